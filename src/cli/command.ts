@@ -1,0 +1,23 @@
+import type { Argv } from 'yargs';
+
+/** Where a command writes: injectable so tests can capture output without spawning a process. */
+export interface CommandIO {
+  stdout: NodeJS.WritableStream & { isTTY?: boolean };
+  stderr: NodeJS.WritableStream & { isTTY?: boolean };
+}
+
+/**
+ * One subcommand: yargs declares its flags, `run` does the work as a plain async function and returns the
+ * exit code. Errors thrown from `run` are mapped to exit codes by the CLI entry only.
+ */
+export interface CommandSpec<A = any> {
+  name: string;
+  describe: string;
+  builder: (y: Argv) => Argv<A>;
+  run: (argv: A, io: CommandIO) => Promise<number>;
+}
+
+/** Identity helper that keeps a command's argument type. */
+export function defineCommand<A>(spec: CommandSpec<A>): CommandSpec<A> {
+  return spec;
+}

@@ -1,0 +1,184 @@
+/**
+ * The types of the Professional-Network Data Lookup Service, transcribed from ../shared/spec/api.md.
+ *
+ * This is the only module the API client (src/api) and the sandbox (src/sandbox) share: each builds and reads
+ * requests on its own, so a misreading of the spec in one cannot hide in the other. Fields the spec marks
+ * "type not shown" are `unknown`; records allow extra members because the provider adds fields over time.
+ */
+
+/** Path prefix carrying the API version. */
+export const API_PREFIX = '/v1/api';
+
+/** The three operations, by the names used in job files, the ledger and the database. */
+export const OPERATIONS = ['similar-companies', 'post-details', 'search-jobs'] as const;
+export type Operation = (typeof OPERATIONS)[number];
+
+/** Path of each operation under the base URL. */
+export const OPERATION_PATHS: Record<Operation, string> = {
+  'similar-companies': `${API_PREFIX}/similar-companies`,
+  'post-details': `${API_PREFIX}/post-details`,
+  'search-jobs': `${API_PREFIX}/search-jobs`,
+};
+
+/** Credit counters carried by every 200 response; fractional values occur. */
+export interface CreditCounters {
+  total_credits: number;
+  credits_used: number;
+  credits_remaining: number;
+}
+
+/** Address object of a company location. */
+export interface Address {
+  city: string;
+  country: string;
+  geographicArea: string | null;
+  /** Type when non-null: not shown. */
+  isPrimary: unknown;
+  line1: string;
+  line2: string | null;
+  postalCode: string;
+  [extra: string]: unknown;
+}
+
+/** Element of `data.content` in the similar-companies response. */
+export interface CompanyRecord {
+  url: string;
+  name: string;
+  universalName: string;
+  type: string;
+  objectUrn: number;
+  description: string;
+  phone: string;
+  followers: unknown;
+  website: string;
+  logo: string;
+  cover: unknown;
+  tagline: unknown;
+  foundedYear: number;
+  staff: { total: number; range: { start: number; end: number; [extra: string]: unknown }; [extra: string]: unknown };
+  locations: { headquarter: Address; other: Address[]; [extra: string]: unknown };
+  fundingData: unknown;
+  specialities: string[] | null;
+  industries: string[];
+  hashtags: string[] | null;
+  relevancy: { score: number; value: string; [extra: string]: unknown };
+  [extra: string]: unknown;
+}
+
+/** Filters of a similar-companies request. */
+export interface SimilarCompaniesAccount {
+  location?: string[];
+  employeeSize?: { type: string; range: Array<{ start: number; end: number }> };
+}
+
+/** Body of POST /v1/api/similar-companies. */
+export interface SimilarCompaniesRequest {
+  url: string;
+  account?: SimilarCompaniesAccount;
+  page?: number;
+  num?: number;
+}
+
+/** 200 body of similar-companies. */
+export interface SimilarCompaniesResponse extends CreditCounters {
+  success: boolean;
+  message: string;
+  data: { content: CompanyRecord[]; number: number; first: boolean; empty: boolean; [extra: string]: unknown };
+  page: number;
+  num: number;
+  [extra: string]: unknown;
+}
+
+/** 200 body of post-details. */
+export interface PostDetailsResponse extends CreditCounters {
+  success: boolean;
+  message: string;
+  PostId: string;
+  author: { name: string; headline: string; network_url: string; profile_image: string; [extra: string]: unknown };
+  post: {
+    /** `DD-MM-YYYY` or `MM-DD-YYYY`: the spec shows two digits, hyphen, two digits, hyphen, four digits. */
+    timestamp: string;
+    text_content: string;
+    /** Element type when non-null: not shown. */
+    hashtags: unknown[] | null;
+    post_media_description: string;
+    post_media_url: string[];
+    [extra: string]: unknown;
+  };
+  engagement: { reactions: number; comments_count: number; [extra: string]: unknown };
+  [extra: string]: unknown;
+}
+
+/** Element of `results` in the search-jobs response. */
+export interface JobRecord {
+  title: string;
+  company_name: string;
+  company_link: string;
+  location: string;
+  url: string;
+  posted_timestamp: number;
+  posted_date: string;
+  is_actively_hiring: boolean;
+  company_logo_url: string;
+  description_html: string;
+  description: string;
+  criteria: {
+    'Employment type': string;
+    Industries: string;
+    'Job function': string;
+    'Seniority level': string;
+    [extra: string]: unknown;
+  };
+  [extra: string]: unknown;
+}
+
+/** Query parameters of GET /v1/api/search-jobs; list parameters are sent comma-joined. */
+export interface SearchJobsQuery {
+  start?: number;
+  timePosted?: string;
+  keywords?: string;
+  experienceLevels?: string[];
+  companyIds?: string[];
+  jobTypes?: string[];
+  workplaceTypes?: string[];
+  location?: string;
+}
+
+/** Names of the search-jobs query parameters, in the order the spec lists them. */
+export const SEARCH_JOBS_PARAMS = [
+  'start',
+  'timePosted',
+  'keywords',
+  'experienceLevels',
+  'companyIds',
+  'jobTypes',
+  'workplaceTypes',
+  'location',
+] as const;
+
+/** The search-jobs parameters that are comma-separated lists. */
+export const SEARCH_JOBS_LIST_PARAMS = ['experienceLevels', 'companyIds', 'jobTypes', 'workplaceTypes'] as const;
+
+/** 200 body of search-jobs. */
+export interface SearchJobsResponse extends CreditCounters {
+  success: boolean;
+  message: string;
+  currentPage: number;
+  numResults: number;
+  results: JobRecord[];
+  [extra: string]: unknown;
+}
+
+/** 404 body of similar-companies. */
+export interface SimilarCompaniesNotFound {
+  error: true;
+  message: string;
+}
+
+/** 404 body of search-jobs: a message and no `success` or `error` member. */
+export interface SearchJobsNotFound {
+  message: string;
+}
+
+/** Page size of search-jobs (known-behaviour.md): `start` is a record offset. */
+export const SEARCH_JOBS_PAGE_SIZE = 10;

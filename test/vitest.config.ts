@@ -1,0 +1,13 @@
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig({
+  test: {
+    root: new URL('..', import.meta.url).pathname,
+    include: ['test/**/*.test.ts'],
+    testTimeout: 30_000,
+    hookTimeout: 30_000,
+    // Tests start real sandboxes and child processes; two cores means two forks at most.
+    pool: 'forks',
+    maxWorkers: 2,
+  },
+});
