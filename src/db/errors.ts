@@ -1,0 +1,79 @@
+import { NetingestError } from '../errors.ts';
+
+/** Codes of the errors raised while opening or migrating the database. */
+export type DatabaseErrorCode =
+  | 'DB_TOO_NEW'
+  | 'DB_NEEDS_MIGRATION'
+  | 'DB_CORRUPT'
+  | 'DB_READONLY'
+  | 'DB_LOCKED'
+  | 'DB_NOT_FOUND'
+  | 'DB_NOT_NETINGEST'
+  | 'DB_OPEN_FAILED';
+
+/** The database file cannot be used as it is; the message names the file and what to do. Fatal for a run. */
+export class DatabaseError extends NetingestError {
+  declare readonly code: DatabaseErrorCode;
+  /** The database file concerned. */
+  readonly file: string;
+
+  constructor(code: DatabaseErrorCode, file: string, message: string, options?: { cause?: unknown }) {
+    super(code, message, options);
+    this.file = file;
+  }
+}
+
+/** The file was written by a newer netingest: it has migrations this build does not know. */
+export class DatabaseTooNewError extends DatabaseError {
+  constructor(file: string, unknownMigrations: readonly string[]) {
+    super(
+      'DB_TOO_NEW',
+      file,
+      `database ${file} was created or upgraded by a newer version of netingest ` +
+        `(unknown migrations: ${unknownMigrations.join(', ')}); upgrade netingest to use it`,
+    );
+  }
+}
+
+/** Read-only open of a database that still needs migrating. */
+export class DatabaseNeedsMigrationError extends DatabaseError {
+  constructor(file: string) {
+    super(
+      'DB_NEEDS_MIGRATION',
+      file,
+      `database ${file} needs upgrading to this version's schema, which a read-only open cannot do; ` +
+        `run a command that writes (e.g. netingest run) or open it without read-only first`,
+    );
+  }
+}
+
+/** The file is not a SQLite database, or it is damaged. */
+export class DatabaseCorruptError extends DatabaseError {
+  constructor(file: string, detail: string, options?: { cause?: unknown }) {
+    super('DB_CORRUPT', file, `${file} is not a usable SQLite database (${detail}); check the --db path`, options);
+  }
+}
+
+/** The file or its folder cannot be written. */
+export class DatabaseReadonlyError extends DatabaseError {
+  constructor(file: string, detail: string, options?: { cause?: unknown }) {
+    super(
+      'DB_READONLY',
+      file,
+      `database ${file} cannot be written (${detail}); check the permissions of the file and its folder`,
+      options,
+    );
+  }
+}
+
+/** Another process holds a lock on the file longer than the busy timeout. */
+export class DatabaseLockedError extends DatabaseError {
+  constructor(file: string, busyTimeoutMs: number, options?: { cause?: unknown }) {
+    super(
+      'DB_LOCKED',
+      file,
+      `database ${file} is locked by another process (waited ${busyTimeoutMs} ms); try again when it has finished`,
+      options,
+    );
+  }
+}

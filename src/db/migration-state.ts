@@ -1,0 +1,57 @@
+/**
+ * Which of this build's migrations a database has applied, read from drizzle's `__drizzle_migrations` table.
+ * drizzle's migrator applies every migration newer than the newest one recorded, so a database is "too new"
+ * when it records a migration this build does not ship.
+ */
+import type BetterSqlite3 from 'better-sqlite3';
+import { fileURLToPath } from 'node:url';
+import { readMigrationFiles } from 'drizzle-orm/migrator';
+
+/** The generated migrations folder, resolved from this module so the cwd does not matter. */
+export const MIGRATIONS_FOLDER = fileURLToPath(new URL('../../migrations/', import.meta.url));
+
+/** drizzle's bookkeeping table (its default name). */
+export const DRIZZLE_MIGRATIONS_TABLE = '__drizzle_migrations';
+
+/** One migration shipped with this build. */
+export interface KnownMigration {
+  folderMillis: number;
+  hash: string;
+}
+
+/** How a database compares with this build's migrations. */
+export interface MigrationState {
+  /** Whether the database holds no tables at all (a new or empty file). */
+  empty: boolean;
+  /** Whether drizzle's bookkeeping table exists. */
+  tracked: boolean;
+  /** Applied migrations this build does not know (a newer netingest wrote them). */
+  unknown: Array<{ hash: string; createdAt: number }>;
+  /** Migrations of this build not applied yet. */
+  pending: KnownMigration[];
+}
+
+/** Reads this build's migrations from `folder`. */
+export function knownMigrations(folder: string = MIGRATIONS_FOLDER): KnownMigration[] {
+  return readMigrationFiles({ migrationsFolder: folder }).map((m) => ({ folderMillis: m.folderMillis, hash: m.hash }));
+}
+
+/** Compares the database's applied migrations with `known`. Reads only, so it works on read-only handles. */
+export function readMigrationState(sqlite: BetterSqlite3.Database, known: readonly KnownMigration[]): MigrationState {
+  const tables = sqlite
+    .prepare(`SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'`)
+    .pluck()
+    .all() as string[];
+  const tracked = tables.includes(DRIZZLE_MIGRATIONS_TABLE);
+  if (!tracked) return { empty: tables.length === 0, tracked, unknown: [], pending: [...known] };
+  const applied = sqlite
+    .prepare(`SELECT hash, created_at AS createdAt FROM ${DRIZZLE_MIGRATIONS_TABLE}`)
+    .all() as Array<{ hash: string; createdAt: number | string }>;
+  const knownMillis = new Set(known.map((m) => m.folderMillis));
+  const unknown = applied
+    .map((a) => ({ hash: a.hash, createdAt: Number(a.createdAt) }))
+    .filter((a) => !knownMillis.has(a.createdAt));
+  const newestApplied = applied.reduce((max, a) => Math.max(max, Number(a.createdAt)), Number.NEGATIVE_INFINITY);
+  const pending = known.filter((m) => m.folderMillis > newestApplied);
+  return { empty: false, tracked, unknown, pending };
+}
