@@ -1,0 +1,124 @@
+/**
+ * Canonical URLs of companies, posts and jobs. The input reader keys tasks with them and the normalizers key
+ * rows with them, so both must agree: one spelling per page, whatever the user or the API wrote.
+ *
+ * Canonical form: `https://`, lower-case host with a leading `www.` folded (`www.network.com` and
+ * `network.com` are the same site; other subdomains are kept), no credentials, no query, no fragment, no
+ * trailing slash. The scheme is optional in input. Pure functions: no imports beyond the language.
+ */
+
+/** Result of a canonicalization: the URL, or why the input is not one. */
+export type CanonicalResult = { ok: true; url: string } | { ok: false; reason: string };
+
+interface ParsedUrl {
+  host: string;
+  /** Path segments, as percent-encoded by the URL parser, without empty segments. */
+  segments: string[];
+}
+
+const SCHEME = /^([a-z][a-z0-9+.-]*):\/\//i;
+const MAX_INPUT_LENGTH = 2048;
+
+/** Canonical form of any page URL (path kept as written, case included). */
+export function canonicalUrl(input: unknown): CanonicalResult {
+  const parsed = parse(input);
+  if (!parsed.ok) return parsed;
+  return { ok: true, url: build(parsed.value.host, parsed.value.segments) };
+}
+
+/**
+ * Canonical company page: `https://<host>/company/<slug>`, the slug lower-cased; sub-pages such as `/about`
+ * or `/posts` are dropped because they belong to the same company.
+ */
+export function canonicalCompanyUrl(input: unknown): CanonicalResult {
+  const parsed = parse(input);
+  if (!parsed.ok) return parsed;
+  const { host, segments } = parsed.value;
+  if (segments[0]?.toLowerCase() !== 'company' || segments.length < 2) {
+    return { ok: false, reason: `not a company page (expected ${host}/company/<name>)` };
+  }
+  const slug = lowerSlug(segments[1]!);
+  if (slug === null) return { ok: false, reason: 'company name in the URL is not valid percent-encoding' };
+  return { ok: true, url: build(host, ['company', slug]) };
+}
+
+/**
+ * Canonical post URL: the path as written (post paths carry case-sensitive ids). Accepts `/posts/...`,
+ * `/feed/update/...`, `/embed/feed/update/...`, `/pulse/...` and any path naming an `activity`.
+ */
+export function canonicalPostUrl(input: unknown): CanonicalResult {
+  const parsed = parse(input);
+  if (!parsed.ok) return parsed;
+  const { host, segments } = parsed.value;
+  const first = segments[0]?.toLowerCase();
+  const isPost =
+    (first === 'posts' && segments.length >= 2) ||
+    (first === 'pulse' && segments.length >= 2) ||
+    (first === 'feed' && segments[1]?.toLowerCase() === 'update' && segments.length >= 3) ||
+    (first === 'embed' && segments[1]?.toLowerCase() === 'feed' && segments.length >= 4) ||
+    segments.some((s) => /activity/i.test(s));
+  if (!isPost) return { ok: false, reason: `not a post page (expected ${host}/posts/... or ${host}/feed/update/...)` };
+  return { ok: true, url: build(host, segments) };
+}
+
+/** Canonical job listing URL: `https://<host>/jobs/view/<id-or-slug>`, anything after the listing dropped. */
+export function canonicalJobUrl(input: unknown): CanonicalResult {
+  const parsed = parse(input);
+  if (!parsed.ok) return parsed;
+  const { host, segments } = parsed.value;
+  if (segments[0]?.toLowerCase() !== 'jobs' || segments[1]?.toLowerCase() !== 'view' || segments.length < 3) {
+    return { ok: false, reason: `not a job listing (expected ${host}/jobs/view/<id>)` };
+  }
+  return { ok: true, url: build(host, ['jobs', 'view', segments[2]!]) };
+}
+
+function parse(input: unknown): { ok: true; value: ParsedUrl } | { ok: false; reason: string } {
+  if (typeof input !== 'string') return { ok: false, reason: 'not a URL (not text)' };
+  const trimmed = input.trim();
+  if (trimmed === '') return { ok: false, reason: 'empty' };
+  if (trimmed.length > MAX_INPUT_LENGTH) return { ok: false, reason: `longer than ${MAX_INPUT_LENGTH} characters` };
+  if (/\s/.test(trimmed)) return { ok: false, reason: 'not a URL (contains spaces)' };
+  const scheme = SCHEME.exec(trimmed)?.[1]?.toLowerCase();
+  if (scheme !== undefined && scheme !== 'http' && scheme !== 'https') {
+    return { ok: false, reason: `not a web address (scheme ${scheme}:)` };
+  }
+  const withScheme = scheme === undefined ? `https://${trimmed.replace(/^\/\//, '')}` : trimmed;
+  let url: URL;
+  try {
+    url = new URL(withScheme);
+  } catch {
+    return { ok: false, reason: 'not a URL' };
+  }
+  if (url.username !== '' || url.password !== '') return { ok: false, reason: 'wrong host shape (has credentials)' };
+  let host = url.hostname.toLowerCase().replace(/\.$/, '');
+  if (host.startsWith('[') || /^[\d.]+$/.test(host)) {
+    return { ok: false, reason: `wrong host shape (${host} is an IP address, expected a domain)` };
+  }
+  if (!host.includes('.') || host.startsWith('.') || host.includes('..')) {
+    return { ok: false, reason: `wrong host shape (${host || 'no host'}; expected a domain such as network.com)` };
+  }
+  if (host.startsWith('www.')) host = host.slice(4);
+  if (url.port !== '') host = `${host}:${url.port}`;
+  // One spelling of percent-escapes (the parser keeps `%c3` and `%C3` apart).
+  const segments = url.pathname
+    .split('/')
+    .filter((s) => s !== '')
+    .map((s) => s.replace(/%[0-9a-f]{2}/gi, (e) => e.toUpperCase()));
+  return { ok: true, value: { host, segments } };
+}
+
+function build(host: string, segments: readonly string[]): string {
+  return segments.length === 0 ? `https://${host}` : `https://${host}/${segments.join('/')}`;
+}
+
+/** Lower-cases a percent-encoded slug by its decoded text, re-encoding it the one way. */
+function lowerSlug(segment: string): string | null {
+  let decoded: string;
+  try {
+    decoded = decodeURIComponent(segment);
+  } catch {
+    return null;
+  }
+  if (decoded === '' || decoded.includes('/')) return null;
+  return encodeURIComponent(decoded.toLowerCase());
+}
