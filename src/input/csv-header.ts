@@ -1,0 +1,157 @@
+import { open } from 'node:fs/promises';
+import { parse as parseSync } from 'csv-parse/sync';
+import { InputFileError, describeFsError } from './input-error.ts';
+
+/** Field delimiters recognized in input files. */
+export const CSV_DELIMITERS = [',', ';', '\t'] as const;
+export type CsvDelimiter = (typeof CSV_DELIMITERS)[number];
+
+/** The header row of a CSV file. */
+export interface CsvHeader {
+  /** Column names, trimmed, in file order; a column with an empty name cannot be referenced. */
+  columns: string[];
+  delimiter: CsvDelimiter;
+  /** 1-based line of the header row (blank lines before it are skipped). */
+  line: number;
+}
+
+/** Limits of the header peek. */
+export const CSV_HEADER_LIMITS = {
+  /** Bytes read per step while looking for the end of the header row. */
+  chunkBytes: 64 * 1024,
+  /** A header row longer than this is rejected: it is almost surely not a CSV file. */
+  maxHeaderBytes: 1024 * 1024,
+} as const;
+
+const QUOTE = 0x22;
+const LF = 0x0a;
+const CR = 0x0d;
+
+/**
+ * Reads only the header row of `path` (never the whole file): skips a UTF-8 BOM and leading blank lines,
+ * detects the delimiter unless given, and returns the trimmed column names.
+ */
+export async function readCsvHeader(
+  path: string,
+  options: { delimiter?: CsvDelimiter; displayName?: string } = {},
+): Promise<CsvHeader> {
+  const file = options.displayName ?? path;
+  const { text, line } = await peekHeaderLine(path, file);
+  const delimiter = options.delimiter ?? detectDelimiter(text);
+  let rows: string[][];
+  try {
+    rows = parseSync(text, { delimiter, relax_quotes: true, relax_column_count: true }) as string[][];
+  } catch (err) {
+    throw new InputFileError(file, `line ${line}: cannot read the header row: ${(err as Error).message}`, { cause: err });
+  }
+  const columns = (rows[0] ?? []).map((name) => name.trim());
+  if (columns.every((name) => name === '')) {
+    throw new InputFileError(file, `line ${line}: the header row has no column names`);
+  }
+  const seen = new Set<string>();
+  for (const name of columns) {
+    if (name !== '' && seen.has(name)) {
+      throw new InputFileError(file, `line ${line}: column "${name}" appears twice in the header row`);
+    }
+    seen.add(name);
+  }
+  return { columns, delimiter, line };
+}
+
+/** Picks the candidate delimiter seen most often outside quotes in the header line; comma on a tie or none. */
+export function detectDelimiter(headerLine: string): CsvDelimiter {
+  const counts = new Map<string, number>(CSV_DELIMITERS.map((d) => [d, 0]));
+  let quoted = false;
+  for (const ch of headerLine) {
+    if (ch === '"') quoted = !quoted;
+    else if (!quoted && counts.has(ch)) counts.set(ch, (counts.get(ch) ?? 0) + 1);
+  }
+  let best: CsvDelimiter = ',';
+  for (const d of CSV_DELIMITERS) if ((counts.get(d) ?? 0) > (counts.get(best) ?? 0)) best = d;
+  return best;
+}
+
+/** Throws a clear error when a required column is missing, listing the columns the file has. */
+export function assertColumns(file: string, header: CsvHeader, required: readonly string[]): void {
+  for (const name of required) {
+    if (header.columns.includes(name)) continue;
+    const available = header.columns.filter((c) => c !== '');
+    const near = available.find((c) => c.toLowerCase() === name.toLowerCase());
+    const hint = near === undefined ? '' : ` (did you mean "${near}"? names are case-sensitive)`;
+    throw new InputFileError(
+      file,
+      `no column "${name}"${hint}; the header row (line ${header.line}) has: ${available.map((c) => `"${c}"`).join(', ')}`,
+    );
+  }
+}
+
+/** Reads just enough bytes to hold the first non-blank line, honouring quotes (a header may hold a quoted newline). */
+async function peekHeaderLine(path: string, file: string): Promise<{ text: string; line: number }> {
+  let handle;
+  try {
+    handle = await open(path, 'r');
+  } catch (err) {
+    throw new InputFileError(file, `cannot read input file: ${describeFsError(err)}`, { cause: err });
+  }
+  try {
+    const chunks: Buffer[] = [];
+    let total = 0;
+    let scanFrom = 0;
+    let line = 1;
+    let start = -1; // offset of the header's first byte
+    let quoted = false;
+    for (;;) {
+      const buf = Buffer.alloc(CSV_HEADER_LIMITS.chunkBytes);
+      let bytesRead: number;
+      try {
+        ({ bytesRead } = await handle.read(buf, 0, buf.length, total));
+      } catch (err) {
+        throw new InputFileError(file, `cannot read input file: ${describeFsError(err)}`, { cause: err });
+      }
+      const eof = bytesRead === 0;
+      if (!eof) {
+        chunks.push(buf.subarray(0, bytesRead));
+        total += bytesRead;
+      }
+      const all = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
+      if (scanFrom === 0 && hasBom(all)) scanFrom = 3;
+      for (let i = scanFrom; i < all.length; i++) {
+        const b = all[i]!;
+        if (start < 0) {
+          if (b === LF) {
+            if (all[i - 1] !== CR) line++;
+            continue;
+          }
+          if (b === CR) {
+            line++;
+            continue;
+          }
+          start = i;
+        }
+        if (b === QUOTE) quoted = !quoted;
+        else if (!quoted && (b === LF || b === CR)) {
+          return { text: all.subarray(start, i).toString('utf8'), line };
+        }
+      }
+      scanFrom = all.length;
+      if (eof) {
+        if (start < 0) throw new InputFileError(file, 'input file is empty (expected a header row)');
+        if (quoted) throw new InputFileError(file, `line ${line}: the header row has a quote that is never closed`);
+        return { text: all.subarray(start).toString('utf8'), line };
+      }
+      if (total > CSV_HEADER_LIMITS.maxHeaderBytes) {
+        throw new InputFileError(
+          file,
+          `line ${line}: no end of the header row within ${CSV_HEADER_LIMITS.maxHeaderBytes} bytes; is this a CSV file?`,
+        );
+      }
+    }
+  } finally {
+    await handle.close();
+  }
+}
+
+/** True when the buffer starts with a UTF-8 byte order mark. */
+function hasBom(buf: Buffer): boolean {
+  return buf.length >= 3 && buf[0] === 0xef && buf[1] === 0xbb && buf[2] === 0xbf;
+}

@@ -1,0 +1,28 @@
+import { UsageError } from '../errors.ts';
+
+/** An input file that cannot be used at all (missing, unreadable, empty, unknown column): the user must fix it. */
+export class InputFileError extends UsageError {
+  /** The file as the user named it. */
+  readonly file: string;
+
+  constructor(file: string, message: string, options?: { cause?: unknown }) {
+    super(`${file}: ${message}`, 'INPUT_INVALID', options);
+    this.file = file;
+  }
+}
+
+/** Turns a file-system error into the user's words, without a stack trace. */
+export function describeFsError(err: unknown): string {
+  const code = (err as NodeJS.ErrnoException | undefined)?.code;
+  switch (code) {
+    case 'ENOENT':
+      return 'file not found';
+    case 'EACCES':
+    case 'EPERM':
+      return 'permission denied';
+    case 'EISDIR':
+      return 'is a directory, not a file';
+    default:
+      return err instanceof Error ? err.message : String(err);
+  }
+}
