@@ -87,6 +87,8 @@ async function* readSegment(segment: Segment, header: CsvHeader, file: string): 
   // csv-parse's types assume on_record keeps the record shape; ours wraps it (raw: true passes { record, raw }).
   const options: CsvParseOptions<unknown, unknown> = {
     delimiter: header.delimiter,
+    // Explicit, so a file with mixed line endings does not leave a stray \r in fields.
+    record_delimiter: ['\r\n', '\n', '\r'],
     bom: true,
     raw: true,
     relax_quotes: true,
