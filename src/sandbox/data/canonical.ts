@@ -1,0 +1,35 @@
+/**
+ * The sandbox's own reading of input URLs (it must not share src/urls with the client): scheme optional,
+ * host lower-case with `www.` folded, no query, fragment or trailing slash. Used only to key the synthetic data,
+ * so that spelling variants of one URL get the same answer.
+ */
+export function canonicalUrlKey(raw: string): string {
+  let s = raw.trim();
+  s = s.replace(/^[a-z][a-z0-9+.-]*:\/\//i, '');
+  s = s.replace(/[?#].*$/s, '');
+  const slash = s.indexOf('/');
+  const host = (slash === -1 ? s : s.slice(0, slash)).toLowerCase().replace(/^www\./, '');
+  let path = slash === -1 ? '' : s.slice(slash);
+  path = path.replace(/\/+$/, '');
+  try {
+    path = decodeURI(path);
+  } catch {
+    // Keep the raw path: a malformed escape is still a stable key.
+  }
+  return host + path;
+}
+
+/** True when the input names the word `notfound` anywhere: such inputs never have data. */
+export function saysNotFound(text: string): boolean {
+  return /notfound/i.test(text);
+}
+
+/** A URL-safe slug of a display name. */
+export function slugify(name: string): string {
+  return name
+    .normalize('NFKD')
+    .replace(/[\u0300-\u036f]/g, '')
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, '-')
+    .replace(/^-+|-+$/g, '');
+}

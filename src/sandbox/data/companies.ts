@@ -1,0 +1,151 @@
+import type { Address, CompanyRecord, SimilarCompaniesAccount } from '../../spec/types.ts';
+import { Prng, hash32, hashFraction } from '../prng.ts';
+import { BoundedCache } from './bounded-cache.ts';
+import { canonicalUrlKey, saysNotFound, slugify } from './canonical.ts';
+import {
+  HASHTAGS, INDUSTRIES, MEDIA_ORIGIN, NAME_CORES, NAME_PREFIXES, NAME_SUFFIXES, NETWORK_ORIGIN, PLACES,
+  SPECIALITIES, STAFF_RANGES, STREETS, TAGLINES,
+} from './words.ts';
+
+/** A company's place in one similar-companies list: who it is and how relevant. */
+interface ListEntry {
+  name: string;
+  slug: string;
+  score: number;
+  value: string;
+}
+
+/** Company records by slug (relevancy is set per list): the same company looks the same in every list. */
+type BaseCompany = CompanyRecord;
+
+const FUNDING_TYPES = ['SEED', 'SERIES_A', 'SERIES_B', 'SERIES_C', 'PRIVATE_EQUITY'] as const;
+
+/** Generates (and caches) similar-company lists and company records from a seed. */
+export class CompanyData {
+  private readonly bases = new BoundedCache<string, BaseCompany>(20_000);
+  private readonly lists = new BoundedCache<string, ListEntry[] | null>(20_000);
+
+  constructor(private readonly seed: number, private readonly notFoundRate: number) {}
+
+  /**
+   * The whole similar-companies list for a reference URL and filters, or null when the input has no data.
+   * The filters are part of the key, so different filter sets give different lists.
+   */
+  similarTo(url: string, account: SimilarCompaniesAccount | undefined): ListEntry[] | null {
+    const ref = canonicalUrlKey(url);
+    const key = `${ref}\u0000${filterKey(account)}`;
+    const cached = this.lists.get(key);
+    if (cached !== undefined) return cached;
+    let list: ListEntry[] | null = null;
+    if (!saysNotFound(url) && hashFraction(this.seed, `company-nodata:${ref}`) >= this.notFoundRate) {
+      const rng = Prng.from(this.seed, `similar:${key}`);
+      const length = rng.int(3, 45);
+      const refSlug = slugOf(ref);
+      const seen = new Set<string>([refSlug]);
+      list = [];
+      let score = 0.9 + rng.next() * 0.09;
+      while (list.length < length) {
+        const name = [rng.pick(NAME_PREFIXES), rng.pick(NAME_CORES), rng.pick(NAME_SUFFIXES)].join(' ').trim();
+        const slug = slugify(name);
+        if (seen.has(slug)) continue;
+        seen.add(slug);
+        list.push({ name, slug, score: Math.round(score * 1e4) / 1e4, value: grade(score) });
+        score = Math.max(0.01, score - rng.next() * 0.04);
+      }
+    }
+    this.lists.set(key, list);
+    return list;
+  }
+
+  /** The full record of one list entry. */
+  record(entry: ListEntry): CompanyRecord {
+    let base = this.bases.get(entry.slug);
+    if (!base) {
+      base = this.generateBase(entry.name, entry.slug);
+      this.bases.set(entry.slug, base);
+    }
+    return { ...base, relevancy: { score: entry.score, value: entry.value } };
+  }
+
+  private generateBase(name: string, slug: string): BaseCompany {
+    const rng = Prng.from(this.seed, `company:${slug}`);
+    const [rangeStart, rangeEnd] = rng.pick(STAFF_RANGES);
+    const industries = rng.sample(INDUSTRIES, rng.int(1, 2));
+    const hq = address(rng, true);
+    const other = Array.from({ length: rng.int(0, 3) }, () => address(rng, false));
+    const foundedYear = rng.int(1950, 2022);
+    const specialities = rng.chance(0.8) ? rng.sample(SPECIALITIES, rng.int(2, 8)) : null;
+    const website = `https://www.${slug}.com`;
+    return {
+      url: `${NETWORK_ORIGIN}/company/${slug}`,
+      name,
+      universalName: slug,
+      type: rng.chance(0.25) ? 'PUBLIC_COMPANY' : 'PRIVATELY_HELD',
+      objectUrn: hash32(this.seed, `urn:${slug}`) % 90_000_000 + 1_000_000,
+      description:
+        `${name} is a ${industries[0]?.toLowerCase()} company founded in ${foundedYear} and based in ${hq.city}.\n\n` +
+        `We help teams work better with ${(specialities ?? ['modern tools']).slice(0, 2).join(' and ')}.\n` +
+        `Visit ${website} to learn more.`,
+      phone: (rng.chance(0.6) ? '+' : '') + rng.digits(rng.int(10, 12)),
+      followers: rng.chance(0.9) ? rng.int(12, 2_500_000) : null,
+      website,
+      logo: `${MEDIA_ORIGIN}/dms/image/company-logo_200_200/${rng.alnum(16)}`,
+      cover: rng.chance(0.7) ? `${MEDIA_ORIGIN}/dms/image/company-background_10000/${rng.alnum(16)}` : null,
+      tagline: rng.chance(0.6) ? rng.pick(TAGLINES) : null,
+      foundedYear,
+      staff: { total: rng.int(rangeStart, rangeEnd), range: { start: rangeStart, end: rangeEnd } },
+      locations: { headquarter: hq, other },
+      fundingData: rng.chance(0.5)
+        ? {
+            numFundingRounds: rng.int(1, 6),
+            lastFundingRound: {
+              fundingType: rng.pick(FUNDING_TYPES),
+              moneyRaised: { amount: String(rng.int(5, 500) * 100_000), currencyCode: 'USD' },
+              announcedOn: { year: rng.int(Math.max(foundedYear, 2010), 2024), month: rng.int(1, 12), day: rng.int(1, 28) },
+            },
+          }
+        : null,
+      specialities,
+      industries,
+      hashtags: rng.chance(0.6) ? rng.sample(HASHTAGS, rng.int(1, 3)) : null,
+      relevancy: { score: 0, value: 'D' },
+    };
+  }
+}
+
+function address(rng: Prng, primary: boolean): Address {
+  const [city, area, country] = rng.pick(PLACES);
+  return {
+    city,
+    country,
+    geographicArea: area,
+    isPrimary: primary ? true : null,
+    line1: `${rng.int(1, 999)} ${rng.pick(STREETS)}`,
+    line2: rng.chance(0.3) ? `suite ${rng.int(100, 999)}` : null,
+    postalCode: country === 'gb' ? `EC${rng.int(1, 4)}A ${rng.int(1, 9)}BB` : rng.digits(5),
+  };
+}
+
+function grade(score: number): string {
+  if (score >= 0.75) return 'A';
+  if (score >= 0.5) return 'B';
+  if (score >= 0.25) return 'C';
+  return 'D';
+}
+
+/** The company slug of a canonical company URL key, or the whole key when it has no /company/ path. */
+function slugOf(key: string): string {
+  const match = /\/company\/([^/]+)/.exec(key);
+  return match?.[1] ?? key;
+}
+
+/** A canonical text of the filters: order of locations and ranges does not matter, case neither. */
+function filterKey(account: SimilarCompaniesAccount | undefined): string {
+  if (!account) return '';
+  const locations = (account.location ?? []).map((l) => l.trim().toLowerCase()).sort();
+  const size = account.employeeSize;
+  // An empty filter object filters nothing: same list as no filters.
+  if (locations.length === 0 && !size) return '';
+  const ranges = (size?.range ?? []).map((r) => `${r.start}-${r.end}`).sort();
+  return JSON.stringify([locations, size ? size.type.toUpperCase() : null, ranges]);
+}

@@ -1,0 +1,121 @@
+import { SEARCH_JOBS_LIST_PARAMS, SEARCH_JOBS_PARAMS, type JobRecord } from '../../spec/types.ts';
+import { Prng, hash32, hashFraction } from '../prng.ts';
+import { BoundedCache } from './bounded-cache.ts';
+import { saysNotFound, slugify } from './canonical.ts';
+import { escapeHtml, htmlToText } from './html-text.ts';
+import { daysBefore, isoDate } from './reference-date.ts';
+import {
+  EMPLOYMENT_TYPES, INDUSTRIES, JOB_FUNCTIONS, JOB_PERKS, JOB_TITLES, MEDIA_ORIGIN, NAME_CORES, NAME_PREFIXES,
+  NETWORK_ORIGIN, PLACES, POST_SENTENCES, SENIORITY_LEVELS, WORKPLACE_SUFFIXES,
+} from './words.ts';
+
+/** The search parameters that select results (every parameter but `start`), decoded. */
+export type JobSearch = Partial<Record<(typeof SEARCH_JOBS_PARAMS)[number], string>>;
+
+const LIST_PARAMS: ReadonlySet<string> = new Set(SEARCH_JOBS_LIST_PARAMS);
+const MAX_DAYS_BY_TIME_POSTED: Record<string, number> = { past_24hrs: 1, past_week: 7, past_month: 30 };
+
+/** A canonical text of a search: parameter order, list order, case and blanks do not matter. */
+export function searchKey(search: JobSearch): string {
+  const parts: string[] = [];
+  for (const name of SEARCH_JOBS_PARAMS) {
+    if (name === 'start') continue;
+    const raw = search[name];
+    if (raw === undefined) continue;
+    let value = raw.trim().toLowerCase().replace(/\s+/g, ' ');
+    if (LIST_PARAMS.has(name)) value = value.split(',').map((v) => v.trim()).filter(Boolean).sort().join(',');
+    if (value !== '') parts.push(`${name}=${value}`);
+  }
+  return parts.join('&');
+}
+
+/** Generates (and caches) job-search result lists from a seed. */
+export class JobData {
+  private readonly results = new BoundedCache<string, JobRecord[] | null>(5_000);
+
+  constructor(private readonly seed: number, private readonly notFoundRate: number) {}
+
+  /** All results of a search (1..60), or null when it finds nothing. */
+  search(search: JobSearch): JobRecord[] | null {
+    const key = searchKey(search);
+    const cached = this.results.get(key);
+    if (cached !== undefined) return cached;
+    const nodata =
+      Object.values(search).some((v) => v !== undefined && saysNotFound(v)) ||
+      hashFraction(this.seed, `jobs-nodata:${key}`) < this.notFoundRate;
+    let list: JobRecord[] | null = null;
+    if (!nodata) {
+      const rng = Prng.from(this.seed, `jobs:${key}`);
+      list = Array.from({ length: rng.int(1, 60) }, (_, i) => this.job(search, key, i));
+      // Newest first, as a job board lists them.
+      list.sort((a, b) => b.posted_timestamp - a.posted_timestamp);
+    }
+    this.results.set(key, list);
+    return list;
+  }
+
+  private job(search: JobSearch, key: string, index: number): JobRecord {
+    const rng = Prng.from(this.seed, `job:${key}:${index}`);
+    const company = `${rng.pick(NAME_PREFIXES)} ${rng.pick(NAME_CORES)}`;
+    const companySlug = slugify(company);
+    const keywords = search.keywords?.trim();
+    const baseTitle = rng.pick(JOB_TITLES);
+    const title = keywords && rng.chance(0.5) ? `${baseTitle} (${capitalize(keywords)})` : baseTitle;
+    const maxDays = MAX_DAYS_BY_TIME_POSTED[search.timePosted?.trim().toLowerCase() ?? ''] ?? 60;
+    const postedMs = daysBefore(rng.int(0, maxDays));
+    const employment = fromFilter(rng, search.jobTypes, EMPLOYMENT_TYPES);
+    const seniority = fromFilter(rng, search.experienceLevels, SENIORITY_LEVELS);
+    const html = descriptionHtml(rng, title, company);
+    return {
+      title,
+      company_name: company,
+      company_link: `${NETWORK_ORIGIN}/company/${companySlug}`,
+      location: jobLocation(rng, search.location),
+      url: `${NETWORK_ORIGIN}/jobs/view/${3_000_000_000 + (hash32(this.seed, `job-url:${key}:${index}`) % 999_999_999)}`,
+      posted_timestamp: postedMs / 1000,
+      posted_date: isoDate(postedMs),
+      is_actively_hiring: rng.chance(0.6),
+      company_logo_url: `${MEDIA_ORIGIN}/dms/image/company-logo_100_100/${rng.alnum(16)}`,
+      description_html: html,
+      description: htmlToText(html),
+      criteria: {
+        'Employment type': employment,
+        Industries: rng.pick(INDUSTRIES),
+        'Job function': rng.pick(JOB_FUNCTIONS),
+        'Seniority level': seniority,
+      },
+    };
+  }
+}
+
+function capitalize(text: string): string {
+  return text.replace(/(^|\s)(\p{L})/gu, (_, space: string, letter: string) => space + letter.toUpperCase());
+}
+
+/** A criteria value that agrees with a list filter when one is given (`full time` -> `Full-time`). */
+function fromFilter(rng: Prng, filter: string | undefined, values: readonly string[]): string {
+  const wanted = (filter ?? '').split(',').map((v) => v.trim().toLowerCase().replace(/[\s-]+/g, ' ')).filter(Boolean);
+  const matching = values.filter((v) => wanted.includes(v.toLowerCase().replace(/[\s-]+/g, ' ')));
+  return rng.pick(matching.length > 0 ? matching : values);
+}
+
+function jobLocation(rng: Prng, requested: string | undefined): string {
+  const suffix = rng.pick(WORKPLACE_SUFFIXES);
+  if (requested && requested.trim() !== '') return capitalize(requested.trim()) + suffix;
+  const [city, area, country] = rng.pick(PLACES);
+  return `${capitalize(city)}, ${(area ?? country).toUpperCase()}${suffix}`;
+}
+
+function descriptionHtml(rng: Prng, title: string, company: string): string {
+  const duties = rng.sample(POST_SENTENCES, rng.int(2, 4));
+  const perks = rng.sample(JOB_PERKS, rng.int(2, 4));
+  return [
+    `<p><strong>About ${escapeHtml(company)}</strong></p>`,
+    `<p>${escapeHtml(company)} is hiring a ${escapeHtml(title)} to join our growing team &amp; help us build what’s next.</p>`,
+    `<p>What you'll do:</p>`,
+    `<ul>${duties.map((d) => `<li>${escapeHtml(d)}</li>`).join('')}</ul>`,
+    `<p>Benefits &amp; perks:</p>`,
+    `<ul>${perks.map((p) => `<li>${escapeHtml(p)}</li>`).join('')}</ul>`,
+    `<p>We welcome applicants from all backgrounds — “diversity makes us better”.<br>Salary: €${rng.int(40, 140)},000 &ndash; depending on experience.</p>`,
+  ].join('');
+}

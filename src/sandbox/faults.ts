@@ -1,0 +1,71 @@
+import type { FaultRates } from './options.ts';
+import { Prng } from './prng.ts';
+
+/** The faults the sandbox can inject, by the name logged in `LoggedRequest.fault`. */
+export type FaultName = 'server_error' | 'unavailable' | 'drop' | 'truncate' | 'slow' | 'html' | 'wrong_shape' | 'huge';
+
+/** Fault names in the order they are checked against one draw. */
+const FAULT_ORDER: ReadonlyArray<[FaultName, keyof FaultRates]> = [
+  ['server_error', 'serverErrorRate'],
+  ['unavailable', 'unavailableRate'],
+  ['drop', 'dropRate'],
+  ['truncate', 'truncateRate'],
+  ['slow', 'slowRate'],
+  ['html', 'htmlRate'],
+  ['wrong_shape', 'wrongShapeRate'],
+  ['huge', 'hugeRate'],
+];
+
+/** Draws at most one fault per request from a seeded stream, so a run with the same requests repeats. */
+export class FaultInjector {
+  private readonly prng: Prng;
+  private readonly active: ReadonlyArray<[FaultName, number]>;
+
+  constructor(seed: number, rates: FaultRates) {
+    this.prng = Prng.from(seed, 'faults');
+    this.active = FAULT_ORDER.map(([name, key]): [FaultName, number] => [name, rates[key]]).filter(([, r]) => r > 0);
+  }
+
+  /** The fault for the next request, or null. No draw is made when every rate is 0. */
+  draw(): FaultName | null {
+    if (this.active.length === 0) return null;
+    const r = this.prng.next();
+    let edge = 0;
+    for (const [name, rate] of this.active) {
+      edge += rate;
+      if (r < edge) return name;
+    }
+    return null;
+  }
+}
+
+/** An HTML error page such as a proxy in front of the service would send with status 200. */
+export const HTML_ERROR_PAGE =
+  '<!DOCTYPE html>\n<html><head><title>Service temporarily unavailable</title></head>\n' +
+  '<body><h1>Something went wrong</h1><p>The upstream service did not answer. Please try again later.</p></body></html>\n';
+
+/** Valid JSON that matches none of the documented 200 shapes. */
+export const WRONG_SHAPE_BODY = JSON.stringify({ status: 'ok', result: [{ id: 1, value: 'unexpected' }], data: 'n/a' });
+
+/** 500 and 503 bodies. */
+export const SERVER_ERROR_BODY = JSON.stringify({ error: true, message: 'Internal Server Error' });
+export const UNAVAILABLE_BODY = JSON.stringify({ error: true, message: 'Service Unavailable' });
+
+let hugeCache: { bytes: number; body: Buffer } | null = null;
+
+/** A JSON-looking body of exactly `bytes` bytes, built once per size: it is large, so it is cached. */
+export function hugeBody(bytes: number): Buffer {
+  if (hugeCache?.bytes === bytes) return hugeCache.body;
+  const head = Buffer.from('{"success":true,"message":"","padding":"');
+  const tail = Buffer.from('"}');
+  const body = Buffer.alloc(Math.max(bytes, head.length + tail.length), 'x');
+  head.copy(body, 0);
+  tail.copy(body, body.length - tail.length);
+  hugeCache = { bytes, body };
+  return body;
+}
+
+/** The first half of a body, cut at a character boundary so it is still UTF-8 but no longer JSON. */
+export function truncated(body: string): string {
+  return body.slice(0, Math.max(1, Math.floor(body.length / 2)));
+}

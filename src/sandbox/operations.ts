@@ -1,0 +1,165 @@
+import { SEARCH_JOBS_PAGE_SIZE, SEARCH_JOBS_PARAMS, type JobRecord, type Operation, type SimilarCompaniesAccount } from '../spec/types.ts';
+import { CompanyData } from './data/companies.ts';
+import { JobData, type JobSearch } from './data/jobs.ts';
+import { PostData, type PostBody } from './data/posts.ts';
+
+/** What an operation answers before credits: a 200 body awaiting its counters, or a finished error. */
+export type Outcome =
+  | { kind: 'ok'; /** the 200 JSON text without its closing brace; the counters are appended */ open: string }
+  | ErrorOutcome;
+
+/** A finished non-200 answer. */
+export interface ErrorOutcome {
+  kind: 'error';
+  status: number;
+  body: string;
+}
+
+/** The parts of a request an operation reads. */
+export interface OperationInput {
+  query: URLSearchParams;
+  /** Raw request body text ('' when none). */
+  bodyText: string;
+  contentType: string | undefined;
+}
+
+const json = (value: unknown): string => JSON.stringify(value);
+const badRequest = (message: string): ErrorOutcome => ({ kind: 'error', status: 400, body: json({ error: true, message }) });
+const NO_SIMILAR: Outcome = { kind: 'error', status: 404, body: json({ error: true, message: 'No similar companies found' }) };
+const NO_JOBS: Outcome = { kind: 'error', status: 404, body: json({ message: 'No results found for the query' }) };
+const NO_POST: Outcome = { kind: 'error', status: 404, body: json({ success: false, message: 'Post not found' }) };
+
+/** JSON text of an object without its closing brace, so counters can be appended without re-serialising. */
+const openJson = (value: object): string => json(value).slice(0, -1);
+
+/** The three operations over the synthetic data; answers are cached per data object. */
+export class Operations {
+  private readonly companies: CompanyData;
+  private readonly posts: PostData;
+  private readonly jobs: JobData;
+  private readonly companyPages = new WeakMap<object, Map<string, string>>();
+  private readonly postBodies = new WeakMap<PostBody, string>();
+  private readonly jobPages = new WeakMap<JobRecord[], Map<number, string>>();
+
+  constructor(seed: number, notFoundRate: number) {
+    this.companies = new CompanyData(seed, notFoundRate);
+    this.posts = new PostData(seed, notFoundRate);
+    this.jobs = new JobData(seed, notFoundRate);
+  }
+
+  /** Checks the parameters only (400 or null), so that faults and credits are decided on valid calls alone. */
+  validate(op: Operation, input: OperationInput): ErrorOutcome | ValidRequest {
+    if (op === 'similar-companies') return parseSimilar(input);
+    if (op === 'post-details') {
+      const url = input.query.get('url');
+      if (url === null || url.trim() === '') return badRequest('Query parameter `url` is required');
+      return { op, url };
+    }
+    const startText = input.query.get('start');
+    if (startText !== null && !/^\d{1,9}$/.test(startText.trim())) {
+      return badRequest('Query parameter `start` must be a non-negative integer');
+    }
+    const search: JobSearch = {};
+    for (const name of SEARCH_JOBS_PARAMS) {
+      const value = input.query.get(name);
+      if (value !== null && name !== 'start') search[name] = value;
+    }
+    return { op, search, start: startText === null ? 0 : Number(startText.trim()) };
+  }
+
+  /** The answer to a validated request. */
+  answer(request: ValidRequest): Outcome {
+    if (request.op === 'similar-companies') {
+      const list = this.companies.similarTo(request.url, request.account);
+      if (!list) return NO_SIMILAR;
+      const from = (request.page - 1) * request.num;
+      if (from >= list.length) return NO_SIMILAR;
+      let pages = this.companyPages.get(list);
+      if (!pages) this.companyPages.set(list, (pages = new Map()));
+      const pageKey = `${request.page}/${request.num}`;
+      let open = pages.get(pageKey);
+      if (open === undefined) {
+        const content = list.slice(from, from + request.num).map((entry) => this.companies.record(entry));
+        open = openJson({
+          success: true,
+          message: 'Similar companies fetched successfully',
+          data: { content, number: request.page - 1, first: request.page === 1, empty: content.length === 0 },
+          page: request.page,
+          num: request.num,
+        });
+        pages.set(pageKey, open);
+      }
+      return { kind: 'ok', open };
+    }
+    if (request.op === 'post-details') {
+      const post = this.posts.details(request.url);
+      if (!post) return NO_POST;
+      let open = this.postBodies.get(post);
+      if (open === undefined) this.postBodies.set(post, (open = openJson(post)));
+      return { kind: 'ok', open };
+    }
+    const results = this.jobs.search(request.search);
+    if (!results || request.start >= results.length) return NO_JOBS;
+    let pages = this.jobPages.get(results);
+    if (!pages) this.jobPages.set(results, (pages = new Map()));
+    let open = pages.get(request.start);
+    if (open === undefined) {
+      const page = results.slice(request.start, request.start + SEARCH_JOBS_PAGE_SIZE);
+      open = openJson({
+        success: true,
+        message: 'Jobs fetched successfully',
+        currentPage: Math.floor(request.start / SEARCH_JOBS_PAGE_SIZE),
+        numResults: page.length,
+        results: page,
+      });
+      pages.set(request.start, open);
+    }
+    return { kind: 'ok', open };
+  }
+}
+
+/** A request whose parameters passed validation. */
+export type ValidRequest =
+  | { op: 'similar-companies'; url: string; account: SimilarCompaniesAccount | undefined; page: number; num: number }
+  | { op: 'post-details'; url: string }
+  | { op: 'search-jobs'; search: JobSearch; start: number };
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+const isPositiveInt = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) >= 1;
+
+function parseSimilar(input: OperationInput): ErrorOutcome | ValidRequest {
+  if (!input.contentType || !/^application\/json\b/i.test(input.contentType.trim())) {
+    return badRequest('Content-Type must be application/json');
+  }
+  let body: unknown;
+  try {
+    body = JSON.parse(input.bodyText);
+  } catch {
+    return badRequest('Request body is not valid JSON');
+  }
+  if (!isObject(body)) return badRequest('Request body must be a JSON object');
+  const { url, account, page = 1, num = 10 } = body;
+  if (typeof url !== 'string' || url.trim() === '') return badRequest('Body field `url` is required (a company page URL)');
+  if (!isPositiveInt(page)) return badRequest('Body field `page` must be an integer >= 1');
+  if (!isPositiveInt(num)) return badRequest('Body field `num` must be an integer >= 1');
+  if (account !== undefined && account !== null) {
+    if (!isObject(account)) return badRequest('Body field `account` must be an object');
+    const { location, employeeSize } = account;
+    if (location !== undefined && !(Array.isArray(location) && location.every((l) => typeof l === 'string'))) {
+      return badRequest('Body field `account.location` must be an array of strings');
+    }
+    if (employeeSize !== undefined && !isEmployeeSize(employeeSize)) {
+      return badRequest('Body field `account.employeeSize` must be { type: string, range: [{ start, end }] } with integer bounds');
+    }
+  }
+  return { op: 'similar-companies', url, account: (account ?? undefined) as SimilarCompaniesAccount | undefined, page, num };
+}
+
+function isEmployeeSize(v: unknown): boolean {
+  return (
+    isObject(v) &&
+    typeof v.type === 'string' &&
+    Array.isArray(v.range) &&
+    v.range.every((r) => isObject(r) && Number.isSafeInteger(r.start) && Number.isSafeInteger(r.end))
+  );
+}

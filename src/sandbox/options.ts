@@ -1,0 +1,139 @@
+import type { Operation } from '../spec/types.ts';
+
+/** Fault injection rates, each a probability in 0..1 drawn per request from the seeded PRNG. */
+export interface FaultRates {
+  /** 500 with a JSON error body. */
+  serverErrorRate: number;
+  /** 503 with a JSON error body. */
+  unavailableRate: number;
+  /** The socket is destroyed without an answer (logged with status 0). */
+  dropRate: number;
+  /** 200 whose JSON body is cut in half. */
+  truncateRate: number;
+  /** The normal answer, sent `slowMs` late. The only fault that is charged: the answer itself is complete. */
+  slowRate: number;
+  /** 200 with an HTML error page (as a proxy in front of a service would send). */
+  htmlRate: number;
+  /** 200 with valid JSON of the wrong shape. */
+  wrongShapeRate: number;
+  /** 200 with a body of `hugeBytes` bytes. */
+  hugeRate: number;
+}
+
+/** Every option of the sandbox; see SANDBOX_DEFAULTS for the defaults and their meaning. */
+export interface SandboxOptions extends FaultRates {
+  host: string;
+  port: number;
+  seed: number;
+  tokens: Record<string, number>;
+  suspendedTokens: string[];
+  costs: Record<Operation, number>;
+  latencyMs: number | [number, number];
+  rateLimitPerSecond: number | null;
+  retryAfterSeconds: number;
+  slowMs: number;
+  hugeBytes: number;
+  notFoundRate: number;
+  logRequests: boolean;
+}
+
+/** What startSandbox accepts: any subset of the options; `costs` may name only some operations. */
+export type SandboxOptionsInput = Partial<Omit<SandboxOptions, 'costs'>> & { costs?: Partial<Record<Operation, number>> };
+
+/**
+ * The defaults of every sandbox option, in one place.
+ *
+ * Charging: only 200 answers are charged, at `costs[operation]` credits. 404 (no data, page past the end),
+ * 400, 401, 402, 403, 405, 429 and every faulted answer (500, 503, drop, truncate, html, wrong shape, huge) are
+ * NOT charged; a slow answer is the normal answer sent late and IS charged. 402 is answered when the token's
+ * remaining credits are below the operation's cost, before the lookup.
+ *
+ * Faults are decided by one PRNG draw per authenticated, valid request, checked in the order of FaultRates,
+ * so each fault happens at its own rate as long as the rates add up to at most 1.
+ */
+export const SANDBOX_DEFAULTS: Readonly<SandboxOptions> = Object.freeze({
+  /** Interface to listen on; loopback only by default. */
+  host: '127.0.0.1',
+  /** 0 picks a free port (tests); the CLI defaults to 8787. */
+  port: 0,
+  /** Seeds the synthetic data and the fault, latency draws: the same seed and requests give the same run. */
+  seed: 42,
+  /** Known bearer tokens and their total credits. */
+  tokens: { 'sandbox-token': 1_000_000 },
+  /** Tokens answered 403 (account suspended); they need not appear in `tokens`. */
+  suspendedTokens: [],
+  /** Credits charged per 200 answer, by operation; fractional costs are kept exact (integer micro-credits). */
+  costs: { 'similar-companies': 1, 'post-details': 1, 'search-jobs': 0.25 },
+  /** Added delay per answer: a fixed number of ms or a [min, max] range drawn from the seeded PRNG. */
+  latencyMs: 0,
+  /** Accepted requests per token in any sliding 1-second window; null means no limit. Over it: 429. */
+  rateLimitPerSecond: null,
+  /** Value of the Retry-After header (whole seconds) on 429. */
+  retryAfterSeconds: 1,
+  serverErrorRate: 0,
+  unavailableRate: 0,
+  dropRate: 0,
+  truncateRate: 0,
+  slowRate: 0,
+  /** How late a slow answer is sent. */
+  slowMs: 2000,
+  htmlRate: 0,
+  wrongShapeRate: 0,
+  hugeRate: 0,
+  /** Size of a huge answer: 20 MiB. */
+  hugeBytes: 20 * 1024 * 1024,
+  /**
+   * Fraction of inputs that have no data (404), decided by a hash of seed and input, so it is stable. An input
+   * containing the word `notfound` never has data, whatever this rate.
+   */
+  notFoundRate: 0.05,
+  /** Keep a log of every request in `sandbox.requests`; turn off for benchmarks. */
+  logRequests: true,
+} as SandboxOptions);
+
+const RATE_KEYS = [
+  'serverErrorRate',
+  'unavailableRate',
+  'dropRate',
+  'truncateRate',
+  'slowRate',
+  'htmlRate',
+  'wrongShapeRate',
+  'hugeRate',
+  'notFoundRate',
+] as const;
+
+/** Merges the input over the defaults and rejects values that make no sense. */
+export function resolveOptions(input: SandboxOptionsInput = {}): SandboxOptions {
+  const defined = Object.fromEntries(Object.entries(input).filter(([, v]) => v !== undefined));
+  const options: SandboxOptions = {
+    ...SANDBOX_DEFAULTS,
+    ...defined,
+    tokens: { ...(input.tokens ?? SANDBOX_DEFAULTS.tokens) },
+    suspendedTokens: [...(input.suspendedTokens ?? SANDBOX_DEFAULTS.suspendedTokens)],
+    costs: { ...SANDBOX_DEFAULTS.costs, ...input.costs },
+  } as SandboxOptions;
+  for (const key of RATE_KEYS) {
+    const rate = options[key];
+    if (!(rate >= 0 && rate <= 1)) throw new RangeError(`sandbox option ${key} must be between 0 and 1, got ${rate}`);
+  }
+  for (const [op, cost] of Object.entries(options.costs)) {
+    if (!(cost >= 0 && Number.isFinite(cost))) throw new RangeError(`sandbox cost of ${op} must be >= 0, got ${cost}`);
+  }
+  for (const [token, total] of Object.entries(options.tokens)) {
+    if (!(total >= 0 && Number.isFinite(total))) throw new RangeError(`sandbox credits of token must be >= 0, got ${total}`);
+    if (token === '') throw new RangeError('sandbox token must not be empty');
+  }
+  const lat = options.latencyMs;
+  const [lo, hi] = Array.isArray(lat) ? lat : [lat, lat];
+  if (!(lo >= 0 && hi >= lo)) throw new RangeError(`sandbox latencyMs must be >= 0 (or a [min, max] range), got ${String(lat)}`);
+  if (options.rateLimitPerSecond !== null && !(options.rateLimitPerSecond > 0)) {
+    throw new RangeError(`sandbox rateLimitPerSecond must be > 0 or null, got ${options.rateLimitPerSecond}`);
+  }
+  if (!(options.retryAfterSeconds >= 0 && Number.isInteger(options.retryAfterSeconds))) {
+    throw new RangeError(`sandbox retryAfterSeconds must be a whole number >= 0, got ${options.retryAfterSeconds}`);
+  }
+  if (!(options.slowMs >= 0)) throw new RangeError(`sandbox slowMs must be >= 0, got ${options.slowMs}`);
+  if (!(options.hugeBytes >= 0)) throw new RangeError(`sandbox hugeBytes must be >= 0, got ${options.hugeBytes}`);
+  return options;
+}
