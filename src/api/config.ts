@@ -1,0 +1,117 @@
+/**
+ * Where the API is and which token to send: from flags (--api-url, --token-file) or the environment
+ * (NETINGEST_API_URL, NETINGEST_API_TOKEN). Refuses anything that would send the token in clear text over a
+ * network.
+ */
+import { readFileSync } from 'node:fs';
+import { ConfigError } from '../errors.ts';
+
+/** Environment variable holding the API base URL. */
+export const API_URL_ENV = 'NETINGEST_API_URL';
+/** Environment variable holding the API token. */
+export const API_TOKEN_ENV = 'NETINGEST_API_TOKEN';
+
+export interface ApiConfigSources {
+  /** --api-url; wins over NETINGEST_API_URL. */
+  apiUrl?: string;
+  /** --token-file: a file holding just the token; wins over NETINGEST_API_TOKEN. */
+  tokenFile?: string;
+  env?: NodeJS.ProcessEnv;
+}
+
+export interface ApiConfig {
+  /** Normalized: scheme, host, optional path prefix, no trailing slash. */
+  baseUrl: string;
+  token: string;
+}
+
+/** Resolves the base URL and token, or throws a ConfigError that says exactly what to set. */
+export function resolveApiConfig({ apiUrl, tokenFile, env = process.env }: ApiConfigSources = {}): ApiConfig {
+  const url = apiUrl?.trim() || env[API_URL_ENV]?.trim();
+  if (!url) {
+    throw new ConfigError(`No API URL: set ${API_URL_ENV} or pass --api-url (e.g. https://api.example.com).`);
+  }
+  const baseUrl = parseBaseUrl(url, apiUrl?.trim() ? '--api-url' : API_URL_ENV).baseUrl;
+  return { baseUrl, token: tokenFile !== undefined ? readTokenFile(tokenFile) : tokenFromEnv(env) };
+}
+
+/** A base URL split the way undici takes it. */
+export interface ParsedBaseUrl {
+  baseUrl: string;
+  /** `https://host[:port]` */
+  origin: string;
+  /** '' or `/prefix` (no trailing slash). */
+  pathPrefix: string;
+}
+
+/**
+ * Checks and normalizes a base URL: http or https only; plain http only to a loopback host (127.0.0.0/8,
+ * localhost, [::1]) so the token never crosses a network in clear text; no credentials, query or fragment;
+ * a path prefix is kept (operation paths are appended to it) without its trailing slash.
+ */
+export function parseBaseUrl(value: string, source = 'the API URL'): ParsedBaseUrl {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    // The value is not echoed: a mix-up of the two variables would otherwise print the token.
+    throw new ConfigError(`${source} is not a valid URL (expected e.g. https://api.example.com).`);
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') {
+    throw new ConfigError(`${source} must start with https:// (got ${url.protocol}//).`);
+  }
+  if (url.username || url.password) {
+    throw new ConfigError(`${source} must not contain credentials; put the token in ${API_TOKEN_ENV} or a --token-file.`);
+  }
+  if (url.search || url.hash) {
+    throw new ConfigError(`${source} must not have a query string or fragment: ${url.origin}${url.pathname}`);
+  }
+  if (url.protocol === 'http:' && !isLoopbackHost(url.hostname)) {
+    throw new ConfigError(
+      `${source} uses plain http:// to ${url.hostname}, which would send the API token unencrypted; use https:// ` +
+        '(plain http is allowed only to 127.0.0.1, localhost or [::1]).',
+    );
+  }
+  const pathPrefix = url.pathname.replace(/\/+$/, '');
+  return { baseUrl: url.origin + pathPrefix, origin: url.origin, pathPrefix };
+}
+
+/** True for localhost, 127.0.0.0/8 and ::1 (hostname as the URL parser normalizes it). */
+export function isLoopbackHost(hostname: string): boolean {
+  const host = hostname.toLowerCase();
+  if (host === 'localhost' || host === '[::1]') return true;
+  return /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host);
+}
+
+function readTokenFile(path: string): string {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    const code = (err as { code?: unknown }).code;
+    throw new ConfigError(`Cannot read the token file ${path} given to --token-file (${typeof code === 'string' ? code : String(err)}).`, {
+      cause: err,
+    });
+  }
+  const token = text.trim();
+  if (token === '') throw new ConfigError(`The token file ${path} given to --token-file is empty; put the API token in it.`);
+  checkToken(token, `The token file ${path}`);
+  return token;
+}
+
+function tokenFromEnv(env: NodeJS.ProcessEnv): string {
+  const token = env[API_TOKEN_ENV]?.trim();
+  if (!token) {
+    throw new ConfigError(`No API token: set ${API_TOKEN_ENV} or pass --token-file <file holding the token>.`);
+  }
+  checkToken(token, API_TOKEN_ENV);
+  return token;
+}
+
+/** A token goes into a header: whitespace or control characters inside it mean the wrong thing was supplied. */
+export function checkToken(token: string, source: string): void {
+  if (!/^[\x21-\x7e]+$/.test(token)) {
+    // Never echo the value: it is a secret even when malformed.
+    throw new ConfigError(`${source} must hold just the API token: it contains spaces, line breaks or non-ASCII characters.`);
+  }
+}

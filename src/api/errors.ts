@@ -1,0 +1,250 @@
+/**
+ * Every way an API call can fail, as classes with a stable `code`, and the one place that decides what the
+ * runner does about each: retry it, pause for the rate limit, stop the run, or fail just this item.
+ *
+ * Messages and excerpts never hold the token: the HTTP layer redacts excerpts before building an error, and
+ * nothing else that could carry it (headers, the request) is ever put into one.
+ */
+import { NetingestError } from '../errors.ts';
+import type { CreditCounters } from '../spec/types.ts';
+import type { ApiCallInfo } from './types.ts';
+
+/** What the runner does with a failed call. */
+export type ErrorAction = 'retry' | 'throttle' | 'stop-run' | 'fail-item';
+
+/** What every ApiError is built from. */
+export interface ApiErrorContext {
+  call: ApiCallInfo;
+  /** Redacted, single-line, at most 300 characters (see bodyExcerpt in redact.ts); '' when there was no body. */
+  bodyExcerpt?: string;
+  cause?: unknown;
+}
+
+/** Base of all API call failures. `action` is fixed per class, so it is decided in this file only. */
+export abstract class ApiError extends NetingestError {
+  abstract readonly action: ErrorAction;
+  readonly call: ApiCallInfo;
+  readonly bodyExcerpt: string;
+
+  protected constructor(code: string, what: string, ctx: ApiErrorContext) {
+    super(code, describe(what, ctx), ctx.cause === undefined ? undefined : { cause: ctx.cause });
+    this.call = ctx.call;
+    this.bodyExcerpt = ctx.bodyExcerpt ?? '';
+  }
+}
+
+function describe(what: string, { call, bodyExcerpt }: ApiErrorContext): string {
+  const status = call.status === null ? '' : `, HTTP ${call.status}`;
+  const body = bodyExcerpt ? `; body: ${bodyExcerpt}` : '';
+  return `${call.operation}: ${what} (${call.method} ${call.path}${status})${body}`;
+}
+
+/** 401 or 403: the token is wrong, expired or the account is suspended; every further call would fail too. */
+export class AuthError extends ApiError {
+  readonly action = 'stop-run';
+  constructor(ctx: ApiErrorContext) {
+    super(
+      'AUTH',
+      ctx.call.status === 403
+        ? 'the API refused access (account suspended or token not allowed): check the account and NETINGEST_API_TOKEN'
+        : 'the API rejected the token: check NETINGEST_API_TOKEN or the file given to --token-file',
+      ctx,
+    );
+  }
+}
+
+/** 402: the balance cannot pay for the call; the run must stop before it spends nothing more. */
+export class CreditsExhaustedError extends ApiError {
+  readonly action = 'stop-run';
+  constructor(ctx: ApiErrorContext) {
+    super('OUT_OF_CREDITS', 'the account has no credits left for this call', ctx);
+  }
+}
+
+/** 429: rate-limited; the runner pauses every call for `retryAfterMs`, then tries again. */
+export class ThrottledError extends ApiError {
+  readonly action = 'throttle';
+  /** How long the service asked us to wait (from Retry-After; 5000 when it gave none). */
+  readonly retryAfterMs: number;
+  constructor(ctx: ApiErrorContext, retryAfterMs: number) {
+    super('THROTTLED', `rate-limited by the API; retry after ${retryAfterMs} ms`, ctx);
+    this.retryAfterMs = retryAfterMs;
+  }
+}
+
+/** 5xx: the service failed; worth another try. */
+export class ServerError extends ApiError {
+  readonly action = 'retry';
+  constructor(ctx: ApiErrorContext) {
+    super('SERVER_ERROR', 'the API failed with a server error', ctx);
+  }
+}
+
+/** No complete response in time (connect, headers or body), or a 408 from the server. */
+export class TimeoutError extends ApiError {
+  readonly action = 'retry';
+  constructor(ctx: ApiErrorContext, what = 'no complete response in time') {
+    super('TIMEOUT', what, ctx);
+  }
+}
+
+/** The connection failed: refused, reset, dropped mid-response, DNS failure, malformed HTTP. */
+export class NetworkError extends ApiError {
+  readonly action = 'retry';
+  constructor(ctx: ApiErrorContext, what: string) {
+    super('NETWORK', what, ctx);
+  }
+}
+
+/** A 200 whose body is not JSON (truncated, or an HTML page from a proxy): usually transient. */
+export class InvalidJsonError extends ApiError {
+  readonly action = 'retry';
+  constructor(ctx: ApiErrorContext, parseMessage: string) {
+    super('INVALID_JSON', `the 200 response body is not valid JSON (${parseMessage})`, ctx);
+  }
+}
+
+/** One way a body differs from the spec: where (a JSON path such as `data.content[3].staff.total`) and how. */
+export interface SchemaIssue {
+  path: string;
+  message: string;
+}
+
+/**
+ * A 200 body of the wrong shape. Deterministic, so retrying would only pay again: the item fails, and the
+ * body is kept (`raw`) so that it can be re-validated once the schema is fixed.
+ */
+export class ApiSchemaError extends ApiError {
+  readonly action = 'fail-item';
+  readonly issues: readonly SchemaIssue[];
+  /** Credit counters of the body when it still carries them as numbers (the call was paid for). */
+  readonly credits: CreditCounters | null;
+  /** The body text (redacted); not enumerable, so logging the error does not dump megabytes. */
+  declare readonly raw: string;
+
+  constructor(ctx: ApiErrorContext, issues: readonly SchemaIssue[], raw: string, credits: CreditCounters | null) {
+    const first = issues[0];
+    const more = issues.length > 1 ? ` (and ${issues.length - 1} more)` : '';
+    const what = first ? `response does not match the spec: ${first.path}: ${first.message}${more}` : 'response does not match the spec';
+    super('SCHEMA', what, ctx);
+    this.issues = issues;
+    this.credits = credits;
+    Object.defineProperty(this, 'raw', { value: raw, enumerable: false });
+  }
+}
+
+/** Another 4xx: the service refused this request (bad parameters); it would refuse it again. */
+export class RequestRejectedError extends ApiError {
+  readonly action = 'fail-item';
+  constructor(ctx: ApiErrorContext) {
+    super('HTTP_4XX', 'the API rejected the request', ctx);
+  }
+}
+
+/** The body is larger than `maxBodyBytes`; reading stopped there. */
+export class ResponseTooLargeError extends ApiError {
+  readonly action = 'fail-item';
+  readonly limitBytes: number;
+  constructor(ctx: ApiErrorContext, limitBytes: number) {
+    super('BODY_TOO_LARGE', `the response body exceeds the limit of ${limitBytes} bytes`, ctx);
+    this.limitBytes = limitBytes;
+  }
+}
+
+/**
+ * A status or body the spec does not describe and that points at a misconfiguration rather than at the item:
+ * a redirect, a 2xx other than 200, a 404 without the spec's body (e.g. a web server's page for a wrong API
+ * URL). Failing every item would record them all as failed (or, worse, as not found), so the run stops.
+ */
+export class UnexpectedResponseError extends ApiError {
+  readonly action = 'stop-run';
+  constructor(ctx: ApiErrorContext, what: string) {
+    super('UNEXPECTED_RESPONSE', `${what}: check the API URL (NETINGEST_API_URL or --api-url)`, ctx);
+  }
+}
+
+/** True for every error raised by the API client on purpose. */
+export function isApiError(err: unknown): err is ApiError {
+  return err instanceof ApiError;
+}
+
+/** The one function the runner asks what to do with a failure; anything not an ApiError is a bug: stop. */
+export function errorAction(err: unknown): ErrorAction {
+  return isApiError(err) ? err.action : 'stop-run';
+}
+
+/** Wait used when a 429 carries no usable Retry-After. */
+export const DEFAULT_RETRY_AFTER_MS = 5000;
+
+/** Milliseconds to wait from a Retry-After value: delta seconds or an HTTP-date; negative waits become 0. */
+export function parseRetryAfterMs(value: string | string[] | undefined, nowMs = Date.now()): number {
+  const text = (Array.isArray(value) ? value[0] : value)?.trim();
+  if (!text) return DEFAULT_RETRY_AFTER_MS;
+  if (/^-?\d+(\.\d+)?$/.test(text)) return Math.max(0, Math.round(Number(text) * 1000));
+  const at = Date.parse(text);
+  return Number.isNaN(at) ? DEFAULT_RETRY_AFTER_MS : Math.max(0, at - nowMs);
+}
+
+/**
+ * The error for a response status other than 200 and 404 (those two are results, not errors, unless their
+ * body is wrong, which the HTTP layer decides).
+ */
+export function errorForStatus(status: number, ctx: ApiErrorContext, retryAfter?: string | string[]): ApiError {
+  if (status === 401 || status === 403) return new AuthError(ctx);
+  if (status === 402) return new CreditsExhaustedError(ctx);
+  if (status === 429) return new ThrottledError(ctx, parseRetryAfterMs(retryAfter));
+  if (status === 408) return new TimeoutError(ctx, 'the server timed out waiting for the request');
+  if (status >= 500 && status <= 599) return new ServerError(ctx);
+  if (status >= 400 && status <= 499) return new RequestRejectedError(ctx);
+  if (status >= 300 && status <= 399) return new UnexpectedResponseError(ctx, `unexpected redirect (HTTP ${status})`);
+  return new UnexpectedResponseError(ctx, `unexpected HTTP status ${status}`);
+}
+
+/** Code of the internal error raised when a body is still arriving when the call's time is up. */
+export const BODY_DEADLINE_CODE = 'NETINGEST_BODY_DEADLINE';
+
+const TIMEOUT_CODES = new Set([
+  'UND_ERR_CONNECT_TIMEOUT',
+  'UND_ERR_HEADERS_TIMEOUT',
+  'UND_ERR_BODY_TIMEOUT',
+  'ETIMEDOUT',
+  BODY_DEADLINE_CODE,
+]);
+
+const NETWORK_CODES = new Set([
+  'UND_ERR_SOCKET',
+  'UND_ERR_INFO',
+  'UND_ERR_RES_CONTENT_LENGTH_MISMATCH',
+  'ECONNRESET',
+  'ECONNREFUSED',
+  'ECONNABORTED',
+  'EPIPE',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENETDOWN',
+  'EHOSTDOWN',
+  'EADDRNOTAVAIL',
+]);
+
+function codeOf(err: unknown): string | undefined {
+  if (err instanceof AggregateError && err.errors.length > 0) return codeOf(err.errors[0]);
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' ? code : undefined;
+}
+
+/**
+ * The ApiError for a failure of the transport (connect, send, receive), or null when `err` is not one (an
+ * invalid argument, a closed client, a TLS certificate problem): those are rethrown as they are and stop the run.
+ */
+export function errorForTransport(err: unknown, call: ApiCallInfo, timeoutMs: number): ApiError | null {
+  const code = codeOf(err);
+  if (code === undefined) return null;
+  if (TIMEOUT_CODES.has(code)) return new TimeoutError({ call, cause: err }, `no complete response within ${timeoutMs} ms (${code})`);
+  if (NETWORK_CODES.has(code) || code.startsWith('HPE_')) {
+    const reason = err instanceof Error && err.message ? `: ${err.message}` : '';
+    return new NetworkError({ call, cause: err }, `connection failed (${code}${reason})`);
+  }
+  return null;
+}

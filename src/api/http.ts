@@ -1,0 +1,178 @@
+/**
+ * One attempt of one call: send it through the undici agent, read the body within the size and time limits,
+ * and turn the outcome into an ApiResult or an ApiError. Retrying is the runner's business, not this file's.
+ */
+import type { Dispatcher } from 'undici';
+import type { Operation } from '../spec/types.ts';
+import {
+  BODY_DEADLINE_CODE,
+  errorForStatus,
+  errorForTransport,
+  InvalidJsonError,
+  ResponseTooLargeError,
+  UnexpectedResponseError,
+} from './errors.ts';
+import { bodyExcerpt } from './redact.ts';
+import { validateResponse } from './schemas.ts';
+import { OPERATION_METHODS, type ApiCallInfo, type ApiResult, type ResponseByOperation } from './types.ts';
+
+/** Most bytes read of a body that is only needed for an error excerpt (a 5xx page, a 401 message). */
+const ERROR_BODY_MAX_BYTES = 64 * 1024;
+
+/** What an attempt needs, fixed when the client is created. */
+export interface Transport {
+  dispatcher: Dispatcher;
+  /** Scheme, host and port of the base URL. */
+  origin: string;
+  /** Path of the base URL without a trailing slash ('' for none); operation paths are appended to it. */
+  pathPrefix: string;
+  timeoutMs: number;
+  maxBodyBytes: number;
+  /** Kept out of error messages and excerpts. */
+  secrets: readonly string[];
+  /** Applied to 200/404 bodies before they are parsed and returned (identity when the token is too short). */
+  redactBody: (text: string) => string;
+}
+
+/** Sends one request and resolves to its result; throws an ApiError (or, for a bug, the original error). */
+export async function attempt<O extends Operation>(
+  t: Transport,
+  operation: O,
+  pathAndQuery: string,
+  headers: Record<string, string>,
+  body: string | null,
+): Promise<ApiResult<ResponseByOperation[O]>> {
+  const method = OPERATION_METHODS[operation];
+  const path = t.pathPrefix + pathAndQuery;
+  const started = performance.now();
+  let res: Dispatcher.ResponseData;
+  try {
+    res = await t.dispatcher.request({ origin: t.origin, path, method, headers, body });
+  } catch (err) {
+    throw transportFailure(t, err, callInfo(operation, method, path, null, started));
+  }
+  const status = res.statusCode;
+  const isResult = status === 200 || status === 404;
+  let received: BodyText;
+  try {
+    received = await readBody(
+      res.body,
+      isResult ? t.maxBodyBytes : Math.min(t.maxBodyBytes, ERROR_BODY_MAX_BYTES),
+      started + t.timeoutMs,
+      Number(res.headers['content-length'] ?? -1),
+    );
+  } catch (err) {
+    throw transportFailure(t, err, callInfo(operation, method, path, status, started));
+  }
+  const call = callInfo(operation, method, path, status, started);
+  if (received.truncated && isResult) {
+    throw new ResponseTooLargeError({ call, bodyExcerpt: bodyExcerpt(received.text, t.secrets) }, t.maxBodyBytes);
+  }
+  if (status === 200) return ok(t, operation, received.text, call);
+  if (status === 404) return notFound(t, operation, received.text, call);
+  throw errorForStatus(status, { call, bodyExcerpt: bodyExcerpt(received.text, t.secrets) }, res.headers['retry-after']);
+}
+
+function callInfo(
+  operation: Operation,
+  method: ApiCallInfo['method'],
+  path: string,
+  status: number | null,
+  started: number,
+): ApiCallInfo {
+  return { operation, method, path, status, latencyMs: Math.round((performance.now() - started) * 1000) / 1000 };
+}
+
+function transportFailure(t: Transport, err: unknown, call: ApiCallInfo): unknown {
+  return errorForTransport(err, call, t.timeoutMs) ?? err;
+}
+
+function ok<O extends Operation>(t: Transport, operation: O, text: string, call: ApiCallInfo): ApiResult<ResponseByOperation[O]> {
+  const raw = t.redactBody(text);
+  let parsed: unknown;
+  try {
+    // A leading byte-order mark is legal in a body but not in JSON.parse's input.
+    parsed = JSON.parse(raw.charCodeAt(0) === 0xfeff ? raw.slice(1) : raw);
+  } catch (err) {
+    const reason = raw.trim() === '' ? 'empty body' : err instanceof Error ? err.message : String(err);
+    const excerpt = bodyExcerpt(raw, t.secrets);
+    // V8 quotes the start of the input in its message: run it through the same redaction as the excerpt.
+    throw new InvalidJsonError({ call, bodyExcerpt: excerpt }, bodyExcerpt(reason, t.secrets, 120));
+  }
+  const data = validateResponse(operation, parsed, { call, raw, secrets: t.secrets });
+  return {
+    kind: 'ok',
+    data,
+    raw,
+    credits: { total_credits: data.total_credits, credits_used: data.credits_used, credits_remaining: data.credits_remaining },
+    call,
+  };
+}
+
+/**
+ * A 404 is "nothing found" when its body is the spec's: a JSON object with a string `message` for
+ * similar-companies and search-jobs; anything at all (even none) for post-details, whose 404 body is not shown.
+ */
+function notFound(t: Transport, operation: Operation, text: string, call: ApiCallInfo): ApiResult<never> {
+  const raw = t.redactBody(text);
+  let message: string | null = null;
+  try {
+    const parsed: unknown = raw.trim() === '' ? null : JSON.parse(raw);
+    if (parsed !== null && typeof parsed === 'object' && typeof (parsed as { message?: unknown }).message === 'string') {
+      message = (parsed as { message: string }).message;
+    }
+  } catch {
+    // Not JSON: no message.
+  }
+  if (message === null && operation !== 'post-details') {
+    throw new UnexpectedResponseError({ call, bodyExcerpt: bodyExcerpt(raw, t.secrets) }, 'a 404 without the body the spec describes');
+  }
+  return { kind: 'not_found', message, raw, call };
+}
+
+interface BodyText {
+  text: string;
+  /** True when the body was longer than the limit; `text` then holds only its start. */
+  truncated: boolean;
+}
+
+/**
+ * Reads a body as UTF-8 text, stopping (and destroying the stream, which closes the connection) past
+ * `limitBytes`. undici's bodyTimeout bounds each gap between chunks; the deadline check bounds the whole.
+ */
+function readBody(body: Dispatcher.ResponseData['body'], limitBytes: number, deadline: number, declaredBytes: number): Promise<BodyText> {
+  if (declaredBytes > limitBytes) {
+    body.on('error', ignore);
+    body.destroy();
+    return Promise.resolve({ text: '', truncated: true });
+  }
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    body.on('data', (chunk: Buffer) => {
+      if (size + chunk.length > limitBytes) {
+        chunks.push(chunk.subarray(0, limitBytes - size));
+        // destroy() makes undici emit an abort error, which lands in the settled promise's reject: ignored.
+        body.destroy();
+        resolve({ text: decode(chunks), truncated: true });
+        return;
+      }
+      size += chunk.length;
+      chunks.push(chunk);
+      if (performance.now() > deadline) {
+        body.destroy();
+        reject(Object.assign(new Error('response body still arriving when the time was up'), { code: BODY_DEADLINE_CODE }));
+      }
+    });
+    body.on('end', () => resolve({ text: decode(chunks), truncated: false }));
+    body.on('error', reject);
+  });
+}
+
+function decode(chunks: Buffer[]): string {
+  if (chunks.length === 0) return '';
+  if (chunks.length === 1) return (chunks[0] as Buffer).toString('utf8');
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+function ignore(): void {}

@@ -1,0 +1,76 @@
+/**
+ * The public shapes of the API client: what a call resolves to and the facts recorded about it.
+ * Records, requests and response bodies themselves come from src/spec/types.ts.
+ */
+import type {
+  CreditCounters,
+  Operation,
+  PostDetailsResponse,
+  SearchJobsQuery,
+  SearchJobsResponse,
+  SimilarCompaniesRequest,
+  SimilarCompaniesResponse,
+} from '../spec/types.ts';
+
+/** HTTP method of each operation, as api.md prescribes. */
+export const OPERATION_METHODS = {
+  'similar-companies': 'POST',
+  'post-details': 'GET',
+  'search-jobs': 'GET',
+} as const satisfies Record<Operation, 'GET' | 'POST'>;
+
+export type HttpMethod = (typeof OPERATION_METHODS)[Operation];
+
+/** Facts about one HTTP call, for the `api_calls` log and for errors. Never holds the token. */
+export interface ApiCallInfo {
+  operation: Operation;
+  method: HttpMethod;
+  /** Path and query string as sent (base-URL path prefix included), without scheme or host. */
+  path: string;
+  /** HTTP status, or null when no response arrived (network failure, timeout before headers). */
+  status: number | null;
+  /** From sending the request to the last body byte read (or the failure), in milliseconds. */
+  latencyMs: number;
+}
+
+/** A 200 response whose body matched the spec. */
+export interface ApiOk<T> {
+  kind: 'ok';
+  data: T;
+  /** The body text as received (the token, were it echoed, is redacted). */
+  raw: string;
+  credits: CreditCounters;
+  call: ApiCallInfo;
+}
+
+/** A 404: the lookup found nothing (the service does not charge for it). */
+export interface ApiNotFound {
+  kind: 'not_found';
+  /** `message` of the body when it is a string, else null. */
+  message: string | null;
+  /** The body text as received ('' when there was none). */
+  raw: string;
+  call: ApiCallInfo;
+}
+
+/** What every operation resolves to; anything else is thrown as an ApiError. */
+export type ApiResult<T> = ApiOk<T> | ApiNotFound;
+
+/** The 200 body type of each operation. */
+export interface ResponseByOperation {
+  'similar-companies': SimilarCompaniesResponse;
+  'post-details': PostDetailsResponse;
+  'search-jobs': SearchJobsResponse;
+}
+
+/** The typed client: one function per operation. */
+export interface ApiClient {
+  /** POST /v1/api/similar-companies with `body` as JSON. */
+  similarCompanies(body: SimilarCompaniesRequest): Promise<ApiResult<SimilarCompaniesResponse>>;
+  /** GET /v1/api/post-details?url=<percent-encoded post URL>. */
+  postDetails(url: string): Promise<ApiResult<PostDetailsResponse>>;
+  /** GET /v1/api/search-jobs with the query's non-empty members as parameters (lists comma-joined). */
+  searchJobs(query: SearchJobsQuery): Promise<ApiResult<SearchJobsResponse>>;
+  /** Waits for calls in flight, then closes the keep-alive connections. */
+  close(): Promise<void>;
+}
