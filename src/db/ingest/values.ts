@@ -1,0 +1,67 @@
+/**
+ * Turning response values into SQLite parameters. better-sqlite3 binds only numbers, strings, bigints,
+ * buffers and null, and the spec leaves several types "not shown", so every value goes through one of these.
+ */
+import { canonicalUrl, type CanonicalResult } from '../../urls/canonical.ts';
+
+/** A value better-sqlite3 can bind. */
+export type SqlValue = string | number | bigint | null;
+
+/** Stores a value as given: numbers as numbers, strings as strings, booleans as 0/1, objects as JSON text. */
+export function sqlValue(value: unknown): SqlValue {
+  switch (typeof value) {
+    case 'string':
+    case 'number':
+    case 'bigint':
+      return value;
+    case 'boolean':
+      return value ? 1 : 0;
+    case 'undefined':
+      return null;
+    default:
+      return value === null ? null : JSON.stringify(value);
+  }
+}
+
+/** JSON text of a value, or null for null/missing. */
+export function jsonText(value: unknown): string | null {
+  return value === null || value === undefined ? null : JSON.stringify(value);
+}
+
+/** Comma-joined list (the API's own list syntax), or null when absent. */
+export function joinedList(value: readonly unknown[] | undefined): string | null {
+  return value === undefined ? null : value.map(String).join(',');
+}
+
+/** The members of an object-valued member, or an empty object when it is missing or not an object. */
+export function objectOf(value: unknown): Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
+}
+
+/** The elements of an array-valued member, or none when it is null or missing. */
+export function arrayOf(value: unknown): readonly unknown[] {
+  return Array.isArray(value) ? value : [];
+}
+
+/**
+ * The key of a URL: its canonical form by `canonical` when it has one, else the general canonical URL, else
+ * the text as given (trimmed); null only for a missing or empty URL. A row is never dropped for an odd URL.
+ */
+export function urlKey(value: unknown, canonical: (input: unknown) => CanonicalResult): string | null {
+  const specific = canonical(value);
+  if (specific.ok) return specific.url;
+  const general = canonicalUrl(value);
+  if (general.ok) return general.url;
+  if (typeof value !== 'string') return null;
+  const trimmed = value.trim();
+  return trimmed === '' ? null : trimmed;
+}
+
+const ISO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?Z$/;
+
+/** Checks that a timestamp argument is ISO-8601 UTC text, the one format every *_at column holds. */
+export function assertIsoTimestamp(seenAt: string): void {
+  if (typeof seenAt !== 'string' || !ISO_UTC.test(seenAt)) {
+    throw new TypeError(`seenAt must be an ISO-8601 UTC timestamp such as 2026-11-22T13:45:00.000Z, got ${String(seenAt)}`);
+  }
+}

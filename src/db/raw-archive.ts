@@ -1,0 +1,41 @@
+/**
+ * raw_responses: the exact 200 body of every call, with the request it answered, so the normalized tables can
+ * be rebuilt (`netingest reprocess`) when a normalizer changes, without paying for the calls again.
+ */
+import type { Operation } from '../spec/types.ts';
+import type { Database } from './open.ts';
+import { requestKeyOf, type IngestRequest } from './ingest-request.ts';
+
+/** One body to archive. */
+export interface RawResponseInput {
+  operation: Operation;
+  /** Lookup key of the request; default requestKeyOf(request). */
+  requestKey?: string;
+  request: IngestRequest;
+  /** The body text exactly as received. */
+  body: string;
+  /** ISO-8601 UTC time of receipt; reprocess replays the body with this as its seenAt. */
+  receivedAt: string;
+  runId: number | null;
+  taskId: number | null;
+}
+
+/** Prepares the insert once; the returned function writes one row (caller's transaction) and returns its id. */
+export function saveRawResponse(database: Database): (input: RawResponseInput) => number {
+  const insert = database.sqlite.prepare(
+    `INSERT INTO raw_responses (operation, request_key, request_json, body, received_at, run_id, task_id)
+     VALUES (?, ?, ?, ?, ?, ?, ?)`,
+  );
+  return (input) =>
+    Number(
+      insert.run(
+        input.operation,
+        input.requestKey ?? requestKeyOf(input.request),
+        JSON.stringify(input.request),
+        input.body,
+        input.receivedAt,
+        input.runId,
+        input.taskId,
+      ).lastInsertRowid,
+    );
+}
