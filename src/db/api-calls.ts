@@ -1,0 +1,56 @@
+import type { Database } from './open.ts';
+
+/** One HTTP call as logged in `api_calls`. */
+export interface ApiCallRow {
+  runId: number | null;
+  taskId: number | null;
+  operation: string;
+  method: string;
+  path: string;
+  status: number | null;
+  errorCode: string | null;
+  latencyMs: number | null;
+  totalCredits: number | null;
+  creditsUsed: number | null;
+  creditsRemaining: number | null;
+  at: string;
+}
+
+/** The log of every HTTP call, answered or not. */
+export function createApiCallLog(database: Database) {
+  const insert = database.sqlite.prepare(`INSERT INTO api_calls (run_id, task_id, operation, method, path, status,
+    error_code, latency_ms, total_credits, credits_used, credits_remaining, at)
+    VALUES (@runId, @taskId, @operation, @method, @path, @status, @errorCode, @latencyMs, @totalCredits,
+    @creditsUsed, @creditsRemaining, @at)`);
+  const recentUsed = database.sqlite.prepare(`SELECT credits_used FROM api_calls
+    WHERE operation = ? AND status = 200 AND credits_used IS NOT NULL ORDER BY id DESC LIMIT 200`).pluck();
+  const lastCounters = database.sqlite.prepare(`SELECT total_credits AS totalCredits, credits_used AS creditsUsed,
+    credits_remaining AS creditsRemaining, at FROM api_calls WHERE status = 200 AND credits_remaining IS NOT NULL
+    ORDER BY id DESC LIMIT 1`);
+  return {
+    insert(row: ApiCallRow): void {
+      insert.run(row);
+    },
+    /**
+     * The cost of one call of an operation as the history of counters shows it: the median positive step of
+     * credits_used between its calls (calls in flight together make some steps double, hence the median).
+     */
+    learnedCost(operation: string): number | null {
+      const used = recentUsed.all(operation) as number[];
+      const steps: number[] = [];
+      for (let i = 0; i + 1 < used.length; i++) {
+        const step = used[i]! - used[i + 1]!;
+        if (step > 0) steps.push(step);
+      }
+      if (steps.length === 0) return null;
+      steps.sort((a, b) => a - b);
+      return steps[Math.floor(steps.length / 2)]!;
+    },
+    /** The last counters the service reported, or undefined before any call. */
+    lastCounters() {
+      return lastCounters.get() as
+        | { totalCredits: number; creditsUsed: number; creditsRemaining: number; at: string }
+        | undefined;
+    },
+  };
+}

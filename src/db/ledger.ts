@@ -1,0 +1,128 @@
+import type { Database } from './open.ts';
+import type { TaskStatus } from './schema.ts';
+
+/** A task as the runner reads it from the ledger. */
+export interface TaskRow {
+  id: number;
+  job: string;
+  operation: string;
+  inputKey: string;
+  page: number;
+  requestJson: string;
+  status: TaskStatus;
+}
+
+/** A planned unit of work (input x page), before it is in the ledger. */
+export interface NewTask {
+  job: string;
+  operation: string;
+  inputKey: string;
+  page: number;
+  requestJson: string;
+  inputLine: number;
+}
+
+/** A row of the input that could not become a task. */
+export interface InvalidInputRow {
+  job: string;
+  file: string;
+  line: number;
+  field: string | null;
+  value: string | null;
+  reason: string;
+}
+
+/** Which settled tasks are due again: done or not found before `freshSince`, or all with `refresh`. */
+export interface RunnableFilter {
+  job: string;
+  runId: number;
+  freshSince: string;
+  refresh: boolean;
+}
+
+const RUNNABLE = `job = @job AND run_id = @runId AND (
+  status IN ('pending', 'deferred')
+  OR (status = 'failed' AND (retryable = 1 OR @refresh = 1))
+  OR (status IN ('done', 'not_found') AND (@refresh = 1 OR completed_at IS NULL OR completed_at < @freshSince)))`;
+
+/** The task ledger: every unit of work is a row before any call is made, and its status says what is left. */
+export function createLedger(database: Database) {
+  const { sqlite } = database;
+  // A task planned again is stamped with the run that planned it, so inputs removed from the CSV are left
+  // alone; a changed request (other filters, page size) makes the task due again.
+  const upsertTask = sqlite.prepare(`INSERT INTO tasks (job, operation, input_key, page, request_json, input_line, status, attempts, created_at, updated_at, run_id)
+    VALUES (@job, @operation, @inputKey, @page, @requestJson, @inputLine, 'pending', 0, @at, @at, @runId)
+    ON CONFLICT (job, input_key, page) DO UPDATE SET
+      run_id = excluded.run_id,
+      status = CASE WHEN tasks.request_json <> excluded.request_json THEN 'pending' ELSE tasks.status END,
+      request_json = excluded.request_json,
+      operation = excluded.operation`);
+  const upsertInvalid = sqlite.prepare(`INSERT INTO invalid_inputs (job, file, line, field, value, reason, run_id, created_at)
+    VALUES (@job, @file, @line, @field, @value, @reason, @runId, @at)
+    ON CONFLICT (job, file, line) DO UPDATE SET field = excluded.field, value = excluded.value,
+      reason = excluded.reason, run_id = excluded.run_id`);
+  const insertBatch = sqlite.transaction((tasks: NewTask[], invalid: InvalidInputRow[], runId: number, at: string) => {
+    for (const t of tasks) upsertTask.run({ ...t, runId, at });
+    for (const r of invalid) upsertInvalid.run({ ...r, runId, at });
+  });
+  const selectRunnable = sqlite.prepare(`SELECT id, job, operation, input_key AS inputKey, page, request_json AS requestJson, status
+    FROM tasks WHERE ${RUNNABLE} AND id > @afterId ORDER BY id LIMIT @limit`);
+  const countRunnable = sqlite.prepare(`SELECT count(*) AS n FROM tasks WHERE ${RUNNABLE}`).pluck();
+  const findTask = sqlite.prepare(`SELECT status, completed_at AS completedAt, retryable, request_json AS requestJson
+    FROM tasks WHERE job = ? AND input_key = ? AND page = ?`);
+  const done = sqlite.prepare(`UPDATE tasks SET status = 'done', attempts = attempts + @attempts, last_error_code = NULL,
+    last_error = NULL, retryable = NULL, updated_at = @at, completed_at = @at, run_id = @runId WHERE id = @id`);
+  const notFound = sqlite.prepare(`UPDATE tasks SET status = 'not_found', attempts = attempts + @attempts,
+    last_error_code = NULL, last_error = @note, retryable = NULL, updated_at = @at, completed_at = @at, run_id = @runId WHERE id = @id`);
+  const failed = sqlite.prepare(`UPDATE tasks SET status = 'failed', attempts = attempts + @attempts, last_error_code = @code,
+    last_error = @message, retryable = @retryable, updated_at = @at, completed_at = NULL, run_id = @runId WHERE id = @id`);
+  const defer = sqlite.prepare(`UPDATE tasks SET status = 'deferred', updated_at = @at
+    WHERE job = @job AND run_id = @runId AND status = 'pending'`);
+  const countsByStatus = sqlite.prepare(`SELECT status, count(*) AS n FROM tasks WHERE job = ? AND run_id = ? GROUP BY status`);
+
+  return {
+    /** Writes planned tasks and invalid rows in one transaction (call it with batches of a few thousand). */
+    insertPlanned(tasks: NewTask[], invalid: InvalidInputRow[], runId: number, at: string): void {
+      insertBatch(tasks, invalid, runId, at);
+    },
+    /** The next runnable tasks after `afterId`, in ledger order (input order, pages together). */
+    runnableAfter(filter: RunnableFilter, afterId: number, limit: number): TaskRow[] {
+      return selectRunnable.all({ ...filterParams(filter), afterId, limit }) as TaskRow[];
+    },
+    /** How many tasks of the job this run will work on. */
+    countRunnable(filter: RunnableFilter): number {
+      return countRunnable.get(filterParams(filter)) as number;
+    },
+    /** The ledger's record of one planned task, or undefined when it was never planned. */
+    find(job: string, inputKey: string, page: number) {
+      return findTask.get(job, inputKey, page) as
+        | { status: TaskStatus; completedAt: string | null; retryable: number | null; requestJson: string }
+        | undefined;
+    },
+    markDone(id: number, runId: number, at: string, attempts: number): void {
+      done.run({ id, runId, at, attempts });
+    },
+    markNotFound(id: number, runId: number, at: string, attempts: number, note: string | null): void {
+      notFound.run({ id, runId, at, attempts, note });
+    },
+    markFailed(id: number, runId: number, at: string, attempts: number, code: string, message: string, retryable: boolean): void {
+      failed.run({ id, runId, at, attempts, code, message: message.slice(0, 1000), retryable: retryable ? 1 : 0 });
+    },
+    /** Marks every task of the job still pending in this run as deferred to the next run. */
+    deferPending(job: string, runId: number, at: string): number {
+      return defer.run({ job, runId, at }).changes;
+    },
+    /** Status counts of the tasks this run planned for a job. */
+    countsByStatus(job: string, runId: number): Record<TaskStatus, number> {
+      const counts: Record<TaskStatus, number> = { pending: 0, done: 0, not_found: 0, failed: 0, deferred: 0 };
+      for (const row of countsByStatus.all(job, runId) as Array<{ status: TaskStatus; n: number }>) counts[row.status] = row.n;
+      return counts;
+    },
+  };
+}
+
+export type Ledger = ReturnType<typeof createLedger>;
+
+function filterParams(f: RunnableFilter) {
+  return { job: f.job, runId: f.runId, freshSince: f.freshSince, refresh: f.refresh ? 1 : 0 };
+}

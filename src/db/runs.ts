@@ -1,0 +1,67 @@
+import type { Database } from './open.ts';
+
+/** Final state of a run, as `runs.status` records it. */
+export type RunStatus =
+  | 'running'
+  | 'completed'
+  | 'completed_with_failures'
+  | 'stopped_credits'
+  | 'stopped_throttled'
+  | 'interrupted'
+  | 'failed';
+
+/** The figures written when a run ends. */
+export interface RunEnd {
+  status: RunStatus;
+  endedAt: string;
+  creditsAtStart: number | null;
+  creditsAtEnd: number | null;
+  creditsSpent: number | null;
+  tasksTotal: number;
+  tasksDone: number;
+  tasksNotFound: number;
+  tasksFailed: number;
+  tasksDeferred: number;
+  invalidRows: number;
+  calls: number;
+  exitCode: number | null;
+  error: string | null;
+}
+
+/** The `runs` table: one row per run, written when it starts and when it ends. */
+export function createRunLog(database: Database) {
+  const { sqlite } = database;
+  const start = sqlite.prepare(`INSERT INTO runs (jobs, started_at, status, pid, host) VALUES (?, ?, 'running', ?, ?)`);
+  const end = sqlite.prepare(`UPDATE runs SET status = @status, ended_at = @endedAt, credits_at_start = @creditsAtStart,
+    credits_at_end = @creditsAtEnd, credits_spent = @creditsSpent, tasks_total = @tasksTotal, tasks_done = @tasksDone,
+    tasks_not_found = @tasksNotFound, tasks_failed = @tasksFailed, tasks_deferred = @tasksDeferred,
+    invalid_rows = @invalidRows, calls = @calls, exit_code = @exitCode, error = @error WHERE id = @id`);
+  // A run whose process died never wrote its end: it shows as interrupted once nobody holds the lock.
+  const orphaned = sqlite.prepare(`UPDATE runs SET status = 'interrupted', ended_at = ?, error = 'process ended without finishing the run'
+    WHERE status = 'running' AND id <> ?`);
+  const recent = sqlite.prepare(`SELECT id, jobs, started_at AS startedAt, ended_at AS endedAt, status, credits_spent AS creditsSpent,
+    credits_at_end AS creditsAtEnd, tasks_total AS tasksTotal, tasks_done AS tasksDone, tasks_not_found AS tasksNotFound,
+    tasks_failed AS tasksFailed, tasks_deferred AS tasksDeferred, invalid_rows AS invalidRows, calls, exit_code AS exitCode, error
+    FROM runs ORDER BY id DESC LIMIT ?`);
+  return {
+    /** Records a new run and returns its id. */
+    start(jobs: string[], at: string, pid: number, host: string): number {
+      return Number(start.run(JSON.stringify(jobs), at, pid, host).lastInsertRowid);
+    },
+    end(id: number, fields: RunEnd): void {
+      end.run({ id, ...fields });
+    },
+    /** Closes the books of runs whose process died; call it while holding the run lock. */
+    closeOrphans(currentRunId: number, at: string): number {
+      return orphaned.run(at, currentRunId).changes;
+    },
+    recent(limit: number) {
+      return recent.all(limit) as Array<{
+        id: number; jobs: string; startedAt: string; endedAt: string | null; status: RunStatus;
+        creditsSpent: number | null; creditsAtEnd: number | null; tasksTotal: number; tasksDone: number;
+        tasksNotFound: number; tasksFailed: number; tasksDeferred: number; invalidRows: number; calls: number;
+        exitCode: number | null; error: string | null;
+      }>;
+    },
+  };
+}

@@ -1,0 +1,151 @@
+import type { CreditCounters, Operation } from '../spec/types.ts';
+
+/** Limits of a CreditGuard; every default lives in CREDIT_GUARD_DEFAULTS. */
+export interface CreditLimits {
+  /** Credits that must stay on the account: no call is sent that could take the balance below this. */
+  reserve: number;
+  /** Most credits this run may spend; null for no cap. */
+  maxPerRun: number | null;
+}
+
+export const CREDIT_GUARD_DEFAULTS = {
+  /**
+   * Assumed cost of a call before the counters have shown the real one. Deliberately high: guessing low
+   * could overspend the reserve with a full queue of calls in flight; guessing high only stops a little early.
+   */
+  defaultCostPerCall: 5,
+  /** Positive changes of credits_used kept per operation to estimate its cost (median). */
+  costSamples: 16,
+} as const;
+
+/** Why the guard refused a call. */
+export type CreditStopReason = 'reserve' | 'max-per-run' | 'out-of-credits';
+
+/** A call's claim on the balance; hand it back with settle() once the call is over. */
+export interface Reservation {
+  readonly operation: Operation;
+  readonly cost: number;
+}
+
+/**
+ * Keeps a run from spending past the reserve or its cap. The balance is learned from the counters of every
+ * 200; the cost of each operation from the change in credits_used between responses. Every call reserves its
+ * estimated cost before it is sent, so calls in flight are counted before the server bills them. Until the
+ * first counters arrive the balance is unknown, so calls go one at a time.
+ */
+export class CreditGuard {
+  private limits: CreditLimits;
+  private maxUsed: number | null = null;
+  private total: number | null = null;
+  private firstUsed: number | null = null;
+  private firstOperation: Operation | null = null;
+  private reserved = 0;
+  private inFlight = 0;
+  private stopReason: CreditStopReason | null = null;
+  private readonly deltas = new Map<Operation, number[]>();
+  private waiters: Array<() => void> = [];
+
+  constructor(limits: CreditLimits, knownCosts: Partial<Record<Operation, number>> = {}) {
+    this.limits = limits;
+    for (const [op, cost] of Object.entries(knownCosts)) {
+      if (cost && cost > 0) this.deltas.set(op as Operation, [cost]);
+    }
+  }
+
+  /** Sets the limits of the job about to run; spending is counted for the whole run. */
+  setLimits(limits: CreditLimits): void {
+    this.limits = limits;
+    this.stopReason = null;
+  }
+
+  /** The balance as last reported by the service, or null before any 200. */
+  get balance(): number | null {
+    return this.total === null || this.maxUsed === null ? null : this.total - this.maxUsed;
+  }
+
+  /** Credits this run has spent so far, by the counters (the first call's cost estimated). */
+  get spent(): number {
+    if (this.maxUsed === null || this.firstUsed === null || this.firstOperation === null) return 0;
+    return this.maxUsed - this.firstUsed + this.costOf(this.firstOperation);
+  }
+
+  /** Why the guard stopped, or null while calls may go on. */
+  get stopped(): CreditStopReason | null {
+    return this.stopReason;
+  }
+
+  /** Estimated cost of one call of an operation. */
+  costOf(operation: Operation): number {
+    const samples = this.deltas.get(operation);
+    if (!samples || samples.length === 0) return CREDIT_GUARD_DEFAULTS.defaultCostPerCall;
+    const sorted = [...samples].sort((a, b) => a - b);
+    return sorted[Math.floor(sorted.length / 2)]!;
+  }
+
+  /**
+   * Reserves the estimated cost of one call, waiting while the balance is still unknown and another call is
+   * in flight. Resolves to null when the call must not be sent: the run has to stop on credits.
+   */
+  async acquire(operation: Operation): Promise<Reservation | null> {
+    while (this.balance === null && this.inFlight > 0 && this.stopReason === null) {
+      await new Promise<void>((resolve) => this.waiters.push(resolve));
+    }
+    if (this.stopReason) return null;
+    const cost = this.costOf(operation);
+    const { reserve, maxPerRun } = this.limits;
+    if (maxPerRun !== null && this.spent + this.reserved + cost > maxPerRun + 1e-9) {
+      return this.stop('max-per-run');
+    }
+    const balance = this.balance;
+    if (balance !== null && balance - this.reserved - cost < reserve - 1e-9) return this.stop('reserve');
+    this.reserved += cost;
+    this.inFlight += 1;
+    return { operation, cost };
+  }
+
+  /** Returns a reservation; `counters` are those of a 200 response (null when nothing was billed). */
+  settle(reservation: Reservation, counters: CreditCounters | null): void {
+    this.reserved = Math.max(0, this.reserved - reservation.cost);
+    this.inFlight -= 1;
+    if (counters) this.observe(reservation.operation, counters);
+    this.wake();
+  }
+
+  /** Stops the run on credits from outside, as a 402 does. */
+  markOutOfCredits(): void {
+    this.stop('out-of-credits');
+  }
+
+  private observe(operation: Operation, counters: CreditCounters): void {
+    const used = counters.credits_used;
+    if (this.firstUsed === null) {
+      this.firstUsed = used;
+      this.firstOperation = operation;
+    }
+    if (this.maxUsed !== null && used > this.maxUsed) {
+      const samples = this.deltas.get(operation) ?? [];
+      samples.push(used - this.maxUsed);
+      if (samples.length > CREDIT_GUARD_DEFAULTS.costSamples) samples.shift();
+      this.deltas.set(operation, samples);
+    }
+    if (this.maxUsed === null || used >= this.maxUsed) {
+      this.maxUsed = used;
+      this.total = counters.total_credits;
+    } else if (counters.total_credits !== this.total) {
+      // A top-up while the run goes on: the newest total counts even from a response billed earlier.
+      this.total = Math.max(this.total ?? 0, counters.total_credits);
+    }
+  }
+
+  private stop(reason: CreditStopReason): null {
+    this.stopReason ??= reason;
+    this.wake();
+    return null;
+  }
+
+  private wake(): void {
+    const waiters = this.waiters;
+    this.waiters = [];
+    for (const w of waiters) w();
+  }
+}

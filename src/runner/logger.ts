@@ -1,0 +1,60 @@
+/** Log line formats: `text` is one human line per event, `json` one JSON object per line. */
+export type LogFormat = 'text' | 'json';
+export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
+export type LogFields = Record<string, string | number | boolean | null | undefined>;
+
+export interface Logger {
+  debug(msg: string, fields?: LogFields): void;
+  info(msg: string, fields?: LogFields): void;
+  warn(msg: string, fields?: LogFields): void;
+  error(msg: string, fields?: LogFields): void;
+}
+
+export interface LoggerOptions {
+  stream: NodeJS.WritableStream;
+  format?: LogFormat;
+  /** Lowest level written. */
+  level?: LogLevel;
+  /** Strings (the API token) replaced by `[redacted]` in every line, whatever field carries them. */
+  secrets?: string[];
+}
+
+const LEVELS: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40 };
+
+/** A logger of one line per event with a timestamp and level; never writes a secret. */
+export function createLogger(options: LoggerOptions): Logger {
+  const format = options.format ?? 'text';
+  const min = LEVELS[options.level ?? 'info'];
+  const secrets = (options.secrets ?? []).filter((s) => s.length >= 4);
+  const write = (level: LogLevel, msg: string, fields: LogFields = {}) => {
+    if (LEVELS[level] < min) return;
+    const time = new Date().toISOString();
+    let line: string;
+    if (format === 'json') {
+      line = JSON.stringify({ time, level, msg, ...fields });
+    } else {
+      const parts = Object.entries(fields)
+        .filter(([, v]) => v !== undefined)
+        .map(([k, v]) => `${k}=${formatValue(v)}`);
+      line = [time, level.toUpperCase().padEnd(5), msg, ...parts].join(' ');
+    }
+    for (const s of secrets) line = line.split(s).join('[redacted]');
+    options.stream.write(line + '\n');
+  };
+  return {
+    debug: (m, f) => write('debug', m, f),
+    info: (m, f) => write('info', m, f),
+    warn: (m, f) => write('warn', m, f),
+    error: (m, f) => write('error', m, f),
+  };
+}
+
+/** Quotes values that hold spaces or quotes so a text line stays machine-splittable. */
+function formatValue(v: string | number | boolean | null | undefined): string {
+  if (v === null || v === undefined) return '-';
+  const s = String(v);
+  return /[\s"=]/.test(s) || s === '' ? JSON.stringify(s) : s;
+}
+
+/** A logger that drops everything, for library callers that want silence. */
+export const silentLogger: Logger = { debug() {}, info() {}, warn() {}, error() {} };

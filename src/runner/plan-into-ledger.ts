@@ -1,0 +1,63 @@
+import type { Job } from '../jobs/schema.ts';
+import { planTasks } from '../jobs/plan-tasks.ts';
+import type { InvalidInputRow, Ledger, NewTask } from '../db/ledger.ts';
+
+export const PLAN_DEFAULTS = {
+  /** Rows written per transaction while the input streams into the ledger. */
+  batchRows: 5000,
+  /** Invalid rows kept in memory for the run summary (all of them are in `invalid_inputs`). */
+  invalidSamples: 20,
+} as const;
+
+/** What reading a job's input found. */
+export interface PlanCounts {
+  tasks: number;
+  invalid: number;
+  duplicates: number;
+  invalidSamples: InvalidInputRow[];
+}
+
+/**
+ * Streams a job's input into the task ledger in batches, one transaction each, before any call is made.
+ * Every row that cannot become a task is recorded in `invalid_inputs` with its file, line and reason.
+ */
+export async function planIntoLedger(job: Job, ledger: Ledger, runId: number): Promise<PlanCounts> {
+  const counts: PlanCounts = { tasks: 0, invalid: 0, duplicates: 0, invalidSamples: [] };
+  let tasks: NewTask[] = [];
+  let invalid: InvalidInputRow[] = [];
+  const flush = () => {
+    ledger.insertPlanned(tasks, invalid, runId, new Date().toISOString());
+    tasks = [];
+    invalid = [];
+  };
+  for await (const item of planTasks(job)) {
+    if (item.kind === 'task') {
+      counts.tasks += 1;
+      tasks.push({
+        job: job.name,
+        operation: job.operation,
+        inputKey: item.inputKey,
+        page: item.page,
+        requestJson: JSON.stringify(item.request),
+        inputLine: item.line,
+      });
+    } else if (item.kind === 'invalid') {
+      counts.invalid += 1;
+      const row: InvalidInputRow = {
+        job: job.name,
+        file: job.input.csv,
+        line: item.line,
+        field: item.field ?? null,
+        value: item.value === undefined || item.value === null ? null : String(item.value).slice(0, 200),
+        reason: item.reason,
+      };
+      invalid.push(row);
+      if (counts.invalidSamples.length < PLAN_DEFAULTS.invalidSamples) counts.invalidSamples.push(row);
+    } else {
+      counts.duplicates += 1;
+    }
+    if (tasks.length + invalid.length >= PLAN_DEFAULTS.batchRows) flush();
+  }
+  flush();
+  return counts;
+}

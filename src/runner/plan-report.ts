@@ -1,0 +1,90 @@
+import { existsSync } from 'node:fs';
+import type { Job } from '../jobs/schema.ts';
+import { planTasks } from '../jobs/plan-tasks.ts';
+import { openDatabase } from '../db/open.ts';
+import { createLedger } from '../db/ledger.ts';
+import { createApiCallLog } from '../db/api-calls.ts';
+import { CREDIT_GUARD_DEFAULTS } from './credit-guard.ts';
+
+/** What `netingest plan` reports for a job, without calling the API or writing anything. */
+export interface PlanReport {
+  job: string;
+  operation: string;
+  tasks: number;
+  invalidRows: number;
+  duplicates: number;
+  /** Tasks done or not found within refreshAfterDays: they cost nothing. */
+  fresh: number;
+  /** Calls the next run makes at most (short pages end a list early). */
+  calls: number;
+  costPerCall: number;
+  costLearned: boolean;
+  estimatedCredits: number;
+  lastKnownBalance: number | null;
+  invalidSamples: Array<{ line: number; field: string | null; reason: string }>;
+}
+
+/** Reads the job's input and the ledger and says what a run would do and cost. */
+export async function planReport(job: Job, dbPath: string, refresh = false): Promise<PlanReport> {
+  const database = existsSync(dbPath) ? openDatabase(dbPath, { readonly: true }) : null;
+  try {
+    const ledger = database ? createLedger(database) : null;
+    const calls = database ? createApiCallLog(database) : null;
+    const freshSince = new Date(Date.now() - job.refreshAfterDays * 86_400_000).toISOString();
+    const report: PlanReport = {
+      job: job.name,
+      operation: job.operation,
+      tasks: 0,
+      invalidRows: 0,
+      duplicates: 0,
+      fresh: 0,
+      calls: 0,
+      costPerCall: CREDIT_GUARD_DEFAULTS.defaultCostPerCall,
+      costLearned: false,
+      estimatedCredits: 0,
+      lastKnownBalance: calls?.lastCounters()?.creditsRemaining ?? null,
+      invalidSamples: [],
+    };
+    for await (const item of planTasks(job)) {
+      if (item.kind === 'duplicate') report.duplicates += 1;
+      else if (item.kind === 'invalid') {
+        report.invalidRows += 1;
+        if (report.invalidSamples.length < 20) report.invalidSamples.push({ line: item.line, field: item.field ?? null, reason: item.reason });
+      } else {
+        report.tasks += 1;
+        const known = ledger?.find(job.name, item.inputKey, item.page);
+        const isFresh =
+          !refresh &&
+          known !== undefined &&
+          (known.status === 'done' || known.status === 'not_found') &&
+          known.completedAt !== null &&
+          known.completedAt >= freshSince &&
+          known.requestJson === JSON.stringify(item.request);
+        if (isFresh) report.fresh += 1;
+        else if (!(known?.status === 'failed' && known.retryable === 0 && !refresh)) report.calls += 1;
+      }
+    }
+    const learned = calls?.learnedCost(job.operation) ?? null;
+    if (learned !== null) {
+      report.costPerCall = learned;
+      report.costLearned = true;
+    }
+    report.estimatedCredits = Math.round(report.calls * report.costPerCall * 1e6) / 1e6;
+    return report;
+  } finally {
+    database?.close();
+  }
+}
+
+/** The report as the command prints it. */
+export function formatPlanReport(r: PlanReport, reserve: number): string {
+  const lines = [
+    `${r.job} (${r.operation})`,
+    `  input: ${r.tasks} tasks, ${r.invalidRows} invalid rows, ${r.duplicates} duplicates`,
+    `  ledger: ${r.fresh} tasks still fresh; at most ${r.calls} calls to make`,
+    `  estimated credits: ${r.estimatedCredits} (${r.costPerCall} per call, ${r.costLearned ? 'learned from earlier calls' : 'assumed until the first calls show the cost'})`,
+    `  last known balance: ${r.lastKnownBalance ?? 'unknown (no call yet)'}${r.lastKnownBalance !== null && r.lastKnownBalance - r.estimatedCredits < reserve ? `  — not enough to finish above the reserve of ${reserve}: the run will stop and defer the rest` : ''}`,
+  ];
+  for (const bad of r.invalidSamples) lines.push(`  invalid: line ${bad.line}${bad.field ? ` (${bad.field})` : ''}: ${bad.reason}`);
+  return lines.join('\n') + '\n';
+}

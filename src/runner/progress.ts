@@ -1,0 +1,100 @@
+import type { Logger } from './logger.ts';
+
+/** What the progress display shows, read from the running job each time it redraws. */
+export interface ProgressSnapshot {
+  job: string;
+  total: number;
+  done: number;
+  notFound: number;
+  failed: number;
+  deferred: number;
+  errors: number;
+  creditsLeft: number | null;
+  startedAtMs: number;
+}
+
+export interface ProgressOptions {
+  /** Where the live line goes on a terminal (stderr, so stdout stays clean for --json). */
+  stream: NodeJS.WritableStream & { isTTY?: boolean };
+  logger: Logger;
+  /** Redraw interval of the live line. */
+  redrawMs?: number;
+  /** Interval of the one-line progress log without a terminal (cron). */
+  logIntervalMs?: number;
+}
+
+export const PROGRESS_DEFAULTS = { redrawMs: 250, logIntervalMs: 10_000 } as const;
+
+/** A live progress line on a terminal, or a concise log line every few seconds under cron. */
+export class ProgressReporter {
+  private timer: NodeJS.Timeout | null = null;
+  private drawn = false;
+
+  constructor(
+    private readonly options: ProgressOptions,
+    private readonly read: () => ProgressSnapshot,
+  ) {}
+
+  /** Starts redrawing (terminal) or periodic logging (no terminal). */
+  start(): void {
+    const tty = Boolean(this.options.stream.isTTY);
+    const every = tty
+      ? (this.options.redrawMs ?? PROGRESS_DEFAULTS.redrawMs)
+      : (this.options.logIntervalMs ?? PROGRESS_DEFAULTS.logIntervalMs);
+    this.timer = setInterval(() => (tty ? this.draw() : this.log()), every);
+    this.timer.unref();
+  }
+
+  /** Stops and clears the live line so the summary prints on a clean line. */
+  stop(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+    if (this.drawn) this.options.stream.write('\r\x1b[K');
+    this.drawn = false;
+  }
+
+  private draw(): void {
+    this.options.stream.write('\r\x1b[K' + formatProgress(this.read()));
+    this.drawn = true;
+  }
+
+  private log(): void {
+    const s = this.read();
+    const { rate, etaS } = rates(s);
+    this.options.logger.info('progress', {
+      job: s.job,
+      done: s.done + s.notFound + s.failed,
+      total: s.total,
+      failed: s.failed,
+      errors: s.errors,
+      rate_per_s: Number(rate.toFixed(1)),
+      credits_left: s.creditsLeft,
+      eta_s: etaS,
+    });
+  }
+}
+
+/** One terminal line: done/total, rate, credits left, ETA and errors. */
+export function formatProgress(s: ProgressSnapshot): string {
+  const finished = s.done + s.notFound + s.failed;
+  const pct = s.total > 0 ? Math.floor((finished / s.total) * 100) : 100;
+  const { rate, etaS } = rates(s);
+  const eta = etaS === null ? '--' : formatDuration(etaS);
+  const credits = s.creditsLeft === null ? '?' : String(Math.round(s.creditsLeft * 100) / 100);
+  return `${s.job}: ${finished}/${s.total} (${pct}%) ${rate.toFixed(1)}/s  credits left ${credits}  ETA ${eta}  failed ${s.failed}  errors ${s.errors}`;
+}
+
+function rates(s: ProgressSnapshot): { rate: number; etaS: number | null } {
+  const finished = s.done + s.notFound + s.failed;
+  const elapsedS = Math.max(0.001, (performance.now() - s.startedAtMs) / 1000);
+  const rate = finished / elapsedS;
+  const left = s.total - finished - s.deferred;
+  return { rate, etaS: rate > 0 ? Math.round(left / rate) : null };
+}
+
+function formatDuration(totalS: number): string {
+  const h = Math.floor(totalS / 3600);
+  const m = Math.floor((totalS % 3600) / 60);
+  const s = totalS % 60;
+  return h > 0 ? `${h}h${String(m).padStart(2, '0')}m` : m > 0 ? `${m}m${String(s).padStart(2, '0')}s` : `${s}s`;
+}

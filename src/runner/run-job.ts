@@ -1,0 +1,130 @@
+import PQueue from 'p-queue';
+import type { Job } from '../jobs/schema.ts';
+import type { Ledger, TaskRow } from '../db/ledger.ts';
+import type { Operation, SearchJobsQuery, SimilarCompaniesRequest } from '../spec/types.ts';
+import { requestKeyOf, type IngestRequest } from '../db/ingest-request.ts';
+import { filterKey } from '../jobs/request-keys.ts';
+import { executeTask, type ExecutableTask, type ExecutorContext } from './task-executor.ts';
+import type { TaskStatus } from '../db/schema.ts';
+
+export const RUN_JOB_DEFAULTS = {
+  /** Tasks read from the ledger per query. */
+  ledgerBatch: 500,
+  /** Units waiting in the queue per unit of concurrency: the queue never holds more than this. */
+  queueDepthPerWorker: 4,
+} as const;
+
+/** What one job did in a run. */
+export interface JobOutcome {
+  job: string;
+  operation: Operation;
+  /** Tasks this run worked on (planned and due). */
+  runnable: number;
+  counts: Record<TaskStatus, number>;
+}
+
+/** Live counters of the job being worked, for the progress display. */
+export interface JobProgress {
+  runnable: number;
+  done: number;
+  notFound: number;
+  failed: number;
+  errors: number;
+}
+
+/**
+ * Works through a job's due tasks. The tasks of one input (its pages) run one after the other, so a short
+ * page ends the list before later pages are paid for; inputs run side by side up to the job's concurrency.
+ * Tasks are read from the ledger in batches and fed to the queue with backpressure, so memory stays flat
+ * however long the input.
+ */
+export async function workJob(
+  job: Job,
+  ledger: Ledger,
+  filter: { job: string; runId: number; freshSince: string; refresh: boolean },
+  ctx: ExecutorContext,
+  progress: JobProgress,
+): Promise<void> {
+  const concurrency = job.rate.concurrency;
+  const queue = new PQueue({ concurrency });
+  const maxQueued = concurrency * RUN_JOB_DEFAULTS.queueDepthPerWorker;
+  let failure: unknown = null;
+
+  const runUnit = async (unit: TaskRow[]) => {
+    let lastPage: number | null = null;
+    for (const row of unit) {
+      if (ctx.stop.reason) return;
+      const task = toExecutable(row);
+      if (lastPage !== null) {
+        ctx.writer.pastLastPage(task, lastPage);
+        progress.notFound += 1;
+        continue;
+      }
+      const outcome = await executeTask(task, ctx);
+      if (outcome.kind === 'stopped') return;
+      if (outcome.kind === 'done') progress.done += 1;
+      else if (outcome.kind === 'not_found') progress.notFound += 1;
+      else progress.failed += 1;
+      if (outcome.kind === 'not_found' || (outcome.kind === 'done' && outcome.lastPage)) lastPage = row.page;
+      // A page that failed leaves the later ones due: they may still hold results.
+    }
+  };
+  const enqueue = async (unit: TaskRow[]) => {
+    if (queue.size >= maxQueued) await queue.onSizeLessThan(maxQueued);
+    queue.add(() => runUnit(unit)).catch((err: unknown) => {
+      failure ??= err;
+      ctx.stop.stop('fatal', err);
+    });
+  };
+
+  let afterId = 0;
+  let unit: TaskRow[] = [];
+  while (!ctx.stop.reason) {
+    const rows = ledger.runnableAfter(filter, afterId, RUN_JOB_DEFAULTS.ledgerBatch);
+    if (rows.length === 0) break;
+    for (const row of rows) {
+      if (unit.length > 0 && unit[0]!.inputKey !== row.inputKey) {
+        await enqueue(unit);
+        unit = [];
+        if (ctx.stop.reason) break;
+      }
+      unit.push(row);
+    }
+    afterId = rows[rows.length - 1]!.id;
+  }
+  if (unit.length > 0 && !ctx.stop.reason) await enqueue(unit);
+  await queue.onIdle();
+  if (failure) throw failure;
+}
+
+/** The call a ledger row stands for, with what the normalizers need to file its answer. */
+function toExecutable(row: TaskRow): ExecutableTask {
+  const operation = row.operation as Operation;
+  const request = JSON.parse(row.requestJson) as unknown;
+  const ingest = ingestRequestFor(operation, row.inputKey, request);
+  return { id: row.id, operation, inputKey: row.inputKey, page: row.page, request, ingest, requestKey: requestKeyOf(ingest) };
+}
+
+/** Derives what the normalizers need (reference URL, filter set, search key) from a task's request. */
+export function ingestRequestFor(operation: Operation, inputKey: string, request: unknown): IngestRequest {
+  switch (operation) {
+    case 'similar-companies': {
+      const r = request as SimilarCompaniesRequest;
+      const filters = r.account ?? {};
+      return {
+        operation,
+        referenceUrl: inputKey,
+        filterKey: filterKey(filters),
+        filters,
+        page: r.page ?? 1,
+        num: r.num ?? 10,
+      };
+    }
+    case 'post-details':
+      return { operation, postUrl: inputKey };
+    case 'search-jobs': {
+      const { start, ...query } = request as SearchJobsQuery;
+      return { operation, searchKey: inputKey, query, start: start ?? 0 };
+    }
+  }
+}

@@ -1,0 +1,294 @@
+import { hostname } from 'node:os';
+import { UsageError } from '../errors.ts';
+import { createApiClient } from '../api/client.ts';
+import { openDatabase } from '../db/open.ts';
+import { createLedger } from '../db/ledger.ts';
+import { createRunLog, type RunStatus } from '../db/runs.ts';
+import { acquireRunLock } from '../db/run-lock.ts';
+import { createApiCallLog } from '../db/api-calls.ts';
+import type { InvalidInputRow } from '../db/ledger.ts';
+import type { Job } from '../jobs/schema.ts';
+import type { Operation } from '../spec/types.ts';
+import { CreditGuard } from './credit-guard.ts';
+import { RateGate } from './rate-gate.ts';
+import { RunStop, type StopReason } from './run-stop.ts';
+import { ResultWriter } from './result-writer.ts';
+import { planIntoLedger } from './plan-into-ledger.ts';
+import { workJob, type JobProgress } from './run-job.ts';
+import { ProgressReporter } from './progress.ts';
+import { silentLogger, type Logger } from './logger.ts';
+
+/** Options of a run; every default lives in RUN_DEFAULTS. */
+export interface RunOptions {
+  dbPath: string;
+  jobs: Job[];
+  api: { baseUrl: string; token: string };
+  /** Command-line overrides of every job's settings. */
+  overrides?: { concurrency?: number; requestsPerMinute?: number; maxCredits?: number; reserve?: number };
+  /** Call again tasks that are still fresh. */
+  refresh?: boolean;
+  /** Aborting it stops sending calls; calls in flight finish and are written (SIGINT, SIGTERM). */
+  signal?: AbortSignal;
+  logger?: Logger;
+  /** Where the live progress line goes on a terminal; none when absent. */
+  progressStream?: NodeJS.WritableStream & { isTTY?: boolean };
+  /** Total time a run may be paused by 429s before it stops and defers the rest. */
+  maxThrottleWaitMs?: number;
+  /** Per-request timeout of the API client. */
+  requestTimeoutMs?: number;
+  /** Interval of the progress log line without a terminal. */
+  progressLogIntervalMs?: number;
+}
+
+export const RUN_DEFAULTS = {
+  maxThrottleWaitMs: 15 * 60_000,
+  requestTimeoutMs: 30_000,
+} as const;
+
+/** What a job did, for the summary. */
+export interface JobSummary {
+  name: string;
+  operation: Operation;
+  planned: number;
+  invalidRows: number;
+  duplicates: number;
+  /** Planned tasks skipped because they were done within refreshAfterDays. */
+  fresh: number;
+  worked: number;
+  done: number;
+  notFound: number;
+  failed: number;
+  deferred: number;
+  invalidSamples: InvalidInputRow[];
+}
+
+/** What a run did; the CLI prints it and derives the exit code from `status`. */
+export interface RunSummary {
+  runId: number;
+  status: RunStatus;
+  startedAt: string;
+  endedAt: string;
+  jobs: JobSummary[];
+  calls: number;
+  creditsSpent: number | null;
+  creditsRemaining: number | null;
+  error: { code: string; message: string } | null;
+}
+
+const STOP_STATUS: Record<StopReason, RunStatus> = {
+  credits: 'stopped_credits',
+  throttled: 'stopped_throttled',
+  interrupted: 'interrupted',
+  auth: 'failed',
+  fatal: 'failed',
+};
+
+/**
+ * Runs jobs one after the other against one database: takes the run lock, streams each job's input into the
+ * ledger, works its due tasks, and records the run. Stops early, deferring what is left, on credits, a
+ * throttle that outlasts its cap, a signal, or a refused token.
+ */
+export async function runJobs(options: RunOptions): Promise<RunSummary> {
+  const logger = options.logger ?? silentLogger;
+  const database = openDatabase(options.dbPath);
+  try {
+    const lock = acquireRunLock(database);
+    try {
+      return await runLocked(options, database, lock, logger);
+    } finally {
+      lock.release();
+    }
+  } finally {
+    database.close();
+  }
+}
+
+async function runLocked(
+  options: RunOptions,
+  database: ReturnType<typeof openDatabase>,
+  lock: ReturnType<typeof acquireRunLock>,
+  logger: Logger,
+): Promise<RunSummary> {
+  const startedAt = new Date().toISOString();
+  const runs = createRunLog(database);
+  const ledger = createLedger(database);
+  const callLog = createApiCallLog(database);
+  const runId = runs.start(options.jobs.map((j) => j.name), startedAt, process.pid, hostname());
+  lock.setRunId(runId);
+  runs.closeOrphans(runId, startedAt);
+  logger.info('run started', { run: runId, jobs: options.jobs.map((j) => j.name).join(','), db: database.file });
+
+  const stop = new RunStop();
+  const onAbort = () => stop.stop('interrupted');
+  if (options.signal?.aborted) onAbort();
+  options.signal?.addEventListener('abort', onAbort, { once: true });
+
+  const knownCosts: Partial<Record<Operation, number>> = {};
+  for (const job of options.jobs) {
+    const op: Operation = job.operation;
+    knownCosts[op] ??= callLog.learnedCost(op) ?? undefined;
+  }
+  const guard = new CreditGuard({ reserve: 0, maxPerRun: null }, knownCosts);
+  const concurrency = Math.max(...options.jobs.map((j) => options.overrides?.concurrency ?? j.rate.concurrency), 1);
+  const client = createApiClient({
+    baseUrl: options.api.baseUrl,
+    token: options.api.token,
+    timeoutMs: options.requestTimeoutMs ?? RUN_DEFAULTS.requestTimeoutMs,
+    connections: concurrency,
+  });
+  const writer = new ResultWriter(database, runId, (err) => stop.stop('fatal', err));
+  const summaries: JobSummary[] = [];
+  let creditsAtStart: number | null = null;
+  let errors = 0;
+
+  try {
+    for (const configured of options.jobs) {
+      if (stop.reason) break;
+      const job = applyOverrides(configured, options.overrides);
+      const plan = await planIntoLedger(job, ledger, runId);
+      const filter = { job: job.name, runId, freshSince: freshSince(job.refreshAfterDays), refresh: options.refresh ?? false };
+      const runnable = ledger.countRunnable(filter);
+      logger.info('job planned', { job: job.name, tasks: plan.tasks, invalid: plan.invalid, duplicates: plan.duplicates, due: runnable });
+      for (const bad of plan.invalidSamples) {
+        logger.warn('invalid input row', { job: job.name, file: bad.file, line: bad.line, field: bad.field, reason: bad.reason });
+      }
+      guard.setLimits({ reserve: job.credits.reserve, maxPerRun: job.credits.maxPerRun ?? null });
+      const progress: JobProgress = { runnable, done: 0, notFound: 0, failed: 0, errors: 0 };
+      const reporter = new ProgressReporter(
+        { stream: options.progressStream ?? process.stderr, logger, logIntervalMs: options.progressLogIntervalMs },
+        () => ({
+          job: job.name,
+          total: runnable,
+          done: progress.done,
+          notFound: progress.notFound,
+          failed: progress.failed,
+          deferred: 0,
+          errors: progress.errors,
+          creditsLeft: guard.balance,
+          startedAtMs: startedMs,
+        }),
+      );
+      const startedMs = performance.now();
+      if (options.progressStream) reporter.start();
+      try {
+        await workJob(job, ledger, filter, {
+          client,
+          guard,
+          gate: new RateGate({ requestsPerMinute: job.rate.requestsPerMinute }),
+          stop,
+          writer,
+          retry: job.retry,
+          maxThrottleWaitMs: options.maxThrottleWaitMs ?? RUN_DEFAULTS.maxThrottleWaitMs,
+          onAttemptError: () => {
+            progress.errors += 1;
+            errors += 1;
+          },
+        }, progress);
+      } finally {
+        reporter.stop();
+        creditsAtStart ??= guard.balance === null ? null : guard.balance + guard.spent;
+        writer.flush();
+      }
+      if (stop.reason) ledger.deferPending(job.name, runId, new Date().toISOString());
+      const counts = ledger.countsByStatus(job.name, runId);
+      summaries.push({
+        name: job.name,
+        operation: job.operation,
+        planned: plan.tasks,
+        invalidRows: plan.invalid,
+        duplicates: plan.duplicates,
+        fresh: plan.tasks - runnable,
+        worked: runnable,
+        done: counts.done,
+        notFound: counts.not_found,
+        failed: counts.failed,
+        deferred: counts.deferred + counts.pending,
+        invalidSamples: plan.invalidSamples,
+      });
+      logger.info('job finished', { job: job.name, done: counts.done, not_found: counts.not_found, failed: counts.failed, deferred: counts.deferred });
+    }
+  } catch (err) {
+    stop.stop('fatal', err);
+  } finally {
+    await client.close().catch(() => undefined);
+    options.signal?.removeEventListener('abort', onAbort);
+  }
+  // Jobs never reached because the run stopped keep their pending tasks for the next run.
+  const status: RunStatus = stop.reason
+    ? STOP_STATUS[stop.reason]
+    : summaries.some((s) => s.failed > 0) ? 'completed_with_failures' : 'completed';
+  const endedAt = new Date().toISOString();
+  const calls = database.sqlite.prepare('SELECT count(*) FROM api_calls WHERE run_id = ?').pluck().get(runId) as number;
+  const error = stop.error ? describe(stop.error) : null;
+  const summary: RunSummary = {
+    runId,
+    status,
+    startedAt,
+    endedAt,
+    jobs: summaries,
+    calls,
+    creditsSpent: guard.balance === null ? null : round(guard.spent),
+    creditsRemaining: guard.balance,
+    error,
+  };
+  try {
+    runs.end(runId, {
+      status,
+      endedAt,
+      creditsAtStart,
+      creditsAtEnd: guard.balance,
+      creditsSpent: summary.creditsSpent,
+      tasksTotal: sum(summaries, 'planned'),
+      tasksDone: sum(summaries, 'done'),
+      tasksNotFound: sum(summaries, 'notFound'),
+      tasksFailed: sum(summaries, 'failed'),
+      tasksDeferred: sum(summaries, 'deferred'),
+      invalidRows: sum(summaries, 'invalidRows'),
+      calls,
+      exitCode: null,
+      error: error ? `${error.code}: ${error.message}` : null,
+    });
+  } catch (err) {
+    logger.error('could not record the end of the run', { run: runId, error: describe(err).message });
+  }
+  logger.info('run finished', { run: runId, status, calls, errors, credits_spent: summary.creditsSpent, credits_left: guard.balance });
+  // A job whose input turned out unusable is the user's to fix (exit 2), after the run's books are closed.
+  if (stop.error instanceof UsageError) throw stop.error;
+  return summary;
+}
+
+function applyOverrides(job: Job, o: RunOptions['overrides']): Job {
+  if (!o) return job;
+  return {
+    ...job,
+    rate: {
+      requestsPerMinute: o.requestsPerMinute ?? job.rate.requestsPerMinute,
+      concurrency: o.concurrency ?? job.rate.concurrency,
+    },
+    credits: {
+      reserve: o.reserve ?? job.credits.reserve,
+      maxPerRun: o.maxCredits ?? job.credits.maxPerRun,
+    },
+  };
+}
+
+/** Tasks completed before this instant are due again. */
+function freshSince(refreshAfterDays: number): string {
+  return new Date(Date.now() - refreshAfterDays * 86_400_000).toISOString();
+}
+
+function describe(err: unknown): { code: string; message: string } {
+  const code = (err as { code?: unknown })?.code;
+  return {
+    code: typeof code === 'string' ? code : 'INTERNAL',
+    message: err instanceof Error ? err.message : String(err),
+  };
+}
+
+function sum(rows: JobSummary[], key: 'planned' | 'done' | 'notFound' | 'failed' | 'deferred' | 'invalidRows'): number {
+  return rows.reduce((n, r) => n + r[key], 0);
+}
+
+function round(n: number): number {
+  return Math.round(n * 1e6) / 1e6;
+}

@@ -1,0 +1,42 @@
+/** Why a run stopped sending calls before its work was done. */
+export type StopReason = 'credits' | 'throttled' | 'interrupted' | 'auth' | 'fatal';
+
+/**
+ * The run's one "stop sending" switch. The first reason wins: a run interrupted while it was already
+ * stopping on credits still reports credits. Its signal aborts waits (rate gate, retry backoff), never a
+ * call already on the wire, so every billed response is still written.
+ */
+export class RunStop {
+  private readonly controller = new AbortController();
+  private why: StopReason | null = null;
+  private cause: unknown = null;
+
+  /** Stops the run for `reason`; later calls keep the first reason. */
+  stop(reason: StopReason, cause?: unknown): void {
+    if (this.why) return;
+    this.why = reason;
+    this.cause = cause ?? null;
+    this.controller.abort(new StopRequested(reason));
+  }
+
+  get reason(): StopReason | null {
+    return this.why;
+  }
+
+  /** The error behind an 'auth' or 'fatal' stop. */
+  get error(): unknown {
+    return this.cause;
+  }
+
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+}
+
+/** The abort reason of a RunStop's signal: not a failure of the item that was waiting. */
+export class StopRequested extends Error {
+  constructor(readonly reason: StopReason) {
+    super(`run stopping: ${reason}`);
+    this.name = 'StopRequested';
+  }
+}

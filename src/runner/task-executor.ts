@@ -1,0 +1,158 @@
+import pRetry, { AbortError } from 'p-retry';
+import type { ApiClient, ApiResult } from '../api/types.ts';
+import { errorAction, isApiError, ThrottledError, type ApiError } from '../api/errors.ts';
+import type { Operation, PostDetailsResponse, SearchJobsQuery, SearchJobsResponse, SimilarCompaniesRequest, SimilarCompaniesResponse } from '../spec/types.ts';
+import { SEARCH_JOBS_PAGE_SIZE } from '../spec/types.ts';
+import type { CreditGuard } from './credit-guard.ts';
+import type { RateGate } from './rate-gate.ts';
+import type { RunStop } from './run-stop.ts';
+import type { ResultWriter, WriterTask } from './result-writer.ts';
+import type { IngestRequest } from '../db/ingest-request.ts';
+
+/** Retry settings of a job, as p-retry takes them. */
+export interface RetrySettings {
+  retries: number;
+  minTimeoutMs: number;
+  maxTimeoutMs: number;
+}
+
+/** Everything a task needs to make its call and record the outcome. */
+export interface ExecutorContext {
+  client: ApiClient;
+  guard: CreditGuard;
+  gate: RateGate;
+  stop: RunStop;
+  writer: ResultWriter;
+  retry: RetrySettings;
+  /** Total time the run may spend paused by 429s before it ends as deferred. */
+  maxThrottleWaitMs: number;
+  /** Counts failed attempts for the progress display. */
+  onAttemptError?: (err: ApiError) => void;
+}
+
+/** A task as the executor sees it: its ledger id and the exact request it sends. */
+export interface ExecutableTask extends WriterTask {
+  operation: Operation;
+  inputKey: string;
+  page: number;
+  request: unknown;
+  ingest: IngestRequest;
+  requestKey: string;
+}
+
+/** How a task ended in this run; `lastPage` says the input's list ended on this page. */
+export type TaskOutcome =
+  | { kind: 'done'; lastPage: boolean }
+  | { kind: 'not_found' }
+  | { kind: 'failed'; retryable: boolean }
+  | { kind: 'stopped' };
+
+/**
+ * Makes one task's call: reserve credits, wait for the rate gate, send, and retry what can be retried with
+ * exponential backoff and jitter. A 429 pauses the whole run and is tried again without using up a retry.
+ */
+export async function executeTask(task: ExecutableTask, ctx: ExecutorContext): Promise<TaskOutcome> {
+  let attempts = 0;
+  const attempt = async (): Promise<ApiResult<unknown>> => {
+    for (;;) {
+      if (ctx.stop.reason) throw new AbortError(new StoppedBeforeCall());
+      const reservation = await ctx.guard.acquire(task.operation);
+      if (!reservation) {
+        ctx.stop.stop('credits');
+        throw new AbortError(new StoppedBeforeCall());
+      }
+      try {
+        await ctx.gate.take(ctx.stop.signal);
+      } catch {
+        ctx.guard.settle(reservation, null);
+        throw new AbortError(new StoppedBeforeCall());
+      }
+      attempts += 1;
+      let result: ApiResult<unknown>;
+      try {
+        result = await send(ctx.client, task.operation, task.request);
+      } catch (err) {
+        ctx.guard.settle(reservation, null);
+        if (isApiError(err)) {
+          ctx.writer.attemptFailed(task, err);
+          ctx.onAttemptError?.(err);
+        }
+        const action = errorAction(err);
+        if (action === 'throttle' && err instanceof ThrottledError) {
+          ctx.gate.pause(err.retryAfterMs);
+          if (ctx.gate.totalPausedMs > ctx.maxThrottleWaitMs) ctx.stop.stop('throttled', err);
+          continue;
+        }
+        if (action === 'retry') throw err;
+        if (action === 'stop-run') {
+          const code = isApiError(err) ? err.code : '';
+          if (code === 'OUT_OF_CREDITS') {
+            ctx.guard.markOutOfCredits();
+            ctx.stop.stop('credits', err);
+          } else {
+            ctx.stop.stop(code === 'AUTH' ? 'auth' : 'fatal', err);
+          }
+          throw new AbortError(new StoppedBeforeCall());
+        }
+        throw new AbortError(err as Error);
+      }
+      ctx.guard.settle(reservation, result.kind === 'ok' ? result.credits : null);
+      return result;
+    }
+  };
+
+  try {
+    const result = await pRetry(attempt, {
+      retries: ctx.retry.retries,
+      minTimeout: ctx.retry.minTimeoutMs,
+      maxTimeout: ctx.retry.maxTimeoutMs,
+      factor: 2,
+      randomize: true,
+      signal: ctx.stop.signal,
+      unref: true,
+    });
+    if (result.kind === 'not_found') {
+      ctx.writer.notFound(task, result.call, attempts, result.message);
+      return { kind: 'not_found' };
+    }
+    ctx.writer.success(task, task.ingest, task.requestKey, result, attempts);
+    return { kind: 'done', lastPage: isLastPage(task, result.data) };
+  } catch (err) {
+    // A stop (credits, signal, auth) leaves the task pending: the next run takes it up again.
+    if (err instanceof StoppedBeforeCall || ctx.stop.signal.aborted && !isApiError(err)) return { kind: 'stopped' };
+    const retryable = errorAction(err) === 'retry';
+    const code = isApiError(err) ? err.code : 'INTERNAL';
+    const message = err instanceof Error ? err.message : String(err);
+    ctx.writer.failed(task, code, message, retryable, attempts);
+    return { kind: 'failed', retryable };
+  }
+}
+
+/** Marks an attempt that ended because the run is stopping, not because the item failed. */
+class StoppedBeforeCall extends Error {
+  constructor() {
+    super('run stopping');
+  }
+}
+
+function send(client: ApiClient, operation: Operation, request: unknown): Promise<ApiResult<unknown>> {
+  switch (operation) {
+    case 'similar-companies':
+      return client.similarCompanies(request as SimilarCompaniesRequest);
+    case 'post-details':
+      return client.postDetails((request as { url: string }).url);
+    case 'search-jobs':
+      return client.searchJobs(request as SearchJobsQuery);
+  }
+}
+
+/** A short or empty page ends the list: later pages would be 404s or, worse, billed empties. */
+function isLastPage(task: ExecutableTask, data: unknown): boolean {
+  if (task.operation === 'similar-companies') {
+    const num = (task.request as SimilarCompaniesRequest).num ?? 10;
+    return (data as SimilarCompaniesResponse).data.content.length < num;
+  }
+  if (task.operation === 'search-jobs') return (data as SearchJobsResponse).results.length < SEARCH_JOBS_PAGE_SIZE;
+  void (data as PostDetailsResponse);
+  return true;
+}
