@@ -67,5 +67,8 @@ export function hugeBody(bytes: number): Buffer {
 
 /** The first half of a body, cut at a character boundary so it is still UTF-8 but no longer JSON. */
 export function truncated(body: string): string {
-  return body.slice(0, Math.max(1, Math.floor(body.length / 2)));
+  let cut = Math.max(1, Math.floor(body.length / 2));
+  const code = body.charCodeAt(cut - 1);
+  if (code >= 0xd800 && code <= 0xdbff) cut -= 1; // never split a surrogate pair
+  return body.slice(0, cut);
 }

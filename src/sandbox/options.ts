@@ -1,4 +1,5 @@
 import type { Operation } from '../spec/types.ts';
+import type { LoggedRequest } from './request-log.ts';
 
 /** Fault injection rates, each a probability in 0..1 drawn per request from the seeded PRNG. */
 export interface FaultRates {
@@ -35,6 +36,7 @@ export interface SandboxOptions extends FaultRates {
   hugeBytes: number;
   notFoundRate: number;
   logRequests: boolean;
+  onRequest: ((entry: LoggedRequest) => void) | null;
 }
 
 /** What startSandbox accepts: any subset of the options; `costs` may name only some operations. */
@@ -89,6 +91,11 @@ export const SANDBOX_DEFAULTS: Readonly<SandboxOptions> = Object.freeze({
   notFoundRate: 0.05,
   /** Keep a log of every request in `sandbox.requests`; turn off for benchmarks. */
   logRequests: true,
+  /**
+   * Called once per request when its answer is decided (status, charge and fault set), whether or not
+   * `logRequests` keeps it; the command line prints its request lines from here.
+   */
+  onRequest: null,
 } as SandboxOptions);
 
 const RATE_KEYS = [

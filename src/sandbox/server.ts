@@ -7,49 +7,30 @@ import {
   FaultInjector, HTML_ERROR_PAGE, SERVER_ERROR_BODY, UNAVAILABLE_BODY, WRONG_SHAPE_BODY, hugeBody, truncated,
   type FaultName,
 } from './faults.ts';
+import { Operations, type ValidRequest } from './operations.ts';
 import { resolveOptions, type SandboxOptions, type SandboxOptionsInput } from './options.ts';
-import { Operations, type Outcome, type ValidRequest } from './operations.ts';
 import { Prng } from './prng.ts';
 import { RateLimiter } from './rate-limiter.ts';
+import { logEntry, type LoggedRequest } from './request-log.ts';
 
 export { SANDBOX_DEFAULTS, type SandboxOptions, type SandboxOptionsInput } from './options.ts';
-
-/** One request as the sandbox saw it. */
-export interface LoggedRequest {
-  seq: number;
-  /** Arrival time, ms since the epoch (performance.timeOrigin + performance.now()). */
-  at: number;
-  method: string;
-  /** Path without the query. */
-  path: string;
-  /** Decoded query parameters (first value of a repeated name). */
-  query: Record<string, string>;
-  rawQuery: string;
-  /** Header names in lower case. */
-  headers: Record<string, string>;
-  /** Parsed JSON body, the raw text when it is not JSON, or null when empty. */
-  body: unknown;
-  /** Status sent; 0 when the connection was dropped. */
-  status: number;
-  /** Credits charged for this request. */
-  charged: number;
-  fault: FaultName | null;
-}
+export type { LoggedRequest } from './request-log.ts';
+export type { FaultName } from './faults.ts';
 
 /** A running sandbox. */
 export interface Sandbox {
   /** `http://127.0.0.1:<port>` */
   url: string;
   port: number;
-  /** Every request in arrival order (empty when `logRequests` is false). */
+  /** Every request in arrival order (stays empty when `logRequests` is false). */
   requests: LoggedRequest[];
-  /** Sets a token's total credits (creating the token if unknown); credits already used are kept. */
+  /** Sets a token's total credits (a new token becomes valid); credits already used are kept. */
   setCredits(token: string, total: number): void;
-  /** A token's counters as a 200 body would report them; throws for an unknown token. */
+  /** A token's counters as a 200 body would report them now; throws for an unknown token. */
   credits(token: string): CreditCounters;
   /** Empties `requests`. */
   clearLog(): void;
-  /** Stops listening and closes every socket. */
+  /** Stops listening, cancels answers not yet sent and closes every socket. */
   stop(): Promise<void>;
 }
 
@@ -62,9 +43,20 @@ const ROUTES = new Map<string, { op: Operation; method: string }>([
 const MAX_BODY_BYTES = 1024 * 1024;
 const BEARER = /^\s*bearer\s+(\S+)\s*$/i;
 const JSON_TYPE = 'application/json; charset=utf-8';
+const UNAUTHORIZED_HEADERS = { 'www-authenticate': 'Bearer' };
+const HTML_HEADERS = { 'content-type': 'text/html; charset=utf-8' };
 const msg = (message: string): string => JSON.stringify({ message });
 
-/** Starts the emulator on `host:port` (127.0.0.1, a free port by default). */
+type Reply = (
+  status: number,
+  body: string | Buffer,
+  headers?: Record<string, string>,
+  fault?: FaultName | null,
+  charged?: number,
+  extraDelayMs?: number,
+) => void;
+
+/** Starts the emulator on `host:port` (127.0.0.1 and a free port by default). */
 export async function startSandbox(input: SandboxOptionsInput = {}): Promise<Sandbox> {
   const options = resolveOptions(input);
   const ledger = new CreditLedger(options.tokens);
@@ -73,20 +65,10 @@ export async function startSandbox(input: SandboxOptionsInput = {}): Promise<San
   const faults = new FaultInjector(options.seed, options);
   const operations = new Operations(options.seed, options.notFoundRate);
   const latency = latencyDrawer(options);
+  const keepEntries = options.logRequests || options.onRequest !== null;
   const requests: LoggedRequest[] = [];
   const timers = new Set<NodeJS.Timeout>();
   let seq = 0;
-
-  const send = (res: ServerResponse, status: number, body: string | Buffer, headers: Record<string, string> = {}): void => {
-    const delayMs = latency();
-    const write = (): void => {
-      if (res.destroyed) return;
-      res.writeHead(status, { 'content-type': JSON_TYPE, 'content-length': Buffer.byteLength(body), ...headers });
-      res.end(body);
-    };
-    if (delayMs <= 0) write();
-    else later(delayMs, write);
-  };
 
   const later = (ms: number, fn: () => void): void => {
     const timer = setTimeout(() => {
@@ -96,93 +78,88 @@ export async function startSandbox(input: SandboxOptionsInput = {}): Promise<San
     timers.add(timer);
   };
 
+  const send = (res: ServerResponse, status: number, body: string | Buffer, headers?: Record<string, string>, extraDelayMs = 0): void => {
+    const write = (): void => {
+      if (res.destroyed) return;
+      const head = { 'content-type': JSON_TYPE, 'content-length': Buffer.byteLength(body) };
+      res.writeHead(status, headers ? { ...head, ...headers } : head);
+      res.end(body);
+    };
+    const delayMs = latency() + extraDelayMs;
+    if (delayMs <= 0) write();
+    else later(delayMs, write);
+  };
+
   const handle = (req: IncomingMessage, res: ServerResponse, at: number, bodyText: string): void => {
-    const url = req.url ?? '/';
-    const q = url.indexOf('?');
-    const path = q === -1 ? url : url.slice(0, q);
-    const rawQuery = q === -1 ? '' : url.slice(q + 1);
+    const target = req.url ?? '/';
+    const q = target.indexOf('?');
+    const path = q === -1 ? target : target.slice(0, q);
+    const rawQuery = q === -1 ? '' : target.slice(q + 1);
     const query = new URLSearchParams(rawQuery);
-    const entry: LoggedRequest | null = options.logRequests ? logEntry(++seq, at, req, path, rawQuery, query, bodyText) : null;
-    if (entry) requests.push(entry);
-    const finish = (status: number, body: string | Buffer, headers?: Record<string, string>, fault: FaultName | null = null): void => {
-      if (entry) {
-        entry.status = status;
-        entry.fault = fault;
-      }
-      send(res, status, body, headers);
+    const entry = keepEntries ? logEntry(++seq, at, req, path, rawQuery, query, bodyText) : null;
+    if (entry && options.logRequests) requests.push(entry);
+    const decided = (status: number, fault: FaultName | null, charged: number): void => {
+      if (!entry) return;
+      entry.status = status;
+      entry.fault = fault;
+      entry.charged = charged;
+      options.onRequest?.(entry);
+    };
+    const reply: Reply = (status, body, headers, fault = null, charged = 0, extraDelayMs = 0) => {
+      decided(status, fault, charged);
+      send(res, status, body, headers, extraDelayMs);
     };
 
     const route = ROUTES.get(path);
-    if (!route) return finish(404, msg('Not Found'));
-    if (req.method !== route.method) return finish(405, msg('Method Not Allowed'), { allow: route.method });
+    if (!route) return reply(404, msg('Not Found'));
+    if (req.method !== route.method) return reply(405, msg('Method Not Allowed'), { allow: route.method });
 
     const auth = req.headers.authorization;
     const token = auth === undefined ? undefined : BEARER.exec(auth)?.[1];
-    if (token === undefined) return finish(401, msg('Missing or malformed bearer token'), { 'www-authenticate': 'Bearer' });
-    if (suspended.has(token)) return finish(403, msg('Account suspended'));
-    if (!ledger.has(token)) return finish(401, msg('Invalid token'), { 'www-authenticate': 'Bearer' });
+    if (token === undefined) return reply(401, msg('Missing or malformed bearer token'), UNAUTHORIZED_HEADERS);
+    if (suspended.has(token)) return reply(403, msg('Account suspended'));
+    if (!ledger.has(token)) return reply(401, msg('Invalid token'), UNAUTHORIZED_HEADERS);
     if (limiter && !limiter.tryAcquire(token, performance.now())) {
-      return finish(429, msg('Too Many Requests'), { 'retry-after': String(options.retryAfterSeconds) });
+      return reply(429, msg('Too Many Requests'), { 'retry-after': String(options.retryAfterSeconds) });
     }
 
     const valid = operations.validate(route.op, { query, bodyText, contentType: req.headers['content-type'] });
-    if ('kind' in valid) return finish(valid.status, valid.body);
+    if ('kind' in valid) return reply(valid.status, valid.body);
     const cost = options.costs[route.op];
-    if (!ledger.canPay(token, cost)) return finish(402, msg('Insufficient credits'));
+    if (!ledger.canPay(token, cost)) return reply(402, msg('Insufficient credits'));
 
     const fault = faults.draw();
     if (fault === null || fault === 'slow') {
+      // A slow answer is the real answer sent late, so it is charged like any 200.
+      const extraDelayMs = fault === 'slow' ? options.slowMs : 0;
       const outcome = operations.answer(valid);
-      if (outcome.kind === 'error') return finish(outcome.status, outcome.body, undefined, fault);
+      if (outcome.kind === 'error') return reply(outcome.status, outcome.body, undefined, fault, 0, extraDelayMs);
       ledger.charge(token, cost);
-      if (entry) entry.charged = cost;
-      const body = withCounters(outcome.open, ledger.counters(token));
-      if (fault === null) return finish(200, body);
-      if (entry) {
-        entry.status = 200;
-        entry.fault = fault;
-      }
-      return later(options.slowMs, () => send(res, 200, body));
+      return reply(200, withCounters(outcome.open, ledger.counters(token)), undefined, fault, cost, extraDelayMs);
     }
-    return injectFault(fault, res, entry, finish, () => fullText(operations, valid, ledger.counters(token)));
-  };
-
-  const injectFault = (
-    fault: FaultName,
-    res: ServerResponse,
-    entry: LoggedRequest | null,
-    finish: (status: number, body: string | Buffer, headers?: Record<string, string>, fault?: FaultName | null) => void,
-    answerText: () => string,
-  ): void => {
     switch (fault) {
       case 'server_error':
-        return finish(500, SERVER_ERROR_BODY, undefined, fault);
+        return reply(500, SERVER_ERROR_BODY, undefined, fault);
       case 'unavailable':
-        return finish(503, UNAVAILABLE_BODY, undefined, fault);
+        return reply(503, UNAVAILABLE_BODY, undefined, fault);
       case 'drop':
-        if (entry) {
-          entry.status = 0;
-          entry.fault = fault;
-        }
+        decided(0, fault, 0);
         res.socket?.destroy();
         return;
       case 'truncate':
-        return finish(200, truncated(answerText()), undefined, fault);
+        return reply(200, truncated(answerText(operations, valid, ledger.counters(token))), undefined, fault);
       case 'html':
-        return finish(200, HTML_ERROR_PAGE, { 'content-type': 'text/html; charset=utf-8' }, fault);
+        return reply(200, HTML_ERROR_PAGE, HTML_HEADERS, fault);
       case 'wrong_shape':
-        return finish(200, WRONG_SHAPE_BODY, undefined, fault);
+        return reply(200, WRONG_SHAPE_BODY, undefined, fault);
       case 'huge':
-        return finish(200, hugeBody(options.hugeBytes), undefined, fault);
-      case 'slow':
-        return;
+        return reply(200, hugeBody(options.hugeBytes), undefined, fault);
     }
   };
 
-  const server = createServer({ keepAlive: true }, (req, res) => {
+  const server = createServer((req, res) => {
     const at = performance.timeOrigin + performance.now();
-    const hasBody = req.headers['content-length'] !== undefined || req.headers['transfer-encoding'] !== undefined;
-    if (!hasBody) {
+    if (req.headers['content-length'] === undefined && req.headers['transfer-encoding'] === undefined) {
       req.resume();
       return handle(req, res, at, '');
     }
@@ -229,48 +206,22 @@ export async function startSandbox(input: SandboxOptionsInput = {}): Promise<San
   };
 }
 
-/** A 200 body: the cached answer plus this token's counters as top-level members. */
+/** A 200 body: the cached answer plus the token's counters as top-level members. */
 function withCounters(open: string, c: CreditCounters): string {
   return `${open},"total_credits":${c.total_credits},"credits_used":${c.credits_used},"credits_remaining":${c.credits_remaining}}`;
 }
 
-/** The text the request would have got without a fault (for truncation), uncharged. */
-function fullText(operations: Operations, request: ValidRequest, counters: CreditCounters): string {
-  const outcome: Outcome = operations.answer(request);
+/** The text the request would have got without a fault (what a truncated answer is cut from), uncharged. */
+function answerText(operations: Operations, request: ValidRequest, counters: CreditCounters): string {
+  const outcome = operations.answer(request);
   return outcome.kind === 'ok' ? withCounters(outcome.open, counters) : outcome.body;
 }
 
-/** Draws each answer's added latency from its own seeded stream, so latency does not shift fault draws. */
+/** Each answer's added latency, from its own seeded stream so that latency does not shift the fault draws. */
 function latencyDrawer(options: SandboxOptions): () => number {
   const { latencyMs } = options;
   if (!Array.isArray(latencyMs)) return () => latencyMs;
   const [min, max] = latencyMs;
   const rng = Prng.from(options.seed, 'latency');
   return () => min + rng.next() * (max - min);
-}
-
-function logEntry(
-  seq: number,
-  at: number,
-  req: IncomingMessage,
-  path: string,
-  rawQuery: string,
-  params: URLSearchParams,
-  bodyText: string,
-): LoggedRequest {
-  const query: Record<string, string> = {};
-  for (const [name, value] of params) if (!(name in query)) query[name] = value;
-  const headers: Record<string, string> = {};
-  for (const [name, value] of Object.entries(req.headers)) {
-    if (value !== undefined) headers[name] = Array.isArray(value) ? value.join(', ') : value;
-  }
-  let body: unknown = null;
-  if (bodyText !== '') {
-    try {
-      body = JSON.parse(bodyText);
-    } catch {
-      body = bodyText;
-    }
-  }
-  return { seq, at, method: req.method ?? '', path, query, rawQuery, headers, body, status: 0, charged: 0, fault: null };
 }

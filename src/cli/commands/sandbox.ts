@@ -1,0 +1,166 @@
+import type { Argv } from 'yargs';
+import { defineCommand, type CommandIO } from '../command.ts';
+import { UsageError } from '../../errors.ts';
+import { OPERATIONS, type Operation } from '../../spec/types.ts';
+import { SANDBOX_DEFAULTS, startSandbox, type LoggedRequest, type SandboxOptionsInput } from '../../sandbox/server.ts';
+import { resolveOptions } from '../../sandbox/options.ts';
+
+/** Port of `netingest sandbox` when --port is not given (tests use port 0 through the library). */
+export const SANDBOX_CLI_PORT = 8787;
+
+const DEFAULT_TOKEN = Object.keys(SANDBOX_DEFAULTS.tokens)[0] ?? 'sandbox-token';
+
+/** The parsed flags of `netingest sandbox`. */
+export interface SandboxArgs {
+  port: number;
+  seed: number;
+  token: string[];
+  'suspended-token': string[];
+  credits: number;
+  cost: string[];
+  'latency-ms': string;
+  'rate-limit'?: number;
+  'retry-after': number;
+  'fail-500': number;
+  'fail-503': number;
+  drop: number;
+  truncate: number;
+  slow: number;
+  'slow-ms': number;
+  html: number;
+  'wrong-shape': number;
+  huge: number;
+  'huge-bytes': number;
+  'not-found-rate': number;
+  quiet: boolean;
+}
+
+const rate = (describe: string) => ({ type: 'number' as const, default: 0, describe: `${describe} (rate 0..1)` });
+
+function builder(y: Argv) {
+  const d = SANDBOX_DEFAULTS;
+  return y
+    .option('port', { type: 'number', default: SANDBOX_CLI_PORT, describe: 'port on 127.0.0.1 (0 picks a free one)' })
+    .option('seed', { type: 'number', default: d.seed, describe: 'seed of the synthetic data and of the fault draws' })
+    .option('token', { type: 'string', array: true, default: [DEFAULT_TOKEN], describe: 'accepted bearer token (repeatable)' })
+    .option('suspended-token', { type: 'string', array: true, default: [] as string[], describe: 'token answered 403 (repeatable)' })
+    .option('credits', { type: 'number', default: d.tokens[DEFAULT_TOKEN] ?? 1_000_000, describe: 'total credits of each token' })
+    .option('cost', {
+      type: 'string',
+      array: true,
+      default: [] as string[],
+      describe: `credits per 200 answer, as operation=credits (defaults: ${OPERATIONS.map((op) => `${op}=${d.costs[op]}`).join(', ')})`,
+    })
+    .option('latency-ms', { type: 'string', default: String(d.latencyMs), describe: 'added latency per answer: ms, or min-max' })
+    .option('rate-limit', { type: 'number', describe: 'requests per second per token before 429 (default: no limit)' })
+    .option('retry-after', { type: 'number', default: d.retryAfterSeconds, describe: 'Retry-After seconds sent with 429' })
+    .option('fail-500', rate('answer 500'))
+    .option('fail-503', rate('answer 503'))
+    .option('drop', rate('close the connection without an answer'))
+    .option('truncate', rate('answer 200 with the JSON cut in half'))
+    .option('slow', rate('answer --slow-ms late'))
+    .option('slow-ms', { type: 'number', default: d.slowMs, describe: 'delay of a slow answer' })
+    .option('html', rate('answer 200 with an HTML error page'))
+    .option('wrong-shape', rate('answer 200 with JSON of the wrong shape'))
+    .option('huge', rate('answer 200 with a huge body'))
+    .option('huge-bytes', { type: 'number', default: d.hugeBytes, describe: 'size of a huge answer' })
+    .option('not-found-rate', { type: 'number', default: d.notFoundRate, describe: 'fraction of inputs with no data (404)' })
+    .option('quiet', { type: 'boolean', default: false, describe: 'do not print a line per request' })
+    .example('$0 sandbox --port 8787 --rate-limit 5 --fail-503 0.05', 'a flaky, rate-limited local API')
+    .example('NETINGEST_API_URL=http://127.0.0.1:8787 NETINGEST_API_TOKEN=sandbox-token netingest run ...', 'point a run at it') as unknown as Argv<SandboxArgs>;
+}
+
+/** Turns the flags into sandbox options; bad values become a UsageError naming the flag. */
+export function sandboxOptionsFromArgs(argv: SandboxArgs): SandboxOptionsInput {
+  const costs: Partial<Record<Operation, number>> = {};
+  for (const spec of argv.cost) {
+    const match = /^([a-z-]+)=(\d+(?:\.\d+)?)$/.exec(spec.trim());
+    if (!match || !(OPERATIONS as readonly string[]).includes(match[1] ?? '')) {
+      throw new UsageError(`--cost ${spec}: expected operation=credits with operation one of ${OPERATIONS.join(', ')}`);
+    }
+    costs[match[1] as Operation] = Number(match[2]);
+  }
+  const latency = /^\s*(\d+(?:\.\d+)?)\s*(?:-\s*(\d+(?:\.\d+)?)\s*)?$/.exec(argv['latency-ms']);
+  if (!latency) throw new UsageError(`--latency-ms ${argv['latency-ms']}: expected milliseconds or min-max, e.g. 5 or 2-20`);
+  const input: SandboxOptionsInput = {
+    host: SANDBOX_DEFAULTS.host,
+    port: argv.port,
+    seed: argv.seed,
+    tokens: Object.fromEntries(argv.token.map((t) => [t, argv.credits])),
+    suspendedTokens: argv['suspended-token'],
+    costs,
+    latencyMs: latency[2] === undefined ? Number(latency[1]) : [Number(latency[1]), Number(latency[2])],
+    rateLimitPerSecond: argv['rate-limit'] ?? null,
+    retryAfterSeconds: argv['retry-after'],
+    serverErrorRate: argv['fail-500'],
+    unavailableRate: argv['fail-503'],
+    dropRate: argv.drop,
+    truncateRate: argv.truncate,
+    slowRate: argv.slow,
+    slowMs: argv['slow-ms'],
+    htmlRate: argv.html,
+    wrongShapeRate: argv['wrong-shape'],
+    hugeRate: argv.huge,
+    hugeBytes: argv['huge-bytes'],
+    notFoundRate: argv['not-found-rate'],
+    logRequests: false,
+  };
+  if (!Number.isInteger(argv.port) || argv.port < 0 || argv.port > 65535) throw new UsageError(`--port ${argv.port}: expected 0..65535`);
+  try {
+    resolveOptions(input);
+  } catch (err) {
+    throw new UsageError(err instanceof Error ? err.message : String(err));
+  }
+  return input;
+}
+
+/** One line per request; the token is never printed (only the log of the start names it). */
+export function formatRequestLine(e: LoggedRequest): string {
+  const time = new Date(e.at).toISOString();
+  const target = e.rawQuery === '' ? e.path : `${e.path}?${e.rawQuery}`;
+  const status = e.status === 0 ? 'dropped' : String(e.status);
+  return `${time} ${e.method} ${target} -> ${status}${e.fault ? ` [${e.fault}]` : ''}${e.charged ? ` charged ${e.charged}` : ''}\n`;
+}
+
+/**
+ * Runs the sandbox until `stop` aborts, printing the URL and token(s) first; resolves to exit code 0 after the
+ * server has stopped. The command wires `stop` to SIGINT/SIGTERM; tests pass their own signal.
+ */
+export async function serveSandbox(argv: SandboxArgs, io: CommandIO, stop: AbortSignal): Promise<number> {
+  const input = sandboxOptionsFromArgs(argv);
+  if (!argv.quiet) input.onRequest = (entry) => io.stdout.write(formatRequestLine(entry));
+  let sandbox;
+  try {
+    sandbox = await startSandbox(input);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'EADDRINUSE') throw new UsageError(`--port ${argv.port}: the port is already in use`);
+    if (code === 'EACCES') throw new UsageError(`--port ${argv.port}: not allowed to listen on it`);
+    throw err;
+  }
+  io.stdout.write(`Sandbox API listening on ${sandbox.url}\n`);
+  io.stdout.write(`Token: ${argv.token.join(', ')} (${argv.credits} credits each; a local fake token)\n`);
+  if (!stop.aborted) await new Promise<void>((resolve) => stop.addEventListener('abort', () => resolve(), { once: true }));
+  await sandbox.stop();
+  io.stdout.write('Sandbox stopped.\n');
+  return 0;
+}
+
+/** `netingest sandbox`: the local emulator of the API, for trying jobs and for tests, until Ctrl+C. */
+export const sandboxCommand = defineCommand<SandboxArgs>({
+  name: 'sandbox',
+  describe: 'Run a local emulator of the API (synthetic data, credits, rate limit, fault injection)',
+  builder,
+  run: async (argv, io) => {
+    const controller = new AbortController();
+    const onSignal = (): void => controller.abort();
+    process.on('SIGINT', onSignal);
+    process.on('SIGTERM', onSignal);
+    try {
+      return await serveSandbox(argv, io, controller.signal);
+    } finally {
+      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onSignal);
+    }
+  },
+});
