@@ -6,7 +6,7 @@ import type BetterSqlite3 from 'better-sqlite3';
 import type { CompanyRecord, SimilarCompaniesResponse } from '../../spec/types.ts';
 import { canonicalCompanyUrl } from '../../urls/canonical.ts';
 import type { SimilarCompaniesIngestRequest } from '../ingest-request.ts';
-import { arrayOf, jsonText, objectOf, sqlValue, urlKey } from './values.ts';
+import { arrayOf, givenValue, jsonText, objectOf, sqlValue, urlKey } from './values.ts';
 
 /** Rows written for one response, and company records left out because they carry no URL at all. */
 export interface NormalizeResult {
@@ -93,11 +93,11 @@ export function prepareSimilarCompanies(
       sqlValue(c.objectUrn),
       sqlValue(c.description),
       sqlValue(c.phone),
-      sqlValue(c.followers),
+      givenValue(c.followers),
       sqlValue(c.website),
       sqlValue(c.logo),
-      sqlValue(c.cover),
-      sqlValue(c.tagline),
+      givenValue(c.cover),
+      givenValue(c.tagline),
       sqlValue(c.foundedYear),
       sqlValue(staff['total']),
       sqlValue(range['start']),
@@ -123,9 +123,9 @@ export function prepareSimilarCompanies(
         sqlValue(a['city']),
         sqlValue(a['country']),
         sqlValue(a['geographicArea']),
-        sqlValue(a['isPrimary']),
+        givenValue(a['isPrimary']),
         sqlValue(a['line1']),
-        sqlValue(a['line2']),
+        givenValue(a['line2']),
         sqlValue(a['postalCode']),
       );
     }

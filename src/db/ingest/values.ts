@@ -23,6 +23,14 @@ export function sqlValue(value: unknown): SqlValue {
   }
 }
 
+/**
+ * sqlValue for the BLOB ("not shown" type) columns, which have no type affinity: better-sqlite3 binds every JS
+ * number as REAL, so whole numbers go as bigint to be stored as INTEGER (12, not 12.0).
+ */
+export function givenValue(value: unknown): SqlValue {
+  return typeof value === 'number' && Number.isSafeInteger(value) ? BigInt(value) : sqlValue(value);
+}
+
 /** JSON text of a value, or null for null/missing. */
 export function jsonText(value: unknown): string | null {
   return value === null || value === undefined ? null : JSON.stringify(value);
