@@ -2,7 +2,8 @@
 -- normalized tables, so they never go stale and cost nothing to keep.
 
 -- Each company found similar to a reference company, once, with its best rating over every filter set the
--- reference was searched with (best = highest relevancy score, then best letter, then best rank).
+-- reference was searched with (best = highest relevancy score, then first letter grade, then best position).
+-- `best_position` is 1-based across pages (page 1 first, then each page's rank).
 CREATE VIEW `v_lookalikes` AS
 SELECT
   ranked.reference_url,
@@ -14,30 +15,33 @@ SELECT
   hq.country AS company_hq_country,
   ranked.relevancy_grade AS best_grade,
   ranked.relevancy_score AS best_score,
-  ranked.best_rank,
+  ranked.best_position,
   ranked.filter_sets,
-  ranked.first_seen_at,
-  ranked.last_seen_at
+  ranked.all_first_seen_at AS first_seen_at,
+  ranked.all_last_seen_at AS last_seen_at
 FROM (
   SELECT
-    s.reference_url,
-    s.company_url,
-    s.relevancy_grade,
-    s.relevancy_score,
-    MIN(s.rank) OVER w_all AS best_rank,
+    positioned.*,
+    MIN(positioned.position) OVER w_all AS best_position,
     COUNT(*) OVER w_all AS filter_sets,
-    MIN(s.first_seen_at) OVER w_all AS first_seen_at,
-    MAX(s.last_seen_at) OVER w_all AS last_seen_at,
+    MIN(positioned.first_seen_at) OVER w_all AS all_first_seen_at,
+    MAX(positioned.last_seen_at) OVER w_all AS all_last_seen_at,
     ROW_NUMBER() OVER (
-      PARTITION BY s.reference_url, s.company_url
-      ORDER BY s.relevancy_score DESC NULLS LAST, s.relevancy_grade ASC NULLS LAST, s.rank ASC
+      PARTITION BY positioned.reference_url, positioned.company_url
+      ORDER BY positioned.relevancy_score DESC NULLS LAST, positioned.relevancy_grade ASC NULLS LAST, positioned.position ASC
     ) AS pick
-  FROM similar_companies s
-  WINDOW w_all AS (PARTITION BY s.reference_url, s.company_url)
+  FROM (
+    SELECT
+      s.*,
+      ROW_NUMBER() OVER (PARTITION BY s.reference_url, s.filter_key ORDER BY s.page, s.rank) AS position
+    FROM similar_companies s
+  ) positioned
+  WINDOW w_all AS (PARTITION BY positioned.reference_url, positioned.company_url)
 ) ranked
 LEFT JOIN companies c ON c.url = ranked.company_url
 LEFT JOIN company_locations hq ON hq.company_url = ranked.company_url AND hq.is_headquarter = 1
-WHERE ranked.pick = 1;
+WHERE ranked.pick = 1
+ORDER BY ranked.reference_url, ranked.best_position, ranked.company_url;
 --> statement-breakpoint
 
 -- The five most recent jobs of each hiring company (by company page URL, or by name when a job has no link).
@@ -70,7 +74,8 @@ FROM (
     ORDER BY j.posted_timestamp DESC NULLS LAST, j.posted_date DESC NULLS LAST, j.updated_at DESC, j.url
   )
 )
-WHERE recency_rank <= 5;
+WHERE recency_rank <= 5
+ORDER BY company_key, recency_rank;
 --> statement-breakpoint
 
 -- The five most engaged posts of each author (engagement = reactions + comments).
@@ -103,7 +108,8 @@ FROM (
     ORDER BY COALESCE(p.reactions, 0) + COALESCE(p.comments_count, 0) DESC, p.reactions DESC NULLS LAST, p.post_id
   )
 )
-WHERE engagement_rank <= 5;
+WHERE engagement_rank <= 5
+ORDER BY author_key, engagement_rank;
 --> statement-breakpoint
 
 -- Where each job stands: its tasks by status and its invalid input rows.
@@ -134,4 +140,5 @@ LEFT JOIN (
   FROM tasks
   GROUP BY job
 ) t ON t.job = j.job
-LEFT JOIN (SELECT job, COUNT(*) AS invalid_rows FROM invalid_inputs GROUP BY job) i ON i.job = j.job;
+LEFT JOIN (SELECT job, COUNT(*) AS invalid_rows FROM invalid_inputs GROUP BY job) i ON i.job = j.job
+ORDER BY j.job;
