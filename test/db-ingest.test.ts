@@ -142,7 +142,7 @@ describe('similar-companies', () => {
       specialities: ['only-one'],
       industries: ['Software', 'Robotics'],
       hashtags: null,
-      locations: { headquarter: { city: 'berlin', country: 'germany', geographicArea: null, isPrimary: 'yes', line1: 'a', line2: 7, postalCode: '10115' }, other: [] },
+      locations: { headquarter: { city: 'berlin', country: 'germany', geographicArea: null, isPrimary: 'yes', line1: 'a', line2: 7 as unknown as string /* not shown in the spec */, postalCode: '10115' }, other: [] },
     });
     // Same company through another URL spelling: www, case, trailing sub-page.
     changed.url = 'network.com/company/ACME-1/about';
