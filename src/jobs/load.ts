@@ -1,0 +1,151 @@
+import { readFile, readdir } from 'node:fs/promises';
+import { basename, extname, isAbsolute, join, relative, resolve, sep } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { JOB_DEFAULTS } from './defaults.ts';
+import { JobFileError, type JobIssue } from './job-error.ts';
+import { resolveJob, type Job } from './schema.ts';
+
+/** Options of loadJob and loadAllJobs. */
+export interface LoadJobOptions {
+  /** Directory that relative paths (the job file, `input.csv`) resolve against; default process.cwd(). */
+  cwd?: string;
+}
+
+/** Extensions loadJob accepts; loadAllJobs picks up `.ts` and `.json` only. */
+const MODULE_EXTENSIONS = new Set(['.ts', '.mts', '.js', '.mjs']);
+const SCANNED_EXTENSIONS = new Set(['.ts', '.json']);
+
+/** Loads, validates and resolves one job file (`.json`, or a module whose default export is the definition). */
+export async function loadJob(path: string, options: LoadJobOptions = {}): Promise<Job> {
+  const cwd = options.cwd ?? process.cwd();
+  const file = isAbsolute(path) ? path : resolve(cwd, path);
+  const displayName = displayPath(file, cwd);
+  const ext = extname(file).toLowerCase();
+  let value: unknown;
+  if (ext === '.json') value = await readJson(file, displayName);
+  else if (MODULE_EXTENSIONS.has(ext)) value = await importDefault(file, displayName);
+  else throw fileError(displayName, `not a job file: expected .json or .ts (got "${ext || 'no extension'}")`);
+  return resolveJob(value, { displayName, file, defaultName: basename(file, extname(file)), cwd });
+}
+
+/**
+ * Loads every `.ts` and `.json` job in `dir` (sorted by file name; `.d.ts` and names starting with `_` or `.`
+ * skipped). Reports the problems of all files at once; job names must be unique.
+ */
+export async function loadAllJobs(dir: string = JOB_DEFAULTS.jobsDir, options: LoadJobOptions = {}): Promise<Job[]> {
+  const cwd = options.cwd ?? process.cwd();
+  const absDir = isAbsolute(dir) ? dir : resolve(cwd, dir);
+  let names: string[];
+  try {
+    names = await readdir(absDir);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    const why = code === 'ENOENT' ? 'directory not found' : code === 'ENOTDIR' ? 'not a directory' : (err as Error).message;
+    throw fileError(displayPath(absDir, cwd), `cannot read the jobs directory: ${why}`, err);
+  }
+  const files = names
+    .filter((n) => SCANNED_EXTENSIONS.has(extname(n).toLowerCase()) && !n.endsWith('.d.ts') && !/^[_.]/.test(n))
+    .sort();
+  const jobs: Job[] = [];
+  const errors: JobFileError[] = [];
+  const byName = new Map<string, string>();
+  for (const name of files) {
+    try {
+      const job = await loadJob(join(absDir, name), { cwd });
+      const shown = displayPath(join(absDir, name), cwd);
+      const earlier = byName.get(job.name);
+      if (earlier !== undefined) {
+        errors.push(fileError(shown, `name "${job.name}" is already used by ${earlier}; job names must be unique`, undefined, 'name'));
+        continue;
+      }
+      byName.set(job.name, shown);
+      jobs.push(job);
+    } catch (err) {
+      if (err instanceof JobFileError) errors.push(err);
+      else throw err;
+    }
+  }
+  if (errors.length === 1) throw errors[0]!;
+  if (errors.length > 1) {
+    throw new JobFileError(
+      displayPath(absDir, cwd),
+      errors.flatMap((e) => e.issues.map((i): JobIssue => ({ field: '', message: `${e.file}: ${i.field ? `${i.field}: ` : ''}${i.message}` }))),
+    );
+  }
+  return jobs;
+}
+
+/** Checks that jobs loaded together (e.g. from several explicit paths) have distinct names. */
+export function assertUniqueNames(jobs: readonly Job[]): void {
+  const seen = new Map<string, Job>();
+  for (const job of jobs) {
+    const earlier = seen.get(job.name);
+    if (earlier) {
+      throw fileError(job.file ?? job.name, `name "${job.name}" is already used by ${earlier.file ?? 'another job'}; job names must be unique`, undefined, 'name');
+    }
+    seen.set(job.name, job);
+  }
+}
+
+async function readJson(file: string, displayName: string): Promise<unknown> {
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (err) {
+    throw fileError(displayName, `cannot read job file: ${fsReason(err)}`, err);
+  }
+  if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
+  try {
+    return JSON.parse(text) as unknown;
+  } catch (err) {
+    throw fileError(displayName, `invalid JSON: ${jsonSyntaxMessage(text, err as Error)}`, err);
+  }
+}
+
+async function importDefault(file: string, displayName: string): Promise<unknown> {
+  let mod: Record<string, unknown>;
+  try {
+    mod = (await import(pathToFileURL(file).href)) as Record<string, unknown>;
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ERR_MODULE_NOT_FOUND' && String((err as Error).message).includes(file)) {
+      throw fileError(displayName, 'cannot read job file: file not found', err);
+    }
+    throw fileError(displayName, `failed to load: ${err instanceof Error ? err.message : String(err)}`, err);
+  }
+  if (!('default' in mod) || mod.default === undefined) {
+    throw fileError(displayName, 'has no default export: write `export default defineJob({ ... })`');
+  }
+  return mod.default;
+}
+
+/** "Expected ',' or '}' after property value at line 3, column 5". */
+function jsonSyntaxMessage(text: string, err: Error): string {
+  const raw = err.message.replace(/\s*\(line \d+ column \d+\)\s*$/, '');
+  const pos = /at position (\d+)/.exec(raw);
+  const offset = pos ? Number(pos[1]) : /end of JSON input/.test(raw) ? text.length : undefined;
+  const what = raw.replace(/\s*in JSON at position \d+.*$/, '').replace(/\s*after JSON at position \d+.*$/, ' after the JSON value');
+  if (offset === undefined) return what;
+  const before = text.slice(0, offset);
+  const line = before.split('\n').length;
+  const column = offset - before.lastIndexOf('\n');
+  return `${what} at line ${line}, column ${column}`;
+}
+
+function fsReason(err: unknown): string {
+  const code = (err as NodeJS.ErrnoException).code;
+  if (code === 'ENOENT') return 'file not found';
+  if (code === 'EISDIR') return 'is a directory';
+  if (code === 'EACCES' || code === 'EPERM') return 'permission denied';
+  return err instanceof Error ? err.message : String(err);
+}
+
+function fileError(displayName: string, message: string, cause?: unknown, field = ''): JobFileError {
+  return new JobFileError(displayName, [{ field, message }], cause === undefined ? undefined : { cause });
+}
+
+/** A path relative to cwd when it lies inside it (`jobs/leads.json`), else absolute. */
+function displayPath(file: string, cwd: string): string {
+  const rel = relative(cwd, file);
+  return rel !== '' && !rel.startsWith('..') && !isAbsolute(rel) ? rel.split(sep).join('/') : file;
+}

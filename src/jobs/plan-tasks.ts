@@ -1,0 +1,149 @@
+import { canonicalCompanyUrl, canonicalPostUrl, type CanonicalResult } from '../urls/canonical.ts';
+import { readCsv } from '../input/read-csv.ts';
+import { assertColumns, readCsvHeader, type CsvHeader } from '../input/csv-header.ts';
+import { InputFileError } from '../input/input-error.ts';
+import { SEARCH_JOBS_PAGE_SIZE, type SearchJobsQuery, type SimilarCompaniesRequest } from '../spec/types.ts';
+import type { Job, SearchJobsJob } from './schema.ts';
+import { searchKey } from './request-keys.ts';
+import { SeenKeys } from './seen-keys.ts';
+import { SEARCH_QUERY_PARAMS, normalizeParam, type SearchQueryBase, type SearchQueryParam } from './search-query.ts';
+
+/** One call to make: an input (by its key) and a page, with the exact request to send. */
+export interface PlannedTask {
+  kind: 'task';
+  /** Canonical URL (similar-companies, post-details) or search key (search-jobs); the same for every page. */
+  inputKey: string;
+  /** 1-based page number. */
+  page: number;
+  request: SimilarCompaniesRequest | { url: string } | SearchJobsQuery;
+  /** Line of the input CSV where the row starts. */
+  line: number;
+}
+
+/** A row that cannot become a task, with what is wrong; recorded, never fatal. */
+export interface PlannedInvalid {
+  kind: 'invalid';
+  line: number;
+  /** The column at fault; null when the row as a whole is (malformed CSV, no search parameters). */
+  field: string | null;
+  value: string | null;
+  reason: string;
+}
+
+/** A row asking for an input already planned earlier in the same file: no second task. */
+export interface PlannedDuplicate {
+  kind: 'duplicate';
+  line: number;
+  inputKey: string;
+}
+
+export type PlannedItem = PlannedTask | PlannedInvalid | PlannedDuplicate;
+
+/**
+ * Streams a job's input CSV and yields, in input order, one task per input and page, or why a row makes
+ * none. Repeated inputs collapse into the first one's tasks. A missing or empty file, or a missing column,
+ * throws InputFileError before the first item.
+ */
+export async function* planTasks(job: Job): AsyncGenerator<PlannedItem, void, undefined> {
+  const file = job.input.csv;
+  const header = await readCsvHeader(job.input.csvPath, { displayName: file });
+  if (job.operation === 'search-jobs') {
+    yield* planSearches(job, header);
+    return;
+  }
+  const column = job.input.column;
+  assertColumns(file, header, [column]);
+  const canonical: (input: string) => CanonicalResult =
+    job.operation === 'similar-companies' ? canonicalCompanyUrl : canonicalPostUrl;
+  const seen = new SeenKeys();
+  for await (const item of readCsv(job.input.csvPath, { header, displayName: file })) {
+    if ('error' in item) {
+      yield { kind: 'invalid', line: item.line, field: null, value: null, reason: `malformed CSV row: ${item.error}` };
+      continue;
+    }
+    const cell = (item.record[column] ?? '').trim();
+    if (cell === '') {
+      yield { kind: 'invalid', line: item.line, field: column, value: '', reason: 'empty' };
+      continue;
+    }
+    const url = canonical(cell);
+    if (!url.ok) {
+      yield { kind: 'invalid', line: item.line, field: column, value: cell, reason: url.reason };
+      continue;
+    }
+    if (!seen.add(url.url)) {
+      yield { kind: 'duplicate', line: item.line, inputKey: url.url };
+      continue;
+    }
+    if (job.operation === 'post-details') {
+      yield { kind: 'task', inputKey: url.url, page: 1, request: { url: url.url }, line: item.line };
+      continue;
+    }
+    for (let page = 1; page <= job.pages; page++) {
+      const request: SimilarCompaniesRequest = { url: url.url, account: job.request.account, page, num: job.request.num };
+      yield { kind: 'task', inputKey: url.url, page, request, line: item.line };
+    }
+  }
+}
+
+/** search-jobs: each row is one query; its parameter columns override the job's `request` defaults. */
+async function* planSearches(job: SearchJobsJob, header: CsvHeader): AsyncGenerator<PlannedItem, void, undefined> {
+  const file = job.input.csv;
+  const columns = searchColumns(file, header);
+  const seen = new SeenKeys();
+  rows: for await (const item of readCsv(job.input.csvPath, { header, displayName: file })) {
+    if ('error' in item) {
+      yield { kind: 'invalid', line: item.line, field: null, value: null, reason: `malformed CSV row: ${item.error}` };
+      continue;
+    }
+    const query: SearchQueryBase = { ...job.request };
+    for (const [param, column] of columns) {
+      const cell = item.record[column] ?? '';
+      const r = normalizeParam(param, cell);
+      if (!r.ok) {
+        yield { kind: 'invalid', line: item.line, field: column, value: cell.trim(), reason: r.reason };
+        continue rows;
+      }
+      if (r.value !== undefined) (query as Record<string, string | string[]>)[param] = r.value;
+    }
+    if (Object.keys(query).length === 0) {
+      yield {
+        kind: 'invalid',
+        line: item.line,
+        field: null,
+        value: null,
+        reason: 'no search parameters: every parameter cell is empty and the job sets no defaults in "request"',
+      };
+      continue;
+    }
+    const inputKey = searchKey(query);
+    if (!seen.add(inputKey)) {
+      yield { kind: 'duplicate', line: item.line, inputKey };
+      continue;
+    }
+    for (let page = 1; page <= job.pages; page++) {
+      const request: SearchJobsQuery = { ...query, start: (page - 1) * SEARCH_JOBS_PAGE_SIZE };
+      yield { kind: 'task', inputKey, page, request, line: item.line };
+    }
+  }
+}
+
+/** Maps each search parameter to the CSV column named like it (case-insensitive); at least one must exist. */
+function searchColumns(file: string, header: CsvHeader): Array<[SearchQueryParam, string]> {
+  const out: Array<[SearchQueryParam, string]> = [];
+  for (const param of SEARCH_QUERY_PARAMS) {
+    const matches = header.columns.filter((c) => c.toLowerCase() === param.toLowerCase());
+    if (matches.length > 1) {
+      throw new InputFileError(file, `columns ${matches.map((c) => `"${c}"`).join(' and ')} both name the search parameter ${param}`);
+    }
+    if (matches[0] !== undefined) out.push([param, matches[0]]);
+  }
+  if (out.length === 0) {
+    const available = header.columns.filter((c) => c !== '').map((c) => `"${c}"`).join(', ');
+    throw new InputFileError(
+      file,
+      `no column is named like a search parameter (${SEARCH_QUERY_PARAMS.join(', ')}); the header row (line ${header.line}) has: ${available}`,
+    );
+  }
+  return out;
+}

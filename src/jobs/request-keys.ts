@@ -1,0 +1,60 @@
+import { createHash } from 'node:crypto';
+import type { SearchJobsQuery, SimilarCompaniesAccount } from '../spec/types.ts';
+import { SEARCH_QUERY_PARAMS } from './search-query.ts';
+
+/** Key of the empty similar-companies filter set (no `account` members, or only empty ones). */
+export const EMPTY_FILTER_KEY = 'f_none';
+
+/**
+ * Stable key of a search-jobs query without its paging position: `q_` + 16 hex chars of the sha256 of the
+ * parameters in sorted order, values trimmed, list items trimmed in their given order, empty values dropped.
+ * Two rows asking the same thing get the same key, however their CSV spelled the whitespace.
+ */
+export function searchKey(query: SearchJobsQuery): string {
+  const entries: Array<[string, string | string[]]> = [];
+  for (const param of [...SEARCH_QUERY_PARAMS].sort()) {
+    const value = query[param];
+    if (value === undefined || value === null) continue;
+    if (Array.isArray(value)) {
+      const items = value.map((v) => String(v).trim()).filter((v) => v !== '');
+      if (items.length > 0) entries.push([param, items]);
+    } else {
+      const s = String(value).trim();
+      if (s !== '') entries.push([param, s]);
+    }
+  }
+  return `q_${sha256Hex16(JSON.stringify(entries))}`;
+}
+
+/**
+ * Stable key of a similar-companies filter set: `f_` + 16 hex chars of the sha256 of its canonical JSON
+ * (object keys sorted at every level, array order kept, empty arrays/objects and undefined dropped).
+ * The empty filter set is always EMPTY_FILTER_KEY.
+ */
+export function filterKey(account: SimilarCompaniesAccount | undefined | null): string {
+  const canonical = canonicalize(account);
+  if (canonical === undefined) return EMPTY_FILTER_KEY;
+  return `f_${sha256Hex16(JSON.stringify(canonical))}`;
+}
+
+/** Sorted-key copy without empty members; undefined when nothing is left. */
+function canonicalize(value: unknown): unknown {
+  if (value === undefined || value === null) return undefined;
+  if (Array.isArray(value)) {
+    const items = value.map(canonicalize).filter((v) => v !== undefined);
+    return items.length > 0 ? items : undefined;
+  }
+  if (typeof value === 'object') {
+    const out: Record<string, unknown> = {};
+    for (const key of Object.keys(value).sort()) {
+      const v = canonicalize((value as Record<string, unknown>)[key]);
+      if (v !== undefined) out[key] = v;
+    }
+    return Object.keys(out).length > 0 ? out : undefined;
+  }
+  return value;
+}
+
+function sha256Hex16(text: string): string {
+  return createHash('sha256').update(text).digest('hex').slice(0, 16);
+}

@@ -1,0 +1,89 @@
+import { SEARCH_JOBS_LIST_PARAMS, type SearchJobsQuery } from '../spec/types.ts';
+
+/** search-jobs parameters a job's `request` or a CSV row may set (`start` is the planner's, from `pages`). */
+export const SEARCH_QUERY_PARAMS = [
+  'keywords',
+  'location',
+  'timePosted',
+  'experienceLevels',
+  'jobTypes',
+  'workplaceTypes',
+  'companyIds',
+] as const;
+export type SearchQueryParam = (typeof SEARCH_QUERY_PARAMS)[number];
+
+/** A search without its paging position: what one CSV row (plus the job's defaults) asks for. */
+export type SearchQueryBase = Omit<SearchJobsQuery, 'start'>;
+
+/**
+ * Values the service is known to accept (../shared/spec/known-behaviour.md). Anything else is refused before a
+ * credit is spent on a query the service would misread; spelling is forgiven ("Full-time" is "full time").
+ */
+export const SEARCH_KNOWN_VALUES = {
+  timePosted: ['past_24hrs', 'past_week', 'past_month'],
+  experienceLevels: ['internship', 'entry level', 'associate', 'mid-senior level', 'director', 'executive'],
+  jobTypes: ['full time', 'part time', 'contract', 'internship', 'temporary'],
+  workplaceTypes: ['on site', 'remote', 'hybrid'],
+} as const satisfies Partial<Record<SearchQueryParam, readonly string[]>>;
+
+const LIST_PARAMS: ReadonlySet<string> = new Set(SEARCH_JOBS_LIST_PARAMS);
+
+/** Known values by their loose spelling (lower case, letters and digits only). */
+const KNOWN_BY_LOOSE = new Map<string, Map<string, string>>(
+  Object.entries(SEARCH_KNOWN_VALUES).map(([param, values]) => [param, new Map(values.map((v) => [loose(v), v]))]),
+);
+
+/** Outcome of normalizing one parameter: its value (undefined when empty) or why it is refused. */
+export type ParamResult = { ok: true; value: string | string[] | undefined } | { ok: false; reason: string };
+
+/** True for parameters sent as comma-separated lists. */
+export function isListParam(name: string): boolean {
+  return LIST_PARAMS.has(name);
+}
+
+/** Splits a list cell on commas or semicolons, trimming items and dropping empty ones; order is kept. */
+export function splitList(cell: string): string[] {
+  return cell
+    .split(/[,;]/)
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
+}
+
+/**
+ * Normalizes one parameter, from a CSV cell or a job's `request`: trims; splits list cells on `,` or `;`;
+ * maps known values to the service's spelling; checks company ids are numeric.
+ */
+export function normalizeParam(param: SearchQueryParam, raw: string | number | readonly (string | number)[]): ParamResult {
+  if (!isListParam(param)) {
+    const s = String(raw).trim();
+    if (s === '') return { ok: true, value: undefined };
+    return param === 'timePosted' ? knownValue(param, s) : { ok: true, value: s };
+  }
+  const items = Array.isArray(raw) ? raw.map((v) => String(v).trim()).filter((v) => v !== '') : splitList(String(raw));
+  if (items.length === 0) return { ok: true, value: undefined };
+  const out: string[] = [];
+  for (const item of items) {
+    if (param === 'companyIds') {
+      if (!/^\d+$/.test(item)) return { ok: false, reason: `company ids are numeric; got "${item}"` };
+      out.push(item);
+      continue;
+    }
+    const r = knownValue(param, item);
+    if (!r.ok) return r;
+    out.push(r.value);
+  }
+  return { ok: true, value: out };
+}
+
+function knownValue(param: SearchQueryParam, value: string): { ok: true; value: string } | { ok: false; reason: string } {
+  const known = KNOWN_BY_LOOSE.get(param);
+  if (!known) return { ok: true, value };
+  const match = known.get(loose(value));
+  if (match !== undefined) return { ok: true, value: match };
+  const list = [...known.values()].map((v) => `"${v}"`).join(', ');
+  return { ok: false, reason: `unknown ${param} value "${value}"; known values: ${list}` };
+}
+
+function loose(value: string): string {
+  return value.toLowerCase().replace(/[^a-z0-9]/g, '');
+}
