@@ -81,7 +81,7 @@ describe('netingest sandbox serving', () => {
     expect(url).toBeDefined();
     expect(io.out()).toMatch(/^Token: cli-token/m);
     const res = await fetch(`${url}/v1/api/search-jobs?keywords=cli`, { headers: { authorization: 'Bearer cli-token' } });
-    expect((await res.json()).total_credits).toBe(3);
+    expect(((await res.json()) as { total_credits: number }).total_credits).toBe(3);
     await waitFor(() => io.out().includes('search-jobs'));
     const line = io.out().split('\n').find((l) => l.includes('/v1/api/search-jobs'));
     expect(line).toMatch(/GET \/v1\/api\/search-jobs\?keywords=cli -> 200 charged 0\.25$/);
