@@ -150,7 +150,7 @@ async function runLocked(
       const runnable = ledger.countRunnable(filter);
       logger.info('job planned', { job: job.name, tasks: plan.tasks, invalid: plan.invalid, duplicates: plan.duplicates, due: runnable });
       for (const bad of plan.invalidSamples) {
-        logger.warn('invalid input row', { job: job.name, file: bad.file, line: bad.line, field: bad.field, reason: bad.reason });
+        logger.info('invalid input row', { job: job.name, file: bad.file, line: bad.line, field: bad.field, reason: bad.reason });
       }
       guard.setLimits({ reserve: job.credits.reserve, maxPerRun: job.credits.maxPerRun ?? null });
       const progress: JobProgress = { runnable, done: 0, notFound: 0, failed: 0, errors: 0 };

@@ -1,0 +1,35 @@
+import { defineCommand } from '../command.ts';
+import { withDb } from '../common-options.ts';
+import { enrichJob } from '../../export/enrich.ts';
+import { EXPORT_FORMATS } from '../../export/row-encoders.ts';
+import { withStopSignals } from '../../export/interrupt.ts';
+
+/** `netingest enrich <job> --out <file>`: the job's input rows followed by their results (docs/export.md). */
+export const enrichCommand = defineCommand({
+  name: 'enrich <job>',
+  describe: "Write the job's input CSV enriched with its results: one row per result, or one row saying why none",
+  builder: (y) =>
+    withDb(y)
+      .positional('job', { type: 'string', demandOption: true, normalize: true, describe: 'job file (.json or .ts)' })
+      .option('out', { type: 'string', normalize: true, demandOption: true, describe: 'file to write (replaced whole at the end)' })
+      .option('format', { choices: EXPORT_FORMATS, default: 'csv' as const, describe: 'csv (header row, RFC 4180) or jsonl' })
+      .example('$0 enrich jobs/lookalikes.json --out lookalikes-enriched.csv', 'each reference company, one row per lookalike')
+      .example('$0 enrich jobs/posts.json --out posts.csv', 'each post URL with author, text and engagement')
+      .epilogue(
+        'Columns: the input columns, then netingest_line, netingest_status (ok, not_found, failed, invalid_input, ' +
+          'deferred, pending), netingest_error, netingest_input_key, then similar_*, post_* or job_* result columns.',
+      ),
+  run: async (argv, io) => {
+    const result = await withStopSignals(io.stderr, (signal) =>
+      enrichJob({ db: argv.db, job: argv.job, out: argv.out, format: argv.format, signal }),
+    );
+    const counts = Object.entries(result.statuses)
+      .filter(([, n]) => n > 0)
+      .map(([status, n]) => `${n} ${status}`)
+      .join(', ');
+    io.stderr.write(
+      `netingest: wrote ${result.rows} rows for ${result.inputRows} input rows (${counts || 'no input rows'}) to ${argv.out}\n`,
+    );
+    return 0;
+  },
+});

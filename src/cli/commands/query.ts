@@ -1,0 +1,30 @@
+import { defineCommand } from '../command.ts';
+import { withDb } from '../common-options.ts';
+import { QUERY_FORMATS, runQuery } from '../../export/query.ts';
+import { withStopSignals } from '../../export/interrupt.ts';
+
+/** `netingest query`: one read-only SQL statement, as a table on a terminal and CSV otherwise. */
+export const queryCommand = defineCommand({
+  name: 'query <sql>',
+  describe: 'Run one read-only SQL statement: an aligned table on a terminal, CSV when piped',
+  builder: (y) =>
+    withDb(y)
+      .positional('sql', { type: 'string', demandOption: true, describe: 'a SELECT (or WITH, VALUES, EXPLAIN, reporting PRAGMA)' })
+      .option('format', { choices: QUERY_FORMATS, describe: 'table, csv or jsonl (default: table on a terminal, else csv)' })
+      .option('max-width', { type: 'number', default: 40, describe: 'widest column of the table format, in characters' })
+      .example(`$0 query "SELECT reference_url, company_name, best_grade FROM v_lookalikes LIMIT 20"`, 'look around')
+      .example(`$0 query "SELECT job, status, count(*) FROM tasks GROUP BY 1, 2" --format csv > status.csv`, 'as CSV'),
+  run: async (argv, io) => {
+    await withStopSignals(io.stderr, (signal) =>
+      runQuery({
+        db: argv.db,
+        sql: argv.sql,
+        format: argv.format,
+        stream: io.stdout,
+        maxColumnWidth: Math.max(4, Math.trunc(argv['max-width'])),
+        signal,
+      }),
+    );
+    return 0;
+  },
+});

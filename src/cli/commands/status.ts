@@ -1,0 +1,54 @@
+import { existsSync } from 'node:fs';
+import { defineCommand } from '../command.ts';
+import { withDb } from '../common-options.ts';
+import { openDatabase } from '../../db/open.ts';
+import { readStatus, type StatusReport } from '../../db/status.ts';
+import { UsageError } from '../../errors.ts';
+
+/** `netingest status`: what the last runs did and what is left. */
+export const statusCommand = defineCommand({
+  name: 'status',
+  describe: 'Show recent runs, tasks by status per job, credits spent and the last known balance',
+  builder: (y) =>
+    withDb(y)
+      .option('runs', { type: 'number', default: 10, describe: 'how many recent runs to list' })
+      .option('json', { type: 'boolean', default: false, describe: 'print the status as JSON' }),
+  run: async (argv, io) => {
+    if (!existsSync(argv.db)) throw new UsageError(`no database at ${argv.db}: nothing has run yet (see --db)`);
+    const database = openDatabase(argv.db, { readonly: true });
+    try {
+      const report = readStatus(database, argv.runs);
+      io.stdout.write(argv.json ? JSON.stringify(report, null, 2) + '\n' : formatStatus(report));
+      return 0;
+    } finally {
+      database.close();
+    }
+  },
+});
+
+function formatStatus(r: StatusReport): string {
+  const lines: string[] = [];
+  if (r.lock) lines.push(`A run is in progress: run ${r.lock.runId ?? '?'} (pid ${r.lock.pid} on ${r.lock.host}, since ${r.lock.acquiredAt})`, '');
+  lines.push('Recent runs:');
+  if (r.runs.length === 0) lines.push('  none');
+  for (const run of r.runs) {
+    lines.push(
+      `  #${run.id} ${run.startedAt} ${run.status.padEnd(23)} jobs ${JSON.parse(run.jobs).join(',')}: ${run.tasksDone} done, ` +
+        `${run.tasksNotFound} not found, ${run.tasksFailed} failed, ${run.tasksDeferred} deferred, ${run.calls} calls, ` +
+        `${run.creditsSpent ?? 0} credits${run.error ? `; ${run.error}` : ''}`,
+    );
+  }
+  lines.push('', 'Tasks by status:');
+  const jobs = Object.entries(r.tasksByJob);
+  if (jobs.length === 0) lines.push('  none');
+  for (const [job, counts] of jobs) {
+    lines.push(`  ${job}: ${Object.entries(counts).map(([s, n]) => `${s} ${n}`).join(', ')}`);
+  }
+  lines.push('', `Credits spent by all runs: ${r.creditsSpentAllRuns}`);
+  lines.push(
+    r.lastCounters
+      ? `Last known balance: ${r.lastCounters.creditsRemaining} of ${r.lastCounters.totalCredits} (at ${r.lastCounters.at})`
+      : 'Last known balance: unknown (no successful call yet)',
+  );
+  return lines.join('\n') + '\n';
+}

@@ -1,0 +1,54 @@
+import type { RunSummary } from '../runner/run-jobs.ts';
+import { EXIT } from './exit-codes.ts';
+
+/** The exit code a finished run stands for (README, "Exit codes"). */
+export function exitCodeForRun(summary: RunSummary): number {
+  switch (summary.status) {
+    case 'completed':
+      return EXIT.ok;
+    case 'completed_with_failures':
+      return EXIT.failedItems;
+    case 'stopped_credits':
+    case 'stopped_throttled':
+      return EXIT.credits;
+    case 'interrupted':
+      return EXIT.interrupted;
+    default:
+      return EXIT.fatal;
+  }
+}
+
+const STATUS_TEXT: Record<RunSummary['status'], string> = {
+  running: 'still running',
+  completed: 'completed',
+  completed_with_failures: 'completed, with failed items',
+  stopped_credits: 'stopped on credits: the remaining tasks are deferred to the next run',
+  stopped_throttled: 'stopped: the API throttled for longer than the wait cap; the remaining tasks are deferred',
+  interrupted: 'interrupted: the remaining tasks are deferred to the next run',
+  failed: 'failed',
+};
+
+/** The human summary printed at the end of `netingest run`. */
+export function formatRunSummary(s: RunSummary): string {
+  const lines = [`Run ${s.runId}: ${STATUS_TEXT[s.status]}`];
+  for (const j of s.jobs) {
+    lines.push(
+      `  ${j.name} (${j.operation}): ${j.planned} tasks, ${j.fresh} still fresh, ${j.done} done, ${j.notFound} not found, ` +
+        `${j.failed} failed, ${j.deferred} deferred; ${j.invalidRows} invalid rows, ${j.duplicates} duplicates`,
+    );
+    for (const bad of j.invalidSamples) {
+      lines.push(`    invalid: ${bad.file}:${bad.line}${bad.field ? ` (${bad.field})` : ''}: ${bad.reason}`);
+    }
+    if (j.invalidRows > j.invalidSamples.length) {
+      lines.push(`    ... ${j.invalidRows - j.invalidSamples.length} more in the invalid_inputs table`);
+    }
+  }
+  const credits =
+    s.creditsRemaining === null ? 'credits: unknown (no successful call)' : `credits: ${s.creditsSpent ?? 0} spent, ${s.creditsRemaining} left`;
+  lines.push(`  ${s.calls} API calls; ${credits}`);
+  if (s.error) {
+    const hint = s.error.code === 'AUTH' ? ' — check the API token (NETINGEST_API_TOKEN or --token-file)' : '';
+    lines.push(`  error: ${s.error.message} [${s.error.code}]${hint}`);
+  }
+  return lines.join('\n') + '\n';
+}
