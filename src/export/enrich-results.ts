@@ -1,0 +1,154 @@
+/**
+ * The result columns `enrich` appends to each input row, per operation, and the prepared lookups that fetch
+ * one input's results (bounded: the pages of one input), so the whole result set is never in memory.
+ * docs/export.md lists every column; the names are a public contract.
+ */
+import type BetterSqlite3 from 'better-sqlite3';
+import type { Job } from '../jobs/schema.ts';
+import { filterKey } from '../jobs/request-keys.ts';
+
+/** Looks up the result rows of one input, each already in the order of `columns`. */
+export interface ResultLookup {
+  columns: readonly string[];
+  /** Result rows of the input with this key (canonical URL or search key); [] when there are none. */
+  find(inputKey: string): unknown[][];
+}
+
+export const SIMILAR_COLUMNS = [
+  'similar_rank',
+  'similar_page',
+  'similar_relevancy_score',
+  'similar_relevancy_grade',
+  'similar_url',
+  'similar_name',
+  'similar_universal_name',
+  'similar_type',
+  'similar_website',
+  'similar_industries',
+  'similar_specialities',
+  'similar_staff_total',
+  'similar_staff_range',
+  'similar_hq_city',
+  'similar_hq_country',
+  'similar_founded_year',
+  'similar_phone',
+  'similar_description',
+  'similar_last_seen_at',
+] as const;
+
+export const POST_COLUMNS = [
+  'post_id',
+  'post_author_name',
+  'post_author_headline',
+  'post_author_url',
+  'post_timestamp',
+  'post_text',
+  'post_reactions',
+  'post_comments',
+  'post_media_count',
+  'post_media_urls',
+  'post_media_description',
+  'post_hashtags',
+  'post_last_seen_at',
+] as const;
+
+export const JOB_COLUMNS = [
+  'job_rank',
+  'job_url',
+  'job_title',
+  'job_company_name',
+  'job_company_link',
+  'job_location',
+  'job_posted_date',
+  'job_is_actively_hiring',
+  'job_employment_type',
+  'job_seniority_level',
+  'job_function',
+  'job_industries',
+  'job_description',
+  'job_last_seen_at',
+] as const;
+
+// Rank is computed here (1-based, page by page): the stored rank restarts on every page.
+const SIMILAR_SQL = `
+  SELECT
+    s.page, s.relevancy_score, s.relevancy_grade, s.company_url, c.name, c.universal_name, c.type, c.website,
+    (SELECT group_concat(value, '; ' ORDER BY position) FROM company_industries WHERE company_url = s.company_url),
+    (SELECT group_concat(value, '; ' ORDER BY position) FROM company_specialities WHERE company_url = s.company_url),
+    c.staff_total,
+    CASE WHEN c.staff_range_start IS NULL AND c.staff_range_end IS NULL THEN NULL
+      ELSE coalesce(c.staff_range_start, '') || '-' || coalesce(c.staff_range_end, '') END,
+    (SELECT city FROM company_locations WHERE company_url = s.company_url AND is_headquarter = 1 ORDER BY position LIMIT 1),
+    (SELECT country FROM company_locations WHERE company_url = s.company_url AND is_headquarter = 1 ORDER BY position LIMIT 1),
+    c.founded_year, c.phone, c.description, s.last_seen_at
+  FROM similar_companies s
+  LEFT JOIN companies c ON c.url = s.company_url
+  WHERE s.reference_url = ? AND s.filter_key = ?
+  ORDER BY s.page, s.rank, s.company_url`;
+
+const POST_SQL = `
+  SELECT
+    p.post_id, p.author_name, p.author_headline, p.author_url, p.posted_raw, p.text_content, p.reactions,
+    p.comments_count,
+    (SELECT count(*) FROM post_media WHERE post_id = p.post_id),
+    (SELECT group_concat(url, '; ' ORDER BY position) FROM post_media WHERE post_id = p.post_id),
+    p.media_description, p.hashtags, p.updated_at
+  FROM posts p
+  WHERE p.url = ?
+  ORDER BY p.updated_at DESC, p.post_id
+  LIMIT 1`;
+
+// Stored positions are offsets into the search (start + index); the output ranks them 1, 2, 3...
+const JOB_SQL = `
+  SELECT
+    j.url, j.title, j.company_name, j.company_link, j.location, j.posted_date, j.is_actively_hiring,
+    j.employment_type, j.seniority_level, j.job_function, j.industries, j.description, r.last_seen_at
+  FROM job_search_results r
+  JOIN jobs j ON j.url = r.job_url
+  WHERE r.search_key = ?
+  ORDER BY r.position, r.job_url`;
+
+/** The result columns and lookup of `job`'s operation. */
+export function resultLookup(sqlite: BetterSqlite3.Database, job: Job): ResultLookup {
+  switch (job.operation) {
+    case 'similar-companies': {
+      const stmt = sqlite.prepare(SIMILAR_SQL).raw(true);
+      const key = filterKey(job.request.account);
+      return {
+        columns: SIMILAR_COLUMNS,
+        find: (inputKey) =>
+          (stmt.all(inputKey, key) as unknown[][]).map(([page, ...rest], i) => [i + 1, page, ...rest]),
+      };
+    }
+    case 'post-details': {
+      const stmt = sqlite.prepare(POST_SQL).raw(true);
+      return {
+        columns: POST_COLUMNS,
+        find: (inputKey) =>
+          (stmt.all(inputKey) as unknown[][]).map((row) => {
+            row[11] = listText(row[11]);
+            return row;
+          }),
+      };
+    }
+    case 'search-jobs': {
+      const stmt = sqlite.prepare(JOB_SQL).raw(true);
+      return {
+        columns: JOB_COLUMNS,
+        find: (inputKey) => (stmt.all(inputKey) as unknown[][]).map((row, i) => [i + 1, ...row]),
+      };
+    }
+  }
+}
+
+/** A JSON array of strings (hashtags) as `a; b`; anything else as stored. */
+function listText(value: unknown): unknown {
+  if (typeof value !== 'string') return value;
+  try {
+    const parsed = JSON.parse(value) as unknown;
+    if (Array.isArray(parsed)) return parsed.map((v) => (typeof v === 'string' ? v : JSON.stringify(v))).join('; ');
+  } catch {
+    // not JSON: keep the text
+  }
+  return value;
+}

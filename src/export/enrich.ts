@@ -1,0 +1,132 @@
+/**
+ * `netingest enrich <job> --out <file>`: the job's input CSV, row by row in its original order with all its
+ * named columns, followed by what the dataset holds for each row (one output row per result), or one row
+ * saying why there is none. The input is read again with the project's reader and planned again with the
+ * runner's planner, so the keys agree with the ledger's; each row's results come from prepared lookups.
+ */
+import type { Job } from '../jobs/schema.ts';
+import { loadJob } from '../jobs/load.ts';
+import { planTasks, type PlannedItem } from '../jobs/plan-tasks.ts';
+import { readCsv } from '../input/read-csv.ts';
+import { readCsvHeader } from '../input/csv-header.ts';
+import { openForReading } from './read-database.ts';
+import { resultLookup } from './enrich-results.ts';
+import { ENRICH_STATUSES, taskStatusReader, type EnrichStatus } from './enrich-status.ts';
+import { encoderFor, type ExportFormat } from './row-encoders.ts';
+import { writeRows, type OutputTarget, type WriteResult } from './write-output.ts';
+import type { PumpOptions } from './pump-rows.ts';
+
+/** Bookkeeping columns between the input's columns and the results. */
+export const ENRICH_STATUS_COLUMNS = ['netingest_line', 'netingest_status', 'netingest_error', 'netingest_input_key'] as const;
+
+/** Options of enrichJob(). */
+export interface EnrichOptions extends OutputTarget, PumpOptions {
+  /** The SQLite dataset (opened read-only). */
+  db: string;
+  /** A job file (its input CSV is read again), or a job already loaded. */
+  job: string | Job;
+  /** Output format. Default 'csv'. */
+  format?: ExportFormat;
+  /** Directory a relative job path (and its input path) resolves against. Default process.cwd(). */
+  cwd?: string;
+}
+
+/** What enrichJob() reports. */
+export interface EnrichResult extends WriteResult {
+  columns: string[];
+  /** Input rows read (blank lines are not rows). */
+  inputRows: number;
+  /** Input rows by status (a row with several results counts once, as ok). */
+  statuses: Record<EnrichStatus, number>;
+}
+
+/** Writes the enriched lead list of a job; nothing is left at `out` if it fails or is interrupted. */
+export async function enrichJob(options: EnrichOptions): Promise<EnrichResult> {
+  const job = typeof options.job === 'string' ? await loadJob(options.job, { cwd: options.cwd }) : options.job;
+  const displayName = job.input.csv;
+  const header = await readCsvHeader(job.input.csvPath, { displayName });
+  // The reader drops columns without a name: nothing could refer to them.
+  const inputColumns = header.columns.filter((c) => c !== '');
+  const database = openForReading(options.db);
+  try {
+    const lookup = resultLookup(database.sqlite, job);
+    const tasks = taskStatusReader(database.sqlite, job.name);
+    const columns = [...inputColumns, ...ENRICH_STATUS_COLUMNS, ...lookup.columns];
+    const noResult = lookup.columns.map(() => null);
+    const statuses = Object.fromEntries(ENRICH_STATUSES.map((s) => [s, 0])) as Record<EnrichStatus, number>;
+    let inputRows = 0;
+
+    async function* rows(): AsyncGenerator<unknown[]> {
+      const plan = new PlanByLine(planTasks(job));
+      try {
+        for await (const item of readCsv(job.input.csvPath, { header, displayName })) {
+          inputRows++;
+          const input = 'error' in item ? inputColumns.map(() => null) : inputColumns.map((c) => item.record[c] ?? '');
+          const planned = await plan.take(item.line);
+          const first = planned[0];
+          if (first === undefined || first.kind === 'invalid') {
+            statuses.invalid_input++;
+            const why = first?.kind === 'invalid' ? invalidReason(first) : 'error' in item ? item.error : 'not planned';
+            yield [...input, item.line, 'invalid_input', why, null, ...noResult];
+            continue;
+          }
+          const key = first.inputKey;
+          const results = lookup.find(key);
+          if (results.length > 0) {
+            statuses.ok++;
+            const partial = tasks.partialError(key);
+            for (const result of results) yield [...input, item.line, 'ok', partial, key, ...result];
+            continue;
+          }
+          const missing = tasks.missing(key);
+          statuses[missing.status]++;
+          yield [...input, item.line, missing.status, missing.error, key, ...noResult];
+        }
+      } finally {
+        await plan.close();
+      }
+    }
+
+    const result = await writeRows(rows(), encoderFor(options.format ?? 'csv', columns), options, options);
+    return { ...result, columns, inputRows, statuses };
+  } finally {
+    database.close();
+  }
+}
+
+function invalidReason(item: Extract<PlannedItem, { kind: 'invalid' }>): string {
+  if (item.field === null) return item.reason;
+  const value = item.value === null || item.value === '' ? '' : ` "${item.value}"`;
+  return `${item.field}${value}: ${item.reason}`;
+}
+
+/** The planner's items, taken line by line in step with a second reading of the same file. */
+class PlanByLine {
+  private head: PlannedItem | undefined;
+  private done = false;
+
+  constructor(private readonly items: AsyncGenerator<PlannedItem, void, undefined>) {}
+
+  /** Every planned item of `line` (a task per page, or one invalid/duplicate item). */
+  async take(line: number): Promise<PlannedItem[]> {
+    const out: PlannedItem[] = [];
+    for (;;) {
+      if (this.head === undefined) {
+        if (this.done) return out;
+        const next = await this.items.next();
+        if (next.done) {
+          this.done = true;
+          return out;
+        }
+        this.head = next.value;
+      }
+      if (this.head.line > line) return out;
+      if (this.head.line === line) out.push(this.head);
+      this.head = undefined;
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.items.return(undefined);
+  }
+}

@@ -1,0 +1,91 @@
+/**
+ * `netingest export`: a table, a view or a read-only SELECT, streamed from SQLite (`iterate()` in raw mode)
+ * to CSV or JSON Lines, into a file that appears whole or not at all, or to stdout.
+ */
+import type BetterSqlite3 from 'better-sqlite3';
+import { UsageError } from '../errors.ts';
+import { openForReading } from './read-database.ts';
+import { asQueryError, prepareReadQuery } from './read-only-sql.ts';
+import { encoderFor, type ExportFormat } from './row-encoders.ts';
+import { exportSources, findSource, parseSince } from './sources.ts';
+import { writeRows, type OutputTarget, type WriteResult } from './write-output.ts';
+import type { PumpOptions } from './pump-rows.ts';
+
+/** Options shared by exportTable() and exportSql(). */
+export interface ExportCommonOptions extends OutputTarget, PumpOptions {
+  /** The SQLite dataset (opened read-only). */
+  db: string;
+  /** Output format. Default 'csv' (header row, RFC 4180 quoting, UTF-8). */
+  format?: ExportFormat;
+}
+
+/** Options of exportTable(). */
+export interface ExportTableOptions extends ExportCommonOptions {
+  /** A public table or view (see exportSources()). */
+  table: string;
+  /** Only rows whose updated_at (or last_seen_at) is at or after this date or ISO date-time. */
+  since?: string | undefined;
+}
+
+/** Options of exportSql(). */
+export interface ExportSqlOptions extends ExportCommonOptions {
+  /** One read-only statement returning rows. */
+  sql: string;
+}
+
+/** What an export reports. */
+export interface ExportResult extends WriteResult {
+  columns: string[];
+}
+
+export const EXPORT_DEFAULTS = { format: 'csv' } as const satisfies Partial<ExportCommonOptions>;
+
+/** Exports every row of a table or view, in insertion (rowid) order for tables. */
+export async function exportTable(options: ExportTableOptions): Promise<ExportResult> {
+  const source = findSource(options.table);
+  let since: string | undefined;
+  if (options.since !== undefined) {
+    if (source.seenAtColumn === null) {
+      const able = exportSources().filter((s) => s.seenAtColumn !== null).map((s) => s.name);
+      throw new UsageError(
+        `--since: ${source.name} has no updated_at or last_seen_at column to filter on; --since works on ${able.join(', ')}`,
+        'SINCE_UNSUPPORTED',
+      );
+    }
+    since = parseSince(options.since);
+  }
+  const where = since !== undefined ? ` WHERE "${source.seenAtColumn}" >= ?` : '';
+  const order = source.kind === 'table' ? ' ORDER BY rowid' : '';
+  const sql = `SELECT * FROM "${source.name}"${where}${order}`;
+  const database = openForReading(options.db);
+  try {
+    const stmt = database.sqlite.prepare(sql).raw(true) as BetterSqlite3.Statement<unknown[], unknown[]>;
+    return await exportStatement(stmt, since !== undefined ? [since] : [], options);
+  } finally {
+    database.close();
+  }
+}
+
+/** Exports the rows of one read-only SELECT; statements that write are refused (WriteRefusedError). */
+export async function exportSql(options: ExportSqlOptions): Promise<ExportResult> {
+  const database = openForReading(options.db);
+  try {
+    const stmt = prepareReadQuery(database.sqlite, options.sql);
+    return await exportStatement(stmt, [], options);
+  } catch (err) {
+    throw asQueryError(err);
+  } finally {
+    database.close();
+  }
+}
+
+async function exportStatement(
+  stmt: BetterSqlite3.Statement<unknown[], unknown[]>,
+  params: unknown[],
+  options: ExportCommonOptions,
+): Promise<ExportResult> {
+  const columns = stmt.columns().map((c) => c.name);
+  const encoder = encoderFor(options.format ?? EXPORT_DEFAULTS.format, columns);
+  const result = await writeRows(stmt.iterate(...params) as Iterable<unknown[]>, encoder, options, options);
+  return { ...result, columns };
+}

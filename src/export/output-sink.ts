@@ -1,0 +1,157 @@
+/**
+ * Where an export writes. A file is written to a temporary sibling and renamed into place on success, so a
+ * reader of `--out` sees the old file or the whole new one, never half a file; any failure or interrupt
+ * removes the temporary file. A stream (stdout) is written as it goes, with backpressure.
+ */
+import { rename, unlink } from 'node:fs/promises';
+import { close, fsync, open, unlinkSync, createWriteStream, type WriteStream } from 'node:fs';
+import { promisify } from 'node:util';
+import { basename, dirname, join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { OutputError } from './errors.ts';
+import { describeFsError } from '../input/input-error.ts';
+
+/** Bytes buffered in memory before a write waits for the destination: large enough to overlap disk and SQLite. */
+export const SINK_HIGH_WATER_MARK_BYTES = 1 << 20;
+
+/** A destination for encoded rows. */
+export interface OutputSink {
+  /** Writes a chunk; returns a promise only when the destination asks the writer to wait (backpressure). */
+  write(chunk: string): Promise<void> | undefined;
+  /** Flushes everything and, for a file, makes it durable and renames it into place. */
+  commit(): Promise<void>;
+  /** Discards the output (removes the temporary file). Safe to call more than once and after commit. */
+  abort(): Promise<void>;
+}
+
+/** The reader of a stream went away (EPIPE, e.g. `| head`): not an error, the export just stops. */
+export class OutputClosedError extends Error {
+  constructor() {
+    super('the reader of the output closed it');
+  }
+}
+
+/** Writes to `stream` (stdout), honouring its backpressure; never closes it. */
+export function streamSink(stream: NodeJS.WritableStream): OutputSink {
+  let failure: Error | undefined;
+  const onError = (err: Error) => {
+    failure = (err as NodeJS.ErrnoException).code === 'EPIPE' ? new OutputClosedError() : err;
+  };
+  stream.on('error', onError);
+  const detach = () => stream.off('error', onError);
+  return {
+    write(chunk) {
+      if (failure) throw failure;
+      if (stream.write(chunk)) return undefined;
+      return waitForDrain(stream, () => failure);
+    },
+    async commit() {
+      detach();
+      if (failure) throw failure;
+    },
+    async abort() {
+      detach();
+    },
+  };
+}
+
+/** Opens a temporary file next to `outPath`; fails early with a clear message if the folder cannot be written. */
+export async function openFileSink(outPath: string): Promise<OutputSink> {
+  const tempPath = join(dirname(outPath), `.${basename(outPath)}.${process.pid}-${randomBytes(4).toString('hex')}.tmp`);
+  let fd: number;
+  try {
+    fd = await promisify(open)(tempPath, 'wx');
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    const why = code === 'ENOENT' ? `folder ${dirname(outPath)} does not exist` : describeFsError(err);
+    throw new OutputError(outPath, `cannot write the output file: ${why}`, { cause: err });
+  }
+  // Last resort if something calls process.exit() mid-export: no temporary file is left behind.
+  const removeOnExit = () => {
+    try {
+      unlinkSync(tempPath);
+    } catch {
+      // already gone
+    }
+  };
+  process.on('exit', removeOnExit);
+  const stream: WriteStream = createWriteStream('', {
+    // A numeric fd, not a FileHandle: the handle's own sync() never settles while a stream holds it.
+    fd,
+    autoClose: false,
+    highWaterMark: SINK_HIGH_WATER_MARK_BYTES,
+  });
+  let failure: Error | undefined;
+  stream.on('error', (err) => {
+    failure = new OutputError(outPath, `write failed: ${describeFsError(err)}`, { cause: err });
+  });
+  let settled = false;
+  let fdOpen = true;
+  const closeFd = async () => {
+    if (!fdOpen) return;
+    fdOpen = false;
+    await promisify(close)(fd);
+  };
+  const abort = async () => {
+    if (settled) return;
+    settled = true;
+    stream.destroy();
+    await closeFd().catch(() => undefined);
+    await unlink(tempPath).catch(() => undefined);
+    process.off('exit', removeOnExit);
+  };
+
+  return {
+    write(chunk) {
+      if (failure) throw failure;
+      if (stream.write(chunk)) return undefined;
+      return waitForDrain(stream, () => failure);
+    },
+    async commit() {
+      if (settled) return;
+      try {
+        await new Promise<void>((resolve, reject) => {
+          stream.end((err?: Error | null) => (err ? reject(err) : resolve()));
+        });
+        if (failure) throw failure;
+        await promisify(fsync)(fd);
+        await closeFd();
+        await rename(tempPath, outPath);
+        settled = true;
+        process.off('exit', removeOnExit);
+      } catch (err) {
+        await abort();
+        if (err instanceof OutputError) throw err;
+        throw new OutputError(outPath, `cannot finish the output file: ${describeFsError(err)}`, { cause: err });
+      }
+    },
+    abort,
+  };
+}
+
+/** Resolves on 'drain'; rejects if the stream fails or closes first. */
+function waitForDrain(stream: NodeJS.WritableStream, failed: () => Error | undefined): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    const cleanup = () => {
+      stream.off('drain', onDrain);
+      stream.off('error', onError);
+      stream.off('close', onClose);
+    };
+    const onDrain = () => {
+      cleanup();
+      resolve();
+    };
+    // The sink's own error listener runs first and records the failure in the user's words.
+    const onError = (err: Error) => {
+      cleanup();
+      reject(failed() ?? err);
+    };
+    const onClose = () => {
+      cleanup();
+      reject(failed() ?? new OutputClosedError());
+    };
+    stream.on('drain', onDrain);
+    stream.on('error', onError);
+    stream.on('close', onClose);
+  });
+}

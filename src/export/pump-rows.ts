@@ -1,0 +1,77 @@
+/**
+ * The streaming loop shared by export, enrich and query: pulls rows from an iterator (sync or async) in batches,
+ * encodes each batch and writes it, waiting whenever the destination pushes back. It yields to the event loop
+ * regularly so that SIGINT can be seen even when the destination never pushes back.
+ */
+import type { OutputSink } from './output-sink.ts';
+import type { RowEncoder } from './row-encoders.ts';
+import { ExportInterruptedError } from './errors.ts';
+
+/** Tuning of the loop; every default is here. */
+export interface PumpOptions {
+  /** Rows encoded and written together (csv-stringify is called once per batch). */
+  batchRows?: number;
+  /** Longest stretch of synchronous work before the loop lets timers and signals run. */
+  yieldEveryMs?: number;
+  /** Stops the loop (the caller then discards the output). */
+  signal?: AbortSignal;
+  /** Called after each batch with the number of rows written so far; an exception aborts the export. */
+  onProgress?: (rows: number) => void;
+}
+
+export const PUMP_DEFAULTS = { batchRows: 1000, yieldEveryMs: 50 } as const;
+
+/** Writes the encoder's header and every row of `rows` to `sink`; resolves to the number of rows written. */
+export async function pumpRows(
+  rows: Iterable<readonly unknown[]> | AsyncIterable<readonly unknown[]>,
+  encoder: RowEncoder,
+  sink: OutputSink,
+  options: PumpOptions = {},
+): Promise<number> {
+  const batchRows = options.batchRows ?? PUMP_DEFAULTS.batchRows;
+  const yieldEveryMs = options.yieldEveryMs ?? PUMP_DEFAULTS.yieldEveryMs;
+  const { signal, onProgress } = options;
+  throwIfAborted(signal);
+  const header = encoder.header();
+  if (header) await sink.write(header);
+  let count = 0;
+  let batch: (readonly unknown[])[] = [];
+  let lastYield = performance.now();
+  const flush = async () => {
+    const text = encoder.encode(batch);
+    count += batch.length;
+    batch = [];
+    const wait = sink.write(text);
+    if (wait) {
+      await wait;
+      lastYield = performance.now();
+    }
+    onProgress?.(count);
+    if (performance.now() - lastYield >= yieldEveryMs) {
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      lastYield = performance.now();
+    }
+    throwIfAborted(signal);
+  };
+  // for..of returns the iterator on a throw, which resets a better-sqlite3 statement mid-iteration. A sync
+  // source keeps its own loop: `for await` would cost a microtask per row on the export hot path.
+  if (Symbol.asyncIterator in rows) {
+    for await (const row of rows) {
+      batch.push(row);
+      if (batch.length >= batchRows) await flush();
+    }
+  } else {
+    for (const row of rows) {
+      batch.push(row);
+      if (batch.length >= batchRows) await flush();
+    }
+  }
+  if (batch.length > 0) await flush();
+  const footer = encoder.footer?.(count);
+  if (footer) await sink.write(footer);
+  return count;
+}
+
+function throwIfAborted(signal: AbortSignal | undefined): void {
+  if (signal?.aborted) throw new ExportInterruptedError();
+}

@@ -1,0 +1,95 @@
+/**
+ * `netingest query "SELECT ..."`: one read-only statement, printed as an aligned table on a terminal and as
+ * CSV otherwise (or as asked), streamed row by row.
+ */
+import { openForReading } from './read-database.ts';
+import { asQueryError, prepareReadQuery } from './read-only-sql.ts';
+import { encoderFor, type RowEncoder } from './row-encoders.ts';
+import { tableEncoder, type TableLayoutOptions } from './table-format.ts';
+import { writeRows, type WriteResult } from './write-output.ts';
+import type { PumpOptions } from './pump-rows.ts';
+
+export const QUERY_FORMATS = ['table', 'csv', 'jsonl'] as const;
+export type QueryFormat = (typeof QUERY_FORMATS)[number];
+
+/** A terminal or pipe the result is printed to. */
+export type QueryStream = NodeJS.WritableStream & { isTTY?: boolean; columns?: number };
+
+/** Options of runQuery(). */
+export interface RunQueryOptions extends PumpOptions, Omit<TableLayoutOptions, 'maxTableWidth'> {
+  /** The SQLite dataset (opened read-only). */
+  db: string;
+  /** One statement that only reads and returns rows. */
+  sql: string;
+  /** Default: 'table' when `stream` is a terminal, else 'csv'. */
+  format?: QueryFormat | undefined;
+  /** Where to print. Default process.stdout. */
+  stream?: QueryStream;
+  /** Rows read before the table layout is fixed (they set the column widths). */
+  sampleRows?: number;
+  /** Widest the table may be. Default: the terminal's width, else 160. */
+  maxTableWidth?: number;
+}
+
+export const QUERY_DEFAULTS = { sampleRows: 200 } as const;
+
+/** What runQuery() reports. */
+export interface QueryResult extends WriteResult {
+  columns: string[];
+  format: QueryFormat;
+}
+
+/** Runs `options.sql` read-only and prints its rows; writes are refused with a WriteRefusedError. */
+export async function runQuery(options: RunQueryOptions): Promise<QueryResult> {
+  const stream = options.stream ?? process.stdout;
+  const format: QueryFormat = options.format ?? (stream.isTTY ? 'table' : 'csv');
+  const database = openForReading(options.db);
+  try {
+    const stmt = prepareReadQuery(database.sqlite, options.sql);
+    const columns = stmt.columns().map((c) => c.name);
+    const iterator = (stmt.iterate() as Iterable<unknown[]>)[Symbol.iterator]();
+    let rows: Iterable<readonly unknown[]> = { [Symbol.iterator]: () => iterator };
+    let encoder: RowEncoder;
+    if (format === 'table') {
+      const sample = takeSample(iterator, options.sampleRows ?? QUERY_DEFAULTS.sampleRows);
+      encoder = tableEncoder(columns, sample, {
+        ...options,
+        maxTableWidth: options.maxTableWidth ?? (stream.isTTY && stream.columns ? stream.columns : undefined),
+      });
+      rows = chain(sample, iterator);
+    } else {
+      encoder = encoderFor(format, columns);
+    }
+    const result = await writeRows(rows, encoder, { stream }, options);
+    return { ...result, columns, format };
+  } catch (err) {
+    throw asQueryError(err);
+  } finally {
+    database.close();
+  }
+}
+
+function takeSample(iterator: Iterator<unknown[]>, size: number): unknown[][] {
+  const sample: unknown[][] = [];
+  try {
+    while (sample.length < size) {
+      const next = iterator.next();
+      if (next.done) break;
+      sample.push(next.value);
+    }
+  } catch (err) {
+    iterator.return?.();
+    throw err;
+  }
+  return sample;
+}
+
+/** The sampled rows, then the rest; closing it closes the statement's iterator. */
+function* chain(sample: readonly unknown[][], iterator: Iterator<unknown[]>): Generator<unknown[]> {
+  try {
+    yield* sample;
+    for (let next = iterator.next(); !next.done; next = iterator.next()) yield next.value;
+  } finally {
+    iterator.return?.();
+  }
+}

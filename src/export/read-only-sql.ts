@@ -1,0 +1,88 @@
+/**
+ * Prepares user SQL for `query` and `export --sql` so that it can only read. Three locks, any one of which
+ * refuses a write: the statement must start with a reading keyword (this also refuses ATTACH/DETACH and
+ * setting PRAGMAs, which SQLite counts as read-only), better-sqlite3's `stmt.readonly` must be true, and the
+ * connection itself is opened read-only with `PRAGMA query_only` on.
+ */
+import type BetterSqlite3 from 'better-sqlite3';
+import { BadQueryError, WriteRefusedError } from './errors.ts';
+
+const READING_KEYWORDS = new Set(['SELECT', 'WITH', 'VALUES', 'EXPLAIN', 'PRAGMA']);
+
+/** PRAGMAs that only report; those taking an argument name a table, index or schema. */
+const REPORTING_PRAGMAS = new Set([
+  'application_id', 'auto_vacuum', 'cache_size', 'collation_list', 'compile_options', 'data_version',
+  'database_list', 'encoding', 'foreign_key_check', 'foreign_key_list', 'foreign_keys', 'freelist_count',
+  'function_list', 'index_info', 'index_list', 'index_xinfo', 'integrity_check', 'journal_mode', 'module_list',
+  'page_count', 'page_size', 'pragma_list', 'quick_check', 'schema_version', 'table_info', 'table_list',
+  'table_xinfo', 'user_version',
+]);
+/** Of those, the ones whose argument is a name to report on, not a new value to set. */
+const PRAGMAS_WITH_NAME_ARGUMENT = new Set([
+  'foreign_key_check', 'foreign_key_list', 'index_info', 'index_list', 'index_xinfo', 'integrity_check',
+  'quick_check', 'table_info', 'table_list', 'table_xinfo',
+]);
+
+const ALLOWED = 'only SELECT, WITH ... SELECT, VALUES, EXPLAIN and reporting PRAGMAs run';
+
+/** Turns the connection's own guard on: even a statement that slipped through cannot write. */
+export function lockConnectionReadOnly(sqlite: BetterSqlite3.Database): void {
+  sqlite.pragma('query_only = ON');
+}
+
+/** Prepares `sql` in raw mode after checking that it only reads and returns rows; throws a UsageError otherwise. */
+export function prepareReadQuery(sqlite: BetterSqlite3.Database, sql: string): BetterSqlite3.Statement<unknown[], unknown[]> {
+  const body = stripLeadingComments(sql);
+  if (body === '') throw new BadQueryError('the SQL statement is empty');
+  const keyword = (/^[A-Za-z]+/.exec(body)?.[0] ?? body.slice(0, 20)).toUpperCase();
+  if (!READING_KEYWORDS.has(keyword)) {
+    throw new WriteRefusedError(`refused: ${keyword} statements are not run here (read-only; ${ALLOWED})`);
+  }
+  if (keyword === 'PRAGMA') checkPragma(body);
+  let stmt: BetterSqlite3.Statement<unknown[], unknown[]>;
+  try {
+    stmt = sqlite.prepare(sql);
+  } catch (err) {
+    throw new BadQueryError(`SQL error: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+  }
+  if (!stmt.readonly) throw new WriteRefusedError(`refused: this statement writes to the database (read-only; ${ALLOWED})`);
+  if (!stmt.reader) throw new BadQueryError(`this statement returns no rows; ${ALLOWED}`);
+  return stmt.raw(true);
+}
+
+/** A SQLite error raised while a user's statement runs (a bad cast, an overflow) as a BadQueryError; others pass. */
+export function asQueryError(err: unknown): unknown {
+  if ((err as { code?: unknown } | null)?.code === 'SQLITE_ERROR') {
+    return new BadQueryError(`SQL error: ${(err as Error).message}`, { cause: err });
+  }
+  return err;
+}
+
+function checkPragma(body: string): void {
+  const match = /^PRAGMA\s+(?:[A-Za-z_][\w]*\s*\.\s*)?([A-Za-z_]\w*)\s*(=|\()?/i.exec(body);
+  const name = match?.[1]?.toLowerCase();
+  if (!name || !REPORTING_PRAGMAS.has(name)) {
+    throw new WriteRefusedError(`refused: PRAGMA ${name ?? ''} is not a reporting pragma (read-only; ${ALLOWED})`);
+  }
+  const argument = match?.[2];
+  if (argument === '=' || (argument === '(' && !PRAGMAS_WITH_NAME_ARGUMENT.has(name))) {
+    throw new WriteRefusedError(`refused: PRAGMA ${name} with a value changes a setting (read-only; ${ALLOWED})`);
+  }
+}
+
+/** The SQL without leading whitespace and comments (`-- ...` lines and block comments). */
+function stripLeadingComments(sql: string): string {
+  let rest = sql;
+  for (;;) {
+    rest = rest.trimStart();
+    if (rest.startsWith('--')) {
+      const end = rest.indexOf('\n');
+      rest = end === -1 ? '' : rest.slice(end + 1);
+    } else if (rest.startsWith('/*')) {
+      const end = rest.indexOf('*/');
+      rest = end === -1 ? '' : rest.slice(end + 2);
+    } else {
+      return rest;
+    }
+  }
+}

@@ -1,0 +1,94 @@
+/**
+ * Turns batches of SQLite rows (arrays, in column order) into text. CSV goes through csv-stringify (RFC 4180
+ * quoting); a SQL NULL is an empty unquoted field and an empty string is `""`, so the two stay apart for a
+ * reader that looks at quoting (csv-parse's `cast` context has `quoting`). Blobs are written as base64.
+ */
+import { stringify } from 'csv-stringify/sync';
+import type { Options as StringifyOptions } from 'csv-stringify/sync';
+
+/** Output formats of `export` and `enrich`. */
+export const EXPORT_FORMATS = ['csv', 'jsonl'] as const;
+export type ExportFormat = (typeof EXPORT_FORMATS)[number];
+
+/** Encodes a header and batches of rows for one output format. */
+export interface RowEncoder {
+  /** The text written before the first row ('' when the format has no header). */
+  header(): string;
+  /** The text of a batch of rows, each an array of values in column order. */
+  encode(rows: readonly (readonly unknown[])[]): string;
+  /** The text written after the last row, given the row count (optional). */
+  footer?(rows: number): string;
+}
+
+const EMPTY_QUOTED = { value: '', quoted_empty: true };
+const CSV_OPTIONS: StringifyOptions = {
+  // csv-stringify's quoted_empty would quote NULL too: only the empty string gets `""`.
+  quoted_empty: false,
+  cast: {
+    string: (value: string) => (value === '' ? EMPTY_QUOTED : value),
+    object: (value: object) => (Buffer.isBuffer(value) ? value.toString('base64') : JSON.stringify(value)),
+  },
+};
+
+/** CSV with a header row of `columns`. */
+export function csvEncoder(columns: readonly string[]): RowEncoder {
+  return {
+    header: () => stringify([columns as string[]], CSV_OPTIONS),
+    encode: (rows) => stringify(rows as unknown[][], CSV_OPTIONS),
+  };
+}
+
+/**
+ * One JSON object per line, keys in column order. Repeated column names (a join selecting two `url`s) get a
+ * `_2`, `_3` suffix so no value is lost. Integers beyond 2^53 (bigint) are written as exact JSON numbers.
+ */
+export function jsonlEncoder(columns: readonly string[]): RowEncoder {
+  const keys = uniqueKeys(columns);
+  const prefixes = keys.map((key, i) => (i === 0 ? '{' : ',') + JSON.stringify(key) + ':');
+  return {
+    header: () => '',
+    encode(rows) {
+      let out = '';
+      for (const row of rows) {
+        let line = '';
+        for (let i = 0; i < prefixes.length; i++) line += prefixes[i] + jsonValue(row[i]);
+        out += (prefixes.length === 0 ? '{' : line) + '}\n';
+      }
+      return out;
+    },
+  };
+}
+
+/** The encoder of `format` for `columns`. */
+export function encoderFor(format: ExportFormat, columns: readonly string[]): RowEncoder {
+  return format === 'jsonl' ? jsonlEncoder(columns) : csvEncoder(columns);
+}
+
+function jsonValue(value: unknown): string {
+  if (value === null || value === undefined) return 'null';
+  switch (typeof value) {
+    case 'string':
+      return JSON.stringify(value);
+    case 'number':
+      // SQLite stores no NaN/Infinity as numbers, but JSON.stringify would turn them into null silently.
+      return Number.isFinite(value) ? String(value) : JSON.stringify(String(value));
+    case 'bigint':
+      return value.toString();
+    case 'boolean':
+      return value ? 'true' : 'false';
+    default:
+      return Buffer.isBuffer(value) ? JSON.stringify(value.toString('base64')) : JSON.stringify(value);
+  }
+}
+
+function uniqueKeys(columns: readonly string[]): string[] {
+  const seen = new Map<string, number>();
+  return columns.map((name) => {
+    const count = (seen.get(name) ?? 0) + 1;
+    seen.set(name, count);
+    let key = count === 1 ? name : `${name}_${count}`;
+    while (count > 1 && seen.has(key)) key = `${key}_`;
+    if (count > 1) seen.set(key, 1);
+    return key;
+  });
+}

@@ -1,0 +1,91 @@
+/**
+ * What `netingest export <table>` can export: every public table of src/db/schema.ts (read from the schema,
+ * so a new table is exportable without touching this file) and the views of migrations/0001_views.sql.
+ * The bookkeeping of the run lock and the schema version are internal.
+ */
+import { is } from 'drizzle-orm';
+import { SQLiteTable, getTableConfig } from 'drizzle-orm/sqlite-core';
+import * as schema from '../db/schema.ts';
+import { UsageError } from '../errors.ts';
+
+/** One exportable table or view. */
+export interface ExportSource {
+  name: string;
+  kind: 'table' | 'view';
+  /** The column `--since` filters on (`updated_at`, else `last_seen_at`), or null when the source has neither. */
+  seenAtColumn: string | null;
+}
+
+const INTERNAL_TABLES = new Set(['run_lock', 'netingest_meta']);
+
+/** The views created by migrations/0001_views.sql, with their seen-at column. */
+export const VIEWS: readonly ExportSource[] = [
+  { name: 'v_lookalikes', kind: 'view', seenAtColumn: 'last_seen_at' },
+  { name: 'v_latest_jobs_per_company', kind: 'view', seenAtColumn: 'updated_at' },
+  { name: 'v_top_posts_per_author', kind: 'view', seenAtColumn: 'updated_at' },
+  { name: 'v_job_progress', kind: 'view', seenAtColumn: null },
+];
+
+/** Every exportable source, tables first (alphabetical), then views. */
+export function exportSources(): ExportSource[] {
+  const tables: ExportSource[] = [];
+  for (const value of Object.values(schema)) {
+    if (!is(value, SQLiteTable)) continue;
+    const config = getTableConfig(value);
+    if (INTERNAL_TABLES.has(config.name)) continue;
+    const names = new Set(config.columns.map((c) => c.name));
+    const seenAtColumn = names.has('updated_at') ? 'updated_at' : names.has('last_seen_at') ? 'last_seen_at' : null;
+    tables.push({ name: config.name, kind: 'table', seenAtColumn });
+  }
+  tables.sort((a, b) => a.name.localeCompare(b.name));
+  return [...tables, ...VIEWS];
+}
+
+/** The source named `name`; a UsageError listing every source otherwise. */
+export function findSource(name: string): ExportSource {
+  const sources = exportSources();
+  const found = sources.find((s) => s.name === name);
+  if (found) return found;
+  const tables = sources.filter((s) => s.kind === 'table').map((s) => s.name);
+  const views = sources.filter((s) => s.kind === 'view').map((s) => s.name);
+  throw new UsageError(
+    `unknown table '${name}'. Tables: ${tables.join(', ')}. Views: ${views.join(', ')}`,
+    'UNKNOWN_TABLE',
+  );
+}
+
+/**
+ * Parses `--since`: a date (`2026-11-01`, midnight UTC) or an ISO date-time (`2026-11-01T08:00:00Z`, with `Z` or
+ * an offset; without one it is taken as UTC). Returns the instant in the database's format (ISO-8601 UTC).
+ */
+export function parseSince(value: string): string {
+  const text = value.trim();
+  const match = /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})?)?$/i.exec(text);
+  if (match) {
+    const [, y, mo, d, h, mi, s, frac, zone] = match;
+    const calendarOk = isCalendarDate(Number(y), Number(mo), Number(d));
+    const timeOk = h === undefined || (Number(h) < 24 && Number(mi) < 60 && Number(s ?? 0) < 60);
+    if (calendarOk && timeOk) {
+      const iso =
+        h === undefined
+          ? `${y}-${mo}-${d}T00:00:00Z`
+          : `${y}-${mo}-${d}T${h}:${mi}:${s ?? '00'}${(frac ?? '').slice(0, 4)}${normalizeZone(zone)}`;
+      const instant = new Date(iso);
+      if (!Number.isNaN(instant.getTime())) return instant.toISOString();
+    }
+  }
+  throw new UsageError(
+    `--since: '${value}' is not a date; use YYYY-MM-DD or an ISO date-time such as 2026-11-01T08:00:00Z`,
+    'BAD_SINCE',
+  );
+}
+
+function isCalendarDate(year: number, month: number, day: number): boolean {
+  if (month < 1 || month > 12 || day < 1) return false;
+  return day <= new Date(Date.UTC(year, month, 0)).getUTCDate();
+}
+
+function normalizeZone(zone: string | undefined): string {
+  if (!zone || zone.toUpperCase() === 'Z') return 'Z';
+  return zone.length === 5 ? `${zone.slice(0, 3)}:${zone.slice(3)}` : zone;
+}

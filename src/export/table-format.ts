@@ -1,0 +1,109 @@
+/**
+ * The aligned text table `netingest query` prints on a terminal. Column widths come from the header and a
+ * sample of the first rows, capped per column and shrunk to fit the terminal, so the table streams (later
+ * rows are cut to the same widths with `…`). NULL is shown as `NULL`, line breaks as `↵`, numbers right-aligned.
+ */
+import type { RowEncoder } from './row-encoders.ts';
+
+/** Width limits of the table; every default is here. */
+export interface TableLayoutOptions {
+  /** Widest a column may be, in terminal cells. */
+  maxColumnWidth?: number;
+  /** Widest the whole table may be (the terminal's width when known). */
+  maxTableWidth?: number;
+  /** Narrowest a column is squeezed to when the table must shrink. */
+  minColumnWidth?: number;
+}
+
+export const TABLE_DEFAULTS = { maxColumnWidth: 40, maxTableWidth: 160, minColumnWidth: 4 } as const;
+
+const SEPARATOR = ' | ';
+const segmenter = new Intl.Segmenter(undefined, { granularity: 'grapheme' });
+const PRINTABLE_ASCII = /^[\x20-\x7e]*$/;
+const WIDE = /\p{Extended_Pictographic}|[\u1100-\u115f\u2e80-\u303e\u3041-\u33ff\u3400-\u4dbf\u4e00-\u9fff\ua000-\ua4cf\uac00-\ud7a3\uf900-\ufaff\ufe30-\ufe4f\uff00-\uff60\uffe0-\uffe6]|[\u{20000}-\u{3fffd}]/u;
+const ZERO_WIDTH = /^[\p{Mn}\p{Me}\p{Cf}]+$/u;
+
+/** A table encoder whose column widths fit `sample` (the first rows). */
+export function tableEncoder(
+  columns: readonly string[],
+  sample: readonly (readonly unknown[])[],
+  options: TableLayoutOptions = {},
+): RowEncoder {
+  const maxColumnWidth = options.maxColumnWidth ?? TABLE_DEFAULTS.maxColumnWidth;
+  const maxTableWidth = options.maxTableWidth ?? TABLE_DEFAULTS.maxTableWidth;
+  const minColumnWidth = options.minColumnWidth ?? TABLE_DEFAULTS.minColumnWidth;
+  const widths = columns.map((name, i) => {
+    let width = displayWidth(cellText(name));
+    for (const row of sample) width = Math.max(width, displayWidth(cellText(row[i])));
+    return Math.max(1, Math.min(width, maxColumnWidth));
+  });
+  fitWidths(widths, maxTableWidth - SEPARATOR.length * Math.max(0, columns.length - 1), minColumnWidth);
+  const line = (cells: readonly unknown[], header: boolean) =>
+    widths
+      .map((width, i) => {
+        const value = cells[i];
+        const text = fit(cellText(value), width);
+        const pad = ' '.repeat(width - displayWidth(text));
+        return !header && (typeof value === 'number' || typeof value === 'bigint') ? pad + text : text + pad;
+      })
+      .join(SEPARATOR)
+      .trimEnd() + '\n';
+  return {
+    header: () => line(columns, true) + widths.map((w) => '-'.repeat(w)).join('-+-') + '\n',
+    encode(rows) {
+      let out = '';
+      for (const row of rows) out += line(row, false);
+      return out;
+    },
+    footer: (rows) => `(${rows} row${rows === 1 ? '' : 's'})\n`,
+  };
+}
+
+/** Terminal cells taken by `text`: wide (CJK, emoji) graphemes count 2, combining marks 0. */
+export function displayWidth(text: string): number {
+  if (PRINTABLE_ASCII.test(text)) return text.length;
+  let width = 0;
+  for (const { segment } of segmenter.segment(text)) width += graphemeWidth(segment);
+  return width;
+}
+
+function graphemeWidth(grapheme: string): number {
+  if (ZERO_WIDTH.test(grapheme)) return 0;
+  return WIDE.test(grapheme) ? 2 : 1;
+}
+
+function cellText(value: unknown): string {
+  if (value === null || value === undefined) return 'NULL';
+  if (Buffer.isBuffer(value)) return `<blob ${value.length} bytes>`;
+  const text = typeof value === 'string' ? value : String(value);
+  // eslint-disable-next-line no-control-regex
+  return text.replace(/\r\n|\r|\n/g, '↵').replace(/[\t\x00-\x1f\x7f]/g, ' ');
+}
+
+/** `text` cut to `width` cells, ending with `…` when cut. */
+function fit(text: string, width: number): string {
+  if (displayWidth(text) <= width) return text;
+  let out = '';
+  let used = 0;
+  for (const { segment } of segmenter.segment(text)) {
+    const w = graphemeWidth(segment);
+    if (used + w > width - 1) break;
+    out += segment;
+    used += w;
+  }
+  return out + '…';
+}
+
+/** Shrinks the widest columns, one cell at a time, until the sum fits `budget` or none can shrink. */
+function fitWidths(widths: number[], budget: number, minColumnWidth: number): void {
+  let total = widths.reduce((a, b) => a + b, 0);
+  while (total > budget) {
+    let widest = -1;
+    for (let i = 0; i < widths.length; i++) {
+      if (widths[i]! > minColumnWidth && (widest === -1 || widths[i]! > widths[widest]!)) widest = i;
+    }
+    if (widest === -1) return;
+    widths[widest]! -= 1;
+    total -= 1;
+  }
+}

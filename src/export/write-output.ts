@@ -1,0 +1,50 @@
+/**
+ * Runs one streaming write from start to finish: opens the destination (a temporary file renamed into place,
+ * or a stream), pumps the rows, and commits, or discards everything on any failure or interrupt.
+ */
+import { openFileSink, streamSink, OutputClosedError, type OutputSink } from './output-sink.ts';
+import { pumpRows, type PumpOptions } from './pump-rows.ts';
+import type { RowEncoder } from './row-encoders.ts';
+
+/** Where to write: a file path, or a stream when `out` is undefined. */
+export interface OutputTarget {
+  /** File written atomically (temporary sibling + rename); undefined writes to `stream`. */
+  out?: string | undefined;
+  /** Stream used when `out` is undefined. Default process.stdout. */
+  stream?: NodeJS.WritableStream | undefined;
+}
+
+/** What a finished write reports. */
+export interface WriteResult {
+  rows: number;
+  /** Absolute or given path of the file written, or null for a stream. */
+  out: string | null;
+  /** True when the reader of the stream closed it early (EPIPE, e.g. `| head`): the rows count what was sent. */
+  readerClosed: boolean;
+}
+
+/** Writes `rows` through `encoder` to `target`; on any error nothing is left at `target.out`. */
+export async function writeRows(
+  rows: Iterable<readonly unknown[]> | AsyncIterable<readonly unknown[]>,
+  encoder: RowEncoder,
+  target: OutputTarget,
+  pump: PumpOptions = {},
+): Promise<WriteResult> {
+  const sink: OutputSink = target.out !== undefined ? await openFileSink(target.out) : streamSink(target.stream ?? process.stdout);
+  let written = 0;
+  try {
+    written = await pumpRows(rows, encoder, sink, {
+      ...pump,
+      onProgress: (n) => {
+        written = n;
+        pump.onProgress?.(n);
+      },
+    });
+    await sink.commit();
+    return { rows: written, out: target.out ?? null, readerClosed: false };
+  } catch (err) {
+    await sink.abort();
+    if (err instanceof OutputClosedError) return { rows: written, out: null, readerClosed: true };
+    throw err;
+  }
+}
