@@ -19,6 +19,9 @@ import { OPERATION_METHODS, type ApiCallInfo, type ApiResult, type ResponseByOpe
 /** Most bytes read of a body that is only needed for an error excerpt (a 5xx page, a 401 message). */
 const ERROR_BODY_MAX_BYTES = 64 * 1024;
 
+/** Bytes of a body cut at its limit that are decoded, for the error excerpt. */
+const TRUNCATED_TEXT_BYTES = 16 * 1024;
+
 /** What an attempt needs, fixed when the client is created. */
 export interface Transport {
   dispatcher: Dispatcher;
@@ -132,7 +135,7 @@ function notFound(t: Transport, operation: Operation, text: string, call: ApiCal
 
 interface BodyText {
   text: string;
-  /** True when the body was longer than the limit; `text` then holds only its start. */
+  /** True when the body was longer than the limit; `text` then holds only its first few kilobytes. */
   truncated: boolean;
 }
 
@@ -151,10 +154,11 @@ function readBody(body: Dispatcher.ResponseData['body'], limitBytes: number, dea
     let size = 0;
     body.on('data', (chunk: Buffer) => {
       if (size + chunk.length > limitBytes) {
-        chunks.push(chunk.subarray(0, limitBytes - size));
+        chunks.push(chunk);
         // destroy() makes undici emit an abort error, which lands in the settled promise's reject: ignored.
         body.destroy();
-        resolve({ text: decode(chunks), truncated: true });
+        // Only an excerpt is ever made of a cut body: decode its start, not megabytes.
+        resolve({ text: decodeHead(chunks, TRUNCATED_TEXT_BYTES), truncated: true });
         return;
       }
       size += chunk.length;
@@ -173,6 +177,18 @@ function decode(chunks: Buffer[]): string {
   if (chunks.length === 0) return '';
   if (chunks.length === 1) return (chunks[0] as Buffer).toString('utf8');
   return Buffer.concat(chunks).toString('utf8');
+}
+
+/** The first `bytes` bytes of the chunks as text (a character cut at the end decodes as U+FFFD). */
+function decodeHead(chunks: Buffer[], bytes: number): string {
+  const head: Buffer[] = [];
+  let size = 0;
+  for (const chunk of chunks) {
+    if (size >= bytes) break;
+    head.push(chunk.subarray(0, bytes - size));
+    size += Math.min(chunk.length, bytes - size);
+  }
+  return decode(head);
 }
 
 function ignore(): void {}
