@@ -367,6 +367,15 @@ describe('size limit', () => {
   });
 });
 
+describe('caller bugs', () => {
+  it('a request that cannot be built rejects (not throws) with a plain error the runner treats as stop-run', async () => {
+    const pending = client.searchJobs({ start: Number.POSITIVE_INFINITY });
+    await expect(pending).rejects.toBeInstanceOf(TypeError);
+    expect(errorAction(await pending.catch((e: unknown) => e))).toBe('stop-run');
+    expect(seen).toHaveLength(0);
+  });
+});
+
 describe('transport failures', () => {
   it('a connection dropped before any answer is NetworkError (retry) with no status', async () => {
     handler = (req) => req.socket.destroy();

@@ -68,12 +68,13 @@ export function createApiClient(options: ClientOptions): ApiClient {
   const getHeaders = { Authorization: `Bearer ${token}`, Accept: 'application/json', 'User-Agent': userAgent };
   const jsonHeaders = { ...getHeaders, 'Content-Type': 'application/json' };
 
+  // async, so that a request that cannot even be built (a caller bug) rejects like every other failure.
   return {
-    similarCompanies: (body: SimilarCompaniesRequest) =>
+    similarCompanies: async (body: SimilarCompaniesRequest) =>
       attempt(transport, 'similar-companies', SIMILAR_COMPANIES_PATH, jsonHeaders, similarCompaniesBody(body)),
     // api.md's examples send Content-Type: application/json on this GET too; we send what they send.
-    postDetails: (url: string) => attempt(transport, 'post-details', postDetailsPath(url), jsonHeaders, null),
-    searchJobs: (query: SearchJobsQuery) => attempt(transport, 'search-jobs', searchJobsPath(query), getHeaders, null),
+    postDetails: async (url: string) => attempt(transport, 'post-details', postDetailsPath(url), jsonHeaders, null),
+    searchJobs: async (query: SearchJobsQuery) => attempt(transport, 'search-jobs', searchJobsPath(query), getHeaders, null),
     close: () => dispatcher.close(),
   };
 }
