@@ -86,6 +86,8 @@ async function exportStatement(
 ): Promise<ExportResult> {
   const columns = stmt.columns().map((c) => c.name);
   const encoder = encoderFor(options.format ?? EXPORT_DEFAULTS.format, columns);
-  const result = await writeRows(stmt.iterate(...params) as Iterable<unknown[]>, encoder, options, options);
+  // Started only when the pump asks: an iterator that was opened but never closed keeps the connection busy.
+  const rows: Iterable<unknown[]> = { [Symbol.iterator]: () => stmt.iterate(...params) as IterableIterator<unknown[]> };
+  const result = await writeRows(rows, encoder, options, options);
   return { ...result, columns };
 }

@@ -60,8 +60,13 @@ export async function runQuery(options: RunQueryOptions): Promise<QueryResult> {
     } else {
       encoder = encoderFor(format, columns);
     }
-    const result = await writeRows(rows, encoder, { stream }, options);
-    return { ...result, columns, format };
+    try {
+      const result = await writeRows(rows, encoder, { stream }, options);
+      return { ...result, columns, format };
+    } finally {
+      // Closed here too in case the pump never started: an open iterator keeps the connection busy.
+      iterator.return?.();
+    }
   } catch (err) {
     throw asQueryError(err);
   } finally {

@@ -1,0 +1,134 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import { fileURLToPath } from 'node:url';
+import { openDatabase } from '../src/db/open.ts';
+import { exportSql, exportTable } from '../src/export/export-table.ts';
+import { ExportInterruptedError } from '../src/export/errors.ts';
+
+const BIN = fileURLToPath(new URL('../src/cli/bin.mjs', import.meta.url));
+const ROWS = 20_000;
+let dir: string;
+let db: string;
+
+beforeAll(() => {
+  dir = mkdtempSync(join(tmpdir(), 'netingest-export-int-'));
+  db = join(dir, 'data.db');
+  const database = openDatabase(db);
+  const insert = database.sqlite.prepare(`INSERT INTO jobs (url, title, company_name, description, first_seen_at, updated_at)
+    VALUES (?, ?, ?, ?, '2026-11-01T00:00:00.000Z', '2026-11-01T00:00:00.000Z')`);
+  database.sqlite.transaction(() => {
+    for (let i = 0; i < ROWS; i++) insert.run(`https://network.com/jobs/view/${i}`, `Engineer ${i}`, `Acme ${i % 100}`, `Build "things", line\n${i}`);
+  })();
+  database.close();
+});
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+/** Output folders hold no temporary files after an export, whatever happened. */
+function leftovers(folder: string): string[] {
+  return readdirSync(folder).filter((f) => f.endsWith('.tmp'));
+}
+
+function freshFolder(name: string): string {
+  const folder = join(dir, name);
+  rmSync(folder, { recursive: true, force: true });
+  mkdirSync(folder);
+  return folder;
+}
+
+describe('an interrupted export leaves nothing half-written', () => {
+  it('an abort signal mid-export: no file at --out, no temporary file, and the previous file untouched', async () => {
+    const folder = freshFolder('abort');
+    const out = join(folder, 'jobs.csv');
+    writeFileSync(out, 'previous complete export\n');
+    const controller = new AbortController();
+    const promise = exportTable({
+      db,
+      table: 'jobs',
+      out,
+      batchRows: 100,
+      signal: controller.signal,
+      onProgress: (n) => {
+        if (n >= 1000) controller.abort();
+        expect(n).toBeLessThanOrEqual(1000);
+      },
+    });
+    await expect(promise).rejects.toBeInstanceOf(ExportInterruptedError);
+    await expect(promise).rejects.toMatchObject({ code: 'INTERRUPTED' });
+    expect(readFileSync(out, 'utf8')).toBe('previous complete export\n');
+    expect(leftovers(folder)).toEqual([]);
+  });
+
+  it('an exception during the iteration (a SQL error on row 500) removes the temporary file', async () => {
+    const folder = freshFolder('sql-error');
+    const out = join(folder, 'boom.csv');
+    const sql = `SELECT url, CASE WHEN rowid > 500 THEN abs(-9223372036854775808) ELSE rowid END AS n FROM jobs`;
+    await expect(exportSql({ db, sql, out, batchRows: 50 })).rejects.toMatchObject({ code: 'QUERY_INVALID' });
+    expect(existsSync(out)).toBe(false);
+    expect(leftovers(folder)).toEqual([]);
+  });
+
+  it('a failing progress callback aborts the export the same way', async () => {
+    const folder = freshFolder('callback');
+    const out = join(folder, 'jobs.jsonl');
+    const boom = new Error('disk quota (simulated)');
+    await expect(
+      exportTable({ db, table: 'jobs', out, format: 'jsonl', onProgress: (n) => {
+        if (n > 2000) throw boom;
+      } }),
+    ).rejects.toBe(boom);
+    expect(existsSync(out)).toBe(false);
+    expect(leftovers(folder)).toEqual([]);
+  });
+
+  it('a failing output stream rejects the export with its error (no silent truncation)', async () => {
+    let writes = 0;
+    const failing = new Writable({
+      write(_chunk, _enc, done) {
+        writes++;
+        done(writes === 3 ? new Error('ENOSPC: no space left on device') : null);
+      },
+    });
+    await expect(exportTable({ db, table: 'jobs', stream: failing, batchRows: 100 })).rejects.toThrow(/ENOSPC/);
+  });
+
+  it('an --out folder that does not exist fails before any work, naming it', async () => {
+    const out = join(dir, 'missing-folder', 'x.csv');
+    await expect(exportTable({ db, table: 'jobs', out })).rejects.toMatchObject({
+      code: 'OUTPUT_UNWRITABLE',
+      message: expect.stringContaining('does not exist') as unknown,
+    });
+  });
+
+  it('SIGINT to `netingest export`: exit 130, no file at --out, temporary file removed', async () => {
+    const folder = freshFolder('sigint');
+    const out = join(folder, 'jobs.csv');
+    // An endless SELECT: only the signal can end this export, so the test cannot race its completion.
+    const endless = 'WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT i, i * 2 AS twice FROM n';
+    const child = spawn(process.execPath, [BIN, 'export', '--sql', endless, '--db', db, '--out', out], { stdio: ['ignore', 'ignore', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    // Signal as soon as the temporary file exists: the export is under way.
+    const started = Date.now();
+    while (leftovers(folder).length === 0 && Date.now() - started < 20_000) await new Promise((r) => setTimeout(r, 2));
+    expect(leftovers(folder).length).toBe(1);
+    child.kill('SIGINT');
+    expect(await exited).toBe(130);
+    expect(stderr).toMatch(/SIGINT received/);
+    expect(stderr).toMatch(/INTERRUPTED/);
+    expect(existsSync(out)).toBe(false);
+    expect(leftovers(folder)).toEqual([]);
+  });
+
+  it('the same export left alone completes and renames into place', async () => {
+    const folder = freshFolder('complete');
+    const out = join(folder, 'jobs.csv');
+    const result = await exportTable({ db, table: 'jobs', out });
+    expect(result.rows).toBe(ROWS);
+    expect(readdirSync(folder)).toEqual(['jobs.csv']);
+  });
+});
