@@ -5,7 +5,7 @@ import { PostData, type PostBody } from './data/posts.ts';
 
 /** What an operation answers before credits: a 200 body awaiting its counters, or a finished error. */
 export type Outcome =
-  | { kind: 'ok'; /** the 200 JSON text without its closing brace; the counters are appended */ open: string }
+  | { kind: 'ok'; /** the 200 JSON, UTF-8, without its closing brace; the counters are appended */ open: Buffer }
   | ErrorOutcome;
 
 /** A finished non-200 answer. */
@@ -29,17 +29,20 @@ const NO_SIMILAR: Outcome = { kind: 'error', status: 404, body: json({ error: tr
 const NO_JOBS: Outcome = { kind: 'error', status: 404, body: json({ message: 'No results found for the query' }) };
 const NO_POST: Outcome = { kind: 'error', status: 404, body: json({ success: false, message: 'Post not found' }) };
 
-/** JSON text of an object without its closing brace, so counters can be appended without re-serialising. */
-const openJson = (value: object): string => json(value).slice(0, -1);
+/**
+ * UTF-8 JSON of an object without its closing brace, so counters can be appended without re-serialising or
+ * re-encoding the cached part.
+ */
+const openJson = (value: object): Buffer => Buffer.from(json(value).slice(0, -1), 'utf8');
 
 /** The three operations over the synthetic data; answers are cached per data object. */
 export class Operations {
   private readonly companies: CompanyData;
   private readonly posts: PostData;
   private readonly jobs: JobData;
-  private readonly companyPages = new WeakMap<object, Map<string, string>>();
-  private readonly postBodies = new WeakMap<PostBody, string>();
-  private readonly jobPages = new WeakMap<JobRecord[], Map<number, string>>();
+  private readonly companyPages = new WeakMap<object, Map<string, Buffer>>();
+  private readonly postBodies = new WeakMap<PostBody, Buffer>();
+  private readonly jobPages = new WeakMap<JobRecord[], Map<number, Buffer>>();
 
   constructor(seed: number, notFoundRate: number) {
     this.companies = new CompanyData(seed, notFoundRate);

@@ -46,15 +46,43 @@ const JSON_TYPE = 'application/json; charset=utf-8';
 const UNAUTHORIZED_HEADERS = { 'www-authenticate': 'Bearer' };
 const HTML_HEADERS = { 'content-type': 'text/html; charset=utf-8' };
 const msg = (message: string): string => JSON.stringify({ message });
+const NOT_FOUND = msg('Not Found');
+const METHOD_NOT_ALLOWED = msg('Method Not Allowed');
+const MISSING_TOKEN = msg('Missing or malformed bearer token');
+const INVALID_TOKEN = msg('Invalid token');
+const SUSPENDED = msg('Account suspended');
+const TOO_MANY = msg('Too Many Requests');
+const NO_CREDITS = msg('Insufficient credits');
+const TOO_LARGE = msg('Request body too large');
 
-type Reply = (
+/** How one request is answered: status 0 means drop the connection. */
+interface Decision {
+  status: number;
+  body: string | Buffer;
+  headers: Record<string, string> | undefined;
+  fault: FaultName | null;
+  charged: number;
+  /** Extra delay on top of the configured latency (slow answers). */
+  delayMs: number;
+}
+
+function answer(
   status: number,
   body: string | Buffer,
   headers?: Record<string, string>,
-  fault?: FaultName | null,
-  charged?: number,
-  extraDelayMs?: number,
-) => void;
+  fault: FaultName | null = null,
+  charged = 0,
+  delayMs = 0,
+): Decision {
+  return { status, body, headers, fault, charged, delayMs };
+}
+
+function write(res: ServerResponse, d: Decision): void {
+  if (res.destroyed) return;
+  const head = { 'content-type': JSON_TYPE, 'content-length': Buffer.byteLength(d.body) };
+  res.writeHead(d.status, d.headers ? { ...head, ...d.headers } : head);
+  res.end(d.body);
+}
 
 /** Starts the emulator on `host:port` (127.0.0.1 and a free port by default). */
 export async function startSandbox(input: SandboxOptionsInput = {}): Promise<Sandbox> {
@@ -70,24 +98,62 @@ export async function startSandbox(input: SandboxOptionsInput = {}): Promise<San
   const timers = new Set<NodeJS.Timeout>();
   let seq = 0;
 
-  const later = (ms: number, fn: () => void): void => {
+  /** Writes a decided answer now or after its delay; delayed answers are cancelled by stop(). */
+  const send = (res: ServerResponse, d: Decision): void => {
+    const delayMs = latency() + d.delayMs;
+    if (delayMs <= 0) return write(res, d);
     const timer = setTimeout(() => {
       timers.delete(timer);
-      fn();
-    }, ms);
+      write(res, d);
+    }, delayMs);
     timers.add(timer);
   };
 
-  const send = (res: ServerResponse, status: number, body: string | Buffer, headers?: Record<string, string>, extraDelayMs = 0): void => {
-    const write = (): void => {
-      if (res.destroyed) return;
-      const head = { 'content-type': JSON_TYPE, 'content-length': Buffer.byteLength(body) };
-      res.writeHead(status, headers ? { ...head, ...headers } : head);
-      res.end(body);
-    };
-    const delayMs = latency() + extraDelayMs;
-    if (delayMs <= 0) write();
-    else later(delayMs, write);
+  /** Everything but the I/O: route, auth, rate limit, validation, credits, faults, and the answer. */
+  const decide = (req: IncomingMessage, path: string, query: URLSearchParams, bodyText: string): Decision => {
+    const route = ROUTES.get(path);
+    if (!route) return answer(404, NOT_FOUND);
+    if (req.method !== route.method) return answer(405, METHOD_NOT_ALLOWED, { allow: route.method });
+
+    const auth = req.headers.authorization;
+    const token = auth === undefined ? undefined : BEARER.exec(auth)?.[1];
+    if (token === undefined) return answer(401, MISSING_TOKEN, UNAUTHORIZED_HEADERS);
+    if (suspended.has(token)) return answer(403, SUSPENDED);
+    if (!ledger.has(token)) return answer(401, INVALID_TOKEN, UNAUTHORIZED_HEADERS);
+    if (limiter && !limiter.tryAcquire(token, performance.now())) {
+      return answer(429, TOO_MANY, { 'retry-after': String(options.retryAfterSeconds) });
+    }
+
+    const valid = operations.validate(route.op, { query, bodyText, contentType: req.headers['content-type'] });
+    if ('kind' in valid) return answer(valid.status, valid.body);
+    const cost = options.costs[route.op];
+    if (!ledger.canPay(token, cost)) return answer(402, NO_CREDITS);
+
+    const fault = faults.draw();
+    if (fault === null || fault === 'slow') {
+      // A slow answer is the real answer sent late, so it is charged like any 200.
+      const delayMs = fault === 'slow' ? options.slowMs : 0;
+      const outcome = operations.answer(valid);
+      if (outcome.kind === 'error') return answer(outcome.status, outcome.body, undefined, fault, 0, delayMs);
+      ledger.charge(token, cost);
+      return answer(200, withCounters(outcome.open, ledger.counters(token)), undefined, fault, cost, delayMs);
+    }
+    switch (fault) {
+      case 'server_error':
+        return answer(500, SERVER_ERROR_BODY, undefined, fault);
+      case 'unavailable':
+        return answer(503, UNAVAILABLE_BODY, undefined, fault);
+      case 'drop':
+        return answer(0, '', undefined, fault);
+      case 'truncate':
+        return answer(200, truncated(answerText(operations, valid, ledger.counters(token))), undefined, fault);
+      case 'html':
+        return answer(200, HTML_ERROR_PAGE, HTML_HEADERS, fault);
+      case 'wrong_shape':
+        return answer(200, WRONG_SHAPE_BODY, undefined, fault);
+      case 'huge':
+        return answer(200, hugeBody(options.hugeBytes), undefined, fault);
+    }
   };
 
   const handle = (req: IncomingMessage, res: ServerResponse, at: number, bodyText: string): void => {
@@ -98,63 +164,15 @@ export async function startSandbox(input: SandboxOptionsInput = {}): Promise<San
     const query = new URLSearchParams(rawQuery);
     const entry = keepEntries ? logEntry(++seq, at, req, path, rawQuery, query, bodyText) : null;
     if (entry && options.logRequests) requests.push(entry);
-    const decided = (status: number, fault: FaultName | null, charged: number): void => {
-      if (!entry) return;
-      entry.status = status;
-      entry.fault = fault;
-      entry.charged = charged;
+    const d = decide(req, path, query, bodyText);
+    if (entry) {
+      entry.status = d.status;
+      entry.fault = d.fault;
+      entry.charged = d.charged;
       options.onRequest?.(entry);
-    };
-    const reply: Reply = (status, body, headers, fault = null, charged = 0, extraDelayMs = 0) => {
-      decided(status, fault, charged);
-      send(res, status, body, headers, extraDelayMs);
-    };
-
-    const route = ROUTES.get(path);
-    if (!route) return reply(404, msg('Not Found'));
-    if (req.method !== route.method) return reply(405, msg('Method Not Allowed'), { allow: route.method });
-
-    const auth = req.headers.authorization;
-    const token = auth === undefined ? undefined : BEARER.exec(auth)?.[1];
-    if (token === undefined) return reply(401, msg('Missing or malformed bearer token'), UNAUTHORIZED_HEADERS);
-    if (suspended.has(token)) return reply(403, msg('Account suspended'));
-    if (!ledger.has(token)) return reply(401, msg('Invalid token'), UNAUTHORIZED_HEADERS);
-    if (limiter && !limiter.tryAcquire(token, performance.now())) {
-      return reply(429, msg('Too Many Requests'), { 'retry-after': String(options.retryAfterSeconds) });
     }
-
-    const valid = operations.validate(route.op, { query, bodyText, contentType: req.headers['content-type'] });
-    if ('kind' in valid) return reply(valid.status, valid.body);
-    const cost = options.costs[route.op];
-    if (!ledger.canPay(token, cost)) return reply(402, msg('Insufficient credits'));
-
-    const fault = faults.draw();
-    if (fault === null || fault === 'slow') {
-      // A slow answer is the real answer sent late, so it is charged like any 200.
-      const extraDelayMs = fault === 'slow' ? options.slowMs : 0;
-      const outcome = operations.answer(valid);
-      if (outcome.kind === 'error') return reply(outcome.status, outcome.body, undefined, fault, 0, extraDelayMs);
-      ledger.charge(token, cost);
-      return reply(200, withCounters(outcome.open, ledger.counters(token)), undefined, fault, cost, extraDelayMs);
-    }
-    switch (fault) {
-      case 'server_error':
-        return reply(500, SERVER_ERROR_BODY, undefined, fault);
-      case 'unavailable':
-        return reply(503, UNAVAILABLE_BODY, undefined, fault);
-      case 'drop':
-        decided(0, fault, 0);
-        res.socket?.destroy();
-        return;
-      case 'truncate':
-        return reply(200, truncated(answerText(operations, valid, ledger.counters(token))), undefined, fault);
-      case 'html':
-        return reply(200, HTML_ERROR_PAGE, HTML_HEADERS, fault);
-      case 'wrong_shape':
-        return reply(200, WRONG_SHAPE_BODY, undefined, fault);
-      case 'huge':
-        return reply(200, hugeBody(options.hugeBytes), undefined, fault);
-    }
+    if (d.status === 0) res.socket?.destroy();
+    else send(res, d);
   };
 
   const server = createServer((req, res) => {
@@ -170,7 +188,7 @@ export async function startSandbox(input: SandboxOptionsInput = {}): Promise<San
       if (size <= MAX_BODY_BYTES) chunks.push(chunk);
     });
     req.on('end', () => {
-      if (size > MAX_BODY_BYTES) return send(res, 413, msg('Request body too large'));
+      if (size > MAX_BODY_BYTES) return send(res, answer(413, TOO_LARGE));
       handle(req, res, at, Buffer.concat(chunks).toString('utf8'));
     });
     req.on('error', () => res.destroy());
@@ -207,14 +225,15 @@ export async function startSandbox(input: SandboxOptionsInput = {}): Promise<San
 }
 
 /** A 200 body: the cached answer plus the token's counters as top-level members. */
-function withCounters(open: string, c: CreditCounters): string {
-  return `${open},"total_credits":${c.total_credits},"credits_used":${c.credits_used},"credits_remaining":${c.credits_remaining}}`;
+function withCounters(open: Buffer, c: CreditCounters): Buffer {
+  const tail = `,"total_credits":${c.total_credits},"credits_used":${c.credits_used},"credits_remaining":${c.credits_remaining}}`;
+  return Buffer.concat([open, Buffer.from(tail, 'latin1')]);
 }
 
 /** The text the request would have got without a fault (what a truncated answer is cut from), uncharged. */
 function answerText(operations: Operations, request: ValidRequest, counters: CreditCounters): string {
   const outcome = operations.answer(request);
-  return outcome.kind === 'ok' ? withCounters(outcome.open, counters) : outcome.body;
+  return outcome.kind === 'ok' ? withCounters(outcome.open, counters).toString('utf8') : outcome.body;
 }
 
 /** Each answer's added latency, from its own seeded stream so that latency does not shift the fault draws. */
