@@ -14,7 +14,7 @@ const REPORTING_PRAGMAS = new Set([
   'application_id', 'auto_vacuum', 'cache_size', 'collation_list', 'compile_options', 'data_version',
   'database_list', 'encoding', 'foreign_key_check', 'foreign_key_list', 'foreign_keys', 'freelist_count',
   'function_list', 'index_info', 'index_list', 'index_xinfo', 'integrity_check', 'journal_mode', 'module_list',
-  'page_count', 'page_size', 'pragma_list', 'quick_check', 'schema_version', 'table_info', 'table_list',
+  'page_count', 'page_size', 'pragma_list', 'query_only', 'quick_check', 'schema_version', 'table_info', 'table_list',
   'table_xinfo', 'user_version',
 ]);
 /** Of those, the ones whose argument is a name to report on, not a new value to set. */

@@ -1,7 +1,8 @@
 /**
  * The aligned text table `netingest query` prints on a terminal. Column widths come from the header and a
  * sample of the first rows, capped per column and shrunk to fit the terminal, so the table streams (later
- * rows are cut to the same widths with `…`). NULL is shown as `NULL`, line breaks as `↵`, numbers right-aligned.
+ * rows are cut to the same widths with `…`; a wider number overflows instead, never cut). NULL is shown as
+ * `NULL`, line breaks as `↵`, numbers right-aligned.
  */
 import type { RowEncoder } from './row-encoders.ts';
 
@@ -42,9 +43,11 @@ export function tableEncoder(
     widths
       .map((width, i) => {
         const value = cells[i];
-        const text = fit(cellText(value), width);
-        const pad = ' '.repeat(width - displayWidth(text));
-        return !header && (typeof value === 'number' || typeof value === 'bigint') ? pad + text : text + pad;
+        const numeric = !header && (typeof value === 'number' || typeof value === 'bigint');
+        // A number wider than the sampled ones overflows its column: a cut number would be a wrong number.
+        const text = numeric ? cellText(value) : fit(cellText(value), width);
+        const pad = ' '.repeat(Math.max(0, width - displayWidth(text)));
+        return numeric ? pad + text : text + pad;
       })
       .join(SEPARATOR)
       .trimEnd() + '\n';

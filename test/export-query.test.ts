@@ -1,0 +1,215 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { PassThrough } from 'node:stream';
+import { parse } from 'csv-parse/sync';
+import { openDatabase } from '../src/db/open.ts';
+import { runQuery, type QueryStream } from '../src/export/query.ts';
+import { prepareReadQuery } from '../src/export/read-only-sql.ts';
+import { displayWidth } from '../src/export/table-format.ts';
+import { WriteRefusedError } from '../src/export/errors.ts';
+import { main } from '../src/cli/main.ts';
+
+let dir: string;
+let db: string;
+const SEEN = '2026-11-20T08:00:00.000Z';
+
+beforeAll(() => {
+  dir = mkdtempSync(join(tmpdir(), 'netingest-query-'));
+  db = join(dir, 'data.db');
+  const database = openDatabase(db);
+  const insert = database.sqlite.prepare(`INSERT INTO posts (post_id, url, author_name, text_content, reactions, comments_count,
+    first_seen_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`);
+  insert.run('activity-1', 'https://network.com/posts/a-activity-1', 'Jane', 'short', 5, 1, SEEN, SEEN);
+  insert.run('activity-2', 'https://network.com/posts/b-activity-2', '山田太郎', `two\nlines and a very long text ${'x'.repeat(200)}`, 1234567, 0, SEEN, SEEN);
+  insert.run('activity-3', 'https://network.com/posts/c-activity-3', 'Émile 🚀', null, null, 3, SEEN, SEEN);
+  database.close();
+});
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+function capture(tty = false, columns?: number): QueryStream & PassThrough & { text: () => string } {
+  const chunks: Buffer[] = [];
+  const stream = new PassThrough();
+  stream.on('data', (c: Buffer) => chunks.push(c));
+  return Object.assign(stream, { isTTY: tty, columns, text: () => Buffer.concat(chunks).toString('utf8') });
+}
+
+function snapshot(): unknown {
+  const database = openDatabase(db, { readonly: true });
+  try {
+    return {
+      posts: database.sqlite.prepare('SELECT * FROM posts ORDER BY post_id').all(),
+      schema: database.sqlite.prepare('SELECT type, name, sql FROM sqlite_master ORDER BY name').all(),
+      userVersion: database.sqlite.pragma('user_version', { simple: true }),
+      journal: database.sqlite.pragma('journal_mode', { simple: true }),
+    };
+  } finally {
+    database.close();
+  }
+}
+
+describe('query refuses anything that writes', () => {
+  const writes = [
+    `INSERT INTO posts (post_id, url, first_seen_at, updated_at) VALUES ('x', 'y', 'z', 'z')`,
+    `UPDATE posts SET reactions = 0`,
+    `DELETE FROM posts`,
+    `REPLACE INTO netingest_meta (key, value) VALUES ('a', 'b')`,
+    `DROP TABLE posts`,
+    `DROP VIEW v_lookalikes`,
+    `CREATE TABLE t (a)`,
+    `CREATE TEMP TABLE t (a)`,
+    `ALTER TABLE posts ADD COLUMN x`,
+    `ATTACH DATABASE '${join(tmpdir(), 'netingest-attached.db')}' AS other`,
+    `ATTACH ':memory:' AS m`,
+    `DETACH DATABASE main`,
+    `PRAGMA user_version = 7`,
+    `PRAGMA main.user_version = 7`,
+    `PRAGMA journal_mode = DELETE`,
+    `PRAGMA journal_mode(DELETE)`,
+    `PRAGMA query_only = OFF`,
+    `PRAGMA foreign_keys = OFF`,
+    `PRAGMA optimize`,
+    `PRAGMA wal_checkpoint(TRUNCATE)`,
+    `VACUUM`,
+    `VACUUM INTO '${join(tmpdir(), 'netingest-vacuum.db')}'`,
+    `REINDEX`,
+    `ANALYZE`,
+    `BEGIN IMMEDIATE`,
+    `SAVEPOINT s`,
+    `  -- a comment first\n  /* and another */ DELETE FROM posts`,
+    `WITH doomed AS (SELECT post_id FROM posts) DELETE FROM posts WHERE post_id IN (SELECT post_id FROM doomed)`,
+    `WITH x AS (SELECT 1) INSERT INTO netingest_meta (key, value) SELECT 'k', 'v' FROM x`,
+  ];
+
+  it.each(writes)('refuses %s and leaves the database as it was', async (sql) => {
+    const before = snapshot();
+    const err = await runQuery({ db, sql, stream: capture() }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(WriteRefusedError);
+    expect((err as WriteRefusedError).code).toBe('QUERY_WRITE_REFUSED');
+    expect((err as Error).message).toMatch(/^refused: .*read-only/);
+    expect(snapshot()).toEqual(before);
+  });
+
+  it('checks better-sqlite3 stmt.readonly too, not only the first keyword', () => {
+    const database = openDatabase(db, { readonly: true });
+    try {
+      expect(() => prepareReadQuery(database.sqlite, 'WITH x AS (SELECT 1) UPDATE posts SET reactions = 1')).toThrow(/this statement writes/);
+    } finally {
+      database.close();
+    }
+  });
+
+  it('runs on a read-only connection with query_only on (the last lock)', async () => {
+    const stream = capture();
+    await runQuery({ db, sql: 'PRAGMA query_only', stream, format: 'csv' });
+    expect(stream.text()).toBe('query_only\n1\n');
+  });
+
+  it('exits 2 with the reason from the CLI', async () => {
+    const stderr = capture();
+    expect(await main(['query', 'DROP TABLE posts', '--db', db], { stdout: capture(), stderr })).toBe(2);
+    expect(stderr.text()).toMatch(/refused: DROP statements are not run here.*\[QUERY_WRITE_REFUSED\]/);
+  });
+});
+
+describe('query runs reads', () => {
+  it.each([
+    ['SELECT count(*) AS n FROM posts', 'n\n3\n'],
+    ['WITH t AS (SELECT reactions FROM posts WHERE post_id = \'activity-1\') SELECT reactions FROM t', 'reactions\n5\n'],
+    ['VALUES (1, \'a\'), (2, NULL)', 'column1,column2\n1,a\n2,\n'],
+    ['PRAGMA user_version', 'user_version\n0\n'],
+    ['SELECT 1 AS one;', 'one\n1\n'],
+  ])('%s', async (sql, expected) => {
+    const stream = capture();
+    await runQuery({ db, sql, stream });
+    expect(stream.text()).toBe(expected);
+  });
+
+  it('reports bad SQL as a usage error naming the problem', async () => {
+    await expect(runQuery({ db, sql: 'SELECT nope FROM posts', stream: capture() })).rejects.toMatchObject({
+      code: 'QUERY_INVALID',
+      message: expect.stringMatching(/no such column: nope/) as unknown,
+    });
+    await expect(runQuery({ db, sql: 'SELECT 1; SELECT 2', stream: capture() })).rejects.toMatchObject({ code: 'QUERY_INVALID' });
+    await expect(runQuery({ db, sql: '  ', stream: capture() })).rejects.toMatchObject({ code: 'QUERY_INVALID' });
+    expect(await main(['query', 'SELEC 1', '--db', db], { stdout: capture(), stderr: capture() })).toBe(2);
+  });
+
+  it('prints CSV when not on a terminal, a table on one, and what --format says', async () => {
+    const sql = 'SELECT post_id, reactions FROM posts ORDER BY post_id';
+    const pipe = capture(false);
+    expect(await main(['query', sql, '--db', db], { stdout: pipe, stderr: capture() })).toBe(0);
+    expect(parse(pipe.text())).toEqual([['post_id', 'reactions'], ['activity-1', '5'], ['activity-2', '1234567'], ['activity-3', '']]);
+
+    const tty = capture(true, 100);
+    expect(await main(['query', sql, '--db', db], { stdout: tty, stderr: capture() })).toBe(0);
+    expect(tty.text()).toMatch(/^post_id +\| reactions\n-+-\+-+\n/);
+
+    const jsonl = capture(true);
+    expect(await main(['query', sql, '--db', db, '--format', 'jsonl'], { stdout: jsonl, stderr: capture() })).toBe(0);
+    expect(jsonl.text().trim().split('\n').map((l) => JSON.parse(l) as unknown)).toEqual([
+      { post_id: 'activity-1', reactions: 5 },
+      { post_id: 'activity-2', reactions: 1234567 },
+      { post_id: 'activity-3', reactions: null },
+    ]);
+  });
+});
+
+describe('table format', () => {
+  async function table(sql: string, options: { columns?: number; maxColumnWidth?: number; sampleRows?: number } = {}): Promise<string[]> {
+    const stream = capture(true, options.columns);
+    await runQuery({ db, sql, stream, format: 'table', maxColumnWidth: options.maxColumnWidth, sampleRows: options.sampleRows });
+    return stream.text().split('\n').slice(0, -1);
+  }
+
+  it('aligns columns by display width (CJK and emoji count two), shows NULL, right-aligns numbers, counts rows', async () => {
+    const lines = await table('SELECT post_id, author_name, reactions, text_content FROM posts ORDER BY post_id');
+    expect(lines.at(-1)).toBe('(3 rows)');
+    const body = lines.slice(0, -1);
+    // Every separator sits at the same display column on every line.
+    const bars = (line: string) => {
+      const cols: number[] = [];
+      let width = 0;
+      for (const ch of line) {
+        if (ch === '|' || ch === '+') cols.push(width);
+        width += displayWidth(ch);
+      }
+      return cols;
+    };
+    for (const line of body) expect(bars(line)).toEqual(bars(body[0]!));
+    expect(body[2]).toMatch(/^activity-1 \| Jane +\| +5 \| short$/);
+    expect(body[3]).toContain('山田太郎');
+    expect(body[3]).toMatch(/\| +1234567 \|/);
+    expect(body[3]).toContain('two↵lines');
+    expect(body[4]).toMatch(/Émile 🚀 +\| NULL +\| NULL$/);
+  });
+
+  it('caps each column and cuts long values with …', async () => {
+    const lines = await table("SELECT text_content FROM posts WHERE post_id = 'activity-2'", { maxColumnWidth: 20 });
+    expect(lines[0]!.trimEnd()).toBe('text_content');
+    expect(lines[1]).toBe('-'.repeat(20));
+    expect(lines[2]).toBe('two↵lines and a ver…');
+  });
+
+  it('shrinks the widest columns to fit the terminal', async () => {
+    const lines = await table('SELECT url, author_name, text_content FROM posts ORDER BY post_id', { columns: 60 });
+    for (const line of lines) expect(displayWidth(line)).toBeLessThanOrEqual(60);
+    expect(lines[2]).toContain('…');
+  });
+
+  it('streams beyond the sample rows with the same widths', async () => {
+    const sql = 'WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 500) SELECT i, printf(\'%.*c\', i % 30 + 1, \'x\') AS s FROM n';
+    const lines = await table(sql, { sampleRows: 10 });
+    expect(lines.at(-1)).toBe('(500 rows)');
+    // Widths come from rows 1-10: later text is cut to them, a wider number overflows rather than being cut.
+    expect(lines[1]).toBe('---+------------');
+    for (const line of lines.slice(2, 101)) expect(displayWidth(line)).toBeLessThanOrEqual(lines[1]!.length);
+    expect(lines[30]).toBe('29 | xxxxxxxxxx…');
+    expect(lines[300]).toBe('299 | xxxxxxxxxx…');
+  });
+
+  it('prints the header and (0 rows) for an empty result', async () => {
+    expect(await table('SELECT post_id FROM posts WHERE 0')).toEqual(['post_id', '-------', '(0 rows)']);
+  });
+});
