@@ -115,9 +115,9 @@ export const RESPONSE_SCHEMAS = {
   'search-jobs': searchJobsResponseSchema,
 } as const satisfies Record<Operation, z.ZodType>;
 
-// Compile-time proof that a validated body really has the shared type (so the cast below is honest), except
-// Address.line2, which the spec leaves "not shown" but src/spec/types.ts declares `string | null`.
+// Compile-time proof that a validated body really has the shared type, so the cast below is honest.
 type Assignable<A extends B, B> = A;
+export type _SimilarCompaniesChecked = Assignable<z.output<typeof similarCompaniesResponseSchema>, ResponseByOperation['similar-companies']>;
 export type _PostDetailsChecked = Assignable<z.output<typeof postDetailsResponseSchema>, ResponseByOperation['post-details']>;
 export type _SearchJobsChecked = Assignable<z.output<typeof searchJobsResponseSchema>, ResponseByOperation['search-jobs']>;
 

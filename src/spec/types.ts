@@ -35,7 +35,8 @@ export interface Address {
   /** Type when non-null: not shown. */
   isPrimary: unknown;
   line1: string;
-  line2: string | null;
+  /** Type when non-null: not shown. */
+  line2: unknown;
   postalCode: string;
   [extra: string]: unknown;
 }
