@@ -14,8 +14,10 @@ export class LineCursor {
 
   /** Consumes one record's raw text and returns the line of its first character (blank lines before it skipped). */
   advance(raw: string): number {
-    let start = -1;
-    for (let i = 0; i < raw.length; i++) {
+    const n = raw.length;
+    let i = 0;
+    // Blank lines csv-parse skipped come first in the raw text.
+    for (; i < n; i++) {
       const c = raw.charCodeAt(i);
       if (c === 10) {
         if (!this.afterCR) this.next++;
@@ -23,11 +25,18 @@ export class LineCursor {
       } else if (c === 13) {
         this.next++;
         this.afterCR = true;
-      } else {
-        this.afterCR = false;
-        if (start < 0) start = this.next;
-      }
+      } else break;
     }
-    return start < 0 ? this.next : start;
+    if (i === n) return this.next;
+    const start = this.next;
+    // The rest holds the record's own line breaks (usually just the final one): counted with native scans.
+    let breaks = 0;
+    for (let k = raw.indexOf('\r', i); k !== -1; k = raw.indexOf('\r', k + 1)) breaks++;
+    for (let k = raw.indexOf('\n', i); k !== -1; k = raw.indexOf('\n', k + 1)) {
+      if (raw.charCodeAt(k - 1) !== 13) breaks++;
+    }
+    this.next += breaks;
+    this.afterCR = raw.charCodeAt(n - 1) === 13;
+    return start;
   }
 }

@@ -1,6 +1,6 @@
 import { createReadStream } from 'node:fs';
 import { Readable, pipeline } from 'node:stream';
-import { parse, type CsvError, type Options as CsvParseOptions } from 'csv-parse';
+import { parse, type CsvError, type Parser } from 'csv-parse';
 import { assertColumns, readCsvHeader, type CsvDelimiter, type CsvHeader } from './csv-header.ts';
 import { InputFileError, describeFsError } from './input-error.ts';
 import { LineCursor } from './line-cursor.ts';
@@ -55,8 +55,53 @@ export async function* readCsv(path: string, options: ReadCsvOptions = {}): Asyn
     firstLine: 1,
     hasHeader: true,
   };
+  // One loop, no nested generators: this is the hot path of every plan (an extra async layer per row costs
+  // about as much as the parsing).
   while (segment) {
-    segment = yield* readSegment(segment, header, file);
+    const { rows, skips } = openSegment(segment, header);
+    const cursor = new LineCursor(segment.firstLine);
+    let records = 0; // records taken from the parser, header included
+    let nextSkip = 0;
+    let skipHeader = segment.hasHeader;
+    let unclosed: { line: number; raw: string } | undefined;
+    try {
+      for await (const row of rows) {
+        // A skipped (malformed) record is reported where csv-parse met it, between the records around it.
+        while (nextSkip < skips.length && skips[nextSkip]!.recordsBefore <= records) {
+          const skip = skips[nextSkip++]!;
+          const line = cursor.advance(skip.raw);
+          if (skip.unclosedQuote) unclosed = { line, raw: skip.raw };
+          else yield { line, error: skip.message };
+        }
+        records += 1;
+        const line = cursor.advance(row.raw);
+        if (skipHeader) {
+          skipHeader = false;
+          continue;
+        }
+        const item = toItem(line, row.record, header.columns);
+        if (item) yield item;
+      }
+    } catch (err) {
+      throw new InputFileError(file, `cannot read input file: ${describeFsError(err)}`, { cause: err });
+    } finally {
+      rows.destroy();
+      segment.source.destroy();
+    }
+    while (nextSkip < skips.length) {
+      const skip = skips[nextSkip++]!;
+      const line = cursor.advance(skip.raw);
+      if (skip.unclosedQuote) unclosed = { line, raw: skip.raw };
+      else yield { line, error: skip.message };
+    }
+    segment = undefined;
+    if (unclosed) {
+      // csv-parse swallowed the rest of the file into the open field; resume on the next line so that one
+      // stray quote does not lose every row after it.
+      yield { line: unclosed.line, error: 'a quoted field starting on this line is never closed (unbalanced ")' };
+      const rest = afterFirstLine(unclosed.raw);
+      if (rest.trim() !== '') segment = { source: Readable.from([rest]), firstLine: unclosed.line + 1, hasHeader: false };
+    }
   }
 }
 
@@ -67,25 +112,19 @@ interface Segment {
   hasHeader: boolean;
 }
 
-/** What csv-parse hands us per record, after our on_record hook. */
-interface ParsedRow {
-  line: number;
-  fields: string[];
-  /** Malformed rows reported by csv-parse before this one, kept here so that items stay in file order. */
-  errorsBefore: CsvErrorItem[] | undefined;
+/** A record csv-parse dropped, and how many records it had emitted before (to keep file order). */
+interface Skip {
+  recordsBefore: number;
+  raw: string;
+  message: string;
+  unclosedQuote: boolean;
 }
 
-/**
- * Parses one segment, yielding its items; resolves to the segment that must be parsed next when a quote was
- * left open: csv-parse then swallows the rest of the file into one field, and we resume on the next line so
- * that one stray quote does not lose every row after it.
- */
-async function* readSegment(segment: Segment, header: CsvHeader, file: string): AsyncGenerator<CsvItem, Segment | undefined, undefined> {
-  const cursor = new LineCursor(segment.firstLine);
-  let pending: CsvErrorItem[] = [];
-  let unclosed: { line: number; raw: string } | undefined;
-  // csv-parse's types assume on_record keeps the record shape; ours wraps it (raw: true passes { record, raw }).
-  const options: CsvParseOptions<unknown, unknown> = {
+/** Starts csv-parse on a segment; malformed records are collected in `skips` as the parser meets them. */
+function openSegment(segment: Segment, header: CsvHeader): { rows: Readable & AsyncIterable<{ record: string[]; raw: string }>; skips: Skip[] } {
+  const skips: Skip[] = [];
+  // No on_record hook: csv-parse builds a full info object for every record when one is set.
+  const parser: Parser = parse({
     delimiter: header.delimiter,
     // Explicit, so a file with mixed line endings does not leave a stray \r in fields.
     record_delimiter: ['\r\n', '\n', '\r'],
@@ -95,56 +134,32 @@ async function* readSegment(segment: Segment, header: CsvHeader, file: string): 
     relax_column_count: true,
     skip_empty_lines: true,
     skip_records_with_error: true,
-    on_record: (value) => {
-      const ext = value as { record: string[]; raw: string };
-      const row: ParsedRow = { line: cursor.advance(ext.raw), fields: ext.record, errorsBefore: undefined };
-      if (pending.length > 0) {
-        row.errorsBefore = pending;
-        pending = [];
-      }
-      return row;
-    },
     on_skip: (err: CsvError | undefined, raw: string | undefined) => {
-      const line = cursor.advance(raw ?? '');
-      if (err?.code === 'CSV_QUOTE_NOT_CLOSED') unclosed = { line, raw: raw ?? '' };
-      else pending.push({ line, error: err?.message ?? 'malformed row' });
+      skips.push({
+        recordsBefore: parser.info.records,
+        raw: raw ?? '',
+        message: err?.message ?? 'malformed row',
+        unclosedQuote: err?.code === 'CSV_QUOTE_NOT_CLOSED',
+      });
       return undefined;
     },
-  };
-  const parser = parse(options as CsvParseOptions);
+  });
   const rows = pipeline(segment.source, parser, () => {
-    // Errors surface through the iterator below.
-  }) as AsyncIterable<ParsedRow> & Readable;
-
-  let skipHeader = segment.hasHeader;
-  try {
-    for await (const row of rows) {
-      if (row.errorsBefore) yield* row.errorsBefore;
-      if (skipHeader) {
-        skipHeader = false;
-        continue;
-      }
-      const item = toItem(row, header.columns);
-      if (item) yield item;
-    }
-  } catch (err) {
-    throw new InputFileError(file, `cannot read input file: ${describeFsError(err)}`, { cause: err });
-  } finally {
-    rows.destroy();
-    segment.source.destroy();
-  }
-  yield* pending;
-  if (!unclosed) return undefined;
-  yield { line: unclosed.line, error: 'a quoted field starting on this line is never closed (unbalanced ")' };
-  const rest = afterFirstLine(unclosed.raw);
-  if (rest.trim() === '') return undefined;
-  return { source: Readable.from([rest]), firstLine: unclosed.line + 1, hasHeader: false };
+    // Errors surface through the async iterator of `rows`.
+  });
+  return { rows: rows as Readable & AsyncIterable<{ record: string[]; raw: string }>, skips };
 }
 
 /** Maps a parsed row onto the header; undefined for a blank row (only whitespace and delimiters). */
-function toItem(row: ParsedRow, columns: string[]): CsvItem | undefined {
-  const { fields, line } = row;
-  if (fields.every((f) => f.trim() === '')) return undefined;
+function toItem(line: number, fields: string[], columns: string[]): CsvItem | undefined {
+  let blank = true;
+  for (let i = 0; i < fields.length; i++) {
+    if (fields[i]!.trim() !== '') {
+      blank = false;
+      break;
+    }
+  }
+  if (blank) return undefined;
   if (fields.length < columns.length) {
     return { line, error: `expected ${columns.length} fields as in the header row, found ${fields.length}` };
   }

@@ -1,0 +1,166 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { loadAllJobs, loadJob, assertUniqueNames } from '../src/jobs/load.ts';
+import { JobFileError } from '../src/jobs/job-error.ts';
+
+const repoRoot = fileURLToPath(new URL('..', import.meta.url));
+const definePath = fileURLToPath(new URL('../src/jobs/define.ts', import.meta.url));
+
+let root: string;
+beforeAll(async () => {
+  root = await mkdtemp(join(tmpdir(), 'netingest-jobs-'));
+  await mkdir(join(root, 'jobs'));
+});
+afterAll(async () => {
+  await rm(root, { recursive: true, force: true });
+});
+
+let seq = 0;
+/** Writes a job file in its own folder under root/jobs-N and returns the folder's name (relative to root). */
+async function jobDir(files: Record<string, string>): Promise<string> {
+  const dir = `jobs-${++seq}`;
+  await mkdir(join(root, dir));
+  for (const [name, text] of Object.entries(files)) await writeFile(join(root, dir, name), text);
+  return dir;
+}
+
+async function loadError(path: string): Promise<JobFileError> {
+  const err = await loadJob(path, { cwd: root }).catch((e: unknown) => e);
+  expect(err).toBeInstanceOf(JobFileError);
+  expect((err as JobFileError).code).toBe('JOB_INVALID');
+  return err as JobFileError;
+}
+
+const leadsJson = JSON.stringify({ operation: 'similar-companies', input: { csv: 'data/leads.csv', column: 'company_url' }, pages: 2 });
+
+describe('loadJob', () => {
+  it('loads a .json job: name from the file, paths resolved against cwd, original kept', async () => {
+    const dir = await jobDir({ 'leads.json': leadsJson });
+    const job = await loadJob(`${dir}/leads.json`, { cwd: root });
+    expect(job.name).toBe('leads');
+    expect(job.file).toBe(join(root, dir, 'leads.json'));
+    expect(job.input).toEqual({ csv: 'data/leads.csv', csvPath: join(root, 'data/leads.csv'), column: 'company_url' });
+    expect(job.pages).toBe(2);
+  });
+
+  it('loads a .json file with a BOM', async () => {
+    const dir = await jobDir({ 'bom.json': `\ufeff${leadsJson}` });
+    expect((await loadJob(`${dir}/bom.json`, { cwd: root })).name).toBe('bom');
+  });
+
+  it('loads a .ts job written with defineJob', async () => {
+    const dir = await jobDir({
+      'posts.ts': [
+        `import { defineJob } from ${JSON.stringify(definePath)};`,
+        `const days: number = 3;`,
+        `export default defineJob({ name: 'engagement', operation: 'post-details', input: { csv: 'p.csv', column: 'u' }, refreshAfterDays: days });`,
+      ].join('\n'),
+    });
+    const job = await loadJob(join(root, dir, 'posts.ts'));
+    expect(job).toMatchObject({ name: 'engagement', operation: 'post-details', refreshAfterDays: 3, pages: 1 });
+  });
+
+  it('validates a .ts job with the same schema, naming the file and field', async () => {
+    const dir = await jobDir({
+      'bad.ts': `export default { operation: 'search-jobs', input: { csv: 'q.csv' }, rate: { requestsPerMinute: -1 } };`,
+    });
+    const err = await loadError(`${dir}/bad.ts`);
+    expect(err.message).toBe(`${dir}/bad.ts: rate.requestsPerMinute: must be a positive number`);
+  });
+
+  it('rejects a module that throws, naming the file', async () => {
+    const dir = await jobDir({ 'boom.ts': `throw new Error('kaboom');\nexport default {};` });
+    const err = await loadError(`${dir}/boom.ts`);
+    expect(err.message).toBe(`${dir}/boom.ts: failed to load: kaboom`);
+  });
+
+  it('rejects a module without a default export', async () => {
+    const dir = await jobDir({ 'nodefault.ts': `export const job = { operation: 'post-details' };` });
+    const err = await loadError(`${dir}/nodefault.ts`);
+    expect(err.message).toBe(`${dir}/nodefault.ts: has no default export: write \`export default defineJob({ ... })\``);
+  });
+
+  it('points at the line and column of a JSON syntax error', async () => {
+    const dir = await jobDir({ 'syntax.json': '{\n  "operation": "post-details",\n  "pages": 1,\n}\n' });
+    const err = await loadError(`${dir}/syntax.json`);
+    expect(err.message).toBe(`${dir}/syntax.json: invalid JSON: Expected double-quoted property name at line 4, column 1`);
+  });
+
+  it('reports a truncated JSON file at its end', async () => {
+    const dir = await jobDir({ 'cut.json': '{\n  "operation": "post-details"' });
+    const err = await loadError(`${dir}/cut.json`);
+    expect(err.message).toBe(`${dir}/cut.json: invalid JSON: Expected ',' or '}' after property value at line 2, column 30`);
+  });
+
+  it('names field errors of a .json job', async () => {
+    const dir = await jobDir({
+      'wrong.json': JSON.stringify({ operation: 'post-details', input: { csv: 'p.csv' }, rate: { requestsPerMinute: 'fast' }, extra: true }),
+    });
+    const err = await loadError(`${dir}/wrong.json`);
+    expect(err.message.split('\n')).toEqual([
+      `${dir}/wrong.json: rate.requestsPerMinute: must be a number (got "fast")`,
+      `${dir}/wrong.json: input.column: is required`,
+      `${dir}/wrong.json: extra: unknown field; allowed here: name, description, pages, rate, retry, credits, refreshAfterDays, operation, input, request`,
+    ]);
+  });
+
+  it('rejects a missing file and an unknown extension', async () => {
+    expect((await loadError('nope.json')).message).toBe('nope.json: cannot read job file: file not found');
+    expect((await loadError('nope.ts')).message).toBe('nope.ts: cannot read job file: file not found');
+    const dir = await jobDir({ 'job.yaml': 'operation: post-details' });
+    expect((await loadError(`${dir}/job.yaml`)).message).toBe(`${dir}/job.yaml: not a job file: expected .json or .ts (got ".yaml")`);
+  });
+});
+
+describe('loadAllJobs', () => {
+  it('loads every .ts and .json job in name order, skipping other files', async () => {
+    const dir = await jobDir({
+      'b.json': leadsJson,
+      'a.ts': `export default { operation: 'post-details', input: { csv: 'p.csv', column: 'u' } };`,
+      'notes.md': '# not a job',
+      '_draft.json': '{ broken',
+      'types.d.ts': 'export {};',
+    });
+    const jobs = await loadAllJobs(dir, { cwd: root });
+    expect(jobs.map((j) => j.name)).toEqual(['a', 'b']);
+  });
+
+  it('refuses two jobs with the same name, naming both files', async () => {
+    const dir = await jobDir({ 'a.json': JSON.stringify({ ...JSON.parse(leadsJson), name: 'same' }), 'b.json': JSON.stringify({ ...JSON.parse(leadsJson), name: 'same' }) });
+    const err = await loadAllJobs(dir, { cwd: root }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(JobFileError);
+    expect((err as Error).message).toBe(`${dir}/b.json: name: name "same" is already used by ${dir}/a.json; job names must be unique`);
+  });
+
+  it('reports the problems of every file at once', async () => {
+    const dir = await jobDir({ 'a.json': '{', 'b.json': JSON.stringify({ operation: 'post-details', input: { csv: 'p.csv' } }) });
+    const err = (await loadAllJobs(dir, { cwd: root }).catch((e: unknown) => e)) as JobFileError;
+    expect(err).toBeInstanceOf(JobFileError);
+    expect(err.message.split('\n')).toEqual([
+      `${dir}: ${dir}/a.json: invalid JSON: Expected property name or '}' at line 1, column 2`,
+      `${dir}: ${dir}/b.json: input.column: is required`,
+    ]);
+  });
+
+  it('rejects a missing jobs directory', async () => {
+    await expect(loadAllJobs('no-such-dir', { cwd: root })).rejects.toThrow('no-such-dir: cannot read the jobs directory: directory not found');
+  });
+
+  it('loads the shipped example jobs', async () => {
+    const jobs = await loadAllJobs('jobs', { cwd: repoRoot });
+    expect(jobs.map((j) => [j.name, j.operation])).toEqual([
+      ['job-search', 'search-jobs'],
+      ['lookalikes', 'similar-companies'],
+      ['post-engagement', 'post-details'],
+    ]);
+  });
+
+  it('assertUniqueNames catches duplicates among separately loaded jobs', async () => {
+    const dir = await jobDir({ 'x.json': leadsJson });
+    const job = await loadJob(`${dir}/x.json`, { cwd: root });
+    expect(() => assertUniqueNames([job, { ...job }])).toThrow(/name "x" is already used/);
+  });
+});
