@@ -101,8 +101,11 @@ export async function executeTask(task: ExecutableTask, ctx: ExecutorContext): P
     }
   };
 
+  // p-retry checks the stop signal after a successful attempt too; an answer already paid for must still be
+  // written, so it is kept here rather than taken from p-retry's result.
+  let received: ApiResult<unknown> | null = null;
   try {
-    const result = await pRetry(attempt, {
+    await pRetry(async () => (received = await attempt()), {
       retries: ctx.retry.retries,
       minTimeout: ctx.retry.minTimeoutMs,
       maxTimeout: ctx.retry.maxTimeoutMs,
@@ -111,21 +114,27 @@ export async function executeTask(task: ExecutableTask, ctx: ExecutorContext): P
       signal: ctx.stop.signal,
       unref: true,
     });
-    if (result.kind === 'not_found') {
-      ctx.writer.notFound(task, result.call, attempts, result.message);
-      return { kind: 'not_found' };
-    }
-    ctx.writer.success(task, task.ingest, task.requestKey, result, attempts);
-    return { kind: 'done', lastPage: isLastPage(task, result.data) };
   } catch (err) {
-    // A stop (credits, signal, auth) leaves the task pending: the next run takes it up again.
-    if (err instanceof StoppedBeforeCall || ctx.stop.signal.aborted && !isApiError(err)) return { kind: 'stopped' };
-    const retryable = errorAction(err) === 'retry';
-    const code = isApiError(err) ? err.code : 'INTERNAL';
-    const message = err instanceof Error ? err.message : String(err);
-    ctx.writer.failed(task, code, message, retryable, attempts);
-    return { kind: 'failed', retryable };
+    if (received === null) return failure(task, ctx, err, attempts);
   }
+  const result = received as ApiResult<unknown> | null;
+  if (result === null) return { kind: 'stopped' };
+  if (result.kind === 'not_found') {
+    ctx.writer.notFound(task, result.call, attempts, result.message);
+    return { kind: 'not_found' };
+  }
+  ctx.writer.success(task, task.ingest, task.requestKey, result, attempts);
+  return { kind: 'done', lastPage: isLastPage(task, result.data) };
+}
+
+/** Records why a task got no answer; a stop (credits, signal, auth) leaves it pending for the next run. */
+function failure(task: ExecutableTask, ctx: ExecutorContext, err: unknown, attempts: number): TaskOutcome {
+  if (err instanceof StoppedBeforeCall || (ctx.stop.signal.aborted && !isApiError(err))) return { kind: 'stopped' };
+  const retryable = errorAction(err) === 'retry';
+  const code = isApiError(err) ? err.code : 'INTERNAL';
+  const message = err instanceof Error ? err.message : String(err);
+  ctx.writer.failed(task, code, message, retryable, attempts);
+  return { kind: 'failed', retryable };
 }
 
 /** Marks an attempt that ended because the run is stopping, not because the item failed. */
