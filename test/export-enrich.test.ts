@@ -1,0 +1,349 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { PassThrough } from 'node:stream';
+import { parse } from 'csv-parse/sync';
+import type BetterSqlite3 from 'better-sqlite3';
+import { openDatabase } from '../src/db/open.ts';
+import { enrichJob } from '../src/export/enrich.ts';
+import { filterKey, searchKey } from '../src/jobs/request-keys.ts';
+import { main } from '../src/cli/main.ts';
+
+let dir: string;
+let db: string;
+const AT = '2026-11-20T08:00:00.000Z';
+const ACCOUNT = { location: ['germany'] };
+const co = (slug: string) => `https://network.com/company/${slug}`;
+const post = (id: number) => `https://network.com/posts/someone_activity-${id}`;
+
+const STATUS_COLUMNS = ['netingest_line', 'netingest_status', 'netingest_error', 'netingest_input_key'];
+const SIMILAR_COLUMNS = [
+  'similar_rank', 'similar_page', 'similar_relevancy_score', 'similar_relevancy_grade', 'similar_url', 'similar_name',
+  'similar_universal_name', 'similar_type', 'similar_website', 'similar_industries', 'similar_specialities',
+  'similar_staff_total', 'similar_staff_range', 'similar_hq_city', 'similar_hq_country', 'similar_founded_year',
+  'similar_phone', 'similar_description', 'similar_last_seen_at',
+];
+const POST_COLUMNS = [
+  'post_id', 'post_author_name', 'post_author_headline', 'post_author_url', 'post_timestamp', 'post_text', 'post_reactions',
+  'post_comments', 'post_media_count', 'post_media_urls', 'post_media_description', 'post_hashtags', 'post_last_seen_at',
+];
+const JOB_COLUMNS = [
+  'job_rank', 'job_url', 'job_title', 'job_company_name', 'job_company_link', 'job_location', 'job_posted_date',
+  'job_is_actively_hiring', 'job_employment_type', 'job_seniority_level', 'job_function', 'job_industries',
+  'job_description', 'job_last_seen_at',
+];
+
+function writeJob(name: string, def: Record<string, unknown>, csv: string): string {
+  writeFileSync(join(dir, `${name}.csv`), csv);
+  const file = join(dir, `${name}.json`);
+  writeFileSync(file, JSON.stringify({ name, ...def, input: { ...(def.input as object), csv: join(dir, `${name}.csv`) } }));
+  return file;
+}
+
+function task(sqlite: BetterSqlite3.Database, job: string, operation: string, inputKey: string, page: number, status: string, error?: [string, string]) {
+  sqlite
+    .prepare(`INSERT INTO tasks (job, operation, input_key, page, request_json, status, attempts, last_error_code, last_error,
+      created_at, updated_at) VALUES (?, ?, ?, ?, '{}', ?, 1, ?, ?, ?, ?)`)
+    .run(job, operation, inputKey, page, status, error?.[0] ?? null, error?.[1] ?? null, AT, AT);
+}
+
+function company(sqlite: BetterSqlite3.Database, slug: string, n: number) {
+  sqlite
+    .prepare(`INSERT OR IGNORE INTO companies (url, name, universal_name, type, website, staff_total, staff_range_start,
+      staff_range_end, founded_year, phone, description, first_seen_at, updated_at)
+      VALUES (?, ?, ?, 'PRIVATELY_HELD', ?, ?, 11, 50, 2001, '+4930', ?, ?, ?)`)
+    .run(co(slug), `Name ${slug}, "Ltd" 🚀`, slug, `https://${slug}.example`, n * 10, `About ${slug}\nsecond line`, AT, AT);
+  sqlite.prepare(`INSERT OR IGNORE INTO company_locations (company_url, position, is_headquarter, city, country) VALUES (?, 1, 1, 'münchen', 'germany')`).run(co(slug));
+  sqlite.prepare(`INSERT OR IGNORE INTO company_locations (company_url, position, is_headquarter, city, country) VALUES (?, 2, 0, 'paris', 'france')`).run(co(slug));
+  sqlite.prepare(`INSERT OR IGNORE INTO company_industries (company_url, position, value) VALUES (?, 2, 'Robotics'), (?, 1, 'Software')`).run(co(slug), co(slug));
+}
+
+function similar(sqlite: BetterSqlite3.Database, ref: string, key: string, slug: string, page: number, rank: number, score: number, grade: string) {
+  company(sqlite, slug, rank);
+  sqlite
+    .prepare(`INSERT INTO similar_companies (reference_url, filter_key, company_url, filters, rank, page, relevancy_score,
+      relevancy_grade, first_seen_at, last_seen_at) VALUES (?, ?, ?, '{}', ?, ?, ?, ?, ?, ?)`)
+    .run(co(ref), key, co(slug), rank, page, score, grade, AT, AT);
+}
+
+/** Parsed output as objects by column name (NULL as null, '' as ''), plus the header. */
+function read(file: string): { header: string[]; rows: Record<string, string | null>[] } {
+  const records = parse(readFileSync(file, 'utf8'), {
+    cast: (value, ctx) => (value === '' && !ctx.quoting ? null : value),
+  }) as (string | null)[][];
+  const header = records[0] as string[];
+  return { header, rows: records.slice(1).map((r) => Object.fromEntries(header.map((h, i) => [h, r[i] ?? null]))) };
+}
+
+let similarJob: string;
+let postJob: string;
+let searchJob: string;
+const NOTE = 'hello, "world"\nsecond line 🚀 ünïcödé';
+
+beforeAll(() => {
+  dir = mkdtempSync(join(tmpdir(), 'netingest-enrich-'));
+  db = join(dir, 'data.db');
+  similarJob = writeJob('lookalikes', { operation: 'similar-companies', input: { column: 'company_url' }, pages: 2, request: { account: ACCOUNT, num: 2 } }, [
+    'company_url,owner,note',
+    `www.network.com/company/Acme/,jane,"${NOTE.replaceAll('"', '""')}"`, // 2-3: ok, 3 results over 2 pages
+    'network.com/company/globex,omar,', // 4: not_found
+    'network.com/company/initech,li,x', // 5: failed
+    'not a url,li,x', // 6: invalid_input
+    'network.com/company/umbrella,li,x', // 7: deferred
+    'network.com/company/hooli,li,x', // 8: pending (tasks planned, not run)
+    'https://network.com/company/ACME,dup,x', // 9: duplicate of line 2: its own 3 rows
+    'network.com/company/stark,li,x', // 10: pending (never planned)
+    'network.com/company/wayne,li,x,extra', // 11: malformed row: invalid_input
+    'network.com/company/wayne,li,x', // 12: ok, page 2 failed
+  ].join('\n') + '\n');
+  postJob = writeJob('posts', { operation: 'post-details', input: { column: 'post_url' } }, [
+    'campaign;post_url',
+    `spring;${post(1)}`, // ok
+    `spring;${post(2)}`, // not_found
+    `fall;${post(3)}`, // failed
+    'fall;https://network.com/company/acme', // invalid_input
+    `fall;${post(4)}`, // deferred
+    `fall;${post(5)}`, // pending
+  ].join('\n') + '\n');
+  searchJob = writeJob('searches', { operation: 'search-jobs', input: {} }, [
+    'label,keywords,location',
+    'first,rust developer,berlin', // ok: 3 jobs
+    'second,cobol,mars', // not_found
+    'third,java,paris', // failed
+    'fourth,,', // invalid_input: no parameters
+    'fifth,go,rome', // deferred
+    'sixth,python,oslo', // pending
+    'seventh,Rust Developer , berlin', // a search of its own (keywords keep their case), never planned: pending
+  ].join('\n') + '\n');
+
+  const database = openDatabase(db);
+  const { sqlite } = database;
+  const key = filterKey(ACCOUNT);
+  sqlite.transaction(() => {
+    // similar-companies
+    task(sqlite, 'lookalikes', 'similar-companies', co('acme'), 1, 'done');
+    task(sqlite, 'lookalikes', 'similar-companies', co('acme'), 2, 'done');
+    similar(sqlite, 'acme', key, 'third', 2, 1, 0.5, 'C');
+    similar(sqlite, 'acme', key, 'second', 1, 2, 0.8, 'B');
+    similar(sqlite, 'acme', key, 'first', 1, 1, 0.9, 'A');
+    similar(sqlite, 'acme', 'f_none', 'other-filters', 1, 1, 0.99, 'A'); // another filter set: not this job's
+    task(sqlite, 'lookalikes', 'similar-companies', co('globex'), 1, 'not_found', ['', 'no similar companies found']);
+    task(sqlite, 'lookalikes', 'similar-companies', co('globex'), 2, 'not_found', ['', 'past the last page']);
+    task(sqlite, 'lookalikes', 'similar-companies', co('initech'), 1, 'failed', ['HTTP_500', 'server error (500)']);
+    task(sqlite, 'lookalikes', 'similar-companies', co('initech'), 2, 'pending');
+    task(sqlite, 'lookalikes', 'similar-companies', co('umbrella'), 1, 'deferred');
+    task(sqlite, 'lookalikes', 'similar-companies', co('umbrella'), 2, 'deferred');
+    task(sqlite, 'lookalikes', 'similar-companies', co('hooli'), 1, 'pending');
+    task(sqlite, 'lookalikes', 'similar-companies', co('hooli'), 2, 'pending');
+    task(sqlite, 'other-job', 'similar-companies', co('stark'), 1, 'failed', ['X', 'another job']); // not this job's
+    task(sqlite, 'lookalikes', 'similar-companies', co('wayne'), 1, 'done');
+    task(sqlite, 'lookalikes', 'similar-companies', co('wayne'), 2, 'failed', ['TIMEOUT', 'timed out']);
+    similar(sqlite, 'wayne', key, 'first', 1, 1, 0.7, 'B');
+
+    // post-details
+    sqlite.prepare(`INSERT INTO posts (post_id, url, author_name, author_headline, author_url, posted_raw, text_content, hashtags,
+      media_description, reactions, comments_count, first_seen_at, updated_at) VALUES ('activity-1', ?, 'Jane Doe', 'CTO, "Acme"',
+      'https://network.com/in/jane', '21-11-2026', ?, '["#launch","#robots"]', '', 120, 7, ?, ?)`).run(post(1), 'We launched 🚀\nline two, "quoted"', AT, AT);
+    sqlite.prepare(`INSERT INTO post_media (post_id, position, url) VALUES ('activity-1', 2, 'https://img/2.png'), ('activity-1', 1, 'https://img/1.png')`).run();
+    task(sqlite, 'posts', 'post-details', post(1), 1, 'done');
+    task(sqlite, 'posts', 'post-details', post(2), 1, 'not_found', ['', 'post not found']);
+    task(sqlite, 'posts', 'post-details', post(3), 1, 'failed', ['HTTP_502', 'bad gateway']);
+    task(sqlite, 'posts', 'post-details', post(4), 1, 'deferred');
+    task(sqlite, 'posts', 'post-details', post(5), 1, 'pending');
+
+    // search-jobs
+    const q = (keywords: string, location: string) => searchKey({ keywords, location });
+    sqlite.prepare(`INSERT INTO job_searches (search_key, keywords, location, first_seen_at, last_seen_at) VALUES (?, 'rust developer', 'berlin', ?, ?)`).run(q('rust developer', 'berlin'), AT, AT);
+    for (const [i, position] of [[3, 2], [1, 0], [2, 1]] as const) {
+      sqlite.prepare(`INSERT INTO jobs (url, title, company_name, company_link, location, posted_date, is_actively_hiring,
+        employment_type, description, first_seen_at, updated_at) VALUES (?, ?, 'Acme', ?, 'Berlin, DE', '2026-11-1${i}', 1, 'Full-time', ?, ?, ?)`)
+        .run(`https://network.com/jobs/view/${i}`, `Rust dev ${i}`, co('acme'), `Desc ${i}\n• bullet`, AT, AT);
+      sqlite.prepare(`INSERT INTO job_search_results (search_key, job_url, position, first_seen_at, last_seen_at) VALUES (?, ?, ?, ?, ?)`)
+        .run(q('rust developer', 'berlin'), `https://network.com/jobs/view/${i}`, position, AT, AT);
+    }
+    task(sqlite, 'searches', 'search-jobs', q('rust developer', 'berlin'), 1, 'done');
+    task(sqlite, 'searches', 'search-jobs', q('cobol', 'mars'), 1, 'not_found', ['', 'no results found']);
+    task(sqlite, 'searches', 'search-jobs', q('java', 'paris'), 1, 'failed', ['HTTP_500', 'oops']);
+    task(sqlite, 'searches', 'search-jobs', q('go', 'rome'), 1, 'deferred');
+    task(sqlite, 'searches', 'search-jobs', q('python', 'oslo'), 1, 'pending');
+  })();
+  database.close();
+});
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+describe('enrich similar-companies', () => {
+  it('writes every input row in order with its columns, one row per lookalike, and why when there is none', async () => {
+    const out = join(dir, 'lookalikes-out.csv');
+    const result = await enrichJob({ db, job: similarJob, out });
+    const { header, rows } = read(out);
+    expect(header).toEqual(['company_url', 'owner', 'note', ...STATUS_COLUMNS, ...SIMILAR_COLUMNS]);
+    expect(rows.map((r) => [r.netingest_line, r.owner, r.netingest_status, r.similar_url])).toEqual([
+      ['2', 'jane', 'ok', co('first')],
+      ['2', 'jane', 'ok', co('second')],
+      ['2', 'jane', 'ok', co('third')],
+      ['4', 'omar', 'not_found', null],
+      ['5', 'li', 'failed', null],
+      ['6', 'li', 'invalid_input', null],
+      ['7', 'li', 'deferred', null],
+      ['8', 'li', 'pending', null],
+      ['9', 'dup', 'ok', co('first')],
+      ['9', 'dup', 'ok', co('second')],
+      ['9', 'dup', 'ok', co('third')],
+      ['10', 'li', 'pending', null],
+      ['11', null, 'invalid_input', null],
+      ['12', 'li', 'ok', co('first')],
+    ]);
+    expect(result).toMatchObject({ rows: 14, inputRows: 10, statuses: { ok: 3, not_found: 1, failed: 1, invalid_input: 2, deferred: 1, pending: 2 } });
+
+    // Input values come back exactly as written, repeated on each result row.
+    expect(rows[0]!.company_url).toBe('www.network.com/company/Acme/');
+    expect(rows.slice(0, 3).map((r) => r.note)).toEqual([NOTE, NOTE, NOTE]);
+    expect(rows[3]!.note).toBe('');
+
+    expect(rows[0]).toMatchObject({
+      netingest_error: null,
+      netingest_input_key: co('acme'),
+      similar_rank: '1',
+      similar_page: '1',
+      similar_relevancy_score: '0.9',
+      similar_relevancy_grade: 'A',
+      similar_name: 'Name first, "Ltd" 🚀',
+      similar_universal_name: 'first',
+      similar_type: 'PRIVATELY_HELD',
+      similar_website: 'https://first.example',
+      similar_industries: 'Software; Robotics',
+      similar_specialities: null,
+      similar_staff_total: '10',
+      similar_staff_range: '11-50',
+      similar_hq_city: 'münchen',
+      similar_hq_country: 'germany',
+      similar_founded_year: '2001',
+      similar_phone: '+4930',
+      similar_description: 'About first\nsecond line',
+      similar_last_seen_at: AT,
+    });
+    expect(rows.slice(0, 3).map((r) => [r.similar_rank, r.similar_page, r.similar_relevancy_grade])).toEqual([
+      ['1', '1', 'A'], ['2', '1', 'B'], ['3', '2', 'C'],
+    ]);
+    expect(rows[3]).toMatchObject({ netingest_error: 'no similar companies found', netingest_input_key: co('globex') });
+    expect(rows[4]!.netingest_error).toBe('page 1: HTTP_500: server error (500)');
+    expect(rows[5]!.netingest_error).toMatch(/^company_url "not a url": /);
+    expect(rows[5]!.netingest_input_key).toBeNull();
+    expect(rows[11]!.netingest_error).toMatch(/no task/);
+    expect(rows[12]!.netingest_error).toMatch(/malformed CSV row/);
+    expect(rows[13]).toMatchObject({ netingest_status: 'ok', netingest_error: 'page 2: TIMEOUT: timed out', similar_rank: '1' });
+    for (const r of rows.filter((x) => x.netingest_status !== 'ok')) {
+      for (const c of SIMILAR_COLUMNS) expect(r[c]).toBeNull();
+    }
+    expect(rows.some((r) => r.similar_url === co('other-filters'))).toBe(false);
+  });
+});
+
+describe('enrich post-details', () => {
+  it('writes one row per post with author, text, engagement and media, and every status', async () => {
+    const out = join(dir, 'posts-out.csv');
+    const result = await enrichJob({ db, job: postJob, out });
+    const { header, rows } = read(out);
+    expect(header).toEqual(['campaign', 'post_url', ...STATUS_COLUMNS, ...POST_COLUMNS]);
+    expect(rows.map((r) => [r.campaign, r.netingest_status])).toEqual([
+      ['spring', 'ok'], ['spring', 'not_found'], ['fall', 'failed'], ['fall', 'invalid_input'], ['fall', 'deferred'], ['fall', 'pending'],
+    ]);
+    expect(rows[0]).toEqual({
+      campaign: 'spring',
+      post_url: post(1),
+      netingest_line: '2',
+      netingest_status: 'ok',
+      netingest_error: null,
+      netingest_input_key: post(1),
+      post_id: 'activity-1',
+      post_author_name: 'Jane Doe',
+      post_author_headline: 'CTO, "Acme"',
+      post_author_url: 'https://network.com/in/jane',
+      post_timestamp: '21-11-2026',
+      post_text: 'We launched 🚀\nline two, "quoted"',
+      post_reactions: '120',
+      post_comments: '7',
+      post_media_count: '2',
+      post_media_urls: 'https://img/1.png; https://img/2.png',
+      post_media_description: '',
+      post_hashtags: '#launch; #robots',
+      post_last_seen_at: AT,
+    });
+    expect(rows[1]!.netingest_error).toBe('post not found');
+    expect(rows[2]!.netingest_error).toBe('HTTP_502: bad gateway');
+    expect(rows[3]!.netingest_error).toMatch(/^post_url "https:\/\/network.com\/company\/acme": not a post page/);
+    expect(result.statuses).toEqual({ ok: 1, not_found: 1, failed: 1, invalid_input: 1, deferred: 1, pending: 1 });
+  });
+});
+
+describe('enrich search-jobs', () => {
+  it('writes one row per job found, in result order, and every status', async () => {
+    const out = join(dir, 'searches-out.csv');
+    await enrichJob({ db, job: searchJob, out });
+    const { header, rows } = read(out);
+    expect(header).toEqual(['label', 'keywords', 'location', ...STATUS_COLUMNS, ...JOB_COLUMNS]);
+    expect(rows.map((r) => [r.label, r.netingest_status, r.job_rank, r.job_url])).toEqual([
+      ['first', 'ok', '1', 'https://network.com/jobs/view/1'],
+      ['first', 'ok', '2', 'https://network.com/jobs/view/2'],
+      ['first', 'ok', '3', 'https://network.com/jobs/view/3'],
+      ['second', 'not_found', null, null],
+      ['third', 'failed', null, null],
+      ['fourth', 'invalid_input', null, null],
+      ['fifth', 'deferred', null, null],
+      ['sixth', 'pending', null, null],
+      ['seventh', 'pending', null, null],
+    ]);
+    expect(rows[0]).toMatchObject({
+      netingest_input_key: searchKey({ keywords: 'rust developer', location: 'berlin' }),
+      job_title: 'Rust dev 1',
+      job_company_name: 'Acme',
+      job_company_link: co('acme'),
+      job_location: 'Berlin, DE',
+      job_posted_date: '2026-11-11',
+      job_is_actively_hiring: '1',
+      job_employment_type: 'Full-time',
+      job_seniority_level: null,
+      job_description: 'Desc 1\n• bullet',
+      job_last_seen_at: AT,
+    });
+    expect(rows[5]!.netingest_error).toMatch(/no search parameters/);
+  });
+
+  it('writes JSON Lines on request', async () => {
+    const stream = new PassThrough();
+    let text = '';
+    stream.on('data', (c: Buffer) => (text += c.toString()));
+    await enrichJob({ db, job: searchJob, stream, format: 'jsonl' });
+    const objects = text.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(objects).toHaveLength(9);
+    expect(objects[0]).toMatchObject({ label: 'first', netingest_line: 2, netingest_status: 'ok', job_rank: 1 });
+    expect(objects[3]).toMatchObject({ label: 'second', netingest_status: 'not_found', job_rank: null });
+  });
+});
+
+describe('netingest enrich (CLI)', () => {
+  it('writes --out atomically and reports the counts; a missing job file exits 2 with nothing written', async () => {
+    const stderr = new PassThrough();
+    let message = '';
+    stderr.on('data', (c: Buffer) => (message += c.toString()));
+    const out = join(dir, 'cli-enriched.csv');
+    expect(await main(['enrich', postJob, '--db', db, '--out', out], { stdout: new PassThrough(), stderr })).toBe(0);
+    expect(read(out).rows).toHaveLength(6);
+    expect(message).toMatch(/wrote 6 rows for 6 input rows \(1 ok, 1 not_found, 1 failed, 1 invalid_input, 1 deferred, 1 pending\)/);
+    expect(readdirSync(dir).filter((f) => f.endsWith('.tmp'))).toEqual([]);
+
+    const missing = join(dir, 'never.csv');
+    expect(await main(['enrich', join(dir, 'nope.json'), '--db', db, '--out', missing], { stdout: new PassThrough(), stderr: new PassThrough() })).toBe(2);
+    expect(existsSync(missing)).toBe(false);
+  });
+
+  it('an enrich stopped midway leaves no file', async () => {
+    const out = join(dir, 'stopped.csv');
+    const controller = new AbortController();
+    controller.abort();
+    await expect(enrichJob({ db, job: similarJob, out, signal: controller.signal })).rejects.toMatchObject({ code: 'INTERRUPTED' });
+    expect(existsSync(out)).toBe(false);
+    expect(readdirSync(dir).filter((f) => f.endsWith('.tmp'))).toEqual([]);
+  });
+});
