@@ -1,0 +1,171 @@
+/**
+ * The credit guard end to end: the reserve, the per-run cap and a 402 each stop the run with the rest
+ * deferred; a top-up and another run finish the work without paying for anything twice.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { startSandbox, type Sandbox, type SandboxOptionsInput } from '../src/sandbox/server.ts';
+import { FAST_RATE, FAST_RETRY, cliEnv, count, csv, makeWorkspace, postUrls, query, run, runCli, taskStatuses, type Workspace } from './run-helpers.ts';
+
+const TOKEN = 'credits-token-51be';
+const cleanups: Array<() => Promise<void>> = [];
+
+afterEach(async () => {
+  while (cleanups.length > 0) await cleanups.pop()!();
+});
+
+async function setUp(total: number, options: SandboxOptionsInput = {}): Promise<{ sandbox: Sandbox; ws: Workspace }> {
+  const sandbox = await startSandbox({ port: 0, tokens: { [TOKEN]: total }, costs: { 'post-details': 1 }, notFoundRate: 0, ...options });
+  const ws = await makeWorkspace();
+  cleanups.push(() => sandbox.stop(), () => ws.cleanup());
+  return { sandbox, ws };
+}
+
+async function postsJob(ws: Workspace, n: number, credits: Record<string, number> = {}, name = 'posts'): Promise<string> {
+  await ws.write(`${name}.csv`, csv(['post_url'], postUrls(n).map((u) => [u])));
+  return ws.job(name, { operation: 'post-details', input: { csv: `${name}.csv`, column: 'post_url' }, rate: FAST_RATE, retry: FAST_RETRY, credits });
+}
+
+/** URLs the sandbox charged for, with how often. */
+function chargedUrls(sandbox: Sandbox): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const r of sandbox.requests) if (r.charged > 0) out.set(r.query['url']!, (out.get(r.query['url']!) ?? 0) + 1);
+  return out;
+}
+
+describe('credits.reserve', () => {
+  it('stops before the balance would fall below the reserve (exit 3), defers the rest, and a top-up resumes it', async () => {
+    const RESERVE = 3;
+    const { sandbox, ws } = await setUp(10);
+    const file = await postsJob(ws, 20, { reserve: RESERVE });
+    const cli = await runCli(['run', file, '--db', ws.db], { cwd: ws.dir, env: cliEnv(sandbox, TOKEN) });
+    expect(cli.code, cli.stderr).toBe(3);
+    expect(cli.stdout).toMatch(/stopped on credits/);
+
+    const balance = sandbox.credits(TOKEN);
+    expect(balance.credits_remaining).toBeGreaterThanOrEqual(RESERVE);
+    expect(sandbox.requests.every((r) => r.status === 200)).toBe(true);
+    const done = sandbox.requests.length;
+    expect(done).toBeGreaterThan(0);
+    expect(taskStatuses(ws, 'posts')).toEqual({ done, deferred: 20 - done });
+    const [runRow] = query<Record<string, unknown>>(ws, 'SELECT status, tasks_deferred, tasks_done, credits_at_end FROM runs');
+    expect(runRow).toEqual({ status: 'stopped_credits', tasks_deferred: 20 - done, tasks_done: done, credits_at_end: balance.credits_remaining });
+
+    // Top up and run again: the deferred tasks are resumed, nothing done is paid for again.
+    sandbox.setCredits(TOKEN, 100);
+    const second = await run(ws, sandbox, TOKEN, await ws.load(file));
+    expect(second.status).toBe('completed');
+    // done/deferred count the job's tasks by state; fresh ones were not worked again.
+    expect(second.jobs[0]).toMatchObject({ fresh: done, worked: 20 - done, done: 20, deferred: 0, failed: 0 });
+    expect(second.calls).toBe(20 - done);
+    expect(taskStatuses(ws, 'posts')).toEqual({ done: 20 });
+    const charged = chargedUrls(sandbox);
+    expect(charged.size).toBe(20);
+    expect([...charged.values()].every((n) => n === 1)).toBe(true);
+    expect(sandbox.credits(TOKEN).credits_remaining).toBeGreaterThanOrEqual(RESERVE);
+  });
+
+  it('spends down to the reserve when the balance can pay: does not stop while calls would still fit', async () => {
+    const RESERVE = 3;
+    const { sandbox, ws } = await setUp(10);
+    const summary = await run(ws, sandbox, TOKEN, await ws.load(await postsJob(ws, 20, { reserve: RESERVE })));
+    expect(summary.status).toBe('stopped_credits');
+    // 10 credits, cost 1, reserve 3: seven calls fit. Stopping far earlier (on guessed costs of calls in
+    // flight) defers work the balance could pay for: the nightly run says "out of credits" with most unused.
+    expect(sandbox.credits(TOKEN).credits_remaining).toBeLessThanOrEqual(RESERVE + 1);
+    const done = summary.jobs[0]!.done;
+    expect(done).toBe(sandbox.requests.filter((r) => r.charged > 0).length);
+    expect(summary.jobs[0]).toMatchObject({ deferred: 20 - done, failed: 0 });
+  });
+});
+
+describe('credits.maxPerRun', () => {
+  it('the --max-credits override caps what one run spends; the next run goes on', async () => {
+    const CAP = 5;
+    const { sandbox, ws } = await setUp(1_000);
+    const jobs = await ws.load(await postsJob(ws, 20));
+    const first = await run(ws, sandbox, TOKEN, jobs, { overrides: { maxCredits: CAP } });
+    expect(first.status).toBe('stopped_credits');
+    const spent1 = sandbox.credits(TOKEN).credits_used;
+    expect(spent1).toBeLessThanOrEqual(CAP);
+    expect(spent1).toBeGreaterThan(0);
+    expect(taskStatuses(ws, 'posts')).toEqual({ done: spent1, deferred: 20 - spent1 });
+    expect(first.jobs[0]).toMatchObject({ done: spent1, deferred: 20 - spent1, failed: 0 });
+
+    const second = await run(ws, sandbox, TOKEN, jobs, { overrides: { maxCredits: CAP } });
+    expect(second.status).toBe('stopped_credits');
+    const spent2 = sandbox.credits(TOKEN).credits_used - spent1;
+    expect(spent2).toBeLessThanOrEqual(CAP);
+    expect(spent2).toBeGreaterThan(0);
+    const charged = chargedUrls(sandbox);
+    expect([...charged.values()].every((n) => n === 1)).toBe(true);
+    expect(count(ws, `SELECT count(*) FROM tasks WHERE status = 'done'`)).toBe(spent1 + spent2);
+  });
+
+  it('spends up to the cap, not far below it', async () => {
+    const CAP = 5;
+    const { sandbox, ws } = await setUp(1_000);
+    const summary = await run(ws, sandbox, TOKEN, await ws.load(await postsJob(ws, 20)), { overrides: { maxCredits: CAP } });
+    expect(summary.status).toBe('stopped_credits');
+    // Cost 1, cap 5: five calls fit in the cap; a run that stops after one call wastes the budget it was given.
+    expect(sandbox.credits(TOKEN).credits_used).toBeGreaterThanOrEqual(CAP - 1);
+    expect(sandbox.credits(TOKEN).credits_used).toBeLessThanOrEqual(CAP);
+    expect(summary.creditsSpent).toBe(sandbox.credits(TOKEN).credits_used);
+  });
+});
+
+describe('402 from the service', () => {
+  it('a balance exhausted by another run: the first call meets 402, the run stops with every task deferred', async () => {
+    const { sandbox, ws } = await setUp(8);
+    // Other runs on another database, sharing the token, spend it first (reserve 0: down to nothing).
+    const other = await makeWorkspace();
+    cleanups.push(() => other.cleanup());
+    const otherJobs = await other.load(await postsJob(other, 30));
+    for (let i = 0; i < 5 && sandbox.credits(TOKEN).credits_remaining >= 1; i++) await run(other, sandbox, TOKEN, otherJobs);
+    const afterOther = sandbox.requests.length;
+    expect(sandbox.credits(TOKEN).credits_remaining).toBeLessThan(1);
+
+    const mine = await ws.load(await postsJob(ws, 10));
+    const summary = await run(ws, sandbox, TOKEN, mine);
+    const log = sandbox.requests.slice(afterOther);
+    expect(log.map((r) => r.status)).toEqual([402]);
+    expect(summary.status).toBe('stopped_credits');
+    expect(summary.jobs[0]).toMatchObject({ done: 0, failed: 0, deferred: 10 });
+    expect(summary.error?.code).toBe('OUT_OF_CREDITS');
+    expect(taskStatuses(ws, 'posts')).toEqual({ deferred: 10 });
+    expect(count(ws, `SELECT count(*) FROM api_calls WHERE status = 402 AND error_code = 'OUT_OF_CREDITS'`)).toBe(1);
+  });
+
+  it('402 in the middle of a run: calls in flight settle, charged answers are kept, the rest is deferred and resumed after a top-up', async () => {
+    let drained = false;
+    const { sandbox, ws } = await setUp(1_000, {
+      // Some answers are charged at once but sent 200 ms late ("slow"). Another consumer of the token empties
+      // the account right after such an answer is charged, so it is still on the wire when 402s come back.
+      slowRate: 0.3,
+      slowMs: 200,
+      onRequest: (entry) => {
+        if (!drained && entry.fault === 'slow' && entry.charged > 0 && entry.seq >= 3) {
+          drained = true;
+          queueMicrotask(() => sandbox.setCredits(TOKEN, sandbox.credits(TOKEN).credits_used));
+        }
+      },
+    });
+    const jobs = await ws.load(await postsJob(ws, 30));
+    const first = await run(ws, sandbox, TOKEN, jobs);
+    expect(first.status).toBe('stopped_credits');
+    const charged = chargedUrls(sandbox);
+
+    expect(drained).toBe(true);
+    expect(sandbox.requests.some((r) => r.status === 402)).toBe(true);
+    // Every answer that was paid for is stored; nothing failed; the rest waits for the next run.
+    expect(taskStatuses(ws, 'posts')).toEqual({ done: charged.size, deferred: 30 - charged.size });
+    expect(count(ws, 'SELECT count(*) FROM raw_responses')).toBe(charged.size);
+
+    sandbox.setCredits(TOKEN, 1_000);
+    const second = await run(ws, sandbox, TOKEN, jobs);
+    expect(second.status).toBe('completed');
+    expect(taskStatuses(ws, 'posts')).toEqual({ done: 30 });
+    const all = chargedUrls(sandbox);
+    expect(all.size).toBe(30);
+    expect([...all.values()].every((n) => n === 1)).toBe(true);
+  });
+});
