@@ -31,7 +31,7 @@ export interface Reservation {
  * Keeps a run from spending past the reserve or its cap. The balance is learned from the counters of every
  * 200; the cost of each operation from the change in credits_used between responses. Every call reserves its
  * estimated cost before it is sent, so calls in flight are counted before the server bills them. Until the
- * first counters arrive the balance is unknown, so calls go one at a time.
+ * counters have shown the balance and the operation's cost, calls go one at a time.
  */
 export class CreditGuard {
   private limits: CreditLimits;
@@ -74,33 +74,54 @@ export class CreditGuard {
     return this.stopReason;
   }
 
-  /** Estimated cost of one call of an operation. */
+  /**
+   * Estimated cost of one call of an operation: the median of the observed steps of credits_used. Before a
+   * step is seen, the first call's own credits_used bounds its cost (a fresh account shows it exactly);
+   * otherwise the conservative default applies.
+   */
   costOf(operation: Operation): number {
     const samples = this.deltas.get(operation);
-    if (!samples || samples.length === 0) return CREDIT_GUARD_DEFAULTS.defaultCostPerCall;
-    const sorted = [...samples].sort((a, b) => a - b);
-    return sorted[Math.floor(sorted.length / 2)]!;
+    if (samples && samples.length > 0) {
+      const sorted = [...samples].sort((a, b) => a - b);
+      return sorted[Math.floor(sorted.length / 2)]!;
+    }
+    const fallback = CREDIT_GUARD_DEFAULTS.defaultCostPerCall;
+    if (this.firstOperation === operation && this.firstUsed !== null && this.firstUsed > 0) {
+      return Math.min(fallback, this.firstUsed);
+    }
+    return fallback;
   }
 
   /**
-   * Reserves the estimated cost of one call, waiting while the balance is still unknown and another call is
-   * in flight. Resolves to null when the call must not be sent: the run has to stop on credits.
+   * Reserves the estimated cost of one call. While the balance or the operation's cost is still unknown,
+   * calls go one at a time (the first answers show both); a call that does not fit waits for the calls in
+   * flight to settle, since their real cost may leave room. Resolves to null when the call must not be sent
+   * even with nothing in flight: the run has to stop on credits.
    */
   async acquire(operation: Operation): Promise<Reservation | null> {
-    while (this.balance === null && this.inFlight > 0 && this.stopReason === null) {
-      await new Promise<void>((resolve) => this.waiters.push(resolve));
+    for (;;) {
+      if (this.stopReason) return null;
+      const learning = this.balance === null || !this.deltas.has(operation);
+      if (learning && this.inFlight > 0) {
+        await this.settled();
+        continue;
+      }
+      const cost = this.costOf(operation);
+      const { reserve, maxPerRun } = this.limits;
+      const overCap = maxPerRun !== null && this.spent + this.reserved + cost > maxPerRun + 1e-9;
+      const balance = this.balance;
+      const underReserve = balance !== null && balance - this.reserved - cost < reserve - 1e-9;
+      if (overCap || underReserve) {
+        if (this.inFlight > 0) {
+          await this.settled();
+          continue;
+        }
+        return this.stop(overCap ? 'max-per-run' : 'reserve');
+      }
+      this.reserved += cost;
+      this.inFlight += 1;
+      return { operation, cost };
     }
-    if (this.stopReason) return null;
-    const cost = this.costOf(operation);
-    const { reserve, maxPerRun } = this.limits;
-    if (maxPerRun !== null && this.spent + this.reserved + cost > maxPerRun + 1e-9) {
-      return this.stop('max-per-run');
-    }
-    const balance = this.balance;
-    if (balance !== null && balance - this.reserved - cost < reserve - 1e-9) return this.stop('reserve');
-    this.reserved += cost;
-    this.inFlight += 1;
-    return { operation, cost };
   }
 
   /** Returns a reservation; `counters` are those of a 200 response (null when nothing was billed). */
@@ -141,6 +162,10 @@ export class CreditGuard {
     this.stopReason ??= reason;
     this.wake();
     return null;
+  }
+
+  private settled(): Promise<void> {
+    return new Promise<void>((resolve) => this.waiters.push(resolve));
   }
 
   private wake(): void {
