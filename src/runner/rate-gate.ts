@@ -14,14 +14,17 @@ export const RATE_GATE_DEFAULTS = { safetyMargin: 0.01 } as const;
 
 /**
  * Spaces call starts evenly so that no sliding 60-second window ever holds more than `requestsPerMinute`
- * calls (a fixed window, as p-queue's interval cap is, lets two bursts meet at the window edge). A 429 pauses
- * the gate, and with it every call of the run, until the server's Retry-After has passed.
+ * calls (a fixed window, as p-queue's interval cap is, lets two bursts meet at the window edge). Callers take
+ * turns, and each waits a full interval after the previous start as it actually happened: a busy event loop
+ * that wakes a waiter late delays the ones after it instead of letting them out in a burst. A 429 pauses the
+ * gate, and with it every call of the run, until the server's Retry-After has passed.
  */
 export class RateGate {
   readonly intervalMs: number;
-  private nextSlotAt = 0;
+  private lastStartAt = -Infinity;
   private pausedUntil = 0;
   private pausedTotalMs = 0;
+  private tail: Promise<void> = Promise.resolve();
 
   constructor(options: RateGateOptions) {
     const margin = options.safetyMargin ?? RATE_GATE_DEFAULTS.safetyMargin;
@@ -29,16 +32,13 @@ export class RateGate {
   }
 
   /** Resolves when the caller may start one call; rejects with the signal's reason when aborted. */
-  async take(signal?: AbortSignal): Promise<void> {
-    for (;;) {
-      signal?.throwIfAborted();
-      const now = performance.now();
-      const slot = Math.max(now, this.nextSlotAt, this.pausedUntil);
-      if (this.intervalMs > 0) this.nextSlotAt = slot + this.intervalMs;
-      if (slot > now) await sleepUntil(slot, signal);
-      // A 429 that arrived while we slept moves the whole run back: take a new slot after the pause.
-      if (performance.now() >= this.pausedUntil) return;
+  take(signal?: AbortSignal): Promise<void> {
+    if (this.intervalMs === 0 && performance.now() >= this.pausedUntil) {
+      return signal?.aborted ? Promise.reject(signal.reason) : Promise.resolve();
     }
+    const turn = this.tail.then(() => this.waitTurn(signal));
+    this.tail = turn.catch(() => undefined);
+    return turn;
   }
 
   /** Holds every call until `ms` from now (a 429's Retry-After); overlapping pauses do not add up. */
@@ -53,6 +53,17 @@ export class RateGate {
   /** Total time the gate has been paused by throttling, for the cap on waiting. */
   get totalPausedMs(): number {
     return this.pausedTotalMs;
+  }
+
+  private async waitTurn(signal?: AbortSignal): Promise<void> {
+    for (;;) {
+      signal?.throwIfAborted();
+      const at = Math.max(this.lastStartAt + this.intervalMs, this.pausedUntil);
+      if (performance.now() >= at) break;
+      // Re-checked after the sleep: a 429 may have moved the pause while we waited.
+      await sleepUntil(at, signal);
+    }
+    this.lastStartAt = performance.now();
   }
 }
 
