@@ -1,0 +1,83 @@
+/**
+ * The rate limit as the service sees it: arrival times from the sandbox's request log, never the client's own
+ * clock. requestsPerMinute 600 means no sliding 60-second window over 600 calls; the gate spaces starts
+ * evenly, so consecutive arrivals are ~100 ms apart, and the run still reaches the rate it was given.
+ *
+ * The spacing test runs the CLI in its own process, as in production: with the runner and the sandbox in one
+ * event loop, a stall delays the server's reading of one request but not the next, which measures the test
+ * harness rather than the gate.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { startSandbox } from '../src/sandbox/server.ts';
+import { FAST_RETRY, cliEnv, csv, makeWorkspace, postUrls, run, runCli, taskStatuses } from './run-helpers.ts';
+
+const TOKEN = 'rate-token-0d4e';
+const cleanups: Array<() => Promise<void>> = [];
+
+afterEach(async () => {
+  while (cleanups.length > 0) await cleanups.pop()!();
+});
+
+const PER_MINUTE = 600;
+const INTERVAL_MS = 60_000 / PER_MINUTE;
+
+/** Arrival times of a run of `tasks` post lookups at 600/minute, concurrency 4; in-process or via the CLI. */
+async function measuredRun(latencyMs: number | [number, number], tasks: number, via: 'cli' | 'in-process'): Promise<number[]> {
+  const sandbox = await startSandbox({ port: 0, tokens: { [TOKEN]: 100_000 }, notFoundRate: 0, latencyMs });
+  const ws = await makeWorkspace();
+  cleanups.push(() => sandbox.stop(), () => ws.cleanup());
+  await ws.write('posts.csv', csv(['post_url'], postUrls(tasks).map((u) => [u])));
+  const file = await ws.job('paced', {
+    operation: 'post-details',
+    input: { csv: 'posts.csv', column: 'post_url' },
+    rate: { requestsPerMinute: PER_MINUTE, concurrency: 4 },
+    retry: FAST_RETRY,
+  });
+  if (via === 'cli') {
+    const cli = await runCli(['run', file, '--db', ws.db], { cwd: ws.dir, env: cliEnv(sandbox, TOKEN) });
+    expect(cli.code, cli.stderr).toBe(0);
+  } else {
+    const summary = await run(ws, sandbox, TOKEN, await ws.load(file));
+    expect(summary.status).toBe('completed');
+  }
+  expect(taskStatuses(ws, 'paced')).toEqual({ done: tasks });
+  const at = sandbox.requests.map((r) => r.at);
+  expect(at).toHaveLength(tasks);
+  return at;
+}
+
+function maxInSlidingMinute(at: number[]): number {
+  let max = 0;
+  for (let i = 0; i < at.length; i++) {
+    const inWindow = at.filter((t) => t >= at[i]! && t < at[i]! + 60_000).length;
+    max = Math.max(max, inWindow);
+  }
+  return max;
+}
+
+describe('requestsPerMinute', () => {
+  it('spaces call starts evenly: no window over the limit, every gap >= 97% of 60000/limit, >= 90% of the rate', async () => {
+    const at = await measuredRun(0, 40, 'cli');
+    expect(maxInSlidingMinute(at)).toBeLessThanOrEqual(PER_MINUTE);
+    const gaps = at.slice(1).map((t, i) => Math.round((t - at[i]!) * 10) / 10);
+    // The first call's arrival also carries the client's one-time set-up (connect, HTTP parser init: 5-25 ms
+    // between its gate slot and the wire), so the first gap comes out a little short; every later one must
+    // keep the spacing.
+    expect(gaps[0], `gaps: ${gaps.join(' ')}`).toBeGreaterThanOrEqual(INTERVAL_MS * 0.85);
+    expect(gaps.slice(1).filter((g) => g < INTERVAL_MS * 0.97), `gaps: ${gaps.join(' ')}`).toEqual([]);
+    const perMinute = ((at.length - 1) / (at[at.length - 1]! - at[0]!)) * 60_000;
+    expect(perMinute).toBeGreaterThanOrEqual(PER_MINUTE * 0.9);
+    expect(perMinute).toBeLessThanOrEqual(PER_MINUTE);
+  });
+
+  it('keeps the pace when answers take longer than the interval (concurrency fills the gaps)', async () => {
+    const at = await measuredRun([150, 250], 30, 'in-process');
+    expect(maxInSlidingMinute(at)).toBeLessThanOrEqual(PER_MINUTE);
+    // The first answers go one at a time (the credit guard learns the balance and the cost from them), so the
+    // pace is measured from the third call on.
+    const steady = at.slice(2);
+    const perMinute = ((steady.length - 1) / (steady[steady.length - 1]! - steady[0]!)) * 60_000;
+    expect(perMinute).toBeGreaterThanOrEqual(PER_MINUTE * 0.9);
+    expect(perMinute).toBeLessThanOrEqual(PER_MINUTE * 1.05);
+  });
+});
