@@ -219,7 +219,7 @@ async function runLocked(
     : summaries.some((s) => s.failed > 0) ? 'completed_with_failures' : 'completed';
   const endedAt = new Date().toISOString();
   const calls = database.sqlite.prepare('SELECT count(*) FROM api_calls WHERE run_id = ?').pluck().get(runId) as number;
-  const error = stop.error ? describe(stop.error) : null;
+  const error = stop.error ? describe(stop.error, database.file) : null;
   const summary: RunSummary = {
     runId,
     status,
@@ -249,7 +249,7 @@ async function runLocked(
       error: error ? `${error.code}: ${error.message}` : null,
     });
   } catch (err) {
-    logger.error('could not record the end of the run', { run: runId, error: describe(err).message });
+    logger.error('could not record the end of the run', { run: runId, error: describe(err, database.file).message });
   }
   logger.info('run finished', { run: runId, status, calls, errors, credits_spent: summary.creditsSpent, credits_left: guard.balance });
   // A job whose input turned out unusable is the user's to fix (exit 2), after the run's books are closed.
@@ -277,11 +277,13 @@ function freshSince(refreshAfterDays: number): string {
   return new Date(Date.now() - refreshAfterDays * 86_400_000).toISOString();
 }
 
-function describe(err: unknown): { code: string; message: string } {
+function describe(err: unknown, dbFile?: string): { code: string; message: string } {
   const code = (err as { code?: unknown })?.code;
+  const message = err instanceof Error ? err.message : String(err);
   return {
     code: typeof code === 'string' ? code : 'INTERNAL',
-    message: err instanceof Error ? err.message : String(err),
+    // SQLite's own messages ("database or disk is full") do not say which file.
+    message: typeof code === 'string' && code.startsWith('SQLITE_') && dbFile ? `writing ${dbFile}: ${message}` : message,
   };
 }
 
