@@ -367,7 +367,7 @@ describe('a run of the three operations', () => {
       expect(j.fresh, j.name).toBe(j.planned);
       expect(j.worked, j.name).toBe(0);
     }
-    expect(snapshotCounts()).toEqual({ ...tables, runs: tables.runs + 1 });
+    expect(snapshotCounts()).toEqual({ ...tables, runs: tables.runs! + 1 });
   });
 
   it('refresh calls every task again and leaves no duplicate rows', async () => {
@@ -380,7 +380,7 @@ describe('a run of the three operations', () => {
     for (const j of refreshed.jobs) expect(j.fresh, j.name).toBe(0);
     const after = snapshotCounts();
     expect({ ...after, raw_responses: 0, api_calls: 0, runs: 0 }).toEqual({ ...tables, raw_responses: 0, api_calls: 0, runs: 0 });
-    expect(after.raw_responses).toBe(tables.raw_responses * 2);
+    expect(after.raw_responses).toBe(tables.raw_responses! * 2);
     expect(count(ws, 'SELECT count(*) FROM tasks')).toBe(18);
   });
 });
