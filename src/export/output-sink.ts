@@ -12,7 +12,7 @@ import { OutputError } from './errors.ts';
 import { describeFsError } from '../input/input-error.ts';
 
 /** Bytes buffered in memory before a write waits for the destination: large enough to overlap disk and SQLite. */
-export const SINK_HIGH_WATER_MARK_BYTES = 1 << 20;
+export const SINK_HIGH_WATER_MARK_BYTES = 1 << 18;
 
 /** A destination for encoded rows. */
 export interface OutputSink {

@@ -19,7 +19,8 @@ export interface PumpOptions {
   onProgress?: (rows: number) => void;
 }
 
-export const PUMP_DEFAULTS = { batchRows: 1000, yieldEveryMs: 50 } as const;
+// 250 rows: measured faster than 1000 (fewer rows survive into the old generation while a batch fills).
+export const PUMP_DEFAULTS = { batchRows: 250, yieldEveryMs: 50 } as const;
 
 /** Writes the encoder's header and every row of `rows` to `sink`; resolves to the number of rows written. */
 export async function pumpRows(
