@@ -103,6 +103,14 @@ describe('an interrupted export leaves nothing half-written', () => {
     });
   });
 
+  it('a failure when renaming into place (the --out path is a folder) removes the temporary file', async () => {
+    const folder = freshFolder('rename');
+    const out = join(folder, 'taken');
+    mkdirSync(out);
+    await expect(exportTable({ db, table: 'jobs', out })).rejects.toMatchObject({ code: 'OUTPUT_WRITE_FAILED' });
+    expect(readdirSync(folder)).toEqual(['taken']);
+  });
+
   it('SIGINT to `netingest export`: exit 130, no file at --out, temporary file removed', async () => {
     const folder = freshFolder('sigint');
     const out = join(folder, 'jobs.csv');

@@ -8,7 +8,7 @@ import { close, fsync, open, unlinkSync, createWriteStream, type WriteStream } f
 import { promisify } from 'node:util';
 import { basename, dirname, join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { OutputError } from './errors.ts';
+import { OutputError, OutputWriteError } from './errors.ts';
 import { describeFsError } from '../input/input-error.ts';
 
 /** Bytes buffered in memory before a write waits for the destination: large enough to overlap disk and SQLite. */
@@ -83,7 +83,7 @@ export async function openFileSink(outPath: string): Promise<OutputSink> {
   });
   let failure: Error | undefined;
   stream.on('error', (err) => {
-    failure = new OutputError(outPath, `write failed: ${describeFsError(err)}`, { cause: err });
+    failure = new OutputWriteError(outPath, `write failed: ${describeFsError(err)}; nothing was written`, { cause: err });
   });
   let settled = false;
   let fdOpen = true;
@@ -121,8 +121,10 @@ export async function openFileSink(outPath: string): Promise<OutputSink> {
         process.off('exit', removeOnExit);
       } catch (err) {
         await abort();
-        if (err instanceof OutputError) throw err;
-        throw new OutputError(outPath, `cannot finish the output file: ${describeFsError(err)}`, { cause: err });
+        if (err instanceof OutputWriteError) throw err;
+        throw new OutputWriteError(outPath, `cannot finish the output file: ${describeFsError(err)}; nothing was written`, {
+          cause: err,
+        });
       }
     },
     abort,
