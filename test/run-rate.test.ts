@@ -56,7 +56,9 @@ function maxInSlidingMinute(at: number[]): number {
 }
 
 describe('requestsPerMinute', () => {
-  it('spaces call starts evenly: no window over the limit, every gap >= 97% of 60000/limit, >= 90% of the rate', async () => {
+  // One retry: a rare stall of either process (the CLI between gate and wire, or this one reading the
+  // request) shows as a long gap then a short one; a gate that does not space its starts fails every time.
+  it('spaces call starts evenly: no window over the limit, every gap >= 97% of 60000/limit, >= 90% of the rate', { retry: 1 }, async () => {
     const at = await measuredRun(0, 40, 'cli');
     expect(maxInSlidingMinute(at)).toBeLessThanOrEqual(PER_MINUTE);
     const gaps = at.slice(1).map((t, i) => Math.round((t - at[i]!) * 10) / 10);
