@@ -338,6 +338,14 @@ describe('netingest enrich (CLI)', () => {
     expect(existsSync(missing)).toBe(false);
   });
 
+  it('refuses to write over its own input CSV or the database', async () => {
+    const input = join(dir, 'posts.csv');
+    const before = readFileSync(input, 'utf8');
+    await expect(enrichJob({ db, job: postJob, out: input })).rejects.toMatchObject({ code: 'OUT_IS_INPUT' });
+    await expect(enrichJob({ db, job: postJob, out: db })).rejects.toMatchObject({ code: 'OUT_IS_INPUT' });
+    expect(readFileSync(input, 'utf8')).toBe(before);
+  });
+
   it('an enrich stopped midway leaves no file', async () => {
     const out = join(dir, 'stopped.csv');
     const controller = new AbortController();

@@ -296,6 +296,17 @@ describe('netingest export (CLI)', () => {
     expect(await main(['export', '--db', db], io())).toBe(2);
   });
 
+  it('refuses an --out that is the database itself, and a database that does not exist (exit 2)', async () => {
+    const streams = io();
+    expect(await main(['export', 'companies', '--db', db, '--out', db], streams)).toBe(2);
+    expect(streams.stderr.text()).toMatch(/is the database.*\[OUT_IS_INPUT\]/);
+    expect(await main(['export', 'companies', '--db', db, '--out', `${db}-wal`], io())).toBe(2);
+    expect(objects('SELECT count(*) AS n FROM companies')[0]!.n).toBe(NASTY.length);
+    const missing = io();
+    expect(await main(['export', 'companies', '--db', join(dir, 'nope.db')], missing)).toBe(2);
+    expect(missing.stderr.text()).toMatch(/no database at .*nope\.db.*\[DB_NOT_FOUND\]/);
+  });
+
   it('--list names every exportable table and view', async () => {
     const streams = io();
     expect(await main(['export', '--list', '--db', db], streams)).toBe(0);

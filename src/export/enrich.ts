@@ -9,7 +9,7 @@ import { loadJob } from '../jobs/load.ts';
 import { planTasks, type PlannedItem } from '../jobs/plan-tasks.ts';
 import { readCsv } from '../input/read-csv.ts';
 import { readCsvHeader } from '../input/csv-header.ts';
-import { openForReading } from './read-database.ts';
+import { assertOutputIsNotInput, openForReading } from './read-database.ts';
 import { resultLookup } from './enrich-results.ts';
 import { ENRICH_STATUSES, taskStatusReader, type EnrichStatus } from './enrich-status.ts';
 import { encoderFor, type ExportFormat } from './row-encoders.ts';
@@ -44,6 +44,11 @@ export interface EnrichResult extends WriteResult {
 export async function enrichJob(options: EnrichOptions): Promise<EnrichResult> {
   const job = typeof options.job === 'string' ? await loadJob(options.job, { cwd: options.cwd }) : options.job;
   const displayName = job.input.csv;
+  assertOutputIsNotInput(options.out, [
+    { path: options.db, what: 'database' },
+    { path: job.input.csvPath, what: "job's input CSV" },
+    ...(job.file ? [{ path: job.file, what: 'job file' }] : []),
+  ]);
   const header = await readCsvHeader(job.input.csvPath, { displayName });
   // The reader drops columns without a name: nothing could refer to them.
   const inputColumns = header.columns.filter((c) => c !== '');

@@ -4,7 +4,7 @@
  */
 import type BetterSqlite3 from 'better-sqlite3';
 import { UsageError } from '../errors.ts';
-import { openForReading } from './read-database.ts';
+import { assertOutputIsNotInput, openForReading } from './read-database.ts';
 import { asQueryError, prepareReadQuery } from './read-only-sql.ts';
 import { encoderFor, type ExportFormat } from './row-encoders.ts';
 import { exportSources, findSource, parseSince } from './sources.ts';
@@ -57,6 +57,7 @@ export async function exportTable(options: ExportTableOptions): Promise<ExportRe
   const where = since !== undefined ? ` WHERE "${source.seenAtColumn}" >= ?` : '';
   const order = source.kind === 'table' ? ' ORDER BY rowid' : '';
   const sql = `SELECT * FROM "${source.name}"${where}${order}`;
+  assertOutputIsNotInput(options.out, [{ path: options.db, what: 'database' }]);
   const database = openForReading(options.db);
   try {
     const stmt = database.sqlite.prepare(sql).raw(true) as BetterSqlite3.Statement<unknown[], unknown[]>;
@@ -68,6 +69,7 @@ export async function exportTable(options: ExportTableOptions): Promise<ExportRe
 
 /** Exports the rows of one read-only SELECT; statements that write are refused (WriteRefusedError). */
 export async function exportSql(options: ExportSqlOptions): Promise<ExportResult> {
+  assertOutputIsNotInput(options.out, [{ path: options.db, what: 'database' }]);
   const database = openForReading(options.db);
   try {
     const stmt = prepareReadQuery(database.sqlite, options.sql);
