@@ -1,18 +1,23 @@
-/** How long in-flight calls may take to finish after the first SIGINT/SIGTERM before the process exits. */
+/** How long work may take to wind down after the first SIGINT/SIGTERM before the process exits anyway. */
 export const SHUTDOWN_GRACE_MS = 20_000;
 
 /**
- * First SIGINT/SIGTERM: abort the controller so the run stops sending, lets in-flight calls finish and writes
- * everything. A second signal, or the grace running out, exits at once with 130: every write is a whole
- * SQLite transaction, so the database stays consistent wherever the process stops.
+ * First SIGINT/SIGTERM: abort the controller, so a run stops sending (calls in flight finish and are written)
+ * and an export drops its temporary file. A second signal, or the grace running out, exits at once with 130:
+ * every database write is a whole SQLite transaction and exports write to a temporary file, so nothing is
+ * left half-written wherever the process stops.
  */
-export function handleStopSignals(onFirst: () => void, graceMs = SHUTDOWN_GRACE_MS): () => void {
+export function abortOnStopSignals(
+  controller: AbortController,
+  stderr: NodeJS.WritableStream,
+  graceMs = SHUTDOWN_GRACE_MS,
+): () => void {
   let received = 0;
-  const onSignal = (sig: NodeJS.Signals) => {
+  const onSignal = (signal: NodeJS.Signals) => {
     received += 1;
     if (received === 1) {
-      process.stderr.write(`\nnetingest: ${sig} received: finishing calls in flight (again to stop at once)\n`);
-      onFirst();
+      stderr.write(`\nnetingest: ${signal} received: finishing what is in flight (again to stop at once)\n`);
+      controller.abort();
       setTimeout(() => process.exit(130), graceMs).unref();
       return;
     }
@@ -24,4 +29,15 @@ export function handleStopSignals(onFirst: () => void, graceMs = SHUTDOWN_GRACE_
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
   };
+}
+
+/** Runs `work` with an AbortSignal wired to SIGINT/SIGTERM for its duration. */
+export async function withStopSignals<T>(stderr: NodeJS.WritableStream, work: (signal: AbortSignal) => Promise<T>): Promise<T> {
+  const controller = new AbortController();
+  const detach = abortOnStopSignals(controller, stderr);
+  try {
+    return await work(controller.signal);
+  } finally {
+    detach();
+  }
 }

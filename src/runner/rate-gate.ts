@@ -4,13 +4,13 @@ export interface RateGateOptions {
   requestsPerMinute: number | null;
   /**
    * Extra spacing as a fraction of the nominal interval. Starts are measured by the server on arrival, and a
-   * call sent a few milliseconds late lands closer to the next one; 1% keeps every window under the limit
-   * while giving up only 1% of the rate.
+   * call sent a few milliseconds late lands closer to the next one; 2% keeps every window under the limit
+   * while giving up only 2% of the rate (arrival jitter of a few ms is absorbed too).
    */
   safetyMargin?: number;
 }
 
-export const RATE_GATE_DEFAULTS = { safetyMargin: 0.01 } as const;
+export const RATE_GATE_DEFAULTS = { safetyMargin: 0.02 } as const;
 
 /**
  * Spaces call starts evenly so that no sliding 60-second window ever holds more than `requestsPerMinute`

@@ -2,7 +2,7 @@ import { defineCommand } from '../command.ts';
 import { withDb } from '../common-options.ts';
 import { enrichJob } from '../../export/enrich.ts';
 import { EXPORT_FORMATS } from '../../export/row-encoders.ts';
-import { withStopSignals } from '../../export/interrupt.ts';
+import { withStopSignals } from '../signals.ts';
 
 /** `netingest enrich <job> --out <file>`: the job's input rows followed by their results (docs/export.md). */
 export const enrichCommand = defineCommand({

@@ -4,7 +4,7 @@ import { UsageError } from '../../errors.ts';
 import { exportSql, exportTable, type ExportResult } from '../../export/export-table.ts';
 import { EXPORT_FORMATS } from '../../export/row-encoders.ts';
 import { exportSources } from '../../export/sources.ts';
-import { withStopSignals } from '../../export/interrupt.ts';
+import { withStopSignals } from '../signals.ts';
 
 /** `netingest export`: a table, a view or a SELECT as CSV or JSON Lines, to a file (atomically) or stdout. */
 export const exportCommand = defineCommand({

@@ -1,7 +1,7 @@
 import { defineCommand } from '../command.ts';
 import { withDb } from '../common-options.ts';
 import { QUERY_FORMATS, runQuery } from '../../export/query.ts';
-import { withStopSignals } from '../../export/interrupt.ts';
+import { withStopSignals } from '../signals.ts';
 
 /** `netingest query`: one read-only SQL statement, as a table on a terminal and CSV otherwise. */
 export const queryCommand = defineCommand({

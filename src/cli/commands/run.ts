@@ -4,7 +4,7 @@ import { resolveApiConfig } from '../../api/config.ts';
 import { loadJobs } from '../load-job-args.ts';
 import { runJobs } from '../../runner/run-jobs.ts';
 import { createLogger } from '../../runner/logger.ts';
-import { handleStopSignals } from '../signals.ts';
+import { withStopSignals } from '../signals.ts';
 import { exitCodeForRun, formatRunSummary } from '../format-summary.ts';
 
 /** `netingest run`: the run engine from the command line. */
@@ -34,24 +34,20 @@ export const runCommand = defineCommand({
       level: tty && argv['log-format'] === 'text' ? 'warn' : 'info',
       secrets: [api.token],
     });
-    const controller = new AbortController();
-    const unhook = handleStopSignals(() => controller.abort());
-    try {
-      const summary = await runJobs({
+    const summary = await withStopSignals(io.stderr, (signal) =>
+      runJobs({
         dbPath: argv.db,
         jobs,
         api,
         overrides: { concurrency: argv.concurrency, requestsPerMinute: argv.rate, maxCredits: argv['max-credits'], reserve: argv.reserve },
         refresh: argv.refresh,
-        signal: controller.signal,
+        signal,
         logger,
         progressStream: tty ? io.stderr : undefined,
-      });
-      const text = argv.json ? JSON.stringify(summary, null, 2) + '\n' : formatRunSummary(summary);
-      io.stdout.write(text.split(api.token).join('[redacted]'));
-      return exitCodeForRun(summary);
-    } finally {
-      unhook();
-    }
+      }),
+    );
+    const text = argv.json ? JSON.stringify(summary, null, 2) + '\n' : formatRunSummary(summary);
+    io.stdout.write(text.split(api.token).join('[redacted]'));
+    return exitCodeForRun(summary);
   },
 });
