@@ -1,0 +1,137 @@
+/**
+ * What the soak test asserts about a database that went through faults and SIGKILLs: every task settled, no
+ * row twice, nothing half-written, and the same dataset as a clean run (compared through `exportSql` files of
+ * every normalized table, seen-at and updated-at columns left out).
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import BetterSqlite3 from 'better-sqlite3';
+import { exportSql } from '../../src/export/export-table.ts';
+
+/** One check of the soak, printed as a line. */
+export interface SoakCheck {
+  name: string;
+  ok: boolean;
+  detail: string;
+}
+
+/** The natural key of every table whose rows must never repeat, normalized tables first. */
+export const NATURAL_KEYS: Record<string, string[]> = {
+  companies: ['url'],
+  company_locations: ['company_url', 'position'],
+  company_industries: ['company_url', 'position'],
+  company_specialities: ['company_url', 'position'],
+  company_hashtags: ['company_url', 'position'],
+  similar_companies: ['reference_url', 'filter_key', 'company_url'],
+  posts: ['post_id'],
+  post_media: ['post_id', 'position'],
+  jobs: ['url'],
+  job_searches: ['search_key'],
+  job_search_results: ['search_key', 'job_url'],
+  tasks: ['job', 'input_key', 'page'],
+  invalid_inputs: ['job', 'file', 'line'],
+  // One stored answer per request: an answer that was written is never paid for again.
+  raw_responses: ['operation', 'request_key'],
+};
+
+/** The tables of the dataset proper (what users query and export). */
+export const NORMALIZED_TABLES = Object.keys(NATURAL_KEYS).slice(0, 11);
+
+/** Columns that record when a row was seen, which differ between any two runs. */
+const TIME_COLUMNS = new Set(['first_seen_at', 'last_seen_at', 'updated_at']);
+
+/** Every task settled (done or not_found), with the count by status. */
+export function checkTasksSettled(sqlite: BetterSqlite3.Database): SoakCheck {
+  const rows = sqlite.prepare('SELECT status, count(*) AS n FROM tasks GROUP BY status ORDER BY status').all() as Array<{ status: string; n: number }>;
+  const unsettled = rows.filter((r) => r.status !== 'done' && r.status !== 'not_found').reduce((n, r) => n + r.n, 0);
+  return {
+    name: 'every task done or not_found',
+    ok: unsettled === 0 && rows.length > 0,
+    detail: rows.map((r) => `${r.status} ${r.n}`).join(', ') || 'no tasks',
+  };
+}
+
+/** count(*) against count of distinct natural keys, for every table in NATURAL_KEYS. */
+export function checkNoDuplicates(sqlite: BetterSqlite3.Database): SoakCheck {
+  const bad: string[] = [];
+  let tables = 0;
+  for (const [table, key] of Object.entries(NATURAL_KEYS)) {
+    const cols = key.map((c) => `"${c}"`).join(', ');
+    const { n, d } = sqlite
+      .prepare(`SELECT (SELECT count(*) FROM "${table}") AS n, (SELECT count(*) FROM (SELECT DISTINCT ${cols} FROM "${table}")) AS d`)
+      .get() as { n: number; d: number };
+    tables++;
+    if (n !== d) bad.push(`${table}: ${n} rows, ${d} distinct (${key.join(', ')})`);
+  }
+  return { name: 'no duplicate rows (count = count distinct on every natural key)', ok: bad.length === 0, detail: bad.join('; ') || `${tables} tables` };
+}
+
+/** Nothing half-written: integrity and foreign keys hold, every done task has its raw answer and api_calls row. */
+export function checkConsistency(sqlite: BetterSqlite3.Database): SoakCheck {
+  const problems: string[] = [];
+  const integrity = sqlite.pragma('integrity_check', { simple: true }) as string;
+  if (integrity !== 'ok') problems.push(`integrity_check: ${integrity}`);
+  const fk = sqlite.pragma('foreign_key_check') as unknown[];
+  if (fk.length > 0) problems.push(`${fk.length} foreign key violations`);
+  const noRaw = sqlite
+    .prepare(`SELECT count(*) FROM tasks t WHERE t.status = 'done' AND NOT EXISTS (SELECT 1 FROM raw_responses r WHERE r.task_id = t.id)`)
+    .pluck()
+    .get() as number;
+  if (noRaw > 0) problems.push(`${noRaw} done tasks without their raw answer`);
+  const noCall = sqlite
+    .prepare(`SELECT count(*) FROM tasks t WHERE t.status = 'done' AND NOT EXISTS (SELECT 1 FROM api_calls c WHERE c.task_id = t.id AND c.status = 200)`)
+    .pluck()
+    .get() as number;
+  if (noCall > 0) problems.push(`${noCall} done tasks without their api_calls row`);
+  const orphanRaw = sqlite
+    .prepare(`SELECT count(*) FROM raw_responses r WHERE NOT EXISTS (SELECT 1 FROM tasks t WHERE t.id = r.task_id AND t.status = 'done')`)
+    .pluck()
+    .get() as number;
+  if (orphanRaw > 0) problems.push(`${orphanRaw} raw answers whose task is not done`);
+  return { name: 'nothing half-written (integrity, foreign keys, every done task with its raw answer and call)', ok: problems.length === 0, detail: problems.join('; ') || 'ok' };
+}
+
+/** Writes one CSV per normalized table (time columns left out, rows in natural-key order) with exportSql. */
+export async function exportDataset(dbPath: string, outDir: string, prefix: string): Promise<Map<string, string>> {
+  const sqlite = new BetterSqlite3(dbPath, { readonly: true });
+  const queries = new Map<string, string>();
+  try {
+    for (const table of NORMALIZED_TABLES) {
+      const columns = (sqlite.prepare(`SELECT name FROM pragma_table_info(?)`).pluck().all(table) as string[]).filter((c) => !TIME_COLUMNS.has(c));
+      const order = NATURAL_KEYS[table]!.map((c) => `"${c}"`).join(', ');
+      queries.set(table, `SELECT ${columns.map((c) => `"${c}"`).join(', ')} FROM "${table}" ORDER BY ${order}`);
+    }
+  } finally {
+    sqlite.close();
+  }
+  const files = new Map<string, string>();
+  for (const [table, sql] of queries) {
+    const out = join(outDir, `${prefix}-${table}.csv`);
+    await exportSql({ db: dbPath, sql, format: 'csv', out });
+    files.set(table, out);
+  }
+  return files;
+}
+
+/** The soak's dataset against the clean run's, table by table. */
+export async function checkSameDataset(soakDb: string, cleanDb: string, outDir: string): Promise<SoakCheck> {
+  const mine = await exportDataset(soakDb, outDir, 'soak');
+  const clean = await exportDataset(cleanDb, outDir, 'clean');
+  const differ: string[] = [];
+  let rows = 0;
+  for (const table of NORMALIZED_TABLES) {
+    const a = readFileSync(mine.get(table)!, 'utf8');
+    const b = readFileSync(clean.get(table)!, 'utf8');
+    const aLines = a.split('\n');
+    rows += aLines.length - 2;
+    if (a === b) continue;
+    const bLines = b.split('\n');
+    const first = aLines.findIndex((line, i) => line !== bLines[i]);
+    differ.push(`${table} (${aLines.length - 2} vs ${bLines.length - 2} rows; first difference at line ${first + 1})`);
+  }
+  return {
+    name: "dataset equal to a clean run's (every normalized table exported, seen-at/updated-at left out)",
+    ok: differ.length === 0 && rows > 0,
+    detail: differ.length > 0 ? `differs: ${differ.join('; ')}` : `${NORMALIZED_TABLES.length} tables, ${rows} rows identical`,
+  };
+}
