@@ -23,7 +23,7 @@ export interface ProgressOptions {
   logIntervalMs?: number;
 }
 
-export const PROGRESS_DEFAULTS = { redrawMs: 250, logIntervalMs: 10_000 } as const;
+export const PROGRESS_DEFAULTS = { redrawMs: 250, logIntervalMs: 5_000 } as const;
 
 /** A live progress line on a terminal, or a concise log line every few seconds under cron. */
 export class ProgressReporter {

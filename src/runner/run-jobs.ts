@@ -30,7 +30,10 @@ export interface RunOptions {
   /** Aborting it stops sending calls; calls in flight finish and are written (SIGINT, SIGTERM). */
   signal?: AbortSignal;
   logger?: Logger;
-  /** Where the live progress line goes on a terminal; none when absent. */
+  /**
+   * Where the live progress line goes when it is a terminal (default stderr); otherwise progress is one log
+   * line every `progressLogIntervalMs`, through `logger`.
+   */
   progressStream?: NodeJS.WritableStream & { isTTY?: boolean };
   /** Total time a run may be paused by 429s before it stops and defers the rest. */
   maxThrottleWaitMs?: number;
@@ -169,7 +172,7 @@ async function runLocked(
         }),
       );
       const startedMs = performance.now();
-      if (options.progressStream) reporter.start();
+      reporter.start();
       try {
         await workJob(job, ledger, filter, {
           client,

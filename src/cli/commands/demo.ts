@@ -31,7 +31,7 @@ export const demoCommand = defineCommand({
         jobs,
         api: { baseUrl: sandbox.url, token: DEMO_TOKEN },
         logger: createLogger({ stream: io.stderr, level: 'warn', secrets: [DEMO_TOKEN] }),
-        progressStream: io.stderr.isTTY ? io.stderr : undefined,
+        progressStream: io.stderr,
       });
       io.stdout.write(formatRunSummary(summary));
       io.stdout.write(`\nA sample query (netingest query --db ${argv.db} "..."):\n${DEMO_QUERY}\n\n`);

@@ -43,7 +43,7 @@ export const runCommand = defineCommand({
         refresh: argv.refresh,
         signal,
         logger,
-        progressStream: tty ? io.stderr : undefined,
+        progressStream: io.stderr,
       }),
     );
     const text = argv.json ? JSON.stringify(summary, null, 2) + '\n' : formatRunSummary(summary);
