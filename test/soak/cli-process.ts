@@ -21,6 +21,11 @@ export interface CliOptions {
   /** Run as this user and group (tests run as root, where file permissions do not stop writes). */
   uid?: number;
   gid?: number;
+  /**
+   * Largest file the process may write, in KiB (RLIMIT_FSIZE via the shell's `ulimit -f`, with SIGXFSZ
+   * ignored so a write past it fails with EFBIG): a disk that fills up, without a disk to fill.
+   */
+  fileSizeLimitKb?: number;
 }
 
 export interface CliProcess {
@@ -37,7 +42,11 @@ export function startCli(args: string[], options: CliOptions = {}): CliProcess {
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith('NETINGEST_')) env[k] = v;
   Object.assign(env, options.env);
-  const child = spawn(process.execPath, [BIN, ...args], {
+  const [command, argv] =
+    options.fileSizeLimitKb === undefined
+      ? [process.execPath, [BIN, ...args]]
+      : ['/bin/bash', ['-c', `trap '' XFSZ; ulimit -f ${Math.floor(options.fileSizeLimitKb)} && exec "$0" "$@"`, process.execPath, BIN, ...args]];
+  const child = spawn(command, argv, {
     cwd: options.cwd ?? ROOT,
     env,
     stdio: ['ignore', 'pipe', 'pipe'],
