@@ -112,7 +112,7 @@ export async function executeTask(task: ExecutableTask, ctx: ExecutorContext): P
       factor: 2,
       randomize: true,
       signal: ctx.stop.signal,
-      unref: true,
+      // Not unref'd: a backoff may be the only thing pending, and the run must wait for it, not end.
     });
   } catch (err) {
     if (received === null) return failure(task, ctx, err, attempts);
