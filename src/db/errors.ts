@@ -9,7 +9,8 @@ export type DatabaseErrorCode =
   | 'DB_LOCKED'
   | 'DB_NOT_FOUND'
   | 'DB_NOT_NETINGEST'
-  | 'DB_OPEN_FAILED';
+  | 'DB_OPEN_FAILED'
+  | 'DB_WRITE_FAILED';
 
 /** The database file cannot be used as it is; the message names the file and what to do. Fatal for a run. */
 export class DatabaseError extends NetingestError {

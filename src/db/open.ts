@@ -168,6 +168,19 @@ export function toDatabaseError(err: unknown, path: string, busyTimeoutMs: numbe
   return err;
 }
 
+/**
+ * Maps any SQLite error met while using an open database (a write on a full disk, damaged pages, another
+ * process's lock) to a DatabaseError that names the file; other errors pass through.
+ */
+export function toDatabaseUseError(err: unknown, path: string, busyTimeoutMs = DEFAULTS.busyTimeoutMs): unknown {
+  const mapped = toDatabaseError(err, path, busyTimeoutMs);
+  if (mapped !== err) return mapped;
+  const code = typeof (err as { code?: unknown })?.code === 'string' ? (err as { code: string }).code : '';
+  if (!code.startsWith('SQLITE_')) return err;
+  const message = err instanceof Error ? err.message : String(err);
+  return new DatabaseError('DB_WRITE_FAILED', path, `database ${path}: ${message} [${code}]`, { cause: err });
+}
+
 function writable(dir: string): boolean {
   try {
     accessSync(dir, constants.W_OK);

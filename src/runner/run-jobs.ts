@@ -1,10 +1,10 @@
 import { hostname } from 'node:os';
 import { UsageError } from '../errors.ts';
 import { createApiClient } from '../api/client.ts';
-import { openDatabase } from '../db/open.ts';
+import { openDatabase, toDatabaseUseError } from '../db/open.ts';
 import { createLedger } from '../db/ledger.ts';
 import { createRunLog, type RunStatus } from '../db/runs.ts';
-import { acquireRunLock } from '../db/run-lock.ts';
+import { acquireRunLock, type RunLock } from '../db/run-lock.ts';
 import { createApiCallLog } from '../db/api-calls.ts';
 import type { InvalidInputRow } from '../db/ledger.ts';
 import type { Job } from '../jobs/schema.ts';
@@ -95,11 +95,23 @@ export async function runJobs(options: RunOptions): Promise<RunSummary> {
   const logger = options.logger ?? silentLogger;
   const database = openDatabase(options.dbPath);
   try {
-    const lock = acquireRunLock(database);
+    let lock: RunLock;
+    try {
+      lock = acquireRunLock(database);
+    } catch (err) {
+      throw toDatabaseUseError(err, database.file);
+    }
     try {
       return await runLocked(options, database, lock, logger);
+    } catch (err) {
+      throw toDatabaseUseError(err, database.file);
     } finally {
-      lock.release();
+      try {
+        lock.release();
+      } catch (err) {
+        // A lock row left behind names a dead pid and is taken over by the next run; the outcome matters more.
+        logger.warn('could not release the run lock', { error: describe(err, database.file).message });
+      }
     }
   } finally {
     database.close();
@@ -109,7 +121,7 @@ export async function runJobs(options: RunOptions): Promise<RunSummary> {
 async function runLocked(
   options: RunOptions,
   database: ReturnType<typeof openDatabase>,
-  lock: ReturnType<typeof acquireRunLock>,
+  lock: RunLock,
   logger: Logger,
 ): Promise<RunSummary> {
   const startedAt = new Date().toISOString();
@@ -254,6 +266,7 @@ async function runLocked(
   } catch (err) {
     logger.error('could not record the end of the run', { run: runId, error: describe(err, database.file).message });
   }
+  if (error) logger.error('run stopped by an error', { run: runId, code: error.code, error: error.message });
   logger.info('run finished', { run: runId, status, calls, errors, credits_spent: summary.creditsSpent, credits_left: guard.balance });
   // A job whose input turned out unusable is the user's to fix (exit 2), after the run's books are closed.
   if (stop.error instanceof UsageError) throw stop.error;
@@ -280,13 +293,13 @@ function freshSince(refreshAfterDays: number): string {
   return new Date(Date.now() - refreshAfterDays * 86_400_000).toISOString();
 }
 
-function describe(err: unknown, dbFile?: string): { code: string; message: string } {
-  const code = (err as { code?: unknown })?.code;
-  const message = err instanceof Error ? err.message : String(err);
+function describe(err: unknown, dbFile: string): { code: string; message: string } {
+  // SQLite's own messages ("database or disk is full") do not say which file: the mapped error does.
+  const mapped = toDatabaseUseError(err, dbFile);
+  const code = (mapped as { code?: unknown })?.code;
   return {
     code: typeof code === 'string' ? code : 'INTERNAL',
-    // SQLite's own messages ("database or disk is full") do not say which file.
-    message: typeof code === 'string' && code.startsWith('SQLITE_') && dbFile ? `writing ${dbFile}: ${message}` : message,
+    message: mapped instanceof Error ? mapped.message : String(mapped),
   };
 }
 
