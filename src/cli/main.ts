@@ -35,12 +35,23 @@ export async function main(argv: string[], io: CommandIO = { stdout: process.std
       io.stderr.write(`netingest: ${err.message}\nRun 'netingest --help' for usage.\n`);
       return EXIT.usage;
     }
-    io.stderr.write(`netingest: ${describeError(err)}\n`);
-    return exitCodeFor(err);
+    const code = exitCodeFor(err);
+    if (wantsJsonLogs(argv)) {
+      const errCode = err instanceof NetingestError ? err.code : 'INTERNAL';
+      io.stderr.write(JSON.stringify({ time: new Date().toISOString(), level: 'error', msg: describeError(err), code: errCode }) + '\n');
+    } else {
+      io.stderr.write(`netingest: ${describeError(err)}\n`);
+    }
+    return code;
   }
 }
 
 class UsageFailure extends Error {}
+
+/** Whether the command line asked for JSON log lines, so that even a command that fails at once writes one. */
+function wantsJsonLogs(argv: string[]): boolean {
+  return argv.some((a, i) => a === '--log-format=json' || (a === '--log-format' && argv[i + 1] === 'json'));
+}
 
 /** One line for the user: our own errors by code and message, anything else without a stack trace. */
 function describeError(err: unknown): string {

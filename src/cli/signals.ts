@@ -9,14 +9,14 @@ export const SHUTDOWN_GRACE_MS = 20_000;
  */
 export function abortOnStopSignals(
   controller: AbortController,
-  stderr: NodeJS.WritableStream,
+  notify: (signal: NodeJS.Signals) => void,
   graceMs = SHUTDOWN_GRACE_MS,
 ): () => void {
   let received = 0;
   const onSignal = (signal: NodeJS.Signals) => {
     received += 1;
     if (received === 1) {
-      stderr.write(`\nnetingest: ${signal} received: finishing what is in flight (again to stop at once)\n`);
+      notify(signal);
       controller.abort();
       setTimeout(() => process.exit(130), graceMs).unref();
       return;
@@ -31,10 +31,19 @@ export function abortOnStopSignals(
   };
 }
 
-/** Runs `work` with an AbortSignal wired to SIGINT/SIGTERM for its duration. */
-export async function withStopSignals<T>(stderr: NodeJS.WritableStream, work: (signal: AbortSignal) => Promise<T>): Promise<T> {
+/** The notice of a first signal as plain text on stderr, for commands that do not log. */
+export function stderrNotice(stderr: NodeJS.WritableStream & { isTTY?: boolean }): (signal: NodeJS.Signals) => void {
+  return (signal) =>
+    stderr.write(`${stderr.isTTY ? '\n' : ''}netingest: ${signal} received: finishing what is in flight (again to stop at once)\n`);
+}
+
+/** Runs `work` with an AbortSignal wired to SIGINT/SIGTERM for its duration; `notify` tells the user. */
+export async function withStopSignals<T>(
+  notify: (signal: NodeJS.Signals) => void,
+  work: (signal: AbortSignal) => Promise<T>,
+): Promise<T> {
   const controller = new AbortController();
-  const detach = abortOnStopSignals(controller, stderr);
+  const detach = abortOnStopSignals(controller, notify);
   try {
     return await work(controller.signal);
   } finally {

@@ -2,7 +2,7 @@ import { defineCommand } from '../command.ts';
 import { withDb } from '../common-options.ts';
 import { enrichJob } from '../../export/enrich.ts';
 import { EXPORT_FORMATS } from '../../export/row-encoders.ts';
-import { withStopSignals } from '../signals.ts';
+import { stderrNotice, withStopSignals } from '../signals.ts';
 
 /** `netingest enrich <job> --out <file>`: the job's input rows followed by their results (docs/export.md). */
 export const enrichCommand = defineCommand({
@@ -20,7 +20,7 @@ export const enrichCommand = defineCommand({
           'deferred, pending), netingest_error, netingest_input_key, then similar_*, post_* or job_* result columns.',
       ),
   run: async (argv, io) => {
-    const result = await withStopSignals(io.stderr, (signal) =>
+    const result = await withStopSignals(stderrNotice(io.stderr), (signal) =>
       enrichJob({ db: argv.db, job: argv.job, out: argv.out, format: argv.format, signal }),
     );
     const counts = Object.entries(result.statuses)

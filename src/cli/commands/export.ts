@@ -4,7 +4,7 @@ import { UsageError } from '../../errors.ts';
 import { exportSql, exportTable, type ExportResult } from '../../export/export-table.ts';
 import { EXPORT_FORMATS } from '../../export/row-encoders.ts';
 import { exportSources } from '../../export/sources.ts';
-import { withStopSignals } from '../signals.ts';
+import { stderrNotice, withStopSignals } from '../signals.ts';
 
 /** `netingest export`: a table, a view or a SELECT as CSV or JSON Lines, to a file (atomically) or stdout. */
 export const exportCommand = defineCommand({
@@ -38,7 +38,7 @@ export const exportCommand = defineCommand({
       throw new UsageError('--since applies to tables; with --sql, filter in the WHERE clause');
     }
     const common = { db: argv.db, format: argv.format, out: argv.out, stream: io.stdout };
-    const result: ExportResult = await withStopSignals(io.stderr, (signal) =>
+    const result: ExportResult = await withStopSignals(stderrNotice(io.stderr), (signal) =>
       argv.sql !== undefined
         ? exportSql({ ...common, sql: argv.sql, signal })
         : exportTable({ ...common, table: argv.table!, since: argv.since, signal }),

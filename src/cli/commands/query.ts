@@ -1,7 +1,7 @@
 import { defineCommand } from '../command.ts';
 import { withDb } from '../common-options.ts';
 import { QUERY_FORMATS, runQuery } from '../../export/query.ts';
-import { withStopSignals } from '../signals.ts';
+import { stderrNotice, withStopSignals } from '../signals.ts';
 
 /** `netingest query`: one read-only SQL statement, as a table on a terminal and CSV otherwise. */
 export const queryCommand = defineCommand({
@@ -15,7 +15,7 @@ export const queryCommand = defineCommand({
       .example(`$0 query "SELECT reference_url, company_name, best_grade FROM v_lookalikes LIMIT 20"`, 'look around')
       .example(`$0 query "SELECT job, status, count(*) FROM tasks GROUP BY 1, 2" --format csv > status.csv`, 'as CSV'),
   run: async (argv, io) => {
-    await withStopSignals(io.stderr, (signal) =>
+    await withStopSignals(stderrNotice(io.stderr), (signal) =>
       runQuery({
         db: argv.db,
         sql: argv.sql,

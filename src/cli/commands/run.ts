@@ -34,7 +34,9 @@ export const runCommand = defineCommand({
       level: tty && argv['log-format'] === 'text' ? 'warn' : 'info',
       secrets: [api.token],
     });
-    const summary = await withStopSignals(io.stderr, (signal) =>
+    const summary = await withStopSignals(
+      (sig) => logger.warn('signal received: finishing calls in flight (send it again to stop at once)', { signal: sig }),
+      (signal) =>
       runJobs({
         dbPath: argv.db,
         jobs,
