@@ -144,11 +144,10 @@ interface BodyText {
  * `limitBytes`. undici's bodyTimeout bounds each gap between chunks; the deadline check bounds the whole.
  */
 function readBody(body: Dispatcher.ResponseData['body'], limitBytes: number, deadline: number, declaredBytes: number): Promise<BodyText> {
-  if (declaredBytes > limitBytes) {
-    body.on('error', ignore);
-    body.destroy();
-    return Promise.resolve({ text: '', truncated: true });
-  }
+  // A body announced as too large is refused without reading it whole, but its start is kept for the
+  // excerpt that tells the user what was sent (a proxy page, a dump).
+  const refused = declaredBytes > limitBytes;
+  if (refused) limitBytes = Math.min(limitBytes, TRUNCATED_TEXT_BYTES);
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -168,7 +167,7 @@ function readBody(body: Dispatcher.ResponseData['body'], limitBytes: number, dea
         reject(Object.assign(new Error('response body still arriving when the time was up'), { code: BODY_DEADLINE_CODE }));
       }
     });
-    body.on('end', () => resolve({ text: decode(chunks), truncated: false }));
+    body.on('end', () => resolve({ text: refused ? decodeHead(chunks, TRUNCATED_TEXT_BYTES) : decode(chunks), truncated: refused }));
     body.on('error', reject);
   });
 }
@@ -191,4 +190,3 @@ function decodeHead(chunks: Buffer[], bytes: number): string {
   return decode(head);
 }
 
-function ignore(): void {}
