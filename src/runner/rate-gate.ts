@@ -10,7 +10,15 @@ export interface RateGateOptions {
   safetyMargin?: number;
 }
 
-export const RATE_GATE_DEFAULTS = { safetyMargin: 0.02 } as const;
+export const RATE_GATE_DEFAULTS = {
+  safetyMargin: 0.02,
+  /**
+   * A timer wakes a millisecond or two late; counting that small lateness as on time keeps it from pushing
+   * the whole schedule back (each late wake-up would otherwise cost a few % of the rate). It never adds up:
+   * starts still never come before their turn, and turns are a full interval apart.
+   */
+  lateCreditMs: 2,
+} as const;
 
 /**
  * Spaces call starts evenly so that no sliding 60-second window ever holds more than `requestsPerMinute`
@@ -56,14 +64,15 @@ export class RateGate {
   }
 
   private async waitTurn(signal?: AbortSignal): Promise<void> {
+    let at: number;
     for (;;) {
       signal?.throwIfAborted();
-      const at = Math.max(this.lastStartAt + this.intervalMs, this.pausedUntil);
+      at = Math.max(this.lastStartAt + this.intervalMs, this.pausedUntil);
       if (performance.now() >= at) break;
       // Re-checked after the sleep: a 429 may have moved the pause while we waited.
       await sleepUntil(at, signal);
     }
-    this.lastStartAt = performance.now();
+    this.lastStartAt = Math.max(at, performance.now() - RATE_GATE_DEFAULTS.lateCreditMs);
   }
 }
 
