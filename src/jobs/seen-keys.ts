@@ -19,8 +19,8 @@ export class SeenKeys {
 
   /** Records the key; false when it was already there. */
   add(key: string): boolean {
-    // 'latin1' output: one char per digest byte, no Buffer to allocate.
-    const d = hash('sha1', key, 'latin1');
+    // 'binary' (latin1) output: one char per digest byte, no Buffer to allocate.
+    const d = hash('sha1', key, 'binary');
     // Word 0 is never 0 in a used slot, so 0 marks an empty one.
     const w0 = (word(d, 0) | 1) >>> 0;
     const w1 = word(d, 4);
