@@ -111,7 +111,14 @@ function parseFast(input: string): ParsedUrl | undefined {
   const path = m[2]!;
   if (path.includes('.') && DOT_SEGMENT.test(path)) return undefined;
   if (host.startsWith('www.')) host = host.slice(4);
-  const segments = path === '' ? [] : path.split('/').filter((s) => s !== '');
+  // The path starts with `/` when not empty; empty segments are dropped as in the parser path.
+  const segments: string[] = [];
+  for (let from = 1; from < path.length; ) {
+    let to = path.indexOf('/', from);
+    if (to === -1) to = path.length;
+    if (to > from) segments.push(path.slice(from, to));
+    from = to + 1;
+  }
   return { host, segments };
 }
 
