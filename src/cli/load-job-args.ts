@@ -1,5 +1,5 @@
 import { UsageError } from '../errors.ts';
-import { loadAllJobs, loadJob } from '../jobs/load.ts';
+import { assertUniqueNames, loadAllJobs, loadJob } from '../jobs/load.ts';
 import type { Job } from '../jobs/schema.ts';
 
 /** The jobs named on the command line, or every job of the folder with --all; names must not clash. */
@@ -8,11 +8,6 @@ export async function loadJobs(paths: string[], all: boolean, jobsDir: string): 
   if (!all && paths.length === 0) throw new UsageError('name at least one job file, or use --all');
   const jobs = all ? await loadAllJobs(jobsDir) : await Promise.all(paths.map((p) => loadJob(p)));
   if (jobs.length === 0) throw new UsageError(`no job files (.json, .ts) in ${jobsDir}`);
-  const seen = new Map<string, string>();
-  for (const job of jobs) {
-    const other = seen.get(job.name);
-    if (other !== undefined) throw new UsageError(`two jobs are named "${job.name}"; job names must be unique`);
-    seen.set(job.name, job.name);
-  }
+  assertUniqueNames(jobs);
   return jobs;
 }

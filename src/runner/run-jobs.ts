@@ -169,6 +169,7 @@ async function runLocked(
       }
       guard.setLimits({ reserve: job.credits.reserve, maxPerRun: job.credits.maxPerRun ?? null });
       const progress: JobProgress = { runnable, done: 0, notFound: 0, failed: 0, errors: 0 };
+      const startedMs = performance.now();
       const reporter = new ProgressReporter(
         { stream: options.progressStream ?? process.stderr, logger, logIntervalMs: options.progressLogIntervalMs },
         () => ({
@@ -183,7 +184,6 @@ async function runLocked(
           startedAtMs: startedMs,
         }),
       );
-      const startedMs = performance.now();
       reporter.start();
       try {
         await workJob(job, ledger, filter, {
