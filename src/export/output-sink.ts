@@ -40,11 +40,7 @@ export function streamSink(stream: NodeJS.WritableStream): OutputSink {
   stream.on('error', onError);
   const detach = () => stream.off('error', onError);
   return {
-    write(chunk) {
-      if (failure) throw failure;
-      if (stream.write(chunk)) return undefined;
-      return waitForDrain(stream, () => failure);
-    },
+    write: (chunk) => writeWithBackpressure(stream, chunk, () => failure),
     async commit() {
       detach();
       if (failure) throw failure;
@@ -102,11 +98,7 @@ export async function openFileSink(outPath: string): Promise<OutputSink> {
   };
 
   return {
-    write(chunk) {
-      if (failure) throw failure;
-      if (stream.write(chunk)) return undefined;
-      return waitForDrain(stream, () => failure);
-    },
+    write: (chunk) => writeWithBackpressure(stream, chunk, () => failure),
     async commit() {
       if (settled) return;
       try {
@@ -132,6 +124,18 @@ export async function openFileSink(outPath: string): Promise<OutputSink> {
 }
 
 /** Resolves on 'drain'; rejects if the stream fails or closes first. */
+/** Writes a chunk unless the sink already failed; a promise only when the stream asks the writer to wait. */
+function writeWithBackpressure(
+  stream: NodeJS.WritableStream,
+  chunk: string,
+  failed: () => Error | undefined,
+): Promise<void> | undefined {
+  const failure = failed();
+  if (failure) throw failure;
+  if (stream.write(chunk)) return undefined;
+  return waitForDrain(stream, failed);
+}
+
 function waitForDrain(stream: NodeJS.WritableStream, failed: () => Error | undefined): Promise<void> {
   return new Promise<void>((resolve, reject) => {
     const cleanup = () => {
