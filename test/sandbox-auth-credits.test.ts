@@ -1,17 +1,10 @@
 import { request as httpRequest } from 'node:http';
-import { afterEach, describe, expect, it } from 'vitest';
-import { SANDBOX_DEFAULTS, startSandbox, type Sandbox, type SandboxOptionsInput } from '../src/sandbox/server.ts';
+import { describe, expect, it } from 'vitest';
+import { SANDBOX_DEFAULTS, type Sandbox } from '../src/sandbox/server.ts';
+import { useSandboxes } from './sandbox-helpers.ts';
 
 // Real HTTP against sandboxes on free ports. Raw node:http where header-name case matters, fetch elsewhere.
-const started: Sandbox[] = [];
-async function sandbox(options: SandboxOptionsInput = {}): Promise<Sandbox> {
-  const sb = await startSandbox({ notFoundRate: 0, ...options });
-  started.push(sb);
-  return sb;
-}
-afterEach(async () => {
-  await Promise.all(started.splice(0).map((sb) => sb.stop()));
-});
+const sandbox = useSandboxes();
 
 interface Answer {
   status: number;

@@ -1,16 +1,9 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { startSandbox, type Sandbox, type SandboxOptionsInput } from '../src/sandbox/server.ts';
+import { useSandboxes } from './sandbox-helpers.ts';
 
 // Real HTTP against sandboxes on free ports with node's global fetch.
-const started: Sandbox[] = [];
-async function sandbox(options: SandboxOptionsInput = {}): Promise<Sandbox> {
-  const sb = await startSandbox({ notFoundRate: 0, ...options });
-  started.push(sb);
-  return sb;
-}
-afterEach(async () => {
-  await Promise.all(started.splice(0).map((sb) => sb.stop()));
-});
+const sandbox = useSandboxes();
 
 const AUTH = { authorization: 'Bearer sandbox-token' };
 
