@@ -98,7 +98,7 @@ export function createLedger(database: Database) {
     for (const r of invalid) upsertInvalid.run({ ...r, runId, at });
   });
   const selectRunnable = sqlite.prepare(`SELECT id, job, operation, input_key AS inputKey, page, request_json AS requestJson, status
-    FROM tasks WHERE ${RUNNABLE} AND id > @afterId ORDER BY id LIMIT @limit`);
+    FROM tasks INDEXED BY tasks_job_id_idx WHERE ${RUNNABLE} AND id > @afterId ORDER BY id LIMIT @limit`);
   const countRunnable = sqlite.prepare(`SELECT count(*) AS n FROM tasks WHERE ${RUNNABLE}`).pluck();
   const findTask = sqlite.prepare(`SELECT status, completed_at AS completedAt, retryable, request_json AS requestJson
     FROM tasks WHERE job = ? AND input_key = ? AND page = ?`);

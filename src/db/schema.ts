@@ -306,6 +306,8 @@ export const tasks = sqliteTable(
     uniqueIndex('tasks_job_input_key_page_uq').on(t.job, t.inputKey, t.page),
     index('tasks_job_status_idx').on(t.job, t.status),
     index('tasks_status_completed_at_idx').on(t.status, t.completedAt),
+    // The runner pages through a job's tasks in id order: without it each page re-sorted the whole job.
+    index('tasks_job_id_idx').on(t.job, t.id),
   ],
 );
 

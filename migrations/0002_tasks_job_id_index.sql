@@ -1,0 +1,1 @@
+CREATE INDEX `tasks_job_id_idx` ON `tasks` (`job`,`id`);
