@@ -1,12 +1,12 @@
+import type { Worker } from 'node:worker_threads';
 import type { ApiCallInfo, ApiResult } from '../api/types.ts';
 import type { ApiError } from '../api/errors.ts';
-import type { Database } from '../db/open.ts';
-import { createIngestor } from '../db/ingest/index.ts';
-import { saveRawResponse } from '../db/raw-archive.ts';
-import { createApiCallLog, type ApiCallRow } from '../db/api-calls.ts';
-import { createLedger } from '../db/ledger.ts';
+import type { ApiCallRow } from '../db/api-calls.ts';
 import type { Operation } from '../spec/types.ts';
 import type { IngestRequest } from '../db/ingest-request.ts';
+import { startWorker } from '../threads/start-worker.ts';
+import type { OutcomeOp } from './outcome-ops.ts';
+import { deserializeError, type WriterMessageIn, type WriterMessageOut, type WriterThreadData } from './result-writer-protocol.ts';
 
 /** What the writer needs of a task. */
 export interface WriterTask {
@@ -14,103 +14,157 @@ export interface WriterTask {
   operation: Operation;
 }
 
+const THREAD = new URL('./result-writer-thread.ts', import.meta.url);
+
 /**
- * Writes the outcome of every call. Each response's normalized rows, raw body, task status and api_calls row
- * go into the same transaction; outcomes that arrive in the same turn of the event loop share one transaction
- * (group commit), which keeps a busy run from paying a commit per response. A crash loses at most the
- * responses of that one turn, all of which were in flight, so the next run repeats at most those calls.
+ * Files the outcome of every call through the run's writer thread (result-writer-thread.ts). Each response's
+ * normalized rows, raw body, task status and api_calls row go into the same transaction; the outcomes of one
+ * turn of the event loop travel as one batch, and batches that reach the thread during a commit share the
+ * next one (group commit). An outcome's promise resolves once it is committed: the runner holds the task's
+ * slot until then, so a crash at any instant loses at most `concurrency` answers, each one a call that the
+ * next run repeats.
  */
 export class ResultWriter {
-  private pending: Array<() => void> = [];
+  /** Resolves when the thread has opened the dataset; rejects with the reason it could not. */
+  readonly ready: Promise<void>;
+  private readonly worker: Worker;
+  private batch: OutcomeOp[] = [];
+  /** Settles when the batch being gathered is committed. */
+  private batchCommitted: Promise<void> | null = null;
   private scheduled = false;
-  private failure: unknown = null;
-  private readonly ingestor;
-  private readonly saveRaw;
-  private readonly calls;
-  private readonly ledger;
-  private readonly commit: (ops: Array<() => void>) => void;
+  private sentSeq = 0;
+  private committedSeq = 0;
+  /** Waiters by batch seq, in order. */
+  private waiters: Array<{ seq: number; resolve: () => void }> = [];
+  private failure: Error | null = null;
+  private closing = false;
+  private readonly exited: Promise<void>;
 
   constructor(
-    database: Database,
+    dbFile: string,
     private readonly runId: number,
-    /** Called once if a commit fails (disk full, read-only file): the run must stop. */
+    /** Called once if the thread cannot write (disk full, read-only file): the run must stop. */
     private readonly onFatal: (err: unknown) => void,
   ) {
-    this.ingestor = createIngestor(database);
-    this.saveRaw = saveRawResponse(database);
-    this.calls = createApiCallLog(database);
-    this.ledger = createLedger(database);
-    this.commit = database.sqlite.transaction((ops: Array<() => void>) => {
-      for (const op of ops) op();
+    const data: WriterThreadData = { dbFile, runId };
+    this.worker = startWorker(THREAD, data);
+    let readyResolve!: () => void;
+    let readyReject!: (err: unknown) => void;
+    this.ready = new Promise<void>((resolve, reject) => {
+      readyResolve = resolve;
+      readyReject = reject;
+    });
+    // Awaited only before the first call; a failure before then is reported by that await, not as unhandled.
+    this.ready.catch(() => undefined);
+    this.worker.on('message', (message: WriterMessageOut) => {
+      if (message.type === 'ready') readyResolve();
+      else if (message.type === 'committed') this.committed(message.seq);
+      else {
+        const err = deserializeError(message.error);
+        readyReject(err);
+        this.fail(err);
+      }
+    });
+    this.worker.on('error', (err) => {
+      readyReject(err);
+      this.fail(err);
+    });
+    this.exited = new Promise<void>((resolve) => {
+      this.worker.once('exit', () => {
+        if (!this.closing) {
+          const err = new Error('the database writer thread stopped unexpectedly');
+          readyReject(err);
+          this.fail(err);
+        }
+        resolve();
+      });
     });
   }
 
   /** A 200: normalized rows, raw body, api_calls row and the task done, atomically. */
-  success(task: WriterTask, request: IngestRequest, requestKey: string, result: Extract<ApiResult<unknown>, { kind: 'ok' }>, attempts: number): void {
+  success(task: WriterTask, request: IngestRequest, requestKey: string, result: Extract<ApiResult<unknown>, { kind: 'ok' }>, attempts: number): Promise<void> {
     const at = new Date().toISOString();
-    this.enqueue(() => {
-      this.ingestor.ingest(request, result.data as never, at);
-      this.saveRaw({ operation: task.operation, requestKey, request, body: result.raw, receivedAt: at, runId: this.runId, taskId: task.id });
-      this.calls.insert(callRow(this.runId, task.id, result.call, at, null, result.credits));
-      this.ledger.markDone(task.id, this.runId, at, attempts);
-    });
+    const call = callRow(this.runId, task.id, result.call, at, null, result.credits);
+    return this.enqueue({ kind: 'success', taskId: task.id, operation: task.operation, requestKey, request, body: result.raw, call, attempts, at });
   }
 
   /** A 404: the lookup found nothing, which is an answer, not a failure. */
-  notFound(task: WriterTask, call: ApiCallInfo, attempts: number, note: string | null): void {
+  notFound(task: WriterTask, call: ApiCallInfo, attempts: number, note: string | null): Promise<void> {
     const at = new Date().toISOString();
-    this.enqueue(() => {
-      this.calls.insert(callRow(this.runId, task.id, call, at, null, null));
-      this.ledger.markNotFound(task.id, this.runId, at, attempts, note);
-    });
+    return this.enqueue({ kind: 'not_found', taskId: task.id, call: callRow(this.runId, task.id, call, at, null, null), attempts, note, at });
   }
 
   /** Later pages of an input whose list ended earlier: settled without a call. */
-  pastLastPage(task: WriterTask, lastPage: number): void {
-    const at = new Date().toISOString();
-    this.enqueue(() => this.ledger.markNotFound(task.id, this.runId, at, 0, `past the last page (${lastPage})`));
+  pastLastPage(task: WriterTask, lastPage: number): Promise<void> {
+    return this.enqueue({ kind: 'past_last_page', taskId: task.id, lastPage, at: new Date().toISOString() });
   }
 
   /** One failed HTTP attempt, for the api_calls log. */
-  attemptFailed(task: WriterTask, err: ApiError): void {
-    const at = new Date().toISOString();
-    this.enqueue(() => this.calls.insert(callRow(this.runId, task.id, err.call, at, err.code, null)));
+  attemptFailed(task: WriterTask, err: ApiError): Promise<void> {
+    return this.enqueue({ kind: 'attempt_failed', call: callRow(this.runId, task.id, err.call, new Date().toISOString(), err.code, null) });
   }
 
   /** The task failed for good in this run; `retryable` failures are picked up again by the next run. */
-  failed(task: WriterTask, code: string, message: string, retryable: boolean, attempts: number): void {
-    const at = new Date().toISOString();
-    this.enqueue(() => this.ledger.markFailed(task.id, this.runId, at, attempts, code, message, retryable));
+  failed(task: WriterTask, code: string, message: string, retryable: boolean, attempts: number): Promise<void> {
+    return this.enqueue({ kind: 'failed', taskId: task.id, code, message, retryable, attempts, at: new Date().toISOString() });
   }
 
-  /** Commits everything queued now; throws what the commit threw. */
-  flush(): void {
-    this.scheduled = false;
-    if (this.pending.length === 0) return;
-    const ops = this.pending;
-    this.pending = [];
-    this.commit(ops);
+  /** Sends what is gathered now and resolves when everything sent so far is committed (or the writer failed). */
+  drain(): Promise<void> {
+    this.send();
+    if (this.failure || this.committedSeq >= this.sentSeq) return Promise.resolve();
+    return new Promise((resolve) => this.waiters.push({ seq: this.sentSeq, resolve }));
   }
 
-  /** The commit error that stopped the writer, if any. */
+  /** Commits what is left, closes the thread's connection and waits for the thread to end. */
+  async close(): Promise<void> {
+    if (!this.failure) await this.drain();
+    this.closing = true;
+    if (this.failure) await this.worker.terminate();
+    else this.worker.postMessage({ type: 'close' } satisfies WriterMessageIn);
+    await this.exited;
+  }
+
+  /** The error that stopped the writer, if any. */
   get error(): unknown {
     return this.failure;
   }
 
-  private enqueue(op: () => void): void {
+  private enqueue(op: OutcomeOp): Promise<void> {
+    if (this.failure) return Promise.resolve();
+    this.batch.push(op);
+    if (!this.scheduled) {
+      this.scheduled = true;
+      setImmediate(() => this.send());
+    }
+    this.batchCommitted ??= new Promise((resolve) => this.waiters.push({ seq: this.sentSeq + 1, resolve }));
+    return this.batchCommitted;
+  }
+
+  private send(): void {
+    this.scheduled = false;
+    if (this.batch.length === 0 || this.failure) return;
+    this.sentSeq += 1;
+    this.worker.postMessage({ type: 'write', seq: this.sentSeq, ops: this.batch } satisfies WriterMessageIn);
+    this.batch = [];
+    this.batchCommitted = null;
+  }
+
+  private committed(seq: number): void {
+    this.committedSeq = seq;
+    let i = 0;
+    while (i < this.waiters.length && this.waiters[i]!.seq <= seq) this.waiters[i++]!.resolve();
+    if (i > 0) this.waiters.splice(0, i);
+  }
+
+  /** Nothing more is written; everyone waiting is let go so the run can wind down and report the error. */
+  private fail(err: Error): void {
     if (this.failure) return;
-    this.pending.push(op);
-    if (this.scheduled) return;
-    this.scheduled = true;
-    setImmediate(() => {
-      try {
-        this.flush();
-      } catch (err) {
-        this.failure = err;
-        this.pending = [];
-        this.onFatal(err);
-      }
-    });
+    this.failure = err;
+    this.batch = [];
+    for (const w of this.waiters) w.resolve();
+    this.waiters = [];
+    this.onFatal(err);
   }
 }
 

@@ -56,7 +56,7 @@ export async function workJob(
       if (ctx.stop.reason) return;
       const task = toExecutable(row);
       if (lastPage !== null) {
-        ctx.writer.pastLastPage(task, lastPage);
+        void ctx.writer.pastLastPage(task, lastPage);
         progress.notFound += 1;
         continue;
       }

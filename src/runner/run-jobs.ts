@@ -151,7 +151,8 @@ async function runLocked(
     timeoutMs: options.requestTimeoutMs ?? RUN_DEFAULTS.requestTimeoutMs,
     connections: concurrency,
   });
-  const writer = new ResultWriter(database, runId, (err) => stop.stop('fatal', err));
+  // Started now so that the thread opens its connection while the first job's input is planned.
+  const writer = new ResultWriter(database.file, runId, (err) => stop.stop('fatal', err));
   const summaries: JobSummary[] = [];
   let creditsAtStart: number | null = null;
   let errors = 0;
@@ -163,6 +164,7 @@ async function runLocked(
       const plan = await planIntoLedger(job, ledger, runId);
       const filter = { job: job.name, runId, freshSince: freshSince(job.refreshAfterDays), refresh: options.refresh ?? false };
       const runnable = ledger.countRunnable(filter);
+      await writer.ready;
       logger.info('job planned', { job: job.name, tasks: plan.tasks, invalid: plan.invalid, duplicates: plan.duplicates, due: runnable });
       for (const bad of plan.invalidSamples) {
         logger.info('invalid input row', { job: job.name, file: bad.file, line: bad.line, field: bad.field, reason: bad.reason });
@@ -202,7 +204,7 @@ async function runLocked(
       } finally {
         reporter.stop();
         creditsAtStart ??= guard.balance === null ? null : guard.balance + guard.spent;
-        writer.flush();
+        await writer.drain();
       }
       if (stop.reason) ledger.deferPending(job.name, runId, new Date().toISOString());
       const counts = ledger.countsByStatus(job.name, runId);
@@ -226,6 +228,8 @@ async function runLocked(
     stop.stop('fatal', err);
   } finally {
     await client.close().catch(() => undefined);
+    // A writer that failed has reported why through stop(); closing it can add nothing.
+    await writer.close().catch(() => undefined);
     options.signal?.removeEventListener('abort', onAbort);
   }
   // Jobs never reached because the run stopped keep their pending tasks for the next run.

@@ -74,7 +74,7 @@ export async function executeTask(task: ExecutableTask, ctx: ExecutorContext): P
       } catch (err) {
         ctx.guard.settle(reservation, null);
         if (isApiError(err)) {
-          ctx.writer.attemptFailed(task, err);
+          void ctx.writer.attemptFailed(task, err);
           ctx.onAttemptError?.(err);
         }
         const action = errorAction(err);
@@ -115,25 +115,26 @@ export async function executeTask(task: ExecutableTask, ctx: ExecutorContext): P
       // Not unref'd: a backoff may be the only thing pending, and the run must wait for it, not end.
     });
   } catch (err) {
-    if (received === null) return failure(task, ctx, err, attempts);
+    if (received === null) return await failure(task, ctx, err, attempts);
   }
   const result = received as ApiResult<unknown> | null;
   if (result === null) return { kind: 'stopped' };
   if (result.kind === 'not_found') {
-    ctx.writer.notFound(task, result.call, attempts, result.message);
+    await ctx.writer.notFound(task, result.call, attempts, result.message);
     return { kind: 'not_found' };
   }
-  ctx.writer.success(task, task.ingest, task.requestKey, result, attempts);
+  // The task's slot stays taken until its answer is committed: see ResultWriter.
+  await ctx.writer.success(task, task.ingest, task.requestKey, result, attempts);
   return { kind: 'done', lastPage: isLastPage(task, result.data) };
 }
 
 /** Records why a task got no answer; a stop (credits, signal, auth) leaves it pending for the next run. */
-function failure(task: ExecutableTask, ctx: ExecutorContext, err: unknown, attempts: number): TaskOutcome {
+async function failure(task: ExecutableTask, ctx: ExecutorContext, err: unknown, attempts: number): Promise<TaskOutcome> {
   if (err instanceof StoppedBeforeCall || (ctx.stop.signal.aborted && !isApiError(err))) return { kind: 'stopped' };
   const retryable = errorAction(err) === 'retry';
   const code = isApiError(err) ? err.code : 'INTERNAL';
   const message = err instanceof Error ? err.message : String(err);
-  ctx.writer.failed(task, code, message, retryable, attempts);
+  await ctx.writer.failed(task, code, message, retryable, attempts);
   return { kind: 'failed', retryable };
 }
 

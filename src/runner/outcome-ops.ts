@@ -1,0 +1,72 @@
+/**
+ * The outcomes of calls as plain data, and the one function that files them in the database. The run's
+ * writer thread receives these over a MessagePort (so they hold only structured-cloneable values: the body
+ * travels as its text, which costs a copy, not a clone of the parsed tree) and applies each batch in one
+ * transaction.
+ */
+import type { Database } from '../db/open.ts';
+import type { IngestRequest } from '../db/ingest-request.ts';
+import { createIngestor } from '../db/ingest/index.ts';
+import { saveRawResponse } from '../db/raw-archive.ts';
+import { createApiCallLog, type ApiCallRow } from '../db/api-calls.ts';
+import { createLedger } from '../db/ledger.ts';
+import type { Operation } from '../spec/types.ts';
+
+/** One thing to write; `at` is the ISO time the outcome was known. */
+export type OutcomeOp =
+  | {
+      /** A 200: normalized rows, raw body, api_calls row and the task done, all or nothing. */
+      kind: 'success';
+      taskId: number;
+      operation: Operation;
+      requestKey: string;
+      request: IngestRequest;
+      /** The body exactly as received (after token redaction); it was validated before it was sent here. */
+      body: string;
+      call: ApiCallRow;
+      attempts: number;
+      at: string;
+    }
+  | { kind: 'not_found'; taskId: number; call: ApiCallRow; attempts: number; note: string | null; at: string }
+  | { kind: 'past_last_page'; taskId: number; lastPage: number; at: string }
+  | { kind: 'attempt_failed'; call: ApiCallRow }
+  | { kind: 'failed'; taskId: number; code: string; message: string; retryable: boolean; attempts: number; at: string };
+
+/** Prepares the statements once; the returned function writes a batch of outcomes in one transaction. */
+export function createOutcomeApplier(database: Database, runId: number): (ops: readonly OutcomeOp[]) => void {
+  const ingestor = createIngestor(database);
+  const saveRaw = saveRawResponse(database);
+  const calls = createApiCallLog(database);
+  const ledger = createLedger(database);
+  const apply = (op: OutcomeOp): void => {
+    switch (op.kind) {
+      case 'success':
+        ingestor.ingest(op.request, parseBody(op.body) as never, op.at);
+        saveRaw({ operation: op.operation, requestKey: op.requestKey, request: op.request, body: op.body, receivedAt: op.at, runId, taskId: op.taskId });
+        calls.insert(op.call);
+        ledger.markDone(op.taskId, runId, op.at, op.attempts);
+        return;
+      case 'not_found':
+        calls.insert(op.call);
+        ledger.markNotFound(op.taskId, runId, op.at, op.attempts, op.note);
+        return;
+      case 'past_last_page':
+        ledger.markNotFound(op.taskId, runId, op.at, 0, `past the last page (${op.lastPage})`);
+        return;
+      case 'attempt_failed':
+        calls.insert(op.call);
+        return;
+      case 'failed':
+        ledger.markFailed(op.taskId, runId, op.at, op.attempts, op.code, op.message, op.retryable);
+        return;
+    }
+  };
+  return database.sqlite.transaction((ops: readonly OutcomeOp[]) => {
+    for (const op of ops) apply(op);
+  });
+}
+
+/** The body as the client parsed it: a leading byte-order mark is legal in a body but not in JSON.parse's input. */
+function parseBody(text: string): unknown {
+  return JSON.parse(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text);
+}
