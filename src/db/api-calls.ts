@@ -1,4 +1,4 @@
-import type { Database } from './open.ts';
+import type { Connection } from './connection.ts';
 
 /** One HTTP call as logged in `api_calls`. */
 export interface ApiCallRow {
@@ -17,7 +17,7 @@ export interface ApiCallRow {
 }
 
 /** The log of every HTTP call, answered or not. */
-export function createApiCallLog(database: Database) {
+export function createApiCallLog(database: Connection) {
   const insert = database.sqlite.prepare(`INSERT INTO api_calls (run_id, task_id, operation, method, path, status,
     error_code, latency_ms, total_credits, credits_used, credits_remaining, at)
     VALUES (@runId, @taskId, @operation, @method, @path, @status, @errorCode, @latencyMs, @totalCredits,

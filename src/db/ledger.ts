@@ -1,4 +1,4 @@
-import type { Database } from './open.ts';
+import type { Connection } from './connection.ts';
 import type { TaskStatus } from './schema.ts';
 
 /** A task as the runner reads it from the ledger. */
@@ -52,7 +52,7 @@ const TASK_PARAMS = 9;
 const TASK_ROWS_PER_STATEMENT = 50;
 
 /** The task ledger: every unit of work is a row before any call is made, and its status says what is left. */
-export function createLedger(database: Database) {
+export function createLedger(database: Connection) {
   const { sqlite } = database;
   // A task planned again is stamped with the run that planned it, so inputs removed from the CSV are left
   // alone; a changed request (other filters, page size) makes the task due again. Positional parameters and

@@ -1,36 +1,23 @@
 /**
- * Opens the dataset: creates the folder, sets the connection up (WAL, foreign keys, busy timeout) and applies
- * this build's migrations, turning every way a file can be unusable into a DatabaseError with a stable code.
+ * Opens the dataset: a connection (connection.ts) with this build's migrations applied, and drizzle over it.
  */
-import BetterSqlite3 from 'better-sqlite3';
+import type BetterSqlite3 from 'better-sqlite3';
 import { drizzle, type BetterSQLite3Database } from 'drizzle-orm/better-sqlite3';
 import { migrate } from 'drizzle-orm/better-sqlite3/migrator';
-import { accessSync, constants, existsSync, mkdirSync, statSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
 import * as schema from './schema.ts';
-import {
-  DatabaseCorruptError,
-  DatabaseError,
-  DatabaseLockedError,
-  DatabaseNeedsMigrationError,
-  DatabaseReadonlyError,
-  DatabaseTooNewError,
-} from './errors.ts';
+import { DatabaseError, DatabaseNeedsMigrationError, DatabaseTooNewError } from './errors.ts';
 import { MIGRATIONS_FOLDER, knownMigrations, readMigrationState, type KnownMigration } from './migration-state.ts';
+import { CONNECTION_DEFAULTS, openConnection, toDatabaseError, type Connection } from './connection.ts';
+
+export { toDatabaseError, toDatabaseUseError, type Connection } from './connection.ts';
 
 /** The drizzle instance typed with the schema. */
 export type Drizzle = BetterSQLite3Database<typeof schema>;
 
 /** An open dataset. */
-export interface Database {
-  /** The raw connection, for prepared statements on hot paths. */
-  sqlite: BetterSqlite3.Database;
+export interface Database extends Connection {
   /** drizzle over the same connection. */
   db: Drizzle;
-  /** Absolute path of the file. */
-  file: string;
-  /** Closes the connection; safe to call twice. */
-  close(): void;
 }
 
 /** Options of openDatabase(). */
@@ -43,64 +30,21 @@ export interface OpenDatabaseOptions {
   migrationsFolder?: string;
 }
 
-const DEFAULTS = { readonly: false, busyTimeoutMs: 5000, migrationsFolder: MIGRATIONS_FOLDER } as const;
+const DEFAULTS = { ...CONNECTION_DEFAULTS, migrationsFolder: MIGRATIONS_FOLDER } as const;
 
 /** Opens (creating and migrating when needed) the SQLite dataset at `file`. */
 export function openDatabase(file: string, options: OpenDatabaseOptions = {}): Database {
   const opts = { ...DEFAULTS, ...options };
-  const path = resolve(file);
-  if (!opts.readonly) ensureFolder(path);
-  else if (!existsSync(path)) throw new DatabaseError('DB_NOT_FOUND', path, `database ${path} does not exist`);
-
-  let sqlite: BetterSqlite3.Database;
+  const connection = openConnection(file, { readonly: opts.readonly, busyTimeoutMs: opts.busyTimeoutMs });
+  const { sqlite, file: path } = connection;
   try {
-    sqlite = new BetterSqlite3(path, { readonly: opts.readonly, fileMustExist: opts.readonly, timeout: opts.busyTimeoutMs });
-  } catch (err) {
-    throw toDatabaseError(err, path, opts.busyTimeoutMs);
-  }
-  try {
-    configure(sqlite, opts.readonly, opts.busyTimeoutMs);
     const known = knownMigrations(opts.migrationsFolder);
     prepareSchema(sqlite, path, known, opts.readonly, opts.migrationsFolder);
   } catch (err) {
-    sqlite.close();
+    connection.close();
     throw toDatabaseError(err, path, opts.busyTimeoutMs);
   }
-  const db = drizzle(sqlite, { schema });
-  return {
-    sqlite,
-    db,
-    file: path,
-    close() {
-      if (sqlite.open) sqlite.close();
-    },
-  };
-}
-
-function ensureFolder(path: string): void {
-  const dir = dirname(path);
-  try {
-    mkdirSync(dir, { recursive: true });
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    if (code === 'EACCES' || code === 'EPERM' || code === 'EROFS') {
-      throw new DatabaseReadonlyError(path, `cannot create folder ${dir}`, { cause: err });
-    }
-    throw new DatabaseError('DB_OPEN_FAILED', path, `cannot create folder ${dir}: ${(err as Error).message}`, {
-      cause: err,
-    });
-  }
-}
-
-function configure(sqlite: BetterSqlite3.Database, readonly: boolean, busyTimeoutMs: number): void {
-  sqlite.pragma(`busy_timeout = ${Math.max(0, Math.trunc(busyTimeoutMs))}`);
-  // The first statement that reads the file: a non-database file fails here with SQLITE_NOTADB.
-  sqlite.prepare('SELECT count(*) FROM sqlite_master').get();
-  if (!readonly) {
-    sqlite.pragma('journal_mode = WAL');
-    sqlite.pragma('synchronous = NORMAL');
-  }
-  sqlite.pragma('foreign_keys = ON');
+  return { ...connection, db: drizzle(sqlite, { schema }) };
 }
 
 function prepareSchema(
@@ -142,50 +86,4 @@ function prepareSchema(
        ON CONFLICT (key) DO UPDATE SET value = excluded.value WHERE value <> excluded.value`,
     )
     .run(version);
-}
-
-/** Maps a SQLite or file-system error met while opening to a DatabaseError; others pass through. */
-export function toDatabaseError(err: unknown, path: string, busyTimeoutMs: number): unknown {
-  if (err instanceof DatabaseError) return err;
-  const code = typeof (err as { code?: unknown })?.code === 'string' ? (err as { code: string }).code : '';
-  const message = err instanceof Error ? err.message : String(err);
-  if (code.startsWith('SQLITE_NOTADB') || code.startsWith('SQLITE_CORRUPT')) {
-    return new DatabaseCorruptError(path, message, { cause: err });
-  }
-  if (code.startsWith('SQLITE_READONLY') || code === 'SQLITE_PERM' || code === 'SQLITE_AUTH') {
-    return new DatabaseReadonlyError(path, message, { cause: err });
-  }
-  if (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED')) {
-    return new DatabaseLockedError(path, busyTimeoutMs, { cause: err });
-  }
-  if (code.startsWith('SQLITE_CANTOPEN') || code.startsWith('SQLITE_IOERR')) {
-    if (existsSync(path) && statSync(path).isDirectory()) {
-      return new DatabaseError('DB_OPEN_FAILED', path, `cannot open database ${path}: the path is a folder`, { cause: err });
-    }
-    if (!writable(dirname(path))) return new DatabaseReadonlyError(path, `${message}; folder not writable`, { cause: err });
-    return new DatabaseError('DB_OPEN_FAILED', path, `cannot open database ${path}: ${message}`, { cause: err });
-  }
-  return err;
-}
-
-/**
- * Maps any SQLite error met while using an open database (a write on a full disk, damaged pages, another
- * process's lock) to a DatabaseError that names the file; other errors pass through.
- */
-export function toDatabaseUseError(err: unknown, path: string, busyTimeoutMs = DEFAULTS.busyTimeoutMs): unknown {
-  const mapped = toDatabaseError(err, path, busyTimeoutMs);
-  if (mapped !== err) return mapped;
-  const code = typeof (err as { code?: unknown })?.code === 'string' ? (err as { code: string }).code : '';
-  if (!code.startsWith('SQLITE_')) return err;
-  const message = err instanceof Error ? err.message : String(err);
-  return new DatabaseError('DB_WRITE_FAILED', path, `database ${path}: ${message} [${code}]`, { cause: err });
-}
-
-function writable(dir: string): boolean {
-  try {
-    accessSync(dir, constants.W_OK);
-    return true;
-  } catch {
-    return false;
-  }
 }

@@ -3,7 +3,7 @@
  * be rebuilt (`netingest reprocess`) when a normalizer changes, without paying for the calls again.
  */
 import type { Operation } from '../spec/types.ts';
-import type { Database } from './open.ts';
+import type { Connection } from './connection.ts';
 import { requestKeyOf, type IngestRequest } from './ingest-request.ts';
 
 /** One body to archive. */
@@ -21,7 +21,7 @@ export interface RawResponseInput {
 }
 
 /** Prepares the insert once; the returned function writes one row (caller's transaction) and returns its id. */
-export function saveRawResponse(database: Database): (input: RawResponseInput) => number {
+export function saveRawResponse(database: Connection): (input: RawResponseInput) => number {
   const insert = database.sqlite.prepare(
     `INSERT INTO raw_responses (operation, request_key, request_json, body, received_at, run_id, task_id)
      VALUES (?, ?, ?, ?, ?, ?, ?)`,

@@ -3,7 +3,7 @@
  * a validated 200 body into the normalized tables. Statements are prepared once per ingestor. The caller owns
  * the transaction, so a response, its raw body, its task status and its api_calls row commit together.
  */
-import type { Database } from '../open.ts';
+import type { Connection } from '../connection.ts';
 import type { IngestRequest, IngestResponseFor } from '../ingest-request.ts';
 import { preparePostDetails } from './post-details.ts';
 import { prepareSearchJobs } from './search-jobs.ts';
@@ -43,7 +43,7 @@ export const NORMALIZED_TABLES = [
 ] as const;
 
 /** Prepares every normalizer's statements once. */
-export function createIngestor(database: Database): Ingestor {
+export function createIngestor(database: Connection): Ingestor {
   const { sqlite } = database;
   const similar = prepareSimilarCompanies(sqlite);
   const post = preparePostDetails(sqlite);
@@ -72,7 +72,7 @@ export function createIngestor(database: Database): Ingestor {
 
 /** Ingests one response in its own transaction (tests, tools); the runner uses its own transaction instead. */
 export function ingestInTransaction<R extends IngestRequest>(
-  database: Database,
+  database: Connection,
   req: R,
   response: IngestResponseFor<R>,
   seenAt: string,
@@ -82,7 +82,7 @@ export function ingestInTransaction<R extends IngestRequest>(
 }
 
 /** Deletes every row of the normalized tables (bookkeeping and raw_responses untouched); caller's transaction. */
-export function clearNormalizedTables(database: Database): number {
+export function clearNormalizedTables(database: Connection): number {
   let rows = 0;
   for (const table of NORMALIZED_TABLES) rows += database.sqlite.prepare(`DELETE FROM ${table}`).run().changes;
   return rows;

@@ -1,0 +1,129 @@
+/**
+ * A plain connection to the dataset: the file opened and set up (WAL, foreign keys, busy timeout), with every
+ * way a file can be unusable turned into a DatabaseError. No schema work and no drizzle, so that a thread
+ * that only runs prepared statements on a dataset the run has already opened (the writer thread) starts in
+ * milliseconds rather than the ~400 ms that loading drizzle and the schema takes.
+ */
+import BetterSqlite3 from 'better-sqlite3';
+import { accessSync, constants, existsSync, mkdirSync, statSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import { DatabaseCorruptError, DatabaseError, DatabaseLockedError, DatabaseReadonlyError } from './errors.ts';
+
+/** An open connection. */
+export interface Connection {
+  /** The raw connection, for prepared statements on hot paths. */
+  sqlite: BetterSqlite3.Database;
+  /** Absolute path of the file. */
+  file: string;
+  /** Closes the connection; safe to call twice. */
+  close(): void;
+}
+
+/** Options of openConnection(). */
+export interface ConnectionOptions {
+  /** Open read-only: no folder creation; the file must exist. Default false. */
+  readonly?: boolean;
+  /** How long a statement waits for another process's lock before failing. Default 5000. */
+  busyTimeoutMs?: number;
+}
+
+export const CONNECTION_DEFAULTS = { readonly: false, busyTimeoutMs: 5000 } as const;
+
+/** Opens the SQLite file at `file` and sets the connection up; the schema is the caller's business. */
+export function openConnection(file: string, options: ConnectionOptions = {}): Connection {
+  const opts = { ...CONNECTION_DEFAULTS, ...options };
+  const path = resolve(file);
+  if (!opts.readonly) ensureFolder(path);
+  else if (!existsSync(path)) throw new DatabaseError('DB_NOT_FOUND', path, `database ${path} does not exist`);
+  let sqlite: BetterSqlite3.Database;
+  try {
+    sqlite = new BetterSqlite3(path, { readonly: opts.readonly, fileMustExist: opts.readonly, timeout: opts.busyTimeoutMs });
+  } catch (err) {
+    throw toDatabaseError(err, path, opts.busyTimeoutMs);
+  }
+  try {
+    configure(sqlite, opts.readonly, opts.busyTimeoutMs);
+  } catch (err) {
+    sqlite.close();
+    throw toDatabaseError(err, path, opts.busyTimeoutMs);
+  }
+  return {
+    sqlite,
+    file: path,
+    close() {
+      if (sqlite.open) sqlite.close();
+    },
+  };
+}
+
+function ensureFolder(path: string): void {
+  const dir = dirname(path);
+  try {
+    mkdirSync(dir, { recursive: true });
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'EACCES' || code === 'EPERM' || code === 'EROFS') {
+      throw new DatabaseReadonlyError(path, `cannot create folder ${dir}`, { cause: err });
+    }
+    throw new DatabaseError('DB_OPEN_FAILED', path, `cannot create folder ${dir}: ${(err as Error).message}`, {
+      cause: err,
+    });
+  }
+}
+
+function configure(sqlite: BetterSqlite3.Database, readonly: boolean, busyTimeoutMs: number): void {
+  sqlite.pragma(`busy_timeout = ${Math.max(0, Math.trunc(busyTimeoutMs))}`);
+  // The first statement that reads the file: a non-database file fails here with SQLITE_NOTADB.
+  sqlite.prepare('SELECT count(*) FROM sqlite_master').get();
+  if (!readonly) {
+    sqlite.pragma('journal_mode = WAL');
+    sqlite.pragma('synchronous = NORMAL');
+  }
+  sqlite.pragma('foreign_keys = ON');
+}
+
+/** Maps a SQLite or file-system error met while opening to a DatabaseError; others pass through. */
+export function toDatabaseError(err: unknown, path: string, busyTimeoutMs: number): unknown {
+  if (err instanceof DatabaseError) return err;
+  const code = typeof (err as { code?: unknown })?.code === 'string' ? (err as { code: string }).code : '';
+  const message = err instanceof Error ? err.message : String(err);
+  if (code.startsWith('SQLITE_NOTADB') || code.startsWith('SQLITE_CORRUPT')) {
+    return new DatabaseCorruptError(path, message, { cause: err });
+  }
+  if (code.startsWith('SQLITE_READONLY') || code === 'SQLITE_PERM' || code === 'SQLITE_AUTH') {
+    return new DatabaseReadonlyError(path, message, { cause: err });
+  }
+  if (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED')) {
+    return new DatabaseLockedError(path, busyTimeoutMs, { cause: err });
+  }
+  if (code.startsWith('SQLITE_CANTOPEN') || code.startsWith('SQLITE_IOERR')) {
+    if (existsSync(path) && statSync(path).isDirectory()) {
+      return new DatabaseError('DB_OPEN_FAILED', path, `cannot open database ${path}: the path is a folder`, { cause: err });
+    }
+    if (!writable(dirname(path))) return new DatabaseReadonlyError(path, `${message}; folder not writable`, { cause: err });
+    return new DatabaseError('DB_OPEN_FAILED', path, `cannot open database ${path}: ${message}`, { cause: err });
+  }
+  return err;
+}
+
+/**
+ * Maps any SQLite error met while using an open database (a write on a full disk, damaged pages, another
+ * process's lock) to a DatabaseError that names the file; other errors pass through.
+ */
+export function toDatabaseUseError(err: unknown, path: string, busyTimeoutMs = CONNECTION_DEFAULTS.busyTimeoutMs): unknown {
+  const mapped = toDatabaseError(err, path, busyTimeoutMs);
+  if (mapped !== err) return mapped;
+  const code = typeof (err as { code?: unknown })?.code === 'string' ? (err as { code: string }).code : '';
+  if (!code.startsWith('SQLITE_')) return err;
+  const message = err instanceof Error ? err.message : String(err);
+  return new DatabaseError('DB_WRITE_FAILED', path, `database ${path}: ${message} [${code}]`, { cause: err });
+}
+
+function writable(dir: string): boolean {
+  try {
+    accessSync(dir, constants.W_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
