@@ -4,7 +4,7 @@
  * travels as its text, which costs a copy, not a clone of the parsed tree) and applies each batch in one
  * transaction.
  */
-import type { Database } from '../db/open.ts';
+import type { Connection } from '../db/connection.ts';
 import type { IngestRequest } from '../db/ingest-request.ts';
 import { createIngestor } from '../db/ingest/index.ts';
 import { saveRawResponse } from '../db/raw-archive.ts';
@@ -33,7 +33,7 @@ export type OutcomeOp =
   | { kind: 'failed'; taskId: number; code: string; message: string; retryable: boolean; attempts: number; at: string };
 
 /** Prepares the statements once; the returned function writes a batch of outcomes in one transaction. */
-export function createOutcomeApplier(database: Database, runId: number): (ops: readonly OutcomeOp[]) => void {
+export function createOutcomeApplier(database: Connection, runId: number): (ops: readonly OutcomeOp[]) => void {
   const ingestor = createIngestor(database);
   const saveRaw = saveRawResponse(database);
   const calls = createApiCallLog(database);

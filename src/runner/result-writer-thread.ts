@@ -1,14 +1,14 @@
 /**
- * The run's writer thread: its own connection to the dataset, where every outcome is filed. Batches that
- * arrive while a commit is under way are committed together on the next turn (group commit), and the SQLite
- * work, WAL checkpoints included, stays off the thread that drives the HTTP calls.
+ * The run's writer thread: its own connection to the dataset, where every outcome is filed, one transaction
+ * per batch received (the run gathers outcomes while a batch commits: see ResultWriter), so the SQLite work,
+ * WAL checkpoints included, stays off the thread that drives the HTTP calls.
  *
  * Messages in: `{ type: 'write', seq, ops }`, `{ type: 'close' }`.
  * Messages out: `{ type: 'ready' }`, `{ type: 'committed', seq }` (every batch up to seq is durable in the
  * WAL), `{ type: 'failed', error }` (nothing after it is written).
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import { openDatabase, type Database } from '../db/open.ts';
+import { openConnection, type Connection } from '../db/connection.ts';
 import { createOutcomeApplier, type OutcomeOp } from './outcome-ops.ts';
 import { serializeError, type WriterThreadData, type WriterMessageIn, type WriterMessageOut } from './result-writer-protocol.ts';
 
@@ -16,35 +16,26 @@ const port = parentPort!;
 const { dbFile, runId } = (workerData as { data: WriterThreadData }).data;
 const send = (message: WriterMessageOut) => port.postMessage(message);
 
-let database: Database | null = null;
+let database: Connection | null = null;
 let apply: ((ops: readonly OutcomeOp[]) => void) | null = null;
-let pending: OutcomeOp[] = [];
-let pendingSeq = 0;
-let scheduled = false;
 let failed = false;
 
-function commit(): void {
-  scheduled = false;
-  if (failed || pending.length === 0) return;
-  const ops = pending;
-  pending = [];
+function commit(ops: readonly OutcomeOp[], seq: number): void {
   try {
     apply!(ops);
   } catch (err) {
     fail(err);
     return;
   }
-  send({ type: 'committed', seq: pendingSeq });
+  send({ type: 'committed', seq });
 }
 
 function fail(err: unknown): void {
   failed = true;
-  pending = [];
   send({ type: 'failed', error: serializeError(err) });
 }
 
 function close(): void {
-  commit();
   try {
     database?.close();
   } catch (err) {
@@ -54,7 +45,8 @@ function close(): void {
 }
 
 try {
-  database = openDatabase(dbFile);
+  // The run opened (and migrated) the dataset before starting this thread: a plain connection is enough.
+  database = openConnection(dbFile);
   apply = createOutcomeApplier(database, runId);
   send({ type: 'ready' });
 } catch (err) {
@@ -66,11 +58,5 @@ port.on('message', (message: WriterMessageIn) => {
     close();
     return;
   }
-  if (failed) return;
-  for (const op of message.ops) pending.push(op);
-  pendingSeq = message.seq;
-  if (!scheduled) {
-    scheduled = true;
-    setImmediate(commit);
-  }
+  if (!failed) commit(message.ops, message.seq);
 });

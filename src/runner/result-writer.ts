@@ -18,9 +18,10 @@ const THREAD = new URL('./result-writer-thread.ts', import.meta.url);
 
 /**
  * Files the outcome of every call through the run's writer thread (result-writer-thread.ts). Each response's
- * normalized rows, raw body, task status and api_calls row go into the same transaction; the outcomes of one
- * turn of the event loop travel as one batch, and batches that reach the thread during a commit share the
- * next one (group commit). An outcome's promise resolves once it is committed: the runner holds the task's
+ * normalized rows, raw body, task status and api_calls row go into the same transaction. One batch is in the
+ * thread at a time: outcomes that arrive while it commits are gathered here and sent as the next batch when it
+ * acknowledges (group commit, and one message per commit: a message costs the sender ~30 us of wake-up,
+ * more than the clone of its content). An outcome's promise resolves once it is committed: the runner holds the task's
  * slot until then, so a crash at any instant loses at most `concurrency` answers, each one a call that the
  * next run repeats.
  */
@@ -34,6 +35,8 @@ export class ResultWriter {
   private scheduled = false;
   private sentSeq = 0;
   private committedSeq = 0;
+  /** A batch is in the thread and not yet acknowledged. */
+  private busy = false;
   /** Waiters by batch seq, in order. */
   private waiters: Array<{ seq: number; resolve: () => void }> = [];
   private failure: Error | null = null;
@@ -111,7 +114,7 @@ export class ResultWriter {
 
   /** Sends what is gathered now and resolves when everything sent so far is committed (or the writer failed). */
   drain(): Promise<void> {
-    this.send();
+    this.send(true);
     if (this.failure || this.committedSeq >= this.sentSeq) return Promise.resolve();
     return new Promise((resolve) => this.waiters.push({ seq: this.sentSeq, resolve }));
   }
@@ -141,9 +144,10 @@ export class ResultWriter {
     return this.batchCommitted;
   }
 
-  private send(): void {
+  private send(evenIfBusy = false): void {
     this.scheduled = false;
-    if (this.batch.length === 0 || this.failure) return;
+    if (this.batch.length === 0 || this.failure || (this.busy && !evenIfBusy)) return;
+    this.busy = true;
     this.sentSeq += 1;
     this.worker.postMessage({ type: 'write', seq: this.sentSeq, ops: this.batch } satisfies WriterMessageIn);
     this.batch = [];
@@ -152,6 +156,10 @@ export class ResultWriter {
 
   private committed(seq: number): void {
     this.committedSeq = seq;
+    if (seq === this.sentSeq) {
+      this.busy = false;
+      this.send();
+    }
     let i = 0;
     while (i < this.waiters.length && this.waiters[i]!.seq <= seq) this.waiters[i++]!.resolve();
     if (i > 0) this.waiters.splice(0, i);
