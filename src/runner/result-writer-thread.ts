@@ -12,6 +12,14 @@ import { openConnection, type Connection } from '../db/connection.ts';
 import { createOutcomeApplier, type OutcomeOp } from './outcome-ops.ts';
 import { serializeError, type WriterThreadData, type WriterMessageIn, type WriterMessageOut } from './result-writer-protocol.ts';
 
+/** Settings of the writer's connection. */
+const WRITER_DEFAULTS = {
+  /** Frames in the write-ahead log that trigger a checkpoint (SQLite's default is 1000). */
+  walAutocheckpointPages: 4096,
+  /** Size the log file is truncated back to after a checkpoint. */
+  walSizeLimitBytes: 32 * 1024 * 1024,
+} as const;
+
 const port = parentPort!;
 const { dbFile, runId } = (workerData as { data: WriterThreadData }).data;
 const send = (message: WriterMessageOut) => port.postMessage(message);
@@ -47,6 +55,12 @@ function close(): void {
 try {
   // The run opened (and migrated) the dataset before starting this thread: a plain connection is enough.
   database = openConnection(dbFile);
+  // A checkpoint copies the latest version of each page the log holds; a busy run rewrites the same leaf
+  // pages hundreds of times a second, so checkpointing every 4096 frames instead of SQLite's 1000 copies
+  // each far fewer times (and pays its two fsyncs a quarter as often). journal_size_limit gives the disk
+  // back after a checkpoint.
+  database.sqlite.pragma(`wal_autocheckpoint = ${WRITER_DEFAULTS.walAutocheckpointPages}`);
+  database.sqlite.pragma(`journal_size_limit = ${WRITER_DEFAULTS.walSizeLimitBytes}`);
   apply = createOutcomeApplier(database, runId);
   send({ type: 'ready' });
 } catch (err) {
