@@ -18,18 +18,18 @@ export interface ApiCallRow {
 
 /** The log of every HTTP call, answered or not. */
 export function createApiCallLog(database: Connection) {
+  // Positional parameters: binding by name looks each one up in an object, on the run's hottest insert.
   const insert = database.sqlite.prepare(`INSERT INTO api_calls (run_id, task_id, operation, method, path, status,
     error_code, latency_ms, total_credits, credits_used, credits_remaining, at)
-    VALUES (@runId, @taskId, @operation, @method, @path, @status, @errorCode, @latencyMs, @totalCredits,
-    @creditsUsed, @creditsRemaining, @at)`);
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
   const recentUsed = database.sqlite.prepare(`SELECT credits_used FROM api_calls
     WHERE operation = ? AND status = 200 AND credits_used IS NOT NULL ORDER BY id DESC LIMIT 200`).pluck();
   const lastCounters = database.sqlite.prepare(`SELECT total_credits AS totalCredits, credits_used AS creditsUsed,
     credits_remaining AS creditsRemaining, at FROM api_calls WHERE status = 200 AND credits_remaining IS NOT NULL
     ORDER BY id DESC LIMIT 1`);
   return {
-    insert(row: ApiCallRow): void {
-      insert.run(row);
+    insert(r: ApiCallRow): void {
+      insert.run(r.runId, r.taskId, r.operation, r.method, r.path, r.status, r.errorCode, r.latencyMs, r.totalCredits, r.creditsUsed, r.creditsRemaining, r.at);
     },
     /**
      * The cost of one call of an operation as the history of counters shows it: the median positive step of

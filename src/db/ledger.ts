@@ -102,8 +102,9 @@ export function createLedger(database: Connection) {
   const countRunnable = sqlite.prepare(`SELECT count(*) AS n FROM tasks WHERE ${RUNNABLE}`).pluck();
   const findTask = sqlite.prepare(`SELECT status, completed_at AS completedAt, retryable, request_json AS requestJson
     FROM tasks WHERE job = ? AND input_key = ? AND page = ?`);
-  const done = sqlite.prepare(`UPDATE tasks SET status = 'done', attempts = attempts + @attempts, last_error_code = NULL,
-    last_error = NULL, retryable = NULL, updated_at = @at, completed_at = @at, run_id = @runId WHERE id = @id`);
+  // Positional: binding by name looks each parameter up in an object, and this runs once per answer.
+  const done = sqlite.prepare(`UPDATE tasks SET status = 'done', attempts = attempts + ?, last_error_code = NULL,
+    last_error = NULL, retryable = NULL, updated_at = ?, completed_at = ?, run_id = ? WHERE id = ?`);
   const notFound = sqlite.prepare(`UPDATE tasks SET status = 'not_found', attempts = attempts + @attempts,
     last_error_code = NULL, last_error = @note, retryable = NULL, updated_at = @at, completed_at = @at, run_id = @runId WHERE id = @id`);
   const failed = sqlite.prepare(`UPDATE tasks SET status = 'failed', attempts = attempts + @attempts, last_error_code = @code,
@@ -132,7 +133,7 @@ export function createLedger(database: Connection) {
         | undefined;
     },
     markDone(id: number, runId: number, at: string, attempts: number): void {
-      done.run({ id, runId, at, attempts });
+      done.run(attempts, at, at, runId, id);
     },
     markNotFound(id: number, runId: number, at: string, attempts: number, note: string | null): void {
       notFound.run({ id, runId, at, attempts, note });

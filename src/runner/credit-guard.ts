@@ -43,12 +43,17 @@ export class CreditGuard {
   private inFlight = 0;
   private stopReason: CreditStopReason | null = null;
   private readonly deltas = new Map<Operation, number[]>();
+  /** Median of each operation's deltas, kept up to date as they arrive: costOf() runs several times per call. */
+  private readonly medians = new Map<Operation, number>();
   private waiters: Array<() => void> = [];
 
   constructor(limits: CreditLimits, knownCosts: Partial<Record<Operation, number>> = {}) {
     this.limits = limits;
     for (const [op, cost] of Object.entries(knownCosts)) {
-      if (cost && cost > 0) this.deltas.set(op as Operation, [cost]);
+      if (cost && cost > 0) {
+        this.deltas.set(op as Operation, [cost]);
+        this.medians.set(op as Operation, cost);
+      }
     }
   }
 
@@ -80,11 +85,8 @@ export class CreditGuard {
    * otherwise the conservative default applies.
    */
   costOf(operation: Operation): number {
-    const samples = this.deltas.get(operation);
-    if (samples && samples.length > 0) {
-      const sorted = [...samples].sort((a, b) => a - b);
-      return sorted[Math.floor(sorted.length / 2)]!;
-    }
+    const median = this.medians.get(operation);
+    if (median !== undefined) return median;
     const fallback = CREDIT_GUARD_DEFAULTS.defaultCostPerCall;
     if (this.firstOperation === operation && this.firstUsed !== null && this.firstUsed > 0) {
       return Math.min(fallback, this.firstUsed);
@@ -148,6 +150,8 @@ export class CreditGuard {
       samples.push(used - this.maxUsed);
       if (samples.length > CREDIT_GUARD_DEFAULTS.costSamples) samples.shift();
       this.deltas.set(operation, samples);
+      const sorted = [...samples].sort((a, b) => a - b);
+      this.medians.set(operation, sorted[Math.floor(sorted.length / 2)]!);
     }
     if (this.maxUsed === null || used >= this.maxUsed) {
       this.maxUsed = used;
