@@ -16,8 +16,12 @@ export const SINK_HIGH_WATER_MARK_BYTES = 1 << 18;
 
 /** A destination for encoded rows. */
 export interface OutputSink {
-  /** Writes a chunk; returns a promise only when the destination asks the writer to wait (backpressure). */
-  write(chunk: string): Promise<void> | undefined;
+  /**
+   * Writes a chunk (text, or UTF-8 bytes); returns a promise only when the destination asks the writer to wait.
+   * `onWritten` runs once the bytes have reached the destination and may be reused; a sink that cannot know
+   * when that is (a stream may hand the very buffer on to a reader) never calls it.
+   */
+  write(chunk: string | Uint8Array, onWritten?: () => void): Promise<void> | undefined;
   /** Flushes everything and, for a file, makes it durable and renames it into place. */
   commit(): Promise<void>;
   /** Discards the output (removes the temporary file). Safe to call more than once and after commit. */
@@ -40,7 +44,7 @@ export function streamSink(stream: NodeJS.WritableStream): OutputSink {
   stream.on('error', onError);
   const detach = () => stream.off('error', onError);
   return {
-    write: (chunk) => writeWithBackpressure(stream, chunk, () => failure),
+    write: (chunk) => writeWithBackpressure(stream, chunk, undefined, () => failure),
     async commit() {
       detach();
       if (failure) throw failure;
@@ -98,7 +102,8 @@ export async function openFileSink(outPath: string): Promise<OutputSink> {
   };
 
   return {
-    write: (chunk) => writeWithBackpressure(stream, chunk, () => failure),
+    // The file stream's callback runs once fs.write() has returned: the bytes are in the file.
+    write: (chunk, onWritten) => writeWithBackpressure(stream, chunk, onWritten, () => failure),
     async commit() {
       if (settled) return;
       try {
@@ -123,19 +128,20 @@ export async function openFileSink(outPath: string): Promise<OutputSink> {
   };
 }
 
-/** Resolves on 'drain'; rejects if the stream fails or closes first. */
 /** Writes a chunk unless the sink already failed; a promise only when the stream asks the writer to wait. */
 function writeWithBackpressure(
   stream: NodeJS.WritableStream,
-  chunk: string,
+  chunk: string | Uint8Array,
+  onWritten: (() => void) | undefined,
   failed: () => Error | undefined,
 ): Promise<void> | undefined {
   const failure = failed();
   if (failure) throw failure;
-  if (stream.write(chunk)) return undefined;
+  if (stream.write(chunk, onWritten && (() => onWritten()))) return undefined;
   return waitForDrain(stream, failed);
 }
 
+/** Resolves on 'drain'; rejects if the stream fails or closes first. */
 function waitForDrain(stream: NodeJS.WritableStream, failed: () => Error | undefined): Promise<void> {
   return new Promise<void>((resolve, reject) => {
     const cleanup = () => {

@@ -30,10 +30,22 @@ export async function writeRows(
   target: OutputTarget,
   pump: PumpOptions = {},
 ): Promise<WriteResult> {
+  return writeOutput(target, pump, (sink, options) => pumpRows(rows, encoder, sink, options));
+}
+
+/**
+ * Opens `target`, lets `produce` write to it (resolving to the row count, calling `onProgress` as rows are
+ * written) and commits; on any error or interrupt the output is discarded, so nothing is left at `target.out`.
+ */
+export async function writeOutput(
+  target: OutputTarget,
+  pump: PumpOptions,
+  produce: (sink: OutputSink, options: PumpOptions) => Promise<number>,
+): Promise<WriteResult> {
   const sink: OutputSink = target.out !== undefined ? await openFileSink(target.out) : streamSink(target.stream ?? process.stdout);
   let written = 0;
   try {
-    written = await pumpRows(rows, encoder, sink, {
+    written = await produce(sink, {
       ...pump,
       onProgress: (n) => {
         written = n;
