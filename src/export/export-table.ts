@@ -1,6 +1,7 @@
 /**
  * `netingest export`: a table, a view or a read-only SELECT, streamed from SQLite (`iterate()` in raw mode)
- * to CSV or JSON Lines, into a file that appears whole or not at all, or to stdout.
+ * to CSV or JSON Lines, into a file that appears whole or not at all, or to stdout. A large table is read and
+ * encoded on worker threads instead (parallel-table-export.ts), producing the same bytes.
  */
 import type BetterSqlite3 from 'better-sqlite3';
 import { UsageError } from '../errors.ts';
@@ -10,6 +11,7 @@ import { encoderFor, type ExportFormat } from './row-encoders.ts';
 import { exportSources, findSource, parseSince } from './sources.ts';
 import { writeRows, type OutputTarget, type WriteResult } from './write-output.ts';
 import type { PumpOptions } from './pump-rows.ts';
+import { exportTableInParallel, parallelRowidRange, type ParallelExportOptions } from './parallel-table-export.ts';
 
 /** Options shared by exportTable() and exportSql(). */
 export interface ExportCommonOptions extends OutputTarget, PumpOptions {
@@ -25,6 +27,8 @@ export interface ExportTableOptions extends ExportCommonOptions {
   table: string;
   /** Only rows whose updated_at (or last_seen_at) is at or after this date or ISO date-time. */
   since?: string | undefined;
+  /** When and how a large table is exported on worker threads (see parallel-table-export.ts). */
+  parallel?: ParallelExportOptions;
 }
 
 /** Options of exportSql(). */
@@ -36,6 +40,8 @@ export interface ExportSqlOptions extends ExportCommonOptions {
 /** What an export reports. */
 export interface ExportResult extends WriteResult {
   columns: string[];
+  /** Worker threads that read and encoded the rows; 0 when the main thread did. */
+  workers: number;
 }
 
 export const EXPORT_DEFAULTS = { format: 'csv' } as const satisfies Partial<ExportCommonOptions>;
@@ -61,6 +67,21 @@ export async function exportTable(options: ExportTableOptions): Promise<ExportRe
   const database = openForReading(options.db);
   try {
     const stmt = database.sqlite.prepare(sql).raw(true) as BetterSqlite3.Statement<unknown[], unknown[]>;
+    const range = source.kind === 'table' ? parallelRowidRange(database.sqlite, source.name, options.parallel) : null;
+    if (range !== null) {
+      const columns = stmt.columns().map((c) => c.name);
+      const job = {
+        db: database.file,
+        table: source.name,
+        columns,
+        format: options.format ?? EXPORT_DEFAULTS.format,
+        since: since !== undefined ? { column: source.seenAtColumn!, value: since } : undefined,
+        range,
+        busyTimeoutMs: database.sqlite.pragma('busy_timeout', { simple: true }) as number,
+      };
+      const result = await exportTableInParallel(job, options, options, options.parallel);
+      return { ...result, columns };
+    }
     return await exportStatement(stmt, since !== undefined ? [since] : [], options);
   } finally {
     database.close();
@@ -91,5 +112,5 @@ async function exportStatement(
   // Started only when the pump asks: an iterator that was opened but never closed keeps the connection busy.
   const rows: Iterable<unknown[]> = { [Symbol.iterator]: () => stmt.iterate(...params) as IterableIterator<unknown[]> };
   const result = await writeRows(rows, encoder, options, options);
-  return { ...result, columns };
+  return { ...result, columns, workers: 0 };
 }

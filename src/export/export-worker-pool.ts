@@ -1,0 +1,127 @@
+/**
+ * The worker threads of a parallel table export, behind a promise per chunk: read(seq, from, to) goes to the
+ * worker with the fewest chunks outstanding and resolves to the chunk's encoded bytes. A worker that fails
+ * (its own error message, an uncaught exception, an unexpected exit) rejects every chunk it owes and every
+ * later request, so the export stops with that error.
+ */
+import { Worker } from 'node:worker_threads';
+import type { ExportWorkerData, ExportWorkerMessage, ToExportWorkerMessage } from './export-worker-protocol.ts';
+
+const ENTRY = new URL('./export-worker.cjs', import.meta.url);
+
+/** The rows of one chunk, encoded. */
+export interface EncodedChunk {
+  rows: number;
+  bytes: Uint8Array;
+  /** Gives the bytes' buffer back to the worker for reuse; call once they are written, then never touch them. */
+  release(): void;
+}
+
+/** A worker's failure as the main thread sees it: the worker's message, and SQLite's code when it has one. */
+export class ExportWorkerError extends Error {
+  readonly code: string | undefined;
+
+  constructor(message: string, code: string | undefined) {
+    super(message);
+    this.name = 'ExportWorkerError';
+    this.code = code;
+  }
+}
+
+interface Pending {
+  resolve: (chunk: EncodedChunk) => void;
+  reject: (err: Error) => void;
+}
+
+class PoolMember {
+  readonly pending = new Map<number, Pending>();
+  failure: Error | null = null;
+  private readyWaiter: { resolve: () => void; reject: (err: Error) => void } | null = null;
+  readonly ready: Promise<void>;
+
+  constructor(readonly worker: Worker) {
+    this.ready = new Promise<void>((resolve, reject) => {
+      this.readyWaiter = { resolve, reject };
+    });
+    // Observed so that a failure during start-up is never an unhandled rejection; start() reports it.
+    this.ready.catch(() => undefined);
+    worker.on('message', (message: ExportWorkerMessage) => this.onMessage(message));
+    worker.on('error', (err) => this.fail(err));
+    worker.on('exit', (code) => this.fail(new ExportWorkerError(`export worker stopped unexpectedly (exit code ${code})`, undefined)));
+  }
+
+  private onMessage(message: ExportWorkerMessage): void {
+    if (message.type === 'ready') {
+      this.readyWaiter?.resolve();
+      this.readyWaiter = null;
+    } else if (message.type === 'chunk') {
+      const waiter = this.pending.get(message.seq);
+      this.pending.delete(message.seq);
+      const { buffer } = message;
+      waiter?.resolve({ rows: message.rows, bytes: new Uint8Array(buffer, 0, message.length), release: () => this.recycle(buffer) });
+    } else {
+      this.fail(new ExportWorkerError(message.message, message.code));
+    }
+  }
+
+  private recycle(buffer: ArrayBuffer): void {
+    if (this.failure) return;
+    const message: ToExportWorkerMessage = { type: 'recycle', buffer };
+    this.worker.postMessage(message, [buffer]);
+  }
+
+  /** Keeps the first failure; rejects everything owed. */
+  fail(err: Error): void {
+    this.failure ??= err;
+    this.readyWaiter?.reject(this.failure);
+    this.readyWaiter = null;
+    for (const waiter of this.pending.values()) waiter.reject(this.failure);
+    this.pending.clear();
+  }
+}
+
+/** See the file comment. */
+export class ExportWorkerPool {
+  private closed = false;
+
+  private constructor(private readonly members: PoolMember[]) {}
+
+  /** Starts `count` workers and resolves once each has opened its read transaction (its snapshot). */
+  static async start(count: number, data: ExportWorkerData, resourceLimits: Worker['resourceLimits'] = {}): Promise<ExportWorkerPool> {
+    const members: PoolMember[] = [];
+    for (let i = 0; i < count; i++) {
+      // execArgv []: the entry registers tsx's CommonJS hook itself; an inherited `--import tsx` would also start
+      // tsx's ESM loader thread (another V8 heap) in every worker.
+      members.push(new PoolMember(new Worker(ENTRY, { workerData: data, execArgv: [], resourceLimits })));
+    }
+    const pool = new ExportWorkerPool(members);
+    try {
+      await Promise.all(members.map((m) => m.ready));
+    } catch (err) {
+      await pool.close();
+      throw err;
+    }
+    return pool;
+  }
+
+  /** Reads, encodes and returns the rows whose rowid is in [fromRowid, toRowid]. */
+  read(seq: number, fromRowid: number, toRowid: number): Promise<EncodedChunk> {
+    let member = this.members[0]!;
+    for (const m of this.members) if (m.pending.size < member.pending.size) member = m;
+    if (member.failure) return Promise.reject(member.failure);
+    if (this.closed) return Promise.reject(new ExportWorkerError('the export workers were stopped', undefined));
+    return new Promise<EncodedChunk>((resolve, reject) => {
+      member.pending.set(seq, { resolve, reject });
+      const message: ToExportWorkerMessage = { type: 'read', seq, fromRowid, toRowid };
+      member.worker.postMessage(message);
+    });
+  }
+
+  /** Stops every worker (their connections close with them); chunks still owed are rejected. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    for (const m of this.members) m.fail(new ExportWorkerError('the export workers were stopped', undefined));
+    await Promise.all(this.members.map((m) => m.worker.terminate()));
+  }
+}

@@ -1,0 +1,48 @@
+/**
+ * The messages between the main thread of a parallel table export and its worker threads (export-worker.ts).
+ * Types only: both sides import this file, neither imports the other.
+ */
+import type { ExportFormat } from './row-encoders.ts';
+
+/** What a worker is started with (its workerData). */
+export interface ExportWorkerData {
+  /** The dataset, opened read-only by the worker. */
+  db: string;
+  /** `SELECT * FROM <table> WHERE rowid BETWEEN ? AND ? [AND <seen-at> >= ?] ORDER BY rowid`. */
+  sql: string;
+  /** The --since instant, bound as the third parameter when `sql` has one. */
+  since: string | undefined;
+  format: ExportFormat;
+  columns: string[];
+  /** Rows handed to the encoder at once (csv-stringify is called once per batch)... */
+  batchRows: number;
+  /** ...or fewer, once their text values add up to this many characters. */
+  batchChars: number;
+  busyTimeoutMs: number;
+}
+
+/** Main thread to worker: read, encode and send back the rows whose rowid is in [fromRowid, toRowid]. */
+export interface ReadChunkMessage {
+  type: 'read';
+  seq: number;
+  fromRowid: number;
+  toRowid: number;
+}
+
+/** Main thread to worker: a buffer of an earlier chunk, written out, given back for reuse. */
+export interface RecycleBufferMessage {
+  type: 'recycle';
+  buffer: ArrayBuffer;
+}
+
+/** Main thread to worker. */
+export type ToExportWorkerMessage = ReadChunkMessage | RecycleBufferMessage;
+
+/** Worker to main thread. */
+export type ExportWorkerMessage =
+  /** The worker's read transaction is open: its snapshot of the database is fixed from here on. */
+  | { type: 'ready' }
+  /** The encoded rows of chunk `seq`: the first `length` bytes of `buffer` (UTF-8, transferred, not copied). */
+  | { type: 'chunk'; seq: number; rows: number; buffer: ArrayBuffer; length: number }
+  /** The worker failed (opening the database or reading a chunk) and stops. */
+  | { type: 'failed'; message: string; code: string | undefined };

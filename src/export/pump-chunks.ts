@@ -1,0 +1,73 @@
+/**
+ * The ordered writing loop of a parallel export: requests chunks (numbered 0..count-1) ahead of the writer, at
+ * most `maxChunksInFlight` at a time, and writes their bytes strictly in order, waiting whenever the
+ * destination pushes back. Memory is bounded by the chunks in flight, whatever the pace of the destination.
+ */
+import type { OutputSink } from './output-sink.ts';
+import type { RowEncoder } from './row-encoders.ts';
+import type { EncodedChunk } from './export-worker-pool.ts';
+import { ExportInterruptedError } from './errors.ts';
+
+/** Options of pumpChunks(). */
+export interface PumpChunksOptions {
+  /** Chunks requested but not yet written, at most. */
+  maxChunksInFlight: number;
+  /** Stops the loop at once, even while it waits for a chunk or for the destination. */
+  signal?: AbortSignal | undefined;
+  /** Called after each chunk with the number of rows written so far; an exception aborts the export. */
+  onProgress?: ((rows: number) => void) | undefined;
+}
+
+/** Writes the encoder's header, then chunks 0..count-1 as `readChunk` delivers them; resolves to the row count. */
+export async function pumpChunks(
+  readChunk: (seq: number) => Promise<EncodedChunk>,
+  chunkCount: number,
+  encoder: RowEncoder,
+  sink: OutputSink,
+  options: PumpChunksOptions,
+): Promise<number> {
+  const { maxChunksInFlight, signal, onProgress } = options;
+  throwIfAborted(signal);
+  const header = encoder.header();
+  if (header) await untilAborted(sink.write(header), signal);
+  const inFlight: Promise<EncodedChunk>[] = [];
+  let next = 0;
+  let count = 0;
+  while (next < chunkCount || inFlight.length > 0) {
+    while (inFlight.length < maxChunksInFlight && next < chunkCount) {
+      const chunk = readChunk(next++);
+      // Observed now: a chunk that fails while earlier ones are being written must not be an unhandled rejection.
+      chunk.catch(() => undefined);
+      inFlight.push(chunk);
+    }
+    const chunk = await untilAborted(inFlight.shift()!, signal);
+    if (chunk.bytes.length > 0) await untilAborted(sink.write(chunk.bytes, chunk.release), signal);
+    else chunk.release();
+    count += chunk.rows;
+    onProgress?.(count);
+    throwIfAborted(signal);
+  }
+  const footer = encoder.footer?.(count);
+  if (footer) await untilAborted(sink.write(footer), signal);
+  return count;
+}
+
+/** Waits for `wait` (if any), but rejects with ExportInterruptedError as soon as `signal` aborts. */
+async function untilAborted<T>(wait: Promise<T> | T, signal: AbortSignal | undefined): Promise<T> {
+  if (!(wait instanceof Promise) || signal === undefined) return wait;
+  throwIfAborted(signal);
+  let onAbort: () => void = () => undefined;
+  const aborted = new Promise<never>((_, reject) => {
+    onAbort = () => reject(new ExportInterruptedError());
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+  try {
+    return await Promise.race([wait, aborted]);
+  } finally {
+    signal.removeEventListener('abort', onAbort);
+  }
+}
+
+function throwIfAborted(signal: AbortSignal | undefined): void {
+  if (signal?.aborted) throw new ExportInterruptedError();
+}
