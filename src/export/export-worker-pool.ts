@@ -4,10 +4,11 @@
  * (its own error message, an uncaught exception, an unexpected exit) rejects every chunk it owes and every
  * later request, so the export stops with that error.
  */
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
+import { startWorker } from '../threads/start-worker.ts';
 import type { ExportWorkerData, ExportWorkerMessage, ToExportWorkerMessage } from './export-worker-protocol.ts';
 
-const ENTRY = new URL('./export-worker.cjs', import.meta.url);
+const THREAD = new URL('./export-worker.ts', import.meta.url);
 
 /** The rows of one chunk, encoded. */
 export interface EncodedChunk {
@@ -89,11 +90,7 @@ export class ExportWorkerPool {
   /** Starts `count` workers and resolves once each has opened its read transaction (its snapshot). */
   static async start(count: number, data: ExportWorkerData, resourceLimits: Worker['resourceLimits'] = {}): Promise<ExportWorkerPool> {
     const members: PoolMember[] = [];
-    for (let i = 0; i < count; i++) {
-      // execArgv []: the entry registers tsx's CommonJS hook itself; an inherited `--import tsx` would also start
-      // tsx's ESM loader thread (another V8 heap) in every worker.
-      members.push(new PoolMember(new Worker(ENTRY, { workerData: data, execArgv: [], resourceLimits })));
-    }
+    for (let i = 0; i < count; i++) members.push(new PoolMember(startWorker(THREAD, data, { resourceLimits })));
     const pool = new ExportWorkerPool(members);
     try {
       await Promise.all(members.map((m) => m.ready));

@@ -13,7 +13,8 @@ import { Utf8Accumulator } from './utf8-accumulator.ts';
 /** SQLite page cache of a worker's connection (the default is 16 MB per connection). */
 const WORKER_CACHE_KIB = 2048;
 
-const data = workerData as ExportWorkerData;
+// Started by startWorker() (src/threads), which hands the data on as workerData.data.
+const data = (workerData as { data: ExportWorkerData }).data;
 const port = parentPort!;
 
 function post(message: ExportWorkerMessage, transfer: ArrayBuffer[] = []): void {
