@@ -193,10 +193,12 @@ describe('the workers start however netingest runs', () => {
     expected = stream.text();
   });
 
-  it('from the CLI (bin.mjs, tsx registered in-process)', () => {
+  it('from the CLI (bin.mjs, tsx registered in-process), to --out and to a pipe', () => {
     const out = join(dir, 'cli.csv');
     execFileSync(process.execPath, [BIN, 'export', 'companies', '--db', wide, '--out', out], { stdio: 'pipe' });
     expect(readFileSync(out, 'utf8')).toBe(expected);
+    // stdout is a pipe here: its buffers go back to the workers once written, and must not be reused before.
+    expect(execFileSync(process.execPath, [BIN, 'export', 'companies', '--db', wide], { encoding: 'utf8' })).toBe(expected);
   });
 
   it('under node --import tsx, and with the default options it takes the parallel path', () => {

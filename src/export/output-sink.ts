@@ -4,7 +4,8 @@
  * removes the temporary file. A stream (stdout) is written as it goes, with backpressure.
  */
 import { rename, unlink } from 'node:fs/promises';
-import { close, fsync, open, unlinkSync, createWriteStream, type WriteStream } from 'node:fs';
+import { close, fsync, open, unlinkSync, createWriteStream, WriteStream } from 'node:fs';
+import { Socket } from 'node:net';
 import { promisify } from 'node:util';
 import { basename, dirname, join } from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -19,7 +20,7 @@ export interface OutputSink {
   /**
    * Writes a chunk (text, or UTF-8 bytes); returns a promise only when the destination asks the writer to wait.
    * `onWritten` runs once the bytes have reached the destination and may be reused; a sink that cannot know
-   * when that is (a stream may hand the very buffer on to a reader) never calls it.
+   * when that is (a JavaScript stream may hand the very buffer on to its reader) never calls it.
    */
   write(chunk: string | Uint8Array, onWritten?: () => void): Promise<void> | undefined;
   /** Flushes everything and, for a file, makes it durable and renames it into place. */
@@ -43,8 +44,11 @@ export function streamSink(stream: NodeJS.WritableStream): OutputSink {
   };
   stream.on('error', onError);
   const detach = () => stream.off('error', onError);
+  // The write callback of a socket, pipe, terminal or file stream (stdout is one of these) runs once the bytes
+  // are handed to the OS; another stream (a PassThrough) may still hold the very buffer for its reader.
+  const writesToOs = stream === process.stdout || stream instanceof Socket || stream instanceof WriteStream;
   return {
-    write: (chunk) => writeWithBackpressure(stream, chunk, undefined, () => failure),
+    write: (chunk, onWritten) => writeWithBackpressure(stream, chunk, writesToOs ? onWritten : undefined, () => failure),
     async commit() {
       detach();
       if (failure) throw failure;
