@@ -4,7 +4,7 @@
  * removes the temporary file. A stream (stdout) is written as it goes, with backpressure.
  */
 import { rename, unlink } from 'node:fs/promises';
-import { close, fsync, open, unlinkSync, createWriteStream, WriteStream } from 'node:fs';
+import { close, fdatasync, fsync, open, unlinkSync, createWriteStream, WriteStream } from 'node:fs';
 import { Socket } from 'node:net';
 import { promisify } from 'node:util';
 import { basename, dirname, join } from 'node:path';
@@ -14,6 +14,13 @@ import { describeFsError } from '../input/input-error.ts';
 
 /** Bytes buffered in memory before a write waits for the destination: large enough to overlap disk and SQLite. */
 export const SINK_HIGH_WATER_MARK_BYTES = 1 << 18;
+
+/**
+ * Bytes written to a file between two background fdatasync() calls. Without them the page cache holds the
+ * whole file until the final fsync, which then waits for all of it to reach the disk (~0.6 s for a 330 MB
+ * export here); flushing as the export goes overlaps that wait with the reading and encoding.
+ */
+export const SINK_SYNC_EVERY_BYTES = 32 << 20;
 
 /** A destination for encoded rows. */
 export interface OutputSink {
@@ -89,6 +96,22 @@ export async function openFileSink(outPath: string): Promise<OutputSink> {
   stream.on('error', (err) => {
     failure = new OutputWriteError(outPath, `write failed: ${describeFsError(err)}; nothing was written`, { cause: err });
   });
+  let unsyncedBytes = 0;
+  let syncing: Promise<void> | null = null;
+  const syncInBackground = (bytes: number) => {
+    unsyncedBytes += bytes;
+    if (unsyncedBytes < SINK_SYNC_EVERY_BYTES || syncing !== null) return;
+    unsyncedBytes = 0;
+    syncing = promisify(fdatasync)(fd).then(
+      () => {
+        syncing = null;
+      },
+      (err: unknown) => {
+        syncing = null;
+        failure ??= new OutputWriteError(outPath, `write failed: ${describeFsError(err)}; nothing was written`, { cause: err });
+      },
+    );
+  };
   let settled = false;
   let fdOpen = true;
   const closeFd = async () => {
@@ -100,6 +123,8 @@ export async function openFileSink(outPath: string): Promise<OutputSink> {
     if (settled) return;
     settled = true;
     stream.destroy();
+    // Never close the descriptor under a sync still running on it.
+    await syncing;
     await closeFd().catch(() => undefined);
     await unlink(tempPath).catch(() => undefined);
     process.off('exit', removeOnExit);
@@ -107,13 +132,18 @@ export async function openFileSink(outPath: string): Promise<OutputSink> {
 
   return {
     // The file stream's callback runs once fs.write() has returned: the bytes are in the file.
-    write: (chunk, onWritten) => writeWithBackpressure(stream, chunk, onWritten, () => failure),
+    write: (chunk, onWritten) => {
+      const wait = writeWithBackpressure(stream, chunk, onWritten, () => failure);
+      syncInBackground(chunk.length);
+      return wait;
+    },
     async commit() {
       if (settled) return;
       try {
         await new Promise<void>((resolve, reject) => {
           stream.end((err?: Error | null) => (err ? reject(err) : resolve()));
         });
+        await syncing;
         if (failure) throw failure;
         await promisify(fsync)(fd);
         await closeFd();
