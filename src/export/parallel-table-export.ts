@@ -63,11 +63,12 @@ export function parallelRowidRange(sqlite: BetterSqlite3.Database, table: string
   const workers = options.workers ?? PARALLEL_EXPORT_DEFAULTS.workers;
   const minRowidSpan = options.minRowidSpan ?? PARALLEL_EXPORT_DEFAULTS.minRowidSpan;
   if (workers < 2) return null;
-  const [first, last] = sqlite
-    .prepare(`SELECT min(rowid), max(rowid) FROM "${table}"`)
-    .raw(true)
-    .safeIntegers(true)
-    .get() as [bigint | null, bigint | null];
+  // Two statements: SQLite answers a lone min() or max() of the rowid from one end of the b-tree, but
+  // `SELECT min(rowid), max(rowid)` scans the whole table (~0.2 s for 1M companies rows).
+  const end = (fn: 'min' | 'max') =>
+    sqlite.prepare(`SELECT ${fn}(rowid) FROM "${table}"`).pluck().safeIntegers(true).get() as bigint | null;
+  const first = end('min');
+  const last = end('max');
   if (first === null || last === null) return null;
   // Chunk bounds are JavaScript numbers; rowids beyond 2^53 (never made by SQLite's own numbering) stay exact on
   // the main-thread path.
