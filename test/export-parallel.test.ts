@@ -173,6 +173,23 @@ describe('parallel table export', () => {
     expect(existsSync(out)).toBe(false);
     expect(leftovers(folder)).toEqual([]);
   });
+
+  it('a worker out of memory (a huge value, here against a small heap) fails clearly and leaves no file', async () => {
+    const huge = join(dir, 'huge.db');
+    const database = openDatabase(huge);
+    const insert = database.sqlite.prepare('INSERT INTO companies (url, description, first_seen_at, updated_at) VALUES (?, ?, ?, ?)');
+    insert.run('https://network.com/company/huge', 'a "quoted", line\n'.repeat(400_000), '2026-11-01', '2026-11-01');
+    insert.run('https://network.com/company/small', 'small', '2026-11-01', '2026-11-01');
+    database.close();
+    const folder = freshFolder('oom');
+    const out = join(folder, 'companies.csv');
+    const err = await exportTable({ db: huge, table: 'companies', out, parallel: { ...PARALLEL, workerOldGenerationMb: 16 } }).catch(
+      (e: unknown) => e,
+    );
+    expect(err).toMatchObject({ code: 'EXPORT_WORKER_OUT_OF_MEMORY', message: expect.stringContaining('--sql') as unknown });
+    expect(existsSync(out)).toBe(false);
+    expect(leftovers(folder)).toEqual([]);
+  });
 });
 
 describe('the workers start however netingest runs', () => {

@@ -5,6 +5,7 @@
  * later request, so the export stops with that error.
  */
 import type { Worker } from 'node:worker_threads';
+import { NetingestError } from '../errors.ts';
 import { startWorker } from '../threads/start-worker.ts';
 import type { ExportWorkerData, ExportWorkerMessage, ToExportWorkerMessage } from './export-worker-protocol.ts';
 
@@ -19,14 +20,20 @@ export interface EncodedChunk {
 }
 
 /** A worker's failure as the main thread sees it: the worker's message, and SQLite's code when it has one. */
-export class ExportWorkerError extends Error {
-  readonly code: string | undefined;
-
+export class ExportWorkerError extends NetingestError {
   constructor(message: string, code: string | undefined) {
-    super(message);
-    this.name = 'ExportWorkerError';
-    this.code = code;
+    super(code ?? 'EXPORT_WORKER_FAILED', message);
   }
+}
+
+/** A worker's own crash in the user's words; SQLite errors come as 'failed' messages instead. */
+function explainWorkerError(err: Error): Error {
+  if ((err as NodeJS.ErrnoException).code !== 'ERR_WORKER_OUT_OF_MEMORY') return err;
+  return new ExportWorkerError(
+    'an export worker ran out of memory (a value too large for its heap: tens of MB of text); ' +
+      'export this table with --sql "SELECT * FROM <table>", which reads it on the main thread',
+    'EXPORT_WORKER_OUT_OF_MEMORY',
+  );
 }
 
 interface Pending {
@@ -47,7 +54,7 @@ class PoolMember {
     // Observed so that a failure during start-up is never an unhandled rejection; start() reports it.
     this.ready.catch(() => undefined);
     worker.on('message', (message: ExportWorkerMessage) => this.onMessage(message));
-    worker.on('error', (err) => this.fail(err));
+    worker.on('error', (err) => this.fail(explainWorkerError(err)));
     worker.on('exit', (code) => this.fail(new ExportWorkerError(`export worker stopped unexpectedly (exit code ${code})`, undefined)));
   }
 

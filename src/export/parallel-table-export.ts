@@ -32,9 +32,10 @@ export interface ParallelExportOptions {
   /** Each worker's V8 young generation: larger scavenges less often, but every MB counts in the peak RSS. */
   workerYoungGenerationMb?: number;
   /**
-   * Each worker's V8 old generation, at most. A bound makes V8 collect sooner (the default lets dead objects pile
-   * up to tens of MB per worker); a worker holds one batch at a time, so only a single row of more than about
-   * a quarter of this much text would exhaust it (the export then fails, naming the cause).
+   * Each worker's V8 old generation, at most. A bound makes V8 collect sooner (without one, dead objects pile up
+   * to tens of MB more per worker); a worker holds one batch at a time, and csv-stringify needs up to ~20 times
+   * a value's size for a value full of quotes, so 512 MB passes a 20 MB value (measured) but not a 40 MB one:
+   * the export then fails with EXPORT_WORKER_OUT_OF_MEMORY, and `export --sql` (main thread) is the way out.
    */
   workerOldGenerationMb?: number;
 }
@@ -49,7 +50,8 @@ export const PARALLEL_EXPORT_DEFAULTS = {
   encodeBatchChars: 1 << 20,
   // 12 MB: a 4 MB semi-space. 16 rounds up to 8 MB semi-spaces and measured ~28 MB more peak RSS for 2 workers.
   workerYoungGenerationMb: 12,
-  workerOldGenerationMb: 128,
+  // 512 MB: as low a peak RSS as 128 MB measured (157-166 MB), and room for rows 4 times larger.
+  workerOldGenerationMb: 512,
 } as const satisfies Required<ParallelExportOptions>;
 
 /** A table's rowids, first and last, fixed when the export starts. */
