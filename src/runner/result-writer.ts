@@ -5,6 +5,7 @@ import type { ApiCallRow } from '../db/api-calls.ts';
 import type { Operation } from '../spec/types.ts';
 import type { IngestRequest } from '../db/ingest-request.ts';
 import { startWorker } from '../threads/start-worker.ts';
+import { startWalCheckpointer, type WalCheckpointer } from '../db/wal-checkpointer.ts';
 import type { OutcomeOp } from './outcome-ops.ts';
 import { deserializeError, type WriterMessageIn, type WriterMessageOut, type WriterThreadData } from './result-writer-protocol.ts';
 
@@ -29,6 +30,7 @@ export class ResultWriter {
   /** Resolves when the thread has opened the dataset; rejects with the reason it could not. */
   readonly ready: Promise<void>;
   private readonly worker: Worker;
+  private readonly checkpointer: WalCheckpointer;
   private batch: OutcomeOp[] = [];
   /** Settles when the batch being gathered is committed. */
   private batchCommitted: Promise<void> | null = null;
@@ -51,6 +53,7 @@ export class ResultWriter {
   ) {
     const data: WriterThreadData = { dbFile, runId };
     this.worker = startWorker(THREAD, data);
+    this.checkpointer = startWalCheckpointer(dbFile);
     let readyResolve!: () => void;
     let readyReject!: (err: unknown) => void;
     this.ready = new Promise<void>((resolve, reject) => {
@@ -125,7 +128,7 @@ export class ResultWriter {
     this.closing = true;
     if (this.failure) await this.worker.terminate();
     else this.worker.postMessage({ type: 'close' } satisfies WriterMessageIn);
-    await this.exited;
+    await Promise.all([this.exited, this.checkpointer.close()]);
   }
 
   /** The error that stopped the writer, if any. */
