@@ -58,9 +58,10 @@ function maxInSlidingMinute(at: number[]): number {
 describe('requestsPerMinute', () => {
   // Arrival times are read in another process than the one that sends: when either is descheduled (two cores,
   // a parallel suite), one call reaches the wire or is read late while the next keeps its own turn, which
-  // shows as a long gap then a short one. The gap right after a late arrival (> 115% of the interval) is
-  // therefore held to "no burst" (over half an interval, and the pair together two full intervals); every
-  // other gap to 97%. One retry for a stall longer than an interval.
+  // shows as a long gap then a short one (seen: 109.3 ms then 93.1 ms at a 100 ms interval). The gap right
+  // after a late arrival (a gap over the interval) is therefore held to "no burst" (over half an interval,
+  // and the pair together two full intervals); every other gap to 97%. One retry for a stall longer than an
+  // interval.
   it('spaces call starts evenly: no window over the limit, every gap >= 97% of 60000/limit, >= 90% of the rate', { retry: 1 }, async () => {
     const at = await measuredRun(0, 40, 'cli');
     expect(maxInSlidingMinute(at)).toBeLessThanOrEqual(PER_MINUTE);
@@ -68,7 +69,7 @@ describe('requestsPerMinute', () => {
     const bad: string[] = [];
     gaps.forEach((gap, i) => {
       // The first call also pays the connection set-up after its gate slot: it counts as a late arrival.
-      const afterLate = i === 0 || gaps[i - 1]! > INTERVAL_MS * 1.15;
+      const afterLate = i === 0 || gaps[i - 1]! > INTERVAL_MS;
       if (!afterLate && gap < INTERVAL_MS * 0.97) bad.push(`#${i + 1}: ${gap}`);
       if (afterLate && (gap < INTERVAL_MS * 0.5 || (i > 0 && gap + gaps[i - 1]! < 2 * INTERVAL_MS * 0.97))) bad.push(`#${i + 1} after a late one: ${gap}`);
     });
