@@ -20,11 +20,11 @@ const THREAD = new URL('./result-writer-thread.ts', import.meta.url);
 /**
  * Files the outcome of every call through the run's writer thread (result-writer-thread.ts). Each response's
  * normalized rows, raw body, task status and api_calls row go into the same transaction. One batch is in the
- * thread at a time: outcomes that arrive while it commits are gathered here and sent as the next batch when it
- * acknowledges (group commit, and one message per commit: a message costs the sender ~30 us of wake-up,
- * more than the clone of its content). An outcome's promise resolves once it is committed: the runner holds the task's
- * slot until then, so a crash at any instant loses at most `concurrency` answers, each one a call that the
- * next run repeats.
+ * thread at a time: outcomes that arrive while it commits are gathered here and sent as the next batch when
+ * it acknowledges (group commit, and one message per commit: a message that wakes a thread costs ~30 us,
+ * more than cloning its content). An outcome's promise resolves once it is committed: the runner holds the
+ * task's slot until then, so a crash at any instant loses at most `concurrency` answers, each one a call that
+ * the next run repeats. The WAL checkpointer thread (db/wal-checkpointer.ts) runs beside it.
  */
 export class ResultWriter {
   /** Resolves when the thread has opened the dataset; rejects with the reason it could not. */
