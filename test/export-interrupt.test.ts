@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { openDatabase } from '../src/db/open.ts';
+import { freshFolder, leftovers } from './export-helpers.ts';
 import { exportSql, exportTable } from '../src/export/export-table.ts';
 import { ExportInterruptedError } from '../src/export/errors.ts';
 
@@ -27,21 +28,9 @@ beforeAll(() => {
 });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-/** Output folders hold no temporary files after an export, whatever happened. */
-function leftovers(folder: string): string[] {
-  return readdirSync(folder).filter((f) => f.endsWith('.tmp'));
-}
-
-function freshFolder(name: string): string {
-  const folder = join(dir, name);
-  rmSync(folder, { recursive: true, force: true });
-  mkdirSync(folder);
-  return folder;
-}
-
 describe('an interrupted export leaves nothing half-written', () => {
   it('an abort signal mid-export: no file at --out, no temporary file, and the previous file untouched', async () => {
-    const folder = freshFolder('abort');
+    const folder = freshFolder(dir, 'abort');
     const out = join(folder, 'jobs.csv');
     writeFileSync(out, 'previous complete export\n');
     const controller = new AbortController();
@@ -63,7 +52,7 @@ describe('an interrupted export leaves nothing half-written', () => {
   });
 
   it('an exception during the iteration (a SQL error on row 500) removes the temporary file', async () => {
-    const folder = freshFolder('sql-error');
+    const folder = freshFolder(dir, 'sql-error');
     const out = join(folder, 'boom.csv');
     const sql = `SELECT url, CASE WHEN rowid > 500 THEN abs(-9223372036854775808) ELSE rowid END AS n FROM jobs`;
     await expect(exportSql({ db, sql, out, batchRows: 50 })).rejects.toMatchObject({ code: 'QUERY_INVALID' });
@@ -72,7 +61,7 @@ describe('an interrupted export leaves nothing half-written', () => {
   });
 
   it('a failing progress callback aborts the export the same way', async () => {
-    const folder = freshFolder('callback');
+    const folder = freshFolder(dir, 'callback');
     const out = join(folder, 'jobs.jsonl');
     const boom = new Error('disk quota (simulated)');
     await expect(
@@ -104,7 +93,7 @@ describe('an interrupted export leaves nothing half-written', () => {
   });
 
   it('a failure when renaming into place (the --out path is a folder) removes the temporary file', async () => {
-    const folder = freshFolder('rename');
+    const folder = freshFolder(dir, 'rename');
     const out = join(folder, 'taken');
     mkdirSync(out);
     await expect(exportTable({ db, table: 'jobs', out })).rejects.toMatchObject({ code: 'OUTPUT_WRITE_FAILED' });
@@ -112,7 +101,7 @@ describe('an interrupted export leaves nothing half-written', () => {
   });
 
   it('SIGINT to `netingest export`: exit 130, no file at --out, temporary file removed', async () => {
-    const folder = freshFolder('sigint');
+    const folder = freshFolder(dir, 'sigint');
     const out = join(folder, 'jobs.csv');
     // An endless SELECT: only the signal can end this export, so the test cannot race its completion.
     const endless = 'WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT i, i * 2 AS twice FROM n';
@@ -133,7 +122,7 @@ describe('an interrupted export leaves nothing half-written', () => {
   });
 
   it('the same export left alone completes and renames into place', async () => {
-    const folder = freshFolder('complete');
+    const folder = freshFolder(dir, 'complete');
     const out = join(folder, 'jobs.csv');
     const result = await exportTable({ db, table: 'jobs', out });
     expect(result.rows).toBe(ROWS);

@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { execFileSync } from 'node:child_process';
-import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, readdirSync, rmSync, writeFileSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { PassThrough } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { openDatabase } from '../src/db/open.ts';
+import { capture, freshFolder, leftovers } from './export-helpers.ts';
 import { exportTable, type ExportTableOptions } from '../src/export/export-table.ts';
 import { ExportInterruptedError } from '../src/export/errors.ts';
 
@@ -43,13 +43,6 @@ beforeAll(() => {
 });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-function capture(): PassThrough & { text: () => string } {
-  const chunks: Buffer[] = [];
-  const stream = new PassThrough();
-  stream.on('data', (c: Buffer) => chunks.push(c));
-  return Object.assign(stream, { text: () => Buffer.concat(chunks).toString('utf8') });
-}
-
 /** The same export through the main-thread path and the parallel path, to stdout-like streams. */
 async function bothWays(options: Omit<ExportTableOptions, 'db' | 'parallel' | 'stream' | 'out'>) {
   const single = capture();
@@ -66,17 +59,6 @@ function count(sql: string, params: unknown[] = []): number {
   } finally {
     database.close();
   }
-}
-
-function leftovers(folder: string): string[] {
-  return readdirSync(folder).filter((f) => f.endsWith('.tmp'));
-}
-
-function freshFolder(name: string): string {
-  const folder = join(dir, name);
-  rmSync(folder, { recursive: true, force: true });
-  mkdirSync(folder);
-  return folder;
 }
 
 describe('parallel table export', () => {
@@ -108,7 +90,7 @@ describe('parallel table export', () => {
   });
 
   it('writes --out atomically, the same file as the main-thread path', async () => {
-    const folder = freshFolder('out');
+    const folder = freshFolder(dir, 'out');
     const a = join(folder, 'single.csv');
     const b = join(folder, 'parallel.csv');
     await exportTable({ db, table: 'companies', out: a, parallel: SINGLE });
@@ -124,7 +106,7 @@ describe('parallel table export', () => {
   });
 
   it('an abort mid-export stops the workers and leaves no file at --out, the previous file untouched', async () => {
-    const folder = freshFolder('abort');
+    const folder = freshFolder(dir, 'abort');
     const out = join(folder, 'companies.csv');
     writeFileSync(out, 'previous complete export\n');
     const controller = new AbortController();
@@ -166,7 +148,7 @@ describe('parallel table export', () => {
     writeSync(fd, Buffer.alloc(pageSize, 0xa5), 0, pageSize, (victim - 1) * pageSize);
     closeSync(fd);
 
-    const folder = freshFolder('corrupt');
+    const folder = freshFolder(dir, 'corrupt');
     const out = join(folder, 'companies.csv');
     const err = await exportTable({ db: broken, table: 'companies', out, parallel: PARALLEL }).catch((e: unknown) => e);
     expect(err).toMatchObject({ code: 'DB_CORRUPT', message: expect.stringContaining(broken) as unknown });
@@ -181,7 +163,7 @@ describe('parallel table export', () => {
     insert.run('https://network.com/company/huge', 'a "quoted", line\n'.repeat(400_000), '2026-11-01', '2026-11-01');
     insert.run('https://network.com/company/small', 'small', '2026-11-01', '2026-11-01');
     database.close();
-    const folder = freshFolder('oom');
+    const folder = freshFolder(dir, 'oom');
     const out = join(folder, 'companies.csv');
     const err = await exportTable({ db: huge, table: 'companies', out, parallel: { ...PARALLEL, workerOldGenerationMb: 16 } }).catch(
       (e: unknown) => e,

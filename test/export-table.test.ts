@@ -1,12 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { PassThrough, Writable } from 'node:stream';
+import { Writable } from 'node:stream';
 import { parse } from 'csv-parse/sync';
 import { openDatabase } from '../src/db/open.ts';
+import { capture, leftovers } from './export-helpers.ts';
 import { exportSql, exportTable } from '../src/export/export-table.ts';
 import { exportSources, parseSince } from '../src/export/sources.ts';
 import { UsageError } from '../src/errors.ts';
@@ -91,13 +92,6 @@ function objects(sql: string, params: unknown[] = []): Record<string, unknown>[]
   }
 }
 
-function capture(): PassThrough & { text: () => string } {
-  const chunks: Buffer[] = [];
-  const stream = new PassThrough();
-  stream.on('data', (c: Buffer) => chunks.push(c));
-  return Object.assign(stream, { text: () => Buffer.concat(chunks).toString('utf8') });
-}
-
 describe('export <table> as CSV', () => {
   it('round-trips every row and value through csv-parse (quotes, commas, line breaks, unicode, emoji, NULL vs empty)', async () => {
     const out = join(dir, 'companies.csv');
@@ -113,7 +107,7 @@ describe('export <table> as CSV', () => {
     // The row with a NULL name and the row with an empty name stay apart.
     const nameIndex = parsed.header.indexOf('name');
     expect(parsed.rows.map((r) => r[nameIndex])).toEqual(NASTY);
-    expect(readdirSync(dir).filter((f) => f.endsWith('.tmp'))).toEqual([]);
+    expect(leftovers(dir)).toEqual([]);
   });
 
   it('quotes per RFC 4180: doubled quotes, quoted line breaks, plain fields left bare', async () => {

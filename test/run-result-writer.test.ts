@@ -24,6 +24,10 @@ beforeEach(() => {
 });
 afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
+/** The post id of the i-th task (strings: ids this long lose digits as numbers). */
+const activity = (i: number) => `activity-70000000000${1000000 + i}`;
+const postUrl = (i: number) => `https://network.com/posts/p_${activity(i)}`;
+
 /** A dataset with one run and `n` pending post-details tasks (ids 1..n). */
 function seed(n: number): void {
   const database = openDatabase(file);
@@ -32,7 +36,7 @@ function seed(n: number): void {
     const tasks = Array.from({ length: n }, (_, i) => ({
       job: 'posts',
       operation: 'post-details',
-      inputKey: `https://network.com/posts/p_activity-70000000000${1000000 + i}`,
+      inputKey: postUrl(i),
       page: 1,
       requestJson: '{}',
       inputLine: i + 2,
@@ -55,12 +59,12 @@ function read<T>(sql: string): T {
 const call = (path: string): ApiCallInfo => ({ operation: 'post-details', method: 'GET', path, status: 200, latencyMs: 1 });
 
 function ok(i: number, body?: string) {
-  const data = postResponse({ PostId: `activity-70000000000${1000000 + i}` });
+  const data = postResponse({ PostId: activity(i) });
   return { kind: 'ok' as const, data, raw: body ?? JSON.stringify(data), credits, call: call(`/p/${i}`) };
 }
 
 function request(i: number) {
-  return { ...postRequest, postUrl: `https://network.com/posts/p_activity-70000000000${1000000 + i}` };
+  return { ...postRequest, postUrl: postUrl(i) };
 }
 
 describe('ResultWriter', () => {
