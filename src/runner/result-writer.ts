@@ -37,8 +37,6 @@ export class ResultWriter {
   private scheduled = false;
   private sentSeq = 0;
   private committedSeq = 0;
-  /** A batch is in the thread and not yet acknowledged. */
-  private busy = false;
   /** Waiters by batch seq, in order. */
   private waiters: Array<{ seq: number; resolve: () => void }> = [];
   private failure: Error | null = null;
@@ -149,8 +147,9 @@ export class ResultWriter {
 
   private send(evenIfBusy = false): void {
     this.scheduled = false;
-    if (this.batch.length === 0 || this.failure || (this.busy && !evenIfBusy)) return;
-    this.busy = true;
+    // A batch sent and not yet acknowledged is in the thread: the next one waits for it (see the class comment).
+    const busy = this.sentSeq > this.committedSeq;
+    if (this.batch.length === 0 || this.failure || (busy && !evenIfBusy)) return;
     this.sentSeq += 1;
     this.worker.postMessage({ type: 'write', seq: this.sentSeq, ops: this.batch } satisfies WriterMessageIn);
     this.batch = [];
@@ -159,10 +158,7 @@ export class ResultWriter {
 
   private committed(seq: number): void {
     this.committedSeq = seq;
-    if (seq === this.sentSeq) {
-      this.busy = false;
-      this.send();
-    }
+    this.send();
     let i = 0;
     while (i < this.waiters.length && this.waiters[i]!.seq <= seq) this.waiters[i++]!.resolve();
     if (i > 0) this.waiters.splice(0, i);
