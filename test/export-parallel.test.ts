@@ -105,6 +105,19 @@ describe('parallel table export', () => {
     expect(result.workers).toBe(0);
   });
 
+  it('keeps a table whose rowids are far sparser than its rows on the main thread (a row at rowid 2^40)', async () => {
+    const sparse = join(dir, 'sparse.db');
+    const database = openDatabase(sparse);
+    const insert = database.sqlite.prepare('INSERT INTO companies (rowid, url, name, first_seen_at, updated_at) VALUES (?, ?, ?, ?, ?)');
+    for (const rowid of [1, 2, 3, 2 ** 40]) insert.run(rowid, `https://network.com/company/s${rowid}`, `s${rowid}`, 't', 't');
+    database.close();
+    // Cut by rowid, this span would be ~11 billion chunks of 97: the export would never end.
+    const out = capture();
+    const result = await exportTable({ db: sparse, table: 'companies', stream: out, parallel: PARALLEL });
+    expect(result).toMatchObject({ workers: 0, rows: 4 });
+    expect(out.text()).toContain(`s${2 ** 40}`);
+  });
+
   it('an abort mid-export stops the workers and leaves no file at --out, the previous file untouched', async () => {
     const folder = freshFolder(dir, 'abort');
     const out = join(folder, 'companies.csv');
@@ -175,7 +188,7 @@ describe('parallel table export', () => {
 });
 
 describe('the workers start however netingest runs', () => {
-  /** A table whose rowid span (1..60,000) is above the default threshold, with a handful of rows. */
+  /** A table of small rows whose rowid span (1..50,000, dense enough) meets the default thresholds. */
   let wide: string;
   let expected: string;
 
@@ -183,9 +196,12 @@ describe('the workers start however netingest runs', () => {
     wide = join(dir, 'wide.db');
     const database = openDatabase(wide);
     const insert = database.sqlite.prepare(`INSERT INTO companies (rowid, url, name, first_seen_at, updated_at) VALUES (?, ?, ?, ?, ?)`);
-    for (const rowid of [1, 2, 777, 30_001, 59_999, 60_000]) {
-      insert.run(rowid, `https://network.com/company/w${rowid}`, `Wide, "${rowid}"`, '2026-11-01', '2026-11-02');
-    }
+    database.sqlite.transaction(() => {
+      for (let rowid = 1; rowid < 50_000; rowid += rowid % 10 === 0 ? 3 : 1) {
+        insert.run(rowid, `https://network.com/company/w${rowid}`, `Wide, "${rowid}"`, '2026-11-01', '2026-11-02');
+      }
+      insert.run(50_000, 'https://network.com/company/w50000', 'last', '2026-11-01', '2026-11-02');
+    })();
     database.close();
     const stream = capture();
     await exportTable({ db: wide, table: 'companies', stream, parallel: SINGLE });
@@ -197,7 +213,7 @@ describe('the workers start however netingest runs', () => {
     execFileSync(process.execPath, [BIN, 'export', 'companies', '--db', wide, '--out', out], { stdio: 'pipe' });
     expect(readFileSync(out, 'utf8')).toBe(expected);
     // stdout is a pipe here: its buffers go back to the workers once written, and must not be reused before.
-    expect(execFileSync(process.execPath, [BIN, 'export', 'companies', '--db', wide], { encoding: 'utf8' })).toBe(expected);
+    expect(execFileSync(process.execPath, [BIN, 'export', 'companies', '--db', wide], { encoding: 'utf8', maxBuffer: 1 << 26 })).toBe(expected);
   });
 
   it('under node --import tsx, and with the default options it takes the parallel path', () => {
@@ -209,7 +225,7 @@ const stream = new (await import('node:stream')).Writable({ write(c, _e, done) {
 const result = await exportTable({ db: ${JSON.stringify(wide)}, table: 'companies', stream });
 process.stdout.write(JSON.stringify({ workers: result.workers, text: chunks.join('') }));
 `);
-    const output = execFileSync(process.execPath, ['--import', 'tsx', script], { cwd: ROOT, encoding: 'utf8' });
+    const output = execFileSync(process.execPath, ['--import', 'tsx', script], { cwd: ROOT, encoding: 'utf8', maxBuffer: 1 << 26 });
     const { workers, text } = JSON.parse(output) as { workers: number; text: string };
     expect(workers).toBe(2);
     expect(text).toBe(expected);
