@@ -101,6 +101,31 @@ describe('credits.maxPerRun', () => {
     expect(count(ws, `SELECT count(*) FROM tasks WHERE status = 'done'`)).toBe(spent1 + spent2);
   });
 
+  it('a --refresh run stopped by the cap defers what it did not reach: the next run, even without --refresh, refreshes only those', async () => {
+    const CAP = 5;
+    const { sandbox, ws } = await setUp(1_000);
+    const jobs = await ws.load(await postsJob(ws, 12));
+    expect((await run(ws, sandbox, TOKEN, jobs)).status).toBe('completed');
+
+    const refreshing = await run(ws, sandbox, TOKEN, jobs, { refresh: true, overrides: { maxCredits: CAP } });
+    expect(refreshing.status).toBe('stopped_credits');
+    const refreshed = refreshing.jobs[0]!.done;
+    expect(refreshed).toBeGreaterThan(0);
+    // Tasks the refresh did not reach are due, not done: the summary and the ledger say so.
+    expect(refreshing.jobs[0]).toMatchObject({ worked: 12, deferred: 12 - refreshed });
+    expect(taskStatuses(ws, 'posts')).toEqual({ done: refreshed, deferred: 12 - refreshed });
+
+    // Without --refresh, the deferred ones still look fresh by date; they must be resumed all the same, and the
+    // ones refreshed already must not be paid for a third time.
+    const resumed = await run(ws, sandbox, TOKEN, jobs);
+    expect(resumed.status).toBe('completed');
+    expect(resumed.calls).toBe(12 - refreshed);
+    expect(taskStatuses(ws, 'posts')).toEqual({ done: 12 });
+    const charged = chargedUrls(sandbox);
+    expect(charged.size).toBe(12);
+    expect([...charged.values()].every((n) => n === 2)).toBe(true);
+  });
+
   it('spends up to the cap, not far below it', async () => {
     const CAP = 5;
     const { sandbox, ws } = await setUp(1_000);

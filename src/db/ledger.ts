@@ -109,6 +109,8 @@ export function createLedger(database: Connection) {
     last_error_code = NULL, last_error = @note, retryable = NULL, updated_at = @at, completed_at = @at, run_id = @runId WHERE id = @id`);
   const failed = sqlite.prepare(`UPDATE tasks SET status = 'failed', attempts = attempts + @attempts, last_error_code = @code,
     last_error = @message, retryable = @retryable, updated_at = @at, completed_at = NULL, run_id = @runId WHERE id = @id`);
+  const reopen = sqlite.prepare(`UPDATE tasks SET status = 'pending', updated_at = @at
+    WHERE ${RUNNABLE} AND status NOT IN ('pending', 'deferred')`);
   const defer = sqlite.prepare(`UPDATE tasks SET status = 'deferred', updated_at = @at
     WHERE job = @job AND run_id = @runId AND status = 'pending'`);
   const countsByStatus = sqlite.prepare(`SELECT status, count(*) AS n FROM tasks WHERE job = ? AND run_id = ? GROUP BY status`);
@@ -140,6 +142,15 @@ export function createLedger(database: Connection) {
     },
     markFailed(id: number, runId: number, at: string, attempts: number, code: string, message: string, retryable: boolean): void {
       failed.run({ id, runId, at, attempts, code, message: message.slice(0, 1000), retryable: retryable ? 1 : 0 });
+    },
+    /**
+     * Sets every due task that an earlier run settled (stale, failed-retryable, or any with --refresh) back to
+     * pending, so that the decision to call it again is in the ledger: a run that stops before reaching it
+     * defers it and the next run resumes it, with or without --refresh, instead of paying again for the
+     * tasks this run already refreshed. Its stored results stay until the new answer replaces them.
+     */
+    reopenDue(filter: RunnableFilter, at: string): number {
+      return reopen.run({ ...filterParams(filter), at }).changes;
     },
     /** Marks every task of the job still pending in this run as deferred to the next run. */
     deferPending(job: string, runId: number, at: string): number {

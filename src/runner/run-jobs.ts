@@ -163,6 +163,7 @@ async function runLocked(
       const job = applyOverrides(configured, options.overrides);
       const plan = await planIntoLedger(job, ledger, runId);
       const filter = { job: job.name, runId, freshSince: freshSince(job.refreshAfterDays), refresh: options.refresh ?? false };
+      ledger.reopenDue(filter, new Date().toISOString());
       const runnable = ledger.countRunnable(filter);
       await writer.ready;
       logger.info('job planned', { job: job.name, tasks: plan.tasks, invalid: plan.invalid, duplicates: plan.duplicates, due: runnable });
