@@ -89,4 +89,31 @@ describe('requestsPerMinute', () => {
     expect(perMinute).toBeGreaterThanOrEqual(PER_MINUTE * 0.9);
     expect(perMinute).toBeLessThanOrEqual(PER_MINUTE * 1.05);
   });
+
+  it('keeps the spacing from one job to the next in a run of several jobs', async () => {
+    // A 500 ms interval: far more than the few ms between one job's last call and the next job's first when
+    // each job has its own gate (measured: 12.6 ms).
+    const SLOW_PER_MINUTE = 120;
+    const sandbox = await startSandbox({ port: 0, tokens: { [TOKEN]: 100_000 }, notFoundRate: 0 });
+    const ws = await makeWorkspace();
+    cleanups.push(() => sandbox.stop(), () => ws.cleanup());
+    const files: string[] = [];
+    for (const [name, first] of [['first', 0], ['second', 100]] as const) {
+      await ws.write(`${name}.csv`, csv(['post_url'], postUrls(3, first).map((u) => [u])));
+      files.push(await ws.job(name, {
+        operation: 'post-details',
+        input: { csv: `${name}.csv`, column: 'post_url' },
+        rate: { requestsPerMinute: SLOW_PER_MINUTE, concurrency: 2 },
+        retry: FAST_RETRY,
+      }));
+    }
+    const summary = await run(ws, sandbox, TOKEN, await ws.load(...files));
+    expect(summary.status).toBe('completed');
+    const at = sandbox.requests.map((r) => r.at);
+    expect(at).toHaveLength(6);
+    // A gate per job let the second job's first call out as soon as its input was planned (a few ms after the
+    // first job's last call): at a limit of 10 per minute, 11 calls in one window.
+    const boundaryGap = at[3]! - at[2]!;
+    expect(boundaryGap).toBeGreaterThanOrEqual((60_000 / SLOW_PER_MINUTE) * 0.85);
+  });
 });

@@ -28,20 +28,37 @@ export const RATE_GATE_DEFAULTS = {
  * gate, and with it every call of the run, until the server's Retry-After has passed.
  */
 export class RateGate {
-  readonly intervalMs: number;
+  private interval = 0;
+  /** Spacing before the next start: the interval, or across a change of rate the larger of the two. */
+  private gapMs = 0;
+  private readonly margin: number;
   private lastStartAt = -Infinity;
   private pausedUntil = 0;
   private pausedTotalMs = 0;
   private tail: Promise<void> = Promise.resolve();
 
   constructor(options: RateGateOptions) {
-    const margin = options.safetyMargin ?? RATE_GATE_DEFAULTS.safetyMargin;
-    this.intervalMs = options.requestsPerMinute ? (60_000 / options.requestsPerMinute) * (1 + margin) : 0;
+    this.margin = options.safetyMargin ?? RATE_GATE_DEFAULTS.safetyMargin;
+    this.setRequestsPerMinute(options.requestsPerMinute);
+  }
+
+  /** Spacing of consecutive starts, in ms (0: no limit). */
+  get intervalMs(): number {
+    return this.interval;
+  }
+
+  /**
+   * Changes the limit (the next job of a run). One gate serves the whole run so that the first call of a job
+   * keeps its distance from the last call of the one before, and throttling waits add up over the run.
+   */
+  setRequestsPerMinute(requestsPerMinute: number | null): void {
+    this.interval = requestsPerMinute ? (60_000 / requestsPerMinute) * (1 + this.margin) : 0;
+    this.gapMs = Math.max(this.gapMs, this.interval);
   }
 
   /** Resolves when the caller may start one call; rejects with the signal's reason when aborted. */
   take(signal?: AbortSignal): Promise<void> {
-    if (this.intervalMs === 0 && performance.now() >= this.pausedUntil) {
+    if (this.gapMs === 0 && performance.now() >= this.pausedUntil) {
       return signal?.aborted ? Promise.reject(signal.reason) : Promise.resolve();
     }
     const turn = this.tail.then(() => this.waitTurn(signal));
@@ -67,12 +84,13 @@ export class RateGate {
     let at: number;
     for (;;) {
       signal?.throwIfAborted();
-      at = Math.max(this.lastStartAt + this.intervalMs, this.pausedUntil);
+      at = Math.max(this.lastStartAt + this.gapMs, this.pausedUntil);
       if (performance.now() >= at) break;
       // Re-checked after the sleep: a 429 may have moved the pause while we waited.
       await sleepUntil(at, signal);
     }
     this.lastStartAt = Math.max(at, performance.now() - RATE_GATE_DEFAULTS.lateCreditMs);
+    this.gapMs = this.interval;
   }
 }
 

@@ -153,6 +153,7 @@ async function runLocked(
   });
   // Started now so that the thread opens its connection while the first job's input is planned.
   const writer = new ResultWriter(database.file, runId, (err) => stop.stop('fatal', err));
+  const gate = new RateGate({ requestsPerMinute: null });
   const summaries: JobSummary[] = [];
   let creditsAtStart: number | null = null;
   let errors = 0;
@@ -171,6 +172,7 @@ async function runLocked(
         logger.info('invalid input row', { job: job.name, file: bad.file, line: bad.line, field: bad.field, reason: bad.reason });
       }
       guard.setLimits({ reserve: job.credits.reserve, maxPerRun: job.credits.maxPerRun ?? null });
+      gate.setRequestsPerMinute(job.rate.requestsPerMinute);
       const progress: JobProgress = { runnable, done: 0, notFound: 0, failed: 0, errors: 0 };
       const startedMs = performance.now();
       const reporter = new ProgressReporter(
@@ -192,7 +194,7 @@ async function runLocked(
         await workJob(job, ledger, filter, {
           client,
           guard,
-          gate: new RateGate({ requestsPerMinute: job.rate.requestsPerMinute }),
+          gate,
           stop,
           writer,
           retry: job.retry,
