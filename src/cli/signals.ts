@@ -1,5 +1,11 @@
-/** How long work may take to wind down after the first SIGINT/SIGTERM before the process exits anyway. */
-export const SHUTDOWN_GRACE_MS = 20_000;
+import { RUN_DEFAULTS } from '../runner/run-jobs.ts';
+
+/**
+ * How long work may take to wind down after the first SIGINT/SIGTERM before the process exits anyway: longer
+ * than a call may last, so that a call the service has already charged for is answered and written, not cut
+ * off and paid for again by the next run.
+ */
+export const SHUTDOWN_GRACE_MS = RUN_DEFAULTS.requestTimeoutMs + 10_000;
 
 /**
  * First SIGINT/SIGTERM: abort the controller, so a run stops sending (calls in flight finish and are written)
