@@ -12,7 +12,7 @@ export class LockedError extends NetingestError {
 export const RUN_LOCK_DEFAULTS = {
   /** How often the holder refreshes its heartbeat. */
   heartbeatMs: 30_000,
-  /** A lock from another host whose heartbeat is older than this is taken over (its pid cannot be checked). */
+  /** A lock whose heartbeat is older than this is taken over on any host (its pid may have been reused). */
   staleAfterMs: 5 * 60_000,
 } as const;
 
@@ -24,23 +24,31 @@ interface LockRow {
   heartbeatAt: string;
 }
 
+/** What tells one holding of the lock from another: a pid alone repeats (PID 1 in a container, reuse). */
+type Holding = Pick<LockRow, 'pid' | 'host' | 'acquiredAt'>;
+
 /** A held run lock; release() it when the run ends. */
 export interface RunLock {
   setRunId(runId: number): void;
   release(): void;
 }
 
+// The locks this process holds now. A row naming our own pid is ours only if it is one of these; any other
+// was left by an earlier process that had the same pid, which is dead since we have that pid now.
+const heldHere = new Set<Holding>();
+
 /**
  * Takes the one-run-per-database lock, a row in `run_lock`. A lock held by a live process is refused with
- * who holds it; one left by a dead process (same host, pid gone; or another host, heartbeat stale) is taken
- * over. The check and the take happen in one IMMEDIATE transaction, so two runs cannot both win.
+ * who holds it; one left by a dead process is taken over: its heartbeat is stale (any host), or, on this host,
+ * its pid is gone or is our own pid without being our lock. The check and the take happen in one IMMEDIATE
+ * transaction, so two runs cannot both win.
  */
 export function acquireRunLock(database: Database, pid = process.pid, host = hostname()): RunLock {
   const { sqlite } = database;
   const read = sqlite.prepare(`SELECT pid, host, run_id AS runId, acquired_at AS acquiredAt, heartbeat_at AS heartbeatAt FROM run_lock WHERE id = 1`);
   const write = sqlite.prepare(`INSERT OR REPLACE INTO run_lock (id, pid, host, run_id, acquired_at, heartbeat_at) VALUES (1, ?, ?, NULL, ?, ?)`);
-  sqlite
-    .transaction(() => {
+  const holding = sqlite
+    .transaction((): Holding => {
       const held = read.get() as LockRow | undefined;
       if (held && isAlive(held, host)) {
         throw new LockedError(
@@ -49,13 +57,19 @@ export function acquireRunLock(database: Database, pid = process.pid, host = hos
       }
       const now = new Date().toISOString();
       write.run(pid, host, now, now);
+      return { pid, host, acquiredAt: now };
     })
     .immediate();
+  heldHere.add(holding);
 
-  const beat = sqlite.prepare(`UPDATE run_lock SET heartbeat_at = ? WHERE id = 1 AND pid = ? AND host = ?`);
+  // Every statement names the holding, not just pid and host, so a run whose lock was taken over (its
+  // heartbeat went stale) cannot refresh or delete the row of the run that took it, even one with its pid.
+  const mine = `id = 1 AND pid = ? AND host = ? AND acquired_at = ?`;
+  const key = [holding.pid, holding.host, holding.acquiredAt] as const;
+  const beat = sqlite.prepare(`UPDATE run_lock SET heartbeat_at = ? WHERE ${mine}`);
   const timer = setInterval(() => {
     try {
-      beat.run(new Date().toISOString(), pid, host);
+      beat.run(new Date().toISOString(), ...key);
     } catch {
       // A busy database delays one heartbeat; the next one will do.
     }
@@ -63,20 +77,43 @@ export function acquireRunLock(database: Database, pid = process.pid, host = hos
   timer.unref();
   return {
     setRunId(runId) {
-      sqlite.prepare(`UPDATE run_lock SET run_id = ? WHERE id = 1 AND pid = ? AND host = ?`).run(runId, pid, host);
+      sqlite.prepare(`UPDATE run_lock SET run_id = ? WHERE ${mine}`).run(runId, ...key);
     },
     release() {
       clearInterval(timer);
-      sqlite.prepare(`DELETE FROM run_lock WHERE id = 1 AND pid = ? AND host = ?`).run(pid, host);
+      // Forgotten first: should the DELETE fail, the row left behind is taken over, even by this process.
+      heldHere.delete(holding);
+      sqlite.prepare(`DELETE FROM run_lock WHERE ${mine}`).run(...key);
     },
   };
 }
 
 function isAlive(lock: LockRow, host: string): boolean {
-  if (lock.host !== host) return Date.now() - Date.parse(lock.heartbeatAt) < RUN_LOCK_DEFAULTS.staleAfterMs;
-  if (lock.pid === process.pid) return true;
+  // Our own run: known for sure, even if a blocked event loop let its heartbeat go stale.
+  if (heldByThisProcess(lock)) return true;
+  if (!heartbeatFresh(lock)) return false;
+  // Another host's pid cannot be checked from here; the fresh heartbeat is all there is.
+  if (lock.host !== host) return true;
+  // Our pid, yet not one of our locks (checked above): an earlier process with this pid left it.
+  if (lock.pid === process.pid) return false;
+  return processExists(lock.pid);
+}
+
+function heldByThisProcess(lock: LockRow): boolean {
+  for (const h of heldHere) {
+    if (h.pid === lock.pid && h.host === lock.host && h.acquiredAt === lock.acquiredAt) return true;
+  }
+  return false;
+}
+
+function heartbeatFresh(lock: LockRow): boolean {
+  // An unreadable heartbeat parses to NaN, which compares false: such a lock is taken over.
+  return Date.now() - Date.parse(lock.heartbeatAt) < RUN_LOCK_DEFAULTS.staleAfterMs;
+}
+
+function processExists(pid: number): boolean {
   try {
-    process.kill(lock.pid, 0);
+    process.kill(pid, 0);
     return true;
   } catch (err) {
     return (err as NodeJS.ErrnoException).code === 'EPERM';
