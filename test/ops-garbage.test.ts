@@ -116,6 +116,31 @@ describe('garbage from the API is recorded against the task and never crashes th
     }
   }, 60_000);
 
+  it('a paid body of the wrong shape still counts: its credit counters reach the call log and the run\'s spend', async () => {
+    // A service whose answers changed shape but still carry (and charge) the counters, one credit a call.
+    const { createServer } = await import('node:http');
+    let used = 0;
+    const server = createServer((_req, res) => {
+      used += 1;
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ status: 'ok', item: {}, total_credits: 100, credits_used: used, credits_remaining: 100 - used }));
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    try {
+      const port = (server.address() as { port: number }).port;
+      const job = await loadJob(ws.postsJob, { cwd: ws.dir });
+      const summary = await runJobs({ dbPath: join(ws.dir, 'shape.db'), jobs: [job], api: { baseUrl: `http://127.0.0.1:${port}`, token: TOKEN } });
+      expect(summary.jobs[0]).toMatchObject({ failed: 8 });
+      expect(summary.creditsRemaining).toBe(100 - used);
+      const calls = read<{ code: string; remaining: number | null }>('shape.db', `SELECT error_code AS code, credits_remaining AS remaining FROM api_calls ORDER BY id`);
+      expect(calls).toHaveLength(used);
+      expect(calls.every((c) => c.code === 'SCHEMA' && c.remaining !== null)).toBe(true);
+    } finally {
+      server.closeAllConnections();
+      await new Promise<void>((r) => server.close(() => r()));
+    }
+  }, 60_000);
+
   it('mixed with good answers through the CLI: good rows stored, garbage recorded, exit 5, no stack trace', async () => {
     sandbox = await startSandbox({ tokens: { [TOKEN]: 1_000_000 }, htmlRate: 0.15, wrongShapeRate: 0.15, hugeRate: 0.1, hugeBytes: 9 * 1024 * 1024, seed: 3 });
     const result = await runCli(['run', ws.postsJob, ws.lookalikesJob, '--db', 'mixed.db'], { cwd: ws.dir, env: apiEnv(sandbox.url, TOKEN) });

@@ -1,6 +1,6 @@
 import type { Worker } from 'node:worker_threads';
 import type { ApiCallInfo, ApiResult } from '../api/types.ts';
-import type { ApiError } from '../api/errors.ts';
+import { ApiSchemaError, type ApiError } from '../api/errors.ts';
 import type { ApiCallRow } from '../db/api-calls.ts';
 import type { Operation } from '../spec/types.ts';
 import type { IngestRequest } from '../db/ingest-request.ts';
@@ -105,7 +105,8 @@ export class ResultWriter {
 
   /** One failed HTTP attempt, for the api_calls log. */
   attemptFailed(task: WriterTask, err: ApiError): Promise<void> {
-    return this.enqueue({ kind: 'attempt_failed', call: callRow(this.runId, task.id, err.call, new Date().toISOString(), err.code, null) });
+    const credits = err instanceof ApiSchemaError ? err.credits : null;
+    return this.enqueue({ kind: 'attempt_failed', call: callRow(this.runId, task.id, err.call, new Date().toISOString(), err.code, credits) });
   }
 
   /** The task failed for good in this run; `retryable` failures are picked up again by the next run. */

@@ -1,6 +1,6 @@
 import pRetry, { AbortError } from 'p-retry';
 import type { ApiClient, ApiResult } from '../api/types.ts';
-import { errorAction, isApiError, ThrottledError, type ApiError } from '../api/errors.ts';
+import { ApiSchemaError, errorAction, isApiError, ThrottledError, type ApiError } from '../api/errors.ts';
 import type { Operation, PostDetailsResponse, SearchJobsQuery, SearchJobsResponse, SimilarCompaniesRequest, SimilarCompaniesResponse } from '../spec/types.ts';
 import { SEARCH_JOBS_PAGE_SIZE } from '../spec/types.ts';
 import type { CreditGuard } from './credit-guard.ts';
@@ -72,7 +72,8 @@ export async function executeTask(task: ExecutableTask, ctx: ExecutorContext): P
       try {
         result = await send(ctx.client, task.operation, task.request);
       } catch (err) {
-        ctx.guard.settle(reservation, null);
+        // A body of the wrong shape was still paid for: its counters keep the balance and the run's spend true.
+        ctx.guard.settle(reservation, err instanceof ApiSchemaError ? err.credits : null);
         if (isApiError(err)) {
           void ctx.writer.attemptFailed(task, err);
           ctx.onAttemptError?.(err);
