@@ -13,6 +13,17 @@ const text = z.string().trim().min(1);
 const positiveInt = z.number().int().min(1);
 const nonNegativeInt = z.number().int().min(0);
 
+/**
+ * Rules of the run settings that `netingest run` can also set from the command line (--rate, --concurrency,
+ * --reserve, --max-credits): defined once so that a flag accepts exactly what a job file does.
+ */
+export const RUN_SETTING_RULES = {
+  requestsPerMinute: z.number().positive(),
+  concurrency: positiveInt,
+  reserve: z.number().min(0),
+  maxPerRun: z.number().positive(),
+} as const;
+
 const common = {
   name: z.string().regex(NAME_PATTERN, { error: NAME_RULE }).optional(),
   /** Free text for people reading the job file. */
@@ -20,8 +31,8 @@ const common = {
   pages: positiveInt.optional(),
   rate: z
     .strictObject({
-      requestsPerMinute: z.number().positive().optional(),
-      concurrency: positiveInt.optional(),
+      requestsPerMinute: RUN_SETTING_RULES.requestsPerMinute.optional(),
+      concurrency: RUN_SETTING_RULES.concurrency.optional(),
     })
     .optional(),
   retry: z
@@ -33,8 +44,8 @@ const common = {
     .optional(),
   credits: z
     .strictObject({
-      reserve: z.number().min(0).optional(),
-      maxPerRun: z.number().positive().nullable().optional(),
+      reserve: RUN_SETTING_RULES.reserve.optional(),
+      maxPerRun: RUN_SETTING_RULES.maxPerRun.nullable().optional(),
     })
     .optional(),
   refreshAfterDays: z.number().min(0).optional(),

@@ -2,7 +2,9 @@ import { defineCommand } from '../command.ts';
 import { withApi, withDb, withLogFormat } from '../common-options.ts';
 import { resolveApiConfig } from '../../api/config.ts';
 import { loadJobs } from '../load-job-args.ts';
-import { runJobs } from '../../runner/run-jobs.ts';
+import { runJobs, type RunOptions } from '../../runner/run-jobs.ts';
+import { RUN_SETTING_RULES } from '../../jobs/schema.ts';
+import { numberFlag, numberOption } from '../number-flags.ts';
 import { createLogger } from '../../runner/logger.ts';
 import { withStopSignals } from '../signals.ts';
 import { exitCodeForRun, formatRunSummary } from '../format-summary.ts';
@@ -16,15 +18,16 @@ export const runCommand = defineCommand({
       .positional('jobs', { type: 'string', array: true, describe: 'job files (.json or .ts)' })
       .option('all', { type: 'boolean', default: false, describe: 'run every job in jobs/' })
       .option('jobs-dir', { type: 'string', default: 'jobs', describe: 'folder searched by --all', normalize: true })
-      .option('concurrency', { type: 'number', describe: "override every job's rate.concurrency" })
-      .option('rate', { type: 'number', describe: "override every job's rate.requestsPerMinute" })
-      .option('max-credits', { type: 'number', describe: "override every job's credits.maxPerRun" })
-      .option('reserve', { type: 'number', describe: "override every job's credits.reserve" })
+      .option('concurrency', numberOption("override every job's rate.concurrency (a whole number >= 1)"))
+      .option('rate', numberOption("override every job's rate.requestsPerMinute (> 0)"))
+      .option('max-credits', numberOption("override every job's credits.maxPerRun (> 0)"))
+      .option('reserve', numberOption("override every job's credits.reserve (>= 0)"))
       .option('refresh', { type: 'boolean', default: false, describe: 'call again tasks done within refreshAfterDays' })
       .option('json', { type: 'boolean', default: false, describe: 'print the summary as JSON on stdout' })
       .example('$0 run jobs/lookalikes.json', 'run one job')
       .example('$0 run --all --db data/nightly.db', 'run every job in jobs/ (nightly cron)'),
   run: async (argv, io) => {
+    const overrides = overridesFromFlags(argv);
     const jobs = await loadJobs(argv.jobs ?? [], argv.all, argv['jobs-dir']);
     const api = resolveApiConfig({ apiUrl: argv['api-url'], tokenFile: argv['token-file'] });
     const tty = Boolean(io.stderr.isTTY);
@@ -41,7 +44,7 @@ export const runCommand = defineCommand({
         dbPath: argv.db,
         jobs,
         api,
-        overrides: { concurrency: argv.concurrency, requestsPerMinute: argv.rate, maxCredits: argv['max-credits'], reserve: argv.reserve },
+        overrides,
         refresh: argv.refresh,
         signal,
         logger,
@@ -53,3 +56,13 @@ export const runCommand = defineCommand({
     return exitCodeForRun(summary);
   },
 });
+
+/** The override flags, each checked by the rule of the job file field it overrides. */
+function overridesFromFlags(argv: Record<string, unknown>): NonNullable<RunOptions['overrides']> {
+  return {
+    concurrency: numberFlag('--concurrency', argv['concurrency'], RUN_SETTING_RULES.concurrency, 'rate.concurrency'),
+    requestsPerMinute: numberFlag('--rate', argv['rate'], RUN_SETTING_RULES.requestsPerMinute, 'rate.requestsPerMinute'),
+    maxCredits: numberFlag('--max-credits', argv['max-credits'], RUN_SETTING_RULES.maxPerRun, 'credits.maxPerRun'),
+    reserve: numberFlag('--reserve', argv['reserve'], RUN_SETTING_RULES.reserve, 'credits.reserve'),
+  };
+}

@@ -1,0 +1,115 @@
+/**
+ * `netingest run` flags checked like job files are (--rate, --concurrency, --max-credits, --reserve). Output as
+ * a user or cron sees it.
+ */
+import { existsSync } from 'node:fs';
+import { Writable } from 'node:stream';
+import { afterEach, describe, expect, it } from 'vitest';
+import { main } from '../src/cli/main.ts';
+import { startSandbox, type Sandbox } from '../src/sandbox/server.ts';
+import { FAST_RATE, FAST_RETRY, cliEnv, csv, makeWorkspace, postUrls, runCli, type Workspace } from './run-helpers.ts';
+
+const TOKEN = 'flags-token-6b0e2d';
+const cleanups: Array<() => Promise<void>> = [];
+
+afterEach(async () => {
+  while (cleanups.length > 0) await cleanups.pop()!();
+});
+
+async function setUp(tokens: Record<string, number> = { [TOKEN]: 10_000 }): Promise<{ sandbox: Sandbox; ws: Workspace }> {
+  const sandbox = await startSandbox({ port: 0, tokens, notFoundRate: 0 });
+  const ws = await makeWorkspace();
+  cleanups.push(() => sandbox.stop(), () => ws.cleanup());
+  return { sandbox, ws };
+}
+
+async function postsJob(ws: Workspace, n: number, name = 'posts'): Promise<string> {
+  // An absolute path: the in-process runs do not run in the workspace.
+  const input = await ws.write('posts.csv', csv(['post_url'], postUrls(n).map((u) => [u])));
+  return ws.job(name, { operation: 'post-details', input: { csv: input, column: 'post_url' }, rate: FAST_RATE, retry: FAST_RETRY });
+}
+
+/** `netingest <args>` in this process (the CLI's own main) with the API environment set, output captured. */
+async function inProcess(args: string[], env: Record<string, string>): Promise<{ code: number; stdout: string; stderr: string }> {
+  let stdout = '';
+  let stderr = '';
+  const sink = (append: (s: string) => void) =>
+    new Writable({
+      write(chunk, _enc, done) {
+        append(String(chunk));
+        done();
+      },
+    });
+  const saved = Object.fromEntries(Object.keys(env).map((k) => [k, process.env[k]]));
+  Object.assign(process.env, env);
+  try {
+    const code = await main(args, { stdout: sink((s) => (stdout += s)), stderr: sink((s) => (stderr += s)) });
+    return { code, stdout, stderr };
+  } finally {
+    for (const [k, v] of Object.entries(saved)) {
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
+  }
+}
+
+describe('run override flags are checked like the job file fields they override', () => {
+  // Each value is one the job schema refuses for the field; before the check, most of them ran with a limit
+  // silently switched off (NaN, 0 or a negative rate) or crashed with [INTERNAL] after the run had started.
+  const bad: Array<[flag: string, value: string]> = [
+    ['--max-credits', 'abc'],
+    ['--max-credits', '0'],
+    ['--max-credits', '-3'],
+    ['--reserve', 'abc'],
+    ['--reserve', '-1'],
+    ['--rate', '0'],
+    ['--rate', '-5'],
+    ['--rate', 'abc'],
+    ['--rate', 'Infinity'],
+    ['--concurrency', '0'],
+    ['--concurrency', 'abc'],
+    ['--concurrency', '1.5'],
+  ];
+
+  it.each(bad)('%s %s: exit 2 naming the flag and the value, before the database or the API is touched', async (flag, value) => {
+    const { sandbox, ws } = await setUp();
+    const file = await postsJob(ws, 3);
+    const cli = await inProcess(['run', file, '--db', ws.db, flag, value], cliEnv(sandbox, TOKEN));
+    expect(cli.code, cli.stderr).toBe(2);
+    expect(cli.stderr).toContain(`${flag} ${value}`);
+    expect(cli.stderr).not.toContain('INTERNAL');
+    expect(sandbox.requests).toHaveLength(0);
+    expect(existsSync(ws.db)).toBe(false);
+  });
+
+  it('a flag given twice or without a value is refused too', async () => {
+    const { sandbox, ws } = await setUp();
+    const file = await postsJob(ws, 3);
+    const twice = await inProcess(['run', file, '--db', ws.db, '--rate', '10', '--rate', '20'], cliEnv(sandbox, TOKEN));
+    expect(twice.code, twice.stderr).toBe(2);
+    expect(twice.stderr).toMatch(/--rate.*more than once/);
+    const empty = await inProcess(['run', file, '--db', ws.db, '--reserve'], cliEnv(sandbox, TOKEN));
+    expect(empty.code, empty.stderr).toBe(2);
+    expect(empty.stderr).toMatch(/--reserve.*needs a number/);
+    expect(sandbox.requests).toHaveLength(0);
+    expect(existsSync(ws.db)).toBe(false);
+  });
+
+  it('good values are accepted, decimals and whole numbers alike', async () => {
+    const { sandbox, ws } = await setUp();
+    const file = await postsJob(ws, 3);
+    const args = ['run', file, '--db', ws.db, '--rate', '6e5', '--concurrency', '2', '--max-credits', '100.5', '--reserve', '0', '--json'];
+    const cli = await inProcess(args, cliEnv(sandbox, TOKEN));
+    expect(cli.code, cli.stderr).toBe(0);
+    expect(JSON.parse(cli.stdout)).toMatchObject({ status: 'completed', calls: 3 });
+  });
+
+  it('as a real process: --max-credits abc exits 2 with the flag in the message, no call made', async () => {
+    const { sandbox, ws } = await setUp();
+    const file = await postsJob(ws, 3);
+    const cli = await runCli(['run', file, '--db', ws.db, '--max-credits', 'abc'], { cwd: ws.dir, env: cliEnv(sandbox, TOKEN) });
+    expect(cli.code, cli.stderr).toBe(2);
+    expect(cli.stderr).toContain('--max-credits abc');
+    expect(sandbox.requests).toHaveLength(0);
+  });
+});
