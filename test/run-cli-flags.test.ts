@@ -1,11 +1,12 @@
 /**
- * `netingest run` flags checked like job files are (--rate, --concurrency, --max-credits, --reserve). Output as
- * a user or cron sees it.
+ * `netingest run` flags checked like job files are (--rate, --concurrency, --max-credits, --reserve), and the
+ * numeric flags of other commands. Output as a user or cron sees it.
  */
 import { existsSync } from 'node:fs';
 import { Writable } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
 import { main } from '../src/cli/main.ts';
+import { openDatabase } from '../src/db/open.ts';
 import { startSandbox, type Sandbox } from '../src/sandbox/server.ts';
 import { FAST_RATE, FAST_RETRY, cliEnv, csv, makeWorkspace, postUrls, runCli, type Workspace } from './run-helpers.ts';
 
@@ -111,5 +112,22 @@ describe('run override flags are checked like the job file fields they override'
     expect(cli.code, cli.stderr).toBe(2);
     expect(cli.stderr).toContain('--max-credits abc');
     expect(sandbox.requests).toHaveLength(0);
+  });
+});
+
+describe('other commands refuse numbers they would misuse', () => {
+  it('status --runs needs a whole number >= 0, query --max-width a number', async () => {
+    const { ws } = await setUp();
+    openDatabase(ws.db).close();
+    for (const args of [
+      ['status', '--runs', 'abc'],
+      ['status', '--runs', '-1'],
+      ['status', '--runs', '1.5'],
+      ['query', 'SELECT 1', '--max-width', 'abc'],
+    ]) {
+      const cli = await inProcess([...args, '--db', ws.db], {});
+      expect(cli.code, `${args.join(' ')}: ${cli.stderr}`).toBe(2);
+      expect(cli.stderr).toContain(`${args.at(-2)} ${args.at(-1)}`);
+    }
   });
 });

@@ -1,7 +1,10 @@
+import { z } from 'zod';
 import { defineCommand } from '../command.ts';
 import { withDb } from '../common-options.ts';
 import { QUERY_FORMATS, runQuery } from '../../export/query.ts';
+import { TABLE_DEFAULTS } from '../../export/table-format.ts';
 import { stderrNotice, withStopSignals } from '../signals.ts';
+import { numberFlag, numberOption } from '../number-flags.ts';
 
 /** `netingest query`: one read-only SQL statement, as a table on a terminal and CSV otherwise. */
 export const queryCommand = defineCommand({
@@ -11,17 +14,19 @@ export const queryCommand = defineCommand({
     withDb(y)
       .positional('sql', { type: 'string', demandOption: true, describe: 'a SELECT (or WITH, VALUES, EXPLAIN, reporting PRAGMA)' })
       .option('format', { choices: QUERY_FORMATS, describe: 'table, csv or jsonl (default: table on a terminal, else csv)' })
-      .option('max-width', { type: 'number', default: 40, describe: 'widest column of the table format, in characters' })
+      .option('max-width', { ...numberOption('widest column of the table format, in characters'), default: TABLE_DEFAULTS.maxColumnWidth })
       .example(`$0 query "SELECT reference_url, company_name, best_grade FROM v_lookalikes LIMIT 20"`, 'look around')
       .example(`$0 query "SELECT job, status, count(*) FROM tasks GROUP BY 1, 2" --format csv > status.csv`, 'as CSV'),
   run: async (argv, io) => {
+    // NaN would pass Math.max below and size every column NaN; any real number is clamped to a usable width.
+    const maxWidth = numberFlag('--max-width', argv['max-width'], z.number()) ?? TABLE_DEFAULTS.maxColumnWidth;
     await withStopSignals(stderrNotice(io.stderr), (signal) =>
       runQuery({
         db: argv.db,
         sql: argv.sql,
         format: argv.format,
         stream: io.stdout,
-        maxColumnWidth: Math.max(4, Math.trunc(argv['max-width'])),
+        maxColumnWidth: Math.max(4, Math.trunc(maxWidth)),
         signal,
       }),
     );

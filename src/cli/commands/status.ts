@@ -1,9 +1,15 @@
 import { existsSync } from 'node:fs';
+import { z } from 'zod';
 import { defineCommand } from '../command.ts';
 import { withDb } from '../common-options.ts';
 import { openDatabase } from '../../db/open.ts';
 import { readStatus, type StatusReport } from '../../db/status.ts';
 import { UsageError } from '../../errors.ts';
+import { numberFlag, numberOption } from '../number-flags.ts';
+
+// A negative LIMIT means "no limit" to SQLite, and a fraction or NaN fails the query as an internal error.
+const RUNS_RULE = z.number().int().min(0);
+const DEFAULT_RUNS = 10;
 
 /** `netingest status`: what the last runs did and what is left. */
 export const statusCommand = defineCommand({
@@ -11,13 +17,14 @@ export const statusCommand = defineCommand({
   describe: 'Show recent runs, tasks by status per job, credits spent and the last known balance',
   builder: (y) =>
     withDb(y)
-      .option('runs', { type: 'number', default: 10, describe: 'how many recent runs to list' })
+      .option('runs', { ...numberOption('how many recent runs to list'), default: DEFAULT_RUNS })
       .option('json', { type: 'boolean', default: false, describe: 'print the status as JSON' }),
   run: async (argv, io) => {
+    const runs = numberFlag('--runs', argv.runs, RUNS_RULE) ?? DEFAULT_RUNS;
     if (!existsSync(argv.db)) throw new UsageError(`no database at ${argv.db}: nothing has run yet (see --db)`);
     const database = openDatabase(argv.db, { readonly: true });
     try {
-      const report = readStatus(database, argv.runs);
+      const report = readStatus(database, runs);
       io.stdout.write(argv.json ? JSON.stringify(report, null, 2) + '\n' : formatStatus(report));
       return 0;
     } finally {
