@@ -19,10 +19,11 @@ import {
   UnexpectedResponseError,
   type ApiErrorContext,
 } from '../src/api/errors.ts';
-import { bodyExcerpt, createRedactor, redact, REDACTED } from '../src/api/redact.ts';
+import { bodyExcerpt, createOutputRedactor, createRedactor, redact, REDACTED } from '../src/api/redact.ts';
 import { postDetailsPath, searchJobsPath, similarCompaniesBody } from '../src/api/requests.ts';
 import type { ApiCallInfo } from '../src/api/types.ts';
 import { NetingestError } from '../src/errors.ts';
+import { createLogger } from '../src/runner/logger.ts';
 
 const call = (status: number | null): ApiCallInfo => ({
   operation: 'search-jobs',
@@ -190,6 +191,32 @@ describe('redaction', () => {
     expect(redact('nothing here', [''])).toBe('nothing here');
     expect(redact('nothing here', [])).toBe('nothing here');
     expect(createRedactor([token])(`Bearer ${token}`)).toBe(`Bearer ${REDACTED}`);
+  });
+
+  it('whole outputs (bodies, log lines, summaries) lose a real token but are never corrupted by a short one', () => {
+    const text = `Run 1: completed; status ok; echo ${token}`;
+    expect(createOutputRedactor([token])(text)).toBe(`Run 1: completed; status ok; echo ${REDACTED}`);
+    for (const short of ['t', 'tok', 'status', 'complet']) expect(createOutputRedactor([short])(text)).toBe(text);
+  });
+
+  it('the logger follows the same rule, in text and JSON lines', () => {
+    const lines = (secret: string, format: 'text' | 'json') => {
+      let out = '';
+      const stream = { write: (s: string) => ((out += s), true) } as unknown as NodeJS.WritableStream;
+      createLogger({ stream, format, secrets: [secret] }).info('run finished', { status: 'completed', echo: `${token}"` });
+      return out;
+    };
+    const json = lines('status', 'json');
+    expect(JSON.parse(json)).toMatchObject({ msg: 'run finished', status: 'completed' });
+    expect(lines('status', 'text')).toContain('status=completed');
+    // The echo ends in a quote, so the JSON line holds the token escaped: redacted in that form too.
+    const withQuote = `${token}"`;
+    for (const format of ['text', 'json'] as const) {
+      const out = lines(withQuote, format);
+      expect(out).not.toContain(token);
+      expect(out).toContain(REDACTED);
+    }
+    expect(JSON.parse(lines(withQuote, 'json'))).toMatchObject({ status: 'completed', echo: REDACTED });
   });
 
   it('makes excerpts single-line, at most 300 characters, redacted before cutting', () => {

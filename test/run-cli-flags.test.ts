@@ -1,6 +1,6 @@
 /**
  * `netingest run` flags checked like job files are (--rate, --concurrency, --max-credits, --reserve), and the
- * numeric flags of other commands. Output as a user or cron sees it.
+ * summary on stdout: redacted of a real token, never corrupted by a short one. Output as a user or cron sees it.
  */
 import { existsSync } from 'node:fs';
 import { Writable } from 'node:stream';
@@ -129,5 +129,37 @@ describe('other commands refuse numbers they would misuse', () => {
       expect(cli.code, `${args.join(' ')}: ${cli.stderr}`).toBe(2);
       expect(cli.stderr).toContain(`${args.at(-2)} ${args.at(-1)}`);
     }
+  });
+});
+
+describe('the summary on stdout', () => {
+  it('a short token (the sandbox takes any) leaves the text and --json summaries intact', async () => {
+    const { sandbox, ws } = await setUp({ t: 10_000 });
+    const file = await postsJob(ws, 3);
+    const text = await runCli(['run', file, '--db', ws.db], { cwd: ws.dir, env: cliEnv(sandbox, 't') });
+    expect(text.code, text.stderr).toBe(0);
+    expect(text.stdout).toMatch(/^Run 1: completed/m);
+    expect(text.stdout).not.toMatch(/redacted/i);
+    const json = await runCli(['run', file, '--db', ws.db, '--refresh', '--json'], { cwd: ws.dir, env: cliEnv(sandbox, 't') });
+    expect(json.code, json.stderr).toBe(0);
+    expect(json.stdout).not.toMatch(/redacted/i);
+    expect(JSON.parse(json.stdout)).toMatchObject({ runId: 2, status: 'completed', jobs: [{ name: 'posts', done: 3 }] });
+  });
+
+  it('a real token never reaches stdout, and --json stays valid JSON', async () => {
+    // A job named like the token puts the token in the summary, as an echo of it would.
+    const token = 'ntk.Q7vR2x-9LmP4sT8w';
+    const { sandbox, ws } = await setUp({ [token]: 10_000 });
+    const file = await postsJob(ws, 3, token);
+    const text = await runCli(['run', file, '--db', ws.db], { cwd: ws.dir, env: cliEnv(sandbox, token) });
+    expect(text.code, text.stderr).toBe(0);
+    expect(text.stdout).not.toContain(token);
+    expect(text.stdout).toMatch(/\[redacted\]/i);
+    const json = await runCli(['run', file, '--db', ws.db, '--refresh', '--json'], { cwd: ws.dir, env: cliEnv(sandbox, token) });
+    expect(json.code, json.stderr).toBe(0);
+    expect(json.stdout).not.toContain(token);
+    const summary = JSON.parse(json.stdout) as { status: string; jobs: Array<{ name: string }> };
+    expect(summary.status).toBe('completed');
+    expect(summary.jobs[0]!.name).toMatch(/^\[redacted\]$/i);
   });
 });

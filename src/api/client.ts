@@ -8,7 +8,7 @@ import { ConfigError } from '../errors.ts';
 import type { SearchJobsQuery, SimilarCompaniesRequest } from '../spec/types.ts';
 import { checkToken, parseBaseUrl } from './config.ts';
 import { attempt, type Transport } from './http.ts';
-import { createRedactor, MIN_TOKEN_CHARS_FOR_BODY_REDACTION } from './redact.ts';
+import { createOutputRedactor } from './redact.ts';
 import { postDetailsPath, searchJobsPath, SIMILAR_COMPANIES_PATH, similarCompaniesBody } from './requests.ts';
 import type { ApiClient } from './types.ts';
 
@@ -62,7 +62,7 @@ export function createApiClient(options: ClientOptions): ApiClient {
     timeoutMs,
     maxBodyBytes,
     secrets,
-    redactBody: token.length >= MIN_TOKEN_CHARS_FOR_BODY_REDACTION ? createRedactor(secrets) : (text) => text,
+    redactBody: createOutputRedactor(secrets),
   };
   // Shared by every call: undici only reads them.
   const getHeaders = { Authorization: `Bearer ${token}`, Accept: 'application/json', 'User-Agent': userAgent };

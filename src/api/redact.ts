@@ -36,11 +36,18 @@ export function createRedactor(secrets: readonly string[]): (text: string) => st
 }
 
 /**
- * Shortest token that is also redacted from stored 200/404 bodies. A real bearer token is a long random string,
- * so finding one in a body means it was echoed; a short test token (`tok`) would match ordinary words and
- * corrupt the data. Error messages and excerpts are redacted whatever the length.
+ * Shortest token redacted from whole outputs that must stay intact: stored 200/404 bodies, log lines, the run
+ * summary. A real bearer token is a long random string, so finding one there means it was echoed; a short test
+ * token (the sandbox takes `t` or `tok`) would match ordinary words ("completed", "status") and corrupt the
+ * output. Error messages and excerpts are redacted whatever the length.
  */
-export const MIN_TOKEN_CHARS_FOR_BODY_REDACTION = 8;
+export const MIN_TOKEN_CHARS_FOR_OUTPUT_REDACTION = 8;
+
+/** The one redactor of whole outputs (bodies, logs, summaries): only secrets long enough to be real tokens. */
+export function createOutputRedactor(secrets: readonly string[]): (text: string) => string {
+  const real = secrets.filter((s) => s.length >= MIN_TOKEN_CHARS_FOR_OUTPUT_REDACTION);
+  return real.length > 0 ? createRedactor(real) : (text) => text;
+}
 
 /**
  * A short, single-line, redacted excerpt of a body for error messages: whitespace and control characters

@@ -1,3 +1,5 @@
+import { createOutputRedactor } from '../api/redact.ts';
+
 /** Log line formats: `text` is one human line per event, `json` one JSON object per line. */
 export type LogFormat = 'text' | 'json';
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
@@ -15,7 +17,10 @@ export interface LoggerOptions {
   format?: LogFormat;
   /** Lowest level written. */
   level?: LogLevel;
-  /** Strings (the API token) replaced by `[redacted]` in every line, whatever field carries them. */
+  /**
+   * Strings (the API token) replaced by `[REDACTED]` in every line, whatever field carries them; one too short
+   * to be a real token is left alone (see createOutputRedactor).
+   */
   secrets?: string[];
 }
 
@@ -25,7 +30,7 @@ const LEVELS: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error:
 export function createLogger(options: LoggerOptions): Logger {
   const format = options.format ?? 'text';
   const min = LEVELS[options.level ?? 'info'];
-  const secrets = (options.secrets ?? []).filter((s) => s.length >= 4);
+  const redact = createOutputRedactor(options.secrets ?? []);
   const write = (level: LogLevel, msg: string, fields: LogFields = {}) => {
     if (LEVELS[level] < min) return;
     const time = new Date().toISOString();
@@ -38,8 +43,7 @@ export function createLogger(options: LoggerOptions): Logger {
         .map(([k, v]) => `${k}=${formatValue(v)}`);
       line = [time, level.toUpperCase().padEnd(5), msg, ...parts].join(' ');
     }
-    for (const s of secrets) line = line.split(s).join('[redacted]');
-    options.stream.write(line + '\n');
+    options.stream.write(redact(line) + '\n');
   };
   return {
     debug: (m, f) => write('debug', m, f),

@@ -2,7 +2,8 @@ import { defineCommand } from '../command.ts';
 import { withApi, withDb, withLogFormat } from '../common-options.ts';
 import { resolveApiConfig } from '../../api/config.ts';
 import { loadJobs } from '../load-job-args.ts';
-import { runJobs, type RunOptions } from '../../runner/run-jobs.ts';
+import { runJobs, type RunOptions, type RunSummary } from '../../runner/run-jobs.ts';
+import { createOutputRedactor } from '../../api/redact.ts';
 import { RUN_SETTING_RULES } from '../../jobs/schema.ts';
 import { numberFlag, numberOption } from '../number-flags.ts';
 import { createLogger } from '../../runner/logger.ts';
@@ -51,8 +52,7 @@ export const runCommand = defineCommand({
         progressStream: io.stderr,
       }),
     );
-    const text = argv.json ? JSON.stringify(summary, null, 2) + '\n' : formatRunSummary(summary);
-    io.stdout.write(text.split(api.token).join('[redacted]'));
+    io.stdout.write(summaryOutput(summary, argv.json, createOutputRedactor([api.token])));
     return exitCodeForRun(summary);
   },
 });
@@ -65,4 +65,11 @@ function overridesFromFlags(argv: Record<string, unknown>): NonNullable<RunOptio
     maxCredits: numberFlag('--max-credits', argv['max-credits'], RUN_SETTING_RULES.maxPerRun, 'credits.maxPerRun'),
     reserve: numberFlag('--reserve', argv['reserve'], RUN_SETTING_RULES.reserve, 'credits.reserve'),
   };
+}
+
+/** The summary as printed, text or JSON, with the token redacted. */
+function summaryOutput(summary: RunSummary, json: boolean, redact: (text: string) => string): string {
+  if (!json) return redact(formatRunSummary(summary));
+  // Redacting each string before it is escaped keeps the JSON valid whatever the token holds, and keys intact.
+  return JSON.stringify(summary, (_key, value: unknown) => (typeof value === 'string' ? redact(value) : value), 2) + '\n';
 }
