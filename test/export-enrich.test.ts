@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -7,8 +7,11 @@ import { parse } from 'csv-parse/sync';
 import type BetterSqlite3 from 'better-sqlite3';
 import { openDatabase } from '../src/db/open.ts';
 import { enrichJob } from '../src/export/enrich.ts';
+import { POST_BY_ID_SQL, POST_BY_URL_SQL, postIdOfUrl } from '../src/export/enrich-results.ts';
 import { filterKey, searchKey } from '../src/jobs/request-keys.ts';
 import { main } from '../src/cli/main.ts';
+import { FAST_RATE, FAST_RETRY, count, csv, makeWorkspace, run, taskStatuses, type Workspace } from './run-helpers.ts';
+import { useSandboxes } from './sandbox-helpers.ts';
 
 let dir: string;
 let db: string;
@@ -353,5 +356,66 @@ describe('netingest enrich (CLI)', () => {
     await expect(enrichJob({ db, job: similarJob, out, signal: controller.signal })).rejects.toMatchObject({ code: 'INTERRUPTED' });
     expect(existsSync(out)).toBe(false);
     expect(readdirSync(dir).filter((f) => f.endsWith('.tmp'))).toEqual([]);
+  });
+});
+
+describe('enrich post lookup', () => {
+  it('derives the post id from any URL form and finds the post through an index, never a scan', () => {
+    const id = '7123456789012345678';
+    expect(postIdOfUrl(`https://network.com/posts/someone_topic-activity-${id}-abcd`)).toBe(`activity-${id}`);
+    expect(postIdOfUrl(`https://network.com/feed/update/urn:li:activity:${id}`)).toBe(`activity-${id}`);
+    expect(postIdOfUrl(`https://network.com/feed/update/urn%3Ali%3Aactivity%3A${id}`)).toBe(`activity-${id}`);
+    expect(postIdOfUrl('https://network.com/pulse/some-article-jane-doe')).toBeNull();
+    const database = openDatabase(db);
+    try {
+      for (const sql of [POST_BY_ID_SQL, POST_BY_URL_SQL]) {
+        const plan = (database.sqlite.prepare(`EXPLAIN QUERY PLAN ${sql}`).all('x') as Array<{ detail: string }>).map((r) => r.detail);
+        expect(plan[0], plan.join('\n')).toMatch(/^SEARCH p USING INDEX (sqlite_autoindex_posts_1 \(post_id=\?\)|posts_url_idx \(url=\?\))$/);
+        expect(plan.filter((d) => d.startsWith('SCAN')), plan.join('\n')).toEqual([]);
+      }
+    } finally {
+      database.close();
+    }
+  });
+});
+
+describe('enrich after a real run against the sandbox', () => {
+  const TOKEN = 'enrich-token-5c1e';
+  const newSandbox = useSandboxes();
+  let ws: Workspace;
+  beforeEach(async () => {
+    ws = await makeWorkspace();
+  });
+  afterEach(async () => {
+    await ws.cleanup();
+  });
+
+  it('post-details: every URL form of one post finds it (posts are keyed by activity id, not by the URL asked last)', async () => {
+    const sandbox = await newSandbox({ port: 0, tokens: { [TOKEN]: 1000 } });
+    const id = '7123456789012345678';
+    await ws.write('posts.csv', csv(['post_url'], [
+      [`https://www.network.com/posts/someone_topic-activity-${id}-abcd`],
+      [`https://www.network.com/feed/update/urn:li:activity:${id}`],
+      ['https://www.network.com/posts/other_topic-activity-7123456789012345999-wxyz'],
+    ]));
+    const file = await ws.job('posts', { operation: 'post-details', input: { csv: 'posts.csv', column: 'post_url' }, rate: FAST_RATE, retry: FAST_RETRY });
+    const [job] = await ws.load(file);
+    const summary = await run(ws, sandbox, TOKEN, [job!]);
+    expect(summary.status).toBe('completed');
+    expect(taskStatuses(ws, 'posts')).toEqual({ done: 3 });
+    // One post row for the two forms: its url is whichever form was stored last.
+    expect(count(ws, 'SELECT count(*) FROM posts WHERE post_id = ?', `activity-${id}`)).toBe(1);
+
+    const out = join(ws.dir, 'posts-out.csv');
+    const result = await enrichJob({ db: ws.db, job: file, out, cwd: ws.dir });
+    const { rows } = read(out);
+    expect(rows.map((r) => [r.netingest_status, r.netingest_error, r.post_id])).toEqual([
+      ['ok', null, `activity-${id}`],
+      ['ok', null, `activity-${id}`],
+      ['ok', null, 'activity-7123456789012345999'],
+    ]);
+    expect(rows[0]!.post_text).not.toBeNull();
+    expect(rows[1]!.post_text).toBe(rows[0]!.post_text);
+    expect(result.statuses).toMatchObject({ ok: 3, not_found: 0 });
   });
 });

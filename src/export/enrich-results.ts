@@ -86,7 +86,9 @@ const SIMILAR_SQL = `
   WHERE s.reference_url = ? AND s.filter_key = ?
   ORDER BY s.page, s.rank, s.company_url`;
 
-const POST_SQL = `
+// One post, found by an indexed lookup: `posts` is keyed by `post_id` (its primary key); `url` (indexed too)
+// holds only the last URL form the post was asked for.
+const postSql = (where: string) => `
   SELECT
     p.post_id, p.author_name, p.author_headline, p.author_url, p.posted_raw, p.text_content, p.reactions,
     p.comments_count,
@@ -94,9 +96,21 @@ const POST_SQL = `
     (SELECT group_concat(url, '; ' ORDER BY position) FROM post_media WHERE post_id = p.post_id),
     p.media_description, p.hashtags, p.updated_at
   FROM posts p
-  WHERE p.url = ?
+  WHERE ${where}
   ORDER BY p.updated_at DESC, p.post_id
   LIMIT 1`;
+export const POST_BY_ID_SQL = postSql('p.post_id = ?');
+export const POST_BY_URL_SQL = postSql('p.url = ?');
+
+/**
+ * The `post_id` a post URL stands for: `activity-<digits>` from the `…-activity-<digits>-…` or
+ * `urn:li:activity:<digits>` in it, as the ingest derives it (src/db/ingest/post-details.ts) and as the API
+ * answers it (`PostId`); the `:` may be percent-encoded. Null when the URL names no activity.
+ */
+export function postIdOfUrl(url: string): string | null {
+  const digits = /activity(?:[-:]|%3A)(\d+)/i.exec(url)?.[1];
+  return digits === undefined ? null : `activity-${digits}`;
+}
 
 // Stored positions are offsets into the search (start + index); the output ranks them 1, 2, 3...
 const JOB_SQL = `
@@ -121,14 +135,22 @@ export function resultLookup(sqlite: BetterSqlite3.Database, job: Job): ResultLo
       };
     }
     case 'post-details': {
-      const stmt = sqlite.prepare(POST_SQL).raw(true);
+      // By activity id first: every URL form of a post (/posts/…-activity-<id>-…, /feed/update/urn:li:activity:<id>)
+      // finds it, whichever form was asked last. By URL when the URL names no activity, or when the stored id is
+      // not the one the URL names (the answer's PostId wins in the ingest).
+      const byId = sqlite.prepare(POST_BY_ID_SQL).raw(true);
+      const byUrl = sqlite.prepare(POST_BY_URL_SQL).raw(true);
       return {
         columns: POST_COLUMNS,
-        find: (inputKey) =>
-          (stmt.all(inputKey) as unknown[][]).map((row) => {
+        find: (inputKey) => {
+          const postId = postIdOfUrl(inputKey);
+          let rows = postId === null ? [] : (byId.all(postId) as unknown[][]);
+          if (rows.length === 0) rows = byUrl.all(inputKey) as unknown[][];
+          return rows.map((row) => {
             row[11] = listText(row[11]);
             return row;
-          }),
+          });
+        },
       };
     }
     case 'search-jobs': {
