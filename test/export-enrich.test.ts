@@ -10,6 +10,8 @@ import { enrichJob } from '../src/export/enrich.ts';
 import { POST_BY_ID_SQL, POST_BY_URL_SQL, postIdOfUrl } from '../src/export/enrich-results.ts';
 import { filterKey, searchKey } from '../src/jobs/request-keys.ts';
 import { main } from '../src/cli/main.ts';
+import { loadJob } from '../src/jobs/load.ts';
+import { planTasks } from '../src/jobs/plan-tasks.ts';
 import { FAST_RATE, FAST_RETRY, count, csv, makeWorkspace, run, taskStatuses, type Workspace } from './run-helpers.ts';
 import { useSandboxes } from './sandbox-helpers.ts';
 
@@ -44,11 +46,23 @@ function writeJob(name: string, def: Record<string, unknown>, csv: string): stri
   return file;
 }
 
-function task(sqlite: BetterSqlite3.Database, job: string, operation: string, inputKey: string, page: number, status: string, error?: [string, string]) {
+/** The request of every task the jobs' planner makes, JSON-encoded as the ledger stores it, by job, key and page. */
+const plannedRequests = new Map<string, string>();
+
+async function planRequests(file: string): Promise<void> {
+  const job = await loadJob(file);
+  for await (const item of planTasks(job)) {
+    if (item.kind === 'task') plannedRequests.set(`${job.name}|${item.inputKey}|${item.page}`, JSON.stringify(item.request));
+  }
+}
+
+/** A ledger row with the request the job plans for it (as a run stores it), or `request` when given. */
+function task(sqlite: BetterSqlite3.Database, job: string, operation: string, inputKey: string, page: number, status: string, error?: [string, string], request?: string) {
+  const requestJson = request ?? plannedRequests.get(`${job}|${inputKey}|${page}`) ?? '{}';
   sqlite
     .prepare(`INSERT INTO tasks (job, operation, input_key, page, request_json, status, attempts, last_error_code, last_error,
-      created_at, updated_at) VALUES (?, ?, ?, ?, '{}', ?, 1, ?, ?, ?, ?)`)
-    .run(job, operation, inputKey, page, status, error?.[0] ?? null, error?.[1] ?? null, AT, AT);
+      created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?)`)
+    .run(job, operation, inputKey, page, requestJson, status, error?.[0] ?? null, error?.[1] ?? null, AT, AT);
 }
 
 function company(sqlite: BetterSqlite3.Database, slug: string, n: number) {
@@ -84,7 +98,7 @@ let postJob: string;
 let searchJob: string;
 const NOTE = 'hello, "world"\nsecond line 🚀 ünïcödé';
 
-beforeAll(() => {
+beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'netingest-enrich-'));
   db = join(dir, 'data.db');
   similarJob = writeJob('lookalikes', { operation: 'similar-companies', input: { column: 'company_url' }, pages: 2, request: { account: ACCOUNT, num: 2 } }, [
@@ -119,6 +133,8 @@ beforeAll(() => {
     'sixth,python,oslo', // pending
     'seventh,Rust Developer , berlin', // a search of its own (keywords keep their case), never planned: pending
   ].join('\n') + '\n');
+
+  for (const file of [similarJob, postJob, searchJob]) await planRequests(file);
 
   const database = openDatabase(db);
   const { sqlite } = database;
@@ -240,6 +256,37 @@ describe('enrich similar-companies', () => {
       for (const c of SIMILAR_COLUMNS) expect(r[c]).toBeNull();
     }
     expect(rows.some((r) => r.similar_url === co('other-filters'))).toBe(false);
+  });
+});
+
+describe('enrich: statuses against what the job plans now', () => {
+  it('a task planned with another request is pending, a page never planned is pending, empty or 404 pages are not_found', async () => {
+    const file = writeJob('replanned', { operation: 'similar-companies', input: { column: 'company_url' }, pages: 2, request: { account: ACCOUNT, num: 2 } }, [
+      'company_url',
+      'network.com/company/old-request', // failed and pending under the old filters: pending
+      'network.com/company/fewer-pages', // page 1 not found; page 2 planned since "pages" went up: pending
+      'network.com/company/empty', // page 1 answered empty (done), page 2 past the last page: not_found
+      'network.com/company/old-request', // repeated: same as its first row
+    ].join('\n') + '\n');
+    await planRequests(file);
+    const old = JSON.stringify({ url: co('old-request'), account: { location: ['france'] }, page: 1, num: 2 });
+    const database = openDatabase(db);
+    const { sqlite } = database;
+    task(sqlite, 'replanned', 'similar-companies', co('old-request'), 1, 'failed', ['HTTP_500', 'server error (500)'], old);
+    task(sqlite, 'replanned', 'similar-companies', co('old-request'), 2, 'deferred', undefined, old.replace('"page":1', '"page":2'));
+    task(sqlite, 'replanned', 'similar-companies', co('fewer-pages'), 1, 'not_found', ['', 'no similar companies found']);
+    task(sqlite, 'replanned', 'similar-companies', co('empty'), 1, 'done');
+    task(sqlite, 'replanned', 'similar-companies', co('empty'), 2, 'not_found', ['', 'past the last page (1)']);
+    database.close();
+
+    const out = join(dir, 'replanned-out.csv');
+    await enrichJob({ db, job: file, out });
+    expect(read(out).rows.map((r) => [r.netingest_input_key, r.netingest_status, r.netingest_error])).toEqual([
+      [co('old-request'), 'pending', expect.stringMatching(/^the job's request changed since it ran/)],
+      [co('fewer-pages'), 'pending', 'not run yet (page 2 never planned: the job\'s "pages" grew since it ran)'],
+      [co('empty'), 'not_found', 'past the last page (1)'],
+      [co('old-request'), 'pending', expect.stringMatching(/^the job's request changed since it ran/)],
+    ]);
   });
 });
 
@@ -417,5 +464,61 @@ describe('enrich after a real run against the sandbox', () => {
     expect(rows[0]!.post_text).not.toBeNull();
     expect(rows[1]!.post_text).toBe(rows[0]!.post_text);
     expect(result.statuses).toMatchObject({ ok: 3, not_found: 0 });
+  });
+
+  it('post-details: a post answered but no longer in the dataset is failed with why, not not_found', async () => {
+    const sandbox = await newSandbox({ port: 0, tokens: { [TOKEN]: 1000 } });
+    await ws.write('posts.csv', csv(['post_url'], [['https://www.network.com/posts/someone_topic-activity-7123456789012345678-abcd']]));
+    const file = await ws.job('posts', { operation: 'post-details', input: { csv: 'posts.csv', column: 'post_url' }, rate: FAST_RATE, retry: FAST_RETRY });
+    expect((await run(ws, sandbox, TOKEN, await ws.load(file))).status).toBe('completed');
+    const database = openDatabase(ws.db);
+    database.sqlite.prepare('DELETE FROM posts').run();
+    database.close();
+
+    const out = join(ws.dir, 'posts-out.csv');
+    await enrichJob({ db: ws.db, job: file, out, cwd: ws.dir });
+    const [row] = read(out).rows;
+    expect(row).toMatchObject({ netingest_status: 'failed', post_id: null });
+    expect(row!.netingest_error).toMatch(/^answered, but the dataset holds no post for it/);
+  });
+
+  it("similar-companies: after the job's filters changed, a row whose stored results are for the old filters is pending, with why", async () => {
+    const sandbox = await newSandbox({ port: 0, tokens: { [TOKEN]: 1000 } });
+    await ws.write('leads.csv', csv(['company_url', 'owner'], [
+      ['https://www.network.com/company/acme-robotics', 'jane'],
+      ['https://www.network.com/company/globex-logistics', 'omar'],
+      ['www.network.com/company/Acme-Robotics/', 'dup'], // a repeated input: no tasks of its own
+    ]));
+    const define = (account: Record<string, unknown>) =>
+      ws.job('lookalikes', {
+        operation: 'similar-companies',
+        input: { csv: 'leads.csv', column: 'company_url' },
+        request: { account, num: 5 },
+        pages: 2,
+        rate: FAST_RATE,
+        retry: FAST_RETRY,
+      });
+    const file = await define({ location: ['germany'] });
+    expect((await run(ws, sandbox, TOKEN, await ws.load(file))).status).toBe('completed');
+    const settled = taskStatuses(ws, 'lookalikes');
+    expect(settled['done']).toBeGreaterThanOrEqual(2);
+    expect(settled['pending'] ?? 0).toBe(0);
+
+    const out = join(ws.dir, 'leads-out.csv');
+    const before = await enrichJob({ db: ws.db, job: file, out, cwd: ws.dir });
+    expect(before.statuses).toMatchObject({ ok: 3, not_found: 0, pending: 0 });
+
+    // The job now asks for other filters: the stored results are under the old filter key, and the next run
+    // would call every page again (the ledger compares the stored request with the planned one).
+    await define({ location: ['france'] });
+    const after = await enrichJob({ db: ws.db, job: file, out, cwd: ws.dir });
+    const { rows } = read(out);
+    expect(rows.map((r) => [r.owner, r.netingest_status, r.similar_url])).toEqual([
+      ['jane', 'pending', null],
+      ['omar', 'pending', null],
+      ['dup', 'pending', null],
+    ]);
+    for (const r of rows) expect(r.netingest_error).toMatch(/^the job's request changed since it ran/);
+    expect(after.statuses).toMatchObject({ ok: 0, not_found: 0, pending: 3 });
   });
 });

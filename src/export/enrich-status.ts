@@ -1,8 +1,9 @@
 /**
  * Why an input row of `enrich` has no result: read from the task ledger (all pages of the input) when the
- * dataset holds nothing for it.
+ * dataset holds nothing for it, against what the job would ask now.
  */
 import type BetterSqlite3 from 'better-sqlite3';
+import type { Operation } from '../spec/types.ts';
 
 /** Values of the `netingest_status` column. */
 export const ENRICH_STATUSES = ['ok', 'not_found', 'failed', 'invalid_input', 'deferred', 'pending'] as const;
@@ -14,33 +15,61 @@ export interface MissingResult {
   error: string | null;
 }
 
+/**
+ * The request of each page (index = page - 1) as the job plans it now, JSON-encoded as the ledger stores it
+ * (`tasks.request_json`); null when it cannot be told (the stored requests are then taken as current).
+ */
+export type CurrentRequests = readonly string[] | null;
+
+export const REQUEST_CHANGED = "the job's request changed since it ran (the stored results answer the old one); the next run asks again";
+
 interface TaskState {
   page: number;
   status: string;
+  requestJson: string;
   lastErrorCode: string | null;
   lastError: string | null;
 }
 
 /**
- * Reads the tasks of one input of `job`. With no results: any failed page makes it `failed`, else any deferred
- * page `deferred`, else any pending page (or no task at all: never planned) `pending`, else `not_found`
- * (every page answered with nothing).
+ * Reads the tasks of one input of `job`. With no results, only the pages the job plans now count, and a task
+ * whose stored request is not the one the job would send now (its `request` changed since: other filters,
+ * page size) is pending, as the ledger makes it on the next run. Then: any failed page makes it `failed`,
+ * else any deferred page `deferred`, else any pending page (or a page never planned) `pending`, else every
+ * page was answered with nothing, `not_found`: a 404, past the last page, or an empty page (done: the ledger
+ * does not count results). A post-details answer always carries a post, so a done post without one in the
+ * dataset is `failed`, with why.
  */
-export function taskStatusReader(sqlite: BetterSqlite3.Database, job: string) {
+export function taskStatusReader(sqlite: BetterSqlite3.Database, job: string, operation: Operation) {
   const stmt = sqlite.prepare(
-    `SELECT page, status, last_error_code AS lastErrorCode, last_error AS lastError
+    `SELECT page, status, request_json AS requestJson, last_error_code AS lastErrorCode, last_error AS lastError
      FROM tasks WHERE job = ? AND input_key = ? ORDER BY page`,
   );
   const read = (inputKey: string) => stmt.all(job, inputKey) as TaskState[];
   return {
     /** Why the input has no result. */
-    missing(inputKey: string): MissingResult {
-      const tasks = read(inputKey);
+    missing(inputKey: string, current: CurrentRequests): MissingResult {
+      const stored = read(inputKey);
+      if (stored.length === 0) return { status: 'pending', error: 'not run yet (no task for this input)' };
+      const pages = current?.length ?? stored.length;
+      const planned = current === null ? stored : stored.filter((t) => t.page <= current.length);
+      const isCurrent = (t: TaskState) => current === null || t.requestJson === current[t.page - 1];
+      const tasks = planned.filter(isCurrent);
       const failed = tasks.find((t) => t.status === 'failed');
-      if (failed) return { status: 'failed', error: describe(failed, tasks.length) };
+      if (failed) return { status: 'failed', error: describe(failed, pages) };
       if (tasks.some((t) => t.status === 'deferred')) return { status: 'deferred', error: 'not reached before the run stopped' };
-      if (tasks.length === 0) return { status: 'pending', error: 'not run yet (no task for this input)' };
+      if (tasks.length < planned.length) return { status: 'pending', error: REQUEST_CHANGED };
       if (tasks.some((t) => t.status === 'pending')) return { status: 'pending', error: 'not run yet' };
+      if (tasks.length < pages) {
+        const missingPages = Array.from({ length: pages }, (_, i) => i + 1).filter((p) => !tasks.some((t) => t.page === p));
+        return { status: 'pending', error: `not run yet (page ${missingPages.join(', ')} never planned: the job's "pages" grew since it ran)` };
+      }
+      if (operation === 'post-details' && tasks.some((t) => t.status === 'done')) {
+        return {
+          status: 'failed',
+          error: 'answered, but the dataset holds no post for it (the answer had no post id, or the post was deleted since); `netingest run --refresh` asks again',
+        };
+      }
       const note = tasks.find((t) => t.status === 'not_found' && t.lastError)?.lastError ?? null;
       return { status: 'not_found', error: note };
     },

@@ -11,7 +11,7 @@ import { readCsv } from '../input/read-csv.ts';
 import { readCsvHeader } from '../input/csv-header.ts';
 import { assertOutputIsNotInput, openForReading } from './read-database.ts';
 import { resultLookup } from './enrich-results.ts';
-import { ENRICH_STATUSES, taskStatusReader, type EnrichStatus } from './enrich-status.ts';
+import { ENRICH_STATUSES, taskStatusReader, type CurrentRequests, type EnrichStatus } from './enrich-status.ts';
 import { encoderFor, type ExportFormat } from './row-encoders.ts';
 import { writeRows, type OutputTarget, type WriteResult } from './write-output.ts';
 import type { PumpOptions } from './pump-rows.ts';
@@ -55,7 +55,7 @@ export async function enrichJob(options: EnrichOptions): Promise<EnrichResult> {
   const database = openForReading(options.db);
   try {
     const lookup = resultLookup(database.sqlite, job);
-    const tasks = taskStatusReader(database.sqlite, job.name);
+    const tasks = taskStatusReader(database.sqlite, job.name, job.operation);
     const columns = [...inputColumns, ...ENRICH_STATUS_COLUMNS, ...lookup.columns];
     const noResult = lookup.columns.map(() => null);
     const statuses = Object.fromEntries(ENRICH_STATUSES.map((s) => [s, 0])) as Record<EnrichStatus, number>;
@@ -83,7 +83,7 @@ export async function enrichJob(options: EnrichOptions): Promise<EnrichResult> {
             for (const result of results) yield [...input, item.line, 'ok', partial, key, ...result];
             continue;
           }
-          const missing = tasks.missing(key);
+          const missing = tasks.missing(key, currentRequests(job, key, planned));
           statuses[missing.status]++;
           yield [...input, item.line, missing.status, missing.error, key, ...noResult];
         }
@@ -96,6 +96,29 @@ export async function enrichJob(options: EnrichOptions): Promise<EnrichResult> {
     return { ...result, columns, inputRows, statuses };
   } finally {
     database.close();
+  }
+}
+
+/**
+ * The request of each page of an input as the job plans it now, JSON-encoded as the ledger stores it (the
+ * ledger, `netingest plan` and the next run compare the same text). A repeated input has no planned tasks of
+ * its own: its requests are those of its first row, rebuilt from the key as plan-tasks builds them; a search's
+ * key is the hash of its query, so the query cannot be rebuilt (null: the stored requests count as current).
+ */
+function currentRequests(job: Job, inputKey: string, planned: readonly PlannedItem[]): CurrentRequests {
+  const out: string[] = [];
+  for (const item of planned) if (item.kind === 'task') out[item.page - 1] = JSON.stringify(item.request);
+  if (out.length > 0) return out;
+  switch (job.operation) {
+    case 'post-details':
+      return [JSON.stringify({ url: inputKey })];
+    case 'similar-companies':
+      // Same members in the same order as planTasks(): the stored text is compared, not the object.
+      return Array.from({ length: job.pages }, (_, i) =>
+        JSON.stringify({ url: inputKey, account: job.request.account, page: i + 1, num: job.request.num }),
+      );
+    case 'search-jobs':
+      return null;
   }
 }
 
