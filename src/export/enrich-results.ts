@@ -6,6 +6,7 @@
 import type BetterSqlite3 from 'better-sqlite3';
 import type { Job } from '../jobs/schema.ts';
 import { filterKey } from '../jobs/request-keys.ts';
+import { postIdOfUrl } from '../urls/post-id.ts';
 
 /** Looks up the result rows of one input, each already in the order of `columns`. */
 export interface ResultLookup {
@@ -101,16 +102,6 @@ const postSql = (where: string) => `
   LIMIT 1`;
 export const POST_BY_ID_SQL = postSql('p.post_id = ?');
 export const POST_BY_URL_SQL = postSql('p.url = ?');
-
-/**
- * The `post_id` a post URL stands for: `activity-<digits>` from the `…-activity-<digits>-…` or
- * `urn:li:activity:<digits>` in it, as the ingest derives it (src/db/ingest/post-details.ts) and as the API
- * answers it (`PostId`); the `:` may be percent-encoded. Null when the URL names no activity.
- */
-export function postIdOfUrl(url: string): string | null {
-  const digits = /activity(?:[-:]|%3A)(\d+)/i.exec(url)?.[1];
-  return digits === undefined ? null : `activity-${digits}`;
-}
 
 // Stored positions are offsets into the search (start + index); the output ranks them 1, 2, 3...
 const JOB_SQL = `

@@ -2,6 +2,7 @@
 import type BetterSqlite3 from 'better-sqlite3';
 import type { PostDetailsResponse } from '../../spec/types.ts';
 import { canonicalPostUrl, canonicalUrl } from '../../urls/canonical.ts';
+import { postIdOfUrl } from '../../urls/post-id.ts';
 import type { PostDetailsIngestRequest } from '../ingest-request.ts';
 import type { NormalizeResult } from './similar-companies.ts';
 import { arrayOf, jsonText, objectOf, sqlValue, urlKey } from './values.ts';
@@ -32,8 +33,7 @@ export const UPSERT_POST_SQL = `
 /** `activity-<digits>` from the response, or derived from the URL when the response leaves it empty. */
 function postIdOf(postId: unknown, url: string): string | null {
   if (typeof postId === 'string' && postId.trim() !== '') return postId.trim();
-  const digits = /activity[-:](\d+)/i.exec(url)?.[1];
-  return digits === undefined ? null : `activity-${digits}`;
+  return postIdOfUrl(url);
 }
 
 /** Prepares the statements and returns the normalizer of one post-details response. */
