@@ -1,8 +1,11 @@
-import { existsSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { existsSync, realpathSync, statSync, type Stats } from 'node:fs';
+import { basename, dirname, join, resolve } from 'node:path';
 import { openDatabase, type Database } from '../db/open.ts';
 import { UsageError } from '../errors.ts';
 import { lockConnectionReadOnly } from './read-only-sql.ts';
+
+/** Files SQLite keeps next to a database; replacing one of them corrupts or loses the database too. */
+const DATABASE_SIDE_FILES = ['', '-wal', '-shm', '-journal'];
 
 /** Opens the dataset for reading only: a read-only connection with `query_only` on; never migrates. */
 export function openForReading(file: string): Database {
@@ -19,15 +22,51 @@ export function openForReading(file: string): Database {
 
 /**
  * Refuses an --out that would replace a file the command reads (the database, its WAL files, the job's input
- * CSV): the rename at the end would destroy it.
+ * CSV): the rename at the end would destroy it. Paths are compared after resolving symbolic links, and an
+ * existing --out is also compared by device and inode, so neither a linked folder nor a hard link gets past.
  */
 export function assertOutputIsNotInput(out: string | undefined, inputs: ReadonlyArray<{ path: string; what: string }>): void {
   if (out === undefined) return;
-  const target = resolve(out);
+  const target = renamedPath(out);
+  const targetStats = statIfExists(out);
   for (const { path, what } of inputs) {
-    const input = resolve(path);
-    if (target === input || target === `${input}-wal` || target === `${input}-shm` || target === `${input}-journal`) {
-      throw new UsageError(`--out ${out} is the ${what}: writing there would destroy it; choose another file`, 'OUT_IS_INPUT');
+    // Both spellings of the input: SQLite may place the WAL next to the link or next to the file it points to.
+    const names = new Set([realPathOr(resolve(path)), renamedPath(path)]);
+    for (const suffix of DATABASE_SIDE_FILES) {
+      const isInput =
+        [...names].some((name) => target === `${name}${suffix}`) ||
+        (targetStats !== undefined && sameFile(targetStats, statIfExists(`${path}${suffix}`)));
+      if (isInput) {
+        throw new UsageError(`--out ${out} is the ${what}: writing there would destroy it; choose another file`, 'OUT_IS_INPUT');
+      }
     }
   }
+}
+
+/** The directory entry a rename onto `path` replaces: the real path of its folder, then its own name. */
+function renamedPath(path: string): string {
+  const absolute = resolve(path);
+  return join(realPathOr(dirname(absolute)), basename(absolute));
+}
+
+/** `path` with every symbolic link resolved, or `path` itself when it does not exist (yet). */
+function realPathOr(path: string): string {
+  try {
+    return realpathSync(path);
+  } catch {
+    return path;
+  }
+}
+
+/** The file's identity, or undefined when there is none to compare (missing, or a path that cannot be read). */
+function statIfExists(path: string): Stats | undefined {
+  try {
+    return statSync(path);
+  } catch {
+    return undefined;
+  }
+}
+
+function sameFile(a: Stats, b: Stats | undefined): boolean {
+  return b !== undefined && a.dev === b.dev && a.ino === b.ino;
 }

@@ -1,0 +1,72 @@
+/** Checks made on `--out` before anything is read: it must not be an input (however it is spelled), nor a folder. */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { linkSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { PassThrough } from 'node:stream';
+import { openDatabase } from '../src/db/open.ts';
+import { enrichJob } from '../src/export/enrich.ts';
+import { main } from '../src/cli/main.ts';
+
+let dir: string;
+let real: string;
+let linked: string;
+let db: string;
+
+function io() {
+  const stderr = new PassThrough();
+  let text = '';
+  stderr.on('data', (c: Buffer) => (text += c.toString()));
+  return { stdout: new PassThrough(), stderr, text: () => text };
+}
+
+/** The first bytes of an SQLite database file. */
+const isDatabase = (file: string) => readFileSync(file).subarray(0, 15).toString('latin1') === 'SQLite format 3';
+
+beforeAll(() => {
+  dir = mkdtempSync(join(tmpdir(), 'netingest-out-path-'));
+  real = join(dir, 'real');
+  mkdirSync(real);
+  // The same folder under a second name: paths through it differ as strings but name the same files.
+  linked = join(dir, 'linked');
+  symlinkSync(real, linked);
+  db = join(real, 'data.db');
+  openDatabase(db).close();
+});
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+describe('an --out that is an input, reached another way, is refused (exit 2, OUT_IS_INPUT)', () => {
+  it('the database through a symlinked folder', async () => {
+    const streams = io();
+    expect(await main(['export', 'posts', '--db', join(linked, 'data.db'), '--out', db], streams)).toBe(2);
+    expect(streams.text()).toMatch(/is the database.*\[OUT_IS_INPUT\]/);
+    expect(await main(['export', 'posts', '--db', db, '--out', join(linked, 'data.db')], io())).toBe(2);
+    expect(await main(['export', '--sql', 'SELECT 1', '--db', db, '--out', join(linked, 'data.db-wal')], io())).toBe(2);
+    expect(isDatabase(db)).toBe(true);
+  });
+
+  it('a hard link to the database', async () => {
+    const hard = join(dir, 'hard.db');
+    linkSync(db, hard);
+    const streams = io();
+    expect(await main(['export', 'posts', '--db', db, '--out', hard], streams)).toBe(2);
+    expect(streams.text()).toMatch(/\[OUT_IS_INPUT\]/);
+    expect(isDatabase(db)).toBe(true);
+  });
+
+  it("enrich: the job's input CSV and the job file through a symlinked folder", async () => {
+    const csv = join(real, 'posts.csv');
+    writeFileSync(csv, 'post_url\nhttps://network.com/posts/someone_activity-1\n');
+    const job = join(real, 'posts.json');
+    writeFileSync(job, JSON.stringify({ name: 'posts', operation: 'post-details', input: { csv, column: 'post_url' } }));
+    await expect(enrichJob({ db, job, out: join(linked, 'posts.csv') })).rejects.toMatchObject({ code: 'OUT_IS_INPUT' });
+    await expect(enrichJob({ db, job, out: join(linked, 'posts.json') })).rejects.toMatchObject({ code: 'OUT_IS_INPUT' });
+    expect(readFileSync(csv, 'utf8')).toMatch(/^post_url\n/);
+  });
+
+  it('another file in the linked folder is written as usual', async () => {
+    const out = join(linked, 'posts-export.csv');
+    expect(await main(['export', 'posts', '--db', db, '--out', out], io())).toBe(0);
+    expect(readFileSync(join(real, 'posts-export.csv'), 'utf8')).toMatch(/^post_id,/);
+  });
+});
