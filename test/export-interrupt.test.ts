@@ -9,6 +9,8 @@ import { openDatabase } from '../src/db/open.ts';
 import { freshFolder, leftovers } from './export-helpers.ts';
 import { exportSql, exportTable } from '../src/export/export-table.ts';
 import { ExportInterruptedError } from '../src/export/errors.ts';
+import { openFileSink } from '../src/export/output-sink.ts';
+import { writeOutput } from '../src/export/write-output.ts';
 
 const BIN = fileURLToPath(new URL('../src/cli/bin.mjs', import.meta.url));
 const ROWS = 20_000;
@@ -117,6 +119,53 @@ describe('an interrupted export leaves nothing half-written', () => {
     expect(await exited).toBe(130);
     expect(stderr).toMatch(/SIGINT received/);
     expect(stderr).toMatch(/INTERRUPTED/);
+    expect(existsSync(out)).toBe(false);
+    expect(leftovers(folder)).toEqual([]);
+  });
+
+  it('SIGINT while one long statement holds the thread: exit 130, and the previous --out is kept', async () => {
+    const folder = freshFolder(dir, 'sigint-blocked');
+    const out = join(folder, 'count.csv');
+    writeFileSync(out, 'previous complete export\n');
+    // One row, produced only after seconds of work: the signal arrives while SQLite holds the thread.
+    const slow = 'WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 8000000) SELECT count(*) FROM c';
+    const child = spawn(process.execPath, [BIN, 'export', '--sql', slow, '--db', db, '--out', out], { stdio: ['ignore', 'ignore', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    const started = Date.now();
+    while (leftovers(folder).length === 0 && Date.now() - started < 20_000) await new Promise((r) => setTimeout(r, 2));
+    expect(leftovers(folder).length).toBe(1);
+    // Not at once: a signal that beats the statement's start is handled before SQLite takes the thread.
+    await new Promise((r) => setTimeout(r, 300));
+    child.kill('SIGINT');
+    expect(await exited).toBe(130);
+    expect(stderr).toMatch(/INTERRUPTED/);
+    expect(stderr).not.toMatch(/exported/);
+    expect(readFileSync(out, 'utf8')).toBe('previous complete export\n');
+    expect(leftovers(folder)).toEqual([]);
+  });
+
+  it('an abort after the last row is written but before the rename still discards the output', async () => {
+    const folder = freshFolder(dir, 'abort-at-commit');
+    const out = join(folder, 'late.csv');
+    const controller = new AbortController();
+    const promise = writeOutput({ out }, { signal: controller.signal }, async (sink) => {
+      await sink.write('a\n1\n');
+      controller.abort();
+      return 1;
+    });
+    await expect(promise).rejects.toBeInstanceOf(ExportInterruptedError);
+    expect(existsSync(out)).toBe(false);
+    expect(leftovers(folder)).toEqual([]);
+  });
+
+  it('a file sink told to commit after its signal aborted renames nothing', async () => {
+    const folder = freshFolder(dir, 'commit-aborted');
+    const out = join(folder, 'late.csv');
+    const sink = await openFileSink(out);
+    await sink.write('a\n1\n');
+    await expect(sink.commit(AbortSignal.abort())).rejects.toBeInstanceOf(ExportInterruptedError);
     expect(existsSync(out)).toBe(false);
     expect(leftovers(folder)).toEqual([]);
   });

@@ -9,7 +9,7 @@ import { Socket } from 'node:net';
 import { promisify } from 'node:util';
 import { basename, dirname, join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { OutputError, OutputWriteError } from './errors.ts';
+import { ExportInterruptedError, OutputError, OutputWriteError } from './errors.ts';
 import { describeFsError } from '../input/input-error.ts';
 
 /** Bytes buffered in memory before a write waits for the destination: large enough to overlap disk and SQLite. */
@@ -30,8 +30,11 @@ export interface OutputSink {
    * when that is (a JavaScript stream may hand the very buffer on to its reader) never calls it.
    */
   write(chunk: string | Uint8Array, onWritten?: () => void): Promise<void> | undefined;
-  /** Flushes everything and, for a file, makes it durable and renames it into place. */
-  commit(): Promise<void>;
+  /**
+   * Flushes everything and, for a file, makes it durable and renames it into place, unless `signal` has
+   * aborted by then (ExportInterruptedError, the output discarded).
+   */
+  commit(signal?: AbortSignal): Promise<void>;
   /** Discards the output (removes the temporary file). Safe to call more than once and after commit. */
   abort(): Promise<void>;
 }
@@ -137,7 +140,7 @@ export async function openFileSink(outPath: string): Promise<OutputSink> {
       syncInBackground(chunk.length);
       return wait;
     },
-    async commit() {
+    async commit(signal) {
       if (settled) return;
       try {
         await new Promise<void>((resolve, reject) => {
@@ -147,12 +150,15 @@ export async function openFileSink(outPath: string): Promise<OutputSink> {
         if (failure) throw failure;
         await promisify(fsync)(fd);
         await closeFd();
+        // The last moment an interrupt can still keep --out as it was. A signal that came while SQLite held
+        // the thread is only handled once the event loop polls again, which the awaits above let it do.
+        if (signal?.aborted) throw new ExportInterruptedError();
         await rename(tempPath, outPath);
         settled = true;
         process.off('exit', removeOnExit);
       } catch (err) {
         await abort();
-        if (err instanceof OutputWriteError) throw err;
+        if (err instanceof OutputWriteError || err instanceof ExportInterruptedError) throw err;
         throw new OutputWriteError(outPath, `cannot finish the output file: ${describeFsError(err)}; nothing was written`, {
           cause: err,
         });

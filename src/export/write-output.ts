@@ -4,6 +4,7 @@
  */
 import { openFileSink, streamSink, OutputClosedError, type OutputSink } from './output-sink.ts';
 import { pumpRows, type PumpOptions } from './pump-rows.ts';
+import { ExportInterruptedError } from './errors.ts';
 import type { RowEncoder } from './row-encoders.ts';
 
 /** Where to write: a file path, or a stream when `out` is undefined. */
@@ -52,7 +53,9 @@ export async function writeOutput(
         pump.onProgress?.(n);
       },
     });
-    await sink.commit();
+    // An interrupt that came after the producer last looked (during its one long statement, say) still stops here.
+    if (pump.signal?.aborted) throw new ExportInterruptedError();
+    await sink.commit(pump.signal);
     return { rows: written, out: target.out ?? null, readerClosed: false };
   } catch (err) {
     await sink.abort();
