@@ -6,7 +6,7 @@ import { PassThrough } from 'node:stream';
 import { parse } from 'csv-parse/sync';
 import { openDatabase } from '../src/db/open.ts';
 import { runQuery, type QueryStream } from '../src/export/query.ts';
-import { prepareReadQuery } from '../src/export/read-only-sql.ts';
+import { prepareReadQuery, REPORTING_PRAGMAS } from '../src/export/read-only-sql.ts';
 import { displayWidth } from '../src/export/table-format.ts';
 import { WriteRefusedError } from '../src/export/errors.ts';
 import { main } from '../src/cli/main.ts';
@@ -124,6 +124,22 @@ describe('query runs reads', () => {
     const stream = capture();
     await runQuery({ db, sql, stream });
     expect(stream.text()).toBe(expected);
+  });
+
+  it('every PRAGMA on the reporting list runs (none is listed only to be refused)', async () => {
+    for (const name of REPORTING_PRAGMAS) {
+      const result = await runQuery({ db, sql: `PRAGMA ${name}`, stream: capture(), format: 'csv' }).catch((e: unknown) => e);
+      expect(result, `PRAGMA ${name}`).not.toBeInstanceOf(Error);
+    }
+  });
+
+  it('PRAGMA journal_mode is refused as a write (SQLite prepares it as one); its table-valued form reads it', async () => {
+    await expect(runQuery({ db, sql: 'PRAGMA journal_mode', stream: capture() })).rejects.toMatchObject({
+      code: 'QUERY_WRITE_REFUSED',
+    });
+    const stream = capture();
+    await runQuery({ db, sql: 'SELECT * FROM pragma_journal_mode', stream, format: 'csv' });
+    expect(stream.text()).toMatch(/^journal_mode\n\w+\n$/);
   });
 
   it('reports bad SQL as a usage error naming the problem', async () => {

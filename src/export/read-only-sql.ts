@@ -9,11 +9,15 @@ import { BadQueryError, WriteRefusedError } from './errors.ts';
 
 const READING_KEYWORDS = new Set(['SELECT', 'WITH', 'VALUES', 'EXPLAIN', 'PRAGMA']);
 
-/** PRAGMAs that only report; those taking an argument name a table, index or schema. */
-const REPORTING_PRAGMAS = new Set([
+/**
+ * PRAGMAs that only report; those taking an argument name a table, index or schema. Each must also pass the
+ * `stmt.readonly` lock: `journal_mode` is not here because SQLite prepares even its bare form as a write
+ * (`SELECT * FROM pragma_journal_mode` reads it).
+ */
+export const REPORTING_PRAGMAS: ReadonlySet<string> = new Set([
   'application_id', 'auto_vacuum', 'cache_size', 'collation_list', 'compile_options', 'data_version',
   'database_list', 'encoding', 'foreign_key_check', 'foreign_key_list', 'foreign_keys', 'freelist_count',
-  'function_list', 'index_info', 'index_list', 'index_xinfo', 'integrity_check', 'journal_mode', 'module_list',
+  'function_list', 'index_info', 'index_list', 'index_xinfo', 'integrity_check', 'module_list',
   'page_count', 'page_size', 'pragma_list', 'query_only', 'quick_check', 'schema_version', 'table_info', 'table_list',
   'table_xinfo', 'user_version',
 ]);
