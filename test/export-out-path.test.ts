@@ -1,6 +1,6 @@
 /** Checks made on `--out` before anything is read: it must not be an input (however it is spelled), nor a folder. */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { linkSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { linkSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
@@ -68,5 +68,49 @@ describe('an --out that is an input, reached another way, is refused (exit 2, OU
     const out = join(linked, 'posts-export.csv');
     expect(await main(['export', 'posts', '--db', db, '--out', out], io())).toBe(0);
     expect(readFileSync(join(real, 'posts-export.csv'), 'utf8')).toMatch(/^post_id,/);
+  });
+});
+
+describe('an --out that names a folder is refused before anything is read (exit 2, OUTPUT_UNWRITABLE)', () => {
+  // Seconds of work before the first row: the old check, at the rename, came only after it.
+  const slow = 'WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 3000000) SELECT count(*) FROM c';
+
+  it('an existing folder, named as the user gave it', async () => {
+    const out = join(dir, 'a-folder');
+    mkdirSync(out);
+    const streams = io();
+    expect(await main(['export', '--sql', slow, '--db', db, '--out', out], streams)).toBe(2);
+    expect(streams.text()).toMatch(/a-folder: cannot write the output file: it is a folder.*\[OUTPUT_UNWRITABLE\]/);
+    expect(readdirSync(out)).toEqual([]);
+  });
+
+  it('a path ending with a slash, with no temporary file left in the parent folder', async () => {
+    const parent = join(dir, 'parent');
+    mkdirSync(parent);
+    mkdirSync(join(parent, 'sub'));
+    for (const out of [join(parent, 'sub') + '/', join(parent, 'not-yet') + '/']) {
+      const streams = io();
+      expect(await main(['export', 'posts', '--db', db, '--out', out], streams)).toBe(2);
+      expect(streams.text()).toMatch(/ends with a slash.*\[OUTPUT_UNWRITABLE\]/);
+    }
+    expect(readdirSync(parent)).toEqual(['sub']);
+  });
+
+  it('is checked before the database is opened', async () => {
+    const streams = io();
+    expect(await main(['export', 'posts', '--db', join(dir, 'no-such.db'), '--out', dir], streams)).toBe(2);
+    expect(streams.text()).toMatch(/\[OUTPUT_UNWRITABLE\]/);
+  });
+
+  it('enrich too', async () => {
+    const csv = join(dir, 'enrich-input.csv');
+    writeFileSync(csv, 'post_url\nhttps://network.com/posts/someone_activity-1\n');
+    const job = join(dir, 'enrich-job.json');
+    writeFileSync(job, JSON.stringify({ name: 'posts', operation: 'post-details', input: { csv, column: 'post_url' } }));
+    const out = join(dir, 'enrich-folder');
+    mkdirSync(out);
+    const streams = io();
+    expect(await main(['enrich', job, '--db', db, '--out', out], streams)).toBe(2);
+    expect(streams.text()).toMatch(/\[OUTPUT_UNWRITABLE\]/);
   });
 });

@@ -10,6 +10,7 @@ import { asQueryError, prepareReadQuery } from './read-only-sql.ts';
 import { encoderFor, type ExportFormat } from './row-encoders.ts';
 import { exportSources, findSource, parseSince } from './sources.ts';
 import { writeRows, type OutputTarget, type WriteResult } from './write-output.ts';
+import { assertOutputIsAFile } from './output-sink.ts';
 import type { PumpOptions } from './pump-rows.ts';
 import { exportTableInParallel, parallelRowidRange, type ParallelExportOptions } from './parallel-table-export.ts';
 
@@ -63,7 +64,7 @@ export async function exportTable(options: ExportTableOptions): Promise<ExportRe
   const where = since !== undefined ? ` WHERE "${source.seenAtColumn}" >= ?` : '';
   const order = source.kind === 'table' ? ' ORDER BY rowid' : '';
   const sql = `SELECT * FROM "${source.name}"${where}${order}`;
-  assertOutputIsNotInput(options.out, [{ path: options.db, what: 'database' }]);
+  checkOutputPath(options);
   const database = openForReading(options.db);
   try {
     const stmt = database.sqlite.prepare(sql).raw(true) as BetterSqlite3.Statement<unknown[], unknown[]>;
@@ -90,7 +91,7 @@ export async function exportTable(options: ExportTableOptions): Promise<ExportRe
 
 /** Exports the rows of one read-only SELECT; statements that write are refused (WriteRefusedError). */
 export async function exportSql(options: ExportSqlOptions): Promise<ExportResult> {
-  assertOutputIsNotInput(options.out, [{ path: options.db, what: 'database' }]);
+  checkOutputPath(options);
   const database = openForReading(options.db);
   try {
     const stmt = prepareReadQuery(database.sqlite, options.sql);
@@ -100,6 +101,13 @@ export async function exportSql(options: ExportSqlOptions): Promise<ExportResult
   } finally {
     database.close();
   }
+}
+
+/** Refuses, before the database is opened, an --out that cannot be written or would replace the database. */
+function checkOutputPath(options: ExportCommonOptions): void {
+  if (options.out === undefined) return;
+  assertOutputIsAFile(options.out);
+  assertOutputIsNotInput(options.out, [{ path: options.db, what: 'database' }]);
 }
 
 async function exportStatement(

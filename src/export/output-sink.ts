@@ -4,10 +4,10 @@
  * removes the temporary file. A stream (stdout) is written as it goes, with backpressure.
  */
 import { rename, unlink } from 'node:fs/promises';
-import { close, fdatasync, fsync, open, unlinkSync, createWriteStream, WriteStream } from 'node:fs';
+import { close, fdatasync, fsync, open, statSync, unlinkSync, createWriteStream, WriteStream } from 'node:fs';
 import { Socket } from 'node:net';
 import { promisify } from 'node:util';
-import { basename, dirname, join } from 'node:path';
+import { basename, dirname, join, sep } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { ExportInterruptedError, OutputError, OutputWriteError } from './errors.ts';
 import { describeFsError } from '../input/input-error.ts';
@@ -69,8 +69,32 @@ export function streamSink(stream: NodeJS.WritableStream): OutputSink {
   };
 }
 
+/**
+ * Refuses an output path that names a folder (an existing one, or any path ending with a slash): the rename at
+ * the end would fail only after the whole export, and with a trailing slash the temporary file would land in
+ * the parent folder. Called before anything is read.
+ */
+export function assertOutputIsAFile(outPath: string): void {
+  if (outPath.endsWith('/') || outPath.endsWith(sep)) {
+    throw new OutputError(outPath, 'cannot write the output file: the path ends with a slash, so it names a folder; name a file');
+  }
+  if (isFolder(outPath)) {
+    throw new OutputError(outPath, 'cannot write the output file: it is a folder; name a file inside it or elsewhere');
+  }
+}
+
+/** True when `path` is an existing folder; any other answer (missing, unreadable) is left to the open. */
+function isFolder(path: string): boolean {
+  try {
+    return statSync(path).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
 /** Opens a temporary file next to `outPath`; fails early with a clear message if the folder cannot be written. */
 export async function openFileSink(outPath: string): Promise<OutputSink> {
+  assertOutputIsAFile(outPath);
   const tempPath = join(dirname(outPath), `.${basename(outPath)}.${process.pid}-${randomBytes(4).toString('hex')}.tmp`);
   let fd: number;
   try {
