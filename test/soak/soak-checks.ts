@@ -84,7 +84,10 @@ export function checkConsistency(sqlite: BetterSqlite3.Database): SoakCheck {
     .get() as number;
   if (noCall > 0) problems.push(`${noCall} done tasks without their api_calls row`);
   const orphanRaw = sqlite
-    .prepare(`SELECT count(*) FROM raw_responses r WHERE NOT EXISTS (SELECT 1 FROM tasks t WHERE t.id = r.task_id AND t.status = 'done')`)
+    // A task due again is pending (or deferred, failed) beside the answers of earlier runs: only an answer of
+    // the task's own current run without the task done would be half-written.
+    .prepare(`SELECT count(*) FROM raw_responses r WHERE NOT EXISTS (SELECT 1 FROM tasks t WHERE t.id = r.task_id
+      AND (t.status = 'done' OR t.run_id IS NOT r.run_id))`)
     .pluck()
     .get() as number;
   if (orphanRaw > 0) problems.push(`${orphanRaw} raw answers whose task is not done`);
