@@ -3,12 +3,10 @@
  * summary on stdout: redacted of a real token, never corrupted by a short one. Output as a user or cron sees it.
  */
 import { existsSync } from 'node:fs';
-import { Writable } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
-import { main } from '../src/cli/main.ts';
 import { openDatabase } from '../src/db/open.ts';
 import { startSandbox, type Sandbox } from '../src/sandbox/server.ts';
-import { FAST_RATE, FAST_RETRY, cliEnv, csv, makeWorkspace, postUrls, runCli, type Workspace } from './run-helpers.ts';
+import { FAST_RATE, FAST_RETRY, cliEnv, csv, makeWorkspace, inProcess, postUrls, runCli, type Workspace } from './run-helpers.ts';
 
 const TOKEN = 'flags-token-6b0e2d';
 const cleanups: Array<() => Promise<void>> = [];
@@ -28,30 +26,6 @@ async function postsJob(ws: Workspace, n: number, name = 'posts'): Promise<strin
   // An absolute path: the in-process runs do not run in the workspace.
   const input = await ws.write('posts.csv', csv(['post_url'], postUrls(n).map((u) => [u])));
   return ws.job(name, { operation: 'post-details', input: { csv: input, column: 'post_url' }, rate: FAST_RATE, retry: FAST_RETRY });
-}
-
-/** `netingest <args>` in this process (the CLI's own main) with the API environment set, output captured. */
-async function inProcess(args: string[], env: Record<string, string>): Promise<{ code: number; stdout: string; stderr: string }> {
-  let stdout = '';
-  let stderr = '';
-  const sink = (append: (s: string) => void) =>
-    new Writable({
-      write(chunk, _enc, done) {
-        append(String(chunk));
-        done();
-      },
-    });
-  const saved = Object.fromEntries(Object.keys(env).map((k) => [k, process.env[k]]));
-  Object.assign(process.env, env);
-  try {
-    const code = await main(args, { stdout: sink((s) => (stdout += s)), stderr: sink((s) => (stderr += s)) });
-    return { code, stdout, stderr };
-  } finally {
-    for (const [k, v] of Object.entries(saved)) {
-      if (v === undefined) delete process.env[k];
-      else process.env[k] = v;
-    }
-  }
 }
 
 describe('run override flags are checked like the job file fields they override', () => {

@@ -4,14 +4,12 @@
  */
 import { spawn } from 'node:child_process';
 import { hostname } from 'node:os';
-import { Writable } from 'node:stream';
 import BetterSqlite3 from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
-import { main } from '../src/cli/main.ts';
 import { openDatabase } from '../src/db/open.ts';
 import { startSandbox, type Sandbox } from '../src/sandbox/server.ts';
 import {
-  FAST_RATE, FAST_RETRY, cliEnv, count, csv, makeWorkspace, postUrls, query, run, runCli, taskStatuses, waitFor, type Workspace,
+  FAST_RATE, FAST_RETRY, cliEnv, count, csv, inProcess, makeWorkspace, postUrls, query, run, runCli, taskStatuses, waitFor, type Workspace,
 } from './run-helpers.ts';
 
 const GOOD_TOKEN = 'good-token-1c5e';
@@ -31,21 +29,6 @@ async function setUp(options: Parameters<typeof startSandbox>[0] = {}): Promise<
 async function postsJob(ws: Workspace, n: number, extra: Record<string, unknown> = {}): Promise<string> {
   await ws.write('posts.csv', csv(['post_url'], postUrls(n).map((u) => [u])));
   return ws.job('posts', { operation: 'post-details', input: { csv: 'posts.csv', column: 'post_url' }, rate: FAST_RATE, retry: FAST_RETRY, ...extra });
-}
-
-/** `netingest <args>` in this process (the CLI's own main), output captured. */
-async function inProcess(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  let stdout = '';
-  let stderr = '';
-  const sink = (append: (s: string) => void) =>
-    new Writable({
-      write(chunk, _enc, done) {
-        append(String(chunk));
-        done();
-      },
-    });
-  const code = await main(args, { stdout: sink((s) => (stdout += s)), stderr: sink((s) => (stderr += s)) });
-  return { code, stdout, stderr };
 }
 
 describe('a token the API refuses', () => {

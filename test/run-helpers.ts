@@ -6,8 +6,10 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import BetterSqlite3 from 'better-sqlite3';
+import { main } from '../src/cli/main.ts';
 import { loadJob } from '../src/jobs/load.ts';
 import type { Job } from '../src/jobs/schema.ts';
 import { runJobs, type RunOptions, type RunSummary } from '../src/runner/run-jobs.ts';
@@ -173,4 +175,28 @@ export function postUrls(n: number, first = 0): string[] {
 /** `n` company page URLs. */
 export function companyUrls(n: number, prefix = 'co'): string[] {
   return Array.from({ length: n }, (_, i) => `https://www.network.com/company/${prefix}-${i}`);
+}
+
+/** `netingest <args>` in this process (the CLI's own main) with `env` set meanwhile, output captured. */
+export async function inProcess(args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+  let stdout = '';
+  let stderr = '';
+  const sink = (append: (s: string) => void) =>
+    new Writable({
+      write(chunk, _enc, done) {
+        append(String(chunk));
+        done();
+      },
+    });
+  const saved = Object.fromEntries(Object.keys(env).map((k) => [k, process.env[k]]));
+  Object.assign(process.env, env);
+  try {
+    const code = await main(args, { stdout: sink((s) => (stdout += s)), stderr: sink((s) => (stderr += s)) });
+    return { code, stdout, stderr };
+  } finally {
+    for (const [k, v] of Object.entries(saved)) {
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
+  }
 }
