@@ -30,6 +30,18 @@ beforeAll(() => {
 });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
+/** `netingest export --sql <sql> --out <out>` as a child process, resolved once its temporary file exists in `folder`. */
+async function exportUnderWay(sql: string, out: string, folder: string) {
+  const child = spawn(process.execPath, [BIN, 'export', '--sql', sql, '--db', db, '--out', out], { stdio: ['ignore', 'ignore', 'pipe'] });
+  let stderr = '';
+  child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  const started = Date.now();
+  while (leftovers(folder).length === 0 && Date.now() - started < 20_000) await new Promise((r) => setTimeout(r, 2));
+  expect(leftovers(folder).length).toBe(1);
+  return { child, exited, stderr: () => stderr };
+}
+
 describe('an interrupted export leaves nothing half-written', () => {
   it('an abort signal mid-export: no file at --out, no temporary file, and the previous file untouched', async () => {
     const folder = freshFolder(dir, 'abort');
@@ -110,18 +122,12 @@ describe('an interrupted export leaves nothing half-written', () => {
     const out = join(folder, 'jobs.csv');
     // An endless SELECT: only the signal can end this export, so the test cannot race its completion.
     const endless = 'WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT i, i * 2 AS twice FROM n';
-    const child = spawn(process.execPath, [BIN, 'export', '--sql', endless, '--db', db, '--out', out], { stdio: ['ignore', 'ignore', 'pipe'] });
-    let stderr = '';
-    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
-    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
     // Signal as soon as the temporary file exists: the export is under way.
-    const started = Date.now();
-    while (leftovers(folder).length === 0 && Date.now() - started < 20_000) await new Promise((r) => setTimeout(r, 2));
-    expect(leftovers(folder).length).toBe(1);
+    const { child, exited, stderr } = await exportUnderWay(endless, out, folder);
     child.kill('SIGINT');
     expect(await exited).toBe(130);
-    expect(stderr).toMatch(/SIGINT received/);
-    expect(stderr).toMatch(/INTERRUPTED/);
+    expect(stderr()).toMatch(/SIGINT received/);
+    expect(stderr()).toMatch(/INTERRUPTED/);
     expect(existsSync(out)).toBe(false);
     expect(leftovers(folder)).toEqual([]);
   });
@@ -132,19 +138,13 @@ describe('an interrupted export leaves nothing half-written', () => {
     writeFileSync(out, 'previous complete export\n');
     // One row, produced only after seconds of work: the signal arrives while SQLite holds the thread.
     const slow = 'WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 8000000) SELECT count(*) FROM c';
-    const child = spawn(process.execPath, [BIN, 'export', '--sql', slow, '--db', db, '--out', out], { stdio: ['ignore', 'ignore', 'pipe'] });
-    let stderr = '';
-    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
-    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-    const started = Date.now();
-    while (leftovers(folder).length === 0 && Date.now() - started < 20_000) await new Promise((r) => setTimeout(r, 2));
-    expect(leftovers(folder).length).toBe(1);
+    const { child, exited, stderr } = await exportUnderWay(slow, out, folder);
     // Not at once: a signal that beats the statement's start is handled before SQLite takes the thread.
     await new Promise((r) => setTimeout(r, 300));
     child.kill('SIGINT');
     expect(await exited).toBe(130);
-    expect(stderr).toMatch(/INTERRUPTED/);
-    expect(stderr).not.toMatch(/exported/);
+    expect(stderr()).toMatch(/INTERRUPTED/);
+    expect(stderr()).not.toMatch(/exported/);
     expect(readFileSync(out, 'utf8')).toBe('previous complete export\n');
     expect(leftovers(folder)).toEqual([]);
   });
