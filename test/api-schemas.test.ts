@@ -219,6 +219,19 @@ describe('validateResponse: wrong shapes name the JSON path', () => {
       expect(se.bodyExcerpt).not.toContain('secret-token-123');
     }
   });
+
+  it('keeps the body intact for the archive when the token is too short to be a real one; the excerpt is still redacted', () => {
+    // The sandbox takes short tokens like `tok`: redacting them from the body would mangle words ("stock").
+    const raw = '{"message":"stock tok"}';
+    try {
+      validateResponse('post-details', JSON.parse(raw), { raw, secrets: ['tok'] });
+      expect.unreachable();
+    } catch (e) {
+      const se = e as ApiSchemaError;
+      expect(se.raw).toBe(raw);
+      expect(se.bodyExcerpt).not.toContain('tok');
+    }
+  });
 });
 
 describe('formatJsonPath', () => {

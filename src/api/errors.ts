@@ -119,7 +119,10 @@ export class ApiSchemaError extends ApiError {
   readonly issues: readonly SchemaIssue[];
   /** Credit counters of the body when it still carries them as numbers (the call was paid for). */
   readonly credits: CreditCounters | null;
-  /** The body text (redacted); not enumerable, so logging the error does not dump megabytes. */
+  /**
+   * The body text, redacted as a stored 200 body is (createOutputRedactor), so it can be archived as it came;
+   * not enumerable, so logging the error does not dump megabytes.
+   */
   declare readonly raw: string;
 
   constructor(ctx: ApiErrorContext, issues: readonly SchemaIssue[], raw: string, credits: CreditCounters | null) {

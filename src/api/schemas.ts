@@ -9,7 +9,7 @@
 import * as z from 'zod';
 import { OPERATION_PATHS, type CreditCounters, type Operation } from '../spec/types.ts';
 import { ApiSchemaError, type SchemaIssue } from './errors.ts';
-import { bodyExcerpt, redact } from './redact.ts';
+import { bodyExcerpt, createOutputRedactor } from './redact.ts';
 import { OPERATION_METHODS, type ApiCallInfo, type ResponseByOperation } from './types.ts';
 
 const str = z.string();
@@ -129,7 +129,7 @@ export interface ValidationContext {
   call?: ApiCallInfo;
   /** The body text, kept on the error so the body can be stored and re-validated later. */
   raw?: string;
-  /** Redacted from the error's excerpt and `raw` (the token). */
+  /** Redacted from the error's excerpt (always) and `raw` (as from a stored body: a real-length token only). */
   secrets?: readonly string[];
 }
 
@@ -149,7 +149,9 @@ export function validateResponse<O extends Operation>(
   const issues = all.slice(0, MAX_ISSUES).map((issue) => toSchemaIssue(issue, body));
   if (all.length > issues.length) issues.push({ path: '…', message: `${all.length - issues.length} more not listed` });
   const secrets = context.secrets ?? [];
-  const raw = redact(context.raw ?? safeStringify(body), secrets);
+  // `raw` is archived like any 200 body (raw_responses), so it gets the same redaction as one: a short test
+  // token redacted everywhere would mangle the body ("status" -> "s[REDACTED]atus"). The excerpt is a message.
+  const raw = createOutputRedactor(secrets)(context.raw ?? safeStringify(body));
   const call = context.call ?? {
     operation,
     method: OPERATION_METHODS[operation],
@@ -157,7 +159,7 @@ export function validateResponse<O extends Operation>(
     status: 200,
     latencyMs: 0,
   };
-  throw new ApiSchemaError({ call, bodyExcerpt: bodyExcerpt(raw, []) }, issues, raw, creditsOf(body));
+  throw new ApiSchemaError({ call, bodyExcerpt: bodyExcerpt(raw, secrets) }, issues, raw, creditsOf(body));
 }
 
 /** `a.b[3]["Employment type"]` from zod's path segments. */
