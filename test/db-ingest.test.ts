@@ -297,7 +297,14 @@ describe('ingestor contract', () => {
     const body = JSON.stringify(postResponse()) + '\n';
     const id = database.sqlite.transaction(() => save({ operation: 'post-details', request: postRequest, body, receivedAt: T1, runId: 3, taskId: 9 }))();
     expect(rows('raw_responses')).toEqual([
-      { id, operation: 'post-details', request_key: postRequest.postUrl, request_json: JSON.stringify(postRequest), body, received_at: T1, run_id: 3, task_id: 9 },
+      { id, operation: 'post-details', request_key: postRequest.postUrl, request_json: JSON.stringify(postRequest), body, received_at: T1, run_id: 3, task_id: 9, error_code: null },
     ]);
+  });
+
+  it('saveRawResponse keeps the error code of a body that did not validate', () => {
+    const save = saveRawResponse(database);
+    const body = '{"status":"ok","item":{}}';
+    database.sqlite.transaction(() => save({ operation: 'post-details', request: postRequest, body, receivedAt: T1, runId: 3, taskId: 9, errorCode: 'SCHEMA' }))();
+    expect(rows('raw_responses')).toMatchObject([{ body, error_code: 'SCHEMA', task_id: 9 }]);
   });
 });

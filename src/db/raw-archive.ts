@@ -1,6 +1,8 @@
 /**
  * raw_responses: the exact 200 body of every call, with the request it answered, so the normalized tables can
- * be rebuilt (`netingest reprocess`) when a normalizer changes, without paying for the calls again.
+ * be rebuilt (`netingest reprocess`) when a normalizer changes, without paying for the calls again. A body of
+ * the wrong shape was paid for too: it is kept with its `error_code` set (its task failed), never read as an
+ * answer, so that reprocess can recover it once the schema or normalizer is fixed.
  */
 import type { Operation } from '../spec/types.ts';
 import type { Connection } from './connection.ts';
@@ -18,13 +20,15 @@ export interface RawResponseInput {
   receivedAt: string;
   runId: number | null;
   taskId: number | null;
+  /** Why the body was not accepted (an ApiError code, e.g. SCHEMA); omitted or null for a validated body. */
+  errorCode?: string | null;
 }
 
 /** Prepares the insert once; the returned function writes one row (caller's transaction) and returns its id. */
 export function saveRawResponse(database: Connection): (input: RawResponseInput) => number {
   const insert = database.sqlite.prepare(
-    `INSERT INTO raw_responses (operation, request_key, request_json, body, received_at, run_id, task_id)
-     VALUES (?, ?, ?, ?, ?, ?, ?)`,
+    `INSERT INTO raw_responses (operation, request_key, request_json, body, received_at, run_id, task_id, error_code)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
   );
   return (input) =>
     Number(
@@ -36,6 +40,7 @@ export function saveRawResponse(database: Connection): (input: RawResponseInput)
         input.receivedAt,
         input.runId,
         input.taskId,
+        input.errorCode ?? null,
       ).lastInsertRowid,
     );
 }

@@ -358,6 +358,11 @@ export const rawResponses = sqliteTable(
     receivedAt: text('received_at').notNull(),
     runId: integer('run_id'),
     taskId: integer('task_id'),
+    /**
+     * Null for a body that validated; the error code (SCHEMA) of a paid body that did not, kept so reprocess
+     * can recover it after a schema fix. Reprocess sets it back to null once the body validates and replays.
+     */
+    errorCode: text('error_code'),
   },
   (t) => [
     index('raw_responses_operation_request_key_idx').on(t.operation, t.requestKey),
