@@ -8,6 +8,7 @@ import { createIngestor, NORMALIZED_TABLES } from '../src/db/ingest/index.ts';
 import { saveRawResponse } from '../src/db/raw-archive.ts';
 import type { IngestRequest, IngestResponseFor } from '../src/db/ingest-request.ts';
 import { validateResponse } from '../src/api/schemas.ts';
+import { parseJsonBody } from '../src/api/json-body.ts';
 import { reprocess } from '../src/runner/reprocess.ts';
 import { reprocessCommand } from '../src/cli/commands/reprocess.ts';
 import { startSandbox, type Sandbox } from '../src/sandbox/server.ts';
@@ -38,7 +39,7 @@ function store<R extends IngestRequest>(req: R, body: string, receivedAt: string
   const ingestor = createIngestor(database);
   const save = saveRawResponse(database);
   database.sqlite.transaction(() => {
-    const parsed = validateResponse(req.operation, JSON.parse(body)) as IngestResponseFor<R>;
+    const parsed = validateResponse(req.operation, parseJsonBody(body)) as IngestResponseFor<R>;
     ingestor.ingest(req, parsed, receivedAt);
     save({ operation: req.operation, request: req, body, receivedAt, runId: 1, taskId: null });
   })();
@@ -92,6 +93,16 @@ describe('reprocess', () => {
     expect(dataset()).toEqual(before);
     // And again: reprocess of a reprocessed database is a no-op too.
     reprocess(database);
+    expect(dataset()).toEqual(before);
+  });
+
+  it('replays a body that starts with a byte-order mark, as the client accepted it', () => {
+    // The client and the writer strip a leading BOM before parsing; reprocess read it as "not JSON" and the
+    // rebuild silently dropped the rows of an answer that was paid for and valid.
+    store(postRequest, '\ufeff' + JSON.stringify(postResponse()), '2026-11-20T10:00:00.000Z');
+    const before = dataset();
+    expect(before['posts']).toHaveLength(1);
+    expect(reprocess(database)).toMatchObject({ responses: 1, replayed: 1, invalid: 0 });
     expect(dataset()).toEqual(before);
   });
 

@@ -13,6 +13,7 @@ import {
   UnexpectedResponseError,
 } from './errors.ts';
 import { bodyExcerpt } from './redact.ts';
+import { parseJsonBody } from './json-body.ts';
 import { validateResponse } from './schemas.ts';
 import { OPERATION_METHODS, type ApiCallInfo, type ApiResult, type ResponseByOperation } from './types.ts';
 
@@ -94,8 +95,7 @@ function ok<O extends Operation>(t: Transport, operation: O, text: string, call:
   const raw = t.redactBody(text);
   let parsed: unknown;
   try {
-    // A leading byte-order mark is legal in a body but not in JSON.parse's input.
-    parsed = JSON.parse(raw.charCodeAt(0) === 0xfeff ? raw.slice(1) : raw);
+    parsed = parseJsonBody(raw);
   } catch (err) {
     const reason = raw.trim() === '' ? 'empty body' : err instanceof Error ? err.message : String(err);
     const excerpt = bodyExcerpt(raw, t.secrets);

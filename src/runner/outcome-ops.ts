@@ -11,6 +11,7 @@ import { saveRawResponse } from '../db/raw-archive.ts';
 import { createApiCallLog, type ApiCallRow } from '../db/api-calls.ts';
 import { createLedger } from '../db/ledger.ts';
 import type { Operation } from '../spec/types.ts';
+import { parseJsonBody } from '../api/json-body.ts';
 
 /** One thing to write; `at` is the ISO time the outcome was known. */
 export type OutcomeOp =
@@ -41,7 +42,7 @@ export function createOutcomeApplier(database: Connection, runId: number): (ops:
   const apply = (op: OutcomeOp): void => {
     switch (op.kind) {
       case 'success':
-        ingestor.ingest(op.request, parseBody(op.body) as never, op.at);
+        ingestor.ingest(op.request, parseJsonBody(op.body) as never, op.at);
         saveRaw({ operation: op.operation, requestKey: op.requestKey, request: op.request, body: op.body, receivedAt: op.at, runId, taskId: op.taskId });
         calls.insert(op.call);
         ledger.markDone(op.taskId, runId, op.at, op.attempts);
@@ -64,9 +65,4 @@ export function createOutcomeApplier(database: Connection, runId: number): (ops:
   return database.sqlite.transaction((ops: readonly OutcomeOp[]) => {
     for (const op of ops) apply(op);
   });
-}
-
-/** The body as the client parsed it: a leading byte-order mark is legal in a body but not in JSON.parse's input. */
-function parseBody(text: string): unknown {
-  return JSON.parse(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text);
 }

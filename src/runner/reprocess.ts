@@ -9,6 +9,7 @@ import { validateResponse } from '../api/schemas.ts';
 import { clearNormalizedTables, createIngestor } from '../db/ingest/index.ts';
 import { isIngestRequest } from '../db/ingest-request.ts';
 import type { Database } from '../db/open.ts';
+import { parseJsonBody } from '../api/json-body.ts';
 import { OPERATIONS, type Operation } from '../spec/types.ts';
 
 /** Options of reprocess(); every default here. */
@@ -75,7 +76,7 @@ export function reprocess(database: Database, options: ReprocessOptions = {}): R
     const operation = row.operation as Operation;
     const request = JSON.parse(row.requestJson) as unknown;
     if (!isIngestRequest(request) || request.operation !== operation) throw new Error('stored request_json is not a request of this operation');
-    const body = validateResponse(operation, JSON.parse(row.body) as unknown, { raw: row.body });
+    const body = validateResponse(operation, parseJsonBody(row.body), { raw: row.body });
     return ingestor.ingest(request, body as never, row.receivedAt).rows;
   });
 
