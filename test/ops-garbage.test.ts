@@ -53,16 +53,17 @@ const countOf = (db: string, table: string) => read<{ n: number }>(db, `SELECT c
 describe('garbage from the API is recorded against the task and never crashes the run', () => {
   const cases = [
     // A proxy's HTML error page with status 200: not JSON, possibly transient, so retried, then failed (retryable).
-    { fault: 'htmlRate', code: 'INVALID_JSON', excerpt: /<!DOCTYPE html>.*Something went wrong/i, retryable: 1, attempts: 2 },
-    // Valid JSON of the wrong shape: deterministic, so not retried (a retry would only pay again).
-    { fault: 'wrongShapeRate', code: 'SCHEMA', excerpt: /"status":"ok"/, retryable: 0, attempts: 1 },
+    { fault: 'htmlRate', code: 'INVALID_JSON', excerpt: /<!DOCTYPE html>.*Something went wrong/i, retryable: 1, attempts: 2, archived: 0 },
+    // Valid JSON of the wrong shape: deterministic, so not retried (a retry would only pay again). Paid for, so
+    // its body is archived, marked as not an answer (test/ops-garbage-archive.test.ts).
+    { fault: 'wrongShapeRate', code: 'SCHEMA', excerpt: /"status":"ok"/, retryable: 0, attempts: 1, archived: 8 },
     // A body over the size limit (announced by Content-Length): refused without being read whole, its first
     // bytes kept for the excerpt.
-    { fault: 'hugeRate', code: 'BODY_TOO_LARGE', excerpt: /{"success":true/, retryable: 0, attempts: 1 },
+    { fault: 'hugeRate', code: 'BODY_TOO_LARGE', excerpt: /{"success":true/, retryable: 0, attempts: 1, archived: 0 },
   ] as const;
 
   for (const c of cases) {
-    it(`${c.fault}: every task failed with ${c.code} and a body excerpt; nothing stored`, async () => {
+    it(`${c.fault}: every task failed with ${c.code} and a body excerpt; no row stored as an answer`, async () => {
       const options: SandboxOptionsInput = { [c.fault]: 1, hugeBytes: CLIENT_DEFAULTS.maxBodyBytes + 1024 * 1024 };
       const summary = await runAgainst(options, 'garbage.db');
       expect(summary.status).toBe('completed_with_failures');
@@ -73,7 +74,8 @@ describe('garbage from the API is recorded against the task and never crashes th
         expect(task.error!.length).toBeLessThanOrEqual(1000);
       }
       expect(countOf('garbage.db', 'posts')).toBe(0);
-      expect(countOf('garbage.db', 'raw_responses')).toBe(0);
+      expect(countOf('garbage.db', 'raw_responses WHERE error_code IS NULL')).toBe(0);
+      expect(countOf('garbage.db', `raw_responses WHERE error_code = '${c.code}'`)).toBe(c.archived);
       // Every failed attempt is in the call log with its code.
       const calls = read<{ code: string | null; n: number }>('garbage.db', `SELECT error_code AS code, count(*) AS n FROM api_calls GROUP BY 1`);
       expect(calls).toEqual([{ code: c.code, n: 8 * c.attempts }]);
@@ -155,7 +157,8 @@ describe('garbage from the API is recorded against the task and never crashes th
       expect(['INVALID_JSON', 'SCHEMA', 'BODY_TOO_LARGE']).toContain(t.code);
       expect(t.error).toMatch(/body: /);
     }
-    // Every done task has its answer; no failed task left a row behind.
-    expect(countOf('mixed.db', 'raw_responses')).toBe(done.length);
+    // Every done task has its answer; no failed task left an answer behind, only the wrong-shape bodies it paid for.
+    expect(countOf('mixed.db', 'raw_responses WHERE error_code IS NULL')).toBe(done.length);
+    expect(countOf('mixed.db', "raw_responses WHERE error_code = 'SCHEMA'")).toBe(failed.filter((t) => t.code === 'SCHEMA').length);
   }, 60_000);
 });

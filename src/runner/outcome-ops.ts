@@ -28,6 +28,24 @@ export type OutcomeOp =
       attempts: number;
       at: string;
     }
+  | {
+      /**
+       * A paid 200 of the wrong shape: the body archived as not an answer (error_code), its api_calls row and
+       * the task failed for good, all or nothing, so the body can be recovered by reprocess without a call.
+       */
+      kind: 'rejected';
+      taskId: number;
+      operation: Operation;
+      requestKey: string;
+      request: IngestRequest;
+      /** The body exactly as received (after token redaction); it did not validate. */
+      body: string;
+      call: ApiCallRow;
+      code: string;
+      message: string;
+      attempts: number;
+      at: string;
+    }
   | { kind: 'not_found'; taskId: number; call: ApiCallRow; attempts: number; note: string | null; at: string }
   | { kind: 'past_last_page'; taskId: number; lastPage: number; at: string }
   | { kind: 'attempt_failed'; call: ApiCallRow }
@@ -46,6 +64,20 @@ export function createOutcomeApplier(database: Connection, runId: number): (ops:
         saveRaw({ operation: op.operation, requestKey: op.requestKey, request: op.request, body: op.body, receivedAt: op.at, runId, taskId: op.taskId });
         calls.insert(op.call);
         ledger.markDone(op.taskId, runId, op.at, op.attempts);
+        return;
+      case 'rejected':
+        saveRaw({
+          operation: op.operation,
+          requestKey: op.requestKey,
+          request: op.request,
+          body: op.body,
+          receivedAt: op.at,
+          runId,
+          taskId: op.taskId,
+          errorCode: op.code,
+        });
+        calls.insert(op.call);
+        ledger.markFailed(op.taskId, runId, op.at, op.attempts, op.code, op.message, false);
         return;
       case 'not_found':
         calls.insert(op.call);

@@ -92,6 +92,25 @@ export class ResultWriter {
     return this.enqueue({ kind: 'success', taskId: task.id, operation: task.operation, requestKey, request, body: result.raw, call, attempts, at });
   }
 
+  /** A paid 200 of the wrong shape: its body (kept apart from answers), api_calls row and the task failed, atomically. */
+  rejected(task: WriterTask, request: IngestRequest, requestKey: string, err: ApiSchemaError, attempts: number): Promise<void> {
+    const at = new Date().toISOString();
+    const call = callRow(this.runId, task.id, err.call, at, err.code, err.credits);
+    return this.enqueue({
+      kind: 'rejected',
+      taskId: task.id,
+      operation: task.operation,
+      requestKey,
+      request,
+      body: err.raw,
+      call,
+      code: err.code,
+      message: err.message,
+      attempts,
+      at,
+    });
+  }
+
   /** A 404: the lookup found nothing, which is an answer, not a failure. */
   notFound(task: WriterTask, call: ApiCallInfo, attempts: number, note: string | null): Promise<void> {
     const at = new Date().toISOString();

@@ -75,7 +75,9 @@ export async function executeTask(task: ExecutableTask, ctx: ExecutorContext): P
         // A body of the wrong shape was still paid for: its counters keep the balance and the run's spend true.
         ctx.guard.settle(reservation, err instanceof ApiSchemaError ? err.credits : null);
         if (isApiError(err)) {
-          void ctx.writer.attemptFailed(task, err);
+          // A wrong-shape body ends the task at once; its api_calls row is written with the body and the task's
+          // failure, in one transaction (see failure()).
+          if (!(err instanceof ApiSchemaError)) void ctx.writer.attemptFailed(task, err);
           ctx.onAttemptError?.(err);
         }
         const action = errorAction(err);
@@ -132,6 +134,11 @@ export async function executeTask(task: ExecutableTask, ctx: ExecutorContext): P
 /** Records why a task got no answer; a stop (credits, signal, auth) leaves it pending for the next run. */
 async function failure(task: ExecutableTask, ctx: ExecutorContext, err: unknown, attempts: number): Promise<TaskOutcome> {
   if (err instanceof StoppedBeforeCall || (ctx.stop.signal.aborted && !isApiError(err))) return { kind: 'stopped' };
+  if (err instanceof ApiSchemaError) {
+    // Paid for: the body is kept so that reprocess can recover it after a schema fix, without paying again.
+    await ctx.writer.rejected(task, task.ingest, task.requestKey, err, attempts);
+    return { kind: 'failed', retryable: false };
+  }
   const retryable = errorAction(err) === 'retry';
   const code = isApiError(err) ? err.code : 'INTERNAL';
   const message = err instanceof Error ? err.message : String(err);

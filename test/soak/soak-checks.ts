@@ -74,7 +74,8 @@ export function checkConsistency(sqlite: BetterSqlite3.Database): SoakCheck {
   const fk = sqlite.pragma('foreign_key_check') as unknown[];
   if (fk.length > 0) problems.push(`${fk.length} foreign key violations`);
   const noRaw = sqlite
-    .prepare(`SELECT count(*) FROM tasks t WHERE t.status = 'done' AND NOT EXISTS (SELECT 1 FROM raw_responses r WHERE r.task_id = t.id)`)
+    .prepare(`SELECT count(*) FROM tasks t WHERE t.status = 'done'
+      AND NOT EXISTS (SELECT 1 FROM raw_responses r WHERE r.task_id = t.id AND r.error_code IS NULL)`)
     .pluck()
     .get() as number;
   if (noRaw > 0) problems.push(`${noRaw} done tasks without their raw answer`);
@@ -86,11 +87,18 @@ export function checkConsistency(sqlite: BetterSqlite3.Database): SoakCheck {
   const orphanRaw = sqlite
     // A task due again is pending (or deferred, failed) beside the answers of earlier runs: only an answer of
     // the task's own current run without the task done would be half-written.
-    .prepare(`SELECT count(*) FROM raw_responses r WHERE NOT EXISTS (SELECT 1 FROM tasks t WHERE t.id = r.task_id
-      AND (t.status = 'done' OR t.run_id IS NOT r.run_id))`)
+    .prepare(`SELECT count(*) FROM raw_responses r WHERE r.error_code IS NULL AND NOT EXISTS (SELECT 1 FROM tasks t
+      WHERE t.id = r.task_id AND (t.status = 'done' OR t.run_id IS NOT r.run_id))`)
     .pluck()
     .get() as number;
   if (orphanRaw > 0) problems.push(`${orphanRaw} raw answers whose task is not done`);
+  // A paid body of the wrong shape (error_code set) is never an answer: its task failed in the same transaction.
+  const orphanRejected = sqlite
+    .prepare(`SELECT count(*) FROM raw_responses r WHERE r.error_code IS NOT NULL AND NOT EXISTS (SELECT 1 FROM tasks t
+      WHERE t.id = r.task_id AND (t.status = 'failed' OR t.run_id IS NOT r.run_id))`)
+    .pluck()
+    .get() as number;
+  if (orphanRejected > 0) problems.push(`${orphanRejected} wrong-shape bodies whose task did not fail`);
   return { name: 'nothing half-written (integrity, foreign keys, every done task with its raw answer and call)', ok: problems.length === 0, detail: problems.join('; ') || 'ok' };
 }
 

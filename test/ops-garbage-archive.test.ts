@@ -1,0 +1,142 @@
+/**
+ * A 200 of the wrong shape is paid for: its body is archived in raw_responses (marked by error_code, never an
+ * answer) in the transaction that fails its task and logs its call, and `netingest reprocess` reports it while
+ * it still does not validate, and recovers it (rows written, task done, no call) once it does.
+ */
+import { createServer, type Server } from 'node:http';
+import { join } from 'node:path';
+import BetterSqlite3 from 'better-sqlite3';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { runJobs, type RunSummary } from '../src/runner/run-jobs.ts';
+import { loadJob } from '../src/jobs/load.ts';
+import { REDACTED } from '../src/api/redact.ts';
+import { EXIT } from '../src/cli/exit-codes.ts';
+import { runCli } from './soak/cli-process.ts';
+import { apiEnv, opsWorkspace, STACK_LINE, type OpsWorkspace } from './soak/ops-fixture.ts';
+import { postResponse } from './db-fixtures.ts';
+
+const TOKEN = 'ops-archive-token-0001';
+const POSTS = 8;
+let ws: OpsWorkspace;
+let server: Server | null = null;
+/** The exact body sent for each post URL asked. */
+let sent: Map<string, string>;
+
+beforeEach(async () => {
+  ws = await opsWorkspace({ posts: POSTS, retries: 1 });
+  sent = new Map();
+});
+
+afterEach(async () => {
+  if (server) {
+    server.closeAllConnections();
+    await new Promise<void>((r) => server!.close(() => r()));
+    server = null;
+  }
+  ws.cleanup();
+});
+
+/**
+ * A service whose post answers changed shape (reactions became text like "1.2K"), still charging a credit a
+ * call, and echoing the token in a note (as a misbehaving proxy might): the token must never be stored.
+ */
+async function startDriftedService(): Promise<string> {
+  let used = 0;
+  server = createServer((req, res) => {
+    used += 1;
+    const url = new URL(req.url ?? '/', 'http://x').searchParams.get('url') ?? '';
+    const body = JSON.stringify({
+      ...postResponse(),
+      engagement: { reactions: '1.2K', comments_count: 7 },
+      note: `served for ${TOKEN}`,
+      total_credits: 100,
+      credits_used: used,
+      credits_remaining: 100 - used,
+    });
+    sent.set(url, body);
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(body);
+  });
+  await new Promise<void>((r) => server!.listen(0, '127.0.0.1', r));
+  return `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+}
+
+async function runPosts(baseUrl: string, db: string): Promise<RunSummary> {
+  const job = await loadJob(ws.postsJob, { cwd: ws.dir });
+  return runJobs({ dbPath: join(ws.dir, db), jobs: [job], api: { baseUrl, token: TOKEN } });
+}
+
+function read<T>(db: string, sql: string, ...params: unknown[]): T[] {
+  const sqlite = new BetterSqlite3(join(ws.dir, db), { readonly: true });
+  try {
+    return sqlite.prepare(sql).all(...params) as T[];
+  } finally {
+    sqlite.close();
+  }
+}
+
+interface RawRow {
+  id: number;
+  operation: string;
+  request_key: string;
+  request_json: string;
+  body: string;
+  received_at: string;
+  run_id: number;
+  task_id: number;
+  error_code: string | null;
+}
+
+interface TaskRow {
+  id: number;
+  input_key: string;
+  status: string;
+  retryable: number | null;
+  last_error_code: string | null;
+  completed_at: string | null;
+}
+
+const raws = (db: string) => read<RawRow>(db, 'SELECT * FROM raw_responses ORDER BY id');
+const tasks = (db: string) =>
+  read<TaskRow>(db, 'SELECT id, input_key, status, retryable, last_error_code, completed_at FROM tasks ORDER BY id');
+
+describe('a paid 200 of the wrong shape', () => {
+  it('is archived with its request, time, run and task, in the transaction that fails the task and logs the call', async () => {
+    const summary = await runPosts(await startDriftedService(), 'drift.db');
+    expect(summary.jobs[0]).toMatchObject({ planned: POSTS, failed: POSTS, done: 0 });
+
+    const stored = raws('drift.db');
+    const ledger = tasks('drift.db');
+    expect(stored).toHaveLength(POSTS);
+    expect(sent.size).toBe(POSTS);
+    for (const raw of stored) {
+      const task = ledger.find((t) => t.id === raw.task_id)!;
+      expect(task).toMatchObject({ status: 'failed', retryable: 0, last_error_code: 'SCHEMA' });
+      expect(raw).toMatchObject({ operation: 'post-details', request_key: task.input_key, run_id: summary.runId, error_code: 'SCHEMA' });
+      expect(JSON.parse(raw.request_json)).toEqual({ operation: 'post-details', postUrl: task.input_key });
+      expect(raw.received_at).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+      // The exact body, but never the token.
+      expect(raw.body).toBe(sent.get(task.input_key)!.split(TOKEN).join(REDACTED));
+      expect(raw.body).not.toContain(TOKEN);
+    }
+    // One api_calls row per call (not one from the attempt and another from the failure), with its counters.
+    const calls = read<{ task_id: number; error_code: string; credits_remaining: number | null }>(
+      'drift.db',
+      'SELECT task_id, error_code, credits_remaining FROM api_calls ORDER BY id',
+    );
+    expect(calls).toHaveLength(POSTS);
+    expect(new Set(calls.map((c) => c.task_id))).toEqual(new Set(stored.map((r) => r.task_id)));
+    expect(calls.every((c) => c.error_code === 'SCHEMA' && c.credits_remaining !== null)).toBe(true);
+    // Nothing was read as an answer.
+    expect(read<{ n: number }>('drift.db', 'SELECT count(*) AS n FROM posts')[0]!.n).toBe(0);
+  }, 60_000);
+
+  it('through the CLI: exit 5, the bodies archived, no stack trace and no token in the output', async () => {
+    const url = await startDriftedService();
+    const first = await runCli(['run', ws.postsJob, '--db', 'cli.db'], { cwd: ws.dir, env: apiEnv(url, TOKEN) });
+    expect(first.code).toBe(EXIT.failedItems);
+    expect(first.stdout + first.stderr).not.toMatch(STACK_LINE);
+    expect(first.stdout + first.stderr).not.toContain(TOKEN);
+    expect(raws('cli.db')).toHaveLength(POSTS);
+  }, 60_000);
+});
