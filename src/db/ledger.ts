@@ -109,6 +109,11 @@ export function createLedger(database: Connection) {
     last_error_code = NULL, last_error = @note, retryable = NULL, updated_at = @at, completed_at = @at, run_id = @runId WHERE id = @id`);
   const failed = sqlite.prepare(`UPDATE tasks SET status = 'failed', attempts = attempts + @attempts, last_error_code = @code,
     last_error = @message, retryable = @retryable, updated_at = @at, completed_at = NULL, run_id = @runId WHERE id = @id`);
+  // Only a task whose latest outcome is this very body: failed with its code, and no newer body archived for it.
+  const recovered = sqlite.prepare(`UPDATE tasks SET status = 'done', last_error_code = NULL, last_error = NULL,
+    retryable = NULL, updated_at = @at, completed_at = @receivedAt
+    WHERE id = @id AND status = 'failed' AND last_error_code = @code
+      AND NOT EXISTS (SELECT 1 FROM raw_responses r WHERE r.task_id = @id AND r.id > @rawId)`);
   const reopen = sqlite.prepare(`UPDATE tasks SET status = 'pending', updated_at = @at
     WHERE ${RUNNABLE} AND status NOT IN ('pending', 'deferred')`);
   const defer = sqlite.prepare(`UPDATE tasks SET status = 'deferred', updated_at = @at
@@ -142,6 +147,14 @@ export function createLedger(database: Connection) {
     },
     markFailed(id: number, runId: number, at: string, attempts: number, code: string, message: string, retryable: boolean): void {
       failed.run({ id, runId, at, attempts, code, message: message.slice(0, 1000), retryable: retryable ? 1 : 0 });
+    },
+    /**
+     * Sets done a task that failed on a body of the wrong shape, now that the archived body validated and was
+     * written (reprocess), when that body is still the task's latest outcome. `completed_at` is the body's
+     * receipt, so freshness runs from when the data was fetched. Returns whether the task changed.
+     */
+    markRecovered(id: number, rawId: number, code: string, receivedAt: string, at: string): boolean {
+      return recovered.run({ id, rawId, code, receivedAt, at }).changes > 0;
     },
     /**
      * Sets every due task that an earlier run settled (stale, failed-retryable, or any with --refresh) back to

@@ -44,3 +44,9 @@ export function saveRawResponse(database: Connection): (input: RawResponseInput)
       ).lastInsertRowid,
     );
 }
+
+/** Prepares the update once; the returned function marks an archived body as an answer (it validated on replay). */
+export function acceptRawResponse(database: Connection): (id: number) => void {
+  const update = database.sqlite.prepare(`UPDATE raw_responses SET error_code = NULL WHERE id = ?`);
+  return (id) => void update.run(id);
+}

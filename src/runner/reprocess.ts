@@ -3,12 +3,19 @@
  * check that the dataset is what the archived bodies say. One transaction: the dataset is either the old one
  * or the fully rebuilt one, never half of each. Each body is replayed with seenAt = its received_at, in id
  * order (the order the runner wrote them), so an unchanged database ends with the same dataset.
+ *
+ * Bodies archived with an error_code (a paid 200 of the wrong shape; their task failed) are validated again:
+ * one that now validates and normalizes is written like any other, loses its error_code, and settles its task
+ * as done when it is still that task's latest outcome (the recovery a schema fix is for). One that still does
+ * not validate is reported by id and request, and its task stays failed.
  */
 import { ApiSchemaError } from '../api/errors.ts';
 import { validateResponse } from '../api/schemas.ts';
 import { clearNormalizedTables, createIngestor } from '../db/ingest/index.ts';
 import { isIngestRequest } from '../db/ingest-request.ts';
+import { createLedger } from '../db/ledger.ts';
 import type { Database } from '../db/open.ts';
+import { acceptRawResponse } from '../db/raw-archive.ts';
 import { parseJsonBody } from '../api/json-body.ts';
 import { OPERATIONS, type Operation } from '../spec/types.ts';
 
@@ -26,8 +33,14 @@ const DEFAULTS = { batchSize: 200, maxListedInvalid: 20 } as const;
 
 /** A stored body that could not be replayed. */
 export interface RejectedRaw {
+  /** raw_responses.id. */
   id: number;
   operation: string;
+  /** raw_responses.request_key: the URL or search the body answers. */
+  requestKey: string;
+  taskId: number | null;
+  /** The code it was archived with (SCHEMA: it did not validate when received either), or null. */
+  errorCode: string | null;
   reason: string;
 }
 
@@ -39,6 +52,12 @@ export interface ReprocessReport {
   replayed: number;
   /** Bodies left out: not JSON, no longer valid, or an unreadable request (counted, not fatal). */
   invalid: number;
+  /** Of `invalid`, bodies archived as the wrong shape when received that still do not validate. */
+  stillRejected: number;
+  /** Bodies archived as the wrong shape when received that now validate: replayed and marked as answers. */
+  recovered: number;
+  /** Failed tasks set done by a recovered body (their latest outcome), with no call. */
+  tasksRecovered: number;
   /** The first `maxListedInvalid` of them. */
   rejected: RejectedRaw[];
   /** Normalized rows deleted before the replay. */
@@ -50,9 +69,12 @@ export interface ReprocessReport {
 interface RawRow {
   id: number;
   operation: string;
+  requestKey: string;
   requestJson: string;
   body: string;
   receivedAt: string;
+  taskId: number | null;
+  errorCode: string | null;
 }
 
 /** Rebuilds the normalized tables from raw_responses in one transaction. */
@@ -60,16 +82,34 @@ export function reprocess(database: Database, options: ReprocessOptions = {}): R
   const opts = { ...DEFAULTS, ...options };
   const { sqlite } = database;
   const ingestor = createIngestor(database);
+  const ledger = createLedger(database);
+  const accept = acceptRawResponse(database);
+  const now = new Date().toISOString();
   // Keyset pages instead of one iterate(): better-sqlite3 refuses other statements on a connection while an
   // iterator is open, and the replay writes on this connection.
   const page = sqlite.prepare(
-    `SELECT id, operation, request_json AS requestJson, body, received_at AS receivedAt
+    `SELECT id, operation, request_key AS requestKey, request_json AS requestJson, body, received_at AS receivedAt,
+       task_id AS taskId, error_code AS errorCode
      FROM raw_responses WHERE id > ? ORDER BY id LIMIT ?`,
   );
-  const report: ReprocessReport = { responses: 0, replayed: 0, invalid: 0, rejected: [], rowsDeleted: 0, rowsWritten: 0 };
+  const report: ReprocessReport = {
+    responses: 0,
+    replayed: 0,
+    invalid: 0,
+    stillRejected: 0,
+    recovered: 0,
+    tasksRecovered: 0,
+    rejected: [],
+    rowsDeleted: 0,
+    rowsWritten: 0,
+  };
   const reject = (row: RawRow, reason: string) => {
     report.invalid++;
-    if (report.rejected.length < opts.maxListedInvalid) report.rejected.push({ id: row.id, operation: row.operation, reason });
+    if (row.errorCode !== null) report.stillRejected++;
+    if (report.rejected.length < opts.maxListedInvalid) {
+      const { id, operation, requestKey, taskId, errorCode } = row;
+      report.rejected.push({ id, operation, requestKey, taskId, errorCode, reason });
+    }
   };
   // Nested transaction() = a savepoint: a body that fails half-way leaves none of its rows.
   const replayOne = sqlite.transaction((row: RawRow) => {
@@ -77,7 +117,14 @@ export function reprocess(database: Database, options: ReprocessOptions = {}): R
     const request = JSON.parse(row.requestJson) as unknown;
     if (!isIngestRequest(request) || request.operation !== operation) throw new Error('stored request_json is not a request of this operation');
     const body = validateResponse(operation, parseJsonBody(row.body), { raw: row.body });
-    return ingestor.ingest(request, body as never, row.receivedAt).rows;
+    const rows = ingestor.ingest(request, body as never, row.receivedAt).rows;
+    // Only now, inside the same savepoint: a body that fails to validate or to normalize changes no task.
+    let taskRecovered = false;
+    if (row.errorCode !== null) {
+      accept(row.id);
+      taskRecovered = row.taskId !== null && ledger.markRecovered(row.taskId, row.id, row.errorCode, row.receivedAt, now);
+    }
+    return { rows, taskRecovered };
   });
 
   sqlite.transaction(() => {
@@ -94,10 +141,13 @@ export function reprocess(database: Database, options: ReprocessOptions = {}): R
           continue;
         }
         try {
-          report.rowsWritten += replayOne(row);
+          const { rows: written, taskRecovered } = replayOne(row);
+          report.rowsWritten += written;
           report.replayed++;
+          if (row.errorCode !== null) report.recovered++;
+          if (taskRecovered) report.tasksRecovered++;
         } catch (err) {
-          reject(row, describe(err));
+          reject(row, describe(err, row.errorCode !== null));
         }
       }
       opts.onProgress?.(report.responses);
@@ -106,8 +156,10 @@ export function reprocess(database: Database, options: ReprocessOptions = {}): R
   return report;
 }
 
-function describe(err: unknown): string {
+function describe(err: unknown, rejectedWhenReceived: boolean): string {
   if (err instanceof SyntaxError) return `not JSON: ${err.message}`;
-  if (err instanceof ApiSchemaError) return `no longer valid: ${err.message}`;
+  if (err instanceof ApiSchemaError) {
+    return rejectedWhenReceived ? `still does not match the spec (its task stays failed): ${err.message}` : `no longer valid: ${err.message}`;
+  }
   return err instanceof Error ? err.message : String(err);
 }

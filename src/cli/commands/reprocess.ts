@@ -26,7 +26,8 @@ export const reprocessCommand = defineCommand({
       }
       io.stdout.write(argv.json ? JSON.stringify(report, null, 2) + '\n' : formatReport(report));
       for (const r of argv.json ? [] : report.rejected) {
-        io.stderr.write(`netingest: raw response ${r.id} (${r.operation}) skipped: ${r.reason}\n`);
+        const task = r.taskId === null ? '' : `, task ${r.taskId}`;
+        io.stderr.write(`netingest: raw response ${r.id} (${r.operation} ${r.requestKey}${task}) skipped: ${r.reason}\n`);
       }
       return 0;
     } finally {
@@ -40,6 +41,12 @@ function formatReport(r: ReprocessReport): string {
     `Reprocessed ${r.responses} raw responses: ${r.replayed} replayed, ${r.invalid} skipped as invalid.`,
     `Normalized rows: ${r.rowsDeleted} deleted, ${r.rowsWritten} written.`,
   ];
+  if (r.recovered > 0) {
+    lines.push(`Recovered ${r.recovered} bodies kept from wrong-shape answers: they validate now; ${r.tasksRecovered} failed tasks set done, no call made.`);
+  }
+  if (r.stillRejected > 0) {
+    lines.push(`${r.stillRejected} bodies kept from wrong-shape answers still do not validate: their tasks stay failed (listed on stderr).`);
+  }
   if (r.invalid > r.rejected.length) lines.push(`(${r.invalid - r.rejected.length} more invalid responses not listed)`);
   return lines.join('\n') + '\n';
 }
