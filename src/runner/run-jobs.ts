@@ -3,20 +3,22 @@ import { UsageError } from '../errors.ts';
 import { createApiClient } from '../api/client.ts';
 import { openDatabase, toDatabaseUseError } from '../db/open.ts';
 import { createLedger } from '../db/ledger.ts';
-import { createRunLog, type RunStatus } from '../db/runs.ts';
+import { createRunLog } from '../db/runs.ts';
 import { acquireRunLock, type RunLock } from '../db/run-lock.ts';
 import { createApiCallLog } from '../db/api-calls.ts';
-import type { InvalidInputRow } from '../db/ledger.ts';
 import type { Job } from '../jobs/schema.ts';
 import type { Operation } from '../spec/types.ts';
 import { CreditGuard } from './credit-guard.ts';
 import { RateGate } from './rate-gate.ts';
-import { RunStop, type StopReason } from './run-stop.ts';
+import { RunStop } from './run-stop.ts';
 import { ResultWriter } from './result-writer.ts';
 import { planIntoLedger } from './plan-into-ledger.ts';
 import { workJob, type JobProgress } from './run-job.ts';
 import { ProgressReporter } from './progress.ts';
 import { silentLogger, type Logger } from './logger.ts';
+import { jobSummary, runEnd, runStatus, type JobSummary, type RunSummary } from './run-summary.ts';
+
+export type { JobSummary, RunSummary } from './run-summary.ts';
 
 /** Options of a run; every default lives in RUN_DEFAULTS. */
 export interface RunOptions {
@@ -47,44 +49,6 @@ export const RUN_DEFAULTS = {
   maxThrottleWaitMs: 15 * 60_000,
   requestTimeoutMs: 30_000,
 } as const;
-
-/** What a job did, for the summary. */
-export interface JobSummary {
-  name: string;
-  operation: Operation;
-  planned: number;
-  invalidRows: number;
-  duplicates: number;
-  /** Planned tasks skipped because they were done within refreshAfterDays. */
-  fresh: number;
-  worked: number;
-  done: number;
-  notFound: number;
-  failed: number;
-  deferred: number;
-  invalidSamples: InvalidInputRow[];
-}
-
-/** What a run did; the CLI prints it and derives the exit code from `status`. */
-export interface RunSummary {
-  runId: number;
-  status: RunStatus;
-  startedAt: string;
-  endedAt: string;
-  jobs: JobSummary[];
-  calls: number;
-  creditsSpent: number | null;
-  creditsRemaining: number | null;
-  error: { code: string; message: string } | null;
-}
-
-const STOP_STATUS: Record<StopReason, RunStatus> = {
-  credits: 'stopped_credits',
-  throttled: 'stopped_throttled',
-  interrupted: 'interrupted',
-  auth: 'failed',
-  fatal: 'failed',
-};
 
 /**
  * Runs jobs one after the other against one database: takes the run lock, streams each job's input into the
@@ -211,20 +175,7 @@ async function runLocked(
       }
       if (stop.reason) ledger.deferPending(job.name, runId, new Date().toISOString());
       const counts = ledger.countsByStatus(job.name, runId);
-      summaries.push({
-        name: job.name,
-        operation: job.operation,
-        planned: plan.tasks,
-        invalidRows: plan.invalid,
-        duplicates: plan.duplicates,
-        fresh: plan.tasks - runnable,
-        worked: runnable,
-        done: counts.done,
-        notFound: counts.not_found,
-        failed: counts.failed,
-        deferred: counts.deferred + counts.pending,
-        invalidSamples: plan.invalidSamples,
-      });
+      summaries.push(jobSummary(job, plan, { worked: runnable }, counts));
       logger.info('job finished', { job: job.name, done: counts.done, not_found: counts.not_found, failed: counts.failed, deferred: counts.deferred });
     }
   } catch (err) {
@@ -236,9 +187,7 @@ async function runLocked(
     options.signal?.removeEventListener('abort', onAbort);
   }
   // Jobs never reached because the run stopped keep their pending tasks for the next run.
-  const status: RunStatus = stop.reason
-    ? STOP_STATUS[stop.reason]
-    : summaries.some((s) => s.failed > 0) ? 'completed_with_failures' : 'completed';
+  const status = runStatus(stop.reason, summaries);
   const endedAt = new Date().toISOString();
   const calls = database.sqlite.prepare('SELECT count(*) FROM api_calls WHERE run_id = ?').pluck().get(runId) as number;
   const error = stop.error ? describe(stop.error, database.file) : null;
@@ -254,22 +203,7 @@ async function runLocked(
     error,
   };
   try {
-    runs.end(runId, {
-      status,
-      endedAt,
-      creditsAtStart,
-      creditsAtEnd: guard.balance,
-      creditsSpent: summary.creditsSpent,
-      tasksTotal: sum(summaries, 'planned'),
-      tasksDone: sum(summaries, 'done'),
-      tasksNotFound: sum(summaries, 'notFound'),
-      tasksFailed: sum(summaries, 'failed'),
-      tasksDeferred: sum(summaries, 'deferred'),
-      invalidRows: sum(summaries, 'invalidRows'),
-      calls,
-      exitCode: null,
-      error: error ? `${error.code}: ${error.message}` : null,
-    });
+    runs.end(runId, runEnd(summary, creditsAtStart));
   } catch (err) {
     logger.error('could not record the end of the run', { run: runId, error: describe(err, database.file).message });
   }
@@ -308,10 +242,6 @@ function describe(err: unknown, dbFile: string): { code: string; message: string
     code: typeof code === 'string' ? code : 'INTERNAL',
     message: mapped instanceof Error ? mapped.message : String(mapped),
   };
-}
-
-function sum(rows: JobSummary[], key: 'planned' | 'done' | 'notFound' | 'failed' | 'deferred' | 'invalidRows'): number {
-  return rows.reduce((n, r) => n + r[key], 0);
 }
 
 function round(n: number): number {

@@ -1,0 +1,109 @@
+/**
+ * What a run reports: one summary per job and one for the run, the run's final status, and the figures the
+ * `runs` row records at the end. The field names are a public contract (`netingest run --json`): add, never
+ * rename.
+ */
+import type { TaskStatus } from '../db/schema.ts';
+import type { InvalidInputRow } from '../db/ledger.ts';
+import type { RunEnd, RunStatus } from '../db/runs.ts';
+import type { Operation } from '../spec/types.ts';
+import type { PlanCounts } from './plan-into-ledger.ts';
+import type { StopReason } from './run-stop.ts';
+
+/** What a job did, for the summary. `done`, `notFound`, `failed` and `deferred` are the ledger's count of its tasks. */
+export interface JobSummary {
+  name: string;
+  operation: Operation;
+  planned: number;
+  invalidRows: number;
+  duplicates: number;
+  /** Planned tasks skipped because they were done within refreshAfterDays. */
+  fresh: number;
+  worked: number;
+  done: number;
+  notFound: number;
+  failed: number;
+  deferred: number;
+  invalidSamples: InvalidInputRow[];
+}
+
+/** What a run did; the CLI prints it and derives the exit code from `status`. */
+export interface RunSummary {
+  runId: number;
+  status: RunStatus;
+  startedAt: string;
+  endedAt: string;
+  jobs: JobSummary[];
+  calls: number;
+  creditsSpent: number | null;
+  creditsRemaining: number | null;
+  error: { code: string; message: string } | null;
+}
+
+/** Which tasks of a job a run worked, known before its first call. */
+export interface JobDue {
+  /** Tasks the run works on (due). */
+  worked: number;
+}
+
+/** The summary of one job from its plan, what was due, and the ledger's counts once it was worked. */
+export function jobSummary(
+  job: { name: string; operation: Operation },
+  plan: PlanCounts,
+  due: JobDue,
+  counts: Record<TaskStatus, number>,
+): JobSummary {
+  return {
+    name: job.name,
+    operation: job.operation,
+    planned: plan.tasks,
+    invalidRows: plan.invalid,
+    duplicates: plan.duplicates,
+    fresh: plan.tasks - due.worked,
+    worked: due.worked,
+    done: counts.done,
+    notFound: counts.not_found,
+    failed: counts.failed,
+    deferred: counts.deferred + counts.pending,
+    invalidSamples: plan.invalidSamples,
+  };
+}
+
+const STOP_STATUS: Record<StopReason, RunStatus> = {
+  credits: 'stopped_credits',
+  throttled: 'stopped_throttled',
+  interrupted: 'interrupted',
+  auth: 'failed',
+  fatal: 'failed',
+};
+
+/** The run's final status: how it stopped, else whether any task of its jobs is failed. */
+export function runStatus(stopReason: StopReason | null, jobs: readonly JobSummary[]): RunStatus {
+  if (stopReason) return STOP_STATUS[stopReason];
+  return jobs.some((s) => s.failed > 0) ? 'completed_with_failures' : 'completed';
+}
+
+/** The figures of the `runs` row at the end of a run. */
+export function runEnd(summary: RunSummary, creditsAtStart: number | null): RunEnd {
+  const { jobs, error } = summary;
+  return {
+    status: summary.status,
+    endedAt: summary.endedAt,
+    creditsAtStart,
+    creditsAtEnd: summary.creditsRemaining,
+    creditsSpent: summary.creditsSpent,
+    tasksTotal: sum(jobs, 'planned'),
+    tasksDone: sum(jobs, 'done'),
+    tasksNotFound: sum(jobs, 'notFound'),
+    tasksFailed: sum(jobs, 'failed'),
+    tasksDeferred: sum(jobs, 'deferred'),
+    invalidRows: sum(jobs, 'invalidRows'),
+    calls: summary.calls,
+    exitCode: null,
+    error: error ? `${error.code}: ${error.message}` : null,
+  };
+}
+
+function sum(rows: readonly JobSummary[], key: 'planned' | 'done' | 'notFound' | 'failed' | 'deferred' | 'invalidRows'): number {
+  return rows.reduce((n, r) => n + r[key], 0);
+}
