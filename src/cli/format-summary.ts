@@ -32,9 +32,11 @@ const STATUS_TEXT: Record<RunSummary['status'], string> = {
 export function formatRunSummary(s: RunSummary): string {
   const lines = [`Run ${s.runId}: ${STATUS_TEXT[s.status]}`];
   for (const j of s.jobs) {
+    // Old failures are named apart: counted as fresh, they read as data that is there when it is not.
+    const failedBefore = j.failedBefore > 0 ? ` (${j.failedBefore} failed earlier, not retried: use --refresh)` : '';
     lines.push(
       `  ${j.name} (${j.operation}): ${j.planned} tasks, ${j.fresh} still fresh, ${j.done} done, ${j.notFound} not found, ` +
-        `${j.failed} failed, ${j.deferred} deferred; ${j.invalidRows} invalid rows, ${j.duplicates} duplicates`,
+        `${j.failed} failed${failedBefore}, ${j.deferred} deferred; ${j.invalidRows} invalid rows, ${j.duplicates} duplicates`,
     );
     for (const bad of j.invalidSamples) {
       lines.push(`    invalid: ${bad.file}:${bad.line}${bad.field ? ` (${bad.field})` : ''}: ${bad.reason}`);

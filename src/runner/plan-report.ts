@@ -15,6 +15,11 @@ export interface PlanReport {
   duplicates: number;
   /** Tasks done or not found within refreshAfterDays: they cost nothing. */
   fresh: number;
+  /**
+   * Tasks that failed for good in an earlier run, for the same request: not called again without --refresh,
+   * and not fresh either (they hold no data). tasks = fresh + failedBefore + calls.
+   */
+  failedBefore: number;
   /** Calls the next run makes at most (short pages end a list early). */
   calls: number;
   costPerCall: number;
@@ -38,6 +43,7 @@ export async function planReport(job: Job, dbPath: string, refresh = false): Pro
       invalidRows: 0,
       duplicates: 0,
       fresh: 0,
+      failedBefore: 0,
       calls: 0,
       costPerCall: CREDIT_GUARD_DEFAULTS.defaultCostPerCall,
       costLearned: false,
@@ -53,15 +59,16 @@ export async function planReport(job: Job, dbPath: string, refresh = false): Pro
       } else {
         report.tasks += 1;
         const known = ledger?.find(job.name, item.inputKey, item.page);
+        // The run's rules (ledger.ts): a changed request makes any task pending, so it is called whatever its state.
+        const settled = !refresh && known !== undefined && known.requestJson === JSON.stringify(item.request);
         const isFresh =
-          !refresh &&
-          known !== undefined &&
+          settled &&
           (known.status === 'done' || known.status === 'not_found') &&
           known.completedAt !== null &&
-          known.completedAt >= freshSince &&
-          known.requestJson === JSON.stringify(item.request);
+          known.completedAt >= freshSince;
         if (isFresh) report.fresh += 1;
-        else if (!(known?.status === 'failed' && known.retryable === 0 && !refresh)) report.calls += 1;
+        else if (settled && known.status === 'failed' && known.retryable !== 1) report.failedBefore += 1;
+        else report.calls += 1;
       }
     }
     const learned = calls?.learnedCost(job.operation) ?? null;
@@ -81,7 +88,7 @@ export function formatPlanReport(r: PlanReport, reserve: number): string {
   const lines = [
     `${r.job} (${r.operation})`,
     `  input: ${r.tasks} tasks, ${r.invalidRows} invalid rows, ${r.duplicates} duplicates`,
-    `  ledger: ${r.fresh} tasks still fresh; at most ${r.calls} calls to make`,
+    `  ledger: ${r.fresh} tasks still fresh${r.failedBefore > 0 ? `, ${r.failedBefore} failed earlier and not retried (use --refresh)` : ''}; at most ${r.calls} calls to make`,
     `  estimated credits: ${r.estimatedCredits} (${r.costPerCall} per call, ${r.costLearned ? 'learned from earlier calls' : 'assumed until the first calls show the cost'})`,
     `  last known balance: ${r.lastKnownBalance ?? 'unknown (no call yet)'}${r.lastKnownBalance !== null && r.lastKnownBalance - r.estimatedCredits < reserve ? `  — not enough to finish above the reserve of ${reserve}: the run will stop and defer the rest` : ''}`,
   ];

@@ -130,8 +130,10 @@ async function runLocked(
       const filter = { job: job.name, runId, freshSince: freshSince(job.refreshAfterDays), refresh: options.refresh ?? false };
       ledger.reopenDue(filter, new Date().toISOString());
       const runnable = ledger.countRunnable(filter);
+      // Once the due ones are reopened, the tasks still failed are those an earlier run failed for good.
+      const failedBefore = ledger.countsByStatus(job.name, runId).failed;
       await writer.ready;
-      logger.info('job planned', { job: job.name, tasks: plan.tasks, invalid: plan.invalid, duplicates: plan.duplicates, due: runnable });
+      logger.info('job planned', { job: job.name, tasks: plan.tasks, invalid: plan.invalid, duplicates: plan.duplicates, due: runnable, failed_before: failedBefore });
       for (const bad of plan.invalidSamples) {
         logger.info('invalid input row', { job: job.name, file: bad.file, line: bad.line, field: bad.field, reason: bad.reason });
       }
@@ -175,7 +177,7 @@ async function runLocked(
       }
       if (stop.reason) ledger.deferPending(job.name, runId, new Date().toISOString());
       const counts = ledger.countsByStatus(job.name, runId);
-      summaries.push(jobSummary(job, plan, { worked: runnable }, counts));
+      summaries.push(jobSummary(job, plan, { worked: runnable, failedBefore }, counts));
       logger.info('job finished', { job: job.name, done: counts.done, not_found: counts.not_found, failed: counts.failed, deferred: counts.deferred });
     }
   } catch (err) {

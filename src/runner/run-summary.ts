@@ -17,8 +17,13 @@ export interface JobSummary {
   planned: number;
   invalidRows: number;
   duplicates: number;
-  /** Planned tasks skipped because they were done within refreshAfterDays. */
+  /** Planned tasks skipped because they were done or not found within refreshAfterDays. */
   fresh: number;
+  /**
+   * Planned tasks skipped because they failed for good in an earlier run (not retried without --refresh).
+   * Not fresh: they hold no data. They are in `failed` too. planned = fresh + failedBefore + worked.
+   */
+  failedBefore: number;
   worked: number;
   done: number;
   notFound: number;
@@ -40,10 +45,12 @@ export interface RunSummary {
   error: { code: string; message: string } | null;
 }
 
-/** Which tasks of a job a run worked, known before its first call. */
+/** Which tasks of a job a run skipped and which it worked, known before its first call. */
 export interface JobDue {
   /** Tasks the run works on (due). */
   worked: number;
+  /** Tasks left failed from an earlier run: not due without --refresh. */
+  failedBefore: number;
 }
 
 /** The summary of one job from its plan, what was due, and the ledger's counts once it was worked. */
@@ -59,7 +66,8 @@ export function jobSummary(
     planned: plan.tasks,
     invalidRows: plan.invalid,
     duplicates: plan.duplicates,
-    fresh: plan.tasks - due.worked,
+    fresh: plan.tasks - due.worked - due.failedBefore,
+    failedBefore: due.failedBefore,
     worked: due.worked,
     done: counts.done,
     notFound: counts.not_found,
@@ -77,7 +85,10 @@ const STOP_STATUS: Record<StopReason, RunStatus> = {
   fatal: 'failed',
 };
 
-/** The run's final status: how it stopped, else whether any task of its jobs is failed. */
+/**
+ * The run's final status. Any failed task of a job counts, those failed in an earlier run and not retried
+ * included: the README's exit code 0 promises every task done or not found, so they end the run with 5.
+ */
 export function runStatus(stopReason: StopReason | null, jobs: readonly JobSummary[]): RunStatus {
   if (stopReason) return STOP_STATUS[stopReason];
   return jobs.some((s) => s.failed > 0) ? 'completed_with_failures' : 'completed';
