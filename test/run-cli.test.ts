@@ -192,6 +192,11 @@ describe('bad job files and input files: exit 2, naming file, line and field', (
     for (const r of invalid) expect(ok.stdout).toContain(`posts.csv:${r.line}`);
     // The rows after the unclosed quote still ran.
     expect(taskStatuses(ws, 'posts')).toEqual({ done: 3 });
+    // `plan` names the same rows by file and line, as the run did.
+    const plan = await runCli(['plan', 'posts.json', '--db', 'data.db'], { cwd: ws.dir, env });
+    expect(plan.code, plan.stderr).toBe(0);
+    expect(plan.stdout).toContain('input: 3 tasks, 3 invalid rows, 0 duplicates');
+    for (const r of invalid) expect(plan.stdout).toContain(`invalid: posts.csv:${r.line}`);
     expect(sandbox.requests.map((r) => r.query['url']).sort()).toEqual(
       [good[0]!, good[1]!, good[3]!].map((u) => u.replace('https://www.', 'https://')).sort(),
     );

@@ -1,5 +1,6 @@
 import type { RunSummary } from '../runner/run-jobs.ts';
 import { EXIT } from './exit-codes.ts';
+import { plural } from '../plural.ts';
 
 /** The exit code a finished run stands for (README, "Exit codes"). */
 export function exitCodeForRun(summary: RunSummary): number {
@@ -35,8 +36,8 @@ export function formatRunSummary(s: RunSummary): string {
     // Old failures are named apart: counted as fresh, they read as data that is there when it is not.
     const failedBefore = j.failedBefore > 0 ? ` (${j.failedBefore} failed earlier, not retried: use --refresh)` : '';
     lines.push(
-      `  ${j.name} (${j.operation}): ${j.planned} tasks, ${j.fresh} still fresh, ${j.done} done, ${j.notFound} not found, ` +
-        `${j.failed} failed${failedBefore}, ${j.deferred} deferred; ${j.invalidRows} invalid rows, ${j.duplicates} duplicates`,
+      `  ${j.name} (${j.operation}): ${plural(j.planned, 'task')}, ${j.fresh} still fresh, ${j.done} done, ${j.notFound} not found, ` +
+        `${j.failed} failed${failedBefore}, ${j.deferred} deferred; ${plural(j.invalidRows, 'invalid row')}, ${plural(j.duplicates, 'duplicate')}`,
     );
     for (const bad of j.invalidSamples) {
       lines.push(`    invalid: ${bad.file}:${bad.line}${bad.field ? ` (${bad.field})` : ''}: ${bad.reason}`);
@@ -47,7 +48,7 @@ export function formatRunSummary(s: RunSummary): string {
   }
   const credits =
     s.creditsRemaining === null ? 'credits: unknown (no successful call)' : `credits: ${s.creditsSpent ?? 0} spent, ${s.creditsRemaining} left`;
-  lines.push(`  ${s.calls} API calls; ${credits}`);
+  lines.push(`  ${plural(s.calls, 'API call')}; ${credits}`);
   if (s.error) {
     const hint = s.error.code === 'AUTH' ? ' — check the API token (NETINGEST_API_TOKEN or --token-file)' : '';
     lines.push(`  error: ${s.error.message} [${s.error.code}]${hint}`);

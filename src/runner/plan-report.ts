@@ -5,6 +5,7 @@ import { openDatabase } from '../db/open.ts';
 import { createLedger } from '../db/ledger.ts';
 import { createApiCallLog } from '../db/api-calls.ts';
 import { CREDIT_GUARD_DEFAULTS } from './credit-guard.ts';
+import { plural } from '../plural.ts';
 
 /** What `netingest plan` reports for a job, without calling the API or writing anything. */
 export interface PlanReport {
@@ -26,7 +27,7 @@ export interface PlanReport {
   costLearned: boolean;
   estimatedCredits: number;
   lastKnownBalance: number | null;
-  invalidSamples: Array<{ line: number; field: string | null; reason: string }>;
+  invalidSamples: Array<{ file: string; line: number; field: string | null; reason: string }>;
 }
 
 /** Reads the job's input and the ledger and says what a run would do and cost. */
@@ -55,7 +56,7 @@ export async function planReport(job: Job, dbPath: string, refresh = false): Pro
       if (item.kind === 'duplicate') report.duplicates += 1;
       else if (item.kind === 'invalid') {
         report.invalidRows += 1;
-        if (report.invalidSamples.length < 20) report.invalidSamples.push({ line: item.line, field: item.field ?? null, reason: item.reason });
+        if (report.invalidSamples.length < 20) report.invalidSamples.push({ file: job.input.csv, line: item.line, field: item.field ?? null, reason: item.reason });
       } else {
         report.tasks += 1;
         const known = ledger?.find(job.name, item.inputKey, item.page);
@@ -87,11 +88,11 @@ export async function planReport(job: Job, dbPath: string, refresh = false): Pro
 export function formatPlanReport(r: PlanReport, reserve: number): string {
   const lines = [
     `${r.job} (${r.operation})`,
-    `  input: ${r.tasks} tasks, ${r.invalidRows} invalid rows, ${r.duplicates} duplicates`,
-    `  ledger: ${r.fresh} tasks still fresh${r.failedBefore > 0 ? `, ${r.failedBefore} failed earlier and not retried (use --refresh)` : ''}; at most ${r.calls} calls to make`,
+    `  input: ${plural(r.tasks, 'task')}, ${plural(r.invalidRows, 'invalid row')}, ${plural(r.duplicates, 'duplicate')}`,
+    `  ledger: ${plural(r.fresh, 'task')} still fresh${r.failedBefore > 0 ? `, ${r.failedBefore} failed earlier and not retried (use --refresh)` : ''}; at most ${plural(r.calls, 'call')} to make`,
     `  estimated credits: ${r.estimatedCredits} (${r.costPerCall} per call, ${r.costLearned ? 'learned from earlier calls' : 'assumed until the first calls show the cost'})`,
     `  last known balance: ${r.lastKnownBalance ?? 'unknown (no call yet)'}${r.lastKnownBalance !== null && r.lastKnownBalance - r.estimatedCredits < reserve ? `  — not enough to finish above the reserve of ${reserve}: the run will stop and defer the rest` : ''}`,
   ];
-  for (const bad of r.invalidSamples) lines.push(`  invalid: line ${bad.line}${bad.field ? ` (${bad.field})` : ''}: ${bad.reason}`);
+  for (const bad of r.invalidSamples) lines.push(`  invalid: ${bad.file}:${bad.line}${bad.field ? ` (${bad.field})` : ''}: ${bad.reason}`);
   return lines.join('\n') + '\n';
 }
