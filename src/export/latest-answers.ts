@@ -1,0 +1,141 @@
+/**
+ * When each page of an input was last answered, as the task ledger records it. The link tables
+ * (`similar_companies`, `job_search_results`) are cumulative: an answer raises `last_seen_at` on the rows it
+ * lists and leaves the others alone, and an answer that lists nothing (a 404, an empty page, a page past the
+ * last one) writes no row at all. Only the ledger can tell that such an answer came after the rows the table
+ * still holds, so `enrich` reads it to keep, per page, only the rows of the page's latest answer.
+ *
+ * Every answer's rows carry the time it was received (`seenAt`), which is also the task's `completed_at` and
+ * its `api_calls.at` (and their `raw_responses.received_at`, which `reprocess` replays), so times compare
+ * exactly.
+ */
+import type BetterSqlite3 from 'better-sqlite3';
+import type { Job } from '../jobs/schema.ts';
+import { JOB_DEFAULTS } from '../jobs/defaults.ts';
+import { filterKey } from '../jobs/request-keys.ts';
+
+/**
+ * Per page (index = page - 1, pages 1..`job.pages`): no row of the page last seen before this time belongs
+ * to its latest answer (ISO-8601 UTC); null when the ledger knows of no answer to the page.
+ */
+export type AnswerFloors = Array<string | null>;
+
+interface TaskRow {
+  id: number;
+  page: number;
+  status: string;
+  requestJson: string;
+  completedAt: string | null;
+}
+
+/** The latest answer to a page: when, and whether it ended the list (a 404, or settled past the last page). */
+interface Answer {
+  at: string;
+  endsList: boolean;
+}
+
+/**
+ * Prepares the ledger lookups of `job` once; the returned function gives an input's answer floors. The tasks
+ * of every job that asks the same question count (the results they store are the same rows): same operation,
+ * input and page, and for similar-companies the same filter set and page size.
+ */
+export function answerFloorReader(sqlite: BetterSqlite3.Database, job: Job): (inputKey: string) => AnswerFloors {
+  const jobs = jobsWithOperation(sqlite, job.operation, job.name);
+  // One index probe per job name: tasks are unique on (job, input_key, page).
+  const tasks = sqlite.prepare(
+    `SELECT id, page, status, request_json AS requestJson, completed_at AS completedAt FROM tasks
+     WHERE job IN (${jobs.map(() => '?').join(', ')}) AND input_key = ? AND operation = ? AND page <= ?`,
+  );
+  // A failed call clears completed_at; the answers before it are still in api_calls (by task_id).
+  const lastAnswer = sqlite.prepare(
+    `SELECT at, status FROM api_calls WHERE task_id = ? AND status IN (200, 404) AND error_code IS NULL
+     ORDER BY at DESC LIMIT 1`,
+  );
+  const sameQuestion = sameQuestionOf(job);
+
+  const answerOf = (task: TaskRow): Answer | null => {
+    // Set when the task was last answered (done) or settled as nothing (not_found), and kept while a later
+    // run has it pending or deferred: that answer is still its latest.
+    if (task.completedAt !== null) return { at: task.completedAt, endsList: task.status === 'not_found' };
+    const call = lastAnswer.get(task.id) as { at: string; status: number } | undefined;
+    return call === undefined ? null : { at: call.at, endsList: call.status === 404 };
+  };
+
+  return (inputKey) => {
+    const latest: Array<Answer | null> = Array.from({ length: job.pages }, () => null);
+    for (const task of tasks.all(...jobs, inputKey, job.operation, job.pages) as TaskRow[]) {
+      if (!sameQuestion(task.requestJson, inputKey, task.page)) continue;
+      const answer = answerOf(task);
+      const known = latest[task.page - 1];
+      if (answer === null || (known && known.at >= answer.at)) continue;
+      latest[task.page - 1] = answer;
+    }
+    // A page whose latest answer ended the list also ends the pages after it, as of that answer: the runner
+    // settles them past the last page, but a later failed call can erase that record from their own task.
+    const floors: AnswerFloors = [];
+    let endedAt: string | null = null;
+    for (const answer of latest) {
+      floors.push(later(answer?.at ?? null, endedAt));
+      if (answer?.endsList) endedAt = later(endedAt, answer.at);
+    }
+    return floors;
+  };
+}
+
+/**
+ * Names of the jobs with tasks of `operation` (and `own`, always). Read once: a skip-scan over the job
+ * index finds each name with one probe, then one EXISTS per name checks its operation.
+ */
+function jobsWithOperation(sqlite: BetterSqlite3.Database, operation: string, own: string): string[] {
+  const names = sqlite
+    .prepare(
+      `WITH RECURSIVE names(job) AS (
+         SELECT (SELECT min(job) FROM tasks)
+         UNION ALL
+         SELECT (SELECT min(job) FROM tasks WHERE job > names.job) FROM names WHERE names.job IS NOT NULL
+       )
+       SELECT job FROM names WHERE job IS NOT NULL`,
+    )
+    .pluck()
+    .all() as string[];
+  const has = sqlite.prepare('SELECT EXISTS (SELECT 1 FROM tasks WHERE job = ? AND operation = ?)').pluck();
+  const out = names.filter((name) => name !== own && has.get(name, operation) === 1);
+  return [own, ...out];
+}
+
+/**
+ * Whether a stored task request asks what `job` asks of this input and page. similar-companies: the same
+ * filter set (by its key, so the order of members does not matter) and the same page size; the text the job
+ * plans now is the common case and is checked first. search-jobs: the input key is the hash of the query,
+ * and the page fixes `start`. post-details: one page.
+ */
+function sameQuestionOf(job: Job): (requestJson: string, inputKey: string, page: number) => boolean {
+  if (job.operation !== 'similar-companies') return () => true;
+  const { account, num } = job.request;
+  const key = filterKey(account);
+  const keys = new Map<string, string>();
+  return (requestJson, inputKey, page) => {
+    // Same members in the same order as planTasks() writes them.
+    if (requestJson === JSON.stringify({ url: inputKey, account, page, num })) return true;
+    let request: { account?: unknown; num?: unknown };
+    try {
+      request = JSON.parse(requestJson) as typeof request;
+    } catch {
+      return false;
+    }
+    if ((request.num ?? JOB_DEFAULTS.num) !== num) return false;
+    const text = JSON.stringify(request.account ?? null);
+    let other = keys.get(text);
+    if (other === undefined) {
+      other = filterKey(request.account as Parameters<typeof filterKey>[0]);
+      if (keys.size < 100) keys.set(text, other);
+    }
+    return other === key;
+  };
+}
+
+function later(a: string | null, b: string | null): string | null {
+  if (a === null) return b;
+  if (b === null) return a;
+  return a >= b ? a : b;
+}
