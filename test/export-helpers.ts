@@ -1,7 +1,11 @@
-/** Helpers shared by the export tests: a stream that keeps what is written, and output folders to inspect. */
+/**
+ * Helpers shared by the export tests: a stream that keeps what is written, output folders to inspect, and an
+ * enrich read back as objects.
+ */
 import { mkdirSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
+import { enrichJob, type EnrichOptions } from '../src/export/enrich.ts';
 
 /** A stdout-like stream that keeps everything written to it. */
 export function capture(): PassThrough & { text: () => string } {
@@ -22,4 +26,15 @@ export function freshFolder(dir: string, name: string): string {
   rmSync(folder, { recursive: true, force: true });
   mkdirSync(folder);
   return folder;
+}
+
+/** What `enrich` writes for a job, as JSON Lines parsed into one object per output row. */
+export async function enrichedRows(options: Omit<EnrichOptions, 'stream' | 'out' | 'format'>): Promise<Record<string, unknown>[]> {
+  const stream = capture();
+  await enrichJob({ ...options, stream, format: 'jsonl' });
+  return stream
+    .text()
+    .split('\n')
+    .filter((line) => line !== '')
+    .map((line) => JSON.parse(line) as Record<string, unknown>);
 }

@@ -1,12 +1,15 @@
 /**
  * The result columns `enrich` appends to each input row, per operation, and the prepared lookups that fetch
- * one input's results (bounded: the pages of one input), so the whole result set is never in memory.
+ * one input's results (bounded: the pages of one input), so the whole result set is never in memory. The
+ * results of an input are those of each page's latest answer (see latest-answers.ts).
  * docs/export.md lists every column; the names are a public contract.
  */
 import type BetterSqlite3 from 'better-sqlite3';
 import type { Job } from '../jobs/schema.ts';
 import { filterKey } from '../jobs/request-keys.ts';
 import { postIdOfUrl } from '../urls/post-id.ts';
+import { SEARCH_JOBS_PAGE_SIZE } from '../spec/types.ts';
+import { answerFloorReader } from './latest-answers.ts';
 
 /** Looks up the result rows of one input, each already in the order of `columns`. */
 export interface ResultLookup {
@@ -70,8 +73,18 @@ export const JOB_COLUMNS = [
   'job_last_seen_at',
 ] as const;
 
-// Rank is computed here (1-based, page by page): the stored rank restarts on every page.
-const SIMILAR_SQL = `
+// The link table is cumulative (rows of earlier answers stay, with their last_seen_at): only the rows of each
+// page's latest answer are read. Per page of the job's plan, the rows seen last are the latest answer that
+// listed anything (a company's `page` and `rank` are those of the latest answer that listed it, so one that
+// moved counts on its new page only); they are dropped when the ledger knows of a later answer to the page
+// (@floors, a JSON array by page: a 404, an empty page, past the last page). Rank is computed here (1-based,
+// page by page): the stored rank restarts on every page.
+export const SIMILAR_SQL = `
+  WITH latest(page, at) AS (
+    SELECT page, max(last_seen_at) FROM similar_companies
+    WHERE reference_url = @input AND filter_key = @filterKey AND page <= @pages
+    GROUP BY page
+  )
   SELECT
     s.page, s.relevancy_score, s.relevancy_grade, s.company_url, c.name, c.universal_name, c.type, c.website,
     (SELECT group_concat(value, '; ' ORDER BY position) FROM company_industries WHERE company_url = s.company_url),
@@ -82,9 +95,11 @@ const SIMILAR_SQL = `
     (SELECT city FROM company_locations WHERE company_url = s.company_url AND is_headquarter = 1 ORDER BY position LIMIT 1),
     (SELECT country FROM company_locations WHERE company_url = s.company_url AND is_headquarter = 1 ORDER BY position LIMIT 1),
     c.founded_year, c.phone, c.description, s.last_seen_at
-  FROM similar_companies s
+  FROM latest l
+  JOIN similar_companies s
+    ON s.reference_url = @input AND s.filter_key = @filterKey AND s.page = l.page AND s.last_seen_at = l.at
   LEFT JOIN companies c ON c.url = s.company_url
-  WHERE s.reference_url = ? AND s.filter_key = ?
+  WHERE l.at >= coalesce(json_extract(@floors, '$[' || (l.page - 1) || ']'), '')
   ORDER BY s.page, s.rank, s.company_url`;
 
 // One post, found by an indexed lookup: `posts` is keyed by `post_id` (its primary key); `url` (indexed too)
@@ -103,14 +118,23 @@ const postSql = (where: string) => `
 export const POST_BY_ID_SQL = postSql('p.post_id = ?');
 export const POST_BY_URL_SQL = postSql('p.url = ?');
 
-// Stored positions are offsets into the search (start + index); the output ranks them 1, 2, 3...
-const JOB_SQL = `
+// As for similar companies, only the rows of each page's latest answer. A page's rows are told by their
+// position: page p asks with start = (p - 1) * SEARCH_JOBS_PAGE_SIZE and stores start + index (the size is
+// written into the text: a bound JS number is a REAL, and the division must be an integer one). Stored
+// positions are offsets into the search; the output ranks them 1, 2, 3...
+export const JOB_SQL = `
+  WITH latest(slot, at) AS (
+    SELECT position / ${SEARCH_JOBS_PAGE_SIZE}, max(last_seen_at) FROM job_search_results
+    WHERE search_key = @input AND position < @pages * ${SEARCH_JOBS_PAGE_SIZE}
+    GROUP BY position / ${SEARCH_JOBS_PAGE_SIZE}
+  )
   SELECT
     j.url, j.title, j.company_name, j.company_link, j.location, j.posted_date, j.is_actively_hiring,
     j.employment_type, j.seniority_level, j.job_function, j.industries, j.description, r.last_seen_at
-  FROM job_search_results r
+  FROM latest l
+  JOIN job_search_results r ON r.search_key = @input AND r.position / ${SEARCH_JOBS_PAGE_SIZE} = l.slot AND r.last_seen_at = l.at
   JOIN jobs j ON j.url = r.job_url
-  WHERE r.search_key = ?
+  WHERE l.at >= coalesce(json_extract(@floors, '$[' || l.slot || ']'), '')
   ORDER BY r.position, r.job_url`;
 
 /** The result columns and lookup of `job`'s operation. */
@@ -118,11 +142,15 @@ export function resultLookup(sqlite: BetterSqlite3.Database, job: Job): ResultLo
   switch (job.operation) {
     case 'similar-companies': {
       const stmt = sqlite.prepare(SIMILAR_SQL).raw(true);
-      const key = filterKey(job.request.account);
+      const floors = answerFloorReader(sqlite, job);
+      const params = { input: '', filterKey: filterKey(job.request.account), pages: job.pages, floors: '' };
       return {
         columns: SIMILAR_COLUMNS,
-        find: (inputKey) =>
-          (stmt.all(inputKey, key) as unknown[][]).map(([page, ...rest], i) => [i + 1, page, ...rest]),
+        find: (inputKey) => {
+          params.input = inputKey;
+          params.floors = JSON.stringify(floors(inputKey));
+          return (stmt.all(params) as unknown[][]).map(([page, ...rest], i) => [i + 1, page, ...rest]);
+        },
       };
     }
     case 'post-details': {
@@ -146,9 +174,15 @@ export function resultLookup(sqlite: BetterSqlite3.Database, job: Job): ResultLo
     }
     case 'search-jobs': {
       const stmt = sqlite.prepare(JOB_SQL).raw(true);
+      const floors = answerFloorReader(sqlite, job);
+      const params = { input: '', pages: job.pages, floors: '' };
       return {
         columns: JOB_COLUMNS,
-        find: (inputKey) => (stmt.all(inputKey) as unknown[][]).map((row, i) => [i + 1, ...row]),
+        find: (inputKey) => {
+          params.input = inputKey;
+          params.floors = JSON.stringify(floors(inputKey));
+          return (stmt.all(params) as unknown[][]).map((row, i) => [i + 1, ...row]);
+        },
       };
     }
   }
