@@ -17,7 +17,8 @@ export const enrichCommand = defineCommand({
       .example('$0 enrich jobs/posts.json --out posts.csv', 'each post URL with author, text and engagement')
       .epilogue(
         'Columns: the input columns, then netingest_line, netingest_status (ok, not_found, failed, invalid_input, ' +
-          'deferred, pending), netingest_error, netingest_input_key, then similar_*, post_* or job_* result columns.',
+          'deferred, pending), netingest_error, netingest_input_key, then similar_*, post_* or job_* result columns. ' +
+          "Results are each page's latest answer: what an earlier answer listed and a later one no longer does is left out.",
       ),
   run: async (argv, io) => {
     const result = await withStopSignals(stderrNotice(io.stderr), (signal) =>
