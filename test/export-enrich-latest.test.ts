@@ -8,7 +8,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { canonicalCompanyUrl, canonicalJobUrl } from '../src/urls/canonical.ts';
 import type { Job } from '../src/jobs/schema.ts';
-import { FAST_RATE, FAST_RETRY, companyUrls, count, csv, makeWorkspace, query, run, taskStatuses, type Workspace } from './run-helpers.ts';
+import { FAST_RATE, FAST_RETRY, companyUrls, count, csv, makeWorkspace, postUrls, query, run, taskStatuses, type Workspace } from './run-helpers.ts';
 import { useSandboxes } from './sandbox-helpers.ts';
 import { enrichedRows } from './export-helpers.ts';
 
@@ -160,5 +160,21 @@ describe('enrich after a refresh that got other answers', () => {
     expect(gone.status).toBe('completed');
     const after = await enrichedRows({ db: ws.db, job: file, cwd: ws.dir });
     expect(after.map((r) => [r['netingest_status'], r['job_url']])).toEqual(Array.from({ length: 4 }, () => ['not_found', null]));
+  });
+
+  it('post-details: a post answered 404 since it was stored (deleted) is not_found, not its old text', async () => {
+    await ws.write('posts.csv', csv(['post_url'], postUrls(4).map((u) => [u])));
+    const file = await ws.job('posts', { operation: 'post-details', input: { csv: 'posts.csv', column: 'post_url' }, rate: FAST_RATE, retry: FAST_RETRY });
+    const [job] = await ws.load(file);
+    expect((await run(ws, await newSandbox({ notFoundRate: 0, tokens: { [TOKEN]: 1000 } }), TOKEN, [job!])).status).toBe('completed');
+    const before = await enrichedRows({ db: ws.db, job: file, cwd: ws.dir });
+    expect(before.map((r) => r['netingest_status'])).toEqual(['ok', 'ok', 'ok', 'ok']);
+
+    const gone = await run(ws, await newSandbox({ notFoundRate: 1, tokens: { [TOKEN]: 1000 } }), TOKEN, [job!], { refresh: true });
+    expect(gone.status).toBe('completed');
+    // The posts are still stored (nothing is deleted), but the latest answer for each is "not found".
+    expect(count(ws, 'SELECT count(*) FROM posts')).toBe(4);
+    const after = await enrichedRows({ db: ws.db, job: file, cwd: ws.dir });
+    expect(after.map((r) => [r['netingest_status'], r['post_text']])).toEqual(Array.from({ length: 4 }, () => ['not_found', null]));
   });
 });

@@ -159,12 +159,17 @@ export function resultLookup(sqlite: BetterSqlite3.Database, job: Job): ResultLo
       // not the one the URL names (the answer's PostId wins in the ingest).
       const byId = sqlite.prepare(POST_BY_ID_SQL).raw(true);
       const byUrl = sqlite.prepare(POST_BY_URL_SQL).raw(true);
+      const floors = answerFloorReader(sqlite, job);
+      const updatedAt = POST_COLUMNS.indexOf('post_last_seen_at');
       return {
         columns: POST_COLUMNS,
         find: (inputKey) => {
           const postId = postIdOfUrl(inputKey);
           let rows = postId === null ? [] : (byId.all(postId) as unknown[][]);
           if (rows.length === 0) rows = byUrl.all(inputKey) as unknown[][];
+          // A 404 for this URL after the post was last stored (deleted since): the latest answer is "nothing".
+          const floor = rows.length === 0 ? null : floors(inputKey)[0];
+          if (floor != null && (rows[0]![updatedAt] as string) < floor) rows = [];
           return rows.map((row) => {
             row[11] = listText(row[11]);
             return row;
