@@ -3,10 +3,10 @@
  * answer) in the transaction that fails its task and logs its call, and `netingest reprocess` reports it while
  * it still does not validate, and recovers it (rows written, task done, no call) once it does.
  */
-import { createServer, type Server } from 'node:http';
 import { join } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { useFakeServices } from './sandbox-helpers.ts';
 import { runJobs, type RunSummary } from '../src/runner/run-jobs.ts';
 import { reprocess } from '../src/runner/reprocess.ts';
 import { openDatabase } from '../src/db/open.ts';
@@ -20,7 +20,7 @@ import { postResponse } from './db-fixtures.ts';
 const TOKEN = 'ops-archive-token-0001';
 const POSTS = 8;
 let ws: OpsWorkspace;
-let server: Server | null = null;
+const startFake = useFakeServices();
 /** The exact body sent for each post URL asked. */
 let sent: Map<string, string>;
 
@@ -29,12 +29,7 @@ beforeEach(async () => {
   sent = new Map();
 });
 
-afterEach(async () => {
-  if (server) {
-    server.closeAllConnections();
-    await new Promise<void>((r) => server!.close(() => r()));
-    server = null;
-  }
+afterEach(() => {
   ws.cleanup();
 });
 
@@ -44,7 +39,7 @@ afterEach(async () => {
  */
 async function startDriftedService(): Promise<string> {
   let used = 0;
-  server = createServer((req, res) => {
+  return startFake((req, res) => {
     used += 1;
     const url = new URL(req.url ?? '/', 'http://x').searchParams.get('url') ?? '';
     const body = JSON.stringify({
@@ -59,8 +54,6 @@ async function startDriftedService(): Promise<string> {
     res.writeHead(200, { 'content-type': 'application/json' });
     res.end(body);
   });
-  await new Promise<void>((r) => server!.listen(0, '127.0.0.1', r));
-  return `http://127.0.0.1:${(server.address() as { port: number }).port}`;
 }
 
 async function runPosts(baseUrl: string, db: string): Promise<RunSummary> {

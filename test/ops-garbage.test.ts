@@ -8,10 +8,12 @@ import { CLIENT_DEFAULTS } from '../src/api/client.ts';
 import { EXIT } from '../src/cli/exit-codes.ts';
 import { runCli } from './soak/cli-process.ts';
 import { apiEnv, opsWorkspace, STACK_LINE, type OpsWorkspace } from './soak/ops-fixture.ts';
+import { useFakeServices } from './sandbox-helpers.ts';
 
 const TOKEN = 'ops-garbage-token-0001';
 let ws: OpsWorkspace;
 let sandbox: Sandbox | null = null;
+const startFake = useFakeServices();
 
 beforeEach(async () => {
   ws = await opsWorkspace({ posts: 8, companies: 2, retries: 1 });
@@ -84,9 +86,8 @@ describe('garbage from the API is recorded against the task and never crashes th
 
   it('bodies over the limit are refused even when the server sends no length', async () => {
     // The cases above send Content-Length (refused before reading); here a chunked 64 MiB body must be cut.
-    const { createServer } = await import('node:http');
     const sentPerRequest: number[] = [];
-    const server = createServer((_req, res) => {
+    const baseUrl = await startFake((_req, res) => {
       const i = sentPerRequest.push(0) - 1;
       const chunk = Buffer.alloc(64 * 1024, 'x');
       const pump = () => {
@@ -101,46 +102,31 @@ describe('garbage from the API is recorded against the task and never crashes th
       res.write('{"success":true,"padding":"');
       pump();
     });
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-    try {
-      const port = (server.address() as { port: number }).port;
-      const job = await loadJob(ws.postsJob, { cwd: ws.dir });
-      const summary = await runJobs({ dbPath: join(ws.dir, 'chunked.db'), jobs: [job], api: { baseUrl: `http://127.0.0.1:${port}`, token: TOKEN } });
-      expect(summary.status).toBe('completed_with_failures');
-      const tasks = tasksOf('chunked.db');
-      expect(tasks.map((t) => t.code)).toEqual(Array(8).fill('BODY_TOO_LARGE'));
-      for (const t of tasks) expect(t.error).toMatch(/body: {"success":true,"padding":"x+/);
-      // Reading stopped at the limit (plus what the socket buffers held), far from the 64 MiB on offer.
-      expect(Math.max(...sentPerRequest)).toBeLessThan(3 * CLIENT_DEFAULTS.maxBodyBytes);
-    } finally {
-      server.closeAllConnections();
-      await new Promise<void>((r) => server.close(() => r()));
-    }
+    const job = await loadJob(ws.postsJob, { cwd: ws.dir });
+    const summary = await runJobs({ dbPath: join(ws.dir, 'chunked.db'), jobs: [job], api: { baseUrl, token: TOKEN } });
+    expect(summary.status).toBe('completed_with_failures');
+    const tasks = tasksOf('chunked.db');
+    expect(tasks.map((t) => t.code)).toEqual(Array(8).fill('BODY_TOO_LARGE'));
+    for (const t of tasks) expect(t.error).toMatch(/body: {"success":true,"padding":"x+/);
+    // Reading stopped at the limit (plus what the socket buffers held), far from the 64 MiB on offer.
+    expect(Math.max(...sentPerRequest)).toBeLessThan(3 * CLIENT_DEFAULTS.maxBodyBytes);
   }, 60_000);
 
   it('a paid body of the wrong shape still counts: its credit counters reach the call log and the run\'s spend', async () => {
     // A service whose answers changed shape but still carry (and charge) the counters, one credit a call.
-    const { createServer } = await import('node:http');
     let used = 0;
-    const server = createServer((_req, res) => {
+    const baseUrl = await startFake((_req, res) => {
       used += 1;
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end(JSON.stringify({ status: 'ok', item: {}, total_credits: 100, credits_used: used, credits_remaining: 100 - used }));
     });
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-    try {
-      const port = (server.address() as { port: number }).port;
-      const job = await loadJob(ws.postsJob, { cwd: ws.dir });
-      const summary = await runJobs({ dbPath: join(ws.dir, 'shape.db'), jobs: [job], api: { baseUrl: `http://127.0.0.1:${port}`, token: TOKEN } });
-      expect(summary.jobs[0]).toMatchObject({ failed: 8 });
-      expect(summary.creditsRemaining).toBe(100 - used);
-      const calls = read<{ code: string; remaining: number | null }>('shape.db', `SELECT error_code AS code, credits_remaining AS remaining FROM api_calls ORDER BY id`);
-      expect(calls).toHaveLength(used);
-      expect(calls.every((c) => c.code === 'SCHEMA' && c.remaining !== null)).toBe(true);
-    } finally {
-      server.closeAllConnections();
-      await new Promise<void>((r) => server.close(() => r()));
-    }
+    const job = await loadJob(ws.postsJob, { cwd: ws.dir });
+    const summary = await runJobs({ dbPath: join(ws.dir, 'shape.db'), jobs: [job], api: { baseUrl, token: TOKEN } });
+    expect(summary.jobs[0]).toMatchObject({ failed: 8 });
+    expect(summary.creditsRemaining).toBe(100 - used);
+    const calls = read<{ code: string; remaining: number | null }>('shape.db', `SELECT error_code AS code, credits_remaining AS remaining FROM api_calls ORDER BY id`);
+    expect(calls).toHaveLength(used);
+    expect(calls.every((c) => c.code === 'SCHEMA' && c.remaining !== null)).toBe(true);
   }, 60_000);
 
   it('mixed with good answers through the CLI: good rows stored, garbage recorded, exit 5, no stack trace', async () => {

@@ -3,10 +3,10 @@
  * --json, the human summary and `netingest plan` count them as "failed earlier, not retried", never as fresh
  * (their data is not fresh: there is none), and the run still ends with exit 5 (items failed for good).
  */
-import { createServer, type Server } from 'node:http';
 import { join } from 'node:path';
 import { writeFileSync } from 'node:fs';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { useFakeServices } from './sandbox-helpers.ts';
 import { runJobs, type RunSummary } from '../src/runner/run-jobs.ts';
 import { planReport } from '../src/runner/plan-report.ts';
 import { loadJob } from '../src/jobs/load.ts';
@@ -18,7 +18,7 @@ import { postResponse } from './db-fixtures.ts';
 const TOKEN = 'failed-earlier-token-01';
 const POSTS = 8;
 let ws: OpsWorkspace;
-let server: Server | null = null;
+const startFake = useFakeServices();
 let calls = 0;
 
 beforeEach(async () => {
@@ -26,12 +26,7 @@ beforeEach(async () => {
   calls = 0;
 });
 
-afterEach(async () => {
-  if (server) {
-    server.closeAllConnections();
-    await new Promise<void>((r) => server!.close(() => r()));
-    server = null;
-  }
+afterEach(() => {
   ws.cleanup();
 });
 
@@ -41,7 +36,7 @@ afterEach(async () => {
  * good). One credit a call.
  */
 async function startService(): Promise<string> {
-  server = createServer((req, res) => {
+  return startFake((req, res) => {
     calls += 1;
     const counters = { total_credits: 1000, credits_used: calls, credits_remaining: 1000 - calls };
     const target = new URL(req.url ?? '/', 'http://x').searchParams.get('url') ?? '';
@@ -55,8 +50,6 @@ async function startService(): Promise<string> {
     if (index % 2 === 1) return reply(200, { status: 'ok', item: {}, ...counters });
     reply(200, { ...postResponse(), ...counters });
   });
-  await new Promise<void>((r) => server!.listen(0, '127.0.0.1', r));
-  return `http://127.0.0.1:${(server.address() as { port: number }).port}`;
 }
 
 async function runPosts(baseUrl: string, refresh = false): Promise<RunSummary> {

@@ -13,39 +13,28 @@ import { createLedger } from '../db/ledger.ts';
 import type { Operation } from '../spec/types.ts';
 import { parseJsonBody } from '../api/json-body.ts';
 
+/** A paid 200 as it travels to the writer: the task, the request it answered and the body as received. */
+interface PaidBody {
+  taskId: number;
+  operation: Operation;
+  requestKey: string;
+  request: IngestRequest;
+  /** The body exactly as received (after token redaction). */
+  body: string;
+  call: ApiCallRow;
+  attempts: number;
+  at: string;
+}
+
 /** One thing to write; `at` is the ISO time the outcome was known. */
 export type OutcomeOp =
-  | {
-      /** A 200: normalized rows, raw body, api_calls row and the task done, all or nothing. */
-      kind: 'success';
-      taskId: number;
-      operation: Operation;
-      requestKey: string;
-      request: IngestRequest;
-      /** The body exactly as received (after token redaction); it was validated before it was sent here. */
-      body: string;
-      call: ApiCallRow;
-      attempts: number;
-      at: string;
-    }
-  | {
-      /**
-       * A paid 200 of the wrong shape: the body archived as not an answer (error_code), its api_calls row and
-       * the task failed for good, all or nothing, so the body can be recovered by reprocess without a call.
-       */
-      kind: 'rejected';
-      taskId: number;
-      operation: Operation;
-      requestKey: string;
-      request: IngestRequest;
-      /** The body exactly as received (after token redaction); it did not validate. */
-      body: string;
-      call: ApiCallRow;
-      code: string;
-      message: string;
-      attempts: number;
-      at: string;
-    }
+  /** A 200 that validated: normalized rows, raw body, api_calls row and the task done, all or nothing. */
+  | ({ kind: 'success' } & PaidBody)
+  /**
+   * A paid 200 of the wrong shape: the body archived as not an answer (error_code), its api_calls row and the
+   * task failed for good, all or nothing, so the body can be recovered by reprocess without a call.
+   */
+  | ({ kind: 'rejected'; code: string; message: string } & PaidBody)
   | { kind: 'not_found'; taskId: number; call: ApiCallRow; attempts: number; note: string | null; at: string }
   | { kind: 'past_last_page'; taskId: number; lastPage: number; at: string }
   | { kind: 'attempt_failed'; call: ApiCallRow }
