@@ -1,12 +1,12 @@
 import BetterSqlite3 from 'better-sqlite3';
-import { mkdtempSync, rmSync, writeFileSync, chmodSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync, chmodSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openDatabase, toDatabaseError, type Database } from '../src/db/open.ts';
 import { DatabaseError } from '../src/db/errors.ts';
 import { NetingestError } from '../src/errors.ts';
-import { knownMigrations } from '../src/db/migration-state.ts';
+import { MIGRATIONS_FOLDER, knownMigrations } from '../src/db/migration-state.ts';
 
 let dir: string;
 const opened: Database[] = [];
@@ -161,4 +161,52 @@ describe('openDatabase', () => {
     expect((mapped as DatabaseError).code).toBe('DB_READONLY');
   });
 
+});
+
+describe('a file an older netingest wrote, opened by a read-only command', () => {
+  /** A migrations folder holding all but the last of this build's migrations: the schema an older build wrote. */
+  function olderMigrations(): string {
+    const folder = join(dir, 'older-migrations');
+    mkdirSync(join(folder, 'meta'), { recursive: true });
+    const journal = JSON.parse(readFileSync(join(MIGRATIONS_FOLDER, 'meta', '_journal.json'), 'utf8')) as { entries: Array<{ tag: string }> };
+    journal.entries.pop();
+    for (const { tag } of journal.entries) copyFileSync(join(MIGRATIONS_FOLDER, `${tag}.sql`), join(folder, `${tag}.sql`));
+    writeFileSync(join(folder, 'meta', '_journal.json'), JSON.stringify(journal));
+    return folder;
+  }
+  const columns = (d: Database) => (d.sqlite.prepare(`SELECT name FROM pragma_table_info('raw_responses')`).pluck().all() as string[]);
+
+  it('is upgraded first with upgradeOlderSchema (as status, plan, query, export and enrich open it), then read', () => {
+    const file = join(dir, 'older.db');
+    open(file, { migrationsFolder: olderMigrations() }).close();
+    expect(openError(file, { readonly: true }).code).toBe('DB_NEEDS_MIGRATION');
+
+    const ro = open(file, { readonly: true, upgradeOlderSchema: true });
+    expect(ro.sqlite.readonly).toBe(true);
+    expect(columns(ro)).toContain('error_code');
+  });
+
+  it('a blank file is still refused, and left blank', () => {
+    const blank = join(dir, 'blank.db');
+    new BetterSqlite3(blank).close();
+    expect(openError(blank, { readonly: true, upgradeOlderSchema: true }).code).toBe('DB_NEEDS_MIGRATION');
+    const check = new BetterSqlite3(blank);
+    expect(check.prepare(`SELECT count(*) FROM sqlite_master`).pluck().get()).toBe(0);
+    check.close();
+  });
+
+  it('when the upgrade cannot be written (another process holds the file), says why', () => {
+    const file = join(dir, 'busy.db');
+    open(file, { migrationsFolder: olderMigrations() }).close();
+    const holder = new BetterSqlite3(file);
+    holder.exec('BEGIN EXCLUSIVE');
+    try {
+      const err = openError(file, { readonly: true, upgradeOlderSchema: true, busyTimeoutMs: 50 });
+      expect(err.code).toBe('DB_NEEDS_MIGRATION');
+      expect(err.message).toMatch(/older netingest and must be upgraded .* upgrading it failed: .*locked by another process/);
+    } finally {
+      holder.exec('ROLLBACK');
+      holder.close();
+    }
+  });
 });

@@ -38,12 +38,21 @@ export class DatabaseTooNewError extends DatabaseError {
 
 /** Read-only open of a database that still needs migrating. */
 export class DatabaseNeedsMigrationError extends DatabaseError {
-  constructor(file: string) {
+  constructor(
+    file: string,
+    /** True when the file holds an older netingest schema (false: a blank SQLite file). */
+    readonly olderSchema = false,
+    /** Why upgrading it on the spot failed, when that was tried. */
+    upgradeFailure?: string,
+  ) {
     super(
       'DB_NEEDS_MIGRATION',
       file,
-      `database ${file} needs upgrading to this version's schema, which a read-only open cannot do; ` +
-        `run a command that writes (e.g. netingest run) or open it without read-only first`,
+      upgradeFailure === undefined
+        ? `database ${file} needs upgrading to this version's schema, which a read-only open cannot do; ` +
+            `run a command that writes (e.g. netingest run) or open it without read-only first`
+        : `database ${file} was written by an older netingest and must be upgraded to this version's schema ` +
+            `before it can be read; upgrading it failed: ${upgradeFailure}`,
     );
   }
 }

@@ -26,15 +26,36 @@ export interface OpenDatabaseOptions {
   readonly?: boolean;
   /** How long a statement waits for another process's lock before failing. Default 5000. */
   busyTimeoutMs?: number;
+  /**
+   * With `readonly`: a file an older netingest wrote is first upgraded through a short read-write connection
+   * (migrations only add), so that upgrading netingest does not lock users out of reading their data until a
+   * run. A blank file is still refused. Default false.
+   */
+  upgradeOlderSchema?: boolean;
   /** Migrations to apply; tests only. Default: the repository's migrations/ folder. */
   migrationsFolder?: string;
 }
 
-const DEFAULTS = { ...CONNECTION_DEFAULTS, migrationsFolder: MIGRATIONS_FOLDER } as const;
+const DEFAULTS = { ...CONNECTION_DEFAULTS, upgradeOlderSchema: false, migrationsFolder: MIGRATIONS_FOLDER } as const;
 
 /** Opens (creating and migrating when needed) the SQLite dataset at `file`. */
 export function openDatabase(file: string, options: OpenDatabaseOptions = {}): Database {
   const opts = { ...DEFAULTS, ...options };
+  try {
+    return openOnce(file, opts);
+  } catch (err) {
+    if (!(opts.readonly && opts.upgradeOlderSchema && err instanceof DatabaseNeedsMigrationError && err.olderSchema)) throw err;
+  }
+  // A newer build reading a file an older one wrote: upgrade it as a writing command would, then read.
+  try {
+    openOnce(file, { ...opts, readonly: false }).close();
+  } catch (err) {
+    throw new DatabaseNeedsMigrationError(file, true, err instanceof Error ? err.message : String(err));
+  }
+  return openOnce(file, opts);
+}
+
+function openOnce(file: string, opts: Required<OpenDatabaseOptions>): Database {
   const connection = openConnection(file, { readonly: opts.readonly, busyTimeoutMs: opts.busyTimeoutMs });
   const { sqlite, file: path } = connection;
   try {
@@ -70,14 +91,16 @@ function prepareSchema(
     );
   }
   if (state.pending.length === 0) return;
-  if (readonly) throw new DatabaseNeedsMigrationError(path);
+  if (readonly) throw new DatabaseNeedsMigrationError(path, state.tracked);
   try {
     migrate(drizzle(sqlite), { migrationsFolder });
   } catch (err) {
     // Two processes may migrate the same new file at once: the loser fails, and all is well if the winner
     // applied everything.
     state = readMigrationState(sqlite, known);
-    if (state.pending.length > 0 || state.unknown.length > 0) throw err;
+    // drizzle wraps SQLite's error ("Failed to run the query ..."): its cause carries the code (SQLITE_BUSY, a
+    // read-only file) that toDatabaseError turns into a message the user can act on.
+    if (state.pending.length > 0 || state.unknown.length > 0) throw sqliteCause(err);
   }
   const version = known.length === 0 ? '0' : String(known[known.length - 1]!.folderMillis);
   sqlite
@@ -86,4 +109,11 @@ function prepareSchema(
        ON CONFLICT (key) DO UPDATE SET value = excluded.value WHERE value <> excluded.value`,
     )
     .run(version);
+}
+
+/** The SQLite error behind a wrapper, or the error itself. */
+function sqliteCause(err: unknown): unknown {
+  const cause = (err as { cause?: unknown } | null)?.cause;
+  const code = (cause as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && code.startsWith('SQLITE_') ? cause : err;
 }

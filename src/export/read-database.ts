@@ -7,10 +7,13 @@ import { lockConnectionReadOnly } from './read-only-sql.ts';
 /** Files SQLite keeps next to a database; replacing one of them corrupts or loses the database too. */
 const DATABASE_SIDE_FILES = ['', '-wal', '-shm', '-journal'];
 
-/** Opens the dataset for reading only: a read-only connection with `query_only` on; never migrates. */
+/**
+ * Opens the dataset for reading only: a read-only connection with `query_only` on. A file an older netingest
+ * wrote is upgraded first (openDatabase's upgradeOlderSchema); nothing else is ever written.
+ */
 export function openForReading(file: string): Database {
   if (!existsSync(file)) throw new UsageError(`no database at ${file}: nothing has run yet (see --db)`, 'DB_NOT_FOUND');
-  const database = openDatabase(file, { readonly: true });
+  const database = openDatabase(file, { readonly: true, upgradeOlderSchema: true });
   try {
     lockConnectionReadOnly(database.sqlite);
   } catch (err) {

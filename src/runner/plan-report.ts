@@ -32,7 +32,7 @@ export interface PlanReport {
 
 /** Reads the job's input and the ledger and says what a run would do and cost. */
 export async function planReport(job: Job, dbPath: string, refresh = false): Promise<PlanReport> {
-  const database = existsSync(dbPath) ? openDatabase(dbPath, { readonly: true }) : null;
+  const database = existsSync(dbPath) ? openDatabase(dbPath, { readonly: true, upgradeOlderSchema: true }) : null;
   try {
     const ledger = database ? createLedger(database) : null;
     const calls = database ? createApiCallLog(database) : null;

@@ -22,7 +22,7 @@ export const statusCommand = defineCommand({
   run: async (argv, io) => {
     const runs = numberFlag('--runs', argv.runs, RUNS_RULE) ?? DEFAULT_RUNS;
     if (!existsSync(argv.db)) throw new UsageError(`no database at ${argv.db}: nothing has run yet (see --db)`);
-    const database = openDatabase(argv.db, { readonly: true });
+    const database = openDatabase(argv.db, { readonly: true, upgradeOlderSchema: true });
     try {
       const report = readStatus(database, runs);
       io.stdout.write(argv.json ? JSON.stringify(report, null, 2) + '\n' : formatStatus(report));
