@@ -5,6 +5,7 @@ import { openDatabase } from '../../db/open.ts';
 import { acquireRunLock } from '../../db/run-lock.ts';
 import { UsageError } from '../../errors.ts';
 import { reprocess, type ReprocessReport } from '../../runner/reprocess.ts';
+import { EXIT } from '../exit-codes.ts';
 
 /** `netingest reprocess`: rebuild the normalized tables from the archived raw responses, without API calls. */
 export const reprocessCommand = defineCommand({
@@ -29,7 +30,8 @@ export const reprocessCommand = defineCommand({
         const task = r.taskId === null ? '' : `, task ${r.taskId}`;
         io.stderr.write(`netingest: raw response ${r.id} (${r.operation} ${r.requestKey}${task}) skipped: ${r.reason}\n`);
       }
-      return 0;
+      // A body left out is data the user paid for and does not have: cron should see it like a failed item.
+      return report.invalid > 0 ? EXIT.failedItems : EXIT.ok;
     } finally {
       database.close();
     }
