@@ -149,7 +149,8 @@ describe('a paid 200 of the wrong shape', () => {
 
     // The command says the same, naming the raw response, its request and task, without a stack trace.
     const cli = await runCli(['reprocess', '--db', 'still.db'], { cwd: ws.dir });
-    expect(cli.code).toBe(EXIT.ok);
+    // Bodies left out are paid data the user does not have: exit 5, as for failed items.
+    expect(cli.code).toBe(EXIT.failedItems);
     expect(cli.stdout).toMatch(new RegExp(`${POSTS} bodies kept from wrong-shape answers still do not validate: their tasks stay failed`));
     const first = raws('still.db')[0]!;
     expect(cli.stderr).toContain(`raw response ${first.id} (post-details ${first.request_key}, task ${first.task_id}) skipped: still does not match the spec`);
@@ -172,8 +173,10 @@ describe('a paid 200 of the wrong shape', () => {
     } finally {
       rw.close();
     }
+    const statusBefore = await runCli(['status', '--db', 'fix.db', '--json'], { cwd: ws.dir });
+    expect(JSON.parse(statusBefore.stdout)).toMatchObject({ wrongShapeBodiesKept: POSTS });
     const cli = await runCli(['reprocess', '--db', 'fix.db', '--json'], { cwd: ws.dir });
-    expect(cli.code).toBe(EXIT.ok);
+    expect(cli.code).toBe(EXIT.failedItems);
     const report = JSON.parse(cli.stdout) as Record<string, unknown> & { rejected: Array<{ id: number; reason: string }> };
     expect(report).toMatchObject({ responses: POSTS, replayed: 1, invalid: POSTS - 1, stillRejected: POSTS - 1, recovered: 1, tasksRecovered: 1 });
     expect(report.rejected.find((r) => r.id === unnormalizable!.id)?.reason).toMatch(/yesterday/);
@@ -187,6 +190,10 @@ describe('a paid 200 of the wrong shape', () => {
     expect(rows.filter((r) => r.error_code === 'SCHEMA')).toHaveLength(POSTS - 1);
     expect(read<{ reactions: number }>('fix.db', 'SELECT reactions FROM posts')).toEqual([{ reactions: 1200 }]);
     expect(read<{ n: number }>('fix.db', 'SELECT count(*) AS n FROM api_calls')[0]!.n).toBe(calls);
+    // status counts the bodies still kept, and says what recovers them.
+    const status = await runCli(['status', '--db', 'fix.db'], { cwd: ws.dir });
+    expect(status.code).toBe(EXIT.ok);
+    expect(status.stdout).toContain(`Paid answers of the wrong shape kept, not used: ${POSTS - 1} (their tasks failed;`);
   }, 60_000);
 
   it('a recovered body does not settle a task whose latest outcome is a newer body', async () => {

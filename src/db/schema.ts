@@ -368,6 +368,8 @@ export const rawResponses = sqliteTable(
     index('raw_responses_operation_request_key_idx').on(t.operation, t.requestKey),
     index('raw_responses_run_id_idx').on(t.runId),
     index('raw_responses_task_id_idx').on(t.taskId),
+    // Partial: holds only the kept wrong-shape bodies, so `status` counts them without reading every body.
+    index('raw_responses_error_code_idx').on(t.errorCode).where(sql`${t.errorCode} IS NOT NULL`),
   ],
 );
 

@@ -18,10 +18,16 @@ export function readStatus(database: Database, recentRuns = 10) {
   const lock = database.sqlite
     .prepare(`SELECT pid, host, run_id AS runId, acquired_at AS acquiredAt FROM run_lock WHERE id = 1`)
     .get() as { pid: number; host: string; runId: number | null; acquiredAt: string } | undefined;
+  // Paid 200s of the wrong shape, kept apart from the answers until `reprocess` validates them after a fix.
+  const wrongShapeBodiesKept = database.sqlite
+    .prepare(`SELECT count(*) FROM raw_responses WHERE error_code IS NOT NULL`)
+    .pluck()
+    .get() as number;
   return {
     runs,
     tasksByJob: Object.fromEntries(byJob),
     creditsSpentAllRuns: spent,
+    wrongShapeBodiesKept,
     lastCounters: createApiCallLog(database).lastCounters() ?? null,
     lock: lock ?? null,
   };

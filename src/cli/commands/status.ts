@@ -51,6 +51,13 @@ function formatStatus(r: StatusReport): string {
   for (const [job, counts] of jobs) {
     lines.push(`  ${job}: ${Object.entries(counts).map(([s, n]) => `${s} ${n}`).join(', ')}`);
   }
+  if (r.wrongShapeBodiesKept > 0) {
+    lines.push(
+      '',
+      `Paid answers of the wrong shape kept, not used: ${r.wrongShapeBodiesKept} (their tasks failed; after an upgrade that ` +
+        'accepts them, `netingest reprocess` writes them without a call)',
+    );
+  }
   lines.push('', `Credits spent by all runs: ${r.creditsSpentAllRuns}`);
   lines.push(
     r.lastCounters

@@ -1,0 +1,1 @@
+CREATE INDEX `raw_responses_error_code_idx` ON `raw_responses` (`error_code`) WHERE "raw_responses"."error_code" IS NOT NULL;
