@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
@@ -169,6 +169,27 @@ describe('query runs reads', () => {
       { post_id: 'activity-2', reactions: 1234567 },
       { post_id: 'activity-3', reactions: null },
     ]);
+  });
+});
+
+describe('integers beyond 2^53', () => {
+  it('keep every digit in CSV, JSON lines and the table, where numbers would round them', async () => {
+    const sql = 'SELECT 9007199254740993 AS big, -9223372036854775808 AS min, 42 AS small, 1.5 AS real';
+    const csv = capture(false);
+    expect(await main(['query', sql, '--db', db], { stdout: csv, stderr: capture() })).toBe(0);
+    expect(parse(csv.text())).toEqual([['big', 'min', 'small', 'real'], ['9007199254740993', '-9223372036854775808', '42', '1.5']]);
+
+    const jsonl = capture(false);
+    expect(await main(['query', sql, '--db', db, '--format', 'jsonl'], { stdout: jsonl, stderr: capture() })).toBe(0);
+    expect(jsonl.text()).toBe('{"big":9007199254740993,"min":-9223372036854775808,"small":42,"real":1.5}\n');
+
+    const tty = capture(true, 100);
+    expect(await main(['query', sql, '--db', db], { stdout: tty, stderr: capture() })).toBe(0);
+    expect(tty.text().split('\n')[2]).toMatch(/^9007199254740993 \| -9223372036854775808 \| +42 \| +1\.5$/);
+
+    const out = join(dir, 'big.csv');
+    expect(await main(['export', '--sql', sql, '--db', db, '--out', out], { stdout: capture(), stderr: capture() })).toBe(0);
+    expect(parse(readFileSync(out, 'utf8'))[1]).toEqual(['9007199254740993', '-9223372036854775808', '42', '1.5']);
   });
 });
 

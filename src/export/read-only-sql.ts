@@ -34,7 +34,7 @@ export function lockConnectionReadOnly(sqlite: BetterSqlite3.Database): void {
   sqlite.pragma('query_only = ON');
 }
 
-/** Prepares `sql` in raw mode after checking that it only reads and returns rows; throws a UsageError otherwise. */
+/** Prepares `sql` in raw mode (integers as bigints) after checking that it only reads and returns rows; throws a UsageError otherwise. */
 export function prepareReadQuery(sqlite: BetterSqlite3.Database, sql: string): BetterSqlite3.Statement<unknown[], unknown[]> {
   const body = stripLeadingComments(sql);
   if (body === '') throw new BadQueryError('the SQL statement is empty');
@@ -51,7 +51,9 @@ export function prepareReadQuery(sqlite: BetterSqlite3.Database, sql: string): B
   }
   if (!stmt.readonly) throw new WriteRefusedError(`refused: this statement writes to the database (read-only; ${ALLOWED})`);
   if (!stmt.reader) throw new BadQueryError(`this statement returns no rows; ${ALLOWED}`);
-  return stmt.raw(true);
+  // A user's SQL may compute or read integers beyond 2^53, which JavaScript numbers would round: they come back
+  // as bigints, and every encoder writes a bigint's exact digits.
+  return stmt.raw(true).safeIntegers(true);
 }
 
 /** A SQLite error raised while a user's statement runs (a bad cast, an overflow) as a BadQueryError; others pass. */
