@@ -138,6 +138,45 @@ describe('credits.maxPerRun', () => {
   });
 });
 
+describe('credits spent', () => {
+  /** Credits the sandbox charged from request `from` on. */
+  const chargedSince = (sandbox: Sandbox, from: number) => sandbox.requests.slice(from).reduce((n, r) => n + r.charged, 0);
+
+  it('a run of one call on an account used before reports what that call cost, in the summary, runs and status', async () => {
+    const { sandbox, ws } = await setUp(1_000, { costs: { 'post-details': 1, 'search-jobs': 0.25 } });
+    // Earlier spending on the account (3 credits), then a new operation whose cost nothing has shown yet.
+    await run(ws, sandbox, TOKEN, await ws.load(await postsJob(ws, 3)));
+    const before = sandbox.requests.length;
+    await ws.write('searches.csv', csv(['keywords'], [['welder']]));
+    const searches = await ws.job('searches', { operation: 'search-jobs', input: { csv: 'searches.csv' }, rate: FAST_RATE, retry: FAST_RETRY });
+    // A short first page ends the list after one paid call.
+    const summary = await run(ws, sandbox, TOKEN, await ws.load(searches));
+    expect(sandbox.requests.length - before).toBe(1);
+    expect(chargedSince(sandbox, before)).toBe(0.25);
+    expect(summary.creditsSpent).toBe(0.25);
+    expect(query(ws, 'SELECT credits_spent FROM runs WHERE id = ?', summary.runId)).toEqual([{ credits_spent: 0.25 }]);
+    const status = await runCli(['status', '--db', ws.db, '--json'], { cwd: ws.dir });
+    expect(JSON.parse(status.stdout).creditsSpentAllRuns).toBe(3.25);
+  });
+
+  it('a first call of an operation whose cost earlier runs learned is counted at that cost', async () => {
+    const { sandbox, ws } = await setUp(1_000);
+    await run(ws, sandbox, TOKEN, await ws.load(await postsJob(ws, 4)));
+    const before = sandbox.requests.length;
+    // The account is used elsewhere in between (another tool, same token): the step from the last counters
+    // would count that too; the cost learned from earlier steps does not.
+    const elsewhere = await fetch(`${sandbox.url}/v1/api/post-details?url=${encodeURIComponent(postUrls(1, 500)[0]!)}`, {
+      headers: { Authorization: `Bearer ${TOKEN}` },
+    });
+    expect(elsewhere.status).toBe(200);
+    await elsewhere.text();
+    const mine = sandbox.requests.length;
+    const summary = await run(ws, sandbox, TOKEN, await ws.load(await postsJob(ws, 6, {}, 'more')));
+    expect(mine).toBe(before + 1);
+    expect(summary.creditsSpent).toBe(chargedSince(sandbox, mine));
+  });
+});
+
 describe('402 from the service', () => {
   it('a balance exhausted by another run: the first call meets 402, the run stops with every task deferred', async () => {
     const { sandbox, ws } = await setUp(8);

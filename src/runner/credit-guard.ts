@@ -18,6 +18,14 @@ export const CREDIT_GUARD_DEFAULTS = {
   costSamples: 16,
 } as const;
 
+/** What earlier runs of this dataset tell of the account, so a run's spend is right from its first call. */
+export interface CreditHistory {
+  /** Each operation's cost as learned from earlier calls (see ApiCallLog.learnedCost). */
+  costs?: Partial<Record<Operation, number>>;
+  /** credits_used as last reported to an earlier run, or null when no call was ever answered. */
+  lastCreditsUsed?: number | null;
+}
+
 /** Why the guard refused a call. */
 export type CreditStopReason = 'reserve' | 'max-per-run' | 'out-of-credits';
 
@@ -46,10 +54,12 @@ export class CreditGuard {
   /** Median of each operation's deltas, kept up to date as they arrive: costOf() runs several times per call. */
   private readonly medians = new Map<Operation, number>();
   private waiters: Array<() => void> = [];
+  private readonly lastCreditsUsed: number | null;
 
-  constructor(limits: CreditLimits, knownCosts: Partial<Record<Operation, number>> = {}) {
+  constructor(limits: CreditLimits, history: CreditHistory = {}) {
     this.limits = limits;
-    for (const [op, cost] of Object.entries(knownCosts)) {
+    this.lastCreditsUsed = history.lastCreditsUsed ?? null;
+    for (const [op, cost] of Object.entries(history.costs ?? {})) {
       if (cost && cost > 0) {
         this.deltas.set(op as Operation, [cost]);
         this.medians.set(op as Operation, cost);
@@ -81,15 +91,18 @@ export class CreditGuard {
 
   /**
    * Estimated cost of one call of an operation: the median of the observed steps of credits_used. Before a
-   * step is seen, the first call's own credits_used bounds its cost (a fresh account shows it exactly);
-   * otherwise the conservative default applies.
+   * step is seen, the first call's step from the credits_used an earlier run saw last (or from zero, on an
+   * account never used) bounds its cost: exact unless the account was used elsewhere in between. The
+   * conservative default caps it, and applies alone while nothing is known.
    */
   costOf(operation: Operation): number {
     const median = this.medians.get(operation);
     if (median !== undefined) return median;
     const fallback = CREDIT_GUARD_DEFAULTS.defaultCostPerCall;
-    if (this.firstOperation === operation && this.firstUsed !== null && this.firstUsed > 0) {
-      return Math.min(fallback, this.firstUsed);
+    if (this.firstOperation === operation && this.firstUsed !== null) {
+      const before = this.lastCreditsUsed !== null && this.lastCreditsUsed < this.firstUsed ? this.lastCreditsUsed : 0;
+      const step = this.firstUsed - before;
+      if (step > 0) return Math.min(fallback, step);
     }
     return fallback;
   }

@@ -107,7 +107,7 @@ async function runLocked(
     const op: Operation = job.operation;
     knownCosts[op] ??= callLog.learnedCost(op) ?? undefined;
   }
-  const guard = new CreditGuard({ reserve: 0, maxPerRun: null }, knownCosts);
+  const guard = new CreditGuard({ reserve: 0, maxPerRun: null }, { costs: knownCosts, lastCreditsUsed: callLog.lastCounters()?.creditsUsed ?? null });
   const concurrency = Math.max(...options.jobs.map((j) => options.overrides?.concurrency ?? j.rate.concurrency), 1);
   const client = createApiClient({
     baseUrl: options.api.baseUrl,
