@@ -113,6 +113,24 @@ describe('query refuses anything that writes', () => {
   });
 });
 
+describe('a statement that fails while it runs', () => {
+  it('writes nothing to stdout when it fails in its first rows: no lone header for a cron `> out.csv` (exit 2)', async () => {
+    const failing = [
+      "SELECT json('bad') AS j",
+      "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 3) SELECT CASE WHEN i < 3 THEN i ELSE json('bad') END AS v FROM n",
+    ];
+    for (const sql of failing) {
+      for (const format of [[], ['--format', 'csv'], ['--format', 'jsonl'], ['--format', 'table']]) {
+        const stdout = capture(false);
+        const stderr = capture();
+        expect(await main(['query', sql, '--db', db, ...format], { stdout, stderr })).toBe(2);
+        expect(stdout.text(), `${sql} ${format.join(' ')}`).toBe('');
+        expect(stderr.text()).toMatch(/SQL error: malformed JSON.*\[QUERY_INVALID\]/);
+      }
+    }
+  });
+});
+
 describe('query runs reads', () => {
   it.each([
     ['SELECT count(*) AS n FROM posts', 'n\n3\n'],

@@ -1,13 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { parse } from 'csv-parse/sync';
 import { openDatabase } from '../src/db/open.ts';
-import { capture, leftovers } from './export-helpers.ts';
+import { capture, freshFolder, leftovers } from './export-helpers.ts';
 import { exportSql, exportTable } from '../src/export/export-table.ts';
 import { exportSources, parseSince } from '../src/export/sources.ts';
 import { UsageError } from '../src/errors.ts';
@@ -299,6 +299,19 @@ describe('netingest export (CLI)', () => {
     const missing = io();
     expect(await main(['export', 'companies', '--db', join(dir, 'nope.db')], missing)).toBe(2);
     expect(missing.stderr.text()).toMatch(/no database at .*nope\.db.*\[DB_NOT_FOUND\]/);
+  });
+
+  it('--sql failing on its first row writes nothing to stdout and leaves no --out file (exit 2)', async () => {
+    const sql = "SELECT name, json('bad') AS j FROM companies";
+    for (const format of ['csv', 'jsonl']) {
+      const piped = io();
+      expect(await main(['export', '--db', db, '--format', format, '--sql', sql], piped)).toBe(2);
+      expect(piped.stdout.text(), format).toBe('');
+      expect(piped.stderr.text()).toMatch(/SQL error: malformed JSON.*\[QUERY_INVALID\]/);
+    }
+    const folder = freshFolder(dir, 'failing-sql');
+    expect(await main(['export', '--db', db, '--sql', sql, '--out', join(folder, 'out.csv')], io())).toBe(2);
+    expect(readdirSync(folder)).toEqual([]);
   });
 
   it('--list names every exportable table and view', async () => {

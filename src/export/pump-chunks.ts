@@ -18,7 +18,7 @@ export interface PumpChunksOptions {
   onProgress?: ((rows: number) => void) | undefined;
 }
 
-/** Writes the encoder's header, then chunks 0..count-1 as `readChunk` delivers them; resolves to the row count. */
+/** Writes the encoder's header (with the first rows), then chunks 0..count-1 as `readChunk` delivers them; resolves to the row count. */
 export async function pumpChunks(
   readChunk: (seq: number) => Promise<EncodedChunk>,
   chunkCount: number,
@@ -28,8 +28,13 @@ export async function pumpChunks(
 ): Promise<number> {
   const { maxChunksInFlight, signal, onProgress } = options;
   throwIfAborted(signal);
-  const header = encoder.header();
-  if (header) await untilAborted(sink.write(header), signal);
+  // Held back until the first rows are ready, as in pumpRows(): a chunk that fails leaves no lone header on a pipe.
+  let header = encoder.header();
+  const writeHeader = async () => {
+    const text = header;
+    header = '';
+    if (text) await untilAborted(sink.write(text), signal);
+  };
   const inFlight: Promise<EncodedChunk>[] = [];
   let next = 0;
   let count = 0;
@@ -41,12 +46,17 @@ export async function pumpChunks(
       inFlight.push(chunk);
     }
     const chunk = await untilAborted(inFlight.shift()!, signal);
-    if (chunk.bytes.length > 0) await untilAborted(sink.write(chunk.bytes, chunk.release), signal);
-    else chunk.release();
+    if (chunk.bytes.length > 0) {
+      await writeHeader();
+      await untilAborted(sink.write(chunk.bytes, chunk.release), signal);
+    } else {
+      chunk.release();
+    }
     count += chunk.rows;
     onProgress?.(count);
     throwIfAborted(signal);
   }
+  await writeHeader();
   const footer = encoder.footer?.(count);
   if (footer) await untilAborted(sink.write(footer), signal);
   return count;

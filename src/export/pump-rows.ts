@@ -1,7 +1,8 @@
 /**
  * The streaming loop shared by export, enrich and query: pulls rows from an iterator (sync or async) in batches,
  * encodes each batch and writes it, waiting whenever the destination pushes back. It yields to the event loop
- * regularly so that SIGINT can be seen even when the destination never pushes back.
+ * regularly so that SIGINT can be seen even when the destination never pushes back. Nothing is written before the
+ * first batch has been read: a statement that fails on its first rows leaves stdout empty, not a lone header.
  */
 import type { OutputSink } from './output-sink.ts';
 import type { RowEncoder } from './row-encoders.ts';
@@ -33,13 +34,14 @@ export async function pumpRows(
   const yieldEveryMs = options.yieldEveryMs ?? PUMP_DEFAULTS.yieldEveryMs;
   const { signal, onProgress } = options;
   throwIfAborted(signal);
-  const header = encoder.header();
-  if (header) await sink.write(header);
+  // Held back until the first batch is read: bytes on a pipe cannot be taken back if the first row fails.
+  let header = encoder.header();
   let count = 0;
   let batch: (readonly unknown[])[] = [];
   let lastYield = performance.now();
   const flush = async () => {
-    const text = encoder.encode(batch);
+    const text = header + encoder.encode(batch);
+    header = '';
     count += batch.length;
     batch = [];
     const wait = sink.write(text);
@@ -68,6 +70,7 @@ export async function pumpRows(
     }
   }
   if (batch.length > 0) await flush();
+  if (header) await sink.write(header);
   const footer = encoder.footer?.(count);
   if (footer) await sink.write(footer);
   return count;
