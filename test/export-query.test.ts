@@ -113,6 +113,24 @@ describe('query refuses anything that writes', () => {
   });
 });
 
+describe('a first word that starts no SQL statement', () => {
+  it('is invalid SQL with SQLite\'s syntax error (QUERY_INVALID), while every writing keyword stays refused', async () => {
+    for (const sql of ['SELEC 1', 'FOO bar', '  -- a comment\n selct * from posts', '(SELECT 1)']) {
+      const err = await runQuery({ db, sql, stream: capture() }).catch((e: unknown) => e);
+      expect(err, sql).toMatchObject({ code: 'QUERY_INVALID', message: expect.stringMatching(/^SQL error: near .*syntax error/) as unknown });
+    }
+    for (const sql of ['COMMIT', 'END', 'ROLLBACK', 'RELEASE s', 'REINDEX posts', 'ANALYZE', 'INSERT INTO posts DEFAULT VALUES']) {
+      await expect(runQuery({ db, sql, stream: capture() }), sql).rejects.toMatchObject({ code: 'QUERY_WRITE_REFUSED' });
+    }
+  });
+
+  it('the CLI reports it as bad SQL, not as a refused write (exit 2)', async () => {
+    const stderr = capture();
+    expect(await main(['query', 'SELEC 1', '--db', db], { stdout: capture(), stderr })).toBe(2);
+    expect(stderr.text()).toBe('netingest: SQL error: near "SELEC": syntax error [QUERY_INVALID]\n');
+  });
+});
+
 describe('a statement that fails while it runs', () => {
   it('writes nothing to stdout when it fails in its first rows: no lone header for a cron `> out.csv` (exit 2)', async () => {
     const failing = [

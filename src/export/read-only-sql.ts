@@ -8,6 +8,14 @@ import type BetterSqlite3 from 'better-sqlite3';
 import { BadQueryError, WriteRefusedError } from './errors.ts';
 
 const READING_KEYWORDS = new Set(['SELECT', 'WITH', 'VALUES', 'EXPLAIN', 'PRAGMA']);
+/**
+ * The other keywords a SQLite statement can start with: all of them write or change the connection. A first word
+ * in neither set is no statement at all (a typo such as `SELEC`): bad SQL, not a refused write.
+ */
+const WRITING_KEYWORDS = new Set([
+  'ALTER', 'ANALYZE', 'ATTACH', 'BEGIN', 'COMMIT', 'CREATE', 'DELETE', 'DETACH', 'DROP', 'END', 'INSERT', 'REINDEX',
+  'RELEASE', 'REPLACE', 'ROLLBACK', 'SAVEPOINT', 'UPDATE', 'VACUUM',
+]);
 
 /**
  * PRAGMAs that only report; those taking an argument name a table, index or schema. Each must also pass the
@@ -39,9 +47,10 @@ export function prepareReadQuery(sqlite: BetterSqlite3.Database, sql: string): B
   const body = stripLeadingComments(sql);
   if (body === '') throw new BadQueryError('the SQL statement is empty');
   const keyword = (/^[A-Za-z]+/.exec(body)?.[0] ?? body.slice(0, 20)).toUpperCase();
-  if (!READING_KEYWORDS.has(keyword)) {
+  if (WRITING_KEYWORDS.has(keyword)) {
     throw new WriteRefusedError(`refused: ${keyword} statements are not run here (read-only; ${ALLOWED})`);
   }
+  if (!READING_KEYWORDS.has(keyword)) throw unknownStatement(sqlite, sql, keyword);
   if (keyword === 'PRAGMA') checkPragma(body);
   let stmt: BetterSqlite3.Statement<unknown[], unknown[]>;
   try {
@@ -54,6 +63,19 @@ export function prepareReadQuery(sqlite: BetterSqlite3.Database, sql: string): B
   // A user's SQL may compute or read integers beyond 2^53, which JavaScript numbers would round: they come back
   // as bigints, and every encoder writes a bigint's exact digits.
   return stmt.raw(true).safeIntegers(true);
+}
+
+/**
+ * The error for a statement whose first word starts no SQL statement: SQLite's own syntax error, from a prepare
+ * that runs nothing, or "unknown statement" should SQLite accept it all the same (it is never run either way).
+ */
+function unknownStatement(sqlite: BetterSqlite3.Database, sql: string, keyword: string): BadQueryError {
+  try {
+    sqlite.prepare(sql);
+  } catch (err) {
+    return new BadQueryError(`SQL error: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+  }
+  return new BadQueryError(`unknown statement '${keyword}'; ${ALLOWED}`);
 }
 
 /** A SQLite error raised while a user's statement runs (a bad cast, an overflow) as a BadQueryError; others pass. */
