@@ -3,12 +3,31 @@ import type { Argv } from 'yargs';
 /** The default dataset, relative to the current directory. */
 export const DEFAULT_DB = 'data/netingest.db';
 
-/** `--db`, shared by every command that touches the dataset. */
-export function withDb<T>(y: Argv<T>) {
+/** What a command does when the `--db` file is missing; only `run` creates it. */
+export type DbWhenMissing = 'create' | 'refuse' | 'plan-empty';
+
+/** Options of withDb(). */
+export interface WithDbOptions {
+  /** Default 'create'. */
+  whenMissing?: DbWhenMissing;
+}
+
+export const WITH_DB_DEFAULTS = { whenMissing: 'create' } as const satisfies WithDbOptions;
+
+// The --help text must say what the command really does with a missing file: a read command refuses it (exit 2).
+const DB_DESCRIPTIONS: Record<DbWhenMissing, string> = {
+  create: 'SQLite database file (created, with its folder, when missing)',
+  refuse: 'SQLite database file; it must exist (`netingest run` creates it)',
+  'plan-empty': 'SQLite database file, read if it exists (none: planned as if nothing had run; never created)',
+};
+
+/** `--db`, shared by every command that touches the dataset; its help says what a missing file leads to. */
+export function withDb<T>(y: Argv<T>, options: WithDbOptions = {}) {
+  const whenMissing = options.whenMissing ?? WITH_DB_DEFAULTS.whenMissing;
   return y.option('db', {
     type: 'string',
     default: DEFAULT_DB,
-    describe: 'SQLite database file (its folder is created when missing)',
+    describe: DB_DESCRIPTIONS[whenMissing],
     normalize: true,
   });
 }

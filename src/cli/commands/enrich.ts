@@ -9,12 +9,12 @@ export const enrichCommand = defineCommand({
   name: 'enrich <job>',
   describe: "Write the job's input CSV enriched with its results: one row per result, or one row saying why none",
   builder: (y) =>
-    withDb(y)
+    withDb(y, { whenMissing: 'refuse' })
       .positional('job', { type: 'string', demandOption: true, normalize: true, describe: 'job file (.json or .ts)' })
       .option('out', { type: 'string', normalize: true, demandOption: true, describe: 'file to write (replaced whole at the end)' })
       .option('format', { choices: EXPORT_FORMATS, default: 'csv' as const, describe: 'csv (header row, RFC 4180) or jsonl' })
       .example('$0 enrich jobs/lookalikes.json --out lookalikes-enriched.csv', 'each reference company, one row per lookalike')
-      .example('$0 enrich jobs/posts.json --out posts.csv', 'each post URL with author, text and engagement')
+      .example('$0 enrich jobs/post-engagement.ts --out posts-enriched.csv', 'each post URL with author, text and engagement')
       .epilogue(
         'Columns: the input columns, then netingest_line, netingest_status (ok, not_found, failed, invalid_input, ' +
           'deferred, pending), netingest_error, netingest_input_key, then similar_*, post_* or job_* result columns. ' +

@@ -11,7 +11,7 @@ export const exportCommand = defineCommand({
   name: 'export [table]',
   describe: 'Export a table, a view or a read-only SELECT as CSV or JSON Lines (to --out, written atomically, or stdout)',
   builder: (y) =>
-    withDb(y)
+    withDb(y, { whenMissing: 'refuse' })
       .positional('table', { type: 'string', describe: 'table or view to export (see --list)' })
       .option('sql', { type: 'string', describe: 'export the rows of this read-only SELECT instead of a table' })
       .option('format', { choices: EXPORT_FORMATS, default: 'csv' as const, describe: 'csv (header row, RFC 4180) or jsonl' })

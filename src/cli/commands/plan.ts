@@ -8,7 +8,7 @@ export const planCommand = defineCommand({
   name: 'plan [jobs..]',
   describe: 'Show what a run would do: valid and invalid rows, duplicates, fresh tasks, calls and credits (no API calls)',
   builder: (y) =>
-    withDb(y)
+    withDb(y, { whenMissing: 'plan-empty' })
       .positional('jobs', { type: 'string', array: true, describe: 'job files (.json or .ts)' })
       .option('all', { type: 'boolean', default: false, describe: 'plan every job in jobs/' })
       .option('jobs-dir', { type: 'string', default: 'jobs', normalize: true, describe: 'folder searched by --all' })

@@ -11,7 +11,7 @@ export const queryCommand = defineCommand({
   name: 'query <sql>',
   describe: 'Run one read-only SQL statement: an aligned table on a terminal, CSV when piped',
   builder: (y) =>
-    withDb(y)
+    withDb(y, { whenMissing: 'refuse' })
       .positional('sql', { type: 'string', demandOption: true, describe: 'a SELECT (or WITH, VALUES, EXPLAIN, reporting PRAGMA)' })
       .option('format', { choices: QUERY_FORMATS, describe: 'table, csv or jsonl (default: table on a terminal, else csv)' })
       .option('max-width', { ...numberOption('widest column of the table format, in characters'), default: TABLE_DEFAULTS.maxColumnWidth })

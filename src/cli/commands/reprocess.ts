@@ -12,7 +12,7 @@ export const reprocessCommand = defineCommand({
   name: 'reprocess',
   describe: 'Rebuild companies, posts and jobs from the stored raw responses (no API calls, no credits)',
   builder: (y) =>
-    withDb(y).option('json', { type: 'boolean', default: false, describe: 'print the report as JSON' }),
+    withDb(y, { whenMissing: 'refuse' }).option('json', { type: 'boolean', default: false, describe: 'print the report as JSON' }),
   run: async (argv, io) => {
     if (!existsSync(argv.db)) throw new UsageError(`no database at ${argv.db}: nothing to reprocess (see --db)`);
     const database = openDatabase(argv.db);

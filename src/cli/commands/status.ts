@@ -16,7 +16,7 @@ export const statusCommand = defineCommand({
   name: 'status',
   describe: 'Show recent runs, tasks by status per job, credits spent and the last known balance',
   builder: (y) =>
-    withDb(y)
+    withDb(y, { whenMissing: 'refuse' })
       .option('runs', { ...numberOption('how many recent runs to list'), default: DEFAULT_RUNS })
       .option('json', { type: 'boolean', default: false, describe: 'print the status as JSON' }),
   run: async (argv, io) => {
