@@ -11,6 +11,7 @@ import { validateResponse } from '../src/api/schemas.ts';
 import { parseJsonBody } from '../src/api/json-body.ts';
 import { reprocess } from '../src/runner/reprocess.ts';
 import { reprocessCommand } from '../src/cli/commands/reprocess.ts';
+import { main } from '../src/cli/main.ts';
 import { startSandbox, type Sandbox } from '../src/sandbox/server.ts';
 import { company, job, jobsRequest, jobsResponse, postRequest, postResponse, similarRequest, similarResponse } from './db-fixtures.ts';
 
@@ -122,6 +123,19 @@ describe('reprocess', () => {
     expect(report.rejected[0]).toMatchObject({ operation: 'post-details', reason: expect.stringMatching(/no longer valid: .*engagement\.reactions/) });
     expect(report.rejected[1]).toMatchObject({ reason: expect.stringMatching(/^not JSON/) });
     expect(dataset()).toEqual(before);
+  });
+
+  it('the report counts row writes, not rows: a row stored by two responses counts twice, and says so', async () => {
+    // One post with two media rows, answered twice: 3 rows in the tables, 6 row writes by the replay.
+    store(postRequest, JSON.stringify(postResponse()), '2026-11-20T10:00:00.000Z');
+    store(postRequest, JSON.stringify(postResponse()), '2026-11-21T10:00:00.000Z');
+    const held = Object.values(dataset()).reduce((n, rows) => n + rows.length, 0);
+    expect(held).toBe(3);
+    const out = new PassThrough();
+    let stdout = '';
+    out.on('data', (c: Buffer) => (stdout += c.toString()));
+    expect(await main(['reprocess', '--db', database.file], { stdout: out, stderr: new PassThrough() })).toBe(0);
+    expect(stdout).toContain('Normalized rows: 3 deleted, then 6 row writes (inserts and updates: a row stored again counts again).');
   });
 
   it('the reprocess command rebuilds the file at --db and prints its report', async () => {

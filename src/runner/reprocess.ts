@@ -62,7 +62,10 @@ export interface ReprocessReport {
   rejected: RejectedRaw[];
   /** Normalized rows deleted before the replay. */
   rowsDeleted: number;
-  /** Normalized rows written by the replay (inserts and updates). */
+  /**
+   * Row writes by the replay, inserts and updates alike: a row that several bodies store counts once per body, so
+   * this can exceed the rows the normalized tables end with.
+   */
   rowsWritten: number;
 }
 

@@ -41,7 +41,7 @@ export const reprocessCommand = defineCommand({
 function formatReport(r: ReprocessReport): string {
   const lines = [
     `Reprocessed ${r.responses} raw responses: ${r.replayed} replayed, ${r.invalid} skipped as invalid.`,
-    `Normalized rows: ${r.rowsDeleted} deleted, ${r.rowsWritten} written.`,
+    `Normalized rows: ${r.rowsDeleted} deleted, then ${r.rowsWritten} row writes (inserts and updates: a row stored again counts again).`,
   ];
   if (r.recovered > 0) {
     lines.push(`Recovered ${r.recovered} bodies kept from wrong-shape answers: they validate now; ${r.tasksRecovered} failed tasks set done, no call made.`);
