@@ -2,7 +2,7 @@
  * The --help of every command, as a newcomer reads it: the job files its examples name exist, and `--db` says
  * what the command really does with a missing database.
  */
-import { describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -25,18 +25,25 @@ function dbHelp(text: string): string {
 }
 
 const names = commands.map((c) => c.name.split(' ')[0]!);
+/** Each command's help text, by command name. */
+const helpOf = new Map<string, string>();
+
+beforeAll(async () => {
+  // One process at a time: a dozen tsx start-ups at once take longer than a test may on a loaded 2-core machine.
+  for (const name of names) helpOf.set(name, await help(name));
+}, 180_000);
 
 describe('--help', () => {
-  it('every job file an example names exists in the repository', async () => {
-    const texts = await Promise.all(names.map(help));
+  it('every job file an example names exists in the repository', () => {
+    const texts = [...helpOf.values()];
     const named = texts.flatMap((text) => [...text.matchAll(/\bjobs\/[\w.-]+\.(?:json|ts)\b/g)].map((m) => m[0]));
     expect(named.length).toBeGreaterThan(0);
     expect(named.filter((file) => !existsSync(`${ROOT}/${file}`))).toEqual([]);
   });
 
-  it('--db: the read commands say the database must exist, run that it is created, plan that it is never created', async () => {
+  it('--db: the read commands say the database must exist, run that it is created, plan that it is never created', () => {
     const read = ['status', 'query', 'export', 'enrich', 'reprocess'];
-    const texts = await Promise.all([...read, 'run', 'plan'].map(help));
+    const texts = [...read, 'run', 'plan'].map((name) => helpOf.get(name) ?? '');
     for (const [i, command] of read.entries()) {
       expect(dbHelp(texts[i]!), command).toBe('SQLite database file; it must exist (`netingest run` creates it)');
     }
