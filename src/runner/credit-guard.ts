@@ -1,29 +1,12 @@
 import type { CreditCounters, Operation } from '../spec/types.ts';
+import { CreditMeter, type CreditHistory } from '../credits/credit-meter.ts';
 
-/** Limits of a CreditGuard; every default lives in CREDIT_GUARD_DEFAULTS. */
+/** Limits of a CreditGuard. */
 export interface CreditLimits {
   /** Credits that must stay on the account: no call is sent that could take the balance below this. */
   reserve: number;
   /** Most credits this run may spend; null for no cap. */
   maxPerRun: number | null;
-}
-
-export const CREDIT_GUARD_DEFAULTS = {
-  /**
-   * Assumed cost of a call before the counters have shown the real one. Deliberately high: guessing low
-   * could overspend the reserve with a full queue of calls in flight; guessing high only stops a little early.
-   */
-  defaultCostPerCall: 5,
-  /** Positive changes of credits_used kept per operation to estimate its cost (median). */
-  costSamples: 16,
-} as const;
-
-/** What earlier runs of this dataset tell of the account, so a run's spend is right from its first call. */
-export interface CreditHistory {
-  /** Each operation's cost as learned from earlier calls (see ApiCallLog.learnedCost). */
-  costs?: Partial<Record<Operation, number>>;
-  /** credits_used as last reported to an earlier run, or null when no call was ever answered. */
-  lastCreditsUsed?: number | null;
 }
 
 /** Why the guard refused a call. */
@@ -43,28 +26,15 @@ export interface Reservation {
  */
 export class CreditGuard {
   private limits: CreditLimits;
-  private maxUsed: number | null = null;
-  private total: number | null = null;
-  private firstUsed: number | null = null;
-  private firstOperation: Operation | null = null;
+  private readonly meter: CreditMeter;
   private reserved = 0;
   private inFlight = 0;
   private stopReason: CreditStopReason | null = null;
-  private readonly deltas = new Map<Operation, number[]>();
-  /** Median of each operation's deltas, kept up to date as they arrive: costOf() runs several times per call. */
-  private readonly medians = new Map<Operation, number>();
   private waiters: Array<() => void> = [];
-  private readonly lastCreditsUsed: number | null;
 
   constructor(limits: CreditLimits, history: CreditHistory = {}) {
     this.limits = limits;
-    this.lastCreditsUsed = history.lastCreditsUsed ?? null;
-    for (const [op, cost] of Object.entries(history.costs ?? {})) {
-      if (cost && cost > 0) {
-        this.deltas.set(op as Operation, [cost]);
-        this.medians.set(op as Operation, cost);
-      }
-    }
+    this.meter = new CreditMeter(history);
   }
 
   /** Sets the limits of the job about to run; spending is counted for the whole run. */
@@ -75,13 +45,12 @@ export class CreditGuard {
 
   /** The balance as last reported by the service, or null before any 200. */
   get balance(): number | null {
-    return this.total === null || this.maxUsed === null ? null : this.total - this.maxUsed;
+    return this.meter.balance;
   }
 
   /** Credits this run has spent so far, by the counters (the first call's cost estimated). */
   get spent(): number {
-    if (this.maxUsed === null || this.firstUsed === null || this.firstOperation === null) return 0;
-    return this.maxUsed - this.firstUsed + this.costOf(this.firstOperation);
+    return this.meter.spent;
   }
 
   /** Why the guard stopped, or null while calls may go on. */
@@ -89,22 +58,9 @@ export class CreditGuard {
     return this.stopReason;
   }
 
-  /**
-   * Estimated cost of one call of an operation: the median of the observed steps of credits_used. Before a
-   * step is seen, the first call's step from the credits_used an earlier run saw last (or from zero, on an
-   * account never used) bounds its cost: exact unless the account was used elsewhere in between. The
-   * conservative default caps it, and applies alone while nothing is known.
-   */
+  /** Estimated cost of one call of an operation (see CreditMeter.costOf). */
   costOf(operation: Operation): number {
-    const median = this.medians.get(operation);
-    if (median !== undefined) return median;
-    const fallback = CREDIT_GUARD_DEFAULTS.defaultCostPerCall;
-    if (this.firstOperation === operation && this.firstUsed !== null) {
-      const before = this.lastCreditsUsed !== null && this.lastCreditsUsed < this.firstUsed ? this.lastCreditsUsed : 0;
-      const step = this.firstUsed - before;
-      if (step > 0) return Math.min(fallback, step);
-    }
-    return fallback;
+    return this.meter.costOf(operation);
   }
 
   /**
@@ -116,7 +72,7 @@ export class CreditGuard {
   async acquire(operation: Operation): Promise<Reservation | null> {
     for (;;) {
       if (this.stopReason) return null;
-      const learning = this.balance === null || !this.deltas.has(operation);
+      const learning = this.balance === null || !this.meter.knowsCost(operation);
       if (learning && this.inFlight > 0) {
         await this.settled();
         continue;
@@ -143,36 +99,13 @@ export class CreditGuard {
   settle(reservation: Reservation, counters: CreditCounters | null): void {
     this.reserved = Math.max(0, this.reserved - reservation.cost);
     this.inFlight -= 1;
-    if (counters) this.observe(reservation.operation, counters);
+    if (counters) this.meter.observe(reservation.operation, counters);
     this.wake();
   }
 
   /** Stops the run on credits from outside, as a 402 does. */
   markOutOfCredits(): void {
     this.stop('out-of-credits');
-  }
-
-  private observe(operation: Operation, counters: CreditCounters): void {
-    const used = counters.credits_used;
-    if (this.firstUsed === null) {
-      this.firstUsed = used;
-      this.firstOperation = operation;
-    }
-    if (this.maxUsed !== null && used > this.maxUsed) {
-      const samples = this.deltas.get(operation) ?? [];
-      samples.push(used - this.maxUsed);
-      if (samples.length > CREDIT_GUARD_DEFAULTS.costSamples) samples.shift();
-      this.deltas.set(operation, samples);
-      const sorted = [...samples].sort((a, b) => a - b);
-      this.medians.set(operation, sorted[Math.floor(sorted.length / 2)]!);
-    }
-    if (this.maxUsed === null || used >= this.maxUsed) {
-      this.maxUsed = used;
-      this.total = counters.total_credits;
-    } else if (counters.total_credits !== this.total) {
-      // A top-up while the run goes on: the newest total counts even from a response billed earlier.
-      this.total = Math.max(this.total ?? 0, counters.total_credits);
-    }
   }
 
   private stop(reason: CreditStopReason): null {

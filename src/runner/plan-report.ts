@@ -4,7 +4,7 @@ import { planTasks } from '../jobs/plan-tasks.ts';
 import { openDatabase } from '../db/open.ts';
 import { createLedger } from '../db/ledger.ts';
 import { createApiCallLog } from '../db/api-calls.ts';
-import { CREDIT_GUARD_DEFAULTS } from './credit-guard.ts';
+import { CREDIT_METER_DEFAULTS } from '../credits/credit-meter.ts';
 import { plural } from '../plural.ts';
 
 /** What `netingest plan` reports for a job, without calling the API or writing anything. */
@@ -46,7 +46,7 @@ export async function planReport(job: Job, dbPath: string, refresh = false): Pro
       fresh: 0,
       failedBefore: 0,
       calls: 0,
-      costPerCall: CREDIT_GUARD_DEFAULTS.defaultCostPerCall,
+      costPerCall: CREDIT_METER_DEFAULTS.defaultCostPerCall,
       costLearned: false,
       estimatedCredits: 0,
       lastKnownBalance: calls?.lastCounters()?.creditsRemaining ?? null,

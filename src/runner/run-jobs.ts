@@ -9,6 +9,7 @@ import { createApiCallLog } from '../db/api-calls.ts';
 import type { Job } from '../jobs/schema.ts';
 import type { Operation } from '../spec/types.ts';
 import { CreditGuard } from './credit-guard.ts';
+import { roundCredits } from '../credits/credit-meter.ts';
 import { RateGate } from './rate-gate.ts';
 import { RunStop } from './run-stop.ts';
 import { ResultWriter } from './result-writer.ts';
@@ -200,7 +201,7 @@ async function runLocked(
     endedAt,
     jobs: summaries,
     calls,
-    creditsSpent: guard.balance === null ? null : round(guard.spent),
+    creditsSpent: guard.balance === null ? null : roundCredits(guard.spent),
     creditsRemaining: guard.balance,
     error,
   };
@@ -244,8 +245,4 @@ function describe(err: unknown, dbFile: string): { code: string; message: string
     code: typeof code === 'string' ? code : 'INTERNAL',
     message: mapped instanceof Error ? mapped.message : String(mapped),
   };
-}
-
-function round(n: number): number {
-  return Math.round(n * 1e6) / 1e6;
 }
