@@ -77,8 +77,75 @@ describe('SIGKILL mid-run', () => {
 
     // The killed run's books are closed by the next one; the lock it left was taken over and released.
     const runs = query<{ status: string }>(ws, 'SELECT status FROM runs ORDER BY id');
-    expect(runs.map((r) => r.status)).toEqual(['interrupted', 'completed']);
+    expect(runs.map((r) => r.status)).toEqual(['abandoned', 'completed']);
     expect(count(ws, 'SELECT count(*) FROM run_lock')).toBe(0);
+  });
+});
+
+describe('the books of a killed run', () => {
+  it('status does not call it in progress and counts its credits; the next run closes it with its real figures', async () => {
+    const TASKS = 150;
+    const { sandbox, ws, file } = await setUp([20, 60], TASKS);
+    const env = cliEnv(sandbox, TOKEN);
+    const victim = spawnCli(['run', file, '--db', ws.db], { cwd: ws.dir, env });
+    await waitFor(() => sandbox.requests.length >= 40 || victim.child.exitCode !== null, 20_000, 'calls of the first run');
+    victim.child.kill('SIGKILL');
+    expect((await victim.done).signal).toBe('SIGKILL');
+    const beforeKill = [...sandbox.requests];
+
+    // What the sandbox charged the run for, up to its last answer the run wrote: the counters can tell no
+    // more (a call cut off by the kill after that was charged but never seen).
+    const paid = query<{ path: string }>(ws, 'SELECT path FROM api_calls WHERE run_id = 1 AND status = 200');
+    const written = new Set(paid.map((c) => new URLSearchParams(c.path.slice(c.path.indexOf('?') + 1)).get('url')));
+    let last = -1;
+    beforeKill.forEach((r, i) => {
+      if (r.charged > 0 && written.has(r.query['url']!)) last = i;
+    });
+    const charged = beforeKill.slice(0, last + 1).reduce((n, r) => n + r.charged, 0);
+    const chargedBeforeKill = beforeKill.reduce((n, r) => n + r.charged, 0);
+    expect(paid.length).toBeGreaterThan(0);
+    expect(charged).toBeGreaterThanOrEqual(paid.length);
+    expect(chargedBeforeKill - charged).toBeLessThanOrEqual(CONCURRENCY);
+    const calls = count(ws, 'SELECT count(*) FROM api_calls WHERE run_id = 1');
+    const lastCallAt = count(ws, 'SELECT max(at) FROM api_calls WHERE run_id = 1') as unknown as string;
+    const doneAtKill = count(ws, `SELECT count(*) FROM tasks WHERE status = 'done' AND run_id = 1`);
+
+    const status = await runCli(['status', '--db', ws.db], { cwd: ws.dir });
+    expect(status.code, status.stderr).toBe(0);
+    expect(status.stdout).not.toMatch(/in progress/);
+    expect(status.stdout).toMatch(/Run 1 stopped without finishing \(pid \d+ on .+ is gone, .*the next run closes it as abandoned/);
+    expect(status.stdout).toMatch(new RegExp(`#1 \\S+ unfinished +jobs posts: ${doneAtKill} done, 0 not found, 0 failed, ${TASKS - doneAtKill} deferred, ${calls} calls, ${charged} credits`));
+    expect(status.stdout).toContain(`Credits spent by all runs: ${charged}\n`);
+    const report = JSON.parse((await runCli(['status', '--db', ws.db, '--json'], { cwd: ws.dir })).stdout);
+    expect(report).toMatchObject({ lock: { alive: false, runId: 1 }, unfinishedRuns: [{ id: 1 }], creditsSpentAllRuns: charged });
+    expect(report.runs[0]).toMatchObject({ id: 1, status: 'running', unfinished: true, calls, creditsSpent: charged });
+    // status only reads: the run is still marked running until a run takes the lock.
+    expect(query(ws, 'SELECT status, credits_spent AS spent FROM runs')).toEqual([{ status: 'running', spent: null }]);
+
+    const next = await runCli(['run', file, '--db', ws.db, '--json'], { cwd: ws.dir, env });
+    expect(next.code, next.stderr).toBe(0);
+    expect(next.stderr).toMatch(/closed runs whose process ended without finishing them, as abandoned.*runs=1/);
+    const [closed] = query(ws, `SELECT status, ended_at AS endedAt, calls, tasks_total AS total, tasks_done AS done,
+      tasks_not_found AS notFound, tasks_failed AS failed, tasks_deferred AS deferred, credits_spent AS spent,
+      credits_at_end AS atEnd, exit_code AS exitCode, error FROM runs WHERE id = 1`);
+    expect(closed).toEqual({
+      status: 'abandoned',
+      endedAt: lastCallAt,
+      calls,
+      total: TASKS,
+      done: doneAtKill,
+      notFound: 0,
+      failed: 0,
+      deferred: TASKS - doneAtKill,
+      spent: charged,
+      atEnd: 100_000 - charged,
+      exitCode: null,
+      error: 'the process ended without finishing the run',
+    });
+    const after = await runCli(['status', '--db', ws.db, '--json'], { cwd: ws.dir });
+    const total = count(ws, 'SELECT sum(credits_spent) FROM runs');
+    expect(JSON.parse(after.stdout)).toMatchObject({ lock: null, unfinishedRuns: [], creditsSpentAllRuns: total });
+    expect(total).toBeGreaterThan(charged);
   });
 });
 

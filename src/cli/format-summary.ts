@@ -27,6 +27,7 @@ const STATUS_TEXT: Record<RunSummary['status'], string> = {
   stopped_throttled: 'stopped: the API throttled for longer than the wait cap; the remaining tasks are deferred',
   interrupted: 'interrupted: the remaining tasks are deferred to the next run',
   failed: 'failed',
+  abandoned: 'abandoned: its process ended without finishing; a later run closed its books',
 };
 
 /** The human summary printed at the end of `netingest run`. */

@@ -23,7 +23,9 @@ export function createApiCallLog(database: Connection) {
     error_code, latency_ms, total_credits, credits_used, credits_remaining, at)
     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
   const recentUsed = database.sqlite.prepare(`SELECT credits_used FROM api_calls
-    WHERE operation = ? AND status = 200 AND credits_used IS NOT NULL ORDER BY id DESC LIMIT 200`).pluck();
+    WHERE operation = ? AND status = 200 AND credits_used IS NOT NULL AND id < ? ORDER BY id DESC LIMIT 200`).pluck();
+  const ofRun = database.sqlite.prepare(`SELECT count(*) AS calls, min(id) AS firstId, max(at) AS lastAt FROM api_calls
+    WHERE run_id = ?`);
   const lastCounters = database.sqlite.prepare(`SELECT total_credits AS totalCredits, credits_used AS creditsUsed,
     credits_remaining AS creditsRemaining, at FROM api_calls WHERE status = 200 AND credits_remaining IS NOT NULL
     ORDER BY id DESC LIMIT 1`);
@@ -33,10 +35,11 @@ export function createApiCallLog(database: Connection) {
     },
     /**
      * The cost of one call of an operation as the history of counters shows it: the median positive step of
-     * credits_used between its calls (calls in flight together make some steps double, hence the median).
+     * credits_used between its calls (calls in flight together make some steps double, hence the median);
+     * with `beforeCallId`, as it was just before that call.
      */
-    learnedCost(operation: string): number | null {
-      const used = recentUsed.all(operation) as number[];
+    learnedCost(operation: string, beforeCallId = Number.MAX_SAFE_INTEGER): number | null {
+      const used = recentUsed.all(operation, beforeCallId) as number[];
       const steps: number[] = [];
       for (let i = 0; i + 1 < used.length; i++) {
         const step = used[i]! - used[i + 1]!;
@@ -45,6 +48,10 @@ export function createApiCallLog(database: Connection) {
       if (steps.length === 0) return null;
       steps.sort((a, b) => a - b);
       return steps[Math.floor(steps.length / 2)]!;
+    },
+    /** How many calls a run made, the id of its first and the time of its last (null without calls). */
+    ofRun(runId: number) {
+      return ofRun.get(runId) as { calls: number; firstId: number | null; lastAt: string | null };
     },
     /** The last counters the service reported, or undefined before any call. */
     lastCounters() {

@@ -1,6 +1,7 @@
 import { hostname } from 'node:os';
 import { NetingestError } from '../errors.ts';
 import type { Database } from './open.ts';
+import { closeAbandonedRuns } from './abandoned-runs.ts';
 
 /** Another live process is running against this database (exit code 4). */
 export class LockedError extends NetingestError {
@@ -29,26 +30,40 @@ type Holding = Pick<LockRow, 'pid' | 'host' | 'acquiredAt'>;
 
 /** A held run lock; release() it when the run ends. */
 export interface RunLock {
+  /** Runs left marked running by dead processes, closed as abandoned when the lock was taken. */
+  readonly abandonedRuns: readonly number[];
   setRunId(runId: number): void;
   release(): void;
 }
+
+/** The lock row as `netingest status` shows it, with whether its holder is alive as far as this host can tell. */
+export type RunLockState = LockRow & { alive: boolean };
+
+const READ_LOCK = `SELECT pid, host, run_id AS runId, acquired_at AS acquiredAt, heartbeat_at AS heartbeatAt FROM run_lock WHERE id = 1`;
 
 // The locks this process holds now. A row naming our own pid is ours only if it is one of these; any other
 // was left by an earlier process that had the same pid, which is dead since we have that pid now.
 const heldHere = new Set<Holding>();
 
+/** The lock row, if any, and whether its holder is alive by the same test a run applies before taking it over. */
+export function readRunLock(database: Database, host = hostname()): RunLockState | null {
+  const held = database.sqlite.prepare(READ_LOCK).get() as LockRow | undefined;
+  return held ? { ...held, alive: isAlive(held, host) } : null;
+}
+
 /**
  * Takes the one-run-per-database lock, a row in `run_lock`. A lock held by a live process is refused with
  * who holds it; one left by a dead process is taken over: its heartbeat is stale (any host), or, on this host,
  * its pid is gone or is our own pid without being our lock. The check and the take happen in one IMMEDIATE
- * transaction, so two runs cannot both win.
+ * transaction, so two runs cannot both win; runs that dead processes left marked running are closed in it too,
+ * so no run can see them half-closed.
  */
 export function acquireRunLock(database: Database, pid = process.pid, host = hostname()): RunLock {
   const { sqlite } = database;
-  const read = sqlite.prepare(`SELECT pid, host, run_id AS runId, acquired_at AS acquiredAt, heartbeat_at AS heartbeatAt FROM run_lock WHERE id = 1`);
+  const read = sqlite.prepare(READ_LOCK);
   const write = sqlite.prepare(`INSERT OR REPLACE INTO run_lock (id, pid, host, run_id, acquired_at, heartbeat_at) VALUES (1, ?, ?, NULL, ?, ?)`);
-  const holding = sqlite
-    .transaction((): Holding => {
+  const { holding, abandonedRuns } = sqlite
+    .transaction(() => {
       const held = read.get() as LockRow | undefined;
       if (held && isAlive(held, host)) {
         throw new LockedError(
@@ -57,7 +72,8 @@ export function acquireRunLock(database: Database, pid = process.pid, host = hos
       }
       const now = new Date().toISOString();
       write.run(pid, host, now, now);
-      return { pid, host, acquiredAt: now };
+      const holding: Holding = { pid, host, acquiredAt: now };
+      return { holding, abandonedRuns: closeAbandonedRuns(database) };
     })
     .immediate();
   heldHere.add(holding);
@@ -76,6 +92,7 @@ export function acquireRunLock(database: Database, pid = process.pid, host = hos
   }, RUN_LOCK_DEFAULTS.heartbeatMs);
   timer.unref();
   return {
+    abandonedRuns,
     setRunId(runId) {
       sqlite.prepare(`UPDATE run_lock SET run_id = ? WHERE ${mine}`).run(runId, ...key);
     },

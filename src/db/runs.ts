@@ -1,14 +1,8 @@
 import type { Database } from './open.ts';
+import type { RunStatus } from './schema.ts';
 
-/** Final state of a run, as `runs.status` records it. */
-export type RunStatus =
-  | 'running'
-  | 'completed'
-  | 'completed_with_failures'
-  | 'stopped_credits'
-  | 'stopped_throttled'
-  | 'interrupted'
-  | 'failed';
+/** State of a run, as `runs.status` records it. */
+export type { RunStatus } from './schema.ts';
 
 /** The figures written when a run ends. */
 export interface RunEnd {
@@ -36,9 +30,6 @@ export function createRunLog(database: Database) {
     credits_at_end = @creditsAtEnd, credits_spent = @creditsSpent, tasks_total = @tasksTotal, tasks_done = @tasksDone,
     tasks_not_found = @tasksNotFound, tasks_failed = @tasksFailed, tasks_deferred = @tasksDeferred,
     invalid_rows = @invalidRows, calls = @calls, exit_code = @exitCode, error = @error WHERE id = @id`);
-  // A run whose process died never wrote its end: it shows as interrupted once nobody holds the lock.
-  const orphaned = sqlite.prepare(`UPDATE runs SET status = 'interrupted', ended_at = ?, error = 'process ended without finishing the run'
-    WHERE status = 'running' AND id <> ?`);
   const recent = sqlite.prepare(`SELECT id, jobs, started_at AS startedAt, ended_at AS endedAt, status, credits_spent AS creditsSpent,
     credits_at_end AS creditsAtEnd, tasks_total AS tasksTotal, tasks_done AS tasksDone, tasks_not_found AS tasksNotFound,
     tasks_failed AS tasksFailed, tasks_deferred AS tasksDeferred, invalid_rows AS invalidRows, calls, exit_code AS exitCode, error
@@ -48,12 +39,9 @@ export function createRunLog(database: Database) {
     start(jobs: string[], at: string, pid: number, host: string): number {
       return Number(start.run(JSON.stringify(jobs), at, pid, host).lastInsertRowid);
     },
+    /** Writes the end of a run: its final status and figures. */
     end(id: number, fields: RunEnd): void {
       end.run({ id, ...fields });
-    },
-    /** Closes the books of runs whose process died; call it while holding the run lock. */
-    closeOrphans(currentRunId: number, at: string): number {
-      return orphaned.run(at, currentRunId).changes;
     },
     recent(limit: number) {
       return recent.all(limit) as Array<{

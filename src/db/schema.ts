@@ -250,6 +250,8 @@ export const RUN_STATUSES = [
   'stopped_throttled',
   'interrupted',
   'failed',
+  // Its process died (SIGKILL, a crash, a second SIGINT) before it wrote its end; closed by a later run.
+  'abandoned',
 ] as const;
 export type RunStatus = (typeof RUN_STATUSES)[number];
 

@@ -95,8 +95,10 @@ async function runLocked(
   const callLog = createApiCallLog(database);
   const runId = runs.start(options.jobs.map((j) => j.name), startedAt, process.pid, hostname());
   lock.setRunId(runId);
-  runs.closeOrphans(runId, startedAt);
   logger.info('run started', { run: runId, jobs: options.jobs.map((j) => j.name).join(','), db: database.file });
+  if (lock.abandonedRuns.length > 0) {
+    logger.warn('closed runs whose process ended without finishing them, as abandoned', { runs: lock.abandonedRuns.join(',') });
+  }
 
   const stop = new RunStop();
   const onAbort = () => stop.stop('interrupted');
@@ -192,7 +194,7 @@ async function runLocked(
   // Jobs never reached because the run stopped keep their pending tasks for the next run.
   const status = runStatus(stop.reason, summaries);
   const endedAt = new Date().toISOString();
-  const calls = database.sqlite.prepare('SELECT count(*) FROM api_calls WHERE run_id = ?').pluck().get(runId) as number;
+  const { calls } = callLog.ofRun(runId);
   const error = stop.error ? describe(stop.error, database.file) : null;
   const summary: RunSummary = {
     runId,

@@ -35,12 +35,19 @@ export const statusCommand = defineCommand({
 
 function formatStatus(r: StatusReport): string {
   const lines: string[] = [];
-  if (r.lock) lines.push(`A run is in progress: run ${r.lock.runId ?? '?'} (pid ${r.lock.pid} on ${r.lock.host}, since ${r.lock.acquiredAt})`, '');
+  if (r.lock?.alive) lines.push(`A run is in progress: run ${r.lock.runId ?? '?'} (pid ${r.lock.pid} on ${r.lock.host}, since ${r.lock.acquiredAt})`, '');
+  for (const run of r.unfinishedRuns) {
+    lines.push(
+      `Run ${run.id} stopped without finishing (pid ${run.pid ?? '?'} on ${run.host ?? '?'} is gone, started ${run.startedAt}): ` +
+        'the next run closes it as abandoned; its figures below are what the database holds for it',
+    );
+  }
+  if (r.unfinishedRuns.length > 0) lines.push('');
   lines.push('Recent runs:');
   if (r.runs.length === 0) lines.push('  none');
   for (const run of r.runs) {
     lines.push(
-      `  #${run.id} ${run.startedAt} ${run.status.padEnd(23)} jobs ${JSON.parse(run.jobs).join(',')}: ${run.tasksDone} done, ` +
+      `  #${run.id} ${run.startedAt} ${(run.unfinished ? 'unfinished' : run.status).padEnd(23)} jobs ${JSON.parse(run.jobs).join(',')}: ${run.tasksDone} done, ` +
         `${run.tasksNotFound} not found, ${run.tasksFailed} failed, ${run.tasksDeferred} deferred, ${run.calls} calls, ` +
         `${run.creditsSpent ?? 0} credits${run.error ? `; ${run.error}` : ''}`,
     );
