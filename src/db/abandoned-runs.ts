@@ -35,7 +35,7 @@ export function unfinishedRuns(database: Database): UnfinishedRun[] {
 /**
  * A run's figures from what it committed: its calls, the tasks it planned by status, its invalid rows, and
  * its credits replayed through the CreditMeter from the counters of its paid answers, in the order they
- * were written, starting from the costs earlier runs had taught (as the run itself started). It ends at its
+ * were written, starting from the costs and counters earlier runs had seen (as the run itself started). It ends at its
  * last call, or at its start if it made none. Only reads.
  */
 export function measureUnfinishedRun(database: Database, run: UnfinishedRun): UnfinishedRunFigures {
@@ -49,7 +49,8 @@ export function measureUnfinishedRun(database: Database, run: UnfinishedRun): Un
     .all(run.id) as Operation[];
   const knownCosts: Partial<Record<Operation, number>> = {};
   for (const op of paidOps) knownCosts[op] = callLog.learnedCost(op, firstId ?? undefined) ?? undefined;
-  const meter = new CreditMeter(knownCosts);
+  const lastCreditsUsed = firstId === null ? null : (callLog.lastCounters(firstId)?.creditsUsed ?? null);
+  const meter = new CreditMeter({ costs: knownCosts, lastCreditsUsed });
   const paid = sqlite.prepare(`SELECT operation, total_credits, credits_used, credits_remaining FROM api_calls
     WHERE run_id = ? AND credits_used IS NOT NULL AND total_credits IS NOT NULL ORDER BY id`);
   for (const row of paid.iterate(run.id) as Iterable<{ operation: Operation; total_credits: number; credits_used: number; credits_remaining: number }>) {

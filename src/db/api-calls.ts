@@ -28,7 +28,7 @@ export function createApiCallLog(database: Connection) {
     WHERE run_id = ?`);
   const lastCounters = database.sqlite.prepare(`SELECT total_credits AS totalCredits, credits_used AS creditsUsed,
     credits_remaining AS creditsRemaining, at FROM api_calls WHERE status = 200 AND credits_remaining IS NOT NULL
-    ORDER BY id DESC LIMIT 1`);
+    AND id < ? ORDER BY id DESC LIMIT 1`);
   return {
     insert(r: ApiCallRow): void {
       insert.run(r.runId, r.taskId, r.operation, r.method, r.path, r.status, r.errorCode, r.latencyMs, r.totalCredits, r.creditsUsed, r.creditsRemaining, r.at);
@@ -53,9 +53,9 @@ export function createApiCallLog(database: Connection) {
     ofRun(runId: number) {
       return ofRun.get(runId) as { calls: number; firstId: number | null; lastAt: string | null };
     },
-    /** The last counters the service reported, or undefined before any call. */
-    lastCounters() {
-      return lastCounters.get() as
+    /** The last counters the service reported (before the call `beforeCallId`, if given), or undefined before any call. */
+    lastCounters(beforeCallId = Number.MAX_SAFE_INTEGER) {
+      return lastCounters.get(beforeCallId) as
         | { totalCredits: number; creditsUsed: number; creditsRemaining: number; at: string }
         | undefined;
     },
