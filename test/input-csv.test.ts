@@ -109,6 +109,34 @@ describe('readCsv', () => {
     expect(items.filter(isCsvError)).toHaveLength(3);
   });
 
+  it('names the span of a record a stray quote stretched over several lines, and says those lines were not rows', async () => {
+    const rows = [
+      'company_url,n',
+      'network.com/company/a,1',
+      '"network.com/company/globex,omar', // 3: a stray quote, closed by the one on line 5
+      'network.com/company/c,3',
+      'network.com/company/d,"4',
+      'network.com/company/e,5', // 6
+      '"network.com/company/f,6', // 7: closed on line 8
+      'x",y,z', // 8: one field too many
+      'network.com/company/g,7', // 9
+    ];
+    const span = (from: number, to: number, found: number, notRows: string) =>
+      `lines ${from}-${to} were read as one record (a quoted field seems unclosed there): ` +
+      `expected 2 fields as in the header row, found ${found}; ${notRows} not read as rows of their own`;
+    const expected = [
+      { line: 2, record: { company_url: 'network.com/company/a', n: '1' } },
+      { line: 3, lastLine: 5, error: span(3, 5, 1, 'lines 4-5 were') },
+      { line: 6, record: { company_url: 'network.com/company/e', n: '5' } },
+      { line: 7, lastLine: 8, error: span(7, 8, 3, 'line 8 was') },
+      { line: 9, record: { company_url: 'network.com/company/g', n: '7' } },
+    ];
+    for (const eol of ['\n', '\r\n']) {
+      const path = await csvFile(rows.join(eol) + eol);
+      for (const readChunkBytes of [1, 2, 3, 7, 64 * 1024]) expect(await collect(path, { readChunkBytes })).toEqual(expected);
+    }
+  });
+
   it('keeps stray quotes inside unquoted fields as text', async () => {
     const items = await collect(await csvFile('url,name\nab"c,"x"y\n'));
     expect(items).toEqual([{ line: 2, record: { url: 'ab"c', name: '"x"y' } }]);

@@ -7,9 +7,12 @@ export class LineCursor {
   /** Line on which the next unconsumed character sits. */
   private next: number;
   private afterCR = false;
+  /** Line of the last character of the record consumed last (its own final line break not counted). */
+  lastLine: number;
 
   constructor(firstLine = 1) {
     this.next = firstLine;
+    this.lastLine = firstLine;
   }
 
   /** Consumes one record's raw text and returns the line of its first character (blank lines before it skipped). */
@@ -27,7 +30,10 @@ export class LineCursor {
         this.afterCR = true;
       } else break;
     }
-    if (i === n) return this.next;
+    if (i === n) {
+      this.lastLine = this.next;
+      return this.next;
+    }
     const start = this.next;
     // The rest holds the record's own line breaks (usually just the final one): counted with native scans.
     let breaks = 0;
@@ -36,7 +42,10 @@ export class LineCursor {
       if (raw.charCodeAt(k - 1) !== 13) breaks++;
     }
     this.next += breaks;
-    this.afterCR = raw.charCodeAt(n - 1) === 13;
+    const last = raw.charCodeAt(n - 1);
+    this.afterCR = last === 13;
+    // The record's terminating break, when it has one, ends its last line rather than starting another.
+    this.lastLine = last === 10 || last === 13 ? this.next - 1 : this.next;
     return start;
   }
 }

@@ -15,6 +15,8 @@ export interface CsvRecordItem {
 /** A malformed row (wrong number of fields, unclosed quote): not fatal, the caller records it and goes on. */
 export interface CsvErrorItem {
   line: number;
+  /** Last line of the record, when it spans several lines (the lines after `line` were not read as rows). */
+  lastLine?: number;
   error: string;
 }
 
@@ -71,7 +73,7 @@ export async function* readCsv(path: string, options: ReadCsvOptions = {}): Asyn
           const skip = skips[nextSkip++]!;
           const line = cursor.advance(skip.raw);
           if (skip.unclosedQuote) unclosed = { line, raw: skip.raw };
-          else yield { line, error: skip.message };
+          else yield malformed(line, cursor.lastLine, skip.message);
         }
         records += 1;
         const line = cursor.advance(row.raw);
@@ -79,7 +81,7 @@ export async function* readCsv(path: string, options: ReadCsvOptions = {}): Asyn
           skipHeader = false;
           continue;
         }
-        const item = toItem(line, row.record, header.columns);
+        const item = toItem(line, cursor.lastLine, row.record, header.columns);
         if (item) yield item;
       }
     } catch (err) {
@@ -92,7 +94,7 @@ export async function* readCsv(path: string, options: ReadCsvOptions = {}): Asyn
       const skip = skips[nextSkip++]!;
       const line = cursor.advance(skip.raw);
       if (skip.unclosedQuote) unclosed = { line, raw: skip.raw };
-      else yield { line, error: skip.message };
+      else yield malformed(line, cursor.lastLine, skip.message);
     }
     segment = undefined;
     if (unclosed) {
@@ -151,7 +153,7 @@ function openSegment(segment: Segment, header: CsvHeader): { rows: Readable & As
 }
 
 /** Maps a parsed row onto the header; undefined for a blank row (only whitespace and delimiters). */
-function toItem(line: number, fields: string[], columns: string[]): CsvItem | undefined {
+function toItem(line: number, lastLine: number, fields: string[], columns: string[]): CsvItem | undefined {
   let blank = true;
   for (let i = 0; i < fields.length; i++) {
     if (fields[i]!.trim() !== '') {
@@ -161,12 +163,12 @@ function toItem(line: number, fields: string[], columns: string[]): CsvItem | un
   }
   if (blank) return undefined;
   if (fields.length < columns.length) {
-    return { line, error: `expected ${columns.length} fields as in the header row, found ${fields.length}` };
+    return malformed(line, lastLine, `expected ${columns.length} fields as in the header row, found ${fields.length}`);
   }
   // Trailing empty fields (a delimiter at the end of the row) are harmless; anything else is a shifted row.
   for (let i = columns.length; i < fields.length; i++) {
     if (fields[i]!.trim() !== '') {
-      return { line, error: `expected ${columns.length} fields as in the header row, found ${fields.length}` };
+      return malformed(line, lastLine, `expected ${columns.length} fields as in the header row, found ${fields.length}`);
     }
   }
   const record: Record<string, string> = Object.create(null) as Record<string, string>;
@@ -175,6 +177,21 @@ function toItem(line: number, fields: string[], columns: string[]): CsvItem | un
     if (name !== '') record[name] = fields[i]!;
   }
   return { line, record };
+}
+
+/**
+ * A malformed record. One that spans several lines holds a line break inside quotes: most likely a stray quote
+ * that swallowed the lines after it (until another quote closed it), so the message names the span and says
+ * that those lines were not read as rows; otherwise they would vanish without a trace.
+ */
+function malformed(line: number, lastLine: number, message: string): CsvErrorItem {
+  if (lastLine <= line) return { line, error: message };
+  const swallowed = lastLine === line + 1 ? `line ${lastLine} was` : `lines ${line + 1}-${lastLine} were`;
+  return {
+    line,
+    lastLine,
+    error: `lines ${line}-${lastLine} were read as one record (a quoted field seems unclosed there): ${message}; ${swallowed} not read as rows of their own`,
+  };
 }
 
 /** The text after the first line of `raw` (leading blank lines skipped). */

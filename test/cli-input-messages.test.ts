@@ -1,0 +1,46 @@
+/**
+ * Messages about bad input as the user sees them from the command line (a real child process): what `plan` and
+ * `run` print, the exit code, and what the database records.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { startSandbox, type Sandbox } from '../src/sandbox/server.ts';
+import { FAST_RATE, FAST_RETRY, cliEnv, makeWorkspace, postUrls, query, runCli, type Workspace } from './run-helpers.ts';
+
+const TOKEN = 'input-msgs-token-5b1d';
+const cleanups: Array<() => Promise<void>> = [];
+
+afterEach(async () => {
+  while (cleanups.length > 0) await cleanups.pop()!();
+});
+
+async function setUp(): Promise<{ sandbox: Sandbox; ws: Workspace }> {
+  const sandbox = await startSandbox({ port: 0, tokens: { [TOKEN]: 10_000 }, notFoundRate: 0 });
+  const ws = await makeWorkspace();
+  cleanups.push(() => sandbox.stop(), () => ws.cleanup());
+  return { sandbox, ws };
+}
+
+describe('a stray quote that swallows the lines after it', () => {
+  it('plan and run name the span and say those lines were not read as rows; invalid_inputs records it', async () => {
+    const { sandbox, ws } = await setUp();
+    const urls = postUrls(5);
+    await ws.write(
+      'posts.csv',
+      ['post_url,n', `${urls[0]},1`, `"${urls[1]},omar`, `${urls[2]},3`, `${urls[3]},"4`, `${urls[4]},5`].join('\n') + '\n',
+    );
+    const job = await ws.job('posts', { operation: 'post-details', input: { csv: 'posts.csv', column: 'post_url' }, rate: FAST_RATE, retry: FAST_RETRY });
+    const env = cliEnv(sandbox, TOKEN);
+    const span = /posts\.csv:3: malformed CSV row: lines 3-5 were read as one record \(a quoted field seems unclosed there\): .*; lines 4-5 were not read as rows of their own/;
+
+    const plan = await runCli(['plan', job, '--db', ws.db], { cwd: ws.dir, env });
+    expect(plan.code, plan.stderr).toBe(0);
+    expect(plan.stdout).toContain('input: 2 tasks, 1 invalid row, 0 duplicates');
+    expect(plan.stdout).toMatch(span);
+
+    const run = await runCli(['run', job, '--db', ws.db], { cwd: ws.dir, env });
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stdout).toMatch(span);
+    const invalid = query<{ line: number; field: string | null; reason: string }>(ws, 'SELECT line, field, reason FROM invalid_inputs');
+    expect(invalid).toEqual([{ line: 3, field: null, reason: expect.stringMatching(/^malformed CSV row: lines 3-5 .*lines 4-5 were not read as rows/) }]);
+  });
+});
