@@ -44,3 +44,18 @@ describe('a stray quote that swallows the lines after it', () => {
     expect(invalid).toEqual([{ line: 3, field: null, reason: expect.stringMatching(/^malformed CSV row: lines 3-5 .*lines 4-5 were not read as rows/) }]);
   });
 });
+
+describe('a job file that is not valid JSON', () => {
+  it('plan and run exit 2 with file:line:column, even where Node gives no position, and no stack trace', async () => {
+    const ws = await makeWorkspace();
+    cleanups.push(() => ws.cleanup());
+    await ws.write('x.csv', 'keywords\nnurse\n');
+    const text = ['{', '  "operation": "search-jobs",', '  "input": { "csv": "x.csv" },', '  "request": {', '    "location": [', '      "germany",', '      "france",]', '  }', '}', ''];
+    await ws.write('x.json', text.join('\n'));
+    for (const command of ['plan', 'run']) {
+      const r = await runCli([command, 'x.json', '--db', ws.db], { cwd: ws.dir, env: { NETINGEST_API_URL: 'http://127.0.0.1:9', NETINGEST_API_TOKEN: 'unused-token' } });
+      expect(r.code, r.stderr).toBe(2);
+      expect(r.stderr).toBe("netingest: x.json:7:16: invalid JSON: Unexpected token ']' [JOB_INVALID]\n");
+    }
+  });
+});

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadAllJobs, loadJob, assertUniqueNames } from '../src/jobs/load.ts';
 import { JobFileError } from '../src/jobs/job-error.ts';
+import { jsonErrorOffset } from '../src/jobs/json-syntax-error.ts';
 
 const repoRoot = fileURLToPath(new URL('..', import.meta.url));
 const definePath = fileURLToPath(new URL('../src/jobs/define.ts', import.meta.url));
@@ -83,16 +84,35 @@ describe('loadJob', () => {
     expect(err.message).toBe(`${dir}/nodefault.ts: has no default export: write \`export default defineJob({ ... })\``);
   });
 
-  it('points at the line and column of a JSON syntax error', async () => {
+  it('points at the line and column of a JSON syntax error, as file:line:column', async () => {
     const dir = await jobDir({ 'syntax.json': '{\n  "operation": "post-details",\n  "pages": 1,\n}\n' });
     const err = await loadError(`${dir}/syntax.json`);
-    expect(err.message).toBe(`${dir}/syntax.json: invalid JSON: Expected double-quoted property name at line 4, column 1`);
+    expect(err.message).toBe(`${dir}/syntax.json:4:1: invalid JSON: Expected double-quoted property name`);
+    expect(err.issues).toEqual([{ field: '', message: 'invalid JSON: Expected double-quoted property name', line: 4, column: 1 }]);
   });
 
-  it('reports a truncated JSON file at its end', async () => {
-    const dir = await jobDir({ 'cut.json': '{\n  "operation": "post-details"' });
-    const err = await loadError(`${dir}/cut.json`);
-    expect(err.message).toBe(`${dir}/cut.json: invalid JSON: Expected ',' or '}' after property value at line 2, column 30`);
+  it('finds the position of a JSON error whose engine message has none (Node 20: "Unexpected token")', async () => {
+    const text = [
+      '{',
+      '  "operation": "search-jobs",',
+      '  "input": { "csv": "data/x.csv" },',
+      '  "request": {',
+      '    "location": [',
+      '      "germany",',
+      '      "france",]',
+      '  }',
+      '}',
+      '',
+    ].join('\n');
+    const dir = await jobDir({ 'comma.json': text, 'literal.json': '{\r\n  "operation": "post-details",\r\n  "pages": tru\r\n}\r\n' });
+    expect((await loadError(`${dir}/comma.json`)).message).toBe(`${dir}/comma.json:7:16: invalid JSON: Unexpected token ']'`);
+    expect((await loadError(`${dir}/literal.json`)).message).toBe(`${dir}/literal.json:3:15: invalid JSON: Unexpected token '\\r'`);
+  });
+
+  it('reports a truncated JSON file just past its last character, not on a trailing blank line', async () => {
+    const dir = await jobDir({ 'cut.json': '{\n  "operation": "post-details"', 'cut-nl.json': '{\n  "operation": [1, 2\n\n' });
+    expect((await loadError(`${dir}/cut.json`)).message).toBe(`${dir}/cut.json:2:30: invalid JSON: Expected ',' or '}' after property value`);
+    expect((await loadError(`${dir}/cut-nl.json`)).message).toBe(`${dir}/cut-nl.json:2:21: invalid JSON: Expected ',' or ']' after array element`);
   });
 
   it('names field errors of a .json job', async () => {
@@ -140,7 +160,7 @@ describe('loadAllJobs', () => {
     const err = (await loadAllJobs(dir, { cwd: root }).catch((e: unknown) => e)) as JobFileError;
     expect(err).toBeInstanceOf(JobFileError);
     expect(err.message.split('\n')).toEqual([
-      `${dir}: ${dir}/a.json: invalid JSON: Expected property name or '}' at line 1, column 2`,
+      `${dir}: ${dir}/a.json:1:2: invalid JSON: Expected property name or '}'`,
       `${dir}: ${dir}/b.json: input.column: is required`,
     ]);
   });
@@ -162,5 +182,33 @@ describe('loadAllJobs', () => {
     const dir = await jobDir({ 'x.json': leadsJson });
     const job = await loadJob(`${dir}/x.json`, { cwd: root });
     expect(() => assertUniqueNames([job, { ...job }])).toThrow(/name "x" is already used/);
+  });
+});
+
+describe('jsonErrorOffset', () => {
+  it('stops where JSON.parse says it stopped, and finds nothing in valid JSON', () => {
+    const broken = [
+      '{"a":1,]', '{"a":1 "b":2}', '{"a":1}x', '{"a":"x\n"}', '{', '{a:1}', '{"a":01}', '{"a":-}', '{"a":"\\q"}',
+      '{"a":1.}', '[1 2]', '[1e+]', '{"a":"\\u12g4"}', '{"a" 1}', '  ', '[[[[[1]]]]', '{"a":[{"b":{}},]}', '{"a":tru}', '[nul]',
+    ];
+    for (const text of broken) {
+      const message = (() => {
+        try {
+          JSON.parse(text);
+          return 'parsed';
+        } catch (err) {
+          return (err as Error).message;
+        }
+      })();
+      const offset = jsonErrorOffset(text);
+      const why = `${JSON.stringify(text)}: ${message}`;
+      const engine = /at position (\d+)/.exec(message)?.[1];
+      const token = /^Unexpected token '(.+?)'/.exec(message)?.[1];
+      if (engine !== undefined) expect(offset, why).toBe(Number(engine));
+      else if (token !== undefined) expect(text[offset ?? -1], why).toBe(token); // Node 20 names the token only
+      else expect(offset, why).toBe(text.length);
+    }
+    expect(jsonErrorOffset('{"a":[1,-2.5e-3,true,false,null,"\\u00e9\\n",{}],"b":{"c":[]}}')).toBeUndefined();
+    expect(jsonErrorOffset('['.repeat(100_000) + ']'.repeat(100_000))).toBeUndefined();
   });
 });

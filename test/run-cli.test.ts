@@ -145,7 +145,7 @@ describe('bad job files and input files: exit 2, naming file, line and field', (
     }
     expect(results['wrongType']!.stderr).toMatch(/wrong-type\.json: pages: must be a number \(got "two"\)/);
     expect(results['unknownField']!.stderr).toMatch(/unknown-field\.json: retries: unknown field/);
-    expect(results['syntax']!.stderr).toMatch(/syntax\.json.*line 3, column \d+/);
+    expect(results['syntax']!.stderr).toMatch(/syntax\.json:3:\d+: invalid JSON: /);
     expect(results['missingInput']!.stderr).toMatch(/nowhere\.csv: .*file not found/);
     // The message names the missing column and lists the ones the file has.
     expect(results['unknownColumn']!.stderr).toMatch(/posts\.csv: .*"url".*line 1.*"post_url", "campaign"/);

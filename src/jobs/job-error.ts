@@ -4,6 +4,9 @@ import { UsageError } from '../errors.ts';
 export interface JobIssue {
   field: string;
   message: string;
+  /** 1-based position in the file, when the problem has one (a JSON syntax error). */
+  line?: number;
+  column?: number;
 }
 
 /** A job file that cannot be used (syntax, schema, load failure, duplicate name): the user must fix it. */
@@ -13,8 +16,14 @@ export class JobFileError extends UsageError {
   readonly issues: readonly JobIssue[];
 
   constructor(file: string, issues: readonly JobIssue[], options?: { cause?: unknown }) {
-    super(issues.map((i) => (i.field ? `${file}: ${i.field}: ${i.message}` : `${file}: ${i.message}`)).join('\n'), 'JOB_INVALID', options);
+    super(issues.map((i) => formatJobIssue(file, i)).join('\n'), 'JOB_INVALID', options);
     this.file = file;
     this.issues = issues;
   }
+}
+
+/** `jobs/x.json: rate.concurrency: must be ...`, or `jobs/x.json:7:12: invalid JSON: ...` (the compiler's style). */
+export function formatJobIssue(file: string, issue: JobIssue): string {
+  const where = issue.line === undefined ? file : `${file}:${issue.line}${issue.column === undefined ? '' : `:${issue.column}`}`;
+  return issue.field ? `${where}: ${issue.field}: ${issue.message}` : `${where}: ${issue.message}`;
 }

@@ -2,7 +2,8 @@ import { readFile, readdir } from 'node:fs/promises';
 import { basename, extname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { JOB_DEFAULTS } from './defaults.ts';
-import { JobFileError, type JobIssue } from './job-error.ts';
+import { JobFileError, formatJobIssue, type JobIssue } from './job-error.ts';
+import { describeJsonSyntaxError } from './json-syntax-error.ts';
 import { resolveJob, type Job } from './schema.ts';
 
 /** Options of loadJob and loadAllJobs. */
@@ -69,7 +70,7 @@ export async function loadAllJobs(dir: string = JOB_DEFAULTS.jobsDir, options: L
   if (errors.length > 1) {
     throw new JobFileError(
       displayPath(absDir, cwd),
-      errors.flatMap((e) => e.issues.map((i): JobIssue => ({ field: '', message: `${e.file}: ${i.field ? `${i.field}: ` : ''}${i.message}` }))),
+      errors.flatMap((e) => e.issues.map((i): JobIssue => ({ field: '', message: formatJobIssue(e.file, i) }))),
     );
   }
   return jobs;
@@ -98,7 +99,8 @@ async function readJson(file: string, displayName: string): Promise<unknown> {
   try {
     return JSON.parse(text) as unknown;
   } catch (err) {
-    throw fileError(displayName, `invalid JSON: ${jsonSyntaxMessage(text, err as Error)}`, err);
+    const { message, line, column } = describeJsonSyntaxError(text, err as Error);
+    throw new JobFileError(displayName, [{ field: '', message: `invalid JSON: ${message}`, line, column }], { cause: err });
   }
 }
 
@@ -117,19 +119,6 @@ async function importDefault(file: string, displayName: string): Promise<unknown
     throw fileError(displayName, 'has no default export: write `export default defineJob({ ... })`');
   }
   return mod.default;
-}
-
-/** "Expected ',' or '}' after property value at line 3, column 5". */
-function jsonSyntaxMessage(text: string, err: Error): string {
-  const raw = err.message.replace(/\s*\(line \d+ column \d+\)\s*$/, '');
-  const pos = /at position (\d+)/.exec(raw);
-  const offset = pos ? Number(pos[1]) : /end of JSON input/.test(raw) ? text.length : undefined;
-  const what = raw.replace(/\s*in JSON at position \d+.*$/, '').replace(/\s*after JSON at position \d+.*$/, ' after the JSON value');
-  if (offset === undefined) return what;
-  const before = text.slice(0, offset);
-  const line = before.split('\n').length;
-  const column = offset - before.lastIndexOf('\n');
-  return `${what} at line ${line}, column ${column}`;
 }
 
 function fsReason(err: unknown): string {
