@@ -59,3 +59,25 @@ describe('a job file that is not valid JSON', () => {
     }
   });
 });
+
+describe('search-jobs columns', () => {
+  it('a misspelt parameter column, or none at all, stops plan and run with exit 2 before any call', async () => {
+    const { sandbox, ws } = await setUp();
+    await ws.write('queries.csv', 'keyword,location\ndata engineer,germany\nanalyst,france\n');
+    const job = await ws.job('search', { operation: 'search-jobs', input: { csv: 'queries.csv' }, rate: FAST_RATE, retry: FAST_RETRY });
+    for (const command of ['plan', 'run']) {
+      const r = await runCli([command, job, '--db', ws.db], { cwd: ws.dir, env: cliEnv(sandbox, TOKEN) });
+      expect(r.code, `${command}: ${r.stderr}`).toBe(2);
+      // `run` logs its start and end around the error, as for an unknown input.column.
+      expect(r.stderr).toMatch(/^netingest: queries\.csv: line 1: column "keyword" is not a search parameter; did you mean "keywords"\? .*\[INPUT_INVALID\]$/m);
+      expect(r.stderr).not.toMatch(/\n\s+at /);
+    }
+    expect(sandbox.requests).toHaveLength(0);
+
+    // No parameter column at all (and no defaults in the job): every row would be the same empty query.
+    await ws.write('queries.csv', 'query,place\nnurse,berlin\n');
+    const r = await runCli(['plan', job, '--db', ws.db], { cwd: ws.dir });
+    expect(r.code, r.stderr).toBe(2);
+    expect(r.stderr).toContain('queries.csv: no column is named like a search parameter (keywords, location, timePosted, experienceLevels, jobTypes, workplaceTypes, companyIds); the header row (line 1) has: "query", "place"');
+  });
+});

@@ -167,6 +167,29 @@ describe('planTasks: search-jobs', () => {
     expect(items).toEqual([{ kind: 'invalid', line: 2, field: null, value: null, reason: expect.stringContaining('no search parameters') }]);
   });
 
+  it('refuses a column named almost like a parameter no column sets, naming the file, column and parameter; allows others', async () => {
+    const cases: Array<[string, string, string]> = [
+      ['keyword,location', 'keyword', 'keywords'], // the audit's case: searches went out with the location only
+      ['keywords,job_types', 'job_types', 'jobTypes'],
+      ['keywords,Time Posted', 'Time Posted', 'timePosted'],
+      ['keywords,locaton,owner', 'locaton', 'location'],
+      ['companyId', 'companyId', 'companyIds'],
+    ];
+    for (const [header, column, param] of cases) {
+      const job = await jobWith(def, `${header}\nnurse,berlin,x\n`);
+      const err = await plan(job).catch((e: unknown) => e);
+      expect(err, header).toBeInstanceOf(InputFileError);
+      expect((err as Error).message, header).toMatch(
+        new RegExp(`^${job.input.csv}: line 1: column "${column}" is not a search parameter; did you mean "${param}"\\?`),
+      );
+    }
+    // Other columns are left alone, and so is a near miss of a parameter that a column already sets.
+    const job = await jobWith({ operation: 'search-jobs', input: {} }, 'Keywords,LOCATION,locations,owner,note,company\nnurse,berlin,x,jane,y,z\n');
+    expect(await plan(job)).toEqual([
+      { kind: 'task', inputKey: searchKey({ keywords: 'nurse', location: 'berlin' }), page: 1, line: 2, request: { keywords: 'nurse', location: 'berlin', start: 0 } },
+    ]);
+  });
+
   it('refuses a CSV without any parameter column', async () => {
     const job = await jobWith(def, 'query,place\nnurse,berlin\n');
     await expect(plan(job)).rejects.toThrow(/no column is named like a search parameter .*"query", "place"/);

@@ -1,12 +1,12 @@
 import { canonicalCompanyUrl, canonicalPostUrl, type CanonicalResult } from '../urls/canonical.ts';
 import { readCsv } from '../input/read-csv.ts';
 import { assertColumns, readCsvHeader, type CsvHeader } from '../input/csv-header.ts';
-import { InputFileError } from '../input/input-error.ts';
 import { SEARCH_JOBS_PAGE_SIZE, type SearchJobsQuery, type SimilarCompaniesRequest } from '../spec/types.ts';
 import type { Job, SearchJobsJob } from './schema.ts';
 import { searchKey } from './request-keys.ts';
 import { SeenKeys } from './seen-keys.ts';
-import { SEARCH_QUERY_PARAMS, normalizeParam, type SearchQueryBase, type SearchQueryParam } from './search-query.ts';
+import { normalizeParam, type SearchQueryBase } from './search-query.ts';
+import { searchColumns } from './search-columns.ts';
 
 /** One call to make: an input (by its key) and a page, with the exact request to send. */
 export interface PlannedTask {
@@ -126,24 +126,4 @@ async function* planSearches(job: SearchJobsJob, header: CsvHeader): AsyncGenera
       yield { kind: 'task', inputKey, page, request, line: item.line };
     }
   }
-}
-
-/** Maps each search parameter to the CSV column named like it (case-insensitive); at least one must exist. */
-function searchColumns(file: string, header: CsvHeader): Array<[SearchQueryParam, string]> {
-  const out: Array<[SearchQueryParam, string]> = [];
-  for (const param of SEARCH_QUERY_PARAMS) {
-    const matches = header.columns.filter((c) => c.toLowerCase() === param.toLowerCase());
-    if (matches.length > 1) {
-      throw new InputFileError(file, `columns ${matches.map((c) => `"${c}"`).join(' and ')} both name the search parameter ${param}`);
-    }
-    if (matches[0] !== undefined) out.push([param, matches[0]]);
-  }
-  if (out.length === 0) {
-    const available = header.columns.filter((c) => c !== '').map((c) => `"${c}"`).join(', ');
-    throw new InputFileError(
-      file,
-      `no column is named like a search parameter (${SEARCH_QUERY_PARAMS.join(', ')}); the header row (line ${header.line}) has: ${available}`,
-    );
-  }
-  return out;
 }
