@@ -7,6 +7,8 @@ import { startSandbox, type Sandbox } from '../src/sandbox/server.ts';
 import { FAST_RATE, FAST_RETRY, cliEnv, makeWorkspace, postUrls, query, runCli, type Workspace } from './run-helpers.ts';
 
 const TOKEN = 'input-msgs-token-5b1d';
+// Each test starts the CLI (tsx) two or three times; on a loaded two-core machine one start can take 10 s.
+const CLI_TESTS_MS = 90_000;
 const cleanups: Array<() => Promise<void>> = [];
 
 afterEach(async () => {
@@ -42,7 +44,7 @@ describe('a stray quote that swallows the lines after it', () => {
     expect(run.stdout).toMatch(span);
     const invalid = query<{ line: number; field: string | null; reason: string }>(ws, 'SELECT line, field, reason FROM invalid_inputs');
     expect(invalid).toEqual([{ line: 3, field: null, reason: expect.stringMatching(/^malformed CSV row: lines 3-5 .*lines 4-5 were not read as rows/) }]);
-  });
+  }, CLI_TESTS_MS);
 });
 
 describe('a job file that is not valid JSON', () => {
@@ -52,12 +54,14 @@ describe('a job file that is not valid JSON', () => {
     await ws.write('x.csv', 'keywords\nnurse\n');
     const text = ['{', '  "operation": "search-jobs",', '  "input": { "csv": "x.csv" },', '  "request": {', '    "location": [', '      "germany",', '      "france",]', '  }', '}', ''];
     await ws.write('x.json', text.join('\n'));
-    for (const command of ['plan', 'run']) {
-      const r = await runCli([command, 'x.json', '--db', ws.db], { cwd: ws.dir, env: { NETINGEST_API_URL: 'http://127.0.0.1:9', NETINGEST_API_TOKEN: 'unused-token' } });
+    const env = { NETINGEST_API_URL: 'http://127.0.0.1:9', NETINGEST_API_TOKEN: 'unused-token' };
+    // Both stop while loading the job, before the database is opened: they can run side by side.
+    const results = await Promise.all(['plan', 'run'].map((command) => runCli([command, 'x.json', '--db', ws.db], { cwd: ws.dir, env })));
+    for (const r of results) {
       expect(r.code, r.stderr).toBe(2);
       expect(r.stderr).toBe("netingest: x.json:7:16: invalid JSON: Unexpected token ']' [JOB_INVALID]\n");
     }
-  });
+  }, CLI_TESTS_MS);
 });
 
 describe('search-jobs columns', () => {
@@ -79,5 +83,5 @@ describe('search-jobs columns', () => {
     const r = await runCli(['plan', job, '--db', ws.db], { cwd: ws.dir });
     expect(r.code, r.stderr).toBe(2);
     expect(r.stderr).toContain('queries.csv: no column is named like a search parameter (keywords, location, timePosted, experienceLevels, jobTypes, workplaceTypes, companyIds); the header row (line 1) has: "query", "place"');
-  });
+  }, CLI_TESTS_MS);
 });
