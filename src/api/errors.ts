@@ -25,11 +25,14 @@ export abstract class ApiError extends NetingestError {
   abstract readonly action: ErrorAction;
   readonly call: ApiCallInfo;
   readonly bodyExcerpt: string;
+  /** What went wrong, without the operation and request the message adds (e.g. "connection failed (ECONNREFUSED...)"). */
+  readonly what: string;
 
   protected constructor(code: string, what: string, ctx: ApiErrorContext) {
     super(code, describe(what, ctx), ctx.cause === undefined ? undefined : { cause: ctx.cause });
     this.call = ctx.call;
     this.bodyExcerpt = ctx.bodyExcerpt ?? '';
+    this.what = what;
   }
 }
 
@@ -174,6 +177,23 @@ export function isApiError(err: unknown): err is ApiError {
 /** The one function the runner asks what to do with a failure; anything not an ApiError is a bug: stop. */
 export function errorAction(err: unknown): ErrorAction {
   return isApiError(err) ? err.action : 'stop-run';
+}
+
+/**
+ * How a failure says the API itself is down rather than that this one item failed, or null when it does not.
+ * Down: the connection refused, reset or dropped, no answer in time, a 5xx, a 200 that is not JSON (a proxy's
+ * error page). Not down: a 404 or another 4xx, a body of the wrong shape (the API answered), and a 429, which
+ * has its own pause and cap. The runner's outage breaker counts only these.
+ */
+export function outageSymptom(err: unknown): string | null {
+  if (err instanceof NetworkError) return `the API is unreachable: ${err.what}`;
+  if (err instanceof TimeoutError) return `the API does not answer: ${err.what}`;
+  if (err instanceof ServerError) {
+    const body = err.bodyExcerpt ? ` (body: ${err.bodyExcerpt})` : '';
+    return `the API fails with HTTP ${err.call.status ?? '5xx'}${body}`;
+  }
+  if (err instanceof InvalidJsonError) return `the API answers with something that is not JSON: ${err.what}`;
+  return null;
 }
 
 /** Wait used when a 429 carries no usable Retry-After. */
