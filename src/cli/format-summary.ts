@@ -1,6 +1,7 @@
 import type { RunSummary } from '../runner/run-jobs.ts';
 import { EXIT } from './exit-codes.ts';
 import { plural } from '../plural.ts';
+import { formatCodeCounts } from '../runner/failure-log.ts';
 
 /** The exit code a finished run stands for (README, "Exit codes"). */
 export function exitCodeForRun(summary: RunSummary): number {
@@ -30,9 +31,15 @@ const STATUS_TEXT: Record<RunSummary['status'], string> = {
   abandoned: 'abandoned: its process ended without finishing; a later run closed its books',
 };
 
+/** The headline of a run: its status, or for a run stopped because the API looks down, that. */
+function headline(s: RunSummary): string {
+  if (s.stop?.reason === 'outage') return 'stopped: the API looks down; the remaining tasks are deferred to the next run';
+  return STATUS_TEXT[s.status];
+}
+
 /** The human summary printed at the end of `netingest run`. */
 export function formatRunSummary(s: RunSummary): string {
-  const lines = [`Run ${s.runId}: ${STATUS_TEXT[s.status]}`];
+  const lines = [`Run ${s.runId}: ${headline(s)}`];
   for (const j of s.jobs) {
     // Old failures are named apart: counted as fresh, they read as data that is there when it is not.
     const failedBefore = j.failedBefore > 0 ? ` (${j.failedBefore} failed earlier, not retried: use --refresh)` : '';
@@ -40,6 +47,7 @@ export function formatRunSummary(s: RunSummary): string {
       `  ${j.name} (${j.operation}): ${plural(j.planned, 'task')}, ${j.fresh} still fresh, ${j.done} done, ${j.notFound} not found, ` +
         `${j.failed} failed${failedBefore}, ${j.deferred} deferred; ${plural(j.invalidRows, 'invalid row')}, ${plural(j.duplicates, 'duplicate')}`,
     );
+    if (j.failed > 0) lines.push(`    failed: ${j.failed} (${formatCodeCounts(j.failedByCode)})`);
     for (const bad of j.invalidSamples) {
       lines.push(`    invalid: ${bad.file}:${bad.line}${bad.field ? ` (${bad.field})` : ''}: ${bad.reason}`);
     }
@@ -50,9 +58,8 @@ export function formatRunSummary(s: RunSummary): string {
   const credits =
     s.creditsRemaining === null ? 'credits: unknown (no successful call)' : `credits: ${s.creditsSpent ?? 0} spent, ${s.creditsRemaining} left`;
   lines.push(`  ${plural(s.calls, 'API call')}; ${credits}`);
-  if (s.error) {
-    const hint = s.error.code === 'AUTH' ? ' — check the API token (NETINGEST_API_TOKEN or --token-file)' : '';
-    lines.push(`  error: ${s.error.message} [${s.error.code}]${hint}`);
-  }
+  // An AUTH error's message already says to check the token: a hint added here printed it twice.
+  if (s.error) lines.push(`  error: ${s.error.message} [${s.error.code}]`);
+  else if (s.stop) lines.push(`  stopped: ${s.stop.message}`);
   return lines.join('\n') + '\n';
 }

@@ -119,6 +119,8 @@ export function createLedger(database: Connection) {
   const defer = sqlite.prepare(`UPDATE tasks SET status = 'deferred', updated_at = @at
     WHERE job = @job AND run_id = @runId AND status = 'pending'`);
   const countsByStatus = sqlite.prepare(`SELECT status, count(*) AS n FROM tasks WHERE job = ? AND run_id = ? GROUP BY status`);
+  const failedByCode = sqlite.prepare(`SELECT coalesce(last_error_code, 'UNKNOWN') AS code, count(*) AS n FROM tasks
+    WHERE job = ? AND run_id = ? AND status = 'failed' GROUP BY 1`);
 
   return {
     /** Writes planned tasks and invalid rows in one transaction (call it with batches of a few thousand). */
@@ -174,6 +176,12 @@ export function createLedger(database: Connection) {
       const counts: Record<TaskStatus, number> = { pending: 0, done: 0, not_found: 0, failed: 0, deferred: 0 };
       for (const row of countsByStatus.all(job, runId) as Array<{ status: TaskStatus; n: number }>) counts[row.status] = row.n;
       return counts;
+    },
+    /** The failed tasks this run planned for a job, by the code of their last error. */
+    failedByCode(job: string, runId: number): Record<string, number> {
+      const out: Record<string, number> = {};
+      for (const row of failedByCode.all(job, runId) as Array<{ code: string; n: number }>) out[row.code] = row.n;
+      return out;
     },
   };
 }

@@ -12,6 +12,17 @@ export interface CreditLimits {
 /** Why the guard refused a call. */
 export type CreditStopReason = 'reserve' | 'max-per-run' | 'out-of-credits';
 
+/** Why the guard refused a call, with the figures it decided on (null where the guard did not know them). */
+export interface CreditStop {
+  reason: CreditStopReason;
+  balance: number | null;
+  /** Estimated cost of the call that did not fit. */
+  cost: number | null;
+  reserve: number;
+  maxPerRun: number | null;
+  spent: number;
+}
+
 /** A call's claim on the balance; hand it back with settle() once the call is over. */
 export interface Reservation {
   readonly operation: Operation;
@@ -30,6 +41,7 @@ export class CreditGuard {
   private reserved = 0;
   private inFlight = 0;
   private stopReason: CreditStopReason | null = null;
+  private stopFigures: CreditStop | null = null;
   private waiters: Array<() => void> = [];
 
   constructor(limits: CreditLimits, history: CreditHistory = {}) {
@@ -41,6 +53,7 @@ export class CreditGuard {
   setLimits(limits: CreditLimits): void {
     this.limits = limits;
     this.stopReason = null;
+    this.stopFigures = null;
   }
 
   /** The balance as last reported by the service, or null before any 200. */
@@ -56,6 +69,11 @@ export class CreditGuard {
   /** Why the guard stopped, or null while calls may go on. */
   get stopped(): CreditStopReason | null {
     return this.stopReason;
+  }
+
+  /** Why the guard stopped and the figures behind it, or null while calls may go on. */
+  get stopDetail(): CreditStop | null {
+    return this.stopFigures;
   }
 
   /** Estimated cost of one call of an operation (see CreditMeter.costOf). */
@@ -87,7 +105,7 @@ export class CreditGuard {
           await this.settled();
           continue;
         }
-        return this.stop(overCap ? 'max-per-run' : 'reserve');
+        return this.stop(overCap ? 'max-per-run' : 'reserve', cost);
       }
       this.reserved += cost;
       this.inFlight += 1;
@@ -108,7 +126,11 @@ export class CreditGuard {
     this.stop('out-of-credits');
   }
 
-  private stop(reason: CreditStopReason): null {
+  private stop(reason: CreditStopReason, cost: number | null = null): null {
+    if (!this.stopReason) {
+      const { reserve, maxPerRun } = this.limits;
+      this.stopFigures = { reason, balance: this.balance, cost, reserve, maxPerRun, spent: this.spent };
+    }
     this.stopReason ??= reason;
     this.wake();
     return null;

@@ -1,4 +1,4 @@
-import type { Logger } from './logger.ts';
+import type { LogFields, Logger } from './logger.ts';
 
 /** What the progress display shows, read from the running job each time it redraws. */
 export interface ProgressSnapshot {
@@ -51,6 +51,24 @@ export class ProgressReporter {
     this.timer = null;
     if (this.drawn) this.options.stream.write('\r\x1b[K');
     this.drawn = false;
+  }
+
+  /**
+   * `logger` for lines written while the live line may be on screen (warnings on a terminal): each clears the
+   * live line first, so the line is not written into it; the next redraw puts it back below.
+   */
+  above(logger: Logger): Logger {
+    const level = (write: (msg: string, fields?: LogFields) => void) => (msg: string, fields?: LogFields) => {
+      if (this.drawn) this.options.stream.write('\r\x1b[K');
+      this.drawn = false;
+      write(msg, fields);
+    };
+    return {
+      debug: level((m, f) => logger.debug(m, f)),
+      info: level((m, f) => logger.info(m, f)),
+      warn: level((m, f) => logger.warn(m, f)),
+      error: level((m, f) => logger.error(m, f)),
+    };
   }
 
   private draw(): void {

@@ -62,6 +62,7 @@ export async function workJob(
       }
       const outcome = await executeTask(task, ctx);
       if (outcome.kind === 'stopped') return;
+      ctx.onTaskEnded?.(task, outcome);
       if (outcome.kind === 'done') progress.done += 1;
       else if (outcome.kind === 'not_found') progress.notFound += 1;
       else progress.failed += 1;

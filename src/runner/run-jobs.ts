@@ -18,8 +18,11 @@ import { workJob, type JobProgress } from './run-job.ts';
 import { ProgressReporter } from './progress.ts';
 import { silentLogger, type Logger } from './logger.ts';
 import { jobSummary, runEnd, runStatus, type JobSummary, type RunSummary } from './run-summary.ts';
+import { OutageBreaker } from './outage-breaker.ts';
+import { FailureLog, formatCodeCounts, type FailureLogOptions } from './failure-log.ts';
+import { describeStop } from './stop-summary.ts';
 
-export type { JobSummary, RunSummary } from './run-summary.ts';
+export type { JobSummary, RunStopSummary, RunSummary } from './run-summary.ts';
 
 /** Options of a run; every default lives in RUN_DEFAULTS. */
 export interface RunOptions {
@@ -44,11 +47,21 @@ export interface RunOptions {
   requestTimeoutMs?: number;
   /** Interval of the progress log line without a terminal. */
   progressLogIntervalMs?: number;
+  /**
+   * Tasks in a row that must fail on errors saying the API is down (refused or dropped connection, timeout,
+   * 5xx: outageSymptom), each after every retry and with no answer between them, before the run stops as an
+   * outage (exit 1) and defers the rest. A job's concurrency raises it: that many tasks fail together in one
+   * short blip.
+   */
+  outageMinTasks?: number;
+  /** How the tasks that failed are logged (one line each for the first ones, then counted). */
+  failureLog?: FailureLogOptions;
 }
 
 export const RUN_DEFAULTS = {
   maxThrottleWaitMs: 15 * 60_000,
   requestTimeoutMs: 30_000,
+  outageMinTasks: 3,
 } as const;
 
 /**
@@ -121,6 +134,9 @@ async function runLocked(
   // Started now so that the thread opens its connection while the first job's input is planned.
   const writer = new ResultWriter(database.file, runId, (err) => stop.stop('fatal', err));
   const gate = new RateGate({ requestsPerMinute: null });
+  const outageMinTasks = options.outageMinTasks ?? RUN_DEFAULTS.outageMinTasks;
+  const breaker = new OutageBreaker(stop, outageMinTasks);
+  const maxThrottleWaitMs = options.maxThrottleWaitMs ?? RUN_DEFAULTS.maxThrottleWaitMs;
   const summaries: JobSummary[] = [];
   let creditsAtStart: number | null = null;
   let errors = 0;
@@ -142,6 +158,7 @@ async function runLocked(
       }
       guard.setLimits({ reserve: job.credits.reserve, maxPerRun: job.credits.maxPerRun ?? null });
       gate.setRequestsPerMinute(job.rate.requestsPerMinute);
+      breaker.setThreshold(Math.max(outageMinTasks, job.rate.concurrency));
       const progress: JobProgress = { runnable, done: 0, notFound: 0, failed: 0, errors: 0 };
       const startedMs = performance.now();
       const reporter = new ProgressReporter(
@@ -159,6 +176,7 @@ async function runLocked(
         }),
       );
       reporter.start();
+      const failures = new FailureLog(reporter.above(logger), job.name, options.failureLog);
       try {
         await workJob(job, ledger, filter, {
           client,
@@ -167,21 +185,38 @@ async function runLocked(
           stop,
           writer,
           retry: job.retry,
-          maxThrottleWaitMs: options.maxThrottleWaitMs ?? RUN_DEFAULTS.maxThrottleWaitMs,
+          maxThrottleWaitMs,
           onAttemptError: () => {
             progress.errors += 1;
             errors += 1;
           },
+          onTaskEnded: (task, outcome) => {
+            breaker.record(outcome.kind === 'failed' ? { kind: 'failed', error: outcome.error } : { kind: 'answered' });
+            if (outcome.kind !== 'failed') return;
+            failures.record({ inputKey: task.inputKey, page: task.page, code: outcome.code, message: outcome.message, retryable: outcome.retryable });
+          },
         }, progress);
       } finally {
         reporter.stop();
+        failures.flush();
         creditsAtStart ??= guard.balance === null ? null : guard.balance + guard.spent;
         await writer.drain();
       }
       if (stop.reason) ledger.deferPending(job.name, runId, new Date().toISOString());
       const counts = ledger.countsByStatus(job.name, runId);
-      summaries.push(jobSummary(job, plan, { worked: runnable, failedBefore }, counts));
-      logger.info('job finished', { job: job.name, done: counts.done, not_found: counts.not_found, failed: counts.failed, deferred: counts.deferred });
+      const failedByCode = ledger.failedByCode(job.name, runId);
+      summaries.push(jobSummary(job, plan, { worked: runnable, failedBefore }, counts, failedByCode));
+      const fields = {
+        job: job.name,
+        done: counts.done,
+        not_found: counts.not_found,
+        failed: counts.failed,
+        failed_codes: counts.failed > 0 ? formatCodeCounts(failedByCode) : undefined,
+        deferred: counts.deferred,
+      };
+      // A job cut short is not "finished": its deferred tasks are the run's stop, told next.
+      if (stop.reason) logger.warn('job stopped before its end', { ...fields, reason: stop.reason });
+      else logger.info('job finished', fields);
     }
   } catch (err) {
     stop.stop('fatal', err);
@@ -196,6 +231,9 @@ async function runLocked(
   const endedAt = new Date().toISOString();
   const { calls } = callLog.ofRun(runId);
   const error = stop.error ? describe(stop.error, database.file) : null;
+  const stopped = stop.reason
+    ? describeStop({ reason: stop.reason, errorMessage: error?.message ?? null, credit: guard.stopDetail, throttledMs: gate.totalPausedMs, maxThrottleWaitMs })
+    : null;
   const summary: RunSummary = {
     runId,
     status,
@@ -206,13 +244,19 @@ async function runLocked(
     creditsSpent: guard.balance === null ? null : roundCredits(guard.spent),
     creditsRemaining: guard.balance,
     error,
+    stop: stopped,
   };
   try {
     runs.end(runId, runEnd(summary, creditsAtStart));
   } catch (err) {
     logger.error('could not record the end of the run', { run: runId, error: describe(err, database.file).message });
   }
-  if (error) logger.error('run stopped by an error', { run: runId, code: error.code, error: error.message });
+  if (error) {
+    const what = stop.reason === 'outage' ? 'run stopped: the API looks down' : 'run stopped by an error';
+    logger.error(what, { run: runId, reason: stop.reason, code: error.code, error: error.message });
+  } else if (stopped) {
+    logger.warn('run stopped early', { run: runId, reason: stopped.reason, limit: stopped.limit ?? undefined, detail: stopped.message });
+  }
   logger.info('run finished', { run: runId, status, calls, errors, credits_spent: summary.creditsSpent, credits_left: guard.balance });
   // A job whose input turned out unusable is the user's to fix (exit 2), after the run's books are closed.
   if (stop.error instanceof UsageError) throw stop.error;

@@ -1,5 +1,8 @@
-/** Why a run stopped sending calls before its work was done. */
-export type StopReason = 'credits' | 'throttled' | 'interrupted' | 'auth' | 'fatal';
+/**
+ * Why a run stopped sending calls before its work was done; `outage`: the API looks down (see
+ * OutageBreaker).
+ */
+export type StopReason = 'credits' | 'throttled' | 'interrupted' | 'auth' | 'outage' | 'fatal';
 
 /**
  * The run's one "stop sending" switch. The first reason wins: a run interrupted while it was already
@@ -23,7 +26,7 @@ export class RunStop {
     return this.why;
   }
 
-  /** The error behind an 'auth' or 'fatal' stop. */
+  /** The error behind an 'auth', 'outage' or 'fatal' stop (and a 402's behind a 'credits' one). */
   get error(): unknown {
     return this.cause;
   }

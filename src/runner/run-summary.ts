@@ -9,6 +9,9 @@ import type { RunEnd, RunStatus } from '../db/runs.ts';
 import type { Operation } from '../spec/types.ts';
 import type { PlanCounts } from './plan-into-ledger.ts';
 import type { StopReason } from './run-stop.ts';
+import type { RunStopSummary } from './stop-summary.ts';
+
+export type { RunStopSummary } from './stop-summary.ts';
 
 /** What a job did, for the summary. `done`, `notFound`, `failed` and `deferred` are the ledger's count of its tasks. */
 export interface JobSummary {
@@ -28,6 +31,8 @@ export interface JobSummary {
   done: number;
   notFound: number;
   failed: number;
+  /** `failed` by the code of each task's last error, e.g. `{ NETWORK: 36 }`. */
+  failedByCode: Record<string, number>;
   deferred: number;
   invalidSamples: InvalidInputRow[];
 }
@@ -43,6 +48,8 @@ export interface RunSummary {
   creditsSpent: number | null;
   creditsRemaining: number | null;
   error: { code: string; message: string } | null;
+  /** Why the run stopped before its work was done (credits: which limit), or null when it did not. */
+  stop: RunStopSummary | null;
 }
 
 /** Which tasks of a job a run skipped and which it worked, known before its first call. */
@@ -53,12 +60,13 @@ export interface JobDue {
   failedBefore: number;
 }
 
-/** The summary of one job from its plan, what was due, and the ledger's counts once it was worked. */
+/** The summary of one job from its plan, what was due, and the ledger's counts (and failure codes) once it was worked. */
 export function jobSummary(
   job: { name: string; operation: Operation },
   plan: PlanCounts,
   due: JobDue,
   counts: Record<TaskStatus, number>,
+  failedByCode: Record<string, number>,
 ): JobSummary {
   return {
     name: job.name,
@@ -72,6 +80,7 @@ export function jobSummary(
     done: counts.done,
     notFound: counts.not_found,
     failed: counts.failed,
+    failedByCode,
     deferred: counts.deferred + counts.pending,
     invalidSamples: plan.invalidSamples,
   };
@@ -82,6 +91,7 @@ const STOP_STATUS: Record<StopReason, RunStatus> = {
   throttled: 'stopped_throttled',
   interrupted: 'interrupted',
   auth: 'failed',
+  outage: 'failed',
   fatal: 'failed',
 };
 
@@ -96,7 +106,7 @@ export function runStatus(stopReason: StopReason | null, jobs: readonly JobSumma
 
 /** The figures of the `runs` row at the end of a run. */
 export function runEnd(summary: RunSummary, creditsAtStart: number | null): RunEnd {
-  const { jobs, error } = summary;
+  const { jobs, error, stop } = summary;
   return {
     status: summary.status,
     endedAt: summary.endedAt,
@@ -111,7 +121,7 @@ export function runEnd(summary: RunSummary, creditsAtStart: number | null): RunE
     invalidRows: sum(jobs, 'invalidRows'),
     calls: summary.calls,
     exitCode: null,
-    error: error ? `${error.code}: ${error.message}` : null,
+    error: error ? `${error.code}: ${error.message}` : (stop?.message ?? null),
   };
 }
 

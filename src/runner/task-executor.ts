@@ -28,6 +28,8 @@ export interface ExecutorContext {
   maxThrottleWaitMs: number;
   /** Counts failed attempts for the progress display. */
   onAttemptError?: (err: ApiError) => void;
+  /** Told of every task that ended in this run (not of one the run's stop left pending): outage breaker, failure log. */
+  onTaskEnded?: (task: ExecutableTask, outcome: TaskOutcome) => void;
 }
 
 /** A task as the executor sees it: its ledger id and the exact request it sends. */
@@ -40,11 +42,14 @@ export interface ExecutableTask extends WriterTask {
   requestKey: string;
 }
 
-/** How a task ended in this run; `lastPage` says the input's list ended on this page. */
+/**
+ * How a task ended in this run; `lastPage` says the input's list ended on this page. A failed task has used up
+ * its retries (or met an error no retry would change): `code` and `message` are those recorded on it.
+ */
 export type TaskOutcome =
   | { kind: 'done'; lastPage: boolean }
   | { kind: 'not_found' }
-  | { kind: 'failed'; retryable: boolean }
+  | { kind: 'failed'; retryable: boolean; code: string; message: string; error: unknown }
   | { kind: 'stopped' };
 
 /**
@@ -137,13 +142,13 @@ async function failure(task: ExecutableTask, ctx: ExecutorContext, err: unknown,
   if (err instanceof ApiSchemaError) {
     // Paid for: the body is kept so that reprocess can recover it after a schema fix, without paying again.
     await ctx.writer.rejected(task, task.ingest, task.requestKey, err, attempts);
-    return { kind: 'failed', retryable: false };
+    return { kind: 'failed', retryable: false, code: err.code, message: err.message, error: err };
   }
   const retryable = errorAction(err) === 'retry';
   const code = isApiError(err) ? err.code : 'INTERNAL';
   const message = err instanceof Error ? err.message : String(err);
   await ctx.writer.failed(task, code, message, retryable, attempts);
-  return { kind: 'failed', retryable };
+  return { kind: 'failed', retryable, code, message, error: err };
 }
 
 /** Marks an attempt that ended because the run is stopping, not because the item failed. */

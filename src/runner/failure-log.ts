@@ -1,0 +1,93 @@
+import type { Logger } from './logger.ts';
+
+/** Options of a FailureLog; every default lives in FAILURE_LOG_DEFAULTS. */
+export interface FailureLogOptions {
+  /** Failed tasks of a job logged one WARN line each; later ones are counted into summary lines. */
+  detailedLines?: number;
+  /** Least time between two summary lines of a job. */
+  summaryIntervalMs?: number;
+}
+
+export const FAILURE_LOG_DEFAULTS = { detailedLines: 10, summaryIntervalMs: 60_000 } as const;
+
+/** A task that failed, as the log names it. */
+export interface FailedTask {
+  inputKey: string;
+  page: number;
+  code: string;
+  message: string;
+  /** Whether the next run tries it again (failed after every retry) or not (a 4xx, a body of the wrong shape). */
+  retryable: boolean;
+}
+
+/**
+ * Logs the tasks of a job that failed in this run, so a nightly log says which input failed and why. The
+ * first few get a WARN line each; after them, one WARN line per interval says how many more failed, by code,
+ * so a bad input file or a long run of failures does not flood the log. flush() writes what is still counted.
+ */
+export class FailureLog {
+  private logged = 0;
+  private pending = new Map<string, number>();
+  private pendingCount = 0;
+  private last: FailedTask | null = null;
+  private timer: NodeJS.Timeout | null = null;
+  private readonly detailedLines: number;
+  private readonly intervalMs: number;
+
+  constructor(
+    private readonly logger: Logger,
+    private readonly job: string,
+    options: FailureLogOptions = {},
+  ) {
+    this.detailedLines = options.detailedLines ?? FAILURE_LOG_DEFAULTS.detailedLines;
+    this.intervalMs = options.summaryIntervalMs ?? FAILURE_LOG_DEFAULTS.summaryIntervalMs;
+  }
+
+  /** Logs one failed task, or counts it into the next summary line. */
+  record(task: FailedTask): void {
+    if (this.logged < this.detailedLines) {
+      this.logged += 1;
+      this.logger.warn('task failed', {
+        job: this.job,
+        input: task.inputKey,
+        page: task.page,
+        code: task.code,
+        retryable: task.retryable,
+        error: task.message,
+      });
+      if (this.logged === this.detailedLines) {
+        this.logger.warn('more failed tasks are counted, not listed', { job: this.job, every_s: Math.round(this.intervalMs / 1000) });
+      }
+      return;
+    }
+    this.pending.set(task.code, (this.pending.get(task.code) ?? 0) + 1);
+    this.pendingCount += 1;
+    this.last = task;
+    this.timer ??= setTimeout(() => this.flush(), this.intervalMs).unref();
+  }
+
+  /** Writes the summary line of the failures counted since the last one, if any. */
+  flush(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    if (this.pendingCount === 0 || !this.last) return;
+    this.logger.warn('more tasks failed', {
+      job: this.job,
+      count: this.pendingCount,
+      codes: formatCodeCounts(Object.fromEntries(this.pending)),
+      last_input: this.last.inputKey,
+      last_error: this.last.message,
+    });
+    this.pending = new Map();
+    this.pendingCount = 0;
+    this.last = null;
+  }
+}
+
+/** "NETWORK 30, HTTP_4XX 2": counts by code, most first. */
+export function formatCodeCounts(counts: Record<string, number>): string {
+  return Object.entries(counts)
+    .sort(([a, m], [b, n]) => n - m || a.localeCompare(b))
+    .map(([code, n]) => `${code} ${n}`)
+    .join(', ');
+}

@@ -1,0 +1,70 @@
+import type { CreditStop, CreditStopReason } from './credit-guard.ts';
+import type { StopReason } from './run-stop.ts';
+import { plural } from '../plural.ts';
+
+/** Why a run stopped before its work was done, as the summary (`stop` in --json), the log and `runs.error` say it. */
+export interface RunStopSummary {
+  reason: StopReason;
+  /** For a credit stop: which limit stopped it (`reserve`, `max-per-run`, or `out-of-credits` for a 402). */
+  limit: CreditStopReason | null;
+  /** One sentence naming the cause, e.g. "credits.reserve: the balance (8) minus ...". */
+  message: string;
+}
+
+/** What describeStop reads from the run. */
+export interface StopFacts {
+  reason: StopReason;
+  /** Message of the error behind the stop, if any (auth, outage, fatal, a 402). */
+  errorMessage: string | null;
+  credit: CreditStop | null;
+  throttledMs: number;
+  maxThrottleWaitMs: number;
+}
+
+/** The stop's reason and one sentence that names its cause: the limit and its figures, or the error. */
+export function describeStop(facts: StopFacts): RunStopSummary {
+  const { reason } = facts;
+  if (reason === 'credits') {
+    const credit = facts.credit;
+    const limit = credit?.reason ?? 'out-of-credits';
+    return { reason, limit, message: creditMessage(limit, credit) };
+  }
+  if (reason === 'throttled') {
+    const message =
+      `the API throttled (429) the run for ${seconds(facts.throttledMs)} s in all, over the wait cap of ` +
+      `${seconds(facts.maxThrottleWaitMs)} s; the remaining tasks are deferred to the next run`;
+    return { reason, limit: null, message };
+  }
+  if (reason === 'interrupted') {
+    return { reason, limit: null, message: 'interrupted by a signal: calls in flight were finished and written, the remaining tasks are deferred' };
+  }
+  return { reason, limit: null, message: facts.errorMessage ?? 'stopped by an error' };
+}
+
+function creditMessage(limit: CreditStopReason, c: CreditStop | null): string {
+  const next = c?.cost == null ? 'the next call' : `the next call (about ${plural(round(c.cost), 'credit')})`;
+  switch (limit) {
+    case 'reserve': {
+      const fix = 'top up the account or lower credits.reserve (--reserve)';
+      if (c?.balance == null) return `credits.reserve: the next call could take the balance below the reserve; ${fix}`;
+      const balance = round(c.balance);
+      if (c.balance < c.reserve) return `credits.reserve: the balance (${balance}) is below the reserve of ${c.reserve}; ${fix}`;
+      return `credits.reserve: the balance (${balance}) minus ${next} would fall below the reserve of ${c.reserve}; ${fix}`;
+    }
+    case 'max-per-run':
+      return (
+        `credits.maxPerRun: the run spent ${round(c?.spent ?? 0)} of its cap of ${c?.maxPerRun ?? '?'} and ${next} would go over it; ` +
+        'the next run goes on (or raise credits.maxPerRun, --max-credits)'
+      );
+    case 'out-of-credits':
+      return 'the API answered 402: the account has no credits left for the next call; top up the account';
+  }
+}
+
+function round(n: number): number {
+  return Math.round(n * 1e6) / 1e6;
+}
+
+function seconds(ms: number): number {
+  return Math.round(ms / 100) / 10;
+}
