@@ -50,6 +50,12 @@ describe('a token the API refuses', () => {
       expect(cli.code, `${status}: ${cli.stderr}`).toBe(1);
       expect(sandbox.requests.map((r) => r.status), String(status)).toEqual([status]);
       expect(cli.stdout + cli.stderr).toMatch(/check the (API )?token|NETINGEST_API_TOKEN/i);
+      // Said once: the error's own message carries the hint, the summary adds none.
+      const errorLine = cli.stdout.split('\n').find((l) => l.startsWith('  error: '))!;
+      expect(errorLine.match(/check/g), errorLine).toHaveLength(1);
+      // The job was cut short by the stop: not a plain "finished".
+      expect(cli.stderr).not.toMatch(/INFO  job finished/);
+      expect(cli.stderr).toMatch(/WARN  job stopped before its end job=posts .*deferred=\d+ reason=auth/);
       expect(cli.stdout).not.toContain(token);
       expect(cli.stderr).not.toContain(token);
       const [runRow] = query<{ status: string; error: string }>(ws, 'SELECT status, error FROM runs');

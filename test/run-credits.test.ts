@@ -177,6 +177,40 @@ describe('credits spent', () => {
   });
 });
 
+describe('which limit stopped the run', () => {
+  it('a reserve above the balance: the summary, --json, the log and runs.error name credits.reserve and the balance', async () => {
+    const { sandbox, ws } = await setUp(9);
+    const file = await postsJob(ws, 10, { reserve: 100 });
+    const cli = await runCli(['run', file, '--db', ws.db, '--json'], { cwd: ws.dir, env: cliEnv(sandbox, TOKEN) });
+    expect(cli.code, cli.stderr).toBe(3);
+    // The first call learns the balance (9, then 8 after its cost): already below the reserve.
+    const left = sandbox.credits(TOKEN).credits_remaining;
+    const summary = JSON.parse(cli.stdout) as { stop: { reason: string; limit: string; message: string } };
+    expect(summary.stop).toEqual({ reason: 'credits', limit: 'reserve', message: expect.stringMatching(`^credits.reserve: the balance \\(${left}\\) is below the reserve of 100`) });
+    expect(cli.stderr).toMatch(new RegExp(`WARN  run stopped early run=1 reason=credits limit=reserve detail="credits.reserve: the balance \\(${left}\\) is below the reserve of 100`));
+    expect(cli.stderr).toMatch(/WARN  job stopped before its end job=posts .*reason=credits/);
+    const [runRow] = query<{ status: string; error: string }>(ws, 'SELECT status, error FROM runs');
+    expect(runRow).toEqual({ status: 'stopped_credits', error: expect.stringMatching(/^credits\.reserve: the balance/) });
+
+    const text = await runCli(['run', file, '--db', ws.db], { cwd: ws.dir, env: cliEnv(sandbox, TOKEN) });
+    expect(text.code, text.stderr).toBe(3);
+    expect(text.stdout).toMatch(/stopped on credits/);
+    expect(text.stdout).toMatch(/\n  stopped: credits\.reserve: the balance \(\d+\) is below the reserve of 100; top up the account or lower credits\.reserve/);
+  });
+
+  it('the per-run cap: the summary names credits.maxPerRun with what was spent', async () => {
+    const { sandbox, ws } = await setUp(1_000);
+    const summary = await run(ws, sandbox, TOKEN, await ws.load(await postsJob(ws, 20)), { overrides: { maxCredits: 5 } });
+    expect(summary.status).toBe('stopped_credits');
+    expect(summary.creditsSpent).toBe(sandbox.credits(TOKEN).credits_used);
+    expect(summary.stop).toEqual({
+      reason: 'credits',
+      limit: 'max-per-run',
+      message: expect.stringMatching(new RegExp(`^credits.maxPerRun: the run spent ${summary.creditsSpent} of its cap of 5 and the next call \\(about 1 credit\\) would go over it`)),
+    });
+  });
+});
+
 describe('402 from the service', () => {
   it('a balance exhausted by another run: the first call meets 402, the run stops with every task deferred', async () => {
     const { sandbox, ws } = await setUp(8);
@@ -195,6 +229,7 @@ describe('402 from the service', () => {
     expect(summary.status).toBe('stopped_credits');
     expect(summary.jobs[0]).toMatchObject({ done: 0, failed: 0, deferred: 10 });
     expect(summary.error?.code).toBe('OUT_OF_CREDITS');
+    expect(summary.stop).toMatchObject({ reason: 'credits', limit: 'out-of-credits' });
     expect(taskStatuses(ws, 'posts')).toEqual({ deferred: 10 });
     expect(count(ws, `SELECT count(*) FROM api_calls WHERE status = 402 AND error_code = 'OUT_OF_CREDITS'`)).toBe(1);
   });
