@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { loadAllJobs, loadJob, assertUniqueNames } from '../src/jobs/load.ts';
 import { JobFileError } from '../src/jobs/job-error.ts';
 import { jsonErrorOffset } from '../src/jobs/json-syntax-error.ts';
+import { runCli } from './soak/cli-process.ts';
 
 const repoRoot = fileURLToPath(new URL('..', import.meta.url));
 const definePath = fileURLToPath(new URL('../src/jobs/define.ts', import.meta.url));
@@ -63,6 +64,28 @@ describe('loadJob', () => {
     const job = await loadJob(join(root, dir, 'posts.ts'));
     expect(job).toMatchObject({ name: 'engagement', operation: 'post-details', refreshAfterDays: 3, pages: 1 });
   });
+
+  it('through the CLI, loads a .ts job kept outside any ESM package (a folder with no package.json)', async () => {
+    // Under vitest, import() goes through vite and works either way: the CLI's tsx loader is the one that broke.
+    const dir = await jobDir({
+      'posts.ts': [
+        `import { defineJob } from ${JSON.stringify(definePath)};`,
+        `export default defineJob({ name: 'engagement', operation: 'post-details', input: { csv: 'p.csv', column: 'post_url' } });`,
+      ].join('\n'),
+      'bare.ts': `export default { operation: 'post-details', input: { csv: 'p.csv', column: 'post_url' } };`,
+      'broken.ts': `import { defineJob } from './missing.ts';\nexport default defineJob({ operation: 'post-details', input: { csv: 'p.csv', column: 'u' } });`,
+      'p.csv': 'post_url\nhttps://network.com/posts/jane_a-activity-1\n',
+    });
+    const cwd = join(root, dir);
+    for (const file of ['posts.ts', 'bare.ts']) {
+      const cli = await runCli(['plan', file, '--db', 'none.db'], { cwd });
+      expect(cli.code, `${file}: ${cli.stderr}`).toBe(0);
+      expect(cli.stdout).toMatch(/input: 1 task\b/);
+    }
+    const broken = await runCli(['plan', 'broken.ts', '--db', 'none.db'], { cwd });
+    expect(broken.code).toBe(2);
+    expect(broken.stderr).toBe(`netingest: broken.ts: failed to load: Cannot find module './missing.ts' [JOB_INVALID]\n`);
+  }, 90_000);
 
   it('validates a .ts job with the same schema, naming the file and field', async () => {
     const dir = await jobDir({

@@ -1,6 +1,7 @@
 import { readFile, readdir } from 'node:fs/promises';
 import { basename, extname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { tsImport } from 'tsx/esm/api';
 import { JOB_DEFAULTS } from './defaults.ts';
 import { JobFileError, formatJobIssue, type JobIssue } from './job-error.ts';
 import { describeJsonSyntaxError } from './json-syntax-error.ts';
@@ -107,18 +108,25 @@ async function readJson(file: string, displayName: string): Promise<unknown> {
 async function importDefault(file: string, displayName: string): Promise<unknown> {
   let mod: Record<string, unknown>;
   try {
-    mod = (await import(pathToFileURL(file).href)) as Record<string, unknown>;
+    // tsImport, not import(): a .ts job outside an ESM package (a folder with no package.json) is compiled as
+    // CommonJS, and a plain import() of it through the CLI's registered loader fails with a require() cycle.
+    mod = (await tsImport(pathToFileURL(file).href, import.meta.url)) as Record<string, unknown>;
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     if (code === 'ERR_MODULE_NOT_FOUND' && String((err as Error).message).includes(file)) {
       throw fileError(displayName, 'cannot read job file: file not found', err);
     }
-    throw fileError(displayName, `failed to load: ${err instanceof Error ? err.message : String(err)}`, err);
+    // CommonJS errors append a "Require stack" naming the loader's internal namespace: noise to a user.
+    const reason = (err instanceof Error ? err.message : String(err)).replace(/\nRequire stack:[\s\S]*$/, '');
+    throw fileError(displayName, `failed to load: ${reason}`, err);
   }
-  if (!('default' in mod) || mod.default === undefined) {
+  // Compiled as CommonJS (see above), the module's `export default` is module.exports.default.
+  const exported = mod.default as { __esModule?: unknown; default?: unknown } | undefined;
+  const value = exported !== null && typeof exported === 'object' && exported.__esModule === true ? exported.default : exported;
+  if (value === undefined) {
     throw fileError(displayName, 'has no default export: write `export default defineJob({ ... })`');
   }
-  return mod.default;
+  return value;
 }
 
 function fsReason(err: unknown): string {
