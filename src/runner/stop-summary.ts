@@ -1,6 +1,7 @@
 import type { CreditStop, CreditStopReason } from './credit-guard.ts';
 import type { StopReason } from './run-stop.ts';
 import { plural } from '../plural.ts';
+import { roundCredits } from '../credits/credit-meter.ts';
 
 /** Why a run stopped before its work was done, as the summary (`stop` in --json), the log and `runs.error` say it. */
 export interface RunStopSummary {
@@ -42,27 +43,23 @@ export function describeStop(facts: StopFacts): RunStopSummary {
 }
 
 function creditMessage(limit: CreditStopReason, c: CreditStop | null): string {
-  const next = c?.cost == null ? 'the next call' : `the next call (about ${plural(round(c.cost), 'credit')})`;
+  const next = c?.cost == null ? 'the next call' : `the next call (about ${plural(roundCredits(c.cost), 'credit')})`;
   switch (limit) {
     case 'reserve': {
       const fix = 'top up the account or lower credits.reserve (--reserve)';
       if (c?.balance == null) return `credits.reserve: the next call could take the balance below the reserve; ${fix}`;
-      const balance = round(c.balance);
+      const balance = roundCredits(c.balance);
       if (c.balance < c.reserve) return `credits.reserve: the balance (${balance}) is below the reserve of ${c.reserve}; ${fix}`;
       return `credits.reserve: the balance (${balance}) minus ${next} would fall below the reserve of ${c.reserve}; ${fix}`;
     }
     case 'max-per-run':
       return (
-        `credits.maxPerRun: the run spent ${round(c?.spent ?? 0)} of its cap of ${c?.maxPerRun ?? '?'} and ${next} would go over it; ` +
+        `credits.maxPerRun: the run spent ${roundCredits(c?.spent ?? 0)} of its cap of ${c?.maxPerRun ?? '?'} and ${next} would go over it; ` +
         'the next run goes on (or raise credits.maxPerRun, --max-credits)'
       );
     case 'out-of-credits':
       return 'the API answered 402: the account has no credits left for the next call; top up the account';
   }
-}
-
-function round(n: number): number {
-  return Math.round(n * 1e6) / 1e6;
 }
 
 function seconds(ms: number): number {
