@@ -3,7 +3,7 @@ import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { loadAllJobs, loadJob, assertUniqueNames } from '../src/jobs/load.ts';
+import { loadAllJobs, loadJob, loadJobFiles, assertUniqueNames } from '../src/jobs/load.ts';
 import { JobFileError } from '../src/jobs/job-error.ts';
 import { jsonErrorOffset } from '../src/jobs/json-syntax-error.ts';
 import { runCli } from './soak/cli-process.ts';
@@ -205,6 +205,27 @@ describe('loadAllJobs', () => {
     const dir = await jobDir({ 'x.json': leadsJson });
     const job = await loadJob(`${dir}/x.json`, { cwd: root });
     expect(() => assertUniqueNames([job, { ...job }])).toThrow(/name "x" is already used/);
+  });
+});
+
+describe('loadJobFiles', () => {
+  it('loads every file it can and returns the error of each broken one, and name clashes apart', async () => {
+    const dir = await jobDir({
+      'a.json': leadsJson,
+      'b.json': '{',
+      'c.json': JSON.stringify({ ...JSON.parse(leadsJson), retries: 3 }),
+      'd.json': JSON.stringify({ ...JSON.parse(leadsJson), name: 'a' }),
+      'e.json': JSON.stringify({ ...JSON.parse(leadsJson), name: 'e' }),
+    });
+    const files = ['a', 'b', 'c', 'd', 'e'].map((n) => `${dir}/${n}.json`);
+    const { jobs, broken, duplicates } = await loadJobFiles(files, { cwd: root });
+    expect(jobs.map((j) => j.name)).toEqual(['a', 'e']);
+    expect(broken.map((e) => e.message)).toEqual([
+      `${dir}/b.json:1:2: invalid JSON: Expected property name or '}'`,
+      expect.stringMatching(new RegExp(`^${dir}/c\\.json: retries: unknown field`)),
+    ]);
+    expect(broken.every((e) => e instanceof JobFileError)).toBe(true);
+    expect(duplicates.map((e) => e.message)).toEqual([`${dir}/d.json: name: name "a" is already used by ${dir}/a.json; job names must be unique`]);
   });
 });
 

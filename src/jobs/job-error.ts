@@ -1,4 +1,5 @@
 import { UsageError } from '../errors.ts';
+import { InputFileError } from '../input/input-error.ts';
 
 /** One problem in a job file: the field as a dotted path (empty for the file as a whole) and what is wrong. */
 export interface JobIssue {
@@ -26,4 +27,22 @@ export class JobFileError extends UsageError {
 export function formatJobIssue(file: string, issue: JobIssue): string {
   const where = issue.line === undefined ? file : `${file}:${issue.line}${issue.column === undefined ? '' : `:${issue.column}`}`;
   return issue.field ? `${where}: ${issue.field}: ${issue.message}` : `${where}: ${issue.message}`;
+}
+
+/**
+ * Whether an error makes one job unusable (its job file or its input file must be fixed) rather than the whole
+ * run: with several jobs, that job is skipped and reported, and the others run.
+ */
+export function isJobUnusable(err: unknown): err is JobFileError | InputFileError {
+  return err instanceof JobFileError || err instanceof InputFileError;
+}
+
+/**
+ * Several problems as one error to stop on: the error itself when there is only one, else every message, one
+ * a line (each names its file), under the code they share or USAGE.
+ */
+export function combineErrors(errors: readonly UsageError[]): UsageError {
+  if (errors.length === 1) return errors[0]!;
+  const codes = new Set(errors.map((e) => e.code));
+  return new UsageError(errors.map((e) => e.message).join('\n'), codes.size === 1 ? errors[0]!.code : 'USAGE');
 }

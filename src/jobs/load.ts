@@ -36,6 +36,22 @@ export async function loadJob(path: string, options: LoadJobOptions = {}): Promi
  */
 export async function loadAllJobs(dir: string = JOB_DEFAULTS.jobsDir, options: LoadJobOptions = {}): Promise<Job[]> {
   const cwd = options.cwd ?? process.cwd();
+  const { jobs, broken, duplicates } = await loadJobFiles(await listJobFiles(dir, options), options);
+  const errors = [...broken, ...duplicates];
+  if (errors.length === 1) throw errors[0]!;
+  if (errors.length > 1) {
+    const absDir = isAbsolute(dir) ? dir : resolve(cwd, dir);
+    throw new JobFileError(
+      displayPath(absDir, cwd),
+      errors.flatMap((e) => e.issues.map((i): JobIssue => ({ field: '', message: formatJobIssue(e.file, i) }))),
+    );
+  }
+  return jobs;
+}
+
+/** The job files of `dir` that loadAllJobs reads, as absolute paths sorted by name; throws if `dir` cannot be read. */
+export async function listJobFiles(dir: string = JOB_DEFAULTS.jobsDir, options: LoadJobOptions = {}): Promise<string[]> {
+  const cwd = options.cwd ?? process.cwd();
   const absDir = isAbsolute(dir) ? dir : resolve(cwd, dir);
   let names: string[];
   try {
@@ -45,36 +61,49 @@ export async function loadAllJobs(dir: string = JOB_DEFAULTS.jobsDir, options: L
     const why = code === 'ENOENT' ? 'directory not found' : code === 'ENOTDIR' ? 'not a directory' : (err as Error).message;
     throw fileError(displayPath(absDir, cwd), `cannot read the jobs directory: ${why}`, err);
   }
-  const files = names
+  return names
     .filter((n) => SCANNED_EXTENSIONS.has(extname(n).toLowerCase()) && !n.endsWith('.d.ts') && !/^[_.]/.test(n))
-    .sort();
-  const jobs: Job[] = [];
-  const errors: JobFileError[] = [];
+    .sort()
+    .map((n) => join(absDir, n));
+}
+
+/** What loadJobFiles found: the jobs that loaded, and why each other file did not. */
+export interface LoadedJobFiles {
+  /** Jobs that loaded, in the order of their files; a job whose name an earlier one took is not among them. */
+  jobs: Job[];
+  /** One error per file that cannot be used (syntax, schema, load failure). */
+  broken: JobFileError[];
+  /** One error per job whose name an earlier file's job already has, naming both files. */
+  duplicates: JobFileError[];
+}
+
+/**
+ * Loads job files one by one, so that a broken one does not hide the others: the caller decides whether the
+ * jobs that loaded go on without it. Names must be unique; a clash is reported in `duplicates`.
+ */
+export async function loadJobFiles(paths: readonly string[], options: LoadJobOptions = {}): Promise<LoadedJobFiles> {
+  const cwd = options.cwd ?? process.cwd();
+  const out: LoadedJobFiles = { jobs: [], broken: [], duplicates: [] };
   const byName = new Map<string, string>();
-  for (const name of files) {
+  for (const path of paths) {
+    let job: Job;
     try {
-      const job = await loadJob(join(absDir, name), { cwd });
-      const shown = displayPath(join(absDir, name), cwd);
-      const earlier = byName.get(job.name);
-      if (earlier !== undefined) {
-        errors.push(fileError(shown, `name "${job.name}" is already used by ${earlier}; job names must be unique`, undefined, 'name'));
-        continue;
-      }
-      byName.set(job.name, shown);
-      jobs.push(job);
+      job = await loadJob(path, { cwd });
     } catch (err) {
-      if (err instanceof JobFileError) errors.push(err);
+      if (err instanceof JobFileError) out.broken.push(err);
       else throw err;
+      continue;
     }
+    const shown = displayPath(isAbsolute(path) ? path : resolve(cwd, path), cwd);
+    const earlier = byName.get(job.name);
+    if (earlier !== undefined) {
+      out.duplicates.push(fileError(shown, `name "${job.name}" is already used by ${earlier}; job names must be unique`, undefined, 'name'));
+      continue;
+    }
+    byName.set(job.name, shown);
+    out.jobs.push(job);
   }
-  if (errors.length === 1) throw errors[0]!;
-  if (errors.length > 1) {
-    throw new JobFileError(
-      displayPath(absDir, cwd),
-      errors.flatMap((e) => e.issues.map((i): JobIssue => ({ field: '', message: formatJobIssue(e.file, i) }))),
-    );
-  }
-  return jobs;
+  return out;
 }
 
 /** Checks that jobs loaded together (e.g. from several explicit paths) have distinct names. */
