@@ -13,7 +13,7 @@ import { roundCredits } from '../credits/credit-meter.ts';
 import { RateGate } from './rate-gate.ts';
 import { RunStop } from './run-stop.ts';
 import { ResultWriter } from './result-writer.ts';
-import { planIntoLedger } from './plan-into-ledger.ts';
+import { planIntoLedger, type PlanCounts } from './plan-into-ledger.ts';
 import { workJob, type JobProgress } from './run-job.ts';
 import { ProgressReporter } from './progress.ts';
 import { silentLogger, type Logger } from './logger.ts';
@@ -21,6 +21,9 @@ import { jobSummary, runEnd, runStatus, type JobSummary, type RunSummary } from 
 import { OutageBreaker } from './outage-breaker.ts';
 import { FailureLog, formatCodeCounts, type FailureLogOptions } from './failure-log.ts';
 import { describeStop } from './stop-summary.ts';
+import { SkippedJobs } from './skipped-jobs.ts';
+import { applyOverrides, type JobOverrides } from './job-overrides.ts';
+import { isJobUnusable, type JobFileError } from '../jobs/job-error.ts';
 
 export type { JobSummary, RunStopSummary, RunSummary } from './run-summary.ts';
 
@@ -28,9 +31,11 @@ export type { JobSummary, RunStopSummary, RunSummary } from './run-summary.ts';
 export interface RunOptions {
   dbPath: string;
   jobs: Job[];
+  /** Job files that could not be loaded: the run reports and records each as a skipped job, and runs `jobs`. */
+  brokenJobFiles?: readonly JobFileError[];
   api: { baseUrl: string; token: string };
   /** Command-line overrides of every job's settings. */
-  overrides?: { concurrency?: number; requestsPerMinute?: number; maxCredits?: number; reserve?: number };
+  overrides?: JobOverrides;
   /** Call again tasks that are still fresh. */
   refresh?: boolean;
   /** Aborting it stops sending calls; calls in flight finish and are written (SIGINT, SIGTERM). */
@@ -67,7 +72,8 @@ export const RUN_DEFAULTS = {
 /**
  * Runs jobs one after the other against one database: takes the run lock, streams each job's input into the
  * ledger, works its due tasks, and records the run. Stops early, deferring what is left, on credits, a
- * throttle that outlasts its cap, a signal, or a refused token.
+ * throttle that outlasts its cap, a signal, or a refused token. A job whose input file cannot be used is
+ * skipped (as are `brokenJobFiles`) and the others run; when none could run, the run throws their errors.
  */
 export async function runJobs(options: RunOptions): Promise<RunSummary> {
   const logger = options.logger ?? silentLogger;
@@ -137,7 +143,8 @@ async function runLocked(
   const outageMinTasks = options.outageMinTasks ?? RUN_DEFAULTS.outageMinTasks;
   const breaker = new OutageBreaker(stop, outageMinTasks);
   const maxThrottleWaitMs = options.maxThrottleWaitMs ?? RUN_DEFAULTS.maxThrottleWaitMs;
-  const summaries: JobSummary[] = [];
+  const skipped = new SkippedJobs(logger);
+  const summaries: JobSummary[] = (options.brokenJobFiles ?? []).map((err) => skipped.brokenFile(err));
   let creditsAtStart: number | null = null;
   let errors = 0;
 
@@ -145,7 +152,14 @@ async function runLocked(
     for (const configured of options.jobs) {
       if (stop.reason) break;
       const job = applyOverrides(configured, options.overrides);
-      const plan = await planIntoLedger(job, ledger, runId);
+      let plan: PlanCounts;
+      try {
+        plan = await planIntoLedger(job, ledger, runId);
+      } catch (err) {
+        if (!isJobUnusable(err)) throw err;
+        summaries.push(skipped.skip(job, err));
+        continue;
+      }
       const filter = { job: job.name, runId, freshSince: freshSince(job.refreshAfterDays), refresh: options.refresh ?? false };
       ledger.reopenDue(filter, new Date().toISOString());
       const runnable = ledger.countRunnable(filter);
@@ -257,25 +271,16 @@ async function runLocked(
   } else if (stopped) {
     logger.warn('run stopped early', { run: runId, reason: stopped.reason, limit: stopped.limit ?? undefined, detail: stopped.message });
   }
-  logger.info('run finished', { run: runId, status, calls, errors, credits_spent: summary.creditsSpent, credits_left: guard.balance });
+  const skippedJobs = summaries.filter((j) => j.status === 'skipped').length;
+  logger.info('run finished', {
+    run: runId, status, calls, errors, skipped_jobs: skippedJobs > 0 ? skippedJobs : undefined, credits_spent: summary.creditsSpent, credits_left: guard.balance,
+  });
   // A job whose input turned out unusable is the user's to fix (exit 2), after the run's books are closed.
   if (stop.error instanceof UsageError) throw stop.error;
+  // Every job skipped (runStatus: failed): nothing ran, so the problems are the outcome, as for one bad job.
+  const unusable = !stop.reason && status === 'failed' ? skipped.asError() : null;
+  if (unusable) throw unusable;
   return summary;
-}
-
-function applyOverrides(job: Job, o: RunOptions['overrides']): Job {
-  if (!o) return job;
-  return {
-    ...job,
-    rate: {
-      requestsPerMinute: o.requestsPerMinute ?? job.rate.requestsPerMinute,
-      concurrency: o.concurrency ?? job.rate.concurrency,
-    },
-    credits: {
-      reserve: o.reserve ?? job.credits.reserve,
-      maxPerRun: o.maxCredits ?? job.credits.maxPerRun,
-    },
-  };
 }
 
 /** Tasks completed before this instant are due again. */

@@ -15,8 +15,17 @@ export type { RunStopSummary } from './stop-summary.ts';
 
 /** What a job did, for the summary. `done`, `notFound`, `failed` and `deferred` are the ledger's count of its tasks. */
 export interface JobSummary {
+  /** The job's name; for a job file that could not be loaded, the file's base name (the name it defaults to). */
   name: string;
-  operation: Operation;
+  /** Null for a job file that could not be loaded. */
+  operation: Operation | null;
+  /**
+   * `ran`: planned and worked (maybe cut short by the run's stop); `skipped`: its job file or input file cannot
+   * be used (see `error`), so it made no task and no call, and the other jobs ran.
+   */
+  status: JobStatus;
+  /** Why a skipped job was skipped (the message names the file, line and field); null for a job that ran. */
+  error: { code: string; message: string } | null;
   planned: number;
   invalidRows: number;
   duplicates: number;
@@ -36,6 +45,9 @@ export interface JobSummary {
   deferred: number;
   invalidSamples: InvalidInputRow[];
 }
+
+/** Whether a job of the run was worked or skipped as unusable. */
+export type JobStatus = 'ran' | 'skipped';
 
 /** What a run did; the CLI prints it and derives the exit code from `status`. */
 export interface RunSummary {
@@ -71,6 +83,8 @@ export function jobSummary(
   return {
     name: job.name,
     operation: job.operation,
+    status: 'ran',
+    error: null,
     planned: plan.tasks,
     invalidRows: plan.invalid,
     duplicates: plan.duplicates,
@@ -86,6 +100,28 @@ export function jobSummary(
   };
 }
 
+/** The summary of a job skipped because `error` (a bad job file or input file) makes it unusable: nothing planned. */
+export function skippedJobSummary(job: { name: string; operation: Operation | null }, error: { code: string; message: string }): JobSummary {
+  return {
+    name: job.name,
+    operation: job.operation,
+    status: 'skipped',
+    error: { code: error.code, message: error.message },
+    planned: 0,
+    invalidRows: 0,
+    duplicates: 0,
+    fresh: 0,
+    failedBefore: 0,
+    worked: 0,
+    done: 0,
+    notFound: 0,
+    failed: 0,
+    failedByCode: {},
+    deferred: 0,
+    invalidSamples: [],
+  };
+}
+
 const STOP_STATUS: Record<StopReason, RunStatus> = {
   credits: 'stopped_credits',
   throttled: 'stopped_throttled',
@@ -98,9 +134,12 @@ const STOP_STATUS: Record<StopReason, RunStatus> = {
 /**
  * The run's final status. Any failed task of a job counts, those failed in an earlier run and not retried
  * included: the README's exit code 0 promises every task done or not found, so they end the run with 5.
+ * A run whose every job was skipped as unusable did nothing: it failed. Skipped jobs among others that ran
+ * leave the status to those (the CLI's exit code counts them, see exitCodeForRun).
  */
 export function runStatus(stopReason: StopReason | null, jobs: readonly JobSummary[]): RunStatus {
   if (stopReason) return STOP_STATUS[stopReason];
+  if (jobs.length > 0 && jobs.every((j) => j.status === 'skipped')) return 'failed';
   return jobs.some((s) => s.failed > 0) ? 'completed_with_failures' : 'completed';
 }
 
@@ -121,8 +160,19 @@ export function runEnd(summary: RunSummary, creditsAtStart: number | null): RunE
     invalidRows: sum(jobs, 'invalidRows'),
     calls: summary.calls,
     exitCode: null,
-    error: error ? `${error.code}: ${error.message}` : (stop?.message ?? null),
+    error: runErrorText(summary),
   };
+}
+
+/**
+ * `runs.error`: why the run stopped (`CODE: message`, or the limit), then one line per skipped job
+ * (`skipped job zz: JOB_INVALID: jobs/zz.json: retries: unknown field ...`); null when there is neither.
+ */
+function runErrorText({ error, stop, jobs }: RunSummary): string | null {
+  const lines = [error ? `${error.code}: ${error.message}` : (stop?.message ?? null)];
+  for (const j of jobs) if (j.error) lines.push(`skipped job ${j.name}: ${j.error.code}: ${j.error.message}`);
+  const text = lines.filter((l): l is string => l !== null);
+  return text.length > 0 ? text.join('\n') : null;
 }
 
 function sum(rows: readonly JobSummary[], key: 'planned' | 'done' | 'notFound' | 'failed' | 'deferred' | 'invalidRows'): number {
