@@ -1,4 +1,5 @@
 import { NetingestError, UsageError } from '../errors.ts';
+import type { RunSummary } from '../runner/run-summary.ts';
 
 /** The documented exit codes (README, "Exit codes"). */
 export const EXIT = {
@@ -21,4 +22,27 @@ export function exitCodeFor(err: unknown): number {
     if (err.code === 'INTERRUPTED') return EXIT.interrupted;
   }
   return EXIT.fatal;
+}
+
+/**
+ * The exit code a finished run stands for (README, "Exit codes"). A run-level outcome comes first (interrupted
+ * 130, credits or throttle 3, fatal 1); then jobs skipped for a bad job file or input file (2: they never run
+ * until someone fixes them, while failed items are retried by later runs or are data to look at); then failed
+ * items (5).
+ */
+export function exitCodeForRun(summary: Pick<RunSummary, 'status' | 'jobs'>): number {
+  const skipped = summary.jobs.some((j) => j.status === 'skipped');
+  switch (summary.status) {
+    case 'completed':
+      return skipped ? EXIT.usage : EXIT.ok;
+    case 'completed_with_failures':
+      return skipped ? EXIT.usage : EXIT.failedItems;
+    case 'stopped_credits':
+    case 'stopped_throttled':
+      return EXIT.credits;
+    case 'interrupted':
+      return EXIT.interrupted;
+    default:
+      return EXIT.fatal;
+  }
 }

@@ -1,24 +1,6 @@
 import type { RunSummary } from '../runner/run-jobs.ts';
-import { EXIT } from './exit-codes.ts';
 import { plural } from '../plural.ts';
 import { formatCodeCounts } from '../runner/failure-log.ts';
-
-/** The exit code a finished run stands for (README, "Exit codes"). */
-export function exitCodeForRun(summary: RunSummary): number {
-  switch (summary.status) {
-    case 'completed':
-      return EXIT.ok;
-    case 'completed_with_failures':
-      return EXIT.failedItems;
-    case 'stopped_credits':
-    case 'stopped_throttled':
-      return EXIT.credits;
-    case 'interrupted':
-      return EXIT.interrupted;
-    default:
-      return EXIT.fatal;
-  }
-}
 
 const STATUS_TEXT: Record<RunSummary['status'], string> = {
   running: 'still running',
@@ -31,16 +13,23 @@ const STATUS_TEXT: Record<RunSummary['status'], string> = {
   abandoned: 'abandoned: its process ended without finishing; a later run closed its books',
 };
 
-/** The headline of a run: its status, or for a run stopped because the API looks down, that. */
+/** The headline of a run: its status, or for a run stopped because the API looks down, that; and the jobs it skipped. */
 function headline(s: RunSummary): string {
-  if (s.stop?.reason === 'outage') return 'stopped: the API looks down; the remaining tasks are deferred to the next run';
-  return STATUS_TEXT[s.status];
+  const status = s.stop?.reason === 'outage' ? 'stopped: the API looks down; the remaining tasks are deferred to the next run' : STATUS_TEXT[s.status];
+  const skipped = s.jobs.filter((j) => j.status === 'skipped').length;
+  return skipped > 0 ? `${status}; ${plural(skipped, 'job')} skipped (bad job or input file: see below)` : status;
 }
 
 /** The human summary printed at the end of `netingest run`. */
 export function formatRunSummary(s: RunSummary): string {
   const lines = [`Run ${s.runId}: ${headline(s)}`];
   for (const j of s.jobs) {
+    if (j.error) {
+      const what = j.operation ? `${j.name} (${j.operation})` : j.name;
+      // A message of several lines (one per bad field) stays under its job.
+      lines.push(`  ${what}: skipped: ${j.error.message.replaceAll('\n', '\n    ')} [${j.error.code}]`);
+      continue;
+    }
     // Old failures are named apart: counted as fresh, they read as data that is there when it is not.
     const failedBefore = j.failedBefore > 0 ? ` (${j.failedBefore} failed earlier, not retried: use --refresh)` : '';
     lines.push(

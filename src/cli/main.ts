@@ -4,6 +4,7 @@ import type { CommandIO, CommandSpec } from './command.ts';
 import { EXIT, exitCodeFor } from './exit-codes.ts';
 import { NetingestError } from '../errors.ts';
 import { commands } from './commands/index.ts';
+import { describeError } from './describe-error.ts';
 
 const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
 
@@ -51,11 +52,4 @@ class UsageFailure extends Error {}
 /** Whether the command line asked for JSON log lines, so that even a command that fails at once writes one. */
 function wantsJsonLogs(argv: string[]): boolean {
   return argv.some((a, i) => a === '--log-format=json' || (a === '--log-format' && argv[i + 1] === 'json'));
-}
-
-/** One line for the user: our own errors by code and message, anything else without a stack trace. */
-function describeError(err: unknown): string {
-  if (err instanceof NetingestError) return `${err.message} [${err.code}]`;
-  if (err instanceof Error) return `unexpected error: ${err.message}`;
-  return `unexpected error: ${String(err)}`;
 }

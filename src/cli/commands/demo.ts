@@ -3,7 +3,8 @@ import { startSandbox } from '../../sandbox/server.ts';
 import { loadAllJobs } from '../../jobs/load.ts';
 import { runJobs } from '../../runner/run-jobs.ts';
 import { createLogger } from '../../runner/logger.ts';
-import { formatRunSummary, exitCodeForRun } from '../format-summary.ts';
+import { formatRunSummary } from '../format-summary.ts';
+import { exitCodeForRun } from '../exit-codes.ts';
 import { runQuery } from '../../export/query.ts';
 
 const DEMO_TOKEN = 'demo-sandbox-token';

@@ -1,7 +1,11 @@
 import { defineCommand } from '../command.ts';
 import { withDb } from '../common-options.ts';
 import { loadJobs } from '../load-job-args.ts';
-import { formatPlanReport, planReport } from '../../runner/plan-report.ts';
+import { describeError } from '../describe-error.ts';
+import { EXIT } from '../exit-codes.ts';
+import { combineErrors, isJobUnusable } from '../../jobs/job-error.ts';
+import type { UsageError } from '../../errors.ts';
+import { formatPlanReport, planReport, type PlanReport } from '../../runner/plan-report.ts';
 
 /** `netingest plan`: what a run would do and cost, with no API call. */
 export const planCommand = defineCommand({
@@ -16,14 +20,26 @@ export const planCommand = defineCommand({
       .option('json', { type: 'boolean', default: false, describe: 'print the reports as JSON' })
       .example('$0 plan jobs/lookalikes.json', 'how many calls and credits the next run needs'),
   run: async (argv, io) => {
-    const jobs = await loadJobs(argv.jobs ?? [], argv.all, argv['jobs-dir']);
-    const reports = [];
+    const { jobs, broken } = await loadJobs(argv.jobs ?? [], argv.all, argv['jobs-dir']);
+    // As a run skips a job whose job file or input file cannot be used, plan reports the others, then those.
+    const unusable: UsageError[] = [...broken];
+    const reports: PlanReport[] = [];
     for (const job of jobs) {
-      const report = await planReport(job, argv.db, argv.refresh);
-      reports.push(report);
-      if (!argv.json) io.stdout.write(formatPlanReport(report, job.credits.reserve));
+      let r: PlanReport;
+      try {
+        r = await planReport(job, argv.db, argv.refresh);
+      } catch (err) {
+        if (!isJobUnusable(err)) throw err;
+        unusable.push(err);
+        continue;
+      }
+      reports.push(r);
+      if (!argv.json) io.stdout.write(formatPlanReport(r, job.credits.reserve));
     }
+    // Nothing could be planned: the problems are the outcome, as for one bad job.
+    if (reports.length === 0) throw combineErrors(unusable);
     if (argv.json) io.stdout.write(JSON.stringify(reports, null, 2) + '\n');
-    return 0;
+    for (const err of unusable) io.stderr.write(`netingest: ${describeError(err)}\n`);
+    return unusable.length > 0 ? EXIT.usage : EXIT.ok;
   },
 });

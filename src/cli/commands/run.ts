@@ -8,7 +8,8 @@ import { RUN_SETTING_RULES } from '../../jobs/schema.ts';
 import { numberFlag, numberOption } from '../number-flags.ts';
 import { createLogger } from '../../runner/logger.ts';
 import { withStopSignals } from '../signals.ts';
-import { exitCodeForRun, formatRunSummary } from '../format-summary.ts';
+import { formatRunSummary } from '../format-summary.ts';
+import { exitCodeForRun } from '../exit-codes.ts';
 
 /** `netingest run`: the run engine from the command line. */
 export const runCommand = defineCommand({
@@ -29,7 +30,7 @@ export const runCommand = defineCommand({
       .example('$0 run --all --db data/nightly.db', 'run every job in jobs/ (nightly cron)'),
   run: async (argv, io) => {
     const overrides = overridesFromFlags(argv);
-    const jobs = await loadJobs(argv.jobs ?? [], argv.all, argv['jobs-dir']);
+    const { jobs, broken } = await loadJobs(argv.jobs ?? [], argv.all, argv['jobs-dir']);
     const api = resolveApiConfig({ apiUrl: argv['api-url'], tokenFile: argv['token-file'] });
     const tty = Boolean(io.stderr.isTTY);
     const logger = createLogger({
@@ -44,6 +45,7 @@ export const runCommand = defineCommand({
       runJobs({
         dbPath: argv.db,
         jobs,
+        brokenJobFiles: broken,
         api,
         overrides,
         refresh: argv.refresh,

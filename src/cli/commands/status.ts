@@ -49,7 +49,8 @@ function formatStatus(r: StatusReport): string {
     lines.push(
       `  #${run.id} ${run.startedAt} ${(run.unfinished ? 'unfinished' : run.status).padEnd(23)} jobs ${JSON.parse(run.jobs).join(',')}: ${run.tasksDone} done, ` +
         `${run.tasksNotFound} not found, ${run.tasksFailed} failed, ${run.tasksDeferred} deferred, ${run.calls} calls, ` +
-        `${run.creditsSpent ?? 0} credits${run.error ? `; ${run.error}` : ''}`,
+        // A run that skipped jobs has one line per job in its error: each goes under the run.
+        `${run.creditsSpent ?? 0} credits${run.error ? `; ${run.error.replaceAll('\n', '\n      ')}` : ''}`,
     );
   }
   lines.push('', 'Tasks by status:');
