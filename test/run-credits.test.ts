@@ -47,8 +47,8 @@ describe('credits.reserve', () => {
     const done = sandbox.requests.length;
     expect(done).toBeGreaterThan(0);
     expect(taskStatuses(ws, 'posts')).toEqual({ done, deferred: 20 - done });
-    const [runRow] = query<Record<string, unknown>>(ws, 'SELECT status, tasks_deferred, tasks_done, credits_at_end FROM runs');
-    expect(runRow).toEqual({ status: 'stopped_credits', tasks_deferred: 20 - done, tasks_done: done, credits_at_end: balance.credits_remaining });
+    const [runRow] = query<Record<string, unknown>>(ws, 'SELECT status, tasks_deferred, tasks_done, credits_at_end, exit_code FROM runs');
+    expect(runRow).toEqual({ status: 'stopped_credits', tasks_deferred: 20 - done, tasks_done: done, credits_at_end: balance.credits_remaining, exit_code: 3 });
 
     // Top up and run again: the deferred tasks are resumed, nothing done is paid for again.
     sandbox.setCredits(TOKEN, 100);

@@ -70,8 +70,10 @@ describe('run: an unusable job is skipped, the others run, exit 2', () => {
       ['b-companies', 'ran', null, 2],
     ]);
     expect(summary.jobs[1]!.error!.message).toMatch(/^jobs\/zz\.json: retries: unknown field/);
-    const [runRow] = query<{ status: string; error: string; jobs: string }>(ws, 'SELECT status, error, jobs FROM runs');
+    const [runRow] = query<{ status: string; error: string; jobs: string; exit_code: number }>(ws, 'SELECT status, error, jobs, exit_code FROM runs');
     expect(runRow!.status).toBe('completed');
+    // The row says how the process exited, as docs/schema.md promises.
+    expect(runRow!.exit_code).toBe(cli.code);
     expect(JSON.parse(runRow!.jobs)).toEqual(['a-posts', 'b-companies']);
     expect(runRow!.error).toMatch(/^skipped job m-syntax: JOB_INVALID: jobs\/m-syntax\.json:3:\d+: invalid JSON: .*\nskipped job zz: JOB_INVALID: jobs\/zz\.json: retries: unknown field/);
   }, CLI_TEST_MS);
@@ -141,8 +143,9 @@ describe('run: an unusable job is skipped, the others run, exit 2', () => {
     expect(cli.stdout).toBe('');
     expect(cli.stderr).toMatch(/^netingest: .*nowhere\.csv: .*file not found\n.*companies\.csv: .*"url".*\[INPUT_INVALID\]$/m);
     expect(sandbox.requests).toHaveLength(0);
-    const [runRow] = query<{ status: string; error: string }>(ws, 'SELECT status, error FROM runs');
+    const [runRow] = query<{ status: string; error: string; exit_code: number }>(ws, 'SELECT status, error, exit_code FROM runs');
     expect(runRow!.status).toBe('failed');
+    expect(runRow!.exit_code).toBe(2);
     expect(runRow!.error).toMatch(/^skipped job a-missing: INPUT_INVALID: .*\nskipped job b-column: INPUT_INVALID: /);
   });
 });

@@ -43,6 +43,7 @@ export function exitCodeForRun(summary: Pick<RunSummary, 'status' | 'jobs'>): nu
     case 'interrupted':
       return EXIT.interrupted;
     default:
-      return EXIT.fatal;
+      // A run whose every job was skipped did nothing: the job and input files are the problem.
+      return summary.jobs.length > 0 && summary.jobs.every((j) => j.status === 'skipped') ? EXIT.usage : EXIT.fatal;
   }
 }

@@ -33,6 +33,8 @@ export interface RunOptions {
   jobs: Job[];
   /** Job files that could not be loaded: the run reports and records each as a skipped job, and runs `jobs`. */
   brokenJobFiles?: readonly JobFileError[];
+  /** The exit code the caller gives this outcome, kept in `runs.exit_code` (the CLI passes exitCodeForRun). */
+  exitCodeOf?: (summary: RunSummary) => number;
   api: { baseUrl: string; token: string };
   /** Command-line overrides of every job's settings. */
   overrides?: JobOverrides;
@@ -261,7 +263,7 @@ async function runLocked(
     stop: stopped,
   };
   try {
-    runs.end(runId, runEnd(summary, creditsAtStart));
+    runs.end(runId, runEnd(summary, creditsAtStart, options.exitCodeOf?.(summary) ?? null));
   } catch (err) {
     logger.error('could not record the end of the run', { run: runId, error: describe(err, database.file).message });
   }

@@ -144,7 +144,7 @@ export function runStatus(stopReason: StopReason | null, jobs: readonly JobSumma
 }
 
 /** The figures of the `runs` row at the end of a run. */
-export function runEnd(summary: RunSummary, creditsAtStart: number | null): RunEnd {
+export function runEnd(summary: RunSummary, creditsAtStart: number | null, exitCode: number | null): RunEnd {
   const { jobs, error, stop } = summary;
   return {
     status: summary.status,
@@ -159,7 +159,7 @@ export function runEnd(summary: RunSummary, creditsAtStart: number | null): RunE
     tasksDeferred: sum(jobs, 'deferred'),
     invalidRows: sum(jobs, 'invalidRows'),
     calls: summary.calls,
-    exitCode: null,
+    exitCode,
     error: runErrorText(summary),
   };
 }

@@ -52,6 +52,7 @@ export const runCommand = defineCommand({
         signal,
         logger,
         progressStream: io.stderr,
+        exitCodeOf: exitCodeForRun,
       }),
     );
     io.stdout.write(summaryOutput(summary, argv.json, createOutputRedactor([api.token])));
