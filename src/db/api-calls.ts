@@ -1,3 +1,4 @@
+import { medianStep } from '../credits/credit-meter.ts';
 import type { Connection } from './connection.ts';
 
 /** One HTTP call as logged in `api_calls`. */
@@ -34,20 +35,13 @@ export function createApiCallLog(database: Connection) {
       insert.run(r.runId, r.taskId, r.operation, r.method, r.path, r.status, r.errorCode, r.latencyMs, r.totalCredits, r.creditsUsed, r.creditsRemaining, r.at);
     },
     /**
-     * The cost of one call of an operation as the history of counters shows it: the median positive step of
-     * credits_used between its calls (calls in flight together make some steps double, hence the median);
+     * The cost of one call of an operation as the history of counters shows it: the median positive step
+     * between its calls' credits_used values, sorted (calls in flight together are written out of the order
+     * they were charged in; a call charged but never written makes one step double, hence the median);
      * with `beforeCallId`, as it was just before that call.
      */
     learnedCost(operation: string, beforeCallId = Number.MAX_SAFE_INTEGER): number | null {
-      const used = recentUsed.all(operation, beforeCallId) as number[];
-      const steps: number[] = [];
-      for (let i = 0; i + 1 < used.length; i++) {
-        const step = used[i]! - used[i + 1]!;
-        if (step > 0) steps.push(step);
-      }
-      if (steps.length === 0) return null;
-      steps.sort((a, b) => a - b);
-      return steps[Math.floor(steps.length / 2)]!;
+      return medianStep(recentUsed.all(operation, beforeCallId) as number[]);
     },
     /** How many calls a run made, the id of its first and the time of its last (null without calls). */
     ofRun(runId: number) {
