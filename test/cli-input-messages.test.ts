@@ -2,23 +2,20 @@
  * Messages about bad input as the user sees them from the command line (a real child process): what `plan` and
  * `run` print, the exit code, and what the database records.
  */
-import { afterEach, describe, expect, it } from 'vitest';
-import { startSandbox, type Sandbox } from '../src/sandbox/server.ts';
-import { FAST_RATE, FAST_RETRY, cliEnv, makeWorkspace, postUrls, query, runCli, type Workspace } from './run-helpers.ts';
+import { describe, expect, it } from 'vitest';
+import type { Sandbox } from '../src/sandbox/server.ts';
+import { useSandboxes } from './sandbox-helpers.ts';
+import { FAST_RATE, FAST_RETRY, cliEnv, postUrls, query, runCli, type Workspace, useWorkspaces } from './run-helpers.ts';
 
 const TOKEN = 'input-msgs-token-5b1d';
 // Each test starts the CLI (tsx) two or three times; on a loaded two-core machine one start can take 10 s.
 const CLI_TESTS_MS = 90_000;
-const cleanups: Array<() => Promise<void>> = [];
-
-afterEach(async () => {
-  while (cleanups.length > 0) await cleanups.pop()!();
-});
+const sandboxes = useSandboxes();
+const workspaces = useWorkspaces();
 
 async function setUp(): Promise<{ sandbox: Sandbox; ws: Workspace }> {
-  const sandbox = await startSandbox({ port: 0, tokens: { [TOKEN]: 10_000 }, notFoundRate: 0 });
-  const ws = await makeWorkspace();
-  cleanups.push(() => sandbox.stop(), () => ws.cleanup());
+  const sandbox = await sandboxes({ tokens: { [TOKEN]: 10_000 } });
+  const ws = await workspaces();
   return { sandbox, ws };
 }
 
@@ -49,8 +46,7 @@ describe('a stray quote that swallows the lines after it', () => {
 
 describe('a job file that is not valid JSON', () => {
   it('plan and run exit 2 with file:line:column, even where Node gives no position, and no stack trace', async () => {
-    const ws = await makeWorkspace();
-    cleanups.push(() => ws.cleanup());
+    const ws = await workspaces();
     await ws.write('x.csv', 'keywords\nnurse\n');
     const text = ['{', '  "operation": "search-jobs",', '  "input": { "csv": "x.csv" },', '  "request": {', '    "location": [', '      "germany",', '      "france",]', '  }', '}', ''];
     await ws.write('x.json', text.join('\n'));

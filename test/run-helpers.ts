@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import BetterSqlite3 from 'better-sqlite3';
+import { afterEach } from 'vitest';
 import { main } from '../src/cli/main.ts';
 import { loadJob } from '../src/jobs/load.ts';
 import type { Job } from '../src/jobs/schema.ts';
@@ -35,6 +36,19 @@ export interface Workspace {
   /** Loads job files as the CLI would, relative paths resolved against the workspace. */
   load(...files: string[]): Promise<Job[]>;
   cleanup(): Promise<void>;
+}
+
+/** A factory of workspaces, each removed after the test that made it. Call it at the top level of a test file. */
+export function useWorkspaces(): () => Promise<Workspace> {
+  const made: Workspace[] = [];
+  afterEach(async () => {
+    await Promise.all(made.splice(0).map((ws) => ws.cleanup()));
+  });
+  return async () => {
+    const ws = await makeWorkspace();
+    made.push(ws);
+    return ws;
+  };
 }
 
 export async function makeWorkspace(): Promise<Workspace> {

@@ -3,28 +3,25 @@
  * recorded, the others run, and the command ends with exit 2 (run and plan, through the CLI).
  */
 import { mkdir } from 'node:fs/promises';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { exitCodeForRun } from '../src/cli/exit-codes.ts';
 import type { JobSummary, RunSummary } from '../src/runner/run-summary.ts';
-import { startSandbox, type Sandbox } from '../src/sandbox/server.ts';
+import type { Sandbox } from '../src/sandbox/server.ts';
+import { useSandboxes } from './sandbox-helpers.ts';
 import {
-  FAST_RATE, FAST_RETRY, cliEnv, companyUrls, csv, inProcess, makeWorkspace, postUrls, query, runCli, taskStatuses, type Workspace,
+  FAST_RATE, FAST_RETRY, cliEnv, companyUrls, csv, inProcess, postUrls, query, runCli, taskStatuses, type Workspace, useWorkspaces,
 } from './run-helpers.ts';
 
 const TOKEN = 'skip-jobs-token-4e7a';
 // A test that starts the CLI (tsx) as a process: on a loaded two-core machine one start can take 10 s.
 const CLI_TEST_MS = 90_000;
-const cleanups: Array<() => Promise<void>> = [];
-
-afterEach(async () => {
-  while (cleanups.length > 0) await cleanups.pop()!();
-});
+const sandboxes = useSandboxes();
+const workspaces = useWorkspaces();
 
 async function setUp(): Promise<{ sandbox: Sandbox; ws: Workspace }> {
-  const sandbox = await startSandbox({ port: 0, tokens: { [TOKEN]: 10_000 }, notFoundRate: 0 });
-  const ws = await makeWorkspace();
+  const sandbox = await sandboxes({ tokens: { [TOKEN]: 10_000 } });
+  const ws = await workspaces();
   await mkdir(`${ws.dir}/jobs`);
-  cleanups.push(() => sandbox.stop(), () => ws.cleanup());
   return { sandbox, ws };
 }
 
