@@ -177,6 +177,33 @@ describe('credits spent', () => {
   });
 });
 
+describe('jobs after a credit stop', () => {
+  it('are listed as not reached (text and --json), and the next run after a top-up does them', async () => {
+    const { sandbox, ws } = await setUp(10);
+    const first = await postsJob(ws, 20, { reserve: 3 }, 'first');
+    const second = await postsJob(ws, 3, {}, 'second');
+    const cli = await runCli(['run', first, second, '--db', ws.db, '--json'], { cwd: ws.dir, env: cliEnv(sandbox, TOKEN) });
+    expect(cli.code, cli.stderr).toBe(3);
+    const summary = JSON.parse(cli.stdout) as { jobs: Array<{ name: string; status: string; planned: number }> };
+    expect(summary.jobs.map((j) => [j.name, j.status])).toEqual([['first', 'ran'], ['second', 'not_reached']]);
+    expect(count(ws, `SELECT count(*) FROM tasks WHERE job = 'second'`)).toBe(0);
+
+    sandbox.setCredits(TOKEN, 100);
+    const text = await runCli(['run', first, second, '--db', ws.db], { cwd: ws.dir, env: cliEnv(sandbox, TOKEN) });
+    expect(text.code, text.stderr).toBe(0);
+    expect(taskStatuses(ws, 'second')).toEqual({ done: 3 });
+  }, 90_000);
+
+  it('the text summary names a job not reached', async () => {
+    const { sandbox, ws } = await setUp(5);
+    const first = await postsJob(ws, 20, { reserve: 3 }, 'first');
+    const second = await postsJob(ws, 3, {}, 'second');
+    const cli = await runCli(['run', first, second, '--db', ws.db], { cwd: ws.dir, env: cliEnv(sandbox, TOKEN) });
+    expect(cli.code, cli.stderr).toBe(3);
+    expect(cli.stdout).toContain('\n  second (post-details): not reached: the run stopped before it; the next run does it\n');
+  }, 90_000);
+});
+
 describe('which limit stopped the run', () => {
   it('a reserve above the balance: the summary, --json, the log and runs.error name credits.reserve and the balance', async () => {
     const { sandbox, ws } = await setUp(9);

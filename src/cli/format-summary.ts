@@ -24,6 +24,10 @@ function headline(s: RunSummary): string {
 export function formatRunSummary(s: RunSummary): string {
   const lines = [`Run ${s.runId}: ${headline(s)}`];
   for (const j of s.jobs) {
+    if (j.status === 'not_reached') {
+      lines.push(`  ${j.name} (${j.operation}): not reached: the run stopped before it; the next run does it`);
+      continue;
+    }
     if (j.error) {
       const what = j.operation ? `${j.name} (${j.operation})` : j.name;
       // A message of several lines (one per bad field) stays under its job.

@@ -17,7 +17,7 @@ import { planIntoLedger, type PlanCounts } from './plan-into-ledger.ts';
 import { workJob, type JobProgress } from './run-job.ts';
 import { ProgressReporter } from './progress.ts';
 import { silentLogger, type Logger } from './logger.ts';
-import { jobSummary, runEnd, runStatus, type JobSummary, type RunSummary } from './run-summary.ts';
+import { jobSummary, notReachedJobSummary, runEnd, runStatus, type JobSummary, type RunSummary } from './run-summary.ts';
 import { OutageBreaker } from './outage-breaker.ts';
 import { FailureLog, formatCodeCounts, type FailureLogOptions } from './failure-log.ts';
 import { describeStop } from './stop-summary.ts';
@@ -152,7 +152,11 @@ async function runLocked(
 
   try {
     for (const configured of options.jobs) {
-      if (stop.reason) break;
+      // Listed, so that a nightly log says which jobs waited; their tasks are planned and worked by the next run.
+      if (stop.reason) {
+        summaries.push(notReachedJobSummary(configured));
+        continue;
+      }
       const job = applyOverrides(configured, options.overrides);
       let plan: PlanCounts;
       try {

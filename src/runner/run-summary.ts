@@ -46,8 +46,8 @@ export interface JobSummary {
   invalidSamples: InvalidInputRow[];
 }
 
-/** Whether a job of the run was worked or skipped as unusable. */
-export type JobStatus = 'ran' | 'skipped';
+/** Whether a job of the run was worked, skipped as unusable, or not reached because the run stopped first. */
+export type JobStatus = 'ran' | 'skipped' | 'not_reached';
 
 /** What a run did; the CLI prints it and derives the exit code from `status`. */
 export interface RunSummary {
@@ -102,11 +102,20 @@ export function jobSummary(
 
 /** The summary of a job skipped because `error` (a bad job file or input file) makes it unusable: nothing planned. */
 export function skippedJobSummary(job: { name: string; operation: Operation | null }, error: { code: string; message: string }): JobSummary {
+  return { ...unplannedJobSummary(job, 'skipped'), error: { code: error.code, message: error.message } };
+}
+
+/** The summary of a job the run stopped before (credits, outage, a signal): not planned, its tasks wait for the next run. */
+export function notReachedJobSummary(job: { name: string; operation: Operation }): JobSummary {
+  return unplannedJobSummary(job, 'not_reached');
+}
+
+function unplannedJobSummary(job: { name: string; operation: Operation | null }, status: JobStatus): JobSummary {
   return {
     name: job.name,
     operation: job.operation,
-    status: 'skipped',
-    error: { code: error.code, message: error.message },
+    status,
+    error: null,
     planned: 0,
     invalidRows: 0,
     duplicates: 0,
