@@ -3,7 +3,7 @@ import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { loadAllJobs, loadJob, loadJobFiles, assertUniqueNames } from '../src/jobs/load.ts';
+import { loadAllJobs, loadJob, loadJobFiles } from '../src/jobs/load.ts';
 import { JobFileError } from '../src/jobs/job-error.ts';
 import { jsonErrorOffset } from '../src/jobs/json-syntax-error.ts';
 import { runCli } from './soak/cli-process.ts';
@@ -199,12 +199,6 @@ describe('loadAllJobs', () => {
       ['lookalikes', 'similar-companies'],
       ['post-engagement', 'post-details'],
     ]);
-  });
-
-  it('assertUniqueNames catches duplicates among separately loaded jobs', async () => {
-    const dir = await jobDir({ 'x.json': leadsJson });
-    const job = await loadJob(`${dir}/x.json`, { cwd: root });
-    expect(() => assertUniqueNames([job, { ...job }])).toThrow(/name "x" is already used/);
   });
 });
 

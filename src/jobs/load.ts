@@ -106,18 +106,6 @@ export async function loadJobFiles(paths: readonly string[], options: LoadJobOpt
   return out;
 }
 
-/** Checks that jobs loaded together (e.g. from several explicit paths) have distinct names. */
-export function assertUniqueNames(jobs: readonly Job[]): void {
-  const seen = new Map<string, Job>();
-  for (const job of jobs) {
-    const earlier = seen.get(job.name);
-    if (earlier) {
-      throw fileError(job.file ?? job.name, `name "${job.name}" is already used by ${earlier.file ?? 'another job'}; job names must be unique`, undefined, 'name');
-    }
-    seen.set(job.name, job);
-  }
-}
-
 async function readJson(file: string, displayName: string): Promise<unknown> {
   let text: string;
   try {
