@@ -5,21 +5,19 @@
  * refresh with 404s. The link tables keep the earlier answers' rows (they are cumulative), so each test first
  * checks that stale rows are there to be left out.
  */
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { canonicalCompanyUrl, canonicalJobUrl } from '../src/urls/canonical.ts';
 import type { Job } from '../src/jobs/schema.ts';
-import { FAST_RATE, FAST_RETRY, companyUrls, count, csv, makeWorkspace, postUrls, query, run, taskStatuses, type Workspace } from './run-helpers.ts';
+import { FAST_RATE, FAST_RETRY, companyUrls, count, csv, useWorkspaces, postUrls, query, run, taskStatuses, type Workspace } from './run-helpers.ts';
 import { useSandboxes } from './sandbox-helpers.ts';
 import { enrichedRows } from './export-helpers.ts';
 
 const TOKEN = 'enrich-latest-token';
 const newSandbox = useSandboxes();
+const workspaces = useWorkspaces();
 let ws: Workspace;
 beforeEach(async () => {
-  ws = await makeWorkspace();
-});
-afterEach(async () => {
-  await ws.cleanup();
+  ws = await workspaces();
 });
 
 interface RawAnswer {

@@ -1,4 +1,4 @@
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,7 +13,7 @@ import { filterKey, searchKey } from '../src/jobs/request-keys.ts';
 import { main } from '../src/cli/main.ts';
 import { loadJob } from '../src/jobs/load.ts';
 import { planTasks } from '../src/jobs/plan-tasks.ts';
-import { FAST_RATE, FAST_RETRY, count, csv, makeWorkspace, run, taskStatuses, type Workspace } from './run-helpers.ts';
+import { FAST_RATE, FAST_RETRY, count, csv, useWorkspaces, run, taskStatuses, type Workspace } from './run-helpers.ts';
 import { useSandboxes } from './sandbox-helpers.ts';
 
 let dir: string;
@@ -430,12 +430,10 @@ describe('enrich post lookup', () => {
 describe('enrich after a real run against the sandbox', () => {
   const TOKEN = 'enrich-token-5c1e';
   const newSandbox = useSandboxes();
+  const workspaces = useWorkspaces();
   let ws: Workspace;
   beforeEach(async () => {
-    ws = await makeWorkspace();
-  });
-  afterEach(async () => {
-    await ws.cleanup();
+    ws = await workspaces();
   });
 
   it('post-details: every URL form of one post finds it (posts are keyed by activity id, not by the URL asked last)', async () => {
