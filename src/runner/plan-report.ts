@@ -4,7 +4,7 @@ import { planTasks } from '../jobs/plan-tasks.ts';
 import { openDatabase } from '../db/open.ts';
 import { createLedger } from '../db/ledger.ts';
 import { createApiCallLog } from '../db/api-calls.ts';
-import { CREDIT_METER_DEFAULTS } from '../credits/credit-meter.ts';
+import { CREDIT_METER_DEFAULTS, roundCredits } from '../credits/credit-meter.ts';
 import { plural } from '../plural.ts';
 
 /** What `netingest plan` reports for a job, without calling the API or writing anything. */
@@ -77,7 +77,7 @@ export async function planReport(job: Job, dbPath: string, refresh = false): Pro
       report.costPerCall = learned;
       report.costLearned = true;
     }
-    report.estimatedCredits = Math.round(report.calls * report.costPerCall * 1e6) / 1e6;
+    report.estimatedCredits = roundCredits(report.calls * report.costPerCall);
     return report;
   } finally {
     database?.close();
