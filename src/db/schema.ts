@@ -307,7 +307,6 @@ export const tasks = sqliteTable(
   (t) => [
     uniqueIndex('tasks_job_input_key_page_uq').on(t.job, t.inputKey, t.page),
     index('tasks_job_status_idx').on(t.job, t.status),
-    index('tasks_status_completed_at_idx').on(t.status, t.completedAt),
     // The runner pages through a job's tasks in id order: without it each page re-sorted the whole job.
     index('tasks_job_id_idx').on(t.job, t.id),
   ],
@@ -367,7 +366,6 @@ export const rawResponses = sqliteTable(
     errorCode: text('error_code'),
   },
   (t) => [
-    index('raw_responses_operation_request_key_idx').on(t.operation, t.requestKey),
     index('raw_responses_run_id_idx').on(t.runId),
     index('raw_responses_task_id_idx').on(t.taskId),
     // Partial: holds only the kept wrong-shape bodies, so `status` counts them without reading every body.
