@@ -12,6 +12,9 @@ process.on('exit', (code) => {
     process.exitCode = 1;
   }
 });
+const { surviveClosedReader } = await import('./closed-output.ts');
+surviveClosedReader(process.stdout);
+surviveClosedReader(process.stderr);
 const { main } = await import('./main.ts');
 process.exitCode = await main(process.argv.slice(2));
 finished = true;
