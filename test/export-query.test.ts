@@ -188,6 +188,19 @@ describe('query runs reads', () => {
     expect(await main(['query', 'SELEC 1', '--db', db], { stdout: capture(), stderr: capture() })).toBe(2);
   });
 
+  it('refuses parameters (?, :name, $n), which nothing on the command line fills: exit 2, not an internal error', async () => {
+    for (const sql of ['SELECT * FROM posts WHERE post_id = ?', 'SELECT :id', 'SELECT $1']) {
+      await expect(runQuery({ db, sql, stream: capture() }), sql).rejects.toMatchObject({
+        code: 'QUERY_INVALID',
+        message: expect.stringMatching(/parameter/) as unknown,
+      });
+      const stderr = capture();
+      expect(await main(['query', sql, '--db', db], { stdout: capture(), stderr }), sql).toBe(2);
+      expect(stderr.text()).toMatch(/\[QUERY_INVALID\]/);
+      expect(await main(['export', '--sql', sql, '--db', db], { stdout: capture(), stderr: capture() }), sql).toBe(2);
+    }
+  });
+
   it('prints CSV when not on a terminal, a table on one, and what --format says', async () => {
     const sql = 'SELECT post_id, reactions FROM posts ORDER BY post_id';
     const pipe = capture(false);

@@ -42,7 +42,10 @@ export function lockConnectionReadOnly(sqlite: BetterSqlite3.Database): void {
   sqlite.pragma('query_only = ON');
 }
 
-/** Prepares `sql` in raw mode (integers as bigints) after checking that it only reads and returns rows; throws a UsageError otherwise. */
+/**
+ * Prepares `sql` in raw mode (integers as bigints) after checking that it only reads and returns rows; throws a
+ * UsageError otherwise. The statement comes back bound to no parameters: run it without any.
+ */
 export function prepareReadQuery(sqlite: BetterSqlite3.Database, sql: string): BetterSqlite3.Statement<unknown[], unknown[]> {
   const body = stripLeadingComments(sql);
   if (body === '') throw new BadQueryError('the SQL statement is empty');
@@ -60,6 +63,16 @@ export function prepareReadQuery(sqlite: BetterSqlite3.Database, sql: string): B
   }
   if (!stmt.readonly) throw new WriteRefusedError(`refused: this statement writes to the database (read-only; ${ALLOWED})`);
   if (!stmt.reader) throw new BadQueryError(`this statement returns no rows; ${ALLOWED}`);
+  try {
+    // Nothing on the command line can fill a parameter; unbound, it would fail later as an internal error.
+    stmt.bind();
+  } catch (err) {
+    throw new BadQueryError(
+      `the statement has parameters (?, :name, $name), which nothing fills here; write the values into the SQL ` +
+        `(${err instanceof Error ? err.message : String(err)})`,
+      { cause: err },
+    );
+  }
   // A user's SQL may compute or read integers beyond 2^53, which JavaScript numbers would round: they come back
   // as bigints, and every encoder writes a bigint's exact digits.
   return stmt.raw(true).safeIntegers(true);
