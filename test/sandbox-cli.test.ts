@@ -59,7 +59,7 @@ describe('netingest sandbox flags', () => {
   });
 
   it('turns bad values into usage errors naming the flag', async () => {
-    for (const words of [['--fail-500', '2'], ['--latency-ms', 'soon'], ['--cost', 'lookup=1'], ['--port', '70000']]) {
+    for (const words of [['--fail-500', '2'], ['--latency-ms', 'soon'], ['--cost', 'lookup=1'], ['--port', '70000'], ['--seed', 'abc'], ['--seed', '1.5']]) {
       let error: unknown;
       try {
         sandboxOptionsFromArgs(await parse(words));

@@ -120,6 +120,8 @@ export function resolveOptions(input: SandboxOptionsInput = {}): SandboxOptions 
     suspendedTokens: [...(input.suspendedTokens ?? SANDBOX_DEFAULTS.suspendedTokens)],
     costs: { ...SANDBOX_DEFAULTS.costs, ...input.costs },
   } as SandboxOptions;
+  // Seeds are mixed in as 32-bit integers: NaN (`--seed abc`) or a fraction would silently be another seed.
+  if (!Number.isSafeInteger(options.seed)) throw new RangeError(`sandbox seed must be a whole number, got ${options.seed}`);
   for (const key of RATE_KEYS) {
     const rate = options[key];
     if (!(rate >= 0 && rate <= 1)) throw new RangeError(`sandbox option ${key} must be between 0 and 1, got ${rate}`);
