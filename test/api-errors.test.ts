@@ -18,6 +18,7 @@ import {
   ServerError,
   ThrottledError,
   TimeoutError,
+  TlsError,
   UnexpectedResponseError,
   type ApiError,
 } from '../src/api/errors.ts';
@@ -408,6 +409,23 @@ describe('transport failures', () => {
       expect(err.message).toContain('ECONNREFUSED');
     } finally {
       await dead.close();
+    }
+  });
+
+  it('an https:// URL to a port that speaks plain http is TlsError (stop-run): one line naming the cause and the URL to check', async () => {
+    const wrong = createApiClient({ baseUrl: baseUrl.replace('http://', 'https://'), token: TOKEN });
+    try {
+      const err = await failure(wrong.postDetails('https://network.com/posts/x-activity-7100000000000000001'));
+      expect(err).toBeInstanceOf(TlsError);
+      expect(err.code).toBe('TLS');
+      expect(errorAction(err)).toBe('stop-run');
+      expect(err.call.status).toBeNull();
+      expect(err.message).toMatch(/^post-details: secure \(TLS\) connection to the API failed \(ERR_SSL_WRONG_VERSION_NUMBER: wrong version number\)/);
+      expect(err.message).toMatch(/check the API URL/);
+      // OpenSSL's own text (addresses, source paths, a trailing newline) stays out of the message.
+      expect(err.message).not.toMatch(/[\r\n]|openssl|ssl3_record/);
+    } finally {
+      await wrong.close();
     }
   });
 

@@ -169,6 +169,22 @@ export class UnexpectedResponseError extends ApiError {
   }
 }
 
+/**
+ * The secure connection failed: a certificate that is not trusted, expired or for another host, or an https://
+ * URL on a port that speaks plain http. Every call would fail the same way, so the run stops.
+ */
+export class TlsError extends ApiError {
+  readonly action = 'stop-run';
+  constructor(ctx: ApiErrorContext, reason: string) {
+    super(
+      'TLS',
+      `secure (TLS) connection to the API failed (${reason}): check the API URL (NETINGEST_API_URL or --api-url: ` +
+        'https:// to a port that speaks plain http?) and that the server\'s certificate is valid for its host',
+      ctx,
+    );
+  }
+}
+
 /** True for every error raised by the API client on purpose. */
 export function isApiError(err: unknown): err is ApiError {
   return err instanceof ApiError;
@@ -257,13 +273,45 @@ function codeOf(err: unknown): string | undefined {
   return typeof code === 'string' ? code : undefined;
 }
 
+/** Certificate checks that fail with OpenSSL's verify code rather than an ERR_TLS_ or ERR_SSL_ one. */
+const CERTIFICATE_CODES = new Set([
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'UNABLE_TO_GET_ISSUER_CERT',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+  'CERT_HAS_EXPIRED',
+  'CERT_NOT_YET_VALID',
+  'CERT_REVOKED',
+  'CERT_UNTRUSTED',
+  'CERT_REJECTED',
+  'CERT_SIGNATURE_FAILURE',
+  'HOSTNAME_MISMATCH',
+]);
+
+function isTlsCode(code: string): boolean {
+  return code.startsWith('ERR_SSL_') || code.startsWith('ERR_TLS_') || CERTIFICATE_CODES.has(code);
+}
+
 /**
- * The ApiError for a failure of the transport (connect, send, receive), or null when `err` is not one (an
- * invalid argument, a closed client, a TLS certificate problem): those are rethrown as they are and stop the run.
+ * A TLS failure's reason in a few words: OpenSSL's messages carry an address, a library path and a newline
+ * (`80FC...:error:0A00010B:SSL routines:ssl3_get_record:wrong version number:../deps/...:350:`).
+ */
+function tlsReason(err: unknown, code: string): string {
+  const message = err instanceof Error ? err.message : '';
+  const openssl = /SSL routines:[^:]*:([^:]+)/.exec(message)?.[1];
+  const text = (openssl ?? message).replace(/\s+/g, ' ').trim();
+  return text ? `${code}: ${text}` : code;
+}
+
+/**
+ * The ApiError for a failure of the transport (connect, TLS, send, receive), or null when `err` is not one (an
+ * invalid argument, a closed client): those are rethrown as they are and stop the run.
  */
 export function errorForTransport(err: unknown, call: ApiCallInfo, timeoutMs: number): ApiError | null {
   const code = codeOf(err);
   if (code === undefined) return null;
+  if (isTlsCode(code)) return new TlsError({ call, cause: err }, tlsReason(err, code));
   if (TIMEOUT_CODES.has(code)) return new TimeoutError({ call, cause: err }, `no complete response within ${timeoutMs} ms (${code})`);
   if (NETWORK_CODES.has(code) || code.startsWith('HPE_')) {
     const reason = err instanceof Error && err.message ? `: ${err.message}` : '';
