@@ -16,7 +16,7 @@ afterAll(async () => {
 });
 
 let seq = 0;
-async function jobWith(def: Record<string, unknown>, csv: string): Promise<Job> {
+async function jobWith(def: Record<string, unknown>, csv: string | Buffer): Promise<Job> {
   const name = `in${++seq}.csv`;
   await writeFile(join(dir, name), csv);
   const input = { ...(def.input as object), csv: name };
@@ -71,6 +71,23 @@ describe('planTasks: similar-companies', () => {
       { kind: 'duplicate', line: 8, inputKey: acme },
       { kind: 'task', inputKey: globex, page: 1, line: 9, request: { url: globex, account: { location: ['germany'] }, page: 1, num: 5 } },
     ]);
+  });
+
+  it('records a URL cell that is not UTF-8 (a Latin-1 export) as invalid; other columns may be', async () => {
+    const csv = Buffer.concat([
+      Buffer.from('company_url,owner\n'),
+      Buffer.from('network.com/company/caf\u00e9,jane\n', 'latin1'), // 2: the lookup would be of another URL
+      Buffer.from('network.com/company/acme,Ren\u00e9\n', 'latin1'), // 3: only the owner is mangled
+      Buffer.from('network.com/company/caf\u00e9-2,Ren\u00e9\n'), // 4: UTF-8
+    ]);
+    const items = await plan(await jobWith({ ...def, pages: 1 }, csv));
+    const acme = 'https://network.com/company/acme';
+    expect(items.map((i) => (i.kind === 'invalid' ? [i.line, i.field, i.reason] : [i.line, i.kind]))).toEqual([
+      [2, 'company_url', expect.stringContaining('not valid UTF-8')],
+      [3, 'task'],
+      [4, 'task'],
+    ]);
+    expect(items[1]).toMatchObject({ inputKey: acme });
   });
 
   it('sends an empty account when the job sets no filters, and defaults num to 10', async () => {
@@ -158,6 +175,15 @@ describe('planTasks: search-jobs', () => {
       { kind: 'invalid', line: 3, field: 'jobTypes', value: 'freelance', reason: expect.stringContaining('unknown jobTypes value "freelance"') },
       { kind: 'invalid', line: 5, field: null, value: null, reason: 'malformed CSV row: expected 3 fields as in the header row, found 4' },
       { kind: 'task', inputKey: searchKey({ keywords: 'd' }), page: 1, line: 7, request: { keywords: 'd', start: 0 } },
+    ]);
+  });
+
+  it('records a row whose parameter cell is not UTF-8 as invalid, naming the column', async () => {
+    const csv = Buffer.concat([Buffer.from('keywords,location\n'), Buffer.from('B\u00e4cker,m\u00fcnchen\n', 'latin1'), Buffer.from('welder,m\u00fcnchen\n')]);
+    const items = await plan(await jobWith({ operation: 'search-jobs', input: {} }, csv));
+    expect(items).toEqual([
+      { kind: 'invalid', line: 2, field: 'keywords', value: 'B\uFFFDcker', reason: expect.stringContaining('save the file as UTF-8') },
+      { kind: 'task', inputKey: searchKey({ keywords: 'welder', location: 'münchen' }), page: 1, line: 3, request: { keywords: 'welder', location: 'münchen', start: 0 } },
     ]);
   });
 

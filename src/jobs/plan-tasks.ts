@@ -66,6 +66,10 @@ export async function* planTasks(job: Job): AsyncGenerator<PlannedItem, void, un
       yield { kind: 'invalid', line: item.line, field: column, value: '', reason: 'empty' };
       continue;
     }
+    if (isMangled(cell)) {
+      yield { kind: 'invalid', line: item.line, field: column, value: cell, reason: NOT_UTF8 };
+      continue;
+    }
     const url = canonical(cell);
     if (!url.ok) {
       yield { kind: 'invalid', line: item.line, field: column, value: cell, reason: url.reason };
@@ -86,6 +90,17 @@ export async function* planTasks(job: Job): AsyncGenerator<PlannedItem, void, un
   }
 }
 
+const NOT_UTF8 = 'not valid UTF-8 text (a Latin-1 or Windows-1252 export?): save the file as UTF-8';
+
+/**
+ * True when the cell held bytes that are not UTF-8: they decode to U+FFFD, and the value sent on would be a paid
+ * lookup of another URL or search than the one in the file. Only the cells a task is made of are checked, so a
+ * mangled name in another column of a lead list costs nothing and keeps its row.
+ */
+function isMangled(cell: string): boolean {
+  return cell.includes('\uFFFD');
+}
+
 /** search-jobs: each row is one query; its parameter columns override the job's `request` defaults. */
 async function* planSearches(job: SearchJobsJob, header: CsvHeader): AsyncGenerator<PlannedItem, void, undefined> {
   const file = job.input.csv;
@@ -99,6 +114,10 @@ async function* planSearches(job: SearchJobsJob, header: CsvHeader): AsyncGenera
     const query: SearchQueryBase = { ...job.request };
     for (const [param, column] of columns) {
       const cell = item.record[column] ?? '';
+      if (isMangled(cell)) {
+        yield { kind: 'invalid', line: item.line, field: column, value: cell.trim(), reason: NOT_UTF8 };
+        continue rows;
+      }
       const r = normalizeParam(param, cell);
       if (!r.ok) {
         yield { kind: 'invalid', line: item.line, field: column, value: cell.trim(), reason: r.reason };
