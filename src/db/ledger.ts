@@ -97,6 +97,8 @@ export function createLedger(database: Connection) {
     }
     for (const r of invalid) upsertInvalid.run({ ...r, runId, at });
   });
+  // Rows the job's latest complete read of its input did not find again (fixed, removed, or moved to another line).
+  const deleteStaleInvalid = sqlite.prepare(`DELETE FROM invalid_inputs WHERE job = ? AND run_id <> ?`);
   const selectRunnable = sqlite.prepare(`SELECT id, job, operation, input_key AS inputKey, page, request_json AS requestJson, status
     FROM tasks INDEXED BY tasks_job_id_idx WHERE ${RUNNABLE} AND id > @afterId ORDER BY id LIMIT @limit`);
   const countRunnable = sqlite.prepare(`SELECT count(*) AS n FROM tasks WHERE ${RUNNABLE}`).pluck();
@@ -126,6 +128,13 @@ export function createLedger(database: Connection) {
     /** Writes planned tasks and invalid rows in one transaction (call it with batches of a few thousand). */
     insertPlanned(tasks: NewTask[], invalid: InvalidInputRow[], runId: number, at: string): void {
       insertBatch(tasks, invalid, runId, at);
+    },
+    /**
+     * Drops the job's invalid rows that this run's read of the input did not report again, so `invalid_inputs`
+     * holds the rows the input has now. Call it only once the whole input was read.
+     */
+    dropStaleInvalid(job: string, runId: number): number {
+      return deleteStaleInvalid.run(job, runId).changes;
     },
     /** The next runnable tasks after `afterId`, in ledger order (input order, pages together). */
     runnableAfter(filter: RunnableFilter, afterId: number, limit: number): TaskRow[] {

@@ -19,7 +19,8 @@ export interface PlanCounts {
 
 /**
  * Streams a job's input into the task ledger in batches, one transaction each, before any call is made.
- * Every row that cannot become a task is recorded in `invalid_inputs` with its file, line and reason.
+ * Every row that cannot become a task is recorded in `invalid_inputs` with its file, line and reason; once the
+ * whole input is read, the job's rows it did not report again (fixed or removed since) are dropped.
  */
 export async function planIntoLedger(job: Job, ledger: Ledger, runId: number): Promise<PlanCounts> {
   const counts: PlanCounts = { tasks: 0, invalid: 0, duplicates: 0, invalidSamples: [] };
@@ -59,5 +60,6 @@ export async function planIntoLedger(job: Job, ledger: Ledger, runId: number): P
     if (tasks.length + invalid.length >= PLAN_DEFAULTS.batchRows) flush();
   }
   flush();
+  ledger.dropStaleInvalid(job.name, runId);
   return counts;
 }
