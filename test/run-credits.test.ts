@@ -233,7 +233,7 @@ describe('which limit stopped the run', () => {
     expect(summary.stop).toEqual({
       reason: 'credits',
       limit: 'max-per-run',
-      message: expect.stringMatching(new RegExp(`^credits.maxPerRun: the run spent ${summary.creditsSpent} of its cap of 5 and the next call \\(about 1 credit\\) would go over it`)),
+      message: expect.stringMatching(new RegExp(`^credits.maxPerRun of job \\S+: the run had spent ${summary.creditsSpent} of its cap of 5 and the next call \\(about 1 credit\\) would go over it`)),
     });
   });
 });

@@ -3,7 +3,7 @@
  * with credit caps of their own sharing a run.
  */
 import { describe, expect, it } from 'vitest';
-import { FAST_RATE, FAST_RETRY, companyUrls, csv, query, run, useWorkspaces } from './run-helpers.ts';
+import { FAST_RATE, FAST_RETRY, companyUrls, csv, postUrls, query, run, taskStatuses, useWorkspaces } from './run-helpers.ts';
 import { useSandboxes } from './sandbox-helpers.ts';
 
 const TOKEN = 'nightly-token';
@@ -38,5 +38,57 @@ describe('the input edited between nights', () => {
     await ws.write('leads.csv', csv(['url'], [[a!]]));
     await expect(run(ws, sandbox, TOKEN, await ws.load(file))).rejects.toThrow(/company_url/);
     expect(query(ws, 'SELECT line FROM invalid_inputs')).toEqual([{ line: 5 }]);
+  });
+});
+
+describe('a job that reaches its own credits.maxPerRun', () => {
+  it('defers its own rest and lets the next job of the run go on', async () => {
+    const sandbox = await newSandbox({ tokens: { [TOKEN]: 1000 } });
+    const ws = await newWorkspace();
+    const urls = postUrls(10);
+    await ws.write('capped.csv', csv(['post_url'], urls.slice(0, 8).map((u) => [u])));
+    await ws.write('free.csv', csv(['post_url'], urls.slice(8).map((u) => [u])));
+    const capped = await ws.job('capped', {
+      operation: 'post-details', input: { csv: 'capped.csv', column: 'post_url' }, rate: FAST_RATE, credits: { maxPerRun: 6 },
+    });
+    const free = await ws.job('free', { operation: 'post-details', input: { csv: 'free.csv', column: 'post_url' }, rate: FAST_RATE });
+
+    const summary = await run(ws, sandbox, TOKEN, await ws.load(capped, free));
+    expect(summary.status).toBe('stopped_credits');
+    expect(summary.stop).toMatchObject({ reason: 'credits', limit: 'max-per-run' });
+    expect(summary.jobs.map((j) => [j.name, j.status, j.done, j.deferred])).toEqual([
+      ['capped', 'ran', 6, 2],
+      ['free', 'ran', 2, 0],
+    ]);
+    expect(sandbox.requests.filter((r) => r.status === 200)).toHaveLength(8);
+    expect(query(ws, 'SELECT status, tasks_deferred, error FROM runs')).toEqual([
+      { status: 'stopped_credits', tasks_deferred: 2, error: expect.stringMatching(/^credits\.maxPerRun of job capped: the run had spent 6 of its cap of 6/) },
+    ]);
+
+    // The next night resumes the deferred ones, paying for nothing twice.
+    sandbox.clearLog();
+    const next = await run(ws, sandbox, TOKEN, await ws.load(capped, free));
+    expect(next.status).toBe('completed');
+    expect(sandbox.requests).toHaveLength(2);
+    expect(taskStatuses(ws, 'capped')).toEqual({ done: 8 });
+  });
+
+  it('makes no call for a later job whose cap the run has already spent (--max-credits)', async () => {
+    const sandbox = await newSandbox({ tokens: { [TOKEN]: 1000 } });
+    const ws = await newWorkspace();
+    const urls = postUrls(10);
+    await ws.write('a.csv', csv(['post_url'], urls.slice(0, 8).map((u) => [u])));
+    await ws.write('b.csv', csv(['post_url'], urls.slice(8).map((u) => [u])));
+    const a = await ws.job('a', { operation: 'post-details', input: { csv: 'a.csv', column: 'post_url' }, rate: FAST_RATE });
+    const b = await ws.job('b', { operation: 'post-details', input: { csv: 'b.csv', column: 'post_url' }, rate: FAST_RATE });
+
+    const summary = await run(ws, sandbox, TOKEN, await ws.load(a, b), { overrides: { maxCredits: 6 } });
+    expect(summary.status).toBe('stopped_credits');
+    expect(summary.jobs.map((j) => [j.name, j.status, j.done, j.deferred])).toEqual([
+      ['a', 'ran', 6, 2],
+      ['b', 'ran', 0, 2],
+    ]);
+    expect(sandbox.requests).toHaveLength(6);
+    expect(summary.creditsSpent).toBe(6);
   });
 });

@@ -12,6 +12,8 @@ import { CreditGuard } from './credit-guard.ts';
 import { roundCredits } from '../credits/credit-meter.ts';
 import { RateGate } from './rate-gate.ts';
 import { RunStop } from './run-stop.ts';
+import { jobStopOf, settleJobStop } from './job-stop.ts';
+import type { CreditStop } from './credit-guard.ts';
 import { ResultWriter } from './result-writer.ts';
 import { planIntoLedger, type PlanCounts } from './plan-into-ledger.ts';
 import { workJob, type JobProgress } from './run-job.ts';
@@ -148,6 +150,8 @@ async function runLocked(
   const skipped = new SkippedJobs(logger);
   const summaries: JobSummary[] = (options.brokenJobFiles ?? []).map((err) => skipped.brokenFile(err));
   let creditsAtStart: number | null = null;
+  // The first job that stopped on its own credits.maxPerRun while the run went on: the run ends as a credit stop.
+  let capStop: (CreditStop & { job: string }) | null = null;
   let errors = 0;
 
   try {
@@ -197,12 +201,13 @@ async function runLocked(
       );
       reporter.start();
       const failures = new FailureLog(reporter.above(logger), job.name, options.failureLog);
+      const jobStop = jobStopOf(stop);
       try {
         await workJob(job, ledger, filter, {
           client,
           guard,
           gate,
-          stop,
+          stop: jobStop.stop,
           writer,
           retry: job.retry,
           maxThrottleWaitMs,
@@ -218,11 +223,13 @@ async function runLocked(
         }, progress);
       } finally {
         reporter.stop();
+        jobStop.release();
         failures.flush();
         creditsAtStart ??= guard.balance === null ? null : guard.balance + guard.spent;
         await writer.drain();
       }
-      if (stop.reason) ledger.deferPending(job.name, runId, new Date().toISOString());
+      if (settleJobStop(jobStop.stop, stop, guard)) capStop ??= { ...guard.stopDetail!, job: job.name };
+      if (jobStop.stop.reason) ledger.deferPending(job.name, runId, new Date().toISOString());
       const counts = ledger.countsByStatus(job.name, runId);
       const failedByCode = ledger.failedByCode(job.name, runId);
       summaries.push(jobSummary(job, plan, { worked: runnable, failedBefore }, counts, failedByCode));
@@ -235,7 +242,7 @@ async function runLocked(
         deferred: counts.deferred,
       };
       // A job cut short is not "finished": its deferred tasks are the run's stop, told next.
-      if (stop.reason) logger.warn('job stopped before its end', { ...fields, reason: stop.reason });
+      if (jobStop.stop.reason) logger.warn('job stopped before its end', { ...fields, reason: jobStop.stop.reason });
       else logger.info('job finished', fields);
     }
   } catch (err) {
@@ -247,12 +254,16 @@ async function runLocked(
     options.signal?.removeEventListener('abort', onAbort);
   }
   // Jobs never reached because the run stopped keep their pending tasks for the next run.
-  const status = runStatus(stop.reason, summaries);
+  const stopReason = stop.reason ?? (capStop ? 'credits' : null);
+  const status = runStatus(stopReason, summaries);
   const endedAt = new Date().toISOString();
   const { calls } = callLog.ofRun(runId);
   const error = stop.error ? describe(stop.error, database.file) : null;
-  const stopped = stop.reason
-    ? describeStop({ reason: stop.reason, errorMessage: error?.message ?? null, credit: guard.stopDetail, throttledMs: gate.totalPausedMs, maxThrottleWaitMs })
+  const stopped = stopReason
+    ? describeStop({
+        reason: stopReason, errorMessage: error?.message ?? null, throttledMs: gate.totalPausedMs, maxThrottleWaitMs,
+        credit: stop.reason ? guard.stopDetail : capStop, cappedJob: stop.reason ? null : capStop?.job,
+      })
     : null;
   const summary: RunSummary = {
     runId,

@@ -18,6 +18,8 @@ export interface StopFacts {
   /** Message of the error behind the stop, if any (auth, outage, fatal, a 402). */
   errorMessage: string | null;
   credit: CreditStop | null;
+  /** The job whose own credits.maxPerRun stopped it while the run went on, if that is the stop. */
+  cappedJob?: string | null;
   throttledMs: number;
   maxThrottleWaitMs: number;
 }
@@ -28,7 +30,7 @@ export function describeStop(facts: StopFacts): RunStopSummary {
   if (reason === 'credits') {
     const credit = facts.credit;
     const limit = credit?.reason ?? 'out-of-credits';
-    return { reason, limit, message: creditMessage(limit, credit) };
+    return { reason, limit, message: creditMessage(limit, credit, facts.cappedJob ?? null) };
   }
   if (reason === 'throttled') {
     const message =
@@ -42,7 +44,7 @@ export function describeStop(facts: StopFacts): RunStopSummary {
   return { reason, limit: null, message: facts.errorMessage ?? 'stopped by an error' };
 }
 
-function creditMessage(limit: CreditStopReason, c: CreditStop | null): string {
+function creditMessage(limit: CreditStopReason, c: CreditStop | null, cappedJob: string | null): string {
   const next = c?.cost == null ? 'the next call' : `the next call (about ${plural(roundCredits(c.cost), 'credit')})`;
   switch (limit) {
     case 'reserve': {
@@ -53,6 +55,12 @@ function creditMessage(limit: CreditStopReason, c: CreditStop | null): string {
       return `credits.reserve: the balance (${balance}) minus ${next} would fall below the reserve of ${c.reserve}; ${fix}`;
     }
     case 'max-per-run':
+      if (cappedJob !== null) {
+        return (
+          `credits.maxPerRun of job ${cappedJob}: the run had spent ${roundCredits(c?.spent ?? 0)} of its cap of ${c?.maxPerRun ?? '?'} and ` +
+          `${next} would go over it; its remaining tasks are deferred to the next run (or raise credits.maxPerRun, --max-credits)`
+        );
+      }
       return (
         `credits.maxPerRun: the run spent ${roundCredits(c?.spent ?? 0)} of its cap of ${c?.maxPerRun ?? '?'} and ${next} would go over it; ` +
         'the next run goes on (or raise credits.maxPerRun, --max-credits)'
