@@ -2,7 +2,9 @@
  * What a nightly cron user sees over several runs on one database: the input edited between nights, and jobs
  * with credit caps of their own sharing a run.
  */
+import BetterSqlite3 from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
+import { planReport } from '../src/runner/plan-report.ts';
 import { FAST_RATE, FAST_RETRY, companyUrls, csv, postUrls, query, run, taskStatuses, useWorkspaces } from './run-helpers.ts';
 import { useSandboxes } from './sandbox-helpers.ts';
 
@@ -90,5 +92,51 @@ describe('a job that reaches its own credits.maxPerRun', () => {
     ]);
     expect(sandbox.requests).toHaveLength(6);
     expect(summary.creditsSpent).toBe(6);
+  });
+});
+
+describe('the same lookup asked by another job', () => {
+  it('a job file renamed (a new job name) takes the old answers instead of paying again, while they are fresh', async () => {
+    const sandbox = await newSandbox({ tokens: { [TOKEN]: 1000 } });
+    const ws = await newWorkspace();
+    await ws.write('posts.csv', csv(['post_url'], postUrls(3).map((u) => [u])));
+    const definition = { operation: 'post-details', input: { csv: 'posts.csv', column: 'post_url' }, rate: FAST_RATE, refreshAfterDays: 7 };
+    await run(ws, sandbox, TOKEN, await ws.load(await ws.job('posts', definition)));
+    expect(sandbox.requests).toHaveLength(3);
+
+    sandbox.clearLog();
+    const renamed = await ws.load(await ws.job('posts-v2', definition));
+    expect(await planReport(renamed[0]!, ws.db)).toMatchObject({ tasks: 3, fresh: 3, calls: 0 });
+    const summary = await run(ws, sandbox, TOKEN, renamed);
+    expect(sandbox.requests).toHaveLength(0);
+    expect(summary.jobs[0]).toMatchObject({ name: 'posts-v2', fresh: 3, done: 3 });
+    expect(query(ws, "SELECT count(*) AS n FROM tasks t JOIN tasks o ON o.input_key = t.input_key AND o.job = 'posts' WHERE t.job = 'posts-v2' AND t.completed_at = o.completed_at")).toEqual([{ n: 3 }]);
+
+    // Eight days later the answers are stale for this job: it pays for them, once.
+    const db = new BetterSqlite3(ws.db);
+    db.prepare(`UPDATE tasks SET completed_at = strftime('%Y-%m-%dT%H:%M:%fZ', completed_at, '-8 days')`).run();
+    db.close();
+    expect(await planReport(renamed[0]!, ws.db)).toMatchObject({ fresh: 0, calls: 3 });
+    await run(ws, sandbox, TOKEN, renamed);
+    expect(sandbox.requests).toHaveLength(3);
+  });
+
+  it('--refresh pays once for a lookup two jobs of the run ask', async () => {
+    const sandbox = await newSandbox({ tokens: { [TOKEN]: 1000 } });
+    const ws = await newWorkspace();
+    const [p1, p2, p3] = postUrls(3);
+    await ws.write('a.csv', csv(['post_url'], [[p1!], [p2!]]));
+    await ws.write('b.csv', csv(['post_url'], [[p2!], [p3!]]));
+    const files = [
+      await ws.job('a', { operation: 'post-details', input: { csv: 'a.csv', column: 'post_url' }, rate: FAST_RATE }),
+      await ws.job('b', { operation: 'post-details', input: { csv: 'b.csv', column: 'post_url' }, rate: FAST_RATE }),
+    ];
+    await run(ws, sandbox, TOKEN, await ws.load(...files));
+    expect(sandbox.requests).toHaveLength(3);
+    sandbox.clearLog();
+    await run(ws, sandbox, TOKEN, await ws.load(...files), { refresh: true });
+    expect(sandbox.requests).toHaveLength(3);
+    expect(new Set(sandbox.requests.map((r) => r.query['url'])).size).toBe(3);
+    expect(taskStatuses(ws, 'b')).toEqual({ done: 2 });
   });
 });

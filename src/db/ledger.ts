@@ -1,4 +1,5 @@
 import type { Connection } from './connection.ts';
+import { otherJobsWithOperation } from './job-names.ts';
 import type { TaskStatus } from './schema.ts';
 
 /** A task as the runner reads it from the ledger. */
@@ -32,7 +33,10 @@ export interface InvalidInputRow {
   reason: string;
 }
 
-/** Which settled tasks are due again: done or not found before `freshSince`, or all with `refresh`. */
+/**
+ * Which settled tasks are due again: done or not found before `freshSince` (under --refresh, the run's start:
+ * what the run itself settled stays settled), and with `refresh` those that failed for good too.
+ */
 export interface RunnableFilter {
   job: string;
   runId: number;
@@ -43,7 +47,17 @@ export interface RunnableFilter {
 const RUNNABLE = `job = @job AND run_id = @runId AND (
   status IN ('pending', 'deferred')
   OR (status = 'failed' AND (retryable = 1 OR @refresh = 1))
-  OR (status IN ('done', 'not_found') AND (@refresh = 1 OR completed_at IS NULL OR completed_at < @freshSince)))`;
+  OR (status IN ('done', 'not_found') AND (completed_at IS NULL OR completed_at < @freshSince)))`;
+
+/**
+ * The same lookup (operation, input, page and request text, here those of `of`: the task row `tasks`, or named
+ * parameters) settled by one of `@others` (a JSON array of job names) at or after `@answeredSince`: one probe
+ * of the unique index per job name.
+ */
+const sharedAnswer = (of: 'tasks.' | '@') => `u.job IN (SELECT value FROM json_each(@others))
+  AND u.input_key = ${of === '@' ? '@inputKey' : 'tasks.input_key'} AND u.page = ${of}page
+  AND u.operation = ${of}operation AND u.request_json = ${of === '@' ? '@requestJson' : 'tasks.request_json'}
+  AND u.status IN ('done', 'not_found') AND u.completed_at >= @answeredSince`;
 
 /** One task's values in the upsert; `TASK_PARAMS` placeholders. */
 const TASK_VALUES = "(?, ?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?)";
@@ -116,6 +130,12 @@ export function createLedger(database: Connection) {
     retryable = NULL, updated_at = @at, completed_at = @receivedAt
     WHERE id = @id AND status = 'failed' AND last_error_code = @code
       AND NOT EXISTS (SELECT 1 FROM raw_responses r WHERE r.task_id = @id AND r.id > @rawId)`);
+  // The answer's own time is kept, so freshness and enrich's latest answers run from when it was received.
+  const adopt = sqlite.prepare(`UPDATE tasks SET (status, completed_at, last_error) = (
+      SELECT u.status, u.completed_at, u.last_error FROM tasks u WHERE ${sharedAnswer('tasks.')} ORDER BY u.completed_at DESC LIMIT 1),
+    last_error_code = NULL, retryable = NULL, updated_at = @at
+    WHERE ${RUNNABLE} AND EXISTS (SELECT 1 FROM tasks u WHERE ${sharedAnswer('tasks.')})`);
+  const findShared = sqlite.prepare(`SELECT EXISTS (SELECT 1 FROM tasks u WHERE ${sharedAnswer('@')})`).pluck();
   const reopen = sqlite.prepare(`UPDATE tasks SET status = 'pending', updated_at = @at
     WHERE ${RUNNABLE} AND status NOT IN ('pending', 'deferred')`);
   const defer = sqlite.prepare(`UPDATE tasks SET status = 'deferred', updated_at = @at
@@ -166,6 +186,28 @@ export function createLedger(database: Connection) {
      */
     markRecovered(id: number, rawId: number, code: string, receivedAt: string, at: string): boolean {
       return recovered.run({ id, rawId, code, receivedAt, at }).changes > 0;
+    },
+    /** Names of the other jobs in the ledger with tasks of `operation`: those whose answers a job can share. */
+    otherJobs(operation: string, job: string): string[] {
+      return otherJobsWithOperation(sqlite, operation, job);
+    },
+    /**
+     * Settles every due task of the job that another job (of `others`) answered, the same lookup, at or after
+     * the filter's `freshSince`: it takes that answer's status and time instead of paying for it again (a job
+     * file renamed, or two jobs sharing inputs). Call it before reopenDue. Returns how many tasks took an answer.
+     */
+    adoptSharedAnswers(filter: RunnableFilter, others: readonly string[], at: string): number {
+      if (others.length === 0) return 0;
+      return adopt.run({ ...filterParams(filter), others: JSON.stringify(others), answeredSince: filter.freshSince, at }).changes;
+    },
+    /** Whether another job (of `others`) answered this lookup at or after `answeredSince` (for `plan`). */
+    hasSharedAnswer(
+      task: { operation: string; inputKey: string; page: number; requestJson: string },
+      others: readonly string[],
+      answeredSince: string,
+    ): boolean {
+      if (others.length === 0) return false;
+      return findShared.get({ ...task, others: JSON.stringify(others), answeredSince }) === 1;
     },
     /**
      * Sets every due task that an earlier run settled (stale, failed-retryable, or any with --refresh) back to

@@ -13,6 +13,7 @@ import type BetterSqlite3 from 'better-sqlite3';
 import type { Job } from '../jobs/schema.ts';
 import { JOB_DEFAULTS } from '../jobs/defaults.ts';
 import { filterKey } from '../jobs/request-keys.ts';
+import { otherJobsWithOperation } from '../db/job-names.ts';
 
 /**
  * Per page (index = page - 1, pages 1..`job.pages`): no row of the page last seen before this time belongs
@@ -40,7 +41,7 @@ interface Answer {
  * input and page, and for similar-companies the same filter set and page size.
  */
 export function answerFloorReader(sqlite: BetterSqlite3.Database, job: Job): (inputKey: string) => AnswerFloors {
-  const jobs = jobsWithOperation(sqlite, job.operation, job.name);
+  const jobs = [job.name, ...otherJobsWithOperation(sqlite, job.operation, job.name)];
   // One index probe per job name: tasks are unique on (job, input_key, page).
   const tasks = sqlite.prepare(
     `SELECT id, page, status, request_json AS requestJson, completed_at AS completedAt FROM tasks
@@ -80,27 +81,6 @@ export function answerFloorReader(sqlite: BetterSqlite3.Database, job: Job): (in
     }
     return floors;
   };
-}
-
-/**
- * Names of the jobs with tasks of `operation` (and `own`, always). Read once: a skip-scan over the job
- * index finds each name with one probe, then one EXISTS per name checks its operation.
- */
-function jobsWithOperation(sqlite: BetterSqlite3.Database, operation: string, own: string): string[] {
-  const names = sqlite
-    .prepare(
-      `WITH RECURSIVE names(job) AS (
-         SELECT (SELECT min(job) FROM tasks)
-         UNION ALL
-         SELECT (SELECT min(job) FROM tasks WHERE job > names.job) FROM names WHERE names.job IS NOT NULL
-       )
-       SELECT job FROM names WHERE job IS NOT NULL`,
-    )
-    .pluck()
-    .all() as string[];
-  const has = sqlite.prepare('SELECT EXISTS (SELECT 1 FROM tasks WHERE job = ? AND operation = ?)').pluck();
-  const out = names.filter((name) => name !== own && has.get(name, operation) === 1);
-  return [own, ...out];
 }
 
 /**

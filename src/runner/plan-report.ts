@@ -14,7 +14,7 @@ export interface PlanReport {
   tasks: number;
   invalidRows: number;
   duplicates: number;
-  /** Tasks done or not found within refreshAfterDays: they cost nothing. */
+  /** Tasks done or not found within refreshAfterDays, by this job or another asking the same: they cost nothing. */
   fresh: number;
   /**
    * Tasks that failed for good in an earlier run, for the same request: not called again without --refresh,
@@ -37,6 +37,9 @@ export async function planReport(job: Job, dbPath: string, refresh = false): Pro
     const ledger = database ? createLedger(database) : null;
     const calls = database ? createApiCallLog(database) : null;
     const freshSince = new Date(Date.now() - job.refreshAfterDays * 86_400_000).toISOString();
+    // The run takes another job's fresh answer to the same lookup (ledger.adoptSharedAnswers); --refresh only
+    // answers from the run itself, which plan cannot know.
+    const others = ledger && !refresh ? ledger.otherJobs(job.operation, job.name) : [];
     const report: PlanReport = {
       job: job.name,
       operation: job.operation,
@@ -69,7 +72,9 @@ export async function planReport(job: Job, dbPath: string, refresh = false): Pro
           known.completedAt >= freshSince;
         if (isFresh) report.fresh += 1;
         else if (settled && known.status === 'failed' && known.retryable !== 1) report.failedBefore += 1;
-        else report.calls += 1;
+        else if (ledger?.hasSharedAnswer({ operation: job.operation, inputKey: item.inputKey, page: item.page, requestJson: JSON.stringify(item.request) }, others, freshSince)) {
+          report.fresh += 1;
+        } else report.calls += 1;
       }
     }
     const learned = calls?.learnedCost(job.operation) ?? null;

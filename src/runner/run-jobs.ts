@@ -170,13 +170,16 @@ async function runLocked(
         summaries.push(skipped.skip(job, err));
         continue;
       }
-      const filter = { job: job.name, runId, freshSince: freshSince(job.refreshAfterDays), refresh: options.refresh ?? false };
+      const refresh = options.refresh ?? false;
+      const filter = { job: job.name, runId, freshSince: refresh ? startedAt : freshSince(job.refreshAfterDays), refresh };
+      // A lookup another job answered (fresh, or in this very run under --refresh) is not paid for again.
+      const shared = ledger.adoptSharedAnswers(filter, ledger.otherJobs(job.operation, job.name), new Date().toISOString());
       ledger.reopenDue(filter, new Date().toISOString());
       const runnable = ledger.countRunnable(filter);
       // Once the due ones are reopened, the tasks still failed are those an earlier run failed for good.
       const failedBefore = ledger.countsByStatus(job.name, runId).failed;
       await writer.ready;
-      logger.info('job planned', { job: job.name, tasks: plan.tasks, invalid: plan.invalid, duplicates: plan.duplicates, due: runnable, failed_before: failedBefore });
+      logger.info('job planned', { job: job.name, tasks: plan.tasks, invalid: plan.invalid, duplicates: plan.duplicates, due: runnable, failed_before: failedBefore, shared: shared || undefined });
       for (const bad of plan.invalidSamples) {
         logger.info('invalid input row', { job: job.name, file: bad.file, line: bad.line, field: bad.field, reason: bad.reason });
       }
