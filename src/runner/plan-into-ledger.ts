@@ -1,6 +1,6 @@
 import type { Job } from '../jobs/schema.ts';
 import { planTasks } from '../jobs/plan-tasks.ts';
-import type { InvalidInputRow, Ledger, NewTask } from '../db/ledger.ts';
+import type { InvalidInputRow, Ledger, NewTask, RunnableFilter } from '../db/ledger.ts';
 
 export const PLAN_DEFAULTS = {
   /** Rows written per transaction while the input streams into the ledger. */
@@ -62,4 +62,24 @@ export async function planIntoLedger(job: Job, ledger: Ledger, runId: number): P
   flush();
   ledger.dropStaleInvalid(job.name, runId);
   return counts;
+}
+
+/** What a job has to do once planned: tasks settled from other jobs' answers, tasks due, tasks failed for good. */
+export interface DueCounts {
+  shared: number;
+  runnable: number;
+  failedBefore: number;
+}
+
+/**
+ * Decides in the ledger, before the job's first call, what its run will call: a lookup another job answered
+ * (fresh, or in this very run under --refresh) is taken, not paid for again; then the due tasks are reopened.
+ */
+export function settleDue(operation: string, ledger: Ledger, filter: RunnableFilter): DueCounts {
+  const shared = ledger.adoptSharedAnswers(filter, ledger.otherJobs(operation, filter.job), new Date().toISOString());
+  ledger.reopenDue(filter, new Date().toISOString());
+  const runnable = ledger.countRunnable(filter);
+  // Once the due ones are reopened, the tasks still failed are those an earlier run failed for good.
+  const failedBefore = ledger.countsByStatus(filter.job, filter.runId).failed;
+  return { shared, runnable, failedBefore };
 }

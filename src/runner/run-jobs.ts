@@ -15,7 +15,7 @@ import { RunStop } from './run-stop.ts';
 import { jobStopOf, settleJobStop } from './job-stop.ts';
 import type { CreditStop } from './credit-guard.ts';
 import { ResultWriter } from './result-writer.ts';
-import { planIntoLedger, type PlanCounts } from './plan-into-ledger.ts';
+import { planIntoLedger, settleDue, type PlanCounts } from './plan-into-ledger.ts';
 import { workJob, type JobProgress } from './run-job.ts';
 import { ProgressReporter } from './progress.ts';
 import { silentLogger, type Logger } from './logger.ts';
@@ -172,12 +172,7 @@ async function runLocked(
       }
       const refresh = options.refresh ?? false;
       const filter = { job: job.name, runId, freshSince: refresh ? startedAt : freshSince(job.refreshAfterDays), refresh };
-      // A lookup another job answered (fresh, or in this very run under --refresh) is not paid for again.
-      const shared = ledger.adoptSharedAnswers(filter, ledger.otherJobs(job.operation, job.name), new Date().toISOString());
-      ledger.reopenDue(filter, new Date().toISOString());
-      const runnable = ledger.countRunnable(filter);
-      // Once the due ones are reopened, the tasks still failed are those an earlier run failed for good.
-      const failedBefore = ledger.countsByStatus(job.name, runId).failed;
+      const { shared, runnable, failedBefore } = settleDue(job.operation, ledger, filter);
       await writer.ready;
       logger.info('job planned', { job: job.name, tasks: plan.tasks, invalid: plan.invalid, duplicates: plan.duplicates, due: runnable, failed_before: failedBefore, shared: shared || undefined });
       for (const bad of plan.invalidSamples) {
