@@ -158,5 +158,18 @@ describe('failures that are not an outage', () => {
     expect(summary.jobs[0]).toMatchObject({ failed: 15, failedByCode: { SCHEMA: 15 } });
     expect(log.lines.filter((l) => /WARN {2}task failed job=posts .*code=SCHEMA retryable=false/.test(l))).toHaveLength(5);
     expect(log.lines.filter((l) => /WARN {2}more tasks failed /.test(l))).toEqual([expect.stringMatching(/job=posts count=10 codes="SCHEMA 10" last_input=https:/)]);
+    expect(log.lines.filter((l) => /more failed tasks are counted, not listed/.test(l))).toHaveLength(1);
+  });
+
+  it('exactly as many failures as get a line each: no word of more being counted', async () => {
+    const sandbox = await sandboxWith({ wrongShapeRate: 1 });
+    const ws = await workspace();
+    const jobs = await ws.load(await postsJob(ws, 5));
+    const log = captureLog();
+
+    const summary = await run(ws, sandbox, TOKEN, jobs, { logger: log.logger, failureLog: { detailedLines: 5 } });
+    expect(summary.jobs[0]).toMatchObject({ failed: 5 });
+    expect(log.lines.filter((l) => /WARN {2}task failed /.test(l))).toHaveLength(5);
+    expect(log.lines.filter((l) => /more failed tasks|more tasks failed/.test(l))).toEqual([]);
   });
 });

@@ -27,6 +27,8 @@ export interface FailedTask {
  */
 export class FailureLog {
   private logged = 0;
+  /** Set at the first failure past the detailed ones, when the log says that the rest are counted. */
+  private counting = false;
   private pending = new Map<string, number>();
   private pendingCount = 0;
   private last: FailedTask | null = null;
@@ -55,10 +57,13 @@ export class FailureLog {
         retryable: task.retryable,
         error: task.message,
       });
-      if (this.logged === this.detailedLines) {
-        this.logger.warn('more failed tasks are counted, not listed', { job: this.job, every_s: Math.round(this.intervalMs / 1000) });
-      }
       return;
+    }
+    // Said when there is a failure to count, not after the last detailed one: a job with exactly that many
+    // failures has nothing more to report.
+    if (!this.counting) {
+      this.counting = true;
+      this.logger.warn('more failed tasks are counted, not listed', { job: this.job, every_s: Math.round(this.intervalMs / 1000) });
     }
     this.pending.set(task.code, (this.pending.get(task.code) ?? 0) + 1);
     this.pendingCount += 1;
