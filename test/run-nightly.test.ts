@@ -95,6 +95,30 @@ describe('a job that reaches its own credits.maxPerRun', () => {
   });
 });
 
+describe('refreshAfterDays under a nightly schedule', () => {
+  it('a weekly refresh comes on the 7th night although the answers arrived after that run started', async () => {
+    const sandbox = await newSandbox({ tokens: { [TOKEN]: 1000 } });
+    const ws = await newWorkspace();
+    await ws.write('posts.csv', csv(['post_url'], postUrls(3).map((u) => [u])));
+    const jobs = await ws.load(await ws.job('posts', { operation: 'post-details', input: { csv: 'posts.csv', column: 'post_url' }, rate: FAST_RATE, refreshAfterDays: 7 }));
+    await run(ws, sandbox, TOKEN, jobs);
+    const age = (modifier: string) => {
+      const db = new BetterSqlite3(ws.db);
+      db.prepare(`UPDATE tasks SET completed_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now', ${modifier})`).run();
+      db.close();
+    };
+    // Six nights on: fresh.
+    age("'-6 days', '+20 minutes'");
+    expect(await planReport(jobs[0]!, ws.db)).toMatchObject({ fresh: 3, calls: 0 });
+    // The 7th night: received 20 minutes after the start of the run a week ago, they are due.
+    age("'-7 days', '+20 minutes'");
+    expect(await planReport(jobs[0]!, ws.db)).toMatchObject({ fresh: 0, calls: 3 });
+    sandbox.clearLog();
+    await run(ws, sandbox, TOKEN, jobs);
+    expect(sandbox.requests).toHaveLength(3);
+  });
+});
+
 describe('the same lookup asked by another job', () => {
   it('a job file renamed (a new job name) takes the old answers instead of paying again, while they are fresh', async () => {
     const sandbox = await newSandbox({ tokens: { [TOKEN]: 1000 } });

@@ -6,6 +6,7 @@ import { createLedger } from '../db/ledger.ts';
 import { createApiCallLog } from '../db/api-calls.ts';
 import { CREDIT_METER_DEFAULTS, roundCredits } from '../credits/credit-meter.ts';
 import { plural } from '../plural.ts';
+import { freshSince } from '../jobs/freshness.ts';
 
 /** What `netingest plan` reports for a job, without calling the API or writing anything. */
 export interface PlanReport {
@@ -36,7 +37,7 @@ export async function planReport(job: Job, dbPath: string, refresh = false): Pro
   try {
     const ledger = database ? createLedger(database) : null;
     const calls = database ? createApiCallLog(database) : null;
-    const freshSince = new Date(Date.now() - job.refreshAfterDays * 86_400_000).toISOString();
+    const dueBefore = freshSince(job.refreshAfterDays);
     // The run takes another job's fresh answer to the same lookup (ledger.adoptSharedAnswers); --refresh only
     // answers from the run itself, which plan cannot know.
     const others = ledger && !refresh ? ledger.otherJobs(job.operation, job.name) : [];
@@ -69,10 +70,10 @@ export async function planReport(job: Job, dbPath: string, refresh = false): Pro
           settled &&
           (known.status === 'done' || known.status === 'not_found') &&
           known.completedAt !== null &&
-          known.completedAt >= freshSince;
+          known.completedAt >= dueBefore;
         if (isFresh) report.fresh += 1;
         else if (settled && known.status === 'failed' && known.retryable !== 1) report.failedBefore += 1;
-        else if (ledger?.hasSharedAnswer({ operation: job.operation, inputKey: item.inputKey, page: item.page, requestJson: JSON.stringify(item.request) }, others, freshSince)) {
+        else if (ledger?.hasSharedAnswer({ operation: job.operation, inputKey: item.inputKey, page: item.page, requestJson: JSON.stringify(item.request) }, others, dueBefore)) {
           report.fresh += 1;
         } else report.calls += 1;
       }

@@ -16,6 +16,7 @@ import { jobStopOf, settleJobStop } from './job-stop.ts';
 import type { CreditStop } from './credit-guard.ts';
 import { ResultWriter } from './result-writer.ts';
 import { planIntoLedger, settleDue, type PlanCounts } from './plan-into-ledger.ts';
+import { freshSince } from '../jobs/freshness.ts';
 import { workJob, type JobProgress } from './run-job.ts';
 import { ProgressReporter } from './progress.ts';
 import { silentLogger, type Logger } from './logger.ts';
@@ -299,10 +300,6 @@ async function runLocked(
 }
 
 /** Tasks completed before this instant are due again. */
-function freshSince(refreshAfterDays: number): string {
-  return new Date(Date.now() - refreshAfterDays * 86_400_000).toISOString();
-}
-
 function describe(err: unknown, dbFile: string): { code: string; message: string } {
   // SQLite's own messages ("database or disk is full") do not say which file: the mapped error does.
   const mapped = toDatabaseUseError(err, dbFile);
