@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { openDatabase } from '../src/db/open.ts';
-import { freshFolder, leftovers } from './export-helpers.ts';
+import { capture, freshFolder, leftovers } from './export-helpers.ts';
 import { exportSql, exportTable } from '../src/export/export-table.ts';
 import { ExportInterruptedError } from '../src/export/errors.ts';
 import { openFileSink } from '../src/export/output-sink.ts';
@@ -147,6 +147,32 @@ describe('an interrupted export leaves nothing half-written', () => {
     expect(stderr()).not.toMatch(/exported/);
     expect(readFileSync(out, 'utf8')).toBe('previous complete export\n');
     expect(leftovers(folder)).toEqual([]);
+  });
+
+  it('an abort mid-export to stdout says the rows already sent are incomplete, not that no file was written', async () => {
+    const stream = capture();
+    const controller = new AbortController();
+    const promise = exportTable({
+      db,
+      table: 'jobs',
+      stream,
+      batchRows: 100,
+      signal: controller.signal,
+      onProgress: (n) => {
+        if (n >= 1000) controller.abort();
+      },
+    });
+    await expect(promise).rejects.toMatchObject({ code: 'INTERRUPTED' });
+    const err = (await promise.catch((e: unknown) => e)) as Error;
+    expect(err.message).toBe('interrupted after 1000 rows had been written to the output: what it holds is incomplete');
+    expect(stream.text().startsWith('url,')).toBe(true);
+  });
+
+  it('an abort to stdout before the first batch says nothing was written', async () => {
+    const stream = capture();
+    const promise = exportTable({ db, table: 'jobs', stream, signal: AbortSignal.abort() });
+    await expect(promise).rejects.toMatchObject({ code: 'INTERRUPTED', message: 'interrupted; nothing was written' });
+    expect(stream.text()).toBe('');
   });
 
   it('an abort after the last row is written but before the rename still discards the output', async () => {

@@ -6,6 +6,7 @@ import { openFileSink, streamSink, OutputClosedError, type OutputSink } from './
 import { pumpRows, type PumpOptions } from './pump-rows.ts';
 import { ExportInterruptedError } from './errors.ts';
 import type { RowEncoder } from './row-encoders.ts';
+import { plural } from '../plural.ts';
 
 /** Where to write: a file path, or a stream when `out` is undefined. */
 export interface OutputTarget {
@@ -60,6 +61,15 @@ export async function writeOutput(
   } catch (err) {
     await sink.abort();
     if (err instanceof OutputClosedError) return { rows: written, out: null, readerClosed: true };
+    // Rows sent to a stream cannot be taken back: "no output file was written" would let a `> out.csv` pass as whole.
+    if (err instanceof ExportInterruptedError && target.out === undefined) throw streamInterrupted(written);
     throw err;
   }
+}
+
+function streamInterrupted(written: number): ExportInterruptedError {
+  if (written === 0) return new ExportInterruptedError('interrupted; nothing was written');
+  return new ExportInterruptedError(
+    `interrupted after ${plural(written, 'row')} had been written to the output: what it holds is incomplete`,
+  );
 }
