@@ -1,6 +1,7 @@
 /** Checks made on `--out` before anything is read: it must not be an input (however it is spelled), nor a folder. */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { linkSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, linkSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
@@ -112,5 +113,40 @@ describe('an --out that names a folder is refused before anything is read (exit 
     const streams = io();
     expect(await main(['enrich', job, '--db', db, '--out', out], streams)).toBe(2);
     expect(streams.text()).toMatch(/\[OUTPUT_UNWRITABLE\]/);
+  });
+});
+
+describe('an existing --out is replaced as the file it is', () => {
+  it('keeps its permissions: a private 0600 export is not made world-readable', async () => {
+    const folder = join(dir, 'private');
+    mkdirSync(folder);
+    const out = join(folder, 'leads.csv');
+    writeFileSync(out, 'old\n');
+    chmodSync(out, 0o600);
+    expect(await main(['export', 'posts', '--db', db, '--out', out], io())).toBe(0);
+    expect(readFileSync(out, 'utf8')).toMatch(/^post_id,/);
+    expect(statSync(out).mode & 0o777).toBe(0o600);
+  });
+
+  it('a symbolic link: the file it points to gets the export, and the link stays a link', async () => {
+    const folder = join(dir, 'symlinked-out');
+    mkdirSync(folder);
+    const target = join(folder, 'exports-2026-11-23.csv');
+    writeFileSync(target, 'old\n');
+    const link = join(folder, 'latest.csv');
+    symlinkSync(target, link);
+    expect(await main(['export', 'posts', '--db', db, '--out', link], io())).toBe(0);
+    expect(lstatSync(link).isSymbolicLink()).toBe(true);
+    expect(readFileSync(target, 'utf8')).toMatch(/^post_id,/);
+    expect(readdirSync(folder).sort()).toEqual(['exports-2026-11-23.csv', 'latest.csv']);
+  });
+
+  it('a named pipe (as /dev/null would be for root) is refused, not replaced by a regular file', async () => {
+    const fifo = join(dir, 'a-pipe');
+    execFileSync('mkfifo', [fifo]);
+    const streams = io();
+    expect(await main(['export', 'posts', '--db', db, '--out', fifo], streams)).toBe(2);
+    expect(streams.text()).toMatch(/a-pipe: cannot write the output file: it is a device, pipe or socket.*\[OUTPUT_UNWRITABLE\]/);
+    expect(lstatSync(fifo).isFIFO()).toBe(true);
   });
 });

@@ -4,7 +4,7 @@
  * removes the temporary file. A stream (stdout) is written as it goes, with backpressure.
  */
 import { rename, unlink } from 'node:fs/promises';
-import { close, fdatasync, fsync, open, statSync, unlinkSync, createWriteStream, WriteStream } from 'node:fs';
+import { close, fchmod, fdatasync, fsync, open, realpathSync, statSync, unlinkSync, createWriteStream, WriteStream, type Stats } from 'node:fs';
 import { Socket } from 'node:net';
 import { promisify } from 'node:util';
 import { basename, dirname, join, sep } from 'node:path';
@@ -78,24 +78,47 @@ export function assertOutputIsAFile(outPath: string): void {
   if (outPath.endsWith('/') || outPath.endsWith(sep)) {
     throw new OutputError(outPath, 'cannot write the output file: the path ends with a slash, so it names a folder; name a file');
   }
-  if (isFolder(outPath)) {
+  const existing = statIfExists(outPath);
+  if (existing?.isDirectory()) {
     throw new OutputError(outPath, 'cannot write the output file: it is a folder; name a file inside it or elsewhere');
+  }
+  // The rename would replace the device or pipe itself (as root, /dev/null) with a regular file.
+  if (existing !== undefined && !existing.isFile()) {
+    throw new OutputError(
+      outPath,
+      'cannot write the output file: it is a device, pipe or socket, not a file, and the finished file is renamed onto it; leave out --out to write to stdout',
+    );
   }
 }
 
-/** True when `path` is an existing folder; any other answer (missing, unreadable) is left to the open. */
-function isFolder(path: string): boolean {
+/** What `path` is (through symbolic links); undefined when missing or unreadable, which is left to the open. */
+function statIfExists(path: string): Stats | undefined {
   try {
-    return statSync(path).isDirectory();
+    return statSync(path);
   } catch {
-    return false;
+    return undefined;
+  }
+}
+
+/**
+ * The file the finished output is renamed onto, and the permissions it must keep: an existing --out is replaced
+ * at the real path of a symbolic link (the link stays a link) and keeps its mode (a private 0600 export is
+ * not made world-readable); a new one is created with the default mode.
+ */
+function renameTarget(outPath: string): { path: string; mode: number | undefined } {
+  try {
+    const path = realpathSync(outPath);
+    return { path, mode: statSync(path).mode & 0o7777 };
+  } catch {
+    return { path: outPath, mode: undefined };
   }
 }
 
 /** Opens a temporary file next to `outPath`; fails early with a clear message if the folder cannot be written. */
 export async function openFileSink(outPath: string): Promise<OutputSink> {
   assertOutputIsAFile(outPath);
-  const tempPath = join(dirname(outPath), `.${basename(outPath)}.${process.pid}-${randomBytes(4).toString('hex')}.tmp`);
+  const target = renameTarget(outPath);
+  const tempPath = join(dirname(target.path), `.${basename(target.path)}.${process.pid}-${randomBytes(4).toString('hex')}.tmp`);
   let fd: number;
   try {
     fd = await promisify(open)(tempPath, 'wx');
@@ -103,6 +126,16 @@ export async function openFileSink(outPath: string): Promise<OutputSink> {
     const code = (err as NodeJS.ErrnoException).code;
     const why = code === 'ENOENT' ? `folder ${dirname(outPath)} does not exist` : describeFsError(err);
     throw new OutputError(outPath, `cannot write the output file: ${why}`, { cause: err });
+  }
+  if (target.mode !== undefined) {
+    try {
+      // Unlike open(), fchmod() is not masked by the umask: the replaced file's mode is kept exactly.
+      await promisify(fchmod)(fd, target.mode);
+    } catch (err) {
+      await promisify(close)(fd).catch(() => undefined);
+      await unlink(tempPath).catch(() => undefined);
+      throw new OutputError(outPath, `cannot keep the permissions of the file it replaces: ${describeFsError(err)}`, { cause: err });
+    }
   }
   // Last resort if something calls process.exit() mid-export: no temporary file is left behind.
   const removeOnExit = () => {
@@ -177,7 +210,7 @@ export async function openFileSink(outPath: string): Promise<OutputSink> {
         // The last moment an interrupt can still keep --out as it was. A signal that came while SQLite held
         // the thread is only handled once the event loop polls again, which the awaits above let it do.
         if (signal?.aborted) throw new ExportInterruptedError();
-        await rename(tempPath, outPath);
+        await rename(tempPath, target.path);
         settled = true;
         process.off('exit', removeOnExit);
       } catch (err) {
