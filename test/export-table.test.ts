@@ -283,6 +283,32 @@ describe('netingest export (CLI)', () => {
     for (const name of ['companies', 'jobs', 'posts', 'similar_companies', 'v_lookalikes']) expect(message).toContain(name);
   });
 
+  it('an unknown name close to a table or view suggests it (a view typo, case, a missing v_ or plural s)', async () => {
+    const cases: Array<[string, string]> = [
+      ['v_lookalike', 'v_lookalikes'],
+      ['V_LOOKALIKES', 'v_lookalikes'],
+      ['lookalikes', 'v_lookalikes'],
+      ['job-progress', 'v_job_progress'],
+      ['Companies', 'companies'],
+      ['post', 'posts'],
+    ];
+    for (const [typed, meant] of cases) {
+      const streams = io();
+      expect(await main(['export', typed, '--db', db], streams)).toBe(2);
+      expect(streams.stderr.text()).toContain(`unknown table '${typed}'; did you mean '${meant}'? Tables: `);
+    }
+    const far = io();
+    expect(await main(['export', 'leads', '--db', db], far)).toBe(2);
+    expect(far.stderr.text()).toContain(`unknown table 'leads'. Tables: `);
+  });
+
+  it('counts one row as "1 row" on stderr', async () => {
+    const streams = io();
+    const out = join(dir, 'one-row.csv');
+    expect(await main(['export', '--sql', 'SELECT 1 AS n', '--db', db, '--out', out], streams)).toBe(0);
+    expect(streams.stderr.text()).toBe(`netingest: exported 1 row to ${out}\n`);
+  });
+
   it('a bad --since, --since with --sql, both or neither of table and --sql exit 2', async () => {
     expect(await main(['export', 'companies', '--db', db, '--since', 'soon'], io())).toBe(2);
     expect(await main(['export', '--db', db, '--sql', 'SELECT 1', '--since', '2026-01-01'], io())).toBe(2);

@@ -48,10 +48,18 @@ export function findSource(name: string): ExportSource {
   if (found) return found;
   const tables = sources.filter((s) => s.kind === 'table').map((s) => s.name);
   const views = sources.filter((s) => s.kind === 'view').map((s) => s.name);
+  const near = nearestSource(name, sources);
   throw new UsageError(
-    `unknown table '${name}'. Tables: ${tables.join(', ')}. Views: ${views.join(', ')}`,
+    `unknown table '${name}'${near ? `; did you mean '${near.name}'?` : '.'} Tables: ${tables.join(', ')}. Views: ${views.join(', ')}`,
     'UNKNOWN_TABLE',
   );
+}
+
+/** The source `name` most likely means: the same letters but for case, `_`, `-`, a plural `s` or a view's `v_`. */
+function nearestSource(name: string, sources: readonly ExportSource[]): ExportSource | undefined {
+  const key = (text: string) => text.toLowerCase().replace(/[\s_-]/g, '').replace(/s$/, '');
+  const wanted = key(name);
+  return sources.find((s) => key(s.name) === wanted || (s.kind === 'view' && key(s.name.replace(/^v_/, '')) === wanted));
 }
 
 /**

@@ -3,6 +3,7 @@ import { withDb } from '../common-options.ts';
 import { enrichJob } from '../../export/enrich.ts';
 import { EXPORT_FORMATS } from '../../export/row-encoders.ts';
 import { stderrNotice, withStopSignals } from '../signals.ts';
+import { plural } from '../../plural.ts';
 
 /** `netingest enrich <job> --out <file>`: the job's input rows followed by their results (docs/export.md). */
 export const enrichCommand = defineCommand({
@@ -29,7 +30,7 @@ export const enrichCommand = defineCommand({
       .map(([status, n]) => `${n} ${status}`)
       .join(', ');
     io.stderr.write(
-      `netingest: wrote ${result.rows} rows for ${result.inputRows} input rows (${counts || 'no input rows'}) to ${argv.out}\n`,
+      `netingest: wrote ${plural(result.rows, 'row')} for ${plural(result.inputRows, 'input row')} (${counts || 'no input rows'}) to ${argv.out}\n`,
     );
     return 0;
   },

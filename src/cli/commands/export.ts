@@ -5,6 +5,7 @@ import { exportSql, exportTable, type ExportResult } from '../../export/export-t
 import { EXPORT_FORMATS } from '../../export/row-encoders.ts';
 import { exportSources } from '../../export/sources.ts';
 import { stderrNotice, withStopSignals } from '../signals.ts';
+import { plural } from '../../plural.ts';
 
 /** `netingest export`: a table, a view or a SELECT as CSV or JSON Lines, to a file (atomically) or stdout. */
 export const exportCommand = defineCommand({
@@ -43,7 +44,7 @@ export const exportCommand = defineCommand({
         ? exportSql({ ...common, sql: argv.sql, signal })
         : exportTable({ ...common, table: argv.table!, since: argv.since, signal }),
     );
-    if (result.out !== null) io.stderr.write(`netingest: exported ${result.rows} rows to ${result.out}\n`);
+    if (result.out !== null) io.stderr.write(`netingest: exported ${plural(result.rows, 'row')} to ${result.out}\n`);
     return 0;
   },
 });
