@@ -19,7 +19,8 @@ export const exportCommand = defineCommand({
       .option('out', { type: 'string', normalize: true, describe: 'file to write (replaced whole at the end); default stdout' })
       .option('since', {
         type: 'string',
-        describe: 'only rows updated (or last seen) at or after this date: YYYY-MM-DD or ISO date-time, UTC',
+        describe:
+          'only rows updated (or last seen) at or after this date: YYYY-MM-DD (midnight UTC) or an ISO date-time, with Z or an offset such as +01:00 (none: UTC)',
       })
       .option('list', { type: 'boolean', default: false, describe: 'list the tables and views that can be exported' })
       .example('$0 export companies --out companies.csv', 'every company, as CSV')
