@@ -188,6 +188,17 @@ describe('query runs reads', () => {
     expect(await main(['query', 'SELEC 1', '--db', db], { stdout: capture(), stderr: capture() })).toBe(2);
   });
 
+  it('a statement that opens with a -- comment (a report file) is run, by query and export --sql alike', async () => {
+    const sql = '-- posts per author\nSELECT count(*) AS n FROM posts';
+    const stdout = capture();
+    const stderr = capture();
+    expect(await main(['query', sql, '--db', db, '--format', 'csv'], { stdout, stderr })).toBe(0);
+    expect(stdout.text()).toBe('n\n3\n');
+    const exported = capture();
+    expect(await main(['export', '--sql', sql, '--db', db], { stdout: exported, stderr: capture() })).toBe(0);
+    expect(exported.text()).toBe('n\n3\n');
+  });
+
   it('refuses parameters (?, :name, $n), which nothing on the command line fills: exit 2, not an internal error', async () => {
     for (const sql of ['SELECT * FROM posts WHERE post_id = ?', 'SELECT :id', 'SELECT $1']) {
       await expect(runQuery({ db, sql, stream: capture() }), sql).rejects.toMatchObject({

@@ -11,7 +11,7 @@ const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.ur
 /** Runs the netingest command line and resolves to the process exit code; never calls process.exit. */
 export async function main(argv: string[], io: CommandIO = { stdout: process.stdout, stderr: process.stderr }): Promise<number> {
   let exitCode: number = EXIT.ok;
-  let parser = yargs(argv)
+  let parser = yargs(argv.map(keepSqlCommentAsValue))
     .scriptName('netingest')
     .usage('$0 <command> [options]')
     .version(pkg.version)
@@ -48,6 +48,15 @@ export async function main(argv: string[], io: CommandIO = { stdout: process.std
 }
 
 class UsageFailure extends Error {}
+
+/**
+ * An argument starting with `-- ` (a SQL statement opening with a line comment, `query "$(cat report.sql)"`)
+ * names no option, yet yargs reads it as one and drops the statement. A leading space keeps it a value:
+ * SQLite ignores it, and `--` alone, the end of options, is left as it is.
+ */
+function keepSqlCommentAsValue(arg: string): string {
+  return /^--\s/.test(arg) ? ` ${arg}` : arg;
+}
 
 /** Whether the command line asked for JSON log lines, so that even a command that fails at once writes one. */
 function wantsJsonLogs(argv: string[]): boolean {
