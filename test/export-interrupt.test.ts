@@ -132,6 +132,18 @@ describe('an interrupted export leaves nothing half-written', () => {
     expect(leftovers(folder)).toEqual([]);
   });
 
+  it('SIGHUP (the terminal or ssh session closed): exit 130, no file at --out, temporary file removed', async () => {
+    const folder = freshFolder(dir, 'sighup');
+    const out = join(folder, 'jobs.csv');
+    const endless = 'WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT i FROM n';
+    const { child, exited, stderr } = await exportUnderWay(endless, out, folder);
+    child.kill('SIGHUP');
+    expect(await exited).toBe(130);
+    expect(stderr()).toMatch(/INTERRUPTED/);
+    expect(existsSync(out)).toBe(false);
+    expect(leftovers(folder)).toEqual([]);
+  });
+
   it('SIGINT while one long statement holds the thread: exit 130, and the previous --out is kept', async () => {
     const folder = freshFolder(dir, 'sigint-blocked');
     const out = join(folder, 'count.csv');

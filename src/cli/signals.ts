@@ -7,6 +7,15 @@ import { RUN_DEFAULTS } from '../runner/run-jobs.ts';
  */
 export const SHUTDOWN_GRACE_MS = RUN_DEFAULTS.requestTimeoutMs + 10_000;
 
+/** The signals that stop a command gracefully. */
+export const STOP_SIGNALS: readonly NodeJS.Signals[] = ['SIGINT', 'SIGTERM'];
+
+/**
+ * The signals that stop export, enrich and query gracefully: SIGHUP too, since a closed terminal or dropped ssh
+ * session would otherwise kill the process at once and leave its temporary output file behind.
+ */
+export const OUTPUT_STOP_SIGNALS: readonly NodeJS.Signals[] = [...STOP_SIGNALS, 'SIGHUP'];
+
 /**
  * First SIGINT/SIGTERM: abort the controller, so a run stops sending (calls in flight finish and are written)
  * and an export drops its temporary file. A second signal, or the grace running out, exits at once with 130:
@@ -17,6 +26,7 @@ export function abortOnStopSignals(
   controller: AbortController,
   notify: (signal: NodeJS.Signals) => void,
   graceMs = SHUTDOWN_GRACE_MS,
+  signals: readonly NodeJS.Signals[] = STOP_SIGNALS,
 ): () => void {
   let received = 0;
   const onSignal = (signal: NodeJS.Signals) => {
@@ -29,11 +39,9 @@ export function abortOnStopSignals(
     }
     process.exit(130);
   };
-  process.on('SIGINT', onSignal);
-  process.on('SIGTERM', onSignal);
+  for (const name of signals) process.on(name, onSignal);
   return () => {
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
+    for (const name of signals) process.off(name, onSignal);
   };
 }
 
@@ -47,9 +55,10 @@ export function stderrNotice(stderr: NodeJS.WritableStream & { isTTY?: boolean }
 export async function withStopSignals<T>(
   notify: (signal: NodeJS.Signals) => void,
   work: (signal: AbortSignal) => Promise<T>,
+  signals: readonly NodeJS.Signals[] = STOP_SIGNALS,
 ): Promise<T> {
   const controller = new AbortController();
-  const detach = abortOnStopSignals(controller, notify);
+  const detach = abortOnStopSignals(controller, notify, SHUTDOWN_GRACE_MS, signals);
   try {
     return await work(controller.signal);
   } finally {

@@ -2,7 +2,7 @@ import { defineCommand } from '../command.ts';
 import { withDb } from '../common-options.ts';
 import { enrichJob } from '../../export/enrich.ts';
 import { EXPORT_FORMATS } from '../../export/row-encoders.ts';
-import { stderrNotice, withStopSignals } from '../signals.ts';
+import { OUTPUT_STOP_SIGNALS, stderrNotice, withStopSignals } from '../signals.ts';
 import { plural } from '../../plural.ts';
 
 /** `netingest enrich <job> --out <file>`: the job's input rows followed by their results (docs/export.md). */
@@ -24,6 +24,7 @@ export const enrichCommand = defineCommand({
   run: async (argv, io) => {
     const result = await withStopSignals(stderrNotice(io.stderr), (signal) =>
       enrichJob({ db: argv.db, job: argv.job, out: argv.out, format: argv.format, signal }),
+      OUTPUT_STOP_SIGNALS,
     );
     const counts = Object.entries(result.statuses)
       .filter(([, n]) => n > 0)

@@ -4,7 +4,7 @@ import { UsageError } from '../../errors.ts';
 import { exportSql, exportTable, type ExportResult } from '../../export/export-table.ts';
 import { EXPORT_FORMATS } from '../../export/row-encoders.ts';
 import { exportSources } from '../../export/sources.ts';
-import { stderrNotice, withStopSignals } from '../signals.ts';
+import { OUTPUT_STOP_SIGNALS, stderrNotice, withStopSignals } from '../signals.ts';
 import { plural } from '../../plural.ts';
 
 /** `netingest export`: a table, a view or a SELECT as CSV or JSON Lines, to a file (atomically) or stdout. */
@@ -44,6 +44,7 @@ export const exportCommand = defineCommand({
       argv.sql !== undefined
         ? exportSql({ ...common, sql: argv.sql, signal })
         : exportTable({ ...common, table: argv.table!, since: argv.since, signal }),
+      OUTPUT_STOP_SIGNALS,
     );
     if (result.out !== null) io.stderr.write(`netingest: exported ${plural(result.rows, 'row')} to ${result.out}\n`);
     return 0;

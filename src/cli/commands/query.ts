@@ -3,7 +3,7 @@ import { defineCommand } from '../command.ts';
 import { withDb } from '../common-options.ts';
 import { QUERY_FORMATS, runQuery } from '../../export/query.ts';
 import { TABLE_DEFAULTS } from '../../export/table-format.ts';
-import { stderrNotice, withStopSignals } from '../signals.ts';
+import { OUTPUT_STOP_SIGNALS, stderrNotice, withStopSignals } from '../signals.ts';
 import { numberFlag, numberOption } from '../number-flags.ts';
 
 /** `netingest query`: one read-only SQL statement, as a table on a terminal and CSV otherwise. */
@@ -29,6 +29,7 @@ export const queryCommand = defineCommand({
         maxColumnWidth: Math.max(4, Math.trunc(maxWidth)),
         signal,
       }),
+      OUTPUT_STOP_SIGNALS,
     );
     return 0;
   },
