@@ -88,6 +88,8 @@ describe('similar-companies', () => {
     expect(typeOf('companies', 'followers', `url LIKE '%acme-1'`)).toBe('integer');
     expect(typeOf('companies', 'tagline', `url LIKE '%acme-1'`)).toBe('text');
     expect(typeOf('companies', 'cover', `url LIKE '%acme-2'`)).toBe('text');
+    // docs/schema.md: an as-given true/false is the integer 1/0 (sqlite3, pandas: 1, not 1.0).
+    expect(typeOf('company_locations', 'is_primary', `company_url LIKE '%acme-1' AND position = 1`)).toBe('integer');
 
     expect(rows('company_locations', 'company_url, position')).toEqual([
       { company_url: 'https://network.com/company/acme-1', position: 1, is_headquarter: 1, city: 'münchen', country: 'germany', geographic_area: null, is_primary: 1, line1: 'hauptstraße 1', line2: null, postal_code: '80331' },

@@ -25,9 +25,10 @@ export function sqlValue(value: unknown): SqlValue {
 
 /**
  * sqlValue for the BLOB ("not shown" type) columns, which have no type affinity: better-sqlite3 binds every JS
- * number as REAL, so whole numbers go as bigint to be stored as INTEGER (12, not 12.0).
+ * number as REAL, so whole numbers and booleans go as bigint to be stored as INTEGER (12 and 1, not 12.0 and 1.0).
  */
 export function givenValue(value: unknown): SqlValue {
+  if (typeof value === 'boolean') return value ? 1n : 0n;
   return typeof value === 'number' && Number.isSafeInteger(value) ? BigInt(value) : sqlValue(value);
 }
 
