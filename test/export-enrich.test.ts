@@ -389,6 +389,18 @@ describe('netingest enrich (CLI)', () => {
     expect(existsSync(missing)).toBe(false);
   });
 
+  it('--bom starts the enriched CSV with a UTF-8 byte-order mark, the rows unchanged; with jsonl it exits 2', async () => {
+    const plain = join(dir, 'cli-plain.csv');
+    const marked = join(dir, 'cli-bom.csv');
+    const io = () => ({ stdout: new PassThrough(), stderr: new PassThrough() });
+    expect(await main(['enrich', postJob, '--db', db, '--out', plain], io())).toBe(0);
+    expect(await main(['enrich', postJob, '--db', db, '--out', marked, '--bom'], io())).toBe(0);
+    expect(readFileSync(marked)).toEqual(Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), readFileSync(plain)]));
+    const refused = join(dir, 'cli-bom.jsonl');
+    expect(await main(['enrich', postJob, '--db', db, '--out', refused, '--format', 'jsonl', '--bom'], io())).toBe(2);
+    expect(existsSync(refused)).toBe(false);
+  });
+
   it('refuses to write over its own input CSV or the database', async () => {
     const input = join(dir, 'posts.csv');
     const before = readFileSync(input, 'utf8');

@@ -74,6 +74,14 @@ describe('parallel table export', () => {
     expect(parallel.text).toContain('"say ""hello""');
   });
 
+  it('--bom: one byte-order mark before the header, the rest byte for byte as without it, on both paths', async () => {
+    const plain = await bothWays({ table: 'companies' });
+    const marked = await bothWays({ table: 'companies', bom: true });
+    expect(marked.parallel.workers).toBe(2);
+    expect(marked.single.text).toBe(`\uFEFF${plain.single.text}`);
+    expect(marked.parallel.text).toBe(marked.single.text);
+  });
+
   it('writes JSON Lines byte for byte like the main-thread path', async () => {
     const { single, parallel } = await bothWays({ table: 'companies', format: 'jsonl' });
     expect(parallel.workers).toBe(2);

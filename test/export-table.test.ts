@@ -275,6 +275,18 @@ describe('netingest export (CLI)', () => {
     expect(streams.stdout.text()).toBe('{"url":"https://network.com/company/c0"}\n{"url":"https://network.com/company/c1"}\n');
   });
 
+  it('--bom starts the CSV with a UTF-8 byte-order mark (for Excel); with jsonl it is refused, exit 2', async () => {
+    const out = join(dir, 'bom.csv');
+    expect(await main(['export', 'companies', '--db', db, '--out', out, '--bom'], io())).toBe(0);
+    const bytes = readFileSync(out);
+    expect([...bytes.subarray(0, 3)]).toEqual([0xef, 0xbb, 0xbf]);
+    expect(parseCsv(bytes.subarray(3).toString('utf8')).rows).toEqual(dbRows('SELECT * FROM companies ORDER BY rowid').rows);
+    const streams = io();
+    expect(await main(['export', 'companies', '--db', db, '--format', 'jsonl', '--bom'], streams)).toBe(2);
+    expect(streams.stderr.text()).toMatch(/--bom is for CSV only/);
+    expect(streams.stdout.text()).toBe('');
+  });
+
   it('an unknown table exits 2 and lists the tables and views', async () => {
     const streams = io();
     expect(await main(['export', 'compnies', '--db', db], streams)).toBe(2);

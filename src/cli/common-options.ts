@@ -47,3 +47,10 @@ export function withLogFormat<T>(y: Argv<T>) {
     describe: 'log lines on stderr: text, or one JSON object per line',
   });
 }
+
+/** `--bom` of the commands that write CSV for people (export, enrich): the spreadsheet case. */
+export const BOM_OPTION = {
+  type: 'boolean',
+  default: false,
+  describe: 'CSV only: start the file with a UTF-8 byte-order mark, so that Excel shows non-ASCII text right',
+} as const;

@@ -12,7 +12,7 @@ import { readCsvHeader } from '../input/csv-header.ts';
 import { assertOutputIsNotInput, openForReading } from './read-database.ts';
 import { resultLookup } from './enrich-results.ts';
 import { ENRICH_STATUSES, taskStatusReader, type CurrentRequests, type EnrichStatus } from './enrich-status.ts';
-import { encoderFor, type ExportFormat } from './row-encoders.ts';
+import { assertEncoderOptions, encoderFor, type ExportFormat } from './row-encoders.ts';
 import { writeRows, type OutputTarget, type WriteResult } from './write-output.ts';
 import type { PumpOptions } from './pump-rows.ts';
 
@@ -27,6 +27,8 @@ export interface EnrichOptions extends OutputTarget, PumpOptions {
   job: string | Job;
   /** Output format. Default 'csv'. */
   format?: ExportFormat;
+  /** CSV only: start with a UTF-8 byte-order mark, for Excel. Default false. */
+  bom?: boolean;
   /** Directory a relative job path (and its input path) resolves against. Default process.cwd(). */
   cwd?: string;
 }
@@ -42,6 +44,7 @@ export interface EnrichResult extends WriteResult {
 
 /** Writes the enriched lead list of a job; nothing is left at `out` if it fails or is interrupted. */
 export async function enrichJob(options: EnrichOptions): Promise<EnrichResult> {
+  assertEncoderOptions(options.format ?? 'csv', { bom: options.bom });
   const job = typeof options.job === 'string' ? await loadJob(options.job, { cwd: options.cwd }) : options.job;
   const displayName = job.input.csv;
   assertOutputIsNotInput(options.out, [
@@ -92,7 +95,7 @@ export async function enrichJob(options: EnrichOptions): Promise<EnrichResult> {
       }
     }
 
-    const result = await writeRows(rows(), encoderFor(options.format ?? 'csv', columns), options, options);
+    const result = await writeRows(rows(), encoderFor(options.format ?? 'csv', columns, { bom: options.bom }), options, options);
     return { ...result, columns, inputRows, statuses };
   } finally {
     database.close();

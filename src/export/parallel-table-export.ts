@@ -98,6 +98,8 @@ export interface ParallelTableJob {
   table: string;
   columns: string[];
   format: ExportFormat;
+  /** CSV only: start with a UTF-8 byte-order mark (written with the header, on this thread). */
+  bom: boolean;
   /** The --since filter: rows whose `column` is at or after `value`. */
   since: { column: string; value: string } | undefined;
   range: RowidRange;
@@ -136,7 +138,7 @@ export async function exportTableInParallel(
         const from = fromRowid + seq * opts.chunkRowids;
         return pool.read(seq, from, Math.min(from + opts.chunkRowids - 1, toRowid));
       };
-      return await pumpChunks(readChunk, chunkCount, encoderFor(job.format, job.columns), sink, {
+      return await pumpChunks(readChunk, chunkCount, encoderFor(job.format, job.columns, { bom: job.bom }), sink, {
         maxChunksInFlight: opts.maxChunksInFlight,
         signal: pumpOptions.signal,
         onProgress: pumpOptions.onProgress,

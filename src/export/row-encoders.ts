@@ -5,6 +5,7 @@
  */
 import { stringify } from 'csv-stringify/sync';
 import type { Options as StringifyOptions } from 'csv-stringify/sync';
+import { UsageError } from '../errors.ts';
 
 /** Output formats of `export` and `enrich`. */
 export const EXPORT_FORMATS = ['csv', 'jsonl'] as const;
@@ -30,10 +31,20 @@ const CSV_OPTIONS: StringifyOptions = {
   },
 };
 
+/** How an encoder writes; every member is optional. */
+export interface EncoderOptions {
+  /**
+   * CSV only: start with a UTF-8 byte-order mark. Excel takes a CSV without one for the local code page and
+   * garbles every non-ASCII character; most other readers skip the mark.
+   */
+  bom?: boolean;
+}
+
 /** CSV with a header row of `columns`. */
-export function csvEncoder(columns: readonly string[]): RowEncoder {
+export function csvEncoder(columns: readonly string[], options: EncoderOptions = {}): RowEncoder {
+  const headerOptions = options.bom ? { ...CSV_OPTIONS, bom: true } : CSV_OPTIONS;
   return {
-    header: () => stringify([columns as string[]], CSV_OPTIONS),
+    header: () => stringify([columns as string[]], headerOptions),
     encode: (rows) => stringify(rows as unknown[][], CSV_OPTIONS),
   };
 }
@@ -59,9 +70,16 @@ export function jsonlEncoder(columns: readonly string[]): RowEncoder {
   };
 }
 
-/** The encoder of `format` for `columns`. */
-export function encoderFor(format: ExportFormat, columns: readonly string[]): RowEncoder {
-  return format === 'jsonl' ? jsonlEncoder(columns) : csvEncoder(columns);
+/** The encoder of `format` for `columns`; a byte-order mark asked of JSON Lines is a UsageError. */
+export function encoderFor(format: ExportFormat, columns: readonly string[], options: EncoderOptions = {}): RowEncoder {
+  assertEncoderOptions(format, options);
+  return format === 'jsonl' ? jsonlEncoder(columns) : csvEncoder(columns, options);
+}
+
+/** Refuses options the format has no use for, before anything is read or written. */
+export function assertEncoderOptions(format: ExportFormat, options: EncoderOptions): void {
+  // A JSON Lines reader would take the mark for part of the first object.
+  if (options.bom && format !== 'csv') throw new UsageError('--bom is for CSV only; JSON Lines is written without one');
 }
 
 function jsonValue(value: unknown): string {

@@ -1,5 +1,5 @@
 import { defineCommand } from '../command.ts';
-import { withDb } from '../common-options.ts';
+import { BOM_OPTION, withDb } from '../common-options.ts';
 import { UsageError } from '../../errors.ts';
 import { exportSql, exportTable, type ExportResult } from '../../export/export-table.ts';
 import { EXPORT_FORMATS } from '../../export/row-encoders.ts';
@@ -22,6 +22,7 @@ export const exportCommand = defineCommand({
         describe:
           'only rows updated (or last seen) at or after this date: YYYY-MM-DD (midnight UTC) or an ISO date-time, with Z or an offset such as +01:00 (none: UTC)',
       })
+      .option('bom', BOM_OPTION)
       .option('list', { type: 'boolean', default: false, describe: 'list the tables and views that can be exported' })
       .example('$0 export companies --out companies.csv', 'every company, as CSV')
       .example('$0 export jobs --since 2026-11-01 --format jsonl > jobs.jsonl', 'jobs seen since November 1st')
@@ -39,7 +40,7 @@ export const exportCommand = defineCommand({
     if (argv.sql !== undefined && argv.since !== undefined) {
       throw new UsageError('--since applies to tables; with --sql, filter in the WHERE clause');
     }
-    const common = { db: argv.db, format: argv.format, out: argv.out, stream: io.stdout };
+    const common = { db: argv.db, format: argv.format, bom: argv.bom, out: argv.out, stream: io.stdout };
     const result: ExportResult = await withStopSignals(stderrNotice(io.stderr), (signal) =>
       argv.sql !== undefined
         ? exportSql({ ...common, sql: argv.sql, signal })
