@@ -48,11 +48,15 @@ export class DatabaseNeedsMigrationError extends DatabaseError {
     super(
       'DB_NEEDS_MIGRATION',
       file,
-      upgradeFailure === undefined
-        ? `database ${file} needs upgrading to this version's schema, which a read-only open cannot do; ` +
+      upgradeFailure !== undefined
+        ? `database ${file} was written by an older netingest and must be upgraded to this version's schema ` +
+            `before it can be read; upgrading it failed: ${upgradeFailure}`
+        : olderSchema
+          ? `database ${file} needs upgrading to this version's schema, which a read-only open cannot do; ` +
             `run a command that writes (e.g. netingest run) or open it without read-only first`
-        : `database ${file} was written by an older netingest and must be upgraded to this version's schema ` +
-            `before it can be read; upgrading it failed: ${upgradeFailure}`,
+          : // An empty file (a `touch`, a failed copy): "upgrading" would send the user looking for an old version.
+            `database ${file} holds no netingest tables (an empty or blank SQLite file), and a read-only command ` +
+            `does not create them: there is nothing to read until \`netingest run --db ${file}\` has filled it`,
     );
   }
 }
