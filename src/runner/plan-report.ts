@@ -64,8 +64,9 @@ export async function planReport(job: Job, dbPath: string, refresh = false): Pro
       } else {
         report.tasks += 1;
         const known = ledger?.find(job.name, item.inputKey, item.page);
+        const requestJson = JSON.stringify(item.request);
         // The run's rules (ledger.ts): a changed request makes any task pending, so it is called whatever its state.
-        const settled = !refresh && known !== undefined && known.requestJson === JSON.stringify(item.request);
+        const settled = !refresh && known !== undefined && known.requestJson === requestJson;
         const isFresh =
           settled &&
           (known.status === 'done' || known.status === 'not_found') &&
@@ -73,7 +74,7 @@ export async function planReport(job: Job, dbPath: string, refresh = false): Pro
           known.completedAt >= dueBefore;
         if (isFresh) report.fresh += 1;
         else if (settled && known.status === 'failed' && known.retryable !== 1) report.failedBefore += 1;
-        else if (ledger?.hasSharedAnswer({ operation: job.operation, inputKey: item.inputKey, page: item.page, requestJson: JSON.stringify(item.request) }, others, dueBefore)) {
+        else if (ledger?.hasSharedAnswer({ operation: job.operation, inputKey: item.inputKey, page: item.page, requestJson }, others, dueBefore)) {
           report.fresh += 1;
         } else report.calls += 1;
       }

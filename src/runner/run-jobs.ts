@@ -299,7 +299,6 @@ async function runLocked(
   return summary;
 }
 
-/** Tasks completed before this instant are due again. */
 function describe(err: unknown, dbFile: string): { code: string; message: string } {
   // SQLite's own messages ("database or disk is full") do not say which file: the mapped error does.
   const mapped = toDatabaseUseError(err, dbFile);
