@@ -194,6 +194,34 @@ describe('jobs after a credit stop', () => {
     expect(taskStatuses(ws, 'second')).toEqual({ done: 3 });
   }, 90_000);
 
+  it('under --refresh, have their refresh deferred: the next run without --refresh does it and pays nothing twice', async () => {
+    const { sandbox, ws } = await setUp(100);
+    await ws.write('second.csv', csv(['post_url'], postUrls(3, 50).map((u) => [u])));
+    const second = await ws.job('second', { operation: 'post-details', input: { csv: 'second.csv', column: 'post_url' }, rate: FAST_RATE, retry: FAST_RETRY });
+    const first = await postsJob(ws, 10, { reserve: 3 }, 'first');
+    const env = cliEnv(sandbox, TOKEN);
+    expect((await runCli(['run', first, second, '--db', ws.db], { cwd: ws.dir, env })).code).toBe(0);
+
+    // 8 credits left: a few refreshed answers of the first job, then the reserve stops the run.
+    sandbox.setCredits(TOKEN, 13 + 8);
+    const stopped = await runCli(['run', first, second, '--db', ws.db, '--refresh'], { cwd: ws.dir, env });
+    expect(stopped.code, stopped.stderr).toBe(3);
+    expect(stopped.stdout).toContain('\n  second (post-details): not reached: the run stopped before it; the next run does it (its refresh too: 3 tasks deferred)\n');
+    expect(taskStatuses(ws, 'second')).toEqual({ deferred: 3 });
+    // Some of the first job's lookups were refreshed before the stop: the next run must not pay for them again.
+    const firstStatuses = taskStatuses(ws, 'first');
+    expect(firstStatuses['done']).toBeGreaterThan(0);
+    expect(firstStatuses['deferred']).toBeGreaterThan(0);
+
+    sandbox.setCredits(TOKEN, 100);
+    const resumed = await runCli(['run', first, second, '--db', ws.db], { cwd: ws.dir, env });
+    expect(resumed.code, resumed.stderr).toBe(0);
+    // Every lookup paid exactly twice: its first answer and its one refresh.
+    const charged = chargedUrls(sandbox);
+    expect(charged.size).toBe(13);
+    expect([...charged.values()].every((n) => n === 2), JSON.stringify([...charged])).toBe(true);
+  }, 90_000);
+
   it('the text summary names a job not reached', async () => {
     const { sandbox, ws } = await setUp(5);
     const first = await postsJob(ws, 20, { reserve: 3 }, 'first');

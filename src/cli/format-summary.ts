@@ -25,7 +25,8 @@ export function formatRunSummary(s: RunSummary): string {
   const lines = [`Run ${s.runId}: ${headline(s)}`];
   for (const j of s.jobs) {
     if (j.status === 'not_reached') {
-      lines.push(`  ${j.name} (${j.operation}): not reached: the run stopped before it; the next run does it`);
+      const refresh = j.deferred > 0 ? ` (its refresh too: ${plural(j.deferred, 'task')} deferred)` : '';
+      lines.push(`  ${j.name} (${j.operation}): not reached: the run stopped before it; the next run does it${refresh}`);
       continue;
     }
     if (j.error) {

@@ -83,3 +83,15 @@ export function settleDue(operation: string, ledger: Ledger, filter: RunnableFil
   const failedBefore = ledger.countsByStatus(filter.job, filter.runId).failed;
   return { shared, runnable, failedBefore };
 }
+
+/**
+ * Under --refresh, writes the refresh of a job the run stopped before reaching into the ledger: its settled
+ * tasks are reopened and deferred, so that the next run refreshes them with or without --refresh. Without this
+ * the user's only way to finish the refresh would be another --refresh run, paying again for every task this
+ * run already refreshed. Returns the number of tasks deferred.
+ */
+export async function deferRefresh(job: Job, ledger: Ledger, runId: number, refreshSince: string): Promise<number> {
+  await planIntoLedger(job, ledger, runId);
+  settleDue(job.operation, ledger, { job: job.name, runId, freshSince: refreshSince, refresh: true });
+  return ledger.deferPending(job.name, runId, new Date().toISOString());
+}

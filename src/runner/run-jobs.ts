@@ -6,7 +6,6 @@ import { createLedger } from '../db/ledger.ts';
 import { createRunLog } from '../db/runs.ts';
 import { acquireRunLock, type RunLock } from '../db/run-lock.ts';
 import { createApiCallLog } from '../db/api-calls.ts';
-import type { Job } from '../jobs/schema.ts';
 import type { Operation } from '../spec/types.ts';
 import { CreditGuard } from './credit-guard.ts';
 import { roundCredits } from '../credits/credit-meter.ts';
@@ -20,59 +19,18 @@ import { freshSince } from '../jobs/freshness.ts';
 import { workJob, type JobProgress } from './run-job.ts';
 import { ProgressReporter } from './progress.ts';
 import { silentLogger, type Logger } from './logger.ts';
-import { jobSummary, notReachedJobSummary, runEnd, runStatus, type JobSummary, type RunSummary } from './run-summary.ts';
+import { notReachedJob } from './not-reached-job.ts';
+import { jobSummary, runEnd, runStatus, type JobSummary, type RunSummary } from './run-summary.ts';
 import { OutageBreaker } from './outage-breaker.ts';
-import { FailureLog, formatCodeCounts, type FailureLogOptions } from './failure-log.ts';
+import { FailureLog, formatCodeCounts } from './failure-log.ts';
 import { describeStop } from './stop-summary.ts';
 import { SkippedJobs } from './skipped-jobs.ts';
-import { applyOverrides, type JobOverrides } from './job-overrides.ts';
-import { isJobUnusable, type JobFileError } from '../jobs/job-error.ts';
+import { applyOverrides } from './job-overrides.ts';
+import { isJobUnusable } from '../jobs/job-error.ts';
+import { RUN_DEFAULTS, type RunOptions } from './run-options.ts';
 
 export type { JobSummary, RunStopSummary, RunSummary } from './run-summary.ts';
-
-/** Options of a run; every default lives in RUN_DEFAULTS. */
-export interface RunOptions {
-  dbPath: string;
-  jobs: Job[];
-  /** Job files that could not be loaded: the run reports and records each as a skipped job, and runs `jobs`. */
-  brokenJobFiles?: readonly JobFileError[];
-  /** The exit code the caller gives this outcome, kept in `runs.exit_code` (the CLI passes exitCodeForRun). */
-  exitCodeOf?: (summary: RunSummary) => number;
-  api: { baseUrl: string; token: string };
-  /** Command-line overrides of every job's settings. */
-  overrides?: JobOverrides;
-  /** Call again tasks that are still fresh. */
-  refresh?: boolean;
-  /** Aborting it stops sending calls; calls in flight finish and are written (SIGINT, SIGTERM). */
-  signal?: AbortSignal;
-  logger?: Logger;
-  /**
-   * Where the live progress line goes when it is a terminal (default stderr); otherwise progress is one log
-   * line every `progressLogIntervalMs`, through `logger`.
-   */
-  progressStream?: NodeJS.WritableStream & { isTTY?: boolean };
-  /** Total time a run may be paused by 429s before it stops and defers the rest. */
-  maxThrottleWaitMs?: number;
-  /** Per-request timeout of the API client. */
-  requestTimeoutMs?: number;
-  /** Interval of the progress log line without a terminal. */
-  progressLogIntervalMs?: number;
-  /**
-   * Tasks in a row that must fail on errors saying the API is down (refused or dropped connection, timeout,
-   * 5xx: outageSymptom), each after every retry and with no answer between them, before the run stops as an
-   * outage (exit 1) and defers the rest. A job's concurrency raises it: that many tasks fail together in one
-   * short blip.
-   */
-  outageMinTasks?: number;
-  /** How the tasks that failed are logged (one line each for the first ones, then counted). */
-  failureLog?: FailureLogOptions;
-}
-
-export const RUN_DEFAULTS = {
-  maxThrottleWaitMs: 15 * 60_000,
-  requestTimeoutMs: 30_000,
-  outageMinTasks: 3,
-} as const;
+export { RUN_DEFAULTS, type RunOptions } from './run-options.ts';
 
 /**
  * Runs jobs one after the other against one database: takes the run lock, streams each job's input into the
@@ -157,12 +115,12 @@ async function runLocked(
 
   try {
     for (const configured of options.jobs) {
+      const job = applyOverrides(configured, options.overrides);
       // Listed, so that a nightly log says which jobs waited; their tasks are planned and worked by the next run.
       if (stop.reason) {
-        summaries.push(notReachedJobSummary(configured));
+        summaries.push(await notReachedJob(job, { ledger, runId, refresh: options.refresh ?? false, startedAt, stopReason: stop.reason, logger }));
         continue;
       }
-      const job = applyOverrides(configured, options.overrides);
       let plan: PlanCounts;
       try {
         plan = await planIntoLedger(job, ledger, runId);

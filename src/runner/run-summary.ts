@@ -105,9 +105,12 @@ export function skippedJobSummary(job: { name: string; operation: Operation | nu
   return { ...unplannedJobSummary(job, 'skipped'), error: { code: error.code, message: error.message } };
 }
 
-/** The summary of a job the run stopped before (credits, outage, a signal): not planned, its tasks wait for the next run. */
-export function notReachedJobSummary(job: { name: string; operation: Operation }): JobSummary {
-  return unplannedJobSummary(job, 'not_reached');
+/**
+ * The summary of a job the run stopped before (credits, outage, a signal): its tasks wait for the next run;
+ * `deferred` counts those a --refresh run deferred for it (see notReachedJob).
+ */
+export function notReachedJobSummary(job: { name: string; operation: Operation }, deferred = 0): JobSummary {
+  return { ...unplannedJobSummary(job, 'not_reached'), deferred };
 }
 
 function unplannedJobSummary(job: { name: string; operation: Operation | null }, status: JobStatus): JobSummary {

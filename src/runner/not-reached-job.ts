@@ -1,0 +1,36 @@
+import type { Job } from '../jobs/schema.ts';
+import type { Ledger } from '../db/ledger.ts';
+import { deferRefresh } from './plan-into-ledger.ts';
+import type { Logger } from './logger.ts';
+import type { StopReason } from './run-stop.ts';
+import { notReachedJobSummary, type JobSummary } from './run-summary.ts';
+
+/** What notReachedJob() needs of the run. */
+export interface NotReachedContext {
+  ledger: Ledger;
+  runId: number;
+  /** The run's --refresh, and its start: answers settled before it are the ones the refresh asked for. */
+  refresh: boolean;
+  startedAt: string;
+  stopReason: StopReason;
+  logger: Logger;
+}
+
+/**
+ * Summarizes a job the run stopped before reaching; its tasks wait for the next run. Under --refresh the refresh
+ * is written into the ledger too (deferRefresh), so that the next run, with or without --refresh, refreshes
+ * this job as well. Not after an interrupt (the user is waiting for the exit, and reading a large input takes
+ * seconds) nor after a fatal error (the dataset itself may be what failed).
+ */
+export async function notReachedJob(job: Job, ctx: NotReachedContext): Promise<JobSummary> {
+  if (!ctx.refresh || ctx.stopReason === 'interrupted' || ctx.stopReason === 'fatal') return notReachedJobSummary(job);
+  try {
+    const deferred = await deferRefresh(job, ctx.ledger, ctx.runId, ctx.startedAt);
+    ctx.logger.info('job not reached: its refresh is deferred to the next run', { job: job.name, deferred });
+    return notReachedJobSummary(job, deferred);
+  } catch (err) {
+    // The next run reports an unusable input; the refresh of this job is then the user's to ask again.
+    ctx.logger.warn('job not reached, and its refresh could not be deferred', { job: job.name, error: err instanceof Error ? err.message : String(err) });
+    return notReachedJobSummary(job);
+  }
+}

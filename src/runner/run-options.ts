@@ -1,0 +1,51 @@
+/** The options of runJobs() (run-jobs.ts), with every default in RUN_DEFAULTS. */
+import type { Job } from '../jobs/schema.ts';
+import type { JobFileError } from '../jobs/job-error.ts';
+import type { FailureLogOptions } from './failure-log.ts';
+import type { JobOverrides } from './job-overrides.ts';
+import type { Logger } from './logger.ts';
+import type { RunSummary } from './run-summary.ts';
+
+/** Options of a run; every default lives in RUN_DEFAULTS. */
+export interface RunOptions {
+  dbPath: string;
+  jobs: Job[];
+  /** Job files that could not be loaded: the run reports and records each as a skipped job, and runs `jobs`. */
+  brokenJobFiles?: readonly JobFileError[];
+  /** The exit code the caller gives this outcome, kept in `runs.exit_code` (the CLI passes exitCodeForRun). */
+  exitCodeOf?: (summary: RunSummary) => number;
+  api: { baseUrl: string; token: string };
+  /** Command-line overrides of every job's settings. */
+  overrides?: JobOverrides;
+  /** Call again tasks that are still fresh. */
+  refresh?: boolean;
+  /** Aborting it stops sending calls; calls in flight finish and are written (SIGINT, SIGTERM). */
+  signal?: AbortSignal;
+  logger?: Logger;
+  /**
+   * Where the live progress line goes when it is a terminal (default stderr); otherwise progress is one log
+   * line every `progressLogIntervalMs`, through `logger`.
+   */
+  progressStream?: NodeJS.WritableStream & { isTTY?: boolean };
+  /** Total time a run may be paused by 429s before it stops and defers the rest. */
+  maxThrottleWaitMs?: number;
+  /** Per-request timeout of the API client. */
+  requestTimeoutMs?: number;
+  /** Interval of the progress log line without a terminal. */
+  progressLogIntervalMs?: number;
+  /**
+   * Tasks in a row that must fail on errors saying the API is down (refused or dropped connection, timeout,
+   * 5xx: outageSymptom), each after every retry and with no answer between them, before the run stops as an
+   * outage (exit 1) and defers the rest. A job's concurrency raises it: that many tasks fail together in one
+   * short blip.
+   */
+  outageMinTasks?: number;
+  /** How the tasks that failed are logged (one line each for the first ones, then counted). */
+  failureLog?: FailureLogOptions;
+}
+
+export const RUN_DEFAULTS = {
+  maxThrottleWaitMs: 15 * 60_000,
+  requestTimeoutMs: 30_000,
+  outageMinTasks: 3,
+} as const;
