@@ -12,6 +12,7 @@ import {
   ResponseTooLargeError,
   ServerError,
   ThrottledError,
+  UnexpectedResponseError,
 } from '../src/api/errors.ts';
 import { startSandbox, type Sandbox } from '../src/sandbox/server.ts';
 
@@ -69,6 +70,18 @@ describe('similar-companies', () => {
     expect(result.kind === 'not_found' && result.message).toMatch(/no similar companies/i);
     expect(sandbox.credits(TOKEN)).toEqual(before);
   });
+
+  it("stops the run on the sandbox's own 404 for an unknown path (a wrong API URL), not taking it as no data", async () => {
+    const misrouted = createApiClient({ baseUrl: `${sandbox.url}/proxy`, token: TOKEN });
+    try {
+      const err = await misrouted.similarCompanies({ url: 'www.network.com/company/acme-robotics' }).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(UnexpectedResponseError);
+      expect(errorAction(err)).toBe('stop-run');
+      expect(lastRequest()).toMatchObject({ path: '/proxy/v1/api/similar-companies', status: 404 });
+    } finally {
+      await misrouted.close();
+    }
+  });
 });
 
 describe('post-details', () => {
@@ -87,9 +100,10 @@ describe('post-details', () => {
     expect(result.call.path).toBe(`/v1/api/post-details?url=${encodeURIComponent(url)}`);
   });
 
-  it('answers not_found for a post without data', async () => {
+  it('answers not_found for a post without data, with a JSON object the client takes as the API\'s', async () => {
     const result = await client.postDetails('https://www.network.com/posts/notfound_activity-1');
     expect(result).toMatchObject({ kind: 'not_found', call: { operation: 'post-details', status: 404 } });
+    expect(JSON.parse(result.raw)).toMatchObject({ message: expect.any(String) });
   });
 });
 

@@ -195,13 +195,21 @@ describe('404 is a result, not an error', () => {
     expect(await client.postDetails('https://p/1')).toMatchObject({ kind: 'not_found', message: 'Post not found' });
   });
 
-  it('accepts any post-details 404 body: other JSON, none, not JSON', async () => {
+  it('takes a post-details 404 whose body is any JSON object as not found', async () => {
     handler = reply(404, { detail: 'gone' });
-    expect(await client.postDetails('https://p/1')).toMatchObject({ kind: 'not_found', message: null });
-    handler = reply(404, '');
-    expect(await client.postDetails('https://p/1')).toMatchObject({ kind: 'not_found', message: null, raw: '' });
-    handler = reply(404, '<html>Not Found</html>', { 'content-type': 'text/html' });
-    expect(await client.postDetails('https://p/1')).toMatchObject({ kind: 'not_found', message: null, raw: '<html>Not Found</html>' });
+    expect(await client.postDetails('https://p/1')).toMatchObject({ kind: 'not_found', message: null, raw: '{"detail":"gone"}' });
+    handler = reply(404, '\ufeff{"message":"gone"}');
+    expect(await client.postDetails('https://p/1')).toMatchObject({ kind: 'not_found', message: 'gone' });
+  });
+
+  it('stops the run on a post-details 404 that is not a JSON object: a web server\'s page for a wrong API URL', async () => {
+    for (const body of ['<html><body><h1>404 Not Found</h1></body></html>', '', 'Not Found', '[]', 'null', '"Not Found"']) {
+      handler = reply(404, body, { 'content-type': body.startsWith('<') ? 'text/html' : 'application/json' });
+      const err = await failure(client.postDetails('https://p/1'));
+      expect(err, body).toBeInstanceOf(UnexpectedResponseError);
+      expect(errorAction(err)).toBe('stop-run');
+      expect(err.message).toMatch(/^post-details: a 404 whose body is not the API's \(a JSON object\): check the API URL/);
+    }
   });
 
   it('stops the run on a similar-companies or search-jobs 404 that is not the spec\'s (a wrong API URL)', async () => {
@@ -212,6 +220,15 @@ describe('404 is a result, not an error', () => {
     expect(err.message).toMatch(/check the API URL/);
     handler = reply(404, '');
     expect(await failure(client.searchJobs({}))).toBeInstanceOf(UnexpectedResponseError);
+  });
+
+  it("stops the run on a gateway's {\"message\":\"Not Found\"} for similar-companies, whose own 404 carries error: true", async () => {
+    for (const body of [{ message: 'Not Found' }, { error: 'true', message: 'No similar companies found' }]) {
+      handler = reply(404, body);
+      const err = await failure(client.similarCompanies({ url: 'network.com/company/x' }));
+      expect(err).toBeInstanceOf(UnexpectedResponseError);
+      expect(err.message).toMatch(/a 404 whose body is not the API's \(a JSON object with error: true and a message\)/);
+    }
   });
 });
 

@@ -113,25 +113,44 @@ function ok<O extends Operation>(t: Transport, operation: O, text: string, call:
 }
 
 /**
- * A 404 is "nothing found" when its body is the spec's: a JSON object with a string `message` for
- * similar-companies and search-jobs; anything at all (even none) for post-details, whose 404 body is not shown.
+ * A 404 is "nothing found" only when its body is the API's; another 404 is a web server's or gateway's page
+ * for a path it does not serve (a wrong API URL, such as a missing /v1 prefix behind a proxy), and taking it
+ * as nothing found would settle every task as not found, so the run stops instead.
+ * - similar-companies: a JSON object with `error: true` and a string `message`, as the spec shows. `error` is
+ *   required because a gateway's own 404 for an unknown path is commonly `{"message":"Not Found"}`, which
+ *   would otherwise pass: a real answer without it costs one stopped run that names it, whereas accepting the
+ *   gateway's would record every company as having no similar companies, to be refreshed only days later.
+ * - search-jobs: a JSON object with a string `message`; the spec's body is the gateway's shape, so nothing
+ *   stricter can be asked.
+ * - post-details (body not shown): a JSON object, as the other two are; its `message` when a string.
  */
 function notFound(t: Transport, operation: Operation, text: string, call: ApiCallInfo): ApiResult<never> {
   const raw = t.redactBody(text);
-  let message: string | null = null;
+  let body: Record<string, unknown> | null = null;
   try {
-    const parsed: unknown = raw.trim() === '' ? null : JSON.parse(raw);
-    if (parsed !== null && typeof parsed === 'object' && typeof (parsed as { message?: unknown }).message === 'string') {
-      message = (parsed as { message: string }).message;
-    }
+    const parsed: unknown = raw.trim() === '' ? null : parseJsonBody(raw);
+    if (parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed)) body = parsed as Record<string, unknown>;
   } catch {
-    // Not JSON: no message.
+    // Not JSON: not the API's answer.
   }
-  if (message === null && operation !== 'post-details') {
-    throw new UnexpectedResponseError({ call, bodyExcerpt: bodyExcerpt(raw, t.secrets) }, 'a 404 without the body the spec describes');
+  const message = typeof body?.message === 'string' ? body.message : null;
+  const expected =
+    operation === 'post-details'
+      ? body !== null
+      : message !== null && (operation !== 'similar-companies' || body?.error === true);
+  if (!expected) {
+    const shape = NOT_FOUND_SHAPES[operation];
+    throw new UnexpectedResponseError({ call, bodyExcerpt: bodyExcerpt(raw, t.secrets) }, `a 404 whose body is not the API's (${shape})`);
   }
   return { kind: 'not_found', message, raw, call };
 }
+
+/** What each operation's "nothing found" 404 body is, for the message of a 404 that is not one. */
+const NOT_FOUND_SHAPES: Record<Operation, string> = {
+  'similar-companies': 'a JSON object with error: true and a message',
+  'search-jobs': 'a JSON object with a message',
+  'post-details': 'a JSON object',
+};
 
 interface BodyText {
   text: string;
