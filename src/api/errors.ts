@@ -5,6 +5,7 @@
  * Messages and excerpts never hold the token: the HTTP layer redacts excerpts before building an error, and
  * nothing else that could carry it (headers, the request) is ever put into one.
  */
+import { maxHeaderSize } from 'node:http';
 import { NetingestError } from '../errors.ts';
 import type { CreditCounters } from '../spec/types.ts';
 import type { ApiCallInfo } from './types.ts';
@@ -242,6 +243,12 @@ export function errorForStatus(status: number, ctx: ApiErrorContext, retryAfter?
 /** Code of the internal error raised when a body is still arriving when the call's time is up. */
 export const BODY_DEADLINE_CODE = 'NETINGEST_BODY_DEADLINE';
 
+/**
+ * Response headers larger than the parser accepts (undici's HeadersOverflowError, or llhttp's own limit): a
+ * proxy or server misbehaving on this answer, which another try may not repeat.
+ */
+const HEADERS_OVERFLOW_CODES = new Set(['UND_ERR_HEADERS_OVERFLOW', 'HPE_HEADER_OVERFLOW']);
+
 const TIMEOUT_CODES = new Set([
   'UND_ERR_CONNECT_TIMEOUT',
   'UND_ERR_HEADERS_TIMEOUT',
@@ -313,6 +320,9 @@ export function errorForTransport(err: unknown, call: ApiCallInfo, timeoutMs: nu
   if (code === undefined) return null;
   if (isTlsCode(code)) return new TlsError({ call, cause: err }, tlsReason(err, code));
   if (TIMEOUT_CODES.has(code)) return new TimeoutError({ call, cause: err }, `no complete response within ${timeoutMs} ms (${code})`);
+  if (HEADERS_OVERFLOW_CODES.has(code)) {
+    return new NetworkError({ call, cause: err }, `the response headers are larger than the ${maxHeaderSize} bytes accepted (${code})`);
+  }
   if (NETWORK_CODES.has(code) || code.startsWith('HPE_')) {
     const reason = err instanceof Error && err.message ? `: ${err.message}` : '';
     return new NetworkError({ call, cause: err }, `connection failed (${code}${reason})`);
