@@ -17,6 +17,7 @@ import {
   ThrottledError,
   TimeoutError,
   UnexpectedResponseError,
+  UnsupportedEncodingError,
   type ApiErrorContext,
 } from '../src/api/errors.ts';
 import { bodyExcerpt, createOutputRedactor, createRedactor, redact, REDACTED } from '../src/api/redact.ts';
@@ -142,6 +143,8 @@ describe('error classes and errorAction', () => {
     expect(errorAction(new ResponseTooLargeError(ctx(200), 10))).toBe('fail-item');
     expect(new ResponseTooLargeError(ctx(200), 10).code).toBe('BODY_TOO_LARGE');
     expect(new TimeoutError(ctx(null)).code).toBe('TIMEOUT');
+    expect(errorAction(new UnsupportedEncodingError(ctx(200), 'zstd'))).toBe('stop-run');
+    expect(new UnsupportedEncodingError(ctx(200), 'zstd').code).toBe('UNSUPPORTED_ENCODING');
   });
 
   it('carries Retry-After on ThrottledError', () => {

@@ -64,8 +64,14 @@ export function createApiClient(options: ClientOptions): ApiClient {
     secrets,
     redactBody: createOutputRedactor(secrets),
   };
-  // Shared by every call: undici only reads them.
-  const getHeaders = { Authorization: `Bearer ${token}`, Accept: 'application/json', 'User-Agent': userAgent };
+  // Shared by every call: undici only reads them. identity: bodies are read within a byte limit, and a
+  // compressed one costs CPU to expand; http.ts still decodes gzip, deflate and br from a server that ignores it.
+  const getHeaders = {
+    Authorization: `Bearer ${token}`,
+    Accept: 'application/json',
+    'Accept-Encoding': 'identity',
+    'User-Agent': userAgent,
+  };
   const jsonHeaders = { ...getHeaders, 'Content-Type': 'application/json' };
 
   // async, so that a request that cannot even be built (a caller bug) rejects like every other failure.

@@ -186,6 +186,26 @@ export class TlsError extends ApiError {
   }
 }
 
+/**
+ * A 200 or 404 compressed with a coding the client cannot decode, although it asks for none (Accept-Encoding:
+ * identity): a proxy or CDN in front of the API compresses on its own. The item is likely fine but every
+ * answer would come the same way, already paid for; retrying or failing each item would pay for every one of
+ * them, so the run stops on the first.
+ */
+export class UnsupportedEncodingError extends ApiError {
+  readonly action = 'stop-run';
+  readonly encoding: string;
+  constructor(ctx: ApiErrorContext, encoding: string) {
+    super(
+      'UNSUPPORTED_ENCODING',
+      `the response is compressed as '${encoding}', which netingest cannot decode (it asks for none, and decodes ` +
+        'gzip, deflate and br): check for a proxy between netingest and the API that compresses answers',
+      ctx,
+    );
+    this.encoding = encoding;
+  }
+}
+
 /** True for every error raised by the API client on purpose. */
 export function isApiError(err: unknown): err is ApiError {
   return err instanceof ApiError;
@@ -242,6 +262,9 @@ export function errorForStatus(status: number, ctx: ApiErrorContext, retryAfter?
 
 /** Code of the internal error raised when a body is still arriving when the call's time is up. */
 export const BODY_DEADLINE_CODE = 'NETINGEST_BODY_DEADLINE';
+
+/** Code of the internal error raised when a compressed body does not decompress (corrupt or cut short). */
+export const BODY_DECODE_CODE = 'NETINGEST_BODY_DECODE';
 
 /**
  * Response headers larger than the parser accepts (undici's HeadersOverflowError, or llhttp's own limit): a
@@ -322,6 +345,10 @@ export function errorForTransport(err: unknown, call: ApiCallInfo, timeoutMs: nu
   if (TIMEOUT_CODES.has(code)) return new TimeoutError({ call, cause: err }, `no complete response within ${timeoutMs} ms (${code})`);
   if (HEADERS_OVERFLOW_CODES.has(code)) {
     return new NetworkError({ call, cause: err }, `the response headers are larger than the ${maxHeaderSize} bytes accepted (${code})`);
+  }
+  if (code === BODY_DECODE_CODE) {
+    const reason = err instanceof Error && err.message ? err.message : 'corrupt data';
+    return new NetworkError({ call, cause: err }, `the compressed response body does not decode (${reason})`);
   }
   if (NETWORK_CODES.has(code) || code.startsWith('HPE_')) {
     const reason = err instanceof Error && err.message ? `: ${err.message}` : '';

@@ -5,13 +5,14 @@
 import type { Dispatcher } from 'undici';
 import type { Operation } from '../spec/types.ts';
 import {
-  BODY_DEADLINE_CODE,
   errorForStatus,
   errorForTransport,
   InvalidJsonError,
   ResponseTooLargeError,
   UnexpectedResponseError,
+  UnsupportedEncodingError,
 } from './errors.ts';
+import { contentCodings, firstUnsupportedCoding, readBody, type BodyText } from './body-reader.ts';
 import { bodyExcerpt } from './redact.ts';
 import { parseJsonBody } from './json-body.ts';
 import { validateResponse } from './schemas.ts';
@@ -19,9 +20,6 @@ import { OPERATION_METHODS, type ApiCallInfo, type ApiResult, type ResponseByOpe
 
 /** Most bytes read of a body that is only needed for an error excerpt (a 5xx page, a 401 message). */
 const ERROR_BODY_MAX_BYTES = 64 * 1024;
-
-/** Bytes of a body cut at its limit that are decoded, for the error excerpt. */
-const TRUNCATED_TEXT_BYTES = 16 * 1024;
 
 /** What an attempt needs, fixed when the client is created. */
 export interface Transport {
@@ -57,18 +55,29 @@ export async function attempt<O extends Operation>(
   }
   const status = res.statusCode;
   const isResult = status === 200 || status === 404;
+  const codings = contentCodings(res.headers['content-encoding']);
+  const unsupported = firstUnsupportedCoding(codings);
   let received: BodyText;
   try {
-    received = await readBody(
-      res.body,
-      isResult ? t.maxBodyBytes : Math.min(t.maxBodyBytes, ERROR_BODY_MAX_BYTES),
-      started + t.timeoutMs,
-      Number(res.headers['content-length'] ?? -1),
-    );
+    if (unsupported !== null) {
+      // Not read: its bytes could not be shown anyway, and closing the connection is cheaper than draining it.
+      res.body.on('error', () => undefined);
+      res.body.destroy();
+      received = { text: `(a body compressed as '${unsupported}')`, truncated: false };
+    } else {
+      received = await readBody(res.body, {
+        limitBytes: isResult ? t.maxBodyBytes : Math.min(t.maxBodyBytes, ERROR_BODY_MAX_BYTES),
+        deadline: started + t.timeoutMs,
+        declaredBytes: Number(res.headers['content-length'] ?? -1),
+        codings,
+      });
+    }
   } catch (err) {
     throw transportFailure(t, err, callInfo(operation, method, path, status, started));
   }
   const call = callInfo(operation, method, path, status, started);
+  // On another status the status says what went wrong; only the excerpt is missing.
+  if (unsupported !== null && isResult) throw new UnsupportedEncodingError({ call }, unsupported);
   if (received.truncated && isResult) {
     throw new ResponseTooLargeError({ call, bodyExcerpt: bodyExcerpt(received.text, t.secrets) }, t.maxBodyBytes);
   }
@@ -151,61 +160,3 @@ const NOT_FOUND_SHAPES: Record<Operation, string> = {
   'search-jobs': 'a JSON object with a message',
   'post-details': 'a JSON object',
 };
-
-interface BodyText {
-  text: string;
-  /** True when the body was longer than the limit; `text` then holds only its first few kilobytes. */
-  truncated: boolean;
-}
-
-/**
- * Reads a body as UTF-8 text, stopping (and destroying the stream, which closes the connection) past
- * `limitBytes`. undici's bodyTimeout bounds each gap between chunks; the deadline check bounds the whole.
- */
-function readBody(body: Dispatcher.ResponseData['body'], limitBytes: number, deadline: number, declaredBytes: number): Promise<BodyText> {
-  // A body announced as too large is refused without reading it whole, but its start is kept for the
-  // excerpt that tells the user what was sent (a proxy page, a dump).
-  const refused = declaredBytes > limitBytes;
-  if (refused) limitBytes = Math.min(limitBytes, TRUNCATED_TEXT_BYTES);
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    body.on('data', (chunk: Buffer) => {
-      if (size + chunk.length > limitBytes) {
-        chunks.push(chunk);
-        // destroy() makes undici emit an abort error, which lands in the settled promise's reject: ignored.
-        body.destroy();
-        // Only an excerpt is ever made of a cut body: decode its start, not megabytes.
-        resolve({ text: decodeHead(chunks, TRUNCATED_TEXT_BYTES), truncated: true });
-        return;
-      }
-      size += chunk.length;
-      chunks.push(chunk);
-      if (performance.now() > deadline) {
-        body.destroy();
-        reject(Object.assign(new Error('response body still arriving when the time was up'), { code: BODY_DEADLINE_CODE }));
-      }
-    });
-    body.on('end', () => resolve({ text: refused ? decodeHead(chunks, TRUNCATED_TEXT_BYTES) : decode(chunks), truncated: refused }));
-    body.on('error', reject);
-  });
-}
-
-function decode(chunks: Buffer[]): string {
-  if (chunks.length === 0) return '';
-  if (chunks.length === 1) return (chunks[0] as Buffer).toString('utf8');
-  return Buffer.concat(chunks).toString('utf8');
-}
-
-/** The first `bytes` bytes of the chunks as text (a character cut at the end decodes as U+FFFD). */
-function decodeHead(chunks: Buffer[], bytes: number): string {
-  const head: Buffer[] = [];
-  let size = 0;
-  for (const chunk of chunks) {
-    if (size >= bytes) break;
-    head.push(chunk.subarray(0, bytes - size));
-    size += Math.min(chunk.length, bytes - size);
-  }
-  return decode(head);
-}
-

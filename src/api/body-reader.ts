@@ -1,0 +1,169 @@
+/**
+ * Reads a response body as text within a size limit and a deadline, decompressing it first when the server
+ * compressed it although the client asked for none: the limit counts decompressed bytes, so a small
+ * compressed body that expands to gigabytes (a zip bomb) stops at the limit like any large body.
+ */
+import type { Readable, Transform } from 'node:stream';
+import { createBrotliDecompress, createGunzip, createInflate, createInflateRaw } from 'node:zlib';
+import { BODY_DECODE_CODE, BODY_DEADLINE_CODE } from './errors.ts';
+
+/** Bytes of a body cut at its limit that are decoded, for the error excerpt. */
+const TRUNCATED_TEXT_BYTES = 16 * 1024;
+
+/** The content codings the reader undoes; `x-gzip` is gzip's old name (RFC 9110, 8.4.1.3). */
+const DECODABLE = new Set(['gzip', 'x-gzip', 'deflate', 'br']);
+
+export interface BodyText {
+  text: string;
+  /** True when the body was longer than the limit; `text` then holds only its first few kilobytes. */
+  truncated: boolean;
+}
+
+/** What readBody needs besides the stream. */
+export interface BodyLimits {
+  /** Most (decompressed) bytes read. */
+  limitBytes: number;
+  /** performance.now() past which reading fails with a BODY_DEADLINE_CODE error. */
+  deadline: number;
+  /** Content-Length as sent (of the compressed bytes when compressed), or -1. */
+  declaredBytes: number;
+  /** The codings applied, in the order applied (see contentCodings); [] for none. */
+  codings: readonly string[];
+}
+
+/**
+ * The codings of a Content-Encoding header in the order the server applied them, without `identity`; throws
+ * nothing: check them with firstUnsupportedCoding.
+ */
+export function contentCodings(header: string | string[] | undefined): string[] {
+  const text = Array.isArray(header) ? header.join(',') : (header ?? '');
+  return text
+    .split(',')
+    .map((c) => c.trim().toLowerCase())
+    .filter((c) => c !== '' && c !== 'identity');
+}
+
+/** The first coding readBody cannot undo, or null when it can undo them all. */
+export function firstUnsupportedCoding(codings: readonly string[]): string | null {
+  return codings.find((c) => !DECODABLE.has(c)) ?? null;
+}
+
+/**
+ * Reads a body as UTF-8 text, stopping (and destroying the stream, which closes the connection) past
+ * `limitBytes`. undici's bodyTimeout bounds each gap between chunks; the deadline check bounds the whole.
+ * Every coding in `codings` must be decodable (see firstUnsupportedCoding).
+ */
+export function readBody(body: Readable, limits: BodyLimits): Promise<BodyText> {
+  let { limitBytes } = limits;
+  const { deadline, declaredBytes, codings } = limits;
+  // A body announced as too large is refused without reading it whole, but its start is kept for the
+  // excerpt that tells the user what was sent (a proxy page, a dump).
+  const refused = declaredBytes > limitBytes;
+  if (refused) limitBytes = Math.min(limitBytes, TRUNCATED_TEXT_BYTES);
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    // Compressed bytes count too: a stream that decodes to nothing must not run on until the deadline.
+    let rawSize = 0;
+    let decoders: Decoder[] = [];
+    const destroyAll = (): void => {
+      // destroy() makes undici emit an abort error, which lands in the settled promise's reject: ignored.
+      body.destroy();
+      for (const d of decoders) d.destroy();
+    };
+    const fail = (err: Error): void => {
+      destroyAll();
+      reject(err);
+    };
+    const cut = (): void => {
+      destroyAll();
+      // Only an excerpt is ever made of a cut body: decode its start, not megabytes.
+      resolve({ text: decodeHead(chunks, TRUNCATED_TEXT_BYTES), truncated: true });
+    };
+    const checkDeadline = (): void => {
+      if (performance.now() > deadline) {
+        fail(Object.assign(new Error('response body still arriving when the time was up'), { code: BODY_DEADLINE_CODE }));
+      }
+    };
+    const onText = (chunk: Buffer): void => {
+      chunks.push(chunk);
+      size += chunk.length;
+      if (size > limitBytes) return cut();
+      checkDeadline();
+    };
+    const onEnd = (): void => resolve({ text: refused ? decodeHead(chunks, TRUNCATED_TEXT_BYTES) : decode(chunks), truncated: refused });
+    body.on('error', fail);
+    if (codings.length === 0) {
+      body.on('data', onText);
+      body.on('end', onEnd);
+      return;
+    }
+    body.on('data', (chunk: Buffer) => {
+      rawSize += chunk.length;
+      if (rawSize > limitBytes) return cut();
+      checkDeadline();
+      if (decoders.length === 0) {
+        // Made on the first byte, which tells zlib from raw deflate (and an empty body needs no decoding).
+        decoders = decodersFor(codings, chunk[0]!);
+        const text = chain(decoders, (err) =>
+          fail(Object.assign(new Error(`${codings.join(', ')}: ${err.message}`), { code: BODY_DECODE_CODE, cause: err })),
+        );
+        text.on('data', onText);
+        text.on('end', onEnd);
+      }
+      const first = decoders[0]!;
+      if (!first.write(chunk)) {
+        body.pause();
+        first.once('drain', () => body.resume());
+      }
+    });
+    body.on('end', () => (decoders.length === 0 ? onEnd() : decoders[0]!.end()));
+  });
+}
+
+type Decoder = Transform;
+
+/**
+ * One decompressor per coding, the last applied first. HTTP's `deflate` is a zlib stream (RFC 9110), but some
+ * servers send raw deflate data: for the outermost coding, the first byte tells which (a zlib header's low
+ * nibble is 8, the deflate method), as browsers and undici's fetch decide.
+ */
+function decodersFor(codings: readonly string[], firstByte: number): Decoder[] {
+  return [...codings].reverse().map((coding, i): Decoder => {
+    if (coding === 'br') return createBrotliDecompress();
+    if (coding === 'gzip' || coding === 'x-gzip') return createGunzip();
+    return i > 0 || (firstByte & 0x0f) === 0x08 ? createInflate() : createInflateRaw();
+  });
+}
+
+/** Pipes each decoder into the next and returns the last; any decoder's error goes to `onError`, once. */
+function chain(decoders: readonly Decoder[], onError: (err: Error) => void): Decoder {
+  let failed = false;
+  for (const [i, decoder] of decoders.entries()) {
+    decoder.on('error', (err: Error) => {
+      if (failed) return;
+      failed = true;
+      onError(err);
+    });
+    if (i > 0) decoders[i - 1]!.pipe(decoder);
+  }
+  return decoders[decoders.length - 1]!;
+}
+
+function decode(chunks: Buffer[]): string {
+  if (chunks.length === 0) return '';
+  if (chunks.length === 1) return (chunks[0] as Buffer).toString('utf8');
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+/** The first `bytes` bytes of the chunks as text (a character cut at the end decodes as U+FFFD). */
+function decodeHead(chunks: Buffer[], bytes: number): string {
+  const head: Buffer[] = [];
+  let size = 0;
+  for (const chunk of chunks) {
+    if (size >= bytes) break;
+    head.push(chunk.subarray(0, bytes - size));
+    size += Math.min(chunk.length, bytes - size);
+  }
+  return decode(head);
+}
