@@ -4,6 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { CreditMeter, medianStep } from '../src/credits/credit-meter.ts';
+import { CreditGuard } from '../src/runner/credit-guard.ts';
 import { openDatabase } from '../src/db/open.ts';
 import { createApiCallLog } from '../src/db/api-calls.ts';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -54,6 +55,95 @@ describe('CreditMeter', () => {
     meter.observe('search-jobs', counters(3.25));
     expect(meter.costOf('search-jobs')).toBe(0.25);
     expect(meter.spent).toBe(3.25);
+  });
+});
+
+describe('CreditMeter when the counters disagree', () => {
+  it('takes the smaller of credits_remaining and total_credits - credits_used as the balance', () => {
+    const meter = new CreditMeter();
+    meter.observe('post-details', { total_credits: 1000, credits_used: 100, credits_remaining: 850 });
+    expect(meter.balance).toBe(850);
+    meter.observe('post-details', { total_credits: 1000, credits_used: 101, credits_remaining: 950 });
+    expect(meter.balance).toBe(899);
+    // An answer charged earlier, arriving late, does not bring back its higher balance.
+    meter.observe('post-details', { total_credits: 1000, credits_used: 100.5, credits_remaining: 899.5 });
+    expect(meter.balance).toBe(899);
+  });
+
+  it('keeps a top-up seen on a late answer while credits_remaining stays short of the total less the use', () => {
+    const meter = new CreditMeter();
+    for (const used of [10, 11, 12]) meter.observe('post-details', { total_credits: 100, credits_used: used, credits_remaining: 80 - used });
+    expect(meter.balance).toBe(68);
+    // Charged before the answer at 12, answered after a top-up of 100.
+    meter.observe('post-details', { total_credits: 200, credits_used: 11.5, credits_remaining: 168.5 });
+    expect(meter.balance).toBe(168);
+  });
+
+  it("lets the guard stop on the reserve by credits_remaining when it is the lower figure", async () => {
+    const guard = new CreditGuard({ reserve: 100, maxPerRun: null }, { costs: { 'post-details': 1 } });
+    const first = await guard.acquire('post-details');
+    guard.settle(first!, { total_credits: 1000, credits_used: 800, credits_remaining: 100.5 });
+    expect(guard.balance).toBe(100.5);
+    expect(await guard.acquire('post-details')).toBeNull();
+    expect(guard.stopDetail).toMatchObject({ reason: 'reserve', balance: 100.5 });
+  });
+});
+
+describe('CreditMeter when credits_used goes down (a plan renewal resets it)', () => {
+  const at = (used: number, total = 1000) => ({ total_credits: total, credits_used: used, credits_remaining: total - used });
+
+  it('keeps counting the spend and follows the new balance, the cost unchanged', () => {
+    const meter = new CreditMeter({ costs: { 'post-details': 1 }, lastCreditsUsed: 499 });
+    for (let used = 500; used <= 600; used++) meter.observe('post-details', at(used));
+    expect(meter.spent).toBe(101);
+    expect(meter.balance).toBe(400);
+    for (let used = 1; used <= 50; used++) meter.observe('post-details', at(used));
+    expect(meter.spent).toBe(151);
+    expect(meter.balance).toBe(950);
+    expect(meter.costOf('post-details')).toBe(1);
+  });
+
+  it('follows a renewal that lowers the total too (a smaller plan), so the balance is never overstated', () => {
+    const meter = new CreditMeter({ costs: { 'post-details': 1 }, lastCreditsUsed: 899 });
+    for (let used = 900; used <= 910; used++) meter.observe('post-details', at(used));
+    expect(meter.balance).toBe(90);
+    for (let used = 1; used <= 5; used++) meter.observe('post-details', at(used, 50));
+    expect(meter.balance).toBe(45);
+    expect(meter.spent).toBe(16);
+  });
+
+  it('does not learn a cost from the drop, nor from answers charged before the renewal that arrive after it', () => {
+    const meter = new CreditMeter({ lastCreditsUsed: 0 });
+    for (const used of [1, 2, 3]) meter.observe('similar-companies', at(used), 0);
+    // Four calls sent before the renewal: two charged before it (at 4 and 5), two after it (at 0.25 and 0.5).
+    for (const used of [0.25, 5, 0.5, 4]) meter.observe('search-jobs', at(used), 0);
+    expect(meter.epoch).toBe(1);
+    expect(meter.costOf('search-jobs')).toBe(0.25);
+    expect(meter.costOf('similar-companies')).toBe(1);
+    expect(meter.balance).toBe(999.5);
+    // Sent after the renewal was seen: their counters are the new period's, however high.
+    for (const used of [1.5, 2.5, 3.5]) meter.observe('similar-companies', at(used), 1);
+    expect(meter.costOf('similar-companies')).toBe(1);
+    expect(meter.balance).toBe(996.5);
+    // 3 calls before the renewal, 2 charged before it but answered after, 5 after it (0.25 + 0.25 + 3 x 1).
+    expect(meter.spent).toBe(3 + 2 + 3.5);
+  });
+
+  it('through the guard, tells answers charged before the renewal from those after it by when their call was sent', async () => {
+    const guard = new CreditGuard({ reserve: 0, maxPerRun: 5 }, { costs: { 'post-details': 1 }, lastCreditsUsed: 2 });
+    const first = await guard.acquire('post-details');
+    guard.settle(first!, at(3));
+    const [a, b] = [await guard.acquire('post-details'), await guard.acquire('post-details')];
+    guard.settle(a!, at(1)); // charged after the renewal
+    const c = await guard.acquire('post-details');
+    guard.settle(b!, at(4)); // charged before it
+    const d = await guard.acquire('post-details');
+    guard.settle(c!, at(2));
+    guard.settle(d!, at(3)); // as high as the run's first counter, but sent after the renewal was seen
+    expect(guard.balance).toBe(997);
+    expect(guard.spent).toBe(5);
+    expect(await guard.acquire('post-details')).toBeNull();
+    expect(guard.stopDetail).toMatchObject({ reason: 'max-per-run', spent: 5 });
   });
 });
 

@@ -13,6 +13,11 @@ export const CREDIT_METER_DEFAULTS = {
   defaultCostPerCall: 5,
   /** Recent credits_used values kept per operation to estimate its cost (median step between them, sorted). */
   costSamples: 16,
+  /**
+   * When stored answers are replayed, which calls were sent before a reset of credits_used is not known: among
+   * this many answers after the reset, one whose counter is at or above the lowest before it was charged before.
+   */
+  lateAnswersAfterReset: 64,
 } as const;
 
 /** What earlier runs of this dataset tell of the account, so a run's spend is right from its first call. */
@@ -23,16 +28,37 @@ export interface CreditHistory {
   lastCreditsUsed?: number | null;
 }
 
+/**
+ * One stretch of answers between two resets of credits_used (a plan renewal sets it back to zero, possibly
+ * with another total): within it the counter only grows, so its spend is the span of its counters.
+ */
+interface Epoch {
+  /** 0 for the run's first; one more at each reset. */
+  index: number;
+  /** The lowest credits_used charged in it: the run's first call in epoch 0, else the lowest seen since the reset. */
+  floorUsed: number;
+  floorOperation: Operation;
+  maxUsed: number;
+  total: number;
+  /** How far credits_remaining fell short of total_credits - credits_used at maxUsed (0 when it did not). */
+  shortfall: number;
+  /** Answers taken into it, for telling a late answer of the epoch before when its call's epoch is unknown. */
+  answers: number;
+}
+
 /** Learns the balance and the cost of each operation from the counters of paid answers, in arrival order. */
 export class CreditMeter {
-  private maxUsed: number | null = null;
-  private total: number | null = null;
-  private firstUsed: number | null = null;
-  private firstOperation: Operation | null = null;
-  /** Recent credits_used values of each operation's paid answers (the counter before its first, when known). */
+  private current: Epoch | null = null;
+  /** The epoch before the current one, which late answers of calls sent before the reset still extend. */
+  private previous: Epoch | null = null;
+  /** Spend of the epochs before `previous`. */
+  private closedSpend = 0;
+  /** Recent credits_used values of each operation's paid answers in the current epoch (the counter before its first, when known). */
   private readonly usedByOp = new Map<Operation, number[]>();
   /** Each operation's estimated cost, kept up to date as answers arrive: costOf() runs several times per call. */
   private readonly medians = new Map<Operation, number>();
+  /** The most an operation's call can cost, by the counter of a call that was its first (or first after a reset). */
+  private readonly bounds = new Map<Operation, number>();
 
   private readonly lastCreditsUsed: number | null;
   private readonly historyCosts = new Map<Operation, number>();
@@ -50,15 +76,23 @@ export class CreditMeter {
     }
   }
 
-  /** The balance as last reported by the service, or null before any paid answer. */
+  /**
+   * The balance as last reported by the service, or null before any paid answer: the smaller of
+   * credits_remaining and total_credits - credits_used when they disagree (the spec shows them equal).
+   */
   get balance(): number | null {
-    return this.total === null || this.maxUsed === null ? null : this.total - this.maxUsed;
+    const e = this.current;
+    return e === null ? null : e.total - e.maxUsed - e.shortfall;
   }
 
   /** Credits spent so far, by the counters (the first call's cost estimated). */
   get spent(): number {
-    if (this.maxUsed === null || this.firstUsed === null || this.firstOperation === null) return 0;
-    return this.maxUsed - this.firstUsed + (this.firstCost ?? this.costOf(this.firstOperation));
+    return this.closedSpend + (this.previous ? this.spanOf(this.previous) : 0) + (this.current ? this.spanOf(this.current) : 0);
+  }
+
+  /** Index of the current epoch (0 until credits_used is seen going down); a call records it when sent. */
+  get epoch(): number {
+    return this.current?.index ?? 0;
   }
 
   /** Whether a cost of the operation has been seen (or was known from earlier runs). */
@@ -71,60 +105,106 @@ export class CreditMeter {
    * sorted (answers of calls in flight together arrive out of the order they were charged in, so steps in
    * arrival order would count some calls twice), a cost earlier runs learned counting as one more step. Before a
    * step is seen, the first call's step from the credits_used an earlier run saw last (or from zero, on an
-   * account never used) bounds its cost: exact unless the account was used elsewhere in between. The
-   * conservative default caps it, and applies alone while nothing is known.
+   * account never used, or after a reset) bounds its cost: exact unless the account was used elsewhere in
+   * between. The conservative default caps it, and applies alone while nothing is known.
    */
   costOf(operation: Operation): number {
     const median = this.medians.get(operation);
     if (median !== undefined) return median;
-    const fallback = CREDIT_METER_DEFAULTS.defaultCostPerCall;
-    if (this.firstOperation === operation) {
-      const step = this.firstStep();
-      if (step !== null) return Math.min(fallback, step);
-    }
-    return fallback;
+    return Math.min(CREDIT_METER_DEFAULTS.defaultCostPerCall, this.bounds.get(operation) ?? Infinity);
   }
 
-  /** The first answer's credits_used less the counter before the run (zero on a dataset that saw none), or null. */
-  private firstStep(): number | null {
-    if (this.firstUsed === null) return null;
-    const before = this.lastCreditsUsed !== null && this.lastCreditsUsed < this.firstUsed ? this.lastCreditsUsed : 0;
-    const step = this.firstUsed - before;
-    return step > 0 ? step : null;
-  }
-
-  /** Takes in the counters of one paid answer of `operation`. */
-  observe(operation: Operation, counters: CreditCounters): void {
+  /**
+   * Takes in the counters of one paid answer of `operation`; `sentInEpoch` is `epoch` as it was when the call
+   * was sent (unknown when replaying stored answers: see CREDIT_METER_DEFAULTS.lateAnswersAfterReset).
+   */
+  observe(operation: Operation, counters: CreditCounters, sentInEpoch?: number): void {
     const used = counters.credits_used;
-    if (this.firstUsed === null) {
-      this.firstUsed = used;
-      this.firstOperation = operation;
+    const e = this.current;
+    if (e === null) {
+      this.current = this.newEpoch(0, operation, counters);
       // Fixed now: the steps seen later are those of answers that arrive out of the order they were charged
       // in (calls in flight together), whose median can come out at twice the cost. A cost earlier runs
       // learned, else a step from the counters before the run that is no more than the default (larger, it
       // holds use from elsewhere) is the first call's cost; otherwise costOf estimates it as answers come.
-      const step = this.firstStep();
+      const before = this.lastCreditsUsed !== null && this.lastCreditsUsed < used ? this.lastCreditsUsed : 0;
+      const step = used - before;
+      if (step > 0) this.bounds.set(operation, step);
       const history = this.historyCosts.get(operation);
-      this.firstCost = history ?? (step !== null && step <= CREDIT_METER_DEFAULTS.defaultCostPerCall ? step : null);
+      this.firstCost = history ?? (step > 0 && step <= CREDIT_METER_DEFAULTS.defaultCostPerCall ? step : null);
+      this.sample(operation, used);
+      return;
     }
+    const p = this.previous;
+    if (p !== null && used >= p.floorUsed && (sentInEpoch === undefined ? e.answers < CREDIT_METER_DEFAULTS.lateAnswersAfterReset : sentInEpoch < e.index)) {
+      // Charged before the reset, answered after it: part of the spend of the epoch before, not of this one's.
+      p.maxUsed = Math.max(p.maxUsed, used);
+      return;
+    }
+    if (used < e.floorUsed) {
+      // In the run's first epoch every call was charged after the first, which went alone; later, a call
+      // sent after the reset was charged after the answer that showed it. Either way the counter went down.
+      if (e.index === 0 || sentInEpoch === e.index) return this.reset(operation, counters);
+      // A call in flight at the reset, charged after it but answered late: the epoch began lower.
+      e.floorUsed = used;
+      e.floorOperation = operation;
+    }
+    if (e.index > 0) this.bounds.set(operation, Math.min(this.bounds.get(operation) ?? Infinity, used));
+    e.answers += 1;
+    this.sample(operation, used);
+    if (used >= e.maxUsed) {
+      e.maxUsed = used;
+      e.total = counters.total_credits;
+      e.shortfall = shortfallOf(counters);
+    } else if (counters.total_credits !== e.total) {
+      // A top-up while the run goes on: the newest total counts even from a response billed earlier.
+      e.total = Math.max(e.total, counters.total_credits);
+    }
+  }
+
+  /** credits_used went down: the account's period was renewed. What the old counters showed is spent. */
+  private reset(operation: Operation, counters: CreditCounters): void {
+    if (this.previous) this.closedSpend += this.spanOf(this.previous);
+    this.previous = this.current;
+    this.current = this.newEpoch((this.current?.index ?? 0) + 1, operation, counters);
+    // Steps across the reset are no cost; each operation's samples start again (the medians so far stay).
+    this.usedByOp.clear();
+    const used = counters.credits_used;
+    if (used > 0) this.bounds.set(operation, Math.min(this.bounds.get(operation) ?? Infinity, used));
+    this.sample(operation, used);
+  }
+
+  private newEpoch(index: number, operation: Operation, counters: CreditCounters): Epoch {
+    const used = counters.credits_used;
+    return { index, floorUsed: used, floorOperation: operation, maxUsed: used, total: counters.total_credits, shortfall: shortfallOf(counters), answers: 1 };
+  }
+
+  /** Adds an answer's counter to its operation's samples and updates its median. */
+  private sample(operation: Operation, used: number): void {
     let values = this.usedByOp.get(operation);
     if (values === undefined) {
-      // An operation's first call goes alone (see CreditGuard): the counter before it is the highest seen so far.
-      values = this.maxUsed === null ? [] : [this.maxUsed];
+      // In the run's first epoch an operation's first call goes alone (see CreditGuard): the counter before
+      // it is the highest seen so far. After a reset the calls of a known operation do not wait for each other.
+      const e = this.current;
+      values = e !== null && e.index === 0 && e.maxUsed < used ? [e.maxUsed] : [];
       this.usedByOp.set(operation, values);
     }
     values.push(used);
     if (values.length > CREDIT_METER_DEFAULTS.costSamples + 1) values.shift();
     const cost = medianStep(values, this.historyCosts.get(operation));
     if (cost !== null) this.medians.set(operation, cost);
-    if (this.maxUsed === null || used >= this.maxUsed) {
-      this.maxUsed = used;
-      this.total = counters.total_credits;
-    } else if (counters.total_credits !== this.total) {
-      // A top-up while the run goes on: the newest total counts even from a response billed earlier.
-      this.total = Math.max(this.total ?? 0, counters.total_credits);
-    }
   }
+
+  /** What an epoch's answers show was spent: the span of its counters plus the cost of its lowest call. */
+  private spanOf(e: Epoch): number {
+    // After a reset from zero (or more), the lowest call cost at most its own counter.
+    const floorCost = e.index === 0 ? (this.firstCost ?? this.costOf(e.floorOperation)) : Math.min(this.costOf(e.floorOperation), e.floorUsed);
+    return e.maxUsed - e.floorUsed + floorCost;
+  }
+}
+
+function shortfallOf(c: CreditCounters): number {
+  return Math.max(0, c.total_credits - c.credits_used - c.credits_remaining);
 }
 
 /**

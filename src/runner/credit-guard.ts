@@ -27,6 +27,8 @@ export interface CreditStop {
 export interface Reservation {
   readonly operation: Operation;
   readonly cost: number;
+  /** The meter's epoch when the call was sent, so that an answer charged before a reset is told apart. */
+  readonly epoch: number;
 }
 
 /**
@@ -56,7 +58,7 @@ export class CreditGuard {
     this.stopFigures = null;
   }
 
-  /** The balance as last reported by the service, or null before any 200. */
+  /** The balance as last reported by the service (the lower figure when its counters disagree), or null before any 200. */
   get balance(): number | null {
     return this.meter.balance;
   }
@@ -109,7 +111,7 @@ export class CreditGuard {
       }
       this.reserved += cost;
       this.inFlight += 1;
-      return { operation, cost };
+      return { operation, cost, epoch: this.meter.epoch };
     }
   }
 
@@ -117,7 +119,7 @@ export class CreditGuard {
   settle(reservation: Reservation, counters: CreditCounters | null): void {
     this.reserved = Math.max(0, this.reserved - reservation.cost);
     this.inFlight -= 1;
-    if (counters) this.meter.observe(reservation.operation, counters);
+    if (counters) this.meter.observe(reservation.operation, counters, reservation.epoch);
     this.wake();
   }
 
