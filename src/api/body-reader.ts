@@ -5,7 +5,7 @@
  */
 import type { Readable, Transform } from 'node:stream';
 import { createBrotliDecompress, createGunzip, createInflate, createInflateRaw } from 'node:zlib';
-import { BODY_DECODE_CODE, BODY_DEADLINE_CODE } from './errors.ts';
+import { BODY_DECODE_CODE, BODY_DEADLINE_CODE } from './transport-errors.ts';
 
 /** Bytes of a body cut at its limit that are decoded, for the error excerpt. */
 const TRUNCATED_TEXT_BYTES = 16 * 1024;

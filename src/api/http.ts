@@ -6,12 +6,12 @@ import type { Dispatcher } from 'undici';
 import type { Operation } from '../spec/types.ts';
 import {
   errorForStatus,
-  errorForTransport,
   InvalidJsonError,
   ResponseTooLargeError,
   UnexpectedResponseError,
   UnsupportedEncodingError,
 } from './errors.ts';
+import { errorForTransport } from './transport-errors.ts';
 import { contentCodings, firstUnsupportedCoding, readBody, type BodyText } from './body-reader.ts';
 import { bodyExcerpt } from './redact.ts';
 import { parseJsonBody } from './json-body.ts';
