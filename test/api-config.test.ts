@@ -131,13 +131,13 @@ describe('createApiClient refuses unsafe or nonsensical options', () => {
   });
 
   it('accepts a loopback http URL and really connects to it', async () => {
-    const server = createServer((socket) => socket.end('HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n'));
+    const server = createServer((socket) => socket.end('HTTP/1.1 404 Not Found\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{}'));
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const port = (server.address() as { port: number }).port;
     const client = createApiClient({ baseUrl: `http://localhost:${port}/`, token: 't' });
     try {
       const result = await client.postDetails('https://www.network.com/posts/x');
-      expect(result).toMatchObject({ kind: 'not_found', message: null, raw: '' });
+      expect(result).toMatchObject({ kind: 'not_found', message: null, raw: '{}' });
     } finally {
       await client.close();
       server.close();
