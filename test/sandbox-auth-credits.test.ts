@@ -1,6 +1,7 @@
 import { request as httpRequest } from 'node:http';
 import { describe, expect, it } from 'vitest';
 import { SANDBOX_DEFAULTS, type Sandbox } from '../src/sandbox/server.ts';
+import { RateLimiter } from '../src/sandbox/rate-limiter.ts';
 import { useSandboxes } from './sandbox-helpers.ts';
 
 // Real HTTP against sandboxes on free ports. Raw node:http where header-name case matters, fetch elsewhere.
@@ -179,6 +180,38 @@ describe('sandbox rate limit', () => {
     expect((await jobs(sb, 'b')).status).toBe(200);
     await new Promise((r) => setTimeout(r, 1050));
     expect((await jobs(sb, 'a')).status).toBe(200);
+  });
+
+  it('answers 429 over the per-minute limit with Retry-After until the minute window admits a call', async () => {
+    const sb = await sandbox({ tokens: { a: 100, b: 100 }, rateLimitPerMinute: 4, retryAfterSeconds: 1 });
+    const statuses: number[] = [];
+    const retryAfter: string[] = [];
+    for (let i = 0; i < 7; i++) {
+      const r = await jobs(sb, 'a', `keywords=m${i}`);
+      statuses.push(r.status);
+      if (r.status === 429) retryAfter.push(r.headers.get('retry-after') ?? '');
+    }
+    // Well under a second apart, so a per-second view would let all 7 through; the minute window takes 4.
+    expect(statuses).toEqual([200, 200, 200, 200, 429, 429, 429]);
+    // The first call leaves the window ~60 s after it was made: not the configured 1 s.
+    for (const s of retryAfter) expect(Number(s)).toBeGreaterThanOrEqual(59);
+    for (const s of retryAfter) expect(Number(s)).toBeLessThanOrEqual(60);
+    expect(sb.credits('a').credits_used).toBe(1);
+    expect((await jobs(sb, 'b')).status).toBe(200);
+  });
+
+  it('counts only accepted calls, and a call must fit both the second and the minute window', () => {
+    const limiter = new RateLimiter([{ limit: 2, windowMs: 1000 }, { limit: 3, windowMs: 60_000 }]);
+    expect(limiter.tryAcquire('t', 0)).toBeNull();
+    expect(limiter.tryAcquire('t', 10)).toBeNull();
+    // Over the second window: refused by it, and not recorded in the minute window either.
+    expect(limiter.tryAcquire('t', 20)).toEqual({ window: { limit: 2, windowMs: 1000 }, waitMs: 980 });
+    expect(limiter.tryAcquire('t', 1000)).toBeNull();
+    expect(limiter.tryAcquire('t', 2000)).toEqual({ window: { limit: 3, windowMs: 60_000 }, waitMs: 58_000 });
+    // The window slides: the call at 0 has left it at 60 000, the one at 10 not yet.
+    expect(limiter.tryAcquire('t', 60_000)).toBeNull();
+    expect(limiter.tryAcquire('t', 60_005)).toEqual({ window: { limit: 3, windowMs: 60_000 }, waitMs: 5 });
+    expect(limiter.tryAcquire('other', 60_005)).toBeNull();
   });
 
   it('has no limit by default', async () => {

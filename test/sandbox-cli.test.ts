@@ -40,6 +40,7 @@ describe('netingest sandbox flags', () => {
       await parse([
         '--port', '0', '--seed', '7', '--token', 'a', '--token', 'b', '--credits', '50', '--suspended-token', 'x',
         '--cost', 'search-jobs=0.5', '--latency-ms', '2-20', '--rate-limit', '5', '--retry-after', '3',
+        '--rate-limit-per-minute', '120', '--past-last-page', 'empty',
         '--fail-500', '0.1', '--fail-503', '0.2', '--drop', '0.03', '--truncate', '0.04', '--slow', '0.05',
         '--slow-ms', '100', '--html', '0.06', '--wrong-shape', '0.07', '--huge', '0.08', '--huge-bytes', '1000',
         '--not-found-rate', '0.3',
@@ -47,7 +48,7 @@ describe('netingest sandbox flags', () => {
     );
     expect(options).toMatchObject({
       host: '127.0.0.1', port: 0, seed: 7, tokens: { a: 50, b: 50 }, suspendedTokens: ['x'], costs: { 'search-jobs': 0.5 },
-      latencyMs: [2, 20], rateLimitPerSecond: 5, retryAfterSeconds: 3, serverErrorRate: 0.1, unavailableRate: 0.2,
+      latencyMs: [2, 20], rateLimitPerSecond: 5, rateLimitPerMinute: 120, pastLastPage: 'empty', retryAfterSeconds: 3, serverErrorRate: 0.1, unavailableRate: 0.2,
       dropRate: 0.03, truncateRate: 0.04, slowRate: 0.05, slowMs: 100, htmlRate: 0.06, wrongShapeRate: 0.07,
       hugeRate: 0.08, hugeBytes: 1000, notFoundRate: 0.3,
     });
@@ -55,11 +56,14 @@ describe('netingest sandbox flags', () => {
 
   it('defaults to port 8787, the sandbox token, no faults and no rate limit', async () => {
     const options = sandboxOptionsFromArgs(await parse([]));
-    expect(options).toMatchObject({ port: 8787, seed: 42, tokens: { 'sandbox-token': 1_000_000 }, latencyMs: 0, rateLimitPerSecond: null, dropRate: 0 });
+    expect(options).toMatchObject({
+      port: 8787, seed: 42, tokens: { 'sandbox-token': 1_000_000 }, latencyMs: 0, rateLimitPerSecond: null, rateLimitPerMinute: null,
+      pastLastPage: '404', dropRate: 0,
+    });
   });
 
   it('turns bad values into usage errors naming the flag', async () => {
-    for (const words of [['--fail-500', '2'], ['--latency-ms', 'soon'], ['--cost', 'lookup=1'], ['--port', '70000'], ['--seed', 'abc'], ['--seed', '1.5']]) {
+    for (const words of [['--fail-500', '2'], ['--latency-ms', 'soon'], ['--cost', 'lookup=1'], ['--port', '70000'], ['--seed', 'abc'], ['--seed', '1.5'], ['--rate-limit-per-minute', '0']]) {
       let error: unknown;
       try {
         sandboxOptionsFromArgs(await parse(words));
@@ -68,6 +72,8 @@ describe('netingest sandbox flags', () => {
       }
       expect(error, words.join(' ')).toBeInstanceOf(UsageError);
     }
+    const choice = sandboxCommand.builder(yargs(['--past-last-page', 'maybe']).strict().fail(false).exitProcess(false));
+    expect(() => choice.parse()).toThrow(/past-last-page/);
   });
 });
 

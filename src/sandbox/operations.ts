@@ -2,6 +2,7 @@ import { SEARCH_JOBS_PAGE_SIZE, SEARCH_JOBS_PARAMS, type JobRecord, type Operati
 import { CompanyData } from './data/companies.ts';
 import { JobData, type JobSearch } from './data/jobs.ts';
 import { PostData, type PostBody } from './data/posts.ts';
+import type { SandboxOptions } from './options.ts';
 
 /** What an operation answers before credits: a 200 body awaiting its counters, or a finished error. */
 export type Outcome =
@@ -43,11 +44,14 @@ export class Operations {
   private readonly companyPages = new WeakMap<object, Map<string, Buffer>>();
   private readonly postBodies = new WeakMap<PostBody, Buffer>();
   private readonly jobPages = new WeakMap<JobRecord[], Map<number, Buffer>>();
+  private readonly emptyPastEnd: boolean;
 
-  constructor(seed: number, notFoundRate: number) {
+  constructor(options: Pick<SandboxOptions, 'seed' | 'notFoundRate' | 'pastLastPage'>) {
+    const { seed, notFoundRate } = options;
     this.companies = new CompanyData(seed, notFoundRate);
     this.posts = new PostData(seed, notFoundRate);
     this.jobs = new JobData(seed, notFoundRate);
+    this.emptyPastEnd = options.pastLastPage === 'empty';
   }
 
   /** Checks the parameters only (400 or null), so that faults and credits are decided on valid calls alone. */
@@ -72,28 +76,7 @@ export class Operations {
 
   /** The answer to a validated request. */
   answer(request: ValidRequest): Outcome {
-    if (request.op === 'similar-companies') {
-      const list = this.companies.similarTo(request.url, request.account);
-      if (!list) return NO_SIMILAR;
-      const from = (request.page - 1) * request.num;
-      if (from >= list.length) return NO_SIMILAR;
-      let pages = this.companyPages.get(list);
-      if (!pages) this.companyPages.set(list, (pages = new Map()));
-      const pageKey = `${request.page}/${request.num}`;
-      let open = pages.get(pageKey);
-      if (open === undefined) {
-        const content = list.slice(from, from + request.num).map((entry) => this.companies.record(entry));
-        open = openJson({
-          success: true,
-          message: 'Similar companies fetched successfully',
-          data: { content, number: request.page - 1, first: request.page === 1, empty: content.length === 0 },
-          page: request.page,
-          num: request.num,
-        });
-        pages.set(pageKey, open);
-      }
-      return { kind: 'ok', open };
-    }
+    if (request.op === 'similar-companies') return this.similarPage(request);
     if (request.op === 'post-details') {
       const post = this.posts.details(request.url);
       if (!post) return NO_POST;
@@ -101,8 +84,39 @@ export class Operations {
       if (open === undefined) this.postBodies.set(post, (open = openJson(post)));
       return { kind: 'ok', open };
     }
+    return this.jobsPage(request);
+  }
+
+  private similarPage(request: Extract<ValidRequest, { op: 'similar-companies' }>): Outcome {
+    const list = this.companies.similarTo(request.url, request.account);
+    if (!list) return NO_SIMILAR;
+    const from = (request.page - 1) * request.num;
+    const pastEnd = from >= list.length;
+    if (pastEnd && !this.emptyPastEnd) return NO_SIMILAR;
+    let pages = this.companyPages.get(list);
+    if (!pages) this.companyPages.set(list, (pages = new Map()));
+    const pageKey = `${request.page}/${request.num}`;
+    let open = pages.get(pageKey);
+    if (open === undefined) {
+      const content = list.slice(from, from + request.num).map((entry) => this.companies.record(entry));
+      open = openJson({
+        success: true,
+        message: 'Similar companies fetched successfully',
+        data: { content, number: request.page - 1, first: request.page === 1, empty: content.length === 0 },
+        page: request.page,
+        num: request.num,
+      });
+      // Empty pages are not kept: any page number past the end has one, and they cost nothing to build.
+      if (!pastEnd) pages.set(pageKey, open);
+    }
+    return { kind: 'ok', open };
+  }
+
+  private jobsPage(request: Extract<ValidRequest, { op: 'search-jobs' }>): Outcome {
     const results = this.jobs.search(request.search);
-    if (!results || request.start >= results.length) return NO_JOBS;
+    if (!results) return NO_JOBS;
+    const pastEnd = request.start >= results.length;
+    if (pastEnd && !this.emptyPastEnd) return NO_JOBS;
     let pages = this.jobPages.get(results);
     if (!pages) this.jobPages.set(results, (pages = new Map()));
     let open = pages.get(request.start);
@@ -115,7 +129,7 @@ export class Operations {
         numResults: page.length,
         results: page,
       });
-      pages.set(request.start, open);
+      if (!pastEnd) pages.set(request.start, open);
     }
     return { kind: 'ok', open };
   }

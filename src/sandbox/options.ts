@@ -21,6 +21,10 @@ export interface FaultRates {
   hugeRate: number;
 }
 
+/** How a page past the end of a list is answered: the spec's 404, or a 200 carrying an empty page. */
+export const PAST_LAST_PAGE_MODES = ['404', 'empty'] as const;
+export type PastLastPage = (typeof PAST_LAST_PAGE_MODES)[number];
+
 /** Every option of the sandbox; see SANDBOX_DEFAULTS for the defaults and their meaning. */
 export interface SandboxOptions extends FaultRates {
   host: string;
@@ -31,7 +35,9 @@ export interface SandboxOptions extends FaultRates {
   costs: Record<Operation, number>;
   latencyMs: number | [number, number];
   rateLimitPerSecond: number | null;
+  rateLimitPerMinute: number | null;
   retryAfterSeconds: number;
+  pastLastPage: PastLastPage;
   slowMs: number;
   hugeBytes: number;
   notFoundRate: number;
@@ -49,6 +55,12 @@ export type SandboxOptionsInput = Partial<Omit<SandboxOptions, 'costs'>> & { cos
  * 400, 401, 402, 403, 405, 429 and every faulted answer (500, 503, drop, truncate, html, wrong shape, huge) are
  * NOT charged; a slow answer is the normal answer sent late and IS charged. 402 is answered when the token's
  * remaining credits are below the operation's cost, before the lookup.
+ *
+ * Past the last page (`pastLastPage`): '404' answers a page past the end of a list like a lookup that finds
+ * nothing, uncharged. 'empty' answers it 200 with an empty page (`data.content: []` with `empty: true`, or
+ * `results: []` with `numResults: 0`) and CHARGES it like any 200: the spec says only that a lookup finding
+ * nothing is free, and a client that pays for pages it did not need should see it in its tests. An input with
+ * no data at all (or a filter that leaves nothing) is a 404 on every page in both modes.
  *
  * Faults are decided by one PRNG draw per authenticated, valid request, checked in the order of FaultRates,
  * so each fault happens at its own rate as long as the rates add up to at most 1.
@@ -70,8 +82,18 @@ export const SANDBOX_DEFAULTS: Readonly<SandboxOptions> = Object.freeze({
   latencyMs: 0,
   /** Accepted requests per token in any sliding 1-second window; null means no limit. Over it: 429. */
   rateLimitPerSecond: null,
-  /** Value of the Retry-After header (whole seconds) on 429. */
+  /**
+   * Accepted requests per token in any sliding 60-second window (the unit of the provider's published plan
+   * limits); null means no limit. Over it: 429. Both limits may be set; a request must fit both.
+   */
+  rateLimitPerMinute: null,
+  /**
+   * Retry-After (whole seconds) on 429. Over the per-minute limit the header says the larger of this and the
+   * seconds until the window admits a request again, as a service with a minute window would.
+   */
   retryAfterSeconds: 1,
+  /** '404' (as the spec shows) or 'empty': a 200 with an empty page, charged. See the charging note above. */
+  pastLastPage: '404',
   serverErrorRate: 0,
   unavailableRate: 0,
   dropRate: 0,
@@ -138,6 +160,12 @@ export function resolveOptions(input: SandboxOptionsInput = {}): SandboxOptions 
   if (!(lo >= 0 && hi >= lo)) throw new RangeError(`sandbox latencyMs must be >= 0 (or a [min, max] range), got ${String(lat)}`);
   if (options.rateLimitPerSecond !== null && !(options.rateLimitPerSecond > 0)) {
     throw new RangeError(`sandbox rateLimitPerSecond must be > 0 or null, got ${options.rateLimitPerSecond}`);
+  }
+  if (options.rateLimitPerMinute !== null && !(options.rateLimitPerMinute > 0)) {
+    throw new RangeError(`sandbox rateLimitPerMinute must be > 0 or null, got ${options.rateLimitPerMinute}`);
+  }
+  if (!(PAST_LAST_PAGE_MODES as readonly string[]).includes(options.pastLastPage)) {
+    throw new RangeError(`sandbox pastLastPage must be one of ${PAST_LAST_PAGE_MODES.join(', ')}, got ${String(options.pastLastPage)}`);
   }
   if (!(options.retryAfterSeconds >= 0 && Number.isInteger(options.retryAfterSeconds))) {
     throw new RangeError(`sandbox retryAfterSeconds must be a whole number >= 0, got ${options.retryAfterSeconds}`);

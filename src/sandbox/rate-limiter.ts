@@ -1,22 +1,66 @@
-/** Sliding 1-second window per token: at most `limit` accepted requests in any 1000 ms. */
+/** One sliding window: at most `limit` accepted requests per token in any `windowMs`. */
+export interface RateWindow {
+  limit: number;
+  windowMs: number;
+}
+
+/** Why a request was refused: the window it did not fit and how long until that window admits one. */
+export interface RateRefusal {
+  window: RateWindow;
+  waitMs: number;
+}
+
+/** A token's accepted request times, oldest first, from `head` on (earlier slots are spent). */
+interface History {
+  times: number[];
+  head: number;
+}
+
+/**
+ * Sliding windows per token (e.g. per second and per minute at once): a request is accepted, and recorded in
+ * every window, only when it fits all of them, so a refusal by one window does not use up another.
+ */
 export class RateLimiter {
-  /** Accepted request times per token, oldest first; a ring would be faster but the window is small. */
-  private readonly windows = new Map<string, number[]>();
+  private readonly histories = new Map<string, History>();
+  private readonly longestMs: number;
 
-  constructor(private readonly limit: number) {}
-
-  /** Records the request and returns true when it fits in the window; false (not recorded) when over. */
-  tryAcquire(token: string, nowMs: number): boolean {
-    let times = this.windows.get(token);
-    if (!times) {
-      times = [];
-      this.windows.set(token, times);
-    }
-    let drop = 0;
-    while (drop < times.length && (times[drop] as number) <= nowMs - 1000) drop++;
-    if (drop > 0) times.splice(0, drop);
-    if (times.length >= this.limit) return false;
-    times.push(nowMs);
-    return true;
+  constructor(private readonly windows: readonly RateWindow[]) {
+    this.longestMs = Math.max(0, ...windows.map((w) => w.windowMs));
   }
+
+  /** Records the request and returns null when it fits every window; otherwise the refusal (nothing recorded). */
+  tryAcquire(token: string, nowMs: number): RateRefusal | null {
+    let h = this.histories.get(token);
+    if (!h) this.histories.set(token, (h = { times: [], head: 0 }));
+    const { times } = h;
+    while (h.head < times.length && (times[h.head] as number) <= nowMs - this.longestMs) h.head++;
+    // Compact now and then rather than shifting on every request: a minute window may hold thousands.
+    if (h.head > 1024 && h.head * 2 > times.length) {
+      times.splice(0, h.head);
+      h.head = 0;
+    }
+    for (const window of this.windows) {
+      const first = firstAfter(times, h.head, nowMs - window.windowMs);
+      const inWindow = times.length - first;
+      if (inWindow >= window.limit) {
+        // The request fits once enough of the oldest ones in the window have left it.
+        const oldestToLeave = times[first + inWindow - Math.ceil(window.limit)] ?? times[first] ?? nowMs;
+        return { window, waitMs: Math.max(0, oldestToLeave + window.windowMs - nowMs) };
+      }
+    }
+    times.push(nowMs);
+    return null;
+  }
+}
+
+/** Index of the first time after `after` in the sorted `times[from..]` (times.length when none). */
+function firstAfter(times: readonly number[], from: number, after: number): number {
+  let lo = from;
+  let hi = times.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if ((times[mid] as number) <= after) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
 }

@@ -10,7 +10,7 @@ import {
 import { Operations, type ValidRequest } from './operations.ts';
 import { resolveOptions, type SandboxOptions, type SandboxOptionsInput } from './options.ts';
 import { Prng } from './prng.ts';
-import { RateLimiter } from './rate-limiter.ts';
+import { RateLimiter, type RateWindow } from './rate-limiter.ts';
 import { logEntry, type LoggedRequest } from './request-log.ts';
 
 export { SANDBOX_DEFAULTS, type SandboxOptions, type SandboxOptionsInput } from './options.ts';
@@ -89,9 +89,9 @@ export async function startSandbox(input: SandboxOptionsInput = {}): Promise<San
   const options = resolveOptions(input);
   const ledger = new CreditLedger(options.tokens);
   const suspended = new Set(options.suspendedTokens);
-  const limiter = options.rateLimitPerSecond === null ? null : new RateLimiter(options.rateLimitPerSecond);
+  const limiter = rateLimiterOf(options);
   const faults = new FaultInjector(options.seed, options);
-  const operations = new Operations(options.seed, options.notFoundRate);
+  const operations = new Operations(options);
   const latency = latencyDrawer(options);
   const keepEntries = options.logRequests || options.onRequest !== null;
   const requests: LoggedRequest[] = [];
@@ -120,9 +120,8 @@ export async function startSandbox(input: SandboxOptionsInput = {}): Promise<San
     if (token === undefined) return answer(401, MISSING_TOKEN, UNAUTHORIZED_HEADERS);
     if (suspended.has(token)) return answer(403, SUSPENDED);
     if (!ledger.has(token)) return answer(401, INVALID_TOKEN, UNAUTHORIZED_HEADERS);
-    if (limiter && !limiter.tryAcquire(token, performance.now())) {
-      return answer(429, TOO_MANY, { 'retry-after': String(options.retryAfterSeconds) });
-    }
+    const refusal = limiter?.tryAcquire(token, performance.now()) ?? null;
+    if (refusal) return answer(429, TOO_MANY, { 'retry-after': String(retryAfterSeconds(refusal, options)) });
 
     const valid = operations.validate(route.op, { query, bodyText, contentType: req.headers['content-type'] });
     if ('kind' in valid) return answer(valid.status, valid.body);
@@ -222,6 +221,26 @@ export async function startSandbox(input: SandboxOptionsInput = {}): Promise<San
         server.closeAllConnections();
       }),
   };
+}
+
+const SECOND_MS = 1000;
+const MINUTE_MS = 60_000;
+
+/** The limiter of the configured windows, or null when there is no rate limit. */
+function rateLimiterOf(options: SandboxOptions): RateLimiter | null {
+  const windows: RateWindow[] = [];
+  if (options.rateLimitPerSecond !== null) windows.push({ limit: options.rateLimitPerSecond, windowMs: SECOND_MS });
+  if (options.rateLimitPerMinute !== null) windows.push({ limit: options.rateLimitPerMinute, windowMs: MINUTE_MS });
+  return windows.length === 0 ? null : new RateLimiter(windows);
+}
+
+/**
+ * Retry-After of a 429: the configured seconds, or over the minute window the whole seconds until it admits a
+ * request if that is longer (retrying after 1 s into a full minute window would only earn more 429s).
+ */
+function retryAfterSeconds(refusal: { window: RateWindow; waitMs: number }, options: SandboxOptions): number {
+  if (refusal.window.windowMs < MINUTE_MS) return options.retryAfterSeconds;
+  return Math.max(options.retryAfterSeconds, Math.ceil(refusal.waitMs / SECOND_MS));
 }
 
 /** A 200 body: the cached answer plus the token's counters as top-level members. */

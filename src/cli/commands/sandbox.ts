@@ -3,7 +3,7 @@ import { defineCommand, type CommandIO } from '../command.ts';
 import { UsageError } from '../../errors.ts';
 import { OPERATIONS, type Operation } from '../../spec/types.ts';
 import { SANDBOX_DEFAULTS, startSandbox, type LoggedRequest, type SandboxOptionsInput } from '../../sandbox/server.ts';
-import { resolveOptions } from '../../sandbox/options.ts';
+import { PAST_LAST_PAGE_MODES, resolveOptions, type PastLastPage } from '../../sandbox/options.ts';
 
 /** Port of `netingest sandbox` when --port is not given (tests use port 0 through the library). */
 export const SANDBOX_CLI_PORT = 8787;
@@ -20,7 +20,9 @@ export interface SandboxArgs {
   cost: string[];
   'latency-ms': string;
   'rate-limit'?: number;
+  'rate-limit-per-minute'?: number;
   'retry-after': number;
+  'past-last-page': PastLastPage;
   'fail-500': number;
   'fail-503': number;
   drop: number;
@@ -53,7 +55,20 @@ function builder(y: Argv) {
     })
     .option('latency-ms', { type: 'string', default: String(d.latencyMs), describe: 'added latency per answer: ms, or min-max' })
     .option('rate-limit', { type: 'number', describe: 'requests per second per token before 429 (default: no limit)' })
-    .option('retry-after', { type: 'number', default: d.retryAfterSeconds, describe: 'Retry-After seconds sent with 429' })
+    .option('rate-limit-per-minute', {
+      type: 'number',
+      describe: 'requests per sliding minute per token before 429, as plans are priced (default: no limit)',
+    })
+    .option('retry-after', {
+      type: 'number',
+      default: d.retryAfterSeconds,
+      describe: 'Retry-After seconds sent with 429 (over the minute limit: at least until the window frees)',
+    })
+    .option('past-last-page', {
+      choices: PAST_LAST_PAGE_MODES,
+      default: d.pastLastPage,
+      describe: 'a page past the end of a list: 404 (uncharged), or empty (200 with an empty page, charged)',
+    })
     .option('fail-500', rate('answer 500'))
     .option('fail-503', rate('answer 503'))
     .option('drop', rate('close the connection without an answer'))
@@ -67,6 +82,7 @@ function builder(y: Argv) {
     .option('not-found-rate', { type: 'number', default: d.notFoundRate, describe: 'fraction of inputs with no data (404)' })
     .option('quiet', { type: 'boolean', default: false, describe: 'do not print a line per request' })
     .example('$0 sandbox --port 8787 --rate-limit 5 --fail-503 0.05', 'a flaky, rate-limited local API')
+    .example('$0 sandbox --rate-limit-per-minute 60 --past-last-page empty', 'a free plan that bills empty pages')
     .example('NETINGEST_API_URL=http://127.0.0.1:8787 NETINGEST_API_TOKEN=sandbox-token netingest run ...', 'point a run at it') as unknown as Argv<SandboxArgs>;
 }
 
@@ -91,7 +107,9 @@ export function sandboxOptionsFromArgs(argv: SandboxArgs): SandboxOptionsInput {
     costs,
     latencyMs: latency[2] === undefined ? Number(latency[1]) : [Number(latency[1]), Number(latency[2])],
     rateLimitPerSecond: argv['rate-limit'] ?? null,
+    rateLimitPerMinute: argv['rate-limit-per-minute'] ?? null,
     retryAfterSeconds: argv['retry-after'],
+    pastLastPage: argv['past-last-page'],
     serverErrorRate: argv['fail-500'],
     unavailableRate: argv['fail-503'],
     dropRate: argv.drop,
