@@ -5,6 +5,8 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openDatabase, type Database } from '../src/db/open.ts';
 import { createIngestor, ingestInTransaction, NORMALIZED_TABLES } from '../src/db/ingest/index.ts';
 import { saveRawResponse } from '../src/db/raw-archive.ts';
+import { validateResponse } from '../src/api/schemas.ts';
+import { useSandboxes } from './sandbox-helpers.ts';
 import { company, job, jobsRequest, jobsResponse, postRequest, postResponse, similarRequest, similarResponse } from './db-fixtures.ts';
 
 const T1 = '2026-11-22T13:45:00.000Z';
@@ -273,6 +275,70 @@ describe('search-jobs', () => {
     expect(rows('job_search_results').map((r) => r['last_seen_at'])).toEqual([T2, T2]);
     ingestInTransaction(database, jobsRequest(20), jobsResponse([]), T2);
     expect(database.sqlite.prepare('SELECT count(*) FROM job_searches').pluck().get()).toBe(1);
+  });
+});
+
+const sandbox = useSandboxes();
+
+describe('sandbox bodies', () => {
+  it('validate, and store empty lists, isPrimary true/false/null, empty strings and fractional counters as given', async () => {
+    const sb = await sandbox({ tokens: { t: 1e6 } });
+    const fetchBody = async (path: string, init: RequestInit = {}): Promise<unknown> => {
+      const res = await fetch(`${sb.url}${path}`, { ...init, headers: { authorization: 'Bearer t', 'content-type': 'application/json' } });
+      expect(res.status).toBe(200);
+      return JSON.parse(await res.text());
+    };
+    const companies = new Map<string, any>();
+    for (let i = 0; i < 12; i++) {
+      const referenceUrl = `https://network.com/company/sample-${i}`;
+      const body = validateResponse('similar-companies', await fetchBody('/v1/api/similar-companies', { method: 'POST', body: JSON.stringify({ url: referenceUrl, page: 1, num: 50 }) }));
+      ingestInTransaction(database, { operation: 'similar-companies', referenceUrl, filterKey: 'none', filters: {}, page: 1, num: 50 }, body, T1);
+      for (const c of body.data.content) companies.set(c.url.replace('://www.', '://'), c);
+    }
+    const list = (table: string, url: string) =>
+      database.sqlite.prepare(`SELECT value FROM ${table} WHERE company_url = ? ORDER BY position`).pluck().all(url);
+    const seen = { emptyIndustries: 0, emptyHashtags: 0, primary: new Set<unknown>(), emptyLine2: 0 };
+    for (const [url, c] of companies) {
+      expect(list('company_industries', url)).toEqual(c.industries);
+      expect(list('company_specialities', url)).toEqual(c.specialities ?? []);
+      expect(list('company_hashtags', url)).toEqual(c.hashtags ?? []);
+      const stored = database.sqlite.prepare('SELECT is_primary, line2, typeof(followers) AS followers FROM company_locations JOIN companies ON url = company_url WHERE company_url = ? ORDER BY position').all(url) as any[];
+      const given = [c.locations.headquarter, ...c.locations.other];
+      expect(stored.map((r) => [r.is_primary, r.line2])).toEqual(given.map((a) => [a.isPrimary === null ? null : Number(a.isPrimary), a.line2]));
+      expect(stored[0].followers).toBe(c.followers === null ? 'null' : 'integer');
+      if (c.industries.length === 0) seen.emptyIndustries++;
+      if (c.hashtags?.length === 0) seen.emptyHashtags++;
+      for (const a of given) seen.primary.add(a.isPrimary);
+      seen.emptyLine2 += given.filter((a) => a.line2 === '').length;
+    }
+    // The bodies held each case, so the checks above covered it.
+    expect(seen.emptyIndustries && seen.emptyHashtags && seen.emptyLine2).toBeGreaterThan(0);
+    expect(seen.primary).toEqual(new Set([true, false, null]));
+
+    const seenPosts = { emptyTags: 0, nullTags: 0, noMedia: 0, noImage: 0 };
+    for (let i = 0; i < 40; i++) {
+      const postUrl = `https://network.com/feed/update/urn:li:activity:71800000000000${String(i).padStart(5, '0')}`;
+      const body = validateResponse('post-details', await fetchBody(`/v1/api/post-details?url=${encodeURIComponent(postUrl)}`));
+      ingestInTransaction(database, { operation: 'post-details', postUrl }, body, T1);
+      const row = database.sqlite.prepare('SELECT hashtags, author_profile_image, media_description FROM posts WHERE post_id = ?').get(body.PostId) as any;
+      expect(row).toEqual({
+        hashtags: body.post.hashtags === null ? null : JSON.stringify(body.post.hashtags),
+        author_profile_image: body.author.profile_image,
+        media_description: body.post.post_media_description,
+      });
+      expect(database.sqlite.prepare('SELECT url FROM post_media WHERE post_id = ? ORDER BY position').pluck().all(body.PostId)).toEqual(body.post.post_media_url);
+      if (body.post.hashtags?.length === 0) seenPosts.emptyTags++;
+      if (body.post.hashtags === null) seenPosts.nullTags++;
+      if (body.post.post_media_url.length === 0) seenPosts.noMedia++;
+      if (body.author.profile_image === '') seenPosts.noImage++;
+    }
+    expect(Object.values(seenPosts).every((n) => n > 0), JSON.stringify(seenPosts)).toBe(true);
+
+    const jobs = validateResponse('search-jobs', await fetchBody('/v1/api/search-jobs?keywords=welder&workplaceTypes=remote&companyIds=1441'));
+    expect(jobs.credits_used % 1).not.toBe(0);
+    ingestInTransaction(database, { operation: 'search-jobs', searchKey: 'k', query: { keywords: 'welder', workplaceTypes: ['remote'], companyIds: ['1441'] }, start: 0 }, jobs, T1);
+    expect(database.sqlite.prepare('SELECT workplace_types, company_ids FROM job_searches').get()).toEqual({ workplace_types: 'remote', company_ids: '1441' });
+    expect(database.sqlite.prepare('SELECT count(*) FROM job_search_results').pluck().get()).toBe(jobs.results.length);
   });
 });
 

@@ -64,7 +64,7 @@ function checkAddress(a: any): void {
   expect(a.country).toBe(a.country.toLowerCase());
   expect(a.geographicArea === null || (typeof a.geographicArea === 'string' && a.geographicArea === a.geographicArea.toLowerCase())).toBe(true);
   expect(a.line2 === null || typeof a.line2 === 'string').toBe(true);
-  expect(a.isPrimary === null || a.isPrimary === true).toBe(true);
+  expect(a.isPrimary === null || typeof a.isPrimary === 'boolean').toBe(true);
 }
 
 function checkCompany(c: any): void {
@@ -85,12 +85,13 @@ function checkCompany(c: any): void {
   expect(c.staff.range.start).toBeLessThanOrEqual(c.staff.total);
   expect(c.staff.total).toBeLessThanOrEqual(c.staff.range.end);
   checkAddress(c.locations.headquarter);
-  expect(c.locations.headquarter.isPrimary).toBe(true);
+  expect([true, null]).toContain(c.locations.headquarter.isPrimary);
   expect(Array.isArray(c.locations.other)).toBe(true);
   c.locations.other.forEach(checkAddress);
+  for (const other of c.locations.other) expect([false, null]).toContain(other.isPrimary);
   expect(c.fundingData === null || typeof c.fundingData === 'object').toBe(true);
   expect(c.specialities === null || isStringArray(c.specialities)).toBe(true);
-  expect(isStringArray(c.industries) && c.industries.length > 0).toBe(true);
+  expect(isStringArray(c.industries)).toBe(true);
   expect(c.hashtags === null || isStringArray(c.hashtags)).toBe(true);
   expect(c.relevancy.score).toBeGreaterThan(0);
   expect(c.relevancy.score).toBeLessThan(1);
@@ -134,19 +135,91 @@ describe('sandbox data', () => {
     }
     expect(new Set(companies.map((c) => c.type)).size).toBe(2);
     expect(companies.some((c) => c.locations.headquarter.geographicArea === null)).toBe(true);
+    // Empty lists beside null ones, and every kind of isPrimary and line2 a client must store.
+    for (const key of ['industries', 'specialities', 'hashtags']) {
+      expect(companies.some((c) => Array.isArray(c[key]) && c[key].length === 0), `${key} [] somewhere`).toBe(true);
+    }
+    expect(companies.some((c) => c.locations.other.length === 0)).toBe(true);
+    const addresses = companies.flatMap((c) => [c.locations.headquarter, ...c.locations.other]);
+    for (const isPrimary of [true, false, null]) expect(addresses.some((a) => a.isPrimary === isPrimary), `isPrimary ${isPrimary}`).toBe(true);
+    for (const line2 of ['suite', '', null]) {
+      expect(addresses.some((a) => (line2 === 'suite' ? /^suite \d+$/.test(a.line2) : a.line2 === line2)), `line2 ${line2}`).toBe(true);
+    }
+    expect(companies.some((c) => isInt(c.followers))).toBe(true);
   });
 
-  it('keys company data by URL spelling-insensitively and lets filters change the list', async () => {
+  it('keys company data by URL spelling-insensitively; filters narrow the ranking by HQ country and staff', async () => {
     const base = (await similar({ url: 'https://www.network.com/company/acme-robotics/', page: 1, num: 50 })).body;
     const variant = (await similar({ url: 'network.com/company/acme-robotics', account: {}, page: 1, num: 50 })).body;
     expect(variant.data).toEqual(base.data);
-    const filtered = (account: object) => similar({ url: 'network.com/company/acme-robotics', account, page: 1, num: 50 });
+    // Empty filter lists filter nothing, as the client's request keys also say.
+    const emptyLists = { location: [], employeeSize: { type: 'RANGE', range: [] } };
+    expect((await similar({ url: 'network.com/company/acme-robotics', account: emptyLists, page: 1, num: 50 })).body.data).toEqual(base.data);
+
+    const filtered = async (account: object, url = 'network.com/company/acme-robotics') =>
+      similar({ url, account, page: 1, num: 1000 });
+    const europe = ['germany', 'france', 'spain', 'united kingdom'];
+    const sizes = [{ start: 11, end: 50 }, { start: 501, end: 5000 }];
+    let sawNarrower = false;
+    for (let i = 0; i < 10; i++) {
+      const url = `network.com/company/filter-co-${i}`;
+      const all = (await filtered({}, url)).body.data.content as any[];
+      const byLocation = await filtered({ location: europe }, url);
+      const bySize = await filtered({ employeeSize: { type: 'RANGE', range: sizes } }, url);
+      const both = await filtered({ location: europe, employeeSize: { type: 'RANGE', range: sizes } }, url);
+      for (const [r, location, size] of [[byLocation, true, false], [bySize, false, true], [both, true, true]] as const) {
+        if (r.status === 404) {
+          expect(r.body).toEqual({ error: true, message: 'No similar companies found' });
+          continue;
+        }
+        const list = r.body.data.content as any[];
+        expect(list.length).toBeGreaterThan(0);
+        // Never longer than the unfiltered list; still ranked by relevancy.
+        expect(list.length).toBeLessThanOrEqual(all.length);
+        expect(list.map((c) => c.relevancy.score)).toEqual(list.map((c) => c.relevancy.score).sort((a, b) => b - a));
+        for (const c of list) {
+          if (location) expect(['de', 'fr', 'es', 'gb']).toContain(c.locations.headquarter.country);
+          if (size) expect(sizes.some((x) => c.staff.total >= x.start && c.staff.total <= x.end), `${c.staff.total}`).toBe(true);
+          // A company the unfiltered list holds too is the same record there, relevancy included.
+          const same = all.find((a) => a.url === c.url);
+          if (same) expect(c).toEqual(same);
+        }
+        if (list.length < all.length || all.some((c) => !list.some((l) => l.url === c.url))) sawNarrower = true;
+      }
+      // Narrowing by both is narrowing the location-filtered ranking by size.
+      if (byLocation.status === 200) {
+        const expected = (byLocation.body.data.content as any[]).filter((c) => sizes.some((x) => c.staff.total >= x.start && c.staff.total <= x.end));
+        if (both.status === 200) expect(both.body.data.content.slice(0, expected.length)).toEqual(expected.slice(0, both.body.data.content.length));
+      }
+    }
+    expect(sawNarrower).toBe(true);
+
+    // Countries by lower-case name or code, in any order and case: one list.
     const de = (await filtered({ location: ['germany', 'france'] })).body;
-    const deReordered = (await filtered({ location: ['France', 'germany'] })).body;
-    const sized = (await filtered({ location: ['germany', 'france'], employeeSize: { type: 'RANGE', range: [{ start: 11, end: 50 }] } })).body;
-    expect(de.data).not.toEqual(base.data);
-    expect(deReordered.data).toEqual(de.data);
-    expect(sized.data).not.toEqual(de.data);
+    expect((await filtered({ location: ['France', ' Germany '] })).body.data).toEqual(de.data);
+    expect((await filtered({ location: ['fr', 'de'] })).body.data).toEqual(de.data);
+    // A filter that leaves nothing is the spec's 404, like a company without data.
+    const none = await filtered({ employeeSize: { type: 'RANGE', range: [{ start: 0, end: 1 }] } });
+    expect(none.status).toBe(404);
+    expect(none.body).toEqual({ error: true, message: 'No similar companies found' });
+    expect((await filtered({ location: ['atlantis'] })).status).toBe(404);
+  });
+
+  it('pages a filtered list like any other, 404 past its end', async () => {
+    const url = 'network.com/company/paging-filtered';
+    const account = { location: ['united states', 'canada'] };
+    const all = (await similar({ url, account, page: 1, num: 1000 })).body.data.content as any[];
+    expect(all.length).toBeGreaterThan(2);
+    const collected: any[] = [];
+    const lastPage = Math.ceil(all.length / 2);
+    for (let page = 1; page <= lastPage; page++) {
+      const r = await similar({ url, account, page, num: 2 });
+      expect(r.status).toBe(200);
+      expect(r.body.data).toMatchObject({ number: page - 1, first: page === 1, empty: false });
+      collected.push(...r.body.data.content);
+    }
+    expect(collected).toEqual(all);
+    expect((await similar({ url, account, page: lastPage + 1, num: 2 })).status).toBe(404);
   });
 
   it('pages similar companies and answers 404 past the end', async () => {
@@ -209,7 +282,10 @@ describe('sandbox data', () => {
     expect(posts.some((p) => /[^\x00-\x7f]/.test(p.post.text_content))).toBe(true);
     expect(posts.some((p) => /\p{Extended_Pictographic}/u.test(p.post.text_content))).toBe(true);
     expect(posts.some((p) => p.author.profile_image === '')).toBe(true);
-    expect(posts.some((p) => p.post.hashtags === null) && posts.some((p) => p.post.hashtags !== null)).toBe(true);
+    expect(posts.some((p) => p.post.hashtags === null) && posts.some((p) => p.post.hashtags?.length > 0)).toBe(true);
+    expect(posts.some((p) => Array.isArray(p.post.hashtags) && p.post.hashtags.length === 0)).toBe(true);
+    expect(posts.some((p) => p.post.post_media_url.length === 0)).toBe(true);
+    expect(posts.some((p) => p.post.post_media_url.length > 0 && p.post.post_media_description === '')).toBe(true);
     expect(new Set(posts.map((p) => p.post.post_media_url.length)).size).toBeGreaterThan(2);
   });
 
@@ -271,6 +347,71 @@ describe('sandbox data', () => {
     const a = await get('search-jobs', { jobTypes: 'part time,full time', keywords: 'Node' });
     const b = await get('search-jobs', { keywords: 'node', jobTypes: 'full time, part time' });
     expect(content(a.body)).toEqual(content(b.body));
+  });
+
+  it('honors workplaceTypes and companyIds: every job is of a wanted type, at a wanted company', async () => {
+    const types = async (workplaceTypes: string) => {
+      const r = await get('search-jobs', { keywords: 'designer', workplaceTypes });
+      expect(r.status).toBe(200);
+      return new Set((r.body.results as any[]).map((j) => /\((Remote|Hybrid|On-site)\)$/.exec(j.location)?.[1] ?? 'none'));
+    };
+    expect(await types('remote')).toEqual(new Set(['Remote']));
+    expect(await types('on site,hybrid')).toEqual(new Set(['On-site', 'Hybrid']));
+    expect(await types('Hybrid')).toEqual(new Set(['Hybrid']));
+    // Without the filter, any type or none.
+    const any = (await get('search-jobs', { keywords: 'designer' })).body.results as any[];
+    expect(new Set(any.map((j) => /\((Remote|Hybrid|On-site)\)$/.exec(j.location)?.[1] ?? 'none')).size).toBeGreaterThan(2);
+
+    const companies = async (params: Record<string, string>) => {
+      const r = await get('search-jobs', params);
+      expect(r.status).toBe(200);
+      return new Set((r.body.results as any[]).map((j) => `${j.company_name} ${j.company_link}`));
+    };
+    const one = await companies({ keywords: 'engineer', companyIds: '1441' });
+    expect(one.size).toBe(1);
+    // An id is the same company in every search; several ids share the results between them.
+    expect(await companies({ keywords: 'analyst', companyIds: '1441', location: 'paris' })).toEqual(one);
+    const two = await companies({ keywords: 'engineer', companyIds: '1441, 2003' });
+    const other = await companies({ keywords: 'engineer', companyIds: '2003' });
+    expect(two).toEqual(new Set([...one, ...other]));
+    const bad = await get('search-jobs', { keywords: 'engineer', companyIds: '1441,acme' });
+    expect(bad.status).toBe(400);
+  });
+
+  it('answers a page past the end with an empty, charged 200 when pastLastPage is empty; no data stays 404', async () => {
+    const empty = await startSandbox({ tokens: { [TOKEN]: 1000 }, notFoundRate: 0, pastLastPage: 'empty' });
+    try {
+      const url = 'network.com/company/paging-co';
+      const all = (await similar({ url, page: 1, num: 1000 }, empty)).body.data.content as any[];
+      const past = Math.ceil(all.length / 4) + 1;
+      const usedBefore = empty.credits(TOKEN).credits_used;
+      const r = await similar({ url, page: past, num: 4 }, empty);
+      expect(r.status).toBe(200);
+      expect(content(r.body)).toEqual({
+        success: true,
+        message: 'Similar companies fetched successfully',
+        data: { content: [], number: past - 1, first: false, empty: true },
+        page: past,
+        num: 4,
+      });
+      expect(empty.credits(TOKEN).credits_used).toBe(usedBefore + 1);
+      const filteredAway = await similar({ url, account: { location: ['atlantis'] }, page: 2, num: 4 }, empty);
+      expect(filteredAway.status).toBe(404);
+      expect((await similar({ url: 'network.com/company/notfound-x', page: 2 }, empty)).status).toBe(404);
+
+      const q = { keywords: 'paging', location: 'remote' };
+      let start = 0;
+      while ((await get('search-jobs', { ...q, start: String(start) }, empty)).body.numResults === 10) start += 10;
+      const jobsUsedBefore = empty.credits(TOKEN).credits_used;
+      const jobsPast = await get('search-jobs', { ...q, start: String(start + 10) }, empty);
+      expect(jobsPast.status).toBe(200);
+      expect(content(jobsPast.body)).toEqual({ success: true, message: 'Jobs fetched successfully', currentPage: start / 10 + 1, numResults: 0, results: [] });
+      // Charged like any search-jobs 200: a fraction of a credit.
+      expect(jobsPast.body.credits_used - jobsUsedBefore).toBe(0.25);
+      expect((await get('search-jobs', { keywords: 'notfound', start: '10' }, empty)).status).toBe(404);
+    } finally {
+      await empty.stop();
+    }
   });
 
   it('has no data for inputs naming notfound, and for about notFoundRate of the others', async () => {

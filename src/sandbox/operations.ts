@@ -71,6 +71,11 @@ export class Operations {
       const value = input.query.get(name);
       if (value !== null && name !== 'start') search[name] = value;
     }
+    // The spec calls company ids numeric; a job board would not guess what another id means.
+    const ids = search.companyIds?.split(',').map((id) => id.trim()).filter((id) => id !== '') ?? [];
+    if (!ids.every((id) => /^\d+$/.test(id))) {
+      return badRequest('Query parameter `companyIds` must be numeric ids separated by commas');
+    }
     return { op, search, start: startText === null ? 0 : Number(startText.trim()) };
   }
 

@@ -2,6 +2,7 @@ import type { Address, CompanyRecord, SimilarCompaniesAccount } from '../../spec
 import { Prng, hash32, hashFraction } from '../prng.ts';
 import { BoundedCache } from './bounded-cache.ts';
 import { canonicalUrlKey, saysNotFound, slugify } from './canonical.ts';
+import { compileFilter } from './company-filter.ts';
 import {
   HASHTAGS, INDUSTRIES, MEDIA_ORIGIN, NAME_CORES, NAME_PREFIXES, NAME_SUFFIXES, NETWORK_ORIGIN, PLACES,
   SPECIALITIES, STAFF_RANGES, STREETS, TAGLINES,
@@ -20,6 +21,13 @@ type BaseCompany = CompanyRecord;
 
 const FUNDING_TYPES = ['SEED', 'SERIES_A', 'SERIES_B', 'SERIES_C', 'PRIVATE_EQUITY'] as const;
 
+/**
+ * How many ranked candidates a filtered list is picked from. The unfiltered list is the first 3..45 of them;
+ * a filter keeps the matching ones (as many as the unfiltered list would hold at most), so a narrow filter
+ * still finds some companies further down the ranking, and a filtered list is the same ranking, narrowed.
+ */
+const CANDIDATE_POOL = 200;
+
 /** Generates (and caches) similar-company lists and company records from a seed. */
 export class CompanyData {
   private readonly bases = new BoundedCache<string, BaseCompany>(20_000);
@@ -28,29 +36,24 @@ export class CompanyData {
   constructor(private readonly seed: number, private readonly notFoundRate: number) {}
 
   /**
-   * The whole similar-companies list for a reference URL and filters, or null when the input has no data.
-   * The filters are part of the key, so different filter sets give different lists.
+   * The whole similar-companies list for a reference URL and filters, or null when the input has no data or
+   * the filters leave no company (both answered 404).
    */
   similarTo(url: string, account: SimilarCompaniesAccount | undefined): ListEntry[] | null {
     const ref = canonicalUrlKey(url);
-    const key = `${ref}\u0000${filterKey(account)}`;
+    const filter = compileFilter(account);
+    const key = `${ref}\u0000${filter?.key ?? ''}`;
     const cached = this.lists.get(key);
     if (cached !== undefined) return cached;
     let list: ListEntry[] | null = null;
     if (!saysNotFound(url) && hashFraction(this.seed, `company-nodata:${ref}`) >= this.notFoundRate) {
-      const rng = Prng.from(this.seed, `similar:${key}`);
+      // One ranking per reference, whatever the filters: its stream is that of the unfiltered list.
+      const rng = Prng.from(this.seed, `similar:${ref}\u0000`);
       const length = rng.int(3, 45);
-      const refSlug = slugOf(ref);
-      const seen = new Set<string>([refSlug]);
-      list = [];
-      let score = 0.9 + rng.next() * 0.09;
-      while (list.length < length) {
-        const name = [rng.pick(NAME_PREFIXES), rng.pick(NAME_CORES), rng.pick(NAME_SUFFIXES)].join(' ').trim();
-        const slug = slugify(name);
-        if (seen.has(slug)) continue;
-        seen.add(slug);
-        list.push({ name, slug, score: Math.round(score * 1e4) / 1e4, value: grade(score) });
-        score = Math.max(0.01, score - rng.next() * 0.04);
+      if (!filter) list = ranking(rng, ref, length);
+      else {
+        list = ranking(rng, ref, CANDIDATE_POOL).filter((entry) => filter.matches(this.base(entry))).slice(0, length);
+        if (list.length === 0) list = null;
       }
     }
     this.lists.set(key, list);
@@ -59,22 +62,28 @@ export class CompanyData {
 
   /** The full record of one list entry. */
   record(entry: ListEntry): CompanyRecord {
+    return { ...this.base(entry), relevancy: { score: entry.score, value: entry.value } };
+  }
+
+  /** The record of a company without its relevancy: the same in every list. */
+  private base(entry: ListEntry): BaseCompany {
     let base = this.bases.get(entry.slug);
     if (!base) {
       base = this.generateBase(entry.name, entry.slug);
       this.bases.set(entry.slug, base);
     }
-    return { ...base, relevancy: { score: entry.score, value: entry.value } };
+    return base;
   }
 
   private generateBase(name: string, slug: string): BaseCompany {
     const rng = Prng.from(this.seed, `company:${slug}`);
     const [rangeStart, rangeEnd] = rng.pick(STAFF_RANGES);
-    const industries = rng.sample(INDUSTRIES, rng.int(1, 2));
+    // Empty lists occur as well as null ones: a client must store "none" either way.
+    const industries = rng.chance(0.08) ? [] : rng.sample(INDUSTRIES, rng.int(1, 2));
     const hq = address(rng, true);
     const other = Array.from({ length: rng.int(0, 3) }, () => address(rng, false));
     const foundedYear = rng.int(1950, 2022);
-    const specialities = rng.chance(0.8) ? rng.sample(SPECIALITIES, rng.int(2, 8)) : null;
+    const specialities = nullOrList(rng, 0.15, 0.05, () => rng.sample(SPECIALITIES, rng.int(2, 8)));
     const website = `https://www.${slug}.com`;
     return {
       url: `${NETWORK_ORIGIN}/company/${slug}`,
@@ -83,8 +92,8 @@ export class CompanyData {
       type: rng.chance(0.25) ? 'PUBLIC_COMPANY' : 'PRIVATELY_HELD',
       objectUrn: hash32(this.seed, `urn:${slug}`) % 90_000_000 + 1_000_000,
       description:
-        `${name} is a ${industries[0]?.toLowerCase()} company founded in ${foundedYear} and based in ${hq.city}.\n\n` +
-        `We help teams work better with ${(specialities ?? ['modern tools']).slice(0, 2).join(' and ')}.\n` +
+        `${name} is a ${industries[0]?.toLowerCase() ?? 'young'} company founded in ${foundedYear} and based in ${hq.city}.\n\n` +
+        `We help teams work better with ${(specialities?.length ? specialities : ['modern tools']).slice(0, 2).join(' and ')}.\n` +
         `Visit ${website} to learn more.`,
       phone: (rng.chance(0.6) ? '+' : '') + rng.digits(rng.int(10, 12)),
       followers: rng.chance(0.9) ? rng.int(12, 2_500_000) : null,
@@ -107,21 +116,46 @@ export class CompanyData {
         : null,
       specialities,
       industries,
-      hashtags: rng.chance(0.6) ? rng.sample(HASHTAGS, rng.int(1, 3)) : null,
+      hashtags: nullOrList(rng, 0.35, 0.1, () => rng.sample(HASHTAGS, rng.int(1, 3))),
       relevancy: { score: 0, value: 'D' },
     };
   }
 }
 
-function address(rng: Prng, primary: boolean): Address {
+/** The first `count` companies ranked by similarity to `ref`, most similar first, never `ref` itself. */
+function ranking(rng: Prng, ref: string, count: number): ListEntry[] {
+  const seen = new Set<string>([slugOf(ref)]);
+  const list: ListEntry[] = [];
+  let score = 0.9 + rng.next() * 0.09;
+  while (list.length < count) {
+    const name = [rng.pick(NAME_PREFIXES), rng.pick(NAME_CORES), rng.pick(NAME_SUFFIXES)].join(' ').trim();
+    const slug = slugify(name);
+    if (seen.has(slug)) continue;
+    seen.add(slug);
+    list.push({ name, slug, score: Math.round(score * 1e4) / 1e4, value: grade(score) });
+    score = Math.max(0.01, score - rng.next() * 0.04);
+  }
+  return list;
+}
+
+/** null with probability `nullRate`, [] with `emptyRate`, else the list `make` draws. */
+function nullOrList<T>(rng: Prng, nullRate: number, emptyRate: number, make: () => T[]): T[] | null {
+  const r = rng.next();
+  if (r < nullRate) return null;
+  return r < nullRate + emptyRate ? [] : make();
+}
+
+/** An address; `isPrimary` (type not shown) is true or null on a headquarter, false or null elsewhere. */
+function address(rng: Prng, headquarter: boolean): Address {
   const [city, area, country] = rng.pick(PLACES);
+  const line2 = rng.next();
   return {
     city,
     country,
     geographicArea: area,
-    isPrimary: primary ? true : null,
+    isPrimary: rng.chance(0.25) ? null : headquarter,
     line1: `${rng.int(1, 999)} ${rng.pick(STREETS)}`,
-    line2: rng.chance(0.3) ? `suite ${rng.int(100, 999)}` : null,
+    line2: line2 < 0.3 ? `suite ${rng.int(100, 999)}` : line2 < 0.35 ? '' : null,
     postalCode: country === 'gb' ? `EC${rng.int(1, 4)}A ${rng.int(1, 9)}BB` : rng.digits(5),
   };
 }
@@ -137,15 +171,4 @@ function grade(score: number): string {
 function slugOf(key: string): string {
   const match = /\/company\/([^/]+)/.exec(key);
   return match?.[1] ?? key;
-}
-
-/** A canonical text of the filters: order of locations and ranges does not matter, case neither. */
-function filterKey(account: SimilarCompaniesAccount | undefined): string {
-  if (!account) return '';
-  const locations = (account.location ?? []).map((l) => l.trim().toLowerCase()).sort();
-  const size = account.employeeSize;
-  // An empty filter object filters nothing: same list as no filters.
-  if (locations.length === 0 && !size) return '';
-  const ranges = (size?.range ?? []).map((r) => `${r.start}-${r.end}`).sort();
-  return JSON.stringify([locations, size ? size.type.toUpperCase() : null, ranges]);
 }

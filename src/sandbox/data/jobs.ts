@@ -56,7 +56,9 @@ export class JobData {
 
   private job(search: JobSearch, key: string, index: number): JobRecord {
     const rng = Prng.from(this.seed, `job:${key}:${index}`);
-    const company = `${rng.pick(NAME_PREFIXES)} ${rng.pick(NAME_CORES)}`;
+    const ids = listOf(search.companyIds);
+    // With companyIds every job is at one of those companies, each id always the same company.
+    const { company, logo } = ids.length > 0 ? this.companyOfId(rng.pick(ids)) : randomCompany(rng);
     const companySlug = slugify(company);
     const keywords = search.keywords?.trim();
     const baseTitle = rng.pick(JOB_TITLES);
@@ -70,12 +72,12 @@ export class JobData {
       title,
       company_name: company,
       company_link: `${NETWORK_ORIGIN}/company/${companySlug}`,
-      location: jobLocation(rng, search.location),
+      location: jobLocation(rng, search.location, search.workplaceTypes),
       url: `${NETWORK_ORIGIN}/jobs/view/${3_000_000_000 + (hash32(this.seed, `job-url:${key}:${index}`) % 999_999_999)}`,
       posted_timestamp: postedMs / 1000,
       posted_date: isoDate(postedMs),
       is_actively_hiring: rng.chance(0.6),
-      company_logo_url: `${MEDIA_ORIGIN}/dms/image/company-logo_100_100/${rng.alnum(16)}`,
+      company_logo_url: logo,
       description_html: html,
       description: htmlToText(html),
       criteria: {
@@ -86,6 +88,21 @@ export class JobData {
       },
     };
   }
+
+  /** The company a numeric id stands for: fixed by seed and id alone. */
+  private companyOfId(id: string): { company: string; logo: string } {
+    return randomCompany(Prng.from(this.seed, `company-id:${String(Number(id))}`));
+  }
+}
+
+function randomCompany(rng: Prng): { company: string; logo: string } {
+  const company = `${rng.pick(NAME_PREFIXES)} ${rng.pick(NAME_CORES)}`;
+  return { company, logo: `${MEDIA_ORIGIN}/dms/image/company-logo_100_100/${rng.alnum(16)}` };
+}
+
+/** The items of a comma-separated parameter, trimmed, lower-case, blanks and hyphens as one space. */
+function listOf(value: string | undefined): string[] {
+  return (value ?? '').split(',').map((v) => v.trim().toLowerCase().replace(/[\s-]+/g, ' ')).filter(Boolean);
 }
 
 function capitalize(text: string): string {
@@ -94,13 +111,21 @@ function capitalize(text: string): string {
 
 /** A criteria value that agrees with a list filter when one is given (`full time` -> `Full-time`). */
 function fromFilter(rng: Prng, filter: string | undefined, values: readonly string[]): string {
-  const wanted = (filter ?? '').split(',').map((v) => v.trim().toLowerCase().replace(/[\s-]+/g, ' ')).filter(Boolean);
+  const wanted = listOf(filter);
   const matching = values.filter((v) => wanted.includes(v.toLowerCase().replace(/[\s-]+/g, ' ')));
   return rng.pick(matching.length > 0 ? matching : values);
 }
 
-function jobLocation(rng: Prng, requested: string | undefined): string {
-  const suffix = rng.pick(WORKPLACE_SUFFIXES);
+/** Workplace type of each known `workplaceTypes` value, as a job's location shows it. */
+const WORKPLACE_SUFFIX_BY_TYPE: Record<string, string> = { 'on site': ' (On-site)', onsite: ' (On-site)', remote: ' (Remote)', hybrid: ' (Hybrid)' };
+
+/**
+ * A job's location; with `workplaceTypes` it names one of the wanted types (unknown values are ignored, as
+ * unknown job types and levels are), without it any type or none.
+ */
+function jobLocation(rng: Prng, requested: string | undefined, workplaceTypes: string | undefined): string {
+  const wanted = [...new Set(listOf(workplaceTypes).flatMap((t) => WORKPLACE_SUFFIX_BY_TYPE[t] ?? []))];
+  const suffix = rng.pick(wanted.length > 0 ? wanted : WORKPLACE_SUFFIXES);
   if (requested && requested.trim() !== '') return capitalize(requested.trim()) + suffix;
   const [city, area, country] = rng.pick(PLACES);
   return `${capitalize(city)}, ${(area ?? country).toUpperCase()}${suffix}`;

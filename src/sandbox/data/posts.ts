@@ -49,11 +49,13 @@ export class PostData {
     const name = `${rng.pick(FIRST_NAMES)} ${rng.pick(LAST_NAMES)}`;
     const company = `${rng.pick(NAME_PREFIXES)} ${rng.pick(NAME_CORES)}`;
     const profileSlug = `${slugify(name)}-${rng.alnum(6)}`;
-    const hashtags = rng.chance(0.7) ? rng.sample(HASHTAGS, rng.int(1, 4)) : null;
+    // null and [] both occur for "no hashtags"; media lists and descriptions may be empty too (see below).
+    const tagDraw = rng.next();
+    const hashtags = tagDraw < 0.25 ? null : tagDraw < 0.35 ? [] : rng.sample(HASHTAGS, rng.int(1, 4));
     const sentences = rng.sample(POST_SENTENCES, rng.int(2, 4));
     let text = `${rng.pick(POST_OPENERS)}\n\n${sentences.join(' ')}`;
     if (rng.chance(0.5)) text += `\n\n${rng.pick(POST_SENTENCES)}`;
-    if (hashtags) text += `\n\n${hashtags.join(' ')}`;
+    if (hashtags && hashtags.length > 0) text += `\n\n${hashtags.join(' ')}`;
     const mediaCount = rng.int(0, 4);
     const reactions = rng.chance(0.1) ? 0 : rng.int(1, 25_000);
     return {

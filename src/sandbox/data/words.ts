@@ -40,6 +40,27 @@ export const PLACES: ReadonlyArray<readonly [string, string | null, string]> = [
   ['singapore', null, 'sg'], ['tokyo', null, 'jp'], ['sydney', 'nsw', 'au'], ['são paulo', 'sp', 'br'],
 ];
 
+/**
+ * Lower-case names of the country codes of PLACES, as `account.location` spells them (known-behaviour.md:
+ * lower-case country names); a filter may name a country by any of these or by its code.
+ */
+export const COUNTRY_NAMES: Readonly<Record<string, readonly string[]>> = {
+  us: ['united states', 'united states of america', 'usa'],
+  ca: ['canada'],
+  gb: ['united kingdom', 'uk', 'great britain'],
+  de: ['germany', 'deutschland'],
+  fr: ['france'],
+  es: ['spain', 'españa'],
+  nl: ['netherlands', 'the netherlands'],
+  se: ['sweden'],
+  ch: ['switzerland'],
+  in: ['india'],
+  sg: ['singapore'],
+  jp: ['japan'],
+  au: ['australia'],
+  br: ['brazil', 'brasil'],
+};
+
 export const STREETS = [
   'market street', 'main street', 'king street', 'harbour road', 'innovation way', 'park avenue', 'station road',
   'rue de rivoli', 'hauptstraße', 'calle mayor', 'elm street', 'mission street',
