@@ -54,6 +54,10 @@ describe('netingest sandbox flags', () => {
     });
   });
 
+  it('takes --past-last-page 404 as the mode, not a number', async () => {
+    expect(sandboxOptionsFromArgs(await parse(['--past-last-page', '404']))).toMatchObject({ pastLastPage: '404' });
+  });
+
   it('defaults to port 8787, the sandbox token, no faults and no rate limit', async () => {
     const options = sandboxOptionsFromArgs(await parse([]));
     expect(options).toMatchObject({

@@ -65,6 +65,8 @@ function builder(y: Argv) {
       describe: 'Retry-After seconds sent with 429 (over the minute limit: at least until the window frees)',
     })
     .option('past-last-page', {
+      // A string, or yargs reads `404` as a number that no choice equals.
+      type: 'string',
       choices: PAST_LAST_PAGE_MODES,
       default: d.pastLastPage,
       describe: 'a page past the end of a list: 404 (uncharged), or empty (200 with an empty page, charged)',
