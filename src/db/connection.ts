@@ -4,10 +4,13 @@
  * that only runs prepared statements on a dataset the run has already opened (the writer thread) starts in
  * milliseconds rather than the ~400 ms that loading drizzle and the schema takes.
  */
+// Before anything opens a database: URI filenames are fixed when better-sqlite3's addon first loads.
+import './uri-filenames.ts';
 import BetterSqlite3 from 'better-sqlite3';
 import { accessSync, constants, existsSync, mkdirSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { DatabaseCorruptError, DatabaseError, DatabaseLockedError, DatabaseReadonlyError } from './errors.ts';
+import { failedForWantOfShm, openWithoutShm, type ChangeWatch } from './read-without-shm.ts';
 
 /** An open connection. */
 export interface Connection {
@@ -17,6 +20,13 @@ export interface Connection {
   file: string;
   /** Closes the connection; safe to call twice. */
   close(): void;
+  /**
+   * Throws DatabaseChangedError if the file changed since it was opened, for a read-only connection opened
+   * without SQLite's -shm file and locks because its folder is unwritable (read-without-shm.ts): what was read
+   * may then be inconsistent. `failure` is the error a read failed with, kept as the cause. A no-op on other
+   * connections, whose reads SQLite keeps consistent. Call it after reading and before keeping anything.
+   */
+  assertUnchanged(failure?: unknown): void;
 }
 
 /** Options of openConnection(). */
@@ -36,16 +46,17 @@ export function openConnection(file: string, options: ConnectionOptions = {}): C
   if (!opts.readonly) ensureFolder(path);
   else if (!existsSync(path)) throw new DatabaseError('DB_NOT_FOUND', path, `database ${path} does not exist`);
   let sqlite: BetterSqlite3.Database;
+  let watch: ChangeWatch | null = null;
   try {
-    sqlite = new BetterSqlite3(path, { readonly: opts.readonly, fileMustExist: opts.readonly, timeout: opts.busyTimeoutMs });
+    sqlite = openConfigured(path, opts);
   } catch (err) {
-    throw toDatabaseError(err, path, opts.busyTimeoutMs);
-  }
-  try {
-    configure(sqlite, opts.readonly, opts.busyTimeoutMs);
-  } catch (err) {
-    sqlite.close();
-    throw toDatabaseError(err, path, opts.busyTimeoutMs);
+    const failure = toDatabaseError(err, path, opts.busyTimeoutMs);
+    if (!opts.readonly || !failedForWantOfShm(err) || !(failure instanceof DatabaseError)) throw failure;
+    try {
+      ({ opened: sqlite, watch } = openWithoutShm(path, failure, (uri) => openConfigured(uri, opts)));
+    } catch (retryErr) {
+      throw toDatabaseError(retryErr, path, opts.busyTimeoutMs);
+    }
   }
   return {
     sqlite,
@@ -53,7 +64,22 @@ export function openConnection(file: string, options: ConnectionOptions = {}): C
     close() {
       if (sqlite.open) sqlite.close();
     },
+    assertUnchanged(failure?: unknown) {
+      watch?.assertUnchanged(failure);
+    },
   };
+}
+
+/** Opens `name` (the path, or a `file:` URI) and sets the connection up; SQLite's error comes out as it is. */
+function openConfigured(name: string, opts: Required<ConnectionOptions>): BetterSqlite3.Database {
+  const sqlite = new BetterSqlite3(name, { readonly: opts.readonly, fileMustExist: opts.readonly, timeout: opts.busyTimeoutMs });
+  try {
+    configure(sqlite, opts.readonly, opts.busyTimeoutMs);
+  } catch (err) {
+    sqlite.close();
+    throw err;
+  }
+  return sqlite;
 }
 
 function ensureFolder(path: string): void {

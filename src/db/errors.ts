@@ -10,7 +10,8 @@ export type DatabaseErrorCode =
   | 'DB_NOT_FOUND'
   | 'DB_NOT_NETINGEST'
   | 'DB_OPEN_FAILED'
-  | 'DB_WRITE_FAILED';
+  | 'DB_WRITE_FAILED'
+  | 'DB_CHANGED';
 
 /** The database file cannot be used as it is; the message names the file and what to do. Fatal for a run. */
 export class DatabaseError extends NetingestError {
@@ -75,6 +76,41 @@ export class DatabaseReadonlyError extends DatabaseError {
       'DB_READONLY',
       file,
       `database ${file} cannot be written (${detail}); check the permissions of the file and its folder`,
+      options,
+    );
+  }
+}
+
+/**
+ * A read-only open in a folder this user cannot write, of a database whose latest writes are still in its -wal
+ * file: SQLite reads the -wal only through the -shm file it would have to create there (see read-without-shm.ts).
+ */
+export class DatabaseWalUnreadableError extends DatabaseError {
+  constructor(file: string, detail: string, options?: { cause?: unknown }) {
+    super(
+      'DB_READONLY',
+      file,
+      `database ${file} cannot be read by this user (${detail}): its latest writes are still in ${file}-wal, which ` +
+        `SQLite reads only through ${file}-shm, and this user cannot create that file in the database's folder; ` +
+        'read it once no run is writing it (a run that ends moves its writes into the database), or as a user who ' +
+        'can write the folder',
+      options,
+    );
+  }
+}
+
+/**
+ * A database read without SQLite's locks (read-without-shm.ts) changed while it was read, most likely under a run
+ * writing it: what was read may be inconsistent, so the command stops and keeps nothing. Exit code 1.
+ */
+export class DatabaseChangedError extends DatabaseError {
+  constructor(file: string, options?: { cause?: unknown }) {
+    super(
+      'DB_CHANGED',
+      file,
+      `database ${file} changed while this command read it (most likely a run writing to it); since this user ` +
+        'cannot write its folder, it was read without SQLite\'s locks, so what was read may be inconsistent: no ' +
+        '--out file was written and rows already printed cannot be trusted; run the command again',
       options,
     );
   }
