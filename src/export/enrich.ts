@@ -9,7 +9,7 @@ import { loadJob } from '../jobs/load.ts';
 import { planTasks, type PlannedItem } from '../jobs/plan-tasks.ts';
 import { readCsv } from '../input/read-csv.ts';
 import { readCsvHeader } from '../input/csv-header.ts';
-import { assertOutputIsNotInput, openForReading } from './read-database.ts';
+import { assertOutputIsNotInput, openForReading, verifiedBy } from './read-database.ts';
 import { resultLookup } from './enrich-results.ts';
 import { ENRICH_STATUSES, taskStatusReader, type CurrentRequests, type EnrichStatus } from './enrich-status.ts';
 import { assertEncoderOptions, encoderFor, type ExportFormat } from './row-encoders.ts';
@@ -95,8 +95,12 @@ export async function enrichJob(options: EnrichOptions): Promise<EnrichResult> {
       }
     }
 
-    const result = await writeRows(rows(), encoderFor(options.format ?? 'csv', columns, { bom: options.bom }), options, options);
+    const target = verifiedBy(database, options);
+    const result = await writeRows(rows(), encoderFor(options.format ?? 'csv', columns, { bom: options.bom }), target, target);
     return { ...result, columns, inputRows, statuses };
+  } catch (err) {
+    database.assertUnchanged(err);
+    throw err;
   } finally {
     database.close();
   }

@@ -5,7 +5,7 @@
  */
 import type BetterSqlite3 from 'better-sqlite3';
 import { UsageError } from '../errors.ts';
-import { assertOutputIsNotInput, openForReading } from './read-database.ts';
+import { assertOutputIsNotInput, openForReading, verifiedBy } from './read-database.ts';
 import { asQueryError, prepareReadQuery } from './read-only-sql.ts';
 import { assertEncoderOptions, encoderFor, type ExportFormat } from './row-encoders.ts';
 import { exportSources, findSource, parseSince } from './sources.ts';
@@ -68,6 +68,7 @@ export async function exportTable(options: ExportTableOptions): Promise<ExportRe
   const sql = `SELECT * FROM "${source.name}"${where}${order}`;
   checkOutputPath(options);
   const database = openForReading(options.db);
+  const target = verifiedBy(database, options);
   try {
     const stmt = database.sqlite.prepare(sql).raw(true) as BetterSqlite3.Statement<unknown[], unknown[]>;
     const range = source.kind === 'table' ? parallelRowidRange(database.sqlite, source.name, options.parallel) : null;
@@ -83,10 +84,13 @@ export async function exportTable(options: ExportTableOptions): Promise<ExportRe
         range,
         busyTimeoutMs: database.sqlite.pragma('busy_timeout', { simple: true }) as number,
       };
-      const result = await exportTableInParallel(job, options, options, options.parallel);
+      const result = await exportTableInParallel(job, target, target, options.parallel);
       return { ...result, columns };
     }
-    return await exportStatement(stmt, since !== undefined ? [since] : [], options);
+    return await exportStatement(stmt, since !== undefined ? [since] : [], target);
+  } catch (err) {
+    database.assertUnchanged(err);
+    throw err;
   } finally {
     database.close();
   }
@@ -98,8 +102,9 @@ export async function exportSql(options: ExportSqlOptions): Promise<ExportResult
   const database = openForReading(options.db);
   try {
     const stmt = prepareReadQuery(database.sqlite, options.sql);
-    return await exportStatement(stmt, [], options);
+    return await exportStatement(stmt, [], verifiedBy(database, options));
   } catch (err) {
+    database.assertUnchanged(err);
     throw asQueryError(err);
   } finally {
     database.close();

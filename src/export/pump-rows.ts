@@ -18,6 +18,11 @@ export interface PumpOptions {
   signal?: AbortSignal;
   /** Called after each batch with the number of rows written so far; an exception aborts the export. */
   onProgress?: (rows: number) => void;
+  /**
+   * Called by writeOutput() after each batch and once more before the output is committed; an exception aborts
+   * the export, nothing being left at `out`. The read database's change check (Connection.assertUnchanged).
+   */
+  verify?: () => void;
 }
 
 // 250 rows: measured faster than 1000 (fewer rows survive into the old generation while a batch fills).

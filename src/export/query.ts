@@ -2,7 +2,7 @@
  * `netingest query "SELECT ..."`: one read-only statement, printed as an aligned table on a terminal and as
  * CSV otherwise (or as asked), streamed row by row.
  */
-import { openForReading } from './read-database.ts';
+import { openForReading, verifiedBy } from './read-database.ts';
 import { asQueryError, prepareReadQuery } from './read-only-sql.ts';
 import { encoderFor, type RowEncoder } from './row-encoders.ts';
 import { tableEncoder, type TableLayoutOptions } from './table-format.ts';
@@ -61,13 +61,14 @@ export async function runQuery(options: RunQueryOptions): Promise<QueryResult> {
       encoder = encoderFor(format, columns);
     }
     try {
-      const result = await writeRows(rows, encoder, { stream }, options);
+      const result = await writeRows(rows, encoder, { stream }, verifiedBy(database, options));
       return { ...result, columns, format };
     } finally {
       // Closed here too in case the pump never started: an open iterator keeps the connection busy.
       iterator.return?.();
     }
   } catch (err) {
+    database.assertUnchanged(err);
     throw asQueryError(err);
   } finally {
     database.close();

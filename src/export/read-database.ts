@@ -1,8 +1,9 @@
 import { existsSync, realpathSync, statSync, type Stats } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
-import { openDatabase, type Database } from '../db/open.ts';
+import { openDatabase, type Connection, type Database } from '../db/open.ts';
 import { UsageError } from '../errors.ts';
 import { lockConnectionReadOnly } from './read-only-sql.ts';
+import type { PumpOptions } from './pump-rows.ts';
 
 /** Files SQLite keeps next to a database; replacing one of them corrupts or loses the database too. */
 const DATABASE_SIDE_FILES = ['', '-wal', '-shm', '-journal'];
@@ -21,6 +22,20 @@ export function openForReading(file: string): Database {
     throw err;
   }
   return database;
+}
+
+/**
+ * `options` with the database's change check (Connection.assertUnchanged) added to its verify step: a database
+ * read without locks that changes stops the export after the batch, before anything is committed at --out.
+ */
+export function verifiedBy<T extends PumpOptions>(database: Connection, options: T): T {
+  return {
+    ...options,
+    verify: () => {
+      database.assertUnchanged();
+      options.verify?.();
+    },
+  };
 }
 
 /**

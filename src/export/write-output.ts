@@ -51,16 +51,22 @@ export async function writeOutput(
       ...pump,
       onProgress: (n) => {
         written = n;
+        pump.verify?.();
         pump.onProgress?.(n);
       },
     });
+    pump.verify?.();
     // An interrupt that came after the producer last looked (during its one long statement, say) still stops here.
     if (pump.signal?.aborted) throw new ExportInterruptedError();
     await sink.commit(pump.signal);
     return { rows: written, out: target.out ?? null, readerClosed: false };
   } catch (err) {
     await sink.abort();
-    if (err instanceof OutputClosedError) return { rows: written, out: null, readerClosed: true };
+    if (err instanceof OutputClosedError) {
+      // What the reader took before it left (`| head`) may still come from a database that changed meanwhile.
+      pump.verify?.();
+      return { rows: written, out: null, readerClosed: true };
+    }
     // Rows sent to a stream cannot be taken back: "no output file was written" would let a `> out.csv` pass as whole.
     if (err instanceof ExportInterruptedError && target.out === undefined) throw streamInterrupted(written);
     throw err;

@@ -85,7 +85,11 @@ export async function planReport(job: Job, dbPath: string, refresh = false): Pro
       report.costLearned = true;
     }
     report.estimatedCredits = roundCredits(report.calls * report.costPerCall);
+    database?.assertUnchanged();
     return report;
+  } catch (err) {
+    database?.assertUnchanged(err);
+    throw err;
   } finally {
     database?.close();
   }

@@ -24,7 +24,14 @@ export const statusCommand = defineCommand({
     if (!existsSync(argv.db)) throw new UsageError(`no database at ${argv.db}: nothing has run yet (see --db)`);
     const database = openDatabase(argv.db, { readonly: true, upgradeOlderSchema: true });
     try {
-      const report = readStatus(database, runs);
+      let report: StatusReport;
+      try {
+        report = readStatus(database, runs);
+      } catch (err) {
+        database.assertUnchanged(err);
+        throw err;
+      }
+      database.assertUnchanged();
       io.stdout.write(argv.json ? JSON.stringify(report, null, 2) + '\n' : formatStatus(report));
       return 0;
     } finally {
