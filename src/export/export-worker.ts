@@ -4,7 +4,7 @@
  * snapshot, and answers each `read` message with the chunk's rows encoded as UTF-8 bytes.
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import BetterSqlite3 from 'better-sqlite3';
+import { openConnection } from '../db/connection.ts';
 import { lockConnectionReadOnly } from './read-only-sql.ts';
 import { encoderFor } from './row-encoders.ts';
 import type { ExportWorkerData, ExportWorkerMessage, ToExportWorkerMessage } from './export-worker-protocol.ts';
@@ -29,8 +29,10 @@ function fail(err: unknown): void {
 
 try {
   // Not openForReading(): the main thread has already checked the file and its schema, and a worker that
-  // loads no drizzle starts faster and holds less memory.
-  const sqlite = new BetterSqlite3(data.db, { readonly: true, fileMustExist: true, timeout: data.busyTimeoutMs });
+  // loads no drizzle starts faster and holds less memory. openConnection() all the same, for the way it reads a
+  // database whose folder this user cannot write (without -shm, watching for a writer: read-without-shm.ts).
+  const connection = openConnection(data.db, { readonly: true, busyTimeoutMs: data.busyTimeoutMs });
+  const { sqlite } = connection;
   lockConnectionReadOnly(sqlite);
   // Chunks are read once, in rowid order: a page cache beyond the b-tree's upper levels would only cost memory.
   sqlite.pragma(`cache_size = -${WORKER_CACHE_KIB}`);
@@ -65,10 +67,17 @@ try {
         if (batch.length >= data.batchRows || batchChars >= data.batchChars) flush();
       }
       if (batch.length > 0) flush();
+      // Before the rows leave: a database read without locks that changed meanwhile may have given wrong ones.
+      connection.assertUnchanged();
       const { buffer, length } = bytes.take();
       post({ type: 'chunk', seq: message.seq, rows, buffer, length }, [buffer]);
     } catch (err) {
-      fail(err);
+      try {
+        connection.assertUnchanged(err);
+        fail(err);
+      } catch (changed) {
+        fail(changed);
+      }
     }
   });
   post({ type: 'ready' });

@@ -9,6 +9,7 @@
 import { availableParallelism } from 'node:os';
 import type BetterSqlite3 from 'better-sqlite3';
 import { toDatabaseUseError } from '../db/open.ts';
+import { DatabaseChangedError } from '../db/errors.ts';
 import { ExportWorkerError, ExportWorkerPool } from './export-worker-pool.ts';
 import { pumpChunks } from './pump-chunks.ts';
 import type { PumpOptions } from './pump-rows.ts';
@@ -154,5 +155,8 @@ export async function exportTableInParallel(
 
 /** A worker's SQLite failure names the file and maps to the documented codes, as on the main-thread path. */
 function asExportError(err: unknown, db: string): unknown {
-  return err instanceof ExportWorkerError ? toDatabaseUseError(err, db) : err;
+  if (!(err instanceof ExportWorkerError)) return err;
+  // The worker read the database without locks and saw it change (read-without-shm.ts).
+  if (err.code === 'DB_CHANGED') return new DatabaseChangedError(db, { cause: err });
+  return toDatabaseUseError(err, db);
 }
