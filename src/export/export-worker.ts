@@ -72,12 +72,14 @@ try {
       const { buffer, length } = bytes.take();
       post({ type: 'chunk', seq: message.seq, rows, buffer, length }, [buffer]);
     } catch (err) {
+      // A read that failed on a file that changed under it (torn pages look corrupt) reports the change.
+      let reported = err;
       try {
         connection.assertUnchanged(err);
-        fail(err);
       } catch (changed) {
-        fail(changed);
+        reported = changed;
       }
+      fail(reported);
     }
   });
   post({ type: 'ready' });
