@@ -1,4 +1,4 @@
-import { medianStep } from '../credits/credit-meter.ts';
+import { medianStep, roundCredits } from '../credits/credit-meter.ts';
 import type { Connection } from './connection.ts';
 
 /** One HTTP call as logged in `api_calls`. */
@@ -47,11 +47,18 @@ export function createApiCallLog(database: Connection) {
     ofRun(runId: number) {
       return ofRun.get(runId) as { calls: number; firstId: number | null; lastAt: string | null };
     },
-    /** The last counters the service reported (before the call `beforeCallId`, if given), or undefined before any call. */
+    /**
+     * The last counters the service reported (before the call `beforeCallId`, if given), or undefined before any
+     * call; `balance` is the lower of credits_remaining and total_credits - credits_used, as the run's guard
+     * counts it when the two disagree.
+     */
     lastCounters(beforeCallId = Number.MAX_SAFE_INTEGER) {
-      return lastCounters.get(beforeCallId) as
+      const row = lastCounters.get(beforeCallId) as
         | { totalCredits: number; creditsUsed: number; creditsRemaining: number; at: string }
         | undefined;
+      if (row === undefined) return undefined;
+      const fromUsed = row.totalCredits === null || row.creditsUsed === null ? row.creditsRemaining : row.totalCredits - row.creditsUsed;
+      return { ...row, balance: roundCredits(Math.min(row.creditsRemaining, fromUsed)) };
     },
   };
 }

@@ -53,7 +53,7 @@ export async function planReport(job: Job, dbPath: string, refresh = false): Pro
       costPerCall: CREDIT_METER_DEFAULTS.defaultCostPerCall,
       costLearned: false,
       estimatedCredits: 0,
-      lastKnownBalance: calls?.lastCounters()?.creditsRemaining ?? null,
+      lastKnownBalance: calls?.lastCounters()?.balance ?? null,
       invalidSamples: [],
     };
     for await (const item of planTasks(job)) {

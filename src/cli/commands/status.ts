@@ -76,7 +76,7 @@ function formatStatus(r: StatusReport): string {
   lines.push('', `Credits spent by all runs: ${r.creditsSpentAllRuns}`);
   lines.push(
     r.lastCounters
-      ? `Last known balance: ${r.lastCounters.creditsRemaining} of ${r.lastCounters.totalCredits} (at ${r.lastCounters.at})`
+      ? `Last known balance: ${r.lastCounters.balance} of ${r.lastCounters.totalCredits} (at ${r.lastCounters.at})`
       : 'Last known balance: unknown (no successful call yet)',
   );
   return lines.join('\n') + '\n';
