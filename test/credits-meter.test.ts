@@ -103,6 +103,16 @@ describe('CreditMeter when credits_used goes down (a plan renewal resets it)', (
     expect(meter.costOf('post-details')).toBe(1);
   });
 
+  it('when replaying stored answers, counts the new period once it outgrows the window for late answers', () => {
+    // The run began on an account nearly unused (credits_used 10), so the new period's counter soon passes the
+    // old period's lowest: only answers within the window may be taken for late ones of the old period.
+    const meter = new CreditMeter({ costs: { 'post-details': 1 }, lastCreditsUsed: 9 });
+    for (let used = 10; used <= 600; used++) meter.observe('post-details', at(used));
+    for (let used = 1; used <= 100; used++) meter.observe('post-details', at(used));
+    expect(meter.balance).toBe(900);
+    expect(meter.spent).toBe(591 + 100);
+  });
+
   it('follows a renewal that lowers the total too (a smaller plan), so the balance is never overstated', () => {
     const meter = new CreditMeter({ costs: { 'post-details': 1 }, lastCreditsUsed: 899 });
     for (let used = 900; used <= 910; used++) meter.observe('post-details', at(used));

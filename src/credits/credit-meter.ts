@@ -42,7 +42,7 @@ interface Epoch {
   total: number;
   /** How far credits_remaining fell short of total_credits - credits_used at maxUsed (0 when it did not). */
   shortfall: number;
-  /** Answers taken into it, for telling a late answer of the epoch before when its call's epoch is unknown. */
+  /** Answers since it began, late ones of the epoch before included: for telling those when a call's epoch is unknown. */
   answers: number;
 }
 
@@ -138,7 +138,9 @@ export class CreditMeter {
     const p = this.previous;
     if (p !== null && used >= p.floorUsed && (sentInEpoch === undefined ? e.answers < CREDIT_METER_DEFAULTS.lateAnswersAfterReset : sentInEpoch < e.index)) {
       // Charged before the reset, answered after it: part of the spend of the epoch before, not of this one's.
+      // Counted all the same, or the window for them would never close once the counter passes p.floorUsed.
       p.maxUsed = Math.max(p.maxUsed, used);
+      e.answers += 1;
       return;
     }
     if (used < e.floorUsed) {
