@@ -214,6 +214,13 @@ describe('sandbox rate limit', () => {
     expect(limiter.tryAcquire('other', 60_005)).toBeNull();
   });
 
+  it('when both windows are full, names the one that admits a call last, so Retry-After is not too short', () => {
+    const limiter = new RateLimiter([{ limit: 2, windowMs: 1000 }, { limit: 3, windowMs: 60_000 }]);
+    for (const at of [0, 10, 1000]) expect(limiter.tryAcquire('t', at)).toBeNull();
+    // The second window admits a call at 1010, the minute window only at 60 000.
+    expect(limiter.tryAcquire('t', 1005)).toEqual({ window: { limit: 3, windowMs: 60_000 }, waitMs: 58_995 });
+  });
+
   it('has no limit by default', async () => {
     const sb = await sandbox();
     const burst = await Promise.all(Array.from({ length: 30 }, () => jobs(sb, 'sandbox-token')));

@@ -39,17 +39,21 @@ export class RateLimiter {
       times.splice(0, h.head);
       h.head = 0;
     }
+    // Every full window is looked at: the refusal names the one that admits a call last, or a Retry-After by
+    // the second window would send the client back into a full minute window.
+    let refusal: RateRefusal | null = null;
     for (const window of this.windows) {
       const first = firstAfter(times, h.head, nowMs - window.windowMs);
       const inWindow = times.length - first;
       if (inWindow >= window.limit) {
         // The request fits once enough of the oldest ones in the window have left it.
         const oldestToLeave = times[first + inWindow - Math.ceil(window.limit)] ?? times[first] ?? nowMs;
-        return { window, waitMs: Math.max(0, oldestToLeave + window.windowMs - nowMs) };
+        const waitMs = Math.max(0, oldestToLeave + window.windowMs - nowMs);
+        if (refusal === null || waitMs > refusal.waitMs) refusal = { window, waitMs };
       }
     }
-    times.push(nowMs);
-    return null;
+    if (refusal === null) times.push(nowMs);
+    return refusal;
   }
 }
 
