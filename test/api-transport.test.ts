@@ -8,11 +8,13 @@ import { brotliCompressSync, createGzip, deflateRawSync, deflateSync, gzipSync }
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApiClient, type ApiClient } from '../src/api/client.ts';
 import {
+  AuthError,
   errorAction,
   NetworkError,
   outageSymptom,
   ResponseTooLargeError,
   ServerError,
+  ThrottledError,
   UnsupportedEncodingError,
 } from '../src/api/errors.ts';
 
@@ -168,6 +170,22 @@ describe('compressed bodies', () => {
       expect(errorAction(err)).toBe('retry');
       expect((err as NetworkError).message).toMatch(/^search-jobs: the compressed response body does not decode \(gzip: /);
     }
+  });
+
+  it('a body that does not decode on another status keeps the status error: a 401 still stops the run, a 429 throttles', async () => {
+    const garbage = Buffer.from('{"message":"not gzip at all"}');
+    handler = compressed(401, 'gzip', garbage);
+    const auth = await client.searchJobs({}).catch((e: unknown) => e);
+    expect(auth).toBeInstanceOf(AuthError);
+    expect(errorAction(auth)).toBe('stop-run');
+    expect((auth as AuthError).bodyExcerpt).toBe('(a gzip body that does not decode)');
+    handler = (_req, res) => {
+      res.writeHead(429, { 'content-encoding': 'gzip', 'content-length': garbage.length, 'retry-after': '7' });
+      res.end(garbage);
+    };
+    const throttled = await client.searchJobs({}).catch((e: unknown) => e);
+    expect(throttled).toBeInstanceOf(ThrottledError);
+    expect((throttled as ThrottledError).retryAfterMs).toBe(7000);
   });
 
   it('an unknown coding on a 200 stops the run: every answer would come so, each one paid for', async () => {

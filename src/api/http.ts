@@ -11,7 +11,7 @@ import {
   UnexpectedResponseError,
   UnsupportedEncodingError,
 } from './errors.ts';
-import { errorForTransport } from './transport-errors.ts';
+import { BODY_DECODE_CODE, errorForTransport } from './transport-errors.ts';
 import { contentCodings, firstUnsupportedCoding, readBody, type BodyText } from './body-reader.ts';
 import { bodyExcerpt } from './redact.ts';
 import { parseJsonBody } from './json-body.ts';
@@ -73,7 +73,12 @@ export async function attempt<O extends Operation>(
       });
     }
   } catch (err) {
-    throw transportFailure(t, err, callInfo(operation, method, path, status, started));
+    // On another status the body is only an excerpt: one that does not decode must not turn a 401 or a 429
+    // into a network failure to retry.
+    if (isResult || (err as { code?: unknown } | null)?.code !== BODY_DECODE_CODE) {
+      throw transportFailure(t, err, callInfo(operation, method, path, status, started));
+    }
+    received = { text: `(a ${codings.join(', ')} body that does not decode)`, truncated: false };
   }
   const call = callInfo(operation, method, path, status, started);
   // On another status the status says what went wrong; only the excerpt is missing.
