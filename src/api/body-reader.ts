@@ -66,7 +66,10 @@ export function readBody(body: Readable, limits: BodyLimits): Promise<BodyText> 
     // Compressed bytes count too: a stream that decodes to nothing must not run on until the deadline.
     let rawSize = 0;
     let decoders: Decoder[] = [];
+    // Once failed or cut, chunks still queued in the body are dropped, and no decoder is made for them.
+    let settled = false;
     const destroyAll = (): void => {
+      settled = true;
       // destroy() makes undici emit an abort error, which lands in the settled promise's reject: ignored.
       body.destroy();
       for (const d of decoders) d.destroy();
@@ -99,9 +102,11 @@ export function readBody(body: Readable, limits: BodyLimits): Promise<BodyText> 
       return;
     }
     body.on('data', (chunk: Buffer) => {
+      if (settled) return;
       rawSize += chunk.length;
       if (rawSize > limitBytes) return cut();
       checkDeadline();
+      if (settled) return;
       if (decoders.length === 0) {
         // Made on the first byte, which tells zlib from raw deflate (and an empty body needs no decoding).
         decoders = decodersFor(codings, chunk[0]!);
