@@ -22,18 +22,10 @@ import {
   UnexpectedResponseError,
   type ApiError,
 } from '../src/api/errors.ts';
+import { EMPTY_JOBS_PAGE } from './api-fixtures.ts';
 
 const TOKEN = 'sk_test_4f9c2a7e1b3d5f60aa';
-const JOBS_OK = {
-  success: true,
-  message: 'Jobs fetched',
-  currentPage: 0,
-  numResults: 0,
-  results: [],
-  total_credits: 100,
-  credits_used: 0.25,
-  credits_remaining: 99.75,
-};
+const JOBS_OK = EMPTY_JOBS_PAGE;
 
 type Handler = (req: IncomingMessage, res: ServerResponse, body: string) => void;
 interface Seen {

@@ -17,18 +17,10 @@ import {
   ThrottledError,
   UnsupportedEncodingError,
 } from '../src/api/errors.ts';
+import { EMPTY_JOBS_PAGE } from './api-fixtures.ts';
 
 const TOKEN = 'sk_test_transport_91c3e0aa';
-const JOBS_OK = JSON.stringify({
-  success: true,
-  message: 'Jobs fetched',
-  currentPage: 0,
-  numResults: 0,
-  results: [],
-  total_credits: 100,
-  credits_used: 0.25,
-  credits_remaining: 99.75,
-});
+const JOBS_OK = JSON.stringify(EMPTY_JOBS_PAGE);
 
 type Handler = (req: IncomingMessage, res: ServerResponse) => void;
 let handler: Handler = (_req, res) => res.end();

@@ -3,28 +3,18 @@
  * a 404: the run must stop at the first short or empty page, settle the empty page as done (it was answered and
  * paid for) and the pages after it as not_found without a call, and count the empty page's credits.
  */
-import { afterEach, describe, expect, it } from 'vitest';
-import { startSandbox, type Sandbox } from '../src/sandbox/server.ts';
-import { FAST_RATE, FAST_RETRY, companyUrls, count, csv, makeWorkspace, query, run, type Workspace } from './run-helpers.ts';
+import { describe, expect, it } from 'vitest';
+import type { Sandbox } from '../src/sandbox/server.ts';
+import { FAST_RATE, FAST_RETRY, companyUrls, count, csv, query, run, useWorkspaces, type Workspace } from './run-helpers.ts';
+import { useSandboxes } from './sandbox-helpers.ts';
 
 const TOKEN = 'empty-pages-token-3b1e';
 const PAGES = 4;
-const cleanups: Array<() => Promise<void>> = [];
+const newSandbox = useSandboxes();
+const newWorkspace = useWorkspaces();
 
-afterEach(async () => {
-  while (cleanups.length > 0) await cleanups.pop()!();
-});
-
-async function sandboxOf(pastLastPage: '404' | 'empty'): Promise<Sandbox> {
-  const sandbox = await startSandbox({ port: 0, tokens: { [TOKEN]: 100_000 }, notFoundRate: 0, pastLastPage });
-  cleanups.push(() => sandbox.stop());
-  return sandbox;
-}
-
-async function workspace(): Promise<Workspace> {
-  const ws = await makeWorkspace();
-  cleanups.push(() => ws.cleanup());
-  return ws;
+function sandboxOf(pastLastPage: '404' | 'empty'): Promise<Sandbox> {
+  return newSandbox({ tokens: { [TOKEN]: 100_000 }, pastLastPage });
 }
 
 /** Rows on each page 1..PAGES of a list of `length` in pages of `size`. */
@@ -64,7 +54,7 @@ describe('paging when the service answers past the end with an empty 200', () =>
   it('similar-companies: stops at the empty page, settles it done and pays for it, settles the rest without a call', async () => {
     const probe = await sandboxOf('404');
     const sandbox = await sandboxOf('empty');
-    const ws = await workspace();
+    const ws = await newWorkspace();
     const NUM = 10;
     const urls = [...companyUrls(24).map((u) => u.replace('https://www.', 'https://')), 'https://network.com/company/notfound-gone'];
     const lengths = new Map<string, number>();
@@ -104,7 +94,7 @@ describe('paging when the service answers past the end with an empty 200', () =>
   it('search-jobs: stops at an empty page of results, which is done and charged', async () => {
     const probe = await sandboxOf('404');
     const sandbox = await sandboxOf('empty');
-    const ws = await workspace();
+    const ws = await newWorkspace();
     const SIZE = 10;
     const keywords = Array.from({ length: 30 }, (_, i) => `role ${i}`);
     const lengths = new Map<string, number>();
