@@ -205,8 +205,16 @@ export class CreditMeter {
   }
 }
 
+/**
+ * The balance one answer's counters report: the lower of credits_remaining and total_credits - credits_used
+ * when they disagree (the spec shows them equal), so that no credit is counted that the service may not grant.
+ */
+export function reportedBalance(c: CreditCounters): number {
+  return Math.min(c.credits_remaining, c.total_credits - c.credits_used);
+}
+
 function shortfallOf(c: CreditCounters): number {
-  return Math.max(0, c.total_credits - c.credits_used - c.credits_remaining);
+  return c.total_credits - c.credits_used - reportedBalance(c);
 }
 
 /**

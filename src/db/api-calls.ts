@@ -1,4 +1,4 @@
-import { medianStep, roundCredits } from '../credits/credit-meter.ts';
+import { medianStep, reportedBalance, roundCredits } from '../credits/credit-meter.ts';
 import type { Connection } from './connection.ts';
 
 /** One HTTP call as logged in `api_calls`. */
@@ -49,16 +49,16 @@ export function createApiCallLog(database: Connection) {
     },
     /**
      * The last counters the service reported (before the call `beforeCallId`, if given), or undefined before any
-     * call; `balance` is the lower of credits_remaining and total_credits - credits_used, as the run's guard
-     * counts it when the two disagree.
+     * call; `balance` as the run's guard counts it (reportedBalance).
      */
     lastCounters(beforeCallId = Number.MAX_SAFE_INTEGER) {
       const row = lastCounters.get(beforeCallId) as
         | { totalCredits: number; creditsUsed: number; creditsRemaining: number; at: string }
         | undefined;
       if (row === undefined) return undefined;
-      const fromUsed = row.totalCredits === null || row.creditsUsed === null ? row.creditsRemaining : row.totalCredits - row.creditsUsed;
-      return { ...row, balance: roundCredits(Math.min(row.creditsRemaining, fromUsed)) };
+      // The three counters are stored together, from the same answer.
+      const balance = reportedBalance({ total_credits: row.totalCredits, credits_used: row.creditsUsed, credits_remaining: row.creditsRemaining });
+      return { ...row, balance: roundCredits(balance) };
     },
   };
 }
