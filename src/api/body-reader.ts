@@ -10,6 +10,8 @@ import { BODY_DECODE_CODE, BODY_DEADLINE_CODE } from './transport-errors.ts';
 /** Bytes of a body cut at its limit that are decoded, for the error excerpt. */
 const TRUNCATED_TEXT_BYTES = 16 * 1024;
 
+const NO_CODINGS: readonly string[] = Object.freeze([]);
+
 /** The content codings the reader undoes; `x-gzip` is gzip's old name (RFC 9110, 8.4.1.3). */
 const DECODABLE = new Set(['gzip', 'x-gzip', 'deflate', 'br']);
 
@@ -35,7 +37,9 @@ export interface BodyLimits {
  * The codings of a Content-Encoding header in the order the server applied them, without `identity`; throws
  * nothing: check them with firstUnsupportedCoding.
  */
-export function contentCodings(header: string | string[] | undefined): string[] {
+export function contentCodings(header: string | string[] | undefined): readonly string[] {
+  // The common case, once per answer on the run's busiest thread: no header, no arrays built.
+  if (header === undefined) return NO_CODINGS;
   const text = Array.isArray(header) ? header.join(',') : (header ?? '');
   return text
     .split(',')
