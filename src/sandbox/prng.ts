@@ -60,6 +60,16 @@ export class Prng {
     return list[Math.floor(this.next() * list.length)] as T;
   }
 
+  /**
+   * null with probability `nullRate`, [] with `emptyRate`, else the list `make` draws: both spellings of "none"
+   * occur, as a client must store them.
+   */
+  nullOrList<T>(nullRate: number, emptyRate: number, make: () => T[]): T[] | null {
+    const r = this.next();
+    if (r < nullRate) return null;
+    return r < nullRate + emptyRate ? [] : make();
+  }
+
   /** `count` distinct elements of a list (or all of it when shorter), in random order. */
   sample<T>(list: readonly T[], count: number): T[] {
     const copy = list.slice();

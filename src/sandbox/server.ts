@@ -10,7 +10,7 @@ import {
 import { Operations, type ValidRequest } from './operations.ts';
 import { resolveOptions, type SandboxOptions, type SandboxOptionsInput } from './options.ts';
 import { Prng } from './prng.ts';
-import { RateLimiter, type RateWindow } from './rate-limiter.ts';
+import { RateLimiter, type RateRefusal, type RateWindow } from './rate-limiter.ts';
 import { logEntry, type LoggedRequest } from './request-log.ts';
 
 export { SANDBOX_DEFAULTS, type SandboxOptions, type SandboxOptionsInput } from './options.ts';
@@ -238,7 +238,7 @@ function rateLimiterOf(options: SandboxOptions): RateLimiter | null {
  * Retry-After of a 429: the configured seconds, or over the minute window the whole seconds until it admits a
  * request if that is longer (retrying after 1 s into a full minute window would only earn more 429s).
  */
-function retryAfterSeconds(refusal: { window: RateWindow; waitMs: number }, options: SandboxOptions): number {
+function retryAfterSeconds(refusal: RateRefusal, options: SandboxOptions): number {
   if (refusal.window.windowMs < MINUTE_MS) return options.retryAfterSeconds;
   return Math.max(options.retryAfterSeconds, Math.ceil(refusal.waitMs / SECOND_MS));
 }

@@ -83,7 +83,7 @@ export class CompanyData {
     const hq = address(rng, true);
     const other = Array.from({ length: rng.int(0, 3) }, () => address(rng, false));
     const foundedYear = rng.int(1950, 2022);
-    const specialities = nullOrList(rng, 0.15, 0.05, () => rng.sample(SPECIALITIES, rng.int(2, 8)));
+    const specialities = rng.nullOrList(0.15, 0.05, () => rng.sample(SPECIALITIES, rng.int(2, 8)));
     const website = `https://www.${slug}.com`;
     return {
       url: `${NETWORK_ORIGIN}/company/${slug}`,
@@ -116,7 +116,7 @@ export class CompanyData {
         : null,
       specialities,
       industries,
-      hashtags: nullOrList(rng, 0.35, 0.1, () => rng.sample(HASHTAGS, rng.int(1, 3))),
+      hashtags: rng.nullOrList(0.35, 0.1, () => rng.sample(HASHTAGS, rng.int(1, 3))),
       relevancy: { score: 0, value: 'D' },
     };
   }
@@ -136,13 +136,6 @@ function ranking(rng: Prng, ref: string, count: number): ListEntry[] {
     score = Math.max(0.01, score - rng.next() * 0.04);
   }
   return list;
-}
-
-/** null with probability `nullRate`, [] with `emptyRate`, else the list `make` draws. */
-function nullOrList<T>(rng: Prng, nullRate: number, emptyRate: number, make: () => T[]): T[] | null {
-  const r = rng.next();
-  if (r < nullRate) return null;
-  return r < nullRate + emptyRate ? [] : make();
 }
 
 /** An address; `isPrimary` (type not shown) is true or null on a headquarter, false or null elsewhere. */

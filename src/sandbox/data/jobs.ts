@@ -100,9 +100,14 @@ function randomCompany(rng: Prng): { company: string; logo: string } {
   return { company, logo: `${MEDIA_ORIGIN}/dms/image/company-logo_100_100/${rng.alnum(16)}` };
 }
 
-/** The items of a comma-separated parameter, trimmed, lower-case, blanks and hyphens as one space. */
+/** The items of a comma-separated parameter, each as filterItem() spells it, blanks dropped. */
 function listOf(value: string | undefined): string[] {
-  return (value ?? '').split(',').map((v) => v.trim().toLowerCase().replace(/[\s-]+/g, ' ')).filter(Boolean);
+  return (value ?? '').split(',').map(filterItem).filter(Boolean);
+}
+
+/** A filter value as compared: trimmed, lower-case, blanks and hyphens as one space (`Full-time` = `full time`). */
+function filterItem(value: string): string {
+  return value.trim().toLowerCase().replace(/[\s-]+/g, ' ');
 }
 
 function capitalize(text: string): string {
@@ -112,7 +117,7 @@ function capitalize(text: string): string {
 /** A criteria value that agrees with a list filter when one is given (`full time` -> `Full-time`). */
 function fromFilter(rng: Prng, filter: string | undefined, values: readonly string[]): string {
   const wanted = listOf(filter);
-  const matching = values.filter((v) => wanted.includes(v.toLowerCase().replace(/[\s-]+/g, ' ')));
+  const matching = values.filter((v) => wanted.includes(filterItem(v)));
   return rng.pick(matching.length > 0 ? matching : values);
 }
 

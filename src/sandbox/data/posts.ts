@@ -50,8 +50,7 @@ export class PostData {
     const company = `${rng.pick(NAME_PREFIXES)} ${rng.pick(NAME_CORES)}`;
     const profileSlug = `${slugify(name)}-${rng.alnum(6)}`;
     // null and [] both occur for "no hashtags"; media lists and descriptions may be empty too (see below).
-    const tagDraw = rng.next();
-    const hashtags = tagDraw < 0.25 ? null : tagDraw < 0.35 ? [] : rng.sample(HASHTAGS, rng.int(1, 4));
+    const hashtags = rng.nullOrList(0.25, 0.1, () => rng.sample(HASHTAGS, rng.int(1, 4)));
     const sentences = rng.sample(POST_SENTENCES, rng.int(2, 4));
     let text = `${rng.pick(POST_OPENERS)}\n\n${sentences.join(' ')}`;
     if (rng.chance(0.5)) text += `\n\n${rng.pick(POST_SENTENCES)}`;
