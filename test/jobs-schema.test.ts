@@ -33,7 +33,7 @@ describe('job schema', () => {
       request: { account: {}, num: 10 },
       pages: 1,
       rate: { requestsPerMinute: 60, concurrency: 4 },
-      retry: { retries: 5, minTimeoutMs: 500, maxTimeoutMs: 30_000 },
+      retry: { retries: 5, minTimeoutMs: 500, maxTimeoutMs: 30_000, paidRetries: 1 },
       credits: { reserve: 0, maxPerRun: null },
       refreshAfterDays: 30,
     } satisfies Job);
@@ -71,7 +71,7 @@ describe('job schema', () => {
     });
     expect(job.pages).toBe(3);
     expect(job.rate).toEqual({ requestsPerMinute: 120, concurrency: 4 });
-    expect(job.retry).toEqual({ retries: 0, minTimeoutMs: 500, maxTimeoutMs: 30_000 });
+    expect(job.retry).toEqual({ retries: 0, minTimeoutMs: 500, maxTimeoutMs: 30_000, paidRetries: 1 });
     expect(job.credits).toEqual({ reserve: 0, maxPerRun: 1000 });
   });
 

@@ -4,6 +4,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { startSandbox, type Sandbox, type SandboxOptionsInput } from '../src/sandbox/server.ts';
 import { runJobs, type RunSummary } from '../src/runner/run-jobs.ts';
 import { loadJob } from '../src/jobs/load.ts';
+import type { Job } from '../src/jobs/schema.ts';
 import { CLIENT_DEFAULTS } from '../src/api/client.ts';
 import { EXIT } from '../src/cli/exit-codes.ts';
 import { runCli } from './soak/cli-process.ts';
@@ -25,9 +26,10 @@ afterEach(async () => {
   ws.cleanup();
 });
 
-async function runAgainst(options: SandboxOptionsInput, db: string): Promise<RunSummary> {
+async function runAgainst(options: SandboxOptionsInput, db: string, retry: Partial<Job['retry']> = {}): Promise<RunSummary> {
   sandbox = await startSandbox({ tokens: { [TOKEN]: 1_000_000 }, ...options });
-  const job = await loadJob(ws.postsJob, { cwd: ws.dir });
+  const loaded = await loadJob(ws.postsJob, { cwd: ws.dir });
+  const job = { ...loaded, retry: { ...loaded.retry, ...retry } };
   // An HTML page on every call looks like the API down and would stop the run after a few tasks (see
   // test/run-outage.test.ts); here every task must show how such an answer is recorded.
   return runJobs({ dbPath: join(ws.dir, db), jobs: [job], api: { baseUrl: sandbox.url, token: TOKEN }, outageMinTasks: 100 });
@@ -85,6 +87,21 @@ describe('garbage from the API is recorded against the task and never crashes th
       expect(calls).toEqual([{ code: c.code, n: 8 * c.attempts }]);
     }, 60_000);
   }
+
+  // A 200 came back, so the call was most likely charged: a fault that repeats must not be paid `retries` times.
+  it.each([
+    { fault: 'htmlRate', paidRetries: 1, attempts: 2, code: 'INVALID_JSON' },
+    { fault: 'htmlRate', paidRetries: 0, attempts: 1, code: 'INVALID_JSON' },
+    // The allowance is for paid answers only: a 5xx still uses every retry.
+    { fault: 'serverErrorRate', paidRetries: 0, attempts: 5, code: 'SERVER_ERROR' },
+  ] as const)('$fault with retries 4 and paidRetries $paidRetries: $attempts attempts, then failed and left for the next run', async (c) => {
+    const summary = await runAgainst({ [c.fault]: 1 }, 'paid.db', { retries: 4, paidRetries: c.paidRetries });
+    expect(summary.jobs[0]).toMatchObject({ planned: 8, failed: 8, done: 0 });
+    for (const task of tasksOf('paid.db')) {
+      expect(task).toMatchObject({ status: 'failed', code: c.code, retryable: 1, attempts: c.attempts });
+    }
+    expect(countOf('paid.db', 'api_calls')).toBe(8 * c.attempts);
+  }, 60_000);
 
   it('bodies over the limit are refused even when the server sends no length', async () => {
     // The cases above send Content-Length (refused before reading); here a chunked 64 MiB body must be cut.

@@ -216,6 +216,16 @@ export function errorAction(err: unknown): ErrorAction {
 }
 
 /**
+ * Whether a failed attempt had a 200 that could not be used (its body cut off, not decodable, or not JSON): the
+ * API answered, so the call was most likely charged, and a retry may be charged again. Such attempts have
+ * their own, smaller retry allowance (`retry.paidRetries`). A body of the wrong shape is not one: it is never
+ * retried (ApiSchemaError).
+ */
+export function isUnusablePaidAnswer(err: unknown): boolean {
+  return isApiError(err) && err.action === 'retry' && err.call.status === 200;
+}
+
+/**
  * How a failure says the API itself is down rather than that this one item failed, or null when it does not.
  * Down: the connection refused, reset or dropped, no answer in time, a 5xx, a 200 that is not JSON (a proxy's
  * error page). Not down: a 404 or another 4xx, a body of the wrong shape (the API answered), and a 429, which

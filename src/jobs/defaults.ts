@@ -23,6 +23,12 @@ export const JOB_DEFAULTS = {
     minTimeoutMs: 500,
     /** Longest back-off delay. */
     maxTimeoutMs: 30_000,
+    /**
+     * Retries, within a run, of a 200 that could not be used (its body cut off, not decodable, or not JSON).
+     * Such a call was most likely charged, and a fault that repeats would be charged on every try, so it is
+     * tried again this many times rather than `retries`; a task still failing is picked up by the next run.
+     */
+    paidRetries: 1,
   },
   credits: {
     /** Credits left untouched: the run stops before the balance would fall below this. */

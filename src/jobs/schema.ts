@@ -40,6 +40,7 @@ const common = {
       retries: nonNegativeInt.optional(),
       minTimeoutMs: nonNegativeInt.optional(),
       maxTimeoutMs: nonNegativeInt.optional(),
+      paidRetries: nonNegativeInt.optional(),
     })
     .optional(),
   credits: z
@@ -144,7 +145,7 @@ interface JobCommon {
   file: string | undefined;
   pages: number;
   rate: { requestsPerMinute: number; concurrency: number };
-  retry: { retries: number; minTimeoutMs: number; maxTimeoutMs: number };
+  retry: { retries: number; minTimeoutMs: number; maxTimeoutMs: number; paidRetries: number };
   credits: { reserve: number; maxPerRun: number | null };
   refreshAfterDays: number;
 }

@@ -1,6 +1,6 @@
 import pRetry, { AbortError } from 'p-retry';
 import type { ApiClient, ApiResult } from '../api/types.ts';
-import { ApiSchemaError, errorAction, isApiError, ThrottledError, type ApiError } from '../api/errors.ts';
+import { ApiSchemaError, errorAction, isApiError, isUnusablePaidAnswer, ThrottledError, type ApiError } from '../api/errors.ts';
 import type { Operation, PostDetailsResponse, SearchJobsQuery, SearchJobsResponse, SimilarCompaniesRequest, SimilarCompaniesResponse } from '../spec/types.ts';
 import { SEARCH_JOBS_PAGE_SIZE } from '../spec/types.ts';
 import type { CreditGuard } from './credit-guard.ts';
@@ -14,6 +14,8 @@ export interface RetrySettings {
   retries: number;
   minTimeoutMs: number;
   maxTimeoutMs: number;
+  /** Retries of a 200 that could not be used, which was most likely charged (see isUnusablePaidAnswer). */
+  paidRetries: number;
 }
 
 /** Everything a task needs to make its call and record the outcome. */
@@ -58,6 +60,7 @@ export type TaskOutcome =
  */
 export async function executeTask(task: ExecutableTask, ctx: ExecutorContext): Promise<TaskOutcome> {
   let attempts = 0;
+  let unusablePaid = 0;
   const attempt = async (): Promise<ApiResult<unknown>> => {
     for (;;) {
       if (ctx.stop.reason) throw new AbortError(new StoppedBeforeCall());
@@ -90,6 +93,11 @@ export async function executeTask(task: ExecutableTask, ctx: ExecutorContext): P
           ctx.gate.pause(err.retryAfterMs);
           if (ctx.gate.totalPausedMs > ctx.maxThrottleWaitMs) ctx.stop.stop('throttled', err);
           continue;
+        }
+        // Past its own allowance, a charged but unusable 200 ends the task as failed-retryable: the next run tries
+        // it again, instead of this one paying up to `retries` more times for a fault that may repeat.
+        if (action === 'retry' && isUnusablePaidAnswer(err) && ++unusablePaid > ctx.retry.paidRetries) {
+          throw new AbortError(err as Error);
         }
         if (action === 'retry') throw err;
         if (action === 'stop-run') {
