@@ -8,19 +8,22 @@ import { spawn, spawnSync, type SpawnSyncReturns } from 'node:child_process';
 import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { openDatabase } from '../src/db/open.ts';
 import { exportTable } from '../src/export/export-table.ts';
 import { capture } from './export-helpers.ts';
+import {
+  BIN,
+  OTHER_USER,
+  ROOT,
+  canRunAsOtherUser,
+  childEnv,
+  copyIntoUnwritableFolder,
+  writeAsARunWould,
+  writePristine,
+} from './read-unwritable-helpers.ts';
 
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const BIN = join(ROOT, 'src/cli/bin.mjs');
 const HELPER = join(ROOT, 'test/read-unwritable-export.ts');
-const OTHER_USER = ['--reuid=65534', '--regid=65534', '--clear-groups'];
 const ROWS = 20_000;
-
-const asRoot = process.getuid?.() === 0;
-const setpriv = spawnSync('setpriv', ['--version']).status === 0;
 
 let dir: string;
 /** The pristine database, written and closed by root: no -wal, no -shm beside it. */
@@ -29,12 +32,7 @@ let folders = 0;
 
 /** A copy of the pristine database in a fresh folder of its own that only root can write. */
 function unwritableCopy(name = 'data.db'): string {
-  const folder = join(dir, `ro-${++folders}`);
-  mkdirSync(folder, { mode: 0o755 });
-  const db = join(folder, name);
-  copyFileSync(pristine, db);
-  chmodSync(db, 0o644);
-  return db;
+  return copyIntoUnwritableFolder(pristine, join(dir, `ro-${++folders}`), name);
 }
 
 /** A folder the other user can write, for --out. */
@@ -43,13 +41,6 @@ function outFolder(): string {
   mkdirSync(folder);
   chmodSync(folder, 0o777);
   return folder;
-}
-
-/** The child's environment, without SQLITE_USE_URI: netingest must turn URI filenames on by itself. */
-function childEnv(): NodeJS.ProcessEnv {
-  const env = { ...process.env };
-  delete env.SQLITE_USE_URI;
-  return env;
 }
 
 function asOtherUser(args: string[]): SpawnSyncReturns<string> {
@@ -61,31 +52,15 @@ function asOtherUser(args: string[]): SpawnSyncReturns<string> {
   });
 }
 
-/** What a run of netingest does to a database: a write, checkpointed into the file (the -wal is emptied and removed). */
-function writeAsARunWould(db: string): void {
-  const database = openDatabase(db);
-  database.sqlite.exec(`UPDATE companies SET name = name || ' (renamed)' WHERE rowid % 2 = 0`);
-  database.sqlite.pragma('wal_checkpoint(TRUNCATE)');
-  database.close();
-}
-
 beforeAll(() => {
   dir = mkdtempSync(join(tmpdir(), 'netingest-ro-'));
   chmodSync(dir, 0o755);
   pristine = join(dir, 'pristine', 'data.db');
-  const database = openDatabase(pristine);
-  const insert = database.sqlite.prepare(`INSERT INTO companies (url, name, description, first_seen_at, updated_at) VALUES (?, ?, ?, ?, ?)`);
-  database.sqlite.transaction(() => {
-    for (let i = 0; i < ROWS; i++) {
-      insert.run(`https://network.com/company/c${i}`, `Company ${i}`, `a description, "quoted", of company ${i} `.repeat(3),
-        '2026-11-01T00:00:00.000Z', '2026-11-02T00:00:00.000Z');
-    }
-  })();
-  database.close();
+  writePristine(pristine, ROWS);
 });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-describe.skipIf(!asRoot || !setpriv)(
+describe.skipIf(!canRunAsOtherUser)(
   'read commands on a database in a folder the user cannot write (runs them as uid 65534: needs root and setpriv, skipped otherwise)',
   () => {
     it('the scenario is the real one: WAL mode, no -wal or -shm, and the user cannot create them', () => {
