@@ -98,4 +98,34 @@ describe.skipIf(!hasScript)('the live progress line on a terminal', () => {
     expect(rows[0], rows.join('\n')).toBe('Run 1: completed');
     expect(rows.join('\n')).not.toMatch(/\d+\/60/);
   });
+
+  it('Ctrl-C: the notice on a line of its own, exit 130, the database consistent; a second Ctrl-C exits at once', async () => {
+    const sandbox = await sandboxes({ tokens: { [TOKEN]: 10_000 }, latencyMs: [40, 60] });
+    const ws = await workspaces();
+    const file = await companiesJob(ws, 200);
+    const once = await inTerminal(ws, sandbox, ['run', file, '--db', ws.db], {
+      columns: 120, keys: ['\x03'], keysWhen: () => sandbox.requests.length >= 10,
+    });
+    expect(once.code, once.output).toBe(130);
+    const rows = screen(once.output, 120).filter((r) => r !== '');
+    const notice = rows.findIndex((r) => r.includes('signal received'));
+    expect(rows[notice], rows.join('\n')).toMatch(/^\d{4}-\d\d-\d\dT\S+ WARN  signal received: finishing calls in flight/);
+    expect(rows.slice(notice + 1).join('\n')).toMatch(/^\S+ WARN  job stopped before its end /m);
+    expect(rows.join('\n')).toMatch(/^Run 1: interrupted/m);
+    const done = count(ws, `SELECT count(*) FROM tasks WHERE status = 'done'`);
+    expect(taskStatuses(ws, 'lookalikes-of-the-leads')).toEqual({ done, deferred: 200 - done });
+    expect(count(ws, 'SELECT count(*) FROM raw_responses')).toBe(done);
+
+    // Calls that take 20 s: the first Ctrl-C waits for them, the second one does not.
+    const slow = await sandboxes({ tokens: { [TOKEN]: 10_000 }, latencyMs: 20_000 });
+    const started = Date.now();
+    const twice = await inTerminal(ws, slow, ['run', file, '--db', ws.db], {
+      columns: 120, keys: ['\x03', '\x03'], keysWhen: () => slow.requests.length >= 1 || Date.now() - started > 3000,
+    });
+    expect(twice.code, twice.output).toBe(130);
+    expect(Date.now() - started).toBeLessThan(15_000);
+    // Said on a line of its own, so that the exit is not taken for a crash.
+    const again = screen(twice.output, 120).find((r) => r.includes('signal received again'));
+    expect(again, twice.output).toMatch(/^\S+ WARN  signal received again: stopping at once; the calls in flight are not written/);
+  });
 });

@@ -24,6 +24,9 @@ export interface ProgressOptions {
   logIntervalMs?: number;
 }
 
+/** Back to the start of the line and clear it: what takes the live line off the screen. */
+export const CLEAR_LINE = '\r\x1b[K';
+
 export const PROGRESS_DEFAULTS = { redrawMs: 250, logIntervalMs: 5_000 } as const;
 
 /** A live progress line on a terminal, or a concise log line every few seconds under cron. */
@@ -50,7 +53,7 @@ export class ProgressReporter {
   stop(): void {
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
-    if (this.drawn) this.options.stream.write('\r\x1b[K');
+    if (this.drawn) this.options.stream.write(CLEAR_LINE);
     this.drawn = false;
   }
 
@@ -60,7 +63,7 @@ export class ProgressReporter {
    */
   above(logger: Logger): Logger {
     const level = (write: (msg: string, fields?: LogFields) => void) => (msg: string, fields?: LogFields) => {
-      if (this.drawn) this.options.stream.write('\r\x1b[K');
+      if (this.drawn) this.options.stream.write(CLEAR_LINE);
       this.drawn = false;
       write(msg, fields);
     };
@@ -74,7 +77,7 @@ export class ProgressReporter {
 
   private draw(): void {
     // Read at every redraw: the terminal may have been resized since.
-    this.options.stream.write('\r\x1b[K' + formatProgress(this.read(), this.options.stream.columns));
+    this.options.stream.write(CLEAR_LINE + formatProgress(this.read(), this.options.stream.columns));
     this.drawn = true;
   }
 
