@@ -1,4 +1,5 @@
 import { open } from 'node:fs/promises';
+import { isAbsolute, resolve } from 'node:path';
 import { parse as parseSync } from 'csv-parse/sync';
 import { InputFileError, describeFsError } from './input-error.ts';
 
@@ -91,7 +92,10 @@ async function peekHeaderLine(path: string, file: string): Promise<{ text: strin
   try {
     handle = await open(path, 'r');
   } catch (err) {
-    throw new InputFileError(file, `cannot read input file: ${describeFsError(err)}`, { cause: err });
+    // A relative input.csv is read from the current directory, not the job file's: say where it was looked for,
+    // since a command started elsewhere (cron, another shell) misses a file that is there.
+    const where = (err as NodeJS.ErrnoException).code === 'ENOENT' && !isAbsolute(file) ? ` (looked for ${resolve(path)}: a relative input.csv is read from the current directory)` : '';
+    throw new InputFileError(file, `cannot read input file: ${describeFsError(err)}${where}`, { cause: err });
   }
   try {
     const chunks: Buffer[] = [];
