@@ -7,6 +7,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { createApiClient } from '../src/api/client.ts';
 import { isLoopbackHost, parseBaseUrl, resolveApiConfig } from '../src/api/config.ts';
 import { ConfigError } from '../src/errors.ts';
+import { startSandbox } from '../src/sandbox/server.ts';
+import { FAST_RATE, cliEnv, csv, makeWorkspace, postUrls, runCli } from './run-helpers.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'netingest-api-config-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -103,6 +105,15 @@ describe('parseBaseUrl and isLoopbackHost', () => {
     });
     expect(parseBaseUrl('https://api.example.com').pathPrefix).toBe('');
   });
+  it("drops the API's own /v1/api from the end of the path: the operations' paths begin with it", () => {
+    expect(parseBaseUrl('https://api.example.com/v1/api/')).toEqual({
+      baseUrl: 'https://api.example.com',
+      origin: 'https://api.example.com',
+      pathPrefix: '',
+    });
+    expect(parseBaseUrl('https://gw.example.com/lookup/v1/api').pathPrefix).toBe('/lookup');
+    expect(parseBaseUrl('https://gw.example.com/v1/api/v2').pathPrefix).toBe('/v1/api/v2');
+  });
   it('knows loopback hosts', () => {
     expect(isLoopbackHost('127.0.0.1')).toBe(true);
     expect(isLoopbackHost('[::1]')).toBe(true);
@@ -141,6 +152,27 @@ describe('createApiClient refuses unsafe or nonsensical options', () => {
     } finally {
       await client.close();
       server.close();
+    }
+  });
+});
+
+describe("NETINGEST_API_URL copied with the API's /v1/api (the paths in the API's documentation)", () => {
+  it('`run` reaches the same service: calls go to /v1/api/..., not /v1/api/v1/api/... (a 404 and exit 1)', async () => {
+    const TOKEN = 'prefix-token-3b7f21';
+    const sandbox = await startSandbox({ tokens: { [TOKEN]: 1000 }, notFoundRate: 0 });
+    const ws = await makeWorkspace();
+    try {
+      await ws.write('posts.csv', csv(['post_url'], postUrls(3).map((u) => [u])));
+      const job = await ws.job('posts', { operation: 'post-details', input: { csv: 'posts.csv', column: 'post_url' }, rate: FAST_RATE });
+      for (const [i, suffix] of ['/v1/api', '/v1/api/'].entries()) {
+        const env = { ...cliEnv(sandbox, TOKEN), NETINGEST_API_URL: `${sandbox.url}${suffix}` };
+        const result = await runCli(['run', job, '--db', join(ws.dir, `run-${i}.db`)], { cwd: ws.dir, env });
+        expect(result.code, `${suffix}: ${result.stderr}`).toBe(0);
+      }
+      expect(sandbox.requests.map((r) => r.path)).toEqual(Array(6).fill('/v1/api/post-details'));
+    } finally {
+      await sandbox.stop();
+      await ws.cleanup();
     }
   });
 });

@@ -2,6 +2,8 @@
  * Messages about bad input as the user sees them from the command line (a real child process): what `plan` and
  * `run` print, the exit code, and what the database records.
  */
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { Sandbox } from '../src/sandbox/server.ts';
 import { useSandboxes } from './sandbox-helpers.ts';
@@ -79,5 +81,48 @@ describe('search-jobs columns', () => {
     const r = await runCli(['plan', job, '--db', ws.db], { cwd: ws.dir });
     expect(r.code, r.stderr).toBe(2);
     expect(r.stderr).toContain('queries.csv: no column is named like a search parameter (keywords, location, timePosted, experienceLevels, jobTypes, workplaceTypes, companyIds); the header row (line 1) has: "query", "place"');
+  }, CLI_TESTS_MS);
+});
+
+describe('a relative input.csv, from another directory', () => {
+  it('is read from the current directory: run started elsewhere exits 2 saying where it looked, no stack trace', async () => {
+    const { sandbox, ws } = await setUp();
+    await ws.write('posts.csv', `post_url\n${postUrls(1)[0]}\n`);
+    const job = await ws.job('posts', { operation: 'post-details', input: { csv: 'posts.csv', column: 'post_url' }, rate: FAST_RATE });
+    // Started in the folder above, as a cron line without `cd` would.
+    const elsewhere = join(ws.dir, '..');
+    const r = await runCli(['run', job, '--db', ws.db], { cwd: elsewhere, env: cliEnv(sandbox, TOKEN) });
+    expect(r.code, r.stderr).toBe(2);
+    expect(r.stderr).toContain(
+      `netingest: posts.csv: cannot read input file: file not found (looked for ${join(elsewhere, 'posts.csv')}: ` +
+        'a relative input.csv is read from the current directory) [INPUT_INVALID]\n',
+    );
+    expect(r.stderr).not.toMatch(/\n\s+at /);
+    expect(sandbox.requests).toHaveLength(0);
+  }, CLI_TESTS_MS);
+});
+
+describe('an input file saved as UTF-16 (Excel "Unicode Text", Windows PowerShell `>`)', () => {
+  it('run and plan exit 2 saying so, with or without a byte order mark; no NUL bytes in the message, no call', async () => {
+    const { sandbox, ws } = await setUp();
+    const text = `post_url\tnote\r\n${postUrls(1)[0]}\tx\r\n`;
+    const job = await ws.job('posts', { operation: 'post-details', input: { csv: 'posts.csv', column: 'post_url' }, rate: FAST_RATE });
+    const utf16le = Buffer.from(text, 'utf16le');
+    const utf16be = Buffer.from(utf16le).swap16();
+    const files = {
+      'little-endian with a byte order mark': Buffer.concat([Buffer.from([0xff, 0xfe]), utf16le]),
+      'big-endian with a byte order mark': Buffer.concat([Buffer.from([0xfe, 0xff]), utf16be]),
+      'little-endian without one': utf16le,
+    };
+    for (const [what, bytes] of Object.entries(files)) {
+      await writeFile(join(ws.dir, 'posts.csv'), bytes);
+      for (const command of ['run', 'plan']) {
+        const r = await runCli([command, job, '--db', ws.db], { cwd: ws.dir, env: cliEnv(sandbox, TOKEN) });
+        expect(r.code, `${what}, ${command}: ${r.stderr}`).toBe(2);
+        expect(r.stderr).toContain('netingest: posts.csv: the file is UTF-16, not UTF-8: save it as UTF-8 (in Excel: "CSV UTF-8") [INPUT_INVALID]\n');
+        expect(r.stderr).not.toContain('\0');
+      }
+    }
+    expect(sandbox.requests).toHaveLength(0);
   }, CLI_TESTS_MS);
 });

@@ -5,6 +5,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { ConfigError } from '../errors.ts';
+import { API_PREFIX } from '../spec/types.ts';
 
 /** Environment variable holding the API base URL. */
 export const API_URL_ENV = 'NETINGEST_API_URL';
@@ -47,7 +48,8 @@ export interface ParsedBaseUrl {
 /**
  * Checks and normalizes a base URL: http or https only; plain http only to a loopback host (127.0.0.0/8,
  * localhost, [::1]) so the token never crosses a network in clear text; no credentials, query or fragment;
- * a path prefix is kept (operation paths are appended to it) without its trailing slash.
+ * a path prefix is kept (operation paths are appended to it) without its trailing slash, or the API's own
+ * `/v1/api` at its end.
  */
 export function parseBaseUrl(value: string, source = 'the API URL'): ParsedBaseUrl {
   let url: URL;
@@ -72,7 +74,10 @@ export function parseBaseUrl(value: string, source = 'the API URL'): ParsedBaseU
         '(plain http is allowed only to 127.0.0.1, localhost or [::1]).',
     );
   }
-  const pathPrefix = url.pathname.replace(/\/+$/, '');
+  // The operations' paths begin with /v1/api: a base URL copied with it (`https://host/v1/api/`) means the same
+  // service, not a gateway under /v1/api, where every call would go to /v1/api/v1/api/... and answer 404.
+  const path = url.pathname.replace(/\/+$/, '');
+  const pathPrefix = path.endsWith(API_PREFIX) ? path.slice(0, -API_PREFIX.length) : path;
   return { baseUrl: url.origin + pathPrefix, origin: url.origin, pathPrefix };
 }
 

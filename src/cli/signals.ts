@@ -17,6 +17,12 @@ export const STOP_SIGNALS: readonly NodeJS.Signals[] = ['SIGINT', 'SIGTERM'];
 export const OUTPUT_STOP_SIGNALS: readonly NodeJS.Signals[] = [...STOP_SIGNALS, 'SIGHUP'];
 
 /**
+ * Tells the user of a stop signal: `again` is false for the first (work winds down), true for a second one (the
+ * process exits at once, right after).
+ */
+export type StopNotice = (signal: NodeJS.Signals, again: boolean) => void;
+
+/**
  * First SIGINT/SIGTERM: abort the controller, so a run stops sending (calls in flight finish and are written)
  * and an export drops its temporary file. A second signal, or the grace running out, exits at once with 130:
  * every database write is a whole SQLite transaction and exports write to a temporary file, so nothing is
@@ -24,7 +30,7 @@ export const OUTPUT_STOP_SIGNALS: readonly NodeJS.Signals[] = [...STOP_SIGNALS, 
  */
 export function abortOnStopSignals(
   controller: AbortController,
-  notify: (signal: NodeJS.Signals) => void,
+  notify: StopNotice,
   graceMs = SHUTDOWN_GRACE_MS,
   signals: readonly NodeJS.Signals[] = STOP_SIGNALS,
 ): () => void {
@@ -32,12 +38,17 @@ export function abortOnStopSignals(
   const onSignal = (signal: NodeJS.Signals) => {
     received += 1;
     if (received === 1) {
-      notify(signal);
+      notify(signal, false);
       controller.abort();
       setTimeout(() => process.exit(130), graceMs).unref();
       return;
     }
-    process.exit(130);
+    // Said, so that the user knows the exit was not a crash, and the prompt does not follow a half line.
+    try {
+      notify(signal, true);
+    } finally {
+      process.exit(130);
+    }
   };
   for (const name of signals) process.on(name, onSignal);
   return () => {
@@ -46,14 +57,16 @@ export function abortOnStopSignals(
 }
 
 /** The notice of a first signal as plain text on stderr, for commands that do not log. */
-export function stderrNotice(stderr: NodeJS.WritableStream & { isTTY?: boolean }): (signal: NodeJS.Signals) => void {
-  return (signal) =>
-    stderr.write(`${stderr.isTTY ? '\n' : ''}netingest: ${signal} received: finishing what is in flight (again to stop at once)\n`);
+export function stderrNotice(stderr: NodeJS.WritableStream & { isTTY?: boolean }): StopNotice {
+  return (signal, again) =>
+    stderr.write(
+      `${stderr.isTTY ? '\n' : ''}netingest: ${signal} received${again ? ' again: stopping at once' : ': finishing what is in flight (again to stop at once)'}\n`,
+    );
 }
 
 /** Runs `work` with an AbortSignal wired to SIGINT/SIGTERM for its duration; `notify` tells the user. */
 export async function withStopSignals<T>(
-  notify: (signal: NodeJS.Signals) => void,
+  notify: StopNotice,
   work: (signal: AbortSignal) => Promise<T>,
   signals: readonly NodeJS.Signals[] = STOP_SIGNALS,
 ): Promise<T> {

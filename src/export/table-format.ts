@@ -84,7 +84,7 @@ function cellText(value: unknown): string {
 }
 
 /** `text` cut to `width` cells, ending with `…` when cut. */
-function fit(text: string, width: number): string {
+export function fit(text: string, width: number): string {
   if (displayWidth(text) <= width) return text;
   let out = '';
   let used = 0;

@@ -1,4 +1,5 @@
 import { open } from 'node:fs/promises';
+import { isAbsolute, resolve } from 'node:path';
 import { parse as parseSync } from 'csv-parse/sync';
 import { InputFileError, describeFsError } from './input-error.ts';
 
@@ -91,7 +92,10 @@ async function peekHeaderLine(path: string, file: string): Promise<{ text: strin
   try {
     handle = await open(path, 'r');
   } catch (err) {
-    throw new InputFileError(file, `cannot read input file: ${describeFsError(err)}`, { cause: err });
+    // A relative input.csv is read from the current directory, not the job file's: say where it was looked for,
+    // since a command started elsewhere (cron, another shell) misses a file that is there.
+    const where = (err as NodeJS.ErrnoException).code === 'ENOENT' && !isAbsolute(file) ? ` (looked for ${resolve(path)}: a relative input.csv is read from the current directory)` : '';
+    throw new InputFileError(file, `cannot read input file: ${describeFsError(err)}${where}`, { cause: err });
   }
   try {
     const chunks: Buffer[] = [];
@@ -115,6 +119,7 @@ async function peekHeaderLine(path: string, file: string): Promise<{ text: strin
       }
       const all = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
       if (scanFrom === 0 && hasBom(all)) scanFrom = 3;
+      if (scanFrom === 0 && isUtf16(all)) throw new InputFileError(file, UTF16_MESSAGE);
       for (let i = scanFrom; i < all.length; i++) {
         const b = all[i]!;
         if (start < 0) {
@@ -130,14 +135,14 @@ async function peekHeaderLine(path: string, file: string): Promise<{ text: strin
         }
         if (b === QUOTE) quoted = !quoted;
         else if (!quoted && (b === LF || b === CR)) {
-          return { text: all.subarray(start, i).toString('utf8'), line };
+          return { text: headerText(all.subarray(start, i), file), line };
         }
       }
       scanFrom = all.length;
       if (eof) {
         if (start < 0) throw new InputFileError(file, 'input file is empty (expected a header row)');
         if (quoted) throw new InputFileError(file, `line ${line}: the header row has a quote that is never closed`);
-        return { text: all.subarray(start).toString('utf8'), line };
+        return { text: headerText(all.subarray(start), file), line };
       }
       if (total > CSV_HEADER_LIMITS.maxHeaderBytes) {
         throw new InputFileError(
@@ -149,6 +154,21 @@ async function peekHeaderLine(path: string, file: string): Promise<{ text: strin
   } finally {
     await handle.close();
   }
+}
+
+// Excel's "Unicode Text" and Windows PowerShell's `>` write UTF-16: read as UTF-8, its header would be NUL bytes
+// between letters, and the message quoting it unreadable.
+const UTF16_MESSAGE = 'the file is UTF-16, not UTF-8: save it as UTF-8 (in Excel: "CSV UTF-8")';
+
+/** True when the buffer starts with a UTF-16 byte order mark (either byte order). */
+function isUtf16(buf: Buffer): boolean {
+  return buf.length >= 2 && ((buf[0] === 0xff && buf[1] === 0xfe) || (buf[0] === 0xfe && buf[1] === 0xff));
+}
+
+/** The header row's text; NUL bytes in it mean UTF-16 without a byte order mark. */
+function headerText(bytes: Buffer, file: string): string {
+  if (bytes.includes(0)) throw new InputFileError(file, UTF16_MESSAGE);
+  return bytes.toString('utf8');
 }
 
 /** True when the buffer starts with a UTF-8 byte order mark. */

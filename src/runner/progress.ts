@@ -1,4 +1,5 @@
 import type { LogFields, Logger } from './logger.ts';
+import { displayWidth, fit } from '../export/table-format.ts';
 
 /** What the progress display shows, read from the running job each time it redraws. */
 export interface ProgressSnapshot {
@@ -15,13 +16,16 @@ export interface ProgressSnapshot {
 
 export interface ProgressOptions {
   /** Where the live line goes on a terminal (stderr, so stdout stays clean for --json). */
-  stream: NodeJS.WritableStream & { isTTY?: boolean };
+  stream: NodeJS.WritableStream & { isTTY?: boolean; columns?: number };
   logger: Logger;
   /** Redraw interval of the live line. */
   redrawMs?: number;
   /** Interval of the one-line progress log without a terminal (cron). */
   logIntervalMs?: number;
 }
+
+/** Back to the start of the line and clear it: what takes the live line off the screen. */
+export const CLEAR_LINE = '\r\x1b[K';
 
 export const PROGRESS_DEFAULTS = { redrawMs: 250, logIntervalMs: 5_000 } as const;
 
@@ -49,7 +53,7 @@ export class ProgressReporter {
   stop(): void {
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
-    if (this.drawn) this.options.stream.write('\r\x1b[K');
+    if (this.drawn) this.options.stream.write(CLEAR_LINE);
     this.drawn = false;
   }
 
@@ -59,7 +63,7 @@ export class ProgressReporter {
    */
   above(logger: Logger): Logger {
     const level = (write: (msg: string, fields?: LogFields) => void) => (msg: string, fields?: LogFields) => {
-      if (this.drawn) this.options.stream.write('\r\x1b[K');
+      if (this.drawn) this.options.stream.write(CLEAR_LINE);
       this.drawn = false;
       write(msg, fields);
     };
@@ -72,7 +76,8 @@ export class ProgressReporter {
   }
 
   private draw(): void {
-    this.options.stream.write('\r\x1b[K' + formatProgress(this.read()));
+    // Read at every redraw: the terminal may have been resized since.
+    this.options.stream.write(CLEAR_LINE + formatProgress(this.read(), this.options.stream.columns));
     this.drawn = true;
   }
 
@@ -92,14 +97,25 @@ export class ProgressReporter {
   }
 }
 
-/** One terminal line: done/total, rate, credits left, ETA and errors. */
-export function formatProgress(s: ProgressSnapshot): string {
+/**
+ * One terminal line: done/total, rate, credits left, ETA and errors, narrower than `columns` when given. A line
+ * that wrapped would take two rows, and the `\r\x1b[K` of the next redraw clears only the last: every redraw
+ * would leave a row behind. A narrow terminal gets the figures in short form (the job's name shortened, then
+ * dropped, to keep them), and at worst the line cut.
+ */
+export function formatProgress(s: ProgressSnapshot, columns?: number): string {
   const finished = s.done + s.notFound + s.failed;
   const pct = s.total > 0 ? Math.floor((finished / s.total) * 100) : 100;
   const { rate, etaS } = rates(s);
   const eta = etaS === null ? '--' : formatDuration(etaS);
   const credits = s.creditsLeft === null ? '?' : String(Math.round(s.creditsLeft * 100) / 100);
-  return `${s.job}: ${finished}/${s.total} (${pct}%) ${rate.toFixed(1)}/s  credits left ${credits}  ETA ${eta}  failed ${s.failed}  errors ${s.errors}`;
+  const line = `${s.job}: ${finished}/${s.total} (${pct}%) ${rate.toFixed(1)}/s  credits left ${credits}  ETA ${eta}  failed ${s.failed}  errors ${s.errors}`;
+  // The last column is left free: some terminals wrap as soon as it is written.
+  const width = columns && columns > 1 ? columns - 1 : Infinity;
+  if (displayWidth(line) <= width) return line;
+  const figures = `${finished}/${s.total} ${rate.toFixed(1)}/s cr ${credits} ETA ${eta} fail ${s.failed} err ${s.errors}`;
+  const jobWidth = width - figures.length - 2;
+  return fit(jobWidth >= 4 ? `${fit(s.job, jobWidth)}: ${figures}` : figures, width);
 }
 
 function rates(s: ProgressSnapshot): { rate: number; etaS: number | null } {

@@ -7,6 +7,7 @@ import { createOutputRedactor } from '../../api/redact.ts';
 import { RUN_SETTING_RULES } from '../../jobs/schema.ts';
 import { numberFlag, numberOption } from '../number-flags.ts';
 import { createLogger } from '../../runner/logger.ts';
+import { CLEAR_LINE } from '../../runner/progress.ts';
 import { withStopSignals } from '../signals.ts';
 import { formatRunSummary } from '../format-summary.ts';
 import { exitCodeForRun } from '../exit-codes.ts';
@@ -40,7 +41,12 @@ export const runCommand = defineCommand({
       secrets: [api.token],
     });
     const summary = await withStopSignals(
-      (sig) => logger.warn('signal received: finishing calls in flight (send it again to stop at once)', { signal: sig }),
+      (sig, again) => {
+        // The live progress line may be on screen, the ^C the terminal echoed after it: the notice gets a line of its own.
+        if (tty) io.stderr.write(CLEAR_LINE);
+        if (again) logger.warn('signal received again: stopping at once; the calls in flight are not written, the next run repeats them', { signal: sig });
+        else logger.warn('signal received: finishing calls in flight (send it again to stop at once)', { signal: sig });
+      },
       (signal) =>
       runJobs({
         dbPath: argv.db,
