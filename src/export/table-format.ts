@@ -5,6 +5,7 @@
  * `NULL`, line breaks as `↵`, numbers right-aligned.
  */
 import type { RowEncoder } from './row-encoders.ts';
+import { displayWidth, fit } from '../text-width.ts';
 
 /** Width limits of the table; every default is here. */
 export interface TableLayoutOptions {
@@ -19,10 +20,6 @@ export interface TableLayoutOptions {
 export const TABLE_DEFAULTS = { maxColumnWidth: 40, maxTableWidth: 160, minColumnWidth: 4 } as const;
 
 const SEPARATOR = ' | ';
-const segmenter = new Intl.Segmenter(undefined, { granularity: 'grapheme' });
-const PRINTABLE_ASCII = /^[\x20-\x7e]*$/;
-const WIDE = /\p{Extended_Pictographic}|[\u1100-\u115f\u2e80-\u303e\u3041-\u33ff\u3400-\u4dbf\u4e00-\u9fff\ua000-\ua4cf\uac00-\ud7a3\uf900-\ufaff\ufe30-\ufe4f\uff00-\uff60\uffe0-\uffe6]|[\u{20000}-\u{3fffd}]/u;
-const ZERO_WIDTH = /^[\p{Mn}\p{Me}\p{Cf}]+$/u;
 
 /** A table encoder whose column widths fit `sample` (the first rows). */
 export function tableEncoder(
@@ -62,39 +59,12 @@ export function tableEncoder(
   };
 }
 
-/** Terminal cells taken by `text`: wide (CJK, emoji) graphemes count 2, combining marks 0. */
-export function displayWidth(text: string): number {
-  if (PRINTABLE_ASCII.test(text)) return text.length;
-  let width = 0;
-  for (const { segment } of segmenter.segment(text)) width += graphemeWidth(segment);
-  return width;
-}
-
-function graphemeWidth(grapheme: string): number {
-  if (ZERO_WIDTH.test(grapheme)) return 0;
-  return WIDE.test(grapheme) ? 2 : 1;
-}
-
 function cellText(value: unknown): string {
   if (value === null || value === undefined) return 'NULL';
   if (Buffer.isBuffer(value)) return `<blob ${value.length} bytes>`;
   const text = typeof value === 'string' ? value : String(value);
   // eslint-disable-next-line no-control-regex
   return text.replace(/\r\n|\r|\n/g, '↵').replace(/[\t\x00-\x1f\x7f]/g, ' ');
-}
-
-/** `text` cut to `width` cells, ending with `…` when cut. */
-export function fit(text: string, width: number): string {
-  if (displayWidth(text) <= width) return text;
-  let out = '';
-  let used = 0;
-  for (const { segment } of segmenter.segment(text)) {
-    const w = graphemeWidth(segment);
-    if (used + w > width - 1) break;
-    out += segment;
-    used += w;
-  }
-  return out + '…';
 }
 
 /** Shrinks the widest columns, one cell at a time, until the sum fits `budget` or none can shrink. */

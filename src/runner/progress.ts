@@ -1,5 +1,5 @@
 import type { LogFields, Logger } from './logger.ts';
-import { displayWidth, fit } from '../export/table-format.ts';
+import { displayWidth, fit } from '../text-width.ts';
 
 /** What the progress display shows, read from the running job each time it redraws. */
 export interface ProgressSnapshot {

@@ -1,0 +1,35 @@
+/**
+ * How wide text is on a terminal, and cutting it to a width: shared by the query table (export) and the live
+ * progress line (runner), which both must fit a terminal's columns.
+ */
+const segmenter = new Intl.Segmenter(undefined, { granularity: 'grapheme' });
+const PRINTABLE_ASCII = /^[\x20-\x7e]*$/;
+const WIDE = /\p{Extended_Pictographic}|[\u1100-\u115f\u2e80-\u303e\u3041-\u33ff\u3400-\u4dbf\u4e00-\u9fff\ua000-\ua4cf\uac00-\ud7a3\uf900-\ufaff\ufe30-\ufe4f\uff00-\uff60\uffe0-\uffe6]|[\u{20000}-\u{3fffd}]/u;
+const ZERO_WIDTH = /^[\p{Mn}\p{Me}\p{Cf}]+$/u;
+
+/** Terminal cells taken by `text`: wide (CJK, emoji) graphemes count 2, combining marks 0. */
+export function displayWidth(text: string): number {
+  if (PRINTABLE_ASCII.test(text)) return text.length;
+  let width = 0;
+  for (const { segment } of segmenter.segment(text)) width += graphemeWidth(segment);
+  return width;
+}
+
+function graphemeWidth(grapheme: string): number {
+  if (ZERO_WIDTH.test(grapheme)) return 0;
+  return WIDE.test(grapheme) ? 2 : 1;
+}
+
+/** `text` cut to `width` cells, ending with `…` when cut. */
+export function fit(text: string, width: number): string {
+  if (displayWidth(text) <= width) return text;
+  let out = '';
+  let used = 0;
+  for (const { segment } of segmenter.segment(text)) {
+    const w = graphemeWidth(segment);
+    if (used + w > width - 1) break;
+    out += segment;
+    used += w;
+  }
+  return out + '…';
+}
