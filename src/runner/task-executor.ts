@@ -96,7 +96,7 @@ export async function executeTask(task: ExecutableTask, ctx: ExecutorContext): P
         }
         // Past its own allowance, a charged but unusable 200 ends the task as failed-retryable: the next run tries
         // it again, instead of this one paying up to `retries` more times for a fault that may repeat.
-        if (action === 'retry' && isUnusablePaidAnswer(err) && ++unusablePaid > ctx.retry.paidRetries) {
+        if (isUnusablePaidAnswer(err) && ++unusablePaid > ctx.retry.paidRetries) {
           throw new AbortError(err as Error);
         }
         if (action === 'retry') throw err;
