@@ -17,8 +17,11 @@ const ROWS = 150_000;
 const VALID_EVERY = 500;
 const VALID = ROWS / VALID_EVERY;
 const LATER_POSTS = 5;
-/** Well under the time the whole input takes to read (seconds), with room for a loaded machine. */
-const PROMPT_EXIT_MS = 1000;
+/**
+ * Catches a stop that waits for the whole read (or hangs); generous, because CI runs test files in parallel on
+ * two cores. That the read stopped part way is asserted by the rows it wrote, which does not depend on timing.
+ */
+const PROMPT_EXIT_MS = 5000;
 
 const sandboxes = useSandboxes();
 const workspaces = useWorkspaces();
@@ -109,8 +112,8 @@ describe('SIGINT while the input is read into the ledger', () => {
     const resumed = await runCli(['run', ...files, '--db', ws.db, '--json'], { cwd: ws.dir, env });
     const resumedMs = performance.now() - resumedAt;
     expect(resumed.code, resumed.stderr).toBe(0);
-    // The run that reads the whole input (and makes its few calls) takes many times what the stop took.
-    expect(stopped.exitMs * 4).toBeLessThan(resumedMs);
+    // The run that reads the whole input (and makes its few calls) takes longer than the stop took.
+    expect(stopped.exitMs * 2).toBeLessThan(resumedMs);
     expect(taskStatuses(ws, 'big-leads')).toEqual({ done: VALID });
     expect(taskStatuses(ws, 'later-posts')).toEqual({ done: LATER_POSTS });
     expect(count(ws, `SELECT count(DISTINCT input_key) FROM tasks WHERE job = 'big-leads'`)).toBe(VALID);
