@@ -24,6 +24,13 @@ function headline(s: RunSummary): string {
 export function formatRunSummary(s: RunSummary): string {
   const lines = [`Run ${s.runId}: ${headline(s)}`];
   for (const j of s.jobs) {
+    if (j.status === 'not_reached' && j.planned > 0) {
+      lines.push(
+        `  ${j.name} (${j.operation}): stopped while reading its input (${plural(j.planned, 'task')} planned so far, ${j.deferred} deferred): ` +
+          'no call made; the next run reads it again and does it',
+      );
+      continue;
+    }
     if (j.status === 'not_reached') {
       const refresh = j.deferred > 0 ? ` (its refresh too: ${plural(j.deferred, 'task')} deferred)` : '';
       lines.push(`  ${j.name} (${j.operation}): not reached: the run stopped before it; the next run does it${refresh}`);

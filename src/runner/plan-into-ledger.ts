@@ -9,31 +9,48 @@ export const PLAN_DEFAULTS = {
   invalidSamples: 20,
 } as const;
 
-/** What reading a job's input found. */
+/** What reading a job's input found: of a read cut short, what the batches written until then hold. */
 export interface PlanCounts {
   tasks: number;
   invalid: number;
   duplicates: number;
   invalidSamples: InvalidInputRow[];
+  /** False when a stop ended the read before the end of the input. */
+  complete: boolean;
 }
 
 /**
  * Streams a job's input into the task ledger in batches, one transaction each, before any call is made.
  * Every row that cannot become a task is recorded in `invalid_inputs` with its file, line and reason; once the
  * whole input is read, the job's rows it did not report again (fixed or removed since) are dropped.
+ * Once `stop` is aborted the read ends at the next row, so a Ctrl-C during the read of millions of rows is
+ * obeyed in a moment rather than once the whole file is in the ledger.
  */
-export async function planIntoLedger(job: Job, ledger: Ledger, runId: number): Promise<PlanCounts> {
-  const counts: PlanCounts = { tasks: 0, invalid: 0, duplicates: 0, invalidSamples: [] };
+export async function planIntoLedger(job: Job, ledger: Ledger, runId: number, stop?: AbortSignal): Promise<PlanCounts> {
+  const counts: PlanCounts = { tasks: 0, invalid: 0, duplicates: 0, invalidSamples: [], complete: false };
   let tasks: NewTask[] = [];
   let invalid: InvalidInputRow[] = [];
+  let duplicates = 0;
+  // Counted as written, so that the counts of a read cut short are those of the ledger.
   const flush = () => {
     ledger.insertPlanned(tasks, invalid, runId, new Date().toISOString());
+    counts.tasks += tasks.length;
+    counts.invalid += invalid.length;
+    counts.duplicates += duplicates;
+    for (const row of invalid) {
+      if (counts.invalidSamples.length >= PLAN_DEFAULTS.invalidSamples) break;
+      counts.invalidSamples.push(row);
+    }
     tasks = [];
     invalid = [];
+    duplicates = 0;
   };
   for await (const item of planTasks(job)) {
+    // Checked at every row, not at a flush: a long stretch of duplicates writes nothing. The batch being
+    // gathered is dropped, so the ledger holds whole batches; the next run reads those rows again. The stale
+    // invalid rows are not dropped either: the lines not read may still be invalid, their records still true.
+    if (stop?.aborted) return counts;
     if (item.kind === 'task') {
-      counts.tasks += 1;
       tasks.push({
         job: job.name,
         operation: job.operation,
@@ -43,24 +60,22 @@ export async function planIntoLedger(job: Job, ledger: Ledger, runId: number): P
         inputLine: item.line,
       });
     } else if (item.kind === 'invalid') {
-      counts.invalid += 1;
-      const row: InvalidInputRow = {
+      invalid.push({
         job: job.name,
         file: job.input.csv,
         line: item.line,
         field: item.field ?? null,
         value: item.value === undefined || item.value === null ? null : String(item.value).slice(0, 200),
         reason: item.reason,
-      };
-      invalid.push(row);
-      if (counts.invalidSamples.length < PLAN_DEFAULTS.invalidSamples) counts.invalidSamples.push(row);
+      });
     } else {
-      counts.duplicates += 1;
+      duplicates += 1;
     }
     if (tasks.length + invalid.length >= PLAN_DEFAULTS.batchRows) flush();
   }
   flush();
   ledger.dropStaleInvalid(job.name, runId);
+  counts.complete = true;
   return counts;
 }
 

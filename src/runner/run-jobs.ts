@@ -21,6 +21,7 @@ import { ProgressReporter } from './progress.ts';
 import { silentLogger, type Logger } from './logger.ts';
 import { notReachedJob } from './not-reached-job.ts';
 import { jobSummary, runEnd, runStatus, type JobSummary, type RunSummary } from './run-summary.ts';
+import { partlyPlanned } from './partly-planned-job.ts';
 import { OutageBreaker } from './outage-breaker.ts';
 import { FailureLog, formatCodeCounts } from './failure-log.ts';
 import { describeStop } from './stop-summary.ts';
@@ -123,10 +124,14 @@ async function runLocked(
       }
       let plan: PlanCounts;
       try {
-        plan = await planIntoLedger(job, ledger, runId);
+        plan = await planIntoLedger(job, ledger, runId, stop.signal);
       } catch (err) {
         if (!isJobUnusable(err)) throw err;
         summaries.push(skipped.skip(job, err));
+        continue;
+      }
+      if (!plan.complete) {
+        summaries.push(partlyPlanned(job, plan, ledger, runId, logger));
         continue;
       }
       const refresh = options.refresh ?? false;

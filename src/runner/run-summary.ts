@@ -33,7 +33,8 @@ export interface JobSummary {
   fresh: number;
   /**
    * Planned tasks skipped because they failed for good in an earlier run (not retried without --refresh).
-   * Not fresh: they hold no data. They are in `failed` too. planned = fresh + failedBefore + worked.
+   * Not fresh: they hold no data. They are in `failed` too. planned = fresh + failedBefore + worked, but for
+   * a job not reached whose input the run stopped reading part way: its `planned` tasks are all `deferred`.
    */
   failedBefore: number;
   worked: number;
@@ -111,6 +112,22 @@ export function skippedJobSummary(job: { name: string; operation: Operation | nu
  */
 export function notReachedJobSummary(job: { name: string; operation: Operation }, deferred = 0): JobSummary {
   return { ...unplannedJobSummary(job, 'not_reached'), deferred };
+}
+
+/**
+ * The summary of a job whose input the run was still reading when it stopped (a signal): not reached, no call
+ * made, with what the read had written so far (`planned`, `invalidRows`, `duplicates`) and how many of its
+ * tasks wait for the next run (`deferred`), which reads the whole input again.
+ */
+export function partlyPlannedJobSummary(job: { name: string; operation: Operation }, plan: PlanCounts, deferred: number): JobSummary {
+  return {
+    ...unplannedJobSummary(job, 'not_reached'),
+    planned: plan.tasks,
+    invalidRows: plan.invalid,
+    duplicates: plan.duplicates,
+    deferred,
+    invalidSamples: plan.invalidSamples,
+  };
 }
 
 function unplannedJobSummary(job: { name: string; operation: Operation | null }, status: JobStatus): JobSummary {
