@@ -150,6 +150,20 @@ describe('loadJob', () => {
     ]);
   });
 
+  it('names each misspelt key of a .json or .ts job, with the field it most likely means', async () => {
+    const dir = await jobDir({
+      'typo.json': JSON.stringify({ opertion: 'post-details', input: { cvs: 'p.csv', column: 'post_url' } }, null, 2),
+      'typo.ts': `export default { operation: 'post-details', input: { csv: 'p.csv', column: 'post_url' }, refreshAfterDay: 3 };`,
+    });
+    expect((await loadError(`${dir}/typo.json`)).message.split('\n')).toEqual([
+      `${dir}/typo.json: operation: is required: one of "similar-companies", "post-details", "search-jobs"`,
+      `${dir}/typo.json: input.csv: is required`,
+      `${dir}/typo.json: input.cvs: unknown field (did you mean "csv"?)`,
+      `${dir}/typo.json: opertion: unknown field (did you mean "operation"?)`,
+    ]);
+    expect((await loadError(`${dir}/typo.ts`)).message).toBe(`${dir}/typo.ts: refreshAfterDay: unknown field (did you mean "refreshAfterDays"?)`);
+  });
+
   it('rejects a missing file and an unknown extension', async () => {
     expect((await loadError('nope.json')).message).toBe('nope.json: cannot read job file: file not found');
     expect((await loadError('nope.ts')).message).toBe('nope.ts: cannot read job file: file not found');
