@@ -62,6 +62,41 @@ describe('a job file that is not valid JSON', () => {
   }, CLI_TESTS_MS);
 });
 
+describe('a .ts job file that does not compile', () => {
+  it('plan and run exit 2 with file:line:column and what is wrong, in one line like a JSON syntax error', async () => {
+    const ws = await workspaces();
+    await ws.write('posts.csv', 'post_url\n');
+    await ws.write('x.ts', ['export default {', "  operation: 'post-details',", "  input: { csv: 'posts.csv', column: 'post_url' },,", '};', ''].join('\n'));
+    const env = { NETINGEST_API_URL: 'http://127.0.0.1:9', NETINGEST_API_TOKEN: 'unused-token' };
+    const results = await Promise.all(['plan', 'run'].map((command) => runCli([command, 'x.ts', '--db', ws.db], { cwd: ws.dir, env })));
+    for (const r of results) {
+      expect(r.code, r.stderr).toBe(2);
+      expect(r.stderr).toBe('netingest: x.ts:3:51: invalid TypeScript: Expected identifier but found "," [JOB_INVALID]\n');
+    }
+  }, CLI_TESTS_MS);
+});
+
+describe('a job file with a misspelt key', () => {
+  it('plan and run exit 2 naming every unknown key with the field it most likely means', async () => {
+    const ws = await workspaces();
+    await ws.write('posts.csv', 'post_url\n');
+    await ws.write('typo.json', JSON.stringify({ opertion: 'post-details', input: { csv: 'posts.csv', column: 'post_url' }, refreshAfterDay: 3 }));
+    const env = { NETINGEST_API_URL: 'http://127.0.0.1:9', NETINGEST_API_TOKEN: 'unused-token' };
+    const results = await Promise.all(['plan', 'run'].map((command) => runCli([command, 'typo.json', '--db', ws.db], { cwd: ws.dir, env })));
+    for (const r of results) {
+      expect(r.code, r.stderr).toBe(2);
+      expect(r.stderr).toBe(
+        [
+          'netingest: typo.json: operation: is required: one of "similar-companies", "post-details", "search-jobs"',
+          'typo.json: opertion: unknown field (did you mean "operation"?)',
+          'typo.json: refreshAfterDay: unknown field (did you mean "refreshAfterDays"?) [JOB_INVALID]',
+          '',
+        ].join('\n'),
+      );
+    }
+  }, CLI_TESTS_MS);
+});
+
 describe('search-jobs columns', () => {
   it('a misspelt parameter column, or none at all, stops plan and run with exit 2 before any call', async () => {
     const { sandbox, ws } = await setUp();

@@ -114,6 +114,21 @@ describe('loadJob', () => {
     expect(err.issues).toEqual([{ field: '', message: 'invalid JSON: Expected double-quoted property name', line: 4, column: 1 }]);
   });
 
+  it('points at a .ts syntax error as file:line:column in one line, counting characters as the editor does', async () => {
+    const dir = await jobDir({
+      'syntax.ts': ["// Café crème", 'export default {', "  operation: 'post-details', name: 'café',,", '};', ''].join('\n'),
+      'uses-helper.ts': "import input from './helper.ts';\nexport default { operation: 'post-details', input };\n",
+      'helper.ts': "export default { csv: 'p.csv', column: 'u' ;\n",
+    });
+    const err = await loadError(`${dir}/syntax.ts`);
+    expect(err.message).toBe(`${dir}/syntax.ts:3:43: invalid TypeScript: Expected identifier but found ","`);
+    expect(err.issues).toEqual([{ field: '', message: 'invalid TypeScript: Expected identifier but found ","', line: 3, column: 43 }]);
+    // The error is in a module the job imports: that file is the one to fix, so it is named.
+    expect((await loadError(`${dir}/uses-helper.ts`)).message).toBe(
+      `${dir}/uses-helper.ts: failed to load: ${dir}/helper.ts:1:44: invalid TypeScript: Expected "}" but found ";"`,
+    );
+  });
+
   it('finds the position of a JSON error whose engine message has none (Node 20: "Unexpected token")', async () => {
     const text = [
       '{',
@@ -148,6 +163,20 @@ describe('loadJob', () => {
       `${dir}/wrong.json: input.column: is required`,
       `${dir}/wrong.json: extra: unknown field; allowed here: name, description, pages, rate, retry, credits, refreshAfterDays, operation, input, request`,
     ]);
+  });
+
+  it('names each misspelt key of a .json or .ts job, with the field it most likely means', async () => {
+    const dir = await jobDir({
+      'typo.json': JSON.stringify({ opertion: 'post-details', input: { cvs: 'p.csv', column: 'post_url' } }, null, 2),
+      'typo.ts': `export default { operation: 'post-details', input: { csv: 'p.csv', column: 'post_url' }, refreshAfterDay: 3 };`,
+    });
+    expect((await loadError(`${dir}/typo.json`)).message.split('\n')).toEqual([
+      `${dir}/typo.json: operation: is required: one of "similar-companies", "post-details", "search-jobs"`,
+      `${dir}/typo.json: input.csv: is required`,
+      `${dir}/typo.json: input.cvs: unknown field (did you mean "csv"?)`,
+      `${dir}/typo.json: opertion: unknown field (did you mean "operation"?)`,
+    ]);
+    expect((await loadError(`${dir}/typo.ts`)).message).toBe(`${dir}/typo.ts: refreshAfterDay: unknown field (did you mean "refreshAfterDays"?)`);
   });
 
   it('rejects a missing file and an unknown extension', async () => {

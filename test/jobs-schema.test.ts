@@ -95,7 +95,9 @@ describe('job schema', () => {
     [{ ...similar, pages: '2' }, 'jobs/t.json: pages: must be a number (got "2")'],
     [{ ...similar, pages: 1.5 }, 'jobs/t.json: pages: must be a whole number (got 1.5)'],
     [{ ...similar, pages: 0 }, 'jobs/t.json: pages: must be at least 1'],
-    [{ ...similar, rate: { concurency: 2 } }, 'jobs/t.json: rate.concurency: unknown field; allowed here: requestsPerMinute, concurrency'],
+    [{ ...similar, rate: { concurency: 2 } }, 'jobs/t.json: rate.concurency: unknown field (did you mean "concurrency"?)'],
+    [{ ...similar, rate: { burst: 2 } }, 'jobs/t.json: rate.burst: unknown field; allowed here: requestsPerMinute, concurrency'],
+    [{ ...similar, refreshAfterDay: 3 }, 'jobs/t.json: refreshAfterDay: unknown field (did you mean "refreshAfterDays"?)'],
     [{ ...similar, retry: { retries: -1 } }, 'jobs/t.json: retry.retries: must not be negative'],
     [{ ...similar, credits: { maxPerRun: 0 } }, 'jobs/t.json: credits.maxPerRun: must be a positive number'],
     [{ ...similar, refreshAfterDays: -1 }, 'jobs/t.json: refreshAfterDays: must not be negative'],
@@ -113,7 +115,9 @@ describe('job schema', () => {
       'jobs/t.json: request.account.employeeSize.range[0].end: must not be below start',
     ],
     [{ ...posts, pages: 2 }, 'jobs/t.json: pages: post-details has one result per post: leave "pages" out or set it to 1'],
-    [{ ...posts, request: { num: 3 } }, 'jobs/t.json: request.num: unknown field; allowed here: url'],
+    [{ ...posts, request: { num: 3 } }, 'jobs/t.json: request.num: unknown field; no field is allowed here'],
+    // page and url are named in the schema only to say why they cannot be set: never suggested, never listed.
+    [{ ...similar, request: { pages: 2 } }, 'jobs/t.json: request.pages: unknown field; allowed here: account, num'],
     [{ ...search, input: { csv: 'q.csv', column: 'keywords' } }, expect.stringContaining('jobs/t.json: input.column: not used by search-jobs')],
     [{ ...search, request: { start: 10 } }, expect.stringContaining('jobs/t.json: request.start: not allowed here')],
     [{ ...search, request: { companyIds: 'acme' } }, 'jobs/t.json: request.companyIds: company ids are numeric; got "acme"'],
@@ -132,6 +136,28 @@ describe('job schema', () => {
       'jobs/t.json: colour: unknown field; allowed here: name, description, pages, rate, retry, credits, refreshAfterDays, operation, input, request',
     ]);
     expect(err.issues.map((i) => i.field)).toEqual(['rate.requestsPerMinute', 'request.account.size', 'colour']);
+  });
+
+  it('names a misspelt key with the field it most likely means, next to what its absence breaks', () => {
+    expect(errorOf({ opertion: 'post-details', input: posts.input }).message.split('\n')).toEqual([
+      'jobs/t.json: operation: is required: one of "similar-companies", "post-details", "search-jobs"',
+      'jobs/t.json: opertion: unknown field (did you mean "operation"?)',
+    ]);
+    expect(errorOf({ ...posts, input: { cvs: 'p.csv', column: 'post_url' } }).message.split('\n')).toEqual([
+      'jobs/t.json: input.csv: is required',
+      'jobs/t.json: input.cvs: unknown field (did you mean "csv"?)',
+    ]);
+  });
+
+  it('still checks what every operation shares when the operation is missing or unknown', () => {
+    const err = errorOf({ operation: 'post-detail', input: { cvs: 'p.csv' }, refresh_after_days: 3, rate: { concurrency: 0 }, request: { anything: 1 } });
+    expect(err.message.split('\n')).toEqual([
+      'jobs/t.json: operation: must be one of "similar-companies", "post-details", "search-jobs" (got "post-detail")',
+      'jobs/t.json: rate.concurrency: must be at least 1',
+      'jobs/t.json: input.csv: is required',
+      'jobs/t.json: input.cvs: unknown field (did you mean "csv"?)',
+      'jobs/t.json: refresh_after_days: unknown field (did you mean "refreshAfterDays"?)',
+    ]);
   });
 
   it('rejects a file name that cannot be a job name unless the job names itself', () => {

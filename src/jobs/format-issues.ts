@@ -1,4 +1,5 @@
-import type { core } from 'zod';
+import type { core, z } from 'zod';
+import { nearestName } from '../near-name.ts';
 import type { JobIssue } from './job-error.ts';
 
 type RawIssue = core.$ZodRawIssue;
@@ -25,9 +26,8 @@ export function jobErrorMap(iss: RawIssue): string | undefined {
     case 'invalid_value':
       return `must be ${iss.values.map((v) => JSON.stringify(v)).join(' or ')}`;
     case 'unrecognized_keys': {
-      const shape = (iss.inst as { _zod?: { def?: { shape?: Record<string, unknown> } } } | undefined)?._zod?.def?.shape;
-      const allowed = shape ? Object.keys(shape) : [];
-      return allowed.length > 0 ? `unknown field; allowed here: ${allowed.join(', ')}` : 'unknown field';
+      const allowed = allowedFields(iss);
+      return allowed.length > 0 ? `unknown field; allowed here: ${allowed.join(', ')}` : 'unknown field; no field is allowed here';
     }
     case 'invalid_union': {
       const u = iss as RawIssue & { discriminator?: string; options?: unknown[] };
@@ -43,12 +43,39 @@ export function jobErrorMap(iss: RawIssue): string | undefined {
   }
 }
 
-/** Turns zod issues into one line per bad field; an unknown-field issue names each unknown field. */
-export function formatIssues(issues: readonly core.$ZodIssue[]): JobIssue[] {
+/** What checkJobValue found: the value as the schema outputs it, or one issue per bad field. */
+export type JobValueCheck<T> = { success: true; data: T } | { success: false; issues: JobIssue[] };
+
+/**
+ * Parses `value` with `schema` under jobErrorMap and turns what is wrong into one issue per bad field. Each
+ * unknown field gets its own message: a suggestion when it misspells a field allowed there, else that list.
+ */
+export function checkJobValue<T>(schema: z.ZodType<T>, value: unknown): JobValueCheck<T> {
+  // A finalized issue no longer holds the object schema, whose fields the suggestions are picked from.
+  const allowedAt = new Map<string, string[]>();
+  const parsed = schema.safeParse(value, {
+    error: (iss) => {
+      if (iss.code === 'unrecognized_keys') allowedAt.set(fieldPath(iss.path ?? []), allowedFields(iss));
+      return jobErrorMap(iss);
+    },
+  });
+  if (parsed.success) return { success: true, data: parsed.data };
+  return { success: false, issues: formatIssues(parsed.error.issues, allowedAt) };
+}
+
+/**
+ * Turns zod issues into one line per bad field; an unknown-field issue names each unknown field, and with the
+ * fields allowed in its object (by the object's path) says which one it most likely misspells.
+ */
+function formatIssues(issues: readonly core.$ZodIssue[], allowedAt?: ReadonlyMap<string, readonly string[]>): JobIssue[] {
   const out: JobIssue[] = [];
   for (const issue of issues) {
     if (issue.code === 'unrecognized_keys') {
-      for (const key of issue.keys) out.push({ field: fieldPath([...issue.path, key]), message: issue.message });
+      const allowed = allowedAt?.get(fieldPath(issue.path));
+      for (const key of issue.keys) {
+        const near = allowed && nearestName(key, allowed);
+        out.push({ field: fieldPath([...issue.path, key]), message: near ? `unknown field (did you mean "${near}"?)` : issue.message });
+      }
     } else {
       const field = fieldPath(issue.path);
       out.push({ field, message: field === '' ? `the job definition ${issue.message}` : issue.message });
@@ -79,6 +106,20 @@ function withArticle(expected: string): string {
   if (expected === 'array') return 'a list';
   if (expected === 'object') return 'an object';
   return `a ${expected}`;
+}
+
+/** The fields of the object an unknown-field issue is about, less those declared only to be refused with a reason. */
+function allowedFields(iss: RawIssue): string[] {
+  const shape = (iss.inst as { _zod?: { def?: { shape?: Record<string, SchemaDef> } } } | undefined)?._zod?.def?.shape;
+  return shape ? Object.keys(shape).filter((k) => !isRefusal(shape[k]!)) : [];
+}
+
+type SchemaDef = { _zod: { def: { type: string; innerType?: SchemaDef } } };
+
+/** A `z.never(...).optional()` field: named in the schema only so that setting it says why it cannot be set. */
+function isRefusal(schema: SchemaDef): boolean {
+  const def = schema._zod.def;
+  return def.type === 'never' || (def.type === 'optional' && def.innerType !== undefined && isRefusal(def.innerType));
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {

@@ -1,7 +1,8 @@
-import { readFile, readdir } from 'node:fs/promises';
+import { readFile, readdir, realpath } from 'node:fs/promises';
 import { basename, extname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { tsImport } from 'tsx/esm/api';
+import { describeCompileError, type CompileError } from './compile-error.ts';
 import { JOB_DEFAULTS } from './defaults.ts';
 import { JobFileError, formatJobIssue, type JobIssue } from './job-error.ts';
 import { describeJsonSyntaxError } from './json-syntax-error.ts';
@@ -25,7 +26,7 @@ export async function loadJob(path: string, options: LoadJobOptions = {}): Promi
   const ext = extname(file).toLowerCase();
   let value: unknown;
   if (ext === '.json') value = await readJson(file, displayName);
-  else if (MODULE_EXTENSIONS.has(ext)) value = await importDefault(file, displayName);
+  else if (MODULE_EXTENSIONS.has(ext)) value = await importDefault(file, displayName, cwd);
   else throw fileError(displayName, `not a job file: expected .json or .ts (got "${ext || 'no extension'}")`);
   return resolveJob(value, { displayName, file, defaultName: basename(file, extname(file)), cwd });
 }
@@ -122,7 +123,7 @@ async function readJson(file: string, displayName: string): Promise<unknown> {
   }
 }
 
-async function importDefault(file: string, displayName: string): Promise<unknown> {
+async function importDefault(file: string, displayName: string, cwd: string): Promise<unknown> {
   let mod: Record<string, unknown>;
   try {
     // tsImport, not import(): a .ts job outside an ESM package (a folder with no package.json) is compiled as
@@ -133,6 +134,8 @@ async function importDefault(file: string, displayName: string): Promise<unknown
     if (code === 'ERR_MODULE_NOT_FOUND' && String((err as Error).message).includes(file)) {
       throw fileError(displayName, 'cannot read job file: file not found', err);
     }
+    const compile = await describeCompileError(err, file);
+    if (compile) throw new JobFileError(displayName, await Promise.all(compile.map((e) => compileIssue(e, file, cwd))), { cause: err });
     // CommonJS errors append a "Require stack" naming the loader's internal namespace: noise to a user.
     const reason = (err instanceof Error ? err.message : String(err)).replace(/\nRequire stack:[\s\S]*$/, '');
     throw fileError(displayName, `failed to load: ${reason}`, err);
@@ -144,6 +147,20 @@ async function importDefault(file: string, displayName: string): Promise<unknown
     throw fileError(displayName, 'has no default export: write `export default defineJob({ ... })`');
   }
   return value;
+}
+
+/** A compile error as an issue: at its line and column when it is in the job file, else naming the file it is in. */
+async function compileIssue(error: CompileError, jobFile: string, cwd: string): Promise<JobIssue> {
+  if (await sameFile(error.file, jobFile)) return { field: '', message: error.message, line: error.line, column: error.column };
+  const where = error.line === undefined || error.column === undefined ? '' : `:${error.line}:${error.column}`;
+  return { field: '', message: `failed to load: ${displayPath(resolve(cwd, error.file), cwd)}${where}: ${error.message}` };
+}
+
+/** Whether two paths name one file; the compiler may name it by its real path, with symlinks resolved. */
+async function sameFile(a: string, b: string): Promise<boolean> {
+  if (a === b) return true;
+  const real = (p: string) => realpath(p).catch(() => p);
+  return (await real(a)) === (await real(b));
 }
 
 function fsReason(err: unknown): string {

@@ -3,7 +3,7 @@ import { isAbsolute, resolve } from 'node:path';
 import type { SimilarCompaniesAccount } from '../spec/types.ts';
 import { JOB_DEFAULTS } from './defaults.ts';
 import { JobFileError, type JobIssue } from './job-error.ts';
-import { formatIssues, jobErrorMap } from './format-issues.ts';
+import { checkJobValue } from './format-issues.ts';
 import { SEARCH_QUERY_PARAMS, normalizeParam, type SearchQueryBase } from './search-query.ts';
 
 const NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$/;
@@ -127,6 +127,18 @@ const searchJobs = z.strictObject({
 /** The one schema of a job definition, whether written as JSON or as a `.ts` module. */
 export const jobDefinitionSchema = z.discriminatedUnion('operation', [similarCompanies, postDetails, searchJobs]);
 
+/**
+ * What every operation shares. The union checks nothing else when it cannot tell the operation, so a definition
+ * whose operation is missing or unknown is checked against this too: a misspelt `operation` key is then named
+ * with whatever else is wrong. The request's fields depend on the operation, so it is left unchecked here.
+ */
+const anyOperation = z.strictObject({
+  ...common,
+  operation: z.unknown().optional(),
+  input: z.strictObject({ csv: text, column: z.unknown().optional() }),
+  request: z.unknown().optional(),
+});
+
 /** A job as written by the user; every field but operation and input is optional. */
 export type JobDefinition = z.input<typeof jobDefinitionSchema>;
 
@@ -187,8 +199,11 @@ export interface ResolveContext {
 
 /** Validates a definition and fills in every default; throws JobFileError naming the file and each bad field. */
 export function resolveJob(value: unknown, ctx: ResolveContext): Job {
-  const parsed = jobDefinitionSchema.safeParse(value, { error: jobErrorMap });
-  if (!parsed.success) throw new JobFileError(ctx.displayName, formatIssues(parsed.error.issues));
+  const parsed = checkJobValue(jobDefinitionSchema, value);
+  if (!parsed.success) {
+    const shared = parsed.issues.some((i) => i.field === 'operation') ? checkJobValue(anyOperation, value) : undefined;
+    throw new JobFileError(ctx.displayName, shared?.success === false ? [...parsed.issues, ...shared.issues] : parsed.issues);
+  }
   const def = parsed.data;
   const issues: JobIssue[] = [];
 

@@ -1,0 +1,43 @@
+/** How far a name may be from a known one and still count as a misspelling of it. */
+export const NEAR_NAME_MAX_EDITS = 2;
+
+/**
+ * The name among `known` that `name` most likely misspells: the same letters but for case, `_`, `-` and spaces,
+ * or at most NEAR_NAME_MAX_EDITS edits away; undefined when none is that close.
+ */
+export function nearestName<T extends string>(name: string, known: readonly T[]): T | undefined {
+  const squashed = squash(name);
+  let best: T | undefined;
+  let bestEdits = NEAR_NAME_MAX_EDITS + 1;
+  for (const candidate of known) {
+    const edits = editDistance(squashed, squash(candidate), bestEdits - 1);
+    if (edits < bestEdits) {
+      best = candidate;
+      bestEdits = edits;
+    }
+  }
+  return best;
+}
+
+function squash(name: string): string {
+  return name.toLowerCase().replace(/[\s_-]/g, '');
+}
+
+/** Levenshtein distance of `a` and `b`, or `max + 1` as soon as it is known to exceed `max`. */
+function editDistance(a: string, b: string, max: number): number {
+  if (Math.abs(a.length - b.length) > max) return max + 1;
+  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const row = [i];
+    let rowMin = i;
+    for (let j = 1; j <= b.length; j++) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      const d = Math.min(prev[j]! + 1, row[j - 1]! + 1, prev[j - 1]! + cost);
+      row.push(d);
+      rowMin = Math.min(rowMin, d);
+    }
+    if (rowMin > max) return max + 1;
+    prev = row;
+  }
+  return prev[b.length]!;
+}
