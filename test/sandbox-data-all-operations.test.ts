@@ -1,34 +1,24 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startSandbox, type Sandbox } from '../src/sandbox/server.ts';
-import { TOKEN, content, requestsTo, startDataSandbox } from './sandbox-data-helpers.ts';
+import { describe, expect, it } from 'vitest';
+import { startSandbox } from '../src/sandbox/server.ts';
+import { TOKEN, content, useDataSandbox } from './sandbox-data-helpers.ts';
 
 // What every operation's data shares: the same answer for the same seed, 404s for inputs without data, and
 // empty pages past the end when the sandbox is told to give them.
-let sb: Sandbox;
-let other: Sandbox;
-
-beforeAll(async () => {
-  sb = await startDataSandbox();
-  other = await startDataSandbox();
-});
-afterAll(async () => {
-  await sb.stop();
-  await other.stop();
-});
-
-const { similar, get } = requestsTo(() => sb);
+const { similar, get } = useDataSandbox();
+// A second sandbox with the same seed: its answers must be the same.
+const other = useDataSandbox().sandbox;
 
 describe('sandbox data', () => {
   it('answers the same request with the same body, in another sandbox with the same seed too', async () => {
     const payload = { url: 'https://www.network.com/company/acme-robotics', account: {}, page: 1, num: 5 };
-    const [a, b, c] = [await similar(payload), await similar(payload), await similar(payload, other)];
+    const [a, b, c] = [await similar(payload), await similar(payload), await similar(payload, other())];
     expect(a.status).toBe(200);
     expect(content(a.body)).toEqual(content(b.body));
     expect(content(a.body)).toEqual(content(c.body));
     const post = 'https://www.network.com/posts/jane-doe_launch-activity-7180000000000000001-AbCd';
-    expect(content((await get('post-details', { url: post })).body)).toEqual(content((await get('post-details', { url: post }, other)).body));
+    expect(content((await get('post-details', { url: post })).body)).toEqual(content((await get('post-details', { url: post }, other())).body));
     const q = { keywords: 'data engineer', location: 'berlin', start: '0' };
-    expect(content((await get('search-jobs', q)).body)).toEqual(content((await get('search-jobs', q, other)).body));
+    expect(content((await get('search-jobs', q)).body)).toEqual(content((await get('search-jobs', q, other())).body));
   });
 
   it('gives other data with another seed', async () => {

@@ -1,18 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Sandbox } from '../src/sandbox/server.ts';
-import { isInt, isStringArray, isUrl, requestsTo, startDataSandbox } from './sandbox-data-helpers.ts';
+import { describe, expect, it } from 'vitest';
+import { isInt, isStringArray, isUrl, useDataSandbox } from './sandbox-data-helpers.ts';
 
 // similar-companies: every field, the URL keys, the filters and the paging.
-let sb: Sandbox;
-
-beforeAll(async () => {
-  sb = await startDataSandbox();
-});
-afterAll(async () => {
-  await sb.stop();
-});
-
-const { similar } = requestsTo(() => sb);
+const { similar } = useDataSandbox();
 
 function checkAddress(a: any): void {
   for (const k of ['city', 'country', 'line1', 'postalCode']) expect(typeof a[k], k).toBe('string');

@@ -1,4 +1,4 @@
-import { expect } from 'vitest';
+import { afterAll, beforeAll, expect } from 'vitest';
 import { startSandbox, type Sandbox } from '../src/sandbox/server.ts';
 
 // Real HTTP against a sandbox on a free port, with the node global fetch (not the project's client).
@@ -48,6 +48,19 @@ export function requestsTo(sandbox: () => Sandbox): {
       return fetch(`${on.url}/v1/api/${path}${qs ? `?${qs}` : ''}`, { headers: { authorization: `Bearer ${TOKEN}` } }).then(answer);
     },
   };
+}
+
+/** A data sandbox for the calling test file, started before its tests and stopped after; the requests address it. */
+export function useDataSandbox(): ReturnType<typeof requestsTo> & { sandbox: () => Sandbox } {
+  let sb: Sandbox;
+  beforeAll(async () => {
+    sb = await startDataSandbox();
+  });
+  afterAll(async () => {
+    await sb.stop();
+  });
+  const sandbox = () => sb;
+  return { sandbox, ...requestsTo(sandbox) };
 }
 
 /** The body without the counters, which change with every call. */

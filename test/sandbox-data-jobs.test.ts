@@ -1,19 +1,9 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Sandbox } from '../src/sandbox/server.ts';
+import { describe, expect, it } from 'vitest';
 import { REFERENCE_DATE_MS } from '../src/sandbox/data/reference-date.ts';
-import { content, isUrl, requestsTo, startDataSandbox } from './sandbox-data-helpers.ts';
+import { content, isUrl, useDataSandbox } from './sandbox-data-helpers.ts';
 
 // search-jobs: every field, the dates, paging by record offset and the filters.
-let sb: Sandbox;
-
-beforeAll(async () => {
-  sb = await startDataSandbox();
-});
-afterAll(async () => {
-  await sb.stop();
-});
-
-const { get } = requestsTo(() => sb);
+const { get } = useDataSandbox();
 
 describe('sandbox data', () => {
   it('answers job searches with every field, matching descriptions and fixed-reference dates', async () => {

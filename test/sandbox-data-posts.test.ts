@@ -1,18 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Sandbox } from '../src/sandbox/server.ts';
-import { content, isInt, isStringArray, isUrl, requestsTo, startDataSandbox } from './sandbox-data-helpers.ts';
+import { describe, expect, it } from 'vitest';
+import { content, isInt, isStringArray, isUrl, useDataSandbox } from './sandbox-data-helpers.ts';
 
 // post-details: every field, and the post id from either form of URL.
-let sb: Sandbox;
-
-beforeAll(async () => {
-  sb = await startDataSandbox();
-});
-afterAll(async () => {
-  await sb.stop();
-});
-
-const { get } = requestsTo(() => sb);
+const { get } = useDataSandbox();
 
 describe('sandbox data', () => {
   it('answers post details with every field, ids from both URL forms and stable ids otherwise', async () => {
