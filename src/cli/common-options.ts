@@ -54,3 +54,11 @@ export const BOM_OPTION = {
   default: false,
   describe: 'CSV only: start the file with a UTF-8 byte-order mark, so that Excel shows non-ASCII text right',
 } as const;
+
+/** `--escape-formulas` of the commands that write CSV (export, enrich, query): the spreadsheet case again. */
+export const ESCAPE_FORMULAS_OPTION = {
+  type: 'boolean',
+  default: false,
+  describe:
+    "CSV only: put a ' before text starting with = + - @, tab or carriage return, so that a spreadsheet shows it instead of running it as a formula",
+} as const;

@@ -29,9 +29,13 @@ export interface EnrichOptions extends OutputTarget, PumpOptions {
   format?: ExportFormat;
   /** CSV only: start with a UTF-8 byte-order mark, for Excel. Default false. */
   bom?: boolean;
+  /** CSV only: a `'` before text a spreadsheet would run as a formula (see EncoderOptions). Default false. */
+  escapeFormulas?: boolean;
   /** Directory a relative job path (and its input path) resolves against. Default process.cwd(). */
   cwd?: string;
 }
+
+export const ENRICH_DEFAULTS = { format: 'csv', bom: false, escapeFormulas: false } as const satisfies Partial<EnrichOptions>;
 
 /** What enrichJob() reports. */
 export interface EnrichResult extends WriteResult {
@@ -44,7 +48,12 @@ export interface EnrichResult extends WriteResult {
 
 /** Writes the enriched lead list of a job; nothing is left at `out` if it fails or is interrupted. */
 export async function enrichJob(options: EnrichOptions): Promise<EnrichResult> {
-  assertEncoderOptions(options.format ?? 'csv', { bom: options.bom });
+  const format = options.format ?? ENRICH_DEFAULTS.format;
+  const encoderOptions = {
+    bom: options.bom ?? ENRICH_DEFAULTS.bom,
+    escapeFormulas: options.escapeFormulas ?? ENRICH_DEFAULTS.escapeFormulas,
+  };
+  assertEncoderOptions(format, encoderOptions);
   const job = typeof options.job === 'string' ? await loadJob(options.job, { cwd: options.cwd }) : options.job;
   const displayName = job.input.csv;
   assertOutputIsNotInput(options.out, [
@@ -96,7 +105,7 @@ export async function enrichJob(options: EnrichOptions): Promise<EnrichResult> {
     }
 
     const target = verifiedBy(database, options);
-    const result = await writeRows(rows(), encoderFor(options.format ?? 'csv', columns, { bom: options.bom }), target, target);
+    const result = await writeRows(rows(), encoderFor(format, columns, encoderOptions), target, target);
     return { ...result, columns, inputRows, statuses };
   } catch (err) {
     database.assertUnchanged(err);

@@ -7,7 +7,7 @@ import type BetterSqlite3 from 'better-sqlite3';
 import { UsageError } from '../errors.ts';
 import { assertOutputIsNotInput, openForReading, verifiedBy } from './read-database.ts';
 import { asQueryError, prepareReadQuery } from './read-only-sql.ts';
-import { assertEncoderOptions, encoderFor, type ExportFormat } from './row-encoders.ts';
+import { assertEncoderOptions, encoderFor, type EncoderOptions, type ExportFormat } from './row-encoders.ts';
 import { exportSources, findSource, parseSince } from './sources.ts';
 import { writeRows, type OutputTarget, type WriteResult } from './write-output.ts';
 import { assertOutputIsAFile } from './output-sink.ts';
@@ -22,6 +22,8 @@ export interface ExportCommonOptions extends OutputTarget, PumpOptions {
   format?: ExportFormat;
   /** CSV only: start with a UTF-8 byte-order mark, for Excel. Default false. */
   bom?: boolean;
+  /** CSV only: a `'` before text a spreadsheet would run as a formula (see EncoderOptions). Default false. */
+  escapeFormulas?: boolean;
 }
 
 /** Options of exportTable(). */
@@ -47,7 +49,7 @@ export interface ExportResult extends WriteResult {
   workers: number;
 }
 
-export const EXPORT_DEFAULTS = { format: 'csv', bom: false } as const satisfies Partial<ExportCommonOptions>;
+export const EXPORT_DEFAULTS = { format: 'csv', bom: false, escapeFormulas: false } as const satisfies Partial<ExportCommonOptions>;
 
 /** Exports every row of a table or view, in insertion (rowid) order for tables. */
 export async function exportTable(options: ExportTableOptions): Promise<ExportResult> {
@@ -80,6 +82,7 @@ export async function exportTable(options: ExportTableOptions): Promise<ExportRe
         columns,
         format: options.format ?? EXPORT_DEFAULTS.format,
         bom: options.bom ?? EXPORT_DEFAULTS.bom,
+        escapeFormulas: options.escapeFormulas ?? EXPORT_DEFAULTS.escapeFormulas,
         since: since !== undefined ? { column: source.seenAtColumn!, value: since } : undefined,
         range,
         busyTimeoutMs: database.sqlite.pragma('busy_timeout', { simple: true }) as number,
@@ -113,10 +116,17 @@ export async function exportSql(options: ExportSqlOptions): Promise<ExportResult
 
 /** Refuses, before the database is opened, an --out that cannot be written or would replace the database. */
 function checkOutputPath(options: ExportCommonOptions): void {
-  assertEncoderOptions(options.format ?? EXPORT_DEFAULTS.format, { bom: options.bom });
+  assertEncoderOptions(options.format ?? EXPORT_DEFAULTS.format, encoderOptions(options));
   if (options.out === undefined) return;
   assertOutputIsAFile(options.out);
   assertOutputIsNotInput(options.out, [{ path: options.db, what: 'database' }]);
+}
+
+function encoderOptions(options: ExportCommonOptions): Required<EncoderOptions> {
+  return {
+    bom: options.bom ?? EXPORT_DEFAULTS.bom,
+    escapeFormulas: options.escapeFormulas ?? EXPORT_DEFAULTS.escapeFormulas,
+  };
 }
 
 async function exportStatement(
@@ -125,7 +135,7 @@ async function exportStatement(
   options: ExportCommonOptions,
 ): Promise<ExportResult> {
   const columns = stmt.columns().map((c) => c.name);
-  const encoder = encoderFor(options.format ?? EXPORT_DEFAULTS.format, columns, { bom: options.bom ?? EXPORT_DEFAULTS.bom });
+  const encoder = encoderFor(options.format ?? EXPORT_DEFAULTS.format, columns, encoderOptions(options));
   // Started only when the pump asks: an iterator that was opened but never closed keeps the connection busy.
   const rows: Iterable<unknown[]> = { [Symbol.iterator]: () => stmt.iterate(...params) as IterableIterator<unknown[]> };
   const result = await writeRows(rows, encoder, options, options);

@@ -13,6 +13,8 @@ export interface ExportWorkerData {
   /** The --since instant, bound as the third parameter when `sql` has one. */
   since: string | undefined;
   format: ExportFormat;
+  /** CSV only: escape text a spreadsheet would run as a formula (the header is encoded by the main thread). */
+  escapeFormulas: boolean;
   columns: string[];
   /** Rows handed to the encoder at once (csv-stringify is called once per batch)... */
   batchRows: number;

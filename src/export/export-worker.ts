@@ -40,7 +40,7 @@ try {
   // The first read opens the read transaction: from here on this connection sees the database as it is now.
   sqlite.prepare('SELECT count(*) FROM sqlite_master').get();
   const stmt = sqlite.prepare(data.sql).raw(true);
-  const encoder = encoderFor(data.format, data.columns);
+  const encoder = encoderFor(data.format, data.columns, { escapeFormulas: data.escapeFormulas });
   const bytes = new Utf8Accumulator();
   port.on('message', (message: ToExportWorkerMessage) => {
     if (message.type === 'recycle') {

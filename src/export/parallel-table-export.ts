@@ -101,6 +101,8 @@ export interface ParallelTableJob {
   format: ExportFormat;
   /** CSV only: start with a UTF-8 byte-order mark (written with the header, on this thread). */
   bom: boolean;
+  /** CSV only: a `'` before text a spreadsheet would run as a formula; the workers encode the rows with it. */
+  escapeFormulas: boolean;
   /** The --since filter: rows whose `column` is at or after `value`. */
   since: { column: string; value: string } | undefined;
   range: RowidRange;
@@ -127,6 +129,7 @@ export async function exportTableInParallel(
         sql,
         since: job.since?.value,
         format: job.format,
+        escapeFormulas: job.escapeFormulas,
         columns: job.columns,
         batchRows: opts.encodeBatchRows,
         batchChars: opts.encodeBatchChars,
@@ -139,7 +142,7 @@ export async function exportTableInParallel(
         const from = fromRowid + seq * opts.chunkRowids;
         return pool.read(seq, from, Math.min(from + opts.chunkRowids - 1, toRowid));
       };
-      return await pumpChunks(readChunk, chunkCount, encoderFor(job.format, job.columns, { bom: job.bom }), sink, {
+      return await pumpChunks(readChunk, chunkCount, encoderFor(job.format, job.columns, { bom: job.bom, escapeFormulas: job.escapeFormulas }), sink, {
         maxChunksInFlight: opts.maxChunksInFlight,
         signal: pumpOptions.signal,
         onProgress: pumpOptions.onProgress,

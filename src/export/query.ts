@@ -4,7 +4,8 @@
  */
 import { openForReading, verifiedBy } from './read-database.ts';
 import { asQueryError, prepareReadQuery } from './read-only-sql.ts';
-import { encoderFor, type RowEncoder } from './row-encoders.ts';
+import { UsageError } from '../errors.ts';
+import { assertEncoderOptions, encoderFor, type RowEncoder } from './row-encoders.ts';
 import { tableEncoder, type TableLayoutOptions } from './table-format.ts';
 import { writeRows, type WriteResult } from './write-output.ts';
 import type { PumpOptions } from './pump-rows.ts';
@@ -25,13 +26,19 @@ export interface RunQueryOptions extends PumpOptions, Omit<TableLayoutOptions, '
   format?: QueryFormat | undefined;
   /** Where to print. Default process.stdout. */
   stream?: QueryStream;
+  /**
+   * CSV only: a `'` before text a spreadsheet would run as a formula (see EncoderOptions). Refused with an
+   * explicit 'table' or 'jsonl'; the table a terminal gets by default shows values as stored (nothing on a
+   * screen runs them). Default false.
+   */
+  escapeFormulas?: boolean;
   /** Rows read before the table layout is fixed (they set the column widths). */
   sampleRows?: number;
   /** Widest the table may be. Default: the terminal's width, else 160. */
   maxTableWidth?: number;
 }
 
-export const QUERY_DEFAULTS = { sampleRows: 200 } as const;
+export const QUERY_DEFAULTS = { sampleRows: 200, escapeFormulas: false } as const satisfies Partial<RunQueryOptions>;
 
 /** What runQuery() reports. */
 export interface QueryResult extends WriteResult {
@@ -43,6 +50,11 @@ export interface QueryResult extends WriteResult {
 export async function runQuery(options: RunQueryOptions): Promise<QueryResult> {
   const stream = options.stream ?? process.stdout;
   const format: QueryFormat = options.format ?? (stream.isTTY ? 'table' : 'csv');
+  const escapeFormulas = options.escapeFormulas ?? QUERY_DEFAULTS.escapeFormulas;
+  if (escapeFormulas && options.format === 'table') {
+    throw new UsageError('--escape-formulas is for CSV only; the table format shows values as stored, for reading on screen');
+  }
+  if (format !== 'table') assertEncoderOptions(format, { escapeFormulas });
   const database = openForReading(options.db);
   try {
     const stmt = prepareReadQuery(database.sqlite, options.sql);
@@ -58,7 +70,7 @@ export async function runQuery(options: RunQueryOptions): Promise<QueryResult> {
       });
       rows = chain(sample, iterator);
     } else {
-      encoder = encoderFor(format, columns);
+      encoder = encoderFor(format, columns, { escapeFormulas });
     }
     try {
       const result = await writeRows(rows, encoder, { stream }, verifiedBy(database, options));

@@ -38,14 +38,22 @@ export interface EncoderOptions {
    * garbles every non-ASCII character; most other readers skip the mark.
    */
   bom?: boolean;
+  /**
+   * CSV only: csv-stringify's `escape_formulas`. A text field (header included) starting with `=` `+` `-` `@`,
+   * tab or carriage return gets a leading `'`, so that a spreadsheet shows it instead of running it as a
+   * formula (CSV injection: the values come from a third-party API). Numbers are left alone (`-2` stays a
+   * number). Off by default: a program reading the file would get values that are not the stored ones.
+   */
+  escapeFormulas?: boolean;
 }
 
 /** CSV with a header row of `columns`. */
 export function csvEncoder(columns: readonly string[], options: EncoderOptions = {}): RowEncoder {
-  const headerOptions = options.bom ? { ...CSV_OPTIONS, bom: true } : CSV_OPTIONS;
+  const rowOptions = options.escapeFormulas ? { ...CSV_OPTIONS, escape_formulas: true } : CSV_OPTIONS;
+  const headerOptions = options.bom ? { ...rowOptions, bom: true } : rowOptions;
   return {
     header: () => stringify([columns as string[]], headerOptions),
-    encode: (rows) => stringify(rows as unknown[][], CSV_OPTIONS),
+    encode: (rows) => stringify(rows as unknown[][], rowOptions),
   };
 }
 
@@ -70,7 +78,7 @@ export function jsonlEncoder(columns: readonly string[]): RowEncoder {
   };
 }
 
-/** The encoder of `format` for `columns`; a byte-order mark asked of JSON Lines is a UsageError. */
+/** The encoder of `format` for `columns`; a CSV-only option asked of JSON Lines is a UsageError. */
 export function encoderFor(format: ExportFormat, columns: readonly string[], options: EncoderOptions = {}): RowEncoder {
   assertEncoderOptions(format, options);
   return format === 'jsonl' ? jsonlEncoder(columns) : csvEncoder(columns, options);
@@ -80,6 +88,10 @@ export function encoderFor(format: ExportFormat, columns: readonly string[], opt
 export function assertEncoderOptions(format: ExportFormat, options: EncoderOptions): void {
   // A JSON Lines reader would take the mark for part of the first object.
   if (options.bom && format !== 'csv') throw new UsageError('--bom is for CSV only; JSON Lines is written without one');
+  // A JSON string is never read as a formula, and a quote added to it would be a changed value.
+  if (options.escapeFormulas && format !== 'csv') {
+    throw new UsageError('--escape-formulas is for CSV only; JSON Lines values are written as they are stored');
+  }
 }
 
 function jsonValue(value: unknown): string {

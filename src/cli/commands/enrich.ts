@@ -1,5 +1,5 @@
 import { defineCommand } from '../command.ts';
-import { BOM_OPTION, withDb } from '../common-options.ts';
+import { BOM_OPTION, ESCAPE_FORMULAS_OPTION, withDb } from '../common-options.ts';
 import { enrichJob } from '../../export/enrich.ts';
 import { EXPORT_FORMATS } from '../../export/row-encoders.ts';
 import { OUTPUT_STOP_SIGNALS, stderrNotice, withStopSignals } from '../signals.ts';
@@ -15,6 +15,7 @@ export const enrichCommand = defineCommand({
       .option('out', { type: 'string', normalize: true, demandOption: true, describe: 'file to write (replaced whole at the end)' })
       .option('format', { choices: EXPORT_FORMATS, default: 'csv' as const, describe: 'csv (header row, RFC 4180) or jsonl' })
       .option('bom', BOM_OPTION)
+      .option('escape-formulas', ESCAPE_FORMULAS_OPTION)
       .example('$0 enrich jobs/lookalikes.json --out lookalikes-enriched.csv', 'each reference company, one row per lookalike')
       .example('$0 enrich jobs/post-engagement.ts --out posts-enriched.csv', 'each post URL with author, text and engagement')
       .epilogue(
@@ -24,7 +25,15 @@ export const enrichCommand = defineCommand({
       ),
   run: async (argv, io) => {
     const result = await withStopSignals(stderrNotice(io.stderr), (signal) =>
-      enrichJob({ db: argv.db, job: argv.job, out: argv.out, format: argv.format, bom: argv.bom, signal }),
+      enrichJob({
+        db: argv.db,
+        job: argv.job,
+        out: argv.out,
+        format: argv.format,
+        bom: argv.bom,
+        escapeFormulas: argv['escape-formulas'],
+        signal,
+      }),
       OUTPUT_STOP_SIGNALS,
     );
     const counts = Object.entries(result.statuses)

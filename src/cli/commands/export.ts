@@ -1,5 +1,5 @@
 import { defineCommand } from '../command.ts';
-import { BOM_OPTION, withDb } from '../common-options.ts';
+import { BOM_OPTION, ESCAPE_FORMULAS_OPTION, withDb } from '../common-options.ts';
 import { UsageError } from '../../errors.ts';
 import { exportSql, exportTable, type ExportResult } from '../../export/export-table.ts';
 import { EXPORT_FORMATS } from '../../export/row-encoders.ts';
@@ -23,6 +23,7 @@ export const exportCommand = defineCommand({
           'only rows updated (or last seen) at or after this date: YYYY-MM-DD (midnight UTC) or an ISO date-time, with Z or an offset such as +01:00 (none: UTC)',
       })
       .option('bom', BOM_OPTION)
+      .option('escape-formulas', ESCAPE_FORMULAS_OPTION)
       .option('list', { type: 'boolean', default: false, describe: 'list the tables and views that can be exported' })
       .example('$0 export companies --out companies.csv', 'every company, as CSV')
       .example('$0 export jobs --since 2026-11-01 --format jsonl > jobs.jsonl', 'jobs seen since November 1st')
@@ -40,7 +41,14 @@ export const exportCommand = defineCommand({
     if (argv.sql !== undefined && argv.since !== undefined) {
       throw new UsageError('--since applies to tables; with --sql, filter in the WHERE clause');
     }
-    const common = { db: argv.db, format: argv.format, bom: argv.bom, out: argv.out, stream: io.stdout };
+    const common = {
+      db: argv.db,
+      format: argv.format,
+      bom: argv.bom,
+      escapeFormulas: argv['escape-formulas'],
+      out: argv.out,
+      stream: io.stdout,
+    };
     const result: ExportResult = await withStopSignals(stderrNotice(io.stderr), (signal) =>
       argv.sql !== undefined
         ? exportSql({ ...common, sql: argv.sql, signal })

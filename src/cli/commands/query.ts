@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { defineCommand } from '../command.ts';
-import { withDb } from '../common-options.ts';
+import { ESCAPE_FORMULAS_OPTION, withDb } from '../common-options.ts';
 import { QUERY_FORMATS, runQuery } from '../../export/query.ts';
 import { TABLE_DEFAULTS } from '../../export/table-format.ts';
 import { OUTPUT_STOP_SIGNALS, stderrNotice, withStopSignals } from '../signals.ts';
@@ -14,6 +14,7 @@ export const queryCommand = defineCommand({
     withDb(y, { whenMissing: 'refuse' })
       .positional('sql', { type: 'string', demandOption: true, describe: 'a SELECT (or WITH, VALUES, EXPLAIN, reporting PRAGMA)' })
       .option('format', { choices: QUERY_FORMATS, describe: 'table, csv or jsonl (default: table on a terminal, else csv)' })
+      .option('escape-formulas', ESCAPE_FORMULAS_OPTION)
       .option('max-width', { ...numberOption('widest column of the table format, in characters'), default: TABLE_DEFAULTS.maxColumnWidth })
       .example(`$0 query "SELECT reference_url, company_name, best_grade FROM v_lookalikes LIMIT 20"`, 'look around')
       .example(`$0 query "SELECT job, status, count(*) FROM tasks GROUP BY 1, 2" --format csv > status.csv`, 'as CSV'),
@@ -25,6 +26,7 @@ export const queryCommand = defineCommand({
         db: argv.db,
         sql: argv.sql,
         format: argv.format,
+        escapeFormulas: argv['escape-formulas'],
         stream: io.stdout,
         maxColumnWidth: Math.max(4, Math.trunc(maxWidth)),
         signal,
