@@ -39,7 +39,7 @@ export function describeStop(facts: StopFacts): RunStopSummary {
     return { reason, limit: null, message };
   }
   if (reason === 'interrupted') {
-    return { reason, limit: null, message: 'interrupted by a signal: calls in flight were finished and written, the remaining tasks are deferred' };
+    return { reason, limit: null, message: 'interrupted by a signal: any calls in flight were finished and written, the remaining tasks are deferred' };
   }
   return { reason, limit: null, message: facts.errorMessage ?? 'stopped by an error' };
 }
