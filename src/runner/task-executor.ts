@@ -45,12 +45,13 @@ export interface ExecutableTask extends WriterTask {
 }
 
 /**
- * How a task ended in this run; `lastPage` says the input's list ended on this page. A failed task has used up
+ * How a task ended in this run; `lastPage` says the input's list ended on this page, `message` is the 404 body's
+ * (see ApiNotFound), kept for the not-found-only warning. A failed task has used up
  * its retries (or met an error no retry would change): `code` and `message` are those recorded on it.
  */
 export type TaskOutcome =
   | { kind: 'done'; lastPage: boolean }
-  | { kind: 'not_found' }
+  | { kind: 'not_found'; message: string | null }
   | { kind: 'failed'; retryable: boolean; code: string; message: string; error: unknown }
   | { kind: 'stopped' };
 
@@ -137,7 +138,7 @@ export async function executeTask(task: ExecutableTask, ctx: ExecutorContext): P
   if (result === null) return { kind: 'stopped' };
   if (result.kind === 'not_found') {
     await ctx.writer.notFound(task, result.call, attempts, result.message);
-    return { kind: 'not_found' };
+    return { kind: 'not_found', message: result.message };
   }
   // The task's slot stays taken until its answer is committed: see ResultWriter.
   await ctx.writer.success(task, task.ingest, task.requestKey, result, attempts);
