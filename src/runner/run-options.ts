@@ -40,6 +40,12 @@ export interface RunOptions {
    * short blip.
    */
   outageMinTasks?: number;
+  /**
+   * Answers a post-details or search-jobs job must get in a run, all of them 404 "not found" and none with
+   * data, before the run warns that a wrong API URL answers the same (see not-found-only.ts). Fewer prove
+   * nothing: a handful of deleted posts is ordinary.
+   */
+  notFoundOnlyMinAnswers?: number;
   /** How the tasks that failed are logged (one line each for the first ones, then counted). */
   failureLog?: FailureLogOptions;
 }
@@ -48,4 +54,5 @@ export const RUN_DEFAULTS = {
   maxThrottleWaitMs: 15 * 60_000,
   requestTimeoutMs: 30_000,
   outageMinTasks: 3,
+  notFoundOnlyMinAnswers: 10,
 } as const;

@@ -1,0 +1,70 @@
+/**
+ * A job whose every answer in a run was a 404 "nothing found", told as a warning. For post-details and
+ * search-jobs the API's 404 body cannot be told apart from a web server's or gateway's 404 for a wrong path
+ * (see notFound() in src/api/http.ts), so an API URL with a wrong path prefix settles every task as not found
+ * and the run ends with exit 0 and no data. The outcome is left alone: a search for rare jobs or a list of
+ * deleted posts can truly find nothing, so this only says what to check.
+ */
+import { bodyExcerpt } from '../api/redact.ts';
+import type { Operation } from '../spec/types.ts';
+import type { TaskOutcome } from './task-executor.ts';
+
+/** Code of the warning in the summary's `warnings` of a job. */
+export const NOT_FOUND_ONLY = 'NOT_FOUND_ONLY';
+
+/** Longest excerpt of the 404 body's message carried by the warning. */
+const MESSAGE_EXCERPT_CHARS = 120;
+
+/** The operations whose "nothing found" 404 looks like a gateway's: similar-companies asks for `error: true`. */
+const AMBIGUOUS_404: ReadonlySet<Operation> = new Set(['post-details', 'search-jobs']);
+
+/** What the run says of a job whose answers were all 404s: the log line's fields and the summary's message. */
+export interface NotFoundOnlyWarning {
+  code: typeof NOT_FOUND_ONLY;
+  /** Answers of the job in the run, every one a 404. */
+  answers: number;
+  status: 404;
+  /** Excerpt (redacted) of the first 404 body's `message`; null when the bodies had none. */
+  bodyMessage: string | null;
+  message: string;
+}
+
+/** Counts the answers of one job in one run, and whether any of them held data. */
+export class NotFoundOnlyWatch {
+  private notFound = 0;
+  private answeredWithData = false;
+  private firstMessage: string | null = null;
+
+  constructor(
+    private readonly operation: Operation,
+    private readonly minAnswers: number,
+    /** Kept out of the excerpt whatever their length (the API token). */
+    private readonly secrets: readonly string[],
+  ) {}
+
+  /** Takes the outcome of a task that got an answer or failed; only answers (200 or 404) count. */
+  record(outcome: TaskOutcome): void {
+    if (outcome.kind === 'done') this.answeredWithData = true;
+    else if (outcome.kind === 'not_found') {
+      this.notFound += 1;
+      this.firstMessage ??= outcome.message;
+    }
+  }
+
+  /** The warning for `job`, or null when it got data, too few answers, or its operation's 404 is unambiguous. */
+  warning(job: string): NotFoundOnlyWarning | null {
+    if (!AMBIGUOUS_404.has(this.operation) || this.answeredWithData || this.notFound < this.minAnswers) return null;
+    const bodyMessage = this.firstMessage === null ? null : bodyExcerpt(this.firstMessage, this.secrets, MESSAGE_EXCERPT_CHARS);
+    const body = bodyMessage === null ? 'no message' : `message ${JSON.stringify(bodyMessage)}`;
+    return {
+      code: NOT_FOUND_ONLY,
+      answers: this.notFound,
+      status: 404,
+      bodyMessage,
+      message:
+        `job ${job} (${this.operation}): all ${this.notFound} answers were 404 not found (${body}); ` +
+        'if these inputs do exist, check the API URL (NETINGEST_API_URL or --api-url): ' +
+        "a web server's or gateway's 404 for a wrong path looks the same for this operation",
+    };
+  }
+}
