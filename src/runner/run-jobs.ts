@@ -29,6 +29,7 @@ import { SkippedJobs } from './skipped-jobs.ts';
 import { applyOverrides } from './job-overrides.ts';
 import { isJobUnusable } from '../jobs/job-error.ts';
 import { RUN_DEFAULTS, type RunOptions } from './run-options.ts';
+import { NotFoundOnlyWatch } from './not-found-only.ts';
 
 export type { JobSummary, RunStopSummary, RunSummary } from './run-summary.ts';
 export { RUN_DEFAULTS, type RunOptions } from './run-options.ts';
@@ -107,6 +108,7 @@ async function runLocked(
   const outageMinTasks = options.outageMinTasks ?? RUN_DEFAULTS.outageMinTasks;
   const breaker = new OutageBreaker(stop, outageMinTasks);
   const maxThrottleWaitMs = options.maxThrottleWaitMs ?? RUN_DEFAULTS.maxThrottleWaitMs;
+  const notFoundOnlyMinAnswers = options.notFoundOnlyMinAnswers ?? RUN_DEFAULTS.notFoundOnlyMinAnswers;
   const skipped = new SkippedJobs(logger);
   const summaries: JobSummary[] = (options.brokenJobFiles ?? []).map((err) => skipped.brokenFile(err));
   let creditsAtStart: number | null = null;
@@ -164,6 +166,7 @@ async function runLocked(
       reporter.start();
       const failures = new FailureLog(reporter.above(logger), job.name, options.failureLog);
       const jobStop = jobStopOf(stop);
+      const notFoundOnly = new NotFoundOnlyWatch(job.operation, notFoundOnlyMinAnswers, [options.api.token]);
       try {
         await workJob(job, ledger, filter, {
           client,
@@ -179,6 +182,7 @@ async function runLocked(
           },
           onTaskEnded: (task, outcome) => {
             breaker.record(outcome.kind === 'failed' ? { kind: 'failed', error: outcome.error } : { kind: 'answered' });
+            notFoundOnly.record(outcome);
             if (outcome.kind !== 'failed') return;
             failures.record({ inputKey: task.inputKey, page: task.page, code: outcome.code, message: outcome.message, retryable: outcome.retryable });
           },
@@ -194,7 +198,8 @@ async function runLocked(
       if (jobStop.stop.reason) ledger.deferPending(job.name, runId, new Date().toISOString());
       const counts = ledger.countsByStatus(job.name, runId);
       const failedByCode = ledger.failedByCode(job.name, runId);
-      summaries.push(jobSummary(job, plan, { worked: runnable, failedBefore }, counts, failedByCode));
+      const warning = notFoundOnly.warning(job.name);
+      summaries.push(jobSummary(job, plan, { worked: runnable, failedBefore }, counts, failedByCode, warning ? [warning] : []));
       const fields = {
         job: job.name,
         done: counts.done,
@@ -206,6 +211,7 @@ async function runLocked(
       // A job cut short is not "finished": its deferred tasks are the run's stop, told next.
       if (jobStop.stop.reason) logger.warn('job stopped before its end', { ...fields, reason: jobStop.stop.reason });
       else logger.info('job finished', fields);
+      if (warning) logger.warn(warning.message, { job: job.name, answers: warning.answers, status: warning.status, body_message: warning.bodyMessage });
     }
   } catch (err) {
     stop.stop('fatal', err);

@@ -9,6 +9,7 @@ import type { RunEnd, RunStatus } from '../db/runs.ts';
 import type { Operation } from '../spec/types.ts';
 import type { PlanCounts } from './plan-into-ledger.ts';
 import type { StopReason } from './run-stop.ts';
+import type { NotFoundOnlyWarning } from './not-found-only.ts';
 import type { RunStopSummary } from './stop-summary.ts';
 
 export type { RunStopSummary } from './stop-summary.ts';
@@ -45,7 +46,15 @@ export interface JobSummary {
   failedByCode: Record<string, number>;
   deferred: number;
   invalidSamples: InvalidInputRow[];
+  /**
+   * What the run noticed about the job that changes neither its outcome nor the exit code; empty for most.
+   * Each has a `code` and a `message`.
+   */
+  warnings: JobWarning[];
 }
+
+/** A warning about a job (by `code`): NOT_FOUND_ONLY, every answer a 404 that a wrong API URL would give too. */
+export type JobWarning = NotFoundOnlyWarning;
 
 /** Whether a job of the run was worked, skipped as unusable, or not reached because the run stopped first. */
 export type JobStatus = 'ran' | 'skipped' | 'not_reached';
@@ -73,13 +82,14 @@ export interface JobDue {
   failedBefore: number;
 }
 
-/** The summary of one job from its plan, what was due, and the ledger's counts (and failure codes) once it was worked. */
+/** The summary of one job from its plan, what was due, the ledger's counts (and failure codes) once it was worked, and its warnings. */
 export function jobSummary(
   job: { name: string; operation: Operation },
   plan: PlanCounts,
   due: JobDue,
   counts: Record<TaskStatus, number>,
   failedByCode: Record<string, number>,
+  warnings: JobWarning[] = [],
 ): JobSummary {
   return {
     name: job.name,
@@ -98,6 +108,7 @@ export function jobSummary(
     failedByCode,
     deferred: counts.deferred + counts.pending,
     invalidSamples: plan.invalidSamples,
+    warnings,
   };
 }
 
@@ -148,6 +159,7 @@ function unplannedJobSummary(job: { name: string; operation: Operation | null },
     failedByCode: {},
     deferred: 0,
     invalidSamples: [],
+    warnings: [],
   };
 }
 
