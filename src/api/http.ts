@@ -137,6 +137,8 @@ function ok<O extends Operation>(t: Transport, operation: O, text: string, call:
  * - search-jobs: a JSON object with a string `message`; the spec's body is the gateway's shape, so nothing
  *   stricter can be asked.
  * - post-details (body not shown): a JSON object, as the other two are; its `message` when a string.
+ * For these two a wrong path prefix still passes, so the run warns of a job whose every answer is a 404
+ * (src/runner/not-found-only.ts).
  */
 function notFound(t: Transport, operation: Operation, text: string, call: ApiCallInfo): ApiResult<never> {
   const raw = t.redactBody(text);
