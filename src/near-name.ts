@@ -3,12 +3,12 @@ export const NEAR_NAME_MAX_EDITS = 2;
 
 /**
  * The name among `known` that `name` most likely misspells: the same letters but for case, `_`, `-` and spaces,
- * or at most NEAR_NAME_MAX_EDITS edits away; undefined when none is that close.
+ * or at most `maxEdits` edits away; undefined when none is that close.
  */
-export function nearestName<T extends string>(name: string, known: readonly T[]): T | undefined {
+export function nearestName<T extends string>(name: string, known: readonly T[], maxEdits = NEAR_NAME_MAX_EDITS): T | undefined {
   const squashed = squash(name);
   let best: T | undefined;
-  let bestEdits = NEAR_NAME_MAX_EDITS + 1;
+  let bestEdits = maxEdits + 1;
   for (const candidate of known) {
     const edits = editDistance(squashed, squash(candidate), bestEdits - 1);
     if (edits < bestEdits) {

@@ -97,6 +97,18 @@ describe('a job file with a misspelt key', () => {
   }, CLI_TESTS_MS);
 });
 
+describe('a job file with a group\'s field at the top level', () => {
+  it('plan exits 2 saying which group the field goes inside', async () => {
+    const ws = await workspaces();
+    await ws.write('posts.csv', 'post_url\n');
+    await ws.write('flat.json', JSON.stringify({ name: 'x', operation: 'post-details', input: { csv: 'posts.csv', column: 'post_url' }, retries: 3 }));
+    const env = { NETINGEST_API_URL: 'http://127.0.0.1:9', NETINGEST_API_TOKEN: 'unused-token' };
+    const r = await runCli(['plan', 'flat.json', '--db', ws.db], { cwd: ws.dir, env });
+    expect(r.code, r.stderr).toBe(2);
+    expect(r.stderr).toBe('netingest: flat.json: retries: unknown field (did you mean "retry.retries"? it goes inside "retry") [JOB_INVALID]\n');
+  }, CLI_TESTS_MS);
+});
+
 describe('search-jobs columns', () => {
   it('a misspelt parameter column, or none at all, stops plan and run with exit 2 before any call', async () => {
     const { sandbox, ws } = await setUp();

@@ -28,11 +28,11 @@ beforeAll(() => {
 });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-function capture(tty = false, columns?: number): QueryStream & PassThrough & { text: () => string } {
+function capture(tty = false, columns?: number): QueryStream & PassThrough & { text: () => string; bytes: () => Buffer } {
   const chunks: Buffer[] = [];
   const stream = new PassThrough();
   stream.on('data', (c: Buffer) => chunks.push(c));
-  return Object.assign(stream, { isTTY: tty, columns, text: () => Buffer.concat(chunks).toString('utf8') });
+  return Object.assign(stream, { isTTY: tty, columns, text: () => Buffer.concat(chunks).toString('utf8'), bytes: () => Buffer.concat(chunks) });
 }
 
 function snapshot(): unknown {
@@ -229,6 +229,38 @@ describe('query runs reads', () => {
       { post_id: 'activity-2', reactions: 1234567 },
       { post_id: 'activity-3', reactions: null },
     ]);
+  });
+});
+
+describe('query --bom', () => {
+  const sql = 'SELECT post_id, author_name FROM posts ORDER BY post_id';
+  const run = async (args: string[], stdout = capture()) => {
+    const stderr = capture();
+    return { code: await main(['query', sql, '--db', db, ...args], { stdout, stderr }), stdout: stdout.bytes(), stderr: stderr.text() };
+  };
+
+  it('starts the CSV with a UTF-8 byte-order mark, the rest byte for byte as without it (piped or --format csv)', async () => {
+    const plain = await run([]);
+    expect(plain.code).toBe(0);
+    expect(plain.stdout.toString('utf8')).toContain('山田太郎');
+    for (const [args, stdout] of [[['--bom'], capture()], [['--bom', '--format', 'csv'], capture(true, 100)]] as const) {
+      const marked = await run([...args], stdout);
+      expect(marked.code, marked.stderr).toBe(0);
+      expect([...marked.stdout.subarray(0, 3)]).toEqual([0xef, 0xbb, 0xbf]);
+      expect(marked.stdout.subarray(3).equals(plain.stdout)).toBe(true);
+    }
+  });
+
+  it('is refused with an explicit table or jsonl format: exit 2, nothing written; the default table on a terminal has none', async () => {
+    for (const format of ['table', 'jsonl']) {
+      const refused = await run(['--bom', '--format', format], capture(true, 100));
+      expect(refused.code).toBe(2);
+      expect(refused.stderr).toMatch(/--bom is for CSV only/);
+      expect(refused.stdout.length).toBe(0);
+    }
+    const tty = await run(['--bom'], capture(true, 100));
+    expect(tty.code).toBe(0);
+    expect(tty.stdout.toString('utf8')).toMatch(/^post_id +\| author_name\n/);
   });
 });
 

@@ -149,6 +149,22 @@ describe('job schema', () => {
     ]);
   });
 
+  it('points a group\'s field written at the top level to the group it goes inside', () => {
+    expect(errorOf({ ...posts, retries: 3 }).message).toBe('jobs/t.json: retries: unknown field (did you mean "retry.retries"? it goes inside "retry")');
+    expect(errorOf({ ...posts, max_per_run: 5 }).message).toBe('jobs/t.json: max_per_run: unknown field (did you mean "credits.maxPerRun"? it goes inside "credits")');
+    expect(errorOf({ ...posts, concurency: 2 }).message).toBe('jobs/t.json: concurency: unknown field (did you mean "rate.concurrency"? it goes inside "rate")');
+    expect(errorOf({ operation: 'post-details', column: 'post_url', input: { csv: 'p.csv' } }).message.split('\n')).toEqual([
+      'jobs/t.json: input.column: is required',
+      'jobs/t.json: column: unknown field (did you mean "input.column"? it goes inside "input")',
+    ]);
+    // The request's fields depend on the operation; spelt exactly, a group's field beats a loose match here (`num` ~ `name`).
+    expect(errorOf({ ...similar, num: 5 }).message).toBe('jobs/t.json: num: unknown field (did you mean "request.num"? it goes inside "request")');
+    expect(errorOf({ ...search, keywords: 'nurse' }).message).toBe('jobs/t.json: keywords: unknown field (did you mean "request.keywords"? it goes inside "request")');
+    // A field of the group at hand is named as before; refused fields (request.url) are never suggested.
+    expect(errorOf({ ...posts, retri: 3 }).message).toBe('jobs/t.json: retri: unknown field (did you mean "retry"?)');
+    expect(errorOf({ ...posts, url: 'x' }).message).toEqual(expect.stringContaining('jobs/t.json: url: unknown field; allowed here: name,'));
+  });
+
   it('still checks what every operation shares when the operation is missing or unknown', () => {
     const err = errorOf({ operation: 'post-detail', input: { cvs: 'p.csv' }, refresh_after_days: 3, rate: { concurrency: 0 }, request: { anything: 1 } });
     expect(err.message.split('\n')).toEqual([

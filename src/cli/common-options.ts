@@ -48,7 +48,7 @@ export function withLogFormat<T>(y: Argv<T>) {
   });
 }
 
-/** `--bom` of the commands that write CSV for people (export, enrich): the spreadsheet case. */
+/** `--bom` of the commands that write CSV for people (export, enrich, query): the spreadsheet case. */
 export const BOM_OPTION = {
   type: 'boolean',
   default: false,

@@ -5,7 +5,7 @@
 import { openForReading, verifiedBy } from './read-database.ts';
 import { asQueryError, prepareReadQuery } from './read-only-sql.ts';
 import { UsageError } from '../errors.ts';
-import { assertEncoderOptions, encoderFor, type RowEncoder } from './row-encoders.ts';
+import { assertEncoderOptions, encoderFor, type EncoderOptions, type RowEncoder } from './row-encoders.ts';
 import { tableEncoder, type TableLayoutOptions } from './table-format.ts';
 import { writeRows, type WriteResult } from './write-output.ts';
 import type { PumpOptions } from './pump-rows.ts';
@@ -32,13 +32,18 @@ export interface RunQueryOptions extends PumpOptions, Omit<TableLayoutOptions, '
    * screen runs them). Default false.
    */
   escapeFormulas?: boolean;
+  /**
+   * CSV only: start with a UTF-8 byte-order mark, for Excel (see EncoderOptions). Refused like escapeFormulas
+   * with an explicit 'table' or 'jsonl'; the table a terminal gets by default is written without one. Default false.
+   */
+  bom?: boolean;
   /** Rows read before the table layout is fixed (they set the column widths). */
   sampleRows?: number;
   /** Widest the table may be. Default: the terminal's width, else 160. */
   maxTableWidth?: number;
 }
 
-export const QUERY_DEFAULTS = { sampleRows: 200, escapeFormulas: false } as const satisfies Partial<RunQueryOptions>;
+export const QUERY_DEFAULTS = { sampleRows: 200, escapeFormulas: false, bom: false } as const satisfies Partial<RunQueryOptions>;
 
 /** What runQuery() reports. */
 export interface QueryResult extends WriteResult {
@@ -50,11 +55,12 @@ export interface QueryResult extends WriteResult {
 export async function runQuery(options: RunQueryOptions): Promise<QueryResult> {
   const stream = options.stream ?? process.stdout;
   const format: QueryFormat = options.format ?? (stream.isTTY ? 'table' : 'csv');
-  const escapeFormulas = options.escapeFormulas ?? QUERY_DEFAULTS.escapeFormulas;
-  if (escapeFormulas && options.format === 'table') {
-    throw new UsageError('--escape-formulas is for CSV only; the table format shows values as stored, for reading on screen');
-  }
-  if (format !== 'table') assertEncoderOptions(format, { escapeFormulas });
+  const csvOptions = {
+    escapeFormulas: options.escapeFormulas ?? QUERY_DEFAULTS.escapeFormulas,
+    bom: options.bom ?? QUERY_DEFAULTS.bom,
+  };
+  if (options.format === 'table') assertNoCsvOptions(csvOptions);
+  if (format !== 'table') assertEncoderOptions(format, csvOptions);
   const database = openForReading(options.db);
   try {
     const stmt = prepareReadQuery(database.sqlite, options.sql);
@@ -70,7 +76,7 @@ export async function runQuery(options: RunQueryOptions): Promise<QueryResult> {
       });
       rows = chain(sample, iterator);
     } else {
-      encoder = encoderFor(format, columns, { escapeFormulas });
+      encoder = encoderFor(format, columns, csvOptions);
     }
     try {
       const result = await writeRows(rows, encoder, { stream }, verifiedBy(database, options));
@@ -85,6 +91,17 @@ export async function runQuery(options: RunQueryOptions): Promise<QueryResult> {
   } finally {
     database.close();
   }
+}
+
+/**
+ * Refuses the CSV-only options with a table asked for by name. The table a terminal gets by default takes them
+ * silently: the same command line piped writes CSV, where they apply.
+ */
+function assertNoCsvOptions(options: EncoderOptions): void {
+  if (options.escapeFormulas) {
+    throw new UsageError('--escape-formulas is for CSV only; the table format shows values as stored, for reading on screen');
+  }
+  if (options.bom) throw new UsageError('--bom is for CSV only; the table format is for reading on screen, written without one');
 }
 
 function takeSample(iterator: Iterator<unknown[]>, size: number): unknown[][] {

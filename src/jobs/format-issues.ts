@@ -52,29 +52,35 @@ export type JobValueCheck<T> = { success: true; data: T } | { success: false; is
  */
 export function checkJobValue<T>(schema: z.ZodType<T>, value: unknown): JobValueCheck<T> {
   // A finalized issue no longer holds the object schema, whose fields the suggestions are picked from.
-  const allowedAt = new Map<string, string[]>();
+  const fieldsAt = new Map<string, FieldsHere>();
   const parsed = schema.safeParse(value, {
     error: (iss) => {
-      if (iss.code === 'unrecognized_keys') allowedAt.set(fieldPath(iss.path ?? []), allowedFields(iss));
+      if (iss.code === 'unrecognized_keys') fieldsAt.set(fieldPath(iss.path ?? []), { allowed: allowedFields(iss), groups: groupFields(iss) });
       return jobErrorMap(iss);
     },
   });
   if (parsed.success) return { success: true, data: parsed.data };
-  return { success: false, issues: formatIssues(parsed.error.issues, allowedAt) };
+  return { success: false, issues: formatIssues(parsed.error.issues, fieldsAt) };
+}
+
+/** The fields of the object an unknown key was found in, and those of each object field in it (its groups). */
+interface FieldsHere {
+  allowed: readonly string[];
+  groups: ReadonlyMap<string, readonly string[]>;
 }
 
 /**
  * Turns zod issues into one line per bad field; an unknown-field issue names each unknown field, and with the
- * fields allowed in its object (by the object's path) says which one it most likely misspells.
+ * fields allowed in its object (by the object's path) says which one it most likely misspells, or which group
+ * it belongs in when it is a field of one of the object's groups written a level too high.
  */
-function formatIssues(issues: readonly core.$ZodIssue[], allowedAt?: ReadonlyMap<string, readonly string[]>): JobIssue[] {
+function formatIssues(issues: readonly core.$ZodIssue[], fieldsAt: ReadonlyMap<string, FieldsHere>): JobIssue[] {
   const out: JobIssue[] = [];
   for (const issue of issues) {
     if (issue.code === 'unrecognized_keys') {
-      const allowed = allowedAt?.get(fieldPath(issue.path));
+      const here = fieldsAt.get(fieldPath(issue.path));
       for (const key of issue.keys) {
-        const near = allowed && nearestName(key, allowed);
-        out.push({ field: fieldPath([...issue.path, key]), message: near ? `unknown field (did you mean "${near}"?)` : issue.message });
+        out.push({ field: fieldPath([...issue.path, key]), message: (here && suggestion(key, issue.path, here)) ?? issue.message });
       }
     } else {
       const field = fieldPath(issue.path);
@@ -82,6 +88,20 @@ function formatIssues(issues: readonly core.$ZodIssue[], allowedAt?: ReadonlyMap
     }
   }
   return out;
+}
+
+/**
+ * What an unknown key most likely means. A group's field spelt exactly (`retries` for `retry.retries`) wins over
+ * a loose match here, which short names would otherwise get (`num` is two edits from `name`).
+ */
+function suggestion(key: string, path: readonly PropertyKey[], here: FieldsHere): string | undefined {
+  const inGroup = (maxEdits?: number): string | undefined => {
+    const near = nearestName(key, [...here.groups.values()].flat(), maxEdits);
+    const group = near && [...here.groups].find(([, fields]) => fields.includes(near))?.[0];
+    return group && `unknown field (did you mean "${fieldPath([...path, group, near])}"? it goes inside "${fieldPath([...path, group])}")`;
+  };
+  const near = nearestName(key, here.allowed);
+  return inGroup(0) ?? (near ? `unknown field (did you mean "${near}"?)` : inGroup());
 }
 
 /** `rate.requestsPerMinute`, `request.account.location[0]`. */
@@ -110,11 +130,32 @@ function withArticle(expected: string): string {
 
 /** The fields of the object an unknown-field issue is about, less those declared only to be refused with a reason. */
 function allowedFields(iss: RawIssue): string[] {
-  const shape = (iss.inst as { _zod?: { def?: { shape?: Record<string, SchemaDef> } } } | undefined)?._zod?.def?.shape;
+  return fieldsOf(iss.inst as SchemaDef | undefined);
+}
+
+/** The object fields of the object an unknown-field issue is about, each with the fields it allows. */
+function groupFields(iss: RawIssue): Map<string, string[]> {
+  const groups = new Map<string, string[]>();
+  for (const [name, field] of Object.entries(shapeOf(iss.inst as SchemaDef | undefined) ?? {})) {
+    const fields = fieldsOf(field);
+    if (fields.length > 0) groups.set(name, fields);
+  }
+  return groups;
+}
+
+function fieldsOf(schema: SchemaDef | undefined): string[] {
+  const shape = shapeOf(schema);
   return shape ? Object.keys(shape).filter((k) => !isRefusal(shape[k]!)) : [];
 }
 
-type SchemaDef = { _zod: { def: { type: string; innerType?: SchemaDef } } };
+/** The shape of an object schema, also when it is optional or nullable; undefined for any other schema. */
+function shapeOf(schema: SchemaDef | undefined): Record<string, SchemaDef> | undefined {
+  const def = schema?._zod?.def;
+  if (def?.shape) return def.shape;
+  return def?.innerType && (def.type === 'optional' || def.type === 'nullable') ? shapeOf(def.innerType) : undefined;
+}
+
+type SchemaDef = { _zod: { def: { type: string; innerType?: SchemaDef; shape?: Record<string, SchemaDef> } } };
 
 /** A `z.never(...).optional()` field: named in the schema only so that setting it says why it cannot be set. */
 function isRefusal(schema: SchemaDef): boolean {

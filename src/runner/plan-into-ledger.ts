@@ -99,14 +99,22 @@ export function settleDue(operation: string, ledger: Ledger, filter: RunnableFil
   return { shared, runnable, failedBefore };
 }
 
+/** What deferRefresh() did: the read of the job's input, and how many tasks it deferred (none if the read was cut). */
+export interface DeferredRefresh {
+  plan: PlanCounts;
+  deferred: number;
+}
+
 /**
  * Under --refresh, writes the refresh of a job the run stopped before reaching into the ledger: its settled
  * tasks are reopened and deferred, so that the next run refreshes them with or without --refresh. Without this
  * the user's only way to finish the refresh would be another --refresh run, paying again for every task this
- * run already refreshed. Returns the number of tasks deferred.
+ * run already refreshed. Once `stop` is aborted the read ends as planIntoLedger's does, and nothing is reopened:
+ * a refresh deferred for only the rows read would be a part of it the user could not tell from the rest.
  */
-export async function deferRefresh(job: Job, ledger: Ledger, runId: number, refreshSince: string): Promise<number> {
-  await planIntoLedger(job, ledger, runId);
+export async function deferRefresh(job: Job, ledger: Ledger, runId: number, refreshSince: string, stop?: AbortSignal): Promise<DeferredRefresh> {
+  const plan = await planIntoLedger(job, ledger, runId, stop);
+  if (!plan.complete) return { plan, deferred: 0 };
   settleDue(job.operation, ledger, { job: job.name, runId, freshSince: refreshSince, refresh: true });
-  return ledger.deferPending(job.name, runId, new Date().toISOString());
+  return { plan, deferred: ledger.deferPending(job.name, runId, new Date().toISOString()) };
 }

@@ -115,13 +115,19 @@ async function runLocked(
   // The first job that stopped on its own credits.maxPerRun while the run went on: the run ends as a credit stop.
   let capStop: (CreditStop & { job: string }) | null = null;
   let errors = 0;
+  // A signal that came after the run stopped for another reason, and kept a job's refresh from being deferred.
+  let refreshInterrupted = false;
 
   try {
     for (const configured of options.jobs) {
       const job = applyOverrides(configured, options.overrides);
       // Listed, so that a nightly log says which jobs waited; their tasks are planned and worked by the next run.
       if (stop.reason) {
-        summaries.push(await notReachedJob(job, { ledger, runId, refresh: options.refresh ?? false, startedAt, stopReason: stop.reason, logger }));
+        const notReached = await notReachedJob(job, {
+          ledger, runId, refresh: options.refresh ?? false, startedAt, stopReason: stop.reason, interrupt: options.signal, logger,
+        });
+        summaries.push(notReached.summary);
+        refreshInterrupted ||= notReached.interrupted;
         continue;
       }
       let plan: PlanCounts;
@@ -222,7 +228,8 @@ async function runLocked(
     options.signal?.removeEventListener('abort', onAbort);
   }
   // Jobs never reached because the run stopped keep their pending tasks for the next run.
-  const stopReason = stop.reason ?? (capStop ? 'credits' : null);
+  // Such a signal ends the run as any interrupt does (130): a 3 would say that every refresh not done was deferred.
+  const stopReason = refreshInterrupted ? 'interrupted' : (stop.reason ?? (capStop ? 'credits' : null));
   const status = runStatus(stopReason, summaries);
   const endedAt = new Date().toISOString();
   const { calls } = callLog.ofRun(runId);

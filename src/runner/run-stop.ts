@@ -6,7 +6,7 @@ export type StopReason = 'credits' | 'throttled' | 'interrupted' | 'auth' | 'out
 
 /**
  * The run's one "stop sending" switch. The first reason wins: a run interrupted while it was already
- * stopping on credits still reports credits. Its signal aborts waits (rate gate, retry backoff), never a
+ * stopping on credits still reports credits (unless the interrupt kept a refresh from being deferred: runJobs). Its signal aborts waits (rate gate, retry backoff), never a
  * call already on the wire, so every billed response is still written.
  */
 export class RunStop {
