@@ -73,6 +73,17 @@ export function csv(header: string[], rows: string[][]): string {
   return [header.join(','), ...rows.map((r) => r.join(','))].join('\n') + '\n';
 }
 
+/**
+ * A large leads CSV (`company_url`) whose every `validEvery`-th row (the first included) is a company page and
+ * the others profile pages: long to read into the ledger, few tasks to call once read.
+ */
+export function mostlyInvalidLeads(rows: number, validEvery: number): string {
+  const lines = Array.from({ length: rows }, (_, i) =>
+    i % validEvery === 0 ? [`https://www.network.com/company/co-${i}`] : [`https://www.network.com/in/person-${i}`],
+  );
+  return csv(['company_url'], lines);
+}
+
 /** Runs jobs in-process against a sandbox with one token. */
 export function run(
   ws: Workspace,

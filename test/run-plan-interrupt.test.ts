@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import BetterSqlite3 from 'better-sqlite3';
 import { PLAN_DEFAULTS } from '../src/runner/plan-into-ledger.ts';
 import { useSandboxes } from './sandbox-helpers.ts';
-import { FAST_RETRY, cliEnv, count, csv, lookupKey, postUrls, query, runCli, spawnCli, taskStatuses, useWorkspaces, waitFor, type Workspace } from './run-helpers.ts';
+import { FAST_RETRY, cliEnv, count, csv, lookupKey, mostlyInvalidLeads, postUrls, query, runCli, spawnCli, taskStatuses, useWorkspaces, waitFor, type Workspace } from './run-helpers.ts';
 
 const TOKEN = 'plan-interrupt-token-3c9e';
 /** Enough rows that reading them takes seconds here; most are invalid, so that the next run's calls are few. */
@@ -26,17 +26,9 @@ const PROMPT_EXIT_MS = 5000;
 const sandboxes = useSandboxes();
 const workspaces = useWorkspaces();
 
-/** The leads: every VALID_EVERY-th row (the first one included) a company page, the others profile pages. */
-function leads(): string {
-  const rows = Array.from({ length: ROWS }, (_, i) =>
-    i % VALID_EVERY === 0 ? [`https://www.network.com/company/co-${i}`] : [`https://www.network.com/in/person-${i}`],
-  );
-  return csv(['company_url'], rows);
-}
-
 /** The large job, then a small one that a run stopped during the first must not start reading. */
 async function jobs(ws: Workspace): Promise<[string, string]> {
-  await ws.write('leads.csv', leads());
+  await ws.write('leads.csv', mostlyInvalidLeads(ROWS, VALID_EVERY));
   await ws.write('posts.csv', csv(['post_url'], postUrls(LATER_POSTS).map((u) => [u])));
   const rate = { requestsPerMinute: 600_000, concurrency: 8 };
   return [

@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { PLAN_DEFAULTS } from '../src/runner/plan-into-ledger.ts';
 import { useSandboxes } from './sandbox-helpers.ts';
-import { FAST_RATE, FAST_RETRY, cliEnv, count, csv, postUrls, query, spawnCli, taskStatuses, useWorkspaces, waitFor } from './run-helpers.ts';
+import { FAST_RATE, FAST_RETRY, cliEnv, count, csv, mostlyInvalidLeads, postUrls, query, spawnCli, taskStatuses, useWorkspaces, waitFor } from './run-helpers.ts';
 
 const TOKEN = 'refresh-interrupt-token-8d21';
 /** Enough rows that reading them takes seconds here; most are invalid, so that the tasks written stay few. */
@@ -18,20 +18,13 @@ const PROMPT_EXIT_MS = 5000;
 const sandboxes = useSandboxes();
 const workspaces = useWorkspaces();
 
-function leads(): string {
-  const rows = Array.from({ length: ROWS }, (_, i) =>
-    i % VALID_EVERY === 0 ? [`https://www.network.com/company/co-${i}`] : [`https://www.network.com/in/person-${i}`],
-  );
-  return csv(['company_url'], rows);
-}
-
 describe('SIGINT while a stopped --refresh run defers the refresh of a job it did not reach', () => {
   it('stops the read at once, keeps whole batches, reads no later job and exits 130', async () => {
     // 5 credits and a reserve of 3: the first job's third call would go below it, so the run stops on credits.
     const sandbox = await sandboxes({ tokens: { [TOKEN]: 5 }, costs: { 'post-details': 1 } });
     const ws = await workspaces();
     await ws.write('posts.csv', csv(['post_url'], postUrls(20).map((u) => [u])));
-    await ws.write('leads.csv', leads());
+    await ws.write('leads.csv', mostlyInvalidLeads(ROWS, VALID_EVERY));
     await ws.write('later.csv', csv(['post_url'], postUrls(3, 50).map((u) => [u])));
     const common = { rate: FAST_RATE, retry: FAST_RETRY };
     const files = [
