@@ -179,7 +179,8 @@ function toSchemaIssue(issue: z.core.$ZodIssue, body: unknown): SchemaIssue {
   const { present, value } = lookup(body, issue.path);
   if (!present) return { path, message: 'required member is missing' };
   const expected = issue.expected === 'int' ? 'integer' : issue.expected;
-  const received = expected === 'integer' && typeof value === 'number' ? String(value) : kindOf(value);
+  // A number too large for a double (1e400) parses as Infinity: "expected number, received number" said nothing.
+  const received = typeof value === 'number' && (expected === 'integer' || !Number.isFinite(value)) ? numberText(value) : kindOf(value);
   return { path, message: `expected ${expected}, received ${received}` };
 }
 
@@ -192,6 +193,10 @@ function lookup(body: unknown, path: ReadonlyArray<PropertyKey>): { present: boo
   return { present: true, value };
 }
 
+function numberText(value: number): string {
+  return Number.isFinite(value) ? String(value) : `a number too large to represent (read as ${value})`;
+}
+
 function kindOf(value: unknown): string {
   if (value === null) return 'null';
   if (Array.isArray(value)) return 'array';
@@ -201,10 +206,15 @@ function kindOf(value: unknown): string {
 function creditsOf(body: unknown): CreditCounters | null {
   if (body === null || typeof body !== 'object') return null;
   const { total_credits, credits_used, credits_remaining } = body as Record<string, unknown>;
-  if (typeof total_credits !== 'number' || typeof credits_used !== 'number' || typeof credits_remaining !== 'number') {
+  if (!isFiniteNumber(total_credits) || !isFiniteNumber(credits_used) || !isFiniteNumber(credits_remaining)) {
     return null;
   }
   return { total_credits, credits_used, credits_remaining };
+}
+
+/** A counter is read only as a finite number: 1e400 parses as Infinity, which no balance can be. */
+function isFiniteNumber(value: unknown): value is number {
+  return typeof value === 'number' && Number.isFinite(value);
 }
 
 function safeStringify(body: unknown): string {

@@ -44,6 +44,8 @@ interface Epoch {
   shortfall: number;
   /** Answers since it began, late ones of the epoch before included: for telling those when a call's epoch is unknown. */
   answers: number;
+  /** Its floor is a balance read before any call (see CreditMeter.seed), not a charged call: it adds no cost. */
+  seeded: boolean;
 }
 
 /** Learns the balance and the cost of each operation from the counters of paid answers, in arrival order. */
@@ -64,6 +66,35 @@ export class CreditMeter {
   private readonly historyCosts = new Map<Operation, number>();
   /** What the run's first paid call cost, fixed when its answer arrives (null: estimated by costOf). */
   private firstCost: number | null = null;
+  /** The operation of the run's first paid answer (null before any, or when the books were seeded). */
+  private firstOperation: Operation | null = null;
+  /** Whether firstCost is a step from zero with no earlier counters: exact only if the account was never used. */
+  private firstCostFromZero = false;
+
+  /**
+   * Starts the books from counters read before the run's first call (the service's free balance check): the
+   * spend is then the growth of credits_used from them, exact from the first call, and the balance is known
+   * before any call. Ignored once an answer has been observed.
+   */
+  seed(counters: CreditCounters): void {
+    if (this.current !== null) return;
+    const used = counters.credits_used;
+    this.current = { index: 0, floorUsed: used, floorOperation: 'post-details', maxUsed: used, total: counters.total_credits, shortfall: shortfallOf(counters), answers: 0, seeded: true };
+  }
+
+  /** Whether the books started from counters read before any call (see seed). */
+  get seeded(): boolean {
+    return this.current?.seeded === true && this.current.index === 0;
+  }
+
+  /**
+   * Whether what the run's first paid call cost is known rather than assumed: from the counters before it (a seed,
+   * or a small step from an earlier run's), a cost earlier runs learned, or the steps of its operation since.
+   */
+  get firstCostKnown(): boolean {
+    if (this.firstOperation === null) return true;
+    return this.firstCost !== null ? !this.firstCostFromZero : this.knowsCost(this.firstOperation);
+  }
 
   /** A cost earlier runs learned is the first sample of its operation's median. */
   constructor(history: CreditHistory = {}) {
@@ -123,6 +154,7 @@ export class CreditMeter {
     const e = this.current;
     if (e === null) {
       this.current = this.newEpoch(0, operation, counters);
+      this.firstOperation = operation;
       // Fixed now: the steps seen later are those of answers that arrive out of the order they were charged
       // in (calls in flight together), whose median can come out at twice the cost. A cost earlier runs
       // learned, else a step from the counters before the run that is no more than the default (larger, it
@@ -132,6 +164,7 @@ export class CreditMeter {
       if (step > 0) this.bounds.set(operation, step);
       const history = this.historyCosts.get(operation);
       this.firstCost = history ?? (step > 0 && step <= CREDIT_METER_DEFAULTS.defaultCostPerCall ? step : null);
+      this.firstCostFromZero = history === undefined && this.firstCost !== null && this.lastCreditsUsed === null;
       this.sample(operation, used);
       return;
     }
@@ -178,7 +211,7 @@ export class CreditMeter {
 
   private newEpoch(index: number, operation: Operation, counters: CreditCounters): Epoch {
     const used = counters.credits_used;
-    return { index, floorUsed: used, floorOperation: operation, maxUsed: used, total: counters.total_credits, shortfall: shortfallOf(counters), answers: 1 };
+    return { index, floorUsed: used, floorOperation: operation, maxUsed: used, total: counters.total_credits, shortfall: shortfallOf(counters), answers: 1, seeded: false };
   }
 
   /** Adds an answer's counter to its operation's samples and updates its median. */
@@ -199,7 +232,9 @@ export class CreditMeter {
 
   /** What an epoch's answers show was spent: the span of its counters plus the cost of its lowest call. */
   private spanOf(e: Epoch): number {
-    // After a reset from zero (or more), the lowest call cost at most its own counter.
+    // A seeded floor is the counter before the first call, not a call. After a reset from zero (or more), the
+    // lowest call cost at most its own counter.
+    if (e.seeded) return e.maxUsed - e.floorUsed;
     const floorCost = e.index === 0 ? (this.firstCost ?? this.costOf(e.floorOperation)) : Math.min(this.costOf(e.floorOperation), e.floorUsed);
     return e.maxUsed - e.floorUsed + floorCost;
   }

@@ -1,5 +1,6 @@
 import type { CreditCounters, Operation } from '../spec/types.ts';
 import { CreditMeter, type CreditHistory } from '../credits/credit-meter.ts';
+import { readableCounters, UnreadCharges, type SentAt } from '../credits/unread-charges.ts';
 
 /** Limits of a CreditGuard. */
 export interface CreditLimits {
@@ -29,13 +30,23 @@ export interface Reservation {
   readonly cost: number;
   /** The meter's epoch when the call was sent, so that an answer charged before a reset is told apart. */
   readonly epoch: number;
+  /** When it was sent, for telling which unread answers its counters cover (see UnreadCharges). */
+  readonly sent: SentAt;
 }
+
+/**
+ * What an attempt tells of its charge: the counters of a paid answer, `'unread'` for a paid answer whose
+ * counters cannot be read (charged at an estimate), or null when nothing was billed.
+ */
+export type Charge = CreditCounters | 'unread' | null;
 
 /**
  * Keeps a run from spending past the reserve or its cap. The balance is learned from the counters of every
  * 200; the cost of each operation from the change in credits_used between responses. Every call reserves its
  * estimated cost before it is sent, so calls in flight are counted before the server bills them. Until the
- * counters have shown the balance and the operation's cost, calls go one at a time.
+ * counters have shown the balance and the operation's cost, calls go one at a time; a balance read before the
+ * first call (seed) lets them go together from the start, each reserved at the conservative default cost.
+ * A paid answer whose counters cannot be read is charged at the highest cost learned for its operation.
  */
 export class CreditGuard {
   private limits: CreditLimits;
@@ -45,10 +56,24 @@ export class CreditGuard {
   private stopReason: CreditStopReason | null = null;
   private stopFigures: CreditStop | null = null;
   private waiters: Array<() => void> = [];
+  private readonly unread = new UnreadCharges();
+  /** The highest cost learned for each operation (costs of earlier runs included): what an unread answer is charged. */
+  private readonly highestCost = new Map<Operation, number>();
 
   constructor(limits: CreditLimits, history: CreditHistory = {}) {
     this.limits = limits;
     this.meter = new CreditMeter(history);
+    for (const [op, cost] of Object.entries(history.costs ?? {})) if (cost && cost > 0) this.highestCost.set(op as Operation, cost);
+  }
+
+  /**
+   * Starts from the balance the service reported before any call (GET /v1/api/auth); ignored unless its
+   * counters are all finite numbers, or once an answer has been seen.
+   */
+  seed(counters: CreditCounters): boolean {
+    if (!readableCounters(counters) || this.meter.balance !== null) return false;
+    this.meter.seed(counters);
+    return true;
   }
 
   /** Sets the limits of the job about to run; spending is counted for the whole run. */
@@ -58,14 +83,28 @@ export class CreditGuard {
     this.stopFigures = null;
   }
 
-  /** The balance as last reported by the service (the lower figure when its counters disagree), or null before any 200. */
+  /**
+   * The balance as last reported by the service (the lower figure when its counters disagree), less the estimates
+   * of paid answers whose counters could not be read; null before any counters.
+   */
   get balance(): number | null {
-    return this.meter.balance;
+    const balance = this.meter.balance;
+    return balance === null ? null : balance - this.unread.uncovered;
   }
 
-  /** Credits this run has spent so far, by the counters (the first call's cost estimated). */
+  /** Credits this run has spent so far, by the counters (the first call's cost estimated unless seeded), and the estimates. */
   get spent(): number {
-    return this.meter.spent;
+    return this.meter.spent + this.unread.uncovered;
+  }
+
+  /** Paid answers whose counters could not be read, each charged at an estimate. */
+  get estimatedAnswers(): number {
+    return this.unread.count;
+  }
+
+  /** Whether the spend holds an estimate: an unread answer, or a first call whose cost no counters before it showed. */
+  get spentIsEstimate(): boolean {
+    return this.unread.uncovered > 0 || (!this.meter.firstCostKnown);
   }
 
   /** Why the guard stopped, or null while calls may go on. */
@@ -92,7 +131,7 @@ export class CreditGuard {
   async acquire(operation: Operation): Promise<Reservation | null> {
     for (;;) {
       if (this.stopReason) return null;
-      const learning = this.balance === null || !this.meter.knowsCost(operation);
+      const learning = this.balance === null || (!this.meter.knowsCost(operation) && !this.meter.seeded);
       if (learning && this.inFlight > 0) {
         await this.settled();
         continue;
@@ -111,16 +150,34 @@ export class CreditGuard {
       }
       this.reserved += cost;
       this.inFlight += 1;
-      return { operation, cost, epoch: this.meter.epoch };
+      const epoch = this.meter.epoch;
+      return { operation, cost, epoch, sent: { epoch, afterCounters: this.meter.balance !== null, tick: this.unread.tick } };
     }
   }
 
-  /** Returns a reservation; `counters` are those of a 200 response (null when nothing was billed). */
-  settle(reservation: Reservation, counters: CreditCounters | null): void {
+  /**
+   * Returns a reservation with what the call was charged: a 200's counters (unreadable ones, a non-finite
+   * number among them, count as `'unread'`), `'unread'`, or null when nothing was billed.
+   */
+  settle(reservation: Reservation, charge: Charge): void {
     this.reserved = Math.max(0, this.reserved - reservation.cost);
     this.inFlight -= 1;
-    if (counters) this.meter.observe(reservation.operation, counters, reservation.epoch);
+    const op = reservation.operation;
+    if (charge !== null && charge !== 'unread' && readableCounters(charge)) {
+      this.meter.observe(op, charge, reservation.epoch);
+      this.unread.readable(reservation.sent, this.meter.epoch);
+      if (this.meter.knowsCost(op)) this.highestCost.set(op, Math.max(this.highestCost.get(op) ?? 0, this.meter.costOf(op)));
+    } else if (charge !== null) {
+      this.unread.charge(reservation.sent, this.unreadCost(op));
+    } else {
+      this.unread.unpaid();
+    }
     this.wake();
+  }
+
+  /** What a paid answer of `operation` whose counters cannot be read is charged: the highest cost learned, else the default. */
+  unreadCost(operation: Operation): number {
+    return Math.max(this.highestCost.get(operation) ?? 0, this.meter.costOf(operation));
   }
 
   /** Stops the run on credits from outside, as a 402 does. */

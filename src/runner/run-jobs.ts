@@ -247,8 +247,11 @@ async function runLocked(
     endedAt,
     jobs: summaries,
     calls,
-    creditsSpent: guard.balance === null ? null : roundCredits(guard.spent),
-    creditsRemaining: guard.balance,
+    // Paid answers without readable counters are spent too, even when no counter ever showed the balance.
+    creditsSpent: guard.balance === null && guard.estimatedAnswers === 0 ? null : roundCredits(guard.spent),
+    creditsRemaining: guard.balance === null ? null : roundCredits(guard.balance),
+    creditsEstimatedAnswers: guard.estimatedAnswers,
+    creditsSpentEstimated: guard.spentIsEstimate,
     error,
     stop: stopped,
   };
