@@ -30,6 +30,7 @@ import { applyOverrides } from './job-overrides.ts';
 import { isJobUnusable } from '../jobs/job-error.ts';
 import { RUN_DEFAULTS, type RunOptions } from './run-options.ts';
 import { NotFoundOnlyWatch } from './not-found-only.ts';
+import { seedFromBalance } from './balance-check.ts';
 
 export type { JobSummary, RunStopSummary, RunSummary } from './run-summary.ts';
 export { RUN_DEFAULTS, type RunOptions } from './run-options.ts';
@@ -117,6 +118,8 @@ async function runLocked(
   let errors = 0;
   // A signal that came after the run stopped for another reason, and kept a job's refresh from being deferred.
   let refreshInterrupted = false;
+  // The free balance check is asked once, before the run's first call.
+  let balanceAsked = false;
 
   try {
     for (const configured of options.jobs) {
@@ -151,6 +154,10 @@ async function runLocked(
         logger.info('invalid input row', { job: job.name, file: bad.file, line: bad.line, field: bad.field, reason: bad.reason });
       }
       guard.setLimits({ reserve: job.credits.reserve, maxPerRun: job.credits.maxPerRun ?? null });
+      if (!balanceAsked && runnable > 0) {
+        balanceAsked = true;
+        await seedFromBalance(client, guard, callLog.lastCounters()?.creditsUsed ?? null, stop.signal, logger);
+      }
       gate.setRequestsPerMinute(job.rate.requestsPerMinute);
       breaker.setThreshold(Math.max(outageMinTasks, job.rate.concurrency));
       const progress: JobProgress = { runnable, done: 0, notFound: 0, failed: 0, errors: 0 };

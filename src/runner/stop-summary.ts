@@ -51,6 +51,8 @@ function creditMessage(limit: CreditStopReason, c: CreditStop | null, cappedJob:
       const fix = 'top up the account or lower credits.reserve (--reserve)';
       if (c?.balance == null) return `credits.reserve: the next call could take the balance below the reserve; ${fix}`;
       const balance = roundCredits(c.balance);
+      // With no reserve, "below the reserve of 0" only meant that the balance cannot pay.
+      if (c.reserve === 0) return `credits: the balance (${balance}) cannot pay for ${next}; top up the account`;
       if (c.balance < c.reserve) return `credits.reserve: the balance (${balance}) is below the reserve of ${c.reserve}; ${fix}`;
       return `credits.reserve: the balance (${balance}) minus ${next} would fall below the reserve of ${c.reserve}; ${fix}`;
     }

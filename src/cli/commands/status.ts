@@ -1,7 +1,8 @@
 import { existsSync } from 'node:fs';
 import { z } from 'zod';
 import { defineCommand } from '../command.ts';
-import { withDb } from '../common-options.ts';
+import { withApi, withDb } from '../common-options.ts';
+import { askLiveBalance, type LiveBalance } from '../live-balance.ts';
 import { openDatabase } from '../../db/open.ts';
 import { readStatus, type StatusReport } from '../../db/status.ts';
 import { UsageError } from '../../errors.ts';
@@ -16,7 +17,7 @@ export const statusCommand = defineCommand({
   name: 'status',
   describe: 'Show recent runs, tasks by status per job, credits spent and the last known balance',
   builder: (y) =>
-    withDb(y, { whenMissing: 'refuse' })
+    withApi(withDb(y, { whenMissing: 'refuse' }))
       .option('runs', { ...numberOption('how many recent runs to list'), default: DEFAULT_RUNS })
       .option('json', { type: 'boolean', default: false, describe: 'print the status as JSON' }),
   run: async (argv, io) => {
@@ -32,7 +33,9 @@ export const statusCommand = defineCommand({
         throw err;
       }
       database.assertUnchanged();
-      io.stdout.write(argv.json ? JSON.stringify(report, null, 2) + '\n' : formatStatus(report));
+      const liveBalance = await askLiveBalance({ apiUrl: argv['api-url'], tokenFile: argv['token-file'] });
+      const full = { ...report, liveBalance };
+      io.stdout.write(argv.json ? JSON.stringify(full, null, 2) + '\n' : formatStatus(full));
       return 0;
     } finally {
       database.close();
@@ -40,7 +43,7 @@ export const statusCommand = defineCommand({
   },
 });
 
-function formatStatus(r: StatusReport): string {
+function formatStatus(r: StatusReport & { liveBalance: LiveBalance | null }): string {
   const lines: string[] = [];
   if (r.lock?.alive) lines.push(`A run is in progress: run ${r.lock.runId ?? '?'} (pid ${r.lock.pid} on ${r.lock.host}, since ${r.lock.acquiredAt})`, '');
   for (const run of r.unfinishedRuns) {
@@ -79,5 +82,6 @@ function formatStatus(r: StatusReport): string {
       ? `Last known balance: ${r.lastCounters.balance} of ${r.lastCounters.totalCredits} (at ${r.lastCounters.at})`
       : 'Last known balance: unknown (no successful call yet)',
   );
+  if (r.liveBalance) lines.push(`Balance now: ${r.liveBalance.balance} of ${r.liveBalance.totalCredits} (asked the service's free credit check)`);
   return lines.join('\n') + '\n';
 }
