@@ -15,7 +15,7 @@ export const BALANCE_PATH = `${API_PREFIX}/auth`;
 
 export const BALANCE_DEFAULTS = {
   /** Longest the check may take (capped by the client's own timeout): a run must not wait long for a courtesy. */
-  timeoutMs: 10_000,
+  timeoutMs: 5_000,
   /** Largest answer read: it holds five members. */
   maxBodyBytes: 64 * 1024,
 } as const;

@@ -208,7 +208,8 @@ async function runLocked(
         await writer.drain();
       }
       if (settleJobStop(jobStop.stop, stop, guard)) capStop ??= { ...guard.stopDetail!, job: job.name };
-      if (jobStop.stop.reason) ledger.deferPending(job.name, runId, new Date().toISOString());
+      // On a full disk this write fails too: the pending tasks wait all the same, and the summary still says what was done.
+      if (jobStop.stop.reason) deferPending(() => ledger.deferPending(job.name, runId, new Date().toISOString()), stop);
       const counts = ledger.countsByStatus(job.name, runId);
       const failedByCode = ledger.failedByCode(job.name, runId);
       const warning = notFoundOnly.warning(job.name);
@@ -283,6 +284,15 @@ async function runLocked(
   const unusable = !stop.reason && status === 'failed' ? skipped.asError() : null;
   if (unusable) throw unusable;
   return summary;
+}
+
+/** Defers a stopped job's pending tasks; a failed write stops the run (pending tasks are picked up all the same). */
+function deferPending(write: () => void, stop: RunStop): void {
+  try {
+    write();
+  } catch (err) {
+    stop.stop('fatal', err);
+  }
 }
 
 function describe(err: unknown, dbFile: string): { code: string; message: string } {

@@ -34,7 +34,9 @@ export const statusCommand = defineCommand({
       }
       database.assertUnchanged();
       const liveBalance = await askLiveBalance({ apiUrl: argv['api-url'], tokenFile: argv['token-file'] });
-      const full = { ...report, liveBalance };
+      // What the account used since the last answer stored: calls lost in flight in the last run, or use elsewhere.
+      const since = liveBalance && report.lastCounters ? Math.round((liveBalance.creditsUsed - report.lastCounters.creditsUsed) * 1e6) / 1e6 : null;
+      const full = { ...report, liveBalance: liveBalance && { ...liveBalance, usedSinceLastStoredAnswer: since } };
       io.stdout.write(argv.json ? JSON.stringify(full, null, 2) + '\n' : formatStatus(full));
       return 0;
     } finally {
@@ -43,7 +45,7 @@ export const statusCommand = defineCommand({
   },
 });
 
-function formatStatus(r: StatusReport & { liveBalance: LiveBalance | null }): string {
+function formatStatus(r: StatusReport & { liveBalance: (LiveBalance & { usedSinceLastStoredAnswer: number | null }) | null }): string {
   const lines: string[] = [];
   if (r.lock?.alive) lines.push(`A run is in progress: run ${r.lock.runId ?? '?'} (pid ${r.lock.pid} on ${r.lock.host}, since ${r.lock.acquiredAt})`, '');
   for (const run of r.unfinishedRuns) {
@@ -77,11 +79,21 @@ function formatStatus(r: StatusReport & { liveBalance: LiveBalance | null }): st
     );
   }
   lines.push('', `Credits spent by all runs: ${r.creditsSpentAllRuns}`);
+  if (r.creditsUncountedBetweenRuns > 0) {
+    lines.push(
+      `Credits used between runs and counted by none: ${r.creditsUncountedBetweenRuns} (paid answers lost in flight when a run was ` +
+        'killed, or the token used elsewhere)',
+    );
+  }
   lines.push(
     r.lastCounters
       ? `Last known balance: ${r.lastCounters.balance} of ${r.lastCounters.totalCredits} (at ${r.lastCounters.at})`
       : 'Last known balance: unknown (no successful call yet)',
   );
-  if (r.liveBalance) lines.push(`Balance now: ${r.liveBalance.balance} of ${r.liveBalance.totalCredits} (asked the service's free credit check)`);
+  if (r.liveBalance) {
+    const since = r.liveBalance.usedSinceLastStoredAnswer;
+    const gap = since !== null && since > 0 ? `; ${since} used since the last answer stored, by calls lost in flight or elsewhere` : '';
+    lines.push(`Balance now: ${r.liveBalance.balance} of ${r.liveBalance.totalCredits} (asked the service's free credit check${gap})`);
+  }
   return lines.join('\n') + '\n';
 }

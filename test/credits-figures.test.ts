@@ -1,0 +1,94 @@
+/**
+ * Figures and messages that must be true and plain: what a run stopped by a full disk did, what `status` says of
+ * credits no run counted (paid answers lost in flight), a counter of 1e400 in a schema message.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { describe, expect, it } from 'vitest';
+import { startSandbox } from '../src/sandbox/server.ts';
+import { validateResponse } from '../src/api/schemas.ts';
+import { ApiSchemaError } from '../src/api/errors.ts';
+import { runJobs } from '../src/runner/run-jobs.ts';
+import { runCli as runCliLimited } from './soak/cli-process.ts';
+import { FAST_RATE, FAST_RETRY, count, csv, postUrls, runCli, useWorkspaces, type Workspace } from './run-helpers.ts';
+import { useFakeServices } from './sandbox-helpers.ts';
+import { postResponse } from './db-fixtures.ts';
+
+const TOKEN = 'figures-token-5521';
+const newWorkspace = useWorkspaces();
+const startFake = useFakeServices();
+
+async function postsJob(ws: Workspace, n: number, first = 0): Promise<string> {
+  await ws.write('posts.csv', csv(['post_url'], postUrls(n, first).map((u) => [u])));
+  return ws.job('posts', { operation: 'post-details', input: { csv: 'posts.csv', column: 'post_url' }, rate: FAST_RATE, retry: FAST_RETRY });
+}
+
+describe('a run stopped by a full disk', () => {
+  it('says how many tasks it did, as the ledger holds them, and that a write failed (not "cannot open")', async () => {
+    const sandbox = await startSandbox({ port: 0, tokens: { [TOKEN]: 1_000_000 }, notFoundRate: 0, logRequests: false });
+    const ws = await newWorkspace();
+    try {
+      const file = await postsJob(ws, 1000);
+      // The database and its log may grow to 2 MB: some hundred answers are committed, then a write fails.
+      const result = await runCliLimited(['run', file, '--db', ws.db, '--json'], {
+        cwd: ws.dir,
+        env: { NETINGEST_API_URL: sandbox.url, NETINGEST_API_TOKEN: TOKEN },
+        fileSizeLimitKb: 2000,
+        timeoutMs: 60_000,
+      });
+      expect(result.code, result.stderr).toBe(1);
+      const summary = JSON.parse(result.stdout) as { jobs: Array<{ name: string; done: number; deferred: number }>; error: { code: string; message: string } };
+      const done = count(ws, `SELECT count(*) FROM tasks WHERE status = 'done'`);
+      expect(done).toBeGreaterThan(0);
+      expect(summary.jobs).toHaveLength(1);
+      const waiting = count(ws, `SELECT count(*) FROM tasks WHERE status IN ('pending', 'deferred')`);
+      expect(summary.jobs[0]).toMatchObject({ name: 'posts', done, deferred: waiting });
+      expect(summary.error.code).toBe('DB_WRITE_FAILED');
+      expect(summary.error.message).toMatch(/could not write .*disk full/);
+      expect(summary.error.message).not.toMatch(/cannot open/);
+    } finally {
+      await sandbox.stop();
+    }
+  }, 90_000);
+});
+
+describe('status and paid answers lost in flight', () => {
+  it('names the credits used between runs that no run counted', async () => {
+    let used = 0;
+    const url = await startFake((req: IncomingMessage, res: ServerResponse) => {
+      const asked = new URL(req.url ?? '/', 'http://x');
+      if (asked.pathname !== '/v1/api/post-details') return void res.writeHead(404).end('{}');
+      used += 1;
+      const id = /activity-(\d+)/.exec(asked.searchParams.get('url') ?? '')?.[1];
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(postResponse({ PostId: `activity-${id}`, total_credits: 1000, credits_used: used, credits_remaining: 1000 - used })));
+    });
+    const ws = await newWorkspace();
+    const api = { baseUrl: url, token: TOKEN };
+    await runJobs({ dbPath: ws.db, jobs: await ws.load(await postsJob(ws, 5)), api });
+    // Three paid answers the service charged and no run stored: lost in flight when a run was killed.
+    used += 3;
+    await runJobs({ dbPath: ws.db, jobs: await ws.load(await postsJob(ws, 4, 100)), api });
+    expect(used).toBe(12);
+    const json = await runCli(['status', '--db', ws.db, '--json'], { cwd: ws.dir });
+    expect(JSON.parse(json.stdout)).toMatchObject({ creditsSpentAllRuns: 9, creditsUncountedBetweenRuns: 3 });
+    const text = await runCli(['status', '--db', ws.db], { cwd: ws.dir });
+    expect(text.stdout).toContain('Credits spent by all runs: 9\n');
+    expect(text.stdout).toContain('Credits used between runs and counted by none: 3 (paid answers lost in flight when a run was killed, or the token used elsewhere)');
+  });
+});
+
+describe('a credit counter too large for a number', () => {
+  it('is named as such, not "expected number, received number"', () => {
+    const raw = JSON.stringify(postResponse()).replace(/"credits_used":\d+/, '"credits_used":1e400');
+    let err: unknown;
+    try {
+      validateResponse('post-details', JSON.parse(raw), { raw });
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(ApiSchemaError);
+    const issue = (err as ApiSchemaError).issues.find((i) => i.path === 'credits_used');
+    expect(issue?.message).toBe('expected number, received a number too large to represent (read as Infinity)');
+    expect((err as ApiSchemaError).credits).toBeNull();
+  });
+});
