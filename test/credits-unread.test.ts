@@ -36,9 +36,14 @@ function postBody(url: string, counters: string): string {
  * A service that bills 1 credit for every post-details call it answers with a 200, shows readable counters on
  * the first `readable` answers and then answers as `mode` says.
  */
-async function billingService(mode: Mode, readable: number): Promise<{ url: string; billed: () => number }> {
+async function billingService(mode: Mode, readable: number, offersBalance = false): Promise<{ url: string; billed: () => number }> {
   let used = 0;
   const url = await startFake((req: IncomingMessage, res: ServerResponse) => {
+    // The free balance check, when offered, answers the counters; it is not billed.
+    if (req.url === '/v1/api/auth') {
+      if (!offersBalance) return void res.writeHead(404).end('{}');
+      return void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ total_credits: TOTAL, credits_used: used, credits_remaining: TOTAL - used }));
+    }
     const asked = new URL(req.url ?? '/', 'http://x').searchParams.get('url') ?? '';
     used += 1;
     const counters = (u: string, t: string, r: string) => `"total_credits":${t},"credits_used":${u},"credits_remaining":${r}`;
@@ -69,8 +74,8 @@ async function postsJob(ws: Workspace, n: number, credits: Record<string, number
   return ws.job('posts', { operation: 'post-details', input: { csv: 'posts.csv', column: 'post_url' }, rate: FAST_RATE, retry: FAST_RETRY, credits });
 }
 
-async function runAgainst(mode: Mode, readable: number, credits: Record<string, number>): Promise<{ summary: RunSummary; billed: number; ws: Workspace }> {
-  const service = await billingService(mode, readable);
+async function runAgainst(mode: Mode, readable: number, credits: Record<string, number>, offersBalance = false): Promise<{ summary: RunSummary; billed: number; ws: Workspace }> {
+  const service = await billingService(mode, readable, offersBalance);
   const ws = await newWorkspace();
   const jobs = await ws.load(await postsJob(ws, 40, credits));
   // HTML answers look like an outage; here every call must be seen by the credit guard.
@@ -108,6 +113,15 @@ describe('paid answers whose cost cannot be read', () => {
     expect(summary.creditsSpent).toBe(billed * 5);
     expect(summary.creditsRemaining).toBeNull();
     expect(taskStatuses(ws, 'posts')).toMatchObject({ deferred: 40 - billed });
+  });
+
+  it('with the balance read before the first call and no readable answer, the reserve holds at the default cost', async () => {
+    const { summary, billed } = await runAgainst('missing', 0, { reserve: TOTAL - 10 }, true);
+    // 5 credits assumed per answer: two fit above the reserve.
+    expect(billed).toBe(2);
+    expect(summary.stop?.limit).toBe('reserve');
+    expect(summary.creditsRemaining).toBe(TOTAL - 10);
+    expect(summary.creditsSpent).toBe(10);
   });
 
   it('the text and --json summaries of the CLI say how many were estimated', async () => {

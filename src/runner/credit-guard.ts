@@ -2,6 +2,14 @@ import type { CreditCounters, Operation } from '../spec/types.ts';
 import { CreditMeter, type CreditHistory } from '../credits/credit-meter.ts';
 import { readableCounters, UnreadCharges, type SentAt } from '../credits/unread-charges.ts';
 
+export const CREDIT_GUARD_DEFAULTS = {
+  /**
+   * Readable answers of an operation before its estimated cost counts toward the highest learned (what an unread
+   * answer is charged): the first answers of calls sent together can show a passing median of twice the cost.
+   */
+  answersBeforeHighestCost: 3,
+} as const;
+
 /** Limits of a CreditGuard. */
 export interface CreditLimits {
   /** Credits that must stay on the account: no call is sent that could take the balance below this. */
@@ -59,6 +67,8 @@ export class CreditGuard {
   private readonly unread = new UnreadCharges();
   /** The highest cost learned for each operation (costs of earlier runs included): what an unread answer is charged. */
   private readonly highestCost = new Map<Operation, number>();
+  /** Readable answers of each operation in this run. */
+  private readonly readableAnswers = new Map<Operation, number>();
 
   constructor(limits: CreditLimits, history: CreditHistory = {}) {
     this.limits = limits;
@@ -166,7 +176,12 @@ export class CreditGuard {
     if (charge !== null && charge !== 'unread' && readableCounters(charge)) {
       this.meter.observe(op, charge, reservation.epoch);
       this.unread.readable(reservation.sent, this.meter.epoch);
-      if (this.meter.knowsCost(op)) this.highestCost.set(op, Math.max(this.highestCost.get(op) ?? 0, this.meter.costOf(op)));
+      // The first few answers of calls sent together arrive out of order and can show a step of twice the cost.
+      const seen = (this.readableAnswers.get(op) ?? 0) + 1;
+      this.readableAnswers.set(op, seen);
+      if (seen >= CREDIT_GUARD_DEFAULTS.answersBeforeHighestCost && this.meter.knowsCost(op)) {
+        this.highestCost.set(op, Math.max(this.highestCost.get(op) ?? 0, this.meter.costOf(op)));
+      }
     } else if (charge !== null) {
       this.unread.charge(reservation.sent, this.unreadCost(op));
     } else {
