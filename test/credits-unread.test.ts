@@ -7,6 +7,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { describe, expect, it } from 'vitest';
 import { runJobs, type RunSummary } from '../src/runner/run-jobs.ts';
+import { CreditGuard } from '../src/runner/credit-guard.ts';
 import { FAST_RATE, FAST_RETRY, csv, postUrls, runCli, taskStatuses, useWorkspaces, type Workspace } from './run-helpers.ts';
 import { useFakeServices } from './sandbox-helpers.ts';
 
@@ -137,4 +138,38 @@ describe('paid answers whose cost cannot be read', () => {
     expect(service.billed()).toBe(13);
     expect(text.stdout).toContain('credits: about 3 spent (3 paid answers without readable credit counters, each counted at the highest cost learned for its operation)');
   }, 60_000);
+});
+
+describe('an estimate stands until readable counters cover the call', () => {
+  const at = (used: number) => ({ total_credits: 1000, credits_used: used, credits_remaining: 1000 - used });
+
+  it('is replaced by the counters of a call sent after the unread answer came back, and kept otherwise', async () => {
+    const guard = new CreditGuard({ reserve: 0, maxPerRun: null }, { lastCreditsUsed: 0 });
+    const op = 'post-details' as const;
+    for (let used = 1; used <= 5; used++) guard.settle((await guard.acquire(op))!, at(used));
+    guard.settle((await guard.acquire(op))!, 'unread');
+    expect(guard.spent).toBe(6);
+    expect(guard.balance).toBe(994);
+    // Charged 7th, sent after the unread answer (charged 6th) came back: its counters count that one.
+    guard.settle((await guard.acquire(op))!, at(7));
+    expect(guard.spent).toBe(7);
+    expect(guard.spentIsEstimate).toBe(false);
+    // Two calls in flight together; the unread one answers first, the readable one was sent before: not covered.
+    const a = (await guard.acquire(op))!;
+    const b = (await guard.acquire(op))!;
+    guard.settle(b, 'unread');
+    guard.settle(a, at(8));
+    expect(guard.spent).toBe(9);
+    expect(guard.spentIsEstimate).toBe(true);
+    expect(guard.estimatedAnswers).toBe(2);
+  });
+
+  it('an unreadable 200 with a non-finite counter is charged as unread, never read as a balance', async () => {
+    const guard = new CreditGuard({ reserve: 0, maxPerRun: 7 }, { lastCreditsUsed: 0 });
+    guard.settle((await guard.acquire('post-details'))!, at(1));
+    guard.settle((await guard.acquire('post-details'))!, { total_credits: Infinity, credits_used: Infinity, credits_remaining: Infinity });
+    expect(guard.balance).not.toBeNaN();
+    expect(guard.estimatedAnswers).toBe(1);
+    expect(Number.isFinite(guard.spent)).toBe(true);
+  });
 });
