@@ -3,7 +3,10 @@
  * credits no run counted (paid answers lost in flight), a counter of 1e400 in a schema message.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import BetterSqlite3 from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
+import { toDatabaseUseError } from '../src/db/open.ts';
+import { describeError } from '../src/cli/describe-error.ts';
 import { startSandbox } from '../src/sandbox/server.ts';
 import { validateResponse } from '../src/api/schemas.ts';
 import { ApiSchemaError } from '../src/api/errors.ts';
@@ -90,5 +93,25 @@ describe('a credit counter too large for a number', () => {
     const issue = (err as ApiSchemaError).issues.find((i) => i.path === 'credits_used');
     expect(issue?.message).toBe('expected number, received a number too large to represent (read as Infinity)');
     expect((err as ApiSchemaError).credits).toBeNull();
+  });
+});
+
+describe('a value too big for SQLite during a run', () => {
+  it('is a plain write failure naming the database, not "unexpected error: string or blob too big"', () => {
+    const sqlite = new BetterSqlite3(':memory:');
+    let err: unknown;
+    try {
+      // SQLite refuses a value past its length limit before allocating it: the real error, cheaply.
+      sqlite.prepare('SELECT zeroblob(2000000000)').get();
+    } catch (e) {
+      err = e;
+    } finally {
+      sqlite.close();
+    }
+    expect((err as { code?: string }).code).toBe('SQLITE_TOOBIG');
+    const mapped = toDatabaseUseError(err, '/data/x.db');
+    expect(describeError(mapped)).toBe(
+      'database /data/x.db: a value is larger than SQLite can store in one field (string or blob too big) [SQLITE_TOOBIG] [DB_WRITE_FAILED]',
+    );
   });
 });
