@@ -200,11 +200,15 @@ describe('plan and status show the balance the service gives', () => {
     expect(posts(a)).toBe(0);
 
     await runOn(ws, a, file);
+    // Two paid answers no run stored (lost in flight, or the token used elsewhere).
+    a.used += 2;
     const status = await runCli(['status', '--db', ws.db, '--json'], { cwd: ws.dir, env });
     expect(status.code, status.stderr).toBe(0);
-    expect(JSON.parse(status.stdout).liveBalance).toEqual({ balance: 30, totalCredits: 100, creditsUsed: 70 });
+    expect(JSON.parse(status.stdout).liveBalance).toEqual({ balance: 28, totalCredits: 100, creditsUsed: 72, usedSinceLastStoredAnswer: 2 });
     const text = await runCli(['status', '--db', ws.db], { cwd: ws.dir, env });
-    expect(text.stdout).toContain('Balance now: 30 of 100');
+    expect(text.stdout).toContain(
+      "Balance now: 28 of 100 (asked the service's free credit check; 2 used since the last answer stored, by calls lost in flight or elsewhere)",
+    );
     // Without an API configured, status reads the database alone.
     const offline = await runCli(['status', '--db', ws.db, '--json'], { cwd: ws.dir });
     expect(offline.code, offline.stderr).toBe(0);
