@@ -14,7 +14,6 @@ import { FAST_RATE, FAST_RETRY, count, makeWorkspace, query, run, taskStatuses, 
 
 const TOKEN = 'ops-token-3f9a1c';
 const PROBE_TOKEN = 'probe-token';
-const COUNTERS = ['total_credits', 'credits_used', 'credits_remaining'] as const;
 
 let sandbox: Sandbox;
 let probe: Sandbox;
@@ -36,12 +35,6 @@ async function probeCall(path: string, body?: unknown): Promise<{ status: number
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   return { status: res.status, json: (await res.json()) as Record<string, unknown> };
-}
-
-function withoutCounters(body: Record<string, unknown>): Record<string, unknown> {
-  const copy = { ...body };
-  for (const k of COUNTERS) delete copy[k];
-  return copy;
 }
 
 const SIMILAR_CSV = [

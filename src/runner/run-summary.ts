@@ -186,7 +186,7 @@ export function runStatus(stopReason: StopReason | null, jobs: readonly JobSumma
 
 /** The figures of the `runs` row at the end of a run. */
 export function runEnd(summary: RunSummary, creditsAtStart: number | null, exitCode: number | null): RunEnd {
-  const { jobs, error, stop } = summary;
+  const { jobs } = summary;
   return {
     status: summary.status,
     endedAt: summary.endedAt,
