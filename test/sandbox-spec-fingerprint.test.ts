@@ -47,4 +47,15 @@ describe('sandbox default mode', () => {
     const texts = await answers(await sandbox({ tokens: { t: 1e6 }, notFoundRate: 0.05 }));
     expect(texts.map(digest)).toEqual(DIGESTS_BEFORE_LIVE_MODE);
   });
+
+  it('is not touched by the live-service options while no live shape is on', async () => {
+    const tuned = {
+      memberMissingRate: 0.5, memberNullRate: 0.5, brand: 'zetanet', networkHost: 'zetanet.io', maxNum: 1,
+      bareUrlRate: 0.5, countryUrlRate: 0.5, balanceRoute: false,
+    };
+    for (const liveShapes of [false, []]) {
+      const texts = await answers(await sandbox({ tokens: { t: 1e6 }, notFoundRate: 0.05, liveShapes, ...tuned }));
+      expect(texts.map(digest), JSON.stringify(liveShapes)).toEqual(DIGESTS_BEFORE_LIVE_MODE);
+    }
+  });
 });
