@@ -94,9 +94,9 @@ describe('similar-companies', () => {
     expect(typeOf('company_locations', 'is_primary', `company_url LIKE '%acme-1' AND position = 1`)).toBe('integer');
 
     expect(rows('company_locations', 'company_url, position')).toEqual([
-      { company_url: 'https://network.com/company/acme-1', position: 1, is_headquarter: 1, city: 'münchen', country: 'germany', geographic_area: null, is_primary: 1, line1: 'hauptstraße 1', line2: null, postal_code: '80331' },
-      { company_url: 'https://network.com/company/acme-1', position: 2, is_headquarter: 0, city: 'paris', country: 'france', geographic_area: 'île-de-france', is_primary: null, line1: 'rue de rivoli 2', line2: 'bât. b', postal_code: '75001' },
-      { company_url: 'https://network.com/company/acme-2', position: 1, is_headquarter: 1, city: 'münchen', country: 'germany', geographic_area: null, is_primary: 1, line1: 'hauptstraße 1', line2: null, postal_code: '80331' },
+      { company_url: 'https://network.com/company/acme-1', position: 1, is_headquarter: 1, city: 'münchen', country: 'germany', country_name: 'germany', geographic_area: null, is_primary: 1, line1: 'hauptstraße 1', line2: null, postal_code: '80331' },
+      { company_url: 'https://network.com/company/acme-1', position: 2, is_headquarter: 0, city: 'paris', country: 'france', country_name: 'france', geographic_area: 'île-de-france', is_primary: null, line1: 'rue de rivoli 2', line2: 'bât. b', postal_code: '75001' },
+      { company_url: 'https://network.com/company/acme-2', position: 1, is_headquarter: 1, city: 'münchen', country: 'germany', country_name: 'germany', geographic_area: null, is_primary: 1, line1: 'hauptstraße 1', line2: null, postal_code: '80331' },
     ]);
     expect(rows('company_industries', 'company_url, position')).toEqual([
       { company_url: 'https://network.com/company/acme-1', position: 1, value: 'Manufacturing' },
@@ -192,6 +192,7 @@ describe('post-details', () => {
         author_url: 'https://network.com/in/zoe-nunez',
         author_profile_image: '',
         posted_raw: '22-11-2026',
+        posted_on: '2026-11-22',
         text_content: 'Hello 世界!\n\nSecond paragraph with emoji 🎉 and "quotes" and \\ backslash.',
         hashtags: null,
         media_description: '',

@@ -5,6 +5,7 @@ import { canonicalPostUrl, canonicalUrl } from '../../urls/canonical.ts';
 import { postIdOfUrl } from '../../urls/post-id.ts';
 import type { PostDetailsIngestRequest } from '../ingest-request.ts';
 import type { NormalizeResult } from './similar-companies.ts';
+import { preparePostDateOrder } from './post-date-order.ts';
 import { arrayOf, jsonText, objectOf, sqlValue, urlKey } from './values.ts';
 
 const POST_COLUMNS = [
@@ -15,6 +16,7 @@ const POST_COLUMNS = [
   'author_url',
   'author_profile_image',
   'posted_raw',
+  'posted_on',
   'text_content',
   'hashtags',
   'media_description',
@@ -41,6 +43,7 @@ export function preparePostDetails(
   sqlite: BetterSqlite3.Database,
 ): (req: PostDetailsIngestRequest, res: PostDetailsResponse, seenAt: string) => NormalizeResult {
   const upsertPost = sqlite.prepare(UPSERT_POST_SQL);
+  const postDates = preparePostDateOrder(sqlite);
   const deleteMedia = sqlite.prepare('DELETE FROM post_media WHERE post_id = ?');
   const insertMedia = sqlite.prepare('INSERT INTO post_media (post_id, position, url) VALUES (?, ?, ?)');
 
@@ -59,6 +62,7 @@ export function preparePostDetails(
       urlKey(author['network_url'], canonicalUrl) ?? sqlValue(author['network_url']),
       sqlValue(author['profile_image']),
       sqlValue(post['timestamp']),
+      postDates.isoOf(post['timestamp']),
       sqlValue(post['text_content']),
       jsonText(post['hashtags']),
       sqlValue(post['post_media_description']),

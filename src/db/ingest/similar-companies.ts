@@ -6,6 +6,7 @@ import type BetterSqlite3 from 'better-sqlite3';
 import type { CompanyRecord, SimilarCompaniesResponse } from '../../spec/types.ts';
 import { canonicalCompanyUrl } from '../../urls/canonical.ts';
 import type { SimilarCompaniesIngestRequest } from '../ingest-request.ts';
+import { countryName } from './country-name.ts';
 import { arrayOf, givenValue, jsonText, objectOf, sqlValue, urlKey } from './values.ts';
 
 /** Rows written for one response, and company records left out because they carry no URL at all. */
@@ -45,8 +46,8 @@ export const UPSERT_COMPANY_SQL = `
 
 export const INSERT_LOCATION_SQL = `
   INSERT INTO company_locations
-    (company_url, position, is_headquarter, city, country, geographic_area, is_primary, line1, line2, postal_code)
-  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
+    (company_url, position, is_headquarter, city, country, country_name, geographic_area, is_primary, line1, line2, postal_code)
+  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
 
 export const UPSERT_SIMILAR_SQL = `
   INSERT INTO similar_companies
@@ -122,6 +123,7 @@ export function prepareSimilarCompanies(
         isHeadquarter,
         sqlValue(a['city']),
         sqlValue(a['country']),
+        countryName(a['country']),
         sqlValue(a['geographicArea']),
         givenValue(a['isPrimary']),
         sqlValue(a['line1']),
