@@ -16,6 +16,7 @@ import { isIngestRequest } from '../db/ingest-request.ts';
 import { createLedger } from '../db/ledger.ts';
 import type { Database } from '../db/open.ts';
 import { acceptRawResponse } from '../db/raw-archive.ts';
+import { decodeRawBody } from '../db/raw-body.ts';
 import { parseJsonBody } from '../api/json-body.ts';
 import { OPERATIONS, type Operation } from '../spec/types.ts';
 
@@ -74,7 +75,8 @@ interface RawRow {
   operation: string;
   requestKey: string;
   requestJson: string;
-  body: string;
+  body: string | Buffer;
+  bodyEncoding: string | null;
   receivedAt: string;
   taskId: number | null;
   errorCode: string | null;
@@ -91,7 +93,8 @@ export function reprocess(database: Database, options: ReprocessOptions = {}): R
   // Keyset pages instead of one iterate(): better-sqlite3 refuses other statements on a connection while an
   // iterator is open, and the replay writes on this connection.
   const page = sqlite.prepare(
-    `SELECT id, operation, request_key AS requestKey, request_json AS requestJson, body, received_at AS receivedAt,
+    `SELECT id, operation, request_key AS requestKey, request_json AS requestJson, body, body_encoding AS bodyEncoding,
+       received_at AS receivedAt,
        task_id AS taskId, error_code AS errorCode
      FROM raw_responses WHERE id > ? ORDER BY id LIMIT ?`,
   );
@@ -119,7 +122,8 @@ export function reprocess(database: Database, options: ReprocessOptions = {}): R
     const operation = row.operation as Operation;
     const request = JSON.parse(row.requestJson) as unknown;
     if (!isIngestRequest(request) || request.operation !== operation) throw new Error('stored request_json is not a request of this operation');
-    const body = validateResponse(operation, parseJsonBody(row.body), { raw: row.body });
+    const text = decodeRawBody(row.body, row.bodyEncoding);
+    const body = validateResponse(operation, parseJsonBody(text), { raw: text });
     const rows = ingestor.ingest(request, body as never, row.receivedAt).rows;
     // Only now, inside the same savepoint: a body that fails to validate or to normalize changes no task.
     let taskRecovered = false;
