@@ -17,6 +17,7 @@ import { createLedger } from '../db/ledger.ts';
 import type { Database } from '../db/open.ts';
 import { acceptRawResponse } from '../db/raw-archive.ts';
 import { decodeRawBody } from '../db/raw-body.ts';
+import { rawBodiesWerePruned } from '../db/raw-prune.ts';
 import { parseJsonBody } from '../api/json-body.ts';
 import { OPERATIONS, type Operation } from '../spec/types.ts';
 
@@ -64,6 +65,11 @@ export interface ReprocessReport {
   /** Normalized rows deleted before the replay. */
   rowsDeleted: number;
   /**
+   * False once `prune` has dropped superseded bodies: the tables are then not emptied first (rows built from a
+   * dropped body could not be rebuilt), and the kept bodies are replayed over them.
+   */
+  rebuiltFromScratch: boolean;
+  /**
    * Row writes by the replay, inserts and updates alike: a row that several bodies store counts once per body, so
    * this can exceed the rows the normalized tables end with.
    */
@@ -108,6 +114,7 @@ export function reprocess(database: Database, options: ReprocessOptions = {}): R
     rejected: [],
     rowsDeleted: 0,
     rowsWritten: 0,
+    rebuiltFromScratch: !rawBodiesWerePruned(sqlite),
   };
   const reject = (row: RawRow, reason: string) => {
     report.invalid++;
@@ -135,7 +142,7 @@ export function reprocess(database: Database, options: ReprocessOptions = {}): R
   });
 
   sqlite.transaction(() => {
-    report.rowsDeleted = clearNormalizedTables(database);
+    if (report.rebuiltFromScratch) report.rowsDeleted = clearNormalizedTables(database);
     let lastId = 0;
     for (;;) {
       const rows = page.all(lastId, opts.batchSize) as RawRow[];
