@@ -1,3 +1,4 @@
+import { gunzipSync } from 'node:zlib';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -361,19 +362,29 @@ describe('ingestor contract', () => {
     expect(database.sqlite.prepare('SELECT count(*) FROM companies').pluck().get()).toBe(0);
   });
 
-  it('saveRawResponse archives the exact body with its request', () => {
+  it('saveRawResponse archives the exact body with its request, gzipped where that is smaller', () => {
     const save = saveRawResponse(database);
     const body = JSON.stringify(postResponse()) + '\n';
     const id = database.sqlite.transaction(() => save({ operation: 'post-details', request: postRequest, body, receivedAt: T1, runId: 3, taskId: 9 }))();
-    expect(rows('raw_responses')).toEqual([
-      { id, operation: 'post-details', request_key: postRequest.postUrl, request_json: JSON.stringify(postRequest), body, received_at: T1, run_id: 3, task_id: 9, error_code: null },
-    ]);
+    const tiny = '{}';
+    database.sqlite.transaction(() => save({ operation: 'post-details', request: postRequest, body: tiny, receivedAt: T1, runId: 3, taskId: 10 }))();
+    const stored = rows('raw_responses');
+    expect(stored[0]).toEqual({
+      id, operation: 'post-details', request_key: postRequest.postUrl, request_json: JSON.stringify(postRequest),
+      body: expect.any(Buffer), body_encoding: 'gzip', received_at: T1, run_id: 3, task_id: 9, error_code: null,
+    });
+    expect((stored[0]!.body as Buffer).length).toBeLessThan(Buffer.byteLength(body));
+    expect(gunzipSync(stored[0]!.body as Buffer).toString('utf8')).toBe(body);
+    // A body gzip would not shrink is kept as the text it was.
+    expect(stored[1]).toMatchObject({ body: tiny, body_encoding: null });
+    const viaSql = database.sqlite.prepare('SELECT raw_body(body, body_encoding) FROM raw_responses ORDER BY id').pluck().all();
+    expect(viaSql).toEqual([body, tiny]);
   });
 
   it('saveRawResponse keeps the error code of a body that did not validate', () => {
     const save = saveRawResponse(database);
     const body = '{"status":"ok","item":{}}';
     database.sqlite.transaction(() => save({ operation: 'post-details', request: postRequest, body, receivedAt: T1, runId: 3, taskId: 9, errorCode: 'SCHEMA' }))();
-    expect(rows('raw_responses')).toMatchObject([{ body, error_code: 'SCHEMA', task_id: 9 }]);
+    expect(rows('raw_responses')).toMatchObject([{ body, body_encoding: null, error_code: 'SCHEMA', task_id: 9 }]);
   });
 });

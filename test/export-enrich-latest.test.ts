@@ -38,7 +38,7 @@ function latestAnswers(job: string, refreshRun: number, urlsOf: (body: unknown) 
     'SELECT id, input_key AS inputKey, page, status, run_id AS runId FROM tasks WHERE job = ? ORDER BY id',
     job,
   );
-  const raws = query<RawAnswer>(ws, 'SELECT run_id AS runId, task_id AS taskId, request_json AS requestJson, body FROM raw_responses ORDER BY id');
+  const raws = query<RawAnswer>(ws, 'SELECT run_id AS runId, task_id AS taskId, request_json AS requestJson, raw_body(body, body_encoding) AS body FROM raw_responses ORDER BY id');
   const out = new Map<string, string[]>();
   for (const task of tasks) {
     const settledNow = task.runId === refreshRun && (task.status === 'done' || task.status === 'not_found');

@@ -298,7 +298,7 @@ describe('a run of the three operations', () => {
     expect(calls.every((c) => c.run_id === first.runId && c.error_code === null && c.task_id > 0)).toBe(true);
     expect(calls.map((c) => c.status).sort()).toEqual(sandbox.requests.map((r) => r.status).sort());
     const ok = sandbox.requests.filter((r) => r.status === 200);
-    const raws = query<{ body: string; operation: string; task_id: number }>(ws, 'SELECT body, operation, task_id FROM raw_responses ORDER BY id');
+    const raws = query<{ body: string; operation: string; task_id: number }>(ws, 'SELECT raw_body(body, body_encoding) AS body, operation, task_id FROM raw_responses ORDER BY id');
     expect(raws).toHaveLength(ok.length);
     // Each raw body is the exact 200 answer: its counters are the ones its api_calls row logged.
     const used = raws.map((r) => (JSON.parse(r.body) as { credits_used: number }).credits_used).sort((a, b) => a - b);

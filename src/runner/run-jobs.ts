@@ -30,6 +30,7 @@ import { applyOverrides } from './job-overrides.ts';
 import { isJobUnusable } from '../jobs/job-error.ts';
 import { RUN_DEFAULTS, type RunOptions } from './run-options.ts';
 import { NotFoundOnlyWatch } from './not-found-only.ts';
+import { pruneJobBodies } from './job-retention.ts';
 
 export type { JobSummary, RunStopSummary, RunSummary } from './run-summary.ts';
 export { RUN_DEFAULTS, type RunOptions } from './run-options.ts';
@@ -202,6 +203,7 @@ async function runLocked(
       }
       if (settleJobStop(jobStop.stop, stop, guard)) capStop ??= { ...guard.stopDetail!, job: job.name };
       if (jobStop.stop.reason) ledger.deferPending(job.name, runId, new Date().toISOString());
+      else if (job.keepRawDays !== null) pruneJobBodies(database, job.name, job.keepRawDays, logger);
       const counts = ledger.countsByStatus(job.name, runId);
       const failedByCode = ledger.failedByCode(job.name, runId);
       const warning = notFoundOnly.warning(job.name);
