@@ -108,6 +108,7 @@ async function runLocked(
   const outageMinTasks = options.outageMinTasks ?? RUN_DEFAULTS.outageMinTasks;
   const breaker = new OutageBreaker(stop, outageMinTasks);
   const maxThrottleWaitMs = options.maxThrottleWaitMs ?? RUN_DEFAULTS.maxThrottleWaitMs;
+  const maxThrottledAttemptsPerTask = options.maxThrottledAttemptsPerTask ?? RUN_DEFAULTS.maxThrottledAttemptsPerTask;
   const notFoundOnlyMinAnswers = options.notFoundOnlyMinAnswers ?? RUN_DEFAULTS.notFoundOnlyMinAnswers;
   const skipped = new SkippedJobs(logger);
   const summaries: JobSummary[] = (options.brokenJobFiles ?? []).map((err) => skipped.brokenFile(err));
@@ -182,6 +183,7 @@ async function runLocked(
           writer,
           retry: job.retry,
           maxThrottleWaitMs,
+          maxThrottledAttemptsPerTask,
           onAttemptError: () => {
             progress.errors += 1;
             errors += 1;
@@ -237,6 +239,7 @@ async function runLocked(
   const stopped = stopReason
     ? describeStop({
         reason: stopReason, errorMessage: error?.message ?? null, throttledMs: gate.totalPausedMs, maxThrottleWaitMs,
+        maxThrottledAttemptsPerTask,
         credit: stop.reason ? guard.stopDetail : capStop, cappedJob: stop.reason ? null : capStop?.job,
       })
     : null;
