@@ -3,8 +3,8 @@
  * read-only connection, prepares the statement as the parent did, and answers each `more` with the next batch
  * of raw rows. Its only job is to be killable: a runaway statement blocks this process, never the parent's.
  */
-import { openForReading } from './read-database.ts';
-import { prepareReadQuery } from './read-only-sql.ts';
+import { openConnection } from '../db/connection.ts';
+import { lockConnectionReadOnly, prepareReadQuery } from './read-only-sql.ts';
 import type { FromStatementChild, ToStatementChild } from './statement-protocol.ts';
 
 function send(message: FromStatementChild): void {
@@ -25,8 +25,11 @@ process.on('disconnect', () => process.exit(0));
 process.on('message', (message: ToStatementChild) => {
   try {
     if (message.type === 'start') {
-      const database = openForReading(message.db);
+      // Not openForReading(): the parent has checked the file and its schema, and a child that loads no drizzle
+      // starts faster. openConnection() all the same, for a folder this user cannot write (read-without-shm.ts).
+      const database = openConnection(message.db, { readonly: true });
       close = () => database.close();
+      lockConnectionReadOnly(database.sqlite);
       rows = (prepareReadQuery(database.sqlite, message.sql).iterate() as IterableIterator<unknown[]>)[Symbol.iterator]();
       batchRows = message.batchRows;
       return;
