@@ -51,3 +51,4 @@ process.on('message', (message: ToStatementChild) => {
     close();
   }
 });
+

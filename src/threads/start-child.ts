@@ -9,9 +9,12 @@ import { fileURLToPath } from 'node:url';
 
 const BOOTSTRAP = fileURLToPath(new URL('./child-bootstrap.cjs', import.meta.url));
 
-/** Starts `module` (a file URL) in a child process; its stdout is dropped, its stderr is readable. */
+/**
+ * Starts `module` (a file URL) in a child process; its stdout is dropped, its stderr is readable. The child
+ * ends itself once this process is gone, even killed with SIGKILL (see child-bootstrap.cjs).
+ */
 export function startChild(module: URL): ChildProcess {
-  return fork(BOOTSTRAP, [fileURLToPath(module)], {
+  return fork(BOOTSTRAP, [fileURLToPath(module), String(process.pid)], {
     execArgv: [],
     serialization: 'advanced',
     stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
