@@ -7,7 +7,7 @@ const STATUS_TEXT: Record<RunSummary['status'], string> = {
   completed: 'completed',
   completed_with_failures: 'completed, with failed items',
   stopped_credits: 'stopped on credits: the remaining tasks are deferred to the next run',
-  stopped_throttled: 'stopped: the API throttled for longer than the wait cap; the remaining tasks are deferred',
+  stopped_throttled: 'stopped: the API throttled past the wait cap or the cap of throttled attempts; the remaining tasks are deferred',
   interrupted: 'interrupted: the remaining tasks are deferred to the next run',
   failed: 'failed',
   abandoned: 'abandoned: its process ended without finishing; a later run closed its books',

@@ -109,6 +109,7 @@ async function runLocked(
   const outageMinTasks = options.outageMinTasks ?? RUN_DEFAULTS.outageMinTasks;
   const breaker = new OutageBreaker(stop, outageMinTasks);
   const maxThrottleWaitMs = options.maxThrottleWaitMs ?? RUN_DEFAULTS.maxThrottleWaitMs;
+  const maxThrottledAttemptsPerTask = options.maxThrottledAttemptsPerTask ?? RUN_DEFAULTS.maxThrottledAttemptsPerTask;
   const notFoundOnlyMinAnswers = options.notFoundOnlyMinAnswers ?? RUN_DEFAULTS.notFoundOnlyMinAnswers;
   const skipped = new SkippedJobs(logger);
   const summaries: JobSummary[] = (options.brokenJobFiles ?? []).map((err) => skipped.brokenFile(err));
@@ -183,6 +184,7 @@ async function runLocked(
           writer,
           retry: job.retry,
           maxThrottleWaitMs,
+          maxThrottledAttemptsPerTask,
           onAttemptError: () => {
             progress.errors += 1;
             errors += 1;
@@ -239,6 +241,7 @@ async function runLocked(
   const stopped = stopReason
     ? describeStop({
         reason: stopReason, errorMessage: error?.message ?? null, throttledMs: gate.totalPausedMs, maxThrottleWaitMs,
+        maxThrottledAttemptsPerTask,
         credit: stop.reason ? guard.stopDetail : capStop, cappedJob: stop.reason ? null : capStop?.job,
       })
     : null;
