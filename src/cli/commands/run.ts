@@ -11,6 +11,7 @@ import { CLEAR_LINE } from '../../runner/progress.ts';
 import { withStopSignals } from '../signals.ts';
 import { formatRunSummary } from '../format-summary.ts';
 import { exitCodeForRun } from '../exit-codes.ts';
+import { INVALID_OUT_OPTION, writeInvalidOut } from '../invalid-out.ts';
 
 /** `netingest run`: the run engine from the command line. */
 export const runCommand = defineCommand({
@@ -27,6 +28,7 @@ export const runCommand = defineCommand({
       .option('reserve', numberOption("override every job's credits.reserve (>= 0)"))
       .option('refresh', { type: 'boolean', default: false, describe: 'call again tasks done within refreshAfterDays' })
       .option('json', { type: 'boolean', default: false, describe: 'print the summary as JSON on stdout' })
+      .option('invalid-out', INVALID_OUT_OPTION)
       .example('$0 run jobs/lookalikes.json', 'run one job')
       .example('$0 run --all --db data/nightly.db', 'run every job in jobs/ (nightly cron)'),
   run: async (argv, io) => {
@@ -62,6 +64,11 @@ export const runCommand = defineCommand({
       }),
     );
     io.stdout.write(summaryOutput(summary, argv.json, createOutputRedactor([api.token])));
+    // The jobs whose input the run read whole; an interrupted run writes nothing more.
+    if (argv['invalid-out'] !== undefined && summary.status !== 'interrupted') {
+      const read = jobs.filter((j) => summary.jobs.some((s) => s.name === j.name && s.status === 'ran'));
+      await writeInvalidOut(read, argv['invalid-out'], argv.db, io.stderr);
+    }
     return exitCodeForRun(summary);
   },
 });
