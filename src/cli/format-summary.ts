@@ -53,8 +53,10 @@ export function formatRunSummary(s: RunSummary): string {
     for (const bad of j.invalidSamples) {
       lines.push(`    invalid: ${bad.file}:${bad.line}${bad.field ? ` (${bad.field})` : ''}: ${bad.reason}`);
     }
-    if (j.invalidRows > j.invalidSamples.length) {
-      lines.push(`    ... ${j.invalidRows - j.invalidSamples.length} more in the invalid_inputs table`);
+    const unlisted = j.invalidRows - j.invalidKnown - j.invalidSamples.length;
+    if (unlisted > 0) lines.push(`    ... ${unlisted} more in the invalid_inputs table`);
+    if (j.invalidKnown > 0) {
+      lines.push(`    ${plural(j.invalidKnown, 'invalid row')} already reported by an earlier run, not listed again (\`--invalid-out FILE\` writes them all)`);
     }
   }
   const credits =

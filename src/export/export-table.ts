@@ -134,7 +134,7 @@ function checkOutputPath(options: ExportCommonOptions): void {
   assertOutputIsNotInput(options.out, [{ path: options.db, what: 'database' }]);
 }
 
-function encoderOptions(options: ExportCommonOptions): Required<EncoderOptions> {
+function encoderOptions(options: ExportCommonOptions): Required<Pick<EncoderOptions, 'bom' | 'escapeFormulas'>> {
   return {
     bom: options.bom ?? EXPORT_DEFAULTS.bom,
     escapeFormulas: options.escapeFormulas ?? EXPORT_DEFAULTS.escapeFormulas,

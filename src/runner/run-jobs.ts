@@ -148,7 +148,7 @@ async function runLocked(
       const filter = { job: job.name, runId, freshSince: refresh ? startedAt : freshSince(job.refreshAfterDays), refresh };
       const { shared, runnable, failedBefore } = settleDue(job.operation, ledger, filter);
       await writer.ready;
-      logger.info('job planned', { job: job.name, tasks: plan.tasks, invalid: plan.invalid, duplicates: plan.duplicates, due: runnable, failed_before: failedBefore, shared: shared || undefined });
+      logger.info('job planned', { job: job.name, tasks: plan.tasks, invalid: plan.invalid, invalid_known: plan.invalidKnown || undefined, duplicates: plan.duplicates, due: runnable, failed_before: failedBefore, shared: shared || undefined });
       for (const bad of plan.invalidSamples) {
         logger.info('invalid input row', { job: job.name, file: bad.file, line: bad.line, field: bad.field, reason: bad.reason });
       }
@@ -269,8 +269,10 @@ async function runLocked(
     logger.warn('run stopped early', { run: runId, reason: stopped.reason, limit: stopped.limit ?? undefined, detail: stopped.message });
   }
   const skippedJobs = summaries.filter((j) => j.status === 'skipped').length;
+  // The exit code ends the line: under cron the last line is the one read (and, on a night with nothing to do, the only one).
   logger.info('run finished', {
     run: runId, status, calls, errors, skipped_jobs: skippedJobs > 0 ? skippedJobs : undefined, credits_spent: summary.creditsSpent, credits_left: guard.balance,
+    invalid_rows: summary.jobs.reduce((n, j) => n + j.invalidRows, 0) || undefined, exit_code: options.exitCodeOf?.(summary),
   });
   // A job whose input turned out unusable is the user's to fix (exit 2), after the run's books are closed.
   if (stop.error instanceof UsageError) throw stop.error;
