@@ -101,6 +101,22 @@ describe('the network host', () => {
     expect(invalid).toEqual([{ line: 4, reason: expect.stringMatching(/^not on brand\.example \(host www\.network\.com/) }]);
   });
 
+  it("stores the records of a service writing its brand's host bare, with www. or on country subdomains as one www. form", async () => {
+    const sandbox = await startSandbox({
+      port: 0, tokens: { [TOKEN]: 10_000 }, notFoundRate: 0,
+      liveShapes: ['url-forms'], networkHost: 'acmenet.com', bareUrlRate: 0.4, countryUrlRate: 0.4,
+    });
+    const ws = await makeWorkspace();
+    cleanups.push(() => sandbox.stop(), () => ws.cleanup());
+    await ws.write('leads.csv', csv(['company_url'], [['https://acmenet.com/company/acme'], ['de.acmenet.com/company/globex'], ['https://www.acmenet.com/company/initech']]));
+    const leads = await ws.job('leads', { operation: 'similar-companies', input: { csv: 'leads.csv', column: 'company_url' }, request: { num: 20 }, ...common });
+    await runCli(['run', leads, '--db', ws.db], { cwd: ws.dir, env: { ...cliEnv(sandbox, TOKEN), [NETWORK_HOST_ENV]: 'acmenet.com' } });
+    expect(calls(sandbox, 'similar-companies')).toHaveLength(3);
+    const urls = query<{ url: string }>(ws, `SELECT url FROM companies UNION ALL SELECT company_url FROM similar_companies UNION ALL SELECT reference_url FROM similar_companies`);
+    expect(urls.length).toBeGreaterThan(20);
+    expect(urls.filter((r) => !/^https:\/\/www\.acmenet\.com\/company\/[^/]+$/.test(r.url))).toEqual([]);
+  });
+
   it(`refuses a ${NETWORK_HOST_ENV} that is not a domain name, before any call`, async () => {
     const { sandbox, ws } = await setUp();
     await ws.write('leads.csv', csv(['company_url'], [['https://www.network.com/company/acme']]));
