@@ -21,8 +21,8 @@ let dir: string;
 let db: string;
 const AT = '2026-11-20T08:00:00.000Z';
 const ACCOUNT = { location: ['germany'] };
-const co = (slug: string) => `https://network.com/company/${slug}`;
-const post = (id: number) => `https://network.com/posts/someone_activity-${id}`;
+const co = (slug: string) => `https://www.network.com/company/${slug}`;
+const post = (id: number) => `https://www.network.com/posts/someone_activity-${id}`;
 
 const STATUS_COLUMNS = ['netingest_line', 'netingest_status', 'netingest_error', 'netingest_input_key'];
 const SIMILAR_COLUMNS = [
@@ -405,7 +405,7 @@ describe('enrich post-details', () => {
     });
     expect(rows[1]!.netingest_error).toBe('post not found');
     expect(rows[2]!.netingest_error).toBe('HTTP_502: bad gateway');
-    expect(rows[3]!.netingest_error).toMatch(/^post_url "https:\/\/network.com\/company\/acme": not a post page/);
+    expect(rows[3]!.netingest_error).toMatch(/^post_url "https:\/\/network.com\/company\/acme": not a post/);
     expect(result.statuses).toEqual({ ok: 1, not_found: 1, failed: 1, invalid_input: 1, deferred: 1, pending: 1 });
   });
 });

@@ -2,6 +2,7 @@
 import type BetterSqlite3 from 'better-sqlite3';
 import type { PostDetailsResponse } from '../../spec/types.ts';
 import { canonicalPostUrl, canonicalUrl } from '../../urls/canonical.ts';
+import { networkHost } from '../../urls/network-host.ts';
 import { postIdOfUrl } from '../../urls/post-id.ts';
 import type { PostDetailsIngestRequest } from '../ingest-request.ts';
 import type { NormalizeResult } from './similar-companies.ts';
@@ -46,9 +47,10 @@ export function preparePostDetails(
   const postDates = preparePostDateOrder(sqlite);
   const deleteMedia = sqlite.prepare('DELETE FROM post_media WHERE post_id = ?');
   const insertMedia = sqlite.prepare('INSERT INTO post_media (post_id, position, url) VALUES (?, ?, ?)');
+  const host = networkHost();
 
   return (req, res, seenAt) => {
-    const url = urlKey(req.postUrl, canonicalPostUrl) ?? req.postUrl;
+    const url = urlKey(req.postUrl, canonicalPostUrl, host) ?? req.postUrl;
     const postId = postIdOf(res.PostId, url);
     if (postId === null) return { rows: 0, skipped: 1 };
     const author = objectOf(res.author);
@@ -59,7 +61,7 @@ export function preparePostDetails(
       url,
       sqlValue(author['name']),
       sqlValue(author['headline']),
-      urlKey(author['network_url'], canonicalUrl) ?? sqlValue(author['network_url']),
+      urlKey(author['network_url'], canonicalUrl, host) ?? sqlValue(author['network_url']),
       sqlValue(author['profile_image']),
       sqlValue(post['timestamp']),
       postDates.isoOf(post['timestamp']),

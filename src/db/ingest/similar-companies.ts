@@ -5,6 +5,7 @@
 import type BetterSqlite3 from 'better-sqlite3';
 import type { CompanyRecord, SimilarCompaniesResponse } from '../../spec/types.ts';
 import { canonicalCompanyUrl } from '../../urls/canonical.ts';
+import { networkHost } from '../../urls/network-host.ts';
 import type { SimilarCompaniesIngestRequest } from '../ingest-request.ts';
 import { countryName } from './country-name.ts';
 import { arrayOf, givenValue, jsonText, objectOf, sqlValue, urlKey } from './values.ts';
@@ -76,6 +77,7 @@ export function prepareSimilarCompanies(
     sqlite.prepare(`INSERT INTO ${t} (company_url, position, value) VALUES (?, ?, ?)`),
   ) as [BetterSqlite3.Statement, BetterSqlite3.Statement, BetterSqlite3.Statement];
   const upsertSimilar = sqlite.prepare(UPSERT_SIMILAR_SQL);
+  const host = networkHost();
 
   function insertValues(stmt: BetterSqlite3.Statement, companyUrl: string, values: unknown): number {
     let position = 0;
@@ -139,7 +141,7 @@ export function prepareSimilarCompanies(
   }
 
   return (req, res, seenAt) => {
-    const referenceUrl = urlKey(req.referenceUrl, canonicalCompanyUrl) ?? req.referenceUrl;
+    const referenceUrl = urlKey(req.referenceUrl, canonicalCompanyUrl, host) ?? req.referenceUrl;
     const filters = JSON.stringify(req.filters ?? {});
     let rows = 0;
     let skipped = 0;
@@ -147,7 +149,7 @@ export function prepareSimilarCompanies(
     for (const record of arrayOf(objectOf(res.data)['content'])) {
       rank++;
       const company = objectOf(record) as CompanyRecord;
-      const url = urlKey(company.url, canonicalCompanyUrl);
+      const url = urlKey(company.url, canonicalCompanyUrl, host);
       if (url === null) {
         skipped++;
         continue;
