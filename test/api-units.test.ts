@@ -108,7 +108,7 @@ describe('parseRetryAfterMs', () => {
 
 describe('error classes and errorAction', () => {
   it('maps each status to one class, code and action', () => {
-    const table: Array<[number, Function, string, string]> = [
+    const table: Array<[number, abstract new (...args: never[]) => unknown, string, string]> = [
       [400, RequestRejectedError, 'HTTP_4XX', 'fail-item'],
       [401, AuthError, 'AUTH', 'stop-run'],
       [402, CreditsExhaustedError, 'OUT_OF_CREDITS', 'stop-run'],

@@ -10,6 +10,7 @@ import { useFakeServices } from './sandbox-helpers.ts';
 import { runJobs, type RunSummary } from '../src/runner/run-jobs.ts';
 import { reprocess } from '../src/runner/reprocess.ts';
 import { openDatabase } from '../src/db/open.ts';
+import { registerRawBodyFunction } from '../src/db/raw-body.ts';
 import { loadJob } from '../src/jobs/load.ts';
 import { REDACTED } from '../src/api/redact.ts';
 import { EXIT } from '../src/cli/exit-codes.ts';
@@ -40,6 +41,8 @@ afterEach(() => {
 async function startDriftedService(): Promise<string> {
   let used = 0;
   return startFake((req, res) => {
+    // No free balance check here: the calls counted are the lookups.
+    if (req.url === '/v1/api/auth') return void res.writeHead(404).end('{}');
     used += 1;
     const url = new URL(req.url ?? '/', 'http://x').searchParams.get('url') ?? '';
     const body = JSON.stringify({
@@ -63,6 +66,7 @@ async function runPosts(baseUrl: string, db: string): Promise<RunSummary> {
 
 function read<T>(db: string, sql: string, ...params: unknown[]): T[] {
   const sqlite = new BetterSqlite3(join(ws.dir, db), { readonly: true });
+  registerRawBodyFunction(sqlite);
   try {
     return sqlite.prepare(sql).all(...params) as T[];
   } finally {
@@ -91,7 +95,7 @@ interface TaskRow {
   completed_at: string | null;
 }
 
-const raws = (db: string) => read<RawRow>(db, 'SELECT * FROM raw_responses ORDER BY id');
+const raws = (db: string) => read<RawRow>(db, 'SELECT id, operation, request_key, request_json, raw_body(body, body_encoding) AS body, received_at, run_id, task_id, error_code FROM raw_responses ORDER BY id');
 const tasks = (db: string) =>
   read<TaskRow>(db, 'SELECT id, input_key, status, retryable, last_error_code, completed_at FROM tasks ORDER BY id');
 
@@ -165,8 +169,9 @@ describe('a paid 200 of the wrong shape', () => {
     // A schema fix that accepts "1.2K" cannot be made from a test; making the stored body one the schema takes
     // exercises the same path. The second body validates too but cannot be normalized (its time is unusable).
     const rw = new BetterSqlite3(join(ws.dir, 'fix.db'));
+    registerRawBodyFunction(rw);
     try {
-      const relax = `UPDATE raw_responses SET body = replace(body, '"reactions":"1.2K"', '"reactions":1200') WHERE id = ?`;
+      const relax = `UPDATE raw_responses SET body = replace(raw_body(body, body_encoding), '"reactions":"1.2K"', '"reactions":1200'), body_encoding = NULL WHERE id = ?`;
       rw.prepare(relax).run(fixed!.id);
       rw.prepare(relax).run(unnormalizable!.id);
       rw.prepare(`UPDATE raw_responses SET received_at = 'yesterday' WHERE id = ?`).run(unnormalizable!.id);
@@ -201,12 +206,13 @@ describe('a paid 200 of the wrong shape', () => {
     const first = raws('newer.db')[0]!;
     // The same task answered again later, wrong-shaped again: the newer body is its outcome, not the old one.
     const rw = new BetterSqlite3(join(ws.dir, 'newer.db'));
+    registerRawBodyFunction(rw);
     try {
       rw.prepare(
-        `INSERT INTO raw_responses (operation, request_key, request_json, body, received_at, run_id, task_id, error_code)
-         SELECT operation, request_key, request_json, body, received_at, run_id, task_id, error_code FROM raw_responses WHERE id = ?`,
+        `INSERT INTO raw_responses (operation, request_key, request_json, body, body_encoding, received_at, run_id, task_id, error_code)
+         SELECT operation, request_key, request_json, body, body_encoding, received_at, run_id, task_id, error_code FROM raw_responses WHERE id = ?`,
       ).run(first.id);
-      rw.prepare(`UPDATE raw_responses SET body = replace(body, '"reactions":"1.2K"', '"reactions":1200') WHERE id = ?`).run(first.id);
+      rw.prepare(`UPDATE raw_responses SET body = replace(raw_body(body, body_encoding), '"reactions":"1.2K"', '"reactions":1200'), body_encoding = NULL WHERE id = ?`).run(first.id);
     } finally {
       rw.close();
     }

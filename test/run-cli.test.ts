@@ -173,7 +173,7 @@ describe('bad job files and input files: exit 2, naming file, line and field', (
       ].join('\n') + '\n',
     );
     await ws.job('posts', { operation: 'post-details', input: { csv: 'posts.csv', column: 'post_url' }, rate: FAST_RATE, retry: FAST_RETRY });
-    const badJob = await ws.job('bad', { operation: 'similar-companies', input: { csv: 'posts.csv', column: 'post_url' }, pages: 'two' });
+    await ws.job('bad', { operation: 'similar-companies', input: { csv: 'posts.csv', column: 'post_url' }, pages: 'two' });
     const env = cliEnv(sandbox, GOOD_TOKEN);
     const [bad, ok] = await Promise.all([
       runCli(['run', 'bad.json', '--db', 'other.db'], { cwd: ws.dir, env }),

@@ -126,5 +126,7 @@ export function formatPlanReport(r: PlanReport, reserve: number): string {
       : `  last known balance: ${r.lastKnownBalance ?? 'unknown (no call yet)'}${enough}`,
   ];
   for (const bad of r.invalidSamples) lines.push(`  invalid: ${bad.file}:${bad.line}${bad.field ? ` (${bad.field})` : ''}: ${bad.reason}`);
+  const unshown = r.invalidRows - r.invalidSamples.length;
+  if (unshown > 0) lines.push(`  ... ${plural(unshown, 'more invalid row')} not shown: \`--invalid-out FILE\` writes them all, with their columns and why`);
   return lines.join('\n') + '\n';
 }

@@ -16,6 +16,8 @@ import { isIngestRequest } from '../db/ingest-request.ts';
 import { createLedger } from '../db/ledger.ts';
 import type { Database } from '../db/open.ts';
 import { acceptRawResponse } from '../db/raw-archive.ts';
+import { decodeRawBody } from '../db/raw-body.ts';
+import { rawBodiesWerePruned } from '../db/raw-prune.ts';
 import { parseJsonBody } from '../api/json-body.ts';
 import { OPERATIONS, type Operation } from '../spec/types.ts';
 
@@ -63,6 +65,11 @@ export interface ReprocessReport {
   /** Normalized rows deleted before the replay. */
   rowsDeleted: number;
   /**
+   * False once `prune` has dropped superseded bodies: the tables are then not emptied first (rows built from a
+   * dropped body could not be rebuilt), and the kept bodies are replayed over them.
+   */
+  rebuiltFromScratch: boolean;
+  /**
    * Row writes by the replay, inserts and updates alike: a row that several bodies store counts once per body, so
    * this can exceed the rows the normalized tables end with.
    */
@@ -74,7 +81,8 @@ interface RawRow {
   operation: string;
   requestKey: string;
   requestJson: string;
-  body: string;
+  body: string | Buffer;
+  bodyEncoding: string | null;
   receivedAt: string;
   taskId: number | null;
   errorCode: string | null;
@@ -91,7 +99,8 @@ export function reprocess(database: Database, options: ReprocessOptions = {}): R
   // Keyset pages instead of one iterate(): better-sqlite3 refuses other statements on a connection while an
   // iterator is open, and the replay writes on this connection.
   const page = sqlite.prepare(
-    `SELECT id, operation, request_key AS requestKey, request_json AS requestJson, body, received_at AS receivedAt,
+    `SELECT id, operation, request_key AS requestKey, request_json AS requestJson, body, body_encoding AS bodyEncoding,
+       received_at AS receivedAt,
        task_id AS taskId, error_code AS errorCode
      FROM raw_responses WHERE id > ? ORDER BY id LIMIT ?`,
   );
@@ -105,6 +114,7 @@ export function reprocess(database: Database, options: ReprocessOptions = {}): R
     rejected: [],
     rowsDeleted: 0,
     rowsWritten: 0,
+    rebuiltFromScratch: !rawBodiesWerePruned(sqlite),
   };
   const reject = (row: RawRow, reason: string) => {
     report.invalid++;
@@ -119,7 +129,8 @@ export function reprocess(database: Database, options: ReprocessOptions = {}): R
     const operation = row.operation as Operation;
     const request = JSON.parse(row.requestJson) as unknown;
     if (!isIngestRequest(request) || request.operation !== operation) throw new Error('stored request_json is not a request of this operation');
-    const body = validateResponse(operation, parseJsonBody(row.body), { raw: row.body });
+    const text = decodeRawBody(row.body, row.bodyEncoding);
+    const body = validateResponse(operation, parseJsonBody(text), { raw: text });
     const rows = ingestor.ingest(request, body as never, row.receivedAt).rows;
     // Only now, inside the same savepoint: a body that fails to validate or to normalize changes no task.
     let taskRecovered = false;
@@ -131,7 +142,7 @@ export function reprocess(database: Database, options: ReprocessOptions = {}): R
   });
 
   sqlite.transaction(() => {
-    report.rowsDeleted = clearNormalizedTables(database);
+    if (report.rebuiltFromScratch) report.rowsDeleted = clearNormalizedTables(database);
     let lastId = 0;
     for (;;) {
       const rows = page.all(lastId, opts.batchSize) as RawRow[];

@@ -29,6 +29,8 @@ export interface JobSummary {
   error: { code: string; message: string } | null;
   planned: number;
   invalidRows: number;
+  /** Of `invalidRows`, those an earlier run recorded already: counted, not in `invalidSamples`. */
+  invalidKnown: number;
   duplicates: number;
   /** Planned tasks skipped because they were done or not found within refreshAfterDays. */
   fresh: number;
@@ -105,6 +107,7 @@ export function jobSummary(
     error: null,
     planned: plan.tasks,
     invalidRows: plan.invalid,
+    invalidKnown: plan.invalidKnown,
     duplicates: plan.duplicates,
     fresh: plan.tasks - due.worked - due.failedBefore,
     failedBefore: due.failedBefore,
@@ -142,6 +145,7 @@ export function partlyPlannedJobSummary(job: { name: string; operation: Operatio
     ...unplannedJobSummary(job, 'not_reached'),
     planned: plan.tasks,
     invalidRows: plan.invalid,
+    invalidKnown: plan.invalidKnown,
     duplicates: plan.duplicates,
     deferred,
     invalidSamples: plan.invalidSamples,
@@ -156,6 +160,7 @@ function unplannedJobSummary(job: { name: string; operation: Operation | null },
     error: null,
     planned: 0,
     invalidRows: 0,
+    invalidKnown: 0,
     duplicates: 0,
     fresh: 0,
     failedBefore: 0,
@@ -193,7 +198,7 @@ export function runStatus(stopReason: StopReason | null, jobs: readonly JobSumma
 
 /** The figures of the `runs` row at the end of a run. */
 export function runEnd(summary: RunSummary, creditsAtStart: number | null, exitCode: number | null): RunEnd {
-  const { jobs, error, stop } = summary;
+  const { jobs } = summary;
   return {
     status: summary.status,
     endedAt: summary.endedAt,

@@ -73,8 +73,6 @@ function prng(seed: number): () => number {
   };
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
 /** Writes the inputs and the three job files; returns the job file names (relative to dir). */
 async function writeJobs(dir: string, tasks: number, concurrency: number): Promise<string[]> {
   const posts = Math.max(1, Math.round(tasks * 0.4));

@@ -2,9 +2,11 @@
 import type BetterSqlite3 from 'better-sqlite3';
 import type { PostDetailsResponse } from '../../spec/types.ts';
 import { canonicalPostUrl, canonicalUrl } from '../../urls/canonical.ts';
+import { networkHost } from '../../urls/network-host.ts';
 import { postIdOfUrl } from '../../urls/post-id.ts';
 import type { PostDetailsIngestRequest } from '../ingest-request.ts';
 import type { NormalizeResult } from './similar-companies.ts';
+import { preparePostDateOrder } from './post-date-order.ts';
 import { arrayOf, jsonText, objectOf, sqlValue, urlKey } from './values.ts';
 
 const POST_COLUMNS = [
@@ -15,6 +17,7 @@ const POST_COLUMNS = [
   'author_url',
   'author_profile_image',
   'posted_raw',
+  'posted_on',
   'text_content',
   'hashtags',
   'media_description',
@@ -41,11 +44,13 @@ export function preparePostDetails(
   sqlite: BetterSqlite3.Database,
 ): (req: PostDetailsIngestRequest, res: PostDetailsResponse, seenAt: string) => NormalizeResult {
   const upsertPost = sqlite.prepare(UPSERT_POST_SQL);
+  const postDates = preparePostDateOrder(sqlite);
   const deleteMedia = sqlite.prepare('DELETE FROM post_media WHERE post_id = ?');
   const insertMedia = sqlite.prepare('INSERT INTO post_media (post_id, position, url) VALUES (?, ?, ?)');
+  const host = networkHost();
 
   return (req, res, seenAt) => {
-    const url = urlKey(req.postUrl, canonicalPostUrl) ?? req.postUrl;
+    const url = urlKey(req.postUrl, canonicalPostUrl, host) ?? req.postUrl;
     const postId = postIdOf(res.PostId, url);
     if (postId === null) return { rows: 0, skipped: 1 };
     const author = objectOf(res.author);
@@ -56,9 +61,10 @@ export function preparePostDetails(
       url,
       sqlValue(author['name']),
       sqlValue(author['headline']),
-      urlKey(author['network_url'], canonicalUrl) ?? sqlValue(author['network_url']),
+      urlKey(author['network_url'], canonicalUrl, host) ?? sqlValue(author['network_url']),
       sqlValue(author['profile_image']),
       sqlValue(post['timestamp']),
+      postDates.isoOf(post['timestamp']),
       sqlValue(post['text_content']),
       jsonText(post['hashtags']),
       sqlValue(post['post_media_description']),

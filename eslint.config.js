@@ -1,0 +1,31 @@
+// typescript-eslint's recommended rules, without type information so the whole tree lints in seconds.
+import js from '@eslint/js';
+import globals from 'globals';
+import tseslint from 'typescript-eslint';
+
+export default tseslint.config(
+  { ignores: ['node_modules/**', 'dist/**', 'coverage/**', 'data/**', 'migrations/**'] },
+  js.configs.recommended,
+  ...tseslint.configs.recommended,
+  {
+    languageOptions: { globals: globals.node },
+    rules: {
+      // `_name` marks a value left out on purpose (a destructured member dropped from a spread).
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
+    },
+  },
+  {
+    // The worker bootstrap is CommonJS by necessity (tsx's require hook).
+    files: ['**/*.cjs'],
+    rules: { '@typescript-eslint/no-require-imports': 'off' },
+  },
+  {
+    // Tests poke at untyped JSON and match terminal output with literal spaces and control bytes.
+    files: ['test/**'],
+    rules: {
+      '@typescript-eslint/no-explicit-any': 'off',
+      'no-regex-spaces': 'off',
+      'no-control-regex': 'off',
+    },
+  },
+);
