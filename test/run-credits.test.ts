@@ -267,8 +267,11 @@ describe('which limit stopped the run', () => {
 });
 
 describe('402 from the service', () => {
-  it('a balance exhausted by another run: the first call meets 402, the run stops with every task deferred', async () => {
-    const { sandbox, ws } = await setUp(8);
+  it.each([
+    ['a service without the balance check: the first call meets 402', false],
+    ['the balance check shows it: no call at all', true],
+  ])('a balance exhausted by another run (%s), the run stops with every task deferred', async (_name, balanceRoute) => {
+    const { sandbox, ws } = await setUp(8, { balanceRoute });
     // Other runs on another database, sharing the token, spend it first (reserve 0: down to nothing).
     const other = await makeWorkspace();
     cleanups.push(() => other.cleanup());
@@ -280,12 +283,17 @@ describe('402 from the service', () => {
     const mine = await ws.load(await postsJob(ws, 10));
     const summary = await run(ws, sandbox, TOKEN, mine);
     const log = operationRequests(sandbox).slice(afterOther);
-    expect(log.map((r) => r.status)).toEqual([402]);
     expect(summary.status).toBe('stopped_credits');
     expect(summary.jobs[0]).toMatchObject({ done: 0, failed: 0, deferred: 10 });
+    expect(taskStatuses(ws, 'posts')).toEqual({ deferred: 10 });
+    if (balanceRoute) {
+      expect(log).toEqual([]);
+      expect(summary.stop).toMatchObject({ reason: 'credits', limit: 'reserve', message: expect.stringMatching(/^credits: the balance \(\d+(\.\d+)?\) cannot pay for the next call \(assumed 5 credits/) });
+      return;
+    }
+    expect(log.map((r) => r.status)).toEqual([402]);
     expect(summary.error?.code).toBe('OUT_OF_CREDITS');
     expect(summary.stop).toMatchObject({ reason: 'credits', limit: 'out-of-credits' });
-    expect(taskStatuses(ws, 'posts')).toEqual({ deferred: 10 });
     expect(count(ws, `SELECT count(*) FROM api_calls WHERE status = 402 AND error_code = 'OUT_OF_CREDITS'`)).toBe(1);
   });
 

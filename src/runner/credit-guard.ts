@@ -27,6 +27,8 @@ export interface CreditStop {
   balance: number | null;
   /** Estimated cost of the call that did not fit. */
   cost: number | null;
+  /** Whether that cost is the assumed default, no answer having shown the operation's cost yet. */
+  costAssumed: boolean;
   reserve: number;
   maxPerRun: number | null;
   spent: number;
@@ -156,7 +158,7 @@ export class CreditGuard {
           await this.settled();
           continue;
         }
-        return this.stop(overCap ? 'max-per-run' : 'reserve', cost);
+        return this.stop(overCap ? 'max-per-run' : 'reserve', cost, !this.meter.knowsCost(operation));
       }
       this.reserved += cost;
       this.inFlight += 1;
@@ -200,10 +202,10 @@ export class CreditGuard {
     this.stop('out-of-credits');
   }
 
-  private stop(reason: CreditStopReason, cost: number | null = null): null {
+  private stop(reason: CreditStopReason, cost: number | null = null, costAssumed = false): null {
     if (!this.stopReason) {
       const { reserve, maxPerRun } = this.limits;
-      this.stopFigures = { reason, balance: this.balance, cost, reserve, maxPerRun, spent: this.spent };
+      this.stopFigures = { reason, balance: this.balance, cost, costAssumed, reserve, maxPerRun, spent: this.spent };
     }
     this.stopReason ??= reason;
     this.wake();

@@ -53,7 +53,13 @@ export function describeStop(facts: StopFacts): RunStopSummary {
 }
 
 function creditMessage(limit: CreditStopReason, c: CreditStop | null, cappedJob: string | null): string {
-  const next = c?.cost == null ? 'the next call' : `the next call (about ${plural(roundCredits(c.cost), 'credit')})`;
+  // An assumed cost is said to be one: "about 5 credits" read as a fact about a call that may cost 1.
+  const next =
+    c?.cost == null
+      ? 'the next call'
+      : c.costAssumed
+        ? `the next call (assumed ${plural(roundCredits(c.cost), 'credit')} until an answer shows the cost)`
+        : `the next call (about ${plural(roundCredits(c.cost), 'credit')})`;
   switch (limit) {
     case 'reserve': {
       const fix = 'top up the account or lower credits.reserve (--reserve)';
