@@ -221,7 +221,8 @@ function readPresent(m: Member, v: unknown, path: string, parent: string, drift:
       if (!Array.isArray(v)) return wrongType(path, parent, v, drift);
       const element = `${path}[]`;
       return v.map((e: unknown) => {
-        drift.seen(element);
+        // An object element counts itself as seen when it is read (the denominator of its members).
+        if (m.of.kind !== 'object' || e === null || e === undefined) drift.seen(element);
         return readPresent(m.of, e, element, element, drift);
       });
     }

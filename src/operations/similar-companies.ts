@@ -69,10 +69,12 @@ export const SIMILAR_COMPANIES_DEFAULT_NUM = 10;
  * is counted as drift (`num`, capped) so that the run says so once.
  */
 export function similarCompaniesLastPage(asked: SimilarCompaniesRequest | undefined, answer: SimilarCompaniesAnswer, drift: DriftTally): boolean {
-  const askedNum = asked?.num ?? SIMILAR_COMPANIES_DEFAULT_NUM;
-  const echoed = answer.num;
+  const echoed = typeof answer.num === 'number' && answer.num > 0 ? answer.num : null;
+  // A stored body read again without its request (reprocess) has only the echo to go by.
+  if (asked === undefined) return (answer.data?.content?.length ?? 0) < (echoed ?? SIMILAR_COMPANIES_DEFAULT_NUM);
+  const askedNum = asked.num ?? SIMILAR_COMPANIES_DEFAULT_NUM;
   let size = askedNum;
-  if (typeof echoed === 'number' && echoed > 0 && echoed < askedNum) {
+  if (echoed !== null && echoed < askedNum) {
     size = echoed;
     drift.note('num', '', 'capped', `asked ${askedNum}, answered ${echoed}`);
   }

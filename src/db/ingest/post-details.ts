@@ -72,8 +72,8 @@ export function preparePostDetails(
   return (req, res, seenAt) => {
     const url = urlKey(req.postUrl, canonicalPostUrl) ?? req.postUrl;
     const { postId, anomaly } = postKeyOf(url, res.PostId, storedUrlOf);
-    const anomalies = anomaly ? [anomaly] : [];
-    if (postId === null) return { rows: 0, skipped: 1, anomalies };
+    const anomalies = anomaly ? { anomalies: [anomaly] } : {};
+    if (postId === null) return { rows: 0, skipped: 1, ...anomalies };
     const author = objectOf(res.author);
     const post = objectOf(res.post);
     const engagement = objectOf(res.engagement);
@@ -96,6 +96,6 @@ export function preparePostDetails(
     deleteMedia.run(postId);
     let position = 0;
     for (const mediaUrl of arrayOf(post['post_media_url'])) insertMedia.run(postId, ++position, sqlValue(mediaUrl));
-    return { rows: 1 + position, skipped: 0, anomalies };
+    return { rows: 1 + position, skipped: 0, ...anomalies };
   };
 }
