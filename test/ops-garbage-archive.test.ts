@@ -140,7 +140,7 @@ describe('a paid 200 of the wrong shape', () => {
       for (const r of report.rejected) {
         const raw = stored.find((s) => s.id === r.id)!;
         expect(r).toMatchObject({ operation: 'post-details', requestKey: raw.request_key, taskId: raw.task_id, errorCode: 'SCHEMA' });
-        expect(r.reason).toMatch(/^still does not match the spec \(its task stays failed\): .*engagement\.reactions: expected number, received string/);
+        expect(r.reason).toMatch(/^still does not match the spec \(its task stays failed\): .*\(root\): none of PostId, author, post, engagement is there/);
       }
     } finally {
       database.close();
