@@ -16,6 +16,7 @@ import { pathToFileURL } from 'node:url';
 import { Agent, request } from 'undici';
 import { runJobs } from '../src/runner/run-jobs.ts';
 import { canonicalPostUrl } from '../src/urls/canonical.ts';
+import { networkHost } from '../src/urls/network-host.ts';
 import { postDetailsPath } from '../src/api/requests.ts';
 import { startSandboxProcess } from '../test/soak/sandbox-process.ts';
 import { makeJob, postUrl, writeUrlCsv } from '../test/soak/inputs.ts';
@@ -88,7 +89,7 @@ async function pipeline(dir: string, url: string, tag: string, count: number, co
 
 function pathsFor(tag: string, count: number): string[] {
   return Array.from({ length: count }, (_, i) => {
-    const c = canonicalPostUrl(postUrl(tag, i));
+    const c = canonicalPostUrl(postUrl(tag, i), networkHost());
     if (!c.ok) throw new Error(c.reason);
     return postDetailsPath(c.url);
   });

@@ -1,3 +1,4 @@
+import { gunzipSync } from 'node:zlib';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -58,7 +59,7 @@ describe('similar-companies', () => {
     const companies = rows('companies', 'url');
     expect(companies).toEqual([
       {
-        url: 'https://network.com/company/acme-1',
+        url: 'https://www.network.com/company/acme-1',
         name: 'Acme 1 Société 🚀',
         universal_name: 'acme-1',
         type: 'PRIVATELY_HELD',
@@ -79,7 +80,7 @@ describe('similar-companies', () => {
         updated_at: T1,
       },
       expect.objectContaining({
-        url: 'https://network.com/company/acme-2',
+        url: 'https://www.network.com/company/acme-2',
         followers: null,
         cover: '{"imageUrl":"https://img.example/c.png","crop":[1,2]}',
         tagline: null,
@@ -94,23 +95,23 @@ describe('similar-companies', () => {
     expect(typeOf('company_locations', 'is_primary', `company_url LIKE '%acme-1' AND position = 1`)).toBe('integer');
 
     expect(rows('company_locations', 'company_url, position')).toEqual([
-      { company_url: 'https://network.com/company/acme-1', position: 1, is_headquarter: 1, city: 'münchen', country: 'germany', geographic_area: null, is_primary: 1, line1: 'hauptstraße 1', line2: null, postal_code: '80331' },
-      { company_url: 'https://network.com/company/acme-1', position: 2, is_headquarter: 0, city: 'paris', country: 'france', geographic_area: 'île-de-france', is_primary: null, line1: 'rue de rivoli 2', line2: 'bât. b', postal_code: '75001' },
-      { company_url: 'https://network.com/company/acme-2', position: 1, is_headquarter: 1, city: 'münchen', country: 'germany', geographic_area: null, is_primary: 1, line1: 'hauptstraße 1', line2: null, postal_code: '80331' },
+      { company_url: 'https://www.network.com/company/acme-1', position: 1, is_headquarter: 1, city: 'münchen', country: 'germany', country_name: 'germany', geographic_area: null, is_primary: 1, line1: 'hauptstraße 1', line2: null, postal_code: '80331' },
+      { company_url: 'https://www.network.com/company/acme-1', position: 2, is_headquarter: 0, city: 'paris', country: 'france', country_name: 'france', geographic_area: 'île-de-france', is_primary: null, line1: 'rue de rivoli 2', line2: 'bât. b', postal_code: '75001' },
+      { company_url: 'https://www.network.com/company/acme-2', position: 1, is_headquarter: 1, city: 'münchen', country: 'germany', country_name: 'germany', geographic_area: null, is_primary: 1, line1: 'hauptstraße 1', line2: null, postal_code: '80331' },
     ]);
     expect(rows('company_industries', 'company_url, position')).toEqual([
-      { company_url: 'https://network.com/company/acme-1', position: 1, value: 'Manufacturing' },
+      { company_url: 'https://www.network.com/company/acme-1', position: 1, value: 'Manufacturing' },
     ]);
     expect(rows('company_specialities', 'company_url, position').map((r) => r['value'])).toEqual(['widgets', 'gadgets', 'ünïcode']);
     expect(rows('company_hashtags', 'company_url, position')).toEqual([
-      { company_url: 'https://network.com/company/acme-2', position: 1, value: '#ai' },
-      { company_url: 'https://network.com/company/acme-2', position: 2, value: '#日本' },
+      { company_url: 'https://www.network.com/company/acme-2', position: 1, value: '#ai' },
+      { company_url: 'https://www.network.com/company/acme-2', position: 2, value: '#日本' },
     ]);
     expect(rows('similar_companies', 'rank')).toEqual([
       {
-        reference_url: 'https://network.com/company/reference-co',
+        reference_url: 'https://www.network.com/company/reference-co',
         filter_key: 'f-germany-201-500',
-        company_url: 'https://network.com/company/acme-1',
+        company_url: 'https://www.network.com/company/acme-1',
         filters: '{"location":["germany"],"employeeSize":{"type":"RANGE","range":[{"start":201,"end":500}]}}',
         rank: 1,
         page: 1,
@@ -119,7 +120,7 @@ describe('similar-companies', () => {
         first_seen_at: T1,
         last_seen_at: T1,
       },
-      expect.objectContaining({ company_url: 'https://network.com/company/acme-2', rank: 2, page: 1 }),
+      expect.objectContaining({ company_url: 'https://www.network.com/company/acme-2', rank: 2, page: 1 }),
     ]);
   });
 
@@ -151,7 +152,7 @@ describe('similar-companies', () => {
     // Same company through another URL spelling: www, case, trailing sub-page.
     changed.url = 'network.com/company/ACME-1/about';
     ingestInTransaction(database, similarRequest(2), similarResponse([company(5), changed], 2), T2);
-    const url = 'https://network.com/company/acme-1';
+    const url = 'https://www.network.com/company/acme-1';
     expect(database.sqlite.prepare('SELECT count(*) FROM companies').pluck().get()).toBe(2);
     expect(rows('companies', 'url')[0]).toMatchObject({ url, name: 'Acme One', first_seen_at: T1, updated_at: T2 });
     const q = (t: string) => database.sqlite.prepare(`SELECT position, value FROM ${t} WHERE company_url = ? ORDER BY position`).all(url);
@@ -169,10 +170,10 @@ describe('similar-companies', () => {
   it('keys each filter set separately and keeps a record whose URL is not a company page', () => {
     const req = similarRequest();
     ingestInTransaction(database, req, similarResponse([company(1)]), T1);
-    ingestInTransaction(database, { ...req, filterKey: 'none', filters: {} }, similarResponse([company(1, { url: 'https://network.com/showcase/acme-labs/' })]), T1);
+    ingestInTransaction(database, { ...req, filterKey: 'none', filters: {} }, similarResponse([company(1, { url: 'https://www.network.com/showcase/acme-labs/' })]), T1);
     expect(rows('similar_companies', 'filter_key').map((r) => [r['filter_key'], r['company_url'], r['filters']])).toEqual([
-      ['f-germany-201-500', 'https://network.com/company/acme-1', expect.any(String)],
-      ['none', 'https://network.com/showcase/acme-labs', '{}'],
+      ['f-germany-201-500', 'https://www.network.com/company/acme-1', expect.any(String)],
+      ['none', 'https://www.network.com/showcase/acme-labs', '{}'],
     ]);
     const res = ingestInTransaction(database, req, similarResponse([company(3, { url: '' })]), T1);
     expect(res.skipped).toBe(1);
@@ -186,12 +187,13 @@ describe('post-details', () => {
     expect(rows('posts')).toEqual([
       {
         post_id: 'activity-7123456789012345678',
-        url: 'https://network.com/posts/zoe-nunez_hello-activity-7123456789012345678-AbCd',
+        url: 'https://www.network.com/posts/zoe-nunez_hello-activity-7123456789012345678-AbCd',
         author_name: 'Zoë Ñúñez',
         author_headline: 'Engineer 👩‍💻 at Acme\nBerlin',
-        author_url: 'https://network.com/in/zoe-nunez',
+        author_url: 'https://www.network.com/in/zoe-nunez',
         author_profile_image: '',
         posted_raw: '22-11-2026',
+        posted_on: '2026-11-22',
         text_content: 'Hello 世界!\n\nSecond paragraph with emoji 🎉 and "quotes" and \\ backslash.',
         hashtags: null,
         media_description: '',
@@ -242,10 +244,10 @@ describe('search-jobs', () => {
       },
     ]);
     expect(rows('jobs', 'url')[0]).toEqual({
-      url: 'https://network.com/jobs/view/developer-at-acme-3800000001',
+      url: 'https://www.network.com/jobs/view/developer-at-acme-3800000001',
       title: 'Développeur·se 1 🛠',
       company_name: 'Acme GmbH',
-      company_link: 'https://network.com/company/acme-1',
+      company_link: 'https://www.network.com/company/acme-1',
       location: 'Berlin, Germany',
       posted_timestamp: 1795305600,
       posted_date: '2026-11-22',
@@ -262,8 +264,8 @@ describe('search-jobs', () => {
     });
     expect(rows('jobs', 'url')[1]!['is_actively_hiring']).toBe(1);
     expect(rows('job_search_results', 'position')).toEqual([
-      { search_key: 'berlin-ts', job_url: 'https://network.com/jobs/view/developer-at-acme-3800000001', position: 10, first_seen_at: T1, last_seen_at: T1 },
-      { search_key: 'berlin-ts', job_url: 'https://network.com/jobs/view/developer-at-acme-3800000002', position: 11, first_seen_at: T1, last_seen_at: T1 },
+      { search_key: 'berlin-ts', job_url: 'https://www.network.com/jobs/view/developer-at-acme-3800000001', position: 10, first_seen_at: T1, last_seen_at: T1 },
+      { search_key: 'berlin-ts', job_url: 'https://www.network.com/jobs/view/developer-at-acme-3800000002', position: 11, first_seen_at: T1, last_seen_at: T1 },
     ]);
   });
 
@@ -290,10 +292,10 @@ describe('sandbox bodies', () => {
     };
     const companies = new Map<string, any>();
     for (let i = 0; i < 12; i++) {
-      const referenceUrl = `https://network.com/company/sample-${i}`;
+      const referenceUrl = `https://www.network.com/company/sample-${i}`;
       const body = validateResponse('similar-companies', await fetchBody('/v1/api/similar-companies', { method: 'POST', body: JSON.stringify({ url: referenceUrl, page: 1, num: 50 }) }));
       ingestInTransaction(database, { operation: 'similar-companies', referenceUrl, filterKey: 'none', filters: {}, page: 1, num: 50 }, body, T1);
-      for (const c of body.data!.content!) companies.set(c!.url!.replace('://www.', '://'), c);
+      for (const c of body.data!.content!) companies.set(c!.url!.replace(/^https:\/\/(www\.)?/, 'https://www.'), c);
     }
     const list = (table: string, url: string) =>
       database.sqlite.prepare(`SELECT value FROM ${table} WHERE company_url = ? ORDER BY position`).pluck().all(url);
@@ -317,7 +319,7 @@ describe('sandbox bodies', () => {
 
     const seenPosts = { emptyTags: 0, nullTags: 0, noMedia: 0, noImage: 0 };
     for (let i = 0; i < 40; i++) {
-      const postUrl = `https://network.com/feed/update/urn:li:activity:71800000000000${String(i).padStart(5, '0')}`;
+      const postUrl = `https://www.network.com/feed/update/urn:li:activity:71800000000000${String(i).padStart(5, '0')}`;
       const body = validateResponse('post-details', await fetchBody(`/v1/api/post-details?url=${encodeURIComponent(postUrl)}`)) as any;
       ingestInTransaction(database, { operation: 'post-details', postUrl }, body, T1);
       const row = database.sqlite.prepare('SELECT hashtags, author_profile_image, media_description FROM posts WHERE post_id = ?').get(body.PostId) as any;
@@ -360,19 +362,29 @@ describe('ingestor contract', () => {
     expect(database.sqlite.prepare('SELECT count(*) FROM companies').pluck().get()).toBe(0);
   });
 
-  it('saveRawResponse archives the exact body with its request', () => {
+  it('saveRawResponse archives the exact body with its request, gzipped where that is smaller', () => {
     const save = saveRawResponse(database);
     const body = JSON.stringify(postResponse()) + '\n';
     const id = database.sqlite.transaction(() => save({ operation: 'post-details', request: postRequest, body, receivedAt: T1, runId: 3, taskId: 9 }))();
-    expect(rows('raw_responses')).toEqual([
-      { id, operation: 'post-details', request_key: postRequest.postUrl, request_json: JSON.stringify(postRequest), body, received_at: T1, run_id: 3, task_id: 9, error_code: null },
-    ]);
+    const tiny = '{}';
+    database.sqlite.transaction(() => save({ operation: 'post-details', request: postRequest, body: tiny, receivedAt: T1, runId: 3, taskId: 10 }))();
+    const stored = rows('raw_responses');
+    expect(stored[0]).toEqual({
+      id, operation: 'post-details', request_key: postRequest.postUrl, request_json: JSON.stringify(postRequest),
+      body: expect.any(Buffer), body_encoding: 'gzip', received_at: T1, run_id: 3, task_id: 9, error_code: null,
+    });
+    expect((stored[0]!.body as Buffer).length).toBeLessThan(Buffer.byteLength(body));
+    expect(gunzipSync(stored[0]!.body as Buffer).toString('utf8')).toBe(body);
+    // A body gzip would not shrink is kept as the text it was.
+    expect(stored[1]).toMatchObject({ body: tiny, body_encoding: null });
+    const viaSql = database.sqlite.prepare('SELECT raw_body(body, body_encoding) FROM raw_responses ORDER BY id').pluck().all();
+    expect(viaSql).toEqual([body, tiny]);
   });
 
   it('saveRawResponse keeps the error code of a body that did not validate', () => {
     const save = saveRawResponse(database);
     const body = '{"status":"ok","item":{}}';
     database.sqlite.transaction(() => save({ operation: 'post-details', request: postRequest, body, receivedAt: T1, runId: 3, taskId: 9, errorCode: 'SCHEMA' }))();
-    expect(rows('raw_responses')).toMatchObject([{ body, error_code: 'SCHEMA', task_id: 9 }]);
+    expect(rows('raw_responses')).toMatchObject([{ body, body_encoding: null, error_code: 'SCHEMA', task_id: 9 }]);
   });
 });

@@ -14,6 +14,7 @@ import { ingestRequestFor } from '../src/runner/run-job.ts';
 import { reprocess } from '../src/runner/reprocess.ts';
 import { JOB_SQL, SIMILAR_SQL } from '../src/export/enrich-results.ts';
 import { canonicalJobUrl } from '../src/urls/canonical.ts';
+import { DEFAULT_NETWORK_HOST } from '../src/urls/network-host.ts';
 import { searchKey } from '../src/jobs/request-keys.ts';
 import type { Job } from '../src/jobs/schema.ts';
 import type { Operation } from '../src/spec/types.ts';
@@ -32,7 +33,7 @@ afterEach(async () => {
   await ws.cleanup();
 });
 
-const co = (slug: string) => `https://network.com/company/${slug}`;
+const co = (slug: string) => `https://www.network.com/company/${slug}`;
 const acme = (...ns: number[]) => ns.map((n) => co(`acme-${n}`));
 /** When run `run` answered `page`: runs a day apart, pages a second apart. */
 const at = (run: number, page: number) => `2026-11-0${run}T08:00:0${page}.000Z`;
@@ -176,7 +177,7 @@ describe('enrich shows the latest answer of each page', () => {
     answer(job, key, 1, 2, [11, ...ten.slice(0, 9)]); // 11 moves to the top, 10 drops out
     answer(job, key, 2, 2, []);
     const url = (n: number) => {
-      const r = canonicalJobUrl(jobRecord(n).url);
+      const r = canonicalJobUrl(jobRecord(n).url, DEFAULT_NETWORK_HOST);
       return r.ok ? r.url : '';
     };
     expect(await enriched(file, 'job_url')).toEqual({ [key]: ['ok', [11, ...ten.slice(0, 9)].map(url), null] });

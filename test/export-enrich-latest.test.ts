@@ -7,6 +7,7 @@
  */
 import { beforeEach, describe, expect, it } from 'vitest';
 import { canonicalCompanyUrl, canonicalJobUrl } from '../src/urls/canonical.ts';
+import { DEFAULT_NETWORK_HOST } from '../src/urls/network-host.ts';
 import type { Job } from '../src/jobs/schema.ts';
 import { FAST_RATE, FAST_RETRY, companyUrls, count, csv, useWorkspaces, postUrls, query, run, taskStatuses, type Workspace } from './run-helpers.ts';
 import { useSandboxes } from './sandbox-helpers.ts';
@@ -38,7 +39,7 @@ function latestAnswers(job: string, refreshRun: number, urlsOf: (body: unknown) 
     'SELECT id, input_key AS inputKey, page, status, run_id AS runId FROM tasks WHERE job = ? ORDER BY id',
     job,
   );
-  const raws = query<RawAnswer>(ws, 'SELECT run_id AS runId, task_id AS taskId, request_json AS requestJson, body FROM raw_responses ORDER BY id');
+  const raws = query<RawAnswer>(ws, 'SELECT run_id AS runId, task_id AS taskId, request_json AS requestJson, raw_body(body, body_encoding) AS body FROM raw_responses ORDER BY id');
   const out = new Map<string, string[]>();
   for (const task of tasks) {
     const settledNow = task.runId === refreshRun && (task.status === 'done' || task.status === 'not_found');
@@ -52,12 +53,12 @@ function latestAnswers(job: string, refreshRun: number, urlsOf: (body: unknown) 
 
 const companyUrlsOf = (body: unknown) =>
   (body as { data: { content: Array<{ url: string }> } }).data.content.map((c) => {
-    const url = canonicalCompanyUrl(c.url);
+    const url = canonicalCompanyUrl(c.url, DEFAULT_NETWORK_HOST);
     return url.ok ? url.url : c.url;
   });
 const jobUrlsOf = (body: unknown) =>
   (body as { results: Array<{ url: string }> }).results.map((j) => {
-    const url = canonicalJobUrl(j.url);
+    const url = canonicalJobUrl(j.url, DEFAULT_NETWORK_HOST);
     return url.ok ? url.url : j.url;
   });
 

@@ -13,6 +13,7 @@ import { filterKey, searchKey } from '../src/jobs/request-keys.ts';
 import { main } from '../src/cli/main.ts';
 import { loadJob } from '../src/jobs/load.ts';
 import { planTasks } from '../src/jobs/plan-tasks.ts';
+import { detectDelimiter } from '../src/input/csv-header.ts';
 import { FAST_RATE, FAST_RETRY, count, csv, useWorkspaces, run, taskStatuses, type Workspace } from './run-helpers.ts';
 import { useSandboxes } from './sandbox-helpers.ts';
 
@@ -20,8 +21,8 @@ let dir: string;
 let db: string;
 const AT = '2026-11-20T08:00:00.000Z';
 const ACCOUNT = { location: ['germany'] };
-const co = (slug: string) => `https://network.com/company/${slug}`;
-const post = (id: number) => `https://network.com/posts/someone_activity-${id}`;
+const co = (slug: string) => `https://www.network.com/company/${slug}`;
+const post = (id: number) => `https://www.network.com/posts/someone_activity-${id}`;
 
 const STATUS_COLUMNS = ['netingest_line', 'netingest_status', 'netingest_error', 'netingest_input_key'];
 const SIMILAR_COLUMNS = [
@@ -85,9 +86,12 @@ function similar(sqlite: BetterSqlite3.Database, ref: string, key: string, slug:
     .run(co(ref), key, co(slug), rank, page, score, grade, AT, AT);
 }
 
-/** Parsed output as objects by column name (NULL as null, '' as ''), plus the header. */
+/** Parsed output as objects by column name (NULL as null, '' as ''), plus the header; the delimiter is the input's. */
 function read(file: string): { header: string[]; rows: Record<string, string | null>[] } {
-  const records = parse(readFileSync(file, 'utf8'), {
+  const text = readFileSync(file, 'utf8');
+  const records = parse(text, {
+    bom: true,
+    delimiter: detectDelimiter(text.slice(0, text.indexOf('\n'))),
     cast: (value, ctx) => (value === '' && !ctx.quoting ? null : value),
   }) as (string | null)[][];
   const header = records[0] as string[];
@@ -193,9 +197,9 @@ beforeAll(async () => {
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 describe('enrich similar-companies', () => {
-  it('writes every input row in order with its columns, one row per lookalike, and why when there is none', async () => {
+  it('--rows per-result: writes every input row in order with its columns, one row per lookalike, and why when there is none', async () => {
     const out = join(dir, 'lookalikes-out.csv');
-    const result = await enrichJob({ db, job: similarJob, out });
+    const result = await enrichJob({ db, job: similarJob, out, rows: 'per-result' });
     const { header, rows } = read(out);
     expect(header).toEqual(['company_url', 'owner', 'note', ...STATUS_COLUMNS, ...SIMILAR_COLUMNS]);
     expect(rows.map((r) => [r.netingest_line, r.owner, r.netingest_status, r.similar_url])).toEqual([
@@ -257,6 +261,84 @@ describe('enrich similar-companies', () => {
       for (const c of SIMILAR_COLUMNS) expect(r[c]).toBeNull();
     }
     expect(rows.some((r) => r.similar_url === co('other-filters'))).toBe(false);
+  });
+});
+
+describe('enrich: one row per input row (the default)', () => {
+  it('similar-companies: one row per lead, its lookalikes in numbered columns up to --top, their count beside them', async () => {
+    const out = join(dir, 'lookalikes-per-input.csv');
+    const result = await enrichJob({ db, job: similarJob, out, top: 2 });
+    const { header, rows } = read(out);
+    const numbered = (i: number) => ['name', 'url', 'website', 'industries', 'staff_range', 'hq_city', 'hq_country', 'phone', 'relevancy_grade'].map((f) => `similar_${i}_${f}`);
+    expect(header).toEqual(['company_url', 'owner', 'note', ...STATUS_COLUMNS, 'similar_count', ...numbered(1), ...numbered(2)]);
+    expect(rows.map((r) => [r.netingest_line, r.netingest_status, r.similar_count, r.similar_1_url, r.similar_2_url])).toEqual([
+      ['2', 'ok', '3', co('first'), co('second')], // a third lookalike: counted, past --top 2
+      ['4', 'not_found', null, null, null],
+      ['5', 'failed', null, null, null],
+      ['6', 'invalid_input', null, null, null],
+      ['7', 'deferred', null, null, null],
+      ['8', 'pending', null, null, null],
+      ['9', 'ok', '3', co('first'), co('second')],
+      ['10', 'pending', null, null, null],
+      ['11', 'invalid_input', null, null, null],
+      ['12', 'ok', '1', co('first'), null],
+    ]);
+    expect(result).toMatchObject({ rows: 10, inputRows: 10 });
+    expect(rows[0]).toMatchObject({ note: NOTE, similar_1_name: 'Name first, "Ltd" 🚀', similar_1_phone: '+4930', similar_1_hq_country: 'germany', similar_2_relevancy_grade: 'B' });
+  });
+
+  it('search-jobs: one row per search, 5 jobs by default; post-details keeps its one post per row', async () => {
+    const out = join(dir, 'searches-per-input.csv');
+    await enrichJob({ db, job: searchJob, out });
+    const { header, rows } = read(out);
+    expect(header.filter((c) => c.startsWith('job_'))).toHaveLength(1 + 5 * 6);
+    expect(header).toContain('job_5_url');
+    expect(rows.map((r) => [r.label, r.job_count, r.job_1_title, r.job_3_title, r.job_4_title])).toEqual([
+      ['first', '3', 'Rust dev 1', 'Rust dev 3', null],
+      ['second', null, null, null, null],
+      ['third', null, null, null, null],
+      ['fourth', null, null, null, null],
+      ['fifth', null, null, null, null],
+      ['sixth', null, null, null, null],
+      ['seventh', null, null, null, null],
+    ]);
+    const posts = join(dir, 'posts-per-input.csv');
+    await enrichJob({ db, job: postJob, out: posts });
+    expect(read(posts).header).toEqual(['campaign', 'post_url', ...STATUS_COLUMNS, ...POST_COLUMNS]);
+  });
+
+  it('refuses --top with --rows per-result, and a --top that is not a whole number from 1 to 100', async () => {
+    const out = join(dir, 'never-top.csv');
+    await expect(enrichJob({ db, job: similarJob, out, rows: 'per-result', top: 3 })).rejects.toMatchObject({ code: 'USAGE' });
+    await expect(enrichJob({ db, job: similarJob, out, top: 0 })).rejects.toThrow(/--top must be a whole number from 1 to 100/);
+    expect(existsSync(out)).toBe(false);
+  });
+});
+
+describe("enrich: the input's delimiter and BOM", () => {
+  it('writes with the delimiter and BOM the input has, unless --delimiter / --bom / --no-bom say otherwise', async () => {
+    const BOM = Buffer.from([0xef, 0xbb, 0xbf]);
+    const file = writeJob('bom-semicolon', { operation: 'post-details', input: { column: 'post_url' } }, '\ufeffcampaign;post_url\r\nspring;' + post(1) + '\r\n');
+    const io = () => ({ stdout: new PassThrough(), stderr: new PassThrough() });
+    const kept = join(dir, 'bom-kept.csv');
+    expect(await main(['enrich', file, '--db', db, '--out', kept], io())).toBe(0);
+    const bytes = readFileSync(kept);
+    expect(bytes.subarray(0, 3)).toEqual(BOM);
+    expect(bytes.subarray(3).toString('utf8').split('\n')[0]).toBe(['campaign', 'post_url', ...STATUS_COLUMNS, ...POST_COLUMNS].join(';'));
+    expect(read(kept).rows[0]).toMatchObject({ campaign: 'spring', post_author_name: 'Jane Doe' });
+
+    const changed = join(dir, 'bom-changed.csv');
+    expect(await main(['enrich', file, '--db', db, '--out', changed, '--no-bom', '--delimiter', ','], io())).toBe(0);
+    const text = readFileSync(changed, 'utf8');
+    expect(text.startsWith('campaign,post_url,netingest_line,')).toBe(true);
+
+    const tabbed = join(dir, 'tabbed.csv');
+    expect(await main(['enrich', postJob, '--db', db, '--out', tabbed, '--delimiter', 'tab', '--bom'], io())).toBe(0);
+    expect(readFileSync(tabbed, 'utf8')).toMatch(/^\ufeffcampaign\tpost_url\t/);
+    // The plain comma-separated input without a BOM: a comma-separated output without one.
+    const plain = join(dir, 'plain-comma.csv');
+    expect(await main(['enrich', similarJob, '--db', db, '--out', plain], io())).toBe(0);
+    expect(readFileSync(plain, 'utf8')).toMatch(/^company_url,owner,note,/);
   });
 });
 
@@ -323,15 +405,15 @@ describe('enrich post-details', () => {
     });
     expect(rows[1]!.netingest_error).toBe('post not found');
     expect(rows[2]!.netingest_error).toBe('HTTP_502: bad gateway');
-    expect(rows[3]!.netingest_error).toMatch(/^post_url "https:\/\/network.com\/company\/acme": not a post page/);
+    expect(rows[3]!.netingest_error).toMatch(/^post_url "https:\/\/network.com\/company\/acme": not a post/);
     expect(result.statuses).toEqual({ ok: 1, not_found: 1, failed: 1, invalid_input: 1, deferred: 1, pending: 1 });
   });
 });
 
 describe('enrich search-jobs', () => {
-  it('writes one row per job found, in result order, and every status', async () => {
+  it('--rows per-result: writes one row per job found, in result order, and every status', async () => {
     const out = join(dir, 'searches-out.csv');
-    await enrichJob({ db, job: searchJob, out });
+    await enrichJob({ db, job: searchJob, out, rows: 'per-result' });
     const { header, rows } = read(out);
     expect(header).toEqual(['label', 'keywords', 'location', ...STATUS_COLUMNS, ...JOB_COLUMNS]);
     expect(rows.map((r) => [r.label, r.netingest_status, r.job_rank, r.job_url])).toEqual([
@@ -365,7 +447,7 @@ describe('enrich search-jobs', () => {
     const stream = new PassThrough();
     let text = '';
     stream.on('data', (c: Buffer) => (text += c.toString()));
-    await enrichJob({ db, job: searchJob, stream, format: 'jsonl' });
+    await enrichJob({ db, job: searchJob, stream, format: 'jsonl', rows: 'per-result' });
     const objects = text.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
     expect(objects).toHaveLength(9);
     expect(objects[0]).toMatchObject({ label: 'first', netingest_line: 2, netingest_status: 'ok', job_rank: 1 });
@@ -522,7 +604,7 @@ describe('enrich after a real run against the sandbox', () => {
     // The job now asks for other filters: the stored results are under the old filter key, and the next run
     // would call every page again (the ledger compares the stored request with the planned one).
     await define({ location: ['france'] });
-    const after = await enrichJob({ db: ws.db, job: file, out, cwd: ws.dir });
+    const after = await enrichJob({ db: ws.db, job: file, out, cwd: ws.dir, rows: 'per-result' });
     const { rows } = read(out);
     expect(rows.map((r) => [r.owner, r.netingest_status, r.similar_url])).toEqual([
       ['jane', 'pending', null],

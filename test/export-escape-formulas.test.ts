@@ -47,7 +47,7 @@ beforeAll(() => {
   const insert = database.sqlite.prepare(`INSERT INTO companies (url, name, description, founded_year, staff_total, first_seen_at,
     updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)`);
   database.sqlite.transaction(() => {
-    for (let i = 0; i < ROWS; i++) insert.run(`https://network.com/company/c${i}`, NAMES[i % NAMES.length]![0], `about ${i}`, year(i), staff(i), T, T);
+    for (let i = 0; i < ROWS; i++) insert.run(`https://www.network.com/company/c${i}`, NAMES[i % NAMES.length]![0], `about ${i}`, year(i), staff(i), T, T);
   })();
   columns = (database.sqlite.prepare('SELECT * FROM companies').columns() as { name: string }[]).map((c) => c.name);
   database.close();
@@ -59,7 +59,7 @@ function expectedTable(which: 1 | 2): string {
   let out = columns.join(',') + '\n';
   for (let i = 0; i < ROWS; i++) {
     const cells: Record<string, string> = {
-      url: `https://network.com/company/c${i}`,
+      url: `https://www.network.com/company/c${i}`,
       name: NAMES[i % NAMES.length]![which],
       description: `about ${i}`,
       founded_year: year(i) === null ? '' : '-1.5',
@@ -159,7 +159,7 @@ describe('--escape-formulas', () => {
   });
 });
 
-const POST = 'https://network.com/posts/someone_activity-1';
+const POST = 'https://www.network.com/posts/someone_activity-1';
 const ENRICH_HEADER =
   'note,post_url,netingest_line,netingest_status,netingest_error,netingest_input_key,post_id,post_author_name,' +
   'post_author_headline,post_author_url,post_timestamp,post_text,post_reactions,post_comments,post_media_count,' +

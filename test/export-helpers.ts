@@ -28,10 +28,10 @@ export function freshFolder(dir: string, name: string): string {
   return folder;
 }
 
-/** What `enrich` writes for a job, as JSON Lines parsed into one object per output row. */
+/** What `enrich --rows per-result` writes for a job (every result), as JSON Lines parsed into one object per output row. */
 export async function enrichedRows(options: Omit<EnrichOptions, 'stream' | 'out' | 'format'>): Promise<Record<string, unknown>[]> {
   const stream = capture();
-  await enrichJob({ ...options, stream, format: 'jsonl' });
+  await enrichJob({ rows: 'per-result', ...options, stream, format: 'jsonl' });
   return stream
     .text()
     .split('\n')

@@ -161,7 +161,7 @@ describe('loadJob', () => {
     expect(err.message.split('\n')).toEqual([
       `${dir}/wrong.json: rate.requestsPerMinute: must be a number (got "fast")`,
       `${dir}/wrong.json: input.column: is required`,
-      `${dir}/wrong.json: extra: unknown field; allowed here: name, description, pages, rate, retry, credits, refreshAfterDays, operation, input, request`,
+      `${dir}/wrong.json: extra: unknown field; allowed here: name, description, pages, rate, retry, credits, refreshAfterDays, keepRawDays, operation, input, request`,
     ]);
   });
 

@@ -47,10 +47,10 @@ describe('planTasks on a large input', () => {
       lastLine = item.line;
       if (item.kind === 'task') {
         tasks += 1;
-        if (item.inputKey !== `https://network.com/company/co-${item.line - 2}`) ordered = false;
+        if (item.inputKey !== `https://www.network.com/company/co-${item.line - 2}`) ordered = false;
       } else if (item.kind === 'duplicate') {
         duplicates += 1;
-        if (item.inputKey !== `https://network.com/company/co-${item.line - 3}`) ordered = false;
+        if (item.inputKey !== `https://www.network.com/company/co-${item.line - 3}`) ordered = false;
       } else other += 1;
     }
     const repeats = ROWS / 1000;

@@ -39,7 +39,7 @@ describe('planTasks: similar-companies', () => {
 
   it('yields one task per input and page with the canonical URL, filters, page and num', async () => {
     const job = await jobWith(def, 'company_url,owner\nwww.network.com/company/Acme-Robotics/,jane\n');
-    const url = 'https://network.com/company/acme-robotics';
+    const url = 'https://www.network.com/company/acme-robotics';
     expect(await plan(job)).toEqual([
       { kind: 'task', inputKey: url, page: 1, line: 2, request: { url, account: { location: ['germany'] }, page: 1, num: 5 } },
       { kind: 'task', inputKey: url, page: 2, line: 2, request: { url, account: { location: ['germany'] }, page: 2, num: 5 } },
@@ -57,10 +57,14 @@ describe('planTasks: similar-companies', () => {
       '"network.com/company/globex",li,extra', // 7: malformed row
       'http://network.com/company/acme?trk=1#top,li', // 8: same company again
       'network.com/company/globex,jane', // 9
+      'https://de.network.com/company/acme,jane', // 10: the German edition, same company
+      'm.network.com/company/globex/about,jane', // 11: the mobile site, same company
+      'https://acme.com/company/about,jane', // 12: another host
+      'https://network.com.evil.com/company/acme,jane', // 13: another host
     ].join('\n');
     const items = await plan(await jobWith({ ...def, pages: 1 }, csv));
-    const acme = 'https://network.com/company/acme';
-    const globex = 'https://network.com/company/globex';
+    const acme = 'https://www.network.com/company/acme';
+    const globex = 'https://www.network.com/company/globex';
     expect(items).toEqual([
       { kind: 'task', inputKey: acme, page: 1, line: 2, request: { url: acme, account: { location: ['germany'] }, page: 1, num: 5 } },
       { kind: 'duplicate', line: 3, inputKey: acme },
@@ -70,6 +74,10 @@ describe('planTasks: similar-companies', () => {
       { kind: 'invalid', line: 7, field: null, value: null, reason: 'malformed CSV row: expected 2 fields as in the header row, found 3' },
       { kind: 'duplicate', line: 8, inputKey: acme },
       { kind: 'task', inputKey: globex, page: 1, line: 9, request: { url: globex, account: { location: ['germany'] }, page: 1, num: 5 } },
+      { kind: 'duplicate', line: 10, inputKey: acme },
+      { kind: 'duplicate', line: 11, inputKey: globex },
+      { kind: 'invalid', line: 12, field: 'company_url', value: 'https://acme.com/company/about', reason: expect.stringContaining('not on network.com (host acme.com') },
+      { kind: 'invalid', line: 13, field: 'company_url', value: 'https://network.com.evil.com/company/acme', reason: expect.stringContaining('not on network.com') },
     ]);
   });
 
@@ -81,7 +89,7 @@ describe('planTasks: similar-companies', () => {
       Buffer.from('network.com/company/caf\u00e9-2,Ren\u00e9\n'), // 4: UTF-8
     ]);
     const items = await plan(await jobWith({ ...def, pages: 1 }, csv));
-    const acme = 'https://network.com/company/acme';
+    const acme = 'https://www.network.com/company/acme';
     expect(items.map((i) => (i.kind === 'invalid' ? [i.line, i.field, i.reason] : [i.line, i.kind]))).toEqual([
       [2, 'company_url', expect.stringContaining('not valid UTF-8')],
       [3, 'task'],
@@ -93,7 +101,7 @@ describe('planTasks: similar-companies', () => {
   it('sends an empty account when the job sets no filters, and defaults num to 10', async () => {
     const job = await jobWith({ operation: 'similar-companies', input: { column: 'u' } }, 'u\nnetwork.com/company/a\n');
     const [task] = await plan(job);
-    expect(task).toMatchObject({ kind: 'task', request: { url: 'https://network.com/company/a', account: {}, page: 1, num: 10 } });
+    expect(task).toMatchObject({ kind: 'task', request: { url: 'https://www.network.com/company/a', account: {}, page: 1, num: 10 } });
   });
 
   it('throws InputFileError before any item when the column is missing', async () => {
@@ -113,11 +121,11 @@ describe('planTasks: post-details', () => {
   it('yields one task per post with the canonical URL as the whole request', async () => {
     const csv = 'post_url;campaign\nhttps://www.network.com/posts/jane_x-activity-7123456789012345678-abcd/?utm=1;a\nnetwork.com/posts/jane_x-activity-7123456789012345678-abcd;b\nnetwork.com/company/acme;c\n';
     const items = await plan(await jobWith({ operation: 'post-details', input: { column: 'post_url' } }, csv));
-    const url = 'https://network.com/posts/jane_x-activity-7123456789012345678-abcd';
+    const url = 'https://www.network.com/posts/jane_x-activity-7123456789012345678-abcd';
     expect(items).toEqual([
       { kind: 'task', inputKey: url, page: 1, line: 2, request: { url } },
       { kind: 'duplicate', line: 3, inputKey: url },
-      { kind: 'invalid', line: 4, field: 'post_url', value: 'network.com/company/acme', reason: expect.stringContaining('not a post page') },
+      { kind: 'invalid', line: 4, field: 'post_url', value: 'network.com/company/acme', reason: expect.stringContaining('not a post') },
     ]);
   });
 });

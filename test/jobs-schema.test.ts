@@ -36,6 +36,7 @@ describe('job schema', () => {
       retry: { retries: 5, minTimeoutMs: 500, maxTimeoutMs: 30_000, paidRetries: 1 },
       credits: { reserve: 0, maxPerRun: null },
       refreshAfterDays: 30,
+      keepRawDays: null,
     } satisfies Job);
     expect(JOB_DEFAULTS.rate.requestsPerMinute).toBe(60);
   });
@@ -133,7 +134,7 @@ describe('job schema', () => {
     expect(err.message.split('\n')).toEqual([
       'jobs/t.json: rate.requestsPerMinute: must be a positive number',
       'jobs/t.json: request.account.size: unknown field; allowed here: location, employeeSize',
-      'jobs/t.json: colour: unknown field; allowed here: name, description, pages, rate, retry, credits, refreshAfterDays, operation, input, request',
+      'jobs/t.json: colour: unknown field; allowed here: name, description, pages, rate, retry, credits, refreshAfterDays, keepRawDays, operation, input, request',
     ]);
     expect(err.issues.map((i) => i.field)).toEqual(['rate.requestsPerMinute', 'request.account.size', 'colour']);
   });

@@ -10,6 +10,7 @@ import { useFakeServices } from './sandbox-helpers.ts';
 import { runJobs, type RunSummary } from '../src/runner/run-jobs.ts';
 import { reprocess } from '../src/runner/reprocess.ts';
 import { openDatabase } from '../src/db/open.ts';
+import { registerRawBodyFunction } from '../src/db/raw-body.ts';
 import { loadJob } from '../src/jobs/load.ts';
 import { REDACTED } from '../src/api/redact.ts';
 import { EXIT } from '../src/cli/exit-codes.ts';
@@ -65,6 +66,7 @@ async function runPosts(baseUrl: string, db: string): Promise<RunSummary> {
 
 function read<T>(db: string, sql: string, ...params: unknown[]): T[] {
   const sqlite = new BetterSqlite3(join(ws.dir, db), { readonly: true });
+  registerRawBodyFunction(sqlite);
   try {
     return sqlite.prepare(sql).all(...params) as T[];
   } finally {
@@ -93,7 +95,7 @@ interface TaskRow {
   completed_at: string | null;
 }
 
-const raws = (db: string) => read<RawRow>(db, 'SELECT * FROM raw_responses ORDER BY id');
+const raws = (db: string) => read<RawRow>(db, 'SELECT id, operation, request_key, request_json, raw_body(body, body_encoding) AS body, received_at, run_id, task_id, error_code FROM raw_responses ORDER BY id');
 const tasks = (db: string) =>
   read<TaskRow>(db, 'SELECT id, input_key, status, retryable, last_error_code, completed_at FROM tasks ORDER BY id');
 
@@ -167,8 +169,9 @@ describe('a paid 200 of the wrong shape', () => {
     // A contract fix that reads the post under `data` cannot be made from a test; making the stored body one the
     // contract reads exercises the same path. The second body reads too but cannot be normalized (its time is unusable).
     const rw = new BetterSqlite3(join(ws.dir, 'fix.db'));
+    registerRawBodyFunction(rw);
     try {
-      const relax = `UPDATE raw_responses SET body = json_extract(body, '$.data') WHERE id = ?`;
+      const relax = `UPDATE raw_responses SET body = json_extract(raw_body(body, body_encoding), '$.data'), body_encoding = NULL WHERE id = ?`;
       rw.prepare(relax).run(fixed!.id);
       rw.prepare(relax).run(unnormalizable!.id);
       rw.prepare(`UPDATE raw_responses SET received_at = 'yesterday' WHERE id = ?`).run(unnormalizable!.id);
@@ -203,12 +206,13 @@ describe('a paid 200 of the wrong shape', () => {
     const first = raws('newer.db')[0]!;
     // The same task answered again later, wrong-shaped again: the newer body is its outcome, not the old one.
     const rw = new BetterSqlite3(join(ws.dir, 'newer.db'));
+    registerRawBodyFunction(rw);
     try {
       rw.prepare(
-        `INSERT INTO raw_responses (operation, request_key, request_json, body, received_at, run_id, task_id, error_code)
-         SELECT operation, request_key, request_json, body, received_at, run_id, task_id, error_code FROM raw_responses WHERE id = ?`,
+        `INSERT INTO raw_responses (operation, request_key, request_json, body, body_encoding, received_at, run_id, task_id, error_code)
+         SELECT operation, request_key, request_json, body, body_encoding, received_at, run_id, task_id, error_code FROM raw_responses WHERE id = ?`,
       ).run(first.id);
-      rw.prepare(`UPDATE raw_responses SET body = json_extract(body, '$.data') WHERE id = ?`).run(first.id);
+      rw.prepare(`UPDATE raw_responses SET body = json_extract(raw_body(body, body_encoding), '$.data'), body_encoding = NULL WHERE id = ?`).run(first.id);
     } finally {
       rw.close();
     }

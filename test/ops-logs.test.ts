@@ -94,6 +94,8 @@ describe('logs without a terminal (cron)', () => {
     const { parsed, bad } = parseJsonLines(result.stderr);
     expect(bad).toEqual([]);
     expect(parsed.some((o) => o.level === 'error' && String(o.msg).includes('missing-job.json'))).toBe(true);
+    // The last line says how the command ended, as a cron log is read from its end.
+    expect(parsed.at(-1)).toMatchObject({ level: 'error', exit_code: 2 });
   });
 
   it('text: a run that cannot start says why in one line, without a stack trace', async () => {

@@ -1,3 +1,5 @@
+import BetterSqlite3 from 'better-sqlite3';
+import { registerRawBodyFunction } from '../src/db/raw-body.ts';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -55,6 +57,7 @@ describe('no output and no file ever holds the token', () => {
       cli('plan', ['plan', ws.postsJob, ws.lookalikesJob, '--db', db, '--json']),
       cli('export', ['export', 'api_calls', '--db', db, '--format', 'jsonl']),
       cli('export --sql', ['export', '--sql', 'SELECT * FROM raw_responses', '--db', db]),
+      cli('export --sql raw_body', ['export', '--sql', 'SELECT raw_body(body, body_encoding) AS body FROM raw_responses', '--db', db]),
       cli('query', ['query', 'SELECT * FROM runs', '--db', db]),
     ]);
     for (const r of reads) expect(r.code, r.stderr).toBe(0);
@@ -82,6 +85,13 @@ describe('no output and no file ever holds the token', () => {
       for (const leak of leaks(result.stderr)) found.push(`${what}: stderr holds ${leak}`);
     }
     for (const { file, bytes } of files) for (const leak of leaks(bytes)) found.push(`${file} holds ${leak}`);
+    // Bodies are stored gzipped: a scan of the file's bytes alone could not see a token inside one.
+    const sqlite = new BetterSqlite3(db, { readonly: true });
+    registerRawBodyFunction(sqlite);
+    const bodies = sqlite.prepare('SELECT id, raw_body(body, body_encoding) AS text FROM raw_responses').all() as Array<{ id: number; text: string }>;
+    sqlite.close();
+    expect(bodies.length).toBeGreaterThan(0);
+    for (const { id, text } of bodies) for (const leak of leaks(text)) found.push(`raw_responses ${id} holds ${leak}`);
     expect(found).toEqual([]);
     // The refused token did reach the API (so it was in hand while the run failed), and was not written down.
     expect(sandbox.requests.some((r) => r.status === 401)).toBe(true);

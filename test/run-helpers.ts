@@ -11,6 +11,7 @@ import { fileURLToPath } from 'node:url';
 import BetterSqlite3 from 'better-sqlite3';
 import { afterEach } from 'vitest';
 import { main } from '../src/cli/main.ts';
+import { registerRawBodyFunction } from '../src/db/raw-body.ts';
 import { loadJob } from '../src/jobs/load.ts';
 import type { Job } from '../src/jobs/schema.ts';
 import { runJobs, type RunOptions, type RunSummary } from '../src/runner/run-jobs.ts';
@@ -95,9 +96,11 @@ export function run(
   return runJobs({ dbPath: ws.db, jobs, api: { baseUrl: sandbox.url, token }, requestTimeoutMs: 5000, ...extra });
 }
 
-/** The database opened read-only (close it when done). */
+/** The database opened read-only (close it when done), with `raw_body()` to read a kept body as text. */
 export function readDb(ws: Workspace): BetterSqlite3.Database {
-  return new BetterSqlite3(ws.db, { readonly: true, fileMustExist: true });
+  const db = new BetterSqlite3(ws.db, { readonly: true, fileMustExist: true });
+  registerRawBodyFunction(db);
+  return db;
 }
 
 /** One query's rows from a read-only connection opened for it. */

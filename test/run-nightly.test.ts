@@ -5,7 +5,7 @@
 import BetterSqlite3 from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import { planReport } from '../src/runner/plan-report.ts';
-import { FAST_RATE, FAST_RETRY, companyUrls, csv, postUrls, query, run, taskStatuses, useWorkspaces } from './run-helpers.ts';
+import { FAST_RATE, FAST_RETRY, cliEnv, companyUrls, csv, postUrls, query, run, runCli, taskStatuses, useWorkspaces } from './run-helpers.ts';
 import { useSandboxes } from './sandbox-helpers.ts';
 
 const TOKEN = 'nightly-token';
@@ -163,4 +163,45 @@ describe('the same lookup asked by another job', () => {
     expect(new Set(sandbox.requests.map((r) => r.query['url'])).size).toBe(3);
     expect(taskStatuses(ws, 'b')).toEqual({ done: 2 });
   });
+});
+
+describe('quiet under cron (no terminal)', () => {
+  /** Output lines; the newline ending the output is not a line. */
+  const lines = (text: string) => text.split('\n').filter((l, i, all) => l !== '' || i < all.length - 1);
+
+  it('a night with nothing to do writes one line, with the exit code; invalid rows reported before are counted, not listed', async () => {
+    const sandbox = await newSandbox({ tokens: { [TOKEN]: 1000 } });
+    const ws = await newWorkspace();
+    const good = companyUrls(4);
+    const bad = Array.from({ length: 23 }, (_, i) => [`not a url ${i}`, 'jo']);
+    await ws.write('leads.csv', csv(['company_url', 'owner'], [...good.slice(0, 3).map((u) => [u, 'li']), ...bad]));
+    const file = await ws.job('leads', {
+      operation: 'similar-companies', input: { csv: 'leads.csv', column: 'company_url' }, rate: FAST_RATE, retry: FAST_RETRY,
+    });
+    const night = () => runCli(['run', file, '--db', ws.db], { cwd: ws.dir, env: cliEnv(sandbox, TOKEN) });
+
+    // Night 1: calls made, every invalid row new: listed.
+    const first = await night();
+    expect(first.code, first.stderr).toBe(0);
+    expect(lines(first.stderr).filter((l) => l.includes('invalid input row'))).toHaveLength(20);
+    expect(lines(first.stderr).at(-1)).toMatch(/ run finished .* exit_code=0$/);
+
+    // Night 2: the same input, everything fresh: one line in all, the last log line, with the exit code.
+    const second = await night();
+    expect(second.code).toBe(0);
+    expect(second.stdout).toBe('');
+    expect(lines(second.stderr)).toEqual([expect.stringMatching(/ INFO {2}run finished run=2 status=completed calls=0 .*invalid_rows=23 exit_code=0$/)]);
+
+    // Night 3: a new lead and a new bad row: the new one is listed, the 23 of before counted.
+    await ws.write('leads.csv', csv(['company_url', 'owner'], [...good.map((u) => [u, 'li']), ...bad, ['still not a url', 'li']]));
+    const third = await night();
+    expect(third.code, third.stderr).toBe(0);
+    const listed = lines(third.stderr).filter((l) => l.includes('invalid input row'));
+    expect(listed).toEqual([expect.stringContaining('line=29 field=company_url')]);
+    expect(third.stderr).toMatch(/job planned job=leads tasks=4 invalid=24 invalid_known=23 /);
+    expect(lines(third.stderr).at(-1)).toMatch(/ run finished run=3 .*calls=1 .*exit_code=0$/);
+    expect(third.stdout).toMatch(/^ {4}invalid: leads\.csv:29 \(company_url\): /m);
+    expect(third.stdout).toContain('    23 invalid rows already reported by an earlier run, not listed again');
+    expect(third.stdout.match(/^ {4}invalid: /gm)).toHaveLength(1);
+  }, 60_000);
 });

@@ -6,6 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSandbox, type LoggedRequest, type Sandbox } from '../src/sandbox/server.ts';
 import { canonicalCompanyUrl, canonicalJobUrl, canonicalPostUrl } from '../src/urls/canonical.ts';
+import { DEFAULT_NETWORK_HOST } from '../src/urls/network-host.ts';
 import { filterKey, searchKey } from '../src/jobs/request-keys.ts';
 import type { Job } from '../src/jobs/schema.ts';
 import type { RunSummary } from '../src/runner/run-jobs.ts';
@@ -21,8 +22,8 @@ let ws: Workspace;
 let jobs: Job[];
 let first: RunSummary;
 
-function canon(f: (u: unknown) => { ok: true; url: string } | { ok: false; reason: string }, u: string): string {
-  const r = f(u);
+function canon(f: (u: unknown, host: string) => { ok: true; url: string } | { ok: false; reason: string }, u: string): string {
+  const r = f(u, DEFAULT_NETWORK_HOST);
   if (!r.ok) throw new Error(`not canonical: ${u}`);
   return r.url;
 }
@@ -110,7 +111,7 @@ describe('a run of the three operations', () => {
   it('similar-companies: pages in order with the filters, short lists end early, rows match what was served', async () => {
     const account = { location: ['germany', 'france'], employeeSize: { type: 'RANGE', range: [{ start: 11, end: 50 }] } };
     const companies = ['acme-robotics', 'globex-logistics', 'initech', 'notfound-ghost-corp'].map(
-      (slug) => `https://network.com/company/${slug}`,
+      (slug) => `https://www.network.com/company/${slug}`,
     );
     const logged = requestsTo('similar-companies');
     // Every body carries the job's filters (locations lower-cased, the size type filled in) and page size.
@@ -189,10 +190,10 @@ describe('a run of the three operations', () => {
   it('post-details: one call per distinct post, rows and media as served', async () => {
     const logged = requestsTo('post-details');
     const expected = [
-      'https://network.com/posts/jane-doe_robots-activity-7123456789012345678-abcd',
-      'https://network.com/posts/omar-h_logistics-activity-7123456789012345679-efgh',
-      'https://network.com/feed/update/urn:li:activity:7123456789012345681',
-      'https://network.com/posts/notfound-deleted-activity-7000000000000000000-zzzz',
+      'https://www.network.com/posts/jane-doe_robots-activity-7123456789012345678-abcd',
+      'https://www.network.com/posts/omar-h_logistics-activity-7123456789012345679-efgh',
+      'https://www.network.com/feed/update/urn:li:activity:7123456789012345681',
+      'https://www.network.com/posts/notfound-deleted-activity-7000000000000000000-zzzz',
     ];
     expect(logged.map((r) => r.query['url']).sort()).toEqual([...expected].sort());
     for (const url of expected) {
@@ -298,7 +299,7 @@ describe('a run of the three operations', () => {
     expect(calls.every((c) => c.run_id === first.runId && c.error_code === null && c.task_id > 0)).toBe(true);
     expect(calls.map((c) => c.status).sort()).toEqual(sandbox.requests.map((r) => r.status).sort());
     const ok = sandbox.requests.filter((r) => r.status === 200);
-    const raws = query<{ body: string; operation: string; task_id: number }>(ws, 'SELECT body, operation, task_id FROM raw_responses ORDER BY id');
+    const raws = query<{ body: string; operation: string; task_id: number }>(ws, 'SELECT raw_body(body, body_encoding) AS body, operation, task_id FROM raw_responses ORDER BY id');
     expect(raws).toHaveLength(ok.length);
     // Each raw body is the exact 200 answer: its counters are the ones its api_calls row logged.
     const used = raws.map((r) => (JSON.parse(r.body) as { credits_used: number }).credits_used).sort((a, b) => a - b);

@@ -56,7 +56,7 @@ describe('paging when the service answers past the end with an empty 200', () =>
     const sandbox = await sandboxOf('empty');
     const ws = await newWorkspace();
     const NUM = 10;
-    const urls = [...companyUrls(24).map((u) => u.replace('https://www.', 'https://')), 'https://network.com/company/notfound-gone'];
+    const urls = [...companyUrls(24), 'https://www.network.com/company/notfound-gone'];
     const lengths = new Map<string, number>();
     for (const url of urls) {
       const res = await fetch(`${probe.url}/v1/api/similar-companies`, {

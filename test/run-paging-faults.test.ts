@@ -38,7 +38,7 @@ describe('paging', () => {
     const { sandbox, ws } = await setUp();
     const PAGES = 4;
     const NUM = 10;
-    const urls = [...companyUrls(24).map((u) => u.replace('https://www.', 'https://')), 'https://network.com/company/notfound-gone'];
+    const urls = [...companyUrls(24), 'https://www.network.com/company/notfound-gone'];
     const lengths = new Map<string, number>();
     for (const u of urls) lengths.set(u, await listLength(probe, u));
     await ws.write('leads.csv', csv(['url'], urls.map((u) => [u])));
@@ -74,7 +74,7 @@ describe('paging', () => {
     }
     // The fixture holds each case: a short page, a full last page followed by a 404, and a 404 on page 1.
     expect(sawShortStop && sawFullThen404).toBe(true);
-    expect(lengths.get('https://network.com/company/notfound-gone')).toBe(0);
+    expect(lengths.get('https://www.network.com/company/notfound-gone')).toBe(0);
     const settledWithoutCall = count(ws, `SELECT count(*) FROM tasks WHERE status = 'not_found' AND attempts = 0`);
     expect(settledWithoutCall).toBe(urls.length * PAGES - sandbox.requests.length);
     expect(count(ws, 'SELECT count(*) FROM api_calls')).toBe(sandbox.requests.length);

@@ -15,6 +15,11 @@ async function parse(words: string[]): Promise<SandboxArgs> {
   return (await sandboxCommand.builder(yargs(words).strict()).parseAsync()) as unknown as SandboxArgs;
 }
 
+/** The same, synchronously (for checks inside expect(() => ...)). */
+function parseSync(words: string[]): SandboxArgs {
+  return sandboxCommand.builder(yargs(words).strict()).parseSync() as unknown as SandboxArgs;
+}
+
 function capture(): CommandIO & { out: () => string } {
   let text = '';
   const sink = new Writable({
@@ -52,6 +57,26 @@ describe('netingest sandbox flags', () => {
       dropRate: 0.03, truncateRate: 0.04, slowRate: 0.05, slowMs: 100, htmlRate: 0.06, wrongShapeRate: 0.07,
       hugeRate: 0.08, hugeBytes: 1000, notFoundRate: 0.3,
     });
+  });
+
+  it('maps the live-service flags, --live-shape turning on only the shapes it names', async () => {
+    const tuning = [
+      '--missing-rate', '0.2', '--null-rate', '0.1', '--brand', 'zetanet', '--network-host', 'zetanet.io', '--max-num', '30',
+      '--bare-url-rate', '0.4', '--country-url-rate', '0.3', '--no-balance-route',
+    ];
+    expect(sandboxOptionsFromArgs(await parse(['--live', ...tuning]))).toMatchObject({
+      liveShapes: true, memberMissingRate: 0.2, memberNullRate: 0.1, brand: 'zetanet', networkHost: 'zetanet.io', maxNum: 30,
+      bareUrlRate: 0.4, countryUrlRate: 0.3, balanceRoute: false,
+    });
+    expect(sandboxOptionsFromArgs(await parse(['--live-shape', 'page-cap', '--live-shape', 'brand-url']))).toMatchObject({
+      liveShapes: ['page-cap', 'brand-url'],
+    });
+    expect(sandboxOptionsFromArgs(await parse([]))).toMatchObject({ liveShapes: false, balanceRoute: true, brand: 'acmenet', maxNum: 25 });
+    for (const words of [['--missing-rate', '0.7', '--null-rate', '0.6'], ['--brand', 'Acme Net'], ['--network-host', 'www.acmenet.com'], ['--max-num', '0']]) {
+      expect(() => sandboxOptionsFromArgs(parseSync(words)), words.join(' ')).toThrow(UsageError);
+    }
+    const choice = sandboxCommand.builder(yargs(['--live-shape', 'everything']).strict().fail(false).exitProcess(false));
+    expect(() => choice.parse()).toThrow(/live-shape/);
   });
 
   it('takes --past-last-page 404 as the mode, not a number', async () => {
@@ -100,6 +125,23 @@ describe('netingest sandbox serving', () => {
     expect(await done).toBe(0);
     expect(io.out()).toContain('Sandbox stopped.');
     await expect(fetch(`${url}/v1/api/search-jobs`)).rejects.toThrow();
+  });
+
+  it('serves the live-service shapes with --live and says so', async () => {
+    const io = capture();
+    const stop = new AbortController();
+    const done = serveSandbox(await parse(['--port', '0', '--quiet', '--live', '--max-num', '5']), io, stop.signal);
+    await waitFor(() => io.out().includes('Token:'));
+    const url = /listening on (\S+)/.exec(io.out())?.[1];
+    expect(io.out()).toContain('Answers shaped as the live service may send them: absent-members, brand-url, page-cap, url-forms');
+    const res = await fetch(`${url}/v1/api/similar-companies`, {
+      method: 'POST',
+      headers: { authorization: 'Bearer sandbox-token', 'content-type': 'application/json' },
+      body: JSON.stringify({ url: 'network.com/company/cli', num: 20 }),
+    });
+    expect(((await res.json()) as { num: number }).num).toBe(5);
+    stop.abort();
+    expect(await done).toBe(0);
   });
 
   it('prints no request lines with --quiet', async () => {

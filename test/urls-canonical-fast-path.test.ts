@@ -17,8 +17,8 @@ const FUNCTIONS = { canonicalUrl, canonicalCompanyUrl, canonicalPostUrl, canonic
 function differences(input: string): string[] {
   const out: string[] = [];
   for (const [name, fn] of Object.entries(FUNCTIONS)) {
-    const fast = JSON.stringify(fn(input));
-    const slow = JSON.stringify(withoutFastPath(() => fn(input)));
+    const fast = JSON.stringify(fn(input, 'network.com'));
+    const slow = JSON.stringify(withoutFastPath(() => fn(input, 'network.com')));
     if (fast !== slow) out.push(`${name}(${JSON.stringify(input)}): fast ${fast}, parser ${slow}`);
   }
   return out;
@@ -33,6 +33,9 @@ const HOSTS = [
   'network.com',
   'Network.COM',
   'de.network.com',
+  'm.network.com',
+  'api.network.com',
+  'network.com.evil.com',
   'www.com',
   'network.com.',
   'network..com',
@@ -108,6 +111,8 @@ const PATHS = [
   '/pulse/some-article-title',
   '/posts',
   '/x/y/activity',
+  '/in/jane/recent-activity/all/',
+  '/feed/update/urn:li:ugcPost:7123',
   '/jobs/view/Engineer-at-Acme-3812345678/',
   '/jobs/view/3812345678/apply',
   '/jobs/search',

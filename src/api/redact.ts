@@ -9,30 +9,84 @@ export const REDACTED = '[REDACTED]';
 export const EXCERPT_MAX_CHARS = 300;
 
 /**
- * The forms in which a secret can show up in text we receive: as is, percent-encoded (echoed in a URL) and
- * JSON-escaped (echoed inside a JSON string). Longest first, so a longer form is never half-replaced.
+ * The forms in which a secret can show up in text we receive, each character spelled as is, percent-encoded
+ * (echoed in a URL; hex in either case) or JSON-escaped (`\uXXXX` in either case for any character, `\/` as
+ * PHP writes it, `\"`, `\\`), in any mix; and base64 of any text holding it, such as `Bearer <token>` (an
+ * echoed Authorization header), standard or URL-safe. One regex per set of secrets, built once: a body is
+ * scanned once, not once per spelling.
  */
-export function secretForms(secret: string): string[] {
-  if (secret === '') return [];
-  const forms = new Set([secret, encodeURIComponent(secret), JSON.stringify(secret).slice(1, -1)]);
-  return [...forms].sort((a, b) => b.length - a.length);
+export function secretPattern(secrets: readonly string[]): RegExp | null {
+  const sorted = [...new Set(secrets.filter((s) => s !== ''))].sort((a, b) => b.length - a.length);
+  if (sorted.length === 0) return null;
+  // Alternatives are tried in order at each position: longer spellings first, so none is half-replaced.
+  const base64 = [...new Set(sorted.flatMap(base64Forms))].sort((a, b) => b.length - a.length).map(escapeRegExp);
+  const spelled = sorted.map((s) => [...s].map(charSpellings).join(''));
+  return new RegExp([...base64, ...spelled].join('|'), 'g');
 }
 
-/** Replaces every occurrence of each secret (in every form of `secretForms`) with `[REDACTED]`. */
+/** Shortest base64 run that is redacted: a shorter one (from a short test token) would match ordinary words. */
+const MIN_BASE64_CHARS = 8;
+
+/**
+ * Base64 of the secret wherever it sits in the encoded text: for each of the three byte alignments, the
+ * characters that depend on the secret's bytes only; and the whole encodings of the bare secret and of
+ * `Bearer <secret>`, padding included, so that no edge character is left.
+ */
+function base64Forms(secret: string): string[] {
+  const bytes = Buffer.from(secret, 'utf8');
+  const forms: string[] = [];
+  for (const whole of [bytes, Buffer.concat([Buffer.from('Bearer '), bytes])]) forms.push(whole.toString('base64'));
+  for (const offset of [0, 1, 2]) {
+    const padded = Buffer.concat([Buffer.alloc(offset), bytes]);
+    const complete = padded.subarray(0, padded.length - (padded.length % 3));
+    // Characters mixing bits of the unknown bytes before the secret: none, 2 or 3.
+    forms.push(complete.toString('base64').slice([0, 2, 3][offset]));
+  }
+  const all = forms.flatMap((f) => [f, f.replace(/=+$/, ''), f.replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '')]);
+  return all.filter((f) => f.length >= MIN_BASE64_CHARS);
+}
+
+/**
+ * One character (code point) in every spelling it may be echoed in, as a regex group. The longer spellings
+ * come first: a token ending in a backslash or `%`, echoed as two backslashes or `%25`, must not leave a tail.
+ */
+function charSpellings(char: string): string {
+  const units = Array.from({ length: char.length }, (_, i) => char.charCodeAt(i));
+  const spellings = [
+    units.map((u) => '\\\\u' + hexPattern(u, 4)).join(''),
+    [...Buffer.from(char, 'utf8')].map((b) => '%' + hexPattern(b, 2)).join(''),
+  ];
+  const short = JSON_SHORT_ESCAPES[char];
+  if (short !== undefined) spellings.push(escapeRegExp(short));
+  spellings.push(escapeRegExp(char));
+  return `(?:${spellings.join('|')})`;
+}
+
+/** JSON's two-character escapes, and `\/`, which JSON allows and PHP writes by default. */
+const JSON_SHORT_ESCAPES: Record<string, string> = {
+  '/': '\\/', '"': '\\"', '\\': '\\\\', '\b': '\\b', '\f': '\\f', '\n': '\\n', '\r': '\\r', '\t': '\\t',
+};
+
+/** A number as `digits` hex digits, each letter in either case: 0x2f is `2[fF]`. */
+function hexPattern(value: number, digits: number): string {
+  const hex = value.toString(16).padStart(digits, '0');
+  return [...hex].map((d) => (/[a-f]/.test(d) ? `[${d}${d.toUpperCase()}]` : d)).join('');
+}
+
+function escapeRegExp(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\/-]/g, '\\$&');
+}
+
+/** Replaces every occurrence of each secret, in every spelling of `secretPattern`, with `[REDACTED]`. */
 export function redact(text: string, secrets: readonly string[]): string {
   return createRedactor(secrets)(text);
 }
 
-/** `redact` with the secrets' forms worked out once, for the hot path. */
+/** `redact` with the secrets' pattern built once, for the hot path. */
 export function createRedactor(secrets: readonly string[]): (text: string) => string {
-  const forms = [...new Set(secrets.flatMap(secretForms))].sort((a, b) => b.length - a.length);
-  return (text) => {
-    let out = text;
-    for (const form of forms) {
-      if (out.includes(form)) out = out.split(form).join(REDACTED);
-    }
-    return out;
-  };
+  const pattern = secretPattern(secrets);
+  if (pattern === null) return (text) => text;
+  return (text) => text.replace(pattern, REDACTED);
 }
 
 /**

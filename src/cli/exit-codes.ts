@@ -10,6 +10,8 @@ export const EXIT = {
   locked: 4,
   failedItems: 5,
   unusableAnswers: 6,
+  /** `query` or `export --sql` ran past --timeout (124, as timeout(1) exits). */
+  timeout: 124,
   interrupted: 130,
 } as const;
 
@@ -21,6 +23,7 @@ export function exitCodeFor(err: unknown): number {
     if (err.code === 'LOCKED' || err.code === 'DB_LOCKED') return EXIT.locked;
     if (err.code === 'OUT_OF_CREDITS') return EXIT.credits;
     if (err.code === 'INTERRUPTED') return EXIT.interrupted;
+    if (err.code === 'QUERY_TIMEOUT') return EXIT.timeout;
   }
   return EXIT.fatal;
 }

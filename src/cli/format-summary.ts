@@ -7,7 +7,7 @@ const STATUS_TEXT: Record<RunSummary['status'], string> = {
   completed: 'completed',
   completed_with_failures: 'completed, with failed items',
   stopped_credits: 'stopped on credits: the remaining tasks are deferred to the next run',
-  stopped_throttled: 'stopped: the API throttled for longer than the wait cap; the remaining tasks are deferred',
+  stopped_throttled: 'stopped: the API throttled past the wait cap or the cap of throttled attempts; the remaining tasks are deferred',
   stopped_unusable: "stopped: the service's paid answers could not be read; they are kept for reprocess, the remaining tasks are deferred",
   interrupted: 'interrupted: the remaining tasks are deferred to the next run',
   failed: 'failed',
@@ -58,8 +58,10 @@ export function formatRunSummary(s: RunSummary): string {
     for (const bad of j.invalidSamples) {
       lines.push(`    invalid: ${bad.file}:${bad.line}${bad.field ? ` (${bad.field})` : ''}: ${bad.reason}`);
     }
-    if (j.invalidRows > j.invalidSamples.length) {
-      lines.push(`    ... ${j.invalidRows - j.invalidSamples.length} more in the invalid_inputs table`);
+    const unlisted = j.invalidRows - j.invalidKnown - j.invalidSamples.length;
+    if (unlisted > 0) lines.push(`    ... ${unlisted} more in the invalid_inputs table`);
+    if (j.invalidKnown > 0) {
+      lines.push(`    ${plural(j.invalidKnown, 'invalid row')} already reported by an earlier run, not listed again (\`--invalid-out FILE\` writes them all)`);
     }
   }
   // Paths are many only when the service changed a lot: each still gets its line, as the issue asks.

@@ -39,7 +39,7 @@ export async function main(argv: string[], io: CommandIO = { stdout: process.std
     const code = exitCodeFor(err);
     if (wantsJsonLogs(argv)) {
       const errCode = err instanceof NetingestError ? err.code : 'INTERNAL';
-      io.stderr.write(JSON.stringify({ time: new Date().toISOString(), level: 'error', msg: describeError(err), code: errCode }) + '\n');
+      io.stderr.write(JSON.stringify({ time: new Date().toISOString(), level: 'error', msg: describeError(err), code: errCode, exit_code: code }) + '\n');
     } else {
       io.stderr.write(`netingest: ${describeError(err)}\n`);
     }

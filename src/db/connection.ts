@@ -11,6 +11,7 @@ import { accessSync, constants, existsSync, mkdirSync, statSync } from 'node:fs'
 import { dirname, resolve } from 'node:path';
 import { DatabaseCorruptError, DatabaseError, DatabaseLockedError, DatabaseReadonlyError } from './errors.ts';
 import { failedForWantOfShm, openWithoutShm, type ChangeWatch } from './read-without-shm.ts';
+import { registerRawBodyFunction } from './raw-body.ts';
 
 /** An open connection. */
 export interface Connection {
@@ -106,6 +107,7 @@ function configure(sqlite: BetterSqlite3.Database, readonly: boolean, busyTimeou
     sqlite.pragma('synchronous = NORMAL');
   }
   sqlite.pragma('foreign_keys = ON');
+  registerRawBodyFunction(sqlite);
 }
 
 /** Maps a SQLite or file-system error met while opening to a DatabaseError; others pass through. */

@@ -33,6 +33,11 @@ export interface InvalidInputRow {
   reason: string;
 }
 
+/** What tells one invalid row from another across runs: what was wrong with it, wherever it is in the file. */
+export function invalidRowKey(row: Pick<InvalidInputRow, 'field' | 'value' | 'reason'>): string {
+  return JSON.stringify([row.field, row.value, row.reason]);
+}
+
 /**
  * Which settled tasks are due again: done or not found before `freshSince` (under --refresh, the run's start:
  * what the run itself settled stays settled), and with `refresh` those that failed for good too.
@@ -113,6 +118,7 @@ export function createLedger(database: Connection) {
   });
   // Rows the job's latest complete read of its input did not find again (fixed, removed, or moved to another line).
   const deleteStaleInvalid = sqlite.prepare(`DELETE FROM invalid_inputs WHERE job = ? AND run_id <> ?`);
+  const selectRecordedInvalid = sqlite.prepare(`SELECT field, value, reason FROM invalid_inputs WHERE job = ? AND file = ?`).raw(true);
   const selectRunnable = sqlite.prepare(`SELECT id, job, operation, input_key AS inputKey, page, request_json AS requestJson, status
     FROM tasks INDEXED BY tasks_job_id_idx WHERE ${RUNNABLE} AND id > @afterId ORDER BY id LIMIT @limit`);
   const countRunnable = sqlite.prepare(`SELECT count(*) AS n FROM tasks WHERE ${RUNNABLE}`).pluck();
@@ -155,6 +161,18 @@ export function createLedger(database: Connection) {
      */
     dropStaleInvalid(job: string, runId: number): number {
       return deleteStaleInvalid.run(job, runId).changes;
+    },
+    /**
+     * The invalid rows recorded for the job's input, counted by invalidRowKey() (field, value and reason, not the
+     * line: a row added above moves the others). Read it before the run's first insertPlanned.
+     */
+    recordedInvalid(job: string, file: string): Map<string, number> {
+      const counts = new Map<string, number>();
+      for (const [field, value, reason] of selectRecordedInvalid.iterate(job, file) as Iterable<[string | null, string | null, string]>) {
+        const key = invalidRowKey({ field, value, reason });
+        counts.set(key, (counts.get(key) ?? 0) + 1);
+      }
+      return counts;
     },
     /** The next runnable tasks after `afterId`, in ledger order (input order, pages together). */
     runnableAfter(filter: RunnableFilter, afterId: number, limit: number): TaskRow[] {

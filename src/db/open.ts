@@ -8,6 +8,8 @@ import * as schema from './schema.ts';
 import { DatabaseError, DatabaseNeedsMigrationError, DatabaseTooNewError } from './errors.ts';
 import { MIGRATIONS_FOLDER, knownMigrations, readMigrationState, type KnownMigration } from './migration-state.ts';
 import { CONNECTION_DEFAULTS, openConnection, toDatabaseError, type Connection } from './connection.ts';
+import { runWwwUpgrade, wwwUpgradeDue } from './upgrades/www-canonical-urls.ts';
+import { networkHost } from '../urls/network-host.ts';
 
 export { toDatabaseError, toDatabaseUseError, type Connection } from './connection.ts';
 
@@ -75,7 +77,7 @@ function prepareSchema(
   readonly: boolean,
   migrationsFolder: string,
 ): void {
-  let state = readMigrationState(sqlite, known);
+  const state = readMigrationState(sqlite, known);
   if (!state.tracked && !state.empty) {
     throw new DatabaseError(
       'DB_NOT_NETINGEST',
@@ -90,14 +92,24 @@ function prepareSchema(
       state.unknown.map((m) => `${new Date(m.createdAt).toISOString()} (${m.hash.slice(0, 12)})`),
     );
   }
-  if (state.pending.length === 0) return;
-  if (readonly) throw new DatabaseNeedsMigrationError(path, state.tracked);
+  if (state.pending.length > 0) {
+    if (readonly) throw new DatabaseNeedsMigrationError(path, state.tracked);
+    applyMigrations(sqlite, known, migrationsFolder);
+  }
+  // The rewrite 0008 asks for (URL parsing SQL cannot do) runs after the SQL migrations, once.
+  if (wwwUpgradeDue(sqlite)) {
+    if (readonly) throw new DatabaseNeedsMigrationError(path, true);
+    runWwwUpgrade(sqlite, networkHost());
+  }
+}
+
+function applyMigrations(sqlite: BetterSqlite3.Database, known: readonly KnownMigration[], migrationsFolder: string): void {
   try {
     migrate(drizzle(sqlite), { migrationsFolder });
   } catch (err) {
     // Two processes may migrate the same new file at once: the loser fails, and all is well if the winner
     // applied everything.
-    state = readMigrationState(sqlite, known);
+    const state = readMigrationState(sqlite, known);
     // drizzle wraps SQLite's error ("Failed to run the query ..."): its cause carries the code (SQLITE_BUSY, a
     // read-only file) that toDatabaseError turns into a message the user can act on.
     if (state.pending.length > 0 || state.unknown.length > 0) throw sqliteCause(err);

@@ -7,6 +7,7 @@
 import type { Operation } from '../spec/types.ts';
 import type { Connection } from './connection.ts';
 import { requestKeyOf, type IngestRequest } from './ingest-request.ts';
+import { encodeRawBody } from './raw-body.ts';
 
 /** One body to archive. */
 export interface RawResponseInput {
@@ -14,7 +15,7 @@ export interface RawResponseInput {
   /** Lookup key of the request; default requestKeyOf(request). */
   requestKey?: string;
   request: IngestRequest;
-  /** The body text exactly as received. */
+  /** The body text exactly as received (stored gzipped where that is smaller: see raw-body.ts). */
   body: string;
   /** ISO-8601 UTC time of receipt; reprocess replays the body with this as its seenAt. */
   receivedAt: string;
@@ -27,22 +28,25 @@ export interface RawResponseInput {
 /** Prepares the insert once; the returned function writes one row (caller's transaction) and returns its id. */
 export function saveRawResponse(database: Connection): (input: RawResponseInput) => number {
   const insert = database.sqlite.prepare(
-    `INSERT INTO raw_responses (operation, request_key, request_json, body, received_at, run_id, task_id, error_code)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+    `INSERT INTO raw_responses (operation, request_key, request_json, body, body_encoding, received_at, run_id, task_id, error_code)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
   );
-  return (input) =>
-    Number(
+  return (input) => {
+    const stored = encodeRawBody(input.body);
+    return Number(
       insert.run(
         input.operation,
         input.requestKey ?? requestKeyOf(input.request),
         JSON.stringify(input.request),
-        input.body,
+        stored.body,
+        stored.encoding,
         input.receivedAt,
         input.runId,
         input.taskId,
         input.errorCode ?? null,
       ).lastInsertRowid,
     );
+  };
 }
 
 /** Prepares the update once; the returned function marks an archived body as an answer (it validated on replay). */

@@ -69,13 +69,15 @@ export const companyLocations = sqliteTable(
     isHeadquarter: integer('is_headquarter').notNull(),
     city: text('city'),
     country: text('country'),
+    /** The country's name, lower-case (`germany` where the service sent `de`): what jobs filter on. */
+    countryName: text('country_name'),
     geographicArea: text('geographic_area'),
     isPrimary: asGiven('is_primary'),
     line1: text('line1'),
     line2: asGiven('line2'),
     postalCode: text('postal_code'),
   },
-  (t) => [primaryKey({ columns: [t.companyUrl, t.position] }), index('company_locations_country_idx').on(t.country)],
+  (t) => [primaryKey({ columns: [t.companyUrl, t.position] }), index('company_locations_country_idx').on(t.country), index('company_locations_country_name_idx').on(t.countryName)],
 );
 
 export const companyIndustries = sqliteTable(
@@ -150,6 +152,8 @@ export const posts = sqliteTable(
     authorUrl: text('author_url'),
     authorProfileImage: text('author_profile_image'),
     postedRaw: text('posted_raw'),
+    /** `posted_raw` as an ISO day (YYYY-MM-DD); NULL where its day/month order is ambiguous. */
+    postedOn: text('posted_on'),
     textContent: text('text_content'),
     hashtags: text('hashtags'),
     mediaDescription: text('media_description'),
@@ -158,7 +162,7 @@ export const posts = sqliteTable(
     firstSeenAt: text('first_seen_at').notNull(),
     updatedAt: text('updated_at').notNull(),
   },
-  (t) => [index('posts_author_url_idx').on(t.authorUrl), index('posts_url_idx').on(t.url)],
+  (t) => [index('posts_author_url_idx').on(t.authorUrl), index('posts_url_idx').on(t.url), index('posts_posted_on_idx').on(t.postedOn)],
 );
 
 export const postMedia = sqliteTable(
@@ -357,7 +361,10 @@ export const rawResponses = sqliteTable(
     operation: text('operation').notNull(),
     requestKey: text('request_key').notNull(),
     requestJson: text('request_json').notNull(),
+    /** The body text, or its gzip bytes where `body_encoding` says so (see src/db/raw-body.ts). */
     body: text('body').notNull(),
+    /** NULL: `body` is the text as received; `gzip`: `body` is that text gzipped (a BLOB). */
+    bodyEncoding: text('body_encoding'),
     receivedAt: text('received_at').notNull(),
     runId: integer('run_id'),
     taskId: integer('task_id'),

@@ -1,20 +1,22 @@
 /**
  * `netingest enrich <job> --out <file>`: the job's input CSV, row by row in its original order with all its
- * named columns, followed by what the dataset holds for each row (one output row per result), or one row
- * saying why there is none. The input is read again with the project's reader and planned again with the
+ * named columns, followed by what the dataset holds for each row (its results in numbered columns, or one
+ * output row per result: enrich-layout.ts), or why there is none. The CSV keeps the input's delimiter and BOM. The input is read again with the project's reader and planned again with the
  * runner's planner, so the keys agree with the ledger's; each row's results come from prepared lookups.
  */
 import type { Job } from '../jobs/schema.ts';
 import { loadJob } from '../jobs/load.ts';
 import { planTasks, type PlannedItem } from '../jobs/plan-tasks.ts';
 import { readCsv } from '../input/read-csv.ts';
-import { readCsvHeader } from '../input/csv-header.ts';
+import { readCsvHeader, type CsvDelimiter } from '../input/csv-header.ts';
 import { assertOutputIsNotInput, openForReading, verifiedBy } from './read-database.ts';
 import { resultLookup } from './enrich-results.ts';
 import { ENRICH_STATUSES, taskStatusReader, type CurrentRequests, type EnrichStatus } from './enrich-status.ts';
 import { assertEncoderOptions, encoderFor, type ExportFormat } from './row-encoders.ts';
 import { writeRows, type OutputTarget, type WriteResult } from './write-output.ts';
 import type { PumpOptions } from './pump-rows.ts';
+import { assertTop, resultLayout, type EnrichRowMode } from './enrich-layout.ts';
+import { PlanByLine, invalidReason } from './plan-by-line.ts';
 
 /** Bookkeeping columns between the input's columns and the results. */
 export const ENRICH_STATUS_COLUMNS = ['netingest_line', 'netingest_status', 'netingest_error', 'netingest_input_key'] as const;
@@ -27,15 +29,32 @@ export interface EnrichOptions extends OutputTarget, PumpOptions {
   job: string | Job;
   /** Output format. Default 'csv'. */
   format?: ExportFormat;
-  /** CSV only: start with a UTF-8 byte-order mark, for Excel. Default false. */
+  /** One output row per input row (results in numbered columns) or per result. Default 'per-input'. */
+  rows?: EnrichRowMode;
+  /** per-input: how many results get numbered columns (the count column tells how many there are). Default 5. */
+  top?: number;
+  /** CSV only: the field delimiter. Default: the input's. */
+  delimiter?: CsvDelimiter;
+  /** CSV only: start with a UTF-8 byte-order mark, for Excel. Default: as the input does. */
   bom?: boolean;
   /** CSV only: a `'` before text a spreadsheet would run as a formula (see EncoderOptions). Default false. */
   escapeFormulas?: boolean;
+  /**
+   * CSV only: what Excel and LibreOffice open cleanly: a BOM, formulas escaped, and a `'` before text they would
+   * turn into a number (`+4930…`, `01234`). The delimiter stays the input's unless `delimiter` is given.
+   */
+  excel?: boolean;
   /** Directory a relative job path (and its input path) resolves against. Default process.cwd(). */
   cwd?: string;
 }
 
-export const ENRICH_DEFAULTS = { format: 'csv', bom: false, escapeFormulas: false } as const satisfies Partial<EnrichOptions>;
+export const ENRICH_DEFAULTS = {
+  format: 'csv',
+  rows: 'per-input',
+  top: 5,
+  escapeFormulas: false,
+  excel: false,
+} as const satisfies Partial<EnrichOptions>;
 
 /** What enrichJob() reports. */
 export interface EnrichResult extends WriteResult {
@@ -49,11 +68,17 @@ export interface EnrichResult extends WriteResult {
 /** Writes the enriched lead list of a job; nothing is left at `out` if it fails or is interrupted. */
 export async function enrichJob(options: EnrichOptions): Promise<EnrichResult> {
   const format = options.format ?? ENRICH_DEFAULTS.format;
-  const encoderOptions = {
-    bom: options.bom ?? ENRICH_DEFAULTS.bom,
-    escapeFormulas: options.escapeFormulas ?? ENRICH_DEFAULTS.escapeFormulas,
+  const excel = options.excel ?? ENRICH_DEFAULTS.excel;
+  const mode = options.rows ?? ENRICH_DEFAULTS.rows;
+  assertTop(options.top, mode);
+  const top = options.top ?? ENRICH_DEFAULTS.top;
+  const asked = {
+    bom: options.bom ?? (excel || undefined),
+    escapeFormulas: excel || (options.escapeFormulas ?? ENRICH_DEFAULTS.escapeFormulas),
+    delimiter: options.delimiter,
+    keepText: excel,
   };
-  assertEncoderOptions(format, encoderOptions);
+  assertEncoderOptions(format, asked);
   const job = typeof options.job === 'string' ? await loadJob(options.job, { cwd: options.cwd }) : options.job;
   const displayName = job.input.csv;
   assertOutputIsNotInput(options.out, [
@@ -64,12 +89,19 @@ export async function enrichJob(options: EnrichOptions): Promise<EnrichResult> {
   const header = await readCsvHeader(job.input.csvPath, { displayName });
   // The reader drops columns without a name: nothing could refer to them.
   const inputColumns = header.columns.filter((c) => c !== '');
+  // A JSON Lines file never starts with a BOM, whatever the input did.
+  const encoderOptions = {
+    ...asked,
+    bom: asked.bom ?? (format === 'csv' && header.bom),
+    delimiter: format === 'csv' ? (asked.delimiter ?? header.delimiter) : undefined,
+  };
   const database = openForReading(options.db);
   try {
     const lookup = resultLookup(database.sqlite, job);
     const tasks = taskStatusReader(database.sqlite, job.name, job.operation);
-    const columns = [...inputColumns, ...ENRICH_STATUS_COLUMNS, ...lookup.columns];
-    const noResult = lookup.columns.map(() => null);
+    const layout = resultLayout(job.operation, lookup.columns, mode, top);
+    const columns = [...inputColumns, ...ENRICH_STATUS_COLUMNS, ...layout.columns];
+    const noResult = layout.empty;
     const statuses = Object.fromEntries(ENRICH_STATUSES.map((s) => [s, 0])) as Record<EnrichStatus, number>;
     let inputRows = 0;
 
@@ -92,7 +124,7 @@ export async function enrichJob(options: EnrichOptions): Promise<EnrichResult> {
           if (results.length > 0) {
             statuses.ok++;
             const partial = tasks.partialError(key);
-            for (const result of results) yield [...input, item.line, 'ok', partial, key, ...result];
+            for (const result of layout.rows(results)) yield [...input, item.line, 'ok', partial, key, ...result];
             continue;
           }
           const missing = tasks.missing(key, currentRequests(job, key, planned));
@@ -135,42 +167,5 @@ function currentRequests(job: Job, inputKey: string, planned: readonly PlannedIt
       );
     case 'search-jobs':
       return null;
-  }
-}
-
-function invalidReason(item: Extract<PlannedItem, { kind: 'invalid' }>): string {
-  if (item.field === null) return item.reason;
-  const value = item.value === null || item.value === '' ? '' : ` "${item.value}"`;
-  return `${item.field}${value}: ${item.reason}`;
-}
-
-/** The planner's items, taken line by line in step with a second reading of the same file. */
-class PlanByLine {
-  private head: PlannedItem | undefined;
-  private done = false;
-
-  constructor(private readonly items: AsyncGenerator<PlannedItem, void, undefined>) {}
-
-  /** Every planned item of `line` (a task per page, or one invalid/duplicate item). */
-  async take(line: number): Promise<PlannedItem[]> {
-    const out: PlannedItem[] = [];
-    for (;;) {
-      if (this.head === undefined) {
-        if (this.done) return out;
-        const next = await this.items.next();
-        if (next.done) {
-          this.done = true;
-          return out;
-        }
-        this.head = next.value;
-      }
-      if (this.head.line > line) return out;
-      if (this.head.line === line) out.push(this.head);
-      this.head = undefined;
-    }
-  }
-
-  async close(): Promise<void> {
-    await this.items.return(undefined);
   }
 }

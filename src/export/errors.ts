@@ -42,3 +42,14 @@ export class OutputWriteError extends NetingestError {
     this.file = file;
   }
 }
+
+/** `query` or `export --sql` ran past its --timeout and was stopped; nothing was left at the output path (exit 124). */
+export class QueryTimeoutError extends NetingestError {
+  constructor(seconds: number) {
+    super(
+      'QUERY_TIMEOUT',
+      `the statement ran for more than ${seconds} s (--timeout) and was stopped; no output file was written. ` +
+        'Narrow it (WHERE, LIMIT) or give a longer --timeout (0: none)',
+    );
+  }
+}

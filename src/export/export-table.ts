@@ -12,6 +12,7 @@ import { exportSources, findSource, parseSince } from './sources.ts';
 import { writeRows, type OutputTarget, type WriteResult } from './write-output.ts';
 import { assertOutputIsAFile } from './output-sink.ts';
 import type { PumpOptions } from './pump-rows.ts';
+import { statementRows } from './statement-rows.ts';
 import { exportTableInParallel, parallelRowidRange, type ParallelExportOptions } from './parallel-table-export.ts';
 
 /** Options shared by exportTable() and exportSql(). */
@@ -40,6 +41,8 @@ export interface ExportTableOptions extends ExportCommonOptions {
 export interface ExportSqlOptions extends ExportCommonOptions {
   /** One read-only statement returning rows. */
   sql: string;
+  /** Longest the statement may run before it stops with QueryTimeoutError, in ms; 0 or undefined: no limit. */
+  timeoutMs?: number | undefined;
 }
 
 /** What an export reports. */
@@ -104,8 +107,17 @@ export async function exportSql(options: ExportSqlOptions): Promise<ExportResult
   checkOutputPath(options);
   const database = openForReading(options.db);
   try {
-    const stmt = prepareReadQuery(database.sqlite, options.sql);
-    return await exportStatement(stmt, [], verifiedBy(database, options));
+    // Checked and described here; its rows come from a child process that can be stopped (statement-rows.ts).
+    const columns = prepareReadQuery(database.sqlite, options.sql).columns().map((c) => c.name);
+    const encoder = encoderFor(options.format ?? EXPORT_DEFAULTS.format, columns, encoderOptions(options));
+    const rows = statementRows({ db: database.file, sql: options.sql, signal: options.signal, timeoutMs: options.timeoutMs });
+    try {
+      const target = verifiedBy(database, options);
+      const result = await writeRows(rows, encoder, target, target);
+      return { ...result, columns, workers: 0 };
+    } finally {
+      await rows.return(undefined);
+    }
   } catch (err) {
     database.assertUnchanged(err);
     throw asQueryError(err);
@@ -122,7 +134,7 @@ function checkOutputPath(options: ExportCommonOptions): void {
   assertOutputIsNotInput(options.out, [{ path: options.db, what: 'database' }]);
 }
 
-function encoderOptions(options: ExportCommonOptions): Required<EncoderOptions> {
+function encoderOptions(options: ExportCommonOptions): Required<Pick<EncoderOptions, 'bom' | 'escapeFormulas'>> {
   return {
     bom: options.bom ?? EXPORT_DEFAULTS.bom,
     escapeFormulas: options.escapeFormulas ?? EXPORT_DEFAULTS.escapeFormulas,

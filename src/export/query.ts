@@ -9,6 +9,7 @@ import { assertEncoderOptions, encoderFor, type EncoderOptions, type RowEncoder 
 import { tableEncoder, type TableLayoutOptions } from './table-format.ts';
 import { writeRows, type WriteResult } from './write-output.ts';
 import type { PumpOptions } from './pump-rows.ts';
+import { statementRows } from './statement-rows.ts';
 
 export const QUERY_FORMATS = ['table', 'csv', 'jsonl'] as const;
 export type QueryFormat = (typeof QUERY_FORMATS)[number];
@@ -41,6 +42,8 @@ export interface RunQueryOptions extends PumpOptions, Omit<TableLayoutOptions, '
   sampleRows?: number;
   /** Widest the table may be. Default: the terminal's width, else 160. */
   maxTableWidth?: number;
+  /** Longest the statement may run before it stops with QueryTimeoutError, in ms; 0 or undefined: no limit. */
+  timeoutMs?: number | undefined;
 }
 
 export const QUERY_DEFAULTS = { sampleRows: 200, escapeFormulas: false, bom: false } as const satisfies Partial<RunQueryOptions>;
@@ -63,27 +66,27 @@ export async function runQuery(options: RunQueryOptions): Promise<QueryResult> {
   if (format !== 'table') assertEncoderOptions(format, csvOptions);
   const database = openForReading(options.db);
   try {
-    const stmt = prepareReadQuery(database.sqlite, options.sql);
-    const columns = stmt.columns().map((c) => c.name);
-    const iterator = (stmt.iterate() as Iterable<unknown[]>)[Symbol.iterator]();
-    let rows: Iterable<readonly unknown[]> = { [Symbol.iterator]: () => iterator };
+    // Checked and described here; its rows come from a child process that can be stopped (statement-rows.ts).
+    const columns = prepareReadQuery(database.sqlite, options.sql).columns().map((c) => c.name);
+    const source = statementRows({ db: database.file, sql: options.sql, signal: options.signal, timeoutMs: options.timeoutMs });
+    let rows: AsyncIterable<readonly unknown[]> = source;
     let encoder: RowEncoder;
-    if (format === 'table') {
-      const sample = takeSample(iterator, options.sampleRows ?? QUERY_DEFAULTS.sampleRows);
-      encoder = tableEncoder(columns, sample, {
-        ...options,
-        maxTableWidth: options.maxTableWidth ?? (stream.isTTY && stream.columns ? stream.columns : undefined),
-      });
-      rows = chain(sample, iterator);
-    } else {
-      encoder = encoderFor(format, columns, csvOptions);
-    }
     try {
+      if (format === 'table') {
+        const sample = await takeSample(source, options.sampleRows ?? QUERY_DEFAULTS.sampleRows);
+        encoder = tableEncoder(columns, sample, {
+          ...options,
+          maxTableWidth: options.maxTableWidth ?? (stream.isTTY && stream.columns ? stream.columns : undefined),
+        });
+        rows = chain(sample, source);
+      } else {
+        encoder = encoderFor(format, columns, csvOptions);
+      }
       const result = await writeRows(rows, encoder, { stream }, verifiedBy(database, options));
       return { ...result, columns, format };
     } finally {
-      // Closed here too in case the pump never started: an open iterator keeps the connection busy.
-      iterator.return?.();
+      // Kills the child in case the pump never started or stopped early.
+      await source.return(undefined);
     }
   } catch (err) {
     database.assertUnchanged(err);
@@ -104,27 +107,18 @@ function assertNoCsvOptions(options: EncoderOptions): void {
   if (options.bom) throw new UsageError('--bom is for CSV only; the table format is for reading on screen, written without one');
 }
 
-function takeSample(iterator: Iterator<unknown[]>, size: number): unknown[][] {
+async function takeSample(source: AsyncIterator<unknown[]>, size: number): Promise<unknown[][]> {
   const sample: unknown[][] = [];
-  try {
-    while (sample.length < size) {
-      const next = iterator.next();
-      if (next.done) break;
-      sample.push(next.value);
-    }
-  } catch (err) {
-    iterator.return?.();
-    throw err;
+  while (sample.length < size) {
+    const next = await source.next();
+    if (next.done) break;
+    sample.push(next.value);
   }
   return sample;
 }
 
-/** The sampled rows, then the rest; closing it closes the statement's iterator. */
-function* chain(sample: readonly unknown[][], iterator: Iterator<unknown[]>): Generator<unknown[]> {
-  try {
-    yield* sample;
-    for (let next = iterator.next(); !next.done; next = iterator.next()) yield next.value;
-  } finally {
-    iterator.return?.();
-  }
+/** The sampled rows, then the rest. */
+async function* chain(sample: readonly unknown[][], source: AsyncIterator<unknown[]>): AsyncGenerator<unknown[]> {
+  yield* sample;
+  for (let next = await source.next(); !next.done; next = await source.next()) yield next.value;
 }

@@ -91,9 +91,16 @@ function unknownStatement(sqlite: BetterSqlite3.Database, sql: string, keyword: 
   return new BadQueryError(`unknown statement '${keyword}'; ${ALLOWED}`);
 }
 
-/** A SQLite error raised while a user's statement runs (a bad cast, an overflow) as a BadQueryError; others pass. */
+/** A SQLite error raised while a user's statement runs (a bad cast, an overflow, a value too big) as a BadQueryError; others pass. */
 export function asQueryError(err: unknown): unknown {
-  if ((err as { code?: unknown } | null)?.code === 'SQLITE_ERROR') {
+  const code = (err as { code?: unknown } | null)?.code;
+  if (code === 'SQLITE_TOOBIG') {
+    return new BadQueryError(
+      'the statement made a value larger than SQLite allows (string or blob too big); select less of it, for example with substr()',
+      { cause: err },
+    );
+  }
+  if (code === 'SQLITE_ERROR') {
     return new BadQueryError(`SQL error: ${(err as Error).message}`, { cause: err });
   }
   return err;

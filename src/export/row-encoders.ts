@@ -45,11 +45,36 @@ export interface EncoderOptions {
    * number). Off by default: a program reading the file would get values that are not the stored ones.
    */
   escapeFormulas?: boolean;
+  /** CSV only: the field delimiter. Default `,`. */
+  delimiter?: string;
+  /**
+   * CSV only: a `'` before text a spreadsheet would turn into a number and lose part of (see looksLikeLossyNumber:
+   * `+4930…`, `01234`, more than 15 digits), as escapeFormulas does for formulas: the cell stays text. Default false.
+   */
+  keepText?: boolean;
+}
+
+/**
+ * Text that Excel and LibreOffice read as a number when they open a CSV, quoted or not, losing what made it
+ * text: a leading `+` (phone numbers), leading zeros (postcodes, ids), digits past the 15 a spreadsheet keeps.
+ */
+export function looksLikeLossyNumber(value: string): boolean {
+  return /^(\+\d+|0\d+|\d{16,})$/.test(value);
+}
+
+function csvOptions(options: EncoderOptions): StringifyOptions {
+  const out: StringifyOptions = { ...CSV_OPTIONS };
+  if (options.escapeFormulas) out.escape_formulas = true;
+  if (options.delimiter !== undefined) out.delimiter = options.delimiter;
+  if (options.keepText) {
+    out.cast = { ...CSV_OPTIONS.cast, string: (value: string) => (value === '' ? EMPTY_QUOTED : looksLikeLossyNumber(value) ? `'${value}` : value) };
+  }
+  return out;
 }
 
 /** CSV with a header row of `columns`. */
 export function csvEncoder(columns: readonly string[], options: EncoderOptions = {}): RowEncoder {
-  const rowOptions = options.escapeFormulas ? { ...CSV_OPTIONS, escape_formulas: true } : CSV_OPTIONS;
+  const rowOptions = csvOptions(options);
   const headerOptions = options.bom ? { ...rowOptions, bom: true } : rowOptions;
   return {
     header: () => stringify([columns as string[]], headerOptions),
@@ -92,6 +117,8 @@ export function assertEncoderOptions(format: ExportFormat, options: EncoderOptio
   if (options.escapeFormulas && format !== 'csv') {
     throw new UsageError('--escape-formulas is for CSV only; JSON Lines values are written as they are stored');
   }
+  if (options.delimiter !== undefined && format !== 'csv') throw new UsageError('--delimiter is for CSV only');
+  if (options.keepText && format !== 'csv') throw new UsageError('--excel is for CSV only; JSON Lines values are written as they are stored');
 }
 
 function jsonValue(value: unknown): string {

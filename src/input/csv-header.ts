@@ -14,6 +14,8 @@ export interface CsvHeader {
   delimiter: CsvDelimiter;
   /** 1-based line of the header row (blank lines before it are skipped). */
   line: number;
+  /** True when the file starts with a UTF-8 byte-order mark (a writer of a file for the same people keeps it). */
+  bom: boolean;
 }
 
 /** Limits of the header peek. */
@@ -37,7 +39,7 @@ export async function readCsvHeader(
   options: { delimiter?: CsvDelimiter; displayName?: string } = {},
 ): Promise<CsvHeader> {
   const file = options.displayName ?? path;
-  const { text, line } = await peekHeaderLine(path, file);
+  const { text, line, bom } = await peekHeaderLine(path, file);
   const delimiter = options.delimiter ?? detectDelimiter(text);
   let rows: string[][];
   try {
@@ -56,7 +58,7 @@ export async function readCsvHeader(
     }
     seen.add(name);
   }
-  return { columns, delimiter, line };
+  return { columns, delimiter, line, bom };
 }
 
 /** Picks the candidate delimiter seen most often outside quotes in the header line; comma on a tie or none. */
@@ -87,7 +89,7 @@ export function assertColumns(file: string, header: CsvHeader, required: readonl
 }
 
 /** Reads just enough bytes to hold the first non-blank line, honouring quotes (a header may hold a quoted newline). */
-async function peekHeaderLine(path: string, file: string): Promise<{ text: string; line: number }> {
+async function peekHeaderLine(path: string, file: string): Promise<{ text: string; line: number; bom: boolean }> {
   let handle;
   try {
     handle = await open(path, 'r');
@@ -135,14 +137,14 @@ async function peekHeaderLine(path: string, file: string): Promise<{ text: strin
         }
         if (b === QUOTE) quoted = !quoted;
         else if (!quoted && (b === LF || b === CR)) {
-          return { text: headerText(all.subarray(start, i), file), line };
+          return { text: headerText(all.subarray(start, i), file), line, bom: hasBom(all) };
         }
       }
       scanFrom = all.length;
       if (eof) {
         if (start < 0) throw new InputFileError(file, 'input file is empty (expected a header row)');
         if (quoted) throw new InputFileError(file, `line ${line}: the header row has a quote that is never closed`);
-        return { text: headerText(all.subarray(start), file), line };
+        return { text: headerText(all.subarray(start), file), line, bom: hasBom(all) };
       }
       if (total > CSV_HEADER_LIMITS.maxHeaderBytes) {
         throw new InputFileError(

@@ -42,6 +42,11 @@ export const JOB_DEFAULTS = {
     'post-details': 7,
     'search-jobs': 0.5,
   } satisfies Record<Operation, number>,
+  /**
+   * Days a raw body superseded by a newer answer to the same lookup is kept before the job's run drops it
+   * (`netingest prune` does the same for the whole database). null keeps every body.
+   */
+  keepRawDays: null as number | null,
   /** Directory scanned by loadAllJobs. */
   jobsDir: 'jobs',
 } as const;

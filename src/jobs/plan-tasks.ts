@@ -1,4 +1,5 @@
 import { canonicalCompanyUrl, canonicalPostUrl, type CanonicalResult } from '../urls/canonical.ts';
+import { networkHost } from '../urls/network-host.ts';
 import { readCsv } from '../input/read-csv.ts';
 import { assertColumns, readCsvHeader, type CsvHeader } from '../input/csv-header.ts';
 import { SEARCH_JOBS_PAGE_SIZE, type SearchJobsQuery, type SimilarCompaniesRequest } from '../spec/types.ts';
@@ -53,8 +54,10 @@ export async function* planTasks(job: Job): AsyncGenerator<PlannedItem, void, un
   }
   const column = job.input.column;
   assertColumns(file, header, [column]);
-  const canonical: (input: string) => CanonicalResult =
-    job.operation === 'similar-companies' ? canonicalCompanyUrl : canonicalPostUrl;
+  // Read once: a URL on another host is an invalid row, never a call.
+  const host = networkHost();
+  const canonicalOf = job.operation === 'similar-companies' ? canonicalCompanyUrl : canonicalPostUrl;
+  const canonical = (input: string): CanonicalResult => canonicalOf(input, host);
   const seen = new SeenKeys();
   for await (const item of readCsv(job.input.csvPath, { header, displayName: file })) {
     if ('error' in item) {

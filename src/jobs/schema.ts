@@ -24,6 +24,9 @@ export const RUN_SETTING_RULES = {
   maxPerRun: z.number().positive(),
 } as const;
 
+/** Days a superseded raw body is kept (job setting `keepRawDays`, and `netingest prune --keep-days`). */
+export const KEEP_RAW_DAYS_RULE = z.number().min(0);
+
 const common = {
   name: z.string().regex(NAME_PATTERN, { error: NAME_RULE }).optional(),
   /** Free text for people reading the job file. */
@@ -51,6 +54,7 @@ const common = {
     })
     .optional(),
   refreshAfterDays: z.number().min(0).optional(),
+  keepRawDays: KEEP_RAW_DAYS_RULE.nullable().optional(),
 };
 
 const urlInput = z.strictObject({ csv: text, column: text });
@@ -165,6 +169,8 @@ interface JobCommon {
   retry: { retries: number; minTimeoutMs: number; maxTimeoutMs: number; paidRetries: number; maxUnusableAnswers?: number };
   credits: { reserve: number; maxPerRun: number | null };
   refreshAfterDays: number;
+  /** Superseded raw bodies of this job's tasks older than this are dropped after the job runs; null keeps them. */
+  keepRawDays: number | null;
 }
 
 export interface SimilarCompaniesJob extends JobCommon {
@@ -237,6 +243,7 @@ export function resolveJob(value: unknown, ctx: ResolveContext): Job {
       maxPerRun: def.credits?.maxPerRun ?? JOB_DEFAULTS.credits.maxPerRun,
     },
     refreshAfterDays: def.refreshAfterDays ?? JOB_DEFAULTS.refreshAfterDays[def.operation],
+    keepRawDays: def.keepRawDays ?? JOB_DEFAULTS.keepRawDays,
   };
 
   let job: Job;

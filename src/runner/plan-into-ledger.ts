@@ -1,11 +1,11 @@
 import type { Job } from '../jobs/schema.ts';
 import { planTasks } from '../jobs/plan-tasks.ts';
-import type { InvalidInputRow, Ledger, NewTask, RunnableFilter } from '../db/ledger.ts';
+import { invalidRowKey, type InvalidInputRow, type Ledger, type NewTask, type RunnableFilter } from '../db/ledger.ts';
 
 export const PLAN_DEFAULTS = {
   /** Rows written per transaction while the input streams into the ledger. */
   batchRows: 5000,
-  /** Invalid rows kept in memory for the run summary (all of them are in `invalid_inputs`). */
+  /** New invalid rows kept in memory for the run summary (all of them are in `invalid_inputs`). */
   invalidSamples: 20,
 } as const;
 
@@ -13,7 +13,10 @@ export const PLAN_DEFAULTS = {
 export interface PlanCounts {
   tasks: number;
   invalid: number;
+  /** Of `invalid`, the rows an earlier run recorded already (same field, value and reason): counted, not listed. */
+  invalidKnown: number;
   duplicates: number;
+  /** The first new invalid rows (not recorded by an earlier run). */
   invalidSamples: InvalidInputRow[];
   /** False when a stop ended the read before the end of the input. */
   complete: boolean;
@@ -27,20 +30,28 @@ export interface PlanCounts {
  * obeyed in a moment rather than once the whole file is in the ledger.
  */
 export async function planIntoLedger(job: Job, ledger: Ledger, runId: number, stop?: AbortSignal): Promise<PlanCounts> {
-  const counts: PlanCounts = { tasks: 0, invalid: 0, duplicates: 0, invalidSamples: [], complete: false };
+  const counts: PlanCounts = { tasks: 0, invalid: 0, invalidKnown: 0, duplicates: 0, invalidSamples: [], complete: false };
   let tasks: NewTask[] = [];
   let invalid: InvalidInputRow[] = [];
   let duplicates = 0;
+  // The rows earlier runs reported, read before this run records its own (each matches one row of this read).
+  const reported = ledger.recordedInvalid(job.name, job.input.csv);
   // Counted as written, so that the counts of a read cut short are those of the ledger.
   const flush = () => {
+    const known = invalid.map((row) => {
+      const key = invalidRowKey(row);
+      const left = reported.get(key) ?? 0;
+      if (left > 0) reported.set(key, left - 1);
+      return left > 0;
+    });
     ledger.insertPlanned(tasks, invalid, runId, new Date().toISOString());
     counts.tasks += tasks.length;
     counts.invalid += invalid.length;
     counts.duplicates += duplicates;
-    for (const row of invalid) {
-      if (counts.invalidSamples.length >= PLAN_DEFAULTS.invalidSamples) break;
-      counts.invalidSamples.push(row);
-    }
+    invalid.forEach((row, i) => {
+      if (known[i]) counts.invalidKnown += 1;
+      else if (counts.invalidSamples.length < PLAN_DEFAULTS.invalidSamples) counts.invalidSamples.push(row);
+    });
     tasks = [];
     invalid = [];
     duplicates = 0;

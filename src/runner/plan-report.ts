@@ -105,5 +105,7 @@ export function formatPlanReport(r: PlanReport, reserve: number): string {
     `  last known balance: ${r.lastKnownBalance ?? 'unknown (no call yet)'}${r.lastKnownBalance !== null && r.lastKnownBalance - r.estimatedCredits < reserve ? `  — not enough to finish above the reserve of ${reserve}: the run will stop and defer the rest` : ''}`,
   ];
   for (const bad of r.invalidSamples) lines.push(`  invalid: ${bad.file}:${bad.line}${bad.field ? ` (${bad.field})` : ''}: ${bad.reason}`);
+  const unshown = r.invalidRows - r.invalidSamples.length;
+  if (unshown > 0) lines.push(`  ... ${plural(unshown, 'more invalid row')} not shown: \`--invalid-out FILE\` writes them all, with their columns and why`);
   return lines.join('\n') + '\n';
 }

@@ -18,6 +18,8 @@ import { isIngestRequest } from '../db/ingest-request.ts';
 import { createLedger } from '../db/ledger.ts';
 import type { Database } from '../db/open.ts';
 import { acceptRawResponse } from '../db/raw-archive.ts';
+import { decodeRawBody } from '../db/raw-body.ts';
+import { rawBodiesWerePruned } from '../db/raw-prune.ts';
 import { OPERATIONS, type Operation } from '../spec/types.ts';
 
 /** Options of reprocess(); every default here. */
@@ -64,6 +66,11 @@ export interface ReprocessReport {
   /** Normalized rows deleted before the replay. */
   rowsDeleted: number;
   /**
+   * False once `prune` has dropped superseded bodies: the tables are then not emptied first (rows built from a
+   * dropped body could not be rebuilt), and the kept bodies are replayed over them.
+   */
+  rebuiltFromScratch: boolean;
+  /**
    * Row writes by the replay, inserts and updates alike: a row that several bodies store counts once per body, so
    * this can exceed the rows the normalized tables end with.
    */
@@ -75,7 +82,8 @@ interface RawRow {
   operation: string;
   requestKey: string;
   requestJson: string;
-  body: string;
+  body: string | Buffer;
+  bodyEncoding: string | null;
   receivedAt: string;
   taskId: number | null;
   runId: number | null;
@@ -93,7 +101,8 @@ export function reprocess(database: Database, options: ReprocessOptions = {}): R
   // Keyset pages instead of one iterate(): better-sqlite3 refuses other statements on a connection while an
   // iterator is open, and the replay writes on this connection.
   const page = sqlite.prepare(
-    `SELECT id, operation, request_key AS requestKey, request_json AS requestJson, body, received_at AS receivedAt,
+    `SELECT id, operation, request_key AS requestKey, request_json AS requestJson, body, body_encoding AS bodyEncoding,
+       received_at AS receivedAt,
        task_id AS taskId, run_id AS runId, error_code AS errorCode
      FROM raw_responses WHERE id > ? ORDER BY id LIMIT ?`,
   );
@@ -107,6 +116,7 @@ export function reprocess(database: Database, options: ReprocessOptions = {}): R
     rejected: [],
     rowsDeleted: 0,
     rowsWritten: 0,
+    rebuiltFromScratch: !rawBodiesWerePruned(sqlite),
   };
   const reject = (row: RawRow, reason: string) => {
     report.invalid++;
@@ -121,8 +131,9 @@ export function reprocess(database: Database, options: ReprocessOptions = {}): R
     const operation = row.operation as Operation;
     const request = JSON.parse(row.requestJson) as unknown;
     if (!isIngestRequest(request) || request.operation !== operation) throw new Error('stored request_json is not a request of this operation');
+    const text = decodeRawBody(row.body, row.bodyEncoding);
     const { id: rawResponseId, requestKey, receivedAt: at, taskId } = row;
-    const rows = store({ rawResponseId, runId: row.runId, taskId, operation, requestKey, request, body: row.body, at }).rows;
+    const rows = store({ rawResponseId, runId: row.runId, taskId, operation, requestKey, request, body: text, at }).rows;
     // Only now, inside the same savepoint: a body that fails to validate or to normalize changes no task.
     let taskRecovered = false;
     if (row.errorCode !== null) {
@@ -133,9 +144,10 @@ export function reprocess(database: Database, options: ReprocessOptions = {}): R
   });
 
   sqlite.transaction(() => {
-    report.rowsDeleted = clearNormalizedTables(database);
-    // Rebuilt from the bodies with the rows (not counted among them: they are notes, not data).
-    sqlite.prepare('DELETE FROM answer_anomalies').run();
+    if (report.rebuiltFromScratch) report.rowsDeleted = clearNormalizedTables(database);
+    // Rebuilt from the bodies with the rows (not counted among them: they are notes, not data); those of a
+    // pruned body stay, as its rows do.
+    sqlite.prepare('DELETE FROM answer_anomalies WHERE raw_response_id IN (SELECT id FROM raw_responses)').run();
     let lastId = 0;
     for (;;) {
       const rows = page.all(lastId, opts.batchSize) as RawRow[];

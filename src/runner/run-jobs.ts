@@ -33,6 +33,7 @@ import { NotFoundOnlyWatch } from './not-found-only.ts';
 import { UnusableAnswerBreaker } from './unusable-breaker.ts';
 import { RunDrift } from './run-drift.ts';
 import { anomalyCountsOf } from '../db/answer-anomalies.ts';
+import { pruneJobBodies } from './job-retention.ts';
 
 export type { JobSummary, RunStopSummary, RunSummary } from './run-summary.ts';
 export { RUN_DEFAULTS, type RunOptions } from './run-options.ts';
@@ -114,6 +115,7 @@ async function runLocked(
   const unusableAnswers = new UnusableAnswerBreaker(stop, (op) => guard.costOf(op));
   const drift = new RunDrift(database, runId);
   const maxThrottleWaitMs = options.maxThrottleWaitMs ?? RUN_DEFAULTS.maxThrottleWaitMs;
+  const maxThrottledAttemptsPerTask = options.maxThrottledAttemptsPerTask ?? RUN_DEFAULTS.maxThrottledAttemptsPerTask;
   const notFoundOnlyMinAnswers = options.notFoundOnlyMinAnswers ?? RUN_DEFAULTS.notFoundOnlyMinAnswers;
   const skipped = new SkippedJobs(logger);
   const summaries: JobSummary[] = (options.brokenJobFiles ?? []).map((err) => skipped.brokenFile(err));
@@ -152,7 +154,7 @@ async function runLocked(
       const filter = { job: job.name, runId, freshSince: refresh ? startedAt : freshSince(job.refreshAfterDays), refresh };
       const { shared, runnable, failedBefore } = settleDue(job.operation, ledger, filter);
       await writer.ready;
-      logger.info('job planned', { job: job.name, tasks: plan.tasks, invalid: plan.invalid, duplicates: plan.duplicates, due: runnable, failed_before: failedBefore, shared: shared || undefined });
+      logger.info('job planned', { job: job.name, tasks: plan.tasks, invalid: plan.invalid, invalid_known: plan.invalidKnown || undefined, duplicates: plan.duplicates, due: runnable, failed_before: failedBefore, shared: shared || undefined });
       for (const bad of plan.invalidSamples) {
         logger.info('invalid input row', { job: job.name, file: bad.file, line: bad.line, field: bad.field, reason: bad.reason });
       }
@@ -189,6 +191,7 @@ async function runLocked(
           writer,
           retry: job.retry,
           maxThrottleWaitMs,
+          maxThrottledAttemptsPerTask,
           onAttemptError: () => {
             progress.errors += 1;
             errors += 1;
@@ -211,6 +214,7 @@ async function runLocked(
       }
       if (settleJobStop(jobStop.stop, stop, guard)) capStop ??= { ...guard.stopDetail!, job: job.name };
       if (jobStop.stop.reason) ledger.deferPending(job.name, runId, new Date().toISOString());
+      else if (job.keepRawDays !== null) pruneJobBodies(database, job.name, job.keepRawDays, logger);
       const counts = ledger.countsByStatus(job.name, runId);
       const failedByCode = ledger.failedByCode(job.name, runId);
       const warning = notFoundOnly.warning(job.name);
@@ -254,6 +258,7 @@ async function runLocked(
   const stopped = stopReason
     ? describeStop({
         reason: stopReason, errorMessage: error?.message ?? null, throttledMs: gate.totalPausedMs, maxThrottleWaitMs,
+        maxThrottledAttemptsPerTask,
         credit: stop.reason ? guard.stopDetail : capStop, cappedJob: stop.reason ? null : capStop?.job,
       })
     : null;
@@ -284,8 +289,10 @@ async function runLocked(
   }
   for (const d of summary.drift) logger.warn(`answer drift: ${d.message}`, { operation: d.operation, path: d.path, kind: d.kind, count: d.count, of: d.of });
   const skippedJobs = summaries.filter((j) => j.status === 'skipped').length;
+  // The exit code ends the line: under cron the last line is the one read (and, on a night with nothing to do, the only one).
   logger.info('run finished', {
     run: runId, status, calls, errors, skipped_jobs: skippedJobs > 0 ? skippedJobs : undefined, credits_spent: summary.creditsSpent, credits_left: guard.balance,
+    invalid_rows: summary.jobs.reduce((n, j) => n + j.invalidRows, 0) || undefined, exit_code: options.exitCodeOf?.(summary),
   });
   // A job whose input turned out unusable is the user's to fix (exit 2), after the run's books are closed.
   if (stop.error instanceof UsageError) throw stop.error;

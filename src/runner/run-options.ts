@@ -29,6 +29,11 @@ export interface RunOptions {
   progressStream?: NodeJS.WritableStream & { isTTY?: boolean };
   /** Total time a run may be paused by 429s before it stops and defers the rest. */
   maxThrottleWaitMs?: number;
+  /**
+   * 429s one task may get in a run before the run stops and defers the rest, whatever their Retry-After: with
+   * the task's retries it bounds the calls of a task (see call-bound.ts).
+   */
+  maxThrottledAttemptsPerTask?: number;
   /** Per-request timeout of the API client. */
   requestTimeoutMs?: number;
   /** Interval of the progress log line without a terminal. */
@@ -57,6 +62,7 @@ export interface RunOptions {
 
 export const RUN_DEFAULTS = {
   maxThrottleWaitMs: 15 * 60_000,
+  maxThrottledAttemptsPerTask: 20,
   requestTimeoutMs: 30_000,
   outageMinTasks: 3,
   unusableMinAnswers: 5,

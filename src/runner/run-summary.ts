@@ -30,6 +30,8 @@ export interface JobSummary {
   error: { code: string; message: string } | null;
   planned: number;
   invalidRows: number;
+  /** Of `invalidRows`, those an earlier run recorded already: counted, not in `invalidSamples`. */
+  invalidKnown: number;
   duplicates: number;
   /** Planned tasks skipped because they were done or not found within refreshAfterDays. */
   fresh: number;
@@ -105,6 +107,7 @@ export function jobSummary(
     error: null,
     planned: plan.tasks,
     invalidRows: plan.invalid,
+    invalidKnown: plan.invalidKnown,
     duplicates: plan.duplicates,
     fresh: plan.tasks - due.worked - due.failedBefore,
     failedBefore: due.failedBefore,
@@ -144,6 +147,7 @@ export function partlyPlannedJobSummary(job: { name: string; operation: Operatio
     ...unplannedJobSummary(job, 'not_reached'),
     planned: plan.tasks,
     invalidRows: plan.invalid,
+    invalidKnown: plan.invalidKnown,
     duplicates: plan.duplicates,
     deferred,
     invalidSamples: plan.invalidSamples,
@@ -158,6 +162,7 @@ function unplannedJobSummary(job: { name: string; operation: Operation | null },
     error: null,
     planned: 0,
     invalidRows: 0,
+    invalidKnown: 0,
     duplicates: 0,
     fresh: 0,
     failedBefore: 0,

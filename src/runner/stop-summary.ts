@@ -22,6 +22,8 @@ export interface StopFacts {
   cappedJob?: string | null;
   throttledMs: number;
   maxThrottleWaitMs: number;
+  /** The cap on 429s per task; a throttle stop under the wait cap was this one's. */
+  maxThrottledAttemptsPerTask?: number;
 }
 
 /** The stop's reason and one sentence that names its cause: the limit and its figures, or the error. */
@@ -31,6 +33,12 @@ export function describeStop(facts: StopFacts): RunStopSummary {
     const credit = facts.credit;
     const limit = credit?.reason ?? 'out-of-credits';
     return { reason, limit, message: creditMessage(limit, credit, facts.cappedJob ?? null) };
+  }
+  if (reason === 'throttled' && facts.throttledMs <= facts.maxThrottleWaitMs && facts.maxThrottledAttemptsPerTask) {
+    const message =
+      `the API throttled (429) one task ${facts.maxThrottledAttemptsPerTask} times in this run, the cap of throttled ` +
+      `attempts per task (waited ${seconds(facts.throttledMs)} s in all); the remaining tasks are deferred to the next run`;
+    return { reason, limit: null, message };
   }
   if (reason === 'throttled') {
     const message =

@@ -8,6 +8,7 @@ import type { RateGate } from './rate-gate.ts';
 import type { RunStop } from './run-stop.ts';
 import type { ResultWriter, WriterTask } from './result-writer.ts';
 import type { IngestRequest } from '../db/ingest-request.ts';
+import { maxCallsPerTask, throttleWaitMs } from './call-bound.ts';
 
 /** Retry settings of a job, as p-retry takes them. */
 export interface RetrySettings {
@@ -28,6 +29,8 @@ export interface ExecutorContext {
   retry: RetrySettings;
   /** Total time the run may spend paused by 429s before it ends as deferred. */
   maxThrottleWaitMs: number;
+  /** 429s one task may get in this run before the run ends as throttled (the wait cap alone misses Retry-After: 0). */
+  maxThrottledAttemptsPerTask: number;
   /** Counts failed attempts for the progress display. */
   onAttemptError?: (err: ApiError) => void;
   /** Told of every task that ended in this run (not of one the run's stop left pending): outage breaker, failure log. */
@@ -62,6 +65,8 @@ export type TaskOutcome =
 export async function executeTask(task: ExecutableTask, ctx: ExecutorContext): Promise<TaskOutcome> {
   let attempts = 0;
   let unusablePaid = 0;
+  let throttled = 0;
+  const maxCalls = maxCallsPerTask(ctx.retry, ctx.maxThrottledAttemptsPerTask);
   const attempt = async (): Promise<ApiResult<unknown>> => {
     for (;;) {
       if (ctx.stop.reason) throw new AbortError(new StoppedBeforeCall());
@@ -75,6 +80,11 @@ export async function executeTask(task: ExecutableTask, ctx: ExecutorContext): P
       } catch {
         ctx.guard.settle(reservation, null);
         throw new AbortError(new StoppedBeforeCall());
+      }
+      // The one place the bound on a task's calls is enforced (the throttle cap and p-retry keep below it).
+      if (attempts >= maxCalls) {
+        ctx.guard.settle(reservation, null);
+        throw new AbortError(new Error(`internal: task reached its bound of ${maxCalls} calls in one run`));
       }
       attempts += 1;
       let result: ApiResult<unknown>;
@@ -91,8 +101,11 @@ export async function executeTask(task: ExecutableTask, ctx: ExecutorContext): P
         }
         const action = errorAction(err);
         if (action === 'throttle' && err instanceof ThrottledError) {
-          ctx.gate.pause(err.retryAfterMs);
-          if (ctx.gate.totalPausedMs > ctx.maxThrottleWaitMs) ctx.stop.stop('throttled', err);
+          ctx.gate.pause(throttleWaitMs(err.retryAfterMs, ctx.retry));
+          throttled += 1;
+          if (ctx.gate.totalPausedMs > ctx.maxThrottleWaitMs || throttled >= ctx.maxThrottledAttemptsPerTask) {
+            ctx.stop.stop('throttled', err);
+          }
           continue;
         }
         // Past its own allowance, a charged but unusable 200 ends the task as failed-retryable: the next run tries

@@ -2,6 +2,9 @@ import { SEARCH_JOBS_PAGE_SIZE, SEARCH_JOBS_PARAMS, type JobRecord, type Operati
 import { CompanyData } from './data/companies.ts';
 import { JobData, type JobSearch } from './data/jobs.ts';
 import { PostData, type PostBody } from './data/posts.ts';
+import { canonicalUrlKey } from './data/canonical.ts';
+import { LiveShaper } from './live/live-shaper.ts';
+import { liveShapesOf } from './live/live-shapes.ts';
 import type { SandboxOptions } from './options.ts';
 
 /** What an operation answers before credits: a 200 body awaiting its counters, or a finished error. */
@@ -45,13 +48,17 @@ export class Operations {
   private readonly postBodies = new WeakMap<PostBody, Buffer>();
   private readonly jobPages = new WeakMap<JobRecord[], Map<number, Buffer>>();
   private readonly emptyPastEnd: boolean;
+  /** The live-service shapes, or null in the spec mode (whose answers must not change by a byte). */
+  private readonly live: LiveShaper | null;
 
-  constructor(options: Pick<SandboxOptions, 'seed' | 'notFoundRate' | 'pastLastPage'>) {
+  constructor(options: SandboxOptions) {
     const { seed, notFoundRate } = options;
     this.companies = new CompanyData(seed, notFoundRate);
     this.posts = new PostData(seed, notFoundRate);
     this.jobs = new JobData(seed, notFoundRate);
     this.emptyPastEnd = options.pastLastPage === 'empty';
+    const shapes = liveShapesOf(options);
+    this.live = shapes && new LiveShaper(shapes, seed);
   }
 
   /** Checks the parameters only (400 or null), so that faults and credits are decided on valid calls alone. */
@@ -86,30 +93,35 @@ export class Operations {
       const post = this.posts.details(request.url);
       if (!post) return NO_POST;
       let open = this.postBodies.get(post);
-      if (open === undefined) this.postBodies.set(post, (open = openJson(post)));
+      if (open === undefined) this.postBodies.set(post, (open = openJson(this.live ? this.live.post(post) : post)));
       return { kind: 'ok', open };
     }
     return this.jobsPage(request);
   }
 
   private similarPage(request: Extract<ValidRequest, { op: 'similar-companies' }>): Outcome {
-    const list = this.companies.similarTo(request.url, request.account);
+    const live = this.live;
+    const url = live ? live.referenceUrl(request.url) : request.url;
+    const list = this.companies.similarTo(url, request.account);
     if (!list) return NO_SIMILAR;
-    const from = (request.page - 1) * request.num;
+    const num = live ? live.pageSize(request.num) : request.num;
+    const from = (request.page - 1) * num;
     const pastEnd = from >= list.length;
     if (pastEnd && !this.emptyPastEnd) return NO_SIMILAR;
     let pages = this.companyPages.get(list);
     if (!pages) this.companyPages.set(list, (pages = new Map()));
-    const pageKey = `${request.page}/${request.num}`;
+    const pageKey = `${request.page}/${num}`;
     let open = pages.get(pageKey);
     if (open === undefined) {
-      const content = list.slice(from, from + request.num).map((entry) => this.companies.record(entry));
+      const records = list.slice(from, from + num).map((entry) => this.companies.record(entry));
+      const listKey = live ? canonicalUrlKey(url) : '';
+      const content = live ? records.map((record) => live.company(record, listKey)) : records;
       open = openJson({
         success: true,
         message: 'Similar companies fetched successfully',
         data: { content, number: request.page - 1, first: request.page === 1, empty: content.length === 0 },
         page: request.page,
-        num: request.num,
+        num,
       });
       // Empty pages are not kept: any page number past the end has one, and they cost nothing to build.
       if (!pastEnd) pages.set(pageKey, open);
@@ -126,7 +138,9 @@ export class Operations {
     if (!pages) this.jobPages.set(results, (pages = new Map()));
     let open = pages.get(request.start);
     if (open === undefined) {
-      const page = results.slice(request.start, request.start + SEARCH_JOBS_PAGE_SIZE);
+      const live = this.live;
+      const slice = results.slice(request.start, request.start + SEARCH_JOBS_PAGE_SIZE);
+      const page = live ? slice.map((job) => live.job(job)) : slice;
       open = openJson({
         success: true,
         message: 'Jobs fetched successfully',

@@ -25,6 +25,17 @@ export interface FaultRates {
 export const PAST_LAST_PAGE_MODES = ['404', 'empty'] as const;
 export type PastLastPage = (typeof PAST_LAST_PAGE_MODES)[number];
 
+/**
+ * The ways the live service's answers differ from the letter of api.md, each turned on by `liveShapes`:
+ * - 'absent-members': optional members left out or `null` (memberMissingRate, memberNullRate), never an identity;
+ * - 'brand-url': the author's profile URL as `author.<brand>_url` instead of `author.network_url`;
+ * - 'page-cap': similar-companies pages hold at most `maxNum` companies, and the answer echoes that `num`;
+ * - 'url-forms': URLs on `networkHost`, company url, company_link and author URL mixing `www.`, bare and country
+ *   subdomains (bareUrlRate, countryUrlRate); reference URLs on a country or mobile subdomain fold into `www.`.
+ */
+export const LIVE_SHAPES = ['absent-members', 'brand-url', 'page-cap', 'url-forms'] as const;
+export type LiveShape = (typeof LIVE_SHAPES)[number];
+
 /** Every option of the sandbox; see SANDBOX_DEFAULTS for the defaults and their meaning. */
 export interface SandboxOptions extends FaultRates {
   host: string;
@@ -41,6 +52,15 @@ export interface SandboxOptions extends FaultRates {
   slowMs: number;
   hugeBytes: number;
   notFoundRate: number;
+  liveShapes: boolean | readonly LiveShape[];
+  memberMissingRate: number;
+  memberNullRate: number;
+  brand: string;
+  networkHost: string;
+  maxNum: number;
+  bareUrlRate: number;
+  countryUrlRate: number;
+  balanceRoute: boolean;
   logRequests: boolean;
   onRequest: ((entry: LoggedRequest) => void) | null;
 }
@@ -111,6 +131,31 @@ export const SANDBOX_DEFAULTS: Readonly<SandboxOptions> = Object.freeze({
    * containing the word `notfound` never has data, whatever this rate.
    */
   notFoundRate: 0.05,
+  /**
+   * false: answers to the letter of api.md (byte for byte what the sandbox always answered). true: answers as
+   * the live service may, every LIVE_SHAPES entry on; a list turns on only those (a test of one behaviour).
+   * The options below tune each shape and matter only while it is on.
+   */
+  liveShapes: false,
+  /** 'absent-members': chance that an optional member of a record is left out, per record and member. */
+  memberMissingRate: 0.05,
+  /** 'absent-members': chance that it is sent as `null` instead (on top of the missing rate). */
+  memberNullRate: 0.05,
+  /** 'brand-url': the made-up brand whose name the author's URL member carries (`acmenet_url`). */
+  brand: 'acmenet',
+  /** 'url-forms': the brand's host, written by its site as `https://www.<host>/...`. */
+  networkHost: 'acmenet.com',
+  /** 'page-cap': the most companies a similar-companies page holds; a larger `num` is answered with this one. */
+  maxNum: 25,
+  /** 'url-forms': share of company url, company_link and author URLs written without `www.`. */
+  bareUrlRate: 0.2,
+  /** 'url-forms': share written on a country subdomain (`de.`, `fr.`, ...); the rest carry `www.`. */
+  countryUrlRate: 0.15,
+  /**
+   * Serve `GET /v1/api/auth` (in every mode): the token's counters with `uid` and `team`, never charged, never
+   * faulted, subject to auth and the rate limit. false answers it 404 like any unknown path.
+   */
+  balanceRoute: true,
   /** Keep a log of every request in `sandbox.requests`; turn off for benchmarks. */
   logRequests: true,
   /**
@@ -130,6 +175,10 @@ const RATE_KEYS = [
   'wrongShapeRate',
   'hugeRate',
   'notFoundRate',
+  'memberMissingRate',
+  'memberNullRate',
+  'bareUrlRate',
+  'countryUrlRate',
 ] as const;
 
 /** Merges the input over the defaults and rejects values that make no sense. */
@@ -140,6 +189,7 @@ export function resolveOptions(input: SandboxOptionsInput = {}): SandboxOptions 
     ...defined,
     tokens: { ...(input.tokens ?? SANDBOX_DEFAULTS.tokens) },
     suspendedTokens: [...(input.suspendedTokens ?? SANDBOX_DEFAULTS.suspendedTokens)],
+    liveShapes: Array.isArray(input.liveShapes) ? [...input.liveShapes] : (input.liveShapes ?? SANDBOX_DEFAULTS.liveShapes),
     costs: { ...SANDBOX_DEFAULTS.costs, ...input.costs },
   } as SandboxOptions;
   // Seeds are mixed in as 32-bit integers: NaN (`--seed abc`) or a fraction would silently be another seed.
@@ -170,7 +220,35 @@ export function resolveOptions(input: SandboxOptionsInput = {}): SandboxOptions 
   if (!(options.retryAfterSeconds >= 0 && Number.isInteger(options.retryAfterSeconds))) {
     throw new RangeError(`sandbox retryAfterSeconds must be a whole number >= 0, got ${options.retryAfterSeconds}`);
   }
+  checkLiveOptions(options);
   if (!(options.slowMs >= 0)) throw new RangeError(`sandbox slowMs must be >= 0, got ${options.slowMs}`);
   if (!(options.hugeBytes >= 0)) throw new RangeError(`sandbox hugeBytes must be >= 0, got ${options.hugeBytes}`);
   return options;
+}
+
+/** The live-service options: shapes known, rates that add up, a brand and host that can appear in a URL. */
+function checkLiveOptions(options: SandboxOptions): void {
+  const { liveShapes } = options;
+  if (typeof liveShapes !== 'boolean') {
+    if (!Array.isArray(liveShapes)) throw new RangeError(`sandbox liveShapes must be true, false or a list, got ${String(liveShapes)}`);
+    for (const shape of liveShapes) {
+      if (!(LIVE_SHAPES as readonly string[]).includes(shape)) {
+        throw new RangeError(`sandbox live shape ${String(shape)} is unknown; expected one of ${LIVE_SHAPES.join(', ')}`);
+      }
+    }
+  }
+  if (options.memberMissingRate + options.memberNullRate > 1) {
+    throw new RangeError('sandbox memberMissingRate and memberNullRate must add up to at most 1');
+  }
+  if (options.bareUrlRate + options.countryUrlRate > 1) {
+    throw new RangeError('sandbox bareUrlRate and countryUrlRate must add up to at most 1');
+  }
+  // The brand names a JSON member (`<brand>_url`) and the host goes into every URL: keep both plain.
+  if (!/^[a-z][a-z0-9]*$/.test(options.brand)) throw new RangeError(`sandbox brand must be lower-case letters and digits, got ${options.brand}`);
+  if (!/^[a-z0-9-]+(\.[a-z0-9-]+)+$/.test(options.networkHost) || options.networkHost.startsWith('www.')) {
+    throw new RangeError(`sandbox networkHost must be a bare host name such as acmenet.com, got ${options.networkHost}`);
+  }
+  if (!(Number.isSafeInteger(options.maxNum) && options.maxNum >= 1)) {
+    throw new RangeError(`sandbox maxNum must be a whole number >= 1, got ${options.maxNum}`);
+  }
 }

@@ -2,6 +2,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { OPERATION_PATHS, type CreditCounters, type Operation } from '../spec/types.ts';
+import { BALANCE_PATH, balanceBody } from './balance.ts';
 import { CreditLedger } from './credit-ledger.ts';
 import {
   FaultInjector, HTML_ERROR_PAGE, SERVER_ERROR_BODY, UNAVAILABLE_BODY, WRONG_SHAPE_BODY, hugeBody, truncated,
@@ -109,12 +110,8 @@ export async function startSandbox(input: SandboxOptionsInput = {}): Promise<San
     timers.add(timer);
   };
 
-  /** Everything but the I/O: route, auth, rate limit, validation, credits, faults, and the answer. */
-  const decide = (req: IncomingMessage, path: string, query: URLSearchParams, bodyText: string): Decision => {
-    const route = ROUTES.get(path);
-    if (!route) return answer(404, NOT_FOUND);
-    if (req.method !== route.method) return answer(405, METHOD_NOT_ALLOWED, { allow: route.method });
-
+  /** The request's token once auth and the rate limit let it through, or the answer refusing it. */
+  const admit = (req: IncomingMessage): string | Decision => {
     const auth = req.headers.authorization;
     const token = auth === undefined ? undefined : BEARER.exec(auth)?.[1];
     if (token === undefined) return answer(401, MISSING_TOKEN, UNAUTHORIZED_HEADERS);
@@ -122,6 +119,26 @@ export async function startSandbox(input: SandboxOptionsInput = {}): Promise<San
     if (!ledger.has(token)) return answer(401, INVALID_TOKEN, UNAUTHORIZED_HEADERS);
     const refusal = limiter?.tryAcquire(token, performance.now()) ?? null;
     if (refusal) return answer(429, TOO_MANY, { 'retry-after': String(retryAfterSeconds(refusal, options)) });
+    return token;
+  };
+
+  /** The balance route: never charged, never faulted (so asking does not shift a seeded fault sequence). */
+  const balance = (req: IncomingMessage): Decision => {
+    if (req.method !== 'GET') return answer(405, METHOD_NOT_ALLOWED, { allow: 'GET' });
+    const token = admit(req);
+    if (typeof token !== 'string') return token;
+    return answer(200, balanceBody(options.seed, token, ledger.counters(token)));
+  };
+
+  /** Everything but the I/O: route, auth, rate limit, validation, credits, faults, and the answer. */
+  const decide = (req: IncomingMessage, path: string, query: URLSearchParams, bodyText: string): Decision => {
+    if (path === BALANCE_PATH && options.balanceRoute) return balance(req);
+    const route = ROUTES.get(path);
+    if (!route) return answer(404, NOT_FOUND);
+    if (req.method !== route.method) return answer(405, METHOD_NOT_ALLOWED, { allow: route.method });
+
+    const token = admit(req);
+    if (typeof token !== 'string') return token;
 
     const valid = operations.validate(route.op, { query, bodyText, contentType: req.headers['content-type'] });
     if ('kind' in valid) return answer(valid.status, valid.body);

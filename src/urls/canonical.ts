@@ -2,15 +2,18 @@
  * Canonical URLs of companies, posts and jobs. The input reader keys tasks with them and the normalizers key
  * rows with them, so both must agree: one spelling per page, whatever the user or the API wrote.
  *
- * Canonical form: `https://`, lower-case host with a leading `www.` folded (`www.network.com` and
- * `network.com` are the same site; other subdomains are kept), no credentials, no query, no fragment, no
- * trailing slash. The scheme is optional in input. Pure functions: no imports beyond the language.
+ * Pages of the network (its host is a setting, see network-host.ts) take the form the site itself writes:
+ * `https://www.<host>/...`, its country and mobile subdomains (`de.`, `fr.`, `m.`, `mobile.`) folded into `www.`;
+ * page URLs on any other host, a port, credentials or an IP address are refused, so they never cost a call.
+ * Always: `https://`, lower-case host, no query, no fragment, no trailing slash; the scheme is optional in
+ * input. The general canonicalUrl() keeps other hosts (with `www.` folded away, as before). Pure functions.
  */
 
 /** Result of a canonicalization: the URL, or why the input is not one. */
 export type CanonicalResult = { ok: true; url: string } | { ok: false; reason: string };
 
 interface ParsedUrl {
+  /** Lower-case host as written (`www.` kept), with `:port` when one was given. */
   host: string;
   /** Path segments, as percent-encoded by the URL parser, without empty segments. */
   segments: string[];
@@ -18,58 +21,97 @@ interface ParsedUrl {
 
 const SCHEME = /^([a-z][a-z0-9+.-]*):\/\//i;
 const MAX_INPUT_LENGTH = 2048;
-
-/** Canonical form of any page URL (path kept as written, case included). */
-export function canonicalUrl(input: unknown): CanonicalResult {
-  const parsed = parse(input);
-  if (!parsed.ok) return parsed;
-  return { ok: true, url: build(parsed.value.host, parsed.value.segments) };
-}
+/** Subdomains that are the same site: the web, mobile and country editions. */
+const EDITION_LABEL = /^(?:www|m|mobile|[a-z]{2})$/;
+/** A percent-encoded control character (`%00` and the like): never part of a real page address. */
+const ENCODED_CONTROL = /%(?:[01][0-9a-f]|7f)/i;
+/** A post's own id in a path segment: `activity-<digits>`, `urn:li:share:<digits>`, `ugcPost%3A<digits>`... */
+const POST_ID = /(?:^|[^a-z]|%3a)(?:activity|share|ugcpost)(?:[-:]|%3a)\d+/i;
 
 /**
- * Canonical company page: `https://<host>/company/<slug>`, the slug lower-cased; sub-pages such as `/about`
- * or `/posts` are dropped because they belong to the same company.
+ * True when `host` (lower-case, as parsed) is the network's site: the host itself or one of its editions.
+ * Exported for the database upgrade, which re-reads stored URLs by the same rule.
  */
-export function canonicalCompanyUrl(input: unknown): CanonicalResult {
+export function isNetworkHost(host: string, networkHost: string): boolean {
+  if (host === networkHost) return true;
+  const dot = host.indexOf('.');
+  return dot > 0 && host.slice(dot + 1) === networkHost && EDITION_LABEL.test(host.slice(0, dot));
+}
+
+/** Canonical form of any page URL (path kept as written, case included); the network's pages on `www.`. */
+export function canonicalUrl(input: unknown, networkHost: string): CanonicalResult {
   const parsed = parse(input);
   if (!parsed.ok) return parsed;
   const { host, segments } = parsed.value;
+  if (isNetworkHost(host, networkHost)) return { ok: true, url: build(`www.${networkHost}`, segments) };
+  return { ok: true, url: build(host.startsWith('www.') ? host.slice(4) : host, segments) };
+}
+
+/**
+ * Canonical company page: `https://www.<host>/company/<slug>`, the slug lower-cased; sub-pages such as
+ * `/about` or `/posts` are dropped because they belong to the same company.
+ */
+export function canonicalCompanyUrl(input: unknown, networkHost: string): CanonicalResult {
+  const page = networkPage(input, networkHost, 'company/<name>');
+  if (!page.ok) return page;
+  const { segments } = page;
   if (segments[0]?.toLowerCase() !== 'company' || segments.length < 2) {
-    return { ok: false, reason: `not a company page (expected ${host}/company/<name>)` };
+    return { ok: false, reason: `not a company page (expected https://www.${networkHost}/company/<name>)` };
   }
   const slug = lowerSlug(segments[1]!);
   if (slug === null) return { ok: false, reason: 'company name in the URL is not valid percent-encoding' };
-  return { ok: true, url: build(host, ['company', slug]) };
+  return { ok: true, url: build(`www.${networkHost}`, ['company', slug]) };
 }
 
 /**
- * Canonical post URL: the path as written (post paths carry case-sensitive ids). Accepts `/posts/...`,
- * `/feed/update/...`, `/embed/feed/update/...`, `/pulse/...` and any path naming an `activity`.
+ * Canonical post URL: the path as written (post paths carry case-sensitive ids). A post is named by a path
+ * under `/posts/` or `/pulse/`, or by its id (`activity`, `share` or `ugcPost` and digits, as in
+ * `/feed/update/urn:li:activity:<id>`); a profile's activity feed (`/in/<name>/recent-activity/...`) is not one.
  */
-export function canonicalPostUrl(input: unknown): CanonicalResult {
-  const parsed = parse(input);
-  if (!parsed.ok) return parsed;
-  const { host, segments } = parsed.value;
+export function canonicalPostUrl(input: unknown, networkHost: string): CanonicalResult {
+  const page = networkPage(input, networkHost, 'posts/...');
+  if (!page.ok) return page;
+  const { segments } = page;
   const first = segments[0]?.toLowerCase();
-  const isPost =
-    (first === 'posts' && segments.length >= 2) ||
-    (first === 'pulse' && segments.length >= 2) ||
-    (first === 'feed' && segments[1]?.toLowerCase() === 'update' && segments.length >= 3) ||
-    (first === 'embed' && segments[1]?.toLowerCase() === 'feed' && segments.length >= 4) ||
-    segments.some((s) => /activity/i.test(s));
-  if (!isPost) return { ok: false, reason: `not a post page (expected ${host}/posts/... or ${host}/feed/update/...)` };
-  return { ok: true, url: build(host, segments) };
+  const isPost = ((first === 'posts' || first === 'pulse') && segments.length >= 2) || segments.some((s) => POST_ID.test(s));
+  if (!isPost) {
+    return {
+      ok: false,
+      reason:
+        `not a post (expected https://www.${networkHost}/posts/... or a URL naming an activity, share or ugcPost id; ` +
+        "a profile's activity feed is not a post)",
+    };
+  }
+  return { ok: true, url: build(`www.${networkHost}`, segments) };
 }
 
-/** Canonical job listing URL: `https://<host>/jobs/view/<id-or-slug>`, anything after the listing dropped. */
-export function canonicalJobUrl(input: unknown): CanonicalResult {
+/** Canonical job listing URL: `https://www.<host>/jobs/view/<id-or-slug>`, anything after the listing dropped. */
+export function canonicalJobUrl(input: unknown, networkHost: string): CanonicalResult {
+  const page = networkPage(input, networkHost, 'jobs/view/<id>');
+  if (!page.ok) return page;
+  const { segments } = page;
+  if (segments[0]?.toLowerCase() !== 'jobs' || segments[1]?.toLowerCase() !== 'view' || segments.length < 3) {
+    return { ok: false, reason: `not a job listing (expected https://www.${networkHost}/jobs/view/<id>)` };
+  }
+  return { ok: true, url: build(`www.${networkHost}`, ['jobs', 'view', segments[2]!]) };
+}
+
+/** The path segments of a page on the network's site, or why the input is not one. */
+function networkPage(
+  input: unknown,
+  networkHost: string,
+  example: string,
+): { ok: true; segments: string[] } | { ok: false; reason: string } {
   const parsed = parse(input);
   if (!parsed.ok) return parsed;
   const { host, segments } = parsed.value;
-  if (segments[0]?.toLowerCase() !== 'jobs' || segments[1]?.toLowerCase() !== 'view' || segments.length < 3) {
-    return { ok: false, reason: `not a job listing (expected ${host}/jobs/view/<id>)` };
-  }
-  return { ok: true, url: build(host, ['jobs', 'view', segments[2]!]) };
+  if (isNetworkHost(host, networkHost)) return { ok: true, segments };
+  // An internationalized host that merely looks like the network's is named as such.
+  const lookAlike = host.split('.').some((label) => label.startsWith('xn--')) ? ', an internationalized look-alike' : '';
+  return {
+    ok: false,
+    reason: `not on ${networkHost} (host ${host}${lookAlike}; expected https://www.${networkHost}/${example})`,
+  };
 }
 
 /**
@@ -106,11 +148,10 @@ function parseFast(input: string): ParsedUrl | undefined {
   if (input.length > MAX_INPUT_LENGTH) return undefined;
   const m = FAST_SHAPE.exec(input);
   if (m === null) return undefined;
-  let host = m[1]!.toLowerCase();
+  const host = m[1]!.toLowerCase();
   if (host.includes('xn--')) return undefined;
   const path = m[2]!;
   if (path.includes('.') && DOT_SEGMENT.test(path)) return undefined;
-  if (host.startsWith('www.')) host = host.slice(4);
   // The path starts with `/` when not empty; empty segments are dropped as in the parser path.
   const segments: string[] = [];
   for (let from = 1; from < path.length; ) {
@@ -151,7 +192,9 @@ function parse(input: unknown): { ok: true; value: ParsedUrl } | { ok: false; re
   if (!host.includes('.') || host.startsWith('.') || host.includes('..')) {
     return { ok: false, reason: `wrong host shape (${host || 'no host'}; expected a domain such as network.com)` };
   }
-  if (host.startsWith('www.')) host = host.slice(4);
+  if (ENCODED_CONTROL.test(url.pathname)) {
+    return { ok: false, reason: 'not a URL (holds a control character such as %00)' };
+  }
   if (url.port !== '') host = `${host}:${url.port}`;
   // One spelling of percent-escapes (the parser keeps `%c3` and `%C3` apart).
   const segments = url.pathname

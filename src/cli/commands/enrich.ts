@@ -1,6 +1,7 @@
 import { defineCommand } from '../command.ts';
-import { BOM_OPTION, ESCAPE_FORMULAS_OPTION, withDb } from '../common-options.ts';
-import { enrichJob } from '../../export/enrich.ts';
+import { ESCAPE_FORMULAS_OPTION, withDb } from '../common-options.ts';
+import { ENRICH_DEFAULTS, enrichJob } from '../../export/enrich.ts';
+import { ENRICH_ROW_MODES } from '../../export/enrich-layout.ts';
 import { EXPORT_FORMATS } from '../../export/row-encoders.ts';
 import { OUTPUT_STOP_SIGNALS, stderrNotice, withStopSignals } from '../signals.ts';
 import { plural } from '../../plural.ts';
@@ -8,19 +9,33 @@ import { plural } from '../../plural.ts';
 /** `netingest enrich <job> --out <file>`: the job's input rows followed by their results (docs/export.md). */
 export const enrichCommand = defineCommand({
   name: 'enrich <job>',
-  describe: "Write the job's input CSV enriched with its results: one row per result, or one row saying why none",
+  describe: "Write the job's input CSV enriched with its results: one row per input row (or per result), or why none",
   builder: (y) =>
     withDb(y, { whenMissing: 'refuse' })
       .positional('job', { type: 'string', demandOption: true, normalize: true, describe: 'job file (.json or .ts)' })
       .option('out', { type: 'string', normalize: true, demandOption: true, describe: 'file to write (replaced whole at the end)' })
       .option('format', { choices: EXPORT_FORMATS, default: 'csv' as const, describe: 'csv (header row, RFC 4180) or jsonl' })
-      .option('bom', BOM_OPTION)
+      .option('rows', {
+        choices: ENRICH_ROW_MODES,
+        default: ENRICH_DEFAULTS.rows,
+        describe: 'per-input: one row per input row, the first --top results in numbered columns; per-result: one row per result, every column',
+      })
+      .option('top', { type: 'number', describe: `per-input: results given numbered columns (default ${ENRICH_DEFAULTS.top})` })
+      .option('delimiter', { choices: [',', ';', 'tab'] as const, describe: "CSV only: field delimiter (default: the input's)" })
+      .option('bom', { type: 'boolean', describe: "CSV only: start with a UTF-8 byte-order mark, or not with --no-bom (default: as the input)" })
       .option('escape-formulas', ESCAPE_FORMULAS_OPTION)
-      .example('$0 enrich jobs/lookalikes.json --out lookalikes-enriched.csv', 'each reference company, one row per lookalike')
+      .option('excel', {
+        type: 'boolean',
+        default: false,
+        describe: "CSV for Excel and LibreOffice: a BOM, formulas escaped, and a ' before text they would turn into a number (+49…, 0123)",
+      })
+      .example('$0 enrich jobs/lookalikes.json --out leads.csv --excel', 'one row per lead, its 5 first lookalikes beside it, for a spreadsheet')
+      .example('$0 enrich jobs/lookalikes.json --out lookalikes.csv --rows per-result', 'one row per lookalike, every column')
       .example('$0 enrich jobs/post-engagement.ts --out posts-enriched.csv', 'each post URL with author, text and engagement')
       .epilogue(
         'Columns: the input columns, then netingest_line, netingest_status (ok, not_found, failed, invalid_input, ' +
-          'deferred, pending), netingest_error, netingest_input_key, then similar_*, post_* or job_* result columns. ' +
+          'deferred, pending), netingest_error, netingest_input_key, then similar_count and similar_1_name… ' +
+          '(job_count, job_1_title…; post_* columns), or with --rows per-result every similar_*, job_* column. ' +
           "Results are each page's latest answer: what an earlier answer listed and a later one no longer does is left out.",
       ),
   run: async (argv, io) => {
@@ -30,8 +45,12 @@ export const enrichCommand = defineCommand({
         job: argv.job,
         out: argv.out,
         format: argv.format,
+        rows: argv.rows,
+        top: argv.top,
+        delimiter: argv.delimiter === 'tab' ? '\t' : argv.delimiter,
         bom: argv.bom,
         escapeFormulas: argv['escape-formulas'],
+        excel: argv.excel,
         signal,
       }),
       OUTPUT_STOP_SIGNALS,

@@ -6,6 +6,7 @@ import { EXPORT_FORMATS } from '../../export/row-encoders.ts';
 import { exportSources } from '../../export/sources.ts';
 import { OUTPUT_STOP_SIGNALS, stderrNotice, withStopSignals } from '../signals.ts';
 import { plural } from '../../plural.ts';
+import { atTerminal, sqlTimeoutMs, TIMEOUT_OPTION } from '../sql-timeout.ts';
 
 /** `netingest export`: a table, a view or a SELECT as CSV or JSON Lines, to a file (atomically) or stdout. */
 export const exportCommand = defineCommand({
@@ -22,6 +23,7 @@ export const exportCommand = defineCommand({
         describe:
           'only rows updated (or last seen) at or after this date: YYYY-MM-DD (midnight UTC) or an ISO date-time, with Z or an offset such as +01:00 (none: UTC)',
       })
+      .option('timeout', { ...TIMEOUT_OPTION, describe: `with --sql: ${TIMEOUT_OPTION.describe}` })
       .option('bom', BOM_OPTION)
       .option('escape-formulas', ESCAPE_FORMULAS_OPTION)
       .option('list', { type: 'boolean', default: false, describe: 'list the tables and views that can be exported' })
@@ -41,6 +43,9 @@ export const exportCommand = defineCommand({
     if (argv.sql !== undefined && argv.since !== undefined) {
       throw new UsageError('--since applies to tables; with --sql, filter in the WHERE clause');
     }
+    if (argv.sql === undefined && argv.timeout !== undefined) {
+      throw new UsageError('--timeout applies to --sql; a table export reads each row once and always ends');
+    }
     const common = {
       db: argv.db,
       format: argv.format,
@@ -51,7 +56,7 @@ export const exportCommand = defineCommand({
     };
     const result: ExportResult = await withStopSignals(stderrNotice(io.stderr), (signal) =>
       argv.sql !== undefined
-        ? exportSql({ ...common, sql: argv.sql, signal })
+        ? exportSql({ ...common, sql: argv.sql, timeoutMs: sqlTimeoutMs(argv.timeout, atTerminal(io.stderr)), signal })
         : exportTable({ ...common, table: argv.table!, since: argv.since, signal }),
       OUTPUT_STOP_SIGNALS,
     );

@@ -5,6 +5,7 @@ import { statusCommand } from './status.ts';
 import { sandboxCommand } from './sandbox.ts';
 import { demoCommand } from './demo.ts';
 import { reprocessCommand } from './reprocess.ts';
+import { pruneCommand } from './prune.ts';
 import { exportCommand } from './export.ts';
 import { enrichCommand } from './enrich.ts';
 import { queryCommand } from './query.ts';
@@ -18,6 +19,7 @@ export const commands: CommandSpec[] = [
   enrichCommand,
   queryCommand,
   reprocessCommand,
+  pruneCommand,
   sandboxCommand,
   demoCommand,
 ];

@@ -6,6 +6,7 @@ import { EXIT } from '../exit-codes.ts';
 import { combineErrors, isJobUnusable } from '../../jobs/job-error.ts';
 import type { UsageError } from '../../errors.ts';
 import { formatPlanReport, planReport, type PlanReport } from '../../runner/plan-report.ts';
+import { INVALID_OUT_OPTION, writeInvalidOut } from '../invalid-out.ts';
 
 /** `netingest plan`: what a run would do and cost, with no API call. */
 export const planCommand = defineCommand({
@@ -18,7 +19,9 @@ export const planCommand = defineCommand({
       .option('jobs-dir', { type: 'string', default: 'jobs', normalize: true, describe: 'folder searched by --all' })
       .option('refresh', { type: 'boolean', default: false, describe: 'as if the run had --refresh' })
       .option('json', { type: 'boolean', default: false, describe: 'print the reports as JSON' })
-      .example('$0 plan jobs/lookalikes.json', 'how many calls and credits the next run needs'),
+      .option('invalid-out', INVALID_OUT_OPTION)
+      .example('$0 plan jobs/lookalikes.json', 'how many calls and credits the next run needs')
+      .example('$0 plan jobs/lookalikes.json --invalid-out bad-rows.csv', 'every row the run cannot use, with its columns and why'),
   run: async (argv, io) => {
     const { jobs, broken } = await loadJobs(argv.jobs ?? [], argv.all, argv['jobs-dir']);
     // As a run skips a job whose job file or input file cannot be used, plan reports the others, then those.
@@ -35,6 +38,10 @@ export const planCommand = defineCommand({
       }
       reports.push(r);
       if (!argv.json) io.stdout.write(formatPlanReport(r, job.credits.reserve));
+    }
+    if (argv['invalid-out'] !== undefined) {
+      const planned = jobs.filter((j) => reports.some((r) => r.job === j.name));
+      await writeInvalidOut(planned, argv['invalid-out'], argv.db, io.stderr);
     }
     // Nothing could be planned: the problems are the outcome, as for one bad job.
     if (reports.length === 0) throw combineErrors(unusable);

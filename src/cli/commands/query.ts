@@ -5,6 +5,7 @@ import { QUERY_FORMATS, runQuery } from '../../export/query.ts';
 import { TABLE_DEFAULTS } from '../../export/table-format.ts';
 import { OUTPUT_STOP_SIGNALS, stderrNotice, withStopSignals } from '../signals.ts';
 import { numberFlag, numberOption } from '../number-flags.ts';
+import { atTerminal, sqlTimeoutMs, TIMEOUT_OPTION } from '../sql-timeout.ts';
 
 /** `netingest query`: one read-only SQL statement, as a table on a terminal and CSV otherwise. */
 export const queryCommand = defineCommand({
@@ -16,12 +17,14 @@ export const queryCommand = defineCommand({
       .option('format', { choices: QUERY_FORMATS, describe: 'table, csv or jsonl (default: table on a terminal, else csv)' })
       .option('bom', BOM_OPTION)
       .option('escape-formulas', ESCAPE_FORMULAS_OPTION)
+      .option('timeout', TIMEOUT_OPTION)
       .option('max-width', { ...numberOption('widest column of the table format, in characters'), default: TABLE_DEFAULTS.maxColumnWidth })
       .example(`$0 query "SELECT reference_url, company_name, best_grade FROM v_lookalikes LIMIT 20"`, 'look around')
       .example(`$0 query "SELECT job, status, count(*) FROM tasks GROUP BY 1, 2" --format csv > status.csv`, 'as CSV'),
   run: async (argv, io) => {
     // NaN would pass Math.max below and size every column NaN; any real number is clamped to a usable width.
     const maxWidth = numberFlag('--max-width', argv['max-width'], z.number()) ?? TABLE_DEFAULTS.maxColumnWidth;
+    const timeoutMs = sqlTimeoutMs(argv.timeout, atTerminal(io.stderr));
     await withStopSignals(stderrNotice(io.stderr), (signal) =>
       runQuery({
         db: argv.db,
@@ -31,6 +34,7 @@ export const queryCommand = defineCommand({
         bom: argv.bom,
         stream: io.stdout,
         maxColumnWidth: Math.max(4, Math.trunc(maxWidth)),
+        timeoutMs,
         signal,
       }),
       OUTPUT_STOP_SIGNALS,

@@ -41,7 +41,9 @@ export const reprocessCommand = defineCommand({
 function formatReport(r: ReprocessReport): string {
   const lines = [
     `Reprocessed ${r.responses} raw responses: ${r.replayed} replayed, ${r.invalid} skipped as invalid.`,
-    `Normalized rows: ${r.rowsDeleted} deleted, then ${r.rowsWritten} row writes (inserts and updates: a row stored again counts again).`,
+    r.rebuiltFromScratch
+      ? `Normalized rows: ${r.rowsDeleted} deleted, then ${r.rowsWritten} row writes (inserts and updates: a row stored again counts again).`
+      : `Normalized rows: ${r.rowsWritten} row writes over the tables as they were (prune dropped superseded bodies, so the rows built from them were kept, not rebuilt).`,
   ];
   if (r.recovered > 0) {
     lines.push(`Recovered ${r.recovered} bodies kept from wrong-shape answers: they validate now; ${r.tasksRecovered} failed tasks set done, no call made.`);

@@ -11,6 +11,8 @@ import { CLEAR_LINE } from '../../runner/progress.ts';
 import { withStopSignals } from '../signals.ts';
 import { formatRunSummary } from '../format-summary.ts';
 import { exitCodeForRun } from '../exit-codes.ts';
+import { INVALID_OUT_OPTION, writeInvalidOut } from '../invalid-out.ts';
+import { hadNothingToDo, holdRoutineLines } from '../quiet-night.ts';
 
 /** `netingest run`: the run engine from the command line. */
 export const runCommand = defineCommand({
@@ -27,6 +29,7 @@ export const runCommand = defineCommand({
       .option('reserve', numberOption("override every job's credits.reserve (>= 0)"))
       .option('refresh', { type: 'boolean', default: false, describe: 'call again tasks done within refreshAfterDays' })
       .option('json', { type: 'boolean', default: false, describe: 'print the summary as JSON on stdout' })
+      .option('invalid-out', INVALID_OUT_OPTION)
       .example('$0 run jobs/lookalikes.json', 'run one job')
       .example('$0 run --all --db data/nightly.db', 'run every job in jobs/ (nightly cron)'),
   run: async (argv, io) => {
@@ -34,12 +37,15 @@ export const runCommand = defineCommand({
     const { jobs, broken } = await loadJobs(argv.jobs ?? [], argv.all, argv['jobs-dir']);
     const api = resolveApiConfig({ apiUrl: argv['api-url'], tokenFile: argv['token-file'] });
     const tty = Boolean(io.stderr.isTTY);
-    const logger = createLogger({
+    const logOptions = {
       stream: io.stderr,
       format: argv['log-format'],
-      level: tty && argv['log-format'] === 'text' ? 'warn' : 'info',
+      level: tty && argv['log-format'] === 'text' ? ('warn' as const) : ('info' as const),
       secrets: [api.token],
-    });
+    };
+    // Without a terminal (cron), a night with nothing to do writes one line (quiet-night.ts).
+    const held = tty ? null : holdRoutineLines(logOptions);
+    const logger = held?.logger ?? createLogger(logOptions);
     const summary = await withStopSignals(
       (sig, again) => {
         // The live progress line may be on screen, the ^C the terminal echoed after it: the notice gets a line of its own.
@@ -60,8 +66,18 @@ export const runCommand = defineCommand({
         progressStream: io.stderr,
         exitCodeOf: exitCodeForRun,
       }),
-    );
-    io.stdout.write(summaryOutput(summary, argv.json, createOutputRedactor([api.token])));
+    ).catch((err: unknown) => {
+      held?.settle(false);
+      throw err;
+    });
+    const quiet = held !== null && hadNothingToDo(summary);
+    held?.settle(quiet);
+    if (!(quiet && !io.stdout.isTTY && !argv.json)) io.stdout.write(summaryOutput(summary, argv.json, createOutputRedactor([api.token])));
+    // The jobs whose input the run read whole; an interrupted run writes nothing more.
+    if (argv['invalid-out'] !== undefined && summary.status !== 'interrupted') {
+      const read = jobs.filter((j) => summary.jobs.some((s) => s.name === j.name && s.status === 'ran'));
+      await writeInvalidOut(read, argv['invalid-out'], argv.db, io.stderr);
+    }
     return exitCodeForRun(summary);
   },
 });

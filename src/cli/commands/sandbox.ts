@@ -3,7 +3,7 @@ import { defineCommand, type CommandIO } from '../command.ts';
 import { UsageError } from '../../errors.ts';
 import { OPERATIONS, type Operation } from '../../spec/types.ts';
 import { SANDBOX_DEFAULTS, startSandbox, type LoggedRequest, type SandboxOptionsInput } from '../../sandbox/server.ts';
-import { PAST_LAST_PAGE_MODES, resolveOptions, type PastLastPage } from '../../sandbox/options.ts';
+import { LIVE_SHAPES, PAST_LAST_PAGE_MODES, resolveOptions, type LiveShape, type PastLastPage } from '../../sandbox/options.ts';
 
 /** Port of `netingest sandbox` when --port is not given (tests use port 0 through the library). */
 export const SANDBOX_CLI_PORT = 8787;
@@ -34,6 +34,16 @@ export interface SandboxArgs {
   huge: number;
   'huge-bytes': number;
   'not-found-rate': number;
+  live: boolean;
+  'live-shape': LiveShape[];
+  'missing-rate': number;
+  'null-rate': number;
+  brand: string;
+  'network-host': string;
+  'max-num': number;
+  'bare-url-rate': number;
+  'country-url-rate': number;
+  'balance-route': boolean;
   quiet: boolean;
 }
 
@@ -82,9 +92,36 @@ function builder(y: Argv) {
     .option('huge', rate('answer 200 with a huge body'))
     .option('huge-bytes', { type: 'number', default: d.hugeBytes, describe: 'size of a huge answer' })
     .option('not-found-rate', { type: 'number', default: d.notFoundRate, describe: 'fraction of inputs with no data (404)' })
+    .option('live', {
+      type: 'boolean',
+      default: false,
+      describe: 'answer as the live service may, not to the letter of the spec: members missing or null, '
+        + "author.<brand>_url, similar-companies' num capped at --max-num, www./bare/country URLs",
+    })
+    .option('live-shape', {
+      type: 'string',
+      array: true,
+      choices: LIVE_SHAPES,
+      default: [] as LiveShape[],
+      describe: 'turn on only these live-service shapes (repeatable; instead of --live)',
+    })
+    .option('missing-rate', { type: 'number', default: d.memberMissingRate, describe: 'live: chance an optional member is left out' })
+    .option('null-rate', { type: 'number', default: d.memberNullRate, describe: 'live: chance an optional member is null' })
+    .option('brand', { type: 'string', default: d.brand, describe: "live: brand named in the author's URL member (<brand>_url)" })
+    .option('network-host', { type: 'string', default: d.networkHost, describe: 'live: host of the URLs in the records' })
+    .option('max-num', { type: 'number', default: d.maxNum, describe: 'live: most companies per similar-companies page' })
+    .option('bare-url-rate', { type: 'number', default: d.bareUrlRate, describe: 'live: share of record URLs without www.' })
+    .option('country-url-rate', { type: 'number', default: d.countryUrlRate, describe: 'live: share on a country subdomain (de., fr., ...)' })
+    .option('balance-route', {
+      type: 'boolean',
+      default: d.balanceRoute,
+      describe: 'serve GET /v1/api/auth, the free balance check, in every mode (--no-balance-route: 404)',
+    })
     .option('quiet', { type: 'boolean', default: false, describe: 'do not print a line per request' })
     .example('$0 sandbox --port 8787 --rate-limit 5 --fail-503 0.05', 'a flaky, rate-limited local API')
     .example('$0 sandbox --rate-limit-per-minute 60 --past-last-page empty', 'a free plan that bills empty pages')
+    .example('$0 sandbox --live', 'answers shaped as the live service may send them')
+    .example('$0 sandbox --live-shape page-cap --max-num 25', 'only the page-size cap of the live service')
     .example('NETINGEST_API_URL=http://127.0.0.1:8787 NETINGEST_API_TOKEN=sandbox-token netingest run ...', 'point a run at it') as unknown as Argv<SandboxArgs>;
 }
 
@@ -123,6 +160,15 @@ export function sandboxOptionsFromArgs(argv: SandboxArgs): SandboxOptionsInput {
     hugeRate: argv.huge,
     hugeBytes: argv['huge-bytes'],
     notFoundRate: argv['not-found-rate'],
+    liveShapes: argv['live-shape'].length > 0 ? argv['live-shape'] : argv.live,
+    memberMissingRate: argv['missing-rate'],
+    memberNullRate: argv['null-rate'],
+    brand: argv.brand,
+    networkHost: argv['network-host'],
+    maxNum: argv['max-num'],
+    bareUrlRate: argv['bare-url-rate'],
+    countryUrlRate: argv['country-url-rate'],
+    balanceRoute: argv['balance-route'],
     logRequests: false,
   };
   if (!Number.isInteger(argv.port) || argv.port < 0 || argv.port > 65535) throw new UsageError(`--port ${argv.port}: expected 0..65535`);
@@ -160,6 +206,8 @@ export async function serveSandbox(argv: SandboxArgs, io: CommandIO, stop: Abort
   }
   io.stdout.write(`Sandbox API listening on ${sandbox.url}\n`);
   io.stdout.write(`Token: ${argv.token.join(', ')} (${argv.credits} credits each; a local fake token)\n`);
+  const live = input.liveShapes === true ? LIVE_SHAPES : input.liveShapes || [];
+  if (live.length > 0) io.stdout.write(`Answers shaped as the live service may send them: ${live.join(', ')}\n`);
   if (!stop.aborted) await new Promise<void>((resolve) => stop.addEventListener('abort', () => resolve(), { once: true }));
   await sandbox.stop();
   io.stdout.write('Sandbox stopped.\n');

@@ -2,10 +2,12 @@
 import type BetterSqlite3 from 'better-sqlite3';
 import type { PostDetailsAnswer } from '../../operations/post-details.ts';
 import { canonicalPostUrl, canonicalUrl } from '../../urls/canonical.ts';
+import { networkHost } from '../../urls/network-host.ts';
 import { postIdOfAnswer, postIdOfUrl } from '../../urls/post-id.ts';
 import type { PostDetailsIngestRequest } from '../ingest-request.ts';
 import type { NormalizeResult } from './similar-companies.ts';
 import type { AnswerAnomaly } from '../answer-anomalies.ts';
+import { preparePostDateOrder } from './post-date-order.ts';
 import { arrayOf, jsonText, objectOf, sqlValue, urlKey } from './values.ts';
 
 const POST_COLUMNS = [
@@ -16,6 +18,7 @@ const POST_COLUMNS = [
   'author_url',
   'author_profile_image',
   'posted_raw',
+  'posted_on',
   'text_content',
   'hashtags',
   'media_description',
@@ -64,13 +67,15 @@ export function preparePostDetails(
   sqlite: BetterSqlite3.Database,
 ): (req: PostDetailsIngestRequest, res: PostDetailsAnswer, seenAt: string) => NormalizeResult {
   const upsertPost = sqlite.prepare(UPSERT_POST_SQL);
+  const postDates = preparePostDateOrder(sqlite);
   const deleteMedia = sqlite.prepare('DELETE FROM post_media WHERE post_id = ?');
   const insertMedia = sqlite.prepare('INSERT INTO post_media (post_id, position, url) VALUES (?, ?, ?)');
   const urlOfPost = sqlite.prepare('SELECT url FROM posts WHERE post_id = ?').pluck();
   const storedUrlOf = (postId: string) => urlOfPost.get(postId) as string | undefined;
+  const host = networkHost();
 
   return (req, res, seenAt) => {
-    const url = urlKey(req.postUrl, canonicalPostUrl) ?? req.postUrl;
+    const url = urlKey(req.postUrl, canonicalPostUrl, host) ?? req.postUrl;
     const { postId, anomaly } = postKeyOf(url, res.PostId, storedUrlOf);
     const anomalies = anomaly ? { anomalies: [anomaly] } : {};
     if (postId === null) return { rows: 0, skipped: 1, ...anomalies };
@@ -82,9 +87,10 @@ export function preparePostDetails(
       url,
       sqlValue(author['name']),
       sqlValue(author['headline']),
-      urlKey(author['network_url'], canonicalUrl) ?? sqlValue(author['network_url']),
+      urlKey(author['network_url'], canonicalUrl, host) ?? sqlValue(author['network_url']),
       sqlValue(author['profile_image']),
       sqlValue(post['timestamp']),
+      postDates.isoOf(post['timestamp']),
       sqlValue(post['text_content']),
       jsonText(post['hashtags']),
       sqlValue(post['post_media_description']),

@@ -5,6 +5,7 @@
 import type BetterSqlite3 from 'better-sqlite3';
 import type { JobAnswer, SearchJobsAnswer } from '../../operations/search-jobs.ts';
 import { canonicalCompanyUrl, canonicalJobUrl } from '../../urls/canonical.ts';
+import { networkHost } from '../../urls/network-host.ts';
 import type { SearchJobsIngestRequest } from '../ingest-request.ts';
 import type { NormalizeResult } from './similar-companies.ts';
 import { arrayOf, joinedList, objectOf, sqlValue, urlKey } from './values.ts';
@@ -69,6 +70,7 @@ export function prepareSearchJobs(
   const upsertJob = sqlite.prepare(UPSERT_JOB_SQL);
   const upsertSearch = sqlite.prepare(UPSERT_SEARCH_SQL);
   const upsertResult = sqlite.prepare(UPSERT_RESULT_SQL);
+  const host = networkHost();
 
   function writeJob(job: JobAnswer, url: string, seenAt: string): void {
     const criteria = objectOf(job.criteria);
@@ -77,7 +79,7 @@ export function prepareSearchJobs(
       sqlValue(job.title),
       sqlValue(job.company_name),
       // Canonical so that jobs.company_link joins companies.url; an odd link is kept as given.
-      urlKey(job.company_link, canonicalCompanyUrl) ?? sqlValue(job.company_link),
+      urlKey(job.company_link, canonicalCompanyUrl, host) ?? sqlValue(job.company_link),
       sqlValue(job.location),
       sqlValue(job.posted_timestamp),
       sqlValue(job.posted_date),
@@ -114,7 +116,7 @@ export function prepareSearchJobs(
     for (const record of arrayOf(res.results)) {
       const position = req.start + index++;
       const job = objectOf(record) as JobAnswer;
-      const url = urlKey(job.url, canonicalJobUrl);
+      const url = urlKey(job.url, canonicalJobUrl, host);
       if (url === null) {
         skipped++;
         continue;

@@ -5,8 +5,10 @@
 import type BetterSqlite3 from 'better-sqlite3';
 import type { CompanyAnswer, SimilarCompaniesAnswer } from '../../operations/similar-companies.ts';
 import { canonicalCompanyUrl } from '../../urls/canonical.ts';
+import { networkHost } from '../../urls/network-host.ts';
 import type { SimilarCompaniesIngestRequest } from '../ingest-request.ts';
 import type { AnswerAnomaly } from '../answer-anomalies.ts';
+import { countryName } from './country-name.ts';
 import { arrayOf, givenValue, jsonText, objectOf, sqlValue, urlKey } from './values.ts';
 
 /** Rows written for one response, and company records left out because they carry no URL at all. */
@@ -48,8 +50,8 @@ export const UPSERT_COMPANY_SQL = `
 
 export const INSERT_LOCATION_SQL = `
   INSERT INTO company_locations
-    (company_url, position, is_headquarter, city, country, geographic_area, is_primary, line1, line2, postal_code)
-  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
+    (company_url, position, is_headquarter, city, country, country_name, geographic_area, is_primary, line1, line2, postal_code)
+  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
 
 export const UPSERT_SIMILAR_SQL = `
   INSERT INTO similar_companies
@@ -78,6 +80,7 @@ export function prepareSimilarCompanies(
     sqlite.prepare(`INSERT INTO ${t} (company_url, position, value) VALUES (?, ?, ?)`),
   ) as [BetterSqlite3.Statement, BetterSqlite3.Statement, BetterSqlite3.Statement];
   const upsertSimilar = sqlite.prepare(UPSERT_SIMILAR_SQL);
+  const host = networkHost();
 
   function insertValues(stmt: BetterSqlite3.Statement, companyUrl: string, values: unknown): number {
     let position = 0;
@@ -125,6 +128,7 @@ export function prepareSimilarCompanies(
         isHeadquarter,
         sqlValue(a['city']),
         sqlValue(a['country']),
+        countryName(a['country']),
         sqlValue(a['geographicArea']),
         givenValue(a['isPrimary']),
         sqlValue(a['line1']),
@@ -140,7 +144,7 @@ export function prepareSimilarCompanies(
   }
 
   return (req, res, seenAt) => {
-    const referenceUrl = urlKey(req.referenceUrl, canonicalCompanyUrl) ?? req.referenceUrl;
+    const referenceUrl = urlKey(req.referenceUrl, canonicalCompanyUrl, host) ?? req.referenceUrl;
     const filters = JSON.stringify(req.filters ?? {});
     let rows = 0;
     let skipped = 0;
@@ -148,7 +152,7 @@ export function prepareSimilarCompanies(
     for (const record of arrayOf(objectOf(res.data)['content'])) {
       rank++;
       const company = objectOf(record) as CompanyAnswer;
-      const url = urlKey(company.url, canonicalCompanyUrl);
+      const url = urlKey(company.url, canonicalCompanyUrl, host);
       if (url === null) {
         skipped++;
         continue;

@@ -56,10 +56,14 @@ export function arrayOf(value: unknown): readonly unknown[] {
  * The key of a URL: its canonical form by `canonical` when it has one, else the general canonical URL, else
  * the text as given (trimmed); null only for a missing or empty URL. A row is never dropped for an odd URL.
  */
-export function urlKey(value: unknown, canonical: (input: unknown) => CanonicalResult): string | null {
-  const specific = canonical(value);
+export function urlKey(
+  value: unknown,
+  canonical: (input: unknown, networkHost: string) => CanonicalResult,
+  networkHost: string,
+): string | null {
+  const specific = canonical(value, networkHost);
   if (specific.ok) return specific.url;
-  const general = canonicalUrl(value);
+  const general = canonicalUrl(value, networkHost);
   if (general.ok) return general.url;
   if (typeof value !== 'string') return null;
   const trimmed = value.trim();

@@ -1,0 +1,1 @@
+ALTER TABLE `raw_responses` ADD `body_encoding` text;

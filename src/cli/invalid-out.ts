@@ -1,0 +1,20 @@
+import { plural } from '../plural.ts';
+import type { Job } from '../jobs/schema.ts';
+import { invalidOutPath, writeInvalidRows } from '../export/invalid-rows-out.ts';
+import { OUTPUT_STOP_SIGNALS, stderrNotice, withStopSignals } from './signals.ts';
+
+/** `--invalid-out <file>` of `plan` and `run`. */
+export const INVALID_OUT_OPTION = {
+  type: 'string',
+  normalize: true,
+  describe: "write every invalid input row (the input's columns, netingest_line, netingest_reason) to this CSV; with several jobs, <name>.<job>.csv each",
+} as const;
+
+/** Writes each job's invalid rows and says where on `stderr`. */
+export async function writeInvalidOut(jobs: readonly Job[], out: string, db: string, stderr: NodeJS.WritableStream): Promise<void> {
+  for (const job of jobs) {
+    const path = invalidOutPath(out, job.name, jobs.length);
+    const result = await withStopSignals(stderrNotice(stderr), (signal) => writeInvalidRows(job, path, { db, signal }), OUTPUT_STOP_SIGNALS);
+    stderr.write(`netingest: wrote ${plural(result.rows, 'invalid row')} of ${job.name} to ${path}\n`);
+  }
+}

@@ -1,0 +1,74 @@
+/**
+ * Quiet under cron: without a terminal, the routine lines of a run (run started, job planned, job finished)
+ * are held until the run has something to say — a warning or error, a progress line (calls are being made) —
+ * and, for a night with nothing to do, dropped but for the last: `run finished`, which carries the exit code.
+ */
+import { createLogger, type LogFields, type Logger, type LoggerOptions } from '../runner/logger.ts';
+import type { RunSummary } from '../runner/run-jobs.ts';
+
+/** A logger holding its info lines, and how the run's end settles them. */
+export interface HeldLogger {
+  logger: Logger;
+  /** Writes what is held, or for a quiet run only the `run finished` line; later lines are written at once. */
+  settle(quiet: boolean): void;
+}
+
+const LAST_LINE = 'run finished';
+
+export function holdRoutineLines(options: LoggerOptions): HeldLogger {
+  let held: string[] | null = [];
+  let lastLine = -1;
+  const sink = {
+    write(line: string): boolean {
+      if (held === null) return options.stream.write(line);
+      held.push(line);
+      return true;
+    },
+  } as unknown as NodeJS.WritableStream;
+  const inner = createLogger({ ...options, stream: sink });
+  const release = () => {
+    if (held === null) return;
+    const lines = held;
+    held = null;
+    for (const line of lines) options.stream.write(line);
+  };
+  const loud = (log: (m: string, f?: LogFields) => void) => (msg: string, fields?: LogFields) => {
+    release();
+    log(msg, fields);
+  };
+  return {
+    logger: {
+      debug: inner.debug,
+      info(msg, fields) {
+        if (msg === 'progress') release();
+        if (msg === LAST_LINE && held !== null) lastLine = held.length;
+        inner.info(msg, fields);
+      },
+      warn: loud(inner.warn),
+      error: loud(inner.error),
+    },
+    settle(quiet) {
+      if (quiet && held !== null) {
+        const line = held[lastLine];
+        held = null;
+        if (line !== undefined) options.stream.write(line);
+        return;
+      }
+      release();
+    },
+  };
+}
+
+/**
+ * A run with nothing to tell: no call, completed, every job read and settled with nothing new (no invalid row
+ * it had not reported on an earlier night, nothing failed, deferred or warned about).
+ */
+export function hadNothingToDo(summary: RunSummary): boolean {
+  return (
+    summary.calls === 0 &&
+    summary.status === 'completed' &&
+    summary.jobs.every(
+      (j) => j.status === 'ran' && j.invalidRows === j.invalidKnown && j.failed === 0 && j.deferred === 0 && j.warnings.length === 0,
+    )
+  );
+}

@@ -1,0 +1,112 @@
+/**
+ * Retention of raw_responses. A body is dropped only when it is older than the retention period AND a newer
+ * accepted body answers the same request (same operation and request key): the latest answer to every lookup
+ * is always kept, and so is a kept wrong-shape body nothing has answered since (reprocess may still recover
+ * it). Dropping a body leaves the rows built from it in place; `reprocess` knows bodies were dropped (the
+ * `raw_pruned_at` meta key) and replays the kept bodies over the tables instead of rebuilding them from
+ * nothing, so it never loses a row it could rebuild before.
+ */
+import type BetterSqlite3 from 'better-sqlite3';
+import type { Connection } from './connection.ts';
+import { encodeRawBody } from './raw-body.ts';
+
+/** Options of pruneRawBodies(); every default here. */
+export interface PruneOptions {
+  /** Bodies received less than this many days ago are kept, superseded or not. */
+  keepDays: number;
+  /** Only the bodies of these jobs' tasks (a job's own retention setting); default every body. */
+  jobs?: readonly string[];
+  /** Count what would go, change nothing. Default false. */
+  dryRun?: boolean;
+  /** Also gzip the bodies an earlier netingest stored as text. Default false (only `netingest prune` does it). */
+  compressOld?: boolean;
+  now?: Date;
+}
+
+export interface PruneReport {
+  /** Bodies dropped (or that would be, on a dry run). */
+  dropped: number;
+  /** Their stored size in bytes. */
+  droppedBytes: number;
+  /** Bodies gzipped in place, and the bytes that saved. */
+  compressed: number;
+  compressedSavedBytes: number;
+  /** Bodies kept. */
+  kept: number;
+  cutoff: string;
+}
+
+const DAY_MS = 86_400_000;
+const COMPRESS_BATCH = 500;
+
+/** Drops superseded bodies past the retention period (in one transaction); the caller holds the run lock. */
+export function pruneRawBodies(database: Connection, options: PruneOptions): PruneReport {
+  const { sqlite } = database;
+  const cutoff = new Date((options.now ?? new Date()).getTime() - options.keepDays * DAY_MS).toISOString();
+  const report: PruneReport = { dropped: 0, droppedBytes: 0, compressed: 0, compressedSavedBytes: 0, kept: 0, cutoff };
+  sqlite.transaction(() => {
+    markDroppable(sqlite, cutoff, options.jobs);
+    const found = sqlite.prepare(`SELECT count(*) AS n, coalesce(sum(length(CAST(body AS BLOB))), 0) AS bytes FROM raw_responses WHERE id IN (SELECT id FROM temp.prune_ids)`).get() as { n: number; bytes: number };
+    report.dropped = found.n;
+    report.droppedBytes = found.bytes;
+    if (!options.dryRun && found.n > 0) {
+      sqlite.prepare(`DELETE FROM raw_responses WHERE id IN (SELECT id FROM temp.prune_ids)`).run();
+      sqlite.prepare(`INSERT INTO netingest_meta (key, value) VALUES ('raw_pruned_at', ?)
+        ON CONFLICT (key) DO UPDATE SET value = excluded.value`).run(new Date().toISOString());
+    }
+    sqlite.prepare(`DROP TABLE temp.prune_ids`).run();
+    if (options.compressOld) Object.assign(report, compressOldBodies(sqlite, options.dryRun ?? false));
+    const total = sqlite.prepare(`SELECT count(*) FROM raw_responses`).pluck().get() as number;
+    report.kept = options.dryRun ? total - report.dropped : total;
+  })();
+  return report;
+}
+
+/** Whether any body was ever dropped, so that reprocess must not rebuild the tables from nothing. */
+export function rawBodiesWerePruned(sqlite: BetterSqlite3.Database): boolean {
+  return sqlite.prepare(`SELECT 1 FROM netingest_meta WHERE key = 'raw_pruned_at'`).get() !== undefined;
+}
+
+/**
+ * temp.prune_ids: the bodies past `cutoff` with a newer accepted body for the same request. One grouping pass
+ * instead of a correlated look-up per body: raw_responses has no (operation, request_key) index to serve one,
+ * and the runs' writes are better off without it.
+ */
+function markDroppable(sqlite: BetterSqlite3.Database, cutoff: string, jobs: readonly string[] | undefined): void {
+  sqlite.prepare(`DROP TABLE IF EXISTS temp.prune_ids`).run();
+  sqlite.prepare(`CREATE TEMP TABLE prune_ids (id INTEGER PRIMARY KEY)`).run();
+  const ofJobs = jobs === undefined ? '' : `AND r.task_id IN (SELECT id FROM tasks WHERE job IN (SELECT value FROM json_each(@jobs)))`;
+  sqlite
+    .prepare(
+      `WITH latest AS (
+         SELECT operation, request_key, max(id) AS id FROM raw_responses WHERE error_code IS NULL GROUP BY operation, request_key
+       )
+       INSERT INTO temp.prune_ids (id)
+       SELECT r.id FROM raw_responses r
+       JOIN latest l ON l.operation = r.operation AND l.request_key = r.request_key
+       WHERE r.received_at < @cutoff AND r.id < l.id ${ofJobs}`,
+    )
+    .run(jobs === undefined ? { cutoff } : { cutoff, jobs: JSON.stringify(jobs) });
+}
+
+/** Gzips, in keyset batches, the bodies stored as text (by an earlier netingest) where that makes them smaller. */
+function compressOldBodies(sqlite: BetterSqlite3.Database, dryRun: boolean): Pick<PruneReport, 'compressed' | 'compressedSavedBytes'> {
+  const page = sqlite.prepare(`SELECT id, body FROM raw_responses WHERE body_encoding IS NULL AND id > ? ORDER BY id LIMIT ?`);
+  const update = sqlite.prepare(`UPDATE raw_responses SET body = ?, body_encoding = ? WHERE id = ?`);
+  let compressed = 0;
+  let saved = 0;
+  for (let lastId = 0; ; ) {
+    const rows = page.all(lastId, COMPRESS_BATCH) as Array<{ id: number; body: string | Buffer }>;
+    if (rows.length === 0) break;
+    for (const { id, body } of rows) {
+      lastId = id;
+      if (typeof body !== 'string') continue;
+      const stored = encodeRawBody(body);
+      if (stored.encoding === null) continue;
+      compressed++;
+      saved += Buffer.byteLength(body) - stored.body.length;
+      if (!dryRun) update.run(stored.body, stored.encoding, id);
+    }
+  }
+  return { compressed, compressedSavedBytes: saved };
+}

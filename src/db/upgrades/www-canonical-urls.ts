@@ -1,0 +1,181 @@
+/**
+ * The one-time rewrite of stored page URLs to the `https://www.<host>/...` form (migration 0008 marks it due).
+ * SQL alone cannot do it: telling the network's editions (`de.`, `m.`) from other hosts and folding rows that
+ * now share a key needs the canonicalizer's own rule, so the rewrite runs here, in SQL with that rule
+ * registered as a function, inside one transaction that also records it done. Where two old keys fold into
+ * one, the freshest row is kept (for tasks: a done one first), the spans of first/last seen cover both, and the
+ * references to a dropped task (api_calls, raw_responses) move to the one kept: nothing is lost.
+ * Every key is rewritten once, index entries included: about 20 s for 800k rows on a busy 2-core machine.
+ */
+import type BetterSqlite3 from 'better-sqlite3';
+import { isNetworkHost } from '../../urls/canonical.ts';
+
+/** netingest_meta key holding 'pending' (set by migration 0008) until the rewrite is done, then 'www'. */
+export const CANONICAL_URLS_KEY = 'canonical_urls';
+const DONE = 'www';
+
+/** Paths of the network's pages: only such URLs on a bare domain of another host are moved to `www.`. */
+const NETWORK_PATH = /^\/(?:company|posts|pulse|feed|embed|jobs|in)\//i;
+const DOMAIN = /^(?:[a-z0-9-]+\.)+[a-z][a-z0-9-]*$/;
+
+/**
+ * The new form of a URL stored by an older build (`https://<host without www.>/<path>`): on the network's host
+ * or one of its editions, `https://www.<host>/<path>`. A URL on a bare two-label domain with a network path
+ * (or an edition of one) gets the same `www.` too, so that a database filled from the live service before its
+ * host was configured is keyed as the runs will key it once it is. Anything else is returned as it was.
+ */
+export function upgradedUrl(value: unknown, networkHost: string): unknown {
+  if (typeof value !== 'string' || !value.startsWith('https://')) return value;
+  const slash = value.indexOf('/', 8);
+  const host = slash === -1 ? value.slice(8) : value.slice(8, slash);
+  const path = slash === -1 ? '' : value.slice(slash);
+  if (!DOMAIN.test(host)) return value;
+  if (isNetworkHost(host, networkHost)) return `https://www.${networkHost}${path}`;
+  const labels = host.split('.');
+  const site = labels.slice(-2).join('.');
+  if (labels.length > 3 || !NETWORK_PATH.test(path) || !isNetworkHost(host, site)) return value;
+  return `https://www.${site}${path}`;
+}
+
+/** raw_responses.request_key: `<reference url> <filter key> page=.. num=..` or the post URL. */
+export function upgradedRequestKey(operation: string, key: string, networkHost: string): string {
+  if (operation === 'post-details') return upgradedUrl(key, networkHost) as string;
+  if (operation !== 'similar-companies') return key;
+  const space = key.indexOf(' ');
+  if (space === -1) return upgradedUrl(key, networkHost) as string;
+  return `${upgradedUrl(key.slice(0, space), networkHost) as string}${key.slice(space)}`;
+}
+
+/** JSON text with its string `member` upgraded, members in the same order (the ledger compares the text). */
+export function upgradedJsonMember(json: string, member: string, networkHost: string): string {
+  let value: unknown;
+  try {
+    value = JSON.parse(json);
+  } catch {
+    return json;
+  }
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return json;
+  const record = value as Record<string, unknown>;
+  const before = record[member];
+  const after = upgradedUrl(before, networkHost);
+  if (after === before) return json;
+  record[member] = after;
+  return JSON.stringify(record);
+}
+
+/** True when migration 0008 asked for the rewrite and it has not run yet. */
+export function wwwUpgradeDue(sqlite: BetterSqlite3.Database): boolean {
+  const hasMeta = sqlite.prepare(`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'netingest_meta'`).get();
+  if (hasMeta === undefined) return false;
+  const value = sqlite.prepare(`SELECT value FROM netingest_meta WHERE key = ?`).pluck().get(CANONICAL_URLS_KEY);
+  return value === 'pending';
+}
+
+/** Status order of the task kept when two fold into one: an answer first, then the latest. */
+const TASK_KEEP_ORDER = `CASE status WHEN 'done' THEN 0 WHEN 'not_found' THEN 1 ELSE 2 END,
+  completed_at DESC NULLS LAST, updated_at DESC, id DESC`;
+
+const STEPS = [
+  // Tasks of the URL operations: the kept one takes the others' calls and archived answers.
+  `CREATE TEMP TABLE up_tasks AS
+   SELECT id, FIRST_VALUE(id) OVER (PARTITION BY job, new_key, page ORDER BY ${TASK_KEEP_ORDER}) AS keep_id
+   FROM (SELECT *, up_url(input_key) AS new_key FROM tasks WHERE operation IN ('similar-companies', 'post-details'))`,
+  `DELETE FROM up_tasks WHERE id = keep_id`,
+  `CREATE INDEX temp.up_tasks_id ON up_tasks (id)`,
+  `UPDATE api_calls SET task_id = (SELECT keep_id FROM up_tasks WHERE up_tasks.id = api_calls.task_id)
+   WHERE task_id IN (SELECT id FROM up_tasks)`,
+  `UPDATE raw_responses SET task_id = (SELECT keep_id FROM up_tasks WHERE up_tasks.id = raw_responses.task_id)
+   WHERE task_id IN (SELECT id FROM up_tasks)`,
+  `DELETE FROM tasks WHERE id IN (SELECT id FROM up_tasks)`,
+  `UPDATE tasks SET input_key = up_url(input_key), request_json = up_json(request_json, 'url')
+   WHERE operation IN ('similar-companies', 'post-details')`,
+  `UPDATE raw_responses SET request_key = up_request_key(operation, request_key),
+     request_json = up_json(request_json, CASE operation WHEN 'post-details' THEN 'postUrl' ELSE 'referenceUrl' END)
+   WHERE operation IN ('similar-companies', 'post-details')`,
+
+  // Links between companies: one row per new (reference, filters, company), the latest, spanning both.
+  `CREATE TEMP TABLE up_similar AS
+   SELECT rid, new_ref, new_company,
+     FIRST_VALUE(rid) OVER (PARTITION BY new_ref, filter_key, new_company ORDER BY last_seen_at DESC, rid) AS keep_rid,
+     MIN(first_seen_at) OVER (PARTITION BY new_ref, filter_key, new_company) AS first_seen,
+     MAX(last_seen_at) OVER (PARTITION BY new_ref, filter_key, new_company) AS last_seen
+   FROM (SELECT rowid AS rid, *, up_url(reference_url) AS new_ref, up_url(company_url) AS new_company FROM similar_companies)`,
+  `CREATE INDEX temp.up_similar_rid ON up_similar (rid)`,
+  `DELETE FROM similar_companies WHERE rowid IN (SELECT rid FROM up_similar WHERE rid <> keep_rid)`,
+  `UPDATE similar_companies SET reference_url = m.new_ref, company_url = m.new_company,
+     first_seen_at = m.first_seen, last_seen_at = m.last_seen
+   FROM up_similar m WHERE m.rid = similar_companies.rowid`,
+
+  // Companies: the latest record of each new URL, with its own child sets; the others' are dropped first.
+  `CREATE TEMP TABLE up_companies AS
+   SELECT url AS old_url, new_url,
+     FIRST_VALUE(url) OVER (PARTITION BY new_url ORDER BY updated_at DESC, url) AS keep_url,
+     MIN(first_seen_at) OVER (PARTITION BY new_url) AS first_seen
+   FROM (SELECT url, first_seen_at, updated_at, up_url(url) AS new_url FROM companies)`,
+  `CREATE INDEX temp.up_companies_old ON up_companies (old_url)`,
+  ...['company_locations', 'company_industries', 'company_specialities', 'company_hashtags'].flatMap((t) => [
+    `DELETE FROM ${t} WHERE company_url IN (SELECT old_url FROM up_companies WHERE old_url <> keep_url)`,
+    `UPDATE ${t} SET company_url = up_url(company_url)`,
+  ]),
+  `DELETE FROM companies WHERE url IN (SELECT old_url FROM up_companies WHERE old_url <> keep_url)`,
+  `UPDATE companies SET url = m.new_url, first_seen_at = m.first_seen
+   FROM up_companies m WHERE m.old_url = companies.url AND m.old_url = m.keep_url`,
+
+  // Jobs and their places in searches, the same way.
+  `CREATE TEMP TABLE up_results AS
+   SELECT rid, new_job,
+     FIRST_VALUE(rid) OVER (PARTITION BY search_key, new_job ORDER BY last_seen_at DESC, rid) AS keep_rid,
+     MIN(first_seen_at) OVER (PARTITION BY search_key, new_job) AS first_seen,
+     MAX(last_seen_at) OVER (PARTITION BY search_key, new_job) AS last_seen
+   FROM (SELECT rowid AS rid, *, up_url(job_url) AS new_job FROM job_search_results)`,
+  `CREATE INDEX temp.up_results_rid ON up_results (rid)`,
+  `DELETE FROM job_search_results WHERE rowid IN (SELECT rid FROM up_results WHERE rid <> keep_rid)`,
+  `UPDATE job_search_results SET job_url = m.new_job, first_seen_at = m.first_seen, last_seen_at = m.last_seen
+   FROM up_results m WHERE m.rid = job_search_results.rowid`,
+  `CREATE TEMP TABLE up_jobs AS
+   SELECT url AS old_url, new_url,
+     FIRST_VALUE(url) OVER (PARTITION BY new_url ORDER BY updated_at DESC, url) AS keep_url,
+     MIN(first_seen_at) OVER (PARTITION BY new_url) AS first_seen
+   FROM (SELECT url, first_seen_at, updated_at, up_url(url) AS new_url FROM jobs)`,
+  `CREATE INDEX temp.up_jobs_old ON up_jobs (old_url)`,
+  `DELETE FROM jobs WHERE url IN (SELECT old_url FROM up_jobs WHERE old_url <> keep_url)`,
+  `UPDATE jobs SET url = m.new_url, first_seen_at = m.first_seen
+   FROM up_jobs m WHERE m.old_url = jobs.url AND m.old_url = m.keep_url`,
+  `UPDATE jobs SET company_link = up_url(company_link) WHERE company_link IS NOT NULL`,
+
+  // Posts are keyed by their id: only the URLs change.
+  `UPDATE posts SET url = up_url(url), author_url = up_url(author_url)`,
+
+  `DROP TABLE up_tasks`,
+  `DROP TABLE up_similar`,
+  `DROP TABLE up_companies`,
+  `DROP TABLE up_results`,
+  `DROP TABLE up_jobs`,
+];
+
+/**
+ * Runs the rewrite once (a no-op when another process did it first). Foreign keys are off for its duration so
+ * that no cascade deletes a link mid-way; the check before the commit proves every link still resolves.
+ */
+export function runWwwUpgrade(sqlite: BetterSqlite3.Database, networkHost: string): void {
+  sqlite.function('up_url', { deterministic: true }, (v: unknown) => upgradedUrl(v, networkHost) as string | null);
+  sqlite.function('up_request_key', { deterministic: true }, (op: unknown, key: unknown) =>
+    typeof op === 'string' && typeof key === 'string' ? upgradedRequestKey(op, key, networkHost) : (key as string | null),
+  );
+  sqlite.function('up_json', { deterministic: true }, (json: unknown, member: unknown) =>
+    typeof json === 'string' && typeof member === 'string' ? upgradedJsonMember(json, member, networkHost) : (json as string | null),
+  );
+  const upgrade = sqlite.transaction(() => {
+    if (!wwwUpgradeDue(sqlite)) return;
+    for (const step of STEPS) sqlite.prepare(step).run();
+    const broken = sqlite.pragma('foreign_key_check') as unknown[];
+    if (broken.length > 0) throw new Error(`rewriting URLs to the www. form left ${broken.length} broken links; nothing was changed`);
+    sqlite.prepare(`UPDATE netingest_meta SET value = ? WHERE key = ?`).run(DONE, CANONICAL_URLS_KEY);
+  });
+  sqlite.pragma('foreign_keys = OFF');
+  try {
+    upgrade.immediate();
+  } finally {
+    sqlite.pragma('foreign_keys = ON');
+  }
+}

@@ -1,0 +1,56 @@
+/**
+ * `--invalid-out <file>` of `plan` and `run`: every input row the planner refuses, with the input's columns as
+ * written, its line and why, in the input's delimiter and BOM. `invalid_inputs` holds the line, field, value
+ * and reason but not the row, so the input is read again (streamed: memory stays flat on any input).
+ */
+import { basename, dirname, extname, join } from 'node:path';
+import type { Job } from '../jobs/schema.ts';
+import { planTasks } from '../jobs/plan-tasks.ts';
+import { readCsv } from '../input/read-csv.ts';
+import { readCsvHeader } from '../input/csv-header.ts';
+import { assertOutputIsNotInput } from './read-database.ts';
+import { csvEncoder } from './row-encoders.ts';
+import { writeRows, type WriteResult } from './write-output.ts';
+import { PlanByLine, invalidReason } from './plan-by-line.ts';
+
+/** The columns after the input's. */
+export const INVALID_OUT_COLUMNS = ['netingest_line', 'netingest_reason'] as const;
+
+/** Writes the invalid rows of `job` to `out` (replaced whole at the end; nothing is left on a failure). */
+export async function writeInvalidRows(job: Job, out: string, options: { db?: string; signal?: AbortSignal } = {}): Promise<WriteResult> {
+  const displayName = job.input.csv;
+  assertOutputIsNotInput(out, [
+    { path: job.input.csvPath, what: "job's input CSV" },
+    ...(job.file ? [{ path: job.file, what: 'job file' }] : []),
+    ...(options.db ? [{ path: options.db, what: 'database' }] : []),
+  ]);
+  const header = await readCsvHeader(job.input.csvPath, { displayName });
+  const inputColumns = header.columns.filter((c) => c !== '');
+
+  async function* rows(): AsyncGenerator<unknown[]> {
+    const plan = new PlanByLine(planTasks(job));
+    try {
+      for await (const item of readCsv(job.input.csvPath, { header, displayName })) {
+        const planned = await plan.take(item.line);
+        const refused = planned.find((p) => p.kind === 'invalid');
+        const malformed = 'error' in item;
+        if (refused === undefined && !malformed) continue;
+        const input = malformed ? inputColumns.map(() => null) : inputColumns.map((c) => item.record[c] ?? '');
+        const why = refused?.kind === 'invalid' ? invalidReason(refused) : malformed ? item.error : 'not planned';
+        yield [...input, item.line, why];
+      }
+    } finally {
+      await plan.close();
+    }
+  }
+
+  const encoder = csvEncoder([...inputColumns, ...INVALID_OUT_COLUMNS], { delimiter: header.delimiter, bom: header.bom });
+  return writeRows(rows(), encoder, { out }, { signal: options.signal });
+}
+
+/** The file of one job's invalid rows: `out` itself for one job, `<stem>.<job><ext>` beside it for several. */
+export function invalidOutPath(out: string, jobName: string, jobCount: number): string {
+  if (jobCount <= 1) return out;
+  const ext = extname(out);
+  return join(dirname(out), `${basename(out, ext)}.${jobName}${ext}`);
+}

@@ -1,0 +1,142 @@
+/**
+ * The rows of a user's statement (`query`, `export --sql`), read in a child process (statement-child.ts).
+ * better-sqlite3 runs a statement synchronously and has no way to interrupt it, so a runaway one (a recursive
+ * CTE without end) run here would block signals until SIGKILL; a worker thread would not do either, since the
+ * process cannot exit before a busy thread's statement returns. A child process is killed at once: on the
+ * AbortSignal (SIGINT/SIGTERM/SIGHUP) with ExportInterruptedError, past `timeoutMs` with QueryTimeoutError.
+ */
+import type { ChildProcess } from 'node:child_process';
+import { NetingestError } from '../errors.ts';
+import { startChild } from '../threads/start-child.ts';
+import { ExportInterruptedError, QueryTimeoutError } from './errors.ts';
+import type { FromStatementChild, ToStatementChild } from './statement-protocol.ts';
+
+const CHILD = new URL('./statement-child.ts', import.meta.url);
+
+/** Every default of the statement's reading, in one place. */
+export const STATEMENT_DEFAULTS = {
+  /** Rows the child sends at once. */
+  batchRows: 1000,
+  /** --timeout with a terminal: none, Ctrl-C stops it. */
+  terminalTimeoutSeconds: 0,
+  /** --timeout without one (cron, a service): a runaway statement must not run all night. */
+  unattendedTimeoutSeconds: 3600,
+} as const;
+
+/** The --timeout default: none when a user at a terminal can stop the statement, else an hour. */
+export function defaultTimeoutSeconds(atTerminal: boolean): number {
+  return atTerminal ? STATEMENT_DEFAULTS.terminalTimeoutSeconds : STATEMENT_DEFAULTS.unattendedTimeoutSeconds;
+}
+
+export interface StatementRowsOptions {
+  db: string;
+  /** Already checked by prepareReadQuery on the parent's connection: the child prepares it again. */
+  sql: string;
+  signal?: AbortSignal | undefined;
+  /** Longest the statement may run, in ms (from the first row asked for); 0 or undefined: no limit. */
+  timeoutMs?: number | undefined;
+  batchRows?: number;
+}
+
+/** The statement's raw rows (bigints for integers, Buffers for blobs); returning early kills the child. */
+export async function* statementRows(options: StatementRowsOptions): AsyncGenerator<unknown[]> {
+  const run = new StatementRun(options);
+  try {
+    let pending = run.next();
+    for (;;) {
+      const batch = await pending;
+      // Asked for before this batch is written, so that the child reads while the parent encodes.
+      if (!batch.done) pending = run.next();
+      for (const row of batch.rows) yield row;
+      if (batch.done) return;
+    }
+  } finally {
+    run.stop();
+  }
+}
+
+interface Batch {
+  rows: unknown[][];
+  done: boolean;
+}
+
+class StatementRun {
+  private readonly child: ChildProcess;
+  private waiter: { resolve: (batch: Batch) => void; reject: (err: Error) => void } | null = null;
+  private failure: Error | null = null;
+  private stopped = false;
+  private stderr = '';
+  private readonly timer: NodeJS.Timeout | null;
+  private readonly onAbort = () => this.fail(new ExportInterruptedError());
+
+  constructor(private readonly options: StatementRowsOptions) {
+    this.child = startChild(CHILD);
+    this.child.stderr!.setEncoding('utf8').on('data', (d: string) => (this.stderr = (this.stderr + d).slice(-2000)));
+    this.child.on('message', (m: FromStatementChild) => (m.type === 'rows' ? this.deliver(m) : this.fail(childError(m))));
+    this.child.on('error', (err) => this.fail(err));
+    this.child.on('exit', (code, signal) => this.fail(exitError(code, signal, this.stderr)));
+    const timeoutMs = options.timeoutMs ?? 0;
+    this.timer = timeoutMs > 0 ? setTimeout(() => this.fail(new QueryTimeoutError(timeoutMs / 1000)), timeoutMs) : null;
+    if (options.signal?.aborted) this.onAbort();
+    options.signal?.addEventListener('abort', this.onAbort, { once: true });
+    this.send({
+      type: 'start', db: options.db, sql: options.sql, batchRows: options.batchRows ?? STATEMENT_DEFAULTS.batchRows,
+    });
+  }
+
+  next(): Promise<Batch> {
+    const promise = new Promise<Batch>((resolve, reject) => {
+      if (this.failure) return reject(this.failure);
+      this.waiter = { resolve, reject };
+      this.send({ type: 'more' });
+    });
+    // Awaited later, maybe after a failure: never an unhandled rejection meanwhile.
+    promise.catch(() => undefined);
+    return promise;
+  }
+
+  /** Kills the child, whatever it is doing; later events change nothing. */
+  stop(): void {
+    if (this.stopped) return;
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.options.signal?.removeEventListener('abort', this.onAbort);
+    this.child.kill('SIGKILL');
+  }
+
+  private send(message: ToStatementChild): void {
+    if (this.child.connected) this.child.send(message);
+  }
+
+  private deliver(batch: Batch): void {
+    const waiter = this.waiter;
+    this.waiter = null;
+    waiter?.resolve(batch);
+  }
+
+  private fail(err: Error): void {
+    if (this.stopped || this.failure) return;
+    this.failure = err;
+    this.stop();
+    const waiter = this.waiter;
+    this.waiter = null;
+    waiter?.reject(err);
+  }
+}
+
+/** The child's error as the parent's: SQLite's keep their code (asQueryError words them), others are plain. */
+function childError(m: Extract<FromStatementChild, { type: 'failed' }>): Error {
+  if (m.code?.startsWith('SQLITE_')) return Object.assign(new Error(m.message), { code: m.code });
+  return new NetingestError(m.code ?? 'QUERY_FAILED', m.message);
+}
+
+/**
+ * The child ended before the last row. By a stop signal: the terminal sent it to the whole process group, and
+ * the parent, told too, is stopping. Otherwise it crashed (out of memory, say): its stderr says how.
+ */
+function exitError(code: number | null, signal: NodeJS.Signals | null, stderr: string): Error {
+  if (signal === 'SIGINT' || signal === 'SIGTERM' || signal === 'SIGHUP') return new ExportInterruptedError();
+  const how = signal ? `was killed by ${signal}` : `exited with code ${code}`;
+  const said = stderr.trim().split('\n').at(-1);
+  return new NetingestError('QUERY_FAILED', `the process reading the statement ${how}${said ? `: ${said}` : ''}`);
+}

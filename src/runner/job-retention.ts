@@ -1,0 +1,17 @@
+/**
+ * A job's `keepRawDays`: after the job has run to its end, the raw bodies of its tasks that a newer answer
+ * superseded more than that many days ago are dropped (see db/raw-prune.ts for what is always kept). A failure
+ * here costs disk, never data: it is logged and the run goes on.
+ */
+import type { Connection } from '../db/connection.ts';
+import { pruneRawBodies } from '../db/raw-prune.ts';
+import type { Logger } from './logger.ts';
+
+export function pruneJobBodies(database: Connection, job: string, keepDays: number, logger: Logger): void {
+  try {
+    const report = pruneRawBodies(database, { keepDays, jobs: [job] });
+    if (report.dropped > 0) logger.info('dropped superseded raw bodies', { job, bodies: report.dropped, bytes: report.droppedBytes, keep_days: keepDays });
+  } catch (err) {
+    logger.warn('could not drop superseded raw bodies', { job, error: err instanceof Error ? err.message : String(err) });
+  }
+}

@@ -1,0 +1,74 @@
+import { hashFraction } from '../prng.ts';
+
+/** A member of a record by its path of names (criteria names hold spaces, so no dotted strings). */
+export type MemberPath = readonly string[];
+
+/**
+ * The members the live service may leave out or send as null, by record kind. Identities (a company's `url`, a
+ * post's `PostId`, a job's `url`) are never listed; neither are the answer's envelope members.
+ */
+export const OPTIONAL_MEMBERS = {
+  company: [
+    ['name'], ['universalName'], ['type'], ['objectUrn'], ['description'], ['phone'], ['followers'], ['website'],
+    ['logo'], ['cover'], ['tagline'], ['foundedYear'], ['staff', 'total'], ['staff', 'range'],
+    ['locations', 'headquarter'], ['locations', 'other'], ['fundingData'], ['specialities'], ['industries'],
+    ['hashtags'],
+  ],
+  post: [
+    ['author', 'name'], ['author', 'headline'], ['author', 'network_url'], ['author', 'profile_image'],
+    ['post', 'timestamp'], ['post', 'text_content'], ['post', 'hashtags'], ['post', 'post_media_description'],
+    ['post', 'post_media_url'], ['engagement', 'reactions'], ['engagement', 'comments_count'],
+  ],
+  job: [
+    ['title'], ['company_name'], ['company_link'], ['location'], ['posted_timestamp'], ['posted_date'],
+    ['is_actively_hiring'], ['company_logo_url'], ['description_html'], ['description'],
+    ['criteria', 'Employment type'], ['criteria', 'Industries'], ['criteria', 'Job function'], ['criteria', 'Seniority level'],
+  ],
+} as const satisfies Record<string, readonly MemberPath[]>;
+
+export type RecordKind = keyof typeof OPTIONAL_MEMBERS;
+
+type Json = Record<string, unknown>;
+const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/**
+ * A copy of `record` with each optional member of its kind left out or set to null at the given rates. The draw
+ * is fixed by seed, kind, the record's identity and the member's path, so a record always lacks the same members
+ * (a company looks the same in every list). Objects on the way to an edited member are copied; the rest shared.
+ */
+export function withAbsentMembers<T extends object>(
+  record: T,
+  kind: RecordKind,
+  identity: string,
+  seed: number,
+  rates: { missingRate: number; nullRate: number },
+): T {
+  const root: Json = { ...(record as Json) };
+  const copied = new Set<Json>([root]);
+  for (const path of OPTIONAL_MEMBERS[kind]) {
+    const r = hashFraction(seed, `absent:${kind}:${identity}:${path.join('.')}`);
+    if (r >= rates.missingRate + rates.nullRate) continue;
+    const parent = writableParent(root, path, copied);
+    const name = path[path.length - 1] as string;
+    if (!parent || !(name in parent)) continue;
+    if (r < rates.missingRate) delete parent[name];
+    else parent[name] = null;
+  }
+  return root as T;
+}
+
+/** The object holding the member at `path`, copied (once) along the way; null when a step is not an object. */
+function writableParent(root: Json, path: MemberPath, copied: Set<Json>): Json | null {
+  let parent = root;
+  for (const name of path.slice(0, -1)) {
+    const child = parent[name];
+    if (!isObject(child)) return null;
+    if (!copied.has(child)) {
+      const copy = { ...child };
+      parent[name] = copy;
+      copied.add(copy);
+      parent = copy;
+    } else parent = child;
+  }
+  return parent;
+}

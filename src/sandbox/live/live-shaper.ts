@@ -1,0 +1,74 @@
+import type { CompanyRecord, JobRecord } from '../../spec/types.ts';
+import type { PostBody } from '../data/posts.ts';
+import { withAbsentMembers } from './absent-members.ts';
+import type { LiveShapes } from './live-shapes.ts';
+import { foldSubdomain, originFor, rehost, wwwOrigin } from './url-forms.ts';
+
+const SPEC_AUTHOR_URL = 'network_url';
+
+/**
+ * Turns the spec-shaped records the data generators make into the shapes the live service may send. Each step
+ * is a shape of LiveShapes and does nothing while that shape is off; records are copied where they change (the
+ * generators' records are cached and shared), never edited in place.
+ */
+export class LiveShaper {
+  constructor(private readonly shapes: LiveShapes, private readonly seed: number) {}
+
+  /** The reference URL the data is looked up by: a country or mobile subdomain names the `www.` page. */
+  referenceUrl(url: string): string {
+    return this.shapes.urlForms ? foldSubdomain(url) : url;
+  }
+
+  /** The page size a similar-companies request gets, which its answer echoes. */
+  pageSize(num: number): number {
+    return this.shapes.maxNum === null ? num : Math.min(num, this.shapes.maxNum);
+  }
+
+  /** A company as one list shows it; `listKey` names the list, so its URL form may differ between lists. */
+  company(record: CompanyRecord, listKey: string): CompanyRecord {
+    const { absences, urlForms } = this.shapes;
+    let out = record;
+    if (urlForms) out = { ...out, url: rehost(out.url, originFor(urlForms, this.seed, `company:${listKey}:${out.url}`)) };
+    if (absences) out = withAbsentMembers(out, 'company', record.universalName, this.seed, absences);
+    return out;
+  }
+
+  /** A job of a search; its identity `url` keeps its path and is written on `www.` of the brand's host. */
+  job(record: JobRecord): JobRecord {
+    const { absences, urlForms } = this.shapes;
+    let out = record;
+    if (urlForms) {
+      out = {
+        ...out,
+        company_link: rehost(out.company_link, originFor(urlForms, this.seed, `company-link:${record.url}`)),
+        url: rehost(out.url, wwwOrigin(urlForms)),
+      };
+    }
+    if (absences) out = withAbsentMembers(out, 'job', record.url, this.seed, absences);
+    return out;
+  }
+
+  /** Post details; the author's profile URL may change host, go missing, and carry the brand's name. */
+  post(body: PostBody): PostBody {
+    const { absences, urlForms, authorUrlMember } = this.shapes;
+    const postId = String(body.PostId);
+    let out = body;
+    const author = asObject(body.author);
+    if (urlForms && author && typeof author[SPEC_AUTHOR_URL] === 'string') {
+      const origin = originFor(urlForms, this.seed, `author:${postId}`);
+      out = { ...out, author: { ...author, [SPEC_AUTHOR_URL]: rehost(author[SPEC_AUTHOR_URL], origin) } };
+    }
+    if (absences) out = withAbsentMembers(out, 'post', postId, this.seed, absences);
+    const shaped = asObject(out.author);
+    if (authorUrlMember && shaped) out = { ...out, author: renamed(shaped, SPEC_AUTHOR_URL, authorUrlMember) };
+    return out;
+  }
+}
+
+const asObject = (v: unknown): Record<string, unknown> | null =>
+  typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : null;
+
+/** A copy of `object` with member `from` renamed `to` in the same place (absent stays absent). */
+function renamed(object: Record<string, unknown>, from: string, to: string): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(object).map(([name, value]) => [name === from ? to : name, value]));
+}
