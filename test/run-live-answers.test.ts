@@ -9,6 +9,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import BetterSqlite3 from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import { EXIT } from '../src/cli/exit-codes.ts';
+import { registerRawBodyFunction } from '../src/db/raw-body.ts';
 import { createLogger } from '../src/runner/logger.ts';
 import { runJobs } from '../src/runner/run-jobs.ts';
 import { useFakeServices } from './sandbox-helpers.ts';
@@ -179,7 +180,7 @@ describe('every record that names itself is stored', () => {
     expect(taskStatuses(ws, 'posts')).toEqual({ done: 4 });
     const posts = query<any>(ws, 'SELECT post_id, author_url, author_headline, reactions, comments_count FROM posts ORDER BY post_id');
     expect(posts).toHaveLength(4);
-    for (const p of posts) expect(p).toMatchObject({ author_url: 'https://network.com/in/jane-doe', author_headline: null, reactions: 12, comments_count: null });
+    for (const p of posts) expect(p).toMatchObject({ author_url: 'https://www.network.com/in/jane-doe', author_headline: null, reactions: 12, comments_count: null });
     expect(summary.drift.map((d) => d.message)).toEqual([
       'post-details author.headline: null in 4/4, stored as NULL',
       'post-details author.network_url: missing in 4/4, read from author.acmenet_url',
@@ -254,8 +255,9 @@ describe('a service whose answers cannot be used stops the run', () => {
 
     // A fix that reads the wrapped post cannot be made from a test; unwrapping the stored bodies takes the same path.
     const rw = new BetterSqlite3(ws.db);
+    registerRawBodyFunction(rw);
     try {
-      rw.prepare(`UPDATE raw_responses SET body = json_extract(body, '$.result')`).run();
+      rw.prepare(`UPDATE raw_responses SET body = json_extract(raw_body(body, body_encoding), '$.result'), body_encoding = NULL`).run();
     } finally {
       rw.close();
     }
@@ -316,9 +318,9 @@ describe('distinct posts are not merged', () => {
     const jobs = await ws.load(await postsJob(ws, urls, { rate: { ...FAST_RATE, concurrency: 1 } }));
     const summary = await runJobs({ dbPath: ws.db, jobs, api: { baseUrl: service.url, token: TOKEN } });
     expect(summary.jobs[0]).toMatchObject({ done: 2, otherPost: 1 });
-    expect(query(ws, 'SELECT post_id, url FROM posts')).toEqual([{ post_id: 'activity-77', url: 'https://network.com/pulse/first-article-jane' }]);
+    expect(query(ws, 'SELECT post_id, url FROM posts')).toEqual([{ post_id: 'activity-77', url: 'https://www.network.com/pulse/first-article-jane' }]);
     expect(query(ws, 'SELECT kind, asked_id, answered_id FROM answer_anomalies')).toEqual([
-      { kind: 'other_post', asked_id: 'https://network.com/pulse/second-article-jane', answered_id: 'activity-77' },
+      { kind: 'other_post', asked_id: 'https://www.network.com/pulse/second-article-jane', answered_id: 'activity-77' },
     ]);
   });
 });
