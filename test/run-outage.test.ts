@@ -104,7 +104,7 @@ describe('the API down', () => {
     const cli = await runCli(['run', file, '--db', ws.db], { cwd: ws.dir, env: cliEnv(gone, TOKEN) });
     expect(cli.code, cli.stderr).toBe(1);
     expect(cli.stderr).toMatch(/ERROR run stopped: the API looks down .*code=API_UNAVAILABLE .*the API is unreachable: connection failed \(ECONNREFUSED/);
-    expect(cli.stderr).toMatch(/WARN {2}task failed job=posts input=https:\/\/network\.com\/posts\/\S+ page=1 code=NETWORK retryable=true/);
+    expect(cli.stderr).toMatch(/WARN {2}task failed job=posts input=https:\/\/www\.network\.com\/posts\/\S+ page=1 code=NETWORK retryable=true/);
     expect(cli.stdout).toMatch(/^Run \d+: stopped: the API looks down/);
     const failed = taskStatuses(ws, 'posts').failed!;
     expect(cli.stdout).toContain(`    failed: ${failed} (NETWORK ${failed})`);
