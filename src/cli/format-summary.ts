@@ -8,6 +8,7 @@ const STATUS_TEXT: Record<RunSummary['status'], string> = {
   completed_with_failures: 'completed, with failed items',
   stopped_credits: 'stopped on credits: the remaining tasks are deferred to the next run',
   stopped_throttled: 'stopped: the API throttled past the wait cap or the cap of throttled attempts; the remaining tasks are deferred',
+  stopped_unusable: "stopped: the service's paid answers could not be read; they are kept for reprocess, the remaining tasks are deferred",
   interrupted: 'interrupted: the remaining tasks are deferred to the next run',
   failed: 'failed',
   abandoned: 'abandoned: its process ended without finishing; a later run closed its books',
@@ -49,6 +50,10 @@ export function formatRunSummary(s: RunSummary): string {
         `${j.failed} failed${failedBefore}, ${j.deferred} deferred; ${plural(j.invalidRows, 'invalid row')}, ${plural(j.duplicates, 'duplicate')}`,
     );
     if (j.failed > 0) lines.push(`    failed: ${j.failed} (${formatCodeCounts(j.failedByCode)})`);
+    if (j.setAside > 0) lines.push(`    set aside: ${plural(j.setAside, 'record')} without its identity, the rest of their pages stored (table answer_anomalies)`);
+    if (j.otherPost > 0) {
+      lines.push(`    other post: ${plural(j.otherPost, 'answer')} named another post than the one asked for: stored under the post asked for, not merged (table answer_anomalies)`);
+    }
     for (const w of j.warnings) lines.push(`    warning: ${w.message} [${w.code}]`);
     for (const bad of j.invalidSamples) {
       lines.push(`    invalid: ${bad.file}:${bad.line}${bad.field ? ` (${bad.field})` : ''}: ${bad.reason}`);
@@ -59,6 +64,8 @@ export function formatRunSummary(s: RunSummary): string {
       lines.push(`    ${plural(j.invalidKnown, 'invalid row')} already reported by an earlier run, not listed again (\`--invalid-out FILE\` writes them all)`);
     }
   }
+  // Paths are many only when the service changed a lot: each still gets its line, as the issue asks.
+  for (const d of s.drift) lines.push(`  drift: ${d.message}`);
   const credits =
     s.creditsRemaining === null ? 'credits: unknown (no successful call)' : `credits: ${s.creditsSpent ?? 0} spent, ${s.creditsRemaining} left`;
   lines.push(`  ${plural(s.calls, 'API call')}; ${credits}`);

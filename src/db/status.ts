@@ -4,6 +4,7 @@ import { createApiCallLog } from './api-calls.ts';
 import { readRunLock, type RunLockState } from './run-lock.ts';
 import { roundCredits } from '../credits/credit-meter.ts';
 import { measureUnfinishedRun, unfinishedRuns, type UnfinishedRun } from './abandoned-runs.ts';
+import { lastRunDrift } from './answer-drift.ts';
 
 /**
  * What `netingest status` shows: recent runs, tasks by status per job, credits. Only reads: a run still
@@ -49,6 +50,8 @@ export function readStatus(database: Database, recentRuns = 10) {
     creditsSpentAllRuns: roundCredits(spent),
     wrongShapeBodiesKept,
     lastCounters: createApiCallLog(database).lastCounters() ?? null,
+    /** How the answers of the last run that received any differed from the spec (answer_drift). */
+    drift: lastRunDrift(database),
     lock,
   };
 }

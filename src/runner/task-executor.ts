@@ -1,8 +1,8 @@
 import pRetry, { AbortError } from 'p-retry';
 import type { ApiClient, ApiResult } from '../api/types.ts';
 import { ApiSchemaError, errorAction, isApiError, isUnusablePaidAnswer, ThrottledError, type ApiError } from '../api/errors.ts';
-import type { Operation, PostDetailsResponse, SearchJobsQuery, SearchJobsResponse, SimilarCompaniesRequest, SimilarCompaniesResponse } from '../spec/types.ts';
-import { SEARCH_JOBS_PAGE_SIZE } from '../spec/types.ts';
+import type { Operation, SearchJobsQuery, SimilarCompaniesRequest } from '../spec/types.ts';
+import type { DriftTally } from '../operations/drift.ts';
 import type { CreditGuard } from './credit-guard.ts';
 import type { RateGate } from './rate-gate.ts';
 import type { RunStop } from './run-stop.ts';
@@ -53,7 +53,7 @@ export interface ExecutableTask extends WriterTask {
  * its retries (or met an error no retry would change): `code` and `message` are those recorded on it.
  */
 export type TaskOutcome =
-  | { kind: 'done'; lastPage: boolean }
+  | { kind: 'done'; lastPage: boolean; drift: DriftTally }
   | { kind: 'not_found'; message: string | null }
   | { kind: 'failed'; retryable: boolean; code: string; message: string; error: unknown }
   | { kind: 'stopped' };
@@ -155,7 +155,8 @@ export async function executeTask(task: ExecutableTask, ctx: ExecutorContext): P
   }
   // The task's slot stays taken until its answer is committed: see ResultWriter.
   await ctx.writer.success(task, task.ingest, task.requestKey, result, attempts);
-  return { kind: 'done', lastPage: isLastPage(task, result.data) };
+  // The answer's contract reading says whether its page ends the list (by the page size the service used).
+  return { kind: 'done', lastPage: result.lastPage, drift: result.drift };
 }
 
 /** Records why a task got no answer; a stop (credits, signal, auth) leaves it pending for the next run. */
@@ -189,15 +190,4 @@ function send(client: ApiClient, operation: Operation, request: unknown): Promis
     case 'search-jobs':
       return client.searchJobs(request as SearchJobsQuery);
   }
-}
-
-/** A short or empty page ends the list: later pages would be 404s or, worse, billed empties. */
-function isLastPage(task: ExecutableTask, data: unknown): boolean {
-  if (task.operation === 'similar-companies') {
-    const num = (task.request as SimilarCompaniesRequest).num ?? 10;
-    return (data as SimilarCompaniesResponse).data.content.length < num;
-  }
-  if (task.operation === 'search-jobs') return (data as SearchJobsResponse).results.length < SEARCH_JOBS_PAGE_SIZE;
-  void (data as PostDetailsResponse);
-  return true;
 }
