@@ -55,8 +55,8 @@ describe('similar-companies', () => {
     });
     if (result.kind !== 'ok') throw new Error(`expected ok, got ${result.kind}`);
     expect(result.data.success).toBe(true);
-    expect(result.data.data.content.length).toBeGreaterThan(0);
-    expect(result.data.data.content.length).toBeLessThanOrEqual(2);
+    expect(result.data.data!.content!.length).toBeGreaterThan(0);
+    expect(result.data.data!.content!.length).toBeLessThanOrEqual(2);
     expect(result.data).toMatchObject({ page: 1, num: 2 });
     expect(JSON.parse(result.raw)).toEqual(result.data);
     expect(result.credits).toEqual(sandbox.credits(TOKEN));
@@ -95,7 +95,7 @@ describe('post-details', () => {
     expect(seen.headers).toMatchObject({ authorization: `Bearer ${TOKEN}`, accept: 'application/json' });
     if (result.kind !== 'ok') throw new Error(`expected ok, got ${result.kind}`);
     expect(result.data.PostId).toMatch(/^activity-\d+$/);
-    expect(typeof result.data.engagement.reactions).toBe('number');
+    expect(typeof result.data.engagement!.reactions).toBe('number');
     expect(result.credits).toEqual(sandbox.credits(TOKEN));
     expect(result.call.path).toBe(`/v1/api/post-details?url=${encodeURIComponent(url)}`);
   });
@@ -128,9 +128,9 @@ describe('search-jobs', () => {
     expect(seen.query).toMatchObject({ keywords: 'data engineer', jobTypes: 'full time,part time' });
     expect(seen.headers.authorization).toBe(`Bearer ${TOKEN}`);
     if (result.kind !== 'ok') throw new Error(`expected ok, got ${result.kind}`);
-    expect(result.data.numResults).toBe(result.data.results.length);
+    expect(result.data.numResults).toBe(result.data.results!.length);
     expect(result.credits).toEqual(sandbox.credits(TOKEN));
-    expect(Number.isInteger(result.credits.credits_used)).toBe(false);
+    expect(Number.isInteger(result.credits!.credits_used)).toBe(false);
   });
 
   it('leaves out empty parameters and answers not_found for a query without results', async () => {

@@ -314,13 +314,23 @@ describe('broken 200 bodies', () => {
     expect((await failure(client.searchJobs({}))).message).toMatch(/empty body/);
   });
 
-  it('a wrong shape is ApiSchemaError naming the JSON path (fail-item), with credits and raw kept', async () => {
-    const body = { ...JOBS_OK, numResults: 1, results: [{ title: 'x', posted_timestamp: '1730592000' }] };
+  it('members missing or of another type are drift, not an error: the answer is read, a job without url set aside', async () => {
+    const body = { ...JOBS_OK, numResults: 2, results: [{ title: 'x', posted_timestamp: '1730592000' }, { url: 'https://www.network.com/jobs/view/1' }] };
+    handler = reply(200, body);
+    const result = await client.searchJobs({ keywords: 'x' });
+    if (result.kind !== 'ok') throw new Error(`expected ok, got ${result.kind}`);
+    expect(result.setAside).toBe(1);
+    expect(result.data.results).toEqual([null, expect.objectContaining({ url: 'https://www.network.com/jobs/view/1', title: null })]);
+    expect(result.drift.counts()).toContainEqual({ path: 'results[].posted_timestamp', kind: 'variant', count: 1, of: 2, detail: 'string read as integer' });
+  });
+
+  it('a shape no contract can read is ApiSchemaError naming the JSON path (fail-item), with credits and raw kept', async () => {
+    const body = { ...JOBS_OK, numResults: 1, results: { title: 'x' } };
     handler = reply(200, body);
     const err = await failure(client.searchJobs({ keywords: 'x' }));
     expect(err).toBeInstanceOf(ApiSchemaError);
-    expect(err.message).toContain('results[0].company_name: required member is missing');
-    expect((err as ApiSchemaError).issues.map((i) => i.path)).toContain('results[0].posted_timestamp');
+    expect(err.message).toContain('results: expected an array of records, received object');
+    expect((err as ApiSchemaError).issues.map((i) => i.path)).toEqual(['results']);
     expect((err as ApiSchemaError).credits).toEqual({ total_credits: 100, credits_used: 0.25, credits_remaining: 99.75 });
     expect((err as ApiSchemaError).raw).toBe(JSON.stringify(body));
     expect(err.call).toMatchObject({ status: 200, path: '/v1/api/search-jobs?keywords=x' });

@@ -1,7 +1,10 @@
-// validateResponse against bodies written from api.md (not from the sandbox, so the two cannot share a misreading).
+// Answers read through their contracts (src/operations/), against bodies written from api.md and bodies shaped
+// as the live service may send them (not from the sandbox, so the two cannot share a misreading).
 import { describe, expect, it } from 'vitest';
 import { ApiSchemaError, errorAction } from '../src/api/errors.ts';
-import { formatJsonPath, validateResponse } from '../src/api/schemas.ts';
+import { formatJsonPath, readUsableAnswer, validateResponse } from '../src/api/schemas.ts';
+import { readAnswer } from '../src/operations/answers.ts';
+import { driftLine } from '../src/operations/drift.ts';
 import type { Operation } from '../src/spec/types.ts';
 
 const address = (over: Record<string, unknown> = {}) => ({
@@ -105,14 +108,25 @@ function schemaError(operation: Operation, body: unknown): ApiSchemaError {
   throw new Error('expected an ApiSchemaError');
 }
 
+/** The drift lines of one body read through its contract. */
+function driftOf(operation: Operation, body: unknown, asked?: never): string[] {
+  const reading = readAnswer(operation, body, asked);
+  if (!reading.usable) throw new Error(`unusable: ${reading.issue.path}`);
+  return reading.drift.counts().map((c) => driftLine(operation, c));
+}
+
 describe('validateResponse: bodies of the spec pass', () => {
-  it('accepts each operation\'s 200 body and returns it typed', () => {
-    expect(validateResponse('similar-companies', similar()).data.content[3]?.staff.total).toBe(5400);
-    expect(validateResponse('post-details', post()).engagement.reactions).toBe(12);
-    expect(validateResponse('search-jobs', jobs()).results[1]?.title).toBe('ML Engineer');
+  it('accepts each operation\'s 200 body and returns it with every member', () => {
+    expect(validateResponse('similar-companies', similar()).data?.content?.[3]?.staff?.total).toBe(5400);
+    expect(validateResponse('post-details', post()).engagement?.reactions).toBe(12);
+    expect(validateResponse('search-jobs', jobs()).results?.[1]?.title).toBe('ML Engineer');
+    for (const [op, body] of [['similar-companies', similar()], ['post-details', post()], ['search-jobs', jobs()]] as const) {
+      expect(driftOf(op, body), op).toEqual([]);
+      expect(validateResponse(op, body)).toEqual(body);
+    }
   });
 
-  it('keeps unknown extra members at every level', () => {
+  it('keeps unknown extra members at every level, and does not count them as drift', () => {
     const body = similar();
     Object.assign(body, { newTopLevel: { a: 1 } });
     Object.assign(body.data, { totalPages: 9 });
@@ -123,15 +137,16 @@ describe('validateResponse: bodies of the spec pass', () => {
     expect(out.data.totalPages).toBe(9);
     expect(out.data.content[0].employeeCountRange).toBe('x');
     expect(out.data.content[0].locations.headquarter.geo).toEqual({ lat: 1 });
+    expect(driftOf('similar-companies', body)).toEqual([]);
     const p = validateResponse('post-details', { ...post(), repost: true, author: { ...post().author, followers: 5 } });
     expect(p.repost).toBe(true);
-    expect(p.author.followers).toBe(5);
+    expect(p.author?.followers).toBe(5);
     const j = validateResponse('search-jobs', { ...jobs(), results: [job({ salary: '100k', criteria: { ...job().criteria, Extra: 'y' } })] });
-    expect(j.results[0]?.salary).toBe('100k');
-    expect(j.results[0]?.criteria.Extra).toBe('y');
+    expect(j.results?.[0]?.salary).toBe('100k');
+    expect(j.results?.[0]?.criteria?.Extra).toBe('y');
   });
 
-  it('accepts null in nullable members and any value in members whose type is not shown', () => {
+  it('accepts null in nullable members and any value in members whose type is not shown, as no drift', () => {
     const body = similar();
     body.data.content[0] = company({
       specialities: null,
@@ -143,8 +158,8 @@ describe('validateResponse: bodies of the spec pass', () => {
       locations: { headquarter: address({ geographicArea: null, isPrimary: true, line2: 'Suite 5' }), other: [] },
     });
     body.data.content[1] = company({ locations: { headquarter: address({ line2: 7, isPrimary: 'yes' }), other: [] } });
-    expect(() => validateResponse('similar-companies', body)).not.toThrow();
-    expect(() => validateResponse('post-details', { ...post(), post: { ...post().post, hashtags: ['#a', { tag: 'b' }] } })).not.toThrow();
+    expect(driftOf('similar-companies', body)).toEqual([]);
+    expect(driftOf('post-details', { ...post(), post: { ...post().post, hashtags: ['#a', { tag: 'b' }] } })).toEqual([]);
   });
 
   it('accepts fractional credit counters on every operation', () => {
@@ -155,49 +170,87 @@ describe('validateResponse: bodies of the spec pass', () => {
   });
 });
 
-describe('validateResponse: wrong shapes name the JSON path', () => {
-  it('names a wrong type deep in an array', () => {
-    const body = similar();
-    (body.data.content[3]!.staff as Record<string, unknown>).total = '5400';
-    const err = schemaError('similar-companies', body);
-    expect(err.message).toContain('data.content[3].staff.total: expected number, received string');
-    expect(err.issues).toEqual([{ path: 'data.content[3].staff.total', message: 'expected number, received string' }]);
+describe('answers as the live service sends them: every record that names itself is read', () => {
+  it('members missing, null or of another type are read as null (or the value, for a lossless variant) and counted per path', () => {
+    const body = similar() as Record<string, any>;
+    body.data.content[0] = company({ phone: null, website: undefined, staff: { total: 12 }, locations: { headquarter: null, other: [] } });
+    delete body.data.content[0].foundedYear;
+    body.data.content[1] = company({ foundedYear: '1999', objectUrn: 1234.0, staff: { total: '5400', range: { start: 1, end: 10 } } });
+    body.data.content[2] = company({ foundedYear: 'nineteen', relevancy: { score: '0.5', value: 'B' } });
+    delete body.success;
+    const read = validateResponse('similar-companies', JSON.parse(JSON.stringify(body)));
+    const [a, b, c] = read.data!.content!;
+    expect(a).toMatchObject({ phone: null, website: null, foundedYear: null, staff: { total: 12, range: null }, locations: { headquarter: null } });
+    expect(b).toMatchObject({ foundedYear: 1999, objectUrn: 1234, staff: { total: 5400 } });
+    expect(c).toMatchObject({ foundedYear: null, relevancy: { score: 0.5 } });
+    expect(read.success).toBeNull();
+    expect(driftOf('similar-companies', JSON.parse(JSON.stringify(body)))).toEqual([
+      'similar-companies data.content[].foundedYear: missing in 1/4, stored as NULL',
+      'similar-companies data.content[].foundedYear: of another type in 1/4 (string read as integer), stored as the value',
+      'similar-companies data.content[].foundedYear: of another type in 1/4 (string), stored as NULL',
+      'similar-companies data.content[].locations.headquarter: null in 1/4, stored as NULL',
+      'similar-companies data.content[].phone: null in 1/4, stored as NULL',
+      'similar-companies data.content[].relevancy.score: of another type in 1/4 (string read as number), stored as the value',
+      'similar-companies data.content[].staff.range: missing in 1/4, stored as NULL',
+      'similar-companies data.content[].staff.total: of another type in 1/4 (string read as integer), stored as the value',
+      'similar-companies data.content[].website: missing in 1/4, stored as NULL',
+      'similar-companies success: missing in 1/1, stored as NULL',
+    ]);
+  });
+
+  it('a record without its identity is set aside alone, with its position and reason; the others keep theirs', () => {
+    const body = similar() as Record<string, any>;
+    delete body.data.content[1].url;
+    body.data.content[3].url = 42;
+    const reading = readUsableAnswer('similar-companies', body);
+    expect(reading.setAside).toEqual([
+      { position: 2, path: 'data.content[1]', reason: 'url is missing' },
+      { position: 4, path: 'data.content[3]', reason: 'url: expected string, received number 42' },
+    ]);
+    expect(reading.answer.data!.content!.map((c) => c?.url ?? null)).toEqual([company().url, null, company().url, null]);
+    const jobBody = jobs() as Record<string, any>;
+    jobBody.results[0].url = '  ';
+    expect(readUsableAnswer('search-jobs', jobBody).setAside).toEqual([{ position: 1, path: 'results[0]', reason: 'url is empty' }]);
+  });
+
+  it('reads the author URL from network_url, else from the one other *_url member, and says so', () => {
+    const { network_url, ...author } = post().author;
+    const body = { ...post(), author: { ...author, acmenet_url: network_url } };
+    expect(validateResponse('post-details', body).author?.network_url).toBe(network_url);
+    expect(driftOf('post-details', body)).toEqual(['post-details author.network_url: missing in 1/1, read from author.acmenet_url']);
+    // Two candidates: neither is taken.
+    const two = { ...post(), author: { ...author, acmenet_url: network_url, other_url: 'x' } };
+    expect(validateResponse('post-details', two).author?.network_url).toBeNull();
+  });
+
+  it('a capped page size ends the list by the size the service answered with, and says so once per answer', () => {
+    const body = { ...similar(), num: 2 };
+    body.data.content = body.data.content.slice(0, 2);
+    const full = readAnswer('similar-companies', body, { url: 'x', num: 4 } as never);
+    expect(full.usable && full.lastPage).toBe(false);
+    expect(driftOf('similar-companies', body, { url: 'x', num: 4 } as never)).toEqual([
+      "similar-companies num: page size capped by the service in 1/1 answers (asked 4, answered 2); paging follows the service's size",
+    ]);
+    const short = readAnswer('similar-companies', { ...body, data: { ...body.data, content: body.data.content.slice(0, 1) } }, { url: 'x', num: 4 } as never);
+    expect(short.usable && short.lastPage).toBe(true);
+    const pageOfJobs = { ...jobs(), numResults: 10 };
+    const jobsReading = readAnswer('search-jobs', pageOfJobs);
+    expect(jobsReading.usable && jobsReading.lastPage).toBe(false);
+  });
+});
+
+describe('validateResponse: a body no contract can read names the JSON path', () => {
+  it('not an object, a record list that is not an array, or a post body with nothing of a post', () => {
+    expect(schemaError('post-details', [post()]).message).toContain('(root): expected object, received array');
+    expect(schemaError('similar-companies', { ...similar(), data: 'n/a' }).message).toContain('data: expected object, received string');
+    expect(schemaError('search-jobs', { ...jobs(), results: 'none' }).message).toContain('results: expected an array of records, received string');
+    const missing = { ...jobs() } as Record<string, unknown>;
+    delete missing.results;
+    expect(schemaError('search-jobs', missing).message).toContain('results: the record list is missing');
+    expect(schemaError('post-details', { status: 'ok', result: [] }).message).toContain('(root): none of PostId, author, post, engagement is there');
+    const err = schemaError('similar-companies', { ...similar(), data: { content: null } });
     expect(err.code).toBe('SCHEMA');
     expect(errorAction(err)).toBe('fail-item');
-  });
-
-  it('names a missing required member', () => {
-    const body = post() as Record<string, any>;
-    delete body.author.network_url;
-    expect(schemaError('post-details', body).message).toContain('author.network_url: required member is missing');
-    const b2 = similar() as Record<string, any>;
-    delete b2.data.content[0].followers;
-    expect(schemaError('similar-companies', b2).message).toContain('data.content[0].followers: required member is missing');
-  });
-
-  it('quotes member names that are not identifiers', () => {
-    const body = jobs();
-    body.results[1] = job({ criteria: { ...job().criteria, 'Employment type': 3 } });
-    expect(schemaError('search-jobs', body).message).toContain('results[1].criteria["Employment type"]: expected string, received number');
-  });
-
-  it('rejects a fraction where the spec says integer, null where it is not nullable, and a non-object body', () => {
-    expect(schemaError('similar-companies', { ...similar(), page: 1.5 }).message).toContain('page: expected integer, received 1.5');
-    expect(schemaError('search-jobs', { ...jobs(), results: [job({ title: null })] }).message).toContain(
-      'results[0].title: expected string, received null',
-    );
-    expect(schemaError('post-details', [post()]).message).toContain('(root): expected object, received array');
-    expect(schemaError('search-jobs', { ...jobs(), credits_used: '0.25' }).message).toContain('credits_used: expected number, received string');
-  });
-
-  it('lists at most ten issues and says how many more there are', () => {
-    const err = schemaError('search-jobs', { results: 'none' });
-    expect(err.message).toMatch(/\(and \d+ more\)/);
-    const many = jobs();
-    many.results = Array.from({ length: 20 }, () => job({ title: 1 }));
-    const e2 = schemaError('search-jobs', many);
-    expect(e2.issues).toHaveLength(11);
-    expect(e2.issues[10]?.message).toBe('10 more not listed');
   });
 
   it('keeps the credits, the body and a short excerpt on the error; uses the call when given', () => {

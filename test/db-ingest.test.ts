@@ -295,7 +295,7 @@ describe('sandbox bodies', () => {
       const referenceUrl = `https://www.network.com/company/sample-${i}`;
       const body = validateResponse('similar-companies', await fetchBody('/v1/api/similar-companies', { method: 'POST', body: JSON.stringify({ url: referenceUrl, page: 1, num: 50 }) }));
       ingestInTransaction(database, { operation: 'similar-companies', referenceUrl, filterKey: 'none', filters: {}, page: 1, num: 50 }, body, T1);
-      for (const c of body.data.content) companies.set(c.url.replace(/^https:\/\/(www\.)?/, 'https://www.'), c);
+      for (const c of body.data!.content!) companies.set(c!.url!.replace(/^https:\/\/(www\.)?/, 'https://www.'), c);
     }
     const list = (table: string, url: string) =>
       database.sqlite.prepare(`SELECT value FROM ${table} WHERE company_url = ? ORDER BY position`).pluck().all(url);
@@ -320,7 +320,7 @@ describe('sandbox bodies', () => {
     const seenPosts = { emptyTags: 0, nullTags: 0, noMedia: 0, noImage: 0 };
     for (let i = 0; i < 40; i++) {
       const postUrl = `https://www.network.com/feed/update/urn:li:activity:71800000000000${String(i).padStart(5, '0')}`;
-      const body = validateResponse('post-details', await fetchBody(`/v1/api/post-details?url=${encodeURIComponent(postUrl)}`));
+      const body = validateResponse('post-details', await fetchBody(`/v1/api/post-details?url=${encodeURIComponent(postUrl)}`)) as any;
       ingestInTransaction(database, { operation: 'post-details', postUrl }, body, T1);
       const row = database.sqlite.prepare('SELECT hashtags, author_profile_image, media_description FROM posts WHERE post_id = ?').get(body.PostId) as any;
       expect(row).toEqual({
@@ -336,7 +336,7 @@ describe('sandbox bodies', () => {
     }
     expect(Object.values(seenPosts).every((n) => n > 0), JSON.stringify(seenPosts)).toBe(true);
 
-    const jobs = validateResponse('search-jobs', await fetchBody('/v1/api/search-jobs?keywords=welder&workplaceTypes=remote&companyIds=1441'));
+    const jobs = validateResponse('search-jobs', await fetchBody('/v1/api/search-jobs?keywords=welder&workplaceTypes=remote&companyIds=1441')) as any;
     expect(jobs.credits_used % 1).not.toBe(0);
     ingestInTransaction(database, { operation: 'search-jobs', searchKey: 'k', query: { keywords: 'welder', workplaceTypes: ['remote'], companyIds: ['1441'] }, start: 0 }, jobs, T1);
     expect(database.sqlite.prepare('SELECT workplace_types, company_ids FROM job_searches').get()).toEqual({ workplace_types: 'remote', company_ids: '1441' });

@@ -110,7 +110,8 @@ describe('reprocess', () => {
   it('counts and reports bodies that no longer validate, without failing the rebuild', () => {
     store(postRequest, JSON.stringify(postResponse()), '2026-11-20T10:00:00.000Z');
     const save = saveRawResponse(database);
-    const broken = { ...postResponse(), engagement: { reactions: 'many', comments_count: 1 } };
+    // A member of another type is drift, read as NULL; a body with nothing of a post cannot be read at all.
+    const { PostId: _id, author: _a, post: _p, engagement: _e, ...broken } = postResponse();
     database.sqlite.transaction(() => {
       save({ operation: 'post-details', request: postRequest, body: JSON.stringify(broken), receivedAt: '2026-11-21T00:00:00.000Z', runId: 2, taskId: null });
       save({ operation: 'post-details', request: postRequest, body: '{"success": tru', receivedAt: '2026-11-21T00:00:01.000Z', runId: 2, taskId: null });
@@ -120,7 +121,7 @@ describe('reprocess', () => {
     expect(report.responses).toBe(3);
     expect(report.replayed).toBe(1);
     expect(report.invalid).toBe(2);
-    expect(report.rejected[0]).toMatchObject({ operation: 'post-details', reason: expect.stringMatching(/no longer valid: .*engagement\.reactions/) });
+    expect(report.rejected[0]).toMatchObject({ operation: 'post-details', reason: expect.stringMatching(/no longer valid: .*none of PostId, author, post, engagement/) });
     expect(report.rejected[1]).toMatchObject({ reason: expect.stringMatching(/^not JSON/) });
     expect(dataset()).toEqual(before);
   });

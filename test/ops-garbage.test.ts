@@ -32,7 +32,8 @@ async function runAgainst(options: SandboxOptionsInput, db: string, retry: Parti
   const job = { ...loaded, retry: { ...loaded.retry, ...retry } };
   // An HTML page on every call looks like the API down and would stop the run after a few tasks (see
   // test/run-outage.test.ts); here every task must show how such an answer is recorded.
-  return runJobs({ dbPath: join(ws.dir, db), jobs: [job], api: { baseUrl: sandbox.url, token: TOKEN }, outageMinTasks: 100 });
+  // Likewise every answer of the wrong shape would stop it after max(5, concurrency) (test/run-live-answers.test.ts).
+  return runJobs({ dbPath: join(ws.dir, db), jobs: [job], api: { baseUrl: sandbox.url, token: TOKEN }, outageMinTasks: 100, unusableMinAnswers: 100 });
 }
 
 interface TaskRow {
@@ -142,7 +143,7 @@ describe('garbage from the API is recorded against the task and never crashes th
       res.end(JSON.stringify({ status: 'ok', item: {}, total_credits: 100, credits_used: used, credits_remaining: 100 - used }));
     });
     const job = await loadJob(ws.postsJob, { cwd: ws.dir });
-    const summary = await runJobs({ dbPath: join(ws.dir, 'shape.db'), jobs: [job], api: { baseUrl, token: TOKEN } });
+    const summary = await runJobs({ dbPath: join(ws.dir, 'shape.db'), jobs: [job], api: { baseUrl, token: TOKEN }, unusableMinAnswers: 100 });
     expect(summary.jobs[0]).toMatchObject({ failed: 8 });
     expect(summary.creditsRemaining).toBe(100 - used);
     const calls = read<{ code: string; remaining: number | null }>('shape.db', `SELECT error_code AS code, credits_remaining AS remaining FROM api_calls ORDER BY id`);

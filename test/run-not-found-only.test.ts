@@ -10,6 +10,7 @@ import { startSandbox, type Sandbox } from '../src/sandbox/server.ts';
 import { EXIT } from '../src/cli/exit-codes.ts';
 import { RUN_DEFAULTS, type RunSummary } from '../src/runner/run-jobs.ts';
 import { NotFoundOnlyWatch } from '../src/runner/not-found-only.ts';
+import { DriftTally } from '../src/operations/drift.ts';
 import { FAST_RATE, FAST_RETRY, cliEnv, companyUrls, csv, postUrls, runCli, taskStatuses, useWorkspaces, type Workspace } from './run-helpers.ts';
 
 const TOKEN = 'not-found-only-token-5e1d';
@@ -153,7 +154,7 @@ describe('NotFoundOnlyWatch', () => {
     expect(watch.warning('s')).toBeNull();
     watch.record({ kind: 'not_found', message: 'Not Found' });
     expect(watch.warning('s')?.answers).toBe(2);
-    watch.record({ kind: 'done', lastPage: true });
+    watch.record({ kind: 'done', lastPage: true, drift: new DriftTally() });
     expect(watch.warning('s')).toBeNull();
   });
 });

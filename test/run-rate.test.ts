@@ -1,7 +1,8 @@
 /**
  * The rate limit as the service sees it: arrival times from the sandbox's request log, never the client's own
  * clock. requestsPerMinute 600 means no sliding 60-second window over 600 calls; the gate spaces starts
- * evenly, so consecutive arrivals are ~100 ms apart, and the run still reaches the rate it was given.
+ * evenly (~100 ms apart: unit-rate-gate.test.ts checks the spacing itself), and the run still reaches the rate
+ * it was given.
  *
  * The spacing test runs the CLI in its own process, as in production: with the runner and the sandbox in one
  * event loop, a stall delays the server's reading of one request but not the next, which measures the test
@@ -47,9 +48,14 @@ async function measuredRun(latencyMs: number | [number, number], tasks: number, 
 }
 
 function maxInSlidingMinute(at: number[]): number {
+  return maxInWindow(at, 60_000);
+}
+
+/** The most arrivals in any window of `ms` starting at an arrival. */
+function maxInWindow(at: number[], ms: number): number {
   let max = 0;
   for (let i = 0; i < at.length; i++) {
-    const inWindow = at.filter((t) => t >= at[i]! && t < at[i]! + 60_000).length;
+    const inWindow = at.filter((t) => t >= at[i]! && t < at[i]! + ms).length;
     max = Math.max(max, inWindow);
   }
   return max;
@@ -57,23 +63,15 @@ function maxInSlidingMinute(at: number[]): number {
 
 describe('requestsPerMinute', () => {
   // Arrival times are read in another process than the one that sends: when either is descheduled (two cores,
-  // a parallel suite), one call reaches the wire or is read late while the next keeps its own turn, which
-  // shows as a long gap then a short one (seen: 109.3 ms then 93.1 ms at a 100 ms interval). The gap right
-  // after a late arrival (a gap over the interval) is therefore held to "no burst" (over half an interval,
-  // and the pair together two full intervals); every other gap to 97%. One retry for a stall longer than an
-  // interval.
-  it('spaces call starts evenly: no window over the limit, every gap >= 97% of 60000/limit, >= 90% of the rate', { retry: 1 }, async () => {
+  // a busy suite), one call is read late while the next keeps its own turn, so single gaps say more about the
+  // scheduler than the gate (seen: 33 ms after a 237 ms stall at a 100 ms interval). The gate's own spacing is
+  // tested on fake timers (unit-rate-gate.test.ts); here, what the service would see: no sliding minute over
+  // the limit, no burst (no second holding half again the calls a second allows), and the rate reached.
+  it('spaces call starts evenly: no window over the limit, no burst, >= 90% of the rate', { retry: 1 }, async () => {
     const at = await measuredRun(0, 40, 'cli');
     expect(maxInSlidingMinute(at)).toBeLessThanOrEqual(PER_MINUTE);
     const gaps = at.slice(1).map((t, i) => Math.round((t - at[i]!) * 10) / 10);
-    const bad: string[] = [];
-    gaps.forEach((gap, i) => {
-      // The first call also pays the connection set-up after its gate slot: it counts as a late arrival.
-      const afterLate = i === 0 || gaps[i - 1]! > INTERVAL_MS;
-      if (!afterLate && gap < INTERVAL_MS * 0.97) bad.push(`#${i + 1}: ${gap}`);
-      if (afterLate && (gap < INTERVAL_MS * 0.5 || (i > 0 && gap + gaps[i - 1]! < 2 * INTERVAL_MS * 0.97))) bad.push(`#${i + 1} after a late one: ${gap}`);
-    });
-    expect(bad, `gaps: ${gaps.join(' ')}`).toEqual([]);
+    expect(maxInWindow(at, 1_000), `gaps: ${gaps.join(' ')}`).toBeLessThanOrEqual((PER_MINUTE / 60) * 1.5);
     const perMinute = ((at.length - 1) / (at[at.length - 1]! - at[0]!)) * 60_000;
     expect(perMinute).toBeGreaterThanOrEqual(PER_MINUTE * 0.9);
     expect(perMinute).toBeLessThanOrEqual(PER_MINUTE);

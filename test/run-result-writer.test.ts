@@ -12,6 +12,7 @@ import { openDatabase } from '../src/db/open.ts';
 import { createLedger } from '../src/db/ledger.ts';
 import { DatabaseError } from '../src/db/errors.ts';
 import { ResultWriter } from '../src/runner/result-writer.ts';
+import { DriftTally } from '../src/operations/drift.ts';
 import type { ApiCallInfo } from '../src/api/types.ts';
 import { credits, postRequest, postResponse } from './db-fixtures.ts';
 
@@ -60,7 +61,7 @@ const call = (path: string): ApiCallInfo => ({ operation: 'post-details', method
 
 function ok(i: number, body?: string) {
   const data = postResponse({ PostId: activity(i) });
-  return { kind: 'ok' as const, data, raw: body ?? JSON.stringify(data), credits, call: call(`/p/${i}`) };
+  return { kind: 'ok' as const, data, raw: body ?? JSON.stringify(data), credits, call: call(`/p/${i}`), lastPage: true, drift: new DriftTally(), setAside: 0 };
 }
 
 function request(i: number) {

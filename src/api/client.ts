@@ -78,10 +78,10 @@ export function createApiClient(options: ClientOptions): ApiClient {
   // async, so that a request that cannot even be built (a caller bug) rejects like every other failure.
   return {
     similarCompanies: async (body: SimilarCompaniesRequest) =>
-      attempt(transport, 'similar-companies', SIMILAR_COMPANIES_PATH, jsonHeaders, similarCompaniesBody(body)),
+      attempt(transport, 'similar-companies', SIMILAR_COMPANIES_PATH, jsonHeaders, similarCompaniesBody(body), body),
     // api.md's examples send Content-Type: application/json on this GET too; we send what they send.
-    postDetails: async (url: string) => attempt(transport, 'post-details', postDetailsPath(url), jsonHeaders, null),
-    searchJobs: async (query: SearchJobsQuery) => attempt(transport, 'search-jobs', searchJobsPath(query), getHeaders, null),
+    postDetails: async (url: string) => attempt(transport, 'post-details', postDetailsPath(url), jsonHeaders, null, { url }),
+    searchJobs: async (query: SearchJobsQuery) => attempt(transport, 'search-jobs', searchJobsPath(query), getHeaders, null, query),
     balance: (signal?: AbortSignal) => readBalance(transport, getHeaders, signal),
     close: () => dispatcher.close(),
   };

@@ -114,8 +114,10 @@ export interface SchemaIssue {
 }
 
 /**
- * A 200 body of the wrong shape. Deterministic, so retrying would only pay again: the item fails, and the
- * body is kept (`raw`) so that it can be re-validated once the schema is fixed.
+ * A 200 body its operation's answer contract cannot read at all (not an object, its record list not an array:
+ * src/operations/). Deterministic, so retrying would only pay again: the item fails, and the body is kept
+ * (`raw`) so that reprocess can read it again once the contract is fixed. Members missing or of another type
+ * are not this: they are drift, and the answer is stored.
  */
 export class ApiSchemaError extends ApiError {
   readonly action = 'fail-item';

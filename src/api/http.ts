@@ -15,7 +15,8 @@ import { BODY_DECODE_CODE, errorForTransport } from './transport-errors.ts';
 import { contentCodings, firstUnsupportedCoding, readBody, type BodyText } from './body-reader.ts';
 import { bodyExcerpt } from './redact.ts';
 import { parseJsonBody } from './json-body.ts';
-import { validateResponse } from './schemas.ts';
+import { readUsableAnswer } from './schemas.ts';
+import type { AskedByOperation } from '../operations/answers.ts';
 import { OPERATION_METHODS, type ApiCallInfo, type ApiResult, type ResponseByOperation } from './types.ts';
 
 /** Most bytes read of a body that is only needed for an error excerpt (a 5xx page, a 401 message). */
@@ -43,6 +44,7 @@ export async function attempt<O extends Operation>(
   pathAndQuery: string,
   headers: Record<string, string>,
   body: string | null,
+  asked: AskedByOperation[O],
 ): Promise<ApiResult<ResponseByOperation[O]>> {
   const method = OPERATION_METHODS[operation];
   const path = t.pathPrefix + pathAndQuery;
@@ -86,7 +88,7 @@ export async function attempt<O extends Operation>(
   if (received.truncated && isResult) {
     throw new ResponseTooLargeError({ call, bodyExcerpt: bodyExcerpt(received.text, t.secrets) }, t.maxBodyBytes);
   }
-  if (status === 200) return ok(t, operation, received.text, call);
+  if (status === 200) return ok(t, operation, received.text, call, asked);
   if (status === 404) return notFound(t, operation, received.text, call);
   throw errorForStatus(status, { call, bodyExcerpt: bodyExcerpt(received.text, t.secrets) }, res.headers['retry-after']);
 }
@@ -105,7 +107,13 @@ function transportFailure(t: Transport, err: unknown, call: ApiCallInfo): unknow
   return errorForTransport(err, call, t.timeoutMs) ?? err;
 }
 
-function ok<O extends Operation>(t: Transport, operation: O, text: string, call: ApiCallInfo): ApiResult<ResponseByOperation[O]> {
+function ok<O extends Operation>(
+  t: Transport,
+  operation: O,
+  text: string,
+  call: ApiCallInfo,
+  asked: AskedByOperation[O],
+): ApiResult<ResponseByOperation[O]> {
   const raw = t.redactBody(text);
   let parsed: unknown;
   try {
@@ -116,14 +124,8 @@ function ok<O extends Operation>(t: Transport, operation: O, text: string, call:
     // V8 quotes the start of the input in its message: run it through the same redaction as the excerpt.
     throw new InvalidJsonError({ call, bodyExcerpt: excerpt }, bodyExcerpt(reason, t.secrets, 120));
   }
-  const data = validateResponse(operation, parsed, { call, raw, secrets: t.secrets });
-  return {
-    kind: 'ok',
-    data,
-    raw,
-    credits: { total_credits: data.total_credits, credits_used: data.credits_used, credits_remaining: data.credits_remaining },
-    call,
-  };
+  const read = readUsableAnswer(operation, parsed, { call, raw, secrets: t.secrets }, asked);
+  return { kind: 'ok', data: read.answer, raw, credits: read.credits, call, lastPage: read.lastPage, drift: read.drift, setAside: read.setAside.length };
 }
 
 /**

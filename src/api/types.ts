@@ -2,15 +2,9 @@
  * The public shapes of the API client: what a call resolves to and the facts recorded about it.
  * Records, requests and response bodies themselves come from src/spec/types.ts.
  */
-import type {
-  CreditCounters,
-  Operation,
-  PostDetailsResponse,
-  SearchJobsQuery,
-  SearchJobsResponse,
-  SimilarCompaniesRequest,
-  SimilarCompaniesResponse,
-} from '../spec/types.ts';
+import type { CreditCounters, Operation, SearchJobsQuery, SimilarCompaniesRequest } from '../spec/types.ts';
+import type { AnswerByOperation } from '../operations/answers.ts';
+import type { DriftTally } from '../operations/drift.ts';
 
 /** HTTP method of each operation, as api.md prescribes. */
 export const OPERATION_METHODS = {
@@ -33,14 +27,22 @@ export interface ApiCallInfo {
   latencyMs: number;
 }
 
-/** A 200 response whose body matched the spec. */
+/** A 200 response whose body its operation's answer contract can read (src/operations/). */
 export interface ApiOk<T> {
   kind: 'ok';
+  /** The body as read through the contract: every member the spec names is there, as its type or null. */
   data: T;
   /** The body text as received (the token, were it echoed, is redacted). */
   raw: string;
-  credits: CreditCounters;
+  /** The credit counters, or null when the body does not carry all three as finite numbers. */
+  credits: CreditCounters | null;
   call: ApiCallInfo;
+  /** Whether this page ends the input's list (by the page size the service answered with). */
+  lastPage: boolean;
+  /** How the body differs from the spec, counted per member path (reported by the run). */
+  drift: DriftTally;
+  /** Listed records set aside because they do not name themselves. */
+  setAside: number;
 }
 
 /** A 404: the lookup found nothing (the service does not charge for it). */
@@ -56,21 +58,17 @@ export interface ApiNotFound {
 /** What every operation resolves to; anything else is thrown as an ApiError. */
 export type ApiResult<T> = ApiOk<T> | ApiNotFound;
 
-/** The 200 body type of each operation. */
-export interface ResponseByOperation {
-  'similar-companies': SimilarCompaniesResponse;
-  'post-details': PostDetailsResponse;
-  'search-jobs': SearchJobsResponse;
-}
+/** The 200 body type of each operation, as read through its answer contract. */
+export type ResponseByOperation = AnswerByOperation;
 
 /** The typed client: one function per operation. */
 export interface ApiClient {
   /** POST /v1/api/similar-companies with `body` as JSON. */
-  similarCompanies(body: SimilarCompaniesRequest): Promise<ApiResult<SimilarCompaniesResponse>>;
+  similarCompanies(body: SimilarCompaniesRequest): Promise<ApiResult<AnswerByOperation['similar-companies']>>;
   /** GET /v1/api/post-details?url=<percent-encoded post URL>. */
-  postDetails(url: string): Promise<ApiResult<PostDetailsResponse>>;
+  postDetails(url: string): Promise<ApiResult<AnswerByOperation['post-details']>>;
   /** GET /v1/api/search-jobs with the query's non-empty members as parameters (lists comma-joined). */
-  searchJobs(query: SearchJobsQuery): Promise<ApiResult<SearchJobsResponse>>;
+  searchJobs(query: SearchJobsQuery): Promise<ApiResult<AnswerByOperation['search-jobs']>>;
   /**
    * GET /v1/api/auth, the service's free credit check: the account's counters, or null when it does not offer
    * them (any answer but a 200 with three finite counters, or none in time). Never rejects.

@@ -9,6 +9,7 @@ export const EXIT = {
   credits: 3,
   locked: 4,
   failedItems: 5,
+  unusableAnswers: 6,
   /** `query` or `export --sql` ran past --timeout (124, as timeout(1) exits). */
   timeout: 124,
   interrupted: 130,
@@ -29,7 +30,7 @@ export function exitCodeFor(err: unknown): number {
 
 /**
  * The exit code a finished run stands for (README, "Exit codes"). A run-level outcome comes first (interrupted
- * 130, credits or throttle 3, fatal 1); then jobs skipped for a bad job file or input file (2: they never run
+ * 130, credits or throttle 3, unusable paid answers 6, fatal 1); then jobs skipped for a bad job file or input file (2: they never run
  * until someone fixes them, while failed items are retried by later runs or are data to look at); then failed
  * items (5).
  */
@@ -45,6 +46,8 @@ export function exitCodeForRun(summary: Pick<RunSummary, 'status' | 'jobs'>): nu
       return EXIT.credits;
     case 'interrupted':
       return EXIT.interrupted;
+    case 'stopped_unusable':
+      return EXIT.unusableAnswers;
     default:
       // A run whose every job was skipped did nothing: the job and input files are the problem.
       return summary.jobs.length > 0 && summary.jobs.every((j) => j.status === 'skipped') ? EXIT.usage : EXIT.fatal;

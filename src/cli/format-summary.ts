@@ -8,6 +8,7 @@ const STATUS_TEXT: Record<RunSummary['status'], string> = {
   completed_with_failures: 'completed, with failed items',
   stopped_credits: 'stopped on credits: the remaining tasks are deferred to the next run',
   stopped_throttled: 'stopped: the API throttled past the wait cap or the cap of throttled attempts; the remaining tasks are deferred',
+  stopped_unusable: "stopped: the service's paid answers could not be read; they are kept for reprocess, the remaining tasks are deferred",
   interrupted: 'interrupted: the remaining tasks are deferred to the next run',
   failed: 'failed',
   abandoned: 'abandoned: its process ended without finishing; a later run closed its books',
@@ -63,6 +64,10 @@ export function formatRunSummary(s: RunSummary): string {
         `${j.failed} failed${failedBefore}, ${j.deferred} deferred; ${plural(j.invalidRows, 'invalid row')}, ${plural(j.duplicates, 'duplicate')}`,
     );
     if (j.failed > 0) lines.push(`    failed: ${j.failed} (${formatCodeCounts(j.failedByCode)})`);
+    if (j.setAside > 0) lines.push(`    set aside: ${plural(j.setAside, 'record')} without its identity, the rest of their pages stored (table answer_anomalies)`);
+    if (j.otherPost > 0) {
+      lines.push(`    other post: ${plural(j.otherPost, 'answer')} named another post than the one asked for: stored under the post asked for, not merged (table answer_anomalies)`);
+    }
     for (const w of j.warnings) lines.push(`    warning: ${w.message} [${w.code}]`);
     for (const bad of j.invalidSamples) {
       lines.push(`    invalid: ${bad.file}:${bad.line}${bad.field ? ` (${bad.field})` : ''}: ${bad.reason}`);
@@ -73,6 +78,8 @@ export function formatRunSummary(s: RunSummary): string {
       lines.push(`    ${plural(j.invalidKnown, 'invalid row')} already reported by an earlier run, not listed again (\`--invalid-out FILE\` writes them all)`);
     }
   }
+  // Paths are many only when the service changed a lot: each still gets its line, as the issue asks.
+  for (const d of s.drift) lines.push(`  drift: ${d.message}`);
   lines.push(`  ${plural(s.calls, 'API call')}; ${creditsLine(s)}`);
   // An AUTH error's message already says to check the token: a hint added here printed it twice.
   if (s.error) lines.push(`  error: ${s.error.message} [${s.error.code}]`);

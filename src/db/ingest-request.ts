@@ -3,14 +3,8 @@
  * company, post or query they answer, so the runner passes it along (and raw_responses stores it, so that
  * `reprocess` can replay a body without the ledger).
  */
-import type {
-  Operation,
-  PostDetailsResponse,
-  SearchJobsQuery,
-  SearchJobsResponse,
-  SimilarCompaniesAccount,
-  SimilarCompaniesResponse,
-} from '../spec/types.ts';
+import type { Operation, SearchJobsQuery, SimilarCompaniesAccount } from '../spec/types.ts';
+import type { AnswerByOperation } from '../operations/answers.ts';
 
 /** A similar-companies page: the reference company, its filter set and the page asked for. */
 export interface SimilarCompaniesIngestRequest {
@@ -46,12 +40,8 @@ export interface SearchJobsIngestRequest {
 /** The request a response answers. */
 export type IngestRequest = SimilarCompaniesIngestRequest | PostDetailsIngestRequest | SearchJobsIngestRequest;
 
-/** The validated 200 body of each operation. */
-export interface IngestResponseByOperation {
-  'similar-companies': SimilarCompaniesResponse;
-  'post-details': PostDetailsResponse;
-  'search-jobs': SearchJobsResponse;
-}
+/** The 200 body of each operation, as read through its answer contract (src/operations/). */
+export type IngestResponseByOperation = AnswerByOperation;
 
 /** The response type that goes with a request type. */
 export type IngestResponseFor<R extends IngestRequest> = IngestResponseByOperation[R['operation']];

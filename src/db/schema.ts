@@ -252,6 +252,8 @@ export const RUN_STATUSES = [
   'completed_with_failures',
   'stopped_credits',
   'stopped_throttled',
+  // Stopped sending because paid answers in a row could not be read (UNUSABLE_ANSWERS); the rest deferred.
+  'stopped_unusable',
   'interrupted',
   'failed',
   // Its process died (SIGKILL, a crash, a second SIGINT) before it wrote its end; closed by a later run.
@@ -378,6 +380,56 @@ export const rawResponses = sqliteTable(
     // Partial: holds only the kept wrong-shape bodies, so `status` counts them without reading every body.
     index('raw_responses_error_code_idx').on(t.errorCode).where(sql`${t.errorCode} IS NOT NULL`),
   ],
+);
+
+/**
+ * What a stored answer held that was not stored as a record (written with the answer, rebuilt by reprocess):
+ * `no_identity`, a listed record that does not name itself (a company or job without `url`), set aside alone
+ * at its `position` while the rest of its page is stored; `other_post`, a post-details answer whose `PostId`
+ * names another post than the one asked for (`asked_id`, `answered_id`): stored under the post asked for,
+ * never merged into the other.
+ */
+export const ANSWER_ANOMALY_KINDS = ['no_identity', 'other_post'] as const;
+export type AnswerAnomalyKind = (typeof ANSWER_ANOMALY_KINDS)[number];
+
+export const answerAnomalies = sqliteTable(
+  'answer_anomalies',
+  {
+    id: integer('id').primaryKey({ autoIncrement: true }),
+    rawResponseId: integer('raw_response_id').notNull(),
+    runId: integer('run_id'),
+    taskId: integer('task_id'),
+    operation: text('operation').notNull(),
+    requestKey: text('request_key').notNull(),
+    kind: text('kind').$type<AnswerAnomalyKind>().notNull(),
+    /** 1-based position of the record in its list; null for a whole answer. */
+    position: integer('position'),
+    /** JSON path of the record in the body (`data.content[3]`); null for a whole answer. */
+    path: text('path'),
+    reason: text('reason').notNull(),
+    askedId: text('asked_id'),
+    answeredId: text('answered_id'),
+    at: text('at').notNull(),
+  },
+  (t) => [index('answer_anomalies_run_id_idx').on(t.runId), index('answer_anomalies_raw_response_id_idx').on(t.rawResponseId)],
+);
+
+/**
+ * Drift of a run's answers from the spec, per operation, member path and kind (missing, null, renamed, variant,
+ * type, capped): `count` of `seen` (the times the member's parent was there), `detail` as the line says it.
+ */
+export const answerDrift = sqliteTable(
+  'answer_drift',
+  {
+    runId: integer('run_id').notNull(),
+    operation: text('operation').notNull(),
+    path: text('path').notNull(),
+    kind: text('kind').notNull(),
+    count: integer('count').notNull(),
+    seen: integer('seen').notNull(),
+    detail: text('detail'),
+  },
+  (t) => [primaryKey({ columns: [t.runId, t.operation, t.path, t.kind] })],
 );
 
 export const runLock = sqliteTable(

@@ -5,6 +5,7 @@ import { readRunLock, type RunLockState } from './run-lock.ts';
 import { roundCredits } from '../credits/credit-meter.ts';
 import { measureUnfinishedRun, unfinishedRuns, type UnfinishedRun } from './abandoned-runs.ts';
 import { uncountedCredits } from './uncounted-credits.ts';
+import { lastRunDrift } from './answer-drift.ts';
 
 /**
  * What `netingest status` shows: recent runs, tasks by status per job, credits. Only reads: a run still
@@ -52,6 +53,8 @@ export function readStatus(database: Database, recentRuns = 10) {
     creditsUncountedBetweenRuns: uncountedCredits(database),
     wrongShapeBodiesKept,
     lastCounters: createApiCallLog(database).lastCounters() ?? null,
+    /** How the answers of the last run that received any differed from the spec (answer_drift). */
+    drift: lastRunDrift(database),
     lock,
   };
 }

@@ -44,6 +44,7 @@ const common = {
       minTimeoutMs: nonNegativeInt.optional(),
       maxTimeoutMs: nonNegativeInt.optional(),
       paidRetries: nonNegativeInt.optional(),
+      maxUnusableAnswers: positiveInt.optional(),
     })
     .optional(),
   credits: z
@@ -161,7 +162,11 @@ interface JobCommon {
   file: string | undefined;
   pages: number;
   rate: { requestsPerMinute: number; concurrency: number };
-  retry: { retries: number; minTimeoutMs: number; maxTimeoutMs: number; paidRetries: number };
+  /**
+   * `maxUnusableAnswers`: paid answers in a row its answer contract cannot read before the run stops sending
+   * (see runner/unusable-breaker.ts); absent: max(RUN_DEFAULTS.unusableMinAnswers, rate.concurrency).
+   */
+  retry: { retries: number; minTimeoutMs: number; maxTimeoutMs: number; paidRetries: number; maxUnusableAnswers?: number };
   credits: { reserve: number; maxPerRun: number | null };
   refreshAfterDays: number;
   /** Superseded raw bodies of this job's tasks older than this are dropped after the job runs; null keeps them. */

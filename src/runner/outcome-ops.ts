@@ -6,12 +6,11 @@
  */
 import type { Connection } from '../db/connection.ts';
 import type { IngestRequest } from '../db/ingest-request.ts';
-import { createIngestor } from '../db/ingest/index.ts';
+import { prepareAnswerStore } from './store-answer.ts';
 import { saveRawResponse } from '../db/raw-archive.ts';
 import { createApiCallLog, type ApiCallRow } from '../db/api-calls.ts';
 import { createLedger } from '../db/ledger.ts';
 import type { Operation } from '../spec/types.ts';
-import { parseJsonBody } from '../api/json-body.ts';
 
 /** A paid 200 as it travels to the writer: the task, the request it answered and the body as received. */
 interface PaidBody {
@@ -28,7 +27,7 @@ interface PaidBody {
 
 /** One thing to write; `at` is the ISO time the outcome was known. */
 export type OutcomeOp =
-  /** A 200 that validated: normalized rows, raw body, api_calls row and the task done, all or nothing. */
+  /** A 200 its answer contract can read: normalized rows, raw body, anomalies, api_calls row and the task done, all or nothing. */
   | ({ kind: 'success' } & PaidBody)
   /**
    * A paid 200 of the wrong shape: the body archived as not an answer (error_code), its api_calls row and the
@@ -42,18 +41,19 @@ export type OutcomeOp =
 
 /** Prepares the statements once; the returned function writes a batch of outcomes in one transaction. */
 export function createOutcomeApplier(database: Connection, runId: number): (ops: readonly OutcomeOp[]) => void {
-  const ingestor = createIngestor(database);
+  const store = prepareAnswerStore(database);
   const saveRaw = saveRawResponse(database);
   const calls = createApiCallLog(database);
   const ledger = createLedger(database);
   const apply = (op: OutcomeOp): void => {
     switch (op.kind) {
-      case 'success':
-        ingestor.ingest(op.request, parseJsonBody(op.body) as never, op.at);
-        saveRaw({ operation: op.operation, requestKey: op.requestKey, request: op.request, body: op.body, receivedAt: op.at, runId, taskId: op.taskId });
+      case 'success': {
+        const rawResponseId = saveRaw({ operation: op.operation, requestKey: op.requestKey, request: op.request, body: op.body, receivedAt: op.at, runId, taskId: op.taskId });
+        store({ rawResponseId, runId, taskId: op.taskId, operation: op.operation, requestKey: op.requestKey, request: op.request, body: op.body, at: op.at });
         calls.insert(op.call);
         ledger.markDone(op.taskId, runId, op.at, op.attempts);
         return;
+      }
       case 'rejected':
         saveRaw({
           operation: op.operation,

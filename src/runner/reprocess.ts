@@ -4,21 +4,22 @@
  * or the fully rebuilt one, never half of each. Each body is replayed with seenAt = its received_at, in id
  * order (the order the runner wrote them), so an unchanged database ends with the same dataset.
  *
- * Bodies archived with an error_code (a paid 200 of the wrong shape; their task failed) are validated again:
- * one that now validates and normalizes is written like any other, loses its error_code, and settles its task
- * as done when it is still that task's latest outcome (the recovery a schema fix is for). One that still does
- * not validate is reported by id and request, and its task stays failed.
+ * Every body is read through its operation's answer contract (src/operations/), exactly as the run read it
+ * on receipt, and stored by the same code (store-answer.ts), its anomalies (records set aside, a post answer
+ * naming another post) rebuilt with it. Bodies archived with an error_code (a paid 200 its contract could not
+ * read; their task failed) are read again: one that now reads and normalizes is written like any other, loses
+ * its error_code, and settles its task as done when it is still that task's latest outcome (the recovery a
+ * contract fix is for). One that still cannot be read is reported by id and request, and its task stays failed.
  */
 import { ApiSchemaError } from '../api/errors.ts';
-import { validateResponse } from '../api/schemas.ts';
-import { clearNormalizedTables, createIngestor } from '../db/ingest/index.ts';
+import { clearNormalizedTables } from '../db/ingest/index.ts';
+import { prepareAnswerStore } from './store-answer.ts';
 import { isIngestRequest } from '../db/ingest-request.ts';
 import { createLedger } from '../db/ledger.ts';
 import type { Database } from '../db/open.ts';
 import { acceptRawResponse } from '../db/raw-archive.ts';
 import { decodeRawBody } from '../db/raw-body.ts';
 import { rawBodiesWerePruned } from '../db/raw-prune.ts';
-import { parseJsonBody } from '../api/json-body.ts';
 import { OPERATIONS, type Operation } from '../spec/types.ts';
 
 /** Options of reprocess(); every default here. */
@@ -85,6 +86,7 @@ interface RawRow {
   bodyEncoding: string | null;
   receivedAt: string;
   taskId: number | null;
+  runId: number | null;
   errorCode: string | null;
 }
 
@@ -92,7 +94,7 @@ interface RawRow {
 export function reprocess(database: Database, options: ReprocessOptions = {}): ReprocessReport {
   const opts = { ...DEFAULTS, ...options };
   const { sqlite } = database;
-  const ingestor = createIngestor(database);
+  const store = prepareAnswerStore(database);
   const ledger = createLedger(database);
   const accept = acceptRawResponse(database);
   const now = new Date().toISOString();
@@ -101,7 +103,7 @@ export function reprocess(database: Database, options: ReprocessOptions = {}): R
   const page = sqlite.prepare(
     `SELECT id, operation, request_key AS requestKey, request_json AS requestJson, body, body_encoding AS bodyEncoding,
        received_at AS receivedAt,
-       task_id AS taskId, error_code AS errorCode
+       task_id AS taskId, run_id AS runId, error_code AS errorCode
      FROM raw_responses WHERE id > ? ORDER BY id LIMIT ?`,
   );
   const report: ReprocessReport = {
@@ -130,8 +132,8 @@ export function reprocess(database: Database, options: ReprocessOptions = {}): R
     const request = JSON.parse(row.requestJson) as unknown;
     if (!isIngestRequest(request) || request.operation !== operation) throw new Error('stored request_json is not a request of this operation');
     const text = decodeRawBody(row.body, row.bodyEncoding);
-    const body = validateResponse(operation, parseJsonBody(text), { raw: text });
-    const rows = ingestor.ingest(request, body as never, row.receivedAt).rows;
+    const { id: rawResponseId, requestKey, receivedAt: at, taskId } = row;
+    const rows = store({ rawResponseId, runId: row.runId, taskId, operation, requestKey, request, body: text, at }).rows;
     // Only now, inside the same savepoint: a body that fails to validate or to normalize changes no task.
     let taskRecovered = false;
     if (row.errorCode !== null) {
@@ -143,6 +145,9 @@ export function reprocess(database: Database, options: ReprocessOptions = {}): R
 
   sqlite.transaction(() => {
     if (report.rebuiltFromScratch) report.rowsDeleted = clearNormalizedTables(database);
+    // Rebuilt from the bodies with the rows (not counted among them: they are notes, not data); those of a
+    // pruned body stay, as its rows do.
+    sqlite.prepare('DELETE FROM answer_anomalies WHERE raw_response_id IN (SELECT id FROM raw_responses)').run();
     let lastId = 0;
     for (;;) {
       const rows = page.all(lastId, opts.batchSize) as RawRow[];

@@ -31,6 +31,9 @@ import { isJobUnusable } from '../jobs/job-error.ts';
 import { RUN_DEFAULTS, type RunOptions } from './run-options.ts';
 import { NotFoundOnlyWatch } from './not-found-only.ts';
 import { seedFromBalance } from './balance-check.ts';
+import { UnusableAnswerBreaker } from './unusable-breaker.ts';
+import { RunDrift } from './run-drift.ts';
+import { anomalyCountsOf } from '../db/answer-anomalies.ts';
 import { pruneJobBodies } from './job-retention.ts';
 
 export type { JobSummary, RunStopSummary, RunSummary } from './run-summary.ts';
@@ -109,6 +112,9 @@ async function runLocked(
   const gate = new RateGate({ requestsPerMinute: null });
   const outageMinTasks = options.outageMinTasks ?? RUN_DEFAULTS.outageMinTasks;
   const breaker = new OutageBreaker(stop, outageMinTasks);
+  const unusableMinAnswers = options.unusableMinAnswers ?? RUN_DEFAULTS.unusableMinAnswers;
+  const unusableAnswers = new UnusableAnswerBreaker(stop, (op) => guard.costOf(op));
+  const drift = new RunDrift(database, runId);
   const maxThrottleWaitMs = options.maxThrottleWaitMs ?? RUN_DEFAULTS.maxThrottleWaitMs;
   const maxThrottledAttemptsPerTask = options.maxThrottledAttemptsPerTask ?? RUN_DEFAULTS.maxThrottledAttemptsPerTask;
   const notFoundOnlyMinAnswers = options.notFoundOnlyMinAnswers ?? RUN_DEFAULTS.notFoundOnlyMinAnswers;
@@ -162,6 +168,7 @@ async function runLocked(
       }
       gate.setRequestsPerMinute(job.rate.requestsPerMinute);
       breaker.setThreshold(Math.max(outageMinTasks, job.rate.concurrency));
+      unusableAnswers.setThreshold(job.retry.maxUnusableAnswers ?? Math.max(unusableMinAnswers, job.rate.concurrency));
       const progress: JobProgress = { runnable, done: 0, notFound: 0, failed: 0, errors: 0 };
       const startedMs = performance.now();
       const reporter = new ProgressReporter(
@@ -198,6 +205,8 @@ async function runLocked(
           },
           onTaskEnded: (task, outcome) => {
             breaker.record(outcome.kind === 'failed' ? { kind: 'failed', error: outcome.error } : { kind: 'answered' });
+            unusableAnswers.record(job.operation, outcome.kind === 'failed' ? { kind: 'failed', error: outcome.error } : { kind: 'stored' });
+            if (outcome.kind === 'done') drift.add(job.operation, outcome.drift);
             notFoundOnly.record(outcome);
             if (outcome.kind !== 'failed') return;
             failures.record({ inputKey: task.inputKey, page: task.page, code: outcome.code, message: outcome.message, retryable: outcome.retryable });
@@ -217,7 +226,13 @@ async function runLocked(
       const counts = ledger.countsByStatus(job.name, runId);
       const failedByCode = ledger.failedByCode(job.name, runId);
       const warning = notFoundOnly.warning(job.name);
-      summaries.push(jobSummary(job, plan, { worked: runnable, failedBefore }, counts, failedByCode, warning ? [warning] : []));
+      drift.save(job.operation);
+      const anomalies = anomalyCountsOf(database, runId, job.name);
+      summaries.push({
+        ...jobSummary(job, plan, { worked: runnable, failedBefore }, counts, failedByCode, warning ? [warning] : []),
+        setAside: anomalies.no_identity,
+        otherPost: anomalies.other_post,
+      });
       const fields = {
         job: job.name,
         done: counts.done,
@@ -225,6 +240,8 @@ async function runLocked(
         failed: counts.failed,
         failed_codes: counts.failed > 0 ? formatCodeCounts(failedByCode) : undefined,
         deferred: counts.deferred,
+        set_aside: anomalies.no_identity || undefined,
+        other_post: anomalies.other_post || undefined,
       };
       // A job cut short is not "finished": its deferred tasks are the run's stop, told next.
       if (jobStop.stop.reason) logger.warn('job stopped before its end', { ...fields, reason: jobStop.stop.reason });
@@ -267,6 +284,7 @@ async function runLocked(
     creditsSpentEstimated: guard.spentIsEstimate,
     error,
     stop: stopped,
+    drift: drift.lines(),
   };
   try {
     runs.end(runId, runEnd(summary, creditsAtStart, options.exitCodeOf?.(summary) ?? null));
@@ -274,11 +292,13 @@ async function runLocked(
     logger.error('could not record the end of the run', { run: runId, error: describe(err, database.file).message });
   }
   if (error) {
-    const what = stop.reason === 'outage' ? 'run stopped: the API looks down' : 'run stopped by an error';
+    const what =
+      stop.reason === 'outage' ? 'run stopped: the API looks down' : stop.reason === 'unusable' ? "run stopped: the service's paid answers cannot be read" : 'run stopped by an error';
     logger.error(what, { run: runId, reason: stop.reason, code: error.code, error: error.message });
   } else if (stopped) {
     logger.warn('run stopped early', { run: runId, reason: stopped.reason, limit: stopped.limit ?? undefined, detail: stopped.message });
   }
+  for (const d of summary.drift) logger.warn(`answer drift: ${d.message}`, { operation: d.operation, path: d.path, kind: d.kind, count: d.count, of: d.of });
   const skippedJobs = summaries.filter((j) => j.status === 'skipped').length;
   // The exit code ends the line: under cron the last line is the one read (and, on a night with nothing to do, the only one).
   logger.info('run finished', {

@@ -51,6 +51,11 @@ export interface RunOptions {
    * nothing: a handful of deleted posts is ordinary.
    */
   notFoundOnlyMinAnswers?: number;
+  /**
+   * Paid answers of one operation in a row that its answer contract cannot read before the run stops sending
+   * (exit 6) and defers the rest; a job's concurrency raises it, a job's `retry.maxUnusableAnswers` replaces it.
+   */
+  unusableMinAnswers?: number;
   /** How the tasks that failed are logged (one line each for the first ones, then counted). */
   failureLog?: FailureLogOptions;
 }
@@ -60,5 +65,6 @@ export const RUN_DEFAULTS = {
   maxThrottledAttemptsPerTask: 20,
   requestTimeoutMs: 30_000,
   outageMinTasks: 3,
+  unusableMinAnswers: 5,
   notFoundOnlyMinAnswers: 10,
 } as const;

@@ -1,8 +1,8 @@
 /**
  * Why a run stopped sending calls before its work was done; `outage`: the API looks down (see
- * OutageBreaker).
+ * OutageBreaker); `unusable`: its paid answers cannot be read (see UnusableAnswerBreaker).
  */
-export type StopReason = 'credits' | 'throttled' | 'interrupted' | 'auth' | 'outage' | 'fatal';
+export type StopReason = 'credits' | 'throttled' | 'interrupted' | 'auth' | 'outage' | 'unusable' | 'fatal';
 
 /**
  * The run's one "stop sending" switch. The first reason wins: a run interrupted while it was already

@@ -11,6 +11,7 @@ import type { PlanCounts } from './plan-into-ledger.ts';
 import type { StopReason } from './run-stop.ts';
 import type { NotFoundOnlyWarning } from './not-found-only.ts';
 import type { RunStopSummary } from './stop-summary.ts';
+import type { DriftLine } from './run-drift.ts';
 
 export type { RunStopSummary } from './stop-summary.ts';
 
@@ -48,6 +49,10 @@ export interface JobSummary {
   failedByCode: Record<string, number>;
   deferred: number;
   invalidSamples: InvalidInputRow[];
+  /** Records of its answers set aside in this run because they do not name themselves (table answer_anomalies). */
+  setAside: number;
+  /** post-details answers in this run whose PostId names another post than the one asked for (answer_anomalies). */
+  otherPost: number;
   /**
    * What the run noticed about the job that changes neither its outcome nor the exit code; empty for most.
    * Each has a `code` and a `message`.
@@ -81,6 +86,8 @@ export interface RunSummary {
   error: { code: string; message: string } | null;
   /** Why the run stopped before its work was done (credits: which limit), or null when it did not. */
   stop: RunStopSummary | null;
+  /** How the run's answers differed from the spec: one entry per operation, member path and kind (see docs/contracts.md). */
+  drift: DriftLine[];
 }
 
 /** Which tasks of a job a run skipped and which it worked, known before its first call. */
@@ -118,6 +125,8 @@ export function jobSummary(
     failedByCode,
     deferred: counts.deferred + counts.pending,
     invalidSamples: plan.invalidSamples,
+    setAside: 0,
+    otherPost: 0,
     warnings,
   };
 }
@@ -171,6 +180,8 @@ function unplannedJobSummary(job: { name: string; operation: Operation | null },
     failedByCode: {},
     deferred: 0,
     invalidSamples: [],
+    setAside: 0,
+    otherPost: 0,
     warnings: [],
   };
 }
@@ -181,6 +192,7 @@ const STOP_STATUS: Record<StopReason, RunStatus> = {
   interrupted: 'interrupted',
   auth: 'failed',
   outage: 'failed',
+  unusable: 'stopped_unusable',
   fatal: 'failed',
 };
 

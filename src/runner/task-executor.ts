@@ -1,8 +1,8 @@
 import pRetry, { AbortError } from 'p-retry';
 import type { ApiClient, ApiResult } from '../api/types.ts';
 import { ApiSchemaError, errorAction, isApiError, isUnusablePaidAnswer, ThrottledError, type ApiError } from '../api/errors.ts';
-import type { Operation, PostDetailsResponse, SearchJobsQuery, SearchJobsResponse, SimilarCompaniesRequest, SimilarCompaniesResponse } from '../spec/types.ts';
-import { SEARCH_JOBS_PAGE_SIZE } from '../spec/types.ts';
+import type { Operation, SearchJobsQuery, SimilarCompaniesRequest } from '../spec/types.ts';
+import type { DriftTally } from '../operations/drift.ts';
 import type { CreditGuard } from './credit-guard.ts';
 import { chargeOfFailure } from './charge-of.ts';
 import type { RateGate } from './rate-gate.ts';
@@ -54,7 +54,7 @@ export interface ExecutableTask extends WriterTask {
  * its retries (or met an error no retry would change): `code` and `message` are those recorded on it.
  */
 export type TaskOutcome =
-  | { kind: 'done'; lastPage: boolean }
+  | { kind: 'done'; lastPage: boolean; drift: DriftTally }
   | { kind: 'not_found'; message: string | null }
   | { kind: 'failed'; retryable: boolean; code: string; message: string; error: unknown }
   | { kind: 'stopped' };
@@ -127,7 +127,8 @@ export async function executeTask(task: ExecutableTask, ctx: ExecutorContext): P
         }
         throw new AbortError(err as Error);
       }
-      ctx.guard.settle(reservation, result.kind === 'ok' ? result.credits : null);
+      // A usable 200 without readable counters was paid all the same: charged at an estimate.
+      ctx.guard.settle(reservation, result.kind === 'ok' ? (result.credits ?? 'unread') : null);
       return result;
     }
   };
@@ -156,7 +157,8 @@ export async function executeTask(task: ExecutableTask, ctx: ExecutorContext): P
   }
   // The task's slot stays taken until its answer is committed: see ResultWriter.
   await ctx.writer.success(task, task.ingest, task.requestKey, result, attempts);
-  return { kind: 'done', lastPage: isLastPage(task, result.data) };
+  // The answer's contract reading says whether its page ends the list (by the page size the service used).
+  return { kind: 'done', lastPage: result.lastPage, drift: result.drift };
 }
 
 /** Records why a task got no answer; a stop (credits, signal, auth) leaves it pending for the next run. */
@@ -190,15 +192,4 @@ function send(client: ApiClient, operation: Operation, request: unknown): Promis
     case 'search-jobs':
       return client.searchJobs(request as SearchJobsQuery);
   }
-}
-
-/** A short or empty page ends the list: later pages would be 404s or, worse, billed empties. */
-function isLastPage(task: ExecutableTask, data: unknown): boolean {
-  if (task.operation === 'similar-companies') {
-    const num = (task.request as SimilarCompaniesRequest).num ?? 10;
-    return (data as SimilarCompaniesResponse).data.content.length < num;
-  }
-  if (task.operation === 'search-jobs') return (data as SearchJobsResponse).results.length < SEARCH_JOBS_PAGE_SIZE;
-  void (data as PostDetailsResponse);
-  return true;
 }

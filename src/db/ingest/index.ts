@@ -9,6 +9,7 @@ import { preparePostDetails } from './post-details.ts';
 import { prepareSearchJobs } from './search-jobs.ts';
 import { prepareSimilarCompanies } from './similar-companies.ts';
 import { assertIsoTimestamp } from './values.ts';
+import type { AnswerAnomaly } from '../answer-anomalies.ts';
 
 /** What one ingest wrote. */
 export interface IngestResult {
@@ -16,6 +17,8 @@ export interface IngestResult {
   rows: number;
   /** Records left out because they carry no URL or id to key them by (none in valid responses). */
   skipped: number;
+  /** What the answer held that was not stored as asked (a post answer naming another post): see answer_anomalies. */
+  anomalies?: AnswerAnomaly[];
 }
 
 /** Writes validated responses into the normalized tables. */

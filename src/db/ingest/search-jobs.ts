@@ -3,7 +3,7 @@
  * runs inside the caller's transaction.
  */
 import type BetterSqlite3 from 'better-sqlite3';
-import type { JobRecord, SearchJobsResponse } from '../../spec/types.ts';
+import type { JobAnswer, SearchJobsAnswer } from '../../operations/search-jobs.ts';
 import { canonicalCompanyUrl, canonicalJobUrl } from '../../urls/canonical.ts';
 import { networkHost } from '../../urls/network-host.ts';
 import type { SearchJobsIngestRequest } from '../ingest-request.ts';
@@ -66,13 +66,13 @@ export const UPSERT_RESULT_SQL = `
 /** Prepares the statements and returns the normalizer of one search-jobs response. */
 export function prepareSearchJobs(
   sqlite: BetterSqlite3.Database,
-): (req: SearchJobsIngestRequest, res: SearchJobsResponse, seenAt: string) => NormalizeResult {
+): (req: SearchJobsIngestRequest, res: SearchJobsAnswer, seenAt: string) => NormalizeResult {
   const upsertJob = sqlite.prepare(UPSERT_JOB_SQL);
   const upsertSearch = sqlite.prepare(UPSERT_SEARCH_SQL);
   const upsertResult = sqlite.prepare(UPSERT_RESULT_SQL);
   const host = networkHost();
 
-  function writeJob(job: JobRecord, url: string, seenAt: string): void {
+  function writeJob(job: JobAnswer, url: string, seenAt: string): void {
     const criteria = objectOf(job.criteria);
     upsertJob.run(
       url,
@@ -115,7 +115,7 @@ export function prepareSearchJobs(
     let index = 0;
     for (const record of arrayOf(res.results)) {
       const position = req.start + index++;
-      const job = objectOf(record) as JobRecord;
+      const job = objectOf(record) as JobAnswer;
       const url = urlKey(job.url, canonicalJobUrl, host);
       if (url === null) {
         skipped++;

@@ -3,10 +3,11 @@
  * the similar_companies link rows. Prepared once; every call runs inside the caller's transaction.
  */
 import type BetterSqlite3 from 'better-sqlite3';
-import type { CompanyRecord, SimilarCompaniesResponse } from '../../spec/types.ts';
+import type { CompanyAnswer, SimilarCompaniesAnswer } from '../../operations/similar-companies.ts';
 import { canonicalCompanyUrl } from '../../urls/canonical.ts';
 import { networkHost } from '../../urls/network-host.ts';
 import type { SimilarCompaniesIngestRequest } from '../ingest-request.ts';
+import type { AnswerAnomaly } from '../answer-anomalies.ts';
 import { countryName } from './country-name.ts';
 import { arrayOf, givenValue, jsonText, objectOf, sqlValue, urlKey } from './values.ts';
 
@@ -14,6 +15,8 @@ import { arrayOf, givenValue, jsonText, objectOf, sqlValue, urlKey } from './val
 export interface NormalizeResult {
   rows: number;
   skipped: number;
+  /** What the answer held that was not stored as asked (a post answer naming another post). */
+  anomalies?: AnswerAnomaly[];
 }
 
 const COMPANY_COLUMNS = [
@@ -69,7 +72,7 @@ const CHILD_TABLES = ['company_locations', ...VALUE_TABLES] as const;
 /** Prepares the statements and returns the normalizer of one similar-companies response. */
 export function prepareSimilarCompanies(
   sqlite: BetterSqlite3.Database,
-): (req: SimilarCompaniesIngestRequest, res: SimilarCompaniesResponse, seenAt: string) => NormalizeResult {
+): (req: SimilarCompaniesIngestRequest, res: SimilarCompaniesAnswer, seenAt: string) => NormalizeResult {
   const upsertCompany = sqlite.prepare(UPSERT_COMPANY_SQL);
   const deleteChildren = CHILD_TABLES.map((t) => sqlite.prepare(`DELETE FROM ${t} WHERE company_url = ?`));
   const insertLocation = sqlite.prepare(INSERT_LOCATION_SQL);
@@ -85,7 +88,7 @@ export function prepareSimilarCompanies(
     return position;
   }
 
-  function writeCompany(c: CompanyRecord, url: string, seenAt: string): number {
+  function writeCompany(c: CompanyAnswer, url: string, seenAt: string): number {
     const staff = objectOf(c.staff);
     const range = objectOf(staff['range']);
     upsertCompany.run(
@@ -148,7 +151,7 @@ export function prepareSimilarCompanies(
     let rank = 0;
     for (const record of arrayOf(objectOf(res.data)['content'])) {
       rank++;
-      const company = objectOf(record) as CompanyRecord;
+      const company = objectOf(record) as CompanyAnswer;
       const url = urlKey(company.url, canonicalCompanyUrl, host);
       if (url === null) {
         skipped++;

@@ -1,0 +1,58 @@
+/**
+ * answer_anomalies: what a stored answer held that was not stored as a record (a listed record without its
+ * identity, set aside; a post answer naming another post). Written in the transaction of the answer's raw body,
+ * keyed by it, so that reprocess rebuilds them from the bodies like the normalized tables.
+ */
+import type { Connection } from './connection.ts';
+import type { AnswerAnomalyKind } from './schema.ts';
+
+/** One anomaly of one answer, as the normalizers and the contract reading report it. */
+export interface AnswerAnomaly {
+  kind: AnswerAnomalyKind;
+  position: number | null;
+  path: string | null;
+  reason: string;
+  askedId: string | null;
+  answeredId: string | null;
+}
+
+/** Where the answer came from. */
+export interface AnomalySource {
+  rawResponseId: number;
+  runId: number | null;
+  taskId: number | null;
+  operation: string;
+  requestKey: string;
+  at: string;
+}
+
+/** Prepares the insert once; the returned function writes an answer's anomalies (caller's transaction). */
+export function recordAnswerAnomalies(database: Connection): (source: AnomalySource, anomalies: readonly AnswerAnomaly[]) => void {
+  const insert = database.sqlite.prepare(
+    `INSERT INTO answer_anomalies (raw_response_id, run_id, task_id, operation, request_key, kind, position, path, reason, asked_id, answered_id, at)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+  );
+  return (s, anomalies) => {
+    for (const a of anomalies) {
+      insert.run(s.rawResponseId, s.runId, s.taskId, s.operation, s.requestKey, a.kind, a.position, a.path, a.reason, a.askedId, a.answeredId, s.at);
+    }
+  };
+}
+
+/** The anomalies of a job's tasks in one run, by kind: the run summary's `setAside` and `otherPost`. */
+export function anomalyCountsOf(database: Connection, runId: number, job: string): Record<AnswerAnomalyKind, number> {
+  const rows = database.sqlite
+    .prepare(
+      `SELECT a.kind AS kind, count(*) AS n FROM answer_anomalies a JOIN tasks t ON t.id = a.task_id
+       WHERE a.run_id = ? AND t.job = ? GROUP BY a.kind`,
+    )
+    .all(runId, job) as Array<{ kind: AnswerAnomalyKind; n: number }>;
+  const counts: Record<AnswerAnomalyKind, number> = { no_identity: 0, other_post: 0 };
+  for (const r of rows) counts[r.kind] = r.n;
+  return counts;
+}
+
+/** The set-aside records of a contract reading as anomalies. */
+export function setAsideAnomalies(setAside: ReadonlyArray<{ position: number; path: string; reason: string }>): AnswerAnomaly[] {
+  return setAside.map((r) => ({ kind: 'no_identity', position: r.position, path: r.path, reason: r.reason, askedId: null, answeredId: null }));
+}

@@ -1,0 +1,39 @@
+/**
+ * answer_drift: how a run's answers differed from the spec, per operation, member path and kind, so that
+ * `status` can say it after the run (src/operations/drift.ts counts it; the run writes it after each job).
+ */
+import type { Connection } from './connection.ts';
+
+/** One row: `count` of `seen`. */
+export interface AnswerDriftRow {
+  operation: string;
+  path: string;
+  kind: string;
+  count: number;
+  seen: number;
+  detail: string | null;
+}
+
+/** Prepares the upsert once; the returned function writes a run's counts so far for one operation (they replace earlier ones). */
+export function saveAnswerDrift(database: Connection): (runId: number, rows: readonly AnswerDriftRow[]) => void {
+  const upsert = database.sqlite.prepare(
+    `INSERT INTO answer_drift (run_id, operation, path, kind, count, seen, detail) VALUES (?, ?, ?, ?, ?, ?, ?)
+     ON CONFLICT (run_id, operation, path, kind) DO UPDATE SET count = excluded.count, seen = excluded.seen, detail = excluded.detail`,
+  );
+  return database.sqlite.transaction((runId: number, rows: readonly AnswerDriftRow[]) => {
+    for (const r of rows) upsert.run(runId, r.operation, r.path, r.kind, r.count, r.seen, r.detail);
+  });
+}
+
+/**
+ * The drift of the last run that received answers (a 200), and that run's id; null when no run has. A run
+ * whose answers matched the spec has no rows: its drift is empty, not an earlier run's.
+ */
+export function lastRunDrift(database: Connection): { runId: number; rows: AnswerDriftRow[] } | null {
+  const runId = database.sqlite.prepare(`SELECT max(run_id) FROM api_calls WHERE status = 200 AND run_id IS NOT NULL`).pluck().get() as number | null;
+  if (runId === null) return null;
+  const rows = database.sqlite
+    .prepare(`SELECT operation, path, kind, count, seen, detail FROM answer_drift WHERE run_id = ? ORDER BY operation, path, kind`)
+    .all(runId) as AnswerDriftRow[];
+  return { runId, rows };
+}

@@ -1,0 +1,298 @@
+/**
+ * The machinery of answer contracts: what each operation's 200 body must hold and how every member is read.
+ * In the spirit of dlt's schema contracts, a contract names a record's identity (required: a record without it
+ * is set aside, alone), and every other member is optional: missing, `null` or a lossless variant of its type
+ * (a number sent as a numeric string, an integer as `12.0`, a boolean as `"true"`) is read as NULL or as the
+ * value, and counted as drift (drift.ts). Only a body the contract cannot read at all (not an object, or its
+ * record list not an array) is unusable. Members the spec never names are kept as they came.
+ */
+import { DriftTally } from './drift.ts';
+
+/** How a scalar member is read. `given`: a member whose type the spec does not show, kept as it came. */
+export type ScalarType = 'string' | 'integer' | 'number' | 'boolean' | 'given';
+
+interface MemberBase {
+  /** null is an expected value (the spec marks it nullable), so it is not drift. */
+  nullable: boolean;
+}
+
+export interface ScalarMember<T extends ScalarType = ScalarType> extends MemberBase {
+  kind: 'scalar';
+  type: T;
+  /** Read only as exactly its type (identity, credit counters): no variant is taken for it. */
+  strict: boolean;
+  /**
+   * When the member is missing, read instead the one other member of the same object whose name matches this
+   * and which the contract does not name (the spec's `network_url` arrives as `<brand>_url`). Counted as renamed.
+   */
+  otherName: RegExp | null;
+}
+
+export interface ObjectMember<M extends Members = Members> extends MemberBase {
+  kind: 'object';
+  members: M;
+}
+
+export interface ArrayMember<E extends Member = Member> extends MemberBase {
+  kind: 'array';
+  of: E;
+}
+
+export type Member = ScalarMember | ObjectMember | ArrayMember;
+export type Members = { readonly [name: string]: Member };
+
+// ---- builders -------------------------------------------------------------------------------------------
+
+const scalar = <T extends ScalarType>(type: T): ScalarMember<T> => ({ kind: 'scalar', type, nullable: false, strict: false, otherName: null });
+export const str = () => scalar('string');
+export const int = () => scalar('integer');
+export const num = () => scalar('number');
+export const bool = () => scalar('boolean');
+/** A member whose type the spec does not show: any value is kept as it came, null included. */
+export const given = (): ScalarMember<'given'> => ({ ...scalar('given'), nullable: true });
+export const obj = <M extends Members>(members: M): ObjectMember<M> => ({ kind: 'object', members, nullable: false });
+export const list = <E extends Member>(of: E): ArrayMember<E> => ({ kind: 'array', of, nullable: false });
+export const nullable = <M extends Member>(m: M): M => ({ ...m, nullable: true });
+export const strict = <M extends ScalarMember>(m: M): M => ({ ...m, strict: true });
+export const orOtherName = <M extends ScalarMember>(m: M, pattern: RegExp): M => ({ ...m, otherName: pattern });
+
+// ---- the typed result of reading ------------------------------------------------------------------------
+
+type ScalarValue<T> = T extends 'string' ? string : T extends 'integer' | 'number' ? number : T extends 'boolean' ? boolean : unknown;
+
+/** What a member reads as: its type or null (a member the spec never names stays as it came). */
+export type Read<M> = M extends ScalarMember<infer T>
+  ? ScalarValue<T> | null
+  : M extends ObjectMember<infer R>
+    ? ReadObject<R> | null
+    : M extends ArrayMember<infer E>
+      ? Array<Read<E>> | null
+      : never;
+
+export type ReadObject<R extends Members> = { [K in keyof R]: Read<R[K]> } & { [extra: string]: unknown };
+
+/** A body is a top-level object: its members. */
+export type ReadBody<R extends Members> = ReadObject<R>;
+
+// ---- the contract of one operation -------------------------------------------------------------------
+
+/**
+ * One operation's answer contract: the body's members, where its records are and which member names each.
+ * A list operation (records under `recordsAt`) sets aside a record without its identity; a single-record
+ * operation (post-details) is the body itself, whose identity the store resolves against the request.
+ */
+export interface AnswerContract<R extends Members = Members> {
+  operation: string;
+  body: R;
+  /** Path of the record list (`['data', 'content']`), or null when the body is the record. */
+  recordsAt: readonly string[] | null;
+  /** Member of each listed record that names it (required, a non-empty string). */
+  identity: string | null;
+  /** For a body that is the record: the members of which at least one must be there for it to be an answer. */
+  recordMembers: readonly string[];
+}
+
+/** A record left out of an answer because it does not name itself; the rest of its page is stored. */
+export interface SetAsideRecord {
+  /** 1-based position in its list. */
+  position: number;
+  /** JSON path of the record, e.g. `data.content[3]`. */
+  path: string;
+  reason: string;
+}
+
+/** Why a body cannot be read at all: where, and how. */
+export interface UnusableIssue {
+  path: string;
+  message: string;
+}
+
+/** What reading one body through its contract gives. */
+export type Reading<R extends Members> =
+  | { usable: true; answer: ReadBody<R>; setAside: SetAsideRecord[]; drift: DriftTally }
+  | { usable: false; issue: UnusableIssue };
+
+/** Reads a parsed body through its contract; never throws. */
+export function readThrough<R extends Members>(contract: AnswerContract<R>, body: unknown): Reading<R> {
+  if (!isObject(body)) return { usable: false, issue: { path: '(root)', message: `expected object, received ${kindOf(body)}` } };
+  const issue = unusableShape(contract, body);
+  if (issue) return { usable: false, issue };
+  const drift = new DriftTally();
+  drift.seen('');
+  const answer = readMembers(contract.body, body, '', drift) as ReadBody<R>;
+  const setAside = contract.recordsAt ? setAsideNamelessRecords(contract, answer, body) : [];
+  return { usable: true, answer, setAside, drift };
+}
+
+function unusableShape(contract: AnswerContract, body: Record<string, unknown>): UnusableIssue | null {
+  if (contract.recordsAt) {
+    let value: unknown = body;
+    const path: string[] = [];
+    for (const name of contract.recordsAt) {
+      path.push(name);
+      const parent = value;
+      value = isObject(parent) ? parent[name] : undefined;
+      if (!isObject(parent)) return { path: path.slice(0, -1).join('.'), message: `expected object, received ${kindOf(parent)}` };
+    }
+    if (!Array.isArray(value)) {
+      const message = value === undefined ? 'the record list is missing' : `expected an array of records, received ${kindOf(value)}`;
+      return { path: path.join('.'), message };
+    }
+    return null;
+  }
+  if (contract.recordMembers.some((name) => body[name] !== undefined && body[name] !== null)) return null;
+  return { path: '(root)', message: `none of ${contract.recordMembers.join(', ')} is there` };
+}
+
+/** Replaces each listed record that does not name itself by null, in place, so the others keep their positions. */
+function setAsideNamelessRecords(contract: AnswerContract, answer: Record<string, unknown>, body: Record<string, unknown>): SetAsideRecord[] {
+  const names = contract.recordsAt!;
+  let records: unknown = answer;
+  let raw: unknown = body;
+  for (const name of names) {
+    records = (records as Record<string, unknown>)[name];
+    raw = (raw as Record<string, unknown>)[name];
+  }
+  const out: SetAsideRecord[] = [];
+  const list = records as unknown[];
+  const rawList = raw as unknown[];
+  const id = contract.identity!;
+  for (let i = 0; i < list.length; i++) {
+    const record = list[i];
+    const reason = !isObject(record) ? `not an object (${kindOf(rawList[i])})` : identityProblem(id, (rawList[i] as Record<string, unknown>)[id]);
+    if (reason === null) continue;
+    list[i] = null;
+    out.push({ position: i + 1, path: `${names.join('.')}[${i}]`, reason });
+  }
+  return out;
+}
+
+function identityProblem(name: string, value: unknown): string | null {
+  if (typeof value === 'string' && value.trim() !== '') return null;
+  if (value === undefined) return `${name} is missing`;
+  if (typeof value === 'string') return `${name} is empty`;
+  return `${name}: expected string, received ${kindOf(value)}`;
+}
+
+// ---- reading members ----------------------------------------------------------------------------------
+
+function join(parent: string, name: string): string {
+  return parent === '' ? name : `${parent}.${name}`;
+}
+
+function readMembers(members: Members, value: Record<string, unknown>, path: string, drift: DriftTally): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...value };
+  for (const name of Object.keys(members)) {
+    const m = members[name]!;
+    const p = join(path, name);
+    let v = value[name];
+    if (v === undefined) {
+      const other = m.kind === 'scalar' && m.otherName ? otherMemberName(members, value, m.otherName) : null;
+      if (other === null) {
+        drift.note(p, path, 'missing');
+        out[name] = null;
+        continue;
+      }
+      drift.note(p, path, 'renamed', join(path, other));
+      v = value[other];
+    }
+    out[name] = readPresent(m, v, p, path, drift);
+  }
+  return out;
+}
+
+/** The one member of `value` matching `pattern` that the contract does not name, or null (none, or several). */
+function otherMemberName(members: Members, value: Record<string, unknown>, pattern: RegExp): string | null {
+  const found = Object.keys(value).filter((k) => pattern.test(k) && !Object.hasOwn(members, k) && value[k] !== undefined);
+  return found.length === 1 ? found[0]! : null;
+}
+
+function readPresent(m: Member, v: unknown, path: string, parent: string, drift: DriftTally): unknown {
+  if (v === null || v === undefined) {
+    if (!m.nullable) drift.note(path, parent, 'null');
+    return null;
+  }
+  switch (m.kind) {
+    case 'object':
+      if (!isObject(v)) return wrongType(path, parent, v, drift);
+      drift.seen(path);
+      return readMembers(m.members, v, path, drift);
+    case 'array': {
+      if (!Array.isArray(v)) return wrongType(path, parent, v, drift);
+      const element = `${path}[]`;
+      return v.map((e: unknown) => {
+        // An object element counts itself as seen when it is read (the denominator of its members).
+        if (m.of.kind !== 'object' || e === null || e === undefined) drift.seen(element);
+        return readPresent(m.of, e, element, element, drift);
+      });
+    }
+    case 'scalar':
+      return readScalar(m, v, path, parent, drift);
+  }
+}
+
+function readScalar(m: ScalarMember, v: unknown, path: string, parent: string, drift: DriftTally): unknown {
+  if (m.type === 'given') return v;
+  if (exactly(m.type, v)) return v;
+  const variant = m.strict ? undefined : losslessVariant(m.type, v);
+  if (variant === undefined) return wrongType(path, parent, v, drift);
+  drift.note(path, parent, 'variant', `${typeof v} read as ${m.type}`);
+  return variant;
+}
+
+function wrongType(path: string, parent: string, v: unknown, drift: DriftTally): null {
+  drift.note(path, parent, 'type', kindOf(v));
+  return null;
+}
+
+function exactly(type: ScalarType, v: unknown): boolean {
+  switch (type) {
+    case 'string':
+      return typeof v === 'string';
+    case 'integer':
+      return typeof v === 'number' && Number.isSafeInteger(v);
+    case 'number':
+      return typeof v === 'number' && Number.isFinite(v);
+    case 'boolean':
+      return typeof v === 'boolean';
+    case 'given':
+      return true;
+  }
+}
+
+const INTEGER_TEXT = /^\s*-?\d+(\.0*)?\s*$/;
+const NUMBER_TEXT = /^\s*-?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?\s*$/;
+
+/** The value a lossless variant stands for (`"12"` -> 12, 4155550100 -> "4155550100", `"true"` -> true), else undefined. */
+function losslessVariant(type: ScalarType, v: unknown): unknown {
+  switch (type) {
+    case 'string':
+      return typeof v === 'number' && Number.isFinite(v) ? String(v) : undefined;
+    case 'integer': {
+      const n = typeof v === 'string' && INTEGER_TEXT.test(v) ? Number(v) : NaN;
+      return Number.isSafeInteger(n) ? n : undefined;
+    }
+    case 'number': {
+      const n = typeof v === 'string' && NUMBER_TEXT.test(v) ? Number(v) : NaN;
+      return Number.isFinite(n) ? n : undefined;
+    }
+    case 'boolean':
+      if (v === 'true' || v === 1) return true;
+      if (v === 'false' || v === 0) return false;
+      return undefined;
+    case 'given':
+      return v;
+  }
+}
+
+export function isObject(v: unknown): v is Record<string, unknown> {
+  return v !== null && typeof v === 'object' && !Array.isArray(v);
+}
+
+/** A value's kind as messages name it: `string`, `number 1.5`, `null`, `array`... */
+export function kindOf(v: unknown): string {
+  if (v === null) return 'null';
+  if (Array.isArray(v)) return 'array';
+  if (typeof v === 'number') return Number.isFinite(v) ? `number ${v}` : 'a number too large to represent';
+  return typeof v;
+}

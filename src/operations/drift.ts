@@ -1,0 +1,91 @@
+/**
+ * Drift: how the answers a run received differ from the spec, counted per member path and kind, and said in
+ * one line per path (`post-details author.network_url: missing in 40/40, read from author.acmenet_url`).
+ * Paths name list elements with `[]` (`data.content[].phone`); each count is out of the times the member's
+ * parent was there (answers for top-level members, records for a record's members).
+ */
+
+/**
+ * `missing`, `null` (where the spec does not allow it), `renamed` (read from another member), `variant` (a
+ * lossless variant of its type, read as the value), `type` (another type: stored as NULL), `capped` (the page
+ * size the service answered is smaller than the one asked for).
+ */
+export const DRIFT_KINDS = ['missing', 'null', 'renamed', 'variant', 'type', 'capped'] as const;
+export type DriftKind = (typeof DRIFT_KINDS)[number];
+
+/** One path's count of one kind of drift. */
+export interface DriftCount {
+  path: string;
+  kind: DriftKind;
+  count: number;
+  /** How many times the member's parent was there (the denominator). */
+  of: number;
+  /** The other member read (`renamed`), the types (`variant`, `type`), the sizes (`capped`); null otherwise. */
+  detail: string | null;
+}
+
+interface Note {
+  path: string;
+  parent: string;
+  kind: DriftKind;
+  count: number;
+  detail: string | null;
+}
+
+/** Counts of drift, mergeable: one per answer, summed per operation over a run. */
+export class DriftTally {
+  private readonly seenCounts = new Map<string, number>();
+  private readonly notes = new Map<string, Note>();
+
+  /** An object (or list element) at `path` was there: the denominator of its members. */
+  seen(path: string, times = 1): void {
+    this.seenCounts.set(path, (this.seenCounts.get(path) ?? 0) + times);
+  }
+
+  /** One member at `path` (whose parent is at `parent`) drifted; the first detail given is kept. */
+  note(path: string, parent: string, kind: DriftKind, detail: string | null = null, times = 1): void {
+    const key = `${path}\u0000${kind}`;
+    const n = this.notes.get(key);
+    if (n) n.count += times;
+    else this.notes.set(key, { path, parent, kind, count: times, detail });
+  }
+
+  /** Adds another tally's counts into this one. */
+  merge(other: DriftTally): void {
+    for (const [path, n] of other.seenCounts) this.seen(path, n);
+    for (const n of other.notes.values()) this.note(n.path, n.parent, n.kind, n.detail, n.count);
+  }
+
+  get empty(): boolean {
+    return this.notes.size === 0;
+  }
+
+  /** Every count, by path then kind. */
+  counts(): DriftCount[] {
+    return [...this.notes.values()]
+      .map((n) => ({ path: n.path, kind: n.kind, count: n.count, of: Math.max(n.count, this.seenCounts.get(n.parent) ?? 0), detail: n.detail }))
+      .sort((a, b) => (a.path === b.path ? DRIFT_KINDS.indexOf(a.kind) - DRIFT_KINDS.indexOf(b.kind) : a.path < b.path ? -1 : 1));
+  }
+}
+
+/** The one line a drift count is said in, e.g. `post-details author.network_url: missing in 40/40, read from author.acmenet_url`. */
+export function driftLine(operation: string, d: Pick<DriftCount, 'path' | 'kind' | 'count' | 'of' | 'detail'>): string {
+  const share = `${d.count}/${d.of}`;
+  const what = ((): string => {
+    switch (d.kind) {
+      case 'missing':
+        return `missing in ${share}, stored as NULL`;
+      case 'null':
+        return `null in ${share}, stored as NULL`;
+      case 'renamed':
+        return `missing in ${share}, read from ${d.detail ?? 'another member'}`;
+      case 'variant':
+        return `of another type in ${share} (${d.detail ?? 'a variant'}), stored as the value`;
+      case 'type':
+        return `of another type in ${share} (${d.detail ?? '?'}), stored as NULL`;
+      case 'capped':
+        return `page size capped by the service in ${share} answers (${d.detail ?? ''}); paging follows the service's size`;
+    }
+  })();
+  return `${operation} ${d.path}: ${what}`;
+}

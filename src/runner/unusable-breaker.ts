@@ -1,0 +1,69 @@
+import { ApiSchemaError } from '../api/errors.ts';
+import { roundCredits } from '../credits/credit-meter.ts';
+import { NetingestError } from '../errors.ts';
+import type { Operation } from '../spec/types.ts';
+import type { RunStop } from './run-stop.ts';
+
+/**
+ * The run stopped because the service's answers cannot be used: `inARow` paid answers of `operation` in a row
+ * that its answer contract could not read (a shape it cannot store). The message names the operation, the
+ * count, what they cost and the first failing path.
+ */
+export class UnusableAnswersError extends NetingestError {
+  constructor(
+    readonly operation: Operation,
+    readonly inARow: number,
+    readonly credits: number,
+    readonly firstIssue: string,
+    options?: { cause?: unknown },
+  ) {
+    super(
+      'UNUSABLE_ANSWERS',
+      `${operation}: ${inARow} paid answers in a row could not be read (first: ${firstIssue}), costing about ${roundCredits(credits)} credits: ` +
+        'stopped sending; the answers are kept for `netingest reprocess` (after an upgrade that reads them), the remaining tasks are deferred to the next run',
+      options,
+    );
+  }
+}
+
+/** How a task ended, as the breaker sees it. */
+export type AnsweredTask = { kind: 'stored' } | { kind: 'failed'; error: unknown } | { kind: 'other' };
+
+/**
+ * Stops the run when the service answers, is paid, and what it sends cannot be stored: after `threshold` paid
+ * answers of one operation in a row that its contract could not read (ApiSchemaError), no further call is sent
+ * and the rest is deferred, instead of paying for a whole input that stores nothing. An answer stored (data,
+ * a 404) starts the count again; a failure without an answer (a 5xx, a timeout) neither counts nor resets.
+ */
+export class UnusableAnswerBreaker {
+  private readonly rows = new Map<Operation, { count: number; credits: number; first: ApiSchemaError }>();
+  private threshold = 5;
+
+  constructor(
+    private readonly stop: RunStop,
+    /** The estimated cost of one call of an operation (the credit guard's, learned from the counters). */
+    private readonly costOf: (operation: Operation) => number,
+  ) {}
+
+  /** The number of unusable answers in a row that stops the run (a job setting, or max(5, concurrency)). */
+  setThreshold(threshold: number): void {
+    this.threshold = Math.max(1, threshold);
+  }
+
+  /** Counts a task of `operation` that ended in this run; trips the stop at the threshold. */
+  record(operation: Operation, task: AnsweredTask): void {
+    if (task.kind === 'stored') {
+      this.rows.delete(operation);
+      return;
+    }
+    if (task.kind !== 'failed' || !(task.error instanceof ApiSchemaError)) return;
+    const row = this.rows.get(operation) ?? { count: 0, credits: 0, first: task.error };
+    row.count += 1;
+    row.credits += this.costOf(operation);
+    this.rows.set(operation, row);
+    if (row.count < this.threshold || this.stop.reason) return;
+    const issue = row.first.issues[0];
+    const first = issue ? `${issue.path}: ${issue.message}` : row.first.what;
+    this.stop.stop('unusable', new UnusableAnswersError(operation, row.count, row.credits, first, { cause: row.first }));
+  }
+}
