@@ -6,6 +6,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { describe, expect, it } from 'vitest';
 import { runJobs, type RunSummary } from '../src/runner/run-jobs.ts';
+import { CreditGuard } from '../src/runner/credit-guard.ts';
+import { CreditMeter } from '../src/credits/credit-meter.ts';
 import { FAST_RATE, FAST_RETRY, csv, postUrls, runCli, taskStatuses, useWorkspaces, type Workspace } from './run-helpers.ts';
 import { useFakeServices } from './sandbox-helpers.ts';
 
@@ -214,4 +216,30 @@ describe('plan and status show the balance the service gives', () => {
     expect(offline.code, offline.stderr).toBe(0);
     expect(JSON.parse(offline.stdout).liveBalance).toBeNull();
   }, 60_000);
+});
+
+describe('a run that started from the balance check', () => {
+  const at = (used: number, total = 1000) => ({ total_credits: total, credits_used: used, credits_remaining: total - used });
+
+  it('with a small balance and no cost learned, still sends one call alone to learn it, then keeps the reserve', async () => {
+    const guard = new CreditGuard({ reserve: 3, maxPerRun: null });
+    expect(guard.seed(at(93, 100))).toBe(true);
+    // 7 left, reserve 3: the assumed 5 does not fit, but one call may show the cost.
+    const first = await guard.acquire('post-details');
+    expect(first).not.toBeNull();
+    guard.settle(first!, at(94, 100));
+    expect(guard.spent).toBe(1);
+    for (let used = 95; used <= 97; used++) guard.settle((await guard.acquire('post-details'))!, at(used, 100));
+    expect(await guard.acquire('post-details')).toBeNull();
+    expect(guard.stopDetail).toMatchObject({ reason: 'reserve', balance: 3, costAssumed: false });
+  });
+
+  it('its answers, stored out of the order they were charged in, are replayed without a false renewal', () => {
+    // Calls sent together from the start (the balance was read first) on a fresh database; a killed run's books
+    // are closed by replaying what it stored, in the order it was written.
+    const meter = new CreditMeter({});
+    for (const used of [703, 701, 702, 704, 706, 705]) meter.observe('post-details', at(used));
+    expect(meter.spent).toBe(6);
+    expect(meter.balance).toBe(294);
+  });
 });

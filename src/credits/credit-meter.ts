@@ -155,16 +155,7 @@ export class CreditMeter {
     if (e === null) {
       this.current = this.newEpoch(0, operation, counters);
       this.firstOperation = operation;
-      // Fixed now: the steps seen later are those of answers that arrive out of the order they were charged
-      // in (calls in flight together), whose median can come out at twice the cost. A cost earlier runs
-      // learned, else a step from the counters before the run that is no more than the default (larger, it
-      // holds use from elsewhere) is the first call's cost; otherwise costOf estimates it as answers come.
-      const before = this.lastCreditsUsed !== null && this.lastCreditsUsed < used ? this.lastCreditsUsed : 0;
-      const step = used - before;
-      if (step > 0) this.bounds.set(operation, step);
-      const history = this.historyCosts.get(operation);
-      this.firstCost = history ?? (step > 0 && step <= CREDIT_METER_DEFAULTS.defaultCostPerCall ? step : null);
-      this.firstCostFromZero = history === undefined && this.firstCost !== null && this.lastCreditsUsed === null;
+      this.fixFirstCost(operation, used);
       this.sample(operation, used);
       return;
     }
@@ -177,9 +168,25 @@ export class CreditMeter {
       return;
     }
     if (used < e.floorUsed) {
-      // In the run's first epoch every call was charged after the first, which went alone; later, a call
-      // sent after the reset was charged after the answer that showed it. Either way the counter went down.
-      if (e.index === 0 || sentInEpoch === e.index) return this.reset(operation, counters);
+      // Replaying a run whose first calls went together (its balance was read before them): answers stored out
+      // of the order they were charged in. A drop no larger than those answers could have been charged is the
+      // floor moving down, not a renewal.
+      // It stays above the counter an earlier run saw last, or, with none, comes among the run's first answers.
+      const aboveBefore = this.lastCreditsUsed !== null ? used > this.lastCreditsUsed : e.answers <= CREDIT_METER_DEFAULTS.costSamples;
+      const outOfOrderStart =
+        e.index === 0 && !e.seeded && sentInEpoch === undefined && aboveBefore && e.floorUsed - used <= e.answers * CREDIT_METER_DEFAULTS.defaultCostPerCall;
+      if (outOfOrderStart) {
+        e.floorUsed = used;
+        e.floorOperation = operation;
+        this.firstOperation = operation;
+        this.fixFirstCost(operation, used);
+      } else if (e.index === 0 || sentInEpoch === e.index) {
+        // In the run's first epoch every call was charged after the first, which went alone; later, a call
+        // sent after the reset was charged after the answer that showed it. Either way the counter went down.
+        return this.reset(operation, counters);
+      }
+    }
+    if (used < e.floorUsed) {
       // A call in flight at the reset, charged after it but answered late: the epoch began lower.
       e.floorUsed = used;
       e.floorOperation = operation;
@@ -195,6 +202,21 @@ export class CreditMeter {
       // A top-up while the run goes on: the newest total counts even from a response billed earlier.
       e.total = Math.max(e.total, counters.total_credits);
     }
+  }
+
+  /**
+   * Fixed when the run's first charged answer is seen: the steps seen later are those of answers that arrive out
+   * of the order they were charged in, whose median can come out at twice the cost. A cost earlier runs learned,
+   * else a step from the counters before the run that is no more than the default (larger, it holds use from
+   * elsewhere) is the first call's cost; otherwise costOf estimates it as answers come.
+   */
+  private fixFirstCost(operation: Operation, used: number): void {
+    const before = this.lastCreditsUsed !== null && this.lastCreditsUsed < used ? this.lastCreditsUsed : 0;
+    const step = used - before;
+    if (step > 0) this.bounds.set(operation, step);
+    const history = this.historyCosts.get(operation);
+    this.firstCost = history ?? (step > 0 && step <= CREDIT_METER_DEFAULTS.defaultCostPerCall ? step : null);
+    this.firstCostFromZero = history === undefined && this.firstCost !== null && this.lastCreditsUsed === null;
   }
 
   /** credits_used went down: the account's period was renewed. What the old counters showed is spent. */

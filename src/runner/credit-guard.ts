@@ -152,7 +152,11 @@ export class CreditGuard {
       const { reserve, maxPerRun } = this.limits;
       const overCap = maxPerRun !== null && this.spent + this.reserved + cost > maxPerRun + 1e-9;
       const balance = this.balance;
-      const underReserve = balance !== null && balance - this.reserved - cost < reserve - 1e-9;
+      // With the balance read before any call, an operation whose cost no answer has shown yet is reserved at
+      // the assumed default; when that does not fit but some room is left, one call goes alone to show the cost,
+      // as it would had the balance not been read (else a small balance could never learn it).
+      const probe = !this.meter.knowsCost(operation) && this.inFlight === 0 && balance !== null && balance - reserve > 1e-9;
+      const underReserve = balance !== null && balance - this.reserved - cost < reserve - 1e-9 && !probe;
       if (overCap || underReserve) {
         if (this.inFlight > 0) {
           await this.settled();
