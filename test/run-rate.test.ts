@@ -20,7 +20,6 @@ afterEach(async () => {
 });
 
 const PER_MINUTE = 600;
-const INTERVAL_MS = 60_000 / PER_MINUTE;
 
 /** Arrival times of a run of `tasks` post lookups at 600/minute, concurrency 4; in-process or via the CLI. */
 async function measuredRun(latencyMs: number | [number, number], tasks: number, via: 'cli' | 'in-process'): Promise<number[]> {
