@@ -7,7 +7,7 @@ import { openDatabase, type Database } from '../src/db/open.ts';
 import { acquireRunLock, RUN_LOCK_DEFAULTS, type RunLock } from '../src/db/run-lock.ts';
 
 const HOST = hostname();
-const STALE_MS = RUN_LOCK_DEFAULTS.staleAfterMs + 60_000;
+const STALE_MS = RUN_LOCK_DEFAULTS.leaseMs + 60_000;
 
 let dir: string;
 let database: Database;

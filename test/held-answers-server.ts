@@ -19,8 +19,11 @@ export interface HeldAnswersServer {
   calls: LoggedCall[];
   /** Calls received and not answered yet. */
   heldCount(): number;
-  /** From now on, answers wait for release(); with `afterCalls`, only those of the calls after the first `afterCalls`. */
-  hold(afterCalls?: number): void;
+  /**
+   * From now on, answers wait for release(); with `afterCalls`, only those of the calls after the first
+   * `afterCalls`; with `token`, only those of calls sent with it.
+   */
+  hold(afterCalls?: number, token?: string): void;
   /** Answers every held call; later calls are answered at once unless `keepHolding`. */
   release(keepHolding?: boolean): void;
   close(): Promise<void>;
@@ -33,6 +36,7 @@ export async function startHeldAnswersServer(): Promise<HeldAnswersServer> {
   const used = new Map<string, number>();
   let holding = false;
   let holdFrom = 0;
+  let holdToken: string | null = null;
   let waiting: Array<() => void> = [];
 
   const answer = (call: LoggedCall, res: ServerResponse) => {
@@ -65,7 +69,7 @@ export async function startHeldAnswersServer(): Promise<HeldAnswersServer> {
     const token = (req.headers.authorization ?? '').replace(/^Bearer /, '');
     const call: LoggedCall = { token, postUrl: url.searchParams.get('url') ?? '', answered: false };
     calls.push(call);
-    if (holding && calls.length > holdFrom) waiting.push(() => answer(call, res));
+    if (holding && calls.length > holdFrom && (holdToken === null || token === holdToken)) waiting.push(() => answer(call, res));
     else answer(call, res);
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -74,8 +78,9 @@ export async function startHeldAnswersServer(): Promise<HeldAnswersServer> {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     calls,
     heldCount: () => waiting.length,
-    hold: (afterCalls = 0) => {
+    hold: (afterCalls = 0, token) => {
       holding = true;
+      holdToken = token ?? null;
       holdFrom = calls.length + afterCalls;
     },
     release: (keepHolding = false) => {
