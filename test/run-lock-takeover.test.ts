@@ -41,7 +41,7 @@ async function setUp(): Promise<Setting> {
     rate: { requestsPerMinute: 600_000, concurrency: CONCURRENCY },
     retry: { retries: 2, minTimeoutMs: 10, maxTimeoutMs: 50 },
   });
-  // A short lease: the heartbeat runs every 100 ms, so a lost lock would be noticed by it too.
+  // A short lease (the heartbeat runs every 100 ms): another host may take a stopped run's lock over a second after.
   const env = (token: string) => ({ NETINGEST_API_URL: server.url, NETINGEST_API_TOKEN: token, NETINGEST_LOCK_LEASE_SECONDS: '1' });
   return { server, ws, job, env };
 }
@@ -115,8 +115,11 @@ describe('a run whose lock was taken over while it was stopped', () => {
     const setting = await setUp();
     const { server, ws, job, env } = setting;
     const first = await frozenFirstRun(setting);
-    // Its lock as another host sharing the file sees it once the lease ran out: one a run may take over.
-    ageLock(ws, `host = 'other-host.example', heartbeat_at = '${LONG_AGO}'`);
+    // Its lock as another host sharing the file sees it; its lease (1 s, written by the run) runs out while it is stopped.
+    ageLock(ws, `host = 'other-host.example'`);
+    const [lock] = query<{ heartbeatAt: string; leaseMs: number }>(ws, 'SELECT heartbeat_at AS heartbeatAt, lease_ms AS leaseMs FROM run_lock');
+    expect(lock!.leaseMs).toBe(1000);
+    await waitFor(() => Date.now() > Date.parse(lock!.heartbeatAt) + lock!.leaseMs + 200, 10_000, 'the end of the lease');
     // Its calls in flight are answered (charged) now: the answers wait in its sockets until it wakes.
     server.release();
 
