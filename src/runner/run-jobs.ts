@@ -241,7 +241,8 @@ async function runLocked(
   }
   // The run that took the lock over closed this one's books as abandoned, from what it had committed: they stay so.
   if (!lock.held()) {
-    logger.error('run stopped: its lock was taken over', { run: runId, error: lockLost.error!.message });
+    // The error itself, which says who holds the lock now, is the command's to print.
+    logger.error('run stopped: its lock was taken over while it was not running', { run: runId, calls: callLog.ofRun(runId).calls });
     throw lockLost.error!;
   }
   // Jobs never reached because the run stopped keep their pending tasks for the next run.
