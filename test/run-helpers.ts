@@ -30,8 +30,8 @@ export interface Workspace {
   dir: string;
   /** The database file (not created until a run opens it). */
   db: string;
-  /** Writes a file relative to the workspace and returns its absolute path. */
-  write(name: string, text: string): Promise<string>;
+  /** Writes a file relative to the workspace (with `mode` if given: 0o600 for a token file) and returns its absolute path. */
+  write(name: string, text: string, mode?: number): Promise<string>;
   /** Writes a job as JSON (`name`.json) and returns its absolute path. */
   job(name: string, definition: Record<string, unknown>): Promise<string>;
   /** Loads job files as the CLI would, relative paths resolved against the workspace. */
@@ -54,9 +54,9 @@ export function useWorkspaces(): () => Promise<Workspace> {
 
 export async function makeWorkspace(): Promise<Workspace> {
   const dir = await mkdtemp(join(tmpdir(), 'netingest-run-'));
-  const write = async (name: string, text: string) => {
+  const write = async (name: string, text: string, mode?: number) => {
     const path = join(dir, name);
-    await writeFile(path, text);
+    await writeFile(path, text, { mode });
     return path;
   };
   return {
