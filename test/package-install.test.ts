@@ -16,7 +16,7 @@ import { promisify } from 'node:util';
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const NPM = process.platform === 'win32' ? 'npm.cmd' : 'npm';
 /** What `npm pack` needs of the checkout: the sources it builds from and the files it ships. */
-const PACKED_FROM = ['package.json', 'tsconfig.json', 'tsconfig.build.json', 'README.md', 'LICENSE', 'src', 'jobs', 'migrations'];
+const PACKED_FROM = ['package.json', 'tsconfig.json', 'tsconfig.build.json', 'README.md', 'LICENSE', 'scripts', 'src', 'jobs', 'migrations'];
 
 let work: string;
 let project: string;
@@ -61,7 +61,7 @@ describe('the packed package, installed in a scratch project', () => {
   it('ships dist/ without the sources; types a job; plans it; runs its demo; drives the API from a script', async () => {
     const { stdout: listing } = await sh('tar', ['-tzf', tarball], work);
     const files = listing.split('\n').map((f) => f.replace(/^package\//, ''));
-    expect(files).toEqual(expect.arrayContaining(['LICENSE', 'README.md', 'dist/cli/bin.js', 'dist/index.js', 'dist/index.d.ts', 'jobs/lookalikes.json', 'data/leads.csv']));
+    expect(files).toEqual(expect.arrayContaining(['LICENSE', 'README.md', 'dist/bin.js', 'dist/index.js', 'dist/types/index.d.ts', 'jobs/lookalikes.json', 'data/leads.csv']));
     expect(files.filter((f) => /^(src|test|bench)\//.test(f))).toEqual([]);
     expect(files.some((f) => f.startsWith('migrations/') && f.endsWith('.sql'))).toBe(true);
 

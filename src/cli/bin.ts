@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Entry point of the `netingest` executable, compiled to dist/cli/bin.js. It imports only yargs and the
+// Entry point of the `netingest` executable, bundled into dist/bin.js. It imports only yargs and the
 // command list: each command's code is imported when yargs picks it, and tsx only when a .ts job is read.
 import { surviveClosedReader } from './closed-output.ts';
 import { main } from './main.ts';

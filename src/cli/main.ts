@@ -1,12 +1,12 @@
 import yargs from 'yargs';
-import { readFileSync } from 'node:fs';
 import type { CommandIO, CommandSpec } from './command.ts';
 import { EXIT, exitCodeFor } from './exit-codes.ts';
 import { NetingestError } from '../errors.ts';
 import { commands, type LazyCommand } from './commands/index.ts';
 import { describeError } from './describe-error.ts';
+import { readPackageJson } from '../package-root.ts';
 
-const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+const pkg = readPackageJson();
 
 /** Runs the netingest command line and resolves to the process exit code; never calls process.exit. */
 export async function main(argv: string[], io: CommandIO = { stdout: process.stdout, stderr: process.stderr }): Promise<number> {

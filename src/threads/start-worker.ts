@@ -6,7 +6,10 @@ import { Worker, type WorkerOptions } from 'node:worker_threads';
 import { fileURLToPath } from 'node:url';
 
 const BOOTSTRAP = new URL('./worker-bootstrap.cjs', import.meta.url);
-/** Compiled into dist/, this module is .js and so is every module beside it: no TypeScript loader is needed. */
+/**
+ * Bundled into dist/ (scripts/build.mjs), this code is .js and each worker is an entry beside it, named as its
+ * source: no TypeScript loader is needed.
+ */
 const COMPILED = import.meta.url.endsWith('.js');
 
 /**

@@ -1,8 +1,8 @@
 import { mkdirSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { defineCommand } from '../command.ts';
+import { PACKAGE_ROOT } from '../../package-root.ts';
 import { startSandbox } from '../../sandbox/server.ts';
 import { loadAllJobs } from '../../jobs/load.ts';
 import { runJobs } from '../../runner/run-jobs.ts';
@@ -12,8 +12,6 @@ import { exitCodeForRun } from '../exit-codes.ts';
 import { runQuery } from '../../export/query.ts';
 
 const DEMO_TOKEN = 'demo-sandbox-token';
-/** The checkout or the installed package (the same from src/ and dist/): its jobs/ and data/ are the demo's. */
-const PACKAGE_ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 const DEMO_DB_NAME = 'demo.db';
 
 /** The query the demo prints to show the dataset is there to be used with SQL. */
