@@ -3,7 +3,7 @@
 // with a file per command and per worker thread; tsc writes the type declarations beside them.
 import { build } from 'esbuild';
 import { execFileSync } from 'node:child_process';
-import { rmSync } from 'node:fs';
+import { copyFileSync, rmSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 
@@ -40,6 +40,7 @@ await build({
     'result-writer-thread': 'src/runner/result-writer-thread.ts',
     'wal-checkpointer-thread': 'src/db/wal-checkpointer-thread.ts',
     'export-worker': 'src/export/export-worker.ts',
+    'statement-child': 'src/export/statement-child.ts',
   },
   outdir: dist,
   bundle: true,
@@ -57,4 +58,6 @@ await build({
   legalComments: 'eof',
   logLevel: 'warning',
 });
+// The child process's entry: it watches for its parent's death before loading the module (start-child.ts).
+copyFileSync(join(root, 'src/threads/child-bootstrap.cjs'), join(dist, 'child-bootstrap.cjs'));
 execFileSync(process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '-p', join(root, 'tsconfig.build.json')], { stdio: 'inherit' });

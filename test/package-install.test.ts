@@ -99,6 +99,10 @@ describe('the packed package, installed in a scratch project', () => {
     const demo = await sh(bin, ['demo', '--dir', 'demo-out'], project);
     expect(demo.stdout).toContain(`The demo's database is ${join(project, 'demo-out/demo.db')}`);
 
+    // query runs its statement in a child process, started from dist/ too.
+    const query = await sh(bin, ['query', '--db', 'demo-out/demo.db', '--format', 'csv', 'SELECT count(*) AS n FROM companies'], project);
+    expect(Number(query.stdout.split('\n')[1])).toBeGreaterThan(0);
+
     await writeFile(
       join(project, 'script.mjs'),
       "import { plan, openDataset, exportTable } from 'netingest';\n" +
