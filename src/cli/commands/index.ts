@@ -35,7 +35,7 @@ export const commands: LazyCommand[] = [
   },
   {
     name: 'enrich <job>',
-    describe: "Write the job's input CSV enriched with its results: one row per result, or one row saying why none",
+    describe: "Write the job's input CSV enriched with its results: one row per input row (or per result), or why none",
     load: async () => (await import('./enrich.ts')).enrichCommand,
   },
   {
