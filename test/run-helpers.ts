@@ -18,7 +18,8 @@ import { runJobs, type RunOptions, type RunSummary } from '../src/runner/run-job
 import type { LoggedRequest, Sandbox } from '../src/sandbox/server.ts';
 
 export const ROOT = fileURLToPath(new URL('..', import.meta.url));
-export const BIN = join(ROOT, 'src/cli/bin.mjs');
+/** The built CLI, as installed (test/global-setup.ts builds it when a source is newer); cli-help and a few others run the sources. */
+export const BIN = join(ROOT, 'dist/bin.js');
 
 /** Retry settings that keep fault tests fast. */
 export const FAST_RETRY = { retries: 5, minTimeoutMs: 10, maxTimeoutMs: 50 } as const;
