@@ -11,6 +11,7 @@ const suites: Array<[string, () => Promise<BenchResult[]>]> = [
   ['rate limit', async () => (await import('./rate-limit.bench.ts')).runRateLimitBench()],
   ['ledger fill', async () => (await import('./ledger-fill.bench.ts')).runLedgerFillBench()],
   ['export', async () => (await import('./export.bench.ts')).runExportBench()],
+  ['start time', async () => (await import('./start-time.bench.ts')).runStartTimeBench()],
 ];
 
 const only = process.argv.slice(2);

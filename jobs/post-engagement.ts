@@ -1,6 +1,6 @@
 // Author, text and engagement counts of each post in data/posts.csv. Written as a module to show defineJob:
 // field names and types are checked by the editor and by `npm run typecheck`.
-import { defineJob } from '../src/jobs/define.ts';
+import { defineJob } from 'netingest';
 
 export default defineJob({
   operation: 'post-details',

@@ -31,7 +31,7 @@ describe('resolveApiConfig', () => {
 
   it('prefers --api-url and --token-file over the environment', () => {
     const file = join(dir, 'token');
-    writeFileSync(file, 'file-token-abc\n');
+    writeFileSync(file, 'file-token-abc\n', { mode: 0o600 });
     const env = { NETINGEST_API_URL: 'https://env.example.com', NETINGEST_API_TOKEN: 'env-token' };
     expect(resolveApiConfig({ apiUrl: 'https://flag.example.com/proxy/', tokenFile: file, env })).toEqual({
       baseUrl: 'https://flag.example.com/proxy',
@@ -53,10 +53,10 @@ describe('resolveApiConfig', () => {
     const missing = join(dir, 'nope');
     expect(configError(() => resolveApiConfig({ apiUrl: 'https://a.example', tokenFile: missing, env: {} })).message).toContain(missing);
     const empty = join(dir, 'empty');
-    writeFileSync(empty, ' \n\n');
+    writeFileSync(empty, ' \n\n', { mode: 0o600 });
     expect(configError(() => resolveApiConfig({ apiUrl: 'https://a.example', tokenFile: empty, env: {} })).message).toMatch(/is empty/);
     const twoLines = join(dir, 'two-lines');
-    writeFileSync(twoLines, 'secret-part-one\nsecret-part-two\n');
+    writeFileSync(twoLines, 'secret-part-one\nsecret-part-two\n', { mode: 0o600 });
     const err = configError(() => resolveApiConfig({ apiUrl: 'https://a.example', tokenFile: twoLines, env: {} }));
     expect(err.message).toMatch(/must hold just the API token/);
     expect(err.message).not.toContain('secret-part');
@@ -65,6 +65,26 @@ describe('resolveApiConfig', () => {
       writeFileSync(locked, 'x');
       chmodSync(locked, 0o000);
       expect(configError(() => resolveApiConfig({ apiUrl: 'https://a.example', tokenFile: locked, env: {} })).message).toMatch(/EACCES/);
+    }
+  });
+
+  it('refuses a token file other users can read or write, as ssh refuses a private key, with the chmod that fixes it', () => {
+    const file = join(dir, 'token mode');
+    writeFileSync(file, 'mode-token-9f2\n', { mode: 0o600 });
+    const resolve = () => resolveApiConfig({ apiUrl: 'https://a.example', tokenFile: file, env: {} });
+    for (const [mode, can] of [[0o644, 'read'], [0o666, 'read and write'], [0o620, 'write'], [0o640, 'read'], [0o604, 'read']] as const) {
+      chmodSync(file, mode);
+      const err = configError(resolve);
+      const octal = `0${mode.toString(8)}`;
+      expect(err.message, octal).toBe(
+        `The token file ${file} given to --token-file has mode ${octal}: other users can ${can} it. ` +
+          `Refused, as ssh refuses such a private key; make it private with: chmod 600 '${file}'`,
+      );
+      expect(err.code).toBe('CONFIG');
+    }
+    for (const mode of [0o600, 0o400]) {
+      chmodSync(file, mode);
+      expect(resolve().token, mode.toString(8)).toBe('mode-token-9f2');
     }
   });
 
@@ -170,6 +190,35 @@ describe("NETINGEST_API_URL copied with the API's /v1/api (the paths in the API'
         expect(result.code, `${suffix}: ${result.stderr}`).toBe(0);
       }
       expect(operationRequests(sandbox).map((r) => r.path)).toEqual(Array(6).fill('/v1/api/post-details'));
+    } finally {
+      await sandbox.stop();
+      await ws.cleanup();
+    }
+  });
+});
+
+describe('netingest run --token-file', () => {
+  it('exits 2 before any call on a token file others can read, and runs once it is chmod 600', async () => {
+    const TOKEN = 'cli-mode-token-4c1';
+    const sandbox = await startSandbox({ port: 0, tokens: { [TOKEN]: 1000 }, notFoundRate: 0 });
+    const ws = await makeWorkspace();
+    try {
+      await ws.write('posts.csv', csv(['post_url'], postUrls(2).map((u) => [u])));
+      const job = await ws.job('posts', { operation: 'post-details', input: { csv: 'posts.csv', column: 'post_url' }, rate: FAST_RATE });
+      const tokenFile = await ws.write('token', `${TOKEN}\n`, 0o644);
+      const args = ['run', job, '--db', ws.db, '--token-file', tokenFile];
+      const env = { NETINGEST_API_URL: sandbox.url };
+      const refused = await runCli(args, { cwd: ws.dir, env });
+      expect(refused.code, refused.stderr).toBe(2);
+      expect(refused.stderr).toContain(`has mode 0644: other users can read it`);
+      expect(refused.stderr).toContain(`chmod 600 ${tokenFile}`);
+      expect(refused.stderr).not.toContain(TOKEN);
+      expect(sandbox.requests).toHaveLength(0);
+
+      chmodSync(tokenFile, 0o600);
+      const accepted = await runCli(args, { cwd: ws.dir, env });
+      expect(accepted.code, accepted.stderr).toBe(0);
+      expect(sandbox.requests).toHaveLength(2);
     } finally {
       await sandbox.stop();
       await ws.cleanup();

@@ -19,7 +19,7 @@ if (!soffice) console.warn('skipped: enrich --excel opened in LibreOffice: no so
 
 const AT = '2026-11-20T08:00:00.000Z';
 const ACCOUNT = { location: ['germany'] };
-const co = (slug: string) => `https://network.com/company/${slug}`;
+const co = (slug: string) => `https://www.network.com/company/${slug}`;
 let dir: string;
 let db: string;
 let job: string;

@@ -45,7 +45,7 @@ describe('no output and no file ever holds the token', () => {
   it('runs, reads, fails and is killed without writing the token anywhere', async () => {
     const db = join(ws.dir, 'data', 'ops.db');
     const tokenFile = join(ws.dir, 'token.txt');
-    writeFileSync(tokenFile, `${TOKEN}\n`);
+    writeFileSync(tokenFile, `${TOKEN}\n`, { mode: 0o600 });
 
     expect((await cli('run', ['run', ws.postsJob, ws.lookalikesJob, '--db', db])).code).toBe(0);
     expect((await cli('run --log-format json --json', ['run', ws.postsJob, '--db', db, '--refresh', '--log-format', 'json', '--json'])).code).toBe(0);

@@ -129,7 +129,7 @@ describe('bad job files and input files: exit 2, naming file, line and field', (
   it('reports each problem and makes no call', async () => {
     const { sandbox, ws } = await setUp();
     await ws.write('posts.csv', csv(['post_url', 'campaign'], postUrls(3).map((u) => [u, 'a'])));
-    const tokenFile = await ws.write('token', GOOD_TOKEN + '\n');
+    const tokenFile = await ws.write('token', GOOD_TOKEN + '\n', 0o600);
     const base = { operation: 'post-details', input: { csv: `${ws.dir}/posts.csv`, column: 'post_url' } };
     const similar = { operation: 'similar-companies', input: { csv: `${ws.dir}/posts.csv`, column: 'post_url' } };
     const files = {

@@ -19,7 +19,8 @@ import type { LoggedRequest, Sandbox } from '../src/sandbox/server.ts';
 import { BALANCE_PATH } from '../src/api/balance.ts';
 
 export const ROOT = fileURLToPath(new URL('..', import.meta.url));
-export const BIN = join(ROOT, 'src/cli/bin.mjs');
+/** The built CLI, as installed (test/global-setup.ts builds it when a source is newer); cli-help and a few others run the sources. */
+export const BIN = join(ROOT, 'dist/bin.js');
 
 /** Retry settings that keep fault tests fast. */
 export const FAST_RETRY = { retries: 5, minTimeoutMs: 10, maxTimeoutMs: 50 } as const;
@@ -31,8 +32,8 @@ export interface Workspace {
   dir: string;
   /** The database file (not created until a run opens it). */
   db: string;
-  /** Writes a file relative to the workspace and returns its absolute path. */
-  write(name: string, text: string): Promise<string>;
+  /** Writes a file relative to the workspace (with `mode` if given: 0o600 for a token file) and returns its absolute path. */
+  write(name: string, text: string, mode?: number): Promise<string>;
   /** Writes a job as JSON (`name`.json) and returns its absolute path. */
   job(name: string, definition: Record<string, unknown>): Promise<string>;
   /** Loads job files as the CLI would, relative paths resolved against the workspace. */
@@ -55,9 +56,9 @@ export function useWorkspaces(): () => Promise<Workspace> {
 
 export async function makeWorkspace(): Promise<Workspace> {
   const dir = await mkdtemp(join(tmpdir(), 'netingest-run-'));
-  const write = async (name: string, text: string) => {
+  const write = async (name: string, text: string, mode?: number) => {
     const path = join(dir, name);
-    await writeFile(path, text);
+    await writeFile(path, text, { mode });
     return path;
   };
   return {

@@ -20,7 +20,6 @@ afterEach(async () => {
 });
 
 const PER_MINUTE = 600;
-const INTERVAL_MS = 60_000 / PER_MINUTE;
 
 /** Arrival times of a run of `tasks` post lookups at 600/minute, concurrency 4; in-process or via the CLI. */
 async function measuredRun(latencyMs: number | [number, number], tasks: number, via: 'cli' | 'in-process'): Promise<number[]> {
@@ -77,7 +76,8 @@ describe('requestsPerMinute', () => {
     expect(perMinute).toBeLessThanOrEqual(PER_MINUTE);
   });
 
-  it('keeps the pace when answers take longer than the interval (concurrency fills the gaps)', async () => {
+  // One retry, as above: a stall of the shared event loop longer than a few intervals costs the pace, not the gate.
+  it('keeps the pace when answers take longer than the interval (concurrency fills the gaps)', { retry: 1 }, async () => {
     const at = await measuredRun([150, 250], 30, 'in-process');
     expect(maxInSlidingMinute(at)).toBeLessThanOrEqual(PER_MINUTE);
     // The first answers go one at a time (the credit guard learns the balance and the cost from them), so the

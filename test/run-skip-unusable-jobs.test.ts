@@ -80,7 +80,7 @@ describe('run: an unusable job is skipped, the others run, exit 2', () => {
     const good = await goodJobs(ws);
     const posts = await ws.job('posts', good.posts);
     const broken = await ws.job('broken', { ...good.companies, pages: 'two' });
-    const tokenFile = await ws.write('token', TOKEN + '\n');
+    const tokenFile = await ws.write('token', TOKEN + '\n', 0o600);
     const cli = await inProcess(['run', posts, broken, '--db', ws.db, '--api-url', sandbox.url, '--token-file', tokenFile]);
     expect(cli.code, cli.stderr).toBe(2);
     expect(cli.stdout).toMatch(/^Run 1: completed; 1 job skipped/);
@@ -101,7 +101,7 @@ describe('run: an unusable job is skipped, the others run, exit 2', () => {
       await ws.job('d-search', { operation: 'search-jobs', input: { csv: `${ws.dir}/queries.csv` }, rate: FAST_RATE, retry: FAST_RETRY }),
       await ws.job('e-companies', good.companies),
     ];
-    const tokenFile = await ws.write('token', TOKEN + '\n');
+    const tokenFile = await ws.write('token', TOKEN + '\n', 0o600);
     const cli = await inProcess(['run', ...files, '--db', ws.db, '--api-url', sandbox.url, '--token-file', tokenFile, '--json']);
     expect(cli.code, cli.stderr).toBe(2);
     const summary = JSON.parse(cli.stdout) as RunSummary;
@@ -134,7 +134,7 @@ describe('run: an unusable job is skipped, the others run, exit 2', () => {
       await ws.job('a-missing', { ...good.posts, input: { csv: `${ws.dir}/nowhere.csv`, column: 'post_url' } }),
       await ws.job('b-column', { ...good.companies, input: { csv: `${ws.dir}/companies.csv`, column: 'url' } }),
     ];
-    const tokenFile = await ws.write('token', TOKEN + '\n');
+    const tokenFile = await ws.write('token', TOKEN + '\n', 0o600);
     const cli = await inProcess(['run', ...files, '--db', ws.db, '--api-url', sandbox.url, '--token-file', tokenFile]);
     expect(cli.code, cli.stderr).toBe(2);
     expect(cli.stdout).toBe('');

@@ -3,7 +3,7 @@
  * (NETINGEST_API_URL, NETINGEST_API_TOKEN). Refuses anything that would send the token in clear text over a
  * network.
  */
-import { readFileSync } from 'node:fs';
+import { closeSync, fstatSync, openSync, readFileSync } from 'node:fs';
 import { ConfigError } from '../errors.ts';
 import { API_PREFIX } from '../spec/types.ts';
 
@@ -90,18 +90,51 @@ export function isLoopbackHost(hostname: string): boolean {
 
 function readTokenFile(path: string): string {
   let text: string;
+  let mode: number | null;
   try {
-    text = readFileSync(path, 'utf8');
+    const fd = openSync(path, 'r');
+    try {
+      const stat = fstatSync(fd);
+      // Only a file lying on disk: a pipe (`--token-file <(pass show api)`) is no copy others can read later.
+      mode = stat.isFile() ? stat.mode & 0o777 : null;
+      text = readFileSync(fd, 'utf8');
+    } finally {
+      closeSync(fd);
+    }
   } catch (err) {
     const code = (err as { code?: unknown }).code;
     throw new ConfigError(`Cannot read the token file ${path} given to --token-file (${typeof code === 'string' ? code : String(err)}).`, {
       cause: err,
     });
   }
+  if (mode !== null) refuseOpenToOthers(path, mode);
   const token = text.trim();
   if (token === '') throw new ConfigError(`The token file ${path} given to --token-file is empty; put the API token in it.`);
   checkToken(token, `The token file ${path}`);
   return token;
+}
+
+/** Permission bits that let a user other than the owner read or change a token file. */
+const OPEN_TO_OTHERS = 0o077;
+
+/**
+ * Refuses a token file that others may read or write, as ssh refuses such a private key: a token anyone on the
+ * machine can read spends the account's credits, and one they can write sends calls under a token they chose.
+ */
+function refuseOpenToOthers(path: string, mode: number): void {
+  // Windows has no such bits: Node reports 0o666 for every writable file there.
+  if (process.platform === 'win32' || (mode & OPEN_TO_OTHERS) === 0) return;
+  const octal = mode.toString(8).padStart(4, '0');
+  const can = [mode & 0o044 ? 'read' : '', mode & 0o022 ? 'write' : ''].filter(Boolean).join(' and ') || 'open';
+  throw new ConfigError(
+    `The token file ${path} given to --token-file has mode ${octal}: other users can ${can} it. ` +
+      `Refused, as ssh refuses such a private key; make it private with: chmod 600 ${shellWord(path)}`,
+  );
+}
+
+/** A path as one shell word, so that the command in a message can be pasted as it is. */
+function shellWord(path: string): string {
+  return /^[\w./~@%+=:,-]+$/.test(path) ? path : `'${path.replaceAll("'", `'\\''`)}'`;
 }
 
 function tokenFromEnv(env: NodeJS.ProcessEnv): string {

@@ -6,10 +6,16 @@
  * database holds the run's outcome, so the command carries on and ends with its own exit code.
  */
 
-/** Makes EPIPE on `stream` end its output quietly instead of the process; any other error stays fatal. */
+/**
+ * What a write answers when its reader is gone: EPIPE for a pipe, EIO for a terminal that hung up (an ssh
+ * session that dropped: the run goes on after its SIGHUP to store its answers in flight, see signals.ts).
+ */
+const READER_GONE = new Set(['EPIPE', 'EIO']);
+
+/** Makes a lost reader on `stream` end its output quietly instead of the process; any other error stays fatal. */
 export function surviveClosedReader(stream: NodeJS.WriteStream): void {
   stream.on('error', (err: NodeJS.ErrnoException) => {
-    if (err.code === 'EPIPE') return;
+    if (READER_GONE.has(err.code ?? '')) return;
     // What Node does with an 'error' event nobody handles: an uncaught exception.
     throw err;
   });

@@ -19,8 +19,8 @@ export const EXIT = {
 export function exitCodeFor(err: unknown): number {
   if (err instanceof UsageError) return EXIT.usage;
   if (err instanceof NetingestError) {
-    // Another run holds our lock, or another process holds SQLite's own lock past the busy timeout.
-    if (err.code === 'LOCKED' || err.code === 'DB_LOCKED') return EXIT.locked;
+    // Another run holds our lock (or took it over from this one), or another process holds SQLite's own lock past the busy timeout.
+    if (err.code === 'LOCKED' || err.code === 'LOCK_LOST' || err.code === 'DB_LOCKED') return EXIT.locked;
     if (err.code === 'OUT_OF_CREDITS') return EXIT.credits;
     if (err.code === 'INTERRUPTED') return EXIT.interrupted;
     if (err.code === 'QUERY_TIMEOUT') return EXIT.timeout;

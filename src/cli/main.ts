@@ -1,12 +1,12 @@
 import yargs from 'yargs';
-import { readFileSync } from 'node:fs';
 import type { CommandIO, CommandSpec } from './command.ts';
 import { EXIT, exitCodeFor } from './exit-codes.ts';
 import { NetingestError } from '../errors.ts';
-import { commands } from './commands/index.ts';
+import { commands, type LazyCommand } from './commands/index.ts';
 import { describeError } from './describe-error.ts';
+import { readPackageJson } from '../package-root.ts';
 
-const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+const pkg = readPackageJson();
 
 /** Runs the netingest command line and resolves to the process exit code; never calls process.exit. */
 export async function main(argv: string[], io: CommandIO = { stdout: process.stdout, stderr: process.stderr }): Promise<number> {
@@ -23,9 +23,11 @@ export async function main(argv: string[], io: CommandIO = { stdout: process.std
       if (err) throw err;
       throw new UsageFailure(msg);
     });
-  for (const spec of commands as CommandSpec[]) {
-    parser = parser.command(spec.name, spec.describe, spec.builder, async (args) => {
-      exitCode = await spec.run(args, io);
+  for (const entry of commands) {
+    // yargs calls a command's builder only for the command it picked (to parse or to show its --help).
+    const spec = once(entry);
+    parser = parser.command(entry.name, entry.describe, async (y) => (await spec()).builder(y), async (args) => {
+      exitCode = await (await spec()).run(args, io);
     });
   }
   try {
@@ -48,6 +50,12 @@ export async function main(argv: string[], io: CommandIO = { stdout: process.std
 }
 
 class UsageFailure extends Error {}
+
+/** The command's module, imported on first use. */
+function once(entry: LazyCommand): () => Promise<CommandSpec> {
+  let loaded: Promise<CommandSpec> | undefined;
+  return () => (loaded ??= entry.load());
+}
 
 /**
  * An argument starting with `-- ` (a SQL statement opening with a line comment, `query "$(cat report.sql)"`)

@@ -7,14 +7,15 @@ import { RUN_DEFAULTS } from '../runner/run-jobs.ts';
  */
 export const SHUTDOWN_GRACE_MS = RUN_DEFAULTS.requestTimeoutMs + 10_000;
 
-/** The signals that stop a command gracefully. */
-export const STOP_SIGNALS: readonly NodeJS.Signals[] = ['SIGINT', 'SIGTERM'];
-
 /**
- * The signals that stop export, enrich and query gracefully: SIGHUP too, since a closed terminal or dropped ssh
- * session would otherwise kill the process at once and leave its temporary output file behind.
+ * The signals that stop a command gracefully. SIGHUP too: a closed terminal or a dropped ssh session would
+ * otherwise kill the process at once, losing the answers a run has in flight (paid for, not written) with its
+ * `runs` row left running, or leaving an export's temporary file behind.
  */
-export const OUTPUT_STOP_SIGNALS: readonly NodeJS.Signals[] = [...STOP_SIGNALS, 'SIGHUP'];
+export const STOP_SIGNALS: readonly NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
+
+/** The signals that stop export, enrich and query gracefully: the same as every command's. */
+export const OUTPUT_STOP_SIGNALS: readonly NodeJS.Signals[] = STOP_SIGNALS;
 
 /**
  * Tells the user of a stop signal: `again` is false for the first (work winds down), true for a second one (the
@@ -23,7 +24,7 @@ export const OUTPUT_STOP_SIGNALS: readonly NodeJS.Signals[] = [...STOP_SIGNALS, 
 export type StopNotice = (signal: NodeJS.Signals, again: boolean) => void;
 
 /**
- * First SIGINT/SIGTERM: abort the controller, so a run stops sending (calls in flight finish and are written)
+ * First SIGINT/SIGTERM/SIGHUP: abort the controller, so a run stops sending (calls in flight finish and are written)
  * and an export drops its temporary file. A second signal, or the grace running out, exits at once with 130:
  * every database write is a whole SQLite transaction and exports write to a temporary file, so nothing is
  * left half-written wherever the process stops.
@@ -64,7 +65,7 @@ export function stderrNotice(stderr: NodeJS.WritableStream & { isTTY?: boolean }
     );
 }
 
-/** Runs `work` with an AbortSignal wired to SIGINT/SIGTERM for its duration; `notify` tells the user. */
+/** Runs `work` with an AbortSignal wired to the stop signals for its duration; `notify` tells the user. */
 export async function withStopSignals<T>(
   notify: StopNotice,
   work: (signal: AbortSignal) => Promise<T>,

@@ -4,11 +4,12 @@
  * when it records a migration this build does not ship.
  */
 import type BetterSqlite3 from 'better-sqlite3';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { readMigrationFiles } from 'drizzle-orm/migrator';
+import { PACKAGE_ROOT } from '../package-root.ts';
 
-/** The generated migrations folder, resolved from this module so the cwd does not matter. */
-export const MIGRATIONS_FOLDER = fileURLToPath(new URL('../../migrations/', import.meta.url));
+/** The generated migrations folder, in the package (checkout or installed) so the cwd does not matter. */
+export const MIGRATIONS_FOLDER = join(PACKAGE_ROOT, 'migrations');
 
 /** drizzle's bookkeeping table (its default name). */
 export const DRIZZLE_MIGRATIONS_TABLE = '__drizzle_migrations';

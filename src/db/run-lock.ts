@@ -1,7 +1,9 @@
 import { hostname } from 'node:os';
+import type BetterSqlite3 from 'better-sqlite3';
 import { NetingestError } from '../errors.ts';
 import type { Database } from './open.ts';
 import { closeAbandonedRuns } from './abandoned-runs.ts';
+import { processFacts } from './process-identity.ts';
 
 /** Another live process is running against this database (exit code 4). */
 export class LockedError extends NetingestError {
@@ -10,11 +12,24 @@ export class LockedError extends NetingestError {
   }
 }
 
+/**
+ * This run's lock was taken over while it was not running (suspended past its lease on a lock shared between
+ * hosts, or its row changed by hand): it stopped before its next call and commit (exit code 4).
+ */
+export class LockLostError extends NetingestError {
+  constructor(message: string) {
+    super('LOCK_LOST', message);
+  }
+}
+
 export const RUN_LOCK_DEFAULTS = {
-  /** How often the holder refreshes its heartbeat. */
-  heartbeatMs: 30_000,
-  /** A lock whose heartbeat is older than this is taken over on any host (its pid may have been reused). */
-  staleAfterMs: 5 * 60_000,
+  /**
+   * How long after its holder's last heartbeat a lock from another host may be taken over (the holder writes
+   * its own lease in the row). A lock of this host is taken over only once its process is gone, never on time.
+   */
+  leaseMs: 5 * 60_000,
+  /** Heartbeats per lease: a live holder renews its lease this many times before it could run out. */
+  heartbeatsPerLease: 10,
 } as const;
 
 interface LockRow {
@@ -23,84 +38,171 @@ interface LockRow {
   runId: number | null;
   acquiredAt: string;
   heartbeatAt: string;
+  processStart: string | null;
+  leaseMs: number | null;
 }
 
 /** What tells one holding of the lock from another: a pid alone repeats (PID 1 in a container, reuse). */
-type Holding = Pick<LockRow, 'pid' | 'host' | 'acquiredAt'>;
+export type RunLockHolding = Pick<LockRow, 'pid' | 'host' | 'acquiredAt'>;
+
+/** Options of acquireRunLock; every default is in RUN_LOCK_DEFAULTS. */
+export interface RunLockOptions {
+  pid?: number;
+  host?: string;
+  leaseMs?: number;
+}
 
 /** A held run lock; release() it when the run ends. */
 export interface RunLock {
   /** Runs left marked running by dead processes, closed as abandoned when the lock was taken. */
   readonly abandonedRuns: readonly number[];
+  /** The holding the writer thread checks in each commit (see lockCheck). */
+  readonly holding: RunLockHolding;
   setRunId(runId: number): void;
+  /** Whether the lock is still ours, read from the database now; once false, false for good. */
+  held(): boolean;
+  /** Runs `write` in one IMMEDIATE transaction once the lock is checked to be ours; throws LockLostError if not. */
+  whileHeld<T>(write: () => T): T;
+  /** Tells `listener` once when a check or a heartbeat finds the lock gone. */
+  onLost(listener: (err: LockLostError) => void): void;
   release(): void;
 }
 
 /** The lock row as `netingest status` shows it, with whether its holder is alive as far as this host can tell. */
-export type RunLockState = LockRow & { alive: boolean };
+export type RunLockState = Omit<LockRow, 'processStart' | 'leaseMs'> & { alive: boolean };
 
-const READ_LOCK = `SELECT pid, host, run_id AS runId, acquired_at AS acquiredAt, heartbeat_at AS heartbeatAt FROM run_lock WHERE id = 1`;
+const READ_LOCK = `SELECT pid, host, run_id AS runId, acquired_at AS acquiredAt, heartbeat_at AS heartbeatAt,
+  process_start AS processStart, lease_ms AS leaseMs FROM run_lock WHERE id = 1`;
+const MINE = `id = 1 AND pid = ? AND host = ? AND acquired_at = ?`;
 
 // The locks this process holds now. A row naming our own pid is ours only if it is one of these; any other
 // was left by an earlier process that had the same pid, which is dead since we have that pid now.
-const heldHere = new Set<Holding>();
+const heldHere = new Set<RunLockHolding>();
 
 /** The lock row, if any, and whether its holder is alive by the same test a run applies before taking it over. */
 export function readRunLock(database: Database, host = hostname()): RunLockState | null {
   const held = database.sqlite.prepare(READ_LOCK).get() as LockRow | undefined;
-  return held ? { ...held, alive: isAlive(held, host) } : null;
+  if (!held) return null;
+  const { processStart: _start, leaseMs: _lease, ...shown } = held;
+  return { ...shown, alive: isAlive(held, host) };
+}
+
+/**
+ * A check that `holding` still holds the lock, for a connection of its own (the writer thread's): call it inside
+ * the write transaction it guards, so that no takeover can come between the check and the commit.
+ */
+export function lockCheck(sqlite: BetterSqlite3.Database, holding: RunLockHolding): () => boolean {
+  const mine = sqlite.prepare(`SELECT 1 FROM run_lock WHERE ${MINE}`).pluck();
+  return () => mine.get(holding.pid, holding.host, holding.acquiredAt) === 1;
+}
+
+/** The error of a run that lost its lock, saying who holds it now. */
+export function lockLostError(sqlite: BetterSqlite3.Database, file: string, runId: number | null): LockLostError {
+  let now = 'no run holds it now';
+  try {
+    const row = sqlite.prepare(READ_LOCK).get() as LockRow | undefined;
+    if (row) now = `run ${row.runId ?? '?'} holds it now (pid ${row.pid} on ${row.host}, since ${row.acquiredAt})`;
+  } catch {
+    // The message matters less than the stop it explains.
+  }
+  return new LockLostError(
+    `run ${runId ?? '?'} lost the lock of ${file} while it was not running (suspended, or cut off past its lease): ${now}. ` +
+      'It stopped before its next call and stored nothing more; the run that took the lock over closed it as abandoned ' +
+      'and does its remaining tasks',
+  );
 }
 
 /**
  * Takes the one-run-per-database lock, a row in `run_lock`. A lock held by a live process is refused with
- * who holds it; one left by a dead process is taken over: its heartbeat is stale (any host), or, on this host,
- * its pid is gone or is our own pid without being our lock. The check and the take happen in one IMMEDIATE
- * transaction, so two runs cannot both win; runs that dead processes left marked running are closed in it too,
- * so no run can see them half-closed.
+ * who holds it: on this host, a process that exists and started when the holder did (a stopped or suspended
+ * run included, however old its heartbeat); on another host, one whose lease has not run out since its last
+ * heartbeat. Any other lock was left by a dead process and is taken over. The check and the take happen in one
+ * IMMEDIATE transaction, so two runs cannot both win; runs that dead processes left marked running are closed
+ * in it too, so no run can see them half-closed.
  */
-export function acquireRunLock(database: Database, pid = process.pid, host = hostname()): RunLock {
+export function acquireRunLock(database: Database, options: RunLockOptions = {}): RunLock {
+  const { pid = process.pid, host = hostname(), leaseMs = RUN_LOCK_DEFAULTS.leaseMs } = options;
   const { sqlite } = database;
   const read = sqlite.prepare(READ_LOCK);
-  const write = sqlite.prepare(`INSERT OR REPLACE INTO run_lock (id, pid, host, run_id, acquired_at, heartbeat_at) VALUES (1, ?, ?, NULL, ?, ?)`);
+  const write = sqlite.prepare(`INSERT OR REPLACE INTO run_lock (id, pid, host, run_id, acquired_at, heartbeat_at, process_start, lease_ms)
+    VALUES (1, ?, ?, NULL, ?, ?, ?, ?)`);
   const { holding, abandonedRuns } = sqlite
     .transaction(() => {
       const held = read.get() as LockRow | undefined;
-      if (held && isAlive(held, host)) {
-        throw new LockedError(
-          `the database ${database.file} is in use by run ${held.runId ?? '?'} (pid ${held.pid} on ${held.host}, since ${held.acquiredAt}); wait for it to finish`,
-        );
-      }
+      if (held && isAlive(held, host)) throw new LockedError(lockedMessage(database.file, held, host));
       const now = new Date().toISOString();
-      write.run(pid, host, now, now);
-      const holding: Holding = { pid, host, acquiredAt: now };
+      write.run(pid, host, now, now, processFacts(pid)?.start ?? null, leaseMs);
+      const holding: RunLockHolding = { pid, host, acquiredAt: now };
       return { holding, abandonedRuns: closeAbandonedRuns(database) };
     })
     .immediate();
   heldHere.add(holding);
+  return holdLock(database, holding, abandonedRuns, leaseMs);
+}
 
-  // Every statement names the holding, not just pid and host, so a run whose lock was taken over (its
-  // heartbeat went stale) cannot refresh or delete the row of the run that took it, even one with its pid.
-  const mine = `id = 1 AND pid = ? AND host = ? AND acquired_at = ?`;
+/** The RunLock of a holding just taken: its heartbeat, its checks, its release. */
+function holdLock(database: Database, holding: RunLockHolding, abandonedRuns: number[], leaseMs: number): RunLock {
+  const { sqlite } = database;
+  // Every statement names the holding, not just pid and host, so a run whose lock was taken over cannot
+  // refresh or delete the row of the run that took it, even one with its pid.
   const key = [holding.pid, holding.host, holding.acquiredAt] as const;
-  const beat = sqlite.prepare(`UPDATE run_lock SET heartbeat_at = ? WHERE ${mine}`);
+  const beat = sqlite.prepare(`UPDATE run_lock SET heartbeat_at = ? WHERE ${MINE}`);
+  const ours = lockCheck(sqlite, holding);
+  const listeners: Array<(err: LockLostError) => void> = [];
+  let runId: number | null = null;
+  let lost = false;
+  const markLost = () => {
+    if (lost) return;
+    lost = true;
+    const err = lockLostError(sqlite, database.file, runId);
+    for (const listener of listeners.splice(0)) listener(err);
+  };
+  const guarded = sqlite.transaction(<T>(write: () => T): T => {
+    if (!ours()) throw lockLostError(sqlite, database.file, runId);
+    return write();
+  });
+
   const timer = setInterval(() => {
     try {
-      beat.run(new Date().toISOString(), ...key);
+      if (beat.run(new Date().toISOString(), ...key).changes === 0) markLost();
     } catch {
       // A busy database delays one heartbeat; the next one will do.
     }
-  }, RUN_LOCK_DEFAULTS.heartbeatMs);
+  }, leaseMs / RUN_LOCK_DEFAULTS.heartbeatsPerLease);
   timer.unref();
   return {
     abandonedRuns,
-    setRunId(runId) {
-      sqlite.prepare(`UPDATE run_lock SET run_id = ? WHERE ${mine}`).run(runId, ...key);
+    holding,
+    setRunId(id) {
+      runId = id;
+      sqlite.prepare(`UPDATE run_lock SET run_id = ? WHERE ${MINE}`).run(id, ...key);
+    },
+    held() {
+      if (lost) return false;
+      try {
+        if (!ours()) markLost();
+      } catch {
+        // Unreadable now: the writer thread's check in each commit still fences this run off.
+      }
+      return !lost;
+    },
+    whileHeld(write) {
+      if (lost) throw lockLostError(sqlite, database.file, runId);
+      try {
+        return guarded.immediate(write) as ReturnType<typeof write>;
+      } catch (err) {
+        if (err instanceof LockLostError) markLost();
+        throw err;
+      }
+    },
+    onLost(listener) {
+      listeners.push(listener);
     },
     release() {
       clearInterval(timer);
       // Forgotten first: should the DELETE fail, the row left behind is taken over, even by this process.
       heldHere.delete(holding);
-      sqlite.prepare(`DELETE FROM run_lock WHERE ${mine}`).run(...key);
+      sqlite.prepare(`DELETE FROM run_lock WHERE ${MINE}`).run(...key);
     },
   };
 }
@@ -108,12 +210,16 @@ export function acquireRunLock(database: Database, pid = process.pid, host = hos
 function isAlive(lock: LockRow, host: string): boolean {
   // Our own run: known for sure, even if a blocked event loop let its heartbeat go stale.
   if (heldByThisProcess(lock)) return true;
-  if (!heartbeatFresh(lock)) return false;
-  // Another host's pid cannot be checked from here; the fresh heartbeat is all there is.
-  if (lock.host !== host) return true;
+  // Another host's pid cannot be checked from here: its lease, renewed by its heartbeat, is all there is.
+  if (lock.host !== host) return leaseRunning(lock);
   // Our pid, yet not one of our locks (checked above): an earlier process with this pid left it.
   if (lock.pid === process.pid) return false;
-  return processExists(lock.pid);
+  if (!processExists(lock.pid)) return false;
+  const facts = processFacts(lock.pid);
+  // The holder itself, stopped (Ctrl-Z) or frozen however long, is alive; another process with its pid is not.
+  if (lock.processStart !== null && facts !== null) return facts.start === lock.processStart;
+  // No start to compare (a row written without one, or no /proc here): the lease decides, as on another host.
+  return leaseRunning(lock);
 }
 
 function heldByThisProcess(lock: LockRow): boolean {
@@ -123,9 +229,20 @@ function heldByThisProcess(lock: LockRow): boolean {
   return false;
 }
 
-function heartbeatFresh(lock: LockRow): boolean {
+function leaseRunning(lock: LockRow): boolean {
+  const leaseMs = lock.leaseMs !== null && lock.leaseMs > 0 ? lock.leaseMs : RUN_LOCK_DEFAULTS.leaseMs;
   // An unreadable heartbeat parses to NaN, which compares false: such a lock is taken over.
-  return Date.now() - Date.parse(lock.heartbeatAt) < RUN_LOCK_DEFAULTS.staleAfterMs;
+  return Date.now() - Date.parse(lock.heartbeatAt) < leaseMs;
+}
+
+function lockedMessage(file: string, held: LockRow, host: string): string {
+  const holder = `the database ${file} is in use by run ${held.runId ?? '?'} (pid ${held.pid} on ${held.host}, since ${held.acquiredAt})`;
+  const state = held.host === host ? processFacts(held.pid)?.state : undefined;
+  // A stopped run holds its lock for as long as it is stopped: waiting would not help.
+  if (state === 'T' || state === 't') {
+    return `${holder}, which is stopped (Ctrl-Z or SIGSTOP): resume it (fg, or kill -CONT ${held.pid}) or end it (kill ${held.pid})`;
+  }
+  return `${holder}; wait for it to finish`;
 }
 
 function processExists(pid: number): boolean {

@@ -441,6 +441,10 @@ export const runLock = sqliteTable(
     runId: integer('run_id'),
     acquiredAt: text('acquired_at').notNull(),
     heartbeatAt: text('heartbeat_at').notNull(),
+    /** The holder's process start (boot id and /proc start time): a pid reused by another process differs. */
+    processStart: text('process_start'),
+    /** How long after its last heartbeat another host may take the lock over; null: the default lease. */
+    leaseMs: integer('lease_ms'),
   },
   (t) => [check('run_lock_single_row', sql`${t.id} = 1`)],
 );

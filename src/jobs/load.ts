@@ -1,7 +1,6 @@
 import { readFile, readdir, realpath } from 'node:fs/promises';
 import { basename, extname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { tsImport } from 'tsx/esm/api';
 import { describeCompileError, type CompileError } from './compile-error.ts';
 import { JOB_DEFAULTS } from './defaults.ts';
 import { JobFileError, formatJobIssue, type JobIssue } from './job-error.ts';
@@ -128,6 +127,8 @@ async function importDefault(file: string, displayName: string, cwd: string): Pr
   try {
     // tsImport, not import(): a .ts job outside an ESM package (a folder with no package.json) is compiled as
     // CommonJS, and a plain import() of it through the CLI's registered loader fails with a require() cycle.
+    // tsx is imported here, not at the top: only a module job needs it, and it costs every start ~100 ms.
+    const { tsImport } = await import('tsx/esm/api');
     mod = (await tsImport(pathToFileURL(file).href, import.meta.url)) as Record<string, unknown>;
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;

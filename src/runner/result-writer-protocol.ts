@@ -4,12 +4,15 @@
  * report it as it would have reported it from its own connection.
  */
 import { DatabaseError, type DatabaseErrorCode } from '../db/errors.ts';
+import { LockLostError, type RunLockHolding } from '../db/run-lock.ts';
 import type { OutcomeOp } from './outcome-ops.ts';
 
 /** What the writer thread is started with. */
 export interface WriterThreadData {
   dbFile: string;
   runId: number;
+  /** The run's lock, checked in each commit: a run whose lock was taken over commits nothing more. */
+  lock: RunLockHolding | null;
 }
 
 export type WriterMessageIn = { type: 'write'; seq: number; ops: OutcomeOp[] } | { type: 'close' };
@@ -39,6 +42,7 @@ export function serializeError(err: unknown): SerializedError {
 
 /** The error again, as a DatabaseError or an Error carrying SQLite's code. */
 export function deserializeError(e: SerializedError): Error {
+  if (e.code === 'LOCK_LOST') return new LockLostError(e.message);
   if (e.databaseFile !== null && e.code !== null) return new DatabaseError(e.code as DatabaseErrorCode, e.databaseFile, e.message);
   return Object.assign(new Error(e.message), e.code === null ? {} : { code: e.code });
 }

@@ -9,6 +9,7 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { openConnection, type Connection } from '../db/connection.ts';
+import { lockCheck, lockLostError } from '../db/run-lock.ts';
 import { createOutcomeApplier, type OutcomeOp } from './outcome-ops.ts';
 import { serializeError, type WriterThreadData, type WriterMessageIn, type WriterMessageOut } from './result-writer-protocol.ts';
 
@@ -19,7 +20,7 @@ const WRITER_DEFAULTS = {
 } as const;
 
 const port = parentPort!;
-const { dbFile, runId } = (workerData as { data: WriterThreadData }).data;
+const { dbFile, runId, lock } = (workerData as { data: WriterThreadData }).data;
 const send = (message: WriterMessageOut) => port.postMessage(message);
 
 let database: Connection | null = null;
@@ -60,10 +61,25 @@ try {
   // queued behind the checkpointer's fsyncs and stalled commits (measured: 0.45 s of stalls per 20,000
   // answers instead of 0.9 s).
   database.sqlite.pragma(`wal_autocheckpoint = ${WRITER_DEFAULTS.walAutocheckpointPages}`);
-  apply = createOutcomeApplier(database, runId);
+  apply = lockGuarded(database, createOutcomeApplier(database, runId));
   send({ type: 'ready' });
 } catch (err) {
   fail(err);
+}
+
+/**
+ * With the run's lock: each batch in one IMMEDIATE transaction that first checks the lock is still the run's,
+ * so a run suspended while another took the lock over stores nothing when it wakes up (the check and the
+ * commit cannot be split by a takeover, which is a write transaction too).
+ */
+function lockGuarded(connection: Connection, write: (ops: readonly OutcomeOp[]) => void): (ops: readonly OutcomeOp[]) => void {
+  if (!lock) return write;
+  const ours = lockCheck(connection.sqlite, lock);
+  const guarded = connection.sqlite.transaction((ops: readonly OutcomeOp[]) => {
+    if (!ours()) throw lockLostError(connection.sqlite, dbFile, runId);
+    write(ops);
+  });
+  return (ops) => guarded.immediate(ops);
 }
 
 port.on('message', (message: WriterMessageIn) => {

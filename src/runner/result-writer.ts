@@ -4,6 +4,7 @@ import { ApiSchemaError, type ApiError } from '../api/errors.ts';
 import type { ApiCallRow } from '../db/api-calls.ts';
 import type { Operation } from '../spec/types.ts';
 import type { IngestRequest } from '../db/ingest-request.ts';
+import type { RunLockHolding } from '../db/run-lock.ts';
 import { startWorker } from '../threads/start-worker.ts';
 import { startWalCheckpointer, type WalCheckpointer } from '../db/wal-checkpointer.ts';
 import type { OutcomeOp } from './outcome-ops.ts';
@@ -46,10 +47,12 @@ export class ResultWriter {
   constructor(
     dbFile: string,
     private readonly runId: number,
-    /** Called once if the thread cannot write (disk full, read-only file): the run must stop. */
+    /** Called once if the thread cannot write (disk full, read-only file, the run's lock lost): the run must stop. */
     private readonly onFatal: (err: unknown) => void,
+    /** The run's lock, checked in every commit; null writes without the check. */
+    lock: RunLockHolding | null = null,
   ) {
-    const data: WriterThreadData = { dbFile, runId };
+    const data: WriterThreadData = { dbFile, runId, lock };
     this.worker = startWorker(THREAD, data);
     this.checkpointer = startWalCheckpointer(dbFile);
     let readyResolve!: () => void;

@@ -4,7 +4,8 @@ import { createApiClient } from '../api/client.ts';
 import { openDatabase, toDatabaseUseError } from '../db/open.ts';
 import { createLedger } from '../db/ledger.ts';
 import { createRunLog } from '../db/runs.ts';
-import { acquireRunLock, type RunLock } from '../db/run-lock.ts';
+import { acquireRunLock, type LockLostError, type RunLock } from '../db/run-lock.ts';
+import { lockGuardedLedger } from './lock-guarded-ledger.ts';
 import { createApiCallLog } from '../db/api-calls.ts';
 import type { Operation } from '../spec/types.ts';
 import { CreditGuard } from './credit-guard.ts';
@@ -51,7 +52,7 @@ export async function runJobs(options: RunOptions): Promise<RunSummary> {
   try {
     let lock: RunLock;
     try {
-      lock = acquireRunLock(database);
+      lock = acquireRunLock(database, { leaseMs: options.lockLeaseMs });
     } catch (err) {
       throw toDatabaseUseError(err, database.file);
     }
@@ -80,7 +81,7 @@ async function runLocked(
 ): Promise<RunSummary> {
   const startedAt = new Date().toISOString();
   const runs = createRunLog(database);
-  const ledger = createLedger(database);
+  const ledger = lockGuardedLedger(createLedger(database), lock);
   const callLog = createApiCallLog(database);
   const runId = runs.start(options.jobs.map((j) => j.name), startedAt, process.pid, hostname());
   lock.setRunId(runId);
@@ -90,6 +91,12 @@ async function runLocked(
   }
 
   const stop = new RunStop();
+  // Its lock taken over (suspended past its lease): no call, no commit, no write of its books from here on.
+  const lockLost: { error: LockLostError | null } = { error: null };
+  lock.onLost((err) => {
+    lockLost.error = err;
+    stop.stop('fatal', err);
+  });
   const onAbort = () => stop.stop('interrupted');
   if (options.signal?.aborted) onAbort();
   options.signal?.addEventListener('abort', onAbort, { once: true });
@@ -108,7 +115,7 @@ async function runLocked(
     connections: concurrency,
   });
   // Started now so that the thread opens its connection while the first job's input is planned.
-  const writer = new ResultWriter(database.file, runId, (err) => stop.stop('fatal', err));
+  const writer = new ResultWriter(database.file, runId, (err) => stop.stop('fatal', err), lock.holding);
   const gate = new RateGate({ requestsPerMinute: null });
   const outageMinTasks = options.outageMinTasks ?? RUN_DEFAULTS.outageMinTasks;
   const breaker = new OutageBreaker(stop, outageMinTasks);
@@ -199,6 +206,7 @@ async function runLocked(
           retry: job.retry,
           maxThrottleWaitMs,
           maxThrottledAttemptsPerTask,
+          holdsLock: () => lock.held(),
           onAttemptError: () => {
             progress.errors += 1;
             errors += 1;
@@ -256,6 +264,12 @@ async function runLocked(
     await writer.close().catch(() => undefined);
     options.signal?.removeEventListener('abort', onAbort);
   }
+  // The run that took the lock over closed this one's books as abandoned, from what it had committed: they stay so.
+  if (!lock.held()) {
+    // The error itself, which says who holds the lock now, is the command's to print.
+    logger.error('run stopped: its lock was taken over while it was not running', { run: runId, calls: callLog.ofRun(runId).calls });
+    throw lockLost.error!;
+  }
   // Jobs never reached because the run stopped keep their pending tasks for the next run.
   // Such a signal ends the run as any interrupt does (130): a 3 would say that every refresh not done was deferred.
   const stopReason = refreshInterrupted ? 'interrupted' : (stop.reason ?? (capStop ? 'credits' : null));
@@ -287,8 +301,9 @@ async function runLocked(
     drift: drift.lines(),
   };
   try {
-    runs.end(runId, runEnd(summary, creditsAtStart, options.exitCodeOf?.(summary) ?? null));
+    lock.whileHeld(() => runs.end(runId, runEnd(summary, creditsAtStart, options.exitCodeOf?.(summary) ?? null)));
   } catch (err) {
+    if (lockLost.error) throw lockLost.error;
     logger.error('could not record the end of the run', { run: runId, error: describe(err, database.file).message });
   }
   if (error) {

@@ -58,6 +58,8 @@ export interface RunOptions {
   unusableMinAnswers?: number;
   /** How the tasks that failed are logged (one line each for the first ones, then counted). */
   failureLog?: FailureLogOptions;
+  /** The run lock's lease (default RUN_LOCK_DEFAULTS.leaseMs): how long another host waits after its last heartbeat. */
+  lockLeaseMs?: number;
 }
 
 export const RUN_DEFAULTS = {

@@ -36,6 +36,8 @@ export interface ExecutorContext {
   onAttemptError?: (err: ApiError) => void;
   /** Told of every task that ended in this run (not of one the run's stop left pending): outage breaker, failure log. */
   onTaskEnded?: (task: ExecutableTask, outcome: TaskOutcome) => void;
+  /** Whether the run still holds its database lock, asked right before each call (RunLock.held). */
+  holdsLock?: () => boolean;
 }
 
 /** A task as the executor sees it: its ledger id and the exact request it sends. */
@@ -86,6 +88,12 @@ export async function executeTask(task: ExecutableTask, ctx: ExecutorContext): P
       if (attempts >= maxCalls) {
         ctx.guard.settle(reservation, null);
         throw new AbortError(new Error(`internal: task reached its bound of ${maxCalls} calls in one run`));
+      }
+      // Asked last, after any wait: a run suspended meanwhile whose lock was taken over must not pay for the
+      // tasks the new holder now does (its loss stops the run: see runJobs).
+      if (ctx.holdsLock && !ctx.holdsLock()) {
+        ctx.guard.settle(reservation, null);
+        throw new AbortError(new StoppedBeforeCall());
       }
       attempts += 1;
       let result: ApiResult<unknown>;

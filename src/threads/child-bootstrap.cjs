@@ -1,5 +1,6 @@
 // Entry of a child process running a TypeScript module (argv[2]) through tsx's CommonJS hook, as
-// worker-bootstrap.cjs does for worker threads. Modules run this way must not use import.meta or top-level await.
+// worker-bootstrap.cjs does for worker threads, or its bundled .js from dist/. Modules run this way must not use
+// import.meta or top-level await.
 const { Worker } = require('node:worker_threads');
 
 // A parent killed with SIGKILL cannot stop its child, and a child busy in native code (a SQLite statement)
@@ -11,5 +12,10 @@ const watcher = `
 `;
 new Worker(watcher, { eval: true, workerData: { parent: Number(process.argv[3]) } }).unref();
 
-require('tsx/cjs/api').register();
-require(process.argv[2]);
+if (process.argv[2].endsWith('.js')) {
+  // Bundled into dist/ (scripts/build.mjs): the module is plain JavaScript, an ES module.
+  import(require('node:url').pathToFileURL(process.argv[2]).href);
+} else {
+  require('tsx/cjs/api').register();
+  require(process.argv[2]);
+}

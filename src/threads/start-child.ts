@@ -8,13 +8,16 @@ import { fork, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
 const BOOTSTRAP = fileURLToPath(new URL('./child-bootstrap.cjs', import.meta.url));
+/** Bundled into dist/, the child module is an entry beside this code, named as its source (see start-worker.ts). */
+const COMPILED = import.meta.url.endsWith('.js');
 
 /**
  * Starts `module` (a file URL) in a child process; its stdout is dropped, its stderr is readable. The child
  * ends itself once this process is gone, even killed with SIGKILL (see child-bootstrap.cjs).
  */
 export function startChild(module: URL): ChildProcess {
-  return fork(BOOTSTRAP, [fileURLToPath(module), String(process.pid)], {
+  const file = fileURLToPath(module);
+  return fork(BOOTSTRAP, [COMPILED ? file.replace(/\.ts$/, '.js') : file, String(process.pid)], {
     execArgv: [],
     serialization: 'advanced',
     stdio: ['ignore', 'ignore', 'pipe', 'ipc'],

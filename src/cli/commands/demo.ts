@@ -1,4 +1,8 @@
+import { mkdirSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
 import { defineCommand } from '../command.ts';
+import { PACKAGE_ROOT } from '../../package-root.ts';
 import { startSandbox } from '../../sandbox/server.ts';
 import { loadAllJobs } from '../../jobs/load.ts';
 import { runJobs } from '../../runner/run-jobs.ts';
@@ -8,6 +12,7 @@ import { exitCodeForRun } from '../exit-codes.ts';
 import { runQuery } from '../../export/query.ts';
 
 const DEMO_TOKEN = 'demo-sandbox-token';
+const DEMO_DB_NAME = 'demo.db';
 
 /** The query the demo prints to show the dataset is there to be used with SQL. */
 export const DEMO_QUERY = `SELECT reference_url, company_name, best_grade, round(best_score, 3) AS best_score, company_hq_country
@@ -19,28 +24,41 @@ export const demoCommand = defineCommand({
   describe: 'Start the bundled sandbox API, run the example jobs in jobs/ against it, and query the result',
   builder: (y) =>
     y
-      .option('db', { type: 'string', default: 'data/demo.db', normalize: true, describe: 'database to fill' })
-      .option('jobs-dir', { type: 'string', default: 'jobs', normalize: true, describe: 'folder of the example jobs' })
-      .example('$0 demo', 'run the examples into data/demo.db; run it again to see nothing paid twice'),
+      .option('dir', { type: 'string', normalize: true, describe: `folder the demo writes ${DEMO_DB_NAME} into (default: a new temporary folder)` })
+      .option('db', { type: 'string', normalize: true, describe: `database to fill (default: ${DEMO_DB_NAME} in --dir)` })
+      .option('jobs-dir', { type: 'string', normalize: true, describe: "folder of the jobs to run (default: the package's example jobs)" })
+      .example('$0 demo', 'run the examples into a new temporary folder, and say which')
+      .example('$0 demo --dir demo', 'into ./demo/demo.db; run it again to see nothing paid twice'),
   run: async (argv, io) => {
-    const jobs = await loadAllJobs(argv['jobs-dir']);
+    // The bundled jobs name their inputs as data/*.csv: read from the package, wherever the command runs.
+    const jobs = argv['jobs-dir'] === undefined ? await loadAllJobs(join(PACKAGE_ROOT, 'jobs'), { cwd: PACKAGE_ROOT }) : await loadAllJobs(argv['jobs-dir']);
+    const db = argv.db ?? join(demoDir(argv.dir), DEMO_DB_NAME);
     const sandbox = await startSandbox({ port: 0, tokens: { [DEMO_TOKEN]: 100_000 }, latencyMs: [2, 15], logRequests: false });
     try {
-      io.stdout.write(`Sandbox API listening on ${sandbox.url}; running ${jobs.map((j) => j.name).join(', ')} into ${argv.db}\n`);
+      io.stdout.write(`Sandbox API listening on ${sandbox.url}; running ${jobs.map((j) => j.name).join(', ')} into ${resolve(db)}\n`);
       const summary = await runJobs({
-        dbPath: argv.db,
+        dbPath: db,
         jobs,
         api: { baseUrl: sandbox.url, token: DEMO_TOKEN },
         logger: createLogger({ stream: io.stderr, level: 'warn', secrets: [DEMO_TOKEN] }),
         progressStream: io.stderr,
       });
       io.stdout.write(formatRunSummary(summary));
-      io.stdout.write(`\nA sample query (netingest query --db ${argv.db} "..."):\n${DEMO_QUERY}\n\n`);
-      await runQuery({ db: argv.db, sql: DEMO_QUERY, format: 'table', stream: io.stdout });
-      io.stdout.write(`\nRun it again: every task is still fresh, so nothing is paid twice. Try 'netingest status --db ${argv.db}'.\n`);
+      io.stdout.write(`\nA sample query (netingest query --db ${db} "..."):\n${DEMO_QUERY}\n\n`);
+      await runQuery({ db, sql: DEMO_QUERY, format: 'table', stream: io.stdout });
+      const again = argv.db !== undefined ? `--db ${db}` : `--dir ${argv.dir ?? resolve(db, '..')}`;
+      io.stdout.write(`\nThe demo's database is ${resolve(db)}.\n`);
+      io.stdout.write(`Run 'netingest demo ${again}' again: every task is still fresh, so nothing is paid twice. Try 'netingest status --db ${db}'.\n`);
       return exitCodeForRun(summary);
     } finally {
       await sandbox.stop();
     }
   },
 });
+
+/** The folder the demo writes into: `dir` (created when missing), or a new temporary one. */
+function demoDir(dir: string | undefined): string {
+  if (dir === undefined) return mkdtempSync(join(tmpdir(), 'netingest-demo-'));
+  mkdirSync(dir, { recursive: true });
+  return dir;
+}

@@ -13,6 +13,7 @@ import { formatRunSummary } from '../format-summary.ts';
 import { exitCodeForRun } from '../exit-codes.ts';
 import { INVALID_OUT_OPTION, writeInvalidOut } from '../invalid-out.ts';
 import { hadNothingToDo, holdRoutineLines } from '../quiet-night.ts';
+import { lockLeaseFromEnv } from '../lock-lease.ts';
 
 /** `netingest run`: the run engine from the command line. */
 export const runCommand = defineCommand({
@@ -34,6 +35,7 @@ export const runCommand = defineCommand({
       .example('$0 run --all --db data/nightly.db', 'run every job in jobs/ (nightly cron)'),
   run: async (argv, io) => {
     const overrides = overridesFromFlags(argv);
+    const lockLeaseMs = lockLeaseFromEnv();
     const { jobs, broken } = await loadJobs(argv.jobs ?? [], argv.all, argv['jobs-dir']);
     const api = resolveApiConfig({ apiUrl: argv['api-url'], tokenFile: argv['token-file'] });
     const tty = Boolean(io.stderr.isTTY);
@@ -65,6 +67,7 @@ export const runCommand = defineCommand({
         logger,
         progressStream: io.stderr,
         exitCodeOf: exitCodeForRun,
+        lockLeaseMs,
       }),
     ).catch((err: unknown) => {
       held?.settle(false);

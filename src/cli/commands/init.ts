@@ -1,0 +1,43 @@
+import { mkdir, writeFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { defineCommand } from '../command.ts';
+import { UsageError } from '../../errors.ts';
+import { OPERATIONS, type Operation } from '../../spec/types.ts';
+import { STARTERS, starterJobText } from '../../jobs/starters.ts';
+
+/** `netingest init [operation]`: a starter job and its input CSV in the current folder, never over a file. */
+export const initCommand = defineCommand({
+  name: 'init [operation]',
+  describe: 'Write a starter job (jobs/) and its input CSV (data/) into the current folder; never overwrites a file',
+  builder: (y) =>
+    y
+      .positional('operation', { choices: OPERATIONS, default: 'similar-companies' as Operation, describe: 'the operation the job runs' })
+      .option('ts', { type: 'boolean', default: false, describe: "write the job as TypeScript (import { defineJob } from 'netingest')" })
+      .example('$0 init', 'jobs/lookalikes.json and data/leads.csv: companies similar to each lead')
+      .example('$0 init post-details --ts', 'jobs/post-engagement.ts and data/posts.csv'),
+  run: async (argv, io) => {
+    const starter = STARTERS[argv.operation];
+    const jobFile = `jobs/${starter.name}.${argv.ts ? 'ts' : 'json'}`;
+    const files: Array<[string, string]> = [
+      [jobFile, starterJobText(starter, argv.ts ? 'ts' : 'json')],
+      [starter.csvPath, starter.csv],
+    ];
+    const existing = files.map(([path]) => path).filter((path) => existsSync(path));
+    if (existing.length > 0) {
+      throw new UsageError(`${existing.join(' and ')} already exist${existing.length === 1 ? 's' : ''}: nothing written (init never overwrites a file)`);
+    }
+    for (const [path, text] of files) {
+      await mkdir(dirname(path), { recursive: true });
+      // 'wx': should a file appear since the check above, it is still not replaced.
+      await writeFile(path, text, { flag: 'wx' });
+    }
+    io.stdout.write(
+      `Wrote ${jobFile} and ${starter.csvPath}. Put your own rows in the CSV, then:\n` +
+        `  netingest plan ${jobFile}   # what a run would do and cost; no API call\n` +
+        `  netingest run ${jobFile}    # with NETINGEST_API_URL and NETINGEST_API_TOKEN set\n` +
+        (argv.ts ? `The job imports 'netingest': a project that runs it has the package installed (npm install netingest).\n` : ''),
+    );
+    return 0;
+  },
+});

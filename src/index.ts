@@ -1,0 +1,101 @@
+/**
+ * The `netingest` package: `defineJob` for job files, and a small API for scripts that drive netingest
+ * themselves (docs/api.md). A job file imports this module, so it stays light: each function imports its
+ * implementation when first called, and only types are imported here.
+ */
+import type { Job } from './jobs/schema.ts';
+import type { RunOptions } from './runner/run-options.ts';
+import type { RunSummary } from './runner/run-summary.ts';
+import type { PlanReport } from './runner/plan-report.ts';
+import type { ExportResult, ExportSqlOptions, ExportTableOptions } from './export/export-table.ts';
+import type { Dataset } from './export/dataset.ts';
+
+export { defineJob, type JobDefinition } from './jobs/define.ts';
+export type { Job } from './jobs/schema.ts';
+export type { RunSummary, JobSummary } from './runner/run-summary.ts';
+export type { PlanReport } from './runner/plan-report.ts';
+export type { ExportResult, ExportSqlOptions, ExportTableOptions } from './export/export-table.ts';
+export type { Dataset, QueryParams } from './export/dataset.ts';
+export type { Logger } from './runner/logger.ts';
+export { NetingestError, UsageError } from './errors.ts';
+
+/** A job file's path (`.json` or `.ts`, relative to the current directory) or a job loaded by loadJob(). */
+export type JobSource = string | Job;
+
+/** Loads, checks and resolves one job file; throws a JobFileError naming the file, line and field. */
+export async function loadJob(path: string): Promise<Job> {
+  const { loadJob: load } = await import('./jobs/load.ts');
+  return load(path);
+}
+
+/** Options of run(): those of the engine (RunOptions), with jobs given as files and the API from the environment. */
+export interface RunJobsOptions extends Omit<RunOptions, 'dbPath' | 'jobs' | 'api' | 'exitCodeOf' | 'brokenJobFiles'> {
+  /** The SQLite database to fill (created, with its folder, when missing). */
+  db: string;
+  jobs: readonly JobSource[];
+  /** Default: NETINGEST_API_URL and NETINGEST_API_TOKEN, as the CLI reads them. */
+  api?: { baseUrl: string; token: string };
+}
+
+/** What run() resolves to: the summary `netingest run --json` prints, and the exit code the CLI would end with. */
+export interface RunResult {
+  summary: RunSummary;
+  exitCode: number;
+}
+
+/** Runs jobs as `netingest run` does: calls the API for every due task and stores the results. */
+export async function run(options: RunJobsOptions): Promise<RunResult> {
+  const [{ runJobs }, { resolveApiConfig }, { exitCodeForRun }] = await Promise.all([
+    import('./runner/run-jobs.ts'),
+    import('./api/config.ts'),
+    import('./cli/exit-codes.ts'),
+  ]);
+  const { db, jobs, api, ...rest } = options;
+  const summary = await runJobs({
+    ...rest,
+    dbPath: db,
+    jobs: await resolveJobs(jobs),
+    api: api ?? resolveApiConfig(),
+    exitCodeOf: exitCodeForRun,
+  });
+  return { summary, exitCode: exitCodeForRun(summary) };
+}
+
+/** Options of plan(). */
+export interface PlanOptions {
+  /** The database a run would use; read if it exists, never created. */
+  db: string;
+  /** As if the run had --refresh. Default false. */
+  refresh?: boolean;
+}
+
+/** What a run of `job` would do and cost, as `netingest plan` reports it; no API call, nothing written. */
+export async function plan(job: JobSource, options: PlanOptions): Promise<PlanReport> {
+  const { planReport } = await import('./runner/plan-report.ts');
+  const [resolved] = await resolveJobs([job]);
+  return planReport(resolved!, options.db, options.refresh ?? false);
+}
+
+/** Opens the dataset read-only for SQL of your own; close it when done. */
+export async function openDataset(db: string): Promise<Dataset> {
+  const { openDataset: open } = await import('./export/dataset.ts');
+  return open(db);
+}
+
+/** Exports a table or view (`table`) as `netingest export` does: CSV or JSON Lines to `out` or `stream`. */
+export async function exportTable(options: ExportTableOptions): Promise<ExportResult> {
+  const { exportTable: write } = await import('./export/export-table.ts');
+  return write(options);
+}
+
+/** Exports the rows of one read-only SELECT (`sql`), as `netingest export --sql` does. */
+export async function exportSql(options: ExportSqlOptions): Promise<ExportResult> {
+  const { exportSql: write } = await import('./export/export-table.ts');
+  return write(options);
+}
+
+async function resolveJobs(sources: readonly JobSource[]): Promise<Job[]> {
+  const jobs: Job[] = [];
+  for (const source of sources) jobs.push(typeof source === 'string' ? await loadJob(source) : source);
+  return jobs;
+}

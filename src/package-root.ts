@@ -1,0 +1,37 @@
+/**
+ * Where netingest's own files are: the checkout, or node_modules/netingest once installed. Its package.json,
+ * migrations/, jobs/ and data/ sit there. Found by walking up from this module, which is one folder deep in
+ * src/ and at the top of the bundled dist/.
+ */
+import { readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/** The package.json fields netingest reads at run time. */
+export interface PackageJson {
+  name: string;
+  version: string;
+}
+
+/** The package's folder, absolute. */
+export const PACKAGE_ROOT = findPackageRoot(dirname(fileURLToPath(import.meta.url)));
+
+/** The package's own package.json. */
+export function readPackageJson(): PackageJson {
+  return JSON.parse(readFileSync(join(PACKAGE_ROOT, 'package.json'), 'utf8')) as PackageJson;
+}
+
+function findPackageRoot(from: string): string {
+  for (let dir = from; ; dir = dirname(dir)) {
+    if (nameAt(dir) === 'netingest') return dir;
+    if (dirname(dir) === dir) throw new Error(`netingest: no package.json of netingest above ${from}`);
+  }
+}
+
+function nameAt(dir: string): string | undefined {
+  try {
+    return (JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as Partial<PackageJson>).name;
+  } catch {
+    return undefined;
+  }
+}
