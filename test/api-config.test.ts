@@ -218,7 +218,7 @@ describe('netingest run --token-file', () => {
       chmodSync(tokenFile, 0o600);
       const accepted = await runCli(args, { cwd: ws.dir, env });
       expect(accepted.code, accepted.stderr).toBe(0);
-      expect(sandbox.requests).toHaveLength(2);
+      expect(operationRequests(sandbox)).toHaveLength(2);
     } finally {
       await sandbox.stop();
       await ws.cleanup();
