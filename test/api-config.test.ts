@@ -8,7 +8,7 @@ import { createApiClient } from '../src/api/client.ts';
 import { isLoopbackHost, parseBaseUrl, resolveApiConfig } from '../src/api/config.ts';
 import { ConfigError } from '../src/errors.ts';
 import { startSandbox } from '../src/sandbox/server.ts';
-import { FAST_RATE, cliEnv, csv, makeWorkspace, postUrls, runCli } from './run-helpers.ts';
+import { FAST_RATE, cliEnv, csv, makeWorkspace, postUrls, runCli, operationRequests } from './run-helpers.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'netingest-api-config-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -189,7 +189,7 @@ describe("NETINGEST_API_URL copied with the API's /v1/api (the paths in the API'
         const result = await runCli(['run', job, '--db', join(ws.dir, `run-${i}.db`)], { cwd: ws.dir, env });
         expect(result.code, `${suffix}: ${result.stderr}`).toBe(0);
       }
-      expect(sandbox.requests.map((r) => r.path)).toEqual(Array(6).fill('/v1/api/post-details'));
+      expect(operationRequests(sandbox).map((r) => r.path)).toEqual(Array(6).fill('/v1/api/post-details'));
     } finally {
       await sandbox.stop();
       await ws.cleanup();
@@ -218,7 +218,7 @@ describe('netingest run --token-file', () => {
       chmodSync(tokenFile, 0o600);
       const accepted = await runCli(args, { cwd: ws.dir, env });
       expect(accepted.code, accepted.stderr).toBe(0);
-      expect(sandbox.requests).toHaveLength(2);
+      expect(operationRequests(sandbox)).toHaveLength(2);
     } finally {
       await sandbox.stop();
       await ws.cleanup();

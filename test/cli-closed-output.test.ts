@@ -4,7 +4,7 @@
  */
 import { spawn } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
-import { BIN, FAST_RATE, FAST_RETRY, csv, postUrls, query, taskStatuses, useWorkspaces, waitFor, type Workspace } from './run-helpers.ts';
+import { BIN, FAST_RATE, FAST_RETRY, csv, postUrls, query, taskStatuses, useWorkspaces, waitFor, type Workspace, operationRequests } from './run-helpers.ts';
 import { useSandboxes } from './sandbox-helpers.ts';
 
 const TOKEN = 'closed-output-token-5d1e9a';
@@ -49,7 +49,7 @@ describe('an output whose reader went away', () => {
     child.stdout!.destroy();
     child.stderr!.destroy();
     const done = new Promise<number | null>((resolve) => child.once('close', (code) => resolve(code)));
-    await waitFor(() => sandbox.requests.length > 0, 20_000, 'the first call');
+    await waitFor(() => operationRequests(sandbox).length > 0, 20_000, 'the first call');
     child.kill('SIGINT');
     expect(await done).toBe(130);
     expect(query(ws, 'SELECT status FROM runs')).toEqual([{ status: 'interrupted' }]);

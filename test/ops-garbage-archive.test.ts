@@ -42,6 +42,8 @@ afterEach(() => {
 async function startDriftedService(): Promise<string> {
   let used = 0;
   return startFake((req, res) => {
+    // No free balance check here: the calls counted are the lookups.
+    if (req.url === '/v1/api/auth') return void res.writeHead(404).end('{}');
     used += 1;
     const url = new URL(req.url ?? '/', 'http://x').searchParams.get('url') ?? '';
     const { total_credits: _t, credits_used: _u, credits_remaining: _r, ...post } = postResponse({ engagement: { reactions: 1200, comments_count: 7 } });

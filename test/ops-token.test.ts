@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSandbox, type Sandbox } from '../src/sandbox/server.ts';
 import { runCli, startCli, type CliResult } from './soak/cli-process.ts';
 import { apiEnv, bytesOf, opsWorkspace, type OpsWorkspace } from './soak/ops-fixture.ts';
+import { operationRequests } from './run-helpers.ts';
 
 // Distinctive values: any appearance in an output or a file is a leak, not a coincidence.
 const TOKEN = 'ntk_Zq8wQ3-accepted-token-never-logged-5e1f';
@@ -70,12 +71,12 @@ describe('no output and no file ever holds the token', () => {
     expect(mixedUp.code).toBe(2);
 
     // A run SIGKILLed mid-way leaves its write-ahead log behind: that file is read too.
-    const before = sandbox.requests.length;
+    const before = operationRequests(sandbox).length;
     const slow = startCli(['run', ws.postsJob, '--db', db, '--refresh', '--rate', '120', '--log-format', 'json'], { cwd: ws.dir, env: apiEnv(sandbox.url, TOKEN) });
-    for (let i = 0; i < 400 && sandbox.requests.length < before + 3; i++) await new Promise((r) => setTimeout(r, 25));
+    for (let i = 0; i < 400 && operationRequests(sandbox).length < before + 3; i++) await new Promise((r) => setTimeout(r, 25));
     slow.kill('SIGKILL');
     outputs.push({ what: 'run killed', result: await slow.result });
-    expect(sandbox.requests.length).toBeGreaterThanOrEqual(before + 3);
+    expect(operationRequests(sandbox).length).toBeGreaterThanOrEqual(before + 3);
 
     const files = ['', '-wal', '-shm', '-journal'].map((suffix) => ({ file: `${db}${suffix}`, bytes: bytesOf(`${db}${suffix}`) }));
     expect(files[0]!.bytes.length).toBeGreaterThan(0);

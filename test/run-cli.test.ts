@@ -9,8 +9,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { openDatabase } from '../src/db/open.ts';
 import { startSandbox, type Sandbox } from '../src/sandbox/server.ts';
 import {
-  FAST_RATE, FAST_RETRY, cliEnv, count, csv, inProcess, makeWorkspace, postUrls, query, run, runCli, taskStatuses, waitFor, type Workspace,
-} from './run-helpers.ts';
+  FAST_RATE, FAST_RETRY, cliEnv, count, csv, inProcess, makeWorkspace, postUrls, query, run, runCli, taskStatuses, waitFor, type Workspace, operationRequests } from './run-helpers.ts';
 
 const GOOD_TOKEN = 'good-token-1c5e';
 const cleanups: Array<() => Promise<void>> = [];
@@ -48,7 +47,7 @@ describe('a token the API refuses', () => {
     );
     for (const { token, status, sandbox, ws, cli } of cases) {
       expect(cli.code, `${status}: ${cli.stderr}`).toBe(1);
-      expect(sandbox.requests.map((r) => r.status), String(status)).toEqual([status]);
+      expect(operationRequests(sandbox).map((r) => r.status), String(status)).toEqual([status]);
       expect(cli.stdout + cli.stderr).toMatch(/check the (API )?token|NETINGEST_API_TOKEN/i);
       // Said once: the error's own message carries the hint, the summary adds none.
       const errorLine = cli.stdout.split('\n').find((l) => l.startsWith('  error: '))!;
@@ -77,9 +76,9 @@ describe('the run lock', () => {
     // The first run holds the lock from this process while the second starts as its own process.
     const stop = new AbortController();
     const first = run(ws, sandbox, GOOD_TOKEN, await ws.load(file), { signal: stop.signal });
-    await waitFor(() => sandbox.requests.length > 0, 10_000, 'the first run to start calling');
+    await waitFor(() => operationRequests(sandbox).length > 0, 10_000, 'the first run to start calling');
     const second = await runCli(['run', file, '--db', ws.db], { cwd: ws.dir, env: cliEnv(sandbox, GOOD_TOKEN) });
-    const callsWhileLocked = sandbox.requests.length;
+    const callsWhileLocked = operationRequests(sandbox).length;
     stop.abort();
     const summary = await first;
     expect(second.code, second.stderr).toBe(4);
@@ -203,7 +202,7 @@ describe('bad job files and input files: exit 2, naming file, line and field', (
     expect(plan.code, plan.stderr).toBe(0);
     expect(plan.stdout).toContain('input: 3 tasks, 3 invalid rows, 0 duplicates');
     for (const r of invalid) expect(plan.stdout).toContain(`invalid: posts.csv:${r.line}`);
-    expect(sandbox.requests.map((r) => r.query['url']).sort()).toEqual(
+    expect(operationRequests(sandbox).map((r) => r.query['url']).sort()).toEqual(
       [good[0]!, good[1]!, good[3]!].sort(),
     );
   });

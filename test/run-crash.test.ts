@@ -4,7 +4,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { startSandbox, type Sandbox } from '../src/sandbox/server.ts';
-import { cliEnv, count, csv, makeWorkspace, postUrls, query, run, runCli, spawnCli, taskStatuses, waitFor, type Workspace } from './run-helpers.ts';
+import { cliEnv, count, csv, makeWorkspace, postUrls, query, run, runCli, spawnCli, taskStatuses, waitFor, type Workspace, operationRequests } from './run-helpers.ts';
 
 const TOKEN = 'crash-token-a81f';
 const CONCURRENCY = 4;
@@ -41,11 +41,11 @@ describe('SIGKILL mid-run', () => {
     const { sandbox, ws, file } = await setUp([20, 60], TASKS);
     const env = cliEnv(sandbox, TOKEN);
     const victim = spawnCli(['run', file, '--db', ws.db], { cwd: ws.dir, env });
-    await waitFor(() => sandbox.requests.length >= 50 || victim.child.exitCode !== null, 20_000, 'calls of the first run');
+    await waitFor(() => operationRequests(sandbox).length >= 50 || victim.child.exitCode !== null, 20_000, 'calls of the first run');
     victim.child.kill('SIGKILL');
     const killed = await victim.done;
     expect(killed.signal).toBe('SIGKILL');
-    const beforeResume = sandbox.requests.length;
+    const beforeResume = operationRequests(sandbox).length;
     expect(beforeResume).toBeLessThan(TASKS);
     const doneAtKill = count(ws, `SELECT count(*) FROM tasks WHERE status = 'done'`);
     expect(doneAtKill).toBeGreaterThan(0);
@@ -88,10 +88,10 @@ describe('the books of a killed run', () => {
     const { sandbox, ws, file } = await setUp([20, 60], TASKS);
     const env = cliEnv(sandbox, TOKEN);
     const victim = spawnCli(['run', file, '--db', ws.db], { cwd: ws.dir, env });
-    await waitFor(() => sandbox.requests.length >= 40 || victim.child.exitCode !== null, 20_000, 'calls of the first run');
+    await waitFor(() => operationRequests(sandbox).length >= 40 || victim.child.exitCode !== null, 20_000, 'calls of the first run');
     victim.child.kill('SIGKILL');
     expect((await victim.done).signal).toBe('SIGKILL');
-    const beforeKill = [...sandbox.requests];
+    const beforeKill = operationRequests(sandbox);
 
     // What the account had been charged when the sandbox answered the last call whose answer the run wrote: a
     // fresh account's credits_used in that answer (the sandbox charges on arrival, so its log's order cannot
@@ -151,7 +151,7 @@ describe('SIGINT', () => {
     const TASKS = 60;
     const { sandbox, ws, file } = await setUp([50, 100], TASKS);
     const child = spawnCli(['run', file, '--db', ws.db], { cwd: ws.dir, env: cliEnv(sandbox, TOKEN) });
-    await waitFor(() => sandbox.requests.length >= 10 || child.child.exitCode !== null, 20_000, 'calls of the run');
+    await waitFor(() => operationRequests(sandbox).length >= 10 || child.child.exitCode !== null, 20_000, 'calls of the run');
     child.child.kill('SIGINT');
     const interrupted = await child.done;
     expect(interrupted.code, interrupted.stderr).toBe(130);

@@ -4,7 +4,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { startSandbox, type Sandbox, type SandboxOptionsInput } from '../src/sandbox/server.ts';
-import { FAST_RATE, FAST_RETRY, cliEnv, count, csv, makeWorkspace, postUrls, query, run, runCli, taskStatuses, type Workspace } from './run-helpers.ts';
+import { FAST_RATE, FAST_RETRY, cliEnv, count, csv, makeWorkspace, postUrls, query, run, runCli, taskStatuses, type Workspace, operationRequests } from './run-helpers.ts';
 
 const TOKEN = 'credits-token-51be';
 const cleanups: Array<() => Promise<void>> = [];
@@ -43,8 +43,8 @@ describe('credits.reserve', () => {
 
     const balance = sandbox.credits(TOKEN);
     expect(balance.credits_remaining).toBeGreaterThanOrEqual(RESERVE);
-    expect(sandbox.requests.every((r) => r.status === 200)).toBe(true);
-    const done = sandbox.requests.length;
+    expect(operationRequests(sandbox).every((r) => r.status === 200)).toBe(true);
+    const done = operationRequests(sandbox).length;
     expect(done).toBeGreaterThan(0);
     expect(taskStatuses(ws, 'posts')).toEqual({ done, deferred: 20 - done });
     const [runRow] = query<Record<string, unknown>>(ws, 'SELECT status, tasks_deferred, tasks_done, credits_at_end, exit_code FROM runs');
@@ -140,18 +140,18 @@ describe('credits.maxPerRun', () => {
 
 describe('credits spent', () => {
   /** Credits the sandbox charged from request `from` on. */
-  const chargedSince = (sandbox: Sandbox, from: number) => sandbox.requests.slice(from).reduce((n, r) => n + r.charged, 0);
+  const chargedSince = (sandbox: Sandbox, from: number) => operationRequests(sandbox).slice(from).reduce((n, r) => n + r.charged, 0);
 
   it('a run of one call on an account used before reports what that call cost, in the summary, runs and status', async () => {
     const { sandbox, ws } = await setUp(1_000, { costs: { 'post-details': 1, 'search-jobs': 0.25 } });
     // Earlier spending on the account (3 credits), then a new operation whose cost nothing has shown yet.
     await run(ws, sandbox, TOKEN, await ws.load(await postsJob(ws, 3)));
-    const before = sandbox.requests.length;
+    const before = operationRequests(sandbox).length;
     await ws.write('searches.csv', csv(['keywords'], [['welder']]));
     const searches = await ws.job('searches', { operation: 'search-jobs', input: { csv: 'searches.csv' }, rate: FAST_RATE, retry: FAST_RETRY });
     // A short first page ends the list after one paid call.
     const summary = await run(ws, sandbox, TOKEN, await ws.load(searches));
-    expect(sandbox.requests.length - before).toBe(1);
+    expect(operationRequests(sandbox).length - before).toBe(1);
     expect(chargedSince(sandbox, before)).toBe(0.25);
     expect(summary.creditsSpent).toBe(0.25);
     expect(query(ws, 'SELECT credits_spent FROM runs WHERE id = ?', summary.runId)).toEqual([{ credits_spent: 0.25 }]);
@@ -162,7 +162,7 @@ describe('credits spent', () => {
   it('a first call of an operation whose cost earlier runs learned is counted at that cost', async () => {
     const { sandbox, ws } = await setUp(1_000);
     await run(ws, sandbox, TOKEN, await ws.load(await postsJob(ws, 4)));
-    const before = sandbox.requests.length;
+    const before = operationRequests(sandbox).length;
     // The account is used elsewhere in between (another tool, same token): the step from the last counters
     // would count that too; the cost learned from earlier steps does not.
     const elsewhere = await fetch(`${sandbox.url}/v1/api/post-details?url=${encodeURIComponent(postUrls(1, 500)[0]!)}`, {
@@ -170,7 +170,7 @@ describe('credits spent', () => {
     });
     expect(elsewhere.status).toBe(200);
     await elsewhere.text();
-    const mine = sandbox.requests.length;
+    const mine = operationRequests(sandbox).length;
     const summary = await run(ws, sandbox, TOKEN, await ws.load(await postsJob(ws, 6, {}, 'more')));
     expect(mine).toBe(before + 1);
     expect(summary.creditsSpent).toBe(chargedSince(sandbox, mine));
@@ -267,25 +267,33 @@ describe('which limit stopped the run', () => {
 });
 
 describe('402 from the service', () => {
-  it('a balance exhausted by another run: the first call meets 402, the run stops with every task deferred', async () => {
-    const { sandbox, ws } = await setUp(8);
+  it.each([
+    ['a service without the balance check: the first call meets 402', false],
+    ['the balance check shows it: no call at all', true],
+  ])('a balance exhausted by another run (%s), the run stops with every task deferred', async (_name, balanceRoute) => {
+    const { sandbox, ws } = await setUp(8, { balanceRoute });
     // Other runs on another database, sharing the token, spend it first (reserve 0: down to nothing).
     const other = await makeWorkspace();
     cleanups.push(() => other.cleanup());
     const otherJobs = await other.load(await postsJob(other, 30));
     for (let i = 0; i < 5 && sandbox.credits(TOKEN).credits_remaining >= 1; i++) await run(other, sandbox, TOKEN, otherJobs);
-    const afterOther = sandbox.requests.length;
+    const afterOther = operationRequests(sandbox).length;
     expect(sandbox.credits(TOKEN).credits_remaining).toBeLessThan(1);
 
     const mine = await ws.load(await postsJob(ws, 10));
     const summary = await run(ws, sandbox, TOKEN, mine);
-    const log = sandbox.requests.slice(afterOther);
-    expect(log.map((r) => r.status)).toEqual([402]);
+    const log = operationRequests(sandbox).slice(afterOther);
     expect(summary.status).toBe('stopped_credits');
     expect(summary.jobs[0]).toMatchObject({ done: 0, failed: 0, deferred: 10 });
+    expect(taskStatuses(ws, 'posts')).toEqual({ deferred: 10 });
+    if (balanceRoute) {
+      expect(log).toEqual([]);
+      expect(summary.stop).toMatchObject({ reason: 'credits', limit: 'reserve', message: expect.stringMatching(/^credits: the balance \(\d+(\.\d+)?\) cannot pay for the next call \(assumed 5 credits/) });
+      return;
+    }
+    expect(log.map((r) => r.status)).toEqual([402]);
     expect(summary.error?.code).toBe('OUT_OF_CREDITS');
     expect(summary.stop).toMatchObject({ reason: 'credits', limit: 'out-of-credits' });
-    expect(taskStatuses(ws, 'posts')).toEqual({ deferred: 10 });
     expect(count(ws, `SELECT count(*) FROM api_calls WHERE status = 402 AND error_code = 'OUT_OF_CREDITS'`)).toBe(1);
   });
 

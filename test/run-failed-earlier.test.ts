@@ -37,6 +37,8 @@ afterEach(() => {
  */
 async function startService(): Promise<string> {
   return startFake((req, res) => {
+    // The free balance check is not offered here (400), and is no lookup: not counted.
+    if (req.url === '/v1/api/auth') return void res.writeHead(400).end();
     calls += 1;
     const counters = { total_credits: 1000, credits_used: calls, credits_remaining: 1000 - calls };
     const target = new URL(req.url ?? '/', 'http://x').searchParams.get('url') ?? '';

@@ -16,6 +16,7 @@ import { loadJob } from '../src/jobs/load.ts';
 import type { Job } from '../src/jobs/schema.ts';
 import { runJobs, type RunOptions, type RunSummary } from '../src/runner/run-jobs.ts';
 import type { LoggedRequest, Sandbox } from '../src/sandbox/server.ts';
+import { BALANCE_PATH } from '../src/api/balance.ts';
 
 export const ROOT = fileURLToPath(new URL('..', import.meta.url));
 /** The built CLI, as installed (test/global-setup.ts builds it when a source is newer); cli-help and a few others run the sources. */
@@ -84,6 +85,14 @@ export function mostlyInvalidLeads(rows: number, validEvery: number): string {
     i % validEvery === 0 ? [`https://www.network.com/company/co-${i}`] : [`https://www.network.com/in/person-${i}`],
   );
   return csv(['company_url'], lines);
+}
+
+/**
+ * A sandbox's log of operation calls, without the free balance checks (GET /v1/api/auth) that a run makes before
+ * its first call and `plan` and `status` make when an API is set: what tests count as the calls of a run.
+ */
+export function operationRequests(sandbox: { readonly requests: readonly LoggedRequest[] }): LoggedRequest[] {
+  return sandbox.requests.filter((r) => r.path !== BALANCE_PATH);
 }
 
 /** Runs jobs in-process against a sandbox with one token. */

@@ -5,7 +5,7 @@
 import BetterSqlite3 from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import { planReport } from '../src/runner/plan-report.ts';
-import { FAST_RATE, FAST_RETRY, cliEnv, companyUrls, csv, postUrls, query, run, runCli, taskStatuses, useWorkspaces } from './run-helpers.ts';
+import { FAST_RATE, FAST_RETRY, cliEnv, companyUrls, csv, postUrls, query, run, runCli, taskStatuses, useWorkspaces, operationRequests } from './run-helpers.ts';
 import { useSandboxes } from './sandbox-helpers.ts';
 
 const TOKEN = 'nightly-token';
@@ -62,7 +62,7 @@ describe('a job that reaches its own credits.maxPerRun', () => {
       ['capped', 'ran', 6, 2],
       ['free', 'ran', 2, 0],
     ]);
-    expect(sandbox.requests.filter((r) => r.status === 200)).toHaveLength(8);
+    expect(operationRequests(sandbox).filter((r) => r.status === 200)).toHaveLength(8);
     expect(query(ws, 'SELECT status, tasks_deferred, error FROM runs')).toEqual([
       { status: 'stopped_credits', tasks_deferred: 2, error: expect.stringMatching(/^credits\.maxPerRun of job capped: the run had spent 6 of its cap of 6/) },
     ]);
@@ -71,7 +71,7 @@ describe('a job that reaches its own credits.maxPerRun', () => {
     sandbox.clearLog();
     const next = await run(ws, sandbox, TOKEN, await ws.load(capped, free));
     expect(next.status).toBe('completed');
-    expect(sandbox.requests).toHaveLength(2);
+    expect(operationRequests(sandbox)).toHaveLength(2);
     expect(taskStatuses(ws, 'capped')).toEqual({ done: 8 });
   });
 
@@ -90,7 +90,7 @@ describe('a job that reaches its own credits.maxPerRun', () => {
       ['a', 'ran', 6, 2],
       ['b', 'ran', 0, 2],
     ]);
-    expect(sandbox.requests).toHaveLength(6);
+    expect(operationRequests(sandbox)).toHaveLength(6);
     expect(summary.creditsSpent).toBe(6);
   });
 });
@@ -115,7 +115,7 @@ describe('refreshAfterDays under a nightly schedule', () => {
     expect(await planReport(jobs[0]!, ws.db)).toMatchObject({ fresh: 0, calls: 3 });
     sandbox.clearLog();
     await run(ws, sandbox, TOKEN, jobs);
-    expect(sandbox.requests).toHaveLength(3);
+    expect(operationRequests(sandbox)).toHaveLength(3);
   });
 });
 
@@ -126,7 +126,7 @@ describe('the same lookup asked by another job', () => {
     await ws.write('posts.csv', csv(['post_url'], postUrls(3).map((u) => [u])));
     const definition = { operation: 'post-details', input: { csv: 'posts.csv', column: 'post_url' }, rate: FAST_RATE, refreshAfterDays: 7 };
     await run(ws, sandbox, TOKEN, await ws.load(await ws.job('posts', definition)));
-    expect(sandbox.requests).toHaveLength(3);
+    expect(operationRequests(sandbox)).toHaveLength(3);
 
     sandbox.clearLog();
     const renamed = await ws.load(await ws.job('posts-v2', definition));
@@ -142,7 +142,7 @@ describe('the same lookup asked by another job', () => {
     db.close();
     expect(await planReport(renamed[0]!, ws.db)).toMatchObject({ fresh: 0, calls: 3 });
     await run(ws, sandbox, TOKEN, renamed);
-    expect(sandbox.requests).toHaveLength(3);
+    expect(operationRequests(sandbox)).toHaveLength(3);
   });
 
   it('--refresh pays once for a lookup two jobs of the run ask', async () => {
@@ -156,11 +156,11 @@ describe('the same lookup asked by another job', () => {
       await ws.job('b', { operation: 'post-details', input: { csv: 'b.csv', column: 'post_url' }, rate: FAST_RATE }),
     ];
     await run(ws, sandbox, TOKEN, await ws.load(...files));
-    expect(sandbox.requests).toHaveLength(3);
+    expect(operationRequests(sandbox)).toHaveLength(3);
     sandbox.clearLog();
     await run(ws, sandbox, TOKEN, await ws.load(...files), { refresh: true });
-    expect(sandbox.requests).toHaveLength(3);
-    expect(new Set(sandbox.requests.map((r) => r.query['url'])).size).toBe(3);
+    expect(operationRequests(sandbox)).toHaveLength(3);
+    expect(new Set(operationRequests(sandbox).map((r) => r.query['url'])).size).toBe(3);
     expect(taskStatuses(ws, 'b')).toEqual({ done: 2 });
   });
 });

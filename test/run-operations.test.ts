@@ -11,7 +11,7 @@ import { filterKey, searchKey } from '../src/jobs/request-keys.ts';
 import type { Job } from '../src/jobs/schema.ts';
 import type { RunSummary } from '../src/runner/run-jobs.ts';
 import type { CompanyRecord, JobRecord, PostDetailsResponse } from '../src/spec/types.ts';
-import { FAST_RATE, FAST_RETRY, count, makeWorkspace, query, run, taskStatuses, type Workspace } from './run-helpers.ts';
+import { FAST_RATE, FAST_RETRY, count, makeWorkspace, query, run, taskStatuses, type Workspace, operationRequests } from './run-helpers.ts';
 
 const TOKEN = 'ops-token-3f9a1c';
 const PROBE_TOKEN = 'probe-token';
@@ -295,10 +295,10 @@ describe('a run of the three operations', () => {
       ws,
       'SELECT path, status, error_code, credits_remaining, credits_used, task_id, run_id FROM api_calls ORDER BY id',
     );
-    expect(calls).toHaveLength(sandbox.requests.length);
+    expect(calls).toHaveLength(operationRequests(sandbox).length);
     expect(calls.every((c) => c.run_id === first.runId && c.error_code === null && c.task_id > 0)).toBe(true);
-    expect(calls.map((c) => c.status).sort()).toEqual(sandbox.requests.map((r) => r.status).sort());
-    const ok = sandbox.requests.filter((r) => r.status === 200);
+    expect(calls.map((c) => c.status).sort()).toEqual(operationRequests(sandbox).map((r) => r.status).sort());
+    const ok = operationRequests(sandbox).filter((r) => r.status === 200);
     const raws = query<{ body: string; operation: string; task_id: number }>(ws, 'SELECT raw_body(body, body_encoding) AS body, operation, task_id FROM raw_responses ORDER BY id');
     expect(raws).toHaveLength(ok.length);
     // Each raw body is the exact 200 answer: its counters are the ones its api_calls row logged.
@@ -309,11 +309,11 @@ describe('a run of the three operations', () => {
   });
 
   it('records the run and returns a summary that adds up', () => {
-    const charged = sandbox.requests.reduce((n, r) => n + r.charged, 0);
+    const charged = operationRequests(sandbox).reduce((n, r) => n + r.charged, 0);
     const balance = sandbox.credits(TOKEN);
     expect(first.status).toBe('completed');
     expect(first.error).toBeNull();
-    expect(first.calls).toBe(sandbox.requests.length);
+    expect(first.calls).toBe(operationRequests(sandbox).length);
     expect(first.creditsRemaining).toBe(balance.credits_remaining);
     expect(first.creditsSpent).toBeCloseTo(charged, 6);
     const byName = Object.fromEntries(first.jobs.map((j) => [j.name, j]));
@@ -335,7 +335,7 @@ describe('a run of the three operations', () => {
       tasks_failed: 0,
       tasks_deferred: 0,
       invalid_rows: 3,
-      calls: sandbox.requests.length,
+      calls: operationRequests(sandbox).length,
       credits_at_end: balance.credits_remaining,
       pid: process.pid,
     });
@@ -351,10 +351,10 @@ describe('a run of the three operations', () => {
   });
 
   it('a second run finds every task fresh and calls nothing', async () => {
-    const before = sandbox.requests.length;
+    const before = operationRequests(sandbox).length;
     const tables = snapshotCounts();
     const again = await run(ws, sandbox, TOKEN, jobs);
-    expect(sandbox.requests.length).toBe(before);
+    expect(operationRequests(sandbox).length).toBe(before);
     expect(again.status).toBe('completed');
     expect(again.calls).toBe(0);
     for (const j of again.jobs) {
@@ -366,11 +366,11 @@ describe('a run of the three operations', () => {
 
   it('refresh calls every task again and leaves no duplicate rows', async () => {
     const tables = snapshotCounts();
-    const callsBefore = sandbox.requests.length;
+    const callsBefore = operationRequests(sandbox).length;
     sandbox.clearLog();
     const refreshed = await run(ws, sandbox, TOKEN, jobs, { refresh: true });
     expect(refreshed.status).toBe('completed');
-    expect(sandbox.requests.length).toBe(callsBefore);
+    expect(operationRequests(sandbox).length).toBe(callsBefore);
     for (const j of refreshed.jobs) expect(j.fresh, j.name).toBe(0);
     const after = snapshotCounts();
     expect({ ...after, raw_responses: 0, api_calls: 0, runs: 0 }).toEqual({ ...tables, raw_responses: 0, api_calls: 0, runs: 0 });

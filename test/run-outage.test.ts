@@ -8,7 +8,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createLogger } from '../src/runner/logger.ts';
 import { RUN_DEFAULTS } from '../src/runner/run-jobs.ts';
 import { startSandbox, type Sandbox, type SandboxOptionsInput } from '../src/sandbox/server.ts';
-import { FAST_RATE, cliEnv, csv, makeWorkspace, postUrls, query, run, runCli, taskStatuses, type Workspace } from './run-helpers.ts';
+import { FAST_RATE, cliEnv, csv, makeWorkspace, postUrls, query, run, runCli, taskStatuses, type Workspace, operationRequests } from './run-helpers.ts';
 
 const TOKEN = 'outage-token-4d2a';
 const RETRY = { retries: 2, minTimeoutMs: 5, maxTimeoutMs: 20 } as const;
@@ -76,8 +76,8 @@ describe('the API down', () => {
     expect(taskStatuses(ws, 'posts')).toEqual({ failed, deferred: TASKS - failed });
     expect(summary.jobs[0]).toMatchObject({ failedByCode: { SERVER_ERROR: failed }, deferred: TASKS - failed });
     const attemptsPerTask = RETRY.retries + 1;
-    expect(down.requests.length).toBeLessThanOrEqual((threshold + CONCURRENCY) * attemptsPerTask);
-    expect(down.requests.length).toBeLessThan((TASKS * attemptsPerTask) / 4);
+    expect(operationRequests(down).length).toBeLessThanOrEqual((threshold + CONCURRENCY) * attemptsPerTask);
+    expect(operationRequests(down).length).toBeLessThan((TASKS * attemptsPerTask) / 4);
 
     const [runRow] = query<{ status: string; error: string }>(ws, 'SELECT status, error FROM runs');
     expect(runRow!.status).toBe('failed');
@@ -115,7 +115,7 @@ describe('the API down', () => {
     const again = await runCli(['run', file, '--db', ws.db], { cwd: ws.dir, env: cliEnv(up, TOKEN) });
     expect(again.code, again.stderr).toBe(0);
     expect(taskStatuses(ws, 'posts')).toEqual({ done: 30 });
-    expect(up.requests).toHaveLength(30);
+    expect(operationRequests(up)).toHaveLength(30);
   });
 });
 
@@ -136,7 +136,7 @@ describe('failures that are not an outage', () => {
     expect(summary.status).toBe('completed_with_failures');
     expect(summary.error).toBeNull();
     expect(summary.stop).toBeNull();
-    expect(sandbox.requests).toHaveLength(30);
+    expect(operationRequests(sandbox)).toHaveLength(30);
     expect(summary.jobs[0]).toMatchObject({ failed: failedCalls.length, failedByCode: { SERVER_ERROR: failedCalls.length }, deferred: 0 });
     const warned = log.lines.filter((l) => /WARN {2}task failed /.test(l));
     expect(warned).toHaveLength(failedCalls.length);

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { Sandbox } from '../src/sandbox/server.ts';
-import { FAST_RATE, FAST_RETRY, companyUrls, count, csv, query, run, useWorkspaces, type Workspace } from './run-helpers.ts';
+import { FAST_RATE, FAST_RETRY, companyUrls, count, csv, query, run, useWorkspaces, type Workspace, operationRequests } from './run-helpers.ts';
 import { useSandboxes } from './sandbox-helpers.ts';
 
 const TOKEN = 'empty-pages-token-3b1e';
@@ -76,19 +76,19 @@ describe('paging when the service answers past the end with an empty 200', () =>
     let emptyPages = 0;
     for (const url of urls) {
       const len = lengths.get(url)!;
-      const called = sandbox.requests.filter((r) => (r.body as { url: string }).url === url).map((r) => (r.body as { page: number }).page);
+      const called = operationRequests(sandbox).filter((r) => (r.body as { url: string }).url === url).map((r) => (r.body as { page: number }).page);
       expectTasks(ws, url, len, NUM, called);
       if (len > 0 && called.some((p) => rowsOnPage(len, NUM, p) === 0)) emptyPages++;
       expect(count(ws, 'SELECT count(*) FROM similar_companies WHERE reference_url = ?', url)).toBe(Math.min(len, PAGES * NUM));
     }
     // The fixture holds a full last page followed by an empty one, answered 200 and charged.
     expect(emptyPages).toBeGreaterThan(0);
-    const empties = sandbox.requests.filter((r) => r.status === 200 && rowsOnPage(lengths.get((r.body as { url: string }).url)!, NUM, (r.body as { page: number }).page) === 0);
+    const empties = operationRequests(sandbox).filter((r) => r.status === 200 && rowsOnPage(lengths.get((r.body as { url: string }).url)!, NUM, (r.body as { page: number }).page) === 0);
     expect(empties).toHaveLength(emptyPages);
     for (const r of empties) expect(r.charged).toBe(1);
     expect(summary.creditsSpent).toBe(sandbox.requests.reduce((n, r) => n + r.charged, 0));
-    expect(count(ws, 'SELECT count(*) FROM api_calls')).toBe(sandbox.requests.length);
-    expect(count(ws, `SELECT count(*) FROM tasks WHERE status = 'not_found' AND attempts = 0`)).toBe(urls.length * PAGES - sandbox.requests.length);
+    expect(count(ws, 'SELECT count(*) FROM api_calls')).toBe(operationRequests(sandbox).length);
+    expect(count(ws, `SELECT count(*) FROM tasks WHERE status = 'not_found' AND attempts = 0`)).toBe(urls.length * PAGES - operationRequests(sandbox).length);
   });
 
   it('search-jobs: stops at an empty page of results, which is done and charged', async () => {
@@ -127,7 +127,7 @@ describe('paging when the service answers past the end with an empty 200', () =>
     }
     expect(emptyPages).toBeGreaterThan(0);
     // Every 200, the empty pages included, cost a quarter credit, and the run counted each.
-    expect(sandbox.requests.every((r) => r.status === 200 && r.charged === 0.25)).toBe(true);
-    expect(summary.creditsSpent).toBe(sandbox.requests.length * 0.25);
+    expect(operationRequests(sandbox).every((r) => r.status === 200 && r.charged === 0.25)).toBe(true);
+    expect(summary.creditsSpent).toBe(operationRequests(sandbox).length * 0.25);
   });
 });

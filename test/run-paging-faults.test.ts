@@ -4,7 +4,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { startSandbox, type Sandbox } from '../src/sandbox/server.ts';
-import { FAST_RATE, FAST_RETRY, companyUrls, count, csv, makeWorkspace, postUrls, query, run, taskStatuses, type Workspace } from './run-helpers.ts';
+import { FAST_RATE, FAST_RETRY, companyUrls, count, csv, makeWorkspace, postUrls, query, run, taskStatuses, type Workspace, operationRequests } from './run-helpers.ts';
 
 const TOKEN = 'faults-token-77c2';
 const cleanups: Array<() => Promise<void>> = [];
@@ -61,7 +61,7 @@ describe('paging', () => {
       }
       if (len > 0 && len < PAGES * NUM && len % NUM !== 0) sawShortStop = true;
       if (len > 0 && len < PAGES * NUM && len % NUM === 0) sawFullThen404 = true;
-      const called = sandbox.requests.filter((r) => (r.body as { url: string }).url === u).map((r) => (r.body as { page: number }).page);
+      const called = operationRequests(sandbox).filter((r) => (r.body as { url: string }).url === u).map((r) => (r.body as { page: number }).page);
       expect(called, `${u} (list of ${len})`).toEqual(expectedPages);
       const tasks = query<{ page: number; status: string; attempts: number }>(ws, 'SELECT page, status, attempts FROM tasks WHERE input_key = ? ORDER BY page', u);
       expect(tasks).toHaveLength(PAGES);
@@ -76,8 +76,8 @@ describe('paging', () => {
     expect(sawShortStop && sawFullThen404).toBe(true);
     expect(lengths.get('https://www.network.com/company/notfound-gone')).toBe(0);
     const settledWithoutCall = count(ws, `SELECT count(*) FROM tasks WHERE status = 'not_found' AND attempts = 0`);
-    expect(settledWithoutCall).toBe(urls.length * PAGES - sandbox.requests.length);
-    expect(count(ws, 'SELECT count(*) FROM api_calls')).toBe(sandbox.requests.length);
+    expect(settledWithoutCall).toBe(urls.length * PAGES - operationRequests(sandbox).length);
+    expect(count(ws, 'SELECT count(*) FROM api_calls')).toBe(operationRequests(sandbox).length);
   });
 });
 
@@ -99,7 +99,7 @@ describe('429 with Retry-After', () => {
     expect(summary.status).toBe('completed');
     expect(taskStatuses(ws, 'throttled')).toEqual({ done: urls.length });
 
-    const log = sandbox.requests;
+    const log = operationRequests(sandbox);
     const throttled = log.filter((r) => r.status === 429);
     expect(throttled.length).toBeGreaterThan(0);
     expect(log.filter((r) => r.status === 200)).toHaveLength(urls.length);
@@ -130,7 +130,7 @@ describe('server errors and dropped connections', () => {
     expect(taskStatuses(ws, 'posts')).toEqual({ done: posts.length });
     expect(taskStatuses(ws, 'leads')).toEqual({ done: companies.length });
 
-    const log = sandbox.requests;
+    const log = operationRequests(sandbox);
     const faults = { 500: log.filter((r) => r.status === 500).length, 503: log.filter((r) => r.status === 503).length, drop: log.filter((r) => r.fault === 'drop').length };
     expect(faults[500]).toBeGreaterThan(0);
     expect(faults[503]).toBeGreaterThan(0);

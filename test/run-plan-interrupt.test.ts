@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import BetterSqlite3 from 'better-sqlite3';
 import { PLAN_DEFAULTS } from '../src/runner/plan-into-ledger.ts';
 import { useSandboxes } from './sandbox-helpers.ts';
-import { FAST_RETRY, cliEnv, count, csv, lookupKey, mostlyInvalidLeads, postUrls, query, runCli, spawnCli, taskStatuses, useWorkspaces, waitFor, type Workspace } from './run-helpers.ts';
+import { FAST_RETRY, cliEnv, count, csv, lookupKey, mostlyInvalidLeads, postUrls, query, runCli, spawnCli, taskStatuses, useWorkspaces, waitFor, type Workspace, operationRequests } from './run-helpers.ts';
 
 const TOKEN = 'plan-interrupt-token-3c9e';
 /** Enough rows that reading them takes seconds here; most are invalid, so that the next run's calls are few. */
@@ -110,7 +110,7 @@ describe('SIGINT while the input is read into the ledger', () => {
     expect(taskStatuses(ws, 'later-posts')).toEqual({ done: LATER_POSTS });
     expect(count(ws, `SELECT count(DISTINCT input_key) FROM tasks WHERE job = 'big-leads'`)).toBe(VALID);
     expect(count(ws, 'SELECT count(*) FROM invalid_inputs')).toBe(ROWS - VALID);
-    const lookups = sandbox.requests.map(lookupKey);
+    const lookups = operationRequests(sandbox).map(lookupKey);
     expect(lookups).toHaveLength(VALID + LATER_POSTS);
     expect(new Set(lookups).size).toBe(lookups.length);
 
@@ -122,7 +122,7 @@ describe('SIGINT while the input is read into the ledger', () => {
     expect(again.stdout).toMatch(/^Run 3: interrupted/);
     expect(again.stdout).toMatch(/^ {2}big-leads \(similar-companies\): stopped while reading its input \(\d+ tasks planned so far, 0 deferred\): no call made; the next run reads it again and does it$/m);
     expect(again.stdout).toMatch(/^ {2}later-posts \(post-details\): not reached/m);
-    expect(sandbox.requests).toHaveLength(VALID + LATER_POSTS);
+    expect(operationRequests(sandbox)).toHaveLength(VALID + LATER_POSTS);
     expect(count(ws, 'SELECT count(*) FROM invalid_inputs')).toBe(ROWS - VALID);
     expect(count(ws, `SELECT count(*) FROM invalid_inputs WHERE run_id = 3`)).toBeLessThan(ROWS - VALID);
     expect(integrity(ws)).toBe('ok');

@@ -10,7 +10,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { startSandbox } from '../src/sandbox/server.ts';
-import { FAST_RETRY, cliEnv, csv, makeWorkspace, postUrls, run, runCli, taskStatuses } from './run-helpers.ts';
+import { FAST_RETRY, cliEnv, csv, makeWorkspace, postUrls, run, runCli, taskStatuses, operationRequests } from './run-helpers.ts';
 
 const TOKEN = 'rate-token-0d4e';
 const cleanups: Array<() => Promise<void>> = [];
@@ -41,7 +41,7 @@ async function measuredRun(latencyMs: number | [number, number], tasks: number, 
     expect(summary.status).toBe('completed');
   }
   expect(taskStatuses(ws, 'paced')).toEqual({ done: tasks });
-  const at = sandbox.requests.map((r) => r.at);
+  const at = operationRequests(sandbox).map((r) => r.at);
   expect(at).toHaveLength(tasks);
   return at;
 }
@@ -107,7 +107,7 @@ describe('requestsPerMinute', () => {
     }
     const summary = await run(ws, sandbox, TOKEN, await ws.load(...files));
     expect(summary.status).toBe('completed');
-    const at = sandbox.requests.map((r) => r.at);
+    const at = operationRequests(sandbox).map((r) => r.at);
     expect(at).toHaveLength(6);
     // A gate per job let the second job's first call out as soon as its input was planned (a few ms after the
     // first job's last call): at a limit of 10 per minute, 11 calls in one window.

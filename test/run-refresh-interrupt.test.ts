@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { PLAN_DEFAULTS } from '../src/runner/plan-into-ledger.ts';
 import { useSandboxes } from './sandbox-helpers.ts';
-import { FAST_RATE, FAST_RETRY, cliEnv, count, csv, mostlyInvalidLeads, postUrls, query, spawnCli, taskStatuses, useWorkspaces, waitFor } from './run-helpers.ts';
+import { FAST_RATE, FAST_RETRY, cliEnv, count, csv, mostlyInvalidLeads, postUrls, query, spawnCli, taskStatuses, useWorkspaces, waitFor, operationRequests } from './run-helpers.ts';
 
 const TOKEN = 'refresh-interrupt-token-8d21';
 /** Enough rows that reading them takes seconds here; most are invalid, so that the tasks written stay few. */
@@ -49,9 +49,9 @@ describe('SIGINT while a stopped --refresh run defers the refresh of a job it di
 
     expect(stopped.code, stopped.stderr).toBe(130);
     expect(exitMs, stopped.stderr).toBeLessThan(PROMPT_EXIT_MS);
-    const calls = sandbox.requests.length;
+    const calls = operationRequests(sandbox).length;
     expect(calls).toBeGreaterThan(0);
-    expect(sandbox.requests.every((r) => r.path.includes('post'))).toBe(true);
+    expect(operationRequests(sandbox).every((r) => r.path.includes('post'))).toBe(true);
     // Whole batches of the first rows only, their tasks deferred as after any read a signal cut short.
     const tasks = count(ws, `SELECT count(*) FROM tasks WHERE job = 'big-leads'`);
     const read = tasks + count(ws, `SELECT count(*) FROM invalid_inputs WHERE job = 'big-leads'`);

@@ -8,6 +8,7 @@ import { ConfigError } from '../errors.ts';
 import type { SearchJobsQuery, SimilarCompaniesRequest } from '../spec/types.ts';
 import { checkToken, parseBaseUrl } from './config.ts';
 import { attempt, type Transport } from './http.ts';
+import { readBalance } from './balance.ts';
 import { createOutputRedactor } from './redact.ts';
 import { postDetailsPath, searchJobsPath, SIMILAR_COMPANIES_PATH, similarCompaniesBody } from './requests.ts';
 import type { ApiClient } from './types.ts';
@@ -81,6 +82,7 @@ export function createApiClient(options: ClientOptions): ApiClient {
     // api.md's examples send Content-Type: application/json on this GET too; we send what they send.
     postDetails: async (url: string) => attempt(transport, 'post-details', postDetailsPath(url), jsonHeaders, null, { url }),
     searchJobs: async (query: SearchJobsQuery) => attempt(transport, 'search-jobs', searchJobsPath(query), getHeaders, null, query),
+    balance: (signal?: AbortSignal) => readBalance(transport, getHeaders, signal),
     close: () => dispatcher.close(),
   };
 }

@@ -69,6 +69,11 @@ export interface ApiClient {
   postDetails(url: string): Promise<ApiResult<AnswerByOperation['post-details']>>;
   /** GET /v1/api/search-jobs with the query's non-empty members as parameters (lists comma-joined). */
   searchJobs(query: SearchJobsQuery): Promise<ApiResult<AnswerByOperation['search-jobs']>>;
+  /**
+   * GET /v1/api/auth, the service's free credit check: the account's counters, or null when it does not offer
+   * them (any answer but a 200 with three finite counters, or none in time). Never rejects.
+   */
+  balance(signal?: AbortSignal): Promise<CreditCounters | null>;
   /** Waits for calls in flight, then closes the keep-alive connections. */
   close(): Promise<void>;
 }

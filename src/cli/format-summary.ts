@@ -21,6 +21,20 @@ function headline(s: RunSummary): string {
   return skipped > 0 ? `${status}; ${plural(skipped, 'job')} skipped (bad job or input file: see below)` : status;
 }
 
+/** The run's credits: spent (said to be an estimate where it is one) and left. */
+function creditsLine(s: RunSummary): string {
+  const left = s.creditsRemaining === null ? 'balance unknown (no answer showed it)' : `${s.creditsRemaining} left`;
+  if (s.creditsSpent === null) return 'credits: unknown (no paid answer)';
+  const spent = s.creditsSpentEstimated ? `about ${s.creditsSpent} spent` : `${s.creditsSpent} spent`;
+  const why: string[] = [];
+  if (s.creditsEstimatedAnswers > 0) {
+    why.push(`${plural(s.creditsEstimatedAnswers, 'paid answer')} without readable credit counters, each counted at the highest cost learned for its operation`);
+  } else if (s.creditsSpentEstimated) {
+    why.push('the first call\'s cost is assumed: no balance was read before it');
+  }
+  return `credits: ${spent}${why.length > 0 ? ` (${why.join('; ')})` : ''}, ${left}`;
+}
+
 /** The human summary printed at the end of `netingest run`. */
 export function formatRunSummary(s: RunSummary): string {
   const lines = [`Run ${s.runId}: ${headline(s)}`];
@@ -66,9 +80,7 @@ export function formatRunSummary(s: RunSummary): string {
   }
   // Paths are many only when the service changed a lot: each still gets its line, as the issue asks.
   for (const d of s.drift) lines.push(`  drift: ${d.message}`);
-  const credits =
-    s.creditsRemaining === null ? 'credits: unknown (no successful call)' : `credits: ${s.creditsSpent ?? 0} spent, ${s.creditsRemaining} left`;
-  lines.push(`  ${plural(s.calls, 'API call')}; ${credits}`);
+  lines.push(`  ${plural(s.calls, 'API call')}; ${creditsLine(s)}`);
   // An AUTH error's message already says to check the token: a hint added here printed it twice.
   if (s.error) lines.push(`  error: ${s.error.message} [${s.error.code}]`);
   else if (s.stop) lines.push(`  stopped: ${s.stop.message}`);

@@ -44,6 +44,8 @@ interface Epoch {
   shortfall: number;
   /** Answers since it began, late ones of the epoch before included: for telling those when a call's epoch is unknown. */
   answers: number;
+  /** Its floor is a balance read before any call (see CreditMeter.seed), not a charged call: it adds no cost. */
+  seeded: boolean;
 }
 
 /** Learns the balance and the cost of each operation from the counters of paid answers, in arrival order. */
@@ -64,6 +66,35 @@ export class CreditMeter {
   private readonly historyCosts = new Map<Operation, number>();
   /** What the run's first paid call cost, fixed when its answer arrives (null: estimated by costOf). */
   private firstCost: number | null = null;
+  /** The operation of the run's first paid answer (null before any, or when the books were seeded). */
+  private firstOperation: Operation | null = null;
+  /** Whether firstCost is a step from zero with no earlier counters: exact only if the account was never used. */
+  private firstCostFromZero = false;
+
+  /**
+   * Starts the books from counters read before the run's first call (the service's free balance check): the
+   * spend is then the growth of credits_used from them, exact from the first call, and the balance is known
+   * before any call. Ignored once an answer has been observed.
+   */
+  seed(counters: CreditCounters): void {
+    if (this.current !== null) return;
+    const used = counters.credits_used;
+    this.current = { index: 0, floorUsed: used, floorOperation: 'post-details', maxUsed: used, total: counters.total_credits, shortfall: shortfallOf(counters), answers: 0, seeded: true };
+  }
+
+  /** Whether the books started from counters read before any call (see seed). */
+  get seeded(): boolean {
+    return this.current?.seeded === true && this.current.index === 0;
+  }
+
+  /**
+   * Whether what the run's first paid call cost is known rather than assumed: from the counters before it (a seed,
+   * or a small step from an earlier run's), a cost earlier runs learned, or the steps of its operation since.
+   */
+  get firstCostKnown(): boolean {
+    if (this.firstOperation === null) return true;
+    return this.firstCost !== null ? !this.firstCostFromZero : this.knowsCost(this.firstOperation);
+  }
 
   /** A cost earlier runs learned is the first sample of its operation's median. */
   constructor(history: CreditHistory = {}) {
@@ -123,15 +154,8 @@ export class CreditMeter {
     const e = this.current;
     if (e === null) {
       this.current = this.newEpoch(0, operation, counters);
-      // Fixed now: the steps seen later are those of answers that arrive out of the order they were charged
-      // in (calls in flight together), whose median can come out at twice the cost. A cost earlier runs
-      // learned, else a step from the counters before the run that is no more than the default (larger, it
-      // holds use from elsewhere) is the first call's cost; otherwise costOf estimates it as answers come.
-      const before = this.lastCreditsUsed !== null && this.lastCreditsUsed < used ? this.lastCreditsUsed : 0;
-      const step = used - before;
-      if (step > 0) this.bounds.set(operation, step);
-      const history = this.historyCosts.get(operation);
-      this.firstCost = history ?? (step > 0 && step <= CREDIT_METER_DEFAULTS.defaultCostPerCall ? step : null);
+      this.firstOperation = operation;
+      this.fixFirstCost(operation, used);
       this.sample(operation, used);
       return;
     }
@@ -144,9 +168,25 @@ export class CreditMeter {
       return;
     }
     if (used < e.floorUsed) {
-      // In the run's first epoch every call was charged after the first, which went alone; later, a call
-      // sent after the reset was charged after the answer that showed it. Either way the counter went down.
-      if (e.index === 0 || sentInEpoch === e.index) return this.reset(operation, counters);
+      // Replaying a run whose first calls went together (its balance was read before them): answers stored out
+      // of the order they were charged in. A drop no larger than those answers could have been charged is the
+      // floor moving down, not a renewal.
+      // It stays above the counter an earlier run saw last, or, with none, comes among the run's first answers.
+      const aboveBefore = this.lastCreditsUsed !== null ? used > this.lastCreditsUsed : e.answers <= CREDIT_METER_DEFAULTS.costSamples;
+      const outOfOrderStart =
+        e.index === 0 && !e.seeded && sentInEpoch === undefined && aboveBefore && e.floorUsed - used <= e.answers * CREDIT_METER_DEFAULTS.defaultCostPerCall;
+      if (outOfOrderStart) {
+        e.floorUsed = used;
+        e.floorOperation = operation;
+        this.firstOperation = operation;
+        this.fixFirstCost(operation, used);
+      } else if (e.index === 0 || sentInEpoch === e.index) {
+        // In the run's first epoch every call was charged after the first, which went alone; later, a call
+        // sent after the reset was charged after the answer that showed it. Either way the counter went down.
+        return this.reset(operation, counters);
+      }
+    }
+    if (used < e.floorUsed) {
       // A call in flight at the reset, charged after it but answered late: the epoch began lower.
       e.floorUsed = used;
       e.floorOperation = operation;
@@ -164,6 +204,21 @@ export class CreditMeter {
     }
   }
 
+  /**
+   * Fixed when the run's first charged answer is seen: the steps seen later are those of answers that arrive out
+   * of the order they were charged in, whose median can come out at twice the cost. A cost earlier runs learned,
+   * else a step from the counters before the run that is no more than the default (larger, it holds use from
+   * elsewhere) is the first call's cost; otherwise costOf estimates it as answers come.
+   */
+  private fixFirstCost(operation: Operation, used: number): void {
+    const before = this.lastCreditsUsed !== null && this.lastCreditsUsed < used ? this.lastCreditsUsed : 0;
+    const step = used - before;
+    if (step > 0) this.bounds.set(operation, step);
+    const history = this.historyCosts.get(operation);
+    this.firstCost = history ?? (step > 0 && step <= CREDIT_METER_DEFAULTS.defaultCostPerCall ? step : null);
+    this.firstCostFromZero = history === undefined && this.firstCost !== null && this.lastCreditsUsed === null;
+  }
+
   /** credits_used went down: the account's period was renewed. What the old counters showed is spent. */
   private reset(operation: Operation, counters: CreditCounters): void {
     if (this.previous) this.closedSpend += this.spanOf(this.previous);
@@ -178,7 +233,7 @@ export class CreditMeter {
 
   private newEpoch(index: number, operation: Operation, counters: CreditCounters): Epoch {
     const used = counters.credits_used;
-    return { index, floorUsed: used, floorOperation: operation, maxUsed: used, total: counters.total_credits, shortfall: shortfallOf(counters), answers: 1 };
+    return { index, floorUsed: used, floorOperation: operation, maxUsed: used, total: counters.total_credits, shortfall: shortfallOf(counters), answers: 1, seeded: false };
   }
 
   /** Adds an answer's counter to its operation's samples and updates its median. */
@@ -199,7 +254,9 @@ export class CreditMeter {
 
   /** What an epoch's answers show was spent: the span of its counters plus the cost of its lowest call. */
   private spanOf(e: Epoch): number {
-    // After a reset from zero (or more), the lowest call cost at most its own counter.
+    // A seeded floor is the counter before the first call, not a call. After a reset from zero (or more), the
+    // lowest call cost at most its own counter.
+    if (e.seeded) return e.maxUsed - e.floorUsed;
     const floorCost = e.index === 0 ? (this.firstCost ?? this.costOf(e.floorOperation)) : Math.min(this.costOf(e.floorOperation), e.floorUsed);
     return e.maxUsed - e.floorUsed + floorCost;
   }

@@ -139,11 +139,23 @@ export function toDatabaseError(err: unknown, path: string, busyTimeoutMs: numbe
  * process's lock) to a DatabaseError that names the file; other errors pass through.
  */
 export function toDatabaseUseError(err: unknown, path: string, busyTimeoutMs = CONNECTION_DEFAULTS.busyTimeoutMs): unknown {
+  const code = typeof (err as { code?: unknown })?.code === 'string' ? (err as { code: string }).code : '';
+  const message = err instanceof Error ? err.message : String(err);
+  // The file is open: an I/O error now is a write that failed (a full disk, a file size limit), not "cannot open".
+  if (code === 'SQLITE_FULL' || code.startsWith('SQLITE_IOERR')) {
+    return new DatabaseError(
+      'DB_WRITE_FAILED',
+      path,
+      `database ${path}: could not write (${message}): is the disk full, or a file size limit reached? What was committed before is kept [${code}]`,
+      { cause: err },
+    );
+  }
+  if (code === 'SQLITE_TOOBIG') {
+    return new DatabaseError('DB_WRITE_FAILED', path, `database ${path}: a value is larger than SQLite can store in one field (${message}) [${code}]`, { cause: err });
+  }
   const mapped = toDatabaseError(err, path, busyTimeoutMs);
   if (mapped !== err) return mapped;
-  const code = typeof (err as { code?: unknown })?.code === 'string' ? (err as { code: string }).code : '';
   if (!code.startsWith('SQLITE_')) return err;
-  const message = err instanceof Error ? err.message : String(err);
   return new DatabaseError('DB_WRITE_FAILED', path, `database ${path}: ${message} [${code}]`, { cause: err });
 }
 

@@ -4,6 +4,7 @@ import { createApiCallLog } from './api-calls.ts';
 import { readRunLock, type RunLockState } from './run-lock.ts';
 import { roundCredits } from '../credits/credit-meter.ts';
 import { measureUnfinishedRun, unfinishedRuns, type UnfinishedRun } from './abandoned-runs.ts';
+import { uncountedCredits } from './uncounted-credits.ts';
 import { lastRunDrift } from './answer-drift.ts';
 
 /**
@@ -48,6 +49,8 @@ export function readStatus(database: Database, recentRuns = 10) {
     unfinishedRuns: [...open.values()].filter(({ run }) => !isLockHolder(run, lock)).map(({ run }) => run),
     tasksByJob: Object.fromEntries(byJob),
     creditsSpentAllRuns: roundCredits(spent),
+    /** Used between runs by calls no run stored (lost in flight to a kill) or by the token elsewhere: in no run's spend. */
+    creditsUncountedBetweenRuns: uncountedCredits(database),
     wrongShapeBodiesKept,
     lastCounters: createApiCallLog(database).lastCounters() ?? null,
     /** How the answers of the last run that received any differed from the spec (answer_drift). */

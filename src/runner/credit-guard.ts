@@ -1,5 +1,14 @@
 import type { CreditCounters, Operation } from '../spec/types.ts';
 import { CreditMeter, type CreditHistory } from '../credits/credit-meter.ts';
+import { readableCounters, UnreadCharges, type SentAt } from '../credits/unread-charges.ts';
+
+export const CREDIT_GUARD_DEFAULTS = {
+  /**
+   * Readable answers of an operation before its estimated cost counts toward the highest learned (what an unread
+   * answer is charged): the first answers of calls sent together can show a passing median of twice the cost.
+   */
+  answersBeforeHighestCost: 3,
+} as const;
 
 /** Limits of a CreditGuard. */
 export interface CreditLimits {
@@ -18,6 +27,8 @@ export interface CreditStop {
   balance: number | null;
   /** Estimated cost of the call that did not fit. */
   cost: number | null;
+  /** Whether that cost is the assumed default, no answer having shown the operation's cost yet. */
+  costAssumed: boolean;
   reserve: number;
   maxPerRun: number | null;
   spent: number;
@@ -29,13 +40,23 @@ export interface Reservation {
   readonly cost: number;
   /** The meter's epoch when the call was sent, so that an answer charged before a reset is told apart. */
   readonly epoch: number;
+  /** When it was sent, for telling which unread answers its counters cover (see UnreadCharges). */
+  readonly sent: SentAt;
 }
+
+/**
+ * What an attempt tells of its charge: the counters of a paid answer, `'unread'` for a paid answer whose
+ * counters cannot be read (charged at an estimate), or null when nothing was billed.
+ */
+export type Charge = CreditCounters | 'unread' | null;
 
 /**
  * Keeps a run from spending past the reserve or its cap. The balance is learned from the counters of every
  * 200; the cost of each operation from the change in credits_used between responses. Every call reserves its
  * estimated cost before it is sent, so calls in flight are counted before the server bills them. Until the
- * counters have shown the balance and the operation's cost, calls go one at a time.
+ * counters have shown the balance and the operation's cost, calls go one at a time; a balance read before the
+ * first call (seed) lets them go together from the start, each reserved at the conservative default cost.
+ * A paid answer whose counters cannot be read is charged at the highest cost learned for its operation.
  */
 export class CreditGuard {
   private limits: CreditLimits;
@@ -45,10 +66,26 @@ export class CreditGuard {
   private stopReason: CreditStopReason | null = null;
   private stopFigures: CreditStop | null = null;
   private waiters: Array<() => void> = [];
+  private readonly unread = new UnreadCharges();
+  /** The highest cost learned for each operation (costs of earlier runs included): what an unread answer is charged. */
+  private readonly highestCost = new Map<Operation, number>();
+  /** Readable answers of each operation in this run. */
+  private readonly readableAnswers = new Map<Operation, number>();
 
   constructor(limits: CreditLimits, history: CreditHistory = {}) {
     this.limits = limits;
     this.meter = new CreditMeter(history);
+    for (const [op, cost] of Object.entries(history.costs ?? {})) if (cost && cost > 0) this.highestCost.set(op as Operation, cost);
+  }
+
+  /**
+   * Starts from the balance the service reported before any call (GET /v1/api/auth); ignored unless its
+   * counters are all finite numbers, or once an answer has been seen.
+   */
+  seed(counters: CreditCounters): boolean {
+    if (!readableCounters(counters) || this.meter.balance !== null) return false;
+    this.meter.seed(counters);
+    return true;
   }
 
   /** Sets the limits of the job about to run; spending is counted for the whole run. */
@@ -58,14 +95,28 @@ export class CreditGuard {
     this.stopFigures = null;
   }
 
-  /** The balance as last reported by the service (the lower figure when its counters disagree), or null before any 200. */
+  /**
+   * The balance as last reported by the service (the lower figure when its counters disagree), less the estimates
+   * of paid answers whose counters could not be read; null before any counters.
+   */
   get balance(): number | null {
-    return this.meter.balance;
+    const balance = this.meter.balance;
+    return balance === null ? null : balance - this.unread.uncovered;
   }
 
-  /** Credits this run has spent so far, by the counters (the first call's cost estimated). */
+  /** Credits this run has spent so far, by the counters (the first call's cost estimated unless seeded), and the estimates. */
   get spent(): number {
-    return this.meter.spent;
+    return this.meter.spent + this.unread.uncovered;
+  }
+
+  /** Paid answers whose counters could not be read, each charged at an estimate. */
+  get estimatedAnswers(): number {
+    return this.unread.count;
+  }
+
+  /** Whether the spend holds an estimate: an unread answer, or a first call whose cost no counters before it showed. */
+  get spentIsEstimate(): boolean {
+    return this.unread.uncovered > 0 || (!this.meter.firstCostKnown);
   }
 
   /** Why the guard stopped, or null while calls may go on. */
@@ -92,7 +143,7 @@ export class CreditGuard {
   async acquire(operation: Operation): Promise<Reservation | null> {
     for (;;) {
       if (this.stopReason) return null;
-      const learning = this.balance === null || !this.meter.knowsCost(operation);
+      const learning = this.balance === null || (!this.meter.knowsCost(operation) && !this.meter.seeded);
       if (learning && this.inFlight > 0) {
         await this.settled();
         continue;
@@ -101,26 +152,53 @@ export class CreditGuard {
       const { reserve, maxPerRun } = this.limits;
       const overCap = maxPerRun !== null && this.spent + this.reserved + cost > maxPerRun + 1e-9;
       const balance = this.balance;
-      const underReserve = balance !== null && balance - this.reserved - cost < reserve - 1e-9;
+      // With the balance read before any call, an operation whose cost no answer has shown yet is reserved at
+      // the assumed default; when that does not fit but some room is left, one call goes alone to show the cost,
+      // as it would had the balance not been read (else a small balance could never learn it).
+      const probe = !this.meter.knowsCost(operation) && this.inFlight === 0 && balance !== null && balance - reserve > 1e-9;
+      const underReserve = balance !== null && balance - this.reserved - cost < reserve - 1e-9 && !probe;
       if (overCap || underReserve) {
         if (this.inFlight > 0) {
           await this.settled();
           continue;
         }
-        return this.stop(overCap ? 'max-per-run' : 'reserve', cost);
+        return this.stop(overCap ? 'max-per-run' : 'reserve', cost, !this.meter.knowsCost(operation));
       }
       this.reserved += cost;
       this.inFlight += 1;
-      return { operation, cost, epoch: this.meter.epoch };
+      const epoch = this.meter.epoch;
+      return { operation, cost, epoch, sent: { epoch, afterCounters: this.meter.balance !== null, tick: this.unread.tick } };
     }
   }
 
-  /** Returns a reservation; `counters` are those of a 200 response (null when nothing was billed). */
-  settle(reservation: Reservation, counters: CreditCounters | null): void {
+  /**
+   * Returns a reservation with what the call was charged: a 200's counters (unreadable ones, a non-finite
+   * number among them, count as `'unread'`), `'unread'`, or null when nothing was billed.
+   */
+  settle(reservation: Reservation, charge: Charge): void {
     this.reserved = Math.max(0, this.reserved - reservation.cost);
     this.inFlight -= 1;
-    if (counters) this.meter.observe(reservation.operation, counters, reservation.epoch);
+    const op = reservation.operation;
+    if (charge !== null && charge !== 'unread' && readableCounters(charge)) {
+      this.meter.observe(op, charge, reservation.epoch);
+      this.unread.readable(reservation.sent, this.meter.epoch);
+      // The first few answers of calls sent together arrive out of order and can show a step of twice the cost.
+      const seen = (this.readableAnswers.get(op) ?? 0) + 1;
+      this.readableAnswers.set(op, seen);
+      if (seen >= CREDIT_GUARD_DEFAULTS.answersBeforeHighestCost && this.meter.knowsCost(op)) {
+        this.highestCost.set(op, Math.max(this.highestCost.get(op) ?? 0, this.meter.costOf(op)));
+      }
+    } else if (charge !== null) {
+      this.unread.charge(reservation.sent, this.unreadCost(op));
+    } else {
+      this.unread.unpaid();
+    }
     this.wake();
+  }
+
+  /** What a paid answer of `operation` whose counters cannot be read is charged: the highest cost learned, else the default. */
+  unreadCost(operation: Operation): number {
+    return Math.max(this.highestCost.get(operation) ?? 0, this.meter.costOf(operation));
   }
 
   /** Stops the run on credits from outside, as a 402 does. */
@@ -128,10 +206,10 @@ export class CreditGuard {
     this.stop('out-of-credits');
   }
 
-  private stop(reason: CreditStopReason, cost: number | null = null): null {
+  private stop(reason: CreditStopReason, cost: number | null = null, costAssumed = false): null {
     if (!this.stopReason) {
       const { reserve, maxPerRun } = this.limits;
-      this.stopFigures = { reason, balance: this.balance, cost, reserve, maxPerRun, spent: this.spent };
+      this.stopFigures = { reason, balance: this.balance, cost, costAssumed, reserve, maxPerRun, spent: this.spent };
     }
     this.stopReason ??= reason;
     this.wake();

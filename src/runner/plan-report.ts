@@ -24,10 +24,16 @@ export interface PlanReport {
   failedBefore: number;
   /** Calls the next run makes at most (short pages end a list early). */
   calls: number;
+  /** The cost learned from earlier calls, or the most the run assumes per call before its answers show it. */
   costPerCall: number;
   costLearned: boolean;
-  estimatedCredits: number;
+  /** calls x the learned cost; null while no call has shown the operation's cost (see estimatedCreditsRange). */
+  estimatedCredits: number | null;
+  /** With no cost learned: the range the run assumes, from nothing (404s are free) to calls x costPerCall. */
+  estimatedCreditsRange: { low: number; high: number } | null;
   lastKnownBalance: number | null;
+  /** The balance the service's free credit check gave now (GET /v1/api/auth); null when not asked or not offered. */
+  liveBalance: number | null;
   invalidSamples: Array<{ file: string; line: number; field: string | null; reason: string }>;
 }
 
@@ -52,8 +58,10 @@ export async function planReport(job: Job, dbPath: string, refresh = false): Pro
       calls: 0,
       costPerCall: CREDIT_METER_DEFAULTS.defaultCostPerCall,
       costLearned: false,
-      estimatedCredits: 0,
+      estimatedCredits: null,
+      estimatedCreditsRange: null,
       lastKnownBalance: calls?.lastCounters()?.balance ?? null,
+      liveBalance: null,
       invalidSamples: [],
     };
     for await (const item of planTasks(job)) {
@@ -84,7 +92,9 @@ export async function planReport(job: Job, dbPath: string, refresh = false): Pro
       report.costPerCall = learned;
       report.costLearned = true;
     }
-    report.estimatedCredits = roundCredits(report.calls * report.costPerCall);
+    const most = roundCredits(report.calls * report.costPerCall);
+    if (report.costLearned) report.estimatedCredits = most;
+    else report.estimatedCreditsRange = { low: 0, high: most };
     database?.assertUnchanged();
     return report;
   } catch (err) {
@@ -97,12 +107,23 @@ export async function planReport(job: Job, dbPath: string, refresh = false): Pro
 
 /** The report as the command prints it. */
 export function formatPlanReport(r: PlanReport, reserve: number): string {
+  const most = r.estimatedCredits ?? r.estimatedCreditsRange?.high ?? 0;
+  const balance = r.liveBalance ?? r.lastKnownBalance;
+  const short = balance !== null && balance - most < reserve;
+  const enough = short
+    ? `  — ${r.costLearned ? 'not enough' : 'maybe not enough'} to finish above the reserve of ${reserve}: the run ${r.costLearned ? 'will stop' : 'stops if it runs short'} and defer${r.costLearned ? '' : 's'} the rest`
+    : '';
   const lines = [
     `${r.job} (${r.operation})`,
     `  input: ${plural(r.tasks, 'task')}, ${plural(r.invalidRows, 'invalid row')}, ${plural(r.duplicates, 'duplicate')}`,
     `  ledger: ${plural(r.fresh, 'task')} still fresh${r.failedBefore > 0 ? `, ${r.failedBefore} failed earlier and not retried (use --refresh)` : ''}; at most ${plural(r.calls, 'call')} to make`,
-    `  estimated credits: ${r.estimatedCredits} (${r.costPerCall} per call, ${r.costLearned ? 'learned from earlier calls' : 'assumed until the first calls show the cost'})`,
-    `  last known balance: ${r.lastKnownBalance ?? 'unknown (no call yet)'}${r.lastKnownBalance !== null && r.lastKnownBalance - r.estimatedCredits < reserve ? `  — not enough to finish above the reserve of ${reserve}: the run will stop and defer the rest` : ''}`,
+    r.costLearned
+      ? `  estimated credits: ${r.estimatedCredits} (${r.costPerCall} per call, learned from earlier calls)`
+      : `  estimated credits: unknown: no call has shown this operation's cost yet; the run assumes from 0 to ${r.costPerCall} per call ` +
+        `until its first answers show it, so from 0 to ${most} for ${plural(r.calls, 'call')}`,
+    r.liveBalance !== null
+      ? `  balance: ${r.liveBalance} (asked the service now)${enough}`
+      : `  last known balance: ${r.lastKnownBalance ?? 'unknown (no call yet)'}${enough}`,
   ];
   for (const bad of r.invalidSamples) lines.push(`  invalid: ${bad.file}:${bad.line}${bad.field ? ` (${bad.field})` : ''}: ${bad.reason}`);
   const unshown = r.invalidRows - r.invalidSamples.length;

@@ -31,6 +31,7 @@ import { applyOverrides } from './job-overrides.ts';
 import { isJobUnusable } from '../jobs/job-error.ts';
 import { RUN_DEFAULTS, type RunOptions } from './run-options.ts';
 import { NotFoundOnlyWatch } from './not-found-only.ts';
+import { seedFromBalance } from './balance-check.ts';
 import { UnusableAnswerBreaker } from './unusable-breaker.ts';
 import { RunDrift } from './run-drift.ts';
 import { anomalyCountsOf } from '../db/answer-anomalies.ts';
@@ -132,6 +133,8 @@ async function runLocked(
   let errors = 0;
   // A signal that came after the run stopped for another reason, and kept a job's refresh from being deferred.
   let refreshInterrupted = false;
+  // The free balance check is asked once, before the run's first call.
+  let balanceAsked = false;
 
   try {
     for (const configured of options.jobs) {
@@ -166,6 +169,10 @@ async function runLocked(
         logger.info('invalid input row', { job: job.name, file: bad.file, line: bad.line, field: bad.field, reason: bad.reason });
       }
       guard.setLimits({ reserve: job.credits.reserve, maxPerRun: job.credits.maxPerRun ?? null });
+      if (!balanceAsked && runnable > 0) {
+        balanceAsked = true;
+        await seedFromBalance(client, guard, callLog.lastCounters()?.creditsUsed ?? null, stop.signal, logger);
+      }
       gate.setRequestsPerMinute(job.rate.requestsPerMinute);
       breaker.setThreshold(Math.max(outageMinTasks, job.rate.concurrency));
       unusableAnswers.setThreshold(job.retry.maxUnusableAnswers ?? Math.max(unusableMinAnswers, job.rate.concurrency));
@@ -221,7 +228,8 @@ async function runLocked(
         await writer.drain();
       }
       if (settleJobStop(jobStop.stop, stop, guard)) capStop ??= { ...guard.stopDetail!, job: job.name };
-      if (jobStop.stop.reason) ledger.deferPending(job.name, runId, new Date().toISOString());
+      // On a full disk this write fails too: the pending tasks wait all the same, and the summary still says what was done.
+      if (jobStop.stop.reason) deferPending(() => ledger.deferPending(job.name, runId, new Date().toISOString()), stop);
       else if (job.keepRawDays !== null) pruneJobBodies(database, job.name, job.keepRawDays, logger);
       const counts = ledger.countsByStatus(job.name, runId);
       const failedByCode = ledger.failedByCode(job.name, runId);
@@ -283,8 +291,11 @@ async function runLocked(
     endedAt,
     jobs: summaries,
     calls,
-    creditsSpent: guard.balance === null ? null : roundCredits(guard.spent),
-    creditsRemaining: guard.balance,
+    // Paid answers without readable counters are spent too, even when no counter ever showed the balance.
+    creditsSpent: guard.balance === null && guard.estimatedAnswers === 0 ? null : roundCredits(guard.spent),
+    creditsRemaining: guard.balance === null ? null : roundCredits(guard.balance),
+    creditsEstimatedAnswers: guard.estimatedAnswers,
+    creditsSpentEstimated: guard.spentIsEstimate,
     error,
     stop: stopped,
     drift: drift.lines(),
@@ -315,6 +326,15 @@ async function runLocked(
   const unusable = !stop.reason && status === 'failed' ? skipped.asError() : null;
   if (unusable) throw unusable;
   return summary;
+}
+
+/** Defers a stopped job's pending tasks; a failed write stops the run (pending tasks are picked up all the same). */
+function deferPending(write: () => void, stop: RunStop): void {
+  try {
+    write();
+  } catch (err) {
+    stop.stop('fatal', err);
+  }
 }
 
 function describe(err: unknown, dbFile: string): { code: string; message: string } {

@@ -76,6 +76,13 @@ export interface RunSummary {
   calls: number;
   creditsSpent: number | null;
   creditsRemaining: number | null;
+  /**
+   * Paid answers whose credit counters could not be read (missing, not numbers, body over the size limit, not
+   * JSON): each is counted in creditsSpent at the highest cost learned for its operation, or the default.
+   */
+  creditsEstimatedAnswers: number;
+  /** Whether creditsSpent is in part an estimate: such answers, or a first call with no counters read before it. */
+  creditsSpentEstimated: boolean;
   error: { code: string; message: string } | null;
   /** Why the run stopped before its work was done (credits: which limit), or null when it did not. */
   stop: RunStopSummary | null;

@@ -53,12 +53,20 @@ export function describeStop(facts: StopFacts): RunStopSummary {
 }
 
 function creditMessage(limit: CreditStopReason, c: CreditStop | null, cappedJob: string | null): string {
-  const next = c?.cost == null ? 'the next call' : `the next call (about ${plural(roundCredits(c.cost), 'credit')})`;
+  // An assumed cost is said to be one: "about 5 credits" read as a fact about a call that may cost 1.
+  const next =
+    c?.cost == null
+      ? 'the next call'
+      : c.costAssumed
+        ? `the next call (assumed ${plural(roundCredits(c.cost), 'credit')} until an answer shows the cost)`
+        : `the next call (about ${plural(roundCredits(c.cost), 'credit')})`;
   switch (limit) {
     case 'reserve': {
       const fix = 'top up the account or lower credits.reserve (--reserve)';
       if (c?.balance == null) return `credits.reserve: the next call could take the balance below the reserve; ${fix}`;
       const balance = roundCredits(c.balance);
+      // With no reserve, "below the reserve of 0" only meant that the balance cannot pay.
+      if (c.reserve === 0) return `credits: the balance (${balance}) cannot pay for ${next}; top up the account`;
       if (c.balance < c.reserve) return `credits.reserve: the balance (${balance}) is below the reserve of ${c.reserve}; ${fix}`;
       return `credits.reserve: the balance (${balance}) minus ${next} would fall below the reserve of ${c.reserve}; ${fix}`;
     }

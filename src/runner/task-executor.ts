@@ -4,6 +4,7 @@ import { ApiSchemaError, errorAction, isApiError, isUnusablePaidAnswer, Throttle
 import type { Operation, SearchJobsQuery, SimilarCompaniesRequest } from '../spec/types.ts';
 import type { DriftTally } from '../operations/drift.ts';
 import type { CreditGuard } from './credit-guard.ts';
+import { chargeOfFailure } from './charge-of.ts';
 import type { RateGate } from './rate-gate.ts';
 import type { RunStop } from './run-stop.ts';
 import type { ResultWriter, WriterTask } from './result-writer.ts';
@@ -99,8 +100,8 @@ export async function executeTask(task: ExecutableTask, ctx: ExecutorContext): P
       try {
         result = await send(ctx.client, task.operation, task.request);
       } catch (err) {
-        // A body of the wrong shape was still paid for: its counters keep the balance and the run's spend true.
-        ctx.guard.settle(reservation, err instanceof ApiSchemaError ? err.credits : null);
+        // A 200 that cannot be used was still paid for: its counters, or an estimate, keep the caps true.
+        ctx.guard.settle(reservation, chargeOfFailure(err));
         if (isApiError(err)) {
           // A wrong-shape body ends the task at once; its api_calls row is written with the body and the task's
           // failure, in one transaction (see failure()).
@@ -134,7 +135,8 @@ export async function executeTask(task: ExecutableTask, ctx: ExecutorContext): P
         }
         throw new AbortError(err as Error);
       }
-      ctx.guard.settle(reservation, result.kind === 'ok' ? result.credits : null);
+      // A usable 200 without readable counters was paid all the same: charged at an estimate.
+      ctx.guard.settle(reservation, result.kind === 'ok' ? (result.credits ?? 'unread') : null);
       return result;
     }
   };

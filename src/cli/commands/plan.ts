@@ -1,5 +1,6 @@
 import { defineCommand } from '../command.ts';
-import { withDb } from '../common-options.ts';
+import { withApi, withDb } from '../common-options.ts';
+import { askLiveBalance } from '../live-balance.ts';
 import { loadJobs } from '../load-job-args.ts';
 import { describeError } from '../describe-error.ts';
 import { EXIT } from '../exit-codes.ts';
@@ -8,12 +9,14 @@ import type { UsageError } from '../../errors.ts';
 import { formatPlanReport, planReport, type PlanReport } from '../../runner/plan-report.ts';
 import { INVALID_OUT_OPTION, writeInvalidOut } from '../invalid-out.ts';
 
-/** `netingest plan`: what a run would do and cost, with no API call. */
+/** `netingest plan`: what a run would do and cost, with no paid API call (the free balance check only). */
 export const planCommand = defineCommand({
   name: 'plan [jobs..]',
-  describe: 'Show what a run would do: valid and invalid rows, duplicates, fresh tasks, calls and credits (no API calls)',
+  describe:
+    'Show what a run would do: valid and invalid rows, duplicates, fresh tasks, calls and credits (no paid API call; ' +
+    "the balance from the service's free credit check when an API URL and token are set)",
   builder: (y) =>
-    withDb(y, { whenMissing: 'plan-empty' })
+    withApi(withDb(y, { whenMissing: 'plan-empty' }))
       .positional('jobs', { type: 'string', array: true, describe: 'job files (.json or .ts)' })
       .option('all', { type: 'boolean', default: false, describe: 'plan every job in jobs/' })
       .option('jobs-dir', { type: 'string', default: 'jobs', normalize: true, describe: 'folder searched by --all' })
@@ -27,6 +30,8 @@ export const planCommand = defineCommand({
     // As a run skips a job whose job file or input file cannot be used, plan reports the others, then those.
     const unusable: UsageError[] = [...broken];
     const reports: PlanReport[] = [];
+    // Asked only once some job could be loaded: a plan that fails on its job files sends nothing.
+    const live = jobs.length > 0 ? await askLiveBalance({ apiUrl: argv['api-url'], tokenFile: argv['token-file'] }) : null;
     for (const job of jobs) {
       let r: PlanReport;
       try {
@@ -36,6 +41,7 @@ export const planCommand = defineCommand({
         unusable.push(err);
         continue;
       }
+      r.liveBalance = live?.balance ?? null;
       reports.push(r);
       if (!argv.json) io.stdout.write(formatPlanReport(r, job.credits.reserve));
     }

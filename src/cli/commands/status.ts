@@ -1,7 +1,8 @@
 import { existsSync } from 'node:fs';
 import { z } from 'zod';
 import { defineCommand } from '../command.ts';
-import { withDb } from '../common-options.ts';
+import { withApi, withDb } from '../common-options.ts';
+import { askLiveBalance, type LiveBalance } from '../live-balance.ts';
 import { openDatabase } from '../../db/open.ts';
 import { readStatus, type StatusReport } from '../../db/status.ts';
 import { UsageError } from '../../errors.ts';
@@ -17,7 +18,7 @@ export const statusCommand = defineCommand({
   name: 'status',
   describe: 'Show recent runs, tasks by status per job, credits spent and the last known balance',
   builder: (y) =>
-    withDb(y, { whenMissing: 'refuse' })
+    withApi(withDb(y, { whenMissing: 'refuse' }))
       .option('runs', { ...numberOption('how many recent runs to list'), default: DEFAULT_RUNS })
       .option('json', { type: 'boolean', default: false, describe: 'print the status as JSON' }),
   run: async (argv, io) => {
@@ -33,7 +34,11 @@ export const statusCommand = defineCommand({
         throw err;
       }
       database.assertUnchanged();
-      io.stdout.write(argv.json ? JSON.stringify(report, null, 2) + '\n' : formatStatus(report));
+      const liveBalance = await askLiveBalance({ apiUrl: argv['api-url'], tokenFile: argv['token-file'] });
+      // What the account used since the last answer stored: calls lost in flight in the last run, or use elsewhere.
+      const since = liveBalance && report.lastCounters ? Math.round((liveBalance.creditsUsed - report.lastCounters.creditsUsed) * 1e6) / 1e6 : null;
+      const full = { ...report, liveBalance: liveBalance && { ...liveBalance, usedSinceLastStoredAnswer: since } };
+      io.stdout.write(argv.json ? JSON.stringify(full, null, 2) + '\n' : formatStatus(full));
       return 0;
     } finally {
       database.close();
@@ -41,7 +46,7 @@ export const statusCommand = defineCommand({
   },
 });
 
-function formatStatus(r: StatusReport): string {
+function formatStatus(r: StatusReport & { liveBalance: (LiveBalance & { usedSinceLastStoredAnswer: number | null }) | null }): string {
   const lines: string[] = [];
   if (r.lock?.alive) lines.push(`A run is in progress: run ${r.lock.runId ?? '?'} (pid ${r.lock.pid} on ${r.lock.host}, since ${r.lock.acquiredAt})`, '');
   for (const run of r.unfinishedRuns) {
@@ -79,10 +84,21 @@ function formatStatus(r: StatusReport): string {
     for (const d of r.drift.rows) lines.push(`  ${driftLine(d.operation, { ...d, kind: d.kind as never, of: d.seen })}`);
   }
   lines.push('', `Credits spent by all runs: ${r.creditsSpentAllRuns}`);
+  if (r.creditsUncountedBetweenRuns > 0) {
+    lines.push(
+      `Credits used between runs and counted by none: ${r.creditsUncountedBetweenRuns} (paid answers lost in flight when a run was ` +
+        'killed, or the token used elsewhere)',
+    );
+  }
   lines.push(
     r.lastCounters
       ? `Last known balance: ${r.lastCounters.balance} of ${r.lastCounters.totalCredits} (at ${r.lastCounters.at})`
       : 'Last known balance: unknown (no successful call yet)',
   );
+  if (r.liveBalance) {
+    const since = r.liveBalance.usedSinceLastStoredAnswer;
+    const gap = since !== null && since > 0 ? `; ${since} used since the last answer stored, by calls lost in flight or elsewhere` : '';
+    lines.push(`Balance now: ${r.liveBalance.balance} of ${r.liveBalance.totalCredits} (asked the service's free credit check${gap})`);
+  }
   return lines.join('\n') + '\n';
 }

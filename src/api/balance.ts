@@ -1,0 +1,61 @@
+/**
+ * The account's balance from the service's free credit check, `GET /v1/api/auth` (known-behaviour.md): asked
+ * before a run's first paid call and by `plan` and `status`. It is a courtesy of the service, not part of
+ * api.md, so anything but a 200 with three finite counters (a 404, 401, 5xx, a redirect, garbage, no answer
+ * in time) means "not offered": null, never an error, and nothing of the answer is kept but the counters
+ * (`uid` and `team` are dropped).
+ */
+import { API_PREFIX, type CreditCounters } from '../spec/types.ts';
+import { contentCodings, firstUnsupportedCoding, readBody } from './body-reader.ts';
+import type { Transport } from './http.ts';
+import { parseJsonBody } from './json-body.ts';
+
+/** Path of the credit check. */
+export const BALANCE_PATH = `${API_PREFIX}/auth`;
+
+export const BALANCE_DEFAULTS = {
+  /** Longest the check may take (capped by the client's own timeout): a run must not wait long for a courtesy. */
+  timeoutMs: 5_000,
+  /** Largest answer read: it holds five members. */
+  maxBodyBytes: 64 * 1024,
+} as const;
+
+/** Asks the balance; resolves to the counters, or null when the service does not offer them. Never rejects. */
+export async function readBalance(t: Transport, headers: Record<string, string>, signal?: AbortSignal): Promise<CreditCounters | null> {
+  const timeoutMs = Math.min(t.timeoutMs, BALANCE_DEFAULTS.timeoutMs);
+  const timeout = AbortSignal.timeout(timeoutMs);
+  try {
+    const res = await t.dispatcher.request({
+      origin: t.origin,
+      path: t.pathPrefix + BALANCE_PATH,
+      method: 'GET',
+      headers,
+      headersTimeout: timeoutMs,
+      bodyTimeout: timeoutMs,
+      signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
+    });
+    const codings = contentCodings(res.headers['content-encoding']);
+    if (res.statusCode !== 200 || firstUnsupportedCoding(codings) !== null) {
+      res.body.on('error', () => undefined);
+      res.body.destroy();
+      return null;
+    }
+    const body = await readBody(res.body, {
+      limitBytes: BALANCE_DEFAULTS.maxBodyBytes,
+      deadline: performance.now() + timeoutMs,
+      declaredBytes: Number(res.headers['content-length'] ?? -1),
+      codings,
+    });
+    return body.truncated ? null : countersOf(parseJsonBody(body.text));
+  } catch {
+    return null;
+  }
+}
+
+/** The three counters of an answer when each is a finite number, else null. */
+function countersOf(body: unknown): CreditCounters | null {
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) return null;
+  const { total_credits, credits_used, credits_remaining } = body as Record<string, unknown>;
+  const ok = [total_credits, credits_used, credits_remaining].every((v) => typeof v === 'number' && Number.isFinite(v));
+  return ok ? { total_credits: total_credits as number, credits_used: credits_used as number, credits_remaining: credits_remaining as number } : null;
+}

@@ -1,0 +1,82 @@
+/**
+ * Paid answers whose cost cannot be read (a 200 without usable counters, cut at the size limit, not JSON): each
+ * is charged at an estimate so that the reserve and the per-run cap hold as with readable counters. The estimate
+ * stands until the counters cover the call: a readable answer charged before it was sent and another charged
+ * after it was answered put its real cost inside the span the CreditMeter already counts.
+ */
+import type { CreditCounters } from '../spec/types.ts';
+
+/** One paid answer charged at an estimate, not yet covered by readable counters. */
+interface OpenCharge {
+  cost: number;
+  /** The meter's epoch when the call was sent. */
+  epoch: number;
+  /** Whether counters (an answer or a seed) had been read before the call was sent: its charge is above them. */
+  afterCounters: boolean;
+  /** When it was answered, on the clock of `tick`. */
+  answeredAt: number;
+}
+
+/** When a call was sent, as UnreadCharges needs to know it. */
+export interface SentAt {
+  epoch: number;
+  afterCounters: boolean;
+  /** The clock of answers when the call was sent. */
+  tick: number;
+}
+
+/** Whether counters are all finite numbers: anything else (missing, a string, 1e400 read as Infinity) is unreadable. */
+export function readableCounters(c: CreditCounters | null | undefined): c is CreditCounters {
+  return (
+    c != null &&
+    typeof c.total_credits === 'number' && Number.isFinite(c.total_credits) &&
+    typeof c.credits_used === 'number' && Number.isFinite(c.credits_used) &&
+    typeof c.credits_remaining === 'number' && Number.isFinite(c.credits_remaining)
+  );
+}
+
+/** The estimates of unread paid answers of a run, and which of them the counters have not covered yet. */
+export class UnreadCharges {
+  private open: OpenCharge[] = [];
+  private clock = 0;
+  /** Paid answers of the run whose cost was estimated. */
+  count = 0;
+  /** Their estimates, summed (covered ones included). */
+  estimated = 0;
+
+  /** The clock of answers, read when a call is sent. */
+  get tick(): number {
+    return this.clock;
+  }
+
+  /** Credits estimated for answers the counters do not cover yet: to add to the meter's spend, take off its balance. */
+  get uncovered(): number {
+    let sum = 0;
+    for (const c of this.open) sum += c.cost;
+    return sum;
+  }
+
+  /** Records an unread paid answer of a call sent at `sent`, charged at `cost`. */
+  charge(sent: SentAt, cost: number): void {
+    this.clock += 1;
+    this.count += 1;
+    this.estimated += cost;
+    this.open.push({ cost, epoch: sent.epoch, afterCounters: sent.afterCounters, answeredAt: this.clock });
+  }
+
+  /**
+   * A readable answer of a call sent at `sent`, in epoch `epochNow` once observed: every unread answer that came
+   * back before that call was sent, and was itself sent after counters were read, in the same epoch, is charged
+   * between the two and so counted by the meter: its estimate goes.
+   */
+  readable(sent: SentAt, epochNow: number): void {
+    this.clock += 1;
+    if (this.open.length === 0 || sent.epoch !== epochNow) return;
+    this.open = this.open.filter((c) => !(c.afterCounters && c.epoch === sent.epoch && c.answeredAt <= sent.tick));
+  }
+
+  /** An answer that was not billed (a 404, an error before any 200). */
+  unpaid(): void {
+    this.clock += 1;
+  }
+}

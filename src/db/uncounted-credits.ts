@@ -1,0 +1,38 @@
+/**
+ * Credits that the account's counters show used between runs and that no run counted: paid answers lost in
+ * flight when a run was killed (charged by the service, never stored), or the token used elsewhere. Each run's
+ * spend is counted from the answers it stored, so these are in no run's figure; `status` names them apart.
+ */
+import { createApiCallLog } from './api-calls.ts';
+import type { Database } from './open.ts';
+import { roundCredits } from '../credits/credit-meter.ts';
+
+/** Below this, a gap is float noise of fractional costs. */
+const NOISE = 1e-6;
+
+/**
+ * For each run after the first that stored paid answers: the step from the highest credits_used stored before it
+ * to the lowest it stored, less that call's own cost (as learned before the run). A step across a reset of
+ * credits_used (it went down: a plan renewal) tells nothing and counts 0, as does one whose cost is unknown.
+ */
+export function uncountedCredits(database: Database): number {
+  const { sqlite } = database;
+  const runs = sqlite
+    .prepare(`SELECT run_id AS runId, min(id) AS firstId, min(credits_used) AS minUsed, max(credits_used) AS maxUsed
+      FROM api_calls WHERE status = 200 AND credits_used IS NOT NULL AND run_id IS NOT NULL GROUP BY run_id ORDER BY firstId`)
+    .all() as Array<{ runId: number; firstId: number; minUsed: number; maxUsed: number }>;
+  const lowest = sqlite.prepare(`SELECT operation FROM api_calls WHERE run_id = ? AND status = 200 AND credits_used = ? ORDER BY id LIMIT 1`).pluck();
+  const calls = createApiCallLog(database);
+  let total = 0;
+  let before: number | null = null;
+  for (const run of runs) {
+    if (before !== null && run.minUsed >= before) {
+      const operation = lowest.get(run.runId, run.minUsed) as string;
+      const cost = calls.learnedCost(operation, run.firstId) ?? calls.learnedCost(operation);
+      const gap = cost === null ? 0 : run.minUsed - before - cost;
+      if (gap > NOISE) total += gap;
+    }
+    before = before === null || run.minUsed >= before ? Math.max(before ?? run.maxUsed, run.maxUsed) : run.maxUsed;
+  }
+  return roundCredits(total);
+}
