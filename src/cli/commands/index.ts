@@ -20,7 +20,9 @@ export const commands: LazyCommand[] = [
   },
   {
     name: 'plan [jobs..]',
-    describe: 'Show what a run would do: valid and invalid rows, duplicates, fresh tasks, calls and credits (no API calls)',
+    describe:
+      'Show what a run would do: valid and invalid rows, duplicates, fresh tasks, calls and credits (no paid API call; ' +
+      "the balance from the service's free credit check when an API URL and token are set)",
     load: async () => (await import('./plan.ts')).planCommand,
   },
   {
