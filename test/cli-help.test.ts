@@ -9,7 +9,8 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { commands } from '../src/cli/commands/index.ts';
 
-const BIN = fileURLToPath(new URL('../src/cli/bin.mjs', import.meta.url));
+// The built CLI, as installed (test/global-setup.ts builds it).
+const BIN = fileURLToPath(new URL('../dist/bin.js', import.meta.url));
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
 /** `netingest <command> --help` from the real executable (yargs prints help and exits on its own). */

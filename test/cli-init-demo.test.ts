@@ -14,7 +14,8 @@ import { promisify } from 'node:util';
 import BetterSqlite3 from 'better-sqlite3';
 import { OPERATIONS } from '../src/spec/types.ts';
 
-const BIN = fileURLToPath(new URL('../src/cli/bin.mjs', import.meta.url));
+// The built CLI, as installed (test/global-setup.ts builds it).
+const BIN = fileURLToPath(new URL('../dist/bin.js', import.meta.url));
 const dirs: string[] = [];
 
 async function tempDir(): Promise<string> {

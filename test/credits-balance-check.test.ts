@@ -45,9 +45,9 @@ function postBody(url: string, a: Account): string {
 
 /**
  * A service whose account holds `total` credits with `used` spent before; post-details costs 1 credit (402 when
- * the balance cannot pay). Its first post-details answer waits (up to 2 s) for a second call to arrive.
+ * the balance cannot pay). Its first post-details answer waits (up to `holdFirstMs`) for a second call to arrive.
  */
-async function service(auth: AuthMode, total: number, used: number): Promise<Account> {
+async function service(auth: AuthMode, total: number, used: number, holdFirstMs = 2000): Promise<Account> {
   const a: Account = { url: '', total, used, hits: new Map(), firstInFlight: 0 };
   let inFlight = 0;
   let firstHeld: (() => void) | null = null;
@@ -87,7 +87,7 @@ async function service(auth: AuthMode, total: number, used: number): Promise<Acc
       res.writeHead(200, { 'content-type': 'application/json' }).end(body);
     };
     if (answered++ === 0) {
-      const timer = setTimeout(() => release(), 2000);
+      const timer = setTimeout(() => release(), holdFirstMs);
       const release = () => {
         clearTimeout(timer);
         firstHeld = null;
@@ -170,7 +170,8 @@ describe('the balance check before the first paid call', () => {
   it.each(['404', '401', '500', 'garbage', 'strings', 'redirect', 'silent'] as const)(
     'not offered (%s): the run goes on as without it, and the token is printed nowhere',
     async (mode) => {
-      const a = await service(mode, 1_000, 0);
+      // Whether calls go together is not asked here: no hold on the first answer.
+      const a = await service(mode, 1_000, 0, 0);
       const ws = await newWorkspace();
       const file = await postsJob(ws, 3);
       const cli = await runCli(['run', file, '--db', ws.db, '--json'], {

@@ -12,7 +12,8 @@ import { ExportInterruptedError } from '../src/export/errors.ts';
 import { openFileSink } from '../src/export/output-sink.ts';
 import { writeOutput } from '../src/export/write-output.ts';
 
-const BIN = fileURLToPath(new URL('../src/cli/bin.mjs', import.meta.url));
+// The built CLI, as installed (test/global-setup.ts builds it).
+const BIN = fileURLToPath(new URL('../dist/bin.js', import.meta.url));
 const ROWS = 20_000;
 let dir: string;
 let db: string;

@@ -13,7 +13,8 @@ import { exportSources, parseSince } from '../src/export/sources.ts';
 import { UsageError } from '../src/errors.ts';
 import { main } from '../src/cli/main.ts';
 
-const BIN = fileURLToPath(new URL('../src/cli/bin.mjs', import.meta.url));
+// The built CLI, as installed (test/global-setup.ts builds it).
+const BIN = fileURLToPath(new URL('../dist/bin.js', import.meta.url));
 
 let dir: string;
 let db: string;
