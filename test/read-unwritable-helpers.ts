@@ -9,7 +9,8 @@ import { fileURLToPath } from 'node:url';
 import { openDatabase } from '../src/db/open.ts';
 
 export const ROOT = fileURLToPath(new URL('..', import.meta.url));
-export const BIN = join(ROOT, 'src/cli/bin.mjs');
+// The built CLI, as installed (test/global-setup.ts builds it).
+export const BIN = join(ROOT, 'dist/bin.js');
 export const OTHER_USER = ['--reuid=65534', '--regid=65534', '--clear-groups'];
 
 /** Running as another user needs root and setpriv; the tests are skipped otherwise. */
