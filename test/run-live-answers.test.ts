@@ -5,6 +5,7 @@
  * another post. Every record that names itself is stored, drift is said in the summary, --json, the log and
  * status, a service whose answers cannot be used stops the run (exit 6), and posts are never merged.
  */
+import { driftPathLines } from '../src/operations/drift.ts';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import BetterSqlite3 from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
@@ -150,13 +151,19 @@ describe('every record that names itself is stored', () => {
       operation: 'similar-companies', path: 'data.content[].website', kind: 'missing', count: 10, of: 10, detail: null,
       message: 'similar-companies data.content[].website: missing in 10/10, stored as NULL',
     });
-    for (const line of lines) expect(log.lines.some((l) => l.includes(`WARN  answer drift: ${line}`)), line).toBe(true);
+    // The log, status and the text summary say one line per path, its kinds together.
+    const pathLines = driftPathLines(summary.drift);
+    expect(pathLines).toContain(
+      'similar-companies data.content[].foundedYear: missing in 1/10, stored as NULL; of another type in 1/10 (string read as integer), stored as the value',
+    );
+    expect(pathLines).toHaveLength(new Set(summary.drift.map((d) => d.path)).size);
+    for (const line of pathLines) expect(log.lines.some((l) => l.includes(`WARN  answer drift: ${line}`)), line).toBe(true);
 
     // status says the last run's drift, and the text summary of a run says it too.
     const status = await inProcess(['status', '--db', ws.db]);
     expect(status.code).toBe(EXIT.ok);
     expect(status.stdout).toContain(`Answer drift in run ${summary.runId}`);
-    for (const line of lines) expect(status.stdout).toContain(`  ${line}`);
+    for (const line of pathLines) expect(status.stdout).toContain(`  ${line}`);
     const json = JSON.parse((await inProcess(['status', '--db', ws.db, '--json'])).stdout);
     expect(json.drift.rows).toContainEqual({ operation: 'similar-companies', path: 'data.content[].website', kind: 'missing', count: 10, seen: 10, detail: null });
     const cli = await inProcess(['run', `${ws.dir}/lookalikes.json`, '--db', ws.db, '--refresh'], { NETINGEST_API_URL: service.url, NETINGEST_API_TOKEN: TOKEN });

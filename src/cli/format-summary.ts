@@ -1,3 +1,4 @@
+import { driftPathLines } from '../operations/drift.ts';
 import type { RunSummary } from '../runner/run-jobs.ts';
 import { plural } from '../plural.ts';
 import { formatCodeCounts } from '../runner/failure-log.ts';
@@ -79,7 +80,7 @@ export function formatRunSummary(s: RunSummary): string {
     }
   }
   // Paths are many only when the service changed a lot: each still gets its line, as the issue asks.
-  for (const d of s.drift) lines.push(`  drift: ${d.message}`);
+  for (const line of driftPathLines(s.drift)) lines.push(`  drift: ${line}`);
   lines.push(`  ${plural(s.calls, 'API call')}; ${creditsLine(s)}`);
   // An AUTH error's message already says to check the token: a hint added here printed it twice.
   if (s.error) lines.push(`  error: ${s.error.message} [${s.error.code}]`);

@@ -68,24 +68,48 @@ export class DriftTally {
   }
 }
 
+type CountOf = Pick<DriftCount, 'path' | 'kind' | 'count' | 'of' | 'detail'>;
+
 /** The one line a drift count is said in, e.g. `post-details author.network_url: missing in 40/40, read from author.acmenet_url`. */
-export function driftLine(operation: string, d: Pick<DriftCount, 'path' | 'kind' | 'count' | 'of' | 'detail'>): string {
-  const share = `${d.count}/${d.of}`;
-  const what = ((): string => {
-    switch (d.kind) {
-      case 'missing':
-        return `missing in ${share}, stored as NULL`;
-      case 'null':
-        return `null in ${share}, stored as NULL`;
-      case 'renamed':
-        return `missing in ${share}, read from ${d.detail ?? 'another member'}`;
-      case 'variant':
-        return `of another type in ${share} (${d.detail ?? 'a variant'}), stored as the value`;
-      case 'type':
-        return `of another type in ${share} (${d.detail ?? '?'}), stored as NULL`;
-      case 'capped':
-        return `page size capped by the service in ${share} answers (${d.detail ?? ''}); paging follows the service's size`;
+export function driftLine(operation: string, d: CountOf): string {
+  return `${operation} ${d.path}: ${driftPhrase(d)}`;
+}
+
+/**
+ * One line per operation and path, its kinds together: `similar-companies data.content[].phone: missing in
+ * 7/145, null in 5/145, stored as NULL`. Counts come sorted by operation, path and kind (DriftTally.counts()).
+ */
+export function driftPathLines(counts: ReadonlyArray<CountOf & { operation: string }>): string[] {
+  const lines: string[] = [];
+  for (let i = 0; i < counts.length; ) {
+    const { operation, path } = counts[i]!;
+    const nullish: string[] = [];
+    const other: string[] = [];
+    for (; i < counts.length && counts[i]!.operation === operation && counts[i]!.path === path; i++) {
+      const c = counts[i]!;
+      if (c.kind === 'missing' || c.kind === 'null') nullish.push(`${c.kind} in ${c.count}/${c.of}`);
+      else other.push(driftPhrase(c));
     }
-  })();
-  return `${operation} ${d.path}: ${what}`;
+    const parts = nullish.length > 0 ? [`${nullish.join(', ')}, stored as NULL`, ...other] : other;
+    lines.push(`${operation} ${path}: ${parts.join('; ')}`);
+  }
+  return lines;
+}
+
+function driftPhrase(d: CountOf): string {
+  const share = `${d.count}/${d.of}`;
+  switch (d.kind) {
+    case 'missing':
+      return `missing in ${share}, stored as NULL`;
+    case 'null':
+      return `null in ${share}, stored as NULL`;
+    case 'renamed':
+      return `missing in ${share}, read from ${d.detail ?? 'another member'}`;
+    case 'variant':
+      return `of another type in ${share} (${d.detail ?? 'a variant'}), stored as the value`;
+    case 'type':
+      return `of another type in ${share} (${d.detail ?? '?'}), stored as NULL`;
+    case 'capped':
+      return `page size capped by the service in ${share} answers (${d.detail ?? ''}); paging follows the service's size`;
+  }
 }

@@ -34,6 +34,7 @@ import { NotFoundOnlyWatch } from './not-found-only.ts';
 import { seedFromBalance } from './balance-check.ts';
 import { UnusableAnswerBreaker } from './unusable-breaker.ts';
 import { RunDrift } from './run-drift.ts';
+import { driftPathLines } from '../operations/drift.ts';
 import { anomalyCountsOf } from '../db/answer-anomalies.ts';
 import { pruneJobBodies } from './job-retention.ts';
 
@@ -313,7 +314,7 @@ async function runLocked(
   } else if (stopped) {
     logger.warn('run stopped early', { run: runId, reason: stopped.reason, limit: stopped.limit ?? undefined, detail: stopped.message });
   }
-  for (const d of summary.drift) logger.warn(`answer drift: ${d.message}`, { operation: d.operation, path: d.path, kind: d.kind, count: d.count, of: d.of });
+  for (const line of driftPathLines(summary.drift)) logger.warn(`answer drift: ${line}`);
   const skippedJobs = summaries.filter((j) => j.status === 'skipped').length;
   // The exit code ends the line: under cron the last line is the one read (and, on a night with nothing to do, the only one).
   logger.info('run finished', {

@@ -4,6 +4,7 @@ import { join, resolve } from 'node:path';
 import { defineCommand } from '../command.ts';
 import { PACKAGE_ROOT } from '../../package-root.ts';
 import { startSandbox } from '../../sandbox/server.ts';
+import { networkHost } from '../../urls/network-host.ts';
 import { loadAllJobs } from '../../jobs/load.ts';
 import { runJobs } from '../../runner/run-jobs.ts';
 import { createLogger } from '../../runner/logger.ts';
@@ -26,6 +27,11 @@ export const demoCommand = defineCommand({
     y
       .option('dir', { type: 'string', normalize: true, describe: `folder the demo writes ${DEMO_DB_NAME} into (default: a new temporary folder)` })
       .option('db', { type: 'string', normalize: true, describe: `database to fill (default: ${DEMO_DB_NAME} in --dir)` })
+      .option('live', {
+        type: 'boolean',
+        default: true,
+        describe: "the sandbox answers as the live service may (members missing or null, the author's URL under a brand name, a capped page size, mixed www./bare URLs); --no-live answers to the letter of api.md",
+      })
       .option('jobs-dir', { type: 'string', normalize: true, describe: "folder of the jobs to run (default: the package's example jobs)" })
       .example('$0 demo', 'run the examples into a new temporary folder, and say which')
       .example('$0 demo --dir demo', 'into ./demo/demo.db; run it again to see nothing paid twice'),
@@ -33,14 +39,18 @@ export const demoCommand = defineCommand({
     // The bundled jobs name their inputs as data/*.csv: read from the package, wherever the command runs.
     const jobs = argv['jobs-dir'] === undefined ? await loadAllJobs(join(PACKAGE_ROOT, 'jobs'), { cwd: PACKAGE_ROOT }) : await loadAllJobs(argv['jobs-dir']);
     const db = argv.db ?? join(demoDir(argv.dir), DEMO_DB_NAME);
-    const sandbox = await startSandbox({ port: 0, tokens: { [DEMO_TOKEN]: 100_000 }, latencyMs: [2, 15], logRequests: false });
+    // Its URLs on the host the client expects (NETINGEST_NETWORK_HOST), so the two agree in live mode too.
+    const sandbox = await startSandbox({
+      port: 0, tokens: { [DEMO_TOKEN]: 100_000 }, latencyMs: [2, 15], logRequests: false, liveShapes: argv.live, networkHost: networkHost(),
+    });
     try {
       io.stdout.write(`Sandbox API listening on ${sandbox.url}; running ${jobs.map((j) => j.name).join(', ')} into ${resolve(db)}\n`);
       const summary = await runJobs({
         dbPath: db,
         jobs,
         api: { baseUrl: sandbox.url, token: DEMO_TOKEN },
-        logger: createLogger({ stream: io.stderr, level: 'warn', secrets: [DEMO_TOKEN] }),
+        // Errors only: the summary below says the warnings (drift, failures by code) once.
+        logger: createLogger({ stream: io.stderr, level: 'error', secrets: [DEMO_TOKEN] }),
         progressStream: io.stderr,
       });
       io.stdout.write(formatRunSummary(summary));

@@ -7,7 +7,7 @@ import { openDatabase } from '../../db/open.ts';
 import { readStatus, type StatusReport } from '../../db/status.ts';
 import { UsageError } from '../../errors.ts';
 import { numberFlag, numberOption } from '../number-flags.ts';
-import { driftLine } from '../../operations/drift.ts';
+import { driftPathLines, type DriftKind } from '../../operations/drift.ts';
 
 // A negative LIMIT means "no limit" to SQLite, and a fraction or NaN fails the query as an internal error.
 const RUNS_RULE = z.number().int().min(0);
@@ -81,7 +81,7 @@ function formatStatus(r: StatusReport & { liveBalance: (LiveBalance & { usedSinc
   }
   if (r.drift && r.drift.rows.length > 0) {
     lines.push('', `Answer drift in run ${r.drift.runId} (answers that differ from the spec, stored as far as they can be read):`);
-    for (const d of r.drift.rows) lines.push(`  ${driftLine(d.operation, { ...d, kind: d.kind as never, of: d.seen })}`);
+    for (const line of driftPathLines(r.drift.rows.map((d) => ({ ...d, kind: d.kind as DriftKind, of: d.seen })))) lines.push(`  ${line}`);
   }
   lines.push('', `Credits spent by all runs: ${r.creditsSpentAllRuns}`);
   if (r.creditsUncountedBetweenRuns > 0) {
