@@ -4,6 +4,7 @@
  * from pre-built parameter arrays. Both run in one transaction on a fresh, migrated file, in the same process,
  * alternately; the best of each is kept. Run: `npx tsx bench/db-upsert.bench.ts`.
  */
+import { countryName } from '../src/db/ingest/country-name.ts';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -63,9 +64,9 @@ function plainRows(input: Page[]): PlainRows {
         JSON.stringify(c.fundingData), SEEN_AT, SEEN_AT]);
       rows.deletes.push(url);
       const hq = c.locations.headquarter;
-      rows.locations.push([url, 1, 1, hq.city, hq.country, hq.geographicArea, 1n, hq.line1, hq.line2, hq.postalCode]);
+      rows.locations.push([url, 1, 1, hq.city, hq.country, countryName(hq.country), hq.geographicArea, 1n, hq.line1, hq.line2, hq.postalCode]);
       c.locations.other.forEach((a, j) =>
-        rows.locations.push([url, j + 2, 0, a.city, a.country, a.geographicArea, null, a.line1, a.line2, a.postalCode]));
+        rows.locations.push([url, j + 2, 0, a.city, a.country, countryName(a.country), a.geographicArea, null, a.line1, a.line2, a.postalCode]));
       c.industries.forEach((v, j) => rows.values.push(['company_industries', [url, j + 1, v]]));
       (c.specialities ?? []).forEach((v, j) => rows.values.push(['company_specialities', [url, j + 1, v]]));
       (c.hashtags ?? []).forEach((v, j) => rows.values.push(['company_hashtags', [url, j + 1, v]]));
