@@ -362,9 +362,9 @@ describe('ingestor contract', () => {
     expect(database.sqlite.prepare('SELECT count(*) FROM companies').pluck().get()).toBe(0);
   });
 
-  it('saveRawResponse archives the exact body with its request, gzipped where that is smaller', () => {
+  it('saveRawResponse archives the exact body with its request, gzipped from 2 KiB on', () => {
     const save = saveRawResponse(database);
-    const body = JSON.stringify(postResponse()) + '\n';
+    const body = JSON.stringify(postResponse({ post: { ...postResponse().post, text_content: 'Hello 世界! '.repeat(300) } })) + '\n';
     const id = database.sqlite.transaction(() => save({ operation: 'post-details', request: postRequest, body, receivedAt: T1, runId: 3, taskId: 9 }))();
     const tiny = '{}';
     database.sqlite.transaction(() => save({ operation: 'post-details', request: postRequest, body: tiny, receivedAt: T1, runId: 3, taskId: 10 }))();
@@ -375,7 +375,7 @@ describe('ingestor contract', () => {
     });
     expect((stored[0]!.body as Buffer).length).toBeLessThan(Buffer.byteLength(body));
     expect(gunzipSync(stored[0]!.body as Buffer).toString('utf8')).toBe(body);
-    // A body gzip would not shrink is kept as the text it was.
+    // A small body is kept as the text it was.
     expect(stored[1]).toMatchObject({ body: tiny, body_encoding: null });
     const viaSql = database.sqlite.prepare('SELECT raw_body(body, body_encoding) FROM raw_responses ORDER BY id').pluck().all();
     expect(viaSql).toEqual([body, tiny]);

@@ -65,7 +65,7 @@ describe('pruneRawBodies', () => {
     const ws = await workspace();
     const db = openDatabase(ws.db);
     try {
-      const body = JSON.stringify(jobsResponse([job(1), job(2), job(3)]));
+      const body = JSON.stringify(jobsResponse([job(1), job(2), job(3), job(4), job(5), job(6)]));
       db.sqlite.prepare(`INSERT INTO raw_responses (operation, request_key, request_json, body, received_at) VALUES ('search-jobs', 'k', '{}', ?, ?)`).run(body, daysAgo(1));
       expect(pruneRawBodies(db, { keepDays: 30, now: NOW, dryRun: true, compressOld: true }).compressed).toBe(1);
       expect(db.sqlite.prepare('SELECT body_encoding FROM raw_responses').pluck().get()).toBeNull();

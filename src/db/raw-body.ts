@@ -1,9 +1,11 @@
 /**
- * How raw_responses keeps a body: gzip (`body_encoding = 'gzip'`, the bytes as a BLOB) when that is smaller,
- * else the text as received (`body_encoding` NULL, as every body an earlier netingest stored). gzip, not
+ * How raw_responses keeps a body: gzip (`body_encoding = 'gzip'`, the bytes as a BLOB) for a body of 2 KiB or
+ * more, else the text as received (`body_encoding` NULL, as every body an earlier netingest stored). gzip, not
  * brotli: at the levels that cost the writer no more time, both shrink the service's JSON to a quarter or
- * less (measured on sandbox answers: similar-companies 0.25, search-jobs 0.14, post-details 0.6), and gzip
- * is what every tool a user might pull a body out with can read.
+ * less, and gzip is what every tool a user might pull a body out with can read. Level 1: measured on sandbox
+ * answers it keeps 0.17 of a search-jobs page and 0.28 of a similar-companies page (level 6: 0.15 and 0.26) in
+ * 40-60% of the time. A post (about 1 KiB) would keep 0.63 for a fixed cost per call that the pipeline bench
+ * showed: small bodies stay text.
  */
 import { gunzipSync, gzipSync } from 'node:zlib';
 import type BetterSqlite3 from 'better-sqlite3';
@@ -16,10 +18,12 @@ export interface StoredRawBody {
   encoding: RawBodyEncoding | null;
 }
 
-/** Level 6 is zlib's default: level 9 saved under 2% more on these bodies at twice the time. */
-const GZIP_LEVEL = 6;
+const GZIP_LEVEL = 1;
+/** Bodies shorter than this (in UTF-16 units, close to bytes for JSON) are kept as text. */
+const GZIP_FROM_LENGTH = 2048;
 
 export function encodeRawBody(text: string): StoredRawBody {
+  if (text.length < GZIP_FROM_LENGTH) return { body: text, encoding: null };
   const bytes = Buffer.from(text, 'utf8');
   const packed = gzipSync(bytes, { level: GZIP_LEVEL });
   return packed.length < bytes.length ? { body: packed, encoding: 'gzip' } : { body: text, encoding: null };
