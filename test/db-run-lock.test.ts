@@ -2,9 +2,9 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { openDatabase, type Database } from '../src/db/open.ts';
-import { acquireRunLock, LockLostError, RUN_LOCK_DEFAULTS, type RunLock } from '../src/db/run-lock.ts';
+import { acquireRunLock, LockLostError, recentLockCheck, RUN_LOCK_DEFAULTS, type RunLock } from '../src/db/run-lock.ts';
 import { processFacts } from '../src/db/process-identity.ts';
 import { lockLeaseFromEnv } from '../src/cli/lock-lease.ts';
 
@@ -214,6 +214,30 @@ describe('NETINGEST_LOCK_LEASE_SECONDS', () => {
     expect(lockLeaseFromEnv({ NETINGEST_LOCK_LEASE_SECONDS: '1.5' })).toBe(1500);
     for (const bad of ['0', '0.5', '-3', 'abc', 'Infinity']) {
       expect(() => lockLeaseFromEnv({ NETINGEST_LOCK_LEASE_SECONDS: bad }), bad).toThrowError(expect.objectContaining({ code: 'USAGE' }));
+    }
+  });
+});
+
+describe('recentLockCheck', () => {
+  it('reads the lock again once its last answer is older than the limit, and never caches a loss', () => {
+    vi.useFakeTimers({ toFake: ['performance'] });
+    try {
+      let reads = 0;
+      let ours = true;
+      const held = recentLockCheck(() => (reads++, ours), 100);
+      expect([held(), held(), held()]).toEqual([true, true, true]);
+      expect(reads).toBe(1);
+      vi.advanceTimersByTime(99);
+      held();
+      expect(reads).toBe(1);
+      // A stall (SIGSTOP, a suspended VM) moves the monotonic clock: the first call after it reads the row.
+      vi.advanceTimersByTime(5_000);
+      ours = false;
+      expect(held()).toBe(false);
+      expect(held()).toBe(false);
+      expect(reads).toBe(3);
+    } finally {
+      vi.useRealTimers();
     }
   });
 });

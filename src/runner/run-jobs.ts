@@ -4,7 +4,7 @@ import { createApiClient } from '../api/client.ts';
 import { openDatabase, toDatabaseUseError } from '../db/open.ts';
 import { createLedger } from '../db/ledger.ts';
 import { createRunLog } from '../db/runs.ts';
-import { acquireRunLock, type LockLostError, type RunLock } from '../db/run-lock.ts';
+import { acquireRunLock, recentLockCheck, type LockLostError, type RunLock } from '../db/run-lock.ts';
 import { lockGuardedLedger } from './lock-guarded-ledger.ts';
 import { createApiCallLog } from '../db/api-calls.ts';
 import type { Operation } from '../spec/types.ts';
@@ -207,7 +207,7 @@ async function runLocked(
           retry: job.retry,
           maxThrottleWaitMs,
           maxThrottledAttemptsPerTask,
-          holdsLock: () => lock.held(),
+          holdsLock: recentLockCheck(() => lock.held()),
           onAttemptError: () => {
             progress.errors += 1;
             errors += 1;
