@@ -5,6 +5,7 @@
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { csv, makeWorkspace, postUrls, type Workspace } from './run-helpers.ts';
 
 export interface LoggedCall {
   token: string;
@@ -96,4 +97,23 @@ export async function startHeldAnswersServer(): Promise<HeldAnswersServer> {
       return new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
+}
+
+/** A held-answers server and a workspace with a post-details job of `tasks` posts, both closed by `cleanups`. */
+export async function heldPostsJob(
+  tasks: number,
+  concurrency: number,
+  cleanups: Array<() => Promise<void>>,
+): Promise<{ server: HeldAnswersServer; ws: Workspace; job: string }> {
+  const server = await startHeldAnswersServer();
+  const ws = await makeWorkspace();
+  cleanups.push(() => server.close(), () => ws.cleanup());
+  await ws.write('posts.csv', csv(['post_url'], postUrls(tasks).map((u) => [u])));
+  const job = await ws.job('posts', {
+    operation: 'post-details',
+    input: { csv: 'posts.csv', column: 'post_url' },
+    rate: { requestsPerMinute: 600_000, concurrency },
+    retry: { retries: 2, minTimeoutMs: 10, maxTimeoutMs: 50 },
+  });
+  return { server, ws, job };
 }

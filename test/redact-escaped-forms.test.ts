@@ -5,18 +5,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { createOutputRedactor, redact, REDACTED } from '../src/api/redact.ts';
+import { seededRandom as rng } from './seeded-random.ts';
 
-/** mulberry32: a small seeded generator, so that a failing case can be replayed. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const ALPHABET = [...'abcXYZ0189_-./+=~"\\:%', 'é', '€', '😀', 'ß'];
 const SHORT: Record<string, string> = { '/': '\\/', '"': '\\"', '\\': '\\\\' };

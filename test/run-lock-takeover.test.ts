@@ -8,8 +8,8 @@
 import { readFileSync } from 'node:fs';
 import BetterSqlite3 from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
-import { startHeldAnswersServer, type HeldAnswersServer } from './held-answers-server.ts';
-import { count, csv, makeWorkspace, postUrls, query, runCli, spawnCli, taskStatuses, waitFor, type CliProcess, type Workspace } from './run-helpers.ts';
+import { heldPostsJob, type HeldAnswersServer } from './held-answers-server.ts';
+import { count, query, runCli, spawnCli, taskStatuses, waitFor, type CliProcess, type Workspace } from './run-helpers.ts';
 
 const FIRST_TOKEN = 'frozen-run-token-a1';
 const SECOND_TOKEN = 'second-run-token-b2';
@@ -31,16 +31,7 @@ interface Setting {
 }
 
 async function setUp(): Promise<Setting> {
-  const server = await startHeldAnswersServer();
-  const ws = await makeWorkspace();
-  cleanups.push(() => server.close(), () => ws.cleanup());
-  await ws.write('posts.csv', csv(['post_url'], postUrls(TASKS).map((u) => [u])));
-  const job = await ws.job('posts', {
-    operation: 'post-details',
-    input: { csv: 'posts.csv', column: 'post_url' },
-    rate: { requestsPerMinute: 600_000, concurrency: CONCURRENCY },
-    retry: { retries: 2, minTimeoutMs: 10, maxTimeoutMs: 50 },
-  });
+  const { server, ws, job } = await heldPostsJob(TASKS, CONCURRENCY, cleanups);
   // A short lease (the heartbeat runs every 100 ms): another host may take a stopped run's lock over a second after.
   const env = (token: string) => ({ NETINGEST_API_URL: server.url, NETINGEST_API_TOKEN: token, NETINGEST_LOCK_LEASE_SECONDS: '1' });
   return { server, ws, job, env };

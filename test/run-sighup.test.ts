@@ -5,8 +5,8 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
-import { startHeldAnswersServer, type HeldAnswersServer } from './held-answers-server.ts';
-import { BIN, count, csv, makeWorkspace, postUrls, query, spawnCli, taskStatuses, waitFor, type CliProcess, type Workspace } from './run-helpers.ts';
+import { heldPostsJob, type HeldAnswersServer } from './held-answers-server.ts';
+import { BIN, count, query, spawnCli, taskStatuses, waitFor, type CliProcess, type Workspace } from './run-helpers.ts';
 
 const TOKEN = 'sighup-token-5e0a';
 const CONCURRENCY = 4;
@@ -16,18 +16,8 @@ afterEach(async () => {
   while (cleanups.length > 0) await cleanups.pop()!();
 });
 
-async function setUp(): Promise<{ server: HeldAnswersServer; ws: Workspace; job: string }> {
-  const server = await startHeldAnswersServer();
-  const ws = await makeWorkspace();
-  cleanups.push(() => server.close(), () => ws.cleanup());
-  await ws.write('posts.csv', csv(['post_url'], postUrls(TASKS).map((u) => [u])));
-  const job = await ws.job('posts', {
-    operation: 'post-details',
-    input: { csv: 'posts.csv', column: 'post_url' },
-    rate: { requestsPerMinute: 600_000, concurrency: CONCURRENCY },
-    retry: { retries: 2, minTimeoutMs: 10, maxTimeoutMs: 50 },
-  });
-  return { server, ws, job };
+function setUp(): Promise<{ server: HeldAnswersServer; ws: Workspace; job: string }> {
+  return heldPostsJob(TASKS, CONCURRENCY, cleanups);
 }
 
 /** Whether the process ended, by itself or by a signal (exitCode stays null for the latter). */

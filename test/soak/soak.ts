@@ -6,6 +6,7 @@
  * settled, no row twice, nothing half-written, at most `concurrency` calls paid twice per kill, and the same
  * dataset as an uninterrupted run against a fault-free sandbox with the same seed.
  */
+import { seededRandom as prng } from '../seeded-random.ts';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -61,17 +62,6 @@ export interface SoakReport {
 const TOKEN = 'soak-token';
 const TOKEN_CREDITS = '100000000';
 
-/** Small seeded PRNG (mulberry32), so a soak's kill moments repeat with its seed. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** Writes the inputs and the three job files; returns the job file names (relative to dir). */
 async function writeJobs(dir: string, tasks: number, concurrency: number): Promise<string[]> {
