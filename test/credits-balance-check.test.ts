@@ -9,6 +9,7 @@ import { runJobs, type RunSummary } from '../src/runner/run-jobs.ts';
 import { CreditGuard } from '../src/runner/credit-guard.ts';
 import { CreditMeter } from '../src/credits/credit-meter.ts';
 import { FAST_RATE, FAST_RETRY, csv, postUrls, runCli, taskStatuses, useWorkspaces, type Workspace } from './run-helpers.ts';
+import { postResponse } from './db-fixtures.ts';
 import { useFakeServices } from './sandbox-helpers.ts';
 
 const TOKEN = 'balance-check-token/42+x';
@@ -31,12 +32,7 @@ interface Account {
 function postBody(url: string, a: Account): string {
   const id = /activity-(\d+)/.exec(url)?.[1] ?? '1';
   return JSON.stringify({
-    success: true,
-    message: 'ok',
-    PostId: `activity-${id}`,
-    author: { name: 'A', headline: 'H', network_url: 'https://www.network.com/in/a', profile_image: '' },
-    post: { timestamp: '01-02-2026', text_content: 'x', hashtags: null, post_media_description: '', post_media_url: [] },
-    engagement: { reactions: 1, comments_count: 0 },
+    ...postResponse({ PostId: `activity-${id}` }),
     total_credits: a.total,
     credits_used: a.used,
     credits_remaining: a.total - a.used,

@@ -9,6 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { runJobs, type RunSummary } from '../src/runner/run-jobs.ts';
 import { CreditGuard } from '../src/runner/credit-guard.ts';
 import { FAST_RATE, FAST_RETRY, csv, postUrls, runCli, taskStatuses, useWorkspaces, type Workspace } from './run-helpers.ts';
+import { postResponse } from './db-fixtures.ts';
 import { useFakeServices } from './sandbox-helpers.ts';
 
 const TOKEN = 'unread-credits-token-77';
@@ -21,14 +22,8 @@ type Mode = 'missing' | 'strings' | 'nan' | 'infinite' | 'html' | 'too-large';
 /** A post-details answer for `url` with the account's counters written as `counters` (JSON text of its members). */
 function postBody(url: string, counters: string): string {
   const id = /activity-(\d+)/.exec(url)?.[1] ?? '1';
-  const post = {
-    success: true,
-    message: 'ok',
-    PostId: `activity-${id}`,
-    author: { name: 'A', headline: 'H', network_url: 'https://www.network.com/in/a', profile_image: '' },
-    post: { timestamp: '01-02-2026', text_content: 'x', hashtags: null, post_media_description: '', post_media_url: [] },
-    engagement: { reactions: 1, comments_count: 0 },
-  };
+  // The answer without its counters, which `counters` writes as this test needs them.
+  const { total_credits: _t, credits_used: _u, credits_remaining: _r, ...post } = postResponse({ PostId: `activity-${id}` });
   const json = JSON.stringify(post);
   return counters === '' ? json : `${json.slice(0, -1)},${counters}}`;
 }

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase } from '../src/db/open.ts';
-import { spawnCli, waitFor, type CliProcess } from './run-helpers.ts';
+import { processAlive, spawnCli, waitFor, type CliProcess } from './run-helpers.ts';
 
 const ENDLESS = 'WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n+1 FROM r) SELECT count(*) FROM r';
 /** Generous, so that it holds with the CPU busy; the aim is well under a second. */
@@ -40,14 +40,6 @@ function childrenOf(pid: number): number[] {
   return found;
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 /** The processes `cli` started to read a statement (not, say, tsx's esbuild service). */
 function readersOf(cli: CliProcess): number[] {
@@ -96,7 +88,7 @@ describe('a statement without end', () => {
       expect(ended!.code).toBe(130);
       expect(ended!.stderr).toMatch(/interrupted/);
       expect(ended!.stdout).toBe('');
-      for (const pid of readers) await waitFor(() => !alive(pid), 5000, `reader ${pid} to end`);
+      for (const pid of readers) await waitFor(() => !processAlive(pid), 5000, `reader ${pid} to end`);
     }, 30_000);
   }
 
@@ -107,9 +99,9 @@ describe('a statement without end', () => {
     cli.child.kill('SIGKILL');
     await cli.done;
     try {
-      for (const pid of readers) await waitFor(() => !alive(pid), STOP_WITHIN_MS, `reader ${pid} to end`);
+      for (const pid of readers) await waitFor(() => !processAlive(pid), STOP_WITHIN_MS, `reader ${pid} to end`);
     } finally {
-      for (const pid of readers.filter(alive)) process.kill(pid, 'SIGKILL');
+      for (const pid of readers.filter(processAlive)) process.kill(pid, 'SIGKILL');
     }
   }, 30_000);
 

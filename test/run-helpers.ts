@@ -238,3 +238,13 @@ export async function inProcess(args: string[], env: Record<string, string> = {}
     }
   }
 }
+
+/** Whether a process of this host is still there (signal 0 checks without sending). */
+export function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}

@@ -6,7 +6,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { heldPostsJob, type HeldAnswersServer } from './held-answers-server.ts';
-import { BIN, count, query, spawnCli, taskStatuses, waitFor, type CliProcess, type Workspace } from './run-helpers.ts';
+import { BIN, count, processAlive, query, spawnCli, taskStatuses, waitFor, type CliProcess, type Workspace } from './run-helpers.ts';
 
 const TOKEN = 'sighup-token-5e0a';
 const CONCURRENCY = 4;
@@ -59,15 +59,6 @@ describe('SIGHUP during run', () => {
 /** util-linux `script`: runs a command on a terminal of its own, as an ssh session does. */
 const HAS_SCRIPT = process.platform === 'linux' && spawnSync('script', ['--version']).status === 0;
 
-/** Whether a process of this host is still there (not our child: its terminal's `script` is). */
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 /** Whether a live process still has a controlling terminal (/proc/<pid>/stat field 7, tty_nr). */
 function hasTerminal(pid: number): boolean {
@@ -103,7 +94,7 @@ describe('a terminal that hangs up during run (an ssh session that drops)', () =
     // The kernel hangs the terminal up a moment after: it takes it from the run as it sends the SIGHUP.
     await waitFor(() => !hasTerminal(pid), 30_000, 'the hang-up');
     server.release();
-    await waitFor(() => !alive(pid), 60_000, 'the end of the run');
+    await waitFor(() => !processAlive(pid), 60_000, 'the end of the run');
 
     // The kernel's SIGHUP may reach the run a moment after the answers: a wave of calls more is then no fault.
     const answered = server.calls.filter((c) => c.answered);
