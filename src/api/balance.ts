@@ -9,6 +9,7 @@ import { API_PREFIX, type CreditCounters } from '../spec/types.ts';
 import { contentCodings, firstUnsupportedCoding, readBody } from './body-reader.ts';
 import type { Transport } from './http.ts';
 import { parseJsonBody } from './json-body.ts';
+import { creditsOf } from '../operations/answers.ts';
 
 /** Path of the credit check. */
 export const BALANCE_PATH = `${API_PREFIX}/auth`;
@@ -46,16 +47,8 @@ export async function readBalance(t: Transport, headers: Record<string, string>,
       declaredBytes: Number(res.headers['content-length'] ?? -1),
       codings,
     });
-    return body.truncated ? null : countersOf(parseJsonBody(body.text));
+    return body.truncated ? null : creditsOf(parseJsonBody(body.text));
   } catch {
     return null;
   }
-}
-
-/** The three counters of an answer when each is a finite number, else null. */
-function countersOf(body: unknown): CreditCounters | null {
-  if (body === null || typeof body !== 'object' || Array.isArray(body)) return null;
-  const { total_credits, credits_used, credits_remaining } = body as Record<string, unknown>;
-  const ok = [total_credits, credits_used, credits_remaining].every((v) => typeof v === 'number' && Number.isFinite(v));
-  return ok ? { total_credits: total_credits as number, credits_used: credits_used as number, credits_remaining: credits_remaining as number } : null;
 }
