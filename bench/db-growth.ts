@@ -11,7 +11,7 @@ import BetterSqlite3 from 'better-sqlite3';
 import { startSandbox } from '../src/sandbox/server.ts';
 import { runJobs } from '../src/runner/run-jobs.ts';
 import { loadJob } from '../src/jobs/load.ts';
-import { registerRawBodyFunction } from '../src/db/raw-body.ts';
+import { registerRawBodyFunction } from '../src/store/raw-body.ts';
 
 const ANSWERS = 1000;
 const TOKEN = 'growth';

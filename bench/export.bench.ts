@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import BetterSqlite3 from 'better-sqlite3';
-import { openDatabase } from '../src/db/open.ts';
+import { openDatabase } from '../src/store/open.ts';
 import { exportTable } from '../src/export/export-table.ts';
 import { formatBenchTable, type BenchResult } from './bench-result.ts';
 

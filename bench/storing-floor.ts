@@ -40,7 +40,7 @@ export async function storingFloor(
   dbFile: string,
 ): Promise<void> {
   const db = new Database(dbFile);
-  // The pragmas the pipeline's own connections use (src/db/connection.ts).
+  // The pragmas the pipeline's own connections use (src/store/connection.ts).
   db.pragma('journal_mode = WAL');
   db.pragma('synchronous = NORMAL');
   db.exec(SCHEMA);

@@ -38,7 +38,7 @@ await build({
     bin: 'src/cli/bin.ts',
     index: 'src/index.ts',
     'result-writer-thread': 'src/runner/result-writer-thread.ts',
-    'wal-checkpointer-thread': 'src/db/wal-checkpointer-thread.ts',
+    'wal-checkpointer-thread': 'src/store/wal-checkpointer-thread.ts',
     'export-worker': 'src/export/export-worker.ts',
     'statement-child': 'src/export/statement-child.ts',
   },

@@ -5,8 +5,8 @@
  */
 import BetterSqlite3 from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
-import { openDatabase } from '../src/db/open.ts';
-import { readStatus } from '../src/db/status.ts';
+import { openDatabase } from '../src/store/open.ts';
+import { readStatus } from '../src/store/status.ts';
 import { planReport } from '../src/runner/plan-report.ts';
 import { FAST_RATE, csv, postUrls, run, useWorkspaces } from './run-helpers.ts';
 import { useSandboxes } from './sandbox-helpers.ts';

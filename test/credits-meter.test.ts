@@ -5,8 +5,8 @@
 import { describe, expect, it } from 'vitest';
 import { CreditMeter, medianStep } from '../src/credits/credit-meter.ts';
 import { CreditGuard } from '../src/runner/credit-guard.ts';
-import { openDatabase } from '../src/db/open.ts';
-import { createApiCallLog } from '../src/db/api-calls.ts';
+import { openDatabase } from '../src/store/open.ts';
+import { createApiCallLog } from '../src/store/api-calls.ts';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

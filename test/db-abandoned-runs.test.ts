@@ -7,9 +7,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { openDatabase, type Database } from '../src/db/open.ts';
-import { acquireRunLock, type RunLock } from '../src/db/run-lock.ts';
-import { readStatus } from '../src/db/status.ts';
+import { openDatabase, type Database } from '../src/store/open.ts';
+import { acquireRunLock, type RunLock } from '../src/store/run-lock.ts';
+import { readStatus } from '../src/store/status.ts';
 
 const HOST = hostname();
 const T0 = '2026-01-01T00:00:00.000Z';

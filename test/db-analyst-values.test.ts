@@ -2,11 +2,11 @@ import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSy
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { openDatabase, type Database } from '../src/db/open.ts';
-import { ingestInTransaction } from '../src/db/ingest/index.ts';
-import { isoPostDate } from '../src/db/ingest/post-date.ts';
-import { countryName } from '../src/db/ingest/country-name.ts';
-import { MIGRATIONS_FOLDER } from '../src/db/migration-state.ts';
+import { openDatabase, type Database } from '../src/store/open.ts';
+import { ingestInTransaction } from '../src/store/ingest/index.ts';
+import { isoPostDate } from '../src/store/ingest/post-date.ts';
+import { countryName } from '../src/store/ingest/country-name.ts';
+import { MIGRATIONS_FOLDER } from '../src/store/migration-state.ts';
 import { company, postRequest, postResponse, similarRequest, similarResponse } from './db-fixtures.ts';
 
 const T1 = '2026-11-25T10:00:00.000Z';

@@ -1,6 +1,6 @@
 /** Hand-built, typed responses for the db tests and the upsert bench (shared so both use the same shapes). */
 import type { CompanyRecord, JobRecord, PostDetailsResponse, SearchJobsResponse, SimilarCompaniesResponse } from '../src/spec/types.ts';
-import type { PostDetailsIngestRequest, SearchJobsIngestRequest, SimilarCompaniesIngestRequest } from '../src/db/ingest-request.ts';
+import type { PostDetailsIngestRequest, SearchJobsIngestRequest, SimilarCompaniesIngestRequest } from '../src/store/ingest-request.ts';
 
 export const credits = { total_credits: 1000, credits_used: 3, credits_remaining: 997 };
 

@@ -2,8 +2,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { openDatabase, type Database } from '../src/db/open.ts';
-import { createLedger, type NewTask } from '../src/db/ledger.ts';
+import { openDatabase, type Database } from '../src/store/open.ts';
+import { createLedger, type NewTask } from '../src/store/ledger.ts';
 
 // insertPlanned writes tasks several rows per statement; whatever the batch shape, the ledger must end up as if
 // every row had been upserted on its own, in input order.

@@ -3,10 +3,10 @@ import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSy
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { openDatabase, toDatabaseError, type Database } from '../src/db/open.ts';
-import { DatabaseError } from '../src/db/errors.ts';
+import { openDatabase, toDatabaseError, type Database } from '../src/store/open.ts';
+import { DatabaseError } from '../src/store/errors.ts';
 import { NetingestError } from '../src/errors.ts';
-import { MIGRATIONS_FOLDER, knownMigrations } from '../src/db/migration-state.ts';
+import { MIGRATIONS_FOLDER, knownMigrations } from '../src/store/migration-state.ts';
 
 let dir: string;
 const opened: Database[] = [];

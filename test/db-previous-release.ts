@@ -4,8 +4,8 @@
  */
 import { copyFileSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { openDatabase } from '../src/db/open.ts';
-import { MIGRATIONS_FOLDER } from '../src/db/migration-state.ts';
+import { openDatabase } from '../src/store/open.ts';
+import { MIGRATIONS_FOLDER } from '../src/store/migration-state.ts';
 
 /** The first migration the previous release did not ship. */
 const WWW_MIGRATION = 'www_canonical_urls';

@@ -4,12 +4,12 @@
  */
 import { statSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { openDatabase, type Database } from '../src/db/open.ts';
-import { ingestInTransaction } from '../src/db/ingest/index.ts';
-import { saveRawResponse } from '../src/db/raw-archive.ts';
-import { pruneRawBodies } from '../src/db/raw-prune.ts';
+import { openDatabase, type Database } from '../src/store/open.ts';
+import { ingestInTransaction } from '../src/store/ingest/index.ts';
+import { saveRawResponse } from '../src/store/raw-archive.ts';
+import { pruneRawBodies } from '../src/store/raw-prune.ts';
 import { reprocess } from '../src/runner/reprocess.ts';
-import type { SearchJobsIngestRequest } from '../src/db/ingest-request.ts';
+import type { SearchJobsIngestRequest } from '../src/store/ingest-request.ts';
 import { job, jobsRequest, jobsResponse } from './db-fixtures.ts';
 import { cliEnv, csv, FAST_RATE, FAST_RETRY, inProcess, postUrls, query, run, useWorkspaces, type Workspace } from './run-helpers.ts';
 import { useSandboxes } from './sandbox-helpers.ts';

@@ -3,9 +3,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
-import { openDatabase, type Database } from '../src/db/open.ts';
-import { acquireRunLock, LockLostError, recentLockCheck, RUN_LOCK_DEFAULTS, type RunLock } from '../src/db/run-lock.ts';
-import { processFacts } from '../src/db/process-identity.ts';
+import { openDatabase, type Database } from '../src/store/open.ts';
+import { acquireRunLock, LockLostError, recentLockCheck, RUN_LOCK_DEFAULTS, type RunLock } from '../src/store/run-lock.ts';
+import { processFacts } from '../src/store/process-identity.ts';
 import { lockLeaseFromEnv } from '../src/cli/lock-lease.ts';
 
 const HOST = hostname();

@@ -6,8 +6,8 @@ import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, expect, it } from 'vitest';
-import { openDatabase } from '../src/db/open.ts';
-import { startWalCheckpointer } from '../src/db/wal-checkpointer.ts';
+import { openDatabase } from '../src/store/open.ts';
+import { startWalCheckpointer } from '../src/store/wal-checkpointer.ts';
 
 let dir: string;
 beforeEach(() => {

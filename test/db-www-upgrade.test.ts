@@ -2,9 +2,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { openDatabase, type Database } from '../src/db/open.ts';
-import { DatabaseNeedsMigrationError } from '../src/db/errors.ts';
-import { upgradedUrl } from '../src/db/upgrades/www-canonical-urls.ts';
+import { openDatabase, type Database } from '../src/store/open.ts';
+import { DatabaseNeedsMigrationError } from '../src/store/errors.ts';
+import { upgradedUrl } from '../src/store/upgrades/www-canonical-urls.ts';
 import { buildPreviousReleaseDb, T0, T1, T2 } from './db-previous-release.ts';
 
 let dir: string;

@@ -5,9 +5,9 @@
  * transaction, as the writer thread does), with tasks planned by the runner's planner, at chosen times.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { openDatabase, type Database } from '../src/db/open.ts';
-import { createLedger } from '../src/db/ledger.ts';
-import { requestKeyOf } from '../src/db/ingest-request.ts';
+import { openDatabase, type Database } from '../src/store/open.ts';
+import { createLedger } from '../src/store/ledger.ts';
+import { requestKeyOf } from '../src/store/ingest-request.ts';
 import { planIntoLedger } from '../src/runner/plan-into-ledger.ts';
 import { createOutcomeApplier, type OutcomeOp } from '../src/runner/outcome-ops.ts';
 import { ingestRequestFor } from '../src/runner/run-job.ts';

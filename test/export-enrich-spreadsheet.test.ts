@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { parse } from 'csv-parse/sync';
-import { openDatabase } from '../src/db/open.ts';
+import { openDatabase } from '../src/store/open.ts';
 import { filterKey } from '../src/jobs/request-keys.ts';
 import { main } from '../src/cli/main.ts';
 

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { parse } from 'csv-parse/sync';
 import type BetterSqlite3 from 'better-sqlite3';
-import { openDatabase } from '../src/db/open.ts';
+import { openDatabase } from '../src/store/open.ts';
 import { enrichJob } from '../src/export/enrich.ts';
 import { POST_BY_ID_SQL, POST_BY_URL_SQL } from '../src/export/enrich-results.ts';
 import { postIdOfUrl } from '../src/urls/post-id.ts';

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
-import { openDatabase } from '../src/db/open.ts';
+import { openDatabase } from '../src/store/open.ts';
 import { capture, freshFolder, leftovers } from './export-helpers.ts';
 import { exportSql, exportTable } from '../src/export/export-table.ts';
 import { ExportInterruptedError } from '../src/export/errors.ts';

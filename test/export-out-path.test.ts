@@ -5,7 +5,7 @@ import { execFileSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
-import { openDatabase } from '../src/db/open.ts';
+import { openDatabase } from '../src/store/open.ts';
 import { enrichJob } from '../src/export/enrich.ts';
 import { main } from '../src/cli/main.ts';
 

@@ -4,7 +4,7 @@ import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync, wri
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { openDatabase } from '../src/db/open.ts';
+import { openDatabase } from '../src/store/open.ts';
 import { capture, freshFolder, leftovers } from './export-helpers.ts';
 import { exportTable, type ExportTableOptions } from '../src/export/export-table.ts';
 import { ExportInterruptedError } from '../src/export/errors.ts';

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { parse } from 'csv-parse/sync';
-import { openDatabase } from '../src/db/open.ts';
+import { openDatabase } from '../src/store/open.ts';
 import { runQuery, type QueryStream } from '../src/export/query.ts';
 import { prepareReadQuery, REPORTING_PRAGMAS } from '../src/export/read-only-sql.ts';
 import { displayWidth } from '../src/text-width.ts';

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { parse } from 'csv-parse/sync';
-import { openDatabase } from '../src/db/open.ts';
+import { openDatabase } from '../src/store/open.ts';
 import { capture, freshFolder, leftovers } from './export-helpers.ts';
 import { exportSql, exportTable } from '../src/export/export-table.ts';
 import { exportSources, parseSince } from '../src/export/sources.ts';

@@ -1,5 +1,5 @@
 import BetterSqlite3 from 'better-sqlite3';
-import { registerRawBodyFunction } from '../src/db/raw-body.ts';
+import { registerRawBodyFunction } from '../src/store/raw-body.ts';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

@@ -1,14 +1,14 @@
 /**
  * The read commands on a database whose folder this user cannot write (an analyst reading the cron user's file):
  * each command runs as uid 65534 through setpriv, on a WAL-mode file in a folder owned by root. See
- * src/db/read-without-shm.ts.
+ * src/store/read-without-shm.ts.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { spawn, spawnSync, type SpawnSyncReturns } from 'node:child_process';
 import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { openDatabase } from '../src/db/open.ts';
+import { openDatabase } from '../src/store/open.ts';
 import { exportTable } from '../src/export/export-table.ts';
 import { capture } from './export-helpers.ts';
 import {

@@ -1,12 +1,12 @@
 /**
  * Shared by the tests that run read commands as uid 65534 (through setpriv) on a database in a folder owned by
- * root: read-unwritable-folder.test.ts and read-unwritable-plan.test.ts. See src/db/read-without-shm.ts.
+ * root: read-unwritable-folder.test.ts and read-unwritable-plan.test.ts. See src/store/read-without-shm.ts.
  */
 import { spawnSync } from 'node:child_process';
 import { chmodSync, copyFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { openDatabase } from '../src/db/open.ts';
+import { openDatabase } from '../src/store/open.ts';
 
 export const ROOT = fileURLToPath(new URL('..', import.meta.url));
 // The built CLI, as installed (test/global-setup.ts builds it).

@@ -1,6 +1,6 @@
 /**
  * `plan` on a database in a folder the user cannot write, which it reads as an immutable file (see
- * src/db/read-without-shm.ts): a run that writes the file while plan reads it must fail plan with DB_CHANGED,
+ * src/store/read-without-shm.ts): a run that writes the file while plan reads it must fail plan with DB_CHANGED,
  * not let it print a report made of half of each version. Runs plan as uid 65534 through setpriv, as
  * read-unwritable-folder.test.ts does for query and export.
  *

@@ -4,7 +4,7 @@
  */
 import { existsSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
-import { openDatabase } from '../src/db/open.ts';
+import { openDatabase } from '../src/store/open.ts';
 import { startSandbox, type Sandbox } from '../src/sandbox/server.ts';
 import { FAST_RATE, FAST_RETRY, cliEnv, csv, makeWorkspace, inProcess, postUrls, runCli, type Workspace } from './run-helpers.ts';
 

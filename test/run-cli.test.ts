@@ -6,7 +6,7 @@ import { spawn } from 'node:child_process';
 import { hostname } from 'node:os';
 import BetterSqlite3 from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
-import { openDatabase } from '../src/db/open.ts';
+import { openDatabase } from '../src/store/open.ts';
 import { startSandbox, type Sandbox } from '../src/sandbox/server.ts';
 import {
   FAST_RATE, FAST_RETRY, cliEnv, count, csv, inProcess, makeWorkspace, postUrls, query, run, runCli, taskStatuses, waitFor, type Workspace, operationRequests } from './run-helpers.ts';

@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 import BetterSqlite3 from 'better-sqlite3';
 import { afterEach } from 'vitest';
 import { main } from '../src/cli/main.ts';
-import { registerRawBodyFunction } from '../src/db/raw-body.ts';
+import { registerRawBodyFunction } from '../src/store/raw-body.ts';
 import { loadJob } from '../src/jobs/load.ts';
 import type { Job } from '../src/jobs/schema.ts';
 import { runJobs, type RunOptions, type RunSummary } from '../src/runner/run-jobs.ts';

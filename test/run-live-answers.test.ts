@@ -10,7 +10,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import BetterSqlite3 from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import { EXIT } from '../src/cli/exit-codes.ts';
-import { registerRawBodyFunction } from '../src/db/raw-body.ts';
+import { registerRawBodyFunction } from '../src/store/raw-body.ts';
 import { createLogger } from '../src/runner/logger.ts';
 import { runJobs } from '../src/runner/run-jobs.ts';
 import { useFakeServices } from './sandbox-helpers.ts';

@@ -4,7 +4,7 @@
  * snapshot, and answers each `read` message with the chunk's rows encoded as UTF-8 bytes.
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import { openConnection } from '../db/connection.ts';
+import { openConnection } from '../store/connection.ts';
 import { lockConnectionReadOnly } from './read-only-sql.ts';
 import { encoderFor } from './row-encoders.ts';
 import type { ExportWorkerData, ExportWorkerMessage, ToExportWorkerMessage } from './export-worker-protocol.ts';

@@ -8,8 +8,8 @@
  */
 import { availableParallelism } from 'node:os';
 import type BetterSqlite3 from 'better-sqlite3';
-import { toDatabaseUseError } from '../db/open.ts';
-import { DatabaseChangedError } from '../db/errors.ts';
+import { toDatabaseUseError } from '../store/open.ts';
+import { DatabaseChangedError } from '../store/errors.ts';
 import { ExportWorkerError, ExportWorkerPool } from './export-worker-pool.ts';
 import { pumpChunks } from './pump-chunks.ts';
 import type { PumpOptions } from './pump-rows.ts';

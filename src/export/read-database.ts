@@ -1,6 +1,6 @@
 import { existsSync, realpathSync, statSync, type Stats } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
-import { openDatabase, type Connection, type Database } from '../db/open.ts';
+import { openDatabase, type Connection, type Database } from '../store/open.ts';
 import { UsageError } from '../errors.ts';
 import { lockConnectionReadOnly } from './read-only-sql.ts';
 import type { PumpOptions } from './pump-rows.ts';

@@ -1,11 +1,11 @@
 /**
- * What `netingest export <table>` can export: every public table of src/db/schema.ts (read from the schema,
+ * What `netingest export <table>` can export: every public table of src/store/schema.ts (read from the schema,
  * so a new table is exportable without touching this file) and the views of migrations/0001_views.sql.
  * The bookkeeping of the run lock and the schema version are internal.
  */
 import { is } from 'drizzle-orm';
 import { SQLiteTable, getTableConfig } from 'drizzle-orm/sqlite-core';
-import * as schema from '../db/schema.ts';
+import * as schema from '../store/schema.ts';
 import { UsageError } from '../errors.ts';
 
 /** One exportable table or view. */

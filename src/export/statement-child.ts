@@ -3,7 +3,7 @@
  * read-only connection, prepares the statement as the parent did, and answers each `more` with the next batch
  * of raw rows. Its only job is to be killable: a runaway statement blocks this process, never the parent's.
  */
-import { openConnection } from '../db/connection.ts';
+import { openConnection } from '../store/connection.ts';
 import { lockConnectionReadOnly, prepareReadQuery } from './read-only-sql.ts';
 import type { FromStatementChild, ToStatementChild } from './statement-protocol.ts';
 

@@ -1,6 +1,6 @@
 /**
  * post-details: the answer contract of its 200 body (api.md, "Post details record"). The body is the record;
- * it names itself by `PostId` or else by the URL asked for, which the store resolves (db/ingest/post-details.ts):
+ * it names itself by `PostId` or else by the URL asked for, which the store resolves (store/ingest/post-details.ts):
  * a post is stored under the post asked for. The author's profile URL is read from `network_url`, else from
  * the one other `*_url` member of `author` (the live service names it after its brand: `<brand>_url`).
  */

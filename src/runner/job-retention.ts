@@ -1,10 +1,10 @@
 /**
  * A job's `keepRawDays`: after the job has run to its end, the raw bodies of its tasks that a newer answer
- * superseded more than that many days ago are dropped (see db/raw-prune.ts for what is always kept). A failure
+ * superseded more than that many days ago are dropped (see store/raw-prune.ts for what is always kept). A failure
  * here costs disk, never data: it is logged and the run goes on.
  */
-import type { Connection } from '../db/connection.ts';
-import { pruneRawBodies } from '../db/raw-prune.ts';
+import type { Connection } from '../store/connection.ts';
+import { pruneRawBodies } from '../store/raw-prune.ts';
 import type { Logger } from './logger.ts';
 
 export function pruneJobBodies(database: Connection, job: string, keepDays: number, logger: Logger): void {

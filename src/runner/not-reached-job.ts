@@ -1,5 +1,5 @@
 import type { Job } from '../jobs/schema.ts';
-import type { Ledger } from '../db/ledger.ts';
+import type { Ledger } from '../store/ledger.ts';
 import { deferRefresh } from './plan-into-ledger.ts';
 import { partlyPlanned } from './partly-planned-job.ts';
 import type { Logger } from './logger.ts';

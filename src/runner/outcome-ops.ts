@@ -4,12 +4,12 @@
  * travels as its text, which costs a copy, not a clone of the parsed tree) and applies each batch in one
  * transaction.
  */
-import type { Connection } from '../db/connection.ts';
-import type { IngestRequest } from '../db/ingest-request.ts';
+import type { Connection } from '../store/connection.ts';
+import type { IngestRequest } from '../store/ingest-request.ts';
 import { prepareAnswerStore } from './store-answer.ts';
-import { saveRawResponse } from '../db/raw-archive.ts';
-import { createApiCallLog, type ApiCallRow } from '../db/api-calls.ts';
-import { createLedger } from '../db/ledger.ts';
+import { saveRawResponse } from '../store/raw-archive.ts';
+import { createApiCallLog, type ApiCallRow } from '../store/api-calls.ts';
+import { createLedger } from '../store/ledger.ts';
 import type { Operation } from '../spec/types.ts';
 
 /** A paid 200 as it travels to the writer: the task, the request it answered and the body as received. */

@@ -1,5 +1,5 @@
 import type { Job } from '../jobs/schema.ts';
-import type { Ledger } from '../db/ledger.ts';
+import type { Ledger } from '../store/ledger.ts';
 import type { Logger } from './logger.ts';
 import type { PlanCounts } from './plan-into-ledger.ts';
 import { partlyPlannedJobSummary, type JobSummary } from './run-summary.ts';

@@ -1,6 +1,6 @@
 import type { Job } from '../jobs/schema.ts';
 import { planTasks } from '../jobs/plan-tasks.ts';
-import { invalidRowKey, type InvalidInputRow, type Ledger, type NewTask, type RunnableFilter } from '../db/ledger.ts';
+import { invalidRowKey, type InvalidInputRow, type Ledger, type NewTask, type RunnableFilter } from '../store/ledger.ts';
 
 export const PLAN_DEFAULTS = {
   /** Rows written per transaction while the input streams into the ledger. */

@@ -1,9 +1,9 @@
 import { existsSync } from 'node:fs';
 import type { Job } from '../jobs/schema.ts';
 import { planTasks } from '../jobs/plan-tasks.ts';
-import { openDatabase } from '../db/open.ts';
-import { createLedger } from '../db/ledger.ts';
-import { createApiCallLog } from '../db/api-calls.ts';
+import { openDatabase } from '../store/open.ts';
+import { createLedger } from '../store/ledger.ts';
+import { createApiCallLog } from '../store/api-calls.ts';
 import { CREDIT_METER_DEFAULTS, roundCredits } from '../credits/credit-meter.ts';
 import { plural } from '../plural.ts';
 import { freshSince } from '../jobs/freshness.ts';

@@ -12,14 +12,14 @@
  * contract fix is for). One that still cannot be read is reported by id and request, and its task stays failed.
  */
 import { ApiSchemaError } from '../api/errors.ts';
-import { clearNormalizedTables } from '../db/ingest/index.ts';
+import { clearNormalizedTables } from '../store/ingest/index.ts';
 import { prepareAnswerStore } from './store-answer.ts';
-import { isIngestRequest } from '../db/ingest-request.ts';
-import { createLedger } from '../db/ledger.ts';
-import type { Database } from '../db/open.ts';
-import { acceptRawResponse } from '../db/raw-archive.ts';
-import { decodeRawBody } from '../db/raw-body.ts';
-import { rawBodiesWerePruned } from '../db/raw-prune.ts';
+import { isIngestRequest } from '../store/ingest-request.ts';
+import { createLedger } from '../store/ledger.ts';
+import type { Database } from '../store/open.ts';
+import { acceptRawResponse } from '../store/raw-archive.ts';
+import { decodeRawBody } from '../store/raw-body.ts';
+import { rawBodiesWerePruned } from '../store/raw-prune.ts';
 import { OPERATIONS, type Operation } from '../spec/types.ts';
 
 /** Options of reprocess(); every default here. */

@@ -3,8 +3,8 @@
  * only send plain data, so a database error is rebuilt on arrival with its class and code, for the run to
  * report it as it would have reported it from its own connection.
  */
-import { DatabaseError, type DatabaseErrorCode } from '../db/errors.ts';
-import { LockLostError, type RunLockHolding } from '../db/run-lock.ts';
+import { DatabaseError, type DatabaseErrorCode } from '../store/errors.ts';
+import { LockLostError, type RunLockHolding } from '../store/run-lock.ts';
 import type { OutcomeOp } from './outcome-ops.ts';
 
 /** What the writer thread is started with. */

@@ -8,8 +8,8 @@
  * WAL), `{ type: 'failed', error }` (nothing after it is written).
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import { openConnection, type Connection } from '../db/connection.ts';
-import { lockCheck, lockLostError } from '../db/run-lock.ts';
+import { openConnection, type Connection } from '../store/connection.ts';
+import { lockCheck, lockLostError } from '../store/run-lock.ts';
 import { createOutcomeApplier, type OutcomeOp } from './outcome-ops.ts';
 import { serializeError, type WriterThreadData, type WriterMessageIn, type WriterMessageOut } from './result-writer-protocol.ts';
 
@@ -54,7 +54,7 @@ function close(): void {
 try {
   // The run opened (and migrated) the dataset before starting this thread: a plain connection is enough.
   database = openConnection(dbFile);
-  // Checkpoints are the WAL checkpointer thread's job (db/wal-checkpointer.ts): this connection's own
+  // Checkpoints are the WAL checkpointer thread's job (store/wal-checkpointer.ts): this connection's own
   // automatic checkpoint is only the backstop that bounds the log (64 MB), since a log written without pause
   // is never fully copied by PASSIVE checkpoints and so never starts over. The log file keeps its size between
   // checkpoints (no journal_size_limit): growing it again after each truncation cost metadata writes that

@@ -1,12 +1,12 @@
 import type { Worker } from 'node:worker_threads';
 import type { ApiCallInfo, ApiResult } from '../api/types.ts';
 import { ApiSchemaError, type ApiError } from '../api/errors.ts';
-import type { ApiCallRow } from '../db/api-calls.ts';
+import type { ApiCallRow } from '../store/api-calls.ts';
 import type { Operation } from '../spec/types.ts';
-import type { IngestRequest } from '../db/ingest-request.ts';
-import type { RunLockHolding } from '../db/run-lock.ts';
+import type { IngestRequest } from '../store/ingest-request.ts';
+import type { RunLockHolding } from '../store/run-lock.ts';
 import { startWorker } from '../threads/start-worker.ts';
-import { startWalCheckpointer, type WalCheckpointer } from '../db/wal-checkpointer.ts';
+import { startWalCheckpointer, type WalCheckpointer } from '../store/wal-checkpointer.ts';
 import type { OutcomeOp } from './outcome-ops.ts';
 import { deserializeError, type WriterMessageIn, type WriterMessageOut, type WriterThreadData } from './result-writer-protocol.ts';
 
@@ -25,7 +25,7 @@ const THREAD = new URL('./result-writer-thread.ts', import.meta.url);
  * it acknowledges (group commit, and one message per commit: a message that wakes a thread costs ~30 us,
  * more than cloning its content). An outcome's promise resolves once it is committed: the runner holds the
  * task's slot until then, so a crash at any instant loses at most `concurrency` answers, each one a call that
- * the next run repeats. The WAL checkpointer thread (db/wal-checkpointer.ts) runs beside it.
+ * the next run repeats. The WAL checkpointer thread (store/wal-checkpointer.ts) runs beside it.
  */
 export class ResultWriter {
   /** Resolves when the thread has opened the dataset; rejects with the reason it could not. */

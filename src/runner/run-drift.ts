@@ -2,8 +2,8 @@
  * A run's drift: the drift of every answer it stored, summed per operation (operations/drift.ts), written to
  * answer_drift after each job (for `status`) and said in one line per path in the summary and the log.
  */
-import { saveAnswerDrift } from '../db/answer-drift.ts';
-import type { Connection } from '../db/connection.ts';
+import { saveAnswerDrift } from '../store/answer-drift.ts';
+import type { Connection } from '../store/connection.ts';
 import { DriftTally, driftLine, type DriftKind } from '../operations/drift.ts';
 import type { Operation } from '../spec/types.ts';
 

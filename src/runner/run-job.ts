@@ -1,11 +1,11 @@
 import PQueue from 'p-queue';
 import type { Job } from '../jobs/schema.ts';
-import type { Ledger, TaskRow } from '../db/ledger.ts';
+import type { Ledger, TaskRow } from '../store/ledger.ts';
 import type { Operation, SearchJobsQuery, SimilarCompaniesRequest } from '../spec/types.ts';
-import { requestKeyOf, type IngestRequest } from '../db/ingest-request.ts';
+import { requestKeyOf, type IngestRequest } from '../store/ingest-request.ts';
 import { filterKey } from '../jobs/request-keys.ts';
 import { executeTask, type ExecutableTask, type ExecutorContext } from './task-executor.ts';
-import type { TaskStatus } from '../db/schema.ts';
+import type { TaskStatus } from '../store/schema.ts';
 
 export const RUN_JOB_DEFAULTS = {
   /** Tasks read from the ledger per query. */

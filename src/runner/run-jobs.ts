@@ -1,12 +1,12 @@
 import { hostname } from 'node:os';
 import { UsageError } from '../errors.ts';
 import { createApiClient } from '../api/client.ts';
-import { openDatabase, toDatabaseUseError } from '../db/open.ts';
-import { createLedger } from '../db/ledger.ts';
-import { createRunLog } from '../db/runs.ts';
-import { acquireRunLock, recentLockCheck, type LockLostError, type RunLock } from '../db/run-lock.ts';
+import { openDatabase, toDatabaseUseError } from '../store/open.ts';
+import { createLedger } from '../store/ledger.ts';
+import { createRunLog } from '../store/runs.ts';
+import { acquireRunLock, recentLockCheck, type LockLostError, type RunLock } from '../store/run-lock.ts';
 import { lockGuardedLedger } from './lock-guarded-ledger.ts';
-import { createApiCallLog } from '../db/api-calls.ts';
+import { createApiCallLog } from '../store/api-calls.ts';
 import type { Operation } from '../spec/types.ts';
 import { CreditGuard } from './credit-guard.ts';
 import { roundCredits } from '../credits/credit-meter.ts';
@@ -35,7 +35,7 @@ import { seedFromBalance } from './balance-check.ts';
 import { UnusableAnswerBreaker } from './unusable-breaker.ts';
 import { RunDrift } from './run-drift.ts';
 import { driftPathLines } from '../operations/drift.ts';
-import { anomalyCountsOf } from '../db/answer-anomalies.ts';
+import { anomalyCountsOf } from '../store/answer-anomalies.ts';
 import { pruneJobBodies } from './job-retention.ts';
 
 export type { JobSummary, RunStopSummary, RunSummary } from './run-summary.ts';

@@ -3,9 +3,9 @@
  * `runs` row records at the end. The field names are a public contract (`netingest run --json`): add, never
  * rename.
  */
-import type { TaskStatus } from '../db/schema.ts';
-import type { InvalidInputRow } from '../db/ledger.ts';
-import type { RunEnd, RunStatus } from '../db/runs.ts';
+import type { TaskStatus } from '../store/schema.ts';
+import type { InvalidInputRow } from '../store/ledger.ts';
+import type { RunEnd, RunStatus } from '../store/runs.ts';
 import type { Operation } from '../spec/types.ts';
 import type { PlanCounts } from './plan-into-ledger.ts';
 import type { StopReason } from './run-stop.ts';

@@ -6,10 +6,10 @@
  */
 import { parseJsonBody } from '../api/json-body.ts';
 import { readUsableAnswer } from '../api/schemas.ts';
-import { recordAnswerAnomalies, setAsideAnomalies, type AnomalySource } from '../db/answer-anomalies.ts';
-import type { Connection } from '../db/connection.ts';
-import type { IngestRequest } from '../db/ingest-request.ts';
-import { createIngestor, type IngestResult } from '../db/ingest/index.ts';
+import { recordAnswerAnomalies, setAsideAnomalies, type AnomalySource } from '../store/answer-anomalies.ts';
+import type { Connection } from '../store/connection.ts';
+import type { IngestRequest } from '../store/ingest-request.ts';
+import { createIngestor, type IngestResult } from '../store/ingest/index.ts';
 
 /** One archived body to store, and where it came from (its raw_responses row). */
 export interface StoredBody extends AnomalySource {

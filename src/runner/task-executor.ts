@@ -8,7 +8,7 @@ import { chargeOfFailure } from './charge-of.ts';
 import type { RateGate } from './rate-gate.ts';
 import type { RunStop } from './run-stop.ts';
 import type { ResultWriter, WriterTask } from './result-writer.ts';
-import type { IngestRequest } from '../db/ingest-request.ts';
+import type { IngestRequest } from '../store/ingest-request.ts';
 import { maxCallsPerTask, throttleWaitMs } from './call-bound.ts';
 
 /** Retry settings of a job, as p-retry takes them. */

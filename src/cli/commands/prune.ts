@@ -3,9 +3,9 @@ import { defineCommand } from '../command.ts';
 import { withDb } from '../common-options.ts';
 import { numberFlag } from '../number-flags.ts';
 import { KEEP_RAW_DAYS_RULE } from '../../jobs/schema.ts';
-import { openDatabase } from '../../db/open.ts';
-import { acquireRunLock } from '../../db/run-lock.ts';
-import { pruneRawBodies, type PruneReport } from '../../db/raw-prune.ts';
+import { openDatabase } from '../../store/open.ts';
+import { acquireRunLock } from '../../store/run-lock.ts';
+import { pruneRawBodies, type PruneReport } from '../../store/raw-prune.ts';
 import { UsageError } from '../../errors.ts';
 import { EXIT } from '../exit-codes.ts';
 

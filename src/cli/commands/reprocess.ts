@@ -1,8 +1,8 @@
 import { existsSync } from 'node:fs';
 import { defineCommand } from '../command.ts';
 import { withDb } from '../common-options.ts';
-import { openDatabase } from '../../db/open.ts';
-import { acquireRunLock } from '../../db/run-lock.ts';
+import { openDatabase } from '../../store/open.ts';
+import { acquireRunLock } from '../../store/run-lock.ts';
 import { UsageError } from '../../errors.ts';
 import { reprocess, type ReprocessReport } from '../../runner/reprocess.ts';
 import { EXIT } from '../exit-codes.ts';

@@ -361,7 +361,7 @@ export const rawResponses = sqliteTable(
     operation: text('operation').notNull(),
     requestKey: text('request_key').notNull(),
     requestJson: text('request_json').notNull(),
-    /** The body text, or its gzip bytes where `body_encoding` says so (see src/db/raw-body.ts). */
+    /** The body text, or its gzip bytes where `body_encoding` says so (see src/store/raw-body.ts). */
     body: text('body').notNull(),
     /** NULL: `body` is the text as received; `gzip`: `body` is that text gzipped (a BLOB). */
     bodyEncoding: text('body_encoding'),
