@@ -1,0 +1,146 @@
+/**
+ * A real PostgreSQL server for the tests: the machine's own binaries (Debian's `postgresql` package), a new
+ * cluster in a temporary folder, listening on a loopback port only. The server refuses to run as root, so as
+ * root it runs as the `postgres` user through runuser. fsync is off: a test cluster is thrown away anyway.
+ */
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+
+export interface PgCluster {
+  /** `postgres://netingest@127.0.0.1:<port>/postgres`: the superuser on the maintenance database. */
+  url: string;
+  port: number;
+  stop(): Promise<void>;
+}
+
+const SUPERUSER = 'netingest';
+
+/** The folder holding initdb and postgres, newest major version first; null when none is installed. */
+export function findPgBinaries(): string | null {
+  const root = '/usr/lib/postgresql';
+  if (!existsSync(root)) return null;
+  const versions = readdirSync(root)
+    .filter((v) => existsSync(join(root, v, 'bin', 'initdb')))
+    .sort((a, b) => Number(b) - Number(a));
+  return versions.length > 0 ? join(root, versions[0]!, 'bin') : null;
+}
+
+/** Why the PostgreSQL tests cannot run here, or null when they can. */
+export function pgUnavailableReason(): string | null {
+  if (!findPgBinaries()) return 'no PostgreSQL server binaries under /usr/lib/postgresql (apt-get install postgresql)';
+  if (process.getuid?.() === 0) {
+    try {
+      execFileSync('id', ['-u', 'postgres'], { stdio: 'ignore' });
+    } catch {
+      return 'running as root and there is no `postgres` user to run the server as';
+    }
+  }
+  return null;
+}
+
+function asServerUser(bin: string, args: string[]): [string, string[]] {
+  return process.getuid?.() === 0 ? ['runuser', ['-u', 'postgres', '--', bin, ...args]] : [bin, args];
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
+    });
+  });
+}
+
+async function waitUntilAccepting(url: string, child: ChildProcess, log: () => string, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`postgres exited with ${child.exitCode}:\n${log()}`);
+    const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2_000 });
+    try {
+      await client.connect();
+      await client.end();
+      return;
+    } catch (err) {
+      await client.end().catch(() => undefined);
+      if (Date.now() > deadline) throw new Error(`postgres did not accept connections in ${timeoutMs} ms: ${String(err)}\n${log()}`, { cause: err });
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+}
+
+function signalPostmaster(data: string, signal: NodeJS.Signals): boolean {
+  try {
+    const pid = Number(readFileSync(join(data, 'postmaster.pid'), 'utf8').split('\n')[0]);
+    process.kill(pid, signal);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Creates and starts a throwaway cluster; `stop()` shuts it down and deletes its folder. */
+export async function startPgCluster(options: { startTimeoutMs?: number } = {}): Promise<PgCluster> {
+  const bin = findPgBinaries();
+  if (!bin) throw new Error(pgUnavailableReason() ?? 'no PostgreSQL binaries');
+  const dir = mkdtempSync(join(tmpdir(), 'netingest-pg-'));
+  if (process.getuid?.() === 0) {
+    const uid = Number(execFileSync('id', ['-u', 'postgres']).toString());
+    const gid = Number(execFileSync('id', ['-g', 'postgres']).toString());
+    chownSync(dir, uid, gid);
+  }
+  const data = join(dir, 'data');
+  const [initCmd, initArgs] = asServerUser(join(bin, 'initdb'), ['-D', data, '-U', SUPERUSER, '--auth=trust', '-E', 'UTF8', '--locale=C', '--no-sync']);
+  execFileSync(initCmd, initArgs, { stdio: 'pipe' });
+
+  const port = await freePort();
+  const settings = ['-c', 'listen_addresses=127.0.0.1', '-c', `unix_socket_directories=${dir}`, '-c', 'fsync=off',
+    '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off', '-c', 'max_connections=200'];
+  const [cmd, args] = asServerUser(join(bin, 'postgres'), ['-D', data, '-p', String(port), ...settings]);
+  const child = spawn(cmd, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+  let output = '';
+  child.stderr?.on('data', (chunk: Buffer) => {
+    output = (output + chunk.toString()).slice(-4_000);
+  });
+  const url = `postgres://${SUPERUSER}@127.0.0.1:${port}/postgres`;
+  const stop = async () => {
+    if (child.exitCode === null) {
+      const exited = new Promise((r) => child.once('exit', r));
+      // runuser does not pass SIGINT on, so the postmaster itself is told: SIGINT is its "fast shutdown".
+      if (!signalPostmaster(data, 'SIGINT')) child.kill('SIGINT');
+      await Promise.race([exited, new Promise((r) => setTimeout(r, 10_000).unref())]);
+      if (child.exitCode === null) {
+        signalPostmaster(data, 'SIGKILL');
+        child.kill('SIGKILL');
+      }
+    }
+    rmSync(dir, { recursive: true, force: true });
+  };
+  try {
+    await waitUntilAccepting(url, child, () => output, options.startTimeoutMs ?? 30_000);
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+  return { url, port, stop };
+}
+
+/** A new, empty database on the cluster for one test file; its URL. */
+export async function createTestDatabase(clusterUrl: string, prefix = 'test'): Promise<string> {
+  const name = `${prefix}_${process.pid}_${Math.random().toString(36).slice(2, 10)}`.toLowerCase().replace(/[^a-z0-9_]/g, '_');
+  const client = new pg.Client({ connectionString: clusterUrl });
+  await client.connect();
+  try {
+    await client.query(`CREATE DATABASE "${name}"`);
+  } finally {
+    await client.end();
+  }
+  const url = new URL(clusterUrl);
+  url.pathname = `/${name}`;
+  return url.toString();
+}
