@@ -10,6 +10,7 @@ import { planTasks, type PlannedItem } from '../jobs/plan-tasks.ts';
 import { readCsv } from '../input/read-csv.ts';
 import { readCsvHeader, type CsvDelimiter } from '../input/csv-header.ts';
 import { assertOutputIsNotInput, openForReading, verifiedBy } from './read-database.ts';
+import { withReadSnapshot, type SqliteSnapshot } from '../store/read-snapshot.ts';
 import { resultLookup } from '../store/readers/enrich-results.ts';
 import { ENRICH_STATUSES, taskStatusReader, type CurrentRequests, type EnrichStatus } from '../store/readers/enrich-status.ts';
 import { assertEncoderOptions, encoderFor, type ExportFormat } from './row-encoders.ts';
@@ -97,8 +98,15 @@ export async function enrichJob(options: EnrichOptions): Promise<EnrichResult> {
   };
   const database = openForReading(options.db);
   try {
-    const lookup = resultLookup(database.sqlite, job);
-    const tasks = taskStatusReader(database.sqlite, job.name, job.operation);
+    return await withReadSnapshot(database, write);
+  } finally {
+    database.close();
+  }
+
+  /** Every row, read from one snapshot of the dataset (its lookups and ledger agree). */
+  async function write(snapshot: SqliteSnapshot): Promise<EnrichResult> {
+    const lookup = resultLookup(snapshot.sqlite, job);
+    const tasks = taskStatusReader(snapshot.sqlite, job.name, job.operation);
     const layout = resultLayout(job.operation, lookup.columns, mode, top);
     const columns = [...inputColumns, ...ENRICH_STATUS_COLUMNS, ...layout.columns];
     const noResult = layout.empty;
@@ -136,14 +144,9 @@ export async function enrichJob(options: EnrichOptions): Promise<EnrichResult> {
       }
     }
 
-    const target = verifiedBy(database, options);
+    const target = verifiedBy(snapshot, options);
     const result = await writeRows(rows(), encoderFor(format, columns, encoderOptions), target, target);
     return { ...result, columns, inputRows, statuses };
-  } catch (err) {
-    database.assertUnchanged(err);
-    throw err;
-  } finally {
-    database.close();
   }
 }
 

@@ -14,6 +14,7 @@ import { assertOutputIsAFile } from './output-sink.ts';
 import type { PumpOptions } from './pump-rows.ts';
 import { statementRows } from './statement-rows.ts';
 import { exportTableInParallel, parallelRowidRange, type ParallelExportOptions } from './parallel-table-export.ts';
+import { withReadSnapshot } from '../store/read-snapshot.ts';
 
 /** Options shared by exportTable() and exportSql(). */
 export interface ExportCommonOptions extends OutputTarget, PumpOptions {
@@ -73,30 +74,30 @@ export async function exportTable(options: ExportTableOptions): Promise<ExportRe
   const sql = `SELECT * FROM "${source.name}"${where}${order}`;
   checkOutputPath(options);
   const database = openForReading(options.db);
-  const target = verifiedBy(database, options);
   try {
-    const stmt = database.sqlite.prepare(sql).raw(true) as BetterSqlite3.Statement<unknown[], unknown[]>;
-    const range = source.kind === 'table' ? parallelRowidRange(database.sqlite, source.name, options.parallel) : null;
-    if (range !== null) {
-      const columns = stmt.columns().map((c) => c.name);
-      const job = {
-        db: database.file,
-        table: source.name,
-        columns,
-        format: options.format ?? EXPORT_DEFAULTS.format,
-        bom: options.bom ?? EXPORT_DEFAULTS.bom,
-        escapeFormulas: options.escapeFormulas ?? EXPORT_DEFAULTS.escapeFormulas,
-        since: since !== undefined ? { column: source.seenAtColumn!, value: since } : undefined,
-        range,
-        busyTimeoutMs: database.sqlite.pragma('busy_timeout', { simple: true }) as number,
-      };
-      const result = await exportTableInParallel(job, target, target, options.parallel);
-      return { ...result, columns };
-    }
-    return await exportStatement(stmt, since !== undefined ? [since] : [], target);
-  } catch (err) {
-    database.assertUnchanged(err);
-    throw err;
+    return await withReadSnapshot(database, async (snapshot) => {
+      const { sqlite } = snapshot;
+      const target = verifiedBy(snapshot, options);
+      const stmt = sqlite.prepare(sql).raw(true) as BetterSqlite3.Statement<unknown[], unknown[]>;
+      const range = source.kind === 'table' ? parallelRowidRange(sqlite, source.name, options.parallel) : null;
+      if (range !== null) {
+        const columns = stmt.columns().map((c) => c.name);
+        const job = {
+          db: snapshot.file,
+          table: source.name,
+          columns,
+          format: options.format ?? EXPORT_DEFAULTS.format,
+          bom: options.bom ?? EXPORT_DEFAULTS.bom,
+          escapeFormulas: options.escapeFormulas ?? EXPORT_DEFAULTS.escapeFormulas,
+          since: since !== undefined ? { column: source.seenAtColumn!, value: since } : undefined,
+          range,
+          busyTimeoutMs: sqlite.pragma('busy_timeout', { simple: true }) as number,
+        };
+        const result = await exportTableInParallel(job, target, target, options.parallel);
+        return { ...result, columns };
+      }
+      return await exportStatement(stmt, since !== undefined ? [since] : [], target);
+    });
   } finally {
     database.close();
   }
@@ -107,19 +108,20 @@ export async function exportSql(options: ExportSqlOptions): Promise<ExportResult
   checkOutputPath(options);
   const database = openForReading(options.db);
   try {
-    // Checked and described here; its rows come from a child process that can be stopped (statement-rows.ts).
-    const columns = prepareReadQuery(database.sqlite, options.sql).columns().map((c) => c.name);
-    const encoder = encoderFor(options.format ?? EXPORT_DEFAULTS.format, columns, encoderOptions(options));
-    const rows = statementRows({ db: database.file, sql: options.sql, signal: options.signal, timeoutMs: options.timeoutMs });
-    try {
-      const target = verifiedBy(database, options);
-      const result = await writeRows(rows, encoder, target, target);
-      return { ...result, columns, workers: 0 };
-    } finally {
-      await rows.return(undefined);
-    }
+    return await withReadSnapshot(database, async (snapshot) => {
+      // Checked and described here; its rows come from a child process that can be stopped (statement-rows.ts).
+      const columns = prepareReadQuery(snapshot.sqlite, options.sql).columns().map((c) => c.name);
+      const encoder = encoderFor(options.format ?? EXPORT_DEFAULTS.format, columns, encoderOptions(options));
+      const rows = statementRows({ db: snapshot.file, sql: options.sql, signal: options.signal, timeoutMs: options.timeoutMs });
+      try {
+        const target = verifiedBy(snapshot, options);
+        const result = await writeRows(rows, encoder, target, target);
+        return { ...result, columns, workers: 0 };
+      } finally {
+        await rows.return(undefined);
+      }
+    });
   } catch (err) {
-    database.assertUnchanged(err);
     throw asQueryError(err);
   } finally {
     database.close();

@@ -5,6 +5,7 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { openConnection } from '../store/connection.ts';
+import { holdReadSnapshot } from '../store/read-snapshot.ts';
 import { lockConnectionReadOnly } from './read-only-sql.ts';
 import { encoderFor } from './row-encoders.ts';
 import type { ExportWorkerData, ExportWorkerMessage, ToExportWorkerMessage } from './export-worker-protocol.ts';
@@ -36,9 +37,8 @@ try {
   lockConnectionReadOnly(sqlite);
   // Chunks are read once, in rowid order: a page cache beyond the b-tree's upper levels would only cost memory.
   sqlite.pragma(`cache_size = -${WORKER_CACHE_KIB}`);
-  sqlite.exec('BEGIN');
-  // The first read opens the read transaction: from here on this connection sees the database as it is now.
-  sqlite.prepare('SELECT count(*) FROM sqlite_master').get();
+  // From here on this connection sees the database as it is now, until the worker ends.
+  const snapshot = holdReadSnapshot(connection);
   const stmt = sqlite.prepare(data.sql).raw(true);
   const encoder = encoderFor(data.format, data.columns, { escapeFormulas: data.escapeFormulas });
   const bytes = new Utf8Accumulator();
@@ -59,27 +59,21 @@ try {
         batch = [];
         batchChars = 0;
       };
-      // Encoded as they come, a small batch at a time: few rows survive into the old generation, and the heap
-      // (capped, see parallel-table-export.ts) holds one batch whatever the size of the rows.
-      for (const row of stmt.iterate(...params) as IterableIterator<unknown[]>) {
-        batch.push(row);
-        for (const value of row) if (typeof value === 'string') batchChars += value.length;
-        if (batch.length >= data.batchRows || batchChars >= data.batchChars) flush();
-      }
-      if (batch.length > 0) flush();
-      // Before the rows leave: a database read without locks that changed meanwhile may have given wrong ones.
-      connection.assertUnchanged();
+      // Checked before the rows leave: a database read without locks that changed meanwhile may have given wrong ones.
+      snapshot.read(() => {
+        // Encoded as they come, a small batch at a time: few rows survive into the old generation, and the heap
+        // (capped, see parallel-table-export.ts) holds one batch whatever the size of the rows.
+        for (const row of stmt.iterate(...params) as IterableIterator<unknown[]>) {
+          batch.push(row);
+          for (const value of row) if (typeof value === 'string') batchChars += value.length;
+          if (batch.length >= data.batchRows || batchChars >= data.batchChars) flush();
+        }
+        if (batch.length > 0) flush();
+      });
       const { buffer, length } = bytes.take();
       post({ type: 'chunk', seq: message.seq, rows, buffer, length }, [buffer]);
     } catch (err) {
-      // A read that failed on a file that changed under it (torn pages look corrupt) reports the change.
-      let reported = err;
-      try {
-        connection.assertUnchanged(err);
-      } catch (changed) {
-        reported = changed;
-      }
-      fail(reported);
+      fail(err);
     }
   });
   post({ type: 'ready' });

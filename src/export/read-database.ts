@@ -1,6 +1,7 @@
 import { existsSync, realpathSync, statSync, type Stats } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
-import { openDatabase, type Connection, type Database } from '../store/open.ts';
+import { openDatabase, type Database } from '../store/open.ts';
+import type { ReadSnapshot } from '../store/read-snapshot.ts';
 import { UsageError } from '../errors.ts';
 import { lockConnectionReadOnly } from './read-only-sql.ts';
 import type { PumpOptions } from './pump-rows.ts';
@@ -25,14 +26,14 @@ export function openForReading(file: string): Database {
 }
 
 /**
- * `options` with the database's change check (Connection.assertUnchanged) added to its verify step: a database
+ * `options` with the snapshot's change check (ReadSnapshot.assertUnchanged) added to its verify step: a database
  * read without locks that changes stops the export after the batch, before anything is committed at --out.
  */
-export function verifiedBy<T extends PumpOptions>(database: Connection, options: T): T {
+export function verifiedBy<T extends PumpOptions>(snapshot: ReadSnapshot, options: T): T {
   return {
     ...options,
     verify: () => {
-      database.assertUnchanged();
+      snapshot.assertUnchanged();
       options.verify?.();
     },
   };

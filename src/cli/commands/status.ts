@@ -5,6 +5,7 @@ import { withApi, withDb } from '../common-options.ts';
 import { askLiveBalance, type LiveBalance } from '../live-balance.ts';
 import { openDatabase } from '../../store/open.ts';
 import { readStatus, type StatusReport } from '../../store/status.ts';
+import { withReadSnapshot } from '../../store/read-snapshot.ts';
 import { UsageError } from '../../errors.ts';
 import { numberFlag, numberOption } from '../number-flags.ts';
 import { driftPathLines, type DriftKind } from '../../operations/drift.ts';
@@ -26,14 +27,7 @@ export const statusCommand = defineCommand({
     if (!existsSync(argv.db)) throw new UsageError(`no database at ${argv.db}: nothing has run yet (see --db)`);
     const database = openDatabase(argv.db, { readonly: true, upgradeOlderSchema: true });
     try {
-      let report: StatusReport;
-      try {
-        report = readStatus(database, runs);
-      } catch (err) {
-        database.assertUnchanged(err);
-        throw err;
-      }
-      database.assertUnchanged();
+      const report = await withReadSnapshot(database, () => readStatus(database, runs));
       const liveBalance = await askLiveBalance({ apiUrl: argv['api-url'], tokenFile: argv['token-file'] });
       // What the account used since the last answer stored: calls lost in flight in the last run, or use elsewhere.
       const since = liveBalance && report.lastCounters ? Math.round((liveBalance.creditsUsed - report.lastCounters.creditsUsed) * 1e6) / 1e6 : null;
