@@ -9,13 +9,14 @@ import { loadJob } from '../jobs/load.ts';
 import { planTasks, type PlannedItem } from '../jobs/plan-tasks.ts';
 import { readCsv } from '../input/read-csv.ts';
 import { readCsvHeader, type CsvDelimiter } from '../input/csv-header.ts';
-import { assertOutputIsNotInput, openForReading, verifiedBy } from './read-database.ts';
+import { assertOutputIsNotInput } from './output-is-not-input.ts';
+import { openForReading } from '../store/readers/open-for-reading.ts';
 import { withReadSnapshot, type SqliteSnapshot } from '../store/read-snapshot.ts';
 import { resultLookup } from '../store/readers/enrich-results.ts';
 import { ENRICH_STATUSES, taskStatusReader, type CurrentRequests, type EnrichStatus } from '../store/readers/enrich-status.ts';
 import { assertEncoderOptions, encoderFor, type ExportFormat } from './row-encoders.ts';
 import { writeRows, type OutputTarget, type WriteResult } from './write-output.ts';
-import type { PumpOptions } from './pump-rows.ts';
+import { verifiedBy, type PumpOptions } from './pump-rows.ts';
 import { assertTop, resultLayout, type EnrichRowMode } from './enrich-layout.ts';
 import { PlanByLine, invalidReason } from './plan-by-line.ts';
 

@@ -2,13 +2,14 @@
  * `netingest query "SELECT ..."`: one read-only statement, printed as an aligned table on a terminal and as
  * CSV otherwise (or as asked), streamed row by row.
  */
-import { openForReading, verifiedBy } from './read-database.ts';
-import { asQueryError, prepareReadQuery } from './read-only-sql.ts';
+import { openForReading } from '../store/readers/open-for-reading.ts';
+import { asQueryError } from '../store/readers/read-only-sql.ts';
+import { userStatementColumns } from '../store/readers/user-statement.ts';
 import { UsageError } from '../errors.ts';
 import { assertEncoderOptions, encoderFor, type EncoderOptions, type RowEncoder } from './row-encoders.ts';
 import { tableEncoder, type TableLayoutOptions } from './table-format.ts';
 import { writeRows, type WriteResult } from './write-output.ts';
-import type { PumpOptions } from './pump-rows.ts';
+import { verifiedBy, type PumpOptions } from './pump-rows.ts';
 import { statementRows } from './statement-rows.ts';
 import { withReadSnapshot, type SqliteSnapshot } from '../store/read-snapshot.ts';
 
@@ -82,7 +83,7 @@ async function printRows(
   { stream, format, csvOptions }: { stream: QueryStream; format: QueryFormat; csvOptions: EncoderOptions },
 ): Promise<QueryResult> {
   // Checked and described here; its rows come from a child process that can be stopped (statement-rows.ts).
-  const columns = prepareReadQuery(snapshot.sqlite, options.sql).columns().map((c) => c.name);
+  const columns = userStatementColumns(snapshot, options.sql);
   const source = statementRows({ db: snapshot.file, sql: options.sql, signal: options.signal, timeoutMs: options.timeoutMs });
   let rows: AsyncIterable<readonly unknown[]> = source;
   let encoder: RowEncoder;

@@ -3,10 +3,10 @@
  * parameters allowed, and nothing that could write, as `netingest query` guarantees on the command line.
  */
 import type BetterSqlite3 from 'better-sqlite3';
-import { BadQueryError } from './errors.ts';
-import { openForReading } from './read-database.ts';
+import { BadQueryError } from './query-errors.ts';
+import { openForReading } from './open-for-reading.ts';
 import { asQueryError } from './read-only-sql.ts';
-import { withReadSnapshotSync } from '../store/read-snapshot.ts';
+import { withReadSnapshotSync } from '../read-snapshot.ts';
 
 /** Values for a statement's `?` placeholders (an array) or `:name` / `$name` / `@name` ones (an object). */
 export type QueryParams = readonly unknown[] | Readonly<Record<string, unknown>>;
