@@ -8,14 +8,14 @@ import type { RunOptions } from './runner/run-options.ts';
 import type { RunSummary } from './runner/run-summary.ts';
 import type { PlanReport } from './runner/plan-report.ts';
 import type { ExportResult, ExportSqlOptions, ExportTableOptions } from './export/export-table.ts';
-import type { Dataset } from './export/dataset.ts';
+import type { Dataset } from './store/readers/dataset.ts';
 
 export { defineJob, type JobDefinition } from './jobs/define.ts';
 export type { Job } from './jobs/schema.ts';
 export type { RunSummary, JobSummary } from './runner/run-summary.ts';
 export type { PlanReport } from './runner/plan-report.ts';
 export type { ExportResult, ExportSqlOptions, ExportTableOptions } from './export/export-table.ts';
-export type { Dataset, QueryParams } from './export/dataset.ts';
+export type { Dataset, QueryParams } from './store/readers/dataset.ts';
 export type { Logger } from './runner/logger.ts';
 export { NetingestError, UsageError } from './errors.ts';
 
@@ -78,7 +78,7 @@ export async function plan(job: JobSource, options: PlanOptions): Promise<PlanRe
 
 /** Opens the dataset read-only for SQL of your own; close it when done. */
 export async function openDataset(db: string): Promise<Dataset> {
-  const { openDataset: open } = await import('./export/dataset.ts');
+  const { openDataset: open } = await import('./store/readers/dataset.ts');
   return open(db);
 }
 

@@ -12,7 +12,7 @@ import { planIntoLedger } from '../src/runner/plan-into-ledger.ts';
 import { createOutcomeApplier, type OutcomeOp } from '../src/runner/outcome-ops.ts';
 import { ingestRequestFor } from '../src/runner/run-job.ts';
 import { reprocess } from '../src/runner/reprocess.ts';
-import { JOB_SQL, SIMILAR_SQL } from '../src/export/enrich-results.ts';
+import { JOB_SQL, SIMILAR_SQL } from '../src/store/readers/enrich-results.ts';
 import { canonicalJobUrl } from '../src/urls/canonical.ts';
 import { DEFAULT_NETWORK_HOST } from '../src/urls/network-host.ts';
 import { searchKey } from '../src/jobs/request-keys.ts';

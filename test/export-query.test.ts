@@ -6,7 +6,7 @@ import { PassThrough } from 'node:stream';
 import { parse } from 'csv-parse/sync';
 import { openDatabase } from '../src/store/open.ts';
 import { runQuery, type QueryStream } from '../src/export/query.ts';
-import { prepareReadQuery, REPORTING_PRAGMAS } from '../src/export/read-only-sql.ts';
+import { prepareReadQuery, REPORTING_PRAGMAS } from '../src/store/readers/read-only-sql.ts';
 import { displayWidth } from '../src/text-width.ts';
 import { WriteRefusedError } from '../src/export/errors.ts';
 import { main } from '../src/cli/main.ts';

@@ -9,12 +9,14 @@ import { loadJob } from '../jobs/load.ts';
 import { planTasks, type PlannedItem } from '../jobs/plan-tasks.ts';
 import { readCsv } from '../input/read-csv.ts';
 import { readCsvHeader, type CsvDelimiter } from '../input/csv-header.ts';
-import { assertOutputIsNotInput, openForReading, verifiedBy } from './read-database.ts';
-import { resultLookup } from './enrich-results.ts';
-import { ENRICH_STATUSES, taskStatusReader, type CurrentRequests, type EnrichStatus } from './enrich-status.ts';
+import { assertOutputIsNotInput } from './output-is-not-input.ts';
+import { openForReading } from '../store/readers/open-for-reading.ts';
+import { withReadSnapshot, type SqliteSnapshot } from '../store/read-snapshot.ts';
+import { resultLookup } from '../store/readers/enrich-results.ts';
+import { ENRICH_STATUSES, taskStatusReader, type CurrentRequests, type EnrichStatus } from '../store/readers/enrich-status.ts';
 import { assertEncoderOptions, encoderFor, type ExportFormat } from './row-encoders.ts';
 import { writeRows, type OutputTarget, type WriteResult } from './write-output.ts';
-import type { PumpOptions } from './pump-rows.ts';
+import { verifiedBy, type PumpOptions } from './pump-rows.ts';
 import { assertTop, resultLayout, type EnrichRowMode } from './enrich-layout.ts';
 import { PlanByLine, invalidReason } from './plan-by-line.ts';
 
@@ -97,8 +99,15 @@ export async function enrichJob(options: EnrichOptions): Promise<EnrichResult> {
   };
   const database = openForReading(options.db);
   try {
-    const lookup = resultLookup(database.sqlite, job);
-    const tasks = taskStatusReader(database.sqlite, job.name, job.operation);
+    return await withReadSnapshot(database, write);
+  } finally {
+    database.close();
+  }
+
+  /** Every row, read from one snapshot of the dataset (its lookups and ledger agree). */
+  async function write(snapshot: SqliteSnapshot): Promise<EnrichResult> {
+    const lookup = resultLookup(snapshot.sqlite, job);
+    const tasks = taskStatusReader(snapshot.sqlite, job.name, job.operation);
     const layout = resultLayout(job.operation, lookup.columns, mode, top);
     const columns = [...inputColumns, ...ENRICH_STATUS_COLUMNS, ...layout.columns];
     const noResult = layout.empty;
@@ -136,14 +145,9 @@ export async function enrichJob(options: EnrichOptions): Promise<EnrichResult> {
       }
     }
 
-    const target = verifiedBy(database, options);
+    const target = verifiedBy(snapshot, options);
     const result = await writeRows(rows(), encoderFor(format, columns, encoderOptions), target, target);
     return { ...result, columns, inputRows, statuses };
-  } catch (err) {
-    database.assertUnchanged(err);
-    throw err;
-  } finally {
-    database.close();
   }
 }
 

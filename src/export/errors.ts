@@ -1,23 +1,11 @@
 import { NetingestError, UsageError } from '../errors.ts';
 
+export { BadQueryError, WriteRefusedError } from '../store/readers/query-errors.ts';
+
 /** The export was stopped by SIGINT/SIGTERM (or its AbortSignal); nothing was left at the output path. Exit 130. */
 export class ExportInterruptedError extends NetingestError {
   constructor(message = 'interrupted; no output file was written') {
     super('INTERRUPTED', message);
-  }
-}
-
-/** A statement given to `query` or `export --sql` that is not a plain read (exit 2). */
-export class WriteRefusedError extends UsageError {
-  constructor(message: string) {
-    super(message, 'QUERY_WRITE_REFUSED');
-  }
-}
-
-/** SQL that SQLite rejects (syntax, unknown table or column): the user must fix it (exit 2). */
-export class BadQueryError extends UsageError {
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(message, 'QUERY_INVALID', options);
   }
 }
 

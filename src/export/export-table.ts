@@ -3,17 +3,20 @@
  * to CSV or JSON Lines, into a file that appears whole or not at all, or to stdout. A large table is read and
  * encoded on worker threads instead (parallel-table-export.ts), producing the same bytes.
  */
-import type BetterSqlite3 from 'better-sqlite3';
 import { UsageError } from '../errors.ts';
-import { assertOutputIsNotInput, openForReading, verifiedBy } from './read-database.ts';
-import { asQueryError, prepareReadQuery } from './read-only-sql.ts';
+import { assertOutputIsNotInput } from './output-is-not-input.ts';
+import { openForReading } from '../store/readers/open-for-reading.ts';
+import { asQueryError } from '../store/readers/read-only-sql.ts';
+import { userStatementColumns } from '../store/readers/user-statement.ts';
+import { busyTimeoutMs, tableRows, type TableQuery, type TableRows } from '../store/readers/table-rows.ts';
 import { assertEncoderOptions, encoderFor, type EncoderOptions, type ExportFormat } from './row-encoders.ts';
 import { exportSources, findSource, parseSince } from './sources.ts';
 import { writeRows, type OutputTarget, type WriteResult } from './write-output.ts';
 import { assertOutputIsAFile } from './output-sink.ts';
-import type { PumpOptions } from './pump-rows.ts';
+import { verifiedBy, type PumpOptions } from './pump-rows.ts';
 import { statementRows } from './statement-rows.ts';
 import { exportTableInParallel, parallelRowidRange, type ParallelExportOptions } from './parallel-table-export.ts';
+import { withReadSnapshot } from '../store/read-snapshot.ts';
 
 /** Options shared by exportTable() and exportSql(). */
 export interface ExportCommonOptions extends OutputTarget, PumpOptions {
@@ -68,35 +71,32 @@ export async function exportTable(options: ExportTableOptions): Promise<ExportRe
     }
     since = parseSince(options.since);
   }
-  const where = since !== undefined ? ` WHERE "${source.seenAtColumn}" >= ?` : '';
-  const order = source.kind === 'table' ? ' ORDER BY rowid' : '';
-  const sql = `SELECT * FROM "${source.name}"${where}${order}`;
+  const query: TableQuery = {
+    table: source.name,
+    kind: source.kind,
+    since: since !== undefined ? { column: source.seenAtColumn!, value: since } : undefined,
+  };
   checkOutputPath(options);
   const database = openForReading(options.db);
-  const target = verifiedBy(database, options);
   try {
-    const stmt = database.sqlite.prepare(sql).raw(true) as BetterSqlite3.Statement<unknown[], unknown[]>;
-    const range = source.kind === 'table' ? parallelRowidRange(database.sqlite, source.name, options.parallel) : null;
-    if (range !== null) {
-      const columns = stmt.columns().map((c) => c.name);
-      const job = {
-        db: database.file,
-        table: source.name,
-        columns,
-        format: options.format ?? EXPORT_DEFAULTS.format,
-        bom: options.bom ?? EXPORT_DEFAULTS.bom,
-        escapeFormulas: options.escapeFormulas ?? EXPORT_DEFAULTS.escapeFormulas,
-        since: since !== undefined ? { column: source.seenAtColumn!, value: since } : undefined,
-        range,
-        busyTimeoutMs: database.sqlite.pragma('busy_timeout', { simple: true }) as number,
-      };
-      const result = await exportTableInParallel(job, target, target, options.parallel);
-      return { ...result, columns };
-    }
-    return await exportStatement(stmt, since !== undefined ? [since] : [], target);
-  } catch (err) {
-    database.assertUnchanged(err);
-    throw err;
+    return await withReadSnapshot(database, async (snapshot) => {
+      const target = verifiedBy(snapshot, options);
+      const table = tableRows(snapshot, query);
+      const range = source.kind === 'table' ? parallelRowidRange(snapshot, source.name, options.parallel) : null;
+      if (range !== null) {
+        const job = {
+          source: { db: snapshot.file, table: source.name, since: query.since, busyTimeoutMs: busyTimeoutMs(snapshot) },
+          columns: table.columns,
+          format: options.format ?? EXPORT_DEFAULTS.format,
+          bom: options.bom ?? EXPORT_DEFAULTS.bom,
+          escapeFormulas: options.escapeFormulas ?? EXPORT_DEFAULTS.escapeFormulas,
+          range,
+        };
+        const result = await exportTableInParallel(job, target, target, options.parallel);
+        return { ...result, columns: table.columns };
+      }
+      return await exportRows(table, target);
+    });
   } finally {
     database.close();
   }
@@ -107,19 +107,20 @@ export async function exportSql(options: ExportSqlOptions): Promise<ExportResult
   checkOutputPath(options);
   const database = openForReading(options.db);
   try {
-    // Checked and described here; its rows come from a child process that can be stopped (statement-rows.ts).
-    const columns = prepareReadQuery(database.sqlite, options.sql).columns().map((c) => c.name);
-    const encoder = encoderFor(options.format ?? EXPORT_DEFAULTS.format, columns, encoderOptions(options));
-    const rows = statementRows({ db: database.file, sql: options.sql, signal: options.signal, timeoutMs: options.timeoutMs });
-    try {
-      const target = verifiedBy(database, options);
-      const result = await writeRows(rows, encoder, target, target);
-      return { ...result, columns, workers: 0 };
-    } finally {
-      await rows.return(undefined);
-    }
+    return await withReadSnapshot(database, async (snapshot) => {
+      // Checked and described here; its rows come from a child process that can be stopped (statement-rows.ts).
+      const columns = userStatementColumns(snapshot, options.sql);
+      const encoder = encoderFor(options.format ?? EXPORT_DEFAULTS.format, columns, encoderOptions(options));
+      const rows = statementRows({ db: snapshot.file, sql: options.sql, signal: options.signal, timeoutMs: options.timeoutMs });
+      try {
+        const target = verifiedBy(snapshot, options);
+        const result = await writeRows(rows, encoder, target, target);
+        return { ...result, columns, workers: 0 };
+      } finally {
+        await rows.return(undefined);
+      }
+    });
   } catch (err) {
-    database.assertUnchanged(err);
     throw asQueryError(err);
   } finally {
     database.close();
@@ -141,15 +142,8 @@ function encoderOptions(options: ExportCommonOptions): Required<Pick<EncoderOpti
   };
 }
 
-async function exportStatement(
-  stmt: BetterSqlite3.Statement<unknown[], unknown[]>,
-  params: unknown[],
-  options: ExportCommonOptions,
-): Promise<ExportResult> {
-  const columns = stmt.columns().map((c) => c.name);
+async function exportRows({ columns, rows }: TableRows, options: ExportCommonOptions): Promise<ExportResult> {
   const encoder = encoderFor(options.format ?? EXPORT_DEFAULTS.format, columns, encoderOptions(options));
-  // Started only when the pump asks: an iterator that was opened but never closed keeps the connection busy.
-  const rows: Iterable<unknown[]> = { [Symbol.iterator]: () => stmt.iterate(...params) as IterableIterator<unknown[]> };
   const result = await writeRows(rows, encoder, options, options);
   return { ...result, columns, workers: 0 };
 }

@@ -3,15 +3,12 @@
  * Types only: both sides import this file, neither imports the other.
  */
 import type { ExportFormat } from './row-encoders.ts';
+import type { ChunkSource } from '../store/readers/table-rows.ts';
 
 /** What a worker is started with (its workerData). */
 export interface ExportWorkerData {
-  /** The dataset, opened read-only by the worker. */
-  db: string;
-  /** `SELECT * FROM <table> WHERE rowid BETWEEN ? AND ? [AND <seen-at> >= ?] ORDER BY rowid`. */
-  sql: string;
-  /** The --since instant, bound as the third parameter when `sql` has one. */
-  since: string | undefined;
+  /** The dataset, table and --since filter, read by the worker on a connection of its own. */
+  source: ChunkSource;
   format: ExportFormat;
   /** CSV only: escape text a spreadsheet would run as a formula (the header is encoded by the main thread). */
   escapeFormulas: boolean;
@@ -20,7 +17,6 @@ export interface ExportWorkerData {
   batchRows: number;
   /** ...or fewer, once their text values add up to this many characters. */
   batchChars: number;
-  busyTimeoutMs: number;
 }
 
 /** Main thread to worker: read, encode and send back the rows whose rowid is in [fromRowid, toRowid]. */

@@ -1,17 +1,13 @@
 /**
- * A worker thread of a parallel table export (see parallel-table-export.ts): opens its own read-only
- * connection, holds one read transaction for its whole life so that every chunk it reads comes from the same
- * snapshot, and answers each `read` message with the chunk's rows encoded as UTF-8 bytes.
+ * A worker thread of a parallel table export (see parallel-table-export.ts): reads the chunks it is asked for
+ * from its own snapshot (store/readers/table-rows.ts: a connection of its own, one read transaction for its
+ * whole life), and answers each `read` message with the chunk's rows encoded as UTF-8 bytes.
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import { openConnection } from '../store/connection.ts';
-import { lockConnectionReadOnly } from './read-only-sql.ts';
+import { openChunkReader } from '../store/readers/table-rows.ts';
 import { encoderFor } from './row-encoders.ts';
 import type { ExportWorkerData, ExportWorkerMessage, ToExportWorkerMessage } from './export-worker-protocol.ts';
 import { Utf8Accumulator } from './utf8-accumulator.ts';
-
-/** SQLite page cache of a worker's connection (the default is 16 MB per connection). */
-const WORKER_CACHE_KIB = 2048;
 
 // Started by startWorker() (src/threads), which hands the data on as workerData.data.
 const data = (workerData as { data: ExportWorkerData }).data;
@@ -28,18 +24,7 @@ function fail(err: unknown): void {
 }
 
 try {
-  // Not openForReading(): the main thread has already checked the file and its schema, and a worker that
-  // loads no drizzle starts faster and holds less memory. openConnection() all the same, for the way it reads a
-  // database whose folder this user cannot write (without -shm, watching for a writer: read-without-shm.ts).
-  const connection = openConnection(data.db, { readonly: true, busyTimeoutMs: data.busyTimeoutMs });
-  const { sqlite } = connection;
-  lockConnectionReadOnly(sqlite);
-  // Chunks are read once, in rowid order: a page cache beyond the b-tree's upper levels would only cost memory.
-  sqlite.pragma(`cache_size = -${WORKER_CACHE_KIB}`);
-  sqlite.exec('BEGIN');
-  // The first read opens the read transaction: from here on this connection sees the database as it is now.
-  sqlite.prepare('SELECT count(*) FROM sqlite_master').get();
-  const stmt = sqlite.prepare(data.sql).raw(true);
+  const chunks = openChunkReader(data.source);
   const encoder = encoderFor(data.format, data.columns, { escapeFormulas: data.escapeFormulas });
   const bytes = new Utf8Accumulator();
   port.on('message', (message: ToExportWorkerMessage) => {
@@ -48,8 +33,6 @@ try {
       return;
     }
     try {
-      const params: unknown[] = [message.fromRowid, message.toRowid];
-      if (data.since !== undefined) params.push(data.since);
       let rows = 0;
       let batch: unknown[][] = [];
       let batchChars = 0;
@@ -61,25 +44,16 @@ try {
       };
       // Encoded as they come, a small batch at a time: few rows survive into the old generation, and the heap
       // (capped, see parallel-table-export.ts) holds one batch whatever the size of the rows.
-      for (const row of stmt.iterate(...params) as IterableIterator<unknown[]>) {
+      chunks.read(message.fromRowid, message.toRowid, (row) => {
         batch.push(row);
         for (const value of row) if (typeof value === 'string') batchChars += value.length;
         if (batch.length >= data.batchRows || batchChars >= data.batchChars) flush();
-      }
+      });
       if (batch.length > 0) flush();
-      // Before the rows leave: a database read without locks that changed meanwhile may have given wrong ones.
-      connection.assertUnchanged();
       const { buffer, length } = bytes.take();
       post({ type: 'chunk', seq: message.seq, rows, buffer, length }, [buffer]);
     } catch (err) {
-      // A read that failed on a file that changed under it (torn pages look corrupt) reports the change.
-      let reported = err;
-      try {
-        connection.assertUnchanged(err);
-      } catch (changed) {
-        reported = changed;
-      }
-      fail(reported);
+      fail(err);
     }
   });
   post({ type: 'ready' });

@@ -8,7 +8,7 @@ import type { Job } from '../jobs/schema.ts';
 import { planTasks } from '../jobs/plan-tasks.ts';
 import { readCsv } from '../input/read-csv.ts';
 import { readCsvHeader } from '../input/csv-header.ts';
-import { assertOutputIsNotInput } from './read-database.ts';
+import { assertOutputIsNotInput } from './output-is-not-input.ts';
 import { csvEncoder } from './row-encoders.ts';
 import { writeRows, type WriteResult } from './write-output.ts';
 import { PlanByLine, invalidReason } from './plan-by-line.ts';

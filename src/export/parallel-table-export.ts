@@ -7,9 +7,10 @@
  * strictly in chunk order, so the output is byte for byte the one the main-thread path writes.
  */
 import { availableParallelism } from 'node:os';
-import type BetterSqlite3 from 'better-sqlite3';
 import { toDatabaseUseError } from '../store/open.ts';
 import { DatabaseChangedError } from '../store/errors.ts';
+import type { SqliteSnapshot } from '../store/read-snapshot.ts';
+import { rowCount, rowidBounds, type ChunkSource } from '../store/readers/table-rows.ts';
 import { ExportWorkerError, ExportWorkerPool } from './export-worker-pool.ts';
 import { pumpChunks } from './pump-chunks.ts';
 import type { PumpOptions } from './pump-rows.ts';
@@ -69,44 +70,35 @@ export interface RowidRange {
 }
 
 /** The rowid range to export in parallel, or null when the table should be exported on the main thread. */
-export function parallelRowidRange(sqlite: BetterSqlite3.Database, table: string, options: ParallelExportOptions = {}): RowidRange | null {
+export function parallelRowidRange(snapshot: SqliteSnapshot, table: string, options: ParallelExportOptions = {}): RowidRange | null {
   const workers = options.workers ?? PARALLEL_EXPORT_DEFAULTS.workers;
   const minRowidSpan = options.minRowidSpan ?? PARALLEL_EXPORT_DEFAULTS.minRowidSpan;
   const maxRowidsPerRow = options.maxRowidsPerRow ?? PARALLEL_EXPORT_DEFAULTS.maxRowidsPerRow;
   if (workers < 2) return null;
-  // Two statements: SQLite answers a lone min() or max() of the rowid from one end of the b-tree, but
-  // `SELECT min(rowid), max(rowid)` scans the whole table (~0.2 s for 1M companies rows).
-  const end = (fn: 'min' | 'max') =>
-    sqlite.prepare(`SELECT ${fn}(rowid) FROM "${table}"`).pluck().safeIntegers(true).get() as bigint | null;
-  const first = end('min');
-  const last = end('max');
-  if (first === null || last === null) return null;
+  const bounds = rowidBounds(snapshot, table);
+  if (bounds === null) return null;
+  const { first, last } = bounds;
   // Chunk bounds are JavaScript numbers; rowids beyond 2^53 (never made by SQLite's own numbering) stay exact on
   // the main-thread path.
   const limit = BigInt(Number.MAX_SAFE_INTEGER);
   const span = last - first + 1n;
   if (first < -limit || last > limit || span < BigInt(minRowidSpan)) return null;
-  // count(*) walks the smallest index (~15-45 ms for 1M companies rows): cheap next to the export it guards.
-  const rows = sqlite.prepare(`SELECT count(*) FROM "${table}"`).pluck().safeIntegers(true).get() as bigint;
-  if (span > rows * BigInt(maxRowidsPerRow)) return null;
+  // Counted last, and only here: cheap next to the export it guards, but not free.
+  if (span > rowCount(snapshot, table) * BigInt(maxRowidsPerRow)) return null;
   return { fromRowid: Number(first), toRowid: Number(last) };
 }
 
 /** What exportTableInParallel() exports. */
 export interface ParallelTableJob {
-  /** The dataset's path. */
-  db: string;
-  table: string;
+  /** The dataset, table and --since filter, as the workers read them. */
+  source: ChunkSource;
   columns: string[];
   format: ExportFormat;
   /** CSV only: start with a UTF-8 byte-order mark (written with the header, on this thread). */
   bom: boolean;
   /** CSV only: a `'` before text a spreadsheet would run as a formula; the workers encode the rows with it. */
   escapeFormulas: boolean;
-  /** The --since filter: rows whose `column` is at or after `value`. */
-  since: { column: string; value: string } | undefined;
   range: RowidRange;
-  busyTimeoutMs: number;
 }
 
 /** Exports the rows of `job.range` on worker threads to `target`; on any error nothing is left at `target.out`. */
@@ -118,25 +110,20 @@ export async function exportTableInParallel(
 ): Promise<WriteResult & { workers: number }> {
   const opts = { ...PARALLEL_EXPORT_DEFAULTS, ...options };
   const { fromRowid, toRowid } = job.range;
-  const where = job.since ? ` AND "${job.since.column}" >= ?` : '';
-  const sql = `SELECT * FROM "${job.table}" WHERE rowid BETWEEN ? AND ?${where} ORDER BY rowid`;
   const chunkCount = Math.ceil((toRowid - fromRowid + 1) / opts.chunkRowids);
   const result = await writeOutput(target, pump, async (sink, pumpOptions) => {
     const pool = await ExportWorkerPool.start(
       opts.workers,
       {
-        db: job.db,
-        sql,
-        since: job.since?.value,
+        source: job.source,
         format: job.format,
         escapeFormulas: job.escapeFormulas,
         columns: job.columns,
         batchRows: opts.encodeBatchRows,
         batchChars: opts.encodeBatchChars,
-        busyTimeoutMs: job.busyTimeoutMs,
       },
       { maxYoungGenerationSizeMb: opts.workerYoungGenerationMb, maxOldGenerationSizeMb: opts.workerOldGenerationMb },
-    ).catch((err: unknown) => Promise.reject(asExportError(err, job.db)));
+    ).catch((err: unknown) => Promise.reject(asExportError(err, job.source.db)));
     try {
       const readChunk = (seq: number) => {
         const from = fromRowid + seq * opts.chunkRowids;
@@ -148,7 +135,7 @@ export async function exportTableInParallel(
         onProgress: pumpOptions.onProgress,
       });
     } catch (err) {
-      throw asExportError(err, job.db);
+      throw asExportError(err, job.source.db);
     } finally {
       await pool.close();
     }

@@ -7,6 +7,7 @@
 import type { OutputSink } from './output-sink.ts';
 import type { RowEncoder } from './row-encoders.ts';
 import { ExportInterruptedError } from './errors.ts';
+import type { ReadSnapshot } from '../store/read-snapshot.ts';
 
 /** Tuning of the loop; every default is here. */
 export interface PumpOptions {
@@ -20,9 +21,23 @@ export interface PumpOptions {
   onProgress?: (rows: number) => void;
   /**
    * Called by writeOutput() after each batch and once more before the output is committed; an exception aborts
-   * the export, nothing being left at `out`. The read database's change check (Connection.assertUnchanged).
+   * the export, nothing being left at `out`. The read snapshot's change check (see verifiedBy).
    */
   verify?: () => void;
+}
+
+/**
+ * `options` with the snapshot's change check (ReadSnapshot.assertUnchanged) added to its verify step: a database
+ * read without locks that changes stops the export after the batch, before anything is committed at --out.
+ */
+export function verifiedBy<T extends PumpOptions>(snapshot: ReadSnapshot, options: T): T {
+  return {
+    ...options,
+    verify: () => {
+      snapshot.assertUnchanged();
+      options.verify?.();
+    },
+  };
 }
 
 // 250 rows: measured faster than 1000 (fewer rows survive into the old generation while a batch fills).

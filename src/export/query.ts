@@ -2,14 +2,16 @@
  * `netingest query "SELECT ..."`: one read-only statement, printed as an aligned table on a terminal and as
  * CSV otherwise (or as asked), streamed row by row.
  */
-import { openForReading, verifiedBy } from './read-database.ts';
-import { asQueryError, prepareReadQuery } from './read-only-sql.ts';
+import { openForReading } from '../store/readers/open-for-reading.ts';
+import { asQueryError } from '../store/readers/read-only-sql.ts';
+import { userStatementColumns } from '../store/readers/user-statement.ts';
 import { UsageError } from '../errors.ts';
 import { assertEncoderOptions, encoderFor, type EncoderOptions, type RowEncoder } from './row-encoders.ts';
 import { tableEncoder, type TableLayoutOptions } from './table-format.ts';
 import { writeRows, type WriteResult } from './write-output.ts';
-import type { PumpOptions } from './pump-rows.ts';
+import { verifiedBy, type PumpOptions } from './pump-rows.ts';
 import { statementRows } from './statement-rows.ts';
+import { withReadSnapshot, type SqliteSnapshot } from '../store/read-snapshot.ts';
 
 export const QUERY_FORMATS = ['table', 'csv', 'jsonl'] as const;
 export type QueryFormat = (typeof QUERY_FORMATS)[number];
@@ -66,33 +68,41 @@ export async function runQuery(options: RunQueryOptions): Promise<QueryResult> {
   if (format !== 'table') assertEncoderOptions(format, csvOptions);
   const database = openForReading(options.db);
   try {
-    // Checked and described here; its rows come from a child process that can be stopped (statement-rows.ts).
-    const columns = prepareReadQuery(database.sqlite, options.sql).columns().map((c) => c.name);
-    const source = statementRows({ db: database.file, sql: options.sql, signal: options.signal, timeoutMs: options.timeoutMs });
-    let rows: AsyncIterable<readonly unknown[]> = source;
-    let encoder: RowEncoder;
-    try {
-      if (format === 'table') {
-        const sample = await takeSample(source, options.sampleRows ?? QUERY_DEFAULTS.sampleRows);
-        encoder = tableEncoder(columns, sample, {
-          ...options,
-          maxTableWidth: options.maxTableWidth ?? (stream.isTTY && stream.columns ? stream.columns : undefined),
-        });
-        rows = chain(sample, source);
-      } else {
-        encoder = encoderFor(format, columns, csvOptions);
-      }
-      const result = await writeRows(rows, encoder, { stream }, verifiedBy(database, options));
-      return { ...result, columns, format };
-    } finally {
-      // Kills the child in case the pump never started or stopped early.
-      await source.return(undefined);
-    }
+    return await withReadSnapshot(database, (snapshot) => printRows(snapshot, options, { stream, format, csvOptions }));
   } catch (err) {
-    database.assertUnchanged(err);
     throw asQueryError(err);
   } finally {
     database.close();
+  }
+}
+
+/** The statement's rows from `snapshot`, encoded as `format` to `stream`. */
+async function printRows(
+  snapshot: SqliteSnapshot,
+  options: RunQueryOptions,
+  { stream, format, csvOptions }: { stream: QueryStream; format: QueryFormat; csvOptions: EncoderOptions },
+): Promise<QueryResult> {
+  // Checked and described here; its rows come from a child process that can be stopped (statement-rows.ts).
+  const columns = userStatementColumns(snapshot, options.sql);
+  const source = statementRows({ db: snapshot.file, sql: options.sql, signal: options.signal, timeoutMs: options.timeoutMs });
+  let rows: AsyncIterable<readonly unknown[]> = source;
+  let encoder: RowEncoder;
+  try {
+    if (format === 'table') {
+      const sample = await takeSample(source, options.sampleRows ?? QUERY_DEFAULTS.sampleRows);
+      encoder = tableEncoder(columns, sample, {
+        ...options,
+        maxTableWidth: options.maxTableWidth ?? (stream.isTTY && stream.columns ? stream.columns : undefined),
+      });
+      rows = chain(sample, source);
+    } else {
+      encoder = encoderFor(format, columns, csvOptions);
+    }
+    const result = await writeRows(rows, encoder, { stream }, verifiedBy(snapshot, options));
+    return { ...result, columns, format };
+  } finally {
+    // Kills the child in case the pump never started or stopped early.
+    await source.return(undefined);
   }
 }
 

@@ -1,10 +1,9 @@
 /**
- * The child process that runs the SQL of `query` and `export --sql` (see statement-rows.ts): it opens its own
- * read-only connection, prepares the statement as the parent did, and answers each `more` with the next batch
- * of raw rows. Its only job is to be killable: a runaway statement blocks this process, never the parent's.
+ * The child process that runs the SQL of `query` and `export --sql` (see statement-rows.ts): it opens the
+ * statement on its own read-only connection (store/readers/user-statement.ts), and answers each `more` with the
+ * next batch of raw rows. Its only job is to be killable: a runaway statement blocks this process, never the parent's.
  */
-import { openConnection } from '../store/connection.ts';
-import { lockConnectionReadOnly, prepareReadQuery } from './read-only-sql.ts';
+import { openUserStatement } from '../store/readers/user-statement.ts';
 import type { FromStatementChild, ToStatementChild } from './statement-protocol.ts';
 
 function send(message: FromStatementChild): void {
@@ -25,12 +24,9 @@ process.on('disconnect', () => process.exit(0));
 process.on('message', (message: ToStatementChild) => {
   try {
     if (message.type === 'start') {
-      // Not openForReading(): the parent has checked the file and its schema, and a child that loads no drizzle
-      // starts faster. openConnection() all the same, for a folder this user cannot write (read-without-shm.ts).
-      const database = openConnection(message.db, { readonly: true });
-      close = () => database.close();
-      lockConnectionReadOnly(database.sqlite);
-      rows = (prepareReadQuery(database.sqlite, message.sql).iterate() as IterableIterator<unknown[]>)[Symbol.iterator]();
+      const statement = openUserStatement(message.db, message.sql);
+      close = statement.close;
+      rows = statement.rows;
       batchRows = message.batchRows;
       return;
     }

@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import type { Job } from '../jobs/schema.ts';
 import { planTasks } from '../jobs/plan-tasks.ts';
 import { openDatabase } from '../store/open.ts';
+import { withReadSnapshot } from '../store/read-snapshot.ts';
 import { createLedger } from '../store/ledger.ts';
 import { createApiCallLog } from '../store/api-calls.ts';
 import { CREDIT_METER_DEFAULTS, roundCredits } from '../credits/credit-meter.ts';
@@ -41,6 +42,13 @@ export interface PlanReport {
 export async function planReport(job: Job, dbPath: string, refresh = false): Promise<PlanReport> {
   const database = existsSync(dbPath) ? openDatabase(dbPath, { readonly: true, upgradeOlderSchema: true }) : null;
   try {
+    return database ? await withReadSnapshot(database, read) : await read();
+  } finally {
+    database?.close();
+  }
+
+  /** The report, the ledger read in one snapshot. */
+  async function read(): Promise<PlanReport> {
     const ledger = database ? createLedger(database) : null;
     const calls = database ? createApiCallLog(database) : null;
     const dueBefore = freshSince(job.refreshAfterDays);
@@ -95,13 +103,7 @@ export async function planReport(job: Job, dbPath: string, refresh = false): Pro
     const most = roundCredits(report.calls * report.costPerCall);
     if (report.costLearned) report.estimatedCredits = most;
     else report.estimatedCreditsRange = { low: 0, high: most };
-    database?.assertUnchanged();
     return report;
-  } catch (err) {
-    database?.assertUnchanged(err);
-    throw err;
-  } finally {
-    database?.close();
   }
 }
 

@@ -11,7 +11,11 @@
  * its error_code, and settles its task as done when it is still that task's latest outcome (the recovery a
  * contract fix is for). One that still cannot be read is reported by id and request, and its task stays failed.
  */
+import { existsSync } from 'node:fs';
 import { ApiSchemaError } from '../api/errors.ts';
+import { UsageError } from '../errors.ts';
+import { openDatabase } from '../store/open.ts';
+import { acquireRunLock } from '../store/run-lock.ts';
 import { clearNormalizedTables } from '../store/ingest/index.ts';
 import { prepareAnswerStore } from './store-answer.ts';
 import { isIngestRequest } from '../store/ingest-request.ts';
@@ -181,4 +185,49 @@ function describe(err: unknown, rejectedWhenReceived: boolean): string {
     return rejectedWhenReceived ? `still does not match the spec (its task stays failed): ${err.message}` : `no longer valid: ${err.message}`;
   }
   return err instanceof Error ? err.message : String(err);
+}
+
+/**
+ * `netingest reprocess`: opens `dbPath` (it must exist), takes the run lock as a run does (a run writing at the
+ * same time would interleave with the rebuild) and rebuilds.
+ */
+export function reprocessDatabase(dbPath: string, options: ReprocessOptions = {}): ReprocessReport {
+  if (!existsSync(dbPath)) throw new UsageError(`no database at ${dbPath}: nothing to reprocess (see --db)`);
+  const database = openDatabase(dbPath);
+  try {
+    const lock = acquireRunLock(database);
+    try {
+      return reprocess(database, options);
+    } finally {
+      lock.release();
+    }
+  } finally {
+    database.close();
+  }
+}
+
+/** The report as `netingest reprocess` prints it without --json. */
+export function formatReprocessReport(r: ReprocessReport): string {
+  const lines = [
+    `Reprocessed ${r.responses} raw responses: ${r.replayed} replayed, ${r.invalid} skipped as invalid.`,
+    r.rebuiltFromScratch
+      ? `Normalized rows: ${r.rowsDeleted} deleted, then ${r.rowsWritten} row writes (inserts and updates: a row stored again counts again).`
+      : `Normalized rows: ${r.rowsWritten} row writes over the tables as they were (prune dropped superseded bodies, so the rows built from them were kept, not rebuilt).`,
+  ];
+  if (r.recovered > 0) {
+    lines.push(`Recovered ${r.recovered} bodies kept from wrong-shape answers: they validate now; ${r.tasksRecovered} failed tasks set done, no call made.`);
+  }
+  if (r.stillRejected > 0) {
+    lines.push(`${r.stillRejected} bodies kept from wrong-shape answers still do not validate: their tasks stay failed (listed on stderr).`);
+  }
+  if (r.invalid > r.rejected.length) lines.push(`(${r.invalid - r.rejected.length} more invalid responses not listed)`);
+  return lines.join('\n') + '\n';
+}
+
+/** One line per body left out, for stderr. */
+export function rejectedLines(r: ReprocessReport): string[] {
+  return r.rejected.map((rejected) => {
+    const task = rejected.taskId === null ? '' : `, task ${rejected.taskId}`;
+    return `raw response ${rejected.id} (${rejected.operation} ${rejected.requestKey}${task}) skipped: ${rejected.reason}`;
+  });
 }

@@ -1,12 +1,12 @@
 import { defineCommand } from '../command.ts';
 import { withApi, withDb } from '../common-options.ts';
-import { askLiveBalance } from '../live-balance.ts';
+import { askLiveBalance } from '../../runner/live-balance.ts';
 import { loadJobs } from '../load-job-args.ts';
 import { describeError } from '../describe-error.ts';
 import { EXIT } from '../exit-codes.ts';
-import { combineErrors, isJobUnusable } from '../../jobs/job-error.ts';
-import type { UsageError } from '../../errors.ts';
-import { formatPlanReport, planReport, type PlanReport } from '../../runner/plan-report.ts';
+import { combineErrors } from '../../jobs/job-error.ts';
+import { formatPlanReport } from '../../runner/plan-report.ts';
+import { planJobs } from '../../runner/plan-jobs.ts';
 import { INVALID_OUT_OPTION, writeInvalidOut } from '../invalid-out.ts';
 
 /** `netingest plan`: what a run would do and cost, with no paid API call (the free balance check only). */
@@ -27,28 +27,19 @@ export const planCommand = defineCommand({
       .example('$0 plan jobs/lookalikes.json --invalid-out bad-rows.csv', 'every row the run cannot use, with its columns and why'),
   run: async (argv, io) => {
     const { jobs, broken } = await loadJobs(argv.jobs ?? [], argv.all, argv['jobs-dir']);
-    // As a run skips a job whose job file or input file cannot be used, plan reports the others, then those.
-    const unusable: UsageError[] = [...broken];
-    const reports: PlanReport[] = [];
     // Asked only once some job could be loaded: a plan that fails on its job files sends nothing.
     const live = jobs.length > 0 ? await askLiveBalance({ apiUrl: argv['api-url'], tokenFile: argv['token-file'] }) : null;
-    for (const job of jobs) {
-      let r: PlanReport;
-      try {
-        r = await planReport(job, argv.db, argv.refresh);
-      } catch (err) {
-        if (!isJobUnusable(err)) throw err;
-        unusable.push(err);
-        continue;
-      }
-      r.liveBalance = live?.balance ?? null;
-      reports.push(r);
-      if (!argv.json) io.stdout.write(formatPlanReport(r, job.credits.reserve));
-    }
-    if (argv['invalid-out'] !== undefined) {
-      const planned = jobs.filter((j) => reports.some((r) => r.job === j.name));
-      await writeInvalidOut(planned, argv['invalid-out'], argv.db, io.stderr);
-    }
+    const { reports, planned, unusable: unplanned } = await planJobs(jobs, {
+      db: argv.db,
+      refresh: argv.refresh,
+      liveBalance: live?.balance ?? null,
+      onReport: (r, job) => {
+        if (!argv.json) io.stdout.write(formatPlanReport(r, job.credits.reserve));
+      },
+    });
+    // As a run skips a job whose job file or input file cannot be used, plan reports the others, then those.
+    const unusable = [...broken, ...unplanned];
+    if (argv['invalid-out'] !== undefined) await writeInvalidOut(planned, argv['invalid-out'], argv.db, io.stderr);
     // Nothing could be planned: the problems are the outcome, as for one bad job.
     if (reports.length === 0) throw combineErrors(unusable);
     if (argv.json) io.stdout.write(JSON.stringify(reports, null, 2) + '\n');

@@ -1,13 +1,8 @@
-import { existsSync } from 'node:fs';
 import { z } from 'zod';
 import { defineCommand } from '../command.ts';
 import { withApi, withDb } from '../common-options.ts';
-import { askLiveBalance, type LiveBalance } from '../live-balance.ts';
-import { openDatabase } from '../../store/open.ts';
-import { readStatus, type StatusReport } from '../../store/status.ts';
-import { UsageError } from '../../errors.ts';
+import { formatStatus, statusReport } from '../../runner/status-report.ts';
 import { numberFlag, numberOption } from '../number-flags.ts';
-import { driftPathLines, type DriftKind } from '../../operations/drift.ts';
 
 // A negative LIMIT means "no limit" to SQLite, and a fraction or NaN fails the query as an internal error.
 const RUNS_RULE = z.number().int().min(0);
@@ -23,82 +18,8 @@ export const statusCommand = defineCommand({
       .option('json', { type: 'boolean', default: false, describe: 'print the status as JSON' }),
   run: async (argv, io) => {
     const runs = numberFlag('--runs', argv.runs, RUNS_RULE) ?? DEFAULT_RUNS;
-    if (!existsSync(argv.db)) throw new UsageError(`no database at ${argv.db}: nothing has run yet (see --db)`);
-    const database = openDatabase(argv.db, { readonly: true, upgradeOlderSchema: true });
-    try {
-      let report: StatusReport;
-      try {
-        report = readStatus(database, runs);
-      } catch (err) {
-        database.assertUnchanged(err);
-        throw err;
-      }
-      database.assertUnchanged();
-      const liveBalance = await askLiveBalance({ apiUrl: argv['api-url'], tokenFile: argv['token-file'] });
-      // What the account used since the last answer stored: calls lost in flight in the last run, or use elsewhere.
-      const since = liveBalance && report.lastCounters ? Math.round((liveBalance.creditsUsed - report.lastCounters.creditsUsed) * 1e6) / 1e6 : null;
-      const full = { ...report, liveBalance: liveBalance && { ...liveBalance, usedSinceLastStoredAnswer: since } };
-      io.stdout.write(argv.json ? JSON.stringify(full, null, 2) + '\n' : formatStatus(full));
-      return 0;
-    } finally {
-      database.close();
-    }
+    const full = await statusReport({ db: argv.db, runs, apiUrl: argv['api-url'], tokenFile: argv['token-file'] });
+    io.stdout.write(argv.json ? JSON.stringify(full, null, 2) + '\n' : formatStatus(full));
+    return 0;
   },
 });
-
-function formatStatus(r: StatusReport & { liveBalance: (LiveBalance & { usedSinceLastStoredAnswer: number | null }) | null }): string {
-  const lines: string[] = [];
-  if (r.lock?.alive) lines.push(`A run is in progress: run ${r.lock.runId ?? '?'} (pid ${r.lock.pid} on ${r.lock.host}, since ${r.lock.acquiredAt})`, '');
-  for (const run of r.unfinishedRuns) {
-    lines.push(
-      `Run ${run.id} stopped without finishing (pid ${run.pid ?? '?'} on ${run.host ?? '?'} is gone, started ${run.startedAt}): ` +
-        'the next run closes it as abandoned; its figures below are what the database holds for it',
-    );
-  }
-  if (r.unfinishedRuns.length > 0) lines.push('');
-  lines.push('Recent runs:');
-  if (r.runs.length === 0) lines.push('  none');
-  for (const run of r.runs) {
-    lines.push(
-      `  #${run.id} ${run.startedAt} ${(run.unfinished ? 'unfinished' : run.status).padEnd(23)} jobs ${JSON.parse(run.jobs).join(',')}: ${run.tasksDone} done, ` +
-        `${run.tasksNotFound} not found, ${run.tasksFailed} failed, ${run.tasksDeferred} deferred, ${run.calls} calls, ` +
-        // A run that skipped jobs has one line per job in its error: each goes under the run.
-        `${run.creditsSpent ?? 0} credits${run.error ? `; ${run.error.replaceAll('\n', '\n      ')}` : ''}`,
-    );
-  }
-  lines.push('', 'Tasks by status:');
-  const jobs = Object.entries(r.tasksByJob);
-  if (jobs.length === 0) lines.push('  none');
-  for (const [job, counts] of jobs) {
-    lines.push(`  ${job}: ${Object.entries(counts).map(([s, n]) => `${s} ${n}`).join(', ')}`);
-  }
-  if (r.wrongShapeBodiesKept > 0) {
-    lines.push(
-      '',
-      `Paid answers of the wrong shape kept, not used: ${r.wrongShapeBodiesKept} (their tasks failed; after an upgrade that ` +
-        'accepts them, `netingest reprocess` writes them without a call)',
-    );
-  }
-  if (r.drift && r.drift.rows.length > 0) {
-    lines.push('', `Answer drift in run ${r.drift.runId} (answers that differ from the spec, stored as far as they can be read):`);
-    for (const line of driftPathLines(r.drift.rows.map((d) => ({ ...d, kind: d.kind as DriftKind, of: d.seen })))) lines.push(`  ${line}`);
-  }
-  lines.push('', `Credits spent by all runs: ${r.creditsSpentAllRuns}`);
-  if (r.creditsUncountedBetweenRuns > 0) {
-    lines.push(
-      `Credits used between runs and counted by none: ${r.creditsUncountedBetweenRuns} (paid answers lost in flight when a run was ` +
-        'killed, or the token used elsewhere)',
-    );
-  }
-  lines.push(
-    r.lastCounters
-      ? `Last known balance: ${r.lastCounters.balance} of ${r.lastCounters.totalCredits} (at ${r.lastCounters.at})`
-      : 'Last known balance: unknown (no successful call yet)',
-  );
-  if (r.liveBalance) {
-    const since = r.liveBalance.usedSinceLastStoredAnswer;
-    const gap = since !== null && since > 0 ? `; ${since} used since the last answer stored, by calls lost in flight or elsewhere` : '';
-    lines.push(`Balance now: ${r.liveBalance.balance} of ${r.liveBalance.totalCredits} (asked the service's free credit check${gap})`);
-  }
-  return lines.join('\n') + '\n';
-}

@@ -5,10 +5,10 @@
  * docs/export.md lists every column; the names are a public contract.
  */
 import type BetterSqlite3 from 'better-sqlite3';
-import type { Job } from '../jobs/schema.ts';
-import { filterKey } from '../jobs/request-keys.ts';
-import { postIdOfUrl } from '../urls/post-id.ts';
-import { SEARCH_JOBS_PAGE_SIZE } from '../spec/types.ts';
+import type { Job } from '../../jobs/schema.ts';
+import { filterKey } from '../../jobs/request-keys.ts';
+import { postIdOfUrl } from '../../urls/post-id.ts';
+import { SEARCH_JOBS_PAGE_SIZE } from '../../spec/types.ts';
 import { answerFloorReader } from './latest-answers.ts';
 
 /** Looks up the result rows of one input, each already in the order of `columns`. */

@@ -3,7 +3,7 @@
  * dataset holds nothing for it, against what the job would ask now.
  */
 import type BetterSqlite3 from 'better-sqlite3';
-import type { Operation } from '../spec/types.ts';
+import type { Operation } from '../../spec/types.ts';
 
 /** Values of the `netingest_status` column. */
 export const ENRICH_STATUSES = ['ok', 'not_found', 'failed', 'invalid_input', 'deferred', 'pending'] as const;

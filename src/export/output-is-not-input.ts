@@ -1,42 +1,9 @@
-import { existsSync, realpathSync, statSync, type Stats } from 'node:fs';
+import { realpathSync, statSync, type Stats } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
-import { openDatabase, type Connection, type Database } from '../store/open.ts';
 import { UsageError } from '../errors.ts';
-import { lockConnectionReadOnly } from './read-only-sql.ts';
-import type { PumpOptions } from './pump-rows.ts';
 
 /** Files SQLite keeps next to a database; replacing one of them corrupts or loses the database too. */
 const DATABASE_SIDE_FILES = ['', '-wal', '-shm', '-journal'];
-
-/**
- * Opens the dataset for reading only: a read-only connection with `query_only` on. A file an older netingest
- * wrote is upgraded first (openDatabase's upgradeOlderSchema); nothing else is ever written.
- */
-export function openForReading(file: string): Database {
-  if (!existsSync(file)) throw new UsageError(`no database at ${file}: nothing has run yet (see --db)`, 'DB_NOT_FOUND');
-  const database = openDatabase(file, { readonly: true, upgradeOlderSchema: true });
-  try {
-    lockConnectionReadOnly(database.sqlite);
-  } catch (err) {
-    database.close();
-    throw err;
-  }
-  return database;
-}
-
-/**
- * `options` with the database's change check (Connection.assertUnchanged) added to its verify step: a database
- * read without locks that changes stops the export after the batch, before anything is committed at --out.
- */
-export function verifiedBy<T extends PumpOptions>(database: Connection, options: T): T {
-  return {
-    ...options,
-    verify: () => {
-      database.assertUnchanged();
-      options.verify?.();
-    },
-  };
-}
 
 /**
  * Refuses an --out that would replace a file the command reads (the database, its WAL files, the job's input

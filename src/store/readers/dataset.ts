@@ -3,9 +3,10 @@
  * parameters allowed, and nothing that could write, as `netingest query` guarantees on the command line.
  */
 import type BetterSqlite3 from 'better-sqlite3';
-import { BadQueryError } from './errors.ts';
-import { openForReading } from './read-database.ts';
+import { BadQueryError } from './query-errors.ts';
+import { openForReading } from './open-for-reading.ts';
 import { asQueryError } from './read-only-sql.ts';
+import { withReadSnapshotSync } from '../read-snapshot.ts';
 
 /** Values for a statement's `?` placeholders (an array) or `:name` / `$name` / `@name` ones (an object). */
 export type QueryParams = readonly unknown[] | Readonly<Record<string, unknown>>;
@@ -26,15 +27,14 @@ export function openDataset(file: string): Dataset {
   return {
     file: database.file,
     all<Row>(sql: string, params: QueryParams = []): Row[] {
-      let rows: Row[];
-      try {
-        rows = bound(readingStatement(database.sqlite, sql), params).all() as Row[];
-      } catch (err) {
-        throw asQueryError(err);
-      }
-      // Read without SQLite's locks (an unwritable folder), a file that changed meanwhile may be half-read.
-      database.assertUnchanged();
-      return rows;
+      // Read without SQLite's locks (an unwritable folder), a file that changed meanwhile may be half-read: the snapshot checks.
+      return withReadSnapshotSync(database, ({ sqlite }) => {
+        try {
+          return bound(readingStatement(sqlite, sql), params).all() as Row[];
+        } catch (err) {
+          throw asQueryError(err);
+        }
+      });
     },
     close: () => database.close(),
   };

@@ -5,7 +5,7 @@
  * connection itself is opened read-only with `PRAGMA query_only` on.
  */
 import type BetterSqlite3 from 'better-sqlite3';
-import { BadQueryError, WriteRefusedError } from './errors.ts';
+import { BadQueryError, WriteRefusedError } from './query-errors.ts';
 
 const READING_KEYWORDS = new Set(['SELECT', 'WITH', 'VALUES', 'EXPLAIN', 'PRAGMA']);
 /**

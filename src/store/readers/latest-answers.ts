@@ -10,10 +10,10 @@
  * exactly.
  */
 import type BetterSqlite3 from 'better-sqlite3';
-import type { Job } from '../jobs/schema.ts';
-import { JOB_DEFAULTS } from '../jobs/defaults.ts';
-import { filterKey } from '../jobs/request-keys.ts';
-import { otherJobsWithOperation } from '../store/job-names.ts';
+import type { Job } from '../../jobs/schema.ts';
+import { JOB_DEFAULTS } from '../../jobs/defaults.ts';
+import { filterKey } from '../../jobs/request-keys.ts';
+import { otherJobsWithOperation } from '../job-names.ts';
 
 /**
  * Per page (index = page - 1, pages 1..`job.pages`): no row of the page last seen before this time belongs

@@ -1,0 +1,101 @@
+/**
+ * `netingest status`: what the last runs did and what is left, read from the dataset in one snapshot
+ * (store/status.ts), and the balance the service's free credit check gives now.
+ */
+import { existsSync } from 'node:fs';
+import { openDatabase } from '../store/open.ts';
+import { withReadSnapshot } from '../store/read-snapshot.ts';
+import { readStatus, type StatusReport } from '../store/status.ts';
+import { UsageError } from '../errors.ts';
+import { driftPathLines, type DriftKind } from '../operations/drift.ts';
+import { askLiveBalance, type LiveBalance } from './live-balance.ts';
+
+/** Options of statusReport(). */
+export interface StatusOptions {
+  /** The dataset; it must exist. */
+  db: string;
+  /** How many recent runs to list. */
+  runs: number;
+  /** Where to ask the free credit check (else the environment's); not asked when no API URL and token are set. */
+  apiUrl?: string | undefined;
+  tokenFile?: string | undefined;
+}
+
+/** What `netingest status --json` prints: the dataset's status, and the live balance when it could be asked. */
+export type FullStatusReport = StatusReport & {
+  liveBalance: (LiveBalance & { usedSinceLastStoredAnswer: number | null }) | null;
+};
+
+/** Reads the status of `options.db` (read-only) and asks the live balance. */
+export async function statusReport(options: StatusOptions): Promise<FullStatusReport> {
+  if (!existsSync(options.db)) throw new UsageError(`no database at ${options.db}: nothing has run yet (see --db)`);
+  const database = openDatabase(options.db, { readonly: true, upgradeOlderSchema: true });
+  let report: StatusReport;
+  try {
+    report = await withReadSnapshot(database, () => readStatus(database, options.runs));
+  } finally {
+    database.close();
+  }
+  const liveBalance = await askLiveBalance({ apiUrl: options.apiUrl, tokenFile: options.tokenFile });
+  // What the account used since the last answer stored: calls lost in flight in the last run, or use elsewhere.
+  const since = liveBalance && report.lastCounters ? Math.round((liveBalance.creditsUsed - report.lastCounters.creditsUsed) * 1e6) / 1e6 : null;
+  return { ...report, liveBalance: liveBalance && { ...liveBalance, usedSinceLastStoredAnswer: since } };
+}
+
+/** The report as the command prints it without --json. */
+export function formatStatus(r: FullStatusReport): string {
+  const lines: string[] = [];
+  if (r.lock?.alive) lines.push(`A run is in progress: run ${r.lock.runId ?? '?'} (pid ${r.lock.pid} on ${r.lock.host}, since ${r.lock.acquiredAt})`, '');
+  for (const run of r.unfinishedRuns) {
+    lines.push(
+      `Run ${run.id} stopped without finishing (pid ${run.pid ?? '?'} on ${run.host ?? '?'} is gone, started ${run.startedAt}): ` +
+        'the next run closes it as abandoned; its figures below are what the database holds for it',
+    );
+  }
+  if (r.unfinishedRuns.length > 0) lines.push('');
+  lines.push('Recent runs:');
+  if (r.runs.length === 0) lines.push('  none');
+  for (const run of r.runs) {
+    lines.push(
+      `  #${run.id} ${run.startedAt} ${(run.unfinished ? 'unfinished' : run.status).padEnd(23)} jobs ${JSON.parse(run.jobs).join(',')}: ${run.tasksDone} done, ` +
+        `${run.tasksNotFound} not found, ${run.tasksFailed} failed, ${run.tasksDeferred} deferred, ${run.calls} calls, ` +
+        // A run that skipped jobs has one line per job in its error: each goes under the run.
+        `${run.creditsSpent ?? 0} credits${run.error ? `; ${run.error.replaceAll('\n', '\n      ')}` : ''}`,
+    );
+  }
+  lines.push('', 'Tasks by status:');
+  const jobs = Object.entries(r.tasksByJob);
+  if (jobs.length === 0) lines.push('  none');
+  for (const [job, counts] of jobs) {
+    lines.push(`  ${job}: ${Object.entries(counts).map(([s, n]) => `${s} ${n}`).join(', ')}`);
+  }
+  if (r.wrongShapeBodiesKept > 0) {
+    lines.push(
+      '',
+      `Paid answers of the wrong shape kept, not used: ${r.wrongShapeBodiesKept} (their tasks failed; after an upgrade that ` +
+        'accepts them, `netingest reprocess` writes them without a call)',
+    );
+  }
+  if (r.drift && r.drift.rows.length > 0) {
+    lines.push('', `Answer drift in run ${r.drift.runId} (answers that differ from the spec, stored as far as they can be read):`);
+    for (const line of driftPathLines(r.drift.rows.map((d) => ({ ...d, kind: d.kind as DriftKind, of: d.seen })))) lines.push(`  ${line}`);
+  }
+  lines.push('', `Credits spent by all runs: ${r.creditsSpentAllRuns}`);
+  if (r.creditsUncountedBetweenRuns > 0) {
+    lines.push(
+      `Credits used between runs and counted by none: ${r.creditsUncountedBetweenRuns} (paid answers lost in flight when a run was ` +
+        'killed, or the token used elsewhere)',
+    );
+  }
+  lines.push(
+    r.lastCounters
+      ? `Last known balance: ${r.lastCounters.balance} of ${r.lastCounters.totalCredits} (at ${r.lastCounters.at})`
+      : 'Last known balance: unknown (no successful call yet)',
+  );
+  if (r.liveBalance) {
+    const since = r.liveBalance.usedSinceLastStoredAnswer;
+    const gap = since !== null && since > 0 ? `; ${since} used since the last answer stored, by calls lost in flight or elsewhere` : '';
+    lines.push(`Balance now: ${r.liveBalance.balance} of ${r.liveBalance.totalCredits} (asked the service's free credit check${gap})`);
+  }
+  return lines.join('\n') + '\n';
+}
