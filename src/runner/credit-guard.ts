@@ -149,26 +149,32 @@ export class CreditGuard {
         continue;
       }
       const cost = this.costOf(operation);
-      const { reserve, maxPerRun } = this.limits;
-      const overCap = maxPerRun !== null && this.spent + this.reserved + cost > maxPerRun + 1e-9;
-      const balance = this.balance;
-      // With the balance read before any call, an operation whose cost no answer has shown yet is reserved at
-      // the assumed default; when that does not fit but some room is left, one call goes alone to show the cost,
-      // as it would had the balance not been read (else a small balance could never learn it).
-      const probe = !this.meter.knowsCost(operation) && this.inFlight === 0 && balance !== null && balance - reserve > 1e-9;
-      const underReserve = balance !== null && balance - this.reserved - cost < reserve - 1e-9 && !probe;
-      if (overCap || underReserve) {
+      const overLimit = this.overLimit(operation, cost);
+      if (overLimit) {
         if (this.inFlight > 0) {
           await this.settled();
           continue;
         }
-        return this.stop(overCap ? 'max-per-run' : 'reserve', cost, !this.meter.knowsCost(operation));
+        return this.stop(overLimit, cost, !this.meter.knowsCost(operation));
       }
       this.reserved += cost;
       this.inFlight += 1;
       const epoch = this.meter.epoch;
       return { operation, cost, epoch, sent: { epoch, afterCounters: this.meter.balance !== null, tick: this.unread.tick } };
     }
+  }
+
+  /** The limit one more call of `operation` at `cost` would break, or null when it fits. */
+  private overLimit(operation: Operation, cost: number): 'max-per-run' | 'reserve' | null {
+    const { reserve, maxPerRun } = this.limits;
+    if (maxPerRun !== null && this.spent + this.reserved + cost > maxPerRun + 1e-9) return 'max-per-run';
+    const balance = this.balance;
+    // With the balance read before any call, an operation whose cost no answer has shown yet is reserved at
+    // the assumed default; when that does not fit but some room is left, one call goes alone to show the cost,
+    // as it would had the balance not been read (else a small balance could never learn it).
+    const probe = !this.meter.knowsCost(operation) && this.inFlight === 0 && balance !== null && balance - reserve > 1e-9;
+    const underReserve = balance !== null && balance - this.reserved - cost < reserve - 1e-9 && !probe;
+    return underReserve ? 'reserve' : null;
   }
 
   /**

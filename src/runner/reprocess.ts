@@ -104,24 +104,8 @@ export function reprocess(database: Database, options: ReprocessOptions = {}): R
   const now = new Date().toISOString();
   // Keyset pages instead of one iterate(): better-sqlite3 refuses other statements on a connection while an
   // iterator is open, and the replay writes on this connection.
-  const page = sqlite.prepare(
-    `SELECT id, operation, request_key AS requestKey, request_json AS requestJson, body, body_encoding AS bodyEncoding,
-       received_at AS receivedAt,
-       task_id AS taskId, run_id AS runId, error_code AS errorCode
-     FROM raw_responses WHERE id > ? ORDER BY id LIMIT ?`,
-  );
-  const report: ReprocessReport = {
-    responses: 0,
-    replayed: 0,
-    invalid: 0,
-    stillRejected: 0,
-    recovered: 0,
-    tasksRecovered: 0,
-    rejected: [],
-    rowsDeleted: 0,
-    rowsWritten: 0,
-    rebuiltFromScratch: !rawBodiesWerePruned(sqlite),
-  };
+  const page = sqlite.prepare(RAW_PAGE);
+  const report = emptyReport(!rawBodiesWerePruned(sqlite));
   const reject = (row: RawRow, reason: string) => {
     report.invalid++;
     if (row.errorCode !== null) report.stillRejected++;
@@ -177,6 +161,26 @@ export function reprocess(database: Database, options: ReprocessOptions = {}): R
     }
   })();
   return report;
+}
+
+const RAW_PAGE = `SELECT id, operation, request_key AS requestKey, request_json AS requestJson, body, body_encoding AS bodyEncoding,
+    received_at AS receivedAt,
+    task_id AS taskId, run_id AS runId, error_code AS errorCode
+  FROM raw_responses WHERE id > ? ORDER BY id LIMIT ?`;
+
+function emptyReport(rebuiltFromScratch: boolean): ReprocessReport {
+  return {
+    responses: 0,
+    replayed: 0,
+    invalid: 0,
+    stillRejected: 0,
+    recovered: 0,
+    tasksRecovered: 0,
+    rejected: [],
+    rowsDeleted: 0,
+    rowsWritten: 0,
+    rebuiltFromScratch,
+  };
 }
 
 function describe(err: unknown, rejectedWhenReceived: boolean): string {

@@ -53,37 +53,42 @@ export function describeStop(facts: StopFacts): RunStopSummary {
 }
 
 function creditMessage(limit: CreditStopReason, c: CreditStop | null, cappedJob: string | null): string {
-  // An assumed cost is said to be one: "about 5 credits" read as a fact about a call that may cost 1.
-  const next =
-    c?.cost == null
-      ? 'the next call'
-      : c.costAssumed
-        ? `the next call (assumed ${plural(roundCredits(c.cost), 'credit')} until an answer shows the cost)`
-        : `the next call (about ${plural(roundCredits(c.cost), 'credit')})`;
   switch (limit) {
-    case 'reserve': {
-      const fix = 'top up the account or lower credits.reserve (--reserve)';
-      if (c?.balance == null) return `credits.reserve: the next call could take the balance below the reserve; ${fix}`;
-      const balance = roundCredits(c.balance);
-      // With no reserve, "below the reserve of 0" only meant that the balance cannot pay.
-      if (c.reserve === 0) return `credits: the balance (${balance}) cannot pay for ${next}; top up the account`;
-      if (c.balance < c.reserve) return `credits.reserve: the balance (${balance}) is below the reserve of ${c.reserve}; ${fix}`;
-      return `credits.reserve: the balance (${balance}) minus ${next} would fall below the reserve of ${c.reserve}; ${fix}`;
-    }
+    case 'reserve':
+      return reserveMessage(c);
     case 'max-per-run':
-      if (cappedJob !== null) {
-        return (
-          `credits.maxPerRun of job ${cappedJob}: the run had spent ${roundCredits(c?.spent ?? 0)} of its cap of ${c?.maxPerRun ?? '?'} and ` +
-          `${next} would go over it; its remaining tasks are deferred to the next run (or raise credits.maxPerRun, --max-credits)`
-        );
-      }
-      return (
-        `credits.maxPerRun: the run spent ${roundCredits(c?.spent ?? 0)} of its cap of ${c?.maxPerRun ?? '?'} and ${next} would go over it; ` +
-        'the next run goes on (or raise credits.maxPerRun, --max-credits)'
-      );
+      return capMessage(c, cappedJob);
     case 'out-of-credits':
       return 'the API answered 402: the account has no credits left for the next call; top up the account';
   }
+}
+
+function reserveMessage(c: CreditStop | null): string {
+  const fix = 'top up the account or lower credits.reserve (--reserve)';
+  if (c?.balance == null) return `credits.reserve: the next call could take the balance below the reserve; ${fix}`;
+  const balance = roundCredits(c.balance);
+  // With no reserve, "below the reserve of 0" only meant that the balance cannot pay.
+  if (c.reserve === 0) return `credits: the balance (${balance}) cannot pay for ${nextCall(c)}; top up the account`;
+  if (c.balance < c.reserve) return `credits.reserve: the balance (${balance}) is below the reserve of ${c.reserve}; ${fix}`;
+  return `credits.reserve: the balance (${balance}) minus ${nextCall(c)} would fall below the reserve of ${c.reserve}; ${fix}`;
+}
+
+function capMessage(c: CreditStop | null, cappedJob: string | null): string {
+  const spent = `${roundCredits(c?.spent ?? 0)} of its cap of ${c?.maxPerRun ?? '?'}`;
+  if (cappedJob !== null) {
+    return (
+      `credits.maxPerRun of job ${cappedJob}: the run had spent ${spent} and ${nextCall(c)} would go over it; ` +
+      'its remaining tasks are deferred to the next run (or raise credits.maxPerRun, --max-credits)'
+    );
+  }
+  return `credits.maxPerRun: the run spent ${spent} and ${nextCall(c)} would go over it; the next run goes on (or raise credits.maxPerRun, --max-credits)`;
+}
+
+/** The next call and its cost. An assumed cost is said to be one: "about 5 credits" read as a fact about a call that may cost 1. */
+function nextCall(c: CreditStop | null): string {
+  if (c?.cost == null) return 'the next call';
+  const cost = plural(roundCredits(c.cost), 'credit');
+  return c.costAssumed ? `the next call (assumed ${cost} until an answer shows the cost)` : `the next call (about ${cost})`;
 }
 
 function seconds(ms: number): number {

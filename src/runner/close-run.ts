@@ -1,0 +1,177 @@
+/**
+ * Closing a run: its calls end, its job results become the summary (`--json`) and the `runs` row, the last log
+ * lines are written, and the errors that are the command's to report are thrown.
+ */
+import { UsageError } from '../errors.ts';
+import { roundCredits } from '../credits/credit-meter.ts';
+import { combineErrors } from '../jobs/job-error.ts';
+import { driftPathLines } from '../operations/drift.ts';
+import type { RunEnd, RunStatus } from '../store/runs.ts';
+import type { CreditStop } from './credit-guard.ts';
+import { jobSummaryOf, type JobResult } from './job-result.ts';
+import { describeError, type OpenRun } from './open-run.ts';
+import type { StopReason } from './run-stop.ts';
+import { describeStop } from './stop-summary.ts';
+import type { JobSummary, RunSummary } from './run-summary.ts';
+
+/**
+ * Turns the jobs' results into the run's summary and records it in the `runs` row. Throws, once the row is
+ * written, the error of a lost lock (exit 4), a job input found unusable (exit 2), or every job's problem when
+ * every job was skipped.
+ */
+export async function closeRun(run: OpenRun, results: readonly JobResult[]): Promise<RunSummary> {
+  await run.closeCalls();
+  // The run that took the lock over closed this one's books as abandoned, from what it had committed: they stay so.
+  if (!run.lock.held()) {
+    // The error itself, which says who holds the lock now, is the command's to print.
+    run.logger.error('run stopped: its lock was taken over while it was not running', { run: run.runId, calls: run.callLog.ofRun(run.runId).calls });
+    throw run.lockLost!;
+  }
+  const summary = summarize(run, results);
+  recordEnd(run, summary);
+  logEnd(run, summary);
+  // A job whose input turned out unusable is the user's to fix (exit 2), after the run's books are closed.
+  if (run.stop.error instanceof UsageError) throw run.stop.error;
+  // Every job skipped (runStatus: failed): nothing ran, so the problems are the outcome, as for one bad job.
+  if (!run.stop.reason && summary.status === 'failed') {
+    const skipped = results.flatMap((r) => (r.kind === 'skipped' ? [r.error] : []));
+    if (skipped.length > 0) throw combineErrors(skipped);
+  }
+  return summary;
+}
+
+/** The first job that stopped on its own credits.maxPerRun while the run went on: the run ends as a credit stop. */
+function cappedJob(results: readonly JobResult[]): (CreditStop & { job: string }) | null {
+  for (const r of results) if (r.kind === 'stopped' && r.capped) return r.capped;
+  return null;
+}
+
+/**
+ * Why the run stopped: its stop's reason, else a job's credit cap. Jobs never reached because the run stopped
+ * keep their pending tasks for the next run; a signal that kept a not-reached job's refresh from being deferred
+ * ends the run as any interrupt does (130): a 3 would say that every refresh not done was deferred.
+ */
+function stopReasonOf(run: OpenRun, results: readonly JobResult[], capped: boolean): StopReason | null {
+  const refreshInterrupted = results.some((r) => (r.kind === 'not_reached' || r.kind === 'partly_planned') && r.interrupted);
+  if (refreshInterrupted) return 'interrupted';
+  return run.stop.reason ?? (capped ? 'credits' : null);
+}
+
+function summarize(run: OpenRun, results: readonly JobResult[]): RunSummary {
+  const { guard, stop } = run;
+  const jobs = results.map(jobSummaryOf).filter((s): s is JobSummary => s !== null);
+  const capStop = cappedJob(results);
+  const stopReason = stopReasonOf(run, results, capStop !== null);
+  const error = stop.error ? describeError(stop.error, run.database.file) : null;
+  const stopped = stopReason
+    ? describeStop({
+        reason: stopReason, errorMessage: error?.message ?? null, throttledMs: run.gate.totalPausedMs, maxThrottleWaitMs: run.settings.maxThrottleWaitMs,
+        maxThrottledAttemptsPerTask: run.settings.maxThrottledAttemptsPerTask,
+        credit: stop.reason ? guard.stopDetail : capStop, cappedJob: stop.reason ? null : capStop?.job,
+      })
+    : null;
+  return {
+    runId: run.runId,
+    status: runStatus(stopReason, jobs),
+    startedAt: run.startedAt,
+    endedAt: new Date().toISOString(),
+    jobs,
+    calls: run.callLog.ofRun(run.runId).calls,
+    // Paid answers without readable counters are spent too, even when no counter ever showed the balance.
+    creditsSpent: guard.balance === null && guard.estimatedAnswers === 0 ? null : roundCredits(guard.spent),
+    creditsRemaining: guard.balance === null ? null : roundCredits(guard.balance),
+    creditsEstimatedAnswers: guard.estimatedAnswers,
+    creditsSpentEstimated: guard.spentIsEstimate,
+    error,
+    stop: stopped,
+    drift: run.drift.lines(),
+  };
+}
+
+/** Writes the end of the `runs` row; a failure to write it is logged, unless the lock was lost (then that is thrown). */
+function recordEnd(run: OpenRun, summary: RunSummary): void {
+  try {
+    run.lock.whileHeld(() => run.runs.end(run.runId, runEnd(summary, run.tally.creditsAtStart, run.options.exitCodeOf?.(summary) ?? null)));
+  } catch (err) {
+    if (run.lockLost) throw run.lockLost;
+    run.logger.error('could not record the end of the run', { run: run.runId, error: describeError(err, run.database.file).message });
+  }
+}
+
+function logEnd(run: OpenRun, summary: RunSummary): void {
+  const { logger, runId, stop } = run;
+  const { error, stop: stopped } = summary;
+  if (error) {
+    const what =
+      stop.reason === 'outage' ? 'run stopped: the API looks down' : stop.reason === 'unusable' ? "run stopped: the service's paid answers cannot be read" : 'run stopped by an error';
+    logger.error(what, { run: runId, reason: stop.reason, code: error.code, error: error.message });
+  } else if (stopped) {
+    logger.warn('run stopped early', { run: runId, reason: stopped.reason, limit: stopped.limit ?? undefined, detail: stopped.message });
+  }
+  for (const line of driftPathLines(summary.drift)) logger.warn(`answer drift: ${line}`);
+  const skippedJobs = summary.jobs.filter((j) => j.status === 'skipped').length;
+  // The exit code ends the line: under cron the last line is the one read (and, on a night with nothing to do, the only one).
+  logger.info('run finished', {
+    run: runId, status: summary.status, calls: summary.calls, errors: run.tally.attemptErrors, skipped_jobs: skippedJobs > 0 ? skippedJobs : undefined,
+    credits_spent: summary.creditsSpent, credits_left: run.guard.balance,
+    invalid_rows: summary.jobs.reduce((n, j) => n + j.invalidRows, 0) || undefined, exit_code: run.options.exitCodeOf?.(summary),
+  });
+}
+
+const STOP_STATUS: Record<StopReason, RunStatus> = {
+  credits: 'stopped_credits',
+  throttled: 'stopped_throttled',
+  interrupted: 'interrupted',
+  auth: 'failed',
+  outage: 'failed',
+  unusable: 'stopped_unusable',
+  fatal: 'failed',
+};
+
+/**
+ * The run's final status. Any failed task of a job counts, those failed in an earlier run and not retried
+ * included: the README's exit code 0 promises every task done or not found, so they end the run with 5.
+ * A run whose every job was skipped as unusable did nothing: it failed. Skipped jobs among others that ran
+ * leave the status to those (the CLI's exit code counts them, see exitCodeForRun).
+ */
+export function runStatus(stopReason: StopReason | null, jobs: readonly JobSummary[]): RunStatus {
+  if (stopReason) return STOP_STATUS[stopReason];
+  if (jobs.length > 0 && jobs.every((j) => j.status === 'skipped')) return 'failed';
+  return jobs.some((s) => s.failed > 0) ? 'completed_with_failures' : 'completed';
+}
+
+/** The figures of the `runs` row at the end of a run. */
+export function runEnd(summary: RunSummary, creditsAtStart: number | null, exitCode: number | null): RunEnd {
+  const { jobs } = summary;
+  return {
+    status: summary.status,
+    endedAt: summary.endedAt,
+    creditsAtStart,
+    creditsAtEnd: summary.creditsRemaining,
+    creditsSpent: summary.creditsSpent,
+    tasksTotal: sum(jobs, 'planned'),
+    tasksDone: sum(jobs, 'done'),
+    tasksNotFound: sum(jobs, 'notFound'),
+    tasksFailed: sum(jobs, 'failed'),
+    tasksDeferred: sum(jobs, 'deferred'),
+    invalidRows: sum(jobs, 'invalidRows'),
+    calls: summary.calls,
+    exitCode,
+    error: runErrorText(summary),
+  };
+}
+
+/**
+ * `runs.error`: why the run stopped (`CODE: message`, or the limit), then one line per skipped job
+ * (`skipped job zz: JOB_INVALID: jobs/zz.json: retries: unknown field ...`); null when there is neither.
+ */
+function runErrorText({ error, stop, jobs }: RunSummary): string | null {
+  const lines = [error ? `${error.code}: ${error.message}` : (stop?.message ?? null)];
+  for (const j of jobs) if (j.error) lines.push(`skipped job ${j.name}: ${j.error.code}: ${j.error.message}`);
+  const text = lines.filter((l): l is string => l !== null);
+  return text.length > 0 ? text.join('\n') : null;
+}
+
+function sum(rows: readonly JobSummary[], key: 'planned' | 'done' | 'notFound' | 'failed' | 'deferred' | 'invalidRows'): number {
+  return rows.reduce((n, r) => n + r[key], 0);
+}

@@ -1,0 +1,203 @@
+/**
+ * Opening a run: the database, the run lock, the `runs` row, the run's stop switch (signals, a lost lock), the
+ * credit guard started from the credit history, the API client, the writer thread, the rate gate and the
+ * breakers. What it opens it releases with one close(), in reverse order, also when opening fails half-way.
+ */
+import { hostname } from 'node:os';
+import { createApiClient } from '../api/client.ts';
+import type { ApiClient } from '../api/types.ts';
+import type { Operation } from '../spec/types.ts';
+import { createApiCallLog } from '../store/api-calls.ts';
+import { createLedger, type Ledger } from '../store/ledger.ts';
+import { openDatabase, toDatabaseUseError, type Database } from '../store/open.ts';
+import { acquireRunLock, type LockLostError, type RunLock } from '../store/run-lock.ts';
+import { createRunLog } from '../store/runs.ts';
+import { CreditGuard } from './credit-guard.ts';
+import { lockGuardedLedger } from './lock-guarded-ledger.ts';
+import { silentLogger, type Logger } from './logger.ts';
+import { OutageBreaker } from './outage-breaker.ts';
+import { RateGate } from './rate-gate.ts';
+import { ResultWriter } from './result-writer.ts';
+import { RunDrift } from './run-drift.ts';
+import { RUN_DEFAULTS, type RunOptions } from './run-options.ts';
+import { RunStop } from './run-stop.ts';
+import { UnusableAnswerBreaker } from './unusable-breaker.ts';
+
+/** The run's options with their defaults filled in. */
+export interface RunSettings {
+  refresh: boolean;
+  maxThrottleWaitMs: number;
+  maxThrottledAttemptsPerTask: number;
+  outageMinTasks: number;
+  unusableMinAnswers: number;
+  notFoundOnlyMinAnswers: number;
+}
+
+/** What the run counts across its jobs. */
+export interface RunTally {
+  /** Failed HTTP attempts, retried or not (the `errors` of the last log line). */
+  attemptErrors: number;
+  /** The balance before the run's first paid call, once known: balance + spent after the first job worked. */
+  creditsAtStart: number | null;
+  /** The free balance check is asked once, before the run's first call. */
+  balanceAsked: boolean;
+}
+
+/** An open run: what its jobs work with and what closeRun records, released by close(). */
+export interface OpenRun {
+  readonly options: RunOptions;
+  readonly settings: RunSettings;
+  readonly logger: Logger;
+  readonly database: Database;
+  readonly lock: RunLock;
+  readonly runId: number;
+  readonly startedAt: string;
+  readonly runs: ReturnType<typeof createRunLog>;
+  /** Its writes check that the run still holds the lock (lock-guarded-ledger.ts). */
+  readonly ledger: Ledger;
+  readonly callLog: ReturnType<typeof createApiCallLog>;
+  /** The run's stop: a signal, a lost lock, a failed write, credits, an outage... (the first reason wins). */
+  readonly stop: RunStop;
+  /** The error of a lock taken over while the run was not running, once that happened. */
+  readonly lockLost: LockLostError | null;
+  readonly guard: CreditGuard;
+  readonly client: ApiClient;
+  readonly writer: ResultWriter;
+  readonly gate: RateGate;
+  readonly outage: OutageBreaker;
+  readonly unusable: UnusableAnswerBreaker;
+  readonly drift: RunDrift;
+  readonly tally: RunTally;
+  /**
+   * Ends the run's calls: closes the writer (every answer committed) and the client, and stops listening to
+   * the signal, so that what closeRun counts and records is final. close() does it too if it was not done.
+   */
+  closeCalls(): Promise<void>;
+  /** Releases everything, in reverse order: the calls (closeCalls), then the lock, then the database. */
+  close(): Promise<void>;
+}
+
+/**
+ * Opens a run; its errors name the database (toDatabaseUseError). A lock held by a live process throws
+ * LockedError, and what was opened before is released.
+ */
+export async function openRun(options: RunOptions): Promise<OpenRun> {
+  const logger = options.logger ?? silentLogger;
+  const database = openDatabase(options.dbPath);
+  const releases = new Releases();
+  releases.push(() => database.close());
+  try {
+    const lock = acquireRunLock(database, { leaseMs: options.lockLeaseMs });
+    releases.push(() => releaseLock(lock, logger, database.file));
+    return openLocked(options, logger, database, lock, releases);
+  } catch (err) {
+    await releases.releaseTo(0);
+    throw toDatabaseUseError(err, database.file);
+  }
+}
+
+/** Releases, last opened first. */
+class Releases {
+  private readonly steps: Array<() => unknown> = [];
+
+  push(step: () => unknown): void {
+    this.steps.push(step);
+  }
+
+  get depth(): number {
+    return this.steps.length;
+  }
+
+  async releaseTo(depth: number): Promise<void> {
+    while (this.steps.length > depth) await this.steps.pop()!();
+  }
+}
+
+function openLocked(options: RunOptions, logger: Logger, database: Database, lock: RunLock, releases: Releases): OpenRun {
+  const startedAt = new Date().toISOString();
+  const runs = createRunLog(database);
+  const ledger = lockGuardedLedger(createLedger(database), lock);
+  const callLog = createApiCallLog(database);
+  const runId = runs.start(options.jobs.map((j) => j.name), startedAt, process.pid, hostname());
+  lock.setRunId(runId);
+  logger.info('run started', { run: runId, jobs: options.jobs.map((j) => j.name).join(','), db: database.file });
+  if (lock.abandonedRuns.length > 0) {
+    logger.warn('closed runs whose process ended without finishing them, as abandoned', { runs: lock.abandonedRuns.join(',') });
+  }
+  const stop = new RunStop();
+  // Its lock taken over (suspended past its lease): no call, no commit, no write of its books from here on.
+  let lockLost: LockLostError | null = null;
+  lock.onLost((err) => {
+    lockLost = err;
+    stop.stop('fatal', err);
+  });
+  const callsFrom = releases.depth;
+  const onAbort = () => stop.stop('interrupted');
+  if (options.signal?.aborted) onAbort();
+  options.signal?.addEventListener('abort', onAbort, { once: true });
+  releases.push(() => options.signal?.removeEventListener('abort', onAbort));
+  const settings = settingsOf(options);
+  const guard = creditGuardOf(options, callLog);
+  const client = createApiClient({
+    baseUrl: options.api.baseUrl,
+    token: options.api.token,
+    timeoutMs: options.requestTimeoutMs ?? RUN_DEFAULTS.requestTimeoutMs,
+    connections: Math.max(...options.jobs.map((j) => options.overrides?.concurrency ?? j.rate.concurrency), 1),
+  });
+  releases.push(() => client.close().catch(() => undefined));
+  // Started now so that the thread opens its connection while the first job's input is planned.
+  const writer = new ResultWriter(database.file, runId, (err) => stop.stop('fatal', err), lock.holding);
+  // A writer that failed has reported why through stop(); closing it can add nothing.
+  releases.push(() => writer.close().catch(() => undefined));
+  return {
+    options, settings, logger, database, lock, runId, startedAt, runs, ledger, callLog, stop, guard, client, writer,
+    get lockLost() {
+      return lockLost;
+    },
+    gate: new RateGate({ requestsPerMinute: null }),
+    outage: new OutageBreaker(stop, settings.outageMinTasks),
+    unusable: new UnusableAnswerBreaker(stop, (op) => guard.costOf(op)),
+    drift: new RunDrift(database, runId),
+    tally: { attemptErrors: 0, creditsAtStart: null, balanceAsked: false },
+    closeCalls: () => releases.releaseTo(callsFrom),
+    close: () => releases.releaseTo(0),
+  };
+}
+
+function settingsOf(options: RunOptions): RunSettings {
+  return {
+    refresh: options.refresh ?? false,
+    maxThrottleWaitMs: options.maxThrottleWaitMs ?? RUN_DEFAULTS.maxThrottleWaitMs,
+    maxThrottledAttemptsPerTask: options.maxThrottledAttemptsPerTask ?? RUN_DEFAULTS.maxThrottledAttemptsPerTask,
+    outageMinTasks: options.outageMinTasks ?? RUN_DEFAULTS.outageMinTasks,
+    unusableMinAnswers: options.unusableMinAnswers ?? RUN_DEFAULTS.unusableMinAnswers,
+    notFoundOnlyMinAnswers: options.notFoundOnlyMinAnswers ?? RUN_DEFAULTS.notFoundOnlyMinAnswers,
+  };
+}
+
+/** The guard starts from what earlier runs learned: each operation's cost, and the last counters seen. */
+function creditGuardOf(options: RunOptions, callLog: ReturnType<typeof createApiCallLog>): CreditGuard {
+  const costs: Partial<Record<Operation, number>> = {};
+  for (const job of options.jobs) costs[job.operation] ??= callLog.learnedCost(job.operation) ?? undefined;
+  return new CreditGuard({ reserve: 0, maxPerRun: null }, { costs, lastCreditsUsed: callLog.lastCounters()?.creditsUsed ?? null });
+}
+
+function releaseLock(lock: RunLock, logger: Logger, dbFile: string): void {
+  try {
+    lock.release();
+  } catch (err) {
+    // A lock row left behind names a dead pid and is taken over by the next run; the outcome matters more.
+    logger.warn('could not release the run lock', { error: describeError(err, dbFile).message });
+  }
+}
+
+/** An error as the summary, the log and `runs.error` give it: its code, and a message that names the database. */
+export function describeError(err: unknown, dbFile: string): { code: string; message: string } {
+  // SQLite's own messages ("database or disk is full") do not say which file: the mapped error does.
+  const mapped = toDatabaseUseError(err, dbFile);
+  const code = (mapped as { code?: unknown })?.code;
+  return {
+    code: typeof code === 'string' ? code : 'INTERNAL',
+    message: mapped instanceof Error ? mapped.message : String(mapped),
+  };
+}

@@ -1,0 +1,239 @@
+/**
+ * One job of a run, from its input to its books: not reached (the run stopped first), skipped (its input cannot
+ * be used), stopped while its input was read, or planned into the ledger and its due tasks worked (workJob).
+ * Every way it ends is one JobResult (job-result.ts); its log lines are written as it goes.
+ */
+import { basename, extname } from 'node:path';
+import type { UsageError } from '../errors.ts';
+import { freshSince } from '../jobs/freshness.ts';
+import { isJobUnusable, type JobFileError } from '../jobs/job-error.ts';
+import type { Job } from '../jobs/schema.ts';
+import { anomalyCountsOf } from '../store/answer-anomalies.ts';
+import type { RunnableFilter } from '../store/ledger.ts';
+import { recentLockCheck } from '../store/run-lock.ts';
+import { seedFromBalance } from './balance-check.ts';
+import { FailureLog, formatCodeCounts } from './failure-log.ts';
+import type { JobName, JobResult, WorkedJob } from './job-result.ts';
+import { applyOverrides } from './job-overrides.ts';
+import { pruneJobBodies } from './job-retention.ts';
+import type { Logger } from './logger.ts';
+import { NotFoundOnlyWatch } from './not-found-only.ts';
+import type { OpenRun } from './open-run.ts';
+import { deferRefresh, planIntoLedger, settleDue, type PlanCounts } from './plan-into-ledger.ts';
+import { ProgressReporter } from './progress.ts';
+import { workJob, type JobProgress } from './run-job.ts';
+import { jobStopOf, settleJobStop, type RunStop } from './run-stop.ts';
+
+/**
+ * Runs one job of the run. An error that is not the job's input being unusable stops the run ('fatal') and is
+ * the result `failed`: the run lists no job after it.
+ */
+export async function runOneJob(run: OpenRun, configured: Job): Promise<JobResult> {
+  const job = applyOverrides(configured, run.options.overrides);
+  try {
+    // Listed, so that a nightly log says which jobs waited; their tasks are planned and worked by the next run.
+    if (run.stop.reason) return await notReached(run, job);
+    let plan: PlanCounts;
+    try {
+      plan = await planIntoLedger(job, run.ledger, run.runId, run.stop.signal);
+    } catch (err) {
+      if (!isJobUnusable(err)) throw err;
+      return skipped(run.logger, job, err);
+    }
+    if (!plan.complete) return partlyPlanned(run, job, plan, false);
+    return await workPlanned(run, job, plan);
+  } catch (err) {
+    run.stop.stop('fatal', err);
+    return { kind: 'failed', job: { name: job.name }, error: err };
+  }
+}
+
+/** A job file that could not be loaded: skipped under the name its file would give it, as a job whose input is unusable. */
+export function brokenJobFile(logger: Logger, err: JobFileError): JobResult {
+  return skipped(logger, { name: basename(err.file, extname(err.file)), operation: null }, err);
+}
+
+/** A job whose file or input cannot be used: logged as an ERROR naming the problem; the other jobs run. */
+function skipped(logger: Logger, job: JobName, err: UsageError): JobResult {
+  logger.error('job skipped: fix it and run again; the other jobs run', { job: job.name, code: err.code, error: err.message });
+  return { kind: 'skipped', job: { name: job.name, operation: job.operation }, error: err };
+}
+
+/**
+ * A job the run stopped before reaching; its tasks wait for the next run. Under --refresh the refresh is written
+ * into the ledger too (deferRefresh), so that the next run, with or without --refresh, refreshes this job as
+ * well. Not after an interrupt (the user is waiting for the exit, and reading a large input takes seconds), even
+ * one that comes while the input is being read, nor after a fatal error (the dataset itself may be what failed).
+ */
+async function notReached(run: OpenRun, job: Job): Promise<JobResult> {
+  const waits = { kind: 'not_reached', job: { name: job.name, operation: job.operation }, deferred: 0, interrupted: false } as const;
+  const reason = run.stop.reason;
+  if (!run.settings.refresh || reason === 'interrupted' || reason === 'fatal') return waits;
+  // The run's stop cannot tell of the user's signal here: it was set first, for another reason, and keeps it.
+  if (run.options.signal?.aborted) return { ...waits, interrupted: true };
+  try {
+    const { plan, deferred } = await deferRefresh(job, run.ledger, run.runId, run.startedAt, run.options.signal);
+    // Its tasks written so far are deferred like those of any read a signal cut short; its refresh is not.
+    if (!plan.complete) return partlyPlanned(run, job, plan, true);
+    run.logger.info('job not reached: its refresh is deferred to the next run', { job: job.name, deferred });
+    return { ...waits, deferred };
+  } catch (err) {
+    // The next run reports an unusable input; the refresh of this job is then the user's to ask again.
+    run.logger.warn('job not reached, and its refresh could not be deferred', { job: job.name, error: err instanceof Error ? err.message : String(err) });
+    return waits;
+  }
+}
+
+/**
+ * Closes the books of a job whose input the run stopped reading part way (a signal during the plan): the tasks
+ * written so far are deferred, as a run stopped during its calls defers what it did not call, and no call is
+ * made. The next run reads the whole input again; its upsert keeps one task per input and page.
+ */
+function partlyPlanned(run: OpenRun, job: Job, plan: PlanCounts, interrupted: boolean): JobResult {
+  run.ledger.deferPending(job.name, run.runId, new Date().toISOString());
+  const deferred = run.ledger.countsByStatus(job.name, run.runId).deferred;
+  run.logger.warn('job stopped while reading its input: the next run reads it again', {
+    job: job.name, tasks_read: plan.tasks, invalid: plan.invalid, deferred,
+  });
+  return { kind: 'partly_planned', job: { name: job.name, operation: job.operation }, plan, deferred, interrupted };
+}
+
+/** Decides what is due, works it, and closes the job's books. */
+async function workPlanned(run: OpenRun, job: Job, plan: PlanCounts): Promise<JobResult> {
+  const { settings, runId } = run;
+  const filter = { job: job.name, runId, freshSince: settings.refresh ? run.startedAt : freshSince(job.refreshAfterDays), refresh: settings.refresh };
+  const { shared, runnable, failedBefore } = settleDue(job.operation, run.ledger, filter);
+  await run.writer.ready;
+  run.logger.info('job planned', {
+    job: job.name, tasks: plan.tasks, invalid: plan.invalid, invalid_known: plan.invalidKnown || undefined, duplicates: plan.duplicates,
+    due: runnable, failed_before: failedBefore, shared: shared || undefined,
+  });
+  for (const bad of plan.invalidSamples) {
+    run.logger.info('invalid input row', { job: job.name, file: bad.file, line: bad.line, field: bad.field, reason: bad.reason });
+  }
+  await prepareCalls(run, job, runnable);
+  const { stop, warning } = await workDue(run, job, filter, runnable);
+  const capped = settleJobStop(stop, run.stop, run.guard) ? { ...run.guard.stopDetail!, job: job.name } : null;
+  // On a full disk this write fails too: the pending tasks wait all the same, and the summary still says what was done.
+  if (stop.reason) deferPending(run, job.name);
+  else if (job.keepRawDays !== null) pruneJobBodies(run.database, job.name, job.keepRawDays, run.logger);
+  const worked = bookWorked(run, job, plan, { worked: runnable, failedBefore, warnings: warning ? [warning] : [] });
+  logWorked(run.logger, worked, stop);
+  if (!stop.reason) return { kind: 'done', ...worked };
+  return { kind: 'stopped', capped, ...worked };
+}
+
+/** Sets the job's credit limits, rate and breaker thresholds; before the run's first call, reads the balance. */
+async function prepareCalls(run: OpenRun, job: Job, runnable: number): Promise<void> {
+  const { guard, settings, tally } = run;
+  guard.setLimits({ reserve: job.credits.reserve, maxPerRun: job.credits.maxPerRun ?? null });
+  if (!tally.balanceAsked && runnable > 0) {
+    tally.balanceAsked = true;
+    await seedFromBalance(run.client, guard, run.callLog.lastCounters()?.creditsUsed ?? null, run.stop.signal, run.logger);
+  }
+  run.gate.setRequestsPerMinute(job.rate.requestsPerMinute);
+  run.outage.setThreshold(Math.max(settings.outageMinTasks, job.rate.concurrency));
+  run.unusable.setThreshold(job.retry.maxUnusableAnswers ?? Math.max(settings.unusableMinAnswers, job.rate.concurrency));
+}
+
+/**
+ * Works the job's due tasks with its progress line, failure log and 404 watch; returns the job's stop switch
+ * (set when the job was cut short) and the 404 watch's warning. Once done, every answer is committed.
+ */
+async function workDue(run: OpenRun, job: Job, filter: RunnableFilter, runnable: number) {
+  const { guard, tally } = run;
+  const progress: JobProgress = { runnable, done: 0, notFound: 0, failed: 0, errors: 0 };
+  const reporter = progressReporter(run, job.name, progress);
+  reporter.start();
+  const failures = new FailureLog(reporter.above(run.logger), job.name, run.options.failureLog);
+  const jobStop = jobStopOf(run.stop);
+  const notFoundOnly = new NotFoundOnlyWatch(job.operation, run.settings.notFoundOnlyMinAnswers, [run.options.api.token]);
+  try {
+    await workJob(job, run.ledger, filter, {
+      client: run.client,
+      guard,
+      gate: run.gate,
+      stop: jobStop.stop,
+      writer: run.writer,
+      retry: job.retry,
+      maxThrottleWaitMs: run.settings.maxThrottleWaitMs,
+      maxThrottledAttemptsPerTask: run.settings.maxThrottledAttemptsPerTask,
+      holdsLock: recentLockCheck(() => run.lock.held()),
+      onAttemptError: () => {
+        progress.errors += 1;
+        tally.attemptErrors += 1;
+      },
+      onTaskEnded: (task, outcome) => {
+        run.outage.record(outcome.kind === 'failed' ? { kind: 'failed', error: outcome.error } : { kind: 'answered' });
+        run.unusable.record(job.operation, outcome.kind === 'failed' ? { kind: 'failed', error: outcome.error } : { kind: 'stored' });
+        if (outcome.kind === 'done') run.drift.add(job.operation, outcome.drift);
+        notFoundOnly.record(outcome);
+        if (outcome.kind !== 'failed') return;
+        failures.record({ inputKey: task.inputKey, page: task.page, code: outcome.code, message: outcome.message, retryable: outcome.retryable });
+      },
+    }, progress);
+  } finally {
+    reporter.stop();
+    jobStop.release();
+    failures.flush();
+    tally.creditsAtStart ??= guard.balance === null ? null : guard.balance + guard.spent;
+    await run.writer.drain();
+  }
+  return { stop: jobStop.stop, warning: notFoundOnly.warning(job.name) };
+}
+
+function progressReporter(run: OpenRun, job: string, progress: JobProgress): ProgressReporter {
+  const startedAtMs = performance.now();
+  const { options, guard } = run;
+  return new ProgressReporter({ stream: options.progressStream ?? process.stderr, logger: run.logger, logIntervalMs: options.progressLogIntervalMs }, () => ({
+    job,
+    total: progress.runnable,
+    done: progress.done,
+    notFound: progress.notFound,
+    failed: progress.failed,
+    deferred: 0,
+    errors: progress.errors,
+    creditsLeft: guard.balance,
+    startedAtMs,
+  }));
+}
+
+/** Defers a stopped job's pending tasks; a failed write stops the run (pending tasks are picked up all the same). */
+function deferPending(run: OpenRun, job: string): void {
+  try {
+    run.ledger.deferPending(job, run.runId, new Date().toISOString());
+  } catch (err) {
+    run.stop.stop('fatal', err);
+  }
+}
+
+/** The job's books once worked: the ledger's counts, the answers set aside, and its drift saved for `status`. */
+function bookWorked(run: OpenRun, job: Job, plan: PlanCounts, due: Pick<WorkedJob, 'worked' | 'failedBefore' | 'warnings'>): WorkedJob {
+  const counts = run.ledger.countsByStatus(job.name, run.runId);
+  const failedByCode = run.ledger.failedByCode(job.name, run.runId);
+  run.drift.save(job.operation);
+  const anomalies = anomalyCountsOf(run.database, run.runId, job.name);
+  return {
+    job: { name: job.name, operation: job.operation }, plan, ...due, counts, failedByCode, setAside: anomalies.no_identity, otherPost: anomalies.other_post,
+  };
+}
+
+function logWorked(logger: Logger, w: WorkedJob, stop: RunStop): void {
+  const { counts } = w;
+  const fields = {
+    job: w.job.name,
+    done: counts.done,
+    not_found: counts.not_found,
+    failed: counts.failed,
+    failed_codes: counts.failed > 0 ? formatCodeCounts(w.failedByCode) : undefined,
+    deferred: counts.deferred,
+    set_aside: w.setAside || undefined,
+    other_post: w.otherPost || undefined,
+  };
+  // A job cut short is not "finished": its deferred tasks are the run's stop, told next.
+  if (stop.reason) logger.warn('job stopped before its end', { ...fields, reason: stop.reason });
+  else logger.info('job finished', fields);
+  for (const warning of w.warnings) {
+    logger.warn(warning.message, { job: w.job.name, answers: warning.answers, status: warning.status, body_message: warning.bodyMessage });
+  }
+}
