@@ -1,6 +1,6 @@
-import pRetry, { AbortError, type Options } from 'p-retry';
+import pRetry, { AbortError } from 'p-retry';
 import type { ApiClient, ApiResult } from '../api/types.ts';
-import { ApiSchemaError, DEFAULT_RETRY_AFTER_MS, isApiError, ThrottledError, type ApiError } from '../api/errors.ts';
+import { ApiSchemaError, isApiError, type ApiError } from '../api/errors.ts';
 import type { Operation, SearchJobsQuery, SimilarCompaniesRequest } from '../spec/types.ts';
 import type { DriftTally } from '../operations/drift.ts';
 import type { CreditGuard } from './credit-guard.ts';
@@ -9,8 +9,9 @@ import type { RateGate } from './rate-gate.ts';
 import type { RunStop } from './run-stop.ts';
 import type { ResultWriter, WriterTask } from './result-writer.ts';
 import type { IngestRequest } from '../store/ingest-request.ts';
-import { maxCallsPerTask, throttleWaitMs } from './call-bound.ts';
-import { CallBoundError, ERROR_POLICY, errorCodeOf, isPaid, policyOf, type ErrorCode } from './error-policy.ts';
+import { maxCallsPerTask } from './call-bound.ts';
+import { CallBoundError, ERROR_POLICY, errorCodeOf, type ErrorCode } from './error-policy.ts';
+import { retryHooks, type TaskTally } from './retry-hooks.ts';
 
 /** Retry settings of a job, as p-retry takes them. */
 export interface RetrySettings {
@@ -62,13 +63,6 @@ export type TaskOutcome =
   | { kind: 'failed'; retryable: boolean; code: ErrorCode; message: string; error: unknown }
   | { kind: 'stopped' };
 
-/** What one task has used of its budgets in this run (p-retry counts the retries it consumes). */
-interface TaskTally {
-  calls: number;
-  paidRetries: number;
-  throttled: number;
-}
-
 /**
  * Makes one task's call: reserve credits, wait for the rate gate, send, and retry what can be retried with
  * exponential backoff and jitter. What each failure leads to is the policy table's (error-policy.ts); p-retry's
@@ -94,24 +88,6 @@ export async function executeTask(task: ExecutableTask, ctx: ExecutorContext): P
   await ctx.writer.success(task, task.ingest, task.requestKey, result, tally.calls);
   // The answer's contract reading says whether its page ends the list (by the page size the service used).
   return { kind: 'done', lastPage: result.lastPage, drift: result.drift };
-}
-
-/** p-retry's options: the job's backoff, and hooks that apply the policy table to each failed attempt. */
-function retryHooks(task: ExecutableTask, ctx: ExecutorContext, tally: TaskTally): Options {
-  return {
-    // The budgets are counted in shouldRetry: p-retry ends a task once `retries` are consumed before it asks
-    // shouldRetry, which would end it on a 429 too, and a 429 uses up no retry.
-    retries: Number.POSITIVE_INFINITY,
-    minTimeout: ctx.retry.minTimeoutMs,
-    maxTimeout: ctx.retry.maxTimeoutMs,
-    factor: 2,
-    randomize: true,
-    signal: ctx.stop.signal,
-    // Not unref'd: a backoff may be the only thing pending, and the run must wait for it, not end.
-    onFailedAttempt: ({ error }) => afterFailedAttempt(task, ctx, tally, error),
-    shouldConsumeRetry: ({ error }) => policyOf(error).consumesRetry,
-    shouldRetry: ({ error, retriesConsumed }) => withinBudget(ctx.retry, tally, error, retriesConsumed),
-  };
 }
 
 /**
@@ -158,43 +134,6 @@ async function beforeSending(ctx: ExecutorContext, tally: TaskTally): Promise<vo
   // Asked last, after any wait: a run suspended meanwhile whose lock was taken over must not pay for the
   // tasks the new holder now does (its loss stops the run: see runJobs).
   if (ctx.holdsLock && !ctx.holdsLock()) throw new AbortError(new LeftPending());
-}
-
-/** onFailedAttempt: records the attempt, then pauses everything or stops the run as the policy says. */
-function afterFailedAttempt(task: ExecutableTask, ctx: ExecutorContext, tally: TaskTally, err: Error): void {
-  const policy = policyOf(err);
-  if (isApiError(err)) {
-    // A body kept for reprocess has its api_calls row written with it and the task's failure, in one
-    // transaction (see failure()).
-    if (policy.fails !== 'reprocess') void ctx.writer.attemptFailed(task, err);
-    ctx.onAttemptError?.(err);
-  }
-  if (policy.pausesAll) pauseAll(ctx, tally, err);
-  if (policy.stopsRun === 'credits') ctx.guard.markOutOfCredits();
-  if (policy.stopsRun) ctx.stop.stop(policy.stopsRun, err);
-}
-
-/** A 429: every call waits for its Retry-After; past the run's wait cap or the task's cap of 429s, the run stops. */
-function pauseAll(ctx: ExecutorContext, tally: TaskTally, err: Error): void {
-  const askedMs = err instanceof ThrottledError ? err.retryAfterMs : DEFAULT_RETRY_AFTER_MS;
-  ctx.gate.pause(throttleWaitMs(askedMs, ctx.retry));
-  tally.throttled += 1;
-  if (ctx.gate.totalPausedMs > ctx.maxThrottleWaitMs || tally.throttled >= ctx.maxThrottledAttemptsPerTask) {
-    ctx.stop.stop('throttled', err);
-  }
-}
-
-/**
- * shouldRetry: whether the policy retries the error and the task's budgets still allow it. Past its own
- * allowance, a charged but unusable 200 ends the task as failed-retryable: the next run tries it again,
- * instead of this one paying up to `retries` more times for a fault that may repeat.
- */
-function withinBudget(retry: RetrySettings, tally: TaskTally, err: Error, retriesConsumed: number): boolean {
-  const policy = policyOf(err);
-  if (!policy.retry) return false;
-  if (policy.consumesRetry && retriesConsumed >= retry.retries) return false;
-  if (policy.paidRetries && isPaid(err) && ++tally.paidRetries > retry.paidRetries) return false;
-  return true;
 }
 
 /** Records why a task got no answer; a stop (credits, signal, auth...) leaves it pending for the next run. */
