@@ -80,14 +80,14 @@ export class AuthError extends ApiError {
   }
 }
 
-/** 402: the balance cannot pay for the call; the run must stop before it spends nothing more. */
+/** 402: the balance cannot pay for the call. */
 export class CreditsExhaustedError extends ApiError {
   constructor(ctx: ApiErrorContext) {
     super('OUT_OF_CREDITS', 'the account has no credits left for this call', ctx);
   }
 }
 
-/** 429: rate-limited; the runner pauses every call for `retryAfterMs`, then tries again. */
+/** 429: rate-limited, with how long the service asked us to wait. */
 export class ThrottledError extends ApiError {
   /** How long the service asked us to wait (from Retry-After; 5000 when it gave none). */
   readonly retryAfterMs: number;
@@ -97,7 +97,7 @@ export class ThrottledError extends ApiError {
   }
 }
 
-/** 5xx: the service failed; worth another try. */
+/** 5xx: the service failed. */
 export class ServerError extends ApiError {
   constructor(ctx: ApiErrorContext) {
     super('SERVER_ERROR', 'the API failed with a server error', ctx);
@@ -133,9 +133,9 @@ export interface SchemaIssue {
 
 /**
  * A 200 body its operation's answer contract cannot read at all (not an object, its record list not an array:
- * src/operations/). Deterministic, so retrying would only pay again: the item fails, and the body is kept
- * (`raw`) so that reprocess can read it again once the contract is fixed. Members missing or of another type
- * are not this: they are drift, and the answer is stored.
+ * src/operations/). Deterministic, and paid for: the body is carried (`raw`) so that it can be kept for
+ * reprocess to read again once the contract is fixed. Members missing or of another type are not this: they
+ * are drift, and the answer is stored.
  */
 export class ApiSchemaError extends ApiError {
   readonly issues: readonly SchemaIssue[];
@@ -177,7 +177,7 @@ export class ResponseTooLargeError extends ApiError {
 /**
  * A status or body the spec does not describe and that points at a misconfiguration rather than at the item:
  * a redirect, a 2xx other than 200, a 404 without the spec's body (e.g. a web server's page for a wrong API
- * URL). Failing every item would record them all as failed (or, worse, as not found), so the run stops.
+ * URL). Every item would meet it: failing each would record them all as failed (or, worse, as not found).
  */
 export class UnexpectedResponseError extends ApiError {
   constructor(ctx: ApiErrorContext, what: string) {
@@ -187,7 +187,7 @@ export class UnexpectedResponseError extends ApiError {
 
 /**
  * The secure connection failed: a certificate that is not trusted, expired or for another host, or an https://
- * URL on a port that speaks plain http. Every call would fail the same way, so the run stops.
+ * URL on a port that speaks plain http. Every call would fail the same way.
  */
 export class TlsError extends ApiError {
   constructor(ctx: ApiErrorContext, reason: string) {
@@ -203,8 +203,7 @@ export class TlsError extends ApiError {
 /**
  * A 200 or 404 compressed with a coding the client cannot decode, although it asks for none (Accept-Encoding:
  * identity): a proxy or CDN in front of the API compresses on its own. The item is likely fine but every
- * answer would come the same way, already paid for; retrying or failing each item would pay for every one of
- * them, so the run stops on the first.
+ * answer would come the same way, already paid for: retrying or failing each item would pay for every one.
  */
 export class UnsupportedEncodingError extends ApiError {
   readonly encoding: string;
