@@ -6,7 +6,6 @@ import {
   ApiSchemaError,
   AuthError,
   CreditsExhaustedError,
-  errorAction,
   InvalidJsonError,
   NetworkError,
   ResponseTooLargeError,
@@ -14,6 +13,7 @@ import {
   ThrottledError,
   UnexpectedResponseError,
 } from '../src/api/errors.ts';
+import { errorAction } from './error-verb.ts';
 import { startSandbox, type Sandbox } from '../src/sandbox/server.ts';
 
 const TOKEN = 'contract-token-7d41c0';

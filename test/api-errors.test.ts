@@ -9,7 +9,6 @@ import {
   ApiSchemaError,
   AuthError,
   CreditsExhaustedError,
-  errorAction,
   InvalidJsonError,
   isApiError,
   NetworkError,
@@ -22,6 +21,7 @@ import {
   UnexpectedResponseError,
   type ApiError,
 } from '../src/api/errors.ts';
+import { errorAction } from './error-verb.ts';
 import { EMPTY_JOBS_PAGE } from './api-fixtures.ts';
 
 const TOKEN = 'sk_test_4f9c2a7e1b3d5f60aa';

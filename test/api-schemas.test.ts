@@ -1,7 +1,8 @@
 // Answers read through their contracts (src/operations/), against bodies written from api.md and bodies shaped
 // as the live service may send them (not from the sandbox, so the two cannot share a misreading).
 import { describe, expect, it } from 'vitest';
-import { ApiSchemaError, errorAction } from '../src/api/errors.ts';
+import { ApiSchemaError } from '../src/api/errors.ts';
+import { errorAction } from './error-verb.ts';
 import { formatJsonPath, readUsableAnswer, validateResponse } from '../src/api/schemas.ts';
 import { readAnswer } from '../src/operations/answers.ts';
 import { driftLine } from '../src/operations/drift.ts';

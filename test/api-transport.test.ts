@@ -9,7 +9,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApiClient, type ApiClient } from '../src/api/client.ts';
 import {
   AuthError,
-  errorAction,
   NetworkError,
   outageSymptom,
   ResponseTooLargeError,
@@ -17,6 +16,8 @@ import {
   ThrottledError,
   UnsupportedEncodingError,
 } from '../src/api/errors.ts';
+import { errorAction } from './error-verb.ts';
+import { policyOf } from '../src/runner/error-policy.ts';
 import { EMPTY_JOBS_PAGE } from './api-fixtures.ts';
 
 const TOKEN = 'sk_test_transport_91c3e0aa';
@@ -73,6 +74,7 @@ describe('oversized response headers', () => {
       expect((err as NetworkError).message).toMatch(
         new RegExp(`^search-jobs: the response headers are larger than the ${maxHeaderSize} bytes accepted \\(UND_ERR_HEADERS_OVERFLOW\\)`),
       );
+      expect(policyOf(err).outage).toBe(true);
       expect(outageSymptom(err)).toMatch(/headers are larger/);
     } finally {
       await overflowing.close();

@@ -1,11 +1,10 @@
-// Pure parts of the API client: request encoding, Retry-After, the error/action table, redaction.
+// Pure parts of the API client: request encoding, Retry-After, the errors' facts and the policy they map to, redaction.
 import { inspect } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import {
   ApiSchemaError,
   AuthError,
   CreditsExhaustedError,
-  errorAction,
   errorForStatus,
   InvalidJsonError,
   isApiError,
@@ -20,6 +19,7 @@ import {
   UnsupportedEncodingError,
   type ApiErrorContext,
 } from '../src/api/errors.ts';
+import { errorAction } from './error-verb.ts';
 import { bodyExcerpt, createOutputRedactor, createRedactor, redact, REDACTED } from '../src/api/redact.ts';
 import { postDetailsPath, searchJobsPath, similarCompaniesBody } from '../src/api/requests.ts';
 import type { ApiCallInfo } from '../src/api/types.ts';
@@ -127,6 +127,9 @@ describe('error classes and errorAction', () => {
       expect(err, String(status)).toBeInstanceOf(cls);
       expect(err).toBeInstanceOf(NetingestError);
       expect(err.code, String(status)).toBe(code);
+      expect(err.kind, String(status)).toBe(code);
+      expect(err.status).toBe(status);
+      expect(err.paid).toBe(false);
       expect(errorAction(err), String(status)).toBe(action);
       expect(err.call.status).toBe(status);
       expect(err.message).toContain('GET /v1/api/search-jobs?keywords=x');
@@ -138,6 +141,10 @@ describe('error classes and errorAction', () => {
     expect(new NetworkError(ctx(null), 'reset').code).toBe('NETWORK');
     expect(errorAction(new InvalidJsonError(ctx(200), 'x'))).toBe('retry');
     expect(new InvalidJsonError(ctx(200), 'x').code).toBe('INVALID_JSON');
+    // A 200 whose body then failed was most likely charged; no response at all was not.
+    expect(new InvalidJsonError(ctx(200), 'x').paid).toBe(true);
+    expect(new NetworkError(ctx(null), 'reset').paid).toBe(false);
+    expect(new NetworkError(ctx(null), 'reset').status).toBeNull();
     expect(errorAction(new ApiSchemaError(ctx(200), [], '{}', null))).toBe('fail-item');
     expect(new ApiSchemaError(ctx(200), [], '{}', null).code).toBe('SCHEMA');
     expect(errorAction(new ResponseTooLargeError(ctx(200), 10))).toBe('fail-item');
@@ -168,7 +175,9 @@ describe('error classes and errorAction', () => {
     const err = new ServerError(ctx(503, 'upstream down'));
     expect(err.message).toBe('search-jobs: the API failed with a server error (GET /v1/api/search-jobs?keywords=x, HTTP 503); body: upstream down');
     const json = JSON.parse(JSON.stringify(err));
-    expect(json).toMatchObject({ code: 'SERVER_ERROR', action: 'retry', bodyExcerpt: 'upstream down', call: call(503) });
+    // Facts only: what the runner does about it is the policy table's (src/runner/error-policy.ts).
+    expect(json).toMatchObject({ code: 'SERVER_ERROR', kind: 'SERVER_ERROR', status: 503, paid: false, bodyExcerpt: 'upstream down', call: call(503) });
+    expect(json).not.toHaveProperty('action');
     expect(err.name).toBe('ServerError');
   });
 

@@ -1,6 +1,7 @@
 /**
- * Every way an API call can fail, as classes with a stable `code`, and the one place that decides what the
- * runner does about each: retry it, pause for the rate limit, stop the run, or fail just this item.
+ * Every way an API call can fail, as classes that say what happened: their `kind` (a closed union, also their
+ * `code`), the HTTP status when one came, and whether a 200 came (so the call was most likely paid for). What
+ * the runner does about each kind is not decided here but in one table: src/runner/error-policy.ts.
  *
  * Messages and excerpts never hold the token: the HTTP layer redacts excerpts before building an error, and
  * nothing else that could carry it (headers, the request) is ever put into one.
@@ -9,8 +10,23 @@ import { NetingestError } from '../errors.ts';
 import type { CreditCounters } from '../spec/types.ts';
 import type { ApiCallInfo } from './types.ts';
 
-/** What the runner does with a failed call. */
-export type ErrorAction = 'retry' | 'throttle' | 'stop-run' | 'fail-item';
+/** Every kind of API call failure, one per class below. */
+export const API_ERROR_KINDS = [
+  'AUTH',
+  'OUT_OF_CREDITS',
+  'THROTTLED',
+  'SERVER_ERROR',
+  'TIMEOUT',
+  'NETWORK',
+  'INVALID_JSON',
+  'SCHEMA',
+  'HTTP_4XX',
+  'BODY_TOO_LARGE',
+  'UNEXPECTED_RESPONSE',
+  'TLS',
+  'UNSUPPORTED_ENCODING',
+] as const;
+export type ApiErrorKind = (typeof API_ERROR_KINDS)[number];
 
 /** What every ApiError is built from. */
 export interface ApiErrorContext {
@@ -20,16 +36,25 @@ export interface ApiErrorContext {
   cause?: unknown;
 }
 
-/** Base of all API call failures. `action` is fixed per class, so it is decided in this file only. */
+/** Base of all API call failures: facts only, each class fixing its `kind`. */
 export abstract class ApiError extends NetingestError {
-  abstract readonly action: ErrorAction;
+  /** What happened; the same string as `code`, typed as the closed union. */
+  readonly kind: ApiErrorKind;
+  declare readonly code: ApiErrorKind;
+  /** HTTP status, or null when no response arrived (as `call.status`). */
+  readonly status: number | null;
+  /** A 200 came (its body then failed): the service most likely charged the call. */
+  readonly paid: boolean;
   readonly call: ApiCallInfo;
   readonly bodyExcerpt: string;
   /** What went wrong, without the operation and request the message adds (e.g. "connection failed (ECONNREFUSED...)"). */
   readonly what: string;
 
-  protected constructor(code: string, what: string, ctx: ApiErrorContext) {
-    super(code, describe(what, ctx), ctx.cause === undefined ? undefined : { cause: ctx.cause });
+  protected constructor(kind: ApiErrorKind, what: string, ctx: ApiErrorContext) {
+    super(kind, describe(what, ctx), ctx.cause === undefined ? undefined : { cause: ctx.cause });
+    this.kind = kind;
+    this.status = ctx.call.status;
+    this.paid = ctx.call.status === 200;
     this.call = ctx.call;
     this.bodyExcerpt = ctx.bodyExcerpt ?? '';
     this.what = what;
@@ -44,7 +69,6 @@ function describe(what: string, { call, bodyExcerpt }: ApiErrorContext): string 
 
 /** 401 or 403: the token is wrong, expired or the account is suspended; every further call would fail too. */
 export class AuthError extends ApiError {
-  readonly action = 'stop-run';
   constructor(ctx: ApiErrorContext) {
     super(
       'AUTH',
@@ -56,17 +80,15 @@ export class AuthError extends ApiError {
   }
 }
 
-/** 402: the balance cannot pay for the call; the run must stop before it spends nothing more. */
+/** 402: the balance cannot pay for the call. */
 export class CreditsExhaustedError extends ApiError {
-  readonly action = 'stop-run';
   constructor(ctx: ApiErrorContext) {
     super('OUT_OF_CREDITS', 'the account has no credits left for this call', ctx);
   }
 }
 
-/** 429: rate-limited; the runner pauses every call for `retryAfterMs`, then tries again. */
+/** 429: rate-limited, with how long the service asked us to wait. */
 export class ThrottledError extends ApiError {
-  readonly action = 'throttle';
   /** How long the service asked us to wait (from Retry-After; 5000 when it gave none). */
   readonly retryAfterMs: number;
   constructor(ctx: ApiErrorContext, retryAfterMs: number) {
@@ -75,9 +97,8 @@ export class ThrottledError extends ApiError {
   }
 }
 
-/** 5xx: the service failed; worth another try. */
+/** 5xx: the service failed. */
 export class ServerError extends ApiError {
-  readonly action = 'retry';
   constructor(ctx: ApiErrorContext) {
     super('SERVER_ERROR', 'the API failed with a server error', ctx);
   }
@@ -85,7 +106,6 @@ export class ServerError extends ApiError {
 
 /** No complete response in time (connect, headers or body), or a 408 from the server. */
 export class TimeoutError extends ApiError {
-  readonly action = 'retry';
   constructor(ctx: ApiErrorContext, what = 'no complete response in time') {
     super('TIMEOUT', what, ctx);
   }
@@ -93,7 +113,6 @@ export class TimeoutError extends ApiError {
 
 /** The connection failed: refused, reset, dropped mid-response, DNS failure, malformed HTTP. */
 export class NetworkError extends ApiError {
-  readonly action = 'retry';
   constructor(ctx: ApiErrorContext, what: string) {
     super('NETWORK', what, ctx);
   }
@@ -101,7 +120,6 @@ export class NetworkError extends ApiError {
 
 /** A 200 whose body is not JSON (truncated, or an HTML page from a proxy): usually transient. */
 export class InvalidJsonError extends ApiError {
-  readonly action = 'retry';
   constructor(ctx: ApiErrorContext, parseMessage: string) {
     super('INVALID_JSON', `the 200 response body is not valid JSON (${parseMessage})`, ctx);
   }
@@ -115,12 +133,11 @@ export interface SchemaIssue {
 
 /**
  * A 200 body its operation's answer contract cannot read at all (not an object, its record list not an array:
- * src/operations/). Deterministic, so retrying would only pay again: the item fails, and the body is kept
- * (`raw`) so that reprocess can read it again once the contract is fixed. Members missing or of another type
- * are not this: they are drift, and the answer is stored.
+ * src/operations/). Deterministic, and paid for: the body is carried (`raw`) so that it can be kept for
+ * reprocess to read again once the contract is fixed. Members missing or of another type are not this: they
+ * are drift, and the answer is stored.
  */
 export class ApiSchemaError extends ApiError {
-  readonly action = 'fail-item';
   readonly issues: readonly SchemaIssue[];
   /** Credit counters of the body when it still carries them as numbers (the call was paid for). */
   readonly credits: CreditCounters | null;
@@ -143,7 +160,6 @@ export class ApiSchemaError extends ApiError {
 
 /** Another 4xx: the service refused this request (bad parameters); it would refuse it again. */
 export class RequestRejectedError extends ApiError {
-  readonly action = 'fail-item';
   constructor(ctx: ApiErrorContext) {
     super('HTTP_4XX', 'the API rejected the request', ctx);
   }
@@ -151,7 +167,6 @@ export class RequestRejectedError extends ApiError {
 
 /** The body is larger than `maxBodyBytes`; reading stopped there. */
 export class ResponseTooLargeError extends ApiError {
-  readonly action = 'fail-item';
   readonly limitBytes: number;
   constructor(ctx: ApiErrorContext, limitBytes: number) {
     super('BODY_TOO_LARGE', `the response body exceeds the limit of ${limitBytes} bytes`, ctx);
@@ -162,10 +177,9 @@ export class ResponseTooLargeError extends ApiError {
 /**
  * A status or body the spec does not describe and that points at a misconfiguration rather than at the item:
  * a redirect, a 2xx other than 200, a 404 without the spec's body (e.g. a web server's page for a wrong API
- * URL). Failing every item would record them all as failed (or, worse, as not found), so the run stops.
+ * URL). Every item would meet it: failing each would record them all as failed (or, worse, as not found).
  */
 export class UnexpectedResponseError extends ApiError {
-  readonly action = 'stop-run';
   constructor(ctx: ApiErrorContext, what: string) {
     super('UNEXPECTED_RESPONSE', `${what}: check the API URL (NETINGEST_API_URL or --api-url)`, ctx);
   }
@@ -173,10 +187,9 @@ export class UnexpectedResponseError extends ApiError {
 
 /**
  * The secure connection failed: a certificate that is not trusted, expired or for another host, or an https://
- * URL on a port that speaks plain http. Every call would fail the same way, so the run stops.
+ * URL on a port that speaks plain http. Every call would fail the same way.
  */
 export class TlsError extends ApiError {
-  readonly action = 'stop-run';
   constructor(ctx: ApiErrorContext, reason: string) {
     super(
       'TLS',
@@ -190,11 +203,9 @@ export class TlsError extends ApiError {
 /**
  * A 200 or 404 compressed with a coding the client cannot decode, although it asks for none (Accept-Encoding:
  * identity): a proxy or CDN in front of the API compresses on its own. The item is likely fine but every
- * answer would come the same way, already paid for; retrying or failing each item would pay for every one of
- * them, so the run stops on the first.
+ * answer would come the same way, already paid for: retrying or failing each item would pay for every one.
  */
 export class UnsupportedEncodingError extends ApiError {
-  readonly action = 'stop-run';
   readonly encoding: string;
   constructor(ctx: ApiErrorContext, encoding: string) {
     super(
@@ -212,36 +223,24 @@ export function isApiError(err: unknown): err is ApiError {
   return err instanceof ApiError;
 }
 
-/** The one function the runner asks what to do with a failure; anything not an ApiError is a bug: stop. */
-export function errorAction(err: unknown): ErrorAction {
-  return isApiError(err) ? err.action : 'stop-run';
-}
-
 /**
- * Whether a failed attempt had a 200 that could not be used (its body cut off, not decodable, or not JSON): the
- * API answered, so the call was most likely charged, and a retry may be charged again. Such attempts have
- * their own, smaller retry allowance (`retry.paidRetries`). A body of the wrong shape is not one: it is never
- * retried (ApiSchemaError).
+ * How a failure that counts toward an outage reads in the run's stop message ("the API is unreachable: ...").
+ * Wording only: which kinds count is the policy table's (src/runner/error-policy.ts).
  */
-export function isUnusablePaidAnswer(err: unknown): boolean {
-  return isApiError(err) && err.action === 'retry' && err.call.status === 200;
-}
-
-/**
- * How a failure says the API itself is down rather than that this one item failed, or null when it does not.
- * Down: the connection refused, reset or dropped, no answer in time, a 5xx, a 200 that is not JSON (a proxy's
- * error page). Not down: a 404 or another 4xx, a body of the wrong shape (the API answered), and a 429, which
- * has its own pause and cap. The runner's outage breaker counts only these.
- */
-export function outageSymptom(err: unknown): string | null {
-  if (err instanceof NetworkError) return `the API is unreachable: ${err.what}`;
-  if (err instanceof TimeoutError) return `the API does not answer: ${err.what}`;
-  if (err instanceof ServerError) {
-    const body = err.bodyExcerpt ? ` (body: ${err.bodyExcerpt})` : '';
-    return `the API fails with HTTP ${err.call.status ?? '5xx'}${body}`;
+export function outageSymptom(err: unknown): string {
+  if (!isApiError(err)) return err instanceof Error ? err.message : String(err);
+  switch (err.kind) {
+    case 'NETWORK':
+      return `the API is unreachable: ${err.what}`;
+    case 'TIMEOUT':
+      return `the API does not answer: ${err.what}`;
+    case 'SERVER_ERROR':
+      return `the API fails with HTTP ${err.status ?? '5xx'}${err.bodyExcerpt ? ` (body: ${err.bodyExcerpt})` : ''}`;
+    case 'INVALID_JSON':
+      return `the API answers with something that is not JSON: ${err.what}`;
+    default:
+      return `the API fails: ${err.what}`;
   }
-  if (err instanceof InvalidJsonError) return `the API answers with something that is not JSON: ${err.what}`;
-  return null;
 }
 
 /** Wait used when a 429 carries no usable Retry-After. */

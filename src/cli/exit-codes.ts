@@ -1,5 +1,6 @@
 import { NetingestError, UsageError } from '../errors.ts';
 import type { RunSummary } from '../runner/run-summary.ts';
+import type { RunStatus } from '../store/schema.ts';
 
 /** The documented exit codes (README, "Exit codes"). */
 export const EXIT = {
@@ -15,18 +16,46 @@ export const EXIT = {
   interrupted: 130,
 } as const;
 
+/** The codes of errors that escape a command with an exit code of their own; every other error exits 1. */
+type ExitCodedErrorCode = 'LOCKED' | 'LOCK_LOST' | 'DB_LOCKED' | 'OUT_OF_CREDITS' | 'INTERRUPTED' | 'QUERY_TIMEOUT';
+
+const EXIT_BY_ERROR_CODE: Readonly<Record<ExitCodedErrorCode, number>> = {
+  // Another run holds our lock (or took it over from this one), or another process holds SQLite's own lock past the busy timeout.
+  LOCKED: EXIT.locked,
+  LOCK_LOST: EXIT.locked,
+  DB_LOCKED: EXIT.locked,
+  OUT_OF_CREDITS: EXIT.credits,
+  INTERRUPTED: EXIT.interrupted,
+  QUERY_TIMEOUT: EXIT.timeout,
+};
+
+function hasExitCode(code: string): code is ExitCodedErrorCode {
+  return Object.hasOwn(EXIT_BY_ERROR_CODE, code);
+}
+
 /** Maps an error that escaped a command to its exit code; errors choose by their class and code. */
 export function exitCodeFor(err: unknown): number {
   if (err instanceof UsageError) return EXIT.usage;
-  if (err instanceof NetingestError) {
-    // Another run holds our lock (or took it over from this one), or another process holds SQLite's own lock past the busy timeout.
-    if (err.code === 'LOCKED' || err.code === 'LOCK_LOST' || err.code === 'DB_LOCKED') return EXIT.locked;
-    if (err.code === 'OUT_OF_CREDITS') return EXIT.credits;
-    if (err.code === 'INTERRUPTED') return EXIT.interrupted;
-    if (err.code === 'QUERY_TIMEOUT') return EXIT.timeout;
-  }
+  if (err instanceof NetingestError && hasExitCode(err.code)) return EXIT_BY_ERROR_CODE[err.code];
   return EXIT.fatal;
 }
+
+/**
+ * The exit code of a run's final status, before its skipped jobs are counted. A run stopped by the error policy
+ * (src/runner/error-policy.ts) or a breaker has its stop reason's status (runStatus in run-summary.ts): credits
+ * and throttle 3, unusable paid answers 6, auth, outage and fatal stops 1.
+ */
+const EXIT_BY_STATUS: Readonly<Record<RunStatus, number>> = {
+  completed: EXIT.ok,
+  completed_with_failures: EXIT.failedItems,
+  stopped_credits: EXIT.credits,
+  stopped_throttled: EXIT.credits,
+  stopped_unusable: EXIT.unusableAnswers,
+  interrupted: EXIT.interrupted,
+  failed: EXIT.fatal,
+  running: EXIT.fatal,
+  abandoned: EXIT.fatal,
+};
 
 /**
  * The exit code a finished run stands for (README, "Exit codes"). A run-level outcome comes first (interrupted
@@ -35,21 +64,10 @@ export function exitCodeFor(err: unknown): number {
  * items (5).
  */
 export function exitCodeForRun(summary: Pick<RunSummary, 'status' | 'jobs'>): number {
-  const skipped = summary.jobs.some((j) => j.status === 'skipped');
-  switch (summary.status) {
-    case 'completed':
-      return skipped ? EXIT.usage : EXIT.ok;
-    case 'completed_with_failures':
-      return skipped ? EXIT.usage : EXIT.failedItems;
-    case 'stopped_credits':
-    case 'stopped_throttled':
-      return EXIT.credits;
-    case 'interrupted':
-      return EXIT.interrupted;
-    case 'stopped_unusable':
-      return EXIT.unusableAnswers;
-    default:
-      // A run whose every job was skipped did nothing: the job and input files are the problem.
-      return summary.jobs.length > 0 && summary.jobs.every((j) => j.status === 'skipped') ? EXIT.usage : EXIT.fatal;
-  }
+  const skipped = summary.jobs.filter((j) => j.status === 'skipped').length;
+  const code = EXIT_BY_STATUS[summary.status];
+  if (code === EXIT.ok || code === EXIT.failedItems) return skipped > 0 ? EXIT.usage : code;
+  // A run whose every job was skipped did nothing: the job and input files are the problem.
+  if (code === EXIT.fatal && skipped > 0 && skipped === summary.jobs.length) return EXIT.usage;
+  return code;
 }

@@ -9,5 +9,5 @@ import type { Charge } from './credit-guard.ts';
  */
 export function chargeOfFailure(err: unknown): Charge {
   if (err instanceof ApiSchemaError && err.credits) return err.credits;
-  return isApiError(err) && err.call.status === 200 ? 'unread' : null;
+  return isApiError(err) && err.paid ? 'unread' : null;
 }

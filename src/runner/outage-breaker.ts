@@ -1,10 +1,12 @@
-import { isApiError, outageSymptom } from '../api/errors.ts';
+import { outageSymptom } from '../api/errors.ts';
 import { NetingestError } from '../errors.ts';
+import { errorCodeOf, policyOf } from './error-policy.ts';
 import type { RunStop } from './run-stop.ts';
 
 /**
  * The run stopped because the API looks down: `tasksInARow` tasks in a row failed after every retry on
- * errors that say so (see outageSymptom), with no answer in between. The message names the last failure.
+ * errors that say so (`outage` in error-policy.ts), with no answer in between. The message names the last
+ * failure.
  */
 export class ApiUnavailableError extends NetingestError {
   constructor(
@@ -27,7 +29,8 @@ export type SettledTask = { kind: 'answered' } | { kind: 'failed'; error: unknow
 /**
  * Stops the run when the API looks down, instead of letting every remaining task spend its retries and
  * backoff on it: after `threshold` tasks in a row failed on outage errors (a refused connection, a timeout, a
- * 5xx), with no answer between them, the run stops as a credit stop does and the rest waits for the next run.
+ * 5xx: `outage` in error-policy.ts), with no answer between them, the run stops as a credit stop does and the
+ * rest waits for the next run.
  * It counts tasks, not attempts, so the retries of one task never trip it alone; any answer (data, 404, a 4xx,
  * a body of the wrong shape) shows the API is up and starts the count again.
  */
@@ -46,14 +49,13 @@ export class OutageBreaker {
 
   /** Counts a task that ended in this run; trips the run's stop at the threshold. */
   record(task: SettledTask): void {
-    const symptom = task.kind === 'failed' ? outageSymptom(task.error) : null;
-    if (task.kind === 'answered' || symptom === null) {
+    if (task.kind === 'answered' || !policyOf(task.error).outage) {
       this.inARow = 0;
       return;
     }
     this.inARow += 1;
     if (this.inARow < this.threshold || this.stop.reason) return;
-    const code = isApiError(task.error) ? task.error.code : 'INTERNAL';
-    this.stop.stop('outage', new ApiUnavailableError(this.inARow, code, symptom, { cause: task.error }));
+    const symptom = outageSymptom(task.error);
+    this.stop.stop('outage', new ApiUnavailableError(this.inARow, errorCodeOf(task.error), symptom, { cause: task.error }));
   }
 }

@@ -40,9 +40,9 @@ export interface RunOptions {
   progressLogIntervalMs?: number;
   /**
    * Tasks in a row that must fail on errors saying the API is down (refused or dropped connection, timeout,
-   * 5xx: outageSymptom), each after every retry and with no answer between them, before the run stops as an
-   * outage (exit 1) and defers the rest. A job's concurrency raises it: that many tasks fail together in one
-   * short blip.
+   * 5xx: `outage` in error-policy.ts), each after every retry and with no answer between them, before the run
+   * stops as an outage (exit 1) and defers the rest. A job's concurrency raises it: that many tasks fail
+   * together in one short blip.
    */
   outageMinTasks?: number;
   /**

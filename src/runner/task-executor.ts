@@ -1,6 +1,6 @@
 import pRetry, { AbortError } from 'p-retry';
 import type { ApiClient, ApiResult } from '../api/types.ts';
-import { ApiSchemaError, errorAction, isApiError, isUnusablePaidAnswer, ThrottledError, type ApiError } from '../api/errors.ts';
+import { ApiSchemaError, isApiError, type ApiError } from '../api/errors.ts';
 import type { Operation, SearchJobsQuery, SimilarCompaniesRequest } from '../spec/types.ts';
 import type { DriftTally } from '../operations/drift.ts';
 import type { CreditGuard } from './credit-guard.ts';
@@ -9,14 +9,16 @@ import type { RateGate } from './rate-gate.ts';
 import type { RunStop } from './run-stop.ts';
 import type { ResultWriter, WriterTask } from './result-writer.ts';
 import type { IngestRequest } from '../store/ingest-request.ts';
-import { maxCallsPerTask, throttleWaitMs } from './call-bound.ts';
+import { maxCallsPerTask } from './call-bound.ts';
+import { CallBoundError, ERROR_POLICY, errorCodeOf, type ErrorCode } from './error-policy.ts';
+import { retryHooks, type TaskTally } from './retry-hooks.ts';
 
 /** Retry settings of a job, as p-retry takes them. */
 export interface RetrySettings {
   retries: number;
   minTimeoutMs: number;
   maxTimeoutMs: number;
-  /** Retries of a 200 that could not be used, which was most likely charged (see isUnusablePaidAnswer). */
+  /** Retries of a 200 that could not be used, which was most likely charged (ApiError.paid; error-policy.ts). */
   paidRetries: number;
 }
 
@@ -58,134 +60,101 @@ export interface ExecutableTask extends WriterTask {
 export type TaskOutcome =
   | { kind: 'done'; lastPage: boolean; drift: DriftTally }
   | { kind: 'not_found'; message: string | null }
-  | { kind: 'failed'; retryable: boolean; code: string; message: string; error: unknown }
+  | { kind: 'failed'; retryable: boolean; code: ErrorCode; message: string; error: unknown }
   | { kind: 'stopped' };
 
 /**
  * Makes one task's call: reserve credits, wait for the rate gate, send, and retry what can be retried with
- * exponential backoff and jitter. A 429 pauses the whole run and is tried again without using up a retry.
+ * exponential backoff and jitter. What each failure leads to is the policy table's (error-policy.ts); p-retry's
+ * hooks apply it: a 429 pauses the whole run and is tried again without using up a retry.
  */
 export async function executeTask(task: ExecutableTask, ctx: ExecutorContext): Promise<TaskOutcome> {
-  let attempts = 0;
-  let unusablePaid = 0;
-  let throttled = 0;
-  const maxCalls = maxCallsPerTask(ctx.retry, ctx.maxThrottledAttemptsPerTask);
-  const attempt = async (): Promise<ApiResult<unknown>> => {
-    for (;;) {
-      if (ctx.stop.reason) throw new AbortError(new StoppedBeforeCall());
-      const reservation = await ctx.guard.acquire(task.operation);
-      if (!reservation) {
-        ctx.stop.stop('credits');
-        throw new AbortError(new StoppedBeforeCall());
-      }
-      try {
-        await ctx.gate.take(ctx.stop.signal);
-      } catch {
-        ctx.guard.settle(reservation, null);
-        throw new AbortError(new StoppedBeforeCall());
-      }
-      // The one place the bound on a task's calls is enforced (the throttle cap and p-retry keep below it).
-      if (attempts >= maxCalls) {
-        ctx.guard.settle(reservation, null);
-        throw new AbortError(new Error(`internal: task reached its bound of ${maxCalls} calls in one run`));
-      }
-      // Asked last, after any wait: a run suspended meanwhile whose lock was taken over must not pay for the
-      // tasks the new holder now does (its loss stops the run: see runJobs).
-      if (ctx.holdsLock && !ctx.holdsLock()) {
-        ctx.guard.settle(reservation, null);
-        throw new AbortError(new StoppedBeforeCall());
-      }
-      attempts += 1;
-      let result: ApiResult<unknown>;
-      try {
-        result = await send(ctx.client, task.operation, task.request);
-      } catch (err) {
-        // A 200 that cannot be used was still paid for: its counters, or an estimate, keep the caps true.
-        ctx.guard.settle(reservation, chargeOfFailure(err));
-        if (isApiError(err)) {
-          // A wrong-shape body ends the task at once; its api_calls row is written with the body and the task's
-          // failure, in one transaction (see failure()).
-          if (!(err instanceof ApiSchemaError)) void ctx.writer.attemptFailed(task, err);
-          ctx.onAttemptError?.(err);
-        }
-        const action = errorAction(err);
-        if (action === 'throttle' && err instanceof ThrottledError) {
-          ctx.gate.pause(throttleWaitMs(err.retryAfterMs, ctx.retry));
-          throttled += 1;
-          if (ctx.gate.totalPausedMs > ctx.maxThrottleWaitMs || throttled >= ctx.maxThrottledAttemptsPerTask) {
-            ctx.stop.stop('throttled', err);
-          }
-          continue;
-        }
-        // Past its own allowance, a charged but unusable 200 ends the task as failed-retryable: the next run tries
-        // it again, instead of this one paying up to `retries` more times for a fault that may repeat.
-        if (isUnusablePaidAnswer(err) && ++unusablePaid > ctx.retry.paidRetries) {
-          throw new AbortError(err as Error);
-        }
-        if (action === 'retry') throw err;
-        if (action === 'stop-run') {
-          const code = isApiError(err) ? err.code : '';
-          if (code === 'OUT_OF_CREDITS') {
-            ctx.guard.markOutOfCredits();
-            ctx.stop.stop('credits', err);
-          } else {
-            ctx.stop.stop(code === 'AUTH' ? 'auth' : 'fatal', err);
-          }
-          throw new AbortError(new StoppedBeforeCall());
-        }
-        throw new AbortError(err as Error);
-      }
-      // A usable 200 without readable counters was paid all the same: charged at an estimate.
-      ctx.guard.settle(reservation, result.kind === 'ok' ? (result.credits ?? 'unread') : null);
-      return result;
-    }
-  };
-
+  const tally: TaskTally = { calls: 0, paidRetries: 0, throttled: 0 };
   // p-retry checks the stop signal after a successful attempt too; an answer already paid for must still be
   // written, so it is kept here rather than taken from p-retry's result.
   let received: ApiResult<unknown> | null = null;
   try {
-    await pRetry(async () => (received = await attempt()), {
-      retries: ctx.retry.retries,
-      minTimeout: ctx.retry.minTimeoutMs,
-      maxTimeout: ctx.retry.maxTimeoutMs,
-      factor: 2,
-      randomize: true,
-      signal: ctx.stop.signal,
-      // Not unref'd: a backoff may be the only thing pending, and the run must wait for it, not end.
-    });
+    await pRetry(async () => (received = await callOnce(task, ctx, tally)), retryHooks(task, ctx, tally));
   } catch (err) {
-    if (received === null) return await failure(task, ctx, err, attempts);
+    if (received === null) return await failure(task, ctx, err, tally.calls);
   }
   const result = received as ApiResult<unknown> | null;
   if (result === null) return { kind: 'stopped' };
   if (result.kind === 'not_found') {
-    await ctx.writer.notFound(task, result.call, attempts, result.message);
+    await ctx.writer.notFound(task, result.call, tally.calls, result.message);
     return { kind: 'not_found', message: result.message };
   }
   // The task's slot stays taken until its answer is committed: see ResultWriter.
-  await ctx.writer.success(task, task.ingest, task.requestKey, result, attempts);
+  await ctx.writer.success(task, task.ingest, task.requestKey, result, tally.calls);
   // The answer's contract reading says whether its page ends the list (by the page size the service used).
   return { kind: 'done', lastPage: result.lastPage, drift: result.drift };
 }
 
-/** Records why a task got no answer; a stop (credits, signal, auth) leaves it pending for the next run. */
-async function failure(task: ExecutableTask, ctx: ExecutorContext, err: unknown, attempts: number): Promise<TaskOutcome> {
-  if (err instanceof StoppedBeforeCall || (ctx.stop.signal.aborted && !isApiError(err))) return { kind: 'stopped' };
-  if (err instanceof ApiSchemaError) {
-    // Paid for: the body is kept so that reprocess can recover it after a schema fix, without paying again.
-    await ctx.writer.rejected(task, task.ingest, task.requestKey, err, attempts);
-    return { kind: 'failed', retryable: false, code: err.code, message: err.message, error: err };
+/**
+ * One call: reserve its credits, wait for the rate gate, check the bound and the lock, send, and settle the
+ * reservation with what the call was charged. Throws LeftPending (through AbortError) when no call is sent.
+ */
+async function callOnce(task: ExecutableTask, ctx: ExecutorContext, tally: TaskTally): Promise<ApiResult<unknown>> {
+  if (ctx.stop.reason) throw new AbortError(new LeftPending());
+  const reservation = await ctx.guard.acquire(task.operation);
+  if (!reservation) {
+    ctx.stop.stop('credits');
+    throw new AbortError(new LeftPending());
   }
-  const retryable = errorAction(err) === 'retry';
-  const code = isApiError(err) ? err.code : 'INTERNAL';
+  try {
+    await beforeSending(ctx, tally);
+  } catch (err) {
+    ctx.guard.settle(reservation, null);
+    throw err;
+  }
+  tally.calls += 1;
+  let result: ApiResult<unknown>;
+  try {
+    result = await send(ctx.client, task.operation, task.request);
+  } catch (err) {
+    // A 200 that cannot be used was still paid for: its counters, or an estimate, keep the caps true.
+    ctx.guard.settle(reservation, chargeOfFailure(err));
+    throw err;
+  }
+  // A usable 200 without readable counters was paid all the same: charged at an estimate.
+  ctx.guard.settle(reservation, result.kind === 'ok' ? (result.credits ?? 'unread') : null);
+  return result;
+}
+
+/** The waits and checks between a reservation and its call; throws (as AbortError) when the call must not go. */
+async function beforeSending(ctx: ExecutorContext, tally: TaskTally): Promise<void> {
+  try {
+    await ctx.gate.take(ctx.stop.signal);
+  } catch {
+    throw new AbortError(new LeftPending());
+  }
+  // The one place the bound on a task's calls is enforced (the throttle cap and the retry budgets keep below it).
+  const maxCalls = maxCallsPerTask(ctx.retry, ctx.maxThrottledAttemptsPerTask);
+  if (tally.calls >= maxCalls) throw new AbortError(new CallBoundError(maxCalls));
+  // Asked last, after any wait: a run suspended meanwhile whose lock was taken over must not pay for the
+  // tasks the new holder now does (its loss stops the run: see runJobs).
+  if (ctx.holdsLock && !ctx.holdsLock()) throw new AbortError(new LeftPending());
+}
+
+/** Records why a task got no answer; a stop (credits, signal, auth...) leaves it pending for the next run. */
+async function failure(task: ExecutableTask, ctx: ExecutorContext, err: unknown, calls: number): Promise<TaskOutcome> {
+  if (err instanceof LeftPending || (ctx.stop.signal.aborted && !isApiError(err))) return { kind: 'stopped' };
+  const code = errorCodeOf(err);
+  const policy = ERROR_POLICY[code];
+  if (policy.stopsRun) return { kind: 'stopped' };
   const message = err instanceof Error ? err.message : String(err);
-  await ctx.writer.failed(task, code, message, retryable, attempts);
+  if (policy.fails === 'reprocess' && err instanceof ApiSchemaError) {
+    // Paid for: the body is kept so that reprocess can recover it after a schema fix, without paying again.
+    await ctx.writer.rejected(task, task.ingest, task.requestKey, err, calls);
+    return { kind: 'failed', retryable: false, code, message, error: err };
+  }
+  const retryable = policy.fails === 'retryable';
+  await ctx.writer.failed(task, code, message, retryable, calls);
   return { kind: 'failed', retryable, code, message, error: err };
 }
 
-/** Marks an attempt that ended because the run is stopping, not because the item failed. */
-class StoppedBeforeCall extends Error {
+/** Marks an attempt that sent no call because the run is stopping (or lost its lock): the task stays pending. */
+class LeftPending extends Error {
   constructor() {
     super('run stopping');
   }

@@ -1,8 +1,9 @@
-import { ApiSchemaError } from '../api/errors.ts';
+import { ApiSchemaError, isApiError, type ApiError } from '../api/errors.ts';
 import { roundCredits } from '../credits/credit-meter.ts';
 import { NetingestError } from '../errors.ts';
 import type { Operation } from '../spec/types.ts';
 import type { RunStop } from './run-stop.ts';
+import { policyOf } from './error-policy.ts';
 
 /**
  * The run stopped because the service's answers cannot be used: `inARow` paid answers of `operation` in a row
@@ -31,12 +32,13 @@ export type AnsweredTask = { kind: 'stored' } | { kind: 'failed'; error: unknown
 
 /**
  * Stops the run when the service answers, is paid, and what it sends cannot be stored: after `threshold` paid
- * answers of one operation in a row that its contract could not read (ApiSchemaError), no further call is sent
- * and the rest is deferred, instead of paying for a whole input that stores nothing. An answer stored (data,
- * a 404) starts the count again; a failure without an answer (a 5xx, a timeout) neither counts nor resets.
+ * answers of one operation in a row that its contract could not read (`unusable` in error-policy.ts: a body of
+ * the wrong shape), no further call is sent and the rest is deferred, instead of paying for a whole input that
+ * stores nothing. An answer stored (data, a 404) starts the count again; a failure without an answer (a 5xx, a
+ * timeout) neither counts nor resets.
  */
 export class UnusableAnswerBreaker {
-  private readonly rows = new Map<Operation, { count: number; credits: number; first: ApiSchemaError }>();
+  private readonly rows = new Map<Operation, { count: number; credits: number; first: ApiError }>();
   private threshold = 5;
 
   constructor(
@@ -56,13 +58,13 @@ export class UnusableAnswerBreaker {
       this.rows.delete(operation);
       return;
     }
-    if (task.kind !== 'failed' || !(task.error instanceof ApiSchemaError)) return;
+    if (task.kind !== 'failed' || !isApiError(task.error) || !policyOf(task.error).unusable) return;
     const row = this.rows.get(operation) ?? { count: 0, credits: 0, first: task.error };
     row.count += 1;
     row.credits += this.costOf(operation);
     this.rows.set(operation, row);
     if (row.count < this.threshold || this.stop.reason) return;
-    const issue = row.first.issues[0];
+    const issue = row.first instanceof ApiSchemaError ? row.first.issues[0] : undefined;
     const first = issue ? `${issue.path}: ${issue.message}` : row.first.what;
     this.stop.stop('unusable', new UnusableAnswersError(operation, row.count, row.credits, first, { cause: row.first }));
   }

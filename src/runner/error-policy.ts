@@ -1,0 +1,97 @@
+/**
+ * The one table that decides what the runner does about a failed call, by what the error says happened (its
+ * kind). The executor's p-retry hooks, the outage and unusable-answer breakers, the credit guard's charge and
+ * the ledger's "failed, retry next run or not" all read it; the error classes (src/api/errors.ts) only carry
+ * facts. The compiler checks that every kind has its row.
+ */
+import { isApiError, type ApiErrorKind } from '../api/errors.ts';
+import { NetingestError } from '../errors.ts';
+import type { StopReason } from './run-stop.ts';
+
+/**
+ * Codes the executor records besides the API's kinds. INTERNAL: anything thrown that is not an ApiError (a bug).
+ * CALL_BOUND: a task reached its bound on calls in one run (call-bound.ts), which the other budgets should
+ * always keep it below.
+ */
+export type RunnerErrorCode = 'INTERNAL' | 'CALL_BOUND';
+export type ErrorCode = ApiErrorKind | RunnerErrorCode;
+
+/**
+ * How a task that ends on the error is recorded: `stopsRun` stops the run with that reason and leaves the task
+ * pending for the next run; otherwise `fails` says failed and tried again by the next run ('retryable'), failed
+ * for good ('final'), or failed for good with its paid body kept for `netingest reprocess` ('reprocess').
+ */
+export type TaskEnding =
+  | { stopsRun: StopReason; fails: null }
+  | { stopsRun: null; fails: 'retryable' | 'final' | 'reprocess' };
+
+export type ErrorPolicy = TaskEnding & {
+  /** The call is tried again in this run, within the budgets below. */
+  retry: boolean;
+  /** A retry uses one of the job's `retry.retries` and backs off; one that does not is bounded elsewhere (429s). */
+  consumesRetry: boolean;
+  /** A retry after a 200 (most likely paid: ApiError.paid) also uses one of the job's `retry.paidRetries`. */
+  paidRetries: boolean;
+  /** Pauses every call of the run for the Retry-After (the rate gate), under the run's throttle caps. */
+  pausesAll: boolean;
+  /** A task that ended on it counts toward the outage breaker (the API looks down). */
+  outage: boolean;
+  /** A task that ended on it counts toward the unusable-answer breaker (paid answers that cannot be read). */
+  unusable: boolean;
+};
+
+const RETRY = { retry: true, consumesRetry: true, paidRetries: true, pausesAll: false } as const;
+const NO_RETRY = { retry: false, consumesRetry: false, paidRetries: false, pausesAll: false } as const;
+const NOT_COUNTED = { outage: false, unusable: false } as const;
+const OUTAGE = { outage: true, unusable: false } as const;
+const stops = (reason: StopReason) => ({ stopsRun: reason, fails: null });
+const fails = (how: 'retryable' | 'final' | 'reprocess') => ({ stopsRun: null, fails: how });
+
+export const ERROR_POLICY: Readonly<Record<ErrorCode, ErrorPolicy>> = {
+  // 401/403, 402: every further call would fail (or not be paid for) too.
+  AUTH: { ...NO_RETRY, ...NOT_COUNTED, ...stops('auth') },
+  OUT_OF_CREDITS: { ...NO_RETRY, ...NOT_COUNTED, ...stops('credits') },
+  // 429: pauses everything and is tried again without using a retry; the throttle caps stop the run.
+  THROTTLED: { retry: true, consumesRetry: false, paidRetries: false, pausesAll: true, ...NOT_COUNTED, ...fails('retryable') },
+  // The service or the way to it failed: worth another try, and, task after task, an outage.
+  SERVER_ERROR: { ...RETRY, ...OUTAGE, ...fails('retryable') },
+  TIMEOUT: { ...RETRY, ...OUTAGE, ...fails('retryable') },
+  NETWORK: { ...RETRY, ...OUTAGE, ...fails('retryable') },
+  // A 200 that is not JSON (cut off, a proxy's page): paid, so retried within paidRetries too.
+  INVALID_JSON: { ...RETRY, ...OUTAGE, ...fails('retryable') },
+  // A paid body the contract cannot read: a retry would pay again for the same; the body is kept.
+  SCHEMA: { ...NO_RETRY, outage: false, unusable: true, ...fails('reprocess') },
+  // The service refused this request, or its answer is over the size limit: it would do so again.
+  HTTP_4XX: { ...NO_RETRY, ...NOT_COUNTED, ...fails('final') },
+  BODY_TOO_LARGE: { ...NO_RETRY, ...NOT_COUNTED, ...fails('final') },
+  // A misconfiguration (wrong URL, TLS, a compressing proxy): every item would fail, or be paid for, the same way.
+  UNEXPECTED_RESPONSE: { ...NO_RETRY, ...NOT_COUNTED, ...stops('fatal') },
+  TLS: { ...NO_RETRY, ...NOT_COUNTED, ...stops('fatal') },
+  UNSUPPORTED_ENCODING: { ...NO_RETRY, ...NOT_COUNTED, ...stops('fatal') },
+  // A bug: stop rather than guess.
+  INTERNAL: { ...NO_RETRY, ...NOT_COUNTED, ...stops('fatal') },
+  CALL_BOUND: { ...NO_RETRY, ...NOT_COUNTED, ...fails('final') },
+};
+
+/** The executor's own guard fired: a task reached its bound of calls in one run. */
+export class CallBoundError extends NetingestError {
+  constructor(maxCalls: number) {
+    super('CALL_BOUND', `internal: task reached its bound of ${maxCalls} calls in one run`);
+  }
+}
+
+/** The code a thrown value is recorded and decided under. */
+export function errorCodeOf(err: unknown): ErrorCode {
+  if (isApiError(err)) return err.kind;
+  return err instanceof CallBoundError ? 'CALL_BOUND' : 'INTERNAL';
+}
+
+/** What the runner does about a thrown value. */
+export function policyOf(err: unknown): ErrorPolicy {
+  return ERROR_POLICY[errorCodeOf(err)];
+}
+
+/** Whether the failed attempt got a 200, so the service most likely charged it. */
+export function isPaid(err: unknown): boolean {
+  return isApiError(err) && err.paid;
+}

@@ -1,0 +1,72 @@
+/**
+ * p-retry's options for one task: the job's backoff, and hooks that apply the policy table (error-policy.ts) to
+ * each failed attempt: record it, pause every call or stop the run (onFailedAttempt), use up a retry or not
+ * (shouldConsumeRetry), and try again while the table and the task's budgets allow (shouldRetry).
+ */
+import type { Options } from 'p-retry';
+import { DEFAULT_RETRY_AFTER_MS, isApiError, ThrottledError } from '../api/errors.ts';
+import { throttleWaitMs } from './call-bound.ts';
+import { isPaid, policyOf } from './error-policy.ts';
+import type { ExecutableTask, ExecutorContext, RetrySettings } from './task-executor.ts';
+
+/** What one task has used of its budgets in this run (p-retry counts the retries it consumes). */
+export interface TaskTally {
+  calls: number;
+  paidRetries: number;
+  throttled: number;
+}
+
+/** p-retry's options: the job's backoff, and hooks that apply the policy table to each failed attempt. */
+export function retryHooks(task: ExecutableTask, ctx: ExecutorContext, tally: TaskTally): Options {
+  return {
+    // Unbounded here, counted in shouldRetry: p-retry ends a task once `retries` are consumed before it asks
+    // shouldRetry, so it would end one on a 429 after its last retry (or with retries 0), and a 429 uses none.
+    retries: Number.POSITIVE_INFINITY,
+    minTimeout: ctx.retry.minTimeoutMs,
+    maxTimeout: ctx.retry.maxTimeoutMs,
+    factor: 2,
+    randomize: true,
+    signal: ctx.stop.signal,
+    // Not unref'd: a backoff may be the only thing pending, and the run must wait for it, not end.
+    onFailedAttempt: ({ error }) => afterFailedAttempt(task, ctx, tally, error),
+    shouldConsumeRetry: ({ error }) => policyOf(error).consumesRetry,
+    shouldRetry: ({ error, retriesConsumed }) => withinBudget(ctx.retry, tally, error, retriesConsumed),
+  };
+}
+
+/** onFailedAttempt: records the attempt, then pauses everything or stops the run as the policy says. */
+function afterFailedAttempt(task: ExecutableTask, ctx: ExecutorContext, tally: TaskTally, err: Error): void {
+  const policy = policyOf(err);
+  if (isApiError(err)) {
+    // A body kept for reprocess has its api_calls row written with it and the task's failure, in one
+    // transaction (see failure() in task-executor.ts).
+    if (policy.fails !== 'reprocess') void ctx.writer.attemptFailed(task, err);
+    ctx.onAttemptError?.(err);
+  }
+  if (policy.pausesAll) pauseAll(ctx, tally, err);
+  if (policy.stopsRun === 'credits') ctx.guard.markOutOfCredits();
+  if (policy.stopsRun) ctx.stop.stop(policy.stopsRun, err);
+}
+
+/** A 429: every call waits for its Retry-After; past the run's wait cap or the task's cap of 429s, the run stops. */
+function pauseAll(ctx: ExecutorContext, tally: TaskTally, err: Error): void {
+  const askedMs = err instanceof ThrottledError ? err.retryAfterMs : DEFAULT_RETRY_AFTER_MS;
+  ctx.gate.pause(throttleWaitMs(askedMs, ctx.retry));
+  tally.throttled += 1;
+  if (ctx.gate.totalPausedMs > ctx.maxThrottleWaitMs || tally.throttled >= ctx.maxThrottledAttemptsPerTask) {
+    ctx.stop.stop('throttled', err);
+  }
+}
+
+/**
+ * shouldRetry: whether the policy retries the error and the task's budgets still allow it. Past its own
+ * allowance, a charged but unusable 200 ends the task as failed-retryable: the next run tries it again,
+ * instead of this one paying up to `retries` more times for a fault that may repeat.
+ */
+function withinBudget(retry: RetrySettings, tally: TaskTally, err: Error, retriesConsumed: number): boolean {
+  const policy = policyOf(err);
+  if (!policy.retry) return false;
+  if (policy.consumesRetry && retriesConsumed >= retry.retries) return false;
+  if (policy.paidRetries && isPaid(err) && ++tally.paidRetries > retry.paidRetries) return false;
+  return true;
+}
