@@ -83,12 +83,12 @@ CREATE TABLE "company_locations" (
 	"is_headquarter" smallint NOT NULL,
 	"city" text,
 	"country" text,
-	"country_name" text,
 	"geographic_area" text,
 	"is_primary" jsonb,
 	"line1" text,
 	"line2" jsonb,
 	"postal_code" text,
+	"country_name" text,
 	CONSTRAINT "company_locations_company_url_position_pk" PRIMARY KEY("company_url","position")
 );
 --> statement-breakpoint
@@ -173,14 +173,14 @@ CREATE TABLE "posts" (
 	"author_url" text,
 	"author_profile_image" text,
 	"posted_raw" text,
-	"posted_on" text,
 	"text_content" text,
 	"hashtags" jsonb,
 	"media_description" text,
 	"reactions" integer,
 	"comments_count" integer,
 	"first_seen_at" timestamp with time zone NOT NULL,
-	"updated_at" timestamp with time zone NOT NULL
+	"updated_at" timestamp with time zone NOT NULL,
+	"posted_on" text
 );
 --> statement-breakpoint
 CREATE TABLE "raw_responses" (
@@ -189,11 +189,11 @@ CREATE TABLE "raw_responses" (
 	"request_key" text NOT NULL,
 	"request_json" jsonb NOT NULL,
 	"body" text NOT NULL,
-	"body_encoding" text,
 	"received_at" timestamp with time zone NOT NULL,
 	"run_id" bigint,
 	"task_id" bigint,
-	"error_code" text
+	"error_code" text,
+	"body_encoding" text
 );
 --> statement-breakpoint
 CREATE TABLE "run_lock" (

@@ -4,6 +4,9 @@
  * `migrations/postgres/` is generated from this file (`npm run db:generate:pg`); views, SQLite-compatible SQL
  * functions and raw_body() are a hand-written migration there. test/pg-schema-parity.test.ts compares the two.
  *
+ * Columns are in SQLite's physical order (columns later migrations added there come last here too), so
+ * `SELECT *` gives the same columns in the same order on both engines.
+ *
  * Type mapping (docs/postgres.md):
  * - ISO-8601 text timestamps (`*_at`) -> timestamptz. Days (`posted_on`, `posted_date`) stay `YYYY-MM-DD` text,
  *   as on SQLite, so the ready queries that compare them with date text work unchanged.
@@ -78,12 +81,12 @@ export const companyLocations = pgTable(
     isHeadquarter: smallint('is_headquarter').notNull(),
     city: text('city'),
     country: text('country'),
-    countryName: text('country_name'),
     geographicArea: text('geographic_area'),
     isPrimary: asGiven('is_primary'),
     line1: text('line1'),
     line2: asGiven('line2'),
     postalCode: text('postal_code'),
+    countryName: text('country_name'),
   },
   (t) => [
     primaryKey({ columns: [t.companyUrl, t.position] }),
@@ -164,7 +167,6 @@ export const posts = pgTable(
     authorUrl: text('author_url'),
     authorProfileImage: text('author_profile_image'),
     postedRaw: text('posted_raw'),
-    postedOn: text('posted_on'),
     textContent: text('text_content'),
     hashtags: jsonb('hashtags'),
     mediaDescription: text('media_description'),
@@ -172,6 +174,7 @@ export const posts = pgTable(
     commentsCount: integer('comments_count'),
     firstSeenAt: at('first_seen_at').notNull(),
     updatedAt: at('updated_at').notNull(),
+    postedOn: text('posted_on'),
   },
   (t) => [index('posts_author_url_idx').on(t.authorUrl), index('posts_url_idx').on(t.url), index('posts_posted_on_idx').on(t.postedOn)],
 );
@@ -354,12 +357,12 @@ export const rawResponses = pgTable(
     requestJson: jsonb('request_json').notNull(),
     /** The body text exactly as received (never gzipped here: PostgreSQL's TOAST compresses it). */
     body: text('body').notNull(),
-    /** Always NULL on PostgreSQL; kept so the same SQL reads both engines. */
-    bodyEncoding: text('body_encoding'),
     receivedAt: at('received_at').notNull(),
     runId: id('run_id'),
     taskId: id('task_id'),
     errorCode: text('error_code'),
+    /** Always NULL on PostgreSQL; kept so the same SQL reads both engines. */
+    bodyEncoding: text('body_encoding'),
   },
   (t) => [
     index('raw_responses_run_id_idx').on(t.runId),
