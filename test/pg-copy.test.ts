@@ -110,6 +110,10 @@ describe.skipIf(!pgClusterUrl)(`netingest copy${pgClusterUrl ? '' : ` (skipped: 
     expect(cli.code).toBe(2);
     expect(cli.stderr).toMatch(/already holds data \(in companies, .*tasks.*\): netingest copy only fills an empty database/);
     expect(Number((await client.query('SELECT count(*) AS n FROM tasks')).rows[0].n)).toBe(before);
+    // Without --to, NETINGEST_DATABASE_URL names the target: the same database, the same refusal.
+    const fromEnv = await inProcess(['copy', '--from', ws.db], { NETINGEST_DATABASE_URL: target });
+    expect(fromEnv.code).toBe(2);
+    expect(fromEnv.stderr).toMatch(/already holds data/);
   });
 
   it('leaves the target empty when a row fails half-way (one transaction)', async () => {

@@ -157,4 +157,10 @@ describe.skipIf(!pgClusterUrl)(`docs/schema.md's ready queries on both engines${
       expect({ expression, v: onPg }).toEqual({ expression, v: onSqlite });
     }
   });
+
+  it('differs where docs/postgres.md says: month arithmetic past a month end', async () => {
+    const expression = "SELECT date('2026-01-31', '+1 month') AS v";
+    expect(sqlite.sqlite.prepare(expression).get()).toEqual({ v: '2026-03-03' });
+    expect((await client.query(expression)).rows[0]).toEqual({ v: '2026-02-28' });
+  });
 });
