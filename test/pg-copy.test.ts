@@ -97,6 +97,10 @@ describe.skipIf(!pgClusterUrl)(`netingest copy${pgClusterUrl ? '' : ` (skipped: 
     const pgBodies = (await client.query('SELECT id::int AS id, raw_body(body, body_encoding) AS text FROM raw_responses ORDER BY id')).rows;
     expect(pgBodies).toEqual(liteBodies);
 
+    // The lock of a dead run was taken over for the copy and released; the new dataset has no run going on.
+    expect(lite.prepare('SELECT count(*) FROM run_lock').pluck().get()).toBe(0);
+    expect(Number((await client.query('SELECT count(*) AS n FROM run_lock')).rows[0].n)).toBe(0);
+
     const maxRun = lite.prepare('SELECT max(id) FROM runs').pluck().get() as number;
     const inserted = await client.query("INSERT INTO runs (jobs, started_at, status) VALUES ('[]', now(), 'running') RETURNING id");
     expect(Number(inserted.rows[0].id)).toBe(maxRun + 1);
@@ -156,6 +160,19 @@ describe.skipIf(!pgClusterUrl)(`netingest copy${pgClusterUrl ? '' : ` (skipped: 
       expect(ids).toEqual(lite.prepare('SELECT id FROM raw_responses ORDER BY id').pluck().all());
     } finally {
       await check.end();
+    }
+  });
+
+  it('refuses a source a live run is writing to (exit 4): what it pays for would be left out', async () => {
+    const now = new Date().toISOString();
+    lite.prepare(`INSERT OR REPLACE INTO run_lock (id, pid, host, run_id, acquired_at, heartbeat_at, lease_ms) VALUES (1, 4242, 'other-host', 7, ?, ?, 300000)`).run(now, now);
+    try {
+      const empty = await newPgDatabase('copy_locked');
+      const cli = await inProcess(['copy', '--from', ws.db, '--to', empty]);
+      expect(cli.code).toBe(4);
+      expect(cli.stderr).toMatch(/in use by run 7 \(pid 4242 on other-host/);
+    } finally {
+      lite.prepare('DELETE FROM run_lock').run();
     }
   });
 

@@ -3,6 +3,10 @@
  * an empty PostgreSQL one. Each table is streamed in primary-key order (better-sqlite3's iterate(), multi-row
  * INSERTs in batches: no table is ever held in memory), its values converted to the PostgreSQL types, all in one
  * transaction on the target (all or nothing), the identity sequences set past the copied ids at the end.
+ *
+ * The copy holds the source's run lock, as prune and reprocess do: a run writing meanwhile would pay for answers
+ * the copy leaves behind, and a run on PostgreSQL would then pay for them again. run_lock itself is therefore
+ * not copied: it is the SQLite file's, and the new dataset has no run going on.
  */
 import { existsSync } from 'node:fs';
 import type BetterSqlite3 from 'better-sqlite3';
@@ -11,7 +15,9 @@ import { is } from 'drizzle-orm';
 import { getTableConfig, type PgTable } from 'drizzle-orm/pg-core';
 import { SQLiteTable, getTableConfig as getSqliteTableConfig } from 'drizzle-orm/sqlite-core';
 import { UsageError } from '../errors.ts';
-import { openDatabase } from './open.ts';
+import { DatabaseReadonlyError } from './errors.ts';
+import { openDatabase, type Database } from './open.ts';
+import { acquireRunLock, LockedError, readRunLock, type RunLock } from './run-lock.ts';
 import { decodeRawBody } from './raw-body.ts';
 import { openPgStore, type PgStoreOptions } from './pg/open.ts';
 import * as pgSchema from './pg/schema.ts';
@@ -22,7 +28,7 @@ export const COPY_ORDER: readonly PgTable[] = [
   pgSchema.companies, pgSchema.companyLocations, pgSchema.companyIndustries, pgSchema.companySpecialities, pgSchema.companyHashtags,
   pgSchema.similarCompanies, pgSchema.posts, pgSchema.postMedia, pgSchema.jobs, pgSchema.jobSearches, pgSchema.jobSearchResults,
   pgSchema.runs, pgSchema.tasks, pgSchema.invalidInputs, pgSchema.apiCalls, pgSchema.rawResponses, pgSchema.answerAnomalies,
-  pgSchema.answerDrift, pgSchema.runLock, pgSchema.netingestMeta,
+  pgSchema.answerDrift, pgSchema.netingestMeta,
 ];
 
 /** Options of copyDataset(); defaults in COPY_DEFAULTS. */
@@ -71,8 +77,7 @@ interface ColumnPlan {
 export async function copyDataset(fromFile: string, toUrl: string, options: CopyDatasetOptions = {}): Promise<CopyReport> {
   const opts = { ...COPY_DEFAULTS, ...options };
   if (!existsSync(fromFile)) throw new UsageError(`no database at ${fromFile}: nothing to copy (see --from)`);
-  // Read-only, but brought to this build's schema first if an older netingest wrote it, as `status` does.
-  const source = openDatabase(fromFile, { readonly: true, upgradeOlderSchema: true });
+  const { source, lock } = openSource(fromFile);
   try {
     const target = await openPgStore(toUrl, opts.pg);
     try {
@@ -86,7 +91,34 @@ export async function copyDataset(fromFile: string, toUrl: string, options: Copy
       await target.close();
     }
   } finally {
+    lock?.release();
     source.close();
+  }
+}
+
+/**
+ * The source with its run lock held; a file that cannot be written (a read-only mount) is read without it, once
+ * no live run holds it. Either way brought to this build's schema first, as every command does.
+ */
+function openSource(file: string): { source: Database; lock: RunLock | null } {
+  let source: Database;
+  try {
+    source = openDatabase(file);
+  } catch (err) {
+    if (!(err instanceof DatabaseReadonlyError)) throw err;
+    source = openDatabase(file, { readonly: true, upgradeOlderSchema: true });
+    const held = readRunLock(source);
+    if (held?.alive) {
+      source.close();
+      throw new LockedError(`the database ${source.file} is in use by a run (pid ${held.pid} on ${held.host}, since ${held.acquiredAt}); copy it once the run has ended`);
+    }
+    return { source, lock: null };
+  }
+  try {
+    return { source, lock: acquireRunLock(source) };
+  } catch (err) {
+    source.close();
+    throw err;
   }
 }
 
