@@ -56,6 +56,11 @@ export const commands: LazyCommand[] = [
     load: async () => (await import('./prune.ts')).pruneCommand,
   },
   {
+    name: 'copy',
+    describe: 'Copy a SQLite dataset (data, ledger, runs, raw archive) into an empty PostgreSQL database, all or nothing',
+    load: async () => (await import('./copy.ts')).copyCommand,
+  },
+  {
     name: 'sandbox',
     describe: 'Run a local emulator of the API (synthetic data, credits, rate limit, fault injection)',
     load: async () => (await import('./sandbox.ts')).sandboxCommand,

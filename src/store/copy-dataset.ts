@@ -1,0 +1,275 @@
+/**
+ * `netingest copy`: moves a SQLite dataset (data, ledger, runs, calls, raw archive, anomalies, drift, meta) into
+ * an empty PostgreSQL one. Each table is streamed in primary-key order (better-sqlite3's iterate(), multi-row
+ * INSERTs in batches: no table is ever held in memory), its values converted to the PostgreSQL types, all in one
+ * transaction on the target (all or nothing), the identity sequences set past the copied ids at the end.
+ *
+ * The copy holds the source's run lock, as prune and reprocess do: a run writing meanwhile would pay for answers
+ * the copy leaves behind, and a run on PostgreSQL would then pay for them again. run_lock itself is therefore
+ * not copied: it is the SQLite file's, and the new dataset has no run going on.
+ */
+import { existsSync } from 'node:fs';
+import type BetterSqlite3 from 'better-sqlite3';
+import type pg from 'pg';
+import { is } from 'drizzle-orm';
+import { getTableConfig, type PgTable } from 'drizzle-orm/pg-core';
+import { SQLiteTable, getTableConfig as getSqliteTableConfig } from 'drizzle-orm/sqlite-core';
+import { UsageError } from '../errors.ts';
+import { DatabaseReadonlyError } from './errors.ts';
+import { openDatabase, type Database } from './open.ts';
+import { acquireRunLock, LockedError, readRunLock, type RunLock } from './run-lock.ts';
+import { decodeRawBody } from './raw-body.ts';
+import { openPgStore, type PgStoreOptions } from './pg/open.ts';
+import * as pgSchema from './pg/schema.ts';
+import * as sqliteSchema from './schema.ts';
+
+/** The order tables are copied in: a table after the ones its foreign keys name. */
+export const COPY_ORDER: readonly PgTable[] = [
+  pgSchema.companies, pgSchema.companyLocations, pgSchema.companyIndustries, pgSchema.companySpecialities, pgSchema.companyHashtags,
+  pgSchema.similarCompanies, pgSchema.posts, pgSchema.postMedia, pgSchema.jobs, pgSchema.jobSearches, pgSchema.jobSearchResults,
+  pgSchema.runs, pgSchema.tasks, pgSchema.invalidInputs, pgSchema.apiCalls, pgSchema.rawResponses, pgSchema.answerAnomalies,
+  pgSchema.answerDrift, pgSchema.netingestMeta,
+];
+
+/** Options of copyDataset(); defaults in COPY_DEFAULTS. */
+export interface CopyDatasetOptions {
+  /** Rows per INSERT at most (fewer for wide tables: PostgreSQL takes 65,535 parameters a statement). */
+  batchRows?: number;
+  /** An INSERT is sent once its values reach this many bytes, whatever its row count (raw bodies are large). */
+  batchBytes?: number;
+  /** Told after each table. */
+  onTable?: (table: string, rows: number) => void;
+  /** The target's pool options. */
+  pg?: PgStoreOptions;
+}
+
+export const COPY_DEFAULTS: Required<Pick<CopyDatasetOptions, 'batchRows' | 'batchBytes'>> = { batchRows: 500, batchBytes: 4 * 1024 * 1024 };
+
+export interface CopyReport {
+  /** Rows copied per table, in copy order. */
+  tables: Array<{ table: string; rows: number }>;
+  rows: number;
+}
+
+/** The target already holds a dataset: copying into it would mix two. Exit 2. */
+export class CopyTargetNotEmptyError extends UsageError {
+  constructor(shownUrl: string, tables: readonly string[]) {
+    super(
+      `${shownUrl} already holds data (in ${tables.join(', ')}): netingest copy only fills an empty database, ` +
+        'so that nothing is mixed or paid twice; copy into a new database, or drop and recreate this one',
+      'COPY_TARGET_NOT_EMPTY',
+    );
+  }
+}
+
+/** Kept in the target as its own migrations set it, not copied. */
+const META_KEPT = new Set(['schema_version']);
+/** Serializes copies into one target: the second finds the first's rows and is refused. */
+const COPY_LOCK_KEY = '7236281237890561';
+const MAX_PARAMETERS = 65_535;
+
+interface ColumnPlan {
+  name: string;
+  convert: (value: unknown, row: Record<string, unknown>) => unknown;
+}
+
+/** Copies the SQLite dataset at `fromFile` into the empty PostgreSQL database at `toUrl`. */
+export async function copyDataset(fromFile: string, toUrl: string, options: CopyDatasetOptions = {}): Promise<CopyReport> {
+  const opts = { ...COPY_DEFAULTS, ...options };
+  if (!existsSync(fromFile)) throw new UsageError(`no database at ${fromFile}: nothing to copy (see --from)`);
+  const { source, lock } = openSource(fromFile);
+  try {
+    const target = await openPgStore(toUrl, opts.pg);
+    try {
+      const client = await target.pool.connect();
+      try {
+        return await copyInTransaction(source.sqlite, client, target.shownUrl, opts);
+      } finally {
+        client.release();
+      }
+    } finally {
+      await target.close();
+    }
+  } finally {
+    lock?.release();
+    source.close();
+  }
+}
+
+/**
+ * The source with its run lock held; a file that cannot be written (a read-only mount) is read without it, once
+ * no live run holds it. Either way brought to this build's schema first, as every command does.
+ */
+function openSource(file: string): { source: Database; lock: RunLock | null } {
+  let source: Database;
+  try {
+    source = openDatabase(file);
+  } catch (err) {
+    if (!(err instanceof DatabaseReadonlyError)) throw err;
+    source = openDatabase(file, { readonly: true, upgradeOlderSchema: true });
+    const held = readRunLock(source);
+    if (held?.alive) {
+      source.close();
+      throw new LockedError(`the database ${source.file} is in use by a run (pid ${held.pid} on ${held.host}, since ${held.acquiredAt}); copy it once the run has ended`);
+    }
+    return { source, lock: null };
+  }
+  try {
+    return { source, lock: acquireRunLock(source) };
+  } catch (err) {
+    source.close();
+    throw err;
+  }
+}
+
+async function copyInTransaction(
+  sqlite: BetterSqlite3.Database,
+  client: pg.PoolClient,
+  shownUrl: string,
+  opts: typeof COPY_DEFAULTS & CopyDatasetOptions,
+): Promise<CopyReport> {
+  // One snapshot of the source: a run writing meanwhile cannot tear the copy between tables.
+  sqlite.exec('BEGIN');
+  await client.query('BEGIN');
+  try {
+    await client.query('SELECT pg_advisory_xact_lock($1)', [COPY_LOCK_KEY]);
+    await refuseNonEmpty(client, shownUrl);
+    const report: CopyReport = { tables: [], rows: 0 };
+    for (const table of COPY_ORDER) {
+      const { name } = getTableConfig(table);
+      const rows = await copyTable(sqlite, client, table, opts);
+      report.tables.push({ table: name, rows });
+      report.rows += rows;
+      opts.onTable?.(name, rows);
+    }
+    await setIdentitiesPastCopiedIds(client);
+    await client.query('COMMIT');
+    return report;
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw err;
+  } finally {
+    sqlite.exec('COMMIT');
+  }
+}
+
+async function refuseNonEmpty(client: pg.PoolClient, shownUrl: string): Promise<void> {
+  const holding: string[] = [];
+  for (const table of COPY_ORDER) {
+    const { name } = getTableConfig(table);
+    // netingest_meta is filled by the migrations themselves.
+    const filter = table === pgSchema.netingestMeta ? ` WHERE key NOT IN ('schema_version', 'canonical_urls')` : '';
+    const found = await client.query(`SELECT 1 FROM "${name}"${filter} LIMIT 1`);
+    if (found.rowCount) holding.push(name);
+  }
+  if (holding.length > 0) throw new CopyTargetNotEmptyError(shownUrl, holding);
+}
+
+async function copyTable(
+  sqlite: BetterSqlite3.Database,
+  client: pg.PoolClient,
+  table: PgTable,
+  opts: typeof COPY_DEFAULTS & CopyDatasetOptions,
+): Promise<number> {
+  const config = getTableConfig(table);
+  const columns = planColumns(table);
+  const names = columns.map((c) => `"${c.name}"`).join(', ');
+  const keyColumns = (sqlite.prepare(`PRAGMA table_info("${config.name}")`).all() as Array<{ name: string; pk: number }>)
+    .filter((c) => c.pk > 0)
+    .sort((a, b) => a.pk - b.pk)
+    .map((c) => `"${c.name}"`);
+  const isMeta = table === pgSchema.netingestMeta;
+  const conflict = isMeta ? ' ON CONFLICT (key) DO UPDATE SET value = excluded.value' : '';
+  const maxRows = Math.max(1, Math.min(opts.batchRows, Math.floor(MAX_PARAMETERS / columns.length)));
+  const select = sqlite.prepare(`SELECT ${names} FROM "${config.name}" ORDER BY ${keyColumns.join(', ')}`);
+
+  let batch: unknown[][] = [];
+  let bytes = 0;
+  let copied = 0;
+  const flush = async () => {
+    if (batch.length === 0) return;
+    const params: unknown[] = [];
+    const tuples = batch.map((values) => `(${values.map((v) => `$${params.push(v)}`).join(', ')})`);
+    try {
+      await client.query(`INSERT INTO "${config.name}" (${names}) VALUES ${tuples.join(', ')}${conflict}`, params);
+    } catch (err) {
+      throw new Error(`copying ${config.name} (rows ${copied + 1}-${copied + batch.length} in key order): ${(err as Error).message}`, { cause: err });
+    }
+    copied += batch.length;
+    batch = [];
+    bytes = 0;
+  };
+  for (const row of select.iterate() as IterableIterator<Record<string, unknown>>) {
+    if (isMeta && META_KEPT.has(String(row.key))) continue;
+    const values = columns.map((c) => convertOrSay(c, row, config.name, keyColumns));
+    batch.push(values);
+    bytes += values.reduce<number>((sum, v) => sum + sizeOf(v), 0);
+    if (batch.length >= maxRows || bytes >= opts.batchBytes) await flush();
+  }
+  await flush();
+  return copied;
+}
+
+function convertOrSay(column: ColumnPlan, row: Record<string, unknown>, table: string, keyColumns: string[]): unknown {
+  try {
+    return column.convert(row[column.name], row);
+  } catch (err) {
+    const key = keyColumns.map((k) => `${k}=${String(row[k.slice(1, -1)])}`).join(', ');
+    throw new Error(`copying ${table} (${key}): ${column.name}: ${(err as Error).message}`, { cause: err });
+  }
+}
+
+/** How each column's SQLite value becomes its PostgreSQL one. */
+function planColumns(table: PgTable): ColumnPlan[] {
+  const { name: tableName, columns } = getTableConfig(table);
+  return columns.map((column) => {
+    const type = column.getSQLType();
+    const name = column.name;
+    if (tableName === 'raw_responses' && name === 'body') {
+      // gzip bodies become their text: PostgreSQL compresses large values itself, and raw_body() stays SQL.
+      return { name, convert: (value, row) => decodeRawBody(value, row.body_encoding) };
+    }
+    if (tableName === 'raw_responses' && name === 'body_encoding') return { name, convert: () => null };
+    if (type === 'jsonb') return { name, convert: jsonbConverter(tableName, name) };
+    if (type === 'text') return { name, convert: (value) => (Buffer.isBuffer(value) ? value.toString('utf8') : value) };
+    return { name, convert: (value) => value };
+  });
+}
+
+/** `table.column` of the columns SQLite declares BLOB ("as given"): a value of any type, kept as that JSON value. */
+const AS_GIVEN = new Set(
+  (Object.values(sqliteSchema) as unknown[])
+    .filter((value): value is SQLiteTable => is(value, SQLiteTable))
+    .flatMap((table) => {
+      const config = getSqliteTableConfig(table);
+      return config.columns.filter((c) => c.getSQLType() === 'blob').map((c) => `${config.name}.${c.name}`);
+    }),
+);
+
+function jsonbConverter(table: string, column: string): (value: unknown) => unknown {
+  if (AS_GIVEN.has(`${table}.${column}`)) {
+    // A number stays a number, a string a string (JSON-encoded so the server reads it as a JSON string).
+    return (value) => (value === null || value === undefined ? null : JSON.stringify(Buffer.isBuffer(value) ? value.toString('utf8') : value));
+  }
+  // Columns holding JSON text: the text is the JSON value.
+  return (value) => (value === null || value === undefined ? null : Buffer.isBuffer(value) ? value.toString('utf8') : String(value));
+}
+
+function sizeOf(value: unknown): number {
+  if (typeof value === 'string') return value.length;
+  if (Buffer.isBuffer(value)) return value.length;
+  return 8;
+}
+
+/** Sets each identity sequence past the largest copied id, so the next row the engine numbers is new. */
+async function setIdentitiesPastCopiedIds(client: pg.PoolClient): Promise<void> {
+  const identities = await client.query<{ table_name: string; column_name: string }>(
+    "SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = 'public' AND is_identity = 'YES'",
+  );
+  for (const { table_name: table, column_name: column } of identities.rows) {
+    await client.query(
+      `SELECT setval(pg_get_serial_sequence($1, $2), COALESCE((SELECT max("${column}") FROM "${table}"), 1), (SELECT max("${column}") FROM "${table}") IS NOT NULL)`,
+      [`"${table}"`, column],
+    );
+  }
+}

@@ -1,0 +1,71 @@
+/**
+ * Which engine holds the dataset: `--db postgres://...` (or `postgresql://`), or else the environment's
+ * NETINGEST_DATABASE_URL, selects PostgreSQL; a file path, or nothing, keeps SQLite (the default file).
+ * Parses and validates only: opening is the store's job.
+ */
+import { UsageError } from '../errors.ts';
+import { isPostgresUrl, redactDatabaseUrl } from './pg/database-url.ts';
+
+export const DATABASE_URL_ENV = 'NETINGEST_DATABASE_URL';
+
+export type DatasetLocation =
+  | { engine: 'sqlite'; file: string }
+  /** `url` is the URL to connect with; `shownUrl` the one to print (password hidden). */
+  | { engine: 'postgres'; url: string; shownUrl: string };
+
+export interface LocateDatasetOptions {
+  /** The `--db` value, when given. */
+  db?: string;
+  /** Where NETINGEST_DATABASE_URL is read from. */
+  env?: Readonly<Record<string, string | undefined>>;
+  /** The SQLite file when neither says otherwise. */
+  defaultFile?: string;
+}
+
+const DEFAULTS = { env: process.env, defaultFile: 'data/netingest.db' };
+
+/** libpq's sslmode values, and node-postgres's own `no-verify`. */
+const SSL_MODES = new Set(['disable', 'allow', 'prefer', 'require', 'verify-ca', 'verify-full', 'no-verify']);
+
+/** Where the dataset is; a UsageError (exit 2) for a value that cannot be one. */
+export function locateDataset(options: LocateDatasetOptions = {}): DatasetLocation {
+  const opts = { ...DEFAULTS, ...options };
+  const db = opts.db?.trim();
+  if (db) return fromDbOption(db);
+  const envUrl = opts.env[DATABASE_URL_ENV]?.trim();
+  if (envUrl) {
+    if (!isPostgresUrl(envUrl)) {
+      throw new UsageError(`${DATABASE_URL_ENV} must be a postgres:// or postgresql:// URL (got ${redactDatabaseUrl(envUrl)}); for a SQLite file use --db <file>`);
+    }
+    return postgresLocation(envUrl, DATABASE_URL_ENV);
+  }
+  return { engine: 'sqlite', file: opts.defaultFile };
+}
+
+function fromDbOption(db: string): DatasetLocation {
+  if (isPostgresUrl(db)) return postgresLocation(db, '--db');
+  // `mysql://...` or `sqlite://...` as a file name is surely a mistake, not a folder named "mysql:".
+  const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(db);
+  if (scheme) {
+    throw new UsageError(`--db ${redactDatabaseUrl(db)}: ${scheme[1]}:// is not a database netingest can use; give a SQLite file path or a postgres:// URL`);
+  }
+  return { engine: 'sqlite', file: db };
+}
+
+function postgresLocation(url: string, source: string): DatasetLocation {
+  const shownUrl = redactDatabaseUrl(url);
+  const invalid = (why: string) => new UsageError(`${source} ${shownUrl}: ${why}`);
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw invalid('not a valid URL (postgres://user:password@host:5432/database; percent-encode special characters in the password)');
+  }
+  if (!parsed.hostname && !parsed.searchParams.get('host')) throw invalid('names no host');
+  const database = decodeURIComponent(parsed.pathname.replace(/^\//, ''));
+  if (!database) throw invalid('names no database (postgres://host:5432/<database>)');
+  if (database.includes('/')) throw invalid(`"${database}" is not a database name`);
+  const sslmode = parsed.searchParams.get('sslmode');
+  if (sslmode !== null && !SSL_MODES.has(sslmode)) throw invalid(`sslmode=${sslmode} is not one of ${[...SSL_MODES].join(', ')}`);
+  return { engine: 'postgres', url, shownUrl };
+}

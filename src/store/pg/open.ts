@@ -1,0 +1,173 @@
+/**
+ * Opens the dataset on PostgreSQL: a pg.Pool (node-postgres: pooling, TLS from `sslmode` in the URL, the
+ * statement timeout, all the driver's own), drizzle over it, and this build's migrations/postgres applied
+ * under an advisory lock so that several workers opening one new database at once do not race.
+ */
+import { join } from 'node:path';
+import pg from 'pg';
+import { drizzle, type NodePgDatabase } from 'drizzle-orm/node-postgres';
+import { migrate } from 'drizzle-orm/node-postgres/migrator';
+import { readMigrationFiles } from 'drizzle-orm/migrator';
+import { PACKAGE_ROOT } from '../../package-root.ts';
+import { DatabaseError, DatabaseTooNewError } from '../errors.ts';
+import { DRIZZLE_MIGRATIONS_TABLE } from '../migration-state.ts';
+import { redactDatabaseUrl } from './database-url.ts';
+import * as schema from './schema.ts';
+
+/** The generated PostgreSQL migrations, in the package (checkout or installed). */
+export const PG_MIGRATIONS_FOLDER = join(PACKAGE_ROOT, 'migrations', 'postgres');
+
+/** Everything netingest keeps (tables, views, functions, the migrations record) is in this one schema. */
+export const PG_SCHEMA = 'public';
+
+/** Any fixed 64-bit key, the same in every netingest build: "netingest migrations". */
+const MIGRATION_LOCK_KEY = 0x6e6574696e6765n; // 'netinge'
+
+export type PgDrizzle = NodePgDatabase<typeof schema>;
+
+/** Options of openPgStore(); every default is in PG_STORE_DEFAULTS. */
+export interface PgStoreOptions {
+  /** A statement running longer is cancelled by the server. */
+  statementTimeoutMs?: number;
+  /** Connections the pool opens at most. */
+  maxConnections?: number;
+  /** How long connecting may take before it fails. */
+  connectTimeoutMs?: number;
+  /** How long an idle pooled connection is kept. */
+  idleTimeoutMs?: number;
+  /** Shown in pg_stat_activity. */
+  applicationName?: string;
+  /** Migrations to apply; tests only. */
+  migrationsFolder?: string;
+}
+
+export const PG_STORE_DEFAULTS: Required<PgStoreOptions> = {
+  statementTimeoutMs: 60_000,
+  maxConnections: 10,
+  connectTimeoutMs: 10_000,
+  idleTimeoutMs: 30_000,
+  applicationName: 'netingest',
+  migrationsFolder: PG_MIGRATIONS_FOLDER,
+};
+
+/** An open PostgreSQL dataset. */
+export interface PgStore {
+  pool: pg.Pool;
+  db: PgDrizzle;
+  /** The URL with its password hidden: the only form to show. */
+  shownUrl: string;
+  close(): Promise<void>;
+}
+
+/** Opens (migrating when needed) the PostgreSQL dataset at `url`. */
+export async function openPgStore(url: string, options: PgStoreOptions = {}): Promise<PgStore> {
+  const opts = { ...PG_STORE_DEFAULTS, ...options };
+  const shownUrl = redactDatabaseUrl(url);
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: opts.maxConnections,
+    connectionTimeoutMillis: opts.connectTimeoutMs,
+    idleTimeoutMillis: opts.idleTimeoutMs,
+    statement_timeout: opts.statementTimeoutMs,
+    application_name: opts.applicationName,
+    // SQLite's times are UTC; so are this pool's date(), now() and timestamptz text.
+    options: '-c TimeZone=UTC',
+  });
+  // An idle client's error (the server restarted) must not crash the process; the next query reports it.
+  pool.on('error', () => undefined);
+  try {
+    await migrateLocked(pool, shownUrl, opts.migrationsFolder);
+  } catch (err) {
+    await pool.end().catch(() => undefined);
+    throw toPgOpenError(err, shownUrl, passwordOf(url));
+  }
+  let closed = false;
+  return {
+    pool,
+    db: drizzle(pool, { schema }),
+    shownUrl,
+    async close() {
+      if (closed) return;
+      closed = true;
+      await pool.end();
+    },
+  };
+}
+
+async function migrateLocked(pool: pg.Pool, shownUrl: string, migrationsFolder: string): Promise<void> {
+  const client = await pool.connect();
+  try {
+    // Session-level lock: held across the migrator's own transaction, released below or when the session ends.
+    await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY.toString()]);
+    try {
+      await checkSchemaState(client, shownUrl, migrationsFolder);
+      await migrate(drizzle(client), { migrationsFolder, migrationsSchema: PG_SCHEMA, migrationsTable: DRIZZLE_MIGRATIONS_TABLE });
+      await recordSchemaVersion(client, migrationsFolder);
+    } finally {
+      await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY.toString()]).catch(() => undefined);
+    }
+  } finally {
+    client.release();
+  }
+}
+
+/** Refuses another program's tables and a database a newer netingest migrated, before changing anything. */
+async function checkSchemaState(client: pg.PoolClient, shownUrl: string, migrationsFolder: string): Promise<void> {
+  const tables = await client.query<{ name: string }>(
+    'SELECT table_name AS name FROM information_schema.tables WHERE table_schema = $1',
+    [PG_SCHEMA],
+  );
+  const names = new Set(tables.rows.map((r) => r.name));
+  if (names.size === 0) return;
+  if (!names.has(DRIZZLE_MIGRATIONS_TABLE)) {
+    throw new DatabaseError(
+      'DB_NOT_NETINGEST',
+      shownUrl,
+      `${shownUrl} holds tables of another program in schema ${PG_SCHEMA} but no netingest schema; choose another database`,
+    );
+  }
+  const known = new Set(readMigrationFiles({ migrationsFolder }).map((m) => m.hash));
+  const applied = await client.query<{ hash: string; created_at: string }>(
+    `SELECT hash, created_at FROM "${PG_SCHEMA}"."${DRIZZLE_MIGRATIONS_TABLE}" ORDER BY created_at`,
+  );
+  const unknown = applied.rows.filter((r) => !known.has(r.hash));
+  if (unknown.length > 0) {
+    throw new DatabaseTooNewError(
+      shownUrl,
+      unknown.map((m) => `${new Date(Number(m.created_at)).toISOString()} (${m.hash.slice(0, 12)})`),
+    );
+  }
+}
+
+async function recordSchemaVersion(client: pg.PoolClient, migrationsFolder: string): Promise<void> {
+  const files = readMigrationFiles({ migrationsFolder });
+  const version = files.length === 0 ? '0' : String(files[files.length - 1]!.folderMillis);
+  await client.query(
+    `INSERT INTO netingest_meta (key, value) VALUES ('schema_version', $1)
+     ON CONFLICT (key) DO UPDATE SET value = excluded.value WHERE netingest_meta.value <> excluded.value`,
+    [version],
+  );
+}
+
+/** A failure to reach or prepare the database, naming it by its shown URL; the password never appears. */
+export function toPgOpenError(err: unknown, shownUrl: string, password: string | null = null): unknown {
+  if (err instanceof DatabaseError) return err;
+  const code = typeof (err as { code?: unknown })?.code === 'string' ? (err as { code: string }).code : '';
+  const raw = err instanceof Error ? err.message : String(err);
+  // The driver's own messages do not quote the password; this makes sure none ever does.
+  const message = password ? raw.split(password).join('***') : raw;
+  const detail = code ? `${message} [${code}]` : message;
+  if (code === '25006' || code === '42501') {
+    return new DatabaseError('DB_READONLY', shownUrl, `database ${shownUrl} cannot be written (${detail}); check the role's privileges`);
+  }
+  return new DatabaseError('DB_OPEN_FAILED', shownUrl, `cannot open database ${shownUrl}: ${detail}`);
+}
+
+function passwordOf(url: string): string | null {
+  try {
+    const parsed = new URL(url);
+    return parsed.password ? decodeURIComponent(parsed.password) : parsed.searchParams.get('password');
+  } catch {
+    return null;
+  }
+}

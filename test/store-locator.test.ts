@@ -1,0 +1,59 @@
+import { describe, expect, it } from 'vitest';
+import { DATABASE_URL_ENV, locateDataset } from '../src/store/locator.ts';
+import { UsageError } from '../src/errors.ts';
+
+const noEnv = {};
+
+function refusal(options: Parameters<typeof locateDataset>[0]): UsageError {
+  try {
+    locateDataset(options);
+  } catch (err) {
+    expect(err).toBeInstanceOf(UsageError);
+    return err as UsageError;
+  }
+  throw new Error('expected a refusal');
+}
+
+describe('locateDataset', () => {
+  it('keeps SQLite for nothing or a file path', () => {
+    expect(locateDataset({ env: noEnv })).toEqual({ engine: 'sqlite', file: 'data/netingest.db' });
+    expect(locateDataset({ env: noEnv, defaultFile: 'x.db' })).toEqual({ engine: 'sqlite', file: 'x.db' });
+    expect(locateDataset({ db: 'data/other.db', env: noEnv })).toEqual({ engine: 'sqlite', file: 'data/other.db' });
+    expect(locateDataset({ db: '/abs/path/with:colon.db', env: noEnv })).toEqual({ engine: 'sqlite', file: '/abs/path/with:colon.db' });
+  });
+
+  it('selects PostgreSQL for a postgres:// or postgresql:// --db, hiding the password in the shown URL', () => {
+    expect(locateDataset({ db: 'postgres://u@db.example:5432/netingest', env: noEnv })).toEqual({
+      engine: 'postgres', url: 'postgres://u@db.example:5432/netingest', shownUrl: 'postgres://u@db.example:5432/netingest',
+    });
+    const located = locateDataset({ db: 'postgresql://u:p%40ss@db.example/netingest?sslmode=verify-full', env: noEnv });
+    expect(located.engine).toBe('postgres');
+    expect(located).toMatchObject({ url: 'postgresql://u:p%40ss@db.example/netingest?sslmode=verify-full' });
+    expect(located.engine === 'postgres' && located.shownUrl).toBe('postgresql://u:***@db.example/netingest?sslmode=verify-full');
+  });
+
+  it(`reads ${DATABASE_URL_ENV} when --db is not given, and --db wins over it`, () => {
+    const env = { [DATABASE_URL_ENV]: 'postgres://u:pw@h/dataset' };
+    expect(locateDataset({ env })).toMatchObject({ engine: 'postgres', url: 'postgres://u:pw@h/dataset', shownUrl: 'postgres://u:***@h/dataset' });
+    expect(locateDataset({ env, db: 'local.db' })).toEqual({ engine: 'sqlite', file: 'local.db' });
+    expect(locateDataset({ env: { [DATABASE_URL_ENV]: '  ' } })).toEqual({ engine: 'sqlite', file: 'data/netingest.db' });
+  });
+
+  it('accepts a socket folder given as ?host=', () => {
+    expect(locateDataset({ db: 'postgres:///netingest?host=/var/run/postgresql', env: noEnv }).engine).toBe('postgres');
+  });
+
+  it('refuses what cannot be a dataset, naming it without the password', () => {
+    expect(refusal({ db: 'postgres:///netingest', env: noEnv }).message).toMatch(/names no host/);
+    expect(refusal({ db: 'postgres://u:hunter2@/netingest', env: noEnv }).message).toMatch(/not a valid URL/);
+    expect(refusal({ db: 'postgres://u:hunter2@h:5432', env: noEnv }).message).toMatch(/names no database/);
+    expect(refusal({ db: 'postgres://u:hunter2@h/a/b', env: noEnv }).message).toMatch(/not a database name/);
+    expect(refusal({ db: 'postgres://u:hunter2@h/db?sslmode=sometimes', env: noEnv }).message).toMatch(/sslmode=sometimes is not one of/);
+    expect(refusal({ db: 'postgres://u:hunter2@h:99999/db', env: noEnv }).message).toMatch(/not a valid URL/);
+    expect(refusal({ db: 'mysql://u:hunter2@h/db', env: noEnv }).message).toMatch(/mysql:\/\/ is not a database netingest can use/);
+    expect(refusal({ env: { [DATABASE_URL_ENV]: 'data/x.db' } }).message).toMatch(new RegExp(`${DATABASE_URL_ENV} must be a postgres`));
+    for (const db of ['postgres://u:hunter2@/netingest', 'postgres://u:hunter2@h:99999/db', 'mysql://u:hunter2@h/db', 'postgres://u:hunter2@h/db?sslmode=x']) {
+      expect(refusal({ db, env: noEnv }).message).not.toContain('hunter2');
+    }
+  });
+});
