@@ -44,6 +44,10 @@ export async function statusReport(options: StatusOptions): Promise<FullStatusRe
 
 /** The report as the command prints it without --json. */
 export function formatStatus(r: FullStatusReport): string {
+  return [...runLines(r), '', ...taskLines(r), '', ...creditLines(r)].join('\n') + '\n';
+}
+
+function runLines(r: FullStatusReport): string[] {
   const lines: string[] = [];
   if (r.lock?.alive) lines.push(`A run is in progress: run ${r.lock.runId ?? '?'} (pid ${r.lock.pid} on ${r.lock.host}, since ${r.lock.acquiredAt})`, '');
   for (const run of r.unfinishedRuns) {
@@ -63,7 +67,11 @@ export function formatStatus(r: FullStatusReport): string {
         `${run.creditsSpent ?? 0} credits${run.error ? `; ${run.error.replaceAll('\n', '\n      ')}` : ''}`,
     );
   }
-  lines.push('', 'Tasks by status:');
+  return lines;
+}
+
+function taskLines(r: FullStatusReport): string[] {
+  const lines = ['Tasks by status:'];
   const jobs = Object.entries(r.tasksByJob);
   if (jobs.length === 0) lines.push('  none');
   for (const [job, counts] of jobs) {
@@ -80,7 +88,11 @@ export function formatStatus(r: FullStatusReport): string {
     lines.push('', `Answer drift in run ${r.drift.runId} (answers that differ from the spec, stored as far as they can be read):`);
     for (const line of driftPathLines(r.drift.rows.map((d) => ({ ...d, kind: d.kind as DriftKind, of: d.seen })))) lines.push(`  ${line}`);
   }
-  lines.push('', `Credits spent by all runs: ${r.creditsSpentAllRuns}`);
+  return lines;
+}
+
+function creditLines(r: FullStatusReport): string[] {
+  const lines = [`Credits spent by all runs: ${r.creditsSpentAllRuns}`];
   if (r.creditsUncountedBetweenRuns > 0) {
     lines.push(
       `Credits used between runs and counted by none: ${r.creditsUncountedBetweenRuns} (paid answers lost in flight when a run was ` +
@@ -97,5 +109,5 @@ export function formatStatus(r: FullStatusReport): string {
     const gap = since !== null && since > 0 ? `; ${since} used since the last answer stored, by calls lost in flight or elsewhere` : '';
     lines.push(`Balance now: ${r.liveBalance.balance} of ${r.liveBalance.totalCredits} (asked the service's free credit check${gap})`);
   }
-  return lines.join('\n') + '\n';
+  return lines;
 }
