@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import type pg from 'pg';
+import pg from 'pg';
 import { createTaskClaims } from '../src/store/pg/coordination/task-claims.ts';
 import { coordinationDatabase, planTasks, startWorker, waitFor, type WorkerProcess } from './pg/coordination-fixtures.ts';
 import { newPgDatabase, pgClusterUrl, pgSkipReason } from './pg/use-pg.ts';
@@ -95,6 +95,37 @@ describe.skipIf(!pgClusterUrl)(`task claims on PostgreSQL${pgClusterUrl ? '' : `
     expect((await b.claim(filter, 100)).map((t) => t.inputKey)).toEqual(['in-00001', 'in-00001']);
     // --refresh makes the failed-for-good input due; its lease is nobody's yet.
     expect((await a.claim({ ...filter, refresh: true }, 100)).map((t) => t.inputKey)).toEqual(['in-00002', 'in-00002', 'in-00002']);
+  });
+
+  it('skips inputs another claim is taking, and leaves a lease its snapshot missed to its holder', async () => {
+    const { url, pool } = await jobDatabase();
+    await planTasks(pool, JOB, 6);
+    const b = createTaskClaims(pool, { workerId: 'b', leaseMs: 60_000 });
+    const filter = { job: JOB, runId: null, freshSince: FRESH_SINCE, refresh: false };
+    const other = new pg.Client({ connectionString: url });
+    await other.connect();
+    try {
+      // Another worker's claim holds in-00000's row: b takes the next input at once instead of waiting for it.
+      await other.query('BEGIN');
+      await other.query(`SELECT id FROM tasks WHERE input_key = 'in-00000' FOR UPDATE`);
+      const timeout = new Promise<'waited'>((r) => setTimeout(() => r('waited'), 10_000).unref());
+      const skipped = await Promise.race([b.claim(filter, 1), timeout]);
+      await other.query('ROLLBACK');
+      expect(skipped === 'waited' ? skipped : skipped.map((t) => t.inputKey)).toEqual(['in-00001', 'in-00001']);
+      await b.release(JOB, ['in-00001']);
+
+      // Another worker's lease on in-00000, committed while b's claim runs: b's snapshot does not show it, the
+      // lease row does (b's insert waits for it), and b leaves the input to its holder.
+      await other.query('BEGIN');
+      await other.query(`INSERT INTO worker_task_leases (job, input_key, worker_id, lease_until) VALUES ($1, 'in-00000', 'x', now() + interval '1 minute')`, [JOB]);
+      const claiming = b.claim(filter, 1);
+      await waitFor(async () => (await pool.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'WITH candidates%'`)).rows[0].n > 0, 30_000, 'b to wait for the lease row');
+      await other.query('COMMIT');
+      expect(await claiming).toEqual([]);
+      expect((await pool.query(`SELECT worker_id FROM worker_task_leases WHERE input_key = 'in-00000'`)).rows).toEqual([{ worker_id: 'x' }]);
+    } finally {
+      await other.end();
+    }
   });
 
   it('a renewed lease keeps the input; one left to run out lets another worker take it', async () => {
