@@ -9,7 +9,10 @@ import { createTaskClaims, type ClaimedTask } from '../../../src/store/pg/coordi
 
 const settings = JSON.parse(process.argv[2]!) as {
   url: string; workerId: string; job: string; leaseMs: number; maxTasks: number; callMs: number; freshSince: string;
+  /** Who made the calls in the test's records: the worker id, or another name for a restart under the same id. */
+  label?: string;
 };
+const label = settings.label ?? settings.workerId;
 const pool = new pg.Pool({ connectionString: settings.url, max: 8 });
 const claims = createTaskClaims(pool, { workerId: settings.workerId, leaseMs: settings.leaseMs });
 const filter = { job: settings.job, runId: null, freshSince: settings.freshSince, refresh: false };
@@ -18,14 +21,17 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 async function logLeases(units: Array<{ inputKey: string; leaseUntil: string }>): Promise<void> {
   if (units.length === 0) return;
   await pool.query(`INSERT INTO lease_log (worker_id, input_key, lease_until) SELECT $1, k, u FROM unnest($2::text[], $3::timestamptz[]) AS x(k, u)`,
-    [settings.workerId, units.map((u) => u.inputKey), units.map((u) => u.leaseUntil)]);
+    [label, units.map((u) => u.inputKey), units.map((u) => u.leaseUntil)]);
 }
 
 async function work(pages: ClaimedTask[]): Promise<void> {
   for (const task of pages) {
-    await pool.query(`INSERT INTO calls (task_id, worker_id, input_key, page) VALUES ($1, $2, $3, $4)`, [task.id, settings.workerId, task.inputKey, task.page]);
+    const call = await pool.query(`INSERT INTO calls (task_id, worker_id, input_key, page) VALUES ($1, $2, $3, $4) RETURNING id`,
+      [task.id, label, task.inputKey, task.page]);
     await sleep(settings.callMs);
-    await pool.query(`UPDATE tasks SET status = 'done', attempts = attempts + 1, completed_at = clock_timestamp(), updated_at = clock_timestamp() WHERE id = $1`, [task.id]);
+    // Settled with its call marked, in one statement: a kill leaves both or neither.
+    await pool.query(`WITH settled AS (UPDATE tasks SET status = 'done', attempts = attempts + 1, completed_at = clock_timestamp(),
+      updated_at = clock_timestamp() WHERE id = $1) UPDATE calls SET settled = true WHERE id = $2`, [task.id, call.rows[0].id]);
   }
   await claims.release(settings.job, [pages[0]!.inputKey]);
 }

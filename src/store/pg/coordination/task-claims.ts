@@ -6,6 +6,8 @@
  * A lease covers one input (job, input_key): all its due pages go to one worker, which calls them in order, as
  * the ledger's id order does on SQLite. Pages the paging adds later fall under the same lease.
  */
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
 import type pg from 'pg';
 
 export const TASK_CLAIM_DEFAULTS = {
@@ -17,8 +19,13 @@ export const TASK_CLAIM_DEFAULTS = {
   deadlockRetries: 3,
 } as const;
 
+/** A worker id unique to this process: host, pid and a random part (a restarted worker is another worker). */
+export function newWorkerId(): string {
+  return `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
+}
+
 export interface TaskClaimOptions {
-  /** Unique among the workers of the database (host, pid and a random part, say). */
+  /** Unique among the workers of the database: newWorkerId(). */
   workerId: string;
   leaseMs?: number;
 }
@@ -86,9 +93,11 @@ const CLAIM = `WITH candidates AS MATERIALIZED (
   WHERE ${DUE}
   ORDER BY t.id`;
 
-const RENEW = `UPDATE worker_task_leases SET lease_until = clock_timestamp() + $2::double precision * interval '1 millisecond'
-  WHERE worker_id = $1 AND lease_until > clock_timestamp()
-  RETURNING job, input_key AS "inputKey", lease_until AS "leaseUntil"`;
+/** Only the inputs this process claimed: a worker restarted under the same id must not keep its dead self's leases alive. */
+const RENEW = `UPDATE worker_task_leases l SET lease_until = clock_timestamp() + $2::double precision * interval '1 millisecond'
+  FROM unnest($3::text[], $4::text[]) AS h(job, input_key)
+  WHERE l.job = h.job AND l.input_key = h.input_key AND l.worker_id = $1 AND l.lease_until > clock_timestamp()
+  RETURNING l.job, l.input_key AS "inputKey", l.lease_until AS "leaseUntil"`;
 
 const RELEASE = `DELETE FROM worker_task_leases WHERE worker_id = $1 AND job = $2 AND input_key = ANY($3::text[])`;
 
@@ -96,15 +105,25 @@ const RELEASE = `DELETE FROM worker_task_leases WHERE worker_id = $1 AND job = $
 export function createTaskClaims(pool: pg.Pool, options: TaskClaimOptions) {
   const { workerId } = options;
   const leaseMs = options.leaseMs ?? TASK_CLAIM_DEFAULTS.leaseMs;
+  /** The inputs this process holds, by `job \0 input_key`. */
+  const held = new Map<string, { job: string; inputKey: string }>();
+  const heldKey = (job: string, inputKey: string) => `${job}\0${inputKey}`;
 
   async function claimOnce(filter: ClaimFilter, maxTasks: number): Promise<ClaimedTask[]> {
     const params = [filter.job, filter.runId, filter.freshSince, filter.refresh, maxTasks, workerId, leaseMs];
     const { rows } = await pool.query<ClaimedTask & { id: string | number; leaseUntil: Date | string }>(CLAIM, params);
+    for (const r of rows) held.set(heldKey(r.job, r.inputKey), { job: r.job, inputKey: r.inputKey });
     return rows.map((r) => ({ ...r, id: Number(r.id), leaseUntil: iso(r.leaseUntil) }));
   }
 
   async function renew(): Promise<Renewal> {
-    const { rows } = await pool.query<{ job: string; inputKey: string; leaseUntil: Date | string }>(RENEW, [workerId, leaseMs]);
+    if (held.size === 0) return { held: [] };
+    const mine = [...held.values()];
+    const { rows } = await pool.query<{ job: string; inputKey: string; leaseUntil: Date | string }>(RENEW,
+      [workerId, leaseMs, mine.map((h) => h.job), mine.map((h) => h.inputKey)]);
+    // A lease that ran out is lost (another worker may hold it now): forget it.
+    const kept = new Set(rows.map((r) => heldKey(r.job, r.inputKey)));
+    for (const h of mine) if (!kept.has(heldKey(h.job, h.inputKey))) held.delete(heldKey(h.job, h.inputKey));
     return { held: rows.map((r) => ({ job: r.job, inputKey: r.inputKey, leaseUntil: iso(r.leaseUntil) })) };
   }
 
@@ -124,14 +143,19 @@ export function createTaskClaims(pool: pg.Pool, options: TaskClaimOptions) {
         }
       }
     },
-    /** Extends every live lease of this worker; a lease that ran out is not taken back (another may hold it). */
+    /**
+     * Extends the live leases this process claimed; one that ran out is not taken back (another worker may hold
+     * it) and is reported no more.
+     */
     renew,
     /**
      * Gives back the leases on these inputs once their pages are settled (or given up). A lease not given back
      * only runs out: settled pages are not due, so nobody calls them again.
      */
     async release(job: string, inputKeys: readonly string[]): Promise<void> {
-      if (inputKeys.length > 0) await pool.query(RELEASE, [workerId, job, inputKeys]);
+      if (inputKeys.length === 0) return;
+      await pool.query(RELEASE, [workerId, job, inputKeys]);
+      for (const k of inputKeys) held.delete(heldKey(job, k));
     },
     /**
      * Renews this worker's leases every lease/3 until stopped. `onRenewal` sees each result; a failed renewal
