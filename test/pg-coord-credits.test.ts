@@ -50,6 +50,8 @@ describe.skipIf(!pgClusterUrl)(`the shared credit budget on PostgreSQL${pgCluste
     // 208 - 5 held by `dead` - 5 < 200: refused while dead's reservation lives, renewed or not.
     expect(await live.tryReserve(5, limits)).toMatchObject({ reservation: null, reason: 'reserve', figures: { reserved: 5, inFlight: 1 } });
     expect(await dead.renew()).toBe(1);
+    // Restarted under the same id, the worker does not keep its dead self's reservation alive.
+    expect(await new SharedCreditBudget(pool, { apiUrl, runKey: 'run', workerId: 'dead', reservationMs: 1_500 }).renew()).toBe(0);
     const expiry = async () => (await pool.query(`SELECT expires_at FROM credit_reservations WHERE worker_id = 'dead'`)).rows[0].expires_at as Date;
     const deadUntil = await expiry();
     expect((await live.tryReserve(5, limits)).reservation).toBeNull();

@@ -79,6 +79,8 @@ export class SharedCreditBudget {
   private readonly lock: string;
   private readonly reservationMs: number;
   private readonly pollMs: number;
+  /** This process's live reservations: only these are renewed (a restart under the same id is another process). */
+  private readonly mine = new Set<number>();
 
   constructor(private readonly pool: pg.Pool, options: SharedCreditBudgetOptions) {
     this.a = pg.escapeLiteral(options.apiUrl);
@@ -124,7 +126,10 @@ SELECT balance, reserved, in_flight, spent, under_reserve_ok, cap_ok, (SELECT id
       balance: number | null; reserved: number; in_flight: number; spent: number; under_reserve_ok: boolean; cap_ok: boolean; id: string | null;
     };
     const figures: BudgetFigures = { balance: row.balance, reserved: row.reserved, inFlight: row.in_flight, spent: row.spent };
-    if (row.id !== null) return { reservation: { id: Number(row.id), cost }, figures };
+    if (row.id !== null) {
+      this.mine.add(Number(row.id));
+      return { reservation: { id: Number(row.id), cost }, figures };
+    }
     const reason = !row.cap_ok ? 'max-per-run' : row.balance === null ? 'learning' : 'reserve';
     return { reservation: null, reason, figures };
   }
@@ -158,6 +163,7 @@ SELECT balance, reserved, in_flight, spent, under_reserve_ok, cap_ok, (SELECT id
       charge.counters ? this.reportSql(charge.counters) : `UPDATE account_balance SET balance = balance - ${cost} WHERE api_url = ${this.a}`,
     ];
     await this.pool.query(statements.join(';\n'));
+    this.mine.delete(reservation.id);
   }
 
   /** Records a balance read outside a call (GET /v1/api/auth before the first call), as settle does counters. */
@@ -165,11 +171,12 @@ SELECT balance, reserved, in_flight, spent, under_reserve_ok, cap_ok, (SELECT id
     await this.pool.query(`${this.lock};\n${this.reportSql(counters)}`);
   }
 
-  /** Extends this worker's live reservations (its calls are still going); returns how many. */
+  /** Extends this process's live reservations (its calls are still going); returns how many. */
   async renew(): Promise<number> {
+    if (this.mine.size === 0) return 0;
     const { rowCount } = await this.pool.query(`UPDATE credit_reservations
-      SET expires_at = clock_timestamp() + ${num(this.reservationMs)} * interval '1 millisecond'
-      WHERE worker_id = ${this.w} AND expires_at > clock_timestamp()`);
+      SET expires_at = clock_timestamp() + $1::float8 * interval '1 millisecond'
+      WHERE id = ANY($2::bigint[]) AND worker_id = ${this.w} AND expires_at > clock_timestamp()`, [this.reservationMs, [...this.mine]]);
     return rowCount ?? 0;
   }
 
@@ -183,11 +190,11 @@ SELECT balance, reserved, in_flight, spent, under_reserve_ok, cap_ok, (SELECT id
   }
 
   /** The account's figures as every worker sees them now. */
-  async figures(runKeyOnly = false): Promise<BudgetFigures> {
+  async figures(): Promise<BudgetFigures> {
     const { rows } = await this.pool.query(`SELECT (SELECT balance FROM account_balance WHERE api_url = ${this.a}) AS balance,
       coalesce(sum(cost), 0)::float8 AS reserved, count(*)::int AS "inFlight",
       coalesce((SELECT spent FROM credit_run_spend WHERE run_key = ${this.r}), 0)::float8 AS spent
-      FROM credit_reservations WHERE api_url = ${this.a} AND expires_at > clock_timestamp() ${runKeyOnly ? `AND run_key = ${this.r}` : ''}`);
+      FROM credit_reservations WHERE api_url = ${this.a} AND expires_at > clock_timestamp()`);
     return rows[0] as BudgetFigures;
   }
 
