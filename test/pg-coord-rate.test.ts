@@ -56,6 +56,21 @@ describe.skipIf(!pgClusterUrl)(`the shared rate limit on PostgreSQL${pgClusterUr
     expect(Date.now() - before).toBeLessThan(windowMs * 3);
   });
 
+  it('a pause (429) holds every worker of the gate until it ends', async () => {
+    const { pool } = await rateDatabase();
+    const options = { gate: 'https://api.example', limit: 50, windowMs: 1_000, startSlackMs: 10 };
+    const one = new SharedRateGate(pool, options);
+    const other = new SharedRateGate(pool, options);
+    await one.take();
+    const nowUs = async () => Number((await pool.query(`SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint::text AS t`)).rows[0].t);
+    const pausedAt = await nowUs();
+    await one.pause(1_500);
+    const [a, b] = await Promise.all([other.take(), one.take()]);
+    expect(Math.min(a.startUs, b.startUs)).toBeGreaterThanOrEqual(pausedAt + 1_500_000);
+    // And only until then: the slots after it come at the usual pace, not a window later.
+    expect(Math.max(a.startUs, b.startUs)).toBeLessThan(pausedAt + 1_500_000 + 1_000_000);
+  });
+
   it('four worker processes together never exceed the limit in any sliding window, and reach 97% of it', async () => {
     const { url, pool } = await rateDatabase();
     await pool.query(`CREATE TABLE go (end_us bigint NOT NULL)`);

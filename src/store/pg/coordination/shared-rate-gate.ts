@@ -95,6 +95,21 @@ export class SharedRateGate {
   }
 
   /**
+   * Holds every worker of the gate until `ms` from now (a 429's Retry-After): `limit` placeholder slots one
+   * window before then (or at the newest slot, if later) fill every window up to it. Slots already granted
+   * still go; pauses that overlap do not add up.
+   */
+  async pause(ms: number): Promise<void> {
+    const g = pg.escapeLiteral(this.gate);
+    const window = `(${this.slotWindowMs} * interval '1 millisecond')`;
+    const until = `clock_timestamp() + (${Math.max(0, ms)} * interval '1 millisecond')`;
+    await this.pool.query(`SELECT pg_advisory_xact_lock(hashtextextended('netingest.rate_slots:' || ${g}, 0));
+INSERT INTO rate_slots (gate, started_at)
+SELECT ${g}, greatest(${until} - ${window}, (SELECT max(started_at) FROM rate_slots WHERE gate = ${g}))
+FROM generate_series(1, ${this.limit})`);
+  }
+
+  /**
    * One round trip, one transaction (a multi-statement simple query runs as one): the advisory lock serialises
    * the gate's workers, and each statement after it reads the slots committed before it got the lock.
    */
