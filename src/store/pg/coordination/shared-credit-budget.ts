@@ -1,0 +1,218 @@
+/**
+ * The credit reserve and `maxPerRun` for an account across every worker: the balance the answers reported and
+ * the calls in flight live in the database, so a call is reserved against what all workers have spent and
+ * hold, not what one process saw. The local CreditGuard still learns each operation's cost and the balance
+ * from the counters; this budget is where its reservations and the balance it learns are shared.
+ *
+ * A reservation succeeds only if balance - reserved by all - cost >= reserve (and the run's spend + reserved +
+ * cost <= maxPerRun), checked and written under one advisory lock per account. A reservation lasts
+ * `reservationMs` unless renewed: a worker that dies stops holding credits once its reservations expire.
+ */
+import pg from 'pg';
+import type { CreditCounters } from '../../../spec/types.ts';
+import { reportedBalance } from '../../../credits/credit-meter.ts';
+import type { CreditLimits } from '../../../runner/credit-guard.ts';
+
+export const SHARED_CREDIT_BUDGET_DEFAULTS = {
+  /** How long a reservation counts without renewal: longer than a call may take, retries included. */
+  reservationMs: 5 * 60_000,
+  /** Renewals per reservation period (keepRenewed). */
+  renewalsPerReservation: 3,
+  /** How often a refused caller looks again while other calls are in flight (their real cost may leave room). */
+  pollMs: 50,
+  /** Slack for float sums of fractional costs. */
+  epsilon: 1e-9,
+} as const;
+
+export interface SharedCreditBudgetOptions {
+  /** The account's API URL: the budget is per account, shared by every job and worker using it. */
+  apiUrl: string;
+  /** The shared run the worker belongs to (the same for all its workers): what `maxPerRun` counts. */
+  runKey: string;
+  workerId: string;
+  reservationMs?: number;
+  pollMs?: number;
+}
+
+/** A call's claim on the shared balance; hand it back with settle(). */
+export interface SharedReservation {
+  readonly id: number;
+  readonly cost: number;
+}
+
+/** The figures a reservation was decided on. */
+export interface BudgetFigures {
+  /** The account's balance as last reported, or null before any report. */
+  balance: number | null;
+  /** Credits held by the live reservations of every worker of the account. */
+  reserved: number;
+  /** Live reservations of the account. */
+  inFlight: number;
+  /** What the run's settled calls cost, all workers together. */
+  spent: number;
+}
+
+export type SharedCreditStopReason = 'reserve' | 'max-per-run';
+
+/** What a reservation attempt gave: the reservation, or why not (`learning`: balance unknown, a call is in flight). */
+export type ReserveAttempt =
+  | { reservation: SharedReservation; figures: BudgetFigures }
+  | { reservation: null; reason: SharedCreditStopReason | 'learning'; figures: BudgetFigures };
+
+/** What a call was charged: `cost` (0 when nothing was billed), and the answer's counters when it had them. */
+export interface SharedCharge {
+  cost: number;
+  counters?: CreditCounters | null;
+}
+
+/** A number as an SQL literal; only finite numbers reach the database. */
+function num(value: number): string {
+  if (!Number.isFinite(value)) throw new Error(`not a finite number: ${value}`);
+  return String(value);
+}
+
+/** One account's credit budget as one worker sees it. */
+export class SharedCreditBudget {
+  private readonly a: string;
+  private readonly r: string;
+  private readonly w: string;
+  private readonly lock: string;
+  private readonly reservationMs: number;
+  private readonly pollMs: number;
+  /** This process's live reservations: only these are renewed (a restart under the same id is another process). */
+  private readonly mine = new Set<number>();
+
+  constructor(private readonly pool: pg.Pool, options: SharedCreditBudgetOptions) {
+    this.a = pg.escapeLiteral(options.apiUrl);
+    this.r = pg.escapeLiteral(options.runKey);
+    this.w = pg.escapeLiteral(options.workerId);
+    this.lock = `SELECT pg_advisory_xact_lock(hashtextextended('netingest.credits:' || ${this.a}, 0))`;
+    this.reservationMs = options.reservationMs ?? SHARED_CREDIT_BUDGET_DEFAULTS.reservationMs;
+    this.pollMs = options.pollMs ?? SHARED_CREDIT_BUDGET_DEFAULTS.pollMs;
+  }
+
+  /**
+   * One attempt to reserve `cost`, in one round trip and one transaction: the lock, then the figures as every
+   * worker committed them, and the reservation only where it fits. With the balance unknown, a call goes only
+   * when none is in flight on the account (its answer shows the balance), as CreditGuard does.
+   */
+  async tryReserve(cost: number, limits: CreditLimits): Promise<ReserveAttempt> {
+    const eps = SHARED_CREDIT_BUDGET_DEFAULTS.epsilon;
+    const c = num(cost);
+    const maxPerRun = limits.maxPerRun === null ? 'NULL::float8' : num(limits.maxPerRun);
+    const text = `${this.lock};
+DELETE FROM credit_reservations WHERE api_url = ${this.a} AND expires_at <= clock_timestamp();
+WITH fig AS MATERIALIZED (
+  SELECT (SELECT balance FROM account_balance WHERE api_url = ${this.a}) AS balance,
+    coalesce(sum(cost), 0)::float8 AS reserved,
+    coalesce(sum(cost) FILTER (WHERE run_key = ${this.r}), 0)::float8 AS run_reserved,
+    count(*)::int AS in_flight,
+    coalesce((SELECT spent FROM credit_run_spend WHERE run_key = ${this.r}), 0)::float8 AS spent
+  FROM credit_reservations WHERE api_url = ${this.a}
+), fits AS (
+  SELECT fig.*,
+    (fig.balance IS NULL AND fig.in_flight = 0) OR fig.balance - fig.reserved - ${c} >= ${num(limits.reserve)} - ${eps} AS under_reserve_ok,
+    ${maxPerRun} IS NULL OR fig.spent + fig.run_reserved + ${c} <= ${maxPerRun} + ${eps} AS cap_ok
+  FROM fig
+), ins AS (
+  INSERT INTO credit_reservations (api_url, run_key, worker_id, cost, expires_at)
+  SELECT ${this.a}, ${this.r}, ${this.w}, ${c}, clock_timestamp() + ${num(this.reservationMs)} * interval '1 millisecond'
+  FROM fits WHERE under_reserve_ok AND cap_ok
+  RETURNING id
+)
+SELECT balance, reserved, in_flight, spent, under_reserve_ok, cap_ok, (SELECT id FROM ins)::text AS id FROM fits`;
+    const results = (await this.pool.query(text)) as unknown as pg.QueryResult[];
+    const row = results[2]!.rows[0] as {
+      balance: number | null; reserved: number; in_flight: number; spent: number; under_reserve_ok: boolean; cap_ok: boolean; id: string | null;
+    };
+    const figures: BudgetFigures = { balance: row.balance, reserved: row.reserved, inFlight: row.in_flight, spent: row.spent };
+    if (row.id !== null) {
+      this.mine.add(Number(row.id));
+      return { reservation: { id: Number(row.id), cost }, figures };
+    }
+    const reason = !row.cap_ok ? 'max-per-run' : row.balance === null ? 'learning' : 'reserve';
+    return { reservation: null, reason, figures };
+  }
+
+  /**
+   * Reserves `cost`, waiting while calls in flight (of any worker) may leave room when they settle. Resolves
+   * to the reason the run must stop when the call does not fit with nothing in flight on the account.
+   */
+  async acquire(cost: number, limits: CreditLimits, signal?: AbortSignal): Promise<SharedReservation | { stop: SharedCreditStopReason; figures: BudgetFigures }> {
+    for (;;) {
+      signal?.throwIfAborted();
+      const attempt = await this.tryReserve(cost, limits);
+      if (attempt.reservation) return attempt.reservation;
+      if (attempt.reason !== 'learning' && attempt.figures.inFlight === 0) return { stop: attempt.reason, figures: attempt.figures };
+      await new Promise((r) => setTimeout(r, this.pollMs));
+    }
+  }
+
+  /**
+   * Hands back a reservation with what the call was charged: the run's spend grows by `cost`, and the
+   * account's balance takes the answer's counters, or falls by `cost` when it had none. Works for a
+   * reservation that expired meanwhile too (the call was made; its cost counts).
+   */
+  async settle(reservation: SharedReservation, charge: SharedCharge): Promise<void> {
+    const cost = num(charge.cost);
+    const statements = [
+      this.lock,
+      `DELETE FROM credit_reservations WHERE id = ${num(reservation.id)}`,
+      `INSERT INTO credit_run_spend (run_key, api_url, spent, updated_at) VALUES (${this.r}, ${this.a}, ${cost}, clock_timestamp())
+        ON CONFLICT (run_key) DO UPDATE SET spent = credit_run_spend.spent + excluded.spent, updated_at = excluded.updated_at`,
+      charge.counters ? this.reportSql(charge.counters) : `UPDATE account_balance SET balance = balance - ${cost} WHERE api_url = ${this.a}`,
+    ];
+    await this.pool.query(statements.join(';\n'));
+    this.mine.delete(reservation.id);
+  }
+
+  /** Records a balance read outside a call (GET /v1/api/auth before the first call), as settle does counters. */
+  async report(counters: CreditCounters): Promise<void> {
+    await this.pool.query(`${this.lock};\n${this.reportSql(counters)}`);
+  }
+
+  /** Extends this process's live reservations (its calls are still going); returns how many. */
+  async renew(): Promise<number> {
+    if (this.mine.size === 0) return 0;
+    const { rowCount } = await this.pool.query(`UPDATE credit_reservations
+      SET expires_at = clock_timestamp() + $1::float8 * interval '1 millisecond'
+      WHERE id = ANY($2::bigint[]) AND worker_id = ${this.w} AND expires_at > clock_timestamp()`, [this.reservationMs, [...this.mine]]);
+    return rowCount ?? 0;
+  }
+
+  /** Renews this worker's reservations every reservationMs/3 until stopped; a failed renewal goes to `onError`. */
+  keepRenewed(onError?: (err: unknown) => void): { stop(): void } {
+    const timer = setInterval(() => {
+      this.renew().catch(onError ?? (() => undefined));
+    }, this.reservationMs / SHARED_CREDIT_BUDGET_DEFAULTS.renewalsPerReservation);
+    timer.unref();
+    return { stop: () => clearInterval(timer) };
+  }
+
+  /** The account's figures as every worker sees them now. */
+  async figures(): Promise<BudgetFigures> {
+    const { rows } = await this.pool.query(`SELECT (SELECT balance FROM account_balance WHERE api_url = ${this.a}) AS balance,
+      coalesce(sum(cost), 0)::float8 AS reserved, count(*)::int AS "inFlight",
+      coalesce((SELECT spent FROM credit_run_spend WHERE run_key = ${this.r}), 0)::float8 AS spent
+      FROM credit_reservations WHERE api_url = ${this.a} AND expires_at > clock_timestamp()`);
+    return rows[0] as BudgetFigures;
+  }
+
+  /**
+   * The counters of one answer become the account's balance unless a later charge was already reported: within
+   * a period credits_used only grows, so a lower counter is an answer that arrived late (the lower balance
+   * stays). A lower counter is a renewal instead when the total changed, or when the higher one was reported
+   * longer ago than a reservation lasts (no call still in flight was charged before it). Until then a renewal
+   * leaves the balance low: the budget stops early rather than spend credits it is not sure of.
+   */
+  private reportSql(counters: CreditCounters): string {
+    const used = num(counters.credits_used);
+    const total = num(counters.total_credits);
+    return `INSERT INTO account_balance AS b (api_url, balance, credits_used, total_credits, reported_at)
+      VALUES (${this.a}, ${num(reportedBalance(counters))}, ${used}, ${total}, clock_timestamp())
+      ON CONFLICT (api_url) DO UPDATE SET balance = excluded.balance, credits_used = excluded.credits_used,
+        total_credits = excluded.total_credits, reported_at = excluded.reported_at
+      WHERE b.credits_used IS NULL OR excluded.credits_used > b.credits_used OR excluded.total_credits <> b.total_credits
+        OR b.reported_at < clock_timestamp() - ${num(this.reservationMs)} * interval '1 millisecond'`;
+  }
+}

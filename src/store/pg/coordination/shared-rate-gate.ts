@@ -1,0 +1,159 @@
+/**
+ * One requests-per-minute limit shared by every worker of an account: the start times of calls live in
+ * `rate_slots`, and a slot is granted only where no sliding window would hold more than `limit` of them.
+ *
+ * Slots are scheduled by the server, not by each worker's clock: under an advisory lock, the i-th new slot starts
+ * at the latest of now, the newest slot, and the end of the window of the slot `limit - i` places back. Each
+ * worker then sleeps until its slot (the wait is computed by the server, so clocks of different hosts do not
+ * matter). A late wake-up delays that one call only: the schedule is not pushed back, so the workers together
+ * keep the full rate. Slots are taken in batches (one per waiting caller) in one round trip.
+ */
+import pg from 'pg';
+
+export const SHARED_RATE_GATE_DEFAULTS = {
+  /** The sliding window the limit is for: a minute in production; tests use a few seconds. */
+  windowMs: 60_000,
+  /**
+   * The window slots are kept apart by is this much longer than the limit's: a call starts a little after its
+   * slot (the round trip, a late timer), never before, and half a second absorbs that while a minute's window
+   * still reaches 99% of the limit.
+   */
+  startSlackMs: 500,
+  /** Most slots taken in one round trip (callers waiting at once in one process). */
+  maxBatch: 16,
+} as const;
+
+export interface SharedRateGateOptions {
+  /** What the limit is for, shared by the workers that share it: the API URL (and account). */
+  gate: string;
+  /** Calls allowed in any sliding window of `windowMs`. */
+  limit: number;
+  windowMs?: number;
+  startSlackMs?: number;
+  maxBatch?: number;
+}
+
+/** A slot granted: when the call may start, in microseconds since the epoch (the server's clock). */
+export interface RateSlot {
+  startUs: number;
+}
+
+interface Waiter {
+  resolve(slot: RateSlot): void;
+  reject(err: unknown): void;
+  signal?: AbortSignal;
+}
+
+/** One process's access to a shared rate limit; take() as RateGate's, across every worker of the gate. */
+export class SharedRateGate {
+  private readonly gate: string;
+  private readonly limit: number;
+  private readonly slotWindowMs: number;
+  private readonly maxBatch: number;
+  private readonly waiters: Waiter[] = [];
+  private fetching = false;
+  private roundTrips = 0;
+
+  constructor(private readonly pool: pg.Pool, options: SharedRateGateOptions) {
+    if (!Number.isInteger(options.limit) || options.limit < 1) throw new Error(`rate limit must be a positive integer, got ${options.limit}`);
+    const d = SHARED_RATE_GATE_DEFAULTS;
+    this.gate = options.gate;
+    this.limit = options.limit;
+    this.slotWindowMs = (options.windowMs ?? d.windowMs) + (options.startSlackMs ?? d.startSlackMs);
+    this.maxBatch = Math.min(options.maxBatch ?? d.maxBatch, this.limit);
+  }
+
+  /** Round trips to the database so far (for the bench and the tests: slots per round trip). */
+  get roundTripCount(): number {
+    return this.roundTrips;
+  }
+
+  /** Resolves when the caller may start one call, with its slot; rejects with the signal's reason when aborted. */
+  take(signal?: AbortSignal): Promise<RateSlot> {
+    if (signal?.aborted) return Promise.reject(signal.reason);
+    return new Promise<RateSlot>((resolve, reject) => {
+      this.waiters.push({ resolve, reject, signal });
+      // After the callers of this tick have queued too: they share the round trip.
+      if (this.waiters.length === 1) queueMicrotask(() => this.fetch());
+    });
+  }
+
+  /** Takes slots for the callers waiting, one round trip at a time, until none waits. */
+  private fetch(): void {
+    if (this.fetching || this.waiters.length === 0) return;
+    this.fetching = true;
+    const batch = this.waiters.splice(0, this.maxBatch);
+    this.grant(batch.length).then(
+      (slots) => {
+        batch.forEach((w, i) => wake(w, slots[i]!));
+      },
+      (err) => batch.forEach((w) => w.reject(err)),
+    ).finally(() => {
+      this.fetching = false;
+      this.fetch();
+    });
+  }
+
+  /**
+   * Holds every worker of the gate until `ms` from now (a 429's Retry-After): `limit` placeholder slots one
+   * window before then (or at the newest slot, if later) fill every window up to it. Slots already granted
+   * still go; pauses that overlap do not add up.
+   */
+  async pause(ms: number): Promise<void> {
+    const g = pg.escapeLiteral(this.gate);
+    const window = `(${this.slotWindowMs} * interval '1 millisecond')`;
+    const until = `clock_timestamp() + (${Math.max(0, ms)} * interval '1 millisecond')`;
+    await this.pool.query(`SELECT pg_advisory_xact_lock(hashtextextended('netingest.rate_slots:' || ${g}, 0));
+INSERT INTO rate_slots (gate, started_at)
+SELECT ${g}, greatest(${until} - ${window}, (SELECT max(started_at) FROM rate_slots WHERE gate = ${g}))
+FROM generate_series(1, ${this.limit})`);
+  }
+
+  /**
+   * One round trip, one transaction (a multi-statement simple query runs as one): the advisory lock serialises
+   * the gate's workers, and each statement after it reads the slots committed before it got the lock.
+   */
+  private async grant(count: number): Promise<Array<{ startUs: number; waitMs: number }>> {
+    this.roundTrips += 1;
+    const g = pg.escapeLiteral(this.gate);
+    const window = `(${this.slotWindowMs} * interval '1 millisecond')`;
+    const L = this.limit;
+    const K = count;
+    const text = `SELECT pg_advisory_xact_lock(hashtextextended('netingest.rate_slots:' || ${g}, 0));
+WITH clock AS MATERIALIZED (
+  SELECT clock_timestamp() AS t, (SELECT max(started_at) FROM rate_slots WHERE gate = ${g}) AS latest
+), older AS (
+  SELECT started_at, ${K} - row_number() OVER (ORDER BY started_at DESC) AS i
+  FROM (SELECT started_at FROM rate_slots WHERE gate = ${g} ORDER BY started_at DESC OFFSET ${L - K} LIMIT ${K}) o
+), granted AS (
+  INSERT INTO rate_slots (gate, started_at)
+  SELECT ${g}, greatest(clock.t, clock.latest, older.started_at + ${window})
+  FROM generate_series(0, ${K - 1}) AS s(i) CROSS JOIN clock LEFT JOIN older ON older.i = s.i
+  RETURNING started_at
+)
+SELECT (extract(epoch FROM started_at) * 1000000)::bigint::text AS start_us,
+  extract(epoch FROM started_at - clock_timestamp())::float8 * 1000 AS wait_ms
+FROM granted ORDER BY started_at;
+DELETE FROM rate_slots WHERE gate = ${g} AND started_at < clock_timestamp() - 2 * ${window}`;
+    // Slot i may start once the slot `limit - 1 - i` places back (counting the newest as 0) has left the window:
+    // the i slots granted before it in this batch are in its window too. A slot older than a window never
+    // bounds a later one, so old slots go (two windows kept, for a look at the recent ones).
+    const results = (await this.pool.query(text)) as unknown as pg.QueryResult[];
+    return results[1]!.rows.map((r: { start_us: string; wait_ms: number }) => ({ startUs: Number(r.start_us), waitMs: r.wait_ms }));
+  }
+}
+
+/** Resolves a waiter once its slot has begun (after the server's wait, a timer that may wake a little late). */
+function wake(w: Waiter, slot: { startUs: number; waitMs: number }): void {
+  if (w.signal?.aborted) return w.reject(w.signal.reason);
+  const done = () => {
+    w.signal?.removeEventListener('abort', onAbort);
+    w.resolve({ startUs: slot.startUs });
+  };
+  const timer = setTimeout(done, Math.max(0, Math.ceil(slot.waitMs)));
+  function onAbort() {
+    clearTimeout(timer);
+    w.reject(w.signal!.reason);
+  }
+  w.signal?.addEventListener('abort', onAbort, { once: true });
+}

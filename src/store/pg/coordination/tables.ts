@@ -1,0 +1,75 @@
+/**
+ * Tables that let several `netingest run` workers share one job on PostgreSQL (issue #21 items 3 and 4). SQLite
+ * has none of them: there one run holds the dataset's lock. Times are the server's clock (timestamptz), never a
+ * worker's, so workers on hosts whose clocks disagree still agree on when a lease or a slot ends.
+ */
+import { sql } from 'drizzle-orm';
+import { bigint, doublePrecision, index, pgTable, primaryKey, text, timestamp } from 'drizzle-orm/pg-core';
+
+const at = (name: string) => timestamp(name, { withTimezone: true, mode: 'string' });
+
+/**
+ * Which worker holds an input of a job (all its due pages, so they are called in order by one worker) and
+ * until when. A lease that has run out (its worker died or stalled) no longer counts: the input is claimable.
+ */
+export const workerTaskLeases = pgTable(
+  'worker_task_leases',
+  {
+    job: text('job').notNull(),
+    inputKey: text('input_key').notNull(),
+    workerId: text('worker_id').notNull(),
+    leaseUntil: at('lease_until').notNull(),
+    claimedAt: at('claimed_at').notNull().default(sql`now()`),
+  },
+  (t) => [primaryKey({ columns: [t.job, t.inputKey] }), index('worker_task_leases_worker_idx').on(t.workerId)],
+);
+
+/** Start times of calls under a shared rate limit (`gate`: the API URL or account the limit is for). */
+export const rateSlots = pgTable(
+  'rate_slots',
+  {
+    id: bigint('id', { mode: 'number' }).primaryKey().generatedAlwaysAsIdentity(),
+    gate: text('gate').notNull(),
+    startedAt: at('started_at').notNull(),
+  },
+  (t) => [index('rate_slots_gate_started_idx').on(t.gate, t.startedAt)],
+);
+
+/**
+ * The account's balance as its answers last reported it, one row per API URL. `credits_used` orders reports:
+ * an answer that arrives late (a lower counter than the stored one) does not put back credits already spent.
+ */
+export const accountBalance = pgTable('account_balance', {
+  apiUrl: text('api_url').primaryKey(),
+  balance: doublePrecision('balance'),
+  creditsUsed: doublePrecision('credits_used'),
+  totalCredits: doublePrecision('total_credits'),
+  reportedAt: at('reported_at'),
+});
+
+/** A call's claim on the balance while it is in flight; it stops counting once settled or expired. */
+export const creditReservations = pgTable(
+  'credit_reservations',
+  {
+    id: bigint('id', { mode: 'number' }).primaryKey().generatedAlwaysAsIdentity(),
+    apiUrl: text('api_url').notNull(),
+    /** The shared run the call belongs to, for its `maxPerRun`. */
+    runKey: text('run_key').notNull(),
+    workerId: text('worker_id').notNull(),
+    cost: doublePrecision('cost').notNull(),
+    expiresAt: at('expires_at').notNull(),
+    createdAt: at('created_at').notNull().default(sql`now()`),
+  },
+  (t) => [
+    index('credit_reservations_api_url_expires_idx').on(t.apiUrl, t.expiresAt),
+    index('credit_reservations_worker_idx').on(t.workerId),
+  ],
+);
+
+/** What the settled calls of one shared run (all its workers) cost: what `maxPerRun` is checked against. */
+export const creditRunSpend = pgTable('credit_run_spend', {
+  runKey: text('run_key').primaryKey(),
+  apiUrl: text('api_url').notNull(),
+  spent: doublePrecision('spent').notNull().default(0),
+  updatedAt: at('updated_at').notNull().default(sql`now()`),
+});

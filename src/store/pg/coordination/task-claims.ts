@@ -1,0 +1,178 @@
+/**
+ * Several workers sharing one job's tasks on PostgreSQL: each claims due tasks under a lease, renews it while it
+ * works, and gives it back once the input is settled. A worker that dies (SIGKILL, a lost host) loses only its
+ * in-flight calls: its inputs become claimable again when the lease runs out.
+ *
+ * A lease covers one input (job, input_key): all its due pages go to one worker, which calls them in order, as
+ * the ledger's id order does on SQLite. Pages the paging adds later fall under the same lease.
+ */
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import type pg from 'pg';
+
+export const TASK_CLAIM_DEFAULTS = {
+  /** How long a claim holds without renewal: a dead worker's inputs wait this long before others take them. */
+  leaseMs: 60_000,
+  /** Renewals per lease period (keepRenewed): two may be missed, a busy event loop late, before the lease ends. */
+  renewalsPerLease: 3,
+  /** A claim that meets another's in a deadlock (both taking the same input) is tried again this many times. */
+  deadlockRetries: 3,
+} as const;
+
+/** A worker id unique to this process: host, pid and a random part (a restarted worker is another worker). */
+export function newWorkerId(): string {
+  return `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
+}
+
+export interface TaskClaimOptions {
+  /** Unique among the workers of the database: newWorkerId(). */
+  workerId: string;
+  leaseMs?: number;
+}
+
+/** Which tasks of a job are due: the ledger's RunnableFilter, with the planning run optional. */
+export interface ClaimFilter {
+  job: string;
+  /** Only tasks this run planned (the ledger's rule); null for tasks planned by any run. */
+  runId: number | null;
+  /** Done or not-found tasks settled before this instant (ISO) are due again. */
+  freshSince: string;
+  /** Failed tasks are due again even when not retryable. */
+  refresh: boolean;
+}
+
+/** A claimed task, as the ledger's TaskRow (request_json as its text). */
+export interface ClaimedTask {
+  id: number;
+  job: string;
+  operation: string;
+  inputKey: string;
+  page: number;
+  requestJson: string;
+  status: string;
+  /** When the lease on its input ends unless renewed (the server's clock, ISO). */
+  leaseUntil: string;
+}
+
+/** What a renewal found: the inputs still held, each with the new end of its lease. */
+export interface Renewal {
+  held: Array<{ job: string; inputKey: string; leaseUntil: string }>;
+}
+
+/** The ledger's due rule (src/store/ledger.ts, RUNNABLE) on table alias `t`; $1 job, $2 runId, $3 freshSince, $4 refresh. */
+const DUE = `t.job = $1 AND ($2::bigint IS NULL OR t.run_id = $2::bigint) AND (
+  t.status IN ('pending', 'deferred')
+  OR (t.status = 'failed' AND (t.retryable = 1 OR $4::boolean))
+  OR (t.status IN ('done', 'not_found') AND (t.completed_at IS NULL OR t.completed_at < $3::timestamptz)))`;
+
+/**
+ * One statement: lock up to $5 due tasks nobody is claiming right now (SKIP LOCKED) whose input has no live
+ * lease, lease their inputs, and return every due page of the inputs leased. The lease insert is the arbiter:
+ * a claim whose snapshot predates another worker's commit still finds that worker's live lease on conflict
+ * (ON CONFLICT sees the latest row), and leaves that input alone. Inputs are leased in key order so that two
+ * claims taking the same inputs wait for each other instead of deadlocking.
+ */
+const CLAIM = `WITH candidates AS MATERIALIZED (
+    SELECT t.id, t.input_key FROM tasks t
+    WHERE ${DUE} AND NOT EXISTS (SELECT 1 FROM worker_task_leases l
+      WHERE l.job = t.job AND l.input_key = t.input_key AND l.lease_until > clock_timestamp())
+    ORDER BY t.id LIMIT $5
+    FOR UPDATE OF t SKIP LOCKED
+  ), leased AS (
+    INSERT INTO worker_task_leases AS l (job, input_key, worker_id, lease_until, claimed_at)
+    SELECT $1::text, c.input_key, $6::text, clock_timestamp() + $7::double precision * interval '1 millisecond', clock_timestamp()
+    FROM (SELECT DISTINCT input_key FROM candidates) c ORDER BY c.input_key
+    ON CONFLICT (job, input_key) DO UPDATE SET worker_id = excluded.worker_id, lease_until = excluded.lease_until,
+      claimed_at = excluded.claimed_at
+    WHERE l.lease_until <= clock_timestamp()
+    RETURNING l.input_key, l.lease_until
+  )
+  SELECT t.id, t.job, t.operation, t.input_key AS "inputKey", t.page, t.request_json::text AS "requestJson", t.status,
+    leased.lease_until AS "leaseUntil"
+  FROM tasks t JOIN leased ON leased.input_key = t.input_key
+  WHERE ${DUE}
+  ORDER BY t.id`;
+
+/** Only the inputs this process claimed: a worker restarted under the same id must not keep its dead self's leases alive. */
+const RENEW = `UPDATE worker_task_leases l SET lease_until = clock_timestamp() + $2::double precision * interval '1 millisecond'
+  FROM unnest($3::text[], $4::text[]) AS h(job, input_key)
+  WHERE l.job = h.job AND l.input_key = h.input_key AND l.worker_id = $1 AND l.lease_until > clock_timestamp()
+  RETURNING l.job, l.input_key AS "inputKey", l.lease_until AS "leaseUntil"`;
+
+const RELEASE = `DELETE FROM worker_task_leases WHERE worker_id = $1 AND job = $2 AND input_key = ANY($3::text[])`;
+
+/** Task claims of one worker. */
+export function createTaskClaims(pool: pg.Pool, options: TaskClaimOptions) {
+  const { workerId } = options;
+  const leaseMs = options.leaseMs ?? TASK_CLAIM_DEFAULTS.leaseMs;
+  /** The inputs this process holds, by `job \0 input_key`. */
+  const held = new Map<string, { job: string; inputKey: string }>();
+  const heldKey = (job: string, inputKey: string) => `${job}\0${inputKey}`;
+
+  async function claimOnce(filter: ClaimFilter, maxTasks: number): Promise<ClaimedTask[]> {
+    const params = [filter.job, filter.runId, filter.freshSince, filter.refresh, maxTasks, workerId, leaseMs];
+    const { rows } = await pool.query<ClaimedTask & { id: string | number; leaseUntil: Date | string }>(CLAIM, params);
+    for (const r of rows) held.set(heldKey(r.job, r.inputKey), { job: r.job, inputKey: r.inputKey });
+    return rows.map((r) => ({ ...r, id: Number(r.id), leaseUntil: iso(r.leaseUntil) }));
+  }
+
+  async function renew(): Promise<Renewal> {
+    if (held.size === 0) return { held: [] };
+    const mine = [...held.values()];
+    const { rows } = await pool.query<{ job: string; inputKey: string; leaseUntil: Date | string }>(RENEW,
+      [workerId, leaseMs, mine.map((h) => h.job), mine.map((h) => h.inputKey)]);
+    // A lease that ran out is lost (another worker may hold it now): forget it.
+    const kept = new Set(rows.map((r) => heldKey(r.job, r.inputKey)));
+    for (const h of mine) if (!kept.has(heldKey(h.job, h.inputKey))) held.delete(heldKey(h.job, h.inputKey));
+    return { held: rows.map((r) => ({ job: r.job, inputKey: r.inputKey, leaseUntil: iso(r.leaseUntil) })) };
+  }
+
+  return {
+    workerId,
+    leaseMs,
+    /**
+     * Claims the inputs of up to `maxTasks` due tasks of the job, in ledger order, and returns all their due
+     * pages (so a little more than `maxTasks` when the last input has more pages); [] when none is free.
+     */
+    async claim(filter: ClaimFilter, maxTasks: number): Promise<ClaimedTask[]> {
+      for (let attempt = 0; ; attempt++) {
+        try {
+          return await claimOnce(filter, maxTasks);
+        } catch (err) {
+          if ((err as { code?: string }).code !== '40P01' || attempt >= TASK_CLAIM_DEFAULTS.deadlockRetries) throw err;
+        }
+      }
+    },
+    /**
+     * Extends the live leases this process claimed; one that ran out is not taken back (another worker may hold
+     * it) and is reported no more.
+     */
+    renew,
+    /**
+     * Gives back the leases on these inputs once their pages are settled (or given up). A lease not given back
+     * only runs out: settled pages are not due, so nobody calls them again.
+     */
+    async release(job: string, inputKeys: readonly string[]): Promise<void> {
+      if (inputKeys.length === 0) return;
+      await pool.query(RELEASE, [workerId, job, inputKeys]);
+      for (const k of inputKeys) held.delete(heldKey(job, k));
+    },
+    /**
+     * Renews this worker's leases every lease/3 until stopped. `onRenewal` sees each result; a failed renewal
+     * goes to `onError` and the next one tries again (two may fail before a lease runs out).
+     */
+    keepRenewed(onRenewal?: (renewal: Renewal) => void, onError?: (err: unknown) => void): { stop(): void } {
+      const timer = setInterval(() => {
+        renew().then(onRenewal, onError ?? (() => undefined));
+      }, leaseMs / TASK_CLAIM_DEFAULTS.renewalsPerLease);
+      timer.unref();
+      return { stop: () => clearInterval(timer) };
+    },
+  };
+}
+
+export type TaskClaims = ReturnType<typeof createTaskClaims>;
+
+function iso(value: Date | string): string {
+  return value instanceof Date ? value.toISOString() : new Date(value).toISOString();
+}
