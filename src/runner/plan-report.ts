@@ -6,7 +6,7 @@ import { createLedger } from '../store/ledger.ts';
 import { createApiCallLog } from '../store/api-calls.ts';
 import { CREDIT_METER_DEFAULTS, roundCredits } from '../credits/credit-meter.ts';
 import { plural } from '../plural.ts';
-import { freshSince } from '../jobs/freshness.ts';
+import { dueSince } from '../jobs/freshness.ts';
 
 /** What `netingest plan` reports for a job, without calling the API or writing anything. */
 export interface PlanReport {
@@ -43,7 +43,8 @@ export async function planReport(job: Job, dbPath: string, refresh = false): Pro
   try {
     const ledger = database ? createLedger(database) : null;
     const calls = database ? createApiCallLog(database) : null;
-    const dueBefore = freshSince(job.refreshAfterDays);
+    // The run's due rule, as a run starting now applies it to each task (ledger.dueState).
+    const rule = { job: job.name, freshSince: dueSince(job.refreshAfterDays, refresh, new Date().toISOString()), refresh };
     // The run takes another job's fresh answer to the same lookup (ledger.adoptSharedAnswers); --refresh only
     // answers from the run itself, which plan cannot know.
     const others = ledger && !refresh ? ledger.otherJobs(job.operation, job.name) : [];
@@ -71,18 +72,11 @@ export async function planReport(job: Job, dbPath: string, refresh = false): Pro
         if (report.invalidSamples.length < 20) report.invalidSamples.push({ file: job.input.csv, line: item.line, field: item.field ?? null, reason: item.reason });
       } else {
         report.tasks += 1;
-        const known = ledger?.find(job.name, item.inputKey, item.page);
         const requestJson = JSON.stringify(item.request);
-        // The run's rules (ledger.ts): a changed request makes any task pending, so it is called whatever its state.
-        const settled = !refresh && known !== undefined && known.requestJson === requestJson;
-        const isFresh =
-          settled &&
-          (known.status === 'done' || known.status === 'not_found') &&
-          known.completedAt !== null &&
-          known.completedAt >= dueBefore;
-        if (isFresh) report.fresh += 1;
-        else if (settled && known.status === 'failed' && known.retryable !== 1) report.failedBefore += 1;
-        else if (ledger?.hasSharedAnswer({ operation: job.operation, inputKey: item.inputKey, page: item.page, requestJson }, others, dueBefore)) {
+        const state = ledger?.dueState(rule, { inputKey: item.inputKey, page: item.page, requestJson }) ?? 'new';
+        if (state === 'fresh') report.fresh += 1;
+        else if (state === 'failed') report.failedBefore += 1;
+        else if (ledger?.hasSharedAnswer({ operation: job.operation, inputKey: item.inputKey, page: item.page, requestJson }, others, rule.freshSince)) {
           report.fresh += 1;
         } else report.calls += 1;
       }

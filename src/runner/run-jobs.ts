@@ -16,7 +16,7 @@ import { jobStopOf, settleJobStop } from './job-stop.ts';
 import type { CreditStop } from './credit-guard.ts';
 import { ResultWriter } from './result-writer.ts';
 import { planIntoLedger, settleDue, type PlanCounts } from './plan-into-ledger.ts';
-import { freshSince } from '../jobs/freshness.ts';
+import { dueSince } from '../jobs/freshness.ts';
 import { workJob, type JobProgress } from './run-job.ts';
 import { ProgressReporter } from './progress.ts';
 import { silentLogger, type Logger } from './logger.ts';
@@ -162,7 +162,7 @@ async function runLocked(
         continue;
       }
       const refresh = options.refresh ?? false;
-      const filter = { job: job.name, runId, freshSince: refresh ? startedAt : freshSince(job.refreshAfterDays), refresh };
+      const filter = { job: job.name, runId, freshSince: dueSince(job.refreshAfterDays, refresh, startedAt), refresh };
       const { shared, runnable, failedBefore } = settleDue(job.operation, ledger, filter);
       await writer.ready;
       logger.info('job planned', { job: job.name, tasks: plan.tasks, invalid: plan.invalid, invalid_known: plan.invalidKnown || undefined, duplicates: plan.duplicates, due: runnable, failed_before: failedBefore, shared: shared || undefined });
