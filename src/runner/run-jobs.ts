@@ -115,8 +115,7 @@ async function runLocked(
     timeoutMs: options.requestTimeoutMs ?? RUN_DEFAULTS.requestTimeoutMs,
     connections: concurrency,
   });
-  // Started now so that the thread opens its connection while the first job's input is planned.
-  const writer = new ResultWriter(database.file, runId, (err) => stop.stop('fatal', err), lock.holding);
+  const writer = new ResultWriter(database, runId, (err) => stop.stop('fatal', err), lock);
   const gate = new RateGate({ requestsPerMinute: null });
   const outageMinTasks = options.outageMinTasks ?? RUN_DEFAULTS.outageMinTasks;
   const breaker = new OutageBreaker(stop, outageMinTasks);
@@ -164,7 +163,6 @@ async function runLocked(
       const refresh = options.refresh ?? false;
       const filter = { job: job.name, runId, freshSince: dueSince(job.refreshAfterDays, refresh, startedAt), refresh };
       const { shared, runnable, failedBefore } = settleDue(job.operation, ledger, filter);
-      await writer.ready;
       logger.info('job planned', { job: job.name, tasks: plan.tasks, invalid: plan.invalid, invalid_known: plan.invalidKnown || undefined, duplicates: plan.duplicates, due: runnable, failed_before: failedBefore, shared: shared || undefined });
       for (const bad of plan.invalidSamples) {
         logger.info('invalid input row', { job: job.name, file: bad.file, line: bad.line, field: bad.field, reason: bad.reason });
