@@ -28,12 +28,6 @@ export default tseslint.config(
     },
   },
   {
-    // Being rewritten elsewhere, and held to the limits once that is done: the executor into p-retry's hooks over
-    // one error-policy table (issue #19 item 3), the plan report onto the one definition of "due" (item 4).
-    files: ['src/runner/task-executor.ts', 'src/runner/plan-report.ts'],
-    rules: { 'max-lines-per-function': 'off', complexity: 'off' },
-  },
-  {
     // Tests poke at untyped JSON and match terminal output with literal spaces and control bytes.
     files: ['test/**'],
     rules: {

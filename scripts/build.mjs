@@ -37,7 +37,6 @@ await build({
   entryPoints: {
     bin: 'src/cli/bin.ts',
     index: 'src/index.ts',
-    'result-writer-thread': 'src/runner/result-writer-thread.ts',
     'wal-checkpointer-thread': 'src/store/wal-checkpointer-thread.ts',
     'export-worker': 'src/export/export-worker.ts',
     'statement-child': 'src/export/statement-child.ts',

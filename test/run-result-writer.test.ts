@@ -1,16 +1,17 @@
 /**
- * The run's writer thread against a real SQLite file: an outcome's promise resolves only once another
- * connection can read it whole; outcomes sent while a commit is under way are all committed; a thread that
- * cannot open the file or commit reports a clear error once, lets every waiter go, and writes nothing after.
+ * The run's writer against a real SQLite file: an outcome's promise resolves only once another connection can
+ * read it whole; outcomes enqueued across turns of the event loop are all committed, a full batch at once; a
+ * commit that fails (or finds the run's lock taken over) reports a clear error once, lets every waiter go,
+ * and writes nothing after.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { openDatabase } from '../src/store/open.ts';
+import { openDatabase, type Database } from '../src/store/open.ts';
 import { createLedger } from '../src/store/ledger.ts';
-import { DatabaseError } from '../src/store/errors.ts';
+import { acquireRunLock, LockLostError } from '../src/store/run-lock.ts';
 import { ResultWriter } from '../src/runner/result-writer.ts';
 import { DriftTally } from '../src/operations/drift.ts';
 import type { ApiCallInfo } from '../src/api/types.ts';
@@ -18,12 +19,23 @@ import { credits, postRequest, postResponse } from './db-fixtures.ts';
 
 let dir: string;
 let file: string;
+let database: Database | null = null;
 
 beforeEach(() => {
   dir = mkdtempSync(join(tmpdir(), 'netingest-writer-'));
   file = join(dir, 'w.db');
 });
-afterEach(() => rmSync(dir, { recursive: true, force: true }));
+afterEach(() => {
+  database?.close();
+  database = null;
+  rmSync(dir, { recursive: true, force: true });
+});
+
+/** The run's connection, as runJobs opens it. */
+function open(): Database {
+  database = openDatabase(file);
+  return database;
+}
 
 /** The post id of the i-th task (strings: ids this long lose digits as numbers). */
 const activity = (i: number) => `activity-70000000000${1000000 + i}`;
@@ -72,8 +84,7 @@ describe('ResultWriter', () => {
   it('resolves an outcome only when another connection can read all of it', async () => {
     seed(1);
     const fatal: unknown[] = [];
-    const writer = new ResultWriter(file, 1, (err) => fatal.push(err));
-    await writer.ready;
+    const writer = new ResultWriter(open(), 1, (err) => fatal.push(err));
     await writer.success({ id: 1, operation: 'post-details' }, request(0), 'k0', ok(0), 1);
     expect(read<string>(`SELECT status FROM tasks WHERE id = 1`)).toBe('done');
     expect(read<number>(`SELECT count(*) FROM raw_responses WHERE task_id = 1`)).toBe(1);
@@ -83,18 +94,19 @@ describe('ResultWriter', () => {
     expect(fatal).toEqual([]);
   });
 
-  it('commits every outcome sent while a commit is under way, each with its own kind', async () => {
+  it('commits every outcome enqueued across turns, each with its own kind; a full batch commits at once', async () => {
     const N = 300;
     seed(N);
-    const writer = new ResultWriter(file, 1, () => undefined);
-    await writer.ready;
+    // Batches of 7 at most: some commit as they fill, the rest at the end of their turn.
+    const writer = new ResultWriter(open(), 1, () => undefined, null, 7);
     const done: Promise<void>[] = [];
     for (let i = 0; i < N; i++) {
       const task = { id: i + 1, operation: 'post-details' as const };
       if (i % 3 === 0) done.push(writer.success(task, request(i), `k${i}`, ok(i), 1));
       else if (i % 3 === 1) done.push(writer.notFound(task, { ...call(`/p/${i}`), status: 404 }, 1, null));
       else done.push(writer.failed(task, 'SERVER_ERROR', 'HTTP 500', true, 3));
-      // Spread over several turns, so that some outcomes reach the thread while it commits others.
+      // The first outcome was committed at the end of its turn (i = 0), the next 7 as soon as they filled a batch.
+      if (i === 7) expect(read<number>(`SELECT count(*) FROM tasks WHERE status <> 'pending'`)).toBe(8);
       if (i % 25 === 0) await new Promise((r) => setImmediate(r));
     }
     await Promise.all(done);
@@ -105,26 +117,12 @@ describe('ResultWriter', () => {
     await writer.close();
   });
 
-  it('a file it cannot open: ready rejects with a DatabaseError naming the file, reported once', async () => {
-    writeFileSync(file, Buffer.alloc(8192, 7));
-    const fatal: unknown[] = [];
-    const writer = new ResultWriter(file, 1, (err) => fatal.push(err));
-    const err = await writer.ready.then(() => null, (e: unknown) => e);
-    expect(err).toBeInstanceOf(DatabaseError);
-    expect((err as DatabaseError).message).toContain(file);
-    expect(fatal).toHaveLength(1);
-    // Outcomes after the failure are let go at once, not left hanging.
-    await writer.success({ id: 1, operation: 'post-details' }, request(0), 'k0', ok(0), 1);
-    await writer.close();
-  });
-
   it('a commit that fails: the batch is rolled back whole, waiters are let go, nothing is written after', async () => {
     seed(3);
     const fatal: unknown[] = [];
-    const writer = new ResultWriter(file, 1, (err) => fatal.push(err));
-    await writer.ready;
+    const writer = new ResultWriter(open(), 1, (err) => fatal.push(err));
     await writer.success({ id: 1, operation: 'post-details' }, request(0), 'k0', ok(0), 1);
-    // A body that is not JSON can only come from a bug upstream: the thread's commit throws on it.
+    // A body that is not JSON can only come from a bug upstream: the commit throws on it.
     const broken = Promise.all([
       writer.notFound({ id: 2, operation: 'post-details' }, { ...call('/p/1'), status: 404 }, 1, null),
       writer.success({ id: 3, operation: 'post-details' }, request(2), 'k2', ok(2, '{not json'), 1),
@@ -136,6 +134,26 @@ describe('ResultWriter', () => {
     await writer.close();
     expect(read<number>(`SELECT count(*) FROM tasks WHERE status = 'done'`)).toBe(1);
     expect(read<number>(`SELECT count(*) FROM tasks WHERE status = 'pending'`)).toBe(2);
+    expect(read<number>(`SELECT count(*) FROM api_calls`)).toBe(1);
+  });
+
+  it('with the run\'s lock taken over: the commit stores nothing and reports LOCK_LOST once', async () => {
+    seed(2);
+    const fatal: unknown[] = [];
+    const run = open();
+    const lock = acquireRunLock(run, { pid: process.pid });
+    const writer = new ResultWriter(run, 1, (err) => fatal.push(err), lock);
+    await writer.success({ id: 1, operation: 'post-details' }, request(0), 'k0', ok(0), 1);
+    // Another run took the lock over (this one was suspended past its lease): its row names another holding.
+    run.sqlite.prepare(`UPDATE run_lock SET pid = pid + 1, acquired_at = '2026-01-01T00:00:00.000Z'`).run();
+    await writer.success({ id: 2, operation: 'post-details' }, request(1), 'k1', ok(1), 1);
+    await writer.failed({ id: 2, operation: 'post-details' }, 'X', 'after the loss', false, 1);
+    await writer.close();
+    expect(fatal).toHaveLength(1);
+    expect(fatal[0]).toBeInstanceOf(LockLostError);
+    expect((fatal[0] as LockLostError).code).toBe('LOCK_LOST');
+    expect(read<number>(`SELECT count(*) FROM tasks WHERE status = 'done'`)).toBe(1);
+    expect(read<number>(`SELECT count(*) FROM raw_responses`)).toBe(1);
     expect(read<number>(`SELECT count(*) FROM api_calls`)).toBe(1);
   });
 });

@@ -22,3 +22,11 @@ export function freshSince(refreshAfterDays: number, nowMs: number = Date.now())
   const toleranceMs = Math.min(ageMs * FRESHNESS_DEFAULTS.toleranceFraction, FRESHNESS_DEFAULTS.maxToleranceMs);
   return new Date(nowMs - ageMs + toleranceMs).toISOString();
 }
+
+/**
+ * The cut-off of a run's due rule (store/ledger.ts): under --refresh the run's start, so that what the run itself
+ * settled stays settled; otherwise freshSince() now.
+ */
+export function dueSince(refreshAfterDays: number, refresh: boolean, startedAt: string): string {
+  return refresh ? startedAt : freshSince(refreshAfterDays);
+}

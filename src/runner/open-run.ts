@@ -146,7 +146,7 @@ function openLocked(options: RunOptions, logger: Logger, database: Database, loc
   });
   releases.push(() => client.close().catch(() => undefined));
   // Started now so that the thread opens its connection while the first job's input is planned.
-  const writer = new ResultWriter(database.file, runId, (err) => stop.stop('fatal', err), lock.holding);
+  const writer = new ResultWriter(database, runId, (err) => stop.stop('fatal', err), lock);
   // A writer that failed has reported why through stop(); closing it can add nothing.
   releases.push(() => writer.close().catch(() => undefined));
   return {

@@ -1,8 +1,6 @@
 /**
  * The outcomes of calls as plain data, and the one function that files them in the database. The run's
- * writer thread receives these over a MessagePort (so they hold only structured-cloneable values: the body
- * travels as its text, which costs a copy, not a clone of the parsed tree) and applies each batch in one
- * transaction.
+ * writer (result-writer.ts) gathers them and applies each batch in one transaction.
  */
 import type { Connection } from '../store/connection.ts';
 import type { IngestRequest } from '../store/ingest-request.ts';
@@ -41,11 +39,19 @@ export type OutcomeOp =
 
 /** Prepares the statements once; the returned function writes a batch of outcomes in one transaction. */
 export function createOutcomeApplier(database: Connection, runId: number): (ops: readonly OutcomeOp[]) => void {
+  const write = prepareOutcomeWrite(database, runId);
+  return database.sqlite.transaction((ops: readonly OutcomeOp[]) => {
+    for (const op of ops) write(op);
+  });
+}
+
+/** Prepares the statements once; the returned function writes one outcome, in the caller's transaction. */
+export function prepareOutcomeWrite(database: Connection, runId: number): (op: OutcomeOp) => void {
   const store = prepareAnswerStore(database);
   const saveRaw = saveRawResponse(database);
   const calls = createApiCallLog(database);
   const ledger = createLedger(database);
-  const apply = (op: OutcomeOp): void => {
+  return (op: OutcomeOp): void => {
     switch (op.kind) {
       case 'success': {
         const rawResponseId = saveRaw({ operation: op.operation, requestKey: op.requestKey, request: op.request, body: op.body, receivedAt: op.at, runId, taskId: op.taskId });
@@ -83,7 +89,4 @@ export function createOutcomeApplier(database: Connection, runId: number): (ops:
         return;
     }
   };
-  return database.sqlite.transaction((ops: readonly OutcomeOp[]) => {
-    for (const op of ops) apply(op);
-  });
 }

@@ -3,11 +3,11 @@ import type { Job } from '../jobs/schema.ts';
 import { planTasks } from '../jobs/plan-tasks.ts';
 import { openDatabase } from '../store/open.ts';
 import { withReadSnapshot } from '../store/read-snapshot.ts';
-import { createLedger } from '../store/ledger.ts';
+import { createLedger, type DueRule, type Ledger } from '../store/ledger.ts';
 import { createApiCallLog } from '../store/api-calls.ts';
 import { CREDIT_METER_DEFAULTS, roundCredits } from '../credits/credit-meter.ts';
 import { plural } from '../plural.ts';
-import { freshSince } from '../jobs/freshness.ts';
+import { dueSince } from '../jobs/freshness.ts';
 
 /** What `netingest plan` reports for a job, without calling the API or writing anything. */
 export interface PlanReport {
@@ -51,78 +51,82 @@ export async function planReport(job: Job, dbPath: string, refresh = false): Pro
   async function read(): Promise<PlanReport> {
     const ledger = database ? createLedger(database) : null;
     const calls = database ? createApiCallLog(database) : null;
-    const dueBefore = freshSince(job.refreshAfterDays);
+    // The run's due rule, as a run starting now applies it to each task (ledger.dueState).
+    const rule = { job: job.name, freshSince: dueSince(job.refreshAfterDays, refresh, new Date().toISOString()), refresh };
     // The run takes another job's fresh answer to the same lookup (ledger.adoptSharedAnswers); --refresh only
     // answers from the run itself, which plan cannot know.
     const others = ledger && !refresh ? ledger.otherJobs(job.operation, job.name) : [];
-    const report: PlanReport = {
-      job: job.name,
-      operation: job.operation,
-      tasks: 0,
-      invalidRows: 0,
-      duplicates: 0,
-      fresh: 0,
-      failedBefore: 0,
-      calls: 0,
-      costPerCall: CREDIT_METER_DEFAULTS.defaultCostPerCall,
-      costLearned: false,
-      estimatedCredits: null,
-      estimatedCreditsRange: null,
-      lastKnownBalance: calls?.lastCounters()?.balance ?? null,
-      liveBalance: null,
-      invalidSamples: [],
-    };
+    const report = emptyReport(job, calls?.lastCounters()?.balance ?? null);
     for await (const item of planTasks(job)) {
       if (item.kind === 'duplicate') report.duplicates += 1;
-      else if (item.kind === 'invalid') {
-        report.invalidRows += 1;
-        if (report.invalidSamples.length < 20) report.invalidSamples.push({ file: job.input.csv, line: item.line, field: item.field ?? null, reason: item.reason });
-      } else {
-        report.tasks += 1;
-        const known = ledger?.find(job.name, item.inputKey, item.page);
-        const requestJson = JSON.stringify(item.request);
-        // The run's rules (ledger.ts): a changed request makes any task pending, so it is called whatever its state.
-        const settled = !refresh && known !== undefined && known.requestJson === requestJson;
-        const isFresh =
-          settled &&
-          (known.status === 'done' || known.status === 'not_found') &&
-          known.completedAt !== null &&
-          known.completedAt >= dueBefore;
-        if (isFresh) report.fresh += 1;
-        else if (settled && known.status === 'failed' && known.retryable !== 1) report.failedBefore += 1;
-        else if (ledger?.hasSharedAnswer({ operation: job.operation, inputKey: item.inputKey, page: item.page, requestJson }, others, dueBefore)) {
-          report.fresh += 1;
-        } else report.calls += 1;
-      }
+      else if (item.kind === 'invalid') countInvalid(report, job, item);
+      else report[taskState(item, ledger, rule, others)] += 1;
     }
-    const learned = calls?.learnedCost(job.operation) ?? null;
-    if (learned !== null) {
-      report.costPerCall = learned;
-      report.costLearned = true;
-    }
-    const most = roundCredits(report.calls * report.costPerCall);
-    if (report.costLearned) report.estimatedCredits = most;
-    else report.estimatedCreditsRange = { low: 0, high: most };
-    return report;
+    return withCost(report, calls?.learnedCost(job.operation) ?? null);
   }
+
+  /** Where a planned task lands in the report: fresh, failed earlier, or a call to make. */
+  function taskState(
+    item: { inputKey: string; page: number; request: unknown },
+    ledger: Ledger | null,
+    rule: DueRule,
+    others: string[],
+  ): 'fresh' | 'failedBefore' | 'calls' {
+    const requestJson = JSON.stringify(item.request);
+    const state = ledger?.dueState(rule, { inputKey: item.inputKey, page: item.page, requestJson }) ?? 'new';
+    if (state === 'fresh') return 'fresh';
+    if (state === 'failed') return 'failedBefore';
+    const lookup = { operation: job.operation, inputKey: item.inputKey, page: item.page, requestJson };
+    return ledger?.hasSharedAnswer(lookup, others, rule.freshSince) ? 'fresh' : 'calls';
+  }
+}
+
+function emptyReport(job: Job, lastKnownBalance: number | null): PlanReport {
+  return {
+    job: job.name,
+    operation: job.operation,
+    tasks: 0,
+    invalidRows: 0,
+    duplicates: 0,
+    fresh: 0,
+    failedBefore: 0,
+    calls: 0,
+    costPerCall: CREDIT_METER_DEFAULTS.defaultCostPerCall,
+    costLearned: false,
+    estimatedCredits: null,
+    estimatedCreditsRange: null,
+    lastKnownBalance,
+    liveBalance: null,
+    invalidSamples: [],
+  };
+}
+
+function countInvalid(report: PlanReport, job: Job, item: { line: number; field?: string | null | undefined; reason: string }): void {
+  report.invalidRows += 1;
+  if (report.invalidSamples.length < 20) report.invalidSamples.push({ file: job.input.csv, line: item.line, field: item.field ?? null, reason: item.reason });
+}
+
+/** The estimate: calls x the learned cost, or a range up to the assumed cost while none is learned. */
+function withCost(report: PlanReport, learned: number | null): PlanReport {
+  if (learned !== null) {
+    report.costPerCall = learned;
+    report.costLearned = true;
+  }
+  const most = roundCredits(report.calls * report.costPerCall);
+  if (report.costLearned) report.estimatedCredits = most;
+  else report.estimatedCreditsRange = { low: 0, high: most };
+  return report;
 }
 
 /** The report as the command prints it. */
 export function formatPlanReport(r: PlanReport, reserve: number): string {
   const most = r.estimatedCredits ?? r.estimatedCreditsRange?.high ?? 0;
-  const balance = r.liveBalance ?? r.lastKnownBalance;
-  const short = balance !== null && balance - most < reserve;
-  const enough = short
-    ? `  — ${r.costLearned ? 'not enough' : 'maybe not enough'} to finish above the reserve of ${reserve}: the run ${r.costLearned ? 'will stop' : 'stops if it runs short'} and defer${r.costLearned ? '' : 's'} the rest`
-    : '';
+  const enough = shortfallNote(r, reserve, most);
   const lines = [
     `${r.job} (${r.operation})`,
     `  input: ${plural(r.tasks, 'task')}, ${plural(r.invalidRows, 'invalid row')}, ${plural(r.duplicates, 'duplicate')}`,
     `  ledger: ${plural(r.fresh, 'task')} still fresh${r.failedBefore > 0 ? `, ${r.failedBefore} failed earlier and not retried (use --refresh)` : ''}; at most ${plural(r.calls, 'call')} to make`,
-    r.costLearned
-      ? `  estimated credits: ${r.estimatedCredits} (${r.costPerCall} per call, learned from earlier calls)`
-      : `  estimated credits: unknown: no call has shown this operation's cost yet; the run assumes from 0 to ${r.costPerCall} per call ` +
-        `until its first answers show it, so from 0 to ${most} for ${plural(r.calls, 'call')}`,
+    creditLine(r, most),
     r.liveBalance !== null
       ? `  balance: ${r.liveBalance} (asked the service now)${enough}`
       : `  last known balance: ${r.lastKnownBalance ?? 'unknown (no call yet)'}${enough}`,
@@ -131,4 +135,20 @@ export function formatPlanReport(r: PlanReport, reserve: number): string {
   const unshown = r.invalidRows - r.invalidSamples.length;
   if (unshown > 0) lines.push(`  ... ${plural(unshown, 'more invalid row')} not shown: \`--invalid-out FILE\` writes them all, with their columns and why`);
   return lines.join('\n') + '\n';
+}
+
+function creditLine(r: PlanReport, most: number): string {
+  return r.costLearned
+    ? `  estimated credits: ${r.estimatedCredits} (${r.costPerCall} per call, learned from earlier calls)`
+    : `  estimated credits: unknown: no call has shown this operation's cost yet; the run assumes from 0 to ${r.costPerCall} per call ` +
+        `until its first answers show it, so from 0 to ${most} for ${plural(r.calls, 'call')}`;
+}
+
+/** Said after the balance when the calls to make would take it below the reserve. */
+function shortfallNote(r: PlanReport, reserve: number, most: number): string {
+  const balance = r.liveBalance ?? r.lastKnownBalance;
+  if (balance === null || balance - most >= reserve) return '';
+  return r.costLearned
+    ? `  — not enough to finish above the reserve of ${reserve}: the run will stop and defer the rest`
+    : `  — maybe not enough to finish above the reserve of ${reserve}: the run stops if it runs short and defers the rest`;
 }

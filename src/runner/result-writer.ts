@@ -1,14 +1,12 @@
-import type { Worker } from 'node:worker_threads';
 import type { ApiCallInfo, ApiResult } from '../api/types.ts';
 import { ApiSchemaError, type ApiError } from '../api/errors.ts';
 import type { ApiCallRow } from '../store/api-calls.ts';
+import type { Connection } from '../store/connection.ts';
 import type { Operation } from '../spec/types.ts';
 import type { IngestRequest } from '../store/ingest-request.ts';
-import type { RunLockHolding } from '../store/run-lock.ts';
-import { startWorker } from '../threads/start-worker.ts';
+import type { RunLock } from '../store/run-lock.ts';
 import { startWalCheckpointer, type WalCheckpointer } from '../store/wal-checkpointer.ts';
-import type { OutcomeOp } from './outcome-ops.ts';
-import { deserializeError, type WriterMessageIn, type WriterMessageOut, type WriterThreadData } from './result-writer-protocol.ts';
+import { prepareOutcomeWrite, type OutcomeOp } from './outcome-ops.ts';
 
 /** What the writer needs of a task. */
 export interface WriterTask {
@@ -16,76 +14,61 @@ export interface WriterTask {
   operation: Operation;
 }
 
-const THREAD = new URL('./result-writer-thread.ts', import.meta.url);
+/** Settings of the writer; every default is here. */
+export const RESULT_WRITER_DEFAULTS = {
+  /** Outcomes gathered at most before they are committed at once, without waiting for the loop's next turn. */
+  maxBatch: 256,
+  /**
+   * Frames in the write-ahead log at which the connection checkpoints by itself (SQLite's default: 1000). The
+   * checkpointer thread does the checkpoints; this is only the backstop that bounds the log (64 MB), since a
+   * log written without pause is never fully copied by PASSIVE checkpoints and so never starts over.
+   */
+  walAutocheckpointPages: 16384,
+  /** SQLite's own, set back when the writer closes. */
+  walAutocheckpointPagesAfter: 1000,
+} as const;
 
 /**
- * Files the outcome of every call through the run's writer thread (result-writer-thread.ts). Each response's
- * normalized rows, raw body, task status and api_calls row go into the same transaction. One batch is in the
- * thread at a time: outcomes that arrive while it commits are gathered here and sent as the next batch when
- * it acknowledges (group commit, and one message per commit: a message that wakes a thread costs ~30 us,
- * more than cloning its content). An outcome's promise resolves once it is committed: the runner holds the
- * task's slot until then, so a crash at any instant loses at most `concurrency` answers, each one a call that
- * the next run repeats. The WAL checkpointer thread (store/wal-checkpointer.ts) runs beside it.
+ * Files the outcome of every call on the run's own connection, in group commits: the outcomes that arrive
+ * in one turn of the event loop (every answer read in that turn) are written at its end in one IMMEDIATE
+ * transaction, or at once when `maxBatch` are gathered. Each response's normalized rows, raw body, task status
+ * and api_calls row are in the same transaction. An outcome's promise resolves once it is committed: the runner
+ * holds the task's slot until then, so a crash at any instant loses at most `concurrency` answers, each one a
+ * call that the next run repeats. With the run's lock, each commit first checks, in its transaction, that the
+ * lock is still the run's (RunLock.whileHeld): a run suspended while another took the lock over stores nothing
+ * when it wakes up. The WAL checkpointer thread (store/wal-checkpointer.ts) copies the log into the file
+ * beside it, so that the commits never wait for a checkpoint's fsyncs.
+ *
+ * A writer thread did this before, measured no faster at the provider's 10,000 calls a minute nor flat out
+ * (bench/writer.bench.ts, bench/README.md).
  */
 export class ResultWriter {
-  /** Resolves when the thread has opened the dataset; rejects with the reason it could not. */
-  readonly ready: Promise<void>;
-  private readonly worker: Worker;
   private readonly checkpointer: WalCheckpointer;
+  private readonly commit: (ops: readonly OutcomeOp[]) => void;
   private batch: OutcomeOp[] = [];
-  /** Settles when the batch being gathered is committed. */
+  /** Resolves the waiters of the batch being gathered once it is committed (or the writer failed). */
+  private release: (() => void) | null = null;
   private batchCommitted: Promise<void> | null = null;
-  private scheduled = false;
-  private sentSeq = 0;
-  private committedSeq = 0;
-  /** Waiters by batch seq, in order. */
-  private waiters: Array<{ seq: number; resolve: () => void }> = [];
-  private failure: Error | null = null;
-  private closing = false;
-  private readonly exited: Promise<void>;
+  private scheduled: NodeJS.Immediate | null = null;
+  private failure: unknown = null;
 
   constructor(
-    dbFile: string,
+    private readonly database: Connection,
     private readonly runId: number,
-    /** Called once if the thread cannot write (disk full, read-only file, the run's lock lost): the run must stop. */
+    /** Called once if a commit fails (disk full, read-only file, the run's lock lost): the run must stop. */
     private readonly onFatal: (err: unknown) => void,
     /** The run's lock, checked in every commit; null writes without the check. */
-    lock: RunLockHolding | null = null,
+    lock: Pick<RunLock, 'whileHeld'> | null = null,
+    private readonly maxBatch: number = RESULT_WRITER_DEFAULTS.maxBatch,
   ) {
-    const data: WriterThreadData = { dbFile, runId, lock };
-    this.worker = startWorker(THREAD, data);
-    this.checkpointer = startWalCheckpointer(dbFile);
-    let readyResolve!: () => void;
-    let readyReject!: (err: unknown) => void;
-    this.ready = new Promise<void>((resolve, reject) => {
-      readyResolve = resolve;
-      readyReject = reject;
-    });
-    // Awaited only before the first call; a failure before then is reported by that await, not as unhandled.
-    this.ready.catch(() => undefined);
-    this.worker.on('message', (message: WriterMessageOut) => {
-      if (message.type === 'ready') readyResolve();
-      else if (message.type === 'committed') this.committed(message.seq);
-      else {
-        const err = deserializeError(message.error);
-        readyReject(err);
-        this.fail(err);
-      }
-    });
-    this.worker.on('error', (err) => {
-      readyReject(err);
-      this.fail(err);
-    });
-    this.exited = new Promise<void>((resolve) => {
-      this.worker.once('exit', () => {
-        if (!this.closing) {
-          const err = new Error('the database writer thread stopped unexpectedly');
-          readyReject(err);
-          this.fail(err);
-        }
-        resolve();
-      });
-    });
+    const write = prepareOutcomeWrite(database, runId);
+    const writeAll = (ops: readonly OutcomeOp[]) => {
+      for (const op of ops) write(op);
+    };
+    const transaction = database.sqlite.transaction(writeAll);
+    this.commit = lock ? (ops) => lock.whileHeld(() => writeAll(ops)) : (ops) => transaction.immediate(ops);
+    database.sqlite.pragma(`wal_autocheckpoint = ${RESULT_WRITER_DEFAULTS.walAutocheckpointPages}`);
+    this.checkpointer = startWalCheckpointer(database.file);
   }
 
   /** A 200: normalized rows, raw body, api_calls row and the task done, atomically. */
@@ -136,20 +119,17 @@ export class ResultWriter {
     return this.enqueue({ kind: 'failed', taskId: task.id, code, message, retryable, attempts, at: new Date().toISOString() });
   }
 
-  /** Sends what is gathered now and resolves when everything sent so far is committed (or the writer failed). */
+  /** Commits what is gathered now; resolves once everything enqueued so far is committed (or the writer failed). */
   drain(): Promise<void> {
-    this.send(true);
-    if (this.failure || this.committedSeq >= this.sentSeq) return Promise.resolve();
-    return new Promise((resolve) => this.waiters.push({ seq: this.sentSeq, resolve }));
+    this.flush();
+    return Promise.resolve();
   }
 
-  /** Commits what is left, closes the thread's connection and waits for the thread to end. */
+  /** Commits what is left and stops the checkpointer thread. */
   async close(): Promise<void> {
-    if (!this.failure) await this.drain();
-    this.closing = true;
-    if (this.failure) await this.worker.terminate();
-    else this.worker.postMessage({ type: 'close' } satisfies WriterMessageIn);
-    await Promise.all([this.exited, this.checkpointer.close()]);
+    this.flush();
+    await this.checkpointer.close();
+    if (this.database.sqlite.open) this.database.sqlite.pragma(`wal_autocheckpoint = ${RESULT_WRITER_DEFAULTS.walAutocheckpointPagesAfter}`);
   }
 
   /** The error that stopped the writer, if any. */
@@ -160,41 +140,31 @@ export class ResultWriter {
   private enqueue(op: OutcomeOp): Promise<void> {
     if (this.failure) return Promise.resolve();
     this.batch.push(op);
-    if (!this.scheduled) {
-      this.scheduled = true;
-      setImmediate(() => this.send());
-    }
-    this.batchCommitted ??= new Promise((resolve) => this.waiters.push({ seq: this.sentSeq + 1, resolve }));
-    return this.batchCommitted;
+    this.batchCommitted ??= new Promise((resolve) => (this.release = resolve));
+    const committed = this.batchCommitted;
+    if (this.batch.length >= this.maxBatch) this.flush();
+    else this.scheduled ??= setImmediate(() => this.flush());
+    return committed;
   }
 
-  private send(evenIfBusy = false): void {
-    this.scheduled = false;
-    // A batch sent and not yet acknowledged is in the thread: the next one waits for it (see the class comment).
-    const busy = this.sentSeq > this.committedSeq;
-    if (this.batch.length === 0 || this.failure || (busy && !evenIfBusy)) return;
-    this.sentSeq += 1;
-    this.worker.postMessage({ type: 'write', seq: this.sentSeq, ops: this.batch } satisfies WriterMessageIn);
+  /** Commits the batch gathered so far in one transaction and lets its waiters go. */
+  private flush(): void {
+    if (this.scheduled) clearImmediate(this.scheduled);
+    this.scheduled = null;
+    const ops = this.batch;
+    const release = this.release;
     this.batch = [];
+    this.release = null;
     this.batchCommitted = null;
-  }
-
-  private committed(seq: number): void {
-    this.committedSeq = seq;
-    this.send();
-    let i = 0;
-    while (i < this.waiters.length && this.waiters[i]!.seq <= seq) this.waiters[i++]!.resolve();
-    if (i > 0) this.waiters.splice(0, i);
-  }
-
-  /** Nothing more is written; everyone waiting is let go so the run can wind down and report the error. */
-  private fail(err: Error): void {
-    if (this.failure) return;
-    this.failure = err;
-    this.batch = [];
-    for (const w of this.waiters) w.resolve();
-    this.waiters = [];
-    this.onFatal(err);
+    if (ops.length === 0 || this.failure) return release?.();
+    try {
+      this.commit(ops);
+    } catch (err) {
+      // The batch is rolled back whole; nothing more is written, and the run is told once.
+      this.failure = err;
+      this.onFatal(err);
+    }
+    release?.();
   }
 }
 

@@ -5,7 +5,7 @@
  */
 import { basename, extname } from 'node:path';
 import type { UsageError } from '../errors.ts';
-import { freshSince } from '../jobs/freshness.ts';
+import { dueSince } from '../jobs/freshness.ts';
 import { isJobUnusable, type JobFileError } from '../jobs/job-error.ts';
 import type { Job } from '../jobs/schema.ts';
 import { anomalyCountsOf } from '../store/answer-anomalies.ts';
@@ -101,9 +101,8 @@ function partlyPlanned(run: OpenRun, job: Job, plan: PlanCounts, interrupted: bo
 /** Decides what is due, works it, and closes the job's books. */
 async function workPlanned(run: OpenRun, job: Job, plan: PlanCounts): Promise<JobResult> {
   const { settings, runId } = run;
-  const filter = { job: job.name, runId, freshSince: settings.refresh ? run.startedAt : freshSince(job.refreshAfterDays), refresh: settings.refresh };
+  const filter = { job: job.name, runId, freshSince: dueSince(job.refreshAfterDays, settings.refresh, run.startedAt), refresh: settings.refresh };
   const { shared, runnable, failedBefore } = settleDue(job.operation, run.ledger, filter);
-  await run.writer.ready;
   run.logger.info('job planned', {
     job: job.name, tasks: plan.tasks, invalid: plan.invalid, invalid_known: plan.invalidKnown || undefined, duplicates: plan.duplicates,
     due: runnable, failed_before: failedBefore, shared: shared || undefined,

@@ -1,7 +1,7 @@
 /**
  * A plain connection to the dataset: the file opened and set up (WAL, foreign keys, busy timeout), with every
  * way a file can be unusable turned into a DatabaseError. No schema work and no drizzle, so that a thread
- * that only runs prepared statements on a dataset the run has already opened (the writer thread) starts in
+ * that only runs prepared statements on a dataset the run has already opened (the WAL checkpointer) starts in
  * milliseconds rather than the ~400 ms that loading drizzle and the schema takes.
  */
 // Before anything opens a database: URI filenames are fixed when better-sqlite3's addon first loads.

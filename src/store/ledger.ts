@@ -42,17 +42,33 @@ export function invalidRowKey(row: Pick<InvalidInputRow, 'field' | 'value' | 're
  * Which settled tasks are due again: done or not found before `freshSince` (under --refresh, the run's start:
  * what the run itself settled stays settled), and with `refresh` those that failed for good too.
  */
-export interface RunnableFilter {
+export interface DueRule {
   job: string;
-  runId: number;
   freshSince: string;
   refresh: boolean;
 }
 
-const RUNNABLE = `job = @job AND run_id = @runId AND (
-  status IN ('pending', 'deferred')
+/** The tasks of one run's job that the rule makes due. */
+export interface RunnableFilter extends DueRule {
+  runId: number;
+}
+
+/**
+ * Whether a task row is due: the one definition, which the run's ledger reads (RUNNABLE) and `plan` (dueState)
+ * both apply. Pending and deferred tasks are always due; a failed one when retryable (or under --refresh); a
+ * done or not-found one once its answer is older than `@freshSince`.
+ */
+const DUE = `(status IN ('pending', 'deferred')
   OR (status = 'failed' AND (retryable = 1 OR @refresh = 1))
   OR (status IN ('done', 'not_found') AND (completed_at IS NULL OR completed_at < @freshSince)))`;
+
+const RUNNABLE = `job = @job AND run_id = @runId AND ${DUE}`;
+
+/** Planning a task again with another request text sets it back to pending (the upsert), whatever its state. */
+const requestChanged = (planned: string) => `tasks.request_json <> ${planned}`;
+
+/** How the next run takes a task of the input (see dueState): not in the ledger, due, fresh, or failed for good. */
+export type DueState = 'new' | 'due' | 'fresh' | 'failed';
 
 /**
  * The same lookup (operation, input, page and request text, here those of `of`: the task row `tasks`, or named
@@ -82,7 +98,7 @@ export function createLedger(database: Connection) {
     VALUES ${Array.from({ length: rows }, () => TASK_VALUES).join(', ')}
     ON CONFLICT (job, input_key, page) DO UPDATE SET
       run_id = excluded.run_id,
-      status = CASE WHEN tasks.request_json <> excluded.request_json THEN 'pending' ELSE tasks.status END,
+      status = CASE WHEN ${requestChanged('excluded.request_json')} THEN 'pending' ELSE tasks.status END,
       request_json = excluded.request_json,
       operation = excluded.operation`);
   const upsertTask = upsertTasks(1);
@@ -122,8 +138,10 @@ export function createLedger(database: Connection) {
   const selectRunnable = sqlite.prepare(`SELECT id, job, operation, input_key AS inputKey, page, request_json AS requestJson, status
     FROM tasks INDEXED BY tasks_job_id_idx WHERE ${RUNNABLE} AND id > @afterId ORDER BY id LIMIT @limit`);
   const countRunnable = sqlite.prepare(`SELECT count(*) AS n FROM tasks WHERE ${RUNNABLE}`).pluck();
-  const findTask = sqlite.prepare(`SELECT status, completed_at AS completedAt, retryable, request_json AS requestJson
-    FROM tasks WHERE job = ? AND input_key = ? AND page = ?`);
+  // Not due and not pending: a settled answer still fresh, or a failure not retried.
+  const selectDueState = sqlite.prepare(`SELECT CASE WHEN ${requestChanged('@requestJson')} OR ${DUE} THEN 'due'
+      WHEN status = 'failed' THEN 'failed' ELSE 'fresh' END
+    FROM tasks WHERE job = @job AND input_key = @inputKey AND page = @page`).pluck();
   // Positional: binding by name looks each parameter up in an object, and this runs once per answer.
   const done = sqlite.prepare(`UPDATE tasks SET status = 'done', attempts = attempts + ?, last_error_code = NULL,
     last_error = NULL, retryable = NULL, updated_at = ?, completed_at = ?, run_id = ? WHERE id = ?`);
@@ -182,11 +200,14 @@ export function createLedger(database: Connection) {
     countRunnable(filter: RunnableFilter): number {
       return countRunnable.get(filterParams(filter)) as number;
     },
-    /** The ledger's record of one planned task, or undefined when it was never planned. */
-    find(job: string, inputKey: string, page: number) {
-      return findTask.get(job, inputKey, page) as
-        | { status: TaskStatus; completedAt: string | null; retryable: number | null; requestJson: string }
-        | undefined;
+    /**
+     * What a run planning this task now would do with it, by the same rule as runnableAfter (for `plan`, which
+     * writes nothing): 'new' when never planned, 'due' to be called (or taken from another job's answer),
+     * 'fresh' settled within the rule's freshness, 'failed' failed for good and not retried.
+     */
+    dueState(rule: DueRule, task: { inputKey: string; page: number; requestJson: string }): DueState {
+      const state = selectDueState.get({ job: rule.job, freshSince: rule.freshSince, refresh: rule.refresh ? 1 : 0, ...task });
+      return (state as DueState | undefined) ?? 'new';
     },
     markDone(id: number, runId: number, at: string, attempts: number): void {
       done.run(attempts, at, at, runId, id);

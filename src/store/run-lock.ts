@@ -62,8 +62,6 @@ export interface RunLockOptions {
 export interface RunLock {
   /** Runs left marked running by dead processes, closed as abandoned when the lock was taken. */
   readonly abandonedRuns: readonly number[];
-  /** The holding the writer thread checks in each commit (see lockCheck). */
-  readonly holding: RunLockHolding;
   setRunId(runId: number): void;
   /** Whether the lock is still ours, read from the database now; once false, false for good. */
   held(): boolean;
@@ -94,8 +92,8 @@ export function readRunLock(database: Database, host = hostname()): RunLockState
 }
 
 /**
- * A check that `holding` still holds the lock, for a connection of its own (the writer thread's): call it inside
- * the write transaction it guards, so that no takeover can come between the check and the commit.
+ * A check that `holding` still holds the lock: call it inside the write transaction it guards, so that no
+ * takeover can come between the check and the commit.
  */
 export function lockCheck(sqlite: BetterSqlite3.Database, holding: RunLockHolding): () => boolean {
   const mine = sqlite.prepare(`SELECT 1 FROM run_lock WHERE ${MINE}`).pluck();
@@ -194,7 +192,6 @@ function holdLock(database: Database, holding: RunLockHolding, abandonedRuns: nu
   timer.unref();
   return {
     abandonedRuns,
-    holding,
     setRunId(id) {
       runId = id;
       sqlite.prepare(`UPDATE run_lock SET run_id = ? WHERE ${MINE}`).run(id, ...key);
@@ -204,7 +201,7 @@ function holdLock(database: Database, holding: RunLockHolding, abandonedRuns: nu
       try {
         if (!ours()) markLost();
       } catch {
-        // Unreadable now: the writer thread's check in each commit still fences this run off.
+        // Unreadable now: the writer's check in each commit still fences this run off.
       }
       return !lost;
     },
