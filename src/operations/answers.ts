@@ -7,7 +7,8 @@
 import type { CreditCounters, Operation } from '../spec/types.ts';
 import { readThrough, type SetAsideRecord, type UnusableIssue } from './answer-contract.ts';
 import type { DriftTally } from './drift.ts';
-import { specOf, type SpecOf } from './index.ts';
+import { OPERATION_SPECS, type SpecOf } from './index.ts';
+import type { OperationSpec, Subject } from './operation-spec.ts';
 import type { PostDetailsAnswer } from './post-details.ts';
 import type { SearchJobsAnswer } from './search-jobs.ts';
 import type { SimilarCompaniesAnswer } from './similar-companies.ts';
@@ -39,11 +40,15 @@ export type AnswerReading<T> = UsableAnswer<T> | { usable: false; issue: Unusabl
 
 /** Reads a parsed 200 body of `operation` through its contract; `asked` is the request when known (paging). */
 export function readAnswer<O extends Operation>(operation: O, body: unknown, asked?: AskedByOperation[O]): AnswerReading<AnswerByOperation[O]> {
-  const spec = specOf(operation);
+  return readAnswerOf(OPERATION_SPECS[operation] as unknown as OperationSpec<AskedByOperation[O], AnswerByOperation[O]>, body, asked);
+}
+
+/** Reads a parsed 200 body through `spec`'s contract; `asked` is the request when known (paging). */
+export function readAnswerOf<Q, A>(spec: OperationSpec<Q, A, Subject, never>, body: unknown, asked?: Q): AnswerReading<A> {
   const reading = readThrough(spec.answer, body);
   if (!reading.usable) return { usable: false, issue: reading.issue, credits: creditsOf(body) };
   // The contract's reading is the answer type of its operation (answer-contract.ts's ReadBody).
-  const answer = reading.answer as AnswerByOperation[O];
+  const answer = reading.answer as A;
   const lastPage = spec.lastPage(asked, answer, reading.drift);
   return { usable: true, answer, setAside: reading.setAside, drift: reading.drift, credits: creditsOf(body), lastPage };
 }
