@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { isAbsolute, resolve } from 'node:path';
 import type { SimilarCompaniesAccount } from '../spec/types.ts';
 import { JOB_DEFAULTS } from './defaults.ts';
+import { specOf } from '../operations/index.ts';
 import { JobFileError, type JobIssue } from './job-error.ts';
 import { checkJobValue } from './format-issues.ts';
 import { SEARCH_QUERY_PARAMS, normalizeParam, type SearchQueryBase } from './search-query.ts';
@@ -242,7 +243,7 @@ export function resolveJob(value: unknown, ctx: ResolveContext): Job {
       reserve: def.credits?.reserve ?? JOB_DEFAULTS.credits.reserve,
       maxPerRun: def.credits?.maxPerRun ?? JOB_DEFAULTS.credits.maxPerRun,
     },
-    refreshAfterDays: def.refreshAfterDays ?? JOB_DEFAULTS.refreshAfterDays[def.operation],
+    refreshAfterDays: def.refreshAfterDays ?? specOf(def.operation).refreshAfterDays,
     keepRawDays: def.keepRawDays ?? JOB_DEFAULTS.keepRawDays,
   };
 
