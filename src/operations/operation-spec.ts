@@ -8,6 +8,7 @@
  */
 import type { z } from 'zod';
 import type { CsvHeader } from '../input/csv-header.ts';
+import type { JobDefinition } from '../jobs/schema.ts';
 import type { Operation } from '../spec/types.ts';
 import type { AnswerContract } from './answer-contract.ts';
 import type { DriftTally } from './drift.ts';
@@ -16,6 +17,15 @@ import type { StoredAnswer, RowContext } from './stored-rows.ts';
 /** What a stored answer is filed under: the request it answers, as raw_responses.request_json holds it. */
 export interface Subject {
   operation: Operation;
+}
+
+/** A starter: a job file and the CSV it reads, as paths relative to the folder `init` runs in. */
+export interface Starter {
+  /** Job file without extension, under jobs/; also the job's name. */
+  name: string;
+  definition: JobDefinition;
+  csvPath: string;
+  csv: string;
 }
 
 /** One input row read: its key and the request of each page (index = page - 1), or why it makes no task. */
@@ -66,6 +76,9 @@ export interface EnrichReader {
  */
 export interface OperationSpec<Q = unknown, A = unknown, S extends Subject = Subject, J = unknown> {
   name: Operation;
+
+  /** The job and input CSV `netingest init` writes for this operation (jobs/starters.ts). */
+  starter: Starter;
 
   // ---- planning: an input row becomes requests ----
   /** Days before a stored result is fetched again, when the job does not say. */

@@ -119,6 +119,20 @@ export const POST_BY_URL_SQL = postSql('p.url = ?');
 
 export const postDetails = {
   name: 'post-details',
+  /** The job and input CSV `netingest init` writes for this operation. */
+  starter: {
+    name: 'post-engagement',
+    definition: {
+      operation: 'post-details',
+      input: { csv: 'data/posts.csv', column: 'post_url' },
+      credits: { reserve: 100 },
+    },
+    csvPath: 'data/posts.csv',
+    csv:
+      'post_url,campaign\n' +
+      'https://www.network.com/posts/jane-doe_robotics-automation-activity-7123456789012345678-abcd,launch\n' +
+      'https://network.com/posts/omar-haddad_logistics-ai-activity-7123456789012345679-efgh,launch\n',
+  },
   refreshAfterDays: 7,
   rowReader: (job, header) => urlColumnReader(job.input.csv, header, job.input.column, canonicalPostUrl, (url) => [{ url }]),
   requestsOfKey: (_job, inputKey) => [{ url: inputKey }],

@@ -171,6 +171,18 @@ export const JOB_SQL = `
 
 export const searchJobs = {
   name: 'search-jobs',
+  /** The job and input CSV `netingest init` writes for this operation. */
+  starter: {
+    name: 'job-search',
+    definition: {
+      operation: 'search-jobs',
+      input: { csv: 'data/job-queries.csv' },
+      request: { timePosted: 'past_week', location: 'germany' },
+      credits: { reserve: 100 },
+    },
+    csvPath: 'data/job-queries.csv',
+    csv: 'keywords,location\nrobotics engineer,germany\ndata analyst,france\n',
+  },
   refreshAfterDays: 0.5,
   rowReader: searchRowReader,
   // The key is the hash of the query: the query cannot be rebuilt from it.

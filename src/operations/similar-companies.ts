@@ -239,6 +239,19 @@ export const SIMILAR_SQL = `
 
 export const similarCompanies = {
   name: 'similar-companies',
+  /** The job and input CSV `netingest init` writes for this operation. */
+  starter: {
+    name: 'lookalikes',
+    definition: {
+      operation: 'similar-companies',
+      input: { csv: 'data/leads.csv', column: 'company_url' },
+      request: { account: { location: ['germany'] }, num: 10 },
+      pages: 1,
+      credits: { reserve: 100 },
+    },
+    csvPath: 'data/leads.csv',
+    csv: 'company_url,account_owner\nhttps://www.network.com/company/acme-robotics,jane\nnetwork.com/company/initech,omar\n',
+  },
   refreshAfterDays: 30,
   rowReader: (job, header) => urlColumnReader(job.input.csv, header, job.input.column, canonicalCompanyUrl, (url) => requestsOf(job, url)),
   requestsOfKey: requestsOf,
