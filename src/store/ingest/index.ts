@@ -6,7 +6,7 @@
  */
 import type { Connection } from '../connection.ts';
 import type { IngestRequest, IngestResponseFor } from '../ingest-request.ts';
-import { specOf } from '../../operations/index.ts';
+import { specOf, type AnySubject } from '../../operations/index.ts';
 import { rowCount, type RowContext } from '../../operations/stored-rows.ts';
 import { networkHost } from '../../urls/network-host.ts';
 import { preparePostDateOrder } from './post-date-order.ts';
@@ -31,6 +31,8 @@ export interface Ingestor {
    * Must run inside a transaction the caller opened; throws otherwise.
    */
   ingest<R extends IngestRequest>(req: R, response: IngestResponseFor<R>, seenAt: string): IngestResult;
+  /** ingest() for generic callers: `answer` is one its operation's contract read (operations/answers.ts). */
+  ingestAnswer(subject: AnySubject, answer: unknown, seenAt: string): IngestResult;
 }
 
 /** The normalized tables, children before parents (the order to empty them in). */
@@ -55,19 +57,18 @@ export function createIngestor(database: Connection): Ingestor {
   // posts.posted_on: the raw day read in the order the dataset's posts show (post-date-order.ts).
   const write = prepareRowWriter(sqlite, { posts: { posted_on: (row) => postDates.isoOf(row['posted_raw']) } });
   const ctx: RowContext = { seenAt: '', networkHost: networkHost(), stored: prepareStoredLookup(sqlite) };
-  return {
-    ingest(req, response, seenAt) {
-      if (!sqlite.inTransaction) {
-        throw new Error('ingest() must run inside a transaction (the caller commits the response with its bookkeeping)');
-      }
-      assertIsoTimestamp(seenAt);
-      ctx.seenAt = seenAt;
-      const stored = specOf(req.operation).rows(req, response, ctx);
-      for (const w of stored.writes) write(w);
-      const result = { rows: rowCount(stored), skipped: stored.skipped };
-      return stored.anomalies.length > 0 ? { ...result, anomalies: stored.anomalies } : result;
-    },
+  const ingestAnswer = (subject: AnySubject, answer: unknown, seenAt: string): IngestResult => {
+    if (!sqlite.inTransaction) {
+      throw new Error('ingest() must run inside a transaction (the caller commits the response with its bookkeeping)');
+    }
+    assertIsoTimestamp(seenAt);
+    ctx.seenAt = seenAt;
+    const stored = specOf(subject.operation).rows(subject, answer, ctx);
+    for (const w of stored.writes) write(w);
+    const result = { rows: rowCount(stored), skipped: stored.skipped };
+    return stored.anomalies.length > 0 ? { ...result, anomalies: stored.anomalies } : result;
   };
+  return { ingest: ingestAnswer, ingestAnswer };
 }
 
 /** Ingests one response in its own transaction (tests, tools); the runner uses its own transaction instead. */
