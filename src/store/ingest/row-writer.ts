@@ -21,7 +21,7 @@ interface TableWriter {
 /** Prepares the statements once (lazily, per table); the returned function performs one write. */
 export function prepareRowWriter(sqlite: BetterSqlite3.Database, derived: DerivedColumns): (write: RowWrite) => void {
   const writers = new Map<string, TableWriter>();
-  const deletes = new Map<string, BetterSqlite3.Statement>();
+  const deletes = new Map<string, { keys: readonly string[]; args: SqlValue[]; stmt: BetterSqlite3.Statement }>();
 
   const writerOf = (table: string): TableWriter => {
     let writer = writers.get(table);
@@ -32,7 +32,8 @@ export function prepareRowWriter(sqlite: BetterSqlite3.Database, derived: Derive
     const columns = statement.columns;
     const derive = derived[table] ?? {};
     const derivers = columns.map((c) => (Object.hasOwn(derive, c) ? derive[c]! : null));
-    // One argument array per table, refilled for each row: no allocation per row.
+    // One argument array per table, refilled for each row; spread into run(): better-sqlite3 binds separate
+    // arguments faster than one array (db-upsert bench: 0.84 of the plain loop against 0.79).
     const args: SqlValue[] = new Array<SqlValue>(columns.length);
     writer = {
       run(row) {
@@ -42,22 +43,33 @@ export function prepareRowWriter(sqlite: BetterSqlite3.Database, derived: Derive
           if (value === undefined) throw new Error(`internal: row of ${table} without ${columns[i]!}`);
           args[i] = value;
         }
-        stmt.run(args);
+        stmt.run(...args);
       },
     };
     writers.set(table, writer);
     return writer;
   };
 
-  const deleteOf = (table: string, owner: Row): BetterSqlite3.Statement => {
-    const keys = Object.keys(owner);
-    const id = `${table}\u0000${keys.join(',')}`;
-    let stmt = deletes.get(id);
-    if (stmt) return stmt;
-    if (!Object.hasOwn(TABLE_STATEMENTS, table) || !keys.every((k) => IDENTIFIER.test(k))) throw new Error(`internal: cannot delete from ${table} by ${keys.join(', ')}`);
-    stmt = sqlite.prepare(`DELETE FROM ${table} WHERE ${keys.map((k) => `${k} = ?`).join(' AND ')}`);
-    deletes.set(id, stmt);
-    return stmt;
+  // Per table, the owner columns of its sets (the same for every write) and one argument array, refilled.
+  const deleteOf = (table: string, owner: Row): { keys: readonly string[]; args: SqlValue[]; stmt: BetterSqlite3.Statement } => {
+    let entry = deletes.get(table);
+    if (!entry) {
+      const keys = Object.keys(owner);
+      if (!Object.hasOwn(TABLE_STATEMENTS, table) || !keys.every((k) => IDENTIFIER.test(k))) throw new Error(`internal: cannot delete from ${table} by ${keys.join(', ')}`);
+      const stmt = sqlite.prepare(`DELETE FROM ${table} WHERE ${keys.map((k) => `${k} = ?`).join(' AND ')}`);
+      entry = { keys, args: new Array<SqlValue>(keys.length), stmt };
+      deletes.set(table, entry);
+    }
+    return entry;
+  };
+  const deleteSet = (table: string, owner: Row): void => {
+    const { keys, args, stmt } = deleteOf(table, owner);
+    for (let i = 0; i < keys.length; i++) {
+      const value = owner[keys[i]!];
+      if (value === undefined) throw new Error(`internal: a set of ${table} owned by other columns than ${keys.join(', ')}`);
+      args[i] = value;
+    }
+    stmt.run(...args);
   };
 
   return (write) => {
@@ -65,7 +77,7 @@ export function prepareRowWriter(sqlite: BetterSqlite3.Database, derived: Derive
       writerOf(write.table).run(write.row);
       return;
     }
-    deleteOf(write.table, write.owner).run(Object.values(write.owner));
+    deleteSet(write.table, write.owner);
     const writer = writerOf(write.table);
     for (const row of write.rows) writer.run(row);
   };
@@ -86,3 +98,4 @@ export function prepareStoredLookup(sqlite: BetterSqlite3.Database): (table: str
     return stmt.get(Object.values(key)) as SqlValue | undefined;
   };
 }
+
