@@ -39,7 +39,7 @@ export function readUsableAnswer<O extends Operation>(
 
 /** readUsableAnswer through a spec. */
 export function readUsableAnswerOf<Q, A>(
-  spec: OperationSpec<Q, A, Subject, never>,
+  spec: OperationSpec<Q, A, Subject>,
   body: unknown,
   context: ValidationContext = {},
   asked?: Q,

@@ -14,7 +14,7 @@ import type { SimilarCompaniesAnswer } from '../operations/similar-companies.ts'
 export type HttpMethod = 'GET' | 'POST';
 
 /** What the client needs of an operation's spec: how a request is sent and how its answers are read. */
-export type CallableOperation<Q, A> = OperationSpec<Q, A, Subject, never>;
+export type CallableOperation<Q, A> = OperationSpec<Q, A, Subject>;
 
 /** Facts about one HTTP call, for the `api_calls` log and for errors. Never holds the token. */
 export interface ApiCallInfo {

@@ -44,7 +44,7 @@ export function readAnswer<O extends Operation>(operation: O, body: unknown, ask
 }
 
 /** Reads a parsed 200 body through `spec`'s contract; `asked` is the request when known (paging). */
-export function readAnswerOf<Q, A>(spec: OperationSpec<Q, A, Subject, never>, body: unknown, asked?: Q): AnswerReading<A> {
+export function readAnswerOf<Q, A>(spec: OperationSpec<Q, A, Subject>, body: unknown, asked?: Q): AnswerReading<A> {
   const reading = readThrough(spec.answer, body);
   if (!reading.usable) return { usable: false, issue: reading.issue, credits: creditsOf(body) };
   // The contract's reading is the answer type of its operation (answer-contract.ts's ReadBody).

@@ -5,15 +5,33 @@
 import type { z } from 'zod';
 import type { Operation } from '../spec/types.ts';
 import type { OperationSpec, Subject } from './operation-spec.ts';
-import { postDetails } from './post-details.ts';
-import { searchJobs } from './search-jobs.ts';
-import { similarCompanies } from './similar-companies.ts';
+import type { JobCommon, JobInputFile } from '../jobs/job-common.ts';
+import type { JobIssue } from '../jobs/job-error.ts';
+import { postDetails, postDetailsJobDefinition, type PostDetailsJob } from './post-details.ts';
+import { searchJobs, searchJobsJobDefinition, type SearchJobsJob } from './search-jobs.ts';
+import { similarCompanies, similarCompaniesJobDefinition, type SimilarCompaniesJob } from './similar-companies.ts';
 
 export const OPERATION_SPECS = {
   'similar-companies': similarCompanies,
   'post-details': postDetails,
   'search-jobs': searchJobs,
 } as const satisfies Record<Operation, OperationSpec<unknown, unknown, Subject, unknown>>;
+
+/** Each operation's branch of the job schema, in the registry's order (jobs/schema.ts makes the union). */
+export const JOB_DEFINITIONS = [similarCompaniesJobDefinition, postDetailsJobDefinition, searchJobsJobDefinition] as const;
+
+/** A job definition as the job schema reads it. */
+export type AnyJobDefinition = z.output<(typeof JOB_DEFINITIONS)[number]>;
+
+/** A loaded job of any operation. */
+export type AnyJob = SimilarCompaniesJob | PostDetailsJob | SearchJobsJob;
+
+/** A checked definition as a job of its operation (its spec's resolveJob). */
+export function resolveJobOf(def: AnyJobDefinition, base: JobCommon, file: JobInputFile, issues: JobIssue[]): AnyJob {
+  // The definition's `operation` picks the spec whose resolveJob takes that definition and gives that job.
+  const resolve = OPERATION_SPECS[def.operation].resolveJob as (d: AnyJobDefinition, b: JobCommon, f: JobInputFile, i: JobIssue[]) => AnyJob;
+  return resolve(def, base, file, issues);
+}
 
 /** The spec registered under each name, with its own types. */
 export type SpecOf<O extends Operation> = (typeof OPERATION_SPECS)[O];

@@ -8,6 +8,8 @@
  */
 import type { z } from 'zod';
 import type { CsvHeader } from '../input/csv-header.ts';
+import type { JobCommon, JobInputFile } from '../jobs/job-common.ts';
+import type { JobIssue } from '../jobs/job-error.ts';
 import type { JobDefinition } from '../jobs/schema.ts';
 import type { Operation } from '../spec/types.ts';
 import type { AnswerContract } from './answer-contract.ts';
@@ -72,10 +74,16 @@ export interface EnrichReader {
 /**
  * One operation. Q: the request sent (as planned and as the ledger's tasks.request_json holds it), A: the 200
  * body as read through the answer contract, S: what the answer is filed under (raw_responses.request_json),
- * J: the job that plans it.
+ * J: the job that plans it, D: its job definition as its schema (`jobDefinition`) reads it.
  */
-export interface OperationSpec<Q = unknown, A = unknown, S extends Subject = Subject, J = unknown> {
+export interface OperationSpec<Q = unknown, A = unknown, S extends Subject = Subject, J = unknown, D = unknown> {
   name: Operation;
+
+  // ---- its job ----
+  /** The job fields of this operation, the common ones included (jobs/job-common.ts); one branch of the job schema. */
+  jobDefinition: z.ZodType<D>;
+  /** A checked definition as a job, every default filled in; `base` is what every job shares, `file` its input CSV. */
+  resolveJob(definition: D, base: JobCommon, file: JobInputFile, issues: JobIssue[]): J;
 
   /** The job and input CSV `netingest init` writes for this operation (jobs/starters.ts). */
   starter: Starter;

@@ -6,13 +6,13 @@
  * member of `author` (the live service names it after its brand: `<brand>_url`).
  */
 import { z } from 'zod';
-import type { PostDetailsJob } from '../jobs/schema.ts';
 import { OPERATION_PATHS } from '../spec/types.ts';
 import { canonicalPostUrl, canonicalUrl } from '../urls/canonical.ts';
 import { postIdOfAnswer, postIdOfUrl } from '../urls/post-id.ts';
 import { given, int, list, nullable, obj, orOtherName, str, bool, type AnswerContract, type ReadBody } from './answer-contract.ts';
 import { CREDIT_MEMBERS } from './credit-members.ts';
 import { urlColumnReader } from './input-cells.ts';
+import { common, urlInput, type JobCommon, type JobInputFile } from '../jobs/job-common.ts';
 import type { OperationSpec } from './operation-spec.ts';
 import type { RowAnomaly } from './stored-rows.ts';
 import { arrayOf, jsonText, objectOf, sqlValue, urlKey } from './stored-values.ts';
@@ -117,8 +117,30 @@ const postSql = (where: string) => `
 export const POST_BY_ID_SQL = postSql('p.post_id = ?');
 export const POST_BY_URL_SQL = postSql('p.url = ?');
 
+/** Its job definition: the common settings and one URL column (job files; docs/jobs.md). */
+export const postDetailsJobDefinition = z.strictObject({
+  ...common,
+  operation: z.literal('post-details'),
+  input: urlInput,
+  pages: z.literal(1, { error: 'post-details has one result per post: leave "pages" out or set it to 1' }).optional(),
+  request: z
+    .strictObject({
+      url: z.never({ error: 'not allowed here: URLs come from the input CSV column' }).optional(),
+    })
+    .optional(),
+});
+
+/** A loaded post-details job. */
+export interface PostDetailsJob extends JobCommon {
+  operation: 'post-details';
+  input: JobInputFile & { column: string };
+  request: Record<string, never>;
+}
+
+
 export const postDetails = {
   name: 'post-details',
+  jobDefinition: postDetailsJobDefinition,
   /** The job and input CSV `netingest init` writes for this operation. */
   starter: {
     name: 'post-engagement',
@@ -134,6 +156,7 @@ export const postDetails = {
       'https://network.com/posts/omar-haddad_logistics-ai-activity-7123456789012345679-efgh,launch\n',
   },
   refreshAfterDays: 7,
+  resolveJob: (def, base, file) => ({ ...base, operation: 'post-details', input: { ...file, column: def.input.column }, request: {} }),
   rowReader: (job, header) => urlColumnReader(job.input.csv, header, job.input.column, canonicalPostUrl, (url) => [{ url }]),
   requestsOfKey: (_job, inputKey) => [{ url: inputKey }],
 
@@ -211,7 +234,7 @@ export const postDetails = {
     sameQuestion: () => () => true,
     doneMeansResult: true,
   },
-} satisfies OperationSpec<PostDetailsRequest, PostDetailsAnswer, PostDetailsSubject, PostDetailsJob>;
+} satisfies OperationSpec<PostDetailsRequest, PostDetailsAnswer, PostDetailsSubject, PostDetailsJob, z.output<typeof postDetailsJobDefinition>>;
 
 /** A JSON array of strings (hashtags) as `a; b`; anything else as stored. */
 function listText(value: unknown): unknown {

@@ -5,10 +5,9 @@
  * in job_search_results. A job names itself by `url`; every other member is optional (see answer-contract.ts).
  */
 import { z } from 'zod';
-import type { SearchJobsJob } from '../jobs/schema.ts';
 import { searchKey } from '../jobs/request-keys.ts';
 import { searchColumns } from '../jobs/search-columns.ts';
-import { normalizeParam, type SearchQueryBase } from '../jobs/search-query.ts';
+import { normalizeParam, SEARCH_QUERY_PARAMS, type SearchQueryBase } from '../jobs/search-query.ts';
 import {
   OPERATION_PATHS,
   SEARCH_JOBS_LIST_PARAMS,
@@ -20,6 +19,8 @@ import { canonicalCompanyUrl, canonicalJobUrl } from '../urls/canonical.ts';
 import { bool, int, list, obj, str, strict, type AnswerContract, type ReadBody, type ReadObject } from './answer-contract.ts';
 import { CREDIT_MEMBERS } from './credit-members.ts';
 import { isMangled, NOT_UTF8 } from './input-cells.ts';
+import { common, text, type JobCommon, type JobInputFile } from '../jobs/job-common.ts';
+import type { JobIssue } from '../jobs/job-error.ts';
 import type { OperationSpec, RowRead } from './operation-spec.ts';
 import type { RowWrite } from './stored-rows.ts';
 import { arrayOf, joinedList, objectOf, sqlValue, urlKey } from './stored-values.ts';
@@ -169,8 +170,62 @@ export const JOB_SQL = `
   WHERE l.at >= coalesce(json_extract(@floors, '$[' || l.slot || ']'), '')
   ORDER BY r.position, r.job_url`;
 
+/** Its job definition: the common settings, the input CSV and the query's defaults (job files; docs/jobs.md). */
+/** A list parameter: an array, or one string with items separated by commas or semicolons. */
+const listParam = z.union([z.array(z.union([z.string(), z.number()])), z.string()], {
+  error: 'must be a list of strings, or one string with items separated by "," or ";"',
+});
+
+export const searchJobsJobDefinition = z.strictObject({
+  ...common,
+  operation: z.literal('search-jobs'),
+  input: z.strictObject({
+    csv: text,
+    column: z
+      .never({ error: 'not used by search-jobs: every CSV column named like a query parameter is used' })
+      .optional(),
+  }),
+  request: z
+    .strictObject({
+      keywords: z.string().optional(),
+      location: z.string().optional(),
+      timePosted: z.string().optional(),
+      experienceLevels: listParam.optional(),
+      jobTypes: listParam.optional(),
+      workplaceTypes: listParam.optional(),
+      companyIds: listParam.optional(),
+      start: z.never({ error: 'not allowed here: set "pages" (pages of 10 results are fetched via start)' }).optional(),
+    })
+    .optional(),
+});
+
+type SearchRequestInput = NonNullable<z.output<typeof searchJobsJobDefinition>['request']>;
+
+/** Normalizes the search defaults exactly as CSV cells are (trimmed, lists split, known values checked). */
+function resolveSearchDefaults(input: SearchRequestInput | undefined, issues: JobIssue[]): SearchQueryBase {
+  const out: SearchQueryBase = {};
+  if (!input) return out;
+  for (const param of SEARCH_QUERY_PARAMS) {
+    const raw = input[param];
+    if (raw === undefined) continue;
+    const r = normalizeParam(param, raw);
+    if (!r.ok) issues.push({ field: `request.${param}`, message: r.reason });
+    else if (r.value !== undefined) (out as Record<string, string | string[]>)[param] = r.value;
+  }
+  return out;
+}
+/** A loaded search-jobs job. */
+export interface SearchJobsJob extends JobCommon {
+  operation: 'search-jobs';
+  input: JobInputFile;
+  /** Defaults for parameters a row leaves out or empty; lists already split and trimmed. */
+  request: SearchQueryBase;
+}
+
+
 export const searchJobs = {
   name: 'search-jobs',
+  jobDefinition: searchJobsJobDefinition,
   /** The job and input CSV `netingest init` writes for this operation. */
   starter: {
     name: 'job-search',
@@ -184,6 +239,7 @@ export const searchJobs = {
     csv: 'keywords,location\nrobotics engineer,germany\ndata analyst,france\n',
   },
   refreshAfterDays: 0.5,
+  resolveJob: (def, base, file, issues) => ({ ...base, operation: 'search-jobs', input: file, request: resolveSearchDefaults(def.request, issues) }),
   rowReader: searchRowReader,
   // The key is the hash of the query: the query cannot be rebuilt from it.
   requestsOfKey: () => null,
@@ -299,4 +355,4 @@ export const searchJobs = {
     sameQuestion: () => () => true,
     doneMeansResult: false,
   },
-} satisfies OperationSpec<SearchJobsQuery, SearchJobsAnswer, SearchJobsSubject, SearchJobsJob>;
+} satisfies OperationSpec<SearchJobsQuery, SearchJobsAnswer, SearchJobsSubject, SearchJobsJob, z.output<typeof searchJobsJobDefinition>>;

@@ -5,7 +5,6 @@
  * A company names itself by `url`; every other member is optional (see answer-contract.ts).
  */
 import { z } from 'zod';
-import type { SimilarCompaniesJob } from '../jobs/schema.ts';
 import { filterKey } from '../jobs/request-keys.ts';
 import { OPERATION_PATHS, type SimilarCompaniesAccount, type SimilarCompaniesRequest } from '../spec/types.ts';
 import { canonicalCompanyUrl } from '../urls/canonical.ts';
@@ -14,6 +13,8 @@ import { countryName } from './country-name.ts';
 import { CREDIT_MEMBERS } from './credit-members.ts';
 import type { DriftTally } from './drift.ts';
 import { urlColumnReader } from './input-cells.ts';
+import { common, nonNegativeInt, positiveInt, text, urlInput, type JobCommon, type JobInputFile } from '../jobs/job-common.ts';
+import { JOB_DEFAULTS } from '../jobs/defaults.ts';
 import type { OperationSpec } from './operation-spec.ts';
 import type { Row, RowWrite } from './stored-rows.ts';
 import { arrayOf, givenValue, jsonText, objectOf, sqlValue, urlKey } from './stored-values.ts';
@@ -237,8 +238,62 @@ export const SIMILAR_SQL = `
   WHERE l.at >= coalesce(json_extract(@floors, '$[' || (l.page - 1) || ']'), '')
   ORDER BY s.page, s.rank, s.company_url`;
 
+/** Its job definition: the common settings, one URL column, filters and page size (job files; docs/jobs.md). */
+const account = z.strictObject({
+  location: z.array(text).optional(),
+  employeeSize: z
+    .strictObject({
+      type: text.optional(),
+      range: z
+        .array(
+          z
+            .strictObject({ start: nonNegativeInt, end: nonNegativeInt })
+            .refine((r) => r.end >= r.start, { error: 'must not be below start', path: ['end'] }),
+        )
+        .min(1),
+    })
+    .optional(),
+});
+
+export const similarCompaniesJobDefinition = z.strictObject({
+  ...common,
+  operation: z.literal('similar-companies'),
+  input: urlInput,
+  request: z
+    .strictObject({
+      account: account.optional(),
+      num: positiveInt.optional(),
+      page: z.never({ error: 'not allowed here: set "pages" (page 1 to pages is fetched for every input)' }).optional(),
+      url: z.never({ error: 'not allowed here: URLs come from the input CSV column' }).optional(),
+    })
+    .optional(),
+});
+
+/** Trims and lower-cases locations (the service uses lower-case names) and fills the employee-size type. */
+function resolveAccount(input: z.output<typeof account> | undefined): SimilarCompaniesAccount {
+  const out: SimilarCompaniesAccount = {};
+  if (input?.location) out.location = input.location.map((l) => l.toLowerCase());
+  if (input?.employeeSize) {
+    out.employeeSize = {
+      type: input.employeeSize.type ?? JOB_DEFAULTS.employeeSizeType,
+      range: input.employeeSize.range.map((r) => ({ start: r.start, end: r.end })),
+    };
+  }
+  return out;
+}
+
+/** A loaded similar-companies job. */
+export interface SimilarCompaniesJob extends JobCommon {
+  operation: 'similar-companies';
+  input: JobInputFile & { column: string };
+  /** Filters and page size sent with every input; lower-cased, trimmed locations. */
+  request: { account: SimilarCompaniesAccount; num: number };
+}
+
+
 export const similarCompanies = {
   name: 'similar-companies',
+  jobDefinition: similarCompaniesJobDefinition,
   /** The job and input CSV `netingest init` writes for this operation. */
   starter: {
     name: 'lookalikes',
@@ -253,6 +308,12 @@ export const similarCompanies = {
     csv: 'company_url,account_owner\nhttps://www.network.com/company/acme-robotics,jane\nnetwork.com/company/initech,omar\n',
   },
   refreshAfterDays: 30,
+  resolveJob: (def, base, file) => ({
+    ...base,
+    operation: 'similar-companies',
+    input: { ...file, column: def.input.column },
+    request: { account: resolveAccount(def.request?.account), num: def.request?.num ?? JOB_DEFAULTS.num },
+  }),
   rowReader: (job, header) => urlColumnReader(job.input.csv, header, job.input.column, canonicalCompanyUrl, (url) => requestsOf(job, url)),
   requestsOfKey: requestsOf,
 
@@ -342,7 +403,7 @@ export const similarCompanies = {
     sameQuestion: sameFilterQuestion,
     doneMeansResult: false,
   },
-} satisfies OperationSpec<SimilarCompaniesRequest, SimilarCompaniesAnswer, SimilarCompaniesSubject, SimilarCompaniesJob>;
+} satisfies OperationSpec<SimilarCompaniesRequest, SimilarCompaniesAnswer, SimilarCompaniesSubject, SimilarCompaniesJob, z.output<typeof similarCompaniesJobDefinition>>;
 
 /**
  * Whether a stored task request asks what `job` asks: the same filter set (by its key, so the order of members
