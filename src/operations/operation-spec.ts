@@ -67,7 +67,7 @@ export interface EnrichSpec<J> {
 /** What enrich lookups may do with the dataset: prepare a read-only statement returning rows as arrays. */
 export interface EnrichReader {
   rows(sql: string): { all(...params: unknown[]): unknown[][] };
-  /** The answer floors of one input (see export/latest-answers.ts): per page, JSON text of the times. */
+  /** The answer floors of one input (see export/latest-answers.ts): per page, the time before which no row is its latest answer. */
   floors(inputKey: string): Array<string | null>;
 }
 
