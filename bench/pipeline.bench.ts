@@ -32,7 +32,12 @@ export const PIPELINE_BENCH = {
   warmupInputs: 2_000,
   /** Alternating rounds of each side; the best of each is kept (the machine is shared, so noise only slows). */
   rounds: 2,
-  minRatio: 0.5,
+  /**
+   * Stored answers a second the pipeline must reach: 12x the provider's top plan (10,000 calls a minute, 167/s),
+   * so storing never binds a user. The old target, 0.5 of the bare loop, was retired by issue #19: it measured
+   * the machine, not the users' limit. The ratio stays in the table for context.
+   */
+  minPerSecond: 2_000,
 } as const;
 
 const TOKEN = 'bench-pipeline-token';
@@ -134,7 +139,7 @@ export async function runPipelineBench(): Promise<BenchResult[]> {
       name: `pipeline: CPU per answer of the ${side} (this process + sandbox; baseline: the bare loop's)`,
       value: run.cpuMicrosPerAnswer,
       unit: 'us',
-      target: '- (0.5 needs the pipeline under 2x the bare loop)',
+      target: '- (context)',
       baseline: b.cpuMicrosPerAnswer,
       ratio: run.cpuMicrosPerAnswer / b.cpuMicrosPerAnswer,
       met: true,
@@ -144,17 +149,17 @@ export async function runPipelineBench(): Promise<BenchResult[]> {
         name: `pipeline: post-details responses stored, ${inputs.toLocaleString('en-US')} inputs, concurrency ${concurrency}`,
         value: p.perSecond,
         unit: 'responses/s',
-        target: `>= ${PIPELINE_BENCH.minRatio} of a bare undici loop`,
+        target: `>= ${PIPELINE_BENCH.minPerSecond.toLocaleString('en-US')}/s (12x the top plan's 167 calls/s); ratio to a bare undici loop for context`,
         baseline: b.perSecond,
         ratio,
-        met: ratio >= PIPELINE_BENCH.minRatio,
+        met: p.perSecond >= PIPELINE_BENCH.minPerSecond,
       },
       {
-        // No target of its own: it shows where the target stands against what storing alone costs here.
+        // No target of its own: what storing alone costs here, beside the pipeline.
         name: 'pipeline: storing floor (the issue\'s writes per answer, hand-written, one thread)',
         value: f.perSecond,
         unit: 'responses/s',
-        target: '- (context for the 0.5 target)',
+        target: '- (context)',
         baseline: b.perSecond,
         ratio: f.perSecond / b.perSecond,
         met: true,
