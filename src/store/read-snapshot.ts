@@ -10,7 +10,7 @@
 import type BetterSqlite3 from 'better-sqlite3';
 import type { Connection } from './connection.ts';
 import type { PgStore } from './pg/open.ts';
-import { withPgReadSnapshot, type PgSnapshot, type PgSnapshotOptions } from './pg/read-snapshot.ts';
+import type { PgSnapshot, PgSnapshotOptions } from './pg/read-snapshot.ts';
 
 /** What every reader's snapshot offers, whatever database is behind it. */
 export interface ReadSnapshot {
@@ -48,7 +48,11 @@ export async function withReadSnapshot<T>(
   fn: ((snapshot: SqliteSnapshot) => Promise<T> | T) | ((snapshot: PgSnapshot) => Promise<T> | T),
   options?: PgSnapshotOptions,
 ): Promise<T> {
-  if ('pool' in db) return withPgReadSnapshot(db.pool, fn as (snapshot: PgSnapshot) => Promise<T> | T, options);
+  if ('pool' in db) {
+    // Loaded here: a SQLite reader loads no pg.
+    const { withPgReadSnapshot } = await import('./pg/read-snapshot.ts');
+    return withPgReadSnapshot(db.pool, fn as (snapshot: PgSnapshot) => Promise<T> | T, options);
+  }
   return withSqliteReadSnapshot(db, fn as (snapshot: SqliteSnapshot) => Promise<T> | T);
 }
 

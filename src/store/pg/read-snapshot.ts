@@ -2,6 +2,7 @@
  * withReadSnapshot on PostgreSQL: one pooled client, one READ ONLY REPEATABLE READ transaction (so every read of
  * a command sees the database as it was when the first one ran, and the server refuses any write), ended and the
  * client released however the reader's work ends. The server keeps the snapshot itself: the change check is a no-op.
+ * Only types of pg here: a SQLite command imports this file (its readers sit beside their PostgreSQL versions).
  */
 import type pg from 'pg';
 import type { ReadSnapshot } from '../read-snapshot.ts';
@@ -47,4 +48,23 @@ export async function withPgReadSnapshot<T>(
   } finally {
     client.release(broken);
   }
+}
+
+/**
+ * The rows of one of the store's own statements, written once for both engines with SQLite's `?` placeholders
+ * (numbered `$1`, `$2`... here; none of these statements has a `?` in a literal), values as SQLite gives them.
+ */
+export async function pgRows<R>(snapshot: PgSnapshot, sql: string, params: readonly unknown[] = []): Promise<R[]> {
+  let n = 0;
+  const text = sql.replace(/\?/g, () => `$${++n}`);
+  // Loaded here: the SQLite readers beside the PostgreSQL ones (runs.ts, ...) must not load pg.
+  const { STORE_TYPES } = await import('./reader-values.ts');
+  const result = await snapshot.client.query({ text, values: [...params], types: STORE_TYPES });
+  return result.rows as R[];
+}
+
+/** The first column of the first row of pgRows(), or undefined without rows (better-sqlite3's pluck().get()). */
+export async function pgValue<T>(snapshot: PgSnapshot, sql: string, params: readonly unknown[] = []): Promise<T | undefined> {
+  const rows = await pgRows<Record<string, unknown>>(snapshot, sql, params);
+  return rows.length === 0 ? undefined : (Object.values(rows[0]!)[0] as T);
 }

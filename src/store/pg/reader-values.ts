@@ -17,6 +17,17 @@ export const READER_TYPES = {
   },
 };
 
+/**
+ * `types` for the store's own readers (status): as READER_TYPES, but counts and ids as JavaScript numbers, as
+ * better-sqlite3 gives them to the same code on SQLite (a report printed as JSON cannot hold a bigint).
+ */
+export const STORE_TYPES = {
+  getTypeParser(oid: number, format?: 'text' | 'binary'): (text: string) => unknown {
+    if (format !== 'binary' && (oid === OID.INT8 || oid === OID.NUMERIC)) return Number;
+    return READER_TYPES.getTypeParser(oid, format);
+  },
+};
+
 const PARSERS = new Map<number, (text: string) => unknown>([
   [OID.TIMESTAMPTZ, isoTimestamp],
   [OID.JSONB, jsonValue],
