@@ -42,7 +42,7 @@ export function withDb<T>(y: Argv<T>, options: WithDbOptions = {}) {
 export function withReadDb<T>(y: Argv<T>) {
   return y.option('db', {
     type: 'string',
-    describe: `SQLite database file (it must exist) or postgres://user@host:5432/database; default $${DATABASE_URL_ENV}, else ${DEFAULT_DB}`,
+    describe: `${DB_DESCRIPTIONS.refuse}, or postgres://user@host:5432/database (default: $${DATABASE_URL_ENV}, else ${DEFAULT_DB})`,
   });
 }
 
