@@ -67,6 +67,28 @@ describe.skipIf(!pgClusterUrl)(`query on PostgreSQL${pgClusterUrl ? '' : ` (skip
     expect(bad.stderr).toMatch(/SQL error: column "nope" does not exist/);
   });
 
+  it("runs as docs/postgres.md's read-only analyst role, which can write nothing", async () => {
+    const database = new URL(data.url).pathname.slice(1);
+    const role = `analyst_${database}`;
+    await client.query(`CREATE ROLE ${role} LOGIN PASSWORD 'change-me-too'`);
+    await client.query(`GRANT CONNECT ON DATABASE ${database} TO ${role}`);
+    await client.query(`GRANT USAGE ON SCHEMA public TO ${role}`);
+    await client.query(`GRANT SELECT ON ALL TABLES IN SCHEMA public TO ${role}`);
+    await client.query(`ALTER ROLE ${role} SET default_transaction_read_only = on`);
+    const asAnalyst = new URL(data.url);
+    asAnalyst.username = role;
+    asAnalyst.password = 'change-me-too';
+    const sql = SAME_ON_BOTH[1]!;
+    const onPg = await inProcess(['query', sql, '--db', asAnalyst.toString(), '--format', 'csv']);
+    expect(onPg.stderr).toBe('');
+    expect(onPg.stdout).toBe((await inProcess(['query', sql, '--db', data.file, '--format', 'csv'])).stdout);
+    for (const command of [['status'], ['export', 'runs']]) {
+      const read = await inProcess([...command, '--db', asAnalyst.toString()]);
+      expect(read.stderr, command[0]).toBe('');
+      expect(read.code, command[0]).toBe(0);
+    }
+  });
+
   it('--timeout 1 stops SELECT pg_sleep(10) with exit 124, and the server stops it too', async () => {
     const cli = spawnCli(['query', 'SELECT pg_sleep(10) AS slept', '--db', data.url, '--timeout', '1'], { cwd: data.ws.dir });
     const started = Date.now();
