@@ -4,14 +4,14 @@
  * from pre-built parameter arrays. Both run in one transaction on a fresh, migrated file, in the same process,
  * alternately; the best of each is kept. Run: `npx tsx bench/db-upsert.bench.ts`.
  */
-import { countryName } from '../src/store/ingest/country-name.ts';
+import { countryName } from '../src/operations/country-name.ts';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { openDatabase, type Database } from '../src/store/open.ts';
 import { createIngestor } from '../src/store/ingest/index.ts';
-import { INSERT_LOCATION_SQL, UPSERT_COMPANY_SQL, UPSERT_SIMILAR_SQL } from '../src/store/ingest/similar-companies.ts';
+import { INSERT_LOCATION_SQL, UPSERT_COMPANY_SQL, UPSERT_SIMILAR_SQL } from '../src/store/ingest/tables.ts';
 import type { SimilarCompaniesIngestRequest } from '../src/store/ingest-request.ts';
 import type { CompanyRecord, SimilarCompaniesResponse } from '../src/spec/types.ts';
 import { formatBenchTable, type BenchResult } from './bench-result.ts';

@@ -4,6 +4,7 @@
  * wires them). The credit guard, rate gate, run stop and breakers are the real ones; only the client and the
  * writer are scripted/recorded.
  */
+import { specOf } from '../src/operations/index.ts';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import {
   ApiSchemaError,
@@ -59,6 +60,7 @@ class ScriptedClient {
   ) {}
 
   readonly api: ApiClient = {
+    call: () => this.next(),
     similarCompanies: () => this.next(),
     postDetails: () => this.next(),
     searchJobs: () => this.next(),
@@ -122,7 +124,7 @@ function harness(steps: Step[], options: { then?: Step; retry?: Partial<RetrySet
 
 const task = (id = 1): ExecutableTask => {
   const url = `https://www.linkedin.com/posts/p-${id}`;
-  return { id, operation: 'post-details', inputKey: url, page: 1, request: { url }, ingest: { operation: 'post-details', postUrl: url }, requestKey: url };
+  return { id, operation: 'post-details', spec: specOf('post-details'), inputKey: url, page: 1, request: { url }, ingest: { operation: 'post-details', postUrl: url }, requestKey: url };
 };
 
 /** Runs one task to its end on fake time; returns its outcome and the fake milliseconds it took. */

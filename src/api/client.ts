@@ -1,5 +1,6 @@
 /**
- * The typed API client: one function per operation over a dedicated keep-alive undici Agent (undici's
+ * The API client: one generic call per operation spec (src/operations/), plus typed wrappers over it, on a
+ * dedicated keep-alive undici Agent (undici's
  * `request` is several times faster than global fetch here, and the runner calls at thousands per second).
  * Everything that does not change per call (headers, origin, limits) is built once in createApiClient.
  */
@@ -10,8 +11,10 @@ import { checkToken, parseBaseUrl } from './config.ts';
 import { attempt, type Transport } from './http.ts';
 import { readBalance } from './balance.ts';
 import { createOutputRedactor } from './redact.ts';
-import { postDetailsPath, searchJobsPath, SIMILAR_COMPANIES_PATH, similarCompaniesBody } from './requests.ts';
-import type { ApiClient } from './types.ts';
+import { postDetails } from '../operations/post-details.ts';
+import { searchJobs } from '../operations/search-jobs.ts';
+import { similarCompanies } from '../operations/similar-companies.ts';
+import type { ApiClient, CallableOperation } from './types.ts';
 
 export type { ApiCallInfo, ApiClient, ApiNotFound, ApiOk, ApiResult, ResponseByOperation } from './types.ts';
 
@@ -73,15 +76,15 @@ export function createApiClient(options: ClientOptions): ApiClient {
     'Accept-Encoding': 'identity',
     'User-Agent': userAgent,
   };
-  const jsonHeaders = { ...getHeaders, 'Content-Type': 'application/json' };
+  const headers = { plain: getHeaders, json: { ...getHeaders, 'Content-Type': 'application/json' } };
 
   // async, so that a request that cannot even be built (a caller bug) rejects like every other failure.
+  const call = async <Q, A>(spec: CallableOperation<Q, A>, request: Q) => attempt(transport, spec, request, headers);
   return {
-    similarCompanies: async (body: SimilarCompaniesRequest) =>
-      attempt(transport, 'similar-companies', SIMILAR_COMPANIES_PATH, jsonHeaders, similarCompaniesBody(body), body),
-    // api.md's examples send Content-Type: application/json on this GET too; we send what they send.
-    postDetails: async (url: string) => attempt(transport, 'post-details', postDetailsPath(url), jsonHeaders, null, { url }),
-    searchJobs: async (query: SearchJobsQuery) => attempt(transport, 'search-jobs', searchJobsPath(query), getHeaders, null, query),
+    call,
+    similarCompanies: (body: SimilarCompaniesRequest) => call(similarCompanies, body),
+    postDetails: (url: string) => call(postDetails, { url }),
+    searchJobs: (query: SearchJobsQuery) => call(searchJobs, query),
     balance: (signal?: AbortSignal) => readBalance(transport, getHeaders, signal),
     close: () => dispatcher.close(),
   };

@@ -3,7 +3,6 @@
  * and turn the outcome into an ApiResult or an ApiError. Retrying is the runner's business, not this file's.
  */
 import type { Dispatcher } from 'undici';
-import type { Operation } from '../spec/types.ts';
 import {
   errorForStatus,
   InvalidJsonError,
@@ -15,9 +14,8 @@ import { BODY_DECODE_CODE, errorForTransport } from './transport-errors.ts';
 import { contentCodings, firstUnsupportedCoding, readBody, type BodyText } from './body-reader.ts';
 import { bodyExcerpt } from './redact.ts';
 import { parseJsonBody } from './json-body.ts';
-import { readUsableAnswer } from './schemas.ts';
-import type { AskedByOperation } from '../operations/answers.ts';
-import { OPERATION_METHODS, type ApiCallInfo, type ApiResult, type ResponseByOperation } from './types.ts';
+import { readUsableAnswerOf } from './schemas.ts';
+import type { ApiCallInfo, ApiResult, CallableOperation } from './types.ts';
 
 /** Most bytes read of a body that is only needed for an error excerpt (a 5xx page, a 401 message). */
 const ERROR_BODY_MAX_BYTES = 64 * 1024;
@@ -37,23 +35,25 @@ export interface Transport {
   redactBody: (text: string) => string;
 }
 
+/** Headers of a call, by whether it carries `Content-Type: application/json`. */
+export interface CallHeaders {
+  plain: Record<string, string>;
+  json: Record<string, string>;
+}
+
 /** Sends one request and resolves to its result; throws an ApiError (or, for a bug, the original error). */
-export async function attempt<O extends Operation>(
-  t: Transport,
-  operation: O,
-  pathAndQuery: string,
-  headers: Record<string, string>,
-  body: string | null,
-  asked: AskedByOperation[O],
-): Promise<ApiResult<ResponseByOperation[O]>> {
-  const method = OPERATION_METHODS[operation];
-  const path = t.pathPrefix + pathAndQuery;
+export async function attempt<Q, A>(t: Transport, spec: CallableOperation<Q, A>, request: Q, headerSets: CallHeaders): Promise<ApiResult<A>> {
+  const sent = spec.send(request);
+  const method = spec.method;
+  const headers = sent.json ? headerSets.json : headerSets.plain;
+  const body = sent.body;
+  const path = t.pathPrefix + sent.path;
   const started = performance.now();
   let res: Dispatcher.ResponseData;
   try {
     res = await t.dispatcher.request({ origin: t.origin, path, method, headers, body });
   } catch (err) {
-    throw transportFailure(t, err, callInfo(operation, method, path, null, started));
+    throw transportFailure(t, err, callInfo(spec, method, path, null, started));
   }
   const status = res.statusCode;
   const isResult = status === 200 || status === 404;
@@ -78,42 +78,36 @@ export async function attempt<O extends Operation>(
     // On another status the body is only an excerpt: one that does not decode must not turn a 401 or a 429
     // into a network failure to retry.
     if (isResult || (err as { code?: unknown } | null)?.code !== BODY_DECODE_CODE) {
-      throw transportFailure(t, err, callInfo(operation, method, path, status, started));
+      throw transportFailure(t, err, callInfo(spec, method, path, status, started));
     }
     received = { text: `(a ${codings.join(', ')} body that does not decode)`, truncated: false };
   }
-  const call = callInfo(operation, method, path, status, started);
+  const call = callInfo(spec, method, path, status, started);
   // On another status the status says what went wrong; only the excerpt is missing.
   if (unsupported !== null && isResult) throw new UnsupportedEncodingError({ call }, unsupported);
   if (received.truncated && isResult) {
     throw new ResponseTooLargeError({ call, bodyExcerpt: bodyExcerpt(received.text, t.secrets) }, t.maxBodyBytes);
   }
-  if (status === 200) return ok(t, operation, received.text, call, asked);
-  if (status === 404) return notFound(t, operation, received.text, call);
+  if (status === 200) return ok(t, spec, received.text, call, request);
+  if (status === 404) return notFound(t, spec, received.text, call);
   throw errorForStatus(status, { call, bodyExcerpt: bodyExcerpt(received.text, t.secrets) }, res.headers['retry-after']);
 }
 
 function callInfo(
-  operation: Operation,
+  spec: { name: ApiCallInfo['operation'] },
   method: ApiCallInfo['method'],
   path: string,
   status: number | null,
   started: number,
 ): ApiCallInfo {
-  return { operation, method, path, status, latencyMs: Math.round((performance.now() - started) * 1000) / 1000 };
+  return { operation: spec.name, method, path, status, latencyMs: Math.round((performance.now() - started) * 1000) / 1000 };
 }
 
 function transportFailure(t: Transport, err: unknown, call: ApiCallInfo): unknown {
   return errorForTransport(err, call, t.timeoutMs) ?? err;
 }
 
-function ok<O extends Operation>(
-  t: Transport,
-  operation: O,
-  text: string,
-  call: ApiCallInfo,
-  asked: AskedByOperation[O],
-): ApiResult<ResponseByOperation[O]> {
+function ok<Q, A>(t: Transport, spec: CallableOperation<Q, A>, text: string, call: ApiCallInfo, asked: Q): ApiResult<A> {
   const raw = t.redactBody(text);
   let parsed: unknown;
   try {
@@ -124,25 +118,21 @@ function ok<O extends Operation>(
     // V8 quotes the start of the input in its message: run it through the same redaction as the excerpt.
     throw new InvalidJsonError({ call, bodyExcerpt: excerpt }, bodyExcerpt(reason, t.secrets, 120));
   }
-  const read = readUsableAnswer(operation, parsed, { call, raw, secrets: t.secrets }, asked);
+  const read = readUsableAnswerOf(spec, parsed, { call, raw, secrets: t.secrets }, asked);
   return { kind: 'ok', data: read.answer, raw, credits: read.credits, call, lastPage: read.lastPage, drift: read.drift, setAside: read.setAside.length };
 }
 
 /**
- * A 404 is "nothing found" only when its body is the API's; another 404 is a web server's or gateway's page
- * for a path it does not serve (a wrong API URL, such as a missing /v1 prefix behind a proxy), and taking it
- * as nothing found would settle every task as not found, so the run stops instead.
- * - similar-companies: a JSON object with `error: true` and a string `message`, as the spec shows. `error` is
- *   required because a gateway's own 404 for an unknown path is commonly `{"message":"Not Found"}`, which
- *   would otherwise pass: a real answer without it costs one stopped run that names it, whereas accepting the
- *   gateway's would record every company as having no similar companies, to be refreshed only days later.
- * - search-jobs: a JSON object with a string `message`; the spec's body is the gateway's shape, so nothing
- *   stricter can be asked.
- * - post-details (body not shown): a JSON object, as the other two are; its `message` when a string.
- * For these two a wrong path prefix still passes, so the run warns of a job whose every answer is a 404
- * (src/runner/not-found-only.ts).
+ * A 404 is "nothing found" only when its body is the API's (its spec's notFound.isAnswer); another 404 is a
+ * web server's or gateway's page for a path it does not serve (a wrong API URL, such as a missing /v1 prefix
+ * behind a proxy), and taking it as nothing found would settle every task as not found, so the run stops
+ * instead. Where the API's body is required to say more than a gateway's would (`error: true`), a real answer
+ * without it costs one stopped run that names it, whereas accepting the gateway's would record every input as
+ * having nothing, to be refreshed only days later. Where the API's body looks like a gateway's
+ * (notFound.ambiguous), a wrong path prefix still passes, so the run warns of a job whose every answer is a
+ * 404 (src/runner/not-found-only.ts).
  */
-function notFound(t: Transport, operation: Operation, text: string, call: ApiCallInfo): ApiResult<never> {
+function notFound<Q, A>(t: Transport, spec: CallableOperation<Q, A>, text: string, call: ApiCallInfo): ApiResult<never> {
   const raw = t.redactBody(text);
   let body: Record<string, unknown> | null = null;
   try {
@@ -152,20 +142,9 @@ function notFound(t: Transport, operation: Operation, text: string, call: ApiCal
     // Not JSON: not the API's answer.
   }
   const message = typeof body?.message === 'string' ? body.message : null;
-  const expected =
-    operation === 'post-details'
-      ? body !== null
-      : message !== null && (operation !== 'similar-companies' || body?.error === true);
-  if (!expected) {
-    const shape = NOT_FOUND_SHAPES[operation];
+  if (!spec.notFound.isAnswer(body, message)) {
+    const shape = spec.notFound.shape;
     throw new UnexpectedResponseError({ call, bodyExcerpt: bodyExcerpt(raw, t.secrets) }, `a 404 whose body is not the API's (${shape})`);
   }
   return { kind: 'not_found', message, raw, call };
 }
-
-/** What each operation's "nothing found" 404 body is, for the message of a 404 that is not one. */
-const NOT_FOUND_SHAPES: Record<Operation, string> = {
-  'similar-companies': 'a JSON object with error: true and a message',
-  'search-jobs': 'a JSON object with a message',
-  'post-details': 'a JSON object',
-};

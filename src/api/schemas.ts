@@ -5,11 +5,13 @@
  * can be read is used whatever members it lacks or sends in a variant of their type: that is drift, counted
  * and reported, not an error.
  */
-import { OPERATION_PATHS, type Operation } from '../spec/types.ts';
-import { readAnswer, type AnswerByOperation, type AskedByOperation, type UsableAnswer } from '../operations/answers.ts';
+import type { Operation } from '../spec/types.ts';
+import { readAnswerOf, type AnswerByOperation, type AskedByOperation, type UsableAnswer } from '../operations/answers.ts';
+import { OPERATION_SPECS } from '../operations/index.ts';
+import type { OperationSpec, Subject } from '../operations/operation-spec.ts';
 import { ApiSchemaError } from './errors.ts';
 import { bodyExcerpt, createOutputRedactor } from './redact.ts';
-import { OPERATION_METHODS, type ApiCallInfo } from './types.ts';
+import type { ApiCallInfo } from './types.ts';
 
 /** Where a body came from, when known: the client passes all of it; reprocess may pass nothing. */
 export interface ValidationContext {
@@ -31,19 +33,24 @@ export function readUsableAnswer<O extends Operation>(
   context: ValidationContext = {},
   asked?: AskedByOperation[O],
 ): UsableAnswer<AnswerByOperation[O]> {
-  const reading = readAnswer(operation, body, asked);
+  const spec = OPERATION_SPECS[operation] as unknown as OperationSpec<AskedByOperation[O], AnswerByOperation[O]>;
+  return readUsableAnswerOf(spec, body, context, asked);
+}
+
+/** readUsableAnswer through a spec. */
+export function readUsableAnswerOf<Q, A>(
+  spec: OperationSpec<Q, A, Subject>,
+  body: unknown,
+  context: ValidationContext = {},
+  asked?: Q,
+): UsableAnswer<A> {
+  const reading = readAnswerOf(spec, body, asked);
   if (reading.usable) return reading;
   const secrets = context.secrets ?? [];
   // `raw` is archived like any 200 body (raw_responses), so it gets the same redaction as one: a short test
   // token redacted everywhere would mangle the body ("status" -> "s[REDACTED]atus"). The excerpt is a message.
   const raw = createOutputRedactor(secrets)(context.raw ?? safeStringify(body));
-  const call = context.call ?? {
-    operation,
-    method: OPERATION_METHODS[operation],
-    path: OPERATION_PATHS[operation],
-    status: 200,
-    latencyMs: 0,
-  };
+  const call = context.call ?? { operation: spec.name, method: spec.method, path: spec.path, status: 200, latencyMs: 0 };
   throw new ApiSchemaError({ call, bodyExcerpt: bodyExcerpt(raw, secrets) }, [reading.issue], raw, reading.credits);
 }
 

@@ -5,15 +5,16 @@
 import type { CreditCounters, Operation, SearchJobsQuery, SimilarCompaniesRequest } from '../spec/types.ts';
 import type { AnswerByOperation } from '../operations/answers.ts';
 import type { DriftTally } from '../operations/drift.ts';
+import type { OperationSpec, Subject } from '../operations/operation-spec.ts';
+import type { PostDetailsAnswer } from '../operations/post-details.ts';
+import type { SearchJobsAnswer } from '../operations/search-jobs.ts';
+import type { SimilarCompaniesAnswer } from '../operations/similar-companies.ts';
 
-/** HTTP method of each operation, as api.md prescribes. */
-export const OPERATION_METHODS = {
-  'similar-companies': 'POST',
-  'post-details': 'GET',
-  'search-jobs': 'GET',
-} as const satisfies Record<Operation, 'GET' | 'POST'>;
+/** HTTP method of an operation (its spec's, as api.md prescribes). */
+export type HttpMethod = 'GET' | 'POST';
 
-export type HttpMethod = (typeof OPERATION_METHODS)[Operation];
+/** What the client needs of an operation's spec: how a request is sent and how its answers are read. */
+export type CallableOperation<Q, A> = OperationSpec<Q, A, Subject>;
 
 /** Facts about one HTTP call, for the `api_calls` log and for errors. Never holds the token. */
 export interface ApiCallInfo {
@@ -61,14 +62,16 @@ export type ApiResult<T> = ApiOk<T> | ApiNotFound;
 /** The 200 body type of each operation, as read through its answer contract. */
 export type ResponseByOperation = AnswerByOperation;
 
-/** The typed client: one function per operation. */
+/** The client: one generic call, sent and read as the operation's spec says, and typed wrappers over it. */
 export interface ApiClient {
+  /** Sends `request` as `spec` says (method, path, body) and reads the answer through its contract. */
+  call<Q, A>(spec: CallableOperation<Q, A>, request: Q): Promise<ApiResult<A>>;
   /** POST /v1/api/similar-companies with `body` as JSON. */
-  similarCompanies(body: SimilarCompaniesRequest): Promise<ApiResult<AnswerByOperation['similar-companies']>>;
+  similarCompanies(body: SimilarCompaniesRequest): Promise<ApiResult<SimilarCompaniesAnswer>>;
   /** GET /v1/api/post-details?url=<percent-encoded post URL>. */
-  postDetails(url: string): Promise<ApiResult<AnswerByOperation['post-details']>>;
+  postDetails(url: string): Promise<ApiResult<PostDetailsAnswer>>;
   /** GET /v1/api/search-jobs with the query's non-empty members as parameters (lists comma-joined). */
-  searchJobs(query: SearchJobsQuery): Promise<ApiResult<AnswerByOperation['search-jobs']>>;
+  searchJobs(query: SearchJobsQuery): Promise<ApiResult<SearchJobsAnswer>>;
   /**
    * GET /v1/api/auth, the service's free credit check: the account's counters, or null when it does not offer
    * them (any answer but a 200 with three finite counters, or none in time). Never rejects.

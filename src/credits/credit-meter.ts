@@ -3,7 +3,7 @@
  * run's credit guard reads it as answers arrive; the books of a run whose process died are closed by feeding
  * it the counters that run stored, so both figures come from one piece of arithmetic.
  */
-import type { CreditCounters, Operation } from '../spec/types.ts';
+import { OPERATIONS, type CreditCounters, type Operation } from '../spec/types.ts';
 
 export const CREDIT_METER_DEFAULTS = {
   /**
@@ -79,7 +79,8 @@ export class CreditMeter {
   seed(counters: CreditCounters): void {
     if (this.current !== null) return;
     const used = counters.credits_used;
-    this.current = { index: 0, floorUsed: used, floorOperation: 'post-details', maxUsed: used, total: counters.total_credits, shortfall: shortfallOf(counters), answers: 0, seeded: true };
+    // floorOperation is not read for a seeded floor (it is the counter before any call, not a call's).
+    this.current = { index: 0, floorUsed: used, floorOperation: OPERATIONS[0], maxUsed: used, total: counters.total_credits, shortfall: shortfallOf(counters), answers: 0, seeded: true };
   }
 
   /** Whether the books started from counters read before any call (see seed). */

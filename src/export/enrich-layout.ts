@@ -4,6 +4,7 @@
  * every result). docs/export.md lists the columns; the names are a public contract.
  */
 import type { Operation } from '../spec/types.ts';
+import { specOf } from '../operations/index.ts';
 import { UsageError } from '../errors.ts';
 
 export const ENRICH_ROW_MODES = ['per-input', 'per-result'] as const;
@@ -11,25 +12,6 @@ export type EnrichRowMode = (typeof ENRICH_ROW_MODES)[number];
 
 /** Bounds of `--top`: past a few dozen numbered groups a row is no longer readable in a spreadsheet. */
 export const TOP_LIMITS = { min: 1, max: 100 } as const;
-
-/**
- * The fields of each numbered result in one-row-per-input mode, and the column counting the results; null
- * where an input has one result at most (a post), whose columns are written as they are.
- */
-const NUMBERED: Record<Operation, { count: string; fields: readonly string[] } | null> = {
-  'similar-companies': {
-    count: 'similar_count',
-    fields: [
-      'similar_name', 'similar_url', 'similar_website', 'similar_industries', 'similar_staff_range',
-      'similar_hq_city', 'similar_hq_country', 'similar_phone', 'similar_relevancy_grade',
-    ],
-  },
-  'search-jobs': {
-    count: 'job_count',
-    fields: ['job_title', 'job_company_name', 'job_location', 'job_posted_date', 'job_employment_type', 'job_url'],
-  },
-  'post-details': null,
-};
 
 /** The result columns of the output, and the result part of each output row of one input. */
 export interface ResultLayout {
@@ -42,7 +24,9 @@ export interface ResultLayout {
 
 /** The layout of `operation`'s results (`lookupColumns` in the order the lookup returns them). */
 export function resultLayout(operation: Operation, lookupColumns: readonly string[], mode: EnrichRowMode, top: number): ResultLayout {
-  const numbered = NUMBERED[operation];
+  // The fields of each numbered result and the column counting them; null where an input has one result at
+  // most (a post), whose columns are written as they are.
+  const numbered = specOf(operation).enrich.numbered;
   if (mode === 'per-result' || numbered === null) {
     return { columns: [...lookupColumns], rows: (results) => [...results], empty: lookupColumns.map(() => null) };
   }

@@ -19,6 +19,7 @@ import { writeRows, type OutputTarget, type WriteResult } from './write-output.t
 import { verifiedBy, type PumpOptions } from './pump-rows.ts';
 import { assertTop, resultLayout, type EnrichRowMode } from './enrich-layout.ts';
 import { PlanByLine, invalidReason } from './plan-by-line.ts';
+import { specOf } from '../operations/index.ts';
 
 /** Bookkeeping columns between the input's columns and the results. */
 export const ENRICH_STATUS_COLUMNS = ['netingest_line', 'netingest_status', 'netingest_error', 'netingest_input_key'] as const;
@@ -154,22 +155,13 @@ export async function enrichJob(options: EnrichOptions): Promise<EnrichResult> {
 /**
  * The request of each page of an input as the job plans it now, JSON-encoded as the ledger stores it (the
  * ledger, `netingest plan` and the next run compare the same text). A repeated input has no planned tasks of
- * its own: its requests are those of its first row, rebuilt from the key as plan-tasks builds them; a search's
- * key is the hash of its query, so the query cannot be rebuilt (null: the stored requests count as current).
+ * its own: its requests are those of its first row, rebuilt from the key as the operation plans them
+ * (requestsOfKey); a key that cannot give them back (a search's hash) gives null: the stored requests count
+ * as current.
  */
 function currentRequests(job: Job, inputKey: string, planned: readonly PlannedItem[]): CurrentRequests {
   const out: string[] = [];
   for (const item of planned) if (item.kind === 'task') out[item.page - 1] = JSON.stringify(item.request);
   if (out.length > 0) return out;
-  switch (job.operation) {
-    case 'post-details':
-      return [JSON.stringify({ url: inputKey })];
-    case 'similar-companies':
-      // Same members in the same order as planTasks(): the stored text is compared, not the object.
-      return Array.from({ length: job.pages }, (_, i) =>
-        JSON.stringify({ url: inputKey, account: job.request.account, page: i + 1, num: job.request.num }),
-      );
-    case 'search-jobs':
-      return null;
-  }
+  return specOf(job.operation).requestsOfKey(job, inputKey)?.map((request) => JSON.stringify(request)) ?? null;
 }

@@ -1,5 +1,3 @@
-import type { Operation } from '../spec/types.ts';
-
 /**
  * Every default of a job definition, in one place. A job file states only what differs.
  */
@@ -36,12 +34,7 @@ export const JOB_DEFAULTS = {
     /** Most credits one run may spend; null means no limit beyond the balance and the reserve. */
     maxPerRun: null as number | null,
   },
-  /** Days before a stored result is fetched again, by operation (fractions allowed: 0.5 is twelve hours). */
-  refreshAfterDays: {
-    'similar-companies': 30,
-    'post-details': 7,
-    'search-jobs': 0.5,
-  } satisfies Record<Operation, number>,
+  // refreshAfterDays: by operation, its spec's (src/operations/<name>.ts); fractions allowed (0.5 is twelve hours).
   /**
    * Days a raw body superseded by a newer answer to the same lookup is kept before the job's run drops it
    * (`netingest prune` does the same for the whole database). null keeps every body.

@@ -1,15 +1,17 @@
 /**
  * Every operation's answer contract behind one call: `readAnswer(operation, body, asked)` reads a parsed 200
- * body through its contract and says whether it can be used, what it holds (members read, records set aside),
- * its drift, its credit counters and whether its page ends the list. The client, the writer and reprocess all
+ * body through its spec's contract and says whether it can be used, what it holds (members read, records set
+ * aside), its drift, its credit counters and whether its page ends the list (the spec's lastPage). The client, the writer and reprocess all
  * read through it, so an answer stored live and one recovered by reprocess are read alike.
  */
-import type { CreditCounters, Operation, SearchJobsQuery, SimilarCompaniesRequest } from '../spec/types.ts';
-import { readThrough, type Members, type SetAsideRecord, type UnusableIssue } from './answer-contract.ts';
+import type { CreditCounters, Operation } from '../spec/types.ts';
+import { readThrough, type SetAsideRecord, type UnusableIssue } from './answer-contract.ts';
 import type { DriftTally } from './drift.ts';
-import { postDetailsContract, type PostDetailsAnswer } from './post-details.ts';
-import { searchJobsContract, searchJobsLastPage, type SearchJobsAnswer } from './search-jobs.ts';
-import { similarCompaniesContract, similarCompaniesLastPage, type SimilarCompaniesAnswer } from './similar-companies.ts';
+import { OPERATION_SPECS, type SpecOf } from './index.ts';
+import type { OperationSpec, Subject } from './operation-spec.ts';
+import type { PostDetailsAnswer } from './post-details.ts';
+import type { SearchJobsAnswer } from './search-jobs.ts';
+import type { SimilarCompaniesAnswer } from './similar-companies.ts';
 
 /** The 200 body of each operation as read through its contract. */
 export interface AnswerByOperation {
@@ -19,11 +21,7 @@ export interface AnswerByOperation {
 }
 
 /** The request each operation's answer is read against (its page size), as sent. */
-export interface AskedByOperation {
-  'similar-companies': SimilarCompaniesRequest;
-  'post-details': { url: string };
-  'search-jobs': SearchJobsQuery;
-}
+export type AskedByOperation = { [O in Operation]: Parameters<SpecOf<O>['send']>[0] };
 
 /** A body that could be read. */
 export interface UsableAnswer<T> {
@@ -40,23 +38,18 @@ export interface UsableAnswer<T> {
 
 export type AnswerReading<T> = UsableAnswer<T> | { usable: false; issue: UnusableIssue; credits: CreditCounters | null };
 
-const CONTRACTS = {
-  'similar-companies': similarCompaniesContract,
-  'post-details': postDetailsContract,
-  'search-jobs': searchJobsContract,
-} as const;
-
 /** Reads a parsed 200 body of `operation` through its contract; `asked` is the request when known (paging). */
 export function readAnswer<O extends Operation>(operation: O, body: unknown, asked?: AskedByOperation[O]): AnswerReading<AnswerByOperation[O]> {
-  const reading = readThrough(CONTRACTS[operation] as { body: Members } as never, body) as ReturnType<typeof readThrough>;
+  return readAnswerOf(OPERATION_SPECS[operation] as unknown as OperationSpec<AskedByOperation[O], AnswerByOperation[O]>, body, asked);
+}
+
+/** Reads a parsed 200 body through `spec`'s contract; `asked` is the request when known (paging). */
+export function readAnswerOf<Q, A>(spec: OperationSpec<Q, A, Subject>, body: unknown, asked?: Q): AnswerReading<A> {
+  const reading = readThrough(spec.answer, body);
   if (!reading.usable) return { usable: false, issue: reading.issue, credits: creditsOf(body) };
-  const answer = reading.answer as unknown as AnswerByOperation[O];
-  let lastPage = true;
-  if (operation === 'similar-companies') {
-    lastPage = similarCompaniesLastPage(asked as SimilarCompaniesRequest | undefined, answer as SimilarCompaniesAnswer, reading.drift);
-  } else if (operation === 'search-jobs') {
-    lastPage = searchJobsLastPage(answer as SearchJobsAnswer);
-  }
+  // The contract's reading is the answer type of its operation (answer-contract.ts's ReadBody).
+  const answer = reading.answer as A;
+  const lastPage = spec.lastPage(asked, answer, reading.drift);
   return { usable: true, answer, setAside: reading.setAside, drift: reading.drift, credits: creditsOf(body), lastPage };
 }
 

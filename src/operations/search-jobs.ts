@@ -1,10 +1,29 @@
 /**
- * search-jobs: the answer contract of its 200 body (api.md, "Job record") and how its pages end. A job names
- * itself by `url`; every other member is optional (see answer-contract.ts).
+ * search-jobs, the whole operation (see operation-spec.ts): one search per input row (its parameter columns
+ * over the job's defaults), pages of 10 asked by GET with `start`, the answer contract of its 200 body (api.md,
+ * "Job record"), how its pages end, and its rows: the job_searches row of the query, jobs and their positions
+ * in job_search_results. A job names itself by `url`; every other member is optional (see answer-contract.ts).
  */
-import { SEARCH_JOBS_PAGE_SIZE } from '../spec/types.ts';
+import { z } from 'zod';
+import { searchKey } from '../jobs/request-keys.ts';
+import { searchColumns } from '../jobs/search-columns.ts';
+import { normalizeParam, SEARCH_QUERY_PARAMS, type SearchQueryBase } from '../jobs/search-query.ts';
+import {
+  OPERATION_PATHS,
+  SEARCH_JOBS_LIST_PARAMS,
+  SEARCH_JOBS_PAGE_SIZE,
+  SEARCH_JOBS_PARAMS,
+  type SearchJobsQuery,
+} from '../spec/types.ts';
+import { canonicalCompanyUrl, canonicalJobUrl } from '../urls/canonical.ts';
 import { bool, int, list, obj, str, strict, type AnswerContract, type ReadBody, type ReadObject } from './answer-contract.ts';
 import { CREDIT_MEMBERS } from './credit-members.ts';
+import { isMangled, NOT_UTF8 } from './input-cells.ts';
+import { common, text, type JobCommon, type JobInputFile } from '../jobs/job-common.ts';
+import type { JobIssue } from '../jobs/job-error.ts';
+import type { OperationSpec, RowRead } from './operation-spec.ts';
+import type { RowWrite } from './stored-rows.ts';
+import { arrayOf, joinedList, objectOf, sqlValue, urlKey } from './stored-values.ts';
 
 const job = obj({
   title: str(),
@@ -50,3 +69,290 @@ export function searchJobsLastPage(answer: SearchJobsAnswer): boolean {
   const held = answer.results?.length ?? 0;
   return Math.max(held, answer.numResults ?? 0) < SEARCH_JOBS_PAGE_SIZE;
 }
+
+/** What a search-jobs answer is filed under: the query (one job_searches row) and the offset asked for. */
+export interface SearchJobsSubject {
+  operation: 'search-jobs';
+  /** Stable key of the query (jobs/request-keys.ts), one job_searches row each. */
+  searchKey: string;
+  query: Omit<SearchJobsQuery, 'start'>;
+  /** Record offset sent; result i is stored at position start + i. */
+  start: number;
+}
+
+const LIST_PARAMS: ReadonlySet<string> = new Set(SEARCH_JOBS_LIST_PARAMS);
+
+/**
+ * `/v1/api/search-jobs?...`: parameters in the spec's order, values percent-encoded (spaces as %20), list
+ * parameters' items encoded one by one and joined with a literal comma; absent, empty-string and empty-list
+ * parameters (and empty list items) are left out.
+ */
+export function searchJobsPath(query: SearchJobsQuery): string {
+  let qs = '';
+  for (const name of SEARCH_JOBS_PARAMS) {
+    const value: unknown = query[name];
+    if (value === undefined || value === null) continue;
+    let encoded: string;
+    if (LIST_PARAMS.has(name)) {
+      if (!Array.isArray(value)) throw new TypeError(`search-jobs parameter ${name} must be an array of strings`);
+      encoded = value
+        .filter((item) => item !== '' && item !== undefined && item !== null)
+        .map((item) => encodeURIComponent(String(item)))
+        .join(',');
+    } else if (typeof value === 'number') {
+      if (!Number.isFinite(value)) throw new TypeError(`search-jobs parameter ${name} must be a finite number`);
+      encoded = String(value);
+    } else {
+      encoded = encodeURIComponent(String(value));
+    }
+    if (encoded === '') continue;
+    qs += `${qs === '' ? '?' : '&'}${name}=${encoded}`;
+  }
+  return OPERATION_PATHS['search-jobs'] + qs;
+}
+
+/** Each row is one query: its parameter columns override the job's `request` defaults. */
+function searchRowReader(job: SearchJobsJob, header: Parameters<typeof searchColumns>[1]): (record: Readonly<Record<string, string>>) => RowRead<SearchJobsQuery> {
+  const columns = searchColumns(job.input.csv, header);
+  return (record) => {
+    const query: SearchQueryBase = { ...job.request };
+    for (const [param, column] of columns) {
+      const cell = record[column] ?? '';
+      if (isMangled(cell)) return { ok: false, field: column, value: cell.trim(), reason: NOT_UTF8 };
+      const r = normalizeParam(param, cell);
+      if (!r.ok) return { ok: false, field: column, value: cell.trim(), reason: r.reason };
+      if (r.value !== undefined) (query as Record<string, string | string[]>)[param] = r.value;
+    }
+    if (Object.keys(query).length === 0) {
+      return { ok: false, field: null, value: null, reason: 'no search parameters: every parameter cell is empty and the job sets no defaults in "request"' };
+    }
+    const requests = Array.from({ length: job.pages }, (_, i): SearchJobsQuery => ({ ...query, start: i * SEARCH_JOBS_PAGE_SIZE }));
+    return { ok: true, inputKey: searchKey(query), requests };
+  };
+}
+
+const isObjectValue = (v: unknown): boolean => typeof v === 'object' && v !== null;
+
+/** The result columns `enrich` appends (docs/export.md: public names). */
+export const JOB_COLUMNS = [
+  'job_rank',
+  'job_url',
+  'job_title',
+  'job_company_name',
+  'job_company_link',
+  'job_location',
+  'job_posted_date',
+  'job_is_actively_hiring',
+  'job_employment_type',
+  'job_seniority_level',
+  'job_function',
+  'job_industries',
+  'job_description',
+  'job_last_seen_at',
+] as const;
+
+// As for similar companies, only the rows of each page's latest answer. A page's rows are told by their
+// position: page p asks with start = (p - 1) * SEARCH_JOBS_PAGE_SIZE and stores start + index (the size is
+// written into the text: a bound JS number is a REAL, and the division must be an integer one). Stored
+// positions are offsets into the search; the output ranks them 1, 2, 3...
+export const JOB_SQL = `
+  WITH latest(slot, at) AS (
+    SELECT position / ${SEARCH_JOBS_PAGE_SIZE}, max(last_seen_at) FROM job_search_results
+    WHERE search_key = @input AND position < @pages * ${SEARCH_JOBS_PAGE_SIZE}
+    GROUP BY position / ${SEARCH_JOBS_PAGE_SIZE}
+  )
+  SELECT
+    j.url, j.title, j.company_name, j.company_link, j.location, j.posted_date, j.is_actively_hiring,
+    j.employment_type, j.seniority_level, j.job_function, j.industries, j.description, r.last_seen_at
+  FROM latest l
+  JOIN job_search_results r ON r.search_key = @input AND r.position / ${SEARCH_JOBS_PAGE_SIZE} = l.slot AND r.last_seen_at = l.at
+  JOIN jobs j ON j.url = r.job_url
+  WHERE l.at >= coalesce(json_extract(@floors, '$[' || l.slot || ']'), '')
+  ORDER BY r.position, r.job_url`;
+
+/** Its job definition: the common settings, the input CSV and the query's defaults (job files; docs/jobs.md). */
+/** A list parameter: an array, or one string with items separated by commas or semicolons. */
+const listParam = z.union([z.array(z.union([z.string(), z.number()])), z.string()], {
+  error: 'must be a list of strings, or one string with items separated by "," or ";"',
+});
+
+export const searchJobsJobDefinition = z.strictObject({
+  ...common,
+  operation: z.literal('search-jobs'),
+  input: z.strictObject({
+    csv: text,
+    column: z
+      .never({ error: 'not used by search-jobs: every CSV column named like a query parameter is used' })
+      .optional(),
+  }),
+  request: z
+    .strictObject({
+      keywords: z.string().optional(),
+      location: z.string().optional(),
+      timePosted: z.string().optional(),
+      experienceLevels: listParam.optional(),
+      jobTypes: listParam.optional(),
+      workplaceTypes: listParam.optional(),
+      companyIds: listParam.optional(),
+      start: z.never({ error: 'not allowed here: set "pages" (pages of 10 results are fetched via start)' }).optional(),
+    })
+    .optional(),
+});
+
+type SearchRequestInput = NonNullable<z.output<typeof searchJobsJobDefinition>['request']>;
+
+/** Normalizes the search defaults exactly as CSV cells are (trimmed, lists split, known values checked). */
+function resolveSearchDefaults(input: SearchRequestInput | undefined, issues: JobIssue[]): SearchQueryBase {
+  const out: SearchQueryBase = {};
+  if (!input) return out;
+  for (const param of SEARCH_QUERY_PARAMS) {
+    const raw = input[param];
+    if (raw === undefined) continue;
+    const r = normalizeParam(param, raw);
+    if (!r.ok) issues.push({ field: `request.${param}`, message: r.reason });
+    else if (r.value !== undefined) (out as Record<string, string | string[]>)[param] = r.value;
+  }
+  return out;
+}
+/** A loaded search-jobs job. */
+export interface SearchJobsJob extends JobCommon {
+  operation: 'search-jobs';
+  input: JobInputFile;
+  /** Defaults for parameters a row leaves out or empty; lists already split and trimmed. */
+  request: SearchQueryBase;
+}
+
+
+export const searchJobs = {
+  name: 'search-jobs',
+  jobDefinition: searchJobsJobDefinition,
+  /** The job and input CSV `netingest init` writes for this operation. */
+  starter: {
+    name: 'job-search',
+    definition: {
+      operation: 'search-jobs',
+      input: { csv: 'data/job-queries.csv' },
+      request: { timePosted: 'past_week', location: 'germany' },
+      credits: { reserve: 100 },
+    },
+    csvPath: 'data/job-queries.csv',
+    csv: 'keywords,location\nrobotics engineer,germany\ndata analyst,france\n',
+  },
+  refreshAfterDays: 0.5,
+  resolveJob: (def, base, file, issues) => ({ ...base, operation: 'search-jobs', input: file, request: resolveSearchDefaults(def.request, issues) }),
+  rowReader: searchRowReader,
+  // The key is the hash of the query: the query cannot be rebuilt from it.
+  requestsOfKey: () => null,
+
+  request: z.looseObject({
+    start: z.number().optional(),
+    timePosted: z.string().optional(),
+    keywords: z.string().optional(),
+    experienceLevels: z.array(z.string()).optional(),
+    companyIds: z.array(z.string()).optional(),
+    jobTypes: z.array(z.string()).optional(),
+    workplaceTypes: z.array(z.string()).optional(),
+    location: z.string().optional(),
+  }),
+  method: 'GET',
+  path: OPERATION_PATHS['search-jobs'],
+  send: (query) => ({ path: searchJobsPath(query), body: null, json: false }),
+
+  answer: searchJobsContract,
+  lastPage: (_asked, answer) => searchJobsLastPage(answer),
+  notFound: {
+    // The spec's body is the gateway's shape: nothing stricter can be asked.
+    isAnswer: (_body, message) => message !== null,
+    shape: 'a JSON object with a message',
+    ambiguous: true,
+  },
+
+  subjectOf(inputKey, request) {
+    const { start, ...query } = request;
+    return { operation: 'search-jobs', searchKey: inputKey, query, start: start ?? 0 };
+  },
+  subject: z.looseObject({
+    operation: z.literal('search-jobs'),
+    searchKey: z.string(),
+    query: z.custom<Omit<SearchJobsQuery, 'start'>>(isObjectValue),
+    start: z.number(),
+  }),
+  requestKey: (s) => `${s.searchKey} start=${s.start}`,
+  rows(s, res, ctx) {
+    const q = s.query ?? {};
+    const writes: RowWrite[] = [
+      {
+        table: 'job_searches',
+        row: {
+          search_key: s.searchKey,
+          keywords: sqlValue(q.keywords),
+          location: sqlValue(q.location),
+          time_posted: sqlValue(q.timePosted),
+          experience_levels: joinedList(q.experienceLevels),
+          job_types: joinedList(q.jobTypes),
+          workplace_types: joinedList(q.workplaceTypes),
+          company_ids: joinedList(q.companyIds),
+          first_seen_at: ctx.seenAt,
+          last_seen_at: ctx.seenAt,
+        },
+      },
+    ];
+    let skipped = 0;
+    let index = 0;
+    for (const record of arrayOf(res.results)) {
+      const position = s.start + index++;
+      const job = objectOf(record) as JobAnswer;
+      const url = urlKey(job.url, canonicalJobUrl, ctx.networkHost);
+      if (url === null) {
+        skipped++;
+        continue;
+      }
+      const criteria = objectOf(job.criteria);
+      writes.push({
+        table: 'jobs',
+        row: {
+          url,
+          title: sqlValue(job.title),
+          company_name: sqlValue(job.company_name),
+          // Canonical so that jobs.company_link joins companies.url; an odd link is kept as given.
+          company_link: urlKey(job.company_link, canonicalCompanyUrl, ctx.networkHost) ?? sqlValue(job.company_link),
+          location: sqlValue(job.location),
+          posted_timestamp: sqlValue(job.posted_timestamp),
+          posted_date: sqlValue(job.posted_date),
+          is_actively_hiring: sqlValue(job.is_actively_hiring),
+          company_logo_url: sqlValue(job.company_logo_url),
+          description_html: sqlValue(job.description_html),
+          description: sqlValue(job.description),
+          employment_type: sqlValue(criteria['Employment type']),
+          industries: sqlValue(criteria['Industries']),
+          job_function: sqlValue(criteria['Job function']),
+          seniority_level: sqlValue(criteria['Seniority level']),
+          first_seen_at: ctx.seenAt,
+          updated_at: ctx.seenAt,
+        },
+      });
+      writes.push({ table: 'job_search_results', row: { search_key: s.searchKey, job_url: url, position, first_seen_at: ctx.seenAt, last_seen_at: ctx.seenAt } });
+    }
+    return { writes, skipped, anomalies: [] };
+  },
+
+  enrich: {
+    columns: JOB_COLUMNS,
+    numbered: {
+      count: 'job_count',
+      fields: ['job_title', 'job_company_name', 'job_location', 'job_posted_date', 'job_employment_type', 'job_url'],
+    },
+    lookup(reader, job) {
+      const stmt = reader.rows(JOB_SQL);
+      const params = { input: '', pages: job.pages, floors: '' };
+      return (inputKey) => {
+        params.input = inputKey;
+        params.floors = JSON.stringify(reader.floors(inputKey));
+        return stmt.all(params).map((row, i) => [i + 1, ...row]);
+      };
+    },
+    // The input key is the hash of the query, and the page fixes `start`.
+    sameQuestion: () => () => true,
+    doneMeansResult: false,
+  },
+} satisfies OperationSpec<SearchJobsQuery, SearchJobsAnswer, SearchJobsSubject, SearchJobsJob, z.output<typeof searchJobsJobDefinition>>;

@@ -1,11 +1,23 @@
 /**
- * similar-companies: the answer contract of its 200 body (api.md, "Company record") and how its pages end.
+ * similar-companies, the whole operation (see operation-spec.ts): one company URL per input row, pages
+ * 1..`pages` of its lookalikes asked by POST, the answer contract of its 200 body (api.md, "Company record"),
+ * how its pages end, and its rows: companies with their child sets, and the similar_companies links.
  * A company names itself by `url`; every other member is optional (see answer-contract.ts).
  */
-import type { SimilarCompaniesRequest } from '../spec/types.ts';
+import { z } from 'zod';
+import { filterKey } from '../jobs/request-keys.ts';
+import { OPERATION_PATHS, type SimilarCompaniesAccount, type SimilarCompaniesRequest } from '../spec/types.ts';
+import { canonicalCompanyUrl } from '../urls/canonical.ts';
 import { given, int, list, nullable, num, obj, str, bool, strict, type AnswerContract, type ReadBody, type ReadObject } from './answer-contract.ts';
+import { countryName } from './country-name.ts';
 import { CREDIT_MEMBERS } from './credit-members.ts';
 import type { DriftTally } from './drift.ts';
+import { urlColumnReader } from './input-cells.ts';
+import { common, nonNegativeInt, positiveInt, text, urlInput, type JobCommon, type JobInputFile } from '../jobs/job-common.ts';
+import { JOB_DEFAULTS } from '../jobs/defaults.ts';
+import type { OperationSpec } from './operation-spec.ts';
+import type { Row, RowWrite } from './stored-rows.ts';
+import { arrayOf, givenValue, jsonText, objectOf, sqlValue, urlKey } from './stored-values.ts';
 
 const address = obj({
   city: str(),
@@ -79,4 +91,344 @@ export function similarCompaniesLastPage(asked: SimilarCompaniesRequest | undefi
     drift.note('num', '', 'capped', `asked ${askedNum}, answered ${echoed}`);
   }
   return (answer.data?.content?.length ?? 0) < size;
+}
+
+/** What a similar-companies answer is filed under: the reference company, its filter set and the page asked for. */
+export interface SimilarCompaniesSubject {
+  operation: 'similar-companies';
+  /** Canonical company URL of the company asked about. */
+  referenceUrl: string;
+  /** Stable key of the filter set (jobs/request-keys.ts). */
+  filterKey: string;
+  filters: SimilarCompaniesAccount;
+  /** 1-based page number sent. */
+  page: number;
+  /** Page size sent. */
+  num: number;
+}
+
+const isObjectValue = (v: unknown): boolean => typeof v === 'object' && v !== null;
+
+const requestSchema = z.looseObject({
+  url: z.string(),
+  account: z.custom<SimilarCompaniesAccount>(isObjectValue).optional(),
+  page: z.number().optional(),
+  num: z.number().optional(),
+});
+
+const subjectSchema = z.looseObject({
+  operation: z.literal('similar-companies'),
+  referenceUrl: z.string(),
+  filterKey: z.string(),
+  filters: z.custom<SimilarCompaniesAccount>(isObjectValue),
+  page: z.number(),
+  num: z.number(),
+});
+
+/** The requests of one input: pages 1..pages, members in this order (the ledger compares the JSON text). */
+function requestsOf(job: SimilarCompaniesJob, url: string): SimilarCompaniesRequest[] {
+  return Array.from({ length: job.pages }, (_, i) => ({ url, account: job.request.account, page: i + 1, num: job.request.num }));
+}
+
+/** A company's row and its child sets, which describe it as last seen (each replaces the stored set whole). */
+function companyWrites(c: CompanyAnswer, url: string, seenAt: string, writes: RowWrite[]): void {
+  const staff = objectOf(c.staff);
+  const range = objectOf(staff['range']);
+  writes.push({
+    table: 'companies',
+    row: {
+      url,
+      name: sqlValue(c.name),
+      universal_name: sqlValue(c.universalName),
+      type: sqlValue(c.type),
+      object_urn: sqlValue(c.objectUrn),
+      description: sqlValue(c.description),
+      phone: sqlValue(c.phone),
+      followers: givenValue(c.followers),
+      website: sqlValue(c.website),
+      logo: sqlValue(c.logo),
+      cover: givenValue(c.cover),
+      tagline: givenValue(c.tagline),
+      founded_year: sqlValue(c.foundedYear),
+      staff_total: sqlValue(staff['total']),
+      staff_range_start: sqlValue(range['start']),
+      staff_range_end: sqlValue(range['end']),
+      funding_data: jsonText(c.fundingData),
+      first_seen_at: seenAt,
+      updated_at: seenAt,
+    },
+  });
+  const owner = { company_url: url };
+  const locations = objectOf(c.locations);
+  const addresses: Array<[unknown, number]> = [];
+  if (locations['headquarter'] !== null && locations['headquarter'] !== undefined) addresses.push([locations['headquarter'], 1]);
+  for (const other of arrayOf(locations['other'])) addresses.push([other, 0]);
+  const rows = addresses.map(([address, isHeadquarter], i): Row => {
+    const a = objectOf(address);
+    return {
+      company_url: url,
+      position: i + 1,
+      is_headquarter: isHeadquarter,
+      city: sqlValue(a['city']),
+      country: sqlValue(a['country']),
+      country_name: countryName(a['country']),
+      geographic_area: sqlValue(a['geographicArea']),
+      is_primary: givenValue(a['isPrimary']),
+      line1: sqlValue(a['line1']),
+      line2: givenValue(a['line2']),
+      postal_code: sqlValue(a['postalCode']),
+    };
+  });
+  writes.push({ table: 'company_locations', owner, rows });
+  const values = (list: unknown): Row[] => arrayOf(list).map((value, i) => ({ company_url: url, position: i + 1, value: sqlValue(value) }));
+  writes.push({ table: 'company_industries', owner, rows: values(c.industries) });
+  writes.push({ table: 'company_specialities', owner, rows: values(c.specialities) });
+  writes.push({ table: 'company_hashtags', owner, rows: values(c.hashtags) });
+}
+
+/** The result columns `enrich` appends (docs/export.md: public names). */
+export const SIMILAR_COLUMNS = [
+  'similar_rank',
+  'similar_page',
+  'similar_relevancy_score',
+  'similar_relevancy_grade',
+  'similar_url',
+  'similar_name',
+  'similar_universal_name',
+  'similar_type',
+  'similar_website',
+  'similar_industries',
+  'similar_specialities',
+  'similar_staff_total',
+  'similar_staff_range',
+  'similar_hq_city',
+  'similar_hq_country',
+  'similar_founded_year',
+  'similar_phone',
+  'similar_description',
+  'similar_last_seen_at',
+] as const;
+
+// The link table is cumulative (rows of earlier answers stay, with their last_seen_at): only the rows of each
+// page's latest answer are read. Per page of the job's plan, the rows seen last are the latest answer that
+// listed anything (a company's `page` and `rank` are those of the latest answer that listed it, so one that
+// moved counts on its new page only); they are dropped when the ledger knows of a later answer to the page
+// (@floors, a JSON array by page: a 404, an empty page, past the last page). Rank is computed here (1-based,
+// page by page): the stored rank restarts on every page.
+export const SIMILAR_SQL = `
+  WITH latest(page, at) AS (
+    SELECT page, max(last_seen_at) FROM similar_companies
+    WHERE reference_url = @input AND filter_key = @filterKey AND page <= @pages
+    GROUP BY page
+  )
+  SELECT
+    s.page, s.relevancy_score, s.relevancy_grade, s.company_url, c.name, c.universal_name, c.type, c.website,
+    (SELECT group_concat(value, '; ' ORDER BY position) FROM company_industries WHERE company_url = s.company_url),
+    (SELECT group_concat(value, '; ' ORDER BY position) FROM company_specialities WHERE company_url = s.company_url),
+    c.staff_total,
+    CASE WHEN c.staff_range_start IS NULL AND c.staff_range_end IS NULL THEN NULL
+      ELSE coalesce(c.staff_range_start, '') || '-' || coalesce(c.staff_range_end, '') END,
+    (SELECT city FROM company_locations WHERE company_url = s.company_url AND is_headquarter = 1 ORDER BY position LIMIT 1),
+    (SELECT country FROM company_locations WHERE company_url = s.company_url AND is_headquarter = 1 ORDER BY position LIMIT 1),
+    c.founded_year, c.phone, c.description, s.last_seen_at
+  FROM latest l
+  JOIN similar_companies s
+    ON s.reference_url = @input AND s.filter_key = @filterKey AND s.page = l.page AND s.last_seen_at = l.at
+  LEFT JOIN companies c ON c.url = s.company_url
+  WHERE l.at >= coalesce(json_extract(@floors, '$[' || (l.page - 1) || ']'), '')
+  ORDER BY s.page, s.rank, s.company_url`;
+
+/** Its job definition: the common settings, one URL column, filters and page size (job files; docs/jobs.md). */
+const account = z.strictObject({
+  location: z.array(text).optional(),
+  employeeSize: z
+    .strictObject({
+      type: text.optional(),
+      range: z
+        .array(
+          z
+            .strictObject({ start: nonNegativeInt, end: nonNegativeInt })
+            .refine((r) => r.end >= r.start, { error: 'must not be below start', path: ['end'] }),
+        )
+        .min(1),
+    })
+    .optional(),
+});
+
+export const similarCompaniesJobDefinition = z.strictObject({
+  ...common,
+  operation: z.literal('similar-companies'),
+  input: urlInput,
+  request: z
+    .strictObject({
+      account: account.optional(),
+      num: positiveInt.optional(),
+      page: z.never({ error: 'not allowed here: set "pages" (page 1 to pages is fetched for every input)' }).optional(),
+      url: z.never({ error: 'not allowed here: URLs come from the input CSV column' }).optional(),
+    })
+    .optional(),
+});
+
+/** Trims and lower-cases locations (the service uses lower-case names) and fills the employee-size type. */
+function resolveAccount(input: z.output<typeof account> | undefined): SimilarCompaniesAccount {
+  const out: SimilarCompaniesAccount = {};
+  if (input?.location) out.location = input.location.map((l) => l.toLowerCase());
+  if (input?.employeeSize) {
+    out.employeeSize = {
+      type: input.employeeSize.type ?? JOB_DEFAULTS.employeeSizeType,
+      range: input.employeeSize.range.map((r) => ({ start: r.start, end: r.end })),
+    };
+  }
+  return out;
+}
+
+/** A loaded similar-companies job. */
+export interface SimilarCompaniesJob extends JobCommon {
+  operation: 'similar-companies';
+  input: JobInputFile & { column: string };
+  /** Filters and page size sent with every input; lower-cased, trimmed locations. */
+  request: { account: SimilarCompaniesAccount; num: number };
+}
+
+
+export const similarCompanies = {
+  name: 'similar-companies',
+  jobDefinition: similarCompaniesJobDefinition,
+  /** The job and input CSV `netingest init` writes for this operation. */
+  starter: {
+    name: 'lookalikes',
+    definition: {
+      operation: 'similar-companies',
+      input: { csv: 'data/leads.csv', column: 'company_url' },
+      request: { account: { location: ['germany'] }, num: 10 },
+      pages: 1,
+      credits: { reserve: 100 },
+    },
+    csvPath: 'data/leads.csv',
+    csv: 'company_url,account_owner\nhttps://www.network.com/company/acme-robotics,jane\nnetwork.com/company/initech,omar\n',
+  },
+  refreshAfterDays: 30,
+  resolveJob: (def, base, file) => ({
+    ...base,
+    operation: 'similar-companies',
+    input: { ...file, column: def.input.column },
+    request: { account: resolveAccount(def.request?.account), num: def.request?.num ?? JOB_DEFAULTS.num },
+  }),
+  rowReader: (job, header) => urlColumnReader(job.input.csv, header, job.input.column, canonicalCompanyUrl, (url) => requestsOf(job, url)),
+  requestsOfKey: requestsOf,
+
+  request: requestSchema,
+  method: 'POST',
+  path: OPERATION_PATHS['similar-companies'],
+  // The request as given (undefined members are dropped by JSON).
+  send: (request) => ({ path: OPERATION_PATHS['similar-companies'], body: JSON.stringify(request), json: true }),
+
+  answer: similarCompaniesContract,
+  lastPage: similarCompaniesLastPage,
+  notFound: {
+    // `error: true` is required: a gateway's own 404 for an unknown path is commonly `{"message":"Not Found"}`
+    // (see notFound() in api/http.ts).
+    isAnswer: (body, message) => message !== null && body?.['error'] === true,
+    shape: 'a JSON object with error: true and a message',
+    ambiguous: false,
+  },
+
+  subjectOf(inputKey, request) {
+    const filters = request.account ?? {};
+    return {
+      operation: 'similar-companies',
+      referenceUrl: inputKey,
+      filterKey: filterKey(filters),
+      filters,
+      page: request.page ?? 1,
+      num: request.num ?? SIMILAR_COMPANIES_DEFAULT_NUM,
+    };
+  },
+  subject: subjectSchema,
+  requestKey: (s) => `${s.referenceUrl} ${s.filterKey} page=${s.page} num=${s.num}`,
+  rows(s, res, ctx) {
+    const referenceUrl = urlKey(s.referenceUrl, canonicalCompanyUrl, ctx.networkHost) ?? s.referenceUrl;
+    const filters = JSON.stringify(s.filters ?? {});
+    const writes: RowWrite[] = [];
+    let skipped = 0;
+    let rank = 0;
+    for (const record of arrayOf(objectOf(res.data)['content'])) {
+      rank++;
+      const company = objectOf(record) as CompanyAnswer;
+      const url = urlKey(company.url, canonicalCompanyUrl, ctx.networkHost);
+      if (url === null) {
+        skipped++;
+        continue;
+      }
+      companyWrites(company, url, ctx.seenAt, writes);
+      const relevancy = objectOf(company.relevancy);
+      writes.push({
+        table: 'similar_companies',
+        row: {
+          reference_url: referenceUrl,
+          filter_key: s.filterKey,
+          company_url: url,
+          filters,
+          rank,
+          page: s.page,
+          relevancy_score: sqlValue(relevancy['score']),
+          relevancy_grade: sqlValue(relevancy['value']),
+          first_seen_at: ctx.seenAt,
+          last_seen_at: ctx.seenAt,
+        },
+      });
+    }
+    return { writes, skipped, anomalies: [] };
+  },
+
+  enrich: {
+    columns: SIMILAR_COLUMNS,
+    numbered: {
+      count: 'similar_count',
+      fields: [
+        'similar_name', 'similar_url', 'similar_website', 'similar_industries', 'similar_staff_range',
+        'similar_hq_city', 'similar_hq_country', 'similar_phone', 'similar_relevancy_grade',
+      ],
+    },
+    lookup(reader, job) {
+      const stmt = reader.rows(SIMILAR_SQL);
+      const params = { input: '', filterKey: filterKey(job.request.account), pages: job.pages, floors: '' };
+      return (inputKey) => {
+        params.input = inputKey;
+        params.floors = JSON.stringify(reader.floors(inputKey));
+        // Rank is computed here (1-based, page by page): the stored rank restarts on every page.
+        return stmt.all(params).map(([page, ...rest], i) => [i + 1, page, ...rest]);
+      };
+    },
+    sameQuestion: sameFilterQuestion,
+    doneMeansResult: false,
+  },
+} satisfies OperationSpec<SimilarCompaniesRequest, SimilarCompaniesAnswer, SimilarCompaniesSubject, SimilarCompaniesJob, z.output<typeof similarCompaniesJobDefinition>>;
+
+/**
+ * Whether a stored task request asks what `job` asks: the same filter set (by its key, so the order of members
+ * does not matter) and the same page size; the text the job plans now is the common case and is checked first.
+ */
+function sameFilterQuestion(job: SimilarCompaniesJob): (requestJson: string, inputKey: string, page: number) => boolean {
+  const { account, num } = job.request;
+  const key = filterKey(account);
+  const keys = new Map<string, string>();
+  return (requestJson, inputKey, page) => {
+    // Same members in the same order as requestsOf() writes them.
+    if (requestJson === JSON.stringify({ url: inputKey, account, page, num })) return true;
+    let request: { account?: unknown; num?: unknown };
+    try {
+      request = JSON.parse(requestJson) as typeof request;
+    } catch {
+      return false;
+    }
+    if ((request.num ?? SIMILAR_COMPANIES_DEFAULT_NUM) !== num) return false;
+    const text = JSON.stringify(request.account ?? null);
+    let other = keys.get(text);
+    if (other === undefined) {
+      other = filterKey(request.account as Parameters<typeof filterKey>[0]);
+      if (keys.size < 100) keys.set(text, other);
+    }
+    return other === key;
+  };
 }

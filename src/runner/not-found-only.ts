@@ -1,12 +1,13 @@
 /**
- * A job whose every answer in a run was a 404 "nothing found", told as a warning. For post-details and
- * search-jobs the API's 404 body cannot be told apart from a web server's or gateway's 404 for a wrong path
+ * A job whose every answer in a run was a 404 "nothing found", told as a warning. For the operations whose
+ * spec says so (notFound.ambiguous) the API's 404 body cannot be told apart from a web server's or gateway's 404 for a wrong path
  * (see notFound() in src/api/http.ts), so an API URL with a wrong path prefix settles every task as not found
  * and the run ends with exit 0 and no data. The outcome is left alone: a search for rare jobs or a list of
  * deleted posts can truly find nothing, so this only says what to check.
  */
 import { bodyExcerpt } from '../api/redact.ts';
 import type { Operation } from '../spec/types.ts';
+import { specOf } from '../operations/index.ts';
 import type { TaskOutcome } from './task-executor.ts';
 
 /** Code of the warning in the summary's `warnings` of a job. */
@@ -14,9 +15,6 @@ export const NOT_FOUND_ONLY = 'NOT_FOUND_ONLY';
 
 /** Longest excerpt of the 404 body's message carried by the warning. */
 const MESSAGE_EXCERPT_CHARS = 120;
-
-/** The operations whose "nothing found" 404 looks like a gateway's: similar-companies asks for `error: true`. */
-const AMBIGUOUS_404: ReadonlySet<Operation> = new Set(['post-details', 'search-jobs']);
 
 /** What the run says of a job whose answers were all 404s: the log line's fields and the summary's message. */
 export interface NotFoundOnlyWarning {
@@ -53,7 +51,8 @@ export class NotFoundOnlyWatch {
 
   /** The warning for `job`, or null when it got data, too few answers, or its operation's 404 is unambiguous. */
   warning(job: string): NotFoundOnlyWarning | null {
-    if (!AMBIGUOUS_404.has(this.operation) || this.answeredWithData || this.notFound < this.minAnswers) return null;
+    // Only where the operation's "nothing found" 404 looks like a gateway's (its spec's notFound.ambiguous).
+    if (!specOf(this.operation).notFound.ambiguous || this.answeredWithData || this.notFound < this.minAnswers) return null;
     const bodyMessage = this.firstMessage === null ? null : bodyExcerpt(this.firstMessage, this.secrets, MESSAGE_EXCERPT_CHARS);
     const body = bodyMessage === null ? 'no message' : `message ${JSON.stringify(bodyMessage)}`;
     return {

@@ -60,7 +60,10 @@ export async function planReport(job: Job, dbPath: string, refresh = false): Pro
     for await (const item of planTasks(job)) {
       if (item.kind === 'duplicate') report.duplicates += 1;
       else if (item.kind === 'invalid') countInvalid(report, job, item);
-      else report[taskState(item, ledger, rule, others)] += 1;
+      else {
+        report.tasks += 1;
+        report[taskState(item, ledger, rule, others)] += 1;
+      }
     }
     return withCost(report, calls?.learnedCost(job.operation) ?? null);
   }

@@ -18,13 +18,12 @@ import { openDatabase } from '../store/open.ts';
 import { acquireRunLock } from '../store/run-lock.ts';
 import { clearNormalizedTables } from '../store/ingest/index.ts';
 import { prepareAnswerStore } from './store-answer.ts';
-import { isIngestRequest } from '../store/ingest-request.ts';
+import { findSpec, readStored } from '../operations/index.ts';
 import { createLedger } from '../store/ledger.ts';
 import type { Database } from '../store/open.ts';
 import { acceptRawResponse } from '../store/raw-archive.ts';
 import { decodeRawBody } from '../store/raw-body.ts';
 import { rawBodiesWerePruned } from '../store/raw-prune.ts';
-import { OPERATIONS, type Operation } from '../spec/types.ts';
 
 /** Options of reprocess(); every default here. */
 export interface ReprocessOptions {
@@ -116,9 +115,9 @@ export function reprocess(database: Database, options: ReprocessOptions = {}): R
   };
   // Nested transaction() = a savepoint: a body that fails half-way leaves none of its rows.
   const replayOne = sqlite.transaction((row: RawRow) => {
-    const operation = row.operation as Operation;
-    const request = JSON.parse(row.requestJson) as unknown;
-    if (!isIngestRequest(request) || request.operation !== operation) throw new Error('stored request_json is not a request of this operation');
+    const spec = findSpec(row.operation)!;
+    const operation = spec.name;
+    const request = readStored(spec.subject, row.requestJson, 'request_json');
     const text = decodeRawBody(row.body, row.bodyEncoding);
     const { id: rawResponseId, requestKey, receivedAt: at, taskId } = row;
     const rows = store({ rawResponseId, runId: row.runId, taskId, operation, requestKey, request, body: text, at }).rows;
@@ -143,7 +142,7 @@ export function reprocess(database: Database, options: ReprocessOptions = {}): R
       for (const row of rows) {
         lastId = row.id;
         report.responses++;
-        if (!(OPERATIONS as readonly string[]).includes(row.operation)) {
+        if (findSpec(row.operation) === undefined) {
           reject(row, `unknown operation ${row.operation}`);
           continue;
         }

@@ -1,9 +1,10 @@
 import PQueue from 'p-queue';
 import type { Job } from '../jobs/schema.ts';
 import type { Ledger, TaskRow } from '../store/ledger.ts';
-import type { Operation, SearchJobsQuery, SimilarCompaniesRequest } from '../spec/types.ts';
-import { requestKeyOf, type IngestRequest } from '../store/ingest-request.ts';
-import { filterKey } from '../jobs/request-keys.ts';
+import type { Operation } from '../spec/types.ts';
+import type { IngestRequest } from '../store/ingest-request.ts';
+import { findSpec, readStored, specOf, type AnySubject } from '../operations/index.ts';
+import type { OperationSpec } from '../operations/operation-spec.ts';
 import { executeTask, type ExecutableTask, type ExecutorContext } from './task-executor.ts';
 import type { TaskStatus } from '../store/schema.ts';
 
@@ -98,34 +99,20 @@ export async function workJob(
   if (failure) throw failure;
 }
 
-/** The call a ledger row stands for, with what the normalizers need to file its answer. */
+/** The call a ledger row stands for: its request read once, through its operation's schema, and what its answer is filed under. */
 function toExecutable(row: TaskRow): ExecutableTask {
-  const operation = row.operation as Operation;
-  const request = JSON.parse(row.requestJson) as unknown;
-  const ingest = ingestRequestFor(operation, row.inputKey, request);
-  return { id: row.id, operation, inputKey: row.inputKey, page: row.page, request, ingest, requestKey: requestKeyOf(ingest) };
+  const spec = findSpec(row.operation);
+  if (spec === undefined) throw new Error(`task ${row.id}: unknown operation ${row.operation}`);
+  return taskOf(spec, row);
 }
 
-/** Derives what the normalizers need (reference URL, filter set, search key) from a task's request. */
+function taskOf<Q>(spec: OperationSpec<Q, unknown, AnySubject, unknown>, row: TaskRow): ExecutableTask<Q> {
+  const request = readStored(spec.request, row.requestJson, 'request_json');
+  const ingest = spec.subjectOf(row.inputKey, request);
+  return { id: row.id, operation: spec.name, spec, inputKey: row.inputKey, page: row.page, request, ingest, requestKey: spec.requestKey(ingest) };
+}
+
+/** What an answer to `request` (a task's, as stored) is filed under: its operation's subjectOf. */
 export function ingestRequestFor(operation: Operation, inputKey: string, request: unknown): IngestRequest {
-  switch (operation) {
-    case 'similar-companies': {
-      const r = request as SimilarCompaniesRequest;
-      const filters = r.account ?? {};
-      return {
-        operation,
-        referenceUrl: inputKey,
-        filterKey: filterKey(filters),
-        filters,
-        page: r.page ?? 1,
-        num: r.num ?? 10,
-      };
-    }
-    case 'post-details':
-      return { operation, postUrl: inputKey };
-    case 'search-jobs': {
-      const { start, ...query } = request as SearchJobsQuery;
-      return { operation, searchKey: inputKey, query, start: start ?? 0 };
-    }
-  }
+  return specOf(operation).subjectOf(inputKey, request);
 }

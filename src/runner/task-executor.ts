@@ -1,7 +1,9 @@
 import pRetry, { AbortError } from 'p-retry';
 import type { ApiClient, ApiResult } from '../api/types.ts';
 import { ApiSchemaError, isApiError, type ApiError } from '../api/errors.ts';
-import type { Operation, SearchJobsQuery, SimilarCompaniesRequest } from '../spec/types.ts';
+import type { Operation } from '../spec/types.ts';
+import type { AnySubject } from '../operations/index.ts';
+import type { OperationSpec } from '../operations/operation-spec.ts';
 import type { DriftTally } from '../operations/drift.ts';
 import type { CreditGuard } from './credit-guard.ts';
 import { chargeOfFailure } from './charge-of.ts';
@@ -42,12 +44,13 @@ export interface ExecutorContext {
   holdsLock?: () => boolean;
 }
 
-/** A task as the executor sees it: its ledger id and the exact request it sends. */
-export interface ExecutableTask extends WriterTask {
+/** A task as the executor sees it: its ledger id, its operation's spec and the request it sends (checked by the spec's schema). */
+export interface ExecutableTask<Q = unknown> extends WriterTask {
   operation: Operation;
+  spec: OperationSpec<Q, unknown, AnySubject, unknown>;
   inputKey: string;
   page: number;
-  request: unknown;
+  request: Q;
   ingest: IngestRequest;
   requestKey: string;
 }
@@ -110,7 +113,7 @@ async function callOnce(task: ExecutableTask, ctx: ExecutorContext, tally: TaskT
   tally.calls += 1;
   let result: ApiResult<unknown>;
   try {
-    result = await send(ctx.client, task.operation, task.request);
+    result = await ctx.client.call(task.spec, task.request);
   } catch (err) {
     // A 200 that cannot be used was still paid for: its counters, or an estimate, keep the caps true.
     ctx.guard.settle(reservation, chargeOfFailure(err));
@@ -157,16 +160,5 @@ async function failure(task: ExecutableTask, ctx: ExecutorContext, err: unknown,
 class LeftPending extends Error {
   constructor() {
     super('run stopping');
-  }
-}
-
-function send(client: ApiClient, operation: Operation, request: unknown): Promise<ApiResult<unknown>> {
-  switch (operation) {
-    case 'similar-companies':
-      return client.similarCompanies(request as SimilarCompaniesRequest);
-    case 'post-details':
-      return client.postDetails((request as { url: string }).url);
-    case 'search-jobs':
-      return client.searchJobs(request as SearchJobsQuery);
   }
 }

@@ -12,7 +12,7 @@ export const initCommand = defineCommand({
   describe: 'Write a starter job (jobs/) and its input CSV (data/) into the current folder; never overwrites a file',
   builder: (y) =>
     y
-      .positional('operation', { choices: OPERATIONS, default: 'similar-companies' as Operation, describe: 'the operation the job runs' })
+      .positional('operation', { choices: OPERATIONS, default: OPERATIONS[0] as Operation, describe: 'the operation the job runs' })
       .option('ts', { type: 'boolean', default: false, describe: "write the job as TypeScript (import { defineJob } from 'netingest')" })
       .example('$0 init', 'jobs/lookalikes.json and data/leads.csv: companies similar to each lead')
       .example('$0 init post-details --ts', 'jobs/post-engagement.ts and data/posts.csv'),

@@ -1,14 +1,17 @@
 /**
- * The normalizers behind one entry point: `createIngestor(database).ingest(request, response, seenAt)` writes
- * a validated 200 body into the normalized tables. Statements are prepared once per ingestor. The caller owns
- * the transaction, so a response, its raw body, its task status and its api_calls row commit together.
+ * One entry point: `createIngestor(database).ingest(request, response, seenAt)` writes a validated 200 body
+ * into the normalized tables: the answer's operation maps it to rows (its spec's `rows`, a pure function) and
+ * this store writes them (row-writer.ts). Statements are prepared once per ingestor. The caller owns the
+ * transaction, so a response, its raw body, its task status and its api_calls row commit together.
  */
 import type { Connection } from '../connection.ts';
 import type { IngestRequest, IngestResponseFor } from '../ingest-request.ts';
-import { preparePostDetails } from './post-details.ts';
-import { prepareSearchJobs } from './search-jobs.ts';
-import { prepareSimilarCompanies } from './similar-companies.ts';
-import { assertIsoTimestamp } from './values.ts';
+import { specOf, type AnySubject } from '../../operations/index.ts';
+import { rowCount, type RowContext } from '../../operations/stored-rows.ts';
+import { networkHost } from '../../urls/network-host.ts';
+import { preparePostDateOrder } from './post-date-order.ts';
+import { prepareRowWriter, prepareStoredLookup } from './row-writer.ts';
+import { assertIsoTimestamp } from './seen-at.ts';
 import type { AnswerAnomaly } from '../answer-anomalies.ts';
 
 /** What one ingest wrote. */
@@ -28,6 +31,8 @@ export interface Ingestor {
    * Must run inside a transaction the caller opened; throws otherwise.
    */
   ingest<R extends IngestRequest>(req: R, response: IngestResponseFor<R>, seenAt: string): IngestResult;
+  /** ingest() for generic callers: `answer` is one its operation's contract read (operations/answers.ts). */
+  ingestAnswer(subject: AnySubject, answer: unknown, seenAt: string): IngestResult;
 }
 
 /** The normalized tables, children before parents (the order to empty them in). */
@@ -45,32 +50,25 @@ export const NORMALIZED_TABLES = [
   'jobs',
 ] as const;
 
-/** Prepares every normalizer's statements once. */
+/** Prepares the statements once. */
 export function createIngestor(database: Connection): Ingestor {
   const { sqlite } = database;
-  const similar = prepareSimilarCompanies(sqlite);
-  const post = preparePostDetails(sqlite);
-  const jobs = prepareSearchJobs(sqlite);
-  return {
-    ingest(req, response, seenAt) {
-      if (!sqlite.inTransaction) {
-        throw new Error('ingest() must run inside a transaction (the caller commits the response with its bookkeeping)');
-      }
-      assertIsoTimestamp(seenAt);
-      // The generic ties `response` to `req.operation`; narrowing the union needs the casts below.
-      const r: IngestRequest = req;
-      switch (r.operation) {
-        case 'similar-companies':
-          return similar(r, response as IngestResponseFor<typeof r>, seenAt);
-        case 'post-details':
-          return post(r, response as IngestResponseFor<typeof r>, seenAt);
-        case 'search-jobs':
-          return jobs(r, response as IngestResponseFor<typeof r>, seenAt);
-        default:
-          throw new Error(`unknown operation ${String((r as { operation: unknown }).operation)}`);
-      }
-    },
+  const postDates = preparePostDateOrder(sqlite);
+  // posts.posted_on: the raw day read in the order the dataset's posts show (post-date-order.ts).
+  const write = prepareRowWriter(sqlite, { posts: { posted_on: (row) => postDates.isoOf(row['posted_raw']) } });
+  const ctx: RowContext = { seenAt: '', networkHost: networkHost(), stored: prepareStoredLookup(sqlite) };
+  const ingestAnswer = (subject: AnySubject, answer: unknown, seenAt: string): IngestResult => {
+    if (!sqlite.inTransaction) {
+      throw new Error('ingest() must run inside a transaction (the caller commits the response with its bookkeeping)');
+    }
+    assertIsoTimestamp(seenAt);
+    ctx.seenAt = seenAt;
+    const stored = specOf(subject.operation).rows(subject, answer, ctx);
+    for (const w of stored.writes) write(w);
+    const result = { rows: rowCount(stored), skipped: stored.skipped };
+    return stored.anomalies.length > 0 ? { ...result, anomalies: stored.anomalies } : result;
   };
+  return { ingest: ingestAnswer, ingestAnswer };
 }
 
 /** Ingests one response in its own transaction (tests, tools); the runner uses its own transaction instead. */

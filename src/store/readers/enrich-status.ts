@@ -4,6 +4,7 @@
  */
 import type BetterSqlite3 from 'better-sqlite3';
 import type { Operation } from '../../spec/types.ts';
+import { specOf } from '../../operations/index.ts';
 
 /** Values of the `netingest_status` column. */
 export const ENRICH_STATUSES = ['ok', 'not_found', 'failed', 'invalid_input', 'deferred', 'pending'] as const;
@@ -37,10 +38,11 @@ interface TaskState {
  * page size) is pending, as the ledger makes it on the next run. Then: any failed page makes it `failed`,
  * else any deferred page `deferred`, else any pending page (or a page never planned) `pending`, else every
  * page was answered with nothing, `not_found`: a 404, past the last page, or an empty page (done: the ledger
- * does not count results). A post-details answer always carries a post, so a done post without one in the
- * dataset is `failed`, with why.
+ * does not count results). Where an answer always carries a result (a post: the spec's doneMeansResult), a
+ * done input without one in the dataset is `failed`, with why.
  */
 export function taskStatusReader(sqlite: BetterSqlite3.Database, job: string, operation: Operation) {
+  const doneMeansResult = specOf(operation).enrich.doneMeansResult;
   const stmt = sqlite.prepare(
     `SELECT page, status, request_json AS requestJson, last_error_code AS lastErrorCode, last_error AS lastError
      FROM tasks WHERE job = ? AND input_key = ? ORDER BY page`,
@@ -64,7 +66,7 @@ export function taskStatusReader(sqlite: BetterSqlite3.Database, job: string, op
         const missingPages = Array.from({ length: pages }, (_, i) => i + 1).filter((p) => !tasks.some((t) => t.page === p));
         return { status: 'pending', error: `not run yet (page ${missingPages.join(', ')} never planned: the job's "pages" grew since it ran)` };
       }
-      if (operation === 'post-details' && tasks.some((t) => t.status === 'done')) {
+      if (doneMeansResult && tasks.some((t) => t.status === 'done')) {
         return {
           status: 'failed',
           error: 'answered, but the dataset holds no post for it (the answer had no post id, or the post was deleted since); `netingest run --refresh` asks again',

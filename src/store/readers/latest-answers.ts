@@ -11,8 +11,7 @@
  */
 import type BetterSqlite3 from 'better-sqlite3';
 import type { Job } from '../../jobs/schema.ts';
-import { JOB_DEFAULTS } from '../../jobs/defaults.ts';
-import { filterKey } from '../../jobs/request-keys.ts';
+import { specOf } from '../../operations/index.ts';
 import { otherJobsWithOperation } from '../job-names.ts';
 
 /**
@@ -38,7 +37,7 @@ interface Answer {
 /**
  * Prepares the ledger lookups of `job` once; the returned function gives an input's answer floors. The tasks
  * of every job that asks the same question count (the results they store are the same rows): same operation,
- * input and page, and for similar-companies the same filter set and page size.
+ * input and page, and the same question as the operation tells it (similar-companies: the same filters and page size).
  */
 export function answerFloorReader(sqlite: BetterSqlite3.Database, job: Job): (inputKey: string) => AnswerFloors {
   const jobs = [job.name, ...otherJobsWithOperation(sqlite, job.operation, job.name)];
@@ -52,7 +51,8 @@ export function answerFloorReader(sqlite: BetterSqlite3.Database, job: Job): (in
     `SELECT at, status FROM api_calls WHERE task_id = ? AND status IN (200, 404) AND error_code IS NULL
      ORDER BY at DESC LIMIT 1`,
   );
-  const sameQuestion = sameQuestionOf(job);
+  // Whether a stored request asks what the job asks (same filters and page size...): its operation's rule.
+  const sameQuestion = specOf(job.operation).enrich.sameQuestion(job);
 
   const answerOf = (task: TaskRow): Answer | null => {
     // Set when the task was last answered (done) or settled as nothing (not_found), and kept while a later
@@ -80,37 +80,6 @@ export function answerFloorReader(sqlite: BetterSqlite3.Database, job: Job): (in
       if (answer?.endsList) endedAt = later(endedAt, answer.at);
     }
     return floors;
-  };
-}
-
-/**
- * Whether a stored task request asks what `job` asks of this input and page. similar-companies: the same
- * filter set (by its key, so the order of members does not matter) and the same page size; the text the job
- * plans now is the common case and is checked first. search-jobs: the input key is the hash of the query,
- * and the page fixes `start`. post-details: one page.
- */
-function sameQuestionOf(job: Job): (requestJson: string, inputKey: string, page: number) => boolean {
-  if (job.operation !== 'similar-companies') return () => true;
-  const { account, num } = job.request;
-  const key = filterKey(account);
-  const keys = new Map<string, string>();
-  return (requestJson, inputKey, page) => {
-    // Same members in the same order as planTasks() writes them.
-    if (requestJson === JSON.stringify({ url: inputKey, account, page, num })) return true;
-    let request: { account?: unknown; num?: unknown };
-    try {
-      request = JSON.parse(requestJson) as typeof request;
-    } catch {
-      return false;
-    }
-    if ((request.num ?? JOB_DEFAULTS.num) !== num) return false;
-    const text = JSON.stringify(request.account ?? null);
-    let other = keys.get(text);
-    if (other === undefined) {
-      other = filterKey(request.account as Parameters<typeof filterKey>[0]);
-      if (keys.size < 100) keys.set(text, other);
-    }
-    return other === key;
   };
 }
 

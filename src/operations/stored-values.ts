@@ -1,10 +1,10 @@
 /**
- * Turning response values into SQLite parameters. better-sqlite3 binds only numbers, strings, bigints,
- * buffers and null, and the spec leaves several types "not shown", so every value goes through one of these.
+ * Turning answer values into stored values. A stored value is a number, a string, a bigint or null (what
+ * SQLite binds), and the spec leaves several types "not shown", so every value goes through one of these.
  */
-import { canonicalUrl, type CanonicalResult } from '../../urls/canonical.ts';
+import { canonicalUrl, type CanonicalResult } from '../urls/canonical.ts';
 
-/** A value better-sqlite3 can bind. */
+/** A value a column stores. */
 export type SqlValue = string | number | bigint | null;
 
 /** Stores a value as given: numbers as numbers, strings as strings, booleans as 0/1, objects as JSON text. */
@@ -68,13 +68,4 @@ export function urlKey(
   if (typeof value !== 'string') return null;
   const trimmed = value.trim();
   return trimmed === '' ? null : trimmed;
-}
-
-const ISO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?Z$/;
-
-/** Checks that a timestamp argument is ISO-8601 UTC text, the one format every *_at column holds. */
-export function assertIsoTimestamp(seenAt: string): void {
-  if (typeof seenAt !== 'string' || !ISO_UTC.test(seenAt)) {
-    throw new TypeError(`seenAt must be an ISO-8601 UTC timestamp such as 2026-11-22T13:45:00.000Z, got ${String(seenAt)}`);
-  }
 }

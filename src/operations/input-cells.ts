@@ -1,0 +1,43 @@
+/**
+ * Reading the cells of an input row, shared by the operations' row readers: a cell mangled by a non-UTF-8
+ * export, and the operations whose input is one URL column.
+ */
+import { assertColumns, type CsvHeader } from '../input/csv-header.ts';
+import type { CanonicalResult } from '../urls/canonical.ts';
+import { networkHost } from '../urls/network-host.ts';
+import type { RowRead } from './operation-spec.ts';
+
+export const NOT_UTF8 = 'not valid UTF-8 text (a Latin-1 or Windows-1252 export?): save the file as UTF-8';
+
+/**
+ * True when the cell held bytes that are not UTF-8: they decode to U+FFFD, and the value sent on would be a paid
+ * lookup of another URL or search than the one in the file. Only the cells a task is made of are checked, so a
+ * mangled name in another column of a lead list costs nothing and keeps its row.
+ */
+export function isMangled(cell: string): boolean {
+  return cell.includes('\uFFFD');
+}
+
+/**
+ * The reader of an input whose rows name one page URL in `column`: its canonical form (by `canonical`, on the
+ * network's host: a URL on another host is an invalid row, never a call) is the input key.
+ */
+export function urlColumnReader<Q>(
+  file: string,
+  header: CsvHeader,
+  column: string,
+  canonical: (input: unknown, networkHost: string) => CanonicalResult,
+  requestsOf: (url: string) => Q[],
+): (record: Readonly<Record<string, string>>) => RowRead<Q> {
+  assertColumns(file, header, [column]);
+  // Read once per plan.
+  const host = networkHost();
+  return (record) => {
+    const cell = (record[column] ?? '').trim();
+    if (cell === '') return { ok: false, field: column, value: '', reason: 'empty' };
+    if (isMangled(cell)) return { ok: false, field: column, value: cell, reason: NOT_UTF8 };
+    const url = canonical(cell, host);
+    if (!url.ok) return { ok: false, field: column, value: cell, reason: url.reason };
+    return { ok: true, inputKey: url.url, requests: requestsOf(url.url) };
+  };
+}

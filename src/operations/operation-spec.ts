@@ -1,0 +1,136 @@
+/**
+ * The shape of one operation: everything the planner, the client, the runner, the store and `enrich` need to
+ * know of it, in one typed object per file (src/operations/<name>.ts). Everything outside src/operations is
+ * generic over this shape and never names an operation: adding one is a new file here (docs/architecture.md).
+ *
+ * Functions are declared as methods on purpose: the registry holds specs of different request and answer
+ * types, and generic code takes any of them as `OperationSpec` (a task is made typed by its spec's schema).
+ */
+import type { z } from 'zod';
+import type { CsvHeader } from '../input/csv-header.ts';
+import type { JobCommon, JobInputFile } from '../jobs/job-common.ts';
+import type { JobIssue } from '../jobs/job-error.ts';
+import type { JobDefinition } from '../jobs/schema.ts';
+import type { Operation } from '../spec/types.ts';
+import type { AnswerContract } from './answer-contract.ts';
+import type { DriftTally } from './drift.ts';
+import type { StoredAnswer, RowContext } from './stored-rows.ts';
+
+/** What a stored answer is filed under: the request it answers, as raw_responses.request_json holds it. */
+export interface Subject {
+  operation: Operation;
+}
+
+/** A starter: a job file and the CSV it reads, as paths relative to the folder `init` runs in. */
+export interface Starter {
+  /** Job file without extension, under jobs/; also the job's name. */
+  name: string;
+  definition: JobDefinition;
+  csvPath: string;
+  csv: string;
+}
+
+/** One input row read: its key and the request of each page (index = page - 1), or why it makes no task. */
+export type RowRead<Q> =
+  | { ok: true; inputKey: string; requests: Q[] }
+  | { ok: false; field: string | null; value: string | null; reason: string };
+
+/** How a request goes on the wire: the path under the base URL (query included) and the body. */
+export interface Sent {
+  path: string;
+  /** JSON text of a POST body, null for none. */
+  body: string | null;
+  /** Whether the call carries `Content-Type: application/json` (api.md's examples send it on one GET too). */
+  json: boolean;
+}
+
+/** The result columns `enrich` appends, and how one input's results are read (docs/export.md: public names). */
+export interface EnrichSpec<J> {
+  /** The columns of one result, in the order lookup rows hold them. */
+  columns: readonly string[];
+  /** One-row-per-input mode: the column counting results and the fields numbered per result; null: one result at most. */
+  numbered: { count: string; fields: readonly string[] } | null;
+  /**
+   * Prepares the lookup of `job`'s results (read-only SQL over the public tables, through the reader given);
+   * the returned function gives the result rows of one input.
+   */
+  lookup(reader: EnrichReader, job: J): (inputKey: string) => unknown[][];
+  /**
+   * Whether a stored task request (tasks.request_json) asks what `job` asks of this input and page: the tasks
+   * of every job asking the same question count for the latest answer (export/latest-answers.ts).
+   */
+  sameQuestion(job: J): (requestJson: string, inputKey: string, page: number) => boolean;
+  /** Whether a task answered (done) for an input without results means the dataset lost it (a post answer always holds one). */
+  doneMeansResult: boolean;
+}
+
+/** What enrich lookups may do with the dataset: prepare a read-only statement returning rows as arrays. */
+export interface EnrichReader {
+  rows(sql: string): { all(...params: unknown[]): unknown[][] };
+  /** The answer floors of one input (see export/latest-answers.ts): per page, the time before which no row is its latest answer. */
+  floors(inputKey: string): Array<string | null>;
+}
+
+/**
+ * One operation. Q: the request sent (as planned and as the ledger's tasks.request_json holds it), A: the 200
+ * body as read through the answer contract, S: what the answer is filed under (raw_responses.request_json),
+ * J: the job that plans it, D: its job definition as its schema (`jobDefinition`) reads it.
+ */
+export interface OperationSpec<Q = unknown, A = unknown, S extends Subject = Subject, J = unknown, D = unknown> {
+  name: Operation;
+
+  // ---- its job ----
+  /** The job fields of this operation, the common ones included (jobs/job-common.ts); one branch of the job schema. */
+  jobDefinition: z.ZodType<D>;
+  /** A checked definition as a job, every default filled in; `base` is what every job shares, `file` its input CSV. */
+  resolveJob(definition: D, base: JobCommon, file: JobInputFile, issues: JobIssue[]): J;
+
+  /** The job and input CSV `netingest init` writes for this operation (jobs/starters.ts). */
+  starter: Starter;
+
+  // ---- planning: an input row becomes requests ----
+  /** Days before a stored result is fetched again, when the job does not say. */
+  refreshAfterDays: number;
+  /** Prepares the reading of `job`'s input rows (checks the header: throws InputFileError for a missing column). */
+  rowReader(job: J, header: CsvHeader): (record: Readonly<Record<string, string>>) => RowRead<Q>;
+  /**
+   * The requests of an input rebuilt from its key alone, as rowReader makes them (a repeated input in enrich),
+   * or null when the key cannot give them back (a hash).
+   */
+  requestsOfKey(job: J, inputKey: string): Q[] | null;
+
+  // ---- the request ----
+  /** Checks a request read back from the ledger (tasks.request_json), once per task. */
+  request: z.ZodType<Q>;
+  method: 'GET' | 'POST';
+  /** The path without query, as in api.md (used where no request is at hand). */
+  path: string;
+  send(request: Q): Sent;
+
+  // ---- the answer ----
+  answer: AnswerContract;
+  /** Whether a page ends the input's list; `asked` is undefined for a stored body read again (reprocess). */
+  lastPage(asked: Q | undefined, answer: A, drift: DriftTally): boolean;
+  /** Whether a 404's body is this operation's "nothing found" (else a gateway's page: the run stops). */
+  notFound: {
+    /** `body`: the 404 body when it is a JSON object, else null; `message`: its string `message`, else null. */
+    isAnswer(body: Readonly<Record<string, unknown>> | null, message: string | null): boolean;
+    /** What the body must be, for the message of a 404 that is not one. */
+    shape: string;
+    /** Whether the API's 404 body looks like a gateway's, so a job of only 404s is warned of. */
+    ambiguous: boolean;
+  };
+
+  // ---- storing ----
+  /** What an answer to `request` (for input `inputKey`) is filed under. */
+  subjectOf(inputKey: string, request: Q): S;
+  /** Checks a subject read back from raw_responses.request_json (reprocess). */
+  subject: z.ZodType<S>;
+  /** raw_responses.request_key of a subject: stable, human-readable. */
+  requestKey(subject: S): string;
+  /** The rows an answer stores, by public table and column names (docs/schema.md); a pure function. */
+  rows(subject: S, answer: A, ctx: RowContext): StoredAnswer;
+
+  // ---- enrich ----
+  enrich: EnrichSpec<J>;
+}

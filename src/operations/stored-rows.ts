@@ -1,0 +1,53 @@
+/**
+ * What an operation's answer stores, as plain rows keyed by the public table and column names (docs/schema.md).
+ * The operation maps an answer to rows (a pure function); the store (src/store/ingest/) writes them with its
+ * own prepared statements per table, so another store can reuse the operations unchanged.
+ */
+import type { SqlValue } from './stored-values.ts';
+
+/** One row: column name -> value. */
+export type Row = Readonly<Record<string, SqlValue>>;
+
+/**
+ * One write, in order: a row upserted into its table (the store knows each table's key and how its
+ * first/last-seen columns merge), or a set of rows that replaces whatever the table held for `owner` (a
+ * company's locations: the set describes it as last seen).
+ */
+export type RowWrite =
+  | { table: string; row: Row }
+  | { table: string; owner: Row; rows: readonly Row[] };
+
+/** Something an answer held that was not stored as asked (answer_anomalies). */
+export interface RowAnomaly {
+  kind: 'no_identity' | 'other_post';
+  position: number | null;
+  path: string | null;
+  reason: string;
+  askedId: string | null;
+  answeredId: string | null;
+}
+
+/** An answer's rows, in the order they are written. */
+export interface StoredAnswer {
+  writes: RowWrite[];
+  /** Records left out because they carry no URL or id to key them by. */
+  skipped: number;
+  anomalies: RowAnomaly[];
+}
+
+/** What the row mapping may know of the dataset and the time. */
+export interface RowContext {
+  /** ISO-8601 UTC time the answer was received: every first/last-seen column of its rows. */
+  seenAt: string;
+  /** The network's host (urls/network-host.ts), read once per store. */
+  networkHost: string;
+  /** A stored row's column, found by its key columns; undefined when there is no such row. */
+  stored(table: string, key: Row, column: string): SqlValue | undefined;
+}
+
+/** Rows written by an answer (upserts and inserts; the deletes of a replaced set are not counted). */
+export function rowCount(answer: StoredAnswer): number {
+  let n = 0;
+  for (const w of answer.writes) n += 'row' in w ? 1 : w.rows.length;
+  return n;
+}
