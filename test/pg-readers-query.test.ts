@@ -4,6 +4,7 @@
  * WITH), `--timeout` ending a long statement with exit 124 and SIGINT with 130, the statement cancelled on the
  * server in both cases.
  */
+import { readFileSync } from 'node:fs';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inProcess, spawnCli, waitFor } from './run-helpers.ts';
@@ -70,11 +71,10 @@ describe.skipIf(!pgClusterUrl)(`query on PostgreSQL${pgClusterUrl ? '' : ` (skip
   it("runs as docs/postgres.md's read-only analyst role, which can write nothing", async () => {
     const database = new URL(data.url).pathname.slice(1);
     const role = `analyst_${database}`;
-    await client.query(`CREATE ROLE ${role} LOGIN PASSWORD 'change-me-too'`);
-    await client.query(`GRANT CONNECT ON DATABASE ${database} TO ${role}`);
-    await client.query(`GRANT USAGE ON SCHEMA public TO ${role}`);
-    await client.query(`GRANT SELECT ON ALL TABLES IN SCHEMA public TO ${role}`);
-    await client.query(`ALTER ROLE ${role} SET default_transaction_read_only = on`);
+    // The docs' statements as written; only the names of this test differ (the cluster's owner role is netingest).
+    const doc = readFileSync(new URL('../docs/postgres.md', import.meta.url), 'utf8');
+    const block = /```sql\n([\s\S]*?)```/.exec(doc.slice(doc.indexOf('## A read-only role for analysts')))![1]!;
+    await client.query(block.replace(/DATABASE netingest/g, `DATABASE "${database}"`).replace(/\banalyst\b/g, role));
     const asAnalyst = new URL(data.url);
     asAnalyst.username = role;
     asAnalyst.password = 'change-me-too';
