@@ -50,21 +50,3 @@ export async function withPgReadSnapshot<T>(
   }
 }
 
-/**
- * The rows of one of the store's own statements, written once for both engines with SQLite's `?` placeholders
- * (numbered `$1`, `$2`... here; none of these statements has a `?` in a literal), values as SQLite gives them.
- */
-export async function pgRows<R>(snapshot: PgSnapshot, sql: string, params: readonly unknown[] = []): Promise<R[]> {
-  let n = 0;
-  const text = sql.replace(/\?/g, () => `$${++n}`);
-  // Loaded here: the SQLite readers beside the PostgreSQL ones (runs.ts, ...) must not load pg.
-  const { STORE_TYPES } = await import('./reader-values.ts');
-  const result = await snapshot.client.query({ text, values: [...params], types: STORE_TYPES });
-  return result.rows as R[];
-}
-
-/** The first column of the first row of pgRows(), or undefined without rows (better-sqlite3's pluck().get()). */
-export async function pgValue<T>(snapshot: PgSnapshot, sql: string, params: readonly unknown[] = []): Promise<T | undefined> {
-  const rows = await pgRows<Record<string, unknown>>(snapshot, sql, params);
-  return rows.length === 0 ? undefined : (Object.values(rows[0]!)[0] as T);
-}
