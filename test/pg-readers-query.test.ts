@@ -4,7 +4,7 @@
  * WITH), `--timeout` ending a long statement with exit 124 and SIGINT with 130, the statement cancelled on the
  * server in both cases.
  */
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inProcess, spawnCli, waitFor } from './run-helpers.ts';
@@ -98,6 +98,16 @@ describe.skipIf(!pgClusterUrl)(`query on PostgreSQL${pgClusterUrl ? '' : ` (skip
     expect(ended.stdout).toBe('');
     // Several seconds under the 10 s statement, with room for a busy machine.
     expect(Date.now() - started).toBeLessThan(8000);
+    expect(await sleepers('pg_sleep(10)')).toBe(0);
+  }, 30_000);
+
+  it('export --sql --timeout 1 stops the same way and leaves nothing at --out', async () => {
+    const out = `${data.ws.dir}/slept.csv`;
+    const cli = spawnCli(['export', '--sql', 'SELECT pg_sleep(10) AS slept', '--db', data.url, '--timeout', '1', '--out', out], { cwd: data.ws.dir });
+    const ended = await cli.done;
+    expect(ended.code).toBe(124);
+    expect(ended.stderr).toMatch(/ran for more than 1 s \(--timeout\) and was stopped/);
+    expect(existsSync(out)).toBe(false);
     expect(await sleepers('pg_sleep(10)')).toBe(0);
   }, 30_000);
 
