@@ -45,8 +45,13 @@ describe('--help', () => {
   it('--db: the read commands say the database must exist, run that it is created, plan that it is never created', () => {
     const read = ['status', 'query', 'export', 'enrich', 'reprocess'];
     const texts = [...read, 'run', 'plan'].map((name) => helpOf.get(name) ?? '');
+    // The readers that also read PostgreSQL say so, and where the default comes from.
+    const readsPostgres = new Set(['status', 'query', 'export', 'enrich']);
     for (const [i, command] of read.entries()) {
-      expect(dbHelp(texts[i]!), command).toBe('SQLite database file; it must exist (`netingest run` creates it)');
+      expect(dbHelp(texts[i]!), command).toBe(
+        'SQLite database file; it must exist (`netingest run` creates it)' +
+          (readsPostgres.has(command) ? ', or postgres://user@host:5432/database (default: $NETINGEST_DATABASE_URL, else data/netingest.db)' : ''),
+      );
     }
     expect(dbHelp(texts[read.length]!)).toBe('SQLite database file (created, with its folder, when missing)');
     expect(dbHelp(texts[read.length + 1]!)).toMatch(/read if it exists .*never created/);

@@ -1,4 +1,6 @@
+import { normalize } from 'node:path';
 import type { Argv } from 'yargs';
+import { DATABASE_URL_ENV, locateDataset } from '../store/locator.ts';
 
 /** The default dataset, relative to the current directory. */
 export const DEFAULT_DB = 'data/netingest.db';
@@ -30,6 +32,24 @@ export function withDb<T>(y: Argv<T>, options: WithDbOptions = {}) {
     describe: DB_DESCRIPTIONS[whenMissing],
     normalize: true,
   });
+}
+
+/**
+ * `--db` of the commands that read PostgreSQL too (query, export, status): a file that must exist, or a
+ * postgres:// URL. No yargs default and no path normalizing (a URL's `//` must stay): datasetOption() applies
+ * NETINGEST_DATABASE_URL, then DEFAULT_DB.
+ */
+export function withReadDb<T>(y: Argv<T>) {
+  return y.option('db', {
+    type: 'string',
+    describe: `${DB_DESCRIPTIONS.refuse}, or postgres://user@host:5432/database (default: $${DATABASE_URL_ENV}, else ${DEFAULT_DB})`,
+  });
+}
+
+/** The dataset withReadDb's `--db` names: the PostgreSQL URL, or the SQLite file's normalized path. */
+export function datasetOption(db: string | undefined): string {
+  const location = locateDataset({ db, defaultFile: DEFAULT_DB });
+  return location.engine === 'postgres' ? location.url : normalize(location.file);
 }
 
 /** `--api-url` and `--token-file`, for commands that call the API. */

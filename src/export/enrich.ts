@@ -10,8 +10,11 @@ import { planTasks, type PlannedItem } from '../jobs/plan-tasks.ts';
 import { readCsv } from '../input/read-csv.ts';
 import { readCsvHeader, type CsvDelimiter } from '../input/csv-header.ts';
 import { assertOutputIsNotInput } from './output-is-not-input.ts';
-import { openForReading } from '../store/readers/open-for-reading.ts';
-import { withReadSnapshot, type SqliteSnapshot } from '../store/read-snapshot.ts';
+import { withReadSnapshot, type ReadSnapshot } from '../store/read-snapshot.ts';
+import { locateDataset } from '../store/locator.ts';
+import { openForReading, openPgForReading } from '../store/readers/open-for-reading.ts';
+import { readPg, readSync, type Reads } from '../store/read-steps.ts';
+import { otherJobsWithOperationReads } from '../store/job-names.ts';
 import { resultLookup } from '../store/readers/enrich-results.ts';
 import { ENRICH_STATUSES, taskStatusReader, type CurrentRequests, type EnrichStatus } from '../store/readers/enrich-status.ts';
 import { assertEncoderOptions, encoderFor, type ExportFormat } from './row-encoders.ts';
@@ -26,7 +29,7 @@ export const ENRICH_STATUS_COLUMNS = ['netingest_line', 'netingest_status', 'net
 
 /** Options of enrichJob(). */
 export interface EnrichOptions extends OutputTarget, PumpOptions {
-  /** The SQLite dataset (opened read-only). */
+  /** The dataset, opened read-only: a SQLite file, or a postgres:// URL. */
   db: string;
   /** A job file (its input CSV is read again), or a job already loaded. */
   job: string | Job;
@@ -84,8 +87,9 @@ export async function enrichJob(options: EnrichOptions): Promise<EnrichResult> {
   assertEncoderOptions(format, asked);
   const job = typeof options.job === 'string' ? await loadJob(options.job, { cwd: options.cwd }) : options.job;
   const displayName = job.input.csv;
+  const location = locateDataset({ db: options.db, env: {} });
   assertOutputIsNotInput(options.out, [
-    { path: options.db, what: 'database' },
+    ...(location.engine === 'sqlite' ? [{ path: location.file, what: 'database' }] : []),
     { path: job.input.csvPath, what: "job's input CSV" },
     ...(job.file ? [{ path: job.file, what: 'job file' }] : []),
   ]);
@@ -98,17 +102,25 @@ export async function enrichJob(options: EnrichOptions): Promise<EnrichResult> {
     bom: asked.bom ?? (format === 'csv' && header.bom),
     delimiter: format === 'csv' ? (asked.delimiter ?? header.delimiter) : undefined,
   };
-  const database = openForReading(options.db);
+  if (location.engine === 'postgres') {
+    const store = await openPgForReading(location.url);
+    try {
+      return await withReadSnapshot(store, (snapshot) => write(snapshot, (reads) => readPg(snapshot, reads)), { statementTimeoutMs: 0 });
+    } finally {
+      await store.close();
+    }
+  }
+  const database = openForReading(location.file);
   try {
-    return await withReadSnapshot(database, write);
+    return await withReadSnapshot(database, (snapshot) => write(snapshot, async (reads) => readSync(snapshot.sqlite, reads)));
   } finally {
     database.close();
   }
 
-  /** Every row, read from one snapshot of the dataset (its lookups and ledger agree). */
-  async function write(snapshot: SqliteSnapshot): Promise<EnrichResult> {
-    const lookup = resultLookup(snapshot.sqlite, job);
-    const tasks = taskStatusReader(snapshot.sqlite, job.name, job.operation);
+  /** Every row, read from one snapshot of the dataset (its lookups and ledger agree), on either engine. */
+  async function write(snapshot: ReadSnapshot, read: <T>(reads: Reads<T>) => Promise<T>): Promise<EnrichResult> {
+    const lookup = resultLookup(job, [job.name, ...(await read(otherJobsWithOperationReads(job.operation, job.name)))]);
+    const tasks = taskStatusReader(job.name, job.operation);
     const layout = resultLayout(job.operation, lookup.columns, mode, top);
     const columns = [...inputColumns, ...ENRICH_STATUS_COLUMNS, ...layout.columns];
     const noResult = layout.empty;
@@ -130,14 +142,14 @@ export async function enrichJob(options: EnrichOptions): Promise<EnrichResult> {
             continue;
           }
           const key = first.inputKey;
-          const results = lookup.find(key);
+          const results = await read(lookup.find(key));
           if (results.length > 0) {
             statuses.ok++;
-            const partial = tasks.partialError(key);
+            const partial = await read(tasks.partialError(key));
             for (const result of layout.rows(results)) yield [...input, item.line, 'ok', partial, key, ...result];
             continue;
           }
-          const missing = tasks.missing(key, currentRequests(job, key, planned));
+          const missing = await read(tasks.missing(key, currentRequests(job, key, planned)));
           statuses[missing.status]++;
           yield [...input, item.line, missing.status, missing.error, key, ...noResult];
         }

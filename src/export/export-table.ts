@@ -16,11 +16,12 @@ import { assertOutputIsAFile } from './output-sink.ts';
 import { verifiedBy, type PumpOptions } from './pump-rows.ts';
 import { statementRows } from './statement-rows.ts';
 import { exportTableInParallel, parallelRowidRange, type ParallelExportOptions } from './parallel-table-export.ts';
-import { withReadSnapshot } from '../store/read-snapshot.ts';
+import { withReadSnapshot, type ReadSnapshot } from '../store/read-snapshot.ts';
+import { locateDataset, type DatasetLocation } from '../store/locator.ts';
 
 /** Options shared by exportTable() and exportSql(). */
 export interface ExportCommonOptions extends OutputTarget, PumpOptions {
-  /** The SQLite dataset (opened read-only). */
+  /** The dataset, opened read-only: a SQLite file, or a postgres:// URL (streamed, never in parallel). */
   db: string;
   /** Output format. Default 'csv' (header row, RFC 4180 quoting, UTF-8). */
   format?: ExportFormat;
@@ -76,8 +77,13 @@ export async function exportTable(options: ExportTableOptions): Promise<ExportRe
     kind: source.kind,
     since: since !== undefined ? { column: source.seenAtColumn!, value: since } : undefined,
   };
-  checkOutputPath(options);
-  const database = openForReading(options.db);
+  const location = checkOutputPath(options);
+  if (location.engine === 'postgres') {
+    // Loaded here: a SQLite export loads neither pg nor its cursor. One streaming path: no worker threads.
+    const { tableOnPostgres } = await import('./pg-readers.ts');
+    return tableOnPostgres(location.url, query, options, (statement, snapshot) => writeStatement(statement, snapshot, options));
+  }
+  const database = openForReading(location.file);
   try {
     return await withReadSnapshot(database, async (snapshot) => {
       const target = verifiedBy(snapshot, options);
@@ -104,18 +110,19 @@ export async function exportTable(options: ExportTableOptions): Promise<ExportRe
 
 /** Exports the rows of one read-only SELECT; statements that write are refused (WriteRefusedError). */
 export async function exportSql(options: ExportSqlOptions): Promise<ExportResult> {
-  checkOutputPath(options);
-  const database = openForReading(options.db);
+  const location = checkOutputPath(options);
+  if (location.engine === 'postgres') {
+    const { userStatementOnPostgres } = await import('./pg-readers.ts');
+    return userStatementOnPostgres(location.url, options, (statement, snapshot) => writeStatement(statement, snapshot, options));
+  }
+  const database = openForReading(location.file);
   try {
     return await withReadSnapshot(database, async (snapshot) => {
       // Checked and described here; its rows come from a child process that can be stopped (statement-rows.ts).
       const columns = userStatementColumns(snapshot, options.sql);
-      const encoder = encoderFor(options.format ?? EXPORT_DEFAULTS.format, columns, encoderOptions(options));
       const rows = statementRows({ db: snapshot.file, sql: options.sql, signal: options.signal, timeoutMs: options.timeoutMs });
       try {
-        const target = verifiedBy(snapshot, options);
-        const result = await writeRows(rows, encoder, target, target);
-        return { ...result, columns, workers: 0 };
+        return await writeStatement({ columns, rows }, snapshot, options);
       } finally {
         await rows.return(undefined);
       }
@@ -127,12 +134,29 @@ export async function exportSql(options: ExportSqlOptions): Promise<ExportResult
   }
 }
 
-/** Refuses, before the database is opened, an --out that cannot be written or would replace the database. */
-function checkOutputPath(options: ExportCommonOptions): void {
+/**
+ * Refuses, before the database is opened, an --out that cannot be written or would replace the database; says
+ * where the dataset is (`db`: a SQLite file or a postgres:// URL).
+ */
+function checkOutputPath(options: ExportCommonOptions): DatasetLocation {
   assertEncoderOptions(options.format ?? EXPORT_DEFAULTS.format, encoderOptions(options));
-  if (options.out === undefined) return;
+  const location = locateDataset({ db: options.db, env: {} });
+  if (options.out === undefined) return location;
   assertOutputIsAFile(options.out);
-  assertOutputIsNotInput(options.out, [{ path: options.db, what: 'database' }]);
+  if (location.engine === 'sqlite') assertOutputIsNotInput(options.out, [{ path: location.file, what: 'database' }]);
+  return location;
+}
+
+/** A statement's rows (either engine) encoded to the output, checked against the snapshot as they go. */
+async function writeStatement(
+  { columns, rows }: { columns: string[]; rows: AsyncIterable<unknown[]> },
+  snapshot: ReadSnapshot,
+  options: ExportCommonOptions,
+): Promise<ExportResult> {
+  const encoder = encoderFor(options.format ?? EXPORT_DEFAULTS.format, columns, encoderOptions(options));
+  const target = verifiedBy(snapshot, options);
+  const result = await writeRows(rows, encoder, target, target);
+  return { ...result, columns, workers: 0 };
 }
 
 function encoderOptions(options: ExportCommonOptions): Required<Pick<EncoderOptions, 'bom' | 'escapeFormulas'>> {

@@ -11,7 +11,8 @@ import { tableEncoder, type TableLayoutOptions } from './table-format.ts';
 import { writeRows, type WriteResult } from './write-output.ts';
 import { verifiedBy, type PumpOptions } from './pump-rows.ts';
 import { statementRows } from './statement-rows.ts';
-import { withReadSnapshot, type SqliteSnapshot } from '../store/read-snapshot.ts';
+import { withReadSnapshot, type ReadSnapshot } from '../store/read-snapshot.ts';
+import { locateDataset } from '../store/locator.ts';
 
 export const QUERY_FORMATS = ['table', 'csv', 'jsonl'] as const;
 export type QueryFormat = (typeof QUERY_FORMATS)[number];
@@ -21,7 +22,7 @@ export type QueryStream = NodeJS.WritableStream & { isTTY?: boolean; columns?: n
 
 /** Options of runQuery(). */
 export interface RunQueryOptions extends PumpOptions, Omit<TableLayoutOptions, 'maxTableWidth'> {
-  /** The SQLite dataset (opened read-only). */
+  /** The dataset, opened read-only: a SQLite file, or a postgres:// URL. */
   db: string;
   /** One statement that only reads and returns rows. */
   sql: string;
@@ -66,9 +67,21 @@ export async function runQuery(options: RunQueryOptions): Promise<QueryResult> {
   };
   if (options.format === 'table') assertNoCsvOptions(csvOptions);
   if (format !== 'table') assertEncoderOptions(format, csvOptions);
-  const database = openForReading(options.db);
+  const output = { stream, format, csvOptions };
+  const location = locateDataset({ db: options.db, env: {} });
+  if (location.engine === 'postgres') {
+    // Loaded here: a SQLite query loads neither pg nor its cursor.
+    const { userStatementOnPostgres } = await import('./pg-readers.ts');
+    return userStatementOnPostgres(location.url, options, (statement, snapshot) => printRows(statement, snapshot, options, output));
+  }
+  const database = openForReading(location.file);
   try {
-    return await withReadSnapshot(database, (snapshot) => printRows(snapshot, options, { stream, format, csvOptions }));
+    return await withReadSnapshot(database, (snapshot) => {
+      // Checked and described here; its rows come from a child process that can be stopped (statement-rows.ts).
+      const columns = userStatementColumns(snapshot, options.sql);
+      const rows = statementRows({ db: snapshot.file, sql: options.sql, signal: options.signal, timeoutMs: options.timeoutMs });
+      return printRows({ columns, rows, close: async () => void (await rows.return(undefined)) }, snapshot, options, output);
+    });
   } catch (err) {
     throw asQueryError(err);
   } finally {
@@ -76,15 +89,22 @@ export async function runQuery(options: RunQueryOptions): Promise<QueryResult> {
   }
 }
 
-/** The statement's rows from `snapshot`, encoded as `format` to `stream`. */
+/** A user's statement started on either engine: its columns, its rows, and the end of its reading. */
+export interface StartedStatement {
+  columns: string[];
+  rows: AsyncIterator<unknown[]> & AsyncIterable<unknown[]>;
+  /** Stops the reading wherever it is (kills SQLite's child, closes PostgreSQL's cursor). */
+  close(): Promise<void>;
+}
+
+/** The statement's rows, encoded as `format` to `stream`. */
 async function printRows(
-  snapshot: SqliteSnapshot,
+  statement: StartedStatement,
+  snapshot: ReadSnapshot,
   options: RunQueryOptions,
   { stream, format, csvOptions }: { stream: QueryStream; format: QueryFormat; csvOptions: EncoderOptions },
 ): Promise<QueryResult> {
-  // Checked and described here; its rows come from a child process that can be stopped (statement-rows.ts).
-  const columns = userStatementColumns(snapshot, options.sql);
-  const source = statementRows({ db: snapshot.file, sql: options.sql, signal: options.signal, timeoutMs: options.timeoutMs });
+  const { columns, rows: source } = statement;
   let rows: AsyncIterable<readonly unknown[]> = source;
   let encoder: RowEncoder;
   try {
@@ -101,8 +121,8 @@ async function printRows(
     const result = await writeRows(rows, encoder, { stream }, verifiedBy(snapshot, options));
     return { ...result, columns, format };
   } finally {
-    // Kills the child in case the pump never started or stopped early.
-    await source.return(undefined);
+    // Stops the reading in case the pump never started or stopped early.
+    await statement.close();
   }
 }
 

@@ -15,6 +15,7 @@ import type { Operation } from '../spec/types.ts';
 import type { AnswerContract } from './answer-contract.ts';
 import type { DriftTally } from './drift.ts';
 import type { StoredAnswer, RowContext } from './stored-rows.ts';
+import type { EngineSql, Reads, StepParams } from '../store/read-steps.ts';
 
 /** What a stored answer is filed under: the request it answers, as raw_responses.request_json holds it. */
 export interface Subject {
@@ -54,7 +55,7 @@ export interface EnrichSpec<J> {
    * Prepares the lookup of `job`'s results (read-only SQL over the public tables, through the reader given);
    * the returned function gives the result rows of one input.
    */
-  lookup(reader: EnrichReader, job: J): (inputKey: string) => unknown[][];
+  lookup(reader: EnrichReader, job: J): (inputKey: string) => Reads<unknown[][]>;
   /**
    * Whether a stored task request (tasks.request_json) asks what `job` asks of this input and page: the tasks
    * of every job asking the same question count for the latest answer (export/latest-answers.ts).
@@ -64,11 +65,15 @@ export interface EnrichSpec<J> {
   doneMeansResult: boolean;
 }
 
-/** What enrich lookups may do with the dataset: prepare a read-only statement returning rows as arrays. */
+/**
+ * What enrich lookups may do with the dataset: read-only statements returning rows as arrays, as Reads
+ * (store/read-steps.ts: `yield*` them), so that one lookup reads SQLite or PostgreSQL: SQL that differs
+ * between the two is given as `{ sqlite, postgres }`.
+ */
 export interface EnrichReader {
-  rows(sql: string): { all(...params: unknown[]): unknown[][] };
+  rows(sql: EngineSql): { all(params: StepParams): Reads<unknown[][]> };
   /** The answer floors of one input (see export/latest-answers.ts): per page, the time before which no row is its latest answer. */
-  floors(inputKey: string): Array<string | null>;
+  floors(inputKey: string): Reads<Array<string | null>>;
 }
 
 /**

@@ -117,6 +117,21 @@ const postSql = (where: string) => `
 export const POST_BY_ID_SQL = postSql('p.post_id = ?');
 export const POST_BY_URL_SQL = postSql('p.url = ?');
 
+/** The same on PostgreSQL: string_agg for group_concat, the post id tie-break in code-point order as SQLite's. */
+const postSqlPg = (where: string) => `
+  SELECT
+    p.post_id, p.author_name, p.author_headline, p.author_url, p.posted_raw, p.text_content, p.reactions,
+    p.comments_count,
+    (SELECT count(*) FROM post_media WHERE post_id = p.post_id),
+    (SELECT string_agg(url, '; ' ORDER BY position) FROM post_media WHERE post_id = p.post_id),
+    p.media_description, p.hashtags, p.updated_at
+  FROM posts p
+  WHERE ${where}
+  ORDER BY p.updated_at DESC, p.post_id COLLATE "C"
+  LIMIT 1`;
+export const POST_BY_ID_SQL_PG = postSqlPg('p.post_id = ?');
+export const POST_BY_URL_SQL_PG = postSqlPg('p.url = ?');
+
 /** Its job definition: the common settings and one URL column (job files; docs/jobs.md). */
 export const postDetailsJobDefinition = z.strictObject({
   ...common,
@@ -214,16 +229,16 @@ export const postDetails = {
       // By activity id first: every URL form of a post (/posts/…-activity-<id>-…, /feed/update/urn:li:activity:<id>)
       // finds it, whichever form was asked last. By URL when the URL names no activity, or when the stored id is
       // not the one the URL names (the answer's PostId wins in the ingest).
-      const byId = reader.rows(POST_BY_ID_SQL);
-      const byUrl = reader.rows(POST_BY_URL_SQL);
+      const byId = reader.rows({ sqlite: POST_BY_ID_SQL, postgres: POST_BY_ID_SQL_PG });
+      const byUrl = reader.rows({ sqlite: POST_BY_URL_SQL, postgres: POST_BY_URL_SQL_PG });
       const updatedAt = POST_COLUMNS.indexOf('post_last_seen_at');
       const hashtags = POST_COLUMNS.indexOf('post_hashtags');
-      return (inputKey) => {
+      return function* (inputKey) {
         const postId = postIdOfUrl(inputKey);
-        let rows = postId === null ? [] : byId.all(postId);
-        if (rows.length === 0) rows = byUrl.all(inputKey);
+        let rows = postId === null ? [] : yield* byId.all([postId]);
+        if (rows.length === 0) rows = yield* byUrl.all([inputKey]);
         // A 404 for this URL after the post was last stored (deleted since): the latest answer is "nothing".
-        const floor = rows.length === 0 ? null : reader.floors(inputKey)[0];
+        const floor = rows.length === 0 ? null : (yield* reader.floors(inputKey))[0];
         if (floor != null && (rows[0]![updatedAt] as string) < floor) rows = [];
         return rows.map((row) => {
           row[hashtags] = listText(row[hashtags]);

@@ -170,6 +170,22 @@ export const JOB_SQL = `
   WHERE l.at >= coalesce(json_extract(@floors, '$[' || l.slot || ']'), '')
   ORDER BY r.position, r.job_url`;
 
+/** JOB_SQL on PostgreSQL: the same rows; the floors (ISO text) read from the jsonb array as timestamps. */
+export const JOB_SQL_PG = `
+  WITH latest(slot, at) AS (
+    SELECT position / ${SEARCH_JOBS_PAGE_SIZE}, max(last_seen_at) FROM job_search_results
+    WHERE search_key = @input AND position < @pages * ${SEARCH_JOBS_PAGE_SIZE}
+    GROUP BY position / ${SEARCH_JOBS_PAGE_SIZE}
+  )
+  SELECT
+    j.url, j.title, j.company_name, j.company_link, j.location, j.posted_date, j.is_actively_hiring,
+    j.employment_type, j.seniority_level, j.job_function, j.industries, j.description, r.last_seen_at
+  FROM latest l
+  JOIN job_search_results r ON r.search_key = @input AND r.position / ${SEARCH_JOBS_PAGE_SIZE} = l.slot AND r.last_seen_at = l.at
+  JOIN jobs j ON j.url = r.job_url
+  WHERE l.at >= coalesce((@floors::jsonb ->> l.slot)::timestamptz, '-infinity')
+  ORDER BY r.position, r.job_url COLLATE "C"`;
+
 /** Its job definition: the common settings, the input CSV and the query's defaults (job files; docs/jobs.md). */
 /** A list parameter: an array, or one string with items separated by commas or semicolons. */
 const listParam = z.union([z.array(z.union([z.string(), z.number()])), z.string()], {
@@ -343,12 +359,11 @@ export const searchJobs = {
       fields: ['job_title', 'job_company_name', 'job_location', 'job_posted_date', 'job_employment_type', 'job_url'],
     },
     lookup(reader, job) {
-      const stmt = reader.rows(JOB_SQL);
-      const params = { input: '', pages: job.pages, floors: '' };
-      return (inputKey) => {
-        params.input = inputKey;
-        params.floors = JSON.stringify(reader.floors(inputKey));
-        return stmt.all(params).map((row, i) => [i + 1, ...row]);
+      const stmt = reader.rows({ sqlite: JOB_SQL, postgres: JOB_SQL_PG });
+      return function* (inputKey) {
+        const floors = JSON.stringify(yield* reader.floors(inputKey));
+        const found = yield* stmt.all({ input: inputKey, pages: job.pages, floors });
+        return found.map((row, i) => [i + 1, ...row]);
       };
     },
     // The input key is the hash of the query, and the page fixes `start`.

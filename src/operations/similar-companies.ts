@@ -238,6 +238,34 @@ export const SIMILAR_SQL = `
   WHERE l.at >= coalesce(json_extract(@floors, '$[' || (l.page - 1) || ']'), '')
   ORDER BY s.page, s.rank, s.company_url`;
 
+/**
+ * SIMILAR_SQL on PostgreSQL: the same rows and columns. string_agg for group_concat, the staff range's numbers
+ * as text, the floors (ISO text) read from the jsonb array as timestamps, and the URL tie-break in code-point
+ * order as SQLite's.
+ */
+export const SIMILAR_SQL_PG = `
+  WITH latest(page, at) AS (
+    SELECT page, max(last_seen_at) FROM similar_companies
+    WHERE reference_url = @input AND filter_key = @filterKey AND page <= @pages
+    GROUP BY page
+  )
+  SELECT
+    s.page, s.relevancy_score, s.relevancy_grade, s.company_url, c.name, c.universal_name, c.type, c.website,
+    (SELECT string_agg(value, '; ' ORDER BY position) FROM company_industries WHERE company_url = s.company_url),
+    (SELECT string_agg(value, '; ' ORDER BY position) FROM company_specialities WHERE company_url = s.company_url),
+    c.staff_total,
+    CASE WHEN c.staff_range_start IS NULL AND c.staff_range_end IS NULL THEN NULL
+      ELSE coalesce(c.staff_range_start::text, '') || '-' || coalesce(c.staff_range_end::text, '') END,
+    (SELECT city FROM company_locations WHERE company_url = s.company_url AND is_headquarter = 1 ORDER BY position LIMIT 1),
+    (SELECT country FROM company_locations WHERE company_url = s.company_url AND is_headquarter = 1 ORDER BY position LIMIT 1),
+    c.founded_year, c.phone, c.description, s.last_seen_at
+  FROM latest l
+  JOIN similar_companies s
+    ON s.reference_url = @input AND s.filter_key = @filterKey AND s.page = l.page AND s.last_seen_at = l.at
+  LEFT JOIN companies c ON c.url = s.company_url
+  WHERE l.at >= coalesce((@floors::jsonb ->> (l.page - 1))::timestamptz, '-infinity')
+  ORDER BY s.page, s.rank, s.company_url COLLATE "C"`;
+
 /** Its job definition: the common settings, one URL column, filters and page size (job files; docs/jobs.md). */
 const account = z.strictObject({
   location: z.array(text).optional(),
@@ -391,13 +419,13 @@ export const similarCompanies = {
       ],
     },
     lookup(reader, job) {
-      const stmt = reader.rows(SIMILAR_SQL);
-      const params = { input: '', filterKey: filterKey(job.request.account), pages: job.pages, floors: '' };
-      return (inputKey) => {
-        params.input = inputKey;
-        params.floors = JSON.stringify(reader.floors(inputKey));
+      const stmt = reader.rows({ sqlite: SIMILAR_SQL, postgres: SIMILAR_SQL_PG });
+      const key = filterKey(job.request.account);
+      return function* (inputKey) {
+        const floors = JSON.stringify(yield* reader.floors(inputKey));
+        const found = yield* stmt.all({ input: inputKey, filterKey: key, pages: job.pages, floors });
         // Rank is computed here (1-based, page by page): the stored rank restarts on every page.
-        return stmt.all(params).map(([page, ...rest], i) => [i + 1, page, ...rest]);
+        return found.map(([page, ...rest], i) => [i + 1, page, ...rest]);
       };
     },
     sameQuestion: sameFilterQuestion,

@@ -5,14 +5,17 @@
 import { existsSync } from 'node:fs';
 import { openDatabase } from '../store/open.ts';
 import { withReadSnapshot } from '../store/read-snapshot.ts';
-import { readStatus, type StatusReport } from '../store/status.ts';
+import { readStatus, statusReads, type StatusReport } from '../store/status.ts';
+import { locateDataset } from '../store/locator.ts';
+import { openPgForReading } from '../store/readers/open-for-reading.ts';
+import { readPg } from '../store/read-steps.ts';
 import { UsageError } from '../errors.ts';
 import { driftPathLines, type DriftKind } from '../operations/drift.ts';
 import { askLiveBalance, type LiveBalance } from './live-balance.ts';
 
 /** Options of statusReport(). */
 export interface StatusOptions {
-  /** The dataset; it must exist. */
+  /** The dataset, a SQLite file or a postgres:// URL; it must exist. */
   db: string;
   /** How many recent runs to list. */
   runs: number;
@@ -28,18 +31,31 @@ export type FullStatusReport = StatusReport & {
 
 /** Reads the status of `options.db` (read-only) and asks the live balance. */
 export async function statusReport(options: StatusOptions): Promise<FullStatusReport> {
-  if (!existsSync(options.db)) throw new UsageError(`no database at ${options.db}: nothing has run yet (see --db)`);
-  const database = openDatabase(options.db, { readonly: true, upgradeOlderSchema: true });
-  let report: StatusReport;
-  try {
-    report = await withReadSnapshot(database, () => readStatus(database, options.runs));
-  } finally {
-    database.close();
-  }
+  const report = await readDatasetStatus(options.db, options.runs);
   const liveBalance = await askLiveBalance({ apiUrl: options.apiUrl, tokenFile: options.tokenFile });
   // What the account used since the last answer stored: calls lost in flight in the last run, or use elsewhere.
   const since = liveBalance && report.lastCounters ? Math.round((liveBalance.creditsUsed - report.lastCounters.creditsUsed) * 1e6) / 1e6 : null;
   return { ...report, liveBalance: liveBalance && { ...liveBalance, usedSinceLastStoredAnswer: since } };
+}
+
+/** The dataset's part of the report, in one read snapshot, from a SQLite file or a postgres:// URL. */
+async function readDatasetStatus(db: string, runs: number): Promise<StatusReport> {
+  const location = locateDataset({ db, env: {} });
+  if (location.engine === 'postgres') {
+    const store = await openPgForReading(location.url);
+    try {
+      return await withReadSnapshot(store, (snapshot) => readPg(snapshot, statusReads(runs)));
+    } finally {
+      await store.close();
+    }
+  }
+  if (!existsSync(location.file)) throw new UsageError(`no database at ${location.file}: nothing has run yet (see --db)`);
+  const database = openDatabase(location.file, { readonly: true, upgradeOlderSchema: true });
+  try {
+    return await withReadSnapshot(database, () => readStatus(database, runs));
+  } finally {
+    database.close();
+  }
 }
 
 /** The report as the command prints it without --json. */

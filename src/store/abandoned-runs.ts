@@ -5,9 +5,10 @@
  */
 import { CreditMeter, roundCredits } from '../credits/credit-meter.ts';
 import type { Operation } from '../spec/types.ts';
-import { createApiCallLog } from './api-calls.ts';
-import { createLedger } from './ledger.ts';
+import { apiCallReads } from './api-calls.ts';
 import type { Database } from './open.ts';
+import { readSync, rows, value, type Reads } from './read-steps.ts';
+import type { TaskStatus } from './schema.ts';
 import { createRunLog, type RunEnd } from './runs.ts';
 
 /** The `error` of a run closed as abandoned. */
@@ -27,9 +28,12 @@ export type UnfinishedRunFigures = Omit<RunEnd, 'status' | 'exitCode' | 'error'>
 
 /** The runs still marked running, oldest first. */
 export function unfinishedRuns(database: Database): UnfinishedRun[] {
-  return database.sqlite
-    .prepare(`SELECT id, jobs, started_at AS startedAt, pid, host FROM runs WHERE status = 'running' ORDER BY id`)
-    .all() as UnfinishedRun[];
+  return readSync(database.sqlite, unfinishedRunsReads());
+}
+
+/** unfinishedRuns() as Reads (read-steps.ts): the same on PostgreSQL. */
+export function* unfinishedRunsReads(): Reads<UnfinishedRun[]> {
+  return yield* rows<UnfinishedRun>(`SELECT id, jobs, started_at AS "startedAt", pid, host FROM runs WHERE status = 'running' ORDER BY id`);
 }
 
 /**
@@ -39,29 +43,19 @@ export function unfinishedRuns(database: Database): UnfinishedRun[] {
  * last call, or at its start if it made none. Only reads.
  */
 export function measureUnfinishedRun(database: Database, run: UnfinishedRun): UnfinishedRunFigures {
-  const { sqlite } = database;
-  const callLog = createApiCallLog(database);
-  const { calls, firstId, lastAt } = callLog.ofRun(run.id);
+  return readSync(database.sqlite, measureUnfinishedRunReads(run));
+}
 
-  const paidOps = sqlite
-    .prepare(`SELECT DISTINCT operation FROM api_calls WHERE run_id = ? AND credits_used IS NOT NULL AND total_credits IS NOT NULL`)
-    .pluck()
-    .all(run.id) as Operation[];
-  const knownCosts: Partial<Record<Operation, number>> = {};
-  for (const op of paidOps) knownCosts[op] = callLog.learnedCost(op, firstId ?? undefined) ?? undefined;
-  const lastCreditsUsed = firstId === null ? null : (callLog.lastCounters(firstId)?.creditsUsed ?? null);
-  const meter = new CreditMeter({ costs: knownCosts, lastCreditsUsed });
-  const paid = sqlite.prepare(`SELECT operation, total_credits, credits_used, credits_remaining FROM api_calls
-    WHERE run_id = ? AND credits_used IS NOT NULL AND total_credits IS NOT NULL ORDER BY id`);
-  for (const row of paid.iterate(run.id) as Iterable<{ operation: Operation; total_credits: number; credits_used: number; credits_remaining: number }>) {
-    meter.observe(row.operation, row);
-  }
-  const balance = meter.balance;
-
-  const ledger = createLedger(database);
+/** measureUnfinishedRun() as Reads (read-steps.ts): the same on PostgreSQL. */
+export function* measureUnfinishedRunReads(run: UnfinishedRun): Reads<UnfinishedRunFigures> {
+  const { calls, firstId, lastAt } = yield* apiCallReads.ofRun(run.id);
+  const balance = yield* replayRunCredits(run.id, firstId);
   const tasks = { total: 0, done: 0, notFound: 0, failed: 0, deferred: 0 };
   for (const job of jobNames(run.jobs)) {
-    const c = ledger.countsByStatus(job, run.id);
+    // The ledger's countsByStatus, read here so that it runs on either engine.
+    const counts = yield* rows<{ status: TaskStatus; n: number }>(`SELECT status, count(*) AS n FROM tasks WHERE job = ? AND run_id = ? GROUP BY status`, [job, run.id]);
+    const c: Record<TaskStatus, number> = { pending: 0, done: 0, not_found: 0, failed: 0, deferred: 0 };
+    for (const row of counts) c[row.status] = row.n;
     tasks.total += c.pending + c.done + c.not_found + c.failed + c.deferred;
     tasks.done += c.done;
     tasks.notFound += c.not_found;
@@ -69,13 +63,12 @@ export function measureUnfinishedRun(database: Database, run: UnfinishedRun): Un
     // As in a run's summary: what is still pending is left for the next run, like what was deferred.
     tasks.deferred += c.pending + c.deferred;
   }
-  const invalidRows = sqlite.prepare(`SELECT count(*) FROM invalid_inputs WHERE run_id = ?`).pluck().get(run.id) as number;
-
+  const invalidRows = (yield* value<number>(`SELECT count(*) FROM invalid_inputs WHERE run_id = ?`, [run.id])) ?? 0;
   return {
     endedAt: lastAt ?? run.startedAt,
-    creditsAtStart: balance === null ? null : balance + meter.spent,
-    creditsAtEnd: balance,
-    creditsSpent: balance === null ? null : roundCredits(meter.spent),
+    creditsAtStart: balance.balance === null ? null : balance.balance + balance.spent,
+    creditsAtEnd: balance.balance,
+    creditsSpent: balance.balance === null ? null : roundCredits(balance.spent),
     tasksTotal: tasks.total,
     tasksDone: tasks.done,
     tasksNotFound: tasks.notFound,
@@ -84,6 +77,25 @@ export function measureUnfinishedRun(database: Database, run: UnfinishedRun): Un
     invalidRows,
     calls,
   };
+}
+
+/** The run's credits replayed through the CreditMeter from its paid answers' counters (see measureUnfinishedRun). */
+function* replayRunCredits(runId: number, firstId: number | null): Reads<{ balance: number | null; spent: number }> {
+  const paidOps = yield* rows<{ operation: Operation }>(
+    `SELECT DISTINCT operation FROM api_calls WHERE run_id = ? AND credits_used IS NOT NULL AND total_credits IS NOT NULL`,
+    [runId],
+  );
+  const knownCosts: Partial<Record<Operation, number>> = {};
+  for (const { operation } of paidOps) knownCosts[operation] = (yield* apiCallReads.learnedCost(operation, firstId ?? undefined)) ?? undefined;
+  const lastCreditsUsed = firstId === null ? null : ((yield* apiCallReads.lastCounters(firstId))?.creditsUsed ?? null);
+  const meter = new CreditMeter({ costs: knownCosts, lastCreditsUsed });
+  const paid = yield* rows<{ operation: Operation; total_credits: number; credits_used: number; credits_remaining: number }>(
+    `SELECT operation, total_credits, credits_used, credits_remaining FROM api_calls
+      WHERE run_id = ? AND credits_used IS NOT NULL AND total_credits IS NOT NULL ORDER BY id`,
+    [runId],
+  );
+  for (const row of paid) meter.observe(row.operation, row);
+  return { balance: meter.balance, spent: meter.spent };
 }
 
 /**

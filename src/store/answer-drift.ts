@@ -3,6 +3,7 @@
  * `status` can say it after the run (src/operations/drift.ts counts it; the run writes it after each job).
  */
 import type { Connection } from './connection.ts';
+import { readSync, rows, value, type Reads } from './read-steps.ts';
 
 /** One row: `count` of `seen`. */
 export interface AnswerDriftRow {
@@ -30,10 +31,16 @@ export function saveAnswerDrift(database: Connection): (runId: number, rows: rea
  * whose answers matched the spec has no rows: its drift is empty, not an earlier run's.
  */
 export function lastRunDrift(database: Connection): { runId: number; rows: AnswerDriftRow[] } | null {
-  const runId = database.sqlite.prepare(`SELECT max(run_id) FROM api_calls WHERE status = 200 AND run_id IS NOT NULL`).pluck().get() as number | null;
+  return readSync(database.sqlite, lastRunDriftReads());
+}
+
+/** lastRunDrift() as Reads (read-steps.ts): the same on PostgreSQL. */
+export function* lastRunDriftReads(): Reads<{ runId: number; rows: AnswerDriftRow[] } | null> {
+  const runId = (yield* value<number | null>(`SELECT max(run_id) FROM api_calls WHERE status = 200 AND run_id IS NOT NULL`)) ?? null;
   if (runId === null) return null;
-  const rows = database.sqlite
-    .prepare(`SELECT operation, path, kind, count, seen, detail FROM answer_drift WHERE run_id = ? ORDER BY operation, path, kind`)
-    .all(runId) as AnswerDriftRow[];
-  return { runId, rows };
+  const drift = yield* rows<AnswerDriftRow>(
+    `SELECT operation, path, kind, count, seen, detail FROM answer_drift WHERE run_id = ? ORDER BY operation, path, kind`,
+    [runId],
+  );
+  return { runId, rows: drift };
 }

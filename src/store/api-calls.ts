@@ -1,5 +1,21 @@
 import { medianStep, reportedBalance, roundCredits } from '../credits/credit-meter.ts';
 import type { Connection } from './connection.ts';
+import { rows } from './read-steps.ts';
+
+// The readers' statements, the same SQL on both engines (the PostgreSQL versions are at the end).
+const RECENT_USED = `SELECT credits_used FROM api_calls
+  WHERE operation = ? AND status = 200 AND credits_used IS NOT NULL AND id < ? ORDER BY id DESC LIMIT 200`;
+const OF_RUN = `SELECT count(*) AS calls, min(id) AS "firstId", max(at) AS "lastAt" FROM api_calls WHERE run_id = ?`;
+const LAST_COUNTERS = `SELECT total_credits AS "totalCredits", credits_used AS "creditsUsed",
+  credits_remaining AS "creditsRemaining", at FROM api_calls WHERE status = 200 AND credits_remaining IS NOT NULL
+  AND id < ? ORDER BY id DESC LIMIT 1`;
+
+interface CountersRow {
+  totalCredits: number;
+  creditsUsed: number;
+  creditsRemaining: number;
+  at: string;
+}
 
 /** One HTTP call as logged in `api_calls`. */
 export interface ApiCallRow {
@@ -23,13 +39,9 @@ export function createApiCallLog(database: Connection) {
   const insert = database.sqlite.prepare(`INSERT INTO api_calls (run_id, task_id, operation, method, path, status,
     error_code, latency_ms, total_credits, credits_used, credits_remaining, at)
     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
-  const recentUsed = database.sqlite.prepare(`SELECT credits_used FROM api_calls
-    WHERE operation = ? AND status = 200 AND credits_used IS NOT NULL AND id < ? ORDER BY id DESC LIMIT 200`).pluck();
-  const ofRun = database.sqlite.prepare(`SELECT count(*) AS calls, min(id) AS firstId, max(at) AS lastAt FROM api_calls
-    WHERE run_id = ?`);
-  const lastCounters = database.sqlite.prepare(`SELECT total_credits AS totalCredits, credits_used AS creditsUsed,
-    credits_remaining AS creditsRemaining, at FROM api_calls WHERE status = 200 AND credits_remaining IS NOT NULL
-    AND id < ? ORDER BY id DESC LIMIT 1`);
+  const recentUsed = database.sqlite.prepare(RECENT_USED).pluck();
+  const ofRun = database.sqlite.prepare(OF_RUN);
+  const lastCounters = database.sqlite.prepare(LAST_COUNTERS);
   return {
     insert(r: ApiCallRow): void {
       insert.run(r.runId, r.taskId, r.operation, r.method, r.path, r.status, r.errorCode, r.latencyMs, r.totalCredits, r.creditsUsed, r.creditsRemaining, r.at);
@@ -52,13 +64,31 @@ export function createApiCallLog(database: Connection) {
      * call; `balance` as the run's guard counts it (reportedBalance).
      */
     lastCounters(beforeCallId = Number.MAX_SAFE_INTEGER) {
-      const row = lastCounters.get(beforeCallId) as
-        | { totalCredits: number; creditsUsed: number; creditsRemaining: number; at: string }
-        | undefined;
-      if (row === undefined) return undefined;
-      // The three counters are stored together, from the same answer.
-      const balance = reportedBalance({ total_credits: row.totalCredits, credits_used: row.creditsUsed, credits_remaining: row.creditsRemaining });
-      return { ...row, balance: roundCredits(balance) };
+      return withBalance(lastCounters.get(beforeCallId) as CountersRow | undefined);
     },
   };
 }
+
+function withBalance(row: CountersRow | undefined) {
+  if (row === undefined) return undefined;
+  // The three counters are stored together, from the same answer.
+  const balance = reportedBalance({ total_credits: row.totalCredits, credits_used: row.creditsUsed, credits_remaining: row.creditsRemaining });
+  return { ...row, balance: roundCredits(balance) };
+}
+
+/**
+ * createApiCallLog's readers as Reads (read-steps.ts), for a reader that runs on either engine: the same
+ * statements and answers.
+ */
+export const apiCallReads = {
+  *learnedCost(operation: string, beforeCallId = Number.MAX_SAFE_INTEGER) {
+    const used = yield* rows<{ credits_used: number }>(RECENT_USED, [operation, beforeCallId]);
+    return medianStep(used.map((r) => r.credits_used));
+  },
+  *ofRun(runId: number) {
+    return (yield* rows<{ calls: number; firstId: number | null; lastAt: string | null }>(OF_RUN, [runId]))[0]!;
+  },
+  *lastCounters(beforeCallId = Number.MAX_SAFE_INTEGER) {
+    return withBalance((yield* rows<CountersRow>(LAST_COUNTERS, [beforeCallId]))[0]);
+  },
+};

@@ -4,11 +4,13 @@
  * change check (Connection.assertUnchanged, for a file read without locks: read-without-shm.ts) run after it,
  * on success and on failure alike. Every reader goes through here instead of pairing the calls itself.
  *
- * The shape is the one a PostgreSQL reader implements the same way (a READ ONLY REPEATABLE READ transaction,
- * whose change check is a no-op): `withReadSnapshot(db, fn)` with an async `fn` given a ReadSnapshot.
+ * Given a PostgreSQL store instead, the same call runs `fn` in a READ ONLY REPEATABLE READ transaction on one
+ * pooled client, whose change check is a no-op (pg/read-snapshot.ts).
  */
 import type BetterSqlite3 from 'better-sqlite3';
 import type { Connection } from './connection.ts';
+import type { PgStore } from './pg/open.ts';
+import type { PgSnapshot, PgSnapshotOptions } from './pg/read-snapshot.ts';
 
 /** What every reader's snapshot offers, whatever database is behind it. */
 export interface ReadSnapshot {
@@ -38,7 +40,23 @@ export interface HeldSnapshot extends SqliteSnapshot {
  * and ends it when `fn`'s promise settles: rows streamed inside `fn` all come from that snapshot, and an error or
  * an early end closes it too. The change check runs after `fn`, with its error as the cause on failure.
  */
-export async function withReadSnapshot<T>(connection: Connection, fn: (snapshot: SqliteSnapshot) => Promise<T> | T): Promise<T> {
+export async function withReadSnapshot<T>(connection: Connection, fn: (snapshot: SqliteSnapshot) => Promise<T> | T): Promise<T>;
+/** On PostgreSQL: a READ ONLY REPEATABLE READ transaction on one pooled client (pg/read-snapshot.ts). */
+export async function withReadSnapshot<T>(store: PgStore, fn: (snapshot: PgSnapshot) => Promise<T> | T, options?: PgSnapshotOptions): Promise<T>;
+export async function withReadSnapshot<T>(
+  db: Connection | PgStore,
+  fn: ((snapshot: SqliteSnapshot) => Promise<T> | T) | ((snapshot: PgSnapshot) => Promise<T> | T),
+  options?: PgSnapshotOptions,
+): Promise<T> {
+  if ('pool' in db) {
+    // Loaded here: a SQLite reader loads no pg.
+    const { withPgReadSnapshot } = await import('./pg/read-snapshot.ts');
+    return withPgReadSnapshot(db.pool, fn as (snapshot: PgSnapshot) => Promise<T> | T, options);
+  }
+  return withSqliteReadSnapshot(db, fn as (snapshot: SqliteSnapshot) => Promise<T> | T);
+}
+
+async function withSqliteReadSnapshot<T>(connection: Connection, fn: (snapshot: SqliteSnapshot) => Promise<T> | T): Promise<T> {
   begin(connection.sqlite);
   let result: T;
   try {

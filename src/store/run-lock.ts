@@ -4,6 +4,7 @@ import { NetingestError } from '../errors.ts';
 import type { Database } from './open.ts';
 import { closeAbandonedRuns } from './abandoned-runs.ts';
 import { processFacts } from './process-identity.ts';
+import { readSync, rows, type Reads } from './read-steps.ts';
 
 /** Another live process is running against this database (exit code 4). */
 export class LockedError extends NetingestError {
@@ -75,8 +76,9 @@ export interface RunLock {
 /** The lock row as `netingest status` shows it, with whether its holder is alive as far as this host can tell. */
 export type RunLockState = Omit<LockRow, 'processStart' | 'leaseMs'> & { alive: boolean };
 
-const READ_LOCK = `SELECT pid, host, run_id AS runId, acquired_at AS acquiredAt, heartbeat_at AS heartbeatAt,
-  process_start AS processStart, lease_ms AS leaseMs FROM run_lock WHERE id = 1`;
+// Aliases quoted: the same statement reads the lock row on PostgreSQL (runLockReads), which folds bare ones.
+const READ_LOCK = `SELECT pid, host, run_id AS "runId", acquired_at AS "acquiredAt", heartbeat_at AS "heartbeatAt",
+  process_start AS "processStart", lease_ms AS "leaseMs" FROM run_lock WHERE id = 1`;
 const MINE = `id = 1 AND pid = ? AND host = ? AND acquired_at = ?`;
 
 // The locks this process holds now. A row naming our own pid is ours only if it is one of these; any other
@@ -85,7 +87,12 @@ const heldHere = new Set<RunLockHolding>();
 
 /** The lock row, if any, and whether its holder is alive by the same test a run applies before taking it over. */
 export function readRunLock(database: Database, host = hostname()): RunLockState | null {
-  const held = database.sqlite.prepare(READ_LOCK).get() as LockRow | undefined;
+  return readSync(database.sqlite, runLockReads(host));
+}
+
+/** readRunLock() as Reads (read-steps.ts): the same on PostgreSQL. */
+export function* runLockReads(host = hostname()): Reads<RunLockState | null> {
+  const held = (yield* rows<LockRow>(READ_LOCK))[0];
   if (!held) return null;
   const { processStart: _start, leaseMs: _lease, ...shown } = held;
   return { ...shown, alive: isAlive(held, host) };

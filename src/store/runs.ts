@@ -1,5 +1,6 @@
 import type { Database } from './open.ts';
 import type { RunStatus } from './schema.ts';
+import { rows } from './read-steps.ts';
 
 /** State of a run, as `runs.status` records it. */
 export type { RunStatus } from './schema.ts';
@@ -22,6 +23,20 @@ export interface RunEnd {
   error: string | null;
 }
 
+/** A row of `runs` as `status` lists it. */
+export interface RecentRun {
+  id: number; jobs: string; startedAt: string; endedAt: string | null; status: RunStatus;
+  creditsSpent: number | null; creditsAtEnd: number | null; tasksTotal: number; tasksDone: number;
+  tasksNotFound: number; tasksFailed: number; tasksDeferred: number; invalidRows: number; calls: number;
+  exitCode: number | null; error: string | null;
+}
+
+/** The last runs, newest first; the same SQL on both engines. */
+const RECENT_RUNS = `SELECT id, jobs, started_at AS "startedAt", ended_at AS "endedAt", status, credits_spent AS "creditsSpent",
+  credits_at_end AS "creditsAtEnd", tasks_total AS "tasksTotal", tasks_done AS "tasksDone", tasks_not_found AS "tasksNotFound",
+  tasks_failed AS "tasksFailed", tasks_deferred AS "tasksDeferred", invalid_rows AS "invalidRows", calls, exit_code AS "exitCode", error
+  FROM runs ORDER BY id DESC LIMIT ?`;
+
 /** The `runs` table: one row per run, written when it starts and when it ends. */
 export function createRunLog(database: Database) {
   const { sqlite } = database;
@@ -30,10 +45,7 @@ export function createRunLog(database: Database) {
     credits_at_end = @creditsAtEnd, credits_spent = @creditsSpent, tasks_total = @tasksTotal, tasks_done = @tasksDone,
     tasks_not_found = @tasksNotFound, tasks_failed = @tasksFailed, tasks_deferred = @tasksDeferred,
     invalid_rows = @invalidRows, calls = @calls, exit_code = @exitCode, error = @error WHERE id = @id`);
-  const recent = sqlite.prepare(`SELECT id, jobs, started_at AS startedAt, ended_at AS endedAt, status, credits_spent AS creditsSpent,
-    credits_at_end AS creditsAtEnd, tasks_total AS tasksTotal, tasks_done AS tasksDone, tasks_not_found AS tasksNotFound,
-    tasks_failed AS tasksFailed, tasks_deferred AS tasksDeferred, invalid_rows AS invalidRows, calls, exit_code AS exitCode, error
-    FROM runs ORDER BY id DESC LIMIT ?`);
+  const recent = sqlite.prepare(RECENT_RUNS);
   return {
     /** Records a new run and returns its id. */
     start(jobs: string[], at: string, pid: number, host: string): number {
@@ -44,12 +56,12 @@ export function createRunLog(database: Database) {
       end.run({ id, ...fields });
     },
     recent(limit: number) {
-      return recent.all(limit) as Array<{
-        id: number; jobs: string; startedAt: string; endedAt: string | null; status: RunStatus;
-        creditsSpent: number | null; creditsAtEnd: number | null; tasksTotal: number; tasksDone: number;
-        tasksNotFound: number; tasksFailed: number; tasksDeferred: number; invalidRows: number; calls: number;
-        exitCode: number | null; error: string | null;
-      }>;
+      return recent.all(limit) as RecentRun[];
     },
   };
+}
+
+/** createRunLog(...).recent() as Reads (read-steps.ts), for a reader that runs on either engine. */
+export function* recentRunsReads(limit: number) {
+  return yield* rows<RecentRun>(RECENT_RUNS, [limit]);
 }

@@ -1,11 +1,12 @@
 import type { Database } from './open.ts';
-import { createRunLog } from './runs.ts';
-import { createApiCallLog } from './api-calls.ts';
-import { readRunLock, type RunLockState } from './run-lock.ts';
+import { recentRunsReads } from './runs.ts';
+import { apiCallReads } from './api-calls.ts';
+import { runLockReads, type RunLockState } from './run-lock.ts';
 import { roundCredits } from '../credits/credit-meter.ts';
-import { measureUnfinishedRun, unfinishedRuns, type UnfinishedRun } from './abandoned-runs.ts';
-import { uncountedCredits } from './uncounted-credits.ts';
-import { lastRunDrift } from './answer-drift.ts';
+import { measureUnfinishedRunReads, unfinishedRunsReads, type UnfinishedRun, type UnfinishedRunFigures } from './abandoned-runs.ts';
+import { uncountedCreditsReads } from './uncounted-credits.ts';
+import { lastRunDriftReads } from './answer-drift.ts';
+import { readSync, rows, value } from './read-steps.ts';
 
 /**
  * What `netingest status` shows: recent runs, tasks by status per job, credits. Only reads: a run still
@@ -13,22 +14,25 @@ import { lastRunDrift } from './answer-drift.ts';
  * gone (the next run closes it as abandoned).
  */
 export function readStatus(database: Database, recentRuns = 10) {
-  const lock = readRunLock(database);
-  const open = new Map<number, { run: UnfinishedRun; figures: ReturnType<typeof measureUnfinishedRun> }>();
-  for (const run of unfinishedRuns(database)) open.set(run.id, { run, figures: measureUnfinishedRun(database, run) });
+  return readSync(database.sqlite, statusReads(recentRuns));
+}
 
-  const runs = createRunLog(database)
-    .recent(recentRuns)
-    .map((row) => {
-      const measured = open.get(row.id);
-      if (!measured) return { ...row, unfinished: false };
-      // Its end is not written: the same fields, as far as the database shows them now.
-      const { endedAt: _lastCall, creditsAtStart: _notListed, ...figures } = measured.figures;
-      return { ...row, ...figures, unfinished: !isLockHolder(measured.run, lock) };
-    });
-  const tasks = database.sqlite
-    .prepare(`SELECT job, status, count(*) AS n FROM tasks GROUP BY job, status ORDER BY job, status`)
-    .all() as Array<{ job: string; status: string; n: number }>;
+/** readStatus() as Reads (read-steps.ts): the same report from PostgreSQL. */
+export function* statusReads(recentRuns = 10) {
+  const lock = yield* runLockReads();
+  const open = new Map<number, { run: UnfinishedRun; figures: UnfinishedRunFigures }>();
+  for (const run of yield* unfinishedRunsReads()) open.set(run.id, { run, figures: yield* measureUnfinishedRunReads(run) });
+
+  const runs = (yield* recentRunsReads(recentRuns)).map((row) => {
+    const measured = open.get(row.id);
+    if (!measured) return { ...row, unfinished: false };
+    // Its end is not written: the same fields, as far as the database shows them now.
+    const { endedAt: _lastCall, creditsAtStart: _notListed, ...figures } = measured.figures;
+    return { ...row, ...figures, unfinished: !isLockHolder(measured.run, lock) };
+  });
+  const tasks = yield* rows<{ job: string; status: string; n: number }>(`SELECT job, status, count(*) AS n FROM tasks GROUP BY job, status`);
+  // Sorted here, by code point as SQLite's ORDER BY does: PostgreSQL's would follow the database's collation.
+  tasks.sort((a, b) => compareText(a.job, b.job) || compareText(a.status, b.status));
   const byJob = new Map<string, Record<string, number>>();
   for (const row of tasks) {
     const counts = byJob.get(row.job) ?? {};
@@ -36,13 +40,10 @@ export function readStatus(database: Database, recentRuns = 10) {
     byJob.set(row.job, counts);
   }
   // A run still marked running has no credits_spent yet: what its stored counters show counts instead.
-  let spent = database.sqlite.prepare(`SELECT coalesce(sum(credits_spent), 0) FROM runs WHERE status <> 'running'`).pluck().get() as number;
+  let spent = (yield* value<number>(`SELECT coalesce(sum(credits_spent), 0) FROM runs WHERE status <> 'running'`)) ?? 0;
   for (const { figures } of open.values()) spent += figures.creditsSpent ?? 0;
   // Paid 200s of the wrong shape, kept apart from the answers until `reprocess` validates them after a fix.
-  const wrongShapeBodiesKept = database.sqlite
-    .prepare(`SELECT count(*) FROM raw_responses WHERE error_code IS NOT NULL`)
-    .pluck()
-    .get() as number;
+  const wrongShapeBodiesKept = (yield* value<number>(`SELECT count(*) FROM raw_responses WHERE error_code IS NOT NULL`)) ?? 0;
   return {
     runs,
     /** Runs still marked running whose process is gone, oldest first. */
@@ -50,16 +51,20 @@ export function readStatus(database: Database, recentRuns = 10) {
     tasksByJob: Object.fromEntries(byJob),
     creditsSpentAllRuns: roundCredits(spent),
     /** Used between runs by calls no run stored (lost in flight to a kill) or by the token elsewhere: in no run's spend. */
-    creditsUncountedBetweenRuns: uncountedCredits(database),
+    creditsUncountedBetweenRuns: yield* uncountedCreditsReads(),
     wrongShapeBodiesKept,
-    lastCounters: createApiCallLog(database).lastCounters() ?? null,
+    lastCounters: (yield* apiCallReads.lastCounters()) ?? null,
     /** How the answers of the last run that received any differed from the spec (answer_drift). */
-    drift: lastRunDrift(database),
+    drift: yield* lastRunDriftReads(),
     lock,
   };
 }
 
 export type StatusReport = ReturnType<typeof readStatus>;
+
+function compareText(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
 
 /** Whether a run still marked running is the live holder of the lock (a run writes its row only after taking it). */
 function isLockHolder(run: UnfinishedRun, lock: RunLockState | null): boolean {

@@ -1,5 +1,5 @@
 import { defineCommand } from '../command.ts';
-import { ESCAPE_FORMULAS_OPTION, withDb } from '../common-options.ts';
+import { datasetOption, ESCAPE_FORMULAS_OPTION, withReadDb } from '../common-options.ts';
 import { ENRICH_DEFAULTS, enrichJob } from '../../export/enrich.ts';
 import { ENRICH_ROW_MODES } from '../../export/enrich-layout.ts';
 import { EXPORT_FORMATS } from '../../export/row-encoders.ts';
@@ -11,7 +11,7 @@ export const enrichCommand = defineCommand({
   name: 'enrich <job>',
   describe: "Write the job's input CSV enriched with its results: one row per input row (or per result), or why none",
   builder: (y) =>
-    withDb(y, { whenMissing: 'refuse' })
+    withReadDb(y)
       .positional('job', { type: 'string', demandOption: true, normalize: true, describe: 'job file (.json or .ts)' })
       .option('out', { type: 'string', normalize: true, demandOption: true, describe: 'file to write (replaced whole at the end)' })
       .option('format', { choices: EXPORT_FORMATS, default: 'csv' as const, describe: 'csv (header row, RFC 4180) or jsonl' })
@@ -41,7 +41,7 @@ export const enrichCommand = defineCommand({
   run: async (argv, io) => {
     const result = await withStopSignals(stderrNotice(io.stderr), (signal) =>
       enrichJob({
-        db: argv.db,
+        db: datasetOption(argv.db),
         job: argv.job,
         out: argv.out,
         format: argv.format,

@@ -1,5 +1,5 @@
 import { defineCommand } from '../command.ts';
-import { BOM_OPTION, ESCAPE_FORMULAS_OPTION, withDb } from '../common-options.ts';
+import { BOM_OPTION, datasetOption, ESCAPE_FORMULAS_OPTION, withReadDb } from '../common-options.ts';
 import { UsageError } from '../../errors.ts';
 import { exportSql, exportTable, type ExportResult } from '../../export/export-table.ts';
 import { EXPORT_FORMATS } from '../../export/row-encoders.ts';
@@ -13,7 +13,7 @@ export const exportCommand = defineCommand({
   name: 'export [table]',
   describe: 'Export a table, a view or a read-only SELECT as CSV or JSON Lines (to --out, written atomically, or stdout)',
   builder: (y) =>
-    withDb(y, { whenMissing: 'refuse' })
+    withReadDb(y)
       .positional('table', { type: 'string', describe: 'table or view to export (see --list)' })
       .option('sql', { type: 'string', describe: 'export the rows of this read-only SELECT instead of a table' })
       .option('format', { choices: EXPORT_FORMATS, default: 'csv' as const, describe: 'csv (header row, RFC 4180) or jsonl' })
@@ -47,7 +47,7 @@ export const exportCommand = defineCommand({
       throw new UsageError('--timeout applies to --sql; a table export reads each row once and always ends');
     }
     const common = {
-      db: argv.db,
+      db: datasetOption(argv.db),
       format: argv.format,
       bom: argv.bom,
       escapeFormulas: argv['escape-formulas'],

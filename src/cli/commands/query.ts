@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { defineCommand } from '../command.ts';
-import { BOM_OPTION, ESCAPE_FORMULAS_OPTION, withDb } from '../common-options.ts';
+import { BOM_OPTION, datasetOption, ESCAPE_FORMULAS_OPTION, withReadDb } from '../common-options.ts';
 import { QUERY_FORMATS, runQuery } from '../../export/query.ts';
 import { TABLE_DEFAULTS } from '../../export/table-format.ts';
 import { OUTPUT_STOP_SIGNALS, stderrNotice, withStopSignals } from '../signals.ts';
@@ -12,7 +12,7 @@ export const queryCommand = defineCommand({
   name: 'query <sql>',
   describe: 'Run one read-only SQL statement: an aligned table on a terminal, CSV when piped',
   builder: (y) =>
-    withDb(y, { whenMissing: 'refuse' })
+    withReadDb(y)
       .positional('sql', { type: 'string', demandOption: true, describe: 'a SELECT (or WITH, VALUES, EXPLAIN, reporting PRAGMA)' })
       .option('format', { choices: QUERY_FORMATS, describe: 'table, csv or jsonl (default: table on a terminal, else csv)' })
       .option('bom', BOM_OPTION)
@@ -27,7 +27,7 @@ export const queryCommand = defineCommand({
     const timeoutMs = sqlTimeoutMs(argv.timeout, atTerminal(io.stderr));
     await withStopSignals(stderrNotice(io.stderr), (signal) =>
       runQuery({
-        db: argv.db,
+        db: datasetOption(argv.db),
         sql: argv.sql,
         format: argv.format,
         escapeFormulas: argv['escape-formulas'],

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { defineCommand } from '../command.ts';
-import { withApi, withDb } from '../common-options.ts';
+import { datasetOption, withApi, withReadDb } from '../common-options.ts';
 import { formatStatus, statusReport } from '../../runner/status-report.ts';
 import { numberFlag, numberOption } from '../number-flags.ts';
 
@@ -13,12 +13,12 @@ export const statusCommand = defineCommand({
   name: 'status',
   describe: 'Show recent runs, tasks by status per job, credits spent and the last known balance',
   builder: (y) =>
-    withApi(withDb(y, { whenMissing: 'refuse' }))
+    withApi(withReadDb(y))
       .option('runs', { ...numberOption('how many recent runs to list'), default: DEFAULT_RUNS })
       .option('json', { type: 'boolean', default: false, describe: 'print the status as JSON' }),
   run: async (argv, io) => {
     const runs = numberFlag('--runs', argv.runs, RUNS_RULE) ?? DEFAULT_RUNS;
-    const full = await statusReport({ db: argv.db, runs, apiUrl: argv['api-url'], tokenFile: argv['token-file'] });
+    const full = await statusReport({ db: datasetOption(argv.db), runs, apiUrl: argv['api-url'], tokenFile: argv['token-file'] });
     io.stdout.write(argv.json ? JSON.stringify(full, null, 2) + '\n' : formatStatus(full));
     return 0;
   },

@@ -10,6 +10,7 @@ import { migrate } from 'drizzle-orm/node-postgres/migrator';
 import { readMigrationFiles } from 'drizzle-orm/migrator';
 import { PACKAGE_ROOT } from '../../package-root.ts';
 import { DatabaseError, DatabaseTooNewError } from '../errors.ts';
+import { UsageError } from '../../errors.ts';
 import { DRIZZLE_MIGRATIONS_TABLE } from '../migration-state.ts';
 import { redactDatabaseUrl } from './database-url.ts';
 import * as schema from './schema.ts';
@@ -39,6 +40,11 @@ export interface PgStoreOptions {
   applicationName?: string;
   /** Migrations to apply; tests only. */
   migrationsFolder?: string;
+  /**
+   * For a command that only reads (query, export, status): nothing is migrated or written, so a read-only role
+   * can open it; a database with no netingest schema, or one this build's migrations do not match, is refused.
+   */
+  readOnly?: boolean;
 }
 
 export const PG_STORE_DEFAULTS: Required<PgStoreOptions> = {
@@ -48,6 +54,7 @@ export const PG_STORE_DEFAULTS: Required<PgStoreOptions> = {
   idleTimeoutMs: 30_000,
   applicationName: 'netingest',
   migrationsFolder: PG_MIGRATIONS_FOLDER,
+  readOnly: false,
 };
 
 /** An open PostgreSQL dataset. */
@@ -76,7 +83,8 @@ export async function openPgStore(url: string, options: PgStoreOptions = {}): Pr
   // An idle client's error (the server restarted) must not crash the process; the next query reports it.
   pool.on('error', () => undefined);
   try {
-    await migrateLocked(pool, shownUrl, opts.migrationsFolder);
+    if (opts.readOnly) await checkReadable(pool, shownUrl, opts.migrationsFolder);
+    else await migrateLocked(pool, shownUrl, opts.migrationsFolder);
   } catch (err) {
     await pool.end().catch(() => undefined);
     throw toPgOpenError(err, shownUrl, passwordOf(url));
@@ -111,14 +119,33 @@ async function migrateLocked(pool: pg.Pool, shownUrl: string, migrationsFolder: 
   }
 }
 
+/** A reader's check: the schema is this build's, exactly (an older one is upgraded by a command that writes). */
+async function checkReadable(pool: pg.Pool, shownUrl: string, migrationsFolder: string): Promise<void> {
+  const client = await pool.connect();
+  try {
+    const empty = await checkSchemaState(client, shownUrl, migrationsFolder);
+    if (empty) throw new UsageError(`no netingest dataset in ${shownUrl}: nothing has run yet (see --db)`, 'DB_NOT_FOUND');
+    const applied = await client.query(`SELECT count(*)::int AS n FROM "${PG_SCHEMA}"."${DRIZZLE_MIGRATIONS_TABLE}"`);
+    if (applied.rows[0].n < readMigrationFiles({ migrationsFolder }).length) {
+      throw new DatabaseError(
+        'DB_NEEDS_MIGRATION',
+        shownUrl,
+        `${shownUrl} holds a dataset of an older netingest: a command that writes (run, copy) upgrades it first`,
+      );
+    }
+  } finally {
+    client.release();
+  }
+}
+
 /** Refuses another program's tables and a database a newer netingest migrated, before changing anything. */
-async function checkSchemaState(client: pg.PoolClient, shownUrl: string, migrationsFolder: string): Promise<void> {
+async function checkSchemaState(client: pg.PoolClient, shownUrl: string, migrationsFolder: string): Promise<boolean> {
   const tables = await client.query<{ name: string }>(
     'SELECT table_name AS name FROM information_schema.tables WHERE table_schema = $1',
     [PG_SCHEMA],
   );
   const names = new Set(tables.rows.map((r) => r.name));
-  if (names.size === 0) return;
+  if (names.size === 0) return true;
   if (!names.has(DRIZZLE_MIGRATIONS_TABLE)) {
     throw new DatabaseError(
       'DB_NOT_NETINGEST',
@@ -137,6 +164,7 @@ async function checkSchemaState(client: pg.PoolClient, shownUrl: string, migrati
       unknown.map((m) => `${new Date(Number(m.created_at)).toISOString()} (${m.hash.slice(0, 12)})`),
     );
   }
+  return false;
 }
 
 async function recordSchemaVersion(client: pg.PoolClient, migrationsFolder: string): Promise<void> {
@@ -151,7 +179,7 @@ async function recordSchemaVersion(client: pg.PoolClient, migrationsFolder: stri
 
 /** A failure to reach or prepare the database, naming it by its shown URL; the password never appears. */
 export function toPgOpenError(err: unknown, shownUrl: string, password: string | null = null): unknown {
-  if (err instanceof DatabaseError) return err;
+  if (err instanceof DatabaseError || err instanceof UsageError) return err;
   const code = typeof (err as { code?: unknown })?.code === 'string' ? (err as { code: string }).code : '';
   const raw = err instanceof Error ? err.message : String(err);
   // The driver's own messages do not quote the password; this makes sure none ever does.

@@ -4,32 +4,32 @@
  * (its spec's `enrich`); the results of an input are those of each page's latest answer (latest-answers.ts).
  * docs/export.md lists every column; the names are a public contract.
  */
-import type BetterSqlite3 from 'better-sqlite3';
 import type { Job } from '../../jobs/schema.ts';
 import { specOf } from '../../operations/index.ts';
 import type { EnrichReader } from '../../operations/operation-spec.ts';
-import { answerFloorReader } from './latest-answers.ts';
+import { answerFloorsOf } from './latest-answers.ts';
+import { rawRows, type Reads } from '../read-steps.ts';
 
-export { SIMILAR_SQL } from '../../operations/similar-companies.ts';
-export { POST_BY_ID_SQL, POST_BY_URL_SQL } from '../../operations/post-details.ts';
-export { JOB_SQL } from '../../operations/search-jobs.ts';
+export { SIMILAR_SQL, SIMILAR_SQL_PG } from '../../operations/similar-companies.ts';
+export { POST_BY_ID_SQL, POST_BY_URL_SQL, POST_BY_ID_SQL_PG, POST_BY_URL_SQL_PG } from '../../operations/post-details.ts';
+export { JOB_SQL, JOB_SQL_PG } from '../../operations/search-jobs.ts';
 
 /** Looks up the result rows of one input, each already in the order of `columns`. */
 export interface ResultLookup {
   columns: readonly string[];
   /** Result rows of the input with this key (canonical URL or search key); [] when there are none. */
-  find(inputKey: string): unknown[][];
+  find(inputKey: string): Reads<unknown[][]>;
 }
 
-/** The result columns and lookup of `job`'s operation. */
-export function resultLookup(sqlite: BetterSqlite3.Database, job: Job): ResultLookup {
+/**
+ * The result columns and lookup of `job`'s operation, as Reads (read-steps.ts) that run on either engine;
+ * `jobs` are the job and the others asking the same question (otherJobsWithOperationReads).
+ */
+export function resultLookup(job: Job, jobs: readonly string[]): ResultLookup {
   const { enrich } = specOf(job.operation);
   const reader: EnrichReader = {
-    rows(sql) {
-      const stmt = sqlite.prepare(sql).raw(true);
-      return { all: (...params) => stmt.all(...params) as unknown[][] };
-    },
-    floors: answerFloorReader(sqlite, job),
+    rows: (sql) => ({ all: (params) => rawRows(sql, params) }),
+    floors: answerFloorsOf(job, jobs),
   };
   return { columns: enrich.columns, find: enrich.lookup(reader, job) };
 }

@@ -2,8 +2,8 @@
  * Why an input row of `enrich` has no result: read from the task ledger (all pages of the input) when the
  * dataset holds nothing for it, against what the job would ask now.
  */
-import type BetterSqlite3 from 'better-sqlite3';
 import type { Operation } from '../../spec/types.ts';
+import { rows, type Reads } from '../read-steps.ts';
 import { specOf } from '../../operations/index.ts';
 
 /** Values of the `netingest_status` column. */
@@ -41,21 +41,22 @@ interface TaskState {
  * does not count results). Where an answer always carries a result (a post: the spec's doneMeansResult), a
  * done input without one in the dataset is `failed`, with why.
  */
-export function taskStatusReader(sqlite: BetterSqlite3.Database, job: string, operation: Operation) {
+export function taskStatusReader(job: string, operation: Operation) {
   const doneMeansResult = specOf(operation).enrich.doneMeansResult;
-  const stmt = sqlite.prepare(
-    `SELECT page, status, request_json AS requestJson, last_error_code AS lastErrorCode, last_error AS lastError
-     FROM tasks WHERE job = ? AND input_key = ? ORDER BY page`,
-  );
-  const read = (inputKey: string) => stmt.all(job, inputKey) as TaskState[];
+  const read = (inputKey: string) =>
+    rows<TaskState>(
+      `SELECT page, status, request_json AS "requestJson", last_error_code AS "lastErrorCode", last_error AS "lastError"
+       FROM tasks WHERE job = ? AND input_key = ? ORDER BY page`,
+      [job, inputKey],
+    );
   return {
     /** Why the input has no result. */
-    missing(inputKey: string, current: CurrentRequests): MissingResult {
-      const stored = read(inputKey);
+    *missing(inputKey: string, current: CurrentRequests): Reads<MissingResult> {
+      const stored = yield* read(inputKey);
       if (stored.length === 0) return { status: 'pending', error: 'not run yet (no task for this input)' };
       const pages = current?.length ?? stored.length;
       const planned = current === null ? stored : stored.filter((t) => t.page <= current.length);
-      const isCurrent = (t: TaskState) => current === null || t.requestJson === current[t.page - 1];
+      const isCurrent = (t: TaskState) => current === null || sameJson(t.requestJson, current[t.page - 1]);
       const tasks = planned.filter(isCurrent);
       const failed = tasks.find((t) => t.status === 'failed');
       if (failed) return { status: 'failed', error: describe(failed, pages) };
@@ -76,12 +77,33 @@ export function taskStatusReader(sqlite: BetterSqlite3.Database, job: string, op
       return { status: 'not_found', error: note };
     },
     /** Errors of failed pages of an input that has results (a partial answer), or null. */
-    partialError(inputKey: string): string | null {
-      const tasks = read(inputKey);
+    *partialError(inputKey: string): Reads<string | null> {
+      const tasks = yield* read(inputKey);
       const failed = tasks.filter((t) => t.status === 'failed');
       return failed.length === 0 ? null : failed.map((t) => describe(t, tasks.length)).join('; ');
     },
   };
+}
+
+/**
+ * Whether a stored request is the planned one. The text as planned is the common case; PostgreSQL's jsonb
+ * gives it back with its own key order, so a differing text is compared as JSON (keys in any order).
+ */
+function sameJson(stored: string, planned: string | undefined): boolean {
+  if (planned === undefined) return false;
+  if (stored === planned) return true;
+  try {
+    return canonicalJson(JSON.parse(stored)) === canonicalJson(JSON.parse(planned));
+  } catch {
+    return false;
+  }
+}
+
+function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (value === null || typeof value !== 'object') return JSON.stringify(value);
+  const entries = Object.entries(value).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
 }
 
 function describe(task: TaskState, pages: number): string {

@@ -13,6 +13,7 @@ import type BetterSqlite3 from 'better-sqlite3';
 import type { Job } from '../../jobs/schema.ts';
 import { specOf } from '../../operations/index.ts';
 import { otherJobsWithOperation } from '../job-names.ts';
+import { readSync, rows, type Reads } from '../read-steps.ts';
 
 /**
  * Per page (index = page - 1, pages 1..`job.pages`): no row of the page last seen before this time belongs
@@ -40,33 +41,25 @@ interface Answer {
  * input and page, and the same question as the operation tells it (similar-companies: the same filters and page size).
  */
 export function answerFloorReader(sqlite: BetterSqlite3.Database, job: Job): (inputKey: string) => AnswerFloors {
-  const jobs = [job.name, ...otherJobsWithOperation(sqlite, job.operation, job.name)];
+  const floors = answerFloorsOf(job, [job.name, ...otherJobsWithOperation(sqlite, job.operation, job.name)]);
+  return (inputKey) => readSync(sqlite, floors(inputKey));
+}
+
+/**
+ * answerFloorReader() as Reads (read-steps.ts), the same on PostgreSQL: the floors of an input, counting the
+ * tasks of `jobs` (the job and those asking the same question: otherJobsWithOperationReads).
+ */
+export function answerFloorsOf(job: Job, jobs: readonly string[]): (inputKey: string) => Reads<AnswerFloors> {
   // One index probe per job name: tasks are unique on (job, input_key, page).
-  const tasks = sqlite.prepare(
-    `SELECT id, page, status, request_json AS requestJson, completed_at AS completedAt FROM tasks
-     WHERE job IN (${jobs.map(() => '?').join(', ')}) AND input_key = ? AND operation = ? AND page <= ?`,
-  );
-  // A failed call clears completed_at; the answers before it are still in api_calls (by task_id).
-  const lastAnswer = sqlite.prepare(
-    `SELECT at, status FROM api_calls WHERE task_id = ? AND status IN (200, 404) AND error_code IS NULL
-     ORDER BY at DESC LIMIT 1`,
-  );
+  const tasksSql = `SELECT id, page, status, request_json AS "requestJson", completed_at AS "completedAt" FROM tasks
+     WHERE job IN (${jobs.map(() => '?').join(', ')}) AND input_key = ? AND operation = ? AND page <= ?`;
   // Whether a stored request asks what the job asks (same filters and page size...): its operation's rule.
   const sameQuestion = specOf(job.operation).enrich.sameQuestion(job);
-
-  const answerOf = (task: TaskRow): Answer | null => {
-    // Set when the task was last answered (done) or settled as nothing (not_found), and kept while a later
-    // run has it pending or deferred: that answer is still its latest.
-    if (task.completedAt !== null) return { at: task.completedAt, endsList: task.status === 'not_found' };
-    const call = lastAnswer.get(task.id) as { at: string; status: number } | undefined;
-    return call === undefined ? null : { at: call.at, endsList: call.status === 404 };
-  };
-
-  return (inputKey) => {
+  return function* (inputKey) {
     const latest: Array<Answer | null> = Array.from({ length: job.pages }, () => null);
-    for (const task of tasks.all(...jobs, inputKey, job.operation, job.pages) as TaskRow[]) {
+    for (const task of yield* rows<TaskRow>(tasksSql, [...jobs, inputKey, job.operation, job.pages])) {
       if (!sameQuestion(task.requestJson, inputKey, task.page)) continue;
-      const answer = answerOf(task);
+      const answer = yield* answerOf(task);
       const known = latest[task.page - 1];
       if (answer === null || (known && known.at >= answer.at)) continue;
       latest[task.page - 1] = answer;
@@ -81,6 +74,18 @@ export function answerFloorReader(sqlite: BetterSqlite3.Database, job: Job): (in
     }
     return floors;
   };
+}
+
+function* answerOf(task: TaskRow): Reads<Answer | null> {
+  // Set when the task was last answered (done) or settled as nothing (not_found), and kept while a later
+  // run has it pending or deferred: that answer is still its latest.
+  if (task.completedAt !== null) return { at: task.completedAt, endsList: task.status === 'not_found' };
+  // A failed call clears completed_at; the answers before it are still in api_calls (by task_id).
+  const call = (yield* rows<{ at: string; status: number }>(
+    `SELECT at, status FROM api_calls WHERE task_id = ? AND status IN (200, 404) AND error_code IS NULL ORDER BY at DESC LIMIT 1`,
+    [task.id],
+  ))[0];
+  return call === undefined ? null : { at: call.at, endsList: call.status === 404 };
 }
 
 function later(a: string | null, b: string | null): string | null {

@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import { openDatabase, type Database } from '../open.ts';
 import { UsageError } from '../../errors.ts';
 import { lockConnectionReadOnly } from './read-only-sql.ts';
+import type { PgStore } from '../pg/open.ts';
 
 /**
  * Opens the dataset for reading only: a read-only connection with `query_only` on. A file an older netingest
@@ -17,4 +18,17 @@ export function openForReading(file: string): Database {
     throw err;
   }
   return database;
+}
+
+/** Connections a reader opens: the snapshot's, and one to cancel the statement it runs. */
+const PG_READER_CONNECTIONS = 2;
+
+/**
+ * Opens the PostgreSQL dataset at `url` for reading only: nothing is migrated or written (a read-only role can
+ * open it); every read then runs in a READ ONLY transaction (withReadSnapshot).
+ */
+export async function openPgForReading(url: string): Promise<PgStore> {
+  // Loaded here: a SQLite reader loads neither pg nor drizzle's pg-core.
+  const { openPgStore } = await import('../pg/open.ts');
+  return openPgStore(url, { readOnly: true, maxConnections: PG_READER_CONNECTIONS });
 }

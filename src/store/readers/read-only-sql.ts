@@ -47,9 +47,7 @@ export function lockConnectionReadOnly(sqlite: BetterSqlite3.Database): void {
  * UsageError otherwise. The statement comes back bound to no parameters: run it without any.
  */
 export function prepareReadQuery(sqlite: BetterSqlite3.Database, sql: string): BetterSqlite3.Statement<unknown[], unknown[]> {
-  const body = stripLeadingComments(sql);
-  if (body === '') throw new BadQueryError('the SQL statement is empty');
-  const keyword = (/^[A-Za-z]+/.exec(body)?.[0] ?? body.slice(0, 20)).toUpperCase();
+  const { body, keyword } = firstKeyword(sql);
   if (WRITING_KEYWORDS.has(keyword)) {
     throw new WriteRefusedError(`refused: ${keyword} statements are not run here (read-only; ${ALLOWED})`);
   }
@@ -89,6 +87,46 @@ function unknownStatement(sqlite: BetterSqlite3.Database, sql: string, keyword: 
     return new BadQueryError(`SQL error: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
   }
   return new BadQueryError(`unknown statement '${keyword}'; ${ALLOWED}`);
+}
+
+/** The statement without leading comments, and its first word in capitals; an empty statement is refused. */
+function firstKeyword(sql: string): { body: string; keyword: string } {
+  const body = stripLeadingComments(sql);
+  if (body === '') throw new BadQueryError('the SQL statement is empty');
+  return { body, keyword: (/^[A-Za-z]+/.exec(body)?.[0] ?? body.slice(0, 20)).toUpperCase() };
+}
+
+/**
+ * PostgreSQL: statements that only read there (TABLE and SHOW besides SQLite's), and the ones beyond SQLite's
+ * that write or change the session. The server is the lock that counts: the statement runs in a READ ONLY
+ * transaction, which refuses any write (a DELETE inside a WITH, a function that writes: asPgQueryError).
+ */
+const PG_WRITING_KEYWORDS = new Set([
+  ...WRITING_KEYWORDS, 'ABORT', 'CALL', 'CHECKPOINT', 'CLOSE', 'CLUSTER', 'COMMENT', 'COPY', 'DEALLOCATE', 'DECLARE',
+  'DISCARD', 'DO', 'EXECUTE', 'FETCH', 'GRANT', 'IMPORT', 'LISTEN', 'LOAD', 'LOCK', 'MERGE', 'MOVE', 'NOTIFY',
+  'PREPARE', 'REASSIGN', 'REFRESH', 'RESET', 'REVOKE', 'SECURITY', 'SET', 'START', 'TRUNCATE', 'UNLISTEN',
+]);
+const PG_ALLOWED = 'only SELECT, WITH ... SELECT, VALUES, TABLE, SHOW and EXPLAIN run';
+
+/** Refuses, before it reaches PostgreSQL, a statement whose first word writes; the server judges the rest. */
+export function checkPgReadQuery(sql: string): void {
+  const { keyword } = firstKeyword(sql);
+  if (PG_WRITING_KEYWORDS.has(keyword)) {
+    throw new WriteRefusedError(`refused: ${keyword} statements are not run here (read-only; ${PG_ALLOWED})`);
+  }
+  if (keyword === 'PRAGMA') throw new BadQueryError(`PRAGMA is SQLite's; on PostgreSQL use SHOW or information_schema (${PG_ALLOWED})`);
+}
+
+/** SQLSTATE classes of a statement the user must fix: data (22), syntax or access (42), unsupported (0A), cardinality (21), limits (54). */
+const PG_USER_ERROR_CLASSES = new Set(['22', '42', '0A', '21', '54', '2F', 'P0']);
+
+/** A PostgreSQL error of a user's statement in the words SQLite's get: a write refused, or SQL to fix; others pass. */
+export function asPgQueryError(err: unknown): unknown {
+  const code = (err as { code?: unknown } | null)?.code;
+  if (typeof code !== 'string' || code.length !== 5 || !(err instanceof Error)) return err;
+  if (code === '25006') return new WriteRefusedError(`refused: this statement writes to the database (read-only; ${PG_ALLOWED}): ${err.message}`);
+  if (PG_USER_ERROR_CLASSES.has(code.slice(0, 2))) return new BadQueryError(`SQL error: ${err.message}`, { cause: err });
+  return err;
 }
 
 /** A SQLite error raised while a user's statement runs (a bad cast, an overflow, a value too big) as a BadQueryError; others pass. */

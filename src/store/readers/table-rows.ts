@@ -1,12 +1,14 @@
 /**
  * The rows of one table or view as `netingest export <table>` reads them (a table in rowid order, `--since`
  * filtering on its seen-at column), and the same rows cut by rowid ranges for the parallel export's workers
- * (export/parallel-table-export.ts), each reading on a connection and snapshot of its own.
+ * (export/parallel-table-export.ts), each reading on a connection and snapshot of its own. PostgreSQL's
+ * version of the statement is at the end (pgTableRowsSql).
  */
 import type BetterSqlite3 from 'better-sqlite3';
 import { openConnection } from '../connection.ts';
 import { holdReadSnapshot, type SqliteSnapshot } from '../read-snapshot.ts';
 import { lockConnectionReadOnly } from './read-only-sql.ts';
+import type { PgSnapshot } from '../pg/read-snapshot.ts';
 
 /** Which rows: a table or view of export/sources.ts, and the --since filter. */
 export interface TableQuery {
@@ -101,4 +103,25 @@ export function openChunkReader(source: ChunkSource): ChunkReader {
       });
     },
   };
+}
+
+/**
+ * PostgreSQL: the same rows, in primary-key order for a table (PostgreSQL has no rowid; for the tables keyed by
+ * an id that is SQLite's rowid order, and `copy` inserts every table in key order). `$1` is the --since value.
+ */
+export async function pgTableRowsSql(snapshot: PgSnapshot, query: TableQuery): Promise<{ sql: string; params: string[] }> {
+  const where = query.since !== undefined ? ` WHERE "${query.since.column}" >= $1` : '';
+  const key = query.kind === 'table' ? await pgPrimaryKey(snapshot, query.table) : [];
+  const order = key.length > 0 ? ` ORDER BY ${key.map((c) => `"${c}"`).join(', ')}` : '';
+  return { sql: `SELECT * FROM "${query.table}"${where}${order}`, params: query.since !== undefined ? [query.since.value] : [] };
+}
+
+/** The table's primary-key columns, in key order. */
+async function pgPrimaryKey(snapshot: PgSnapshot, table: string): Promise<string[]> {
+  const found = await snapshot.client.query<{ name: string }>(
+    `SELECT a.attname AS name FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY (i.indkey)
+     WHERE i.indrelid = to_regclass($1) AND i.indisprimary ORDER BY array_position(i.indkey::int2[], a.attnum)`,
+    [`"${table}"`],
+  );
+  return found.rows.map((r) => r.name);
 }

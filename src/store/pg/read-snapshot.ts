@@ -1,0 +1,52 @@
+/**
+ * withReadSnapshot on PostgreSQL: one pooled client, one READ ONLY REPEATABLE READ transaction (so every read of
+ * a command sees the database as it was when the first one ran, and the server refuses any write), ended and the
+ * client released however the reader's work ends. The server keeps the snapshot itself: the change check is a no-op.
+ * Only types of pg here: a SQLite command imports this file (its readers sit beside their PostgreSQL versions).
+ */
+import type pg from 'pg';
+import type { ReadSnapshot } from '../read-snapshot.ts';
+
+/** A snapshot of a PostgreSQL dataset: its client, inside the read-only transaction. */
+export interface PgSnapshot extends ReadSnapshot {
+  readonly engine: 'postgres';
+  readonly client: pg.PoolClient;
+  /** The server process running this snapshot's statements (pg_cancel_backend stops one). */
+  readonly backendPid: number;
+  /** The pool the client came from: a second connection, to cancel a statement this one is running. */
+  readonly pool: pg.Pool;
+}
+
+/** Options of withPgReadSnapshot(). */
+export interface PgSnapshotOptions {
+  /** The transaction's statement timeout in ms; 0: none. Undefined keeps the pool's. */
+  statementTimeoutMs?: number | undefined;
+}
+
+/** Runs `fn` in one READ ONLY REPEATABLE READ transaction on a client of `pool`; see the file's comment. */
+export async function withPgReadSnapshot<T>(
+  pool: pg.Pool,
+  fn: (snapshot: PgSnapshot) => Promise<T> | T,
+  options: PgSnapshotOptions = {},
+): Promise<T> {
+  const client = await pool.connect();
+  let broken: Error | undefined;
+  try {
+    await client.query('BEGIN TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY');
+    if (options.statementTimeoutMs !== undefined) {
+      // SET LOCAL: for this transaction only, the pooled connection keeps its own setting afterwards.
+      await client.query(`SET LOCAL statement_timeout = ${Math.max(0, Math.trunc(options.statementTimeoutMs))}`);
+    }
+    const pid = await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
+    const result = await fn({ engine: 'postgres', client, pool, backendPid: pid.rows[0]!.pid, assertUnchanged: () => undefined });
+    await client.query('COMMIT');
+    return result;
+  } catch (err) {
+    // A client whose ROLLBACK fails (a stream left mid-read, a lost connection) is not given back to the pool.
+    await client.query('ROLLBACK').catch((rollbackErr: Error) => (broken = rollbackErr));
+    throw err;
+  } finally {
+    client.release(broken);
+  }
+}
+

@@ -1,0 +1,68 @@
+/**
+ * How a reader's values come out of PostgreSQL so that export and query print what they print for the same
+ * data on SQLite: timestamps as the ISO text SQLite stores (2026-11-22T13:45:00.000Z), JSON as its text (a JSON
+ * string or number as that value, as SQLite's "as given" columns hold it), integers beyond 2^53 exact (bigint),
+ * booleans as 0/1 and dates as their text. node-postgres's own parsing (Date objects, parsed JSON, int8 as a
+ * string) would print differently; a query given these `types` gets the values below instead.
+ */
+import pg from 'pg';
+
+const OID = pg.types.builtins;
+
+/** `types` for a node-postgres query or pg-query-stream (text format). */
+export const READER_TYPES = {
+  getTypeParser(oid: number, format?: 'text' | 'binary'): (text: string) => unknown {
+    if (format === 'binary') return pg.types.getTypeParser(oid, format);
+    return PARSERS.get(oid) ?? pg.types.getTypeParser(oid, 'text');
+  },
+};
+
+/**
+ * `types` for the store's own readers (status): as READER_TYPES, but counts and ids as JavaScript numbers, as
+ * better-sqlite3 gives them to the same code on SQLite (a report printed as JSON cannot hold a bigint).
+ */
+export const STORE_TYPES = {
+  getTypeParser(oid: number, format?: 'text' | 'binary'): (text: string) => unknown {
+    if (format !== 'binary' && (oid === OID.INT8 || oid === OID.NUMERIC)) return Number;
+    return READER_TYPES.getTypeParser(oid, format);
+  },
+};
+
+const PARSERS = new Map<number, (text: string) => unknown>([
+  [OID.TIMESTAMPTZ, isoTimestamp],
+  [OID.JSONB, jsonValue],
+  [OID.JSON, jsonValue],
+  [OID.INT8, BigInt],
+  [OID.NUMERIC, numericValue],
+  [OID.BOOL, (text) => (text === 't' ? 1 : 0)],
+  [OID.DATE, (text) => text],
+  [OID.TIMESTAMP, (text) => text],
+]);
+
+/**
+ * `2026-11-22 13:45:00.123456+00` (the pool's TimeZone is UTC) as `2026-11-22T13:45:00.123Z`: milliseconds,
+ * as SQLite's columns hold them. Another offset (a session set otherwise) goes through Date.
+ */
+export function isoTimestamp(text: string): string {
+  const m = /^(\d{4}-\d{2}-\d{2}) (\d{2}:\d{2}:\d{2})(?:\.(\d+))?\+00$/.exec(text);
+  if (m) return `${m[1]}T${m[2]}.${(m[3] ?? '').padEnd(3, '0').slice(0, 3)}Z`;
+  const date = new Date(text.replace(' ', 'T').replace(/([+-]\d{2})$/, '$1:00'));
+  return Number.isNaN(date.getTime()) ? text : date.toISOString();
+}
+
+/**
+ * A JSON object or array as compact text (jsonb keeps no spacing; its keys come in jsonb's own order), a JSON
+ * string or number as that value, JSON null as the text `null`.
+ */
+function jsonValue(text: string): unknown {
+  const value: unknown = JSON.parse(text);
+  if (value === null) return 'null';
+  if (typeof value === 'object') return JSON.stringify(value);
+  if (typeof value === 'number' && Number.isInteger(value) && !Number.isSafeInteger(value)) return BigInt(text.trim());
+  return value;
+}
+
+/** sum() of integers is numeric on PostgreSQL: an integer stays exact (bigint), a fraction is a number. */
+function numericValue(text: string): unknown {
+  return /^-?\d+$/.test(text) ? BigInt(text) : Number(text);
+}

@@ -1,0 +1,90 @@
+/**
+ * A reader written once for both engines: a generator that yields its statements and gets each one's rows
+ * back, run synchronously on a SQLite connection (readSync: the run's own callers, inside its transactions) or
+ * awaited on a PostgreSQL snapshot (readPg). The logic between the statements (replaying credits, walking the
+ * runs, an input's latest answers) is not duplicated. A statement is SQLite's SQL, which PostgreSQL runs as it
+ * is (`?` and `@name` placeholders are numbered for it), or one text per engine where the dialects differ.
+ */
+import type BetterSqlite3 from 'better-sqlite3';
+import type { PgSnapshot } from './pg/read-snapshot.ts';
+
+/** One statement's SQL: the same on both engines, or each engine's own. */
+export type EngineSql = string | { sqlite: string; postgres: string };
+
+/** Positional parameters (`?`), or named ones (`@name`) in an object. */
+export type StepParams = readonly unknown[] | Readonly<Record<string, unknown>>;
+
+/** One statement to run, its parameters, and whether its rows come as arrays (raw) or objects by column. */
+export interface ReadStep {
+  sql: EngineSql;
+  params: StepParams;
+  raw?: boolean;
+}
+
+/** A reader: yields statements, receives their rows, returns its answer. */
+export type Reads<T> = Generator<ReadStep, T, unknown[]>;
+
+/** The rows of `sql` as objects by column (inside a Reads generator: `const r = yield* rows(...)`). */
+export function* rows<R>(sql: EngineSql, params: StepParams = []): Reads<R[]> {
+  return (yield { sql, params }) as R[];
+}
+
+/** The rows of `sql` as arrays in column order. */
+export function* rawRows(sql: EngineSql, params: StepParams = []): Reads<unknown[][]> {
+  return (yield { sql, params, raw: true }) as unknown[][];
+}
+
+/** The first column of the first row, or undefined without rows (better-sqlite3's pluck().get()). */
+export function* value<T>(sql: EngineSql, params: StepParams = []): Reads<T | undefined> {
+  // By column, not raw: on PostgreSQL, counts come back as numbers that way (a raw row is an export's, bigint).
+  const found = yield* rows<Record<string, unknown>>(sql, params);
+  return found.length === 0 ? undefined : (Object.values(found[0]!)[0] as T);
+}
+
+/** Statements prepared once per connection: a reader may run one per input row (enrich). */
+const prepared = new WeakMap<BetterSqlite3.Database, Map<string, BetterSqlite3.Statement>>();
+
+/** Runs `reads` on a SQLite connection, synchronously. */
+export function readSync<T>(sqlite: BetterSqlite3.Database, reads: Reads<T>): T {
+  let cache = prepared.get(sqlite);
+  if (!cache) prepared.set(sqlite, (cache = new Map()));
+  for (let step = reads.next(); ; ) {
+    if (step.done) return step.value;
+    const { sql, params, raw } = step.value;
+    const text = typeof sql === 'string' ? sql : sql.sqlite;
+    let stmt = cache.get(text);
+    if (!stmt) cache.set(text, (stmt = sqlite.prepare(text)));
+    const bound = Array.isArray(params) ? params : [params];
+    step = reads.next((raw ? stmt.raw(true) : stmt.raw(false)).all(...bound));
+  }
+}
+
+/** Runs `reads` in a PostgreSQL snapshot. */
+export async function readPg<T>(snapshot: PgSnapshot, reads: Reads<T>): Promise<T> {
+  // Loaded here: the SQLite readers beside the PostgreSQL ones must not load pg.
+  const { READER_TYPES, STORE_TYPES } = await import('./pg/reader-values.ts');
+  for (let step = reads.next(); ; ) {
+    if (step.done) return step.value;
+    const { sql, params, raw } = step.value;
+    const { text, values } = numbered(typeof sql === 'string' ? sql : sql.postgres, params);
+    const result = raw
+      ? await snapshot.client.query({ text, values, rowMode: 'array', types: READER_TYPES })
+      : await snapshot.client.query({ text, values, types: STORE_TYPES });
+    step = reads.next(result.rows);
+  }
+}
+
+/** `?` and `@name` as PostgreSQL's `$1`, `$2`... (none of these statements has either in a literal). */
+function numbered(sql: string, params: StepParams): { text: string; values: unknown[] } {
+  if (Array.isArray(params)) {
+    let n = 0;
+    return { text: sql.replace(/\?/g, () => `$${++n}`), values: [...params] };
+  }
+  const names: string[] = [];
+  const text = sql.replace(/@([A-Za-z_]\w*)/g, (_, name: string) => {
+    if (!names.includes(name)) names.push(name);
+    return `$${names.indexOf(name) + 1}`;
+  });
+  const named = params as Readonly<Record<string, unknown>>;
+  return { text, values: names.map((name) => named[name]) };
+}

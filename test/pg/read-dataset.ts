@@ -1,0 +1,36 @@
+/**
+ * A realistic dataset on both engines for the reader tests: the example jobs run against the sandbox into a
+ * SQLite file, then `netingest copy` into a new PostgreSQL database of this test file's.
+ */
+import { join } from 'node:path';
+import { loadJob } from '../../src/jobs/load.ts';
+import { startSandbox } from '../../src/sandbox/server.ts';
+import { FAST_RATE, FAST_RETRY, ROOT, inProcess, makeWorkspace, run, type Workspace } from '../run-helpers.ts';
+import { newPgDatabase } from './use-pg.ts';
+
+export interface ReadDataset {
+  ws: Workspace;
+  /** The SQLite file. */
+  file: string;
+  /** The PostgreSQL database holding the same data. */
+  url: string;
+  cleanup(): Promise<void>;
+}
+
+const TOKEN = 'readers-token-77c1';
+
+/** Runs `jobFiles` (of jobs/) into a SQLite file and copies it to a new PostgreSQL database named after `prefix`. */
+export async function makeReadDataset(prefix: string, jobFiles = ['lookalikes.json', 'job-search.json']): Promise<ReadDataset> {
+  const sandbox = await startSandbox({ port: 0, tokens: { [TOKEN]: 100_000 } });
+  const ws = await makeWorkspace();
+  try {
+    const jobs = await Promise.all(jobFiles.map((f) => loadJob(join(ROOT, 'jobs', f), { cwd: ROOT })));
+    await run(ws, sandbox, TOKEN, jobs.map((j) => ({ ...j, rate: FAST_RATE, retry: { ...j.retry, ...FAST_RETRY } })));
+  } finally {
+    await sandbox.stop();
+  }
+  const url = await newPgDatabase(prefix);
+  const copied = await inProcess(['copy', '--from', ws.db, '--to', url]);
+  if (copied.code !== 0) throw new Error(`copy failed: ${copied.stderr}`);
+  return { ws, file: ws.db, url, cleanup: () => ws.cleanup() };
+}
