@@ -15,7 +15,7 @@ import type { Operation } from '../spec/types.ts';
 import type { AnswerContract } from './answer-contract.ts';
 import type { DriftTally } from './drift.ts';
 import type { StoredAnswer, RowContext } from './stored-rows.ts';
-import type { EngineSql, Reads, StepParams } from '../store/read-steps.ts';
+import type { EngineSql, Reads, StepParams } from '../read-steps.ts';
 
 /** What a stored answer is filed under: the request it answers, as raw_responses.request_json holds it. */
 export interface Subject {
@@ -67,7 +67,7 @@ export interface EnrichSpec<J> {
 
 /**
  * What enrich lookups may do with the dataset: read-only statements returning rows as arrays, as Reads
- * (store/read-steps.ts: `yield*` them), so that one lookup reads SQLite or PostgreSQL: SQL that differs
+ * (src/read-steps.ts: `yield*` them; the store runs them), so that one lookup reads SQLite or PostgreSQL: SQL that differs
  * between the two is given as `{ sqlite, postgres }`.
  */
 export interface EnrichReader {

@@ -8,38 +8,8 @@
 import type BetterSqlite3 from 'better-sqlite3';
 import type { PgSnapshot } from './pg/read-snapshot.ts';
 
-/** One statement's SQL: the same on both engines, or each engine's own. */
-export type EngineSql = string | { sqlite: string; postgres: string };
-
-/** Positional parameters (`?`), or named ones (`@name`) in an object. */
-export type StepParams = readonly unknown[] | Readonly<Record<string, unknown>>;
-
-/** One statement to run, its parameters, and whether its rows come as arrays (raw) or objects by column. */
-export interface ReadStep {
-  sql: EngineSql;
-  params: StepParams;
-  raw?: boolean;
-}
-
-/** A reader: yields statements, receives their rows, returns its answer. */
-export type Reads<T> = Generator<ReadStep, T, unknown[]>;
-
-/** The rows of `sql` as objects by column (inside a Reads generator: `const r = yield* rows(...)`). */
-export function* rows<R>(sql: EngineSql, params: StepParams = []): Reads<R[]> {
-  return (yield { sql, params }) as R[];
-}
-
-/** The rows of `sql` as arrays in column order. */
-export function* rawRows(sql: EngineSql, params: StepParams = []): Reads<unknown[][]> {
-  return (yield { sql, params, raw: true }) as unknown[][];
-}
-
-/** The first column of the first row, or undefined without rows (better-sqlite3's pluck().get()). */
-export function* value<T>(sql: EngineSql, params: StepParams = []): Reads<T | undefined> {
-  // By column, not raw: on PostgreSQL, counts come back as numbers that way (a raw row is an export's, bigint).
-  const found = yield* rows<Record<string, unknown>>(sql, params);
-  return found.length === 0 ? undefined : (Object.values(found[0]!)[0] as T);
-}
+export { rawRows, rows, value, type EngineSql, type ReadStep, type Reads, type StepParams } from '../read-steps.ts';
+import type { Reads, StepParams } from '../read-steps.ts';
 
 /** Statements prepared once per connection: a reader may run one per input row (enrich). */
 const prepared = new WeakMap<BetterSqlite3.Database, Map<string, BetterSqlite3.Statement>>();
