@@ -1,6 +1,7 @@
 import PQueue from 'p-queue';
 import type { Job } from '../jobs/schema.ts';
-import type { Ledger, TaskRow } from '../store/ledger.ts';
+import type { TaskRow } from '../store/ledger.ts';
+import type { DueTasks } from '../store/run-store.ts';
 import type { Operation } from '../spec/types.ts';
 import type { IngestRequest } from '../store/ingest-request.ts';
 import { findSpec, readStored, specOf, type AnySubject } from '../operations/index.ts';
@@ -36,13 +37,12 @@ export interface JobProgress {
 /**
  * Works through a job's due tasks. The tasks of one input (its pages) run one after the other, so a short
  * page ends the list before later pages are paid for; inputs run side by side up to the job's concurrency.
- * Tasks are read from the ledger in batches and fed to the queue with backpressure, so memory stays flat
- * however long the input.
+ * Tasks are read from the ledger (or claimed, on PostgreSQL) in batches and fed to the queue with backpressure,
+ * so memory stays flat however long the input.
  */
 export async function workJob(
   job: Job,
-  ledger: Ledger,
-  filter: { job: string; runId: number; freshSince: string; refresh: boolean },
+  due: DueTasks,
   ctx: ExecutorContext,
   progress: JobProgress,
 ): Promise<void> {
@@ -52,6 +52,11 @@ export async function workJob(
   let failure: unknown = null;
 
   const runUnit = async (unit: TaskRow[]) => {
+    await runPages(unit);
+    // Its pages are settled, or left for the next run: another worker may take what is still due.
+    await due.settled([unit[0]!.inputKey]);
+  };
+  const runPages = async (unit: TaskRow[]) => {
     let lastPage: number | null = null;
     for (const row of unit) {
       if (ctx.stop.reason) return;
@@ -79,10 +84,9 @@ export async function workJob(
     });
   };
 
-  let afterId = 0;
   let unit: TaskRow[] = [];
   while (!ctx.stop.reason) {
-    const rows = ledger.runnableAfter(filter, afterId, RUN_JOB_DEFAULTS.ledgerBatch);
+    const rows = await due.next(RUN_JOB_DEFAULTS.ledgerBatch);
     if (rows.length === 0) break;
     for (const row of rows) {
       if (unit.length > 0 && unit[0]!.inputKey !== row.inputKey) {
@@ -92,10 +96,10 @@ export async function workJob(
       }
       unit.push(row);
     }
-    afterId = rows[rows.length - 1]!.id;
   }
   if (unit.length > 0 && !ctx.stop.reason) await enqueue(unit);
   await queue.onIdle();
+  await due.close();
   if (failure) throw failure;
 }
 
