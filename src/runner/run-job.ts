@@ -52,29 +52,9 @@ export async function workJob(
   let failure: unknown = null;
 
   const runUnit = async (unit: TaskRow[]) => {
-    await runPages(unit);
+    await runPages(unit, ctx, progress);
     // Its pages are settled, or left for the next run: another worker may take what is still due.
     await due.settled([unit[0]!.inputKey]);
-  };
-  const runPages = async (unit: TaskRow[]) => {
-    let lastPage: number | null = null;
-    for (const row of unit) {
-      if (ctx.stop.reason) return;
-      const task = toExecutable(row);
-      if (lastPage !== null) {
-        void ctx.writer.pastLastPage(task, lastPage);
-        progress.notFound += 1;
-        continue;
-      }
-      const outcome = await executeTask(task, ctx);
-      if (outcome.kind === 'stopped') return;
-      ctx.onTaskEnded?.(task, outcome);
-      if (outcome.kind === 'done') progress.done += 1;
-      else if (outcome.kind === 'not_found') progress.notFound += 1;
-      else progress.failed += 1;
-      if (outcome.kind === 'not_found' || (outcome.kind === 'done' && outcome.lastPage)) lastPage = row.page;
-      // A page that failed leaves the later ones due: they may still hold results.
-    }
   };
   const enqueue = async (unit: TaskRow[]) => {
     if (queue.size >= maxQueued) await queue.onSizeLessThan(maxQueued);
@@ -96,11 +76,44 @@ export async function workJob(
       }
       unit.push(row);
     }
+    // Claimed inputs are whole, and the next claim may wait for this one to be settled: work it now.
+    if (due.wholeInputs && unit.length > 0 && !ctx.stop.reason) {
+      await enqueue(unit);
+      unit = [];
+    }
   }
   if (unit.length > 0 && !ctx.stop.reason) await enqueue(unit);
   await queue.onIdle();
   await due.close();
   if (failure) throw failure;
+}
+
+/**
+ * One input's pages in order; a short page settles the later ones without a call. Resolves once every outcome
+ * is committed.
+ */
+async function runPages(unit: TaskRow[], ctx: ExecutorContext, progress: JobProgress): Promise<void> {
+  let lastPage: number | null = null;
+  // Settled once committed: an input given back (DueTasks.settled) must not show its later pages as due.
+  const pastLast: Array<Promise<void>> = [];
+  for (const row of unit) {
+    if (ctx.stop.reason) break;
+    const task = toExecutable(row);
+    if (lastPage !== null) {
+      pastLast.push(ctx.writer.pastLastPage(task, lastPage));
+      progress.notFound += 1;
+      continue;
+    }
+    const outcome = await executeTask(task, ctx);
+    if (outcome.kind === 'stopped') break;
+    ctx.onTaskEnded?.(task, outcome);
+    if (outcome.kind === 'done') progress.done += 1;
+    else if (outcome.kind === 'not_found') progress.notFound += 1;
+    else progress.failed += 1;
+    if (outcome.kind === 'not_found' || (outcome.kind === 'done' && outcome.lastPage)) lastPage = row.page;
+    // A page that failed leaves the later ones due: they may still hold results.
+  }
+  await Promise.all(pastLast);
 }
 
 /** The call a ledger row stands for: its request read once, through its operation's schema, and what its answer is filed under. */

@@ -147,7 +147,7 @@ async function workDue(run: OpenRun, job: Job, filter: RunnableFilter, runnable:
   const jobStop = jobStopOf(run.stop);
   const notFoundOnly = new NotFoundOnlyWatch(job.operation, run.settings.notFoundOnlyMinAnswers, [run.options.api.token]);
   try {
-    await workJob(job, run.store.dueTasks(filter), {
+    await workJob(job, run.store.dueTasks(filter, jobStop.stop.signal), {
       client: run.client,
       guard,
       gate: run.gate,

@@ -37,6 +37,8 @@ export interface RunLedger {
  * holds the one lock); PostgreSQL claims them (task claims with a lease), so several workers share a job.
  */
 export interface DueTasks {
+  /** Whether each batch holds whole inputs (claims): then the last input of a batch is worked before the next is asked. */
+  readonly wholeInputs: boolean;
   /** The next due tasks, whole inputs in ledger order; [] when none is left for this worker. */
   next(limit: number): Awaitable<TaskRow[]>;
   /** The tasks of these inputs are settled (or given up): others may take what is still due. */
@@ -98,8 +100,8 @@ export interface RunStore {
   readonly runs: RunRecords;
   readonly calls: CallHistory;
   readonly hold: RunHold;
-  /** The due tasks of a job for this run. */
-  dueTasks(filter: RunnableFilter): DueTasks;
+  /** The due tasks of a job for this run; `signal` ends a wait for work other workers hold. */
+  dueTasks(filter: RunnableFilter, signal?: AbortSignal): DueTasks;
   /** Started once the run has its id; `onFatal` is told once if a commit fails. */
   openWriter(runId: number, onFatal: (err: unknown) => void): OutcomeWriter;
   /** Writes a run's drift counts so far for one operation (they replace earlier ones). */

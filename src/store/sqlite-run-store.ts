@@ -54,6 +54,7 @@ export function openSqliteRunStore(options: SqliteRunStoreOptions): RunStore {
 function pagedDueTasks(ledger: Pick<ReturnType<typeof createLedger>, 'runnableAfter'>, filter: RunnableFilter): DueTasks {
   let afterId = 0;
   return {
+    wholeInputs: false,
     next(limit: number): TaskRow[] {
       const rows = ledger.runnableAfter(filter, afterId, limit);
       if (rows.length > 0) afterId = rows[rows.length - 1]!.id;
