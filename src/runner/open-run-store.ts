@@ -6,7 +6,7 @@ import { openSqliteRunStore } from '../store/sqlite-run-store.ts';
 import type { RunOptions } from './run-options.ts';
 
 /** On PostgreSQL the lock's lease is the lease of a worker's claims (how long a dead worker's inputs wait). */
-export async function openRunStore(options: Pick<RunOptions, 'dbPath' | 'lockLeaseMs'>): Promise<RunStore> {
-  if (isPostgresUrl(options.dbPath)) return openPgRunStore({ url: options.dbPath, leaseMs: options.lockLeaseMs });
+export async function openRunStore(options: Pick<RunOptions, 'dbPath' | 'lockLeaseMs' | 'sharedRateWindowMs'>): Promise<RunStore> {
+  if (isPostgresUrl(options.dbPath)) return openPgRunStore({ url: options.dbPath, leaseMs: options.lockLeaseMs, rateWindowMs: options.sharedRateWindowMs });
   return openSqliteRunStore({ dbPath: options.dbPath, lockLeaseMs: options.lockLeaseMs });
 }

@@ -8,11 +8,10 @@ import { createApiClient } from '../api/client.ts';
 import type { ApiClient } from '../api/types.ts';
 import type { Operation } from '../spec/types.ts';
 import type { LockLostError } from '../store/run-lock.ts';
-import type { CallHistory, OutcomeWriter, RunHold, RunLedger, RunRecords, RunStore } from '../store/run-store.ts';
+import type { CallHistory, OutcomeWriter, RunGate, RunHold, RunLedger, RunRecords, RunStore } from '../store/run-store.ts';
 import { CreditGuard } from './credit-guard.ts';
 import { silentLogger, type Logger } from './logger.ts';
 import { OutageBreaker } from './outage-breaker.ts';
-import { RateGate } from './rate-gate.ts';
 import { openRunStore } from './open-run-store.ts';
 import { RunDrift } from './run-drift.ts';
 import { RUN_DEFAULTS, type RunOptions } from './run-options.ts';
@@ -61,7 +60,7 @@ export interface OpenRun {
   readonly guard: CreditGuard;
   readonly client: ApiClient;
   readonly writer: OutcomeWriter;
-  readonly gate: RateGate;
+  readonly gate: RunGate;
   readonly outage: OutageBreaker;
   readonly unusable: UnusableAnswerBreaker;
   readonly drift: RunDrift;
@@ -149,7 +148,7 @@ async function openLocked(options: RunOptions, logger: Logger, store: RunStore, 
     get lockLost() {
       return lockLost;
     },
-    gate: new RateGate({ requestsPerMinute: null }),
+    gate: store.openGate(options.api.baseUrl),
     outage: new OutageBreaker(stop, settings.outageMinTasks),
     unusable: new UnusableAnswerBreaker(stop, (op) => guard.costOf(op)),
     drift: new RunDrift(store, runId),

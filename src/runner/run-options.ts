@@ -60,6 +60,8 @@ export interface RunOptions {
   failureLog?: FailureLogOptions;
   /** The run lock's lease (default RUN_LOCK_DEFAULTS.leaseMs): how long another host waits after its last heartbeat. */
   lockLeaseMs?: number;
+  /** PostgreSQL: the window the shared requests-per-minute limit is counted over (a minute; tests scale it down). */
+  sharedRateWindowMs?: number;
 }
 
 export const RUN_DEFAULTS = {

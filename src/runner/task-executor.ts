@@ -7,9 +7,8 @@ import type { OperationSpec } from '../operations/operation-spec.ts';
 import type { DriftTally } from '../operations/drift.ts';
 import type { CreditGuard } from './credit-guard.ts';
 import { chargeOfFailure } from './charge-of.ts';
-import type { RateGate } from './rate-gate.ts';
 import type { RunStop } from './run-stop.ts';
-import type { OutcomeWriter, WriterTask } from '../store/run-store.ts';
+import type { OutcomeWriter, RunGate, WriterTask } from '../store/run-store.ts';
 import type { IngestRequest } from '../store/ingest-request.ts';
 import { maxCallsPerTask } from './call-bound.ts';
 import { CallBoundError, ERROR_POLICY, errorCodeOf, type ErrorCode } from './error-policy.ts';
@@ -28,7 +27,7 @@ export interface RetrySettings {
 export interface ExecutorContext {
   client: ApiClient;
   guard: CreditGuard;
-  gate: RateGate;
+  gate: RunGate;
   stop: RunStop;
   writer: OutcomeWriter;
   retry: RetrySettings;

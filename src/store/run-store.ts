@@ -91,6 +91,14 @@ export interface OutcomeWriter {
   readonly error: unknown;
 }
 
+/** The run's rate gate (runner/rate-gate.ts on SQLite; shared by every worker on PostgreSQL). */
+export interface RunGate {
+  setRequestsPerMinute(requestsPerMinute: number | null): void;
+  take(signal?: AbortSignal): Promise<void>;
+  pause(ms: number): void;
+  readonly totalPausedMs: number;
+}
+
 /** A dataset opened for a run, on either engine. */
 export interface RunStore {
   readonly engine: 'sqlite' | 'postgres';
@@ -104,6 +112,8 @@ export interface RunStore {
   dueTasks(filter: RunnableFilter, signal?: AbortSignal): DueTasks;
   /** Started once the run has its id; `onFatal` is told once if a commit fails. */
   openWriter(runId: number, onFatal: (err: unknown) => void): OutcomeWriter;
+  /** The run's rate gate for calls to `apiUrl`. */
+  openGate(apiUrl: string): RunGate;
   /** Writes a run's drift counts so far for one operation (they replace earlier ones). */
   saveDrift(runId: number, rows: readonly AnswerDriftRow[]): Awaitable<void>;
   anomalyCounts(runId: number, job: string): Awaitable<Record<AnswerAnomalyKind, number>>;

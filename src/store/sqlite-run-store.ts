@@ -3,6 +3,7 @@
  * holds the one-run lock; every write of the ledger and the end of the run check it in their transaction.
  */
 import { lockGuardedLedger } from '../runner/lock-guarded-ledger.ts';
+import { RateGate } from '../runner/rate-gate.ts';
 import { ResultWriter } from '../runner/result-writer.ts';
 import { anomalyCountsOf } from './answer-anomalies.ts';
 import { saveAnswerDrift } from './answer-drift.ts';
@@ -38,6 +39,7 @@ export function openSqliteRunStore(options: SqliteRunStoreOptions): RunStore {
       dueTasks: (filter) => pagedDueTasks(ledger, filter),
       // Its lock is checked in every commit: a run whose lock was taken over stores nothing.
       openWriter: (runId, onFatal) => new ResultWriter(database, runId, onFatal, lock),
+      openGate: () => new RateGate({ requestsPerMinute: null }),
       saveDrift: writeDrift,
       anomalyCounts: (runId, job) => anomalyCountsOf(database, runId, job),
       pruneJobBodies: (job, keepDays) => pruneRawBodies(database, { keepDays, jobs: [job] }),

@@ -1,6 +1,6 @@
 import { normalize } from 'node:path';
 import { defineCommand } from '../command.ts';
-import { DEFAULT_DB, withApi, withDb, withLogFormat } from '../common-options.ts';
+import { DEFAULT_DB, withApi, withLogFormat } from '../common-options.ts';
 import { resolveApiConfig } from '../../api/config.ts';
 import { loadJobs } from '../load-job-args.ts';
 import { runJobs, type RunOptions, type RunSummary } from '../../runner/run-jobs.ts';
@@ -23,7 +23,7 @@ export const runCommand = defineCommand({
   name: 'run [jobs..]',
   describe: 'Run jobs: read their inputs, call the API for every due task, store the results',
   builder: (y) =>
-    withLogFormat(withApi(withDb(y)))
+    withLogFormat(withApi(y))
       .positional('jobs', { type: 'string', array: true, describe: 'job files (.json or .ts)' })
       .option('all', { type: 'boolean', default: false, describe: 'run every job in jobs/' })
       .option('jobs-dir', { type: 'string', default: 'jobs', describe: 'folder searched by --all', normalize: true })
@@ -34,7 +34,7 @@ export const runCommand = defineCommand({
       .option('refresh', { type: 'boolean', default: false, describe: 'call again tasks done within refreshAfterDays' })
       .option('json', { type: 'boolean', default: false, describe: 'print the summary as JSON on stdout' })
       .option('invalid-out', INVALID_OUT_OPTION)
-      // Redefined: a postgres:// URL must not be normalized as a path, and no default, so NETINGEST_DATABASE_URL can apply.
+      // Not withDb's: a postgres:// URL must not be normalized as a path, and no default, so NETINGEST_DATABASE_URL can apply.
       .option('db', {
         type: 'string',
         describe: `SQLite database file (created, with its folder, when missing; default ${DEFAULT_DB}), or a postgres:// URL (default: $NETINGEST_DATABASE_URL)`,

@@ -13,6 +13,7 @@ import { DatabaseError } from '../errors.ts';
 import { openPgStore, type PgStore } from './open.ts';
 import { createPgLedger } from './pg-ledger.ts';
 import { PgOutcomeWriter } from './pg-outcome-writer.ts';
+import { SharedRunGate } from './shared-run-gate.ts';
 
 /** Options of a PostgreSQL run store; every default is in PG_RUN_STORE_DEFAULTS. */
 export interface PgRunStoreOptions {
@@ -23,6 +24,8 @@ export interface PgRunStoreOptions {
   idlePollMs?: number;
   /** The run's start: the failed tasks it settles itself are not claimed again in this run. */
   startedAt?: string;
+  /** The window of the shared rate limit (a minute; tests scale it down with the limit). */
+  rateWindowMs?: number;
 }
 
 export const PG_RUN_STORE_DEFAULTS = {
@@ -44,6 +47,7 @@ export async function openPgRunStore(options: PgRunStoreOptions): Promise<RunSto
     hold: registration(),
     dueTasks: (filter, signal) => claimedDueTasks(store, filter, { ...PG_RUN_STORE_DEFAULTS, ...options, startedAt }, signal),
     openWriter: (runId, onFatal) => new PgOutcomeWriter(pool, runId, onFatal),
+    openGate: (apiUrl) => new SharedRunGate(pool, apiUrl, options.rateWindowMs),
     async saveDrift(runId, rows) {
       for (const r of rows) {
         await pool.query(`INSERT INTO answer_drift (run_id, operation, path, kind, count, seen, detail) VALUES ($1, $2, $3, $4, $5, $6, $7)
@@ -116,7 +120,7 @@ function registration(): RunHold {
  * A job's due tasks as this worker claims them. With nothing free to claim while other workers still hold due
  * inputs, it waits and looks again: a dead worker's inputs come back when its lease runs out.
  */
-function claimedDueTasks(store: PgStore, filter: RunnableFilter, opts: Required<Omit<PgRunStoreOptions, 'url'>>, signal?: AbortSignal): DueTasks {
+function claimedDueTasks(store: PgStore, filter: RunnableFilter, opts: Required<Omit<PgRunStoreOptions, 'url' | 'rateWindowMs'>>, signal?: AbortSignal): DueTasks {
   const claims = createTaskClaims(store.pool, { workerId: newWorkerId(), leaseMs: opts.leaseMs });
   const renewal = claims.keepRenewed();
   // Tasks planned by any worker's run are claimable: claims go by job.
