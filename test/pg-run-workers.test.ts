@@ -145,8 +145,9 @@ describe.skipIf(!pgClusterUrl)(`run on PostgreSQL, several workers${pgClusterUrl
     expect(charged.size).toBe(TASKS);
     expect([...charged.values()].every((n) => n <= 2)).toBe(true);
     expect(s.sandbox.requests.filter((r) => r.charged > 0).length).toBeLessThanOrEqual(TASKS + CONCURRENCY);
-    // Every worker worked: three runs made calls.
-    expect(await one(s.pool, 'SELECT count(DISTINCT run_id) AS n FROM api_calls')).toBe(3);
+    // The job was shared: the first and the second worker both made calls (the restarted one may find little left).
+    expect(await one(s.pool, 'SELECT count(DISTINCT run_id) AS n FROM api_calls')).toBeGreaterThanOrEqual(2);
+    for (const w of [second, restarted]) expect((JSON.parse(w.stdout().split('\n').filter(Boolean).pop()!) as { status: string }).status).toBe('completed');
     // The shared limit held across the workers, in every sliding window.
     expect(busiestWindow(s.sandbox, RATE_WINDOW_MS)).toBeLessThanOrEqual(LIMIT);
   }, 90_000);
