@@ -29,8 +29,8 @@ afterEach(async () => {
 
 interface Setup { sandbox: Sandbox; ws: Workspace; file: string; url: string; pool: pg.Pool }
 
-async function setUp(tasks: number, prefix: string): Promise<Setup> {
-  const sandbox = await startSandbox({ port: 0, tokens: { [TOKEN]: 1_000_000 }, notFoundRate: 0, latencyMs: [2, 10] });
+async function setUp(tasks: number, prefix: string, credits: { balance: number; reserve?: number } = { balance: 1_000_000 }): Promise<Setup> {
+  const sandbox = await startSandbox({ port: 0, tokens: { [TOKEN]: credits.balance }, notFoundRate: 0, latencyMs: [2, 10] });
   const ws = await makeWorkspace();
   const url = await newPgDatabase(prefix);
   const pool = new pg.Pool({ connectionString: url, max: 2 });
@@ -41,6 +41,7 @@ async function setUp(tasks: number, prefix: string): Promise<Setup> {
     input: { csv: 'posts.csv', column: 'post_url' },
     rate: { requestsPerMinute: REQUESTS_PER_MINUTE, concurrency: CONCURRENCY },
     retry: { retries: 3, minTimeoutMs: 10, maxTimeoutMs: 50 },
+    ...(credits.reserve === undefined ? {} : { credits: { reserve: credits.reserve } }),
   });
   return { sandbox, ws, file, url, pool };
 }
@@ -151,6 +152,21 @@ describe.skipIf(!pgClusterUrl)(`run on PostgreSQL, several workers${pgClusterUrl
     // The shared limit held across the workers, in every sliding window.
     expect(busiestWindow(s.sandbox, RATE_WINDOW_MS)).toBeLessThanOrEqual(LIMIT);
   }, 90_000);
+
+  it('the credit reserve holds for the account across two workers: together they spend no more than the balance above it', async () => {
+    const TASKS = 300;
+    const s = await setUp(TASKS, 'reserve', { balance: 300, reserve: 200 });
+    const workers = [startWorker(s), startWorker(s)];
+    for (const w of workers) expect(await w.exited, w.stderr()).toBe(0);
+    const summaries = workers.map((w) => JSON.parse(w.stdout().split('\n').filter(Boolean).pop()!) as { stop: { reason: string } | null });
+    expect(summaries.map((x) => x.stop?.reason)).toEqual(['credits', 'credits']);
+    const charged = s.sandbox.requests.reduce((sum, r) => sum + r.charged, 0);
+    // 300 - 200: not one credit of the reserve, though each worker alone keeps 4 calls in flight.
+    expect(charged).toBeLessThanOrEqual(100);
+    expect(charged).toBeGreaterThanOrEqual(90);
+    // Both workers called: the budget was shared, not won by one.
+    expect(await one(s.pool, 'SELECT count(DISTINCT run_id) AS n FROM api_calls WHERE status = 200')).toBe(2);
+  }, 60_000);
 
   it('a dataset copied from SQLite, then run on PostgreSQL, bills nothing for fresh tasks', async () => {
     const TASKS = 60;

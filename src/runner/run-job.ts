@@ -66,7 +66,8 @@ export async function workJob(
 
   let unit: TaskRow[] = [];
   while (!ctx.stop.reason) {
-    const rows = await due.next(RUN_JOB_DEFAULTS.ledgerBatch);
+    // A claim takes no more than the queue holds: what a worker claims, the others cannot work.
+    const rows = await due.next(due.wholeInputs ? maxQueued : RUN_JOB_DEFAULTS.ledgerBatch);
     if (rows.length === 0) break;
     for (const row of rows) {
       if (unit.length > 0 && unit[0]!.inputKey !== row.inputKey) {

@@ -6,6 +6,8 @@
 import type { ApiCallInfo, ApiResult } from '../api/types.ts';
 import type { ApiError, ApiSchemaError } from '../api/errors.ts';
 import type { Operation } from '../spec/types.ts';
+import type { CreditHistory } from '../credits/credit-meter.ts';
+import type { CreditGuard, CreditLimits } from '../runner/credit-guard.ts';
 import type { AnswerAnomalyKind, TaskStatus } from './schema.ts';
 import type { AnswerDriftRow } from './answer-drift.ts';
 import type { IngestRequest } from './ingest-request.ts';
@@ -112,6 +114,11 @@ export interface RunStore {
   dueTasks(filter: RunnableFilter, signal?: AbortSignal): DueTasks;
   /** Started once the run has its id; `onFatal` is told once if a commit fails. */
   openWriter(runId: number, onFatal: (err: unknown) => void): OutcomeWriter;
+  /**
+   * The run's credit guard: on PostgreSQL its reservations also fit the account's budget shared by every
+   * worker; `runKey` names the run its workers share (what maxPerRun counts).
+   */
+  openCreditGuard(limits: CreditLimits, history: CreditHistory, apiUrl: string, runKey: string): CreditGuard;
   /** The run's rate gate for calls to `apiUrl`. */
   openGate(apiUrl: string): RunGate;
   /** Writes a run's drift counts so far for one operation (they replace earlier ones). */

@@ -3,6 +3,7 @@
  * holds the one-run lock; every write of the ledger and the end of the run check it in their transaction.
  */
 import { lockGuardedLedger } from '../runner/lock-guarded-ledger.ts';
+import { CreditGuard } from '../runner/credit-guard.ts';
 import { RateGate } from '../runner/rate-gate.ts';
 import { ResultWriter } from '../runner/result-writer.ts';
 import { anomalyCountsOf } from './answer-anomalies.ts';
@@ -40,6 +41,7 @@ export function openSqliteRunStore(options: SqliteRunStoreOptions): RunStore {
       // Its lock is checked in every commit: a run whose lock was taken over stores nothing.
       openWriter: (runId, onFatal) => new ResultWriter(database, runId, onFatal, lock),
       openGate: () => new RateGate({ requestsPerMinute: null }),
+      openCreditGuard: (limits, history) => new CreditGuard(limits, history),
       saveDrift: writeDrift,
       anomalyCounts: (runId, job) => anomalyCountsOf(database, runId, job),
       pruneJobBodies: (job, keepDays) => pruneRawBodies(database, { keepDays, jobs: [job] }),

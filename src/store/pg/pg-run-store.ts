@@ -14,6 +14,8 @@ import { openPgStore, type PgStore } from './open.ts';
 import { createPgLedger } from './pg-ledger.ts';
 import { PgOutcomeWriter } from './pg-outcome-writer.ts';
 import { SharedRunGate } from './shared-run-gate.ts';
+import { SharedCreditGuard } from './shared-credit-guard.ts';
+import { SharedCreditBudget } from './coordination/shared-credit-budget.ts';
 
 /** Options of a PostgreSQL run store; every default is in PG_RUN_STORE_DEFAULTS. */
 export interface PgRunStoreOptions {
@@ -38,6 +40,8 @@ export async function openPgRunStore(options: PgRunStoreOptions): Promise<RunSto
   const store = await openPgStore(options.url);
   const { pool } = store;
   const startedAt = options.startedAt ?? new Date().toISOString();
+  const workerId = newWorkerId();
+  const guards: SharedCreditGuard[] = [];
   return {
     engine: 'postgres',
     name: store.shownUrl,
@@ -48,6 +52,11 @@ export async function openPgRunStore(options: PgRunStoreOptions): Promise<RunSto
     dueTasks: (filter, signal) => claimedDueTasks(store, filter, { ...PG_RUN_STORE_DEFAULTS, ...options, startedAt }, signal),
     openWriter: (runId, onFatal) => new PgOutcomeWriter(pool, runId, onFatal),
     openGate: (apiUrl) => new SharedRunGate(pool, apiUrl, options.rateWindowMs),
+    openCreditGuard(limits, history, apiUrl, runKey) {
+      const guard = new SharedCreditGuard(limits, history, new SharedCreditBudget(pool, { apiUrl, runKey, workerId }));
+      guards.push(guard);
+      return guard;
+    },
     async saveDrift(runId, rows) {
       for (const r of rows) {
         await pool.query(`INSERT INTO answer_drift (run_id, operation, path, kind, count, seen, detail) VALUES ($1, $2, $3, $4, $5, $6, $7)
@@ -65,7 +74,10 @@ export async function openPgRunStore(options: PgRunStoreOptions): Promise<RunSto
     // Not yet on PostgreSQL: keepRawDays keeps every body there (disk, never data).
     pruneJobBodies: () => ({ dropped: 0, droppedBytes: 0 }),
     describeError: (err) => toPgUseError(err, store.shownUrl),
-    close: () => store.close(),
+    async close() {
+      for (const g of guards) g.close();
+      await store.close();
+    },
   };
 }
 
