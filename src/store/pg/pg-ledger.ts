@@ -39,7 +39,7 @@ export function createPgLedger(pool: pg.Pool): RunLedger {
       for (const r of rows) counts.set(invalidRowKey(r), (counts.get(invalidRowKey(r)) ?? 0) + 1);
       return counts;
     },
-    insertPlanned: (tasks, invalid, runId, at) => insertPlanned(pool, tasks, invalid, runId, at),
+    insertPlanned: (tasks, invalid, runId, at) => retryingConflicts(() => insertPlanned(pool, tasks, invalid, runId, at)),
     async dropStaleInvalid(job, runId) {
       return (await pool.query('DELETE FROM invalid_inputs WHERE job = $1 AND run_id <> $2', [job, runId])).rowCount ?? 0;
     },
@@ -89,6 +89,18 @@ export function createPgLedger(pool: pg.Pool): RunLedger {
       return Object.fromEntries(rows.map((r) => [r.code, r.n]));
     },
   };
+}
+
+/** Workers planning one job at once upsert the same rows: a deadlock between them is tried again (the batch is idempotent). */
+async function retryingConflicts<T>(write: () => Promise<T>, attempts = 3): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await write();
+    } catch (err) {
+      const code = (err as { code?: unknown }).code;
+      if ((code !== '40P01' && code !== '40001') || attempt >= attempts) throw err;
+    }
+  }
 }
 
 /**
