@@ -9,6 +9,8 @@ import { medianStep, reportedBalance, roundCredits } from '../../credits/credit-
 import type { RunnableFilter, TaskRow } from '../ledger.ts';
 import type { DueTasks, RunHold, RunStore } from '../run-store.ts';
 import { CLAIM_DUE, createTaskClaims, newWorkerId, TASK_CLAIM_DEFAULTS, type ClaimFilter } from './coordination/task-claims.ts';
+import type pg from 'pg';
+import { ABANDONED_RUN_ERROR } from '../abandoned-runs.ts';
 import { DatabaseError } from '../errors.ts';
 import { openPgStore, type PgStore } from './open.ts';
 import { createPgLedger } from './pg-ledger.ts';
@@ -42,13 +44,14 @@ export async function openPgRunStore(options: PgRunStoreOptions): Promise<RunSto
   const startedAt = options.startedAt ?? new Date().toISOString();
   const workerId = newWorkerId();
   const guards: SharedCreditGuard[] = [];
+  const hold = registration();
   return {
     engine: 'postgres',
     name: store.shownUrl,
     ledger: createPgLedger(pool),
-    runs: runRecords(store),
+    runs: runRecords(store, hold),
     calls: callHistory(store),
-    hold: registration(),
+    hold,
     dueTasks: (filter, signal) => claimedDueTasks(store, filter, { ...PG_RUN_STORE_DEFAULTS, ...options, startedAt }, signal),
     openWriter: (runId, onFatal) => new PgOutcomeWriter(pool, runId, onFatal),
     openGate: (apiUrl) => new SharedRunGate(pool, apiUrl, options.rateWindowMs),
@@ -81,9 +84,10 @@ export async function openPgRunStore(options: PgRunStoreOptions): Promise<RunSto
   };
 }
 
-function runRecords({ pool }: PgStore): RunStore['runs'] {
+function runRecords({ pool }: PgStore, hold: { abandonedRuns: number[] }): RunStore['runs'] {
   return {
     async start(jobs, at, pid, host) {
+      hold.abandonedRuns.push(...(await closeAbandonedRuns(pool, host)));
       const { rows } = await pool.query<{ id: string }>(`INSERT INTO runs (jobs, started_at, status, pid, host) VALUES ($1::jsonb, $2, 'running', $3, $4) RETURNING id`,
         [JSON.stringify(jobs), at, pid, host]);
       return Number(rows[0]!.id);
@@ -123,8 +127,32 @@ function callHistory({ pool }: PgStore): RunStore['calls'] {
   };
 }
 
+/**
+ * Closes as abandoned the runs of this host still marked running whose process is gone (a worker killed): their
+ * end is when their last call was made. Another host's workers cannot be checked from here; they stay running.
+ */
+async function closeAbandonedRuns(pool: pg.Pool, host: string): Promise<number[]> {
+  const { rows } = await pool.query<{ id: string; pid: number | null }>(`SELECT id, pid FROM runs WHERE status = 'running' AND host = $1`, [host]);
+  const dead = rows.filter((r) => r.pid !== null && r.pid !== process.pid && !processExists(r.pid)).map((r) => Number(r.id));
+  if (dead.length === 0) return [];
+  await pool.query(`UPDATE runs SET status = 'abandoned', error = $2,
+    ended_at = coalesce((SELECT max(at) FROM api_calls c WHERE c.run_id = runs.id), started_at),
+    calls = (SELECT count(*) FROM api_calls c WHERE c.run_id = runs.id)
+    WHERE id = ANY($1::bigint[]) AND status = 'running'`, [dead, ABANDONED_RUN_ERROR]);
+  return dead;
+}
+
+function processExists(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as { code?: string }).code === 'EPERM';
+  }
+}
+
 /** A worker's registration is its runs row: nothing to take, nothing to lose, nothing to release. */
-function registration(): RunHold {
+function registration(): RunHold & { abandonedRuns: number[] } {
   return { abandonedRuns: [], setRunId: () => undefined, held: () => true, onLost: () => undefined, release: () => undefined };
 }
 
