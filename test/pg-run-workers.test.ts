@@ -7,7 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import { runJobs } from '../src/runner/run-jobs.ts';
 import { copyDataset } from '../src/store/copy-dataset.ts';
-import { cliEnv, operationRequests, runCli } from './run-helpers.ts';
+import { cliEnv, csv, operationRequests, postUrls, runCli } from './run-helpers.ts';
 import { pgClusterUrl, pgSkipReason } from './pg/use-pg.ts';
 import {
   busiestWindow, chargedPerUrl, CONCURRENCY, expectWholeAndUnique, LEASE_MS, LIMIT, one, RATE_WINDOW_MS, setUp, startWorker, TOKEN, useCleanups, waitFor,
@@ -68,6 +68,27 @@ describe.skipIf(!pgClusterUrl)(`run on PostgreSQL, several workers${pgClusterUrl
     // The shared limit held across the workers, in every sliding window.
     expect(busiestWindow(s.sandbox, RATE_WINDOW_MS)).toBeLessThanOrEqual(LIMIT);
   }, 90_000);
+
+  it('inputs removed from the CSV since an earlier run left them deferred are not called, as on SQLite', async () => {
+    const s = await setUp(20, 'removed');
+    const api = { baseUrl: s.sandbox.url, token: TOKEN };
+    const capped = await s.ws.job('posts', { operation: 'post-details', input: { csv: 'posts.csv', column: 'post_url' }, credits: { maxPerRun: 5 } });
+    const first = await runJobs({ dbPath: s.url, jobs: await s.ws.load(capped), api, requestTimeoutMs: 5000 });
+    expect(first.stop?.reason).toBe('credits');
+    expect(await one(s.pool, `SELECT count(*) AS n FROM tasks WHERE status = 'deferred'`)).toBeGreaterThanOrEqual(10);
+    const kept = postUrls(20).slice(0, 5);
+    const added = postUrls(3, 100);
+    await s.ws.write('posts.csv', csv(['post_url'], [...kept, ...added].map((u) => [u])));
+    const before = operationRequests(s.sandbox).length;
+    // The same job, its cap lifted.
+    const uncapped = await s.ws.job('posts', { operation: 'post-details', input: { csv: 'posts.csv', column: 'post_url' } });
+    const second = await runJobs({ dbPath: s.url, jobs: await s.ws.load(uncapped), api, requestTimeoutMs: 5000 });
+    expect(second.status, JSON.stringify(second.stop)).toBe('completed');
+    const asked = new Set(operationRequests(s.sandbox).slice(before).map((r) => r.query['url']));
+    const removed = postUrls(20).slice(5);
+    expect(removed.filter((u) => asked.has(u))).toEqual([]);
+    for (const u of added) expect(asked.has(u), u).toBe(true);
+  }, 60_000);
 
   it('a dataset copied from SQLite, then run on PostgreSQL, bills nothing for fresh tasks', async () => {
     const TASKS = 60;

@@ -131,7 +131,7 @@ async function openLocked(options: RunOptions, logger: Logger, store: RunStore, 
   options.signal?.addEventListener('abort', onAbort, { once: true });
   releases.push(() => options.signal?.removeEventListener('abort', onAbort));
   const settings = settingsOf(options);
-  const guard = await creditGuardOf(options, store, startedAt);
+  const guard = await creditGuardOf(options, store, options.sharedRunKey ?? `run-${runId}`);
   const client = createApiClient({
     baseUrl: options.api.baseUrl,
     token: options.api.token,
@@ -170,17 +170,12 @@ function settingsOf(options: RunOptions): RunSettings {
 }
 
 /** The guard starts from what earlier runs learned: each operation's cost, and the last counters seen. */
-async function creditGuardOf(options: RunOptions, store: RunStore, startedAt: string): Promise<CreditGuard> {
+async function creditGuardOf(options: RunOptions, store: RunStore, runKey: string): Promise<CreditGuard> {
   const { calls: callLog } = store;
   const costs: Partial<Record<Operation, number>> = {};
   for (const job of options.jobs) costs[job.operation] ??= (await callLog.learnedCost(job.operation)) ?? undefined;
   const history = { costs, lastCreditsUsed: (await callLog.lastCounters())?.creditsUsed ?? null };
-  return store.openCreditGuard({ reserve: 0, maxPerRun: null }, history, options.api.baseUrl, sharedRunKey(options, startedAt));
-}
-
-/** The run that workers share on PostgreSQL, for maxPerRun: the same jobs on the same UTC day (a nightly schedule's workers). */
-function sharedRunKey(options: RunOptions, startedAt: string): string {
-  return `${options.jobs.map((j) => j.name).sort().join(',')}@${startedAt.slice(0, 10)}`;
+  return store.openCreditGuard({ reserve: 0, maxPerRun: null }, history, options.api.baseUrl, runKey);
 }
 
 async function releaseLock(store: RunStore, logger: Logger): Promise<void> {

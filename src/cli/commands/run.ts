@@ -18,6 +18,9 @@ import { lockLeaseFromEnv } from '../lock-lease.ts';
 import { locateDataset } from '../../store/locator.ts';
 import { UsageError } from '../../errors.ts';
 
+/** PostgreSQL: workers started with the same value share `credits.maxPerRun` (docs/postgres.md). */
+const RUN_KEY_ENV = 'NETINGEST_RUN_KEY';
+
 /** `netingest run`: the run engine from the command line. */
 export const runCommand = defineCommand({
   name: 'run [jobs..]',
@@ -79,6 +82,7 @@ export const runCommand = defineCommand({
         progressStream: io.stderr,
         exitCodeOf: exitCodeForRun,
         lockLeaseMs,
+        sharedRunKey: process.env[RUN_KEY_ENV]?.trim() || undefined,
       }),
     ).catch((err: unknown) => {
       held?.settle(false);

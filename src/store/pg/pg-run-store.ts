@@ -163,25 +163,37 @@ function registration(): RunHold & { abandonedRuns: number[] } {
 function claimedDueTasks(store: PgStore, filter: RunnableFilter, opts: Required<Omit<PgRunStoreOptions, 'url' | 'rateWindowMs'>>, signal?: AbortSignal): DueTasks {
   const claims = createTaskClaims(store.pool, { workerId: newWorkerId(), leaseMs: opts.leaseMs });
   const renewal = claims.keepRenewed();
-  // Tasks planned by any worker's run are claimable: claims go by job.
-  const claim: ClaimFilter = { job: filter.job, runId: null, freshSince: filter.freshSince, refresh: filter.refresh, failedBefore: opts.startedAt };
+  // Tasks planned by any worker's run still going are claimable: claims go by job, not by this run.
+  const claim: ClaimFilter = {
+    job: filter.job, runId: null, freshSince: filter.freshSince, refresh: filter.refresh, failedBefore: opts.startedAt, liveRunsOnly: true,
+  };
   const dueLeft = async () => {
-    const { rows } = await store.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM tasks t WHERE ${CLAIM_DUE.replaceAll('$8', '$5')}`,
-      [claim.job, null, claim.freshSince, claim.refresh, claim.failedBefore]);
+    const { rows } = await store.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM tasks t WHERE ${CLAIM_DUE.replaceAll('$8', '$5').replaceAll('$9', '$6')}`,
+      [claim.job, null, claim.freshSince, claim.refresh, claim.failedBefore, claim.liveRunsOnly]);
     return rows[0]!.n;
   };
+  /** Inputs claimed and not given back yet: a run that stops gives them back at once rather than let their lease run out. */
+  const held = new Set<string>();
   return {
     wholeInputs: true,
     async next(limit): Promise<TaskRow[]> {
       for (;;) {
         const rows = await claims.claim(claim, limit);
+        for (const r of rows) held.add(r.inputKey);
         if (rows.length > 0) return rows.map(({ leaseUntil: _lease, ...row }) => ({ ...row, status: row.status as TaskRow['status'] }));
         if (signal?.aborted || (await dueLeft()) === 0) return [];
         await sleep(opts.idlePollMs, undefined, { signal }).catch(() => undefined);
       }
     },
-    settled: (inputKeys) => claims.release(filter.job, inputKeys),
-    close: () => renewal.stop(),
+    async settled(inputKeys) {
+      for (const k of inputKeys) held.delete(k);
+      await claims.release(filter.job, inputKeys);
+    },
+    async close() {
+      renewal.stop();
+      await claims.release(filter.job, [...held]);
+      held.clear();
+    },
   };
 }
 

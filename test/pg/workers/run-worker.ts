@@ -7,7 +7,7 @@ import { loadJob } from '../../../src/jobs/load.ts';
 import { runJobs } from '../../../src/runner/run-jobs.ts';
 
 const settings = JSON.parse(process.argv[2]!) as {
-  url: string; jobFiles: string[]; cwd: string; apiUrl: string; token: string; leaseMs: number; rateWindowMs: number;
+  url: string; jobFiles: string[]; cwd: string; apiUrl: string; token: string; leaseMs: number; rateWindowMs: number; runKey?: string;
 };
 const jobs = await Promise.all(settings.jobFiles.map((f) => loadJob(f, { cwd: settings.cwd })));
 process.stdout.write('started\n');
@@ -18,5 +18,6 @@ const summary = await runJobs({
   requestTimeoutMs: 10_000,
   lockLeaseMs: settings.leaseMs,
   sharedRateWindowMs: settings.rateWindowMs,
+  sharedRunKey: settings.runKey,
 });
 process.stdout.write(`${JSON.stringify(summary)}\n`);
