@@ -1,8 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import pg from 'pg';
-import { ensureCoordinationTables } from '../src/store/pg/coordination/ensure-tables.ts';
 import { SharedCreditBudget } from '../src/store/pg/coordination/shared-credit-budget.ts';
-import { startWorker, waitFor, type WorkerProcess } from './pg/coordination-fixtures.ts';
+import { coordinationDatabase, startWorker, waitFor, type WorkerProcess } from './pg/coordination-fixtures.ts';
 import { newPgDatabase, pgClusterUrl, pgSkipReason } from './pg/use-pg.ts';
 
 let pools: pg.Pool[] = [];
@@ -16,9 +15,8 @@ afterEach(async () => {
 
 async function budgetDatabase(): Promise<{ url: string; pool: pg.Pool }> {
   const url = await newPgDatabase('credits');
-  const pool = new pg.Pool({ connectionString: url, max: 4 });
+  const pool = await coordinationDatabase(url);
   pools.push(pool);
-  await ensureCoordinationTables(pool);
   // The service's side of each account: what it has charged.
   await pool.query(`CREATE TABLE fake_account (api_url text PRIMARY KEY, credits_used numeric NOT NULL, total_credits numeric NOT NULL)`);
   await pool.query(`CREATE TABLE go (go int)`);

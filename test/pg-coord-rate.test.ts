@@ -1,8 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import pg from 'pg';
-import { ensureCoordinationTables } from '../src/store/pg/coordination/ensure-tables.ts';
 import { SharedRateGate } from '../src/store/pg/coordination/shared-rate-gate.ts';
-import { startWorker, waitFor, type WorkerProcess } from './pg/coordination-fixtures.ts';
+import { coordinationDatabase, startWorker, waitFor, type WorkerProcess } from './pg/coordination-fixtures.ts';
 import { newPgDatabase, pgClusterUrl, pgSkipReason } from './pg/use-pg.ts';
 
 let pools: pg.Pool[] = [];
@@ -16,9 +15,8 @@ afterEach(async () => {
 
 async function rateDatabase(): Promise<{ url: string; pool: pg.Pool }> {
   const url = await newPgDatabase('rate');
-  const pool = new pg.Pool({ connectionString: url, max: 4 });
+  const pool = await coordinationDatabase(url);
   pools.push(pool);
-  await ensureCoordinationTables(pool);
   return { url, pool };
 }
 

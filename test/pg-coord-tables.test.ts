@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import pg from 'pg';
 import { getTableConfig, type PgTable } from 'drizzle-orm/pg-core';
-import { ensureCoordinationTables } from '../src/store/pg/coordination/ensure-tables.ts';
+import { openPgStore } from '../src/store/pg/open.ts';
 import * as tables from '../src/store/pg/coordination/tables.ts';
 import { newPgDatabase, pgClusterUrl, pgSkipReason } from './pg/use-pg.ts';
 
@@ -12,9 +12,11 @@ afterEach(async () => {
 });
 
 describe.skipIf(!pgClusterUrl)(`the coordination tables${pgClusterUrl ? '' : ` (skipped: ${pgSkipReason})`}`, () => {
-  it('are created as tables.ts defines them (the pasted DDL has not drifted), and creating them twice at once is harmless', async () => {
-    pool = new pg.Pool({ connectionString: await newPgDatabase('tables'), max: 4 });
-    await Promise.all([ensureCoordinationTables(pool), ensureCoordinationTables(pool), ensureCoordinationTables(pool)]);
+  it('are created by the generated migrations as tables.ts defines them, and workers opening a new database at once do not race', async () => {
+    const url = await newPgDatabase('tables');
+    const stores = await Promise.all([openPgStore(url), openPgStore(url), openPgStore(url)]);
+    await Promise.all(stores.map((s) => s.close()));
+    pool = new pg.Pool({ connectionString: url, max: 4 });
     for (const table of Object.values(tables) as PgTable[]) {
       const config = getTableConfig(table);
       const { rows } = await pool.query(

@@ -11,7 +11,7 @@ import pg from 'pg';
 import { openDatabase, type Database } from '../src/store/open.ts';
 import { openPgStore } from '../src/store/pg/open.ts';
 import { newPgDatabase, pgClusterUrl, pgSkipReason } from './pg/use-pg.ts';
-import { pgShape, schemaDifferences, sqliteShape } from './pg/schema-shape.ts';
+import { PG_ONLY_COORDINATION_TABLES, pgShape, schemaDifferences, sqliteShape } from './pg/schema-shape.ts';
 
 describe.skipIf(!pgClusterUrl)(`the SQLite and PostgreSQL schemas${pgClusterUrl ? '' : ` (skipped: ${pgSkipReason})`}`, () => {
   let dir: string;
@@ -40,6 +40,11 @@ describe.skipIf(!pgClusterUrl)(`the SQLite and PostgreSQL schemas${pgClusterUrl 
     expect(Object.keys(lite.views)).toHaveLength(4);
     expect(lite.tables.tasks!.indexes.find((i) => i.name === 'tasks_job_input_key_page_uq')).toMatchObject({ unique: true });
     expect(schemaDifferences(lite, pgs)).toEqual([]);
+    // The PostgreSQL-only tables are the coordination ones, each there (a misspelt name in the list would pass above).
+    for (const t of PG_ONLY_COORDINATION_TABLES) {
+      expect(pgs.tables[t], t).toBeDefined();
+      expect(lite.tables[t], t).toBeUndefined();
+    }
   });
 
   it('tells a column added to one engine only, a changed type, a dropped index and a missing view', async () => {
@@ -57,6 +62,8 @@ describe.skipIf(!pgClusterUrl)(`the SQLite and PostgreSQL schemas${pgClusterUrl 
         'index tasks_job_input_key_page_uq on tasks: only on SQLite',
         'view v_job_progress: only on SQLite',
       ]));
+      await client.query('CREATE TABLE worker_notes (id int)');
+      expect(schemaDifferences(lite, await pgShape(client))).toContain('table worker_notes: only on PostgreSQL');
     } finally {
       await client.query('ROLLBACK');
     }

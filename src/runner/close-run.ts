@@ -24,11 +24,11 @@ export async function closeRun(run: OpenRun, results: readonly JobResult[]): Pro
   // The run that took the lock over closed this one's books as abandoned, from what it had committed: they stay so.
   if (!run.lock.held()) {
     // The error itself, which says who holds the lock now, is the command's to print.
-    run.logger.error('run stopped: its lock was taken over while it was not running', { run: run.runId, calls: run.callLog.ofRun(run.runId).calls });
+    run.logger.error('run stopped: its lock was taken over while it was not running', { run: run.runId, calls: (await run.callLog.ofRun(run.runId)).calls });
     throw run.lockLost!;
   }
-  const summary = summarize(run, results);
-  recordEnd(run, summary);
+  const summary = summarize(run, results, (await run.callLog.ofRun(run.runId)).calls);
+  await recordEnd(run, summary);
   logEnd(run, summary);
   // A job whose input turned out unusable is the user's to fix (exit 2), after the run's books are closed.
   if (run.stop.error instanceof UsageError) throw run.stop.error;
@@ -57,12 +57,12 @@ function stopReasonOf(run: OpenRun, results: readonly JobResult[], capped: boole
   return run.stop.reason ?? (capped ? 'credits' : null);
 }
 
-function summarize(run: OpenRun, results: readonly JobResult[]): RunSummary {
+function summarize(run: OpenRun, results: readonly JobResult[], calls: number): RunSummary {
   const { guard, stop } = run;
   const jobs = results.map(jobSummaryOf).filter((s): s is JobSummary => s !== null);
   const capStop = cappedJob(results);
   const stopReason = stopReasonOf(run, results, capStop !== null);
-  const error = stop.error ? describeError(stop.error, run.database.file) : null;
+  const error = stop.error ? describeError(stop.error, run.store) : null;
   const stopped = stopReason
     ? describeStop({
         reason: stopReason, errorMessage: error?.message ?? null, throttledMs: run.gate.totalPausedMs, maxThrottleWaitMs: run.settings.maxThrottleWaitMs,
@@ -76,7 +76,7 @@ function summarize(run: OpenRun, results: readonly JobResult[]): RunSummary {
     startedAt: run.startedAt,
     endedAt: new Date().toISOString(),
     jobs,
-    calls: run.callLog.ofRun(run.runId).calls,
+    calls,
     // Paid answers without readable counters are spent too, even when no counter ever showed the balance.
     creditsSpent: guard.balance === null && guard.estimatedAnswers === 0 ? null : roundCredits(guard.spent),
     creditsRemaining: guard.balance === null ? null : roundCredits(guard.balance),
@@ -89,12 +89,13 @@ function summarize(run: OpenRun, results: readonly JobResult[]): RunSummary {
 }
 
 /** Writes the end of the `runs` row; a failure to write it is logged, unless the lock was lost (then that is thrown). */
-function recordEnd(run: OpenRun, summary: RunSummary): void {
+async function recordEnd(run: OpenRun, summary: RunSummary): Promise<void> {
   try {
-    run.lock.whileHeld(() => run.runs.end(run.runId, runEnd(summary, run.tally.creditsAtStart, run.options.exitCodeOf?.(summary) ?? null)));
+    // On SQLite the store writes it only while the run holds its lock.
+    await run.runs.end(run.runId, runEnd(summary, run.tally.creditsAtStart, run.options.exitCodeOf?.(summary) ?? null));
   } catch (err) {
     if (run.lockLost) throw run.lockLost;
-    run.logger.error('could not record the end of the run', { run: run.runId, error: describeError(err, run.database.file).message });
+    run.logger.error('could not record the end of the run', { run: run.runId, error: describeError(err, run.store).message });
   }
 }
 

@@ -59,7 +59,8 @@ export type Charge = CreditCounters | 'unread' | null;
  * A paid answer whose counters cannot be read is charged at the highest cost learned for its operation.
  */
 export class CreditGuard {
-  private limits: CreditLimits;
+  /** Protected: a guard sharing its account across workers (store/pg/shared-credit-guard.ts) reserves by them too. */
+  protected limits: CreditLimits;
   private readonly meter: CreditMeter;
   private reserved = 0;
   private inFlight = 0;
@@ -212,7 +213,7 @@ export class CreditGuard {
     this.stop('out-of-credits');
   }
 
-  private stop(reason: CreditStopReason, cost: number | null = null, costAssumed = false): null {
+  protected stop(reason: CreditStopReason, cost: number | null = null, costAssumed = false): null {
     if (!this.stopReason) {
       const { reserve, maxPerRun } = this.limits;
       this.stopFigures = { reason, balance: this.balance, cost, costAssumed, reserve, maxPerRun, spent: this.spent };

@@ -7,17 +7,12 @@ import { hostname } from 'node:os';
 import { createApiClient } from '../api/client.ts';
 import type { ApiClient } from '../api/types.ts';
 import type { Operation } from '../spec/types.ts';
-import { createApiCallLog } from '../store/api-calls.ts';
-import { createLedger, type Ledger } from '../store/ledger.ts';
-import { openDatabase, toDatabaseUseError, type Database } from '../store/open.ts';
-import { acquireRunLock, type LockLostError, type RunLock } from '../store/run-lock.ts';
-import { createRunLog } from '../store/runs.ts';
+import type { LockLostError } from '../store/run-lock.ts';
+import type { CallHistory, OutcomeWriter, RunGate, RunHold, RunLedger, RunRecords, RunStore } from '../store/run-store.ts';
 import { CreditGuard } from './credit-guard.ts';
-import { lockGuardedLedger } from './lock-guarded-ledger.ts';
 import { silentLogger, type Logger } from './logger.ts';
 import { OutageBreaker } from './outage-breaker.ts';
-import { RateGate } from './rate-gate.ts';
-import { ResultWriter } from './result-writer.ts';
+import { openRunStore } from './open-run-store.ts';
 import { RunDrift } from './run-drift.ts';
 import { RUN_DEFAULTS, type RunOptions } from './run-options.ts';
 import { RunStop } from './run-stop.ts';
@@ -48,22 +43,24 @@ export interface OpenRun {
   readonly options: RunOptions;
   readonly settings: RunSettings;
   readonly logger: Logger;
-  readonly database: Database;
-  readonly lock: RunLock;
+  /** The dataset, on SQLite or PostgreSQL, through the run's ports (store/run-store.ts). */
+  readonly store: RunStore;
+  /** SQLite's run lock, or a PostgreSQL worker's registration. */
+  readonly lock: RunHold;
   readonly runId: number;
   readonly startedAt: string;
-  readonly runs: ReturnType<typeof createRunLog>;
-  /** Its writes check that the run still holds the lock (lock-guarded-ledger.ts). */
-  readonly ledger: Ledger;
-  readonly callLog: ReturnType<typeof createApiCallLog>;
+  readonly runs: RunRecords;
+  /** On SQLite its writes check that the run still holds the lock (lock-guarded-ledger.ts). */
+  readonly ledger: RunLedger;
+  readonly callLog: CallHistory;
   /** The run's stop: a signal, a lost lock, a failed write, credits, an outage... (the first reason wins). */
   readonly stop: RunStop;
   /** The error of a lock taken over while the run was not running, once that happened. */
   readonly lockLost: LockLostError | null;
   readonly guard: CreditGuard;
   readonly client: ApiClient;
-  readonly writer: ResultWriter;
-  readonly gate: RateGate;
+  readonly writer: OutcomeWriter;
+  readonly gate: RunGate;
   readonly outage: OutageBreaker;
   readonly unusable: UnusableAnswerBreaker;
   readonly drift: RunDrift;
@@ -83,16 +80,15 @@ export interface OpenRun {
  */
 export async function openRun(options: RunOptions): Promise<OpenRun> {
   const logger = options.logger ?? silentLogger;
-  const database = openDatabase(options.dbPath);
+  const store = await openRunStore(options);
   const releases = new Releases();
-  releases.push(() => database.close());
+  releases.push(() => store.close());
   try {
-    const lock = acquireRunLock(database, { leaseMs: options.lockLeaseMs });
-    releases.push(() => releaseLock(lock, logger, database.file));
-    return openLocked(options, logger, database, lock, releases);
+    releases.push(() => releaseLock(store, logger));
+    return await openLocked(options, logger, store, releases);
   } catch (err) {
     await releases.releaseTo(0);
-    throw toDatabaseUseError(err, database.file);
+    throw store.describeError(err);
   }
 }
 
@@ -113,14 +109,12 @@ class Releases {
   }
 }
 
-function openLocked(options: RunOptions, logger: Logger, database: Database, lock: RunLock, releases: Releases): OpenRun {
+async function openLocked(options: RunOptions, logger: Logger, store: RunStore, releases: Releases): Promise<OpenRun> {
   const startedAt = new Date().toISOString();
-  const runs = createRunLog(database);
-  const ledger = lockGuardedLedger(createLedger(database), lock);
-  const callLog = createApiCallLog(database);
-  const runId = runs.start(options.jobs.map((j) => j.name), startedAt, process.pid, hostname());
+  const { runs, ledger, calls: callLog, hold: lock } = store;
+  const runId = await runs.start(options.jobs.map((j) => j.name), startedAt, process.pid, hostname());
   lock.setRunId(runId);
-  logger.info('run started', { run: runId, jobs: options.jobs.map((j) => j.name).join(','), db: database.file });
+  logger.info('run started', { run: runId, jobs: options.jobs.map((j) => j.name).join(','), db: store.name });
   if (lock.abandonedRuns.length > 0) {
     logger.warn('closed runs whose process ended without finishing them, as abandoned', { runs: lock.abandonedRuns.join(',') });
   }
@@ -137,7 +131,7 @@ function openLocked(options: RunOptions, logger: Logger, database: Database, loc
   options.signal?.addEventListener('abort', onAbort, { once: true });
   releases.push(() => options.signal?.removeEventListener('abort', onAbort));
   const settings = settingsOf(options);
-  const guard = creditGuardOf(options, callLog);
+  const guard = await creditGuardOf(options, store, options.sharedRunKey ?? `run-${runId}`);
   const client = createApiClient({
     baseUrl: options.api.baseUrl,
     token: options.api.token,
@@ -146,18 +140,18 @@ function openLocked(options: RunOptions, logger: Logger, database: Database, loc
   });
   releases.push(() => client.close().catch(() => undefined));
   // Started now so that the thread opens its connection while the first job's input is planned.
-  const writer = new ResultWriter(database, runId, (err) => stop.stop('fatal', err), lock);
+  const writer = store.openWriter(runId, (err) => stop.stop('fatal', err));
   // A writer that failed has reported why through stop(); closing it can add nothing.
   releases.push(() => writer.close().catch(() => undefined));
   return {
-    options, settings, logger, database, lock, runId, startedAt, runs, ledger, callLog, stop, guard, client, writer,
+    options, settings, logger, store, lock, runId, startedAt, runs, ledger, callLog, stop, guard, client, writer,
     get lockLost() {
       return lockLost;
     },
-    gate: new RateGate({ requestsPerMinute: null }),
+    gate: store.openGate(options.api.baseUrl),
     outage: new OutageBreaker(stop, settings.outageMinTasks),
     unusable: new UnusableAnswerBreaker(stop, (op) => guard.costOf(op)),
-    drift: new RunDrift(database, runId),
+    drift: new RunDrift(store, runId),
     tally: { attemptErrors: 0, creditsAtStart: null, balanceAsked: false },
     closeCalls: () => releases.releaseTo(callsFrom),
     close: () => releases.releaseTo(0),
@@ -176,25 +170,27 @@ function settingsOf(options: RunOptions): RunSettings {
 }
 
 /** The guard starts from what earlier runs learned: each operation's cost, and the last counters seen. */
-function creditGuardOf(options: RunOptions, callLog: ReturnType<typeof createApiCallLog>): CreditGuard {
+async function creditGuardOf(options: RunOptions, store: RunStore, runKey: string): Promise<CreditGuard> {
+  const { calls: callLog } = store;
   const costs: Partial<Record<Operation, number>> = {};
-  for (const job of options.jobs) costs[job.operation] ??= callLog.learnedCost(job.operation) ?? undefined;
-  return new CreditGuard({ reserve: 0, maxPerRun: null }, { costs, lastCreditsUsed: callLog.lastCounters()?.creditsUsed ?? null });
+  for (const job of options.jobs) costs[job.operation] ??= (await callLog.learnedCost(job.operation)) ?? undefined;
+  const history = { costs, lastCreditsUsed: (await callLog.lastCounters())?.creditsUsed ?? null };
+  return store.openCreditGuard({ reserve: 0, maxPerRun: null }, history, options.api.baseUrl, runKey);
 }
 
-function releaseLock(lock: RunLock, logger: Logger, dbFile: string): void {
+async function releaseLock(store: RunStore, logger: Logger): Promise<void> {
   try {
-    lock.release();
+    await store.hold.release();
   } catch (err) {
     // A lock row left behind names a dead pid and is taken over by the next run; the outcome matters more.
-    logger.warn('could not release the run lock', { error: describeError(err, dbFile).message });
+    logger.warn('could not release the run lock', { error: describeError(err, store).message });
   }
 }
 
 /** An error as the summary, the log and `runs.error` give it: its code, and a message that names the database. */
-export function describeError(err: unknown, dbFile: string): { code: string; message: string } {
+export function describeError(err: unknown, store: Pick<RunStore, 'describeError'>): { code: string; message: string } {
   // SQLite's own messages ("database or disk is full") do not say which file: the mapped error does.
-  const mapped = toDatabaseUseError(err, dbFile);
+  const mapped = store.describeError(err);
   const code = (mapped as { code?: unknown })?.code;
   return {
     code: typeof code === 'string' ? code : 'INTERNAL',

@@ -1,6 +1,7 @@
 import type { Job } from '../jobs/schema.ts';
 import { planTasks } from '../jobs/plan-tasks.ts';
-import { invalidRowKey, type InvalidInputRow, type Ledger, type NewTask, type RunnableFilter } from '../store/ledger.ts';
+import { invalidRowKey, type InvalidInputRow, type NewTask, type RunnableFilter } from '../store/ledger.ts';
+import type { RunLedger } from '../store/run-store.ts';
 
 export const PLAN_DEFAULTS = {
   /** Rows written per transaction while the input streams into the ledger. */
@@ -29,22 +30,22 @@ export interface PlanCounts {
  * Once `stop` is aborted the read ends at the next row, so a Ctrl-C during the read of millions of rows is
  * obeyed in a moment rather than once the whole file is in the ledger.
  */
-export async function planIntoLedger(job: Job, ledger: Ledger, runId: number, stop?: AbortSignal): Promise<PlanCounts> {
+export async function planIntoLedger(job: Job, ledger: RunLedger, runId: number, stop?: AbortSignal): Promise<PlanCounts> {
   const counts: PlanCounts = { tasks: 0, invalid: 0, invalidKnown: 0, duplicates: 0, invalidSamples: [], complete: false };
   let tasks: NewTask[] = [];
   let invalid: InvalidInputRow[] = [];
   let duplicates = 0;
   // The rows earlier runs reported, read before this run records its own (each matches one row of this read).
-  const reported = ledger.recordedInvalid(job.name, job.input.csv);
+  const reported = await ledger.recordedInvalid(job.name, job.input.csv);
   // Counted as written, so that the counts of a read cut short are those of the ledger.
-  const flush = () => {
+  const flush = async () => {
     const known = invalid.map((row) => {
       const key = invalidRowKey(row);
       const left = reported.get(key) ?? 0;
       if (left > 0) reported.set(key, left - 1);
       return left > 0;
     });
-    ledger.insertPlanned(tasks, invalid, runId, new Date().toISOString());
+    await ledger.insertPlanned(tasks, invalid, runId, new Date().toISOString());
     counts.tasks += tasks.length;
     counts.invalid += invalid.length;
     counts.duplicates += duplicates;
@@ -82,10 +83,10 @@ export async function planIntoLedger(job: Job, ledger: Ledger, runId: number, st
     } else {
       duplicates += 1;
     }
-    if (tasks.length + invalid.length >= PLAN_DEFAULTS.batchRows) flush();
+    if (tasks.length + invalid.length >= PLAN_DEFAULTS.batchRows) await flush();
   }
-  flush();
-  ledger.dropStaleInvalid(job.name, runId);
+  await flush();
+  await ledger.dropStaleInvalid(job.name, runId);
   counts.complete = true;
   return counts;
 }
@@ -101,12 +102,12 @@ export interface DueCounts {
  * Decides in the ledger, before the job's first call, what its run will call: a lookup another job answered
  * (fresh, or in this very run under --refresh) is taken, not paid for again; then the due tasks are reopened.
  */
-export function settleDue(operation: string, ledger: Ledger, filter: RunnableFilter): DueCounts {
-  const shared = ledger.adoptSharedAnswers(filter, ledger.otherJobs(operation, filter.job), new Date().toISOString());
-  ledger.reopenDue(filter, new Date().toISOString());
-  const runnable = ledger.countRunnable(filter);
+export async function settleDue(operation: string, ledger: RunLedger, filter: RunnableFilter): Promise<DueCounts> {
+  const shared = await ledger.adoptSharedAnswers(filter, await ledger.otherJobs(operation, filter.job), new Date().toISOString());
+  await ledger.reopenDue(filter, new Date().toISOString());
+  const runnable = await ledger.countRunnable(filter);
   // Once the due ones are reopened, the tasks still failed are those an earlier run failed for good.
-  const failedBefore = ledger.countsByStatus(filter.job, filter.runId).failed;
+  const failedBefore = (await ledger.countsByStatus(filter.job, filter.runId)).failed;
   return { shared, runnable, failedBefore };
 }
 
@@ -123,9 +124,9 @@ export interface DeferredRefresh {
  * run already refreshed. Once `stop` is aborted the read ends as planIntoLedger's does, and nothing is reopened:
  * a refresh deferred for only the rows read would be a part of it the user could not tell from the rest.
  */
-export async function deferRefresh(job: Job, ledger: Ledger, runId: number, refreshSince: string, stop?: AbortSignal): Promise<DeferredRefresh> {
+export async function deferRefresh(job: Job, ledger: RunLedger, runId: number, refreshSince: string, stop?: AbortSignal): Promise<DeferredRefresh> {
   const plan = await planIntoLedger(job, ledger, runId, stop);
   if (!plan.complete) return { plan, deferred: 0 };
-  settleDue(job.operation, ledger, { job: job.name, runId, freshSince: refreshSince, refresh: true });
-  return { plan, deferred: ledger.deferPending(job.name, runId, new Date().toISOString()) };
+  await settleDue(job.operation, ledger, { job: job.name, runId, freshSince: refreshSince, refresh: true });
+  return { plan, deferred: await ledger.deferPending(job.name, runId, new Date().toISOString()) };
 }

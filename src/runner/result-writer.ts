@@ -168,7 +168,7 @@ export class ResultWriter {
   }
 }
 
-function callRow(
+export function callRow(
   runId: number,
   taskId: number,
   call: Partial<ApiCallInfo>,

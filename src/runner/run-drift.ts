@@ -2,8 +2,7 @@
  * A run's drift: the drift of every answer it stored, summed per operation (operations/drift.ts), written to
  * answer_drift after each job (for `status`) and said in one line per path in the summary and the log.
  */
-import { saveAnswerDrift } from '../store/answer-drift.ts';
-import type { Connection } from '../store/connection.ts';
+import type { RunStore } from '../store/run-store.ts';
 import { DriftTally, driftLine, type DriftKind } from '../operations/drift.ts';
 import type { Operation } from '../spec/types.ts';
 
@@ -20,14 +19,10 @@ export interface DriftLine {
 
 export class RunDrift {
   private readonly tallies = new Map<Operation, DriftTally>();
-  private readonly write: ReturnType<typeof saveAnswerDrift>;
-
   constructor(
-    database: Connection,
+    private readonly store: Pick<RunStore, 'saveDrift'>,
     private readonly runId: number,
-  ) {
-    this.write = saveAnswerDrift(database);
-  }
+  ) {}
 
   /** Adds one stored answer's drift. */
   add(operation: Operation, drift: DriftTally): void {
@@ -38,10 +33,10 @@ export class RunDrift {
   }
 
   /** Writes the operation's counts so far (they replace those written after an earlier job of the run). */
-  save(operation: Operation): void {
+  async save(operation: Operation): Promise<void> {
     const tally = this.tallies.get(operation);
     if (!tally) return;
-    this.write(this.runId, tally.counts().map((c) => ({ operation, path: c.path, kind: c.kind, count: c.count, seen: c.of, detail: c.detail })));
+    await this.store.saveDrift(this.runId, tally.counts().map((c) => ({ operation, path: c.path, kind: c.kind, count: c.count, seen: c.of, detail: c.detail })));
   }
 
   /** Every line, by operation, path and kind. */

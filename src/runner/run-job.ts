@@ -1,6 +1,7 @@
 import PQueue from 'p-queue';
 import type { Job } from '../jobs/schema.ts';
-import type { Ledger, TaskRow } from '../store/ledger.ts';
+import type { TaskRow } from '../store/ledger.ts';
+import type { DueTasks } from '../store/run-store.ts';
 import type { Operation } from '../spec/types.ts';
 import type { IngestRequest } from '../store/ingest-request.ts';
 import { findSpec, readStored, specOf, type AnySubject } from '../operations/index.ts';
@@ -36,13 +37,12 @@ export interface JobProgress {
 /**
  * Works through a job's due tasks. The tasks of one input (its pages) run one after the other, so a short
  * page ends the list before later pages are paid for; inputs run side by side up to the job's concurrency.
- * Tasks are read from the ledger in batches and fed to the queue with backpressure, so memory stays flat
- * however long the input.
+ * Tasks are read from the ledger (or claimed, on PostgreSQL) in batches and fed to the queue with backpressure,
+ * so memory stays flat however long the input.
  */
 export async function workJob(
   job: Job,
-  ledger: Ledger,
-  filter: { job: string; runId: number; freshSince: string; refresh: boolean },
+  due: DueTasks,
   ctx: ExecutorContext,
   progress: JobProgress,
 ): Promise<void> {
@@ -52,24 +52,9 @@ export async function workJob(
   let failure: unknown = null;
 
   const runUnit = async (unit: TaskRow[]) => {
-    let lastPage: number | null = null;
-    for (const row of unit) {
-      if (ctx.stop.reason) return;
-      const task = toExecutable(row);
-      if (lastPage !== null) {
-        void ctx.writer.pastLastPage(task, lastPage);
-        progress.notFound += 1;
-        continue;
-      }
-      const outcome = await executeTask(task, ctx);
-      if (outcome.kind === 'stopped') return;
-      ctx.onTaskEnded?.(task, outcome);
-      if (outcome.kind === 'done') progress.done += 1;
-      else if (outcome.kind === 'not_found') progress.notFound += 1;
-      else progress.failed += 1;
-      if (outcome.kind === 'not_found' || (outcome.kind === 'done' && outcome.lastPage)) lastPage = row.page;
-      // A page that failed leaves the later ones due: they may still hold results.
-    }
+    await runPages(unit, ctx, progress);
+    // Its pages are settled, or left for the next run: another worker may take what is still due.
+    await due.settled([unit[0]!.inputKey]);
   };
   const enqueue = async (unit: TaskRow[]) => {
     if (queue.size >= maxQueued) await queue.onSizeLessThan(maxQueued);
@@ -79,10 +64,10 @@ export async function workJob(
     });
   };
 
-  let afterId = 0;
   let unit: TaskRow[] = [];
   while (!ctx.stop.reason) {
-    const rows = ledger.runnableAfter(filter, afterId, RUN_JOB_DEFAULTS.ledgerBatch);
+    // A claim takes no more than the queue holds: what a worker claims, the others cannot work.
+    const rows = await due.next(due.wholeInputs ? maxQueued : RUN_JOB_DEFAULTS.ledgerBatch);
     if (rows.length === 0) break;
     for (const row of rows) {
       if (unit.length > 0 && unit[0]!.inputKey !== row.inputKey) {
@@ -92,11 +77,44 @@ export async function workJob(
       }
       unit.push(row);
     }
-    afterId = rows[rows.length - 1]!.id;
+    // Claimed inputs are whole, and the next claim may wait for this one to be settled: work it now.
+    if (due.wholeInputs && unit.length > 0 && !ctx.stop.reason) {
+      await enqueue(unit);
+      unit = [];
+    }
   }
   if (unit.length > 0 && !ctx.stop.reason) await enqueue(unit);
   await queue.onIdle();
+  await due.close();
   if (failure) throw failure;
+}
+
+/**
+ * One input's pages in order; a short page settles the later ones without a call. Resolves once every outcome
+ * is committed.
+ */
+async function runPages(unit: TaskRow[], ctx: ExecutorContext, progress: JobProgress): Promise<void> {
+  let lastPage: number | null = null;
+  // Settled once committed: an input given back (DueTasks.settled) must not show its later pages as due.
+  const pastLast: Array<Promise<void>> = [];
+  for (const row of unit) {
+    if (ctx.stop.reason) break;
+    const task = toExecutable(row);
+    if (lastPage !== null) {
+      pastLast.push(ctx.writer.pastLastPage(task, lastPage));
+      progress.notFound += 1;
+      continue;
+    }
+    const outcome = await executeTask(task, ctx);
+    if (outcome.kind === 'stopped') break;
+    ctx.onTaskEnded?.(task, outcome);
+    if (outcome.kind === 'done') progress.done += 1;
+    else if (outcome.kind === 'not_found') progress.notFound += 1;
+    else progress.failed += 1;
+    if (outcome.kind === 'not_found' || (outcome.kind === 'done' && outcome.lastPage)) lastPage = row.page;
+    // A page that failed leaves the later ones due: they may still hold results.
+  }
+  await Promise.all(pastLast);
 }
 
 /** The call a ledger row stands for: its request read once, through its operation's schema, and what its answer is filed under. */

@@ -1,4 +1,3 @@
-import { toDatabaseUseError } from '../store/open.ts';
 import { closeRun } from './close-run.ts';
 import type { JobResult } from './job-result.ts';
 import { openRun } from './open-run.ts';
@@ -27,7 +26,7 @@ export async function runJobs(options: RunOptions): Promise<RunSummary> {
     }
     return await closeRun(run, results);
   } catch (err) {
-    throw toDatabaseUseError(err, run.database.file);
+    throw run.store.describeError(err);
   } finally {
     await run.close();
   }

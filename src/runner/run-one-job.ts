@@ -8,7 +8,6 @@ import type { UsageError } from '../errors.ts';
 import { dueSince } from '../jobs/freshness.ts';
 import { isJobUnusable, type JobFileError } from '../jobs/job-error.ts';
 import type { Job } from '../jobs/schema.ts';
-import { anomalyCountsOf } from '../store/answer-anomalies.ts';
 import type { RunnableFilter } from '../store/ledger.ts';
 import { recentLockCheck } from '../store/run-lock.ts';
 import { seedFromBalance } from './balance-check.ts';
@@ -40,7 +39,7 @@ export async function runOneJob(run: OpenRun, configured: Job): Promise<JobResul
       if (!isJobUnusable(err)) throw err;
       return skipped(run.logger, job, err);
     }
-    if (!plan.complete) return partlyPlanned(run, job, plan, false);
+    if (!plan.complete) return await partlyPlanned(run, job, plan, false);
     return await workPlanned(run, job, plan);
   } catch (err) {
     run.stop.stop('fatal', err);
@@ -74,7 +73,7 @@ async function notReached(run: OpenRun, job: Job): Promise<JobResult> {
   try {
     const { plan, deferred } = await deferRefresh(job, run.ledger, run.runId, run.startedAt, run.options.signal);
     // Its tasks written so far are deferred like those of any read a signal cut short; its refresh is not.
-    if (!plan.complete) return partlyPlanned(run, job, plan, true);
+    if (!plan.complete) return await partlyPlanned(run, job, plan, true);
     run.logger.info('job not reached: its refresh is deferred to the next run', { job: job.name, deferred });
     return { ...waits, deferred };
   } catch (err) {
@@ -89,9 +88,9 @@ async function notReached(run: OpenRun, job: Job): Promise<JobResult> {
  * written so far are deferred, as a run stopped during its calls defers what it did not call, and no call is
  * made. The next run reads the whole input again; its upsert keeps one task per input and page.
  */
-function partlyPlanned(run: OpenRun, job: Job, plan: PlanCounts, interrupted: boolean): JobResult {
-  run.ledger.deferPending(job.name, run.runId, new Date().toISOString());
-  const deferred = run.ledger.countsByStatus(job.name, run.runId).deferred;
+async function partlyPlanned(run: OpenRun, job: Job, plan: PlanCounts, interrupted: boolean): Promise<JobResult> {
+  await run.ledger.deferPending(job.name, run.runId, new Date().toISOString());
+  const deferred = (await run.ledger.countsByStatus(job.name, run.runId)).deferred;
   run.logger.warn('job stopped while reading its input: the next run reads it again', {
     job: job.name, tasks_read: plan.tasks, invalid: plan.invalid, deferred,
   });
@@ -102,7 +101,7 @@ function partlyPlanned(run: OpenRun, job: Job, plan: PlanCounts, interrupted: bo
 async function workPlanned(run: OpenRun, job: Job, plan: PlanCounts): Promise<JobResult> {
   const { settings, runId } = run;
   const filter = { job: job.name, runId, freshSince: dueSince(job.refreshAfterDays, settings.refresh, run.startedAt), refresh: settings.refresh };
-  const { shared, runnable, failedBefore } = settleDue(job.operation, run.ledger, filter);
+  const { shared, runnable, failedBefore } = await settleDue(job.operation, run.ledger, filter);
   run.logger.info('job planned', {
     job: job.name, tasks: plan.tasks, invalid: plan.invalid, invalid_known: plan.invalidKnown || undefined, duplicates: plan.duplicates,
     due: runnable, failed_before: failedBefore, shared: shared || undefined,
@@ -114,9 +113,9 @@ async function workPlanned(run: OpenRun, job: Job, plan: PlanCounts): Promise<Jo
   const { stop, warning } = await workDue(run, job, filter, runnable);
   const capped = settleJobStop(stop, run.stop, run.guard) ? { ...run.guard.stopDetail!, job: job.name } : null;
   // On a full disk this write fails too: the pending tasks wait all the same, and the summary still says what was done.
-  if (stop.reason) deferPending(run, job.name);
-  else if (job.keepRawDays !== null) pruneJobBodies(run.database, job.name, job.keepRawDays, run.logger);
-  const worked = bookWorked(run, job, plan, { worked: runnable, failedBefore, warnings: warning ? [warning] : [] });
+  if (stop.reason) await deferPending(run, job.name);
+  else if (job.keepRawDays !== null) await pruneJobBodies(run.store, job.name, job.keepRawDays, run.logger);
+  const worked = await bookWorked(run, job, plan, { worked: runnable, failedBefore, warnings: warning ? [warning] : [] });
   logWorked(run.logger, worked, stop);
   if (!stop.reason) return { kind: 'done', ...worked };
   return { kind: 'stopped', capped, ...worked };
@@ -128,7 +127,7 @@ async function prepareCalls(run: OpenRun, job: Job, runnable: number): Promise<v
   guard.setLimits({ reserve: job.credits.reserve, maxPerRun: job.credits.maxPerRun ?? null });
   if (!tally.balanceAsked && runnable > 0) {
     tally.balanceAsked = true;
-    await seedFromBalance(run.client, guard, run.callLog.lastCounters()?.creditsUsed ?? null, run.stop.signal, run.logger);
+    await seedFromBalance(run.client, guard, (await run.callLog.lastCounters())?.creditsUsed ?? null, run.stop.signal, run.logger);
   }
   run.gate.setRequestsPerMinute(job.rate.requestsPerMinute);
   run.outage.setThreshold(Math.max(settings.outageMinTasks, job.rate.concurrency));
@@ -148,7 +147,7 @@ async function workDue(run: OpenRun, job: Job, filter: RunnableFilter, runnable:
   const jobStop = jobStopOf(run.stop);
   const notFoundOnly = new NotFoundOnlyWatch(job.operation, run.settings.notFoundOnlyMinAnswers, [run.options.api.token]);
   try {
-    await workJob(job, run.ledger, filter, {
+    await workJob(job, run.store.dueTasks(filter, jobStop.stop.signal), {
       client: run.client,
       guard,
       gate: run.gate,
@@ -198,20 +197,20 @@ function progressReporter(run: OpenRun, job: string, progress: JobProgress): Pro
 }
 
 /** Defers a stopped job's pending tasks; a failed write stops the run (pending tasks are picked up all the same). */
-function deferPending(run: OpenRun, job: string): void {
+async function deferPending(run: OpenRun, job: string): Promise<void> {
   try {
-    run.ledger.deferPending(job, run.runId, new Date().toISOString());
+    await run.ledger.deferPending(job, run.runId, new Date().toISOString());
   } catch (err) {
     run.stop.stop('fatal', err);
   }
 }
 
 /** The job's books once worked: the ledger's counts, the answers set aside, and its drift saved for `status`. */
-function bookWorked(run: OpenRun, job: Job, plan: PlanCounts, due: Pick<WorkedJob, 'worked' | 'failedBefore' | 'warnings'>): WorkedJob {
-  const counts = run.ledger.countsByStatus(job.name, run.runId);
-  const failedByCode = run.ledger.failedByCode(job.name, run.runId);
-  run.drift.save(job.operation);
-  const anomalies = anomalyCountsOf(run.database, run.runId, job.name);
+async function bookWorked(run: OpenRun, job: Job, plan: PlanCounts, due: Pick<WorkedJob, 'worked' | 'failedBefore' | 'warnings'>): Promise<WorkedJob> {
+  const counts = await run.ledger.countsByStatus(job.name, run.runId);
+  const failedByCode = await run.ledger.failedByCode(job.name, run.runId);
+  await run.drift.save(job.operation);
+  const anomalies = await run.store.anomalyCounts(run.runId, job.name);
   return {
     job: { name: job.name, operation: job.operation }, plan, ...due, counts, failedByCode, setAside: anomalies.no_identity, otherPost: anomalies.other_post,
   };

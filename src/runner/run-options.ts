@@ -60,6 +60,13 @@ export interface RunOptions {
   failureLog?: FailureLogOptions;
   /** The run lock's lease (default RUN_LOCK_DEFAULTS.leaseMs): how long another host waits after its last heartbeat. */
   lockLeaseMs?: number;
+  /** PostgreSQL: the window the shared requests-per-minute limit is counted over (a minute; tests scale it down). */
+  sharedRateWindowMs?: number;
+  /**
+   * PostgreSQL: the run several workers share, for `credits.maxPerRun` across them (NETINGEST_RUN_KEY, e.g. the
+   * scheduler's job name); by default each worker's run is its own, as on SQLite. The reserve is the account's.
+   */
+  sharedRunKey?: string;
 }
 
 export const RUN_DEFAULTS = {

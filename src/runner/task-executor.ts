@@ -7,9 +7,8 @@ import type { OperationSpec } from '../operations/operation-spec.ts';
 import type { DriftTally } from '../operations/drift.ts';
 import type { CreditGuard } from './credit-guard.ts';
 import { chargeOfFailure } from './charge-of.ts';
-import type { RateGate } from './rate-gate.ts';
 import type { RunStop } from './run-stop.ts';
-import type { ResultWriter, WriterTask } from './result-writer.ts';
+import type { OutcomeWriter, RunGate, WriterTask } from '../store/run-store.ts';
 import type { IngestRequest } from '../store/ingest-request.ts';
 import { maxCallsPerTask } from './call-bound.ts';
 import { CallBoundError, ERROR_POLICY, errorCodeOf, type ErrorCode } from './error-policy.ts';
@@ -28,9 +27,9 @@ export interface RetrySettings {
 export interface ExecutorContext {
   client: ApiClient;
   guard: CreditGuard;
-  gate: RateGate;
+  gate: RunGate;
   stop: RunStop;
-  writer: ResultWriter;
+  writer: OutcomeWriter;
   retry: RetrySettings;
   /** Total time the run may spend paused by 429s before it ends as deferred. */
   maxThrottleWaitMs: number;

@@ -273,3 +273,10 @@ async function setIdentitiesPastCopiedIds(client: pg.PoolClient): Promise<void> 
     );
   }
 }
+
+/** How a value the SQLite store would write goes into a PostgreSQL column, per column of `table` (the run's PostgreSQL row writer). */
+export function pgValueConverters(table: string): Map<string, (value: unknown) => unknown> {
+  const found = COPY_ORDER.find((t) => getTableConfig(t).name === table);
+  if (!found) throw new Error(`internal: no PostgreSQL table ${table}`);
+  return new Map(planColumns(found).map((c) => [c.name, (value: unknown) => c.convert(value, {})]));
+}

@@ -31,6 +31,14 @@ export interface SchemaShape {
 const IGNORED_TABLES = new Set(['__drizzle_migrations', 'sqlite_sequence']);
 
 /**
+ * Tables only PostgreSQL has, by design: how several workers share a job (src/store/pg/coordination/tables.ts:
+ * task leases, the shared rate limit, the shared credit budget). SQLite keeps its one-run lock instead.
+ */
+export const PG_ONLY_COORDINATION_TABLES: readonly string[] = [
+  'account_balance', 'credit_reservations', 'credit_run_spend', 'rate_slots', 'worker_task_leases',
+];
+
+/**
  * The documented type mapping (docs/postgres.md): for a SQLite declared type, the PostgreSQL types a column may
  * have. A timestamp (`*_at`, `at`) must be timestamptz; the others choose among these.
  */
@@ -144,7 +152,9 @@ export function schemaDifferences(lite: SchemaShape, pgs: SchemaShape): string[]
   const out: string[] = [];
   const names = (o: object) => Object.keys(o).sort();
   for (const t of names(lite.tables)) if (!pgs.tables[t]) out.push(`table ${t}: only on SQLite`);
-  for (const t of names(pgs.tables)) if (!lite.tables[t]) out.push(`table ${t}: only on PostgreSQL`);
+  for (const t of names(pgs.tables)) {
+    if (!lite.tables[t] && !PG_ONLY_COORDINATION_TABLES.includes(t)) out.push(`table ${t}: only on PostgreSQL`);
+  }
   for (const t of names(lite.tables)) {
     const a = lite.tables[t]!;
     const b = pgs.tables[t];

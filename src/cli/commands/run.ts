@@ -1,5 +1,6 @@
+import { normalize } from 'node:path';
 import { defineCommand } from '../command.ts';
-import { withApi, withDb, withLogFormat } from '../common-options.ts';
+import { DEFAULT_DB, withApi, withLogFormat } from '../common-options.ts';
 import { resolveApiConfig } from '../../api/config.ts';
 import { loadJobs } from '../load-job-args.ts';
 import { runJobs, type RunOptions, type RunSummary } from '../../runner/run-jobs.ts';
@@ -14,13 +15,18 @@ import { exitCodeForRun } from '../exit-codes.ts';
 import { INVALID_OUT_OPTION, writeInvalidOut } from '../invalid-out.ts';
 import { hadNothingToDo, holdRoutineLines } from '../quiet-night.ts';
 import { lockLeaseFromEnv } from '../lock-lease.ts';
+import { locateDataset } from '../../store/locator.ts';
+import { UsageError } from '../../errors.ts';
+
+/** PostgreSQL: workers started with the same value share `credits.maxPerRun` (docs/postgres.md). */
+const RUN_KEY_ENV = 'NETINGEST_RUN_KEY';
 
 /** `netingest run`: the run engine from the command line. */
 export const runCommand = defineCommand({
   name: 'run [jobs..]',
   describe: 'Run jobs: read their inputs, call the API for every due task, store the results',
   builder: (y) =>
-    withLogFormat(withApi(withDb(y)))
+    withLogFormat(withApi(y))
       .positional('jobs', { type: 'string', array: true, describe: 'job files (.json or .ts)' })
       .option('all', { type: 'boolean', default: false, describe: 'run every job in jobs/' })
       .option('jobs-dir', { type: 'string', default: 'jobs', describe: 'folder searched by --all', normalize: true })
@@ -31,10 +37,18 @@ export const runCommand = defineCommand({
       .option('refresh', { type: 'boolean', default: false, describe: 'call again tasks done within refreshAfterDays' })
       .option('json', { type: 'boolean', default: false, describe: 'print the summary as JSON on stdout' })
       .option('invalid-out', INVALID_OUT_OPTION)
+      // Not withDb's: a postgres:// URL must not be normalized as a path, and no default, so NETINGEST_DATABASE_URL can apply.
+      .option('db', {
+        type: 'string',
+        describe: `SQLite database file (created, with its folder, when missing; default ${DEFAULT_DB}), or a postgres:// URL (default: $NETINGEST_DATABASE_URL)`,
+      })
       .example('$0 run jobs/lookalikes.json', 'run one job')
       .example('$0 run --all --db data/nightly.db', 'run every job in jobs/ (nightly cron)'),
   run: async (argv, io) => {
     const overrides = overridesFromFlags(argv);
+    const dataset = locateDataset({ db: argv.db, defaultFile: DEFAULT_DB });
+    const dbPath = dataset.engine === 'sqlite' ? normalize(dataset.file) : dataset.url;
+    if (dataset.engine === 'postgres' && argv['invalid-out'] !== undefined) throw new UsageError('--invalid-out reads a SQLite dataset only for now; query invalid_inputs on PostgreSQL');
     const lockLeaseMs = lockLeaseFromEnv();
     const { jobs, broken } = await loadJobs(argv.jobs ?? [], argv.all, argv['jobs-dir']);
     const api = resolveApiConfig({ apiUrl: argv['api-url'], tokenFile: argv['token-file'] });
@@ -57,7 +71,7 @@ export const runCommand = defineCommand({
       },
       (signal) =>
       runJobs({
-        dbPath: argv.db,
+        dbPath,
         jobs,
         brokenJobFiles: broken,
         api,
@@ -68,6 +82,7 @@ export const runCommand = defineCommand({
         progressStream: io.stderr,
         exitCodeOf: exitCodeForRun,
         lockLeaseMs,
+        sharedRunKey: process.env[RUN_KEY_ENV]?.trim() || undefined,
       }),
     ).catch((err: unknown) => {
       held?.settle(false);
@@ -79,7 +94,7 @@ export const runCommand = defineCommand({
     // The jobs whose input the run read whole; an interrupted run writes nothing more.
     if (argv['invalid-out'] !== undefined && summary.status !== 'interrupted') {
       const read = jobs.filter((j) => summary.jobs.some((s) => s.name === j.name && s.status === 'ran'));
-      await writeInvalidOut(read, argv['invalid-out'], argv.db, io.stderr);
+      await writeInvalidOut(read, argv['invalid-out'], dbPath, io.stderr);
     }
     return exitCodeForRun(summary);
   },

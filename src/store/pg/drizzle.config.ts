@@ -7,7 +7,7 @@ import { defineConfig } from 'drizzle-kit';
 
 export default defineConfig({
   dialect: 'postgresql',
-  schema: './src/store/pg/schema.ts',
+  schema: ['./src/store/pg/schema.ts', './src/store/pg/coordination/tables.ts'],
   out: './migrations/postgres',
   strict: true,
   verbose: true,

@@ -39,6 +39,16 @@ export interface ClaimFilter {
   freshSince: string;
   /** Failed tasks are due again even when not retryable. */
   refresh: boolean;
+  /**
+   * When given, a failed task is due only if it failed before this instant (ISO): a run does not take back the
+   * tasks it failed itself (the next run retries them), as paging the ledger forward never does on SQLite.
+   */
+  failedBefore?: string | null;
+  /**
+   * Only tasks last planned (or settled) by a run still going: an input removed from the job's input since an
+   * earlier run planned it is not called, as on SQLite where a run works only the tasks it planned.
+   */
+  liveRunsOnly?: boolean;
 }
 
 /** A claimed task, as the ledger's TaskRow (request_json as its text). */
@@ -59,10 +69,14 @@ export interface Renewal {
   held: Array<{ job: string; inputKey: string; leaseUntil: string }>;
 }
 
-/** The ledger's due rule (src/store/ledger.ts, RUNNABLE) on table alias `t`; $1 job, $2 runId, $3 freshSince, $4 refresh. */
-const DUE = `t.job = $1 AND ($2::bigint IS NULL OR t.run_id = $2::bigint) AND (
+/**
+ * The ledger's due rule (src/store/pg/pg-ledger.ts, PG_DUE) on table alias `t`; $1 job, $2 runId, $3 freshSince,
+ * $4 refresh, $8 failedBefore, $9 liveRunsOnly.
+ */
+export const CLAIM_DUE = `t.job = $1 AND ($2::bigint IS NULL OR t.run_id = $2::bigint)
+  AND ($9::boolean IS NOT TRUE OR t.run_id IN (SELECT r.id FROM runs r WHERE r.status = 'running')) AND (
   t.status IN ('pending', 'deferred')
-  OR (t.status = 'failed' AND (t.retryable = 1 OR $4::boolean))
+  OR (t.status = 'failed' AND (t.retryable = 1 OR $4::boolean) AND ($8::timestamptz IS NULL OR t.updated_at < $8::timestamptz))
   OR (t.status IN ('done', 'not_found') AND (t.completed_at IS NULL OR t.completed_at < $3::timestamptz)))`;
 
 /**
@@ -74,7 +88,7 @@ const DUE = `t.job = $1 AND ($2::bigint IS NULL OR t.run_id = $2::bigint) AND (
  */
 const CLAIM = `WITH candidates AS MATERIALIZED (
     SELECT t.id, t.input_key FROM tasks t
-    WHERE ${DUE} AND NOT EXISTS (SELECT 1 FROM worker_task_leases l
+    WHERE ${CLAIM_DUE} AND NOT EXISTS (SELECT 1 FROM worker_task_leases l
       WHERE l.job = t.job AND l.input_key = t.input_key AND l.lease_until > clock_timestamp())
     ORDER BY t.id LIMIT $5
     FOR UPDATE OF t SKIP LOCKED
@@ -90,7 +104,7 @@ const CLAIM = `WITH candidates AS MATERIALIZED (
   SELECT t.id, t.job, t.operation, t.input_key AS "inputKey", t.page, t.request_json::text AS "requestJson", t.status,
     leased.lease_until AS "leaseUntil"
   FROM tasks t JOIN leased ON leased.input_key = t.input_key
-  WHERE ${DUE}
+  WHERE ${CLAIM_DUE}
   ORDER BY t.id`;
 
 /** Only the inputs this process claimed: a worker restarted under the same id must not keep its dead self's leases alive. */
@@ -110,7 +124,7 @@ export function createTaskClaims(pool: pg.Pool, options: TaskClaimOptions) {
   const heldKey = (job: string, inputKey: string) => `${job}\0${inputKey}`;
 
   async function claimOnce(filter: ClaimFilter, maxTasks: number): Promise<ClaimedTask[]> {
-    const params = [filter.job, filter.runId, filter.freshSince, filter.refresh, maxTasks, workerId, leaseMs];
+    const params = [filter.job, filter.runId, filter.freshSince, filter.refresh, maxTasks, workerId, leaseMs, filter.failedBefore ?? null, filter.liveRunsOnly ?? false];
     const { rows } = await pool.query<ClaimedTask & { id: string | number; leaseUntil: Date | string }>(CLAIM, params);
     for (const r of rows) held.set(heldKey(r.job, r.inputKey), { job: r.job, inputKey: r.inputKey });
     return rows.map((r) => ({ ...r, id: Number(r.id), leaseUntil: iso(r.leaseUntil) }));

@@ -1,0 +1,143 @@
+/**
+ * The task ledger on PostgreSQL: the run ports' ledger (store/run-store.ts) with the same meanings as SQLite's
+ * (store/ledger.ts), whose comments say what each method does. The due rule is written once per dialect; the two
+ * definitions sit side by side here and in ledger.ts (DUE), and task-claims.ts claims by this one.
+ * tasks.request_json is jsonb here: a changed request is compared as JSON (semantic), never as text.
+ */
+import type pg from 'pg';
+import { invalidRowKey, type InvalidInputRow, type NewTask, type RunnableFilter, type TaskRow } from '../ledger.ts';
+import type { RunLedger } from '../run-store.ts';
+import type { TaskStatus } from '../schema.ts';
+
+/**
+ * The due rule (ledger.ts, DUE) in PostgreSQL's SQL: $1 job, $2 runId, $3 freshSince, $4 refresh. Pending and
+ * deferred tasks are due; a failed one when retryable (or under --refresh); a settled one older than freshSince.
+ */
+export const PG_DUE = `(status IN ('pending', 'deferred')
+  OR (status = 'failed' AND (retryable = 1 OR $4::boolean))
+  OR (status IN ('done', 'not_found') AND (completed_at IS NULL OR completed_at < $3::timestamptz)))`;
+
+const RUNNABLE = `job = $1 AND run_id = $2::bigint AND ${PG_DUE}`;
+
+/** Rows per multi-row upsert: PostgreSQL takes at most 65,535 parameters a statement. */
+const TASK_ROWS_PER_STATEMENT = 500;
+
+/** The same lookup answered by one of $5 (job names) at or after $3, as ledger.ts's sharedAnswer. */
+const SHARED = `u.job = ANY($5::text[]) AND u.input_key = tasks.input_key AND u.page = tasks.page
+  AND u.operation = tasks.operation AND u.request_json = tasks.request_json
+  AND u.status IN ('done', 'not_found') AND u.completed_at >= $3::timestamptz`;
+
+const filterParams = (f: RunnableFilter) => [f.job, f.runId, f.freshSince, f.refresh];
+
+/** The ledger a PostgreSQL run uses. */
+export function createPgLedger(pool: pg.Pool): RunLedger {
+  return {
+    async recordedInvalid(job, file) {
+      const { rows } = await pool.query<{ field: string | null; value: string | null; reason: string }>(
+        'SELECT field, value, reason FROM invalid_inputs WHERE job = $1 AND file = $2', [job, file]);
+      const counts = new Map<string, number>();
+      for (const r of rows) counts.set(invalidRowKey(r), (counts.get(invalidRowKey(r)) ?? 0) + 1);
+      return counts;
+    },
+    insertPlanned: (tasks, invalid, runId, at) => retryingConflicts(() => insertPlanned(pool, tasks, invalid, runId, at)),
+    async dropStaleInvalid(job, runId) {
+      return (await pool.query('DELETE FROM invalid_inputs WHERE job = $1 AND run_id <> $2', [job, runId])).rowCount ?? 0;
+    },
+    async otherJobs(operation, job) {
+      const { rows } = await pool.query<{ job: string }>(
+        'SELECT DISTINCT job FROM tasks WHERE operation = $1 AND job <> $2 ORDER BY job', [operation, job]);
+      return rows.map((r) => r.job);
+    },
+    async adoptSharedAnswers(filter, others, at) {
+      if (others.length === 0) return 0;
+      const { rowCount } = await pool.query(`UPDATE tasks SET (status, completed_at, last_error) = (
+          SELECT u.status, u.completed_at, u.last_error FROM tasks u WHERE ${SHARED} ORDER BY u.completed_at DESC LIMIT 1),
+        last_error_code = NULL, retryable = NULL, updated_at = $6
+        WHERE ${RUNNABLE} AND EXISTS (SELECT 1 FROM tasks u WHERE ${SHARED})`, [...filterParams(filter), others, at]);
+      return rowCount ?? 0;
+    },
+    async reopenDue(filter, at) {
+      const { rowCount } = await pool.query(`UPDATE tasks SET status = 'pending', updated_at = $5
+        WHERE ${RUNNABLE} AND status NOT IN ('pending', 'deferred')`, [...filterParams(filter), at]);
+      return rowCount ?? 0;
+    },
+    async countRunnable(filter) {
+      const { rows } = await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM tasks WHERE ${RUNNABLE}`, filterParams(filter));
+      return rows[0]!.n;
+    },
+    async runnableAfter(filter, afterId, limit) {
+      const { rows } = await pool.query<TaskRow & { id: string }>(`SELECT id, job, operation, input_key AS "inputKey", page,
+        request_json::text AS "requestJson", status FROM tasks WHERE ${RUNNABLE} AND id > $5 ORDER BY id LIMIT $6`,
+      [...filterParams(filter), afterId, limit]);
+      return rows.map((r) => ({ ...r, id: Number(r.id) }));
+    },
+    async deferPending(job, runId, at) {
+      const { rowCount } = await pool.query(`UPDATE tasks SET status = 'deferred', updated_at = $3
+        WHERE job = $1 AND run_id = $2 AND status = 'pending'`, [job, runId, at]);
+      return rowCount ?? 0;
+    },
+    async countsByStatus(job, runId) {
+      const counts: Record<TaskStatus, number> = { pending: 0, done: 0, not_found: 0, failed: 0, deferred: 0 };
+      const { rows } = await pool.query<{ status: TaskStatus; n: number }>(
+        'SELECT status, count(*)::int AS n FROM tasks WHERE job = $1 AND run_id = $2 GROUP BY status', [job, runId]);
+      for (const r of rows) counts[r.status] = r.n;
+      return counts;
+    },
+    async failedByCode(job, runId) {
+      const { rows } = await pool.query<{ code: string; n: number }>(`SELECT coalesce(last_error_code, 'UNKNOWN') AS code, count(*)::int AS n
+        FROM tasks WHERE job = $1 AND run_id = $2 AND status = 'failed' GROUP BY 1`, [job, runId]);
+      return Object.fromEntries(rows.map((r) => [r.code, r.n]));
+    },
+  };
+}
+
+/** Workers planning one job at once upsert the same rows: a deadlock between them is tried again (the batch is idempotent). */
+async function retryingConflicts<T>(write: () => Promise<T>, attempts = 3): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await write();
+    } catch (err) {
+      const code = (err as { code?: unknown }).code;
+      if ((code !== '40P01' && code !== '40001') || attempt >= attempts) throw err;
+    }
+  }
+}
+
+/**
+ * One transaction per batch, as on SQLite. Planning is an idempotent upsert, so several workers may plan one
+ * job at once; a changed request (compared as jsonb) sets the task back to pending.
+ */
+async function insertPlanned(pool: pg.Pool, tasks: NewTask[], invalid: InvalidInputRow[], runId: number, at: string): Promise<void> {
+  const client = await pool.connect();
+  try {
+    await client.query('BEGIN');
+    for (let i = 0; i < tasks.length; i += TASK_ROWS_PER_STATEMENT) {
+      const chunk = tasks.slice(i, i + TASK_ROWS_PER_STATEMENT);
+      // Duplicates within one statement would make ON CONFLICT touch a row twice: the input order's last wins.
+      const byKey = new Map(chunk.map((t) => [`${t.inputKey}\0${t.page}`, t]));
+      const rows = [...byKey.values()];
+      await client.query(`INSERT INTO tasks (job, operation, input_key, page, request_json, input_line, status, attempts, created_at, updated_at, run_id)
+        SELECT u.job, u.operation, u.input_key, u.page, u.request_json::jsonb, u.input_line, 'pending', 0, $6, $6, $7
+        FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::text[], $8::int[]) AS u(job, operation, input_key, page, request_json, input_line)
+        ON CONFLICT (job, input_key, page) DO UPDATE SET
+          run_id = excluded.run_id,
+          status = CASE WHEN tasks.request_json <> excluded.request_json THEN 'pending' ELSE tasks.status END,
+          request_json = excluded.request_json,
+          operation = excluded.operation`,
+      [rows.map((t) => t.job), rows.map((t) => t.operation), rows.map((t) => t.inputKey), rows.map((t) => t.page),
+        rows.map((t) => t.requestJson), at, runId, rows.map((t) => t.inputLine)]);
+    }
+    for (const r of invalid) {
+      await client.query(`INSERT INTO invalid_inputs (job, file, line, field, value, reason, run_id, created_at)
+        VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+        ON CONFLICT (job, file, line) DO UPDATE SET field = excluded.field, value = excluded.value, reason = excluded.reason, run_id = excluded.run_id`,
+      [r.job, r.file, r.line, r.field, r.value, r.reason, runId, at]);
+    }
+    await client.query('COMMIT');
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw err;
+  } finally {
+    client.release();
+  }
+}

@@ -1,0 +1,208 @@
+/**
+ * The run store on PostgreSQL (store/run-store.ts's ports). There is no exclusive run lock: a worker registers
+ * (its `runs` row, with pid and host) and never gets LOCKED; several workers run one job together, each taking
+ * due work with task claims (coordination/task-claims.ts: FOR UPDATE SKIP LOCKED and a lease per input) instead
+ * of paging the ledger.
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import { medianStep, reportedBalance, roundCredits } from '../../credits/credit-meter.ts';
+import type { RunnableFilter, TaskRow } from '../ledger.ts';
+import type { DueTasks, RunHold, RunStore } from '../run-store.ts';
+import { CLAIM_DUE, createTaskClaims, newWorkerId, TASK_CLAIM_DEFAULTS, type ClaimFilter } from './coordination/task-claims.ts';
+import type pg from 'pg';
+import { ABANDONED_RUN_ERROR } from '../abandoned-runs.ts';
+import { DatabaseError } from '../errors.ts';
+import { openPgStore, type PgStore } from './open.ts';
+import { createPgLedger } from './pg-ledger.ts';
+import { PgOutcomeWriter } from './pg-outcome-writer.ts';
+import { SharedRunGate } from './shared-run-gate.ts';
+import { SharedCreditGuard } from './shared-credit-guard.ts';
+import { SharedCreditBudget } from './coordination/shared-credit-budget.ts';
+
+/** Options of a PostgreSQL run store; every default is in PG_RUN_STORE_DEFAULTS. */
+export interface PgRunStoreOptions {
+  url: string;
+  /** How long a worker's claim on an input lives unless renewed: a dead worker's inputs wait this long. */
+  leaseMs?: number;
+  /** How often a worker with nothing to claim looks again while other workers still hold due inputs. */
+  idlePollMs?: number;
+  /** The run's start: the failed tasks it settles itself are not claimed again in this run. */
+  startedAt?: string;
+  /** The window of the shared rate limit (a minute; tests scale it down with the limit). */
+  rateWindowMs?: number;
+}
+
+export const PG_RUN_STORE_DEFAULTS = {
+  leaseMs: TASK_CLAIM_DEFAULTS.leaseMs,
+  idlePollMs: 500,
+} as const;
+
+/** Opens (migrating when needed) the PostgreSQL dataset for a run. */
+export async function openPgRunStore(options: PgRunStoreOptions): Promise<RunStore> {
+  const store = await openPgStore(options.url);
+  const { pool } = store;
+  const startedAt = options.startedAt ?? new Date().toISOString();
+  const workerId = newWorkerId();
+  const guards: SharedCreditGuard[] = [];
+  const hold = registration();
+  return {
+    engine: 'postgres',
+    name: store.shownUrl,
+    ledger: createPgLedger(pool),
+    runs: runRecords(store, hold),
+    calls: callHistory(store),
+    hold,
+    dueTasks: (filter, signal) => claimedDueTasks(store, filter, { ...PG_RUN_STORE_DEFAULTS, ...options, startedAt }, signal),
+    openWriter: (runId, onFatal) => new PgOutcomeWriter(pool, runId, onFatal),
+    openGate: (apiUrl) => new SharedRunGate(pool, apiUrl, options.rateWindowMs),
+    openCreditGuard(limits, history, apiUrl, runKey) {
+      const guard = new SharedCreditGuard(limits, history, new SharedCreditBudget(pool, { apiUrl, runKey, workerId }));
+      guards.push(guard);
+      return guard;
+    },
+    async saveDrift(runId, rows) {
+      for (const r of rows) {
+        await pool.query(`INSERT INTO answer_drift (run_id, operation, path, kind, count, seen, detail) VALUES ($1, $2, $3, $4, $5, $6, $7)
+          ON CONFLICT (run_id, operation, path, kind) DO UPDATE SET count = excluded.count, seen = excluded.seen, detail = excluded.detail`,
+        [runId, r.operation, r.path, r.kind, r.count, r.seen, r.detail]);
+      }
+    },
+    async anomalyCounts(runId, job) {
+      const { rows } = await pool.query<{ kind: 'no_identity' | 'other_post'; n: number }>(`SELECT a.kind, count(*)::int AS n
+        FROM answer_anomalies a JOIN tasks t ON t.id = a.task_id WHERE a.run_id = $1 AND t.job = $2 GROUP BY a.kind`, [runId, job]);
+      const counts = { no_identity: 0, other_post: 0 };
+      for (const r of rows) counts[r.kind] = r.n;
+      return counts;
+    },
+    // Not yet on PostgreSQL: keepRawDays keeps every body there (disk, never data).
+    pruneJobBodies: () => ({ dropped: 0, droppedBytes: 0 }),
+    describeError: (err) => toPgUseError(err, store.shownUrl),
+    async close() {
+      for (const g of guards) g.close();
+      await store.close();
+    },
+  };
+}
+
+function runRecords({ pool }: PgStore, hold: { abandonedRuns: number[] }): RunStore['runs'] {
+  return {
+    async start(jobs, at, pid, host) {
+      hold.abandonedRuns.push(...(await closeAbandonedRuns(pool, host)));
+      const { rows } = await pool.query<{ id: string }>(`INSERT INTO runs (jobs, started_at, status, pid, host) VALUES ($1::jsonb, $2, 'running', $3, $4) RETURNING id`,
+        [JSON.stringify(jobs), at, pid, host]);
+      return Number(rows[0]!.id);
+    },
+    async end(id, f) {
+      await pool.query(`UPDATE runs SET status = $2, ended_at = $3, credits_at_start = $4, credits_at_end = $5, credits_spent = $6,
+        tasks_total = $7, tasks_done = $8, tasks_not_found = $9, tasks_failed = $10, tasks_deferred = $11, invalid_rows = $12,
+        calls = $13, exit_code = $14, error = $15 WHERE id = $1`,
+      [id, f.status, f.endedAt, f.creditsAtStart, f.creditsAtEnd, f.creditsSpent, f.tasksTotal, f.tasksDone, f.tasksNotFound,
+        f.tasksFailed, f.tasksDeferred, f.invalidRows, f.calls, f.exitCode, f.error]);
+    },
+  };
+}
+
+function callHistory({ pool }: PgStore): RunStore['calls'] {
+  return {
+    async learnedCost(operation) {
+      const { rows } = await pool.query<{ used: number }>(`SELECT credits_used AS used FROM api_calls
+        WHERE operation = $1 AND status = 200 AND credits_used IS NOT NULL ORDER BY id DESC LIMIT 200`, [operation]);
+      return medianStep(rows.map((r) => r.used));
+    },
+    async lastCounters() {
+      const { rows } = await pool.query<{ totalCredits: number; creditsUsed: number; creditsRemaining: number; at: Date }>(`SELECT
+        total_credits AS "totalCredits", credits_used AS "creditsUsed", credits_remaining AS "creditsRemaining", at FROM api_calls
+        WHERE status = 200 AND credits_remaining IS NOT NULL ORDER BY id DESC LIMIT 1`);
+      const row = rows[0];
+      if (!row) return undefined;
+      const balance = reportedBalance({ total_credits: row.totalCredits, credits_used: row.creditsUsed, credits_remaining: row.creditsRemaining });
+      return { ...row, at: new Date(row.at).toISOString(), balance: roundCredits(balance) };
+    },
+    async ofRun(runId) {
+      const { rows } = await pool.query<{ calls: number; firstId: string | null; lastAt: Date | null }>(`SELECT count(*)::int AS calls,
+        min(id) AS "firstId", max(at) AS "lastAt" FROM api_calls WHERE run_id = $1`, [runId]);
+      const r = rows[0]!;
+      return { calls: r.calls, firstId: r.firstId === null ? null : Number(r.firstId), lastAt: r.lastAt === null ? null : new Date(r.lastAt).toISOString() };
+    },
+  };
+}
+
+/**
+ * Closes as abandoned the runs of this host still marked running whose process is gone (a worker killed): their
+ * end is when their last call was made. Another host's workers cannot be checked from here; they stay running.
+ */
+async function closeAbandonedRuns(pool: pg.Pool, host: string): Promise<number[]> {
+  const { rows } = await pool.query<{ id: string; pid: number | null }>(`SELECT id, pid FROM runs WHERE status = 'running' AND host = $1`, [host]);
+  const dead = rows.filter((r) => r.pid !== null && r.pid !== process.pid && !processExists(r.pid)).map((r) => Number(r.id));
+  if (dead.length === 0) return [];
+  await pool.query(`UPDATE runs SET status = 'abandoned', error = $2,
+    ended_at = coalesce((SELECT max(at) FROM api_calls c WHERE c.run_id = runs.id), started_at),
+    calls = (SELECT count(*) FROM api_calls c WHERE c.run_id = runs.id)
+    WHERE id = ANY($1::bigint[]) AND status = 'running'`, [dead, ABANDONED_RUN_ERROR]);
+  return dead;
+}
+
+function processExists(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as { code?: string }).code === 'EPERM';
+  }
+}
+
+/** A worker's registration is its runs row: nothing to take, nothing to lose, nothing to release. */
+function registration(): RunHold & { abandonedRuns: number[] } {
+  return { abandonedRuns: [], setRunId: () => undefined, held: () => true, onLost: () => undefined, release: () => undefined };
+}
+
+/**
+ * A job's due tasks as this worker claims them. With nothing free to claim while other workers still hold due
+ * inputs, it waits and looks again: a dead worker's inputs come back when its lease runs out.
+ */
+function claimedDueTasks(store: PgStore, filter: RunnableFilter, opts: Required<Omit<PgRunStoreOptions, 'url' | 'rateWindowMs'>>, signal?: AbortSignal): DueTasks {
+  const claims = createTaskClaims(store.pool, { workerId: newWorkerId(), leaseMs: opts.leaseMs });
+  const renewal = claims.keepRenewed();
+  // Tasks planned by any worker's run still going are claimable: claims go by job, not by this run.
+  const claim: ClaimFilter = {
+    job: filter.job, runId: null, freshSince: filter.freshSince, refresh: filter.refresh, failedBefore: opts.startedAt, liveRunsOnly: true,
+  };
+  const dueLeft = async () => {
+    const { rows } = await store.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM tasks t WHERE ${CLAIM_DUE.replaceAll('$8', '$5').replaceAll('$9', '$6')}`,
+      [claim.job, null, claim.freshSince, claim.refresh, claim.failedBefore, claim.liveRunsOnly]);
+    return rows[0]!.n;
+  };
+  /** Inputs claimed and not given back yet: a run that stops gives them back at once rather than let their lease run out. */
+  const held = new Set<string>();
+  return {
+    wholeInputs: true,
+    async next(limit): Promise<TaskRow[]> {
+      for (;;) {
+        const rows = await claims.claim(claim, limit);
+        for (const r of rows) held.add(r.inputKey);
+        if (rows.length > 0) return rows.map(({ leaseUntil: _lease, ...row }) => ({ ...row, status: row.status as TaskRow['status'] }));
+        if (signal?.aborted || (await dueLeft()) === 0) return [];
+        await sleep(opts.idlePollMs, undefined, { signal }).catch(() => undefined);
+      }
+    },
+    async settled(inputKeys) {
+      for (const k of inputKeys) held.delete(k);
+      await claims.release(filter.job, inputKeys);
+    },
+    async close() {
+      renewal.stop();
+      await claims.release(filter.job, [...held]);
+      held.clear();
+    },
+  };
+}
+
+/** A failure of the open dataset, naming it by its shown URL (SQLite's toDatabaseUseError). */
+function toPgUseError(err: unknown, shownUrl: string): unknown {
+  if (err instanceof DatabaseError || !(err instanceof Error)) return err;
+  const raw = (err as Error & { code?: unknown }).code;
+  const code = typeof raw === 'string' ? raw : '';
+  // Only the server's errors (SQLSTATE: five characters) are the dataset's; the others keep their own kind.
+  if (!/^[0-9A-Z]{5}$/.test(code)) return err;
+  return new DatabaseError('DB_WRITE_FAILED', shownUrl, `database ${shownUrl}: ${err.message} [${code}]`, { cause: err });
+}

@@ -1,0 +1,132 @@
+/**
+ * The store as the run engine sees it: small ports the runner awaits, one implementation per engine
+ * (sqlite-run-store.ts wraps the synchronous better-sqlite3 code; pg/pg-run-store.ts is PostgreSQL's). A port
+ * method may answer at once (SQLite) or with a promise (PostgreSQL): the runner awaits both alike.
+ */
+import type { ApiCallInfo, ApiResult } from '../api/types.ts';
+import type { ApiError, ApiSchemaError } from '../api/errors.ts';
+import type { Operation } from '../spec/types.ts';
+import type { CreditHistory } from '../credits/credit-meter.ts';
+import type { CreditGuard, CreditLimits } from '../runner/credit-guard.ts';
+import type { AnswerAnomalyKind, TaskStatus } from './schema.ts';
+import type { AnswerDriftRow } from './answer-drift.ts';
+import type { IngestRequest } from './ingest-request.ts';
+import type { InvalidInputRow, NewTask, RunnableFilter, TaskRow } from './ledger.ts';
+import type { LockLostError } from './run-lock.ts';
+import type { RunEnd } from './runs.ts';
+
+
+/** A value now, or later. */
+export type Awaitable<T> = T | Promise<T>;
+
+/** The ledger's methods a run uses (store/ledger.ts says what each does). */
+export interface RunLedger {
+  recordedInvalid(job: string, file: string): Awaitable<Map<string, number>>;
+  insertPlanned(tasks: NewTask[], invalid: InvalidInputRow[], runId: number, at: string): Awaitable<void>;
+  dropStaleInvalid(job: string, runId: number): Awaitable<number>;
+  otherJobs(operation: string, job: string): Awaitable<string[]>;
+  adoptSharedAnswers(filter: RunnableFilter, others: readonly string[], at: string): Awaitable<number>;
+  reopenDue(filter: RunnableFilter, at: string): Awaitable<number>;
+  countRunnable(filter: RunnableFilter): Awaitable<number>;
+  runnableAfter(filter: RunnableFilter, afterId: number, limit: number): Awaitable<TaskRow[]>;
+  deferPending(job: string, runId: number, at: string): Awaitable<number>;
+  countsByStatus(job: string, runId: number): Awaitable<Record<TaskStatus, number>>;
+  failedByCode(job: string, runId: number): Awaitable<Record<string, number>>;
+}
+
+/**
+ * Where a job's due tasks come from, a batch at a time: SQLite pages the ledger after the last id seen (the run
+ * holds the one lock); PostgreSQL claims them (task claims with a lease), so several workers share a job.
+ */
+export interface DueTasks {
+  /** Whether each batch holds whole inputs (claims): then the last input of a batch is worked before the next is asked. */
+  readonly wholeInputs: boolean;
+  /** The next due tasks, whole inputs in ledger order; [] when none is left for this worker. */
+  next(limit: number): Awaitable<TaskRow[]>;
+  /** The tasks of these inputs are settled (or given up): others may take what is still due. */
+  settled(inputKeys: readonly string[]): Awaitable<void>;
+  close(): Awaitable<void>;
+}
+
+/** The `runs` rows (store/runs.ts). */
+export interface RunRecords {
+  start(jobs: string[], at: string, pid: number, host: string): Awaitable<number>;
+  /** Writes the run's end; on SQLite only while the run holds its lock (LockLostError otherwise). */
+  end(runId: number, fields: RunEnd): Awaitable<void>;
+}
+
+/** What the api_calls log tells a run (store/api-calls.ts). */
+export interface CallHistory {
+  learnedCost(operation: string): Awaitable<number | null>;
+  lastCounters(): Awaitable<{ totalCredits: number; creditsUsed: number; creditsRemaining: number; at: string; balance: number } | undefined>;
+  ofRun(runId: number): Awaitable<{ calls: number; firstId: number | null; lastAt: string | null }>;
+}
+
+/**
+ * The run's hold on the dataset: SQLite's one-run lock (store/run-lock.ts); on PostgreSQL a worker's
+ * registration, which is never lost (workers share the dataset).
+ */
+export interface RunHold {
+  readonly abandonedRuns: readonly number[];
+  setRunId(runId: number): void;
+  held(): boolean;
+  onLost(listener: (err: LockLostError) => void): void;
+  release(): Awaitable<void>;
+}
+
+/** What a task is to the writer. */
+export interface WriterTask {
+  id: number;
+  operation: Operation;
+}
+
+/** The run's writer of call outcomes, in group commits (runner/result-writer.ts on SQLite). */
+export interface OutcomeWriter {
+  success(task: WriterTask, request: IngestRequest, requestKey: string, result: Extract<ApiResult<unknown>, { kind: 'ok' }>, attempts: number): Promise<void>;
+  rejected(task: WriterTask, request: IngestRequest, requestKey: string, err: ApiSchemaError, attempts: number): Promise<void>;
+  notFound(task: WriterTask, call: ApiCallInfo, attempts: number, note: string | null): Promise<void>;
+  pastLastPage(task: WriterTask, lastPage: number): Promise<void>;
+  attemptFailed(task: WriterTask, err: ApiError): Promise<void>;
+  failed(task: WriterTask, code: string, message: string, retryable: boolean, attempts: number): Promise<void>;
+  drain(): Promise<void>;
+  close(): Promise<void>;
+  readonly error: unknown;
+}
+
+/** The run's rate gate (runner/rate-gate.ts on SQLite; shared by every worker on PostgreSQL). */
+export interface RunGate {
+  setRequestsPerMinute(requestsPerMinute: number | null): void;
+  take(signal?: AbortSignal): Promise<void>;
+  pause(ms: number): void;
+  readonly totalPausedMs: number;
+}
+
+/** A dataset opened for a run, on either engine. */
+export interface RunStore {
+  readonly engine: 'sqlite' | 'postgres';
+  /** The file, or the URL with its password hidden: what messages name. */
+  readonly name: string;
+  readonly ledger: RunLedger;
+  readonly runs: RunRecords;
+  readonly calls: CallHistory;
+  readonly hold: RunHold;
+  /** The due tasks of a job for this run; `signal` ends a wait for work other workers hold. */
+  dueTasks(filter: RunnableFilter, signal?: AbortSignal): DueTasks;
+  /** Started once the run has its id; `onFatal` is told once if a commit fails. */
+  openWriter(runId: number, onFatal: (err: unknown) => void): OutcomeWriter;
+  /**
+   * The run's credit guard: on PostgreSQL its reservations also fit the account's budget shared by every
+   * worker; `runKey` names the run its workers share (what maxPerRun counts).
+   */
+  openCreditGuard(limits: CreditLimits, history: CreditHistory, apiUrl: string, runKey: string): CreditGuard;
+  /** The run's rate gate for calls to `apiUrl`. */
+  openGate(apiUrl: string): RunGate;
+  /** Writes a run's drift counts so far for one operation (they replace earlier ones). */
+  saveDrift(runId: number, rows: readonly AnswerDriftRow[]): Awaitable<void>;
+  anomalyCounts(runId: number, job: string): Awaitable<Record<AnswerAnomalyKind, number>>;
+  /** A job's keepRawDays: drops raw bodies superseded longer ago; what it dropped. */
+  pruneJobBodies(job: string, keepDays: number): Awaitable<{ dropped: number; droppedBytes: number }>;
+  /** An error as messages give it: mapped to the engine's dataset errors, naming the dataset. */
+  describeError(err: unknown): unknown;
+  close(): Awaitable<void>;
+}

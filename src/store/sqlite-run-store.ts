@@ -1,0 +1,70 @@
+/**
+ * The run store on SQLite: today's synchronous better-sqlite3 code behind the run ports (run-store.ts). The run
+ * holds the one-run lock; every write of the ledger and the end of the run check it in their transaction.
+ */
+import { lockGuardedLedger } from '../runner/lock-guarded-ledger.ts';
+import { CreditGuard } from '../runner/credit-guard.ts';
+import { RateGate } from '../runner/rate-gate.ts';
+import { ResultWriter } from '../runner/result-writer.ts';
+import { anomalyCountsOf } from './answer-anomalies.ts';
+import { saveAnswerDrift } from './answer-drift.ts';
+import { createApiCallLog } from './api-calls.ts';
+import { createLedger, type RunnableFilter, type TaskRow } from './ledger.ts';
+import { openDatabase, toDatabaseUseError } from './open.ts';
+import { pruneRawBodies } from './raw-prune.ts';
+import { acquireRunLock } from './run-lock.ts';
+import type { DueTasks, RunStore } from './run-store.ts';
+import { createRunLog } from './runs.ts';
+
+export interface SqliteRunStoreOptions {
+  dbPath: string;
+  lockLeaseMs?: number;
+}
+
+/** Opens the SQLite dataset and takes its run lock (LockedError while a live run holds it). */
+export function openSqliteRunStore(options: SqliteRunStoreOptions): RunStore {
+  const database = openDatabase(options.dbPath);
+  try {
+    const lock = acquireRunLock(database, { leaseMs: options.lockLeaseMs });
+    const runs = createRunLog(database);
+    const ledger = lockGuardedLedger(createLedger(database), lock);
+    const callLog = createApiCallLog(database);
+    const writeDrift = saveAnswerDrift(database);
+    return {
+      engine: 'sqlite',
+      name: database.file,
+      ledger,
+      runs: { start: runs.start, end: (runId, fields) => lock.whileHeld(() => runs.end(runId, fields)) },
+      calls: { learnedCost: (op) => callLog.learnedCost(op), lastCounters: () => callLog.lastCounters(), ofRun: callLog.ofRun },
+      hold: lock,
+      dueTasks: (filter) => pagedDueTasks(ledger, filter),
+      // Its lock is checked in every commit: a run whose lock was taken over stores nothing.
+      openWriter: (runId, onFatal) => new ResultWriter(database, runId, onFatal, lock),
+      openGate: () => new RateGate({ requestsPerMinute: null }),
+      openCreditGuard: (limits, history) => new CreditGuard(limits, history),
+      saveDrift: writeDrift,
+      anomalyCounts: (runId, job) => anomalyCountsOf(database, runId, job),
+      pruneJobBodies: (job, keepDays) => pruneRawBodies(database, { keepDays, jobs: [job] }),
+      describeError: (err) => toDatabaseUseError(err, database.file),
+      close: () => database.close(),
+    };
+  } catch (err) {
+    database.close();
+    throw toDatabaseUseError(err, database.file);
+  }
+}
+
+/** The run holds the one lock: its due tasks are the ledger's, paged after the last id read. */
+function pagedDueTasks(ledger: Pick<ReturnType<typeof createLedger>, 'runnableAfter'>, filter: RunnableFilter): DueTasks {
+  let afterId = 0;
+  return {
+    wholeInputs: false,
+    next(limit: number): TaskRow[] {
+      const rows = ledger.runnableAfter(filter, afterId, limit);
+      if (rows.length > 0) afterId = rows[rows.length - 1]!.id;
+      return rows;
+    },
+    settled: () => undefined,
+    close: () => undefined,
+  };
+}

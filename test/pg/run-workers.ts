@@ -1,0 +1,101 @@
+/** What the tests of `run` with worker processes on PostgreSQL share: a sandbox job, worker processes, checks. */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { afterEach, expect } from 'vitest';
+import pg from 'pg';
+import { startSandbox, type Sandbox } from '../../src/sandbox/server.ts';
+import { csv, makeWorkspace, operationRequests, postUrls, type Workspace } from '../run-helpers.ts';
+import { newPgDatabase } from './use-pg.ts';
+
+export const TOKEN = 'pg-workers-5b2d';
+export const CONCURRENCY = 4;
+/** The shared limit, scaled down: 400 calls in any 2 s (12,000 a minute). */
+export const RATE_WINDOW_MS = 2_000;
+export const REQUESTS_PER_MINUTE = 12_000;
+export const LIMIT = (REQUESTS_PER_MINUTE * RATE_WINDOW_MS) / 60_000;
+export const LEASE_MS = 2_000;
+
+const cleanups: Array<() => Promise<unknown>> = [];
+/** Call at the top level of a test file: ends the workers and sandboxes of each test. */
+export function useCleanups(): void {
+  afterEach(async () => {
+  while (cleanups.length > 0) await cleanups.pop()!();
+  });
+}
+
+export interface Setup { sandbox: Sandbox; ws: Workspace; file: string; url: string; pool: pg.Pool }
+
+export async function setUp(tasks: number, prefix: string, credits: { balance: number; reserve?: number } = { balance: 1_000_000 }): Promise<Setup> {
+  const sandbox = await startSandbox({ port: 0, tokens: { [TOKEN]: credits.balance }, notFoundRate: 0, latencyMs: [2, 10] });
+  const ws = await makeWorkspace();
+  const url = await newPgDatabase(prefix);
+  const pool = new pg.Pool({ connectionString: url, max: 2 });
+  cleanups.push(() => sandbox.stop(), () => ws.cleanup(), () => pool.end());
+  await ws.write('posts.csv', csv(['post_url'], postUrls(tasks).map((u) => [u])));
+  const file = await ws.job('posts', {
+    operation: 'post-details',
+    input: { csv: 'posts.csv', column: 'post_url' },
+    rate: { requestsPerMinute: REQUESTS_PER_MINUTE, concurrency: CONCURRENCY },
+    retry: { retries: 3, minTimeoutMs: 10, maxTimeoutMs: 50 },
+    ...(credits.reserve === undefined ? {} : { credits: { reserve: credits.reserve } }),
+  });
+  return { sandbox, ws, file, url, pool };
+}
+
+export interface Worker { child: ChildProcess; exited: Promise<number | string>; stdout(): string; stderr(): string }
+
+export function startWorker(s: Setup): Worker {
+  const script = fileURLToPath(new URL('./workers/run-worker.ts', import.meta.url));
+  const settings = { url: s.url, jobFiles: [s.file], cwd: s.ws.dir, apiUrl: s.sandbox.url, token: TOKEN, leaseMs: LEASE_MS, rateWindowMs: RATE_WINDOW_MS };
+  const child = spawn(process.execPath, ['--import', 'tsx', script, JSON.stringify(settings)], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  child.stdout!.on('data', (c: Buffer) => (out += c.toString()));
+  child.stderr!.on('data', (c: Buffer) => (err = (err + c.toString()).slice(-4_000)));
+  const exited = new Promise<number | string>((resolve) => child.once('exit', (code, signal) => resolve(code ?? signal ?? -1)));
+  const worker = { child, exited, stdout: () => out, stderr: () => err };
+  cleanups.push(async () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    await exited;
+  });
+  return worker;
+}
+
+export async function waitFor(check: () => boolean, timeoutMs: number, what: string): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+export const one = async (pool: pg.Pool, sql: string): Promise<number> => Number((await pool.query(sql)).rows[0].n);
+
+/** Every done task has its whole answer, and no table holds a row twice. */
+export async function expectWholeAndUnique(pool: pg.Pool, tasks: number): Promise<void> {
+  expect(await one(pool, `SELECT count(*) AS n FROM tasks WHERE status = 'done'`)).toBe(tasks);
+  expect(await one(pool, 'SELECT count(*) AS n FROM tasks')).toBe(tasks);
+  expect(await one(pool, 'SELECT count(*) AS n FROM posts')).toBe(tasks);
+  expect(await one(pool, 'SELECT count(DISTINCT url) AS n FROM posts')).toBe(tasks);
+  expect(await one(pool, 'SELECT count(DISTINCT task_id) AS n FROM raw_responses')).toBe(tasks);
+  expect(await one(pool, 'SELECT count(*) AS n FROM post_media')).toBe(await one(pool, 'SELECT count(*) AS n FROM (SELECT DISTINCT post_id, position FROM post_media) d'));
+}
+
+/** How many times the sandbox charged for each post URL. */
+export function chargedPerUrl(sandbox: Sandbox): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const r of sandbox.requests) if (r.charged > 0) out.set(r.query['url']!, (out.get(r.query['url']!) ?? 0) + 1);
+  return out;
+}
+
+/** The most calls that arrived within any `windowMs`. */
+export function busiestWindow(sandbox: Sandbox, windowMs: number): number {
+  const at = operationRequests(sandbox).map((r) => r.at).sort((a, b) => a - b);
+  let most = 0;
+  for (let i = 0, j = 0; j < at.length; j++) {
+    while (at[j]! - at[i]! >= windowMs) i++;
+    most = Math.max(most, j - i + 1);
+  }
+  return most;
+}
+

@@ -1,0 +1,23 @@
+/**
+ * A `netingest run` worker on PostgreSQL for the tests: runJobs on the given jobs, with the test's scaled-down
+ * shared rate window and claim lease (the CLI's run is the same call with a minute and 60 s), its summary as
+ * JSON on stdout. Prints `started` once its run is open, so the test can kill it mid-way.
+ */
+import { loadJob } from '../../../src/jobs/load.ts';
+import { runJobs } from '../../../src/runner/run-jobs.ts';
+
+const settings = JSON.parse(process.argv[2]!) as {
+  url: string; jobFiles: string[]; cwd: string; apiUrl: string; token: string; leaseMs: number; rateWindowMs: number; runKey?: string;
+};
+const jobs = await Promise.all(settings.jobFiles.map((f) => loadJob(f, { cwd: settings.cwd })));
+process.stdout.write('started\n');
+const summary = await runJobs({
+  dbPath: settings.url,
+  jobs,
+  api: { baseUrl: settings.apiUrl, token: settings.token },
+  requestTimeoutMs: 10_000,
+  lockLeaseMs: settings.leaseMs,
+  sharedRateWindowMs: settings.rateWindowMs,
+  sharedRunKey: settings.runKey,
+});
+process.stdout.write(`${JSON.stringify(summary)}\n`);
