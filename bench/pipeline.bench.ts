@@ -40,17 +40,18 @@ export const PIPELINE_BENCH = {
   minPerSecond: 2_000,
 } as const;
 
-const TOKEN = 'bench-pipeline-token';
+export const PIPELINE_TOKEN = 'bench-pipeline-token';
+const TOKEN = PIPELINE_TOKEN;
 const HEADERS = { Authorization: `Bearer ${TOKEN}`, Accept: 'application/json', 'Content-Type': 'application/json' };
 
 /** One timed run of a side: answers per second, and CPU microseconds per answer (this process + the sandbox). */
-interface SideRun {
+export interface SideRun {
   perSecond: number;
   cpuMicrosPerAnswer: number;
 }
 
 /** Times `work` over `count` answers, with the CPU this process and the sandbox (`sandboxPid`) spent meanwhile. */
-async function timed(count: number, sandboxPid: number, work: () => Promise<void>): Promise<SideRun> {
+export async function timed(count: number, sandboxPid: number, work: () => Promise<void>): Promise<SideRun> {
   const cpuBefore = cpuMicros(sandboxPid);
   const start = performance.now();
   await work();
@@ -59,7 +60,7 @@ async function timed(count: number, sandboxPid: number, work: () => Promise<void
 }
 
 /** A bare loop of undici `request` over `paths` at `concurrency`, bodies read and discarded. */
-async function bareLoop(origin: string, paths: string[], concurrency: number): Promise<void> {
+export async function bareLoop(origin: string, paths: string[], concurrency: number): Promise<void> {
   const dispatcher = new Agent({ connections: concurrency });
   let next = 0;
   let ok = 0;
@@ -92,7 +93,7 @@ async function pipeline(dir: string, url: string, tag: string, count: number, co
   });
 }
 
-function pathsFor(tag: string, count: number): string[] {
+export function pathsFor(tag: string, count: number): string[] {
   return Array.from({ length: count }, (_, i) => {
     const c = canonicalPostUrl(postUrl(tag, i), networkHost());
     if (!c.ok) throw new Error(c.reason);
@@ -101,7 +102,7 @@ function pathsFor(tag: string, count: number): string[] {
 }
 
 /** Keeps the best of each figure across rounds: noise on a shared machine only slows a run and adds CPU. */
-function best(a: SideRun | null, b: SideRun): SideRun {
+export function best(a: SideRun | null, b: SideRun): SideRun {
   if (a === null) return b;
   return { perSecond: Math.max(a.perSecond, b.perSecond), cpuMicrosPerAnswer: Math.min(a.cpuMicrosPerAnswer, b.cpuMicrosPerAnswer) };
 }

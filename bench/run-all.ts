@@ -12,6 +12,7 @@ const suites: Array<[string, () => Promise<BenchResult[]>]> = [
   ['ledger fill', async () => (await import('./ledger-fill.bench.ts')).runLedgerFillBench()],
   ['export', async () => (await import('./export.bench.ts')).runExportBench()],
   ['start time', async () => (await import('./start-time.bench.ts')).runStartTimeBench()],
+  ['postgres', async () => (await import('./postgres.bench.ts')).runPostgresBench()],
 ];
 
 const only = process.argv.slice(2);

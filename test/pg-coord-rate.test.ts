@@ -95,6 +95,9 @@ describe.skipIf(!pgClusterUrl)(`the shared rate limit on PostgreSQL${pgClusterUr
     }
     // Exact, by the server's clock: no `limit + 1` slots within one window.
     expect(shortestSpan(slots, limit)).toBeGreaterThanOrEqual(windowMs * 1_000);
+    // Spread, not a burst: a tenth of the window never holds more than a tenth of the limit (+1), as a service
+    // limiting per second too would demand (the four processes want 4x the limit).
+    expect(shortestSpan(slots, limit / 10)).toBeGreaterThanOrEqual((windowMs / 10) * 1_000 - (windowMs / limit) * 1_000);
     // The rate reached: `limit` calls per window, against how long `limit` calls took on average.
     const reached = (windowMs * 1_000) / meanSpan(slots, limit);
     expect(reached).toBeGreaterThanOrEqual(0.97);

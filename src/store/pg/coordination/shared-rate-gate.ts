@@ -3,7 +3,9 @@
  * `rate_slots`, and a slot is granted only where no sliding window would hold more than `limit` of them.
  *
  * Slots are scheduled by the server, not by each worker's clock: under an advisory lock, the i-th new slot starts
- * at the latest of now, the newest slot, and the end of the window of the slot `limit - i` places back. Each
+ * at the latest of now, one spacing (window / limit) after the slot before it, and the end of the window of the
+ * slot `limit - i` places back: the limit spread evenly, as the one-process RateGate spreads it, never a burst
+ * of a whole window's calls that a per-second limit of the service would refuse. Each
  * worker then sleeps until its slot (the wait is computed by the server, so clocks of different hosts do not
  * matter). A late wake-up delays that one call only: the schedule is not pushed back, so the workers together
  * keep the full rate. Slots are taken in batches (one per waiting caller) in one round trip.
@@ -49,6 +51,8 @@ export class SharedRateGate {
   private readonly gate: string;
   private readonly limit: number;
   private readonly slotWindowMs: number;
+  /** windowMs / limit: consecutive slots are at least this far apart, so the limit is spread, never a burst. */
+  private readonly spacingMs: number;
   private readonly maxBatch: number;
   private readonly waiters: Waiter[] = [];
   private fetching = false;
@@ -60,6 +64,7 @@ export class SharedRateGate {
     this.gate = options.gate;
     this.limit = options.limit;
     this.slotWindowMs = (options.windowMs ?? d.windowMs) + (options.startSlackMs ?? d.startSlackMs);
+    this.spacingMs = (options.windowMs ?? d.windowMs) / this.limit;
     this.maxBatch = Math.min(options.maxBatch ?? d.maxBatch, this.limit);
   }
 
@@ -119,6 +124,7 @@ FROM generate_series(1, ${this.limit})`);
     const window = `(${this.slotWindowMs} * interval '1 millisecond')`;
     const L = this.limit;
     const K = count;
+    const spacing = `(${this.spacingMs} * interval '1 millisecond')`;
     const text = `SELECT pg_advisory_xact_lock(hashtextextended('netingest.rate_slots:' || ${g}, 0));
 WITH clock AS MATERIALIZED (
   SELECT clock_timestamp() AS t, (SELECT max(started_at) FROM rate_slots WHERE gate = ${g}) AS latest
@@ -127,7 +133,7 @@ WITH clock AS MATERIALIZED (
   FROM (SELECT started_at FROM rate_slots WHERE gate = ${g} ORDER BY started_at DESC OFFSET ${L - K} LIMIT ${K}) o
 ), granted AS (
   INSERT INTO rate_slots (gate, started_at)
-  SELECT ${g}, greatest(clock.t, clock.latest, older.started_at + ${window})
+  SELECT ${g}, greatest(clock.t + s.i * ${spacing}, clock.latest + (s.i + 1) * ${spacing}, older.started_at + ${window})
   FROM generate_series(0, ${K - 1}) AS s(i) CROSS JOIN clock LEFT JOIN older ON older.i = s.i
   RETURNING started_at
 )
