@@ -1,6 +1,7 @@
 import { normalize } from 'node:path';
 import type { Argv } from 'yargs';
 import { DATABASE_URL_ENV, locateDataset } from '../store/locator.ts';
+import { UsageError } from '../errors.ts';
 
 /** The default dataset, relative to the current directory. */
 export const DEFAULT_DB = 'data/netingest.db';
@@ -32,6 +33,17 @@ export function withDb<T>(y: Argv<T>, options: WithDbOptions = {}) {
     describe: DB_DESCRIPTIONS[whenMissing],
     normalize: true,
   });
+}
+
+/**
+ * `--db` of withDb, in the handlers of plan, reprocess and prune, which work on SQLite only for now: a postgres://
+ * `--db` is refused by name, never read as a file path (which would plan as if nothing had run, or print the URL and its password in "no database at").
+ */
+export function sqliteOnly(db: string): string {
+  if (/^postgres(ql)?:/i.test(db)) {
+    throw new UsageError('this command works on a SQLite file only for now: --db names a PostgreSQL database (see docs/postgres.md)');
+  }
+  return db;
 }
 
 /**

@@ -1,5 +1,5 @@
 import { defineCommand } from '../command.ts';
-import { withApi, withDb } from '../common-options.ts';
+import { sqliteOnly, withApi, withDb } from '../common-options.ts';
 import { askLiveBalance } from '../../runner/live-balance.ts';
 import { loadJobs } from '../load-job-args.ts';
 import { describeError } from '../describe-error.ts';
@@ -26,6 +26,7 @@ export const planCommand = defineCommand({
       .example('$0 plan jobs/lookalikes.json', 'how many calls and credits the next run needs')
       .example('$0 plan jobs/lookalikes.json --invalid-out bad-rows.csv', 'every row the run cannot use, with its columns and why'),
   run: async (argv, io) => {
+    sqliteOnly(argv.db);
     const { jobs, broken } = await loadJobs(argv.jobs ?? [], argv.all, argv['jobs-dir']);
     // Asked only once some job could be loaded: a plan that fails on its job files sends nothing.
     const live = jobs.length > 0 ? await askLiveBalance({ apiUrl: argv['api-url'], tokenFile: argv['token-file'] }) : null;

@@ -1,6 +1,6 @@
 import { existsSync, statSync } from 'node:fs';
 import { defineCommand } from '../command.ts';
-import { withDb } from '../common-options.ts';
+import { sqliteOnly, withDb } from '../common-options.ts';
 import { numberFlag } from '../number-flags.ts';
 import { KEEP_RAW_DAYS_RULE } from '../../jobs/schema.ts';
 import { openDatabase } from '../../store/open.ts';
@@ -25,6 +25,7 @@ export const pruneCommand = defineCommand({
       .example('netingest prune --dry-run', 'how much would go with the default 90 days')
       .example('netingest prune --keep-days 30', 'keep a month of superseded bodies'),
   run: async (argv, io) => {
+    sqliteOnly(argv.db);
     if (!existsSync(argv.db)) throw new UsageError(`no database at ${argv.db}: nothing to prune (see --db)`);
     const keepDays = numberFlag('--keep-days', argv['keep-days'], KEEP_RAW_DAYS_RULE, 'keepRawDays') ?? PRUNE_DEFAULTS.keepDays;
     const sizeBefore = statSync(argv.db).size;
