@@ -63,7 +63,8 @@ function parseJsonLines(stderr: string): { parsed: Array<Record<string, unknown>
   return { parsed, bad };
 }
 
-describe('logs without a terminal (cron)', () => {
+// Concurrent: each test waits for a progress line (every 5 s without a terminal) on its own database.
+describe.concurrent('logs without a terminal (cron)', () => {
   it('text: one line per event with a timestamp and level, a progress line every few seconds, the summary on stdout', async () => {
     const result = await runUntilProgressThenTerm('text.db', []);
     expect(result.code, result.stderr).toBe(130);

@@ -74,7 +74,7 @@ describe.skipIf(!pgClusterUrl)(`the shared rate limit on PostgreSQL${pgClusterUr
     await pool.query(`CREATE TABLE go (end_us bigint NOT NULL)`);
     const limit = 200;
     const windowMs = 2_000;
-    const runMs = 8_000;
+    const runMs = 5_000;
     // 200 calls per 2 s: the rate of 6,000 a minute, in a window short enough for a test. A 20 ms start slack (of
     // the 2 s window) as the default 500 ms is of a minute.
     const settings = { url, gate: 'https://api.example', limit, windowMs, startSlackMs: 20, lanes: 4 };

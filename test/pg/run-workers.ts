@@ -9,9 +9,9 @@ import { newPgDatabase } from './use-pg.ts';
 
 export const TOKEN = 'pg-workers-5b2d';
 export const CONCURRENCY = 4;
-/** The shared limit, scaled down: 400 calls in any 2 s (12,000 a minute). */
+/** The shared limit, scaled down: 800 calls in any 2 s (24,000 a minute). */
 export const RATE_WINDOW_MS = 2_000;
-export const REQUESTS_PER_MINUTE = 12_000;
+export const REQUESTS_PER_MINUTE = 24_000;
 export const LIMIT = (REQUESTS_PER_MINUTE * RATE_WINDOW_MS) / 60_000;
 export const LEASE_MS = 2_000;
 
