@@ -5,60 +5,25 @@
  * resolves once its group is committed, so a worker killed at any instant loses at most its in-flight calls.
  */
 import type pg from 'pg';
-import { ApiSchemaError, type ApiError } from '../../api/errors.ts';
-import type { ApiCallInfo, ApiResult } from '../../api/types.ts';
 import type { OutcomeOp } from '../../runner/outcome-ops.ts';
-import { callRow, RESULT_WRITER_DEFAULTS } from '../../runner/result-writer.ts';
+import { GroupCommitWriter } from '../../runner/group-commit-writer.ts';
+import { RESULT_WRITER_DEFAULTS } from '../../runner/result-writer.ts';
 import type { ApiCallRow } from '../api-calls.ts';
-import { requestKeyOf, type IngestRequest } from '../ingest-request.ts';
-import type { OutcomeWriter, WriterTask } from '../run-store.ts';
+import { requestKeyOf } from '../ingest-request.ts';
 import { createPgAnswerStore } from './pg-answer-store.ts';
 
-export class PgOutcomeWriter implements OutcomeWriter {
-  private batch: OutcomeOp[] = [];
-  private release: (() => void) | null = null;
-  private batchCommitted: Promise<void> | null = null;
-  private scheduled: NodeJS.Immediate | null = null;
+export class PgOutcomeWriter extends GroupCommitWriter {
   /** The commit going on: groups commit one after the other, in order. */
   private committing: Promise<void> = Promise.resolve();
-  private failure: unknown = null;
   private readonly answers = createPgAnswerStore();
 
   constructor(
     private readonly pool: pg.Pool,
-    private readonly runId: number,
-    private readonly onFatal: (err: unknown) => void,
-    private readonly maxBatch: number = RESULT_WRITER_DEFAULTS.maxBatch,
-  ) {}
-
-  success(task: WriterTask, request: IngestRequest, requestKey: string, result: Extract<ApiResult<unknown>, { kind: 'ok' }>, attempts: number): Promise<void> {
-    const at = new Date().toISOString();
-    const call = callRow(this.runId, task.id, result.call, at, null, result.credits);
-    return this.enqueue({ kind: 'success', taskId: task.id, operation: task.operation, requestKey, request, body: result.raw, call, attempts, at });
-  }
-
-  rejected(task: WriterTask, request: IngestRequest, requestKey: string, err: ApiSchemaError, attempts: number): Promise<void> {
-    const at = new Date().toISOString();
-    const call = callRow(this.runId, task.id, err.call, at, err.code, err.credits);
-    return this.enqueue({ kind: 'rejected', taskId: task.id, operation: task.operation, requestKey, request, body: err.raw, call, code: err.code, message: err.message, attempts, at });
-  }
-
-  notFound(task: WriterTask, call: ApiCallInfo, attempts: number, note: string | null): Promise<void> {
-    const at = new Date().toISOString();
-    return this.enqueue({ kind: 'not_found', taskId: task.id, call: callRow(this.runId, task.id, call, at, null, null), attempts, note, at });
-  }
-
-  pastLastPage(task: WriterTask, lastPage: number): Promise<void> {
-    return this.enqueue({ kind: 'past_last_page', taskId: task.id, lastPage, at: new Date().toISOString() });
-  }
-
-  attemptFailed(task: WriterTask, err: ApiError): Promise<void> {
-    const credits = err instanceof ApiSchemaError ? err.credits : null;
-    return this.enqueue({ kind: 'attempt_failed', call: callRow(this.runId, task.id, err.call, new Date().toISOString(), err.code, credits) });
-  }
-
-  failed(task: WriterTask, code: string, message: string, retryable: boolean, attempts: number): Promise<void> {
-    return this.enqueue({ kind: 'failed', taskId: task.id, code, message, retryable, attempts, at: new Date().toISOString() });
+    runId: number,
+    onFatal: (err: unknown) => void,
+    maxBatch: number = RESULT_WRITER_DEFAULTS.maxBatch,
+  ) {
+    super(runId, onFatal, maxBatch);
   }
 
   async drain(): Promise<void> {
@@ -70,40 +35,17 @@ export class PgOutcomeWriter implements OutcomeWriter {
     return this.drain();
   }
 
-  get error(): unknown {
-    return this.failure;
-  }
-
-  private enqueue(op: OutcomeOp): Promise<void> {
-    if (this.failure) return Promise.resolve();
-    this.batch.push(op);
-    this.batchCommitted ??= new Promise((resolve) => (this.release = resolve));
-    const committed = this.batchCommitted;
-    if (this.batch.length >= this.maxBatch) this.flush();
-    else this.scheduled ??= setImmediate(() => this.flush());
-    return committed;
-  }
-
-  private flush(): void {
-    if (this.scheduled) clearImmediate(this.scheduled);
-    this.scheduled = null;
-    const ops = this.batch;
-    const release = this.release;
-    this.batch = [];
-    this.release = null;
-    this.batchCommitted = null;
-    if (ops.length === 0) return release?.();
+  /** One transaction on a pooled connection, after the groups flushed before it. */
+  protected commitGroup(ops: readonly OutcomeOp[], release: () => void): void {
     this.committing = this.committing.then(async () => {
-      if (!this.failure) {
+      if (!this.error) {
         try {
           await this.commit(ops);
         } catch (err) {
-          // The group is rolled back whole; nothing more is written, and the run is told once.
-          this.failure = err;
-          this.onFatal(err);
+          this.fail(err);
         }
       }
-      release?.();
+      release();
     });
   }
 

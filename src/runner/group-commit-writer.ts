@@ -1,0 +1,133 @@
+/**
+ * What both engines' writers share: the outcome of every call as an OutcomeOp, gathered into group commits (the
+ * outcomes of one turn of the event loop, or `maxBatch` of them at once), each outcome's promise resolved once
+ * its group is committed (or the writer failed). An engine says only how one group is committed
+ * (runner/result-writer.ts on SQLite, store/pg/pg-outcome-writer.ts on PostgreSQL).
+ */
+import type { ApiCallInfo, ApiResult } from '../api/types.ts';
+import { ApiSchemaError, type ApiError } from '../api/errors.ts';
+import type { ApiCallRow } from '../store/api-calls.ts';
+import type { IngestRequest } from '../store/ingest-request.ts';
+import type { OutcomeWriter, WriterTask } from '../store/run-store.ts';
+import type { OutcomeOp } from './outcome-ops.ts';
+
+export abstract class GroupCommitWriter implements OutcomeWriter {
+  private batch: OutcomeOp[] = [];
+  /** Resolves the waiters of the batch being gathered once it is committed (or the writer failed). */
+  private release: (() => void) | null = null;
+  private batchCommitted: Promise<void> | null = null;
+  private scheduled: NodeJS.Immediate | null = null;
+  private failure: unknown = null;
+
+  constructor(
+    protected readonly runId: number,
+    /** Called once if a commit fails (disk full, read-only file, the run's lock lost): the run must stop. */
+    private readonly onFatal: (err: unknown) => void,
+    private readonly maxBatch: number,
+  ) {}
+
+  /**
+   * Commits one group in one transaction and calls `release` once it is committed or failed; a failure goes to
+   * fail(). Groups commit in the order flushed.
+   */
+  protected abstract commitGroup(ops: readonly OutcomeOp[], release: () => void): void;
+
+  abstract drain(): Promise<void>;
+  abstract close(): Promise<void>;
+
+  /** A 200: normalized rows, raw body, api_calls row and the task done, atomically. */
+  success(task: WriterTask, request: IngestRequest, requestKey: string, result: Extract<ApiResult<unknown>, { kind: 'ok' }>, attempts: number): Promise<void> {
+    const at = new Date().toISOString();
+    const call = callRow(this.runId, task.id, result.call, at, null, result.credits);
+    return this.enqueue({ kind: 'success', taskId: task.id, operation: task.operation, requestKey, request, body: result.raw, call, attempts, at });
+  }
+
+  /** A paid 200 of the wrong shape: its body (kept apart from answers), api_calls row and the task failed, atomically. */
+  rejected(task: WriterTask, request: IngestRequest, requestKey: string, err: ApiSchemaError, attempts: number): Promise<void> {
+    const at = new Date().toISOString();
+    const call = callRow(this.runId, task.id, err.call, at, err.code, err.credits);
+    return this.enqueue({
+      kind: 'rejected', taskId: task.id, operation: task.operation, requestKey, request, body: err.raw, call, code: err.code, message: err.message, attempts, at,
+    });
+  }
+
+  /** A 404: the lookup found nothing, which is an answer, not a failure. */
+  notFound(task: WriterTask, call: ApiCallInfo, attempts: number, note: string | null): Promise<void> {
+    const at = new Date().toISOString();
+    return this.enqueue({ kind: 'not_found', taskId: task.id, call: callRow(this.runId, task.id, call, at, null, null), attempts, note, at });
+  }
+
+  /** Later pages of an input whose list ended earlier: settled without a call. */
+  pastLastPage(task: WriterTask, lastPage: number): Promise<void> {
+    return this.enqueue({ kind: 'past_last_page', taskId: task.id, lastPage, at: new Date().toISOString() });
+  }
+
+  /** One failed HTTP attempt, for the api_calls log. */
+  attemptFailed(task: WriterTask, err: ApiError): Promise<void> {
+    const credits = err instanceof ApiSchemaError ? err.credits : null;
+    return this.enqueue({ kind: 'attempt_failed', call: callRow(this.runId, task.id, err.call, new Date().toISOString(), err.code, credits) });
+  }
+
+  /** The task failed for good in this run; `retryable` failures are picked up again by the next run. */
+  failed(task: WriterTask, code: string, message: string, retryable: boolean, attempts: number): Promise<void> {
+    return this.enqueue({ kind: 'failed', taskId: task.id, code, message, retryable, attempts, at: new Date().toISOString() });
+  }
+
+  /** The error that stopped the writer, if any. */
+  get error(): unknown {
+    return this.failure;
+  }
+
+  /** A group's commit failed: it is rolled back whole, nothing more is written, and the run is told once. */
+  protected fail(err: unknown): void {
+    this.failure = err;
+    this.onFatal(err);
+  }
+
+  private enqueue(op: OutcomeOp): Promise<void> {
+    if (this.failure) return Promise.resolve();
+    this.batch.push(op);
+    this.batchCommitted ??= new Promise((resolve) => (this.release = resolve));
+    const committed = this.batchCommitted;
+    if (this.batch.length >= this.maxBatch) this.flush();
+    else this.scheduled ??= setImmediate(() => this.flush());
+    return committed;
+  }
+
+  /** Hands the batch gathered so far to commitGroup, which lets its waiters go once it is committed. */
+  protected flush(): void {
+    if (this.scheduled) clearImmediate(this.scheduled);
+    this.scheduled = null;
+    const ops = this.batch;
+    const release = this.release ?? (() => undefined);
+    this.batch = [];
+    this.release = null;
+    this.batchCommitted = null;
+    if (ops.length === 0 || this.failure) return release();
+    this.commitGroup(ops, release);
+  }
+}
+
+export function callRow(
+  runId: number,
+  taskId: number,
+  call: Partial<ApiCallInfo>,
+  at: string,
+  errorCode: string | null,
+  credits: { total_credits: number; credits_used: number; credits_remaining: number } | null,
+): ApiCallRow {
+  return {
+    runId,
+    taskId,
+    operation: call.operation ?? 'unknown',
+    method: call.method ?? 'GET',
+    path: call.path ?? '',
+    status: call.status ?? null,
+    errorCode,
+    latencyMs: call.latencyMs ?? null,
+    totalCredits: credits?.total_credits ?? null,
+    creditsUsed: credits?.credits_used ?? null,
+    creditsRemaining: credits?.credits_remaining ?? null,
+    at,
+  };
+}
