@@ -1,8 +1,8 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import pg from 'pg';
 import { createTaskClaims } from '../src/store/pg/coordination/task-claims.ts';
-import { coordinationDatabase, planTasks, startWorker, waitFor, type WorkerProcess } from './pg/coordination-fixtures.ts';
-import { newPgDatabase, pgClusterUrl, pgSkipReason } from './pg/use-pg.ts';
+import { coordinationTestBed, planTasks, startWorker, waitFor, type WorkerProcess } from './pg/coordination-fixtures.ts';
+import { pgClusterUrl, pgSkipReason } from './pg/use-pg.ts';
 
 const JOB = 'shared-job';
 const TASKS = 2_000;
@@ -11,19 +11,11 @@ const MAX_TASKS = 20;
 const MOST_CLAIMED = MAX_TASKS + 2;
 const FRESH_SINCE = '2000-01-01T00:00:00Z';
 
-let pools: pg.Pool[] = [];
-let workers: WorkerProcess[] = [];
-afterEach(async () => {
-  for (const w of workers) if (w.child.exitCode === null && w.child.signalCode === null) w.child.kill('SIGKILL');
-  await Promise.all(pools.map((p) => p.end()));
-  pools = [];
-  workers = [];
-});
+const bed = coordinationTestBed();
+const workers = bed.workers;
 
 async function jobDatabase(): Promise<{ url: string; pool: pg.Pool }> {
-  const url = await newPgDatabase('claims');
-  const pool = await coordinationDatabase(url);
-  pools.push(pool);
+  const { url, pool } = await bed.database('claims');
   await pool.query(`CREATE TABLE calls (id bigint PRIMARY KEY GENERATED ALWAYS AS IDENTITY, task_id bigint NOT NULL,
     worker_id text NOT NULL, input_key text NOT NULL, page int NOT NULL, at timestamptz NOT NULL DEFAULT clock_timestamp(),
     settled boolean NOT NULL DEFAULT false)`);

@@ -1,22 +1,14 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import pg from 'pg';
 import { SharedCreditBudget } from '../src/store/pg/coordination/shared-credit-budget.ts';
-import { coordinationDatabase, startWorker, waitFor, type WorkerProcess } from './pg/coordination-fixtures.ts';
-import { newPgDatabase, pgClusterUrl, pgSkipReason } from './pg/use-pg.ts';
+import { coordinationTestBed, startWorker, waitFor } from './pg/coordination-fixtures.ts';
+import { pgClusterUrl, pgSkipReason } from './pg/use-pg.ts';
 
-let pools: pg.Pool[] = [];
-let workers: WorkerProcess[] = [];
-afterEach(async () => {
-  for (const w of workers) if (w.child.exitCode === null && w.child.signalCode === null) w.child.kill('SIGKILL');
-  await Promise.all(pools.map((p) => p.end()));
-  pools = [];
-  workers = [];
-});
+const bed = coordinationTestBed();
+const workers = bed.workers;
 
 async function budgetDatabase(): Promise<{ url: string; pool: pg.Pool }> {
-  const url = await newPgDatabase('credits');
-  const pool = await coordinationDatabase(url);
-  pools.push(pool);
+  const { url, pool } = await bed.database('credits');
   // The service's side of each account: what it has charged.
   await pool.query(`CREATE TABLE fake_account (api_url text PRIMARY KEY, credits_used numeric NOT NULL, total_credits numeric NOT NULL)`);
   await pool.query(`CREATE TABLE go (go int)`);

@@ -1,22 +1,14 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import pg from 'pg';
 import { SharedRateGate } from '../src/store/pg/coordination/shared-rate-gate.ts';
-import { coordinationDatabase, startWorker, waitFor, type WorkerProcess } from './pg/coordination-fixtures.ts';
-import { newPgDatabase, pgClusterUrl, pgSkipReason } from './pg/use-pg.ts';
+import { coordinationTestBed, startWorker, waitFor } from './pg/coordination-fixtures.ts';
+import { pgClusterUrl, pgSkipReason } from './pg/use-pg.ts';
 
-let pools: pg.Pool[] = [];
-let workers: WorkerProcess[] = [];
-afterEach(async () => {
-  for (const w of workers) if (w.child.exitCode === null && w.child.signalCode === null) w.child.kill('SIGKILL');
-  await Promise.all(pools.map((p) => p.end()));
-  pools = [];
-  workers = [];
-});
+const bed = coordinationTestBed();
+const workers = bed.workers;
 
 async function rateDatabase(): Promise<{ url: string; pool: pg.Pool }> {
-  const url = await newPgDatabase('rate');
-  const pool = await coordinationDatabase(url);
-  pools.push(pool);
+  const { url, pool } = await bed.database('rate');
   return { url, pool };
 }
 

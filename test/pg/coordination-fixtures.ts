@@ -5,7 +5,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
+import { afterEach } from 'vitest';
 import { openPgStore } from '../../src/store/pg/open.ts';
+import { newPgDatabase } from './use-pg.ts';
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -64,4 +66,26 @@ export async function waitFor(check: () => Promise<boolean>, timeoutMs: number, 
     if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
     await new Promise((r) => setTimeout(r, everyMs));
   }
+}
+
+/**
+ * A coordination test file's bed: after each test its worker processes are killed (SIGKILL, if still running) and
+ * its pools ended. `database(prefix)` gives a new database with the coordination tables and a pool on it.
+ */
+export function coordinationTestBed(): { workers: WorkerProcess[]; database(prefix: string): Promise<{ url: string; pool: pg.Pool }> } {
+  const pools: pg.Pool[] = [];
+  const workers: WorkerProcess[] = [];
+  afterEach(async () => {
+    for (const w of workers.splice(0)) if (w.child.exitCode === null && w.child.signalCode === null) w.child.kill('SIGKILL');
+    await Promise.all(pools.splice(0).map((p) => p.end()));
+  });
+  return {
+    workers,
+    async database(prefix) {
+      const url = await newPgDatabase(prefix);
+      const pool = await coordinationDatabase(url);
+      pools.push(pool);
+      return { url, pool };
+    },
+  };
 }
