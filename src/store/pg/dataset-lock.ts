@@ -1,0 +1,80 @@
+/**
+ * The PostgreSQL dataset's lock, SQLite's one-run lock in two modes: every running worker holds it shared, and a
+ * command that rewrites the dataset under the workers' feet (reprocess, prune) holds it exclusive. It is a
+ * session advisory lock on one connection kept for the holder's life, so the server itself lets go of a worker
+ * killed with SIGKILL, on any host, once its connection drops: there is no lease to wait out and no pid to check.
+ */
+import type pg from 'pg';
+import { LockedError } from '../run-lock.ts';
+
+/** Any fixed 64-bit key, the same in every netingest build: "netingest dataset". */
+const DATASET_LOCK_KEY = 0x6e657464617461n; // 'netdata'
+
+/** A hold on the dataset lock: its connection's backend pid (how others tell it is alive) and its release. */
+export interface DatasetHold {
+  /** pg_backend_pid() of the connection holding the lock. */
+  readonly backendPid: number;
+  /** Lets go of the lock and gives the connection back; safe to call twice. */
+  release(): Promise<void>;
+}
+
+/**
+ * Holds the lock shared, as a worker: any number of workers together, never while reprocess or prune holds it.
+ * `what` names the dataset in the LOCKED message.
+ */
+export function holdShared(pool: pg.Pool, what: string): Promise<DatasetHold> {
+  return hold(pool, 'pg_try_advisory_lock_shared', 'pg_advisory_unlock_shared', () =>
+    `${what} is being rewritten by \`netingest reprocess\` or \`netingest prune\`; run again once it has finished`);
+}
+
+/**
+ * Holds the lock exclusive, for `command` (reprocess, prune): refused while any worker runs. `what` names the
+ * dataset in the LOCKED message.
+ */
+export function holdExclusive(pool: pg.Pool, what: string, command: string): Promise<DatasetHold> {
+  return hold(pool, 'pg_try_advisory_lock', 'pg_advisory_unlock', () =>
+    `${what} is in use by a running \`netingest run\` or \`netingest ${command.replace(/^netingest /, '')}\`; ` +
+      `${command} waits for no one: run it again once they have finished`);
+}
+
+/**
+ * The backend pids of the sessions holding the dataset lock now (shared or exclusive): a worker's runs row
+ * whose session is not among them is no longer running, whichever host it ran on.
+ */
+export async function lockHolders(pool: pg.Pool): Promise<Set<number>> {
+  const { rows } = await pool.query<{ pid: number }>(
+    `SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted
+       AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+       AND objsubid = 1 AND ((classid::bigint << 32) | objid::bigint) = $1::bigint`,
+    [DATASET_LOCK_KEY.toString()],
+  );
+  return new Set(rows.map((r) => r.pid));
+}
+
+async function hold(pool: pg.Pool, tryLock: string, unlock: string, lockedMessage: () => string): Promise<DatasetHold> {
+  const client = await pool.connect();
+  let released = false;
+  try {
+    const { rows } = await client.query<{ got: boolean; pid: number }>(`SELECT ${tryLock}($1::bigint) AS got, pg_backend_pid() AS pid`, [DATASET_LOCK_KEY.toString()]);
+    if (!rows[0]!.got) throw new LockedError(lockedMessage());
+    const backendPid = rows[0]!.pid;
+    return {
+      backendPid,
+      async release() {
+        if (released) return;
+        released = true;
+        try {
+          await client.query(`SELECT ${unlock}($1::bigint)`, [DATASET_LOCK_KEY.toString()]);
+          client.release();
+        } catch (err) {
+          // A connection that failed is dropped rather than pooled: its lock goes with it.
+          client.release(err instanceof Error ? err : true);
+        }
+      },
+    };
+  } catch (err) {
+    released = true;
+    client.release();
+    throw err;
+  }
+}
