@@ -6,7 +6,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { describe, expect, it } from 'vitest';
 import { runJobs, type RunSummary } from '../src/runner/run-jobs.ts';
-import { CreditGuard } from '../src/runner/credit-guard.ts';
+import { CreditGuard } from '../src/credits/credit-guard.ts';
 import { CreditMeter } from '../src/credits/credit-meter.ts';
 import { FAST_RATE, FAST_RETRY, csv, postUrls, runCli, taskStatuses, useWorkspaces, type Workspace } from './run-helpers.ts';
 import { postResponse } from './db-fixtures.ts';

@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { CreditMeter, medianStep } from '../src/credits/credit-meter.ts';
-import { CreditGuard } from '../src/runner/credit-guard.ts';
+import { CreditGuard } from '../src/credits/credit-guard.ts';
 import { openDatabase } from '../src/store/open.ts';
 import { createApiCallLog } from '../src/store/api-calls.ts';
 import { mkdtempSync, rmSync } from 'node:fs';

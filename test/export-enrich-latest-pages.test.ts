@@ -9,7 +9,7 @@ import { openDatabase, type Database } from '../src/store/open.ts';
 import { createLedger } from '../src/store/ledger.ts';
 import { requestKeyOf } from '../src/store/ingest-request.ts';
 import { planIntoLedger } from '../src/runner/plan-into-ledger.ts';
-import { createOutcomeApplier, type OutcomeOp } from '../src/runner/outcome-ops.ts';
+import { createOutcomeApplier, type OutcomeOp } from '../src/store/outcome-ops.ts';
 import { ingestRequestFor } from '../src/runner/run-job.ts';
 import { reprocess } from '../src/runner/reprocess.ts';
 import { JOB_SQL, SIMILAR_SQL } from '../src/store/readers/enrich-results.ts';

@@ -81,4 +81,16 @@ describe('layers', () => {
     );
     expect(bad).toEqual([]);
   });
+
+  it('the store imports no run engine, export or CLI code: the run engine calls it, never the other way', () => {
+    const bad = filesUnder('store').flatMap((f) => f.imports.filter((i) => /\/(runner|export|cli)\//.test(i)).map((i) => `${f.path} -> ${i}`));
+    expect(bad).toEqual([]);
+  });
+
+  it('the bottom layers (spec, urls, credits, errors.ts) import nothing above them', () => {
+    const bad = ['spec', 'urls', 'credits'].flatMap((dir) =>
+      filesUnder(dir).flatMap((f) => f.imports.filter((i) => i.startsWith('../') && !/^\.\.\/(spec\/|urls\/|credits\/|errors\.ts$)/.test(i)).map((i) => `${f.path} -> ${i}`)),
+    );
+    expect(bad).toEqual([]);
+  });
 });

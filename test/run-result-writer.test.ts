@@ -12,7 +12,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openDatabase, type Database } from '../src/store/open.ts';
 import { createLedger } from '../src/store/ledger.ts';
 import { acquireRunLock, LockLostError } from '../src/store/run-lock.ts';
-import { ResultWriter } from '../src/runner/result-writer.ts';
+import { ResultWriter } from '../src/store/result-writer.ts';
 import { DriftTally } from '../src/operations/drift.ts';
 import type { ApiCallInfo } from '../src/api/types.ts';
 import { credits, postRequest, postResponse } from './db-fixtures.ts';

@@ -19,10 +19,10 @@ import {
 } from '../src/api/errors.ts';
 import type { ApiCallInfo, ApiClient, ApiResult } from '../src/api/types.ts';
 import { DriftTally } from '../src/operations/drift.ts';
-import { CreditGuard } from '../src/runner/credit-guard.ts';
+import { CreditGuard } from '../src/credits/credit-guard.ts';
 import { OutageBreaker } from '../src/runner/outage-breaker.ts';
-import { RateGate } from '../src/runner/rate-gate.ts';
-import type { ResultWriter } from '../src/runner/result-writer.ts';
+import { RateGate } from '../src/api/rate-gate.ts';
+import type { ResultWriter } from '../src/store/result-writer.ts';
 import { RunStop } from '../src/runner/run-stop.ts';
 import { executeTask, type ExecutableTask, type ExecutorContext, type RetrySettings } from '../src/runner/task-executor.ts';
 import { UnusableAnswerBreaker } from '../src/runner/unusable-breaker.ts';

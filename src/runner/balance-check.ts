@@ -1,6 +1,6 @@
 import type { ApiClient } from '../api/types.ts';
 import { reportedBalance, roundCredits } from '../credits/credit-meter.ts';
-import type { CreditGuard } from './credit-guard.ts';
+import type { CreditGuard } from '../credits/credit-guard.ts';
 import type { Logger } from './logger.ts';
 
 /**

@@ -1,5 +1,5 @@
 import { ApiSchemaError, isApiError } from '../api/errors.ts';
-import type { Charge } from './credit-guard.ts';
+import type { Charge } from '../credits/credit-guard.ts';
 
 /**
  * What a failed attempt was charged, for the credit guard: the counters of a wrong-shape body that still carries

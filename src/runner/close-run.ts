@@ -7,7 +7,7 @@ import { roundCredits } from '../credits/credit-meter.ts';
 import { combineErrors } from '../jobs/job-error.ts';
 import { driftPathLines } from '../operations/drift.ts';
 import type { RunEnd, RunStatus } from '../store/runs.ts';
-import type { CreditStop } from './credit-guard.ts';
+import type { CreditStop } from '../credits/credit-guard.ts';
 import { jobSummaryOf, type JobResult } from './job-result.ts';
 import { describeError, type OpenRun } from './open-run.ts';
 import type { StopReason } from './run-stop.ts';

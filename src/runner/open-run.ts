@@ -9,7 +9,7 @@ import type { ApiClient } from '../api/types.ts';
 import type { Operation } from '../spec/types.ts';
 import type { LockLostError } from '../store/run-lock.ts';
 import type { CallHistory, OutcomeWriter, RunGate, RunHold, RunLedger, RunRecords, RunStore } from '../store/run-store.ts';
-import { CreditGuard } from './credit-guard.ts';
+import { CreditGuard } from '../credits/credit-guard.ts';
 import { silentLogger, type Logger } from './logger.ts';
 import { OutageBreaker } from './outage-breaker.ts';
 import { openRunStore } from './open-run-store.ts';

@@ -17,7 +17,7 @@ import { UsageError } from '../errors.ts';
 import { openDatabase } from '../store/open.ts';
 import { acquireRunLock } from '../store/run-lock.ts';
 import { clearNormalizedTables } from '../store/ingest/index.ts';
-import { prepareAnswerStore } from './store-answer.ts';
+import { prepareAnswerStore } from '../store/store-answer.ts';
 import { findSpec, readStored } from '../operations/index.ts';
 import { createLedger } from '../store/ledger.ts';
 import type { Database } from '../store/open.ts';

@@ -1,4 +1,4 @@
-import type { CreditGuard } from './credit-guard.ts';
+import type { CreditGuard } from '../credits/credit-guard.ts';
 
 /**
  * Why a run stopped sending calls before its work was done; `outage`: the API looks down (see

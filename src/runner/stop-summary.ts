@@ -1,4 +1,4 @@
-import type { CreditStop, CreditStopReason } from './credit-guard.ts';
+import type { CreditStop, CreditStopReason } from '../credits/credit-guard.ts';
 import type { StopReason } from './run-stop.ts';
 import { plural } from '../plural.ts';
 import { roundCredits } from '../credits/credit-meter.ts';

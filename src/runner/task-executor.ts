@@ -5,7 +5,7 @@ import type { Operation } from '../spec/types.ts';
 import type { AnySubject } from '../operations/index.ts';
 import type { OperationSpec } from '../operations/operation-spec.ts';
 import type { DriftTally } from '../operations/drift.ts';
-import type { CreditGuard } from './credit-guard.ts';
+import type { CreditGuard } from '../credits/credit-guard.ts';
 import { chargeOfFailure } from './charge-of.ts';
 import type { RunStop } from './run-stop.ts';
 import type { OutcomeWriter, RunGate, WriterTask } from '../store/run-store.ts';

@@ -7,7 +7,7 @@ import type { ApiCallInfo, ApiResult } from '../api/types.ts';
 import type { ApiError, ApiSchemaError } from '../api/errors.ts';
 import type { Operation } from '../spec/types.ts';
 import type { CreditHistory } from '../credits/credit-meter.ts';
-import type { CreditGuard, CreditLimits } from '../runner/credit-guard.ts';
+import type { CreditGuard, CreditLimits } from '../credits/credit-guard.ts';
 import type { AnswerAnomalyKind, TaskStatus } from './schema.ts';
 import type { AnswerDriftRow } from './answer-drift.ts';
 import type { IngestRequest } from './ingest-request.ts';
@@ -80,7 +80,7 @@ export interface WriterTask {
   operation: Operation;
 }
 
-/** The run's writer of call outcomes, in group commits (runner/result-writer.ts on SQLite). */
+/** The run's writer of call outcomes, in group commits (store/result-writer.ts on SQLite). */
 export interface OutcomeWriter {
   success(task: WriterTask, request: IngestRequest, requestKey: string, result: Extract<ApiResult<unknown>, { kind: 'ok' }>, attempts: number): Promise<void>;
   rejected(task: WriterTask, request: IngestRequest, requestKey: string, err: ApiSchemaError, attempts: number): Promise<void>;
@@ -93,7 +93,7 @@ export interface OutcomeWriter {
   readonly error: unknown;
 }
 
-/** The run's rate gate (runner/rate-gate.ts on SQLite; shared by every worker on PostgreSQL). */
+/** The run's rate gate (api/rate-gate.ts on SQLite; shared by every worker on PostgreSQL). */
 export interface RunGate {
   setRequestsPerMinute(requestsPerMinute: number | null): void;
   take(signal?: AbortSignal): Promise<void>;

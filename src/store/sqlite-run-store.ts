@@ -2,10 +2,10 @@
  * The run store on SQLite: today's synchronous better-sqlite3 code behind the run ports (run-store.ts). The run
  * holds the one-run lock; every write of the ledger and the end of the run check it in their transaction.
  */
-import { lockGuardedLedger } from '../runner/lock-guarded-ledger.ts';
-import { CreditGuard } from '../runner/credit-guard.ts';
-import { RateGate } from '../runner/rate-gate.ts';
-import { ResultWriter } from '../runner/result-writer.ts';
+import { lockGuardedLedger } from './lock-guarded-ledger.ts';
+import { CreditGuard } from '../credits/credit-guard.ts';
+import { RateGate } from '../api/rate-gate.ts';
+import { ResultWriter } from './result-writer.ts';
 import { anomalyCountsOf } from './answer-anomalies.ts';
 import { saveAnswerDrift } from './answer-drift.ts';
 import { createApiCallLog } from './api-calls.ts';

@@ -1,5 +1,5 @@
 /**
- * Stores one 200 body on PostgreSQL, in the caller's transaction, as runner/store-answer.ts does on SQLite: the
+ * Stores one 200 body on PostgreSQL, in the caller's transaction, as store/store-answer.ts does on SQLite: the
  * operation's contract reads it, its spec maps it to rows (spec.rows, the same pure function), and they are
  * written with the statements of store/ingest/tables.ts in PostgreSQL's dialect: INSERT ... ON CONFLICT DO
  * UPDATE per table key, a set replaced by DELETE then INSERT. Values go in as `copy` converts them.

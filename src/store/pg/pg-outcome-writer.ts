@@ -1,13 +1,13 @@
 /**
- * The run's writer on PostgreSQL: the same group commit as runner/result-writer.ts (the outcomes of one turn of
+ * The run's writer on PostgreSQL: the same group commit as store/result-writer.ts (the outcomes of one turn of
  * the event loop, or `maxBatch` of them, in one transaction: normalized rows, raw body, task status and
  * api_calls row together), committed one group at a time on a connection of the pool. An outcome's promise
  * resolves once its group is committed, so a worker killed at any instant loses at most its in-flight calls.
  */
 import type pg from 'pg';
-import type { OutcomeOp } from '../../runner/outcome-ops.ts';
-import { GroupCommitWriter } from '../../runner/group-commit-writer.ts';
-import { RESULT_WRITER_DEFAULTS } from '../../runner/result-writer.ts';
+import type { OutcomeOp } from '../outcome-ops.ts';
+import { GroupCommitWriter } from '../group-commit-writer.ts';
+import { RESULT_WRITER_DEFAULTS } from '../result-writer.ts';
 import type { ApiCallRow } from '../api-calls.ts';
 import { requestKeyOf } from '../ingest-request.ts';
 import { createPgAnswerStore } from './pg-answer-store.ts';

@@ -6,7 +6,7 @@
  */
 import type { CreditCounters, Operation } from '../../spec/types.ts';
 import type { CreditHistory } from '../../credits/credit-meter.ts';
-import { CreditGuard, type Charge, type CreditLimits, type Reservation } from '../../runner/credit-guard.ts';
+import { CreditGuard, type Charge, type CreditLimits, type Reservation } from '../../credits/credit-guard.ts';
 import type { SharedCreditBudget, SharedReservation } from './coordination/shared-credit-budget.ts';
 
 export class SharedCreditGuard extends CreditGuard {

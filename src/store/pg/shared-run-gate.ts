@@ -5,7 +5,7 @@
  * shared slots.
  */
 import type pg from 'pg';
-import { RateGate } from '../../runner/rate-gate.ts';
+import { RateGate } from '../../api/rate-gate.ts';
 import type { RunGate } from '../run-store.ts';
 import { SHARED_RATE_GATE_DEFAULTS, SharedRateGate } from './coordination/shared-rate-gate.ts';
 

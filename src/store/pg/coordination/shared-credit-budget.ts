@@ -11,7 +11,7 @@
 import pg from 'pg';
 import type { CreditCounters } from '../../../spec/types.ts';
 import { reportedBalance } from '../../../credits/credit-meter.ts';
-import type { CreditLimits } from '../../../runner/credit-guard.ts';
+import type { CreditLimits } from '../../../credits/credit-guard.ts';
 
 export const SHARED_CREDIT_BUDGET_DEFAULTS = {
   /** How long a reservation counts without renewal: longer than a call may take, retries included. */

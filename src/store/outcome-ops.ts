@@ -2,12 +2,12 @@
  * The outcomes of calls as plain data, and the one function that files them in the database. The run's
  * writer (result-writer.ts) gathers them and applies each batch in one transaction.
  */
-import type { Connection } from '../store/connection.ts';
-import type { IngestRequest } from '../store/ingest-request.ts';
+import type { Connection } from './connection.ts';
+import type { IngestRequest } from './ingest-request.ts';
 import { prepareAnswerStore } from './store-answer.ts';
-import { saveRawResponse } from '../store/raw-archive.ts';
-import { createApiCallLog, type ApiCallRow } from '../store/api-calls.ts';
-import { createLedger } from '../store/ledger.ts';
+import { saveRawResponse } from './raw-archive.ts';
+import { createApiCallLog, type ApiCallRow } from './api-calls.ts';
+import { createLedger } from './ledger.ts';
 import type { Operation } from '../spec/types.ts';
 
 /** A paid 200 as it travels to the writer: the task, the request it answered and the body as received. */

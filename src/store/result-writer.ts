@@ -1,6 +1,6 @@
-import type { Connection } from '../store/connection.ts';
-import type { RunLock } from '../store/run-lock.ts';
-import { startWalCheckpointer, type WalCheckpointer } from '../store/wal-checkpointer.ts';
+import type { Connection } from './connection.ts';
+import type { RunLock } from './run-lock.ts';
+import { startWalCheckpointer, type WalCheckpointer } from './wal-checkpointer.ts';
 import { GroupCommitWriter } from './group-commit-writer.ts';
 import { prepareOutcomeWrite, type OutcomeOp } from './outcome-ops.ts';
 

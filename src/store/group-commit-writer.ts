@@ -2,13 +2,13 @@
  * What both engines' writers share: the outcome of every call as an OutcomeOp, gathered into group commits (the
  * outcomes of one turn of the event loop, or `maxBatch` of them at once), each outcome's promise resolved once
  * its group is committed (or the writer failed). An engine says only how one group is committed
- * (runner/result-writer.ts on SQLite, store/pg/pg-outcome-writer.ts on PostgreSQL).
+ * (store/result-writer.ts on SQLite, store/pg/pg-outcome-writer.ts on PostgreSQL).
  */
 import type { ApiCallInfo, ApiResult } from '../api/types.ts';
 import { ApiSchemaError, type ApiError } from '../api/errors.ts';
-import type { ApiCallRow } from '../store/api-calls.ts';
-import type { IngestRequest } from '../store/ingest-request.ts';
-import type { OutcomeWriter, WriterTask } from '../store/run-store.ts';
+import type { ApiCallRow } from './api-calls.ts';
+import type { IngestRequest } from './ingest-request.ts';
+import type { OutcomeWriter, WriterTask } from './run-store.ts';
 import type { OutcomeOp } from './outcome-ops.ts';
 
 export abstract class GroupCommitWriter implements OutcomeWriter {

@@ -6,9 +6,9 @@
  */
 import { parseJsonBody } from '../api/json-body.ts';
 import { readUsableAnswer } from '../api/schemas.ts';
-import { recordAnswerAnomalies, setAsideAnomalies, type AnomalySource } from '../store/answer-anomalies.ts';
-import type { Connection } from '../store/connection.ts';
-import type { IngestRequest } from '../store/ingest-request.ts';
+import { recordAnswerAnomalies, setAsideAnomalies, type AnomalySource } from './answer-anomalies.ts';
+import type { Connection } from './connection.ts';
+import type { IngestRequest } from './ingest-request.ts';
 import { createIngestor, type IngestResult } from '../store/ingest/index.ts';
 
 /** One archived body to store, and where it came from (its raw_responses row). */

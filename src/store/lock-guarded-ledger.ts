@@ -1,5 +1,5 @@
-import type { Ledger } from '../store/ledger.ts';
-import type { RunLock } from '../store/run-lock.ts';
+import type { Ledger } from './ledger.ts';
+import type { RunLock } from './run-lock.ts';
 
 /**
  * The ledger as a run writes it from its own thread (planning, reopening, deferring): each write checks, in its

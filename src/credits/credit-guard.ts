@@ -1,6 +1,6 @@
 import type { CreditCounters, Operation } from '../spec/types.ts';
-import { CreditMeter, type CreditHistory } from '../credits/credit-meter.ts';
-import { readableCounters, UnreadCharges, type SentAt } from '../credits/unread-charges.ts';
+import { CreditMeter, type CreditHistory } from './credit-meter.ts';
+import { readableCounters, UnreadCharges, type SentAt } from './unread-charges.ts';
 
 export const CREDIT_GUARD_DEFAULTS = {
   /**
