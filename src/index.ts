@@ -63,7 +63,7 @@ export async function run(options: RunJobsOptions): Promise<RunResult> {
 
 /** Options of plan(). */
 export interface PlanOptions {
-  /** The database a run would use; read if it exists, never created. */
+  /** The database a run would use, a SQLite file or a postgres:// URL; read if it exists, never created. */
   db: string;
   /** As if the run had --refresh. Default false. */
   refresh?: boolean;

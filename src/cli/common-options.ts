@@ -47,14 +47,14 @@ export function sqliteOnly(db: string): string {
 }
 
 /**
- * `--db` of the commands that read PostgreSQL too (query, export, status): a file that must exist, or a
- * postgres:// URL. No yargs default and no path normalizing (a URL's `//` must stay): datasetOption() applies
- * NETINGEST_DATABASE_URL, then DEFAULT_DB.
+ * `--db` of the commands that read PostgreSQL too (query, export, status, plan): a file that must exist (or for
+ * plan, is read if it exists), or a postgres:// URL. No yargs default and no path normalizing (a URL's `//` must
+ * stay): datasetOption() applies NETINGEST_DATABASE_URL, then DEFAULT_DB.
  */
-export function withReadDb<T>(y: Argv<T>) {
+export function withReadDb<T>(y: Argv<T>, whenMissing: Exclude<DbWhenMissing, 'create'> = 'refuse') {
   return y.option('db', {
     type: 'string',
-    describe: `${DB_DESCRIPTIONS.refuse}, or postgres://user@host:5432/database (default: $${DATABASE_URL_ENV}, else ${DEFAULT_DB})`,
+    describe: `${DB_DESCRIPTIONS[whenMissing]}, or postgres://user@host:5432/database (default: $${DATABASE_URL_ENV}, else ${DEFAULT_DB})`,
   });
 }
 

@@ -1,6 +1,7 @@
 import { plural } from '../plural.ts';
 import type { Job } from '../jobs/schema.ts';
 import { invalidOutPath, writeInvalidRows } from '../export/invalid-rows-out.ts';
+import { isPostgresUrl } from '../store/pg/database-url.ts';
 import { OUTPUT_STOP_SIGNALS, stderrNotice, withStopSignals } from './signals.ts';
 
 /** `--invalid-out <file>` of `plan` and `run`. */
@@ -10,11 +11,15 @@ export const INVALID_OUT_OPTION = {
   describe: "write every invalid input row (the input's columns, netingest_line, netingest_reason) to this CSV; with several jobs, <name>.<job>.csv each",
 } as const;
 
-/** Writes each job's invalid rows and says where on `stderr`. */
+/**
+ * Writes each job's invalid rows and says where on `stderr`. They come from the input, not the dataset; `db` is
+ * named only so that a SQLite file is never the output (a postgres:// URL is no file).
+ */
 export async function writeInvalidOut(jobs: readonly Job[], out: string, db: string, stderr: NodeJS.WritableStream): Promise<void> {
+  const dbFile = isPostgresUrl(db) ? undefined : db;
   for (const job of jobs) {
     const path = invalidOutPath(out, job.name, jobs.length);
-    const result = await withStopSignals(stderrNotice(stderr), (signal) => writeInvalidRows(job, path, { db, signal }), OUTPUT_STOP_SIGNALS);
+    const result = await withStopSignals(stderrNotice(stderr), (signal) => writeInvalidRows(job, path, { db: dbFile, signal }), OUTPUT_STOP_SIGNALS);
     stderr.write(`netingest: wrote ${plural(result.rows, 'invalid row')} of ${job.name} to ${path}\n`);
   }
 }

@@ -9,7 +9,7 @@ import { planReport, type PlanReport } from './plan-report.ts';
 
 /** Options of planJobs(). */
 export interface PlanJobsOptions {
-  /** The database a run would use; read if it exists, never created. */
+  /** The database a run would use (a SQLite file or a postgres:// URL); read if it exists, never created. */
   db: string;
   /** As if the run had --refresh. */
   refresh: boolean;
@@ -17,6 +17,8 @@ export interface PlanJobsOptions {
   liveBalance: number | null;
   /** Called with each report as soon as it is made (the command prints it then). */
   onReport?: (report: PlanReport, job: Job) => void;
+  /** Told, once, why the dataset holds nothing yet (a PostgreSQL database with no netingest schema). */
+  onNothingRan?: (why: string) => void;
 }
 
 /** What planJobs() found. */
@@ -31,10 +33,15 @@ export interface PlannedJobs {
 /** Plans every job of `jobs`; an error other than an unusable job's stops it. */
 export async function planJobs(jobs: readonly Job[], options: PlanJobsOptions): Promise<PlannedJobs> {
   const found: PlannedJobs = { reports: [], planned: [], unusable: [] };
+  let told = false;
+  const onNothingRan = (why: string) => {
+    if (!told) options.onNothingRan?.(why);
+    told = true;
+  };
   for (const job of jobs) {
     let report: PlanReport;
     try {
-      report = await planReport(job, options.db, options.refresh);
+      report = await planReport(job, options.db, options.refresh, { onNothingRan });
     } catch (err) {
       if (!isJobUnusable(err)) throw err;
       found.unusable.push(err);

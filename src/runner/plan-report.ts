@@ -1,10 +1,6 @@
-import { existsSync } from 'node:fs';
 import type { Job } from '../jobs/schema.ts';
 import { planTasks } from '../jobs/plan-tasks.ts';
-import { openDatabase } from '../store/open.ts';
-import { withReadSnapshot } from '../store/read-snapshot.ts';
-import { createLedger, type DueRule, type Ledger } from '../store/ledger.ts';
-import { createApiCallLog } from '../store/api-calls.ts';
+import { PLAN_LEDGER_DEFAULTS, withPlanLedger, type PlannedTask, type PlanRule } from '../store/plan-ledger.ts';
 import { CREDIT_METER_DEFAULTS, roundCredits } from '../credits/credit-meter.ts';
 import { plural } from '../plural.ts';
 import { dueSince } from '../jobs/freshness.ts';
@@ -38,50 +34,43 @@ export interface PlanReport {
   invalidSamples: Array<{ file: string; line: number; field: string | null; reason: string }>;
 }
 
-/** Reads the job's input and the ledger and says what a run would do and cost. */
-export async function planReport(job: Job, dbPath: string, refresh = false): Promise<PlanReport> {
-  const database = existsSync(dbPath) ? openDatabase(dbPath, { readonly: true, upgradeOlderSchema: true }) : null;
-  try {
-    return database ? await withReadSnapshot(database, read) : await read();
-  } finally {
-    database?.close();
-  }
+/** Options of planReport(). */
+export interface PlanReportOptions {
+  /** Told why the dataset holds nothing yet (a PostgreSQL database with no netingest schema). */
+  onNothingRan?: (why: string) => void;
+}
 
-  /** The report, the ledger read in one snapshot. */
-  async function read(): Promise<PlanReport> {
-    const ledger = database ? createLedger(database) : null;
-    const calls = database ? createApiCallLog(database) : null;
-    // The run's due rule, as a run starting now applies it to each task (ledger.dueState).
-    const rule = { job: job.name, freshSince: dueSince(job.refreshAfterDays, refresh, new Date().toISOString()), refresh };
-    // The run takes another job's fresh answer to the same lookup (ledger.adoptSharedAnswers); --refresh only
-    // answers from the run itself, which plan cannot know.
-    const others = ledger && !refresh ? ledger.otherJobs(job.operation, job.name) : [];
-    const report = emptyReport(job, calls?.lastCounters()?.balance ?? null);
+/** Reads the job's input and the ledger (a SQLite file or a postgres:// URL) and says what a run would do and cost. */
+export async function planReport(job: Job, db: string, refresh = false, options: PlanReportOptions = {}): Promise<PlanReport> {
+  return withPlanLedger(db, async (ledger) => {
+    if (ledger.nothingRan !== null) options.onNothingRan?.(ledger.nothingRan);
+    // The run's due rule, as a run starting now applies it to each task. The run takes another job's fresh answer
+    // to the same lookup (adoptSharedAnswers); --refresh only answers from the run itself, which plan cannot know.
+    const rule: PlanRule = {
+      job: job.name,
+      operation: job.operation,
+      freshSince: dueSince(job.refreshAfterDays, refresh, new Date().toISOString()),
+      refresh,
+      others: refresh ? [] : await ledger.otherJobs(job.operation, job.name),
+    };
+    const report = emptyReport(job, await ledger.lastKnownBalance());
+    let batch: PlannedTask[] = [];
+    const settle = async () => {
+      for (const state of await ledger.taskStates(rule, batch)) report[state] += 1;
+      batch = [];
+    };
     for await (const item of planTasks(job)) {
       if (item.kind === 'duplicate') report.duplicates += 1;
       else if (item.kind === 'invalid') countInvalid(report, job, item);
       else {
         report.tasks += 1;
-        report[taskState(item, ledger, rule, others)] += 1;
+        batch.push({ inputKey: item.inputKey, page: item.page, requestJson: JSON.stringify(item.request) });
+        if (batch.length >= PLAN_LEDGER_DEFAULTS.tasksPerBatch) await settle();
       }
     }
-    return withCost(report, calls?.learnedCost(job.operation) ?? null);
-  }
-
-  /** Where a planned task lands in the report: fresh, failed earlier, or a call to make. */
-  function taskState(
-    item: { inputKey: string; page: number; request: unknown },
-    ledger: Ledger | null,
-    rule: DueRule,
-    others: string[],
-  ): 'fresh' | 'failedBefore' | 'calls' {
-    const requestJson = JSON.stringify(item.request);
-    const state = ledger?.dueState(rule, { inputKey: item.inputKey, page: item.page, requestJson }) ?? 'new';
-    if (state === 'fresh') return 'fresh';
-    if (state === 'failed') return 'failedBefore';
-    const lookup = { operation: job.operation, inputKey: item.inputKey, page: item.page, requestJson };
-    return ledger?.hasSharedAnswer(lookup, others, rule.freshSince) ? 'fresh' : 'calls';
-  }
+    await settle();
+    return withCost(report, await ledger.learnedCost(job.operation));
+  });
 }
 
 function emptyReport(job: Job, lastKnownBalance: number | null): PlanReport {

@@ -1,5 +1,5 @@
 import { defineCommand } from '../command.ts';
-import { sqliteOnly, withApi, withDb } from '../common-options.ts';
+import { datasetOption, withApi, withReadDb } from '../common-options.ts';
 import { askLiveBalance } from '../../runner/live-balance.ts';
 import { loadJobs } from '../load-job-args.ts';
 import { describeError } from '../describe-error.ts';
@@ -16,7 +16,7 @@ export const planCommand = defineCommand({
     'Show what a run would do: valid and invalid rows, duplicates, fresh tasks, calls and credits (no paid API call; ' +
     "the balance from the service's free credit check when an API URL and token are set)",
   builder: (y) =>
-    withApi(withDb(y, { whenMissing: 'plan-empty' }))
+    withApi(withReadDb(y, 'plan-empty'))
       .positional('jobs', { type: 'string', array: true, describe: 'job files (.json or .ts)' })
       .option('all', { type: 'boolean', default: false, describe: 'plan every job in jobs/' })
       .option('jobs-dir', { type: 'string', default: 'jobs', normalize: true, describe: 'folder searched by --all' })
@@ -26,21 +26,22 @@ export const planCommand = defineCommand({
       .example('$0 plan jobs/lookalikes.json', 'how many calls and credits the next run needs')
       .example('$0 plan jobs/lookalikes.json --invalid-out bad-rows.csv', 'every row the run cannot use, with its columns and why'),
   run: async (argv, io) => {
-    sqliteOnly(argv.db);
+    const db = datasetOption(argv.db);
     const { jobs, broken } = await loadJobs(argv.jobs ?? [], argv.all, argv['jobs-dir']);
     // Asked only once some job could be loaded: a plan that fails on its job files sends nothing.
     const live = jobs.length > 0 ? await askLiveBalance({ apiUrl: argv['api-url'], tokenFile: argv['token-file'] }) : null;
     const { reports, planned, unusable: unplanned } = await planJobs(jobs, {
-      db: argv.db,
+      db,
       refresh: argv.refresh,
       liveBalance: live?.balance ?? null,
       onReport: (r, job) => {
         if (!argv.json) io.stdout.write(formatPlanReport(r, job.credits.reserve));
       },
+      onNothingRan: (why) => io.stderr.write(`netingest: ${why}\n`),
     });
     // As a run skips a job whose job file or input file cannot be used, plan reports the others, then those.
     const unusable = [...broken, ...unplanned];
-    if (argv['invalid-out'] !== undefined) await writeInvalidOut(planned, argv['invalid-out'], argv.db, io.stderr);
+    if (argv['invalid-out'] !== undefined) await writeInvalidOut(planned, argv['invalid-out'], db, io.stderr);
     // Nothing could be planned: the problems are the outcome, as for one bad job.
     if (reports.length === 0) throw combineErrors(unusable);
     if (argv.json) io.stdout.write(JSON.stringify(reports, null, 2) + '\n');

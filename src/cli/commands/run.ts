@@ -16,7 +16,6 @@ import { INVALID_OUT_OPTION, writeInvalidOut } from '../invalid-out.ts';
 import { hadNothingToDo, holdRoutineLines } from '../quiet-night.ts';
 import { lockLeaseFromEnv } from '../lock-lease.ts';
 import { locateDataset } from '../../store/locator.ts';
-import { UsageError } from '../../errors.ts';
 
 /** PostgreSQL: workers started with the same value share `credits.maxPerRun` (docs/postgres.md). */
 const RUN_KEY_ENV = 'NETINGEST_RUN_KEY';
@@ -48,7 +47,6 @@ export const runCommand = defineCommand({
     const overrides = overridesFromFlags(argv);
     const dataset = locateDataset({ db: argv.db, defaultFile: DEFAULT_DB });
     const dbPath = dataset.engine === 'sqlite' ? normalize(dataset.file) : dataset.url;
-    if (dataset.engine === 'postgres' && argv['invalid-out'] !== undefined) throw new UsageError('--invalid-out reads a SQLite dataset only for now; query invalid_inputs on PostgreSQL');
     const lockLeaseMs = lockLeaseFromEnv();
     const { jobs, broken } = await loadJobs(argv.jobs ?? [], argv.all, argv['jobs-dir']);
     const api = resolveApiConfig({ apiUrl: argv['api-url'], tokenFile: argv['token-file'] });

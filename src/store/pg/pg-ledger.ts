@@ -22,10 +22,19 @@ const RUNNABLE = `job = $1 AND run_id = $2::bigint AND ${PG_DUE}`;
 /** Rows per multi-row upsert: PostgreSQL takes at most 65,535 parameters a statement. */
 const TASK_ROWS_PER_STATEMENT = 500;
 
-/** The same lookup answered by one of $5 (job names) at or after $3, as ledger.ts's sharedAnswer. */
-const SHARED = `u.job = ANY($5::text[]) AND u.input_key = tasks.input_key AND u.page = tasks.page
-  AND u.operation = tasks.operation AND u.request_json = tasks.request_json
+/** Planning a task again with another request (compared as jsonb) sets it back to pending, whatever its state. */
+export const pgRequestChanged = (task: string, planned: string) => `${task}.request_json <> ${planned}`;
+
+/**
+ * The same lookup as `of` (a task row's columns, or a planned task's for `plan`) answered by one of $5 (job
+ * names) at or after $3, on tasks alias `u`, as ledger.ts's sharedAnswer.
+ */
+export const pgSharedAnswer = (of: { inputKey: string; page: string; operation: string; requestJson: string }) =>
+  `u.job = ANY($5::text[]) AND u.input_key = ${of.inputKey} AND u.page = ${of.page}
+  AND u.operation = ${of.operation} AND u.request_json = ${of.requestJson}
   AND u.status IN ('done', 'not_found') AND u.completed_at >= $3::timestamptz`;
+
+const SHARED = pgSharedAnswer({ inputKey: 'tasks.input_key', page: 'tasks.page', operation: 'tasks.operation', requestJson: 'tasks.request_json' });
 
 const filterParams = (f: RunnableFilter) => [f.job, f.runId, f.freshSince, f.refresh];
 
@@ -121,7 +130,7 @@ async function insertPlanned(pool: pg.Pool, tasks: NewTask[], invalid: InvalidIn
         FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::text[], $8::int[]) AS u(job, operation, input_key, page, request_json, input_line)
         ON CONFLICT (job, input_key, page) DO UPDATE SET
           run_id = excluded.run_id,
-          status = CASE WHEN tasks.request_json <> excluded.request_json THEN 'pending' ELSE tasks.status END,
+          status = CASE WHEN ${pgRequestChanged('tasks', 'excluded.request_json')} THEN 'pending' ELSE tasks.status END,
           request_json = excluded.request_json,
           operation = excluded.operation`,
       [rows.map((t) => t.job), rows.map((t) => t.operation), rows.map((t) => t.inputKey), rows.map((t) => t.page),

@@ -1,0 +1,71 @@
+/**
+ * What `netingest plan` asks the dataset, on either engine, read in one snapshot and never written: where each
+ * planned task would land in a run starting now (by the run's own due rule), the jobs whose answers a run would
+ * take, the learned cost and the last known balance. SQLite's answers are in sqlite-plan-ledger.ts, PostgreSQL's
+ * in pg/pg-plan-ledger.ts (loaded only for a postgres:// dataset: a SQLite plan loads no pg).
+ */
+import { existsSync } from 'node:fs';
+import type { DueRule } from './ledger.ts';
+import { locateDataset } from './locator.ts';
+import { withSqlitePlanLedger } from './sqlite-plan-ledger.ts';
+
+/** A task of the input as a run would plan it. */
+export interface PlannedTask {
+  inputKey: string;
+  page: number;
+  requestJson: string;
+}
+
+/** Where a planned task lands in the report: still fresh, failed earlier and not retried, or a call to make. */
+export type PlannedTaskState = 'fresh' | 'failedBefore' | 'calls';
+
+/** The run's due rule for one job, and the other jobs whose fresh answers to the same lookups it takes. */
+export interface PlanRule extends DueRule {
+  operation: string;
+  others: readonly string[];
+}
+
+/** The dataset as `plan` reads it, inside one read snapshot. */
+export interface PlanLedger {
+  /** Why the dataset holds nothing yet, to tell the user (a PostgreSQL database with no netingest schema); else null. */
+  readonly nothingRan: string | null;
+  /** The other jobs of the ledger with tasks of `operation`: those whose answers `job` can take. */
+  otherJobs(operation: string, job: string): Promise<string[]>;
+  /** The state of each task, in the order given: ask with batches (PLAN_LEDGER_DEFAULTS.tasksPerBatch). */
+  taskStates(rule: PlanRule, tasks: readonly PlannedTask[]): Promise<PlannedTaskState[]>;
+  /** The cost of one call of `operation` learned from earlier calls, or null. */
+  learnedCost(operation: string): Promise<number | null>;
+  /** The balance the service's last counters gave, or null before any call. */
+  lastKnownBalance(): Promise<number | null>;
+}
+
+export const PLAN_LEDGER_DEFAULTS = {
+  /** Planned tasks per taskStates() call: one round trip each on PostgreSQL, however large the input. */
+  tasksPerBatch: 1000,
+} as const;
+
+/**
+ * Runs `fn` with the plan ledger of `db` (a SQLite file or a postgres:// URL), in one read snapshot. A missing
+ * file, or a database with no netingest schema, plans as if nothing had run; nothing is ever created.
+ */
+export async function withPlanLedger<T>(db: string, fn: (ledger: PlanLedger) => Promise<T>): Promise<T> {
+  const location = locateDataset({ db, env: {} });
+  if (location.engine === 'postgres') {
+    // Loaded only here: a SQLite plan must not pay pg's import at its start.
+    const { withPgPlanLedger } = await import('./pg/pg-plan-ledger.ts');
+    return withPgPlanLedger(location.url, fn);
+  }
+  if (!existsSync(location.file)) return fn(emptyPlanLedger(null));
+  return withSqlitePlanLedger(location.file, fn);
+}
+
+/** The ledger of a dataset where nothing has run: every task a call, nothing learned. */
+export function emptyPlanLedger(nothingRan: string | null): PlanLedger {
+  return {
+    nothingRan,
+    otherJobs: () => Promise.resolve([]),
+    taskStates: (_rule, tasks) => Promise.resolve(tasks.map(() => 'calls' as const)),
+    learnedCost: () => Promise.resolve(null),
+    lastKnownBalance: () => Promise.resolve(null),
+  };
+}

@@ -1,0 +1,38 @@
+/**
+ * The plan ledger (plan-ledger.ts) of a SQLite file: the ledger's own dueState and hasSharedAnswer, task by task
+ * (each a probe of the unique index, in process: no round trip to save), in one read transaction.
+ */
+import { openDatabase } from './open.ts';
+import { withReadSnapshot } from './read-snapshot.ts';
+import { createLedger, type Ledger } from './ledger.ts';
+import { createApiCallLog } from './api-calls.ts';
+import type { PlanLedger, PlannedTask, PlannedTaskState, PlanRule } from './plan-ledger.ts';
+
+/** Runs `fn` with the plan ledger of the SQLite `file` (which exists), opened read-only, in one snapshot. */
+export async function withSqlitePlanLedger<T>(file: string, fn: (ledger: PlanLedger) => Promise<T>): Promise<T> {
+  const database = openDatabase(file, { readonly: true, upgradeOlderSchema: true });
+  try {
+    return await withReadSnapshot(database, () => {
+      const ledger = createLedger(database);
+      const calls = createApiCallLog(database);
+      return fn({
+        nothingRan: null,
+        otherJobs: (operation, job) => Promise.resolve(ledger.otherJobs(operation, job)),
+        taskStates: (rule, tasks) => Promise.resolve(tasks.map((task) => stateOf(ledger, rule, task))),
+        learnedCost: (operation) => Promise.resolve(calls.learnedCost(operation)),
+        lastKnownBalance: () => Promise.resolve(calls.lastCounters()?.balance ?? null),
+      });
+    });
+  } finally {
+    database.close();
+  }
+}
+
+/** As a run starting now takes the task: settled and fresh, failed for good, or due (unless another job answered it). */
+function stateOf(ledger: Ledger, rule: PlanRule, task: PlannedTask): PlannedTaskState {
+  const state = ledger.dueState(rule, task);
+  if (state === 'fresh') return 'fresh';
+  if (state === 'failed') return 'failedBefore';
+  const lookup = { operation: rule.operation, ...task };
+  return ledger.hasSharedAnswer(lookup, rule.others, rule.freshSince) ? 'fresh' : 'calls';
+}
