@@ -8,14 +8,14 @@ import type { RunOptions } from './runner/run-options.ts';
 import type { RunSummary } from './runner/run-summary.ts';
 import type { PlanReport } from './runner/plan-report.ts';
 import type { ExportResult, ExportSqlOptions, ExportTableOptions } from './export/export-table.ts';
-import type { Dataset } from './store/readers/dataset.ts';
+import type { DatasetAt } from './store/readers/dataset.ts';
 
 export { defineJob, type JobDefinition } from './jobs/define.ts';
 export type { Job } from './jobs/schema.ts';
 export type { RunSummary, JobSummary } from './runner/run-summary.ts';
 export type { PlanReport } from './runner/plan-report.ts';
 export type { ExportResult, ExportSqlOptions, ExportTableOptions } from './export/export-table.ts';
-export type { Dataset, QueryParams } from './store/readers/dataset.ts';
+export type { Dataset, DatasetAt, PgDataset, QueryParams, SqliteDataset } from './store/readers/dataset.ts';
 export type { Logger } from './runner/logger.ts';
 export { NetingestError, UsageError } from './errors.ts';
 
@@ -76,10 +76,15 @@ export async function plan(job: JobSource, options: PlanOptions): Promise<PlanRe
   return planReport(resolved!, options.db, options.refresh ?? false);
 }
 
-/** Opens the dataset read-only for SQL of your own; close it when done. */
-export async function openDataset(db: string): Promise<Dataset> {
+/**
+ * Opens the dataset read-only for SQL of your own; close it when done. `db`: a SQLite file or a postgres:// URL;
+ * without it, NETINGEST_DATABASE_URL, else data/netingest.db (as the CLI without --db). `query()` reads on both
+ * engines; SQLite's synchronous `all()` is not on PostgreSQL (check `engine`).
+ */
+export async function openDataset<Db extends string | undefined = undefined>(db?: Db): Promise<DatasetAt<Db>> {
   const { openDataset: open } = await import('./store/readers/dataset.ts');
-  return open(db);
+  // The engine is the value's: DatasetAt only says what the argument's type already tells of it.
+  return (await open(db)) as DatasetAt<Db>;
 }
 
 /** Exports a table or view (`table`) as `netingest export` does: CSV or JSON Lines to `out` or `stream`. */

@@ -82,6 +82,8 @@ describe('the packed package, installed in a scratch project', () => {
         "export const report: Promise<PlanReport> = plan('jobs/leads.ts', { db: 'x.db' });\n" +
         "export const later = (): Promise<RunResult> => run({ db: 'x.db', jobs: ['jobs/leads.ts'] });\n" +
         "export const rows = async () => (await openDataset('x.db')).all<{ n: number }>('SELECT count(*) AS n FROM companies');\n" +
+        "export const onPg = async () => (await openDataset('postgres://analyst@h/db')).query<{ n: number }>('SELECT $1::int AS n', [1]);\n" +
+        "// @ts-expect-error all() is SQLite's: not on a PostgreSQL dataset\nexport const noAll = async () => (await openDataset('postgres://analyst@h/db')).all('SELECT 1');\n" +
         "export const out = () => exportTable({ db: 'x.db', table: 'companies', out: 'c.csv' });\n" +
         '// A typo in the operation must be a type error: were defineJob untyped, this directive would be.\n' +
         "// @ts-expect-error\ndefineJob({ operation: 'similar-company', input: { csv: 'x.csv', column: 'u' } });\n",

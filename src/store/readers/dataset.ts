@@ -1,8 +1,14 @@
 /**
  * The dataset opened read-only for a user's own script (the package's openDataset): plain objects per row,
  * parameters allowed, and nothing that could write, as `netingest query` guarantees on the command line.
+ *
+ * Two engines, one API: `query()` (async) reads on both; SQLite keeps its synchronous `all()` (published in 0.1),
+ * which PostgreSQL cannot offer. The types say so: `engine` tells them apart, and PgDataset's `all` is `never`
+ * (not callable), while `Dataset`, the union, keeps `all()` callable for the code written for 0.1.
  */
 import type BetterSqlite3 from 'better-sqlite3';
+import { UsageError } from '../../errors.ts';
+import { locateDataset } from '../locator.ts';
 import { BadQueryError } from './query-errors.ts';
 import { openForReading } from './open-for-reading.ts';
 import { asQueryError } from './read-only-sql.ts';
@@ -11,31 +17,88 @@ import { withReadSnapshotSync } from '../read-snapshot.ts';
 /** Values for a statement's `?` placeholders (an array) or `:name` / `$name` / `@name` ones (an object). */
 export type QueryParams = readonly unknown[] | Readonly<Record<string, unknown>>;
 
-/** A read-only connection to a netingest database. */
-export interface Dataset {
+/** A read-only connection to a netingest database in SQLite. */
+export interface SqliteDataset {
+  readonly engine: 'sqlite';
   /** Absolute path of the database file. */
   readonly file: string;
   /** Every row of one statement that reads (SELECT, WITH, VALUES, a reporting PRAGMA), as objects by column. */
   all<Row = Record<string, unknown>>(sql: string, params?: QueryParams): Row[];
+  /** all(), as a promise: the form that works on both engines. */
+  query<Row = Record<string, unknown>>(sql: string, params?: QueryParams): Promise<Row[]>;
   /** Closes the connection; safe to call twice. */
   close(): void;
 }
 
+/** A read-only connection to a netingest database in PostgreSQL; every query() is a READ ONLY transaction. */
+export interface PgDataset {
+  readonly engine: 'postgres';
+  /** The database's URL with its password hidden (***): the only form of it ever shown. */
+  readonly file: string;
+  /**
+   * Not on PostgreSQL, which cannot read synchronously: use `await dataset.query(sql, params)`. Not callable in
+   * the type; called all the same (plain JavaScript), it throws a UsageError saying so.
+   */
+  readonly all: never;
+  /** Every row of one statement that reads (SELECT, WITH, VALUES, TABLE, SHOW, EXPLAIN); parameters $1, $2, ... */
+  query<Row = Record<string, unknown>>(sql: string, params?: readonly unknown[]): Promise<Row[]>;
+  /** Ends the connection pool; safe to call twice. */
+  close(): Promise<void>;
+}
+
+/**
+ * Either engine's dataset, told apart by `engine`. `query()` and `await close()` work on both; `all()` is
+ * SQLite's, kept callable here for the code written when openDataset read SQLite only (it throws on PostgreSQL).
+ */
+export type Dataset = SqliteDataset | PgDataset;
+
+/** postgres:// or postgresql://, in any case (as the CLI's --db takes them). */
+type PostgresUrl = `postgres://${string}` | `postgresql://${string}`;
+
+/**
+ * The dataset openDataset(db) resolves to, as far as the type of `db` tells the engine: a literal postgres://
+ * URL gives a PgDataset, another literal a SqliteDataset, a string known only at run time (or none) either.
+ */
+export type DatasetAt<Db extends string | undefined> = string extends Db
+  ? Dataset
+  : Db extends string
+    ? Lowercase<Db> extends PostgresUrl
+      ? PgDataset
+      : SqliteDataset
+    : Dataset;
+
+/**
+ * Opens the dataset at `db` (a SQLite file, or a postgres:// URL) read-only; without `db`, the one the CLI uses
+ * without --db: NETINGEST_DATABASE_URL, else data/netingest.db.
+ */
+export async function openDataset(db?: string): Promise<Dataset> {
+  if (db !== undefined && db.trim() === '') {
+    throw new UsageError('openDataset(""): give a SQLite file or a postgres:// URL, or nothing for NETINGEST_DATABASE_URL');
+  }
+  const location = locateDataset({ db });
+  if (location.engine === 'sqlite') return openSqliteDataset(location.file);
+  // Loaded here: a SQLite dataset loads no pg.
+  const { openPgDataset } = await import('./pg-dataset.ts');
+  return openPgDataset(location.url);
+}
+
 /** Opens `file` read-only (it must exist); SQLite refuses any write on this connection (`query_only`). */
-export function openDataset(file: string): Dataset {
+export function openSqliteDataset(file: string): SqliteDataset {
   const database = openForReading(file);
+  const all = <Row>(sql: string, params: QueryParams = []): Row[] =>
+    // Read without SQLite's locks (an unwritable folder), a file that changed meanwhile may be half-read: the snapshot checks.
+    withReadSnapshotSync(database, ({ sqlite }) => {
+      try {
+        return bound(readingStatement(sqlite, sql), params).all() as Row[];
+      } catch (err) {
+        throw asDatasetError(err);
+      }
+    });
   return {
+    engine: 'sqlite',
     file: database.file,
-    all<Row>(sql: string, params: QueryParams = []): Row[] {
-      // Read without SQLite's locks (an unwritable folder), a file that changed meanwhile may be half-read: the snapshot checks.
-      return withReadSnapshotSync(database, ({ sqlite }) => {
-        try {
-          return bound(readingStatement(sqlite, sql), params).all() as Row[];
-        } catch (err) {
-          throw asQueryError(err);
-        }
-      });
-    },
+    all,
+    query: async <Row>(sql: string, params?: QueryParams) => all<Row>(sql, params),
     close: () => database.close(),
   };
 }
@@ -49,6 +112,14 @@ function readingStatement(sqlite: BetterSqlite3.Database, sql: string): BetterSq
   }
   if (!stmt.reader) throw new BadQueryError('this statement returns no rows: openDataset() only reads');
   return stmt;
+}
+
+/** A write that returns rows (INSERT ... RETURNING) is stopped by `query_only`: refused as any other write. */
+function asDatasetError(err: unknown): unknown {
+  if ((err as { code?: unknown } | null)?.code === 'SQLITE_READONLY') {
+    return new BadQueryError('refused: this statement writes to the database (openDataset() only reads)', { cause: err });
+  }
+  return asQueryError(err);
 }
 
 /** The statement with its parameters bound, array or object alike. */
