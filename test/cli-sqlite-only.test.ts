@@ -1,5 +1,5 @@
 /**
- * plan, reprocess and prune work on SQLite only for now: a postgres:// --db is refused by name (exit 2), never
+ * plan and reprocess work on SQLite only for now: a postgres:// --db is refused by name (exit 2), never
  * read as a file path, which planned as if nothing had run and printed the URL, password and all.
  */
 import { PassThrough } from 'node:stream';
@@ -16,7 +16,7 @@ function capture(): PassThrough & { text: () => string } {
 const URL_WITH_SECRET = 'postgres://analyst:s3cret-pw@127.0.0.1:1/leads';
 
 describe('commands that work on SQLite only', () => {
-  for (const args of [['plan', 'jobs/lookalikes.json'], ['reprocess'], ['prune']]) {
+  for (const args of [['plan', 'jobs/lookalikes.json'], ['reprocess']]) {
     it(`${args[0]} refuses a postgres:// --db by name, exit 2, and prints no password`, async () => {
       const stdout = capture();
       const stderr = capture();
