@@ -5,7 +5,8 @@
  * Safe beside running workers (they hold the dataset lock shared, as a job's keepRawDays does): a body goes
  * only when a newer accepted body for its request is committed and seen by the statement, and the newest one
  * seen is never among those dropped, so the latest answer of a lookup always stays, whoever prunes at once.
- * A body a worker is writing right now is invisible until committed: it supersedes nothing yet.
+ * A body a worker is writing right now is invisible until committed: it supersedes nothing yet. Rows another
+ * prune is deleting are skipped (SKIP LOCKED), not waited on: workers ending one job together never deadlock.
  *
  * Nothing to gzip here: bodies are stored as text (a run writes text, `netingest copy` decodes SQLite's gzip
  * bodies) and PostgreSQL compresses large values itself (TOAST), so `compressOld` finds nothing.
@@ -26,7 +27,8 @@ export async function pruneRawBodiesPg(pool: pg.Pool, options: PruneOptions): Pr
     const { rows } = await client.query<{ n: number; bytes: string }>(
       options.dryRun
         ? `SELECT count(*)::int AS n, coalesce(sum(pg_column_size(body)), 0)::bigint AS bytes FROM raw_responses WHERE id IN (${droppable})`
-        : `WITH gone AS (DELETE FROM raw_responses WHERE id IN (${droppable}) RETURNING pg_column_size(body) AS bytes)
+        : `WITH gone AS (DELETE FROM raw_responses WHERE id IN (SELECT id FROM raw_responses WHERE id IN (${droppable}) FOR UPDATE SKIP LOCKED)
+             RETURNING pg_column_size(body) AS bytes)
            SELECT count(*)::int AS n, coalesce(sum(bytes), 0)::bigint AS bytes FROM gone`,
       params,
     );
