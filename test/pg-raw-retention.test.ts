@@ -131,6 +131,20 @@ describe.skipIf(!pgClusterUrl)(`raw body retention on PostgreSQL${pgClusterUrl ?
     expect(text.stdout).toMatch(/raw_responses on the server \(table, TOAST and indexes\): \d+\.\d MB before, \d+\.\d MB after VACUUM/);
   });
 
+  it('refuses a database with no netingest schema and leaves it empty, as SQLite refuses a missing file', async () => {
+    const url = await newPgDatabase('raw_retention_empty');
+    const out = await inProcess(['prune', '--db', url, '--dry-run']);
+    expect(out.code).toBe(2);
+    expect(out.stderr).toMatch(/no netingest dataset in postgres:\/\/\S+: nothing to prune/);
+    const client = new pg.Client({ connectionString: url });
+    await client.connect();
+    try {
+      expect((await client.query(`SELECT count(*)::int AS n FROM information_schema.tables WHERE table_schema = 'public'`)).rows[0].n).toBe(0);
+    } finally {
+      await client.end();
+    }
+  });
+
   it('drops nothing that a body still being written would supersede, and two prunes at once keep the latest answer', async () => {
     const { url, pool } = await pgDataset('raw_retention_race');
     const insert = `INSERT INTO raw_responses (operation, request_key, request_json, body, received_at) VALUES ('search-jobs', $1, '{}', $2, $3)`;

@@ -6,7 +6,10 @@
  */
 import type pg from 'pg';
 import type { PruneOptions, PruneReport } from '../raw-prune.ts';
+import { UsageError } from '../../errors.ts';
+import { DatabaseError } from '../errors.ts';
 import { holdExclusive } from './dataset-lock.ts';
+import { redactDatabaseUrl } from './database-url.ts';
 import { openPgStore } from './open.ts';
 import { pruneRawBodiesPg } from './raw-prune.ts';
 
@@ -26,6 +29,7 @@ export type PgPruneReport = PruneReport & {
 
 /** Prunes the dataset at `url` under the exclusive dataset lock (LockedError while a worker runs). */
 export async function prunePgDataset(url: string, options: PgPruneOptions): Promise<PgPruneReport> {
+  await refuseEmpty(url);
   // Maintenance the user asked for: a large archive's delete or vacuum may take longer than a run's statements.
   const store = await openPgStore(url, { statementTimeoutMs: 0, maxConnections: 3 });
   try {
@@ -42,6 +46,22 @@ export async function prunePgDataset(url: string, options: PgPruneOptions): Prom
     }
   } finally {
     await store.close();
+  }
+}
+
+/**
+ * A database with no netingest schema is refused and left empty, as SQLite's prune refuses a missing file: opening
+ * it to write would create the schema in a database the user may have named by mistake. An older schema is fine
+ * (the writable open upgrades it).
+ */
+async function refuseEmpty(url: string): Promise<void> {
+  try {
+    await (await openPgStore(url, { readOnly: true, maxConnections: 1 })).close();
+  } catch (err) {
+    if (err instanceof UsageError && err.code === 'DB_NOT_FOUND') {
+      throw new UsageError(`no netingest dataset in ${redactDatabaseUrl(url)}: nothing to prune (see --db)`, 'DB_NOT_FOUND');
+    }
+    if (!(err instanceof DatabaseError && err.code === 'DB_NEEDS_MIGRATION')) throw err;
   }
 }
 
