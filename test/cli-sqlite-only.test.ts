@@ -1,6 +1,6 @@
 /**
- * reprocess and prune work on SQLite only for now: a postgres:// --db is refused by name (exit 2), never read as
- * a file path, which printed the URL, password and all. (plan reads PostgreSQL: test/pg-plan.test.ts.)
+ * reprocess works on SQLite only for now: a postgres:// --db is refused by name (exit 2), never read as
+ * a file path, which printed the URL, password and all. (plan and prune read PostgreSQL: test/pg-plan.test.ts, test/pg-raw-retention.test.ts.)
  */
 import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
@@ -16,7 +16,7 @@ function capture(): PassThrough & { text: () => string } {
 const URL_WITH_SECRET = 'postgres://analyst:s3cret-pw@127.0.0.1:1/leads';
 
 describe('commands that work on SQLite only', () => {
-  for (const args of [['reprocess'], ['prune']]) {
+  for (const args of [['reprocess']]) {
     it(`${args[0]} refuses a postgres:// --db by name, exit 2, and prints no password`, async () => {
       const stdout = capture();
       const stderr = capture();

@@ -42,7 +42,7 @@ const COMPRESS_BATCH = 500;
 /** Drops superseded bodies past the retention period (in one transaction); the caller holds the run lock. */
 export function pruneRawBodies(database: Connection, options: PruneOptions): PruneReport {
   const { sqlite } = database;
-  const cutoff = new Date((options.now ?? new Date()).getTime() - options.keepDays * DAY_MS).toISOString();
+  const cutoff = retentionCutoff(options.keepDays, options.now);
   const report: PruneReport = { dropped: 0, droppedBytes: 0, compressed: 0, compressedSavedBytes: 0, kept: 0, cutoff };
   sqlite.transaction(() => {
     markDroppable(sqlite, cutoff, options.jobs);
@@ -68,24 +68,31 @@ export function rawBodiesWerePruned(sqlite: BetterSqlite3.Database): boolean {
 }
 
 /**
- * temp.prune_ids: the bodies past `cutoff` with a newer accepted body for the same request. One grouping pass
- * instead of a correlated look-up per body: raw_responses has no (operation, request_key) index to serve one,
- * and the runs' writes are better off without it.
+ * The retention rule in SQL, for both engines (store/pg/raw-prune.ts runs it on PostgreSQL): the ids of the
+ * bodies received before `cutoff` with a newer accepted body for the same request, optionally only those of
+ * the tasks whose job is in `jobNames` (a subquery). One grouping pass instead of a correlated look-up per body:
+ * raw_responses has no (operation, request_key) index to serve one, and the runs' writes are better off without it.
  */
+export function supersededBodiesSql(params: { cutoff: string; jobNames?: string | undefined }): string {
+  const ofJobs = params.jobNames === undefined ? '' : `AND r.task_id IN (SELECT id FROM tasks WHERE job IN (${params.jobNames}))`;
+  return `SELECT r.id FROM raw_responses r
+    JOIN (SELECT operation, request_key, max(id) AS id FROM raw_responses WHERE error_code IS NULL GROUP BY operation, request_key) latest
+      ON latest.operation = r.operation AND latest.request_key = r.request_key
+    WHERE r.received_at < ${params.cutoff} AND r.id < latest.id ${ofJobs}`;
+}
+
+/** The cutoff of a retention of `keepDays`: bodies received before it may go. */
+export function retentionCutoff(keepDays: number, now: Date = new Date()): string {
+  return new Date(now.getTime() - keepDays * DAY_MS).toISOString();
+}
+
+/** temp.prune_ids: the bodies the rule drops. */
 function markDroppable(sqlite: BetterSqlite3.Database, cutoff: string, jobs: readonly string[] | undefined): void {
   sqlite.prepare(`DROP TABLE IF EXISTS temp.prune_ids`).run();
   sqlite.prepare(`CREATE TEMP TABLE prune_ids (id INTEGER PRIMARY KEY)`).run();
-  const ofJobs = jobs === undefined ? '' : `AND r.task_id IN (SELECT id FROM tasks WHERE job IN (SELECT value FROM json_each(@jobs)))`;
+  const jobNames = jobs === undefined ? undefined : 'SELECT value FROM json_each(@jobs)';
   sqlite
-    .prepare(
-      `WITH latest AS (
-         SELECT operation, request_key, max(id) AS id FROM raw_responses WHERE error_code IS NULL GROUP BY operation, request_key
-       )
-       INSERT INTO temp.prune_ids (id)
-       SELECT r.id FROM raw_responses r
-       JOIN latest l ON l.operation = r.operation AND l.request_key = r.request_key
-       WHERE r.received_at < @cutoff AND r.id < l.id ${ofJobs}`,
-    )
+    .prepare(`INSERT INTO temp.prune_ids (id) ${supersededBodiesSql({ cutoff: '@cutoff', jobNames })}`)
     .run(jobs === undefined ? { cutoff } : { cutoff, jobs: JSON.stringify(jobs) });
 }
 

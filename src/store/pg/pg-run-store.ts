@@ -14,6 +14,7 @@ import { ABANDONED_RUN_ERROR } from '../abandoned-runs.ts';
 import { DatabaseError } from '../errors.ts';
 import { openPgStore, type PgStore } from './open.ts';
 import { createPgLedger } from './pg-ledger.ts';
+import { pruneRawBodiesPg } from './raw-prune.ts';
 import { PgOutcomeWriter } from './pg-outcome-writer.ts';
 import { SharedRunGate } from './shared-run-gate.ts';
 import { SharedCreditGuard } from './shared-credit-guard.ts';
@@ -74,8 +75,8 @@ export async function openPgRunStore(options: PgRunStoreOptions): Promise<RunSto
       for (const r of rows) counts[r.kind] = r.n;
       return counts;
     },
-    // Not yet on PostgreSQL: keepRawDays keeps every body there (disk, never data).
-    pruneJobBodies: () => ({ dropped: 0, droppedBytes: 0 }),
+    // Under the worker's shared hold: safe beside other workers writing newer bodies (see pg/raw-prune.ts).
+    pruneJobBodies: (job, keepDays) => pruneRawBodiesPg(pool, { keepDays, jobs: [job] }),
     describeError: (err) => toPgUseError(err, store.shownUrl),
     async close() {
       for (const g of guards) g.close();

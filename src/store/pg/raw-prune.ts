@@ -1,0 +1,59 @@
+/**
+ * Retention of raw_responses on PostgreSQL: the rule of store/raw-prune.ts (its SQL, supersededBodiesSql, is
+ * shared, so the engines cannot drift), run as one set-based DELETE in one transaction.
+ *
+ * Safe beside running workers (they hold the dataset lock shared, as a job's keepRawDays does): a body goes
+ * only when a newer accepted body for its request is committed and seen by the statement, and the newest one
+ * seen is never among those dropped, so the latest answer of a lookup always stays, whoever prunes at once.
+ * A body a worker is writing right now is invisible until committed: it supersedes nothing yet. Rows another
+ * prune is deleting are skipped (SKIP LOCKED), not waited on: workers ending one job together never deadlock.
+ *
+ * Nothing to gzip here: bodies are stored as text (a run writes text, `netingest copy` decodes SQLite's gzip
+ * bodies) and PostgreSQL compresses large values itself (TOAST), so `compressOld` finds nothing.
+ */
+import type pg from 'pg';
+import { retentionCutoff, supersededBodiesSql, type PruneOptions, type PruneReport } from '../raw-prune.ts';
+
+/** Drops superseded bodies past the retention period; the caller holds the dataset lock (shared or exclusive). */
+export async function pruneRawBodiesPg(pool: pg.Pool, options: PruneOptions): Promise<PruneReport> {
+  const cutoff = retentionCutoff(options.keepDays, options.now);
+  const jobNames = options.jobs === undefined ? undefined : 'SELECT unnest($2::text[])';
+  const droppable = supersededBodiesSql({ cutoff: '$1::timestamptz', jobNames });
+  const params = options.jobs === undefined ? [cutoff] : [cutoff, [...options.jobs]];
+  const client = await pool.connect();
+  try {
+    await client.query('BEGIN');
+    // pg_column_size: the bytes a body takes as stored, after PostgreSQL's own compression.
+    const { rows } = await client.query<{ n: number; bytes: string }>(
+      options.dryRun
+        ? `SELECT count(*)::int AS n, coalesce(sum(pg_column_size(body)), 0)::bigint AS bytes FROM raw_responses WHERE id IN (${droppable})`
+        : `WITH gone AS (DELETE FROM raw_responses WHERE id IN (SELECT id FROM raw_responses WHERE id IN (${droppable}) FOR UPDATE SKIP LOCKED)
+             RETURNING pg_column_size(body) AS bytes)
+           SELECT count(*)::int AS n, coalesce(sum(bytes), 0)::bigint AS bytes FROM gone`,
+      params,
+    );
+    const dropped = rows[0]!.n;
+    if (!options.dryRun && dropped > 0) {
+      // Reprocess must know bodies were dropped, and learns it in the same commit as the deletes.
+      await client.query(`INSERT INTO netingest_meta (key, value) VALUES ('raw_pruned_at', $1)
+        ON CONFLICT (key) DO UPDATE SET value = excluded.value`, [new Date().toISOString()]);
+    }
+    const total = (await client.query<{ n: number }>(`SELECT count(*)::int AS n FROM raw_responses`)).rows[0]!.n;
+    await client.query('COMMIT');
+    return {
+      dropped, droppedBytes: Number(rows[0]!.bytes), compressed: 0, compressedSavedBytes: 0,
+      kept: options.dryRun ? total - dropped : total, cutoff,
+    };
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw err;
+  } finally {
+    client.release();
+  }
+}
+
+/** Whether any body was ever dropped, so that reprocess must not rebuild the tables from nothing. */
+export async function rawBodiesWerePrunedPg(pool: pg.Pool): Promise<boolean> {
+  const { rowCount } = await pool.query(`SELECT 1 FROM netingest_meta WHERE key = 'raw_pruned_at'`);
+  return (rowCount ?? 0) > 0;
+}
