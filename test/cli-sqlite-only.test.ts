@@ -16,7 +16,7 @@ function capture(): PassThrough & { text: () => string } {
 const URL_WITH_SECRET = 'postgres://analyst:s3cret-pw@127.0.0.1:1/leads';
 
 describe('commands that work on SQLite only', () => {
-  for (const args of [['plan', 'jobs/lookalikes.json'], ['reprocess'], ['prune']]) {
+  for (const args of [['plan', 'jobs/lookalikes.json'], ['prune']]) {
     it(`${args[0]} refuses a postgres:// --db by name, exit 2, and prints no password`, async () => {
       const stdout = capture();
       const stderr = capture();
