@@ -15,7 +15,7 @@ import { STORE_TYPES } from '../src/store/pg/reader-values.ts';
 import { LockedError } from '../src/store/run-lock.ts';
 import { UsageError } from '../src/errors.ts';
 import { EXIT } from '../src/cli/exit-codes.ts';
-import { inProcess } from './run-helpers.ts';
+import { inProcess, spawnCli } from './run-helpers.ts';
 import { makeReadDataset, type ReadDataset } from './pg/read-dataset.ts';
 import { newPgDatabase, pgClusterUrl, pgSkipReason } from './pg/use-pg.ts';
 
@@ -42,6 +42,14 @@ function comparable(row: Row, leftOut: string[]): Row {
 function sorted(rows: Row[]): Row[] {
   const key = (r: Row) => JSON.stringify(r, (_k, v: unknown) => (v && typeof v === 'object' && !Array.isArray(v) ? Object.fromEntries(Object.entries(v).sort()) : v));
   return rows.map((r) => [key(r), r] as const).sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0)).map(([, r]) => r);
+}
+
+/** Resolves once `check` holds, polling (it asks the server); rejects after 30 s. */
+async function until(check: () => Promise<boolean>, what: string): Promise<void> {
+  for (const end = Date.now() + 30_000; !(await check()); ) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
 }
 
 describe.skipIf(!pgClusterUrl)(`reprocess on PostgreSQL${pgClusterUrl ? '' : ` (skipped: ${pgSkipReason})`}`, () => {
@@ -166,6 +174,29 @@ describe.skipIf(!pgClusterUrl)(`reprocess on PostgreSQL${pgClusterUrl ? '' : ` (
     expect(await pgTables()).toEqual(before);
     expect(await lockHolders(pool)).toEqual(new Set());
     await (await holdExclusive(pool, 'the dataset', 'netingest reprocess')).release();
+  });
+
+  it('leaves the old dataset whole when killed mid-way (SIGKILL), and the server lets go of its lock', async () => {
+    await pool.query(`UPDATE companies SET name = 'tampered' WHERE url = (SELECT min(url) FROM companies)`);
+    const before = await pgTables();
+    expect(before['jobs']!.length).toBeGreaterThan(0);
+    // A row of jobs held by the test: the rebuild, having emptied the tables before jobs, waits there to be killed.
+    const blocker = await pool.connect();
+    try {
+      await blocker.query('BEGIN');
+      await blocker.query('SELECT 1 FROM jobs ORDER BY url LIMIT 1 FOR UPDATE');
+      const cli = spawnCli(['reprocess', '--db', data.url], { cwd: data.ws.dir });
+      const waiting = async () => (await pool.query(`SELECT count(*)::int AS n FROM pg_stat_activity
+        WHERE datname = current_database() AND application_name = 'netingest' AND wait_event_type = 'Lock'`)).rows[0].n > 0;
+      await until(waiting, 'reprocess to wait on the held row');
+      cli.child.kill('SIGKILL');
+      expect((await cli.done).signal).toBe('SIGKILL');
+    } finally {
+      await blocker.query('ROLLBACK');
+      blocker.release();
+    }
+    await until(async () => (await lockHolders(pool)).size === 0, 'the killed session to end');
+    expect(await pgTables()).toEqual(before);
   });
 
   it('skips a body the server refuses, alone, and keeps the rest of the rebuild', async () => {
