@@ -216,6 +216,20 @@ describe.skipIf(!pgClusterUrl)(`reprocess on PostgreSQL${pgClusterUrl ? '' : ` (
     expect((await reprocessDatabase(data.url)).invalid).toBe(0);
   });
 
+  it('after a prune (raw_pruned_at), replays the kept bodies over the tables as SQLite does, keeping the rows of a dropped body', async () => {
+    const dropped = lite.prepare(`SELECT id, request_key AS url FROM raw_responses WHERE operation = 'post-details' ORDER BY id LIMIT 1`).get() as { id: number; url: string };
+    await onBoth(`DELETE FROM raw_responses WHERE id = ?`, dropped.id);
+    await onBoth(`INSERT INTO netingest_meta (key, value) VALUES ('raw_pruned_at', '2026-11-25T10:00:00.000Z')`);
+    await onBoth(`UPDATE companies SET name = 'tampered'`);
+    const both = await reprocessBoth();
+    expect(both.pg).toEqual(both.lite);
+    expect(both.pg).toMatchObject({ rebuiltFromScratch: false, rowsDeleted: 0, invalid: 0 });
+    const tables = await pgTables();
+    expect(tables).toEqual(liteTables());
+    expect(tables['posts']!.some((p) => p['url'] === dropped.url)).toBe(true);
+    expect(tables['companies']!.some((c) => c['name'] === 'tampered')).toBe(false);
+  });
+
   it('refuses a database that holds no dataset, creating nothing there', async () => {
     const empty = await newPgDatabase('reprocess_empty');
     const err = await reprocessDatabase(empty).catch((e: unknown) => e);
