@@ -46,7 +46,7 @@ describe('--help', () => {
     const read = ['status', 'query', 'export', 'enrich', 'reprocess'];
     const texts = [...read, 'run', 'plan'].map((name) => helpOf.get(name) ?? '');
     // The readers that also read PostgreSQL say so, and where the default comes from.
-    const readsPostgres = new Set(['status', 'query', 'export', 'enrich']);
+    const readsPostgres = new Set(['status', 'query', 'export', 'enrich', 'reprocess']);
     for (const [i, command] of read.entries()) {
       expect(dbHelp(texts[i]!), command).toBe(
         'SQLite database file; it must exist (`netingest run` creates it)' +

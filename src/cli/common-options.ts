@@ -1,7 +1,6 @@
 import { normalize } from 'node:path';
 import type { Argv } from 'yargs';
 import { DATABASE_URL_ENV, locateDataset } from '../store/locator.ts';
-import { UsageError } from '../errors.ts';
 
 /** The default dataset, relative to the current directory. */
 export const DEFAULT_DB = 'data/netingest.db';
@@ -36,19 +35,8 @@ export function withDb<T>(y: Argv<T>, options: WithDbOptions = {}) {
 }
 
 /**
- * `--db` of withDb, in the handlers of plan, reprocess and prune, which work on SQLite only for now: a postgres://
- * `--db` is refused by name, never read as a file path (which would plan as if nothing had run, or print the URL and its password in "no database at").
- */
-export function sqliteOnly(db: string): string {
-  if (/^postgres(ql)?:/i.test(db)) {
-    throw new UsageError('this command works on a SQLite file only for now: --db names a PostgreSQL database (see docs/postgres.md)');
-  }
-  return db;
-}
-
-/**
- * `--db` of the commands that read PostgreSQL too (query, export, status, plan): a file that must exist (or for
- * plan, is read if it exists), or a postgres:// URL. No yargs default and no path normalizing (a URL's `//` must
+ * `--db` of the commands other than run: a file that must exist (or for plan, is read if it exists), or a
+ * postgres:// URL. No yargs default and no path normalizing (a URL's `//` must
  * stay): datasetOption() applies NETINGEST_DATABASE_URL, then DEFAULT_DB.
  */
 export function withReadDb<T>(y: Argv<T>, whenMissing: Exclude<DbWhenMissing, 'create'> = 'refuse') {

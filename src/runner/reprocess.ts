@@ -15,15 +15,13 @@ import { existsSync } from 'node:fs';
 import { ApiSchemaError } from '../api/errors.ts';
 import { UsageError } from '../errors.ts';
 import { openDatabase } from '../store/open.ts';
-import { acquireRunLock } from '../store/run-lock.ts';
-import { clearNormalizedTables } from '../store/ingest/index.ts';
-import { prepareAnswerStore } from '../store/store-answer.ts';
-import { findSpec, readStored } from '../operations/index.ts';
-import { createLedger } from '../store/ledger.ts';
 import type { Database } from '../store/open.ts';
-import { acceptRawResponse } from '../store/raw-archive.ts';
+import { acquireRunLock } from '../store/run-lock.ts';
+import { locateDataset } from '../store/locator.ts';
+import { findSpec, readStored } from '../operations/index.ts';
 import { decodeRawBody } from '../store/raw-body.ts';
-import { rawBodiesWerePruned } from '../store/raw-prune.ts';
+import { ask, runStepsAsync, runStepsSync, type ArchivedBody, type ReprocessSteps } from '../store/reprocess-store.ts';
+import { inSqliteReprocessTransaction } from '../store/sqlite-reprocess-store.ts';
 
 /** Options of reprocess(); every default here. */
 export interface ReprocessOptions {
@@ -80,92 +78,75 @@ export interface ReprocessReport {
   rowsWritten: number;
 }
 
-interface RawRow {
-  id: number;
-  operation: string;
-  requestKey: string;
-  requestJson: string;
-  body: string | Buffer;
-  bodyEncoding: string | null;
-  receivedAt: string;
-  taskId: number | null;
-  runId: number | null;
-  errorCode: string | null;
+/** Rebuilds the normalized tables of a SQLite dataset from raw_responses in one transaction. */
+export function reprocess(database: Database, options: ReprocessOptions = {}): ReprocessReport {
+  return inSqliteReprocessTransaction(database, (store) => runStepsSync(replaySteps(options), store));
 }
 
-/** Rebuilds the normalized tables from raw_responses in one transaction. */
-export function reprocess(database: Database, options: ReprocessOptions = {}): ReprocessReport {
+/**
+ * The replay rules, for either engine's store (store/reprocess-store.ts), inside its one transaction: the
+ * tables emptied (unless bodies were pruned), then every body replayed in id order, a page at a time.
+ */
+function* replaySteps(options: ReprocessOptions): ReprocessSteps<ReprocessReport> {
   const opts = { ...DEFAULTS, ...options };
-  const { sqlite } = database;
-  const store = prepareAnswerStore(database);
-  const ledger = createLedger(database);
-  const accept = acceptRawResponse(database);
   const now = new Date().toISOString();
-  // Keyset pages instead of one iterate(): better-sqlite3 refuses other statements on a connection while an
-  // iterator is open, and the replay writes on this connection.
-  const page = sqlite.prepare(RAW_PAGE);
-  const report = emptyReport(!rawBodiesWerePruned(sqlite));
-  const reject = (row: RawRow, reason: string) => {
-    report.invalid++;
-    if (row.errorCode !== null) report.stillRejected++;
-    if (report.rejected.length < opts.maxListedInvalid) {
-      const { id, operation, requestKey, taskId, errorCode } = row;
-      report.rejected.push({ id, operation, requestKey, taskId, errorCode, reason });
-    }
-  };
-  // Nested transaction() = a savepoint: a body that fails half-way leaves none of its rows.
-  const replayOne = sqlite.transaction((row: RawRow) => {
-    const spec = findSpec(row.operation)!;
-    const operation = spec.name;
-    const request = readStored(spec.subject, row.requestJson, 'request_json');
-    const text = decodeRawBody(row.body, row.bodyEncoding);
-    const { id: rawResponseId, requestKey, receivedAt: at, taskId } = row;
-    const rows = store({ rawResponseId, runId: row.runId, taskId, operation, requestKey, request, body: text, at }).rows;
-    // Only now, inside the same savepoint: a body that fails to validate or to normalize changes no task.
-    let taskRecovered = false;
-    if (row.errorCode !== null) {
-      accept(row.id);
-      taskRecovered = row.taskId !== null && ledger.markRecovered(row.taskId, row.id, row.errorCode, row.receivedAt, now);
-    }
-    return { rows, taskRecovered };
-  });
-
-  sqlite.transaction(() => {
-    if (report.rebuiltFromScratch) report.rowsDeleted = clearNormalizedTables(database);
-    // Rebuilt from the bodies with the rows (not counted among them: they are notes, not data); those of a
-    // pruned body stay, as its rows do.
-    sqlite.prepare('DELETE FROM answer_anomalies WHERE raw_response_id IN (SELECT id FROM raw_responses)').run();
-    let lastId = 0;
-    for (;;) {
-      const rows = page.all(lastId, opts.batchSize) as RawRow[];
-      if (rows.length === 0) break;
-      for (const row of rows) {
-        lastId = row.id;
-        report.responses++;
-        if (findSpec(row.operation) === undefined) {
-          reject(row, `unknown operation ${row.operation}`);
-          continue;
-        }
-        try {
-          const { rows: written, taskRecovered } = replayOne(row);
-          report.rowsWritten += written;
-          report.replayed++;
-          if (row.errorCode !== null) report.recovered++;
-          if (taskRecovered) report.tasksRecovered++;
-        } catch (err) {
-          reject(row, describe(err, row.errorCode !== null));
-        }
+  const report = emptyReport(!(yield* ask('bodiesWerePruned')));
+  if (report.rebuiltFromScratch) report.rowsDeleted = yield* ask('clearNormalizedTables');
+  // Rebuilt from the bodies with the rows (not counted among them: they are notes, not data).
+  yield* ask('clearKeptBodiesAnomalies');
+  for (let lastId = 0; ; ) {
+    const rows = yield* ask('archivePage', lastId, opts.batchSize);
+    if (rows.length === 0) break;
+    for (const row of rows) {
+      lastId = row.id;
+      report.responses++;
+      try {
+        const { rows: written, taskRecovered } = yield* replayOne(row, now);
+        report.rowsWritten += written;
+        report.replayed++;
+        if (row.errorCode !== null) report.recovered++;
+        if (taskRecovered) report.tasksRecovered++;
+      } catch (err) {
+        reject(report, row, describe(err, row.errorCode !== null), opts.maxListedInvalid);
       }
-      opts.onProgress?.(report.responses);
     }
-  })();
+    opts.onProgress?.(report.responses);
+  }
   return report;
 }
 
-const RAW_PAGE = `SELECT id, operation, request_key AS requestKey, request_json AS requestJson, body, body_encoding AS bodyEncoding,
-    received_at AS receivedAt,
-    task_id AS taskId, run_id AS runId, error_code AS errorCode
-  FROM raw_responses WHERE id > ? ORDER BY id LIMIT ?`;
+/** One body through its contract and the store, in a savepoint: a body that fails half-way leaves none of its rows. */
+function* replayOne(row: ArchivedBody, now: string): ReprocessSteps<{ rows: number; taskRecovered: boolean }> {
+  const spec = findSpec(row.operation);
+  if (spec === undefined) throw new Error(`unknown operation ${row.operation}`);
+  const request = readStored(spec.subject, row.requestJson, 'request_json');
+  const body = decodeRawBody(row.body, row.bodyEncoding);
+  const { id: rawResponseId, requestKey, receivedAt: at, taskId, runId } = row;
+  yield* ask('savepoint');
+  try {
+    const rows = yield* ask('storeAnswer', { rawResponseId, runId, taskId, operation: spec.name, requestKey, request, body, at });
+    // Only now, inside the same savepoint: a body that fails to validate or to normalize changes no task.
+    let taskRecovered = false;
+    if (row.errorCode !== null) {
+      yield* ask('acceptBody', row.id);
+      taskRecovered = taskId !== null && (yield* ask('markRecovered', taskId, row.id, row.errorCode, at, now));
+    }
+    yield* ask('releaseSavepoint');
+    return { rows, taskRecovered };
+  } catch (err) {
+    yield* ask('rollbackToSavepoint');
+    throw err;
+  }
+}
+
+function reject(report: ReprocessReport, row: ArchivedBody, reason: string, maxListed: number): void {
+  report.invalid++;
+  if (row.errorCode !== null) report.stillRejected++;
+  if (report.rejected.length < maxListed) {
+    const { id, operation, requestKey, taskId, errorCode } = row;
+    report.rejected.push({ id, operation, requestKey, taskId, errorCode, reason });
+  }
+}
 
 function emptyReport(rebuiltFromScratch: boolean): ReprocessReport {
   return {
@@ -191,10 +172,18 @@ function describe(err: unknown, rejectedWhenReceived: boolean): string {
 }
 
 /**
- * `netingest reprocess`: opens `dbPath` (it must exist), takes the run lock as a run does (a run writing at the
- * same time would interleave with the rebuild) and rebuilds.
+ * `netingest reprocess`: the dataset at `db` (a SQLite file, which must exist, or a postgres:// URL), under its
+ * lock as a run takes it (a run writing at the same time would interleave with the rebuild): SQLite's run lock,
+ * or PostgreSQL's dataset lock held exclusive (refused while any worker runs).
  */
-export function reprocessDatabase(dbPath: string, options: ReprocessOptions = {}): ReprocessReport {
+export async function reprocessDatabase(db: string, options: ReprocessOptions = {}): Promise<ReprocessReport> {
+  const location = locateDataset({ db, env: {} });
+  if (location.engine === 'postgres') {
+    // Loaded only here: a SQLite reprocess must not load pg.
+    const { reprocessOnPg } = await import('../store/pg/pg-reprocess-store.ts');
+    return reprocessOnPg(location.url, (store) => runStepsAsync(replaySteps(options), store));
+  }
+  const dbPath = location.file;
   if (!existsSync(dbPath)) throw new UsageError(`no database at ${dbPath}: nothing to reprocess (see --db)`);
   const database = openDatabase(dbPath);
   try {

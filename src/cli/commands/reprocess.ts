@@ -1,5 +1,5 @@
 import { defineCommand } from '../command.ts';
-import { sqliteOnly, withDb } from '../common-options.ts';
+import { datasetOption, withReadDb } from '../common-options.ts';
 import { formatReprocessReport, rejectedLines, reprocessDatabase } from '../../runner/reprocess.ts';
 import { EXIT } from '../exit-codes.ts';
 
@@ -7,10 +7,9 @@ import { EXIT } from '../exit-codes.ts';
 export const reprocessCommand = defineCommand({
   name: 'reprocess',
   describe: 'Rebuild companies, posts and jobs from the stored raw responses (no API calls, no credits)',
-  builder: (y) =>
-    withDb(y, { whenMissing: 'refuse' }).option('json', { type: 'boolean', default: false, describe: 'print the report as JSON' }),
+  builder: (y) => withReadDb(y).option('json', { type: 'boolean', default: false, describe: 'print the report as JSON' }),
   run: async (argv, io) => {
-    const report = reprocessDatabase(sqliteOnly(argv.db));
+    const report = await reprocessDatabase(datasetOption(argv.db));
     io.stdout.write(argv.json ? JSON.stringify(report, null, 2) + '\n' : formatReprocessReport(report));
     for (const line of argv.json ? [] : rejectedLines(report)) io.stderr.write(`netingest: ${line}\n`);
     // A body left out is data the user paid for and does not have: cron should see it like a failed item.

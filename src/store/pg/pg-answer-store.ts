@@ -8,7 +8,7 @@ import type pg from 'pg';
 import { parseJsonBody } from '../../api/json-body.ts';
 import { readUsableAnswer } from '../../api/schemas.ts';
 import { specOf } from '../../operations/index.ts';
-import type { Row, RowContext, RowWrite } from '../../operations/stored-rows.ts';
+import { rowCount, type Row, type RowContext, type RowWrite } from '../../operations/stored-rows.ts';
 import type { SqlValue } from '../../operations/stored-values.ts';
 import { networkHost } from '../../urls/network-host.ts';
 import { setAsideAnomalies, type AnomalySource } from '../answer-anomalies.ts';
@@ -63,6 +63,7 @@ const FILL: Record<DayOrder, string> = {
 
 /** What one answer stored. */
 export interface PgStoredAnswer {
+  /** Rows inserted or updated, a set's rows each (as SQLite's ingest counts them: reprocess reports it). */
   rows: number;
 }
 
@@ -143,7 +144,7 @@ export function createPgAnswerStore() {
         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
       [input.rawResponseId, input.runId, input.taskId, input.operation, input.requestKey, a.kind, a.position, a.path, a.reason, a.askedId, a.answeredId, input.at]);
     }
-    return { rows: stored.writes.length };
+    return { rows: rowCount(stored) };
   }
 
   return { store };

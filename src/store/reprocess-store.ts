@@ -1,0 +1,107 @@
+/**
+ * What `reprocess` asks of the engine holding the dataset: the archive read a page at a time, and the rebuild
+ * written, all inside the one transaction its implementation opens (sqlite-reprocess-store.ts on SQLite,
+ * pg/pg-reprocess-store.ts on PostgreSQL). The replay rules (runner/reprocess.ts) are written once, as a
+ * generator that yields these requests and gets each answer back: run synchronously on SQLite (its callers
+ * keep a synchronous reprocess) and awaited on PostgreSQL, as store/read-steps.ts runs the readers.
+ */
+import type { AnomalySource } from './answer-anomalies.ts';
+import type { IngestRequest } from './ingest-request.ts';
+import type { Awaitable } from './run-store.ts';
+
+/** One raw_responses row as the replay reads it (times as ISO text, ids as numbers). */
+export interface ArchivedBody {
+  id: number;
+  operation: string;
+  requestKey: string;
+  /** request_json as JSON text. */
+  requestJson: string;
+  body: string | Buffer;
+  bodyEncoding: string | null;
+  receivedAt: string;
+  taskId: number | null;
+  runId: number | null;
+  errorCode: string | null;
+}
+
+/** One archived body to store again through its answer contract, and where it came from. */
+export type ReplayedBody = AnomalySource & { request: IngestRequest; body: string };
+
+/** The engine's reads and writes, each inside the transaction the implementation opened. */
+export interface ReprocessStore {
+  /** Whether prune ever dropped bodies (the `raw_pruned_at` meta key). */
+  bodiesWerePruned(): Awaitable<boolean>;
+  /** Empties the normalized tables; the rows deleted. */
+  clearNormalizedTables(): Awaitable<number>;
+  /** Deletes the anomalies of the bodies still kept (those of a pruned body stay, as its rows do). */
+  clearKeptBodiesAnomalies(): Awaitable<void>;
+  /** Up to `limit` raw_responses rows with an id above `afterId`, in id order. */
+  archivePage(afterId: number, limit: number): Awaitable<ArchivedBody[]>;
+  /** Opens the savepoint one body is written in. */
+  savepoint(): Awaitable<void>;
+  /** Keeps what the body wrote. */
+  releaseSavepoint(): Awaitable<void>;
+  /** Undoes what the body wrote, and closes the savepoint. */
+  rollbackToSavepoint(): Awaitable<void>;
+  /**
+   * Stores one body as the run stores it (store-answer.ts, pg/pg-answer-store.ts); the row writes.
+   * Throws ApiSchemaError when its contract cannot read it, SyntaxError when it is not JSON.
+   */
+  storeAnswer(input: ReplayedBody): Awaitable<number>;
+  /** Marks an archived body as an answer: error_code cleared. */
+  acceptBody(rawId: number): Awaitable<void>;
+  /** ledger.ts's markRecovered: the failed task set done by this body when it is still its latest outcome. */
+  markRecovered(taskId: number, rawId: number, code: string, receivedAt: string, at: string): Awaitable<boolean>;
+}
+
+type Op = keyof ReprocessStore;
+
+/** One request to the store: a method and its arguments. */
+export type ReprocessStep = { [K in Op]: { op: K; args: Parameters<ReprocessStore[K]> } }[Op];
+
+/** Replay rules: yield requests, get their answers back, return the result. */
+export type ReprocessSteps<T> = Generator<ReprocessStep, T, unknown>;
+
+/** Asks the store (inside a ReprocessSteps generator: `const rows = yield* ask('archivePage', 0, 200)`). */
+export function* ask<K extends Op>(op: K, ...args: Parameters<ReprocessStore[K]>): ReprocessSteps<Awaited<ReturnType<ReprocessStore[K]>>> {
+  return (yield { op, args } as ReprocessStep) as Awaited<ReturnType<ReprocessStore[K]>>;
+}
+
+/** Calls the store for one step. */
+function answer(store: ReprocessStore, step: ReprocessStep): unknown {
+  return (store[step.op] as (...args: unknown[]) => unknown).apply(store, step.args);
+}
+
+/**
+ * Runs `steps` against a store that answers at once (SQLite); a store's error is thrown into the steps at the
+ * request that failed, so their own try/catch sees it.
+ */
+export function runStepsSync<T>(steps: ReprocessSteps<T>, store: ReprocessStore): T {
+  for (let step = steps.next(); ; ) {
+    if (step.done) return step.value;
+    let result: unknown;
+    try {
+      result = answer(store, step.value);
+      if (result instanceof Promise) throw new Error(`internal: ${step.value.op} answered later; run these steps with runStepsAsync`);
+    } catch (err) {
+      step = steps.throw(err);
+      continue;
+    }
+    step = steps.next(result);
+  }
+}
+
+/** Runs `steps` against a store whose answers are awaited (PostgreSQL), as runStepsSync does. */
+export async function runStepsAsync<T>(steps: ReprocessSteps<T>, store: ReprocessStore): Promise<T> {
+  for (let step = steps.next(); ; ) {
+    if (step.done) return step.value;
+    let result: unknown;
+    try {
+      result = await answer(store, step.value);
+    } catch (err) {
+      step = steps.throw(err);
+      continue;
+    }
+    step = steps.next(result);
+  }
+}

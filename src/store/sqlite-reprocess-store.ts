@@ -1,0 +1,45 @@
+/**
+ * reprocess's store on SQLite (reprocess-store.ts): better-sqlite3's synchronous statements, the body stored by
+ * store-answer.ts as the run's writer stores it, everything in one transaction on the connection.
+ */
+import { prepareAnswerStore } from './store-answer.ts';
+import { clearNormalizedTables } from './ingest/index.ts';
+import { createLedger } from './ledger.ts';
+import type { Database } from './open.ts';
+import { acceptRawResponse } from './raw-archive.ts';
+import { rawBodiesWerePruned } from './raw-prune.ts';
+import type { ArchivedBody, ReprocessStore } from './reprocess-store.ts';
+
+const ARCHIVE_PAGE = `SELECT id, operation, request_key AS requestKey, request_json AS requestJson, body, body_encoding AS bodyEncoding,
+    received_at AS receivedAt, task_id AS taskId, run_id AS runId, error_code AS errorCode
+  FROM raw_responses WHERE id > ? ORDER BY id LIMIT ?`;
+
+/** The store over `database`, its statements prepared once (the day order of posts is read now). */
+export function sqliteReprocessStore(database: Database): ReprocessStore {
+  const { sqlite } = database;
+  const store = prepareAnswerStore(database);
+  const ledger = createLedger(database);
+  const accept = acceptRawResponse(database);
+  // Keyset pages instead of one iterate(): better-sqlite3 refuses other statements on a connection while an
+  // iterator is open, and the replay writes on this connection.
+  const page = sqlite.prepare(ARCHIVE_PAGE);
+  const clearAnomalies = sqlite.prepare('DELETE FROM answer_anomalies WHERE raw_response_id IN (SELECT id FROM raw_responses)');
+  return {
+    bodiesWerePruned: () => rawBodiesWerePruned(sqlite),
+    clearNormalizedTables: () => clearNormalizedTables(database),
+    clearKeptBodiesAnomalies: () => void clearAnomalies.run(),
+    archivePage: (afterId, limit) => page.all(afterId, limit) as ArchivedBody[],
+    savepoint: () => void sqlite.exec('SAVEPOINT reprocess_body'),
+    releaseSavepoint: () => void sqlite.exec('RELEASE reprocess_body'),
+    rollbackToSavepoint: () => void sqlite.exec('ROLLBACK TO reprocess_body; RELEASE reprocess_body'),
+    storeAnswer: (input) => store(input).rows,
+    acceptBody: accept,
+    markRecovered: (taskId, rawId, code, receivedAt, at) => ledger.markRecovered(taskId, rawId, code, receivedAt, at),
+  };
+}
+
+/** Runs `replay` in one transaction on `database`: all of it is kept, or none (the caller holds the run lock). */
+export function inSqliteReprocessTransaction<T>(database: Database, replay: (store: ReprocessStore) => T): T {
+  const store = sqliteReprocessStore(database);
+  return database.sqlite.transaction(() => replay(store))();
+}

@@ -1,0 +1,40 @@
+/**
+ * Every command takes a postgres:// --db. One whose server cannot be reached fails with a message naming the
+ * database, password hidden, and never a stack trace: the URL is read as a URL, never as a file path (which
+ * once printed it, password and all).
+ */
+import { PassThrough } from 'node:stream';
+import { describe, expect, it } from 'vitest';
+import { main } from '../src/cli/main.ts';
+
+function capture(): PassThrough & { text: () => string } {
+  const chunks: Buffer[] = [];
+  const stream = new PassThrough();
+  stream.on('data', (c: Buffer) => chunks.push(c));
+  return Object.assign(stream, { text: () => Buffer.concat(chunks).toString('utf8') });
+}
+
+// Port 1 on loopback: nothing listens, the connection is refused at once.
+const URL_WITH_SECRET = 'postgres://analyst:s3cret-pw@127.0.0.1:1/leads';
+
+describe('a postgres:// --db whose server cannot be reached', () => {
+  const commands = [
+    ['plan', 'jobs/lookalikes.json'],
+    ['reprocess'],
+    ['prune'],
+    ['status'],
+    ['query', 'SELECT 1'],
+    ['export', 'companies'],
+  ];
+  for (const args of commands) {
+    it(`${args[0]} fails naming the database, with no password and no stack trace`, async () => {
+      const stdout = capture();
+      const stderr = capture();
+      const code = await main([...args, '--db', URL_WITH_SECRET], { stdout, stderr });
+      expect(code, stderr.text()).not.toBe(0);
+      expect(stderr.text()).toContain('postgres://analyst:***@127.0.0.1:1/leads');
+      expect(stdout.text() + stderr.text()).not.toContain('s3cret-pw');
+      expect(stderr.text()).not.toMatch(/^\s+at /m);
+    });
+  }
+});
