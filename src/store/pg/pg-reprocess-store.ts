@@ -58,7 +58,9 @@ export function pgReprocessStore(client: pg.PoolClient): ReprocessStore {
  */
 export async function reprocessOnPg<T>(url: string, replay: (store: ReprocessStore) => Promise<T>): Promise<T> {
   await refuseEmpty(url);
-  const store = await openPgStore(url);
+  // Maintenance the user asked for, as prune's: emptying and rebuilding a large table may take past the run's
+  // per-statement limit, and a timeout would only roll the whole rebuild back.
+  const store = await openPgStore(url, { statementTimeoutMs: 0, maxConnections: 3 });
   try {
     const hold = await holdExclusive(store.pool, store.shownUrl, 'netingest reprocess');
     try {
