@@ -36,7 +36,7 @@ describe.skipIf(!pgClusterUrl)(`run on PostgreSQL, several workers${pgClusterUrl
     expect(charged.size).toBe(TASKS);
     expect([...charged.values()].every((n) => n <= 2)).toBe(true);
     expect(s.sandbox.requests.filter((r) => r.charged > 0).length).toBeLessThanOrEqual(TASKS + CONCURRENCY);
-    // The killed worker's run is closed by the next one on its host, as on SQLite.
+    // The killed worker's run is closed by the next one (its session no longer holds the dataset lock), as on SQLite.
     const runs = (await s.pool.query<{ status: string; calls: number }>('SELECT status, calls FROM runs ORDER BY id')).rows;
     expect(runs.map((r) => r.status)).toEqual(['abandoned', 'completed']);
     expect(runs[0]!.calls).toBeGreaterThan(0);

@@ -45,7 +45,7 @@ export interface OpenRun {
   readonly logger: Logger;
   /** The dataset, on SQLite or PostgreSQL, through the run's ports (store/run-store.ts). */
   readonly store: RunStore;
-  /** SQLite's run lock, or a PostgreSQL worker's registration. */
+  /** SQLite's run lock, or a PostgreSQL worker's shared hold on the dataset lock. */
   readonly lock: RunHold;
   readonly runId: number;
   readonly startedAt: string;
@@ -112,7 +112,7 @@ class Releases {
 async function openLocked(options: RunOptions, logger: Logger, store: RunStore, releases: Releases): Promise<OpenRun> {
   const startedAt = new Date().toISOString();
   const { runs, ledger, calls: callLog, hold: lock } = store;
-  const runId = await runs.start(options.jobs.map((j) => j.name), startedAt, process.pid, hostname());
+  const { id: runId, runKey } = await runs.start(options.jobs.map((j) => j.name), startedAt, process.pid, hostname(), options.sharedRunKey);
   lock.setRunId(runId);
   logger.info('run started', { run: runId, jobs: options.jobs.map((j) => j.name).join(','), db: store.name });
   if (lock.abandonedRuns.length > 0) {
@@ -131,7 +131,7 @@ async function openLocked(options: RunOptions, logger: Logger, store: RunStore, 
   options.signal?.addEventListener('abort', onAbort, { once: true });
   releases.push(() => options.signal?.removeEventListener('abort', onAbort));
   const settings = settingsOf(options);
-  const guard = await creditGuardOf(options, store, options.sharedRunKey ?? `run-${runId}`);
+  const guard = await creditGuardOf(options, store, runKey);
   const client = createApiClient({
     baseUrl: options.api.baseUrl,
     token: options.api.token,

@@ -64,7 +64,8 @@ export interface RunOptions {
   sharedRateWindowMs?: number;
   /**
    * PostgreSQL: the run several workers share, for `credits.maxPerRun` across them (NETINGEST_RUN_KEY, e.g. the
-   * scheduler's job name); by default each worker's run is its own, as on SQLite. The reserve is the account's.
+   * scheduler's job name); by default a worker joins a live run working one of its jobs, or starts its own. The
+   * reserve is the account's.
    */
   sharedRunKey?: string;
 }

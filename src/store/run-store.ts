@@ -48,9 +48,19 @@ export interface DueTasks {
   close(): Awaitable<void>;
 }
 
+/** A run once its row is written: its id, and the run its workers share (what `maxPerRun` counts). */
+export interface StartedRun {
+  id: number;
+  runKey: string;
+}
+
 /** The `runs` rows (store/runs.ts). */
 export interface RunRecords {
-  start(jobs: string[], at: string, pid: number, host: string): Awaitable<number>;
+  /**
+   * `sharedRunKey` names the run to belong to (NETINGEST_RUN_KEY); without it a PostgreSQL worker joins a live
+   * run working one of `jobs`, or starts its own (`run-<id>`, as every SQLite run is).
+   */
+  start(jobs: string[], at: string, pid: number, host: string, sharedRunKey?: string): Awaitable<StartedRun>;
   /** Writes the run's end; on SQLite only while the run holds its lock (LockLostError otherwise). */
   end(runId: number, fields: RunEnd): Awaitable<void>;
 }
@@ -63,8 +73,8 @@ export interface CallHistory {
 }
 
 /**
- * The run's hold on the dataset: SQLite's one-run lock (store/run-lock.ts); on PostgreSQL a worker's
- * registration, which is never lost (workers share the dataset).
+ * The run's hold on the dataset: SQLite's one-run lock (store/run-lock.ts); on PostgreSQL the dataset lock held
+ * shared (pg/dataset-lock.ts: workers share it, reprocess and prune hold it exclusive).
  */
 export interface RunHold {
   readonly abandonedRuns: readonly number[];

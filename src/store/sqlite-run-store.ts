@@ -34,7 +34,13 @@ export function openSqliteRunStore(options: SqliteRunStoreOptions): RunStore {
       engine: 'sqlite',
       name: database.file,
       ledger,
-      runs: { start: runs.start, end: (runId, fields) => lock.whileHeld(() => runs.end(runId, fields)) },
+      runs: {
+        start(jobs, at, pid, host, sharedRunKey) {
+          const id = runs.start(jobs, at, pid, host);
+          return { id, runKey: sharedRunKey ?? `run-${id}` };
+        },
+        end: (runId, fields) => lock.whileHeld(() => runs.end(runId, fields)),
+      },
       calls: { learnedCost: (op) => callLog.learnedCost(op), lastCounters: () => callLog.lastCounters(), ofRun: callLog.ofRun },
       hold: lock,
       dueTasks: (filter) => pagedDueTasks(ledger, filter),

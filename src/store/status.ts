@@ -7,11 +7,13 @@ import { measureUnfinishedRunReads, unfinishedRunsReads, type UnfinishedRun, typ
 import { uncountedCreditsReads } from './uncounted-credits.ts';
 import { lastRunDriftReads } from './answer-drift.ts';
 import { readSync, rows, value } from './read-steps.ts';
+import { RUNNING_RUNS_LIVENESS_SQL } from './pg/coordination/worker-runs.ts';
 
 /**
  * What `netingest status` shows: recent runs, tasks by status per job, credits. Only reads: a run still
  * marked running shows the figures the database holds for it so far, and `unfinished` when its process is
- * gone (the next run closes it as abandoned).
+ * gone (the next run closes it as abandoned): on SQLite it does not hold the run lock; on PostgreSQL its
+ * session no longer holds the dataset lock, whichever host it ran on.
  */
 export function readStatus(database: Database, recentRuns = 10) {
   return readSync(database.sqlite, statusReads(recentRuns));
@@ -22,13 +24,17 @@ export function* statusReads(recentRuns = 10) {
   const lock = yield* runLockReads();
   const open = new Map<number, { run: UnfinishedRun; figures: UnfinishedRunFigures }>();
   for (const run of yield* unfinishedRunsReads()) open.set(run.id, { run, figures: yield* measureUnfinishedRunReads(run) });
+  // PostgreSQL: a run is live while its worker's session holds the dataset lock, on any host (read after the runs).
+  const live = new Map((yield* rows<{ id: number | string; live: boolean }>({ sqlite: 'SELECT id, 1 AS live FROM runs WHERE 0', postgres: RUNNING_RUNS_LIVENESS_SQL }))
+    .map((r) => [Number(r.id), r.live]));
+  const running = (run: UnfinishedRun) => live.get(run.id) ?? isLockHolder(run, lock);
 
   const runs = (yield* recentRunsReads(recentRuns)).map((row) => {
     const measured = open.get(row.id);
     if (!measured) return { ...row, unfinished: false };
     // Its end is not written: the same fields, as far as the database shows them now.
     const { endedAt: _lastCall, creditsAtStart: _notListed, ...figures } = measured.figures;
-    return { ...row, ...figures, unfinished: !isLockHolder(measured.run, lock) };
+    return { ...row, ...figures, unfinished: !running(measured.run) };
   });
   const tasks = yield* rows<{ job: string; status: string; n: number }>(`SELECT job, status, count(*) AS n FROM tasks GROUP BY job, status`);
   // Sorted here, by code point as SQLite's ORDER BY does: PostgreSQL's would follow the database's collation.
@@ -47,7 +53,7 @@ export function* statusReads(recentRuns = 10) {
   return {
     runs,
     /** Runs still marked running whose process is gone, oldest first. */
-    unfinishedRuns: [...open.values()].filter(({ run }) => !isLockHolder(run, lock)).map(({ run }) => run),
+    unfinishedRuns: [...open.values()].filter(({ run }) => !running(run)).map(({ run }) => run),
     tasksByJob: Object.fromEntries(byJob),
     creditsSpentAllRuns: roundCredits(spent),
     /** Used between runs by calls no run stored (lost in flight to a kill) or by the token elsewhere: in no run's spend. */

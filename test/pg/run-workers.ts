@@ -44,9 +44,13 @@ export async function setUp(tasks: number, prefix: string, credits: { balance: n
 
 export interface Worker { child: ChildProcess; exited: Promise<number | string>; stdout(): string; stderr(): string }
 
-export function startWorker(s: Setup): Worker {
+/** A worker process on the setup's job; `as` changes its job file, its API URL, or the host name it reads. */
+export function startWorker(s: Setup, as: { file?: string; apiUrl?: string; hostname?: string } = {}): Worker {
   const script = fileURLToPath(new URL('./workers/run-worker.ts', import.meta.url));
-  const settings = { url: s.url, jobFiles: [s.file], cwd: s.ws.dir, apiUrl: s.sandbox.url, token: TOKEN, leaseMs: LEASE_MS, rateWindowMs: RATE_WINDOW_MS };
+  const settings = {
+    url: s.url, jobFiles: [as.file ?? s.file], cwd: s.ws.dir, apiUrl: as.apiUrl ?? s.sandbox.url, token: TOKEN, leaseMs: LEASE_MS, rateWindowMs: RATE_WINDOW_MS,
+    hostname: as.hostname,
+  };
   const child = spawn(process.execPath, ['--import', 'tsx', script, JSON.stringify(settings)], { stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';

@@ -17,7 +17,7 @@ import { hadNothingToDo, holdRoutineLines } from '../quiet-night.ts';
 import { lockLeaseFromEnv } from '../lock-lease.ts';
 import { locateDataset } from '../../store/locator.ts';
 
-/** PostgreSQL: workers started with the same value share `credits.maxPerRun` (docs/postgres.md). */
+/** PostgreSQL: names the run whose `credits.maxPerRun` workers share, instead of the live run they join (docs/postgres.md). */
 const RUN_KEY_ENV = 'NETINGEST_RUN_KEY';
 
 /** `netingest run`: the run engine from the command line. */

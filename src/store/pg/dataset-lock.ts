@@ -16,6 +16,8 @@ export interface DatasetHold {
   readonly backendPid: number;
   /** Lets go of the lock and gives the connection back; safe to call twice. */
   release(): Promise<void>;
+  /** Tells `listener` once if the session ends before release (the server let go of the lock with it). */
+  onLost(listener: (err: Error) => void): void;
 }
 
 /**
@@ -38,16 +40,16 @@ export function holdExclusive(pool: pg.Pool, what: string, command: string): Pro
 }
 
 /**
- * The backend pids of the sessions holding the dataset lock now (shared or exclusive): a worker's runs row
- * whose session is not among them is no longer running, whichever host it ran on.
+ * The backend pids of the sessions holding the dataset lock now (shared or exclusive), as a subquery: a worker's
+ * run whose session is not among them is no longer running, whichever host it ran on.
  */
+export const LOCK_HOLDERS_SQL = `SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted
+  AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+  AND objsubid = 1 AND ((classid::bigint << 32) | objid::bigint) = ${DATASET_LOCK_KEY.toString()}`;
+
+/** The backend pids of the sessions holding the dataset lock now (LOCK_HOLDERS_SQL). */
 export async function lockHolders(pool: pg.Pool): Promise<Set<number>> {
-  const { rows } = await pool.query<{ pid: number }>(
-    `SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted
-       AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
-       AND objsubid = 1 AND ((classid::bigint << 32) | objid::bigint) = $1::bigint`,
-    [DATASET_LOCK_KEY.toString()],
-  );
+  const { rows } = await pool.query<{ pid: number }>(LOCK_HOLDERS_SQL);
   return new Set(rows.map((r) => r.pid));
 }
 
@@ -58,13 +60,27 @@ async function hold(pool: pg.Pool, tryLock: string, unlock: string, lockedMessag
     const { rows } = await client.query<{ got: boolean; pid: number }>(`SELECT ${tryLock}($1::bigint) AS got, pg_backend_pid() AS pid`, [DATASET_LOCK_KEY.toString()]);
     if (!rows[0]!.got) throw new LockedError(lockedMessage());
     const backendPid = rows[0]!.pid;
+    // A checked-out client has no pool listener: without this one, a session the server ends would crash the process.
+    let lost: Error | null = null;
+    const lostListeners: Array<(err: Error) => void> = [];
+    const onError = (err: Error) => {
+      if (released || lost) return;
+      lost = err;
+      for (const l of lostListeners) l(err);
+    };
+    client.on('error', onError);
     return {
       backendPid,
+      onLost(listener) {
+        if (lost) listener(lost);
+        else lostListeners.push(listener);
+      },
       async release() {
         if (released) return;
         released = true;
         try {
           await client.query(`SELECT ${unlock}($1::bigint)`, [DATASET_LOCK_KEY.toString()]);
+          client.removeListener('error', onError);
           client.release();
         } catch (err) {
           // A connection that failed is dropped rather than pooled: its lock goes with it.

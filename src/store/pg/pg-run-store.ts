@@ -1,16 +1,16 @@
 /**
- * The run store on PostgreSQL (store/run-store.ts's ports). There is no exclusive run lock: a worker registers
- * (its `runs` row, with pid and host) and never gets LOCKED; several workers run one job together, each taking
- * due work with task claims (coordination/task-claims.ts: FOR UPDATE SKIP LOCKED and a lease per input) instead
- * of paging the ledger.
+ * The run store on PostgreSQL (store/run-store.ts's ports). Each worker holds the dataset lock shared for its
+ * whole life (dataset-lock.ts), so reprocess and prune wait for no one and a worker is refused (LOCKED) while
+ * they rewrite; several workers run one job together, each taking due work with task claims
+ * (coordination/task-claims.ts: FOR UPDATE SKIP LOCKED and a lease per input) instead of paging the ledger.
+ * Its `runs` row is live while its session holds the lock (coordination/worker-runs.ts).
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { medianStep, reportedBalance, roundCredits } from '../../credits/credit-meter.ts';
 import type { RunnableFilter, TaskRow } from '../ledger.ts';
 import type { DueTasks, RunHold, RunStore } from '../run-store.ts';
 import { CLAIM_DUE, createTaskClaims, newWorkerId, TASK_CLAIM_DEFAULTS, type ClaimFilter } from './coordination/task-claims.ts';
-import type pg from 'pg';
-import { ABANDONED_RUN_ERROR } from '../abandoned-runs.ts';
+import { LockLostError } from '../run-lock.ts';
 import { DatabaseError } from '../errors.ts';
 import { openPgStore, type PgStore } from './open.ts';
 import { createPgLedger } from './pg-ledger.ts';
@@ -19,6 +19,8 @@ import { PgOutcomeWriter } from './pg-outcome-writer.ts';
 import { SharedRunGate } from './shared-run-gate.ts';
 import { SharedCreditGuard } from './shared-credit-guard.ts';
 import { SharedCreditBudget } from './coordination/shared-credit-budget.ts';
+import { startWorkerRun } from './coordination/worker-runs.ts';
+import { holdShared, type DatasetHold } from './dataset-lock.ts';
 
 /** Options of a PostgreSQL run store; every default is in PG_RUN_STORE_DEFAULTS. */
 export interface PgRunStoreOptions {
@@ -38,14 +40,27 @@ export const PG_RUN_STORE_DEFAULTS = {
   idlePollMs: 500,
 } as const;
 
-/** Opens (migrating when needed) the PostgreSQL dataset for a run. */
+/**
+ * Opens (migrating when needed) the PostgreSQL dataset for a run, and holds its lock shared: LockedError while
+ * reprocess or prune holds it. The hold keeps one of the pool's connections (PG_STORE_DEFAULTS.maxConnections,
+ * 10) for the run's life; the writer and planning take one each for a transaction, claims, the gate and the
+ * credit budget one per statement, none holds one while waiting for another, and a statement finding all nine
+ * busy queues for a moment.
+ */
 export async function openPgRunStore(options: PgRunStoreOptions): Promise<RunStore> {
   const store = await openPgStore(options.url);
+  let datasetHold: DatasetHold;
+  try {
+    datasetHold = await holdShared(store.pool, `the database ${store.shownUrl}`);
+  } catch (err) {
+    await store.close();
+    throw toPgUseError(err, store.shownUrl);
+  }
   const { pool } = store;
   const startedAt = options.startedAt ?? new Date().toISOString();
   const workerId = newWorkerId();
   const guards: SharedCreditGuard[] = [];
-  const hold = registration();
+  const hold = workerHold(datasetHold, store.shownUrl);
   return {
     engine: 'postgres',
     name: store.shownUrl,
@@ -80,18 +95,19 @@ export async function openPgRunStore(options: PgRunStoreOptions): Promise<RunSto
     describeError: (err) => toPgUseError(err, store.shownUrl),
     async close() {
       for (const g of guards) g.close();
+      // Released by the run before (open-run.ts); again here for a store closed without a run.
+      await hold.release();
       await store.close();
     },
   };
 }
 
-function runRecords({ pool }: PgStore, hold: { abandonedRuns: number[] }): RunStore['runs'] {
+function runRecords({ pool }: PgStore, hold: WorkerHold): RunStore['runs'] {
   return {
-    async start(jobs, at, pid, host) {
-      hold.abandonedRuns.push(...(await closeAbandonedRuns(pool, host)));
-      const { rows } = await pool.query<{ id: string }>(`INSERT INTO runs (jobs, started_at, status, pid, host) VALUES ($1::jsonb, $2, 'running', $3, $4) RETURNING id`,
-        [JSON.stringify(jobs), at, pid, host]);
-      return Number(rows[0]!.id);
+    async start(jobs, at, pid, host, sharedRunKey) {
+      const started = await startWorkerRun(pool, { jobs, at, pid, host, backendPid: hold.backendPid, runKey: sharedRunKey });
+      hold.abandonedRuns.push(...started.abandoned);
+      return { id: started.runId, runKey: started.runKey };
     },
     async end(id, f) {
       await pool.query(`UPDATE runs SET status = $2, ended_at = $3, credits_at_start = $4, credits_at_end = $5, credits_spent = $6,
@@ -128,33 +144,28 @@ function callHistory({ pool }: PgStore): RunStore['calls'] {
   };
 }
 
+type WorkerHold = RunHold & { abandonedRuns: number[]; readonly backendPid: number };
+
 /**
- * Closes as abandoned the runs of this host still marked running whose process is gone (a worker killed): their
- * end is when their last call was made. Another host's workers cannot be checked from here; they stay running.
+ * A worker's hold is the dataset lock held shared on one session: its backend pid marks the run live
+ * (worker-runs.ts). A session the server ends (killed, the connection lost) takes the lock with it: the run
+ * stops, as a SQLite run whose lock was taken over does.
  */
-async function closeAbandonedRuns(pool: pg.Pool, host: string): Promise<number[]> {
-  const { rows } = await pool.query<{ id: string; pid: number | null }>(`SELECT id, pid FROM runs WHERE status = 'running' AND host = $1`, [host]);
-  const dead = rows.filter((r) => r.pid !== null && r.pid !== process.pid && !processExists(r.pid)).map((r) => Number(r.id));
-  if (dead.length === 0) return [];
-  await pool.query(`UPDATE runs SET status = 'abandoned', error = $2,
-    ended_at = coalesce((SELECT max(at) FROM api_calls c WHERE c.run_id = runs.id), started_at),
-    calls = (SELECT count(*) FROM api_calls c WHERE c.run_id = runs.id)
-    WHERE id = ANY($1::bigint[]) AND status = 'running'`, [dead, ABANDONED_RUN_ERROR]);
-  return dead;
-}
-
-function processExists(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as { code?: string }).code === 'EPERM';
-  }
-}
-
-/** A worker's registration is its runs row: nothing to take, nothing to lose, nothing to release. */
-function registration(): RunHold & { abandonedRuns: number[] } {
-  return { abandonedRuns: [], setRunId: () => undefined, held: () => true, onLost: () => undefined, release: () => undefined };
+function workerHold(hold: DatasetHold, shownUrl: string): WorkerHold {
+  let lost: LockLostError | null = null;
+  const listeners: Array<(err: LockLostError) => void> = [];
+  hold.onLost((err) => {
+    lost = new LockLostError(`the database ${shownUrl} ended the session holding this run's lock (${err.message}); the run stopped, run again`);
+    for (const l of listeners) l(lost);
+  });
+  return {
+    abandonedRuns: [],
+    backendPid: hold.backendPid,
+    setRunId: () => undefined,
+    held: () => lost === null,
+    onLost: (listener) => void listeners.push(listener),
+    release: () => hold.release(),
+  };
 }
 
 /**

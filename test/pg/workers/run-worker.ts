@@ -1,14 +1,24 @@
 /**
  * A `netingest run` worker on PostgreSQL for the tests: runJobs on the given jobs, with the test's scaled-down
  * shared rate window and claim lease (the CLI's run is the same call with a minute and 60 s), its summary as
- * JSON on stdout. Prints `started` once its run is open, so the test can kill it mid-way.
+ * JSON on stdout. Prints `started` once its run is open, so the test can kill it mid-way. `hostname` stands for
+ * another host.
  */
+import os from 'node:os';
+import { syncBuiltinESMExports } from 'node:module';
 import { loadJob } from '../../../src/jobs/load.ts';
 import { runJobs } from '../../../src/runner/run-jobs.ts';
 
 const settings = JSON.parse(process.argv[2]!) as {
   url: string; jobFiles: string[]; cwd: string; apiUrl: string; token: string; leaseMs: number; rateWindowMs: number; runKey?: string;
+  hostname?: string;
 };
+// A worker "on another host": the run reads os.hostname() as on any host, and gets this name.
+if (settings.hostname) {
+  const name = settings.hostname;
+  os.hostname = () => name;
+  syncBuiltinESMExports();
+}
 const jobs = await Promise.all(settings.jobFiles.map((f) => loadJob(f, { cwd: settings.cwd })));
 process.stdout.write('started\n');
 const summary = await runJobs({

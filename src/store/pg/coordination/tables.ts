@@ -4,7 +4,7 @@
  * worker's, so workers on hosts whose clocks disagree still agree on when a lease or a slot ends.
  */
 import { sql } from 'drizzle-orm';
-import { bigint, doublePrecision, index, pgTable, primaryKey, text, timestamp } from 'drizzle-orm/pg-core';
+import { bigint, doublePrecision, index, integer, pgTable, primaryKey, text, timestamp } from 'drizzle-orm/pg-core';
 
 const at = (name: string) => timestamp(name, { withTimezone: true, mode: 'string' });
 
@@ -72,4 +72,17 @@ export const creditRunSpend = pgTable('credit_run_spend', {
   apiUrl: text('api_url').notNull(),
   spent: doublePrecision('spent').notNull().default(0),
   updatedAt: at('updated_at').notNull().default(sql`now()`),
+});
+
+/**
+ * Which session works a run, and which shared run it belongs to. A run is live while `backend_pid` (started at
+ * `backend_start`) holds the dataset lock (dataset-lock.ts), whichever host it runs on; a run still marked
+ * running whose session is gone is abandoned. `run_key` is what `maxPerRun` counts (credit_run_spend): a worker
+ * started while a live run works one of its jobs joins that run's key.
+ */
+export const workerRuns = pgTable('worker_runs', {
+  runId: bigint('run_id', { mode: 'number' }).primaryKey(),
+  runKey: text('run_key').notNull(),
+  backendPid: integer('backend_pid').notNull(),
+  backendStart: at('backend_start'),
 });

@@ -1,0 +1,91 @@
+/**
+ * A worker's run on PostgreSQL: its `runs` row, the session holding the dataset lock for it (`worker_runs`), and
+ * the shared run it belongs to. A run is live while that session holds the dataset lock, whichever host it runs
+ * on: the server drops the lock of a worker killed with SIGKILL, so a run still marked running whose session no
+ * longer holds it is abandoned. A worker starting while a live run works one of its jobs joins that run's key,
+ * so overlapping workers count one `credits.maxPerRun` together (coordination/shared-credit-budget.ts).
+ */
+import type pg from 'pg';
+import { ABANDONED_RUN_ERROR } from '../../abandoned-runs.ts';
+import { LOCK_HOLDERS_SQL } from '../dataset-lock.ts';
+
+/**
+ * Whether the run `runs` row aliased `r` has a live worker: its session holds the dataset lock, and that pid is
+ * the same session (started when recorded) unless the server hides another role's start time.
+ */
+export function liveRunSql(r: string): string {
+  return `EXISTS (SELECT 1 FROM worker_runs w WHERE w.run_id = ${r}.id AND w.backend_pid IN (${LOCK_HOLDERS_SQL})
+    AND NOT EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.pid = w.backend_pid AND a.backend_start <> w.backend_start))`;
+}
+
+/** Every run still marked running, and whether it is live: for `status`, which only reads. */
+export const RUNNING_RUNS_LIVENESS_SQL = `SELECT r.id, ${liveRunSql('r')} AS live FROM runs r WHERE r.status = 'running'`;
+
+// Taken for the start of a run: two workers starting at once see each other (one joins the other's run).
+const START_LOCK = `SELECT pg_advisory_xact_lock(hashtextextended('netingest.worker_runs', 0))`;
+
+export interface WorkerRunStart {
+  jobs: string[];
+  /** ISO time of the run's start. */
+  at: string;
+  pid: number;
+  host: string;
+  /** The backend pid of the session holding the dataset lock for this run (dataset-lock.ts). */
+  backendPid: number;
+  /** The shared run to belong to, given (NETINGEST_RUN_KEY); else a live run's with a job in common, or its own. */
+  runKey?: string | undefined;
+}
+
+export interface StartedWorkerRun {
+  runId: number;
+  runKey: string;
+  /** Runs closed as abandoned: marked running, their session gone. */
+  abandoned: number[];
+}
+
+/**
+ * Starts a worker's run in one transaction, under one advisory lock: closes the runs whose session is gone (on
+ * any host), chooses the shared run, writes the `runs` row and its `worker_runs` row. The caller already holds
+ * the dataset lock on the session `backendPid`, so the next worker to start sees this run live.
+ */
+export async function startWorkerRun(pool: pg.Pool, start: WorkerRunStart): Promise<StartedWorkerRun> {
+  const client = await pool.connect();
+  try {
+    await client.query('BEGIN');
+    await client.query(START_LOCK);
+    const abandoned = await closeAbandoned(client);
+    const joined = start.runKey ?? (await liveRunKey(client, start.jobs));
+    const { rows } = await client.query<{ id: string }>(`INSERT INTO runs (jobs, started_at, status, pid, host)
+      VALUES ($1::jsonb, $2, 'running', $3, $4) RETURNING id`, [JSON.stringify(start.jobs), start.at, start.pid, start.host]);
+    const runId = Number(rows[0]!.id);
+    const runKey = joined ?? `run-${runId}`;
+    await client.query(`INSERT INTO worker_runs (run_id, run_key, backend_pid, backend_start)
+      VALUES ($1, $2, $3, (SELECT backend_start FROM pg_stat_activity WHERE pid = $3))`, [runId, runKey, start.backendPid]);
+    await client.query('COMMIT');
+    return { runId, runKey, abandoned };
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw err;
+  } finally {
+    client.release();
+  }
+}
+
+/**
+ * Closes as abandoned the runs still marked running with no live session (killed, or from a netingest that kept
+ * no session): their end is their last call. Returns their ids.
+ */
+async function closeAbandoned(client: pg.PoolClient): Promise<number[]> {
+  const { rows } = await client.query<{ id: string }>(`UPDATE runs r SET status = 'abandoned', error = $1,
+    ended_at = coalesce((SELECT max(at) FROM api_calls c WHERE c.run_id = r.id), r.started_at),
+    calls = (SELECT count(*) FROM api_calls c WHERE c.run_id = r.id)
+    WHERE r.status = 'running' AND NOT ${liveRunSql('r')} RETURNING r.id`, [ABANDONED_RUN_ERROR]);
+  return rows.map((r) => Number(r.id)).sort((a, b) => a - b);
+}
+
+/** The key of the oldest live run working one of `jobs`, if any. */
+async function liveRunKey(client: pg.PoolClient, jobs: string[]): Promise<string | null> {
+  const { rows } = await client.query<{ key: string }>(`SELECT w.run_key AS key FROM runs r JOIN worker_runs w ON w.run_id = r.id
+    WHERE r.status = 'running' AND r.jobs ?| $1::text[] AND ${liveRunSql('r')} ORDER BY r.id LIMIT 1`, [jobs]);
+  return rows[0]?.key ?? null;
+}
