@@ -7,7 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import { runJobs } from '../src/runner/run-jobs.ts';
 import { copyDataset } from '../src/store/copy-dataset.ts';
-import { cliEnv, csv, operationRequests, postUrls, runCli } from './run-helpers.ts';
+import { FAST_RATE, cliEnv, csv, operationRequests, postUrls, runCli } from './run-helpers.ts';
 import { pgClusterUrl, pgSkipReason } from './pg/use-pg.ts';
 import {
   busiestWindow, chargedPerUrl, CONCURRENCY, expectWholeAndUnique, LEASE_MS, LIMIT, one, RATE_WINDOW_MS, setUp, startWorker, TOKEN, useCleanups, waitFor,
@@ -72,7 +72,9 @@ describe.skipIf(!pgClusterUrl)(`run on PostgreSQL, several workers${pgClusterUrl
   it('inputs removed from the CSV since an earlier run left them deferred are not called, as on SQLite', async () => {
     const s = await setUp(20, 'removed');
     const api = { baseUrl: s.sandbox.url, token: TOKEN };
-    const capped = await s.ws.job('posts', { operation: 'post-details', input: { csv: 'posts.csv', column: 'post_url' }, credits: { maxPerRun: 5 } });
+    // The default rate (60 calls a minute, shared across runs by the rate slots) would make this 8 s of waiting.
+    const posts = { operation: 'post-details', input: { csv: 'posts.csv', column: 'post_url' }, rate: FAST_RATE };
+    const capped = await s.ws.job('posts', { ...posts, credits: { maxPerRun: 5 } });
     const first = await runJobs({ dbPath: s.url, jobs: await s.ws.load(capped), api, requestTimeoutMs: 5000 });
     expect(first.stop?.reason).toBe('credits');
     expect(await one(s.pool, `SELECT count(*) AS n FROM tasks WHERE status = 'deferred'`)).toBeGreaterThanOrEqual(10);
@@ -81,7 +83,7 @@ describe.skipIf(!pgClusterUrl)(`run on PostgreSQL, several workers${pgClusterUrl
     await s.ws.write('posts.csv', csv(['post_url'], [...kept, ...added].map((u) => [u])));
     const before = operationRequests(s.sandbox).length;
     // The same job, its cap lifted.
-    const uncapped = await s.ws.job('posts', { operation: 'post-details', input: { csv: 'posts.csv', column: 'post_url' } });
+    const uncapped = await s.ws.job('posts', posts);
     const second = await runJobs({ dbPath: s.url, jobs: await s.ws.load(uncapped), api, requestTimeoutMs: 5000 });
     expect(second.status, JSON.stringify(second.stop)).toBe('completed');
     const asked = new Set(operationRequests(s.sandbox).slice(before).map((r) => r.query['url']));
