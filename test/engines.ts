@@ -3,6 +3,7 @@
  * skipped with the one-line reason where no server can run), and `engine.open(dir)` gives the `--db` value of a
  * new dataset with engine-neutral reads of it. Tests written against it say a promise once and check it twice.
  */
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import pg from 'pg';
@@ -20,6 +21,11 @@ export interface TestDb {
   count(sql: string, ...params: unknown[]): Promise<number>;
   /** Task counts by status for a job. */
   taskStatuses(job: string): Promise<Record<string, number>>;
+  /**
+   * All the dataset holds, as text to search for a secret: the SQLite file and its WAL byte for byte, or every
+   * value of every table of PostgreSQL's schema cast to text (bodies are text there; jsonb shows its strings).
+   */
+  everything(): Promise<Array<{ where: string; text: string }>>;
 }
 
 export interface TestEngine {
@@ -36,21 +42,21 @@ const NUMERIC_INT8: pg.CustomTypesConfig = {
     oid === 20 ? (v: string) => Number(v) : pg.types.getTypeParser(oid, format)) as pg.CustomTypesConfig['getTypeParser'],
 };
 
-function withReads(locator: string, rows: TestDb['rows']): TestDb {
+function withReads(locator: string, rows: TestDb['rows'], everything: TestDb['everything']): TestDb {
   const count: TestDb['count'] = async (sql, ...params) => Number(Object.values((await rows(sql, ...params))[0] ?? {})[0] ?? 0);
   const taskStatuses: TestDb['taskStatuses'] = async (job) => {
     const out: Record<string, number> = {};
     for (const r of await rows<{ status: string; n: number }>('SELECT status, count(*) AS n FROM tasks WHERE job = ? GROUP BY status', job)) out[r.status] = r.n;
     return out;
   };
-  return { locator, rows, count, taskStatuses };
+  return { locator, rows, count, taskStatuses, everything };
 }
 
 export const SQLITE: TestEngine = {
   name: 'sqlite',
   async open(dir, name = 'data.db') {
     const file = join(dir, name);
-    return withReads(file, async <T>(sql: string, ...params: unknown[]) => {
+    const rows = async <T>(sql: string, ...params: unknown[]) => {
       const db = new BetterSqlite3(file, { readonly: true, fileMustExist: true });
       registerRawBodyFunction(db);
       try {
@@ -58,7 +64,9 @@ export const SQLITE: TestEngine = {
       } finally {
         db.close();
       }
-    });
+    };
+    const everything = async () => [file, `${file}-wal`].filter((f) => existsSync(f)).map((f) => ({ where: f, text: readFileSync(f).toString('latin1') }));
+    return withReads(file, rows, everything);
   },
 };
 
@@ -68,10 +76,25 @@ export const POSTGRES: TestEngine = {
     const url = await newPgDatabase('engines');
     const pool = new pg.Pool({ connectionString: url, max: 2, types: NUMERIC_INT8 });
     pgPools.push(pool);
-    return withReads(url, async <T>(sql: string, ...params: unknown[]) => {
+    const rows = async <T>(sql: string, ...params: unknown[]) => {
       let n = 0;
       return (await pool.query(sql.replace(/\?/g, () => `$${++n}`), params)).rows as T[];
-    });
+    };
+    const everything = async () => {
+      const columns = await rows<{ table: string; column: string }>(`SELECT table_name AS "table", column_name AS "column"
+        FROM information_schema.columns c JOIN information_schema.tables t USING (table_schema, table_name)
+        WHERE table_schema = 'public' AND table_type = 'BASE TABLE' ORDER BY table_name, ordinal_position`);
+      const tables = new Map<string, typeof columns>();
+      for (const c of columns) tables.set(c.table, [...(tables.get(c.table) ?? []), c]);
+      const out: Array<{ where: string; text: string }> = [];
+      for (const [table, cols] of tables) {
+        const values = cols.map((c) => `coalesce(${pg.escapeIdentifier(c.column)}::text, '')`).join(` || E'\\n' || `);
+        const found = await rows<{ text: string | null }>(`SELECT string_agg(${values}, E'\\n') AS text FROM ${pg.escapeIdentifier(table)}`);
+        out.push({ where: `table ${table}`, text: found[0]?.text ?? '' });
+      }
+      return out;
+    };
+    return withReads(url, rows, everything);
   },
 };
 
