@@ -15,7 +15,7 @@ import { newPgDatabase, pgClusterUrl, pgSkipReason } from './pg/use-pg.ts';
 export interface TestDb {
   /** What `--db` (or runJobs' dbPath) takes: the file, or the postgres:// URL. */
   locator: string;
-  /** The rows of `sql` (`?` placeholders; SQL both engines read). bigint counts come back as numbers. */
+  /** The rows of `sql` (`?` placeholders; SQL both engines read), values as SQLite gives them (AS_SQLITE). */
   rows<T = Record<string, unknown>>(sql: string, ...params: unknown[]): Promise<T[]>;
   /** The first column of the first row, as a number (count(*), sum(...)). */
   count(sql: string, ...params: unknown[]): Promise<number>;
@@ -36,10 +36,13 @@ export interface TestEngine {
 
 const pgPools: pg.Pool[] = [];
 
-/** node-postgres gives int8 (count(*), bigint ids) as strings: read them as numbers, as SQLite gives them. */
-const NUMERIC_INT8: pg.CustomTypesConfig = {
-  getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
-    oid === 20 ? (v: string) => Number(v) : pg.types.getTypeParser(oid, format)) as pg.CustomTypesConfig['getTypeParser'],
+/**
+ * Values as SQLite gives them: int8 (count(*), bigint ids) as numbers, timestamptz as the ISO text SQLite
+ * stores, jsonb as its text (node-postgres would give a string, a Date and a parsed object).
+ */
+const AS_SQLITE: Record<number, (v: string) => unknown> = { 20: Number, 1184: (v) => new Date(v).toISOString(), 3802: (v) => v };
+const SQLITE_LIKE_TYPES: pg.CustomTypesConfig = {
+  getTypeParser: ((oid: number, format?: 'text' | 'binary') => AS_SQLITE[oid] ?? pg.types.getTypeParser(oid, format)) as pg.CustomTypesConfig['getTypeParser'],
 };
 
 function withReads(locator: string, rows: TestDb['rows'], everything: TestDb['everything']): TestDb {
@@ -74,7 +77,7 @@ export const POSTGRES: TestEngine = {
   name: 'postgres',
   async open() {
     const url = await newPgDatabase('engines');
-    const pool = new pg.Pool({ connectionString: url, max: 2, types: NUMERIC_INT8 });
+    const pool = new pg.Pool({ connectionString: url, max: 2, types: SQLITE_LIKE_TYPES });
     pgPools.push(pool);
     const rows = async <T>(sql: string, ...params: unknown[]) => {
       let n = 0;
