@@ -24,13 +24,19 @@ describe.skipIf(!pgClusterUrl)(`run on PostgreSQL, several workers${pgClusterUrl
     victim.child.kill('SIGKILL');
     expect(await victim.exited).toBe('SIGKILL');
     expect(operationRequests(s.sandbox).length).toBeLessThan(TASKS);
+    // Whatever the kill cut off, each done task has its whole answer: raw body, api_calls row, post row.
+    const doneAtKill = await one(s.pool, `SELECT count(*) AS n FROM tasks WHERE status = 'done'`);
+    expect(doneAtKill).toBeGreaterThan(0);
+    expect(await one(s.pool, `SELECT count(*) AS n FROM tasks t WHERE t.status = 'done' AND (NOT EXISTS (SELECT 1 FROM raw_responses r WHERE r.task_id = t.id)
+      OR NOT EXISTS (SELECT 1 FROM api_calls c WHERE c.task_id = t.id AND c.status = 200))`)).toBe(0);
+    expect(await one(s.pool, 'SELECT count(*) AS n FROM posts')).toBe(doneAtKill);
 
     const env = { ...cliEnv(s.sandbox, TOKEN), NETINGEST_DATABASE_URL: s.url, NETINGEST_LOCK_LEASE_SECONDS: String(LEASE_MS / 1000) };
     const resumed = await runCli(['run', s.file, '--json'], { cwd: s.ws.dir, env });
     expect(resumed.code, resumed.stderr).toBe(0);
     const summary = JSON.parse(resumed.stdout) as { status: string; jobs: Array<{ name: string; fresh: number }> };
     expect(summary.status).toBe('completed');
-    expect(summary.jobs[0]!.fresh).toBeGreaterThan(0);
+    expect(summary.jobs[0]!.fresh).toBe(doneAtKill);
     await expectWholeAndUnique(s.pool, TASKS);
     const charged = chargedPerUrl(s.sandbox);
     expect(charged.size).toBe(TASKS);
