@@ -36,7 +36,8 @@ export class SharedCreditGuard extends CreditGuard {
     await this.seeded;
     const local = await super.acquire(operation);
     if (!local) return null;
-    const shared = await this.budget.acquire(local.cost, this.limits);
+    // A cost not learned yet is the assumed default: the budget lets such a call go alone as a probe, as the local guard does.
+    const shared = await this.budget.acquire(local.cost, this.limits, { probe: !this.knowsCost(operation) });
     if ('stop' in shared) {
       super.settle(local, null);
       return this.stop(shared.stop, local.cost);
