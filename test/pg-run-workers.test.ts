@@ -46,6 +46,11 @@ describe.skipIf(!pgClusterUrl)(`run on PostgreSQL, several workers${pgClusterUrl
     const runs = (await s.pool.query<{ status: string; calls: number }>('SELECT status, calls FROM runs ORDER BY id')).rows;
     expect(runs.map((r) => r.status)).toEqual(['abandoned', 'completed']);
     expect(runs[0]!.calls).toBeGreaterThan(0);
+    // With the figures its committed rows show, as on SQLite: its credits stay in status's total of all runs.
+    const [closed] = (await s.pool.query(`SELECT tasks_total AS total, tasks_done AS done, tasks_deferred AS deferred,
+      credits_spent AS spent, credits_at_end AS "atEnd" FROM runs WHERE id = 1`)).rows;
+    const paid = await one(s.pool, 'SELECT max(credits_used) AS n FROM api_calls WHERE run_id = 1 AND status = 200');
+    expect(closed).toEqual({ total: TASKS, done: doneAtKill, deferred: TASKS - doneAtKill, spent: paid, atEnd: 1_000_000 - paid });
   }, 60_000);
 
   it('two workers started apart share one job; one killed halfway and restarted: every task once (in-flight aside), the shared rate never exceeded', async () => {
