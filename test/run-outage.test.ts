@@ -8,7 +8,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createLogger } from '../src/runner/logger.ts';
 import { RUN_DEFAULTS } from '../src/runner/run-jobs.ts';
 import { startSandbox, type Sandbox, type SandboxOptionsInput } from '../src/sandbox/server.ts';
-import { FAST_RATE, cliEnv, csv, makeWorkspace, postUrls, query, run, runCli, taskStatuses, type Workspace, operationRequests } from './run-helpers.ts';
+import { FAST_RATE, cliEnv, csv, makeWorkspace, postUrls, run, runCli, taskStatuses, type Workspace, operationRequests } from './run-helpers.ts';
 import { forEachEngine } from './engines.ts';
 
 const TOKEN = 'outage-token-4d2a';
