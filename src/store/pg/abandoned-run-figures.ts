@@ -5,9 +5,22 @@
  * would drop out of `status`'s total of all runs.
  */
 import type pg from 'pg';
+import type { RunStore } from '../run-store.ts';
 import { measureUnfinishedRunReads, type UnfinishedRun, type UnfinishedRunFigures } from '../abandoned-runs.ts';
 import { readPg, rows } from '../read-steps.ts';
 import { withPgReadSnapshot } from './read-snapshot.ts';
+
+/** `runs` whose start, having closed the runs of dead workers (`hold.abandonedRuns`), writes their figures. */
+export function withAbandonedRunFigures(pool: pg.Pool, runs: RunStore['runs'], hold: { readonly abandonedRuns: readonly number[] }): RunStore['runs'] {
+  return {
+    ...runs,
+    async start(...args: Parameters<RunStore['runs']['start']>) {
+      const started = await runs.start(...args);
+      await recordAbandonedRunFigures(pool, hold.abandonedRuns);
+      return started;
+    },
+  };
+}
 
 /** Measures the runs `runIds` (closed as abandoned, their tasks not re-planned yet) and writes their figures. */
 export async function recordAbandonedRunFigures(pool: pg.Pool, runIds: readonly number[]): Promise<void> {

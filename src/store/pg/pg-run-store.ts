@@ -11,12 +11,12 @@ import type { DueTasks, RunHold, RunStore } from '../run-store.ts';
 import { CLAIM_DUE, createTaskClaims, newWorkerId, TASK_CLAIM_DEFAULTS, type ClaimFilter } from './coordination/task-claims.ts';
 import type pg from 'pg';
 import { ABANDONED_RUN_ERROR } from '../abandoned-runs.ts';
-import { recordAbandonedRunFigures } from './abandoned-run-figures.ts';
 import { DatabaseError } from '../errors.ts';
 import { openPgStore, type PgStore } from './open.ts';
 import { createPgLedger } from './pg-ledger.ts';
 import { PgOutcomeWriter } from './pg-outcome-writer.ts';
 import { SharedRunGate } from './shared-run-gate.ts';
+import { withAbandonedRunFigures } from './abandoned-run-figures.ts';
 import { SharedCreditGuard } from './shared-credit-guard.ts';
 import { SharedCreditBudget } from './coordination/shared-credit-budget.ts';
 
@@ -50,7 +50,7 @@ export async function openPgRunStore(options: PgRunStoreOptions): Promise<RunSto
     engine: 'postgres',
     name: store.shownUrl,
     ledger: createPgLedger(pool),
-    runs: runRecords(store, hold),
+    runs: withAbandonedRunFigures(pool, runRecords(store, hold), hold),
     calls: callHistory(store),
     hold,
     dueTasks: (filter, signal) => claimedDueTasks(store, filter, { ...PG_RUN_STORE_DEFAULTS, ...options, startedAt }, signal),
@@ -89,7 +89,6 @@ function runRecords({ pool }: PgStore, hold: { abandonedRuns: number[] }): RunSt
   return {
     async start(jobs, at, pid, host) {
       hold.abandonedRuns.push(...(await closeAbandonedRuns(pool, host)));
-      await recordAbandonedRunFigures(pool, hold.abandonedRuns);
       const { rows } = await pool.query<{ id: string }>(`INSERT INTO runs (jobs, started_at, status, pid, host) VALUES ($1::jsonb, $2, 'running', $3, $4) RETURNING id`,
         [JSON.stringify(jobs), at, pid, host]);
       return Number(rows[0]!.id);
