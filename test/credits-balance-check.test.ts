@@ -11,6 +11,7 @@ import { CreditMeter } from '../src/credits/credit-meter.ts';
 import { FAST_RATE, FAST_RETRY, csv, postUrls, runCli, taskStatuses, useWorkspaces, type Workspace } from './run-helpers.ts';
 import { postResponse } from './db-fixtures.ts';
 import { useFakeServices } from './sandbox-helpers.ts';
+import { forEachEngine } from './engines.ts';
 
 const TOKEN = 'balance-check-token/42+x';
 const newWorkspace = useWorkspaces();
@@ -213,6 +214,21 @@ describe('plan and status show the balance the service gives', () => {
     expect(offline.code, offline.stderr).toBe(0);
     expect(JSON.parse(offline.stdout).liveBalance).toBeNull();
   }, 60_000);
+});
+
+// On PostgreSQL every call must fit the account's shared budget as well, which hears of the balance check too.
+forEachEngine('a run with a small balance read before its first call', (engine) => {
+  it('sends one call alone to learn the cost the assumed one would not fit, then spends down to the reserve', async () => {
+    // 7 credits left, reserve 3: the assumed 5 does not fit; the first answer shows 1, so four calls in all.
+    const a = await service('offered', 100, 93, 0);
+    const ws = await newWorkspace();
+    const db = await engine.open(ws.dir);
+    const jobs = await ws.load(await postsJob(ws, 20, { reserve: 3 }));
+    const summary = await runJobs({ dbPath: db.locator, jobs, api: { baseUrl: a.url, token: TOKEN }, requestTimeoutMs: 5000 });
+    expect(summary.stop?.limit).toBe('reserve');
+    expect(posts(a)).toBe(4);
+    expect(await db.taskStatuses('posts')).toEqual({ done: 4, deferred: 16 });
+  });
 });
 
 describe('a run that started from the balance check', () => {

@@ -3,7 +3,7 @@
  * answer) in the transaction that fails its task and logs its call, and `netingest reprocess` reports it while
  * it still does not validate, and recovers it (rows written, task done, no call) once it does.
  */
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { useFakeServices } from './sandbox-helpers.ts';
@@ -17,6 +17,7 @@ import { EXIT } from '../src/cli/exit-codes.ts';
 import { runCli } from './soak/cli-process.ts';
 import { apiEnv, opsWorkspace, STACK_LINE, type OpsWorkspace } from './soak/ops-fixture.ts';
 import { postResponse } from './db-fixtures.ts';
+import { forEachEngine } from './engines.ts';
 
 const TOKEN = 'ops-archive-token-0001';
 const POSTS = 8;
@@ -60,10 +61,12 @@ async function startDriftedService(): Promise<string> {
   });
 }
 
+/** Runs the posts job into `db`: a file name in the workspace, or a dataset's locator. */
 async function runPosts(baseUrl: string, db: string): Promise<RunSummary> {
   const job = await loadJob(ws.postsJob, { cwd: ws.dir });
+  const dbPath = /^postgres(ql)?:\/\//.test(db) ? db : resolve(ws.dir, db);
   // Every answer unusable would stop the run after max(5, concurrency) (test/run-live-answers.test.ts): here every task must show how one is kept.
-  return runJobs({ dbPath: join(ws.dir, db), jobs: [job], api: { baseUrl, token: TOKEN }, unusableMinAnswers: 100 });
+  return runJobs({ dbPath, jobs: [job], api: { baseUrl, token: TOKEN }, unusableMinAnswers: 100 });
 }
 
 function read<T>(db: string, sql: string, ...params: unknown[]): T[] {
@@ -97,17 +100,21 @@ interface TaskRow {
   completed_at: string | null;
 }
 
-const raws = (db: string) => read<RawRow>(db, 'SELECT id, operation, request_key, request_json, raw_body(body, body_encoding) AS body, received_at, run_id, task_id, error_code FROM raw_responses ORDER BY id');
-const tasks = (db: string) =>
-  read<TaskRow>(db, 'SELECT id, input_key, status, retryable, last_error_code, completed_at FROM tasks ORDER BY id');
+const RAWS_SQL = 'SELECT id, operation, request_key, request_json, raw_body(body, body_encoding) AS body, received_at, run_id, task_id, error_code FROM raw_responses ORDER BY id';
+const TASKS_SQL = 'SELECT id, input_key, status, retryable, last_error_code, completed_at FROM tasks ORDER BY id';
+const raws = (db: string) => read<RawRow>(db, RAWS_SQL);
+const tasks = (db: string) => read<TaskRow>(db, TASKS_SQL);
 
-describe('a paid 200 of the wrong shape', () => {
+// The archive is written by each engine's outcome writer: checked on both, and that a next run does not pay again.
+forEachEngine('a paid 200 of the wrong shape, archived', (engine) => {
   it('is archived with its request, time, run and task, in the transaction that fails the task and logs the call', async () => {
-    const summary = await runPosts(await startDriftedService(), 'drift.db');
+    const drift = await engine.open(ws.dir, 'drift.db');
+    const service = await startDriftedService();
+    const summary = await runPosts(service, drift.locator);
     expect(summary.jobs[0]).toMatchObject({ planned: POSTS, failed: POSTS, done: 0 });
 
-    const stored = raws('drift.db');
-    const ledger = tasks('drift.db');
+    const stored = await drift.rows<RawRow>(RAWS_SQL);
+    const ledger = await drift.rows<TaskRow>(TASKS_SQL);
     expect(stored).toHaveLength(POSTS);
     expect(sent.size).toBe(POSTS);
     for (const raw of stored) {
@@ -121,17 +128,38 @@ describe('a paid 200 of the wrong shape', () => {
       expect(raw.body).not.toContain(TOKEN);
     }
     // One api_calls row per call (not one from the attempt and another from the failure), with its counters.
-    const calls = read<{ task_id: number; error_code: string; credits_remaining: number | null }>(
-      'drift.db',
+    const calls = await drift.rows<{ task_id: number; error_code: string; credits_remaining: number | null }>(
       'SELECT task_id, error_code, credits_remaining FROM api_calls ORDER BY id',
     );
     expect(calls).toHaveLength(POSTS);
     expect(new Set(calls.map((c) => c.task_id))).toEqual(new Set(stored.map((r) => r.task_id)));
     expect(calls.every((c) => c.error_code === 'SCHEMA' && c.credits_remaining !== null)).toBe(true);
     // Nothing was read as an answer.
-    expect(read<{ n: number }>('drift.db', 'SELECT count(*) AS n FROM posts')[0]!.n).toBe(0);
+    expect(await drift.count('SELECT count(*) AS n FROM posts')).toBe(0);
+
+    // Paid once: the next run does not call them again (only --refresh or reprocess would take them up).
+    const again = await runPosts(service, drift.locator);
+    expect(again.calls).toBe(0);
+    expect(again.jobs[0]).toMatchObject({ failedBefore: POSTS, failed: POSTS });
+    expect(await drift.count('SELECT count(*) AS n FROM api_calls')).toBe(POSTS);
   }, 60_000);
 
+  it('through the CLI: every answer unusable stops the run after 5 (exit 6), their bodies archived, no stack trace and no token in the output', async () => {
+    const url = await startDriftedService();
+    const cliDb = await engine.open(ws.dir, 'cli.db');
+    const first = await runCli(['run', ws.postsJob, '--db', cliDb.locator], { cwd: ws.dir, env: apiEnv(url, TOKEN) });
+    expect(first.code).toBe(EXIT.unusableAnswers);
+    expect(first.stdout + first.stderr).not.toMatch(STACK_LINE);
+    expect(first.stdout + first.stderr).not.toContain(TOKEN);
+    // max(5, concurrency 4) in a row, and the calls that were in flight when the fifth came back.
+    const archived = await cliDb.rows<RawRow>(RAWS_SQL);
+    expect(archived.length).toBeGreaterThanOrEqual(5);
+    expect(archived.length).toBeLessThan(5 + 4);
+    expect(archived.every((r) => r.error_code === 'SCHEMA' && !r.body.includes(TOKEN))).toBe(true);
+  }, 60_000);
+});
+
+describe('a paid 200 of the wrong shape', () => {
   it('reprocess reports the bodies that still do not validate, by id and request, and leaves their tasks failed', async () => {
     await runPosts(await startDriftedService(), 'still.db');
     const before = tasks('still.db');
@@ -225,16 +253,5 @@ describe('a paid 200 of the wrong shape', () => {
       database.close();
     }
     expect(tasks('newer.db').find((t) => t.id === first.task_id)).toMatchObject({ status: 'failed', last_error_code: 'SCHEMA' });
-  }, 60_000);
-
-  it('through the CLI: every answer unusable stops the run after 5 (exit 6), their bodies archived, no stack trace and no token in the output', async () => {
-    const url = await startDriftedService();
-    const first = await runCli(['run', ws.postsJob, '--db', 'cli.db'], { cwd: ws.dir, env: apiEnv(url, TOKEN) });
-    expect(first.code).toBe(EXIT.unusableAnswers);
-    expect(first.stdout + first.stderr).not.toMatch(STACK_LINE);
-    expect(first.stdout + first.stderr).not.toContain(TOKEN);
-    // max(5, concurrency 4) in a row, and the calls that were in flight when the fifth came back.
-    expect(raws('cli.db').length).toBeGreaterThanOrEqual(5);
-    expect(raws('cli.db').length).toBeLessThan(5 + 4);
   }, 60_000);
 });

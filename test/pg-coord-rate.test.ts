@@ -61,6 +61,23 @@ describe.skipIf(!pgClusterUrl)(`the shared rate limit on PostgreSQL${pgClusterUr
     expect(Math.max(a.startUs, b.startUs)).toBeLessThan(pausedAt + 1_500_000 + 1_000_000);
   });
 
+  it('a pause shorter than the window holds only until it ends, with one row however high the limit', async () => {
+    const { pool } = await rateDatabase();
+    // 600,000 a minute (the tests' fast rate): a pause must not write a row per call the limit allows.
+    const options = { gate: 'https://api.example/short', limit: 600_000, windowMs: 60_000 };
+    const one = new SharedRateGate(pool, options);
+    const other = new SharedRateGate(pool, options);
+    await one.take();
+    const nowUs = async () => Number((await pool.query(`SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint::text AS t`)).rows[0].t);
+    const pausedAt = await nowUs();
+    await one.pause(300);
+    expect(Number((await pool.query('SELECT count(*) AS n FROM rate_slots')).rows[0].n)).toBeLessThanOrEqual(2);
+    const [a, b] = await Promise.all([other.take(), one.take()]);
+    expect(Math.min(a.startUs, b.startUs)).toBeGreaterThanOrEqual(pausedAt + 300_000);
+    // Not a window (a minute) after the last call: the 429 asked for 300 ms.
+    expect(Math.max(a.startUs, b.startUs)).toBeLessThan(pausedAt + 300_000 + 10_000_000);
+  });
+
   it('four worker processes together never exceed the limit in any sliding window, and reach 97% of it', async () => {
     const { url, pool } = await rateDatabase();
     await pool.query(`CREATE TABLE go (end_us bigint NOT NULL)`);

@@ -7,7 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import { runJobs } from '../src/runner/run-jobs.ts';
 import { copyDataset } from '../src/store/copy-dataset.ts';
-import { cliEnv, csv, operationRequests, postUrls, runCli } from './run-helpers.ts';
+import { FAST_RATE, cliEnv, csv, operationRequests, postUrls, runCli } from './run-helpers.ts';
 import { pgClusterUrl, pgSkipReason } from './pg/use-pg.ts';
 import {
   busiestWindow, chargedPerUrl, CONCURRENCY, expectWholeAndUnique, LEASE_MS, LIMIT, one, RATE_WINDOW_MS, setUp, startWorker, TOKEN, useCleanups, waitFor,
@@ -24,13 +24,19 @@ describe.skipIf(!pgClusterUrl)(`run on PostgreSQL, several workers${pgClusterUrl
     victim.child.kill('SIGKILL');
     expect(await victim.exited).toBe('SIGKILL');
     expect(operationRequests(s.sandbox).length).toBeLessThan(TASKS);
+    // Whatever the kill cut off, each done task has its whole answer: raw body, api_calls row, post row.
+    const doneAtKill = await one(s.pool, `SELECT count(*) AS n FROM tasks WHERE status = 'done'`);
+    expect(doneAtKill).toBeGreaterThan(0);
+    expect(await one(s.pool, `SELECT count(*) AS n FROM tasks t WHERE t.status = 'done' AND (NOT EXISTS (SELECT 1 FROM raw_responses r WHERE r.task_id = t.id)
+      OR NOT EXISTS (SELECT 1 FROM api_calls c WHERE c.task_id = t.id AND c.status = 200))`)).toBe(0);
+    expect(await one(s.pool, 'SELECT count(*) AS n FROM posts')).toBe(doneAtKill);
 
     const env = { ...cliEnv(s.sandbox, TOKEN), NETINGEST_DATABASE_URL: s.url, NETINGEST_LOCK_LEASE_SECONDS: String(LEASE_MS / 1000) };
     const resumed = await runCli(['run', s.file, '--json'], { cwd: s.ws.dir, env });
     expect(resumed.code, resumed.stderr).toBe(0);
     const summary = JSON.parse(resumed.stdout) as { status: string; jobs: Array<{ name: string; fresh: number }> };
     expect(summary.status).toBe('completed');
-    expect(summary.jobs[0]!.fresh).toBeGreaterThan(0);
+    expect(summary.jobs[0]!.fresh).toBe(doneAtKill);
     await expectWholeAndUnique(s.pool, TASKS);
     const charged = chargedPerUrl(s.sandbox);
     expect(charged.size).toBe(TASKS);
@@ -40,6 +46,11 @@ describe.skipIf(!pgClusterUrl)(`run on PostgreSQL, several workers${pgClusterUrl
     const runs = (await s.pool.query<{ status: string; calls: number }>('SELECT status, calls FROM runs ORDER BY id')).rows;
     expect(runs.map((r) => r.status)).toEqual(['abandoned', 'completed']);
     expect(runs[0]!.calls).toBeGreaterThan(0);
+    // With the figures its committed rows show, as on SQLite: its credits stay in status's total of all runs.
+    const [closed] = (await s.pool.query(`SELECT tasks_total AS total, tasks_done AS done, tasks_deferred AS deferred,
+      credits_spent AS spent, credits_at_end AS "atEnd" FROM runs WHERE id = 1`)).rows;
+    const paid = await one(s.pool, 'SELECT max(credits_used) AS n FROM api_calls WHERE run_id = 1 AND status = 200');
+    expect(closed).toEqual({ total: TASKS, done: doneAtKill, deferred: TASKS - doneAtKill, spent: paid, atEnd: 1_000_000 - paid });
   }, 60_000);
 
   it('two workers started apart share one job; one killed halfway and restarted: every task once (in-flight aside), the shared rate never exceeded', async () => {
@@ -72,7 +83,9 @@ describe.skipIf(!pgClusterUrl)(`run on PostgreSQL, several workers${pgClusterUrl
   it('inputs removed from the CSV since an earlier run left them deferred are not called, as on SQLite', async () => {
     const s = await setUp(20, 'removed');
     const api = { baseUrl: s.sandbox.url, token: TOKEN };
-    const capped = await s.ws.job('posts', { operation: 'post-details', input: { csv: 'posts.csv', column: 'post_url' }, credits: { maxPerRun: 5 } });
+    // The default rate (60 calls a minute, shared across runs by the rate slots) would make this 8 s of waiting.
+    const posts = { operation: 'post-details', input: { csv: 'posts.csv', column: 'post_url' }, rate: FAST_RATE };
+    const capped = await s.ws.job('posts', { ...posts, credits: { maxPerRun: 5 } });
     const first = await runJobs({ dbPath: s.url, jobs: await s.ws.load(capped), api, requestTimeoutMs: 5000 });
     expect(first.stop?.reason).toBe('credits');
     expect(await one(s.pool, `SELECT count(*) AS n FROM tasks WHERE status = 'deferred'`)).toBeGreaterThanOrEqual(10);
@@ -81,7 +94,7 @@ describe.skipIf(!pgClusterUrl)(`run on PostgreSQL, several workers${pgClusterUrl
     await s.ws.write('posts.csv', csv(['post_url'], [...kept, ...added].map((u) => [u])));
     const before = operationRequests(s.sandbox).length;
     // The same job, its cap lifted.
-    const uncapped = await s.ws.job('posts', { operation: 'post-details', input: { csv: 'posts.csv', column: 'post_url' } });
+    const uncapped = await s.ws.job('posts', posts);
     const second = await runJobs({ dbPath: s.url, jobs: await s.ws.load(uncapped), api, requestTimeoutMs: 5000 });
     expect(second.status, JSON.stringify(second.stop)).toBe('completed');
     const asked = new Set(operationRequests(s.sandbox).slice(before).map((r) => r.query['url']));

@@ -5,6 +5,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { startSandbox, type Sandbox } from '../src/sandbox/server.ts';
 import { cliEnv, count, csv, makeWorkspace, postUrls, query, run, runCli, spawnCli, taskStatuses, waitFor, type Workspace, operationRequests } from './run-helpers.ts';
+import { forEachEngine } from './engines.ts';
 
 const TOKEN = 'crash-token-a81f';
 const CONCURRENCY = 4;
@@ -146,11 +147,13 @@ describe('the books of a killed run', () => {
   });
 });
 
-describe('SIGINT', () => {
+// A SIGKILL on PostgreSQL is test/pg-run-workers.test.ts's (a worker killed, then the CLI resumes).
+forEachEngine('SIGINT', (engine) => {
   it('exits 130 after writing the calls in flight; the rest is deferred and the next run resumes it', async () => {
     const TASKS = 60;
     const { sandbox, ws, file } = await setUp([50, 100], TASKS);
-    const child = spawnCli(['run', file, '--db', ws.db], { cwd: ws.dir, env: cliEnv(sandbox, TOKEN) });
+    const db = await engine.open(ws.dir);
+    const child = spawnCli(['run', file, '--db', db.locator], { cwd: ws.dir, env: cliEnv(sandbox, TOKEN) });
     await waitFor(() => operationRequests(sandbox).length >= 10 || child.child.exitCode !== null, 20_000, 'calls of the run');
     child.child.kill('SIGINT');
     const interrupted = await child.done;
@@ -159,18 +162,19 @@ describe('SIGINT', () => {
 
     // Every answer the sandbox charged for is stored: the calls in flight were finished and written.
     const charged = chargedPerUrl(sandbox);
-    const done = count(ws, `SELECT count(*) FROM tasks WHERE status = 'done'`);
+    const done = await db.count(`SELECT count(*) FROM tasks WHERE status = 'done'`);
     expect(charged.size).toBeGreaterThan(0);
     expect(done).toBe(charged.size);
-    expect(count(ws, 'SELECT count(*) FROM raw_responses')).toBe(charged.size);
-    expect(taskStatuses(ws, 'posts')).toEqual({ done, deferred: TASKS - done });
-    expect(query(ws, 'SELECT status, tasks_deferred AS deferred FROM runs')).toEqual([{ status: 'interrupted', deferred: TASKS - done }]);
-    expect(count(ws, 'SELECT count(*) FROM run_lock')).toBe(0);
+    expect(await db.count('SELECT count(*) FROM raw_responses')).toBe(charged.size);
+    expect(await db.taskStatuses('posts')).toEqual({ done, deferred: TASKS - done });
+    expect(await db.rows('SELECT status, tasks_deferred AS deferred FROM runs')).toEqual([{ status: 'interrupted', deferred: TASKS - done }]);
+    // Nothing held: SQLite's run lock is released; PostgreSQL's task leases are given back, not left to run out.
+    expect(await db.count(engine.name === 'sqlite' ? 'SELECT count(*) FROM run_lock' : 'SELECT count(*) FROM worker_task_leases')).toBe(0);
 
-    const next = await run(ws, sandbox, TOKEN, await ws.load(file));
+    const next = await run(ws, sandbox, TOKEN, await ws.load(file), { dbPath: db.locator });
     expect(next.status).toBe('completed');
     expect(next.jobs[0]).toMatchObject({ fresh: done, worked: TASKS - done });
-    expect(taskStatuses(ws, 'posts')).toEqual({ done: TASKS });
+    expect(await db.taskStatuses('posts')).toEqual({ done: TASKS });
     const all = chargedPerUrl(sandbox);
     expect(all.size).toBe(TASKS);
     expect([...all.values()].every((n) => n === 1)).toBe(true);

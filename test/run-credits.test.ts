@@ -5,6 +5,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { startSandbox, type Sandbox, type SandboxOptionsInput } from '../src/sandbox/server.ts';
 import { FAST_RATE, FAST_RETRY, cliEnv, count, csv, makeWorkspace, postUrls, query, run, runCli, taskStatuses, type Workspace, operationRequests } from './run-helpers.ts';
+import { forEachEngine } from './engines.ts';
 
 const TOKEN = 'credits-token-51be';
 const cleanups: Array<() => Promise<void>> = [];
@@ -32,12 +33,14 @@ function chargedUrls(sandbox: Sandbox): Map<string, number> {
   return out;
 }
 
-describe('credits.reserve', () => {
+// The credit guard is another on PostgreSQL (the budget shared in the database): each promise is checked on both.
+forEachEngine('credits.reserve', (engine) => {
   it('stops before the balance would fall below the reserve (exit 3), defers the rest, and a top-up resumes it', async () => {
     const RESERVE = 3;
     const { sandbox, ws } = await setUp(10);
+    const db = await engine.open(ws.dir);
     const file = await postsJob(ws, 20, { reserve: RESERVE });
-    const cli = await runCli(['run', file, '--db', ws.db], { cwd: ws.dir, env: cliEnv(sandbox, TOKEN) });
+    const cli = await runCli(['run', file, '--db', db.locator], { cwd: ws.dir, env: cliEnv(sandbox, TOKEN) });
     expect(cli.code, cli.stderr).toBe(3);
     expect(cli.stdout).toMatch(/stopped on credits/);
 
@@ -46,18 +49,18 @@ describe('credits.reserve', () => {
     expect(operationRequests(sandbox).every((r) => r.status === 200)).toBe(true);
     const done = operationRequests(sandbox).length;
     expect(done).toBeGreaterThan(0);
-    expect(taskStatuses(ws, 'posts')).toEqual({ done, deferred: 20 - done });
-    const [runRow] = query<Record<string, unknown>>(ws, 'SELECT status, tasks_deferred, tasks_done, credits_at_end, exit_code FROM runs');
+    expect(await db.taskStatuses('posts')).toEqual({ done, deferred: 20 - done });
+    const [runRow] = await db.rows<Record<string, unknown>>('SELECT status, tasks_deferred, tasks_done, credits_at_end, exit_code FROM runs');
     expect(runRow).toEqual({ status: 'stopped_credits', tasks_deferred: 20 - done, tasks_done: done, credits_at_end: balance.credits_remaining, exit_code: 3 });
 
     // Top up and run again: the deferred tasks are resumed, nothing done is paid for again.
     sandbox.setCredits(TOKEN, 100);
-    const second = await run(ws, sandbox, TOKEN, await ws.load(file));
+    const second = await run(ws, sandbox, TOKEN, await ws.load(file), { dbPath: db.locator });
     expect(second.status).toBe('completed');
     // done/deferred count the job's tasks by state; fresh ones were not worked again.
     expect(second.jobs[0]).toMatchObject({ fresh: done, worked: 20 - done, done: 20, deferred: 0, failed: 0 });
     expect(second.calls).toBe(20 - done);
-    expect(taskStatuses(ws, 'posts')).toEqual({ done: 20 });
+    expect(await db.taskStatuses('posts')).toEqual({ done: 20 });
     const charged = chargedUrls(sandbox);
     expect(charged.size).toBe(20);
     expect([...charged.values()].every((n) => n === 1)).toBe(true);
@@ -67,7 +70,8 @@ describe('credits.reserve', () => {
   it('spends down to the reserve when the balance can pay: does not stop while calls would still fit', async () => {
     const RESERVE = 3;
     const { sandbox, ws } = await setUp(10);
-    const summary = await run(ws, sandbox, TOKEN, await ws.load(await postsJob(ws, 20, { reserve: RESERVE })));
+    const db = await engine.open(ws.dir);
+    const summary = await run(ws, sandbox, TOKEN, await ws.load(await postsJob(ws, 20, { reserve: RESERVE })), { dbPath: db.locator });
     expect(summary.status).toBe('stopped_credits');
     // 10 credits, cost 1, reserve 3: seven calls fit. Stopping far earlier (on guessed costs of calls in
     // flight) defers work the balance could pay for: the nightly run says "out of credits" with most unused.
@@ -232,11 +236,12 @@ describe('jobs after a credit stop', () => {
   }, 90_000);
 });
 
-describe('which limit stopped the run', () => {
+forEachEngine('which limit stopped the run', (engine) => {
   it('a reserve above the balance: the summary, --json, the log and runs.error name credits.reserve and the balance', async () => {
     const { sandbox, ws } = await setUp(9);
+    const db = await engine.open(ws.dir);
     const file = await postsJob(ws, 10, { reserve: 100 });
-    const cli = await runCli(['run', file, '--db', ws.db, '--json'], { cwd: ws.dir, env: cliEnv(sandbox, TOKEN) });
+    const cli = await runCli(['run', file, '--db', db.locator, '--json'], { cwd: ws.dir, env: cliEnv(sandbox, TOKEN) });
     expect(cli.code, cli.stderr).toBe(3);
     // The first call learns the balance (9, then 8 after its cost): already below the reserve.
     const left = sandbox.credits(TOKEN).credits_remaining;
@@ -244,10 +249,10 @@ describe('which limit stopped the run', () => {
     expect(summary.stop).toEqual({ reason: 'credits', limit: 'reserve', message: expect.stringMatching(`^credits.reserve: the balance \\(${left}\\) is below the reserve of 100`) });
     expect(cli.stderr).toMatch(new RegExp(`WARN  run stopped early run=1 reason=credits limit=reserve detail="credits.reserve: the balance \\(${left}\\) is below the reserve of 100`));
     expect(cli.stderr).toMatch(/WARN  job stopped before its end job=posts .*reason=credits/);
-    const [runRow] = query<{ status: string; error: string }>(ws, 'SELECT status, error FROM runs');
+    const [runRow] = await db.rows<{ status: string; error: string }>('SELECT status, error FROM runs');
     expect(runRow).toEqual({ status: 'stopped_credits', error: expect.stringMatching(/^credits\.reserve: the balance/) });
 
-    const text = await runCli(['run', file, '--db', ws.db], { cwd: ws.dir, env: cliEnv(sandbox, TOKEN) });
+    const text = await runCli(['run', file, '--db', db.locator], { cwd: ws.dir, env: cliEnv(sandbox, TOKEN) });
     expect(text.code, text.stderr).toBe(3);
     expect(text.stdout).toMatch(/stopped on credits/);
     expect(text.stdout).toMatch(/\n  stopped: credits\.reserve: the balance \(\d+\) is below the reserve of 100; top up the account or lower credits\.reserve/);
@@ -255,7 +260,8 @@ describe('which limit stopped the run', () => {
 
   it('the per-run cap: the summary names credits.maxPerRun with what was spent', async () => {
     const { sandbox, ws } = await setUp(1_000);
-    const summary = await run(ws, sandbox, TOKEN, await ws.load(await postsJob(ws, 20)), { overrides: { maxCredits: 5 } });
+    const db = await engine.open(ws.dir);
+    const summary = await run(ws, sandbox, TOKEN, await ws.load(await postsJob(ws, 20)), { dbPath: db.locator, overrides: { maxCredits: 5 } });
     expect(summary.status).toBe('stopped_credits');
     expect(summary.creditsSpent).toBe(sandbox.credits(TOKEN).credits_used);
     expect(summary.stop).toEqual({
@@ -297,6 +303,9 @@ describe('402 from the service', () => {
     expect(count(ws, `SELECT count(*) FROM api_calls WHERE status = 402 AND error_code = 'OUT_OF_CREDITS'`)).toBe(1);
   });
 
+});
+
+forEachEngine('402 from the service, mid-run', (engine) => {
   it('402 in the middle of a run: calls in flight settle, charged answers are kept, the rest is deferred and resumed after a top-up', async () => {
     let drained = false;
     const { sandbox, ws } = await setUp(1_000, {
@@ -311,21 +320,22 @@ describe('402 from the service', () => {
         }
       },
     });
+    const db = await engine.open(ws.dir);
     const jobs = await ws.load(await postsJob(ws, 30));
-    const first = await run(ws, sandbox, TOKEN, jobs);
+    const first = await run(ws, sandbox, TOKEN, jobs, { dbPath: db.locator });
     expect(first.status).toBe('stopped_credits');
     const charged = chargedUrls(sandbox);
 
     expect(drained).toBe(true);
     expect(sandbox.requests.some((r) => r.status === 402)).toBe(true);
     // Every answer that was paid for is stored; nothing failed; the rest waits for the next run.
-    expect(taskStatuses(ws, 'posts')).toEqual({ done: charged.size, deferred: 30 - charged.size });
-    expect(count(ws, 'SELECT count(*) FROM raw_responses')).toBe(charged.size);
+    expect(await db.taskStatuses('posts')).toEqual({ done: charged.size, deferred: 30 - charged.size });
+    expect(await db.count('SELECT count(*) FROM raw_responses')).toBe(charged.size);
 
     sandbox.setCredits(TOKEN, 1_000);
-    const second = await run(ws, sandbox, TOKEN, jobs);
+    const second = await run(ws, sandbox, TOKEN, jobs, { dbPath: db.locator });
     expect(second.status).toBe('completed');
-    expect(taskStatuses(ws, 'posts')).toEqual({ done: 30 });
+    expect(await db.taskStatuses('posts')).toEqual({ done: 30 });
     const all = chargedUrls(sandbox);
     expect(all.size).toBe(30);
     expect([...all.values()].every((n) => n === 1)).toBe(true);

@@ -95,13 +95,13 @@ export function operationRequests(sandbox: { readonly requests: readonly LoggedR
   return sandbox.requests.filter((r) => r.path !== BALANCE_PATH);
 }
 
-/** Runs jobs in-process against a sandbox with one token. */
+/** Runs jobs in-process against a sandbox with one token (into ws.db unless `extra.dbPath` says another dataset). */
 export function run(
   ws: Workspace,
   sandbox: Sandbox,
   token: string,
   jobs: Job[],
-  extra: Partial<Omit<RunOptions, 'dbPath' | 'jobs' | 'api'>> = {},
+  extra: Partial<Omit<RunOptions, 'jobs' | 'api'>> = {},
 ): Promise<RunSummary> {
   return runJobs({ dbPath: ws.db, jobs, api: { baseUrl: sandbox.url, token }, requestTimeoutMs: 5000, ...extra });
 }

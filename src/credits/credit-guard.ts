@@ -130,6 +130,11 @@ export class CreditGuard {
     return this.stopFigures;
   }
 
+  /** Whether answers (or earlier runs) have shown the operation's cost; until then costOf is the assumed default. */
+  knowsCost(operation: Operation): boolean {
+    return this.meter.knowsCost(operation);
+  }
+
   /** Estimated cost of one call of an operation (see CreditMeter.costOf). */
   costOf(operation: Operation): number {
     return this.meter.costOf(operation);

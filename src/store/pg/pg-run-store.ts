@@ -17,6 +17,7 @@ import { createPgLedger } from './pg-ledger.ts';
 import { pruneRawBodiesPg } from './raw-prune.ts';
 import { PgOutcomeWriter } from './pg-outcome-writer.ts';
 import { SharedRunGate } from './shared-run-gate.ts';
+import { withAbandonedRunFigures } from './abandoned-run-figures.ts';
 import { SharedCreditGuard } from './shared-credit-guard.ts';
 import { SharedCreditBudget } from './coordination/shared-credit-budget.ts';
 import { startWorkerRun } from './coordination/worker-runs.ts';
@@ -65,7 +66,7 @@ export async function openPgRunStore(options: PgRunStoreOptions): Promise<RunSto
     engine: 'postgres',
     name: store.shownUrl,
     ledger: createPgLedger(pool),
-    runs: runRecords(store, hold),
+    runs: withAbandonedRunFigures(pool, runRecords(store, hold), hold),
     calls: callHistory(store),
     hold,
     dueTasks: (filter, signal) => claimedDueTasks(store, filter, { ...PG_RUN_STORE_DEFAULTS, ...options, startedAt }, signal),

@@ -12,16 +12,32 @@ import type { SharedCreditBudget, SharedReservation } from './coordination/share
 export class SharedCreditGuard extends CreditGuard {
   private readonly shared = new Map<Reservation, SharedReservation>();
   private readonly renewal: { stop(): void };
+  /** The report of the seeded balance, awaited before the first reservation. */
+  private seeded: Promise<void> = Promise.resolve();
 
   constructor(limits: CreditLimits, history: CreditHistory, private readonly budget: SharedCreditBudget) {
     super(limits, history);
     this.renewal = budget.keepRenewed();
   }
 
+  /**
+   * The balance read before the run's first call goes to the shared budget too: there it is the only news of a
+   * top-up when the last balance stored is below the reserve (no call would go, so no answer would tell it).
+   */
+  override seed(counters: CreditCounters): boolean {
+    if (!super.seed(counters)) return false;
+    this.seeded = this.budget.report(counters);
+    // A failure surfaces at the next acquire; until then it must not end the process as unhandled.
+    this.seeded.catch(() => undefined);
+    return true;
+  }
+
   override async acquire(operation: Operation): Promise<Reservation | null> {
+    await this.seeded;
     const local = await super.acquire(operation);
     if (!local) return null;
-    const shared = await this.budget.acquire(local.cost, this.limits);
+    // A cost not learned yet is the assumed default: the budget lets such a call go alone as a probe, as the local guard does.
+    const shared = await this.budget.acquire(local.cost, this.limits, { probe: !this.knowsCost(operation) });
     if ('stop' in shared) {
       super.settle(local, null);
       return this.stop(shared.stop, local.cost);

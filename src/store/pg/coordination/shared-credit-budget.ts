@@ -94,9 +94,11 @@ export class SharedCreditBudget {
   /**
    * One attempt to reserve `cost`, in one round trip and one transaction: the lock, then the figures as every
    * worker committed them, and the reservation only where it fits. With the balance unknown, a call goes only
-   * when none is in flight on the account (its answer shows the balance), as CreditGuard does.
+   * when none is in flight on the account (its answer shows the balance), as CreditGuard does. A `probe` (a
+   * call whose cost is only assumed) goes alone when the assumed cost does not fit but the balance is above the
+   * reserve: its answer shows the cost, as CreditGuard's probe does (else a small balance never learns it).
    */
-  async tryReserve(cost: number, limits: CreditLimits): Promise<ReserveAttempt> {
+  async tryReserve(cost: number, limits: CreditLimits, probe = false): Promise<ReserveAttempt> {
     const eps = SHARED_CREDIT_BUDGET_DEFAULTS.epsilon;
     const c = num(cost);
     const maxPerRun = limits.maxPerRun === null ? 'NULL::float8' : num(limits.maxPerRun);
@@ -111,7 +113,8 @@ WITH fig AS MATERIALIZED (
   FROM credit_reservations WHERE api_url = ${this.a}
 ), fits AS (
   SELECT fig.*,
-    (fig.balance IS NULL AND fig.in_flight = 0) OR fig.balance - fig.reserved - ${c} >= ${num(limits.reserve)} - ${eps} AS under_reserve_ok,
+    (fig.balance IS NULL AND fig.in_flight = 0) OR fig.balance - fig.reserved - ${c} >= ${num(limits.reserve)} - ${eps}
+      OR (${probe ? 'TRUE' : 'FALSE'} AND fig.in_flight = 0 AND fig.balance > ${num(limits.reserve)} + ${eps}) AS under_reserve_ok,
     ${maxPerRun} IS NULL OR fig.spent + fig.run_reserved + ${c} <= ${maxPerRun} + ${eps} AS cap_ok
   FROM fig
 ), ins AS (
@@ -138,10 +141,10 @@ SELECT balance, reserved, in_flight, spent, under_reserve_ok, cap_ok, (SELECT id
    * Reserves `cost`, waiting while calls in flight (of any worker) may leave room when they settle. Resolves
    * to the reason the run must stop when the call does not fit with nothing in flight on the account.
    */
-  async acquire(cost: number, limits: CreditLimits, signal?: AbortSignal): Promise<SharedReservation | { stop: SharedCreditStopReason; figures: BudgetFigures }> {
+  async acquire(cost: number, limits: CreditLimits, options: { signal?: AbortSignal; probe?: boolean } = {}): Promise<SharedReservation | { stop: SharedCreditStopReason; figures: BudgetFigures }> {
     for (;;) {
-      signal?.throwIfAborted();
-      const attempt = await this.tryReserve(cost, limits);
+      options.signal?.throwIfAborted();
+      const attempt = await this.tryReserve(cost, limits, options.probe);
       if (attempt.reservation) return attempt.reservation;
       if (attempt.reason !== 'learning' && attempt.figures.inFlight === 0) return { stop: attempt.reason, figures: attempt.figures };
       await new Promise((r) => setTimeout(r, this.pollMs));

@@ -100,18 +100,17 @@ export class SharedRateGate {
   }
 
   /**
-   * Holds every worker of the gate until `ms` from now (a 429's Retry-After): `limit` placeholder slots one
-   * window before then (or at the newest slot, if later) fill every window up to it. Slots already granted
-   * still go; pauses that overlap do not add up.
+   * Holds every worker of the gate until `ms` from now (a 429's Retry-After): one placeholder slot a spacing
+   * before then, so that the next slot granted (a spacing after the newest) starts when the pause ends, not
+   * before. Slots already granted still go; pauses that overlap do not add up (a placeholder older than the
+   * newest slot holds nothing back). One row, not `limit`: filling the windows with placeholders wrote a row
+   * per call the limit allows and, placed at the newest slot, held every worker a whole window.
    */
   async pause(ms: number): Promise<void> {
     const g = pg.escapeLiteral(this.gate);
-    const window = `(${this.slotWindowMs} * interval '1 millisecond')`;
     const until = `clock_timestamp() + (${Math.max(0, ms)} * interval '1 millisecond')`;
     await this.pool.query(`SELECT pg_advisory_xact_lock(hashtextextended('netingest.rate_slots:' || ${g}, 0));
-INSERT INTO rate_slots (gate, started_at)
-SELECT ${g}, greatest(${until} - ${window}, (SELECT max(started_at) FROM rate_slots WHERE gate = ${g}))
-FROM generate_series(1, ${this.limit})`);
+INSERT INTO rate_slots (gate, started_at) VALUES (${g}, ${until} - (${this.spacingMs} * interval '1 millisecond'))`);
   }
 
   /**
