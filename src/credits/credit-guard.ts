@@ -167,7 +167,8 @@ export class CreditGuard {
 
   /** The limit one more call of `operation` at `cost` would break, or null when it fits. */
   private overLimit(operation: Operation, cost: number): 'max-per-run' | 'reserve' | null {
-    const { reserve, maxPerRun } = this.limits;
+    const { reserve } = this.limits;
+    const maxPerRun = this.ownCap();
     if (maxPerRun !== null && this.spent + this.reserved + cost > maxPerRun + 1e-9) return 'max-per-run';
     const balance = this.balance;
     // With the balance read before any call, an operation whose cost no answer has shown yet is reserved at
@@ -176,6 +177,11 @@ export class CreditGuard {
     const probe = !this.meter.knowsCost(operation) && this.inFlight === 0 && balance !== null && balance - reserve > 1e-9;
     const underReserve = balance !== null && balance - this.reserved - cost < reserve - 1e-9 && !probe;
     return underReserve ? 'reserve' : null;
+  }
+
+  /** The cap this guard checks by its own counters; null where the run's cap is checked elsewhere (see SharedCreditGuard). */
+  protected ownCap(): number | null {
+    return this.limits.maxPerRun;
   }
 
   /**
@@ -213,10 +219,11 @@ export class CreditGuard {
     this.stop('out-of-credits');
   }
 
-  protected stop(reason: CreditStopReason, cost: number | null = null, costAssumed = false): null {
+  /** `spent`: what the run spent, when another figure than this guard's counters decided the stop. */
+  protected stop(reason: CreditStopReason, cost: number | null = null, costAssumed = false, spent = this.spent): null {
     if (!this.stopReason) {
       const { reserve, maxPerRun } = this.limits;
-      this.stopFigures = { reason, balance: this.balance, cost, costAssumed, reserve, maxPerRun, spent: this.spent };
+      this.stopFigures = { reason, balance: this.balance, cost, costAssumed, reserve, maxPerRun, spent };
     }
     this.stopReason ??= reason;
     this.wake();

@@ -31,10 +31,18 @@ export class SharedCreditGuard extends CreditGuard {
     const shared = await this.budget.acquire(local.cost, this.limits);
     if ('stop' in shared) {
       super.settle(local, null);
-      return this.stop(shared.stop, local.cost);
+      return this.stop(shared.stop, local.cost, false, shared.figures.spent);
     }
     this.shared.set(local, shared);
     return local;
+  }
+
+  /**
+   * The run's cap is the budget's, checked against every worker's settled calls: this worker's own counters span
+   * every call on the account meanwhile (other workers, other runs), so a cap checked by them would stop early.
+   */
+  protected override ownCap(): null {
+    return null;
   }
 
   /** The cost the answers of every worker of the account show, else this worker's own estimate. */
