@@ -10,7 +10,7 @@ import { openPgStore } from '../src/store/pg/open.ts';
 import { SharedCreditGuard } from '../src/store/pg/shared-credit-guard.ts';
 import { waitFor } from './pg/coordination-fixtures.ts';
 import { gatedApi } from './pg/gated-api.ts';
-import { CONCURRENCY, one, REQUESTS_PER_MINUTE, setUp, startWorker, useCleanups } from './pg/run-workers.ts';
+import { CONCURRENCY, one, REQUESTS_PER_MINUTE, setUp, startWorker, useCleanups, type Setup } from './pg/run-workers.ts';
 import { pgClusterUrl, pgSkipReason } from './pg/use-pg.ts';
 
 useCleanups();
@@ -18,6 +18,36 @@ useCleanups();
 const OP: Operation = 'post-details';
 const TOTAL = 10_000;
 const counters = (used: number) => ({ credits_used: used, total_credits: TOTAL, credits_remaining: TOTAL - used });
+
+const MAX_PER_RUN = 40;
+
+/**
+ * Starts a worker per run key (undefined: the run it joins) on a job capped at MAX_PER_RUN, all calling from
+ * the first (no call goes through until every one is live), and waits for them to stop on credits.
+ */
+async function cappedWorkers(prefix: string, runKeys: Array<string | undefined>): Promise<{ total: number; pool: Setup['pool'] }> {
+  const s = await setUp(200, prefix);
+  await (await openPgStore(s.url)).close();
+  const capped = await s.ws.job('capped', {
+    operation: OP,
+    input: { csv: 'posts.csv', column: 'post_url' },
+    rate: { requestsPerMinute: REQUESTS_PER_MINUTE, concurrency: CONCURRENCY },
+    retry: { retries: 3, minTimeoutMs: 10, maxTimeoutMs: 50 },
+    credits: { maxPerRun: MAX_PER_RUN },
+  });
+  const api = await gatedApi(s.sandbox.url);
+  try {
+    const workers = runKeys.map((runKey) => startWorker(s, { file: capped, apiUrl: api.url, runKey }));
+    await waitFor(async () => (await one(s.pool, 'SELECT count(*) AS n FROM runs')) === workers.length, 30_000, 'every run');
+    api.allow(Infinity);
+    for (const w of workers) expect(await w.exited, w.stderr()).toBe(0);
+    const summaries = workers.map((w) => JSON.parse(w.stdout().split('\n').filter(Boolean).pop()!) as { stop: { reason: string } | null });
+    expect(summaries.map((x) => x.stop?.reason)).toEqual(workers.map(() => 'credits'));
+    return { total: s.sandbox.requests.reduce((sum, r) => sum + r.charged, 0), pool: s.pool };
+  } finally {
+    await api.stop();
+  }
+}
 
 describe.skipIf(!pgClusterUrl)(`costs learned from every worker's answers on PostgreSQL${pgClusterUrl ? '' : ` (skipped: ${pgSkipReason})`}`, () => {
   it('guards whose answers interleave on one account (two runs) each learn the real cost, and each run is charged its own calls', async () => {
@@ -54,33 +84,20 @@ describe.skipIf(!pgClusterUrl)(`costs learned from every worker's answers on Pos
   }, 30_000);
 
   it('two workers started together on a job spend close to its credits.maxPerRun, never past it', async () => {
-    const MAX_PER_RUN = 40;
-    const s = await setUp(200, 'shared_cost_run');
-    await (await openPgStore(s.url)).close();
-    const capped = await s.ws.job('capped', {
-      operation: OP,
-      input: { csv: 'posts.csv', column: 'post_url' },
-      rate: { requestsPerMinute: REQUESTS_PER_MINUTE, concurrency: CONCURRENCY },
-      retry: { retries: 3, minTimeoutMs: 10, maxTimeoutMs: 50 },
-      credits: { maxPerRun: MAX_PER_RUN },
-    });
-    const api = await gatedApi(s.sandbox.url);
-    try {
-      // No call goes through until both workers are live: they call together from the first.
-      const workers = [startWorker(s, { file: capped, apiUrl: api.url }), startWorker(s, { file: capped, apiUrl: api.url })];
-      await waitFor(async () => (await one(s.pool, 'SELECT count(*) AS n FROM runs')) === 2, 30_000, 'both runs');
-      api.allow(Infinity);
-      for (const w of workers) expect(await w.exited, w.stderr()).toBe(0);
-      const summaries = workers.map((w) => JSON.parse(w.stdout().split('\n').filter(Boolean).pop()!) as { stop: { reason: string } | null });
-      expect(summaries.map((x) => x.stop?.reason)).toEqual(['credits', 'credits']);
-      expect(await one(s.pool, 'SELECT count(DISTINCT run_key) AS n FROM worker_runs')).toBe(1);
-      // Each post costs 1: calls go on until the cap is reached, less what the first answers' estimates
-      // overcounted (a few calls, each worker's in flight at most).
-      const charged = s.sandbox.requests.reduce((sum, r) => sum + r.charged, 0);
-      expect(charged).toBeLessThanOrEqual(MAX_PER_RUN);
-      expect(charged).toBeGreaterThanOrEqual(MAX_PER_RUN - 2 * CONCURRENCY);
-    } finally {
-      await api.stop();
-    }
+    const charged = await cappedWorkers('shared_cost_run', [undefined, undefined]);
+    expect(await one(charged.pool, 'SELECT count(DISTINCT run_key) AS n FROM worker_runs')).toBe(1);
+    // Each post costs 1: calls go on until the cap is reached, less what the first answers' estimates
+    // overcounted (a few calls, each worker's in flight at most).
+    expect(charged.total).toBeLessThanOrEqual(MAX_PER_RUN);
+    expect(charged.total).toBeGreaterThanOrEqual(MAX_PER_RUN - 2 * CONCURRENCY);
+  }, 60_000);
+
+  it('two runs of their own on one account at once each spend close to their credits.maxPerRun, never past it', async () => {
+    const charged = await cappedWorkers('shared_cost_runs', ['nightly-a', 'nightly-b']);
+    const spent = (await charged.pool.query<{ spent: number }>('SELECT spent FROM credit_run_spend ORDER BY run_key')).rows.map((r) => r.spent);
+    expect(spent).toHaveLength(2);
+    for (const x of spent) expect(x).toBeLessThanOrEqual(MAX_PER_RUN);
+    expect(charged.total).toBeLessThanOrEqual(2 * MAX_PER_RUN);
+    expect(charged.total).toBeGreaterThanOrEqual(2 * (MAX_PER_RUN - CONCURRENCY));
   }, 60_000);
 });
