@@ -41,9 +41,15 @@ async function cappedWorkers(prefix: string, runKeys: Array<string | undefined>)
     await waitFor(async () => (await one(s.pool, 'SELECT count(*) AS n FROM runs')) === workers.length, 30_000, 'every run');
     api.allow(Infinity);
     for (const w of workers) expect(await w.exited, w.stderr()).toBe(0);
-    const summaries = workers.map((w) => JSON.parse(w.stdout().split('\n').filter(Boolean).pop()!) as { stop: { reason: string } | null });
+    const summaries = workers.map((w) => JSON.parse(w.stdout().split('\n').filter(Boolean).pop()!) as { stop: { reason: string } | null; creditsSpent: number });
     expect(summaries.map((x) => x.stop?.reason)).toEqual(workers.map(() => 'credits'));
-    return { total: s.sandbox.requests.reduce((sum, r) => sum + r.charged, 0), pool: s.pool };
+    const total = s.sandbox.requests.reduce((sum, r) => sum + r.charged, 0);
+    // Each worker's summary counts its own calls (not every call its counters spanned): together, no less than
+    // was billed, and no more than the runs' caps.
+    const summed = summaries.reduce((sum, x) => sum + x.creditsSpent, 0);
+    expect(summed).toBeGreaterThanOrEqual(total);
+    expect(summed).toBeLessThanOrEqual(new Set(runKeys).size * MAX_PER_RUN);
+    return { total, pool: s.pool };
   } finally {
     await api.stop();
   }

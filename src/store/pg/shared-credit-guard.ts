@@ -19,6 +19,8 @@ export class SharedCreditGuard extends CreditGuard {
   private readonly learned = new Map<Operation, number>();
   /** Settles not yet written (see drained). */
   private readonly pending = new Set<Promise<void>>();
+  /** What this worker's settled calls were charged to the run (see spent). */
+  private charged = 0;
 
   constructor(limits: CreditLimits, history: CreditHistory, private readonly budget: SharedCreditBudget) {
     super(limits, history);
@@ -45,6 +47,14 @@ export class SharedCreditGuard extends CreditGuard {
     return null;
   }
 
+  /**
+   * What this worker's calls cost, as the run's shared spend counts them: its summary and `runs.credits_spent`.
+   * Its own counters' span would count every call on the account meanwhile, other workers' included.
+   */
+  override get spent(): number {
+    return this.charged;
+  }
+
   /** The cost the answers of every worker of the account show, else this worker's own estimate. */
   override costOf(operation: Operation): number {
     return this.learned.get(operation) ?? super.costOf(operation);
@@ -59,9 +69,11 @@ export class SharedCreditGuard extends CreditGuard {
     const counters = charge !== null && charge !== 'unread' ? (charge as CreditCounters) : null;
     const cost = charge === null ? 0 : charge === 'unread' ? this.unreadCost(op) : this.costOf(op);
     const sample = counters && readableCounters(counters) ? { operation: op, creditsUsed: counters.credits_used } : undefined;
+    this.charged += cost;
     // Not awaited: until it is written the reservation still counts, which only errs on the safe side.
     const written = this.budget.settle(shared, { cost, counters, sample }).then(
       (settled) => {
+        this.charged += settled.cost - cost;
         if (settled.learnedCost !== null) this.learned.set(op, settled.learnedCost);
       },
       () => undefined,
