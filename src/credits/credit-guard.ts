@@ -167,8 +167,7 @@ export class CreditGuard {
 
   /** The limit one more call of `operation` at `cost` would break, or null when it fits. */
   private overLimit(operation: Operation, cost: number): 'max-per-run' | 'reserve' | null {
-    const { reserve } = this.limits;
-    const maxPerRun = this.ownCap();
+    const { reserve, maxPerRun } = this.limits;
     if (maxPerRun !== null && this.spent + this.reserved + cost > maxPerRun + 1e-9) return 'max-per-run';
     const balance = this.balance;
     // With the balance read before any call, an operation whose cost no answer has shown yet is reserved at
@@ -177,11 +176,6 @@ export class CreditGuard {
     const probe = !this.meter.knowsCost(operation) && this.inFlight === 0 && balance !== null && balance - reserve > 1e-9;
     const underReserve = balance !== null && balance - this.reserved - cost < reserve - 1e-9 && !probe;
     return underReserve ? 'reserve' : null;
-  }
-
-  /** The cap this guard checks by its own counters; null where the run's cap is checked elsewhere (see SharedCreditGuard). */
-  protected ownCap(): number | null {
-    return this.limits.maxPerRun;
   }
 
   /**

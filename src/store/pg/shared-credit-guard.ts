@@ -40,16 +40,9 @@ export class SharedCreditGuard extends CreditGuard {
   }
 
   /**
-   * The run's cap is the budget's, checked against every worker's settled calls: this worker's own counters span
-   * every call on the account meanwhile (other workers, other runs), so a cap checked by them would stop early.
-   */
-  protected override ownCap(): null {
-    return null;
-  }
-
-  /**
-   * What this worker's calls cost, as the run's shared spend counts them: its summary and `runs.credits_spent`.
-   * Its own counters' span would count every call on the account meanwhile, other workers' included.
+   * What this worker's calls cost, as the run's shared spend counts them: its summary, `runs.credits_spent`, and
+   * its own check of maxPerRun (the budget checks the run's, all workers together). Its own counters' span would
+   * count every call on the account meanwhile, other workers' and other runs' included, and stop it early.
    */
   override get spent(): number {
     return this.charged;
