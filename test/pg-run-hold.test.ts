@@ -4,8 +4,6 @@
  * ran on (closed by the next worker, shown unfinished by status); and workers that overlap are one run, counting
  * one `credits.maxPerRun` together without NETINGEST_RUN_KEY.
  */
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { ABANDONED_RUN_ERROR } from '../src/store/abandoned-runs.ts';
 import { holdExclusive, lockHolders } from '../src/store/pg/dataset-lock.ts';
@@ -15,47 +13,10 @@ import { LockLostError } from '../src/store/run-lock.ts';
 import { cliEnv, inProcess, operationRequests, runCli } from './run-helpers.ts';
 import { pgClusterUrl, pgSkipReason } from './pg/use-pg.ts';
 import { waitFor as waitUntil } from './pg/coordination-fixtures.ts';
+import { gatedApi } from './pg/gated-api.ts';
 import { CONCURRENCY, one, REQUESTS_PER_MINUTE, setUp, startWorker, TOKEN, useCleanups } from './pg/run-workers.ts';
 
 useCleanups();
-
-/**
- * An API in front of the sandbox that forwards only the requests it is allowed and holds the others: the test
- * decides how many calls go through before it does the next thing.
- */
-async function gatedApi(target: string): Promise<{ url: string; allow(requests: number): void; stop(): Promise<void> }> {
-  let allowance = 0;
-  const held: Array<() => void> = [];
-  const server = http.createServer((req, res) => {
-    held.push(() => {
-      const upstream = http.request(new URL(req.url!, target), { method: req.method, headers: req.headers }, (answer) => {
-        res.writeHead(answer.statusCode!, answer.headers);
-        answer.pipe(res);
-      });
-      upstream.on('error', () => res.destroy());
-      req.pipe(upstream);
-    });
-    pass();
-  });
-  const pass = () => {
-    while (allowance > 0 && held.length > 0) {
-      allowance -= 1;
-      held.shift()!();
-    }
-  };
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    allow(requests) {
-      allowance = requests;
-      pass();
-    },
-    async stop() {
-      server.closeAllConnections();
-      await new Promise((resolve) => server.close(resolve));
-    },
-  };
-}
 
 async function statusJson(url: string): Promise<{ unfinishedRuns: Array<{ id: number }>; runs: Array<{ id: number; status: string; unfinished: boolean }> }> {
   const out = await inProcess(['status', '--json', '--db', url]);

@@ -218,10 +218,11 @@ export class CreditGuard {
     this.stop('out-of-credits');
   }
 
-  protected stop(reason: CreditStopReason, cost: number | null = null, costAssumed = false): null {
+  /** `spent`: what the run spent, when another figure than this guard's counters decided the stop. */
+  protected stop(reason: CreditStopReason, cost: number | null = null, costAssumed = false, spent = this.spent): null {
     if (!this.stopReason) {
       const { reserve, maxPerRun } = this.limits;
-      this.stopFigures = { reason, balance: this.balance, cost, costAssumed, reserve, maxPerRun, spent: this.spent };
+      this.stopFigures = { reason, balance: this.balance, cost, costAssumed, reserve, maxPerRun, spent };
     }
     this.stopReason ??= reason;
     this.wake();

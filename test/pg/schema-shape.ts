@@ -32,11 +32,11 @@ const IGNORED_TABLES = new Set(['__drizzle_migrations', 'sqlite_sequence']);
 
 /**
  * Tables only PostgreSQL has, by design: how several workers share a job (src/store/pg/coordination/tables.ts:
- * task leases, the shared rate limit, the shared credit budget, which session works which run). SQLite keeps its
- * one-run lock instead.
+ * task leases, the shared rate limit, the shared credit budget and its cost samples, which session works which
+ * run). SQLite keeps its one-run lock instead.
  */
 export const PG_ONLY_COORDINATION_TABLES: readonly string[] = [
-  'account_balance', 'credit_reservations', 'credit_run_spend', 'rate_slots', 'worker_runs', 'worker_task_leases',
+  'account_balance', 'credit_cost_samples', 'credit_reservations', 'credit_run_spend', 'rate_slots', 'worker_runs', 'worker_task_leases',
 ];
 
 /**

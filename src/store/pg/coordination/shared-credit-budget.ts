@@ -7,9 +7,13 @@
  * A reservation succeeds only if balance - reserved by all - cost >= reserve (and the run's spend + reserved +
  * cost <= maxPerRun), checked and written under one advisory lock per account. A reservation lasts
  * `reservationMs` unless renewed: a worker that dies stops holding credits once its reservations expire.
+ *
+ * A call's cost is learned from the counters of every worker's answers (`credit_cost_samples`): one worker's own
+ * answers step by all the calls made on the account meanwhile, so k workers calling together would each count
+ * about k times the cost, and the run's `maxPerRun` would stop them at 1/k of it.
  */
 import pg from 'pg';
-import type { CreditCounters } from '../../../spec/types.ts';
+import type { CreditCounters, Operation } from '../../../spec/types.ts';
 import { reportedBalance } from '../../../credits/credit-meter.ts';
 import type { CreditLimits } from '../../../credits/credit-guard.ts';
 
@@ -22,6 +26,10 @@ export const SHARED_CREDIT_BUDGET_DEFAULTS = {
   pollMs: 50,
   /** Slack for float sums of fractional costs. */
   epsilon: 1e-9,
+  /** Recent credits_used counters kept per account and operation, all workers and runs together. */
+  costSamples: 32,
+  /** Steps among them before their median is the call's cost; until then the worker's own estimate is. */
+  minCostSteps: 3,
 } as const;
 
 export interface SharedCreditBudgetOptions {
@@ -59,10 +67,21 @@ export type ReserveAttempt =
   | { reservation: SharedReservation; figures: BudgetFigures }
   | { reservation: null; reason: SharedCreditStopReason | 'learning'; figures: BudgetFigures };
 
-/** What a call was charged: `cost` (0 when nothing was billed), and the answer's counters when it had them. */
+/**
+ * What a call was charged: `cost` (0 when nothing was billed), and the answer's counters when it had them.
+ * `sample`, for an answer whose counters are readable, makes its counter one of the account's cost samples: the
+ * call is then charged their median step once there are enough of them, `cost` being the fallback.
+ */
 export interface SharedCharge {
   cost: number;
   counters?: CreditCounters | null;
+  sample?: { operation: Operation; creditsUsed: number };
+}
+
+/** What settle() charged the run, and the operation's cost as the account's samples show it (null: too few yet). */
+export interface SettledCharge {
+  cost: number;
+  learnedCost: number | null;
 }
 
 /** A number as an SQL literal; only finite numbers reach the database. */
@@ -152,21 +171,55 @@ SELECT balance, reserved, in_flight, spent, under_reserve_ok, cap_ok, (SELECT id
   }
 
   /**
-   * Hands back a reservation with what the call was charged: the run's spend grows by `cost`, and the
-   * account's balance takes the answer's counters, or falls by `cost` when it had none. Works for a
-   * reservation that expired meanwhile too (the call was made; its cost counts).
+   * Hands back a reservation with what the call was charged: the run's spend grows by its cost (with a sample,
+   * the median step of the account's samples once there are enough), and the account's balance takes the
+   * answer's counters, or falls by the cost when it had none. Works for a reservation that expired meanwhile
+   * too (the call was made; its cost counts).
    */
-  async settle(reservation: SharedReservation, charge: SharedCharge): Promise<void> {
+  async settle(reservation: SharedReservation, charge: SharedCharge): Promise<SettledCharge> {
     const cost = num(charge.cost);
+    const sample = charge.sample;
     const statements = [
       this.lock,
       `DELETE FROM credit_reservations WHERE id = ${num(reservation.id)}`,
-      `INSERT INTO credit_run_spend (run_key, api_url, spent, updated_at) VALUES (${this.r}, ${this.a}, ${cost}, clock_timestamp())
-        ON CONFLICT (run_key) DO UPDATE SET spent = credit_run_spend.spent + excluded.spent, updated_at = excluded.updated_at`,
+      ...(sample ? this.sampleSql(sample.operation, sample.creditsUsed) : []),
+      `WITH learned AS (SELECT ${sample ? this.medianStepSql(sample.operation) : 'NULL::float8'} AS step),
+      spend AS (
+        INSERT INTO credit_run_spend (run_key, api_url, spent, updated_at)
+        SELECT ${this.r}, ${this.a}, coalesce(step, ${cost}), clock_timestamp() FROM learned
+        ON CONFLICT (run_key) DO UPDATE SET spent = credit_run_spend.spent + excluded.spent, updated_at = excluded.updated_at
+      )
+      SELECT step FROM learned`,
       charge.counters ? this.reportSql(charge.counters) : `UPDATE account_balance SET balance = balance - ${cost} WHERE api_url = ${this.a}`,
     ];
-    await this.pool.query(statements.join(';\n'));
+    const results = (await this.pool.query(statements.join(';\n'))) as unknown as pg.QueryResult[];
     this.mine.delete(reservation.id);
+    const step = (results[statements.length - 2]!.rows[0] as { step: number | null }).step;
+    return { cost: step ?? charge.cost, learnedCost: step };
+  }
+
+  /** Records an answer's counter among its operation's samples, and drops those past the newest `costSamples`. */
+  private sampleSql(operation: Operation, creditsUsed: number): string[] {
+    const o = pg.escapeLiteral(operation);
+    const mine = `api_url = ${this.a} AND operation = ${o}`;
+    return [
+      `INSERT INTO credit_cost_samples (api_url, operation, credits_used, recorded_at) VALUES (${this.a}, ${o}, ${num(creditsUsed)}, clock_timestamp())`,
+      `DELETE FROM credit_cost_samples WHERE ${mine} AND id <= (SELECT id FROM credit_cost_samples WHERE ${mine}
+        ORDER BY id DESC OFFSET ${num(SHARED_CREDIT_BUDGET_DEFAULTS.costSamples)} LIMIT 1)`,
+    ];
+  }
+
+  /**
+   * The operation's cost by its samples: the median positive step between them once sorted (as medianStep in
+   * credit-meter.ts, the upper one of an even count), or null with fewer than `minCostSteps` steps.
+   */
+  private medianStepSql(operation: Operation): string {
+    return `(SELECT step FROM (
+        SELECT step, row_number() OVER (ORDER BY step) - 1 AS i, count(*) OVER () AS n FROM (
+          SELECT u - lag(u) OVER (ORDER BY u) AS step
+          FROM (SELECT DISTINCT credits_used AS u FROM credit_cost_samples WHERE api_url = ${this.a} AND operation = ${pg.escapeLiteral(operation)}) used
+        ) steps WHERE step > 0
+      ) ranked WHERE i = n / 2 AND n >= ${num(SHARED_CREDIT_BUDGET_DEFAULTS.minCostSteps)})`;
   }
 
   /** Records a balance read outside a call (GET /v1/api/auth before the first call), as settle does counters. */

@@ -86,3 +86,20 @@ export const workerRuns = pgTable('worker_runs', {
   backendPid: integer('backend_pid').notNull(),
   backendStart: at('backend_start'),
 });
+
+/**
+ * Recent credits_used counters of an account's answers, per operation, from every worker and run that uses it:
+ * their sorted steps are what a call costs, whereas one worker's own answers step by every worker's calls. Kept
+ * bounded: each settle prunes its operation's older rows (shared-credit-budget.ts).
+ */
+export const creditCostSamples = pgTable(
+  'credit_cost_samples',
+  {
+    id: bigint('id', { mode: 'number' }).primaryKey().generatedAlwaysAsIdentity(),
+    apiUrl: text('api_url').notNull(),
+    operation: text('operation').notNull(),
+    creditsUsed: doublePrecision('credits_used').notNull(),
+    recordedAt: at('recorded_at').notNull().default(sql`now()`),
+  },
+  (t) => [index('credit_cost_samples_api_url_operation_idx').on(t.apiUrl, t.operation, t.id)],
+);
