@@ -12,17 +12,19 @@ import { RESULT_WRITER_DEFAULTS } from '../result-writer.ts';
 import { createPgGroupCommit } from './pg-group-commit.ts';
 
 export class PgOutcomeWriter extends GroupCommitWriter {
-  /** The commit going on: groups commit one after the other, in order. */
-  private committing: Promise<void> = Promise.resolve();
+  /** Groups handed over while a commit is under way, with their waiters: they go together in the next one. */
+  private waiting: Array<{ ops: readonly OutcomeOp[]; release: () => void }> = [];
+  /** The commits going on, one after the other; resolves once nothing is waiting. */
+  private committing: Promise<void> | null = null;
   private readonly writeGroup: ReturnType<typeof createPgGroupCommit>;
 
   constructor(
     private readonly pool: pg.Pool,
     runId: number,
     onFatal: (err: unknown) => void,
-    maxBatch: number = RESULT_WRITER_DEFAULTS.maxBatch,
+    private readonly maxOps: number = RESULT_WRITER_DEFAULTS.maxBatch,
   ) {
-    super(runId, onFatal, maxBatch);
+    super(runId, onFatal, maxOps);
     this.writeGroup = createPgGroupCommit(runId);
   }
 
@@ -35,18 +37,31 @@ export class PgOutcomeWriter extends GroupCommitWriter {
     return this.drain();
   }
 
-  /** One transaction on a pooled connection, after the groups flushed before it. */
+  /**
+   * Commits after the groups flushed before it. The groups that arrive while one commits are committed together
+   * next (up to maxBatch outcomes): with the server a round trip away, a commit per turn of the event loop would
+   * queue groups of one or two answers behind each other.
+   */
   protected commitGroup(ops: readonly OutcomeOp[], release: () => void): void {
-    this.committing = this.committing.then(async () => {
+    this.waiting.push({ ops, release });
+    this.committing ??= this.commitWaiting().finally(() => (this.committing = null));
+  }
+
+  private async commitWaiting(): Promise<void> {
+    while (this.waiting.length > 0) {
+      let count = this.waiting[0]!.ops.length;
+      let n = 1;
+      while (n < this.waiting.length && count + this.waiting[n]!.ops.length <= this.maxOps) count += this.waiting[n++]!.ops.length;
+      const groups = this.waiting.splice(0, n);
       if (!this.error) {
         try {
-          await this.commit(ops);
+          await this.commit(groups.flatMap((g) => g.ops));
         } catch (err) {
           this.fail(err);
         }
       }
-      release();
-    });
+      for (const g of groups) g.release();
+    }
   }
 
   private async commit(ops: readonly OutcomeOp[]): Promise<void> {
