@@ -1,8 +1,10 @@
 /**
- * Stores one 200 body on PostgreSQL, in the caller's transaction, as store/store-answer.ts does on SQLite: the
- * operation's contract reads it, its spec maps it to rows (spec.rows, the same pure function), and they are
- * written with the statements of store/ingest/tables.ts in PostgreSQL's dialect: INSERT ... ON CONFLICT DO
- * UPDATE per table key, a set replaced by DELETE then INSERT. Values go in as `copy` converts them.
+ * Stores 200 bodies on PostgreSQL, in the caller's transaction, as store/store-answer.ts does on SQLite: the
+ * operation's contract reads each, its spec maps it to rows (spec.rows, the same pure function), and they are
+ * written with the statements of store/ingest/tables.ts in PostgreSQL's dialect (pg-table-statements.ts). The
+ * run's writer gathers a whole group's rows in one PgRowBatch (a few multi-row statements per table); a stored
+ * row an answer reads back, and the day order's fill of posted_on, first flush what the batch holds, so each
+ * answer sees the ones before it as when they were written one by one.
  */
 import type pg from 'pg';
 import { parseJsonBody } from '../../api/json-body.ts';
@@ -12,43 +14,12 @@ import { rowCount, type Row, type RowContext, type RowWrite } from '../../operat
 import type { SqlValue } from '../../operations/stored-values.ts';
 import { networkHost } from '../../urls/network-host.ts';
 import { setAsideAnomalies, type AnomalySource } from '../answer-anomalies.ts';
-import { pgValueConverters } from '../copy-dataset.ts';
 import type { IngestRequest } from '../ingest-request.ts';
-import { TABLE_STATEMENTS } from '../ingest/tables.ts';
 import { isoPostDate, readPostDate, type DayOrder } from '../ingest/post-date.ts';
+import { PgRowBatch } from './pg-row-batch.ts';
+import { insertRows } from './pg-table-statements.ts';
 
 const IDENTIFIER = /^[a-z_][a-z0-9_]*$/;
-
-/**
- * SQLite's statement in PostgreSQL's dialect: numbered parameters, and LEAST/GREATEST for the two-argument
- * min/max, their stored column named by its table (PostgreSQL finds a bare name ambiguous beside `excluded`).
- */
-export function pgStatementOf(sql: string): string {
-  const table = /INSERT INTO\s+(\w+)/i.exec(sql)?.[1];
-  let n = 0;
-  return sql
-    .replace(/\?/g, () => `$${++n}`)
-    .replace(/\bmin\((\w+),/g, `LEAST(${table}.$1,`)
-    .replace(/\bmax\((\w+),/g, `GREATEST(${table}.$1,`);
-}
-
-interface TableStatement {
-  sql: string;
-  columns: readonly string[];
-  convert: Array<(value: unknown) => unknown>;
-}
-
-const statements = new Map<string, TableStatement>();
-function statementOf(table: string): TableStatement {
-  let s = statements.get(table);
-  if (s) return s;
-  const sqlite = Object.hasOwn(TABLE_STATEMENTS, table) ? TABLE_STATEMENTS[table]! : undefined;
-  if (!sqlite) throw new Error(`internal: no statement for table ${table}`);
-  const converters = pgValueConverters(table);
-  s = { sql: pgStatementOf(sqlite.sql), columns: sqlite.columns, convert: sqlite.columns.map((c) => converters.get(c) ?? ((v) => v)) };
-  statements.set(table, s);
-  return s;
-}
 
 /** posts.posted_on's day order, as post-date-order.ts learns it on SQLite; a proof found fills the ambiguous days. */
 const NN_NN_YYYY = `posted_raw ~ '^[0-9]{2}-[0-9]{2}-[0-9]{4}$'`;
@@ -61,10 +32,21 @@ const FILL: Record<DayOrder, string> = {
   mdy: `UPDATE posts SET posted_on = ${YEAR} || '-' || substr(posted_raw, 1, 2) || '-' || substr(posted_raw, 4, 2) WHERE ${AMBIGUOUS}`,
 };
 
-/** What one answer stored. */
+/** What one answer stored: its rows (upserts and set rows), and its answer_anomalies rows' parameters. */
 export interface PgStoredAnswer {
   /** Rows inserted or updated, a set's rows each (as SQLite's ingest counts them: reprocess reports it). */
   rows: number;
+  anomalies: unknown[][];
+}
+
+/** One body to store, and where it came from (its raw_responses row). */
+export type PgStoredBody = AnomalySource & { request: IngestRequest; body: string };
+
+const ANOMALY_HEAD = 'INSERT INTO answer_anomalies (raw_response_id, run_id, task_id, operation, request_key, kind, position, path, reason, asked_id, answered_id, at)';
+
+/** Writes answer_anomalies rows (the parameters `collect` gave), in order. */
+export async function insertAnomalies(client: pg.ClientBase, rows: readonly unknown[][]): Promise<void> {
+  await insertRows(client, ANOMALY_HEAD, rows);
 }
 
 /** One writer of answers per run: it keeps the dataset's day order once read. */
@@ -72,51 +54,38 @@ export function createPgAnswerStore() {
   let seen: Record<DayOrder, boolean> | null = null;
   const order = (s: Record<DayOrder, boolean>): DayOrder | null => (s.dmy === s.mdy ? null : s.dmy ? 'dmy' : 'mdy');
 
-  async function dayOrder(client: pg.PoolClient): Promise<Record<DayOrder, boolean>> {
+  async function dayOrder(client: pg.ClientBase): Promise<Record<DayOrder, boolean>> {
     if (seen) return seen;
     const proves = (cond: string) => client.query<{ e: boolean }>(`SELECT EXISTS (SELECT 1 FROM posts WHERE ${NN_NN_YYYY} AND ${cond} > 12 AND posted_on IS NOT NULL) AS e`);
     seen = { dmy: (await proves(FIRST)).rows[0]!.e, mdy: (await proves(SECOND)).rows[0]!.e };
     return seen;
   }
 
-  /** posts.posted_on for a raw day; a day that proves the order first fills (or clears) the ambiguous ones. */
-  async function postedOn(client: pg.PoolClient, raw: unknown): Promise<SqlValue> {
+  /** posts.posted_on for a raw day; a day that proves the order first fills (or clears) the ambiguous ones, those waiting in the batch included. */
+  async function postedOn(client: pg.ClientBase, batch: PgRowBatch, raw: unknown): Promise<SqlValue> {
     const s = await dayOrder(client);
     const { proves } = readPostDate(raw);
     if (proves !== null && !s[proves]) {
       s[proves] = true;
       const now = order(s);
+      await batch.flush(client);
       await client.query(now === null ? `UPDATE posts SET posted_on = NULL WHERE ${AMBIGUOUS}` : FILL[now]);
     }
     return isoPostDate(raw, order(s));
   }
 
-  async function writeRow(client: pg.PoolClient, table: string, row: Row): Promise<void> {
-    const s = statementOf(table);
-    const args: unknown[] = [];
-    for (let i = 0; i < s.columns.length; i++) {
-      const column = s.columns[i]!;
-      const value = table === 'posts' && column === 'posted_on' ? await postedOn(client, row['posted_raw']) : row[column];
-      if (value === undefined) throw new Error(`internal: row of ${table} without ${column}`);
-      // A bigint (object_urn, ids past 2^53) goes as its digits, which every numeric column and jsonb read as that number.
-      args.push(typeof value === 'bigint' ? bigintParam(value, s.convert[i]!) : s.convert[i]!(value));
-    }
-    await client.query(s.sql, args);
-  }
-
-  async function write(client: pg.PoolClient, w: RowWrite): Promise<void> {
-    if ('row' in w) return writeRow(client, w.table, w.row);
-    const keys = Object.keys(w.owner);
-    if (!Object.hasOwn(TABLE_STATEMENTS, w.table) || !keys.every((k) => IDENTIFIER.test(k))) throw new Error(`internal: cannot delete from ${w.table}`);
-    await client.query(`DELETE FROM ${w.table} WHERE ${keys.map((k, i) => `${k} = $${i + 1}`).join(' AND ')}`, keys.map((k) => w.owner[k]));
-    for (const row of w.rows) await writeRow(client, w.table, row);
+  /** The write as stored: a post's row gets its posted_on (the store's column, not the operation's). */
+  async function completed(client: pg.ClientBase, batch: PgRowBatch, w: RowWrite): Promise<RowWrite> {
+    if (w.table !== 'posts' || !('row' in w)) return w;
+    return { table: w.table, row: { ...w.row, posted_on: await postedOn(client, batch, w.row['posted_raw']) } };
   }
 
   /**
-   * Stores one body. spec.rows() asks for stored values synchronously: it runs once to learn which it asks,
-   * they are read, and it runs again with them (it is a pure function of its inputs).
+   * Reads one body and adds its rows to `batch`. spec.rows() asks for stored values synchronously: it runs once
+   * to learn which it asks, they are read (after flushing the batch if it may hold them), and it runs again with
+   * them (it is a pure function of its inputs).
    */
-  async function store(client: pg.PoolClient, input: AnomalySource & { request: IngestRequest; body: string }): Promise<PgStoredAnswer> {
+  async function collect(client: pg.ClientBase, batch: PgRowBatch, input: PgStoredBody): Promise<PgStoredAnswer> {
     const operation = input.request.operation;
     const reading = readUsableAnswer(operation, parseJsonBody(input.body), { raw: input.body });
     const spec = specOf(operation);
@@ -134,30 +103,41 @@ export function createPgAnswerStore() {
     };
     let stored = spec.rows(input.request, reading.answer, ctx);
     if (asked.size > 0) {
-      for (const [id, a] of asked) known.set(id, await lookup(client, a.table, a.key, a.column));
+      await readBack(client, batch, asked, known);
       stored = spec.rows(input.request, reading.answer, ctx);
     }
-    for (const w of stored.writes) await write(client, w);
-    const anomalies = [...setAsideAnomalies(reading.setAside), ...stored.anomalies];
-    for (const a of anomalies) {
-      await client.query(`INSERT INTO answer_anomalies (raw_response_id, run_id, task_id, operation, request_key, kind, position, path, reason, asked_id, answered_id, at)
-        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
-      [input.rawResponseId, input.runId, input.taskId, input.operation, input.requestKey, a.kind, a.position, a.path, a.reason, a.askedId, a.answeredId, input.at]);
-    }
-    return { rows: rowCount(stored) };
+    for (const w of stored.writes) await batch.add(client, await completed(client, batch, w));
+    const anomalies = [...setAsideAnomalies(reading.setAside), ...stored.anomalies].map((a) => [
+      input.rawResponseId, input.runId, input.taskId, input.operation, input.requestKey, a.kind, a.position, a.path, a.reason, a.askedId, a.answeredId, input.at,
+    ]);
+    return { rows: rowCount(stored), anomalies };
   }
 
-  return { store };
+  /** Stores one body on its own: its rows and anomalies written before it returns. */
+  async function store(client: pg.ClientBase, input: PgStoredBody): Promise<PgStoredAnswer> {
+    const batch = new PgRowBatch();
+    const stored = await collect(client, batch, input);
+    await batch.flush(client);
+    await insertAnomalies(client, stored.anomalies);
+    return stored;
+  }
+
+  return { collect, store };
 }
 
-async function lookup(client: pg.PoolClient, table: string, key: Row, column: string): Promise<SqlValue | undefined> {
+/** The stored values spec.rows() asked for; a row the batch may hold is written first, so it reads as stored. */
+async function readBack(
+  client: pg.ClientBase, batch: PgRowBatch, asked: ReadonlyMap<string, { table: string; key: Row; column: string }>, known: Map<string, SqlValue | undefined>,
+): Promise<void> {
+  for (const [id, a] of asked) {
+    if (batch.touches(a.table, a.key)) await batch.flush(client);
+    known.set(id, await lookup(client, a.table, a.key, a.column));
+  }
+}
+
+async function lookup(client: pg.ClientBase, table: string, key: Row, column: string): Promise<SqlValue | undefined> {
   const keys = Object.keys(key);
   if (![table, column, ...keys].every((n) => IDENTIFIER.test(n))) throw new Error(`internal: cannot read ${table}.${column}`);
   const { rows } = await client.query(`SELECT ${column} AS v FROM ${table} WHERE ${keys.map((k, i) => `${k} = $${i + 1}`).join(' AND ')}`, Object.values(key));
   return rows.length === 0 ? undefined : (rows[0].v as SqlValue);
-}
-
-function bigintParam(value: bigint, convert: (value: unknown) => unknown): unknown {
-  const n = Number(value);
-  return Number.isSafeInteger(n) ? convert(n) : value.toString();
 }

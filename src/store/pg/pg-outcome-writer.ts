@@ -1,29 +1,31 @@
 /**
  * The run's writer on PostgreSQL: the same group commit as store/result-writer.ts (the outcomes of one turn of
  * the event loop, or `maxBatch` of them, in one transaction: normalized rows, raw body, task status and
- * api_calls row together), committed one group at a time on a connection of the pool. An outcome's promise
+ * api_calls row together), committed one group at a time on a connection of the pool, each with a few
+ * multi-row statements per table (pg-group-commit.ts). An outcome's promise
  * resolves once its group is committed, so a worker killed at any instant loses at most its in-flight calls.
  */
 import type pg from 'pg';
 import type { OutcomeOp } from '../outcome-ops.ts';
 import { GroupCommitWriter } from '../group-commit-writer.ts';
 import { RESULT_WRITER_DEFAULTS } from '../result-writer.ts';
-import type { ApiCallRow } from '../api-calls.ts';
-import { requestKeyOf } from '../ingest-request.ts';
-import { createPgAnswerStore } from './pg-answer-store.ts';
+import { createPgGroupCommit } from './pg-group-commit.ts';
 
 export class PgOutcomeWriter extends GroupCommitWriter {
-  /** The commit going on: groups commit one after the other, in order. */
-  private committing: Promise<void> = Promise.resolve();
-  private readonly answers = createPgAnswerStore();
+  /** Groups handed over while a commit is under way, with their waiters: they go together in the next one. */
+  private waiting: Array<{ ops: readonly OutcomeOp[]; release: () => void }> = [];
+  /** The commits going on, one after the other; resolves once nothing is waiting. */
+  private committing: Promise<void> | null = null;
+  private readonly writeGroup: ReturnType<typeof createPgGroupCommit>;
 
   constructor(
     private readonly pool: pg.Pool,
     runId: number,
     onFatal: (err: unknown) => void,
-    maxBatch: number = RESULT_WRITER_DEFAULTS.maxBatch,
+    private readonly maxOps: number = RESULT_WRITER_DEFAULTS.maxBatch,
   ) {
-    super(runId, onFatal, maxBatch);
+    super(runId, onFatal, maxOps);
+    this.writeGroup = createPgGroupCommit(runId);
   }
 
   async drain(): Promise<void> {
@@ -35,25 +37,38 @@ export class PgOutcomeWriter extends GroupCommitWriter {
     return this.drain();
   }
 
-  /** One transaction on a pooled connection, after the groups flushed before it. */
+  /**
+   * Commits after the groups flushed before it. The groups that arrive while one commits are committed together
+   * next (up to maxBatch outcomes): with the server a round trip away, a commit per turn of the event loop would
+   * queue groups of one or two answers behind each other.
+   */
   protected commitGroup(ops: readonly OutcomeOp[], release: () => void): void {
-    this.committing = this.committing.then(async () => {
+    this.waiting.push({ ops, release });
+    this.committing ??= this.commitWaiting().finally(() => (this.committing = null));
+  }
+
+  private async commitWaiting(): Promise<void> {
+    while (this.waiting.length > 0) {
+      let count = this.waiting[0]!.ops.length;
+      let n = 1;
+      while (n < this.waiting.length && count + this.waiting[n]!.ops.length <= this.maxOps) count += this.waiting[n++]!.ops.length;
+      const groups = this.waiting.splice(0, n);
       if (!this.error) {
         try {
-          await this.commit(ops);
+          await this.commit(groups.flatMap((g) => g.ops));
         } catch (err) {
           this.fail(err);
         }
       }
-      release();
-    });
+      for (const g of groups) g.release();
+    }
   }
 
   private async commit(ops: readonly OutcomeOp[]): Promise<void> {
     const client = await this.pool.connect();
     try {
       await client.query('BEGIN');
-      for (const op of ops) await this.write(client, op);
+      await this.writeGroup(client, ops);
       await client.query('COMMIT');
     } catch (err) {
       await client.query('ROLLBACK').catch(() => undefined);
@@ -62,53 +77,4 @@ export class PgOutcomeWriter extends GroupCommitWriter {
       client.release();
     }
   }
-
-  private async write(client: pg.PoolClient, op: OutcomeOp): Promise<void> {
-    const runId = this.runId;
-    switch (op.kind) {
-      case 'success': {
-        const rawResponseId = await saveRaw(client, op, runId, null);
-        await this.answers.store(client, { rawResponseId, runId, taskId: op.taskId, operation: op.operation, requestKey: op.requestKey, request: op.request, body: op.body, at: op.at });
-        await insertCall(client, op.call);
-        return settle(client, op.taskId, runId, op.at, op.attempts, 'done', null, null, null);
-      }
-      case 'rejected':
-        await saveRaw(client, op, runId, op.code);
-        await insertCall(client, op.call);
-        return settle(client, op.taskId, runId, op.at, op.attempts, 'failed', op.code, op.message.slice(0, 1000), 0);
-      case 'not_found':
-        await insertCall(client, op.call);
-        return settle(client, op.taskId, runId, op.at, op.attempts, 'not_found', null, op.note, null);
-      case 'past_last_page':
-        return settle(client, op.taskId, runId, op.at, 0, 'not_found', null, `past the last page (${op.lastPage})`, null);
-      case 'attempt_failed':
-        return insertCall(client, op.call);
-      case 'failed':
-        return settle(client, op.taskId, runId, op.at, op.attempts, 'failed', op.code, op.message.slice(0, 1000), op.retryable ? 1 : 0);
-    }
-  }
-}
-
-/** The body as received, as text (body_encoding NULL: PostgreSQL compresses large values itself). */
-async function saveRaw(client: pg.PoolClient, op: Extract<OutcomeOp, { kind: 'success' | 'rejected' }>, runId: number, errorCode: string | null): Promise<number> {
-  const { rows } = await client.query<{ id: string }>(`INSERT INTO raw_responses (operation, request_key, request_json, body, body_encoding, received_at, run_id, task_id, error_code)
-    VALUES ($1, $2, $3, $4, NULL, $5, $6, $7, $8) RETURNING id`,
-  [op.operation, op.requestKey ?? requestKeyOf(op.request), JSON.stringify(op.request), op.body, op.at, runId, op.taskId, errorCode]);
-  return Number(rows[0]!.id);
-}
-
-async function insertCall(client: pg.PoolClient, r: ApiCallRow): Promise<void> {
-  await client.query(`INSERT INTO api_calls (run_id, task_id, operation, method, path, status, error_code, latency_ms, total_credits, credits_used, credits_remaining, at)
-    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
-  [r.runId, r.taskId, r.operation, r.method, r.path, r.status, r.errorCode, r.latencyMs, r.totalCredits, r.creditsUsed, r.creditsRemaining, r.at]);
-}
-
-/** The task's outcome, as ledger.ts's markDone / markNotFound / markFailed write it. */
-async function settle(
-  client: pg.PoolClient, id: number, runId: number, at: string, attempts: number,
-  status: 'done' | 'not_found' | 'failed', code: string | null, message: string | null, retryable: number | null,
-): Promise<void> {
-  await client.query(`UPDATE tasks SET status = $1, attempts = attempts + $2, last_error_code = $3, last_error = $4, retryable = $5,
-    updated_at = $6, completed_at = CASE WHEN $1 = 'failed' THEN NULL ELSE $6::timestamptz END, run_id = $7 WHERE id = $8`,
-  [status, attempts, code, message, retryable, at, runId, id]);
 }

@@ -1,0 +1,103 @@
+/**
+ * One group of outcomes written on PostgreSQL, in the caller's transaction, with a few statements per table
+ * rather than a round trip per row: the raw bodies in one multi-row INSERT, every answer's normalized rows
+ * gathered in one PgRowBatch, then the anomalies, the api_calls rows and the task updates (one UPDATE ... FROM
+ * unnest). What ends stored is what writing the outcomes one by one, in order, stored: rows get their ids in
+ * the outcomes' order, a row two answers touch ends as the later one left it, a task settled twice ends as
+ * the second settlement left it (attempts added up).
+ */
+import type pg from 'pg';
+import type { ApiCallRow } from '../api-calls.ts';
+import { requestKeyOf } from '../ingest-request.ts';
+import type { OutcomeOp } from '../outcome-ops.ts';
+import { createPgAnswerStore, insertAnomalies } from './pg-answer-store.ts';
+import { PgRowBatch, roundsByKey } from './pg-row-batch.ts';
+import { insertRows } from './pg-table-statements.ts';
+
+type PaidOp = Extract<OutcomeOp, { kind: 'success' | 'rejected' }>;
+
+/** A task's outcome, as ledger.ts's markDone / markNotFound / markFailed write it. */
+interface Settlement {
+  id: number;
+  status: 'done' | 'not_found' | 'failed';
+  attempts: number;
+  code: string | null;
+  message: string | null;
+  retryable: number | null;
+  at: string;
+}
+
+/** The writer of one run's groups: `(client, ops)` writes a group in the caller's transaction. */
+export function createPgGroupCommit(runId: number): (client: pg.ClientBase, ops: readonly OutcomeOp[]) => Promise<void> {
+  const answers = createPgAnswerStore();
+  return async (client, ops) => {
+    const paid = ops.filter((op): op is PaidOp => op.kind === 'success' || op.kind === 'rejected');
+    const rawIds = await saveRawBodies(client, paid, runId);
+    const batch = new PgRowBatch();
+    const anomalies: unknown[][] = [];
+    for (const [i, op] of paid.entries()) {
+      if (op.kind !== 'success') continue;
+      const input = { rawResponseId: rawIds[i]!, runId, taskId: op.taskId, operation: op.operation, requestKey: op.requestKey, request: op.request, body: op.body, at: op.at };
+      anomalies.push(...(await answers.collect(client, batch, input)).anomalies);
+    }
+    await batch.flush(client);
+    await insertAnomalies(client, anomalies);
+    await insertCalls(client, ops.flatMap((op) => ('call' in op ? [op.call] : [])));
+    await settleTasks(client, runId, ops.flatMap(settlementOf));
+  };
+}
+
+const RAW_HEAD = 'INSERT INTO raw_responses (operation, request_key, request_json, body, body_encoding, received_at, run_id, task_id, error_code)';
+
+/**
+ * The bodies as received, as text (body_encoding NULL: PostgreSQL compresses large values itself); their ids in
+ * `paid`'s order. One statement's rows take their ids in the order of its VALUES, so the returned ids sorted are
+ * that order, which their task ids confirm.
+ */
+async function saveRawBodies(client: pg.ClientBase, paid: readonly PaidOp[], runId: number): Promise<number[]> {
+  const rows = paid.map((op) => [
+    op.operation, op.requestKey ?? requestKeyOf(op.request), JSON.stringify(op.request), op.body, null, op.at, runId, op.taskId, op.kind === 'rejected' ? op.code : null,
+  ]);
+  const got = await insertRows<{ id: string; task_id: string }>(client, RAW_HEAD, rows, ' RETURNING id, task_id');
+  const sorted = got.map((r) => ({ id: Number(r.id), taskId: Number(r.task_id) })).sort((a, b) => a.id - b.id);
+  if (sorted.some((r, i) => r.taskId !== paid[i]!.taskId)) throw new Error('internal: raw_responses ids out of the order of their rows');
+  return sorted.map((r) => r.id);
+}
+
+const CALL_HEAD = 'INSERT INTO api_calls (run_id, task_id, operation, method, path, status, error_code, latency_ms, total_credits, credits_used, credits_remaining, at)';
+
+async function insertCalls(client: pg.ClientBase, calls: readonly ApiCallRow[]): Promise<void> {
+  const rows = calls.map((r) => [r.runId, r.taskId, r.operation, r.method, r.path, r.status, r.errorCode, r.latencyMs, r.totalCredits, r.creditsUsed, r.creditsRemaining, r.at]);
+  await insertRows(client, CALL_HEAD, rows);
+}
+
+function settlementOf(op: OutcomeOp): Settlement[] {
+  const base = { id: 0, code: null, message: null, retryable: null };
+  switch (op.kind) {
+    case 'success':
+      return [{ ...base, id: op.taskId, status: 'done', attempts: op.attempts, at: op.at }];
+    case 'rejected':
+      return [{ id: op.taskId, status: 'failed', attempts: op.attempts, code: op.code, message: op.message.slice(0, 1000), retryable: 0, at: op.at }];
+    case 'not_found':
+      return [{ ...base, id: op.taskId, status: 'not_found', attempts: op.attempts, message: op.note, at: op.at }];
+    case 'past_last_page':
+      return [{ ...base, id: op.taskId, status: 'not_found', attempts: 0, message: `past the last page (${op.lastPage})`, at: op.at }];
+    case 'failed':
+      return [{ id: op.taskId, status: 'failed', attempts: op.attempts, code: op.code, message: op.message.slice(0, 1000), retryable: op.retryable ? 1 : 0, at: op.at }];
+    case 'attempt_failed':
+      return [];
+  }
+}
+
+const SETTLE_SQL = `UPDATE tasks AS t SET status = v.status, attempts = t.attempts + v.attempts, last_error_code = v.code, last_error = v.message,
+    retryable = v.retryable, updated_at = v.at, completed_at = CASE WHEN v.status = 'failed' THEN NULL ELSE v.at END, run_id = $8
+  FROM unnest($1::bigint[], $2::text[], $3::integer[], $4::text[], $5::text[], $6::smallint[], $7::timestamptz[]) AS v(id, status, attempts, code, message, retryable, at)
+  WHERE t.id = v.id`;
+
+/** The tasks' outcomes, one UPDATE per round of distinct tasks (an UPDATE ... FROM changes a row once). */
+async function settleTasks(client: pg.ClientBase, runId: number, settlements: readonly Settlement[]): Promise<void> {
+  for (const round of roundsByKey(settlements, (s) => String(s.id))) {
+    const column = <K extends keyof Settlement>(k: K) => round.map((s) => s[k]);
+    await client.query(SETTLE_SQL, [column('id'), column('status'), column('attempts'), column('code'), column('message'), column('retryable'), column('at'), runId]);
+  }
+}

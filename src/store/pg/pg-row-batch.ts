@@ -1,0 +1,113 @@
+/**
+ * The normalized rows of a group of answers, gathered per table and written with a few multi-row statements per
+ * table (pg-table-statements.ts) instead of one round trip per row. The effect is that of writing them one by
+ * one, in order:
+ * - tables go parents first (the foreign keys of a set's rows);
+ * - one statement never holds two rows of the same key (ON CONFLICT cannot touch a row twice): the n-th write
+ *   of a key goes in the n-th statement, in order, so the server merges first/last-seen and the later answer's
+ *   values win exactly as row by row;
+ * - a set replaced twice (a company's locations) ends as the last one: its owner's rows deleted, the last set
+ *   inserted.
+ * Whoever reads a stored row the batch may have touched flushes it first (`touches`).
+ */
+import type pg from 'pg';
+import type { Row, RowWrite } from '../../operations/stored-rows.ts';
+import { NORMALIZED_TABLES } from '../ingest/index.ts';
+import { insertRows, MAX_PARAMS, paramsOf, tableStatementOf } from './pg-table-statements.ts';
+
+const IDENTIFIER = /^[a-z_][a-z0-9_]*$/;
+/** Parents before children (NORMALIZED_TABLES lists children first, the order to empty them in). */
+const WRITE_ORDER: readonly string[] = [...NORMALIZED_TABLES].reverse();
+
+interface ReplacedSet {
+  owner: Row;
+  rows: readonly Row[];
+}
+
+/** One table's writes waiting: upserted rows in order, or sets by owner (the last replacement of each). */
+type Pending = { kind: 'rows'; rows: Row[] } | { kind: 'sets'; sets: Map<string, ReplacedSet> };
+
+export class PgRowBatch {
+  private pending = new Map<string, Pending>();
+
+  /** Adds one write; a table that switches between upserts and set replacement is flushed first, to keep order. */
+  async add(client: pg.ClientBase, w: RowWrite): Promise<void> {
+    const kind = 'row' in w ? 'rows' : 'sets';
+    if ((this.pending.get(w.table)?.kind ?? kind) !== kind) await this.flush(client);
+    let p = this.pending.get(w.table);
+    if (!p) this.pending.set(w.table, (p = kind === 'rows' ? { kind, rows: [] } : { kind, sets: new Map() }));
+    if ('row' in w) (p as Extract<Pending, { kind: 'rows' }>).rows.push(w.row);
+    else {
+      const sets = (p as Extract<Pending, { kind: 'sets' }>).sets;
+      const id = keyText(w.owner, Object.keys(w.owner));
+      sets.delete(id); // the last replacement of an owner's set is the one kept
+      sets.set(id, { owner: w.owner, rows: w.rows });
+    }
+  }
+
+  /** Whether a waiting write may change the stored row of `table` that `key` finds. */
+  touches(table: string, key: Row): boolean {
+    const p = this.pending.get(table);
+    if (!p) return false;
+    const matches = (row: Row) => Object.keys(key).every((k) => !Object.hasOwn(row, k) || row[k] === key[k]);
+    if (p.kind === 'rows') return p.rows.some(matches);
+    for (const s of p.sets.values()) if (matches(s.owner) || s.rows.some(matches)) return true;
+    return false;
+  }
+
+  /** Writes everything waiting, parents first; the batch is then empty. */
+  async flush(client: pg.ClientBase): Promise<void> {
+    const pending = this.pending;
+    this.pending = new Map();
+    const tables = [...pending.keys()].sort((a, b) => orderOf(a) - orderOf(b));
+    for (const table of tables) {
+      const p = pending.get(table)!;
+      if (p.kind === 'rows') await writeRows(client, table, p.rows);
+      else await replaceSets(client, table, [...p.sets.values()]);
+    }
+  }
+}
+
+function orderOf(table: string): number {
+  const i = WRITE_ORDER.indexOf(table);
+  return i === -1 ? WRITE_ORDER.length : i;
+}
+
+/** A key's values as one string (bigint-safe), for telling rows of the same key apart. */
+function keyText(row: Row, columns: readonly string[]): string {
+  return columns.map((c) => `${typeof row[c]}:${String(row[c])}`).join('\0');
+}
+
+/** Rows in statements of distinct keys: the n-th row of a key in the n-th statement. */
+export function roundsByKey<T>(items: readonly T[], keyOf: (item: T) => string): T[][] {
+  const seen = new Map<string, number>();
+  const rounds: T[][] = [];
+  for (const item of items) {
+    const id = keyOf(item);
+    const n = seen.get(id) ?? 0;
+    seen.set(id, n + 1);
+    (rounds[n] ??= []).push(item);
+  }
+  return rounds;
+}
+
+async function writeRows(client: pg.ClientBase, table: string, rows: readonly Row[]): Promise<void> {
+  const s = tableStatementOf(table);
+  const key = s.conflictKey;
+  const rounds = key ? roundsByKey(rows, (row) => keyText(row, key)) : [rows];
+  for (const round of rounds) await insertRows(client, s.head, round.map((row) => paramsOf(s, row)), s.tail);
+}
+
+/** Each owner's stored set deleted, then the sets inserted. */
+async function replaceSets(client: pg.ClientBase, table: string, sets: readonly ReplacedSet[]): Promise<void> {
+  const columns = Object.keys(sets[0]!.owner);
+  const sameOwnerColumns = sets.every((s) => keyText(s.owner, Object.keys(s.owner)) === keyText(s.owner, columns));
+  if (!sameOwnerColumns || !columns.every((c) => IDENTIFIER.test(c)) || !IDENTIFIER.test(table)) throw new Error(`internal: cannot delete from ${table}`);
+  const perStatement = Math.max(1, Math.floor(MAX_PARAMS / columns.length));
+  for (let start = 0; start < sets.length; start += perStatement) {
+    const params: unknown[] = [];
+    const tuples = sets.slice(start, start + perStatement).map((s) => `(${columns.map((c) => `$${params.push(s.owner[c])}`).join(', ')})`);
+    await client.query(`DELETE FROM ${table} WHERE (${columns.join(', ')}) IN (${tuples.join(', ')})`, params);
+  }
+  await writeRows(client, table, sets.flatMap((s) => s.rows));
+}

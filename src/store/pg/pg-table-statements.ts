@@ -1,0 +1,86 @@
+/**
+ * The statements of store/ingest/tables.ts in PostgreSQL's dialect, split so that one statement writes many
+ * rows: `head VALUES (...), (...) tail`. The upsert rules are SQLite's own text (ON CONFLICT ... DO UPDATE with
+ * the earliest first_seen and the latest updated/last_seen), with LEAST/GREATEST for the two-argument min/max.
+ * Values go in as `copy` converts them.
+ */
+import type pg from 'pg';
+import type { Row } from '../../operations/stored-rows.ts';
+import { pgValueConverters } from '../copy-dataset.ts';
+import { TABLE_STATEMENTS } from '../ingest/tables.ts';
+
+/** A most PostgreSQL takes in one statement (its wire protocol counts them in 16 bits). */
+export const MAX_PARAMS = 65_535;
+
+export interface PgTableStatement {
+  table: string;
+  columns: readonly string[];
+  convert: Array<(value: unknown) => unknown>;
+  /** `INSERT INTO table (columns)`, before the VALUES. */
+  head: string;
+  /** What follows the VALUES: the ON CONFLICT clause, or nothing (a set's plain insert). */
+  tail: string;
+  /** The ON CONFLICT columns: rows with the same values here are the same stored row. null: a plain insert. */
+  conflictKey: readonly string[] | null;
+}
+
+/** LEAST/GREATEST for SQLite's two-argument min/max, the stored column named by its table (bare is ambiguous beside `excluded`). */
+export function pgDialect(sql: string, table: string): string {
+  return sql.replace(/\bmin\((\w+),/g, `LEAST(${table}.$1,`).replace(/\bmax\((\w+),/g, `GREATEST(${table}.$1,`);
+}
+
+const statements = new Map<string, PgTableStatement>();
+
+export function tableStatementOf(table: string): PgTableStatement {
+  const known = statements.get(table);
+  if (known) return known;
+  const sqlite = Object.hasOwn(TABLE_STATEMENTS, table) ? TABLE_STATEMENTS[table]! : undefined;
+  const parts = sqlite ? /^([\s\S]*?)\bVALUES\s*\([?,\s]*\)([\s\S]*)$/.exec(sqlite.sql) : null;
+  if (!sqlite || !parts) throw new Error(`internal: no statement for table ${table}`);
+  const converters = pgValueConverters(table);
+  const conflict = /ON CONFLICT\s*\(([^)]*)\)/i.exec(parts[2]!);
+  const s: PgTableStatement = {
+    table,
+    columns: sqlite.columns,
+    convert: sqlite.columns.map((c) => converters.get(c) ?? ((v) => v)),
+    head: parts[1]!.trim(),
+    tail: pgDialect(parts[2]!, table),
+    conflictKey: conflict ? conflict[1]!.split(',').map((c) => c.trim()) : null,
+  };
+  statements.set(table, s);
+  return s;
+}
+
+/** A row's parameters in the statement's column order. */
+export function paramsOf(s: PgTableStatement, row: Row): unknown[] {
+  return s.columns.map((column, i) => {
+    const value = row[column];
+    if (value === undefined) throw new Error(`internal: row of ${s.table} without ${column}`);
+    // A bigint (object_urn, ids past 2^53) goes as its digits, which every numeric column and jsonb read as that number.
+    return typeof value === 'bigint' ? bigintParam(value, s.convert[i]!) : s.convert[i]!(value);
+  });
+}
+
+function bigintParam(value: bigint, convert: (value: unknown) => unknown): unknown {
+  const n = Number(value);
+  return Number.isSafeInteger(n) ? convert(n) : value.toString();
+}
+
+/**
+ * `head VALUES (...), (...) tail` over `rows` (each its parameters), in as few statements as the parameter limit
+ * allows, in order; the rows each statement returns, concatenated.
+ */
+export async function insertRows<R extends pg.QueryResultRow = Record<string, unknown>>(client: pg.ClientBase, head: string, rows: readonly unknown[][], tail = ''): Promise<R[]> {
+  const out: R[] = [];
+  if (rows.length === 0) return out;
+  const width = rows[0]!.length;
+  const perStatement = Math.max(1, Math.floor(MAX_PARAMS / width));
+  for (let start = 0; start < rows.length; start += perStatement) {
+    const chunk = rows.slice(start, start + perStatement);
+    const params: unknown[] = [];
+    const tuples = chunk.map((row) => `(${row.map((value) => `$${params.push(value)}`).join(', ')})`);
+    const { rows: got } = await client.query<R>(`${head} VALUES ${tuples.join(', ')}${tail}`, params);
+    out.push(...got);
+  }
+  return out;
+}
