@@ -6,14 +6,10 @@
  * pg-answer-store.ts, as the run's writer stores them.
  */
 import type pg from 'pg';
-import { UsageError } from '../../errors.ts';
-import { DatabaseError } from '../errors.ts';
 import { NORMALIZED_TABLES } from '../ingest/index.ts';
 import type { ArchivedBody, ReprocessStore } from '../reprocess-store.ts';
-import { redactDatabaseUrl } from './database-url.ts';
 import { createPgAnswerStore } from './pg-answer-store.ts';
-import { holdExclusive } from './dataset-lock.ts';
-import { openPgStore } from './open.ts';
+import { withPgMaintenance } from './maintenance.ts';
 import { STORE_TYPES } from './reader-values.ts';
 
 /** Times as ISO text with milliseconds and ids as numbers (STORE_TYPES), as the replay reads them on SQLite. */
@@ -53,38 +49,11 @@ export function pgReprocessStore(client: pg.PoolClient): ReprocessStore {
 }
 
 /**
- * Opens the dataset at `url` (it must hold one), holds its lock exclusive and runs `replay` in one transaction
- * on one client: committed when it returns, rolled back when it throws. The lock goes on every path.
+ * Runs `replay` on the dataset at `url` (maintenance.ts: it must hold one; the lock held exclusive) in one
+ * transaction on one client: committed when it returns, rolled back when it throws.
  */
-export async function reprocessOnPg<T>(url: string, replay: (store: ReprocessStore) => Promise<T>): Promise<T> {
-  await refuseEmpty(url);
-  // Maintenance the user asked for, as prune's: emptying and rebuilding a large table may take past the run's
-  // per-statement limit, and a timeout would only roll the whole rebuild back.
-  const store = await openPgStore(url, { statementTimeoutMs: 0, maxConnections: 3 });
-  try {
-    const hold = await holdExclusive(store.pool, store.shownUrl, 'netingest reprocess');
-    try {
-      return await inTransaction(store.pool, (client) => replay(pgReprocessStore(client)));
-    } finally {
-      await hold.release();
-    }
-  } finally {
-    await store.close();
-  }
-}
-
-/** An empty database is refused as SQLite refuses a missing file, before opening it creates the schema there. */
-async function refuseEmpty(url: string): Promise<void> {
-  try {
-    await (await openPgStore(url, { readOnly: true, maxConnections: 1 })).close();
-  } catch (err) {
-    // An older netingest's dataset is fine: the open below upgrades it.
-    if (err instanceof DatabaseError && err.code === 'DB_NEEDS_MIGRATION') return;
-    if (err instanceof UsageError && err.code === 'DB_NOT_FOUND') {
-      throw new UsageError(`no netingest dataset in ${redactDatabaseUrl(url)}: nothing to reprocess (see --db)`, 'DB_NOT_FOUND');
-    }
-    throw err;
-  }
+export function reprocessOnPg<T>(url: string, replay: (store: ReprocessStore) => Promise<T>): Promise<T> {
+  return withPgMaintenance(url, 'reprocess', (store) => inTransaction(store.pool, (client) => replay(pgReprocessStore(client))));
 }
 
 async function inTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {

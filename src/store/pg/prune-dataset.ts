@@ -6,12 +6,8 @@
  */
 import type pg from 'pg';
 import type { PruneOptions, PruneReport } from '../raw-prune.ts';
-import { UsageError } from '../../errors.ts';
-import { DatabaseError } from '../errors.ts';
-import { holdExclusive } from './dataset-lock.ts';
-import { redactDatabaseUrl } from './database-url.ts';
-import { openPgStore } from './open.ts';
 import { pruneRawBodiesPg } from './raw-prune.ts';
+import { withPgMaintenance } from './maintenance.ts';
 
 /** Options of prunePgDataset(). */
 export interface PgPruneOptions extends Pick<PruneOptions, 'keepDays' | 'dryRun' | 'now'> {
@@ -28,41 +24,15 @@ export type PgPruneReport = PruneReport & {
 };
 
 /** Prunes the dataset at `url` under the exclusive dataset lock (LockedError while a worker runs). */
-export async function prunePgDataset(url: string, options: PgPruneOptions): Promise<PgPruneReport> {
-  await refuseEmpty(url);
-  // Maintenance the user asked for: a large archive's delete or vacuum may take longer than a run's statements.
-  const store = await openPgStore(url, { statementTimeoutMs: 0, maxConnections: 3 });
-  try {
-    const lock = await holdExclusive(store.pool, store.shownUrl, 'netingest prune');
-    try {
-      const rawResponsesBytesBefore = await rawResponsesBytes(store.pool);
-      const report = await pruneRawBodiesPg(store.pool, options);
-      const vacuumed = options.vacuum && !options.dryRun && report.dropped > 0;
-      // VACUUM cannot run in a transaction; a pooled connection outside one is what pool.query gives.
-      if (vacuumed) await store.pool.query('VACUUM (ANALYZE) raw_responses');
-      return { ...report, rawResponsesBytesBefore, rawResponsesBytesAfter: await rawResponsesBytes(store.pool), vacuumed };
-    } finally {
-      await lock.release();
-    }
-  } finally {
-    await store.close();
-  }
-}
-
-/**
- * A database with no netingest schema is refused and left empty, as SQLite's prune refuses a missing file: opening
- * it to write would create the schema in a database the user may have named by mistake. An older schema is fine
- * (the writable open upgrades it).
- */
-async function refuseEmpty(url: string): Promise<void> {
-  try {
-    await (await openPgStore(url, { readOnly: true, maxConnections: 1 })).close();
-  } catch (err) {
-    if (err instanceof UsageError && err.code === 'DB_NOT_FOUND') {
-      throw new UsageError(`no netingest dataset in ${redactDatabaseUrl(url)}: nothing to prune (see --db)`, 'DB_NOT_FOUND');
-    }
-    if (!(err instanceof DatabaseError && err.code === 'DB_NEEDS_MIGRATION')) throw err;
-  }
+export function prunePgDataset(url: string, options: PgPruneOptions): Promise<PgPruneReport> {
+  return withPgMaintenance(url, 'prune', async ({ pool }) => {
+    const rawResponsesBytesBefore = await rawResponsesBytes(pool);
+    const report = await pruneRawBodiesPg(pool, options);
+    const vacuumed = options.vacuum && !options.dryRun && report.dropped > 0;
+    // VACUUM cannot run in a transaction; a pooled connection outside one is what pool.query gives.
+    if (vacuumed) await pool.query('VACUUM (ANALYZE) raw_responses');
+    return { ...report, rawResponsesBytesBefore, rawResponsesBytesAfter: await rawResponsesBytes(pool), vacuumed };
+  });
 }
 
 async function rawResponsesBytes(pool: pg.Pool): Promise<number> {

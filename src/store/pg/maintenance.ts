@@ -1,0 +1,43 @@
+/**
+ * How a command that rewrites a PostgreSQL dataset (reprocess, prune) gets it: refused when it holds no netingest
+ * dataset (as SQLite refuses a missing file: opening it to write would create the schema in a database named by
+ * mistake; an older schema is fine, the open upgrades it), opened with no statement limit (maintenance the user
+ * asked for may take longer than a run's statements, and a timeout would only roll it back), under the dataset
+ * lock held exclusive (LockedError while a worker runs), released on every path.
+ */
+import { UsageError } from '../../errors.ts';
+import { DatabaseError } from '../errors.ts';
+import { holdExclusive } from './dataset-lock.ts';
+import { redactDatabaseUrl } from './database-url.ts';
+import { openPgStore, type PgStore } from './open.ts';
+
+export type MaintenanceCommand = 'reprocess' | 'prune';
+
+/** Runs `fn` on the dataset at `url` for `command`, as the header says. */
+export async function withPgMaintenance<T>(url: string, command: MaintenanceCommand, fn: (store: PgStore) => Promise<T>): Promise<T> {
+  await refuseEmpty(url, command);
+  // Two connections at most at once: the lock's, and the work's.
+  const store = await openPgStore(url, { statementTimeoutMs: 0, maxConnections: 3 });
+  try {
+    const hold = await holdExclusive(store.pool, store.shownUrl, `netingest ${command}`);
+    try {
+      return await fn(store);
+    } finally {
+      await hold.release();
+    }
+  } finally {
+    await store.close();
+  }
+}
+
+async function refuseEmpty(url: string, command: MaintenanceCommand): Promise<void> {
+  try {
+    await (await openPgStore(url, { readOnly: true, maxConnections: 1 })).close();
+  } catch (err) {
+    if (err instanceof DatabaseError && err.code === 'DB_NEEDS_MIGRATION') return;
+    if (err instanceof UsageError && err.code === 'DB_NOT_FOUND') {
+      throw new UsageError(`no netingest dataset in ${redactDatabaseUrl(url)}: nothing to ${command} (see --db)`, 'DB_NOT_FOUND');
+    }
+    throw err;
+  }
+}
