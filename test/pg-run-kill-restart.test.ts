@@ -1,0 +1,96 @@
+/**
+ * Workers on PostgreSQL with the CLI's 60 s claim lease: a worker killed with SIGKILL and restarted at once does
+ * not wait for its dead self's leases (the server dropped its session, and with it its hold on the dataset lock);
+ * a worker alive but idle (its calls held at the API) keeps its inputs: another worker does not call them.
+ */
+import { describe, expect, it } from 'vitest';
+import { openPgStore } from '../src/store/pg/open.ts';
+import { pgClusterUrl, pgSkipReason } from './pg/use-pg.ts';
+import { waitFor as waitUntil } from './pg/coordination-fixtures.ts';
+import { gatedApi } from './pg/gated-api.ts';
+import { chargedPerUrl, expectWholeAndUnique, one, setUp, startWorker, useCleanups, type Worker } from './pg/run-workers.ts';
+
+useCleanups();
+
+/** The CLI's default lease: what a restarted worker would wait out without the session check. */
+const CLI_LEASE_MS = 60_000;
+
+const summaryOf = (w: Worker) => JSON.parse(w.stdout().split('\n').filter(Boolean).pop()!) as { status: string };
+
+/** The inputs leased now, each with when its lease ends (the server's clock). */
+async function leasedInputs(pool: import('pg').Pool): Promise<Map<string, Date>> {
+  const { rows } = await pool.query<{ input_key: string; lease_until: Date }>('SELECT input_key, lease_until FROM worker_task_leases');
+  return new Map(rows.map((r) => [r.input_key, r.lease_until]));
+}
+
+describe.skipIf(!pgClusterUrl)(`workers with a 60 s lease on PostgreSQL${pgClusterUrl ? '' : ` (skipped: ${pgSkipReason})`}`, () => {
+  it('a worker killed with SIGKILL and restarted at once takes its inputs back before their lease ends, paying nothing twice', async () => {
+    const TASKS = 40;
+    const ALLOWED = 8;
+    const s = await setUp(TASKS, 'kill_restart');
+    await (await openPgStore(s.url)).close();
+    const api = await gatedApi(s.sandbox.url);
+    try {
+      // Its first calls go through and are committed; the next ones wait at the API, their inputs leased, when it is killed.
+      api.allow(ALLOWED);
+      const victim = startWorker(s, { apiUrl: api.url, leaseMs: CLI_LEASE_MS });
+      await waitUntil(async () => (await one(s.pool, 'SELECT count(*) AS n FROM api_calls')) >= ALLOWED
+        && (await one(s.pool, 'SELECT count(*) AS n FROM worker_task_leases')) > 0, 30_000, 'the victim\'s calls and leases');
+      const orphaned = await leasedInputs(s.pool);
+      victim.child.kill('SIGKILL');
+      expect(await victim.exited).toBe('SIGKILL');
+
+      const restarted = startWorker(s, { leaseMs: CLI_LEASE_MS });
+      await waitUntil(async () => restarted.child.exitCode !== null, CLI_LEASE_MS / 2, 'the restarted worker to end (well before the lease)');
+      expect(await restarted.exited, restarted.stderr()).toBe(0);
+      expect(summaryOf(restarted).status).toBe('completed');
+      await expectWholeAndUnique(s.pool, TASKS);
+      // It called each of the victim's leased inputs before that lease would have ended (both clocks are this host's).
+      const { rows } = await s.pool.query<{ input_key: string; at: Date }>(`SELECT t.input_key, min(c.at) AS at FROM api_calls c
+        JOIN tasks t ON t.id = c.task_id WHERE c.run_id = (SELECT max(id) FROM runs) AND t.input_key = ANY($1::text[]) GROUP BY t.input_key`, [[...orphaned.keys()]]);
+      expect(rows.map((r) => r.input_key).sort()).toEqual([...orphaned.keys()].sort());
+      for (const r of rows) expect(new Date(r.at).getTime(), r.input_key).toBeLessThan(orphaned.get(r.input_key)!.getTime());
+      // The calls held at the gate never reached the API: each post was paid once.
+      expect([...chargedPerUrl(s.sandbox).values()].every((n) => n === 1)).toBe(true);
+      expect(chargedPerUrl(s.sandbox).size).toBe(TASKS);
+    } finally {
+      await api.stop();
+    }
+  }, 60_000);
+
+  it('a worker alive but idle keeps its inputs: another worker works the rest and does not call them', async () => {
+    const TASKS = 100;
+    const ALLOWED = 4;
+    const s = await setUp(TASKS, 'idle_kept');
+    await (await openPgStore(s.url)).close();
+    const api = await gatedApi(s.sandbox.url);
+    try {
+      api.allow(ALLOWED);
+      const idle = startWorker(s, { apiUrl: api.url, leaseMs: CLI_LEASE_MS });
+      await waitUntil(async () => (await one(s.pool, 'SELECT count(*) AS n FROM api_calls')) >= ALLOWED
+        && (await one(s.pool, 'SELECT count(*) AS n FROM worker_task_leases')) > 0, 30_000, 'the idle worker\'s calls and leases');
+      const its = [...(await leasedInputs(s.pool)).keys()];
+      const idleId = (await s.pool.query<{ w: string }>('SELECT DISTINCT worker_id AS w FROM worker_task_leases')).rows.map((r) => r.w);
+      expect(idleId).toHaveLength(1);
+      const other = startWorker(s, { leaseMs: CLI_LEASE_MS });
+      // The other worker does everything outside the idle worker's leases, then waits for them.
+      await waitUntil(async () => (await one(s.pool, 'SELECT count(*) AS n FROM runs')) === 2 && (await one(s.pool, `SELECT count(*) AS n
+        FROM tasks t WHERE t.status <> 'done' AND NOT EXISTS (
+          SELECT 1 FROM worker_task_leases l WHERE l.input_key = t.input_key AND l.worker_id = '${idleId[0]}')`)) === 0, 30_000, 'the other worker to do the rest');
+      // A few of its idle polls (every 500 ms) later, it has still called none of them, and waits.
+      await new Promise((r) => setTimeout(r, 2_000));
+      const otherCalls = `SELECT count(*) AS n FROM api_calls c JOIN tasks t ON t.id = c.task_id
+        WHERE c.run_id = (SELECT max(id) FROM runs) AND t.input_key = ANY('{${its.map((k) => `"${k}"`).join(',')}}'::text[])`;
+      expect(await one(s.pool, otherCalls)).toBe(0);
+      expect(await one(s.pool, `SELECT count(*) AS n FROM api_calls c JOIN runs r ON r.id = c.run_id WHERE r.id = (SELECT max(id) FROM runs)`)).toBeGreaterThan(0);
+      expect(other.child.exitCode).toBeNull();
+
+      api.allow(Infinity);
+      for (const w of [idle, other]) expect(await w.exited, w.stderr()).toBe(0);
+      await expectWholeAndUnique(s.pool, TASKS);
+      expect([...chargedPerUrl(s.sandbox).values()].every((n) => n === 1)).toBe(true);
+    } finally {
+      await api.stop();
+    }
+  }, 60_000);
+});
