@@ -8,14 +8,31 @@ import { openPgStore } from '../src/store/pg/open.ts';
 import { pgClusterUrl, pgSkipReason } from './pg/use-pg.ts';
 import { waitFor as waitUntil } from './pg/coordination-fixtures.ts';
 import { gatedApi } from './pg/gated-api.ts';
-import { chargedPerUrl, expectWholeAndUnique, one, setUp, startWorker, useCleanups, type Worker } from './pg/run-workers.ts';
+import { operationRequests } from './run-helpers.ts';
+import { chargedPerUrl, expectWholeAndUnique, one, setUp, startWorker, TOKEN, useCleanups, type Setup } from './pg/run-workers.ts';
+import { runJobs } from '../src/runner/run-jobs.ts';
+import type { RunOptions } from '../src/runner/run-options.ts';
+import type { Job } from '../src/jobs/schema.ts';
 
 useCleanups();
 
 /** The CLI's default lease: what a restarted worker would wait out without the session check. */
 const CLI_LEASE_MS = 60_000;
 
-const summaryOf = (w: Worker) => JSON.parse(w.stdout().split('\n').filter(Boolean).pop()!) as { status: string };
+/** A run of the setup's job with the CLI's lease, on `apiUrl`. */
+const runOptions = (s: Setup, jobs: Job[], apiUrl: string): RunOptions => ({
+  dbPath: s.url, jobs, api: { baseUrl: apiUrl, token: TOKEN }, requestTimeoutMs: CLI_LEASE_MS, lockLeaseMs: CLI_LEASE_MS,
+});
+
+/**
+ * Whether the `allowed` requests the gate let through (the balance asked first among them) have reached the API and
+ * their answers are committed, while other inputs are leased: the worker's next calls wait at the gate.
+ */
+async function allowedCallsSettled(s: Setup, allowed: number): Promise<boolean> {
+  return s.sandbox.requests.length >= allowed
+    && (await one(s.pool, 'SELECT count(*) AS n FROM api_calls WHERE status = 200')) >= operationRequests(s.sandbox).length
+    && (await one(s.pool, 'SELECT count(*) AS n FROM worker_task_leases')) > 0;
+}
 
 /** The inputs leased now, each with when its lease ends (the server's clock). */
 async function leasedInputs(pool: import('pg').Pool): Promise<Map<string, Date>> {
@@ -34,16 +51,17 @@ describe.skipIf(!pgClusterUrl)(`workers with a 60 s lease on PostgreSQL${pgClust
       // Its first calls go through and are committed; the next ones wait at the API, their inputs leased, when it is killed.
       api.allow(ALLOWED);
       const victim = startWorker(s, { apiUrl: api.url, leaseMs: CLI_LEASE_MS });
-      await waitUntil(async () => (await one(s.pool, 'SELECT count(*) AS n FROM api_calls')) >= ALLOWED
-        && (await one(s.pool, 'SELECT count(*) AS n FROM worker_task_leases')) > 0, 30_000, 'the victim\'s calls and leases');
+      await waitUntil(() => allowedCallsSettled(s, ALLOWED), 30_000, 'the victim\'s calls and leases');
       const orphaned = await leasedInputs(s.pool);
       victim.child.kill('SIGKILL');
       expect(await victim.exited).toBe('SIGKILL');
 
-      const restarted = startWorker(s, { leaseMs: CLI_LEASE_MS });
-      await waitUntil(async () => restarted.child.exitCode !== null, CLI_LEASE_MS / 2, 'the restarted worker to end (well before the lease)');
-      expect(await restarted.exited, restarted.stderr()).toBe(0);
-      expect(summaryOf(restarted).status).toBe('completed');
+      // Restarted in this process (as the CLI would be, by cron): stopped if it is still going at half the lease.
+      const stop = new AbortController();
+      const timer = setTimeout(() => stop.abort(), CLI_LEASE_MS / 2);
+      const restarted = await runJobs({ ...runOptions(s, await s.ws.load(s.file), s.sandbox.url), signal: stop.signal }).finally(() => clearTimeout(timer));
+      expect(stop.signal.aborted, 'the restarted run waited for the dead worker\'s leases').toBe(false);
+      expect(restarted.status).toBe('completed');
       await expectWholeAndUnique(s.pool, TASKS);
       // It called each of the victim's leased inputs before that lease would have ended (both clocks are this host's).
       const { rows } = await s.pool.query<{ input_key: string; at: Date }>(`SELECT t.input_key, min(c.at) AS at FROM api_calls c
@@ -66,13 +84,15 @@ describe.skipIf(!pgClusterUrl)(`workers with a 60 s lease on PostgreSQL${pgClust
     const api = await gatedApi(s.sandbox.url);
     try {
       api.allow(ALLOWED);
-      const idle = startWorker(s, { apiUrl: api.url, leaseMs: CLI_LEASE_MS });
-      await waitUntil(async () => (await one(s.pool, 'SELECT count(*) AS n FROM api_calls')) >= ALLOWED
-        && (await one(s.pool, 'SELECT count(*) AS n FROM worker_task_leases')) > 0, 30_000, 'the idle worker\'s calls and leases');
+      // Both in this process, each with its own pool and its own session holding the dataset lock.
+      const jobs = await s.ws.load(s.file);
+      const idle = runJobs(runOptions(s, jobs, api.url));
+      await waitUntil(() => allowedCallsSettled(s, ALLOWED), 30_000, 'the idle worker\'s calls and leases');
       const its = [...(await leasedInputs(s.pool)).keys()];
       const idleId = (await s.pool.query<{ w: string }>('SELECT DISTINCT worker_id AS w FROM worker_task_leases')).rows.map((r) => r.w);
       expect(idleId).toHaveLength(1);
-      const other = startWorker(s, { leaseMs: CLI_LEASE_MS });
+      let otherEnded = false;
+      const other = runJobs(runOptions(s, jobs, s.sandbox.url)).finally(() => (otherEnded = true));
       // The other worker does everything outside the idle worker's leases, then waits for them.
       await waitUntil(async () => (await one(s.pool, 'SELECT count(*) AS n FROM runs')) === 2 && (await one(s.pool, `SELECT count(*) AS n
         FROM tasks t WHERE t.status <> 'done' AND NOT EXISTS (
@@ -83,10 +103,10 @@ describe.skipIf(!pgClusterUrl)(`workers with a 60 s lease on PostgreSQL${pgClust
         WHERE c.run_id = (SELECT max(id) FROM runs) AND t.input_key = ANY('{${its.map((k) => `"${k}"`).join(',')}}'::text[])`;
       expect(await one(s.pool, otherCalls)).toBe(0);
       expect(await one(s.pool, `SELECT count(*) AS n FROM api_calls c JOIN runs r ON r.id = c.run_id WHERE r.id = (SELECT max(id) FROM runs)`)).toBeGreaterThan(0);
-      expect(other.child.exitCode).toBeNull();
+      expect(otherEnded).toBe(false);
 
       api.allow(Infinity);
-      for (const w of [idle, other]) expect(await w.exited, w.stderr()).toBe(0);
+      for (const summary of await Promise.all([idle, other])) expect(summary.status).toBe('completed');
       await expectWholeAndUnique(s.pool, TASKS);
       expect([...chargedPerUrl(s.sandbox).values()].every((n) => n === 1)).toBe(true);
     } finally {
