@@ -1,15 +1,17 @@
 /**
  * Workers on PostgreSQL with the CLI's 60 s claim lease: a worker killed with SIGKILL and restarted at once does
  * not wait for its dead self's leases (the server dropped its session, and with it its hold on the dataset lock);
- * a worker alive but idle (its calls held at the API) keeps its inputs: another worker does not call them.
+ * a worker alive but idle (its calls held at the API) keeps its inputs: another worker does not call them; a worker
+ * whose session the server ends stops before any further call.
  */
 import { describe, expect, it } from 'vitest';
 import { openPgStore } from '../src/store/pg/open.ts';
+import { lockHolders } from '../src/store/pg/dataset-lock.ts';
 import { pgClusterUrl, pgSkipReason } from './pg/use-pg.ts';
 import { waitFor as waitUntil } from './pg/coordination-fixtures.ts';
 import { gatedApi } from './pg/gated-api.ts';
 import { operationRequests } from './run-helpers.ts';
-import { chargedPerUrl, expectWholeAndUnique, one, setUp, startWorker, TOKEN, useCleanups, type Setup } from './pg/run-workers.ts';
+import { chargedPerUrl, CONCURRENCY, expectWholeAndUnique, one, setUp, startWorker, TOKEN, useCleanups, type Setup } from './pg/run-workers.ts';
 import { runJobs } from '../src/runner/run-jobs.ts';
 import type { RunOptions } from '../src/runner/run-options.ts';
 import type { Job } from '../src/jobs/schema.ts';
@@ -109,6 +111,38 @@ describe.skipIf(!pgClusterUrl)(`workers with a 60 s lease on PostgreSQL${pgClust
       for (const summary of await Promise.all([idle, other])) expect(summary.status).toBe('completed');
       await expectWholeAndUnique(s.pool, TASKS);
       expect([...chargedPerUrl(s.sandbox).values()].every((n) => n === 1)).toBe(true);
+    } finally {
+      await api.stop();
+    }
+  }, 60_000);
+  it('a worker whose session the server ends stops (LOCK_LOST) with no call after its in-flight ones; the next takes the rest', async () => {
+    const TASKS = 100;
+    const ALLOWED = 4;
+    const s = await setUp(TASKS, 'session_ended');
+    await (await openPgStore(s.url)).close();
+    const api = await gatedApi(s.sandbox.url);
+    try {
+      api.allow(ALLOWED);
+      const jobs = await s.ws.load(s.file);
+      const cut = runJobs(runOptions(s, jobs, api.url)).then(() => null, (err: unknown) => err as { code?: string });
+      await waitUntil(() => allowedCallsSettled(s, ALLOWED), 30_000, 'the first worker\'s calls and leases');
+      const [holder] = [...(await lockHolders(s.pool))];
+      await s.pool.query('SELECT pg_terminate_backend($1)', [holder]);
+      await waitUntil(async () => (await s.pool.query('SELECT 1 FROM pg_stat_activity WHERE pid = $1', [holder])).rowCount === 0, 10_000, 'its session to end');
+      // Its calls waiting at the API go on; it must start no other.
+      api.allow(Infinity);
+      const stillRunning = new Promise<{ code: string }>((r) => setTimeout(() => r({ code: 'still running after 20 s' }), 20_000).unref());
+      expect((await Promise.race([cut, stillRunning]))?.code).toBe('LOCK_LOST');
+      const sent = operationRequests(s.sandbox).length;
+      expect(sent).toBeLessThanOrEqual(ALLOWED + CONCURRENCY);
+
+      const next = await runJobs(runOptions(s, jobs, s.sandbox.url));
+      expect(next.status).toBe('completed');
+      await expectWholeAndUnique(s.pool, TASKS);
+      // Paid twice at most: what it had in flight when its session ended.
+      const charged = chargedPerUrl(s.sandbox);
+      expect(charged.size).toBe(TASKS);
+      expect(s.sandbox.requests.filter((r) => r.charged > 0).length).toBeLessThanOrEqual(TASKS + CONCURRENCY);
     } finally {
       await api.stop();
     }
