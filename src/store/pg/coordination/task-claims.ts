@@ -100,7 +100,7 @@ const HOLDERS = `SELECT k.pid, a.backend_start FROM (${LOCK_HOLDERS_SQL}) k LEFT
  * alone whatever `holders` says: its worker may have taken the lock after pg_locks was read (`claimed_at` is
  * later than the lock it was claimed under, `now()` earlier than the read).
  */
-export const LEASE_LIVE = `(l.lease_until > clock_timestamp() AND (l.backend_pid IS NULL OR l.claimed_at >= now()
+const LEASE_LIVE = `(l.lease_until > clock_timestamp() AND (l.backend_pid IS NULL OR l.claimed_at >= now()
   OR EXISTS (SELECT 1 FROM holders h WHERE h.pid = l.backend_pid
     AND (h.backend_start IS NULL OR l.backend_start IS NULL OR h.backend_start = l.backend_start))))`;
 
