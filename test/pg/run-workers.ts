@@ -44,11 +44,14 @@ export async function setUp(tasks: number, prefix: string, credits: { balance: n
 
 export interface Worker { child: ChildProcess; exited: Promise<number | string>; stdout(): string; stderr(): string }
 
-/** A worker process on the setup's job; `as` changes its job file, its API URL, the host name it reads, or names its run. */
-export function startWorker(s: Setup, as: { file?: string; apiUrl?: string; hostname?: string; runKey?: string } = {}): Worker {
+/**
+ * A worker process on the setup's job; `as` changes its job file, its API URL, the host name it reads, its claims'
+ * lease (LEASE_MS by default), or names its run.
+ */
+export function startWorker(s: Setup, as: { file?: string; apiUrl?: string; hostname?: string; runKey?: string; leaseMs?: number } = {}): Worker {
   const script = fileURLToPath(new URL('./workers/run-worker.ts', import.meta.url));
   const settings = {
-    url: s.url, jobFiles: [as.file ?? s.file], cwd: s.ws.dir, apiUrl: as.apiUrl ?? s.sandbox.url, token: TOKEN, leaseMs: LEASE_MS, rateWindowMs: RATE_WINDOW_MS,
+    url: s.url, jobFiles: [as.file ?? s.file], cwd: s.ws.dir, apiUrl: as.apiUrl ?? s.sandbox.url, token: TOKEN, leaseMs: as.leaseMs ?? LEASE_MS, rateWindowMs: RATE_WINDOW_MS,
     hostname: as.hostname, runKey: as.runKey,
   };
   const child = spawn(process.execPath, ['--import', 'tsx', script, JSON.stringify(settings)], { stdio: ['ignore', 'pipe', 'pipe'] });

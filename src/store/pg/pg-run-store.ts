@@ -26,7 +26,7 @@ import { holdShared, type DatasetHold } from './dataset-lock.ts';
 /** Options of a PostgreSQL run store; every default is in PG_RUN_STORE_DEFAULTS. */
 export interface PgRunStoreOptions {
   url: string;
-  /** How long a worker's claim on an input lives unless renewed: a dead worker's inputs wait this long. */
+  /** How long a worker's claim on an input lives unless renewed: a stalled worker's inputs wait this long (a dead one's do not). */
   leaseMs?: number;
   /** How often a worker with nothing to claim looks again while other workers still hold due inputs. */
   idlePollMs?: number;
@@ -69,7 +69,7 @@ export async function openPgRunStore(options: PgRunStoreOptions): Promise<RunSto
     runs: withAbandonedRunFigures(pool, runRecords(store, hold), hold),
     calls: callHistory(store),
     hold,
-    dueTasks: (filter, signal) => claimedDueTasks(store, filter, { ...PG_RUN_STORE_DEFAULTS, ...options, startedAt }, signal),
+    dueTasks: (filter, signal) => claimedDueTasks(store, filter, { ...PG_RUN_STORE_DEFAULTS, ...options, startedAt, holderPid: hold.backendPid }, signal),
     openWriter: (runId, onFatal) => new PgOutcomeWriter(pool, runId, onFatal),
     openGate: (apiUrl) => new SharedRunGate(pool, apiUrl, options.rateWindowMs),
     openCreditGuard(limits, history, apiUrl, runKey) {
@@ -169,12 +169,15 @@ function workerHold(hold: DatasetHold, shownUrl: string): WorkerHold {
   };
 }
 
+type ClaimOptions = Required<Omit<PgRunStoreOptions, 'url' | 'rateWindowMs'>> & { holderPid: number };
+
 /**
- * A job's due tasks as this worker claims them. With nothing free to claim while other workers still hold due
- * inputs, it waits and looks again: a dead worker's inputs come back when its lease runs out.
+ * A job's due tasks as this worker claims them, its leases tied to its hold's session. With nothing free to claim
+ * while other workers still hold due inputs, it waits and looks again: a dead worker's inputs come back as soon
+ * as the server has dropped its session, a stalled one's when its lease runs out.
  */
-function claimedDueTasks(store: PgStore, filter: RunnableFilter, opts: Required<Omit<PgRunStoreOptions, 'url' | 'rateWindowMs'>>, signal?: AbortSignal): DueTasks {
-  const claims = createTaskClaims(store.pool, { workerId: newWorkerId(), leaseMs: opts.leaseMs });
+function claimedDueTasks(store: PgStore, filter: RunnableFilter, opts: ClaimOptions, signal?: AbortSignal): DueTasks {
+  const claims = createTaskClaims(store.pool, { workerId: newWorkerId(), leaseMs: opts.leaseMs, holderPid: opts.holderPid });
   const renewal = claims.keepRenewed();
   // Tasks planned by any worker's run still going are claimable: claims go by job, not by this run.
   const claim: ClaimFilter = {

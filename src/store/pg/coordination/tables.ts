@@ -10,7 +10,9 @@ const at = (name: string) => timestamp(name, { withTimezone: true, mode: 'string
 
 /**
  * Which worker holds an input of a job (all its due pages, so they are called in order by one worker) and
- * until when. A lease that has run out (its worker died or stalled) no longer counts: the input is claimable.
+ * until when. A lease that has run out (its worker stalled) no longer counts: the input is claimable. Nor does
+ * one whose worker's session (`backend_pid`, started at `backend_start`) no longer holds the dataset lock: the
+ * server drops a killed worker's session at once. A lease with no session counts by its time alone.
  */
 export const workerTaskLeases = pgTable(
   'worker_task_leases',
@@ -20,6 +22,8 @@ export const workerTaskLeases = pgTable(
     workerId: text('worker_id').notNull(),
     leaseUntil: at('lease_until').notNull(),
     claimedAt: at('claimed_at').notNull().default(sql`now()`),
+    backendPid: integer('backend_pid'),
+    backendStart: at('backend_start'),
   },
   (t) => [primaryKey({ columns: [t.job, t.inputKey] }), index('worker_task_leases_worker_idx').on(t.workerId)],
 );

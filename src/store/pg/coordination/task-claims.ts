@@ -1,7 +1,9 @@
 /**
  * Several workers sharing one job's tasks on PostgreSQL: each claims due tasks under a lease, renews it while it
  * works, and gives it back once the input is settled. A worker that dies (SIGKILL, a lost host) loses only its
- * in-flight calls: its inputs become claimable again when the lease runs out.
+ * in-flight calls: its inputs become claimable again at once, since the server drops its session and with it its
+ * hold on the dataset lock (dataset-lock.ts), which each lease names; a worker alive but stalled keeps its inputs
+ * until its lease runs out.
  *
  * A lease covers one input (job, input_key): all its due pages go to one worker, which calls them in order, as
  * the ledger's id order does on SQLite. Pages the paging adds later fall under the same lease.
@@ -9,9 +11,10 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type pg from 'pg';
+import { LOCK_HOLDERS_SQL } from '../dataset-lock.ts';
 
 export const TASK_CLAIM_DEFAULTS = {
-  /** How long a claim holds without renewal: a dead worker's inputs wait this long before others take them. */
+  /** How long a claim holds without renewal: a stalled worker's inputs wait this long before others take them. */
   leaseMs: 60_000,
   /** Renewals per lease period (keepRenewed): two may be missed, a busy event loop late, before the lease ends. */
   renewalsPerLease: 3,
@@ -28,6 +31,12 @@ export interface TaskClaimOptions {
   /** Unique among the workers of the database: newWorkerId(). */
   workerId: string;
   leaseMs?: number;
+  /**
+   * The backend pid of the session holding the dataset lock for this worker (DatasetHold.backendPid): its
+   * leases live only while that session holds the lock, and it claims nothing once it no longer does. Without
+   * it, leases count by their time alone.
+   */
+  holderPid?: number | null;
 }
 
 /** Which tasks of a job are due: the ledger's RunnableFilter, with the planning run optional. */
@@ -80,25 +89,44 @@ export const CLAIM_DUE = `t.job = $1 AND ($2::bigint IS NULL OR t.run_id = $2::b
   OR (t.status IN ('done', 'not_found') AND (t.completed_at IS NULL OR t.completed_at < $3::timestamptz)))`;
 
 /**
+ * The sessions holding the dataset lock when the claim reads pg_locks, once per statement, with their start
+ * (null for another role's session, which the server hides: then the pid alone counts, as in worker-runs.ts).
+ */
+const HOLDERS = `SELECT k.pid, a.backend_start FROM (${LOCK_HOLDERS_SQL}) k LEFT JOIN pg_stat_activity a ON a.pid = k.pid`;
+
+/**
+ * Whether the lease `l` is live: not run out, and its session (if it names one) among `holders`, the same session
+ * (backend_start) and not a later one given the same pid. A lease claimed after this statement began is left
+ * alone whatever `holders` says: its worker may have taken the lock after pg_locks was read (`claimed_at` is
+ * later than the lock it was claimed under, `now()` earlier than the read).
+ */
+const LEASE_LIVE = `(l.lease_until > clock_timestamp() AND (l.backend_pid IS NULL OR l.claimed_at >= now()
+  OR EXISTS (SELECT 1 FROM holders h WHERE h.pid = l.backend_pid
+    AND (h.backend_start IS NULL OR l.backend_start IS NULL OR h.backend_start = l.backend_start))))`;
+
+/**
  * One statement: lock up to $5 due tasks nobody is claiming right now (SKIP LOCKED) whose input has no live
  * lease, lease their inputs, and return every due page of the inputs leased. The lease insert is the arbiter:
  * a claim whose snapshot predates another worker's commit still finds that worker's live lease on conflict
  * (ON CONFLICT sees the latest row), and leaves that input alone. Inputs are leased in key order so that two
- * claims taking the same inputs wait for each other instead of deadlocking.
+ * claims taking the same inputs wait for each other instead of deadlocking. A worker whose own session ($10)
+ * no longer holds the dataset lock claims nothing: its run is stopping (LOCK_LOST), and others take its inputs.
  */
-const CLAIM = `WITH candidates AS MATERIALIZED (
+const CLAIM = `WITH holders AS MATERIALIZED (${HOLDERS}),
+  candidates AS MATERIALIZED (
     SELECT t.id, t.input_key FROM tasks t
-    WHERE ${CLAIM_DUE} AND NOT EXISTS (SELECT 1 FROM worker_task_leases l
-      WHERE l.job = t.job AND l.input_key = t.input_key AND l.lease_until > clock_timestamp())
+    WHERE ${CLAIM_DUE} AND ($10::integer IS NULL OR EXISTS (SELECT 1 FROM holders h WHERE h.pid = $10::integer))
+      AND NOT EXISTS (SELECT 1 FROM worker_task_leases l WHERE l.job = t.job AND l.input_key = t.input_key AND ${LEASE_LIVE})
     ORDER BY t.id LIMIT $5
     FOR UPDATE OF t SKIP LOCKED
   ), leased AS (
-    INSERT INTO worker_task_leases AS l (job, input_key, worker_id, lease_until, claimed_at)
-    SELECT $1::text, c.input_key, $6::text, clock_timestamp() + $7::double precision * interval '1 millisecond', clock_timestamp()
+    INSERT INTO worker_task_leases AS l (job, input_key, worker_id, lease_until, claimed_at, backend_pid, backend_start)
+    SELECT $1::text, c.input_key, $6::text, clock_timestamp() + $7::double precision * interval '1 millisecond', clock_timestamp(),
+      $10::integer, (SELECT h.backend_start FROM holders h WHERE h.pid = $10::integer)
     FROM (SELECT DISTINCT input_key FROM candidates) c ORDER BY c.input_key
     ON CONFLICT (job, input_key) DO UPDATE SET worker_id = excluded.worker_id, lease_until = excluded.lease_until,
-      claimed_at = excluded.claimed_at
-    WHERE l.lease_until <= clock_timestamp()
+      claimed_at = excluded.claimed_at, backend_pid = excluded.backend_pid, backend_start = excluded.backend_start
+    WHERE NOT ${LEASE_LIVE}
     RETURNING l.input_key, l.lease_until
   )
   SELECT t.id, t.job, t.operation, t.input_key AS "inputKey", t.page, t.request_json::text AS "requestJson", t.status,
@@ -118,13 +146,14 @@ const RELEASE = `DELETE FROM worker_task_leases WHERE worker_id = $1 AND job = $
 /** Task claims of one worker. */
 export function createTaskClaims(pool: pg.Pool, options: TaskClaimOptions) {
   const { workerId } = options;
+  const holderPid = options.holderPid ?? null;
   const leaseMs = options.leaseMs ?? TASK_CLAIM_DEFAULTS.leaseMs;
   /** The inputs this process holds, by `job \0 input_key`. */
   const held = new Map<string, { job: string; inputKey: string }>();
   const heldKey = (job: string, inputKey: string) => `${job}\0${inputKey}`;
 
   async function claimOnce(filter: ClaimFilter, maxTasks: number): Promise<ClaimedTask[]> {
-    const params = [filter.job, filter.runId, filter.freshSince, filter.refresh, maxTasks, workerId, leaseMs, filter.failedBefore ?? null, filter.liveRunsOnly ?? false];
+    const params = [filter.job, filter.runId, filter.freshSince, filter.refresh, maxTasks, workerId, leaseMs, filter.failedBefore ?? null, filter.liveRunsOnly ?? false, holderPid];
     const { rows } = await pool.query<ClaimedTask & { id: string | number; leaseUntil: Date | string }>(CLAIM, params);
     for (const r of rows) held.set(heldKey(r.job, r.inputKey), { job: r.job, inputKey: r.inputKey });
     return rows.map((r) => ({ ...r, id: Number(r.id), leaseUntil: iso(r.leaseUntil) }));
