@@ -12,6 +12,8 @@ afterAll(async () => {
 });
 function pool(url: string): pg.Pool {
   const p = new pg.Pool({ connectionString: url, max: 4 });
+  // An idle pooled connection the server ends (idle_session_timeout below) is dropped, not a crash.
+  p.on('error', () => undefined);
   pools.push(p);
   return p;
 }
@@ -63,5 +65,23 @@ describe.skipIf(!pgClusterUrl)(`the PostgreSQL dataset lock${pgClusterUrl ? '' :
     } finally {
       holder.kill('SIGKILL');
     }
+  });
+
+  it('keeps its session through a server idle_session_timeout, which would end an idle holder and its hold', async () => {
+    const url = await newPgDatabase('dataset_lock_idle');
+    const admin = pool(url);
+    const version = Number((await admin.query<{ v: string }>('SHOW server_version_num')).rows[0]!.v);
+    if (version < 140000) return; // no idle_session_timeout before PostgreSQL 14
+    const db = (await admin.query<{ d: string }>('SELECT current_database() AS d')).rows[0]!.d;
+    await admin.query(`ALTER DATABASE "${db}" SET idle_session_timeout = '300ms'`);
+    const p = pool(url);
+    const held = await holdShared(p, 'the dataset');
+    const lost: Error[] = [];
+    held.onLost((err) => lost.push(err));
+    // Idle for several timeouts: a client polled every 100 ms would notice a dead session well within this.
+    await new Promise((r) => setTimeout(r, 1_500));
+    expect(lost).toEqual([]);
+    expect(await lockHolders(admin)).toEqual(new Set([held.backendPid]));
+    await held.release();
   });
 });
