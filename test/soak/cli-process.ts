@@ -37,7 +37,7 @@ export interface CliProcess {
   stderr(): string;
 }
 
-/** Starts `node src/cli/bin.mjs <args>`. */
+/** Starts `node <BIN> <args>` (sandbox-process.ts: the build under vitest, the sources otherwise). */
 export function startCli(args: string[], options: CliOptions = {}): CliProcess {
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith('NETINGEST_')) env[k] = v;
