@@ -90,6 +90,22 @@ describe.skipIf(!pgClusterUrl)(`task claims on PostgreSQL${pgClusterUrl ? '' : `
     expect((await a.claim({ ...filter, refresh: true }, 100)).map((t) => t.inputKey)).toEqual(['in-00002', 'in-00002', 'in-00002']);
   });
 
+  it("claims the tasks a later run planned though that run has ended, never those only an earlier run planned", async () => {
+    const { pool } = await jobDatabase();
+    await planTasks(pool, JOB, 6);
+    const run = async (status: string) =>
+      Number((await pool.query(`INSERT INTO runs (jobs, started_at, status) VALUES ('[]', now(), $1) RETURNING id`, [status])).rows[0].id);
+    // An earlier run planned in-00000 (since removed from the input); this run planned the rest, then a later
+    // worker planned them again (re-stamping them) and stopped on its credits cap.
+    const earlier = await run('completed');
+    const mine = await run('running');
+    const later = await run('stopped_credits');
+    await pool.query(`UPDATE tasks SET run_id = CASE WHEN input_key = 'in-00000' THEN $1::bigint ELSE $2::bigint END`, [earlier, later]);
+    const claims = createTaskClaims(pool, { workerId: 'a', leaseMs: 60_000 });
+    const claimed = await claims.claim({ job: JOB, runId: null, freshSince: FRESH_SINCE, refresh: false, plannedSince: mine }, 100);
+    expect([...new Set(claimed.map((t) => t.inputKey))]).toEqual(['in-00001', 'in-00002']);
+  });
+
   it('skips inputs another claim is taking, and leaves a lease its snapshot missed to its holder', async () => {
     const { url, pool } = await jobDatabase();
     await planTasks(pool, JOB, 6);

@@ -42,7 +42,7 @@ async function cappedWorkers(prefix: string, runKeys: Array<string | undefined>)
     api.allow(Infinity);
     for (const w of workers) expect(await w.exited, w.stderr()).toBe(0);
     const summaries = workers.map((w) => JSON.parse(w.stdout().split('\n').filter(Boolean).pop()!) as { stop: { reason: string } | null; creditsSpent: number });
-    expect(summaries.map((x) => x.stop?.reason)).toEqual(workers.map(() => 'credits'));
+    expect(summaries.map((x) => x.stop?.reason), workers.map((w) => w.stdout().slice(-1500)).join('\n---\n')).toEqual(workers.map(() => 'credits'));
     const total = s.sandbox.requests.reduce((sum, r) => sum + r.charged, 0);
     // Each worker's summary counts its own calls (not every call its counters spanned): together, no less than
     // was billed, and no more than the runs' caps.

@@ -179,13 +179,13 @@ type ClaimOptions = Required<Omit<PgRunStoreOptions, 'url' | 'rateWindowMs'>> & 
 function claimedDueTasks(store: PgStore, filter: RunnableFilter, opts: ClaimOptions, signal?: AbortSignal): DueTasks {
   const claims = createTaskClaims(store.pool, { workerId: newWorkerId(), leaseMs: opts.leaseMs, holderPid: opts.holderPid });
   const renewal = claims.keepRenewed();
-  // Tasks planned by any worker's run still going are claimable: claims go by job, not by this run.
+  // Tasks this run planned, or a later run or any run still going did, are claimable: claims go by job, not by this run.
   const claim: ClaimFilter = {
-    job: filter.job, runId: null, freshSince: filter.freshSince, refresh: filter.refresh, failedBefore: opts.startedAt, liveRunsOnly: true,
+    job: filter.job, runId: null, freshSince: filter.freshSince, refresh: filter.refresh, failedBefore: opts.startedAt, plannedSince: filter.runId,
   };
   const dueLeft = async () => {
     const { rows } = await store.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM tasks t WHERE ${CLAIM_DUE.replaceAll('$8', '$5').replaceAll('$9', '$6')}`,
-      [claim.job, null, claim.freshSince, claim.refresh, claim.failedBefore, claim.liveRunsOnly]);
+      [claim.job, null, claim.freshSince, claim.refresh, claim.failedBefore, claim.plannedSince]);
     return rows[0]!.n;
   };
   /** Inputs claimed and not given back yet: a run that stops gives them back at once rather than let their lease run out. */

@@ -54,10 +54,13 @@ export interface ClaimFilter {
    */
   failedBefore?: string | null;
   /**
-   * Only tasks last planned (or settled) by a run still going: an input removed from the job's input since an
-   * earlier run planned it is not called, as on SQLite where a run works only the tasks it planned.
+   * When given (the claiming run's id), only tasks last planned (or settled) by that run, by a later one, or by a
+   * run still going: an input removed from the job's input since an earlier run planned it is not called, as on
+   * SQLite where a run works only the tasks it planned. A later run counts though it has ended: it re-stamped
+   * the tasks this run planned too, and a worker that stopped (its credits cap, say) must not take them away
+   * from the workers still going.
    */
-  liveRunsOnly?: boolean;
+  plannedSince?: number | null;
 }
 
 /** A claimed task, as the ledger's TaskRow (request_json as its text). */
@@ -80,10 +83,10 @@ export interface Renewal {
 
 /**
  * The ledger's due rule (src/store/pg/pg-ledger.ts, PG_DUE) on table alias `t`; $1 job, $2 runId, $3 freshSince,
- * $4 refresh, $8 failedBefore, $9 liveRunsOnly.
+ * $4 refresh, $8 failedBefore, $9 plannedSince.
  */
 export const CLAIM_DUE = `t.job = $1 AND ($2::bigint IS NULL OR t.run_id = $2::bigint)
-  AND ($9::boolean IS NOT TRUE OR t.run_id IN (SELECT r.id FROM runs r WHERE r.status = 'running')) AND (
+  AND ($9::bigint IS NULL OR t.run_id >= $9::bigint OR t.run_id IN (SELECT r.id FROM runs r WHERE r.status = 'running')) AND (
   t.status IN ('pending', 'deferred')
   OR (t.status = 'failed' AND (t.retryable = 1 OR $4::boolean) AND ($8::timestamptz IS NULL OR t.updated_at < $8::timestamptz))
   OR (t.status IN ('done', 'not_found') AND (t.completed_at IS NULL OR t.completed_at < $3::timestamptz)))`;
@@ -153,7 +156,7 @@ export function createTaskClaims(pool: pg.Pool, options: TaskClaimOptions) {
   const heldKey = (job: string, inputKey: string) => `${job}\0${inputKey}`;
 
   async function claimOnce(filter: ClaimFilter, maxTasks: number): Promise<ClaimedTask[]> {
-    const params = [filter.job, filter.runId, filter.freshSince, filter.refresh, maxTasks, workerId, leaseMs, filter.failedBefore ?? null, filter.liveRunsOnly ?? false, holderPid];
+    const params = [filter.job, filter.runId, filter.freshSince, filter.refresh, maxTasks, workerId, leaseMs, filter.failedBefore ?? null, filter.plannedSince ?? null, holderPid];
     const { rows } = await pool.query<ClaimedTask & { id: string | number; leaseUntil: Date | string }>(CLAIM, params);
     for (const r of rows) held.set(heldKey(r.job, r.inputKey), { job: r.job, inputKey: r.inputKey });
     return rows.map((r) => ({ ...r, id: Number(r.id), leaseUntil: iso(r.leaseUntil) }));
