@@ -4,7 +4,7 @@ export default defineConfig({
   test: {
     root: new URL('..', import.meta.url).pathname,
     include: ['test/**/*.test.ts'],
-    globalSetup: ['test/global-setup.ts', 'test/pg/global-pg.ts'],
+    globalSetup: ['test/global-setup.ts', 'test/pg/global-pg.ts', 'test/pg/global-workers.ts'],
     testTimeout: 30_000,
     hookTimeout: 30_000,
     // Tests start real sandboxes, child processes and a PostgreSQL server, and wait on them: three forks keep two

@@ -2,6 +2,7 @@
  * What the coordination tests share: a database with the dataset's schema (migrations/postgres, the coordination
  * tables included), a job of planned tasks, and worker processes run as the real thing would be: node with tsx, killed with real signals.
  */
+import { workerArgs } from './worker-entry.ts';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
@@ -47,7 +48,7 @@ export interface WorkerProcess {
 
 /** Starts a test worker script (test/pg/workers/) with its settings as one JSON argument. */
 export function startWorker(script: string, settings: object): WorkerProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(new URL(`./workers/${script}`, import.meta.url)), JSON.stringify(settings)], {
+  const child = spawn(process.execPath, [...workerArgs(script), JSON.stringify(settings)], {
     cwd: ROOT,
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -1,6 +1,6 @@
 /** What the tests of `run` with worker processes on PostgreSQL share: a sandbox job, worker processes, checks. */
+import { workerArgs } from './worker-entry.ts';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { afterEach, expect } from 'vitest';
 import pg from 'pg';
 import { startSandbox, type Sandbox } from '../../src/sandbox/server.ts';
@@ -49,12 +49,11 @@ export interface Worker { child: ChildProcess; exited: Promise<number | string>;
  * lease (LEASE_MS by default), or names its run.
  */
 export function startWorker(s: Setup, as: { file?: string; apiUrl?: string; hostname?: string; runKey?: string; leaseMs?: number } = {}): Worker {
-  const script = fileURLToPath(new URL('./workers/run-worker.ts', import.meta.url));
   const settings = {
     url: s.url, jobFiles: [as.file ?? s.file], cwd: s.ws.dir, apiUrl: as.apiUrl ?? s.sandbox.url, token: TOKEN, leaseMs: as.leaseMs ?? LEASE_MS, rateWindowMs: RATE_WINDOW_MS,
     hostname: as.hostname, runKey: as.runKey,
   };
-  const child = spawn(process.execPath, ['--import', 'tsx', script, JSON.stringify(settings)], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [...workerArgs('run-worker.ts'), JSON.stringify(settings)], { stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
   child.stdout!.on('data', (c: Buffer) => (out += c.toString()));

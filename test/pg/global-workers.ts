@@ -1,0 +1,40 @@
+/**
+ * The PostgreSQL tests start worker processes (test/pg/workers/*.ts) by the dozen. Run through tsx, each would
+ * compile the sources again on start (about 0.5 s of CPU a process, on a two-core machine the suite's budget);
+ * bundled here once per test run with esbuild, each starts as plain Node. The bundles go in a folder of this run's
+ * own under test/pg/workers/ (so that Node finds node_modules and the code its package root), removed at the
+ * end: two test runs at once never load each other's half-written files.
+ */
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { build } from 'esbuild';
+import type { TestProject } from 'vitest/node';
+
+const WORKERS = fileURLToPath(new URL('./workers/', import.meta.url));
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    /** The folder holding the bundled test workers (<name>.mjs for workers/<name>.ts). */
+    pgWorkersDir: string;
+  }
+}
+
+export default async function setup(project: TestProject): Promise<() => void> {
+  const outdir = mkdtempSync(join(WORKERS, '.built-'));
+  const entries = readdirSync(WORKERS).filter((f) => f.endsWith('.ts'));
+  await build({
+    entryPoints: entries.map((f) => join(WORKERS, f)),
+    outdir,
+    outExtension: { '.js': '.mjs' },
+    bundle: true,
+    format: 'esm',
+    platform: 'node',
+    target: 'node20',
+    // Dependencies load from node_modules as the CLI's do; only netingest's own TypeScript is bundled.
+    packages: 'external',
+    logLevel: 'warning',
+  });
+  project.provide('pgWorkersDir', outdir);
+  return () => rmSync(outdir, { recursive: true, force: true });
+}
