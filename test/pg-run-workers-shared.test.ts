@@ -4,6 +4,9 @@
  */
 import { describe, expect, it } from 'vitest';
 import { pgClusterUrl, pgSkipReason } from './pg/use-pg.ts';
+import { gatedApi } from './pg/gated-api.ts';
+import { openPgStore } from '../src/store/pg/open.ts';
+import { waitFor } from './pg/coordination-fixtures.ts';
 import { busiestWindow, chargedPerUrl, expectWholeAndUnique, LIMIT, one, RATE_WINDOW_MS, setUp, startWorker, useCleanups } from './pg/run-workers.ts';
 
 useCleanups();
@@ -26,8 +29,18 @@ describe.skipIf(!pgClusterUrl)(`run on PostgreSQL, workers sharing the account${
   it('the credit reserve holds for the account across two workers: together they spend no more than the balance above it', async () => {
     const TASKS = 300;
     const s = await setUp(TASKS, 'reserve', { balance: 300, reserve: 200 });
-    const workers = [startWorker(s), startWorker(s)];
-    for (const w of workers) expect(await w.exited, w.stderr()).toBe(0);
+    // No call goes through until both runs are open: on a busy machine one worker could otherwise spend the
+    // whole balance before the other has started, and this test would show nothing shared.
+    await (await openPgStore(s.url)).close();
+    const api = await gatedApi(s.sandbox.url);
+    const workers = [startWorker(s, { apiUrl: api.url }), startWorker(s, { apiUrl: api.url })];
+    try {
+      await waitFor(async () => (await one(s.pool, 'SELECT count(*) AS n FROM runs')) === workers.length, 30_000, 'both runs');
+      api.allow(Infinity);
+      for (const w of workers) expect(await w.exited, w.stderr()).toBe(0);
+    } finally {
+      await api.stop();
+    }
     const summaries = workers.map((w) => JSON.parse(w.stdout().split('\n').filter(Boolean).pop()!) as { stop: { reason: string } | null });
     expect(summaries.map((x) => x.stop?.reason)).toEqual(['credits', 'credits']);
     const charged = s.sandbox.requests.reduce((sum, r) => sum + r.charged, 0);
