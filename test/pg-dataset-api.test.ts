@@ -14,7 +14,8 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDataset, UsageError, type Dataset, type PgDataset, type SqliteDataset } from '../src/index.ts';
 import { BadQueryError } from '../src/store/readers/query-errors.ts';
-import { ROOT, waitFor } from './run-helpers.ts';
+import { ROOT } from './run-helpers.ts';
+import { waitFor as waitForPg } from './pg/coordination-fixtures.ts';
 import { pgClusterUrl, pgSkipReason } from './pg/use-pg.ts';
 import { makeReadDataset, type ReadDataset } from './pg/read-dataset.ts';
 
@@ -164,7 +165,7 @@ describe.skipIf(!pgClusterUrl)(`openDataset() on PostgreSQL${pgClusterUrl ? '' :
     expect(await connections()).toBeGreaterThan(0);
     await onPg.close();
     await onPg.close();
-    await waitForAsync(async () => (await connections()) === 0, 'the pool to disconnect');
+    await waitForPg(async () => (await connections()) === 0, 10_000, 'the pool to disconnect');
     await expect(onPg.query('SELECT 1 AS one')).rejects.toThrow(/was closed; open it again/);
   });
 
@@ -212,17 +213,3 @@ describe.skipIf(!pgClusterUrl)(`openDataset() on PostgreSQL${pgClusterUrl ? '' :
     expect(pgModules(pgPart!).length).toBeGreaterThan(0);
   }, 30_000);
 });
-
-async function waitForAsync(check: () => Promise<boolean>, what: string, ms = 10_000): Promise<void> {
-  let ok = false;
-  const poll = async () => {
-    ok = await check();
-  };
-  await poll();
-  await waitFor(() => {
-    if (!ok) void poll();
-    return ok;
-  }, ms, what).catch(async (err: unknown) => {
-    if (!(await check())) throw err;
-  });
-}

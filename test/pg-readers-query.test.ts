@@ -7,7 +7,8 @@
 import { existsSync, readFileSync } from 'node:fs';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { inProcess, spawnCli, waitFor } from './run-helpers.ts';
+import { inProcess, spawnCli } from './run-helpers.ts';
+import { waitFor as waitForPg } from './pg/coordination-fixtures.ts';
 import { pgClusterUrl, pgSkipReason } from './pg/use-pg.ts';
 import { makeReadDataset, type ReadDataset } from './pg/read-dataset.ts';
 
@@ -113,12 +114,12 @@ describe.skipIf(!pgClusterUrl)(`query on PostgreSQL${pgClusterUrl ? '' : ` (skip
 
   it('SIGINT cancels the running statement on the server and exits 130', async () => {
     const cli = spawnCli(['query', 'SELECT pg_sleep(30) AS slept', '--db', data.url], { cwd: data.ws.dir });
-    await waitForAsync(async () => (await sleepers('pg_sleep(30)')) === 1, 'the statement to run');
+    await waitForPg(async () => (await sleepers('pg_sleep(30)')) === 1, 10_000, 'the statement to run');
     cli.child.kill('SIGINT');
     const ended = await cli.done;
     expect(ended.code).toBe(130);
     expect(ended.stdout).toBe('');
-    await waitForAsync(async () => (await sleepers('pg_sleep(30)')) === 0, 'the server to stop the statement');
+    await waitForPg(async () => (await sleepers('pg_sleep(30)')) === 0, 10_000, 'the server to stop the statement');
   }, 30_000);
 
   /** Statements of `text` the server is running now (not this query itself). */
@@ -130,17 +131,3 @@ describe.skipIf(!pgClusterUrl)(`query on PostgreSQL${pgClusterUrl ? '' : ` (skip
     return found.rows[0].n as number;
   }
 });
-
-async function waitForAsync(check: () => Promise<boolean>, what: string, ms = 10_000): Promise<void> {
-  let ok = false;
-  const poll = async () => {
-    ok = await check();
-  };
-  await poll();
-  await waitFor(() => {
-    if (!ok) void poll();
-    return ok;
-  }, ms, what).catch(async (err: unknown) => {
-    if (!(await check())) throw err;
-  });
-}

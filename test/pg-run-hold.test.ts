@@ -14,7 +14,7 @@ import { cliEnv, inProcess, operationRequests, runCli } from './run-helpers.ts';
 import { pgClusterUrl, pgSkipReason } from './pg/use-pg.ts';
 import { waitFor as waitUntil } from './pg/coordination-fixtures.ts';
 import { gatedApi } from './pg/gated-api.ts';
-import { CONCURRENCY, one, REQUESTS_PER_MINUTE, setUp, startWorker, TOKEN, useCleanups } from './pg/run-workers.ts';
+import { cappedSetUp, one, setUp, startWorker, TOKEN, useCleanups } from './pg/run-workers.ts';
 
 useCleanups();
 
@@ -128,15 +128,8 @@ describe.skipIf(!pgClusterUrl)(`a run's hold on a PostgreSQL dataset${pgClusterU
 
   it('a worker started while another works the job joins its run without NETINGEST_RUN_KEY: together they spend at most credits.maxPerRun', async () => {
     const MAX_PER_RUN = 20;
-    const s = await setUp(200, 'one_run');
-    await (await openPgStore(s.url)).close();
-    const capped = await s.ws.job('capped', {
-      operation: 'post-details',
-      input: { csv: 'posts.csv', column: 'post_url' },
-      rate: { requestsPerMinute: REQUESTS_PER_MINUTE, concurrency: CONCURRENCY },
-      retry: { retries: 3, minTimeoutMs: 10, maxTimeoutMs: 50 },
-      credits: { maxPerRun: MAX_PER_RUN },
-    });
+    const s = await cappedSetUp(200, 'one_run', MAX_PER_RUN);
+    const { capped } = s;
     const api = await gatedApi(s.sandbox.url);
     try {
       // The first worker spends half its cap, then its calls wait at the API while the second starts: still live.

@@ -10,7 +10,7 @@ import { openPgStore } from '../src/store/pg/open.ts';
 import { SharedCreditGuard } from '../src/store/pg/shared-credit-guard.ts';
 import { waitFor } from './pg/coordination-fixtures.ts';
 import { gatedApi } from './pg/gated-api.ts';
-import { CONCURRENCY, one, REQUESTS_PER_MINUTE, setUp, startWorker, useCleanups, type Setup } from './pg/run-workers.ts';
+import { cappedSetUp, CONCURRENCY, one, setUp, startWorker, useCleanups, type Setup } from './pg/run-workers.ts';
 import { pgClusterUrl, pgSkipReason } from './pg/use-pg.ts';
 
 useCleanups();
@@ -26,15 +26,8 @@ const MAX_PER_RUN = 40;
  * the first (no call goes through until every one is live), and waits for them to stop on credits.
  */
 async function cappedWorkers(prefix: string, runKeys: Array<string | undefined>): Promise<{ total: number; pool: Setup['pool'] }> {
-  const s = await setUp(200, prefix);
-  await (await openPgStore(s.url)).close();
-  const capped = await s.ws.job('capped', {
-    operation: OP,
-    input: { csv: 'posts.csv', column: 'post_url' },
-    rate: { requestsPerMinute: REQUESTS_PER_MINUTE, concurrency: CONCURRENCY },
-    retry: { retries: 3, minTimeoutMs: 10, maxTimeoutMs: 50 },
-    credits: { maxPerRun: MAX_PER_RUN },
-  });
+  const s = await cappedSetUp(200, prefix, MAX_PER_RUN);
+  const { capped } = s;
   const api = await gatedApi(s.sandbox.url);
   try {
     const workers = runKeys.map((runKey) => startWorker(s, { file: capped, apiUrl: api.url, runKey }));

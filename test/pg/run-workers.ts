@@ -6,6 +6,7 @@ import pg from 'pg';
 import { startSandbox, type Sandbox } from '../../src/sandbox/server.ts';
 import { csv, makeWorkspace, operationRequests, postUrls, type Workspace } from '../run-helpers.ts';
 import { newPgDatabase } from './use-pg.ts';
+import { openPgStore } from '../../src/store/pg/open.ts';
 
 export const TOKEN = 'pg-workers-5b2d';
 export const CONCURRENCY = 4;
@@ -40,6 +41,23 @@ export async function setUp(tasks: number, prefix: string, credits: { balance: n
     ...(credits.reserve === undefined ? {} : { credits: { reserve: credits.reserve } }),
   });
   return { sandbox, ws, file, url, pool };
+}
+
+/**
+ * A dataset already migrated (so a test may poll its tables before any worker has opened it) and a job of the
+ * setup's posts capped at `maxPerRun` credits a run.
+ */
+export async function cappedSetUp(tasks: number, prefix: string, maxPerRun: number): Promise<Setup & { capped: string }> {
+  const s = await setUp(tasks, prefix);
+  await (await openPgStore(s.url)).close();
+  const capped = await s.ws.job('capped', {
+    operation: 'post-details',
+    input: { csv: 'posts.csv', column: 'post_url' },
+    rate: { requestsPerMinute: REQUESTS_PER_MINUTE, concurrency: CONCURRENCY },
+    retry: { retries: 3, minTimeoutMs: 10, maxTimeoutMs: 50 },
+    credits: { maxPerRun },
+  });
+  return { ...s, capped };
 }
 
 export interface Worker { child: ChildProcess; exited: Promise<number | string>; stdout(): string; stderr(): string }
