@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import type { CreditGuard } from '../credits/credit-guard.ts';
 
 /**
@@ -15,6 +16,12 @@ export class RunStop {
   private readonly controller = new AbortController();
   private why: StopReason | null = null;
   private cause: unknown = null;
+
+  constructor() {
+    // Every call in flight waits on this signal (the rate gate, a backoff): with a concurrency above ten, Node
+    // would print a false "possible memory leak" warning on a user's terminal or cron log.
+    setMaxListeners(0, this.controller.signal);
+  }
 
   /** Stops the run for `reason`; later calls keep the first reason. */
   stop(reason: StopReason, cause?: unknown): void {
