@@ -16,6 +16,7 @@ import { openDataset, UsageError, type Dataset, type PgDataset, type SqliteDatas
 import { BadQueryError } from '../src/store/readers/query-errors.ts';
 import { ROOT } from './run-helpers.ts';
 import { waitFor as waitForPg } from './pg/coordination-fixtures.ts';
+import { docsAnalystUrl } from './pg/analyst-role.ts';
 import { pgClusterUrl, pgSkipReason } from './pg/use-pg.ts';
 import { makeReadDataset, type ReadDataset } from './pg/read-dataset.ts';
 
@@ -131,16 +132,8 @@ describe.skipIf(!pgClusterUrl)(`openDataset() on PostgreSQL${pgClusterUrl ? '' :
   });
 
   it("reads as docs/postgres.md's read-only analyst role, which opens it without migrating", async () => {
-    const database = new URL(data.url).pathname.slice(1);
-    const role = `analyst_${database}`;
-    // The docs' statements as written; only the names of this test differ (the cluster's owner role is netingest).
-    const doc = readFileSync(new URL('../docs/postgres.md', import.meta.url), 'utf8');
-    const block = /```sql\n([\s\S]*?)```/.exec(doc.slice(doc.indexOf('## A read-only role for analysts')))![1]!;
-    await client.query(block.replace(/DATABASE netingest/g, `DATABASE "${database}"`).replace(/\banalyst\b/g, role));
-    const asAnalyst = new URL(data.url);
-    asAnalyst.username = role;
-    asAnalyst.password = 'change-me-too';
-    const onPg = await openDataset(asAnalyst.toString());
+    const asAnalyst = await docsAnalystUrl(client, data.url);
+    const onPg = await openDataset(asAnalyst);
     try {
       const sql = SAME_ON_BOTH[1]!;
       expect(await onPg.query(sql)).toEqual(lite.all(sql));

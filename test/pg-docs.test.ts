@@ -1,17 +1,10 @@
 /** docs/postgres.md's read-only role for analysts, run as written: it reads every table and view and writes nothing. */
-import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import pg from 'pg';
 import { openPgStore } from '../src/store/pg/open.ts';
 import { newPgDatabase, pgClusterUrl, pgSkipReason } from './pg/use-pg.ts';
+import { analystSql } from './pg/analyst-role.ts';
 
-function analystSql(database: string, role: string): string {
-  const doc = readFileSync(new URL('../docs/postgres.md', import.meta.url), 'utf8');
-  const section = doc.slice(doc.indexOf('## A read-only role for analysts'));
-  const block = /```sql\n([\s\S]*?)```/.exec(section)![1]!;
-  // The test cluster's superuser is `netingest`, as the docs' owner role; only the names of this test differ.
-  return block.replace(/DATABASE netingest/g, `DATABASE "${database}"`).replace(/\banalyst\b/g, role);
-}
 
 describe.skipIf(!pgClusterUrl)(`docs/postgres.md${pgClusterUrl ? '' : ` (skipped: ${pgSkipReason})`}`, () => {
   it('the analyst role reads tables, views and later tables, and cannot write', async () => {

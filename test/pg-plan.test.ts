@@ -12,6 +12,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FAST_RATE, FAST_RETRY, csv, inProcess, makeWorkspace, postUrls, type Workspace } from './run-helpers.ts';
 import { postResponse } from './db-fixtures.ts';
+import { docsAnalystUrl } from './pg/analyst-role.ts';
 import { newPgDatabase, pgClusterUrl, pgSkipReason } from './pg/use-pg.ts';
 import { DATABASE_URL_ENV } from '../src/store/locator.ts';
 import { EXIT } from '../src/cli/exit-codes.ts';
@@ -164,19 +165,13 @@ describe.skipIf(!pgClusterUrl)(`plan on PostgreSQL${pgClusterUrl ? '' : ` (skipp
   it("runs as docs/postgres.md's read-only analyst role", async () => {
     const client = new pg.Client({ connectionString: url });
     await client.connect();
-    const database = new URL(url).pathname.slice(1);
-    const role = `analyst_${database}`;
+    let asAnalyst: string;
     try {
-      const doc = readFileSync(new URL('../docs/postgres.md', import.meta.url), 'utf8');
-      const block = /```sql\n([\s\S]*?)```/.exec(doc.slice(doc.indexOf('## A read-only role for analysts')))![1]!;
-      await client.query(block.replace(/DATABASE netingest/g, `DATABASE "${database}"`).replace(/\banalyst\b/g, role));
+      asAnalyst = await docsAnalystUrl(client, url);
     } finally {
       await client.end();
     }
-    const asAnalyst = new URL(url);
-    asAnalyst.username = role;
-    asAnalyst.password = 'change-me-too';
-    expect(await planJson(moreJob, asAnalyst.toString())).toEqual(await planJson(moreJob, url));
+    expect(await planJson(moreJob, asAnalyst)).toEqual(await planJson(moreJob, url));
   });
 
   it('an empty database (no netingest schema): planned as if nothing had run, exit 0, and left empty', async () => {

@@ -4,11 +4,12 @@
  * WITH), `--timeout` ending a long statement with exit 124 and SIGINT with 130, the statement cancelled on the
  * server in both cases.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inProcess, spawnCli } from './run-helpers.ts';
 import { waitFor as waitForPg } from './pg/coordination-fixtures.ts';
+import { docsAnalystUrl } from './pg/analyst-role.ts';
 import { pgClusterUrl, pgSkipReason } from './pg/use-pg.ts';
 import { makeReadDataset, type ReadDataset } from './pg/read-dataset.ts';
 
@@ -70,21 +71,13 @@ describe.skipIf(!pgClusterUrl)(`query on PostgreSQL${pgClusterUrl ? '' : ` (skip
   });
 
   it("runs as docs/postgres.md's read-only analyst role, which can write nothing", async () => {
-    const database = new URL(data.url).pathname.slice(1);
-    const role = `analyst_${database}`;
-    // The docs' statements as written; only the names of this test differ (the cluster's owner role is netingest).
-    const doc = readFileSync(new URL('../docs/postgres.md', import.meta.url), 'utf8');
-    const block = /```sql\n([\s\S]*?)```/.exec(doc.slice(doc.indexOf('## A read-only role for analysts')))![1]!;
-    await client.query(block.replace(/DATABASE netingest/g, `DATABASE "${database}"`).replace(/\banalyst\b/g, role));
-    const asAnalyst = new URL(data.url);
-    asAnalyst.username = role;
-    asAnalyst.password = 'change-me-too';
+    const asAnalyst = await docsAnalystUrl(client, data.url);
     const sql = SAME_ON_BOTH[1]!;
-    const onPg = await inProcess(['query', sql, '--db', asAnalyst.toString(), '--format', 'csv']);
+    const onPg = await inProcess(['query', sql, '--db', asAnalyst, '--format', 'csv']);
     expect(onPg.stderr).toBe('');
     expect(onPg.stdout).toBe((await inProcess(['query', sql, '--db', data.file, '--format', 'csv'])).stdout);
     for (const command of [['status'], ['export', 'runs']]) {
-      const read = await inProcess([...command, '--db', asAnalyst.toString()]);
+      const read = await inProcess([...command, '--db', asAnalyst]);
       expect(read.stderr, command[0]).toBe('');
       expect(read.code, command[0]).toBe(0);
     }
