@@ -5,6 +5,7 @@
  * tasks.request_json is jsonb here: a changed request is compared as JSON (semantic), never as text.
  */
 import type pg from 'pg';
+import { inPgTransaction } from './transaction.ts';
 import { invalidRowKey, type InvalidInputRow, type NewTask, type RunnableFilter, type TaskRow } from '../ledger.ts';
 import type { RunLedger } from '../run-store.ts';
 import type { TaskStatus } from '../schema.ts';
@@ -117,9 +118,7 @@ async function retryingConflicts<T>(write: () => Promise<T>, attempts = 3): Prom
  * job at once; a changed request (compared as jsonb) sets the task back to pending.
  */
 async function insertPlanned(pool: pg.Pool, tasks: NewTask[], invalid: InvalidInputRow[], runId: number, at: string): Promise<void> {
-  const client = await pool.connect();
-  try {
-    await client.query('BEGIN');
+  return inPgTransaction(pool, async (client) => {
     for (let i = 0; i < tasks.length; i += TASK_ROWS_PER_STATEMENT) {
       const chunk = tasks.slice(i, i + TASK_ROWS_PER_STATEMENT);
       // Duplicates within one statement would make ON CONFLICT touch a row twice: the input order's last wins.
@@ -142,11 +141,5 @@ async function insertPlanned(pool: pg.Pool, tasks: NewTask[], invalid: InvalidIn
         ON CONFLICT (job, file, line) DO UPDATE SET field = excluded.field, value = excluded.value, reason = excluded.reason, run_id = excluded.run_id`,
       [r.job, r.file, r.line, r.field, r.value, r.reason, runId, at]);
     }
-    await client.query('COMMIT');
-  } catch (err) {
-    await client.query('ROLLBACK').catch(() => undefined);
-    throw err;
-  } finally {
-    client.release();
-  }
+  });
 }

@@ -6,6 +6,7 @@
  * resolves once its group is committed, so a worker killed at any instant loses at most its in-flight calls.
  */
 import type pg from 'pg';
+import { inPgTransaction } from './transaction.ts';
 import type { OutcomeOp } from '../outcome-ops.ts';
 import { GroupCommitWriter } from '../group-commit-writer.ts';
 import { RESULT_WRITER_DEFAULTS } from '../result-writer.ts';
@@ -65,16 +66,8 @@ export class PgOutcomeWriter extends GroupCommitWriter {
   }
 
   private async commit(ops: readonly OutcomeOp[]): Promise<void> {
-    const client = await this.pool.connect();
-    try {
-      await client.query('BEGIN');
+    return inPgTransaction(this.pool, async (client) => {
       await this.writeGroup(client, ops);
-      await client.query('COMMIT');
-    } catch (err) {
-      await client.query('ROLLBACK').catch(() => undefined);
-      throw err;
-    } finally {
-      client.release();
-    }
+    });
   }
 }

@@ -10,6 +10,7 @@ import { NORMALIZED_TABLES } from '../ingest/index.ts';
 import type { ArchivedBody, ReprocessStore } from '../reprocess-store.ts';
 import { createPgAnswerStore } from './pg-answer-store.ts';
 import { withPgMaintenance } from './maintenance.ts';
+import { inPgTransaction } from './transaction.ts';
 import { STORE_TYPES } from './reader-values.ts';
 
 /** Times as ISO text with milliseconds and ids as numbers (STORE_TYPES), as the replay reads them on SQLite. */
@@ -53,22 +54,5 @@ export function pgReprocessStore(client: pg.PoolClient): ReprocessStore {
  * transaction on one client: committed when it returns, rolled back when it throws.
  */
 export function reprocessOnPg<T>(url: string, replay: (store: ReprocessStore) => Promise<T>): Promise<T> {
-  return withPgMaintenance(url, 'reprocess', (store) => inTransaction(store.pool, (client) => replay(pgReprocessStore(client))));
-}
-
-async function inTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-  const client = await pool.connect();
-  let broken: Error | undefined;
-  try {
-    await client.query('BEGIN');
-    const result = await fn(client);
-    await client.query('COMMIT');
-    return result;
-  } catch (err) {
-    // A client whose ROLLBACK fails (a lost connection) is not given back to the pool.
-    await client.query('ROLLBACK').catch((rollbackErr: Error) => (broken = rollbackErr));
-    throw err;
-  } finally {
-    client.release(broken);
-  }
+  return withPgMaintenance(url, 'reprocess', (store) => inPgTransaction(store.pool, (client) => replay(pgReprocessStore(client))));
 }

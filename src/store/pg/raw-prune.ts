@@ -12,6 +12,7 @@
  * bodies) and PostgreSQL compresses large values itself (TOAST), so `compressOld` finds nothing.
  */
 import type pg from 'pg';
+import { inPgTransaction } from './transaction.ts';
 import { retentionCutoff, supersededBodiesSql, type PruneOptions, type PruneReport } from '../raw-prune.ts';
 
 /** Drops superseded bodies past the retention period; the caller holds the dataset lock (shared or exclusive). */
@@ -20,9 +21,7 @@ export async function pruneRawBodiesPg(pool: pg.Pool, options: PruneOptions): Pr
   const jobNames = options.jobs === undefined ? undefined : 'SELECT unnest($2::text[])';
   const droppable = supersededBodiesSql({ cutoff: '$1::timestamptz', jobNames });
   const params = options.jobs === undefined ? [cutoff] : [cutoff, [...options.jobs]];
-  const client = await pool.connect();
-  try {
-    await client.query('BEGIN');
+  return inPgTransaction(pool, async (client) => {
     // pg_column_size: the bytes a body takes as stored, after PostgreSQL's own compression.
     const { rows } = await client.query<{ n: number; bytes: string }>(
       options.dryRun
@@ -39,17 +38,11 @@ export async function pruneRawBodiesPg(pool: pg.Pool, options: PruneOptions): Pr
         ON CONFLICT (key) DO UPDATE SET value = excluded.value`, [new Date().toISOString()]);
     }
     const total = (await client.query<{ n: number }>(`SELECT count(*)::int AS n FROM raw_responses`)).rows[0]!.n;
-    await client.query('COMMIT');
     return {
       dropped, droppedBytes: Number(rows[0]!.bytes), compressed: 0, compressedSavedBytes: 0,
       kept: options.dryRun ? total - dropped : total, cutoff,
     };
-  } catch (err) {
-    await client.query('ROLLBACK').catch(() => undefined);
-    throw err;
-  } finally {
-    client.release();
-  }
+  });
 }
 
 /** Whether any body was ever dropped, so that reprocess must not rebuild the tables from nothing. */

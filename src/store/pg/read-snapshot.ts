@@ -6,6 +6,7 @@
  */
 import type pg from 'pg';
 import type { ReadSnapshot } from '../read-snapshot.ts';
+import { inPgTransaction } from './transaction.ts';
 
 /** A snapshot of a PostgreSQL dataset: its client, inside the read-only transaction. */
 export interface PgSnapshot extends ReadSnapshot {
@@ -29,24 +30,13 @@ export async function withPgReadSnapshot<T>(
   fn: (snapshot: PgSnapshot) => Promise<T> | T,
   options: PgSnapshotOptions = {},
 ): Promise<T> {
-  const client = await pool.connect();
-  let broken: Error | undefined;
-  try {
-    await client.query('BEGIN TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY');
+  return inPgTransaction(pool, async (client) => {
     if (options.statementTimeoutMs !== undefined) {
       // SET LOCAL: for this transaction only, the pooled connection keeps its own setting afterwards.
       await client.query(`SET LOCAL statement_timeout = ${Math.max(0, Math.trunc(options.statementTimeoutMs))}`);
     }
     const pid = await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
-    const result = await fn({ engine: 'postgres', client, pool, backendPid: pid.rows[0]!.pid, assertUnchanged: () => undefined });
-    await client.query('COMMIT');
-    return result;
-  } catch (err) {
-    // A client whose ROLLBACK fails (a stream left mid-read, a lost connection) is not given back to the pool.
-    await client.query('ROLLBACK').catch((rollbackErr: Error) => (broken = rollbackErr));
-    throw err;
-  } finally {
-    client.release(broken);
-  }
+    return fn({ engine: 'postgres', client, pool, backendPid: pid.rows[0]!.pid, assertUnchanged: () => undefined });
+  }, 'BEGIN TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY');
 }
 

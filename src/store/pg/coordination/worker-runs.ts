@@ -6,6 +6,7 @@
  * so overlapping workers count one `credits.maxPerRun` together (coordination/shared-credit-budget.ts).
  */
 import type pg from 'pg';
+import { inPgTransaction } from '../transaction.ts';
 import { ABANDONED_RUN_ERROR } from '../../abandoned-runs.ts';
 import { LOCK_HOLDERS_SQL } from '../dataset-lock.ts';
 
@@ -49,9 +50,7 @@ export interface StartedWorkerRun {
  * the dataset lock on the session `backendPid`, so the next worker to start sees this run live.
  */
 export async function startWorkerRun(pool: pg.Pool, start: WorkerRunStart): Promise<StartedWorkerRun> {
-  const client = await pool.connect();
-  try {
-    await client.query('BEGIN');
+  return inPgTransaction(pool, async (client) => {
     await client.query(START_LOCK);
     const abandoned = await closeAbandoned(client);
     const joined = start.runKey ?? (await liveRunKey(client, start.jobs));
@@ -61,14 +60,8 @@ export async function startWorkerRun(pool: pg.Pool, start: WorkerRunStart): Prom
     const runKey = joined ?? `run-${runId}`;
     await client.query(`INSERT INTO worker_runs (run_id, run_key, backend_pid, backend_start)
       VALUES ($1, $2, $3, (SELECT backend_start FROM pg_stat_activity WHERE pid = $3))`, [runId, runKey, start.backendPid]);
-    await client.query('COMMIT');
     return { runId, runKey, abandoned };
-  } catch (err) {
-    await client.query('ROLLBACK').catch(() => undefined);
-    throw err;
-  } finally {
-    client.release();
-  }
+  });
 }
 
 /**

@@ -1,0 +1,21 @@
+/**
+ * One transaction on one pooled connection: `fn` runs between `begin` and COMMIT, and a throw rolls it back. A
+ * connection whose ROLLBACK fails (lost, or a stream left mid-read) is dropped rather than given back to the pool.
+ */
+import type pg from 'pg';
+
+export async function inPgTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>, begin = 'BEGIN'): Promise<T> {
+  const client = await pool.connect();
+  let broken: Error | undefined;
+  try {
+    await client.query(begin);
+    const result = await fn(client);
+    await client.query('COMMIT');
+    return result;
+  } catch (err) {
+    await client.query('ROLLBACK').catch((rollbackErr: Error) => (broken = rollbackErr));
+    throw err;
+  } finally {
+    client.release(broken);
+  }
+}
