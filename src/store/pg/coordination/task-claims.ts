@@ -12,6 +12,7 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type pg from 'pg';
 import { LOCK_HOLDERS_SQL } from '../dataset-lock.ts';
+import type { DueRule, TaskRow } from '../../ledger.ts';
 
 export const TASK_CLAIM_DEFAULTS = {
   /** How long a claim holds without renewal: a stalled worker's inputs wait this long before others take them. */
@@ -40,14 +41,9 @@ export interface TaskClaimOptions {
 }
 
 /** Which tasks of a job are due: the ledger's RunnableFilter, with the planning run optional. */
-export interface ClaimFilter {
-  job: string;
+export interface ClaimFilter extends DueRule {
   /** Only tasks this run planned (the ledger's rule); null for tasks planned by any run. */
   runId: number | null;
-  /** Done or not-found tasks settled before this instant (ISO) are due again. */
-  freshSince: string;
-  /** Failed tasks are due again even when not retryable. */
-  refresh: boolean;
   /**
    * When given, a failed task is due only if it failed before this instant (ISO): a run does not take back the
    * tasks it failed itself (the next run retries them), as paging the ledger forward never does on SQLite.
@@ -63,14 +59,8 @@ export interface ClaimFilter {
   plannedSince?: number | null;
 }
 
-/** A claimed task, as the ledger's TaskRow (request_json as its text). */
-export interface ClaimedTask {
-  id: number;
-  job: string;
-  operation: string;
-  inputKey: string;
-  page: number;
-  requestJson: string;
+/** A claimed task, as the ledger's TaskRow (request_json as its text), with its lease. */
+export interface ClaimedTask extends Omit<TaskRow, 'status'> {
   status: string;
   /** When the lease on its input ends unless renewed (the server's clock, ISO). */
   leaseUntil: string;
