@@ -11,25 +11,21 @@
 import { existsSync } from 'node:fs';
 import type BetterSqlite3 from 'better-sqlite3';
 import type pg from 'pg';
-import { is } from 'drizzle-orm';
 import { getTableConfig, type PgTable } from 'drizzle-orm/pg-core';
-import { SQLiteTable, getTableConfig as getSqliteTableConfig } from 'drizzle-orm/sqlite-core';
 import { UsageError } from '../errors.ts';
 import { DatabaseReadonlyError } from './errors.ts';
 import { openDatabase, type Database } from './open.ts';
 import { acquireRunLock, LockedError, readRunLock, type RunLock } from './run-lock.ts';
 import { decodeRawBody } from './raw-body.ts';
 import { openPgStore, type PgStoreOptions } from './pg/open.ts';
-import * as pgSchema from './pg/schema.ts';
-import * as sqliteSchema from './schema.ts';
+import { TABLES as PG_TABLES } from './pg/schema.ts';
+import { DATASET_TABLES } from './tables.ts';
 
-/** The order tables are copied in: a table after the ones its foreign keys name. */
-export const COPY_ORDER: readonly PgTable[] = [
-  pgSchema.companies, pgSchema.companyLocations, pgSchema.companyIndustries, pgSchema.companySpecialities, pgSchema.companyHashtags,
-  pgSchema.similarCompanies, pgSchema.posts, pgSchema.postMedia, pgSchema.jobs, pgSchema.jobSearches, pgSchema.jobSearchResults,
-  pgSchema.runs, pgSchema.tasks, pgSchema.invalidInputs, pgSchema.apiCalls, pgSchema.rawResponses, pgSchema.answerAnomalies,
-  pgSchema.answerDrift, pgSchema.netingestMeta,
-];
+/** Not copied: the source's run lock is the SQLite file's, and the new dataset has no run going on. */
+export const NOT_COPIED: ReadonlySet<string> = new Set(['run_lock']);
+
+/** The order tables are copied in: every table but NOT_COPIED, parents first (the definition's order). */
+export const COPY_ORDER: readonly PgTable[] = DATASET_TABLES.filter((t) => !NOT_COPIED.has(t.name)).map((t) => PG_TABLES[t.name]);
 
 /** Options of copyDataset(); defaults in COPY_DEFAULTS. */
 export interface CopyDatasetOptions {
@@ -158,7 +154,7 @@ async function refuseNonEmpty(client: pg.PoolClient, shownUrl: string): Promise<
   for (const table of COPY_ORDER) {
     const { name } = getTableConfig(table);
     // netingest_meta is filled by the migrations themselves.
-    const filter = table === pgSchema.netingestMeta ? ` WHERE key NOT IN ('schema_version', 'canonical_urls')` : '';
+    const filter = table === PG_TABLES.netingest_meta ? ` WHERE key NOT IN ('schema_version', 'canonical_urls')` : '';
     const found = await client.query(`SELECT 1 FROM "${name}"${filter} LIMIT 1`);
     if (found.rowCount) holding.push(name);
   }
@@ -178,7 +174,7 @@ async function copyTable(
     .filter((c) => c.pk > 0)
     .sort((a, b) => a.pk - b.pk)
     .map((c) => `"${c.name}"`);
-  const isMeta = table === pgSchema.netingestMeta;
+  const isMeta = table === PG_TABLES.netingest_meta;
   const conflict = isMeta ? ' ON CONFLICT (key) DO UPDATE SET value = excluded.value' : '';
   const maxRows = Math.max(1, Math.min(opts.batchRows, Math.floor(MAX_PARAMETERS / columns.length)));
   const select = sqlite.prepare(`SELECT ${names} FROM "${config.name}" ORDER BY ${keyColumns.join(', ')}`);
@@ -236,14 +232,9 @@ function planColumns(table: PgTable): ColumnPlan[] {
   });
 }
 
-/** `table.column` of the columns SQLite declares BLOB ("as given"): a value of any type, kept as that JSON value. */
+/** `table.column` of the columns of undocumented type ("as given"): a value of any type, kept as that JSON value. */
 const AS_GIVEN = new Set(
-  (Object.values(sqliteSchema) as unknown[])
-    .filter((value): value is SQLiteTable => is(value, SQLiteTable))
-    .flatMap((table) => {
-      const config = getSqliteTableConfig(table);
-      return config.columns.filter((c) => c.getSQLType() === 'blob').map((c) => `${config.name}.${c.name}`);
-    }),
+  DATASET_TABLES.flatMap((t) => Object.entries(t.columns).filter(([, c]) => c.spec.kind === 'given').map(([column]) => `${t.name}.${column}`)),
 );
 
 function jsonbConverter(table: string, column: string): (value: unknown) => unknown {
