@@ -7,7 +7,7 @@
  */
 import type { BuildColumns } from 'drizzle-orm';
 import { check, customType, index, integer, primaryKey, real, sqliteTable, text, uniqueIndex, type SQLiteTableWithColumns } from 'drizzle-orm/sqlite-core';
-import { buildTables, type Column, type ColumnKind, type Dialect, type TableDef } from './table-kit.ts';
+import { buildTables, type AutoId, type Column, type ColumnKind, type Dialect, type TableDef } from './table-kit.ts';
 import { DATASET_TABLES, type DatasetTable } from './tables.ts';
 
 export { ANSWER_ANOMALY_KINDS, RUN_STATUSES, TASK_STATUSES, type AnswerAnomalyKind, type RunStatus, type TaskStatus } from './tables.ts';
@@ -37,7 +37,7 @@ type TableOf<Def> = Def extends TableDef<infer Name, infer C>
 export type SqliteTables = { [Def in DatasetTable as Def['name']]: TableOf<Def> };
 
 const sqlite: Dialect = {
-  column: (kind: ColumnKind, autoId: boolean) => (autoId ? integer().primaryKey({ autoIncrement: true }) : COLUMNS[kind]()) as never,
+  column: (kind: ColumnKind, autoId: AutoId) => (autoId ? integer().primaryKey({ autoIncrement: true }) : COLUMNS[kind]()) as never,
   table: sqliteTable as never,
   index: index as never,
   uniqueIndex: uniqueIndex as never,

@@ -11,6 +11,8 @@ import type { AnyColumn, SQL } from 'drizzle-orm';
  * number past 2^31 (integer / bigint); `flag`, 0/1 (integer / smallint); `real` (real / double precision);
  * `given`, a value of undocumented type kept as given (BLOB without affinity / jsonb).
  */
+export type AutoId = false | 'byDefault' | 'always';
+
 export type ColumnKind = 'text' | 'time' | 'json' | 'int' | 'bigint' | 'flag' | 'real' | 'given';
 
 /** The values a kind holds. */
@@ -19,10 +21,13 @@ export type DataOf<K extends ColumnKind> = K extends 'int' | 'bigint' | 'flag' |
 export interface ColumnSpec {
   readonly kind: ColumnKind;
   readonly notNull: boolean;
-  readonly default?: string | number;
+  readonly default?: string | number | SQL;
   readonly primaryKey: boolean;
-  /** An id the engine numbers itself (SQLite AUTOINCREMENT, PostgreSQL identity BY DEFAULT so `copy` keeps ids). */
-  readonly autoId: boolean;
+  /**
+   * An id the engine numbers itself: SQLite AUTOINCREMENT, PostgreSQL identity BY DEFAULT (so `copy` keeps the
+   * ids) or ALWAYS (PostgreSQL-only tables).
+   */
+  readonly autoId: AutoId;
   /** The parent column; a child row goes with its parent (ON DELETE CASCADE), as every reference in the dataset. */
   readonly references?: Column;
 }
@@ -40,7 +45,7 @@ export class Column<K extends ColumnKind = ColumnKind, T = DataOf<K>, N extends 
     return new Column({ ...this.spec, notNull: true });
   }
 
-  default(value: T & (string | number)): Column<K, T, N, true> {
+  default(value: (T & (string | number)) | SQL): Column<K, T, N, true> {
     return new Column({ ...this.spec, default: value });
   }
 
@@ -48,8 +53,8 @@ export class Column<K extends ColumnKind = ColumnKind, T = DataOf<K>, N extends 
     return new Column({ ...this.spec, notNull: true, primaryKey: true });
   }
 
-  autoId(): Column<K, T, true, true> {
-    return new Column({ ...this.spec, notNull: true, primaryKey: true, autoId: true });
+  autoId(mode: Exclude<AutoId, false> = 'byDefault'): Column<K, T, true, true> {
+    return new Column({ ...this.spec, notNull: true, primaryKey: true, autoId: mode });
   }
 
   references(parent: Column): Column<K, T, N, D> {
@@ -123,7 +128,7 @@ export interface ColumnBuilder {
 /** What buildTables() needs of a dialect: its drizzle functions, and each kind's column. */
 export interface Dialect {
   /** A column of `kind`; with `autoId`, the key column the engine numbers. */
-  column(kind: ColumnKind, autoId: boolean): ColumnBuilder;
+  column(kind: ColumnKind, autoId: AutoId): ColumnBuilder;
   table(name: string, columns: Record<string, ColumnBuilder>, extra: (t: Record<string, AnyColumn>) => unknown[]): Record<string, AnyColumn>;
   index(name: string): { on(...columns: AnyColumn[]): { where(condition: SQL): unknown } };
   uniqueIndex(name: string): { on(...columns: AnyColumn[]): { where(condition: SQL): unknown } };

@@ -30,7 +30,7 @@ import {
   uniqueIndex,
   type PgTableWithColumns,
 } from 'drizzle-orm/pg-core';
-import { buildTables, type Column, type ColumnKind, type Dialect, type TableDef } from '../table-kit.ts';
+import { buildTables, type AutoId, type Column, type ColumnKind, type Dialect, type TableDef } from '../table-kit.ts';
 import { DATASET_TABLES, type DatasetTable } from '../tables.ts';
 
 const COLUMNS = {
@@ -44,16 +44,21 @@ const COLUMNS = {
   given: () => jsonb(),
 };
 
+const identity = (mode: Exclude<AutoId, false>) => {
+  const id = bigint({ mode: 'number' }).primaryKey();
+  return mode === 'always' ? id.generatedAlwaysAsIdentity() : id.generatedByDefaultAsIdentity();
+};
+
 type ColumnOf<C> = C extends Column<infer K, infer T, infer N, infer D> ? ReturnType<(typeof COLUMNS)[K]> & { _: { notNull: N; hasDefault: D; $type: T } } : never;
 type TableOf<Def> = Def extends TableDef<infer Name, infer C>
   ? PgTableWithColumns<{ name: Name; schema: undefined; columns: BuildColumns<Name, { [K in keyof C]: ColumnOf<C[K]> }, 'pg'>; dialect: 'pg' }>
   : never;
-/** Each table of the dataset, by name, typed as drizzle infers it. */
-export type PgTables = { [Def in DatasetTable as Def['name']]: TableOf<Def> };
+/** Each table of `Defs`, by name, typed as drizzle infers it. */
+export type PgTablesOf<Defs extends TableDef> = { [Def in Defs as Def['name']]: TableOf<Def> };
 
 /** PostgreSQL's dialect for buildTables(); the PostgreSQL-only coordination tables use it too. */
 export const pg: Dialect = {
-  column: (kind: ColumnKind, autoId: boolean) => (autoId ? bigint({ mode: 'number' }).primaryKey().generatedByDefaultAsIdentity() : COLUMNS[kind]()) as never,
+  column: (kind: ColumnKind, autoId: AutoId) => (autoId ? identity(autoId) : COLUMNS[kind]()) as never,
   table: pgTable as never,
   index: index as never,
   uniqueIndex: uniqueIndex as never,
@@ -61,7 +66,7 @@ export const pg: Dialect = {
   check,
 };
 
-export const TABLES = buildTables(DATASET_TABLES, pg) as PgTables;
+export const TABLES = buildTables(DATASET_TABLES, pg) as PgTablesOf<DatasetTable>;
 
 // drizzle-kit finds the tables among this module's exports.
 export const {
