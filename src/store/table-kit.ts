@@ -11,9 +11,13 @@ import type { AnyColumn, SQL } from 'drizzle-orm';
  * number past 2^31 (integer / bigint); `flag`, 0/1 (integer / smallint); `real` (real / double precision);
  * `given`, a value of undocumented type kept as given (BLOB without affinity / jsonb).
  */
-export type AutoId = false | 'byDefault' | 'always';
-
 export type ColumnKind = 'text' | 'time' | 'json' | 'int' | 'bigint' | 'flag' | 'real' | 'given';
+
+/**
+ * An id the engine numbers itself: SQLite AUTOINCREMENT, PostgreSQL identity BY DEFAULT (so `copy` keeps the ids)
+ * or ALWAYS (PostgreSQL-only tables); false for every other column.
+ */
+export type AutoId = false | 'byDefault' | 'always';
 
 /** The values a kind holds. */
 export type DataOf<K extends ColumnKind> = K extends 'int' | 'bigint' | 'flag' | 'real' ? number : K extends 'given' ? string | number : string;
@@ -23,10 +27,6 @@ export interface ColumnSpec {
   readonly notNull: boolean;
   readonly default?: string | number | SQL;
   readonly primaryKey: boolean;
-  /**
-   * An id the engine numbers itself: SQLite AUTOINCREMENT, PostgreSQL identity BY DEFAULT (so `copy` keeps the
-   * ids) or ALWAYS (PostgreSQL-only tables).
-   */
   readonly autoId: AutoId;
   /** The parent column; a child row goes with its parent (ON DELETE CASCADE), as every reference in the dataset. */
   readonly references?: Column;
