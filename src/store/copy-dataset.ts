@@ -19,6 +19,7 @@ import { acquireRunLock, LockedError, readRunLock, type RunLock } from './run-lo
 import { decodeRawBody } from './raw-body.ts';
 import { openPgStore, type PgStoreOptions } from './pg/open.ts';
 import { TABLES as PG_TABLES } from './pg/schema.ts';
+import type { ColumnKind, TableDef } from './table-kit.ts';
 import { DATASET_TABLES } from './tables.ts';
 
 /** Not copied: the source's run lock is the SQLite file's, and the new dataset has no run going on. */
@@ -215,35 +216,30 @@ function convertOrSay(column: ColumnPlan, row: Record<string, unknown>, table: s
   }
 }
 
+const textOf = (value: unknown) => (Buffer.isBuffer(value) ? value.toString('utf8') : value);
+
+/** How a SQLite value of a column's kind becomes its PostgreSQL one; any other kind goes as it is. */
+const CONVERT: Partial<Record<ColumnKind, (value: unknown) => unknown>> = {
+  text: textOf,
+  // JSON text: the text is the JSON value.
+  json: (value) => (value === null || value === undefined ? null : String(textOf(value))),
+  // As given: a number stays a number, a string a string (JSON-encoded so the server reads it as a JSON string).
+  given: (value) => (value === null || value === undefined ? null : JSON.stringify(textOf(value))),
+};
+
 /** How each column's SQLite value becomes its PostgreSQL one. */
 function planColumns(table: PgTable): ColumnPlan[] {
-  const { name: tableName, columns } = getTableConfig(table);
-  return columns.map((column) => {
-    const type = column.getSQLType();
-    const name = column.name;
+  const { name: tableName } = getTableConfig(table);
+  const def: TableDef = DATASET_TABLES.find((t) => t.name === tableName)!;
+  return Object.entries(def.columns).map(([name, column]) => {
     if (tableName === 'raw_responses' && name === 'body') {
       // gzip bodies become their text: PostgreSQL compresses large values itself, and raw_body() stays SQL.
       return { name, convert: (value, row) => decodeRawBody(value, row.body_encoding) };
     }
     if (tableName === 'raw_responses' && name === 'body_encoding') return { name, convert: () => null };
-    if (type === 'jsonb') return { name, convert: jsonbConverter(tableName, name) };
-    if (type === 'text') return { name, convert: (value) => (Buffer.isBuffer(value) ? value.toString('utf8') : value) };
-    return { name, convert: (value) => value };
+    const convert = CONVERT[column.spec.kind] ?? ((value: unknown) => value);
+    return { name, convert: (value) => convert(value) };
   });
-}
-
-/** `table.column` of the columns of undocumented type ("as given"): a value of any type, kept as that JSON value. */
-const AS_GIVEN = new Set(
-  DATASET_TABLES.flatMap((t) => Object.entries(t.columns).filter(([, c]) => c.spec.kind === 'given').map(([column]) => `${t.name}.${column}`)),
-);
-
-function jsonbConverter(table: string, column: string): (value: unknown) => unknown {
-  if (AS_GIVEN.has(`${table}.${column}`)) {
-    // A number stays a number, a string a string (JSON-encoded so the server reads it as a JSON string).
-    return (value) => (value === null || value === undefined ? null : JSON.stringify(Buffer.isBuffer(value) ? value.toString('utf8') : value));
-  }
-  // Columns holding JSON text: the text is the JSON value.
-  return (value) => (value === null || value === undefined ? null : Buffer.isBuffer(value) ? value.toString('utf8') : String(value));
 }
 
 function sizeOf(value: unknown): number {
