@@ -50,7 +50,9 @@ const READ_PAGE = `(() => {
   };
 })()`;
 
-const sumColumn = (rows: string[][], column: number) => Math.round(rows.reduce((n, r) => n + Number(r[column]), 0) * 1e6) / 1e6;
+/** A number as the page prints it (999,415.5). */
+const numberOf = (text: string | undefined) => Number(text?.replaceAll(',', ''));
+const sumColumn = (rows: string[][], column: number) => Math.round(rows.reduce((n, r) => n + numberOf(r[column]), 0) * 1e6) / 1e6;
 
 forEachEngine('netingest report', (engine) => {
   describe.skipIf(!chromiumPath)(`the page in headless Chromium${chromiumPath ? '' : ` (skipped: ${chromiumSkipReason})`}`, () => {
@@ -94,11 +96,11 @@ forEachEngine('netingest report', (engine) => {
       const { figures } = await gatherFigures({ db: db.locator, days: DAYS, now: NOW });
       expect(figures.status).toEqual(status);
       const seen = visit.value.figures;
-      expect(seen['credits-all-runs']).toBe(String(status.creditsSpentAllRuns));
-      expect(seen['credits-left']).toBe(String(status.lastCounters!.balance));
-      expect(seen['credits-last-run']).toBe(String(status.runs[0]!.creditsSpent));
-      expect(seen['last-exit-code']).toBe(String(status.runs[0]!.exitCode));
-      const jobs = Object.fromEntries(visit.value.tables.jobs![0]!.map((r) => [r[0], { done: Number(r[1]), not_found: Number(r[2]), failed: Number(r[3]) }]));
+      expect(numberOf(seen['credits-all-runs'])).toBe(status.creditsSpentAllRuns);
+      expect(numberOf(seen['credits-left'])).toBe(status.lastCounters!.balance);
+      expect(numberOf(seen['credits-last-run'])).toBe(status.runs[0]!.creditsSpent);
+      expect(numberOf(seen['last-exit-code'])).toBe(status.runs[0]!.exitCode);
+      const jobs = Object.fromEntries(visit.value.tables.jobs![0]!.map((r) => [r[0], { done: numberOf(r[1]), not_found: numberOf(r[2]), failed: numberOf(r[3]) }]));
       for (const [job, counts] of Object.entries(status.tasksByJob)) expect(jobs[job]).toEqual({ done: counts.done ?? 0, not_found: counts.not_found ?? 0, failed: counts.failed ?? 0 });
       // `status` ends with the page it wrote, on either engine.
       expect(status.lastReport?.path).toBe(written.path);

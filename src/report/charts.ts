@@ -3,6 +3,7 @@
  * for it where a picture cannot be seen. svg.ts draws them; the page shows each one's numbers in a table.
  */
 import type { ReportFigures } from './figures.ts';
+import { formatNumber as fmt } from './format-number.ts';
 
 /** One chart: its id (the page's anchor), title, the text alternative, and the ECharts option. */
 export interface ChartSpec {
@@ -57,9 +58,9 @@ function creditsChart(f: ReportFigures): ChartSpec {
     id: 'credits',
     title: 'Credits spent per night, and the balance left after each run',
     alt:
-      `${f.nights.length} runs in the last ${f.days} days spent ${sum(spent)} credits` +
-      (most ? `; the most, ${most.creditsSpent ?? 0}, on ${labels.get(most.runId)}` : '') +
-      (left ? `; ${left.balance} of ${left.totalCredits} credits are left.` : '; the balance is not known yet.'),
+      `${f.nights.length} runs in the last ${f.days} days spent ${fmt(sum(spent))} credits` +
+      (most ? `; the most, ${fmt(most.creditsSpent ?? 0)}, on ${labels.get(most.runId)}` : '') +
+      (left ? `; ${fmt(left.balance)} of ${fmt(left.totalCredits)} credits are left.` : '; the balance is not known yet.'),
     option: {
       ...base('credits spent', x),
       yAxis: [
@@ -91,7 +92,7 @@ function outcomesChart(f: ReportFigures): ChartSpec {
   return {
     id: 'outcomes',
     title: 'Task outcomes per run (all jobs of the run)',
-    alt: `Over ${f.nights.length} runs: ${Object.entries(totals).map(([k, v]) => `${v} ${k}`).join(', ')}.`,
+    alt: `Over ${f.nights.length} runs: ${Object.entries(totals).map(([k, v]) => `${fmt(v)} ${k}`).join(', ')}.`,
     option: { ...base('tasks', x), series },
   };
 }
@@ -103,7 +104,7 @@ function jobsChart(f: ReportFigures): ChartSpec {
   return {
     id: 'jobs',
     title: 'Tasks per job, by their state now',
-    alt: jobs.length === 0 ? 'No job has tasks yet.' : jobs.map((j) => `${j}: ${Object.entries(f.status.tasksByJob[j]!).map(([s, n]) => `${n} ${s.replace('_', ' ')}`).join(', ')}`).join('; ') + '.',
+    alt: jobs.length === 0 ? 'No job has tasks yet.' : jobs.map((j) => `${j}: ${Object.entries(f.status.tasksByJob[j]!).map(([s, count]) => `${fmt(count)} ${s.replace('_', ' ')}`).join(', ')}`).join('; ') + '.',
     option: {
       ...base('tasks', jobs, { xName: 'job' }),
       series: statuses.map((s) => ({ type: 'bar', stack: 'state', name: s.replace('_', ' '), data: jobs.map((j) => f.status.tasksByJob[j]![s] ?? 0), itemStyle: { color: colour[s] }, barMaxWidth: BAR_MAX_PX })),
@@ -123,7 +124,7 @@ function paceChart(f: ReportFigures): ChartSpec {
     alt:
       rates.length === 0
         ? 'No run made calls enough to measure a pace.'
-        : `Runs made between ${Math.min(...rates)} and ${Math.max(...rates)} calls per minute against ${configured} configured; ` +
+        : `${Math.min(...rates) === Math.max(...rates) ? `Runs made ${fmt(rates[0]!)}` : `Runs made between ${fmt(Math.min(...rates))} and ${fmt(Math.max(...rates))}`} calls per minute against ${configured} configured; ` +
           `average latency ${avg(pace.map((p) => p.latencyAvgMs))} ms.`,
     option: {
       ...base('calls per minute', x),
@@ -180,7 +181,7 @@ function forecastChart(f: ReportFigures): ChartSpec {
   return {
     id: 'forecast',
     title: 'What the next runs will cost: credits of the tasks coming due, by day',
-    alt: days.length === 0 ? 'No task comes due in the forecast window.' : `${credits} credits come due over ${days.length} day${days.length === 1 ? '' : 's'}; ${dueFirst} of them on ${first}.`,
+    alt: days.length === 0 ? 'No task comes due in the forecast window.' : `${fmt(credits)} credits come due over ${days.length} day${days.length === 1 ? '' : 's'}; ${fmt(dueFirst)} of them on ${first}.`,
     option: {
       ...base('credits', days, { xName: 'day (UTC) the tasks come due' }),
       series: jobs.map((job) => {

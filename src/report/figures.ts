@@ -64,9 +64,11 @@ const MS_PER_MINUTE = 60_000;
 
 /** The figures of `data` (read in one snapshot) with the live balance `status` gave. */
 export function buildFigures(data: ReportData, status: FullStatusReport, options: FigureOptions): ReportFigures {
+  // A run with no paid answer stores no balance: it left the one before it as it was.
+  let balance: number | null = null;
   const nights = data.runs.map((r): NightFigures => ({
     runId: r.id, startedAt: r.startedAt, endedAt: r.endedAt, status: r.status, exitCode: r.exitCode,
-    creditsSpent: r.creditsSpent, balanceAfter: r.creditsAtEnd,
+    creditsSpent: r.creditsSpent, balanceAfter: (balance = r.creditsAtEnd ?? balance),
     done: r.tasksDone, notFound: r.tasksNotFound, failed: r.tasksFailed, deferred: r.tasksDeferred, invalidRows: r.invalidRows, calls: r.calls,
   }));
   const costPerCall: ReportFigures['forecast']['costPerCall'] = {};

@@ -6,6 +6,7 @@
  */
 import type { ReportFigures } from './figures.ts';
 import { chartSpecs, runLabels, type ChartSpec } from './charts.ts';
+import { formatNumber } from './format-number.ts';
 
 /** Nothing may be fetched: styles are inline, images none, no script at all. */
 export const CONTENT_SECURITY_POLICY = "default-src 'none'; style-src 'unsafe-inline'; img-src 'none'; base-uri 'none'; form-action 'none'";
@@ -15,7 +16,13 @@ export function escapeHtml(text: string): string {
   return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 }
 
-const e = (v: unknown): string => (v === null || v === undefined ? '–' : escapeHtml(String(v)));
+/** An ISO time as people read it: 2026-11-28 00:01 UTC. */
+const when = (iso: string | null) => (iso === null ? '–' : escapeHtml(iso.replace(/^(\d{4}-\d\d-\d\d)T(\d\d:\d\d).*$/, '$1 $2 UTC')));
+
+const e = (v: unknown): string => (v === null || v === undefined ? '–' : typeof v === 'number' ? formatNumber(v) : escapeHtml(String(v)));
+
+/** Escaped text whose `command` spans show as code (the headline's advice names commands that way). */
+const withCode = (text: string) => escapeHtml(text).replace(/`([^`]+)`/g, '<code>$1</code>');
 
 /** The page for `figures`, with each chart drawn by `draw` (svg.ts). */
 export function renderPage(figures: ReportFigures, shownDataset: string, draw: (spec: ChartSpec) => string): string {
@@ -28,7 +35,7 @@ export function renderPage(figures: ReportFigures, shownDataset: string, draw: (
 <title>netingest report: ${e(shownDataset)}</title>
 <style>${STYLE}</style></head>
 <body>
-<header><h1>netingest report</h1><p class="meta">Dataset <code>${e(shownDataset)}</code> · written ${e(figures.generatedAt)} · runs of the last ${figures.days} days</p></header>
+<header><h1>netingest report</h1><p class="meta">Dataset <code>${e(shownDataset)}</code> · written ${when(figures.generatedAt)} · runs of the last ${figures.days} days</p></header>
 ${headlineHtml(figures)}
 <nav>${specs.map((s) => `<a href="#${s.id}">${e(s.title.split(':')[0])}</a>`).join(' · ')} · <a href="#failures">Failures</a> · <a href="#invalid">Invalid rows</a> · <a href="#anomalies">Anomalies</a></nav>
 ${specs.map((s) => chartSection(s, draw(s), tables[s.id] ?? '')).join('\n')}
@@ -43,15 +50,18 @@ ${anomaliesHtml(figures)}
 function headlineHtml(f: ReportFigures): string {
   const h = f.headline;
   const run = h.lastRun
-    ? `Run #${h.lastRun.id} ${h.lastRun.unfinished ? 'stopped without finishing' : e(h.lastRun.status.replaceAll('_', ' '))}, exit code <span data-figure="last-exit-code">${h.lastRun.exitCode === null ? 'not recorded' : e(h.lastRun.exitCode)}</span>, ended <span data-figure="last-ended-at">${e(h.lastRun.endedAt)}</span>`
+    ? `Run #${h.lastRun.id} ${h.lastRun.unfinished ? 'stopped without finishing' : e(h.lastRun.status.replaceAll('_', ' '))}, exit code <span data-figure="last-exit-code">${h.lastRun.exitCode === null ? 'not recorded' : e(h.lastRun.exitCode)}</span>, ended <span data-figure="last-ended-at">${when(h.lastRun.endedAt)}</span>`
     : 'No run yet';
   const left = h.creditsLeft
-    ? `<span data-figure="credits-left">${e(h.creditsLeft.balance)}</span> of ${e(h.creditsLeft.totalCredits)} left (${h.creditsLeft.source === 'live' ? "the service's credit check, now" : `last counters, ${e(h.creditsLeft.at)}`})`
+    ? `<span data-figure="credits-left">${e(h.creditsLeft.balance)}</span> of ${e(h.creditsLeft.totalCredits)} left (${h.creditsLeft.source === 'live' ? "the service's credit check, now" : `last counters, ${when(h.creditsLeft.at)}`})`
     : 'balance not known yet';
-  const deferred = h.deferred.tasks > 0 ? `<span data-figure="deferred">${h.deferred.tasks}</span> tasks deferred${h.deferred.why ? ` because ${e(h.deferred.why)}` : ''}` : 'nothing deferred';
+  const deferred = h.deferred.tasks > 0 ? `<span data-figure="deferred">${e(h.deferred.tasks)}</span> tasks deferred${h.deferred.why ? ` because ${e(h.deferred.why)}` : ''}` : 'Nothing deferred';
+  const credits = h.lastRun
+    ? `Credits: <span data-figure="credits-last-run">${h.creditsSpentLastRun === null ? 'none' : e(h.creditsSpentLastRun)}</span> spent by the last run, <span data-figure="credits-all-runs">${e(h.creditsSpentAllRuns)}</span> by all runs; ${left}. ${deferred}.`
+    : `Credits: ${left}.`;
   return `<section class="headline ${h.level}" aria-label="Summary">
-<p class="action" data-figure="action">${e(h.action)}</p>
-<p>${run}. Credits: <span data-figure="credits-last-run">${h.creditsSpentLastRun === null ? 'none' : e(h.creditsSpentLastRun)}</span> spent by the last run, <span data-figure="credits-all-runs">${e(h.creditsSpentAllRuns)}</span> by all runs; ${left}. ${deferred}.</p>
+<p class="action" data-figure="action">${withCode(h.action)}</p>
+<p>${run}. ${credits}</p>
 </section>`;
 }
 
