@@ -28,6 +28,8 @@ export async function runReportBench(): Promise<BenchResult[]> {
     const db = join(dir, 'year.db');
     await writeNightlyDataset(db, yearOfNights());
     const reportMs: number[] = [];
+    // CPU time too: on a shared machine the wall time measures the neighbours, the CPU time this work.
+    const reportCpuMs: number[] = [];
     const statusMs: number[] = [];
     let bytes = 0;
     // The first round loads the charting library: a nightly report pays it once, shown apart.
@@ -36,8 +38,11 @@ export async function runReportBench(): Promise<BenchResult[]> {
     const coldMs = performance.now() - started;
     for (let round = 0; round < REPORT_BENCH.rounds; round++) {
       started = performance.now();
+      const cpu = process.cpuUsage();
       bytes = (await writeReport({ db, outFile: join(dir, 'year.html'), days: 365, now: YEAR_NOW })).bytes;
       reportMs.push(performance.now() - started);
+      const used = process.cpuUsage(cpu);
+      reportCpuMs.push((used.user + used.system) / 1000);
       started = performance.now();
       await statusReport({ db, runs: 10 });
       statusMs.push(performance.now() - started);
@@ -47,6 +52,7 @@ export async function runReportBench(): Promise<BenchResult[]> {
     return [
       { name: 'report: a year of nights, first in the process', value: Math.round(coldMs), unit: 'ms', target: `< ${REPORT_BENCH.targetMs} ms`, baseline: null, ratio: null, met: coldMs < REPORT_BENCH.targetMs },
       { name: 'report: a year of nights, warm', value: Math.round(report), unit: 'ms', target: `< ${REPORT_BENCH.targetMs} ms`, baseline: Math.round(status), ratio: report / status, met: report < REPORT_BENCH.targetMs },
+      { name: 'report: CPU per page, a year of nights, warm', value: Math.round(median(reportCpuMs)), unit: 'ms', target: `< ${REPORT_BENCH.targetMs} ms`, baseline: null, ratio: null, met: median(reportCpuMs) < REPORT_BENCH.targetMs },
       { name: 'report: page size, a year of nights', value: bytes, unit: 'bytes', target: `< ${REPORT_BENCH.targetBytes}`, baseline: null, ratio: null, met: bytes < REPORT_BENCH.targetBytes },
     ];
   } finally {
