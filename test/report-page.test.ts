@@ -119,6 +119,11 @@ forEachEngine('netingest report', (engine) => {
       expect(sumColumn(credits!, 4)).toBe(Math.round(Number(sql.spent) * 1e6) / 1e6);
       expect(sumColumn(outcomes!, 2)).toBe(Number(sql.done));
       expect(sumColumn(visit.value.tables.drift![0]!, 5)).toBe(Number(sql.drifted));
+      const [, byJob] = visit.value.tables.outcomes!;
+      const inWindow = `run_id IN (SELECT id FROM runs WHERE started_at >= ?)`;
+      expect(sumColumn(byJob!, 3)).toBe(await db.count(`SELECT count(*) FROM api_calls WHERE ${inWindow}`, since));
+      expect(sumColumn(byJob!, 4)).toBe(await db.count(`SELECT count(*) FROM api_calls WHERE status = 200 AND ${inWindow}`, since));
+      expect(sumColumn(byJob!, 6)).toBe(await db.count(`SELECT count(*) FROM api_calls WHERE status <> 200 AND status <> 404 AND ${inWindow}`, since));
       const failed = await db.count(`SELECT count(*) FROM tasks WHERE status = 'failed'`);
       expect(sumColumn(visit.value.tables.failures![0]!, 2)).toBe(failed);
     });

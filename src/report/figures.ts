@@ -50,8 +50,8 @@ export interface ReportFigures {
   /** The same object `netingest status --json` prints. */
   status: FullStatusReport;
   nights: NightFigures[];
-  /** Calls and paid answers per run and job (`job` null: calls no task owns). */
-  callsByJob: Array<{ runId: number; job: string | null; calls: number; answered: number }>;
+  /** Calls per run and job by how they were answered (`job` null: calls no task owns). */
+  callsByJob: Array<{ runId: number; job: string | null; calls: number; answered: number; notFound: number; failedCalls: number }>;
   pace: PaceFigures[];
   drift: DriftSeries[];
   forecast: { days: ForecastDay[]; costPerCall: Record<string, { credits: number; learned: boolean }> };
@@ -81,7 +81,7 @@ export function buildFigures(data: ReportData, status: FullStatusReport, options
     headline: headlineOf(status, nights),
     status,
     nights,
-    callsByJob: data.calls.map((c) => ({ runId: c.runId, job: c.job, calls: c.calls, answered: c.answered })),
+    callsByJob: data.calls.map((c) => ({ runId: c.runId, job: c.job, calls: c.calls, answered: c.answered, notFound: c.notFound, failedCalls: c.failedCalls })),
     pace: paceOf(data, options.configuredPerMinute),
     drift: driftSeries(data.drift),
     forecast: {

@@ -91,8 +91,8 @@ function chartTables(f: ReportFigures): Record<string, string> {
     outcomes:
       table('Numbers: outcomes per run', ['night', 'run', 'done', 'not found', 'failed', 'deferred', 'invalid rows', 'calls'],
         f.nights.map((n) => [labels.get(n.runId), n.runId, n.done, n.notFound, n.failed, n.deferred, n.invalidRows, n.calls])) +
-      table('Numbers: calls and paid answers per run and job', ['night', 'run', 'job', 'calls', 'paid answers (200)'],
-        f.callsByJob.map((c) => [labels.get(c.runId), c.runId, c.job ?? '(no task: balance checks)', c.calls, c.answered])),
+      table('Outcomes per job: calls per run and job, by answer', ['night', 'run', 'job', 'calls', 'answered (200)', 'not found (404)', 'failed (other, or no answer)'],
+        f.callsByJob.map((c) => [labels.get(c.runId), c.runId, c.job ?? '(no task: balance checks)', c.calls, c.answered, c.notFound, c.failedCalls])),
     jobs: table('Numbers: tasks per job and state', ['job', 'done', 'not found', 'failed', 'deferred', 'pending'],
       jobs.map(([job, c]) => [job, c.done ?? 0, c.not_found ?? 0, c.failed ?? 0, c.deferred ?? 0, c.pending ?? 0])),
     pace: table('Numbers: pace and latency per run', ['night', 'run', 'calls', 'minutes', 'calls per minute', 'configured', 'average latency (ms)', 'longest (ms)'],

@@ -28,7 +28,7 @@ export interface ReportRun {
 
 /** A run's calls for one job (null: calls no task owns, such as the free balance check). */
 export interface RunJobCalls {
-  runId: number; job: string | null; calls: number; answered: number; firstAt: string; lastAt: string;
+  runId: number; job: string | null; calls: number; answered: number; notFound: number; failedCalls: number; firstAt: string; lastAt: string;
   latencyAvgMs: number | null; latencyMaxMs: number | null;
 }
 
@@ -41,6 +41,8 @@ const RUNS = `SELECT id, jobs, started_at AS "startedAt", ended_at AS "endedAt",
   FROM runs WHERE started_at >= ? ORDER BY id`;
 
 const CALLS = `SELECT a.run_id AS "runId", t.job, count(*) AS calls, sum(CASE WHEN a.status = 200 THEN 1 ELSE 0 END) AS answered,
+  sum(CASE WHEN a.status = 404 THEN 1 ELSE 0 END) AS "notFound",
+  sum(CASE WHEN a.status IS NULL OR (a.status <> 200 AND a.status <> 404) THEN 1 ELSE 0 END) AS "failedCalls",
   min(a.at) AS "firstAt", max(a.at) AS "lastAt", avg(a.latency_ms) AS "latencyAvgMs", max(a.latency_ms) AS "latencyMaxMs"
   FROM api_calls a LEFT JOIN tasks t ON t.id = a.task_id
   WHERE a.run_id IN (SELECT id FROM runs WHERE started_at >= ?) GROUP BY a.run_id, t.job ORDER BY a.run_id, t.job`;
