@@ -13,6 +13,7 @@ const suites: Array<[string, () => Promise<BenchResult[]>]> = [
   ['export', async () => (await import('./export.bench.ts')).runExportBench()],
   ['start time', async () => (await import('./start-time.bench.ts')).runStartTimeBench()],
   ['postgres', async () => (await import('./postgres.bench.ts')).runPostgresBench()],
+  ['report', async () => (await import('./report.bench.ts')).runReportBench()],
 ];
 
 const only = process.argv.slice(2);

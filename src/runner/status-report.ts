@@ -31,7 +31,11 @@ export type FullStatusReport = StatusReport & {
 
 /** Reads the status of `options.db` (read-only) and asks the live balance. */
 export async function statusReport(options: StatusOptions): Promise<FullStatusReport> {
-  const report = await readDatasetStatus(options.db, options.runs);
+  return withLiveBalance(await readDatasetStatus(options.db, options.runs), options);
+}
+
+/** The dataset's status with the live balance, when it can be asked (`report` reads the status in its own snapshot). */
+export async function withLiveBalance(report: StatusReport, options: Pick<StatusOptions, 'apiUrl' | 'tokenFile'>): Promise<FullStatusReport> {
   const liveBalance = await askLiveBalance({ apiUrl: options.apiUrl, tokenFile: options.tokenFile });
   // What the account used since the last answer stored: calls lost in flight in the last run, or use elsewhere.
   const since = liveBalance && report.lastCounters ? Math.round((liveBalance.creditsUsed - report.lastCounters.creditsUsed) * 1e6) / 1e6 : null;
@@ -125,5 +129,6 @@ function creditLines(r: FullStatusReport): string[] {
     const gap = since !== null && since > 0 ? `; ${since} used since the last answer stored, by calls lost in flight or elsewhere` : '';
     lines.push(`Balance now: ${r.liveBalance.balance} of ${r.liveBalance.totalCredits} (asked the service's free credit check${gap})`);
   }
+  if (r.lastReport) lines.push(`Last report: ${r.lastReport.path} (written ${r.lastReport.writtenAt})`);
   return lines;
 }

@@ -6,6 +6,7 @@ import { roundCredits } from '../credits/credit-meter.ts';
 import { measureUnfinishedRunReads, unfinishedRunsReads, type UnfinishedRun, type UnfinishedRunFigures } from './abandoned-runs.ts';
 import { uncountedCreditsReads } from './uncounted-credits.ts';
 import { lastRunDriftReads } from './answer-drift.ts';
+import { lastReportReads } from './last-report.ts';
 import { readSync, rows, value } from './read-steps.ts';
 import { RUNNING_RUNS_LIVENESS_SQL } from './pg/coordination/worker-runs.ts';
 
@@ -63,6 +64,8 @@ export function* statusReads(recentRuns = 10) {
     /** How the answers of the last run that received any differed from the spec (answer_drift). */
     drift: yield* lastRunDriftReads(),
     lock,
+    /** Where `netingest report` last wrote its page for this dataset (netingest_meta), or null. */
+    lastReport: yield* lastReportReads(),
   };
 }
 

@@ -31,6 +31,11 @@ export const commands: LazyCommand[] = [
     load: async () => (await import('./status.ts')).statusCommand,
   },
   {
+    name: 'report',
+    describe: 'Write one self-contained HTML page of the last runs: status, credits, outcomes, pace, drift, what is due next',
+    load: async () => (await import('./report.ts')).reportCommand,
+  },
+  {
     name: 'export [table]',
     describe: 'Export a table, a view or a read-only SELECT as CSV or JSON Lines (to --out, written atomically, or stdout)',
     load: async () => (await import('./export.ts')).exportCommand,

@@ -1,0 +1,202 @@
+/**
+ * The report's charts as ECharts options, each with its title, axes and units, and the sentence that stands in
+ * for it where a picture cannot be seen. svg.ts draws them; the page shows each one's numbers in a table.
+ */
+import type { ReportFigures } from './figures.ts';
+import { formatNumber as fmt } from './format-number.ts';
+
+/** One chart: its id (the page's anchor), title, the text alternative, and the ECharts option. */
+export interface ChartSpec {
+  id: string;
+  title: string;
+  alt: string;
+  option: Record<string, unknown>;
+}
+
+/** Colours of task outcomes, the same in every chart. */
+export const OUTCOME_COLOURS = { done: '#2e7d32', notFound: '#9e9e9e', failed: '#c62828', deferred: '#ef8f00', invalidRows: '#6a1b9a' } as const;
+
+/** Drift lines drawn at most (the most frequent members); the table lists them all. */
+const DRIFT_LINES = 8;
+
+/** Widest bar: a run or two must not fill the chart with one slab. */
+const BAR_MAX_PX = 48;
+
+/** Height of a legend row (two drift names fit on one). */
+const LEGEND_ROW_PX = 22;
+
+/** Lines show a dot per point up to this many points (one point alone is otherwise invisible). */
+const SYMBOLS_UP_TO = 60;
+
+/** Every chart of the page, in page order. */
+export function chartSpecs(f: ReportFigures): ChartSpec[] {
+  return [creditsChart(f), outcomesChart(f), jobsChart(f), paceChart(f), driftChart(f), forecastChart(f)];
+}
+
+/** Category labels for runs: the night each started, with its id where two share a night. */
+export function runLabels(f: ReportFigures): Map<number, string> {
+  const perDay = new Map<string, number>();
+  for (const n of f.nights) perDay.set(n.startedAt.slice(0, 10), (perDay.get(n.startedAt.slice(0, 10)) ?? 0) + 1);
+  return new Map(f.nights.map((n) => [n.runId, perDay.get(n.startedAt.slice(0, 10))! > 1 ? `${n.startedAt.slice(0, 10)} #${n.runId}` : n.startedAt.slice(0, 10)]));
+}
+
+const base = (yName: string, categories: string[], extra: Record<string, unknown> = {}) => ({
+  animation: false,
+  grid: { left: 70, right: 70, top: 40, bottom: 60 },
+  legend: { top: 4, type: 'plain' },
+  xAxis: { type: 'category', data: categories, name: extra.xName ?? 'night (UTC)', nameLocation: 'middle', nameGap: 35, axisLabel: { hideOverlap: true } },
+  yAxis: { type: 'value', name: yName, nameLocation: 'middle', nameGap: 50 },
+});
+
+function creditsChart(f: ReportFigures): ChartSpec {
+  const labels = runLabels(f);
+  const x = f.nights.map((n) => labels.get(n.runId)!);
+  const spent = f.nights.map((n) => n.creditsSpent ?? 0);
+  const most = f.nights.reduce<(typeof f.nights)[number] | null>((m, n) => ((n.creditsSpent ?? 0) > (m?.creditsSpent ?? -1) ? n : m), null);
+  const left = f.headline.creditsLeft;
+  return {
+    id: 'credits',
+    title: 'Credits spent per night, and the balance left after each run',
+    alt:
+      `${f.nights.length} runs in the last ${f.days} days spent ${fmt(sum(spent))} credits` +
+      (most ? `; the most, ${fmt(most.creditsSpent ?? 0)}, on ${labels.get(most.runId)}` : '') +
+      (left ? `; ${fmt(left.balance)} of ${fmt(left.totalCredits)} credits are left.` : '; the balance is not known yet.'),
+    option: {
+      ...base('credits spent', x),
+      yAxis: [
+        { type: 'value', name: 'credits spent', nameLocation: 'middle', nameGap: 50 },
+        // Not from zero: a balance of 99,000 of 100,000 would be a flat line at the top.
+        { type: 'value', name: 'balance left (credits)', nameLocation: 'middle', nameGap: 60, splitLine: { show: false }, scale: true },
+      ],
+      series: [
+        { type: 'bar', name: 'credits spent', data: spent, itemStyle: { color: '#1565c0' }, barMaxWidth: BAR_MAX_PX },
+        { type: 'line', name: 'balance left', yAxisIndex: 1, data: f.nights.map((n) => n.balanceAfter), showSymbol: f.nights.length <= SYMBOLS_UP_TO, connectNulls: true, itemStyle: { color: '#455a64' } },
+      ],
+    },
+  };
+}
+
+function outcomesChart(f: ReportFigures): ChartSpec {
+  const labels = runLabels(f);
+  const x = f.nights.map((n) => labels.get(n.runId)!);
+  const series = (
+    [
+      ['done', 'done'],
+      ['notFound', 'not found'],
+      ['failed', 'failed'],
+      ['deferred', 'deferred'],
+      ['invalidRows', 'invalid rows'],
+    ] as const
+  ).map(([key, name]) => ({ type: 'bar', stack: 'outcome', name, data: f.nights.map((n) => n[key]), itemStyle: { color: OUTCOME_COLOURS[key] }, barMaxWidth: BAR_MAX_PX }));
+  const totals = Object.fromEntries(series.map((s) => [s.name, sum(s.data)]));
+  return {
+    id: 'outcomes',
+    title: 'Task outcomes per run (all jobs of the run)',
+    alt: `Over ${f.nights.length} runs: ${Object.entries(totals).map(([k, v]) => `${fmt(v)} ${k}`).join(', ')}.`,
+    option: { ...base('tasks', x), series },
+  };
+}
+
+function jobsChart(f: ReportFigures): ChartSpec {
+  const jobs = Object.keys(f.status.tasksByJob);
+  const statuses = ['done', 'not_found', 'failed', 'deferred', 'pending'] as const;
+  const colour = { done: OUTCOME_COLOURS.done, not_found: OUTCOME_COLOURS.notFound, failed: OUTCOME_COLOURS.failed, deferred: OUTCOME_COLOURS.deferred, pending: '#90caf9' };
+  return {
+    id: 'jobs',
+    title: 'Tasks per job, by their state now',
+    alt: jobs.length === 0 ? 'No job has tasks yet.' : jobs.map((j) => `${j}: ${Object.entries(f.status.tasksByJob[j]!).map(([s, count]) => `${fmt(count)} ${s.replace('_', ' ')}`).join(', ')}`).join('; ') + '.',
+    option: {
+      ...base('tasks', jobs, { xName: 'job' }),
+      series: statuses.map((s) => ({ type: 'bar', stack: 'state', name: s.replace('_', ' '), data: jobs.map((j) => f.status.tasksByJob[j]![s] ?? 0), itemStyle: { color: colour[s] }, barMaxWidth: BAR_MAX_PX })),
+    },
+  };
+}
+
+function paceChart(f: ReportFigures): ChartSpec {
+  const labels = runLabels(f);
+  const pace = f.pace.filter((p) => labels.has(p.runId));
+  const x = pace.map((p) => labels.get(p.runId)!);
+  const rates = pace.map((p) => p.callsPerMinute).filter((r): r is number => r !== null);
+  const configured = pace[0]?.configuredPerMinute ?? null;
+  return {
+    id: 'pace',
+    title: 'Calls per minute achieved against the configured rate, and answer latency',
+    alt:
+      rates.length === 0
+        ? 'No run made calls enough to measure a pace.'
+        : `${Math.min(...rates) === Math.max(...rates) ? `Runs made ${fmt(rates[0]!)}` : `Runs made between ${fmt(Math.min(...rates))} and ${fmt(Math.max(...rates))}`} calls per minute against ${configured} configured; ` +
+          `average latency ${avg(pace.map((p) => p.latencyAvgMs))} ms.`,
+    option: {
+      ...base('calls per minute', x),
+      yAxis: [
+        { type: 'value', name: 'calls per minute', nameLocation: 'middle', nameGap: 50 },
+        { type: 'value', name: 'latency (ms)', nameLocation: 'middle', nameGap: 55, splitLine: { show: false } },
+      ],
+      series: [
+        { type: 'line', name: 'calls per minute achieved', data: pace.map((p) => p.callsPerMinute), connectNulls: true, itemStyle: { color: '#1565c0' } },
+        { type: 'line', name: 'configured rate', data: pace.map((p) => p.configuredPerMinute), showSymbol: pace.length <= SYMBOLS_UP_TO, lineStyle: { type: 'dashed' }, itemStyle: { color: '#000' } },
+        { type: 'line', name: 'average latency (ms)', yAxisIndex: 1, data: pace.map((p) => p.latencyAvgMs), connectNulls: true, itemStyle: { color: '#ef8f00' } },
+      ],
+    },
+  };
+}
+
+function driftChart(f: ReportFigures): ChartSpec {
+  const labels = runLabels(f);
+  const runIds = f.nights.map((n) => n.runId);
+  const drawn = f.drift.slice(0, DRIFT_LINES);
+  // A run that received no answer says nothing about drift: a gap, not 0%.
+  const answered = new Set(f.callsByJob.filter((c) => c.answered > 0).map((c) => c.runId));
+  return {
+    id: 'drift',
+    title: 'Answer drift: share of answers where a member was missing, null or of another type',
+    alt:
+      f.drift.length === 0
+        ? 'No answer differed from the spec in these runs.'
+        : `${f.drift.length} member${f.drift.length === 1 ? '' : 's'} drifted; the most: ` +
+          drawn.slice(0, 3).map((s) => `${s.operation} ${s.path} ${s.kind} (up to ${Math.max(...s.byRun.map((r) => r.percent))}%)`).join(', ') + '. A step in a line is a change in the service.',
+    option: {
+      ...base('% of answers', runIds.map((id) => labels.get(id)!)),
+      legend: { top: 4, type: 'plain' },
+      grid: { left: 70, right: 30, top: 30 + LEGEND_ROW_PX * Math.ceil(drawn.length / 2), bottom: 60 },
+      series: drawn.map((s) => {
+        const byRun = new Map(s.byRun.map((r) => [r.runId, r.percent]));
+        return {
+          type: 'line',
+          name: `${s.operation} ${s.path} (${s.kind})`,
+          data: runIds.map((id) => byRun.get(id) ?? (answered.has(id) ? 0 : null)),
+          showSymbol: runIds.length <= SYMBOLS_UP_TO,
+        };
+      }),
+    },
+  };
+}
+
+function forecastChart(f: ReportFigures): ChartSpec {
+  const days = [...new Set(f.forecast.days.map((d) => d.day))];
+  const jobs = [...new Set(f.forecast.days.map((d) => d.job))].sort();
+  const credits = sum(f.forecast.days.map((d) => d.credits));
+  const first = days[0];
+  const dueFirst = sum(f.forecast.days.filter((d) => d.day === first).map((d) => d.credits));
+  return {
+    id: 'forecast',
+    title: 'What the next runs will cost: credits of the tasks coming due, by day',
+    alt: days.length === 0 ? 'No task comes due in the forecast window.' : `${fmt(credits)} credits come due over ${days.length} day${days.length === 1 ? '' : 's'}; ${fmt(dueFirst)} of them on ${first}.`,
+    option: {
+      ...base('credits', days, { xName: 'day (UTC) the tasks come due' }),
+      series: jobs.map((job) => {
+        const byDay = new Map(f.forecast.days.filter((d) => d.job === job).map((d) => [d.day, d.credits]));
+        return { type: 'bar', stack: 'due', name: job, data: days.map((d) => byDay.get(d) ?? 0), barMaxWidth: BAR_MAX_PX };
+      }),
+    },
+  };
+}
+
+function sum(values: ReadonlyArray<number | null>): number {
+  return Math.round(values.reduce<number>((n, v) => n + (v ?? 0), 0) * 1e6) / 1e6;
+}
+
+function avg(values: ReadonlyArray<number | null>): number | null {
+  const known = values.filter((v): v is number => v !== null);
+  return known.length === 0 ? null : Math.round(known.reduce((n, v) => n + v, 0) / known.length);
+}

@@ -1,0 +1,143 @@
+/**
+ * The report's figures, from what the dataset holds (store/readers/report-figures.ts) and the live balance:
+ * the numbers every chart and table of the page shows, and what `netingest report --json` prints. Pure: no
+ * database, no HTML.
+ */
+import type { ReportData } from '../store/readers/report-figures.ts';
+import type { FullStatusReport } from '../runner/status-report.ts';
+import { forecastDue, type ForecastDay } from './forecast.ts';
+import { headlineOf, type Headline } from './headline.ts';
+import { redactSample } from './redact-sample.ts';
+
+/** Options of buildFigures(). */
+export interface FigureOptions {
+  /** The window drawn, in days back from `now`. */
+  days: number;
+  /** Days of the forecast, today first. */
+  forecastDays: number;
+  /** The calls per minute the jobs are configured for, drawn against the pace achieved. */
+  configuredPerMinute: number;
+  /** Each operation's refresh age (days) when its job does not say (the forecast's rule). */
+  refreshAfterDays: Readonly<Record<string, number>>;
+  /** Credits per call where no cost was learned from the counters yet. */
+  defaultCostPerCall: number;
+  now: Date;
+}
+
+/** One run of the window: what it did and what it cost. */
+export interface NightFigures {
+  runId: number; startedAt: string; endedAt: string | null; status: string; exitCode: number | null;
+  creditsSpent: number | null; balanceAfter: number | null;
+  done: number; notFound: number; failed: number; deferred: number; invalidRows: number; calls: number;
+}
+
+/** One run's pace: calls started per minute between its first and last call, and the answers' latency. */
+export interface PaceFigures {
+  runId: number; calls: number; minutes: number; callsPerMinute: number | null; configuredPerMinute: number;
+  latencyAvgMs: number | null; latencyMaxMs: number | null;
+}
+
+/** How often one member of one operation's answers drifted, run by run (share: count / seen). */
+export interface DriftSeries {
+  operation: string; path: string; kind: string;
+  byRun: Array<{ runId: number; count: number; seen: number; percent: number }>;
+}
+
+export interface ReportFigures {
+  generatedAt: string;
+  days: number;
+  headline: Headline;
+  /** The same object `netingest status --json` prints. */
+  status: FullStatusReport;
+  nights: NightFigures[];
+  /** Calls per run and job by how they were answered (`job` null: calls no task owns). */
+  callsByJob: Array<{ runId: number; job: string | null; calls: number; answered: number; notFound: number; failedCalls: number }>;
+  pace: PaceFigures[];
+  drift: DriftSeries[];
+  forecast: { days: ForecastDay[]; costPerCall: Record<string, { credits: number; learned: boolean }> };
+  failures: Array<{ job: string; code: string | null; tasks: number; sample: string | null }>;
+  invalidRows: { listed: ReportData['invalidRows']; total: number };
+  anomalies: { byKind: ReportData['anomalyKinds']; listed: ReportData['anomalies'] };
+}
+
+const MS_PER_MINUTE = 60_000;
+
+/** The figures of `data` (read in one snapshot) with the live balance `status` gave. */
+export function buildFigures(data: ReportData, status: FullStatusReport, options: FigureOptions): ReportFigures {
+  // A run with no paid answer stores no balance: it left the one before it as it was.
+  let balance: number | null = null;
+  const nights = data.runs.map((r): NightFigures => ({
+    runId: r.id, startedAt: r.startedAt, endedAt: r.endedAt, status: r.status, exitCode: r.exitCode,
+    creditsSpent: r.creditsSpent, balanceAfter: (balance = r.creditsAtEnd ?? balance),
+    done: r.tasksDone, notFound: r.tasksNotFound, failed: r.tasksFailed, deferred: r.tasksDeferred, invalidRows: r.invalidRows, calls: r.calls,
+  }));
+  const costPerCall: ReportFigures['forecast']['costPerCall'] = {};
+  for (const [operation, learned] of Object.entries(data.costPerCall)) {
+    costPerCall[operation] = { credits: learned ?? options.defaultCostPerCall, learned: learned !== null };
+  }
+  return {
+    generatedAt: options.now.toISOString(),
+    days: options.days,
+    headline: headlineOf(status, nights),
+    status,
+    nights,
+    callsByJob: data.calls.map((c) => ({ runId: c.runId, job: c.job, calls: c.calls, answered: c.answered, notFound: c.notFound, failedCalls: c.failedCalls })),
+    pace: paceOf(data, options.configuredPerMinute),
+    drift: driftSeries(data.drift),
+    forecast: {
+      days: forecastDue(data.taskAges, { ...options, costPerCall: (op) => costPerCall[op]?.credits ?? options.defaultCostPerCall }),
+      costPerCall,
+    },
+    failures: data.failures.map((f) => ({ ...f, sample: f.sample === null ? null : redactSample(f.sample) })),
+    invalidRows: { listed: data.invalidRows.map((r) => ({ ...r, reason: redactSample(r.reason) })), total: data.invalidTotal },
+    anomalies: { byKind: data.anomalyKinds, listed: data.anomalies.map((a) => ({ ...a, reason: redactSample(a.reason) })) },
+  };
+}
+
+/** Per run: its calls over the minutes between its first and last call, and the latency of all of them. */
+function paceOf(data: ReportData, configuredPerMinute: number): PaceFigures[] {
+  const byRun = new Map<number, PaceFigures & { firstAt: string; lastAt: string; latencySum: number; timed: number }>();
+  for (const c of data.calls) {
+    const run = byRun.get(c.runId);
+    const timed = c.latencyAvgMs === null ? 0 : c.calls;
+    if (!run) {
+      byRun.set(c.runId, {
+        runId: c.runId, calls: c.calls, minutes: 0, callsPerMinute: null, configuredPerMinute, latencyAvgMs: null,
+        latencyMaxMs: c.latencyMaxMs, firstAt: c.firstAt, lastAt: c.lastAt, latencySum: (c.latencyAvgMs ?? 0) * timed, timed,
+      });
+      continue;
+    }
+    run.calls += c.calls;
+    if (c.firstAt < run.firstAt) run.firstAt = c.firstAt;
+    if (c.lastAt > run.lastAt) run.lastAt = c.lastAt;
+    run.latencySum += (c.latencyAvgMs ?? 0) * timed;
+    run.timed += timed;
+    if (c.latencyMaxMs !== null) run.latencyMaxMs = Math.max(run.latencyMaxMs ?? 0, c.latencyMaxMs);
+  }
+  return [...byRun.values()].map(({ firstAt, lastAt, latencySum, timed, ...run }) => {
+    const minutes = (Date.parse(lastAt) - Date.parse(firstAt)) / MS_PER_MINUTE;
+    return {
+      ...run,
+      minutes: round2(minutes),
+      // One call, or all in the same instant: no pace to speak of.
+      callsPerMinute: minutes > 0 && run.calls > 1 ? round2((run.calls - 1) / minutes) : null,
+      latencyAvgMs: timed > 0 ? Math.round(latencySum / timed) : null,
+      latencyMaxMs: run.latencyMaxMs === null ? null : Math.round(run.latencyMaxMs),
+    };
+  });
+}
+
+function driftSeries(rows: ReportData['drift']): DriftSeries[] {
+  const series = new Map<string, DriftSeries>();
+  for (const r of rows) {
+    const key = JSON.stringify([r.operation, r.path, r.kind]);
+    let s = series.get(key);
+    if (!s) series.set(key, (s = { operation: r.operation, path: r.path, kind: r.kind, byRun: [] }));
+    s.byRun.push({ runId: r.runId, count: r.count, seen: r.seen, percent: r.seen > 0 ? round2((100 * r.count) / r.seen) : 0 });
+  }
+  // The members that drifted most first: the chart draws the first few, the table all.
+  return [...series.values()].sort((a, b) => total(b) - total(a) || (a.operation + a.path + a.kind < b.operation + b.path + b.kind ? -1 : 1));
+}
+
+const total = (s: DriftSeries) => s.byRun.reduce((n, r) => n + r.count, 0);
+const round2 = (n: number) => Math.round(n * 100) / 100;

@@ -1,0 +1,68 @@
+/**
+ * The line at the top of the report: how the last run ended, what was spent and what is left, what was
+ * deferred and why, and what to do about it. Read from `status`'s own figures, so the page and
+ * `netingest status --json` say the same.
+ */
+import type { FullStatusReport } from '../runner/status-report.ts';
+import type { NightFigures } from './figures.ts';
+
+export interface Headline {
+  lastRun: { id: number; status: string; exitCode: number | null; endedAt: string | null; unfinished: boolean } | null;
+  creditsSpentLastRun: number | null;
+  creditsSpentAllRuns: number;
+  /** The balance from the service's free check when it was asked, else the last counters stored. */
+  creditsLeft: { balance: number; totalCredits: number; at: string | null; source: 'live' | 'stored' } | null;
+  deferred: { tasks: number; why: string | null };
+  /** What a person should do next, in one sentence. */
+  action: string;
+  /** How urgent: ok (nothing to do), warn (look at something), stop (the next run will not do its work). */
+  level: 'ok' | 'warn' | 'stop';
+}
+
+/** Why a run's remaining tasks were deferred, by its status. */
+const DEFERRED_BECAUSE: Readonly<Record<string, string>> = {
+  stopped_credits: 'the credits ran out (reserve, maxPerRun or the balance)',
+  stopped_throttled: 'the service throttled the run (429) past the wait cap',
+  stopped_unusable: "the service's paid answers could not be read",
+  interrupted: 'the run was interrupted (a signal)',
+  failed: 'the run stopped on an error',
+  abandoned: 'the run died without finishing',
+};
+
+export function headlineOf(status: FullStatusReport, nights: readonly NightFigures[]): Headline {
+  const last = status.runs[0] ?? null;
+  const creditsLeft = status.liveBalance
+    ? { balance: status.liveBalance.balance, totalCredits: status.liveBalance.totalCredits, at: null, source: 'live' as const }
+    : status.lastCounters
+      ? { balance: status.lastCounters.balance, totalCredits: status.lastCounters.totalCredits, at: status.lastCounters.at, source: 'stored' as const }
+      : null;
+  const deferred = last?.tasksDeferred ?? 0;
+  const base = {
+    lastRun: last && { id: last.id, status: last.status, exitCode: last.exitCode, endedAt: last.endedAt, unfinished: last.unfinished },
+    creditsSpentLastRun: last?.creditsSpent ?? null,
+    creditsSpentAllRuns: status.creditsSpentAllRuns,
+    creditsLeft,
+    deferred: { tasks: deferred, why: deferred > 0 && last ? (DEFERRED_BECAUSE[last.status] ?? null) : null },
+  };
+  return { ...base, ...actionOf(status, nights) };
+}
+
+function actionOf(status: FullStatusReport, nights: readonly NightFigures[]): Pick<Headline, 'action' | 'level'> {
+  const last = status.runs[0];
+  if (!last) return { level: 'warn', action: 'Nothing has run yet: start with `netingest run --all`.' };
+  if (last.unfinished) return { level: 'stop', action: `Run ${last.id} stopped without finishing; the next run closes it and resumes its tasks.` };
+  if (last.status === 'running') return { level: 'ok', action: `Run ${last.id} is still running.` };
+  if (last.status === 'stopped_credits') return { level: 'stop', action: 'Top up credits (or raise credits.maxPerRun): the deferred tasks wait for the next run.' };
+  if (last.status === 'stopped_throttled') return { level: 'warn', action: 'Lower rate.requestsPerMinute to what your plan allows; the deferred tasks wait for the next run.' };
+  if (last.status === 'stopped_unusable') return { level: 'stop', action: 'The service answers in a shape this version cannot read: upgrade netingest, then run `netingest reprocess`.' };
+  if (last.status === 'failed' && /\b(401|403|AUTH|token)\b/i.test(last.error ?? '')) {
+    return { level: 'stop', action: 'Fix the API token (the service refused it), then run again.' };
+  }
+  if (last.status === 'failed' || last.status === 'interrupted' || last.status === 'abandoned') {
+    return { level: 'stop', action: `Read run ${last.id}'s error below (and the log); the next run resumes where it stopped.` };
+  }
+  const invalid = nights.at(-1)?.invalidRows ?? last.invalidRows;
+  if (invalid > 0) return { level: 'warn', action: `Fix the ${invalid} invalid input row${invalid === 1 ? '' : 's'} listed below (file and line).` };
+  if (last.status === 'completed_with_failures') return { level: 'warn', action: 'Look at the failures by error code below; retryable ones are tried again by the next run.' };
+  return { level: 'ok', action: 'Nothing to do.' };
+}

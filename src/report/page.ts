@@ -1,0 +1,143 @@
+/**
+ * The report as one self-contained HTML page: the headline, each chart as inline SVG with its text alternative
+ * and the table of its numbers, then failures, invalid rows and anomalies. No script, no request: the
+ * Content-Security-Policy forbids any, so it opens the same from a mail attachment or a CI artifact. Every text
+ * from the dataset goes through escapeHtml().
+ */
+import type { ReportFigures } from './figures.ts';
+import { chartSpecs, runLabels, type ChartSpec } from './charts.ts';
+import { formatNumber } from './format-number.ts';
+
+/** Nothing may be fetched: styles are inline, images none, no script at all. */
+export const CONTENT_SECURITY_POLICY = "default-src 'none'; style-src 'unsafe-inline'; img-src 'none'; base-uri 'none'; form-action 'none'";
+
+/** A dataset text as HTML text or an attribute value. */
+export function escapeHtml(text: string): string {
+  return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+}
+
+/** An ISO time as people read it: 2026-11-28 00:01 UTC. */
+const when = (iso: string | null) => (iso === null ? '–' : escapeHtml(iso.replace(/^(\d{4}-\d\d-\d\d)T(\d\d:\d\d).*$/, '$1 $2 UTC')));
+
+const e = (v: unknown): string => (v === null || v === undefined ? '–' : typeof v === 'number' ? formatNumber(v) : escapeHtml(String(v)));
+
+/** Escaped text whose `command` spans show as code (the headline's advice names commands that way). */
+const withCode = (text: string) => escapeHtml(text).replace(/`([^`]+)`/g, '<code>$1</code>');
+
+/** The page for `figures`, with each chart drawn by `draw` (svg.ts). */
+export function renderPage(figures: ReportFigures, shownDataset: string, draw: (spec: ChartSpec) => string): string {
+  const specs = chartSpecs(figures);
+  const tables = chartTables(figures);
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="${escapeHtml(CONTENT_SECURITY_POLICY)}">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>netingest report: ${e(shownDataset)}</title>
+<style>${STYLE}</style></head>
+<body>
+<header><h1>netingest report</h1><p class="meta">Dataset <code>${e(shownDataset)}</code> · written ${when(figures.generatedAt)} · runs of the last ${figures.days} days</p></header>
+${headlineHtml(figures)}
+<nav>${specs.map((s) => `<a href="#${s.id}">${e(s.title.split(':')[0])}</a>`).join(' · ')} · <a href="#failures">Failures</a> · <a href="#invalid">Invalid rows</a> · <a href="#anomalies">Anomalies</a></nav>
+${specs.map((s) => chartSection(s, draw(s), tables[s.id] ?? '')).join('\n')}
+${failuresHtml(figures)}
+${invalidHtml(figures)}
+${anomaliesHtml(figures)}
+<footer>Written by <code>netingest report</code>. Every number in a chart is in the table under it.</footer>
+</body></html>
+`;
+}
+
+function headlineHtml(f: ReportFigures): string {
+  const h = f.headline;
+  const run = h.lastRun
+    ? `Run #${h.lastRun.id} ${h.lastRun.unfinished ? 'stopped without finishing' : e(h.lastRun.status.replaceAll('_', ' '))}, exit code <span data-figure="last-exit-code">${h.lastRun.exitCode === null ? 'not recorded' : e(h.lastRun.exitCode)}</span>, ended <span data-figure="last-ended-at">${when(h.lastRun.endedAt)}</span>`
+    : 'No run yet';
+  const left = h.creditsLeft
+    ? `<span data-figure="credits-left">${e(h.creditsLeft.balance)}</span> of ${e(h.creditsLeft.totalCredits)} left (${h.creditsLeft.source === 'live' ? "the service's credit check, now" : `last counters, ${when(h.creditsLeft.at)}`})`
+    : 'balance not known yet';
+  const deferred = h.deferred.tasks > 0 ? `<span data-figure="deferred">${e(h.deferred.tasks)}</span> tasks deferred${h.deferred.why ? ` because ${e(h.deferred.why)}` : ''}` : 'Nothing deferred';
+  const credits = h.lastRun
+    ? `Credits: <span data-figure="credits-last-run">${h.creditsSpentLastRun === null ? 'none' : e(h.creditsSpentLastRun)}</span> spent by the last run, <span data-figure="credits-all-runs">${e(h.creditsSpentAllRuns)}</span> by all runs; ${left}. ${deferred}.`
+    : `Credits: ${left}.`;
+  return `<section class="headline ${h.level}" aria-label="Summary">
+<p class="action" data-figure="action">${withCode(h.action)}</p>
+<p>${run}. ${credits}</p>
+</section>`;
+}
+
+function chartSection(spec: ChartSpec, svg: string, table: string): string {
+  return `<section class="chart" id="${spec.id}">
+<h2>${e(spec.title)}</h2>
+<figure><div class="svg" role="img" aria-label="${e(spec.alt)}" data-chart="${spec.id}">${svg}</div>
+<figcaption>${e(spec.alt)}</figcaption></figure>
+${table}
+</section>`;
+}
+
+/** A table: headers, rows of cells (numbers right-aligned), and a caption saying what it lists. */
+function table(caption: string, head: string[], rows: unknown[][], attrs = ''): string {
+  const cell = (v: unknown) => (typeof v === 'number' ? `<td class="n">${e(v)}</td>` : `<td>${e(v)}</td>`);
+  return `<details${attrs}><summary>${e(caption)} (${rows.length} row${rows.length === 1 ? '' : 's'})</summary><table>
+<thead><tr>${head.map((h) => `<th>${e(h)}</th>`).join('')}</tr></thead>
+<tbody>${rows.map((r) => `<tr>${r.map(cell).join('')}</tr>`).join('\n')}</tbody></table></details>`;
+}
+
+function chartTables(f: ReportFigures): Record<string, string> {
+  const labels = runLabels(f);
+  const jobs = Object.entries(f.status.tasksByJob);
+  return {
+    credits: table('Numbers: credits and balance per run', ['night', 'run', 'status', 'exit code', 'credits spent', 'balance left'],
+      f.nights.map((n) => [labels.get(n.runId), n.runId, n.status, n.exitCode, n.creditsSpent, n.balanceAfter])),
+    outcomes:
+      table('Numbers: outcomes per run', ['night', 'run', 'done', 'not found', 'failed', 'deferred', 'invalid rows', 'calls'],
+        f.nights.map((n) => [labels.get(n.runId), n.runId, n.done, n.notFound, n.failed, n.deferred, n.invalidRows, n.calls])) +
+      table('Outcomes per job: calls per run and job, by answer', ['night', 'run', 'job', 'calls', 'answered (200)', 'not found (404)', 'failed (other, or no answer)'],
+        f.callsByJob.map((c) => [labels.get(c.runId), c.runId, c.job ?? '(no task: balance checks)', c.calls, c.answered, c.notFound, c.failedCalls])),
+    jobs: table('Numbers: tasks per job and state', ['job', 'done', 'not found', 'failed', 'deferred', 'pending'],
+      jobs.map(([job, c]) => [job, c.done ?? 0, c.not_found ?? 0, c.failed ?? 0, c.deferred ?? 0, c.pending ?? 0])),
+    pace: table('Numbers: pace and latency per run', ['night', 'run', 'calls', 'minutes', 'calls per minute', 'configured', 'average latency (ms)', 'longest (ms)'],
+      f.pace.map((p) => [labels.get(p.runId), p.runId, p.calls, p.minutes, p.callsPerMinute, p.configuredPerMinute, p.latencyAvgMs, p.latencyMaxMs])),
+    drift: table('Numbers: drift per member and run', ['operation', 'member path', 'kind', 'night', 'run', 'answers drifted', 'answers seen', '%'],
+      f.drift.flatMap((s) => s.byRun.map((r) => [s.operation, s.path, s.kind, labels.get(r.runId), r.runId, r.count, r.seen, r.percent]))),
+    forecast: table('Numbers: tasks and credits coming due', ['day', 'job', 'tasks', 'credits'], f.forecast.days.map((d) => [d.day, d.job, d.tasks, d.credits])) +
+      `<p class="note">Costs per call: ${Object.entries(f.forecast.costPerCall).map(([op, c]) => `${e(op)} ${e(c.credits)}${c.learned ? '' : ' (not learned yet: the default)'}`).join(', ')}. Refresh ages are each operation's default; a job file that sets <code>refreshAfterDays</code> moves its tasks.</p>`,
+  };
+}
+
+function failuresHtml(f: ReportFigures): string {
+  const rows = f.failures.map((x) => [x.code ?? '(none)', x.job, x.tasks, x.sample]);
+  return `<section id="failures"><h2>Failures by error code</h2>
+${rows.length === 0 ? '<p>No task is failed.</p>' : table('Failed tasks now, by job and error code, with one message (secrets masked)', ['error code', 'job', 'tasks', 'sample message'], rows, ' open')}
+</section>`;
+}
+
+function invalidHtml(f: ReportFigures): string {
+  const { listed, total } = f.invalidRows;
+  const more = total > listed.length ? `<p data-figure="invalid-more">and ${total - listed.length} more (${total} in all): <code>netingest export invalid_inputs</code> lists them.</p>` : '';
+  return `<section id="invalid"><h2>Invalid input rows</h2>
+${total === 0 ? '<p>No invalid input row.</p>' : table(`Invalid rows by file and line (first ${listed.length} of ${total})`, ['file', 'line', 'job', 'field', 'why'], listed.map((r) => [r.file, r.line, r.job, r.field, r.reason]), ' open')}
+${more}</section>`;
+}
+
+function anomaliesHtml(f: ReportFigures): string {
+  const { byKind, listed } = f.anomalies;
+  return `<section id="anomalies"><h2>Anomalies in stored answers</h2>
+${byKind.length === 0 ? '<p>No anomaly.</p>' : table('Anomalies by operation and kind', ['operation', 'kind', 'count'], byKind.map((a) => [a.operation, a.kind, a.n]), ' open') +
+  table(`The latest ${listed.length}`, ['run', 'operation', 'kind', 'request', 'path', 'why'], listed.map((a) => [a.runId, a.operation, a.kind, a.requestKey, a.path, a.reason]))}
+</section>`;
+}
+
+const STYLE = `
+body{font:15px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#1d1d1f;max-width:1000px;margin:0 auto;padding:16px 20px 40px}
+h1{font-size:22px;margin:0}h2{font-size:17px;margin:28px 0 6px}.meta{color:#555;margin:2px 0 14px}
+.headline{border-left:6px solid #2e7d32;background:#f1f8f1;padding:10px 16px;border-radius:4px}
+.headline.warn{border-color:#ef8f00;background:#fff6e5}.headline.stop{border-color:#c62828;background:#fdecea}
+.headline .action{font-size:18px;font-weight:600;margin:4px 0 6px}.headline p{margin:4px 0}
+nav{margin:14px 0;font-size:14px}a{color:#0d47a1}
+figure{margin:0}.svg svg{width:100%;height:auto;display:block}figcaption{color:#444;font-size:14px;margin:4px 0 6px}
+details{margin:6px 0}summary{cursor:pointer;color:#0d47a1;font-size:14px}
+table{border-collapse:collapse;font-size:13px;margin:6px 0;width:100%}th,td{border-bottom:1px solid #e0e0e0;padding:3px 8px;text-align:left;vertical-align:top}
+td.n{text-align:right;font-variant-numeric:tabular-nums}th{background:#f5f5f5}code{font-size:13px}.note{font-size:13px;color:#555}
+footer{margin-top:30px;color:#777;font-size:13px}
+@media print{details{display:block}details>summary{display:none}}
+`;

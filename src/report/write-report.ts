@@ -1,0 +1,99 @@
+/**
+ * `netingest report`: reads the dataset in one snapshot (status's figures and the report's own), asks the live
+ * balance as `status` does, builds the figures, draws the page and writes it atomically; then remembers its
+ * path in the dataset for `status`.
+ */
+import { randomBytes } from 'node:crypto';
+import { renameSync, rmSync, writeFileSync } from 'node:fs';
+import { dirname, basename, join, resolve } from 'node:path';
+import { readReportData, recordLastReport } from '../store/readers/report-dataset.ts';
+import { withLiveBalance } from '../runner/status-report.ts';
+import { OPERATION_SPECS } from '../operations/index.ts';
+import { JOB_DEFAULTS } from '../jobs/defaults.ts';
+import { CREDIT_METER_DEFAULTS } from '../credits/credit-meter.ts';
+import { buildFigures, type ReportFigures } from './figures.ts';
+
+/** Every default of the report, in one place. */
+export const REPORT_DEFAULTS = {
+  /** @default 'report.html' */
+  outFile: 'report.html',
+  /** Runs of the last this many days are drawn. @default 30 */
+  days: 30,
+  /** Days the forecast of tasks coming due covers, today first. @default 7 */
+  forecastDays: 7,
+  /** Recent runs in the status part (as `status`'s --runs). @default 10 */
+  statusRuns: 10,
+  /** Invalid rows and anomalies listed one by one; the rest is counted. @default 50 */
+  listedRows: 50,
+  /** The configured pace drawn against the one achieved (a job's rate.requestsPerMinute). @default 60 */
+  configuredPerMinute: JOB_DEFAULTS.rate.requestsPerMinute,
+} as const;
+
+export interface ReportOptions {
+  /** The dataset: a SQLite file or a postgres:// URL. */
+  db: string;
+  days?: number;
+  forecastDays?: number;
+  configuredPerMinute?: number;
+  statusRuns?: number;
+  listedRows?: number;
+  apiUrl?: string | undefined;
+  tokenFile?: string | undefined;
+  /** The report's clock (tests pin it). */
+  now?: Date;
+}
+
+const MS_PER_DAY = 86_400_000;
+
+/** The figures of the dataset, and how the page names it (a URL's password hidden). */
+export async function gatherFigures(options: ReportOptions): Promise<{ figures: ReportFigures; shownDataset: string }> {
+  const opts = { ...REPORT_DEFAULTS, ...options };
+  const now = options.now ?? new Date();
+  const operations = Object.keys(OPERATION_SPECS);
+  const since = new Date(now.getTime() - opts.days * MS_PER_DAY).toISOString();
+  const { shownDataset, ...data } = await readReportData(opts.db, { sinceIso: since, listedRows: opts.listedRows, operations }, opts.statusRuns);
+  const status = await withLiveBalance(data.status, { apiUrl: opts.apiUrl, tokenFile: opts.tokenFile });
+  const refreshAfterDays = Object.fromEntries(Object.entries(OPERATION_SPECS).map(([name, spec]) => [name, spec.refreshAfterDays]));
+  const figures = buildFigures(data, status, {
+    days: opts.days,
+    forecastDays: opts.forecastDays,
+    configuredPerMinute: opts.configuredPerMinute,
+    refreshAfterDays,
+    defaultCostPerCall: CREDIT_METER_DEFAULTS.defaultCostPerCall,
+    now,
+  });
+  return { figures, shownDataset };
+}
+
+/** What writeReport() did. */
+export interface WrittenReport {
+  path: string;
+  bytes: number;
+  figures: ReportFigures;
+  /** Why the path could not be remembered for `status` (a read-only role or file), or null when it was. */
+  notRecorded: string | null;
+}
+
+/** Writes the page to `outFile` (through a temporary file beside it, renamed) and remembers its path. */
+export async function writeReport(options: ReportOptions & { outFile: string }): Promise<WrittenReport> {
+  const { figures, shownDataset } = await gatherFigures(options);
+  // Loaded here: `--json` draws nothing and need not load the charting library.
+  const [{ renderPage }, { renderChartSvg }] = await Promise.all([import('./page.ts'), import('./svg.ts')]);
+  const html = renderPage(figures, shownDataset, renderChartSvg);
+  const path = resolve(options.outFile);
+  const temporary = join(dirname(path), `.${basename(path)}.${randomBytes(4).toString('hex')}.tmp`);
+  try {
+    writeFileSync(temporary, html);
+    renameSync(temporary, path);
+  } catch (err) {
+    rmSync(temporary, { force: true });
+    throw err;
+  }
+  let notRecorded: string | null = null;
+  try {
+    await recordLastReport(options.db, path, figures.generatedAt);
+  } catch (err) {
+    notRecorded = err instanceof Error ? err.message : String(err);
+  }
+  return { path, bytes: Buffer.byteLength(html), figures, notRecorded };
+}

@@ -1,0 +1,95 @@
+/**
+ * What `netingest report` draws, read once for both engines (read-steps.ts): the runs of the window, their
+ * calls per job, the drift of their answers night by night, the ledger's failures, invalid rows and anomalies,
+ * and the tasks by when they come due. The page's own top figures come from `status` (store/status.ts), read
+ * in the same snapshot, so the two never disagree.
+ */
+import { apiCallReads } from '../api-calls.ts';
+import { rows, value, type Reads } from '../read-steps.ts';
+import { statusReads } from '../status.ts';
+import type { RunStatus } from '../schema.ts';
+
+/** What the figures cover. */
+export interface ReportWindow {
+  /** Runs started at or after this ISO time are drawn. */
+  sinceIso: string;
+  /** How many invalid rows and anomalies are listed one by one (the rest is counted). */
+  listedRows: number;
+  /** The operations whose learned cost per call the forecast needs. */
+  operations: readonly string[];
+}
+
+/** One run of the window, as `runs` holds it. */
+export interface ReportRun {
+  id: number; jobs: string; startedAt: string; endedAt: string | null; status: RunStatus;
+  creditsSpent: number | null; creditsAtEnd: number | null; tasksDone: number; tasksNotFound: number;
+  tasksFailed: number; tasksDeferred: number; invalidRows: number; calls: number; exitCode: number | null;
+}
+
+/** A run's calls for one job (null: calls no task owns, such as the free balance check). */
+export interface RunJobCalls {
+  runId: number; job: string | null; calls: number; answered: number; notFound: number; failedCalls: number; firstAt: string; lastAt: string;
+  latencyAvgMs: number | null; latencyMaxMs: number | null;
+}
+
+/** Tasks of one job and state, by the hour their answer was stored (null: never). */
+export interface TaskAge { job: string; operation: string; status: string; retryable: number | null; completedHour: string | null; n: number }
+
+const RUNS = `SELECT id, jobs, started_at AS "startedAt", ended_at AS "endedAt", status, credits_spent AS "creditsSpent",
+  credits_at_end AS "creditsAtEnd", tasks_done AS "tasksDone", tasks_not_found AS "tasksNotFound", tasks_failed AS "tasksFailed",
+  tasks_deferred AS "tasksDeferred", invalid_rows AS "invalidRows", calls, exit_code AS "exitCode"
+  FROM runs WHERE started_at >= ? ORDER BY id`;
+
+const CALLS = `SELECT a.run_id AS "runId", t.job, count(*) AS calls, sum(CASE WHEN a.status = 200 THEN 1 ELSE 0 END) AS answered,
+  sum(CASE WHEN a.status = 404 THEN 1 ELSE 0 END) AS "notFound",
+  sum(CASE WHEN a.status IS NULL OR (a.status <> 200 AND a.status <> 404) THEN 1 ELSE 0 END) AS "failedCalls",
+  min(a.at) AS "firstAt", max(a.at) AS "lastAt", avg(a.latency_ms) AS "latencyAvgMs", max(a.latency_ms) AS "latencyMaxMs"
+  FROM api_calls a LEFT JOIN tasks t ON t.id = a.task_id
+  WHERE a.run_id IN (SELECT id FROM runs WHERE started_at >= ?) GROUP BY a.run_id, t.job ORDER BY a.run_id, t.job`;
+
+const DRIFT = `SELECT run_id AS "runId", operation, path, kind, count, seen FROM answer_drift
+  WHERE run_id IN (SELECT id FROM runs WHERE started_at >= ?) ORDER BY run_id, operation, path, kind`;
+
+const FAILURES = `SELECT job, last_error_code AS code, count(*) AS n, min(id) AS "firstId" FROM tasks
+  WHERE status = 'failed' GROUP BY job, last_error_code ORDER BY count(*) DESC, job, last_error_code`;
+
+const INVALID = `SELECT job, file, line, field, reason FROM invalid_inputs ORDER BY file, line, job LIMIT ?`;
+
+const ANOMALY_KINDS = `SELECT operation, kind, count(*) AS n FROM answer_anomalies GROUP BY operation, kind ORDER BY operation, kind`;
+const ANOMALIES = `SELECT run_id AS "runId", operation, kind, request_key AS "requestKey", path, reason FROM answer_anomalies ORDER BY id DESC LIMIT ?`;
+
+/** The hour an answer was stored, as text, the same on both engines (PostgreSQL stores timestamptz). */
+const TASK_AGES = {
+  sqlite: `SELECT job, operation, status, retryable, substr(completed_at, 1, 13) AS "completedHour", count(*) AS n
+    FROM tasks GROUP BY job, operation, status, retryable, substr(completed_at, 1, 13) ORDER BY 1, 2, 3, 4, 5`,
+  postgres: `SELECT job, operation, status, retryable::int AS retryable,
+    to_char(completed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24') AS "completedHour", count(*) AS n
+    FROM tasks GROUP BY 1, 2, 3, 4, 5 ORDER BY 1, 2, 3, 4, 5`,
+};
+
+/** Everything the report shows, in one read (one snapshot on PostgreSQL). */
+export function* reportFiguresReads(window: ReportWindow, recentRuns = 10) {
+  const status = yield* statusReads(recentRuns);
+  const runs = yield* rows<ReportRun>(RUNS, [window.sinceIso]);
+  const calls = yield* rows<RunJobCalls>(CALLS, [window.sinceIso]);
+  const drift = yield* rows<{ runId: number; operation: string; path: string; kind: string; count: number; seen: number }>(DRIFT, [window.sinceIso]);
+  const failures = [];
+  for (const f of yield* rows<{ job: string; code: string | null; n: number; firstId: number }>(FAILURES)) {
+    const sample = (yield* value<string | null>(`SELECT last_error FROM tasks WHERE id = ?`, [f.firstId])) ?? null;
+    failures.push({ job: f.job, code: f.code, tasks: f.n, sample });
+  }
+  const invalidRows = yield* rows<{ job: string; file: string; line: number; field: string | null; reason: string }>(INVALID, [window.listedRows]);
+  const invalidTotal = (yield* value<number>(`SELECT count(*) FROM invalid_inputs`)) ?? 0;
+  const anomalyKinds = yield* rows<{ operation: string; kind: string; n: number }>(ANOMALY_KINDS);
+  const anomalies = yield* rows<{ runId: number | null; operation: string; kind: string; requestKey: string; path: string | null; reason: string }>(
+    ANOMALIES,
+    [window.listedRows],
+  );
+  const taskAges = yield* rows<TaskAge>(TASK_AGES);
+  const costPerCall: Record<string, number | null> = {};
+  for (const operation of window.operations) costPerCall[operation] = yield* apiCallReads.learnedCost(operation);
+  return { status, runs, calls, drift, failures, invalidRows, invalidTotal, anomalyKinds, anomalies, taskAges, costPerCall };
+}
+
+/** What reportFiguresReads() returns. */
+export type ReportData = ReturnType<typeof reportFiguresReads> extends Reads<infer T> ? T : never;
