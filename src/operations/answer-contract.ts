@@ -265,25 +265,25 @@ const NUMBER_TEXT = /^\s*-?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?\s*$/;
 
 /** The value a lossless variant stands for (`"12"` -> 12, 4155550100 -> "4155550100", `"true"` -> true), else undefined. */
 function losslessVariant(type: ScalarType, v: unknown): unknown {
-  switch (type) {
-    case 'string':
-      return typeof v === 'number' && Number.isFinite(v) ? String(v) : undefined;
-    case 'integer': {
-      const n = typeof v === 'string' && INTEGER_TEXT.test(v) ? Number(v) : NaN;
-      return Number.isSafeInteger(n) ? n : undefined;
-    }
-    case 'number': {
-      const n = typeof v === 'string' && NUMBER_TEXT.test(v) ? Number(v) : NaN;
-      return Number.isFinite(n) ? n : undefined;
-    }
-    case 'boolean':
-      if (v === 'true' || v === 1) return true;
-      if (v === 'false' || v === 0) return false;
-      return undefined;
-    case 'given':
-      return v;
-  }
+  return LOSSLESS[type](v);
 }
+
+const numberOfText = (v: unknown, shape: RegExp): number => (typeof v === 'string' && shape.test(v) ? Number(v) : NaN);
+
+/** Per scalar type, what a value of another type stands for without loss (undefined: nothing). */
+const LOSSLESS: Record<ScalarType, (v: unknown) => unknown> = {
+  string: (v) => (typeof v === 'number' && Number.isFinite(v) ? String(v) : undefined),
+  integer: (v) => {
+    const n = numberOfText(v, INTEGER_TEXT);
+    return Number.isSafeInteger(n) ? n : undefined;
+  },
+  number: (v) => {
+    const n = numberOfText(v, NUMBER_TEXT);
+    return Number.isFinite(n) ? n : undefined;
+  },
+  boolean: (v) => (v === 'true' || v === 1 ? true : v === 'false' || v === 0 ? false : undefined),
+  given: (v) => v,
+};
 
 export function isObject(v: unknown): v is Record<string, unknown> {
   return v !== null && typeof v === 'object' && !Array.isArray(v);

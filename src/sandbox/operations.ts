@@ -164,31 +164,42 @@ const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'obj
 const isPositiveInt = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) >= 1;
 
 function parseSimilar(input: OperationInput): ErrorOutcome | ValidRequest {
+  const read = jsonObjectBody(input);
+  if ('refused' in read) return read.refused;
+  const { url, account, page = 1, num = 10 } = read.body;
+  if (typeof url !== 'string' || url.trim() === '') return badRequest('Body field `url` is required (a company page URL)');
+  if (!isPositiveInt(page)) return badRequest('Body field `page` must be an integer >= 1');
+  if (!isPositiveInt(num)) return badRequest('Body field `num` must be an integer >= 1');
+  const refused = account === undefined || account === null ? null : accountProblem(account);
+  if (refused) return badRequest(refused);
+  return { op: 'similar-companies', url, account: (account ?? undefined) as SimilarCompaniesAccount | undefined, page, num };
+}
+
+/** The JSON object a POST carries, or the 400 that refuses it (wrong Content-Type, not JSON, not an object). */
+function jsonObjectBody(input: OperationInput): { refused: ErrorOutcome } | { body: Record<string, unknown> } {
   if (!input.contentType || !/^application\/json\b/i.test(input.contentType.trim())) {
-    return badRequest('Content-Type must be application/json');
+    return { refused: badRequest('Content-Type must be application/json') };
   }
   let body: unknown;
   try {
     body = JSON.parse(input.bodyText);
   } catch {
-    return badRequest('Request body is not valid JSON');
+    return { refused: badRequest('Request body is not valid JSON') };
   }
-  if (!isObject(body)) return badRequest('Request body must be a JSON object');
-  const { url, account, page = 1, num = 10 } = body;
-  if (typeof url !== 'string' || url.trim() === '') return badRequest('Body field `url` is required (a company page URL)');
-  if (!isPositiveInt(page)) return badRequest('Body field `page` must be an integer >= 1');
-  if (!isPositiveInt(num)) return badRequest('Body field `num` must be an integer >= 1');
-  if (account !== undefined && account !== null) {
-    if (!isObject(account)) return badRequest('Body field `account` must be an object');
-    const { location, employeeSize } = account;
-    if (location !== undefined && !(Array.isArray(location) && location.every((l) => typeof l === 'string'))) {
-      return badRequest('Body field `account.location` must be an array of strings');
-    }
-    if (employeeSize !== undefined && !isEmployeeSize(employeeSize)) {
-      return badRequest('Body field `account.employeeSize` must be { type: string, range: [{ start, end }] } with integer bounds');
-    }
+  return isObject(body) ? { body } : { refused: badRequest('Request body must be a JSON object') };
+}
+
+/** Why `account` cannot be read, or null when it can. */
+function accountProblem(account: unknown): string | null {
+  if (!isObject(account)) return 'Body field `account` must be an object';
+  const { location, employeeSize } = account;
+  if (location !== undefined && !(Array.isArray(location) && location.every((l) => typeof l === 'string'))) {
+    return 'Body field `account.location` must be an array of strings';
   }
-  return { op: 'similar-companies', url, account: (account ?? undefined) as SimilarCompaniesAccount | undefined, page, num };
+  if (employeeSize !== undefined && !isEmployeeSize(employeeSize)) {
+    return 'Body field `account.employeeSize` must be { type: string, range: [{ start, end }] } with integer bounds';
+  }
+  return null;
 }
 
 function isEmployeeSize(v: unknown): boolean {

@@ -130,6 +130,26 @@ export async function startSandbox(input: SandboxOptionsInput = {}): Promise<San
     return answer(200, balanceBody(options.seed, token, ledger.counters(token)));
   };
 
+  /** A fault's answer (a slow answer is not one: it is the real answer, sent late); `real` makes the real body. */
+  const faultAnswer = (fault: Exclude<FaultName, 'slow'>, real: () => string): Decision => {
+    switch (fault) {
+      case 'server_error':
+        return answer(500, SERVER_ERROR_BODY, undefined, fault);
+      case 'unavailable':
+        return answer(503, UNAVAILABLE_BODY, undefined, fault);
+      case 'drop':
+        return answer(0, '', undefined, fault);
+      case 'truncate':
+        return answer(200, truncated(real()), undefined, fault);
+      case 'html':
+        return answer(200, HTML_ERROR_PAGE, HTML_HEADERS, fault);
+      case 'wrong_shape':
+        return answer(200, WRONG_SHAPE_BODY, undefined, fault);
+      case 'huge':
+        return answer(200, hugeBody(options.hugeBytes), undefined, fault);
+    }
+  };
+
   /** Everything but the I/O: route, auth, rate limit, validation, credits, faults, and the answer. */
   const decide = (req: IncomingMessage, path: string, query: URLSearchParams, bodyText: string): Decision => {
     if (path === BALANCE_PATH && options.balanceRoute) return balance(req);
@@ -154,22 +174,7 @@ export async function startSandbox(input: SandboxOptionsInput = {}): Promise<San
       ledger.charge(token, cost);
       return answer(200, withCounters(outcome.open, ledger.counters(token)), undefined, fault, cost, delayMs);
     }
-    switch (fault) {
-      case 'server_error':
-        return answer(500, SERVER_ERROR_BODY, undefined, fault);
-      case 'unavailable':
-        return answer(503, UNAVAILABLE_BODY, undefined, fault);
-      case 'drop':
-        return answer(0, '', undefined, fault);
-      case 'truncate':
-        return answer(200, truncated(answerText(operations, valid, ledger.counters(token))), undefined, fault);
-      case 'html':
-        return answer(200, HTML_ERROR_PAGE, HTML_HEADERS, fault);
-      case 'wrong_shape':
-        return answer(200, WRONG_SHAPE_BODY, undefined, fault);
-      case 'huge':
-        return answer(200, hugeBody(options.hugeBytes), undefined, fault);
-    }
+    return faultAnswer(fault, () => answerText(operations, valid, ledger.counters(token)));
   };
 
   const handle = (req: IncomingMessage, res: ServerResponse, at: number, bodyText: string): void => {
