@@ -12,7 +12,7 @@ import { locateDataset } from '../locator.ts';
 import { BadQueryError } from './query-errors.ts';
 import { openForReading } from './open-for-reading.ts';
 import { asQueryError } from './read-only-sql.ts';
-import { withReadSnapshotSync } from '../read-snapshot.ts';
+import { withReadSnapshot } from '../read-snapshot.ts';
 
 /** Values for a statement's `?` placeholders (an array) or `:name` / `$name` / `@name` ones (an object). */
 export type QueryParams = readonly unknown[] | Readonly<Record<string, unknown>>;
@@ -87,7 +87,7 @@ export function openSqliteDataset(file: string): SqliteDataset {
   const database = openForReading(file);
   const all = <Row>(sql: string, params: QueryParams = []): Row[] =>
     // Read without SQLite's locks (an unwritable folder), a file that changed meanwhile may be half-read: the snapshot checks.
-    withReadSnapshotSync(database, ({ sqlite }) => {
+    withReadSnapshot(database, ({ sqlite }) => {
       try {
         return bound(readingStatement(sqlite, sql), params).all() as Row[];
       } catch (err) {
