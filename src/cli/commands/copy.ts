@@ -4,8 +4,6 @@ import { copyTarget } from '../../store/open-store.ts';
 
 /** `netingest copy`: a SQLite dataset into an empty PostgreSQL database, in one transaction. */
 export const copyCommand = defineCommand({
-  name: 'copy',
-  describe: 'Copy a SQLite dataset (data, ledger, runs, raw archive) into an empty PostgreSQL database, all or nothing',
   builder: (y) =>
     y
       .option('from', { type: 'string', demandOption: true, normalize: true, describe: 'the SQLite database file to copy; it must exist' })

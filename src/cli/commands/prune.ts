@@ -17,8 +17,6 @@ export const PRUNE_DEFAULTS = { keepDays: 90 } as const;
 
 /** `netingest prune`: drop superseded raw bodies past a retention period, gzip old text bodies, reclaim the space. */
 export const pruneCommand = defineCommand({
-  name: 'prune',
-  describe: 'Drop stored raw bodies that a newer answer superseded more than --keep-days ago, and reclaim the space',
   builder: (y) =>
     withReadDb(y)
       .option('keep-days', { type: 'string', default: String(PRUNE_DEFAULTS.keepDays), describe: 'keep every body received within this many days' })

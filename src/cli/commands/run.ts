@@ -20,8 +20,6 @@ const RUN_KEY_ENV = 'NETINGEST_RUN_KEY';
 
 /** `netingest run`: the run engine from the command line. */
 export const runCommand = defineCommand({
-  name: 'run [jobs..]',
-  describe: 'Run jobs: read their inputs, call the API for every due task, store the results',
   builder: (y) =>
     withLogFormat(withApi(y))
       .positional('jobs', { type: 'string', array: true, describe: 'job files (.json or .ts)' })
