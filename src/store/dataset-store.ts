@@ -12,6 +12,7 @@ import type { ReprocessSteps } from './reprocess-store.ts';
 import type { RunStore } from './run-store.ts';
 import type { PlanLedger } from './plan-ledger.ts';
 import type { ChunkSource, TableQuery } from './readers/table-rows.ts';
+import type { Dataset } from './readers/dataset.ts';
 
 /** Every default of a statement's reading (query, export), on either engine, in one place. */
 export const STATEMENT_DEFAULTS = {
@@ -112,4 +113,6 @@ export interface DatasetStore {
   reprocess<T>(steps: ReprocessSteps<T>): Promise<T>;
   /** Drops superseded raw bodies past the retention period under the dataset's lock, then reclaims the space. */
   prune(options: StorePruneOptions): Promise<StorePruneResult>;
+  /** The package's openDataset(): the dataset opened read-only for SQL of the caller's own, until it is closed. */
+  openDataset(): Promise<Dataset>;
 }

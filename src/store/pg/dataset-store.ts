@@ -10,6 +10,7 @@ import type { ReadSnapshot } from '../read-snapshot.ts';
 import { readPg } from '../read-steps.ts';
 import { runStepsAsync } from '../reprocess-store.ts';
 import { openPgForReading } from '../readers/open-for-reading.ts';
+import { openPgDataset } from '../readers/pg-dataset.ts';
 import { checkPgReadQuery } from '../readers/read-only-sql.ts';
 import { pgTableRowsSql } from '../readers/table-rows.ts';
 import { withPgPlanLedger } from './pg-plan-ledger.ts';
@@ -44,6 +45,7 @@ export function pgDatasetStore(url: string, shownUrl: string): DatasetStore {
       const note = `${vacuumed ? ' VACUUM' : ''}; PostgreSQL reuses the freed space for new bodies rather than shrinking its files`;
       return { report, space: { what: 'raw_responses on the server (table, TOAST and indexes)', bytesBefore, bytesAfter, note } };
     },
+    openDataset: () => openPgDataset(url),
   };
 }
 

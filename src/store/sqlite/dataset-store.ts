@@ -16,6 +16,7 @@ import { acquireRunLock } from '../run-lock.ts';
 import { withSqlitePlanLedger } from '../sqlite-plan-ledger.ts';
 import { inSqliteReprocessTransaction } from '../sqlite-reprocess-store.ts';
 import { openSqliteRunStore } from '../sqlite-run-store.ts';
+import { openSqliteDataset } from '../readers/dataset.ts';
 import { openForReading } from '../readers/open-for-reading.ts';
 import { asQueryError } from '../readers/read-only-sql.ts';
 import { busyTimeoutMs, rowCount, rowidBounds, tableRows } from '../readers/table-rows.ts';
@@ -66,6 +67,7 @@ export function sqliteDatasetStore(file: string): DatasetStore {
       return locked(file, (database) => inSqliteReprocessTransaction(database, (store) => runStepsSync(steps, store)));
     },
     prune: async (options) => prune(file, options),
+    openDataset: async () => openSqliteDataset(file),
   };
 }
 
