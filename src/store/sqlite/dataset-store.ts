@@ -6,7 +6,7 @@
 import { existsSync, statSync } from 'node:fs';
 import { UsageError } from '../../errors.ts';
 import type { DatasetStore, StartedStatement, StorePruneOptions, StorePruneResult } from '../dataset-store.ts';
-import { openDatabase } from '../open.ts';
+import { openDatabase, type Database } from '../open.ts';
 import { emptyPlanLedger } from '../plan-ledger.ts';
 import { pruneRawBodies, type PruneReport } from '../raw-prune.ts';
 import { withReadSnapshot } from '../read-snapshot.ts';
@@ -72,7 +72,7 @@ export function sqliteDatasetStore(file: string): DatasetStore {
 }
 
 /** Opens `file` for reading only (it must exist), runs `fn`, closes it. */
-async function reading<T>(file: string, fn: (database: ReturnType<typeof openForReading>) => Promise<T>): Promise<T> {
+async function reading<T>(file: string, fn: (database: Database) => Promise<T>): Promise<T> {
   const database = openForReading(file);
   try {
     return await fn(database);
@@ -82,7 +82,7 @@ async function reading<T>(file: string, fn: (database: ReturnType<typeof openFor
 }
 
 /** Opens `file` for writing under its run lock (LockedError while a run holds it), runs `fn`, closes it. */
-function locked<T>(file: string, fn: (database: ReturnType<typeof openDatabase>) => T): T {
+function locked<T>(file: string, fn: (database: Database) => T): T {
   const database = openDatabase(file);
   try {
     // A run writing at the same time would interleave with the work: take the run lock as a run does.
