@@ -39,7 +39,7 @@ await build({
     index: 'src/index.ts',
     'wal-checkpointer-thread': 'src/store/wal-checkpointer-thread.ts',
     'export-worker': 'src/export/export-worker.ts',
-    'statement-child': 'src/export/statement-child.ts',
+    'statement-child': 'src/store/sqlite/statement-child.ts',
   },
   outdir: dist,
   bundle: true,

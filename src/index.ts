@@ -30,7 +30,7 @@ export async function loadJob(path: string): Promise<Job> {
 
 /** Options of run(): those of the engine (RunOptions), with jobs given as files and the API from the environment. */
 export interface RunJobsOptions extends Omit<RunOptions, 'dbPath' | 'jobs' | 'api' | 'exitCodeOf' | 'brokenJobFiles'> {
-  /** The SQLite database to fill (created, with its folder, when missing). */
+  /** The dataset to fill: a SQLite file (created, with its folder, when missing) or a postgres:// URL (its schema created when missing). */
   db: string;
   jobs: readonly JobSource[];
   /** Default: NETINGEST_API_URL and NETINGEST_API_TOKEN, as the CLI reads them. */

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createApiClient } from '../src/api/client.ts';
+import { createTypedClient } from './typed-client.ts';
 import { isLoopbackHost, parseBaseUrl, resolveApiConfig } from '../src/api/config.ts';
 import { ConfigError } from '../src/errors.ts';
 import { startSandbox } from '../src/sandbox/server.ts';
@@ -165,7 +166,7 @@ describe('createApiClient refuses unsafe or nonsensical options', () => {
     const server = createServer((socket) => socket.end('HTTP/1.1 404 Not Found\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{}'));
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const port = (server.address() as { port: number }).port;
-    const client = createApiClient({ baseUrl: `http://localhost:${port}/`, token: 't' });
+    const client = createTypedClient({ baseUrl: `http://localhost:${port}/`, token: 't' });
     try {
       const result = await client.postDetails('https://www.network.com/posts/x');
       expect(result).toMatchObject({ kind: 'not_found', message: null, raw: '{}' });

@@ -1,7 +1,7 @@
 // The client against the real sandbox (src/sandbox): each operation's request as the sandbox logged it, each
 // 200 body validated, each 404, and the sandbox's auth, credit and rate-limit answers mapped to the right errors.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createApiClient, type ApiClient } from '../src/api/client.ts';
+import { createTypedClient, type TypedClient } from './typed-client.ts';
 import {
   ApiSchemaError,
   AuthError,
@@ -18,12 +18,12 @@ import { startSandbox, type Sandbox } from '../src/sandbox/server.ts';
 
 const TOKEN = 'contract-token-7d41c0';
 let sandbox: Sandbox;
-let client: ApiClient;
+let client: TypedClient;
 
 beforeAll(async () => {
   sandbox = await startSandbox({ port: 0, seed: 7, tokens: { [TOKEN]: 1000, 'poor-token-0000': 0 }, suspendedTokens: ['suspended-0000'], notFoundRate: 0,
     costs: { 'similar-companies': 1, 'post-details': 1, 'search-jobs': 0.25 } });
-  client = createApiClient({ baseUrl: sandbox.url, token: TOKEN });
+  client = createTypedClient({ baseUrl: sandbox.url, token: TOKEN });
 });
 
 afterAll(async () => {
@@ -72,7 +72,7 @@ describe('similar-companies', () => {
   });
 
   it("stops the run on the sandbox's own 404 for an unknown path (a wrong API URL), not taking it as no data", async () => {
-    const misrouted = createApiClient({ baseUrl: `${sandbox.url}/proxy`, token: TOKEN });
+    const misrouted = createTypedClient({ baseUrl: `${sandbox.url}/proxy`, token: TOKEN });
     try {
       const err = await misrouted.similarCompanies({ url: 'www.network.com/company/acme-robotics' }).catch((e: unknown) => e);
       expect(err).toBeInstanceOf(UnexpectedResponseError);
@@ -144,7 +144,7 @@ describe('search-jobs', () => {
 describe('the sandbox\'s refusals map to the right errors', () => {
   it('an unknown token is AuthError, a suspended one too, and neither token leaks', async () => {
     for (const token of ['wrong-token-1234', 'suspended-0000']) {
-      const other = createApiClient({ baseUrl: sandbox.url, token });
+      const other = createTypedClient({ baseUrl: sandbox.url, token });
       try {
         await expect(other.postDetails('https://www.network.com/posts/x_activity-1')).rejects.toSatisfy((err: unknown) => {
           return err instanceof AuthError && errorAction(err) === 'stop-run' && !JSON.stringify(err).includes(token) && !err.message.includes(token);
@@ -156,7 +156,7 @@ describe('the sandbox\'s refusals map to the right errors', () => {
   });
 
   it('a balance that cannot pay is CreditsExhaustedError', async () => {
-    const poor = createApiClient({ baseUrl: sandbox.url, token: 'poor-token-0000' });
+    const poor = createTypedClient({ baseUrl: sandbox.url, token: 'poor-token-0000' });
     try {
       await expect(poor.searchJobs({ keywords: 'engineer' })).rejects.toBeInstanceOf(CreditsExhaustedError);
     } finally {
@@ -166,7 +166,7 @@ describe('the sandbox\'s refusals map to the right errors', () => {
 
   it('a rate limit is ThrottledError carrying the sandbox\'s Retry-After', async () => {
     const limited = await startSandbox({ port: 0, seed: 7, tokens: { [TOKEN]: 1000 }, rateLimitPerSecond: 1, retryAfterSeconds: 2, notFoundRate: 0 });
-    const c = createApiClient({ baseUrl: limited.url, token: TOKEN });
+    const c = createTypedClient({ baseUrl: limited.url, token: TOKEN });
     try {
       const outcomes = await Promise.allSettled([c.searchJobs({ keywords: 'a' }), c.searchJobs({ keywords: 'b' }), c.searchJobs({ keywords: 'c' })]);
       const throttled = outcomes.filter((o) => o.status === 'rejected').map((o) => (o as PromiseRejectedResult).reason);
@@ -195,7 +195,7 @@ describe('the sandbox\'s injected faults map to the right errors', () => {
   for (const [rate, cls, action] of cases) {
     it(`${rate} = 1 gives ${cls.name} (${action})`, async () => {
       const faulty = await startSandbox({ port: 0, seed: 7, tokens: { [TOKEN]: 1000 }, notFoundRate: 0, [rate]: 1, hugeBytes: 9 * 1024 * 1024 });
-      const c = createApiClient({ baseUrl: faulty.url, token: TOKEN });
+      const c = createTypedClient({ baseUrl: faulty.url, token: TOKEN });
       try {
         const err: unknown = await c.searchJobs({ keywords: 'engineer' }).then(
           () => null,

@@ -4,7 +4,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { inspect } from 'node:util';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createApiClient, type ApiClient } from '../src/api/client.ts';
+import { createTypedClient, type TypedClient } from './typed-client.ts';
 import {
   ApiSchemaError,
   AuthError,
@@ -40,7 +40,7 @@ const seen: Seen[] = [];
 let connections = 0;
 let server: Server;
 let baseUrl: string;
-let client: ApiClient;
+let client: TypedClient;
 const cleanups: Array<() => void> = [];
 
 beforeAll(async () => {
@@ -58,7 +58,7 @@ beforeAll(async () => {
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  client = createApiClient({ baseUrl, token: TOKEN, timeoutMs: 2000 });
+  client = createTypedClient({ baseUrl, token: TOKEN, timeoutMs: 2000 });
 });
 
 afterEach(() => {
@@ -134,7 +134,7 @@ describe('200 and the request as the server saw it', () => {
   });
 
   it('appends operation paths to a base URL path prefix', async () => {
-    const prefixed = createApiClient({ baseUrl: `${baseUrl}/gateway/`, token: TOKEN });
+    const prefixed = createTypedClient({ baseUrl: `${baseUrl}/gateway/`, token: TOKEN });
     handler = reply(200, JOBS_OK);
     try {
       const result = await prefixed.searchJobs({});
@@ -146,7 +146,7 @@ describe('200 and the request as the server saw it', () => {
   });
 
   it('reuses keep-alive connections for consecutive calls', async () => {
-    const fresh = createApiClient({ baseUrl, token: TOKEN });
+    const fresh = createTypedClient({ baseUrl, token: TOKEN });
     handler = reply(200, JOBS_OK);
     const before = connections;
     try {
@@ -340,7 +340,7 @@ describe('broken 200 bodies', () => {
 
 describe('size limit', () => {
   it('refuses a body over maxBodyBytes announced by content-length, closing the stream', async () => {
-    const small = createApiClient({ baseUrl, token: TOKEN, maxBodyBytes: 1024 });
+    const small = createTypedClient({ baseUrl, token: TOKEN, maxBodyBytes: 1024 });
     let closedEarly: Promise<boolean> = Promise.resolve(false);
     handler = (_req, res) => {
       closedEarly = new Promise((resolve) => res.on('close', () => resolve(!res.writableFinished)));
@@ -359,7 +359,7 @@ describe('size limit', () => {
   });
 
   it('stops reading a chunked body once it passes the limit', async () => {
-    const small = createApiClient({ baseUrl, token: TOKEN, maxBodyBytes: 100_000 });
+    const small = createTypedClient({ baseUrl, token: TOKEN, maxBodyBytes: 100_000 });
     let written = 0;
     let closed!: Promise<void>;
     handler = (_req, res) => {
@@ -421,7 +421,7 @@ describe('transport failures', () => {
     await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
     const port = (probe.address() as AddressInfo).port;
     await new Promise((resolve) => probe.close(resolve));
-    const dead = createApiClient({ baseUrl: `http://127.0.0.1:${port}`, token: TOKEN });
+    const dead = createTypedClient({ baseUrl: `http://127.0.0.1:${port}`, token: TOKEN });
     try {
       const err = await failure(dead.searchJobs({}));
       expect(err).toBeInstanceOf(NetworkError);
@@ -432,7 +432,7 @@ describe('transport failures', () => {
   });
 
   it('an https:// URL to a port that speaks plain http is TlsError (stop-run): one line naming the cause and the URL to check', async () => {
-    const wrong = createApiClient({ baseUrl: baseUrl.replace('http://', 'https://'), token: TOKEN });
+    const wrong = createTypedClient({ baseUrl: baseUrl.replace('http://', 'https://'), token: TOKEN });
     try {
       const err = await failure(wrong.postDetails('https://network.com/posts/x-activity-7100000000000000001'));
       expect(err).toBeInstanceOf(TlsError);
@@ -449,7 +449,7 @@ describe('transport failures', () => {
   });
 
   it('no headers within timeoutMs is TimeoutError (retry)', async () => {
-    const quick = createApiClient({ baseUrl, token: TOKEN, timeoutMs: 300 });
+    const quick = createTypedClient({ baseUrl, token: TOKEN, timeoutMs: 300 });
     handler = (_req, res) => cleanups.push(() => res.destroy());
     const started = Date.now();
     try {
@@ -464,7 +464,7 @@ describe('transport failures', () => {
   });
 
   it('a body still trickling in when timeoutMs is up is TimeoutError', async () => {
-    const quick = createApiClient({ baseUrl, token: TOKEN, timeoutMs: 400 });
+    const quick = createTypedClient({ baseUrl, token: TOKEN, timeoutMs: 400 });
     handler = (_req, res) => {
       res.writeHead(200, { 'content-type': 'application/json' });
       res.write('{"success":true');

@@ -6,7 +6,7 @@ import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import { Readable } from 'node:stream';
 import { brotliCompressSync, createGzip, deflateRawSync, deflateSync, gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createApiClient, type ApiClient } from '../src/api/client.ts';
+import { createTypedClient, type TypedClient } from './typed-client.ts';
 import {
   AuthError,
   NetworkError,
@@ -27,7 +27,7 @@ type Handler = (req: IncomingMessage, res: ServerResponse) => void;
 let handler: Handler = (_req, res) => res.end();
 let lastHeaders: IncomingMessage['headers'] = {};
 let server: Server;
-let client: ApiClient;
+let client: TypedClient;
 let baseUrl: string;
 
 beforeAll(async () => {
@@ -38,7 +38,7 @@ beforeAll(async () => {
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  client = createApiClient({ baseUrl, token: TOKEN, timeoutMs: 5000 });
+  client = createTypedClient({ baseUrl, token: TOKEN, timeoutMs: 5000 });
 });
 
 afterAll(async () => {
@@ -66,7 +66,7 @@ describe('oversized response headers', () => {
       });
     });
     await new Promise<void>((resolve) => raw.listen(0, '127.0.0.1', resolve));
-    const overflowing = createApiClient({ baseUrl: `http://127.0.0.1:${(raw.address() as AddressInfo).port}`, token: TOKEN });
+    const overflowing = createTypedClient({ baseUrl: `http://127.0.0.1:${(raw.address() as AddressInfo).port}`, token: TOKEN });
     try {
       const err = await overflowing.searchJobs({}).catch((e: unknown) => e);
       expect(err).toBeInstanceOf(NetworkError);
@@ -120,7 +120,7 @@ describe('compressed bodies', () => {
   it('counts decompressed bytes against maxBodyBytes: a small body that expands to 64 MiB stops at the limit', async () => {
     const bomb = gzipSync(Buffer.concat([Buffer.from('{"padding":"'), Buffer.alloc(64 * 1024 * 1024, 'x')]));
     expect(bomb.length).toBeLessThan(256 * 1024);
-    const small = createApiClient({ baseUrl, token: TOKEN, maxBodyBytes: 1024 * 1024 });
+    const small = createTypedClient({ baseUrl, token: TOKEN, maxBodyBytes: 1024 * 1024 });
     handler = compressed(200, 'gzip', bomb);
     try {
       const err = await small.searchJobs({}).catch((e: unknown) => e);
@@ -134,7 +134,7 @@ describe('compressed bodies', () => {
 
   it('stops an endless compressed stream at the limit and closes the connection', async () => {
     // 4 MiB decompressed is a few KiB sent; as many compressed bytes would take gigabytes of input, past timeoutMs.
-    const small = createApiClient({ baseUrl, token: TOKEN, maxBodyBytes: 4 * 1024 * 1024, timeoutMs: 3000 });
+    const small = createTypedClient({ baseUrl, token: TOKEN, maxBodyBytes: 4 * 1024 * 1024, timeoutMs: 3000 });
     let closed!: Promise<void>;
     handler = (_req, res) => {
       closed = new Promise((resolve) => res.on('close', () => resolve()));

@@ -6,7 +6,8 @@
 import BetterSqlite3 from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import { openDatabase } from '../src/store/open.ts';
-import { readStatus } from '../src/store/status.ts';
+import { statusReads } from '../src/store/status.ts';
+import { readSync } from '../src/store/read-steps.ts';
 import { planReport } from '../src/runner/plan-report.ts';
 import { FAST_RATE, csv, postUrls, run, useWorkspaces } from './run-helpers.ts';
 import { useSandboxes } from './sandbox-helpers.ts';
@@ -37,7 +38,7 @@ describe('last known balance between runs', () => {
     expect((await planReport(jobs[0]!, ws.db)).lastKnownBalance).toBe(expected);
     const database = openDatabase(ws.db, { readonly: true });
     try {
-      expect(readStatus(database).lastCounters).toMatchObject({ balance: expected, totalCredits: last.total });
+      expect(readSync(database.sqlite, statusReads()).lastCounters).toMatchObject({ balance: expected, totalCredits: last.total });
     } finally {
       database.close();
     }

@@ -9,7 +9,8 @@ import { join } from 'node:path';
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { openDatabase, type Database } from '../src/store/open.ts';
 import { acquireRunLock, type RunLock } from '../src/store/run-lock.ts';
-import { readStatus } from '../src/store/status.ts';
+import { statusReads } from '../src/store/status.ts';
+import { readSync } from '../src/store/read-steps.ts';
 
 const HOST = hostname();
 const T0 = '2026-01-01T00:00:00.000Z';
@@ -97,7 +98,7 @@ const RUN_2_SPENT = 5;
 
 describe('status, before the next run', () => {
   it('does not call a run with a dead lock holder in progress, and counts what the unfinished runs spent', () => {
-    const report = readStatus(database);
+    const report = readSync(database.sqlite, statusReads());
     expect(report.lock).toMatchObject({ pid: deadPid, runId: 3, alive: false });
     expect(report.unfinishedRuns.map((r) => r.id)).toEqual([2, 3]);
     expect(report.creditsSpentAllRuns).toBe(9 + RUN_2_SPENT);
@@ -113,7 +114,7 @@ describe('status, before the next run', () => {
       .run(new Date().toISOString(), process.pid, HOST);
     lock.setRunId(4);
     call(4, 200, 40, new Date().toISOString());
-    const report = readStatus(database);
+    const report = readSync(database.sqlite, statusReads());
     expect(report.lock).toMatchObject({ pid: process.pid, runId: 4, alive: true });
     expect(report.unfinishedRuns).toEqual([]);
     expect(report.runs.find((r) => r.id === 4)).toMatchObject({ status: 'running', unfinished: false, calls: 1 });
@@ -149,6 +150,6 @@ describe('taking the lock', () => {
     });
     expect(run(3)).toMatchObject({ status: 'abandoned', endedAt: at(20), calls: 0, total: 0, spent: null, atEnd: null });
     expect(run(1)).toMatchObject({ status: 'completed', spent: 9, calls: 3 });
-    expect(readStatus(database).creditsSpentAllRuns).toBe(9 + RUN_2_SPENT);
+    expect(readSync(database.sqlite, statusReads()).creditsSpentAllRuns).toBe(9 + RUN_2_SPENT);
   });
 });

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openConnection, type Connection } from '../src/store/connection.ts';
-import { holdReadSnapshot, withReadSnapshot, withReadSnapshotSync } from '../src/store/read-snapshot.ts';
+import { holdReadSnapshot, withReadSnapshot } from '../src/store/read-snapshot.ts';
 
 let dir: string;
 let file: string;
@@ -94,16 +94,16 @@ describe('withReadSnapshot', () => {
   it('refuses to nest without ending the transaction already open', async () => {
     const { connection } = watched();
     await withReadSnapshot(connection, async () => {
-      await expect(withReadSnapshot(connection, () => 1)).rejects.toThrow(/within a transaction/);
+      expect(() => withReadSnapshot(connection, () => 1)).toThrow(/within a transaction/);
       expect(connection.sqlite.inTransaction).toBe(true);
     });
   });
 });
 
-describe('withReadSnapshotSync', () => {
-  it('reads in one transaction, checks after it and closes it', () => {
+describe('withReadSnapshot, given a synchronous read', () => {
+  it('reads in one transaction, checks after it and closes it, all before it returns', () => {
     const { connection, checks } = watched();
-    const n = withReadSnapshotSync(connection, (snapshot) => {
+    const n: number = withReadSnapshot(connection, (snapshot) => {
       expect(snapshot.sqlite.inTransaction).toBe(true);
       return count(connection);
     });

@@ -61,9 +61,6 @@ class ScriptedClient {
 
   readonly api: ApiClient = {
     call: () => this.next(),
-    similarCompanies: () => this.next(),
-    postDetails: () => this.next(),
-    searchJobs: () => this.next(),
     balance: () => Promise.resolve(null),
     close: () => Promise.resolve(),
   };

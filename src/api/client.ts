@@ -1,19 +1,14 @@
 /**
- * The API client: one generic call per operation spec (src/operations/), plus typed wrappers over it, on a
- * dedicated keep-alive undici Agent (undici's
+ * The API client: one generic call per operation spec (src/operations/), on a dedicated keep-alive undici Agent (undici's
  * `request` is several times faster than global fetch here, and the runner calls at thousands per second).
  * Everything that does not change per call (headers, origin, limits) is built once in createApiClient.
  */
 import { Agent } from 'undici';
 import { ConfigError } from '../errors.ts';
-import type { SearchJobsQuery, SimilarCompaniesRequest } from '../spec/types.ts';
 import { checkToken, parseBaseUrl } from './config.ts';
 import { attempt, type Transport } from './http.ts';
 import { readBalance } from './balance.ts';
 import { createOutputRedactor } from './redact.ts';
-import { postDetails } from '../operations/post-details.ts';
-import { searchJobs } from '../operations/search-jobs.ts';
-import { similarCompanies } from '../operations/similar-companies.ts';
 import type { ApiClient, CallableOperation } from './types.ts';
 
 export type { ApiCallInfo, ApiClient, ApiNotFound, ApiOk, ApiResult, ResponseByOperation } from './types.ts';
@@ -82,9 +77,6 @@ export function createApiClient(options: ClientOptions): ApiClient {
   const call = async <Q, A>(spec: CallableOperation<Q, A>, request: Q) => attempt(transport, spec, request, headers);
   return {
     call,
-    similarCompanies: (body: SimilarCompaniesRequest) => call(similarCompanies, body),
-    postDetails: (url: string) => call(postDetails, { url }),
-    searchJobs: (query: SearchJobsQuery) => call(searchJobs, query),
     balance: (signal?: AbortSignal) => readBalance(transport, getHeaders, signal),
     close: () => dispatcher.close(),
   };

@@ -2,13 +2,10 @@
  * The public shapes of the API client: what a call resolves to and the facts recorded about it.
  * Records, requests and response bodies themselves come from src/spec/types.ts.
  */
-import type { CreditCounters, Operation, SearchJobsQuery, SimilarCompaniesRequest } from '../spec/types.ts';
+import type { CreditCounters, Operation } from '../spec/types.ts';
 import type { AnswerByOperation } from '../operations/answers.ts';
 import type { DriftTally } from '../operations/drift.ts';
 import type { OperationSpec, Subject } from '../operations/operation-spec.ts';
-import type { PostDetailsAnswer } from '../operations/post-details.ts';
-import type { SearchJobsAnswer } from '../operations/search-jobs.ts';
-import type { SimilarCompaniesAnswer } from '../operations/similar-companies.ts';
 
 /** HTTP method of an operation (its spec's, as api.md prescribes). */
 export type HttpMethod = 'GET' | 'POST';
@@ -62,16 +59,10 @@ export type ApiResult<T> = ApiOk<T> | ApiNotFound;
 /** The 200 body type of each operation, as read through its answer contract. */
 export type ResponseByOperation = AnswerByOperation;
 
-/** The client: one generic call, sent and read as the operation's spec says, and typed wrappers over it. */
+/** The client: one generic call, sent and read as the operation's spec says. */
 export interface ApiClient {
   /** Sends `request` as `spec` says (method, path, body) and reads the answer through its contract. */
   call<Q, A>(spec: CallableOperation<Q, A>, request: Q): Promise<ApiResult<A>>;
-  /** POST /v1/api/similar-companies with `body` as JSON. */
-  similarCompanies(body: SimilarCompaniesRequest): Promise<ApiResult<SimilarCompaniesAnswer>>;
-  /** GET /v1/api/post-details?url=<percent-encoded post URL>. */
-  postDetails(url: string): Promise<ApiResult<PostDetailsAnswer>>;
-  /** GET /v1/api/search-jobs with the query's non-empty members as parameters (lists comma-joined). */
-  searchJobs(query: SearchJobsQuery): Promise<ApiResult<SearchJobsAnswer>>;
   /**
    * GET /v1/api/auth, the service's free credit check: the account's counters, or null when it does not offer
    * them (any answer but a 200 with three finite counters, or none in time). Never rejects.

@@ -1,7 +1,7 @@
 import { plural } from '../plural.ts';
 import type { Job } from '../jobs/schema.ts';
 import { invalidOutPath, writeInvalidRows } from '../export/invalid-rows-out.ts';
-import { isPostgresUrl } from '../store/pg/database-url.ts';
+import { openStore } from '../store/open-store.ts';
 import { OUTPUT_STOP_SIGNALS, stderrNotice, withStopSignals } from './signals.ts';
 
 /** `--invalid-out <file>` of `plan` and `run`. */
@@ -13,10 +13,10 @@ export const INVALID_OUT_OPTION = {
 
 /**
  * Writes each job's invalid rows and says where on `stderr`. They come from the input, not the dataset; `db` is
- * named only so that a SQLite file is never the output (a postgres:// URL is no file).
+ * named only so that a file the dataset is kept in is never the output.
  */
 export async function writeInvalidOut(jobs: readonly Job[], out: string, db: string, stderr: NodeJS.WritableStream): Promise<void> {
-  const dbFile = isPostgresUrl(db) ? undefined : db;
+  const [dbFile] = (await openStore(db)).files;
   for (const job of jobs) {
     const path = invalidOutPath(out, job.name, jobs.length);
     const result = await withStopSignals(stderrNotice(stderr), (signal) => writeInvalidRows(job, path, { db: dbFile, signal }), OUTPUT_STOP_SIGNALS);

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { numberFlag, numberOption } from './number-flags.ts';
-import { defaultTimeoutSeconds, STATEMENT_DEFAULTS } from '../export/statement-rows.ts';
+import { defaultTimeoutSeconds, STATEMENT_DEFAULTS } from '../store/dataset-store.ts';
 
 /** `--timeout` of `query` and `export --sql`. */
 export const TIMEOUT_OPTION = numberOption(

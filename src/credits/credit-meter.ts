@@ -161,32 +161,14 @@ export class CreditMeter {
       return;
     }
     const p = this.previous;
-    if (p !== null && used >= p.floorUsed && (sentInEpoch === undefined ? e.answers < CREDIT_METER_DEFAULTS.lateAnswersAfterReset : sentInEpoch < e.index)) {
+    if (p !== null && this.chargedBeforeReset(p, e, used, sentInEpoch)) {
       // Charged before the reset, answered after it: part of the spend of the epoch before, not of this one's.
       // Counted all the same, or the window for them would never close once the counter passes p.floorUsed.
       p.maxUsed = Math.max(p.maxUsed, used);
       e.answers += 1;
       return;
     }
-    if (used < e.floorUsed) {
-      // Replaying a run whose first calls went together (its balance was read before them): answers stored out
-      // of the order they were charged in. A drop no larger than those answers could have been charged is the
-      // floor moving down, not a renewal.
-      // It stays above the counter an earlier run saw last, or, with none, comes among the run's first answers.
-      const aboveBefore = this.lastCreditsUsed !== null ? used > this.lastCreditsUsed : e.answers <= CREDIT_METER_DEFAULTS.costSamples;
-      const outOfOrderStart =
-        e.index === 0 && !e.seeded && sentInEpoch === undefined && aboveBefore && e.floorUsed - used <= e.answers * CREDIT_METER_DEFAULTS.defaultCostPerCall;
-      if (outOfOrderStart) {
-        e.floorUsed = used;
-        e.floorOperation = operation;
-        this.firstOperation = operation;
-        this.fixFirstCost(operation, used);
-      } else if (e.index === 0 || sentInEpoch === e.index) {
-        // In the run's first epoch every call was charged after the first, which went alone; later, a call
-        // sent after the reset was charged after the answer that showed it. Either way the counter went down.
-        return this.reset(operation, counters);
-      }
-    }
+    if (used < e.floorUsed && this.belowFloor(e, operation, counters, sentInEpoch)) return;
     if (used < e.floorUsed) {
       // A call in flight at the reset, charged after it but answered late: the epoch began lower.
       e.floorUsed = used;
@@ -195,6 +177,47 @@ export class CreditMeter {
     if (e.index > 0) this.bounds.set(operation, Math.min(this.bounds.get(operation) ?? Infinity, used));
     e.answers += 1;
     this.sample(operation, used);
+    this.takeTotals(e, counters);
+  }
+
+  /** Whether an answer seen after a reset was charged before it (see observe). */
+  private chargedBeforeReset(p: Epoch, e: Epoch, used: number, sentInEpoch: number | undefined): boolean {
+    if (used < p.floorUsed) return false;
+    return sentInEpoch === undefined ? e.answers < CREDIT_METER_DEFAULTS.lateAnswersAfterReset : sentInEpoch < e.index;
+  }
+
+  /**
+   * A counter below the epoch's floor: the floor moved down (answers of the run's first calls out of order), or
+   * the counter was reset (a new epoch begun: true, the answer taken in), or neither (a late answer: false).
+   */
+  private belowFloor(e: Epoch, operation: Operation, counters: CreditCounters, sentInEpoch: number | undefined): boolean {
+    const used = counters.credits_used;
+    // Replaying a run whose first calls went together (its balance was read before them): answers stored out
+    // of the order they were charged in. A drop no larger than those answers could have been charged is the
+    // floor moving down, not a renewal.
+    // It stays above the counter an earlier run saw last, or, with none, comes among the run's first answers.
+    const aboveBefore = this.lastCreditsUsed !== null ? used > this.lastCreditsUsed : e.answers <= CREDIT_METER_DEFAULTS.costSamples;
+    const outOfOrderStart =
+      e.index === 0 && !e.seeded && sentInEpoch === undefined && aboveBefore && e.floorUsed - used <= e.answers * CREDIT_METER_DEFAULTS.defaultCostPerCall;
+    if (outOfOrderStart) {
+      e.floorUsed = used;
+      e.floorOperation = operation;
+      this.firstOperation = operation;
+      this.fixFirstCost(operation, used);
+      return false;
+    }
+    if (e.index === 0 || sentInEpoch === e.index) {
+      // In the run's first epoch every call was charged after the first, which went alone; later, a call
+      // sent after the reset was charged after the answer that showed it. Either way the counter went down.
+      this.reset(operation, counters);
+      return true;
+    }
+    return false;
+  }
+
+  /** The epoch's highest counter and the totals that came with it. */
+  private takeTotals(e: Epoch, counters: CreditCounters): void {
+    const used = counters.credits_used;
     if (used >= e.maxUsed) {
       e.maxUsed = used;
       e.total = counters.total_credits;

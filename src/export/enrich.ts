@@ -10,10 +10,8 @@ import { planTasks, type PlannedItem } from '../jobs/plan-tasks.ts';
 import { readCsv } from '../input/read-csv.ts';
 import { readCsvHeader, type CsvDelimiter } from '../input/csv-header.ts';
 import { assertOutputIsNotInput } from './output-is-not-input.ts';
-import { withReadSnapshot, type ReadSnapshot } from '../store/read-snapshot.ts';
-import { locateDataset } from '../store/locator.ts';
-import { openForReading, openPgForReading } from '../store/readers/open-for-reading.ts';
-import { readPg, readSync, type Reads } from '../store/read-steps.ts';
+import type { StepSnapshot } from '../store/dataset-store.ts';
+import { openStore } from '../store/open-store.ts';
 import { otherJobsWithOperationReads } from '../store/job-names.ts';
 import { resultLookup } from '../store/readers/enrich-results.ts';
 import { ENRICH_STATUSES, taskStatusReader, type CurrentRequests, type EnrichStatus } from '../store/readers/enrich-status.ts';
@@ -87,9 +85,9 @@ export async function enrichJob(options: EnrichOptions): Promise<EnrichResult> {
   assertEncoderOptions(format, asked);
   const job = typeof options.job === 'string' ? await loadJob(options.job, { cwd: options.cwd }) : options.job;
   const displayName = job.input.csv;
-  const location = locateDataset({ db: options.db, env: {} });
+  const store = await openStore(options.db);
   assertOutputIsNotInput(options.out, [
-    ...(location.engine === 'sqlite' ? [{ path: location.file, what: 'database' }] : []),
+    ...store.files.map((path) => ({ path, what: 'database' })),
     { path: job.input.csvPath, what: "job's input CSV" },
     ...(job.file ? [{ path: job.file, what: 'job file' }] : []),
   ]);
@@ -102,24 +100,12 @@ export async function enrichJob(options: EnrichOptions): Promise<EnrichResult> {
     bom: asked.bom ?? (format === 'csv' && header.bom),
     delimiter: format === 'csv' ? (asked.delimiter ?? header.delimiter) : undefined,
   };
-  if (location.engine === 'postgres') {
-    const store = await openPgForReading(location.url);
-    try {
-      return await withReadSnapshot(store, (snapshot) => write(snapshot, (reads) => readPg(snapshot, reads)), { statementTimeoutMs: 0 });
-    } finally {
-      await store.close();
-    }
-  }
-  const database = openForReading(location.file);
-  try {
-    return await withReadSnapshot(database, (snapshot) => write(snapshot, async (reads) => readSync(snapshot.sqlite, reads)));
-  } finally {
-    database.close();
-  }
+  // No statement time limit: the lookups of a large input take as long as they take.
+  return store.read(write, { statementTimeoutMs: 0 });
 
   /** Every row, read from one snapshot of the dataset (its lookups and ledger agree), on either engine. */
-  async function write(snapshot: ReadSnapshot, read: <T>(reads: Reads<T>) => Promise<T>): Promise<EnrichResult> {
-    const lookup = resultLookup(job, [job.name, ...(await read(otherJobsWithOperationReads(job.operation, job.name)))]);
+  async function write(snapshot: StepSnapshot): Promise<EnrichResult> {
+    const lookup = resultLookup(job, [job.name, ...(await snapshot.read(otherJobsWithOperationReads(job.operation, job.name)))]);
     const tasks = taskStatusReader(job.name, job.operation);
     const layout = resultLayout(job.operation, lookup.columns, mode, top);
     const columns = [...inputColumns, ...ENRICH_STATUS_COLUMNS, ...layout.columns];
@@ -142,14 +128,14 @@ export async function enrichJob(options: EnrichOptions): Promise<EnrichResult> {
             continue;
           }
           const key = first.inputKey;
-          const results = await read(lookup.find(key));
+          const results = await snapshot.read(lookup.find(key));
           if (results.length > 0) {
             statuses.ok++;
-            const partial = await read(tasks.partialError(key));
+            const partial = await snapshot.read(tasks.partialError(key));
             for (const result of layout.rows(results)) yield [...input, item.line, 'ok', partial, key, ...result];
             continue;
           }
-          const missing = await read(tasks.missing(key, currentRequests(job, key, planned)));
+          const missing = await snapshot.read(tasks.missing(key, currentRequests(job, key, planned)));
           statuses[missing.status]++;
           yield [...input, item.line, missing.status, missing.error, key, ...noResult];
         }

@@ -1,13 +1,6 @@
 import { NetingestError, UsageError } from '../errors.ts';
 
-export { BadQueryError, WriteRefusedError } from '../store/readers/query-errors.ts';
-
-/** The export was stopped by SIGINT/SIGTERM (or its AbortSignal); nothing was left at the output path. Exit 130. */
-export class ExportInterruptedError extends NetingestError {
-  constructor(message = 'interrupted; no output file was written') {
-    super('INTERRUPTED', message);
-  }
-}
+export { BadQueryError, ExportInterruptedError, QueryTimeoutError, WriteRefusedError } from '../store/readers/query-errors.ts';
 
 /** The output file cannot be created (no such folder, permission denied): the user must fix it (exit 2). */
 export class OutputError extends UsageError {
@@ -28,16 +21,5 @@ export class OutputWriteError extends NetingestError {
   constructor(file: string, message: string, options?: { cause?: unknown }) {
     super('OUTPUT_WRITE_FAILED', `${file}: ${message}`, options);
     this.file = file;
-  }
-}
-
-/** `query` or `export --sql` ran past its --timeout and was stopped; nothing was left at the output path (exit 124). */
-export class QueryTimeoutError extends NetingestError {
-  constructor(seconds: number) {
-    super(
-      'QUERY_TIMEOUT',
-      `the statement ran for more than ${seconds} s (--timeout) and was stopped; no output file was written. ` +
-        'Narrow it (WHERE, LIMIT) or give a longer --timeout (0: none)',
-    );
   }
 }

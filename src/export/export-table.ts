@@ -1,23 +1,21 @@
 /**
- * `netingest export`: a table, a view or a read-only SELECT, streamed from SQLite (`iterate()` in raw mode)
- * to CSV or JSON Lines, into a file that appears whole or not at all, or to stdout. A large table is read and
- * encoded on worker threads instead (parallel-table-export.ts), producing the same bytes.
+ * `netingest export`: a table, a view or a read-only SELECT, streamed from the dataset's store (SQLite's
+ * `iterate()` in raw mode, PostgreSQL's cursor) to CSV or JSON Lines, into a file that appears whole or not at
+ * all, or to stdout. A large table that can be read by rowid range (SQLite's) is read and encoded on worker
+ * threads instead (parallel-table-export.ts), producing the same bytes.
  */
 import { UsageError } from '../errors.ts';
 import { assertOutputIsNotInput } from './output-is-not-input.ts';
-import { openForReading } from '../store/readers/open-for-reading.ts';
-import { asQueryError } from '../store/readers/read-only-sql.ts';
-import { userStatementColumns } from '../store/readers/user-statement.ts';
-import { busyTimeoutMs, tableRows, type TableQuery, type TableRows } from '../store/readers/table-rows.ts';
+import type { TableQuery } from '../store/readers/table-rows.ts';
 import { assertEncoderOptions, encoderFor, type EncoderOptions, type ExportFormat } from './row-encoders.ts';
 import { exportSources, findSource, parseSince } from './sources.ts';
 import { writeRows, type OutputTarget, type WriteResult } from './write-output.ts';
 import { assertOutputIsAFile } from './output-sink.ts';
 import { verifiedBy, type PumpOptions } from './pump-rows.ts';
-import { statementRows } from './statement-rows.ts';
 import { exportTableInParallel, parallelRowidRange, type ParallelExportOptions } from './parallel-table-export.ts';
-import { withReadSnapshot, type ReadSnapshot } from '../store/read-snapshot.ts';
-import { locateDataset, type DatasetLocation } from '../store/locator.ts';
+import type { ReadSnapshot } from '../store/read-snapshot.ts';
+import type { DatasetStore, TableStatement } from '../store/dataset-store.ts';
+import { openStore } from '../store/open-store.ts';
 
 /** Options shared by exportTable() and exportSql(). */
 export interface ExportCommonOptions extends OutputTarget, PumpOptions {
@@ -77,79 +75,48 @@ export async function exportTable(options: ExportTableOptions): Promise<ExportRe
     kind: source.kind,
     since: since !== undefined ? { column: source.seenAtColumn!, value: since } : undefined,
   };
-  const location = checkOutputPath(options);
-  if (location.engine === 'postgres') {
-    // Loaded here: a SQLite export loads neither pg nor its cursor. One streaming path: no worker threads.
-    const { tableOnPostgres } = await import('./pg-readers.ts');
-    return tableOnPostgres(location.url, query, options, (statement, snapshot) => writeStatement(statement, snapshot, options));
-  }
-  const database = openForReading(location.file);
-  try {
-    return await withReadSnapshot(database, async (snapshot) => {
-      const target = verifiedBy(snapshot, options);
-      const table = tableRows(snapshot, query);
-      const range = source.kind === 'table' ? parallelRowidRange(snapshot, source.name, options.parallel) : null;
-      if (range !== null) {
-        const job = {
-          source: { db: snapshot.file, table: source.name, since: query.since, busyTimeoutMs: busyTimeoutMs(snapshot) },
-          columns: table.columns,
-          format: options.format ?? EXPORT_DEFAULTS.format,
-          bom: options.bom ?? EXPORT_DEFAULTS.bom,
-          escapeFormulas: options.escapeFormulas ?? EXPORT_DEFAULTS.escapeFormulas,
-          range,
-        };
-        const result = await exportTableInParallel(job, target, target, options.parallel);
-        return { ...result, columns: table.columns };
-      }
-      return await exportRows(table, target);
-    });
-  } finally {
-    database.close();
-  }
+  const store = await checkOutputPath(options);
+  return store.tableRows(query, options, (table, snapshot) => writeTable(table, snapshot, options));
+}
+
+/** The table's rows, on worker threads when it is large and can be read by rowid range, else as they stream. */
+async function writeTable(table: TableStatement, snapshot: ReadSnapshot, options: ExportTableOptions): Promise<ExportResult> {
+  const range = table.chunks ? parallelRowidRange(table.chunks, options.parallel) : null;
+  if (table.chunks === undefined || range === null) return writeStatement(table, snapshot, options);
+  const target = verifiedBy(snapshot, options);
+  const job = {
+    source: table.chunks.source,
+    columns: table.columns,
+    format: options.format ?? EXPORT_DEFAULTS.format,
+    ...encoderOptions(options),
+    range,
+  };
+  const result = await exportTableInParallel(job, target, target, options.parallel);
+  return { ...result, columns: table.columns };
 }
 
 /** Exports the rows of one read-only SELECT; statements that write are refused (WriteRefusedError). */
 export async function exportSql(options: ExportSqlOptions): Promise<ExportResult> {
-  const location = checkOutputPath(options);
-  if (location.engine === 'postgres') {
-    const { userStatementOnPostgres } = await import('./pg-readers.ts');
-    return userStatementOnPostgres(location.url, options, (statement, snapshot) => writeStatement(statement, snapshot, options));
-  }
-  const database = openForReading(location.file);
-  try {
-    return await withReadSnapshot(database, async (snapshot) => {
-      // Checked and described here; its rows come from a child process that can be stopped (statement-rows.ts).
-      const columns = userStatementColumns(snapshot, options.sql);
-      const rows = statementRows({ db: snapshot.file, sql: options.sql, signal: options.signal, timeoutMs: options.timeoutMs });
-      try {
-        return await writeStatement({ columns, rows }, snapshot, options);
-      } finally {
-        await rows.return(undefined);
-      }
-    });
-  } catch (err) {
-    throw asQueryError(err);
-  } finally {
-    database.close();
-  }
+  const store = await checkOutputPath(options);
+  return store.userStatement(options, (statement, snapshot) => writeStatement(statement, snapshot, options));
 }
 
 /**
  * Refuses, before the database is opened, an --out that cannot be written or would replace the database; says
  * where the dataset is (`db`: a SQLite file or a postgres:// URL).
  */
-function checkOutputPath(options: ExportCommonOptions): DatasetLocation {
+async function checkOutputPath(options: ExportCommonOptions): Promise<DatasetStore> {
   assertEncoderOptions(options.format ?? EXPORT_DEFAULTS.format, encoderOptions(options));
-  const location = locateDataset({ db: options.db, env: {} });
-  if (options.out === undefined) return location;
+  const store = await openStore(options.db);
+  if (options.out === undefined) return store;
   assertOutputIsAFile(options.out);
-  if (location.engine === 'sqlite') assertOutputIsNotInput(options.out, [{ path: location.file, what: 'database' }]);
-  return location;
+  assertOutputIsNotInput(options.out, store.files.map((path) => ({ path, what: 'database' })));
+  return store;
 }
 
 /** A statement's rows (either engine) encoded to the output, checked against the snapshot as they go. */
 async function writeStatement(
-  { columns, rows }: { columns: string[]; rows: AsyncIterable<unknown[]> },
+  { columns, rows }: { columns: string[]; rows: Iterable<unknown[]> | AsyncIterable<unknown[]> },
   snapshot: ReadSnapshot,
   options: ExportCommonOptions,
 ): Promise<ExportResult> {
@@ -164,10 +131,4 @@ function encoderOptions(options: ExportCommonOptions): Required<Pick<EncoderOpti
     bom: options.bom ?? EXPORT_DEFAULTS.bom,
     escapeFormulas: options.escapeFormulas ?? EXPORT_DEFAULTS.escapeFormulas,
   };
-}
-
-async function exportRows({ columns, rows }: TableRows, options: ExportCommonOptions): Promise<ExportResult> {
-  const encoder = encoderFor(options.format ?? EXPORT_DEFAULTS.format, columns, encoderOptions(options));
-  const result = await writeRows(rows, encoder, options, options);
-  return { ...result, columns, workers: 0 };
 }

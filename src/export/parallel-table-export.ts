@@ -9,8 +9,8 @@
 import { availableParallelism } from 'node:os';
 import { toDatabaseUseError } from '../store/open.ts';
 import { DatabaseChangedError } from '../store/errors.ts';
-import type { SqliteSnapshot } from '../store/read-snapshot.ts';
-import { rowCount, rowidBounds, type ChunkSource } from '../store/readers/table-rows.ts';
+import type { ChunkedTable } from '../store/dataset-store.ts';
+import type { ChunkSource } from '../store/readers/table-rows.ts';
 import { ExportWorkerError, ExportWorkerPool } from './export-worker-pool.ts';
 import { pumpChunks } from './pump-chunks.ts';
 import type { PumpOptions } from './pump-rows.ts';
@@ -70,12 +70,12 @@ export interface RowidRange {
 }
 
 /** The rowid range to export in parallel, or null when the table should be exported on the main thread. */
-export function parallelRowidRange(snapshot: SqliteSnapshot, table: string, options: ParallelExportOptions = {}): RowidRange | null {
+export function parallelRowidRange(table: ChunkedTable, options: ParallelExportOptions = {}): RowidRange | null {
   const workers = options.workers ?? PARALLEL_EXPORT_DEFAULTS.workers;
   const minRowidSpan = options.minRowidSpan ?? PARALLEL_EXPORT_DEFAULTS.minRowidSpan;
   const maxRowidsPerRow = options.maxRowidsPerRow ?? PARALLEL_EXPORT_DEFAULTS.maxRowidsPerRow;
   if (workers < 2) return null;
-  const bounds = rowidBounds(snapshot, table);
+  const bounds = table.bounds();
   if (bounds === null) return null;
   const { first, last } = bounds;
   // Chunk bounds are JavaScript numbers; rowids beyond 2^53 (never made by SQLite's own numbering) stay exact on
@@ -84,7 +84,7 @@ export function parallelRowidRange(snapshot: SqliteSnapshot, table: string, opti
   const span = last - first + 1n;
   if (first < -limit || last > limit || span < BigInt(minRowidSpan)) return null;
   // Counted last, and only here: cheap next to the export it guards, but not free.
-  if (span > rowCount(snapshot, table) * BigInt(maxRowidsPerRow)) return null;
+  if (span > table.count() * BigInt(maxRowidsPerRow)) return null;
   return { fromRowid: Number(first), toRowid: Number(last) };
 }
 

@@ -2,17 +2,14 @@
  * `netingest query "SELECT ..."`: one read-only statement, printed as an aligned table on a terminal and as
  * CSV otherwise (or as asked), streamed row by row.
  */
-import { openForReading } from '../store/readers/open-for-reading.ts';
-import { asQueryError } from '../store/readers/read-only-sql.ts';
-import { userStatementColumns } from '../store/readers/user-statement.ts';
 import { UsageError } from '../errors.ts';
 import { assertEncoderOptions, encoderFor, type EncoderOptions, type RowEncoder } from './row-encoders.ts';
 import { tableEncoder, type TableLayoutOptions } from './table-format.ts';
 import { writeRows, type WriteResult } from './write-output.ts';
 import { verifiedBy, type PumpOptions } from './pump-rows.ts';
-import { statementRows } from './statement-rows.ts';
-import { withReadSnapshot, type ReadSnapshot } from '../store/read-snapshot.ts';
-import { locateDataset } from '../store/locator.ts';
+import type { ReadSnapshot } from '../store/read-snapshot.ts';
+import type { StartedStatement } from '../store/dataset-store.ts';
+import { openStore } from '../store/open-store.ts';
 
 export const QUERY_FORMATS = ['table', 'csv', 'jsonl'] as const;
 export type QueryFormat = (typeof QUERY_FORMATS)[number];
@@ -68,33 +65,8 @@ export async function runQuery(options: RunQueryOptions): Promise<QueryResult> {
   if (options.format === 'table') assertNoCsvOptions(csvOptions);
   if (format !== 'table') assertEncoderOptions(format, csvOptions);
   const output = { stream, format, csvOptions };
-  const location = locateDataset({ db: options.db, env: {} });
-  if (location.engine === 'postgres') {
-    // Loaded here: a SQLite query loads neither pg nor its cursor.
-    const { userStatementOnPostgres } = await import('./pg-readers.ts');
-    return userStatementOnPostgres(location.url, options, (statement, snapshot) => printRows(statement, snapshot, options, output));
-  }
-  const database = openForReading(location.file);
-  try {
-    return await withReadSnapshot(database, (snapshot) => {
-      // Checked and described here; its rows come from a child process that can be stopped (statement-rows.ts).
-      const columns = userStatementColumns(snapshot, options.sql);
-      const rows = statementRows({ db: snapshot.file, sql: options.sql, signal: options.signal, timeoutMs: options.timeoutMs });
-      return printRows({ columns, rows, close: async () => void (await rows.return(undefined)) }, snapshot, options, output);
-    });
-  } catch (err) {
-    throw asQueryError(err);
-  } finally {
-    database.close();
-  }
-}
-
-/** A user's statement started on either engine: its columns, its rows, and the end of its reading. */
-export interface StartedStatement {
-  columns: string[];
-  rows: AsyncIterator<unknown[]> & AsyncIterable<unknown[]>;
-  /** Stops the reading wherever it is (kills SQLite's child, closes PostgreSQL's cursor). */
-  close(): Promise<void>;
+  const store = await openStore(options.db);
+  return store.userStatement(options, (statement, snapshot) => printRows(statement, snapshot, options, output));
 }
 
 /** The statement's rows, encoded as `format` to `stream`. */

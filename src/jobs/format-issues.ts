@@ -9,18 +9,11 @@ type RawIssue = core.$ZodRawIssue;
  * "unknown field; allowed here: ..."). Messages set on a schema itself take precedence.
  */
 export function jobErrorMap(iss: RawIssue): string | undefined {
-  const input: unknown = iss.input;
   switch (iss.code) {
     case 'invalid_type':
-      if (input === undefined) return 'is required';
-      if (iss.expected === 'int') return `must be a whole number (got ${describe(input)})`;
-      return `must be ${withArticle(iss.expected)} (got ${describe(input)})`;
-    case 'too_small': {
-      if (iss.origin === 'string') return 'must not be empty';
-      if (iss.origin === 'array') return `must hold at least ${String(iss.minimum)} item${iss.minimum === 1 ? '' : 's'}`;
-      if (iss.minimum === 0) return iss.inclusive ? 'must not be negative' : 'must be a positive number';
-      return `must be at least ${String(iss.minimum)}${iss.inclusive ? '' : ' (exclusive)'}`;
-    }
+      return invalidType(iss);
+    case 'too_small':
+      return tooSmall(iss);
     case 'too_big':
       return `must be at most ${String(iss.maximum)}${iss.inclusive ? '' : ' (exclusive)'}`;
     case 'invalid_value':
@@ -29,18 +22,34 @@ export function jobErrorMap(iss: RawIssue): string | undefined {
       const allowed = allowedFields(iss);
       return allowed.length > 0 ? `unknown field; allowed here: ${allowed.join(', ')}` : 'unknown field; no field is allowed here';
     }
-    case 'invalid_union': {
-      const u = iss as RawIssue & { discriminator?: string; options?: unknown[] };
-      if (u.discriminator !== undefined) {
-        const choices = (u.options ?? []).map((o) => JSON.stringify(o)).join(', ');
-        const got = isRecord(input) ? input[u.discriminator] : undefined;
-        return got === undefined ? `is required: one of ${choices}` : `must be one of ${choices} (got ${describe(got)})`;
-      }
-      return undefined;
-    }
+    case 'invalid_union':
+      return invalidUnion(iss);
     default:
       return undefined;
   }
+}
+
+function invalidType(iss: Extract<RawIssue, { code: 'invalid_type' }>): string {
+  const input: unknown = iss.input;
+  if (input === undefined) return 'is required';
+  if (iss.expected === 'int') return `must be a whole number (got ${describe(input)})`;
+  return `must be ${withArticle(iss.expected)} (got ${describe(input)})`;
+}
+
+function tooSmall(iss: Extract<RawIssue, { code: 'too_small' }>): string {
+  if (iss.origin === 'string') return 'must not be empty';
+  if (iss.origin === 'array') return `must hold at least ${String(iss.minimum)} item${iss.minimum === 1 ? '' : 's'}`;
+  if (iss.minimum === 0) return iss.inclusive ? 'must not be negative' : 'must be a positive number';
+  return `must be at least ${String(iss.minimum)}${iss.inclusive ? '' : ' (exclusive)'}`;
+}
+
+/** A discriminated union's issue names the choices; another union's says nothing of its own. */
+function invalidUnion(iss: RawIssue): string | undefined {
+  const u = iss as RawIssue & { discriminator?: string; options?: unknown[] };
+  if (u.discriminator === undefined) return undefined;
+  const choices = (u.options ?? []).map((o) => JSON.stringify(o)).join(', ');
+  const got = isRecord(iss.input) ? iss.input[u.discriminator] : undefined;
+  return got === undefined ? `is required: one of ${choices}` : `must be one of ${choices} (got ${describe(got)})`;
 }
 
 /** What checkJobValue found: the value as the schema outputs it, or one issue per bad field. */

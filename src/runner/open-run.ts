@@ -12,7 +12,7 @@ import type { CallHistory, OutcomeWriter, RunGate, RunHold, RunLedger, RunRecord
 import { CreditGuard } from '../credits/credit-guard.ts';
 import { silentLogger, type Logger } from './logger.ts';
 import { OutageBreaker } from './outage-breaker.ts';
-import { openRunStore } from './open-run-store.ts';
+import { openStore } from '../store/open-store.ts';
 import { RunDrift } from './run-drift.ts';
 import { RUN_DEFAULTS, type RunOptions } from './run-options.ts';
 import { RunStop } from './run-stop.ts';
@@ -80,7 +80,9 @@ export interface OpenRun {
  */
 export async function openRun(options: RunOptions): Promise<OpenRun> {
   const logger = options.logger ?? silentLogger;
-  const store = await openRunStore(options);
+  const dataset = await openStore(options.dbPath);
+  // On PostgreSQL the lock's lease is the lease of a worker's claims (how long a dead worker's inputs wait).
+  const store = await dataset.openRun({ leaseMs: options.lockLeaseMs, rateWindowMs: options.sharedRateWindowMs });
   const releases = new Releases();
   releases.push(() => store.close());
   try {

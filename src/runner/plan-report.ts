@@ -1,6 +1,7 @@
 import type { Job } from '../jobs/schema.ts';
 import { planTasks } from '../jobs/plan-tasks.ts';
-import { PLAN_LEDGER_DEFAULTS, withPlanLedger, type PlannedTask, type PlanRule } from '../store/plan-ledger.ts';
+import { PLAN_LEDGER_DEFAULTS, type PlannedTask, type PlanRule } from '../store/plan-ledger.ts';
+import { openStore } from '../store/open-store.ts';
 import { CREDIT_METER_DEFAULTS, roundCredits } from '../credits/credit-meter.ts';
 import { plural } from '../plural.ts';
 import { dueSince } from '../jobs/freshness.ts';
@@ -42,7 +43,8 @@ export interface PlanReportOptions {
 
 /** Reads the job's input and the ledger (a SQLite file or a postgres:// URL) and says what a run would do and cost. */
 export async function planReport(job: Job, db: string, refresh = false, options: PlanReportOptions = {}): Promise<PlanReport> {
-  return withPlanLedger(db, async (ledger) => {
+  const store = await openStore(db);
+  return store.withPlanLedger(async (ledger) => {
     if (ledger.nothingRan !== null) options.onNothingRan?.(ledger.nothingRan);
     // The run's due rule, as a run starting now applies it to each task. The run takes another job's fresh answer
     // to the same lookup (adoptSharedAnswers); --refresh only answers from the run itself, which plan cannot know.

@@ -11,16 +11,12 @@
  * its error_code, and settles its task as done when it is still that task's latest outcome (the recovery a
  * contract fix is for). One that still cannot be read is reported by id and request, and its task stays failed.
  */
-import { existsSync } from 'node:fs';
 import { ApiSchemaError } from '../api/errors.ts';
-import { UsageError } from '../errors.ts';
-import { openDatabase } from '../store/open.ts';
 import type { Database } from '../store/open.ts';
-import { acquireRunLock } from '../store/run-lock.ts';
-import { locateDataset } from '../store/locator.ts';
+import { openStore } from '../store/open-store.ts';
 import { findSpec, readStored } from '../operations/index.ts';
 import { decodeRawBody } from '../store/raw-body.ts';
-import { ask, runStepsAsync, runStepsSync, type ArchivedBody, type ReprocessSteps } from '../store/reprocess-store.ts';
+import { ask, runStepsSync, type ArchivedBody, type ReprocessSteps } from '../store/reprocess-store.ts';
 import { inSqliteReprocessTransaction } from '../store/sqlite-reprocess-store.ts';
 
 /** Options of reprocess(); every default here. */
@@ -177,25 +173,8 @@ function describe(err: unknown, rejectedWhenReceived: boolean): string {
  * or PostgreSQL's dataset lock held exclusive (refused while any worker runs).
  */
 export async function reprocessDatabase(db: string, options: ReprocessOptions = {}): Promise<ReprocessReport> {
-  const location = locateDataset({ db, env: {} });
-  if (location.engine === 'postgres') {
-    // Loaded only here: a SQLite reprocess must not load pg.
-    const { reprocessOnPg } = await import('../store/pg/pg-reprocess-store.ts');
-    return reprocessOnPg(location.url, (store) => runStepsAsync(replaySteps(options), store));
-  }
-  const dbPath = location.file;
-  if (!existsSync(dbPath)) throw new UsageError(`no database at ${dbPath}: nothing to reprocess (see --db)`);
-  const database = openDatabase(dbPath);
-  try {
-    const lock = acquireRunLock(database);
-    try {
-      return reprocess(database, options);
-    } finally {
-      lock.release();
-    }
-  } finally {
-    database.close();
-  }
+  const store = await openStore(db);
+  return store.reprocess(replaySteps(options));
 }
 
 /** The report as `netingest reprocess` prints it without --json. */

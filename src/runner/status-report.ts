@@ -2,14 +2,8 @@
  * `netingest status`: what the last runs did and what is left, read from the dataset in one snapshot
  * (store/status.ts), and the balance the service's free credit check gives now.
  */
-import { existsSync } from 'node:fs';
-import { openDatabase } from '../store/open.ts';
-import { withReadSnapshot } from '../store/read-snapshot.ts';
-import { readStatus, statusReads, type StatusReport } from '../store/status.ts';
-import { locateDataset } from '../store/locator.ts';
-import { openPgForReading } from '../store/readers/open-for-reading.ts';
-import { readPg } from '../store/read-steps.ts';
-import { UsageError } from '../errors.ts';
+import { statusReads, type StatusReport } from '../store/status.ts';
+import { openStore } from '../store/open-store.ts';
 import { driftPathLines, type DriftKind } from '../operations/drift.ts';
 import { askLiveBalance, type LiveBalance } from './live-balance.ts';
 
@@ -44,22 +38,8 @@ export async function withLiveBalance(report: StatusReport, options: Pick<Status
 
 /** The dataset's part of the report, in one read snapshot, from a SQLite file or a postgres:// URL. */
 async function readDatasetStatus(db: string, runs: number): Promise<StatusReport> {
-  const location = locateDataset({ db, env: {} });
-  if (location.engine === 'postgres') {
-    const store = await openPgForReading(location.url);
-    try {
-      return await withReadSnapshot(store, (snapshot) => readPg(snapshot, statusReads(runs)));
-    } finally {
-      await store.close();
-    }
-  }
-  if (!existsSync(location.file)) throw new UsageError(`no database at ${location.file}: nothing has run yet (see --db)`);
-  const database = openDatabase(location.file, { readonly: true, upgradeOlderSchema: true });
-  try {
-    return await withReadSnapshot(database, () => readStatus(database, runs));
-  } finally {
-    database.close();
-  }
+  const store = await openStore(db);
+  return store.read((snapshot) => snapshot.read(statusReads(runs)));
 }
 
 /** The report as the command prints it without --json. */

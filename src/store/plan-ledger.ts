@@ -2,12 +2,9 @@
  * What `netingest plan` asks the dataset, on either engine, read in one snapshot and never written: where each
  * planned task would land in a run starting now (by the run's own due rule), the jobs whose answers a run would
  * take, the learned cost and the last known balance. SQLite's answers are in sqlite-plan-ledger.ts, PostgreSQL's
- * in pg/pg-plan-ledger.ts (loaded only for a postgres:// dataset: a SQLite plan loads no pg).
+ * in pg/pg-plan-ledger.ts; the dataset's store (dataset-store.ts) opens the one of its engine.
  */
-import { existsSync } from 'node:fs';
 import type { DueRule } from './ledger.ts';
-import { locateDataset } from './locator.ts';
-import { withSqlitePlanLedger } from './sqlite-plan-ledger.ts';
 
 /** A task of the input as a run would plan it. */
 export interface PlannedTask {
@@ -43,21 +40,6 @@ export const PLAN_LEDGER_DEFAULTS = {
   /** Planned tasks per taskStates() call: one round trip each on PostgreSQL, however large the input. */
   tasksPerBatch: 1000,
 } as const;
-
-/**
- * Runs `fn` with the plan ledger of `db` (a SQLite file or a postgres:// URL), in one read snapshot. A missing
- * file, or a database with no netingest schema, plans as if nothing had run; nothing is ever created.
- */
-export async function withPlanLedger<T>(db: string, fn: (ledger: PlanLedger) => Promise<T>): Promise<T> {
-  const location = locateDataset({ db, env: {} });
-  if (location.engine === 'postgres') {
-    // Loaded only here: a SQLite plan must not pay pg's import at its start.
-    const { withPgPlanLedger } = await import('./pg/pg-plan-ledger.ts');
-    return withPgPlanLedger(location.url, fn);
-  }
-  if (!existsSync(location.file)) return fn(emptyPlanLedger(null));
-  return withSqlitePlanLedger(location.file, fn);
-}
 
 /** The ledger of a dataset where nothing has run: every task a call, nothing learned. */
 export function emptyPlanLedger(nothingRan: string | null): PlanLedger {

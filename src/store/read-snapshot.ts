@@ -4,13 +4,11 @@
  * change check (Connection.assertUnchanged, for a file read without locks: read-without-shm.ts) run after it,
  * on success and on failure alike. Every reader goes through here instead of pairing the calls itself.
  *
- * Given a PostgreSQL store instead, the same call runs `fn` in a READ ONLY REPEATABLE READ transaction on one
- * pooled client, whose change check is a no-op (pg/read-snapshot.ts).
+ * A synchronous `fn` is run and checked synchronously (openDataset's `all()`), an async one when its promise
+ * settles: one function for both. PostgreSQL's snapshot is pg/read-snapshot.ts's, whose change check is a no-op.
  */
 import type BetterSqlite3 from 'better-sqlite3';
 import type { Connection } from './connection.ts';
-import type { PgStore } from './pg/open.ts';
-import type { PgSnapshot, PgSnapshotOptions } from './pg/read-snapshot.ts';
 
 /** What every reader's snapshot offers, whatever database is behind it. */
 export interface ReadSnapshot {
@@ -37,56 +35,35 @@ export interface HeldSnapshot extends SqliteSnapshot {
 
 /**
  * Runs `fn` in one read transaction on `connection` (opened here, so the snapshot is the database as it is now)
- * and ends it when `fn`'s promise settles: rows streamed inside `fn` all come from that snapshot, and an error or
- * an early end closes it too. The change check runs after `fn`, with its error as the cause on failure.
+ * and ends it when `fn` returns, or when the promise it returns settles: rows streamed inside `fn` all come from
+ * that snapshot, and an error or an early end closes it too. The change check runs after `fn`, with its error as
+ * the cause on failure. A BEGIN refused (inside another transaction) throws at once, before any promise.
  */
-export async function withReadSnapshot<T>(connection: Connection, fn: (snapshot: SqliteSnapshot) => Promise<T> | T): Promise<T>;
-/** On PostgreSQL: a READ ONLY REPEATABLE READ transaction on one pooled client (pg/read-snapshot.ts). */
-export async function withReadSnapshot<T>(store: PgStore, fn: (snapshot: PgSnapshot) => Promise<T> | T, options?: PgSnapshotOptions): Promise<T>;
-export async function withReadSnapshot<T>(
-  db: Connection | PgStore,
-  fn: ((snapshot: SqliteSnapshot) => Promise<T> | T) | ((snapshot: PgSnapshot) => Promise<T> | T),
-  options?: PgSnapshotOptions,
-): Promise<T> {
-  if ('pool' in db) {
-    // Loaded here: a SQLite reader loads no pg.
-    const { withPgReadSnapshot } = await import('./pg/read-snapshot.ts');
-    return withPgReadSnapshot(db.pool, fn as (snapshot: PgSnapshot) => Promise<T> | T, options);
-  }
-  return withSqliteReadSnapshot(db, fn as (snapshot: SqliteSnapshot) => Promise<T> | T);
-}
-
-async function withSqliteReadSnapshot<T>(connection: Connection, fn: (snapshot: SqliteSnapshot) => Promise<T> | T): Promise<T> {
-  begin(connection.sqlite);
-  let result: T;
-  try {
-    takeSnapshot(connection.sqlite);
-    result = await fn(snapshotOf(connection));
-    end(connection.sqlite);
-  } catch (err) {
-    endQuietly(connection.sqlite);
+export function withReadSnapshot<T>(connection: Connection, fn: (snapshot: SqliteSnapshot) => T): T {
+  const { sqlite } = connection;
+  begin(sqlite);
+  const failed = (err: unknown): never => {
+    endQuietly(sqlite);
     connection.assertUnchanged(err);
     throw err;
-  }
-  connection.assertUnchanged();
-  return result;
-}
-
-/** withReadSnapshot for a synchronous read, where the caller cannot await (openDataset's `all()`); SQLite only. */
-export function withReadSnapshotSync<T>(connection: Connection, fn: (snapshot: SqliteSnapshot) => T): T {
-  begin(connection.sqlite);
+  };
+  const done = <V>(value: V): V => {
+    try {
+      end(sqlite);
+    } catch (err) {
+      failed(err);
+    }
+    connection.assertUnchanged();
+    return value;
+  };
   let result: T;
   try {
-    takeSnapshot(connection.sqlite);
+    takeSnapshot(sqlite);
     result = fn(snapshotOf(connection));
-    end(connection.sqlite);
   } catch (err) {
-    endQuietly(connection.sqlite);
-    connection.assertUnchanged(err);
-    throw err;
+    return failed(err);
   }
-  connection.assertUnchanged();
-  return result;
+  return result instanceof Promise ? (result.then(done, failed) as T) : done(result);
 }
 
 /**

@@ -1,4 +1,3 @@
-import type { Database } from './open.ts';
 import { recentRunsReads } from './runs.ts';
 import { apiCallReads } from './api-calls.ts';
 import { runLockReads, type RunLockState } from './run-lock.ts';
@@ -7,7 +6,7 @@ import { measureUnfinishedRunReads, unfinishedRunsReads, type UnfinishedRun, typ
 import { uncountedCreditsReads } from './uncounted-credits.ts';
 import { lastRunDriftReads } from './answer-drift.ts';
 import { lastReportReads } from './last-report.ts';
-import { readSync, rows, value } from './read-steps.ts';
+import { rows, value, type Reads } from './read-steps.ts';
 import { RUNNING_RUNS_LIVENESS_SQL } from './pg/coordination/worker-runs.ts';
 
 /**
@@ -16,11 +15,6 @@ import { RUNNING_RUNS_LIVENESS_SQL } from './pg/coordination/worker-runs.ts';
  * gone (the next run closes it as abandoned): on SQLite it does not hold the run lock; on PostgreSQL its
  * session no longer holds the dataset lock, whichever host it ran on.
  */
-export function readStatus(database: Database, recentRuns = 10) {
-  return readSync(database.sqlite, statusReads(recentRuns));
-}
-
-/** readStatus() as Reads (read-steps.ts): the same report from PostgreSQL. */
 export function* statusReads(recentRuns = 10) {
   const lock = yield* runLockReads();
   const open = new Map<number, { run: UnfinishedRun; figures: UnfinishedRunFigures }>();
@@ -69,7 +63,7 @@ export function* statusReads(recentRuns = 10) {
   };
 }
 
-export type StatusReport = ReturnType<typeof readStatus>;
+export type StatusReport = ReturnType<typeof statusReads> extends Reads<infer R> ? R : never;
 
 function compareText(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;

@@ -1,12 +1,9 @@
 import { defineCommand } from '../command.ts';
-import { UsageError } from '../../errors.ts';
 import { EXIT } from '../exit-codes.ts';
-import { locateDataset } from '../../store/locator.ts';
+import { copyTarget } from '../../store/open-store.ts';
 
 /** `netingest copy`: a SQLite dataset into an empty PostgreSQL database, in one transaction. */
 export const copyCommand = defineCommand({
-  name: 'copy',
-  describe: 'Copy a SQLite dataset (data, ledger, runs, raw archive) into an empty PostgreSQL database, all or nothing',
   builder: (y) =>
     y
       .option('from', { type: 'string', demandOption: true, normalize: true, describe: 'the SQLite database file to copy; it must exist' })
@@ -14,10 +11,7 @@ export const copyCommand = defineCommand({
       .option('json', { type: 'boolean', default: false, describe: 'print the rows copied per table as JSON' })
       .example('netingest copy --from data/netingest.db --to postgres://netingest@db:5432/netingest', 'move the dataset to PostgreSQL'),
   run: async (argv, io) => {
-    const target = locateDataset({ db: argv.to, env: argv.to ? {} : process.env });
-    if (target.engine !== 'postgres') {
-      throw new UsageError(argv.to ? `--to ${argv.to}: give a postgres:// URL` : '--to is missing: give a postgres:// URL (or set NETINGEST_DATABASE_URL)');
-    }
+    const target = copyTarget(argv.to);
     // Loaded here: `netingest copy --help` needs neither drizzle nor pg.
     const { copyDataset } = await import('../../store/copy-dataset.ts');
     const report = await copyDataset(argv.from, target.url);

@@ -21,8 +21,6 @@ FROM v_lookalikes ORDER BY best_score DESC LIMIT 8`;
 
 /** `netingest demo`: the example jobs against a sandbox started on the spot. */
 export const demoCommand = defineCommand({
-  name: 'demo',
-  describe: 'Start the bundled sandbox API, run the example jobs in jobs/ against it, and query the result',
   builder: (y) =>
     y
       .option('dir', { type: 'string', normalize: true, describe: `folder the demo writes ${DEMO_DB_NAME} into (default: a new temporary folder)` })

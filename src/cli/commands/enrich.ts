@@ -8,8 +8,6 @@ import { plural } from '../../plural.ts';
 
 /** `netingest enrich <job> --out <file>`: the job's input rows followed by their results (docs/export.md). */
 export const enrichCommand = defineCommand({
-  name: 'enrich <job>',
-  describe: "Write the job's input CSV enriched with its results: one row per input row (or per result), or why none",
   builder: (y) =>
     withReadDb(y)
       .positional('job', { type: 'string', demandOption: true, normalize: true, describe: 'job file (.json or .ts)' })

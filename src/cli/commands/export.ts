@@ -10,8 +10,6 @@ import { atTerminal, sqlTimeoutMs, TIMEOUT_OPTION } from '../sql-timeout.ts';
 
 /** `netingest export`: a table, a view or a SELECT as CSV or JSON Lines, to a file (atomically) or stdout. */
 export const exportCommand = defineCommand({
-  name: 'export [table]',
-  describe: 'Export a table, a view or a read-only SELECT as CSV or JSON Lines (to --out, written atomically, or stdout)',
   builder: (y) =>
     withReadDb(y)
       .positional('table', { type: 'string', describe: 'table or view to export (see --list)' })

@@ -3,7 +3,7 @@ import type { CommandSpec } from '../command.ts';
 /**
  * A subcommand as the top-level --help lists it. Its module (builder and implementation) is imported only when
  * yargs picks the command, so `netingest --help` and `--version` load no command's code. `name` and `describe`
- * repeat the command module's own: test/cli-lazy-commands.test.ts keeps them equal.
+ * are declared here only.
  */
 export interface LazyCommand {
   name: string;

@@ -8,8 +8,6 @@ import { STARTERS, starterJobText } from '../../jobs/starters.ts';
 
 /** `netingest init [operation]`: a starter job and its input CSV in the current folder, never over a file. */
 export const initCommand = defineCommand({
-  name: 'init [operation]',
-  describe: 'Write a starter job (jobs/) and its input CSV (data/) into the current folder; never overwrites a file',
   builder: (y) =>
     y
       .positional('operation', { choices: OPERATIONS, default: OPERATIONS[0] as Operation, describe: 'the operation the job runs' })

@@ -11,10 +11,6 @@ import { INVALID_OUT_OPTION, writeInvalidOut } from '../invalid-out.ts';
 
 /** `netingest plan`: what a run would do and cost, with no paid API call (the free balance check only). */
 export const planCommand = defineCommand({
-  name: 'plan [jobs..]',
-  describe:
-    'Show what a run would do: valid and invalid rows, duplicates, fresh tasks, calls and credits (no paid API call; ' +
-    "the balance from the service's free credit check when an API URL and token are set)",
   builder: (y) =>
     withApi(withReadDb(y, 'plan-empty'))
       .positional('jobs', { type: 'string', array: true, describe: 'job files (.json or .ts)' })

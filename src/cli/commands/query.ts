@@ -9,8 +9,6 @@ import { atTerminal, sqlTimeoutMs, TIMEOUT_OPTION } from '../sql-timeout.ts';
 
 /** `netingest query`: one read-only SQL statement, as a table on a terminal and CSV otherwise. */
 export const queryCommand = defineCommand({
-  name: 'query <sql>',
-  describe: 'Run one read-only SQL statement: an aligned table on a terminal, CSV when piped',
   builder: (y) =>
     withReadDb(y)
       .positional('sql', { type: 'string', demandOption: true, describe: 'a SELECT (or WITH, VALUES, EXPLAIN, reporting PRAGMA)' })

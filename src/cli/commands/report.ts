@@ -10,8 +10,6 @@ const RATE_RULE = z.number().positive();
 
 /** `netingest report`: one self-contained HTML page of the last runs, or its figures as JSON. */
 export const reportCommand = defineCommand({
-  name: 'report',
-  describe: 'Write one self-contained HTML page of the last runs: status, credits, outcomes, pace, drift, what is due next',
   builder: (y) =>
     withApi(withReadDb(y))
       .option('out', { type: 'string', default: REPORT_DEFAULTS.outFile, describe: 'the HTML file to write (replaced atomically)' })

@@ -5,8 +5,6 @@ import { EXIT } from '../exit-codes.ts';
 
 /** `netingest reprocess`: rebuild the normalized tables from the archived raw responses, without API calls. */
 export const reprocessCommand = defineCommand({
-  name: 'reprocess',
-  describe: 'Rebuild companies, posts and jobs from the stored raw responses (no API calls, no credits)',
   builder: (y) => withReadDb(y).option('json', { type: 'boolean', default: false, describe: 'print the report as JSON' }),
   run: async (argv, io) => {
     const report = await reprocessDatabase(datasetOption(argv.db));

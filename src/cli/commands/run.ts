@@ -1,6 +1,5 @@
-import { normalize } from 'node:path';
 import { defineCommand } from '../command.ts';
-import { DEFAULT_DB, withApi, withLogFormat } from '../common-options.ts';
+import { datasetOption, DEFAULT_DB, withApi, withLogFormat } from '../common-options.ts';
 import { resolveApiConfig } from '../../api/config.ts';
 import { loadJobs } from '../load-job-args.ts';
 import { runJobs, type RunOptions, type RunSummary } from '../../runner/run-jobs.ts';
@@ -15,15 +14,12 @@ import { exitCodeForRun } from '../exit-codes.ts';
 import { INVALID_OUT_OPTION, writeInvalidOut } from '../invalid-out.ts';
 import { hadNothingToDo, holdRoutineLines } from '../quiet-night.ts';
 import { lockLeaseFromEnv } from '../lock-lease.ts';
-import { locateDataset } from '../../store/locator.ts';
 
 /** PostgreSQL: names the run whose `credits.maxPerRun` workers share, instead of the live run they join (docs/postgres.md). */
 const RUN_KEY_ENV = 'NETINGEST_RUN_KEY';
 
 /** `netingest run`: the run engine from the command line. */
 export const runCommand = defineCommand({
-  name: 'run [jobs..]',
-  describe: 'Run jobs: read their inputs, call the API for every due task, store the results',
   builder: (y) =>
     withLogFormat(withApi(y))
       .positional('jobs', { type: 'string', array: true, describe: 'job files (.json or .ts)' })
@@ -45,8 +41,7 @@ export const runCommand = defineCommand({
       .example('$0 run --all --db data/nightly.db', 'run every job in jobs/ (nightly cron)'),
   run: async (argv, io) => {
     const overrides = overridesFromFlags(argv);
-    const dataset = locateDataset({ db: argv.db, defaultFile: DEFAULT_DB });
-    const dbPath = dataset.engine === 'sqlite' ? normalize(dataset.file) : dataset.url;
+    const dbPath = datasetOption(argv.db);
     const lockLeaseMs = lockLeaseFromEnv();
     const { jobs, broken } = await loadJobs(argv.jobs ?? [], argv.all, argv['jobs-dir']);
     const api = resolveApiConfig({ apiUrl: argv['api-url'], tokenFile: argv['token-file'] });

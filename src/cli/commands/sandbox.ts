@@ -216,8 +216,6 @@ export async function serveSandbox(argv: SandboxArgs, io: CommandIO, stop: Abort
 
 /** `netingest sandbox`: the local emulator of the API, for trying jobs and for tests, until Ctrl+C. */
 export const sandboxCommand = defineCommand<SandboxArgs>({
-  name: 'sandbox',
-  describe: 'Run a local emulator of the API (synthetic data, credits, rate limit, fault injection)',
   builder,
   run: async (argv, io) => {
     const controller = new AbortController();

@@ -10,8 +10,6 @@ const DEFAULT_RUNS = 10;
 
 /** `netingest status`: what the last runs did and what is left. */
 export const statusCommand = defineCommand({
-  name: 'status',
-  describe: 'Show recent runs, tasks by status per job, credits spent and the last known balance',
   builder: (y) =>
     withApi(withReadDb(y))
       .option('runs', { ...numberOption('how many recent runs to list'), default: DEFAULT_RUNS })

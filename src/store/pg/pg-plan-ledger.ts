@@ -9,13 +9,12 @@ import { apiCallReads } from '../api-calls.ts';
 import { otherJobsWithOperationReads } from '../job-names.ts';
 import type { PlanLedger, PlannedTaskState } from '../plan-ledger.ts';
 import { emptyPlanLedger } from '../plan-ledger.ts';
-import { withReadSnapshot } from '../read-snapshot.ts';
 import { readPg } from '../read-steps.ts';
 import { openPgForReading } from '../readers/open-for-reading.ts';
 import { redactDatabaseUrl } from './database-url.ts';
 import type { PgStore } from './open.ts';
 import { PG_DUE, pgRequestChanged, pgSharedAnswer } from './pg-ledger.ts';
-import type { PgSnapshot } from './read-snapshot.ts';
+import { withPgReadSnapshot, type PgSnapshot } from './read-snapshot.ts';
 
 /**
  * $1 job, $2 operation, $3 freshSince, $4 refresh, $5 other jobs (PG_DUE's and pgSharedAnswer's numbering);
@@ -43,7 +42,7 @@ export async function withPgPlanLedger<T>(url: string, fn: (ledger: PlanLedger) 
     return fn(emptyPlanLedger(`no netingest dataset in ${redactDatabaseUrl(url)} yet: planned as if nothing had run (a run creates it)`));
   }
   try {
-    return await withReadSnapshot(store, (snapshot) => fn(pgPlanLedger(snapshot)));
+    return await withPgReadSnapshot(store.pool, (snapshot) => fn(pgPlanLedger(snapshot)));
   } finally {
     await store.close();
   }

@@ -1,5 +1,5 @@
 /**
- * withReadSnapshot on PostgreSQL: one pooled client, one READ ONLY REPEATABLE READ transaction (so every read of
+ * The read snapshot (read-snapshot.ts) on PostgreSQL: one pooled client, one READ ONLY REPEATABLE READ transaction (so every read of
  * a command sees the database as it was when the first one ran, and the server refuses any write), ended and the
  * client released however the reader's work ends. The server keeps the snapshot itself: the change check is a no-op.
  * Only types of pg here: a SQLite command imports this file (its readers sit beside their PostgreSQL versions).

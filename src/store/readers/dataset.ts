@@ -9,10 +9,11 @@
 import type BetterSqlite3 from 'better-sqlite3';
 import { UsageError } from '../../errors.ts';
 import { locateDataset } from '../locator.ts';
+import { openStore } from '../open-store.ts';
 import { BadQueryError } from './query-errors.ts';
 import { openForReading } from './open-for-reading.ts';
 import { asQueryError } from './read-only-sql.ts';
-import { withReadSnapshotSync } from '../read-snapshot.ts';
+import { withReadSnapshot } from '../read-snapshot.ts';
 
 /** Values for a statement's `?` placeholders (an array) or `:name` / `$name` / `@name` ones (an object). */
 export type QueryParams = readonly unknown[] | Readonly<Record<string, unknown>>;
@@ -75,11 +76,9 @@ export async function openDataset(db?: string): Promise<Dataset> {
   if (db !== undefined && db.trim() === '') {
     throw new UsageError('openDataset(""): give a SQLite file or a postgres:// URL, or nothing for NETINGEST_DATABASE_URL');
   }
-  const location = locateDataset({ db });
-  if (location.engine === 'sqlite') return openSqliteDataset(location.file);
-  // Loaded here: a SQLite dataset loads no pg.
-  const { openPgDataset } = await import('./pg-dataset.ts');
-  return openPgDataset(location.url);
+  // As the CLI without --db: NETINGEST_DATABASE_URL applies.
+  const store = await openStore(locateDataset({ db }));
+  return store.openDataset();
 }
 
 /** Opens `file` read-only (it must exist); SQLite refuses any write on this connection (`query_only`). */
@@ -87,7 +86,7 @@ export function openSqliteDataset(file: string): SqliteDataset {
   const database = openForReading(file);
   const all = <Row>(sql: string, params: QueryParams = []): Row[] =>
     // Read without SQLite's locks (an unwritable folder), a file that changed meanwhile may be half-read: the snapshot checks.
-    withReadSnapshotSync(database, ({ sqlite }) => {
+    withReadSnapshot(database, ({ sqlite }) => {
       try {
         return bound(readingStatement(sqlite, sql), params).all() as Row[];
       } catch (err) {

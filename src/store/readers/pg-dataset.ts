@@ -6,7 +6,7 @@
  */
 import type pg from 'pg';
 import { UsageError } from '../../errors.ts';
-import { withReadSnapshot } from '../read-snapshot.ts';
+import { withPgReadSnapshot } from '../pg/read-snapshot.ts';
 import { STORE_TYPES } from '../pg/reader-values.ts';
 import type { PgDataset } from './dataset.ts';
 import { openPgForReading } from './open-for-reading.ts';
@@ -25,7 +25,7 @@ export async function openPgDataset(url: string): Promise<PgDataset> {
     try {
       checkPgReadQuery(sql);
       // No statement timeout (0), as `netingest query` without --timeout: SQLite's all() has none either.
-      return await withReadSnapshot(store, async ({ client }) => {
+      return await withPgReadSnapshot(store.pool, async ({ client }) => {
         // Extended protocol even without parameters: one statement only, so no `; COMMIT; DELETE ...` can end
         // the READ ONLY transaction and write after it (the simple protocol runs every statement of the text).
         const statement: pg.QueryConfig & { queryMode: 'extended' } = { text: sql, values: [...params], types: STORE_TYPES, queryMode: 'extended' };

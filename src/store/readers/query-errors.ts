@@ -2,7 +2,7 @@
  * Why a user's statement (`query`, `export --sql`, openDataset's `all()`) was not run: errors of the store's
  * readers, which export/errors.ts re-exports with the other errors of the export commands.
  */
-import { UsageError } from '../../errors.ts';
+import { NetingestError, UsageError } from '../../errors.ts';
 
 /** A statement given to `query` or `export --sql` that is not a plain read (exit 2). */
 export class WriteRefusedError extends UsageError {
@@ -15,5 +15,23 @@ export class WriteRefusedError extends UsageError {
 export class BadQueryError extends UsageError {
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, 'QUERY_INVALID', options);
+  }
+}
+
+/** The export was stopped by SIGINT/SIGTERM (or its AbortSignal); nothing was left at the output path. Exit 130. */
+export class ExportInterruptedError extends NetingestError {
+  constructor(message = 'interrupted; no output file was written') {
+    super('INTERRUPTED', message);
+  }
+}
+
+/** `query` or `export --sql` ran past its --timeout and was stopped; nothing was left at the output path (exit 124). */
+export class QueryTimeoutError extends NetingestError {
+  constructor(seconds: number) {
+    super(
+      'QUERY_TIMEOUT',
+      `the statement ran for more than ${seconds} s (--timeout) and was stopped; no output file was written. ` +
+        'Narrow it (WHERE, LIMIT) or give a longer --timeout (0: none)',
+    );
   }
 }

@@ -1,7 +1,7 @@
 /**
  * A user's statement (`query`, `export --sql`), made read-only by read-only-sql.ts: its columns, checked on the
  * command's own snapshot, and its rows, read on a connection of their own (in the child process of
- * export/statement-rows.ts, which can be killed in the middle of a statement).
+ * sqlite/statement-rows.ts, which can be killed in the middle of a statement).
  */
 import { openConnection } from '../connection.ts';
 import type { SqliteSnapshot } from '../read-snapshot.ts';

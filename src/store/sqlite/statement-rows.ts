@@ -6,27 +6,13 @@
  * AbortSignal (SIGINT/SIGTERM/SIGHUP) with ExportInterruptedError, past `timeoutMs` with QueryTimeoutError.
  */
 import type { ChildProcess } from 'node:child_process';
-import { NetingestError } from '../errors.ts';
-import { startChild } from '../threads/start-child.ts';
-import { ExportInterruptedError, QueryTimeoutError } from './errors.ts';
+import { NetingestError } from '../../errors.ts';
+import { startChild } from '../../threads/start-child.ts';
+import { ExportInterruptedError, QueryTimeoutError } from '../readers/query-errors.ts';
+import { STATEMENT_DEFAULTS } from '../dataset-store.ts';
 import type { FromStatementChild, ToStatementChild } from './statement-protocol.ts';
 
 const CHILD = new URL('./statement-child.ts', import.meta.url);
-
-/** Every default of the statement's reading, in one place. */
-export const STATEMENT_DEFAULTS = {
-  /** Rows the child sends at once. */
-  batchRows: 1000,
-  /** --timeout with a terminal: none, Ctrl-C stops it. */
-  terminalTimeoutSeconds: 0,
-  /** --timeout without one (cron, a service): a runaway statement must not run all night. */
-  unattendedTimeoutSeconds: 3600,
-} as const;
-
-/** The --timeout default: none when a user at a terminal can stop the statement, else an hour. */
-export function defaultTimeoutSeconds(atTerminal: boolean): number {
-  return atTerminal ? STATEMENT_DEFAULTS.terminalTimeoutSeconds : STATEMENT_DEFAULTS.unattendedTimeoutSeconds;
-}
 
 export interface StatementRowsOptions {
   db: string;

@@ -1,16 +1,16 @@
 /**
  * The rows of a statement on PostgreSQL (`query`, `export --sql`, `export <table>`), streamed with a cursor
  * (pg-query-stream) inside the command's read snapshot, as arrays in column order with the values of
- * store/pg/reader-values.ts. The counterpart of statement-rows.ts's child process: the server can stop a running
+ * pg/reader-values.ts. The counterpart of sqlite/statement-rows.ts's child process: the server can stop a running
  * statement, so on the AbortSignal (SIGINT/SIGTERM/SIGHUP) or past `timeoutMs` it is cancelled
  * (pg_cancel_backend from a second connection) and the rows end with ExportInterruptedError or QueryTimeoutError.
  */
 import QueryStream from 'pg-query-stream';
-import type { PgSnapshot } from '../store/pg/read-snapshot.ts';
-import { READER_TYPES } from '../store/pg/reader-values.ts';
-import { asPgQueryError } from '../store/readers/read-only-sql.ts';
-import { ExportInterruptedError, QueryTimeoutError } from './errors.ts';
-import { STATEMENT_DEFAULTS } from './statement-rows.ts';
+import type { PgSnapshot } from './read-snapshot.ts';
+import { READER_TYPES } from './reader-values.ts';
+import { asPgQueryError } from '../readers/read-only-sql.ts';
+import { ExportInterruptedError, QueryTimeoutError } from '../readers/query-errors.ts';
+import { STATEMENT_DEFAULTS } from '../dataset-store.ts';
 
 export interface PgStatementOptions {
   signal?: AbortSignal | undefined;

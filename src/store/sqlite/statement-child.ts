@@ -3,7 +3,7 @@
  * statement on its own read-only connection (store/readers/user-statement.ts), and answers each `more` with the
  * next batch of raw rows. Its only job is to be killable: a runaway statement blocks this process, never the parent's.
  */
-import { openUserStatement } from '../store/readers/user-statement.ts';
+import { openUserStatement } from '../readers/user-statement.ts';
 import type { FromStatementChild, ToStatementChild } from './statement-protocol.ts';
 
 function send(message: FromStatementChild): void {

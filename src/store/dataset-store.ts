@@ -1,0 +1,126 @@
+/**
+ * The dataset as every command sees it, whichever engine holds it. openStore(db) (open-store.ts) reads `--db`
+ * once and gives one of these; sqlite/dataset-store.ts and pg/dataset-store.ts are its two implementations, and
+ * no file outside src/store asks which one it got. Every method is async: SQLite's implementation runs
+ * synchronously inside it (its run's group commit stays a synchronous better-sqlite3 transaction). Nothing is
+ * opened until a method is called, and each method closes what it opened.
+ */
+import type { PruneReport } from './raw-prune.ts';
+import type { ReadSnapshot } from './read-snapshot.ts';
+import type { Reads } from './read-steps.ts';
+import type { ReprocessSteps } from './reprocess-store.ts';
+import type { RunStore } from './run-store.ts';
+import type { PlanLedger } from './plan-ledger.ts';
+import type { ChunkSource, TableQuery } from './readers/table-rows.ts';
+import type { Dataset } from './readers/dataset.ts';
+
+/** Every default of a statement's reading (query, export), on either engine, in one place. */
+export const STATEMENT_DEFAULTS = {
+  /** Rows read at once (SQLite's child sends them, PostgreSQL's cursor fetches them). */
+  batchRows: 1000,
+  /** --timeout with a terminal: none, Ctrl-C stops it. */
+  terminalTimeoutSeconds: 0,
+  /** --timeout without one (cron, a service): a runaway statement must not run all night. */
+  unattendedTimeoutSeconds: 3600,
+} as const;
+
+/** The --timeout default: none when a user at a terminal can stop the statement, else an hour. */
+export function defaultTimeoutSeconds(atTerminal: boolean): number {
+  return atTerminal ? STATEMENT_DEFAULTS.terminalTimeoutSeconds : STATEMENT_DEFAULTS.unattendedTimeoutSeconds;
+}
+
+/** How a statement's reading stops: on the signal (ExportInterruptedError) or past timeoutMs (QueryTimeoutError). */
+export interface StatementOptions {
+  signal?: AbortSignal | undefined;
+  /** Longest the statement may run, in ms; 0 or undefined: no limit. */
+  timeoutMs?: number | undefined;
+}
+
+/** A statement started in a snapshot: its columns, its rows (read once), and the end of its reading. */
+export interface StartedStatement {
+  columns: string[];
+  rows: AsyncIterator<unknown[]> & AsyncIterable<unknown[]>;
+  /** Stops the reading wherever it is (kills SQLite's child, closes PostgreSQL's cursor). */
+  close(): Promise<void>;
+}
+
+/** The rows of a table or view, started in a snapshot. */
+export interface TableStatement {
+  columns: string[];
+  rows: Iterable<unknown[]> | AsyncIterable<unknown[]>;
+  /** A table's rows by rowid range, for readers working in parallel on connections of their own; not on every engine. */
+  chunks?: ChunkedTable | undefined;
+}
+
+/** A table that can be read a rowid range at a time (SQLite's rowids). */
+export interface ChunkedTable {
+  /** What a reader opens its own connection and statement on. */
+  source: ChunkSource;
+  /** The smallest and largest rowid, null when the table is empty. */
+  bounds(): { first: bigint; last: bigint } | null;
+  count(): bigint;
+}
+
+/** A read snapshot that runs the readers written once for both engines (read-steps.ts). */
+export interface StepSnapshot extends ReadSnapshot {
+  read<T>(reads: Reads<T>): Promise<T>;
+}
+
+/** Options of DatasetStore.openRun(). */
+export interface OpenRunOptions {
+  /** How long the run's lock lasts without renewal (on PostgreSQL, a worker's claims), in ms; default the store's. */
+  leaseMs?: number | undefined;
+  /** PostgreSQL: the window the workers' shared rate is counted over, in ms; default a minute. */
+  rateWindowMs?: number | undefined;
+}
+
+/** Options of DatasetStore.prune(). */
+export interface StorePruneOptions {
+  keepDays: number;
+  dryRun: boolean;
+  /** Reclaim the space afterwards (SQLite: VACUUM the file; PostgreSQL: VACUUM (ANALYZE) raw_responses). */
+  vacuum: boolean;
+}
+
+/** What prune did, and the space it was done in. */
+export interface StorePruneResult {
+  /** The report as `prune --json` prints it: the rule's figures, and the engine's own beside them. */
+  report: PruneReport;
+  /** The space before and after, in bytes: `what` names it, `note` (may be empty) follows the figures. */
+  space: { what: string; bytesBefore: number; bytesAfter: number; note: string };
+}
+
+/** The dataset named by `--db`; see the file's comment. */
+export interface DatasetStore {
+  /** The dataset as it may be printed: the file, or the URL with its password hidden. */
+  readonly shown: string;
+  /** The files the dataset is kept in, which no output may replace; none for a database on a server. */
+  readonly files: readonly string[];
+  /** Opens the dataset for a run (a SQLite file is created when missing; the schema is brought up to date). */
+  openRun(options: OpenRunOptions): Promise<RunStore>;
+  /** `plan`'s reads, in one snapshot; a missing dataset plans as if nothing had run. Nothing is written. */
+  withPlanLedger<T>(fn: (ledger: PlanLedger) => Promise<T>): Promise<T>;
+  /**
+   * Runs `fn` in one read-only snapshot of the dataset, which must exist (`status`, `enrich`). `statementTimeoutMs`
+   * bounds each statement on a server (0: none; default the connection's).
+   */
+  read<T>(fn: (snapshot: StepSnapshot) => Promise<T>, options?: { statementTimeoutMs?: number }): Promise<T>;
+  /** A user's read-only statement (`query`, `export --sql`), checked and started in a snapshot, handed to `use`. */
+  userStatement<R>(options: StatementOptions & { sql: string }, use: (statement: StartedStatement, snapshot: ReadSnapshot) => Promise<R>): Promise<R>;
+  /** The rows of a table or view (`export <table>`), started in a snapshot and handed to `use`. */
+  tableRows<R>(query: TableQuery, options: Pick<StatementOptions, 'signal'>, use: (statement: TableStatement, snapshot: ReadSnapshot) => Promise<R>): Promise<R>;
+  /** Runs the replay steps in one transaction, under the dataset's lock as a run takes it (`reprocess`). */
+  reprocess<T>(steps: ReprocessSteps<T>): Promise<T>;
+  /** Drops superseded raw bodies past the retention period under the dataset's lock, then reclaims the space. */
+  prune(options: StorePruneOptions): Promise<StorePruneResult>;
+  /** The package's openDataset(): the dataset opened read-only for SQL of the caller's own, until it is closed. */
+  openDataset(): Promise<Dataset>;
+  /**
+   * Sets one netingest_meta key (the last report's path). The dataset must exist; a role or file that may only
+   * be read makes it throw.
+   */
+  writeMeta(key: string, value: string): Promise<void>;
+}
+
+/** netingest_meta's upsert, one text for both engines (run through read-steps: it returns its row). */
+export const WRITE_META_SQL = 'INSERT INTO netingest_meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value RETURNING key';

@@ -1,0 +1,32 @@
+/**
+ * The one place the engine is chosen: `--db` (a SQLite file or a postgres:// URL, parsed by locator.ts) gives one
+ * DatasetStore (dataset-store.ts) that every command uses. PostgreSQL's implementation is loaded only here, and
+ * only for a postgres:// dataset: a SQLite command (the nightly case) never pays pg's and drizzle's import.
+ */
+import { UsageError } from '../errors.ts';
+import type { DatasetStore } from './dataset-store.ts';
+import { locateDataset, type DatasetLocation } from './locator.ts';
+import { sqliteDatasetStore } from './sqlite/dataset-store.ts';
+
+/**
+ * The store of the dataset at `db`: a SQLite file (as given: the CLI has normalized it) or a postgres:// URL.
+ * Nothing is opened until one of its methods is called. A UsageError (exit 2) for a value that names neither.
+ */
+export async function openStore(db: string | DatasetLocation): Promise<DatasetStore> {
+  const location = typeof db === 'string' ? locateDataset({ db, env: {} }) : db;
+  if (location.engine === 'sqlite') return sqliteDatasetStore(location.file);
+  const { pgDatasetStore } = await import('./pg/dataset-store.ts');
+  return pgDatasetStore(location.url, location.shownUrl);
+}
+
+/**
+ * `copy --to`: the PostgreSQL database a SQLite dataset is copied into, from `to` or else the environment's
+ * NETINGEST_DATABASE_URL; a UsageError when that is not a postgres:// URL.
+ */
+export function copyTarget(to: string | undefined): { url: string; shownUrl: string } {
+  const target = locateDataset({ db: to, env: to ? {} : process.env });
+  if (target.engine !== 'postgres') {
+    throw new UsageError(to ? `--to ${to}: give a postgres:// URL` : '--to is missing: give a postgres:// URL (or set NETINGEST_DATABASE_URL)');
+  }
+  return target;
+}

@@ -1,0 +1,86 @@
+/**
+ * The dataset store (dataset-store.ts) of a PostgreSQL database: a run opens it read-write and holds its lock
+ * shared (pg-run-store.ts); reprocess and prune hold it exclusive (maintenance.ts); every reader opens it for
+ * reading only and works in one READ ONLY REPEATABLE READ snapshot. `query` and `export` stream the statement
+ * from a cursor (pg-statement-rows.ts) into the same encoders and output as on SQLite: no worker threads, the
+ * server reads, the cursor streams, one process encodes. Loaded only for a postgres:// dataset.
+ */
+import { WRITE_META_SQL, type DatasetStore, type StartedStatement } from '../dataset-store.ts';
+import type { ReadSnapshot } from '../read-snapshot.ts';
+import { readPg, rows } from '../read-steps.ts';
+import { runStepsAsync } from '../reprocess-store.ts';
+import { openPgForReading } from '../readers/open-for-reading.ts';
+import { openPgDataset } from '../readers/pg-dataset.ts';
+import { checkPgReadQuery } from '../readers/read-only-sql.ts';
+import { pgTableRowsSql } from '../readers/table-rows.ts';
+import { withPgPlanLedger } from './pg-plan-ledger.ts';
+import { reprocessOnPg } from './pg-reprocess-store.ts';
+import { openPgRunStore } from './pg-run-store.ts';
+import { startPgStatement } from './pg-statement-rows.ts';
+import { prunePgDataset } from './prune-dataset.ts';
+import { withPgReadSnapshot, type PgSnapshot } from './read-snapshot.ts';
+
+/** The store of the database at `url`; `shownUrl` is the URL as it may be printed (password hidden). */
+export function pgDatasetStore(url: string, shownUrl: string): DatasetStore {
+  return {
+    shown: shownUrl,
+    files: [],
+    openRun: ({ leaseMs, rateWindowMs }) => openPgRunStore({ url, leaseMs, rateWindowMs }),
+    withPlanLedger: (fn) => withPgPlanLedger(url, fn),
+    read: (fn, options = {}) => inSnapshot(url, options.statementTimeoutMs, (snapshot) => fn({ ...snapshot, read: (reads) => readPg(snapshot, reads) })),
+    userStatement: (options, use) => {
+      checkPgReadQuery(options.sql);
+      return inSnapshot(url, options.timeoutMs ?? 0, async (snapshot) => started(await startPgStatement(snapshot, options.sql, [], options), snapshot, use));
+    },
+    // No time limit: a table export reads each row once and always ends (the pool's default would cut a large one).
+    tableRows: (query, options, use) =>
+      inSnapshot(url, 0, async (snapshot) => {
+        const { sql, params } = await pgTableRowsSql(snapshot, query);
+        return started(await startPgStatement(snapshot, sql, params, options), snapshot, use);
+      }),
+    reprocess: (steps) => reprocessOnPg(url, (store) => runStepsAsync(steps, store)),
+    prune: async (options) => {
+      const report = await prunePgDataset(url, options);
+      const { rawResponsesBytesBefore: bytesBefore, rawResponsesBytesAfter: bytesAfter, vacuumed } = report;
+      const note = `${vacuumed ? ' VACUUM' : ''}; PostgreSQL reuses the freed space for new bodies rather than shrinking its files`;
+      return { report, space: { what: 'raw_responses on the server (table, TOAST and indexes)', bytesBefore, bytesAfter, note } };
+    },
+    openDataset: () => openPgDataset(url),
+    writeMeta: async (key, value) => {
+      // Opened for reading (no migration): the report of a dataset its role may not migrate is still remembered.
+      const store = await openPgForReading(url);
+      try {
+        const client = await store.pool.connect();
+        try {
+          await readPg({ client }, rows(WRITE_META_SQL, [key, value]));
+        } finally {
+          client.release();
+        }
+      } finally {
+        await store.close();
+      }
+    },
+  };
+}
+
+/**
+ * Opens the database at `url` for reading only (nothing is migrated or written: a read-only role can open it),
+ * runs `fn` in one snapshot whose statements may run `statementTimeoutMs` (0: no limit; undefined: the pool's), closes.
+ */
+async function inSnapshot<R>(url: string, statementTimeoutMs: number | undefined, fn: (snapshot: PgSnapshot) => Promise<R>): Promise<R> {
+  const store = await openPgForReading(url);
+  try {
+    return await withPgReadSnapshot(store.pool, fn, { statementTimeoutMs });
+  } finally {
+    await store.close();
+  }
+}
+
+/** Hands the started statement to `use`, and ends it however `use` ends. */
+async function started<R>(statement: StartedStatement, snapshot: ReadSnapshot, use: (statement: StartedStatement, snapshot: ReadSnapshot) => Promise<R>): Promise<R> {
+  try {
+    return await use(statement, snapshot);
+  } finally {
+    await statement.close();
+  }
+}

@@ -1,0 +1,124 @@
+/**
+ * The dataset store (dataset-store.ts) of a SQLite file: each method opens the file as its command needs it
+ * (read-write and locked for a run, reprocess and prune; read-only for the readers), does its work
+ * synchronously with better-sqlite3, and closes it.
+ */
+import { existsSync, statSync } from 'node:fs';
+import { UsageError } from '../../errors.ts';
+import { WRITE_META_SQL, type DatasetStore, type StartedStatement, type StorePruneOptions, type StorePruneResult } from '../dataset-store.ts';
+import { openDatabase, type Database } from '../open.ts';
+import { emptyPlanLedger } from '../plan-ledger.ts';
+import { pruneRawBodies, type PruneReport } from '../raw-prune.ts';
+import { withReadSnapshot } from '../read-snapshot.ts';
+import { readSync, rows } from '../read-steps.ts';
+import { runStepsSync } from '../reprocess-store.ts';
+import { acquireRunLock } from '../run-lock.ts';
+import { withSqlitePlanLedger } from '../sqlite-plan-ledger.ts';
+import { inSqliteReprocessTransaction } from '../sqlite-reprocess-store.ts';
+import { openSqliteRunStore } from '../sqlite-run-store.ts';
+import { openSqliteDataset } from '../readers/dataset.ts';
+import { openForReading } from '../readers/open-for-reading.ts';
+import { asQueryError } from '../readers/read-only-sql.ts';
+import { busyTimeoutMs, rowCount, rowidBounds, tableRows } from '../readers/table-rows.ts';
+import { userStatementColumns } from '../readers/user-statement.ts';
+import { statementRows } from './statement-rows.ts';
+
+/** The store of the SQLite dataset in `file` (a normalized path; nothing is opened yet). */
+export function sqliteDatasetStore(file: string): DatasetStore {
+  return {
+    shown: file,
+    files: [file],
+    openRun: async ({ leaseMs }) => openSqliteRunStore({ dbPath: file, lockLeaseMs: leaseMs }),
+    withPlanLedger: async (fn) => (existsSync(file) ? withSqlitePlanLedger(file, fn) : fn(emptyPlanLedger(null))),
+    read: (fn) =>
+      reading(file, (database) => withReadSnapshot(database, (snapshot) => fn({ ...snapshot, read: async (reads) => readSync(snapshot.sqlite, reads) }))),
+    userStatement: (options, use) =>
+      reading(file, (database) =>
+        withReadSnapshot(database, async (snapshot) => {
+          // Checked and described here; its rows come from a child process that can be stopped (statement-rows.ts).
+          const columns = userStatementColumns(snapshot, options.sql);
+          const rows = statementRows({ db: snapshot.file, sql: options.sql, signal: options.signal, timeoutMs: options.timeoutMs });
+          const statement: StartedStatement = { columns, rows, close: async () => void (await rows.return(undefined)) };
+          try {
+            return await use(statement, snapshot);
+          } finally {
+            await statement.close();
+          }
+        }).catch((err: unknown) => Promise.reject(asQueryError(err))),
+      ),
+    tableRows: (query, _options, use) =>
+      reading(file, (database) =>
+        withReadSnapshot(database, (snapshot) => {
+          const { columns, rows } = tableRows(snapshot, query);
+          // A table's rowid ranges, for a reader that reads them in parallel on connections of its own.
+          const chunks =
+            query.kind === 'table'
+              ? {
+                  source: { db: snapshot.file, table: query.table, since: query.since, busyTimeoutMs: busyTimeoutMs(snapshot) },
+                  bounds: () => rowidBounds(snapshot, query.table),
+                  count: () => rowCount(snapshot, query.table),
+                }
+              : undefined;
+          return use({ columns, rows, chunks }, snapshot);
+        }),
+      ),
+    reprocess: async (steps) => {
+      if (!existsSync(file)) throw new UsageError(`no database at ${file}: nothing to reprocess (see --db)`);
+      return locked(file, (database) => inSqliteReprocessTransaction(database, (store) => runStepsSync(steps, store)));
+    },
+    prune: async (options) => prune(file, options),
+    openDataset: async () => openSqliteDataset(file),
+    writeMeta: async (key, value) => {
+      if (!existsSync(file)) throw new UsageError(`no database at ${file}: nothing has run yet (see --db)`, 'DB_NOT_FOUND');
+      const database = openDatabase(file);
+      try {
+        readSync(database.sqlite, rows(WRITE_META_SQL, [key, value]));
+      } finally {
+        database.close();
+      }
+    },
+  };
+}
+
+/** Opens `file` for reading only (it must exist), runs `fn`, closes it. */
+async function reading<T>(file: string, fn: (database: Database) => Promise<T>): Promise<T> {
+  const database = openForReading(file);
+  try {
+    return await fn(database);
+  } finally {
+    database.close();
+  }
+}
+
+/** Opens `file` for writing under its run lock (LockedError while a run holds it), runs `fn`, closes it. */
+function locked<T>(file: string, fn: (database: Database) => T): T {
+  const database = openDatabase(file);
+  try {
+    // A run writing at the same time would interleave with the work: take the run lock as a run does.
+    const lock = acquireRunLock(database);
+    try {
+      return fn(database);
+    } finally {
+      lock.release();
+    }
+  } finally {
+    database.close();
+  }
+}
+
+function prune(file: string, { keepDays, dryRun, vacuum }: StorePruneOptions): StorePruneResult {
+  if (!existsSync(file)) throw new UsageError(`no database at ${file}: nothing to prune (see --db)`);
+  const bytesBefore = statSync(file).size;
+  const report = locked(file, (database) => {
+    const found = pruneRawBodies(database, { keepDays, dryRun, compressOld: true });
+    if (vacuum && !dryRun && (found.dropped > 0 || found.compressed > 0)) database.sqlite.exec('VACUUM');
+    return found;
+  });
+  // Measured once the connection is closed: closing checkpoints the WAL into the file.
+  const bytesAfter = statSync(file).size;
+  const withFile: PruneReport & { fileBytesBefore: number; fileBytesAfter: number } = { ...report, fileBytesBefore: bytesBefore, fileBytesAfter: bytesAfter };
+  return {
+    report: withFile,
+    space: { what: 'Database file', bytesBefore, bytesAfter, note: '' },
+  };
+}
