@@ -80,8 +80,11 @@ export async function openPgStore(url: string, options: PgStoreOptions = {}): Pr
     // SQLite's times are UTC; so are this pool's date(), now() and timestamptz text.
     options: '-c TimeZone=UTC',
   });
-  // An idle client's error (the server restarted) must not crash the process; the next query reports it.
+  // A client's error (the server restarted, ended the session, or timed out an idle transaction) must not crash
+  // the process with an unhandled 'error' event, whether the client is idle in the pool or checked out between
+  // two queries: the next query on it fails and says why. The pool's own listener covers only idle clients.
   pool.on('error', () => undefined);
+  pool.on('connect', (client) => client.on('error', () => undefined));
   try {
     if (opts.readOnly) await checkReadable(pool, shownUrl, opts.migrationsFolder);
     else await migrateLocked(pool, shownUrl, opts.migrationsFolder);
