@@ -183,15 +183,34 @@ async function recordSchemaVersion(client: pg.PoolClient, migrationsFolder: stri
 /** A failure to reach or prepare the database, naming it by its shown URL; the password never appears. */
 export function toPgOpenError(err: unknown, shownUrl: string, password: string | null = null): unknown {
   if (err instanceof DatabaseError || err instanceof UsageError) return err;
-  const code = typeof (err as { code?: unknown })?.code === 'string' ? (err as { code: string }).code : '';
-  const raw = err instanceof Error ? err.message : String(err);
+  // drizzle's migrator wraps the server's error in its own ("Failed query: CREATE SCHEMA ..."): the cause says why.
+  const server = serverErrorOf(err);
+  const code = server?.code ?? '';
+  const raw = server?.message ?? (err instanceof Error ? err.message : String(err));
   // The driver's own messages do not quote the password; this makes sure none ever does.
   const message = password ? raw.split(password).join('***') : raw;
   const detail = code ? `${message} [${code}]` : message;
-  if (code === '25006' || code === '42501') {
+  if (code === '42501') {
+    return new DatabaseError(
+      'DB_READONLY',
+      shownUrl,
+      `database ${shownUrl}: the role cannot create netingest's tables (${detail}): it needs CREATE on the database and ` +
+        `USAGE and CREATE on schema public, or to own the database; see docs/postgres.md, "The role that writes"`,
+    );
+  }
+  if (code === '25006') {
     return new DatabaseError('DB_READONLY', shownUrl, `database ${shownUrl} cannot be written (${detail}); check the role's privileges`);
   }
   return new DatabaseError('DB_OPEN_FAILED', shownUrl, `cannot open database ${shownUrl}: ${detail}`);
+}
+
+/** The PostgreSQL error behind `err` (itself, or the cause a wrapper such as drizzle's keeps), or null. */
+function serverErrorOf(err: unknown): { code: string; message: string } | null {
+  for (let e: unknown = err, depth = 0; e instanceof Error && depth < 3; e = e.cause, depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === 'string') return { code, message: e.message };
+  }
+  return null;
 }
 
 function passwordOf(url: string): string | null {
