@@ -14,7 +14,7 @@ export const copyCommand = defineCommand({
       .option('json', { type: 'boolean', default: false, describe: 'print the rows copied per table as JSON' })
       .example('netingest copy --from data/netingest.db --to postgres://netingest@db:5432/netingest', 'move the dataset to PostgreSQL'),
   run: async (argv, io) => {
-    const target = locateDataset({ db: argv.to, env: argv.to ? {} : process.env });
+    const target = locateDataset({ db: argv.to, flag: '--to', env: argv.to ? {} : process.env });
     if (target.engine !== 'postgres') {
       throw new UsageError(argv.to ? `--to ${argv.to}: give a postgres:// URL` : '--to is missing: give a postgres:// URL (or set NETINGEST_DATABASE_URL)');
     }
