@@ -1,6 +1,6 @@
 import { plural } from '../plural.ts';
 import type { Job } from '../jobs/schema.ts';
-import { invalidOutPath, writeInvalidRows } from '../export/invalid-rows-out.ts';
+import { assertInvalidOutIsNotInput, invalidOutPath, writeInvalidRows } from '../export/invalid-rows-out.ts';
 import { isPostgresUrl } from '../store/pg/database-url.ts';
 import { OUTPUT_STOP_SIGNALS, stderrNotice, withStopSignals } from './signals.ts';
 
@@ -15,6 +15,16 @@ export const INVALID_OUT_OPTION = {
  * Writes each job's invalid rows and says where on `stderr`. They come from the input, not the dataset; `db` is
  * named only so that a SQLite file is never the output (a postgres:// URL is no file).
  */
+/**
+ * Refuses, before anything runs, an `--invalid-out` that is a file the jobs read: `run` writes it only after its
+ * last call, too late to say that the paid run's rows cannot go there.
+ */
+export function checkInvalidOut(jobs: readonly Job[], out: string | undefined, db: string): void {
+  if (out === undefined) return;
+  const dbFile = isPostgresUrl(db) ? undefined : db;
+  for (const job of jobs) assertInvalidOutIsNotInput(job, invalidOutPath(out, job.name, jobs.length), dbFile);
+}
+
 export async function writeInvalidOut(jobs: readonly Job[], out: string, db: string, stderr: NodeJS.WritableStream): Promise<void> {
   const dbFile = isPostgresUrl(db) ? undefined : db;
   for (const job of jobs) {
