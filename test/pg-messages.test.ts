@@ -54,4 +54,13 @@ describe.skipIf(!pgClusterUrl)(`messages on PostgreSQL${pgClusterUrl ? '' : ` (s
     await asOwner(url, grants);
     await (await openPgStore(asRole.toString())).close();
   });
+
+  it('workers started together under a database lock_timeout wait their turn to migrate instead of failing', async () => {
+    const url = await newPgDatabase('lock_timeout');
+    const database = new URL(url).pathname.slice(1);
+    await asOwner(url, [`ALTER DATABASE "${database}" SET lock_timeout = '1ms'`]);
+    const opened = await Promise.allSettled([1, 2, 3, 4].map(() => openPgStore(url)));
+    await Promise.all(opened.map((o) => (o.status === 'fulfilled' ? o.value.close() : undefined)));
+    expect(opened.map((o) => (o.status === 'rejected' ? String(o.reason) : 'opened'))).toEqual(['opened', 'opened', 'opened', 'opened']);
+  });
 });

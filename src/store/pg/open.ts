@@ -77,8 +77,11 @@ export async function openPgStore(url: string, options: PgStoreOptions = {}): Pr
     idleTimeoutMillis: opts.idleTimeoutMs,
     statement_timeout: opts.statementTimeoutMs,
     application_name: opts.applicationName,
-    // SQLite's times are UTC; so are this pool's date(), now() and timestamptz text.
-    options: '-c TimeZone=UTC',
+    // SQLite's times are UTC; so are this pool's date(), now() and timestamptz text. netingest's locks (the
+    // migration's, the rate gate's, the credit budget's) are its own coordination, meant to be waited for: a
+    // lock_timeout set on the role or database made the second of two workers started together fail instead of
+    // waiting its turn. statement_timeout still bounds every wait.
+    options: '-c TimeZone=UTC -c lock_timeout=0',
   });
   // A client's error (the server restarted, ended the session, or timed out an idle transaction) must not crash
   // the process with an unhandled 'error' event, whether the client is idle in the pool or checked out between
