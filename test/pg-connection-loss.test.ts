@@ -6,6 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import pg from 'pg';
 import { openPgStore } from '../src/store/pg/open.ts';
+import { lockHolders } from '../src/store/pg/dataset-lock.ts';
 import { newPgDatabase, pgClusterUrl, pgSkipReason } from './pg/use-pg.ts';
 import { waitFor as waitUntil } from './pg/coordination-fixtures.ts';
 import { gatedApi } from './pg/gated-api.ts';
@@ -14,13 +15,17 @@ import { operationRequests } from './run-helpers.ts';
 
 useCleanups();
 
-/** Ends every session of the dataset's database but the caller's own, as a server restart would. */
-async function terminateAll(url: string): Promise<number> {
+/**
+ * Ends every session of the dataset's database but the caller's own, as a server restart would; or, with
+ * `sparing`, all but those (the dataset lock's holders): the worker's pooled connections only.
+ */
+async function terminateAll(url: string, sparing: readonly number[] = []): Promise<number> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
     const { rowCount } = await client.query(
-      'SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()',
+      'SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() AND pid <> ALL($1::int[])',
+      [sparing],
     );
     return rowCount ?? 0;
   } finally {
@@ -88,6 +93,36 @@ describe.skipIf(!pgClusterUrl)(`a worker whose connections the server drops${pgC
       expect(summary.status, worker.stdout()).toBe('failed');
       expect(summary.error.code).toBe('LOCK_LOST');
       expect(summary.error.message).toMatch(/ended the session holding this run's lock/);
+      const rows = (await s.pool.query<{ status: string }>('SELECT status FROM runs WHERE id = $1', [summary.runId])).rows;
+      expect(rows).toEqual([{ status: summary.status }]);
+    } finally {
+      await api.stop();
+    }
+  }, 90_000);
+
+  it('a worker whose pooled connections (not its lock session) are ended goes on or stops with its summary, never crashes', async () => {
+    const TASKS = 60;
+    const ALLOWED = 6;
+    const s = await setUp(TASKS, 'conn_pool_loss');
+    await (await openPgStore(s.url)).close();
+    s.pool.on('error', () => undefined);
+    const api = await gatedApi(s.sandbox.url);
+    try {
+      api.allow(ALLOWED);
+      const worker = startWorker(s, { apiUrl: api.url });
+      await waitUntil(
+        async () => s.sandbox.requests.length >= ALLOWED && (await one(s.pool, 'SELECT count(*) AS n FROM api_calls WHERE status = 200')) >= operationRequests(s.sandbox).length,
+        30_000,
+        'the first calls written',
+      );
+      const holders = [...(await lockHolders(s.pool))];
+      await terminateAll(s.url, holders);
+      api.allow(Infinity);
+      const code = await worker.exited;
+      expect(worker.stderr()).not.toMatch(/Unhandled 'error' event/);
+      expect(code, worker.stderr()).toBe(0);
+      const summary = JSON.parse(worker.stdout().trim().split('\n').at(-1)!) as { status: string; runId: number };
+      expect(summary.status).not.toBe('running');
       const rows = (await s.pool.query<{ status: string }>('SELECT status FROM runs WHERE id = $1', [summary.runId])).rows;
       expect(rows).toEqual([{ status: summary.status }]);
     } finally {
