@@ -130,7 +130,7 @@ describe('job schema', () => {
     [{ ...similar, refreshAfterDays: 1e308 }, 'jobs/t.json: refreshAfterDays: must be at most 36500'],
     [{ ...similar, keepRawDays: 1e308 }, 'jobs/t.json: keepRawDays: must be at most 36500'],
     [{ ...similar, rate: { requestsPerMinute: 1e-300 } }, 'jobs/t.json: rate.requestsPerMinute: must be at least 0.01'],
-    [{ ...similar, rate: { requestsPerMinute: 1e308 } }, 'jobs/t.json: rate.requestsPerMinute: must be at most 1000000'],
+    [{ ...similar, rate: { requestsPerMinute: 1e308 } }, 'jobs/t.json: rate.requestsPerMinute: must be at most 1000000000'],
     [{ ...similar, rate: { concurrency: 1e9 } }, 'jobs/t.json: rate.concurrency: must be at most 1000'],
     [{ ...similar, request: { num: 1e9 } }, 'jobs/t.json: request.num: must be at most 1000'],
     [{ ...similar, retry: { retries: 1e9 } }, 'jobs/t.json: retry.retries: must be at most 100'],
