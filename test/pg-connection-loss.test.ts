@@ -129,4 +129,47 @@ describe.skipIf(!pgClusterUrl)(`a worker whose connections the server drops${pgC
       await api.stop();
     }
   }, 90_000);
+
+  it('a worker that cannot reach the server at its end stops without crashing; the next run closes its run as abandoned', async () => {
+    const TASKS = 60;
+    const ALLOWED = 6;
+    const s = await setUp(TASKS, 'conn_gone');
+    await (await openPgStore(s.url)).close();
+    s.pool.on('error', () => undefined);
+    const database = new URL(s.url).pathname.slice(1);
+    const admin = new pg.Client({ connectionString: new URL('/postgres', s.url).toString() });
+    await admin.connect();
+    const api = await gatedApi(s.sandbox.url);
+    try {
+      api.allow(ALLOWED);
+      const worker = startWorker(s, { apiUrl: api.url });
+      await waitUntil(
+        async () => s.sandbox.requests.length >= ALLOWED && (await one(s.pool, 'SELECT count(*) AS n FROM api_calls WHERE status = 200')) >= operationRequests(s.sandbox).length,
+        30_000,
+        'the first calls written',
+      );
+      // The database is gone for the worker: no session left, no new one allowed.
+      await admin.query(`ALTER DATABASE "${database}" ALLOW_CONNECTIONS false`);
+      await admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1', [database]);
+      api.allow(Infinity);
+      const code = await worker.exited;
+      expect(worker.stderr()).not.toMatch(/Unhandled 'error' event/);
+      expect(code, worker.stderr()).not.toBe(0);
+      await admin.query(`ALTER DATABASE "${database}" ALLOW_CONNECTIONS true`);
+      const check = new pg.Client({ connectionString: s.url });
+      await check.connect();
+      try {
+        expect((await check.query(`SELECT status FROM runs`)).rows).toEqual([{ status: 'running' }]);
+        const next = startWorker(s);
+        expect(await next.exited, next.stderr()).toBe(0);
+        expect((await check.query(`SELECT status FROM runs ORDER BY id`)).rows.map((r) => r.status)).toEqual(['abandoned', 'completed']);
+      } finally {
+        await check.end();
+      }
+    } finally {
+      await admin.query(`ALTER DATABASE "${database}" ALLOW_CONNECTIONS true`).catch(() => undefined);
+      await admin.end();
+      await api.stop();
+    }
+  }, 120_000);
 });
