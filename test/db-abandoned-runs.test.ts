@@ -153,3 +153,16 @@ describe('taking the lock', () => {
     expect(readSync(database.sqlite, statusReads()).creditsSpentAllRuns).toBe(9 + RUN_2_SPENT);
   });
 });
+
+describe('runs whose paid calls interleave (workers of two runs on one account, as on PostgreSQL)', () => {
+  it('count each its own credits: the account counters between two of a run\'s answers hold the other run\'s calls too', () => {
+    const insert = database.sqlite.prepare(`INSERT INTO runs (id, jobs, started_at, status, pid, host) VALUES (?, '["posts"]', ?, 'running', ?, ?)`);
+    insert.run(4, at(30), deadPid, HOST);
+    insert.run(5, at(30), deadPid, HOST);
+    // 20 paid calls of 3 credits each, the runs' answers taking turns: 10 each, 60 credits billed in all.
+    for (let i = 0; i < 20; i++) call(i % 2 === 0 ? 4 : 5, 200, 25 + 3 * (i + 1), at(31 + i));
+    const spent = new Map(readSync(database.sqlite, statusReads()).runs.map((r) => [r.id, (r as { creditsSpent?: number | null }).creditsSpent]));
+    expect(spent.get(4)).toBe(30);
+    expect(spent.get(5)).toBe(30);
+  });
+});

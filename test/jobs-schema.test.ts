@@ -125,6 +125,23 @@ describe('job schema', () => {
     [{ ...search, request: { timePosted: 'yesterday' } }, expect.stringContaining('jobs/t.json: request.timePosted: unknown timePosted value "yesterday"; known values: "past_24hrs"')],
     [{ ...similar, retry: { minTimeoutMs: 5000, maxTimeoutMs: 100 } }, 'jobs/t.json: retry.minTimeoutMs: must not exceed retry.maxTimeoutMs (100)'],
     [{ ...similar, name: 'my job' }, expect.stringContaining('jobs/t.json: name: must start with a letter or digit')],
+    // Values no job needs, each of which used to run out of memory, overflow a date or wait for ever.
+    [{ ...similar, pages: 1e9 }, 'jobs/t.json: pages: must be at most 100'],
+    [{ ...similar, refreshAfterDays: 1e308 }, 'jobs/t.json: refreshAfterDays: must be at most 36500'],
+    [{ ...similar, keepRawDays: 1e308 }, 'jobs/t.json: keepRawDays: must be at most 36500'],
+    [{ ...similar, rate: { requestsPerMinute: 1e-300 } }, 'jobs/t.json: rate.requestsPerMinute: must be at least 0.01'],
+    [{ ...similar, rate: { requestsPerMinute: 1e308 } }, 'jobs/t.json: rate.requestsPerMinute: must be at most 1000000000'],
+    [{ ...similar, rate: { concurrency: 1e9 } }, 'jobs/t.json: rate.concurrency: must be at most 1000'],
+    [{ ...similar, request: { num: 1e9 } }, 'jobs/t.json: request.num: must be at most 1000'],
+    [{ ...similar, retry: { retries: 1e9 } }, 'jobs/t.json: retry.retries: must be at most 100'],
+    [{ ...similar, retry: { maxTimeoutMs: 1e12 } }, 'jobs/t.json: retry.maxTimeoutMs: must be at most 3600000'],
+    [{ ...similar, retry: { maxUnusableAnswers: 1e12 } }, 'jobs/t.json: retry.maxUnusableAnswers: must be at most 1000000'],
+    [{ ...similar, credits: { reserve: 1e308 } }, 'jobs/t.json: credits.reserve: must be at most 1000000000000'],
+    [{ ...similar, credits: { maxPerRun: 1e308 } }, 'jobs/t.json: credits.maxPerRun: must be at most 1000000000000'],
+    [
+      { ...similar, request: { account: { employeeSize: { range: [{ start: 0, end: 1e10 }] } } } },
+      'jobs/t.json: request.account.employeeSize.range[0].end: must be at most 1000000000',
+    ],
   ])('rejects %j', (value, message) => {
     expect(errorOf(value).message).toEqual(message);
   });

@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import pg from 'pg';
 import { SharedRateGate } from '../src/store/pg/coordination/shared-rate-gate.ts';
+import { SharedRunGate } from '../src/store/pg/shared-run-gate.ts';
+import { RateGate } from '../src/api/rate-gate.ts';
 import { coordinationTestBed, startWorker, waitFor } from './pg/coordination-fixtures.ts';
 import { pgClusterUrl, pgSkipReason } from './pg/use-pg.ts';
 
@@ -44,6 +46,34 @@ describe.skipIf(!pgClusterUrl)(`the shared rate limit on PostgreSQL${pgClusterUr
     const before = Date.now();
     await Promise.all(Array.from({ length: limit }, () => other.take()));
     expect(Date.now() - before).toBeLessThan(windowMs * 3);
+  });
+
+  it('holds a rate under one a minute, or not whole, exactly: 0.2 a minute is a call per five minutes, as on SQLite', { timeout: 30_000 }, async () => {
+    const { pool } = await rateDatabase();
+    // The schedule is made by a clock stopped in 2000: every slot is long past by the server's real clock, so no
+    // take() waits, and the slots' spacing is the admission arithmetic alone.
+    const frozen = `'2000-01-01 00:00:00+00'::timestamptz`;
+    const slackMs = 500;
+    const cases: Array<[requestsPerMinute: number, gapMs: number]> = [
+      [0.2, 300_000 + slackMs],
+      [1.5, 40_000 + slackMs],
+      [90.5, 60_000 / 90.5],
+    ];
+    for (const [requestsPerMinute, gapMs] of cases) {
+      const name = `https://api.example/rpm-${requestsPerMinute}`;
+      const gate = new SharedRunGate(pool, name, 60_000, { clockSql: frozen });
+      gate.setRequestsPerMinute(requestsPerMinute);
+      for (let i = 0; i < 3; i++) await gate.take();
+      const { rows } = await pool.query<{ ms: number }>(
+        `SELECT extract(epoch FROM started_at - ${frozen})::float8 * 1000 AS ms FROM rate_slots WHERE gate = $1 ORDER BY started_at`,
+        [name],
+      );
+      const gaps = rows.slice(1).map((r, i) => r.ms - rows[i]!.ms);
+      expect(gaps, `${requestsPerMinute} a minute`).toHaveLength(2);
+      for (const gap of gaps) expect(gap, `${requestsPerMinute} a minute`).toBeCloseTo(gapMs, 0);
+      // SQLite's gate spaces calls by the same rate (and a 2% margin).
+      expect(new RateGate({ requestsPerMinute }).intervalMs).toBeCloseTo((60_000 / requestsPerMinute) * 1.02, 6);
+    }
   });
 
   it('a pause (429) holds every worker of the gate until it ends', async () => {

@@ -115,7 +115,7 @@ describe.skipIf(!pgClusterUrl)(`workers with a 60 s lease on PostgreSQL${pgClust
       await api.stop();
     }
   }, 60_000);
-  it('a worker whose session the server ends stops (LOCK_LOST) with no call after its in-flight ones; the next takes the rest', async () => {
+  it('a worker whose session the server ends stops (LOCK_LOST, its run closed) with no call after its in-flight ones; the next takes the rest', async () => {
     const TASKS = 100;
     const ALLOWED = 4;
     const s = await setUp(TASKS, 'session_ended');
@@ -124,7 +124,8 @@ describe.skipIf(!pgClusterUrl)(`workers with a 60 s lease on PostgreSQL${pgClust
     try {
       api.allow(ALLOWED);
       const jobs = await s.ws.load(s.file);
-      const cut = runJobs(runOptions(s, jobs, api.url)).then(() => null, (err: unknown) => err as { code?: string });
+      // It closes its own run, with the error that stopped it (no other run took it over).
+      const cut = runJobs(runOptions(s, jobs, api.url)).then((summary) => summary.error, (err: unknown) => err as { code?: string });
       await waitUntil(() => allowedCallsSettled(s, ALLOWED), 30_000, 'the first worker\'s calls and leases');
       const [holder] = [...(await lockHolders(s.pool))];
       await s.pool.query('SELECT pg_terminate_backend($1)', [holder]);

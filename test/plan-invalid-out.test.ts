@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'csv-parse/sync';
-import { FAST_RATE, FAST_RETRY, cliEnv, companyUrls, runCli, useWorkspaces } from './run-helpers.ts';
+import { FAST_RATE, FAST_RETRY, cliEnv, companyUrls, inProcess, operationRequests, runCli, useWorkspaces } from './run-helpers.ts';
 import { useSandboxes } from './sandbox-helpers.ts';
 
 const TOKEN = 'invalid-out-token';
@@ -78,4 +78,20 @@ describe('run --invalid-out', () => {
     expect(out.rows.map((r) => r[3])).toEqual(Array.from({ length: 22 }, (_, i) => String(i + 4)));
     expect(result.stderr).toContain('wrote 22 invalid rows of leads to bad-rows.csv');
   }, 60_000);
+
+  it('refuses its own input as the file before the first call, not after the paid run', async () => {
+    const sandbox = await newSandbox({ tokens: { [TOKEN]: 1000 } });
+    const ws = await newWorkspace();
+    const input = leads(2, 3);
+    await ws.write('leads.csv', input);
+    // Absolute: the CLI in this process resolves the input against this process's folder.
+    const file = await ws.job('leads', {
+      operation: 'similar-companies', input: { csv: join(ws.dir, 'leads.csv'), column: 'company_url' }, rate: FAST_RATE, retry: FAST_RETRY,
+    });
+    const result = await inProcess(['run', file, '--db', ws.db, '--invalid-out', join(ws.dir, 'leads.csv')], cliEnv(sandbox, TOKEN));
+    expect(result.code, result.stderr).toBe(2);
+    expect(result.stderr).toContain(`--invalid-out ${join(ws.dir, 'leads.csv')} is the job's input CSV`);
+    expect(operationRequests(sandbox)).toHaveLength(0);
+    expect(readFileSync(join(ws.dir, 'leads.csv'), 'utf8')).toBe(input);
+  });
 });

@@ -44,6 +44,9 @@ describe('run override flags are checked like the job file fields they override'
     ['--concurrency', '0'],
     ['--concurrency', 'abc'],
     ['--concurrency', '1.5'],
+    ['--rate', '1e-300'],
+    ['--concurrency', '1e9'],
+    ['--max-credits', '1e308'],
   ];
 
   it.each(bad)('%s %s: exit 2 naming the flag and the value, before the database or the API is touched', async (flag, value) => {
@@ -98,6 +101,10 @@ describe('other commands refuse numbers they would misuse', () => {
       ['status', '--runs', '-1'],
       ['status', '--runs', '1.5'],
       ['query', 'SELECT 1', '--max-width', 'abc'],
+      ['status', '--runs', '1e308'],
+      ['query', 'SELECT 1', '--max-width', '0'],
+      ['query', 'SELECT 1', '--timeout', '1e308'],
+      ['prune', '--keep-days', '1e308'],
     ]) {
       const cli = await inProcess([...args, '--db', ws.db], {});
       expect(cli.code, `${args.join(' ')}: ${cli.stderr}`).toBe(2);

@@ -1,3 +1,4 @@
+import { inProcess } from './run-helpers.ts';
 import { describe, expect, it } from 'vitest';
 import { DATABASE_URL_ENV, locateDataset } from '../src/store/locator.ts';
 import { UsageError } from '../src/errors.ts';
@@ -55,5 +56,14 @@ describe('locateDataset', () => {
     for (const db of ['postgres://u:hunter2@/netingest', 'postgres://u:hunter2@h:99999/db', 'mysql://u:hunter2@h/db', 'postgres://u:hunter2@h/db?sslmode=x']) {
       expect(refusal({ db, env: noEnv }).message).not.toContain('hunter2');
     }
+  });
+});
+
+describe('copy --to', () => {
+  it.each([['postgres://u@db.example/'], ['mysql://u@db.example/netingest']])('%s: the message names --to, the flag given, not --db', async (to) => {
+    const cli = await inProcess(['copy', '--from', 'data/netingest.db', '--to', to]);
+    expect(cli.code, cli.stderr).toBe(2);
+    expect(cli.stderr).toContain(`--to ${to}`);
+    expect(cli.stderr).not.toContain('--db');
   });
 });

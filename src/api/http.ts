@@ -10,7 +10,7 @@ import {
   UnexpectedResponseError,
   UnsupportedEncodingError,
 } from './errors.ts';
-import { BODY_DECODE_CODE, errorForTransport } from './transport-errors.ts';
+import { BODY_DECODE_CODE, CALL_DEADLINE_CODE, errorForTransport } from './transport-errors.ts';
 import { contentCodings, firstUnsupportedCoding, readBody, type BodyText } from './body-reader.ts';
 import { bodyExcerpt } from './redact.ts';
 import { parseJsonBody } from './json-body.ts';
@@ -49,9 +49,35 @@ export async function attempt<Q, A>(t: Transport, spec: CallableOperation<Q, A>,
   const body = sent.body;
   const path = t.pathPrefix + sent.path;
   const started = performance.now();
+  // undici's headersTimeout restarts on every informational (1xx) response, so a server sending `102
+  // Processing` forever would hold the call for ever: this deadline covers the whole exchange.
+  const deadline = new AbortController();
+  const timer = setTimeout(() => deadline.abort(callDeadlineError(t.timeoutMs)), t.timeoutMs);
+  try {
+    return await exchange(t, spec, request, { method, headers, body, path, started }, deadline.signal);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** The reason a call's deadline aborts it with: a timeout to errorForTransport. */
+function callDeadlineError(timeoutMs: number): Error {
+  return Object.assign(new Error(`the call took longer than ${timeoutMs} ms`), { code: CALL_DEADLINE_CODE });
+}
+
+interface Sent {
+  method: ApiCallInfo['method'];
+  headers: Record<string, string>;
+  body: string | null;
+  path: string;
+  started: number;
+}
+
+async function exchange<Q, A>(t: Transport, spec: CallableOperation<Q, A>, request: Q, sent: Sent, signal: AbortSignal): Promise<ApiResult<A>> {
+  const { method, headers, body, path, started } = sent;
   let res: Dispatcher.ResponseData;
   try {
-    res = await t.dispatcher.request({ origin: t.origin, path, method, headers, body });
+    res = await t.dispatcher.request({ origin: t.origin, path, method, headers, body, signal });
   } catch (err) {
     throw transportFailure(t, err, callInfo(spec, method, path, null, started));
   }

@@ -9,6 +9,9 @@ import type { ApiCallInfo } from './types.ts';
 /** Code of the internal error raised when a body is still arriving when the call's time is up. */
 export const BODY_DEADLINE_CODE = 'NETINGEST_BODY_DEADLINE';
 
+/** Code of the internal error a call is aborted with when its whole exchange outlasts the timeout (see http.ts). */
+export const CALL_DEADLINE_CODE = 'NETINGEST_CALL_DEADLINE';
+
 /** Code of the internal error raised when a compressed body does not decompress (corrupt or cut short). */
 export const BODY_DECODE_CODE = 'NETINGEST_BODY_DECODE';
 
@@ -24,6 +27,7 @@ const TIMEOUT_CODES = new Set([
   'UND_ERR_BODY_TIMEOUT',
   'ETIMEDOUT',
   BODY_DEADLINE_CODE,
+  CALL_DEADLINE_CODE,
 ]);
 
 const NETWORK_CODES = new Set([

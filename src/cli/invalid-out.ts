@@ -1,6 +1,6 @@
 import { plural } from '../plural.ts';
 import type { Job } from '../jobs/schema.ts';
-import { invalidOutPath, writeInvalidRows } from '../export/invalid-rows-out.ts';
+import { assertInvalidOutIsNotInput, invalidOutPath, writeInvalidRows } from '../export/invalid-rows-out.ts';
 import { openStore } from '../store/open-store.ts';
 import { OUTPUT_STOP_SIGNALS, stderrNotice, withStopSignals } from './signals.ts';
 
@@ -15,6 +15,16 @@ export const INVALID_OUT_OPTION = {
  * Writes each job's invalid rows and says where on `stderr`. They come from the input, not the dataset; `db` is
  * named only so that a file the dataset is kept in is never the output.
  */
+/**
+ * Refuses, before anything runs, an `--invalid-out` that is a file the jobs read: `run` writes it only after its
+ * last call, too late to say that the paid run's rows cannot go there.
+ */
+export async function checkInvalidOut(jobs: readonly Job[], out: string | undefined, db: string): Promise<void> {
+  if (out === undefined) return;
+  const [dbFile] = (await openStore(db)).files;
+  for (const job of jobs) assertInvalidOutIsNotInput(job, invalidOutPath(out, job.name, jobs.length), dbFile);
+}
+
 export async function writeInvalidOut(jobs: readonly Job[], out: string, db: string, stderr: NodeJS.WritableStream): Promise<void> {
   const [dbFile] = (await openStore(db)).files;
   for (const job of jobs) {

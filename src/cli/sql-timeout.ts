@@ -8,9 +8,12 @@ export const TIMEOUT_OPTION = numberOption(
     `${STATEMENT_DEFAULTS.unattendedTimeoutSeconds} without one (cron)`,
 );
 
+/** At most a week: a longer timer would overflow Node's (24.8 days) and fire at once. */
+const TIMEOUT_SECONDS_RULE = z.number().min(0).max(7 * 86_400);
+
 /** The statement's time limit in ms (0: none), from --timeout or the default for where the command runs. */
 export function sqlTimeoutMs(raw: unknown, atTerminal: boolean): number {
-  const seconds = numberFlag('--timeout', raw, z.number().min(0)) ?? defaultTimeoutSeconds(atTerminal);
+  const seconds = numberFlag('--timeout', raw, TIMEOUT_SECONDS_RULE) ?? defaultTimeoutSeconds(atTerminal);
   return Math.round(seconds * 1000);
 }
 

@@ -19,11 +19,7 @@ export const INVALID_OUT_COLUMNS = ['netingest_line', 'netingest_reason'] as con
 /** Writes the invalid rows of `job` to `out` (replaced whole at the end; nothing is left on a failure). */
 export async function writeInvalidRows(job: Job, out: string, options: { db?: string; signal?: AbortSignal } = {}): Promise<WriteResult> {
   const displayName = job.input.csv;
-  assertOutputIsNotInput(out, [
-    { path: job.input.csvPath, what: "job's input CSV" },
-    ...(job.file ? [{ path: job.file, what: 'job file' }] : []),
-    ...(options.db ? [{ path: options.db, what: 'database' }] : []),
-  ]);
+  assertInvalidOutIsNotInput(job, out, options.db);
   const header = await readCsvHeader(job.input.csvPath, { displayName });
   const inputColumns = header.columns.filter((c) => c !== '');
 
@@ -49,6 +45,19 @@ export async function writeInvalidRows(job: Job, out: string, options: { db?: st
 }
 
 /** The file of one job's invalid rows: `out` itself for one job, `<stem>.<job><ext>` beside it for several. */
+/** Refuses an `--invalid-out` file that is one the job reads (its input CSV, its job file, the SQLite database). */
+export function assertInvalidOutIsNotInput(job: Job, out: string, db?: string): void {
+  assertOutputIsNotInput(
+    out,
+    [
+      { path: job.input.csvPath, what: "job's input CSV" },
+      ...(job.file ? [{ path: job.file, what: 'job file' }] : []),
+      ...(db ? [{ path: db, what: 'database' }] : []),
+    ],
+    '--invalid-out',
+  );
+}
+
 export function invalidOutPath(out: string, jobName: string, jobCount: number): string {
   if (jobCount <= 1) return out;
   const ext = extname(out);

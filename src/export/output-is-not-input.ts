@@ -10,7 +10,7 @@ const DATABASE_SIDE_FILES = ['', '-wal', '-shm', '-journal'];
  * CSV): the rename at the end would destroy it. Paths are compared after resolving symbolic links, and an
  * existing --out is also compared by device and inode, so neither a linked folder nor a hard link gets past.
  */
-export function assertOutputIsNotInput(out: string | undefined, inputs: ReadonlyArray<{ path: string; what: string }>): void {
+export function assertOutputIsNotInput(out: string | undefined, inputs: ReadonlyArray<{ path: string; what: string }>, flag = '--out'): void {
   if (out === undefined) return;
   const target = renamedPath(out);
   const targetStats = statIfExists(out);
@@ -22,7 +22,7 @@ export function assertOutputIsNotInput(out: string | undefined, inputs: Readonly
         [...names].some((name) => target === `${name}${suffix}`) ||
         (targetStats !== undefined && sameFile(targetStats, statIfExists(`${path}${suffix}`)));
       if (isInput) {
-        throw new UsageError(`--out ${out} is the ${what}: writing there would destroy it; choose another file`, 'OUT_IS_INPUT');
+        throw new UsageError(`${flag} ${out} is the ${what}: writing there would destroy it; choose another file`, 'OUT_IS_INPUT');
       }
     }
   }

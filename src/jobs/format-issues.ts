@@ -9,48 +9,41 @@ type RawIssue = core.$ZodRawIssue;
  * "unknown field; allowed here: ..."). Messages set on a schema itself take precedence.
  */
 export function jobErrorMap(iss: RawIssue): string | undefined {
-  switch (iss.code) {
-    case 'invalid_type':
-      return invalidType(iss);
-    case 'too_small':
-      return tooSmall(iss);
-    case 'too_big':
-      return `must be at most ${String(iss.maximum)}${iss.inclusive ? '' : ' (exclusive)'}`;
-    case 'invalid_value':
-      return `must be ${iss.values.map((v) => JSON.stringify(v)).join(' or ')}`;
-    case 'unrecognized_keys': {
-      const allowed = allowedFields(iss);
-      return allowed.length > 0 ? `unknown field; allowed here: ${allowed.join(', ')}` : 'unknown field; no field is allowed here';
-    }
-    case 'invalid_union':
-      return invalidUnion(iss);
-    default:
-      return undefined;
-  }
+  const message = ISSUE_MESSAGES[iss.code] as ((iss: RawIssue) => string | undefined) | undefined;
+  return message?.(iss);
 }
 
-function invalidType(iss: Extract<RawIssue, { code: 'invalid_type' }>): string {
-  const input: unknown = iss.input;
-  if (input === undefined) return 'is required';
-  if (iss.expected === 'int') return `must be a whole number (got ${describe(input)})`;
-  return `must be ${withArticle(iss.expected)} (got ${describe(input)})`;
-}
+type IssueOf<C extends RawIssue['code']> = Extract<RawIssue, { code: C }>;
 
-function tooSmall(iss: Extract<RawIssue, { code: 'too_small' }>): string {
-  if (iss.origin === 'string') return 'must not be empty';
-  if (iss.origin === 'array') return `must hold at least ${String(iss.minimum)} item${iss.minimum === 1 ? '' : 's'}`;
-  if (iss.minimum === 0) return iss.inclusive ? 'must not be negative' : 'must be a positive number';
-  return `must be at least ${String(iss.minimum)}${iss.inclusive ? '' : ' (exclusive)'}`;
-}
-
-/** A discriminated union's issue names the choices; another union's says nothing of its own. */
-function invalidUnion(iss: RawIssue): string | undefined {
-  const u = iss as RawIssue & { discriminator?: string; options?: unknown[] };
-  if (u.discriminator === undefined) return undefined;
-  const choices = (u.options ?? []).map((o) => JSON.stringify(o)).join(', ');
-  const got = isRecord(iss.input) ? iss.input[u.discriminator] : undefined;
-  return got === undefined ? `is required: one of ${choices}` : `must be one of ${choices} (got ${describe(got)})`;
-}
+/** jobErrorMap's message for each code of issue it words; zod's own for the others. */
+const ISSUE_MESSAGES: { [C in RawIssue['code']]?: (iss: IssueOf<C>) => string | undefined } = {
+  invalid_type: (iss) => {
+    const input: unknown = iss.input;
+    if (input === undefined) return 'is required';
+    if (iss.expected === 'int') return `must be a whole number (got ${describe(input)})`;
+    return `must be ${withArticle(iss.expected)} (got ${describe(input)})`;
+  },
+  too_small: (iss) => {
+    if (iss.origin === 'string') return 'must not be empty';
+    if (iss.origin === 'array') return `must hold at least ${String(iss.minimum)} item${iss.minimum === 1 ? '' : 's'}`;
+    if (iss.minimum === 0) return iss.inclusive ? 'must not be negative' : 'must be a positive number';
+    return `must be at least ${String(iss.minimum)}${iss.inclusive ? '' : ' (exclusive)'}`;
+  },
+  too_big: (iss) => `must be at most ${String(iss.maximum)}${iss.inclusive ? '' : ' (exclusive)'}`,
+  invalid_value: (iss) => `must be ${iss.values.map((v) => JSON.stringify(v)).join(' or ')}`,
+  unrecognized_keys: (iss) => {
+    const allowed = allowedFields(iss);
+    return allowed.length > 0 ? `unknown field; allowed here: ${allowed.join(', ')}` : 'unknown field; no field is allowed here';
+  },
+  invalid_union: (iss) => {
+    const u = iss as typeof iss & { discriminator?: string; options?: unknown[] };
+    if (u.discriminator === undefined) return undefined;
+    const choices = (u.options ?? []).map((o) => JSON.stringify(o)).join(', ');
+    const input: unknown = iss.input;
+    const got = isRecord(input) ? input[u.discriminator] : undefined;
+    return got === undefined ? `is required: one of ${choices}` : `must be one of ${choices} (got ${describe(got)})`;
+  },
+};
 
 /** What checkJobValue found: the value as the schema outputs it, or one issue per bad field. */
 export type JobValueCheck<T> = { success: true; data: T } | { success: false; issues: JobIssue[] };

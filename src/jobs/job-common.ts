@@ -12,25 +12,57 @@ export const positiveInt = z.number().int().min(1);
 export const nonNegativeInt = z.number().int().min(0);
 
 /**
+ * The range of every number a job holds (docs/jobs.md lists them): wide enough for any job, narrow enough that a
+ * typo or an exponent (`pages: 1e9`, `refreshAfterDays: 1e308`, `requestsPerMinute: 1e-300`) is refused with
+ * the field's name instead of running out of memory, overflowing a date or waiting for ever.
+ */
+export const JOB_RANGES = {
+  /** Result pages per input: 100 pages of search-jobs are 1,000 results. */
+  pages: { min: 1, max: 100 },
+  /** similar-companies' companies per page. */
+  num: { min: 1, max: 1_000 },
+  /** At least one call every 100 minutes; at most 1e9 a minute, which the benches use as "no limit". */
+  requestsPerMinute: { min: 0.01, max: 1e9 },
+  concurrency: { min: 1, max: 1_000 },
+  retries: { min: 0, max: 100 },
+  /** Back-off delays: at most an hour. */
+  timeoutMs: { min: 0, max: 3_600_000 },
+  maxUnusableAnswers: { min: 1, max: 1_000_000 },
+  /** credits.reserve and credits.maxPerRun. */
+  credits: { min: 0, max: 1e12 },
+  /** refreshAfterDays and keepRawDays: a century at most. */
+  days: { min: 0, max: 36_500 },
+  /** similar-companies' employeeSize range bounds. */
+  employees: { min: 0, max: 1e9 },
+} as const;
+
+const R = JOB_RANGES;
+/** A whole number in a range of JOB_RANGES. */
+export function wholeIn(range: { min: number; max: number }) {
+  return z.number().int().min(range.min).max(range.max);
+}
+
+/**
  * Rules of the run settings that `netingest run` can also set from the command line (--rate, --concurrency,
- * --reserve, --max-credits): defined once so that a flag accepts exactly what a job file does.
+ * --reserve, --max-credits): defined once so that a flag accepts exactly what a job file does. A zero or
+ * negative rate or credit limit is told apart (abort) from one too small or too large.
  */
 export const RUN_SETTING_RULES = {
-  requestsPerMinute: z.number().positive(),
-  concurrency: positiveInt,
-  reserve: z.number().min(0),
-  maxPerRun: z.number().positive(),
+  requestsPerMinute: z.number().positive({ abort: true }).min(R.requestsPerMinute.min).max(R.requestsPerMinute.max),
+  concurrency: wholeIn(R.concurrency),
+  reserve: z.number().min(R.credits.min).max(R.credits.max),
+  maxPerRun: z.number().positive({ abort: true }).max(R.credits.max),
 } as const;
 
 /** Days a superseded raw body is kept (job setting `keepRawDays`, and `netingest prune --keep-days`). */
-export const KEEP_RAW_DAYS_RULE = z.number().min(0);
+export const KEEP_RAW_DAYS_RULE = z.number().min(R.days.min).max(R.days.max);
 
 /** The settings every job definition may hold. */
 export const common = {
   name: z.string().regex(NAME_PATTERN, { error: NAME_RULE }).optional(),
   /** Free text for people reading the job file. */
   description: z.string().optional(),
-  pages: positiveInt.optional(),
+  pages: wholeIn(R.pages).optional(),
   rate: z
     .strictObject({
       requestsPerMinute: RUN_SETTING_RULES.requestsPerMinute.optional(),
@@ -39,11 +71,11 @@ export const common = {
     .optional(),
   retry: z
     .strictObject({
-      retries: nonNegativeInt.optional(),
-      minTimeoutMs: nonNegativeInt.optional(),
-      maxTimeoutMs: nonNegativeInt.optional(),
-      paidRetries: nonNegativeInt.optional(),
-      maxUnusableAnswers: positiveInt.optional(),
+      retries: wholeIn(R.retries).optional(),
+      minTimeoutMs: wholeIn(R.timeoutMs).optional(),
+      maxTimeoutMs: wholeIn(R.timeoutMs).optional(),
+      paidRetries: wholeIn(R.retries).optional(),
+      maxUnusableAnswers: wholeIn(R.maxUnusableAnswers).optional(),
     })
     .optional(),
   credits: z
@@ -52,7 +84,7 @@ export const common = {
       maxPerRun: RUN_SETTING_RULES.maxPerRun.nullable().optional(),
     })
     .optional(),
-  refreshAfterDays: z.number().min(0).optional(),
+  refreshAfterDays: z.number().min(R.days.min).max(R.days.max).optional(),
   keepRawDays: KEEP_RAW_DAYS_RULE.nullable().optional(),
 };
 

@@ -13,7 +13,7 @@ import { countryName } from './country-name.ts';
 import { CREDIT_MEMBERS } from './credit-members.ts';
 import type { DriftTally } from './drift.ts';
 import { urlColumnReader } from './input-cells.ts';
-import { common, nonNegativeInt, positiveInt, text, urlInput, type JobCommon, type JobInputFile } from '../jobs/job-common.ts';
+import { common, JOB_RANGES, text, urlInput, wholeIn, type JobCommon, type JobInputFile } from '../jobs/job-common.ts';
 import { JOB_DEFAULTS } from '../jobs/defaults.ts';
 import type { OperationSpec } from './operation-spec.ts';
 import type { RowOf, RowWrite } from './stored-rows.ts';
@@ -275,7 +275,7 @@ const account = z.strictObject({
       range: z
         .array(
           z
-            .strictObject({ start: nonNegativeInt, end: nonNegativeInt })
+            .strictObject({ start: wholeIn(JOB_RANGES.employees), end: wholeIn(JOB_RANGES.employees) })
             .refine((r) => r.end >= r.start, { error: 'must not be below start', path: ['end'] }),
         )
         .min(1),
@@ -290,7 +290,7 @@ export const similarCompaniesJobDefinition = z.strictObject({
   request: z
     .strictObject({
       account: account.optional(),
-      num: positiveInt.optional(),
+      num: wholeIn(JOB_RANGES.num).optional(),
       page: z.never({ error: 'not allowed here: set "pages" (page 1 to pages is fetched for every input)' }).optional(),
       url: z.never({ error: 'not allowed here: URLs come from the input CSV column' }).optional(),
     })

@@ -22,7 +22,8 @@ import type { JobSummary, RunSummary } from './run-summary.ts';
 export async function closeRun(run: OpenRun, results: readonly JobResult[]): Promise<RunSummary> {
   await run.closeCalls();
   // The run that took the lock over closed this one's books as abandoned, from what it had committed: they stay so.
-  if (!run.lock.held()) {
+  // A PostgreSQL run whose session the server ended was taken over by no one: it closes its own books.
+  if (!run.lock.held() && !run.lock.closesOwnRunWhenLost) {
     // The error itself, which says who holds the lock now, is the command's to print.
     run.logger.error('run stopped: its lock was taken over while it was not running', { run: run.runId, calls: (await run.callLog.ofRun(run.runId)).calls });
     throw run.lockLost!;
@@ -94,8 +95,9 @@ async function recordEnd(run: OpenRun, summary: RunSummary): Promise<void> {
     // On SQLite the store writes it only while the run holds its lock.
     await run.runs.end(run.runId, runEnd(summary, run.tally.creditsAtStart, run.options.exitCodeOf?.(summary) ?? null));
   } catch (err) {
-    if (run.lockLost) throw run.lockLost;
-    run.logger.error('could not record the end of the run', { run: run.runId, error: describeError(err, run.store).message });
+    if (run.lockLost && !run.lock.closesOwnRunWhenLost) throw run.lockLost;
+    // Left `running`: the next run finds no live session for it and closes it as abandoned.
+    run.logger.error('could not record the end of the run; the next run closes it as abandoned', { run: run.runId, error: describeError(err, run.store).message });
   }
 }
 

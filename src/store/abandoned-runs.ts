@@ -79,23 +79,34 @@ export function* measureUnfinishedRunReads(run: UnfinishedRun): Reads<Unfinished
   };
 }
 
-/** The run's credits replayed through the CreditMeter from its paid answers' counters (see measureUnfinishedRun). */
+/**
+ * The run's credits replayed through the CreditMeter from the paid answers' counters (see measureUnfinishedRun).
+ * The counters are the account's: between two answers of this run, workers of other runs on PostgreSQL may have
+ * been charged too. So every paid answer from the run's first call to its last is replayed, whichever run it is
+ * of, and each one's step of the spend counts for its own run: the runs' credits add up to what was billed.
+ */
 function* replayRunCredits(runId: number, firstId: number | null): Reads<{ balance: number | null; spent: number }> {
-  const paidOps = yield* rows<{ operation: Operation }>(
-    `SELECT DISTINCT operation FROM api_calls WHERE run_id = ? AND credits_used IS NOT NULL AND total_credits IS NOT NULL`,
-    [runId],
+  if (firstId === null) return { balance: null, spent: 0 };
+  const lastId = (yield* value<number>(`SELECT max(id) FROM api_calls WHERE run_id = ?`, [runId])) ?? firstId;
+  const paid = yield* rows<{ runId: number | string; operation: Operation; total_credits: number; credits_used: number; credits_remaining: number }>(
+    `SELECT run_id AS "runId", operation, total_credits, credits_used, credits_remaining FROM api_calls
+      WHERE id >= ? AND id <= ? AND credits_used IS NOT NULL AND total_credits IS NOT NULL ORDER BY id`,
+    [firstId, lastId],
   );
   const knownCosts: Partial<Record<Operation, number>> = {};
-  for (const { operation } of paidOps) knownCosts[operation] = (yield* apiCallReads.learnedCost(operation, firstId ?? undefined)) ?? undefined;
-  const lastCreditsUsed = firstId === null ? null : ((yield* apiCallReads.lastCounters(firstId))?.creditsUsed ?? null);
+  for (const operation of new Set(paid.map((r) => r.operation))) knownCosts[operation] = (yield* apiCallReads.learnedCost(operation, firstId)) ?? undefined;
+  const lastCreditsUsed = (yield* apiCallReads.lastCounters(firstId))?.creditsUsed ?? null;
   const meter = new CreditMeter({ costs: knownCosts, lastCreditsUsed });
-  const paid = yield* rows<{ operation: Operation; total_credits: number; credits_used: number; credits_remaining: number }>(
-    `SELECT operation, total_credits, credits_used, credits_remaining FROM api_calls
-      WHERE run_id = ? AND credits_used IS NOT NULL AND total_credits IS NOT NULL ORDER BY id`,
-    [runId],
-  );
-  for (const row of paid) meter.observe(row.operation, row);
-  return { balance: meter.balance, spent: meter.spent };
+  let own = 0;
+  let ownBalance: number | null = null;
+  for (const row of paid) {
+    const before = meter.spent;
+    meter.observe(row.operation, row);
+    if (Number(row.runId) !== runId) continue;
+    own += meter.spent - before;
+    ownBalance = meter.balance;
+  }
+  return { balance: ownBalance, spent: own };
 }
 
 /**

@@ -16,13 +16,18 @@ export type DatasetLocation =
 export interface LocateDatasetOptions {
   /** The `--db` value, when given. */
   db?: string;
+  /**
+   * The flag `db` came from, as messages name it (`copy --to`).
+   * @default '--db'
+   */
+  flag?: string;
   /** Where NETINGEST_DATABASE_URL is read from. */
   env?: Readonly<Record<string, string | undefined>>;
   /** The SQLite file when neither says otherwise. */
   defaultFile?: string;
 }
 
-const DEFAULTS = { env: process.env, defaultFile: 'data/netingest.db' };
+const DEFAULTS = { env: process.env, defaultFile: 'data/netingest.db', flag: '--db' };
 
 /** libpq's sslmode values, and node-postgres's own `no-verify`. */
 const SSL_MODES = new Set(['disable', 'allow', 'prefer', 'require', 'verify-ca', 'verify-full', 'no-verify']);
@@ -31,7 +36,7 @@ const SSL_MODES = new Set(['disable', 'allow', 'prefer', 'require', 'verify-ca',
 export function locateDataset(options: LocateDatasetOptions = {}): DatasetLocation {
   const opts = { ...DEFAULTS, ...options };
   const db = opts.db?.trim();
-  if (db) return fromDbOption(db);
+  if (db) return fromDbOption(db, opts.flag);
   const envUrl = opts.env[DATABASE_URL_ENV]?.trim();
   if (envUrl) {
     if (!isPostgresUrl(envUrl)) {
@@ -42,12 +47,12 @@ export function locateDataset(options: LocateDatasetOptions = {}): DatasetLocati
   return { engine: 'sqlite', file: opts.defaultFile };
 }
 
-function fromDbOption(db: string): DatasetLocation {
-  if (isPostgresUrl(db)) return postgresLocation(db, '--db');
+function fromDbOption(db: string, flag: string): DatasetLocation {
+  if (isPostgresUrl(db)) return postgresLocation(db, flag);
   // `mysql://...` or `sqlite://...` as a file name is surely a mistake, not a folder named "mysql:".
   const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(db);
   if (scheme) {
-    throw new UsageError(`--db ${redactDatabaseUrl(db)}: ${scheme[1]}:// is not a database netingest can use; give a SQLite file path or a postgres:// URL`);
+    throw new UsageError(`${flag} ${redactDatabaseUrl(db)}: ${scheme[1]}:// is not a database netingest can use; give a SQLite file path or a postgres:// URL`);
   }
   return { engine: 'sqlite', file: db };
 }

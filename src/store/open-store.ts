@@ -24,7 +24,7 @@ export async function openStore(db: string | DatasetLocation): Promise<DatasetSt
  * NETINGEST_DATABASE_URL; a UsageError when that is not a postgres:// URL.
  */
 export function copyTarget(to: string | undefined): { url: string; shownUrl: string } {
-  const target = locateDataset({ db: to, env: to ? {} : process.env });
+  const target = locateDataset({ db: to, flag: '--to', env: to ? {} : process.env });
   if (target.engine !== 'postgres') {
     throw new UsageError(to ? `--to ${to}: give a postgres:// URL` : '--to is missing: give a postgres:// URL (or set NETINGEST_DATABASE_URL)');
   }

@@ -80,6 +80,12 @@ export interface RunHold {
   readonly abandonedRuns: readonly number[];
   setRunId(runId: number): void;
   held(): boolean;
+  /**
+   * Whether a run that lost this hold still writes its own end: on PostgreSQL losing it means the server ended
+   * the session (a restart, `pg_terminate_backend`), not that another run took this one over and closed its books,
+   * as on SQLite. Absent: false.
+   */
+  readonly closesOwnRunWhenLost?: boolean;
   onLost(listener: (err: LockLostError) => void): void;
   release(): Awaitable<void>;
 }

@@ -21,7 +21,7 @@ export const queryCommand = defineCommand({
       .example(`$0 query "SELECT job, status, count(*) FROM tasks GROUP BY 1, 2" --format csv > status.csv`, 'as CSV'),
   run: async (argv, io) => {
     // NaN would pass Math.max below and size every column NaN; any real number is clamped to a usable width.
-    const maxWidth = numberFlag('--max-width', argv['max-width'], z.number()) ?? TABLE_DEFAULTS.maxColumnWidth;
+    const maxWidth = numberFlag('--max-width', argv['max-width'], z.number().min(1).max(10_000)) ?? TABLE_DEFAULTS.maxColumnWidth;
     const timeoutMs = sqlTimeoutMs(argv.timeout, atTerminal(io.stderr));
     await withStopSignals(stderrNotice(io.stderr), (signal) =>
       runQuery({

@@ -11,7 +11,7 @@ import { CLEAR_LINE } from '../../runner/progress.ts';
 import { withStopSignals } from '../signals.ts';
 import { formatRunSummary } from '../format-summary.ts';
 import { exitCodeForRun } from '../exit-codes.ts';
-import { INVALID_OUT_OPTION, writeInvalidOut } from '../invalid-out.ts';
+import { checkInvalidOut, INVALID_OUT_OPTION, writeInvalidOut } from '../invalid-out.ts';
 import { hadNothingToDo, holdRoutineLines } from '../quiet-night.ts';
 import { lockLeaseFromEnv } from '../lock-lease.ts';
 
@@ -44,6 +44,7 @@ export const runCommand = defineCommand({
     const dbPath = datasetOption(argv.db);
     const lockLeaseMs = lockLeaseFromEnv();
     const { jobs, broken } = await loadJobs(argv.jobs ?? [], argv.all, argv['jobs-dir']);
+    await checkInvalidOut(jobs, argv['invalid-out'], dbPath);
     const api = resolveApiConfig({ apiUrl: argv['api-url'], tokenFile: argv['token-file'] });
     const tty = Boolean(io.stderr.isTTY);
     const logOptions = {

@@ -5,7 +5,7 @@ import { formatStatus, statusReport } from '../../runner/status-report.ts';
 import { numberFlag, numberOption } from '../number-flags.ts';
 
 // A negative LIMIT means "no limit" to SQLite, and a fraction or NaN fails the query as an internal error.
-const RUNS_RULE = z.number().int().min(0);
+const RUNS_RULE = z.number().int().min(0).max(1_000_000);
 const DEFAULT_RUNS = 10;
 
 /** `netingest status`: what the last runs did and what is left. */

@@ -77,11 +77,17 @@ export async function openPgStore(url: string, options: PgStoreOptions = {}): Pr
     idleTimeoutMillis: opts.idleTimeoutMs,
     statement_timeout: opts.statementTimeoutMs,
     application_name: opts.applicationName,
-    // SQLite's times are UTC; so are this pool's date(), now() and timestamptz text.
-    options: '-c TimeZone=UTC',
+    // SQLite's times are UTC; so are this pool's date(), now() and timestamptz text. netingest's locks (the
+    // migration's, the rate gate's, the credit budget's) are its own coordination, meant to be waited for: a
+    // lock_timeout set on the role or database made the second of two workers started together fail instead of
+    // waiting its turn. statement_timeout still bounds every wait.
+    options: '-c TimeZone=UTC -c lock_timeout=0',
   });
-  // An idle client's error (the server restarted) must not crash the process; the next query reports it.
+  // A client's error (the server restarted, ended the session, or timed out an idle transaction) must not crash
+  // the process with an unhandled 'error' event, whether the client is idle in the pool or checked out between
+  // two queries: the next query on it fails and says why. The pool's own listener covers only idle clients.
   pool.on('error', () => undefined);
+  pool.on('connect', (client) => client.on('error', () => undefined));
   try {
     if (opts.readOnly) await checkReadable(pool, shownUrl, opts.migrationsFolder);
     else await migrateLocked(pool, shownUrl, opts.migrationsFolder);
@@ -180,15 +186,34 @@ async function recordSchemaVersion(client: pg.PoolClient, migrationsFolder: stri
 /** A failure to reach or prepare the database, naming it by its shown URL; the password never appears. */
 export function toPgOpenError(err: unknown, shownUrl: string, password: string | null = null): unknown {
   if (err instanceof DatabaseError || err instanceof UsageError) return err;
-  const code = typeof (err as { code?: unknown })?.code === 'string' ? (err as { code: string }).code : '';
-  const raw = err instanceof Error ? err.message : String(err);
+  // drizzle's migrator wraps the server's error in its own ("Failed query: CREATE SCHEMA ..."): the cause says why.
+  const server = serverErrorOf(err);
+  const code = server?.code ?? '';
+  const raw = server?.message ?? (err instanceof Error ? err.message : String(err));
   // The driver's own messages do not quote the password; this makes sure none ever does.
   const message = password ? raw.split(password).join('***') : raw;
   const detail = code ? `${message} [${code}]` : message;
-  if (code === '25006' || code === '42501') {
+  if (code === '42501') {
+    return new DatabaseError(
+      'DB_READONLY',
+      shownUrl,
+      `database ${shownUrl}: the role cannot create netingest's tables (${detail}): it needs CREATE on the database and ` +
+        `USAGE and CREATE on schema public, or to own the database; see docs/postgres.md, "The role that writes"`,
+    );
+  }
+  if (code === '25006') {
     return new DatabaseError('DB_READONLY', shownUrl, `database ${shownUrl} cannot be written (${detail}); check the role's privileges`);
   }
   return new DatabaseError('DB_OPEN_FAILED', shownUrl, `cannot open database ${shownUrl}: ${detail}`);
+}
+
+/** The PostgreSQL error behind `err` (itself, or the cause a wrapper such as drizzle's keeps), or null. */
+function serverErrorOf(err: unknown): { code: string; message: string } | null {
+  for (let e: unknown = err, depth = 0; e instanceof Error && depth < 3; e = e.cause, depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === 'string') return { code, message: e.message };
+  }
+  return null;
 }
 
 function passwordOf(url: string): string | null {

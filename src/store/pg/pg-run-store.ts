@@ -164,6 +164,7 @@ function workerHold(hold: DatasetHold, shownUrl: string): WorkerHold {
     backendPid: hold.backendPid,
     setRunId: () => undefined,
     held: () => lost === null,
+    closesOwnRunWhenLost: true,
     onLost: (listener) => void listeners.push(listener),
     release: () => hold.release(),
   };

@@ -7,9 +7,20 @@
 import type pg from 'pg';
 import { RateGate } from '../../api/rate-gate.ts';
 import type { RunGate } from '../run-store.ts';
-import { SHARED_RATE_GATE_DEFAULTS, SharedRateGate } from './coordination/shared-rate-gate.ts';
+import { SHARED_RATE_GATE_DEFAULTS, SharedRateGate, type SharedRateGateOptions } from './coordination/shared-rate-gate.ts';
 
 const MINUTE_MS = 60_000;
+
+/**
+ * The shared gate's whole number of calls and its window for a rate of `requestsPerMinute`, counted over
+ * `windowMs`: the rate exactly, fractions included. Under one call a window (0.2 a minute), one call per
+ * longer window (five minutes); 1.5 a minute is one call per 40 seconds, not one a minute.
+ */
+export function sharedLimitOf(requestsPerMinute: number, windowMs: number): { limit: number; windowMs: number } {
+  const perWindow = (requestsPerMinute * windowMs) / MINUTE_MS;
+  const limit = Math.max(1, Math.floor(perWindow));
+  return { limit, windowMs: (windowMs * limit) / perWindow };
+}
 
 export class SharedRunGate implements RunGate {
   private readonly local = new RateGate({ requestsPerMinute: null });
@@ -21,11 +32,14 @@ export class SharedRunGate implements RunGate {
     private readonly gate: string,
     /** The window a minute's limit is counted over, scaled (tests); a minute by default. */
     private readonly windowMs: number = SHARED_RATE_GATE_DEFAULTS.windowMs,
+    /** The shared gate's clock (tests). */
+    private readonly gateOptions: Pick<SharedRateGateOptions, 'clockSql'> = {},
   ) {}
 
   setRequestsPerMinute(requestsPerMinute: number | null): void {
-    const limit = requestsPerMinute ? Math.max(1, Math.floor((requestsPerMinute * this.windowMs) / MINUTE_MS)) : 0;
-    this.shared = limit > 0 ? new SharedRateGate(this.pool, { gate: this.gate, limit, windowMs: this.windowMs }) : null;
+    this.shared = requestsPerMinute
+      ? new SharedRateGate(this.pool, { ...this.gateOptions, gate: this.gate, ...sharedLimitOf(requestsPerMinute, this.windowMs) })
+      : null;
   }
 
   async take(signal?: AbortSignal): Promise<void> {

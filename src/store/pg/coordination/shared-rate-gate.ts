@@ -23,6 +23,8 @@ export const SHARED_RATE_GATE_DEFAULTS = {
   startSlackMs: 500,
   /** Most slots taken in one round trip (callers waiting at once in one process). */
   maxBatch: 16,
+  /** The server's clock that slots are scheduled by and kept for; tests pass a fixed time to check the schedule. */
+  clockSql: 'clock_timestamp()',
 } as const;
 
 export interface SharedRateGateOptions {
@@ -30,9 +32,15 @@ export interface SharedRateGateOptions {
   gate: string;
   /** Calls allowed in any sliding window of `windowMs`. */
   limit: number;
+  /** @default SHARED_RATE_GATE_DEFAULTS.windowMs; need not be whole (a fractional rate's window, shared-run-gate.ts). */
   windowMs?: number;
   startSlackMs?: number;
   maxBatch?: number;
+  /**
+   * SQL for "now" in the schedule (the wait before a slot is always counted on the server's real clock).
+   * @default SHARED_RATE_GATE_DEFAULTS.clockSql
+   */
+  clockSql?: string;
 }
 
 /** A slot granted: when the call may start, in microseconds since the epoch (the server's clock). */
@@ -54,6 +62,7 @@ export class SharedRateGate {
   /** windowMs / limit: consecutive slots are at least this far apart, so the limit is spread, never a burst. */
   private readonly spacingMs: number;
   private readonly maxBatch: number;
+  private readonly clock: string;
   private readonly waiters: Waiter[] = [];
   private fetching = false;
   private roundTrips = 0;
@@ -66,6 +75,7 @@ export class SharedRateGate {
     this.slotWindowMs = (options.windowMs ?? d.windowMs) + (options.startSlackMs ?? d.startSlackMs);
     this.spacingMs = (options.windowMs ?? d.windowMs) / this.limit;
     this.maxBatch = Math.min(options.maxBatch ?? d.maxBatch, this.limit);
+    this.clock = options.clockSql ?? d.clockSql;
   }
 
   /** Round trips to the database so far (for the bench and the tests: slots per round trip). */
@@ -108,7 +118,7 @@ export class SharedRateGate {
    */
   async pause(ms: number): Promise<void> {
     const g = pg.escapeLiteral(this.gate);
-    const until = `clock_timestamp() + (${Math.max(0, ms)} * interval '1 millisecond')`;
+    const until = `${this.clock} + (${Math.max(0, ms)} * interval '1 millisecond')`;
     await this.pool.query(`SELECT pg_advisory_xact_lock(hashtextextended('netingest.rate_slots:' || ${g}, 0));
 INSERT INTO rate_slots (gate, started_at) VALUES (${g}, ${until} - (${this.spacingMs} * interval '1 millisecond'))`);
   }
@@ -126,7 +136,7 @@ INSERT INTO rate_slots (gate, started_at) VALUES (${g}, ${until} - (${this.spaci
     const spacing = `(${this.spacingMs} * interval '1 millisecond')`;
     const text = `SELECT pg_advisory_xact_lock(hashtextextended('netingest.rate_slots:' || ${g}, 0));
 WITH clock AS MATERIALIZED (
-  SELECT clock_timestamp() AS t, (SELECT max(started_at) FROM rate_slots WHERE gate = ${g}) AS latest
+  SELECT ${this.clock} AS t, (SELECT max(started_at) FROM rate_slots WHERE gate = ${g}) AS latest
 ), older AS (
   SELECT started_at, ${K} - row_number() OVER (ORDER BY started_at DESC) AS i
   FROM (SELECT started_at FROM rate_slots WHERE gate = ${g} ORDER BY started_at DESC OFFSET ${L - K} LIMIT ${K}) o
@@ -139,7 +149,7 @@ WITH clock AS MATERIALIZED (
 SELECT (extract(epoch FROM started_at) * 1000000)::bigint::text AS start_us,
   extract(epoch FROM started_at - clock_timestamp())::float8 * 1000 AS wait_ms
 FROM granted ORDER BY started_at;
-DELETE FROM rate_slots WHERE gate = ${g} AND started_at < clock_timestamp() - 2 * ${window}`;
+DELETE FROM rate_slots WHERE gate = ${g} AND started_at < ${this.clock} - 2 * ${window}`;
     // Slot i may start once the slot `limit - 1 - i` places back (counting the newest as 0) has left the window:
     // the i slots granted before it in this batch are in its window too. A slot older than a window never
     // bounds a later one, so old slots go (two windows kept, for a look at the recent ones).
