@@ -1,4 +1,4 @@
-import type { Operation } from '../spec/types.ts';
+import { DEFAULT_NETWORK_HOST, type Operation } from '../spec/types.ts';
 import type { LoggedRequest } from './request-log.ts';
 
 /** Fault injection rates, each a probability in 0..1 drawn per request from the seeded PRNG. */
@@ -143,8 +143,11 @@ export const SANDBOX_DEFAULTS: Readonly<SandboxOptions> = Object.freeze({
   memberNullRate: 0.05,
   /** 'brand-url': the made-up brand whose name the author's URL member carries (`acmenet_url`). */
   brand: 'acmenet',
-  /** 'url-forms': the brand's host, written by its site as `https://www.<host>/...`. */
-  networkHost: 'acmenet.com',
+  /**
+   * 'url-forms': the network's host, written by its site as `https://www.<host>/...`: the client's default
+   * (src/spec), so that a run against `sandbox --live` stores canonical URLs without any setting.
+   */
+  networkHost: DEFAULT_NETWORK_HOST,
   /** 'page-cap': the most companies a similar-companies page holds; a larger `num` is answered with this one. */
   maxNum: 25,
   /** 'url-forms': share of company url, company_link and author URLs written without `www.`. */
@@ -246,7 +249,7 @@ function checkLiveOptions(options: SandboxOptions): void {
   // The brand names a JSON member (`<brand>_url`) and the host goes into every URL: keep both plain.
   if (!/^[a-z][a-z0-9]*$/.test(options.brand)) throw new RangeError(`sandbox brand must be lower-case letters and digits, got ${options.brand}`);
   if (!/^[a-z0-9-]+(\.[a-z0-9-]+)+$/.test(options.networkHost) || options.networkHost.startsWith('www.')) {
-    throw new RangeError(`sandbox networkHost must be a bare host name such as acmenet.com, got ${options.networkHost}`);
+    throw new RangeError(`sandbox networkHost must be a bare host name such as ${DEFAULT_NETWORK_HOST}, got ${options.networkHost}`);
   }
   if (!(Number.isSafeInteger(options.maxNum) && options.maxNum >= 1)) {
     throw new RangeError(`sandbox maxNum must be a whole number >= 1, got ${options.maxNum}`);
