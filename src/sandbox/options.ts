@@ -195,6 +195,16 @@ export function resolveOptions(input: SandboxOptionsInput = {}): SandboxOptions 
     liveShapes: Array.isArray(input.liveShapes) ? [...input.liveShapes] : (input.liveShapes ?? SANDBOX_DEFAULTS.liveShapes),
     costs: { ...SANDBOX_DEFAULTS.costs, ...input.costs },
   } as SandboxOptions;
+  checkDrawOptions(options);
+  checkTimingOptions(options);
+  checkLiveOptions(options);
+  if (!(options.slowMs >= 0)) throw new RangeError(`sandbox slowMs must be >= 0, got ${options.slowMs}`);
+  if (!(options.hugeBytes >= 0)) throw new RangeError(`sandbox hugeBytes must be >= 0, got ${options.hugeBytes}`);
+  return options;
+}
+
+/** The seed, the rates drawn against, the costs and the tokens' credits. */
+function checkDrawOptions(options: SandboxOptions): void {
   // Seeds are mixed in as 32-bit integers: NaN (`--seed abc`) or a fraction would silently be another seed.
   if (!Number.isSafeInteger(options.seed)) throw new RangeError(`sandbox seed must be a whole number, got ${options.seed}`);
   for (const key of RATE_KEYS) {
@@ -208,6 +218,10 @@ export function resolveOptions(input: SandboxOptionsInput = {}): SandboxOptions 
     if (!(total >= 0 && Number.isFinite(total))) throw new RangeError(`sandbox credits of token must be >= 0, got ${total}`);
     if (token === '') throw new RangeError('sandbox token must not be empty');
   }
+}
+
+/** The latency, the rate limits and what they answer, and what comes past the last page. */
+function checkTimingOptions(options: SandboxOptions): void {
   const lat = options.latencyMs;
   const [lo, hi] = Array.isArray(lat) ? lat : [lat, lat];
   if (!(lo >= 0 && hi >= lo)) throw new RangeError(`sandbox latencyMs must be >= 0 (or a [min, max] range), got ${String(lat)}`);
@@ -223,10 +237,6 @@ export function resolveOptions(input: SandboxOptionsInput = {}): SandboxOptions 
   if (!(options.retryAfterSeconds >= 0 && Number.isInteger(options.retryAfterSeconds))) {
     throw new RangeError(`sandbox retryAfterSeconds must be a whole number >= 0, got ${options.retryAfterSeconds}`);
   }
-  checkLiveOptions(options);
-  if (!(options.slowMs >= 0)) throw new RangeError(`sandbox slowMs must be >= 0, got ${options.slowMs}`);
-  if (!(options.hugeBytes >= 0)) throw new RangeError(`sandbox hugeBytes must be >= 0, got ${options.hugeBytes}`);
-  return options;
 }
 
 /** The live-service options: shapes known, rates that add up, a brand and host that can appear in a URL. */
