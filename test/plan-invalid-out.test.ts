@@ -92,4 +92,20 @@ describe('run --invalid-out', () => {
     expect(out.rows.map((r) => r[3])).toEqual(Array.from({ length: 22 }, (_, i) => String(i + 4)));
     expect(result.stderr).toContain('wrote 22 invalid rows of leads to bad-rows.csv');
   }, 60_000);
+
+  it('reads a row with one field too many, and says so in its log', async () => {
+    const sandbox = await newSandbox({ tokens: { [TOKEN]: 1000 } });
+    const ws = await newWorkspace();
+    const [a, b] = companyUrls(2);
+    await ws.write('leads.csv', ['company_url;owner', `${a};jane`, `${b};omar;EXTRA`, ''].join('\n'));
+    const file = await ws.job('leads', {
+      operation: 'similar-companies', input: { csv: 'leads.csv', column: 'company_url' }, pages: 1, rate: FAST_RATE, retry: FAST_RETRY,
+    });
+    const result = await runCli(['run', file, '--db', ws.db, '--log-format', 'json'], { cwd: ws.dir, env: cliEnv(sandbox, TOKEN) });
+    expect(result.code, result.stderr).toBe(0);
+    const warning = result.stderr.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l)).find((l) => /past the header's columns/.test(l.msg));
+    expect(warning).toMatchObject({ level: 'warn', job: 'leads', file: 'leads.csv', rows: 1, first_line: 3 });
+    expect(result.stdout).toMatch(/leads \(similar-companies\): 2 tasks, .*2 done.*0 invalid rows/);
+  }, 60_000);
 });
+
