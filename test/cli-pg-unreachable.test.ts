@@ -38,3 +38,34 @@ describe('a postgres:// --db whose server cannot be reached', () => {
     });
   }
 });
+
+// A generated password pasted unencoded: its `/` ends the host part for a URL parser, which then reads
+// `s3cret` as a port; the whole URL used to be quoted in the "not a valid URL" message.
+const URL_WITH_SLASHED_SECRET = 'postgres://analyst:s3cret/pw@127.0.0.1:1/leads';
+
+describe('a postgres:// --db whose password holds an unencoded /', () => {
+  const commands = [
+    ['plan', 'jobs/lookalikes.json'],
+    ['run', 'jobs/lookalikes.json', '--log-format', 'json'],
+    ['run', 'jobs/lookalikes.json'],
+    ['reprocess'],
+    ['prune'],
+    ['status'],
+    ['query', 'SELECT 1'],
+    ['export', 'companies'],
+    ['copy', '--from', 'data/none.db', '--to', URL_WITH_SLASHED_SECRET],
+  ];
+  for (const args of commands) {
+    it(`${args.join(' ')} is refused (exit 2) without showing the password`, async () => {
+      const stdout = capture();
+      const stderr = capture();
+      const db = args[0] === 'copy' ? [] : ['--db', URL_WITH_SLASHED_SECRET];
+      const code = await main([...args, ...db], { stdout, stderr });
+      expect(code, stderr.text()).toBe(2);
+      expect(stderr.text()).toContain('postgres://***@127.0.0.1:1/leads: not a valid URL');
+      expect(stdout.text() + stderr.text()).not.toMatch(/s3cret|cret\/pw/);
+      if (args.includes('json')) expect(JSON.parse(stderr.text().trim().split('\n').at(-1)!)).toMatchObject({ level: 'error', exit_code: 2 });
+    });
+  }
+});
+

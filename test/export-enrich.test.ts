@@ -116,7 +116,7 @@ beforeAll(async () => {
     'network.com/company/hooli,li,x', // 8: pending (tasks planned, not run)
     'https://network.com/company/ACME,dup,x', // 9: duplicate of line 2: its own 3 rows
     'network.com/company/stark,li,x', // 10: pending (never planned)
-    'network.com/company/wayne,li,x,extra', // 11: malformed row: invalid_input
+    'network.com/company/wayne', // 11: malformed row (too few fields): invalid_input, its own field kept
     'network.com/company/wayne,li,x', // 12: ok, page 2 failed
   ].join('\n') + '\n');
   postJob = writeJob('posts', { operation: 'post-details', input: { column: 'post_url' } }, [
@@ -218,6 +218,7 @@ describe('enrich similar-companies', () => {
       ['11', null, 'invalid_input', null],
       ['12', 'li', 'ok', co('first')],
     ]);
+    expect(rows.find((r) => r.netingest_line === '11')!.company_url).toBe('network.com/company/wayne');
     expect(result).toMatchObject({ rows: 14, inputRows: 10, statuses: { ok: 3, not_found: 1, failed: 1, invalid_input: 2, deferred: 1, pending: 2 } });
 
     // Input values come back exactly as written, repeated on each result row.

@@ -25,6 +25,13 @@ const NAMES: [string | null, string, string][] = [
   ['Acme, Inc', '"Acme, Inc"', '"Acme, Inc"'],
   ['plain', 'plain', 'plain'],
   ['a=b-c', 'a=b-c', 'a=b-c'],
+  // A spreadsheet skips leading blanks before it looks for a formula: space, NBSP, byte-order mark, line break.
+  [' =1+2', ' =1+2', "' =1+2"],
+  ['\u00a0+1', '\u00a0+1', "'\u00a0+1"],
+  ['\ufeff@SUM(A1)', '\ufeff@SUM(A1)', "'\ufeff@SUM(A1)"],
+  ['\n=cmd', '"\n=cmd"', `"'\n=cmd"`],
+  [' \r\n -3', '" \r\n -3"', `"' \r\n -3"`],
+  ['  spaced', '  spaced', '  spaced'],
   ['', '""', '""'],
   [null, '', ''],
 ];

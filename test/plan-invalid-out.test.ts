@@ -51,6 +51,20 @@ describe('plan --invalid-out', () => {
     expect(existsSync(ws.db)).toBe(false); // plan never creates the database
   });
 
+  it('reads a row with one field too many, with a warning; writes a row with too few with its own values', async () => {
+    const ws = await newWorkspace();
+    const [a, b, c] = companyUrls(3);
+    await ws.write('leads.csv', ['company_url;owner;zip', `${a};jane;01`, `${b};omar;02;EXTRA`, `${c};li`, ''].join('\n'));
+    const file = await ws.job('leads', { operation: 'similar-companies', input: { csv: 'leads.csv', column: 'company_url' } });
+    const result = await runCli(['plan', file, '--db', ws.db, '--invalid-out', 'bad-rows.csv'], { cwd: ws.dir });
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stdout).toContain('input: 2 tasks, 1 invalid row');
+    expect(result.stdout).toContain("warning: 1 row with values past the header's columns (first on line 3): read, those values left out");
+    const out = readOut(join(ws.dir, 'bad-rows.csv'));
+    // csv-parse reads an unquoted empty field as ''; the row's missing zip is written as an empty field.
+    expect(out.rows).toEqual([[c, 'li', '', '4', 'malformed CSV row: expected 3 fields as in the header row, found 2']]);
+  });
+
   it('with several jobs, writes one file per job, named after it', async () => {
     const ws = await newWorkspace();
     await ws.write('leads.csv', leads(1, 2));
@@ -94,4 +108,20 @@ describe('run --invalid-out', () => {
     expect(operationRequests(sandbox)).toHaveLength(0);
     expect(readFileSync(join(ws.dir, 'leads.csv'), 'utf8')).toBe(input);
   });
+
+  it('reads a row with one field too many, and says so in its log', async () => {
+    const sandbox = await newSandbox({ tokens: { [TOKEN]: 1000 } });
+    const ws = await newWorkspace();
+    const [a, b] = companyUrls(2);
+    await ws.write('leads.csv', ['company_url;owner', `${a};jane`, `${b};omar;EXTRA`, ''].join('\n'));
+    const file = await ws.job('leads', {
+      operation: 'similar-companies', input: { csv: 'leads.csv', column: 'company_url' }, pages: 1, rate: FAST_RATE, retry: FAST_RETRY,
+    });
+    const result = await runCli(['run', file, '--db', ws.db, '--log-format', 'json'], { cwd: ws.dir, env: cliEnv(sandbox, TOKEN) });
+    expect(result.code, result.stderr).toBe(0);
+    const warning = result.stderr.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l)).find((l) => /past the header's columns/.test(l.msg));
+    expect(warning).toMatchObject({ level: 'warn', job: 'leads', file: 'leads.csv', rows: 1, first_line: 3 });
+    expect(result.stdout).toMatch(/leads \(similar-companies\): 2 tasks, .*2 done.*0 invalid rows/);
+  }, 60_000);
 });
+

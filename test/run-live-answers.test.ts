@@ -169,7 +169,15 @@ describe('every record that names itself is stored', () => {
     const cli = await inProcess(['run', `${ws.dir}/lookalikes.json`, '--db', ws.db, '--refresh'], { NETINGEST_API_URL: service.url, NETINGEST_API_TOKEN: TOKEN });
     expect(cli.code, cli.stderr).toBe(EXIT.ok);
     expect(cli.stdout).toContain('    set aside: 1 record without its identity');
-    expect(cli.stdout).toContain('  drift: similar-companies data.content[].website: missing in 10/10, stored as NULL');
+    // The figures first, then the first 5 drift lines and how to see the rest: 7 paths drifted here.
+    expect(pathLines).toHaveLength(7);
+    const printed = cli.stdout.split('\n');
+    const drift = printed.filter((l) => l.startsWith('  drift: '));
+    expect(drift).toEqual([...pathLines.slice(0, 5).map((l) => `  drift: ${l}`), '  drift: and 2 more (netingest status --drift)']);
+    expect(printed.findIndex((l) => l.startsWith('  drift: '))).toBeGreaterThan(printed.findIndex((l) => /API calls?; credits/.test(l)));
+    const all = await inProcess(['status', '--db', ws.db, '--drift']);
+    expect(all.code).toBe(EXIT.ok);
+    expect(all.stdout).toBe([`Answer drift in run ${summary.runId + 1} (answers that differ from the spec, stored as far as they can be read):`, ...pathLines.map((l) => `  ${l}`), ''].join('\n'));
   });
 
   it('post-details with the author URL under the brand name and members left out: stored, the rename said once per path', async () => {

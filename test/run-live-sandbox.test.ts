@@ -5,6 +5,8 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { startSandbox, type Sandbox } from '../src/sandbox/server.ts';
+import { resolveOptions } from '../src/sandbox/options.ts';
+import { networkHost } from '../src/urls/network-host.ts';
 import { FAST_RATE, FAST_RETRY, companyUrls, csv, postUrls, query, run, taskStatuses, useWorkspaces } from './run-helpers.ts';
 
 const TOKEN = 'live-sandbox-token-7a21';
@@ -53,4 +55,22 @@ describe('against the sandbox answering as the live service may', () => {
       expect(lines.some((l) => l.startsWith(`${op} `) && / (missing|null) in /.test(l)), op).toBe(true);
     }
   });
+
+  it('answers on the host the client takes by default: every URL the run stores is the one canonical form', async () => {
+    // Every live shape on, url-forms included, and no host set on either side: `netingest sandbox --live` as a
+    // new user starts it, and a run with no NETINGEST_NETWORK_HOST.
+    sandbox = await startSandbox({ port: 0, tokens: { [TOKEN]: 1_000_000 }, notFoundRate: 0, liveShapes: true, bareUrlRate: 0.4, countryUrlRate: 0.4 });
+    expect(resolveOptions().networkHost).toBe(networkHost({}));
+    const ws = await newWorkspace();
+    await ws.write('leads.csv', csv(['company_url'], companyUrls(3).map((u) => [u])));
+    const jobs = await ws.load(
+      await ws.job('lookalikes', { operation: 'similar-companies', input: { csv: 'leads.csv', column: 'company_url' }, request: { num: 25 }, rate: FAST_RATE, retry: FAST_RETRY }),
+    );
+    const summary = await run(ws, sandbox, TOKEN, jobs);
+    expect(summary.status).toBe('completed');
+    const urls = query<{ url: string }>(ws, 'SELECT url FROM companies UNION ALL SELECT company_url FROM similar_companies UNION ALL SELECT reference_url FROM similar_companies');
+    expect(urls.length).toBeGreaterThan(50);
+    expect(urls.filter((r) => !r.url.startsWith('https://www.network.com/company/'))).toEqual([]);
+  });
 });
+

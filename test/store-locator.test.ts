@@ -2,6 +2,7 @@ import { inProcess } from './run-helpers.ts';
 import { describe, expect, it } from 'vitest';
 import { DATABASE_URL_ENV, locateDataset } from '../src/store/locator.ts';
 import { UsageError } from '../src/errors.ts';
+import { redactDatabaseUrl } from '../src/store/pg/database-url.ts';
 
 const noEnv = {};
 
@@ -56,6 +57,50 @@ describe('locateDataset', () => {
     for (const db of ['postgres://u:hunter2@/netingest', 'postgres://u:hunter2@h:99999/db', 'mysql://u:hunter2@h/db', 'postgres://u:hunter2@h/db?sslmode=x']) {
       expect(refusal({ db, env: noEnv }).message).not.toContain('hunter2');
     }
+  });
+
+  // RFC 3986's reserved characters, and the two a password generator likes besides; written unencoded, as a
+  // user pastes a generated password.
+  const RESERVED = [...":/?#[]@!$&'()*+,;=", '%', ' '];
+  const secretWith = (c: string) => `k3yL${c}k3yR`;
+  const shown = (text: string) => expect(text.includes('k3yL') || text.includes('k3yR'), text).toBe(false);
+
+  it('never shows a password holding any reserved character, whether the URL is taken or refused', () => {
+    for (const c of RESERVED) {
+      for (const url of [
+        `postgres://analyst:${secretWith(c)}@db.example:5432/leads`,
+        `postgres://analyst:${secretWith(c)}@db.example/leads?sslmode=require`,
+        `postgresql://analyst:${secretWith(c)}@/leads?host=/var/run/postgresql`,
+        `postgres://db.example/leads?password=${secretWith(c)}`,
+      ]) {
+        shown(redactDatabaseUrl(url));
+        let text: string;
+        try {
+          const located = locateDataset({ db: url, env: noEnv });
+          text = located.engine === 'postgres' ? located.shownUrl : '';
+        } catch (err) {
+          text = (err as Error).message;
+        }
+        shown(text);
+        try {
+          text = JSON.stringify(locateDataset({ env: { [DATABASE_URL_ENV]: url } }));
+          text = text.replace(JSON.stringify(url).slice(1, -1), '');
+        } catch (err) {
+          text = (err as Error).message;
+        }
+        shown(text);
+      }
+    }
+  });
+
+  it('refuses a password whose `/`, `?` or `#` would be read as the path or query, telling to percent-encode it', () => {
+    for (const c of ['/', '?', '#']) {
+      const message = refusal({ db: `postgres://u:${secretWith(c)}@h/db`, env: noEnv }).message;
+      expect(message).toMatch(/not a valid URL .*percent-encode/);
+      expect(message).toContain('postgres://***@h/db');
+    }
+    // `12/ab@h/db` parses as host u, port 12, database "ab@h/db": its name would quote the password.
+    expect(refusal({ db: 'postgres://u:12/k3yR@h/db', env: noEnv }).message).toBe('--db postgres://***@h/db: not a valid URL (postgres://user:password@host:5432/database; percent-encode special characters in the password)');
   });
 });
 

@@ -36,54 +36,79 @@ function creditsLine(s: RunSummary): string {
   return `credits: ${spent}${why.length > 0 ? ` (${why.join('; ')})` : ''}, ${left}`;
 }
 
-/** The human summary printed at the end of `netingest run`. */
+/** Drift lines the summary shows; `netingest status --drift` shows them all. */
+export const SUMMARY_DRIFT_LINES = 5;
+
+/**
+ * The human summary printed at the end of `netingest run`: the jobs' figures, the calls and credits, the error
+ * or stop, then the first drift lines (a service that changed a lot has dozens: they must not hide the figures).
+ */
 export function formatRunSummary(s: RunSummary): string {
   const lines = [`Run ${s.runId}: ${headline(s)}`];
-  for (const j of s.jobs) {
-    if (j.status === 'not_reached' && j.planned > 0) {
-      lines.push(
-        `  ${j.name} (${j.operation}): stopped while reading its input (${plural(j.planned, 'task')} planned so far, ${j.deferred} deferred): ` +
-          'no call made; the next run reads it again and does it',
-      );
-      continue;
-    }
-    if (j.status === 'not_reached') {
-      const refresh = j.deferred > 0 ? ` (its refresh too: ${plural(j.deferred, 'task')} deferred)` : '';
-      lines.push(`  ${j.name} (${j.operation}): not reached: the run stopped before it; the next run does it${refresh}`);
-      continue;
-    }
-    if (j.error) {
-      const what = j.operation ? `${j.name} (${j.operation})` : j.name;
-      // A message of several lines (one per bad field) stays under its job.
-      lines.push(`  ${what}: skipped: ${j.error.message.replaceAll('\n', '\n    ')} [${j.error.code}]`);
-      continue;
-    }
-    // Old failures are named apart: counted as fresh, they read as data that is there when it is not.
-    const failedBefore = j.failedBefore > 0 ? ` (${j.failedBefore} failed earlier, not retried: use --refresh)` : '';
-    lines.push(
-      `  ${j.name} (${j.operation}): ${plural(j.planned, 'task')}, ${j.fresh} still fresh, ${j.done} done, ${j.notFound} not found, ` +
-        `${j.failed} failed${failedBefore}, ${j.deferred} deferred; ${plural(j.invalidRows, 'invalid row')}, ${plural(j.duplicates, 'duplicate')}`,
-    );
-    if (j.failed > 0) lines.push(`    failed: ${j.failed} (${formatCodeCounts(j.failedByCode)})`);
-    if (j.setAside > 0) lines.push(`    set aside: ${plural(j.setAside, 'record')} without its identity, the rest of their pages stored (table answer_anomalies)`);
-    if (j.otherPost > 0) {
-      lines.push(`    other post: ${plural(j.otherPost, 'answer')} named another post than the one asked for: stored under the post asked for, not merged (table answer_anomalies)`);
-    }
-    for (const w of j.warnings) lines.push(`    warning: ${w.message} [${w.code}]`);
-    for (const bad of j.invalidSamples) {
-      lines.push(`    invalid: ${bad.file}:${bad.line}${bad.field ? ` (${bad.field})` : ''}: ${bad.reason}`);
-    }
-    const unlisted = j.invalidRows - j.invalidKnown - j.invalidSamples.length;
-    if (unlisted > 0) lines.push(`    ... ${unlisted} more in the invalid_inputs table`);
-    if (j.invalidKnown > 0) {
-      lines.push(`    ${plural(j.invalidKnown, 'invalid row')} already reported by an earlier run, not listed again (\`--invalid-out FILE\` writes them all)`);
-    }
-  }
-  // Paths are many only when the service changed a lot: each still gets its line, as the issue asks.
-  for (const line of driftPathLines(s.drift)) lines.push(`  drift: ${line}`);
+  for (const j of s.jobs) lines.push(...jobLines(j));
   lines.push(`  ${plural(s.calls, 'API call')}; ${creditsLine(s)}`);
   // An AUTH error's message already says to check the token: a hint added here printed it twice.
   if (s.error) lines.push(`  error: ${s.error.message} [${s.error.code}]`);
   else if (s.stop) lines.push(`  stopped: ${s.stop.message}`);
+  lines.push(...driftLines(s));
   return lines.join('\n') + '\n';
+}
+
+type JobSummary = RunSummary['jobs'][number];
+
+/** A job's lines: why it did nothing, or its figures and what to look at. */
+function jobLines(j: JobSummary): string[] {
+  if (j.status === 'not_reached' && j.planned > 0) {
+    return [
+      `  ${j.name} (${j.operation}): stopped while reading its input (${plural(j.planned, 'task')} planned so far, ${j.deferred} deferred): ` +
+        'no call made; the next run reads it again and does it',
+    ];
+  }
+  if (j.status === 'not_reached') {
+    const refresh = j.deferred > 0 ? ` (its refresh too: ${plural(j.deferred, 'task')} deferred)` : '';
+    return [`  ${j.name} (${j.operation}): not reached: the run stopped before it; the next run does it${refresh}`];
+  }
+  if (j.error) {
+    const what = j.operation ? `${j.name} (${j.operation})` : j.name;
+    // A message of several lines (one per bad field) stays under its job.
+    return [`  ${what}: skipped: ${j.error.message.replaceAll('\n', '\n    ')} [${j.error.code}]`];
+  }
+  // Old failures are named apart: counted as fresh, they read as data that is there when it is not.
+  const failedBefore = j.failedBefore > 0 ? ` (${j.failedBefore} failed earlier, not retried: use --refresh)` : '';
+  return [
+    `  ${j.name} (${j.operation}): ${plural(j.planned, 'task')}, ${j.fresh} still fresh, ${j.done} done, ${j.notFound} not found, ` +
+      `${j.failed} failed${failedBefore}, ${j.deferred} deferred; ${plural(j.invalidRows, 'invalid row')}, ${plural(j.duplicates, 'duplicate')}`,
+    ...noticeLines(j),
+    ...invalidLines(j),
+  ];
+}
+
+/** Failures, records set aside, answers about another post, warnings. */
+function noticeLines(j: JobSummary): string[] {
+  const lines: string[] = [];
+  if (j.failed > 0) lines.push(`    failed: ${j.failed} (${formatCodeCounts(j.failedByCode)})`);
+  if (j.setAside > 0) lines.push(`    set aside: ${plural(j.setAside, 'record')} without its identity, the rest of their pages stored (table answer_anomalies)`);
+  if (j.otherPost > 0) {
+    lines.push(`    other post: ${plural(j.otherPost, 'answer')} named another post than the one asked for: stored under the post asked for, not merged (table answer_anomalies)`);
+  }
+  for (const w of j.warnings) lines.push(`    warning: ${w.message} [${w.code}]`);
+  return lines;
+}
+
+function invalidLines(j: JobSummary): string[] {
+  const lines = j.invalidSamples.map((bad) => `    invalid: ${bad.file}:${bad.line}${bad.field ? ` (${bad.field})` : ''}: ${bad.reason}`);
+  const unlisted = j.invalidRows - j.invalidKnown - j.invalidSamples.length;
+  if (unlisted > 0) lines.push(`    ... ${unlisted} more in the invalid_inputs table`);
+  if (j.invalidKnown > 0) {
+    lines.push(`    ${plural(j.invalidKnown, 'invalid row')} already reported by an earlier run, not listed again (\`--invalid-out FILE\` writes them all)`);
+  }
+  return lines;
+}
+
+/** One line per drifted path, the first SUMMARY_DRIFT_LINES of them, and how many more `status --drift` shows. */
+function driftLines(s: RunSummary): string[] {
+  const all = driftPathLines(s.drift);
+  const lines = all.slice(0, SUMMARY_DRIFT_LINES).map((line) => `  drift: ${line}`);
+  if (all.length > SUMMARY_DRIFT_LINES) lines.push(`  drift: and ${all.length - SUMMARY_DRIFT_LINES} more (netingest status --drift)`);
+  return lines;
 }

@@ -7,7 +7,7 @@
 import type { Job } from '../jobs/schema.ts';
 import { loadJob } from '../jobs/load.ts';
 import { planTasks, type PlannedItem } from '../jobs/plan-tasks.ts';
-import { readCsv } from '../input/read-csv.ts';
+import { inputValues, readCsv } from '../input/read-csv.ts';
 import { readCsvHeader, type CsvDelimiter } from '../input/csv-header.ts';
 import { assertOutputIsNotInput } from './output-is-not-input.ts';
 import type { StepSnapshot } from '../store/dataset-store.ts';
@@ -118,7 +118,7 @@ export async function enrichJob(options: EnrichOptions): Promise<EnrichResult> {
       try {
         for await (const item of readCsv(job.input.csvPath, { header, displayName })) {
           inputRows++;
-          const input = 'error' in item ? inputColumns.map(() => null) : inputColumns.map((c) => item.record[c] ?? '');
+          const input = inputValues(item, header.columns);
           const planned = await plan.take(item.line);
           const first = planned[0];
           if (first === undefined || first.kind === 'invalid') {

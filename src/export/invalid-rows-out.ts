@@ -6,7 +6,7 @@
 import { basename, dirname, extname, join } from 'node:path';
 import type { Job } from '../jobs/schema.ts';
 import { planTasks } from '../jobs/plan-tasks.ts';
-import { readCsv } from '../input/read-csv.ts';
+import { inputValues, readCsv } from '../input/read-csv.ts';
 import { readCsvHeader } from '../input/csv-header.ts';
 import { assertOutputIsNotInput } from './output-is-not-input.ts';
 import { csvEncoder } from './row-encoders.ts';
@@ -31,7 +31,7 @@ export async function writeInvalidRows(job: Job, out: string, options: { db?: st
         const refused = planned.find((p) => p.kind === 'invalid');
         const malformed = 'error' in item;
         if (refused === undefined && !malformed) continue;
-        const input = malformed ? inputColumns.map(() => null) : inputColumns.map((c) => item.record[c] ?? '');
+        const input = inputValues(item, header.columns);
         const why = refused?.kind === 'invalid' ? invalidReason(refused) : malformed ? item.error : 'not planned';
         yield [...input, item.line, why];
       }

@@ -7,10 +7,12 @@ import { rename, unlink } from 'node:fs/promises';
 import { close, fchmod, fdatasync, fsync, open, realpathSync, statSync, unlinkSync, createWriteStream, WriteStream, type Stats } from 'node:fs';
 import { Socket } from 'node:net';
 import { promisify } from 'node:util';
+import { StringDecoder } from 'node:string_decoder';
 import { basename, dirname, join, sep } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { ExportInterruptedError, OutputError, OutputWriteError } from './errors.ts';
 import { describeFsError } from '../input/input-error.ts';
+import { terminalSafe } from '../terminal-safe.ts';
 
 /** Bytes buffered in memory before a write waits for the destination: large enough to overlap disk and SQLite. */
 export const SINK_HIGH_WATER_MARK_BYTES = 1 << 18;
@@ -46,8 +48,31 @@ export class OutputClosedError extends Error {
   }
 }
 
-/** Writes to `stream` (stdout), honouring its backpressure; never closes it. */
+/**
+ * Writes to `stream` (stdout), honouring its backpressure; never closes it. A terminal gets the text with its
+ * control characters replaced (terminalSafe): the values come from a third-party API and may hold escape
+ * sequences the terminal would run. A file or a pipe gets the bytes as they are.
+ */
 export function streamSink(stream: NodeJS.WritableStream): OutputSink {
+  const sink = rawStreamSink(stream);
+  return (stream as { isTTY?: boolean }).isTTY === true ? terminalSink(sink) : sink;
+}
+
+function terminalSink(sink: OutputSink): OutputSink {
+  // Byte chunks (from the export worker threads) may end inside a UTF-8 sequence: the decoder keeps the rest.
+  const decoder = new StringDecoder('utf8');
+  return {
+    write: (chunk, onWritten) => sink.write(terminalSafe(typeof chunk === 'string' ? chunk : decoder.write(chunk)), onWritten),
+    async commit(signal) {
+      const rest = decoder.end();
+      if (rest !== '') await sink.write(terminalSafe(rest));
+      await sink.commit(signal);
+    },
+    abort: () => sink.abort(),
+  };
+}
+
+function rawStreamSink(stream: NodeJS.WritableStream): OutputSink {
   let failure: Error | undefined;
   const onError = (err: Error) => {
     failure = (err as NodeJS.ErrnoException).code === 'EPIPE' ? new OutputClosedError() : err;

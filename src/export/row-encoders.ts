@@ -39,9 +39,9 @@ export interface EncoderOptions {
    */
   bom?: boolean;
   /**
-   * CSV only: csv-stringify's `escape_formulas`. A text field (header included) starting with `=` `+` `-` `@`,
-   * tab or carriage return gets a leading `'`, so that a spreadsheet shows it instead of running it as a
-   * formula (CSV injection: the values come from a third-party API). Numbers are left alone (`-2` stays a
+   * CSV only: a text field (header included) starting with `=` `+` `-` `@` (after any leading spaces, NBSP,
+   * byte-order mark or line breaks), tab or carriage return gets a leading `'` (see looksLikeFormula), so that
+   * a spreadsheet shows it instead of running it as a formula (CSV injection: the values come from a third-party API). Numbers are left alone (`-2` stays a
    * number). Off by default: a program reading the file would get values that are not the stored ones.
    */
   escapeFormulas?: boolean;
@@ -62,12 +62,24 @@ export function looksLikeLossyNumber(value: string): boolean {
   return /^(\+\d+|0\d+|\d{16,})$/.test(value);
 }
 
+/**
+ * Text a spreadsheet would run as a formula: `=` `+` `-` `@` (or their full-width forms) after any leading
+ * blanks a spreadsheet skips (space, NBSP, byte-order mark, line breaks: `\s` holds them all), or a leading tab
+ * or carriage return (csv-stringify's escape_formulas looks at the first character only).
+ */
+export function looksLikeFormula(value: string): boolean {
+  return /^(?:[\t\r]|\s*[=+\-@\uFF1D\uFF0B\uFF0D\uFF20])/.test(value);
+}
+
 function csvOptions(options: EncoderOptions): StringifyOptions {
   const out: StringifyOptions = { ...CSV_OPTIONS };
-  if (options.escapeFormulas) out.escape_formulas = true;
   if (options.delimiter !== undefined) out.delimiter = options.delimiter;
-  if (options.keepText) {
-    out.cast = { ...CSV_OPTIONS.cast, string: (value: string) => (value === '' ? EMPTY_QUOTED : looksLikeLossyNumber(value) ? `'${value}` : value) };
+  const escapeFormulas = options.escapeFormulas === true;
+  const keepText = options.keepText === true;
+  if (escapeFormulas || keepText) {
+    // Text only: a number (`-2`) goes through cast.number and stays a number.
+    const quoted = (value: string) => (escapeFormulas && looksLikeFormula(value)) || (keepText && looksLikeLossyNumber(value));
+    out.cast = { ...CSV_OPTIONS.cast, string: (value: string) => (value === '' ? EMPTY_QUOTED : quoted(value) ? `'${value}` : value) };
   }
   return out;
 }

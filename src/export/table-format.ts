@@ -6,6 +6,7 @@
  */
 import type { RowEncoder } from './row-encoders.ts';
 import { displayWidth, fit } from '../text-width.ts';
+import { terminalSafe } from '../terminal-safe.ts';
 
 /** Width limits of the table; every default is here. */
 export interface TableLayoutOptions {
@@ -63,8 +64,7 @@ function cellText(value: unknown): string {
   if (value === null || value === undefined) return 'NULL';
   if (Buffer.isBuffer(value)) return `<blob ${value.length} bytes>`;
   const text = typeof value === 'string' ? value : String(value);
-  // eslint-disable-next-line no-control-regex
-  return text.replace(/\r\n|\r|\n/g, '↵').replace(/[\t\x00-\x1f\x7f]/g, ' ');
+  return terminalSafe(text.replace(/\r\n|\r|\n/g, '↵').replace(/\t/g, ' '));
 }
 
 /** Shrinks the widest columns, one cell at a time, until the sum fits `budget` or none can shrink. */

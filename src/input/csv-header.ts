@@ -1,4 +1,4 @@
-import { open } from 'node:fs/promises';
+import { open, type FileHandle } from 'node:fs/promises';
 import { isAbsolute, resolve } from 'node:path';
 import { parse as parseSync } from 'csv-parse/sync';
 import { InputFileError, describeFsError } from './input-error.ts';
@@ -90,72 +90,96 @@ export function assertColumns(file: string, header: CsvHeader, required: readonl
 
 /** Reads just enough bytes to hold the first non-blank line, honouring quotes (a header may hold a quoted newline). */
 async function peekHeaderLine(path: string, file: string): Promise<{ text: string; line: number; bom: boolean }> {
-  let handle;
-  try {
-    handle = await open(path, 'r');
-  } catch (err) {
-    // A relative input.csv is read from the current directory, not the job file's: say where it was looked for,
-    // since a command started elsewhere (cron, another shell) misses a file that is there.
-    const where = (err as NodeJS.ErrnoException).code === 'ENOENT' && !isAbsolute(file) ? ` (looked for ${resolve(path)}: a relative input.csv is read from the current directory)` : '';
-    throw new InputFileError(file, `cannot read input file: ${describeFsError(err)}${where}`, { cause: err });
-  }
+  const handle = await openInput(path, file);
   try {
     const chunks: Buffer[] = [];
     let total = 0;
     let scanFrom = 0;
-    let line = 1;
-    let start = -1; // offset of the header's first byte
-    let quoted = false;
+    const scan: HeaderScan = { line: 1, start: -1, quoted: false };
     for (;;) {
-      const buf = Buffer.alloc(CSV_HEADER_LIMITS.chunkBytes);
-      let bytesRead: number;
-      try {
-        ({ bytesRead } = await handle.read(buf, 0, buf.length, total));
-      } catch (err) {
-        throw new InputFileError(file, `cannot read input file: ${describeFsError(err)}`, { cause: err });
-      }
-      const eof = bytesRead === 0;
+      const chunk = await readChunk(handle, total, file);
+      const eof = chunk.length === 0;
       if (!eof) {
-        chunks.push(buf.subarray(0, bytesRead));
-        total += bytesRead;
+        chunks.push(chunk);
+        total += chunk.length;
       }
       const all = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
-      if (scanFrom === 0 && hasBom(all)) scanFrom = 3;
-      if (scanFrom === 0 && isUtf16(all)) throw new InputFileError(file, UTF16_MESSAGE);
-      for (let i = scanFrom; i < all.length; i++) {
-        const b = all[i]!;
-        if (start < 0) {
-          if (b === LF) {
-            if (all[i - 1] !== CR) line++;
-            continue;
-          }
-          if (b === CR) {
-            line++;
-            continue;
-          }
-          start = i;
-        }
-        if (b === QUOTE) quoted = !quoted;
-        else if (!quoted && (b === LF || b === CR)) {
-          return { text: headerText(all.subarray(start, i), file), line, bom: hasBom(all) };
-        }
-      }
+      if (scanFrom === 0) scanFrom = firstByteToScan(all, file);
+      const end = scanHeader(all, scanFrom, scan);
+      if (end >= 0) return { text: headerText(all.subarray(scan.start, end), file), line: scan.line, bom: hasBom(all) };
       scanFrom = all.length;
-      if (eof) {
-        if (start < 0) throw new InputFileError(file, 'input file is empty (expected a header row)');
-        if (quoted) throw new InputFileError(file, `line ${line}: the header row has a quote that is never closed`);
-        return { text: headerText(all.subarray(start), file), line, bom: hasBom(all) };
-      }
+      if (eof) return headerAtEnd(all, scan, file);
       if (total > CSV_HEADER_LIMITS.maxHeaderBytes) {
         throw new InputFileError(
           file,
-          `line ${line}: no end of the header row within ${CSV_HEADER_LIMITS.maxHeaderBytes} bytes; is this a CSV file?`,
+          `line ${scan.line}: no end of the header row within ${CSV_HEADER_LIMITS.maxHeaderBytes} bytes; is this a CSV file?`,
         );
       }
     }
   } finally {
     await handle.close();
   }
+}
+
+async function openInput(path: string, file: string): Promise<FileHandle> {
+  try {
+    return await open(path, 'r');
+  } catch (err) {
+    // A relative input.csv is read from the current directory, not the job file's: say where it was looked for,
+    // since a command started elsewhere (cron, another shell) misses a file that is there.
+    const where = (err as NodeJS.ErrnoException).code === 'ENOENT' && !isAbsolute(file) ? ` (looked for ${resolve(path)}: a relative input.csv is read from the current directory)` : '';
+    throw new InputFileError(file, `cannot read input file: ${describeFsError(err)}${where}`, { cause: err });
+  }
+}
+
+/** The next bytes from `position` (none at the end of the file). */
+async function readChunk(handle: FileHandle, position: number, file: string): Promise<Buffer> {
+  const buf = Buffer.alloc(CSV_HEADER_LIMITS.chunkBytes);
+  try {
+    const { bytesRead } = await handle.read(buf, 0, buf.length, position);
+    return buf.subarray(0, bytesRead);
+  } catch (err) {
+    throw new InputFileError(file, `cannot read input file: ${describeFsError(err)}`, { cause: err });
+  }
+}
+
+/** Where the text starts: after a UTF-8 byte order mark; a UTF-16 one is refused. */
+function firstByteToScan(all: Buffer, file: string): number {
+  if (hasBom(all)) return 3;
+  if (isUtf16(all)) throw new InputFileError(file, UTF16_MESSAGE);
+  return 0;
+}
+
+/** How far the scan for the header row got: its line, its first byte (-1 before it), inside quotes or not. */
+interface HeaderScan {
+  line: number;
+  start: number;
+  quoted: boolean;
+}
+
+/** Scans `all` from `from`, blank lines before the header skipped: the offset where the header row ends, else -1. */
+function scanHeader(all: Buffer, from: number, scan: HeaderScan): number {
+  for (let i = from; i < all.length; i++) {
+    const b = all[i]!;
+    if (scan.start < 0) {
+      if (b === LF || b === CR) {
+        // CRLF is one line end.
+        if (b === CR || all[i - 1] !== CR) scan.line++;
+        continue;
+      }
+      scan.start = i;
+    }
+    if (b === QUOTE) scan.quoted = !scan.quoted;
+    else if (!scan.quoted && (b === LF || b === CR)) return i;
+  }
+  return -1;
+}
+
+/** The header row of a file that ends without a line break after it. */
+function headerAtEnd(all: Buffer, scan: HeaderScan, file: string): { text: string; line: number; bom: boolean } {
+  if (scan.start < 0) throw new InputFileError(file, 'input file is empty (expected a header row)');
+  if (scan.quoted) throw new InputFileError(file, `line ${scan.line}: the header row has a quote that is never closed`);
+  return { text: headerText(all.subarray(scan.start), file), line: scan.line, bom: hasBom(all) };
 }
 
 // Excel's "Unicode Text" and Windows PowerShell's `>` write UTF-16: read as UTF-8, its header would be NUL bytes

@@ -10,14 +10,24 @@ export interface CsvRecordItem {
   line: number;
   /** Values by column name, untrimmed; columns with an empty name are left out. */
   record: Record<string, string>;
+  /**
+   * Fields past the header's columns holding a value (a trailing `;EXTRA`): the row is read, as its columns are
+   * all there, and the extra fields are left out; the caller warns. Absent when there are none.
+   */
+  extraFields?: number;
 }
 
-/** A malformed row (wrong number of fields, unclosed quote): not fatal, the caller records it and goes on. */
+/**
+ * A malformed row (too few fields, too many in a record over several lines, unclosed quote): not fatal, the
+ * caller records it and goes on.
+ */
 export interface CsvErrorItem {
   line: number;
   /** Last line of the record, when it spans several lines (the lines after `line` were not read as rows). */
   lastLine?: number;
   error: string;
+  /** The row's own fields, when it was parsed into fields (of the wrong count), for the user to fix it from. */
+  fields?: string[];
 }
 
 export type CsvItem = CsvRecordItem | CsvErrorItem;
@@ -34,6 +44,21 @@ export interface ReadCsvOptions {
   header?: CsvHeader;
   /** Bytes per read from the file; default 64 KiB (small values are for tests of chunk boundaries). */
   readChunkBytes?: number;
+}
+
+/**
+ * The row's values under the header's named columns, as written in the input: a record's, or a malformed
+ * row's own fields where it was parsed into some (null where it has none), so that a file of invalid rows
+ * shows each row as it was and can be fixed from it.
+ */
+export function inputValues(item: CsvItem, columns: readonly string[]): (string | null)[] {
+  const values: (string | null)[] = [];
+  for (let i = 0; i < columns.length; i++) {
+    const name = columns[i]!;
+    if (name === '') continue;
+    values.push(isCsvError(item) ? (item.fields?.[i] ?? null) : (item.record[name] ?? ''));
+  }
+  return values;
 }
 
 /** True when the item is a malformed row rather than a record. */
@@ -162,21 +187,20 @@ function toItem(line: number, lastLine: number, fields: string[], columns: strin
     }
   }
   if (blank) return undefined;
-  if (fields.length < columns.length) {
-    return malformed(line, lastLine, `expected ${columns.length} fields as in the header row, found ${fields.length}`);
-  }
-  // Trailing empty fields (a delimiter at the end of the row) are harmless; anything else is a shifted row.
-  for (let i = columns.length; i < fields.length; i++) {
-    if (fields[i]!.trim() !== '') {
-      return malformed(line, lastLine, `expected ${columns.length} fields as in the header row, found ${fields.length}`);
-    }
+  let extraFields = 0;
+  for (let i = columns.length; i < fields.length; i++) if (fields[i]!.trim() !== '') extraFields += 1;
+  // Too few fields, or too many in a record over several lines: a stray quote more likely than a clear row.
+  if (fields.length < columns.length || (extraFields > 0 && lastLine > line)) {
+    return { ...malformed(line, lastLine, `expected ${columns.length} fields as in the header row, found ${fields.length}`), fields };
   }
   const record: Record<string, string> = Object.create(null) as Record<string, string>;
   for (let i = 0; i < columns.length; i++) {
     const name = columns[i]!;
     if (name !== '') record[name] = fields[i]!;
   }
-  return { line, record };
+  // Every column of the header has its field: fields after them are left out. Empty ones (a delimiter at the
+  // end of the row) are harmless; ones holding a value are counted, for a warning.
+  return extraFields === 0 ? { line, record } : { line, record, extraFields };
 }
 
 /**

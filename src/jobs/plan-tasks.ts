@@ -15,6 +15,8 @@ export interface PlannedTask {
   request: unknown;
   /** Line of the input CSV where the row starts. */
   line: number;
+  /** On page 1 only: fields with a value past the header's columns, left out (see CsvRecordItem); absent when none. */
+  extraFields?: number;
 }
 
 /** A row that cannot become a task, with what is wrong; recorded, never fatal. */
@@ -61,7 +63,9 @@ export async function* planTasks(job: Job): AsyncGenerator<PlannedItem, void, un
       continue;
     }
     for (let i = 0; i < read.requests.length; i++) {
-      yield { kind: 'task', inputKey: read.inputKey, page: i + 1, request: read.requests[i], line: item.line };
+      const task: PlannedTask = { kind: 'task', inputKey: read.inputKey, page: i + 1, request: read.requests[i], line: item.line };
+      if (i === 0 && item.extraFields !== undefined) task.extraFields = item.extraFields;
+      yield task;
     }
   }
 }

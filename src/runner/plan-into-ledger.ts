@@ -21,6 +21,8 @@ export interface PlanCounts {
   invalidSamples: InvalidInputRow[];
   /** False when a stop ended the read before the end of the input. */
   complete: boolean;
+  /** Rows read although they held values past the header's columns (left out), and the first one's line. */
+  extraFields: { rows: number; firstLine: number | null };
 }
 
 /**
@@ -31,7 +33,7 @@ export interface PlanCounts {
  * obeyed in a moment rather than once the whole file is in the ledger.
  */
 export async function planIntoLedger(job: Job, ledger: RunLedger, runId: number, stop?: AbortSignal): Promise<PlanCounts> {
-  const counts: PlanCounts = { tasks: 0, invalid: 0, invalidKnown: 0, duplicates: 0, invalidSamples: [], complete: false };
+  const counts: PlanCounts = { ...emptyCounts(), invalidSamples: [], extraFields: { rows: 0, firstLine: null } };
   let tasks: NewTask[] = [];
   let invalid: InvalidInputRow[] = [];
   let duplicates = 0;
@@ -63,6 +65,7 @@ export async function planIntoLedger(job: Job, ledger: RunLedger, runId: number,
     // invalid rows are not dropped either: the lines not read may still be invalid, their records still true.
     if (stop?.aborted) return counts;
     if (item.kind === 'task') {
+      if (item.extraFields !== undefined) countExtraFields(counts, item.line);
       tasks.push({
         job: job.name,
         operation: job.operation,
@@ -89,6 +92,15 @@ export async function planIntoLedger(job: Job, ledger: RunLedger, runId: number,
   await ledger.dropStaleInvalid(job.name, runId);
   counts.complete = true;
   return counts;
+}
+
+function emptyCounts(): Omit<PlanCounts, 'invalidSamples' | 'extraFields'> {
+  return { tasks: 0, invalid: 0, invalidKnown: 0, duplicates: 0, complete: false };
+}
+
+function countExtraFields(counts: PlanCounts, line: number): void {
+  counts.extraFields.rows += 1;
+  counts.extraFields.firstLine ??= line;
 }
 
 /** What a job has to do once planned: tasks settled from other jobs' answers, tasks due, tasks failed for good. */

@@ -33,6 +33,8 @@ export interface PlanReport {
   /** The balance the service's free credit check gave now (GET /v1/api/auth); null when not asked or not offered. */
   liveBalance: number | null;
   invalidSamples: Array<{ file: string; line: number; field: string | null; reason: string }>;
+  /** Rows read although they held values past the header's columns (left out), and the first one's line. */
+  extraFields: { rows: number; firstLine: number | null };
 }
 
 /** Options of planReport(). */
@@ -65,6 +67,7 @@ export async function planReport(job: Job, db: string, refresh = false, options:
       if (item.kind === 'duplicate') report.duplicates += 1;
       else if (item.kind === 'invalid') countInvalid(report, job, item);
       else {
+        if (item.extraFields !== undefined) countExtraFields(report.extraFields, item.line);
         report.tasks += 1;
         batch.push({ inputKey: item.inputKey, page: item.page, requestJson: JSON.stringify(item.request) });
         if (batch.length >= PLAN_LEDGER_DEFAULTS.tasksPerBatch) await settle();
@@ -92,7 +95,13 @@ function emptyReport(job: Job, lastKnownBalance: number | null): PlanReport {
     lastKnownBalance,
     liveBalance: null,
     invalidSamples: [],
+    extraFields: { rows: 0, firstLine: null },
   };
+}
+
+function countExtraFields(extra: PlanReport['extraFields'], line: number): void {
+  extra.rows += 1;
+  extra.firstLine ??= line;
 }
 
 function countInvalid(report: PlanReport, job: Job, item: { line: number; field?: string | null | undefined; reason: string }): void {
@@ -125,6 +134,9 @@ export function formatPlanReport(r: PlanReport, reserve: number): string {
       ? `  balance: ${r.liveBalance} (asked the service now)${enough}`
       : `  last known balance: ${r.lastKnownBalance ?? 'unknown (no call yet)'}${enough}`,
   ];
+  if (r.extraFields.rows > 0) {
+    lines.push(`  warning: ${plural(r.extraFields.rows, 'row')} with values past the header's columns (first on line ${r.extraFields.firstLine}): read, those values left out`);
+  }
   for (const bad of r.invalidSamples) lines.push(`  invalid: ${bad.file}:${bad.line}${bad.field ? ` (${bad.field})` : ''}: ${bad.reason}`);
   const unshown = r.invalidRows - r.invalidSamples.length;
   if (unshown > 0) lines.push(`  ... ${plural(unshown, 'more invalid row')} not shown: \`--invalid-out FILE\` writes them all, with their columns and why`);

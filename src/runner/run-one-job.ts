@@ -109,6 +109,11 @@ async function workPlanned(run: OpenRun, job: Job, plan: PlanCounts): Promise<Jo
   for (const bad of plan.invalidSamples) {
     run.logger.info('invalid input row', { job: job.name, file: bad.file, line: bad.line, field: bad.field, reason: bad.reason });
   }
+  if (plan.extraFields.rows > 0) {
+    run.logger.warn("input rows with values past the header's columns: read, those values left out", {
+      job: job.name, file: job.input.csv, rows: plan.extraFields.rows, first_line: plan.extraFields.firstLine,
+    });
+  }
   await prepareCalls(run, job, runnable);
   const { stop, warning } = await workDue(run, job, filter, runnable);
   const capped = settleJobStop(stop, run.stop, run.guard) ? { ...run.guard.stopDetail!, job: job.name } : null;

@@ -1,4 +1,4 @@
-import type { Operation } from '../spec/types.ts';
+import { DEFAULT_NETWORK_HOST, type Operation } from '../spec/types.ts';
 import type { LoggedRequest } from './request-log.ts';
 
 /** Fault injection rates, each a probability in 0..1 drawn per request from the seeded PRNG. */
@@ -143,8 +143,11 @@ export const SANDBOX_DEFAULTS: Readonly<SandboxOptions> = Object.freeze({
   memberNullRate: 0.05,
   /** 'brand-url': the made-up brand whose name the author's URL member carries (`acmenet_url`). */
   brand: 'acmenet',
-  /** 'url-forms': the brand's host, written by its site as `https://www.<host>/...`. */
-  networkHost: 'acmenet.com',
+  /**
+   * 'url-forms': the network's host, written by its site as `https://www.<host>/...`: the client's default
+   * (src/spec), so that a run against `sandbox --live` stores canonical URLs without any setting.
+   */
+  networkHost: DEFAULT_NETWORK_HOST,
   /** 'page-cap': the most companies a similar-companies page holds; a larger `num` is answered with this one. */
   maxNum: 25,
   /** 'url-forms': share of company url, company_link and author URLs written without `www.`. */
@@ -192,6 +195,16 @@ export function resolveOptions(input: SandboxOptionsInput = {}): SandboxOptions 
     liveShapes: Array.isArray(input.liveShapes) ? [...input.liveShapes] : (input.liveShapes ?? SANDBOX_DEFAULTS.liveShapes),
     costs: { ...SANDBOX_DEFAULTS.costs, ...input.costs },
   } as SandboxOptions;
+  checkDrawOptions(options);
+  checkTimingOptions(options);
+  checkLiveOptions(options);
+  if (!(options.slowMs >= 0)) throw new RangeError(`sandbox slowMs must be >= 0, got ${options.slowMs}`);
+  if (!(options.hugeBytes >= 0)) throw new RangeError(`sandbox hugeBytes must be >= 0, got ${options.hugeBytes}`);
+  return options;
+}
+
+/** The seed, the rates drawn against, the costs and the tokens' credits. */
+function checkDrawOptions(options: SandboxOptions): void {
   // Seeds are mixed in as 32-bit integers: NaN (`--seed abc`) or a fraction would silently be another seed.
   if (!Number.isSafeInteger(options.seed)) throw new RangeError(`sandbox seed must be a whole number, got ${options.seed}`);
   for (const key of RATE_KEYS) {
@@ -205,6 +218,10 @@ export function resolveOptions(input: SandboxOptionsInput = {}): SandboxOptions 
     if (!(total >= 0 && Number.isFinite(total))) throw new RangeError(`sandbox credits of token must be >= 0, got ${total}`);
     if (token === '') throw new RangeError('sandbox token must not be empty');
   }
+}
+
+/** The latency, the rate limits and what they answer, and what comes past the last page. */
+function checkTimingOptions(options: SandboxOptions): void {
   const lat = options.latencyMs;
   const [lo, hi] = Array.isArray(lat) ? lat : [lat, lat];
   if (!(lo >= 0 && hi >= lo)) throw new RangeError(`sandbox latencyMs must be >= 0 (or a [min, max] range), got ${String(lat)}`);
@@ -220,10 +237,6 @@ export function resolveOptions(input: SandboxOptionsInput = {}): SandboxOptions 
   if (!(options.retryAfterSeconds >= 0 && Number.isInteger(options.retryAfterSeconds))) {
     throw new RangeError(`sandbox retryAfterSeconds must be a whole number >= 0, got ${options.retryAfterSeconds}`);
   }
-  checkLiveOptions(options);
-  if (!(options.slowMs >= 0)) throw new RangeError(`sandbox slowMs must be >= 0, got ${options.slowMs}`);
-  if (!(options.hugeBytes >= 0)) throw new RangeError(`sandbox hugeBytes must be >= 0, got ${options.hugeBytes}`);
-  return options;
 }
 
 /** The live-service options: shapes known, rates that add up, a brand and host that can appear in a URL. */
@@ -246,7 +259,7 @@ function checkLiveOptions(options: SandboxOptions): void {
   // The brand names a JSON member (`<brand>_url`) and the host goes into every URL: keep both plain.
   if (!/^[a-z][a-z0-9]*$/.test(options.brand)) throw new RangeError(`sandbox brand must be lower-case letters and digits, got ${options.brand}`);
   if (!/^[a-z0-9-]+(\.[a-z0-9-]+)+$/.test(options.networkHost) || options.networkHost.startsWith('www.')) {
-    throw new RangeError(`sandbox networkHost must be a bare host name such as acmenet.com, got ${options.networkHost}`);
+    throw new RangeError(`sandbox networkHost must be a bare host name such as ${DEFAULT_NETWORK_HOST}, got ${options.networkHost}`);
   }
   if (!(Number.isSafeInteger(options.maxNum) && options.maxNum >= 1)) {
     throw new RangeError(`sandbox maxNum must be a whole number >= 1, got ${options.maxNum}`);

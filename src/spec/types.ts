@@ -6,6 +6,12 @@
  * "type not shown" are `unknown`; records allow extra members because the provider adds fields over time.
  */
 
+/**
+ * The network's host as the spec writes it: the client's default (NETINGEST_NETWORK_HOST overrides it) and the
+ * host the sandbox's live mode writes its URLs on, so that the two agree out of the box.
+ */
+export const DEFAULT_NETWORK_HOST = 'network.com';
+
 /** Path prefix carrying the API version. */
 export const API_PREFIX = '/v1/api';
 

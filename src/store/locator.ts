@@ -4,7 +4,7 @@
  * Parses and validates only: opening is the store's job.
  */
 import { UsageError } from '../errors.ts';
-import { isPostgresUrl, redactDatabaseUrl } from './pg/database-url.ts';
+import { hasAtAfterAuthority, isPostgresUrl, redactDatabaseUrl } from './pg/database-url.ts';
 
 export const DATABASE_URL_ENV = 'NETINGEST_DATABASE_URL';
 
@@ -60,11 +60,15 @@ function fromDbOption(db: string, flag: string): DatasetLocation {
 function postgresLocation(url: string, source: string): DatasetLocation {
   const shownUrl = redactDatabaseUrl(url);
   const invalid = (why: string) => new UsageError(`${source} ${shownUrl}: ${why}`);
+  const notValid = invalid('not a valid URL (postgres://user:password@host:5432/database; percent-encode special characters in the password)');
+  // A `/`, `?` or `#` in the password would be read as the start of the path or query: the parts quoted below
+  // would then hold pieces of the password.
+  if (hasAtAfterAuthority(url)) throw notValid;
   let parsed: URL;
   try {
     parsed = new URL(url);
   } catch {
-    throw invalid('not a valid URL (postgres://user:password@host:5432/database; percent-encode special characters in the password)');
+    throw notValid;
   }
   if (!parsed.hostname && !parsed.searchParams.get('host')) throw invalid('names no host');
   const database = decodeURIComponent(parsed.pathname.replace(/^\//, ''));

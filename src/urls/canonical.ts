@@ -163,45 +163,65 @@ function parseFast(input: string): ParsedUrl | undefined {
   return { host, segments };
 }
 
-function parse(input: unknown): { ok: true; value: ParsedUrl } | { ok: false; reason: string } {
+type Parsed = { ok: true; value: ParsedUrl } | { ok: false; reason: string };
+type Refusal = { ok: false; reason: string };
+
+function parse(input: unknown): Parsed {
   if (fastPathEnabled && typeof input === 'string') {
     const fast = parseFast(input);
     if (fast !== undefined) return { ok: true, value: fast };
   }
+  const text = checkText(input);
+  if (typeof text !== 'string') return text;
+  const url = parseWebUrl(text);
+  if (!(url instanceof URL)) return url;
+  const host = checkHost(url);
+  if (typeof host !== 'string') return host;
+  if (ENCODED_CONTROL.test(url.pathname)) {
+    return { ok: false, reason: 'not a URL (holds a control character such as %00)' };
+  }
+  // One spelling of percent-escapes (the parser keeps `%c3` and `%C3` apart).
+  const segments = url.pathname
+    .split('/')
+    .filter((s) => s !== '')
+    .map((s) => s.replace(/%[0-9a-f]{2}/gi, (e) => e.toUpperCase()));
+  return { ok: true, value: { host: url.port === '' ? host : `${host}:${url.port}`, segments } };
+}
+
+/** The input trimmed, when it is text that may be a URL. */
+function checkText(input: unknown): string | Refusal {
   if (typeof input !== 'string') return { ok: false, reason: 'not a URL (not text)' };
   const trimmed = input.trim();
   if (trimmed === '') return { ok: false, reason: 'empty' };
   if (trimmed.length > MAX_INPUT_LENGTH) return { ok: false, reason: `longer than ${MAX_INPUT_LENGTH} characters` };
   if (/\s/.test(trimmed)) return { ok: false, reason: 'not a URL (contains spaces)' };
+  return trimmed;
+}
+
+/** The text parsed as an http(s) URL, https when it names no scheme. */
+function parseWebUrl(trimmed: string): URL | Refusal {
   const scheme = SCHEME.exec(trimmed)?.[1]?.toLowerCase();
   if (scheme !== undefined && scheme !== 'http' && scheme !== 'https') {
     return { ok: false, reason: `not a web address (scheme ${scheme}:)` };
   }
-  const withScheme = scheme === undefined ? `https://${trimmed.replace(/^\/\//, '')}` : trimmed;
-  let url: URL;
   try {
-    url = new URL(withScheme);
+    return new URL(scheme === undefined ? `https://${trimmed.replace(/^\/\//, '')}` : trimmed);
   } catch {
     return { ok: false, reason: 'not a URL' };
   }
+}
+
+/** The URL's host, lower-case, without a trailing dot, when it is a domain name with no credentials. */
+function checkHost(url: URL): string | Refusal {
   if (url.username !== '' || url.password !== '') return { ok: false, reason: 'wrong host shape (has credentials)' };
-  let host = url.hostname.toLowerCase().replace(/\.$/, '');
+  const host = url.hostname.toLowerCase().replace(/\.$/, '');
   if (host.startsWith('[') || /^[\d.]+$/.test(host)) {
     return { ok: false, reason: `wrong host shape (${host} is an IP address, expected a domain)` };
   }
   if (!host.includes('.') || host.startsWith('.') || host.includes('..')) {
     return { ok: false, reason: `wrong host shape (${host || 'no host'}; expected a domain such as network.com)` };
   }
-  if (ENCODED_CONTROL.test(url.pathname)) {
-    return { ok: false, reason: 'not a URL (holds a control character such as %00)' };
-  }
-  if (url.port !== '') host = `${host}:${url.port}`;
-  // One spelling of percent-escapes (the parser keeps `%c3` and `%C3` apart).
-  const segments = url.pathname
-    .split('/')
-    .filter((s) => s !== '')
-    .map((s) => s.replace(/%[0-9a-f]{2}/gi, (e) => e.toUpperCase()));
-  return { ok: true, value: { host, segments } };
+  return host;
 }
 
 function build(host: string, segments: readonly string[]): string {

@@ -4,11 +4,12 @@
  * Every page URL on another host is refused before a call.
  */
 import { ConfigError } from '../errors.ts';
+import { DEFAULT_NETWORK_HOST } from '../spec/types.ts';
 
 /** Environment variable naming the network's host (e.g. `example.com`, no scheme, no `www.`). */
 export const NETWORK_HOST_ENV = 'NETINGEST_NETWORK_HOST';
-/** The host when the variable is not set: the spec's own. */
-export const DEFAULT_NETWORK_HOST = 'network.com';
+/** The host when the variable is not set: the spec's own, the sandbox's too. */
+export { DEFAULT_NETWORK_HOST };
 
 const DOMAIN = /^(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+[a-z][a-z0-9-]*[a-z0-9]$/;
 

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { defineCommand } from '../command.ts';
 import { datasetOption, withApi, withReadDb } from '../common-options.ts';
-import { formatStatus, statusReport } from '../../runner/status-report.ts';
+import { formatStatus, formatStatusDrift, statusReport } from '../../runner/status-report.ts';
 import { numberFlag, numberOption } from '../number-flags.ts';
 
 // A negative LIMIT means "no limit" to SQLite, and a fraction or NaN fails the query as an internal error.
@@ -13,11 +13,13 @@ export const statusCommand = defineCommand({
   builder: (y) =>
     withApi(withReadDb(y))
       .option('runs', { ...numberOption('how many recent runs to list'), default: DEFAULT_RUNS })
-      .option('json', { type: 'boolean', default: false, describe: 'print the status as JSON' }),
+      .option('json', { type: 'boolean', default: false, describe: 'print the status as JSON' })
+      .option('drift', { type: 'boolean', default: false, describe: "print only the last run's answer drift, every line (a run's summary shows the first 5)" }),
   run: async (argv, io) => {
     const runs = numberFlag('--runs', argv.runs, RUNS_RULE) ?? DEFAULT_RUNS;
     const full = await statusReport({ db: datasetOption(argv.db), runs, apiUrl: argv['api-url'], tokenFile: argv['token-file'] });
-    io.stdout.write(argv.json ? JSON.stringify(full, null, 2) + '\n' : formatStatus(full));
+    if (argv.json) io.stdout.write(JSON.stringify(argv.drift ? { drift: full.drift } : full, null, 2) + '\n');
+    else io.stdout.write(argv.drift ? formatStatusDrift(full) : formatStatus(full));
     return 0;
   },
 });

@@ -1,22 +1,55 @@
 /**
  * A PostgreSQL URL as it may be shown: the password (in the user part or a `password=` parameter) replaced,
- * so no message, log line or error ever carries it.
+ * so no message, log line or error ever carries it. Read as text, not with a URL parser: a password holding a
+ * reserved character unencoded (`/`, `?`, `#`, `@`, `&`) would be split by a parser into host, path or query,
+ * and shown.
  */
 const HIDDEN = '***';
 
+/** Up to the next `&name=` parameter, or the end: a `password=` value with `&` or `#` in it is hidden whole. */
+const PARAMETER_VALUE = /(?:(?!&[A-Za-z_][\w.-]*=)[\s\S])*/;
+const PASSWORD_PARAMETER = new RegExp(`([?&]password=)${PARAMETER_VALUE.source}`, 'gi');
+
 export function redactDatabaseUrl(url: string): string {
-  let parsed: URL;
-  try {
-    parsed = new URL(url);
-  } catch {
-    // Unparseable: hide everything between the scheme and the host rather than risk showing a password.
-    return url.replace(/\/\/[^@/]*@/, `//${HIDDEN}@`).replace(/([?&]password=)[^&]*/gi, `$1${HIDDEN}`);
+  const slashes = url.indexOf('//');
+  if (slashes < 0) return hidePasswordParameter(url);
+  const head = url.slice(0, slashes + 2);
+  const rest = url.slice(slashes + 2);
+  const end = authorityEnd(rest);
+  if (rest.includes('@', end)) {
+    // Where the user part ends cannot be told: everything up to the last `@` is hidden.
+    const at = rest.lastIndexOf('@');
+    const tail = rest.slice(at + 1);
+    const hiddenTail = /password=/i.test(rest.slice(0, at)) ? tail.replace(PARAMETER_VALUE, HIDDEN) : tail;
+    return `${head}${HIDDEN}@${hidePasswordParameter(hiddenTail)}`;
   }
-  if (parsed.password) parsed.password = HIDDEN;
-  for (const key of [...parsed.searchParams.keys()]) {
-    if (key.toLowerCase() === 'password') parsed.searchParams.set(key, HIDDEN);
-  }
-  return parsed.toString();
+  const at = rest.lastIndexOf('@', end);
+  if (at < 0) return head + hidePasswordParameter(rest);
+  const userinfo = rest.slice(0, at);
+  const colon = userinfo.indexOf(':');
+  const shownUser = colon < 0 ? userinfo : `${userinfo.slice(0, colon)}:${HIDDEN}`;
+  return `${head}${shownUser}@${hidePasswordParameter(rest.slice(at + 1))}`;
+}
+
+/**
+ * Whether an `@` follows the end of the host part: a password holding `/`, `?` or `#` unencoded, which a URL
+ * parser would read as the start of the path, query or fragment, password pieces and all.
+ */
+export function hasAtAfterAuthority(url: string): boolean {
+  const slashes = url.indexOf('//');
+  if (slashes < 0) return false;
+  const rest = url.slice(slashes + 2);
+  return rest.includes('@', authorityEnd(rest));
+}
+
+/** Where `user:password@host:port` ends: at the first `/`, `?` or `#`. */
+function authorityEnd(rest: string): number {
+  const end = rest.search(/[/?#]/);
+  return end < 0 ? rest.length : end;
+}
+
+function hidePasswordParameter(text: string): string {
+  return text.replace(PASSWORD_PARAMETER, `$1${HIDDEN}`);
 }
 
 /** Whether `value` names a PostgreSQL database (the schemes libpq and node-postgres take). */
