@@ -8,6 +8,7 @@ import type { DriftTally } from '../operations/drift.ts';
 import type { OperationSpec, Subject } from '../operations/operation-spec.ts';
 import type { PostDetailsAnswer } from '../operations/post-details.ts';
 import type { SearchJobsAnswer } from '../operations/search-jobs.ts';
+import type { SetAsideRecord } from '../operations/answer-contract.ts';
 import type { SimilarCompaniesAnswer } from '../operations/similar-companies.ts';
 
 /** HTTP method of an operation (its spec's, as api.md prescribes). */
@@ -42,8 +43,8 @@ export interface ApiOk<T> {
   lastPage: boolean;
   /** How the body differs from the spec, counted per member path (reported by the run). */
   drift: DriftTally;
-  /** Listed records set aside because they do not name themselves. */
-  setAside: number;
+  /** Listed records set aside because they do not name themselves (the writer stores them as answer_anomalies). */
+  setAside: SetAsideRecord[];
 }
 
 /** A 404: the lookup found nothing (the service does not charge for it). */
