@@ -1,6 +1,8 @@
 /**
  * PostgreSQL (issue #21): (1) answers stored per second by `runJobs` on a PostgreSQL dataset against the same
- * bare undici loop as the SQLite pipeline row, alternating, best of 2 rounds; (2) 1, 2 and 4 worker processes
+ * bare undici loop as the SQLite pipeline row, alternating, best of 2 rounds; (1b) (issue #27) the same run of
+ * 3,000 post lookups on a SQLite file and on PostgreSQL, alternating, best of 2: PostgreSQL's time over
+ * SQLite's, measured in the same minutes so the machine's load weighs on both; (2) 1, 2 and 4 worker processes
  * on one job under a shared limit of 6,000 calls a minute for a little over a minute each: the achieved rate
  * and the busiest sliding 60 s, from the sandbox's arrival times. A throwaway cluster from the machine's
  * PostgreSQL binaries (test/pg/pg-cluster.ts). About 4.5 minutes. Run: `npx tsx bench/postgres.bench.ts`.
@@ -26,6 +28,10 @@ export const POSTGRES_BENCH = {
   rounds: 2,
   /** Stored answers a second on PostgreSQL: as SQLite's, 12x the provider's top plan (167 calls/s). */
   minPerSecond: 2_000,
+  /** The lookups of the engines' same-run comparison. */
+  sameRunInputs: 3_000,
+  /** PostgreSQL's time for that run at most this many times SQLite's. */
+  maxTimeOverSqlite: 1.5,
   sharedRequestsPerMinute: 6_000,
   workerCounts: [1, 2, 4],
   /** Each worker's concurrency in the shared-limit runs. */
@@ -39,7 +45,7 @@ export const POSTGRES_BENCH = {
 
 const WORKER = fileURLToPath(new URL('./pg-run-worker.ts', import.meta.url));
 
-/** runJobs over `count` fresh post URLs into the PostgreSQL dataset at `url`. */
+/** runJobs over `count` fresh post URLs into the dataset at `dbUrl` (a postgres:// URL or a SQLite file). */
 async function pgPipeline(dir: string, apiUrl: string, dbUrl: string, tag: string, count: number, sandboxPid: number): Promise<SideRun> {
   await writeUrlCsv(join(dir, `${tag}.csv`), 'post_url', count, (i) => postUrl(tag, i));
   const job = makeJob(
@@ -88,6 +94,38 @@ async function storeRows(clusterUrl: string): Promise<BenchResult[]> {
         met: true,
       },
     ];
+  } finally {
+    await sandbox.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** The same post lookups on SQLite and on PostgreSQL, alternating; PostgreSQL's time over SQLite's, best of each. */
+async function sameRunRow(clusterUrl: string): Promise<BenchResult> {
+  const { sameRunInputs: n, rounds, warmupInputs, maxTimeOverSqlite } = POSTGRES_BENCH;
+  const dir = mkdtempSync(join(tmpdir(), 'netingest-bench-engines-'));
+  const sandbox = await startSandboxProcess(['--quiet', '--token', PIPELINE_TOKEN, '--credits', '1000000000']);
+  try {
+    const pgUrl = await createTestDatabase(clusterUrl, 'bench_engines');
+    const sqlite = join(dir, 'engines.db');
+    await pgPipeline(dir, sandbox.url, sqlite, 'warm-lite', warmupInputs, sandbox.pid);
+    await pgPipeline(dir, sandbox.url, pgUrl, 'warm-pg', warmupInputs, sandbox.pid);
+    let lite: SideRun | null = null;
+    let onPg: SideRun | null = null;
+    for (let r = 0; r < rounds; r++) {
+      lite = best(lite, await pgPipeline(dir, sandbox.url, sqlite, `lite${r}`, n, sandbox.pid));
+      onPg = best(onPg, await pgPipeline(dir, sandbox.url, pgUrl, `pg${r}`, n, sandbox.pid));
+    }
+    const timeRatio = lite!.perSecond / onPg!.perSecond;
+    return {
+      name: `postgres: the same ${n.toLocaleString('en-US')} post lookups, PostgreSQL's time over SQLite's (value: PostgreSQL's answers/s; baseline: SQLite's)`,
+      value: onPg!.perSecond,
+      unit: 'responses/s',
+      target: `time <= ${maxTimeOverSqlite}x SQLite's (ratio column: SQLite's time over PostgreSQL's, >= ${(1 / maxTimeOverSqlite).toFixed(2)})`,
+      baseline: lite!.perSecond,
+      ratio: 1 / timeRatio,
+      met: timeRatio <= maxTimeOverSqlite,
+    };
   } finally {
     await sandbox.stop();
     rmSync(dir, { recursive: true, force: true });
@@ -148,6 +186,8 @@ export async function runPostgresBench(): Promise<BenchResult[]> {
   const dir = mkdtempSync(join(tmpdir(), 'netingest-bench-pg-workers-'));
   try {
     const results = await storeRows(cluster.url);
+    results.push(await sameRunRow(cluster.url));
+    if (process.env.NETINGEST_BENCH_PG_STORE_ONLY) return results;
     const sandbox = await startSandboxProcess(['--token', PIPELINE_TOKEN, '--credits', '1000000000', '--latency-ms', POSTGRES_BENCH.latencyMs]);
     try {
       for (const workers of POSTGRES_BENCH.workerCounts) results.push(...(await sharedLimitRun(cluster.url, sandbox, dir, workers)));

@@ -12,6 +12,7 @@ import { planIntoLedger } from '../src/runner/plan-into-ledger.ts';
 import { createOutcomeApplier, type OutcomeOp } from '../src/store/outcome-ops.ts';
 import { ingestRequestFor } from '../src/runner/run-job.ts';
 import { reprocess } from '../src/runner/reprocess.ts';
+import { readUsableAnswer } from '../src/api/schemas.ts';
 import { JOB_SQL, SIMILAR_SQL } from '../src/store/readers/enrich-results.ts';
 import { canonicalJobUrl } from '../src/urls/canonical.ts';
 import { DEFAULT_NETWORK_HOST } from '../src/urls/network-host.ts';
@@ -64,7 +65,8 @@ function answer(job: Job, inputKey: string, page: number, run: number, outcome: 
     const request = ingestRequestFor(operation, inputKey, JSON.parse(task.requestJson));
     const response = operation === 'search-jobs' ? jobsResponse(outcome.map((n) => jobRecord(n))) : similarResponse(outcome.map((n) => company(n)), page, 3);
     const body = JSON.stringify(response);
-    ops = [{ kind: 'success', taskId: task.id, operation, requestKey: requestKeyOf(request), request, body, call: call(200, null), attempts: 1, at: time }];
+    const { answer, setAside } = readUsableAnswer(operation, response);
+    ops = [{ kind: 'success', taskId: task.id, operation, requestKey: requestKeyOf(request), request, body, answer, setAside, call: call(200, null), attempts: 1, at: time }];
   }
   createOutcomeApplier(database, run)(ops);
 }

@@ -41,7 +41,7 @@ const counters = (used: number): CreditCounters => ({ total_credits: 1000, credi
 /** One scripted answer of the fake client: returns a result or throws an error. */
 type Step = () => ApiResult<never>;
 let used = 0;
-const ok: Step = () => ({ kind: 'ok', data: {} as never, raw: '{}', credits: counters((used += 1)), call: call(200), lastPage: true, drift: new DriftTally(), setAside: 0 });
+const ok: Step = () => ({ kind: 'ok', data: {} as never, raw: '{}', credits: counters((used += 1)), call: call(200), lastPage: true, drift: new DriftTally(), setAside: [] });
 const throws = (make: () => unknown): Step => () => {
   throw make();
 };

@@ -145,7 +145,7 @@ function ok<Q, A>(t: Transport, spec: CallableOperation<Q, A>, text: string, cal
     throw new InvalidJsonError({ call, bodyExcerpt: excerpt }, bodyExcerpt(reason, t.secrets, 120));
   }
   const read = readUsableAnswerOf(spec, parsed, { call, raw, secrets: t.secrets }, asked);
-  return { kind: 'ok', data: read.answer, raw, credits: read.credits, call, lastPage: read.lastPage, drift: read.drift, setAside: read.setAside.length };
+  return { kind: 'ok', data: read.answer, raw, credits: read.credits, call, lastPage: read.lastPage, drift: read.drift, setAside: read.setAside };
 }
 
 /**

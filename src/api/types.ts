@@ -6,6 +6,7 @@ import type { CreditCounters, Operation } from '../spec/types.ts';
 import type { AnswerByOperation } from '../operations/answers.ts';
 import type { DriftTally } from '../operations/drift.ts';
 import type { OperationSpec, Subject } from '../operations/operation-spec.ts';
+import type { SetAsideRecord } from '../operations/answer-contract.ts';
 
 /** HTTP method of an operation (its spec's, as api.md prescribes). */
 export type HttpMethod = 'GET' | 'POST';
@@ -39,8 +40,8 @@ export interface ApiOk<T> {
   lastPage: boolean;
   /** How the body differs from the spec, counted per member path (reported by the run). */
   drift: DriftTally;
-  /** Listed records set aside because they do not name themselves. */
-  setAside: number;
+  /** Listed records set aside because they do not name themselves (the writer stores them as answer_anomalies). */
+  setAside: SetAsideRecord[];
 }
 
 /** A 404: the lookup found nothing (the service does not charge for it). */

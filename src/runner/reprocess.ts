@@ -12,6 +12,8 @@
  * contract fix is for). One that still cannot be read is reported by id and request, and its task stays failed.
  */
 import { ApiSchemaError } from '../api/errors.ts';
+import { parseJsonBody } from '../api/json-body.ts';
+import { readUsableAnswer } from '../api/schemas.ts';
 import type { Database } from '../store/open.ts';
 import { openStore } from '../store/open-store.ts';
 import { findSpec, readStored } from '../operations/index.ts';
@@ -120,7 +122,9 @@ function* replayOne(row: ArchivedBody, now: string): ReprocessSteps<{ rows: numb
   const { id: rawResponseId, requestKey, receivedAt: at, taskId, runId } = row;
   yield* ask('savepoint');
   try {
-    const rows = yield* ask('storeAnswer', { rawResponseId, runId, taskId, operation: spec.name, requestKey, request, body, at });
+    // The body read through its operation's contract as the client reads a live one (SyntaxError: not JSON).
+    const { answer, setAside } = readUsableAnswer(spec.name, parseJsonBody(body), { raw: body });
+    const rows = yield* ask('storeAnswer', { rawResponseId, runId, taskId, operation: spec.name, requestKey, request, answer, setAside, at });
     // Only now, inside the same savepoint: a body that fails to validate or to normalize changes no task.
     let taskRecovered = false;
     if (row.errorCode !== null) {

@@ -4,11 +4,9 @@
  * its group is committed (or the writer failed). An engine says only how one group is committed
  * (store/result-writer.ts on SQLite, store/pg/pg-outcome-writer.ts on PostgreSQL).
  */
-import type { ApiCallInfo, ApiResult } from '../api/types.ts';
-import { ApiSchemaError, type ApiError } from '../api/errors.ts';
 import type { ApiCallRow } from './api-calls.ts';
 import type { IngestRequest } from './ingest-request.ts';
-import type { OutcomeWriter, WriterTask } from './run-store.ts';
+import type { CallFacts, FailedAttempt, OutcomeWriter, ReadAnswer, UnreadAnswer, WriterTask } from './run-store.ts';
 import type { OutcomeOp } from './outcome-ops.ts';
 
 export abstract class GroupCommitWriter implements OutcomeWriter {
@@ -35,15 +33,17 @@ export abstract class GroupCommitWriter implements OutcomeWriter {
   abstract drain(): Promise<void>;
   abstract close(): Promise<void>;
 
-  /** A 200: normalized rows, raw body, api_calls row and the task done, atomically. */
-  success(task: WriterTask, request: IngestRequest, requestKey: string, result: Extract<ApiResult<unknown>, { kind: 'ok' }>, attempts: number): Promise<void> {
+  /** A 200: normalized rows (from the answer as the client read it), raw body, api_calls row and the task done, atomically. */
+  success(task: WriterTask, request: IngestRequest, requestKey: string, result: ReadAnswer, attempts: number): Promise<void> {
     const at = new Date().toISOString();
     const call = callRow(this.runId, task.id, result.call, at, null, result.credits);
-    return this.enqueue({ kind: 'success', taskId: task.id, operation: task.operation, requestKey, request, body: result.raw, call, attempts, at });
+    return this.enqueue({
+      kind: 'success', taskId: task.id, operation: task.operation, requestKey, request, body: result.raw, answer: result.data, setAside: result.setAside, call, attempts, at,
+    });
   }
 
   /** A paid 200 of the wrong shape: its body (kept apart from answers), api_calls row and the task failed, atomically. */
-  rejected(task: WriterTask, request: IngestRequest, requestKey: string, err: ApiSchemaError, attempts: number): Promise<void> {
+  rejected(task: WriterTask, request: IngestRequest, requestKey: string, err: UnreadAnswer, attempts: number): Promise<void> {
     const at = new Date().toISOString();
     const call = callRow(this.runId, task.id, err.call, at, err.code, err.credits);
     return this.enqueue({
@@ -52,7 +52,7 @@ export abstract class GroupCommitWriter implements OutcomeWriter {
   }
 
   /** A 404: the lookup found nothing, which is an answer, not a failure. */
-  notFound(task: WriterTask, call: ApiCallInfo, attempts: number, note: string | null): Promise<void> {
+  notFound(task: WriterTask, call: CallFacts, attempts: number, note: string | null): Promise<void> {
     const at = new Date().toISOString();
     return this.enqueue({ kind: 'not_found', taskId: task.id, call: callRow(this.runId, task.id, call, at, null, null), attempts, note, at });
   }
@@ -63,9 +63,8 @@ export abstract class GroupCommitWriter implements OutcomeWriter {
   }
 
   /** One failed HTTP attempt, for the api_calls log. */
-  attemptFailed(task: WriterTask, err: ApiError): Promise<void> {
-    const credits = err instanceof ApiSchemaError ? err.credits : null;
-    return this.enqueue({ kind: 'attempt_failed', call: callRow(this.runId, task.id, err.call, new Date().toISOString(), err.code, credits) });
+  attemptFailed(task: WriterTask, err: FailedAttempt): Promise<void> {
+    return this.enqueue({ kind: 'attempt_failed', call: callRow(this.runId, task.id, err.call, new Date().toISOString(), err.code, err.credits ?? null) });
   }
 
   /** The task failed for good in this run; `retryable` failures are picked up again by the next run. */
@@ -111,7 +110,7 @@ export abstract class GroupCommitWriter implements OutcomeWriter {
 export function callRow(
   runId: number,
   taskId: number,
-  call: Partial<ApiCallInfo>,
+  call: Partial<CallFacts>,
   at: string,
   errorCode: string | null,
   credits: { total_credits: number; credits_used: number; credits_remaining: number } | null,

@@ -9,6 +9,7 @@ import { saveRawResponse } from './raw-archive.ts';
 import { createApiCallLog, type ApiCallRow } from './api-calls.ts';
 import { createLedger } from './ledger.ts';
 import type { Operation } from '../spec/types.ts';
+import type { SetAsideRecord } from '../operations/answer-contract.ts';
 
 /** A paid 200 as it travels to the writer: the task, the request it answered and the body as received. */
 interface PaidBody {
@@ -25,8 +26,11 @@ interface PaidBody {
 
 /** One thing to write; `at` is the ISO time the outcome was known. */
 export type OutcomeOp =
-  /** A 200 its answer contract can read: normalized rows, raw body, anomalies, api_calls row and the task done, all or nothing. */
-  | ({ kind: 'success' } & PaidBody)
+  /**
+   * A 200 its answer contract read: normalized rows (from `answer`, as the client read it), raw body, anomalies,
+   * api_calls row and the task done, all or nothing.
+   */
+  | ({ kind: 'success'; answer: unknown; setAside: readonly SetAsideRecord[] } & PaidBody)
   /**
    * A paid 200 of the wrong shape: the body archived as not an answer (error_code), its api_calls row and the
    * task failed for good, all or nothing, so the body can be recovered by reprocess without a call.
@@ -55,7 +59,7 @@ export function prepareOutcomeWrite(database: Connection, runId: number): (op: O
     switch (op.kind) {
       case 'success': {
         const rawResponseId = saveRaw({ operation: op.operation, requestKey: op.requestKey, request: op.request, body: op.body, receivedAt: op.at, runId, taskId: op.taskId });
-        store({ rawResponseId, runId, taskId: op.taskId, operation: op.operation, requestKey: op.requestKey, request: op.request, body: op.body, at: op.at });
+        store({ rawResponseId, runId, taskId: op.taskId, operation: op.operation, requestKey: op.requestKey, request: op.request, answer: op.answer, setAside: op.setAside, at: op.at });
         calls.insert(op.call);
         ledger.markDone(op.taskId, runId, op.at, op.attempts);
         return;

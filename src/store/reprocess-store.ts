@@ -5,6 +5,7 @@
  * generator that yields these requests and gets each answer back: run synchronously on SQLite (its callers
  * keep a synchronous reprocess) and awaited on PostgreSQL, as store/read-steps.ts runs the readers.
  */
+import type { SetAsideRecord } from '../operations/answer-contract.ts';
 import type { AnomalySource } from './answer-anomalies.ts';
 import type { IngestRequest } from './ingest-request.ts';
 import type { Awaitable } from './run-store.ts';
@@ -25,7 +26,7 @@ export interface ArchivedBody {
 }
 
 /** One archived body to store again through its answer contract, and where it came from. */
-export type ReplayedBody = AnomalySource & { request: IngestRequest; body: string };
+export type ReplayedBody = AnomalySource & { request: IngestRequest; answer: unknown; setAside: readonly SetAsideRecord[] };
 
 /** The engine's reads and writes, each inside the transaction the implementation opened. */
 export interface ReprocessStore {
@@ -44,8 +45,8 @@ export interface ReprocessStore {
   /** Undoes what the body wrote, and closes the savepoint. */
   rollbackToSavepoint(): Awaitable<void>;
   /**
-   * Stores one body as the run stores it (store-answer.ts, pg/pg-answer-store.ts); the row writes.
-   * Throws ApiSchemaError when its contract cannot read it, SyntaxError when it is not JSON.
+   * Stores one body's answer, as its contract read it, as the run stores it (store-answer.ts,
+   * pg/pg-answer-store.ts); the row writes.
    */
   storeAnswer(input: ReplayedBody): Awaitable<number>;
   /** Marks an archived body as an answer: error_code cleared. */

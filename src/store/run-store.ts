@@ -3,8 +3,8 @@
  * (sqlite-run-store.ts wraps the synchronous better-sqlite3 code; pg/pg-run-store.ts is PostgreSQL's). A port
  * method may answer at once (SQLite) or with a promise (PostgreSQL): the runner awaits both alike.
  */
-import type { ApiCallInfo, ApiResult } from '../api/types.ts';
-import type { ApiError, ApiSchemaError } from '../api/errors.ts';
+import type { CreditCounters } from '../spec/types.ts';
+import type { SetAsideRecord } from '../operations/answer-contract.ts';
 import type { Operation } from '../spec/types.ts';
 import type { CreditHistory } from '../credits/credit-meter.ts';
 import type { CreditGuard, CreditLimits } from '../credits/credit-guard.ts';
@@ -96,13 +96,51 @@ export interface WriterTask {
   operation: Operation;
 }
 
+/** One API call as the client tells it (its ApiCallInfo), as the store logs it in `api_calls`. */
+export interface CallFacts {
+  operation: string;
+  method: string;
+  path: string;
+  status: number | null;
+  latencyMs: number;
+}
+
+/**
+ * A 200 as the client read it through its operation's answer contract (its ApiOk): the writer stores `data`
+ * as read, without parsing or reading `raw` again; `raw` is archived as received.
+ */
+export interface ReadAnswer {
+  data: unknown;
+  raw: string;
+  credits: CreditCounters | null;
+  call: CallFacts;
+  /** Listed records its contract set aside (no identity): stored as answer_anomalies rows. */
+  setAside: readonly SetAsideRecord[];
+}
+
+/** A paid 200 its contract could not read (the client's ApiSchemaError): archived apart, for reprocess. */
+export interface UnreadAnswer {
+  call: CallFacts;
+  code: string;
+  message: string;
+  raw: string;
+  credits: CreditCounters | null;
+}
+
+/** One failed HTTP attempt (the client's ApiError; only a paid body it could not read has `credits`). */
+export interface FailedAttempt {
+  call: Partial<CallFacts>;
+  code: string;
+  credits?: CreditCounters | null;
+}
+
 /** The run's writer of call outcomes, in group commits (store/result-writer.ts on SQLite). */
 export interface OutcomeWriter {
-  success(task: WriterTask, request: IngestRequest, requestKey: string, result: Extract<ApiResult<unknown>, { kind: 'ok' }>, attempts: number): Promise<void>;
-  rejected(task: WriterTask, request: IngestRequest, requestKey: string, err: ApiSchemaError, attempts: number): Promise<void>;
-  notFound(task: WriterTask, call: ApiCallInfo, attempts: number, note: string | null): Promise<void>;
+  success(task: WriterTask, request: IngestRequest, requestKey: string, result: ReadAnswer, attempts: number): Promise<void>;
+  rejected(task: WriterTask, request: IngestRequest, requestKey: string, err: UnreadAnswer, attempts: number): Promise<void>;
+  notFound(task: WriterTask, call: CallFacts, attempts: number, note: string | null): Promise<void>;
   pastLastPage(task: WriterTask, lastPage: number): Promise<void>;
-  attemptFailed(task: WriterTask, err: ApiError): Promise<void>;
+  attemptFailed(task: WriterTask, err: FailedAttempt): Promise<void>;
   failed(task: WriterTask, code: string, message: string, retryable: boolean, attempts: number): Promise<void>;
   drain(): Promise<void>;
   close(): Promise<void>;

@@ -1,34 +1,32 @@
 /**
- * Stores one archived 200 body: reads it through its operation's answer contract (the same reading the client
- * made on receipt), upserts what it holds, and records what it held that was not stored as a record (records
- * set aside, a post answer naming another post). The run's writer and reprocess both store through it, so a
- * body stored live and one recovered by reprocess are stored alike.
+ * Stores one 200 answer as its operation's answer contract read it: upserts what it holds, and records what it
+ * held that was not stored as a record (records set aside, a post answer naming another post). The run's writer
+ * stores the answer the client read on receipt (never parsed again); reprocess reads each archived body through
+ * the same contract first (runner/reprocess.ts). Both store through here, so a body stored live and one
+ * recovered by reprocess are stored alike.
  */
-import { parseJsonBody } from '../api/json-body.ts';
-import { readUsableAnswer } from '../api/schemas.ts';
+import type { SetAsideRecord } from '../operations/answer-contract.ts';
 import { recordAnswerAnomalies, setAsideAnomalies, type AnomalySource } from './answer-anomalies.ts';
 import type { Connection } from './connection.ts';
 import type { IngestRequest } from './ingest-request.ts';
 import { createIngestor, type IngestResult } from '../store/ingest/index.ts';
 
-/** One archived body to store, and where it came from (its raw_responses row). */
-export interface StoredBody extends AnomalySource {
+/** One answer to store as its contract read it, and where it came from (its raw_responses row). */
+export interface StoredAnswer extends AnomalySource {
   request: IngestRequest;
-  body: string;
+  /** The body as read through its operation's answer contract. */
+  answer: unknown;
+  /** The listed records the contract set aside. */
+  setAside: readonly SetAsideRecord[];
 }
 
-/**
- * Prepares the statements once; the returned function stores one body (caller's transaction) and throws
- * ApiSchemaError when its contract cannot read it, SyntaxError when it is not JSON.
- */
-export function prepareAnswerStore(database: Connection): (input: StoredBody) => IngestResult {
+/** Prepares the statements once; the returned function stores one answer (caller's transaction). */
+export function prepareAnswerStore(database: Connection): (input: StoredAnswer) => IngestResult {
   const ingestor = createIngestor(database);
   const record = recordAnswerAnomalies(database);
   return (input) => {
-    const operation = input.request.operation;
-    const reading = readUsableAnswer(operation, parseJsonBody(input.body), { raw: input.body });
-    const result = ingestor.ingestAnswer(input.request, reading.answer, input.at);
-    record(input, [...setAsideAnomalies(reading.setAside), ...(result.anomalies ?? [])]);
+    const result = ingestor.ingestAnswer(input.request, input.answer, input.at);
+    record(input, [...setAsideAnomalies(input.setAside), ...(result.anomalies ?? [])]);
     return result;
   };
 }

@@ -1,20 +1,18 @@
 /**
- * Stores 200 bodies on PostgreSQL, in the caller's transaction, as store/store-answer.ts does on SQLite: the
- * operation's contract reads each, its spec maps it to rows (spec.rows, the same pure function), and they are
+ * Stores 200 answers on PostgreSQL, in the caller's transaction, as store/store-answer.ts does on SQLite: each
+ * as its operation's contract read it (by the client, or by reprocess from the archived body), its spec maps it to rows (spec.rows, the same pure function), and they are
  * written with the statements of store/ingest/tables.ts in PostgreSQL's dialect (pg-table-statements.ts). The
  * run's writer gathers a whole group's rows in one PgRowBatch (a few multi-row statements per table); a stored
  * row an answer reads back, and the day order's fill of posted_on, first flush what the batch holds, so each
  * answer sees the ones before it as when they were written one by one.
  */
 import type pg from 'pg';
-import { parseJsonBody } from '../../api/json-body.ts';
-import { readUsableAnswer } from '../../api/schemas.ts';
 import { specOf } from '../../operations/index.ts';
 import { rowCount, type Row, type RowContext, type RowWrite } from '../../operations/stored-rows.ts';
 import type { SqlValue } from '../../operations/stored-values.ts';
 import { networkHost } from '../../urls/network-host.ts';
-import { setAsideAnomalies, type AnomalySource } from '../answer-anomalies.ts';
-import type { IngestRequest } from '../ingest-request.ts';
+import { setAsideAnomalies } from '../answer-anomalies.ts';
+import type { StoredAnswer } from '../store-answer.ts';
 import { isoPostDate, readPostDate, type DayOrder } from '../ingest/post-date.ts';
 import { PgRowBatch } from './pg-row-batch.ts';
 import { insertRows } from './pg-table-statements.ts';
@@ -39,10 +37,10 @@ export interface PgStoredAnswer {
   anomalies: unknown[][];
 }
 
-/** One body to store, and where it came from (its raw_responses row). */
-export type PgStoredBody = AnomalySource & { request: IngestRequest; body: string };
+/** One answer to store as its contract read it, and where it came from (its raw_responses row). */
+export type PgStoredBody = StoredAnswer;
 
-const ANOMALY_HEAD = 'INSERT INTO answer_anomalies (raw_response_id, run_id, task_id, operation, request_key, kind, position, path, reason, asked_id, answered_id, at)';
+export const ANOMALY_HEAD = 'INSERT INTO answer_anomalies (raw_response_id, run_id, task_id, operation, request_key, kind, position, path, reason, asked_id, answered_id, at)';
 
 /** Writes answer_anomalies rows (the parameters `collect` gave), in order. */
 export async function insertAnomalies(client: pg.ClientBase, rows: readonly unknown[][]): Promise<void> {
@@ -86,9 +84,7 @@ export function createPgAnswerStore() {
    * them (it is a pure function of its inputs).
    */
   async function collect(client: pg.ClientBase, batch: PgRowBatch, input: PgStoredBody): Promise<PgStoredAnswer> {
-    const operation = input.request.operation;
-    const reading = readUsableAnswer(operation, parseJsonBody(input.body), { raw: input.body });
-    const spec = specOf(operation);
+    const spec = specOf(input.request.operation);
     const asked = new Map<string, { table: string; key: Row; column: string }>();
     const known = new Map<string, SqlValue | undefined>();
     const idOf = (table: string, key: Row, column: string) => `${table}\0${column}\0${JSON.stringify(key)}`;
@@ -101,13 +97,13 @@ export function createPgAnswerStore() {
         return known.get(id);
       },
     };
-    let stored = spec.rows(input.request, reading.answer, ctx);
+    let stored = spec.rows(input.request, input.answer, ctx);
     if (asked.size > 0) {
       await readBack(client, batch, asked, known);
-      stored = spec.rows(input.request, reading.answer, ctx);
+      stored = spec.rows(input.request, input.answer, ctx);
     }
     for (const w of stored.writes) await batch.add(client, await completed(client, batch, w));
-    const anomalies = [...setAsideAnomalies(reading.setAside), ...stored.anomalies].map((a) => [
+    const anomalies = [...setAsideAnomalies(input.setAside), ...stored.anomalies].map((a) => [
       input.rawResponseId, input.runId, input.taskId, input.operation, input.requestKey, a.kind, a.position, a.path, a.reason, a.askedId, a.answeredId, input.at,
     ]);
     return { rows: rowCount(stored), anomalies };

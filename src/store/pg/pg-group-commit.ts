@@ -1,8 +1,10 @@
 /**
- * One group of outcomes written on PostgreSQL, in the caller's transaction, with a few statements per table
- * rather than a round trip per row: the raw bodies in one multi-row INSERT, every answer's normalized rows
- * gathered in one PgRowBatch, then the anomalies, the api_calls rows and the task updates (one UPDATE ... FROM
- * unnest). What ends stored is what writing the outcomes one by one, in order, stored: rows get their ids in
+ * One group of outcomes written on PostgreSQL, in the caller's transaction, in two round trips however many
+ * outcomes it holds: the raw bodies in one multi-row INSERT (their ids are the anomalies' and the order's
+ * check), then every answer's normalized rows (gathered in one PgRowBatch: a few multi-row statements per table),
+ * the anomalies, the api_calls rows and the task updates (one UPDATE ... FROM VALUES per round of distinct
+ * tasks), sent together as one multi-statement query (pg-literal-sql.ts). A stored row an answer reads back
+ * costs one more round trip, rare. What ends stored is what writing the outcomes one by one, in order, stored: rows get their ids in
  * the outcomes' order, a row two answers touch ends as the later one left it, a task settled twice ends as
  * the second settlement left it (attempts added up).
  */
@@ -10,9 +12,10 @@ import type pg from 'pg';
 import type { ApiCallRow } from '../api-calls.ts';
 import { requestKeyOf } from '../ingest-request.ts';
 import type { OutcomeOp } from '../outcome-ops.ts';
-import { createPgAnswerStore, insertAnomalies } from './pg-answer-store.ts';
+import { ANOMALY_HEAD, createPgAnswerStore } from './pg-answer-store.ts';
 import { PgRowBatch, roundsByKey } from './pg-row-batch.ts';
 import { insertRows } from './pg-table-statements.ts';
+import { runStatements, sqlLiteral, valuesSql } from './pg-literal-sql.ts';
 
 type PaidOp = Extract<OutcomeOp, { kind: 'success' | 'rejected' }>;
 
@@ -37,13 +40,17 @@ export function createPgGroupCommit(runId: number): (client: pg.ClientBase, ops:
     const anomalies: unknown[][] = [];
     for (const [i, op] of paid.entries()) {
       if (op.kind !== 'success') continue;
-      const input = { rawResponseId: rawIds[i]!, runId, taskId: op.taskId, operation: op.operation, requestKey: op.requestKey, request: op.request, body: op.body, at: op.at };
+      const input = {
+        rawResponseId: rawIds[i]!, runId, taskId: op.taskId, operation: op.operation, requestKey: op.requestKey, request: op.request, answer: op.answer, setAside: op.setAside, at: op.at,
+      };
       anomalies.push(...(await answers.collect(client, batch, input)).anomalies);
     }
-    await batch.flush(client);
-    await insertAnomalies(client, anomalies);
-    await insertCalls(client, ops.flatMap((op) => ('call' in op ? [op.call] : [])));
-    await settleTasks(client, runId, ops.flatMap(settlementOf));
+    await runStatements(client, [
+      ...batch.take(),
+      valuesSql(ANOMALY_HEAD, anomalies),
+      callsSql(ops.flatMap((op) => ('call' in op ? [op.call] : []))),
+      ...settleSql(runId, ops.flatMap(settlementOf)),
+    ]);
   };
 }
 
@@ -66,9 +73,8 @@ async function saveRawBodies(client: pg.ClientBase, paid: readonly PaidOp[], run
 
 const CALL_HEAD = 'INSERT INTO api_calls (run_id, task_id, operation, method, path, status, error_code, latency_ms, total_credits, credits_used, credits_remaining, at)';
 
-async function insertCalls(client: pg.ClientBase, calls: readonly ApiCallRow[]): Promise<void> {
-  const rows = calls.map((r) => [r.runId, r.taskId, r.operation, r.method, r.path, r.status, r.errorCode, r.latencyMs, r.totalCredits, r.creditsUsed, r.creditsRemaining, r.at]);
-  await insertRows(client, CALL_HEAD, rows);
+function callsSql(calls: readonly ApiCallRow[]): string | null {
+  return valuesSql(CALL_HEAD, calls.map((r) => [r.runId, r.taskId, r.operation, r.method, r.path, r.status, r.errorCode, r.latencyMs, r.totalCredits, r.creditsUsed, r.creditsRemaining, r.at]));
 }
 
 function settlementOf(op: OutcomeOp): Settlement[] {
@@ -89,15 +95,18 @@ function settlementOf(op: OutcomeOp): Settlement[] {
   }
 }
 
-const SETTLE_SQL = `UPDATE tasks AS t SET status = v.status, attempts = t.attempts + v.attempts, last_error_code = v.code, last_error = v.message,
-    retryable = v.retryable, updated_at = v.at, completed_at = CASE WHEN v.status = 'failed' THEN NULL ELSE v.at END, run_id = $8
-  FROM unnest($1::bigint[], $2::text[], $3::integer[], $4::text[], $5::text[], $6::smallint[], $7::timestamptz[]) AS v(id, status, attempts, code, message, retryable, at)
-  WHERE t.id = v.id`;
+/** The settlement's columns and their types: the first row of a VALUES list names them, the casts type them. */
+const SETTLE_COLUMNS: ReadonlyArray<[keyof Settlement, string]> = [
+  ['id', 'bigint'], ['status', 'text'], ['attempts', 'integer'], ['code', 'text'], ['message', 'text'], ['retryable', 'smallint'], ['at', 'timestamptz'],
+];
 
 /** The tasks' outcomes, one UPDATE per round of distinct tasks (an UPDATE ... FROM changes a row once). */
-async function settleTasks(client: pg.ClientBase, runId: number, settlements: readonly Settlement[]): Promise<void> {
-  for (const round of roundsByKey(settlements, (s) => String(s.id))) {
-    const column = <K extends keyof Settlement>(k: K) => round.map((s) => s[k]);
-    await client.query(SETTLE_SQL, [column('id'), column('status'), column('attempts'), column('code'), column('message'), column('retryable'), column('at'), runId]);
-  }
+function settleSql(runId: number, settlements: readonly Settlement[]): string[] {
+  return roundsByKey(settlements, (s) => String(s.id)).map((round) => {
+    const values = round.map((s) => `(${SETTLE_COLUMNS.map(([k, type]) => `${sqlLiteral(s[k])}::${type}`).join(', ')})`);
+    return `UPDATE tasks AS t SET status = v.status, attempts = t.attempts + v.attempts, last_error_code = v.code, last_error = v.message,
+    retryable = v.retryable, updated_at = v.at, completed_at = CASE WHEN v.status = 'failed' THEN NULL ELSE v.at END, run_id = ${sqlLiteral(runId)}::bigint
+  FROM (VALUES ${values.join(', ')}) AS v(${SETTLE_COLUMNS.map(([k]) => k).join(', ')})
+  WHERE t.id = v.id`;
+  });
 }

@@ -1,6 +1,6 @@
 /**
  * The normalized rows of a group of answers, gathered per table and written with a few multi-row statements per
- * table (pg-table-statements.ts) instead of one round trip per row. The effect is that of writing them one by
+ * table (the table specs of pg-table-statements.ts) instead of one round trip per row. The effect is that of writing them one by
  * one, in order:
  * - tables go parents first (the foreign keys of a set's rows);
  * - one statement never holds two rows of the same key (ON CONFLICT cannot touch a row twice): the n-th write
@@ -8,12 +8,15 @@
  *   values win exactly as row by row;
  * - a set replaced twice (a company's locations) ends as the last one: its owner's rows deleted, the last set
  *   inserted.
- * Whoever reads a stored row the batch may have touched flushes it first (`touches`).
+ * Whoever reads a stored row the batch may have touched flushes it first (`touches`). The statements carry their
+ * values as literals (pg-literal-sql.ts) and a flush sends them all as one query: one round trip per flush
+ * however many rows, tables and rounds it holds.
  */
 import type pg from 'pg';
 import type { Row, RowWrite } from '../../operations/stored-rows.ts';
 import { NORMALIZED_TABLES } from '../ingest/index.ts';
-import { insertRows, MAX_PARAMS, paramsOf, tableStatementOf } from './pg-table-statements.ts';
+import { paramsOf, tableStatementOf } from './pg-table-statements.ts';
+import { runStatements, sqlLiteral, valuesSql } from './pg-literal-sql.ts';
 
 const IDENTIFIER = /^[a-z_][a-z0-9_]*$/;
 /** Parents before children (NORMALIZED_TABLES lists children first, the order to empty them in). */
@@ -55,16 +58,20 @@ export class PgRowBatch {
     return false;
   }
 
-  /** Writes everything waiting, parents first; the batch is then empty. */
+  /** Writes everything waiting, parents first, in one round trip; the batch is then empty. */
   async flush(client: pg.ClientBase): Promise<void> {
+    await runStatements(client, this.take());
+  }
+
+  /** The statements that write everything waiting, parents first, in order; the batch is then empty. */
+  take(): string[] {
     const pending = this.pending;
     this.pending = new Map();
     const tables = [...pending.keys()].sort((a, b) => orderOf(a) - orderOf(b));
-    for (const table of tables) {
+    return tables.flatMap((table) => {
       const p = pending.get(table)!;
-      if (p.kind === 'rows') await writeRows(client, table, p.rows);
-      else await replaceSets(client, table, [...p.sets.values()]);
-    }
+      return p.kind === 'rows' ? upsertStatements(table, p.rows) : replaceSetStatements(table, [...p.sets.values()]);
+    });
   }
 }
 
@@ -91,23 +98,19 @@ export function roundsByKey<T>(items: readonly T[], keyOf: (item: T) => string):
   return rounds;
 }
 
-async function writeRows(client: pg.ClientBase, table: string, rows: readonly Row[]): Promise<void> {
+/** The upserts of `rows`, one statement per round of distinct conflict keys. */
+function upsertStatements(table: string, rows: readonly Row[]): string[] {
   const s = tableStatementOf(table);
   const key = s.conflictKey;
   const rounds = key ? roundsByKey(rows, (row) => keyText(row, key)) : [rows];
-  for (const round of rounds) await insertRows(client, s.head, round.map((row) => paramsOf(s, row)), s.tail);
+  return rounds.flatMap((round) => valuesSql(s.head, round.map((row) => paramsOf(s, row)), s.tail) ?? []);
 }
 
-/** Each owner's stored set deleted, then the sets inserted. */
-async function replaceSets(client: pg.ClientBase, table: string, sets: readonly ReplacedSet[]): Promise<void> {
+/** Each owner's stored set deleted (one statement), then the sets inserted. */
+function replaceSetStatements(table: string, sets: readonly ReplacedSet[]): string[] {
   const columns = Object.keys(sets[0]!.owner);
   const sameOwnerColumns = sets.every((s) => keyText(s.owner, Object.keys(s.owner)) === keyText(s.owner, columns));
   if (!sameOwnerColumns || !columns.every((c) => IDENTIFIER.test(c)) || !IDENTIFIER.test(table)) throw new Error(`internal: cannot delete from ${table}`);
-  const perStatement = Math.max(1, Math.floor(MAX_PARAMS / columns.length));
-  for (let start = 0; start < sets.length; start += perStatement) {
-    const params: unknown[] = [];
-    const tuples = sets.slice(start, start + perStatement).map((s) => `(${columns.map((c) => `$${params.push(s.owner[c])}`).join(', ')})`);
-    await client.query(`DELETE FROM ${table} WHERE (${columns.join(', ')}) IN (${tuples.join(', ')})`, params);
-  }
-  await writeRows(client, table, sets.flatMap((s) => s.rows));
+  const owners = sets.map((s) => `(${columns.map((c) => sqlLiteral(s.owner[c])).join(', ')})`);
+  return [`DELETE FROM ${table} WHERE (${columns.join(', ')}) IN (${owners.join(', ')})`, ...upsertStatements(table, sets.flatMap((s) => s.rows))];
 }

@@ -191,6 +191,7 @@ function claimedDueTasks(store: PgStore, filter: RunnableFilter, opts: ClaimOpti
   };
   /** Inputs claimed and not given back yet: a run that stops gives them back at once rather than let their lease run out. */
   const held = new Set<string>();
+  const giveBack = inOneTurn((inputKeys: string[]) => claims.release(filter.job, inputKeys));
   return {
     wholeInputs: true,
     async next(limit): Promise<TaskRow[]> {
@@ -204,13 +205,32 @@ function claimedDueTasks(store: PgStore, filter: RunnableFilter, opts: ClaimOpti
     },
     async settled(inputKeys) {
       for (const k of inputKeys) held.delete(k);
-      await claims.release(filter.job, inputKeys);
+      await giveBack(inputKeys);
     },
     async close() {
       renewal.stop();
       await claims.release(filter.job, [...held]);
       held.clear();
     },
+  };
+}
+
+/**
+ * The inputs given back in one turn of the event loop, given back in one statement: inputs settle one by one,
+ * and a round trip each was one more wait per call. Each caller's promise resolves with that statement.
+ */
+function inOneTurn(release: (inputKeys: string[]) => Promise<void>): (inputKeys: readonly string[]) => Promise<void> {
+  let waiting: string[] = [];
+  let sent: Promise<void> | null = null;
+  return (inputKeys) => {
+    waiting.push(...inputKeys);
+    sent ??= new Promise<void>((resolve) => setImmediate(resolve)).then(() => {
+      const keys = waiting;
+      waiting = [];
+      sent = null;
+      return release(keys);
+    });
+    return sent;
   };
 }
 
