@@ -19,6 +19,7 @@ import { DatabaseReadonlyError } from './errors.ts';
 import { openDatabase, type Database } from './open.ts';
 import { acquireRunLock, LockedError, readRunLock, type RunLock } from './run-lock.ts';
 import { decodeRawBody } from './raw-body.ts';
+import { storableJsonText, storableString } from '../operations/storable-text.ts';
 import { openPgStore, type PgStoreOptions } from './pg/open.ts';
 import * as pgSchema from './pg/schema.ts';
 import * as sqliteSchema from './schema.ts';
@@ -230,8 +231,13 @@ function planColumns(table: PgTable): ColumnPlan[] {
       return { name, convert: (value, row) => decodeRawBody(value, row.body_encoding) };
     }
     if (tableName === 'raw_responses' && name === 'body_encoding') return { name, convert: () => null };
-    if (type === 'jsonb') return { name, convert: jsonbConverter(tableName, name) };
-    if (type === 'text') return { name, convert: (value) => (Buffer.isBuffer(value) ? value.toString('utf8') : value) };
+    // A dataset written before the text rule (operations/storable-text.ts) may hold text PostgreSQL refuses: the
+    // rule applies to it on the way, as it would have to the answer.
+    if (type === 'jsonb') {
+      const convert = jsonbConverter(tableName, name);
+      return { name, convert: (value) => storableJson(convert(value)) };
+    }
+    if (type === 'text') return { name, convert: (value) => storableText(Buffer.isBuffer(value) ? value.toString('utf8') : value) };
     return { name, convert: (value) => value };
   });
 }
@@ -254,6 +260,9 @@ function jsonbConverter(table: string, column: string): (value: unknown) => unkn
   // Columns holding JSON text: the text is the JSON value.
   return (value) => (value === null || value === undefined ? null : Buffer.isBuffer(value) ? value.toString('utf8') : String(value));
 }
+
+const storableText = (value: unknown) => (typeof value === 'string' ? storableString(value).text : value);
+const storableJson = (value: unknown) => (typeof value === 'string' ? storableJsonText(value) : value);
 
 function sizeOf(value: unknown): number {
   if (typeof value === 'string') return value.length;
