@@ -123,7 +123,7 @@ const CLAIM = `WITH holders AS MATERIALIZED (${HOLDERS}),
     RETURNING l.input_key, l.lease_until
   )
   SELECT t.id, t.job, t.operation, t.input_key AS "inputKey", t.page, t.request_json::text AS "requestJson", t.status,
-    leased.lease_until AS "leaseUntil"
+    leased.lease_until AS "leaseUntil", clock_timestamp() AS "serverNow"
   FROM tasks t JOIN leased ON leased.input_key = t.input_key
   WHERE ${CLAIM_DUE}
   ORDER BY t.id`;
@@ -132,7 +132,7 @@ const CLAIM = `WITH holders AS MATERIALIZED (${HOLDERS}),
 const RENEW = `UPDATE worker_task_leases l SET lease_until = clock_timestamp() + $2::double precision * interval '1 millisecond'
   FROM unnest($3::text[], $4::text[]) AS h(job, input_key)
   WHERE l.job = h.job AND l.input_key = h.input_key AND l.worker_id = $1 AND l.lease_until > clock_timestamp()
-  RETURNING l.job, l.input_key AS "inputKey", l.lease_until AS "leaseUntil"`;
+  RETURNING l.job, l.input_key AS "inputKey", l.lease_until AS "leaseUntil", clock_timestamp() AS "serverNow"`;
 
 const RELEASE = `DELETE FROM worker_task_leases WHERE worker_id = $1 AND job = $2 AND input_key = ANY($3::text[])`;
 
@@ -141,22 +141,34 @@ export function createTaskClaims(pool: pg.Pool, options: TaskClaimOptions) {
   const { workerId } = options;
   const holderPid = options.holderPid ?? null;
   const leaseMs = options.leaseMs ?? TASK_CLAIM_DEFAULTS.leaseMs;
-  /** The inputs this process holds, by `job \0 input_key`. */
-  const held = new Map<string, { job: string; inputKey: string }>();
+  /**
+   * The inputs this process holds, by `job \0 input_key`, each with the end of its lease on this process's
+   * monotonic clock: the server's lease_until less the server's time when it answered, counted from when the
+   * statement was sent (never later than the server's end, whatever the hosts' wall clocks say).
+   */
+  const held = new Map<string, { job: string; inputKey: string; endsAtMono: number }>();
   const heldKey = (job: string, inputKey: string) => `${job}\0${inputKey}`;
+  const endOf = (sentAtMono: number, r: { leaseUntil: Date | string; serverNow: Date | string }) =>
+    sentAtMono + (new Date(r.leaseUntil).getTime() - new Date(r.serverNow).getTime());
 
   async function claimOnce(filter: ClaimFilter, maxTasks: number): Promise<ClaimedTask[]> {
     const params = [filter.job, filter.runId, filter.freshSince, filter.refresh, maxTasks, workerId, leaseMs, filter.failedBefore ?? null, filter.plannedSince ?? null, holderPid];
-    const { rows } = await pool.query<ClaimedTask & { id: string | number; leaseUntil: Date | string }>(CLAIM, params);
-    for (const r of rows) held.set(heldKey(r.job, r.inputKey), { job: r.job, inputKey: r.inputKey });
-    return rows.map((r) => ({ ...r, id: Number(r.id), leaseUntil: iso(r.leaseUntil) }));
+    const sentAtMono = performance.now();
+    const { rows } = await pool.query<ClaimedTask & { id: string | number; leaseUntil: Date | string; serverNow: Date | string }>(CLAIM, params);
+    for (const r of rows) held.set(heldKey(r.job, r.inputKey), { job: r.job, inputKey: r.inputKey, endsAtMono: endOf(sentAtMono, r) });
+    return rows.map(({ serverNow: _now, ...r }) => ({ ...r, id: Number(r.id), leaseUntil: iso(r.leaseUntil) }));
   }
 
   async function renew(): Promise<Renewal> {
     if (held.size === 0) return { held: [] };
     const mine = [...held.values()];
-    const { rows } = await pool.query<{ job: string; inputKey: string; leaseUntil: Date | string }>(RENEW,
+    const sentAtMono = performance.now();
+    const { rows } = await pool.query<{ job: string; inputKey: string; leaseUntil: Date | string; serverNow: Date | string }>(RENEW,
       [workerId, leaseMs, mine.map((h) => h.job), mine.map((h) => h.inputKey)]);
+    for (const r of rows) {
+      const h = held.get(heldKey(r.job, r.inputKey));
+      if (h) h.endsAtMono = endOf(sentAtMono, r);
+    }
     // A lease that ran out is lost (another worker may hold it now): forget it.
     const kept = new Set(rows.map((r) => heldKey(r.job, r.inputKey)));
     for (const h of mine) if (!kept.has(heldKey(h.job, h.inputKey))) held.delete(heldKey(h.job, h.inputKey));
@@ -184,6 +196,15 @@ export function createTaskClaims(pool: pg.Pool, options: TaskClaimOptions) {
      * it) and is reported no more.
      */
     renew,
+    /**
+     * Whether this process still holds its lease on the input, asked right before each call: a worker frozen
+     * (SIGSTOP, a suspended VM) past its lease finds it ended, on the monotonic clock, even before a renewal
+     * has told it another worker took the input.
+     */
+    holds(job: string, inputKey: string): boolean {
+      const h = held.get(heldKey(job, inputKey));
+      return h !== undefined && performance.now() < h.endsAtMono;
+    },
     /**
      * Gives back the leases on these inputs once their pages are settled (or given up). A lease not given back
      * only runs out: settled pages are not due, so nobody calls them again.
