@@ -42,7 +42,7 @@ export interface ExecutorContext {
   /** Whether the run still holds its database lock, asked right before each call (RunLock.held). */
   holdsLock?: () => boolean;
   /** Whether this worker still holds the task's input, asked right before each call (DueTasks.holds: a claim's lease). */
-  holdsInput?: (inputKey: string) => boolean;
+  holdsInput?: (inputKey: string) => boolean | Promise<boolean>;
 }
 
 /** A task as the executor sees it: its ledger id, its operation's spec and the request it sends (checked by the spec's schema). */
@@ -139,7 +139,7 @@ async function beforeSending(ctx: ExecutorContext, tally: TaskTally, inputKey: s
   // tasks the new holder now does (its loss stops the run: see runJobs).
   if (ctx.holdsLock && !ctx.holdsLock()) throw new AbortError(new LeftPending());
   // Likewise a worker whose lease on the input ended meanwhile: another worker may be paying for it now.
-  if (ctx.holdsInput && !ctx.holdsInput(inputKey)) throw new AbortError(new LeftPending());
+  if (ctx.holdsInput && !(await ctx.holdsInput(inputKey))) throw new AbortError(new LeftPending());
 }
 
 /** Records why a task got no answer; a stop (credits, signal, auth...) leaves it pending for the next run. */

@@ -50,7 +50,7 @@ export interface DueTasks {
    * not ended). A false answer has also stopped the run, as a lost lock does (LockLostError, exit 4). Absent
    * where one run holds the whole dataset (SQLite: its lock is checked instead).
    */
-  holds?(inputKey: string): boolean;
+  holds?(inputKey: string): Awaitable<boolean>;
   close(): Awaitable<void>;
 }
 

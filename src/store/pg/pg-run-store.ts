@@ -223,8 +223,8 @@ function claimedDueTasks(store: PgStore, filter: RunnableFilter, opts: ClaimOpti
       for (const k of inputKeys) held.delete(k);
       await claims.release(filter.job, inputKeys);
     },
-    holds(inputKey) {
-      if (claims.holds(filter.job, inputKey)) return true;
+    async holds(inputKey) {
+      if (await claims.holds(filter.job, inputKey)) return true;
       hold.lose(new LockLostError(`this worker's lease on input ${inputKey} of job ${filter.job} ended while it was not running `
         + `(stopped or suspended past ${opts.leaseMs} ms): another worker may be calling it; the run stopped without calling it, run again`));
       return false;
