@@ -4,6 +4,7 @@
  * clock: the cut-off, the run's start and the times the ledger is stamped with.
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { planReport } from '../src/runner/plan-report.ts';
 import { runJobs } from '../src/runner/run-jobs.ts';
 import { operationRequests } from './run-helpers.ts';
 import { pgClusterUrl, pgSkipReason } from './pg/use-pg.ts';
@@ -28,6 +29,8 @@ describe.skipIf(!pgClusterUrl)(`a worker whose clock runs ahead on PostgreSQL${p
 
     // This host's clock 30 days ahead (only Date: timers and the monotonic clock run as ever).
     vi.useFakeTimers({ toFake: ['Date'], now: Date.now() + 30 * DAY_MS });
+    // `plan` says so too: nothing to call.
+    expect(await planReport(jobs[0]!, s.url)).toMatchObject({ tasks: TASKS, fresh: TASKS, calls: 0 });
     const ahead = await runJobs(options);
     vi.useRealTimers();
     expect(ahead.status).toBe('completed');
