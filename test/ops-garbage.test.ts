@@ -123,13 +123,31 @@ describe('garbage from the API is recorded against the task and never crashes th
       pump();
     });
     const job = await loadJob(ws.postsJob, { cwd: ws.dir });
-    const summary = await runJobs({ dbPath: join(ws.dir, 'chunked.db'), jobs: [job], api: { baseUrl, token: TOKEN } });
+    // Every task must show how such an answer is recorded: the unusable-answer stop is the next test's.
+    const summary = await runJobs({ dbPath: join(ws.dir, 'chunked.db'), jobs: [job], api: { baseUrl, token: TOKEN }, unusableMinAnswers: 100 });
     expect(summary.status).toBe('completed_with_failures');
     const tasks = tasksOf('chunked.db');
     expect(tasks.map((t) => t.code)).toEqual(Array(8).fill('BODY_TOO_LARGE'));
     for (const t of tasks) expect(t.error).toMatch(/body: {"success":true,"padding":"x+/);
     // Reading stopped at the limit (plus what the socket buffers held), far from the 64 MiB on offer.
     expect(Math.max(...sentPerRequest)).toBeLessThan(3 * CLIENT_DEFAULTS.maxBodyBytes);
+  }, 60_000);
+
+  it('paid answers over the size limit, one after another, stop the run as unusable (exit 6) instead of paying for every task', async () => {
+    let calls = 0;
+    const baseUrl = await startFake((req, res) => {
+      if (req.url === '/v1/api/auth') return void res.writeHead(404).end('{}');
+      calls += 1;
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(`{"success":true,"padding":"${'x'.repeat(CLIENT_DEFAULTS.maxBodyBytes)}"}`);
+    });
+    const loaded = await loadJob(ws.postsJob, { cwd: ws.dir });
+    const job = { ...loaded, rate: { ...loaded.rate, concurrency: 1 }, retry: { ...loaded.retry, maxUnusableAnswers: 3 } };
+    const summary = await runJobs({ dbPath: join(ws.dir, 'oversize.db'), jobs: [job], api: { baseUrl, token: TOKEN } });
+    expect(summary.stop?.reason).toBe('unusable');
+    expect(summary.status).toBe('stopped_unusable');
+    expect(calls).toBe(3);
+    expect(tasksOf('oversize.db').filter((t) => t.code === 'BODY_TOO_LARGE')).toHaveLength(3);
   }, 60_000);
 
   it('a paid body of the wrong shape still counts: its credit counters reach the call log and the run\'s spend', async () => {

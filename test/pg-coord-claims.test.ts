@@ -5,6 +5,8 @@ import { coordinationTestBed, planTasks, startWorker, waitFor, type WorkerProces
 import { pgClusterUrl, pgSkipReason } from './pg/use-pg.ts';
 
 const JOB = 'shared-job';
+/** What a lease row's `job` holds: the operation of the input leased (one lease per lookup, whichever job asks it). */
+const OPERATION = 'post-details';
 const TASKS = 2_000;
 const MAX_TASKS = 20;
 /** A claim of MAX_TASKS rows brings the rest of its last input: at most two more pages (inputs have 1 to 3). */
@@ -126,7 +128,7 @@ describe.skipIf(!pgClusterUrl)(`task claims on PostgreSQL${pgClusterUrl ? '' : `
       // Another worker's lease on in-00000, committed while b's claim runs: b's snapshot does not show it, the
       // lease row does (b's insert waits for it), and b leaves the input to its holder.
       await other.query('BEGIN');
-      await other.query(`INSERT INTO worker_task_leases (job, input_key, worker_id, lease_until) VALUES ($1, 'in-00000', 'x', now() + interval '1 minute')`, [JOB]);
+      await other.query(`INSERT INTO worker_task_leases (job, input_key, worker_id, lease_until) VALUES ($1, 'in-00000', 'x', now() + interval '1 minute')`, [OPERATION]);
       const claiming = b.claim(filter, 1);
       await waitFor(async () => (await pool.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'WITH %candidates AS MATERIALIZED%'`)).rows[0].n > 0, 30_000, 'b to wait for the lease row');
       await other.query('COMMIT');

@@ -12,6 +12,8 @@ import { coordinationTestBed, planTasks, waitFor } from './pg/coordination-fixtu
 import { pgClusterUrl, pgSkipReason } from './pg/use-pg.ts';
 
 const JOB = 'shared-job';
+/** What a lease row's `job` holds: the operation of the input leased (one lease per lookup, whichever job asks it). */
+const OPERATION = 'post-details';
 const FRESH_SINCE = '2000-01-01T00:00:00Z';
 const LEASE_MS = 60_000;
 const filter = { job: JOB, runId: null, freshSince: FRESH_SINCE, refresh: false };
@@ -58,7 +60,7 @@ describe.skipIf(!pgClusterUrl)(`task leases tied to the dataset lock's session${
       await b.claims.release(JOB, ['in-00001']);
       await pool.query(`INSERT INTO worker_task_leases (job, input_key, worker_id, lease_until, claimed_at, backend_pid, backend_start)
         SELECT $1, 'in-00001', 'gone', clock_timestamp() + interval '1 minute', now() - interval '1 minute', $2, backend_start - interval '1 hour'
-        FROM pg_stat_activity WHERE pid = $2`, [JOB, idle.hold.backendPid]);
+        FROM pg_stat_activity WHERE pid = $2`, [OPERATION, idle.hold.backendPid]);
       expect((await b.claims.claim(filter, 100)).map((t) => t.inputKey)).toEqual(['in-00001', 'in-00001']);
       // Still nobody takes the idle worker's input while its lease lives.
       expect(await b.claims.claim(filter, 100)).toEqual([]);
@@ -85,7 +87,7 @@ describe.skipIf(!pgClusterUrl)(`task leases tied to the dataset lock's session${
       // (it may have taken it after the claim read pg_locks): b leaves it to its holder.
       await other.query('BEGIN');
       await other.query(`INSERT INTO worker_task_leases (job, input_key, worker_id, lease_until, claimed_at, backend_pid)
-        VALUES ($1, 'in-00000', 'x', clock_timestamp() + interval '1 minute', clock_timestamp(), 2147483647)`, [JOB]);
+        VALUES ($1, 'in-00000', 'x', clock_timestamp() + interval '1 minute', clock_timestamp(), 2147483647)`, [OPERATION]);
       const claiming = b.claims.claim(filter, 1);
       await waitFor(async () => (await pool.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock'
         AND query LIKE 'WITH %candidates AS MATERIALIZED%'`)).rows[0].n > 0, 30_000, 'b to wait for the lease row');

@@ -25,8 +25,9 @@ export function freshSince(refreshAfterDays: number, nowMs: number = Date.now())
 
 /**
  * The cut-off of a run's due rule (store/ledger.ts): under --refresh the run's start, so that what the run itself
- * settled stays settled; otherwise freshSince() now.
+ * settled stays settled; otherwise freshSince() `now` (ISO: the store's clock, the server's on PostgreSQL; by
+ * default this host's).
  */
-export function dueSince(refreshAfterDays: number, refresh: boolean, startedAt: string): string {
-  return refresh ? startedAt : freshSince(refreshAfterDays);
+export function dueSince(refreshAfterDays: number, refresh: boolean, startedAt: string, now?: string): string {
+  return refresh ? startedAt : freshSince(refreshAfterDays, now === undefined ? Date.now() : Date.parse(now));
 }

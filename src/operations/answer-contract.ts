@@ -7,6 +7,7 @@
  * record list not an array) is unusable. Members the spec never names are kept as they came.
  */
 import { DriftTally } from './drift.ts';
+import { storableValue } from './storable-text.ts';
 
 /** How a scalar member is read. `given`: a member whose type the spec does not show, kept as it came. */
 export type ScalarType = 'string' | 'integer' | 'number' | 'boolean' | 'given';
@@ -113,11 +114,13 @@ export type Reading<R extends Members> =
   | { usable: false; issue: UnusableIssue };
 
 /** Reads a parsed body through its contract; never throws. */
-export function readThrough<R extends Members>(contract: AnswerContract<R>, body: unknown): Reading<R> {
-  if (!isObject(body)) return { usable: false, issue: { path: '(root)', message: `expected object, received ${kindOf(body)}` } };
+export function readThrough<R extends Members>(contract: AnswerContract<R>, parsed: unknown): Reading<R> {
+  if (!isObject(parsed)) return { usable: false, issue: { path: '(root)', message: `expected object, received ${kindOf(parsed)}` } };
+  const drift = new DriftTally();
+  // The text rule of both engines (storable-text.ts), applied here so that every writer gets the same values.
+  const body = storableValue(parsed, (path, parent, fix) => drift.note(path, parent, 'text', fix)) as Record<string, unknown>;
   const issue = unusableShape(contract, body);
   if (issue) return { usable: false, issue };
-  const drift = new DriftTally();
   drift.seen('');
   const answer = readMembers(contract.body, body, '', drift) as ReadBody<R>;
   const setAside = contract.recordsAt ? setAsideNamelessRecords(contract, answer, body) : [];

@@ -61,9 +61,11 @@ export const ERROR_POLICY: Readonly<Record<ErrorCode, ErrorPolicy>> = {
   INVALID_JSON: { ...RETRY, ...OUTAGE, ...fails('retryable') },
   // A paid body the contract cannot read: a retry would pay again for the same; the body is kept.
   SCHEMA: { ...NO_RETRY, outage: false, unusable: true, ...fails('reprocess') },
-  // The service refused this request, or its answer is over the size limit: it would do so again.
+  // The service refused this request: it would do so again.
   HTTP_4XX: { ...NO_RETRY, ...NOT_COUNTED, ...fails('final') },
-  BODY_TOO_LARGE: { ...NO_RETRY, ...NOT_COUNTED, ...fails('final') },
+  // A paid 200 over the size limit: another try would pay for the same; like a body of the wrong shape, task
+  // after task it stops the run (unusable) rather than pay for a whole input that stores nothing.
+  BODY_TOO_LARGE: { ...NO_RETRY, outage: false, unusable: true, ...fails('final') },
   // A misconfiguration (wrong URL, TLS, a compressing proxy): every item would fail, or be paid for, the same way.
   UNEXPECTED_RESPONSE: { ...NO_RETRY, ...NOT_COUNTED, ...stops('fatal') },
   TLS: { ...NO_RETRY, ...NOT_COUNTED, ...stops('fatal') },

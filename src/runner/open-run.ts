@@ -112,7 +112,8 @@ class Releases {
 }
 
 async function openLocked(options: RunOptions, logger: Logger, store: RunStore, releases: Releases): Promise<OpenRun> {
-  const startedAt = new Date().toISOString();
+  // The server's clock on PostgreSQL: under --refresh what settled since the start is fresh, whichever worker settled it.
+  const startedAt = store.now?.() ?? new Date().toISOString();
   const { runs, ledger, calls: callLog, hold: lock } = store;
   const { id: runId, runKey } = await runs.start(options.jobs.map((j) => j.name), startedAt, process.pid, hostname(), options.sharedRunKey);
   lock.setRunId(runId);

@@ -53,7 +53,7 @@ export async function planReport(job: Job, db: string, refresh = false, options:
     const rule: PlanRule = {
       job: job.name,
       operation: job.operation,
-      freshSince: dueSince(job.refreshAfterDays, refresh, new Date().toISOString()),
+      freshSince: dueSince(job.refreshAfterDays, refresh, new Date().toISOString(), await ledger.now?.()),
       refresh,
       others: refresh ? [] : await ledger.otherJobs(job.operation, job.name),
     };

@@ -43,9 +43,11 @@ export interface JobProgress {
 export async function workJob(
   job: Job,
   due: DueTasks,
-  ctx: ExecutorContext,
+  jobCtx: ExecutorContext,
   progress: JobProgress,
 ): Promise<void> {
+  // Each call asks first whether this worker still holds the task's input (claims on PostgreSQL).
+  const ctx: ExecutorContext = due.holds ? { ...jobCtx, holdsInput: (inputKey) => due.holds!(inputKey) } : jobCtx;
   const concurrency = job.rate.concurrency;
   const queue = new PQueue({ concurrency });
   const maxQueued = concurrency * RUN_JOB_DEFAULTS.queueDepthPerWorker;

@@ -100,7 +100,7 @@ async function partlyPlanned(run: OpenRun, job: Job, plan: PlanCounts, interrupt
 /** Decides what is due, works it, and closes the job's books. */
 async function workPlanned(run: OpenRun, job: Job, plan: PlanCounts): Promise<JobResult> {
   const { settings, runId } = run;
-  const filter = { job: job.name, runId, freshSince: dueSince(job.refreshAfterDays, settings.refresh, run.startedAt), refresh: settings.refresh };
+  const filter = { job: job.name, runId, freshSince: dueSince(job.refreshAfterDays, settings.refresh, run.startedAt, run.store.now?.()), refresh: settings.refresh };
   const { shared, runnable, failedBefore } = await settleDue(job.operation, run.ledger, filter);
   run.logger.info('job planned', {
     job: job.name, tasks: plan.tasks, invalid: plan.invalid, invalid_known: plan.invalidKnown || undefined, duplicates: plan.duplicates,

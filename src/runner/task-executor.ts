@@ -41,6 +41,8 @@ export interface ExecutorContext {
   onTaskEnded?: (task: ExecutableTask, outcome: TaskOutcome) => void;
   /** Whether the run still holds its database lock, asked right before each call (RunLock.held). */
   holdsLock?: () => boolean;
+  /** Whether this worker still holds the task's input, asked right before each call (DueTasks.holds: a claim's lease). */
+  holdsInput?: (inputKey: string) => boolean | Promise<boolean>;
 }
 
 /** A task as the executor sees it: its ledger id, its operation's spec and the request it sends (checked by the spec's schema). */
@@ -104,7 +106,7 @@ async function callOnce(task: ExecutableTask, ctx: ExecutorContext, tally: TaskT
     throw new AbortError(new LeftPending());
   }
   try {
-    await beforeSending(ctx, tally);
+    await beforeSending(ctx, tally, task.inputKey);
   } catch (err) {
     ctx.guard.settle(reservation, null);
     throw err;
@@ -124,7 +126,7 @@ async function callOnce(task: ExecutableTask, ctx: ExecutorContext, tally: TaskT
 }
 
 /** The waits and checks between a reservation and its call; throws (as AbortError) when the call must not go. */
-async function beforeSending(ctx: ExecutorContext, tally: TaskTally): Promise<void> {
+async function beforeSending(ctx: ExecutorContext, tally: TaskTally, inputKey: string): Promise<void> {
   try {
     await ctx.gate.take(ctx.stop.signal);
   } catch {
@@ -136,6 +138,8 @@ async function beforeSending(ctx: ExecutorContext, tally: TaskTally): Promise<vo
   // Asked last, after any wait: a run suspended meanwhile whose lock was taken over must not pay for the
   // tasks the new holder now does (its loss stops the run: see runJobs).
   if (ctx.holdsLock && !ctx.holdsLock()) throw new AbortError(new LeftPending());
+  // Likewise a worker whose lease on the input ended meanwhile: another worker may be paying for it now.
+  if (ctx.holdsInput && !(await ctx.holdsInput(inputKey))) throw new AbortError(new LeftPending());
 }
 
 /** Records why a task got no answer; a stop (credits, signal, auth...) leaves it pending for the next run. */

@@ -17,6 +17,7 @@ import { DatabaseReadonlyError } from './errors.ts';
 import { openDatabase, type Database } from './open.ts';
 import { acquireRunLock, LockedError, readRunLock, type RunLock } from './run-lock.ts';
 import { decodeRawBody } from './raw-body.ts';
+import { storableJsonText, storableString } from '../operations/storable-text.ts';
 import { openPgStore, type PgStoreOptions } from './pg/open.ts';
 import { TABLES as PG_TABLES } from './pg/schema.ts';
 import type { ColumnKind, TableDef } from './table-kit.ts';
@@ -219,12 +220,17 @@ function convertOrSay(column: ColumnPlan, row: Record<string, unknown>, table: s
 const textOf = (value: unknown) => (Buffer.isBuffer(value) ? value.toString('utf8') : value);
 
 /** How a SQLite value of a column's kind becomes its PostgreSQL one; any other kind goes as it is. */
+// A dataset written before the text rule (operations/storable-text.ts) may hold text PostgreSQL refuses: the
+// rule applies to it on the way, as it would have to the answer.
+const storableText = (value: unknown) => (typeof value === 'string' ? storableString(value).text : value);
+const storableJson = (value: unknown) => (typeof value === 'string' ? storableJsonText(value) : value);
+
 const CONVERT: Partial<Record<ColumnKind, (value: unknown) => unknown>> = {
-  text: textOf,
+  text: (value) => storableText(textOf(value)),
   // JSON text: the text is the JSON value.
-  json: (value) => (value === null || value === undefined ? null : String(textOf(value))),
+  json: (value) => (value === null || value === undefined ? null : storableJson(String(textOf(value)))),
   // As given: a number stays a number, a string a string (JSON-encoded so the server reads it as a JSON string).
-  given: (value) => (value === null || value === undefined ? null : JSON.stringify(textOf(value))),
+  given: (value) => (value === null || value === undefined ? null : storableJson(JSON.stringify(textOf(value)))),
 };
 
 /** How each column's SQLite value becomes its PostgreSQL one. */

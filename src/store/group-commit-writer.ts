@@ -22,6 +22,8 @@ export abstract class GroupCommitWriter implements OutcomeWriter {
     /** Called once if a commit fails (disk full, read-only file, the run's lock lost): the run must stop. */
     private readonly onFatal: (err: unknown) => void,
     private readonly maxBatch: number,
+    /** The time outcomes are stamped with (ISO): PostgreSQL's server clock there (pg/server-clock.ts), this host's on SQLite. */
+    private readonly now: () => string = () => new Date().toISOString(),
   ) {}
 
   /**
@@ -35,7 +37,7 @@ export abstract class GroupCommitWriter implements OutcomeWriter {
 
   /** A 200: normalized rows (from the answer as the client read it), raw body, api_calls row and the task done, atomically. */
   success(task: WriterTask, request: IngestRequest, requestKey: string, result: ReadAnswer, attempts: number): Promise<void> {
-    const at = new Date().toISOString();
+    const at = this.now();
     const call = callRow(this.runId, task.id, result.call, at, null, result.credits);
     return this.enqueue({
       kind: 'success', taskId: task.id, operation: task.operation, requestKey, request, body: result.raw, answer: result.data, setAside: result.setAside, call, attempts, at,
@@ -44,7 +46,7 @@ export abstract class GroupCommitWriter implements OutcomeWriter {
 
   /** A paid 200 of the wrong shape: its body (kept apart from answers), api_calls row and the task failed, atomically. */
   rejected(task: WriterTask, request: IngestRequest, requestKey: string, err: UnreadAnswer, attempts: number): Promise<void> {
-    const at = new Date().toISOString();
+    const at = this.now();
     const call = callRow(this.runId, task.id, err.call, at, err.code, err.credits);
     return this.enqueue({
       kind: 'rejected', taskId: task.id, operation: task.operation, requestKey, request, body: err.raw, call, code: err.code, message: err.message, attempts, at,
@@ -53,23 +55,23 @@ export abstract class GroupCommitWriter implements OutcomeWriter {
 
   /** A 404: the lookup found nothing, which is an answer, not a failure. */
   notFound(task: WriterTask, call: CallFacts, attempts: number, note: string | null): Promise<void> {
-    const at = new Date().toISOString();
+    const at = this.now();
     return this.enqueue({ kind: 'not_found', taskId: task.id, call: callRow(this.runId, task.id, call, at, null, null), attempts, note, at });
   }
 
   /** Later pages of an input whose list ended earlier: settled without a call. */
   pastLastPage(task: WriterTask, lastPage: number): Promise<void> {
-    return this.enqueue({ kind: 'past_last_page', taskId: task.id, lastPage, at: new Date().toISOString() });
+    return this.enqueue({ kind: 'past_last_page', taskId: task.id, lastPage, at: this.now() });
   }
 
   /** One failed HTTP attempt, for the api_calls log. */
   attemptFailed(task: WriterTask, err: FailedAttempt): Promise<void> {
-    return this.enqueue({ kind: 'attempt_failed', call: callRow(this.runId, task.id, err.call, new Date().toISOString(), err.code, err.credits ?? null) });
+    return this.enqueue({ kind: 'attempt_failed', call: callRow(this.runId, task.id, err.call, this.now(), err.code, err.credits ?? null) });
   }
 
   /** The task failed for good in this run; `retryable` failures are picked up again by the next run. */
   failed(task: WriterTask, code: string, message: string, retryable: boolean, attempts: number): Promise<void> {
-    return this.enqueue({ kind: 'failed', taskId: task.id, code, message, retryable, attempts, at: new Date().toISOString() });
+    return this.enqueue({ kind: 'failed', taskId: task.id, code, message, retryable, attempts, at: this.now() });
   }
 
   /** The error that stopped the writer, if any. */

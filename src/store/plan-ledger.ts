@@ -34,6 +34,8 @@ export interface PlanLedger {
   learnedCost(operation: string): Promise<number | null>;
   /** The balance the service's last counters gave, or null before any call. */
   lastKnownBalance(): Promise<number | null>;
+  /** The time (ISO) freshness is judged by: the server's on PostgreSQL, as a run there judges it; absent, this host's. */
+  now?(): Promise<string>;
 }
 
 export const PLAN_LEDGER_DEFAULTS = {

@@ -45,6 +45,12 @@ export interface DueTasks {
   next(limit: number): Awaitable<TaskRow[]>;
   /** The tasks of these inputs are settled (or given up): others may take what is still due. */
   settled(inputKeys: readonly string[]): Awaitable<void>;
+  /**
+   * Whether this worker may still call the input's pages, asked right before each call (claims: its lease has
+   * not ended). A false answer has also stopped the run, as a lost lock does (LockLostError, exit 4). Absent
+   * where one run holds the whole dataset (SQLite: its lock is checked instead).
+   */
+  holds?(inputKey: string): Awaitable<boolean>;
   close(): Awaitable<void>;
 }
 
@@ -164,6 +170,11 @@ export interface RunStore {
   readonly runs: RunRecords;
   readonly calls: CallHistory;
   readonly hold: RunHold;
+  /**
+   * The time (ISO) the ledger's timestamps are written and compared in: the server's on PostgreSQL, so workers
+   * whose clocks disagree agree on what is fresh; absent, this host's.
+   */
+  now?(): string;
   /** The due tasks of a job for this run; `signal` ends a wait for work other workers hold. */
   dueTasks(filter: RunnableFilter, signal?: AbortSignal): DueTasks;
   /** Started once the run has its id; `onFatal` is told once if a commit fails. */

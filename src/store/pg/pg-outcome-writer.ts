@@ -24,8 +24,9 @@ export class PgOutcomeWriter extends GroupCommitWriter {
     runId: number,
     onFatal: (err: unknown) => void,
     private readonly maxOps: number = RESULT_WRITER_DEFAULTS.maxBatch,
+    now?: () => string,
   ) {
-    super(runId, onFatal, maxOps);
+    super(runId, onFatal, maxOps, now);
     this.writeGroup = createPgGroupCommit(runId);
   }
 

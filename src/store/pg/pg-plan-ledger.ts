@@ -62,5 +62,6 @@ function pgPlanLedger(snapshot: PgSnapshot): PlanLedger {
     },
     learnedCost: (operation) => readPg(snapshot, apiCallReads.learnedCost(operation)),
     lastKnownBalance: async () => (await readPg(snapshot, apiCallReads.lastCounters()))?.balance ?? null,
+    now: async () => new Date((await snapshot.client.query<{ now: Date }>('SELECT clock_timestamp() AS now')).rows[0]!.now).toISOString(),
   };
 }

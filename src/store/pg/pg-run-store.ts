@@ -22,6 +22,7 @@ import { SharedCreditGuard } from './shared-credit-guard.ts';
 import { SharedCreditBudget } from './coordination/shared-credit-budget.ts';
 import { startWorkerRun } from './coordination/worker-runs.ts';
 import { holdShared, type DatasetHold } from './dataset-lock.ts';
+import { serverClock } from './server-clock.ts';
 
 /** Options of a PostgreSQL run store; every default is in PG_RUN_STORE_DEFAULTS. */
 export interface PgRunStoreOptions {
@@ -58,7 +59,15 @@ export async function openPgRunStore(options: PgRunStoreOptions): Promise<RunSto
     throw toPgUseError(err, store.shownUrl);
   }
   const { pool } = store;
-  const startedAt = options.startedAt ?? new Date().toISOString();
+  let now: () => string;
+  try {
+    now = await serverClock(pool);
+  } catch (err) {
+    await datasetHold.release();
+    await store.close();
+    throw toPgUseError(err, store.shownUrl);
+  }
+  const startedAt = options.startedAt ?? now();
   const workerId = newWorkerId();
   const guards: SharedCreditGuard[] = [];
   const hold = workerHold(datasetHold, store.shownUrl);
@@ -69,8 +78,9 @@ export async function openPgRunStore(options: PgRunStoreOptions): Promise<RunSto
     runs: withAbandonedRunFigures(pool, runRecords(store, hold), hold),
     calls: callHistory(store),
     hold,
-    dueTasks: (filter, signal) => claimedDueTasks(store, filter, { ...PG_RUN_STORE_DEFAULTS, ...options, startedAt, holderPid: hold.backendPid }, signal),
-    openWriter: (runId, onFatal) => new PgOutcomeWriter(pool, runId, onFatal),
+    now,
+    dueTasks: (filter, signal) => claimedDueTasks(store, filter, { ...PG_RUN_STORE_DEFAULTS, ...options, startedAt, holderPid: hold.backendPid }, hold, signal),
+    openWriter: (runId, onFatal) => new PgOutcomeWriter(pool, runId, onFatal, undefined, now),
     openGate: (apiUrl) => new SharedRunGate(pool, apiUrl, options.rateWindowMs),
     openCreditGuard(limits, history, apiUrl, runKey) {
       const guard = new SharedCreditGuard(limits, history, new SharedCreditBudget(pool, { apiUrl, runKey, workerId }));
@@ -145,7 +155,12 @@ function callHistory({ pool }: PgStore): RunStore['calls'] {
   };
 }
 
-type WorkerHold = RunHold & { abandonedRuns: number[]; readonly backendPid: number };
+type WorkerHold = RunHold & {
+  abandonedRuns: number[];
+  readonly backendPid: number;
+  /** Stops the run as a lost lock does: a lease of this worker ended while it was not looking (frozen past it). */
+  lose(err: LockLostError): void;
+};
 
 /**
  * A worker's hold is the dataset lock held shared on one session: its backend pid marks the run live
@@ -155,13 +170,16 @@ type WorkerHold = RunHold & { abandonedRuns: number[]; readonly backendPid: numb
 function workerHold(hold: DatasetHold, shownUrl: string): WorkerHold {
   let lost: LockLostError | null = null;
   const listeners: Array<(err: LockLostError) => void> = [];
-  hold.onLost((err) => {
-    lost = new LockLostError(`the database ${shownUrl} ended the session holding this run's lock (${err.message}); the run stopped, run again`);
-    for (const l of listeners) l(lost);
-  });
+  const lose = (err: LockLostError) => {
+    if (lost) return;
+    lost = err;
+    for (const l of listeners) l(err);
+  };
+  hold.onLost((err) => lose(new LockLostError(`the database ${shownUrl} ended the session holding this run's lock (${err.message}); the run stopped, run again`)));
   return {
     abandonedRuns: [],
     backendPid: hold.backendPid,
+    lose,
     setRunId: () => undefined,
     held: () => lost === null,
     closesOwnRunWhenLost: true,
@@ -177,7 +195,7 @@ type ClaimOptions = Required<Omit<PgRunStoreOptions, 'url' | 'rateWindowMs'>> & 
  * while other workers still hold due inputs, it waits and looks again: a dead worker's inputs come back as soon
  * as the server has dropped its session, a stalled one's when its lease runs out.
  */
-function claimedDueTasks(store: PgStore, filter: RunnableFilter, opts: ClaimOptions, signal?: AbortSignal): DueTasks {
+function claimedDueTasks(store: PgStore, filter: RunnableFilter, opts: ClaimOptions, hold: WorkerHold, signal?: AbortSignal): DueTasks {
   const claims = createTaskClaims(store.pool, { workerId: newWorkerId(), leaseMs: opts.leaseMs, holderPid: opts.holderPid });
   const renewal = claims.keepRenewed();
   // Tasks this run planned, or a later run or any run still going did, are claimable: claims go by job, not by this run.
@@ -206,6 +224,12 @@ function claimedDueTasks(store: PgStore, filter: RunnableFilter, opts: ClaimOpti
     async settled(inputKeys) {
       for (const k of inputKeys) held.delete(k);
       await giveBack(inputKeys);
+    },
+    async holds(inputKey) {
+      if (await claims.holds(filter.job, inputKey)) return true;
+      hold.lose(new LockLostError(`this worker's lease on input ${inputKey} of job ${filter.job} ended while it was not running `
+        + `(stopped or suspended past ${opts.leaseMs} ms): another worker may be calling it; the run stopped without calling it, run again`));
+      return false;
     },
     async close() {
       renewal.stop();

@@ -11,7 +11,7 @@ import { pg, type PgTablesOf } from '../schema.ts';
 const now = sql`now()`;
 
 /**
- * Which worker holds an input of a job (all its due pages, so they are called in order by one worker) and
+ * Which worker holds an input (`job` holds the operation's name: one lease per lookup, whichever job asks it) (all its due pages, so they are called in order by one worker) and
  * until when. A lease that has run out (its worker stalled) no longer counts: the input is claimable. Nor does
  * one whose worker's session (`backend_pid`, started at `backend_start`) no longer holds the dataset lock: the
  * server drops a killed worker's session at once. A lease with no session counts by its time alone.

@@ -7,6 +7,12 @@
  *
  * A lease covers one input (job, input_key): all its due pages go to one worker, which calls them in order, as
  * the ledger's id order does on SQLite. Pages the paging adds later fall under the same lease.
+ *
+ * One lookup is one paid call whichever job asks (issue #28 item 2): a lease is taken on the input of the
+ * operation (`worker_task_leases.job` holds the operation's name, shared by every job asking it), so two
+ * workers on two jobs asking the same lookup never call it at once; and a claimed task that another job has
+ * answered freshly meanwhile takes that answer (as ledger.ts's adoptSharedAnswers does before a run) instead
+ * of being called.
  */
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
@@ -107,24 +113,24 @@ const LEASE_LIVE = `(l.lease_until > clock_timestamp() AND (l.backend_pid IS NUL
  */
 const CLAIM = `WITH holders AS MATERIALIZED (${HOLDERS}),
   candidates AS MATERIALIZED (
-    SELECT t.id, t.input_key FROM tasks t
+    SELECT t.id, t.input_key, t.operation FROM tasks t
     WHERE ${CLAIM_DUE} AND ($10::integer IS NULL OR EXISTS (SELECT 1 FROM holders h WHERE h.pid = $10::integer))
-      AND NOT EXISTS (SELECT 1 FROM worker_task_leases l WHERE l.job = t.job AND l.input_key = t.input_key AND ${LEASE_LIVE})
+      AND NOT EXISTS (SELECT 1 FROM worker_task_leases l WHERE l.job = t.operation AND l.input_key = t.input_key AND ${LEASE_LIVE})
     ORDER BY t.id LIMIT $5
     FOR UPDATE OF t SKIP LOCKED
   ), leased AS (
     INSERT INTO worker_task_leases AS l (job, input_key, worker_id, lease_until, claimed_at, backend_pid, backend_start)
-    SELECT $1::text, c.input_key, $6::text, clock_timestamp() + $7::double precision * interval '1 millisecond', clock_timestamp(),
+    SELECT c.operation, c.input_key, $6::text, clock_timestamp() + $7::double precision * interval '1 millisecond', clock_timestamp(),
       $10::integer, (SELECT h.backend_start FROM holders h WHERE h.pid = $10::integer)
-    FROM (SELECT DISTINCT input_key FROM candidates) c ORDER BY c.input_key
+    FROM (SELECT DISTINCT operation, input_key FROM candidates) c ORDER BY c.operation, c.input_key
     ON CONFLICT (job, input_key) DO UPDATE SET worker_id = excluded.worker_id, lease_until = excluded.lease_until,
       claimed_at = excluded.claimed_at, backend_pid = excluded.backend_pid, backend_start = excluded.backend_start
     WHERE NOT ${LEASE_LIVE}
-    RETURNING l.input_key, l.lease_until
+    RETURNING l.job AS operation, l.input_key, l.lease_until
   )
   SELECT t.id, t.job, t.operation, t.input_key AS "inputKey", t.page, t.request_json::text AS "requestJson", t.status,
-    leased.lease_until AS "leaseUntil"
-  FROM tasks t JOIN leased ON leased.input_key = t.input_key
+    leased.lease_until AS "leaseUntil", clock_timestamp() AS "serverNow"
+  FROM tasks t JOIN leased ON leased.input_key = t.input_key AND leased.operation = t.operation
   WHERE ${CLAIM_DUE}
   ORDER BY t.id`;
 
@@ -132,31 +138,89 @@ const CLAIM = `WITH holders AS MATERIALIZED (${HOLDERS}),
 const RENEW = `UPDATE worker_task_leases l SET lease_until = clock_timestamp() + $2::double precision * interval '1 millisecond'
   FROM unnest($3::text[], $4::text[]) AS h(job, input_key)
   WHERE l.job = h.job AND l.input_key = h.input_key AND l.worker_id = $1 AND l.lease_until > clock_timestamp()
-  RETURNING l.job, l.input_key AS "inputKey", l.lease_until AS "leaseUntil"`;
+  RETURNING l.job, l.input_key AS "inputKey", l.lease_until AS "leaseUntil", clock_timestamp() AS "serverNow"`;
 
 const RELEASE = `DELETE FROM worker_task_leases WHERE worker_id = $1 AND job = $2 AND input_key = ANY($3::text[])`;
+
+/**
+ * Settles the claimed tasks ($1) that another job asking the same lookup (same operation, input, page and
+ * request) answered at or after $2 (freshSince), as that answer; returns their ids. The other jobs' names come
+ * from a skip-scan of the job index (job-names.ts), so each lookup is one probe of the unique index per job.
+ */
+const ADOPT = `WITH RECURSIVE names(job) AS (
+    SELECT (SELECT min(job) FROM tasks)
+    UNION ALL SELECT (SELECT min(job) FROM tasks WHERE job > names.job) FROM names WHERE names.job IS NOT NULL
+  )
+  UPDATE tasks AS t SET (status, completed_at, last_error) = (SELECT s.status, s.completed_at, s.last_error FROM tasks s
+      WHERE s.job IN (SELECT job FROM names WHERE job IS NOT NULL AND job <> t.job) AND s.input_key = t.input_key AND s.page = t.page
+        AND s.operation = t.operation AND s.request_json = t.request_json AND s.status IN ('done', 'not_found') AND s.completed_at >= $2::timestamptz
+      ORDER BY s.completed_at DESC LIMIT 1),
+    last_error_code = NULL, retryable = NULL, updated_at = clock_timestamp()
+  WHERE t.id = ANY($1::bigint[]) AND EXISTS (SELECT 1 FROM tasks s
+      WHERE s.job IN (SELECT job FROM names WHERE job IS NOT NULL AND job <> t.job) AND s.input_key = t.input_key AND s.page = t.page
+        AND s.operation = t.operation AND s.request_json = t.request_json AND s.status IN ('done', 'not_found') AND s.completed_at >= $2::timestamptz)
+  RETURNING t.id`;
 
 /** Task claims of one worker. */
 export function createTaskClaims(pool: pg.Pool, options: TaskClaimOptions) {
   const { workerId } = options;
   const holderPid = options.holderPid ?? null;
   const leaseMs = options.leaseMs ?? TASK_CLAIM_DEFAULTS.leaseMs;
-  /** The inputs this process holds, by `job \0 input_key`. */
-  const held = new Map<string, { job: string; inputKey: string }>();
-  const heldKey = (job: string, inputKey: string) => `${job}\0${inputKey}`;
+  /**
+   * The inputs this process holds, by `job \0 input_key`, each with the end of its lease on this process's
+   * monotonic clock: the server's lease_until less the server's time when it answered, counted from when the
+   * statement was sent (never later than the server's end, whatever the hosts' wall clocks say).
+   */
+  const held = new Map<string, { job: string; inputKey: string; endsAtMono: number }>();
+  /** A lease's key: its operation (the lease row's `job`: see the head of this file) and input. */
+  const heldKey = (operation: string, inputKey: string) => `${operation}\0${inputKey}`;
+  /** The operation of each claimed input, by `job \0 input_key`: what its lease is held under. */
+  const operationOf = new Map<string, string>();
+  const endOf = (sentAtMono: number, r: { leaseUntil: Date | string; serverNow: Date | string }) =>
+    sentAtMono + (new Date(r.leaseUntil).getTime() - new Date(r.serverNow).getTime());
 
   async function claimOnce(filter: ClaimFilter, maxTasks: number): Promise<ClaimedTask[]> {
     const params = [filter.job, filter.runId, filter.freshSince, filter.refresh, maxTasks, workerId, leaseMs, filter.failedBefore ?? null, filter.plannedSince ?? null, holderPid];
-    const { rows } = await pool.query<ClaimedTask & { id: string | number; leaseUntil: Date | string }>(CLAIM, params);
-    for (const r of rows) held.set(heldKey(r.job, r.inputKey), { job: r.job, inputKey: r.inputKey });
-    return rows.map((r) => ({ ...r, id: Number(r.id), leaseUntil: iso(r.leaseUntil) }));
+    const sentAtMono = performance.now();
+    const { rows } = await pool.query<ClaimedTask & { id: string | number; leaseUntil: Date | string; serverNow: Date | string }>(CLAIM, params);
+    for (const r of rows) {
+      held.set(heldKey(r.operation, r.inputKey), { job: r.operation, inputKey: r.inputKey, endsAtMono: endOf(sentAtMono, r) });
+      operationOf.set(`${r.job}\0${r.inputKey}`, r.operation);
+    }
+    const claimed = rows.map(({ serverNow: _now, ...r }) => ({ ...r, id: Number(r.id), leaseUntil: iso(r.leaseUntil) }));
+    if (claimed.length === 0) return claimed;
+    // Under the lease: an answer another job stored since is taken, and an input left with nothing to call is given back.
+    const adopted = new Set((await pool.query<{ id: string }>(ADOPT, [claimed.map((t) => t.id), filter.freshSince])).rows.map((r) => Number(r.id)));
+    if (adopted.size === 0) return claimed;
+    const left = claimed.filter((t) => !adopted.has(t.id));
+    const done = [...new Set(claimed.filter((t) => adopted.has(t.id)).map((t) => t.inputKey))].filter((k) => !left.some((t) => t.inputKey === k));
+    await release(filter.job, done);
+    return left;
+  }
+
+  async function release(job: string, inputKeys: readonly string[]): Promise<void> {
+    if (inputKeys.length === 0) return;
+    const byOperation = new Map<string, string[]>();
+    for (const k of inputKeys) {
+      const operation = operationOf.get(`${job}\0${k}`);
+      if (operation === undefined) continue;
+      byOperation.set(operation, [...(byOperation.get(operation) ?? []), k]);
+      operationOf.delete(`${job}\0${k}`);
+      held.delete(heldKey(operation, k));
+    }
+    for (const [operation, keys] of byOperation) await pool.query(RELEASE, [workerId, operation, keys]);
   }
 
   async function renew(): Promise<Renewal> {
     if (held.size === 0) return { held: [] };
     const mine = [...held.values()];
-    const { rows } = await pool.query<{ job: string; inputKey: string; leaseUntil: Date | string }>(RENEW,
+    const sentAtMono = performance.now();
+    const { rows } = await pool.query<{ job: string; inputKey: string; leaseUntil: Date | string; serverNow: Date | string }>(RENEW,
       [workerId, leaseMs, mine.map((h) => h.job), mine.map((h) => h.inputKey)]);
+    for (const r of rows) {
+      const h = held.get(heldKey(r.job, r.inputKey));
+      if (h) h.endsAtMono = endOf(sentAtMono, r);
+    }
     // A lease that ran out is lost (another worker may hold it now): forget it.
     const kept = new Set(rows.map((r) => heldKey(r.job, r.inputKey)));
     for (const h of mine) if (!kept.has(heldKey(h.job, h.inputKey))) held.delete(heldKey(h.job, h.inputKey));
@@ -185,14 +249,27 @@ export function createTaskClaims(pool: pg.Pool, options: TaskClaimOptions) {
      */
     renew,
     /**
+     * Whether this process still holds its lease on the input, asked right before each call: a worker frozen
+     * (SIGSTOP, a suspended VM) past its lease finds it ended, on the monotonic clock, even before a renewal
+     * has told it another worker took the input; one that looks ended is renewed first if the server still has
+     * it live (a renewal only late), so only a lease that really ended stops the run.
+     */
+    async holds(job: string, inputKey: string): Promise<boolean> {
+      const operation = operationOf.get(`${job}\0${inputKey}`);
+      const live = () => {
+        const h = operation === undefined ? undefined : held.get(heldKey(operation, inputKey));
+        return h !== undefined && performance.now() < h.endsAtMono;
+      };
+      if (live()) return true;
+      // Run out by this host's reckoning (a late renewal, a busy event loop): the server says whether it still lives.
+      await renew();
+      return live();
+    },
+    /**
      * Gives back the leases on these inputs once their pages are settled (or given up). A lease not given back
      * only runs out: settled pages are not due, so nobody calls them again.
      */
-    async release(job: string, inputKeys: readonly string[]): Promise<void> {
-      if (inputKeys.length === 0) return;
-      await pool.query(RELEASE, [workerId, job, inputKeys]);
-      for (const k of inputKeys) held.delete(heldKey(job, k));
-    },
+    release,
     /**
      * Renews this worker's leases every lease/3 until stopped. `onRenewal` sees each result; a failed renewal
      * goes to `onError` and the next one tries again (two may fail before a lease runs out).

@@ -1,0 +1,78 @@
+/**
+ * The one text rule of both engines: what an answer says is stored as PostgreSQL can hold it, and SQLite the
+ * same. A NUL (U+0000) is removed (PostgreSQL's text and jsonb refuse it) and a lone surrogate (half of an
+ * emoji, valid in JSON) becomes U+FFFD (jsonb refuses it; a driver would write either differently). Applied
+ * where an answer is read through its contract, before either engine writes, and by `copy` to a SQLite
+ * dataset written before the rule; the raw body is kept as received.
+ */
+
+/** What a string needs before it can be stored: a NUL or a surrogate (paired ones are checked further). */
+// eslint-disable-next-line no-control-regex -- the NUL is what the rule is about
+const SUSPECT = /[\u0000\ud800-\udfff]/;
+// eslint-disable-next-line no-control-regex -- the NUL is what the rule is about
+const NUL = /\u0000/g;
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
+
+/** What the rule changed in a string: said as the detail of its drift line. */
+export type TextFix = 'NUL removed' | 'lone surrogate replaced by U+FFFD' | 'NUL removed, lone surrogate replaced by U+FFFD';
+
+/** The string as stored, and what was changed (null: nothing). */
+export function storableString(text: string): { text: string; fix: TextFix | null } {
+  if (!SUSPECT.test(text)) return { text, fix: null };
+  const withoutNul = text.replace(NUL, '');
+  const wellFormed = withoutNul.replace(LONE_SURROGATE, '\ufffd');
+  const nul = withoutNul.length !== text.length;
+  const lone = wellFormed !== withoutNul;
+  const fix = nul && lone ? 'NUL removed, lone surrogate replaced by U+FFFD' : nul ? 'NUL removed' : lone ? 'lone surrogate replaced by U+FFFD' : null;
+  return { text: wellFormed, fix };
+}
+
+/** Told of each string (value or member name) the rule changed: its path (`data.content[].name`), its parent's, and what. */
+export type OnTextFix = (path: string, parent: string, fix: TextFix) => void;
+
+/**
+ * A parsed JSON value with every string and member name storable; the same value (not a copy) when nothing
+ * needed changing, which is nearly always.
+ */
+export function storableValue(value: unknown, onFix: OnTextFix = () => undefined, path = '', parent = ''): unknown {
+  if (typeof value === 'string') {
+    const { text, fix } = storableString(value);
+    if (fix !== null) onFix(path === '' ? '(root)' : path, parent, fix);
+    return text;
+  }
+  if (Array.isArray(value)) {
+    const element = `${path}[]`;
+    let out: unknown[] | null = null;
+    for (let i = 0; i < value.length; i++) {
+      const v = storableValue(value[i], onFix, element, element);
+      if (v !== value[i]) (out ??= value.slice())[i] = v;
+    }
+    return out ?? value;
+  }
+  if (value === null || typeof value !== 'object') return value;
+  return storableObject(value as Record<string, unknown>, onFix, path);
+}
+
+function storableObject(value: Record<string, unknown>, onFix: OnTextFix, path: string): Record<string, unknown> {
+  let out: Record<string, unknown> | null = null;
+  for (const [name, member] of Object.entries(value)) {
+    const key = storableString(name);
+    const at = path === '' ? key.text : `${path}.${key.text}`;
+    if (key.fix !== null) onFix(at, path, key.fix);
+    const v = storableValue(member, onFix, at, path);
+    if (v === member && key.fix === null) continue;
+    out ??= { ...value };
+    if (key.fix !== null) delete out[name];
+    out[key.text] = v;
+  }
+  return out ?? value;
+}
+
+/** JSON text (a jsonb column's) with the rule applied to what it holds; the same text when nothing needed changing. */
+export function storableJsonText(text: string): string {
+  // Escapes of a NUL or a surrogate are the only way JSON text holds them (a raw NUL is not JSON).
+  if (!/\\u(0000|d[89a-f])/i.test(text) && !SUSPECT.test(text)) return text;
+  let fixed = false;
+  const value = storableValue(JSON.parse(text) as unknown, () => (fixed = true));
+  return fixed ? JSON.stringify(value) : text;
+}
