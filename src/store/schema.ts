@@ -432,6 +432,29 @@ export const answerDrift = sqliteTable(
   (t) => [primaryKey({ columns: [t.runId, t.operation, t.path, t.kind] })],
 );
 
+/**
+ * The history: one row per change an answer made to what was stored (store/history/): a company, post or job
+ * first seen (`added`, no field) or one of its values `changed` (field, old, new), an item of one of its sets
+ * `added` or `removed` (field: locations, industries, media...), a member of a list (a company's lookalikes, a
+ * search's results) `added` or `removed` (old or new: the member's URL). Values are text. Never pruned.
+ */
+export const changes = sqliteTable(
+  'changes',
+  {
+    id: integer('id').primaryKey({ autoIncrement: true }),
+    runId: integer('run_id'),
+    taskId: integer('task_id'),
+    at: text('at').notNull(),
+    entity: text('entity').notNull(),
+    key: text('key').notNull(),
+    change: text('change').notNull(),
+    field: text('field'),
+    old: text('old'),
+    new: text('new'),
+  },
+  (t) => [index('changes_at_idx').on(t.at), index('changes_entity_key_idx').on(t.entity, t.key), index('changes_run_id_idx').on(t.runId)],
+);
+
 export const runLock = sqliteTable(
   'run_lock',
   {

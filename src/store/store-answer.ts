@@ -27,7 +27,7 @@ export function prepareAnswerStore(database: Connection): (input: StoredBody) =>
   return (input) => {
     const operation = input.request.operation;
     const reading = readUsableAnswer(operation, parseJsonBody(input.body), { raw: input.body });
-    const result = ingestor.ingestAnswer(input.request, reading.answer, input.at);
+    const result = ingestor.ingestAnswer(input.request, reading.answer, input.at, { runId: input.runId ?? null, taskId: input.taskId ?? null });
     record(input, [...setAsideAnomalies(reading.setAside), ...(result.anomalies ?? [])]);
     return result;
   };

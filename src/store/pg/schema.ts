@@ -405,6 +405,23 @@ export const answerDrift = pgTable(
   (t) => [primaryKey({ columns: [t.runId, t.operation, t.path, t.kind] })],
 );
 
+export const changes = pgTable(
+  'changes',
+  {
+    id: id('id').primaryKey().generatedByDefaultAsIdentity(),
+    runId: id('run_id'),
+    taskId: id('task_id'),
+    at: at('at').notNull(),
+    entity: text('entity').notNull(),
+    key: text('key').notNull(),
+    change: text('change').notNull(),
+    field: text('field'),
+    old: text('old'),
+    new: text('new'),
+  },
+  (t) => [index('changes_at_idx').on(t.at), index('changes_entity_key_idx').on(t.entity, t.key), index('changes_run_id_idx').on(t.runId)],
+);
+
 export const runLock = pgTable(
   'run_lock',
   {
