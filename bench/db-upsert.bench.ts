@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { openDatabase, type Database } from '../src/store/open.ts';
 import { createIngestor } from '../src/store/ingest/index.ts';
-import { INSERT_LOCATION_SQL, UPSERT_COMPANY_SQL, UPSERT_SIMILAR_SQL } from '../src/store/ingest/tables.ts';
+import { TABLE_STATEMENTS } from '../src/store/ingest/tables.ts';
 import type { SimilarCompaniesIngestRequest } from '../src/store/ingest-request.ts';
 import type { CompanyRecord, SimilarCompaniesResponse } from '../src/spec/types.ts';
 import { formatBenchTable, type BenchResult } from './bench-result.ts';
@@ -64,9 +64,9 @@ function plainRows(input: Page[]): PlainRows {
         JSON.stringify(c.fundingData), SEEN_AT, SEEN_AT]);
       rows.deletes.push(url);
       const hq = c.locations.headquarter;
-      rows.locations.push([url, 1, 1, hq.city, hq.country, countryName(hq.country), hq.geographicArea, 1n, hq.line1, hq.line2, hq.postalCode]);
+      rows.locations.push([url, 1, 1, hq.city, hq.country, hq.geographicArea, 1n, hq.line1, hq.line2, hq.postalCode, countryName(hq.country)]);
       c.locations.other.forEach((a, j) =>
-        rows.locations.push([url, j + 2, 0, a.city, a.country, countryName(a.country), a.geographicArea, null, a.line1, a.line2, a.postalCode]));
+        rows.locations.push([url, j + 2, 0, a.city, a.country, a.geographicArea, null, a.line1, a.line2, a.postalCode, countryName(a.country)]));
       c.industries.forEach((v, j) => rows.values.push(['company_industries', [url, j + 1, v]]));
       (c.specialities ?? []).forEach((v, j) => rows.values.push(['company_specialities', [url, j + 1, v]]));
       (c.hashtags ?? []).forEach((v, j) => rows.values.push(['company_hashtags', [url, j + 1, v]]));
@@ -100,13 +100,13 @@ function timeIngestor(input: Page[]): number {
 
 function timePlainLoop(rows: PlainRows): number {
   return withFreshDb(({ sqlite }) => {
-    const upsertCompany = sqlite.prepare(UPSERT_COMPANY_SQL);
+    const upsertCompany = sqlite.prepare(TABLE_STATEMENTS.companies!.sql);
     const deletes = ['company_locations', 'company_industries', 'company_specialities', 'company_hashtags'].map((t) =>
       sqlite.prepare(`DELETE FROM ${t} WHERE company_url = ?`));
-    const insertLocation = sqlite.prepare(INSERT_LOCATION_SQL);
+    const insertLocation = sqlite.prepare(TABLE_STATEMENTS.company_locations!.sql);
     const insertValue = new Map(['company_industries', 'company_specialities', 'company_hashtags'].map((t) =>
       [t, sqlite.prepare(`INSERT INTO ${t} (company_url, position, value) VALUES (?, ?, ?)`)]));
-    const upsertSimilar = sqlite.prepare(UPSERT_SIMILAR_SQL);
+    const upsertSimilar = sqlite.prepare(TABLE_STATEMENTS.similar_companies!.sql);
     const start = process.hrtime.bigint();
     sqlite.transaction(() => {
       for (const params of rows.companies) upsertCompany.run(...params);

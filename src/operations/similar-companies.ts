@@ -16,7 +16,7 @@ import { urlColumnReader } from './input-cells.ts';
 import { common, nonNegativeInt, positiveInt, text, urlInput, type JobCommon, type JobInputFile } from '../jobs/job-common.ts';
 import { JOB_DEFAULTS } from '../jobs/defaults.ts';
 import type { OperationSpec } from './operation-spec.ts';
-import type { Row, RowWrite } from './stored-rows.ts';
+import type { RowOf, RowWrite } from './stored-rows.ts';
 import { arrayOf, givenValue, jsonText, objectOf, sqlValue, urlKey } from './stored-values.ts';
 
 const address = obj({
@@ -163,7 +163,7 @@ function companyWrites(c: CompanyAnswer, url: string, seenAt: string, writes: Ro
   const addresses: Array<[unknown, number]> = [];
   if (locations['headquarter'] !== null && locations['headquarter'] !== undefined) addresses.push([locations['headquarter'], 1]);
   for (const other of arrayOf(locations['other'])) addresses.push([other, 0]);
-  const rows = addresses.map(([address, isHeadquarter], i): Row => {
+  const rows = addresses.map(([address, isHeadquarter], i): RowOf<'company_locations'> => {
     const a = objectOf(address);
     return {
       company_url: url,
@@ -180,7 +180,7 @@ function companyWrites(c: CompanyAnswer, url: string, seenAt: string, writes: Ro
     };
   });
   writes.push({ table: 'company_locations', owner, rows });
-  const values = (list: unknown): Row[] => arrayOf(list).map((value, i) => ({ company_url: url, position: i + 1, value: sqlValue(value) }));
+  const values = (list: unknown): Array<RowOf<'company_industries'>> => arrayOf(list).map((value, i) => ({ company_url: url, position: i + 1, value: sqlValue(value) }));
   writes.push({ table: 'company_industries', owner, rows: values(c.industries) });
   writes.push({ table: 'company_specialities', owner, rows: values(c.specialities) });
   writes.push({ table: 'company_hashtags', owner, rows: values(c.hashtags) });

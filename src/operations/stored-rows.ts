@@ -3,19 +3,31 @@
  * The operation maps an answer to rows (a pure function); the store (src/store/ingest/) writes them with its
  * own prepared statements per table, so another store can reuse the operations unchanged.
  */
+import type { SqliteTables } from '../store/schema.ts';
+import type { NormalizedTable, StoreFilled } from '../store/tables.ts';
 import type { SqlValue } from './stored-values.ts';
 
 /** One row: column name -> value. */
 export type Row = Readonly<Record<string, SqlValue>>;
+
+type Filled<T> = T extends keyof StoreFilled ? StoreFilled[T] : never;
+
+/**
+ * A row of `T` as an operation writes it: every column of the table's definition ($inferInsert's keys), but those
+ * the store fills (which it may add), and no other, so a misspelled or forgotten column does not compile.
+ */
+export type RowOf<T extends NormalizedTable> = { readonly [K in Exclude<keyof SqliteTables[T]['$inferInsert'], Filled<T>>]-?: SqlValue } & {
+  readonly [K in Filled<T>]?: SqlValue;
+};
 
 /**
  * One write, in order: a row upserted into its table (the store knows each table's key and how its
  * first/last-seen columns merge), or a set of rows that replaces whatever the table held for `owner` (a
  * company's locations: the set describes it as last seen).
  */
-export type RowWrite =
-  | { table: string; row: Row }
-  | { table: string; owner: Row; rows: readonly Row[] };
+export type RowWrite = {
+  [T in NormalizedTable]: { table: T; row: RowOf<T> } | { table: T; owner: Row; rows: readonly RowOf<T>[] };
+}[NormalizedTable];
 
 /** Something an answer held that was not stored as asked (answer_anomalies). */
 export interface RowAnomaly {

@@ -11,25 +11,22 @@
 import { existsSync } from 'node:fs';
 import type BetterSqlite3 from 'better-sqlite3';
 import type pg from 'pg';
-import { is } from 'drizzle-orm';
 import { getTableConfig, type PgTable } from 'drizzle-orm/pg-core';
-import { SQLiteTable, getTableConfig as getSqliteTableConfig } from 'drizzle-orm/sqlite-core';
 import { UsageError } from '../errors.ts';
 import { DatabaseReadonlyError } from './errors.ts';
 import { openDatabase, type Database } from './open.ts';
 import { acquireRunLock, LockedError, readRunLock, type RunLock } from './run-lock.ts';
 import { decodeRawBody } from './raw-body.ts';
 import { openPgStore, type PgStoreOptions } from './pg/open.ts';
-import * as pgSchema from './pg/schema.ts';
-import * as sqliteSchema from './schema.ts';
+import { TABLES as PG_TABLES } from './pg/schema.ts';
+import type { ColumnKind, TableDef } from './table-kit.ts';
+import { DATASET_TABLES } from './tables.ts';
 
-/** The order tables are copied in: a table after the ones its foreign keys name. */
-export const COPY_ORDER: readonly PgTable[] = [
-  pgSchema.companies, pgSchema.companyLocations, pgSchema.companyIndustries, pgSchema.companySpecialities, pgSchema.companyHashtags,
-  pgSchema.similarCompanies, pgSchema.posts, pgSchema.postMedia, pgSchema.jobs, pgSchema.jobSearches, pgSchema.jobSearchResults,
-  pgSchema.runs, pgSchema.tasks, pgSchema.invalidInputs, pgSchema.apiCalls, pgSchema.rawResponses, pgSchema.answerAnomalies,
-  pgSchema.answerDrift, pgSchema.netingestMeta,
-];
+/** Not copied: the source's run lock is the SQLite file's, and the new dataset has no run going on. */
+export const NOT_COPIED: ReadonlySet<string> = new Set(['run_lock']);
+
+/** The order tables are copied in: every table but NOT_COPIED, parents first (the definition's order). */
+export const COPY_ORDER: readonly PgTable[] = DATASET_TABLES.filter((t) => !NOT_COPIED.has(t.name)).map((t) => PG_TABLES[t.name]);
 
 /** Options of copyDataset(); defaults in COPY_DEFAULTS. */
 export interface CopyDatasetOptions {
@@ -158,7 +155,7 @@ async function refuseNonEmpty(client: pg.PoolClient, shownUrl: string): Promise<
   for (const table of COPY_ORDER) {
     const { name } = getTableConfig(table);
     // netingest_meta is filled by the migrations themselves.
-    const filter = table === pgSchema.netingestMeta ? ` WHERE key NOT IN ('schema_version', 'canonical_urls')` : '';
+    const filter = table === PG_TABLES.netingest_meta ? ` WHERE key NOT IN ('schema_version', 'canonical_urls')` : '';
     const found = await client.query(`SELECT 1 FROM "${name}"${filter} LIMIT 1`);
     if (found.rowCount) holding.push(name);
   }
@@ -178,7 +175,7 @@ async function copyTable(
     .filter((c) => c.pk > 0)
     .sort((a, b) => a.pk - b.pk)
     .map((c) => `"${c.name}"`);
-  const isMeta = table === pgSchema.netingestMeta;
+  const isMeta = table === PG_TABLES.netingest_meta;
   const conflict = isMeta ? ' ON CONFLICT (key) DO UPDATE SET value = excluded.value' : '';
   const maxRows = Math.max(1, Math.min(opts.batchRows, Math.floor(MAX_PARAMETERS / columns.length)));
   const select = sqlite.prepare(`SELECT ${names} FROM "${config.name}" ORDER BY ${keyColumns.join(', ')}`);
@@ -219,40 +216,30 @@ function convertOrSay(column: ColumnPlan, row: Record<string, unknown>, table: s
   }
 }
 
+const textOf = (value: unknown) => (Buffer.isBuffer(value) ? value.toString('utf8') : value);
+
+/** How a SQLite value of a column's kind becomes its PostgreSQL one; any other kind goes as it is. */
+const CONVERT: Partial<Record<ColumnKind, (value: unknown) => unknown>> = {
+  text: textOf,
+  // JSON text: the text is the JSON value.
+  json: (value) => (value === null || value === undefined ? null : String(textOf(value))),
+  // As given: a number stays a number, a string a string (JSON-encoded so the server reads it as a JSON string).
+  given: (value) => (value === null || value === undefined ? null : JSON.stringify(textOf(value))),
+};
+
 /** How each column's SQLite value becomes its PostgreSQL one. */
 function planColumns(table: PgTable): ColumnPlan[] {
-  const { name: tableName, columns } = getTableConfig(table);
-  return columns.map((column) => {
-    const type = column.getSQLType();
-    const name = column.name;
+  const { name: tableName } = getTableConfig(table);
+  const def: TableDef = DATASET_TABLES.find((t) => t.name === tableName)!;
+  return Object.entries(def.columns).map(([name, column]) => {
     if (tableName === 'raw_responses' && name === 'body') {
       // gzip bodies become their text: PostgreSQL compresses large values itself, and raw_body() stays SQL.
       return { name, convert: (value, row) => decodeRawBody(value, row.body_encoding) };
     }
     if (tableName === 'raw_responses' && name === 'body_encoding') return { name, convert: () => null };
-    if (type === 'jsonb') return { name, convert: jsonbConverter(tableName, name) };
-    if (type === 'text') return { name, convert: (value) => (Buffer.isBuffer(value) ? value.toString('utf8') : value) };
-    return { name, convert: (value) => value };
+    const convert = CONVERT[column.spec.kind] ?? ((value: unknown) => value);
+    return { name, convert: (value) => convert(value) };
   });
-}
-
-/** `table.column` of the columns SQLite declares BLOB ("as given"): a value of any type, kept as that JSON value. */
-const AS_GIVEN = new Set(
-  (Object.values(sqliteSchema) as unknown[])
-    .filter((value): value is SQLiteTable => is(value, SQLiteTable))
-    .flatMap((table) => {
-      const config = getSqliteTableConfig(table);
-      return config.columns.filter((c) => c.getSQLType() === 'blob').map((c) => `${config.name}.${c.name}`);
-    }),
-);
-
-function jsonbConverter(table: string, column: string): (value: unknown) => unknown {
-  if (AS_GIVEN.has(`${table}.${column}`)) {
-    // A number stays a number, a string a string (JSON-encoded so the server reads it as a JSON string).
-    return (value) => (value === null || value === undefined ? null : JSON.stringify(Buffer.isBuffer(value) ? value.toString('utf8') : value));
-  }
-  // Columns holding JSON text: the text is the JSON value.
-  return (value) => (value === null || value === undefined ? null : Buffer.isBuffer(value) ? value.toString('utf8') : String(value));
 }
 
 function sizeOf(value: unknown): number {

@@ -63,7 +63,7 @@ function* readState(answers: readonly AnswerWrites[]): Reads<State> {
       const t = TRACKING[w.table];
       if (!t) continue;
       const column = readColumn(t);
-      const value = 'row' in w ? w.row[column] : w.owner[column];
+      const value = 'row' in w ? (w.row as Row)[column] : w.owner[column];
       if (value !== null && value !== undefined) (wanted.get(w.table) ?? wanted.set(w.table, new Set()).get(w.table)!).add(String(value));
     }
   }

@@ -9,6 +9,7 @@ import type { IngestRequest, IngestResponseFor } from '../ingest-request.ts';
 import { specOf, type AnySubject } from '../../operations/index.ts';
 import { rowCount, type RowContext } from '../../operations/stored-rows.ts';
 import { networkHost } from '../../urls/network-host.ts';
+import { NORMALIZED_TABLES } from '../tables.ts';
 import { preparePostDateOrder } from './post-date-order.ts';
 import { prepareRowWriter, prepareStoredLookup } from './row-writer.ts';
 import { assertIsoTimestamp } from './seen-at.ts';
@@ -46,20 +47,7 @@ export interface Ingestor {
   ingestAnswer(subject: AnySubject, answer: unknown, seenAt: string, source?: ChangeSource): IngestResult;
 }
 
-/** The normalized tables, children before parents (the order to empty them in). */
-export const NORMALIZED_TABLES = [
-  'company_locations',
-  'company_industries',
-  'company_specialities',
-  'company_hashtags',
-  'similar_companies',
-  'companies',
-  'post_media',
-  'posts',
-  'job_search_results',
-  'job_searches',
-  'jobs',
-] as const;
+export { NORMALIZED_TABLES };
 
 /** Prepares the statements once. */
 export function createIngestor(database: Connection): Ingestor {

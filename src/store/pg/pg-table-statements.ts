@@ -1,13 +1,13 @@
 /**
  * The statements of store/ingest/tables.ts in PostgreSQL's dialect, split so that one statement writes many
- * rows: `head VALUES (...), (...) tail`. The upsert rules are SQLite's own text (ON CONFLICT ... DO UPDATE with
- * the earliest first_seen and the latest updated/last_seen), with LEAST/GREATEST for the two-argument min/max.
- * Values go in as `copy` converts them.
+ * rows: `head VALUES (...), (...) tail`. Built from the same table writes as SQLite's (ON CONFLICT ... DO UPDATE
+ * with the earliest first_seen and the latest updated/last_seen), with LEAST/GREATEST for SQLite's two-argument
+ * min/max. Values go in as `copy` converts them.
  */
 import type pg from 'pg';
 import type { Row } from '../../operations/stored-rows.ts';
 import { pgValueConverters } from '../copy-dataset.ts';
-import { TABLE_STATEMENTS } from '../ingest/tables.ts';
+import { onConflict, TABLE_WRITES } from '../ingest/tables.ts';
 
 /** A most PostgreSQL takes in one statement (its wire protocol counts them in 16 bits). */
 export const MAX_PARAMS = 65_535;
@@ -24,28 +24,27 @@ export interface PgTableStatement {
   conflictKey: readonly string[] | null;
 }
 
-/** LEAST/GREATEST for SQLite's two-argument min/max, the stored column named by its table (bare is ambiguous beside `excluded`). */
-export function pgDialect(sql: string, table: string): string {
-  return sql.replace(/\bmin\((\w+),/g, `LEAST(${table}.$1,`).replace(/\bmax\((\w+),/g, `GREATEST(${table}.$1,`);
-}
-
 const statements = new Map<string, PgTableStatement>();
 
 export function tableStatementOf(table: string): PgTableStatement {
   const known = statements.get(table);
   if (known) return known;
-  const sqlite = Object.hasOwn(TABLE_STATEMENTS, table) ? TABLE_STATEMENTS[table]! : undefined;
-  const parts = sqlite ? /^([\s\S]*?)\bVALUES\s*\([?,\s]*\)([\s\S]*)$/.exec(sqlite.sql) : null;
-  if (!sqlite || !parts) throw new Error(`internal: no statement for table ${table}`);
+  const w = Object.hasOwn(TABLE_WRITES, table) ? TABLE_WRITES[table as keyof typeof TABLE_WRITES] : undefined;
+  if (!w) throw new Error(`internal: no statement for table ${table}`);
   const converters = pgValueConverters(table);
-  const conflict = /ON CONFLICT\s*\(([^)]*)\)/i.exec(parts[2]!);
+  // The stored column named by its table: bare, it is ambiguous beside `excluded`.
+  const merge = {
+    new: (c: string) => `excluded.${c}`,
+    earliest: (c: string) => `LEAST(${table}.${c}, excluded.${c})`,
+    latest: (c: string) => `GREATEST(${table}.${c}, excluded.${c})`,
+  };
   const s: PgTableStatement = {
     table,
-    columns: sqlite.columns,
-    convert: sqlite.columns.map((c) => converters.get(c) ?? ((v) => v)),
-    head: parts[1]!.trim(),
-    tail: pgDialect(parts[2]!, table),
-    conflictKey: conflict ? conflict[1]!.split(',').map((c) => c.trim()) : null,
+    columns: w.columns,
+    convert: w.columns.map((c) => converters.get(c) ?? ((v) => v)),
+    head: `INSERT INTO ${table} (${w.columns.join(', ')})`,
+    tail: onConflict(w, merge),
+    conflictKey: w.conflictKey,
   };
   statements.set(table, s);
   return s;

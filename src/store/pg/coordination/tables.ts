@@ -1,12 +1,14 @@
 /**
  * Tables that let several `netingest run` workers share one job on PostgreSQL (issue #21 items 3 and 4). SQLite
  * has none of them: there one run holds the dataset's lock. Times are the server's clock (timestamptz), never a
- * worker's, so workers on hosts whose clocks disagree still agree on when a lease or a slot ends.
+ * worker's, so workers on hosts whose clocks disagree still agree on when a lease or a slot ends. Defined as the
+ * dataset's tables are (store/table-kit.ts), built for PostgreSQL only.
  */
 import { sql } from 'drizzle-orm';
-import { bigint, doublePrecision, index, integer, pgTable, primaryKey, text, timestamp } from 'drizzle-orm/pg-core';
+import { bigint, buildTables, int, real, table, text, time } from '../../table-kit.ts';
+import { pg, type PgTablesOf } from '../schema.ts';
 
-const at = (name: string) => timestamp(name, { withTimezone: true, mode: 'string' });
+const now = sql`now()`;
 
 /**
  * Which worker holds an input of a job (all its due pages, so they are called in order by one worker) and
@@ -14,68 +16,53 @@ const at = (name: string) => timestamp(name, { withTimezone: true, mode: 'string
  * one whose worker's session (`backend_pid`, started at `backend_start`) no longer holds the dataset lock: the
  * server drops a killed worker's session at once. A lease with no session counts by its time alone.
  */
-export const workerTaskLeases = pgTable(
-  'worker_task_leases',
-  {
-    job: text('job').notNull(),
-    inputKey: text('input_key').notNull(),
-    workerId: text('worker_id').notNull(),
-    leaseUntil: at('lease_until').notNull(),
-    claimedAt: at('claimed_at').notNull().default(sql`now()`),
-    backendPid: integer('backend_pid'),
-    backendStart: at('backend_start'),
-  },
-  (t) => [primaryKey({ columns: [t.job, t.inputKey] }), index('worker_task_leases_worker_idx').on(t.workerId)],
-);
+const workerTaskLeases = table('worker_task_leases', {
+  job: text().notNull(),
+  input_key: text().notNull(),
+  worker_id: text().notNull(),
+  lease_until: time().notNull(),
+  claimed_at: time().notNull().default(now),
+  backend_pid: int(),
+  backend_start: time(),
+}, { primaryKey: ['job', 'input_key'], indexes: { worker_task_leases_worker_idx: ['worker_id'] } });
 
 /** Start times of calls under a shared rate limit (`gate`: the API URL or account the limit is for). */
-export const rateSlots = pgTable(
-  'rate_slots',
-  {
-    id: bigint('id', { mode: 'number' }).primaryKey().generatedAlwaysAsIdentity(),
-    gate: text('gate').notNull(),
-    startedAt: at('started_at').notNull(),
-  },
-  (t) => [index('rate_slots_gate_started_idx').on(t.gate, t.startedAt)],
-);
+const rateSlots = table('rate_slots', {
+  id: bigint().autoId('always'),
+  gate: text().notNull(),
+  started_at: time().notNull(),
+}, { indexes: { rate_slots_gate_started_idx: ['gate', 'started_at'] } });
 
 /**
  * The account's balance as its answers last reported it, one row per API URL. `credits_used` orders reports:
  * an answer that arrives late (a lower counter than the stored one) does not put back credits already spent.
  */
-export const accountBalance = pgTable('account_balance', {
-  apiUrl: text('api_url').primaryKey(),
-  balance: doublePrecision('balance'),
-  creditsUsed: doublePrecision('credits_used'),
-  totalCredits: doublePrecision('total_credits'),
-  reportedAt: at('reported_at'),
+const accountBalance = table('account_balance', {
+  api_url: text().primaryKey(),
+  balance: real(),
+  credits_used: real(),
+  total_credits: real(),
+  reported_at: time(),
 });
 
 /** A call's claim on the balance while it is in flight; it stops counting once settled or expired. */
-export const creditReservations = pgTable(
-  'credit_reservations',
-  {
-    id: bigint('id', { mode: 'number' }).primaryKey().generatedAlwaysAsIdentity(),
-    apiUrl: text('api_url').notNull(),
-    /** The shared run the call belongs to, for its `maxPerRun`. */
-    runKey: text('run_key').notNull(),
-    workerId: text('worker_id').notNull(),
-    cost: doublePrecision('cost').notNull(),
-    expiresAt: at('expires_at').notNull(),
-    createdAt: at('created_at').notNull().default(sql`now()`),
-  },
-  (t) => [
-    index('credit_reservations_api_url_expires_idx').on(t.apiUrl, t.expiresAt),
-    index('credit_reservations_worker_idx').on(t.workerId),
-  ],
-);
+const creditReservations = table('credit_reservations', {
+  id: bigint().autoId('always'),
+  api_url: text().notNull(),
+  /** The shared run the call belongs to, for its `maxPerRun`. */
+  run_key: text().notNull(),
+  worker_id: text().notNull(),
+  cost: real().notNull(),
+  expires_at: time().notNull(),
+  created_at: time().notNull().default(now),
+}, { indexes: { credit_reservations_api_url_expires_idx: ['api_url', 'expires_at'], credit_reservations_worker_idx: ['worker_id'] } });
 
 /** What the settled calls of one shared run (all its workers) cost: what `maxPerRun` is checked against. */
-export const creditRunSpend = pgTable('credit_run_spend', {
-  runKey: text('run_key').primaryKey(),
-  apiUrl: text('api_url').notNull(),
-  spent: doublePrecision('spent').notNull().default(0),
-  updatedAt: at('updated_at').notNull().default(sql`now()`),
+const creditRunSpend = table('credit_run_spend', {
+  run_key: text().primaryKey(),
+  api_url: text().notNull(),
+  spent: real().notNull().default(0),
+  updated_at: time().notNull().default(now),
 });
 
 /**
@@ -84,11 +71,11 @@ export const creditRunSpend = pgTable('credit_run_spend', {
  * running whose session is gone is abandoned. `run_key` is what `maxPerRun` counts (credit_run_spend): a worker
  * started while a live run works one of its jobs joins that run's key.
  */
-export const workerRuns = pgTable('worker_runs', {
-  runId: bigint('run_id', { mode: 'number' }).primaryKey(),
-  runKey: text('run_key').notNull(),
-  backendPid: integer('backend_pid').notNull(),
-  backendStart: at('backend_start'),
+const workerRuns = table('worker_runs', {
+  run_id: bigint().primaryKey(),
+  run_key: text().notNull(),
+  backend_pid: int().notNull(),
+  backend_start: time(),
 });
 
 /**
@@ -96,14 +83,16 @@ export const workerRuns = pgTable('worker_runs', {
  * their sorted steps are what a call costs, whereas one worker's own answers step by every worker's calls. Kept
  * bounded: each settle prunes its operation's older rows (shared-credit-budget.ts).
  */
-export const creditCostSamples = pgTable(
-  'credit_cost_samples',
-  {
-    id: bigint('id', { mode: 'number' }).primaryKey().generatedAlwaysAsIdentity(),
-    apiUrl: text('api_url').notNull(),
-    operation: text('operation').notNull(),
-    creditsUsed: doublePrecision('credits_used').notNull(),
-    recordedAt: at('recorded_at').notNull().default(sql`now()`),
-  },
-  (t) => [index('credit_cost_samples_api_url_operation_idx').on(t.apiUrl, t.operation, t.id)],
-);
+const creditCostSamples = table('credit_cost_samples', {
+  id: bigint().autoId('always'),
+  api_url: text().notNull(),
+  operation: text().notNull(),
+  credits_used: real().notNull(),
+  recorded_at: time().notNull().default(now),
+}, { indexes: { credit_cost_samples_api_url_operation_idx: ['api_url', 'operation', 'id'] } });
+
+const COORDINATION_TABLES = [workerTaskLeases, rateSlots, accountBalance, creditReservations, creditRunSpend, workerRuns, creditCostSamples] as const;
+const TABLES = buildTables(COORDINATION_TABLES, pg) as PgTablesOf<(typeof COORDINATION_TABLES)[number]>;
+
+// drizzle-kit finds the tables among this module's exports (and only tables are exported here).
+export const { worker_task_leases, rate_slots, account_balance, credit_reservations, credit_run_spend, worker_runs, credit_cost_samples } = TABLES;
