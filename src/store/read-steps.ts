@@ -6,6 +6,7 @@
  * is (`?` and `@name` placeholders are numbered for it), or one text per engine where the dialects differ.
  */
 import type BetterSqlite3 from 'better-sqlite3';
+import type pg from 'pg';
 import type { PgSnapshot } from './pg/read-snapshot.ts';
 
 export { rawRows, rows, value, type EngineSql, type ReadStep, type Reads, type StepParams } from '../read-steps.ts';
@@ -29,8 +30,8 @@ export function readSync<T>(sqlite: BetterSqlite3.Database, reads: Reads<T>): T 
   }
 }
 
-/** Runs `reads` in a PostgreSQL snapshot. */
-export async function readPg<T>(snapshot: PgSnapshot, reads: Reads<T>): Promise<T> {
+/** Runs `reads` in a PostgreSQL snapshot, or on a client in a transaction of the caller's (the writer's). */
+export async function readPg<T>(snapshot: Pick<PgSnapshot, 'client'> | { client: pg.ClientBase }, reads: Reads<T>): Promise<T> {
   // Loaded here: the SQLite readers beside the PostgreSQL ones must not load pg.
   const { READER_TYPES, STORE_TYPES } = await import('./pg/reader-values.ts');
   for (let step = reads.next(); ; ) {

@@ -41,14 +41,44 @@ export interface RecordedChanges {
 const KEYS_PER_READ = 500;
 const IDENTIFIER = /^[a-z_][a-z0-9_]*$/;
 
-/** The stored rows under the group's keys, by table and key value. */
+/** The stored rows under the keys read so far, by table and key value, kept as the answers recorded leave them. */
 type State = Map<string, Map<string, Row[]>>;
 
-export function* recordChanges(answers: readonly AnswerWrites[]): Reads<RecordedChanges> {
-  const state = yield* readState(answers);
-  const out: RecordedChanges = { changes: [], withdrawn: [] };
-  for (const answer of answers) yield* recordAnswer(answer, state, out);
-  return out;
+/**
+ * Records the changes of answers in the order they are written. Its state is what is stored under the keys
+ * they touch: read from the dataset the first time a key comes up (before any answer of the group wrote it,
+ * since an answer that wrote it read it first), then kept current in memory, so the rows of the group may be
+ * written in between, in batches. One recorder per transaction.
+ */
+export class ChangeRecorder {
+  private readonly state: State = new Map();
+  private out: RecordedChanges = { changes: [], withdrawn: [] };
+
+  /** Reads what is stored under the keys of `writes` that no earlier read or answer brought in. */
+  *prefetch(writes: readonly RowWrite[]): Reads<void> {
+    yield* readState(writes, this.state);
+  }
+
+  /** Records what `answer` changes; call it before its rows are written. */
+  *record(answer: AnswerWrites): Reads<void> {
+    yield* readState(answer.writes, this.state);
+    yield* recordAnswer(answer, this.state, this.out);
+  }
+
+  /** Writes what was recorded since the last store (statements returning rows, for either runner); the count. */
+  *store(): Reads<number> {
+    const { changes, withdrawn } = this.out;
+    this.out = { changes: [], withdrawn: [] };
+    yield* writeChanges(changes, withdrawn);
+    return changes.length;
+  }
+}
+
+/** Records and writes what `answers` change: run before their rows are written, in the same transaction. */
+export function* storeChanges(answers: readonly AnswerWrites[]): Reads<number> {
+  const recorder = new ChangeRecorder();
+  for (const answer of answers) yield* recorder.record(answer);
+  return yield* recorder.store();
 }
 
 /** The column a table's rows are read by: an entity's key, a set's owner, a list's column. */
@@ -56,31 +86,29 @@ function readColumn(t: EntityTracking | SetTracking | ListTracking): string {
   return t.kind === 'entity' ? t.key : t.kind === 'set' ? t.owner : t.by;
 }
 
-function* readState(answers: readonly AnswerWrites[]): Reads<State> {
+/** Adds to `state` the stored rows under the keys of `writes` it does not hold yet (one statement per table and 500 keys). */
+function* readState(writes: readonly RowWrite[], state: State): Reads<void> {
   const wanted = new Map<string, Set<string>>();
-  for (const { writes } of answers) {
-    for (const w of writes) {
-      const t = TRACKING[w.table];
-      if (!t) continue;
-      const column = readColumn(t);
-      const value = 'row' in w ? (w.row as Row)[column] : w.owner[column];
-      if (value !== null && value !== undefined) (wanted.get(w.table) ?? wanted.set(w.table, new Set()).get(w.table)!).add(String(value));
-    }
+  for (const w of writes) {
+    const t = TRACKING[w.table];
+    if (!t) continue;
+    const column = readColumn(t);
+    const value = 'row' in w ? (w.row as Row)[column] : w.owner[column];
+    if (value === null || value === undefined || state.get(w.table)?.has(String(value))) continue;
+    (wanted.get(w.table) ?? wanted.set(w.table, new Set()).get(w.table)!).add(String(value));
   }
-  const state: State = new Map();
   for (const [table, values] of wanted) {
     const column = readColumn(TRACKING[table]!);
     if (!IDENTIFIER.test(table) || !IDENTIFIER.test(column)) throw new Error(`internal: cannot read ${table}.${column}`);
-    const byKey = new Map<string, Row[]>([...values].map((v) => [v, []]));
+    const byKey = state.get(table) ?? state.set(table, new Map()).get(table)!;
     const all = [...values];
+    for (const v of all) byKey.set(v, []);
     for (let i = 0; i < all.length; i += KEYS_PER_READ) {
       const keys = all.slice(i, i + KEYS_PER_READ);
       const found = yield* rows<Row>(`SELECT * FROM ${table} WHERE ${column} IN (${keys.map(() => '?').join(', ')})`, keys);
       for (const row of found) byKey.get(String(row[column]))?.push(row);
     }
-    state.set(table, byKey);
   }
-  return state;
 }
 
 function* recordAnswer(answer: AnswerWrites, state: State, out: RecordedChanges): Reads<void> {
@@ -219,12 +247,8 @@ const CHANGE_COLUMNS = ['run_id', 'task_id', 'at', 'entity', 'key', 'change', 'f
 /** Rows per INSERT: 9 parameters each, well under either engine's limit. */
 const CHANGES_PER_INSERT = 500;
 
-/**
- * Records what `answers` change: run before their rows are written, in the same transaction. Its statements
- * return rows (RETURNING) so that one runner of read steps runs them on either engine.
- */
-export function* storeChanges(answers: readonly AnswerWrites[]): Reads<number> {
-  const { changes, withdrawn } = yield* recordChanges(answers);
+/** Deletes the withdrawn removals and inserts the changes; statements that return rows, for either runner. */
+function* writeChanges(changes: readonly ChangeRow[], withdrawn: readonly number[]): Reads<void> {
   for (let i = 0; i < withdrawn.length; i += KEYS_PER_READ) {
     const ids = withdrawn.slice(i, i + KEYS_PER_READ);
     yield* rows(`DELETE FROM changes WHERE id IN (${ids.map(() => '?').join(', ')}) RETURNING id`, ids);
@@ -237,5 +261,4 @@ export function* storeChanges(answers: readonly AnswerWrites[]): Reads<number> {
       chunk.flatMap((c) => CHANGE_COLUMNS.map((col) => c[col])),
     );
   }
-  return changes.length;
 }

@@ -17,6 +17,8 @@ import { setAsideAnomalies, type AnomalySource } from '../answer-anomalies.ts';
 import type { IngestRequest } from '../ingest-request.ts';
 import { isoPostDate, readPostDate, type DayOrder } from '../ingest/post-date.ts';
 import { PgRowBatch } from './pg-row-batch.ts';
+import { ChangeRecorder } from '../history/record-changes.ts';
+import { readPg } from '../read-steps.ts';
 import { insertRows } from './pg-table-statements.ts';
 
 const IDENTIFIER = /^[a-z_][a-z0-9_]*$/;
@@ -85,7 +87,7 @@ export function createPgAnswerStore() {
    * to learn which it asks, they are read (after flushing the batch if it may hold them), and it runs again with
    * them (it is a pure function of its inputs).
    */
-  async function collect(client: pg.ClientBase, batch: PgRowBatch, input: PgStoredBody): Promise<PgStoredAnswer> {
+  async function collect(client: pg.ClientBase, batch: PgRowBatch, input: PgStoredBody, history: ChangeRecorder): Promise<PgStoredAnswer> {
     const operation = input.request.operation;
     const reading = readUsableAnswer(operation, parseJsonBody(input.body), { raw: input.body });
     const spec = specOf(operation);
@@ -106,6 +108,8 @@ export function createPgAnswerStore() {
       await readBack(client, batch, asked, known);
       stored = spec.rows(input.request, reading.answer, ctx);
     }
+    // What it changes, read before its rows join the batch (history/record-changes.ts: keys first seen are read now).
+    await readPg({ client }, history.record({ writes: stored.writes, runId: input.runId ?? null, taskId: input.taskId ?? null, at: input.at }));
     for (const w of stored.writes) await batch.add(client, await completed(client, batch, w));
     const anomalies = [...setAsideAnomalies(reading.setAside), ...stored.anomalies].map((a) => [
       input.rawResponseId, input.runId, input.taskId, input.operation, input.requestKey, a.kind, a.position, a.path, a.reason, a.askedId, a.answeredId, input.at,
@@ -116,8 +120,10 @@ export function createPgAnswerStore() {
   /** Stores one body on its own: its rows and anomalies written before it returns. */
   async function store(client: pg.ClientBase, input: PgStoredBody): Promise<PgStoredAnswer> {
     const batch = new PgRowBatch();
-    const stored = await collect(client, batch, input);
+    const history = new ChangeRecorder();
+    const stored = await collect(client, batch, input, history);
     await batch.flush(client);
+    await readPg({ client }, history.store());
     await insertAnomalies(client, stored.anomalies);
     return stored;
   }

@@ -13,6 +13,8 @@ import type { OutcomeOp } from '../outcome-ops.ts';
 import { createPgAnswerStore, insertAnomalies } from './pg-answer-store.ts';
 import { PgRowBatch, roundsByKey } from './pg-row-batch.ts';
 import { insertRows } from './pg-table-statements.ts';
+import { ChangeRecorder } from '../history/record-changes.ts';
+import { readPg } from '../read-steps.ts';
 
 type PaidOp = Extract<OutcomeOp, { kind: 'success' | 'rejected' }>;
 
@@ -34,13 +36,15 @@ export function createPgGroupCommit(runId: number): (client: pg.ClientBase, ops:
     const paid = ops.filter((op): op is PaidOp => op.kind === 'success' || op.kind === 'rejected');
     const rawIds = await saveRawBodies(client, paid, runId);
     const batch = new PgRowBatch();
+    const history = new ChangeRecorder();
     const anomalies: unknown[][] = [];
     for (const [i, op] of paid.entries()) {
       if (op.kind !== 'success') continue;
       const input = { rawResponseId: rawIds[i]!, runId, taskId: op.taskId, operation: op.operation, requestKey: op.requestKey, request: op.request, body: op.body, at: op.at };
-      anomalies.push(...(await answers.collect(client, batch, input)).anomalies);
+      anomalies.push(...(await answers.collect(client, batch, input, history)).anomalies);
     }
     await batch.flush(client);
+    await readPg({ client }, history.store());
     await insertAnomalies(client, anomalies);
     await insertCalls(client, ops.flatMap((op) => ('call' in op ? [op.call] : [])));
     await settleTasks(client, runId, ops.flatMap(settlementOf));
