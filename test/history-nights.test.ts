@@ -3,11 +3,13 @@
  * 2), every change listed once with the right old and new value, checked against the two worlds' own answers;
  * a third night in the same world lists none; reprocess rebuilds the same history. On both engines.
  */
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { afterEach, expect, it } from 'vitest';
 import { startSandbox, type Sandbox } from '../src/sandbox/server.ts';
 import { reprocessDatabase } from '../src/runner/reprocess.ts';
 import { forEachEngine, type TestDb } from './engines.ts';
-import { FAST_RATE, FAST_RETRY, csv, makeWorkspace, postUrls, run, type Workspace } from './run-helpers.ts';
+import { FAST_RATE, FAST_RETRY, csv, makeWorkspace, postUrls, run, runCli, type Workspace } from './run-helpers.ts';
 
 const TOKEN = 'history-token-7c1e';
 const REFS = ['acme-robotics', 'globex-logistics', 'initech', 'umbrella-labs', 'hooli', 'stark-industries'];
@@ -122,6 +124,24 @@ forEachEngine('history', (engine) => {
     const lines = second.map((c) => JSON.stringify(c));
     expect(new Set(lines).size).toBe(lines.length);
 
+    // `netingest changes` lists them: the last run's by default, CSV in a pipe.
+    const cli = (...args: string[]) => runCli(['changes', '--db', db.locator, ...args], { cwd: ws.dir });
+    const last = await cli();
+    expect(last.code, last.stderr).toBe(0);
+    const [header, ...records] = last.stdout.trim().split('\n');
+    expect(header).toBe('run_id,at,job,entity,key,change,field,old,new');
+    expect(records.length).toBe(second.length);
+    const lookalikes = await cli('--entity', 'lookalike', '--format', 'jsonl');
+    const parsed = lookalikes.stdout.trim().split('\n').map((l) => JSON.parse(l) as Change & { job: string });
+    expect(parsed.length).toBe(members.length);
+    expect(parsed.every((c) => c.entity === 'lookalike' && c.job === 'lookalikes' && c.run_id === night2.runId)).toBe(true);
+    const both = await cli('--since', String(night1.runId), '--job', 'posts', '--out', 'posts-changes.csv');
+    expect(both.code, both.stderr).toBe(0);
+    expect(both.stderr).toMatch(/wrote \d+ changes to .*posts-changes\.csv/);
+    const written = (await readFile(join(ws.dir, 'posts-changes.csv'), 'utf8')).trim().split('\n').slice(1);
+    expect(written.length).toBe([...first, ...second].filter((c) => c.entity === 'post').length);
+    expect((await cli('--since', 'yesterday')).code).toBe(2);
+
     // The same world again: nothing changed, nothing listed.
     const night3 = await run(ws, await world(2), TOKEN, jobs, { dbPath: db.locator, refresh: true });
     expect(night3.status).toBe('completed');
@@ -132,5 +152,6 @@ forEachEngine('history', (engine) => {
     const before = await db.rows(all);
     await reprocessDatabase(db.locator);
     expect(await db.rows(all)).toEqual(before);
-  });
+    // Three nights, six CLI processes and a reprocess: long on a busy machine, and bounded by its own steps.
+  }, 180_000);
 });
