@@ -1,4 +1,5 @@
 import { SEARCH_JOBS_PAGE_SIZE, SEARCH_JOBS_PARAMS, type JobRecord, type Operation, type SimilarCompaniesAccount } from '../spec/types.ts';
+import { WorldAge } from './data/world-age.ts';
 import { CompanyData } from './data/companies.ts';
 import { JobData, type JobSearch } from './data/jobs.ts';
 import { PostData, type PostBody } from './data/posts.ts';
@@ -53,9 +54,10 @@ export class Operations {
 
   constructor(options: SandboxOptions) {
     const { seed, notFoundRate } = options;
-    this.companies = new CompanyData(seed, notFoundRate);
-    this.posts = new PostData(seed, notFoundRate);
-    this.jobs = new JobData(seed, notFoundRate);
+    const age = new WorldAge(seed, options.ageDays);
+    this.companies = new CompanyData(seed, notFoundRate, age);
+    this.posts = new PostData(seed, notFoundRate, age);
+    this.jobs = new JobData(seed, notFoundRate, age);
     this.emptyPastEnd = options.pastLastPage === 'empty';
     const shapes = liveShapesOf(options);
     this.live = shapes && new LiveShaper(shapes, seed);

@@ -41,6 +41,7 @@ export interface SandboxOptions extends FaultRates {
   host: string;
   port: number;
   seed: number;
+  ageDays: number;
   tokens: Record<string, number>;
   suspendedTokens: string[];
   costs: Record<Operation, number>;
@@ -92,6 +93,12 @@ export const SANDBOX_DEFAULTS: Readonly<SandboxOptions> = Object.freeze({
   port: 0,
   /** Seeds the synthetic data and the fault, latency draws: the same seed and requests give the same run. */
   seed: 42,
+  /**
+   * The world this many days after the seed's (a whole number, 0..3650): companies grown, posts with more
+   * reactions, lookalikes and job results gone and new (src/sandbox/data/world-age.ts). Start the sandbox with
+   * 1, then 2, to see what a nightly run records as changed. 0 is the seed's world, byte for byte.
+   */
+  ageDays: 0,
   /** Known bearer tokens and their total credits. */
   tokens: { 'sandbox-token': 1_000_000 },
   /** Tokens answered 403 (account suspended); they need not appear in `tokens`. */
@@ -207,6 +214,9 @@ export function resolveOptions(input: SandboxOptionsInput = {}): SandboxOptions 
 function checkDrawOptions(options: SandboxOptions): void {
   // Seeds are mixed in as 32-bit integers: NaN (`--seed abc`) or a fraction would silently be another seed.
   if (!Number.isSafeInteger(options.seed)) throw new RangeError(`sandbox seed must be a whole number, got ${options.seed}`);
+  if (!(Number.isSafeInteger(options.ageDays) && options.ageDays >= 0 && options.ageDays <= 3650)) {
+    throw new RangeError(`sandbox ageDays must be a whole number from 0 to 3650, got ${options.ageDays}`);
+  }
   for (const key of RATE_KEYS) {
     const rate = options[key];
     if (!(rate >= 0 && rate <= 1)) throw new RangeError(`sandbox option ${key} must be between 0 and 1, got ${rate}`);

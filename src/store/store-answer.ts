@@ -25,7 +25,7 @@ export function prepareAnswerStore(database: Connection): (input: StoredAnswer) 
   const ingestor = createIngestor(database);
   const record = recordAnswerAnomalies(database);
   return (input) => {
-    const result = ingestor.ingestAnswer(input.request, input.answer, input.at);
+    const result = ingestor.ingestAnswer(input.request, input.answer, input.at, { runId: input.runId ?? null, taskId: input.taskId ?? null });
     record(input, [...setAsideAnomalies(input.setAside), ...(result.anomalies ?? [])]);
     return result;
   };

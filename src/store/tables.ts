@@ -339,6 +339,25 @@ const answerDrift = table('answer_drift', {
   detail: text(),
 }, { primaryKey: ['run_id', 'operation', 'path', 'kind'] });
 
+/**
+ * The history: one row per change an answer made to what was stored (store/history/): a company, post or job
+ * first seen (`added`, no field) or one of its values `changed` (field, old, new), an item of one of its sets
+ * `added` or `removed` (field: locations, industries, media...), a member of a list (a company's lookalikes, a
+ * search's results) `added` or `removed` (old or new: the member's URL). Values are text. Never pruned.
+ */
+const changes = table('changes', {
+  id: bigint().autoId(),
+  run_id: bigint(),
+  task_id: bigint(),
+  at: time().notNull(),
+  entity: text().notNull(),
+  key: text().notNull(),
+  change: text().notNull(),
+  field: text(),
+  old: text(),
+  new: text(),
+}, { indexes: { changes_at_idx: ['at'], changes_entity_key_idx: ['entity', 'key'], changes_run_id_idx: ['run_id'] } });
+
 const runLock = table('run_lock', {
   id: int().primaryKey(),
   pid: int().notNull(),
@@ -359,7 +378,7 @@ const netingestMeta = table('netingest_meta', { key: text().primaryKey(), value:
 export const DATASET_TABLES = [
   companies, companyLocations, companyIndustries, companySpecialities, companyHashtags, similarCompanies,
   posts, postMedia, jobs, jobSearches, jobSearchResults,
-  runs, tasks, invalidInputs, apiCalls, rawResponses, answerAnomalies, answerDrift, runLock, netingestMeta,
+  runs, tasks, invalidInputs, apiCalls, rawResponses, answerAnomalies, answerDrift, changes, runLock, netingestMeta,
 ] as const;
 
 export type DatasetTable = (typeof DATASET_TABLES)[number];

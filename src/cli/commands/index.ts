@@ -51,6 +51,11 @@ export const commands: LazyCommand[] = [
     load: async () => (await import('./query.ts')).queryCommand,
   },
   {
+    name: 'changes',
+    describe: 'List what changed: companies, posts and jobs added or changed, lookalikes and search results added or removed',
+    load: async () => (await import('./changes.ts')).changesCommand,
+  },
+  {
     name: 'reprocess',
     describe: 'Rebuild companies, posts and jobs from the stored raw responses (no API calls, no credits)',
     load: async () => (await import('./reprocess.ts')).reprocessCommand,

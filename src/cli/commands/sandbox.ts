@@ -14,6 +14,7 @@ const DEFAULT_TOKEN = Object.keys(SANDBOX_DEFAULTS.tokens)[0] ?? 'sandbox-token'
 export interface SandboxArgs {
   port: number;
   seed: number;
+  'age-days': number;
   token: string[];
   'suspended-token': string[];
   credits: number;
@@ -54,6 +55,7 @@ function builder(y: Argv) {
   return y
     .option('port', { type: 'number', default: SANDBOX_CLI_PORT, describe: 'port on 127.0.0.1 (0 picks a free one)' })
     .option('seed', { type: 'number', default: d.seed, describe: 'seed of the synthetic data and of the fault draws' })
+    .option('age-days', { type: 'number', default: d.ageDays, describe: 'the world this many days later: staff grown, reactions gained, lookalikes and jobs gone and new' })
     .option('token', { type: 'string', array: true, default: [DEFAULT_TOKEN], describe: 'accepted bearer token (repeatable)' })
     .option('suspended-token', { type: 'string', array: true, default: [] as string[], describe: 'token answered 403 (repeatable)' })
     .option('credits', { type: 'number', default: d.tokens[DEFAULT_TOKEN] ?? 1_000_000, describe: 'total credits of each token' })
@@ -141,6 +143,7 @@ export function sandboxOptionsFromArgs(argv: SandboxArgs): SandboxOptionsInput {
     host: SANDBOX_DEFAULTS.host,
     port: argv.port,
     seed: argv.seed,
+    ageDays: argv['age-days'],
     tokens: Object.fromEntries(argv.token.map((t) => [t, argv.credits])),
     suspendedTokens: argv['suspended-token'],
     costs,

@@ -3,6 +3,7 @@ import { Prng, hash32, hashFraction } from '../prng.ts';
 import { BoundedCache } from './bounded-cache.ts';
 import { canonicalUrlKey, saysNotFound, slugify } from './canonical.ts';
 import { compileFilter } from './company-filter.ts';
+import { WorldAge } from './world-age.ts';
 import {
   HASHTAGS, INDUSTRIES, MEDIA_ORIGIN, NAME_CORES, NAME_PREFIXES, NAME_SUFFIXES, NETWORK_ORIGIN, PLACES,
   SPECIALITIES, STAFF_RANGES, STREETS, TAGLINES,
@@ -33,7 +34,11 @@ export class CompanyData {
   private readonly bases = new BoundedCache<string, BaseCompany>(20_000);
   private readonly lists = new BoundedCache<string, ListEntry[] | null>(20_000);
 
-  constructor(private readonly seed: number, private readonly notFoundRate: number) {}
+  constructor(
+    private readonly seed: number,
+    private readonly notFoundRate: number,
+    private readonly age: WorldAge = new WorldAge(seed, 0),
+  ) {}
 
   /**
    * The whole similar-companies list for a reference URL and filters, or null when the input has no data or
@@ -50,9 +55,11 @@ export class CompanyData {
       // One ranking per reference, whatever the filters: its stream is that of the unfiltered list.
       const rng = Prng.from(this.seed, `similar:${ref}\u0000`);
       const length = rng.int(3, 45);
-      if (!filter) list = ranking(rng, ref, length);
+      // An aged world: entries that left are gone and those ranked next move up into the list.
+      const stays = (entry: ListEntry) => !this.age.left(`${ref}:${entry.slug}`);
+      if (!filter) list = ranking(rng, ref, this.age.days > 0 ? length * 2 : length).filter(stays).slice(0, length);
       else {
-        list = ranking(rng, ref, CANDIDATE_POOL).filter((entry) => filter.matches(this.base(entry))).slice(0, length);
+        list = ranking(rng, ref, CANDIDATE_POOL).filter((entry) => filter.matches(this.base(entry)) && stays(entry)).slice(0, length);
         if (list.length === 0) list = null;
       }
     }
@@ -96,13 +103,13 @@ export class CompanyData {
         `We help teams work better with ${(specialities?.length ? specialities : ['modern tools']).slice(0, 2).join(' and ')}.\n` +
         `Visit ${website} to learn more.`,
       phone: (rng.chance(0.6) ? '+' : '') + rng.digits(rng.int(10, 12)),
-      followers: rng.chance(0.9) ? rng.int(12, 2_500_000) : null,
+      followers: rng.chance(0.9) ? this.age.grown(rng.int(12, 2_500_000), `followers:${slug}`) : null,
       website,
       logo: `${MEDIA_ORIGIN}/dms/image/company-logo_200_200/${rng.alnum(16)}`,
       cover: rng.chance(0.7) ? `${MEDIA_ORIGIN}/dms/image/company-background_10000/${rng.alnum(16)}` : null,
       tagline: rng.chance(0.6) ? rng.pick(TAGLINES) : null,
       foundedYear,
-      staff: { total: rng.int(rangeStart, rangeEnd), range: { start: rangeStart, end: rangeEnd } },
+      staff: staffOf(this.age.grown(rng.int(rangeStart, rangeEnd), `staff:${slug}`), rangeStart, rangeEnd),
       locations: { headquarter: hq, other },
       fundingData: rng.chance(0.5)
         ? {
@@ -120,6 +127,12 @@ export class CompanyData {
       relevancy: { score: 0, value: 'D' },
     };
   }
+}
+
+/** A staff count and its published band: a company that grew past its band is shown in the next one. */
+function staffOf(total: number, start: number, end: number): CompanyRecord['staff'] {
+  const band = total > end ? STAFF_RANGES.find(([lo, hi]) => total >= lo && total <= hi) : undefined;
+  return { total, range: band ? { start: band[0], end: band[1] } : { start, end } };
 }
 
 /** The first `count` companies ranked by similarity to `ref`, most similar first, never `ref` itself. */

@@ -4,6 +4,7 @@ import { BoundedCache } from './bounded-cache.ts';
 import { saysNotFound, slugify } from './canonical.ts';
 import { escapeHtml, htmlToText } from './html-text.ts';
 import { daysBefore, isoDate } from './reference-date.ts';
+import { WorldAge } from './world-age.ts';
 import {
   EMPLOYMENT_TYPES, INDUSTRIES, JOB_FUNCTIONS, JOB_PERKS, JOB_TITLES, MEDIA_ORIGIN, NAME_CORES, NAME_PREFIXES,
   NETWORK_ORIGIN, PLACES, POST_SENTENCES, SENIORITY_LEVELS, WORKPLACE_SUFFIXES,
@@ -33,7 +34,11 @@ export function searchKey(search: JobSearch): string {
 export class JobData {
   private readonly results = new BoundedCache<string, JobRecord[] | null>(5_000);
 
-  constructor(private readonly seed: number, private readonly notFoundRate: number) {}
+  constructor(
+    private readonly seed: number,
+    private readonly notFoundRate: number,
+    private readonly age: WorldAge = new WorldAge(seed, 0),
+  ) {}
 
   /** All results of a search (1..60), or null when it finds nothing. */
   search(search: JobSearch): JobRecord[] | null {
@@ -46,7 +51,9 @@ export class JobData {
     let list: JobRecord[] | null = null;
     if (!nodata) {
       const rng = Prng.from(this.seed, `jobs:${key}`);
-      list = Array.from({ length: rng.int(1, 60) }, (_, i) => this.job(search, key, i));
+      // An aged world: jobs that were filled are gone, and jobs posted since come after the seed's ones.
+      const indices = Array.from({ length: rng.int(1, 60) + this.age.newEntries(`jobs:${key}`) }, (_, i) => i);
+      list = indices.filter((i) => !this.age.left(`jobs:${key}:${i}`)).map((i) => this.job(search, key, i));
       // Newest first, as a job board lists them.
       list.sort((a, b) => b.posted_timestamp - a.posted_timestamp);
     }

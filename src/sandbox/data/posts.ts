@@ -3,6 +3,7 @@ import { Prng, hashFraction } from '../prng.ts';
 import { BoundedCache } from './bounded-cache.ts';
 import { canonicalUrlKey, saysNotFound, slugify } from './canonical.ts';
 import { dayMonthYear, daysBefore } from './reference-date.ts';
+import { WorldAge } from './world-age.ts';
 import {
   FIRST_NAMES, HASHTAGS, HEADLINES, LAST_NAMES, MEDIA_ORIGIN, NAME_CORES, NAME_PREFIXES, NETWORK_ORIGIN,
   POST_OPENERS, POST_SENTENCES,
@@ -27,7 +28,11 @@ export function postIdOf(seed: number, url: string): string {
 export class PostData {
   private readonly posts = new BoundedCache<string, PostBody | null>(20_000);
 
-  constructor(private readonly seed: number, private readonly notFoundRate: number) {}
+  constructor(
+    private readonly seed: number,
+    private readonly notFoundRate: number,
+    private readonly age: WorldAge = new WorldAge(seed, 0),
+  ) {}
 
   /**
    * The post behind a URL, or null when the input has no data. Posts are keyed by activity id, so the
@@ -77,7 +82,10 @@ export class PostData {
           () => `${MEDIA_ORIGIN}/dms/image/feedshare-shrink_800/${rng.alnum(20)}.jpg`,
         ),
       },
-      engagement: { reactions, comments_count: reactions === 0 ? 0 : rng.int(0, Math.ceil(reactions / 10)) },
+      engagement: {
+        reactions: reactions === 0 ? 0 : this.age.gained(reactions, `reactions:${postId}`),
+        comments_count: reactions === 0 ? 0 : this.age.gained(rng.int(0, Math.ceil(reactions / 10)), `comments:${postId}`),
+      },
     };
   }
 }

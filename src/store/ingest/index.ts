@@ -13,6 +13,8 @@ import { NORMALIZED_TABLES } from '../tables.ts';
 import { preparePostDateOrder } from './post-date-order.ts';
 import { prepareRowWriter, prepareStoredLookup } from './row-writer.ts';
 import { assertIsoTimestamp } from './seen-at.ts';
+import { storeChanges } from '../history/record-changes.ts';
+import { readSync } from '../read-steps.ts';
 import type { AnswerAnomaly } from '../answer-anomalies.ts';
 
 /** What one ingest wrote. */
@@ -25,6 +27,12 @@ export interface IngestResult {
   anomalies?: AnswerAnomaly[];
 }
 
+/** The run and task an answer came from: its changes are filed under them. */
+export interface ChangeSource {
+  runId: number | null;
+  taskId: number | null;
+}
+
 /** Writes validated responses into the normalized tables. */
 export interface Ingestor {
   /**
@@ -32,8 +40,11 @@ export interface Ingestor {
    * Must run inside a transaction the caller opened; throws otherwise.
    */
   ingest<R extends IngestRequest>(req: R, response: IngestResponseFor<R>, seenAt: string): IngestResult;
-  /** ingest() for generic callers: `answer` is one its operation's contract read (operations/answers.ts). */
-  ingestAnswer(subject: AnySubject, answer: unknown, seenAt: string): IngestResult;
+  /**
+   * ingest() for generic callers: `answer` is one its operation's contract read (operations/answers.ts). With
+   * `source`, what the answer changes is recorded in the history (store/history/) first, in the same transaction.
+   */
+  ingestAnswer(subject: AnySubject, answer: unknown, seenAt: string, source?: ChangeSource): IngestResult;
 }
 
 export { NORMALIZED_TABLES };
@@ -45,13 +56,14 @@ export function createIngestor(database: Connection): Ingestor {
   // posts.posted_on: the raw day read in the order the dataset's posts show (post-date-order.ts).
   const write = prepareRowWriter(sqlite, { posts: { posted_on: (row) => postDates.isoOf(row['posted_raw']) } });
   const ctx: RowContext = { seenAt: '', networkHost: networkHost(), stored: prepareStoredLookup(sqlite) };
-  const ingestAnswer = (subject: AnySubject, answer: unknown, seenAt: string): IngestResult => {
+  const ingestAnswer = (subject: AnySubject, answer: unknown, seenAt: string, source?: ChangeSource): IngestResult => {
     if (!sqlite.inTransaction) {
       throw new Error('ingest() must run inside a transaction (the caller commits the response with its bookkeeping)');
     }
     assertIsoTimestamp(seenAt);
     ctx.seenAt = seenAt;
     const stored = specOf(subject.operation).rows(subject, answer, ctx);
+    if (source) readSync(sqlite, storeChanges([{ writes: stored.writes, runId: source.runId, taskId: source.taskId, at: seenAt }]));
     for (const w of stored.writes) write(w);
     const result = { rows: rowCount(stored), skipped: stored.skipped };
     return stored.anomalies.length > 0 ? { ...result, anomalies: stored.anomalies } : result;
@@ -70,9 +82,16 @@ export function ingestInTransaction<R extends IngestRequest>(
   return database.sqlite.transaction(() => ingestor.ingest(req, response, seenAt))();
 }
 
-/** Deletes every row of the normalized tables (bookkeeping and raw_responses untouched); caller's transaction. */
+/** The history reprocess empties with the normalized tables: it rebuilds it from the raw archive, as it was made. */
+export const CLEAR_HISTORY_SQL = 'DELETE FROM changes';
+
+/**
+ * Deletes every row of the normalized tables (counted) and the history made of them (bookkeeping and
+ * raw_responses untouched); caller's transaction.
+ */
 export function clearNormalizedTables(database: Connection): number {
   let rows = 0;
   for (const table of NORMALIZED_TABLES) rows += database.sqlite.prepare(`DELETE FROM ${table}`).run().changes;
+  database.sqlite.prepare(CLEAR_HISTORY_SQL).run();
   return rows;
 }

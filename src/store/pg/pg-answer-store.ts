@@ -15,6 +15,8 @@ import { setAsideAnomalies } from '../answer-anomalies.ts';
 import type { StoredAnswer } from '../store-answer.ts';
 import { isoPostDate, readPostDate, type DayOrder } from '../ingest/post-date.ts';
 import { PgRowBatch } from './pg-row-batch.ts';
+import { ChangeRecorder } from '../history/record-changes.ts';
+import { readPg } from '../read-steps.ts';
 import { insertRows } from './pg-table-statements.ts';
 
 const IDENTIFIER = /^[a-z_][a-z0-9_]*$/;
@@ -83,7 +85,7 @@ export function createPgAnswerStore() {
    * to learn which it asks, they are read (after flushing the batch if it may hold them), and it runs again with
    * them (it is a pure function of its inputs).
    */
-  async function collect(client: pg.ClientBase, batch: PgRowBatch, input: PgStoredBody): Promise<PgStoredAnswer> {
+  async function collect(client: pg.ClientBase, batch: PgRowBatch, input: PgStoredBody, history: ChangeRecorder): Promise<PgStoredAnswer> {
     const spec = specOf(input.request.operation);
     const asked = new Map<string, { table: string; key: Row; column: string }>();
     const known = new Map<string, SqlValue | undefined>();
@@ -102,23 +104,40 @@ export function createPgAnswerStore() {
       await readBack(client, batch, asked, known);
       stored = spec.rows(input.request, input.answer, ctx);
     }
+    // What it changes, read before its rows join the batch (history/record-changes.ts: keys first seen are read now).
+    await readPg({ client }, history.record({ writes: stored.writes, runId: input.runId ?? null, taskId: input.taskId ?? null, at: input.at }));
     for (const w of stored.writes) await batch.add(client, await completed(client, batch, w));
-    const anomalies = [...setAsideAnomalies(input.setAside), ...stored.anomalies].map((a) => [
-      input.rawResponseId, input.runId, input.taskId, input.operation, input.requestKey, a.kind, a.position, a.path, a.reason, a.askedId, a.answeredId, input.at,
-    ]);
-    return { rows: rowCount(stored), anomalies };
+    return { rows: rowCount(stored), anomalies: anomalyRows(input, [...setAsideAnomalies(input.setAside), ...stored.anomalies]) };
   }
 
   /** Stores one body on its own: its rows and anomalies written before it returns. */
   async function store(client: pg.ClientBase, input: PgStoredBody): Promise<PgStoredAnswer> {
     const batch = new PgRowBatch();
-    const stored = await collect(client, batch, input);
+    const history = new ChangeRecorder();
+    const stored = await collect(client, batch, input, history);
     await batch.flush(client);
+    await readPg({ client }, history.store());
     await insertAnomalies(client, stored.anomalies);
     return stored;
   }
 
   return { collect, store };
+}
+
+/** answer_anomalies rows (ANOMALY_HEAD's columns) of one answer's anomalies. */
+function anomalyRows(input: PgStoredBody, anomalies: ReturnType<typeof setAsideAnomalies>): unknown[][] {
+  return anomalies.map((a) => [
+    input.rawResponseId, input.runId, input.taskId, input.operation, input.requestKey, a.kind, a.position, a.path, a.reason, a.askedId, a.answeredId, input.at,
+  ]);
+}
+
+/**
+ * The writes an answer would make if no stored value it reads back mattered (spec.rows() with none): their keys
+ * are the ones the history reads before a group writes anything (a key they miss is read when it comes up).
+ */
+export function candidateWrites(input: Pick<PgStoredBody, 'request' | 'answer' | 'at'>): readonly RowWrite[] {
+  const ctx: RowContext = { seenAt: input.at, networkHost: networkHost(), stored: () => undefined };
+  return specOf(input.request.operation).rows(input.request, input.answer, ctx).writes;
 }
 
 /** The stored values spec.rows() asked for; a row the batch may hold is written first, so it reads as stored. */

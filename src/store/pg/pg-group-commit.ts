@@ -12,10 +12,12 @@ import type pg from 'pg';
 import type { ApiCallRow } from '../api-calls.ts';
 import { requestKeyOf } from '../ingest-request.ts';
 import type { OutcomeOp } from '../outcome-ops.ts';
-import { ANOMALY_HEAD, createPgAnswerStore } from './pg-answer-store.ts';
+import { ANOMALY_HEAD, candidateWrites, createPgAnswerStore } from './pg-answer-store.ts';
 import { PgRowBatch, roundsByKey } from './pg-row-batch.ts';
 import { insertRows } from './pg-table-statements.ts';
 import { runStatements, sqlLiteral, valuesSql } from './pg-literal-sql.ts';
+import { CHANGES_HEAD, ChangeRecorder, changeValues } from '../history/record-changes.ts';
+import { readPg } from '../read-steps.ts';
 
 type PaidOp = Extract<OutcomeOp, { kind: 'success' | 'rejected' }>;
 
@@ -37,19 +39,25 @@ export function createPgGroupCommit(runId: number): (client: pg.ClientBase, ops:
     const paid = ops.filter((op): op is PaidOp => op.kind === 'success' || op.kind === 'rejected');
     const rawIds = await saveRawBodies(client, paid, runId);
     const batch = new PgRowBatch();
+    const history = new ChangeRecorder();
+    // What the group's answers change is read before any of their rows is written: one statement per table.
+    await readPg({ client }, history.prefetch(paid.flatMap((op) => (op.kind === 'success' ? candidateWrites(op) : []))));
     const anomalies: unknown[][] = [];
     for (const [i, op] of paid.entries()) {
       if (op.kind !== 'success') continue;
       const input = {
         rawResponseId: rawIds[i]!, runId, taskId: op.taskId, operation: op.operation, requestKey: op.requestKey, request: op.request, answer: op.answer, setAside: op.setAside, at: op.at,
       };
-      anomalies.push(...(await answers.collect(client, batch, input)).anomalies);
+      anomalies.push(...(await answers.collect(client, batch, input, history)).anomalies);
     }
+    const { changes, withdrawn } = history.take();
     await runStatements(client, [
       ...batch.take(),
       valuesSql(ANOMALY_HEAD, anomalies),
       callsSql(ops.flatMap((op) => ('call' in op ? [op.call] : []))),
       ...settleSql(runId, ops.flatMap(settlementOf)),
+      withdrawn.length > 0 ? `DELETE FROM changes WHERE id IN (${withdrawn.map(sqlLiteral).join(', ')})` : null,
+      valuesSql(CHANGES_HEAD, changes.map(changeValues)),
     ]);
   };
 }

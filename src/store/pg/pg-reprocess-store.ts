@@ -6,7 +6,7 @@
  * pg-answer-store.ts, as the run's writer stores them.
  */
 import type pg from 'pg';
-import { NORMALIZED_TABLES } from '../ingest/index.ts';
+import { CLEAR_HISTORY_SQL, NORMALIZED_TABLES } from '../ingest/index.ts';
 import type { ArchivedBody, ReprocessStore } from '../reprocess-store.ts';
 import { createPgAnswerStore } from './pg-answer-store.ts';
 import { withPgMaintenance } from './maintenance.ts';
@@ -33,6 +33,7 @@ export function pgReprocessStore(client: pg.PoolClient): ReprocessStore {
     async clearNormalizedTables() {
       let rows = 0;
       for (const table of NORMALIZED_TABLES) rows += await run(`DELETE FROM ${table}`);
+      await run(CLEAR_HISTORY_SQL);
       return rows;
     },
     clearKeptBodiesAnomalies: async () => void (await run('DELETE FROM answer_anomalies WHERE raw_response_id IN (SELECT id FROM raw_responses)')),

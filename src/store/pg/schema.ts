@@ -72,5 +72,5 @@ export const TABLES = buildTables(DATASET_TABLES, pg) as PgTablesOf<DatasetTable
 export const {
   companies, company_locations, company_industries, company_specialities, company_hashtags, similar_companies,
   posts, post_media, jobs, job_searches, job_search_results,
-  runs, tasks, invalid_inputs, api_calls, raw_responses, answer_anomalies, answer_drift, run_lock, netingest_meta,
+  runs, tasks, invalid_inputs, api_calls, raw_responses, answer_anomalies, answer_drift, changes, run_lock, netingest_meta,
 } = TABLES;

@@ -1,0 +1,49 @@
+import { defineCommand } from '../command.ts';
+import { BOM_OPTION, datasetOption, ESCAPE_FORMULAS_OPTION, withReadDb } from '../common-options.ts';
+import { exportSql } from '../../export/export-table.ts';
+import { runQuery } from '../../export/query.ts';
+import { UsageError } from '../../errors.ts';
+import { plural } from '../../plural.ts';
+import { changesStatement, isHistoryEntity, parseChangesSince, type ChangesFilter } from '../../store/history/changes-query.ts';
+import { HISTORY_ENTITIES } from '../../store/history/tracking.ts';
+import { OUTPUT_STOP_SIGNALS, stderrNotice, withStopSignals } from '../signals.ts';
+
+const FORMATS = ['table', 'csv', 'jsonl'] as const;
+
+/** `netingest changes`: what the history recorded, by default what the last run changed. */
+export const changesCommand = defineCommand({
+  builder: (y) =>
+    withReadDb(y)
+      .option('since', { type: 'string', default: 'last', describe: 'last (what the last run changed), a run id (that run and later ones), or an ISO date or time' })
+      .option('job', { type: 'string', describe: "only the changes made by this job's answers" })
+      .option('entity', { choices: HISTORY_ENTITIES, describe: 'only changes of one kind of thing' })
+      .option('format', { choices: FORMATS, describe: 'table, csv or jsonl (default: table on a terminal, else csv)' })
+      .option('out', { type: 'string', describe: 'write to this file (csv or jsonl), atomically, instead of stdout' })
+      .option('bom', BOM_OPTION)
+      .option('escape-formulas', ESCAPE_FORMULAS_OPTION)
+      .example('$0 changes', 'what last night changed')
+      .example('$0 changes --since 2026-11-01 --entity lookalike --out lookalikes.csv', 'lookalikes gained and lost since November 1st')
+      .example('$0 changes --since 12 --job targets --format jsonl', 'what run 12 and later changed for one job'),
+  run: async (argv, io) => {
+    const filter = changesFilter(argv);
+    const sql = changesStatement(filter);
+    const common = { db: datasetOption(argv.db), bom: argv.bom, escapeFormulas: argv['escape-formulas'], stream: io.stdout };
+    if (argv.out !== undefined) {
+      const format = argv.format ?? 'csv';
+      if (format === 'table') throw new UsageError('--out writes csv or jsonl; the table is for a terminal');
+      const result = await withStopSignals(stderrNotice(io.stderr), (signal) => exportSql({ ...common, sql, format, out: argv.out, signal }), OUTPUT_STOP_SIGNALS);
+      io.stderr.write(`netingest: wrote ${plural(result.rows, 'change')} to ${result.out}\n`);
+      return 0;
+    }
+    await withStopSignals(stderrNotice(io.stderr), (signal) => runQuery({ ...common, sql, format: argv.format, signal }), OUTPUT_STOP_SIGNALS);
+    return 0;
+  },
+});
+
+function changesFilter(argv: { since: string; job?: string | undefined; entity?: string | undefined }): ChangesFilter {
+  const since = parseChangesSince(argv.since);
+  if (!since) throw new UsageError(`--since ${argv.since}: expected last, a run id or an ISO date or time such as 2026-11-27 or 2026-11-27T06:00Z`);
+  if (argv.job !== undefined && (argv.job.trim() === '' || /\p{Cc}/u.test(argv.job))) throw new UsageError('--job: give a job name');
+  if (argv.entity !== undefined && !isHistoryEntity(argv.entity)) throw new UsageError(`--entity ${argv.entity}: expected one of ${HISTORY_ENTITIES.join(', ')}`);
+  return { since, job: argv.job, entity: argv.entity as ChangesFilter['entity'] };
+}

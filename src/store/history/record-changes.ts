@@ -1,0 +1,271 @@
+/**
+ * What a group of answers changes, read once for both engines (a read-steps generator: run synchronously in
+ * SQLite's transaction, awaited in PostgreSQL's). Before the answers' rows are written, it reads what is stored
+ * under their keys (one statement per table and 500 keys), then walks the answers in order over that state,
+ * keeping it current as each answer would leave it, so two answers of one group that touch one company are
+ * compared in turn. It writes nothing: the caller inserts `changes` and deletes `withdrawn` in its transaction.
+ */
+import type { Row, RowWrite } from '../../operations/stored-rows.ts';
+import { rows, type Reads } from '../read-steps.ts';
+import { TRACKING, type ChangeKind, type EntityTracking, type HistoryEntity, type ListTracking, type SetTracking } from './tracking.ts';
+
+/** One answer's rows, in write order, and where it came from. */
+export interface AnswerWrites {
+  writes: readonly RowWrite[];
+  runId: number | null;
+  taskId: number | null;
+  /** When the answer was received (ISO-8601 UTC): the change's `at`. */
+  at: string;
+}
+
+/** One row of the `changes` table. */
+export interface ChangeRow {
+  run_id: number | null;
+  task_id: number | null;
+  at: string;
+  entity: HistoryEntity;
+  key: string;
+  change: ChangeKind;
+  field: string | null;
+  old: string | null;
+  new: string | null;
+}
+
+export interface RecordedChanges {
+  changes: ChangeRow[];
+  /** Ids of `removed` rows an earlier commit of the same run recorded for a member this group found on another page. */
+  withdrawn: number[];
+}
+
+/** Keys per statement: well under SQLite's 32,766 and PostgreSQL's 65,535 parameters. */
+const KEYS_PER_READ = 500;
+const IDENTIFIER = /^[a-z_][a-z0-9_]*$/;
+
+/** The stored rows under the keys read so far, by table and key value, kept as the answers recorded leave them. */
+type State = Map<string, Map<string, Row[]>>;
+
+/**
+ * Records the changes of answers in the order they are written. Its state is what is stored under the keys
+ * they touch: read from the dataset the first time a key comes up (before any answer of the group wrote it,
+ * since an answer that wrote it read it first), then kept current in memory, so the rows of the group may be
+ * written in between, in batches. One recorder per transaction.
+ */
+export class ChangeRecorder {
+  private readonly state: State = new Map();
+  private out: RecordedChanges = { changes: [], withdrawn: [] };
+
+  /** Reads what is stored under the keys of `writes` that no earlier read or answer brought in. */
+  *prefetch(writes: readonly RowWrite[]): Reads<void> {
+    yield* readState(writes, this.state);
+  }
+
+  /** Records what `answer` changes; call it before its rows are written. */
+  *record(answer: AnswerWrites): Reads<void> {
+    yield* readState(answer.writes, this.state);
+    yield* recordAnswer(answer, this.state, this.out);
+  }
+
+  /** Writes what was recorded since the last store (statements returning rows, for either runner); the count. */
+  *store(): Reads<number> {
+    const { changes, withdrawn } = this.take();
+    yield* writeChanges(changes, withdrawn);
+    return changes.length;
+  }
+
+  /** What was recorded since the last store or take, for a writer that sends its own statements. */
+  take(): RecordedChanges {
+    const out = this.out;
+    this.out = { changes: [], withdrawn: [] };
+    return out;
+  }
+}
+
+/** Records and writes what `answers` change: run before their rows are written, in the same transaction. */
+export function* storeChanges(answers: readonly AnswerWrites[]): Reads<number> {
+  const recorder = new ChangeRecorder();
+  for (const answer of answers) yield* recorder.record(answer);
+  return yield* recorder.store();
+}
+
+/** The column a table's rows are read by: an entity's key, a set's owner, a list's column. */
+function readColumn(t: EntityTracking | SetTracking | ListTracking): string {
+  return t.kind === 'entity' ? t.key : t.kind === 'set' ? t.owner : t.by;
+}
+
+/** Adds to `state` the stored rows under the keys of `writes` it does not hold yet (one statement per table and 500 keys). */
+function* readState(writes: readonly RowWrite[], state: State): Reads<void> {
+  const wanted = new Map<string, Set<string>>();
+  for (const w of writes) {
+    const t = TRACKING[w.table];
+    if (!t) continue;
+    const column = readColumn(t);
+    const value = 'row' in w ? (w.row as Row)[column] : w.owner[column];
+    if (value === null || value === undefined || state.get(w.table)?.has(String(value))) continue;
+    (wanted.get(w.table) ?? wanted.set(w.table, new Set()).get(w.table)!).add(String(value));
+  }
+  for (const [table, values] of wanted) {
+    const column = readColumn(TRACKING[table]!);
+    if (!IDENTIFIER.test(table) || !IDENTIFIER.test(column)) throw new Error(`internal: cannot read ${table}.${column}`);
+    const byKey = state.get(table) ?? state.set(table, new Map()).get(table)!;
+    const all = [...values];
+    for (const v of all) byKey.set(v, []);
+    for (let i = 0; i < all.length; i += KEYS_PER_READ) {
+      const keys = all.slice(i, i + KEYS_PER_READ);
+      const found = yield* rows<Row>(`SELECT * FROM ${table} WHERE ${column} IN (${keys.map(() => '?').join(', ')})`, keys);
+      for (const row of found) byKey.get(String(row[column]))?.push(row);
+    }
+  }
+}
+
+function* recordAnswer(answer: AnswerWrites, state: State, out: RecordedChanges): Reads<void> {
+  const change = (entity: HistoryEntity, key: string, kind: ChangeKind, field: string | null, old: string | null, now: string | null): ChangeRow => ({
+    run_id: answer.runId, task_id: answer.taskId, at: answer.at, entity, key, change: kind, field, old, new: now,
+  });
+  // Entities this answer names for the first time: their sets are part of "added", not items of their own.
+  const firstSeen = new Set<string>();
+  const lists = new Map<string, { t: ListTracking; table: string; rows: Row[] }>();
+  for (const w of answer.writes) {
+    const t = TRACKING[w.table];
+    if (!t) continue;
+    const rowsOf = state.get(w.table)!;
+    if ('row' in w && t.kind === 'entity') entityChange(t, w.row, rowsOf, firstSeen, change, out.changes);
+    else if (!('row' in w) && t.kind === 'set') setChange(t, w.owner, w.rows, rowsOf, firstSeen, change, out.changes);
+    else if ('row' in w && t.kind === 'list') {
+      const id = `${w.table}\u0000${t.listOf(w.row)}`;
+      (lists.get(id) ?? lists.set(id, { t, table: w.table, rows: [] }).get(id)!).rows.push(w.row);
+    }
+  }
+  for (const { t, table, rows: page } of lists.values()) yield* listChange(t, page, state.get(table)!, answer, change, out);
+}
+
+type MakeChange = (entity: HistoryEntity, key: string, kind: ChangeKind, field: string | null, old: string | null, now: string | null) => ChangeRow;
+
+function entityChange(t: EntityTracking, row: Row, rowsOf: Map<string, Row[]>, firstSeen: Set<string>, change: MakeChange, changes: ChangeRow[]): void {
+  const key = String(row[t.key]);
+  const before = rowsOf.get(key)?.[0];
+  if (!before) {
+    firstSeen.add(`${t.entity}\u0000${key}`);
+    changes.push(change(t.entity, key, 'added', null, null, null));
+  } else {
+    for (const column of Object.keys(row)) {
+      if (t.ignored.has(column) || column === t.key) continue;
+      const [old, now] = [valueText(before[column]), valueText(row[column])];
+      if (old !== now) changes.push(change(t.entity, key, 'changed', column, old, now));
+    }
+  }
+  rowsOf.set(key, [{ ...before, ...row }]);
+}
+
+function setChange(
+  t: SetTracking, owner: Row, items: readonly Row[], rowsOf: Map<string, Row[]>, firstSeen: Set<string>, change: MakeChange, changes: ChangeRow[],
+): void {
+  const key = String(owner[t.owner]);
+  const itemText = (row: Row) => (t.item.length === 1 ? valueText(row[t.item[0]!]) ?? '' : JSON.stringify(t.item.map((c) => valueText(row[c]))));
+  if (!firstSeen.has(`${t.entity}\u0000${key}`)) {
+    const before = (rowsOf.get(key) ?? []).map(itemText);
+    const after = items.map(itemText);
+    for (const gone of multisetMinus(before, after)) changes.push(change(t.entity, key, 'removed', t.field, gone, null));
+    for (const come of multisetMinus(after, before)) changes.push(change(t.entity, key, 'added', t.field, null, come));
+  }
+  rowsOf.set(key, [...items]);
+}
+
+/** The items of `a` that `b` does not hold, each as often as `a` holds it more. */
+function multisetMinus(a: readonly string[], b: readonly string[]): string[] {
+  const left = new Map<string, number>();
+  for (const x of b) left.set(x, (left.get(x) ?? 0) + 1);
+  const out: string[] = [];
+  for (const x of a) {
+    const n = left.get(x) ?? 0;
+    if (n > 0) left.set(x, n - 1);
+    else out.push(x);
+  }
+  return out;
+}
+
+/** The members of a list as last seen: per page, the rows of that page's latest answer. */
+function currentMembers(t: ListTracking, stored: readonly Row[]): Map<string, number> {
+  const latest = new Map<number, string>();
+  for (const row of stored) {
+    const page = t.pageOf(row);
+    const at = String(row['last_seen_at']);
+    if (at > (latest.get(page) ?? '')) latest.set(page, at);
+  }
+  const members = new Map<string, number>();
+  for (const row of stored) if (String(row['last_seen_at']) === latest.get(t.pageOf(row))) members.set(String(row[t.member]), t.pageOf(row));
+  return members;
+}
+
+function* listChange(t: ListTracking, page: readonly Row[], rowsOf: Map<string, Row[]>, answer: AnswerWrites, change: MakeChange, out: RecordedChanges): Reads<void> {
+  const list = t.listOf(page[0]!);
+  const by = String(page[0]![t.by]);
+  const stored = (rowsOf.get(by) ?? []).filter((row) => t.listOf(row) === list);
+  const members = currentMembers(t, stored);
+  const pageNo = t.pageOf(page[0]!);
+  const now = new Set(page.map((row) => String(row[t.member])));
+  for (const [member, onPage] of members) {
+    if (onPage === pageNo && !now.has(member)) out.changes.push(change(t.entity, list, 'removed', null, member, null));
+  }
+  for (const member of now) {
+    if (members.has(member)) continue;
+    // A member missing from the page it was on may have moved to this one: its removal is withdrawn.
+    const pending = out.changes.findIndex((c) => c.entity === t.entity && c.key === list && c.change === 'removed' && c.old === member);
+    if (pending !== -1) {
+      out.changes.splice(pending, 1);
+      continue;
+    }
+    const earlier = answer.runId === null ? [] : yield* rows<{ id: number }>(
+      "SELECT id FROM changes WHERE run_id = ? AND entity = ? AND key = ? AND change = 'removed' AND old = ?",
+      [answer.runId, t.entity, list, member],
+    );
+    if (earlier.length > 0) out.withdrawn.push(...earlier.map((r) => Number(r.id)));
+    else out.changes.push(change(t.entity, list, 'added', null, null, member));
+  }
+  // The state as this page leaves it: its members seen now, on this page.
+  const kept = (rowsOf.get(by) ?? []).filter((row) => !(t.listOf(row) === list && now.has(String(row[t.member]))));
+  rowsOf.set(by, [...kept, ...page]);
+}
+
+/**
+ * A stored value as the history's text, the same on both engines: numbers and booleans as SQLite holds them,
+ * JSON objects and arrays with their keys sorted (jsonb keeps its own order).
+ */
+export function valueText(v: unknown): string | null {
+  if (v === null || v === undefined) return null;
+  if (typeof v === 'boolean') return v ? '1' : '0';
+  if (typeof v === 'number' || typeof v === 'bigint') return String(v);
+  const text = String(v);
+  if (!/^\s*[[{]/.test(text)) return text;
+  try {
+    return JSON.stringify(sortedKeys(JSON.parse(text)));
+  } catch {
+    return text;
+  }
+}
+
+function sortedKeys(v: unknown): unknown {
+  if (Array.isArray(v)) return v.map(sortedKeys);
+  if (v === null || typeof v !== 'object') return v;
+  return Object.fromEntries(Object.keys(v).sort().map((k) => [k, sortedKeys((v as Record<string, unknown>)[k])]));
+}
+
+const CHANGE_COLUMNS = ['run_id', 'task_id', 'at', 'entity', 'key', 'change', 'field', 'old', 'new'] as const;
+/** The head of the `changes` INSERT, for a writer that puts its values in itself (PostgreSQL's literal statements). */
+export const CHANGES_HEAD = `INSERT INTO changes (${CHANGE_COLUMNS.join(', ')})`;
+/** A change's values in CHANGES_HEAD's order. */
+export const changeValues = (c: ChangeRow): unknown[] => CHANGE_COLUMNS.map((col) => c[col]);
+/** Rows per INSERT: 9 parameters each, well under either engine's limit. */
+const CHANGES_PER_INSERT = 500;
+
+/** Deletes the withdrawn removals and inserts the changes; statements that return rows, for either runner. */
+function* writeChanges(changes: readonly ChangeRow[], withdrawn: readonly number[]): Reads<void> {
+  for (let i = 0; i < withdrawn.length; i += KEYS_PER_READ) {
+    const ids = withdrawn.slice(i, i + KEYS_PER_READ);
+    yield* rows(`DELETE FROM changes WHERE id IN (${ids.map(() => '?').join(', ')}) RETURNING id`, ids);
+  }
+  for (let i = 0; i < changes.length; i += CHANGES_PER_INSERT) {
+    const chunk = changes.slice(i, i + CHANGES_PER_INSERT);
+    const tuple = `(${CHANGE_COLUMNS.map(() => '?').join(', ')})`;
+    yield* rows(`${CHANGES_HEAD} VALUES ${chunk.map(() => tuple).join(', ')} RETURNING id`, chunk.flatMap(changeValues));
+  }
+}
