@@ -167,12 +167,24 @@ function targetAfter(oldTarget) {
   return afterByName.get(basename(oldTarget)) ?? oldTarget;
 }
 
+/**
+ * Where `spec` of `file` points. A file an earlier run moved into a folder may have been edited since on a branch
+ * that still had it at the top of test/ (a merge carries the edit over the move): a specifier that leads nowhere
+ * from the folder but somewhere from the top was written from there.
+ */
+function resolveFrom(file, spec) {
+  const here = resolveSpec(file, spec);
+  if (existsSync(here) || moves.has(here) || dirname(dirname(file)) !== TEST) return here;
+  const fromTop = resolveSpec(join(TEST, basename(file)), spec);
+  return existsSync(fromTop) || moves.has(fromTop) ? fromTop : here;
+}
+
 function rewriteCode(oldFile, newFile, source) {
   return source.replace(SPECIFIER, (whole, lead, quote, spec) => {
-    const before = resolveSpec(oldFile, spec);
+    const before = lead.startsWith('new URL') ? resolveSpec(oldFile, spec) : resolveFrom(oldFile, spec);
     const target = targetAfter(before);
     // Only what the moves changed: a file that stays keeps its other specifiers as written.
-    if (oldFile === newFile && target === before) return whole;
+    if (oldFile === newFile && target === resolveSpec(oldFile, spec)) return whole;
     // An import of nothing there is text for a file the test writes elsewhere (a job importing './helper.ts');
     // new URL(x, import.meta.url) is always this file's own path (dist/ may not be built yet).
     const there = moves.has(before) || existsSync(before) || existsSync(target);
