@@ -1,14 +1,20 @@
 // `npm run build`: dist/ for the package. esbuild bundles the sources and their dependencies into a few files
 // (a Node start then reads ~40 files instead of ~600: what keeps `netingest --help` and a run's start fast),
 // with a file per command and per worker thread; tsc writes the type declarations beside them.
+// It is built in a folder of its own and put in place by renames only once whole: `npm pack` and `npm install`
+// (through `prepare`) rebuild it while a netingest of this checkout may be running, and that process loads its
+// commands' chunks from dist/ as it goes (the same names for the same sources): it must never find dist/ missing
+// or half-written.
 import { build } from 'esbuild';
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, rmSync } from 'node:fs';
+import { copyFileSync, renameSync, rmSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const dist = join(root, 'dist');
+// Beside dist/ (a rename cannot cross file systems), and this build's own: two builds at once never mix files.
+const next = join(root, `dist.next-${process.pid}`);
 
 /**
  * netingest takes only `Agent` from undici (src/api/client.ts) and calls its request(). undici's index builds all of it at import (fetch,
@@ -29,34 +35,71 @@ const undiciAgentOnly = {
   },
 };
 
-rmSync(dist, { recursive: true, force: true });
-await build({
-  absWorkingDir: root,
-  // Every file at the top of dist/: a worker is started as `./<name>.js` beside the code that starts it
-  // (threads/start-worker.ts), and a chunk is at the same place whichever entry imports it.
-  entryPoints: {
-    bin: 'src/cli/bin.ts',
-    index: 'src/index.ts',
-    'wal-checkpointer-thread': 'src/store/wal-checkpointer-thread.ts',
-    'export-worker': 'src/export/export-worker.ts',
-    'statement-child': 'src/store/sqlite/statement-child.ts',
-  },
-  outdir: dist,
-  bundle: true,
-  // Each command module and tsx stay out of the start path: dynamic imports become chunks loaded on use.
-  splitting: true,
-  format: 'esm',
-  platform: 'node',
-  target: 'node20',
-  // Native (better-sqlite3) or loaded only for .ts job files (tsx, and esbuild under it).
-  external: ['better-sqlite3', 'tsx', 'tsx/*', 'esbuild'],
-  // Dependencies written as CommonJS call require(): give the ES modules one.
-  banner: { js: "import { createRequire as __netingestRequire } from 'node:module'; const require = __netingestRequire(import.meta.url);" },
-  plugins: [undiciAgentOnly],
-  minifySyntax: true,
-  legalComments: 'eof',
-  logLevel: 'warning',
-});
-// The child process's entry: it watches for its parent's death before loading the module (start-child.ts).
-copyFileSync(join(root, 'src/threads/child-bootstrap.cjs'), join(dist, 'child-bootstrap.cjs'));
-execFileSync(process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '-p', join(root, 'tsconfig.build.json')], { stdio: 'inherit' });
+/** The whole package build (bundles, the child bootstrap, type declarations) into the folder `out`. */
+async function buildInto(out) {
+  await build({
+    absWorkingDir: root,
+    // Every file at the top of dist/: a worker is started as `./<name>.js` beside the code that starts it
+    // (threads/start-worker.ts), and a chunk is at the same place whichever entry imports it.
+    entryPoints: {
+      bin: 'src/cli/bin.ts',
+      index: 'src/index.ts',
+      'wal-checkpointer-thread': 'src/store/wal-checkpointer-thread.ts',
+      'export-worker': 'src/export/export-worker.ts',
+      'statement-child': 'src/store/sqlite/statement-child.ts',
+    },
+    outdir: out,
+    bundle: true,
+    // Each command module and tsx stay out of the start path: dynamic imports become chunks loaded on use.
+    splitting: true,
+    format: 'esm',
+    platform: 'node',
+    target: 'node20',
+    // Native (better-sqlite3) or loaded only for .ts job files (tsx, and esbuild under it).
+    external: ['better-sqlite3', 'tsx', 'tsx/*', 'esbuild'],
+    // Dependencies written as CommonJS call require(): give the ES modules one.
+    banner: { js: "import { createRequire as __netingestRequire } from 'node:module'; const require = __netingestRequire(import.meta.url);" },
+    plugins: [undiciAgentOnly],
+    minifySyntax: true,
+    legalComments: 'eof',
+    logLevel: 'warning',
+  });
+  // The child process's entry: it watches for its parent's death before loading the module (start-child.ts).
+  copyFileSync(join(root, 'src/threads/child-bootstrap.cjs'), join(out, 'child-bootstrap.cjs'));
+  const tsc = join(root, 'node_modules/typescript/bin/tsc');
+  execFileSync(process.execPath, [tsc, '-p', join(root, 'tsconfig.build.json'), '--outDir', join(out, 'types')], { stdio: 'inherit' });
+}
+
+/**
+ * Puts the finished build at dist/: the old dist/ renamed aside and the new one renamed in, back to back (a
+ * directory cannot be renamed over a non-empty one), so dist/ is missing for two system calls, never for a build.
+ * Another build swapping in between makes the second rename fail: then the swap is made again.
+ */
+function swapIn() {
+  const aside = [];
+  for (let attempt = 0; ; attempt++) {
+    const previous = join(root, `dist.previous-${process.pid}-${attempt}`);
+    try {
+      renameSync(dist, previous);
+      aside.push(previous);
+    } catch (error) {
+      if (error.code !== 'ENOENT') throw error;
+    }
+    try {
+      renameSync(next, dist);
+      break;
+    } catch (error) {
+      if (!['ENOTEMPTY', 'EEXIST'].includes(error.code) || attempt >= 5) throw error;
+    }
+  }
+  for (const previous of aside) rmSync(previous, { recursive: true, force: true });
+}
+
+rmSync(next, { recursive: true, force: true });
+try {
+  await buildInto(next);
+  swapIn();
+} catch (error) {
+  rmSync(next, { recursive: true, force: true });
+  throw error;
+}

@@ -12,6 +12,7 @@ import { runCli, type CliOptions, type CliResult } from './soak/cli-process.ts';
 import { apiEnv, bytesOf, opsWorkspace, STACK_LINE, type OpsWorkspace } from './soak/ops-fixture.ts';
 import { checkConsistency } from './soak/soak-checks.ts';
 import { ROOT } from './soak/sandbox-process.ts';
+import { otherUserCopy } from './other-user-copy.ts';
 
 const TOKEN = 'ops-db-token-0001';
 let sandbox: Sandbox;
@@ -119,9 +120,15 @@ describe('a database that cannot be used gives a clear error and a documented ex
       chmodSync(dir, 0o777);
     }
     const hash = sha(db);
-    const result = await run(db, [], asRoot ? { uid: 65534, gid: 65534 } : {});
-    expect(result.code, result.stderr).toBe(EXIT.fatal);
-    expectClearError(result, db, /cannot be written|read-?only/i);
+    // That user runs a copy of the CLI it can read: the checkout may be in a folder out of its reach.
+    const cli = asRoot ? otherUserCopy() : null;
+    try {
+      const result = await run(db, [], cli ? { uid: 65534, gid: 65534, bin: cli.bin } : {});
+      expect(result.code, result.stderr).toBe(EXIT.fatal);
+      expectClearError(result, db, /cannot be written|read-?only/i);
+    } finally {
+      cli?.remove();
+    }
     expect(sha(db)).toBe(hash);
   }, 60_000);
 

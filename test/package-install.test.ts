@@ -16,11 +16,14 @@ import { promisify } from 'node:util';
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const NPM = process.platform === 'win32' ? 'npm.cmd' : 'npm';
 /** What `npm pack` needs of the checkout: the sources it builds from and the files it ships. */
-const PACKED_FROM = ['package.json', 'tsconfig.json', 'tsconfig.build.json', 'README.md', 'LICENSE', 'scripts', 'src', 'jobs', 'migrations'];
+const PACKED_FROM = ['package.json', 'tsconfig.json', 'tsconfig.build.json', 'README.md', 'LICENSE', 'docs', 'scripts', 'src', 'jobs', 'migrations'];
 
 let work: string;
 let project: string;
 let tarball: string;
+/** The copy's package.json before packing, and after. */
+let checkoutManifest: string;
+let restoredManifest: string;
 
 async function sh(cmd: string, args: string[], cwd: string): Promise<{ stdout: string; stderr: string }> {
   return promisify(execFile)(cmd, args, { cwd, encoding: 'utf8', maxBuffer: 32 * 2 ** 20, env: { ...process.env, npm_config_update_notifier: 'false' } });
@@ -42,7 +45,15 @@ beforeAll(async () => {
   // The checkout's dist/, which the test setup has just built with the same script `prepare` runs: packing with
   // its scripts would build it again (6 s of the suite's time) to the same bytes.
   await cp(join(ROOT, 'dist'), join(copy, 'dist'), { recursive: true });
+  // The rest of prepack and postpack, run around the pack as npm runs them.
+  const { scripts } = JSON.parse(await readFile(join(copy, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
+  const [build, stripManifest] = scripts.prepack!.split(' && ');
+  expect(build).toBe('npm run build');
+  checkoutManifest = await readFile(join(copy, 'package.json'), 'utf8');
+  await sh('/bin/sh', ['-c', stripManifest!], copy);
   await sh(NPM, ['pack', '--ignore-scripts', '--pack-destination', work], copy);
+  await sh('/bin/sh', ['-c', scripts.postpack!], copy);
+  restoredManifest = await readFile(join(copy, 'package.json'), 'utf8');
   tarball = join(work, (await readdir(work)).find((n) => n.endsWith('.tgz'))!);
 
   project = join(work, 'project');
@@ -65,6 +76,14 @@ describe('the packed package, installed in a scratch project', () => {
     const { stdout: listing } = await sh('tar', ['-tzf', tarball], work);
     const files = listing.split('\n').map((f) => f.replace(/^package\//, ''));
     expect(files).toEqual(expect.arrayContaining(['LICENSE', 'README.md', 'dist/bin.js', 'dist/index.js', 'dist/types/index.d.ts', 'jobs/lookalikes.json', 'data/leads.csv']));
+    // The README links every page of docs/.
+    expect(files).toEqual(expect.arrayContaining(['docs/postgres.md', 'docs/api.md', 'docs/promises.md']));
+    // No install-time script in the tarball (npm 11 warns of each on install, prepare included for a tarball),
+    // and the checkout keeps its own.
+    const { stdout: packed } = await sh('tar', ['-xzOf', tarball, 'package/package.json'], work);
+    const packedScripts = Object.keys((JSON.parse(packed) as { scripts?: Record<string, string> }).scripts ?? {});
+    expect(packedScripts.filter((s) => ['preinstall', 'install', 'postinstall', 'prepare', 'prepack', 'postpack'].includes(s))).toEqual([]);
+    expect(restoredManifest).toBe(checkoutManifest);
     expect(files.filter((f) => /^(src|test|bench)\//.test(f))).toEqual([]);
     expect(files.some((f) => f.startsWith('migrations/') && f.endsWith('.sql'))).toBe(true);
 

@@ -11,8 +11,8 @@ import { join } from 'node:path';
 import { openDatabase } from '../src/store/open.ts';
 import { exportTable } from '../src/export/export-table.ts';
 import { capture } from './export-helpers.ts';
+import { otherUserCopy, type OtherUserCopy } from './other-user-copy.ts';
 import {
-  BIN,
   OTHER_USER,
   ROOT,
   canRunAsOtherUser,
@@ -22,7 +22,9 @@ import {
   writePristine,
 } from './read-unwritable-helpers.ts';
 
-const HELPER = join(ROOT, 'test/read-unwritable-export.ts');
+/** The other user's netingest, and the export script bundled beside it: the checkout may be out of its reach. */
+let cli: OtherUserCopy;
+let helper: string;
 const ROWS = 20_000;
 
 let dir: string;
@@ -44,21 +46,28 @@ function outFolder(): string {
 }
 
 function asOtherUser(args: string[]): SpawnSyncReturns<string> {
-  return spawnSync('setpriv', [...OTHER_USER, process.execPath, BIN, ...args], {
-    cwd: ROOT,
+  return spawnSync('setpriv', [...OTHER_USER, process.execPath, cli.bin, ...args], {
+    cwd: cli.root,
     env: childEnv(),
     encoding: 'utf8',
     maxBuffer: 1 << 28,
   });
 }
 
-beforeAll(() => {
+beforeAll(async () => {
+  if (canRunAsOtherUser) {
+    cli = otherUserCopy();
+    helper = await cli.bundle(join(ROOT, 'test/read-unwritable-export.ts'));
+  }
   dir = mkdtempSync(join(tmpdir(), 'netingest-ro-'));
   chmodSync(dir, 0o755);
   pristine = join(dir, 'pristine', 'data.db');
   writePristine(pristine, ROWS);
 });
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+afterAll(() => {
+  rmSync(dir, { recursive: true, force: true });
+  cli?.remove();
+});
 
 describe.skipIf(!canRunAsOtherUser)(
   'read commands on a database in a folder the user cannot write (runs them as uid 65534: needs root and setpriv, skipped otherwise)',
@@ -94,8 +103,8 @@ describe.skipIf(!canRunAsOtherUser)(
     it('export on worker threads writes the same file, the workers opening it the same way', async () => {
       const db = unwritableCopy();
       const out = join(outFolder(), 'companies.csv');
-      const child = spawnSync('setpriv', [...OTHER_USER, process.execPath, '--import', 'tsx', HELPER, db, out, 'parallel'], {
-        cwd: ROOT,
+      const child = spawnSync('setpriv', [...OTHER_USER, process.execPath, helper, db, out, 'parallel'], {
+        cwd: cli.root,
         env: childEnv(),
         encoding: 'utf8',
       });
@@ -145,8 +154,8 @@ describe.skipIf(!canRunAsOtherUser)(
 
     it('a database that changes while query prints it fails with DB_CHANGED', async () => {
       const db = unwritableCopy();
-      const child = spawn('setpriv', [...OTHER_USER, process.execPath, BIN, 'query', 'SELECT * FROM companies', '--format', 'csv', '--db', db], {
-        cwd: ROOT,
+      const child = spawn('setpriv', [...OTHER_USER, process.execPath, cli.bin, 'query', 'SELECT * FROM companies', '--format', 'csv', '--db', db], {
+        cwd: cli.root,
         env: childEnv(),
       });
       let stderr = '';
@@ -167,8 +176,8 @@ describe.skipIf(!canRunAsOtherUser)(
         const db = unwritableCopy();
         const folder = outFolder();
         const out = join(folder, 'companies.csv');
-        const child = spawn('setpriv', [...OTHER_USER, process.execPath, '--import', 'tsx', HELPER, db, out, path, 'pause'], {
-          cwd: ROOT,
+        const child = spawn('setpriv', [...OTHER_USER, process.execPath, helper, db, out, path, 'pause'], {
+          cwd: cli.root,
           env: childEnv(),
         });
         let stdout = '';

@@ -9,11 +9,12 @@ import { fileURLToPath } from 'node:url';
 import { openDatabase } from '../src/store/open.ts';
 
 export const ROOT = fileURLToPath(new URL('..', import.meta.url));
-// The built CLI, as installed (test/global-setup.ts builds it).
-export const BIN = join(ROOT, 'dist/bin.js');
 export const OTHER_USER = ['--reuid=65534', '--regid=65534', '--clear-groups'];
 
-/** Running as another user needs root and setpriv; the tests are skipped otherwise. */
+/**
+ * Running as another user needs root and setpriv; the tests are skipped otherwise. That user runs a copy of the
+ * built CLI (other-user-copy.ts), wherever the checkout lives.
+ */
 export const canRunAsOtherUser = process.getuid?.() === 0 && spawnSync('setpriv', ['--version']).status === 0;
 
 /** A WAL database with `rows` companies, written and closed: no -wal, no -shm beside it. */

@@ -17,8 +17,8 @@ import { spawn } from 'node:child_process';
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, readlinkSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { otherUserCopy, type OtherUserCopy } from './other-user-copy.ts';
 import {
-  BIN,
   OTHER_USER,
   ROOT,
   canRunAsOtherUser,
@@ -34,14 +34,21 @@ const INPUT_ROWS = 30_000;
 let dir: string;
 let pristine: string;
 
+/** The other user's netingest: a copy it can read, wherever the checkout lives. */
+let cli: OtherUserCopy;
+
 beforeAll(() => {
+  if (canRunAsOtherUser) cli = otherUserCopy();
   dir = mkdtempSync(join(tmpdir(), 'netingest-ro-plan-'));
   chmodSync(dir, 0o755);
   pristine = join(dir, 'pristine', 'data.db');
   // Companies for writeAsARunWould to rewrite: a change of the file's pages, as a run makes.
   writePristine(pristine, 2_000);
 });
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+afterAll(() => {
+  rmSync(dir, { recursive: true, force: true });
+  cli?.remove();
+});
 
 /**
  * Stops `pid` (SIGSTOP) at a moment it has `file` open and has not read it to the end: then it has not left the
@@ -105,7 +112,7 @@ describe.skipIf(!canRunAsOtherUser)(
       const job = JSON.parse(readFileSync(join(ROOT, 'jobs/lookalikes.json'), 'utf8'));
       writeFileSync(jobFile, JSON.stringify({ ...job, input: { csv, column: 'company_url' } }));
 
-      const child = spawn('setpriv', [...OTHER_USER, process.execPath, BIN, 'plan', jobFile, '--db', db], { cwd: ROOT, env: childEnv() });
+      const child = spawn('setpriv', [...OTHER_USER, process.execPath, cli.bin, 'plan', jobFile, '--db', db], { cwd: cli.root, env: childEnv() });
       let stdout = '';
       let stderr = '';
       child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));

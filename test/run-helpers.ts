@@ -167,6 +167,20 @@ export async function waitFor(check: () => boolean, ms = 10_000, what = 'conditi
   }
 }
 
+/**
+ * Resolves when `check` holds, looked at every 10 ms, for as long as `child` runs: no time budget of its own (a
+ * loaded machine makes everything slower; the test's timeout catches a hang). Rejects, with the child's stderr,
+ * when the child ends first.
+ */
+export async function waitWhileRunning(cli: CliProcess, check: () => boolean, what: string): Promise<void> {
+  while (!check()) {
+    if (cli.child.exitCode !== null || cli.child.signalCode !== null) {
+      throw new Error(`the process ended (${cli.child.exitCode ?? cli.child.signalCode}) before ${what}:\n${cli.stderr()}`);
+    }
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
 /** A CLI child process with its output collected and its end awaitable. */
 export interface CliProcess {
   child: ChildProcess;

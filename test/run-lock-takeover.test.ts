@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 import BetterSqlite3 from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { heldPostsJob, type HeldAnswersServer } from './held-answers-server.ts';
-import { count, query, runCli, spawnCli, taskStatuses, waitFor, type CliProcess, type Workspace } from './run-helpers.ts';
+import { count, query, runCli, spawnCli, taskStatuses, waitFor, waitWhileRunning, type CliProcess, type Workspace } from './run-helpers.ts';
 
 const FIRST_TOKEN = 'frozen-run-token-a1';
 const SECOND_TOKEN = 'second-run-token-b2';
@@ -48,9 +48,10 @@ async function frozenFirstRun({ server, ws, job, env }: Setting): Promise<CliPro
     }
     await first.done;
   });
-  await waitFor(() => server.heldCount() === CONCURRENCY || first.child.exitCode !== null, 30_000, 'calls in flight');
+  // Waits on the run's own progress, not a clock: under load its start and its stop both take a while.
+  await waitWhileRunning(first, () => server.heldCount() === CONCURRENCY, 'calls in flight');
   first.child.kill('SIGSTOP');
-  await waitFor(() => processState(first.child.pid!) === 'T', 10_000, 'the first run stopped');
+  await waitWhileRunning(first, () => processState(first.child.pid!) === 'T', 'the first run stopped');
   return first;
 }
 

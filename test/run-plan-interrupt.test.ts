@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import BetterSqlite3 from 'better-sqlite3';
 import { PLAN_DEFAULTS } from '../src/runner/plan-into-ledger.ts';
 import { useSandboxes } from './sandbox-helpers.ts';
-import { FAST_RETRY, cliEnv, count, csv, lookupKey, mostlyInvalidLeads, postUrls, query, runCli, spawnCli, taskStatuses, useWorkspaces, waitFor, type Workspace, operationRequests } from './run-helpers.ts';
+import { FAST_RETRY, cliEnv, count, csv, lookupKey, mostlyInvalidLeads, postUrls, query, runCli, spawnCli, taskStatuses, useWorkspaces, waitWhileRunning, type Workspace, operationRequests } from './run-helpers.ts';
 
 const TOKEN = 'plan-interrupt-token-3c9e';
 /** Enough rows that reading them takes seconds here; most are invalid, so that the next run's calls are few. */
@@ -18,10 +18,10 @@ const VALID_EVERY = 500;
 const VALID = ROWS / VALID_EVERY;
 const LATER_POSTS = 5;
 /**
- * Catches a stop that waits for the whole read (or hangs); generous, because CI runs test files in parallel on
- * two cores. That the read stopped part way is asserted by the rows it wrote, which does not depend on timing.
+ * Only a bound for a hang: the test reads the input three times (two stopped part way) and its checks are about
+ * rows, not time, so a loaded machine (CI's two cores shared by parallel test files) only makes it slower.
  */
-const PROMPT_EXIT_MS = 5000;
+const HANG_MS = 300_000;
 
 const sandboxes = useSandboxes();
 const workspaces = useWorkspaces();
@@ -46,14 +46,12 @@ function readStarted(ws: Workspace, runId: number): boolean {
   }
 }
 
-/** Starts `netingest <args>` as run `runId`, sends SIGINT once its first batch is in the ledger, and times the exit. */
+/** Starts `netingest <args>` as run `runId` and sends SIGINT once its first batch is in the ledger. */
 async function interruptPlanning(ws: Workspace, env: Record<string, string>, args: string[], runId: number) {
   const cli = spawnCli(args, { cwd: ws.dir, env });
-  await waitFor(() => readStarted(ws, runId) || cli.child.exitCode !== null, 20_000, 'the first batch in the ledger');
-  const signalledAt = performance.now();
+  await waitWhileRunning(cli, () => readStarted(ws, runId), 'the first batch in the ledger');
   cli.child.kill('SIGINT');
-  const out = await cli.done;
-  return { ...out, exitMs: performance.now() - signalledAt };
+  return cli.done;
 }
 
 function integrity(ws: Workspace): string {
@@ -66,7 +64,7 @@ function integrity(ws: Workspace): string {
 }
 
 describe('SIGINT while the input is read into the ledger', () => {
-  it('exits 130 at once with whole batches and no call; the next run plans the rest and calls each input once', async () => {
+  it('exits 130 at once with whole batches and no call; the next run plans the rest and calls each input once', { timeout: HANG_MS }, async () => {
     const sandbox = await sandboxes({ tokens: { [TOKEN]: 100_000 } });
     const ws = await workspaces();
     const files = await jobs(ws);
@@ -74,7 +72,6 @@ describe('SIGINT while the input is read into the ledger', () => {
 
     const stopped = await interruptPlanning(ws, env, ['run', ...files, '--db', ws.db, '--json'], 1);
     expect(stopped.code, stopped.stderr).toBe(130);
-    expect(stopped.exitMs, stopped.stderr).toBeLessThan(PROMPT_EXIT_MS);
     expect(sandbox.requests).toHaveLength(0);
     expect(integrity(ws)).toBe('ok');
     // Whole batches of the first rows only: the read stopped part way, and no transaction was cut.
@@ -100,12 +97,8 @@ describe('SIGINT while the input is read into the ledger', () => {
     ]);
     expect(stopped.stderr).toMatch(/WARN {2}job stopped while reading its input/);
 
-    const resumedAt = performance.now();
     const resumed = await runCli(['run', ...files, '--db', ws.db, '--json'], { cwd: ws.dir, env });
-    const resumedMs = performance.now() - resumedAt;
     expect(resumed.code, resumed.stderr).toBe(0);
-    // The run that reads the whole input (and makes its few calls) takes longer than the stop took.
-    expect(stopped.exitMs * 2).toBeLessThan(resumedMs);
     expect(taskStatuses(ws, 'big-leads')).toEqual({ done: VALID });
     expect(taskStatuses(ws, 'later-posts')).toEqual({ done: LATER_POSTS });
     expect(count(ws, `SELECT count(DISTINCT input_key) FROM tasks WHERE job = 'big-leads'`)).toBe(VALID);
@@ -117,7 +110,6 @@ describe('SIGINT while the input is read into the ledger', () => {
     // Stopped again part way through a read: the invalid rows of the lines it did not reach stay on record.
     const again = await interruptPlanning(ws, env, ['run', ...files, '--db', ws.db], 3);
     expect(again.code, again.stderr).toBe(130);
-    expect(again.exitMs, again.stderr).toBeLessThan(PROMPT_EXIT_MS);
     // What it read was done by the run before and is still fresh: nothing of it is deferred.
     expect(again.stdout).toMatch(/^Run 3: interrupted/);
     expect(again.stdout).toMatch(/^ {2}big-leads \(similar-companies\): stopped while reading its input \(\d+ tasks planned so far, 0 deferred\): no call made; the next run reads it again and does it$/m);

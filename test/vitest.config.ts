@@ -1,19 +1,39 @@
 import { defineConfig } from 'vitest/config';
 
-export default defineConfig({
-  test: {
-    root: new URL('..', import.meta.url).pathname,
-    include: ['test/**/*.test.ts'],
-    globalSetup: ['test/global-setup.ts', 'test/pg/global-pg.ts', 'test/pg/global-workers.ts'],
-    testTimeout: 30_000,
-    hookTimeout: 30_000,
-    // Tests start real sandboxes, child processes and a PostgreSQL server, and wait on them: three forks keep two
-    // cores busy (with two, the suite took a fifth longer) and stay green with both cores held by other work.
-    pool: 'forks',
-    maxWorkers: 3,
-    // The suite is CPU-bound on two cores, and each test file importing the sources afresh was a fifth of it:
-    // a fork keeps its module cache from one file to the next (2m28 quiet against 2m50). No test mocks a
-    // module, and the few that change process.env or fake timers put them back.
-    isolate: false,
-  },
-});
+/**
+ * The global setups, by what a kind of test needs: the built CLI (dist/, for spawned CLIs), and a PostgreSQL
+ * cluster with the bundled test workers. test/unit/ needs neither.
+ */
+const BUILD = ['test/global-setup.ts'];
+const PG = ['test/pg/global-pg.ts', 'test/pg/global-workers.ts'];
+
+/** The suite's settings, for the test files `include` names, with the global setups they need. */
+export function testConfig(include: string[], globalSetup: string[]) {
+  return defineConfig({
+    test: {
+      root: new URL('..', import.meta.url).pathname,
+      include,
+      globalSetup,
+      testTimeout: 30_000,
+      hookTimeout: 30_000,
+      // Tests start real sandboxes, child processes and a PostgreSQL server, and wait on them: three forks keep two
+      // cores busy (with two, the suite took a fifth longer) and stay green with both cores held by other work.
+      pool: 'forks',
+      maxWorkers: 3,
+      // The suite is CPU-bound on two cores, and each test file importing the sources afresh was a fifth of it:
+      // a fork keeps its module cache from one file to the next (2m28 quiet against 2m50). No test mocks a
+      // module, and the few that change process.env or fake timers put them back.
+      isolate: false,
+    },
+  });
+}
+
+/** `npm test`: every test file, test/unit/, test/e2e/ and test/pg/ (see scripts/split-tests.mjs). */
+export default testConfig(['test/**/*.test.ts'], [...BUILD, ...PG]);
+
+/** `npm run test:unit`: in-process tests, no server and no build. */
+export const unitConfig = testConfig(['test/unit/**/*.test.ts'], []);
+/** `npm run test:e2e`: tests that start the CLI or other processes, from dist/. */
+export const e2eConfig = testConfig(['test/e2e/**/*.test.ts'], BUILD);
+/** `npm run test:pg`: tests against a real PostgreSQL server. */
+export const pgConfig = testConfig(['test/pg/**/*.test.ts'], [...BUILD, ...PG]);

@@ -14,6 +14,8 @@ export interface CliResult {
 
 export interface CliOptions {
   cwd?: string;
+  /** The netingest executable to run. @default BIN */
+  bin?: string;
   /** Added to the environment (NETINGEST_* variables of the parent are never passed on). */
   env?: Record<string, string>;
   /** Killed with SIGKILL after this long (a hung command fails the caller instead of hanging it). */
@@ -44,8 +46,8 @@ export function startCli(args: string[], options: CliOptions = {}): CliProcess {
   Object.assign(env, options.env);
   const [command, argv] =
     options.fileSizeLimitKb === undefined
-      ? [process.execPath, [BIN, ...args]]
-      : ['/bin/bash', ['-c', `trap '' XFSZ; ulimit -f ${Math.floor(options.fileSizeLimitKb)} && exec "$0" "$@"`, process.execPath, BIN, ...args]];
+      ? [process.execPath, [options.bin ?? BIN, ...args]]
+      : ['/bin/bash', ['-c', `trap '' XFSZ; ulimit -f ${Math.floor(options.fileSizeLimitKb)} && exec "$0" "$@"`, process.execPath, options.bin ?? BIN, ...args]];
   const child = spawn(command, argv, {
     cwd: options.cwd ?? ROOT,
     env,
