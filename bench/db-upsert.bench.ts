@@ -15,7 +15,7 @@ import { TABLE_STATEMENTS } from '../src/store/ingest/tables.ts';
 import type { SimilarCompaniesIngestRequest } from '../src/store/ingest-request.ts';
 import type { CompanyRecord, SimilarCompaniesResponse } from '../src/spec/types.ts';
 import { formatBenchTable, type BenchResult } from './bench-result.ts';
-import { company, similarRequest, similarResponse } from '../test/db-fixtures.ts';
+import { company, similarRequest, similarResponse } from '../test/support/db-fixtures.ts';
 
 /** Bench parameters, every default here. */
 export const DB_UPSERT_BENCH = {

@@ -2,7 +2,7 @@
  * `netingest report` over a generated year of nightly runs (SQLite): the time to read, draw and write the page
  * (median of warm rounds in one process, the charting library loaded once) against reading `status` alone on
  * the same dataset, and the page's size. Targets: under 2 s and under 2 MB (issue #29); the size itself is
- * asserted by test/report-size.test.ts.
+ * asserted by test/e2e/report-size.test.ts.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

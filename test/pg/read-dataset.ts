@@ -5,7 +5,7 @@
 import { join } from 'node:path';
 import { loadJob } from '../../src/jobs/load.ts';
 import { startSandbox } from '../../src/sandbox/server.ts';
-import { FAST_RATE, FAST_RETRY, ROOT, inProcess, makeWorkspace, run, type Workspace } from '../run-helpers.ts';
+import { FAST_RATE, FAST_RETRY, ROOT, inProcess, makeWorkspace, run, type Workspace } from '../support/run-helpers.ts';
 import { newPgDatabase } from './use-pg.ts';
 
 export interface ReadDataset {

@@ -4,7 +4,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { afterEach, expect } from 'vitest';
 import pg from 'pg';
 import { startSandbox, type Sandbox } from '../../src/sandbox/server.ts';
-import { csv, makeWorkspace, operationRequests, postUrls, type Workspace } from '../run-helpers.ts';
+import { csv, makeWorkspace, operationRequests, postUrls, type Workspace } from '../support/run-helpers.ts';
 import { newPgDatabase } from './use-pg.ts';
 import { openPgStore } from '../../src/store/pg/open.ts';
 

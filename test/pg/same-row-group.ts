@@ -10,7 +10,7 @@ import type { ApiCallRow } from '../../src/store/api-calls.ts';
 import { requestKeyOf, type IngestRequest } from '../../src/store/ingest-request.ts';
 import type { Operation } from '../../src/spec/types.ts';
 import { readUsableAnswer } from '../../src/api/schemas.ts';
-import { company, job, jobsRequest, jobsResponse, postRequest, postResponse, similarRequest, similarResponse } from '../db-fixtures.ts';
+import { company, job, jobsRequest, jobsResponse, postRequest, postResponse, similarRequest, similarResponse } from '../support/db-fixtures.ts';
 
 export const GROUP_TIMES = { planned: '2026-11-01T00:00:00.000Z', early: '2026-11-02T08:00:00.000Z', late: '2026-11-02T09:00:00.000Z' } as const;
 

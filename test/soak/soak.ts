@@ -6,7 +6,7 @@
  * settled, no row twice, nothing half-written, at most `concurrency` calls paid twice per kill, and the same
  * dataset as an uninterrupted run against a fault-free sandbox with the same seed.
  */
-import { seededRandom as prng } from '../seeded-random.ts';
+import { seededRandom as prng } from '../support/seeded-random.ts';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

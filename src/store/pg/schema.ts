@@ -2,7 +2,7 @@
  * The dataset's tables on PostgreSQL, built from the same definition as SQLite's (store/tables.ts): same names,
  * keys, unique indexes and indexes, so the public contract (docs/schema.md) reads the same on both engines.
  * `migrations/postgres/` is generated from this file (`npm run db:generate:pg`); views, SQLite-compatible SQL
- * functions and raw_body() are a hand-written migration there. test/pg-schema-parity.test.ts compares the two.
+ * functions and raw_body() are a hand-written migration there. test/pg/pg-schema-parity.test.ts compares the two.
  *
  * Kinds become PostgreSQL types (docs/postgres.md):
  * - `time` -> timestamptz, read back as PostgreSQL's text form. Days (`posted_on`, `posted_date`) are `text`,

@@ -1,0 +1,94 @@
+/**
+ * Outside the checkout: `netingest init` writes a starter job and CSV that `plan` accepts, and never replaces a
+ * file; `netingest demo` runs the package's own jobs and data whatever the current folder, into the folder it
+ * names.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import BetterSqlite3 from 'better-sqlite3';
+import { OPERATIONS } from '../../src/spec/types.ts';
+
+// The built CLI, as installed (test/global-setup.ts builds it).
+const BIN = fileURLToPath(new URL('../../dist/bin.js', import.meta.url));
+const dirs: string[] = [];
+
+async function tempDir(): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'netingest-init-'));
+  dirs.push(dir);
+  return dir;
+}
+
+/** `netingest <args>` in `cwd`, its exit code and output (a non-zero exit is an outcome, not a throw). */
+async function cli(cwd: string, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const { stdout, stderr } = await promisify(execFile)(process.execPath, [BIN, ...args], { cwd, encoding: 'utf8' });
+    return { code: 0, stdout, stderr };
+  } catch (err) {
+    const e = err as { code: number; stdout: string; stderr: string };
+    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+  }
+}
+
+afterEach(async () => {
+  for (const dir of dirs.splice(0)) await rm(dir, { recursive: true, force: true });
+});
+
+describe('netingest init', () => {
+  it('writes a starter job and CSV for each operation, which plan reads with no error', async () => {
+    const dir = await tempDir();
+    for (const operation of OPERATIONS) {
+      const init = await cli(dir, ['init', operation]);
+      expect(init.code, init.stderr).toBe(0);
+      const jobFile = /Wrote (jobs\/\S+\.json) and (data\/\S+\.csv)/.exec(init.stdout);
+      expect(jobFile, init.stdout).not.toBeNull();
+      expect(JSON.parse(await readFile(join(dir, jobFile![1]!), 'utf8')).operation).toBe(operation);
+      const plan = await cli(dir, ['plan', jobFile![1]!, '--db', 'none.db']);
+      expect(plan.code, plan.stderr).toBe(0);
+      expect(plan.stdout).toMatch(new RegExp(`\\(${operation}\\)\\n  input: \\d+ tasks?, 0 invalid rows`));
+    }
+    expect(existsSync(join(dir, 'none.db'))).toBe(false);
+  }, 60_000);
+
+  it('refuses to replace an existing file and writes nothing then', async () => {
+    const dir = await tempDir();
+    await mkdir(join(dir, 'data'));
+    await writeFile(join(dir, 'data/leads.csv'), 'mine\n');
+    const init = await cli(dir, ['init']);
+    expect(init.code).toBe(2);
+    expect(init.stderr).toContain('data/leads.csv already exists: nothing written');
+    expect(await readFile(join(dir, 'data/leads.csv'), 'utf8')).toBe('mine\n');
+    expect(existsSync(join(dir, 'jobs/lookalikes.json'))).toBe(false);
+  }, 30_000);
+
+  it('--ts writes a module typed by defineJob from the package', async () => {
+    const dir = await tempDir();
+    const init = await cli(dir, ['init', 'post-details', '--ts']);
+    expect(init.code, init.stderr).toBe(0);
+    const text = await readFile(join(dir, 'jobs/post-engagement.ts'), 'utf8');
+    expect(text).toMatch(/^import \{ defineJob \} from 'netingest';\n\nexport default defineJob\(\{\n {2}operation: "post-details",/);
+  }, 30_000);
+});
+
+describe('netingest demo', () => {
+  it("runs the package's jobs from any folder into --dir, and says where", async () => {
+    const cwd = await tempDir();
+    const demo = await cli(cwd, ['demo', '--dir', 'out']);
+    expect(demo.code, demo.stderr).toBe(0);
+    const db = join(cwd, 'out/demo.db');
+    expect(demo.stdout).toContain(`The demo's database is ${db}.`);
+    expect(demo.stdout).toContain("Run 'netingest demo --dir out' again");
+    const sqlite = new BetterSqlite3(db, { readonly: true });
+    try {
+      const jobs = sqlite.prepare('SELECT DISTINCT job FROM tasks ORDER BY job').pluck().all();
+      expect(jobs).toEqual(['job-search', 'lookalikes', 'post-engagement']);
+    } finally {
+      sqlite.close();
+    }
+  }, 60_000);
+});

@@ -1,0 +1,281 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { loadAllJobs, loadJob, loadJobFiles } from '../../src/jobs/load.ts';
+import { JobFileError } from '../../src/jobs/job-error.ts';
+import { jsonErrorOffset } from '../../src/jobs/json-syntax-error.ts';
+import { runCli } from '../soak/cli-process.ts';
+
+const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
+const definePath = fileURLToPath(new URL('../../src/jobs/define.ts', import.meta.url));
+
+let root: string;
+beforeAll(async () => {
+  root = await mkdtemp(join(tmpdir(), 'netingest-jobs-'));
+  await mkdir(join(root, 'jobs'));
+});
+afterAll(async () => {
+  await rm(root, { recursive: true, force: true });
+});
+
+let seq = 0;
+/** Writes a job file in its own folder under root/jobs-N and returns the folder's name (relative to root). */
+async function jobDir(files: Record<string, string>): Promise<string> {
+  const dir = `jobs-${++seq}`;
+  await mkdir(join(root, dir));
+  for (const [name, text] of Object.entries(files)) await writeFile(join(root, dir, name), text);
+  return dir;
+}
+
+async function loadError(path: string): Promise<JobFileError> {
+  const err = await loadJob(path, { cwd: root }).catch((e: unknown) => e);
+  expect(err).toBeInstanceOf(JobFileError);
+  expect((err as JobFileError).code).toBe('JOB_INVALID');
+  return err as JobFileError;
+}
+
+const leadsJson = JSON.stringify({ operation: 'similar-companies', input: { csv: 'data/leads.csv', column: 'company_url' }, pages: 2 });
+
+describe('loadJob', () => {
+  it('loads a .json job: name from the file, paths resolved against cwd, original kept', async () => {
+    const dir = await jobDir({ 'leads.json': leadsJson });
+    const job = await loadJob(`${dir}/leads.json`, { cwd: root });
+    expect(job.name).toBe('leads');
+    expect(job.file).toBe(join(root, dir, 'leads.json'));
+    expect(job.input).toEqual({ csv: 'data/leads.csv', csvPath: join(root, 'data/leads.csv'), column: 'company_url' });
+    expect(job.pages).toBe(2);
+  });
+
+  it('loads a .json file with a BOM', async () => {
+    const dir = await jobDir({ 'bom.json': `\ufeff${leadsJson}` });
+    expect((await loadJob(`${dir}/bom.json`, { cwd: root })).name).toBe('bom');
+  });
+
+  it('loads a .ts job written with defineJob', async () => {
+    const dir = await jobDir({
+      'posts.ts': [
+        `import { defineJob } from ${JSON.stringify(definePath)};`,
+        `const days: number = 3;`,
+        `export default defineJob({ name: 'engagement', operation: 'post-details', input: { csv: 'p.csv', column: 'u' }, refreshAfterDays: days });`,
+      ].join('\n'),
+    });
+    const job = await loadJob(join(root, dir, 'posts.ts'));
+    expect(job).toMatchObject({ name: 'engagement', operation: 'post-details', refreshAfterDays: 3, pages: 1 });
+  });
+
+  it('through the CLI, loads a .ts job kept outside any ESM package (a folder with no package.json)', async () => {
+    // Under vitest, import() goes through vite and works either way: the CLI's tsx loader is the one that broke.
+    const dir = await jobDir({
+      'posts.ts': [
+        `import { defineJob } from ${JSON.stringify(definePath)};`,
+        `export default defineJob({ name: 'engagement', operation: 'post-details', input: { csv: 'p.csv', column: 'post_url' } });`,
+      ].join('\n'),
+      'bare.ts': `export default { operation: 'post-details', input: { csv: 'p.csv', column: 'post_url' } };`,
+      'broken.ts': `import { defineJob } from './missing.ts';\nexport default defineJob({ operation: 'post-details', input: { csv: 'p.csv', column: 'u' } });`,
+      'p.csv': 'post_url\nhttps://network.com/posts/jane_a-activity-1\n',
+    });
+    const cwd = join(root, dir);
+    for (const file of ['posts.ts', 'bare.ts']) {
+      const cli = await runCli(['plan', file, '--db', 'none.db'], { cwd });
+      expect(cli.code, `${file}: ${cli.stderr}`).toBe(0);
+      expect(cli.stdout).toMatch(/input: 1 task\b/);
+    }
+    const broken = await runCli(['plan', 'broken.ts', '--db', 'none.db'], { cwd });
+    expect(broken.code).toBe(2);
+    expect(broken.stderr).toBe(`netingest: broken.ts: failed to load: Cannot find module './missing.ts' [JOB_INVALID]\n`);
+  }, 90_000);
+
+  it('validates a .ts job with the same schema, naming the file and field', async () => {
+    const dir = await jobDir({
+      'bad.ts': `export default { operation: 'search-jobs', input: { csv: 'q.csv' }, rate: { requestsPerMinute: -1 } };`,
+    });
+    const err = await loadError(`${dir}/bad.ts`);
+    expect(err.message).toBe(`${dir}/bad.ts: rate.requestsPerMinute: must be a positive number`);
+  });
+
+  it('rejects a module that throws, naming the file', async () => {
+    const dir = await jobDir({ 'boom.ts': `throw new Error('kaboom');\nexport default {};` });
+    const err = await loadError(`${dir}/boom.ts`);
+    expect(err.message).toBe(`${dir}/boom.ts: failed to load: kaboom`);
+  });
+
+  it('rejects a module without a default export', async () => {
+    const dir = await jobDir({ 'nodefault.ts': `export const job = { operation: 'post-details' };` });
+    const err = await loadError(`${dir}/nodefault.ts`);
+    expect(err.message).toBe(`${dir}/nodefault.ts: has no default export: write \`export default defineJob({ ... })\``);
+  });
+
+  it('points at the line and column of a JSON syntax error, as file:line:column', async () => {
+    const dir = await jobDir({ 'syntax.json': '{\n  "operation": "post-details",\n  "pages": 1,\n}\n' });
+    const err = await loadError(`${dir}/syntax.json`);
+    expect(err.message).toBe(`${dir}/syntax.json:4:1: invalid JSON: Expected double-quoted property name`);
+    expect(err.issues).toEqual([{ field: '', message: 'invalid JSON: Expected double-quoted property name', line: 4, column: 1 }]);
+  });
+
+  it('points at a .ts syntax error as file:line:column in one line, counting characters as the editor does', async () => {
+    const dir = await jobDir({
+      'syntax.ts': ["// Café crème", 'export default {', "  operation: 'post-details', name: 'café',,", '};', ''].join('\n'),
+      'uses-helper.ts': "import input from './helper.ts';\nexport default { operation: 'post-details', input };\n",
+      'helper.ts': "export default { csv: 'p.csv', column: 'u' ;\n",
+    });
+    const err = await loadError(`${dir}/syntax.ts`);
+    expect(err.message).toBe(`${dir}/syntax.ts:3:43: invalid TypeScript: Expected identifier but found ","`);
+    expect(err.issues).toEqual([{ field: '', message: 'invalid TypeScript: Expected identifier but found ","', line: 3, column: 43 }]);
+    // The error is in a module the job imports: that file is the one to fix, so it is named.
+    expect((await loadError(`${dir}/uses-helper.ts`)).message).toBe(
+      `${dir}/uses-helper.ts: failed to load: ${dir}/helper.ts:1:44: invalid TypeScript: Expected "}" but found ";"`,
+    );
+  });
+
+  it('finds the position of a JSON error whose engine message has none (Node 20: "Unexpected token")', async () => {
+    const text = [
+      '{',
+      '  "operation": "search-jobs",',
+      '  "input": { "csv": "data/x.csv" },',
+      '  "request": {',
+      '    "location": [',
+      '      "germany",',
+      '      "france",]',
+      '  }',
+      '}',
+      '',
+    ].join('\n');
+    const dir = await jobDir({ 'comma.json': text, 'literal.json': '{\r\n  "operation": "post-details",\r\n  "pages": tru\r\n}\r\n' });
+    expect((await loadError(`${dir}/comma.json`)).message).toBe(`${dir}/comma.json:7:16: invalid JSON: Unexpected token ']'`);
+    expect((await loadError(`${dir}/literal.json`)).message).toBe(`${dir}/literal.json:3:15: invalid JSON: Unexpected token '\\r'`);
+  });
+
+  it('reports a truncated JSON file just past its last character, not on a trailing blank line', async () => {
+    const dir = await jobDir({ 'cut.json': '{\n  "operation": "post-details"', 'cut-nl.json': '{\n  "operation": [1, 2\n\n' });
+    expect((await loadError(`${dir}/cut.json`)).message).toBe(`${dir}/cut.json:2:30: invalid JSON: Expected ',' or '}' after property value`);
+    expect((await loadError(`${dir}/cut-nl.json`)).message).toBe(`${dir}/cut-nl.json:2:21: invalid JSON: Expected ',' or ']' after array element`);
+  });
+
+  it('names field errors of a .json job', async () => {
+    const dir = await jobDir({
+      'wrong.json': JSON.stringify({ operation: 'post-details', input: { csv: 'p.csv' }, rate: { requestsPerMinute: 'fast' }, extra: true }),
+    });
+    const err = await loadError(`${dir}/wrong.json`);
+    expect(err.message.split('\n')).toEqual([
+      `${dir}/wrong.json: rate.requestsPerMinute: must be a number (got "fast")`,
+      `${dir}/wrong.json: input.column: is required`,
+      `${dir}/wrong.json: extra: unknown field; allowed here: name, description, pages, rate, retry, credits, refreshAfterDays, keepRawDays, operation, input, request`,
+    ]);
+  });
+
+  it('names each misspelt key of a .json or .ts job, with the field it most likely means', async () => {
+    const dir = await jobDir({
+      'typo.json': JSON.stringify({ opertion: 'post-details', input: { cvs: 'p.csv', column: 'post_url' } }, null, 2),
+      'typo.ts': `export default { operation: 'post-details', input: { csv: 'p.csv', column: 'post_url' }, refreshAfterDay: 3 };`,
+    });
+    expect((await loadError(`${dir}/typo.json`)).message.split('\n')).toEqual([
+      `${dir}/typo.json: operation: is required: one of "similar-companies", "post-details", "search-jobs"`,
+      `${dir}/typo.json: input.csv: is required`,
+      `${dir}/typo.json: input.cvs: unknown field (did you mean "csv"?)`,
+      `${dir}/typo.json: opertion: unknown field (did you mean "operation"?)`,
+    ]);
+    expect((await loadError(`${dir}/typo.ts`)).message).toBe(`${dir}/typo.ts: refreshAfterDay: unknown field (did you mean "refreshAfterDays"?)`);
+  });
+
+  it('rejects a missing file and an unknown extension', async () => {
+    expect((await loadError('nope.json')).message).toBe('nope.json: cannot read job file: file not found');
+    expect((await loadError('nope.ts')).message).toBe('nope.ts: cannot read job file: file not found');
+    const dir = await jobDir({ 'job.yaml': 'operation: post-details' });
+    expect((await loadError(`${dir}/job.yaml`)).message).toBe(`${dir}/job.yaml: not a job file: expected .json or .ts (got ".yaml")`);
+  });
+});
+
+describe('loadAllJobs', () => {
+  it('loads every .ts and .json job in name order, skipping other files', async () => {
+    const dir = await jobDir({
+      'b.json': leadsJson,
+      'a.ts': `export default { operation: 'post-details', input: { csv: 'p.csv', column: 'u' } };`,
+      'notes.md': '# not a job',
+      '_draft.json': '{ broken',
+      'types.d.ts': 'export {};',
+    });
+    const jobs = await loadAllJobs(dir, { cwd: root });
+    expect(jobs.map((j) => j.name)).toEqual(['a', 'b']);
+  });
+
+  it('refuses two jobs with the same name, naming both files', async () => {
+    const dir = await jobDir({ 'a.json': JSON.stringify({ ...JSON.parse(leadsJson), name: 'same' }), 'b.json': JSON.stringify({ ...JSON.parse(leadsJson), name: 'same' }) });
+    const err = await loadAllJobs(dir, { cwd: root }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(JobFileError);
+    expect((err as Error).message).toBe(`${dir}/b.json: name: name "same" is already used by ${dir}/a.json; job names must be unique`);
+  });
+
+  it('reports the problems of every file at once', async () => {
+    const dir = await jobDir({ 'a.json': '{', 'b.json': JSON.stringify({ operation: 'post-details', input: { csv: 'p.csv' } }) });
+    const err = (await loadAllJobs(dir, { cwd: root }).catch((e: unknown) => e)) as JobFileError;
+    expect(err).toBeInstanceOf(JobFileError);
+    expect(err.message.split('\n')).toEqual([
+      `${dir}: ${dir}/a.json:1:2: invalid JSON: Expected property name or '}'`,
+      `${dir}: ${dir}/b.json: input.column: is required`,
+    ]);
+  });
+
+  it('rejects a missing jobs directory', async () => {
+    await expect(loadAllJobs('no-such-dir', { cwd: root })).rejects.toThrow('no-such-dir: cannot read the jobs directory: directory not found');
+  });
+
+  it('loads the shipped example jobs', async () => {
+    const jobs = await loadAllJobs('jobs', { cwd: repoRoot });
+    expect(jobs.map((j) => [j.name, j.operation])).toEqual([
+      ['job-search', 'search-jobs'],
+      ['lookalikes', 'similar-companies'],
+      ['post-engagement', 'post-details'],
+    ]);
+  });
+});
+
+describe('loadJobFiles', () => {
+  it('loads every file it can and returns the error of each broken one, and name clashes apart', async () => {
+    const dir = await jobDir({
+      'a.json': leadsJson,
+      'b.json': '{',
+      'c.json': JSON.stringify({ ...JSON.parse(leadsJson), retries: 3 }),
+      'd.json': JSON.stringify({ ...JSON.parse(leadsJson), name: 'a' }),
+      'e.json': JSON.stringify({ ...JSON.parse(leadsJson), name: 'e' }),
+    });
+    const files = ['a', 'b', 'c', 'd', 'e'].map((n) => `${dir}/${n}.json`);
+    const { jobs, broken, duplicates } = await loadJobFiles(files, { cwd: root });
+    expect(jobs.map((j) => j.name)).toEqual(['a', 'e']);
+    expect(broken.map((e) => e.message)).toEqual([
+      `${dir}/b.json:1:2: invalid JSON: Expected property name or '}'`,
+      expect.stringMatching(new RegExp(`^${dir}/c\\.json: retries: unknown field`)),
+    ]);
+    expect(broken.every((e) => e instanceof JobFileError)).toBe(true);
+    expect(duplicates.map((e) => e.message)).toEqual([`${dir}/d.json: name: name "a" is already used by ${dir}/a.json; job names must be unique`]);
+  });
+});
+
+describe('jsonErrorOffset', () => {
+  it('stops where JSON.parse says it stopped, and finds nothing in valid JSON', () => {
+    const broken = [
+      '{"a":1,]', '{"a":1 "b":2}', '{"a":1}x', '{"a":"x\n"}', '{', '{a:1}', '{"a":01}', '{"a":-}', '{"a":"\\q"}',
+      '{"a":1.}', '[1 2]', '[1e+]', '{"a":"\\u12g4"}', '{"a" 1}', '  ', '[[[[[1]]]]', '{"a":[{"b":{}},]}', '{"a":tru}', '[nul]',
+    ];
+    for (const text of broken) {
+      const message = (() => {
+        try {
+          JSON.parse(text);
+          return 'parsed';
+        } catch (err) {
+          return (err as Error).message;
+        }
+      })();
+      const offset = jsonErrorOffset(text);
+      const why = `${JSON.stringify(text)}: ${message}`;
+      const engine = /at position (\d+)/.exec(message)?.[1];
+      const token = /^Unexpected token '(.+?)'/.exec(message)?.[1];
+      if (engine !== undefined) expect(offset, why).toBe(Number(engine));
+      else if (token !== undefined) expect(text[offset ?? -1], why).toBe(token); // Node 20 names the token only
+      else expect(offset, why).toBe(text.length);
+    }
+    expect(jsonErrorOffset('{"a":[1,-2.5e-3,true,false,null,"\\u00e9\\n",{}],"b":{"c":[]}}')).toBeUndefined();
+    expect(jsonErrorOffset('['.repeat(100_000) + ']'.repeat(100_000))).toBeUndefined();
+  });
+});

@@ -1,0 +1,206 @@
+/**
+ * The read commands on a database whose folder this user cannot write (an analyst reading the cron user's file):
+ * each command runs as uid 65534 through setpriv, on a WAL-mode file in a folder owned by root. See
+ * src/store/read-without-shm.ts.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { spawn, spawnSync, type SpawnSyncReturns } from 'node:child_process';
+import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { openDatabase } from '../../src/store/open.ts';
+import { exportTable } from '../../src/export/export-table.ts';
+import { capture } from './export-helpers.ts';
+import { otherUserCopy, type OtherUserCopy } from './other-user-copy.ts';
+import {
+  OTHER_USER,
+  ROOT,
+  canRunAsOtherUser,
+  childEnv,
+  copyIntoUnwritableFolder,
+  writeAsARunWould,
+  writePristine,
+} from './read-unwritable-helpers.ts';
+
+/** The other user's netingest, and the export script bundled beside it: the checkout may be out of its reach. */
+let cli: OtherUserCopy;
+let helper: string;
+const ROWS = 20_000;
+
+let dir: string;
+/** The pristine database, written and closed by root: no -wal, no -shm beside it. */
+let pristine: string;
+let folders = 0;
+
+/** A copy of the pristine database in a fresh folder of its own that only root can write. */
+function unwritableCopy(name = 'data.db'): string {
+  return copyIntoUnwritableFolder(pristine, join(dir, `ro-${++folders}`), name);
+}
+
+/** A folder the other user can write, for --out. */
+function outFolder(): string {
+  const folder = join(dir, `out-${++folders}`);
+  mkdirSync(folder);
+  chmodSync(folder, 0o777);
+  return folder;
+}
+
+function asOtherUser(args: string[]): SpawnSyncReturns<string> {
+  return spawnSync('setpriv', [...OTHER_USER, process.execPath, cli.bin, ...args], {
+    cwd: cli.root,
+    env: childEnv(),
+    encoding: 'utf8',
+    maxBuffer: 1 << 28,
+  });
+}
+
+beforeAll(async () => {
+  if (canRunAsOtherUser) {
+    cli = otherUserCopy();
+    helper = await cli.bundle(join(ROOT, 'test/e2e/read-unwritable-export.ts'));
+  }
+  dir = mkdtempSync(join(tmpdir(), 'netingest-ro-'));
+  chmodSync(dir, 0o755);
+  pristine = join(dir, 'pristine', 'data.db');
+  writePristine(pristine, ROWS);
+});
+afterAll(() => {
+  rmSync(dir, { recursive: true, force: true });
+  cli?.remove();
+});
+
+describe.skipIf(!canRunAsOtherUser)(
+  'read commands on a database in a folder the user cannot write (runs them as uid 65534: needs root and setpriv, skipped otherwise)',
+  () => {
+    it('the scenario is the real one: WAL mode, no -wal or -shm, and the user cannot create them', () => {
+      const db = unwritableCopy();
+      expect(readFileSync(db).subarray(18, 20)).toEqual(Buffer.from([2, 2]));
+      expect(existsSync(`${pristine}-wal`) || existsSync(`${pristine}-shm`)).toBe(false);
+      const touch = spawnSync('setpriv', [...OTHER_USER, 'touch', `${db}-shm`], { encoding: 'utf8' });
+      expect(touch.status).not.toBe(0);
+    });
+
+    it('query reads it, through a path that needs escaping in a file: URI, and leaves nothing beside it', () => {
+      const db = unwritableCopy('x #1?%.db');
+      const result = asOtherUser(['query', 'SELECT count(*) AS n, max(name) AS last FROM companies', '--format', 'csv', '--db', db]);
+      expect(result.stderr).toBe('');
+      expect(result.status).toBe(0);
+      expect(result.stdout).toBe(`n,last\n${ROWS},Company 9999\n`);
+      expect(readdirSync(join(db, '..'))).toEqual(['x #1?%.db']);
+    });
+
+    it('export writes the same file as root gets, on the main thread', async () => {
+      const db = unwritableCopy();
+      const out = join(outFolder(), 'companies.csv');
+      const result = asOtherUser(['export', 'companies', '--out', out, '--db', db]);
+      expect(result.stderr).toBe(`netingest: exported ${ROWS} rows to ${out}\n`);
+      expect(result.status).toBe(0);
+      const expected = capture();
+      await exportTable({ db: pristine, table: 'companies', stream: expected, parallel: { workers: 1 } });
+      expect(readFileSync(out, 'utf8')).toBe(expected.text());
+    });
+
+    it('export on worker threads writes the same file, the workers opening it the same way', async () => {
+      const db = unwritableCopy();
+      const out = join(outFolder(), 'companies.csv');
+      const child = spawnSync('setpriv', [...OTHER_USER, process.execPath, helper, db, out, 'parallel'], {
+        cwd: cli.root,
+        env: childEnv(),
+        encoding: 'utf8',
+      });
+      expect(child.stderr).toBe('');
+      expect(JSON.parse(child.stdout)).toEqual({ rows: ROWS, workers: 2 });
+      const expected = capture();
+      await exportTable({ db: pristine, table: 'companies', stream: expected, parallel: { workers: 1 } });
+      expect(readFileSync(out, 'utf8')).toBe(expected.text());
+    });
+
+    it('enrich, status and plan read it', () => {
+      const db = unwritableCopy();
+      const out = join(outFolder(), 'enriched.csv');
+      const enrich = asOtherUser(['enrich', 'jobs/lookalikes.json', '--out', out, '--db', db]);
+      expect(enrich.stderr).not.toMatch(/DB_/);
+      expect(enrich.status).toBe(0);
+      const inputRows = readFileSync(join(ROOT, 'data/leads.csv'), 'utf8').trim().split('\n').length - 1;
+      expect(readFileSync(out, 'utf8').trim().split('\n')).toHaveLength(inputRows + 1);
+
+      const status = asOtherUser(['status', '--json', '--db', db]);
+      expect(status.stderr).toBe('');
+      expect(status.status).toBe(0);
+      expect(JSON.parse(status.stdout)).toMatchObject({ runs: [], creditsSpentAllRuns: 0 });
+
+      const plan = asOtherUser(['plan', 'jobs/lookalikes.json', '--db', db]);
+      expect(plan.stderr).toBe('');
+      expect(plan.status).toBe(0);
+      expect(plan.stdout).toMatch(/lookalikes/);
+    });
+
+    it('a non-empty -wal, which holds writes the file lacks, is refused with DB_READONLY saying why', () => {
+      const db = unwritableCopy();
+      // A writer that has committed into the -wal and not checkpointed; the copy has no -shm.
+      const writer = openDatabase(db);
+      writer.sqlite.pragma('wal_autocheckpoint = 0');
+      writer.sqlite.exec(`DELETE FROM companies WHERE rowid > 10`);
+      const copy = join(dir, `ro-${++folders}`);
+      mkdirSync(copy, { mode: 0o755 });
+      copyFileSync(db, join(copy, 'data.db'));
+      copyFileSync(`${db}-wal`, join(copy, 'data.db-wal'));
+      writer.close();
+      const result = asOtherUser(['query', 'SELECT count(*) FROM companies', '--db', join(copy, 'data.db')]);
+      expect(result.status).toBe(1);
+      expect(result.stdout).toBe('');
+      expect(result.stderr).toMatch(/latest writes are still in .*data\.db-wal.* \[DB_READONLY\]\n$/);
+    });
+
+    it('a database that changes while query prints it fails with DB_CHANGED', async () => {
+      const db = unwritableCopy();
+      const child = spawn('setpriv', [...OTHER_USER, process.execPath, cli.bin, 'query', 'SELECT * FROM companies', '--format', 'csv', '--db', db], {
+        cwd: cli.root,
+        env: childEnv(),
+      });
+      let stderr = '';
+      child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+      const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
+      // The first rows are out, so the file is open; ROWS rows are megabytes, far more than the pipe and the
+      // command's buffers hold: it cannot finish reading until this test reads on.
+      await Promise.race([new Promise<void>((resolve) => child.stdout.once('data', () => resolve())), exited]);
+      child.stdout.pause();
+      writeAsARunWould(db);
+      child.stdout.resume();
+      expect(await exited).toBe(1);
+      expect(stderr).toMatch(/changed while this command read it.*run the command again \[DB_CHANGED\]\n$/);
+    });
+
+    for (const path of ['serial', 'parallel'] as const) {
+      it(`a database that changes during a ${path} export fails with DB_CHANGED and leaves no --out file`, async () => {
+        const db = unwritableCopy();
+        const folder = outFolder();
+        const out = join(folder, 'companies.csv');
+        const child = spawn('setpriv', [...OTHER_USER, process.execPath, helper, db, out, path, 'pause'], {
+          cwd: cli.root,
+          env: childEnv(),
+        });
+        let stdout = '';
+        let stderr = '';
+        child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+        const exited = new Promise<void>((resolve) => child.on('close', () => resolve()));
+        // The helper holds the export after its first batch (or chunk) until it reads a line.
+        await Promise.race([
+          new Promise<void>((resolve) =>
+            child.stdout.on('data', (c: Buffer) => {
+              stdout += c.toString();
+              if (stdout.includes('paused\n')) resolve();
+            }),
+          ),
+          exited,
+        ]);
+        writeAsARunWould(db);
+        child.stdin.end('go\n');
+        await exited;
+        expect(stderr).toBe('');
+        expect(JSON.parse(stdout.slice(stdout.indexOf('\n') + 1))).toMatchObject({ code: 'DB_CHANGED' });
+        expect(readdirSync(folder)).toEqual([]);
+      });
+    }
+  },
+);

@@ -1,0 +1,62 @@
+/** The report's pure parts: what a sample hides, the forecast's due rule day by day, the headline's advice. */
+import { describe, expect, it } from 'vitest';
+import { redactSample, SAMPLE_MAX_CHARS } from '../../src/report/redact-sample.ts';
+import { forecastDue } from '../../src/report/forecast.ts';
+import { headlineOf } from '../../src/report/headline.ts';
+import { escapeHtml } from '../../src/report/page.ts';
+import type { FullStatusReport } from '../../src/runner/status-report.ts';
+
+describe('redactSample', () => {
+  it('masks bearer tokens, secret parameters and URL passwords, and shortens', () => {
+    const out = redactSample('401: Authorization: Bearer abc.DEF-123 at https://api.x/v1?token=s3cr3t&x=1 db postgres://ops:hunter2@db:5432/n');
+    expect(out).not.toMatch(/abc\.DEF-123|s3cr3t|hunter2/);
+    expect(out).toContain('Bearer [REDACTED]');
+    expect(out).toContain('postgres://ops:[REDACTED]@db');
+    expect(redactSample('x'.repeat(500))).toHaveLength(SAMPLE_MAX_CHARS);
+  });
+});
+
+describe('escapeHtml', () => {
+  it('leaves no markup character', () => {
+    expect(escapeHtml(`<a href="x" onclick='y'>&</a>`)).not.toMatch(/[<>"']|&(?!#\d+;)/);
+  });
+});
+
+describe('forecastDue', () => {
+  const now = new Date('2026-06-30T06:00:00Z');
+  const options = { forecastDays: 3, refreshAfterDays: { 'post-details': 7 }, costPerCall: () => 2, now };
+  const age = (status: string, completedHour: string | null, n = 1, retryable: number | null = null) => ({ job: 'p', operation: 'post-details', status, retryable, completedHour, n });
+
+  it('puts pending, deferred and retryable failures today, answers when they get older than the refresh age, and leaves out failures for good', () => {
+    const days = forecastDue(
+      [age('pending', null, 3), age('deferred', null), age('failed', null, 4, 1), age('failed', null, 5, 0), age('done', '2026-06-24T10', 2), age('done', '2026-06-29T10', 9), age('not_found', '2026-06-10T00')],
+      options,
+    );
+    expect(days).toEqual([
+      // 3 pending + 1 deferred + 4 retryable + 1 not found long ago
+      { day: '2026-06-30', job: 'p', tasks: 9, credits: 18 },
+      { day: '2026-07-01', job: 'p', tasks: 2, credits: 4 },
+    ]);
+  });
+});
+
+describe('headlineOf', () => {
+  const status = (run: Partial<FullStatusReport['runs'][number]>): FullStatusReport =>
+    ({
+      runs: [{ id: 7, status: 'completed', exitCode: 0, endedAt: 'e', creditsSpent: 3, tasksDeferred: 0, invalidRows: 0, error: null, unfinished: false, ...run }],
+      creditsSpentAllRuns: 10, lastCounters: { balance: 5, totalCredits: 100, at: 't', creditsUsed: 95, creditsRemaining: 5 }, liveBalance: null,
+    }) as unknown as FullStatusReport;
+
+  it('says to top up when the credits ran out, naming why tasks were deferred', () => {
+    const h = headlineOf(status({ status: 'stopped_credits', exitCode: 3, tasksDeferred: 40 }), []);
+    expect(h.level).toBe('stop');
+    expect(h.action).toMatch(/Top up credits/);
+    expect(h.deferred).toEqual({ tasks: 40, why: 'the credits ran out (reserve, maxPerRun or the balance)' });
+    expect(h.creditsLeft).toEqual({ balance: 5, totalCredits: 100, at: 't', source: 'stored' });
+  });
+
+  it('says to fix the token when the service refused it, and nothing to do after a clean run', () => {
+    expect(headlineOf(status({ status: 'failed', exitCode: 1, error: 'AUTH: HTTP 401 from the API' }), []).action).toMatch(/Fix the API token/);
+    expect(headlineOf(status({}), [])).toMatchObject({ level: 'ok', action: 'Nothing to do.' });
+  });
+});

@@ -1,0 +1,116 @@
+/**
+ * Running one test body on both engines: `forEachEngine` declares a describe block per engine (PostgreSQL's
+ * skipped with the one-line reason where no server can run), and `engine.open(dir)` gives the `--db` value of a
+ * new dataset with engine-neutral reads of it. Tests written against it say a promise once and check it twice.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import BetterSqlite3 from 'better-sqlite3';
+import pg from 'pg';
+import { afterAll, describe } from 'vitest';
+import { registerRawBodyFunction } from '../../src/store/raw-body.ts';
+import { newPgDatabase, pgClusterUrl, pgSkipReason } from './use-pg.ts';
+
+/** A dataset a test runs into, read the same way on both engines. */
+export interface TestDb {
+  /** What `--db` (or runJobs' dbPath) takes: the file, or the postgres:// URL. */
+  locator: string;
+  /** The rows of `sql` (`?` placeholders; SQL both engines read), values as SQLite gives them (AS_SQLITE). */
+  rows<T = Record<string, unknown>>(sql: string, ...params: unknown[]): Promise<T[]>;
+  /** The first column of the first row, as a number (count(*), sum(...)). */
+  count(sql: string, ...params: unknown[]): Promise<number>;
+  /** Task counts by status for a job. */
+  taskStatuses(job: string): Promise<Record<string, number>>;
+  /**
+   * All the dataset holds, as text to search for a secret: the SQLite file and its WAL byte for byte, or every
+   * value of every table of PostgreSQL's schema cast to text (bodies are text there; jsonb shows its strings).
+   */
+  everything(): Promise<Array<{ where: string; text: string }>>;
+}
+
+export interface TestEngine {
+  name: 'sqlite' | 'postgres';
+  /** A new empty dataset (a SQLite one is the file `name` in `dir`); its reads end after the describe block. */
+  open(dir: string, name?: string): Promise<TestDb>;
+}
+
+const pgPools: pg.Pool[] = [];
+
+/**
+ * Values as SQLite gives them: int8 (count(*), bigint ids) as numbers, timestamptz as the ISO text SQLite
+ * stores, jsonb as its text (node-postgres would give a string, a Date and a parsed object).
+ */
+const AS_SQLITE: Record<number, (v: string) => unknown> = { 20: Number, 1184: (v) => new Date(v).toISOString(), 3802: (v) => v };
+const SQLITE_LIKE_TYPES: pg.CustomTypesConfig = {
+  getTypeParser: ((oid: number, format?: 'text' | 'binary') => AS_SQLITE[oid] ?? pg.types.getTypeParser(oid, format)) as pg.CustomTypesConfig['getTypeParser'],
+};
+
+function withReads(locator: string, rows: TestDb['rows'], everything: TestDb['everything']): TestDb {
+  const count: TestDb['count'] = async (sql, ...params) => Number(Object.values((await rows(sql, ...params))[0] ?? {})[0] ?? 0);
+  const taskStatuses: TestDb['taskStatuses'] = async (job) => {
+    const out: Record<string, number> = {};
+    for (const r of await rows<{ status: string; n: number }>('SELECT status, count(*) AS n FROM tasks WHERE job = ? GROUP BY status', job)) out[r.status] = r.n;
+    return out;
+  };
+  return { locator, rows, count, taskStatuses, everything };
+}
+
+export const SQLITE: TestEngine = {
+  name: 'sqlite',
+  async open(dir, name = 'data.db') {
+    const file = join(dir, name);
+    const rows = async <T>(sql: string, ...params: unknown[]) => {
+      const db = new BetterSqlite3(file, { readonly: true, fileMustExist: true });
+      registerRawBodyFunction(db);
+      try {
+        return db.prepare(sql).all(...params) as T[];
+      } finally {
+        db.close();
+      }
+    };
+    const everything = async () => [file, `${file}-wal`].filter((f) => existsSync(f)).map((f) => ({ where: f, text: readFileSync(f).toString('latin1') }));
+    return withReads(file, rows, everything);
+  },
+};
+
+export const POSTGRES: TestEngine = {
+  name: 'postgres',
+  async open() {
+    const url = await newPgDatabase('engines');
+    const pool = new pg.Pool({ connectionString: url, max: 2, types: SQLITE_LIKE_TYPES });
+    pgPools.push(pool);
+    const rows = async <T>(sql: string, ...params: unknown[]) => {
+      let n = 0;
+      return (await pool.query(sql.replace(/\?/g, () => `$${++n}`), params)).rows as T[];
+    };
+    const everything = async () => {
+      const columns = await rows<{ table: string; column: string }>(`SELECT table_name AS "table", column_name AS "column"
+        FROM information_schema.columns c JOIN information_schema.tables t USING (table_schema, table_name)
+        WHERE table_schema = 'public' AND table_type = 'BASE TABLE' ORDER BY table_name, ordinal_position`);
+      const tables = new Map<string, typeof columns>();
+      for (const c of columns) tables.set(c.table, [...(tables.get(c.table) ?? []), c]);
+      const out: Array<{ where: string; text: string }> = [];
+      for (const [table, cols] of tables) {
+        const values = cols.map((c) => `coalesce(${pg.escapeIdentifier(c.column)}::text, '')`).join(` || E'\\n' || `);
+        const found = await rows<{ text: string | null }>(`SELECT string_agg(${values}, E'\\n') AS text FROM ${pg.escapeIdentifier(table)}`);
+        out.push({ where: `table ${table}`, text: found[0]?.text ?? '' });
+      }
+      return out;
+    };
+    return withReads(url, rows, everything);
+  },
+};
+
+/** Ends the PostgreSQL pools the test file opened (call in afterAll). */
+export async function closeEngines(): Promise<void> {
+  await Promise.all(pgPools.splice(0).map((p) => p.end()));
+}
+
+/** One describe block per engine, titled `title (engine)`; PostgreSQL's skipped, with the reason, without a server. */
+export function forEachEngine(title: string, body: (engine: TestEngine) => void): void {
+  describe(`${title} (sqlite)`, () => body(SQLITE));
+  describe.skipIf(!pgClusterUrl)(`${title} (postgres)${pgClusterUrl ? '' : ` (skipped: ${pgSkipReason})`}`, () => {
+    afterAll(closeEngines);
+    body(POSTGRES);
+  });
+}

@@ -1,0 +1,175 @@
+/**
+ * A PostgreSQL server that drops a worker's connections mid-run (a restart, `pg_terminate_backend`, an
+ * `idle_in_transaction_session_timeout`): the worker must not die of an unhandled 'error' event, but stop with its
+ * summary, and its run row must not stay `running`.
+ */
+import { describe, expect, it } from 'vitest';
+import pg from 'pg';
+import { openPgStore } from '../../src/store/pg/open.ts';
+import { lockHolders } from '../../src/store/pg/dataset-lock.ts';
+import { newPgDatabase, pgClusterUrl, pgSkipReason } from './use-pg.ts';
+import { waitFor as waitUntil } from './coordination-fixtures.ts';
+import { gatedApi } from './gated-api.ts';
+import { one, setUp, startWorker, useCleanups } from './run-workers.ts';
+import { operationRequests } from '../support/run-helpers.ts';
+
+useCleanups();
+
+/**
+ * Ends every session of the dataset's database but the caller's own, as a server restart would; or, with
+ * `sparing`, all but those (the dataset lock's holders): the worker's pooled connections only.
+ */
+async function terminateAll(url: string, sparing: readonly number[] = []): Promise<number> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    const { rowCount } = await client.query(
+      'SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() AND pid <> ALL($1::int[])',
+      [sparing],
+    );
+    return rowCount ?? 0;
+  } finally {
+    await client.end();
+  }
+}
+
+/** Waits until `client`'s connection has ended, as the server ended it. */
+function ended(client: pg.PoolClient): Promise<void> {
+  return new Promise((resolve) => client.once('end', () => resolve()));
+}
+
+describe.skipIf(!pgClusterUrl)(`a worker whose connections the server drops${pgClusterUrl ? '' : ` (skipped: ${pgSkipReason})`}`, () => {
+  it('a checked-out client whose session is terminated or times out idle in a transaction does not crash the process', async () => {
+    const url = await newPgDatabase('conn_client');
+    const store = await openPgStore(url);
+    try {
+      const terminated = await store.pool.connect();
+      const pid = Number((await terminated.query('SELECT pg_backend_pid() AS pid')).rows[0].pid);
+      const gone = ended(terminated);
+      const admin = new pg.Client({ connectionString: url });
+      await admin.connect();
+      await admin.query('SELECT pg_terminate_backend($1)', [pid]);
+      await admin.end();
+      await gone;
+      await expect(terminated.query('SELECT 1')).rejects.toThrow();
+      terminated.release(true);
+
+      const idle = await store.pool.connect();
+      await idle.query(`SET idle_in_transaction_session_timeout = '50ms'`);
+      const timedOut = ended(idle);
+      await idle.query('BEGIN');
+      await timedOut;
+      await expect(idle.query('SELECT 1')).rejects.toThrow();
+      idle.release(true);
+      // The pool still serves: a new connection.
+      expect((await store.pool.query('SELECT 1 AS one')).rows).toEqual([{ one: 1 }]);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('stops with its summary, no unhandled error event, and its run row closed', async () => {
+    const TASKS = 60;
+    const ALLOWED = 6;
+    const s = await setUp(TASKS, 'conn_loss');
+    await (await openPgStore(s.url)).close();
+    s.pool.on('error', () => undefined);
+    const api = await gatedApi(s.sandbox.url);
+    try {
+      api.allow(ALLOWED);
+      const worker = startWorker(s, { apiUrl: api.url });
+      await waitUntil(
+        async () => s.sandbox.requests.length >= ALLOWED && (await one(s.pool, 'SELECT count(*) AS n FROM api_calls WHERE status = 200')) >= operationRequests(s.sandbox).length,
+        30_000,
+        'the first calls written',
+      );
+      expect(await terminateAll(s.url)).toBeGreaterThan(0);
+      api.allow(Infinity);
+      const code = await worker.exited;
+      expect(worker.stderr()).not.toMatch(/Unhandled 'error' event/);
+      expect(code, worker.stderr()).toBe(0);
+      const summary = JSON.parse(worker.stdout().trim().split('\n').at(-1)!) as { status: string; runId: number; error: { code: string; message: string } };
+      // Stopped as by an error (exit 1), which names what happened: not "taken over while it was not running".
+      expect(summary.status, worker.stdout()).toBe('failed');
+      expect(summary.error.code).toBe('LOCK_LOST');
+      expect(summary.error.message).toMatch(/ended the session holding this run's lock/);
+      const rows = (await s.pool.query<{ status: string }>('SELECT status FROM runs WHERE id = $1', [summary.runId])).rows;
+      expect(rows).toEqual([{ status: summary.status }]);
+    } finally {
+      await api.stop();
+    }
+  }, 90_000);
+
+  it('a worker whose pooled connections (not its lock session) are ended goes on or stops with its summary, never crashes', async () => {
+    const TASKS = 60;
+    const ALLOWED = 6;
+    const s = await setUp(TASKS, 'conn_pool_loss');
+    await (await openPgStore(s.url)).close();
+    s.pool.on('error', () => undefined);
+    const api = await gatedApi(s.sandbox.url);
+    try {
+      api.allow(ALLOWED);
+      const worker = startWorker(s, { apiUrl: api.url });
+      await waitUntil(
+        async () => s.sandbox.requests.length >= ALLOWED && (await one(s.pool, 'SELECT count(*) AS n FROM api_calls WHERE status = 200')) >= operationRequests(s.sandbox).length,
+        30_000,
+        'the first calls written',
+      );
+      const holders = [...(await lockHolders(s.pool))];
+      await terminateAll(s.url, holders);
+      api.allow(Infinity);
+      const code = await worker.exited;
+      expect(worker.stderr()).not.toMatch(/Unhandled 'error' event/);
+      expect(code, worker.stderr()).toBe(0);
+      const summary = JSON.parse(worker.stdout().trim().split('\n').at(-1)!) as { status: string; runId: number };
+      expect(summary.status).not.toBe('running');
+      const rows = (await s.pool.query<{ status: string }>('SELECT status FROM runs WHERE id = $1', [summary.runId])).rows;
+      expect(rows).toEqual([{ status: summary.status }]);
+    } finally {
+      await api.stop();
+    }
+  }, 90_000);
+
+  it('a worker that cannot reach the server at its end stops without crashing; the next run closes its run as abandoned', async () => {
+    const TASKS = 60;
+    const ALLOWED = 6;
+    const s = await setUp(TASKS, 'conn_gone');
+    await (await openPgStore(s.url)).close();
+    s.pool.on('error', () => undefined);
+    const database = new URL(s.url).pathname.slice(1);
+    const admin = new pg.Client({ connectionString: new URL('/postgres', s.url).toString() });
+    await admin.connect();
+    const api = await gatedApi(s.sandbox.url);
+    try {
+      api.allow(ALLOWED);
+      const worker = startWorker(s, { apiUrl: api.url });
+      await waitUntil(
+        async () => s.sandbox.requests.length >= ALLOWED && (await one(s.pool, 'SELECT count(*) AS n FROM api_calls WHERE status = 200')) >= operationRequests(s.sandbox).length,
+        30_000,
+        'the first calls written',
+      );
+      // The database is gone for the worker: no session left, no new one allowed.
+      await admin.query(`ALTER DATABASE "${database}" ALLOW_CONNECTIONS false`);
+      await admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1', [database]);
+      api.allow(Infinity);
+      const code = await worker.exited;
+      expect(worker.stderr()).not.toMatch(/Unhandled 'error' event/);
+      expect(code, worker.stderr()).not.toBe(0);
+      await admin.query(`ALTER DATABASE "${database}" ALLOW_CONNECTIONS true`);
+      const check = new pg.Client({ connectionString: s.url });
+      await check.connect();
+      try {
+        expect((await check.query(`SELECT status FROM runs`)).rows).toEqual([{ status: 'running' }]);
+        const next = startWorker(s);
+        expect(await next.exited, next.stderr()).toBe(0);
+        expect((await check.query(`SELECT status FROM runs ORDER BY id`)).rows.map((r) => r.status)).toEqual(['abandoned', 'completed']);
+      } finally {
+        await check.end();
+      }
+    } finally {
+      await admin.query(`ALTER DATABASE "${database}" ALLOW_CONNECTIONS true`).catch(() => undefined);
+      await admin.end();
+      await api.stop();
+    }
+  }, 120_000);
+});

@@ -1,0 +1,104 @@
+import { describe, expect, it } from 'vitest';
+import pg from 'pg';
+import { SharedCreditBudget } from '../../src/store/pg/coordination/shared-credit-budget.ts';
+import { coordinationTestBed, startWorker, waitFor } from './coordination-fixtures.ts';
+import { pgClusterUrl, pgSkipReason } from './use-pg.ts';
+
+const bed = coordinationTestBed();
+const workers = bed.workers;
+
+async function budgetDatabase(): Promise<{ url: string; pool: pg.Pool }> {
+  const { url, pool } = await bed.database('credits');
+  // The service's side of each account: what it has charged.
+  await pool.query(`CREATE TABLE fake_account (api_url text PRIMARY KEY, credits_used numeric NOT NULL, total_credits numeric NOT NULL)`);
+  await pool.query(`CREATE TABLE go (go int)`);
+  return { url, pool };
+}
+
+const counters = (used: number, total: number) => ({ credits_used: used, total_credits: total, credits_remaining: total - used });
+
+describe.skipIf(!pgClusterUrl)(`the shared credit budget on PostgreSQL${pgClusterUrl ? '' : ` (skipped: ${pgSkipReason})`}`, () => {
+  it('counts every worker\'s reservations against the reserve; a dead worker\'s stop counting when they expire', async () => {
+    const { pool } = await budgetDatabase();
+    const apiUrl = 'https://api.example';
+    const limits = { reserve: 200, maxPerRun: null };
+    const dead = new SharedCreditBudget(pool, { apiUrl, runKey: 'run', workerId: 'dead', reservationMs: 1_500 });
+    const live = new SharedCreditBudget(pool, { apiUrl, runKey: 'run', workerId: 'live', reservationMs: 1_500 });
+    // Balance unknown: one call at a time on the account, whoever makes it.
+    const first = await dead.tryReserve(5, limits);
+    expect(first.reservation).not.toBeNull();
+    expect(await live.tryReserve(5, limits)).toMatchObject({ reservation: null, reason: 'learning' });
+    await dead.settle(first.reservation!, { cost: 2, counters: counters(792, 1_000) });
+    expect(await live.figures()).toEqual({ balance: 208, reserved: 0, inFlight: 0, spent: 2 });
+    // A late answer (a lower counter) does not give back credits a later answer showed spent.
+    const late = await live.tryReserve(1, { reserve: 0, maxPerRun: null });
+    await live.settle(late.reservation!, { cost: 1, counters: counters(791, 1_000) });
+    expect(await live.figures()).toEqual({ balance: 208, reserved: 0, inFlight: 0, spent: 3 });
+
+    const held = await dead.tryReserve(5, limits);
+    expect(held.reservation).not.toBeNull();
+    // 208 - 5 held by `dead` - 5 < 200: refused while dead's reservation lives, renewed or not.
+    expect(await live.tryReserve(5, limits)).toMatchObject({ reservation: null, reason: 'reserve', figures: { reserved: 5, inFlight: 1 } });
+    expect(await dead.renew()).toBe(1);
+    // Restarted under the same id, the worker does not keep its dead self's reservation alive.
+    expect(await new SharedCreditBudget(pool, { apiUrl, runKey: 'run', workerId: 'dead', reservationMs: 1_500 }).renew()).toBe(0);
+    const expiry = async () => (await pool.query(`SELECT expires_at FROM credit_reservations WHERE worker_id = 'dead'`)).rows[0].expires_at as Date;
+    const deadUntil = await expiry();
+    expect((await live.tryReserve(5, limits)).reservation).toBeNull();
+    // `dead` stops renewing (killed): once its reservation expires, `live` may reserve, and not before.
+    let grantedAt = 0;
+    await waitFor(async () => {
+      const attempt = await live.tryReserve(5, limits);
+      if (attempt.reservation) grantedAt = (await pool.query(`SELECT created_at FROM credit_reservations WHERE worker_id = 'live'`)).rows[0].created_at.getTime();
+      return attempt.reservation !== null;
+    }, 30_000, 'the dead worker\'s reservation to expire');
+    expect(grantedAt).toBeGreaterThanOrEqual(deadUntil.getTime());
+    // An answer without counters is charged at its cost.
+    const unread = await live.tryReserve(5, { reserve: 0, maxPerRun: null });
+    await live.settle(unread.reservation!, { cost: 3 });
+    expect((await live.figures()).balance).toBe(205);
+    // A renewal (another total) is taken even with a lower counter.
+    await live.report(counters(4, 2_000));
+    expect((await live.figures()).balance).toBe(1_996);
+  });
+
+  it('four worker processes never take the account below the reserve, nor the run past maxPerRun, and use what is there', async () => {
+    const { url, pool } = await budgetDatabase();
+    const estimate = 5;
+    // Calls cost their estimate on one account (no slack: two workers granting the last room at once would show),
+    // less than it on the other.
+    const reserveCase = { apiUrl: 'https://reserve.example', runKey: 'run-a', reserve: 200, maxPerRun: null, exactCost: true };
+    const capCase = { apiUrl: 'https://cap.example', runKey: 'run-b', reserve: 0, maxPerRun: 300, exactCost: false };
+    await pool.query(`INSERT INTO fake_account VALUES ($1, 0, 1000), ($2, 0, 100000)`, [reserveCase.apiUrl, capCase.apiUrl]);
+    // A slow server: each reservation takes a few ms to write, so the checks of workers reserving at once overlap
+    // (without the lock, two would grant the last room between them).
+    await pool.query(`CREATE FUNCTION slow_insert() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(0.003); RETURN NEW; END $$`);
+    await pool.query(`CREATE TRIGGER slow_reservations BEFORE INSERT ON credit_reservations FOR EACH ROW EXECUTE FUNCTION slow_insert()`);
+    // The balance read before the first call (as the run's free GET /v1/api/auth does).
+    await new SharedCreditBudget(pool, { ...reserveCase, workerId: 'setup' }).report(counters(0, 1_000));
+    await new SharedCreditBudget(pool, { ...capCase, workerId: 'setup' }).report(counters(0, 100_000));
+    const started = Array.from({ length: 4 }, (_, i) =>
+      startWorker('budget-worker.ts', { url, workerId: `w${i}`, lanes: 4, estimate, scenarios: [reserveCase, capCase] }));
+    workers.push(...started);
+    await waitFor(async () => started.every((w) => w.stdout().includes('ready') || w.child.exitCode !== null), 60_000, 'workers to start');
+    await pool.query('INSERT INTO go VALUES (1)');
+    const stops: string[] = [];
+    for (const w of started) {
+      expect(await w.exited, w.stderr()).toBe(0);
+      stops.push(...(JSON.parse(w.stdout().split('\n').filter(Boolean).at(-1)!) as { stops: string[] }).stops);
+    }
+    expect(stops.filter((s) => s === 'reserve')).toHaveLength(16);
+    expect(stops.filter((s) => s === 'max-per-run')).toHaveLength(16);
+    const spent = async (apiUrl: string) => Number((await pool.query(`SELECT credits_used FROM fake_account WHERE api_url = $1`, [apiUrl])).rows[0].credits_used);
+    // Never past balance - reserve (1000 - 200), and stopped only when no call of the estimate fitted.
+    const spentA = await spent(reserveCase.apiUrl);
+    expect(spentA).toBeLessThanOrEqual(800);
+    expect(spentA).toBeGreaterThan(800 - estimate);
+    const spentB = await spent(capCase.apiUrl);
+    expect(spentB).toBeLessThanOrEqual(300);
+    expect(spentB).toBeGreaterThan(300 - estimate);
+    // The run's spend as the budget counted it is the service's.
+    const figures = await new SharedCreditBudget(pool, { ...capCase, workerId: 'check' }).figures();
+    expect(figures).toEqual({ balance: 100_000 - spentB, reserved: 0, inFlight: 0, spent: spentB });
+  }, 90_000);
+});

@@ -1,0 +1,145 @@
+import { describe, expect, it } from 'vitest';
+import pg from 'pg';
+import { SharedRateGate } from '../../src/store/pg/coordination/shared-rate-gate.ts';
+import { SharedRunGate } from '../../src/store/pg/shared-run-gate.ts';
+import { RateGate } from '../../src/api/rate-gate.ts';
+import { coordinationTestBed, startWorker, waitFor } from './coordination-fixtures.ts';
+import { pgClusterUrl, pgSkipReason } from './use-pg.ts';
+
+const bed = coordinationTestBed();
+const workers = bed.workers;
+
+async function rateDatabase(): Promise<{ url: string; pool: pg.Pool }> {
+  const { url, pool } = await bed.database('rate');
+  return { url, pool };
+}
+
+/** The shortest time, in µs, over which `limit + 1` consecutive slots went: under the window means a window held too many. */
+function shortestSpan(sortedUs: number[], limit: number): number {
+  let shortest = Infinity;
+  for (let i = 0; i + limit < sortedUs.length; i++) shortest = Math.min(shortest, sortedUs[i + limit]! - sortedUs[i]!);
+  return shortest;
+}
+
+/** The mean time, in µs, that `limit` calls took to go, across the run: the window when the limit is fully used. */
+function meanSpan(sortedUs: number[], limit: number): number {
+  let total = 0;
+  let n = 0;
+  for (let i = 0; i + limit < sortedUs.length; i++, n++) total += sortedUs[i + limit]! - sortedUs[i]!;
+  return total / n;
+}
+
+describe.skipIf(!pgClusterUrl)(`the shared rate limit on PostgreSQL${pgClusterUrl ? '' : ` (skipped: ${pgSkipReason})`}`, () => {
+  it('grants a batch of slots in one round trip, each a full window after the slot `limit` places back', async () => {
+    const { pool } = await rateDatabase();
+    const windowMs = 1_000;
+    const limit = 5;
+    const startSlackMs = 50;
+    const gate = new SharedRateGate(pool, { gate: 'https://api.example/a', limit, windowMs, startSlackMs });
+    const other = new SharedRateGate(pool, { gate: 'https://api.example/b', limit, windowMs, startSlackMs });
+    const slots = (await Promise.all(Array.from({ length: 12 }, () => gate.take()))).map((s) => s.startUs).sort((a, b) => a - b);
+    // At most `limit` slots per round trip: 12 callers at once take three.
+    expect(gate.roundTripCount).toBe(3);
+    const windowUs = (windowMs + startSlackMs) * 1_000;
+    for (let i = limit; i < slots.length; i++) expect(slots[i]! - slots[i - limit]!).toBeGreaterThanOrEqual(windowUs);
+    // Another gate (another account) is not held back by this one's slots.
+    const before = Date.now();
+    await Promise.all(Array.from({ length: limit }, () => other.take()));
+    expect(Date.now() - before).toBeLessThan(windowMs * 3);
+  });
+
+  it('holds a rate under one a minute, or not whole, exactly: 0.2 a minute is a call per five minutes, as on SQLite', { timeout: 30_000 }, async () => {
+    const { pool } = await rateDatabase();
+    // The schedule is made by a clock stopped in 2000: every slot is long past by the server's real clock, so no
+    // take() waits, and the slots' spacing is the admission arithmetic alone.
+    const frozen = `'2000-01-01 00:00:00+00'::timestamptz`;
+    const slackMs = 500;
+    const cases: Array<[requestsPerMinute: number, gapMs: number]> = [
+      [0.2, 300_000 + slackMs],
+      [1.5, 40_000 + slackMs],
+      [90.5, 60_000 / 90.5],
+    ];
+    for (const [requestsPerMinute, gapMs] of cases) {
+      const name = `https://api.example/rpm-${requestsPerMinute}`;
+      const gate = new SharedRunGate(pool, name, 60_000, { clockSql: frozen });
+      gate.setRequestsPerMinute(requestsPerMinute);
+      for (let i = 0; i < 3; i++) await gate.take();
+      const { rows } = await pool.query<{ ms: number }>(
+        `SELECT extract(epoch FROM started_at - ${frozen})::float8 * 1000 AS ms FROM rate_slots WHERE gate = $1 ORDER BY started_at`,
+        [name],
+      );
+      const gaps = rows.slice(1).map((r, i) => r.ms - rows[i]!.ms);
+      expect(gaps, `${requestsPerMinute} a minute`).toHaveLength(2);
+      for (const gap of gaps) expect(gap, `${requestsPerMinute} a minute`).toBeCloseTo(gapMs, 0);
+      // SQLite's gate spaces calls by the same rate (and a 2% margin).
+      expect(new RateGate({ requestsPerMinute }).intervalMs).toBeCloseTo((60_000 / requestsPerMinute) * 1.02, 6);
+    }
+  });
+
+  it('a pause (429) holds every worker of the gate until it ends', async () => {
+    const { pool } = await rateDatabase();
+    const options = { gate: 'https://api.example', limit: 50, windowMs: 1_000, startSlackMs: 10 };
+    const one = new SharedRateGate(pool, options);
+    const other = new SharedRateGate(pool, options);
+    await one.take();
+    const nowUs = async () => Number((await pool.query(`SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint::text AS t`)).rows[0].t);
+    const pausedAt = await nowUs();
+    await one.pause(1_500);
+    const [a, b] = await Promise.all([other.take(), one.take()]);
+    expect(Math.min(a.startUs, b.startUs)).toBeGreaterThanOrEqual(pausedAt + 1_500_000);
+    // And only until then: the slots after it come at the usual pace, not a window later.
+    expect(Math.max(a.startUs, b.startUs)).toBeLessThan(pausedAt + 1_500_000 + 1_000_000);
+  });
+
+  it('a pause shorter than the window holds only until it ends, with one row however high the limit', async () => {
+    const { pool } = await rateDatabase();
+    // 600,000 a minute (the tests' fast rate): a pause must not write a row per call the limit allows.
+    const options = { gate: 'https://api.example/short', limit: 600_000, windowMs: 60_000 };
+    const one = new SharedRateGate(pool, options);
+    const other = new SharedRateGate(pool, options);
+    await one.take();
+    const nowUs = async () => Number((await pool.query(`SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint::text AS t`)).rows[0].t);
+    const pausedAt = await nowUs();
+    await one.pause(300);
+    expect(Number((await pool.query('SELECT count(*) AS n FROM rate_slots')).rows[0].n)).toBeLessThanOrEqual(2);
+    const [a, b] = await Promise.all([other.take(), one.take()]);
+    expect(Math.min(a.startUs, b.startUs)).toBeGreaterThanOrEqual(pausedAt + 300_000);
+    // Not a window (a minute) after the last call: the 429 asked for 300 ms.
+    expect(Math.max(a.startUs, b.startUs)).toBeLessThan(pausedAt + 300_000 + 10_000_000);
+  });
+
+  it('four worker processes together never exceed the limit in any sliding window, and reach 97% of it', async () => {
+    const { url, pool } = await rateDatabase();
+    await pool.query(`CREATE TABLE go (end_us bigint NOT NULL)`);
+    const limit = 200;
+    const windowMs = 2_000;
+    const runMs = 5_000;
+    // 200 calls per 2 s: the rate of 6,000 a minute, in a window short enough for a test. A 20 ms start slack (of
+    // the 2 s window) as the default 500 ms is of a minute.
+    const settings = { url, gate: 'https://api.example', limit, windowMs, startSlackMs: 20, lanes: 4 };
+    const started = Array.from({ length: 4 }, () => startWorker('rate-worker.ts', settings));
+    workers.push(...started);
+    await waitFor(async () => started.every((w) => w.stdout().includes('ready') || w.child.exitCode !== null), 60_000, 'workers to start');
+    await pool.query(`INSERT INTO go SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint + $1 * 1000`, [runMs]);
+    const reports: Array<{ slots: number[]; roundTrips: number }> = [];
+    for (const w of started) {
+      expect(await w.exited, w.stderr()).toBe(0);
+      reports.push(JSON.parse(w.stdout().split('\n').filter(Boolean).at(-1)!));
+    }
+    const slots = reports.flatMap((r) => r.slots).sort((a, b) => a - b);
+    // Every worker took part, with fewer round trips than slots.
+    for (const r of reports) {
+      expect(r.slots.length).toBeGreaterThan(limit / 4);
+      expect(r.roundTrips).toBeLessThan(r.slots.length);
+    }
+    // Exact, by the server's clock: no `limit + 1` slots within one window.
+    expect(shortestSpan(slots, limit)).toBeGreaterThanOrEqual(windowMs * 1_000);
+    // Spread, not a burst: a tenth of the window never holds more than a tenth of the limit (+1), as a service
+    // limiting per second too would demand (the four processes want 4x the limit).
+    expect(shortestSpan(slots, limit / 10)).toBeGreaterThanOrEqual((windowMs / 10) * 1_000 - (windowMs / limit) * 1_000);
+    // The rate reached: `limit` calls per window, against how long `limit` calls took on average.
+    const reached = (windowMs * 1_000) / meanSpan(slots, limit);
+    expect(reached).toBeGreaterThanOrEqual(0.97);
+    expect(slots.length).toBeGreaterThan(limit * (runMs / windowMs) * 0.9);
+  }, 90_000);
+});

@@ -1,0 +1,126 @@
+/**
+ * `query` on PostgreSQL: the same output as on SQLite for the same data (a sandbox run, then `netingest copy`),
+ * a write refused (by the statement's first word, and by the server's READ ONLY transaction for one hidden in a
+ * WITH), `--timeout` ending a long statement with exit 124 and SIGINT with 130, the statement cancelled on the
+ * server in both cases.
+ */
+import { existsSync } from 'node:fs';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { inProcess, spawnCli } from '../support/run-helpers.ts';
+import { waitFor as waitForPg } from './coordination-fixtures.ts';
+import { docsAnalystUrl } from './analyst-role.ts';
+import { pgClusterUrl, pgSkipReason } from './use-pg.ts';
+import { makeReadDataset, type ReadDataset } from './read-dataset.ts';
+
+const SAME_ON_BOTH = [
+  `SELECT c.name, count(l.position) AS locations, sum(l.is_headquarter) AS hq, max(c.updated_at) AS seen
+     FROM companies c LEFT JOIN company_locations l ON l.company_url = c.url GROUP BY c.url, c.name ORDER BY c.url`,
+  `SELECT job, status, count(*) AS n FROM tasks GROUP BY job, status ORDER BY job, status`,
+  `SELECT reference_url, company_name, best_grade FROM v_lookalikes ORDER BY reference_url, company_url`,
+  `SELECT id, started_at, ended_at, status, calls, credits_spent FROM runs ORDER BY id`,
+];
+
+describe.skipIf(!pgClusterUrl)(`query on PostgreSQL${pgClusterUrl ? '' : ` (skipped: ${pgSkipReason})`}`, () => {
+  let data: ReadDataset;
+  let client: pg.Client;
+  beforeAll(async () => {
+    data = await makeReadDataset('query', ['lookalikes.json']);
+    client = new pg.Client({ connectionString: data.url });
+    await client.connect();
+  }, 60_000);
+  afterAll(async () => {
+    await client?.end();
+    await data?.cleanup();
+  });
+
+  it('prints the same table, CSV and JSON Lines as on SQLite', async () => {
+    for (const sql of SAME_ON_BOTH) {
+      for (const format of ['table', 'csv', 'jsonl']) {
+        const lite = await inProcess(['query', sql, '--db', data.file, '--format', format]);
+        const onPg = await inProcess(['query', sql, '--db', data.url, '--format', format]);
+        expect(onPg.stderr, sql).toBe('');
+        expect(onPg.code).toBe(0);
+        expect(lite.stdout.trim().split('\n').length, sql).toBeGreaterThan(format === 'jsonl' ? 0 : 1);
+        expect(onPg.stdout, `${sql} (${format})`).toBe(lite.stdout);
+      }
+    }
+  });
+
+  it('refuses a write: by its first word as on SQLite, and by the READ ONLY transaction when hidden in a WITH', async () => {
+    const before = (await client.query('SELECT count(*)::int AS n FROM companies')).rows[0].n as number;
+    expect(before).toBeGreaterThan(0);
+    const lite = await inProcess(['query', 'DELETE FROM companies', '--db', data.file]);
+    const onPg = await inProcess(['query', 'DELETE FROM companies', '--db', data.url]);
+    expect(onPg.code).toBe(2);
+    expect(onPg.code).toBe(lite.code);
+    expect(onPg.stderr).toMatch(/refused: DELETE statements are not run here \(read-only/);
+    for (const sql of [
+      'WITH gone AS (DELETE FROM companies RETURNING url) SELECT count(*) FROM gone',
+      "SELECT nextval(pg_get_serial_sequence('runs', 'id'))",
+      'EXPLAIN ANALYZE DELETE FROM companies',
+    ]) {
+      const hidden = await inProcess(['query', sql, '--db', data.url]);
+      expect(hidden.code, sql).toBe(2);
+      expect(hidden.stderr, sql).toMatch(/refused: this statement writes to the database \(read-only.*read-only transaction/);
+    }
+    expect((await client.query('SELECT count(*)::int AS n FROM companies')).rows[0].n).toBe(before);
+    const bad = await inProcess(['query', 'SELECT nope FROM companies', '--db', data.url]);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/SQL error: column "nope" does not exist/);
+  });
+
+  it("runs as docs/postgres.md's read-only analyst role, which can write nothing", async () => {
+    const asAnalyst = await docsAnalystUrl(client, data.url);
+    const sql = SAME_ON_BOTH[1]!;
+    const onPg = await inProcess(['query', sql, '--db', asAnalyst, '--format', 'csv']);
+    expect(onPg.stderr).toBe('');
+    expect(onPg.stdout).toBe((await inProcess(['query', sql, '--db', data.file, '--format', 'csv'])).stdout);
+    for (const command of [['status'], ['export', 'runs']]) {
+      const read = await inProcess([...command, '--db', asAnalyst]);
+      expect(read.stderr, command[0]).toBe('');
+      expect(read.code, command[0]).toBe(0);
+    }
+  });
+
+  it('--timeout 1 stops SELECT pg_sleep(10) with exit 124, and the server stops it too', async () => {
+    const cli = spawnCli(['query', 'SELECT pg_sleep(10) AS slept', '--db', data.url, '--timeout', '1'], { cwd: data.ws.dir });
+    const started = Date.now();
+    const ended = await cli.done;
+    expect(ended.code).toBe(124);
+    expect(ended.stderr).toMatch(/ran for more than 1 s \(--timeout\) and was stopped/);
+    expect(ended.stdout).toBe('');
+    // Several seconds under the 10 s statement, with room for a busy machine.
+    expect(Date.now() - started).toBeLessThan(8000);
+    expect(await sleepers('pg_sleep(10)')).toBe(0);
+  }, 30_000);
+
+  it('export --sql --timeout 1 stops the same way and leaves nothing at --out', async () => {
+    const out = `${data.ws.dir}/slept.csv`;
+    const cli = spawnCli(['export', '--sql', 'SELECT pg_sleep(10) AS slept', '--db', data.url, '--timeout', '1', '--out', out], { cwd: data.ws.dir });
+    const ended = await cli.done;
+    expect(ended.code).toBe(124);
+    expect(ended.stderr).toMatch(/ran for more than 1 s \(--timeout\) and was stopped/);
+    expect(existsSync(out)).toBe(false);
+    expect(await sleepers('pg_sleep(10)')).toBe(0);
+  }, 30_000);
+
+  it('SIGINT cancels the running statement on the server and exits 130', async () => {
+    const cli = spawnCli(['query', 'SELECT pg_sleep(30) AS slept', '--db', data.url], { cwd: data.ws.dir });
+    await waitForPg(async () => (await sleepers('pg_sleep(30)')) === 1, 10_000, 'the statement to run');
+    cli.child.kill('SIGINT');
+    const ended = await cli.done;
+    expect(ended.code).toBe(130);
+    expect(ended.stdout).toBe('');
+    await waitForPg(async () => (await sleepers('pg_sleep(30)')) === 0, 10_000, 'the server to stop the statement');
+  }, 30_000);
+
+  /** Statements of `text` the server is running now (not this query itself). */
+  async function sleepers(text: string): Promise<number> {
+    const found = await client.query(
+      `SELECT count(*)::int AS n FROM pg_stat_activity WHERE state = 'active' AND query LIKE $1 AND pid <> pg_backend_pid()`,
+      [`%${text}%`],
+    );
+    return found.rows[0].n as number;
+  }
+});

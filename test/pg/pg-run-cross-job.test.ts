@@ -1,0 +1,34 @@
+/**
+ * Issue #28 item 2: one lookup is one paid call whichever job asks, also across PostgreSQL workers. Worker 1
+ * runs job `x`, worker 2 job `y`, both post-details over the same URLs with the same request, at the same time:
+ * each post is paid once, and both jobs end with every task settled.
+ */
+import { describe, expect, it } from 'vitest';
+import { openPgStore } from '../../src/store/pg/open.ts';
+import { pgClusterUrl, pgSkipReason } from './use-pg.ts';
+import { operationRequests } from '../support/run-helpers.ts';
+import { chargedPerUrl, CONCURRENCY, one, REQUESTS_PER_MINUTE, setUp, startWorker, useCleanups } from './run-workers.ts';
+
+useCleanups();
+
+describe.skipIf(!pgClusterUrl)(`two jobs asking the same lookups on PostgreSQL${pgClusterUrl ? '' : ` (skipped: ${pgSkipReason})`}`, () => {
+  it('worked by two workers at once: each lookup paid once, both jobs settled', async () => {
+    const TASKS = 120;
+    const s = await setUp(TASKS, 'cross_job');
+    await (await openPgStore(s.url)).close();
+    const job = (name: string) => s.ws.job(name, {
+      operation: 'post-details',
+      input: { csv: 'posts.csv', column: 'post_url' },
+      rate: { requestsPerMinute: REQUESTS_PER_MINUTE, concurrency: CONCURRENCY },
+      retry: { retries: 3, minTimeoutMs: 10, maxTimeoutMs: 50 },
+    });
+    const [x, y] = [startWorker(s, { file: await job('x') }), startWorker(s, { file: await job('y') })];
+    expect(await x.exited, x.stderr()).toBe(0);
+    expect(await y.exited, y.stderr()).toBe(0);
+    for (const name of ['x', 'y']) {
+      expect(await one(s.pool, `SELECT count(*) AS n FROM tasks WHERE job = '${name}' AND status = 'done'`), name).toBe(TASKS);
+    }
+    expect(operationRequests(s.sandbox)).toHaveLength(TASKS);
+    expect([...chargedPerUrl(s.sandbox).values()].filter((n) => n > 1)).toEqual([]);
+  }, 90_000);
+});

@@ -1,0 +1,151 @@
+/**
+ * Workers on PostgreSQL with the CLI's 60 s claim lease: a worker killed with SIGKILL and restarted at once does
+ * not wait for its dead self's leases (the server dropped its session, and with it its hold on the dataset lock);
+ * a worker alive but idle (its calls held at the API) keeps its inputs: another worker does not call them; a worker
+ * whose session the server ends stops before any further call.
+ */
+import { describe, expect, it } from 'vitest';
+import { openPgStore } from '../../src/store/pg/open.ts';
+import { lockHolders } from '../../src/store/pg/dataset-lock.ts';
+import { pgClusterUrl, pgSkipReason } from './use-pg.ts';
+import { waitFor as waitUntil } from './coordination-fixtures.ts';
+import { gatedApi } from './gated-api.ts';
+import { operationRequests } from '../support/run-helpers.ts';
+import { chargedPerUrl, CONCURRENCY, expectWholeAndUnique, one, setUp, startWorker, TOKEN, useCleanups, type Setup } from './run-workers.ts';
+import { runJobs } from '../../src/runner/run-jobs.ts';
+import type { RunOptions } from '../../src/runner/run-options.ts';
+import type { Job } from '../../src/jobs/schema.ts';
+
+useCleanups();
+
+/** The CLI's default lease: what a restarted worker would wait out without the session check. */
+const CLI_LEASE_MS = 60_000;
+
+/** A run of the setup's job with the CLI's lease, on `apiUrl`. */
+const runOptions = (s: Setup, jobs: Job[], apiUrl: string): RunOptions => ({
+  dbPath: s.url, jobs, api: { baseUrl: apiUrl, token: TOKEN }, requestTimeoutMs: CLI_LEASE_MS, lockLeaseMs: CLI_LEASE_MS,
+});
+
+/**
+ * Whether the `allowed` requests the gate let through (the balance asked first among them) have reached the API and
+ * their answers are committed, while other inputs are leased: the worker's next calls wait at the gate.
+ */
+async function allowedCallsSettled(s: Setup, allowed: number): Promise<boolean> {
+  return s.sandbox.requests.length >= allowed
+    && (await one(s.pool, 'SELECT count(*) AS n FROM api_calls WHERE status = 200')) >= operationRequests(s.sandbox).length
+    && (await one(s.pool, 'SELECT count(*) AS n FROM worker_task_leases')) > 0;
+}
+
+/** The inputs leased now, each with when its lease ends (the server's clock). */
+async function leasedInputs(pool: import('pg').Pool): Promise<Map<string, Date>> {
+  const { rows } = await pool.query<{ input_key: string; lease_until: Date }>('SELECT input_key, lease_until FROM worker_task_leases');
+  return new Map(rows.map((r) => [r.input_key, r.lease_until]));
+}
+
+describe.skipIf(!pgClusterUrl)(`workers with a 60 s lease on PostgreSQL${pgClusterUrl ? '' : ` (skipped: ${pgSkipReason})`}`, () => {
+  it('a worker killed with SIGKILL and restarted at once takes its inputs back before their lease ends, paying nothing twice', async () => {
+    const TASKS = 40;
+    const ALLOWED = 8;
+    const s = await setUp(TASKS, 'kill_restart');
+    await (await openPgStore(s.url)).close();
+    const api = await gatedApi(s.sandbox.url);
+    try {
+      // Its first calls go through and are committed; the next ones wait at the API, their inputs leased, when it is killed.
+      api.allow(ALLOWED);
+      const victim = startWorker(s, { apiUrl: api.url, leaseMs: CLI_LEASE_MS });
+      await waitUntil(() => allowedCallsSettled(s, ALLOWED), 30_000, 'the victim\'s calls and leases');
+      const orphaned = await leasedInputs(s.pool);
+      victim.child.kill('SIGKILL');
+      expect(await victim.exited).toBe('SIGKILL');
+
+      // Restarted in this process (as the CLI would be, by cron): stopped if it is still going at half the lease.
+      const stop = new AbortController();
+      const timer = setTimeout(() => stop.abort(), CLI_LEASE_MS / 2);
+      const restarted = await runJobs({ ...runOptions(s, await s.ws.load(s.file), s.sandbox.url), signal: stop.signal }).finally(() => clearTimeout(timer));
+      expect(stop.signal.aborted, 'the restarted run waited for the dead worker\'s leases').toBe(false);
+      expect(restarted.status).toBe('completed');
+      await expectWholeAndUnique(s.pool, TASKS);
+      // It called each of the victim's leased inputs before that lease would have ended (both clocks are this host's).
+      const { rows } = await s.pool.query<{ input_key: string; at: Date }>(`SELECT t.input_key, min(c.at) AS at FROM api_calls c
+        JOIN tasks t ON t.id = c.task_id WHERE c.run_id = (SELECT max(id) FROM runs) AND t.input_key = ANY($1::text[]) GROUP BY t.input_key`, [[...orphaned.keys()]]);
+      expect(rows.map((r) => r.input_key).sort()).toEqual([...orphaned.keys()].sort());
+      for (const r of rows) expect(new Date(r.at).getTime(), r.input_key).toBeLessThan(orphaned.get(r.input_key)!.getTime());
+      // The calls held at the gate never reached the API: each post was paid once.
+      expect([...chargedPerUrl(s.sandbox).values()].every((n) => n === 1)).toBe(true);
+      expect(chargedPerUrl(s.sandbox).size).toBe(TASKS);
+    } finally {
+      await api.stop();
+    }
+  }, 60_000);
+
+  it('a worker alive but idle keeps its inputs: another worker works the rest and does not call them', async () => {
+    const TASKS = 100;
+    const ALLOWED = 4;
+    const s = await setUp(TASKS, 'idle_kept');
+    await (await openPgStore(s.url)).close();
+    const api = await gatedApi(s.sandbox.url);
+    try {
+      api.allow(ALLOWED);
+      // Both in this process, each with its own pool and its own session holding the dataset lock.
+      const jobs = await s.ws.load(s.file);
+      const idle = runJobs(runOptions(s, jobs, api.url));
+      await waitUntil(() => allowedCallsSettled(s, ALLOWED), 30_000, 'the idle worker\'s calls and leases');
+      const its = [...(await leasedInputs(s.pool)).keys()];
+      const idleId = (await s.pool.query<{ w: string }>('SELECT DISTINCT worker_id AS w FROM worker_task_leases')).rows.map((r) => r.w);
+      expect(idleId).toHaveLength(1);
+      let otherEnded = false;
+      const other = runJobs(runOptions(s, jobs, s.sandbox.url)).finally(() => (otherEnded = true));
+      // The other worker does everything outside the idle worker's leases, then waits for them.
+      await waitUntil(async () => (await one(s.pool, 'SELECT count(*) AS n FROM runs')) === 2 && (await one(s.pool, `SELECT count(*) AS n
+        FROM tasks t WHERE t.status <> 'done' AND NOT EXISTS (
+          SELECT 1 FROM worker_task_leases l WHERE l.input_key = t.input_key AND l.worker_id = '${idleId[0]}')`)) === 0, 30_000, 'the other worker to do the rest');
+      // A few of its idle polls (every 500 ms) later, it has still called none of them, and waits.
+      await new Promise((r) => setTimeout(r, 2_000));
+      const otherCalls = `SELECT count(*) AS n FROM api_calls c JOIN tasks t ON t.id = c.task_id
+        WHERE c.run_id = (SELECT max(id) FROM runs) AND t.input_key = ANY('{${its.map((k) => `"${k}"`).join(',')}}'::text[])`;
+      expect(await one(s.pool, otherCalls)).toBe(0);
+      expect(await one(s.pool, `SELECT count(*) AS n FROM api_calls c JOIN runs r ON r.id = c.run_id WHERE r.id = (SELECT max(id) FROM runs)`)).toBeGreaterThan(0);
+      expect(otherEnded).toBe(false);
+
+      api.allow(Infinity);
+      for (const summary of await Promise.all([idle, other])) expect(summary.status).toBe('completed');
+      await expectWholeAndUnique(s.pool, TASKS);
+      expect([...chargedPerUrl(s.sandbox).values()].every((n) => n === 1)).toBe(true);
+    } finally {
+      await api.stop();
+    }
+  }, 60_000);
+  it('a worker whose session the server ends stops (LOCK_LOST, its run closed) with no call after its in-flight ones; the next takes the rest', async () => {
+    const TASKS = 100;
+    const ALLOWED = 4;
+    const s = await setUp(TASKS, 'session_ended');
+    await (await openPgStore(s.url)).close();
+    const api = await gatedApi(s.sandbox.url);
+    try {
+      api.allow(ALLOWED);
+      const jobs = await s.ws.load(s.file);
+      // It closes its own run, with the error that stopped it (no other run took it over).
+      const cut = runJobs(runOptions(s, jobs, api.url)).then((summary) => summary.error, (err: unknown) => err as { code?: string });
+      await waitUntil(() => allowedCallsSettled(s, ALLOWED), 30_000, 'the first worker\'s calls and leases');
+      const [holder] = [...(await lockHolders(s.pool))];
+      await s.pool.query('SELECT pg_terminate_backend($1)', [holder]);
+      await waitUntil(async () => (await s.pool.query('SELECT 1 FROM pg_stat_activity WHERE pid = $1', [holder])).rowCount === 0, 10_000, 'its session to end');
+      // Its calls waiting at the API go on; it must start no other.
+      api.allow(Infinity);
+      const stillRunning = new Promise<{ code: string }>((r) => setTimeout(() => r({ code: 'still running after 20 s' }), 20_000).unref());
+      expect((await Promise.race([cut, stillRunning]))?.code).toBe('LOCK_LOST');
+      const sent = operationRequests(s.sandbox).length;
+      expect(sent).toBeLessThanOrEqual(ALLOWED + CONCURRENCY);
+
+      const next = await runJobs(runOptions(s, jobs, s.sandbox.url));
+      expect(next.status).toBe('completed');
+      await expectWholeAndUnique(s.pool, TASKS);
+      // Paid twice at most: what it had in flight when its session ended.
+      const charged = chargedPerUrl(s.sandbox);
+      expect(charged.size).toBe(TASKS);
+      expect(s.sandbox.requests.filter((r) => r.charged > 0).length).toBeLessThanOrEqual(TASKS + CONCURRENCY);
+    } finally {
+      await api.stop();
+    }
+  }, 60_000);
+});

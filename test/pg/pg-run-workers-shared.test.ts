@@ -1,0 +1,54 @@
+/**
+ * Workers on PostgreSQL share the account's limits: four started together plan and work one job calling each task
+ * once under the shared rate limit, and two keep the credit reserve together.
+ */
+import { describe, expect, it } from 'vitest';
+import { pgClusterUrl, pgSkipReason } from './use-pg.ts';
+import { gatedApi } from './gated-api.ts';
+import { openPgStore } from '../../src/store/pg/open.ts';
+import { waitFor } from './coordination-fixtures.ts';
+import { busiestWindow, chargedPerUrl, expectWholeAndUnique, LIMIT, one, RATE_WINDOW_MS, setUp, startWorker, useCleanups } from './run-workers.ts';
+
+useCleanups();
+
+describe.skipIf(!pgClusterUrl)(`run on PostgreSQL, workers sharing the account${pgClusterUrl ? '' : ` (skipped: ${pgSkipReason})`}`, () => {
+  it('four workers started together plan and work one job: every task called exactly once', async () => {
+    const TASKS = 1_000;
+    const s = await setUp(TASKS, 'four');
+    const workers = [startWorker(s), startWorker(s), startWorker(s), startWorker(s)];
+    for (const w of workers) expect(await w.exited, w.stderr()).toBe(0);
+    await expectWholeAndUnique(s.pool, TASKS);
+    const charged = chargedPerUrl(s.sandbox);
+    expect(charged.size).toBe(TASKS);
+    expect([...charged.values()].every((n) => n === 1)).toBe(true);
+    expect(await one(s.pool, 'SELECT count(DISTINCT run_id) AS n FROM api_calls')).toBeGreaterThanOrEqual(2);
+    expect(busiestWindow(s.sandbox, RATE_WINDOW_MS)).toBeLessThanOrEqual(LIMIT);
+  }, 60_000);
+
+
+  it('the credit reserve holds for the account across two workers: together they spend no more than the balance above it', async () => {
+    const TASKS = 300;
+    const s = await setUp(TASKS, 'reserve', { balance: 300, reserve: 200 });
+    // No call goes through until both runs are open: on a busy machine one worker could otherwise spend the
+    // whole balance before the other has started, and this test would show nothing shared.
+    await (await openPgStore(s.url)).close();
+    const api = await gatedApi(s.sandbox.url);
+    const workers = [startWorker(s, { apiUrl: api.url }), startWorker(s, { apiUrl: api.url })];
+    try {
+      await waitFor(async () => (await one(s.pool, 'SELECT count(*) AS n FROM runs')) === workers.length, 30_000, 'both runs');
+      api.allow(Infinity);
+      for (const w of workers) expect(await w.exited, w.stderr()).toBe(0);
+    } finally {
+      await api.stop();
+    }
+    const summaries = workers.map((w) => JSON.parse(w.stdout().split('\n').filter(Boolean).pop()!) as { stop: { reason: string } | null });
+    expect(summaries.map((x) => x.stop?.reason)).toEqual(['credits', 'credits']);
+    const charged = s.sandbox.requests.reduce((sum, r) => sum + r.charged, 0);
+    // 300 - 200: not one credit of the reserve, though each worker alone keeps 4 calls in flight.
+    expect(charged).toBeLessThanOrEqual(100);
+    expect(charged).toBeGreaterThanOrEqual(90);
+    // Both workers called: the budget was shared, not won by one.
+    expect(await one(s.pool, 'SELECT count(DISTINCT run_id) AS n FROM api_calls WHERE status = 200')).toBe(2);
+  }, 60_000);
+
+});

@@ -1,0 +1,102 @@
+/**
+ * Workers on PostgreSQL learn a call's cost from the counters of every worker's answers of the account
+ * (credit_cost_samples): a worker's own answers step by the other workers' calls too, so each would count about
+ * k times the cost and a shared `credits.maxPerRun` would stop k workers at 1/k of it.
+ */
+import { describe, expect, it } from 'vitest';
+import type { Operation } from '../../src/spec/types.ts';
+import { SharedCreditBudget } from '../../src/store/pg/coordination/shared-credit-budget.ts';
+import { openPgStore } from '../../src/store/pg/open.ts';
+import { SharedCreditGuard } from '../../src/store/pg/shared-credit-guard.ts';
+import { waitFor } from './coordination-fixtures.ts';
+import { gatedApi } from './gated-api.ts';
+import { cappedSetUp, CONCURRENCY, one, setUp, startWorker, useCleanups, type Setup } from './run-workers.ts';
+import { pgClusterUrl, pgSkipReason } from './use-pg.ts';
+
+useCleanups();
+
+const OP: Operation = 'post-details';
+const TOTAL = 10_000;
+const counters = (used: number) => ({ credits_used: used, total_credits: TOTAL, credits_remaining: TOTAL - used });
+
+const MAX_PER_RUN = 40;
+
+/**
+ * Starts a worker per run key (undefined: the run it joins) on a job capped at MAX_PER_RUN, all calling from
+ * the first (no call goes through until every one is live), and waits for them to stop on credits.
+ */
+async function cappedWorkers(prefix: string, runKeys: Array<string | undefined>): Promise<{ total: number; pool: Setup['pool'] }> {
+  const s = await cappedSetUp(200, prefix, MAX_PER_RUN);
+  const { capped } = s;
+  const api = await gatedApi(s.sandbox.url);
+  try {
+    const workers = runKeys.map((runKey) => startWorker(s, { file: capped, apiUrl: api.url, runKey }));
+    await waitFor(async () => (await one(s.pool, 'SELECT count(*) AS n FROM runs')) === workers.length, 30_000, 'every run');
+    api.allow(Infinity);
+    for (const w of workers) expect(await w.exited, w.stderr()).toBe(0);
+    const summaries = workers.map((w) => JSON.parse(w.stdout().split('\n').filter(Boolean).pop()!) as { stop: { reason: string } | null; creditsSpent: number });
+    expect(summaries.map((x) => x.stop?.reason), workers.map((w) => w.stdout().slice(-1500)).join('\n---\n')).toEqual(workers.map(() => 'credits'));
+    const total = s.sandbox.requests.reduce((sum, r) => sum + r.charged, 0);
+    // Each worker's summary counts its own calls (not every call its counters spanned): together, no less than
+    // was billed, and no more than the runs' caps.
+    const summed = summaries.reduce((sum, x) => sum + x.creditsSpent, 0);
+    expect(summed).toBeGreaterThanOrEqual(total);
+    expect(summed).toBeLessThanOrEqual(new Set(runKeys).size * MAX_PER_RUN);
+    return { total, pool: s.pool };
+  } finally {
+    await api.stop();
+  }
+}
+
+describe.skipIf(!pgClusterUrl)(`costs learned from every worker's answers on PostgreSQL${pgClusterUrl ? '' : ` (skipped: ${pgSkipReason})`}`, () => {
+  it('guards whose answers interleave on one account (two runs) each learn the real cost, and each run is charged its own calls', async () => {
+    const s = await setUp(1, 'shared_cost_unit');
+    await (await openPgStore(s.url)).close();
+    const apiUrl = 'https://api.example';
+    const limits = { reserve: 0, maxPerRun: null };
+    const guard = (runKey: string, workerId: string) => new SharedCreditGuard(limits, {}, new SharedCreditBudget(s.pool, { apiUrl, runKey, workerId }));
+    // Two workers of run-1 and one of run-2 take turns: each one's own counters step by 3, the account's by 1.
+    const guards = [guard('run-1', 'a'), guard('run-1', 'b'), guard('run-2', 'c')];
+    const spent = async (runKey: string) => one(s.pool, `SELECT coalesce((SELECT spent FROM credit_run_spend WHERE run_key = '${runKey}'), 0) AS n`);
+    let used = 0;
+    const round = async () => {
+      for (const g of guards) {
+        const reservation = await g.acquire(OP);
+        expect(reservation).not.toBeNull();
+        g.settle(reservation!, counters(++used));
+        await g.drained();
+      }
+    };
+    try {
+      for (let i = 0; i < 4; i++) await round();
+      const before = [await spent('run-1'), await spent('run-2')];
+      for (let i = 0; i < 8; i++) await round();
+      expect(guards.map((g) => g.costOf(OP))).toEqual([1, 1, 1]);
+      // Once learned, each call is charged 1: 2 a round to run-1, 1 to run-2.
+      expect([(await spent('run-1')) - before[0]!, (await spent('run-2')) - before[1]!]).toEqual([16, 8]);
+      // The samples stay bounded, and are the account's newest.
+      expect(await one(s.pool, 'SELECT count(*) AS n FROM credit_cost_samples')).toBe(32);
+      expect(await one(s.pool, 'SELECT min(credits_used) AS n FROM credit_cost_samples')).toBe(used - 31);
+    } finally {
+      for (const g of guards) g.close();
+    }
+  }, 30_000);
+
+  it('two workers started together on a job spend close to its credits.maxPerRun, never past it', async () => {
+    const charged = await cappedWorkers('shared_cost_run', [undefined, undefined]);
+    expect(await one(charged.pool, 'SELECT count(DISTINCT run_key) AS n FROM worker_runs')).toBe(1);
+    // Each post costs 1: calls go on until the cap is reached, less what the first answers' estimates
+    // overcounted (a few calls, each worker's in flight at most).
+    expect(charged.total).toBeLessThanOrEqual(MAX_PER_RUN);
+    expect(charged.total).toBeGreaterThanOrEqual(MAX_PER_RUN - 2 * CONCURRENCY);
+  }, 60_000);
+
+  it('two runs of their own on one account at once each spend close to their credits.maxPerRun, never past it', async () => {
+    const charged = await cappedWorkers('shared_cost_runs', ['nightly-a', 'nightly-b']);
+    const spent = (await charged.pool.query<{ spent: number }>('SELECT spent FROM credit_run_spend ORDER BY run_key')).rows.map((r) => r.spent);
+    expect(spent).toHaveLength(2);
+    for (const x of spent) expect(x).toBeLessThanOrEqual(MAX_PER_RUN);
+    expect(charged.total).toBeLessThanOrEqual(2 * MAX_PER_RUN);
+    expect(charged.total).toBeGreaterThanOrEqual(2 * (MAX_PER_RUN - CONCURRENCY));
+  }, 60_000);
+});

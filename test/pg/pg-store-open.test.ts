@@ -1,0 +1,71 @@
+import { afterAll, describe, expect, it } from 'vitest';
+import pg from 'pg';
+import { openPgStore, type PgStore } from '../../src/store/pg/open.ts';
+import { DatabaseError } from '../../src/store/errors.ts';
+import { newPgDatabase, pgClusterUrl, pgSkipReason } from './use-pg.ts';
+
+const opened: PgStore[] = [];
+async function open(url: string, options?: Parameters<typeof openPgStore>[1]): Promise<PgStore> {
+  const store = await openPgStore(url, options);
+  opened.push(store);
+  return store;
+}
+afterAll(async () => {
+  await Promise.all(opened.map((s) => s.close()));
+});
+
+async function scalar<T>(url: string, sql: string): Promise<T> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return Object.values(((await client.query(sql)).rows[0] ?? {}) as object)[0] as T;
+  } finally {
+    await client.end();
+  }
+}
+
+describe.skipIf(!pgClusterUrl)(`openPgStore${pgClusterUrl ? '' : ` (skipped: ${pgSkipReason})`}`, () => {
+  it('applies the migrations once, even when four workers open a new database at the same moment', async () => {
+    const url = await newPgDatabase('open_race');
+    const stores = await Promise.all([1, 2, 3, 4].map(() => open(url)));
+    expect(stores).toHaveLength(4);
+    expect(await scalar<number>(url, 'SELECT count(*)::int FROM public.__drizzle_migrations')).toBeGreaterThanOrEqual(2);
+    expect(await scalar<number>(url, "SELECT count(*)::int FROM information_schema.tables WHERE table_schema = 'public' AND table_name = 'tasks'")).toBe(1);
+    expect(await scalar<string>(url, "SELECT value FROM netingest_meta WHERE key = 'canonical_urls'")).toBe('www');
+    // Opening again changes nothing.
+    const applied = await scalar<number>(url, 'SELECT count(*)::int FROM public.__drizzle_migrations');
+    await open(url);
+    expect(await scalar<number>(url, 'SELECT count(*)::int FROM public.__drizzle_migrations')).toBe(applied);
+  });
+
+  it('configures the pool: statement timeout, application_name, UTC', async () => {
+    const url = await newPgDatabase('open_opts');
+    const store = await open(url, { statementTimeoutMs: 1_234 });
+    const row = (await store.pool.query("SELECT current_setting('statement_timeout') AS t, current_setting('application_name') AS a, current_setting('TimeZone') AS z")).rows[0];
+    expect(row).toEqual({ t: '1234ms', a: 'netingest', z: 'UTC' });
+    await expect(store.pool.query('SELECT pg_sleep(5)')).rejects.toThrow(/statement timeout/);
+  });
+
+  it('names the database without its password when it cannot be opened', async () => {
+    const url = new URL(pgClusterUrl!);
+    url.password = 's3cret-pw';
+    url.pathname = '/no_such_database';
+    const err = await openPgStore(url.toString()).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(DatabaseError);
+    expect((err as DatabaseError).code).toBe('DB_OPEN_FAILED');
+    expect((err as Error).message).toContain('no_such_database');
+    expect((err as Error).message).toContain('***');
+    expect(JSON.stringify(err) + String(err) + (err as Error).stack).not.toContain('s3cret-pw');
+  });
+
+  it("refuses another program's tables and a database a newer netingest migrated", async () => {
+    const foreign = await newPgDatabase('open_foreign');
+    await scalar(foreign, 'CREATE TABLE customers (id int)');
+    await expect(openPgStore(foreign)).rejects.toMatchObject({ code: 'DB_NOT_NETINGEST' });
+
+    const newer = await newPgDatabase('open_newer');
+    await (await open(newer)).close();
+    await scalar(newer, "INSERT INTO public.__drizzle_migrations (hash, created_at) VALUES ('f00d', 4102444800000)");
+    await expect(openPgStore(newer)).rejects.toMatchObject({ code: 'DB_TOO_NEW' });
+  });
+});

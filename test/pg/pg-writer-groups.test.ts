@@ -1,0 +1,76 @@
+/**
+ * The PostgreSQL writer's groups: outcomes that arrive while a group commits go together in the next
+ * transaction, instead of one small transaction per turn of the event loop queued behind it. The first group's
+ * commit is held on a row lock another connection holds, so the test does not depend on timing; rows written
+ * by one transaction share its xmin.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import pg from 'pg';
+import { openPgStore, type PgStore } from '../../src/store/pg/open.ts';
+import { PgOutcomeWriter } from '../../src/store/pg/pg-outcome-writer.ts';
+import type { ApiError } from '../../src/api/errors.ts';
+import { newPgDatabase, pgClusterUrl, pgSkipReason } from './use-pg.ts';
+
+const AT = '2026-11-02T08:00:00.000Z';
+
+describe.skipIf(!pgClusterUrl)(`the PostgreSQL writer's groups${pgClusterUrl ? '' : ` (skipped: ${pgSkipReason})`}`, () => {
+  let store: PgStore;
+  let blocker: pg.Client;
+
+  beforeAll(async () => {
+    const url = await newPgDatabase('writer-groups');
+    store = await openPgStore(url);
+    for (let id = 1; id <= 6; id++) {
+      await store.pool.query(`INSERT INTO tasks (id, job, operation, input_key, page, request_json, status, attempts, created_at, updated_at)
+        VALUES ($1, 'j', 'post-details', $2, 1, '{}', 'pending', 0, $3, $3)`, [id, `k${id}`, AT]);
+    }
+    blocker = new pg.Client({ connectionString: url });
+    await blocker.connect();
+  });
+  afterAll(async () => {
+    await blocker?.end();
+    await store?.close();
+  });
+
+  it('groups flushed while one commits are committed together next, each outcome released once committed', async () => {
+    const fatal: unknown[] = [];
+    const writer = new PgOutcomeWriter(store.pool, 1, (err) => fatal.push(err));
+    const task = (id: number) => ({ id, operation: 'post-details' as const });
+    const attempt = (id: number) => ({ call: { operation: 'post-details', method: 'GET', path: `/p/${id}`, status: 500, latencyMs: 1 }, code: 'HTTP_500' }) as unknown as ApiError;
+    await blocker.query('BEGIN');
+    await blocker.query('SELECT id FROM tasks WHERE id = 1 FOR UPDATE');
+    let settled = 0;
+    const done = [writer.failed(task(1), 'HTTP_500', 'server error', true, 1).then(() => settled++)];
+    // The first group waits on the row lock: its commit is under way while the next outcomes arrive.
+    await waitForLockWait(store);
+    for (let id = 2; id <= 6; id++) {
+      await new Promise((resolve) => setImmediate(resolve)); // one outcome per turn of the event loop: one group each
+      done.push(writer.attemptFailed(task(id), attempt(id)).then(() => settled++));
+      done.push(writer.failed(task(id), 'HTTP_500', 'server error', true, 1).then(() => settled++));
+    }
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(settled).toBe(0);
+    await blocker.query('COMMIT');
+    await Promise.all(done);
+    await writer.close();
+    expect(fatal).toEqual([]);
+    const { rows } = await store.pool.query<{ id: string; tx: string }>('SELECT id, xmin::text AS tx FROM tasks WHERE status = $1 ORDER BY id', ['failed']);
+    expect(rows.map((r) => Number(r.id))).toEqual([1, 2, 3, 4, 5, 6]);
+    // Task 1 in the first transaction; the five groups that came during it in one more.
+    expect(new Set(rows.map((r) => r.tx)).size).toBe(2);
+    expect(new Set(rows.slice(1).map((r) => r.tx)).size).toBe(1);
+    const calls = await store.pool.query<{ tx: string }>('SELECT DISTINCT xmin::text AS tx FROM api_calls');
+    expect(calls.rows.map((r) => r.tx)).toEqual([rows[1]!.tx]);
+  });
+});
+
+/** Until the writer's first transaction waits on the blocker's row lock. */
+async function waitForLockWait(store: PgStore): Promise<void> {
+  for (let i = 0; i < 500; i++) {
+    const { rows } = await store.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_stat_activity
+      WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'UPDATE tasks%'`);
+    if (rows[0]!.n > 0) return;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  throw new Error('the writer never waited on the row lock');
+}

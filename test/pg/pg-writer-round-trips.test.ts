@@ -1,0 +1,89 @@
+/**
+ * The PostgreSQL writer's round trips per group commit do not grow with the group: a group of 40 answers (their
+ * posts, media sets, raw bodies, api_calls rows, tasks settled, failed attempts) is sent in as many
+ * queries as a group of 2. The queries are counted on the connection the group is written on (a wrapped
+ * client); each is one round trip, since node-postgres sends one query at a time.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type pg from 'pg';
+import { openPgStore, type PgStore } from '../../src/store/pg/open.ts';
+import { createPgGroupCommit } from '../../src/store/pg/pg-group-commit.ts';
+import { inPgTransaction } from '../../src/store/pg/transaction.ts';
+import type { OutcomeOp } from '../../src/store/outcome-ops.ts';
+import type { ApiCallRow } from '../../src/store/api-calls.ts';
+import { requestKeyOf } from '../../src/store/ingest-request.ts';
+import { readUsableAnswer } from '../../src/api/schemas.ts';
+import { postRequest, postResponse } from '../support/db-fixtures.ts';
+import { newPgDatabase, pgClusterUrl, pgSkipReason } from './use-pg.ts';
+
+const AT = '2026-11-02T08:00:00.000Z';
+const activity = (i: number) => `activity-70000000000${1000000 + i}`;
+
+function call(taskId: number, status: number): ApiCallRow {
+  return { runId: 1, taskId, operation: 'post-details', method: 'GET', path: `/p/${taskId}`, status, errorCode: null, latencyMs: 1, totalCredits: 100, creditsUsed: taskId, creditsRemaining: 100 - taskId, at: AT };
+}
+
+/** Per task: an answer (post, media, raw body, api_calls row, task done), and every third task a failure too. */
+function group(firstTask: number, count: number): OutcomeOp[] {
+  return Array.from({ length: count }, (_, i): OutcomeOp[] => {
+    const taskId = firstTask + i;
+    const request = { ...postRequest, postUrl: `https://network.com/posts/p_${activity(taskId)}` };
+    const response = postResponse({ PostId: activity(taskId) });
+    const { answer, setAside } = readUsableAnswer('post-details', response);
+    const success: OutcomeOp = {
+      kind: 'success', taskId, operation: 'post-details', requestKey: requestKeyOf(request), request, body: JSON.stringify(response), answer, setAside, call: call(taskId, 200), attempts: 1, at: AT,
+    };
+    return taskId % 3 === 0 ? [{ kind: 'attempt_failed', call: call(taskId, 500) }, success] : [success];
+  }).flat();
+}
+
+describe.skipIf(!pgClusterUrl)(`the PostgreSQL writer's round trips${pgClusterUrl ? '' : ` (skipped: ${pgSkipReason})`}`, () => {
+  let store: PgStore;
+
+  beforeAll(async () => {
+    store = await openPgStore(await newPgDatabase('writer-round-trips'));
+    for (let id = 1; id <= 100; id++) {
+      await store.pool.query(`INSERT INTO tasks (id, job, operation, input_key, page, request_json, status, attempts, created_at, updated_at)
+        VALUES ($1, 'j', 'post-details', $2, 1, '{}', 'pending', 0, $3, $3)`, [id, `k${id}`, AT]);
+    }
+  });
+  afterAll(async () => {
+    await store?.close();
+  });
+
+  /** One run's writer of groups. */
+  const writeGroup = createPgGroupCommit(1);
+
+  /** Writes `ops` as the writer's group commit does, on a client whose queries are counted; the count. */
+  async function queriesOf(ops: OutcomeOp[]): Promise<number> {
+    let queries = 0;
+    await inPgTransaction(store.pool, async (client) => {
+      const counted = new Proxy(client, {
+        get(target, prop) {
+          if (prop === 'query') return (...args: unknown[]) => (queries++, (target.query as (...a: unknown[]) => unknown)(...args));
+          const value = Reflect.get(target, prop) as unknown;
+          return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+        },
+      }) as pg.PoolClient;
+      await writeGroup(counted, ops);
+    });
+    return queries;
+  }
+
+  it('a group of 40 answers takes as many queries as a group of 2, and all of it is stored', async () => {
+    // The dataset's day order is read once per writer, by its first group: a group before both, so neither pays it.
+    await queriesOf(group(1, 1));
+    const small = await queriesOf(group(2, 2));
+    const large = await queriesOf(group(4, 40));
+    expect(large).toBe(small);
+    // The raw bodies (their ids come back), what the history holds for the group's posts and their media (one
+    // statement per table), then everything else.
+    expect(large).toBeLessThanOrEqual(4);
+    const count = async (sql: string) => Number((await store.pool.query<{ n: string }>(sql)).rows[0]!.n);
+    expect(await count(`SELECT count(*) AS n FROM tasks WHERE status = 'done'`)).toBe(43);
+    expect(await count('SELECT count(*) AS n FROM raw_responses')).toBe(43);
+    expect(await count('SELECT count(*) AS n FROM api_calls')).toBe(43 + 14);
+    expect(await count('SELECT count(*) AS n FROM posts')).toBe(43);
+    expect(await count('SELECT count(DISTINCT post_id) AS n FROM post_media')).toBe(43);
+  });
+});

@@ -1,0 +1,144 @@
+/**
+ * `netingest report` in a real headless Chromium, on both engines: the page makes no request and logs no error,
+ * every chart is drawn with a size, its numbers are those of `status --json` and of SQL over the same dataset,
+ * and no secret or markup from the dataset gets through. The screenshot is kept in test/.artifacts/.
+ */
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { forEachEngine, type TestDb } from './engines.ts';
+import { nightlyRows, writeNightlyDataset, PLANTED_MARKUP, PLANTED_SECRET } from '../report/nightly-dataset.ts';
+import { chromiumPath, chromiumSkipReason, visitPage, type PageVisit } from '../report/chromium.ts';
+import { gatherFigures, writeReport, type WrittenReport } from '../../src/report/write-report.ts';
+import { formatStatus, statusReport } from '../../src/runner/status-report.ts';
+
+const ARTIFACTS = join(import.meta.dirname, '.artifacts');
+const NOW = new Date('2026-06-30T06:00:00.000Z');
+const NIGHTS = 40;
+const DAYS = 30;
+const INVALID_ROWS = 60;
+
+/** What the test reads off the rendered page. */
+interface Seen {
+  charts: Array<{ id: string; width: number; height: number; shapes: number; label: string }>;
+  figures: Record<string, string>;
+  tables: Record<string, string[][][]>;
+  scripts: number;
+  images: number;
+  text: string;
+  csp: string | null;
+  invalidListed: number;
+}
+
+const READ_PAGE = `(() => {
+  const cells = (t) => [...t.tBodies[0].rows].map((r) => [...r.cells].map((c) => c.textContent));
+  return {
+    charts: [...document.querySelectorAll('[data-chart]')].map((d) => {
+      const svg = d.querySelector('svg');
+      const box = svg ? svg.getBoundingClientRect() : { width: 0, height: 0 };
+      return { id: d.dataset.chart, width: box.width, height: box.height, shapes: svg ? svg.querySelectorAll('path, rect').length : 0, label: d.getAttribute('aria-label') };
+    }),
+    figures: Object.fromEntries([...document.querySelectorAll('[data-figure]')].map((e) => [e.dataset.figure, e.textContent])),
+    tables: Object.fromEntries([...document.querySelectorAll('section[id]')].map((s) => [s.id, [...s.querySelectorAll('table')].map(cells)])),
+    scripts: document.scripts.length,
+    images: document.images.length,
+    text: document.body.textContent,
+    csp: document.querySelector('meta[http-equiv="Content-Security-Policy"]')?.getAttribute('content') ?? null,
+    invalidListed: document.querySelectorAll('#invalid tbody tr').length,
+  };
+})()`;
+
+/** A number as the page prints it (999,415.5). */
+const numberOf = (text: string | undefined) => Number(text?.replaceAll(',', ''));
+const sumColumn = (rows: string[][], column: number) => Math.round(rows.reduce((n, r) => n + numberOf(r[column]), 0) * 1e6) / 1e6;
+
+forEachEngine('netingest report', (engine) => {
+  describe.skipIf(!chromiumPath)(`the page in headless Chromium${chromiumPath ? '' : ` (skipped: ${chromiumSkipReason})`}`, () => {
+    let dir: string;
+    let db: TestDb;
+    let written: WrittenReport;
+    let visit: PageVisit<Seen>;
+
+    beforeAll(async () => {
+      dir = mkdtempSync(join(tmpdir(), 'netingest-report-'));
+      db = await engine.open(dir);
+      await writeNightlyDataset(db.locator, nightlyRows({ nights: NIGHTS, callsPerNight: 12, lastNight: new Date(NOW.getTime() - 5 * 3_600_000), invalidRows: INVALID_ROWS }));
+      written = await writeReport({ db: db.locator, outFile: join(dir, 'report.html'), days: DAYS, now: NOW });
+      visit = await visitPage<Seen>(pathToFileURL(written.path).href, READ_PAGE);
+      mkdirSync(ARTIFACTS, { recursive: true });
+      writeFileSync(join(ARTIFACTS, `report-${engine.name}.png`), visit.screenshotPng);
+    }, 180_000);
+    afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+    it('makes no request and logs no error, and forbids requests in its policy', () => {
+      expect(visit.consoleErrors).toEqual([]);
+      expect(visit.requests).toEqual([]);
+      expect(visit.value.csp).toContain("default-src 'none'");
+      expect(visit.value.scripts).toBe(0);
+      expect(visit.value.images).toBe(0);
+      expect(visit.screenshotPng.length).toBeGreaterThan(10_000);
+    });
+
+    it('draws every chart with a size, shapes and a text alternative', () => {
+      expect(visit.value.charts.map((c) => c.id)).toEqual(['credits', 'outcomes', 'jobs', 'pace', 'drift', 'forecast']);
+      for (const chart of visit.value.charts) {
+        expect(chart.width, chart.id).toBeGreaterThan(300);
+        expect(chart.height, chart.id).toBeGreaterThan(100);
+        expect(chart.shapes, chart.id).toBeGreaterThan(5);
+        expect(chart.label.length, chart.id).toBeGreaterThan(20);
+      }
+    });
+
+    it('shows the figures `status --json` prints, and the JSON (--json) holds that same status', async () => {
+      const status = await statusReport({ db: db.locator, runs: 10 });
+      const { figures } = await gatherFigures({ db: db.locator, days: DAYS, now: NOW });
+      expect(figures.status).toEqual(status);
+      const seen = visit.value.figures;
+      expect(numberOf(seen['credits-all-runs'])).toBe(status.creditsSpentAllRuns);
+      expect(numberOf(seen['credits-left'])).toBe(status.lastCounters!.balance);
+      expect(numberOf(seen['credits-last-run'])).toBe(status.runs[0]!.creditsSpent);
+      expect(numberOf(seen['last-exit-code'])).toBe(status.runs[0]!.exitCode);
+      const jobs = Object.fromEntries(visit.value.tables.jobs![0]!.map((r) => [r[0], { done: numberOf(r[1]), not_found: numberOf(r[2]), failed: numberOf(r[3]) }]));
+      for (const [job, counts] of Object.entries(status.tasksByJob)) expect(jobs[job]).toEqual({ done: counts.done ?? 0, not_found: counts.not_found ?? 0, failed: counts.failed ?? 0 });
+      // `status` ends with the page it wrote, on either engine.
+      expect(status.lastReport?.path).toBe(written.path);
+      expect(formatStatus(status).trimEnd().split('\n').at(-1)).toBe(`Last report: ${written.path} (written ${NOW.toISOString()})`);
+    });
+
+    it("shows each chart's numbers as SQL over the same dataset gives them", async () => {
+      const since = new Date(NOW.getTime() - DAYS * 86_400_000).toISOString();
+      const sql = (await db.rows<{ n: number; spent: number; done: number; drifted: number }>(
+        `SELECT count(*) AS n, sum(credits_spent) AS spent, sum(tasks_done) AS done,
+          (SELECT sum(count) FROM answer_drift WHERE run_id IN (SELECT id FROM runs WHERE started_at >= ?)) AS drifted
+          FROM runs WHERE started_at >= ?`, since, since))[0]!;
+      const [credits] = visit.value.tables.credits!;
+      const [outcomes] = visit.value.tables.outcomes!;
+      expect(credits!.length).toBe(Number(sql.n));
+      expect(sumColumn(credits!, 4)).toBe(Math.round(Number(sql.spent) * 1e6) / 1e6);
+      expect(sumColumn(outcomes!, 2)).toBe(Number(sql.done));
+      expect(sumColumn(visit.value.tables.drift![0]!, 5)).toBe(Number(sql.drifted));
+      const [, byJob] = visit.value.tables.outcomes!;
+      const inWindow = `run_id IN (SELECT id FROM runs WHERE started_at >= ?)`;
+      expect(sumColumn(byJob!, 3)).toBe(await db.count(`SELECT count(*) FROM api_calls WHERE ${inWindow}`, since));
+      expect(sumColumn(byJob!, 4)).toBe(await db.count(`SELECT count(*) FROM api_calls WHERE status = 200 AND ${inWindow}`, since));
+      expect(sumColumn(byJob!, 6)).toBe(await db.count(`SELECT count(*) FROM api_calls WHERE status <> 200 AND status <> 404 AND ${inWindow}`, since));
+      const failed = await db.count(`SELECT count(*) FROM tasks WHERE status = 'failed'`);
+      expect(sumColumn(visit.value.tables.failures![0]!, 2)).toBe(failed);
+    });
+
+    it('lists the first 50 invalid rows and counts the rest', () => {
+      expect(visit.value.invalidListed).toBe(50);
+      expect(visit.value.figures['invalid-more']).toContain(`and ${INVALID_ROWS - 50} more (${INVALID_ROWS} in all)`);
+    });
+
+    it('escapes every text and shows no secret', () => {
+      const html = readFileSync(written.path, 'utf8');
+      expect(html).not.toContain(PLANTED_SECRET);
+      expect(html).not.toContain('<script');
+      expect(visit.value.text).toContain(PLANTED_MARKUP.slice(0, 30));
+      expect(visit.value.text).not.toContain(PLANTED_SECRET);
+    });
+  });
+});

@@ -1,0 +1,29 @@
+/**
+ * The client with one typed wrapper per operation over its generic `call`, for the tests that call the API
+ * directly: the runner only ever uses `call` with an operation's spec.
+ */
+import { createApiClient, type ApiClient, type ApiResult, type ClientOptions } from '../../src/api/client.ts';
+import { postDetails, type PostDetailsAnswer } from '../../src/operations/post-details.ts';
+import { searchJobs, type SearchJobsAnswer } from '../../src/operations/search-jobs.ts';
+import { similarCompanies, type SimilarCompaniesAnswer } from '../../src/operations/similar-companies.ts';
+import type { SearchJobsQuery, SimilarCompaniesRequest } from '../../src/spec/types.ts';
+
+export interface TypedClient extends ApiClient {
+  /** POST /v1/api/similar-companies with `body` as JSON. */
+  similarCompanies(body: SimilarCompaniesRequest): Promise<ApiResult<SimilarCompaniesAnswer>>;
+  /** GET /v1/api/post-details?url=<percent-encoded post URL>. */
+  postDetails(url: string): Promise<ApiResult<PostDetailsAnswer>>;
+  /** GET /v1/api/search-jobs with the query's non-empty members as parameters (lists comma-joined). */
+  searchJobs(query: SearchJobsQuery): Promise<ApiResult<SearchJobsAnswer>>;
+}
+
+/** createApiClient(options) with the typed wrappers. */
+export function createTypedClient(options: ClientOptions): TypedClient {
+  const client = createApiClient(options);
+  return {
+    ...client,
+    similarCompanies: (body) => client.call(similarCompanies, body),
+    postDetails: (url) => client.call(postDetails, { url }),
+    searchJobs: (query) => client.call(searchJobs, query),
+  };
+}

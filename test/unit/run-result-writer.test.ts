@@ -1,0 +1,159 @@
+/**
+ * The run's writer against a real SQLite file: an outcome's promise resolves only once another connection can
+ * read it whole; outcomes enqueued across turns of the event loop are all committed, a full batch at once; a
+ * commit that fails (or finds the run's lock taken over) reports a clear error once, lets every waiter go,
+ * and writes nothing after.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import BetterSqlite3 from 'better-sqlite3';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { openDatabase, type Database } from '../../src/store/open.ts';
+import { createLedger } from '../../src/store/ledger.ts';
+import { acquireRunLock, LockLostError } from '../../src/store/run-lock.ts';
+import { ResultWriter } from '../../src/store/result-writer.ts';
+import { DriftTally } from '../../src/operations/drift.ts';
+import type { ApiCallInfo } from '../../src/api/types.ts';
+import { credits, postRequest, postResponse } from '../support/db-fixtures.ts';
+
+let dir: string;
+let file: string;
+let database: Database | null = null;
+
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), 'netingest-writer-'));
+  file = join(dir, 'w.db');
+});
+afterEach(() => {
+  database?.close();
+  database = null;
+  rmSync(dir, { recursive: true, force: true });
+});
+
+/** The run's connection, as runJobs opens it. */
+function open(): Database {
+  database = openDatabase(file);
+  return database;
+}
+
+/** The post id of the i-th task (strings: ids this long lose digits as numbers). */
+const activity = (i: number) => `activity-70000000000${1000000 + i}`;
+const postUrl = (i: number) => `https://network.com/posts/p_${activity(i)}`;
+
+/** A dataset with one run and `n` pending post-details tasks (ids 1..n). */
+function seed(n: number): void {
+  const database = openDatabase(file);
+  try {
+    database.sqlite.exec(`INSERT INTO runs (id, status, started_at, jobs, pid, host) VALUES (1, 'running', '2026-01-01T00:00:00.000Z', '[]', 1, 'h')`);
+    const tasks = Array.from({ length: n }, (_, i) => ({
+      job: 'posts',
+      operation: 'post-details',
+      inputKey: postUrl(i),
+      page: 1,
+      requestJson: '{}',
+      inputLine: i + 2,
+    }));
+    createLedger(database).insertPlanned(tasks, [], 1, '2026-01-01T00:00:00.000Z');
+  } finally {
+    database.close();
+  }
+}
+
+function read<T>(sql: string): T {
+  const sqlite = new BetterSqlite3(file, { readonly: true });
+  try {
+    return sqlite.prepare(sql).pluck().get() as T;
+  } finally {
+    sqlite.close();
+  }
+}
+
+const call = (path: string): ApiCallInfo => ({ operation: 'post-details', method: 'GET', path, status: 200, latencyMs: 1 });
+
+function ok(i: number) {
+  const data = postResponse({ PostId: activity(i) });
+  return { kind: 'ok' as const, data, raw: JSON.stringify(data), credits, call: call(`/p/${i}`), lastPage: true, drift: new DriftTally(), setAside: [] };
+}
+
+function request(i: number) {
+  return { ...postRequest, postUrl: postUrl(i) };
+}
+
+describe('ResultWriter', () => {
+  it('resolves an outcome only when another connection can read all of it', async () => {
+    seed(1);
+    const fatal: unknown[] = [];
+    const writer = new ResultWriter(open(), 1, (err) => fatal.push(err));
+    await writer.success({ id: 1, operation: 'post-details' }, request(0), 'k0', ok(0), 1);
+    expect(read<string>(`SELECT status FROM tasks WHERE id = 1`)).toBe('done');
+    expect(read<number>(`SELECT count(*) FROM raw_responses WHERE task_id = 1`)).toBe(1);
+    expect(read<number>(`SELECT count(*) FROM api_calls WHERE task_id = 1 AND status = 200`)).toBe(1);
+    expect(read<number>(`SELECT count(*) FROM posts`)).toBe(1);
+    await writer.close();
+    expect(fatal).toEqual([]);
+  });
+
+  it('commits every outcome enqueued across turns, each with its own kind; a full batch commits at once', async () => {
+    const N = 300;
+    seed(N);
+    // Batches of 7 at most: some commit as they fill, the rest at the end of their turn.
+    const writer = new ResultWriter(open(), 1, () => undefined, null, 7);
+    const done: Promise<void>[] = [];
+    for (let i = 0; i < N; i++) {
+      const task = { id: i + 1, operation: 'post-details' as const };
+      if (i % 3 === 0) done.push(writer.success(task, request(i), `k${i}`, ok(i), 1));
+      else if (i % 3 === 1) done.push(writer.notFound(task, { ...call(`/p/${i}`), status: 404 }, 1, null));
+      else done.push(writer.failed(task, 'SERVER_ERROR', 'HTTP 500', true, 3));
+      // The first outcome was committed at the end of its turn (i = 0), the next 7 as soon as they filled a batch.
+      if (i === 7) expect(read<number>(`SELECT count(*) FROM tasks WHERE status <> 'pending'`)).toBe(8);
+      if (i % 25 === 0) await new Promise((r) => setImmediate(r));
+    }
+    await Promise.all(done);
+    expect(read<number>(`SELECT count(*) FROM tasks WHERE status = 'done'`)).toBe(N / 3);
+    expect(read<number>(`SELECT count(*) FROM tasks WHERE status = 'not_found'`)).toBe(N / 3);
+    expect(read<number>(`SELECT count(*) FROM tasks WHERE status = 'failed' AND retryable = 1`)).toBe(N / 3);
+    expect(read<number>(`SELECT count(*) FROM api_calls`)).toBe((2 * N) / 3);
+    await writer.close();
+  });
+
+  it('a commit that fails: the batch is rolled back whole, waiters are let go, nothing is written after', async () => {
+    seed(3);
+    const fatal: unknown[] = [];
+    const writer = new ResultWriter(open(), 1, (err) => fatal.push(err));
+    await writer.success({ id: 1, operation: 'post-details' }, request(0), 'k0', ok(0), 1);
+    // An answer its operation cannot map to rows can only come from a bug upstream: the commit throws on it.
+    const broken = Promise.all([
+      writer.notFound({ id: 2, operation: 'post-details' }, { ...call('/p/1'), status: 404 }, 1, null),
+      writer.success({ id: 3, operation: 'post-details' }, request(2), 'k2', { ...ok(2), data: null }, 1),
+    ]);
+    await broken;
+    expect(fatal).toHaveLength(1);
+    expect(fatal[0]).toBeInstanceOf(TypeError);
+    await writer.failed({ id: 2, operation: 'post-details' }, 'X', 'after the failure', false, 1);
+    await writer.close();
+    expect(read<number>(`SELECT count(*) FROM tasks WHERE status = 'done'`)).toBe(1);
+    expect(read<number>(`SELECT count(*) FROM tasks WHERE status = 'pending'`)).toBe(2);
+    expect(read<number>(`SELECT count(*) FROM api_calls`)).toBe(1);
+  });
+
+  it('with the run\'s lock taken over: the commit stores nothing and reports LOCK_LOST once', async () => {
+    seed(2);
+    const fatal: unknown[] = [];
+    const run = open();
+    const lock = acquireRunLock(run, { pid: process.pid });
+    const writer = new ResultWriter(run, 1, (err) => fatal.push(err), lock);
+    await writer.success({ id: 1, operation: 'post-details' }, request(0), 'k0', ok(0), 1);
+    // Another run took the lock over (this one was suspended past its lease): its row names another holding.
+    run.sqlite.prepare(`UPDATE run_lock SET pid = pid + 1, acquired_at = '2026-01-01T00:00:00.000Z'`).run();
+    await writer.success({ id: 2, operation: 'post-details' }, request(1), 'k1', ok(1), 1);
+    await writer.failed({ id: 2, operation: 'post-details' }, 'X', 'after the loss', false, 1);
+    await writer.close();
+    expect(fatal).toHaveLength(1);
+    expect(fatal[0]).toBeInstanceOf(LockLostError);
+    expect((fatal[0] as LockLostError).code).toBe('LOCK_LOST');
+    expect(read<number>(`SELECT count(*) FROM tasks WHERE status = 'done'`)).toBe(1);
+    expect(read<number>(`SELECT count(*) FROM raw_responses`)).toBe(1);
+    expect(read<number>(`SELECT count(*) FROM api_calls`)).toBe(1);
+  });
+});
