@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect, it } from 'vitest';
 import { enrichJob } from '../src/export/enrich.ts';
-import { describe as inWords } from '../src/store/readers/enrich-changes.ts';
+import { changesInWords as inWords } from '../src/store/readers/enrich-changes.ts';
 import type { Job } from '../src/jobs/schema.ts';
 import { forEachEngine, type TestDb } from './engines.ts';
 import { HISTORY_REFS, twoNights } from './history-world.ts';

@@ -42,13 +42,13 @@ export function changesLookup(job: Job, sinceIso: string): (inputKey: string) =>
         ORDER BY at, id`,
       [sinceIso, ...keys.flatMap((k: HistoryKey) => [k.entity, k.key])],
     );
-    const lines = describe(found);
+    const lines = changesInWords(found);
     return { count: lines.length, text: lines.length === 0 ? null : lines.join('; ') };
   };
 }
 
 /** The changes in words, oldest first; a value changed twice is one line from its first old to its last new. */
-export function describe(changes: readonly Change[]): string[] {
+export function changesInWords(changes: readonly Change[]): string[] {
   const merged: Change[] = [];
   const byValue = new Map<string, Change>();
   for (const c of changes) {
