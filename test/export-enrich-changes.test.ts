@@ -10,7 +10,7 @@ import { changesInWords as inWords } from '../src/store/readers/enrich-changes.t
 import type { Job } from '../src/jobs/schema.ts';
 import { forEachEngine, type TestDb } from './engines.ts';
 import { HISTORY_REFS, twoNights } from './history-world.ts';
-import { useWorkspaces, type Workspace } from './run-helpers.ts';
+import { inProcess, useWorkspaces, type Workspace } from './run-helpers.ts';
 
 const workspaces = useWorkspaces();
 
@@ -75,6 +75,17 @@ forEachEngine('enrich --changes-since', (engine) => {
       expect(items(line).filter((i) => i.startsWith('reactions ')).length).toBe(mine.length > 0 ? 1 : 0);
     }
     await expect(enrichJob({ db: db.locator, job: jobs.posts, out: join(ws.dir, 'x.csv'), changesSince: 'last' })).rejects.toMatchObject({ code: 'USAGE' });
+
+    // The command line: the flag reaches enrich, and a bad value exits 2 naming it.
+    const out = join(ws.dir, 'cli.csv');
+    // Its input by an absolute path: the command reads a relative one from the current directory.
+    const job = await ws.job('posts-cli', { operation: 'post-details', input: { csv: join(ws.dir, 'posts.csv'), column: 'post_url' } });
+    const ok = await inProcess(['enrich', job, '--db', db.locator, '--out', out, '--changes-since', '2000-01-01']);
+    expect(ok.code).toBe(0);
+    expect(readFileSync(out, 'utf8').split('\n')[0]).toMatch(/,changes_count,changes_since$/);
+    const bad = await inProcess(['enrich', job, '--db', db.locator, '--out', out, '--changes-since', 'yesterday']);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('--changes-since yesterday');
   });
 });
 
