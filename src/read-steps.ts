@@ -35,3 +35,11 @@ export function* value<T>(sql: EngineSql, params: StepParams = []): Reads<T | un
   const found = yield* rows<Record<string, unknown>>(sql, params);
   return found.length === 0 ? undefined : (Object.values(found[0]!)[0] as T);
 }
+
+/** A reader that needs no statement: its answer at once (a lookup whose keys come from the input alone). */
+export function answered<T>(answer: T): Reads<T> {
+  // eslint-disable-next-line require-yield -- reads nothing, by design
+  return (function* () {
+    return answer;
+  })();
+}

@@ -21,6 +21,9 @@ import { verifiedBy, type PumpOptions } from './pump-rows.ts';
 import { assertTop, resultLayout, type EnrichRowMode } from './enrich-layout.ts';
 import { PlanByLine, invalidReason } from './plan-by-line.ts';
 import { specOf } from '../operations/index.ts';
+import { CHANGES_SINCE_COLUMNS, changesLookup, type LeadChanges } from '../store/readers/enrich-changes.ts';
+import { parseChangesSince } from '../store/history/changes-query.ts';
+import { UsageError } from '../errors.ts';
 
 /** Bookkeeping columns between the input's columns and the results. */
 export const ENRICH_STATUS_COLUMNS = ['netingest_line', 'netingest_status', 'netingest_error', 'netingest_input_key'] as const;
@@ -50,6 +53,11 @@ export interface EnrichOptions extends OutputTarget, PumpOptions {
   excel?: boolean;
   /** Directory a relative job path (and its input path) resolves against. Default process.cwd(). */
   cwd?: string;
+  /**
+   * An ISO date or time (UTC without a zone): adds per input what the history recorded since then
+   * (CHANGES_SINCE_COLUMNS). Default: no such columns.
+   */
+  changesSince?: string;
 }
 
 export const ENRICH_DEFAULTS = {
@@ -76,6 +84,7 @@ export async function enrichJob(options: EnrichOptions): Promise<EnrichResult> {
   const mode = options.rows ?? ENRICH_DEFAULTS.rows;
   assertTop(options.top, mode);
   const top = options.top ?? ENRICH_DEFAULTS.top;
+  const changesSince = changesSinceOf(options.changesSince);
   const asked = {
     bom: options.bom ?? (excel || undefined),
     escapeFormulas: excel || (options.escapeFormulas ?? ENRICH_DEFAULTS.escapeFormulas),
@@ -108,8 +117,11 @@ export async function enrichJob(options: EnrichOptions): Promise<EnrichResult> {
     const lookup = resultLookup(job, [job.name, ...(await snapshot.read(otherJobsWithOperationReads(job.operation, job.name)))]);
     const tasks = taskStatusReader(job.name, job.operation);
     const layout = resultLayout(job.operation, lookup.columns, mode, top);
-    const columns = [...inputColumns, ...ENRICH_STATUS_COLUMNS, ...layout.columns];
-    const noResult = layout.empty;
+    const changes = changesSince === undefined ? undefined : changesLookup(job, changesSince);
+    const columns = [...inputColumns, ...ENRICH_STATUS_COLUMNS, ...layout.columns, ...(changes ? CHANGES_SINCE_COLUMNS : [])];
+    const noChanges = changes ? [null, null] : [];
+    const changesOf = async (key: string) => (changes ? changeCells(await snapshot.read(changes(key))) : noChanges);
+    const noResult = [...layout.empty, ...noChanges];
     const statuses = Object.fromEntries(ENRICH_STATUSES.map((s) => [s, 0])) as Record<EnrichStatus, number>;
     let inputRows = 0;
 
@@ -129,15 +141,16 @@ export async function enrichJob(options: EnrichOptions): Promise<EnrichResult> {
           }
           const key = first.inputKey;
           const results = await snapshot.read(lookup.find(key));
+          const changed = await changesOf(key);
           if (results.length > 0) {
             statuses.ok++;
             const partial = await snapshot.read(tasks.partialError(key));
-            for (const result of layout.rows(results)) yield [...input, item.line, 'ok', partial, key, ...result];
+            for (const result of layout.rows(results)) yield [...input, item.line, 'ok', partial, key, ...result, ...changed];
             continue;
           }
           const missing = await snapshot.read(tasks.missing(key, currentRequests(job, key, planned)));
           statuses[missing.status]++;
-          yield [...input, item.line, missing.status, missing.error, key, ...noResult];
+          yield [...input, item.line, missing.status, missing.error, key, ...layout.empty, ...changed];
         }
       } finally {
         await plan.close();
@@ -148,6 +161,19 @@ export async function enrichJob(options: EnrichOptions): Promise<EnrichResult> {
     const result = await writeRows(rows(), encoderFor(format, columns, encoderOptions), target, target);
     return { ...result, columns, inputRows, statuses };
   }
+}
+
+/** `--changes-since` as an ISO time, or undefined when not asked; a run id or `last` is `netingest changes`' alone. */
+function changesSinceOf(text: string | undefined): string | undefined {
+  if (text === undefined) return undefined;
+  const since = parseChangesSince(text);
+  if (since === null || !('at' in since)) throw new UsageError(`--changes-since ${text}: expected an ISO date or time such as 2026-11-27 or 2026-11-27T06:00Z`);
+  return since.at;
+}
+
+/** A lead's changes as its two cells: no changes is a count of 0 and an empty text. */
+function changeCells(found: LeadChanges): unknown[] {
+  return [found.count, found.text];
 }
 
 /**

@@ -63,6 +63,19 @@ export interface EnrichSpec<J> {
   sameQuestion(job: J): (requestJson: string, inputKey: string, page: number) => boolean;
   /** Whether a task answered (done) for an input without results means the dataset lost it (a post answer always holds one). */
   doneMeansResult: boolean;
+  /**
+   * Where the history (the `changes` table, docs/schema.md) files what changed about one input: its entity and
+   * key pairs (`enrich --changes-since`). `changedOnly`: only that entity's `changed` rows count (a search's
+   * jobs: their coming and going is the search's own).
+   */
+  changeKeys(reader: EnrichReader, job: J): (inputKey: string) => Reads<HistoryKey[]>;
+}
+
+/** An entity and key of the history (`changes.entity`, `changes.key`). */
+export interface HistoryKey {
+  entity: 'company' | 'post' | 'job' | 'lookalike' | 'search';
+  key: string;
+  changedOnly?: boolean;
 }
 
 /**

@@ -248,6 +248,14 @@ export const postDetails = {
     },
     sameQuestion: () => () => true,
     doneMeansResult: true,
+    changeKeys(reader) {
+      // The history keys a post by its id: the one its URL names, or the one stored for a URL naming none.
+      const byUrl = reader.rows('SELECT post_id FROM posts WHERE url = ?');
+      return function* (inputKey) {
+        const postId = postIdOfUrl(inputKey) ?? (yield* byUrl.all([inputKey]))[0]?.[0];
+        return postId == null ? [] : [{ entity: 'post', key: String(postId) }];
+      };
+    },
   },
 } satisfies OperationSpec<PostDetailsRequest, PostDetailsAnswer, PostDetailsSubject, PostDetailsJob, z.output<typeof postDetailsJobDefinition>>;
 

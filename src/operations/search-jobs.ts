@@ -369,5 +369,12 @@ export const searchJobs = {
     // The input key is the hash of the query, and the page fixes `start`.
     sameQuestion: () => () => true,
     doneMeansResult: false,
+    changeKeys(reader) {
+      const results = reader.rows('SELECT job_url FROM job_search_results WHERE search_key = ? ORDER BY job_url');
+      return function* (inputKey) {
+        const jobs = (yield* results.all([inputKey])).map(([url]) => ({ entity: 'job' as const, key: String(url), changedOnly: true }));
+        return [{ entity: 'search', key: inputKey }, ...jobs];
+      };
+    },
   },
 } satisfies OperationSpec<SearchJobsQuery, SearchJobsAnswer, SearchJobsSubject, SearchJobsJob, z.output<typeof searchJobsJobDefinition>>;

@@ -5,7 +5,8 @@
  * A company names itself by `url`; every other member is optional (see answer-contract.ts).
  */
 import { z } from 'zod';
-import { filterKey } from '../jobs/request-keys.ts';
+import { EMPTY_FILTER_KEY, filterKey } from '../jobs/request-keys.ts';
+import { answered } from '../read-steps.ts';
 import { OPERATION_PATHS, type SimilarCompaniesAccount, type SimilarCompaniesRequest } from '../spec/types.ts';
 import { canonicalCompanyUrl } from '../urls/canonical.ts';
 import { given, int, list, nullable, num, obj, str, bool, strict, type AnswerContract, type ReadBody, type ReadObject } from './answer-contract.ts';
@@ -430,6 +431,11 @@ export const similarCompanies = {
     },
     sameQuestion: sameFilterQuestion,
     doneMeansResult: false,
+    changeKeys(_reader, job) {
+      // The plain list is keyed by its reference alone, one asked with filters by the reference and filter key.
+      const key = filterKey(job.request.account);
+      return (inputKey) => answered([{ entity: 'company', key: inputKey }, { entity: 'lookalike', key: key === EMPTY_FILTER_KEY ? inputKey : `${inputKey} ${key}` }]);
+    },
   },
 } satisfies OperationSpec<SimilarCompaniesRequest, SimilarCompaniesAnswer, SimilarCompaniesSubject, SimilarCompaniesJob, z.output<typeof similarCompaniesJobDefinition>>;
 

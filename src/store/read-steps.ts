@@ -9,7 +9,7 @@ import type BetterSqlite3 from 'better-sqlite3';
 import type pg from 'pg';
 import type { PgSnapshot } from './pg/read-snapshot.ts';
 
-export { rawRows, rows, value, type EngineSql, type ReadStep, type Reads, type StepParams } from '../read-steps.ts';
+export { answered, rawRows, rows, value, type EngineSql, type ReadStep, type Reads, type StepParams } from '../read-steps.ts';
 import type { Reads, StepParams } from '../read-steps.ts';
 
 /** Statements prepared once per connection: a reader may run one per input row (enrich). */

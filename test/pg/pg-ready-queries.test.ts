@@ -10,6 +10,9 @@ import pg from 'pg';
 import { openDatabase, type Database } from '../../src/store/open.ts';
 import { openPgStore, type PgStore } from '../../src/store/pg/open.ts';
 import { newPgDatabase, pgClusterUrl, pgSkipReason } from './use-pg.ts';
+import { forEachEngine } from './engines.ts';
+import { twoNights } from './history-world.ts';
+import { useWorkspaces } from '../support/run-helpers.ts';
 
 const SCHEMA_DOC = new URL('../../docs/schema.md', import.meta.url);
 const VIEWS = ['v_lookalikes', 'v_latest_jobs_per_company', 'v_top_posts_per_author', 'v_job_progress'];
@@ -20,6 +23,9 @@ function readyQueries(): string[] {
   const section = doc.slice(doc.indexOf('## Ready queries'));
   return [...section.matchAll(/```sql\n([\s\S]*?)```/g)].map((m) => m[1]!.trim().replace(/;$/, ''));
 }
+
+/** The queries over the history: run over ROWS as the others, and over two real nights (below). */
+const readsHistory = (query: string) => /\bFROM changes\b/.test(query);
 
 const now = new Date();
 const today = now.toISOString().slice(0, 10);
@@ -46,6 +52,7 @@ const ROWS: Record<string, Array<Record<string, unknown>>> = {
   })),
   jobs: [1, 2, 3, 4].map((n) => ({
     url: `https://www.network.com/jobs/view/${n}`, title: `Job ${n}`, company_name: n === 3 ? 'Other' : 'Acme', posted_date: n === 4 ? '2020-01-01' : today,
+    company_link: `https://www.network.com/company/lead-${n}`,
     posted_timestamp: 1_700_000_000 + n, is_actively_hiring: n % 2, first_seen_at: iso(2), updated_at: iso(1),
   })),
   tasks: [1, 2, 3, 4].map((n) => ({
@@ -57,6 +64,17 @@ const ROWS: Record<string, Array<Record<string, unknown>>> = {
     id: n, run_id: 1, task_id: n, operation: 'similar-companies', method: 'GET', path: '/x', status: 200, latency_ms: 12.5,
     total_credits: 1000, credits_used: 10 + n * 1.5, credits_remaining: 990 - n * 1.5, at: iso(n === 4 ? 2 : 1),
   })),
+  // A little history: a new job at a lead, staff and reactions doubled, a lookalike come on the second night.
+  changes: [
+    { run_id: 1, at: iso(3), entity: 'lookalike', key: ACME, change: 'added', new: 'https://www.network.com/company/co-1' },
+    { run_id: 2, at: iso(0), entity: 'lookalike', key: ACME, change: 'added', new: 'https://www.network.com/company/co-2' },
+    { run_id: 2, at: iso(0), entity: 'job', key: 'https://www.network.com/jobs/view/1', change: 'added' },
+    { run_id: 2, at: iso(0), entity: 'job', key: 'https://www.network.com/jobs/view/3', change: 'added' },
+    { run_id: 2, at: iso(1), entity: 'company', key: 'https://www.network.com/company/co-2', change: 'changed', field: 'staff_total', old: '150', new: '200' },
+    { run_id: 2, at: iso(1), entity: 'company', key: 'https://www.network.com/company/co-1', change: 'changed', field: 'staff_total', old: '50', new: '100' },
+    { run_id: 2, at: iso(1), entity: 'post', key: 'activity-2', change: 'changed', field: 'reactions', old: '5', new: '14' },
+    { run_id: 2, at: iso(1), entity: 'post', key: 'activity-3', change: 'changed', field: 'reactions', old: '20', new: '21' },
+  ],
 };
 
 function insertSqlite(db: Database): void {
@@ -122,13 +140,17 @@ describe.skipIf(!pgClusterUrl)(`docs/schema.md's ready queries on both engines${
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  it('finds the five ready queries in docs/schema.md', () => {
-    expect(readyQueries()).toHaveLength(5);
+  it('finds the nine ready queries in docs/schema.md, four of them over the history', () => {
+    expect(readyQueries()).toHaveLength(9);
+    expect(readyQueries().filter(readsHistory)).toHaveLength(4);
   });
 
   it.each(readyQueries().map((q, i) => [i + 1, q] as const))('ready query %i gives the same rows on both', async (_n, query) => {
     const onSqlite = normalize(sqlite.sqlite.prepare(query).all() as Array<Record<string, unknown>>);
-    const onPg = normalize((await client.query(query)).rows);
+    // timestamptz (changes.at) comes back as a Date: the instant SQLite keeps as ISO text.
+    const onPg = normalize((await client.query(query)).rows).map((row) =>
+      Object.fromEntries(Object.entries(row).map(([k, v]) => [k, v instanceof Date ? v.toISOString() : v])),
+    );
     expect(onSqlite.length).toBeGreaterThan(0);
     expect(onPg).toEqual(onSqlite);
   });
@@ -162,5 +184,56 @@ describe.skipIf(!pgClusterUrl)(`docs/schema.md's ready queries on both engines${
     const expression = "SELECT date('2026-01-31', '+1 month') AS v";
     expect(sqlite.sqlite.prepare(expression).get()).toEqual({ v: '2026-03-03' });
     expect((await client.query(expression)).rows[0]).toEqual({ v: '2026-02-28' });
+  });
+});
+
+/**
+ * The history's ready queries, unchanged, over two nights 30 days apart in the sandbox's world (ageDays 1, then
+ * 31): each gives the rows the history itself says it should, and some.
+ */
+const [NEW_JOBS, STAFF_GREW, REACTIONS_DOUBLED, NEW_LOOKALIKES] = readyQueries().filter(readsHistory);
+const workspaces = useWorkspaces();
+
+interface ChangeRow { run_id: number; entity: string; key: string; change: string; field: string | null; old: string | null; new: string | null }
+
+/** The first recorded change of `field` per key: its old value is the one first seen (or 30 days ago: all are recent here). */
+function firstOld(changes: readonly ChangeRow[], entity: string, field: string): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const c of changes) if (c.entity === entity && c.field === field && c.old !== null && !out.has(c.key)) out.set(c.key, Number(c.old));
+  return out;
+}
+
+forEachEngine("docs/schema.md's ready queries over the history", (engine) => {
+  it('answer what the history recorded', async () => {
+    const { db, runs, leads } = await twoNights(engine, await workspaces(), 31);
+    const changes = await db.rows<ChangeRow>('SELECT run_id, entity, key, change, field, old, new FROM changes ORDER BY at, id');
+    const sorted = (xs: Iterable<string>) => [...xs].sort();
+
+    const jobs = await db.rows<{ url: string; company_link: string }>('SELECT url, company_link FROM jobs');
+    const addedJobs = new Set(changes.filter((c) => c.entity === 'job' && c.change === 'added').map((c) => c.key));
+    const expectedJobs = jobs.filter((j) => addedJobs.has(j.url) && leads.includes(j.company_link)).map((j) => j.url);
+    expect(expectedJobs.length).toBeGreaterThan(0);
+    expect(sorted((await db.rows<{ url: string }>(NEW_JOBS!)).map((r) => r.url))).toEqual(sorted(expectedJobs));
+
+    const staffNow = new Map((await db.rows<{ url: string; staff_total: number }>('SELECT url, staff_total FROM companies')).map((r) => [r.url, r.staff_total]));
+    const expectedGrew = [...firstOld(changes, 'company', 'staff_total')].filter(([url, before]) => before > 0 && staffNow.get(url)! > before * 1.1).map(([url]) => url);
+    expect(expectedGrew.length).toBeGreaterThan(0);
+    const grew = await db.rows<{ url: string; staff_before: number; staff_now: number; growth_pct: number }>(STAFF_GREW!);
+    expect(sorted(grew.map((r) => r.url))).toEqual(sorted(expectedGrew));
+    for (const r of grew) expect(Number(r.growth_pct)).toBeCloseTo((100 * (r.staff_now - r.staff_before)) / r.staff_before, 1);
+
+    const reactionsNow = new Map((await db.rows<{ post_id: string; reactions: number }>('SELECT post_id, reactions FROM posts')).map((r) => [r.post_id, r.reactions]));
+    const expectedDoubled = [...firstOld(changes, 'post', 'reactions')].filter(([id, first]) => first > 0 && reactionsNow.get(id)! >= 2 * first).map(([id]) => id);
+    expect(expectedDoubled.length).toBeGreaterThan(0);
+    expect(sorted((await db.rows<{ post_id: string }>(REACTIONS_DOUBLED!)).map((r) => r.post_id))).toEqual(sorted(expectedDoubled));
+
+    // The first night's members are the lists as first seen, not members that appeared; so are the lists of
+    // the leads added before the second night.
+    const seenFirstNight = new Set(changes.filter((c) => c.entity === 'lookalike' && c.run_id === runs[0]).map((c) => c.key));
+    const expectedNew = changes
+      .filter((c) => c.entity === 'lookalike' && c.change === 'added' && c.run_id === runs[1] && seenFirstNight.has(c.key))
+      .map((c) => `${c.key} ${c.new}`);
+    expect(expectedNew.length).toBeGreaterThan(0);
+    expect(sorted((await db.rows<{ reference: string; company_url: string }>(NEW_LOOKALIKES!)).map((r) => `${r.reference} ${r.company_url}`))).toEqual(sorted(expectedNew));
   });
 });

@@ -22,6 +22,10 @@ export const enrichCommand = defineCommand({
       .option('delimiter', { choices: [',', ';', 'tab'] as const, describe: "CSV only: field delimiter (default: the input's)" })
       .option('bom', { type: 'boolean', describe: "CSV only: start with a UTF-8 byte-order mark, or not with --no-bom (default: as the input)" })
       .option('escape-formulas', ESCAPE_FORMULAS_OPTION)
+      .option('changes-since', {
+        type: 'string',
+        describe: 'an ISO date or time (UTC without a zone): add changes_count and changes_since, what the history recorded per input since then',
+      })
       .option('excel', {
         type: 'boolean',
         default: false,
@@ -30,6 +34,7 @@ export const enrichCommand = defineCommand({
       .example('$0 enrich jobs/lookalikes.json --out leads.csv --excel', 'one row per lead, its 5 first lookalikes beside it, for a spreadsheet')
       .example('$0 enrich jobs/lookalikes.json --out lookalikes.csv --rows per-result', 'one row per lookalike, every column')
       .example('$0 enrich jobs/post-engagement.ts --out posts-enriched.csv', 'each post URL with author, text and engagement')
+      .example('$0 enrich jobs/lookalikes.json --out leads.csv --changes-since 2026-11-01', 'each lead with what changed since November 1st')
       .epilogue(
         'Columns: the input columns, then netingest_line, netingest_status (ok, not_found, failed, invalid_input, ' +
           'deferred, pending), netingest_error, netingest_input_key, then similar_count and similar_1_name… ' +
@@ -49,6 +54,7 @@ export const enrichCommand = defineCommand({
         bom: argv.bom,
         escapeFormulas: argv['escape-formulas'],
         excel: argv.excel,
+        changesSince: argv['changes-since'],
         signal,
       }),
       OUTPUT_STOP_SIGNALS,

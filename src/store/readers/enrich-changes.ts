@@ -1,0 +1,82 @@
+/**
+ * `enrich --changes-since`: per lead, what the history (the `changes` table) recorded since a time, as a count
+ * and one short readable text (`staff_total 120 -> 131; lookalike added https://...`). Which entities and keys
+ * are the lead's is its operation's (`enrich.changeKeys`); the reads run on either engine (read-steps.ts).
+ */
+import type { Job } from '../../jobs/schema.ts';
+import { specOf } from '../../operations/index.ts';
+import type { EnrichReader, HistoryKey } from '../../operations/operation-spec.ts';
+import { answered, rawRows, rows, type Reads } from '../read-steps.ts';
+
+/** The columns enrich appends with `--changes-since` (docs/export.md: public names). */
+export const CHANGES_SINCE_COLUMNS = ['changes_count', 'changes_since'] as const;
+
+/** Longest value shown in full; a longer one (a job description) is cut with `…`. */
+const VALUE_CHARS = 60;
+
+interface Change {
+  entity: string;
+  key: string;
+  change: string;
+  field: string | null;
+  old: string | null;
+  new: string | null;
+}
+
+/** The count of what changed about one lead since `sinceIso`, and the changes in words (null when none). */
+export interface LeadChanges {
+  count: number;
+  text: string | null;
+}
+
+/** Prepares the lookup of a lead's changes since `sinceIso` (ISO-8601 UTC) for `job`'s inputs. */
+export function changesLookup(job: Job, sinceIso: string): (inputKey: string) => Reads<LeadChanges> {
+  const reader: EnrichReader = { rows: (sql) => ({ all: (params) => rawRows(sql, params) }), floors: () => answered([]) };
+  const keysOf = specOf(job.operation).enrich.changeKeys(reader, job);
+  return function* (inputKey) {
+    const keys = yield* keysOf(inputKey);
+    if (keys.length === 0) return { count: 0, text: null };
+    const found = yield* rows<Change>(
+      `SELECT entity, key, change, field, old, new FROM changes
+        WHERE at >= ? AND (${keys.map((k) => (k.changedOnly ? "(entity = ? AND key = ? AND change = 'changed')" : '(entity = ? AND key = ?)')).join(' OR ')})
+        ORDER BY at, id`,
+      [sinceIso, ...keys.flatMap((k: HistoryKey) => [k.entity, k.key])],
+    );
+    const lines = changesInWords(found);
+    return { count: lines.length, text: lines.length === 0 ? null : lines.join('; ') };
+  };
+}
+
+/** The changes in words, oldest first; a value changed twice is one line from its first old to its last new. */
+export function changesInWords(changes: readonly Change[]): string[] {
+  const merged: Change[] = [];
+  const byValue = new Map<string, Change>();
+  for (const c of changes) {
+    const id = `${c.entity}\u0000${c.key}\u0000${c.field}`;
+    const earlier = c.change === 'changed' ? byValue.get(id) : undefined;
+    if (earlier) {
+      earlier.new = c.new;
+      continue;
+    }
+    const copy = { ...c };
+    if (c.change === 'changed') byValue.set(id, copy);
+    merged.push(copy);
+  }
+  return merged.filter((c) => c.change !== 'changed' || c.old !== c.new).map(inWords);
+}
+
+function inWords(c: Change): string {
+  // A list's members: a lookalike or a job come or gone.
+  if (c.entity === 'lookalike' || c.entity === 'search') return `${c.entity === 'search' ? 'job' : 'lookalike'} ${c.change} ${c.new ?? c.old}`;
+  // A search lead's jobs are several: name the one.
+  const whose = c.entity === 'job' ? `job ${c.key} ` : '';
+  if (c.field === null) return `${whose}${c.entity} ${c.change}`;
+  if (c.change === 'changed') return `${whose}${c.field} ${short(c.old)} -> ${short(c.new)}`;
+  return `${whose}${c.field} ${c.change} ${short(c.new ?? c.old)}`;
+}
+
+function short(value: string | null): string {
+  if (value === null) return 'null';
+  const flat = value.replace(/\s+/g, ' ');
+  return flat.length <= VALUE_CHARS ? flat : `${flat.slice(0, VALUE_CHARS - 1)}…`;
+}
