@@ -2,7 +2,7 @@
  * Issue #28 item 3: a PostgreSQL worker frozen (SIGSTOP) past its claims' lease wakes up after another worker has
  * taken and paid for its inputs. It must not send the calls it had queued for them: before each call it asks
  * whether it still holds the input's lease, on its monotonic clock, and stops as a run that lost its lock does
- * (LOCK_LOST, exit 4). Only the calls in flight when it froze are paid twice.
+ * (LOCK_LOST: its summary says so, its books closed, and the CLI exits 1). Only the calls in flight when it froze are paid twice.
  */
 import { describe, expect, it } from 'vitest';
 import { openPgStore } from '../../src/store/pg/open.ts';
@@ -37,9 +37,11 @@ describe.skipIf(!pgClusterUrl)(`a worker frozen past its lease on PostgreSQL${pg
 
       frozen.child.kill('SIGCONT');
       api.allow(Infinity);
-      const code = await frozen.exited;
-      expect(code).not.toBe(0);
-      expect(frozen.stderr()).toMatch(/LOCK_LOST|lease on input/);
+      // A PostgreSQL worker closes its own books when it loses its hold: its summary says why (the CLI exits 1).
+      expect(await frozen.exited, frozen.stderr()).toBe(0);
+      const summary = JSON.parse(frozen.stdout().trim().split('\n').at(-1)!) as { status: string; error: { code: string; message: string } | null };
+      expect(summary.error?.code).toBe('LOCK_LOST');
+      expect(summary.error?.message).toMatch(/lease on input/);
       // What reached the API after it woke: only its calls held in flight, none of those it had queued.
       expect(operationRequests(s.sandbox).length - paidBefore).toBeLessThanOrEqual(CONCURRENCY);
       const twice = [...chargedPerUrl(s.sandbox).values()].filter((n) => n > 1).length;

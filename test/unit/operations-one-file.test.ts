@@ -76,8 +76,12 @@ describe('layers', () => {
   });
 
   it('the operations import no store, client, runner, export or CLI code, and no SQLite: their row mapping is pure', () => {
+    // Rows are typed from the one table definition (a misspelled column fails tsc): its types, erased at run time,
+    // are the one thing the operations take from the store.
+    const tableTypes = (f: { path: string }, i: string) =>
+      /^(\.\.\/store\/(schema|tables)\.ts)$/.test(i) && new RegExp(`^import type [^;]*from '${i.replace(/\./g, '\\.')}'`, 'm').test(readFileSync(join(ROOT, f.path), 'utf8'));
     const bad = filesUnder('operations').flatMap((f) =>
-      f.imports.filter((i) => /\/(store|api|runner|export|cli|threads)\/|better-sqlite3|^pg/.test(i)).map((i) => `${f.path} -> ${i}`),
+      f.imports.filter((i) => /\/(store|api|runner|export|cli|threads)\/|better-sqlite3|^pg/.test(i) && !tableTypes(f, i)).map((i) => `${f.path} -> ${i}`),
     );
     expect(bad).toEqual([]);
   });
