@@ -47,33 +47,22 @@ export interface ResolveContext {
   cwd?: string;
 }
 
-/** Validates a definition and fills in every default; throws JobFileError naming the file and each bad field. */
-export function resolveJob(value: unknown, ctx: ResolveContext): Job {
-  const parsed = checkJobValue(jobDefinitionSchema, value);
-  if (!parsed.success) {
-    const shared = parsed.issues.some((i) => i.field === 'operation') ? checkJobValue(anyOperation, value) : undefined;
-    throw new JobFileError(ctx.displayName, shared?.success === false ? [...parsed.issues, ...shared.issues] : parsed.issues);
-  }
-  const def = parsed.data;
-  const issues: JobIssue[] = [];
-
-  const name = def.name ?? ctx.defaultName;
+/** The job's name: its own, else the file's; an issue when there is none or it breaks the rule. */
+function jobName(own: string | undefined, fromFile: string | undefined, issues: JobIssue[]): string | undefined {
+  const name = own ?? fromFile;
   if (name === undefined) issues.push({ field: 'name', message: 'is required (no file name to take it from)' });
   else if (!NAME_PATTERN.test(name)) {
     issues.push({ field: 'name', message: `"${name}" (taken from the file name) ${NAME_RULE}; set "name" in the job` });
   }
-  const retry = { ...JOB_DEFAULTS.retry, ...def.retry };
-  if (retry.minTimeoutMs > retry.maxTimeoutMs) {
-    issues.push({ field: 'retry.minTimeoutMs', message: `must not exceed retry.maxTimeoutMs (${retry.maxTimeoutMs})` });
-  }
-  const cwd = ctx.cwd ?? process.cwd();
-  const csv = def.input.csv.trim();
-  const csvPath = isAbsolute(csv) ? csv : resolve(cwd, csv);
+  return name;
+}
 
-  const base: JobCommon = {
-    name: name ?? '',
+/** The settings every operation's job shares, defaults filled in. */
+function commonSettings(def: JobDefinition, name: string, file: string | undefined, retry: JobCommon['retry']): JobCommon {
+  return {
+    name,
     description: def.description,
-    file: ctx.file,
+    file,
     pages: def.pages ?? JOB_DEFAULTS.pages,
     rate: { ...JOB_DEFAULTS.rate, ...def.rate },
     retry,
@@ -84,7 +73,25 @@ export function resolveJob(value: unknown, ctx: ResolveContext): Job {
     refreshAfterDays: def.refreshAfterDays ?? specOf(def.operation).refreshAfterDays,
     keepRawDays: def.keepRawDays ?? JOB_DEFAULTS.keepRawDays,
   };
+}
 
+/** Validates a definition and fills in every default; throws JobFileError naming the file and each bad field. */
+export function resolveJob(value: unknown, ctx: ResolveContext): Job {
+  const parsed = checkJobValue(jobDefinitionSchema, value);
+  if (!parsed.success) {
+    const shared = parsed.issues.some((i) => i.field === 'operation') ? checkJobValue(anyOperation, value) : undefined;
+    throw new JobFileError(ctx.displayName, shared?.success === false ? [...parsed.issues, ...shared.issues] : parsed.issues);
+  }
+  const def = parsed.data;
+  const issues: JobIssue[] = [];
+  const name = jobName(def.name, ctx.defaultName, issues);
+  const retry = { ...JOB_DEFAULTS.retry, ...def.retry };
+  if (retry.minTimeoutMs > retry.maxTimeoutMs) {
+    issues.push({ field: 'retry.minTimeoutMs', message: `must not exceed retry.maxTimeoutMs (${retry.maxTimeoutMs})` });
+  }
+  const csv = def.input.csv.trim();
+  const csvPath = isAbsolute(csv) ? csv : resolve(ctx.cwd ?? process.cwd(), csv);
+  const base = commonSettings(def, name ?? '', ctx.file, retry);
   const job = resolveJobOf(def, base, { csv, csvPath }, issues);
   if (issues.length > 0) throw new JobFileError(ctx.displayName, issues);
   return job;

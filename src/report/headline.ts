@@ -47,22 +47,35 @@ export function headlineOf(status: FullStatusReport, nights: readonly NightFigur
   return { ...base, ...actionOf(status, nights) };
 }
 
-function actionOf(status: FullStatusReport, nights: readonly NightFigures[]): Pick<Headline, 'action' | 'level'> {
+type Advice = Pick<Headline, 'action' | 'level'>;
+
+/** What to do after a run that stopped for a reason of its own: one line per status that has one. */
+const STOPPED_ADVICE: Readonly<Record<string, Advice>> = {
+  stopped_credits: { level: 'stop', action: 'Top up credits (or raise credits.maxPerRun): the deferred tasks wait for the next run.' },
+  stopped_throttled: { level: 'warn', action: 'Lower rate.requestsPerMinute to what your plan allows; the deferred tasks wait for the next run.' },
+  stopped_unusable: { level: 'stop', action: 'The service answers in a shape this version cannot read: upgrade netingest, then run `netingest reprocess`.' },
+};
+
+function actionOf(status: FullStatusReport, nights: readonly NightFigures[]): Advice {
   const last = status.runs[0];
   if (!last) return { level: 'warn', action: 'Nothing has run yet: start with `netingest run --all`.' };
   if (last.unfinished) return { level: 'stop', action: `Run ${last.id} stopped without finishing; the next run closes it and resumes its tasks.` };
   if (last.status === 'running') return { level: 'ok', action: `Run ${last.id} is still running.` };
-  if (last.status === 'stopped_credits') return { level: 'stop', action: 'Top up credits (or raise credits.maxPerRun): the deferred tasks wait for the next run.' };
-  if (last.status === 'stopped_throttled') return { level: 'warn', action: 'Lower rate.requestsPerMinute to what your plan allows; the deferred tasks wait for the next run.' };
-  if (last.status === 'stopped_unusable') return { level: 'stop', action: 'The service answers in a shape this version cannot read: upgrade netingest, then run `netingest reprocess`.' };
+  const stopped = STOPPED_ADVICE[last.status] ?? failedAdvice(last);
+  if (stopped) return stopped;
+  const invalid = nights.at(-1)?.invalidRows ?? last.invalidRows;
+  if (invalid > 0) return { level: 'warn', action: `Fix the ${invalid} invalid input row${invalid === 1 ? '' : 's'} listed below (file and line).` };
+  if (last.status === 'completed_with_failures') return { level: 'warn', action: 'Look at the failures by error code below; retryable ones are tried again by the next run.' };
+  return { level: 'ok', action: 'Nothing to do.' };
+}
+
+/** What to do after a run that failed or was cut short; null for one that finished. */
+function failedAdvice(last: FullStatusReport['runs'][number]): Advice | null {
   if (last.status === 'failed' && /\b(401|403|AUTH|token)\b/i.test(last.error ?? '')) {
     return { level: 'stop', action: 'Fix the API token (the service refused it), then run again.' };
   }
   if (last.status === 'failed' || last.status === 'interrupted' || last.status === 'abandoned') {
     return { level: 'stop', action: `Read run ${last.id}'s error below (and the log); the next run resumes where it stopped.` };
   }
-  const invalid = nights.at(-1)?.invalidRows ?? last.invalidRows;
-  if (invalid > 0) return { level: 'warn', action: `Fix the ${invalid} invalid input row${invalid === 1 ? '' : 's'} listed below (file and line).` };
-  if (last.status === 'completed_with_failures') return { level: 'warn', action: 'Look at the failures by error code below; retryable ones are tried again by the next run.' };
-  return { level: 'ok', action: 'Nothing to do.' };
+  return null;
 }

@@ -1,6 +1,6 @@
 /**
  * Opening a run: the database, the run lock, the `runs` row, the run's stop switch (signals, a lost lock), the
- * credit guard started from the credit history, the API client, the writer thread, the rate gate and the
+ * credit guard started from the credit history, the API client, the group-commit writer, the rate gate and the
  * breakers. What it opens it releases with one close(), in reverse order, also when opening fails half-way.
  */
 import { hostname } from 'node:os';
@@ -142,7 +142,7 @@ async function openLocked(options: RunOptions, logger: Logger, store: RunStore, 
     connections: Math.max(...options.jobs.map((j) => options.overrides?.concurrency ?? j.rate.concurrency), 1),
   });
   releases.push(() => client.close().catch(() => undefined));
-  // Started now so that the thread opens its connection while the first job's input is planned.
+  // Started now so that its WAL checkpointer thread (SQLite) starts while the first job's input is planned.
   const writer = store.openWriter(runId, (err) => stop.stop('fatal', err));
   // A writer that failed has reported why through stop(); closing it can add nothing.
   releases.push(() => writer.close().catch(() => undefined));

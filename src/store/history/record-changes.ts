@@ -94,16 +94,7 @@ function readColumn(t: EntityTracking | SetTracking | ListTracking): string {
 
 /** Adds to `state` the stored rows under the keys of `writes` it does not hold yet (one statement per table and 500 keys). */
 function* readState(writes: readonly RowWrite[], state: State): Reads<void> {
-  const wanted = new Map<string, Set<string>>();
-  for (const w of writes) {
-    const t = TRACKING[w.table];
-    if (!t) continue;
-    const column = readColumn(t);
-    const value = 'row' in w ? (w.row as Row)[column] : w.owner[column];
-    if (value === null || value === undefined || state.get(w.table)?.has(String(value))) continue;
-    (wanted.get(w.table) ?? wanted.set(w.table, new Set()).get(w.table)!).add(String(value));
-  }
-  for (const [table, values] of wanted) {
+  for (const [table, values] of unreadKeys(writes, state)) {
     const column = readColumn(TRACKING[table]!);
     if (!IDENTIFIER.test(table) || !IDENTIFIER.test(column)) throw new Error(`internal: cannot read ${table}.${column}`);
     const byKey = state.get(table) ?? state.set(table, new Map()).get(table)!;
@@ -115,6 +106,20 @@ function* readState(writes: readonly RowWrite[], state: State): Reads<void> {
       for (const row of found) byKey.get(String(row[column]))?.push(row);
     }
   }
+}
+
+/** Per followed table, the keys of `writes` that `state` holds nothing for yet. */
+function unreadKeys(writes: readonly RowWrite[], state: State): Map<string, Set<string>> {
+  const wanted = new Map<string, Set<string>>();
+  for (const w of writes) {
+    const t = TRACKING[w.table];
+    if (!t) continue;
+    const column = readColumn(t);
+    const value = 'row' in w ? (w.row as Row)[column] : w.owner[column];
+    if (value === null || value === undefined || state.get(w.table)?.has(String(value))) continue;
+    (wanted.get(w.table) ?? wanted.set(w.table, new Set()).get(w.table)!).add(String(value));
+  }
+  return wanted;
 }
 
 function* recordAnswer(answer: AnswerWrites, state: State, out: RecordedChanges): Reads<void> {
