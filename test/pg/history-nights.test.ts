@@ -152,6 +152,16 @@ forEachEngine('history', (engine) => {
     const before = await db.rows(all);
     await reprocessDatabase(db.locator);
     expect(await db.rows(all)).toEqual(before);
+    // Prune drops the superseded bodies (the first nights'), and no change with them; reprocess then replays the
+    // kept bodies over the tables and keeps the history whole.
+    const bodies = await db.count('SELECT count(*) FROM raw_responses');
+    const pruned = await runCli(['prune', '--db', db.locator, '--keep-days', '0'], { cwd: ws.dir });
+    expect(pruned.code, pruned.stderr).toBe(0);
+    expect(await db.count("SELECT count(*) FROM netingest_meta WHERE key = 'raw_pruned_at'")).toBe(1);
+    expect(await db.count('SELECT count(*) FROM raw_responses')).toBeLessThan(bodies);
+    expect(await db.rows(all)).toEqual(before);
+    await reprocessDatabase(db.locator);
+    expect(await db.rows(all)).toEqual(before);
     // Three nights, six CLI processes and a reprocess: long on a busy machine, and bounded by its own steps.
   }, 180_000);
 });
