@@ -3,6 +3,7 @@
  * and one short readable text (`staff_total 120 -> 131; lookalike added https://...`). Which entities and keys
  * are the lead's is its operation's (`enrich.changeKeys`); the reads run on either engine (read-steps.ts).
  */
+import type { ChangeRow } from '../history/record-changes.ts';
 import type { Job } from '../../jobs/schema.ts';
 import { specOf } from '../../operations/index.ts';
 import type { EnrichReader, HistoryKey } from '../../operations/operation-spec.ts';
@@ -14,14 +15,8 @@ export const CHANGES_SINCE_COLUMNS = ['changes_count', 'changes_since'] as const
 /** Longest value shown in full; a longer one (a job description) is cut with `…`. */
 const VALUE_CHARS = 60;
 
-interface Change {
-  entity: string;
-  key: string;
-  change: string;
-  field: string | null;
-  old: string | null;
-  new: string | null;
-}
+/** A change as the lookup reads it: the history's row without where it came from. */
+type Change = Pick<ChangeRow, 'entity' | 'key' | 'change' | 'field' | 'old' | 'new'>;
 
 /** The count of what changed about one lead since `sinceIso`, and the changes in words (null when none). */
 export interface LeadChanges {
