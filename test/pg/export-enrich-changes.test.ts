@@ -14,7 +14,7 @@ import { inProcess, useWorkspaces, type Workspace } from '../support/run-helpers
 
 const workspaces = useWorkspaces();
 
-interface Change { entity: string; key: string; change: string; field: string | null; old: string | null; new: string | null }
+type Change = Parameters<typeof inWords>[0][number];
 type Line = Record<string, unknown>;
 
 async function enriched(ws: Workspace, db: TestDb, job: Job, changesSince: string, name: string): Promise<Line[]> {
@@ -90,7 +90,7 @@ forEachEngine('enrich --changes-since', (engine) => {
 });
 
 it('words a value changed twice as one line from its first value to its last, drops one changed back, and cuts long values', () => {
-  const c = (field: string | null, change: string, old: string | null, now: string | null, entity = 'company', key = 'https://www.network.com/company/a'): Change => ({ entity, key, change, field, old, new: now });
+  const c = (field: string | null, change: Change['change'], old: string | null, now: string | null, entity: Change['entity'] = 'company', key = 'https://www.network.com/company/a'): Change => ({ entity, key, change, field, old, new: now });
   expect(inWords([
     c('staff_total', 'changed', '120', '125'),
     c(null, 'added', null, 'https://www.network.com/company/b', 'lookalike'),
