@@ -4,7 +4,7 @@ import { exportSql } from '../../export/export-table.ts';
 import { runQuery } from '../../export/query.ts';
 import { UsageError } from '../../errors.ts';
 import { plural } from '../../plural.ts';
-import { changesStatement, isHistoryEntity, parseChangesSince, type ChangesFilter } from '../../store/history/changes-query.ts';
+import { assertHistoryKept, changesStatement, isHistoryEntity, parseChangesSince, type ChangesFilter } from '../../store/history/changes-query.ts';
 import { HISTORY_ENTITIES } from '../../store/history/tracking.ts';
 import { OUTPUT_STOP_SIGNALS, stderrNotice, withStopSignals } from '../signals.ts';
 
@@ -27,7 +27,9 @@ export const changesCommand = defineCommand({
   run: async (argv, io) => {
     const filter = changesFilter(argv);
     const sql = changesStatement(filter);
-    const common = { db: datasetOption(argv.db), bom: argv.bom, escapeFormulas: argv['escape-formulas'], stream: io.stdout };
+    const db = datasetOption(argv.db);
+    await assertHistoryKept(db);
+    const common = { db, bom: argv.bom, escapeFormulas: argv['escape-formulas'], stream: io.stdout };
     if (argv.out !== undefined) {
       const format = argv.format ?? 'csv';
       if (format === 'table') throw new UsageError('--out writes csv or jsonl; the table is for a terminal');

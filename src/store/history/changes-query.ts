@@ -3,6 +3,9 @@
  * one record per change, grouped by entity. Written once for both engines; the filters are checked here and
  * put in as literals, so the statement runs through the read-only query path as any user statement does.
  */
+import { NetingestError, UsageError } from '../../errors.ts';
+import { openStore } from '../open-store.ts';
+import { rows } from '../read-steps.ts';
 import { HISTORY_ENTITIES, type HistoryEntity } from './tracking.ts';
 
 /** Where the listing starts: the last run's changes, those of a run and every later one, or those since a time. */
@@ -56,4 +59,23 @@ export function changesStatement(filter: ChangesFilter): string {
     FROM changes c LEFT JOIN tasks t ON t.id = c.task_id
     WHERE ${where.join(' AND ')}
     ORDER BY c.entity, c.key, c.at, c.id`;
+}
+
+/**
+ * Refuses, with what to do, a dataset made by a release before the history (opened read-only, it is not
+ * upgraded): its first run with this release upgrades it and starts recording.
+ */
+export async function assertHistoryKept(db: string): Promise<void> {
+  const store = await openStore(db);
+  // A dataset that is not there, or cannot be opened, says so itself; only the statement's own failure is mapped.
+  const kept = await store.read((snapshot) => snapshot.read(rows('SELECT 1 FROM changes WHERE 1 = 0'))).then(
+    () => true,
+    (err: unknown) => {
+      if (err instanceof NetingestError) throw err;
+      return false;
+    },
+  );
+  if (!kept) {
+    throw new UsageError(`${store.shown} has no history yet: it was made by an earlier release; the next \`netingest run\` upgrades it and starts recording changes`);
+  }
 }
