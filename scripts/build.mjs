@@ -1,13 +1,13 @@
 // `npm run build`: dist/ for the package. esbuild bundles the sources and their dependencies into a few files
 // (a Node start then reads ~40 files instead of ~600: what keeps `netingest --help` and a run's start fast),
 // with a file per command and per worker thread; tsc writes the type declarations beside them.
-// It is built in a folder of its own and put in place by renames only once whole: `npm pack` and `npm install`
+// It is built in a folder of its own and put in place file by file, each by a rename, only once whole: `npm pack` and `npm install`
 // (through `prepare`) rebuild it while a netingest of this checkout may be running, and that process loads its
 // commands' chunks from dist/ as it goes (the same names for the same sources): it must never find dist/ missing
 // or half-written.
 import { build } from 'esbuild';
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, renameSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdirSync, readdirSync, renameSync, rmSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 
@@ -71,28 +71,34 @@ async function buildInto(out) {
 }
 
 /**
- * Puts the finished build at dist/: the old dist/ renamed aside and the new one renamed in, back to back (a
- * directory cannot be renamed over a non-empty one), so dist/ is missing for two system calls, never for a build.
- * Another build swapping in between makes the second rename fail: then the swap is made again.
+ * Puts the finished build at dist/ file by file, each by a rename over the old one (atomic), so dist/ is never
+ * missing and every file is whole: a running CLI that loads a command's chunk finds it, old or new (the same
+ * name for the same sources). Swapping whole folders left dist/ missing between two renames, and a CLI loading
+ * a chunk then failed (seen under load). Files the new build no longer has are removed last.
  */
 function swapIn() {
-  const aside = [];
-  for (let attempt = 0; ; attempt++) {
-    const previous = join(root, `dist.previous-${process.pid}-${attempt}`);
-    try {
-      renameSync(dist, previous);
-      aside.push(previous);
-    } catch (error) {
-      if (error.code !== 'ENOENT') throw error;
+  mkdirSync(dist, { recursive: true });
+  const kept = new Set();
+  const moveIn = (from, to, rel) => {
+    for (const entry of readdirSync(from, { withFileTypes: true })) {
+      const name = join(rel, entry.name);
+      kept.add(name);
+      if (entry.isDirectory()) {
+        mkdirSync(join(to, entry.name), { recursive: true });
+        moveIn(join(from, entry.name), join(to, entry.name), name);
+      } else renameSync(join(from, entry.name), join(to, entry.name));
     }
-    try {
-      renameSync(next, dist);
-      break;
-    } catch (error) {
-      if (!['ENOTEMPTY', 'EEXIST'].includes(error.code) || attempt >= 5) throw error;
+  };
+  moveIn(next, dist, '');
+  const removeStale = (dir, rel) => {
+    for (const entry of readdirSync(dir, { withFileTypes: true })) {
+      const name = join(rel, entry.name);
+      if (!kept.has(name)) rmSync(join(dir, entry.name), { recursive: true, force: true });
+      else if (entry.isDirectory()) removeStale(join(dir, entry.name), name);
     }
-  }
-  for (const previous of aside) rmSync(previous, { recursive: true, force: true });
+  };
+  removeStale(dist, '');
+  rmSync(next, { recursive: true, force: true });
 }
 
 rmSync(next, { recursive: true, force: true });
