@@ -23,7 +23,7 @@ import { common, text, type JobCommon, type JobInputFile } from '../jobs/job-com
 import type { JobIssue } from '../jobs/job-error.ts';
 import type { OperationSpec, RowRead } from './operation-spec.ts';
 import type { RowWrite } from './stored-rows.ts';
-import { arrayOf, joinedList, objectOf, sqlValue, urlKey } from './stored-values.ts';
+import { arrayOf, joinedList, objectOf, sqlValue, recordUrlKey, urlKey } from './stored-values.ts';
 
 const job = obj({
   title: str(),
@@ -318,7 +318,7 @@ export const searchJobs = {
     for (const record of arrayOf(res.results)) {
       const position = s.start + index++;
       const job = objectOf(record) as JobAnswer;
-      const url = urlKey(job.url, canonicalJobUrl, ctx.networkHost);
+      const url = recordUrlKey(job.url, canonicalJobUrl, ctx.networkHost);
       if (url === null) {
         skipped++;
         continue;
