@@ -4,6 +4,7 @@
  * Paths name list elements with `[]` (`data.content[].phone`); each count is out of the times the member's
  * parent was there (answers for top-level members, records for a record's members).
  */
+import type { Operation } from '../spec/types.ts';
 
 /**
  * `missing`, `null` (where the spec does not allow it), `renamed` (read from another member), `variant` (a
@@ -27,6 +28,17 @@ export interface DriftCount {
    * (`text`), the other site (`host`); null otherwise.
    */
   detail: string | null;
+}
+
+/** One line of drift, as a run's `--json` summary gives it (`message` is the text line). */
+export interface DriftLine {
+  operation: Operation;
+  path: string;
+  kind: DriftKind;
+  count: number;
+  of: number;
+  detail: string | null;
+  message: string;
 }
 
 interface Note {
