@@ -22,8 +22,8 @@ export const CLIENT_DEFAULTS = {
   /**
    * Largest 200 body over maxBodyBytes still read whole and kept (bytes), so that `reprocess` can store it
    * without paying again; a larger one is cut at this bound and lost. Twice the limit: a run holds up to
-   * `rate.concurrency` such bodies at once, each about four times over while it is decoded, redacted and
-   * gzipped for the archive (16 MiB: ~64 MiB per answer in flight).
+   * `rate.concurrency` such bodies at once, each 3-4 times over while it is read, decoded, redacted and gzipped
+   * for the archive (measured: 52 MiB of RSS for a 16 MiB body, 36 MiB for 9 MiB).
    */
   maxKeptBodyBytes: 16 * 1024 * 1024,
   /** Most keep-alive connections open to the API host at once; calls beyond it queue in the agent. */
