@@ -105,7 +105,7 @@ export async function openPgRunStore(options: PgRunStoreOptions): Promise<RunSto
     pruneJobBodies: (job, keepDays) => pruneRawBodiesPg(pool, { keepDays, jobs: [job] }),
     describeError: (err) => toPgUseError(err, store.shownUrl),
     async close() {
-      for (const g of guards) g.close();
+      for (const g of guards) await g.close().catch(() => undefined);
       // Released by the run before (open-run.ts); again here for a store closed without a run.
       await hold.release();
       await store.close();
