@@ -9,7 +9,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { medianStep, reportedBalance, roundCredits } from '../../credits/credit-meter.ts';
 import type { RunnableFilter, TaskRow } from '../ledger.ts';
 import type { DueTasks, RunHold, RunStore } from '../run-store.ts';
-import { CLAIM_DUE, createTaskClaims, newWorkerId, TASK_CLAIM_DEFAULTS, type ClaimFilter } from './coordination/task-claims.ts';
+import { claimDue, createTaskClaims, newWorkerId, TASK_CLAIM_DEFAULTS, type ClaimFilter } from './coordination/task-claims.ts';
 import { LockLostError } from '../run-lock.ts';
 import { DatabaseError } from '../errors.ts';
 import { openPgStore, type PgStore } from './open.ts';
@@ -188,6 +188,9 @@ function workerHold(hold: DatasetHold, shownUrl: string): WorkerHold {
   };
 }
 
+/** The claims' due rule as dueLeft counts it: $1 job, $2 runId, $3 freshSince, $4 refresh, $5 failedBefore, $6 plannedSince. */
+const DUE_LEFT = claimDue({ job: '$1', runId: '$2', freshSince: '$3', refresh: '$4', failedBefore: '$5', plannedSince: '$6' });
+
 type ClaimOptions = Required<Omit<PgRunStoreOptions, 'url' | 'rateWindowMs'>> & { holderPid: number };
 
 /**
@@ -203,7 +206,7 @@ function claimedDueTasks(store: PgStore, filter: RunnableFilter, opts: ClaimOpti
     job: filter.job, runId: null, freshSince: filter.freshSince, refresh: filter.refresh, failedBefore: opts.startedAt, plannedSince: filter.runId,
   };
   const dueLeft = async () => {
-    const { rows } = await store.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM tasks t WHERE ${CLAIM_DUE.replaceAll('$8', '$5').replaceAll('$9', '$6')}`,
+    const { rows } = await store.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM tasks t WHERE ${DUE_LEFT}`,
       [claim.job, null, claim.freshSince, claim.refresh, claim.failedBefore, claim.plannedSince]);
     return rows[0]!.n;
   };
