@@ -42,6 +42,11 @@ export const SHARED_CREDIT_BUDGET_DEFAULTS = {
   minCostSteps: 3,
   /** Calls' worth of credits one reservation takes (fewer when fewer fit): calls drawn from it need no round trip. */
   blockCalls: 16,
+  /**
+   * How long settles wait to go together (a reservation sends them at once): a held reservation only errs on the
+   * safe side meanwhile, and each turn is a round trip and a taking of the account's lock.
+   */
+  settleDelayMs: 20,
 } as const;
 
 export interface SharedCreditBudgetOptions {
@@ -54,6 +59,8 @@ export interface SharedCreditBudgetOptions {
   pollMs?: number;
   /** @default SHARED_CREDIT_BUDGET_DEFAULTS.blockCalls */
   blockCalls?: number;
+  /** @default SHARED_CREDIT_BUDGET_DEFAULTS.settleDelayMs */
+  settleDelayMs?: number;
 }
 
 /** A call's claim on the shared balance (drawn from the reservation `id`); hand it back with settle(). */
@@ -137,7 +144,9 @@ export class SharedCreditBudget {
   private settling: SettleAsk[] = [];
   private readonly releasedCost = new Map<number, number>();
   private readonly emptied = new Set<number>();
-  private turn: Promise<void> | null = null;
+  /** The next turn, and what sends it at the end of this turn of the event loop instead of after settleDelayMs. */
+  private turn: { sent: Promise<void>; hurry: () => void } | null = null;
+  private readonly settleDelayMs: number;
 
   constructor(private readonly pool: pg.Pool, options: SharedCreditBudgetOptions) {
     this.a = pg.escapeLiteral(options.apiUrl);
@@ -147,6 +156,7 @@ export class SharedCreditBudget {
     this.reservationMs = options.reservationMs ?? SHARED_CREDIT_BUDGET_DEFAULTS.reservationMs;
     this.pollMs = options.pollMs ?? SHARED_CREDIT_BUDGET_DEFAULTS.pollMs;
     this.blockCalls = options.blockCalls ?? SHARED_CREDIT_BUDGET_DEFAULTS.blockCalls;
+    this.settleDelayMs = options.settleDelayMs ?? SHARED_CREDIT_BUDGET_DEFAULTS.settleDelayMs;
   }
 
   /**
@@ -270,14 +280,14 @@ SELECT balance, reserved, in_flight, spent, under_reserve_ok, cap_ok, calls, (SE
   /** `credits` of the reservation `id` are no longer held (written at the end of the turn). */
   private release(id: number, credits: number): void {
     this.releasedCost.set(id, (this.releasedCost.get(id) ?? 0) + credits);
-    this.turn ??= this.nextTurn();
+    void this.schedule(false);
   }
 
   /** The reservation `id` holds nothing more: its row goes at the end of the turn. */
   private forget(id: number): void {
     this.blocks.delete(id);
     this.emptied.add(id);
-    this.turn ??= this.nextTurn();
+    void this.schedule(false);
   }
 
   /**
@@ -297,29 +307,45 @@ SELECT balance, reserved, in_flight, spent, under_reserve_ok, cap_ok, calls, (SE
     }
     return new Promise<SettledCharge>((resolve, reject) => {
       this.settling.push({ charge, resolve, reject });
-      this.turn ??= this.nextTurn();
+      void this.schedule(false);
     });
   }
 
   /** Gives back the room of this process's blocks now (the run is over; calls still in flight settle later). */
   async close(): Promise<void> {
     this.giveBackRoom();
-    await this.turn;
+    await this.schedule(true);
   }
 
   /** A reservation statement, sent with the others of this turn; its result. */
   private inTurn(statement: string): Promise<pg.QueryResult> {
     return new Promise((resolve, reject) => {
       this.asked.push({ statement, resolve, reject });
-      this.turn ??= this.nextTurn();
+      void this.schedule(true);
     });
   }
 
-  private nextTurn(): Promise<void> {
-    return new Promise<void>((resolve) => setImmediate(resolve)).then(() => {
+  /** The next turn (it never rejects): `soon` sends it at the end of this turn of the event loop. */
+  private schedule(soon: boolean): Promise<void> {
+    if (this.turn) {
+      if (soon) this.turn.hurry();
+      return this.turn.sent;
+    }
+    let hurry = () => undefined as void;
+    const due = new Promise<void>((resolve) => {
+      const timer = soon ? null : setTimeout(resolve, this.settleDelayMs);
+      hurry = () => {
+        if (timer) clearTimeout(timer);
+        setImmediate(resolve);
+      };
+      if (soon) hurry();
+    });
+    const sent = due.then(() => {
       this.turn = null;
       return this.sendTurn();
     });
+    this.turn = { sent, hurry };
+    return sent;
   }
 
   /**
