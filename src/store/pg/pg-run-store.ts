@@ -210,6 +210,8 @@ function claimedDueTasks(store: PgStore, filter: RunnableFilter, opts: ClaimOpti
       [claim.job, null, claim.freshSince, claim.refresh, claim.failedBefore, claim.plannedSince]);
     return rows[0]!.n;
   };
+  /** The highest task id claimed: each claim reads the job from there on (a full one only when nothing is ahead). */
+  let after: number | null = null;
   /** Inputs claimed and not given back yet: a run that stops gives them back at once rather than let their lease run out. */
   const held = new Set<string>();
   const giveBack = inOneTurn((inputKeys: string[]) => claims.release(filter.job, inputKeys));
@@ -217,7 +219,10 @@ function claimedDueTasks(store: PgStore, filter: RunnableFilter, opts: ClaimOpti
     wholeInputs: true,
     async next(limit): Promise<TaskRow[]> {
       for (;;) {
-        const rows = await claims.claim(claim, limit);
+        // Forward from the last claim first; from the start when nothing is left ahead (inputs given back, leases run out).
+        let rows = after === null ? [] : await claims.claim({ ...claim, afterId: after }, limit);
+        if (rows.length === 0) rows = await claims.claim(claim, limit);
+        for (const r of rows) after = Math.max(after ?? r.id, r.id);
         for (const r of rows) held.add(r.inputKey);
         if (rows.length > 0) return rows.map(({ leaseUntil: _lease, ...row }) => ({ ...row, status: row.status as TaskRow['status'] }));
         if (signal?.aborted || (await dueLeft()) === 0) return [];

@@ -63,6 +63,12 @@ export interface ClaimFilter extends DueRule {
    * from the workers still going.
    */
   plannedSince?: number | null;
+  /**
+   * When given, only inputs with a due task after this ledger id: a worker's claims go forward through the job,
+   * so each reads what lies ahead of its last claim, not again the tasks settled behind it. Its pages come whole
+   * whatever their ids.
+   */
+  afterId?: number | null;
 }
 
 /** A claimed task, as the ledger's TaskRow (request_json as its text), with its lease. */
@@ -129,7 +135,8 @@ const LEASE_LIVE = `(l.lease_until > clock_timestamp() AND (l.backend_pid IS NUL
 const CLAIM = `WITH holders AS MATERIALIZED (${HOLDERS}),
   candidates AS MATERIALIZED (
     SELECT t.id, t.input_key, t.operation FROM tasks t
-    WHERE ${CLAIM_DUE} AND ($10::integer IS NULL OR EXISTS (SELECT 1 FROM holders h WHERE h.pid = $10::integer))
+    WHERE ${CLAIM_DUE} AND ($11::bigint IS NULL OR t.id > $11::bigint)
+      AND ($10::integer IS NULL OR EXISTS (SELECT 1 FROM holders h WHERE h.pid = $10::integer))
       AND NOT EXISTS (SELECT 1 FROM worker_task_leases l WHERE l.job = t.operation AND l.input_key = t.input_key AND ${LEASE_LIVE})
     ORDER BY t.id LIMIT $5
     FOR UPDATE OF t SKIP LOCKED
@@ -195,7 +202,8 @@ export function createTaskClaims(pool: pg.Pool, options: TaskClaimOptions) {
     sentAtMono + (new Date(r.leaseUntil).getTime() - new Date(r.serverNow).getTime());
 
   async function claimOnce(filter: ClaimFilter, maxTasks: number): Promise<ClaimedTask[]> {
-    const params = [filter.job, filter.runId, filter.freshSince, filter.refresh, maxTasks, workerId, leaseMs, filter.failedBefore ?? null, filter.plannedSince ?? null, holderPid];
+    const params = [filter.job, filter.runId, filter.freshSince, filter.refresh, maxTasks, workerId, leaseMs, filter.failedBefore ?? null, filter.plannedSince ?? null, holderPid,
+      filter.afterId ?? null];
     const sentAtMono = performance.now();
     const { rows } = await pool.query<ClaimedTask & { id: string | number; leaseUntil: Date | string; serverNow: Date | string }>(CLAIM, params);
     for (const r of rows) {
