@@ -30,10 +30,17 @@ export function readSync<T>(sqlite: BetterSqlite3.Database, reads: Reads<T>): T 
   }
 }
 
+/**
+ * PostgreSQL's value types, loaded on first use (the SQLite readers beside the PostgreSQL ones must not load pg)
+ * and kept: an import() per read went through the module loader each time (under tsx, a message to its thread
+ * and a wait), and the writer reads once per answer.
+ */
+let valueTypes: Promise<typeof import('./pg/reader-values.ts')> | null = null;
+const pgValueTypes = () => (valueTypes ??= import('./pg/reader-values.ts'));
+
 /** Runs `reads` in a PostgreSQL snapshot, or on a client in a transaction of the caller's (the writer's). */
 export async function readPg<T>(snapshot: Pick<PgSnapshot, 'client'> | { client: pg.ClientBase }, reads: Reads<T>): Promise<T> {
-  // Loaded here: the SQLite readers beside the PostgreSQL ones must not load pg.
-  const { READER_TYPES, STORE_TYPES } = await import('./pg/reader-values.ts');
+  const { READER_TYPES, STORE_TYPES } = await pgValueTypes();
   for (let step = reads.next(); ; ) {
     if (step.done) return step.value;
     const { sql, params, raw } = step.value;

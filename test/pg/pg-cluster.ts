@@ -85,7 +85,7 @@ function signalPostmaster(data: string, signal: NodeJS.Signals): boolean {
 }
 
 /** Creates and starts a throwaway cluster; `stop()` shuts it down and deletes its folder. */
-export async function startPgCluster(options: { startTimeoutMs?: number } = {}): Promise<PgCluster> {
+export async function startPgCluster(options: { startTimeoutMs?: number; settings?: string[] } = {}): Promise<PgCluster> {
   const bin = findPgBinaries();
   if (!bin) throw new Error(pgUnavailableReason() ?? 'no PostgreSQL binaries');
   const dir = mkdtempSync(join(tmpdir(), 'netingest-pg-'));
@@ -100,7 +100,7 @@ export async function startPgCluster(options: { startTimeoutMs?: number } = {}):
 
   const port = await freePort();
   const settings = ['-c', 'listen_addresses=127.0.0.1', '-c', `unix_socket_directories=${dir}`, '-c', 'fsync=off',
-    '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off', '-c', 'max_connections=200'];
+    '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off', '-c', 'max_connections=200', ...(options.settings ?? []).flatMap((s) => ['-c', s])];
   const [cmd, args] = asServerUser(join(bin, 'postgres'), ['-D', data, '-p', String(port), ...settings]);
   const child = spawn(cmd, args, { stdio: ['ignore', 'ignore', 'pipe'] });
   let output = '';

@@ -9,7 +9,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { medianStep, reportedBalance, roundCredits } from '../../credits/credit-meter.ts';
 import type { RunnableFilter, TaskRow } from '../ledger.ts';
 import type { DueTasks, RunHold, RunStore } from '../run-store.ts';
-import { CLAIM_DUE, createTaskClaims, newWorkerId, TASK_CLAIM_DEFAULTS, type ClaimFilter } from './coordination/task-claims.ts';
+import { claimDue, createTaskClaims, newWorkerId, TASK_CLAIM_DEFAULTS, type ClaimFilter } from './coordination/task-claims.ts';
 import { LockLostError } from '../run-lock.ts';
 import { DatabaseError } from '../errors.ts';
 import { openPgStore, type PgStore } from './open.ts';
@@ -105,7 +105,7 @@ export async function openPgRunStore(options: PgRunStoreOptions): Promise<RunSto
     pruneJobBodies: (job, keepDays) => pruneRawBodiesPg(pool, { keepDays, jobs: [job] }),
     describeError: (err) => toPgUseError(err, store.shownUrl),
     async close() {
-      for (const g of guards) g.close();
+      for (const g of guards) await g.close().catch(() => undefined);
       // Released by the run before (open-run.ts); again here for a store closed without a run.
       await hold.release();
       await store.close();
@@ -188,6 +188,9 @@ function workerHold(hold: DatasetHold, shownUrl: string): WorkerHold {
   };
 }
 
+/** The claims' due rule as dueLeft counts it: $1 job, $2 runId, $3 freshSince, $4 refresh, $5 failedBefore, $6 plannedSince. */
+const DUE_LEFT = claimDue({ job: '$1', runId: '$2', freshSince: '$3', refresh: '$4', failedBefore: '$5', plannedSince: '$6' });
+
 type ClaimOptions = Required<Omit<PgRunStoreOptions, 'url' | 'rateWindowMs'>> & { holderPid: number };
 
 /**
@@ -203,10 +206,12 @@ function claimedDueTasks(store: PgStore, filter: RunnableFilter, opts: ClaimOpti
     job: filter.job, runId: null, freshSince: filter.freshSince, refresh: filter.refresh, failedBefore: opts.startedAt, plannedSince: filter.runId,
   };
   const dueLeft = async () => {
-    const { rows } = await store.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM tasks t WHERE ${CLAIM_DUE.replaceAll('$8', '$5').replaceAll('$9', '$6')}`,
+    const { rows } = await store.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM tasks t WHERE ${DUE_LEFT}`,
       [claim.job, null, claim.freshSince, claim.refresh, claim.failedBefore, claim.plannedSince]);
     return rows[0]!.n;
   };
+  /** The highest task id claimed: each claim reads the job from there on (a full one only when nothing is ahead). */
+  let after: number | null = null;
   /** Inputs claimed and not given back yet: a run that stops gives them back at once rather than let their lease run out. */
   const held = new Set<string>();
   const giveBack = inOneTurn((inputKeys: string[]) => claims.release(filter.job, inputKeys));
@@ -214,7 +219,10 @@ function claimedDueTasks(store: PgStore, filter: RunnableFilter, opts: ClaimOpti
     wholeInputs: true,
     async next(limit): Promise<TaskRow[]> {
       for (;;) {
-        const rows = await claims.claim(claim, limit);
+        // Forward from the last claim first; from the start when nothing is left ahead (inputs given back, leases run out).
+        let rows = after === null ? [] : await claims.claim({ ...claim, afterId: after }, limit);
+        if (rows.length === 0) rows = await claims.claim(claim, limit);
+        for (const r of rows) after = Math.max(after ?? r.id, r.id);
         for (const r of rows) held.add(r.inputKey);
         if (rows.length > 0) return rows.map(({ leaseUntil: _lease, ...row }) => ({ ...row, status: row.status as TaskRow['status'] }));
         if (signal?.aborted || (await dueLeft()) === 0) return [];

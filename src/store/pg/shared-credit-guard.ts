@@ -96,8 +96,10 @@ export class SharedCreditGuard extends CreditGuard {
     await Promise.all([...this.pending]);
   }
 
-  /** Stops renewing this worker's reservations (the run is over). */
-  close(): void {
+  /** Stops renewing this worker's reservations (the run is over) and gives back the room its blocks have left. */
+  async close(): Promise<void> {
     this.renewal.stop();
+    await this.drained();
+    await this.budget.close();
   }
 }

@@ -12,9 +12,15 @@
  * answers step by all the calls made on the account meanwhile, so k workers calling together would each count
  * about k times the cost, and the run's `maxPerRun` would stop them at 1/k of it.
  *
+ * A worker reserves room for a block of calls at once (`blockCalls`, fewer when fewer fit) and draws its calls
+ * from it with no round trip: the block's row holds what its calls in flight and its unused room cost, so every
+ * other worker counts it as held. Unused room is given back whenever the worker asks for more (a call no block
+ * of its own covers) and when it closes; a row goes when its calls are settled and nothing is left in it.
+ *
  * The reservations and settles a worker asks for in one turn of the event loop go to the server together, in
- * one query under one taking of the lock, each one's statements in the order asked: as if sent one by one
- * (they serialize on the lock anyway), without a round trip and a wait on the lock each.
+ * one query under one taking of the lock: the turn's settles merged into a few statements (one per table, one
+ * median per operation, consecutive balance reports of one plan folded into the highest), then each reservation.
+ * Each settle of the turn is charged the median its operation's samples show once the turn's samples are in.
  */
 import pg from 'pg';
 import type { CreditCounters, Operation } from '../../../spec/types.ts';
@@ -34,6 +40,13 @@ export const SHARED_CREDIT_BUDGET_DEFAULTS = {
   costSamples: 32,
   /** Steps among them before their median is the call's cost; until then the worker's own estimate is. */
   minCostSteps: 3,
+  /** Calls' worth of credits one reservation takes (fewer when fewer fit): calls drawn from it need no round trip. */
+  blockCalls: 16,
+  /**
+   * How long settles wait to go together (a reservation sends them at once): a held reservation only errs on the
+   * safe side meanwhile, and each turn is a round trip and a taking of the account's lock.
+   */
+  settleDelayMs: 20,
 } as const;
 
 export interface SharedCreditBudgetOptions {
@@ -44,12 +57,30 @@ export interface SharedCreditBudgetOptions {
   workerId: string;
   reservationMs?: number;
   pollMs?: number;
+  /** @default SHARED_CREDIT_BUDGET_DEFAULTS.blockCalls */
+  blockCalls?: number;
+  /** @default SHARED_CREDIT_BUDGET_DEFAULTS.settleDelayMs */
+  settleDelayMs?: number;
 }
 
-/** A call's claim on the shared balance; hand it back with settle(). */
+/** A call's claim on the shared balance (drawn from the reservation `id`); hand it back with settle(). */
 export interface SharedReservation {
   readonly id: number;
   readonly cost: number;
+}
+
+/** A reservation row of this process: its calls in flight and the room not drawn yet (its row's cost is both). */
+interface Block {
+  readonly id: number;
+  remaining: number;
+  inFlight: number;
+}
+
+/** A settle waiting for the end of the turn. */
+interface SettleAsk {
+  charge: SharedCharge;
+  resolve: (settled: SettledCharge) => void;
+  reject: (err: unknown) => void;
 }
 
 /** The figures a reservation was decided on. */
@@ -102,10 +133,20 @@ export class SharedCreditBudget {
   private readonly lock: string;
   private readonly reservationMs: number;
   private readonly pollMs: number;
+  private readonly blockCalls: number;
   /** This process's live reservations: only these are renewed (a restart under the same id is another process). */
-  private readonly mine = new Set<number>();
-  /** Reservations and settles asked in this turn of the event loop, sent together at its end. */
-  private asked: Array<{ statements: string[]; reserves: boolean; resolve: (results: pg.QueryResult[]) => void; reject: (err: unknown) => void }> = [];
+  private readonly blocks = new Map<number, Block>();
+  /** The block reservation under way, which the callers waiting meanwhile draw from once it comes. */
+  private blockAsked: Promise<void> | null = null;
+  /** Reservations asked in this turn of the event loop, sent together at its end. */
+  private asked: Array<{ statement: string; resolve: (result: pg.QueryResult) => void; reject: (err: unknown) => void }> = [];
+  /** Settles asked in this turn, merged; the reservation rows' costs to take off, and the rows to delete. */
+  private settling: SettleAsk[] = [];
+  private readonly releasedCost = new Map<number, number>();
+  private readonly emptied = new Set<number>();
+  /** The next turn, and what sends it at the end of this turn of the event loop instead of after settleDelayMs. */
+  private turn: { sent: Promise<void>; hurry: () => void } | null = null;
+  private readonly settleDelayMs: number;
 
   constructor(private readonly pool: pg.Pool, options: SharedCreditBudgetOptions) {
     this.a = pg.escapeLiteral(options.apiUrl);
@@ -114,138 +155,309 @@ export class SharedCreditBudget {
     this.lock = `SELECT pg_advisory_xact_lock(hashtextextended('netingest.credits:' || ${this.a}, 0))`;
     this.reservationMs = options.reservationMs ?? SHARED_CREDIT_BUDGET_DEFAULTS.reservationMs;
     this.pollMs = options.pollMs ?? SHARED_CREDIT_BUDGET_DEFAULTS.pollMs;
+    this.blockCalls = options.blockCalls ?? SHARED_CREDIT_BUDGET_DEFAULTS.blockCalls;
+    this.settleDelayMs = options.settleDelayMs ?? SHARED_CREDIT_BUDGET_DEFAULTS.settleDelayMs;
   }
 
   /**
-   * One attempt to reserve `cost`, in one round trip and one transaction: the lock, then the figures as every
-   * worker committed them, and the reservation only where it fits. With the balance unknown, a call goes only
-   * when none is in flight on the account (its answer shows the balance), as CreditGuard does. A `probe` (a
-   * call whose cost is only assumed) goes alone when the assumed cost does not fit but the balance is above the
-   * reserve: its answer shows the cost, as CreditGuard's probe does (else a small balance never learns it).
+   * One attempt to reserve `cost` for one call, in one round trip and one transaction: the lock, then the
+   * figures as every worker committed them, and the reservation only where it fits. With the balance unknown,
+   * a call goes only when none is in flight on the account (its answer shows the balance), as CreditGuard does.
+   * A `probe` (a call whose cost is only assumed) goes alone when the assumed cost does not fit but the balance
+   * is above the reserve: its answer shows the cost, as CreditGuard's probe does (else a small balance never
+   * learns it).
    */
-  async tryReserve(cost: number, limits: CreditLimits, probe = false): Promise<ReserveAttempt> {
-    const eps = SHARED_CREDIT_BUDGET_DEFAULTS.epsilon;
-    const c = num(cost);
-    const maxPerRun = limits.maxPerRun === null ? 'NULL::float8' : num(limits.maxPerRun);
-    const text = `WITH fig AS MATERIALIZED (
-  SELECT (SELECT balance FROM account_balance WHERE api_url = ${this.a}) AS balance,
-    coalesce(sum(cost), 0)::float8 AS reserved,
-    coalesce(sum(cost) FILTER (WHERE run_key = ${this.r}), 0)::float8 AS run_reserved,
-    count(*)::int AS in_flight,
-    coalesce((SELECT spent FROM credit_run_spend WHERE run_key = ${this.r}), 0)::float8 AS spent
-  FROM credit_reservations WHERE api_url = ${this.a}
-), fits AS (
-  SELECT fig.*,
-    (fig.balance IS NULL AND fig.in_flight = 0) OR fig.balance - fig.reserved - ${c} >= ${num(limits.reserve)} - ${eps}
-      OR (${probe ? 'TRUE' : 'FALSE'} AND fig.in_flight = 0 AND fig.balance > ${num(limits.reserve)} + ${eps}) AS under_reserve_ok,
-    ${maxPerRun} IS NULL OR fig.spent + fig.run_reserved + ${c} <= ${maxPerRun} + ${eps} AS cap_ok
-  FROM fig
-), ins AS (
-  INSERT INTO credit_reservations (api_url, run_key, worker_id, cost, expires_at)
-  SELECT ${this.a}, ${this.r}, ${this.w}, ${c}, clock_timestamp() + ${num(this.reservationMs)} * interval '1 millisecond'
-  FROM fits WHERE under_reserve_ok AND cap_ok
-  RETURNING id
-)
-SELECT balance, reserved, in_flight, spent, under_reserve_ok, cap_ok, (SELECT id FROM ins)::text AS id FROM fits`;
-    const results = await this.inTurn([text], true);
-    const row = results[0]!.rows[0] as {
-      balance: number | null; reserved: number; in_flight: number; spent: number; under_reserve_ok: boolean; cap_ok: boolean; id: string | null;
-    };
-    const figures: BudgetFigures = { balance: row.balance, reserved: row.reserved, inFlight: row.in_flight, spent: row.spent };
-    if (row.id !== null) {
-      this.mine.add(Number(row.id));
-      return { reservation: { id: Number(row.id), cost }, figures };
-    }
-    const reason = !row.cap_ok ? 'max-per-run' : row.balance === null ? 'learning' : 'reserve';
-    return { reservation: null, reason, figures };
+  tryReserve(cost: number, limits: CreditLimits, probe = false): Promise<ReserveAttempt> {
+    return this.reserveBlock(cost, 1, limits, probe);
   }
 
   /**
-   * Reserves `cost`, waiting while calls in flight (of any worker) may leave room when they settle. Resolves
-   * to the reason the run must stop when the call does not fit with nothing in flight on the account.
+   * Reserves `cost`, from this process's blocks when one has room, else with a new block; waiting while calls
+   * in flight (of any worker) may leave room when they settle. Resolves to the reason the run must stop when
+   * the call does not fit with nothing in flight on the account.
    */
   async acquire(cost: number, limits: CreditLimits, options: { signal?: AbortSignal; probe?: boolean } = {}): Promise<SharedReservation | { stop: SharedCreditStopReason; figures: BudgetFigures }> {
     for (;;) {
       options.signal?.throwIfAborted();
-      const attempt = await this.tryReserve(cost, limits, options.probe);
+      const drawn = this.draw(cost);
+      if (drawn) return drawn;
+      // One block asked at a time: the callers of one turn draw from it rather than each taking a block.
+      if (this.blockAsked) {
+        await this.blockAsked;
+        continue;
+      }
+      const asked = this.reserveBlock(cost, options.probe ? 1 : this.blockCalls, limits, options.probe === true);
+      const settled = asked.then(() => undefined, () => undefined).finally(() => {
+        if (this.blockAsked === settled) this.blockAsked = null;
+      });
+      this.blockAsked = settled;
+      const attempt = await asked;
       if (attempt.reservation) return attempt.reservation;
       if (attempt.reason !== 'learning' && attempt.figures.inFlight === 0) return { stop: attempt.reason, figures: attempt.figures };
       await new Promise((r) => setTimeout(r, this.pollMs));
     }
   }
 
-  /**
-   * Hands back a reservation with what the call was charged: the run's spend grows by its cost (with a sample,
-   * the median step of the account's samples once there are enough), and the account's balance takes the
-   * answer's counters, or falls by the cost when it had none. Works for a reservation that expired meanwhile
-   * too (the call was made; its cost counts).
-   */
-  async settle(reservation: SharedReservation, charge: SharedCharge): Promise<SettledCharge> {
-    const cost = num(charge.cost);
-    const sample = charge.sample;
-    const statements = [
-      `DELETE FROM credit_reservations WHERE id = ${num(reservation.id)}`,
-      ...(sample ? this.sampleSql(sample.operation, sample.creditsUsed) : []),
-      `WITH learned AS (SELECT ${sample ? this.medianStepSql(sample.operation) : 'NULL::float8'} AS step),
-      spend AS (
-        INSERT INTO credit_run_spend (run_key, api_url, spent, updated_at)
-        SELECT ${this.r}, ${this.a}, coalesce(step, ${cost}), clock_timestamp() FROM learned
-        ON CONFLICT (run_key) DO UPDATE SET spent = credit_run_spend.spent + excluded.spent, updated_at = excluded.updated_at
-      )
-      SELECT step FROM learned`,
-      charge.counters ? this.reportSql(charge.counters) : `UPDATE account_balance SET balance = balance - ${cost} WHERE api_url = ${this.a}`,
-    ];
-    const results = await this.inTurn(statements);
-    this.mine.delete(reservation.id);
-    const step = (results[statements.length - 2]!.rows[0] as { step: number | null }).step;
-    return { cost: step ?? charge.cost, learnedCost: step };
+  /** A call of `cost` drawn from a block with room, or null. */
+  private draw(cost: number): SharedReservation | null {
+    const eps = SHARED_CREDIT_BUDGET_DEFAULTS.epsilon;
+    for (const b of this.blocks.values()) {
+      if (b.remaining < cost - eps) continue;
+      b.remaining = b.remaining - cost < eps ? 0 : b.remaining - cost;
+      b.inFlight += 1;
+      return { id: b.id, cost };
+    }
+    return null;
   }
 
   /**
-   * Runs `statements` under the account's lock with the others asked in this turn of the event loop, in one
-   * query (one transaction: they all commit or all fail); their results, in order. A reservation (`reserves`)
-   * needs the expired reservations gone first: they are deleted once, before all of the turn's statements.
+   * Reserves room for up to `calls` calls of `cost` (as many as fit, at least one, or none), after giving back
+   * the room this process's blocks have left (a call asks for a block only when none of them covers it); the
+   * caller's call is the block's first.
    */
-  private inTurn(statements: string[], reserves = false): Promise<pg.QueryResult[]> {
-    return new Promise((resolve, reject) => {
-      if (this.asked.length === 0) setImmediate(() => void this.sendAsked());
-      this.asked.push({ statements, reserves, resolve, reject });
+  private async reserveBlock(cost: number, calls: number, limits: CreditLimits, probe: boolean): Promise<ReserveAttempt> {
+    this.giveBackRoom();
+    const result = await this.inTurn(this.reserveSql(cost, calls, limits, probe));
+    const row = result.rows[0] as {
+      balance: number | null; reserved: number; in_flight: number; spent: number; under_reserve_ok: boolean; cap_ok: boolean; id: string | null; calls: number;
+    };
+    const figures: BudgetFigures = { balance: row.balance, reserved: row.reserved, inFlight: row.in_flight, spent: row.spent };
+    if (row.id !== null) {
+      const id = Number(row.id);
+      this.blocks.set(id, { id, remaining: cost * (row.calls - 1), inFlight: 1 });
+      return { reservation: { id, cost }, figures };
+    }
+    const reason = !row.cap_ok ? 'max-per-run' : row.balance === null ? 'learning' : 'reserve';
+    return { reservation: null, reason, figures };
+  }
+
+  /**
+   * The reservation statement: the figures, how many calls of `cost` fit under the reserve and under the cap
+   * (at most `calls`; one alone while learning the balance or as a probe), and the row for them when any fit.
+   */
+  private reserveSql(cost: number, calls: number, limits: CreditLimits, probe: boolean): string {
+    const eps = SHARED_CREDIT_BUDGET_DEFAULTS.epsilon;
+    const c = num(cost);
+    const reserve = num(limits.reserve);
+    const perCall = (room: string) => (cost > 0 ? `floor((${room} + ${eps}) / ${c})` : `CASE WHEN ${room} + ${eps} >= 0 THEN ${num(calls)} ELSE 0 END`);
+    const byCap = limits.maxPerRun === null ? num(calls) : perCall(`${num(limits.maxPerRun)} - fig.spent - fig.run_reserved`);
+    return `WITH fig AS MATERIALIZED (
+  SELECT (SELECT balance FROM account_balance WHERE api_url = ${this.a}) AS balance,
+    coalesce(sum(cost), 0)::float8 AS reserved,
+    coalesce(sum(cost) FILTER (WHERE run_key = ${this.r}), 0)::float8 AS run_reserved,
+    count(*)::int AS in_flight,
+    coalesce((SELECT spent FROM credit_run_spend WHERE run_key = ${this.r}), 0)::float8 AS spent
+  FROM credit_reservations WHERE api_url = ${this.a}
+), room AS (
+  SELECT fig.*,
+    CASE WHEN fig.balance IS NULL THEN (CASE WHEN fig.in_flight = 0 THEN 1 ELSE 0 END)
+      ELSE greatest(${perCall(`fig.balance - fig.reserved - ${reserve}`)},
+        CASE WHEN ${probe ? 'TRUE' : 'FALSE'} AND fig.in_flight = 0 AND fig.balance > ${reserve} + ${eps} THEN 1 ELSE 0 END) END AS by_reserve,
+    ${byCap} AS by_cap
+  FROM fig
+), fits AS (
+  SELECT room.*, by_reserve >= 1 AS under_reserve_ok, by_cap >= 1 AS cap_ok,
+    least(${num(calls)}, by_reserve, by_cap, CASE WHEN room.balance IS NULL THEN 1 ELSE ${num(calls)} END)::int AS calls
+  FROM room
+), ins AS (
+  INSERT INTO credit_reservations (api_url, run_key, worker_id, cost, expires_at)
+  SELECT ${this.a}, ${this.r}, ${this.w}, ${c} * fits.calls, clock_timestamp() + ${num(this.reservationMs)} * interval '1 millisecond'
+  FROM fits WHERE under_reserve_ok AND cap_ok
+  RETURNING id
+)
+SELECT balance, reserved, in_flight, spent, under_reserve_ok, cap_ok, calls, (SELECT id FROM ins)::text AS id FROM fits`;
+  }
+
+  /** The room this process's blocks have left goes back to the account at the next turn; emptied rows go. */
+  private giveBackRoom(): void {
+    for (const b of this.blocks.values()) {
+      if (b.remaining > 0) this.release(b.id, b.remaining);
+      b.remaining = 0;
+      if (b.inFlight === 0) this.forget(b.id);
+    }
+  }
+
+  /** `credits` of the reservation `id` are no longer held (written at the end of the turn). */
+  private release(id: number, credits: number): void {
+    this.releasedCost.set(id, (this.releasedCost.get(id) ?? 0) + credits);
+    void this.schedule(false);
+  }
+
+  /** The reservation `id` holds nothing more: its row goes at the end of the turn. */
+  private forget(id: number): void {
+    this.blocks.delete(id);
+    this.emptied.add(id);
+    void this.schedule(false);
+  }
+
+  /**
+   * Hands back a call's reservation with what the call was charged: the run's spend grows by its cost (with a
+   * sample, the median step of the account's samples once there are enough), and the account's balance takes
+   * the answer's counters, or falls by the cost when it had none. Works for a reservation that expired
+   * meanwhile too (the call was made; its cost counts).
+   */
+  settle(reservation: SharedReservation, charge: SharedCharge): Promise<SettledCharge> {
+    const b = this.blocks.get(reservation.id);
+    if (b) {
+      b.inFlight -= 1;
+      if (b.inFlight === 0 && b.remaining === 0) this.forget(b.id);
+      else this.release(b.id, reservation.cost);
+    } else {
+      this.emptied.add(reservation.id);
+    }
+    return new Promise<SettledCharge>((resolve, reject) => {
+      this.settling.push({ charge, resolve, reject });
+      void this.schedule(false);
     });
   }
 
-  private async sendAsked(): Promise<void> {
+  /** Gives back the room of this process's blocks now (the run is over; calls still in flight settle later). */
+  async close(): Promise<void> {
+    this.giveBackRoom();
+    await this.schedule(true);
+  }
+
+  /** A reservation statement, sent with the others of this turn; its result. */
+  private inTurn(statement: string): Promise<pg.QueryResult> {
+    return new Promise((resolve, reject) => {
+      this.asked.push({ statement, resolve, reject });
+      void this.schedule(true);
+    });
+  }
+
+  /** The next turn (it never rejects): `soon` sends it at the end of this turn of the event loop. */
+  private schedule(soon: boolean): Promise<void> {
+    if (this.turn) {
+      if (soon) this.turn.hurry();
+      return this.turn.sent;
+    }
+    let hurry = () => undefined as void;
+    const due = new Promise<void>((resolve) => {
+      const timer = soon ? null : setTimeout(resolve, this.settleDelayMs);
+      hurry = () => {
+        if (timer) clearTimeout(timer);
+        setImmediate(resolve);
+      };
+      if (soon) hurry();
+    });
+    const sent = due.then(() => {
+      this.turn = null;
+      return this.sendTurn();
+    });
+    this.turn = { sent, hurry };
+    return sent;
+  }
+
+  /**
+   * The turn's settles (merged) and reservations under the account's lock, in one query (one transaction: they
+   * all commit or all fail). Expired reservations are deleted first when a reservation is asked.
+   */
+  private async sendTurn(): Promise<void> {
     const asked = this.asked;
+    const settling = this.settling;
     this.asked = [];
-    const first = [this.lock, ...(asked.some((a) => a.reserves) ? [`DELETE FROM credit_reservations WHERE api_url = ${this.a} AND expires_at <= clock_timestamp()`] : [])];
+    this.settling = [];
     try {
-      const results = (await this.pool.query([...first, ...asked.flatMap((a) => a.statements)].join(';\n'))) as unknown as pg.QueryResult[];
-      let next = first.length;
-      for (const a of asked) a.resolve(results.slice(next, (next += a.statements.length)));
+      const rows = this.reservationRowsSql();
+      const settles = settling.length > 0 ? this.settleSql(settling.map((s) => s.charge)) : null;
+      const first = [this.lock, ...(asked.length > 0 ? [`DELETE FROM credit_reservations WHERE api_url = ${this.a} AND expires_at <= clock_timestamp()`] : []), ...rows];
+      const statements = [...first, ...(settles?.statements ?? []), ...asked.map((a) => a.statement)];
+      if (statements.length === 1) return;
+      const results = (await this.pool.query(statements.join(';\n'))) as unknown as pg.QueryResult[];
+      if (settles) {
+        const steps = new Map((results[first.length + settles.learnedAt]!.rows as Array<{ op: string; step: number | null }>).map((r) => [r.op, r.step]));
+        for (const s of settling) {
+          const step = s.charge.sample ? (steps.get(s.charge.sample.operation) ?? null) : null;
+          s.resolve({ cost: step ?? s.charge.cost, learnedCost: step });
+        }
+      }
+      const base = statements.length - asked.length;
+      asked.forEach((a, i) => a.resolve(results[base + i]!));
     } catch (err) {
+      for (const s of settling) s.reject(err);
       for (const a of asked) a.reject(err);
     }
   }
 
-  /** Records an answer's counter among its operation's samples, and drops those past the newest `costSamples`. */
-  private sampleSql(operation: Operation, creditsUsed: number): string[] {
-    const o = pg.escapeLiteral(operation);
-    const mine = `api_url = ${this.a} AND operation = ${o}`;
+  /** The turn's reservation rows: the credits no longer held taken off, the emptied rows deleted. */
+  private reservationRowsSql(): string[] {
+    const released = [...this.releasedCost].filter(([id]) => !this.emptied.has(id));
+    const emptied = [...this.emptied];
+    this.releasedCost.clear();
+    this.emptied.clear();
     return [
-      `INSERT INTO credit_cost_samples (api_url, operation, credits_used, recorded_at) VALUES (${this.a}, ${o}, ${num(creditsUsed)}, clock_timestamp())`,
-      `DELETE FROM credit_cost_samples WHERE ${mine} AND id <= (SELECT id FROM credit_cost_samples WHERE ${mine}
-        ORDER BY id DESC OFFSET ${num(SHARED_CREDIT_BUDGET_DEFAULTS.costSamples)} LIMIT 1)`,
+      ...(released.length > 0 ? [`UPDATE credit_reservations AS r SET cost = greatest(r.cost - v.d, 0)
+        FROM (VALUES ${released.map(([id, d]) => `(${num(id)}::bigint, ${num(d)}::float8)`).join(', ')}) AS v(id, d) WHERE r.id = v.id`] : []),
+      ...(emptied.length > 0 ? [`DELETE FROM credit_reservations WHERE id IN (${emptied.map(num).join(', ')})`] : []),
     ];
   }
 
   /**
-   * The operation's cost by its samples: the median positive step between them once sorted (as medianStep in
-   * credit-meter.ts, the upper one of an even count), or null with fewer than `minCostSteps` steps.
+   * The statements of a turn's settles, in order: the samples recorded and trimmed, each operation's median
+   * step once they are in (the statement at `learnedAt`, one row per operation sampled) and the run's spend
+   * grown by every charge, then the balance.
    */
-  private medianStepSql(operation: Operation): string {
+  private settleSql(charges: readonly SharedCharge[]): { statements: string[]; learnedAt: number } {
+    const samples = charges.flatMap((c) => (c.sample ? [c.sample] : []));
+    const operations = [...new Set(samples.map((s) => s.operation))];
+    const sampled = [
+      ...(samples.length > 0 ? [`INSERT INTO credit_cost_samples (api_url, operation, credits_used, recorded_at) VALUES ${samples
+        .map((s) => `(${this.a}, ${pg.escapeLiteral(s.operation)}, ${num(s.creditsUsed)}, clock_timestamp())`).join(', ')}`] : []),
+      ...operations.map((o) => this.trimSamplesSql(o)),
+    ];
+    const learned = operations.length > 0
+      ? `SELECT o.op, ${this.medianStepSql('o.op')} AS step FROM (VALUES ${operations.map((o) => `(${pg.escapeLiteral(o)})`).join(', ')}) AS o(op)`
+      : 'SELECT NULL::text AS op, NULL::float8 AS step WHERE false';
+    const charged = charges.map((c) => `(${c.sample ? pg.escapeLiteral(c.sample.operation) : 'NULL'}::text, ${num(c.cost)}::float8)`);
+    const spend = `WITH learned AS MATERIALIZED (${learned}),
+      spend AS (
+        INSERT INTO credit_run_spend (run_key, api_url, spent, updated_at)
+        SELECT ${this.r}, ${this.a}, sum(coalesce(l.step, v.cost)), clock_timestamp()
+        FROM (VALUES ${charged.join(', ')}) AS v(op, cost) LEFT JOIN learned l ON l.op = v.op
+        ON CONFLICT (run_key) DO UPDATE SET spent = credit_run_spend.spent + excluded.spent, updated_at = excluded.updated_at
+      )
+      SELECT op, step FROM learned`;
+    return { statements: [...sampled, spend, ...this.balanceSql(charges)], learnedAt: sampled.length };
+  }
+
+  /**
+   * The balance after the charges, in order, folded: consecutive charges without counters are one decrement;
+   * consecutive counters of one plan (total) are their highest, which is what reporting them one by one leaves
+   * (a lower one is a late answer: see reportSql).
+   */
+  private balanceSql(charges: readonly SharedCharge[]): string[] {
+    const runs: Array<{ counters: CreditCounters } | { cost: number }> = [];
+    for (const c of charges) {
+      const last = runs.at(-1);
+      if (!c.counters) {
+        if (last && 'cost' in last) last.cost += c.cost;
+        else runs.push({ cost: c.cost });
+      } else if (last && 'counters' in last && last.counters.total_credits === c.counters.total_credits) {
+        if (c.counters.credits_used > last.counters.credits_used) last.counters = c.counters;
+      } else {
+        runs.push({ counters: c.counters });
+      }
+    }
+    return runs.map((r) => ('counters' in r ? this.reportSql(r.counters) : `UPDATE account_balance SET balance = balance - ${num(r.cost)} WHERE api_url = ${this.a}`));
+  }
+
+  /** Drops an operation's samples past the newest `costSamples`. */
+  private trimSamplesSql(operation: Operation): string {
+    const mine = `api_url = ${this.a} AND operation = ${pg.escapeLiteral(operation)}`;
+    return `DELETE FROM credit_cost_samples WHERE ${mine} AND id <= (SELECT id FROM credit_cost_samples WHERE ${mine}
+        ORDER BY id DESC OFFSET ${num(SHARED_CREDIT_BUDGET_DEFAULTS.costSamples)} LIMIT 1)`;
+  }
+
+  /**
+   * The cost of the operation `operation` (an SQL expression) by its samples: the median positive step between
+   * them once sorted (as medianStep in credit-meter.ts, the upper one of an even count), or null with fewer than
+   * `minCostSteps` steps.
+   */
+  private medianStepSql(operation: string): string {
     return `(SELECT step FROM (
         SELECT step, row_number() OVER (ORDER BY step) - 1 AS i, count(*) OVER () AS n FROM (
           SELECT u - lag(u) OVER (ORDER BY u) AS step
-          FROM (SELECT DISTINCT credits_used AS u FROM credit_cost_samples WHERE api_url = ${this.a} AND operation = ${pg.escapeLiteral(operation)}) used
+          FROM (SELECT DISTINCT credits_used AS u FROM credit_cost_samples WHERE api_url = ${this.a} AND operation = ${operation}) used
         ) steps WHERE step > 0
       ) ranked WHERE i = n / 2 AND n >= ${num(SHARED_CREDIT_BUDGET_DEFAULTS.minCostSteps)})`;
   }
@@ -257,10 +469,10 @@ SELECT balance, reserved, in_flight, spent, under_reserve_ok, cap_ok, (SELECT id
 
   /** Extends this process's live reservations (its calls are still going); returns how many. */
   async renew(): Promise<number> {
-    if (this.mine.size === 0) return 0;
+    if (this.blocks.size === 0) return 0;
     const { rowCount } = await this.pool.query(`UPDATE credit_reservations
       SET expires_at = clock_timestamp() + $1::float8 * interval '1 millisecond'
-      WHERE id = ANY($2::bigint[]) AND worker_id = ${this.w} AND expires_at > clock_timestamp()`, [this.reservationMs, [...this.mine]]);
+      WHERE id = ANY($2::bigint[]) AND worker_id = ${this.w} AND expires_at > clock_timestamp()`, [this.reservationMs, [...this.blocks.keys()]]);
     return rowCount ?? 0;
   }
 

@@ -63,6 +63,12 @@ export interface ClaimFilter extends DueRule {
    * from the workers still going.
    */
   plannedSince?: number | null;
+  /**
+   * When given, only inputs with a due task after this ledger id: a worker's claims go forward through the job,
+   * so each reads what lies ahead of its last claim, not again the tasks settled behind it. Its pages come whole
+   * whatever their ids.
+   */
+  afterId?: number | null;
 }
 
 /** A claimed task, as the ledger's TaskRow (request_json as its text), with its lease. */
@@ -77,15 +83,30 @@ export interface Renewal {
   held: Array<{ job: string; inputKey: string; leaseUntil: string }>;
 }
 
+/** The placeholders a statement gives the due rule's values at (claimDue). */
+export interface DuePlaceholders {
+  job: string;
+  runId: string;
+  freshSince: string;
+  refresh: string;
+  failedBefore: string;
+  plannedSince: string;
+}
+
 /**
- * The ledger's due rule (src/store/pg/pg-ledger.ts, PG_DUE) on table alias `t`; $1 job, $2 runId, $3 freshSince,
- * $4 refresh, $8 failedBefore, $9 plannedSince.
+ * The ledger's due rule (src/store/pg/pg-ledger.ts, PG_DUE) on table alias `t`, its values at the placeholders
+ * of the statement that uses it (each statement numbers its own parameters; the rule is built, not rewritten).
  */
-export const CLAIM_DUE = `t.job = $1 AND ($2::bigint IS NULL OR t.run_id = $2::bigint)
-  AND ($9::bigint IS NULL OR t.run_id >= $9::bigint OR t.run_id IN (SELECT r.id FROM runs r WHERE r.status = 'running')) AND (
+export function claimDue(p: DuePlaceholders): string {
+  return `t.job = ${p.job} AND (${p.runId}::bigint IS NULL OR t.run_id = ${p.runId}::bigint)
+  AND (${p.plannedSince}::bigint IS NULL OR t.run_id >= ${p.plannedSince}::bigint OR t.run_id IN (SELECT r.id FROM runs r WHERE r.status = 'running')) AND (
   t.status IN ('pending', 'deferred')
-  OR (t.status = 'failed' AND (t.retryable = 1 OR $4::boolean) AND ($8::timestamptz IS NULL OR t.updated_at < $8::timestamptz))
-  OR (t.status IN ('done', 'not_found') AND (t.completed_at IS NULL OR t.completed_at < $3::timestamptz)))`;
+  OR (t.status = 'failed' AND (t.retryable = 1 OR ${p.refresh}::boolean) AND (${p.failedBefore}::timestamptz IS NULL OR t.updated_at < ${p.failedBefore}::timestamptz))
+  OR (t.status IN ('done', 'not_found') AND (t.completed_at IS NULL OR t.completed_at < ${p.freshSince}::timestamptz)))`;
+}
+
+/** The claim's due rule: $1 job, $2 runId, $3 freshSince, $4 refresh, $8 failedBefore, $9 plannedSince. */
+const CLAIM_DUE = claimDue({ job: '$1', runId: '$2', freshSince: '$3', refresh: '$4', failedBefore: '$8', plannedSince: '$9' });
 
 /**
  * The sessions holding the dataset lock when the claim reads pg_locks, once per statement, with their start
@@ -114,7 +135,8 @@ const LEASE_LIVE = `(l.lease_until > clock_timestamp() AND (l.backend_pid IS NUL
 const CLAIM = `WITH holders AS MATERIALIZED (${HOLDERS}),
   candidates AS MATERIALIZED (
     SELECT t.id, t.input_key, t.operation FROM tasks t
-    WHERE ${CLAIM_DUE} AND ($10::integer IS NULL OR EXISTS (SELECT 1 FROM holders h WHERE h.pid = $10::integer))
+    WHERE ${CLAIM_DUE} AND ($11::bigint IS NULL OR t.id > $11::bigint)
+      AND ($10::integer IS NULL OR EXISTS (SELECT 1 FROM holders h WHERE h.pid = $10::integer))
       AND NOT EXISTS (SELECT 1 FROM worker_task_leases l WHERE l.job = t.operation AND l.input_key = t.input_key AND ${LEASE_LIVE})
     ORDER BY t.id LIMIT $5
     FOR UPDATE OF t SKIP LOCKED
@@ -180,7 +202,8 @@ export function createTaskClaims(pool: pg.Pool, options: TaskClaimOptions) {
     sentAtMono + (new Date(r.leaseUntil).getTime() - new Date(r.serverNow).getTime());
 
   async function claimOnce(filter: ClaimFilter, maxTasks: number): Promise<ClaimedTask[]> {
-    const params = [filter.job, filter.runId, filter.freshSince, filter.refresh, maxTasks, workerId, leaseMs, filter.failedBefore ?? null, filter.plannedSince ?? null, holderPid];
+    const params = [filter.job, filter.runId, filter.freshSince, filter.refresh, maxTasks, workerId, leaseMs, filter.failedBefore ?? null, filter.plannedSince ?? null, holderPid,
+      filter.afterId ?? null];
     const sentAtMono = performance.now();
     const { rows } = await pool.query<ClaimedTask & { id: string | number; leaseUntil: Date | string; serverNow: Date | string }>(CLAIM, params);
     for (const r of rows) {

@@ -1,0 +1,125 @@
+/**
+ * Where PostgreSQL's time goes per stored answer (issue #27 item 4): one run of `N` post lookups (after 1,000
+ * untimed) into a throwaway cluster with pg_stat_statements, printing the client's CPU (this process), the
+ * server's CPU (the cluster's processes, from /proc), the pg client's queries (round trips) and the server's
+ * statements grouped by what sent them, with the costliest. Not part of `npm run bench`: a measuring tool.
+ * Run: `npx tsx bench/pg-profile.ts` (N=3000 by default; `N=10000 npx tsx bench/pg-profile.ts`).
+ */
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { runJobs } from '../src/runner/run-jobs.ts';
+import { startSandboxProcess } from '../test/soak/sandbox-process.ts';
+import { makeJob, postUrl, writeUrlCsv } from '../test/soak/inputs.ts';
+import { createTestDatabase, startPgCluster } from '../test/pg/pg-cluster.ts';
+import { PIPELINE_TOKEN } from './pipeline.bench.ts';
+
+const N = Number(process.env['N'] ?? 3000);
+const CLOCK_TICKS = 100;
+
+/** User + system CPU (ms) of the postmaster `pid` and its children, live and reaped. */
+function clusterCpuMs(pid: number): number {
+  let ticks = 0;
+  for (const p of readdirSync('/proc')) {
+    if (!/^\d+$/.test(p)) continue;
+    try {
+      const stat = readFileSync(`/proc/${p}/stat`, 'utf8');
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      if (Number(p) === pid || Number(f[1]) === pid) ticks += Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14]);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return (ticks * 1000) / CLOCK_TICKS;
+}
+
+function postmasterOf(port: number): number {
+  for (const p of readdirSync('/proc')) {
+    if (!/^\d+$/.test(p)) continue;
+    try {
+      const cmd = readFileSync(`/proc/${p}/cmdline`, 'utf8').split('\0');
+      if (cmd[0]?.endsWith('/postgres') && cmd.includes(String(port))) return Number(p);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  throw new Error(`no postmaster on port ${port}`);
+}
+
+/** Counts the pg client's queries by their first words while `counting`. */
+const queries = new Map<string, number>();
+let counting = false;
+const query = pg.Client.prototype.query as (...args: unknown[]) => unknown;
+(pg.Client.prototype as unknown as { query: (...args: unknown[]) => unknown }).query = function (this: pg.Client, ...args: unknown[]) {
+  const text = typeof args[0] === 'string' ? args[0] : (args[0] as { text?: string } | undefined)?.text;
+  if (counting && typeof text === 'string') {
+    const label = text.replace(/\s+/g, ' ').slice(0, 70);
+    queries.set(label, (queries.get(label) ?? 0) + 1);
+  }
+  return query.apply(this, args);
+};
+
+/** What sent a statement, by the tables it names. */
+function senderOf(q: string): string {
+  if (/pg_advisory_xact_lock/.test(q)) return 'advisory lock waits (credit budget, rate gate)';
+  if (/rate_slots/.test(q)) return 'rate gate';
+  if (/credit_|account_balance/.test(q)) return 'credit budget';
+  if (/worker_task_leases|WITH RECURSIVE names/.test(q)) return 'claims, leases, adopting';
+  if (/^(BEGIN|COMMIT)/.test(q)) return 'BEGIN/COMMIT';
+  if (/raw_responses|posts|post_media|changes|api_calls|answer_anomalies|UPDATE tasks AS t/.test(q)) return 'writer';
+  return 'other';
+}
+
+const cluster = await startPgCluster({ settings: ['shared_preload_libraries=pg_stat_statements', 'pg_stat_statements.track=all', 'pg_stat_statements.track_planning=on'] });
+const postmaster = postmasterOf(cluster.port);
+const sandbox = await startSandboxProcess(['--quiet', '--token', PIPELINE_TOKEN, '--credits', '1000000000']);
+const dir = mkdtempSync(join(tmpdir(), 'netingest-pg-profile-'));
+const admin = new pg.Client({ connectionString: cluster.url });
+admin.on('error', () => undefined);
+try {
+  const dbUrl = await createTestDatabase(cluster.url, 'profile');
+  const db = new URL(dbUrl).pathname.slice(1);
+  await admin.connect();
+  // In the maintenance database: a netingest dataset refuses tables it did not make.
+  await admin.query('CREATE EXTENSION pg_stat_statements');
+  const run = async (tag: string, n: number) => {
+    await writeUrlCsv(join(dir, `${tag}.csv`), 'post_url', n, (i) => postUrl(tag, i));
+    const job = makeJob({ name: tag, operation: 'post-details', input: { csv: `${tag}.csv`, column: 'post_url' }, rate: { requestsPerMinute: 1e9, concurrency: 16 } }, dir);
+    const summary = await runJobs({ dbPath: dbUrl, jobs: [job], api: { baseUrl: sandbox.url, token: PIPELINE_TOKEN } });
+    if (summary.status !== 'completed') throw new Error(`run ended ${summary.status}`);
+  };
+  await run('warm', 1000);
+  await admin.query('SELECT pg_stat_statements_reset()');
+  counting = true;
+  const cpu = process.cpuUsage();
+  const server = clusterCpuMs(postmaster);
+  const start = performance.now();
+  await run('main', N);
+  const wallMs = performance.now() - start;
+  const client = process.cpuUsage(cpu);
+  const serverMs = clusterCpuMs(postmaster) - server;
+  counting = false;
+  const trips = [...queries.values()].reduce((a, b) => a + b, 0);
+  console.log(`${N} answers in ${wallMs.toFixed(0)} ms: ${((N / wallMs) * 1000).toFixed(1)}/s; per answer: client CPU ${((client.user + client.system) / N).toFixed(0)} us, `
+    + `server CPU ${((serverMs * 1000) / N).toFixed(0)} us, round trips ${(trips / N).toFixed(2)}`);
+  for (const [label, n] of [...queries].sort((a, b) => b[1] - a[1]).slice(0, 12)) console.log(`  ${(n / N).toFixed(3)}/answer  ${label}`);
+  const { rows } = await admin.query<{ calls: string; ms: number; q: string }>(`SELECT calls, total_exec_time + total_plan_time AS ms, query AS q
+    FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = $1) ORDER BY ms DESC`, [db]);
+  const bySender = new Map<string, { calls: number; ms: number }>();
+  for (const r of rows) {
+    const s = bySender.get(senderOf(r.q)) ?? { calls: 0, ms: 0 };
+    s.calls += Number(r.calls);
+    s.ms += r.ms;
+    bySender.set(senderOf(r.q), s);
+  }
+  console.log('server statements per answer, and their exec + plan time:');
+  for (const [sender, s] of [...bySender].sort((a, b) => b[1].ms - a[1].ms)) console.log(`  ${(s.calls / N).toFixed(2)}  ${((s.ms * 1000) / N).toFixed(0).padStart(5)} us  ${sender}`);
+  console.log('costliest statements (calls, exec + plan ms):');
+  for (const r of rows.slice(0, 12)) console.log(`  ${r.calls.padStart(6)} ${r.ms.toFixed(0).padStart(6)}  ${r.q.replace(/\s+/g, ' ').slice(0, 100)}`);
+} finally {
+  await admin.end().catch(() => undefined);
+  await sandbox.stop();
+  await cluster.stop();
+  rmSync(dir, { recursive: true, force: true });
+}
