@@ -24,7 +24,7 @@ export interface UnfinishedRun {
 }
 
 /** What the database holds for a run that did not write its end. */
-export type UnfinishedRunFigures = Omit<RunEnd, 'status' | 'exitCode' | 'error'>;
+export type UnfinishedRunFigures = Omit<RunEnd, 'status' | 'exitCode' | 'error' | 'jobRates'>;
 
 /** The runs still marked running, oldest first. */
 export function unfinishedRuns(database: Database): UnfinishedRun[] {
@@ -119,7 +119,7 @@ export function closeAbandonedRuns(database: Database): number[] {
   const runs = createRunLog(database);
   const closed: number[] = [];
   for (const run of unfinishedRuns(database)) {
-    runs.end(run.id, { ...measureUnfinishedRun(database, run), status: 'abandoned', exitCode: null, error: ABANDONED_RUN_ERROR });
+    runs.end(run.id, { ...measureUnfinishedRun(database, run), status: 'abandoned', exitCode: null, error: ABANDONED_RUN_ERROR, jobRates: null });
     closed.push(run.id);
   }
   return closed;

@@ -21,7 +21,12 @@ export interface RunEnd {
   calls: number;
   exitCode: number | null;
   error: string | null;
+  /** Each worked job's calls per minute, as the run used them (`runs.job_rates`); null when no job was worked. */
+  jobRates: Readonly<Record<string, number>> | null;
 }
+
+/** `runs.job_rates` as both engines take it: JSON text (PostgreSQL casts it to jsonb). */
+export const jobRatesJson = (rates: RunEnd['jobRates']) => (rates === null ? null : JSON.stringify(rates));
 
 /** A row of `runs` as `status` lists it. */
 export interface RecentRun {
@@ -44,7 +49,7 @@ export function createRunLog(database: Database) {
   const end = sqlite.prepare(`UPDATE runs SET status = @status, ended_at = @endedAt, credits_at_start = @creditsAtStart,
     credits_at_end = @creditsAtEnd, credits_spent = @creditsSpent, tasks_total = @tasksTotal, tasks_done = @tasksDone,
     tasks_not_found = @tasksNotFound, tasks_failed = @tasksFailed, tasks_deferred = @tasksDeferred,
-    invalid_rows = @invalidRows, calls = @calls, exit_code = @exitCode, error = @error WHERE id = @id`);
+    invalid_rows = @invalidRows, calls = @calls, exit_code = @exitCode, error = @error, job_rates = @jobRates WHERE id = @id`);
   const recent = sqlite.prepare(RECENT_RUNS);
   return {
     /** Records a new run and returns its id. */
@@ -53,7 +58,7 @@ export function createRunLog(database: Database) {
     },
     /** Writes the end of a run: its final status and figures. */
     end(id: number, fields: RunEnd): void {
-      end.run({ id, ...fields });
+      end.run({ id, ...fields, jobRates: jobRatesJson(fields.jobRates) });
     },
     recent(limit: number) {
       return recent.all(limit) as RecentRun[];
