@@ -5,6 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { openPgStore } from '../../src/store/pg/open.ts';
+import { gatherFigures } from '../../src/report/write-report.ts';
 import { pgClusterUrl, pgSkipReason } from './use-pg.ts';
 import { operationRequests } from '../support/run-helpers.ts';
 import { chargedPerUrl, CONCURRENCY, one, REQUESTS_PER_MINUTE, setUp, startWorker, useCleanups } from './run-workers.ts';
@@ -30,5 +31,15 @@ describe.skipIf(!pgClusterUrl)(`two jobs asking the same lookups on PostgreSQL${
     }
     expect(operationRequests(s.sandbox)).toHaveLength(TASKS);
     expect([...chargedPerUrl(s.sandbox).values()].filter((n) => n > 1)).toEqual([]);
+    // The report gives each lookup's credits once, to the job whose task paid it: the jobs add up to what the
+    // service charged, each job's share is its own paid calls (post-details costs 1 in the sandbox).
+    const { figures } = await gatherFigures({ db: s.url });
+    const charged = s.sandbox.requests.reduce((n, r) => n + r.charged, 0);
+    const byJob = (name: string) => figures.creditsByJob.filter((c) => c.job === name).reduce((n, c) => n + c.credits, 0);
+    expect(byJob('x') + byJob('y')).toBeCloseTo(charged, 6);
+    for (const name of ['x', 'y']) {
+      const paid = await one(s.pool, `SELECT count(*) AS n FROM api_calls a JOIN tasks t ON t.id = a.task_id WHERE t.job = '${name}' AND a.status = 200`);
+      expect(byJob(name), name).toBeCloseTo(paid, 6);
+    }
   }, 90_000);
 });
