@@ -1,6 +1,7 @@
 import type { Database } from './open.ts';
 import type { RunStatus } from './schema.ts';
 import { rows } from './read-steps.ts';
+import { sql, param } from '../statement.ts';
 
 /** State of a run, as `runs.status` records it. */
 export type { RunStatus } from './schema.ts';
@@ -37,10 +38,10 @@ export interface RecentRun {
 }
 
 /** The last runs, newest first; the same SQL on both engines. */
-const RECENT_RUNS = `SELECT id, jobs, started_at AS "startedAt", ended_at AS "endedAt", status, credits_spent AS "creditsSpent",
+const RECENT_RUNS = sql`SELECT id, jobs, started_at AS "startedAt", ended_at AS "endedAt", status, credits_spent AS "creditsSpent",
   credits_at_end AS "creditsAtEnd", tasks_total AS "tasksTotal", tasks_done AS "tasksDone", tasks_not_found AS "tasksNotFound",
   tasks_failed AS "tasksFailed", tasks_deferred AS "tasksDeferred", invalid_rows AS "invalidRows", calls, exit_code AS "exitCode", error
-  FROM runs ORDER BY id DESC LIMIT ?`;
+  FROM runs ORDER BY id DESC LIMIT ${param}`;
 
 /** The `runs` table: one row per run, written when it starts and when it ends. */
 export function createRunLog(database: Database) {
@@ -50,7 +51,7 @@ export function createRunLog(database: Database) {
     credits_at_end = @creditsAtEnd, credits_spent = @creditsSpent, tasks_total = @tasksTotal, tasks_done = @tasksDone,
     tasks_not_found = @tasksNotFound, tasks_failed = @tasksFailed, tasks_deferred = @tasksDeferred,
     invalid_rows = @invalidRows, calls = @calls, exit_code = @exitCode, error = @error, job_rates = @jobRates WHERE id = @id`);
-  const recent = sqlite.prepare(RECENT_RUNS);
+  const recent = sqlite.prepare(RECENT_RUNS.sqlite);
   return {
     /** Records a new run and returns its id. */
     start(jobs: string[], at: string, pid: number, host: string): number {

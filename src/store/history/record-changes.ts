@@ -8,6 +8,7 @@
 import type { Row, RowWrite } from '../../operations/stored-rows.ts';
 import { rows, type Reads } from '../read-steps.ts';
 import { TRACKING, type ChangeKind, type EntityTracking, type HistoryEntity, type ListTracking, type SetTracking } from './tracking.ts';
+import { sql, param, literal, fragment, paramList } from '../../statement.ts';
 
 /** One answer's rows, in write order, and where it came from. */
 export interface AnswerWrites {
@@ -102,7 +103,7 @@ function* readState(writes: readonly RowWrite[], state: State): Reads<void> {
     for (const v of all) byKey.set(v, []);
     for (let i = 0; i < all.length; i += KEYS_PER_READ) {
       const keys = all.slice(i, i + KEYS_PER_READ);
-      const found = yield* rows<Row>(`SELECT * FROM ${table} WHERE ${column} IN (${keys.map(() => '?').join(', ')})`, keys);
+      const found = yield* rows<Row>(sql`SELECT * FROM ${literal(table)} WHERE ${literal(column)} IN (${paramList(keys.length)})`, keys);
       for (const row of found) byKey.get(String(row[column]))?.push(row);
     }
   }
@@ -220,7 +221,7 @@ function* listChange(t: ListTracking, page: readonly Row[], rowsOf: Map<string, 
       continue;
     }
     const earlier = answer.runId === null ? [] : yield* rows<{ id: number }>(
-      "SELECT id FROM changes WHERE run_id = ? AND entity = ? AND key = ? AND change = 'removed' AND old = ?",
+      sql`SELECT id FROM changes WHERE run_id = ${param} AND entity = ${param} AND key = ${param} AND change = 'removed' AND old = ${param}`,
       [answer.runId, t.entity, list, member],
     );
     if (earlier.length > 0) out.withdrawn.push(...earlier.map((r) => Number(r.id)));
@@ -266,11 +267,11 @@ const CHANGES_PER_INSERT = 500;
 function* writeChanges(changes: readonly ChangeRow[], withdrawn: readonly number[]): Reads<void> {
   for (let i = 0; i < withdrawn.length; i += KEYS_PER_READ) {
     const ids = withdrawn.slice(i, i + KEYS_PER_READ);
-    yield* rows(`DELETE FROM changes WHERE id IN (${ids.map(() => '?').join(', ')}) RETURNING id`, ids);
+    yield* rows(sql`DELETE FROM changes WHERE id IN (${paramList(ids.length)}) RETURNING id`, ids);
   }
   for (let i = 0; i < changes.length; i += CHANGES_PER_INSERT) {
     const chunk = changes.slice(i, i + CHANGES_PER_INSERT);
-    const tuple = `(${CHANGE_COLUMNS.map(() => '?').join(', ')})`;
-    yield* rows(`${CHANGES_HEAD} VALUES ${chunk.map(() => tuple).join(', ')} RETURNING id`, chunk.flatMap(changeValues));
+    const tuple = fragment(['(', paramList(CHANGE_COLUMNS.length), ')']);
+    yield* rows(sql`${literal(CHANGES_HEAD)} VALUES ${fragment(chunk.flatMap((_, n) => (n === 0 ? [tuple] : [', ', tuple])))} RETURNING id`, chunk.flatMap(changeValues));
   }
 }
