@@ -122,6 +122,19 @@ function append(built: { sqlite: string; postgres: string; positional: number; n
   }
 }
 
+/**
+ * `build` memoized by a key that names the statement's shape (a table and a count of keys, say): a statement
+ * built on a hot path (per answer) is built once per shape, as a constant is. Shapes are few and bounded.
+ */
+export function byShape<K extends string | number>(build: (key: K) => Statement): (key: K) => Statement {
+  const built = new Map<K, Statement>();
+  return (key) => {
+    let statement = built.get(key);
+    if (statement === undefined) built.set(key, (statement = build(key)));
+    return statement;
+  };
+}
+
 /** PostgreSQL's values for `statement` from the parameters a reader gives (an array, or an object by name). */
 export function pgValues(statement: Statement, params: readonly unknown[] | Readonly<Record<string, unknown>>): unknown[] {
   if (statement.names === null) return Array.isArray(params) ? [...params] : [];
