@@ -19,12 +19,19 @@ export interface BodyText {
   text: string;
   /** True when the body was longer than the limit; `text` then holds only its first few kilobytes. */
   truncated: boolean;
+  /** A body over the limit but within `keepBytes`: all of it, read to its end. */
+  whole?: string;
 }
 
 /** What readBody needs besides the stream. */
 export interface BodyLimits {
-  /** Most (decompressed) bytes read. */
+  /** Most (decompressed) bytes read as an answer. */
   limitBytes: number;
+  /**
+   * A body over limitBytes but within this many (decompressed) bytes is still read to its end and returned
+   * whole beside its excerpt (to be kept, not read as an answer); 0 or less than limitBytes: none is.
+   */
+  keepBytes?: number;
   /** performance.now() past which reading fails with a BODY_DEADLINE_CODE error. */
   deadline: number;
   /** Content-Length as sent (of the compressed bytes when compressed), or -1. */
@@ -58,9 +65,10 @@ export function firstUnsupportedCoding(codings: readonly string[]): string | nul
  * Every coding in `codings` must be decodable (see firstUnsupportedCoding).
  */
 export function readBody(body: Readable, limits: BodyLimits): Promise<BodyText> {
-  let { limitBytes } = limits;
   const { deadline, declaredBytes, codings } = limits;
-  // A body announced as too large is refused without reading it whole, but its start is kept for the
+  const answerBytes = limits.limitBytes;
+  let limitBytes = Math.max(answerBytes, limits.keepBytes ?? 0);
+  // A body announced as too large to keep is refused without reading it whole, but its start is kept for the
   // excerpt that tells the user what was sent (a proxy page, a dump).
   const refused = declaredBytes > limitBytes;
   if (refused) limitBytes = Math.min(limitBytes, TRUNCATED_TEXT_BYTES);
@@ -98,7 +106,12 @@ export function readBody(body: Readable, limits: BodyLimits): Promise<BodyText> 
       if (size > limitBytes) return cut();
       checkDeadline();
     };
-    const onEnd = (): void => resolve({ text: refused ? decodeHead(chunks, TRUNCATED_TEXT_BYTES) : decode(chunks), truncated: refused });
+    const onEnd = (): void => {
+      if (refused) return resolve({ text: decodeHead(chunks, TRUNCATED_TEXT_BYTES), truncated: true });
+      // Read to its end, but over the answer limit: whole, to be kept, and only an excerpt to be shown.
+      if (size > answerBytes) return resolve({ text: decodeHead(chunks, TRUNCATED_TEXT_BYTES), truncated: true, whole: decode(chunks) });
+      resolve({ text: decode(chunks), truncated: false });
+    };
     body.on('error', fail);
     if (codings.length === 0) {
       body.on('data', onText);

@@ -165,13 +165,28 @@ export class RequestRejectedError extends ApiError {
   }
 }
 
-/** The body is larger than `maxBodyBytes`; reading stopped there. */
+/**
+ * The body is larger than `maxBodyBytes`. A 200 body within the client's `maxKeptBodyBytes` was read whole
+ * and is carried (`raw`, redacted as a stored body is, not enumerable) to be kept for reprocess; a larger one
+ * was cut (`raw` null).
+ */
 export class ResponseTooLargeError extends ApiError {
   readonly limitBytes: number;
-  constructor(ctx: ApiErrorContext, limitBytes: number) {
+  declare readonly raw: string | null;
+  constructor(ctx: ApiErrorContext, limitBytes: number, raw: string | null = null) {
     super('BODY_TOO_LARGE', `the response body exceeds the limit of ${limitBytes} bytes`, ctx);
     this.limitBytes = limitBytes;
+    Object.defineProperty(this, 'raw', { value: raw, enumerable: false });
   }
+}
+
+/**
+ * The paid body an error carries to be kept for reprocess (a body of the wrong shape, one over the limit read
+ * whole), with its credit counters when they could be read; null when there is none to keep.
+ */
+export function keptBodyOf(err: unknown): { raw: string; credits: CreditCounters | null } | null {
+  if (err instanceof ApiSchemaError) return { raw: err.raw, credits: err.credits };
+  return err instanceof ResponseTooLargeError && err.raw !== null ? { raw: err.raw, credits: null } : null;
 }
 
 /**

@@ -29,6 +29,8 @@ export interface Transport {
   pathPrefix: string;
   timeoutMs: number;
   maxBodyBytes: number;
+  /** A 200 body over maxBodyBytes but within this is read whole and carried by its ResponseTooLargeError, to be kept. */
+  maxKeptBodyBytes: number;
   /** Kept out of error messages and excerpts. */
   secrets: readonly string[];
   /** Applied to 200/404 bodies before they are parsed and returned (identity when the token is too short). */
@@ -98,6 +100,7 @@ async function exchange<Q, A>(t: Transport, spec: CallableOperation<Q, A>, reque
     } else {
       received = await readBody(res.body, {
         limitBytes: isResult ? t.maxBodyBytes : Math.min(t.maxBodyBytes, ERROR_BODY_MAX_BYTES),
+        keepBytes: status === 200 ? t.maxKeptBodyBytes : 0,
         deadline: started + t.timeoutMs,
         declaredBytes: Number(res.headers['content-length'] ?? -1),
         codings,
@@ -114,12 +117,19 @@ async function exchange<Q, A>(t: Transport, spec: CallableOperation<Q, A>, reque
   const call = callInfo(spec, method, path, status, started);
   // On another status the status says what went wrong; only the excerpt is missing.
   if (unsupported !== null && isResult) throw new UnsupportedEncodingError({ call }, unsupported);
-  if (received.truncated && isResult) {
-    throw new ResponseTooLargeError({ call, bodyExcerpt: bodyExcerpt(received.text, t.secrets) }, t.maxBodyBytes);
-  }
+  if (received.truncated && isResult) throw tooLarge(t, received, call);
   if (status === 200) return ok(t, spec, received.text, call, request);
   if (status === 404) return notFound(t, spec, received.text, call);
   throw errorForStatus(status, { call, bodyExcerpt: bodyExcerpt(received.text, t.secrets) }, res.headers['retry-after']);
+}
+
+/**
+ * A body over the limit: paid when a 200, so its whole text, when it was read (received.whole), is carried
+ * redacted as a stored body is, for the runner to keep for reprocess.
+ */
+function tooLarge(t: Transport, received: BodyText, call: ApiCallInfo): ResponseTooLargeError {
+  const kept = received.whole === undefined ? null : t.redactBody(received.whole);
+  return new ResponseTooLargeError({ call, bodyExcerpt: bodyExcerpt(received.text, t.secrets) }, t.maxBodyBytes, kept);
 }
 
 function callInfo(

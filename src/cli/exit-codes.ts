@@ -1,6 +1,6 @@
 import { NetingestError, UsageError } from '../errors.ts';
 import type { RunSummary } from '../runner/run-summary.ts';
-import type { RunStatus } from '../store/schema.ts';
+import type { RunStatus } from '../store/tables.ts';
 
 /** The documented exit codes (README, "Exit codes"). */
 export const EXIT = {

@@ -11,8 +11,10 @@ import { assertEncoderOptions, encoderFor, type EncoderOptions, type ExportForma
 import { exportSources, findSource, parseSince } from './sources.ts';
 import { writeRows, type OutputTarget, type WriteResult } from './write-output.ts';
 import { assertOutputIsAFile } from './output-sink.ts';
-import { verifiedBy, type PumpOptions } from './pump-rows.ts';
-import { exportTableInParallel, parallelRowidRange, type ParallelExportOptions } from './parallel-table-export.ts';
+import { verifiedBy } from './pump-rows.ts';
+import { exportTableInParallel, parallelRowidRange } from './parallel-table-export.ts';
+// The options' types from their own module: the package's public types must not reach the drivers' (src/index.ts).
+import type { ParallelExportOptions, PumpOptions } from './export-options.ts';
 import type { ReadSnapshot } from '../store/read-snapshot.ts';
 import type { DatasetStore, TableStatement } from '../store/dataset-store.ts';
 import { openStore } from '../store/open-store.ts';

@@ -13,39 +13,11 @@ import type { ChunkedTable } from '../store/dataset-store.ts';
 import type { ChunkSource } from '../store/readers/table-rows.ts';
 import { ExportWorkerError, ExportWorkerPool } from './export-worker-pool.ts';
 import { pumpChunks } from './pump-chunks.ts';
-import type { PumpOptions } from './pump-rows.ts';
+import type { ParallelExportOptions, PumpOptions } from './export-options.ts';
 import { encoderFor, type ExportFormat } from './row-encoders.ts';
 import { writeOutput, type OutputTarget, type WriteResult } from './write-output.ts';
 
-/** Tuning of the parallel path; every default is in PARALLEL_EXPORT_DEFAULTS. */
-export interface ParallelExportOptions {
-  /** Worker threads; below 2 every export stays on the main thread. */
-  workers?: number;
-  /** Tables whose rowid span (max - min + 1) is below this stay on the main thread: starting workers costs more. */
-  minRowidSpan?: number;
-  /**
-   * Tables whose rowid span is more than this many times their row count stay on the main thread: chunks cut
-   * by rowid would be mostly empty (at worst, after a row with a huge rowid, astronomically many of them).
-   */
-  maxRowidsPerRow?: number;
-  /** Rowids per chunk, the unit a worker reads, encodes and sends back. */
-  chunkRowids?: number;
-  /** Chunks requested but not yet written, at most: with chunkRowids, this bounds the memory held. */
-  maxChunksInFlight?: number;
-  /** Rows a worker hands the encoder at once... */
-  encodeBatchRows?: number;
-  /** ...or fewer, once their text adds up to this many characters (so that huge rows come one or a few at a time). */
-  encodeBatchChars?: number;
-  /** Each worker's V8 young generation: larger scavenges less often, but every MB counts in the peak RSS. */
-  workerYoungGenerationMb?: number;
-  /**
-   * Each worker's V8 old generation, at most. A bound makes V8 collect sooner (without one, dead objects pile up
-   * to tens of MB more per worker); a worker holds one batch at a time, and csv-stringify needs up to ~20 times
-   * a value's size for a value full of quotes, so 512 MB passes a 20 MB value (measured) but not a 40 MB one:
-   * the export then fails with EXPORT_WORKER_OUT_OF_MEMORY, and `export --sql` (main thread) is the way out.
-   */
-  workerOldGenerationMb?: number;
-}
+export type { ParallelExportOptions };
 
 export const PARALLEL_EXPORT_DEFAULTS = {
   workers: Math.min(2, availableParallelism()),

@@ -9,22 +9,9 @@ import type { RowEncoder } from './row-encoders.ts';
 import { ExportInterruptedError } from './errors.ts';
 import type { ReadSnapshot } from '../store/read-snapshot.ts';
 
-/** Tuning of the loop; every default is here. */
-export interface PumpOptions {
-  /** Rows encoded and written together (csv-stringify is called once per batch). */
-  batchRows?: number;
-  /** Longest stretch of synchronous work before the loop lets timers and signals run. */
-  yieldEveryMs?: number;
-  /** Stops the loop (the caller then discards the output). */
-  signal?: AbortSignal;
-  /** Called after each batch with the number of rows written so far; an exception aborts the export. */
-  onProgress?: (rows: number) => void;
-  /**
-   * Called by writeOutput() after each batch and once more before the output is committed; an exception aborts
-   * the export, nothing being left at `out`. The read snapshot's change check (see verifiedBy).
-   */
-  verify?: () => void;
-}
+import type { PumpOptions } from './export-options.ts';
+
+export type { PumpOptions };
 
 /**
  * `options` with the snapshot's change check (ReadSnapshot.assertUnchanged) added to its verify step: a database

@@ -3,7 +3,8 @@
  * or a stream), pumps the rows, and commits, or discards everything on any failure or interrupt.
  */
 import { openFileSink, streamSink, OutputClosedError, type OutputSink } from './output-sink.ts';
-import { pumpRows, type PumpOptions } from './pump-rows.ts';
+import { pumpRows } from './pump-rows.ts';
+import type { PumpOptions } from './export-options.ts';
 import { ExportInterruptedError } from './errors.ts';
 import type { RowEncoder } from './row-encoders.ts';
 import { plural } from '../plural.ts';

@@ -5,8 +5,10 @@
  * read through it, so an answer stored live and one recovered by reprocess are read alike.
  */
 import type { CreditCounters, Operation } from '../spec/types.ts';
-import { readThrough, type SetAsideRecord, type UnusableIssue } from './answer-contract.ts';
+import { readThrough, type AnswerContract, type SetAsideRecord, type UnusableIssue } from './answer-contract.ts';
 import type { DriftTally } from './drift.ts';
+import { otherSiteHost } from '../urls/canonical.ts';
+import { networkHost } from '../urls/network-host.ts';
 import { OPERATION_SPECS, type SpecOf } from './index.ts';
 import type { OperationSpec, Subject } from './operation-spec.ts';
 import type { PostDetailsAnswer } from './post-details.ts';
@@ -50,7 +52,27 @@ export function readAnswerOf<Q, A>(spec: OperationSpec<Q, A, Subject>, body: unk
   // The contract's reading is the answer type of its operation (answer-contract.ts's ReadBody).
   const answer = reading.answer as A;
   const lastPage = spec.lastPage(asked, answer, reading.drift);
+  noteOtherSiteRecords(spec.answer, answer, reading.drift);
   return { usable: true, answer, setAside: reading.setAside, drift: reading.drift, credits: creditsOf(body), lastPage };
+}
+
+/**
+ * Counts as drift (`host`) each listed record named by a page on another site than the network's (a sandbox or
+ * service answering for another brand): its operation's rows leave it out (stored-values.ts, recordUrlKey), so
+ * the run says it once per path instead of storing `https://other.example/company/x` beside the network's own.
+ */
+function noteOtherSiteRecords(contract: AnswerContract, answer: unknown, drift: DriftTally): void {
+  const { recordsAt, identity } = contract;
+  if (recordsAt === null || identity === null) return;
+  let records: unknown = answer;
+  for (const name of recordsAt) records = (records as Record<string, unknown> | null)?.[name];
+  if (!Array.isArray(records)) return;
+  const host = networkHost();
+  const list = `${recordsAt.join('.')}[]`;
+  for (const record of records) {
+    const other = otherSiteHost((record as Record<string, unknown> | null)?.[identity], host);
+    if (other !== null) drift.note(`${list}.${identity}`, list, 'host', `${other}, not ${host}`);
+  }
 }
 
 /** The credit counters of a body when all three are finite numbers (1e400 parses as Infinity, which no balance is). */

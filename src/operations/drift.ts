@@ -4,14 +4,16 @@
  * Paths name list elements with `[]` (`data.content[].phone`); each count is out of the times the member's
  * parent was there (answers for top-level members, records for a record's members).
  */
+import type { Operation } from '../spec/types.ts';
 
 /**
  * `missing`, `null` (where the spec does not allow it), `renamed` (read from another member), `variant` (a
  * lossless variant of its type, read as the value), `type` (another type: stored as NULL), `capped` (the page
  * size the service answered is smaller than the one asked for), `text` (a NUL or a lone surrogate, which no
- * engine stores alike: stored without them, storable-text.ts).
+ * engine stores alike: stored without them, storable-text.ts), `host` (a record named by a page on another site
+ * than the network's: not stored, so that no key of another site sits beside the network's own).
  */
-export const DRIFT_KINDS = ['missing', 'null', 'renamed', 'variant', 'type', 'capped', 'text'] as const;
+export const DRIFT_KINDS = ['missing', 'null', 'renamed', 'variant', 'type', 'capped', 'text', 'host'] as const;
 export type DriftKind = (typeof DRIFT_KINDS)[number];
 
 /** One path's count of one kind of drift. */
@@ -21,8 +23,22 @@ export interface DriftCount {
   count: number;
   /** How many times the member's parent was there (the denominator). */
   of: number;
-  /** The other member read (`renamed`), the types (`variant`, `type`), the sizes (`capped`), what was changed (`text`); null otherwise. */
+  /**
+   * The other member read (`renamed`), the types (`variant`, `type`), the sizes (`capped`), what was changed
+   * (`text`), the other site (`host`); null otherwise.
+   */
   detail: string | null;
+}
+
+/** One line of drift, as a run's `--json` summary gives it (`message` is the text line). */
+export interface DriftLine {
+  operation: Operation;
+  path: string;
+  kind: DriftKind;
+  count: number;
+  of: number;
+  detail: string | null;
+  message: string;
 }
 
 interface Note {
@@ -112,6 +128,8 @@ function driftPhrase(d: CountOf): string {
       return `of another type in ${share} (${d.detail ?? '?'}), stored as NULL`;
     case 'text':
       return `text no database stores as sent in ${share} (${d.detail ?? 'NUL or lone surrogate'}), stored so`;
+    case 'host':
+      return `a page on another host than the network's in ${share} (${d.detail ?? '?'}), not stored`;
     case 'capped':
       return `page size capped by the service in ${share} answers (${d.detail ?? ''}); paging follows the service's size`;
   }

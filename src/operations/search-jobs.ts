@@ -23,7 +23,7 @@ import { common, text, type JobCommon, type JobInputFile } from '../jobs/job-com
 import type { JobIssue } from '../jobs/job-error.ts';
 import type { OperationSpec, RowRead } from './operation-spec.ts';
 import type { RowWrite } from './stored-rows.ts';
-import { arrayOf, joinedList, objectOf, sqlValue, urlKey } from './stored-values.ts';
+import { arrayOf, joinedList, objectOf, sqlValue, recordUrlKey, urlKey } from './stored-values.ts';
 import { timeInJsonArray, sql, param, named, literal, codePointOrder } from '../statement.ts';
 
 const job = obj({
@@ -304,7 +304,7 @@ export const searchJobs = {
     for (const record of arrayOf(res.results)) {
       const position = s.start + index++;
       const job = objectOf(record) as JobAnswer;
-      const url = urlKey(job.url, canonicalJobUrl, ctx.networkHost);
+      const url = recordUrlKey(job.url, canonicalJobUrl, ctx.networkHost);
       if (url === null) {
         skipped++;
         continue;

@@ -18,7 +18,7 @@ import { common, JOB_RANGES, text, urlInput, wholeIn, type JobCommon, type JobIn
 import { JOB_DEFAULTS } from '../jobs/defaults.ts';
 import type { OperationSpec } from './operation-spec.ts';
 import type { RowOf, RowWrite } from './stored-rows.ts';
-import { arrayOf, givenValue, jsonText, objectOf, sqlValue, urlKey } from './stored-values.ts';
+import { arrayOf, givenValue, jsonText, objectOf, sqlValue, recordUrlKey, urlKey } from './stored-values.ts';
 import { timeInJsonArray, sql, named, codePointOrder, groupConcat, numberText } from '../statement.ts';
 
 const address = obj({
@@ -357,7 +357,7 @@ export const similarCompanies = {
     for (const record of arrayOf(objectOf(res.data)['content'])) {
       rank++;
       const company = objectOf(record) as CompanyAnswer;
-      const url = urlKey(company.url, canonicalCompanyUrl, ctx.networkHost);
+      const url = recordUrlKey(company.url, canonicalCompanyUrl, ctx.networkHost);
       if (url === null) {
         skipped++;
         continue;

@@ -3,8 +3,7 @@
  * The operation maps an answer to rows (a pure function); the store (src/store/ingest/) writes them with its
  * own prepared statements per table, so another store can reuse the operations unchanged.
  */
-import type { SqliteTables } from '../store/schema.ts';
-import type { NormalizedTable, StoreFilled } from '../store/tables.ts';
+import type { DatasetTable, NormalizedTable, StoreFilled } from '../store/tables.ts';
 import type { SqlValue } from './stored-values.ts';
 
 /** One row: column name -> value. */
@@ -12,11 +11,14 @@ export type Row = Readonly<Record<string, SqlValue>>;
 
 type Filled<T> = T extends keyof StoreFilled ? StoreFilled[T] : never;
 
+/** The column names of table `T`, from its one definition (tables.ts): no drizzle type, so the package's types need none. */
+type ColumnsOf<T extends NormalizedTable> = keyof Extract<DatasetTable, { name: T }>['columns'] & string;
+
 /**
- * A row of `T` as an operation writes it: every column of the table's definition ($inferInsert's keys), but those
+ * A row of `T` as an operation writes it: every column of the table's definition, but those
  * the store fills (which it may add), and no other, so a misspelled or forgotten column does not compile.
  */
-export type RowOf<T extends NormalizedTable> = { readonly [K in Exclude<keyof SqliteTables[T]['$inferInsert'], Filled<T>>]-?: SqlValue } & {
+export type RowOf<T extends NormalizedTable> = { readonly [K in Exclude<ColumnsOf<T>, Filled<T>>]-?: SqlValue } & {
   readonly [K in Filled<T>]?: SqlValue;
 };
 

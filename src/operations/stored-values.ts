@@ -2,7 +2,7 @@
  * Turning answer values into stored values. A stored value is a number, a string, a bigint or null (what
  * SQLite binds), and the spec leaves several types "not shown", so every value goes through one of these.
  */
-import { canonicalUrl, type CanonicalResult } from '../urls/canonical.ts';
+import { canonicalUrl, otherSiteHost, type CanonicalResult } from '../urls/canonical.ts';
 
 /** A value a column stores. */
 export type SqlValue = string | number | bigint | null;
@@ -68,4 +68,16 @@ export function urlKey(
   if (typeof value !== 'string') return null;
   const trimmed = value.trim();
   return trimmed === '' ? null : trimmed;
+}
+
+/**
+ * The key of a listed record's own page: urlKey(), but null for a page on another site than the network's,
+ * so that its record is left out (counted as `host` drift where the answer is read: answers.ts).
+ */
+export function recordUrlKey(
+  value: unknown,
+  canonical: (input: unknown, networkHost: string) => CanonicalResult,
+  networkHost: string,
+): string | null {
+  return otherSiteHost(value, networkHost) === null ? urlKey(value, canonical, networkHost) : null;
 }

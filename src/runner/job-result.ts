@@ -5,7 +5,7 @@
  */
 import type { UsageError } from '../errors.ts';
 import type { Operation } from '../spec/types.ts';
-import type { TaskStatus } from '../store/schema.ts';
+import type { TaskStatus } from '../store/tables.ts';
 import type { CreditStop } from '../credits/credit-guard.ts';
 import type { PlanCounts } from './plan-into-ledger.ts';
 import type { JobStatus, JobSummary, JobWarning } from './run-summary.ts';

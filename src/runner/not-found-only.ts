@@ -9,23 +9,16 @@ import { bodyExcerpt } from '../api/redact.ts';
 import type { Operation } from '../spec/types.ts';
 import { specOf } from '../operations/index.ts';
 import type { TaskOutcome } from './task-executor.ts';
+import type { NotFoundOnlyWarning } from './run-summary.ts';
+
+export type { NotFoundOnlyWarning };
 
 /** Code of the warning in the summary's `warnings` of a job. */
-export const NOT_FOUND_ONLY = 'NOT_FOUND_ONLY';
+export const NOT_FOUND_ONLY = 'NOT_FOUND_ONLY' satisfies NotFoundOnlyWarning['code'];
 
 /** Longest excerpt of the 404 body's message carried by the warning. */
 const MESSAGE_EXCERPT_CHARS = 120;
 
-/** What the run says of a job whose answers were all 404s: the log line's fields and the summary's message. */
-export interface NotFoundOnlyWarning {
-  code: typeof NOT_FOUND_ONLY;
-  /** Answers of the job in the run, every one a 404. */
-  answers: number;
-  status: 404;
-  /** Excerpt (redacted) of the first 404 body's `message`; null when the bodies had none. */
-  bodyMessage: string | null;
-  message: string;
-}
 
 /** Counts the answers of one job in one run, and whether any of them held data. */
 export class NotFoundOnlyWatch {

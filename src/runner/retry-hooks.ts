@@ -4,7 +4,7 @@
  * (shouldConsumeRetry), and try again while the table and the task's budgets allow (shouldRetry).
  */
 import type { Options } from 'p-retry';
-import { DEFAULT_RETRY_AFTER_MS, isApiError, ThrottledError } from '../api/errors.ts';
+import { DEFAULT_RETRY_AFTER_MS, isApiError, keptBodyOf, ThrottledError } from '../api/errors.ts';
 import { throttleWaitMs } from './call-bound.ts';
 import { isPaid, policyOf } from './error-policy.ts';
 import type { ExecutableTask, ExecutorContext, RetrySettings } from './task-executor.ts';
@@ -40,7 +40,7 @@ function afterFailedAttempt(task: ExecutableTask, ctx: ExecutorContext, tally: T
   if (isApiError(err)) {
     // A body kept for reprocess has its api_calls row written with it and the task's failure, in one
     // transaction (see failure() in task-executor.ts).
-    if (policy.fails !== 'reprocess') void ctx.writer.attemptFailed(task, err);
+    if (policy.fails !== 'reprocess' || keptBodyOf(err) === null) void ctx.writer.attemptFailed(task, err);
     ctx.onAttemptError?.(err);
   }
   if (policy.pausesAll) pauseAll(ctx, tally, err);

@@ -3,19 +3,10 @@
  * answer_drift after each job (for `status`) and said in one line per path in the summary and the log.
  */
 import type { RunStore } from '../store/run-store.ts';
-import { DriftTally, driftLine, type DriftKind } from '../operations/drift.ts';
+import { DriftTally, driftLine, type DriftLine } from '../operations/drift.ts';
 import type { Operation } from '../spec/types.ts';
 
-/** One line of drift, as `--json` gives it (`message` is the text line). */
-export interface DriftLine {
-  operation: Operation;
-  path: string;
-  kind: DriftKind;
-  count: number;
-  of: number;
-  detail: string | null;
-  message: string;
-}
+export type { DriftLine };
 
 export class RunDrift {
   private readonly tallies = new Map<Operation, DriftTally>();

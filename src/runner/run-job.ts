@@ -7,7 +7,7 @@ import type { IngestRequest } from '../store/ingest-request.ts';
 import { findSpec, readStored, specOf, type AnySubject } from '../operations/index.ts';
 import type { OperationSpec } from '../operations/operation-spec.ts';
 import { executeTask, type ExecutableTask, type ExecutorContext } from './task-executor.ts';
-import type { TaskStatus } from '../store/schema.ts';
+import type { TaskStatus } from '../store/tables.ts';
 
 export const RUN_JOB_DEFAULTS = {
   /** Tasks read from the ledger per query. */

@@ -2,12 +2,13 @@
  * What a run reports: one summary per job and one for the run (made by closeRun, close-run.ts, from the jobs'
  * results, job-result.ts). The field names are a public contract (`netingest run --json`): add, never rename.
  */
-import type { InvalidInputRow } from '../store/ledger.ts';
-import type { RunStatus } from '../store/runs.ts';
+// Types from light modules only: the package's public types (src/index.ts) hold a run's summary, and must not
+// reach the database drivers' or drizzle's types (test/package/package-types.test.ts).
+import type { InvalidInputRow } from '../store/invalid-input-row.ts';
+import type { RunStatus } from '../store/tables.ts';
 import type { Operation } from '../spec/types.ts';
-import type { NotFoundOnlyWarning } from './not-found-only.ts';
 import type { RunStopSummary } from './stop-summary.ts';
-import type { DriftLine } from './run-drift.ts';
+import type { DriftLine } from '../operations/drift.ts';
 
 export type { RunStopSummary } from './stop-summary.ts';
 
@@ -54,6 +55,17 @@ export interface JobSummary {
    * Each has a `code` and a `message`.
    */
   warnings: JobWarning[];
+}
+
+/** What the run says of a job whose answers were all 404s (not-found-only.ts): the log line's fields and the summary's message. */
+export interface NotFoundOnlyWarning {
+  code: 'NOT_FOUND_ONLY';
+  /** Answers of the job in the run, every one a 404. */
+  answers: number;
+  status: 404;
+  /** Excerpt (redacted) of the first 404 body's `message`; null when the bodies had none. */
+  bodyMessage: string | null;
+  message: string;
 }
 
 /** A warning about a job (by `code`): NOT_FOUND_ONLY, every answer a 404 that a wrong API URL would give too. */

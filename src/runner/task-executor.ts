@@ -1,6 +1,6 @@
 import pRetry, { AbortError } from 'p-retry';
 import type { ApiClient, ApiResult } from '../api/types.ts';
-import { ApiSchemaError, isApiError, type ApiError } from '../api/errors.ts';
+import { isApiError, keptBodyOf, type ApiError } from '../api/errors.ts';
 import type { Operation } from '../spec/types.ts';
 import type { AnySubject } from '../operations/index.ts';
 import type { OperationSpec } from '../operations/operation-spec.ts';
@@ -149,9 +149,11 @@ async function failure(task: ExecutableTask, ctx: ExecutorContext, err: unknown,
   const policy = ERROR_POLICY[code];
   if (policy.stopsRun) return { kind: 'stopped' };
   const message = err instanceof Error ? err.message : String(err);
-  if (policy.fails === 'reprocess' && err instanceof ApiSchemaError) {
-    // Paid for: the body is kept so that reprocess can recover it after a schema fix, without paying again.
-    await ctx.writer.rejected(task, task.ingest, task.requestKey, err, calls);
+  const kept = policy.fails === 'reprocess' && isApiError(err) ? keptBodyOf(err) : null;
+  if (kept !== null) {
+    // Paid for: the body is kept so that reprocess can recover it (after a schema fix; one over the size limit
+    // as it is), without paying again.
+    await ctx.writer.rejected(task, task.ingest, task.requestKey, { call: (err as ApiError).call, code, message, ...kept }, calls);
     return { kind: 'failed', retryable: false, code, message, error: err };
   }
   const retryable = policy.fails === 'retryable';

@@ -8,7 +8,7 @@ import type { Operation } from '../spec/types.ts';
 import { apiCallReads } from './api-calls.ts';
 import type { Database } from './open.ts';
 import { readSync, rows, value, type Reads } from './read-steps.ts';
-import type { TaskStatus } from './schema.ts';
+import type { TaskStatus } from './tables.ts';
 import { createRunLog, type RunEnd } from './runs.ts';
 import { sql, param } from '../statement.ts';
 

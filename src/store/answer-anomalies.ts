@@ -4,7 +4,7 @@
  * keyed by it, so that reprocess rebuilds them from the bodies like the normalized tables.
  */
 import type { Connection } from './connection.ts';
-import type { AnswerAnomalyKind } from './schema.ts';
+import type { AnswerAnomalyKind } from './tables.ts';
 
 /** One anomaly of one answer, as the normalizers and the contract reading report it. */
 export interface AnswerAnomaly {

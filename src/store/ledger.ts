@@ -1,6 +1,6 @@
 import type { Connection } from './connection.ts';
 import { otherJobsWithOperation } from './job-names.ts';
-import type { TaskStatus } from './schema.ts';
+import type { TaskStatus } from './tables.ts';
 
 /** A task as the runner reads it from the ledger. */
 export interface TaskRow {
@@ -23,15 +23,9 @@ export interface NewTask {
   inputLine: number;
 }
 
-/** A row of the input that could not become a task. */
-export interface InvalidInputRow {
-  job: string;
-  file: string;
-  line: number;
-  field: string | null;
-  value: string | null;
-  reason: string;
-}
+import type { InvalidInputRow } from './invalid-input-row.ts';
+
+export type { InvalidInputRow };
 
 /** What tells one invalid row from another across runs: what was wrong with it, wherever it is in the file. */
 export function invalidRowKey(row: Pick<InvalidInputRow, 'field' | 'value' | 'reason'>): string {

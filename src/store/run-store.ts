@@ -8,7 +8,7 @@ import type { SetAsideRecord } from '../operations/answer-contract.ts';
 import type { Operation } from '../spec/types.ts';
 import type { CreditHistory } from '../credits/credit-meter.ts';
 import type { CreditGuard, CreditLimits } from '../credits/credit-guard.ts';
-import type { AnswerAnomalyKind, TaskStatus } from './schema.ts';
+import type { AnswerAnomalyKind, TaskStatus } from './tables.ts';
 import type { AnswerDriftRow } from './answer-drift.ts';
 import type { IngestRequest } from './ingest-request.ts';
 import type { InvalidInputRow, NewTask, RunnableFilter, TaskRow } from './ledger.ts';

@@ -7,7 +7,8 @@
  */
 import type { BuildColumns } from 'drizzle-orm';
 import { check, customType, index, integer, primaryKey, real, sqliteTable, text, uniqueIndex, type SQLiteTableWithColumns } from 'drizzle-orm/sqlite-core';
-import { buildTables, type AutoId, type Column, type ColumnKind, type Dialect, type TableDef } from './table-kit.ts';
+import type { AutoId, Column, ColumnKind, TableDef } from './table-kit.ts';
+import { buildTables, type Dialect } from './table-build.ts';
 import { DATASET_TABLES, type DatasetTable } from './tables.ts';
 
 export { ANSWER_ANOMALY_KINDS, RUN_STATUSES, TASK_STATUSES, type AnswerAnomalyKind, type RunStatus, type TaskStatus } from './tables.ts';

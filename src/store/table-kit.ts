@@ -1,9 +1,20 @@
 /**
  * How a table is defined once for both engines: columns of a neutral kind (what each kind becomes on SQLite and
  * on PostgreSQL is decided by the two builders, schema.ts and pg/schema.ts), keys, indexes and checks by name.
- * The definitions themselves are in tables.ts.
+ * The definitions themselves are in tables.ts; table-build.ts makes each dialect's drizzle tables of them.
  */
-import type { AnyColumn, SQL } from 'drizzle-orm';
+
+/**
+ * A drizzle SQL fragment (sql`...`: a default, a check, a partial index's condition), opaque here: these are the
+ * types the package's public types reach (the operations' rows), and drizzle's own declarations do not pass a
+ * strict consumer's check (skipLibCheck false). table-build.ts hands them to drizzle.
+ */
+export interface SqlFragment {
+  getSQL(): unknown;
+}
+
+/** A built column, as a check or a partial index names it inside sql`...` (drizzle's column: see table-build.ts). */
+export type ColumnRef = object;
 
 /**
  * A column's kind, and so its type on each engine (docs/postgres.md): `text`; `time`, an ISO-8601 UTC timestamp
@@ -25,7 +36,7 @@ export type DataOf<K extends ColumnKind> = K extends 'int' | 'bigint' | 'flag' |
 export interface ColumnSpec {
   readonly kind: ColumnKind;
   readonly notNull: boolean;
-  readonly default?: string | number | SQL;
+  readonly default?: string | number | SqlFragment;
   readonly primaryKey: boolean;
   readonly autoId: AutoId;
   /** The parent column; a child row goes with its parent (ON DELETE CASCADE), as every reference in the dataset. */
@@ -45,7 +56,7 @@ export class Column<K extends ColumnKind = ColumnKind, T = DataOf<K>, N extends 
     return new Column({ ...this.spec, notNull: true });
   }
 
-  default(value: (T & (string | number)) | SQL): Column<K, T, N, true> {
+  default(value: (T & (string | number)) | SqlFragment): Column<K, T, N, true> {
     return new Column({ ...this.spec, default: value });
   }
 
@@ -79,10 +90,10 @@ export const real = kind('real');
 export const given = kind('given');
 
 export type Columns = Record<string, Column>;
-type Names<C extends Columns> = readonly (keyof C & string)[];
+export type Names<C extends Columns> = readonly (keyof C & string)[];
 
 /** An index: its columns, or its columns with `unique` and a `where` (a partial index). */
-export type IndexSpec<C extends Columns> = Names<C> | { on: Names<C>; unique?: boolean; where?(t: Record<keyof C & string, AnyColumn>): SQL };
+export type IndexSpec<C extends Columns> = Names<C> | { on: Names<C>; unique?: boolean; where?(t: Record<keyof C & string, ColumnRef>): SqlFragment };
 
 /** How the operations' rows are written: upserted on the primary key, or as sets that replace an owner's rows. */
 export type WriteMode = 'upsert' | 'set';
@@ -92,7 +103,7 @@ export interface TableOptions<C extends Columns, W extends WriteMode | undefined
   readonly primaryKey?: Names<C>;
   readonly indexes?: Readonly<Record<string, IndexSpec<C>>>;
   /** CHECK constraints by name. */
-  checks?(t: Record<keyof C & string, AnyColumn>): Readonly<Record<string, SQL>>;
+  checks?(t: Record<keyof C & string, ColumnRef>): Readonly<Record<string, SqlFragment>>;
   /** Set for the normalized tables the operations' rows go to (store/ingest/tables.ts). */
   readonly written?: W;
 }
@@ -115,61 +126,4 @@ export function table<Name extends string, C extends Columns, W extends WriteMod
 /** The columns of `def` that make its primary key, in key order. */
 export function primaryKeyOf(def: TableDef): readonly string[] {
   return def.primaryKey ?? Object.keys(def.columns).filter((c) => def.columns[c]!.spec.primaryKey);
-}
-
-/** A dialect's drizzle column builder, as buildTables() chains it (drizzle's builders return themselves). */
-export interface ColumnBuilder {
-  notNull(): ColumnBuilder;
-  default(value: unknown): ColumnBuilder;
-  primaryKey(): ColumnBuilder;
-  references(ref: () => AnyColumn, actions: { onDelete: 'cascade' }): ColumnBuilder;
-}
-
-/** What buildTables() needs of a dialect: its drizzle functions, and each kind's column. */
-export interface Dialect {
-  /** A column of `kind`; with `autoId`, the key column the engine numbers. */
-  column(kind: ColumnKind, autoId: AutoId): ColumnBuilder;
-  table(name: string, columns: Record<string, ColumnBuilder>, extra: (t: Record<string, AnyColumn>) => unknown[]): Record<string, AnyColumn>;
-  index(name: string): { on(...columns: AnyColumn[]): { where(condition: SQL): unknown } };
-  uniqueIndex(name: string): { on(...columns: AnyColumn[]): { where(condition: SQL): unknown } };
-  primaryKey(config: { columns: AnyColumn[] }): unknown;
-  check(name: string, condition: SQL): unknown;
-}
-
-/** One dialect's drizzle tables from their definitions (parents first, so a reference finds its parent built). */
-export function buildTables(defs: readonly TableDef[], dialect: Dialect): Record<string, unknown> {
-  const built = new Map<Column, AnyColumn>();
-  const tables: Record<string, unknown> = {};
-  for (const def of defs) {
-    const columns = Object.fromEntries(Object.entries(def.columns).map(([key, c]) => [key, buildColumn(c.spec, dialect, built)]));
-    const t = dialect.table(def.name, columns, (t) => extrasOf(def, t, dialect));
-    for (const [key, c] of Object.entries(def.columns)) built.set(c, t[key]!);
-    tables[def.name] = t;
-  }
-  return tables;
-}
-
-function buildColumn(spec: ColumnSpec, dialect: Dialect, built: ReadonlyMap<Column, AnyColumn>): ColumnBuilder {
-  let b = dialect.column(spec.kind, spec.autoId);
-  if (spec.primaryKey && !spec.autoId) b = b.primaryKey();
-  else if (spec.notNull && !spec.primaryKey) b = b.notNull();
-  if (spec.default !== undefined) b = b.default(spec.default);
-  const parent = spec.references;
-  if (parent) b = b.references(() => built.get(parent)!, { onDelete: 'cascade' });
-  return b;
-}
-
-function extrasOf(def: TableDef, t: Record<string, AnyColumn>, dialect: Dialect): unknown[] {
-  const extras: unknown[] = def.primaryKey ? [dialect.primaryKey({ columns: def.primaryKey.map((c) => t[c]!) })] : [];
-  for (const [name, spec] of Object.entries(def.indexes ?? {})) {
-    const { on, unique, where } = isNames(spec) ? { on: spec, unique: false, where: undefined } : spec;
-    const index = (unique ? dialect.uniqueIndex : dialect.index)(name).on(...on.map((c) => t[c]!));
-    extras.push(where ? index.where(where(t)) : index);
-  }
-  for (const [name, condition] of Object.entries(def.checks?.(t) ?? {})) extras.push(dialect.check(name, condition));
-  return extras;
-}
-
-function isNames(spec: IndexSpec<Columns>): spec is Names<Columns> {
-  return Array.isArray(spec);
 }

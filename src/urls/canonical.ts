@@ -38,6 +38,17 @@ export function isNetworkHost(host: string, networkHost: string): boolean {
   return dot > 0 && host.slice(dot + 1) === networkHost && EDITION_LABEL.test(host.slice(0, dot));
 }
 
+/**
+ * The host of a URL on another site than the network's (`www.` dropped), or null: for one on the network's
+ * site and for a value that is not a URL at all. An answer naming such a page is drift, not a key to store.
+ */
+export function otherSiteHost(input: unknown, networkHost: string): string | null {
+  const parsed = parse(input);
+  if (!parsed.ok || isNetworkHost(parsed.value.host, networkHost)) return null;
+  const { host } = parsed.value;
+  return host.startsWith('www.') ? host.slice(4) : host;
+}
+
 /** Canonical form of any page URL (path kept as written, case included); the network's pages on `www.`. */
 export function canonicalUrl(input: unknown, networkHost: string): CanonicalResult {
   const parsed = parse(input);

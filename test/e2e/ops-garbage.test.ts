@@ -64,9 +64,9 @@ describe('garbage from the API is recorded against the task and never crashes th
     // Valid JSON of the wrong shape: deterministic, so not retried (a retry would only pay again). Paid for, so
     // its body is archived, marked as not an answer (test/pg/ops-garbage-archive.test.ts).
     { fault: 'wrongShapeRate', code: 'SCHEMA', excerpt: /"status":"ok"/, retryable: 0, attempts: 1, archived: 8 },
-    // A body over the size limit (announced by Content-Length): refused without being read whole, its first
-    // bytes kept for the excerpt.
-    { fault: 'hugeRate', code: 'BODY_TOO_LARGE', excerpt: /{"success":true/, retryable: 0, attempts: 1, archived: 0 },
+    // A body over the size limit (9 MiB, announced by Content-Length): paid, not retried, not stored as an
+    // answer; within the kept bound, so its body is archived for reprocess (test/pg/run-oversize-kept.test.ts).
+    { fault: 'hugeRate', code: 'BODY_TOO_LARGE', excerpt: /{"success":true/, retryable: 0, attempts: 1, archived: 8 },
   ] as const;
 
   for (const c of cases) {
@@ -129,8 +129,10 @@ describe('garbage from the API is recorded against the task and never crashes th
     const tasks = tasksOf('chunked.db');
     expect(tasks.map((t) => t.code)).toEqual(Array(8).fill('BODY_TOO_LARGE'));
     for (const t of tasks) expect(t.error).toMatch(/body: {"success":true,"padding":"x+/);
-    // Reading stopped at the limit (plus what the socket buffers held), far from the 64 MiB on offer.
-    expect(Math.max(...sentPerRequest)).toBeLessThan(3 * CLIENT_DEFAULTS.maxBodyBytes);
+    // Reading stopped at the kept bound (plus what the socket buffers held), far from the 64 MiB on offer, and
+    // nothing of it kept.
+    expect(Math.max(...sentPerRequest)).toBeLessThan(CLIENT_DEFAULTS.maxKeptBodyBytes + CLIENT_DEFAULTS.maxBodyBytes);
+    expect(countOf('chunked.db', 'raw_responses')).toBe(0);
   }, 60_000);
 
   it('paid answers over the size limit, one after another, stop the run as unusable (exit 6) instead of paying for every task', async () => {

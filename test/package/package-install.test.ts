@@ -1,8 +1,8 @@
 /**
  * The package as a user gets it: `npm pack` of a copy of the checkout, installed into a scratch project, where a
  * job imports `defineJob` from 'netingest', the project's own tsc checks it, and the installed `netingest` plans
- * it, runs its demo (worker threads from dist/) and a script drives the programmatic API. Slow (~30 s): its own
- * file, one test.
+ * it, runs its demo (worker threads from dist/) and a script drives the programmatic API; and a strict project
+ * without skipLibCheck checks the package's types. Slow (~30 s): its own file.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { execFile } from 'node:child_process';
@@ -144,5 +144,39 @@ describe('the packed package, installed in a scratch project', () => {
     expect(script.workers).toBe(2);
     expect(script.rows).toBeGreaterThanOrEqual(script.companies!);
     expect(existsSync(join(project, 'companies.csv'))).toBe(true);
+  }, 120_000);
+
+  it("its types check in a strict project without skipLibCheck, with only typescript and @types/node beside it", async () => {
+    // The drivers' type packages are not installed: the public types must not need them (nor drizzle's, whose own
+    // declarations fail this check), as a consumer's project has none of them.
+    for (const absent of ['@types/better-sqlite3', '@types/pg']) expect(existsSync(join(project, 'node_modules', absent))).toBe(false);
+    const dir = join(project, 'strict');
+    await mkdir(dir);
+    await writeFile(
+      join(dir, 'uses.ts'),
+      "import { defineJob, loadJob, plan, run, openDataset, exportTable, exportSql, NetingestError, type Job, type RunResult, type RunSummary } from 'netingest';\n" +
+        "export const job = defineJob({ operation: 'search-jobs', input: { csv: 'q.csv' }, pages: 1 });\n" +
+        "export const loaded: Promise<Job> = loadJob('jobs/leads.ts');\n" +
+        "export const planned = async () => (await plan('jobs/leads.ts', { db: 'x.db' })).tasks;\n" +
+        "export const ran = async (): Promise<RunSummary['status']> => ((await run({ db: 'x.db', jobs: [await loaded] })) satisfies RunResult).summary.status;\n" +
+        "export const drift = async () => (await run({ db: 'x.db', jobs: ['jobs/leads.ts'] })).summary.drift.map((d) => d.message);\n" +
+        "export const rows = async () => (await openDataset('x.db')).all<{ n: number }>('SELECT count(*) AS n FROM companies');\n" +
+        "export const onPg = async () => (await openDataset('postgres://analyst@h/db')).query<{ n: number }>('SELECT $1::int AS n', [1]);\n" +
+        "export const out = () => exportTable({ db: 'x.db', table: 'companies', stream: process.stdout, parallel: { workers: 2 } });\n" +
+        "export const sql = () => exportSql({ db: 'x.db', sql: 'SELECT 1', out: 'one.csv', batchRows: 10 });\n" +
+        'export const isOurs = (e: unknown) => e instanceof NetingestError;\n' +
+        "// @ts-expect-error a typo in the operation is a type error here too\ndefineJob({ operation: 'similar-company', input: { csv: 'x.csv', column: 'u' } });\n",
+    );
+    await writeFile(
+      join(dir, 'tsconfig.json'),
+      JSON.stringify({
+        compilerOptions: { target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, noEmit: true, skipLibCheck: false, types: ['node'] },
+        include: ['uses.ts'],
+      }),
+    );
+    // tsc prints its errors on stdout and exits 2: the rejection names them.
+    await sh(join(project, 'node_modules/.bin/tsc'), ['-p', 'strict'], project).catch((err: { stdout?: string }) => {
+      throw new Error(`tsc without skipLibCheck failed:\n${err.stdout ?? String(err)}`);
+    });
   }, 120_000);
 });

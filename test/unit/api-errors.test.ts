@@ -340,7 +340,8 @@ describe('broken 200 bodies', () => {
 
 describe('size limit', () => {
   it('refuses a body over maxBodyBytes announced by content-length, closing the stream', async () => {
-    const small = createTypedClient({ baseUrl, token: TOKEN, maxBodyBytes: 1024 });
+    // None kept: a body announced over the kept bound is refused unread (the bound is the limit here).
+    const small = createTypedClient({ baseUrl, token: TOKEN, maxBodyBytes: 1024, maxKeptBodyBytes: 1024 });
     let closedEarly: Promise<boolean> = Promise.resolve(false);
     handler = (_req, res) => {
       closedEarly = new Promise((resolve) => res.on('close', () => resolve(!res.writableFinished)));
@@ -381,6 +382,35 @@ describe('size limit', () => {
       expect(err).toBeInstanceOf(ResponseTooLargeError);
       await closed;
       expect(written).toBeLessThan(50 * 1024 * 1024);
+    } finally {
+      await small.close();
+    }
+  });
+});
+
+describe('a paid body over the limit, kept', () => {
+  it('is read whole, redacted as a stored body, when within maxKeptBodyBytes; cut and not carried past it; never for a 404', async () => {
+    const small = createTypedClient({ baseUrl, token: TOKEN, maxBodyBytes: 1024, maxKeptBodyBytes: 64 * 1024 });
+    const within = `{"padding":"${'x'.repeat(32 * 1024)}","echo":"${TOKEN}"}`;
+    let status = 200;
+    let body = within;
+    handler = (_req, res) => {
+      res.writeHead(status, { 'content-type': 'application/json' });
+      res.end(body);
+    };
+    try {
+      const kept = (await failure(small.searchJobs({}))) as ResponseTooLargeError;
+      expect(kept).toBeInstanceOf(ResponseTooLargeError);
+      expect(kept.raw).toBe(within.replace(TOKEN, '[REDACTED]'));
+      // Not enumerable: logging the error does not dump the body.
+      expect(Object.keys(kept)).not.toContain('raw');
+      expect(kept.bodyExcerpt.length).toBeLessThanOrEqual(300);
+
+      body = `{"padding":"${'x'.repeat(128 * 1024)}"}`;
+      expect(((await failure(small.searchJobs({}))) as ResponseTooLargeError).raw).toBeNull();
+      status = 404;
+      body = within;
+      expect(((await failure(small.searchJobs({}))) as ResponseTooLargeError).raw).toBeNull();
     } finally {
       await small.close();
     }

@@ -240,6 +240,23 @@ describe('answers as the live service sends them: every record that names itself
   });
 });
 
+describe('records named by a page on another host than the network\'s', () => {
+  it('are drift of kind host, once per path with the first other host; pages of the network and values that are no URL are not', () => {
+    const body = jobs();
+    body.results = [
+      job(),
+      job({ url: 'https://acmenet.com/jobs/view/1' }),
+      job({ url: 'in.acmenet.com/jobs/view/2' }),
+      job({ url: 'https://de.network.com/jobs/view/3' }),
+      job({ url: 'not a url' }),
+      job({ url: 'https://www.acmenet.com/jobs/view/4', company_link: 'https://acmenet.com/company/x' }),
+    ];
+    expect(driftOf('search-jobs', body)).toEqual(['search-jobs results[].url: a page on another host than the network\'s in 3/6 (acmenet.com, not network.com), not stored']);
+    // Its rows leave them out, so no key of another site is stored (test/pg/run-other-site.test.ts stores none).
+    expect(driftOf('search-jobs', jobs())).toEqual([]);
+  });
+});
+
 describe('validateResponse: a body no contract can read names the JSON path', () => {
   it('not an object, a record list that is not an array, or a post body with nothing of a post', () => {
     expect(schemaError('post-details', [post()]).message).toContain('(root): expected object, received array');

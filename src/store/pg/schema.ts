@@ -30,7 +30,8 @@ import {
   uniqueIndex,
   type PgTableWithColumns,
 } from 'drizzle-orm/pg-core';
-import { buildTables, type AutoId, type Column, type ColumnKind, type Dialect, type TableDef } from '../table-kit.ts';
+import type { AutoId, Column, ColumnKind, TableDef } from '../table-kit.ts';
+import { buildTables, type Dialect } from '../table-build.ts';
 import { DATASET_TABLES, type DatasetTable } from '../tables.ts';
 
 const COLUMNS = {

@@ -7,7 +7,7 @@
 import { apiCallReads } from '../api-calls.ts';
 import { rows, value, type Reads } from '../read-steps.ts';
 import { statusReads } from '../status.ts';
-import type { RunStatus } from '../schema.ts';
+import type { RunStatus } from '../tables.ts';
 import { sql, param, dialect } from '../../statement.ts';
 
 /** What the figures cover. */

@@ -5,7 +5,8 @@
  * dataset's tables are (store/table-kit.ts), built for PostgreSQL only.
  */
 import { sql } from 'drizzle-orm';
-import { bigint, buildTables, int, real, table, text, time } from '../../table-kit.ts';
+import { bigint, int, real, table, text, time } from '../../table-kit.ts';
+import { buildTables } from '../../table-build.ts';
 import { pg, type PgTablesOf } from '../schema.ts';
 
 const now = sql`now()`;
