@@ -3,8 +3,13 @@
  * its statements and gets each one's rows back. Pure data and generators, no database: operations' enrich
  * lookups are written in them without importing the store.
  */
-/** One statement's SQL: the same on both engines, or each engine's own. */
-export type EngineSql = string | { sqlite: string; postgres: string };
+import type { Statement } from './statement.ts';
+
+/**
+ * One statement's SQL: plain text the same on both engines and with no parameter, or a Statement (statement.ts),
+ * which holds each engine's text and placeholders.
+ */
+export type EngineSql = string | Statement;
 
 /** Positional parameters (`?`), or named ones (`@name`) in an object. */
 export type StepParams = readonly unknown[] | Readonly<Record<string, unknown>>;
@@ -20,19 +25,25 @@ export interface ReadStep {
 export type Reads<T> = Generator<ReadStep, T, unknown[]>;
 
 /** The rows of `sql` as objects by column (inside a Reads generator: `const r = yield* rows(...)`). */
+export function rows<R>(sql: string): Reads<R[]>;
+export function rows<R>(sql: Statement, params: StepParams): Reads<R[]>;
 export function* rows<R>(sql: EngineSql, params: StepParams = []): Reads<R[]> {
   return (yield { sql, params }) as R[];
 }
 
 /** The rows of `sql` as arrays in column order. */
+export function rawRows(sql: string): Reads<unknown[][]>;
+export function rawRows(sql: Statement, params: StepParams): Reads<unknown[][]>;
 export function* rawRows(sql: EngineSql, params: StepParams = []): Reads<unknown[][]> {
   return (yield { sql, params, raw: true }) as unknown[][];
 }
 
 /** The first column of the first row, or undefined without rows (better-sqlite3's pluck().get()). */
+export function value<T>(sql: string): Reads<T | undefined>;
+export function value<T>(sql: Statement, params: StepParams): Reads<T | undefined>;
 export function* value<T>(sql: EngineSql, params: StepParams = []): Reads<T | undefined> {
   // By column, not raw: on PostgreSQL, counts come back as numbers that way (a raw row is an export's, bigint).
-  const found = yield* rows<Record<string, unknown>>(sql, params);
+  const found = (yield { sql, params }) as Array<Record<string, unknown>>;
   return found.length === 0 ? undefined : (Object.values(found[0]!)[0] as T);
 }
 

@@ -15,7 +15,8 @@ import type { Operation } from '../spec/types.ts';
 import type { AnswerContract } from './answer-contract.ts';
 import type { DriftTally } from './drift.ts';
 import type { StoredAnswer, RowContext } from './stored-rows.ts';
-import type { EngineSql, Reads, StepParams } from '../read-steps.ts';
+import type { Reads, StepParams } from '../read-steps.ts';
+import type { Statement } from '../statement.ts';
 
 /** What a stored answer is filed under: the request it answers, as raw_responses.request_json holds it. */
 export interface Subject {
@@ -80,11 +81,11 @@ export interface HistoryKey {
 
 /**
  * What enrich lookups may do with the dataset: read-only statements returning rows as arrays, as Reads
- * (src/read-steps.ts: `yield*` them; the store runs them), so that one lookup reads SQLite or PostgreSQL: SQL that differs
- * between the two is given as `{ sqlite, postgres }`.
+ * (src/read-steps.ts: `yield*` them; the store runs them), so that one lookup reads SQLite or PostgreSQL: each is one
+ * Statement (src/statement.ts), with dialect helpers where the engines spell a piece differently.
  */
 export interface EnrichReader {
-  rows(sql: EngineSql): { all(params: StepParams): Reads<unknown[][]> };
+  rows(sql: Statement): { all(params: StepParams): Reads<unknown[][]> };
   /** The answer floors of one input (see export/latest-answers.ts): per page, the time before which no row is its latest answer. */
   floors(inputKey: string): Reads<Array<string | null>>;
 }

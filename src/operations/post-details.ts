@@ -16,6 +16,7 @@ import { common, urlInput, type JobCommon, type JobInputFile } from '../jobs/job
 import type { OperationSpec } from './operation-spec.ts';
 import type { RowAnomaly } from './stored-rows.ts';
 import { arrayOf, jsonText, objectOf, sqlValue, urlKey } from './stored-values.ts';
+import { sql, param, literal, codePointOrder, groupConcat } from '../statement.ts';
 
 const body = {
   success: bool(),
@@ -102,35 +103,20 @@ export const POST_COLUMNS = [
 ] as const;
 
 // One post, found by an indexed lookup: `posts` is keyed by `post_id` (its primary key); `url` (indexed too)
-// holds only the last URL form the post was asked for.
-const postSql = (where: string) => `
+// holds only the last URL form the post was asked for. The post id tie-break in code-point order on both engines.
+const postSql = (column: 'p.post_id' | 'p.url') => sql`
   SELECT
     p.post_id, p.author_name, p.author_headline, p.author_url, p.posted_raw, p.text_content, p.reactions,
     p.comments_count,
     (SELECT count(*) FROM post_media WHERE post_id = p.post_id),
-    (SELECT group_concat(url, '; ' ORDER BY position) FROM post_media WHERE post_id = p.post_id),
+    (SELECT ${groupConcat('url', '; ', 'position')} FROM post_media WHERE post_id = p.post_id),
     p.media_description, p.hashtags, p.updated_at
   FROM posts p
-  WHERE ${where}
-  ORDER BY p.updated_at DESC, p.post_id
+  WHERE ${literal(column)} = ${param}
+  ORDER BY p.updated_at DESC, ${codePointOrder('p.post_id')}
   LIMIT 1`;
-export const POST_BY_ID_SQL = postSql('p.post_id = ?');
-export const POST_BY_URL_SQL = postSql('p.url = ?');
-
-/** The same on PostgreSQL: string_agg for group_concat, the post id tie-break in code-point order as SQLite's. */
-const postSqlPg = (where: string) => `
-  SELECT
-    p.post_id, p.author_name, p.author_headline, p.author_url, p.posted_raw, p.text_content, p.reactions,
-    p.comments_count,
-    (SELECT count(*) FROM post_media WHERE post_id = p.post_id),
-    (SELECT string_agg(url, '; ' ORDER BY position) FROM post_media WHERE post_id = p.post_id),
-    p.media_description, p.hashtags, p.updated_at
-  FROM posts p
-  WHERE ${where}
-  ORDER BY p.updated_at DESC, p.post_id COLLATE "C"
-  LIMIT 1`;
-export const POST_BY_ID_SQL_PG = postSqlPg('p.post_id = ?');
-export const POST_BY_URL_SQL_PG = postSqlPg('p.url = ?');
+export const POST_BY_ID_SQL = postSql('p.post_id');
+export const POST_BY_URL_SQL = postSql('p.url');
 
 /** Its job definition: the common settings and one URL column (job files; docs/jobs.md). */
 export const postDetailsJobDefinition = z.strictObject({
@@ -229,8 +215,8 @@ export const postDetails = {
       // By activity id first: every URL form of a post (/posts/…-activity-<id>-…, /feed/update/urn:li:activity:<id>)
       // finds it, whichever form was asked last. By URL when the URL names no activity, or when the stored id is
       // not the one the URL names (the answer's PostId wins in the ingest).
-      const byId = reader.rows({ sqlite: POST_BY_ID_SQL, postgres: POST_BY_ID_SQL_PG });
-      const byUrl = reader.rows({ sqlite: POST_BY_URL_SQL, postgres: POST_BY_URL_SQL_PG });
+      const byId = reader.rows(POST_BY_ID_SQL);
+      const byUrl = reader.rows(POST_BY_URL_SQL);
       const updatedAt = POST_COLUMNS.indexOf('post_last_seen_at');
       const hashtags = POST_COLUMNS.indexOf('post_hashtags');
       return function* (inputKey) {
@@ -250,7 +236,7 @@ export const postDetails = {
     doneMeansResult: true,
     changeKeys(reader) {
       // The history keys a post by its id: the one its URL names, or the one stored for a URL naming none.
-      const byUrl = reader.rows('SELECT post_id FROM posts WHERE url = ?');
+      const byUrl = reader.rows(sql`SELECT post_id FROM posts WHERE url = ${param}`);
       return function* (inputKey) {
         const postId = postIdOfUrl(inputKey) ?? (yield* byUrl.all([inputKey]))[0]?.[0];
         return postId == null ? [] : [{ entity: 'post', key: String(postId) }];

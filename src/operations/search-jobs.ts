@@ -24,6 +24,7 @@ import type { JobIssue } from '../jobs/job-error.ts';
 import type { OperationSpec, RowRead } from './operation-spec.ts';
 import type { RowWrite } from './stored-rows.ts';
 import { arrayOf, joinedList, objectOf, sqlValue, recordUrlKey, urlKey } from './stored-values.ts';
+import { timeInJsonArray, sql, param, named, literal, codePointOrder } from '../statement.ts';
 
 const job = obj({
   title: str(),
@@ -155,36 +156,21 @@ export const JOB_COLUMNS = [
 // position: page p asks with start = (p - 1) * SEARCH_JOBS_PAGE_SIZE and stores start + index (the size is
 // written into the text: a bound JS number is a REAL, and the division must be an integer one). Stored
 // positions are offsets into the search; the output ranks them 1, 2, 3...
-export const JOB_SQL = `
+const PAGE_SIZE = literal(SEARCH_JOBS_PAGE_SIZE);
+export const JOB_SQL = sql`
   WITH latest(slot, at) AS (
-    SELECT position / ${SEARCH_JOBS_PAGE_SIZE}, max(last_seen_at) FROM job_search_results
-    WHERE search_key = @input AND position < @pages * ${SEARCH_JOBS_PAGE_SIZE}
-    GROUP BY position / ${SEARCH_JOBS_PAGE_SIZE}
+    SELECT position / ${PAGE_SIZE}, max(last_seen_at) FROM job_search_results
+    WHERE search_key = ${named('input')} AND position < ${named('pages')} * ${PAGE_SIZE}
+    GROUP BY position / ${PAGE_SIZE}
   )
   SELECT
     j.url, j.title, j.company_name, j.company_link, j.location, j.posted_date, j.is_actively_hiring,
     j.employment_type, j.seniority_level, j.job_function, j.industries, j.description, r.last_seen_at
   FROM latest l
-  JOIN job_search_results r ON r.search_key = @input AND r.position / ${SEARCH_JOBS_PAGE_SIZE} = l.slot AND r.last_seen_at = l.at
+  JOIN job_search_results r ON r.search_key = ${named('input')} AND r.position / ${PAGE_SIZE} = l.slot AND r.last_seen_at = l.at
   JOIN jobs j ON j.url = r.job_url
-  WHERE l.at >= coalesce(json_extract(@floors, '$[' || l.slot || ']'), '')
-  ORDER BY r.position, r.job_url`;
-
-/** JOB_SQL on PostgreSQL: the same rows; the floors (ISO text) read from the jsonb array as timestamps. */
-export const JOB_SQL_PG = `
-  WITH latest(slot, at) AS (
-    SELECT position / ${SEARCH_JOBS_PAGE_SIZE}, max(last_seen_at) FROM job_search_results
-    WHERE search_key = @input AND position < @pages * ${SEARCH_JOBS_PAGE_SIZE}
-    GROUP BY position / ${SEARCH_JOBS_PAGE_SIZE}
-  )
-  SELECT
-    j.url, j.title, j.company_name, j.company_link, j.location, j.posted_date, j.is_actively_hiring,
-    j.employment_type, j.seniority_level, j.job_function, j.industries, j.description, r.last_seen_at
-  FROM latest l
-  JOIN job_search_results r ON r.search_key = @input AND r.position / ${SEARCH_JOBS_PAGE_SIZE} = l.slot AND r.last_seen_at = l.at
-  JOIN jobs j ON j.url = r.job_url
-  WHERE l.at >= coalesce((@floors::jsonb ->> l.slot)::timestamptz, '-infinity')
-  ORDER BY r.position, r.job_url COLLATE "C"`;
+  WHERE l.at >= ${timeInJsonArray(named('floors'), 'l.slot')}
+  ORDER BY r.position, ${codePointOrder('r.job_url')}`;
 
 /** Its job definition: the common settings, the input CSV and the query's defaults (job files; docs/jobs.md). */
 /** A list parameter: an array, or one string with items separated by commas or semicolons. */
@@ -359,7 +345,7 @@ export const searchJobs = {
       fields: ['job_title', 'job_company_name', 'job_location', 'job_posted_date', 'job_employment_type', 'job_url'],
     },
     lookup(reader, job) {
-      const stmt = reader.rows({ sqlite: JOB_SQL, postgres: JOB_SQL_PG });
+      const stmt = reader.rows(JOB_SQL);
       return function* (inputKey) {
         const floors = JSON.stringify(yield* reader.floors(inputKey));
         const found = yield* stmt.all({ input: inputKey, pages: job.pages, floors });
@@ -370,7 +356,7 @@ export const searchJobs = {
     sameQuestion: () => () => true,
     doneMeansResult: false,
     changeKeys(reader) {
-      const results = reader.rows('SELECT job_url FROM job_search_results WHERE search_key = ? ORDER BY job_url');
+      const results = reader.rows(sql`SELECT job_url FROM job_search_results WHERE search_key = ${param} ORDER BY job_url`);
       return function* (inputKey) {
         const jobs = (yield* results.all([inputKey])).map(([url]) => ({ entity: 'job' as const, key: String(url), changedOnly: true }));
         return [{ entity: 'search', key: inputKey }, ...jobs];

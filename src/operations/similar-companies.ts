@@ -19,6 +19,7 @@ import { JOB_DEFAULTS } from '../jobs/defaults.ts';
 import type { OperationSpec } from './operation-spec.ts';
 import type { RowOf, RowWrite } from './stored-rows.ts';
 import { arrayOf, givenValue, jsonText, objectOf, sqlValue, recordUrlKey, urlKey } from './stored-values.ts';
+import { timeInJsonArray, sql, named, codePointOrder, groupConcat, numberText } from '../statement.ts';
 
 const address = obj({
   city: str(),
@@ -216,56 +217,28 @@ export const SIMILAR_COLUMNS = [
 // moved counts on its new page only); they are dropped when the ledger knows of a later answer to the page
 // (@floors, a JSON array by page: a 404, an empty page, past the last page). Rank is computed here (1-based,
 // page by page): the stored rank restarts on every page.
-export const SIMILAR_SQL = `
+export const SIMILAR_SQL = sql`
   WITH latest(page, at) AS (
     SELECT page, max(last_seen_at) FROM similar_companies
-    WHERE reference_url = @input AND filter_key = @filterKey AND page <= @pages
+    WHERE reference_url = ${named('input')} AND filter_key = ${named('filterKey')} AND page <= ${named('pages')}
     GROUP BY page
   )
   SELECT
     s.page, s.relevancy_score, s.relevancy_grade, s.company_url, c.name, c.universal_name, c.type, c.website,
-    (SELECT group_concat(value, '; ' ORDER BY position) FROM company_industries WHERE company_url = s.company_url),
-    (SELECT group_concat(value, '; ' ORDER BY position) FROM company_specialities WHERE company_url = s.company_url),
+    (SELECT ${groupConcat('value', '; ', 'position')} FROM company_industries WHERE company_url = s.company_url),
+    (SELECT ${groupConcat('value', '; ', 'position')} FROM company_specialities WHERE company_url = s.company_url),
     c.staff_total,
     CASE WHEN c.staff_range_start IS NULL AND c.staff_range_end IS NULL THEN NULL
-      ELSE coalesce(c.staff_range_start, '') || '-' || coalesce(c.staff_range_end, '') END,
+      ELSE coalesce(${numberText('c.staff_range_start')}, '') || '-' || coalesce(${numberText('c.staff_range_end')}, '') END,
     (SELECT city FROM company_locations WHERE company_url = s.company_url AND is_headquarter = 1 ORDER BY position LIMIT 1),
     (SELECT country FROM company_locations WHERE company_url = s.company_url AND is_headquarter = 1 ORDER BY position LIMIT 1),
     c.founded_year, c.phone, c.description, s.last_seen_at
   FROM latest l
   JOIN similar_companies s
-    ON s.reference_url = @input AND s.filter_key = @filterKey AND s.page = l.page AND s.last_seen_at = l.at
+    ON s.reference_url = ${named('input')} AND s.filter_key = ${named('filterKey')} AND s.page = l.page AND s.last_seen_at = l.at
   LEFT JOIN companies c ON c.url = s.company_url
-  WHERE l.at >= coalesce(json_extract(@floors, '$[' || (l.page - 1) || ']'), '')
-  ORDER BY s.page, s.rank, s.company_url`;
-
-/**
- * SIMILAR_SQL on PostgreSQL: the same rows and columns. string_agg for group_concat, the staff range's numbers
- * as text, the floors (ISO text) read from the jsonb array as timestamps, and the URL tie-break in code-point
- * order as SQLite's.
- */
-export const SIMILAR_SQL_PG = `
-  WITH latest(page, at) AS (
-    SELECT page, max(last_seen_at) FROM similar_companies
-    WHERE reference_url = @input AND filter_key = @filterKey AND page <= @pages
-    GROUP BY page
-  )
-  SELECT
-    s.page, s.relevancy_score, s.relevancy_grade, s.company_url, c.name, c.universal_name, c.type, c.website,
-    (SELECT string_agg(value, '; ' ORDER BY position) FROM company_industries WHERE company_url = s.company_url),
-    (SELECT string_agg(value, '; ' ORDER BY position) FROM company_specialities WHERE company_url = s.company_url),
-    c.staff_total,
-    CASE WHEN c.staff_range_start IS NULL AND c.staff_range_end IS NULL THEN NULL
-      ELSE coalesce(c.staff_range_start::text, '') || '-' || coalesce(c.staff_range_end::text, '') END,
-    (SELECT city FROM company_locations WHERE company_url = s.company_url AND is_headquarter = 1 ORDER BY position LIMIT 1),
-    (SELECT country FROM company_locations WHERE company_url = s.company_url AND is_headquarter = 1 ORDER BY position LIMIT 1),
-    c.founded_year, c.phone, c.description, s.last_seen_at
-  FROM latest l
-  JOIN similar_companies s
-    ON s.reference_url = @input AND s.filter_key = @filterKey AND s.page = l.page AND s.last_seen_at = l.at
-  LEFT JOIN companies c ON c.url = s.company_url
-  WHERE l.at >= coalesce((@floors::jsonb ->> (l.page - 1))::timestamptz, '-infinity')
-  ORDER BY s.page, s.rank, s.company_url COLLATE "C"`;
+  WHERE l.at >= ${timeInJsonArray(named('floors'), '(l.page - 1)')}
+  ORDER BY s.page, s.rank, ${codePointOrder('s.company_url')}`;
 
 /** Its job definition: the common settings, one URL column, filters and page size (job files; docs/jobs.md). */
 const account = z.strictObject({
@@ -420,7 +393,7 @@ export const similarCompanies = {
       ],
     },
     lookup(reader, job) {
-      const stmt = reader.rows({ sqlite: SIMILAR_SQL, postgres: SIMILAR_SQL_PG });
+      const stmt = reader.rows(SIMILAR_SQL);
       const key = filterKey(job.request.account);
       return function* (inputKey) {
         const floors = JSON.stringify(yield* reader.floors(inputKey));

@@ -48,17 +48,34 @@ const base = (yName: string, categories: string[], extra: Record<string, unknown
   yAxis: { type: 'value', name: yName, nameLocation: 'middle', nameGap: 50 },
 });
 
+/** A job's colour, the same in the credits and pace charts (the palette ECharts would give them in turn). */
+const JOB_COLOURS = ['#1565c0', '#ef6c00', '#2e7d32', '#6a1b9a', '#00838f', '#ad1457', '#5d4037', '#9e9d24'];
+const colourOfJob = (jobs: readonly string[], job: string) => JOB_COLOURS[jobs.indexOf(job) % JOB_COLOURS.length]!;
+
+/** The jobs of the credits and pace charts, in name order. */
+export function chartJobs(f: ReportFigures): string[] {
+  return [...new Set([...f.creditsByJob.map((c) => c.job ?? NO_JOB), ...f.pace.map((p) => p.job)])].sort();
+}
+
+/** How a run's spend that no job's call shows is named (every paid answer of the run unreadable, say). */
+export const NO_JOB = '(no job)';
+
 function creditsChart(f: ReportFigures): ChartSpec {
   const labels = runLabels(f);
   const x = f.nights.map((n) => labels.get(n.runId)!);
   const spent = f.nights.map((n) => n.creditsSpent ?? 0);
   const most = f.nights.reduce<(typeof f.nights)[number] | null>((m, n) => ((n.creditsSpent ?? 0) > (m?.creditsSpent ?? -1) ? n : m), null);
   const left = f.headline.creditsLeft;
+  const jobs = chartJobs(f);
+  const byJob = new Map(jobs.map((job) => [job, new Map<number, number>()]));
+  for (const c of f.creditsByJob) byJob.get(c.job ?? NO_JOB)!.set(c.runId, c.credits);
+  const jobTotals = jobs.map((job) => [job, sum([...byJob.get(job)!.values()])] as const).filter(([, n]) => n > 0);
   return {
     id: 'credits',
-    title: 'Credits spent per night, and the balance left after each run',
+    title: 'Credits spent per night by each job, and the balance left after each run',
     alt:
       `${f.nights.length} runs in the last ${f.days} days spent ${fmt(sum(spent))} credits` +
+      (jobTotals.length > 0 ? ` (${jobTotals.map(([job, n]) => `${job} ${fmt(n)}`).join(', ')})` : '') +
       (most ? `; the most, ${fmt(most.creditsSpent ?? 0)}, on ${labels.get(most.runId)}` : '') +
       (left ? `; ${fmt(left.balance)} of ${fmt(left.totalCredits)} credits are left.` : '; the balance is not known yet.'),
     option: {
@@ -69,8 +86,11 @@ function creditsChart(f: ReportFigures): ChartSpec {
         { type: 'value', name: 'balance left (credits)', nameLocation: 'middle', nameGap: 60, splitLine: { show: false }, scale: true },
       ],
       series: [
-        { type: 'bar', name: 'credits spent', data: spent, itemStyle: { color: '#1565c0' }, barMaxWidth: BAR_MAX_PX },
-        { type: 'line', name: 'balance left', yAxisIndex: 1, data: f.nights.map((n) => n.balanceAfter), showSymbol: f.nights.length <= SYMBOLS_UP_TO, connectNulls: true, itemStyle: { color: '#455a64' } },
+        ...jobs.map((job) => ({
+          type: 'bar', stack: 'credits', name: job, data: f.nights.map((n) => byJob.get(job)!.get(n.runId) ?? 0),
+          itemStyle: { color: colourOfJob(jobs, job) }, barMaxWidth: BAR_MAX_PX,
+        })),
+        { type: 'line', name: 'balance left (all jobs)', yAxisIndex: 1, data: f.nights.map((n) => n.balanceAfter), showSymbol: f.nights.length <= SYMBOLS_UP_TO, connectNulls: true, itemStyle: { color: '#37474f' } },
       ],
     },
   };
@@ -114,18 +134,15 @@ function jobsChart(f: ReportFigures): ChartSpec {
 
 function paceChart(f: ReportFigures): ChartSpec {
   const labels = runLabels(f);
-  const pace = f.pace.filter((p) => labels.has(p.runId));
-  const x = pace.map((p) => labels.get(p.runId)!);
-  const rates = pace.map((p) => p.callsPerMinute).filter((r): r is number => r !== null);
-  const configured = pace[0]?.configuredPerMinute ?? null;
+  const runIds = f.nights.map((n) => n.runId).filter((id) => f.pace.some((p) => p.runId === id));
+  const x = runIds.map((id) => labels.get(id)!);
+  const jobs = chartJobs(f).filter((job) => f.pace.some((p) => p.job === job));
+  const paceOf = (job: string, runId: number) => f.pace.find((p) => p.job === job && p.runId === runId);
+  const latency = runIds.map((id) => avg(f.pace.filter((p) => p.runId === id).map((p) => p.latencyAvgMs)));
   return {
     id: 'pace',
-    title: 'Calls per minute achieved against the configured rate, and answer latency',
-    alt:
-      rates.length === 0
-        ? 'No run made calls enough to measure a pace.'
-        : `${Math.min(...rates) === Math.max(...rates) ? `Runs made ${fmt(rates[0]!)}` : `Runs made between ${fmt(Math.min(...rates))} and ${fmt(Math.max(...rates))}`} calls per minute against ${configured} configured; ` +
-          `average latency ${avg(pace.map((p) => p.latencyAvgMs))} ms.`,
+    title: 'Calls per minute achieved by each job against the rate it was run at, and answer latency',
+    alt: paceAlt(f, jobs, latency),
     option: {
       ...base('calls per minute', x),
       yAxis: [
@@ -133,12 +150,34 @@ function paceChart(f: ReportFigures): ChartSpec {
         { type: 'value', name: 'latency (ms)', nameLocation: 'middle', nameGap: 55, splitLine: { show: false } },
       ],
       series: [
-        { type: 'line', name: 'calls per minute achieved', data: pace.map((p) => p.callsPerMinute), connectNulls: true, itemStyle: { color: '#1565c0' } },
-        { type: 'line', name: 'configured rate', data: pace.map((p) => p.configuredPerMinute), showSymbol: pace.length <= SYMBOLS_UP_TO, lineStyle: { type: 'dashed' }, itemStyle: { color: '#000' } },
-        { type: 'line', name: 'average latency (ms)', yAxisIndex: 1, data: pace.map((p) => p.latencyAvgMs), connectNulls: true, itemStyle: { color: '#ef8f00' } },
+        ...jobs.flatMap((job) => [
+          { type: 'line', name: `${job}: achieved`, data: runIds.map((id) => paceOf(job, id)?.callsPerMinute ?? null), connectNulls: true, showSymbol: runIds.length <= SYMBOLS_UP_TO, itemStyle: { color: colourOfJob(jobs, job) } },
+          {
+            // A step, not a slope: the rate changes from one run to the next, never in between.
+            type: 'line', name: `${job}: rate set`, data: runIds.map((id) => paceOf(job, id)?.configuredPerMinute ?? null), connectNulls: true, showSymbol: false,
+            step: 'end', lineStyle: { type: 'dashed' }, itemStyle: { color: colourOfJob(jobs, job) },
+          },
+        ]),
+        { type: 'line', name: 'average latency (ms)', yAxisIndex: 1, data: latency, connectNulls: true, showSymbol: runIds.length <= SYMBOLS_UP_TO, itemStyle: { color: '#9e9e9e' }, lineStyle: { type: 'dotted' } },
       ],
     },
   };
+}
+
+function paceAlt(f: ReportFigures, jobs: readonly string[], latency: ReadonlyArray<number | null>): string {
+  const perJob = jobs.flatMap((job) => {
+    const runs = f.pace.filter((p) => p.job === job && p.callsPerMinute !== null);
+    if (runs.length === 0) return [];
+    const rates = runs.map((p) => p.callsPerMinute!);
+    const rateList = (from: string) => [...new Set(runs.filter((p) => p.configuredFrom === from).map((p) => fmt(p.configuredPerMinute)))].join(' or ');
+    const made = Math.min(...rates) === Math.max(...rates) ? fmt(rates[0]!) : `${fmt(Math.min(...rates))} to ${fmt(Math.max(...rates))}`;
+    const recorded = rateList('recorded');
+    const assumed = rateList('assumed');
+    const against = [recorded && `${recorded} set`, assumed && `${assumed} assumed (--rate) for runs that did not record theirs`].filter(Boolean).join(', ');
+    return [`${job} made ${made} calls per minute against ${against}`];
+  });
+  if (perJob.length === 0) return 'No run made calls enough to measure a pace.';
+  return `${perJob.join('; ')}; average latency ${avg(latency)} ms.`;
 }
 
 function driftChart(f: ReportFigures): ChartSpec {

@@ -8,6 +8,7 @@ import type { FullStatusReport } from '../runner/status-report.ts';
 import { forecastDue, type ForecastDay } from './forecast.ts';
 import { headlineOf, type Headline } from './headline.ts';
 import { redactSample } from './redact-sample.ts';
+import { creditsByJob, type JobCredits } from './job-credits.ts';
 
 /** Options of buildFigures(). */
 export interface FigureOptions {
@@ -15,7 +16,7 @@ export interface FigureOptions {
   days: number;
   /** Days of the forecast, today first. */
   forecastDays: number;
-  /** The calls per minute the jobs are configured for, drawn against the pace achieved. */
+  /** The calls per minute assumed for a run that did not record its jobs' rates (made before `runs.job_rates`). */
   configuredPerMinute: number;
   /** Each operation's refresh age (days) when its job does not say (the forecast's rule). */
   refreshAfterDays: Readonly<Record<string, number>>;
@@ -31,10 +32,13 @@ export interface NightFigures {
   done: number; notFound: number; failed: number; deferred: number; invalidRows: number; calls: number;
 }
 
-/** One run's pace: calls started per minute between its first and last call, and the answers' latency. */
+/**
+ * One job's pace in one run: calls started per minute between its first and last call against the rate the run
+ * worked it at (`recorded`), or the report's `--rate` for a run that did not record it; and the answers' latency.
+ */
 export interface PaceFigures {
-  runId: number; calls: number; minutes: number; callsPerMinute: number | null; configuredPerMinute: number;
-  latencyAvgMs: number | null; latencyMaxMs: number | null;
+  runId: number; job: string; calls: number; minutes: number; callsPerMinute: number | null; configuredPerMinute: number;
+  configuredFrom: 'recorded' | 'assumed'; latencyAvgMs: number | null; latencyMaxMs: number | null;
 }
 
 /** How often one member of one operation's answers drifted, run by run (share: count / seen). */
@@ -50,6 +54,8 @@ export interface ReportFigures {
   /** The same object `netingest status --json` prints. */
   status: FullStatusReport;
   nights: NightFigures[];
+  /** Credits per run and job: the run's spend shared out to the jobs whose calls paid it (job-credits.ts). */
+  creditsByJob: JobCredits[];
   /** Calls per run and job by how they were answered (`job` null: calls no task owns). */
   callsByJob: Array<{ runId: number; job: string | null; calls: number; answered: number; notFound: number; failedCalls: number }>;
   pace: PaceFigures[];
@@ -81,6 +87,7 @@ export function buildFigures(data: ReportData, status: FullStatusReport, options
     headline: headlineOf(status, nights),
     status,
     nights,
+    creditsByJob: creditsByJob(data),
     callsByJob: data.calls.map((c) => ({ runId: c.runId, job: c.job, calls: c.calls, answered: c.answered, notFound: c.notFound, failedCalls: c.failedCalls })),
     pace: paceOf(data, options.configuredPerMinute),
     drift: driftSeries(data.drift),
@@ -94,37 +101,29 @@ export function buildFigures(data: ReportData, status: FullStatusReport, options
   };
 }
 
-/** Per run: its calls over the minutes between its first and last call, and the latency of all of them. */
-function paceOf(data: ReportData, configuredPerMinute: number): PaceFigures[] {
-  const byRun = new Map<number, PaceFigures & { firstAt: string; lastAt: string; latencySum: number; timed: number }>();
-  for (const c of data.calls) {
-    const run = byRun.get(c.runId);
-    const timed = c.latencyAvgMs === null ? 0 : c.calls;
-    if (!run) {
-      byRun.set(c.runId, {
-        runId: c.runId, calls: c.calls, minutes: 0, callsPerMinute: null, configuredPerMinute, latencyAvgMs: null,
-        latencyMaxMs: c.latencyMaxMs, firstAt: c.firstAt, lastAt: c.lastAt, latencySum: (c.latencyAvgMs ?? 0) * timed, timed,
-      });
-      continue;
-    }
-    run.calls += c.calls;
-    if (c.firstAt < run.firstAt) run.firstAt = c.firstAt;
-    if (c.lastAt > run.lastAt) run.lastAt = c.lastAt;
-    run.latencySum += (c.latencyAvgMs ?? 0) * timed;
-    run.timed += timed;
-    if (c.latencyMaxMs !== null) run.latencyMaxMs = Math.max(run.latencyMaxMs ?? 0, c.latencyMaxMs);
-  }
-  return [...byRun.values()].map(({ firstAt, lastAt, latencySum, timed, ...run }) => {
-    const minutes = (Date.parse(lastAt) - Date.parse(firstAt)) / MS_PER_MINUTE;
-    return {
-      ...run,
-      minutes: round2(minutes),
+/** Per run and job: its calls over the minutes between its first and last call, against the rate it had. */
+function paceOf(data: ReportData, assumedPerMinute: number): PaceFigures[] {
+  const rates = new Map(data.runs.map((r) => [r.id, jobRatesOf(r.jobRates)]));
+  // Calls no task owns (the free balance check) have no job and no pace of their own.
+  return data.calls.flatMap((c) => {
+    if (c.job === null) return [];
+    const recorded = rates.get(c.runId)?.[c.job];
+    const minutes = (Date.parse(c.lastAt) - Date.parse(c.firstAt)) / MS_PER_MINUTE;
+    return [{
+      runId: c.runId, job: c.job, calls: c.calls, minutes: round2(minutes),
       // One call, or all in the same instant: no pace to speak of.
-      callsPerMinute: minutes > 0 && run.calls > 1 ? round2((run.calls - 1) / minutes) : null,
-      latencyAvgMs: timed > 0 ? Math.round(latencySum / timed) : null,
-      latencyMaxMs: run.latencyMaxMs === null ? null : Math.round(run.latencyMaxMs),
-    };
+      callsPerMinute: minutes > 0 && c.calls > 1 ? round2((c.calls - 1) / minutes) : null,
+      configuredPerMinute: recorded ?? assumedPerMinute, configuredFrom: recorded === undefined ? 'assumed' : 'recorded',
+      latencyAvgMs: c.latencyAvgMs === null ? null : Math.round(c.latencyAvgMs),
+      latencyMaxMs: c.latencyMaxMs === null ? null : Math.round(c.latencyMaxMs),
+    }];
   });
+}
+
+/** `runs.job_rates` as either engine returns it (JSON text or an object); {} when not recorded. */
+function jobRatesOf(value: ReportData['runs'][number]['jobRates']): Record<string, number> {
+  if (value === null) return {};
+  return typeof value === 'string' ? (JSON.parse(value) as Record<string, number>) : value;
 }
 
 function driftSeries(rows: ReportData['drift']): DriftSeries[] {

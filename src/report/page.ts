@@ -5,7 +5,7 @@
  * from the dataset goes through escapeHtml().
  */
 import type { ReportFigures } from './figures.ts';
-import { chartSpecs, runLabels, type ChartSpec } from './charts.ts';
+import { chartSpecs, NO_JOB, runLabels, type ChartSpec } from './charts.ts';
 import { formatNumber } from './format-number.ts';
 
 /** Nothing may be fetched: styles are inline, images none, no script at all. */
@@ -86,8 +86,11 @@ function chartTables(f: ReportFigures): Record<string, string> {
   const labels = runLabels(f);
   const jobs = Object.entries(f.status.tasksByJob);
   return {
-    credits: table('Numbers: credits and balance per run', ['night', 'run', 'status', 'exit code', 'credits spent', 'balance left'],
-      f.nights.map((n) => [labels.get(n.runId), n.runId, n.status, n.exitCode, n.creditsSpent, n.balanceAfter])),
+    credits:
+      table('Numbers: credits and balance per run', ['night', 'run', 'status', 'exit code', 'credits spent', 'balance left'],
+        f.nights.map((n) => [labels.get(n.runId), n.runId, n.status, n.exitCode, n.creditsSpent, n.balanceAfter])) +
+      table('Credits per job and night', ['night', 'run', 'job', 'paid answers', 'credits spent'],
+        f.creditsByJob.map((c) => [labels.get(c.runId), c.runId, c.job ?? NO_JOB, c.paidAnswers, c.credits])),
     outcomes:
       table('Numbers: outcomes per run', ['night', 'run', 'done', 'not found', 'failed', 'deferred', 'invalid rows', 'calls'],
         f.nights.map((n) => [labels.get(n.runId), n.runId, n.done, n.notFound, n.failed, n.deferred, n.invalidRows, n.calls])) +
@@ -95,8 +98,8 @@ function chartTables(f: ReportFigures): Record<string, string> {
         f.callsByJob.map((c) => [labels.get(c.runId), c.runId, c.job ?? '(no task: balance checks)', c.calls, c.answered, c.notFound, c.failedCalls])),
     jobs: table('Numbers: tasks per job and state', ['job', 'done', 'not found', 'failed', 'deferred', 'pending'],
       jobs.map(([job, c]) => [job, c.done ?? 0, c.not_found ?? 0, c.failed ?? 0, c.deferred ?? 0, c.pending ?? 0])),
-    pace: table('Numbers: pace and latency per run', ['night', 'run', 'calls', 'minutes', 'calls per minute', 'configured', 'average latency (ms)', 'longest (ms)'],
-      f.pace.map((p) => [labels.get(p.runId), p.runId, p.calls, p.minutes, p.callsPerMinute, p.configuredPerMinute, p.latencyAvgMs, p.latencyMaxMs])),
+    pace: table('Numbers: pace and latency per run and job', ['night', 'run', 'job', 'calls', 'minutes', 'calls per minute', 'rate set', 'average latency (ms)', 'longest (ms)'],
+      f.pace.map((p) => [labels.get(p.runId), p.runId, p.job, p.calls, p.minutes, p.callsPerMinute, p.configuredFrom === 'recorded' ? p.configuredPerMinute : `${formatNumber(p.configuredPerMinute)} (assumed: --rate)`, p.latencyAvgMs, p.latencyMaxMs])),
     drift: table('Numbers: drift per member and run', ['operation', 'member path', 'kind', 'night', 'run', 'answers drifted', 'answers seen', '%'],
       f.drift.flatMap((s) => s.byRun.map((r) => [s.operation, s.path, s.kind, labels.get(r.runId), r.runId, r.count, r.seen, r.percent]))),
     forecast: table('Numbers: tasks and credits coming due', ['day', 'job', 'tasks', 'credits'], f.forecast.days.map((d) => [d.day, d.job, d.tasks, d.credits])) +

@@ -25,7 +25,7 @@ export const REPORT_DEFAULTS = {
   statusRuns: 10,
   /** Invalid rows and anomalies listed one by one; the rest is counted. @default 50 */
   listedRows: 50,
-  /** The configured pace drawn against the one achieved (a job's rate.requestsPerMinute). @default 60 */
+  /** The rate assumed for a run that did not record its jobs' rates (`runs.job_rates`, made by an earlier release). @default 60 */
   configuredPerMinute: JOB_DEFAULTS.rate.requestsPerMinute,
 } as const;
 

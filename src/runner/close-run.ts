@@ -9,7 +9,7 @@ import { driftPathLines } from '../operations/drift.ts';
 import type { RunEnd, RunStatus } from '../store/runs.ts';
 import type { CreditStop } from '../credits/credit-guard.ts';
 import { jobSummaryOf, type JobResult } from './job-result.ts';
-import { describeError, type OpenRun } from './open-run.ts';
+import { describeError, type OpenRun, type RunTally } from './open-run.ts';
 import type { StopReason } from './run-stop.ts';
 import { describeStop } from './stop-summary.ts';
 import type { JobSummary, RunSummary } from './run-summary.ts';
@@ -93,7 +93,7 @@ function summarize(run: OpenRun, results: readonly JobResult[], calls: number): 
 async function recordEnd(run: OpenRun, summary: RunSummary): Promise<void> {
   try {
     // On SQLite the store writes it only while the run holds its lock.
-    await run.runs.end(run.runId, runEnd(summary, run.tally.creditsAtStart, run.options.exitCodeOf?.(summary) ?? null));
+    await run.runs.end(run.runId, runEnd(summary, run.tally, run.options.exitCodeOf?.(summary) ?? null));
   } catch (err) {
     if (run.lockLost && !run.lock.closesOwnRunWhenLost) throw run.lockLost;
     // Left `running`: the next run finds no live session for it and closes it as abandoned.
@@ -144,8 +144,9 @@ export function runStatus(stopReason: StopReason | null, jobs: readonly JobSumma
 }
 
 /** The figures of the `runs` row at the end of a run. */
-export function runEnd(summary: RunSummary, creditsAtStart: number | null, exitCode: number | null): RunEnd {
+export function runEnd(summary: RunSummary, tally: Pick<RunTally, 'creditsAtStart' | 'jobRates'>, exitCode: number | null): RunEnd {
   const { jobs } = summary;
+  const { creditsAtStart } = tally;
   return {
     status: summary.status,
     endedAt: summary.endedAt,
@@ -161,6 +162,7 @@ export function runEnd(summary: RunSummary, creditsAtStart: number | null, exitC
     calls: summary.calls,
     exitCode,
     error: runErrorText(summary),
+    jobRates: Object.keys(tally.jobRates).length > 0 ? { ...tally.jobRates } : null,
   };
 }
 

@@ -36,6 +36,8 @@ export interface RunTally {
   creditsAtStart: number | null;
   /** The free balance check is asked once, before the run's first call. */
   balanceAsked: boolean;
+  /** Each job's calls per minute as the run set its gate for it (`runs.job_rates`). */
+  jobRates: Record<string, number>;
 }
 
 /** An open run: what its jobs work with and what closeRun records, released by close(). */
@@ -155,7 +157,7 @@ async function openLocked(options: RunOptions, logger: Logger, store: RunStore, 
     outage: new OutageBreaker(stop, settings.outageMinTasks),
     unusable: new UnusableAnswerBreaker(stop, (op) => guard.costOf(op)),
     drift: new RunDrift(store, runId),
-    tally: { attemptErrors: 0, creditsAtStart: null, balanceAsked: false },
+    tally: { attemptErrors: 0, creditsAtStart: null, balanceAsked: false, jobRates: {} },
     closeCalls: () => releases.releaseTo(callsFrom),
     close: () => releases.releaseTo(0),
   };

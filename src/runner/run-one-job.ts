@@ -135,6 +135,8 @@ async function prepareCalls(run: OpenRun, job: Job, runnable: number): Promise<v
     await seedFromBalance(run.client, guard, (await run.callLog.lastCounters())?.creditsUsed ?? null, run.stop.signal, run.logger);
   }
   run.gate.setRequestsPerMinute(job.rate.requestsPerMinute);
+  // Recorded with the run's end: the report draws each job's pace against the rate it really had.
+  tally.jobRates[job.name] = job.rate.requestsPerMinute;
   run.outage.setThreshold(Math.max(settings.outageMinTasks, job.rate.concurrency));
   run.unusable.setThreshold(job.retry.maxUnusableAnswers ?? Math.max(settings.unusableMinAnswers, job.rate.concurrency));
 }

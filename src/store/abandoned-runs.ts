@@ -10,6 +10,7 @@ import type { Database } from './open.ts';
 import { readSync, rows, value, type Reads } from './read-steps.ts';
 import type { TaskStatus } from './tables.ts';
 import { createRunLog, type RunEnd } from './runs.ts';
+import { sql, param } from '../statement.ts';
 
 /** The `error` of a run closed as abandoned. */
 export const ABANDONED_RUN_ERROR = 'the process ended without finishing the run';
@@ -24,7 +25,7 @@ export interface UnfinishedRun {
 }
 
 /** What the database holds for a run that did not write its end. */
-export type UnfinishedRunFigures = Omit<RunEnd, 'status' | 'exitCode' | 'error'>;
+export type UnfinishedRunFigures = Omit<RunEnd, 'status' | 'exitCode' | 'error' | 'jobRates'>;
 
 /** The runs still marked running, oldest first. */
 export function unfinishedRuns(database: Database): UnfinishedRun[] {
@@ -53,7 +54,7 @@ export function* measureUnfinishedRunReads(run: UnfinishedRun): Reads<Unfinished
   const tasks = { total: 0, done: 0, notFound: 0, failed: 0, deferred: 0 };
   for (const job of jobNames(run.jobs)) {
     // The ledger's countsByStatus, read here so that it runs on either engine.
-    const counts = yield* rows<{ status: TaskStatus; n: number }>(`SELECT status, count(*) AS n FROM tasks WHERE job = ? AND run_id = ? GROUP BY status`, [job, run.id]);
+    const counts = yield* rows<{ status: TaskStatus; n: number }>(sql`SELECT status, count(*) AS n FROM tasks WHERE job = ${param} AND run_id = ${param} GROUP BY status`, [job, run.id]);
     const c: Record<TaskStatus, number> = { pending: 0, done: 0, not_found: 0, failed: 0, deferred: 0 };
     for (const row of counts) c[row.status] = row.n;
     tasks.total += c.pending + c.done + c.not_found + c.failed + c.deferred;
@@ -63,7 +64,7 @@ export function* measureUnfinishedRunReads(run: UnfinishedRun): Reads<Unfinished
     // As in a run's summary: what is still pending is left for the next run, like what was deferred.
     tasks.deferred += c.pending + c.deferred;
   }
-  const invalidRows = (yield* value<number>(`SELECT count(*) FROM invalid_inputs WHERE run_id = ?`, [run.id])) ?? 0;
+  const invalidRows = (yield* value<number>(sql`SELECT count(*) FROM invalid_inputs WHERE run_id = ${param}`, [run.id])) ?? 0;
   return {
     endedAt: lastAt ?? run.startedAt,
     creditsAtStart: balance.balance === null ? null : balance.balance + balance.spent,
@@ -87,10 +88,10 @@ export function* measureUnfinishedRunReads(run: UnfinishedRun): Reads<Unfinished
  */
 function* replayRunCredits(runId: number, firstId: number | null): Reads<{ balance: number | null; spent: number }> {
   if (firstId === null) return { balance: null, spent: 0 };
-  const lastId = (yield* value<number>(`SELECT max(id) FROM api_calls WHERE run_id = ?`, [runId])) ?? firstId;
+  const lastId = (yield* value<number>(sql`SELECT max(id) FROM api_calls WHERE run_id = ${param}`, [runId])) ?? firstId;
   const paid = yield* rows<{ runId: number | string; operation: Operation; total_credits: number; credits_used: number; credits_remaining: number }>(
-    `SELECT run_id AS "runId", operation, total_credits, credits_used, credits_remaining FROM api_calls
-      WHERE id >= ? AND id <= ? AND credits_used IS NOT NULL AND total_credits IS NOT NULL ORDER BY id`,
+    sql`SELECT run_id AS "runId", operation, total_credits, credits_used, credits_remaining FROM api_calls
+      WHERE id >= ${param} AND id <= ${param} AND credits_used IS NOT NULL AND total_credits IS NOT NULL ORDER BY id`,
     [firstId, lastId],
   );
   const knownCosts: Partial<Record<Operation, number>> = {};
@@ -119,7 +120,7 @@ export function closeAbandonedRuns(database: Database): number[] {
   const runs = createRunLog(database);
   const closed: number[] = [];
   for (const run of unfinishedRuns(database)) {
-    runs.end(run.id, { ...measureUnfinishedRun(database, run), status: 'abandoned', exitCode: null, error: ABANDONED_RUN_ERROR });
+    runs.end(run.id, { ...measureUnfinishedRun(database, run), status: 'abandoned', exitCode: null, error: ABANDONED_RUN_ERROR, jobRates: null });
     closed.push(run.id);
   }
   return closed;

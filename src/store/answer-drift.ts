@@ -4,6 +4,7 @@
  */
 import type { Connection } from './connection.ts';
 import { readSync, rows, value, type Reads } from './read-steps.ts';
+import { sql, param } from '../statement.ts';
 
 /** One row: `count` of `seen`. */
 export interface AnswerDriftRow {
@@ -39,7 +40,7 @@ export function* lastRunDriftReads(): Reads<{ runId: number; rows: AnswerDriftRo
   const runId = (yield* value<number | null>(`SELECT max(run_id) FROM api_calls WHERE status = 200 AND run_id IS NOT NULL`)) ?? null;
   if (runId === null) return null;
   const drift = yield* rows<AnswerDriftRow>(
-    `SELECT operation, path, kind, count, seen, detail FROM answer_drift WHERE run_id = ? ORDER BY operation, path, kind`,
+    sql`SELECT operation, path, kind, count, seen, detail FROM answer_drift WHERE run_id = ${param} ORDER BY operation, path, kind`,
     [runId],
   );
   return { runId, rows: drift };

@@ -1,14 +1,15 @@
 import { medianStep, reportedBalance, roundCredits } from '../credits/credit-meter.ts';
 import type { Connection } from './connection.ts';
 import { rows } from './read-steps.ts';
+import { sql, param } from '../statement.ts';
 
 // The readers' statements, the same SQL on both engines (the PostgreSQL versions are at the end).
-const RECENT_USED = `SELECT credits_used FROM api_calls
-  WHERE operation = ? AND status = 200 AND credits_used IS NOT NULL AND id < ? ORDER BY id DESC LIMIT 200`;
-const OF_RUN = `SELECT count(*) AS calls, min(id) AS "firstId", max(at) AS "lastAt" FROM api_calls WHERE run_id = ?`;
-const LAST_COUNTERS = `SELECT total_credits AS "totalCredits", credits_used AS "creditsUsed",
+const RECENT_USED = sql`SELECT credits_used FROM api_calls
+  WHERE operation = ${param} AND status = 200 AND credits_used IS NOT NULL AND id < ${param} ORDER BY id DESC LIMIT 200`;
+const OF_RUN = sql`SELECT count(*) AS calls, min(id) AS "firstId", max(at) AS "lastAt" FROM api_calls WHERE run_id = ${param}`;
+const LAST_COUNTERS = sql`SELECT total_credits AS "totalCredits", credits_used AS "creditsUsed",
   credits_remaining AS "creditsRemaining", at FROM api_calls WHERE status = 200 AND credits_remaining IS NOT NULL
-  AND id < ? ORDER BY id DESC LIMIT 1`;
+  AND id < ${param} ORDER BY id DESC LIMIT 1`;
 
 interface CountersRow {
   totalCredits: number;
@@ -39,9 +40,9 @@ export function createApiCallLog(database: Connection) {
   const insert = database.sqlite.prepare(`INSERT INTO api_calls (run_id, task_id, operation, method, path, status,
     error_code, latency_ms, total_credits, credits_used, credits_remaining, at)
     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
-  const recentUsed = database.sqlite.prepare(RECENT_USED).pluck();
-  const ofRun = database.sqlite.prepare(OF_RUN);
-  const lastCounters = database.sqlite.prepare(LAST_COUNTERS);
+  const recentUsed = database.sqlite.prepare(RECENT_USED.sqlite).pluck();
+  const ofRun = database.sqlite.prepare(OF_RUN.sqlite);
+  const lastCounters = database.sqlite.prepare(LAST_COUNTERS.sqlite);
   return {
     insert(r: ApiCallRow): void {
       insert.run(r.runId, r.taskId, r.operation, r.method, r.path, r.status, r.errorCode, r.latencyMs, r.totalCredits, r.creditsUsed, r.creditsRemaining, r.at);

@@ -13,6 +13,7 @@ import type { RunStore } from './run-store.ts';
 import type { PlanLedger } from './plan-ledger.ts';
 import type { ChunkSource, TableQuery } from './readers/table-rows.ts';
 import type { Dataset } from './readers/dataset.ts';
+import { sql, param } from '../statement.ts';
 
 /** Every default of a statement's reading (query, export), on either engine, in one place. */
 export const STATEMENT_DEFAULTS = {
@@ -123,4 +124,4 @@ export interface DatasetStore {
 }
 
 /** netingest_meta's upsert, one text for both engines (run through read-steps: it returns its row). */
-export const WRITE_META_SQL = 'INSERT INTO netingest_meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value RETURNING key';
+export const WRITE_META_SQL = sql`INSERT INTO netingest_meta (key, value) VALUES (${param}, ${param}) ON CONFLICT (key) DO UPDATE SET value = excluded.value RETURNING key`;

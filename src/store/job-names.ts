@@ -1,5 +1,6 @@
 import type BetterSqlite3 from 'better-sqlite3';
 import { readSync, rows, value, type Reads } from './read-steps.ts';
+import { sql, param } from '../statement.ts';
 
 /**
  * Names of the other jobs with tasks of `operation` in the ledger (not `own`). A skip-scan over the job index
@@ -22,7 +23,7 @@ export function* otherJobsWithOperationReads(operation: string, own: string): Re
   const others: string[] = [];
   for (const { job } of names) {
     if (job === own) continue;
-    const has = yield* value<number>('SELECT EXISTS (SELECT 1 FROM tasks WHERE job = ? AND operation = ?)', [job, operation]);
+    const has = yield* value<number>(sql`SELECT EXISTS (SELECT 1 FROM tasks WHERE job = ${param} AND operation = ${param})`, [job, operation]);
     if (has === 1) others.push(job);
   }
   return others;

@@ -3,6 +3,7 @@
  * either engine (store/readers/report-dataset.ts writes it).
  */
 import { value, type Reads } from './read-steps.ts';
+import { sql, param } from '../statement.ts';
 
 /** netingest_meta key: JSON `{ path, writtenAt }`. */
 export const LAST_REPORT_KEY = 'last_report';
@@ -15,7 +16,7 @@ export interface LastReport {
 
 /** The last report's path and time, as Reads (read-steps.ts). */
 export function* lastReportReads(): Reads<LastReport | null> {
-  const text = yield* value<string>(`SELECT value FROM netingest_meta WHERE key = ?`, [LAST_REPORT_KEY]);
+  const text = yield* value<string>(sql`SELECT value FROM netingest_meta WHERE key = ${param}`, [LAST_REPORT_KEY]);
   if (text === undefined) return null;
   try {
     const parsed = JSON.parse(text) as Partial<LastReport>;

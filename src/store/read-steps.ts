@@ -2,15 +2,16 @@
  * A reader written once for both engines: a generator that yields its statements and gets each one's rows
  * back, run synchronously on a SQLite connection (readSync: the run's own callers, inside its transactions) or
  * awaited on a PostgreSQL snapshot (readPg). The logic between the statements (replaying credits, walking the
- * runs, an input's latest answers) is not duplicated. A statement is SQLite's SQL, which PostgreSQL runs as it
- * is (`?` and `@name` placeholders are numbered for it), or one text per engine where the dialects differ.
+ * runs, an input's latest answers) is not duplicated. A statement with parameters is a Statement (statement.ts):
+ * each engine's text was put together when it was written, placeholders included, so nothing is rewritten here.
  */
 import type BetterSqlite3 from 'better-sqlite3';
 import type pg from 'pg';
 import type { PgSnapshot } from './pg/read-snapshot.ts';
 
 export { answered, rawRows, rows, value, type EngineSql, type ReadStep, type Reads, type StepParams } from '../read-steps.ts';
-import type { Reads, StepParams } from '../read-steps.ts';
+import type { Reads } from '../read-steps.ts';
+import { pgValues } from '../statement.ts';
 
 /** Statements prepared once per connection: a reader may run one per input row (enrich). */
 const prepared = new WeakMap<BetterSqlite3.Database, Map<string, BetterSqlite3.Statement>>();
@@ -44,25 +45,13 @@ export async function readPg<T>(snapshot: Pick<PgSnapshot, 'client'> | { client:
   for (let step = reads.next(); ; ) {
     if (step.done) return step.value;
     const { sql, params, raw } = step.value;
-    const { text, values } = numbered(typeof sql === 'string' ? sql : sql.postgres, params);
+    // Plain text takes no parameter (the types say so; a caller around them would get PostgreSQL's error late).
+    if (typeof sql === 'string' && (Array.isArray(params) ? params.length > 0 : Object.keys(params).length > 0)) throw new Error(`internal: parameters for a plain statement: ${sql}`);
+    const text = typeof sql === 'string' ? sql : sql.postgres;
+    const values = typeof sql === 'string' ? [] : pgValues(sql, params);
     const result = raw
       ? await snapshot.client.query({ text, values, rowMode: 'array', types: READER_TYPES })
       : await snapshot.client.query({ text, values, types: STORE_TYPES });
     step = reads.next(result.rows);
   }
-}
-
-/** `?` and `@name` as PostgreSQL's `$1`, `$2`... (none of these statements has either in a literal). */
-function numbered(sql: string, params: StepParams): { text: string; values: unknown[] } {
-  if (Array.isArray(params)) {
-    let n = 0;
-    return { text: sql.replace(/\?/g, () => `$${++n}`), values: [...params] };
-  }
-  const names: string[] = [];
-  const text = sql.replace(/@([A-Za-z_]\w*)/g, (_, name: string) => {
-    if (!names.includes(name)) names.push(name);
-    return `$${names.indexOf(name) + 1}`;
-  });
-  const named = params as Readonly<Record<string, unknown>>;
-  return { text, values: names.map((name) => named[name]) };
 }

@@ -153,7 +153,7 @@ export interface OutcomeWriter {
   readonly error: unknown;
 }
 
-/** The run's rate gate (api/rate-gate.ts on SQLite; shared by every worker on PostgreSQL). */
+/** The run's rate gate (rate/rate-gate.ts on SQLite; shared by every worker on PostgreSQL). */
 export interface RunGate {
   setRequestsPerMinute(requestsPerMinute: number | null): void;
   take(signal?: AbortSignal): Promise<void>;

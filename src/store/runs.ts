@@ -1,6 +1,7 @@
 import type { Database } from './open.ts';
 import type { RunStatus } from './tables.ts';
 import { rows } from './read-steps.ts';
+import { sql, param } from '../statement.ts';
 
 /** State of a run, as `runs.status` records it. */
 export type { RunStatus } from './tables.ts';
@@ -21,7 +22,12 @@ export interface RunEnd {
   calls: number;
   exitCode: number | null;
   error: string | null;
+  /** Each worked job's calls per minute, as the run used them (`runs.job_rates`); null when no job was worked. */
+  jobRates: Readonly<Record<string, number>> | null;
 }
+
+/** `runs.job_rates` as both engines take it: JSON text (PostgreSQL casts it to jsonb). */
+export const jobRatesJson = (rates: RunEnd['jobRates']) => (rates === null ? null : JSON.stringify(rates));
 
 /** A row of `runs` as `status` lists it. */
 export interface RecentRun {
@@ -32,10 +38,10 @@ export interface RecentRun {
 }
 
 /** The last runs, newest first; the same SQL on both engines. */
-const RECENT_RUNS = `SELECT id, jobs, started_at AS "startedAt", ended_at AS "endedAt", status, credits_spent AS "creditsSpent",
+const RECENT_RUNS = sql`SELECT id, jobs, started_at AS "startedAt", ended_at AS "endedAt", status, credits_spent AS "creditsSpent",
   credits_at_end AS "creditsAtEnd", tasks_total AS "tasksTotal", tasks_done AS "tasksDone", tasks_not_found AS "tasksNotFound",
   tasks_failed AS "tasksFailed", tasks_deferred AS "tasksDeferred", invalid_rows AS "invalidRows", calls, exit_code AS "exitCode", error
-  FROM runs ORDER BY id DESC LIMIT ?`;
+  FROM runs ORDER BY id DESC LIMIT ${param}`;
 
 /** The `runs` table: one row per run, written when it starts and when it ends. */
 export function createRunLog(database: Database) {
@@ -44,8 +50,8 @@ export function createRunLog(database: Database) {
   const end = sqlite.prepare(`UPDATE runs SET status = @status, ended_at = @endedAt, credits_at_start = @creditsAtStart,
     credits_at_end = @creditsAtEnd, credits_spent = @creditsSpent, tasks_total = @tasksTotal, tasks_done = @tasksDone,
     tasks_not_found = @tasksNotFound, tasks_failed = @tasksFailed, tasks_deferred = @tasksDeferred,
-    invalid_rows = @invalidRows, calls = @calls, exit_code = @exitCode, error = @error WHERE id = @id`);
-  const recent = sqlite.prepare(RECENT_RUNS);
+    invalid_rows = @invalidRows, calls = @calls, exit_code = @exitCode, error = @error, job_rates = @jobRates WHERE id = @id`);
+  const recent = sqlite.prepare(RECENT_RUNS.sqlite);
   return {
     /** Records a new run and returns its id. */
     start(jobs: string[], at: string, pid: number, host: string): number {
@@ -53,7 +59,7 @@ export function createRunLog(database: Database) {
     },
     /** Writes the end of a run: its final status and figures. */
     end(id: number, fields: RunEnd): void {
-      end.run({ id, ...fields });
+      end.run({ id, ...fields, jobRates: jobRatesJson(fields.jobRates) });
     },
     recent(limit: number) {
       return recent.all(limit) as RecentRun[];

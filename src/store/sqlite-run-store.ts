@@ -4,7 +4,7 @@
  */
 import { lockGuardedLedger } from './lock-guarded-ledger.ts';
 import { CreditGuard } from '../credits/credit-guard.ts';
-import { RateGate } from '../api/rate-gate.ts';
+import { RateGate } from '../rate/rate-gate.ts';
 import { ResultWriter } from './result-writer.ts';
 import { anomalyCountsOf } from './answer-anomalies.ts';
 import { saveAnswerDrift } from './answer-drift.ts';

@@ -8,6 +8,10 @@ import { lastRunDriftReads } from './answer-drift.ts';
 import { lastReportReads } from './last-report.ts';
 import { rows, value, type Reads } from './read-steps.ts';
 import { RUNNING_RUNS_LIVENESS_SQL } from './pg/coordination/worker-runs.ts';
+import { perEngine } from '../statement.ts';
+
+/** On PostgreSQL, whether each unfinished run's worker still holds its session; SQLite tells by the run lock. */
+const RUNNING_RUNS_LIVENESS = perEngine({ sqlite: 'SELECT id, 1 AS live FROM runs WHERE 0', postgres: RUNNING_RUNS_LIVENESS_SQL });
 
 /**
  * What `netingest status` shows: recent runs, tasks by status per job, credits. Only reads: a run still
@@ -20,7 +24,7 @@ export function* statusReads(recentRuns = 10) {
   const open = new Map<number, { run: UnfinishedRun; figures: UnfinishedRunFigures }>();
   for (const run of yield* unfinishedRunsReads()) open.set(run.id, { run, figures: yield* measureUnfinishedRunReads(run) });
   // PostgreSQL: a run is live while its worker's session holds the dataset lock, on any host (read after the runs).
-  const live = new Map((yield* rows<{ id: number | string; live: boolean }>({ sqlite: 'SELECT id, 1 AS live FROM runs WHERE 0', postgres: RUNNING_RUNS_LIVENESS_SQL }))
+  const live = new Map((yield* rows<{ id: number | string; live: boolean }>(RUNNING_RUNS_LIVENESS, []))
     .map((r) => [Number(r.id), r.live]));
   const running = (run: UnfinishedRun) => live.get(run.id) ?? isLockHolder(run, lock);
 

@@ -209,6 +209,12 @@ const runs = table('runs', {
   calls: int().notNull().default(0),
   exit_code: int(),
   error: text(),
+  /**
+   * The calls per minute each job of the run was worked at, as the run used it (its job file's
+   * `rate.requestsPerMinute`, or `--rate` over it): `{"lookalikes": 120}`. Null for a run that worked no job, did
+   * not write its end, or was made before this column.
+   */
+  job_rates: json(),
 }, { indexes: { runs_started_at_idx: ['started_at'] } });
 
 export const TASK_STATUSES = ['pending', 'done', 'not_found', 'failed', 'deferred'] as const;

@@ -7,6 +7,7 @@ import { apiCallReads } from './api-calls.ts';
 import type { Database } from './open.ts';
 import { roundCredits } from '../credits/credit-meter.ts';
 import { readSync, rows, value, type Reads } from './read-steps.ts';
+import { sql, param } from '../statement.ts';
 
 /** Below this, a gap is float noise of fractional costs. */
 const NOISE = 1e-6;
@@ -31,7 +32,7 @@ export function* uncountedCreditsReads(): Reads<number> {
   for (const run of runs) {
     if (before !== null && run.minUsed >= before) {
       const operation = (yield* value<string>(
-        `SELECT operation FROM api_calls WHERE run_id = ? AND status = 200 AND credits_used = ? ORDER BY id LIMIT 1`,
+        sql`SELECT operation FROM api_calls WHERE run_id = ${param} AND status = 200 AND credits_used = ${param} ORDER BY id LIMIT 1`,
         [run.runId, run.minUsed],
       ))!;
       const cost = (yield* apiCallReads.learnedCost(operation, run.firstId)) ?? (yield* apiCallReads.learnedCost(operation));

@@ -27,10 +27,12 @@ it('a dataset without the history that was not upgraded says what to do, not an 
   const file = join(dir, 'not-upgraded.db');
   buildPreviousReleaseDb(file, dir, T2);
   await runCli(['changes', '--db', file], { cwd: dir });
-  // As if its upgrade had not been possible: the history's table and its migration's record taken out again.
+  // As if its upgrade had not been possible: the history's table, what later migrations added, and their records
+  // taken out again.
   const db = new BetterSqlite3(file);
   db.exec('DROP TABLE changes');
-  db.exec('DELETE FROM __drizzle_migrations WHERE id = (SELECT max(id) FROM __drizzle_migrations)');
+  db.exec('ALTER TABLE runs DROP COLUMN job_rates');
+  db.exec('DELETE FROM __drizzle_migrations WHERE id > (SELECT max(id) - 2 FROM __drizzle_migrations)');
   db.close();
   const refused = await runCli(['changes', '--db', file], { cwd: dir });
   expect(refused.code).toBe(2);

@@ -189,7 +189,7 @@ describe('enrich shows the latest answer of each page', () => {
 describe('enrich lookups', () => {
   it('read one input through the primary keys, never a scan of a table', () => {
     for (const sql of [SIMILAR_SQL, JOB_SQL]) {
-      const plan = (database.sqlite.prepare(`EXPLAIN QUERY PLAN ${sql}`).all({ input: 'x', filterKey: 'f', pages: 2, floors: '[]' }) as Array<{ detail: string }>)
+      const plan = (database.sqlite.prepare(`EXPLAIN QUERY PLAN ${sql.sqlite}`).all({ input: 'x', filterKey: 'f', pages: 2, floors: '[]' }) as Array<{ detail: string }>)
         .map((r) => r.detail);
       expect(plan.filter((d) => /^SCAN /.test(d)), plan.join('\n')).toEqual([]);
       expect(plan.filter((d) => /^SEARCH (similar_companies|s|job_search_results|r) USING INDEX sqlite_autoindex_/.test(d)), plan.join('\n')).toHaveLength(2);

@@ -512,7 +512,7 @@ describe('enrich post lookup', () => {
     const database = openDatabase(db);
     try {
       for (const sql of [POST_BY_ID_SQL, POST_BY_URL_SQL]) {
-        const plan = (database.sqlite.prepare(`EXPLAIN QUERY PLAN ${sql}`).all('x') as Array<{ detail: string }>).map((r) => r.detail);
+        const plan = (database.sqlite.prepare(`EXPLAIN QUERY PLAN ${sql.sqlite}`).all('x') as Array<{ detail: string }>).map((r) => r.detail);
         expect(plan[0], plan.join('\n')).toMatch(/^SEARCH p USING INDEX (sqlite_autoindex_posts_1 \(post_id=\?\)|posts_url_idx \(url=\?\))$/);
         expect(plan.filter((d) => d.startsWith('SCAN')), plan.join('\n')).toEqual([]);
       }

@@ -76,10 +76,20 @@ describe('run override flags are checked like the job file fields they override'
   it('good values are accepted, decimals and whole numbers alike', async () => {
     const { sandbox, ws } = await setUp();
     const file = await postsJob(ws, 3);
-    const args = ['run', file, '--db', ws.db, '--rate', '6e5', '--concurrency', '2', '--max-credits', '100.5', '--reserve', '0', '--json'];
+    const args = ['run', file, '--db', ws.db, '--rate', '5e5', '--concurrency', '2', '--max-credits', '100.5', '--reserve', '0', '--json'];
     const cli = await inProcess(args, cliEnv(sandbox, TOKEN));
     expect(cli.code, cli.stderr).toBe(0);
     expect(JSON.parse(cli.stdout)).toMatchObject({ status: 'completed', calls: 3 });
+    // The run records the rate it worked the job at (the report draws the pace against it): --rate over the job file's.
+    const again = await inProcess(['run', file, '--db', ws.db, '--refresh'], cliEnv(sandbox, TOKEN));
+    expect(again.code, again.stderr).toBe(0);
+    const database = openDatabase(ws.db);
+    try {
+      const rates = database.sqlite.prepare('SELECT job_rates FROM runs ORDER BY id').pluck().all() as string[];
+      expect(rates.map((r) => JSON.parse(r))).toEqual([{ posts: 5e5 }, { posts: FAST_RATE.requestsPerMinute }]);
+    } finally {
+      database.close();
+    }
   });
 
   it('as a real process: --max-credits abc exits 2 with the flag in the message, no call made', async () => {

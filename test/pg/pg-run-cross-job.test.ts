@@ -5,6 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { openPgStore } from '../../src/store/pg/open.ts';
+import { gatherFigures } from '../../src/report/write-report.ts';
 import { pgClusterUrl, pgSkipReason } from './use-pg.ts';
 import { operationRequests } from '../support/run-helpers.ts';
 import { chargedPerUrl, CONCURRENCY, one, REQUESTS_PER_MINUTE, setUp, startWorker, useCleanups } from './run-workers.ts';
@@ -30,5 +31,16 @@ describe.skipIf(!pgClusterUrl)(`two jobs asking the same lookups on PostgreSQL${
     }
     expect(operationRequests(s.sandbox)).toHaveLength(TASKS);
     expect([...chargedPerUrl(s.sandbox).values()].filter((n) => n > 1)).toEqual([]);
+    // The report counts each lookup's paid answer once, for the job whose task paid it, and gives each job its
+    // run's spend (each worker's run worked one job).
+    const { figures } = await gatherFigures({ db: s.url });
+    const ofJob = (name: string) => figures.creditsByJob.filter((c) => c.job === name);
+    expect(ofJob('x').concat(ofJob('y')).reduce((n, c) => n + c.paidAnswers, 0)).toBe(TASKS);
+    for (const name of ['x', 'y']) {
+      const paid = await one(s.pool, `SELECT count(*) AS n FROM api_calls a JOIN tasks t ON t.id = a.task_id WHERE t.job = '${name}' AND a.status = 200`);
+      expect(ofJob(name).reduce((n, c) => n + c.paidAnswers, 0), name).toBe(paid);
+      const spent = await one(s.pool, `SELECT coalesce(sum(credits_spent), 0) AS n FROM runs WHERE jobs::text LIKE '%"${name}"%'`);
+      expect(ofJob(name).reduce((n, c) => n + c.credits, 0), name).toBeCloseTo(spent, 6);
+    }
   }, 90_000);
 });

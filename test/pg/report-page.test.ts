@@ -128,6 +128,41 @@ forEachEngine('netingest report', (engine) => {
       expect(sumColumn(visit.value.tables.failures![0]!, 2)).toBe(failed);
     });
 
+    it("shows each night's credits per job as the calls' own counters give them, adding up to the run's spend", async () => {
+      const since = new Date(NOW.getTime() - DAYS * 86_400_000).toISOString();
+      const [, byJob] = visit.value.tables.credits!;
+      // Per run: the jobs' credits add up to what the run spent.
+      const spent = await db.rows<{ id: number; spent: number }>(`SELECT id, credits_spent AS spent FROM runs WHERE started_at >= ? ORDER BY id`, since);
+      const perRun = new Map<number, number>();
+      for (const r of byJob!) perRun.set(numberOf(r[1]), Math.round(((perRun.get(numberOf(r[1])) ?? 0) + numberOf(r[4])) * 1e6) / 1e6);
+      expect([...perRun.entries()]).toEqual(spent.map((r) => [Number(r.id), Math.round(Number(r.spent) * 1e6) / 1e6]));
+      // Per job: each paid call at the step over the account's counter before it (whichever run), to the job of its task.
+      const sql = await db.rows<{ job: string; credits: number; paid: number }>(
+        `SELECT t.job, sum(a.credits_used - coalesce((SELECT max(b.credits_used) FROM api_calls b WHERE b.status = 200 AND b.credits_used < a.credits_used), 0)) AS credits,
+          count(*) AS paid
+          FROM api_calls a JOIN tasks t ON t.id = a.task_id
+          WHERE a.status = 200 AND a.run_id IN (SELECT id FROM runs WHERE started_at >= ?) GROUP BY t.job ORDER BY t.job`, since);
+      const jobs = [...new Set(byJob!.map((r) => r[2]!))].sort();
+      expect(jobs).toEqual(sql.map((r) => r.job));
+      for (const row of sql) {
+        const mine = byJob!.filter((r) => r[2] === row.job);
+        expect(sumColumn(mine, 4), row.job).toBe(Math.round(Number(row.credits) * 1e6) / 1e6);
+        expect(sumColumn(mine, 3), row.job).toBe(Number(row.paid));
+      }
+    });
+
+    it("draws each job's pace against the rate its run recorded, or --rate for a run that recorded none", async () => {
+      const since = new Date(NOW.getTime() - DAYS * 86_400_000).toISOString();
+      const [pace] = visit.value.tables.pace!;
+      const sql = await db.rows<{ runId: number; job: string; calls: number; rates: string | Record<string, number> | null }>(
+        `SELECT a.run_id AS "runId", t.job, count(*) AS calls, r.job_rates AS rates FROM api_calls a JOIN tasks t ON t.id = a.task_id JOIN runs r ON r.id = a.run_id
+          WHERE r.started_at >= ? GROUP BY a.run_id, t.job, r.job_rates ORDER BY a.run_id, t.job`, since);
+      expect(pace!.map((r) => [numberOf(r[1]), r[2], numberOf(r[3])])).toEqual(sql.map((r) => [Number(r.runId), r.job, Number(r.calls)]));
+      const rateOf = (r: (typeof sql)[number]) => (r.rates === null ? null : (typeof r.rates === 'string' ? JSON.parse(r.rates) : r.rates)[r.job]);
+      expect(pace!.map((r) => r[6])).toEqual(sql.map((r) => (rateOf(r) === null ? '60 (assumed: --rate)' : String(rateOf(r)))));
+      expect(sql.some((r) => r.rates === null) && sql.some((r) => r.rates !== null)).toBe(true);
+    });
+
     it('lists the first 50 invalid rows and counts the rest', () => {
       expect(visit.value.invalidListed).toBe(50);
       expect(visit.value.figures['invalid-more']).toContain(`and ${INVALID_ROWS - 50} more (${INVALID_ROWS} in all)`);

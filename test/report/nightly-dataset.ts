@@ -26,9 +26,11 @@ type Row = Record<string, unknown>;
 const DAY_MS = 86_400_000;
 const TOTAL_CREDITS = 1_000_000;
 const JOBS = [
-  { job: 'lookalikes', operation: 'similar-companies', tasks: 60 },
-  { job: 'post-engagement', operation: 'post-details', tasks: 40 },
+  { job: 'lookalikes', operation: 'similar-companies', tasks: 60, requestsPerMinute: 40 },
+  { job: 'post-engagement', operation: 'post-details', tasks: 40, requestsPerMinute: 90 },
 ];
+/** The first nights were run by a release that did not record its jobs' rates (`runs.job_rates` null). */
+export const NIGHTS_WITHOUT_RATES = 15;
 
 /** The rows of each table, in insertion order (ids are 1, 2, ... on a new dataset). */
 export function nightlyRows(o: NightlyOptions): Record<string, Row[]> {
@@ -61,6 +63,7 @@ export function nightlyRows(o: NightlyOptions): Record<string, Row[]> {
       credits_at_start: TOTAL_CREDITS - used + spent, credits_at_end: TOTAL_CREDITS - used, credits_spent: spent,
       tasks_total: o.callsPerNight, tasks_done: paid - 3, tasks_not_found: 3, tasks_failed: failed, tasks_deferred: 0,
       invalid_rows: night === o.nights - 1 ? o.invalidRows : 0, calls: o.callsPerNight, exit_code: failed > 0 ? 5 : 0, error: null,
+      job_rates: night < NIGHTS_WITHOUT_RATES ? null : JSON.stringify(Object.fromEntries(JOBS.map((j) => [j.job, j.requestsPerMinute]))),
     });
     // Drift: `logo` null in a tenth of the answers, then in 60% from halfway (the service changed).
     const seen = paid;

@@ -1,6 +1,6 @@
 /** The rate gate on fake timers: spacing, sliding windows, pauses and aborts, without a server or a clock. */
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { RATE_GATE_DEFAULTS, RateGate } from '../../src/api/rate-gate.ts';
+import { RATE_GATE_DEFAULTS, RateGate } from '../../src/rate/rate-gate.ts';
 
 beforeEach(() => {
   vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'performance'] });

@@ -15,7 +15,7 @@ export const reportCommand = defineCommand({
       .option('out', { type: 'string', default: REPORT_DEFAULTS.outFile, describe: 'the HTML file to write (replaced atomically)' })
       .option('days', { ...numberOption('draw the runs of the last this many days'), default: String(REPORT_DEFAULTS.days) })
       .option('forecast-days', { ...numberOption('days of tasks coming due to show'), default: String(REPORT_DEFAULTS.forecastDays) })
-      .option('rate', { ...numberOption('the calls per minute your jobs are configured for, drawn against the pace achieved'), default: String(REPORT_DEFAULTS.configuredPerMinute) })
+      .option('rate', { ...numberOption('the calls per minute assumed for a run that did not record its jobs\' rates (made by an earlier release)'), default: String(REPORT_DEFAULTS.configuredPerMinute) })
       .option('json', { type: 'boolean', default: false, describe: 'print the figures as JSON instead of writing the page' })
       .example('netingest report --out /var/www/netingest/report.html', 'the page after a nightly run')
       .example('netingest report --days 365 --json', "a year's figures as JSON"),

@@ -8,6 +8,7 @@
 import type { Row, RowWrite } from '../../operations/stored-rows.ts';
 import { rows, type Reads } from '../read-steps.ts';
 import { TRACKING, type ChangeKind, type EntityTracking, type HistoryEntity, type ListTracking, type SetTracking } from './tracking.ts';
+import { byShape, sql, param, literal, fragment, paramList } from '../../statement.ts';
 
 /** One answer's rows, in write order, and where it came from. */
 export interface AnswerWrites {
@@ -92,6 +93,12 @@ function readColumn(t: EntityTracking | SetTracking | ListTracking): string {
   return t.kind === 'entity' ? t.key : t.kind === 'set' ? t.owner : t.by;
 }
 
+/** `SELECT *` of a table by a count of keys of one column (key: table, column and count joined by NULs). */
+const readByKeys = byShape((key: string) => {
+  const [table, column, count] = key.split('\u0000') as [string, string, string];
+  return sql`SELECT * FROM ${literal(table)} WHERE ${literal(column)} IN (${paramList(Number(count))})`;
+});
+
 /** Adds to `state` the stored rows under the keys of `writes` it does not hold yet (one statement per table and 500 keys). */
 function* readState(writes: readonly RowWrite[], state: State): Reads<void> {
   for (const [table, values] of unreadKeys(writes, state)) {
@@ -102,7 +109,7 @@ function* readState(writes: readonly RowWrite[], state: State): Reads<void> {
     for (const v of all) byKey.set(v, []);
     for (let i = 0; i < all.length; i += KEYS_PER_READ) {
       const keys = all.slice(i, i + KEYS_PER_READ);
-      const found = yield* rows<Row>(`SELECT * FROM ${table} WHERE ${column} IN (${keys.map(() => '?').join(', ')})`, keys);
+      const found = yield* rows<Row>(readByKeys(`${table}\u0000${column}\u0000${keys.length}`), keys);
       for (const row of found) byKey.get(String(row[column]))?.push(row);
     }
   }
@@ -220,7 +227,7 @@ function* listChange(t: ListTracking, page: readonly Row[], rowsOf: Map<string, 
       continue;
     }
     const earlier = answer.runId === null ? [] : yield* rows<{ id: number }>(
-      "SELECT id FROM changes WHERE run_id = ? AND entity = ? AND key = ? AND change = 'removed' AND old = ?",
+      sql`SELECT id FROM changes WHERE run_id = ${param} AND entity = ${param} AND key = ${param} AND change = 'removed' AND old = ${param}`,
       [answer.runId, t.entity, list, member],
     );
     if (earlier.length > 0) out.withdrawn.push(...earlier.map((r) => Number(r.id)));
@@ -262,15 +269,19 @@ export const changeValues = (c: ChangeRow): unknown[] => CHANGE_COLUMNS.map((col
 /** Rows per INSERT: 9 parameters each, well under either engine's limit. */
 const CHANGES_PER_INSERT = 500;
 
+const deleteByIds = byShape((count: number) => sql`DELETE FROM changes WHERE id IN (${paramList(count)}) RETURNING id`);
+const CHANGE_TUPLE = fragment(['(', paramList(CHANGE_COLUMNS.length), ')']);
+const insertChanges = byShape((count: number) =>
+  sql`${literal(CHANGES_HEAD)} VALUES ${fragment(Array.from({ length: count }, (_, n) => (n === 0 ? [CHANGE_TUPLE] : [', ', CHANGE_TUPLE])).flat())} RETURNING id`);
+
 /** Deletes the withdrawn removals and inserts the changes; statements that return rows, for either runner. */
 function* writeChanges(changes: readonly ChangeRow[], withdrawn: readonly number[]): Reads<void> {
   for (let i = 0; i < withdrawn.length; i += KEYS_PER_READ) {
     const ids = withdrawn.slice(i, i + KEYS_PER_READ);
-    yield* rows(`DELETE FROM changes WHERE id IN (${ids.map(() => '?').join(', ')}) RETURNING id`, ids);
+    yield* rows(deleteByIds(ids.length), ids);
   }
   for (let i = 0; i < changes.length; i += CHANGES_PER_INSERT) {
     const chunk = changes.slice(i, i + CHANGES_PER_INSERT);
-    const tuple = `(${CHANGE_COLUMNS.map(() => '?').join(', ')})`;
-    yield* rows(`${CHANGES_HEAD} VALUES ${chunk.map(() => tuple).join(', ')} RETURNING id`, chunk.flatMap(changeValues));
+    yield* rows(insertChanges(chunk.length), chunk.flatMap(changeValues));
   }
 }

@@ -9,6 +9,7 @@ import type { RunStore } from '../run-store.ts';
 import { measureUnfinishedRunReads, type UnfinishedRun, type UnfinishedRunFigures } from '../abandoned-runs.ts';
 import { readPg, rows } from '../read-steps.ts';
 import { withPgReadSnapshot } from './read-snapshot.ts';
+import { sql, param } from '../../statement.ts';
 
 /** `runs` whose start, having closed the runs of dead workers (`hold.abandonedRuns`), writes their figures. */
 export function withAbandonedRunFigures(pool: pg.Pool, runs: RunStore['runs'], hold: { readonly abandonedRuns: readonly number[] }): RunStore['runs'] {
@@ -38,7 +39,7 @@ export async function recordAbandonedRunFigures(pool: pg.Pool, runIds: readonly 
 function* measureRuns(runIds: readonly number[]) {
   const out: Array<{ id: number; f: UnfinishedRunFigures }> = [];
   for (const id of runIds) {
-    const [run] = yield* rows<UnfinishedRun>(`SELECT id, jobs, started_at AS "startedAt", pid, host FROM runs WHERE id = ?`, [id]);
+    const [run] = yield* rows<UnfinishedRun>(sql`SELECT id, jobs, started_at AS "startedAt", pid, host FROM runs WHERE id = ${param}`, [id]);
     if (run) out.push({ id, f: yield* measureUnfinishedRunReads(run) });
   }
   return out;

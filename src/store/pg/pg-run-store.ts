@@ -18,6 +18,7 @@ import { pruneRawBodiesPg } from './raw-prune.ts';
 import { PgOutcomeWriter } from './pg-outcome-writer.ts';
 import { SharedRunGate } from './shared-run-gate.ts';
 import { withAbandonedRunFigures } from './abandoned-run-figures.ts';
+import { jobRatesJson } from '../runs.ts';
 import { SharedCreditGuard } from './shared-credit-guard.ts';
 import { SharedCreditBudget } from './coordination/shared-credit-budget.ts';
 import { startWorkerRun } from './coordination/worker-runs.ts';
@@ -123,9 +124,9 @@ function runRecords({ pool }: PgStore, hold: WorkerHold): RunStore['runs'] {
     async end(id, f) {
       await pool.query(`UPDATE runs SET status = $2, ended_at = $3, credits_at_start = $4, credits_at_end = $5, credits_spent = $6,
         tasks_total = $7, tasks_done = $8, tasks_not_found = $9, tasks_failed = $10, tasks_deferred = $11, invalid_rows = $12,
-        calls = $13, exit_code = $14, error = $15 WHERE id = $1`,
+        calls = $13, exit_code = $14, error = $15, job_rates = $16 WHERE id = $1`,
       [id, f.status, f.endedAt, f.creditsAtStart, f.creditsAtEnd, f.creditsSpent, f.tasksTotal, f.tasksDone, f.tasksNotFound,
-        f.tasksFailed, f.tasksDeferred, f.invalidRows, f.calls, f.exitCode, f.error]);
+        f.tasksFailed, f.tasksDeferred, f.invalidRows, f.calls, f.exitCode, f.error, jobRatesJson(f.jobRates)]);
     },
   };
 }

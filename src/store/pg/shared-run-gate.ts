@@ -5,7 +5,7 @@
  * shared slots.
  */
 import type pg from 'pg';
-import { RateGate } from '../../api/rate-gate.ts';
+import { RateGate } from '../../rate/rate-gate.ts';
 import type { RunGate } from '../run-store.ts';
 import { SHARED_RATE_GATE_DEFAULTS, SharedRateGate, type SharedRateGateOptions } from './coordination/shared-rate-gate.ts';
 

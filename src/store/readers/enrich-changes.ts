@@ -8,6 +8,7 @@ import type { Job } from '../../jobs/schema.ts';
 import { specOf } from '../../operations/index.ts';
 import type { EnrichReader, HistoryKey } from '../../operations/operation-spec.ts';
 import { answered, rawRows, rows, type Reads } from '../read-steps.ts';
+import { sql, param, fragment } from '../../statement.ts';
 
 /** The columns enrich appends with `--changes-since` (docs/export.md: public names). */
 export const CHANGES_SINCE_COLUMNS = ['changes_count', 'changes_since'] as const;
@@ -32,8 +33,8 @@ export function changesLookup(job: Job, sinceIso: string): (inputKey: string) =>
     const keys = yield* keysOf(inputKey);
     if (keys.length === 0) return { count: 0, text: null };
     const found = yield* rows<Change>(
-      `SELECT entity, key, change, field, old, new FROM changes
-        WHERE at >= ? AND (${keys.map((k) => (k.changedOnly ? "(entity = ? AND key = ? AND change = 'changed')" : '(entity = ? AND key = ?)')).join(' OR ')})
+      sql`SELECT entity, key, change, field, old, new FROM changes
+        WHERE at >= ${param} AND (${fragment(keys.flatMap((k, i) => [i === 0 ? '' : ' OR ', '(entity = ', param, ' AND key = ', param, k.changedOnly ? " AND change = 'changed')" : ')']))})
         ORDER BY at, id`,
       [sinceIso, ...keys.flatMap((k: HistoryKey) => [k.entity, k.key])],
     );

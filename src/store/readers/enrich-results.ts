@@ -10,9 +10,9 @@ import type { EnrichReader } from '../../operations/operation-spec.ts';
 import { answerFloorsOf } from './latest-answers.ts';
 import { rawRows, type Reads } from '../read-steps.ts';
 
-export { SIMILAR_SQL, SIMILAR_SQL_PG } from '../../operations/similar-companies.ts';
-export { POST_BY_ID_SQL, POST_BY_URL_SQL, POST_BY_ID_SQL_PG, POST_BY_URL_SQL_PG } from '../../operations/post-details.ts';
-export { JOB_SQL, JOB_SQL_PG } from '../../operations/search-jobs.ts';
+export { SIMILAR_SQL } from '../../operations/similar-companies.ts';
+export { POST_BY_ID_SQL, POST_BY_URL_SQL } from '../../operations/post-details.ts';
+export { JOB_SQL } from '../../operations/search-jobs.ts';
 
 /** Looks up the result rows of one input, each already in the order of `columns`. */
 export interface ResultLookup {

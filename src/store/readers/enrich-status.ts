@@ -5,6 +5,7 @@
 import type { Operation } from '../../spec/types.ts';
 import { rows, type Reads } from '../read-steps.ts';
 import { specOf } from '../../operations/index.ts';
+import { sql, param } from '../../statement.ts';
 
 /** Values of the `netingest_status` column. */
 export const ENRICH_STATUSES = ['ok', 'not_found', 'failed', 'invalid_input', 'deferred', 'pending'] as const;
@@ -45,8 +46,8 @@ export function taskStatusReader(job: string, operation: Operation) {
   const doneMeansResult = specOf(operation).enrich.doneMeansResult;
   const read = (inputKey: string) =>
     rows<TaskState>(
-      `SELECT page, status, request_json AS "requestJson", last_error_code AS "lastErrorCode", last_error AS "lastError"
-       FROM tasks WHERE job = ? AND input_key = ? ORDER BY page`,
+      sql`SELECT page, status, request_json AS "requestJson", last_error_code AS "lastErrorCode", last_error AS "lastError"
+       FROM tasks WHERE job = ${param} AND input_key = ${param} ORDER BY page`,
       [job, inputKey],
     );
   return {

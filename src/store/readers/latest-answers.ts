@@ -14,6 +14,7 @@ import type { Job } from '../../jobs/schema.ts';
 import { specOf } from '../../operations/index.ts';
 import { otherJobsWithOperation } from '../job-names.ts';
 import { readSync, rows, type Reads } from '../read-steps.ts';
+import { sql, param, paramList } from '../../statement.ts';
 
 /**
  * Per page (index = page - 1, pages 1..`job.pages`): no row of the page last seen before this time belongs
@@ -51,8 +52,8 @@ export function answerFloorReader(sqlite: BetterSqlite3.Database, job: Job): (in
  */
 export function answerFloorsOf(job: Job, jobs: readonly string[]): (inputKey: string) => Reads<AnswerFloors> {
   // One index probe per job name: tasks are unique on (job, input_key, page).
-  const tasksSql = `SELECT id, page, status, request_json AS "requestJson", completed_at AS "completedAt" FROM tasks
-     WHERE job IN (${jobs.map(() => '?').join(', ')}) AND input_key = ? AND operation = ? AND page <= ?`;
+  const tasksSql = sql`SELECT id, page, status, request_json AS "requestJson", completed_at AS "completedAt" FROM tasks
+     WHERE job IN (${paramList(jobs.length)}) AND input_key = ${param} AND operation = ${param} AND page <= ${param}`;
   // Whether a stored request asks what the job asks (same filters and page size...): its operation's rule.
   const sameQuestion = specOf(job.operation).enrich.sameQuestion(job);
   return function* (inputKey) {
@@ -82,7 +83,7 @@ function* answerOf(task: TaskRow): Reads<Answer | null> {
   if (task.completedAt !== null) return { at: task.completedAt, endsList: task.status === 'not_found' };
   // A failed call clears completed_at; the answers before it are still in api_calls (by task_id).
   const call = (yield* rows<{ at: string; status: number }>(
-    `SELECT at, status FROM api_calls WHERE task_id = ? AND status IN (200, 404) AND error_code IS NULL ORDER BY at DESC LIMIT 1`,
+    sql`SELECT at, status FROM api_calls WHERE task_id = ${param} AND status IN (200, 404) AND error_code IS NULL ORDER BY at DESC LIMIT 1`,
     [task.id],
   ))[0];
   return call === undefined ? null : { at: call.at, endsList: call.status === 404 };

@@ -8,6 +8,7 @@ import { apiCallReads } from '../api-calls.ts';
 import { rows, value, type Reads } from '../read-steps.ts';
 import { statusReads } from '../status.ts';
 import type { RunStatus } from '../tables.ts';
+import { sql, param, dialect } from '../../statement.ts';
 
 /** What the figures cover. */
 export interface ReportWindow {
@@ -24,6 +25,8 @@ export interface ReportRun {
   id: number; jobs: string; startedAt: string; endedAt: string | null; status: RunStatus;
   creditsSpent: number | null; creditsAtEnd: number | null; tasksDone: number; tasksNotFound: number;
   tasksFailed: number; tasksDeferred: number; invalidRows: number; calls: number; exitCode: number | null;
+  /** `runs.job_rates`: JSON text on SQLite, an object on PostgreSQL; null before the run recorded it. */
+  jobRates: string | Record<string, number> | null;
 }
 
 /** A run's calls for one job (null: calls no task owns, such as the free balance check). */
@@ -32,50 +35,63 @@ export interface RunJobCalls {
   latencyAvgMs: number | null; latencyMaxMs: number | null;
 }
 
+/** One run's counted answers of one job (see CREDIT_STEPS). */
+export interface RunJobCreditSteps { runId: number; job: string | null; paid: number; steps: number | null; lowest: number }
+
 /** Tasks of one job and state, by the hour their answer was stored (null: never). */
 export interface TaskAge { job: string; operation: string; status: string; retryable: number | null; completedHour: string | null; n: number }
 
-const RUNS = `SELECT id, jobs, started_at AS "startedAt", ended_at AS "endedAt", status, credits_spent AS "creditsSpent",
+const RUNS = sql`SELECT id, jobs, started_at AS "startedAt", ended_at AS "endedAt", status, credits_spent AS "creditsSpent",
   credits_at_end AS "creditsAtEnd", tasks_done AS "tasksDone", tasks_not_found AS "tasksNotFound", tasks_failed AS "tasksFailed",
-  tasks_deferred AS "tasksDeferred", invalid_rows AS "invalidRows", calls, exit_code AS "exitCode"
-  FROM runs WHERE started_at >= ? ORDER BY id`;
+  tasks_deferred AS "tasksDeferred", invalid_rows AS "invalidRows", calls, exit_code AS "exitCode", job_rates AS "jobRates"
+  FROM runs WHERE started_at >= ${param} ORDER BY id`;
 
-const CALLS = `SELECT a.run_id AS "runId", t.job, count(*) AS calls, sum(CASE WHEN a.status = 200 THEN 1 ELSE 0 END) AS answered,
+const CALLS = sql`SELECT a.run_id AS "runId", t.job, count(*) AS calls, sum(CASE WHEN a.status = 200 THEN 1 ELSE 0 END) AS answered,
   sum(CASE WHEN a.status = 404 THEN 1 ELSE 0 END) AS "notFound",
   sum(CASE WHEN a.status IS NULL OR (a.status <> 200 AND a.status <> 404) THEN 1 ELSE 0 END) AS "failedCalls",
   min(a.at) AS "firstAt", max(a.at) AS "lastAt", avg(a.latency_ms) AS "latencyAvgMs", max(a.latency_ms) AS "latencyMaxMs"
   FROM api_calls a LEFT JOIN tasks t ON t.id = a.task_id
-  WHERE a.run_id IN (SELECT id FROM runs WHERE started_at >= ?) GROUP BY a.run_id, t.job ORDER BY a.run_id, t.job`;
+  WHERE a.run_id IN (SELECT id FROM runs WHERE started_at >= ${param}) GROUP BY a.run_id, t.job ORDER BY a.run_id, t.job`;
 
-const DRIFT = `SELECT run_id AS "runId", operation, path, kind, count, seen FROM answer_drift
-  WHERE run_id IN (SELECT id FROM runs WHERE started_at >= ?) ORDER BY run_id, operation, path, kind`;
+/**
+ * A run's paid answers per job (the job of the task that made the call: a lookup two jobs share is one call, of
+ * one of them). `steps`: what each was charged, read as the step from the run's previous counter once its counters
+ * are sorted (concurrent answers are written out of the order they were charged in); `lowest`: 1 for the job whose
+ * call holds the run's lowest counter, whose own cost the counters do not show.
+ */
+const CREDIT_STEPS = sql`SELECT "runId", job, count(*) AS paid, sum(step) AS steps, sum(CASE WHEN step IS NULL THEN 1 ELSE 0 END) AS lowest
+  FROM (SELECT a.run_id AS "runId", t.job,
+      a.credits_used - lag(a.credits_used) OVER (PARTITION BY a.run_id ORDER BY a.credits_used, a.id) AS step
+    FROM api_calls a LEFT JOIN tasks t ON t.id = a.task_id
+    WHERE a.status = 200 AND a.credits_used IS NOT NULL AND a.run_id IN (SELECT id FROM runs WHERE started_at >= ${param})) s
+  GROUP BY "runId", job ORDER BY "runId", job`;
+
+const DRIFT = sql`SELECT run_id AS "runId", operation, path, kind, count, seen FROM answer_drift
+  WHERE run_id IN (SELECT id FROM runs WHERE started_at >= ${param}) ORDER BY run_id, operation, path, kind`;
 
 const FAILURES = `SELECT job, last_error_code AS code, count(*) AS n, min(id) AS "firstId" FROM tasks
   WHERE status = 'failed' GROUP BY job, last_error_code ORDER BY count(*) DESC, job, last_error_code`;
 
-const INVALID = `SELECT job, file, line, field, reason FROM invalid_inputs ORDER BY file, line, job LIMIT ?`;
+const INVALID = sql`SELECT job, file, line, field, reason FROM invalid_inputs ORDER BY file, line, job LIMIT ${param}`;
 
 const ANOMALY_KINDS = `SELECT operation, kind, count(*) AS n FROM answer_anomalies GROUP BY operation, kind ORDER BY operation, kind`;
-const ANOMALIES = `SELECT run_id AS "runId", operation, kind, request_key AS "requestKey", path, reason FROM answer_anomalies ORDER BY id DESC LIMIT ?`;
+const ANOMALIES = sql`SELECT run_id AS "runId", operation, kind, request_key AS "requestKey", path, reason FROM answer_anomalies ORDER BY id DESC LIMIT ${param}`;
 
 /** The hour an answer was stored, as text, the same on both engines (PostgreSQL stores timestamptz). */
-const TASK_AGES = {
-  sqlite: `SELECT job, operation, status, retryable, substr(completed_at, 1, 13) AS "completedHour", count(*) AS n
-    FROM tasks GROUP BY job, operation, status, retryable, substr(completed_at, 1, 13) ORDER BY 1, 2, 3, 4, 5`,
-  postgres: `SELECT job, operation, status, retryable::int AS retryable,
-    to_char(completed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24') AS "completedHour", count(*) AS n
-    FROM tasks GROUP BY 1, 2, 3, 4, 5 ORDER BY 1, 2, 3, 4, 5`,
-};
+const TASK_AGES = sql`SELECT job, operation, status, ${dialect({ sqlite: 'retryable', postgres: 'retryable::int' })} AS retryable,
+  ${dialect({ sqlite: 'substr(completed_at, 1, 13)', postgres: `to_char(completed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24')` })} AS "completedHour",
+  count(*) AS n FROM tasks GROUP BY 1, 2, 3, 4, 5 ORDER BY 1, 2, 3, 4, 5`;
 
 /** Everything the report shows, in one read (one snapshot on PostgreSQL). */
 export function* reportFiguresReads(window: ReportWindow, recentRuns = 10) {
   const status = yield* statusReads(recentRuns);
   const runs = yield* rows<ReportRun>(RUNS, [window.sinceIso]);
   const calls = yield* rows<RunJobCalls>(CALLS, [window.sinceIso]);
+  const creditSteps = yield* rows<RunJobCreditSteps>(CREDIT_STEPS, [window.sinceIso]);
   const drift = yield* rows<{ runId: number; operation: string; path: string; kind: string; count: number; seen: number }>(DRIFT, [window.sinceIso]);
   const failures = [];
   for (const f of yield* rows<{ job: string; code: string | null; n: number; firstId: number }>(FAILURES)) {
-    const sample = (yield* value<string | null>(`SELECT last_error FROM tasks WHERE id = ?`, [f.firstId])) ?? null;
+    const sample = (yield* value<string | null>(sql`SELECT last_error FROM tasks WHERE id = ${param}`, [f.firstId])) ?? null;
     failures.push({ job: f.job, code: f.code, tasks: f.n, sample });
   }
   const invalidRows = yield* rows<{ job: string; file: string; line: number; field: string | null; reason: string }>(INVALID, [window.listedRows]);
@@ -85,10 +101,10 @@ export function* reportFiguresReads(window: ReportWindow, recentRuns = 10) {
     ANOMALIES,
     [window.listedRows],
   );
-  const taskAges = yield* rows<TaskAge>(TASK_AGES);
+  const taskAges = yield* rows<TaskAge>(TASK_AGES, []);
   const costPerCall: Record<string, number | null> = {};
   for (const operation of window.operations) costPerCall[operation] = yield* apiCallReads.learnedCost(operation);
-  return { status, runs, calls, drift, failures, invalidRows, invalidTotal, anomalyKinds, anomalies, taskAges, costPerCall };
+  return { status, runs, calls, creditSteps, drift, failures, invalidRows, invalidTotal, anomalyKinds, anomalies, taskAges, costPerCall };
 }
 
 /** What reportFiguresReads() returns. */

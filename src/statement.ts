@@ -1,0 +1,143 @@
+/**
+ * A statement written once for both engines: a tagged template (`sql`) whose slots are its parameters
+ * (`${param}`: the next positional one; `${named('input')}`: a named one) or a fragment each engine spells its
+ * own way (`${dialect({ sqlite, postgres })}` and the helpers below). Both engines' texts are put together from
+ * the template's pieces once, when the constant is made: SQLite gets `?` and `@name`, PostgreSQL `$1`, `$2`...
+ * No SQL text is searched or rewritten. Pure: no database (operations write their lookups with it).
+ */
+
+/** Both engines' texts of one statement, and PostgreSQL's order of its named parameters. */
+export interface Statement {
+  readonly sqlite: string;
+  readonly postgres: string;
+  /** Named parameters in PostgreSQL's order (`$1` is the first); null when they are positional (or none). */
+  readonly names: readonly string[] | null;
+}
+
+/** The next positional parameter. */
+export const param = Object.freeze({ slot: 'param' as const });
+type Positional = typeof param;
+
+interface Named { slot: 'named'; name: string }
+interface Dialect { slot: 'dialect'; sqlite: string; postgres: string }
+/** Pieces of a statement whose count is known only at run time (an IN list, OR-ed clauses). */
+interface Fragment { slot: 'fragment'; parts: ReadonlyArray<string | Slot> }
+type Slot = Positional | Named | Dialect | Fragment;
+
+/** A named parameter (bound from an object): `@name` on SQLite, `$n` on PostgreSQL, the same n each time. */
+export function named(name: string): Named {
+  return { slot: 'named', name };
+}
+
+/** Text that differs by engine, with no parameter in it. */
+export function dialect(texts: { sqlite: string; postgres: string }): Dialect {
+  return { slot: 'dialect', ...texts };
+}
+
+/** Pieces of text and slots, in order: `fragment(['(a = ', param, ')'])`. */
+export function fragment(parts: ReadonlyArray<string | Slot>): Fragment {
+  return { slot: 'fragment', parts };
+}
+
+/** `count` positional parameters separated by commas (an IN list). */
+export function paramList(count: number): Fragment {
+  return fragment(Array.from({ length: count }, (_, i) => (i === 0 ? [param] : [', ', param])).flat());
+}
+
+/** A whole statement each engine spells its own way, with no parameter (a read one engine has no use for). */
+export function perEngine(texts: { sqlite: string; postgres: string }): Statement {
+  return statementOf([dialect(texts)]);
+}
+
+/** Text the same on both engines (a number or an identifier written into the statement, never a value). */
+export function literal(text: string | number): Dialect {
+  return dialect({ sqlite: String(text), postgres: String(text) });
+}
+
+/** `string_agg` on PostgreSQL; SQLite's `group_concat` takes the same ORDER BY inside. */
+export function groupConcat(expression: string, separator: string, orderBy: string): Dialect {
+  const args = `${expression}, '${separator.replaceAll("'", "''")}' ORDER BY ${orderBy}`;
+  return dialect({ sqlite: `group_concat(${args})`, postgres: `string_agg(${args})` });
+}
+
+/**
+ * An ORDER BY term in code-point order (SQLite's BINARY, its default for text): PostgreSQL's own text order is
+ * the database's collation, so it is told `COLLATE "C"`.
+ */
+export function codePointOrder(expression: string): Dialect {
+  return dialect({ sqlite: expression, postgres: `${expression} COLLATE "C"` });
+}
+
+/**
+ * The element `index` (an SQL expression) of the JSON array `array` (a parameter, ISO-8601 text) as a time to
+ * compare stored times with, or the earliest time where the array holds none: SQLite compares the text as
+ * stored, PostgreSQL reads jsonb and compares timestamptz.
+ */
+export function timeInJsonArray(array: Named | Positional, index: string): Fragment {
+  return fragment([
+    dialect({ sqlite: 'coalesce(json_extract(', postgres: 'coalesce((' }),
+    array,
+    dialect({ sqlite: `, '$[' || ${index} || ']'), '')`, postgres: `::jsonb ->> ${index})::timestamptz, '-infinity')` }),
+  ]);
+}
+
+/** A number as text ('3'): SQLite concatenates numbers as they are, PostgreSQL casts them first. */
+export function numberText(expression: string): Dialect {
+  return dialect({ sqlite: expression, postgres: `${expression}::text` });
+}
+
+/** The statement of `strings` with `slots` in place, as each engine runs it. */
+export function sql(strings: TemplateStringsArray, ...slots: Slot[]): Statement {
+  return statementOf(strings.flatMap((text, i) => (i < slots.length ? [text, slots[i]!] : [text])));
+}
+
+/** The statement of `parts` (text and slots in order), as each engine runs it. */
+export function statementOf(parts: ReadonlyArray<string | Slot>): Statement {
+  const built = { sqlite: '', postgres: '', positional: 0, names: [] as string[] };
+  append(built, parts);
+  // Both kinds in one statement would number PostgreSQL's parameters twice over.
+  if (built.positional > 0 && built.names.length > 0) throw new Error(`a statement takes positional or named parameters, not both: ${built.sqlite}`);
+  return Object.freeze({ sqlite: built.sqlite, postgres: built.postgres, names: built.names.length > 0 ? built.names : null });
+}
+
+function append(built: { sqlite: string; postgres: string; positional: number; names: string[] }, parts: ReadonlyArray<string | Slot>): void {
+  for (const part of parts) {
+    if (typeof part === 'string') {
+      built.sqlite += part;
+      built.postgres += part;
+    } else if (part.slot === 'param') {
+      built.positional += 1;
+      built.sqlite += '?';
+      built.postgres += `$${built.positional}`;
+    } else if (part.slot === 'named') {
+      if (!built.names.includes(part.name)) built.names.push(part.name);
+      built.sqlite += `@${part.name}`;
+      built.postgres += `$${built.names.indexOf(part.name) + 1}`;
+    } else if (part.slot === 'dialect') {
+      built.sqlite += part.sqlite;
+      built.postgres += part.postgres;
+    } else {
+      append(built, part.parts);
+    }
+  }
+}
+
+/**
+ * `build` memoized by a key that names the statement's shape (a table and a count of keys, say): a statement
+ * built on a hot path (per answer) is built once per shape, as a constant is. Shapes are few and bounded.
+ */
+export function byShape<K extends string | number>(build: (key: K) => Statement): (key: K) => Statement {
+  const built = new Map<K, Statement>();
+  return (key) => {
+    let statement = built.get(key);
+    if (statement === undefined) built.set(key, (statement = build(key)));
+    return statement;
+  };
+}
+
+/** PostgreSQL's values for `statement` from the parameters a reader gives (an array, or an object by name). */
+export function pgValues(statement: Statement, params: readonly unknown[] | Readonly<Record<string, unknown>>): unknown[] {
+  if (statement.names === null) return Array.isArray(params) ? [...params] : [];
+  const byName = params as Readonly<Record<string, unknown>>;
+  return statement.names.map((name) => byName[name]);
+}
