@@ -7,7 +7,6 @@ import type { IngestRequest } from '../store/ingest-request.ts';
 import { findSpec, readStored, specOf, type AnySubject } from '../operations/index.ts';
 import type { OperationSpec } from '../operations/operation-spec.ts';
 import { executeTask, type ExecutableTask, type ExecutorContext } from './task-executor.ts';
-import type { TaskStatus } from '../store/tables.ts';
 
 export const RUN_JOB_DEFAULTS = {
   /** Tasks read from the ledger per query. */
@@ -15,15 +14,6 @@ export const RUN_JOB_DEFAULTS = {
   /** Units waiting in the queue per unit of concurrency: the queue never holds more than this. */
   queueDepthPerWorker: 4,
 } as const;
-
-/** What one job did in a run. */
-export interface JobOutcome {
-  job: string;
-  operation: Operation;
-  /** Tasks this run worked on (planned and due). */
-  runnable: number;
-  counts: Record<TaskStatus, number>;
-}
 
 /** Live counters of the job being worked, for the progress display. */
 export interface JobProgress {

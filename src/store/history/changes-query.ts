@@ -18,9 +18,6 @@ export interface ChangesFilter {
   entity?: HistoryEntity | undefined;
 }
 
-/** The columns of a change record, in order (docs/schema.md). */
-export const CHANGE_RECORD_COLUMNS = ['run_id', 'at', 'job', 'entity', 'key', 'change', 'field', 'old', 'new'] as const;
-
 /**
  * `--since`'s value: `last`, a run id (a whole number) or an ISO date or date-time; null when it is none of
  * them (the caller names the flag in its message).
