@@ -75,17 +75,6 @@ export function createIngestor(database: Connection): Ingestor {
   return { ingest: ingestAnswer, ingestAnswer };
 }
 
-/** Ingests one response in its own transaction (tests, tools); the runner uses its own transaction instead. */
-export function ingestInTransaction<R extends IngestRequest>(
-  database: Connection,
-  req: R,
-  response: IngestResponseFor<R>,
-  seenAt: string,
-  ingestor: Ingestor = createIngestor(database),
-): IngestResult {
-  return database.sqlite.transaction(() => ingestor.ingest(req, response, seenAt))();
-}
-
 /** The history reprocess empties with the normalized tables: it rebuilds it from the raw archive, as it was made. */
 export const CLEAR_HISTORY_SQL = 'DELETE FROM changes';
 
