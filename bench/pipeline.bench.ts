@@ -14,10 +14,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Agent, request } from 'undici';
+import { postDetails } from '../src/operations/post-details.ts';
 import { runJobs } from '../src/runner/run-jobs.ts';
 import { canonicalPostUrl } from '../src/urls/canonical.ts';
 import { networkHost } from '../src/urls/network-host.ts';
-import { postDetailsPath } from '../src/api/requests.ts';
 import { startSandboxProcess } from '../test/soak/sandbox-process.ts';
 import { makeJob, postUrl, writeUrlCsv } from '../test/soak/inputs.ts';
 import { formatBenchTable, type BenchResult } from './bench-result.ts';
@@ -97,7 +97,7 @@ export function pathsFor(tag: string, count: number): string[] {
   return Array.from({ length: count }, (_, i) => {
     const c = canonicalPostUrl(postUrl(tag, i), networkHost());
     if (!c.ok) throw new Error(c.reason);
-    return postDetailsPath(c.url);
+    return postDetails.send({ url: c.url }).path;
   });
 }
 

@@ -40,7 +40,7 @@ async function buildInto(out) {
   await build({
     absWorkingDir: root,
     // Every file at the top of dist/: a worker is started as `./<name>.js` beside the code that starts it
-    // (threads/start-worker.ts), and a chunk is at the same place whichever entry imports it.
+    // (threads/start.ts), and a chunk is at the same place whichever entry imports it.
     entryPoints: {
       bin: 'src/cli/bin.ts',
       index: 'src/index.ts',
@@ -64,7 +64,7 @@ async function buildInto(out) {
     legalComments: 'eof',
     logLevel: 'warning',
   });
-  // The child process's entry: it watches for its parent's death before loading the module (start-child.ts).
+  // The child process's entry: it watches for its parent's death before loading the module (threads/start.ts).
   copyFileSync(join(root, 'src/threads/child-bootstrap.cjs'), join(out, 'child-bootstrap.cjs'));
   const tsc = join(root, 'node_modules/typescript/bin/tsc');
   execFileSync(process.execPath, [tsc, '-p', join(root, 'tsconfig.build.json'), '--outDir', join(out, 'types')], { stdio: 'inherit' });

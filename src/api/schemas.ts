@@ -54,22 +54,6 @@ export function readUsableAnswerOf<Q, A>(
   throw new ApiSchemaError({ call, bodyExcerpt: bodyExcerpt(raw, secrets) }, [reading.issue], raw, reading.credits);
 }
 
-/** The body as read through its contract; throws ApiSchemaError when it cannot be read (see readUsableAnswer). */
-export function validateResponse<O extends Operation>(operation: O, body: unknown, context: ValidationContext = {}): AnswerByOperation[O] {
-  return readUsableAnswer(operation, body, context).answer;
-}
-
-/** `a.b[3]["Employment type"]` from path segments. */
-export function formatJsonPath(path: ReadonlyArray<PropertyKey>): string {
-  let out = '';
-  for (const seg of path) {
-    if (typeof seg === 'number') out += `[${seg}]`;
-    else if (typeof seg === 'string' && /^[A-Za-z_$][\w$]*$/.test(seg)) out += out === '' ? seg : `.${seg}`;
-    else out += `[${JSON.stringify(String(seg))}]`;
-  }
-  return out === '' ? '(root)' : out;
-}
-
 function safeStringify(body: unknown): string {
   try {
     return JSON.stringify(body) ?? String(body);

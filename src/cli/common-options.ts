@@ -8,14 +8,6 @@ export const DEFAULT_DB = 'data/netingest.db';
 /** What a command does when the `--db` file is missing; only `run` creates it. */
 export type DbWhenMissing = 'create' | 'refuse' | 'plan-empty';
 
-/** Options of withDb(). */
-export interface WithDbOptions {
-  /** Default 'create'. */
-  whenMissing?: DbWhenMissing;
-}
-
-export const WITH_DB_DEFAULTS = { whenMissing: 'create' } as const satisfies WithDbOptions;
-
 // The --help text must say what the command really does with a missing file: a read command refuses it (exit 2).
 const DB_DESCRIPTIONS: Record<DbWhenMissing, string> = {
   create: 'SQLite database file (created, with its folder, when missing)',
@@ -23,30 +15,19 @@ const DB_DESCRIPTIONS: Record<DbWhenMissing, string> = {
   'plan-empty': 'SQLite database file, read if it exists (none: planned as if nothing had run; never created)',
 };
 
-/** `--db`, shared by every command that touches the dataset; its help says what a missing file leads to. */
-export function withDb<T>(y: Argv<T>, options: WithDbOptions = {}) {
-  const whenMissing = options.whenMissing ?? WITH_DB_DEFAULTS.whenMissing;
-  return y.option('db', {
-    type: 'string',
-    default: DEFAULT_DB,
-    describe: DB_DESCRIPTIONS[whenMissing],
-    normalize: true,
-  });
-}
-
 /**
- * `--db` of the commands other than run: a file that must exist (or for plan, is read if it exists), or a
- * postgres:// URL. No yargs default and no path normalizing (a URL's `//` must
- * stay): datasetOption() applies NETINGEST_DATABASE_URL, then DEFAULT_DB.
+ * `--db`, shared by every command that touches the dataset: a SQLite file (its help says what a missing one
+ * leads to) or a postgres:// URL. No yargs default and no path normalizing (a URL's `//` must stay):
+ * datasetOption() applies NETINGEST_DATABASE_URL, then DEFAULT_DB.
  */
-export function withReadDb<T>(y: Argv<T>, whenMissing: Exclude<DbWhenMissing, 'create'> = 'refuse') {
+export function withDb<T>(y: Argv<T>, whenMissing: DbWhenMissing = 'refuse') {
   return y.option('db', {
     type: 'string',
     describe: `${DB_DESCRIPTIONS[whenMissing]}, or postgres://user@host:5432/database (default: $${DATABASE_URL_ENV}, else ${DEFAULT_DB})`,
   });
 }
 
-/** The dataset withReadDb's `--db` names: the PostgreSQL URL, or the SQLite file's normalized path. */
+/** The dataset withDb's `--db` names: the PostgreSQL URL, or the SQLite file's normalized path. */
 export function datasetOption(db: string | undefined): string {
   const location = locateDataset({ db, defaultFile: DEFAULT_DB });
   return location.engine === 'postgres' ? location.url : normalize(location.file);

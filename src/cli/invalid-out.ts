@@ -12,10 +12,6 @@ export const INVALID_OUT_OPTION = {
 } as const;
 
 /**
- * Writes each job's invalid rows and says where on `stderr`. They come from the input, not the dataset; `db` is
- * named only so that a file the dataset is kept in is never the output.
- */
-/**
  * Refuses, before anything runs, an `--invalid-out` that is a file the jobs read: `run` writes it only after its
  * last call, too late to say that the paid run's rows cannot go there.
  */
@@ -25,6 +21,10 @@ export async function checkInvalidOut(jobs: readonly Job[], out: string | undefi
   for (const job of jobs) assertInvalidOutIsNotInput(job, invalidOutPath(out, job.name, jobs.length), dbFile);
 }
 
+/**
+ * Writes each job's invalid rows and says where on `stderr`. They come from the input, not the dataset; `db` is
+ * named only so that a file the dataset is kept in is never the output.
+ */
 export async function writeInvalidOut(jobs: readonly Job[], out: string, db: string, stderr: NodeJS.WritableStream): Promise<void> {
   const [dbFile] = (await openStore(db)).files;
   for (const job of jobs) {

@@ -1,9 +1,8 @@
 import yargs from 'yargs';
 import type { CommandIO, CommandSpec } from './command.ts';
-import { EXIT, exitCodeFor } from './exit-codes.ts';
+import { describeError, EXIT, exitCodeFor } from './exit-codes.ts';
 import { NetingestError } from '../errors.ts';
 import { commands, type LazyCommand } from './commands/index.ts';
-import { describeError } from './describe-error.ts';
 import { readPackageJson } from '../package-root.ts';
 
 const pkg = readPackageJson();

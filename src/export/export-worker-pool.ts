@@ -6,7 +6,7 @@
  */
 import type { Worker } from 'node:worker_threads';
 import { NetingestError } from '../errors.ts';
-import { startWorker } from '../threads/start-worker.ts';
+import { startWorker } from '../threads/start.ts';
 import type { ExportWorkerData, ExportWorkerMessage, ToExportWorkerMessage } from './export-worker-protocol.ts';
 
 const THREAD = new URL('./export-worker.ts', import.meta.url);

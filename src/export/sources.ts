@@ -7,6 +7,7 @@ import { is } from 'drizzle-orm';
 import { SQLiteTable, getTableConfig } from 'drizzle-orm/sqlite-core';
 import * as schema from '../store/schema.ts';
 import { UsageError } from '../errors.ts';
+import { parseInstant } from '../store/history/changes-query.ts';
 
 /** One exportable table or view. */
 export interface ExportSource {
@@ -62,38 +63,9 @@ function nearestSource(name: string, sources: readonly ExportSource[]): ExportSo
   return sources.find((s) => key(s.name) === wanted || (s.kind === 'view' && key(s.name.replace(/^v_/, '')) === wanted));
 }
 
-/**
- * Parses `--since`: a date (`2026-11-01`, midnight UTC) or an ISO date-time (`2026-11-01T08:00:00Z`, with `Z` or
- * an offset; without one it is taken as UTC). Returns the instant in the database's format (ISO-8601 UTC).
- */
+/** Parses export's `--since` (see parseInstant) into the instant in the database's format (ISO-8601 UTC). */
 export function parseSince(value: string): string {
-  const text = value.trim();
-  const match = /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})?)?$/i.exec(text);
-  if (match) {
-    const [, y, mo, d, h, mi, s, frac, zone] = match;
-    const calendarOk = isCalendarDate(Number(y), Number(mo), Number(d));
-    const timeOk = h === undefined || (Number(h) < 24 && Number(mi) < 60 && Number(s ?? 0) < 60);
-    if (calendarOk && timeOk) {
-      const iso =
-        h === undefined
-          ? `${y}-${mo}-${d}T00:00:00Z`
-          : `${y}-${mo}-${d}T${h}:${mi}:${s ?? '00'}${(frac ?? '').slice(0, 4)}${normalizeZone(zone)}`;
-      const instant = new Date(iso);
-      if (!Number.isNaN(instant.getTime())) return instant.toISOString();
-    }
-  }
-  throw new UsageError(
-    `--since: '${value}' is not a date; use YYYY-MM-DD or an ISO date-time such as 2026-11-01T08:00:00Z`,
-    'BAD_SINCE',
-  );
-}
-
-function isCalendarDate(year: number, month: number, day: number): boolean {
-  if (month < 1 || month > 12 || day < 1) return false;
-  return day <= new Date(Date.UTC(year, month, 0)).getUTCDate();
-}
-
-function normalizeZone(zone: string | undefined): string {
-  if (!zone || zone.toUpperCase() === 'Z') return 'Z';
-  return zone.length === 5 ? `${zone.slice(0, 3)}:${zone.slice(3)}` : zone;
+  const at = parseInstant(value);
+  if (at !== null) return at;
+  throw new UsageError(`--since: '${value}' is not a date; use YYYY-MM-DD or an ISO date-time such as 2026-11-01T08:00:00Z`, 'BAD_SINCE');
 }

@@ -8,8 +8,6 @@ export const NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$/;
 export const NAME_RULE = 'must start with a letter or digit and hold only letters, digits, "_", "-" and "." (at most 100 characters)';
 
 export const text = z.string().trim().min(1);
-export const positiveInt = z.number().int().min(1);
-export const nonNegativeInt = z.number().int().min(0);
 
 /**
  * The range of every number a job holds (docs/jobs.md lists them): wide enough for any job, narrow enough that a

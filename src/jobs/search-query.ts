@@ -1,15 +1,7 @@
 import { SEARCH_JOBS_LIST_PARAMS, type SearchJobsQuery } from '../spec/types.ts';
 
 /** search-jobs parameters a job's `request` or a CSV row may set (`start` is the planner's, from `pages`). */
-export const SEARCH_QUERY_PARAMS = [
-  'keywords',
-  'location',
-  'timePosted',
-  'experienceLevels',
-  'jobTypes',
-  'workplaceTypes',
-  'companyIds',
-] as const;
+export const SEARCH_QUERY_PARAMS = ['keywords', 'location', 'timePosted', 'experienceLevels', 'jobTypes', 'workplaceTypes', 'companyIds'] as const;
 export type SearchQueryParam = (typeof SEARCH_QUERY_PARAMS)[number];
 
 /** A search without its paging position: what one CSV row (plus the job's defaults) asks for. */
@@ -43,10 +35,7 @@ export function isListParam(name: string): boolean {
 
 /** Splits a list cell on commas or semicolons, trimming items and dropping empty ones; order is kept. */
 export function splitList(cell: string): string[] {
-  return cell
-    .split(/[,;]/)
-    .map((s) => s.trim())
-    .filter((s) => s !== '');
+  return cell.split(/[,;]/).map((s) => s.trim()).filter((s) => s !== '');
 }
 
 /**

@@ -104,7 +104,7 @@ export interface OperationSpec<Q = unknown, A = unknown, S extends Subject = Sub
   /** A checked definition as a job, every default filled in; `base` is what every job shares, `file` its input CSV. */
   resolveJob(definition: D, base: JobCommon, file: JobInputFile, issues: JobIssue[]): J;
 
-  /** The job and input CSV `netingest init` writes for this operation (jobs/starters.ts). */
+  /** The job and input CSV `netingest init` writes for this operation (cli/commands/init.ts). */
   starter: Starter;
 
   // ---- planning: an input row becomes requests ----

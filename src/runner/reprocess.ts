@@ -19,7 +19,7 @@ import { openStore } from '../store/open-store.ts';
 import { findSpec, readStored } from '../operations/index.ts';
 import { decodeRawBody } from '../store/raw-body.ts';
 import { ask, runStepsSync, type ArchivedBody, type ReprocessSteps } from '../store/reprocess-store.ts';
-import { inSqliteReprocessTransaction } from '../store/sqlite-reprocess-store.ts';
+import { inSqliteReprocessTransaction } from '../store/sqlite/reprocess-store.ts';
 
 /** Options of reprocess(); every default here. */
 export interface ReprocessOptions {

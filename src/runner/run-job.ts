@@ -2,12 +2,9 @@ import PQueue from 'p-queue';
 import type { Job } from '../jobs/schema.ts';
 import type { TaskRow } from '../store/ledger.ts';
 import type { DueTasks } from '../store/run-store.ts';
-import type { Operation } from '../spec/types.ts';
-import type { IngestRequest } from '../store/ingest-request.ts';
-import { findSpec, readStored, specOf, type AnySubject } from '../operations/index.ts';
+import { findSpec, readStored, type AnySubject } from '../operations/index.ts';
 import type { OperationSpec } from '../operations/operation-spec.ts';
 import { executeTask, type ExecutableTask, type ExecutorContext } from './task-executor.ts';
-import type { TaskStatus } from '../store/tables.ts';
 
 export const RUN_JOB_DEFAULTS = {
   /** Tasks read from the ledger per query. */
@@ -15,15 +12,6 @@ export const RUN_JOB_DEFAULTS = {
   /** Units waiting in the queue per unit of concurrency: the queue never holds more than this. */
   queueDepthPerWorker: 4,
 } as const;
-
-/** What one job did in a run. */
-export interface JobOutcome {
-  job: string;
-  operation: Operation;
-  /** Tasks this run worked on (planned and due). */
-  runnable: number;
-  counts: Record<TaskStatus, number>;
-}
 
 /** Live counters of the job being worked, for the progress display. */
 export interface JobProgress {
@@ -130,9 +118,4 @@ function taskOf<Q>(spec: OperationSpec<Q, unknown, AnySubject, unknown>, row: Ta
   const request = readStored(spec.request, row.requestJson, 'request_json');
   const ingest = spec.subjectOf(row.inputKey, request);
   return { id: row.id, operation: spec.name, spec, inputKey: row.inputKey, page: row.page, request, ingest, requestKey: spec.requestKey(ingest) };
-}
-
-/** What an answer to `request` (a task's, as stored) is filed under: its operation's subjectOf. */
-export function ingestRequestFor(operation: Operation, inputKey: string, request: unknown): IngestRequest {
-  return specOf(operation).subjectOf(inputKey, request);
 }

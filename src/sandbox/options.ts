@@ -36,36 +36,6 @@ export type PastLastPage = (typeof PAST_LAST_PAGE_MODES)[number];
 export const LIVE_SHAPES = ['absent-members', 'brand-url', 'page-cap', 'url-forms'] as const;
 export type LiveShape = (typeof LIVE_SHAPES)[number];
 
-/** Every option of the sandbox; see SANDBOX_DEFAULTS for the defaults and their meaning. */
-export interface SandboxOptions extends FaultRates {
-  host: string;
-  port: number;
-  seed: number;
-  ageDays: number;
-  tokens: Record<string, number>;
-  suspendedTokens: string[];
-  costs: Record<Operation, number>;
-  latencyMs: number | [number, number];
-  rateLimitPerSecond: number | null;
-  rateLimitPerMinute: number | null;
-  retryAfterSeconds: number;
-  pastLastPage: PastLastPage;
-  slowMs: number;
-  hugeBytes: number;
-  notFoundRate: number;
-  liveShapes: boolean | readonly LiveShape[];
-  memberMissingRate: number;
-  memberNullRate: number;
-  brand: string;
-  networkHost: string;
-  maxNum: number;
-  bareUrlRate: number;
-  countryUrlRate: number;
-  balanceRoute: boolean;
-  logRequests: boolean;
-  onRequest: ((entry: LoggedRequest) => void) | null;
-}
-
 /** What startSandbox accepts: any subset of the options; `costs` may name only some operations. */
 export type SandboxOptionsInput = Partial<Omit<SandboxOptions, 'costs'>> & { costs?: Partial<Record<Operation, number>> };
 
@@ -86,7 +56,7 @@ export type SandboxOptionsInput = Partial<Omit<SandboxOptions, 'costs'>> & { cos
  * Faults are decided by one PRNG draw per authenticated, valid request, checked in the order of FaultRates,
  * so each fault happens at its own rate as long as the rates add up to at most 1.
  */
-export const SANDBOX_DEFAULTS: Readonly<SandboxOptions> = Object.freeze({
+const DEFAULTS = {
   /** Interface to listen on; loopback only by default. */
   host: '127.0.0.1',
   /** 0 picks a free port (tests); the CLI defaults to 8787. */
@@ -100,27 +70,27 @@ export const SANDBOX_DEFAULTS: Readonly<SandboxOptions> = Object.freeze({
    */
   ageDays: 0,
   /** Known bearer tokens and their total credits. */
-  tokens: { 'sandbox-token': 1_000_000 },
+  tokens: { 'sandbox-token': 1_000_000 } as Record<string, number>,
   /** Tokens answered 403 (account suspended); they need not appear in `tokens`. */
-  suspendedTokens: [],
+  suspendedTokens: [] as string[],
   /** Credits charged per 200 answer, by operation; fractional costs are kept exact (integer micro-credits). */
-  costs: { 'similar-companies': 1, 'post-details': 1, 'search-jobs': 0.25 },
+  costs: { 'similar-companies': 1, 'post-details': 1, 'search-jobs': 0.25 } as Record<Operation, number>,
   /** Added delay per answer: a fixed number of ms or a [min, max] range drawn from the seeded PRNG. */
-  latencyMs: 0,
+  latencyMs: 0 as number | [number, number],
   /** Accepted requests per token in any sliding 1-second window; null means no limit. Over it: 429. */
-  rateLimitPerSecond: null,
+  rateLimitPerSecond: null as number | null,
   /**
    * Accepted requests per token in any sliding 60-second window (the unit of the provider's published plan
    * limits); null means no limit. Over it: 429. Both limits may be set; a request must fit both.
    */
-  rateLimitPerMinute: null,
+  rateLimitPerMinute: null as number | null,
   /**
    * Retry-After (whole seconds) on 429. Over the per-minute limit the header says the larger of this and the
    * seconds until the window admits a request again, as a service with a minute window would.
    */
   retryAfterSeconds: 1,
   /** '404' (as the spec shows) or 'empty': a 200 with an empty page, charged. See the charging note above. */
-  pastLastPage: '404',
+  pastLastPage: '404' as PastLastPage,
   serverErrorRate: 0,
   unavailableRate: 0,
   dropRate: 0,
@@ -143,7 +113,7 @@ export const SANDBOX_DEFAULTS: Readonly<SandboxOptions> = Object.freeze({
    * the live service may, every LIVE_SHAPES entry on; a list turns on only those (a test of one behaviour).
    * The options below tune each shape and matter only while it is on.
    */
-  liveShapes: false,
+  liveShapes: false as boolean | readonly LiveShape[],
   /** 'absent-members': chance that an optional member of a record is left out, per record and member. */
   memberMissingRate: 0.05,
   /** 'absent-members': chance that it is sent as `null` instead (on top of the missing rate). */
@@ -172,23 +142,17 @@ export const SANDBOX_DEFAULTS: Readonly<SandboxOptions> = Object.freeze({
    * Called once per request when its answer is decided (status, charge and fault set), whether or not
    * `logRequests` keeps it; the command line prints its request lines from here.
    */
-  onRequest: null,
-} as SandboxOptions);
+  onRequest: null as ((entry: LoggedRequest) => void) | null,
+} satisfies FaultRates & Record<string, unknown>;
+/** The defaults above, frozen. */
+export const SANDBOX_DEFAULTS: Readonly<SandboxOptions> = Object.freeze(DEFAULTS);
+
+/** Every option of the sandbox: SANDBOX_DEFAULTS says what each means. */
+export type SandboxOptions = typeof DEFAULTS;
 
 const RATE_KEYS = [
-  'serverErrorRate',
-  'unavailableRate',
-  'dropRate',
-  'truncateRate',
-  'slowRate',
-  'htmlRate',
-  'wrongShapeRate',
-  'hugeRate',
-  'notFoundRate',
-  'memberMissingRate',
-  'memberNullRate',
-  'bareUrlRate',
-  'countryUrlRate',
+  'serverErrorRate', 'unavailableRate', 'dropRate', 'truncateRate', 'slowRate', 'htmlRate', 'wrongShapeRate', 'hugeRate',
+  'notFoundRate', 'memberMissingRate', 'memberNullRate', 'bareUrlRate', 'countryUrlRate',
 ] as const;
 
 /** Merges the input over the defaults and rejects values that make no sense. */
@@ -235,11 +199,9 @@ function checkTimingOptions(options: SandboxOptions): void {
   const lat = options.latencyMs;
   const [lo, hi] = Array.isArray(lat) ? lat : [lat, lat];
   if (!(lo >= 0 && hi >= lo)) throw new RangeError(`sandbox latencyMs must be >= 0 (or a [min, max] range), got ${String(lat)}`);
-  if (options.rateLimitPerSecond !== null && !(options.rateLimitPerSecond > 0)) {
-    throw new RangeError(`sandbox rateLimitPerSecond must be > 0 or null, got ${options.rateLimitPerSecond}`);
-  }
-  if (options.rateLimitPerMinute !== null && !(options.rateLimitPerMinute > 0)) {
-    throw new RangeError(`sandbox rateLimitPerMinute must be > 0 or null, got ${options.rateLimitPerMinute}`);
+  for (const key of ['rateLimitPerSecond', 'rateLimitPerMinute'] as const) {
+    const limit = options[key];
+    if (limit !== null && !(limit > 0)) throw new RangeError(`sandbox ${key} must be > 0 or null, got ${limit}`);
   }
   if (!(PAST_LAST_PAGE_MODES as readonly string[]).includes(options.pastLastPage)) {
     throw new RangeError(`sandbox pastLastPage must be one of ${PAST_LAST_PAGE_MODES.join(', ')}, got ${String(options.pastLastPage)}`);

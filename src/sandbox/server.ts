@@ -1,8 +1,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
-import { OPERATION_PATHS, type CreditCounters, type Operation } from '../spec/types.ts';
-import { BALANCE_PATH, balanceBody } from './balance.ts';
+import { API_PREFIX, OPERATION_PATHS, type CreditCounters, type Operation } from '../spec/types.ts';
 import { CreditLedger } from './credit-ledger.ts';
 import {
   FaultInjector, HTML_ERROR_PAGE, SERVER_ERROR_BODY, UNAVAILABLE_BODY, WRONG_SHAPE_BODY, hugeBody, truncated,
@@ -10,7 +9,7 @@ import {
 } from './faults.ts';
 import { Operations, type ValidRequest } from './operations.ts';
 import { resolveOptions, type SandboxOptions, type SandboxOptionsInput } from './options.ts';
-import { Prng } from './prng.ts';
+import { hash32, Prng } from './prng.ts';
 import { RateLimiter, type RateRefusal, type RateWindow } from './rate-limiter.ts';
 import { logEntry, type LoggedRequest } from './request-log.ts';
 
@@ -40,6 +39,9 @@ const ROUTES = new Map<string, { op: Operation; method: string }>([
   [OPERATION_PATHS['post-details'], { op: 'post-details', method: 'GET' }],
   [OPERATION_PATHS['search-jobs'], { op: 'search-jobs', method: 'GET' }],
 ]);
+
+/** The balance route the live service offers (known-behaviour.md): the token's counters, free of charge. */
+const BALANCE_PATH = `${API_PREFIX}/auth`;
 
 const MAX_BODY_BYTES = 1024 * 1024;
 const BEARER = /^\s*bearer\s+(\S+)\s*$/i;
@@ -284,4 +286,18 @@ function latencyDrawer(options: SandboxOptions): () => number {
   const [min, max] = latencyMs;
   const rng = Prng.from(options.seed, 'latency');
   return () => min + rng.next() * (max - min);
+}
+
+/**
+ * The 200 body of the balance route: `uid` fixed by seed and token (a hash: the token itself never appears),
+ * `team`, and the counters the next paid answer would start from.
+ */
+function balanceBody(seed: number, token: string, counters: CreditCounters): string {
+  return JSON.stringify({
+    uid: `u-${hash32(seed, `uid:${token}`).toString(16).padStart(8, '0')}`,
+    team: 'sandbox',
+    total_credits: counters.total_credits,
+    credits_used: counters.credits_used,
+    credits_remaining: counters.credits_remaining,
+  });
 }

@@ -176,12 +176,6 @@ export interface SearchJobsResponse extends CreditCounters {
   [extra: string]: unknown;
 }
 
-/** 404 body of similar-companies. */
-export interface SimilarCompaniesNotFound {
-  error: true;
-  message: string;
-}
-
 /** 404 body of search-jobs: a message and no `success` or `error` member. */
 export interface SearchJobsNotFound {
   message: string;

@@ -4,14 +4,20 @@
  * that only runs prepared statements on a dataset the run has already opened (the WAL checkpointer) starts in
  * milliseconds rather than the ~400 ms that loading drizzle and the schema takes.
  */
-// Before anything opens a database: URI filenames are fixed when better-sqlite3's addon first loads.
-import './uri-filenames.ts';
 import BetterSqlite3 from 'better-sqlite3';
 import { accessSync, constants, existsSync, mkdirSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { DatabaseCorruptError, DatabaseError, DatabaseLockedError, DatabaseReadonlyError } from './errors.ts';
 import { failedForWantOfShm, openWithoutShm, type ChangeWatch } from './read-without-shm.ts';
 import { registerRawBodyFunction } from './raw-body.ts';
+
+/*
+ * SQLite's `file:` URI filenames, which read-without-shm.ts needs (`?immutable=1`): better-sqlite3 has no
+ * per-connection flag for them and its SQLite is built with SQLITE_USE_URI=0, but its addon reads this variable
+ * once, when it loads at the process's first `new Database()`, which only this module makes. Nothing else
+ * changes: every path is made absolute first (resolve()), so none starts with "file:". A value the user set wins.
+ */
+process.env.SQLITE_USE_URI ??= '1';
 
 /** An open connection. */
 export interface Connection {

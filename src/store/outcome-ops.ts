@@ -41,14 +41,6 @@ export type OutcomeOp =
   | { kind: 'attempt_failed'; call: ApiCallRow }
   | { kind: 'failed'; taskId: number; code: string; message: string; retryable: boolean; attempts: number; at: string };
 
-/** Prepares the statements once; the returned function writes a batch of outcomes in one transaction. */
-export function createOutcomeApplier(database: Connection, runId: number): (ops: readonly OutcomeOp[]) => void {
-  const write = prepareOutcomeWrite(database, runId);
-  return database.sqlite.transaction((ops: readonly OutcomeOp[]) => {
-    for (const op of ops) write(op);
-  });
-}
-
 /** Prepares the statements once; the returned function writes one outcome, in the caller's transaction. */
 export function prepareOutcomeWrite(database: Connection, runId: number): (op: OutcomeOp) => void {
   const store = prepareAnswerStore(database);

@@ -1,7 +1,7 @@
 /**
  * What `netingest plan` asks the dataset, on either engine, read in one snapshot and never written: where each
  * planned task would land in a run starting now (by the run's own due rule), the jobs whose answers a run would
- * take, the learned cost and the last known balance. SQLite's answers are in sqlite-plan-ledger.ts, PostgreSQL's
+ * take, the learned cost and the last known balance. SQLite's answers are in sqlite/plan-ledger.ts, PostgreSQL's
  * in pg/pg-plan-ledger.ts; the dataset's store (dataset-store.ts) opens the one of its engine.
  */
 import type { DueRule } from './ledger.ts';

@@ -54,7 +54,7 @@ export function openWithoutShm<T>(
     opened = open(immutableUri(path));
   } catch (err) {
     // SQLITE_CANTOPEN: the `file:` name was taken literally, URI filenames being off (SQLITE_USE_URI=0 set by the
-    // user, or better-sqlite3 loaded before uri-filenames.ts ran); the first failure is the one that explains.
+    // user, or better-sqlite3 loaded before connection.ts set it); the first failure is the one that explains.
     if ((err as { code?: unknown } | null)?.code === 'SQLITE_CANTOPEN') throw failure;
     throw err;
   }

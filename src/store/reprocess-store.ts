@@ -1,6 +1,6 @@
 /**
  * What `reprocess` asks of the engine holding the dataset: the archive read a page at a time, and the rebuild
- * written, all inside the one transaction its implementation opens (sqlite-reprocess-store.ts on SQLite,
+ * written, all inside the one transaction its implementation opens (sqlite/reprocess-store.ts on SQLite,
  * pg/pg-reprocess-store.ts on PostgreSQL). The replay rules (runner/reprocess.ts) are written once, as a
  * generator that yields these requests and gets each answer back: run synchronously on SQLite (its callers
  * keep a synchronous reprocess) and awaited on PostgreSQL, as store/read-steps.ts runs the readers.

@@ -3,12 +3,11 @@ import { apiCallReads } from './api-calls.ts';
 import { runLockReads, type RunLockState } from './run-lock.ts';
 import { roundCredits } from '../credits/credit-meter.ts';
 import { measureUnfinishedRunReads, unfinishedRunsReads, type UnfinishedRun, type UnfinishedRunFigures } from './abandoned-runs.ts';
-import { uncountedCreditsReads } from './uncounted-credits.ts';
 import { lastRunDriftReads } from './answer-drift.ts';
 import { lastReportReads } from './last-report.ts';
 import { rows, value, type Reads } from './read-steps.ts';
 import { RUNNING_RUNS_LIVENESS_SQL } from './pg/coordination/worker-runs.ts';
-import { perEngine } from '../statement.ts';
+import { perEngine, sql, param } from '../statement.ts';
 
 /** On PostgreSQL, whether each unfinished run's worker still holds its session; SQLite tells by the run lock. */
 const RUNNING_RUNS_LIVENESS = perEngine({ sqlite: 'SELECT id, 1 AS live FROM runs WHERE 0', postgres: RUNNING_RUNS_LIVENESS_SQL });
@@ -76,4 +75,37 @@ function compareText(a: string, b: string): number {
 /** Whether a run still marked running is the live holder of the lock (a run writes its row only after taking it). */
 function isLockHolder(run: UnfinishedRun, lock: RunLockState | null): boolean {
   return lock !== null && lock.alive && run.pid === lock.pid && run.host === lock.host && run.startedAt >= lock.acquiredAt;
+}
+
+/** Below this, a gap is float noise of fractional costs. */
+const NOISE = 1e-6;
+
+/**
+ * Credits that the account's counters show used between runs and that no run counted: paid answers lost in
+ * flight when a run was killed (charged by the service, never stored), or the token used elsewhere. Each run's
+ * spend is counted from the answers it stored, so these are in no run's figure; `status` names them apart.
+ * For each run after the first that stored paid answers: the step from the highest credits_used stored before it
+ * to the lowest it stored, less that call's own cost (as learned before the run). A step across a reset of
+ * credits_used (it went down: a plan renewal) tells nothing and counts 0, as does one whose cost is unknown.
+ */
+function* uncountedCreditsReads(): Reads<number> {
+  const runs = yield* rows<{ runId: number; firstId: number; minUsed: number; maxUsed: number }>(
+    `SELECT run_id AS "runId", min(id) AS "firstId", min(credits_used) AS "minUsed", max(credits_used) AS "maxUsed"
+      FROM api_calls WHERE status = 200 AND credits_used IS NOT NULL AND run_id IS NOT NULL GROUP BY run_id ORDER BY "firstId"`,
+  );
+  let total = 0;
+  let before: number | null = null;
+  for (const run of runs) {
+    if (before !== null && run.minUsed >= before) {
+      const operation = (yield* value<string>(
+        sql`SELECT operation FROM api_calls WHERE run_id = ${param} AND status = 200 AND credits_used = ${param} ORDER BY id LIMIT 1`,
+        [run.runId, run.minUsed],
+      ))!;
+      const cost = (yield* apiCallReads.learnedCost(operation, run.firstId)) ?? (yield* apiCallReads.learnedCost(operation));
+      const gap = cost === null ? 0 : run.minUsed - before - cost;
+      if (gap > NOISE) total += gap;
+    }
+    before = before === null || run.minUsed >= before ? Math.max(before ?? run.maxUsed, run.maxUsed) : run.maxUsed;
+  }
+  return roundCredits(total);
 }

@@ -1,5 +1,5 @@
 /** Starts and stops the WAL checkpointer thread (wal-checkpointer-thread.ts) of a dataset being written. */
-import { startWorker } from '../threads/start-worker.ts';
+import { startWorker } from '../threads/start.ts';
 
 /** Settings of the checkpointer; every default is here. */
 export interface WalCheckpointerOptions {

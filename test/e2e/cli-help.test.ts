@@ -54,7 +54,9 @@ describe('--help', () => {
       );
     }
     // run also takes a postgres:// URL, or NETINGEST_DATABASE_URL when --db is not given.
-    expect(dbHelp(texts[read.length]!)).toMatch(/^SQLite database file \(created, with its folder, when missing; default data\/netingest\.db\), or a postgres:\/\/ URL \(default: \$NETINGEST_DATABASE_URL\)/);
+    expect(dbHelp(texts[read.length]!)).toBe(
+      'SQLite database file (created, with its folder, when missing), or postgres://user@host:5432/database (default: $NETINGEST_DATABASE_URL, else data/netingest.db)',
+    );
     expect(dbHelp(texts[read.length + 1]!)).toMatch(/read if it exists .*never created/);
   });
 });

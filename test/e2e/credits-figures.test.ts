@@ -7,7 +7,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import BetterSqlite3 from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import { toDatabaseUseError } from '../../src/store/open.ts';
-import { describeError } from '../../src/cli/describe-error.ts';
+import { describeError } from '../../src/cli/exit-codes.ts';
 import { startSandbox } from '../../src/sandbox/server.ts';
 import { runJobs } from '../../src/runner/run-jobs.ts';
 import { runCli as runCliLimited } from '../soak/cli-process.ts';

@@ -5,7 +5,7 @@
 import { statSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { openDatabase, type Database } from '../../src/store/open.ts';
-import { ingestInTransaction } from '../../src/store/ingest/index.ts';
+import { ingestInTransaction } from '../support/store-helpers.ts';
 import { saveRawResponse } from '../../src/store/raw-archive.ts';
 import { pruneRawBodies } from '../../src/store/raw-prune.ts';
 import { reprocess } from '../../src/runner/reprocess.ts';

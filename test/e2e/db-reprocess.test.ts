@@ -7,7 +7,7 @@ import { openDatabase, type Database } from '../../src/store/open.ts';
 import { createIngestor, NORMALIZED_TABLES } from '../../src/store/ingest/index.ts';
 import { saveRawResponse } from '../../src/store/raw-archive.ts';
 import type { IngestRequest, IngestResponseFor } from '../../src/store/ingest-request.ts';
-import { validateResponse } from '../../src/api/schemas.ts';
+import { validateResponse } from '../support/store-helpers.ts';
 import { parseJsonBody } from '../../src/api/json-body.ts';
 import { reprocess } from '../../src/runner/reprocess.ts';
 import { reprocessCommand } from '../../src/cli/commands/reprocess.ts';

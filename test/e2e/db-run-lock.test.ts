@@ -6,7 +6,7 @@ import { afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vite
 import { openDatabase, type Database } from '../../src/store/open.ts';
 import { acquireRunLock, LockLostError, recentLockCheck, RUN_LOCK_DEFAULTS, type RunLock } from '../../src/store/run-lock.ts';
 import { processFacts } from '../../src/store/process-identity.ts';
-import { lockLeaseFromEnv } from '../../src/cli/lock-lease.ts';
+import { lockLeaseFromEnv } from '../../src/cli/commands/run.ts';
 
 const HOST = hostname();
 const STALE_MS = RUN_LOCK_DEFAULTS.leaseMs + 60_000;

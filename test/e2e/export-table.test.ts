@@ -10,6 +10,7 @@ import { openDatabase } from '../../src/store/open.ts';
 import { capture, freshFolder, leftovers } from './export-helpers.ts';
 import { exportSql, exportTable } from '../../src/export/export-table.ts';
 import { exportSources, parseSince } from '../../src/export/sources.ts';
+import { parseChangesSince } from '../../src/store/history/changes-query.ts';
 import { UsageError } from '../../src/errors.ts';
 import { main } from '../../src/cli/main.ts';
 
@@ -185,6 +186,14 @@ describe('--since', () => {
     expect(parseSince('2026-11-01T08:30Z')).toBe('2026-11-01T08:30:00.000Z');
     expect(parseSince('2026-11-01T08:30:15.5-0130')).toBe('2026-11-01T10:00:15.500Z');
     expect(parseSince('2024-02-29')).toBe('2024-02-29T00:00:00.000Z');
+  });
+
+  it("reads changes' --since dates by the same rule: a day that is not in the calendar is none", () => {
+    expect(parseChangesSince('2026-11-01T08:30:15.5-0130')).toEqual({ at: '2026-11-01T10:00:15.500Z' });
+    expect(parseChangesSince('2026-11-01 08:00')).toEqual({ at: '2026-11-01T08:00:00.000Z' });
+    // Date would read it as 2026-03-02.
+    expect(parseChangesSince('2026-02-30')).toBeNull();
+    expect(parseChangesSince('7')).toEqual({ runId: 7 });
   });
 });
 

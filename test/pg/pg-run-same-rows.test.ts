@@ -14,7 +14,7 @@ import { NORMALIZED_TABLES } from '../../src/store/ingest/index.ts';
 import { FAST_RATE, FAST_RETRY, companyUrls, csv, makeWorkspace, operationRequests, postUrls, query, type Workspace } from '../support/run-helpers.ts';
 import { newPgDatabase, pgClusterUrl, pgSkipReason } from './use-pg.ts';
 import { openDatabase } from '../../src/store/open.ts';
-import { createOutcomeApplier } from '../../src/store/outcome-ops.ts';
+import { createOutcomeApplier } from '../support/store-helpers.ts';
 import { openPgStore } from '../../src/store/pg/open.ts';
 import { createPgGroupCommit } from '../../src/store/pg/pg-group-commit.ts';
 import { oneGroupTouchingSameRows, GROUP_TASKS, GROUP_TIMES } from './same-row-group.ts';

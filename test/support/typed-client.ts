@@ -1,10 +1,11 @@
 /**
  * The client with one typed wrapper per operation over its generic `call`, for the tests that call the API
- * directly: the runner only ever uses `call` with an operation's spec.
+ * directly: the runner only ever uses `call` with an operation's spec. Also each operation's request target and
+ * body as its spec builds them, so the encoding rules are tested without a server.
  */
 import { createApiClient, type ApiClient, type ApiResult, type ClientOptions } from '../../src/api/client.ts';
 import { postDetails, type PostDetailsAnswer } from '../../src/operations/post-details.ts';
-import { searchJobs, type SearchJobsAnswer } from '../../src/operations/search-jobs.ts';
+import { searchJobs, searchJobsPath, type SearchJobsAnswer } from '../../src/operations/search-jobs.ts';
 import { similarCompanies, type SimilarCompaniesAnswer } from '../../src/operations/similar-companies.ts';
 import type { SearchJobsQuery, SimilarCompaniesRequest } from '../../src/spec/types.ts';
 
@@ -27,3 +28,15 @@ export function createTypedClient(options: ClientOptions): TypedClient {
     searchJobs: (query) => client.call(searchJobs, query),
   };
 }
+
+/** JSON body of similar-companies: the request as given (undefined members are dropped by JSON). */
+export function similarCompaniesBody(body: SimilarCompaniesRequest): string {
+  return similarCompanies.send(body).body;
+}
+
+/** `/v1/api/post-details?url=<post URL percent-encoded>`. */
+export function postDetailsPath(url: string): string {
+  return postDetails.send({ url }).path;
+}
+
+export { searchJobsPath };

@@ -3,7 +3,8 @@
 import { describe, expect, it } from 'vitest';
 import { ApiSchemaError } from '../../src/api/errors.ts';
 import { errorAction } from './error-verb.ts';
-import { formatJsonPath, readUsableAnswer, validateResponse } from '../../src/api/schemas.ts';
+import { readUsableAnswer } from '../../src/api/schemas.ts';
+import { validateResponse } from '../support/store-helpers.ts';
 import { readAnswer } from '../../src/operations/answers.ts';
 import { driftLine } from '../../src/operations/drift.ts';
 import type { Operation } from '../../src/spec/types.ts';
@@ -305,10 +306,3 @@ describe('validateResponse: a body no contract can read names the JSON path', ()
   });
 });
 
-describe('formatJsonPath', () => {
-  it('formats identifiers, indices and other keys', () => {
-    expect(formatJsonPath([])).toBe('(root)');
-    expect(formatJsonPath(['data', 'content', 0, 'name'])).toBe('data.content[0].name');
-    expect(formatJsonPath(['results', 2, 'criteria', 'Job function'])).toBe('results[2].criteria["Job function"]');
-  });
-});

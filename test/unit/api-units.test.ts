@@ -21,7 +21,7 @@ import {
 } from '../../src/api/errors.ts';
 import { errorAction } from './error-verb.ts';
 import { bodyExcerpt, createOutputRedactor, createRedactor, redact, REDACTED } from '../../src/api/redact.ts';
-import { postDetailsPath, searchJobsPath, similarCompaniesBody } from '../../src/api/requests.ts';
+import { postDetailsPath, searchJobsPath, similarCompaniesBody } from '../support/typed-client.ts';
 import type { ApiCallInfo } from '../../src/api/types.ts';
 import { NetingestError } from '../../src/errors.ts';
 import { createLogger } from '../../src/runner/logger.ts';

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openDatabase, type Database } from '../../src/store/open.ts';
-import { ingestInTransaction } from '../../src/store/ingest/index.ts';
+import { ingestInTransaction } from '../support/store-helpers.ts';
 import { isoPostDate } from '../../src/store/ingest/post-date.ts';
 import { countryName } from '../../src/operations/country-name.ts';
 import { MIGRATIONS_FOLDER } from '../../src/store/migration-state.ts';

@@ -4,9 +4,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openDatabase, type Database } from '../../src/store/open.ts';
-import { createIngestor, ingestInTransaction, NORMALIZED_TABLES } from '../../src/store/ingest/index.ts';
+import { createIngestor, NORMALIZED_TABLES } from '../../src/store/ingest/index.ts';
+import { ingestInTransaction, validateResponse } from '../support/store-helpers.ts';
 import { saveRawResponse } from '../../src/store/raw-archive.ts';
-import { validateResponse } from '../../src/api/schemas.ts';
 import { useSandboxes } from '../support/sandbox-helpers.ts';
 import { company, job, jobsRequest, jobsResponse, postRequest, postResponse, similarRequest, similarResponse } from '../support/db-fixtures.ts';
 

@@ -1,5 +1,5 @@
 import { defineCommand } from '../command.ts';
-import { BOM_OPTION, datasetOption, ESCAPE_FORMULAS_OPTION, withReadDb } from '../common-options.ts';
+import { BOM_OPTION, datasetOption, ESCAPE_FORMULAS_OPTION, withDb } from '../common-options.ts';
 import { exportSql } from '../../export/export-table.ts';
 import { runQuery } from '../../export/query.ts';
 import { UsageError } from '../../errors.ts';
@@ -13,7 +13,7 @@ const FORMATS = ['table', 'csv', 'jsonl'] as const;
 /** `netingest changes`: what the history recorded, by default what the last run changed. */
 export const changesCommand = defineCommand({
   builder: (y) =>
-    withReadDb(y)
+    withDb(y)
       .option('since', { type: 'string', default: 'last', describe: 'last (what the last run changed), a run id (that run and later ones), or an ISO date or time' })
       .option('job', { type: 'string', describe: "only the changes made by this job's answers" })
       .option('entity', { choices: HISTORY_ENTITIES, describe: 'only changes of one kind of thing' })

@@ -1,5 +1,5 @@
 import { defineCommand } from '../command.ts';
-import { datasetOption, ESCAPE_FORMULAS_OPTION, withReadDb } from '../common-options.ts';
+import { datasetOption, ESCAPE_FORMULAS_OPTION, withDb } from '../common-options.ts';
 import { ENRICH_DEFAULTS, enrichJob } from '../../export/enrich.ts';
 import { ENRICH_ROW_MODES } from '../../export/enrich-layout.ts';
 import { EXPORT_FORMATS } from '../../export/row-encoders.ts';
@@ -9,7 +9,7 @@ import { plural } from '../../plural.ts';
 /** `netingest enrich <job> --out <file>`: the job's input rows followed by their results (docs/export.md). */
 export const enrichCommand = defineCommand({
   builder: (y) =>
-    withReadDb(y)
+    withDb(y)
       .positional('job', { type: 'string', demandOption: true, normalize: true, describe: 'job file (.json or .ts)' })
       .option('out', { type: 'string', normalize: true, demandOption: true, describe: 'file to write (replaced whole at the end)' })
       .option('format', { choices: EXPORT_FORMATS, default: 'csv' as const, describe: 'csv (header row, RFC 4180) or jsonl' })

@@ -1,5 +1,5 @@
 import { defineCommand } from '../command.ts';
-import { BOM_OPTION, datasetOption, ESCAPE_FORMULAS_OPTION, withReadDb } from '../common-options.ts';
+import { BOM_OPTION, datasetOption, ESCAPE_FORMULAS_OPTION, withDb } from '../common-options.ts';
 import { UsageError } from '../../errors.ts';
 import { exportSql, exportTable, type ExportResult } from '../../export/export-table.ts';
 import { EXPORT_FORMATS } from '../../export/row-encoders.ts';
@@ -11,7 +11,7 @@ import { atTerminal, sqlTimeoutMs, TIMEOUT_OPTION } from '../sql-timeout.ts';
 /** `netingest export`: a table, a view or a SELECT as CSV or JSON Lines, to a file (atomically) or stdout. */
 export const exportCommand = defineCommand({
   builder: (y) =>
-    withReadDb(y)
+    withDb(y)
       .positional('table', { type: 'string', describe: 'table or view to export (see --list)' })
       .option('sql', { type: 'string', describe: 'export the rows of this read-only SELECT instead of a table' })
       .option('format', { choices: EXPORT_FORMATS, default: 'csv' as const, describe: 'csv (header row, RFC 4180) or jsonl' })

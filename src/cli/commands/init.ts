@@ -4,9 +4,14 @@ import { dirname } from 'node:path';
 import { defineCommand } from '../command.ts';
 import { UsageError } from '../../errors.ts';
 import { OPERATIONS, type Operation } from '../../spec/types.ts';
-import { STARTERS, starterJobText } from '../../jobs/starters.ts';
+import { specOf } from '../../operations/index.ts';
+import type { Starter } from '../../operations/operation-spec.ts';
 
-/** `netingest init [operation]`: a starter job and its input CSV in the current folder, never over a file. */
+/**
+ * `netingest init [operation]`: the operation's starter (its spec's: the smallest job that runs, at the polite
+ * default rate, with a few input rows to replace by your own), written with its input CSV in the current
+ * folder, never over a file.
+ */
 export const initCommand = defineCommand({
   builder: (y) =>
     y
@@ -15,7 +20,7 @@ export const initCommand = defineCommand({
       .example('$0 init', 'jobs/lookalikes.json and data/leads.csv: companies similar to each lead')
       .example('$0 init post-details --ts', 'jobs/post-engagement.ts and data/posts.csv'),
   run: async (argv, io) => {
-    const starter = STARTERS[argv.operation];
+    const starter = specOf(argv.operation).starter;
     const jobFile = `jobs/${starter.name}.${argv.ts ? 'ts' : 'json'}`;
     const files: Array<[string, string]> = [
       [jobFile, starterJobText(starter, argv.ts ? 'ts' : 'json')],
@@ -39,3 +44,12 @@ export const initCommand = defineCommand({
     return 0;
   },
 });
+
+/** The job file's text: JSON, or a TypeScript module typed by defineJob (the package must be installed). */
+function starterJobText(starter: Starter, format: 'json' | 'ts'): string {
+  const json = JSON.stringify(starter.definition, null, 2);
+  if (format === 'json') return json + '\n';
+  // Keys as a person writes them in TypeScript: bare where they are identifiers.
+  const object = json.replace(/^(\s*)"([A-Za-z_$][\w$]*)":/gm, '$1$2:');
+  return `import { defineJob } from 'netingest';\n\nexport default defineJob(${object});\n`;
+}

@@ -1,9 +1,8 @@
 import { defineCommand } from '../command.ts';
-import { datasetOption, withApi, withReadDb } from '../common-options.ts';
+import { datasetOption, withApi, withDb } from '../common-options.ts';
 import { askLiveBalance } from '../../runner/live-balance.ts';
 import { loadJobs } from '../load-job-args.ts';
-import { describeError } from '../describe-error.ts';
-import { EXIT } from '../exit-codes.ts';
+import { describeError, EXIT } from '../exit-codes.ts';
 import { combineErrors } from '../../jobs/job-error.ts';
 import { formatPlanReport } from '../../runner/plan-report.ts';
 import { planJobs } from '../../runner/plan-jobs.ts';
@@ -12,7 +11,7 @@ import { INVALID_OUT_OPTION, writeInvalidOut } from '../invalid-out.ts';
 /** `netingest plan`: what a run would do and cost, with no paid API call (the free balance check only). */
 export const planCommand = defineCommand({
   builder: (y) =>
-    withApi(withReadDb(y, 'plan-empty'))
+    withApi(withDb(y, 'plan-empty'))
       .positional('jobs', { type: 'string', array: true, describe: 'job files (.json or .ts)' })
       .option('all', { type: 'boolean', default: false, describe: 'plan every job in jobs/' })
       .option('jobs-dir', { type: 'string', default: 'jobs', normalize: true, describe: 'folder searched by --all' })

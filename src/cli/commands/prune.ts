@@ -1,5 +1,5 @@
 import { defineCommand } from '../command.ts';
-import { datasetOption, withReadDb } from '../common-options.ts';
+import { datasetOption, withDb } from '../common-options.ts';
 import { numberFlag } from '../number-flags.ts';
 import { KEEP_RAW_DAYS_RULE } from '../../jobs/schema.ts';
 import type { PruneReport } from '../../store/raw-prune.ts';
@@ -18,7 +18,7 @@ export const PRUNE_DEFAULTS = { keepDays: 90 } as const;
 /** `netingest prune`: drop superseded raw bodies past a retention period, gzip old text bodies, reclaim the space. */
 export const pruneCommand = defineCommand({
   builder: (y) =>
-    withReadDb(y)
+    withDb(y)
       .option('keep-days', { type: 'string', default: String(PRUNE_DEFAULTS.keepDays), describe: 'keep every body received within this many days' })
       .option('dry-run', { type: 'boolean', default: false, describe: 'say what would go and change nothing' })
       .option('vacuum', { type: 'boolean', default: true, describe: VACUUM_HELP })

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { defineCommand } from '../command.ts';
-import { datasetOption, withApi, withReadDb } from '../common-options.ts';
+import { datasetOption, withApi, withDb } from '../common-options.ts';
 import { numberFlag, numberOption } from '../number-flags.ts';
 import { gatherFigures, REPORT_DEFAULTS, writeReport } from '../../report/write-report.ts';
 
@@ -11,7 +11,7 @@ const RATE_RULE = z.number().positive();
 /** `netingest report`: one self-contained HTML page of the last runs, or its figures as JSON. */
 export const reportCommand = defineCommand({
   builder: (y) =>
-    withApi(withReadDb(y))
+    withApi(withDb(y))
       .option('out', { type: 'string', default: REPORT_DEFAULTS.outFile, describe: 'the HTML file to write (replaced atomically)' })
       .option('days', { ...numberOption('draw the runs of the last this many days'), default: String(REPORT_DEFAULTS.days) })
       .option('forecast-days', { ...numberOption('days of tasks coming due to show'), default: String(REPORT_DEFAULTS.forecastDays) })

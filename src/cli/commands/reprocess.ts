@@ -1,11 +1,11 @@
 import { defineCommand } from '../command.ts';
-import { datasetOption, withReadDb } from '../common-options.ts';
+import { datasetOption, withDb } from '../common-options.ts';
 import { formatReprocessReport, rejectedLines, reprocessDatabase } from '../../runner/reprocess.ts';
 import { EXIT } from '../exit-codes.ts';
 
 /** `netingest reprocess`: rebuild the normalized tables from the archived raw responses, without API calls. */
 export const reprocessCommand = defineCommand({
-  builder: (y) => withReadDb(y).option('json', { type: 'boolean', default: false, describe: 'print the report as JSON' }),
+  builder: (y) => withDb(y).option('json', { type: 'boolean', default: false, describe: 'print the report as JSON' }),
   run: async (argv, io) => {
     const report = await reprocessDatabase(datasetOption(argv.db));
     io.stdout.write(argv.json ? JSON.stringify(report, null, 2) + '\n' : formatReprocessReport(report));

@@ -1,5 +1,5 @@
 import { defineCommand } from '../command.ts';
-import { datasetOption, DEFAULT_DB, withApi, withLogFormat } from '../common-options.ts';
+import { datasetOption, withApi, withDb, withLogFormat } from '../common-options.ts';
 import { resolveApiConfig } from '../../api/config.ts';
 import { loadJobs } from '../load-job-args.ts';
 import { runJobs, type RunOptions, type RunSummary } from '../../runner/run-jobs.ts';
@@ -13,15 +13,24 @@ import { formatRunSummary } from '../format-summary.ts';
 import { exitCodeForRun } from '../exit-codes.ts';
 import { checkInvalidOut, INVALID_OUT_OPTION, writeInvalidOut } from '../invalid-out.ts';
 import { hadNothingToDo, holdRoutineLines } from '../quiet-night.ts';
-import { lockLeaseFromEnv } from '../lock-lease.ts';
+import { UsageError } from '../../errors.ts';
 
 /** PostgreSQL: names the run whose `credits.maxPerRun` workers share, instead of the live run they join (docs/postgres.md). */
 const RUN_KEY_ENV = 'NETINGEST_RUN_KEY';
 
+/**
+ * The run lock's lease in seconds (default RUN_LOCK_DEFAULTS.leaseMs): how long after a run's last heartbeat a
+ * run on another host sharing the database may take its lock over.
+ */
+const LOCK_LEASE_ENV = 'NETINGEST_LOCK_LEASE_SECONDS';
+
+/** The lease shortest allowed: below it, a pause of the event loop or the disk would cost a run its lock. */
+const MIN_LEASE_SECONDS = 1;
+
 /** `netingest run`: the run engine from the command line. */
 export const runCommand = defineCommand({
   builder: (y) =>
-    withLogFormat(withApi(y))
+    withDb(withLogFormat(withApi(y)), 'create')
       .positional('jobs', { type: 'string', array: true, describe: 'job files (.json or .ts)' })
       .option('all', { type: 'boolean', default: false, describe: 'run every job in jobs/' })
       .option('jobs-dir', { type: 'string', default: 'jobs', describe: 'folder searched by --all', normalize: true })
@@ -32,11 +41,6 @@ export const runCommand = defineCommand({
       .option('refresh', { type: 'boolean', default: false, describe: 'call again tasks done within refreshAfterDays' })
       .option('json', { type: 'boolean', default: false, describe: 'print the summary as JSON on stdout' })
       .option('invalid-out', INVALID_OUT_OPTION)
-      // Not withDb's: a postgres:// URL must not be normalized as a path, and no default, so NETINGEST_DATABASE_URL can apply.
-      .option('db', {
-        type: 'string',
-        describe: `SQLite database file (created, with its folder, when missing; default ${DEFAULT_DB}), or a postgres:// URL (default: $NETINGEST_DATABASE_URL)`,
-      })
       .example('$0 run jobs/lookalikes.json', 'run one job')
       .example('$0 run --all --db data/nightly.db', 'run every job in jobs/ (nightly cron)'),
   run: async (argv, io) => {
@@ -109,4 +113,15 @@ function summaryOutput(summary: RunSummary, json: boolean, redact: (text: string
   if (!json) return redact(formatRunSummary(summary));
   // Redacting each string before it is escaped keeps the JSON valid whatever the token holds, and keys intact.
   return JSON.stringify(summary, (_key, value: unknown) => (typeof value === 'string' ? redact(value) : value), 2) + '\n';
+}
+
+/** The lease set in the environment, in ms, or undefined for the default; a bad value is a usage error. */
+export function lockLeaseFromEnv(env: NodeJS.ProcessEnv = process.env): number | undefined {
+  const raw = env[LOCK_LEASE_ENV]?.trim();
+  if (!raw) return undefined;
+  const seconds = Number(raw);
+  if (!Number.isFinite(seconds) || seconds < MIN_LEASE_SECONDS) {
+    throw new UsageError(`${LOCK_LEASE_ENV} must be a number of seconds, at least ${MIN_LEASE_SECONDS} (got ${JSON.stringify(raw)}).`);
+  }
+  return seconds * 1000;
 }

@@ -3,18 +3,45 @@ import { defineCommand, type CommandIO } from '../command.ts';
 import { UsageError } from '../../errors.ts';
 import { OPERATIONS, type Operation } from '../../spec/types.ts';
 import { SANDBOX_DEFAULTS, startSandbox, type LoggedRequest, type SandboxOptionsInput } from '../../sandbox/server.ts';
-import { LIVE_SHAPES, PAST_LAST_PAGE_MODES, resolveOptions, type LiveShape, type PastLastPage } from '../../sandbox/options.ts';
+import { LIVE_SHAPES, PAST_LAST_PAGE_MODES, resolveOptions, type LiveShape, type PastLastPage, type SandboxOptions } from '../../sandbox/options.ts';
 
 /** Port of `netingest sandbox` when --port is not given (tests use port 0 through the library). */
 export const SANDBOX_CLI_PORT = 8787;
 
 const DEFAULT_TOKEN = Object.keys(SANDBOX_DEFAULTS.tokens)[0] ?? 'sandbox-token';
 
+const rate = (describe: string) => `${describe} (rate 0..1)`;
+
+/** The flags that set one sandbox option as given, its default theirs: flag, option, help. */
+const PLAIN_FLAGS = [
+  ['seed', 'seed', 'seed of the synthetic data and of the fault draws'],
+  ['age-days', 'ageDays', 'the world this many days later: staff grown, reactions gained, lookalikes and jobs gone and new'],
+  ['retry-after', 'retryAfterSeconds', 'Retry-After seconds sent with 429 (over the minute limit: at least until the window frees)'],
+  ['fail-500', 'serverErrorRate', rate('answer 500')],
+  ['fail-503', 'unavailableRate', rate('answer 503')],
+  ['drop', 'dropRate', rate('close the connection without an answer')],
+  ['truncate', 'truncateRate', rate('answer 200 with the JSON cut in half')],
+  ['slow', 'slowRate', rate('answer --slow-ms late')],
+  ['slow-ms', 'slowMs', 'delay of a slow answer'],
+  ['html', 'htmlRate', rate('answer 200 with an HTML error page')],
+  ['wrong-shape', 'wrongShapeRate', rate('answer 200 with JSON of the wrong shape')],
+  ['huge', 'hugeRate', rate('answer 200 with a huge body')],
+  ['huge-bytes', 'hugeBytes', 'size of a huge answer'],
+  ['not-found-rate', 'notFoundRate', 'fraction of inputs with no data (404)'],
+  ['missing-rate', 'memberMissingRate', 'live: chance an optional member is left out'],
+  ['null-rate', 'memberNullRate', 'live: chance an optional member is null'],
+  ['brand', 'brand', "live: brand named in the author's URL member (<brand>_url)"],
+  ['network-host', 'networkHost', 'live: host of the URLs in the records'],
+  ['max-num', 'maxNum', 'live: most companies per similar-companies page'],
+  ['bare-url-rate', 'bareUrlRate', 'live: share of record URLs without www.'],
+  ['country-url-rate', 'countryUrlRate', 'live: share on a country subdomain (de., fr., ...)'],
+  ['balance-route', 'balanceRoute', 'serve GET /v1/api/auth, the free balance check, in every mode (--no-balance-route: 404)'],
+] as const satisfies ReadonlyArray<readonly [string, keyof SandboxOptions, string]>;
+type PlainFlag = (typeof PLAIN_FLAGS)[number];
+
 /** The parsed flags of `netingest sandbox`. */
-export interface SandboxArgs {
+export type SandboxArgs = { [F in PlainFlag as F[0]]: SandboxOptions[F[1]] } & {
   port: number;
-  seed: number;
-  'age-days': number;
   token: string[];
   'suspended-token': string[];
   credits: number;
@@ -22,40 +49,16 @@ export interface SandboxArgs {
   'latency-ms': string;
   'rate-limit'?: number;
   'rate-limit-per-minute'?: number;
-  'retry-after': number;
   'past-last-page': PastLastPage;
-  'fail-500': number;
-  'fail-503': number;
-  drop: number;
-  truncate: number;
-  slow: number;
-  'slow-ms': number;
-  html: number;
-  'wrong-shape': number;
-  huge: number;
-  'huge-bytes': number;
-  'not-found-rate': number;
   live: boolean;
   'live-shape': LiveShape[];
-  'missing-rate': number;
-  'null-rate': number;
-  brand: string;
-  'network-host': string;
-  'max-num': number;
-  'bare-url-rate': number;
-  'country-url-rate': number;
-  'balance-route': boolean;
   quiet: boolean;
-}
-
-const rate = (describe: string) => ({ type: 'number' as const, default: 0, describe: `${describe} (rate 0..1)` });
+};
 
 function builder(y: Argv) {
   const d = SANDBOX_DEFAULTS;
-  return y
+  let flags = y
     .option('port', { type: 'number', default: SANDBOX_CLI_PORT, describe: 'port on 127.0.0.1 (0 picks a free one)' })
-    .option('seed', { type: 'number', default: d.seed, describe: 'seed of the synthetic data and of the fault draws' })
-    .option('age-days', { type: 'number', default: d.ageDays, describe: 'the world this many days later: staff grown, reactions gained, lookalikes and jobs gone and new' })
     .option('token', { type: 'string', array: true, default: [DEFAULT_TOKEN], describe: 'accepted bearer token (repeatable)' })
     .option('suspended-token', { type: 'string', array: true, default: [] as string[], describe: 'token answered 403 (repeatable)' })
     .option('credits', { type: 'number', default: d.tokens[DEFAULT_TOKEN] ?? 1_000_000, describe: 'total credits of each token' })
@@ -71,11 +74,6 @@ function builder(y: Argv) {
       type: 'number',
       describe: 'requests per sliding minute per token before 429, as plans are priced (default: no limit)',
     })
-    .option('retry-after', {
-      type: 'number',
-      default: d.retryAfterSeconds,
-      describe: 'Retry-After seconds sent with 429 (over the minute limit: at least until the window frees)',
-    })
     .option('past-last-page', {
       // A string, or yargs reads `404` as a number that no choice equals.
       type: 'string',
@@ -83,17 +81,6 @@ function builder(y: Argv) {
       default: d.pastLastPage,
       describe: 'a page past the end of a list: 404 (uncharged), or empty (200 with an empty page, charged)',
     })
-    .option('fail-500', rate('answer 500'))
-    .option('fail-503', rate('answer 503'))
-    .option('drop', rate('close the connection without an answer'))
-    .option('truncate', rate('answer 200 with the JSON cut in half'))
-    .option('slow', rate('answer --slow-ms late'))
-    .option('slow-ms', { type: 'number', default: d.slowMs, describe: 'delay of a slow answer' })
-    .option('html', rate('answer 200 with an HTML error page'))
-    .option('wrong-shape', rate('answer 200 with JSON of the wrong shape'))
-    .option('huge', rate('answer 200 with a huge body'))
-    .option('huge-bytes', { type: 'number', default: d.hugeBytes, describe: 'size of a huge answer' })
-    .option('not-found-rate', { type: 'number', default: d.notFoundRate, describe: 'fraction of inputs with no data (404)' })
     .option('live', {
       type: 'boolean',
       default: false,
@@ -106,19 +93,12 @@ function builder(y: Argv) {
       choices: LIVE_SHAPES,
       default: [] as LiveShape[],
       describe: 'turn on only these live-service shapes (repeatable; instead of --live)',
-    })
-    .option('missing-rate', { type: 'number', default: d.memberMissingRate, describe: 'live: chance an optional member is left out' })
-    .option('null-rate', { type: 'number', default: d.memberNullRate, describe: 'live: chance an optional member is null' })
-    .option('brand', { type: 'string', default: d.brand, describe: "live: brand named in the author's URL member (<brand>_url)" })
-    .option('network-host', { type: 'string', default: d.networkHost, describe: 'live: host of the URLs in the records' })
-    .option('max-num', { type: 'number', default: d.maxNum, describe: 'live: most companies per similar-companies page' })
-    .option('bare-url-rate', { type: 'number', default: d.bareUrlRate, describe: 'live: share of record URLs without www.' })
-    .option('country-url-rate', { type: 'number', default: d.countryUrlRate, describe: 'live: share on a country subdomain (de., fr., ...)' })
-    .option('balance-route', {
-      type: 'boolean',
-      default: d.balanceRoute,
-      describe: 'serve GET /v1/api/auth, the free balance check, in every mode (--no-balance-route: 404)',
-    })
+    });
+  for (const [flag, option, describe] of PLAIN_FLAGS) {
+    const value = d[option];
+    flags = flags.option(flag, { type: typeof value as 'number' | 'string' | 'boolean', default: value, describe });
+  }
+  return flags
     .option('quiet', { type: 'boolean', default: false, describe: 'do not print a line per request' })
     .example('$0 sandbox --port 8787 --rate-limit 5 --fail-503 0.05', 'a flaky, rate-limited local API')
     .example('$0 sandbox --rate-limit-per-minute 60 --past-last-page empty', 'a free plan that bills empty pages')
@@ -140,38 +120,17 @@ export function sandboxOptionsFromArgs(argv: SandboxArgs): SandboxOptionsInput {
   const latency = /^\s*(\d+(?:\.\d+)?)\s*(?:-\s*(\d+(?:\.\d+)?)\s*)?$/.exec(argv['latency-ms']);
   if (!latency) throw new UsageError(`--latency-ms ${argv['latency-ms']}: expected milliseconds or min-max, e.g. 5 or 2-20`);
   const input: SandboxOptionsInput = {
+    ...Object.fromEntries(PLAIN_FLAGS.map(([flag, option]) => [option, argv[flag]])),
     host: SANDBOX_DEFAULTS.host,
     port: argv.port,
-    seed: argv.seed,
-    ageDays: argv['age-days'],
     tokens: Object.fromEntries(argv.token.map((t) => [t, argv.credits])),
     suspendedTokens: argv['suspended-token'],
     costs,
     latencyMs: latency[2] === undefined ? Number(latency[1]) : [Number(latency[1]), Number(latency[2])],
     rateLimitPerSecond: argv['rate-limit'] ?? null,
     rateLimitPerMinute: argv['rate-limit-per-minute'] ?? null,
-    retryAfterSeconds: argv['retry-after'],
     pastLastPage: argv['past-last-page'],
-    serverErrorRate: argv['fail-500'],
-    unavailableRate: argv['fail-503'],
-    dropRate: argv.drop,
-    truncateRate: argv.truncate,
-    slowRate: argv.slow,
-    slowMs: argv['slow-ms'],
-    htmlRate: argv.html,
-    wrongShapeRate: argv['wrong-shape'],
-    hugeRate: argv.huge,
-    hugeBytes: argv['huge-bytes'],
-    notFoundRate: argv['not-found-rate'],
     liveShapes: argv['live-shape'].length > 0 ? argv['live-shape'] : argv.live,
-    memberMissingRate: argv['missing-rate'],
-    memberNullRate: argv['null-rate'],
-    brand: argv.brand,
-    networkHost: argv['network-host'],
-    maxNum: argv['max-num'],
-    bareUrlRate: argv['bare-url-rate'],
-    countryUrlRate: argv['country-url-rate'],
-    balanceRoute: argv['balance-route'],
     logRequests: false,
   };
   if (!Number.isInteger(argv.port) || argv.port < 0 || argv.port > 65535) throw new UsageError(`--port ${argv.port}: expected 0..65535`);

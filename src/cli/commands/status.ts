@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { defineCommand } from '../command.ts';
-import { datasetOption, withApi, withReadDb } from '../common-options.ts';
+import { datasetOption, withApi, withDb } from '../common-options.ts';
 import { formatStatus, formatStatusDrift, statusReport } from '../../runner/status-report.ts';
 import { numberFlag, numberOption } from '../number-flags.ts';
 
@@ -11,7 +11,7 @@ const DEFAULT_RUNS = 10;
 /** `netingest status`: what the last runs did and what is left. */
 export const statusCommand = defineCommand({
   builder: (y) =>
-    withApi(withReadDb(y))
+    withApi(withDb(y))
       .option('runs', { ...numberOption('how many recent runs to list'), default: DEFAULT_RUNS })
       .option('json', { type: 'boolean', default: false, describe: 'print the status as JSON' })
       .option('drift', { type: 'boolean', default: false, describe: "print only the last run's answer drift, every line (a run's summary shows the first 5)" }),

@@ -1,8 +1,8 @@
 import type { CompanyRecord, JobRecord } from '../../spec/types.ts';
 import type { PostBody } from '../data/posts.ts';
 import { withAbsentMembers } from './absent-members.ts';
-import type { LiveShapes } from './live-shapes.ts';
-import { foldSubdomain, originFor, rehost, wwwOrigin } from './url-forms.ts';
+import type { LiveShapes, UrlForms } from './live-shapes.ts';
+import { hashFraction } from '../prng.ts';
 
 const SPEC_AUTHOR_URL = 'network_url';
 
@@ -71,4 +71,41 @@ const asObject = (v: unknown): Record<string, unknown> | null =>
 /** A copy of `object` with member `from` renamed `to` in the same place (absent stays absent). */
 function renamed(object: Record<string, unknown>, from: string, to: string): Record<string, unknown> {
   return Object.fromEntries(Object.entries(object).map(([name, value]) => [name === from ? to : name, value]));
+}
+
+/** Country subdomains the site serves its pages on (a client must fold them into `www.`). */
+const COUNTRY_SUBDOMAINS = ['de', 'fr', 'uk', 'in', 'br', 'es', 'it', 'nl'] as const;
+
+/**
+ * The origin one URL of the records is written with: `https://<host>` (bare), `https://<cc>.<host>` or
+ * `https://www.<host>`, drawn from seed and `key`; the key names the URL's place in an answer, so one company
+ * may be written one way in one list and another way in the next, as the live answers do.
+ */
+function originFor(forms: UrlForms, seed: number, key: string): string {
+  const r = hashFraction(seed, `url-form:${key}`);
+  if (r < forms.bareRate) return `https://${forms.host}`;
+  if (r < forms.bareRate + forms.countryRate) {
+    const index = Math.floor(hashFraction(seed, `url-country:${key}`) * COUNTRY_SUBDOMAINS.length);
+    return `https://${COUNTRY_SUBDOMAINS[index] ?? 'de'}.${forms.host}`;
+  }
+  return wwwOrigin(forms);
+}
+
+/** The origin the site writes its own pages with. */
+function wwwOrigin(forms: UrlForms): string {
+  return `https://www.${forms.host}`;
+}
+
+/** `url` with its scheme and host replaced by `origin` (the data writes every URL as https://host/path). */
+function rehost(url: string, origin: string): string {
+  return url.replace(/^https:\/\/[^/]+/, origin);
+}
+
+/**
+ * A reference URL on a country or mobile subdomain (`de.host/...`, `m.host/...`) rewritten on `www.`, so it
+ * names the same company as the `www.` and bare forms, as it does on the live site. Hosts of two labels
+ * (`ab.com`) are left alone.
+ */
+function foldSubdomain(url: string): string {
+  return url.replace(/^(\s*(?:[a-z][a-z0-9+.-]*:\/\/)?)(?:[a-z]{2}|m)\.([^/.?#]+\.[^/?#]+)/i, '$1www.$2');
 }

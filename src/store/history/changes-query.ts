@@ -18,9 +18,6 @@ export interface ChangesFilter {
   entity?: HistoryEntity | undefined;
 }
 
-/** The columns of a change record, in order (docs/schema.md). */
-export const CHANGE_RECORD_COLUMNS = ['run_id', 'at', 'job', 'entity', 'key', 'change', 'field', 'old', 'new'] as const;
-
 /**
  * `--since`'s value: `last`, a run id (a whole number) or an ISO date or date-time; null when it is none of
  * them (the caller names the flag in its message).
@@ -29,12 +26,35 @@ export function parseChangesSince(text: string): ChangesSince | null {
   const value = text.trim();
   if (value === '' || value === 'last') return { last: true };
   if (/^\d{1,15}$/.test(value)) return { runId: Number(value) };
-  if (!/^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})?)?$/.test(value)) return null;
-  // A date alone, or a time without a zone, is UTC: every stored time is.
-  const dateOnly = value.length === 10;
-  const zoned = /(Z|[+-]\d{2}:?\d{2})$/.test(value);
-  const date = new Date(dateOnly ? `${value}T00:00:00Z` : zoned ? value.replace(' ', 'T') : `${value.replace(' ', 'T')}Z`);
-  return Number.isNaN(date.getTime()) ? null : { at: date.toISOString() };
+  const at = parseInstant(value);
+  return at === null ? null : { at };
+}
+
+/**
+ * A date (`2026-11-01`, midnight UTC) or an ISO date-time (`2026-11-01T08:00:00Z`, with `Z` or an offset;
+ * without one it is UTC, as every stored time is) as the instant in the database's format (ISO-8601 UTC); null
+ * when it is neither, or names no day of the calendar (`2026-02-30`, which Date would roll into March).
+ */
+export function parseInstant(value: string): string | null {
+  const match = /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})?)?$/i.exec(value.trim());
+  if (!match || !namesADay(match)) return null;
+  const [, y, mo, d, h, mi, s, frac, zone] = match;
+  const time = h === undefined ? '00:00:00Z' : `${h}:${mi}:${s ?? '00'}${(frac ?? '').slice(0, 4)}${utcOffset(zone)}`;
+  const instant = new Date(`${y}-${mo}-${d}T${time}`);
+  return Number.isNaN(instant.getTime()) ? null : instant.toISOString();
+}
+
+/** Whether parseInstant's match is a day of the calendar and, with a time, a time of day. */
+function namesADay([, y, mo, d, h, mi, s]: RegExpExecArray): boolean {
+  const [month, day] = [Number(mo), Number(d)];
+  if (month < 1 || month > 12 || day < 1 || day > new Date(Date.UTC(Number(y), month, 0)).getUTCDate()) return false;
+  return h === undefined || (Number(h) < 24 && Number(mi) < 60 && Number(s ?? 0) < 60);
+}
+
+/** `Z` (or none), `+02:00` or `-0130` as an offset Date reads. */
+function utcOffset(zone: string | undefined): string {
+  if (!zone || zone.toUpperCase() === 'Z') return 'Z';
+  return zone.length === 5 ? `${zone.slice(0, 3)}:${zone.slice(3)}` : zone;
 }
 
 /** An SQL string literal, the same on both engines (standard quoting; NUL refused before). */

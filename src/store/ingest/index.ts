@@ -12,7 +12,6 @@ import { networkHost } from '../../urls/network-host.ts';
 import { NORMALIZED_TABLES } from '../tables.ts';
 import { preparePostDateOrder } from './post-date-order.ts';
 import { prepareRowWriter, prepareStoredLookup } from './row-writer.ts';
-import { assertIsoTimestamp } from './seen-at.ts';
 import { storeChanges } from '../history/record-changes.ts';
 import { readSync } from '../read-steps.ts';
 import type { AnswerAnomaly } from '../answer-anomalies.ts';
@@ -49,6 +48,8 @@ export interface Ingestor {
 
 export { NORMALIZED_TABLES };
 
+const ISO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?Z$/;
+
 /** Prepares the statements once. */
 export function createIngestor(database: Connection): Ingestor {
   const { sqlite } = database;
@@ -60,7 +61,10 @@ export function createIngestor(database: Connection): Ingestor {
     if (!sqlite.inTransaction) {
       throw new Error('ingest() must run inside a transaction (the caller commits the response with its bookkeeping)');
     }
-    assertIsoTimestamp(seenAt);
+    // The one check of the time every answer's rows are stored with: the one format every *_at column holds.
+    if (typeof seenAt !== 'string' || !ISO_UTC.test(seenAt)) {
+      throw new TypeError(`seenAt must be an ISO-8601 UTC timestamp such as 2026-11-22T13:45:00.000Z, got ${String(seenAt)}`);
+    }
     ctx.seenAt = seenAt;
     const stored = specOf(subject.operation).rows(subject, answer, ctx);
     if (source) readSync(sqlite, storeChanges([{ writes: stored.writes, runId: source.runId, taskId: source.taskId, at: seenAt }]));
@@ -69,17 +73,6 @@ export function createIngestor(database: Connection): Ingestor {
     return stored.anomalies.length > 0 ? { ...result, anomalies: stored.anomalies } : result;
   };
   return { ingest: ingestAnswer, ingestAnswer };
-}
-
-/** Ingests one response in its own transaction (tests, tools); the runner uses its own transaction instead. */
-export function ingestInTransaction<R extends IngestRequest>(
-  database: Connection,
-  req: R,
-  response: IngestResponseFor<R>,
-  seenAt: string,
-  ingestor: Ingestor = createIngestor(database),
-): IngestResult {
-  return database.sqlite.transaction(() => ingestor.ingest(req, response, seenAt))();
 }
 
 /** The history reprocess empties with the normalized tables: it rebuilds it from the raw archive, as it was made. */

@@ -7,7 +7,7 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import { NetingestError } from '../../errors.ts';
-import { startChild } from '../../threads/start-child.ts';
+import { startChild } from '../../threads/start.ts';
 import { ExportInterruptedError, QueryTimeoutError } from '../readers/query-errors.ts';
 import { STATEMENT_DEFAULTS } from '../dataset-store.ts';
 import type { FromStatementChild, ToStatementChild } from './statement-protocol.ts';

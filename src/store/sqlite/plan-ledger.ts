@@ -2,11 +2,11 @@
  * The plan ledger (plan-ledger.ts) of a SQLite file: the ledger's own dueState and hasSharedAnswer, task by task
  * (each a probe of the unique index, in process: no round trip to save), in one read transaction.
  */
-import { openDatabase } from './open.ts';
-import { withReadSnapshot } from './read-snapshot.ts';
-import { createLedger, type Ledger } from './ledger.ts';
-import { createApiCallLog } from './api-calls.ts';
-import type { PlanLedger, PlannedTask, PlannedTaskState, PlanRule } from './plan-ledger.ts';
+import { openDatabase } from '../open.ts';
+import { withReadSnapshot } from '../read-snapshot.ts';
+import { createLedger, type Ledger } from '../ledger.ts';
+import { createApiCallLog } from '../api-calls.ts';
+import type { PlanLedger, PlannedTask, PlannedTaskState, PlanRule } from '../plan-ledger.ts';
 
 /** Runs `fn` with the plan ledger of the SQLite `file` (which exists), opened read-only, in one snapshot. */
 export async function withSqlitePlanLedger<T>(file: string, fn: (ledger: PlanLedger) => Promise<T>): Promise<T> {

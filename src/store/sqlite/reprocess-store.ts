@@ -2,13 +2,13 @@
  * reprocess's store on SQLite (reprocess-store.ts): better-sqlite3's synchronous statements, the body stored by
  * store-answer.ts as the run's writer stores it, everything in one transaction on the connection.
  */
-import { prepareAnswerStore } from './store-answer.ts';
-import { clearNormalizedTables } from './ingest/index.ts';
-import { createLedger } from './ledger.ts';
-import type { Database } from './open.ts';
-import { acceptRawResponse } from './raw-archive.ts';
-import { rawBodiesWerePruned } from './raw-prune.ts';
-import type { ArchivedBody, ReprocessStore } from './reprocess-store.ts';
+import { prepareAnswerStore } from '../store-answer.ts';
+import { clearNormalizedTables } from '../ingest/index.ts';
+import { createLedger } from '../ledger.ts';
+import type { Database } from '../open.ts';
+import { acceptRawResponse } from '../raw-archive.ts';
+import { rawBodiesWerePruned } from '../raw-prune.ts';
+import type { ArchivedBody, ReprocessStore } from '../reprocess-store.ts';
 
 const ARCHIVE_PAGE = `SELECT id, operation, request_key AS requestKey, request_json AS requestJson, body, body_encoding AS bodyEncoding,
     received_at AS receivedAt, task_id AS taskId, run_id AS runId, error_code AS errorCode

@@ -1,0 +1,41 @@
+/**
+ * Wrappers over the store that only tests call: the run writes through its own transaction and group commit,
+ * reads each body once through the client, and files each answer under its spec's subject.
+ */
+import { readUsableAnswer, type ValidationContext } from '../../src/api/schemas.ts';
+import type { AnswerByOperation } from '../../src/operations/answers.ts';
+import { specOf } from '../../src/operations/index.ts';
+import type { Operation } from '../../src/spec/types.ts';
+import type { Connection } from '../../src/store/connection.ts';
+import type { IngestRequest, IngestResponseFor } from '../../src/store/ingest-request.ts';
+import { createIngestor, type IngestResult, type Ingestor } from '../../src/store/ingest/index.ts';
+import { prepareOutcomeWrite, type OutcomeOp } from '../../src/store/outcome-ops.ts';
+
+/** Ingests one response in its own transaction. */
+export function ingestInTransaction<R extends IngestRequest>(
+  database: Connection,
+  req: R,
+  response: IngestResponseFor<R>,
+  seenAt: string,
+  ingestor: Ingestor = createIngestor(database),
+): IngestResult {
+  return database.sqlite.transaction(() => ingestor.ingest(req, response, seenAt))();
+}
+
+/** Writes a batch of outcomes in one transaction, the statements prepared once. */
+export function createOutcomeApplier(database: Connection, runId: number): (ops: readonly OutcomeOp[]) => void {
+  const write = prepareOutcomeWrite(database, runId);
+  return database.sqlite.transaction((ops: readonly OutcomeOp[]) => {
+    for (const op of ops) write(op);
+  });
+}
+
+/** The body as read through its contract; throws ApiSchemaError when it cannot be read (see readUsableAnswer). */
+export function validateResponse<O extends Operation>(operation: O, body: unknown, context: ValidationContext = {}): AnswerByOperation[O] {
+  return readUsableAnswer(operation, body, context).answer;
+}
+
+/** What an answer to `request` (a task's, as stored) is filed under: its operation's subjectOf. */
+export function ingestRequestFor(operation: Operation, inputKey: string, request: unknown): IngestRequest {
+  return specOf(operation).subjectOf(inputKey, request);
+}
