@@ -1,16 +1,18 @@
 /**
- * Messages about bad input as the user sees them from the command line (a real child process): what `plan` and
- * `run` print, the exit code, and what the database records.
+ * Messages about bad input as the user sees them from the command line: what `plan` and `run` print, the exit
+ * code, and what the database records. A job file that cannot be read is met by the built CLI as a child
+ * process (the whole of its stderr, a .ts job compiled as users run it); the other messages come from the same
+ * command code run in this process, without a Node start per call.
  */
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { Sandbox } from '../../src/sandbox/server.ts';
 import { useSandboxes } from '../support/sandbox-helpers.ts';
-import { FAST_RATE, FAST_RETRY, cliEnv, postUrls, operationRequests, query, runCli, type Workspace, useWorkspaces } from '../support/run-helpers.ts';
+import { FAST_RATE, FAST_RETRY, cliEnv, inProcess, postUrls, operationRequests, query, runCli, type Workspace, useWorkspaces } from '../support/run-helpers.ts';
 
 const TOKEN = 'input-msgs-token-5b1d';
-// Each test starts the CLI (tsx) two or three times; on a loaded two-core machine one start can take 10 s.
+// Some tests start the CLI two or three times; on a loaded two-core machine one start can take 10 s.
 const CLI_TESTS_MS = 90_000;
 const sandboxes = useSandboxes();
 const workspaces = useWorkspaces();
@@ -33,12 +35,12 @@ describe('a stray quote that swallows the lines after it', () => {
     const env = cliEnv(sandbox, TOKEN);
     const span = /posts\.csv:3: malformed CSV row: lines 3-5 were read as one record \(a quoted field seems unclosed there\): .*; lines 4-5 were not read as rows of their own/;
 
-    const plan = await runCli(['plan', job, '--db', ws.db], { cwd: ws.dir, env });
+    const plan = await inProcess(['plan', job, '--db', ws.db], env, { cwd: ws.dir });
     expect(plan.code, plan.stderr).toBe(0);
     expect(plan.stdout).toContain('input: 2 tasks, 1 invalid row, 0 duplicates');
     expect(plan.stdout).toMatch(span);
 
-    const run = await runCli(['run', job, '--db', ws.db], { cwd: ws.dir, env });
+    const run = await inProcess(['run', job, '--db', ws.db], env, { cwd: ws.dir });
     expect(run.code, run.stderr).toBe(0);
     expect(run.stdout).toMatch(span);
     const invalid = query<{ line: number; field: string | null; reason: string }>(ws, 'SELECT line, field, reason FROM invalid_inputs');
@@ -82,8 +84,8 @@ describe('a job file with a misspelt key', () => {
     await ws.write('posts.csv', 'post_url\n');
     await ws.write('typo.json', JSON.stringify({ opertion: 'post-details', input: { csv: 'posts.csv', column: 'post_url' }, refreshAfterDay: 3 }));
     const env = { NETINGEST_API_URL: 'http://127.0.0.1:9', NETINGEST_API_TOKEN: 'unused-token' };
-    const results = await Promise.all(['plan', 'run'].map((command) => runCli([command, 'typo.json', '--db', ws.db], { cwd: ws.dir, env })));
-    for (const r of results) {
+    for (const command of ['plan', 'run']) {
+      const r = await inProcess([command, 'typo.json', '--db', ws.db], env, { cwd: ws.dir });
       expect(r.code, r.stderr).toBe(2);
       expect(r.stderr).toBe(
         [
@@ -103,7 +105,7 @@ describe('a job file with a group\'s field at the top level', () => {
     await ws.write('posts.csv', 'post_url\n');
     await ws.write('flat.json', JSON.stringify({ name: 'x', operation: 'post-details', input: { csv: 'posts.csv', column: 'post_url' }, retries: 3 }));
     const env = { NETINGEST_API_URL: 'http://127.0.0.1:9', NETINGEST_API_TOKEN: 'unused-token' };
-    const r = await runCli(['plan', 'flat.json', '--db', ws.db], { cwd: ws.dir, env });
+    const r = await inProcess(['plan', 'flat.json', '--db', ws.db], env, { cwd: ws.dir });
     expect(r.code, r.stderr).toBe(2);
     expect(r.stderr).toBe('netingest: flat.json: retries: unknown field (did you mean "retry.retries"? it goes inside "retry") [JOB_INVALID]\n');
   }, CLI_TESTS_MS);
@@ -115,7 +117,7 @@ describe('search-jobs columns', () => {
     await ws.write('queries.csv', 'keyword,location\ndata engineer,germany\nanalyst,france\n');
     const job = await ws.job('search', { operation: 'search-jobs', input: { csv: 'queries.csv' }, rate: FAST_RATE, retry: FAST_RETRY });
     for (const command of ['plan', 'run']) {
-      const r = await runCli([command, job, '--db', ws.db], { cwd: ws.dir, env: cliEnv(sandbox, TOKEN) });
+      const r = await inProcess([command, job, '--db', ws.db], cliEnv(sandbox, TOKEN), { cwd: ws.dir });
       expect(r.code, `${command}: ${r.stderr}`).toBe(2);
       // `run` logs its start and end around the error, as for an unknown input.column.
       expect(r.stderr).toMatch(/^netingest: queries\.csv: line 1: column "keyword" is not a search parameter; did you mean "keywords"\? .*\[INPUT_INVALID\]$/m);
@@ -126,7 +128,7 @@ describe('search-jobs columns', () => {
 
     // No parameter column at all (and no defaults in the job): every row would be the same empty query.
     await ws.write('queries.csv', 'query,place\nnurse,berlin\n');
-    const r = await runCli(['plan', job, '--db', ws.db], { cwd: ws.dir });
+    const r = await inProcess(['plan', job, '--db', ws.db], {}, { cwd: ws.dir });
     expect(r.code, r.stderr).toBe(2);
     expect(r.stderr).toContain('queries.csv: no column is named like a search parameter (keywords, location, timePosted, experienceLevels, jobTypes, workplaceTypes, companyIds); the header row (line 1) has: "query", "place"');
   }, CLI_TESTS_MS);
@@ -139,7 +141,7 @@ describe('a relative input.csv, from another directory', () => {
     const job = await ws.job('posts', { operation: 'post-details', input: { csv: 'posts.csv', column: 'post_url' }, rate: FAST_RATE });
     // Started in the folder above, as a cron line without `cd` would.
     const elsewhere = join(ws.dir, '..');
-    const r = await runCli(['run', job, '--db', ws.db], { cwd: elsewhere, env: cliEnv(sandbox, TOKEN) });
+    const r = await inProcess(['run', job, '--db', ws.db], cliEnv(sandbox, TOKEN), { cwd: elsewhere });
     expect(r.code, r.stderr).toBe(2);
     expect(r.stderr).toContain(
       `netingest: posts.csv: cannot read input file: file not found (looked for ${join(elsewhere, 'posts.csv')}: ` +
@@ -166,7 +168,7 @@ describe('an input file saved as UTF-16 (Excel "Unicode Text", Windows PowerShel
     for (const [what, bytes] of Object.entries(files)) {
       await writeFile(join(ws.dir, 'posts.csv'), bytes);
       for (const command of ['run', 'plan']) {
-        const r = await runCli([command, job, '--db', ws.db], { cwd: ws.dir, env: cliEnv(sandbox, TOKEN) });
+        const r = await inProcess([command, job, '--db', ws.db], cliEnv(sandbox, TOKEN), { cwd: ws.dir });
         expect(r.code, `${what}, ${command}: ${r.stderr}`).toBe(2);
         expect(r.stderr).toContain('netingest: posts.csv: the file is UTF-16, not UTF-8: save it as UTF-8 (in Excel: "CSV UTF-8") [INPUT_INVALID]\n');
         expect(r.stderr).not.toContain('\0');

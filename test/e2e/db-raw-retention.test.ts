@@ -1,6 +1,7 @@
 /**
- * Retention of raw bodies: gzip on write, `netingest prune` and a job's keepRawDays drop only superseded bodies
- * past the period, and reprocess after a prune keeps what it could rebuild before.
+ * Retention of raw bodies: gzip on write, `netingest prune` drops only superseded bodies past the period, and
+ * reprocess after a prune keeps what it could rebuild before. A job's keepRawDays, on both engines, is
+ * test/pg/raw-retention.test.ts.
  */
 import { statSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
@@ -105,18 +106,6 @@ describe('from the command line and a job', () => {
     await ws.write('posts.csv', csv(['post_url'], postUrls(6).map((u) => [u])));
     return ws.job('posts', { operation: 'post-details', input: { csv: 'posts.csv', column: 'post_url' }, rate: FAST_RATE, retry: FAST_RETRY, keepRawDays });
   }
-
-  it("a job's keepRawDays drops its superseded bodies after a refresh; without it every body is kept", async () => {
-    const sandbox = await sandboxes({ tokens: { [TOKEN]: 10_000 } });
-    for (const [keep, bodies] of [[0, 6], [null, 12]] as const) {
-      const ws = await workspace();
-      const jobs = await ws.load(await postsJob(ws, keep));
-      await run(ws, sandbox, TOKEN, jobs);
-      await run(ws, sandbox, TOKEN, jobs, { refresh: true });
-      expect(query(ws, 'SELECT count(*) AS n FROM raw_responses')[0], `keepRawDays ${keep}`).toEqual({ n: bodies });
-      expect(query(ws, `SELECT count(*) AS n FROM tasks WHERE status = 'done'`)[0]).toEqual({ n: 6 });
-    }
-  });
 
   it('netingest prune: a dry run changes nothing; then it drops, vacuums and says how much', async () => {
     const sandbox = await sandboxes({ tokens: { [TOKEN]: 10_000 } });

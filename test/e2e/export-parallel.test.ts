@@ -195,6 +195,12 @@ describe('parallel table export', () => {
   });
 });
 
+/**
+ * Only a bound for a hang: a process under tsx compiles the sources, then each of its two workers does again; on
+ * two cores shared by the suite's other forks one such start took over 30 s.
+ */
+const TSX_START_MS = 90_000;
+
 describe('the workers start however netingest runs', () => {
   /** A table of small rows whose rowid span (1..50,000, dense enough) meets the default thresholds. */
   let wide: string;
@@ -222,7 +228,7 @@ describe('the workers start however netingest runs', () => {
     expect(readFileSync(out, 'utf8')).toBe(expected);
     // stdout is a pipe here: its buffers go back to the workers once written, and must not be reused before.
     expect(execFileSync(process.execPath, [BIN, 'export', 'companies', '--db', wide], { encoding: 'utf8', maxBuffer: 1 << 26 })).toBe(expected);
-  });
+  }, TSX_START_MS);
 
   it('under node --import tsx, and with the default options it takes the parallel path', () => {
     const script = join(dir, 'run-export.mts');
@@ -237,7 +243,7 @@ process.stdout.write(JSON.stringify({ workers: result.workers, text: chunks.join
     const { workers, text } = JSON.parse(output) as { workers: number; text: string };
     expect(workers).toBe(2);
     expect(text).toBe(expected);
-  });
+  }, TSX_START_MS);
 
   it('under vitest (this process)', async () => {
     const stream = capture();

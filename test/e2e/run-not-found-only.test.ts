@@ -2,7 +2,8 @@
  * A post-details or search-jobs job whose every answer in a run is a 404 "not found" is warned about (a WARN
  * log line, the text summary, the --json summary) because an API URL with a wrong path prefix gets the same
  * answer from the web server in front of the API; the outcome and exit code stay as they are. Against the real
- * sandbox, whose 404 for an unknown path is `{"message":"Not Found"}`, with the real CLI and SQLite files.
+ * sandbox, whose 404 for an unknown path is `{"message":"Not Found"}`, and SQLite files: the first case through the
+ * built CLI as a child process, the others through the same command code in this process (no Node start each).
  */
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -11,7 +12,7 @@ import { EXIT } from '../../src/cli/exit-codes.ts';
 import { RUN_DEFAULTS, type RunSummary } from '../../src/runner/run-jobs.ts';
 import { NotFoundOnlyWatch } from '../../src/runner/not-found-only.ts';
 import { DriftTally } from '../../src/operations/drift.ts';
-import { FAST_RATE, FAST_RETRY, cliEnv, companyUrls, csv, postUrls, runCli, taskStatuses, useWorkspaces, type Workspace } from '../support/run-helpers.ts';
+import { FAST_RATE, FAST_RETRY, cliEnv, companyUrls, csv, inProcess, postUrls, runCli, taskStatuses, useWorkspaces, type Workspace } from '../support/run-helpers.ts';
 
 const TOKEN = 'not-found-only-token-5e1d';
 const HINT = 'check the API URL (NETINGEST_API_URL or --api-url)';
@@ -33,10 +34,11 @@ function envWith(suffix: string): Record<string, string> {
 }
 
 /** `run <job>` twice on fresh databases, text then --json (a second run on one database would find them fresh). */
-async function runTextAndJson(ws: Workspace, job: string, suffix: string) {
+async function runTextAndJson(ws: Workspace, job: string, suffix: string, how: 'spawned' | 'in-process' = 'in-process') {
   const env = envWith(suffix);
-  const text = await runCli(['run', job, '--db', join(ws.dir, 'text.db')], { cwd: ws.dir, env });
-  const json = await runCli(['run', job, '--db', join(ws.dir, 'json.db'), '--json'], { cwd: ws.dir, env });
+  const cli = (args: string[]) => (how === 'spawned' ? runCli(args, { cwd: ws.dir, env }) : inProcess(args, env, { cwd: ws.dir }));
+  const text = await cli(['run', job, '--db', join(ws.dir, 'text.db')]);
+  const json = await cli(['run', job, '--db', join(ws.dir, 'json.db'), '--json']);
   for (const r of [text, json]) expect(r.stdout + r.stderr).not.toContain(TOKEN);
   return { text, json, summary: JSON.parse(json.stdout) as RunSummary };
 }
@@ -54,7 +56,7 @@ describe('a job whose every answer is a 404 not found', () => {
   it('post-details, 12 posts behind a wrong path prefix: exit 0, all not found, warned in the log and both summaries', async () => {
     const ws = await workspace();
     const job = await postsJob(ws, postUrls(12));
-    const { text, json, summary } = await runTextAndJson(ws, job, '/api');
+    const { text, json, summary } = await runTextAndJson(ws, job, '/api', 'spawned');
 
     expect(text.code, text.stderr).toBe(EXIT.ok);
     expect(json.code, json.stderr).toBe(EXIT.ok);

@@ -9,7 +9,7 @@ import { afterEach, expect, it } from 'vitest';
 import { startSandbox, type Sandbox } from '../../src/sandbox/server.ts';
 import { reprocessDatabase } from '../../src/runner/reprocess.ts';
 import { forEachEngine, type TestDb } from './engines.ts';
-import { FAST_RATE, FAST_RETRY, csv, makeWorkspace, postUrls, run, runCli, type Workspace } from '../support/run-helpers.ts';
+import { FAST_RATE, FAST_RETRY, csv, inProcess, makeWorkspace, postUrls, run, type Workspace } from '../support/run-helpers.ts';
 
 const TOKEN = 'history-token-7c1e';
 const REFS = ['acme-robotics', 'globex-logistics', 'initech', 'umbrella-labs', 'hooli', 'stark-industries'];
@@ -124,8 +124,9 @@ forEachEngine('history', (engine) => {
     const lines = second.map((c) => JSON.stringify(c));
     expect(new Set(lines).size).toBe(lines.length);
 
-    // `netingest changes` lists them: the last run's by default, CSV in a pipe.
-    const cli = (...args: string[]) => runCli(['changes', '--db', db.locator, ...args], { cwd: ws.dir });
+    // `netingest changes` lists them: the last run's by default, CSV where the output is no terminal. The
+    // command's own code in this process (test/e2e/ spawns the built CLI's `changes`).
+    const cli = (...args: string[]) => inProcess(['changes', '--db', db.locator, ...args], {}, { cwd: ws.dir });
     const last = await cli();
     expect(last.code, last.stderr).toBe(0);
     const [header, ...records] = last.stdout.trim().split('\n');
@@ -155,13 +156,13 @@ forEachEngine('history', (engine) => {
     // Prune drops the superseded bodies (the first nights'), and no change with them; reprocess then replays the
     // kept bodies over the tables and keeps the history whole.
     const bodies = await db.count('SELECT count(*) FROM raw_responses');
-    const pruned = await runCli(['prune', '--db', db.locator, '--keep-days', '0'], { cwd: ws.dir });
+    const pruned = await inProcess(['prune', '--db', db.locator, '--keep-days', '0'], {}, { cwd: ws.dir });
     expect(pruned.code, pruned.stderr).toBe(0);
     expect(await db.count("SELECT count(*) FROM netingest_meta WHERE key = 'raw_pruned_at'")).toBe(1);
     expect(await db.count('SELECT count(*) FROM raw_responses')).toBeLessThan(bodies);
     expect(await db.rows(all)).toEqual(before);
     await reprocessDatabase(db.locator);
     expect(await db.rows(all)).toEqual(before);
-    // Three nights, six CLI processes and a reprocess: long on a busy machine, and bounded by its own steps.
+    // Three nights, six commands and two reprocesses: long on a busy machine, and bounded by its own steps.
   }, 180_000);
 });

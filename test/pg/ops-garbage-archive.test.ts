@@ -17,6 +17,7 @@ import { EXIT } from '../../src/cli/exit-codes.ts';
 import { runCli } from '../soak/cli-process.ts';
 import { apiEnv, opsWorkspace, STACK_LINE, type OpsWorkspace } from '../soak/ops-fixture.ts';
 import { postResponse } from '../support/db-fixtures.ts';
+import { inProcess } from '../support/run-helpers.ts';
 import { forEachEngine } from './engines.ts';
 
 const TOKEN = 'ops-archive-token-0001';
@@ -208,9 +209,10 @@ describe('a paid 200 of the wrong shape', () => {
     } finally {
       rw.close();
     }
-    const statusBefore = await runCli(['status', '--db', 'fix.db', '--json'], { cwd: ws.dir });
+    // The commands' own code in this process: the spawned CLI's output is the case above.
+    const statusBefore = await inProcess(['status', '--db', 'fix.db', '--json'], {}, { cwd: ws.dir });
     expect(JSON.parse(statusBefore.stdout)).toMatchObject({ wrongShapeBodiesKept: POSTS });
-    const cli = await runCli(['reprocess', '--db', 'fix.db', '--json'], { cwd: ws.dir });
+    const cli = await inProcess(['reprocess', '--db', 'fix.db', '--json'], {}, { cwd: ws.dir });
     expect(cli.code).toBe(EXIT.failedItems);
     const report = JSON.parse(cli.stdout) as Record<string, unknown> & { rejected: Array<{ id: number; reason: string }> };
     expect(report).toMatchObject({ responses: POSTS, replayed: 1, invalid: POSTS - 1, stillRejected: POSTS - 1, recovered: 1, tasksRecovered: 1 });
@@ -226,7 +228,7 @@ describe('a paid 200 of the wrong shape', () => {
     expect(read<{ reactions: number }>('fix.db', 'SELECT reactions FROM posts')).toEqual([{ reactions: 1200 }]);
     expect(read<{ n: number }>('fix.db', 'SELECT count(*) AS n FROM api_calls')[0]!.n).toBe(calls);
     // status counts the bodies still kept, and says what recovers them.
-    const status = await runCli(['status', '--db', 'fix.db'], { cwd: ws.dir });
+    const status = await inProcess(['status', '--db', 'fix.db'], {}, { cwd: ws.dir });
     expect(status.code).toBe(EXIT.ok);
     expect(status.stdout).toContain(`Paid answers of the wrong shape kept, not used: ${POSTS - 1} (their tasks failed;`);
   }, 60_000);

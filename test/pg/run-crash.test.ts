@@ -4,7 +4,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { startSandbox, type Sandbox } from '../../src/sandbox/server.ts';
-import { cliEnv, count, csv, makeWorkspace, postUrls, query, run, runCli, spawnCli, taskStatuses, waitFor, type Workspace, operationRequests } from '../support/run-helpers.ts';
+import { cliEnv, count, csv, inProcess, makeWorkspace, postUrls, query, run, runCli, spawnCli, taskStatuses, waitFor, type Workspace, operationRequests } from '../support/run-helpers.ts';
 import { forEachEngine } from './engines.ts';
 
 const TOKEN = 'crash-token-a81f';
@@ -108,19 +108,20 @@ describe('the books of a killed run', () => {
     const lastCallAt = count(ws, 'SELECT max(at) FROM api_calls WHERE run_id = 1') as unknown as string;
     const doneAtKill = count(ws, `SELECT count(*) FROM tasks WHERE status = 'done' AND run_id = 1`);
 
-    const status = await runCli(['status', '--db', ws.db], { cwd: ws.dir });
+    // The commands after the kill are the CLI's own code in this process: the kill is what needs a process.
+    const status = await inProcess(['status', '--db', ws.db], {}, { cwd: ws.dir });
     expect(status.code, status.stderr).toBe(0);
     expect(status.stdout).not.toMatch(/in progress/);
     expect(status.stdout).toMatch(/Run 1 stopped without finishing \(pid \d+ on .+ is gone, .*the next run closes it as abandoned/);
     expect(status.stdout).toMatch(new RegExp(`#1 \\S+ unfinished +jobs posts: ${doneAtKill} done, 0 not found, 0 failed, ${TASKS - doneAtKill} deferred, ${calls} calls, ${charged} credits`));
     expect(status.stdout).toContain(`Credits spent by all runs: ${charged}\n`);
-    const report = JSON.parse((await runCli(['status', '--db', ws.db, '--json'], { cwd: ws.dir })).stdout);
+    const report = JSON.parse((await inProcess(['status', '--db', ws.db, '--json'], {}, { cwd: ws.dir })).stdout);
     expect(report).toMatchObject({ lock: { alive: false, runId: 1 }, unfinishedRuns: [{ id: 1 }], creditsSpentAllRuns: charged });
     expect(report.runs[0]).toMatchObject({ id: 1, status: 'running', unfinished: true, calls, creditsSpent: charged });
     // status only reads: the run is still marked running until a run takes the lock.
     expect(query(ws, 'SELECT status, credits_spent AS spent FROM runs')).toEqual([{ status: 'running', spent: null }]);
 
-    const next = await runCli(['run', file, '--db', ws.db, '--json'], { cwd: ws.dir, env });
+    const next = await inProcess(['run', file, '--db', ws.db, '--json'], env, { cwd: ws.dir });
     expect(next.code, next.stderr).toBe(0);
     expect(next.stderr).toMatch(/closed runs whose process ended without finishing them, as abandoned.*runs=1/);
     const [closed] = query(ws, `SELECT status, ended_at AS endedAt, calls, tasks_total AS total, tasks_done AS done,
@@ -140,7 +141,7 @@ describe('the books of a killed run', () => {
       exitCode: null,
       error: 'the process ended without finishing the run',
     });
-    const after = await runCli(['status', '--db', ws.db, '--json'], { cwd: ws.dir });
+    const after = await inProcess(['status', '--db', ws.db, '--json'], {}, { cwd: ws.dir });
     const total = count(ws, 'SELECT sum(credits_spent) FROM runs');
     expect(JSON.parse(after.stdout)).toMatchObject({ lock: null, unfinishedRuns: [], creditsSpentAllRuns: total });
     expect(total).toBeGreaterThan(charged);

@@ -4,7 +4,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { startSandbox, type Sandbox, type SandboxOptionsInput } from '../../src/sandbox/server.ts';
-import { FAST_RATE, FAST_RETRY, cliEnv, count, csv, makeWorkspace, postUrls, query, run, runCli, taskStatuses, type Workspace, operationRequests } from '../support/run-helpers.ts';
+import { FAST_RATE, FAST_RETRY, cliEnv, count, csv, inProcess, makeWorkspace, postUrls, query, run, runCli, taskStatuses, type Workspace, operationRequests } from '../support/run-helpers.ts';
 import { forEachEngine } from './engines.ts';
 
 const TOKEN = 'credits-token-51be';
@@ -26,6 +26,14 @@ async function postsJob(ws: Workspace, n: number, credits: Record<string, number
   return ws.job(name, { operation: 'post-details', input: { csv: `${name}.csv`, column: 'post_url' }, rate: FAST_RATE, retry: FAST_RETRY, credits });
 }
 
+/**
+ * `netingest <args>` in this process, in the workspace: the command's own code, exit code and output without a
+ * Node start per call. One test below spawns the built CLI, the end-to-end path of a credit stop (exit 3).
+ */
+function netingest(ws: Workspace, args: string[], env: Record<string, string> = {}) {
+  return inProcess(args, env, { cwd: ws.dir });
+}
+
 /** URLs the sandbox charged for, with how often. */
 function chargedUrls(sandbox: Sandbox): Map<string, number> {
   const out = new Map<string, number>();
@@ -40,7 +48,7 @@ forEachEngine('credits.reserve', (engine) => {
     const { sandbox, ws } = await setUp(10);
     const db = await engine.open(ws.dir);
     const file = await postsJob(ws, 20, { reserve: RESERVE });
-    const cli = await runCli(['run', file, '--db', db.locator], { cwd: ws.dir, env: cliEnv(sandbox, TOKEN) });
+    const cli = await netingest(ws, ['run', file, '--db', db.locator], cliEnv(sandbox, TOKEN));
     expect(cli.code, cli.stderr).toBe(3);
     expect(cli.stdout).toMatch(/stopped on credits/);
 
@@ -159,7 +167,7 @@ describe('credits spent', () => {
     expect(chargedSince(sandbox, before)).toBe(0.25);
     expect(summary.creditsSpent).toBe(0.25);
     expect(query(ws, 'SELECT credits_spent FROM runs WHERE id = ?', summary.runId)).toEqual([{ credits_spent: 0.25 }]);
-    const status = await runCli(['status', '--db', ws.db, '--json'], { cwd: ws.dir });
+    const status = await netingest(ws, ['status', '--db', ws.db, '--json']);
     expect(JSON.parse(status.stdout).creditsSpentAllRuns).toBe(3.25);
   });
 
@@ -193,7 +201,7 @@ describe('jobs after a credit stop', () => {
     expect(count(ws, `SELECT count(*) FROM tasks WHERE job = 'second'`)).toBe(0);
 
     sandbox.setCredits(TOKEN, 100);
-    const text = await runCli(['run', first, second, '--db', ws.db], { cwd: ws.dir, env: cliEnv(sandbox, TOKEN) });
+    const text = await netingest(ws, ['run', first, second, '--db', ws.db], cliEnv(sandbox, TOKEN));
     expect(text.code, text.stderr).toBe(0);
     expect(taskStatuses(ws, 'second')).toEqual({ done: 3 });
   }, 90_000);
@@ -204,11 +212,11 @@ describe('jobs after a credit stop', () => {
     const second = await ws.job('second', { operation: 'post-details', input: { csv: 'second.csv', column: 'post_url' }, rate: FAST_RATE, retry: FAST_RETRY });
     const first = await postsJob(ws, 10, { reserve: 3 }, 'first');
     const env = cliEnv(sandbox, TOKEN);
-    expect((await runCli(['run', first, second, '--db', ws.db], { cwd: ws.dir, env })).code).toBe(0);
+    expect((await netingest(ws, ['run', first, second, '--db', ws.db], env)).code).toBe(0);
 
     // 8 credits left: a few refreshed answers of the first job, then the reserve stops the run.
     sandbox.setCredits(TOKEN, 13 + 8);
-    const stopped = await runCli(['run', first, second, '--db', ws.db, '--refresh'], { cwd: ws.dir, env });
+    const stopped = await netingest(ws, ['run', first, second, '--db', ws.db, '--refresh'], env);
     expect(stopped.code, stopped.stderr).toBe(3);
     expect(stopped.stdout).toContain('\n  second (post-details): not reached: the run stopped before it; the next run does it (its refresh too: 3 tasks deferred)\n');
     expect(taskStatuses(ws, 'second')).toEqual({ deferred: 3 });
@@ -218,7 +226,7 @@ describe('jobs after a credit stop', () => {
     expect(firstStatuses['deferred']).toBeGreaterThan(0);
 
     sandbox.setCredits(TOKEN, 100);
-    const resumed = await runCli(['run', first, second, '--db', ws.db], { cwd: ws.dir, env });
+    const resumed = await netingest(ws, ['run', first, second, '--db', ws.db], env);
     expect(resumed.code, resumed.stderr).toBe(0);
     // Every lookup paid exactly twice: its first answer and its one refresh.
     const charged = chargedUrls(sandbox);
@@ -230,7 +238,7 @@ describe('jobs after a credit stop', () => {
     const { sandbox, ws } = await setUp(5);
     const first = await postsJob(ws, 20, { reserve: 3 }, 'first');
     const second = await postsJob(ws, 3, {}, 'second');
-    const cli = await runCli(['run', first, second, '--db', ws.db], { cwd: ws.dir, env: cliEnv(sandbox, TOKEN) });
+    const cli = await netingest(ws, ['run', first, second, '--db', ws.db], cliEnv(sandbox, TOKEN));
     expect(cli.code, cli.stderr).toBe(3);
     expect(cli.stdout).toContain('\n  second (post-details): not reached: the run stopped before it; the next run does it\n');
   }, 90_000);
@@ -241,7 +249,7 @@ forEachEngine('which limit stopped the run', (engine) => {
     const { sandbox, ws } = await setUp(9);
     const db = await engine.open(ws.dir);
     const file = await postsJob(ws, 10, { reserve: 100 });
-    const cli = await runCli(['run', file, '--db', db.locator, '--json'], { cwd: ws.dir, env: cliEnv(sandbox, TOKEN) });
+    const cli = await netingest(ws, ['run', file, '--db', db.locator, '--json'], cliEnv(sandbox, TOKEN));
     expect(cli.code, cli.stderr).toBe(3);
     // The first call learns the balance (9, then 8 after its cost): already below the reserve.
     const left = sandbox.credits(TOKEN).credits_remaining;
@@ -252,7 +260,7 @@ forEachEngine('which limit stopped the run', (engine) => {
     const [runRow] = await db.rows<{ status: string; error: string }>('SELECT status, error FROM runs');
     expect(runRow).toEqual({ status: 'stopped_credits', error: expect.stringMatching(/^credits\.reserve: the balance/) });
 
-    const text = await runCli(['run', file, '--db', db.locator], { cwd: ws.dir, env: cliEnv(sandbox, TOKEN) });
+    const text = await netingest(ws, ['run', file, '--db', db.locator], cliEnv(sandbox, TOKEN));
     expect(text.code, text.stderr).toBe(3);
     expect(text.stdout).toMatch(/stopped on credits/);
     expect(text.stdout).toMatch(/\n  stopped: credits\.reserve: the balance \(\d+\) is below the reserve of 100; top up the account or lower credits\.reserve/);

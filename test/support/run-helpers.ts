@@ -229,8 +229,15 @@ export function companyUrls(n: number, prefix = 'co'): string[] {
   return Array.from({ length: n }, (_, i) => `https://www.network.com/company/${prefix}-${i}`);
 }
 
-/** `netingest <args>` in this process (the CLI's own main) with `env` set meanwhile, output captured. */
-export async function inProcess(args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+/**
+ * `netingest <args>` in this process (the CLI's own main) with `env` set meanwhile, output captured; in `cwd`
+ * when given (job files name their CSVs relative to it). A spawned CLI costs a Node start and its module load.
+ */
+export async function inProcess(
+  args: string[],
+  env: Record<string, string> = {},
+  options: { cwd?: string } = {},
+): Promise<{ code: number; stdout: string; stderr: string }> {
   let stdout = '';
   let stderr = '';
   const sink = (append: (s: string) => void) =>
@@ -241,11 +248,14 @@ export async function inProcess(args: string[], env: Record<string, string> = {}
       },
     });
   const saved = Object.fromEntries(Object.keys(env).map((k) => [k, process.env[k]]));
+  const cwd = process.cwd();
   Object.assign(process.env, env);
+  if (options.cwd) process.chdir(options.cwd);
   try {
     const code = await main(args, { stdout: sink((s) => (stdout += s)), stderr: sink((s) => (stderr += s)) });
     return { code, stdout, stderr };
   } finally {
+    process.chdir(cwd);
     for (const [k, v] of Object.entries(saved)) {
       if (v === undefined) delete process.env[k];
       else process.env[k] = v;

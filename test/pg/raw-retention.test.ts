@@ -1,7 +1,8 @@
 /**
- * Retention of raw bodies on PostgreSQL: `netingest prune` keeps the same bodies as on SQLite from the same
- * archive (one rule, two engines), a dry run changes nothing, a running worker's shared hold refuses it (exit 4),
- * and a job's keepRawDays prunes at the end of a PostgreSQL run.
+ * Retention of raw bodies on both engines: a job's keepRawDays prunes its own bodies at the end of a run (one
+ * test, run on each); on PostgreSQL `netingest prune` keeps the same bodies as on SQLite from the same archive
+ * (one rule, two engines), a dry run changes nothing, and a running worker's shared hold refuses it (exit 4).
+ * SQLite's own cases (gzip, reprocess after a prune, the command's text) are test/e2e/db-raw-retention.test.ts.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { execFile } from 'node:child_process';
@@ -17,6 +18,7 @@ import { runJobs } from '../../src/runner/run-jobs.ts';
 import { csv, FAST_RATE, FAST_RETRY, inProcess, makeWorkspace, postUrls, query, ROOT, type Workspace } from '../support/run-helpers.ts';
 import { useSandboxes } from '../support/sandbox-helpers.ts';
 import { newPgDatabase, pgClusterUrl, pgSkipReason } from './use-pg.ts';
+import { forEachEngine } from './engines.ts';
 
 const TOKEN = 'pg-retention-3e9a';
 const DAY = 86_400_000;
@@ -176,25 +178,34 @@ describe.skipIf(!pgClusterUrl)(`raw body retention on PostgreSQL${pgClusterUrl ?
       await store.close();
     }
   });
+});
 
-  it("a job's keepRawDays drops its own superseded bodies at the end of a PostgreSQL run, and no other job's", async () => {
+forEachEngine("a job's keepRawDays", (engine) => {
+  it("drops the job's superseded bodies at the end of a run after a refresh, and no other job's (without it every body is kept)", async () => {
     const sandbox = await sandboxes({ tokens: { [TOKEN]: 10_000 } });
-    const { url, pool } = await pgDataset('raw_retention_run');
-    await ws.write('kept.csv', csv(['post_url'], postUrls(3).map((u) => [u])));
-    await ws.write('pruned.csv', csv(['post_url'], postUrls(4, 100).map((u) => [u])));
-    const post = { operation: 'post-details', rate: FAST_RATE, retry: FAST_RETRY };
-    const jobs = await ws.load(
-      await ws.job('pruned', { ...post, input: { csv: 'pruned.csv', column: 'post_url' }, keepRawDays: 0 }),
-      await ws.job('kept', { ...post, input: { csv: 'kept.csv', column: 'post_url' }, keepRawDays: null }),
-    );
-    for (const refresh of [false, true]) {
-      const summary = await runJobs({ dbPath: url, jobs, api: { baseUrl: sandbox.url, token: TOKEN }, requestTimeoutMs: 5000, refresh });
-      expect(summary.status).toBe('completed');
+    const jobsWs = await makeWorkspace();
+    try {
+      const db = await engine.open(jobsWs.dir);
+      await jobsWs.write('kept.csv', csv(['post_url'], postUrls(3).map((u) => [u])));
+      await jobsWs.write('pruned.csv', csv(['post_url'], postUrls(4, 100).map((u) => [u])));
+      const post = { operation: 'post-details', rate: FAST_RATE, retry: FAST_RETRY };
+      const jobs = await jobsWs.load(
+        await jobsWs.job('pruned', { ...post, input: { csv: 'pruned.csv', column: 'post_url' }, keepRawDays: 0 }),
+        await jobsWs.job('kept', { ...post, input: { csv: 'kept.csv', column: 'post_url' }, keepRawDays: null }),
+      );
+      for (const refresh of [false, true]) {
+        const summary = await runJobs({ dbPath: db.locator, jobs, api: { baseUrl: sandbox.url, token: TOKEN }, requestTimeoutMs: 5000, refresh });
+        expect(summary.status).toBe('completed');
+      }
+      const rows = await db.rows(`SELECT t.job, count(*) AS bodies, count(DISTINCT r.request_key) AS lookups
+        FROM raw_responses r JOIN tasks t ON t.id = r.task_id GROUP BY t.job ORDER BY t.job`);
+      expect(rows).toEqual([{ job: 'kept', bodies: 6, lookups: 3 }, { job: 'pruned', bodies: 4, lookups: 4 }]);
+      expect(await db.taskStatuses('kept')).toEqual({ done: 3 });
+      expect(await db.taskStatuses('pruned')).toEqual({ done: 4 });
+      expect(await db.count("SELECT count(*) FROM netingest_meta WHERE key = 'raw_pruned_at'")).toBe(1);
+    } finally {
+      await jobsWs.cleanup();
     }
-    const { rows } = await pool.query<{ job: string; bodies: number; lookups: number }>(`SELECT t.job, count(*)::int AS bodies,
-      count(DISTINCT r.request_key)::int AS lookups FROM raw_responses r JOIN tasks t ON t.id = r.task_id GROUP BY t.job ORDER BY t.job`);
-    expect(rows).toEqual([{ job: 'kept', bodies: 6, lookups: 3 }, { job: 'pruned', bodies: 4, lookups: 4 }]);
-    expect(await rawBodiesWerePrunedPg(pool)).toBe(true);
   }, 30_000);
 });
 
