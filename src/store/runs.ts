@@ -26,8 +26,16 @@ export interface RunEnd {
   jobRates: Readonly<Record<string, number>> | null;
 }
 
-/** `runs.job_rates` as both engines take it: JSON text (PostgreSQL casts it to jsonb). */
-export const jobRatesJson = (rates: RunEnd['jobRates']) => (rates === null ? null : JSON.stringify(rates));
+/**
+ * `runs.job_rates` as both engines take it: JSON text (PostgreSQL casts it to jsonb). Keys go in jsonb's own order
+ * (shorter first, then by bytes), so an export of either engine gives the same bytes.
+ */
+export function jobRatesJson(rates: RunEnd['jobRates']): string | null {
+  if (rates === null) return null;
+  const bytes = (key: string) => Buffer.from(key, 'utf8');
+  const keys = Object.keys(rates).sort((a, b) => bytes(a).length - bytes(b).length || Buffer.compare(bytes(a), bytes(b)));
+  return JSON.stringify(Object.fromEntries(keys.map((key) => [key, rates[key]])));
+}
 
 /** A row of `runs` as `status` lists it. */
 export interface RecentRun {
