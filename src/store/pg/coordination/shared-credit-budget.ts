@@ -365,11 +365,12 @@ SELECT balance, reserved, in_flight, spent, under_reserve_ok, cap_ok, calls, (SE
       if (statements.length === 1) return;
       const results = (await this.pool.query(statements.join(';\n'))) as unknown as pg.QueryResult[];
       if (settles) {
-        const steps = new Map((results[first.length + settles.learnedAt]!.rows as Array<{ op: string; step: number | null }>).map((r) => [r.op, r.step]));
-        for (const s of settling) {
-          const step = s.charge.sample ? (steps.get(s.charge.sample.operation) ?? null) : null;
-          s.resolve({ cost: step ?? s.charge.cost, learnedCost: step });
-        }
+        const charged = results[first.length + settles.learnedAt]!.rows as Array<{ ord: number; cost: number; step: number | null }>;
+        const byOrd = new Map(charged.map((r) => [Number(r.ord), r]));
+        settling.forEach((s, i) => {
+          const row = byOrd.get(i);
+          s.resolve({ cost: row ? Number(row.cost) : s.charge.cost, learnedCost: row?.step ?? null });
+        });
       }
       const base = statements.length - asked.length;
       asked.forEach((a, i) => a.resolve(results[base + i]!));
@@ -393,9 +394,18 @@ SELECT balance, reserved, in_flight, spent, under_reserve_ok, cap_ok, calls, (SE
   }
 
   /**
-   * The statements of a turn's settles, in order: the samples recorded and trimmed, each operation's median
-   * step once they are in (the statement at `learnedAt`, one row per operation sampled) and the run's spend
-   * grown by every charge, then the balance.
+   * The statements of a turn's settles, in order: the samples recorded and trimmed, then what each charge costs
+   * the run (the statement at `learnedAt`, one row per charge: `ord`, `cost`, and its operation's median `step`)
+   * with the run's spend grown by them, then the balance.
+   *
+   * A charge with counters costs the step of its counter above the account's highest counter reported before it
+   * (this turn's earlier charges included), never below 0: these steps add up to the growth of the account's
+   * counter, whichever run each call is of, so the runs' spends add up to what was billed. (A worker's own
+   * counters also step by the other workers' calls: its own estimate would count those twice, and a median
+   * charged per call overcounts an answer that comes after a higher one.) An answer that comes after a higher
+   * one costs 0: its cost went with the higher one's step, to that call's run. With no counter of the account
+   * reported within a reservation's life (another run's, long since, or another plan), the operation's median
+   * step, else the worker's own estimate, stands.
    */
   private settleSql(charges: readonly SharedCharge[]): { statements: string[]; learnedAt: number } {
     const samples = charges.flatMap((c) => (c.sample ? [c.sample] : []));
@@ -408,15 +418,30 @@ SELECT balance, reserved, in_flight, spent, under_reserve_ok, cap_ok, calls, (SE
     const learned = operations.length > 0
       ? `SELECT o.op, ${this.medianStepSql('o.op')} AS step FROM (VALUES ${operations.map((o) => `(${pg.escapeLiteral(o)})`).join(', ')}) AS o(op)`
       : 'SELECT NULL::text AS op, NULL::float8 AS step WHERE false';
-    const charged = charges.map((c) => `(${c.sample ? pg.escapeLiteral(c.sample.operation) : 'NULL'}::text, ${num(c.cost)}::float8)`);
+    const values = charges.map((c, i) => {
+      const counted = c.sample && c.counters ? `${num(c.counters.credits_used)}::float8, ${num(c.counters.total_credits)}::float8` : 'NULL::float8, NULL::float8';
+      return `(${i}, ${c.sample ? pg.escapeLiteral(c.sample.operation) : 'NULL'}::text, ${num(c.cost)}::float8, ${counted})`;
+    });
     const spend = `WITH learned AS MATERIALIZED (${learned}),
+      prior AS MATERIALIZED (
+        SELECT credits_used AS used, total_credits AS total FROM account_balance
+        WHERE api_url = ${this.a} AND reported_at >= clock_timestamp() - ${num(this.reservationMs)} * interval '1 millisecond'
+      ),
+      v AS (
+        SELECT v.*, greatest(p.used, max(v.used) FILTER (WHERE v.total = p.total) OVER (ORDER BY v.ord ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)) AS highest, p.total AS prior_total
+        FROM (VALUES ${values.join(', ')}) AS v(ord, op, cost, used, total) LEFT JOIN prior p ON true
+      ),
+      charged AS MATERIALIZED (
+        SELECT v.ord, l.step, CASE WHEN v.used IS NULL OR v.highest IS NULL OR v.total <> v.prior_total THEN coalesce(l.step, v.cost)
+          ELSE greatest(v.used - v.highest, 0) END AS cost
+        FROM v LEFT JOIN learned l ON l.op = v.op
+      ),
       spend AS (
         INSERT INTO credit_run_spend (run_key, api_url, spent, updated_at)
-        SELECT ${this.r}, ${this.a}, sum(coalesce(l.step, v.cost)), clock_timestamp()
-        FROM (VALUES ${charged.join(', ')}) AS v(op, cost) LEFT JOIN learned l ON l.op = v.op
+        SELECT ${this.r}, ${this.a}, sum(cost), clock_timestamp() FROM charged
         ON CONFLICT (run_key) DO UPDATE SET spent = credit_run_spend.spent + excluded.spent, updated_at = excluded.updated_at
       )
-      SELECT op, step FROM learned`;
+      SELECT ord, cost, step FROM charged`;
     return { statements: [...sampled, spend, ...this.balanceSql(charges)], learnedAt: sampled.length };
   }
 
