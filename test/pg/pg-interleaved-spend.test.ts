@@ -32,6 +32,9 @@ async function interleaved(prefix: string, rounds: number, xAnswersFirst: boolea
   const guard = (runKey: string) => new SharedCreditGuard(limits, {}, new SharedCreditBudget(s.pool, { apiUrl, runKey, workerId: runKey }));
   const [x, y] = [guard('x'), guard('y')];
   let used = START;
+  const spent = async (runKey: string) => one(s.pool, `SELECT coalesce((SELECT spent FROM credit_run_spend WHERE run_key = '${runKey}'), 0) AS n`);
+  /** Each run's spend after each round. */
+  const after: Array<[number, number]> = [];
   try {
     // Both read the balance before their first call (as `GET /v1/api/auth` gives it).
     x.seed(counters(used));
@@ -46,9 +49,9 @@ async function interleaved(prefix: string, rounds: number, xAnswersFirst: boolea
         g.settle(r, counters(u));
         await g.drained();
       }
+      after.push([await spent('x'), await spent('y')]);
     }
-    const spent = async (runKey: string) => one(s.pool, `SELECT coalesce((SELECT spent FROM credit_run_spend WHERE run_key = '${runKey}'), 0) AS n`);
-    return { billed: used - START, x: await spent('x'), y: await spent('y'), guards: [x.spent, y.spent] };
+    return { billed: used - START, x: await spent('x'), y: await spent('y'), guards: [x.spent, y.spent], after };
   } finally {
     await Promise.all([x.close(), y.close()]);
   }
@@ -71,5 +74,9 @@ describe.skipIf(!pgClusterUrl)(`two runs' spend on one account on PostgreSQL${pg
     expect(many.billed).toBe(12);
     expect(many.x + many.y).toBe(many.billed);
     expect(many.guards[0]! + many.guards[1]!).toBe(many.billed);
+    // Until the account's answers show the cost, x's own counters step by 2 and its answer comes first: it is
+    // charged y's call too, and y's answer then nothing. Once the cost is learned (3 steps), each its own.
+    const rounds = many.after.map(([x, y], i) => [x - (many.after[i - 1]?.[0] ?? 0), y - (many.after[i - 1]?.[1] ?? 0)]);
+    expect(rounds.slice(2)).toEqual([[1, 1], [1, 1], [1, 1], [1, 1]]);
   }, 30_000);
 });

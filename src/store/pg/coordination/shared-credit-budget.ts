@@ -398,14 +398,13 @@ SELECT balance, reserved, in_flight, spent, under_reserve_ok, cap_ok, calls, (SE
    * the run (the statement at `learnedAt`, one row per charge: `ord`, `cost`, and its operation's median `step`)
    * with the run's spend grown by them, then the balance.
    *
-   * A charge with counters costs the step of its counter above the account's highest counter reported before it
-   * (this turn's earlier charges included), never below 0: these steps add up to the growth of the account's
-   * counter, whichever run each call is of, so the runs' spends add up to what was billed. (A worker's own
-   * counters also step by the other workers' calls: its own estimate would count those twice, and a median
-   * charged per call overcounts an answer that comes after a higher one.) An answer that comes after a higher
-   * one costs 0: its cost went with the higher one's step, to that call's run. With no counter of the account
-   * reported within a reservation's life (another run's, long since, or another plan), the operation's median
-   * step, else the worker's own estimate, stands.
+   * A charge costs its operation's median step once the account's samples show it, else the worker's own
+   * estimate; one with counters takes at most what the account's counters grew by and no run was charged yet
+   * (`credits_uncharged`, the charges sent together taking it in order). A worker's own counters also step by
+   * the other workers' calls, and an answer that comes after a higher one has had its cost counted in that
+   * one's step: charged in full, either would be counted twice, and the runs sharing the account would add up to
+   * more than was billed (122 for 120). With no counter of the account reported within a reservation's life
+   * (another run's, long since, or another plan) nothing is known of the growth: the charge is the estimate.
    */
   private settleSql(charges: readonly SharedCharge[]): { statements: string[]; learnedAt: number } {
     const samples = charges.flatMap((c) => (c.sample ? [c.sample] : []));
@@ -424,17 +423,27 @@ SELECT balance, reserved, in_flight, spent, under_reserve_ok, cap_ok, calls, (SE
     });
     const spend = `WITH learned AS MATERIALIZED (${learned}),
       prior AS MATERIALIZED (
-        SELECT credits_used AS used, total_credits AS total FROM account_balance
+        SELECT credits_used AS used, total_credits AS total, coalesce(credits_uncharged, 0) AS owed FROM account_balance
         WHERE api_url = ${this.a} AND reported_at >= clock_timestamp() - ${num(this.reservationMs)} * interval '1 millisecond'
       ),
-      v AS (
-        SELECT v.*, greatest(p.used, max(v.used) FILTER (WHERE v.total = p.total) OVER (ORDER BY v.ord ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)) AS highest, p.total AS prior_total
-        FROM (VALUES ${values.join(', ')}) AS v(ord, op, cost, used, total) LEFT JOIN prior p ON true
+      est AS MATERIALIZED (
+        SELECT v.ord, l.step, coalesce(l.step, v.cost) AS e, coalesce(v.used IS NOT NULL AND v.total = p.total, false) AS counted, v.used
+        FROM (VALUES ${values.join(', ')}) AS v(ord, op, cost, used, total) LEFT JOIN learned l ON l.op = v.op LEFT JOIN prior p ON true
+      ),
+      room AS MATERIALIZED (
+        SELECT p.owed + greatest(coalesce((SELECT max(used) FROM est WHERE counted), p.used) - p.used, 0) AS a,
+          (SELECT coalesce(sum(e), 0) FROM est WHERE counted) AS asked
+        FROM prior p
       ),
       charged AS MATERIALIZED (
-        SELECT v.ord, l.step, CASE WHEN v.used IS NULL OR v.highest IS NULL OR v.total <> v.prior_total THEN coalesce(l.step, v.cost)
-          ELSE greatest(v.used - v.highest, 0) END AS cost
-        FROM v LEFT JOIN learned l ON l.op = v.op
+        SELECT est.ord, est.step, CASE WHEN NOT est.counted THEN est.e
+          ELSE least(x.upto, r.a) - least(x.upto - est.e, r.a) END AS cost
+        FROM est
+        JOIN (SELECT ord, sum(CASE WHEN counted THEN e ELSE 0 END) OVER (ORDER BY ord) AS upto FROM est) x ON x.ord = est.ord
+        LEFT JOIN room r ON true
+      ),
+      owed AS (
+        UPDATE account_balance SET credits_uncharged = coalesce((SELECT a - least(asked, a) FROM room), 0) WHERE api_url = ${this.a}
       ),
       spend AS (
         INSERT INTO credit_run_spend (run_key, api_url, spent, updated_at)
@@ -532,7 +541,8 @@ SELECT balance, reserved, in_flight, spent, under_reserve_ok, cap_ok, calls, (SE
     return `INSERT INTO account_balance AS b (api_url, balance, credits_used, total_credits, reported_at)
       VALUES (${this.a}, ${num(reportedBalance(counters))}, ${used}, ${total}, clock_timestamp())
       ON CONFLICT (api_url) DO UPDATE SET balance = excluded.balance, credits_used = excluded.credits_used,
-        total_credits = excluded.total_credits, reported_at = excluded.reported_at
+        total_credits = excluded.total_credits, reported_at = excluded.reported_at,
+        credits_uncharged = CASE WHEN excluded.total_credits = b.total_credits THEN b.credits_uncharged END
       WHERE b.credits_used IS NULL OR excluded.credits_used > b.credits_used OR excluded.total_credits <> b.total_credits
         OR b.reported_at < clock_timestamp() - ${num(this.reservationMs)} * interval '1 millisecond'`;
   }
