@@ -79,4 +79,26 @@ describe.skipIf(!pgClusterUrl)(`two runs' spend on one account on PostgreSQL${pg
     const rounds = many.after.map(([x, y], i) => [x - (many.after[i - 1]?.[0] ?? 0), y - (many.after[i - 1]?.[1] ?? 0)]);
     expect(rounds.slice(2)).toEqual([[1, 1], [1, 1], [1, 1], [1, 1]]);
   }, 30_000);
+
+  it('a run that reads the balance while another run\'s answer is on its way: that answer is still charged', async () => {
+    const s = await setUp(1, 'spend_seed_between');
+    await (await openPgStore(s.url)).close();
+    const limits = { reserve: 0, maxPerRun: null };
+    const guard = (runKey: string) => new SharedCreditGuard(limits, {}, new SharedCreditBudget(s.pool, { apiUrl: 'https://api.example', runKey, workerId: runKey }));
+    const [x, y] = [guard('x'), guard('y')];
+    try {
+      x.seed(counters(START));
+      const rx = await x.acquire(OP);
+      // x's call is charged (START + 1); y starts and reads that balance before x's answer is settled.
+      y.seed(counters(START + 1));
+      const ry = await y.acquire(OP);
+      x.settle(rx!, counters(START + 1));
+      await x.drained();
+      y.settle(ry!, counters(START + 2));
+      await y.drained();
+      expect([x.spent, y.spent]).toEqual([1, 1]);
+    } finally {
+      await Promise.all([x.close(), y.close()]);
+    }
+  }, 30_000);
 });

@@ -498,7 +498,7 @@ SELECT balance, reserved, in_flight, spent, under_reserve_ok, cap_ok, calls, (SE
 
   /** Records a balance read outside a call (GET /v1/api/auth before the first call), as settle does counters. */
   async report(counters: CreditCounters): Promise<void> {
-    await this.pool.query(`${this.lock};\n${this.reportSql(counters)}`);
+    await this.pool.query(`${this.lock};\n${this.reportSql(counters, true)}`);
   }
 
   /** Extends this process's live reservations (its calls are still going); returns how many. */
@@ -535,14 +535,20 @@ SELECT balance, reserved, in_flight, spent, under_reserve_ok, cap_ok, calls, (SE
    * longer ago than a reservation lasts (no call still in flight was charged before it). Until then a renewal
    * leaves the balance low: the budget stops early rather than spend credits it is not sure of.
    */
-  private reportSql(counters: CreditCounters): string {
+  private reportSql(counters: CreditCounters, outsideCall = false): string {
     const used = num(counters.credits_used);
     const total = num(counters.total_credits);
+    const recent = `b.reported_at >= clock_timestamp() - ${num(this.reservationMs)} * interval '1 millisecond'`;
+    // A balance read outside a call shows the growth of answers not settled yet: it stays to be charged to them
+    // (a settle adds its own growth in settleSql). After a while without reports, the growth is no call of ours.
+    const uncharged = outsideCall
+      ? `CASE WHEN excluded.total_credits = b.total_credits AND ${recent} THEN coalesce(b.credits_uncharged, 0) + greatest(excluded.credits_used - b.credits_used, 0) ELSE 0 END`
+      : 'CASE WHEN excluded.total_credits = b.total_credits THEN b.credits_uncharged END';
     return `INSERT INTO account_balance AS b (api_url, balance, credits_used, total_credits, reported_at)
       VALUES (${this.a}, ${num(reportedBalance(counters))}, ${used}, ${total}, clock_timestamp())
       ON CONFLICT (api_url) DO UPDATE SET balance = excluded.balance, credits_used = excluded.credits_used,
         total_credits = excluded.total_credits, reported_at = excluded.reported_at,
-        credits_uncharged = CASE WHEN excluded.total_credits = b.total_credits THEN b.credits_uncharged END
+        credits_uncharged = ${uncharged}
       WHERE b.credits_used IS NULL OR excluded.credits_used > b.credits_used OR excluded.total_credits <> b.total_credits
         OR b.reported_at < clock_timestamp() - ${num(this.reservationMs)} * interval '1 millisecond'`;
   }
