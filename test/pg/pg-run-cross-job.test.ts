@@ -31,6 +31,10 @@ describe.skipIf(!pgClusterUrl)(`two jobs asking the same lookups on PostgreSQL${
     }
     expect(operationRequests(s.sandbox)).toHaveLength(TASKS);
     expect([...chargedPerUrl(s.sandbox).values()].filter((n) => n > 1)).toEqual([]);
+    // The runs' credits_spent add up to what the sandbox billed: each worker's counters also step by the other's
+    // calls, which its own estimate once counted too (122 for 120 billed).
+    const billed = s.sandbox.requests.reduce((sum, r) => sum + r.charged, 0);
+    expect(await one(s.pool, 'SELECT sum(credits_spent) AS n FROM runs')).toBeCloseTo(billed, 6);
     // The report counts each lookup's paid answer once, for the job whose task paid it, and gives each job its
     // run's spend (each worker's run worked one job).
     const { figures } = await gatherFigures({ db: s.url });

@@ -365,11 +365,12 @@ SELECT balance, reserved, in_flight, spent, under_reserve_ok, cap_ok, calls, (SE
       if (statements.length === 1) return;
       const results = (await this.pool.query(statements.join(';\n'))) as unknown as pg.QueryResult[];
       if (settles) {
-        const steps = new Map((results[first.length + settles.learnedAt]!.rows as Array<{ op: string; step: number | null }>).map((r) => [r.op, r.step]));
-        for (const s of settling) {
-          const step = s.charge.sample ? (steps.get(s.charge.sample.operation) ?? null) : null;
-          s.resolve({ cost: step ?? s.charge.cost, learnedCost: step });
-        }
+        const charged = results[first.length + settles.learnedAt]!.rows as Array<{ ord: number; cost: number; step: number | null }>;
+        const byOrd = new Map(charged.map((r) => [Number(r.ord), r]));
+        settling.forEach((s, i) => {
+          const row = byOrd.get(i);
+          s.resolve({ cost: row ? Number(row.cost) : s.charge.cost, learnedCost: row?.step ?? null });
+        });
       }
       const base = statements.length - asked.length;
       asked.forEach((a, i) => a.resolve(results[base + i]!));
@@ -393,9 +394,17 @@ SELECT balance, reserved, in_flight, spent, under_reserve_ok, cap_ok, calls, (SE
   }
 
   /**
-   * The statements of a turn's settles, in order: the samples recorded and trimmed, each operation's median
-   * step once they are in (the statement at `learnedAt`, one row per operation sampled) and the run's spend
-   * grown by every charge, then the balance.
+   * The statements of a turn's settles, in order: the samples recorded and trimmed, then what each charge costs
+   * the run (the statement at `learnedAt`, one row per charge: `ord`, `cost`, and its operation's median `step`)
+   * with the run's spend grown by them, then the balance.
+   *
+   * A charge costs its operation's median step once the account's samples show it, else the worker's own
+   * estimate; one with counters takes at most what the account's counters grew by and no run was charged yet
+   * (`credits_uncharged`, the charges sent together taking it in order). A worker's own counters also step by
+   * the other workers' calls, and an answer that comes after a higher one has had its cost counted in that
+   * one's step: charged in full, either would be counted twice, and the runs sharing the account would add up to
+   * more than was billed (122 for 120). With no counter of the account reported within a reservation's life
+   * (another run's, long since, or another plan) nothing is known of the growth: the charge is the estimate.
    */
   private settleSql(charges: readonly SharedCharge[]): { statements: string[]; learnedAt: number } {
     const samples = charges.flatMap((c) => (c.sample ? [c.sample] : []));
@@ -408,15 +417,40 @@ SELECT balance, reserved, in_flight, spent, under_reserve_ok, cap_ok, calls, (SE
     const learned = operations.length > 0
       ? `SELECT o.op, ${this.medianStepSql('o.op')} AS step FROM (VALUES ${operations.map((o) => `(${pg.escapeLiteral(o)})`).join(', ')}) AS o(op)`
       : 'SELECT NULL::text AS op, NULL::float8 AS step WHERE false';
-    const charged = charges.map((c) => `(${c.sample ? pg.escapeLiteral(c.sample.operation) : 'NULL'}::text, ${num(c.cost)}::float8)`);
+    const values = charges.map((c, i) => {
+      const counted = c.sample && c.counters ? `${num(c.counters.credits_used)}::float8, ${num(c.counters.total_credits)}::float8` : 'NULL::float8, NULL::float8';
+      return `(${i}, ${c.sample ? pg.escapeLiteral(c.sample.operation) : 'NULL'}::text, ${num(c.cost)}::float8, ${counted})`;
+    });
     const spend = `WITH learned AS MATERIALIZED (${learned}),
+      prior AS MATERIALIZED (
+        SELECT credits_used AS used, total_credits AS total, coalesce(credits_uncharged, 0) AS owed FROM account_balance
+        WHERE api_url = ${this.a} AND reported_at >= clock_timestamp() - ${num(this.reservationMs)} * interval '1 millisecond'
+      ),
+      est AS MATERIALIZED (
+        SELECT v.ord, l.step, coalesce(l.step, v.cost) AS e, coalesce(v.used IS NOT NULL AND v.total = p.total, false) AS counted, v.used
+        FROM (VALUES ${values.join(', ')}) AS v(ord, op, cost, used, total) LEFT JOIN learned l ON l.op = v.op LEFT JOIN prior p ON true
+      ),
+      room AS MATERIALIZED (
+        SELECT p.owed + greatest(coalesce((SELECT max(used) FROM est WHERE counted), p.used) - p.used, 0) AS a,
+          (SELECT coalesce(sum(e), 0) FROM est WHERE counted) AS asked
+        FROM prior p
+      ),
+      charged AS MATERIALIZED (
+        SELECT est.ord, est.step, CASE WHEN NOT est.counted THEN est.e
+          ELSE least(x.upto, r.a) - least(x.upto - est.e, r.a) END AS cost
+        FROM est
+        JOIN (SELECT ord, sum(CASE WHEN counted THEN e ELSE 0 END) OVER (ORDER BY ord) AS upto FROM est) x ON x.ord = est.ord
+        LEFT JOIN room r ON true
+      ),
+      owed AS (
+        UPDATE account_balance SET credits_uncharged = coalesce((SELECT a - least(asked, a) FROM room), 0) WHERE api_url = ${this.a}
+      ),
       spend AS (
         INSERT INTO credit_run_spend (run_key, api_url, spent, updated_at)
-        SELECT ${this.r}, ${this.a}, sum(coalesce(l.step, v.cost)), clock_timestamp()
-        FROM (VALUES ${charged.join(', ')}) AS v(op, cost) LEFT JOIN learned l ON l.op = v.op
+        SELECT ${this.r}, ${this.a}, sum(cost), clock_timestamp() FROM charged
         ON CONFLICT (run_key) DO UPDATE SET spent = credit_run_spend.spent + excluded.spent, updated_at = excluded.updated_at
       )
-      SELECT op, step FROM learned`;
+      SELECT ord, cost, step FROM charged`;
     return { statements: [...sampled, spend, ...this.balanceSql(charges)], learnedAt: sampled.length };
   }
 
@@ -464,7 +498,7 @@ SELECT balance, reserved, in_flight, spent, under_reserve_ok, cap_ok, calls, (SE
 
   /** Records a balance read outside a call (GET /v1/api/auth before the first call), as settle does counters. */
   async report(counters: CreditCounters): Promise<void> {
-    await this.pool.query(`${this.lock};\n${this.reportSql(counters)}`);
+    await this.pool.query(`${this.lock};\n${this.reportSql(counters, true)}`);
   }
 
   /** Extends this process's live reservations (its calls are still going); returns how many. */
@@ -501,13 +535,20 @@ SELECT balance, reserved, in_flight, spent, under_reserve_ok, cap_ok, calls, (SE
    * longer ago than a reservation lasts (no call still in flight was charged before it). Until then a renewal
    * leaves the balance low: the budget stops early rather than spend credits it is not sure of.
    */
-  private reportSql(counters: CreditCounters): string {
+  private reportSql(counters: CreditCounters, outsideCall = false): string {
     const used = num(counters.credits_used);
     const total = num(counters.total_credits);
+    const recent = `b.reported_at >= clock_timestamp() - ${num(this.reservationMs)} * interval '1 millisecond'`;
+    // A balance read outside a call shows the growth of answers not settled yet: it stays to be charged to them
+    // (a settle adds its own growth in settleSql). After a while without reports, the growth is no call of ours.
+    const uncharged = outsideCall
+      ? `CASE WHEN excluded.total_credits = b.total_credits AND ${recent} THEN coalesce(b.credits_uncharged, 0) + greatest(excluded.credits_used - b.credits_used, 0) ELSE 0 END`
+      : 'CASE WHEN excluded.total_credits = b.total_credits THEN b.credits_uncharged END';
     return `INSERT INTO account_balance AS b (api_url, balance, credits_used, total_credits, reported_at)
       VALUES (${this.a}, ${num(reportedBalance(counters))}, ${used}, ${total}, clock_timestamp())
       ON CONFLICT (api_url) DO UPDATE SET balance = excluded.balance, credits_used = excluded.credits_used,
-        total_credits = excluded.total_credits, reported_at = excluded.reported_at
+        total_credits = excluded.total_credits, reported_at = excluded.reported_at,
+        credits_uncharged = ${uncharged}
       WHERE b.credits_used IS NULL OR excluded.credits_used > b.credits_used OR excluded.total_credits <> b.total_credits
         OR b.reported_at < clock_timestamp() - ${num(this.reservationMs)} * interval '1 millisecond'`;
   }

@@ -44,6 +44,11 @@ const accountBalance = table('account_balance', {
   credits_used: real(),
   total_credits: real(),
   reported_at: time(),
+  /**
+   * Credits the counters showed used that no run has been charged yet (answers that came before lower ones):
+   * a charge takes at most this, so the runs sharing the account add up to no more than was billed.
+   */
+  credits_uncharged: real(),
 });
 
 /** A call's claim on the balance while it is in flight; it stops counting once settled or expired. */

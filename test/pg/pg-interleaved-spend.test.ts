@@ -1,0 +1,104 @@
+/**
+ * Two runs on one account at once (PostgreSQL workers, each its own run): the account's counters between two
+ * answers of one run step by the other's calls too. Before the account's samples show an operation's cost, a
+ * worker charged its calls at its own estimate, the step of its own counters: a call of the other run in
+ * between was counted twice (cross-job runs once summed to 122 credits for 120 billed). The runs' spends must
+ * add up to what was billed, whatever order the calls are charged and answered in.
+ */
+import { describe, expect, it } from 'vitest';
+import type { Operation } from '../../src/spec/types.ts';
+import { SharedCreditBudget } from '../../src/store/pg/coordination/shared-credit-budget.ts';
+import { openPgStore } from '../../src/store/pg/open.ts';
+import { SharedCreditGuard } from '../../src/store/pg/shared-credit-guard.ts';
+import { one, setUp, useCleanups } from './run-workers.ts';
+import { pgClusterUrl, pgSkipReason } from './use-pg.ts';
+
+useCleanups();
+
+const OP: Operation = 'post-details';
+const TOTAL = 10_000;
+const START = 100;
+const counters = (used: number) => ({ credits_used: used, total_credits: TOTAL, credits_remaining: TOTAL - used });
+
+/**
+ * Runs x and y each send one call at a time, both in flight together; the service charges y's call first (1
+ * credit each). `xAnswersFirst` decides which answer is settled first. Returns each run's spend and what was billed.
+ */
+async function interleaved(prefix: string, rounds: number, xAnswersFirst: boolean) {
+  const s = await setUp(1, prefix);
+  await (await openPgStore(s.url)).close();
+  const apiUrl = 'https://api.example';
+  const limits = { reserve: 0, maxPerRun: null };
+  const guard = (runKey: string) => new SharedCreditGuard(limits, {}, new SharedCreditBudget(s.pool, { apiUrl, runKey, workerId: runKey }));
+  const [x, y] = [guard('x'), guard('y')];
+  let used = START;
+  const spent = async (runKey: string) => one(s.pool, `SELECT coalesce((SELECT spent FROM credit_run_spend WHERE run_key = '${runKey}'), 0) AS n`);
+  /** Each run's spend after each round. */
+  const after: Array<[number, number]> = [];
+  try {
+    // Both read the balance before their first call (as `GET /v1/api/auth` gives it).
+    x.seed(counters(used));
+    y.seed(counters(used));
+    for (let i = 0; i < rounds; i++) {
+      const [rx, ry] = [await x.acquire(OP), await y.acquire(OP)];
+      expect(rx && ry).toBeTruthy();
+      const [usedY, usedX] = [++used, ++used];
+      const answers: Array<[SharedCreditGuard, NonNullable<typeof rx>, number]> = [[x, rx!, usedX], [y, ry!, usedY]];
+      if (!xAnswersFirst) answers.reverse();
+      for (const [g, r, u] of answers) {
+        g.settle(r, counters(u));
+        await g.drained();
+      }
+      after.push([await spent('x'), await spent('y')]);
+    }
+    return { billed: used - START, x: await spent('x'), y: await spent('y'), guards: [x.spent, y.spent], after };
+  } finally {
+    await Promise.all([x.close(), y.close()]);
+  }
+}
+
+describe.skipIf(!pgClusterUrl)(`two runs' spend on one account on PostgreSQL${pgClusterUrl ? '' : ` (skipped: ${pgSkipReason})`}`, () => {
+  it('answers in the order charged: each run is charged its own calls, and together what was billed', async () => {
+    // One round: the account's samples show no cost yet, so each charge is the workers' own reckoning.
+    const r = await interleaved('spend_in_order', 1, false);
+    expect(r.billed).toBe(2);
+    expect([r.x, r.y]).toEqual([1, 1]);
+    expect(r.guards).toEqual([1, 1]);
+  }, 30_000);
+
+  it('answers out of the order charged: together the runs are charged what was billed, before and after the cost is learned', async () => {
+    const first = await interleaved('spend_out_of_order_1', 1, true);
+    expect(first.x + first.y).toBe(first.billed);
+    expect(first.guards[0]! + first.guards[1]!).toBe(first.billed);
+    const many = await interleaved('spend_out_of_order_6', 6, true);
+    expect(many.billed).toBe(12);
+    expect(many.x + many.y).toBe(many.billed);
+    expect(many.guards[0]! + many.guards[1]!).toBe(many.billed);
+    // Until the account's answers show the cost, x's own counters step by 2 and its answer comes first: it is
+    // charged y's call too, and y's answer then nothing. Once the cost is learned (3 steps), each its own.
+    const rounds = many.after.map(([x, y], i) => [x - (many.after[i - 1]?.[0] ?? 0), y - (many.after[i - 1]?.[1] ?? 0)]);
+    expect(rounds.slice(2)).toEqual([[1, 1], [1, 1], [1, 1], [1, 1]]);
+  }, 30_000);
+
+  it('a run that reads the balance while another run\'s answer is on its way: that answer is still charged', async () => {
+    const s = await setUp(1, 'spend_seed_between');
+    await (await openPgStore(s.url)).close();
+    const limits = { reserve: 0, maxPerRun: null };
+    const guard = (runKey: string) => new SharedCreditGuard(limits, {}, new SharedCreditBudget(s.pool, { apiUrl: 'https://api.example', runKey, workerId: runKey }));
+    const [x, y] = [guard('x'), guard('y')];
+    try {
+      x.seed(counters(START));
+      const rx = await x.acquire(OP);
+      // x's call is charged (START + 1); y starts and reads that balance before x's answer is settled.
+      y.seed(counters(START + 1));
+      const ry = await y.acquire(OP);
+      x.settle(rx!, counters(START + 1));
+      await x.drained();
+      y.settle(ry!, counters(START + 2));
+      await y.drained();
+      expect([x.spent, y.spent]).toEqual([1, 1]);
+    } finally {
+      await Promise.all([x.close(), y.close()]);
+    }
+  }, 30_000);
+});
