@@ -149,6 +149,7 @@ export async function runSoak(options: SoakOptions = {}): Promise<SoakReport> {
     clean = await startSandboxProcess(['--quiet', '--seed', String(o.seed), '--token', TOKEN, '--credits', TOKEN_CREDITS]);
     const cleanRun = await startCli(runArgs(jobs, cleanDb), { cwd: dir, env: { NETINGEST_API_URL: clean.url, NETINGEST_API_TOKEN: TOKEN } }).result;
     await clean.stop();
+    log(`clean run: exit ${cleanRun.code}`);
     if (cleanRun.code !== 0) throw new Error(`the clean run exited ${cleanRun.code}: ${cleanRun.stderr.slice(-2000)}`);
     const cleanBilledCalls = billedCalls(cleanDb);
 
@@ -178,7 +179,8 @@ export async function runSoak(options: SoakOptions = {}): Promise<SoakReport> {
     } finally {
       sqlite.close();
     }
-    checks.push(await checkSameDataset(soakDb, cleanDb, dir));
+    checks.push(checkSameDataset(soakDb, cleanDb, dir));
+    log('datasets compared');
     const lastExit = finalRuns[finalRuns.length - 1]?.code;
     checks.unshift({ name: 'the final run completes (exit 0)', ok: lastExit === 0, detail: `exit codes ${finalRuns.map((r) => r.code).join(', ')}` });
     return {
