@@ -55,6 +55,7 @@ export interface SoakReport {
   finalRuns: Array<{ code: number | null }>;
   billedCalls: number;
   cleanBilledCalls: number;
+  /** Calls of the runs the faulty sandbox got (the harness's balance checks left out). */
   requests: number;
   faults: Record<string, number>;
   dir: string;
@@ -202,7 +203,7 @@ export async function runSoak(options: SoakOptions = {}): Promise<SoakReport> {
       finalRuns,
       billedCalls: billed,
       cleanBilledCalls,
-      requests: requests.length,
+      requests: runCalls(faulty),
       faults,
       dir,
     };
