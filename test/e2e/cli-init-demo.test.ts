@@ -13,6 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import BetterSqlite3 from 'better-sqlite3';
 import { OPERATIONS } from '../../src/spec/types.ts';
+import { inProcess } from '../support/run-helpers.ts';
 
 // The built CLI, as installed (test/global-setup.ts builds it).
 const BIN = fileURLToPath(new URL('../../dist/bin.js', import.meta.url));
@@ -35,6 +36,12 @@ async function cli(cwd: string, args: string[]): Promise<{ code: number; stdout:
   }
 }
 
+/**
+ * The same in this process (src, not dist): for the checks that are about what init writes, not about the
+ * installed CLI finding its files, which the first operation's init and plan and the demo keep spawned.
+ */
+const here = (cwd: string, args: string[]) => inProcess(args, {}, { cwd });
+
 afterEach(async () => {
   for (const dir of dirs.splice(0)) await rm(dir, { recursive: true, force: true });
 });
@@ -42,13 +49,14 @@ afterEach(async () => {
 describe('netingest init', () => {
   it('writes a starter job and CSV for each operation, which plan reads with no error', async () => {
     const dir = await tempDir();
-    for (const operation of OPERATIONS) {
-      const init = await cli(dir, ['init', operation]);
+    for (const [i, operation] of OPERATIONS.entries()) {
+      const netingest = i === 0 ? cli : here;
+      const init = await netingest(dir, ['init', operation]);
       expect(init.code, init.stderr).toBe(0);
       const jobFile = /Wrote (jobs\/\S+\.json) and (data\/\S+\.csv)/.exec(init.stdout);
       expect(jobFile, init.stdout).not.toBeNull();
       expect(JSON.parse(await readFile(join(dir, jobFile![1]!), 'utf8')).operation).toBe(operation);
-      const plan = await cli(dir, ['plan', jobFile![1]!, '--db', 'none.db']);
+      const plan = await netingest(dir, ['plan', jobFile![1]!, '--db', 'none.db']);
       expect(plan.code, plan.stderr).toBe(0);
       expect(plan.stdout).toMatch(new RegExp(`\\(${operation}\\)\\n  input: \\d+ tasks?, 0 invalid rows`));
     }
@@ -59,7 +67,7 @@ describe('netingest init', () => {
     const dir = await tempDir();
     await mkdir(join(dir, 'data'));
     await writeFile(join(dir, 'data/leads.csv'), 'mine\n');
-    const init = await cli(dir, ['init']);
+    const init = await here(dir, ['init']);
     expect(init.code).toBe(2);
     expect(init.stderr).toContain('data/leads.csv already exists: nothing written');
     expect(await readFile(join(dir, 'data/leads.csv'), 'utf8')).toBe('mine\n');
@@ -68,7 +76,7 @@ describe('netingest init', () => {
 
   it('--ts writes a module typed by defineJob from the package', async () => {
     const dir = await tempDir();
-    const init = await cli(dir, ['init', 'post-details', '--ts']);
+    const init = await here(dir, ['init', 'post-details', '--ts']);
     expect(init.code, init.stderr).toBe(0);
     const text = await readFile(join(dir, 'jobs/post-engagement.ts'), 'utf8');
     expect(text).toMatch(/^import \{ defineJob \} from 'netingest';\n\nexport default defineJob\(\{\n {2}operation: "post-details",/);

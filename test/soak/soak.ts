@@ -11,7 +11,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
-import { startSandboxProcess, type SandboxProcess } from './sandbox-process.ts';
+import { API_PREFIX } from '../../src/spec/types.ts';
+import { startSandboxProcess, type SandboxProcess, type SandboxRequestLine } from './sandbox-process.ts';
 import { startCli, type CliResult } from './cli-process.ts';
 import { companyUrl, postUrl, writeJobFile, writeQueriesCsv, writeUrlCsv } from './inputs.ts';
 import { checkConsistency, checkNoDuplicates, checkSameDataset, checkTasksSettled, type SoakCheck } from './soak-checks.ts';
@@ -54,6 +55,7 @@ export interface SoakReport {
   finalRuns: Array<{ code: number | null }>;
   billedCalls: number;
   cleanBilledCalls: number;
+  /** Calls of the runs the faulty sandbox got (the harness's balance checks left out). */
   requests: number;
   faults: Record<string, number>;
   dir: string;
@@ -113,14 +115,21 @@ export async function runSoak(options: SoakOptions = {}): Promise<SoakReport> {
     log(`soak in ${dir}: faulty sandbox ${faulty.url}, ${o.kills} kills, concurrency ${o.concurrency}`);
 
     const kills: SoakReport['kills'] = [];
+    // A 429 of the run's own, or one the harness provokes from the second run on (see throttleRun).
+    const throttleUnlessSeen = (run: Promise<CliResult>, label: string): Promise<void> => {
+      if (faulty!.requests().some(isRunThrottled)) return Promise.resolve();
+      log(`${label}: no call refused 429 yet, filling the token's rate window`);
+      return throttleRun(faulty!, run, o.rateLimitPerSecond);
+    };
     for (let k = 0; k < o.kills; k++) {
-      const before = faulty.requests().length;
+      const before = runCalls(faulty);
       const cli = startCli(runArgs(jobs, soakDb), { cwd: dir, env, timeoutMs: 600_000 });
+      const throttling = k === 0 ? Promise.resolve() : throttleUnlessSeen(cli.result, `run ${k + 1}`);
       // One kill in four lands before the first call (start-up, planning into the ledger), the rest mid-run.
       const early = random() < 0.25;
       const started = Date.now();
       if (!early) {
-        while (faulty.requests().length === before && Date.now() - started < 30_000 && !(await settledWithin(cli.result, 20))) {
+        while (runCalls(faulty) === before && Date.now() - started < 30_000 && !(await settledWithin(cli.result, 20))) {
           // waiting for this run's first call
         }
       }
@@ -128,6 +137,7 @@ export async function runSoak(options: SoakOptions = {}): Promise<SoakReport> {
       const finished = await settledWithin(cli.result, delayMs);
       cli.kill('SIGKILL');
       const result = await cli.result;
+      await throttling;
       const afterMs = Date.now() - started;
       kills.push({ afterMs, killed: !finished && result.signal === 'SIGKILL', code: result.code });
       log(`run ${k + 1}: ${result.signal === 'SIGKILL' ? `SIGKILL after ${afterMs} ms` : `finished (exit ${result.code}) before the kill`}`);
@@ -135,7 +145,9 @@ export async function runSoak(options: SoakOptions = {}): Promise<SoakReport> {
 
     const finalRuns: SoakReport['finalRuns'] = [];
     for (let r = 0; r < o.maxFinalRuns; r++) {
-      const result: CliResult = await startCli(runArgs(jobs, soakDb), { cwd: dir, env, timeoutMs: 600_000 }).result;
+      const cli = startCli(runArgs(jobs, soakDb), { cwd: dir, env, timeoutMs: 600_000 });
+      await throttleUnlessSeen(cli.result, `final run ${r + 1}`);
+      const result: CliResult = await cli.result;
       finalRuns.push({ code: result.code });
       log(`final run ${r + 1}: exit ${result.code}`);
       if (result.code === 0) break;
@@ -149,6 +161,7 @@ export async function runSoak(options: SoakOptions = {}): Promise<SoakReport> {
     clean = await startSandboxProcess(['--quiet', '--seed', String(o.seed), '--token', TOKEN, '--credits', TOKEN_CREDITS]);
     const cleanRun = await startCli(runArgs(jobs, cleanDb), { cwd: dir, env: { NETINGEST_API_URL: clean.url, NETINGEST_API_TOKEN: TOKEN } }).result;
     await clean.stop();
+    log(`clean run: exit ${cleanRun.code}`);
     if (cleanRun.code !== 0) throw new Error(`the clean run exited ${cleanRun.code}: ${cleanRun.stderr.slice(-2000)}`);
     const cleanBilledCalls = billedCalls(cleanDb);
 
@@ -156,7 +169,7 @@ export async function runSoak(options: SoakOptions = {}): Promise<SoakReport> {
     const billed = requests.filter((r) => r.charged > 0).length;
     const faults: Record<string, number> = {};
     for (const r of requests) {
-      const kind = r.fault ?? (r.status === 429 ? '429' : null);
+      const kind = r.fault ?? (isRunThrottled(r) ? '429' : null);
       if (kind) faults[kind] = (faults[kind] ?? 0) + 1;
     }
     const sqlite = new BetterSqlite3(soakDb, { readonly: true });
@@ -178,7 +191,8 @@ export async function runSoak(options: SoakOptions = {}): Promise<SoakReport> {
     } finally {
       sqlite.close();
     }
-    checks.push(await checkSameDataset(soakDb, cleanDb, dir));
+    checks.push(checkSameDataset(soakDb, cleanDb, dir));
+    log('datasets compared');
     const lastExit = finalRuns[finalRuns.length - 1]?.code;
     checks.unshift({ name: 'the final run completes (exit 0)', ok: lastExit === 0, detail: `exit codes ${finalRuns.map((r) => r.code).join(', ')}` });
     return {
@@ -189,7 +203,7 @@ export async function runSoak(options: SoakOptions = {}): Promise<SoakReport> {
       finalRuns,
       billedCalls: billed,
       cleanBilledCalls,
-      requests: requests.length,
+      requests: runCalls(faulty),
       faults,
       dir,
     };
@@ -197,6 +211,45 @@ export async function runSoak(options: SoakOptions = {}): Promise<SoakReport> {
     await faulty?.stop();
     await clean?.stop();
     if (!options.keepDir) rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** The sandbox's free balance route: rate-limited like every call, never charged, never faulted. */
+const BALANCE_TARGET = `${API_PREFIX}/auth`;
+
+/** A paid call of a run refused 429 (the harness's own balance checks left out). */
+function isRunThrottled(r: SandboxRequestLine): boolean {
+  return r.status === 429 && r.target !== BALANCE_TARGET;
+}
+
+/** Calls of the runs the sandbox has logged (the harness's balance checks left out). */
+function runCalls(faulty: SandboxProcess): number {
+  return faulty.requests().filter((r) => r.target !== BALANCE_TARGET).length;
+}
+
+/**
+ * Keeps the token's per-second window full with free balance checks (until one is refused) while the run goes
+ * on, until a call of the run is refused too or the run ends: a CLI starved of CPU by other work never sends
+ * the limit's calls in a second by itself, and then the soak would not have seen a 429 (as another client of
+ * the same token would make it see one).
+ */
+async function throttleRun(faulty: SandboxProcess, run: Promise<CliResult>, limitPerSecond: number): Promise<void> {
+  const ask = async (): Promise<number> => {
+    const res = await fetch(`${faulty.url}${BALANCE_TARGET}`, { headers: { authorization: `Bearer ${TOKEN}` } });
+    await res.arrayBuffer();
+    return res.status;
+  };
+  let filledAt = -Infinity;
+  while (!faulty.requests().some(isRunThrottled)) {
+    // A full window stays full for a second from the first of the answers that filled it: refilled only then.
+    if (Date.now() - filledAt >= 1000) {
+      const started = Date.now();
+      // All at once: asked one after the other, a slow harness would stay under the limit as the CLI did.
+      const statuses = await Promise.all(Array.from({ length: limitPerSecond + 1 }, ask));
+      if (!statuses.includes(429)) continue;
+      filledAt = started;
+    }
+    if (await settledWithin(run, 20)) return;
   }
 }
 
