@@ -9,6 +9,13 @@
  * worker then sleeps until its slot (the wait is computed by the server, so clocks of different hosts do not
  * matter). A late wake-up delays that one call only: the schedule is not pushed back, so the workers together
  * keep the full rate. Slots are taken in batches (one per waiting caller) in one round trip.
+ *
+ * When the limit leaves room (several slots within the start slack's fifth), a batch also takes a few slots ahead
+ * for callers not waiting yet: a caller that comes by its slot's use-by (the slot plus that fifth of the slack) goes
+ * on it without a round trip, and a slot nobody used by then is dropped, still counted in every window by its row
+ * (so never over the limit: it only wastes the slot). The slots taken ahead grow while callers find none and
+ * shrink when some go unused, so a worker with little to call does not hold the limit away from the others;
+ * at low rates (a slot per second) there are none. Each round trip reads the slots of one window only.
  */
 import pg from 'pg';
 
@@ -21,8 +28,10 @@ export const SHARED_RATE_GATE_DEFAULTS = {
    * still reaches 99% of the limit.
    */
   startSlackMs: 500,
-  /** Most slots taken in one round trip (callers waiting at once in one process). */
-  maxBatch: 16,
+  /** Most slots taken in one round trip (callers waiting at once in one process, and slots taken ahead). */
+  maxBatch: 32,
+  /** A slot taken ahead may be used this share of the start slack after it begins, then it is dropped. */
+  useByShareOfSlack: 0.2,
   /** The server's clock that slots are scheduled by and kept for; tests pass a fixed time to check the schedule. */
   clockSql: 'clock_timestamp()',
 } as const;
@@ -48,6 +57,13 @@ export interface RateSlot {
   startUs: number;
 }
 
+/** A slot taken ahead: usable from `atMono` until `useByMono` (this process's monotonic clock). */
+interface Ahead {
+  slot: RateSlot;
+  atMono: number;
+  useByMono: number;
+}
+
 interface Waiter {
   resolve(slot: RateSlot): void;
   reject(err: unknown): void;
@@ -66,6 +82,15 @@ export class SharedRateGate {
   private readonly waiters: Waiter[] = [];
   private fetching = false;
   private roundTrips = 0;
+  /** How long a slot taken ahead stays usable after it begins. */
+  private readonly useByMs: number;
+  /** Most slots a round trip takes ahead: as many as begin within useByMs, so none waits long to be used. */
+  private readonly maxAhead: number;
+  /** Slots the next round trip takes ahead (adapts between 0 and maxAhead). */
+  private ahead = 0;
+  private readonly spare: Ahead[] = [];
+  /** When this process last deleted old slots (performance.now()): once per window is enough. */
+  private prunedAt = -Infinity;
 
   constructor(private readonly pool: pg.Pool, options: SharedRateGateOptions) {
     if (!Number.isInteger(options.limit) || options.limit < 1) throw new Error(`rate limit must be a positive integer, got ${options.limit}`);
@@ -76,6 +101,8 @@ export class SharedRateGate {
     this.spacingMs = (options.windowMs ?? d.windowMs) / this.limit;
     this.maxBatch = Math.min(options.maxBatch ?? d.maxBatch, this.limit);
     this.clock = options.clockSql ?? d.clockSql;
+    this.useByMs = (options.startSlackMs ?? d.startSlackMs) * d.useByShareOfSlack;
+    this.maxAhead = Math.min(this.maxBatch - 1, Math.floor(this.useByMs / this.spacingMs));
   }
 
   /** Round trips to the database so far (for the bench and the tests: slots per round trip). */
@@ -87,24 +114,48 @@ export class SharedRateGate {
   take(signal?: AbortSignal): Promise<RateSlot> {
     if (signal?.aborted) return Promise.reject(signal.reason);
     return new Promise<RateSlot>((resolve, reject) => {
+      const spare = this.takeSpare();
+      if (spare) return wake({ resolve, reject, signal }, { startUs: spare.slot.startUs, waitMs: spare.atMono - performance.now() });
       this.waiters.push({ resolve, reject, signal });
       // After the callers of this tick have queued too: they share the round trip.
       if (this.waiters.length === 1) queueMicrotask(() => this.fetch());
     });
   }
 
+  /** The earliest slot taken ahead still usable; those past their use-by are dropped (fewer taken ahead next time). */
+  private takeSpare(): Ahead | undefined {
+    const now = performance.now();
+    while (this.spare.length > 0 && this.spare[0]!.useByMono < now) {
+      this.spare.shift();
+      this.ahead = Math.floor(this.ahead / 2);
+    }
+    return this.spare.shift();
+  }
+
   /** Takes slots for the callers waiting, one round trip at a time, until none waits. */
   private fetch(): void {
     if (this.fetching || this.waiters.length === 0) return;
     this.fetching = true;
+    // Callers found no slot ahead: take more ahead next time (as many as the limit lets begin within useByMs).
+    if (this.maxAhead > 0) this.ahead = Math.min(this.maxAhead, this.ahead * 2 + 1);
     const batch = this.waiters.splice(0, this.maxBatch);
-    this.grant(batch.length).then(
+    const ahead = Math.min(this.ahead, this.maxBatch - batch.length);
+    this.grant(batch.length + ahead).then(
       (slots) => {
+        const receivedMono = performance.now();
         batch.forEach((w, i) => wake(w, slots[i]!));
+        for (const s of slots.slice(batch.length)) {
+          const atMono = receivedMono + Math.max(0, s.waitMs);
+          this.spare.push({ slot: { startUs: s.startUs }, atMono, useByMono: atMono + this.useByMs });
+        }
       },
       (err) => batch.forEach((w) => w.reject(err)),
     ).finally(() => {
       this.fetching = false;
+      // Callers that came during the round trip go on the slots it took ahead, then the rest on a new one.
+      for (let spare = this.waiters.length > 0 ? this.takeSpare() : undefined; spare; spare = this.waiters.length > 0 ? this.takeSpare() : undefined) {
+        wake(this.waiters.shift()!, { startUs: spare.slot.startUs, waitMs: spare.atMono - performance.now() });
+      }
       this.fetch();
     });
   }
@@ -117,10 +168,20 @@ export class SharedRateGate {
    * per call the limit allows and, placed at the newest slot, held every worker a whole window.
    */
   async pause(ms: number): Promise<void> {
+    // The slots taken ahead fall within the pause: none of them goes.
+    this.spare.length = 0;
     const g = pg.escapeLiteral(this.gate);
     const until = `${this.clock} + (${Math.max(0, ms)} * interval '1 millisecond')`;
     await this.pool.query(`SELECT pg_advisory_xact_lock(hashtextextended('netingest.rate_slots:' || ${g}, 0));
 INSERT INTO rate_slots (gate, started_at) VALUES (${g}, ${until} - (${this.spacingMs} * interval '1 millisecond'))`);
+  }
+
+  /** Whether this round trip deletes the old slots: once per window, by the process's own clock. */
+  private pruneNow(): boolean {
+    const now = performance.now();
+    if (now - this.prunedAt < this.slotWindowMs) return false;
+    this.prunedAt = now;
+    return true;
   }
 
   /**
@@ -139,7 +200,8 @@ WITH clock AS MATERIALIZED (
   SELECT ${this.clock} AS t, (SELECT max(started_at) FROM rate_slots WHERE gate = ${g}) AS latest
 ), older AS (
   SELECT started_at, ${K} - row_number() OVER (ORDER BY started_at DESC) AS i
-  FROM (SELECT started_at FROM rate_slots WHERE gate = ${g} ORDER BY started_at DESC OFFSET ${L - K} LIMIT ${K}) o
+  FROM (SELECT started_at FROM rate_slots WHERE gate = ${g} AND started_at > (SELECT t FROM clock) - ${window}
+    ORDER BY started_at DESC OFFSET ${L - K} LIMIT ${K}) o
 ), granted AS (
   INSERT INTO rate_slots (gate, started_at)
   SELECT ${g}, greatest(clock.t + s.i * ${spacing}, clock.latest + (s.i + 1) * ${spacing}, older.started_at + ${window})
@@ -148,11 +210,12 @@ WITH clock AS MATERIALIZED (
 )
 SELECT (extract(epoch FROM started_at) * 1000000)::bigint::text AS start_us,
   extract(epoch FROM started_at - clock_timestamp())::float8 * 1000 AS wait_ms
-FROM granted ORDER BY started_at;
-DELETE FROM rate_slots WHERE gate = ${g} AND started_at < ${this.clock} - 2 * ${window}`;
+FROM granted ORDER BY started_at${this.pruneNow() ? `;
+DELETE FROM rate_slots WHERE gate = ${g} AND started_at < ${this.clock} - 2 * ${window}` : ''}`;
     // Slot i may start once the slot `limit - 1 - i` places back (counting the newest as 0) has left the window:
     // the i slots granted before it in this batch are in its window too. A slot older than a window never
-    // bounds a later one, so old slots go (two windows kept, for a look at the recent ones).
+    // bounds a later one (the slots read are the last window's), so old slots go (two windows kept, for a look
+    // at the recent ones), once per window by each process: a DELETE each round trip cost as much as the grant.
     const results = (await this.pool.query(text)) as unknown as pg.QueryResult[];
     return results[1]!.rows.map((r: { start_us: string; wait_ms: number }) => ({ startUs: Number(r.start_us), waitMs: r.wait_ms }));
   }
