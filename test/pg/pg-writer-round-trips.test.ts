@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type pg from 'pg';
 import { openPgStore, type PgStore } from '../../src/store/pg/open.ts';
 import { createPgGroupCommit } from '../../src/store/pg/pg-group-commit.ts';
-import { inPgTransaction } from '../../src/store/pg/transaction.ts';
+import { inPgTransaction, withPgClient } from '../../src/store/pg/transaction.ts';
 import type { OutcomeOp } from '../../src/store/outcome-ops.ts';
 import type { ApiCallRow } from '../../src/store/api-calls.ts';
 import { requestKeyOf } from '../../src/store/ingest-request.ts';
@@ -54,20 +54,29 @@ describe.skipIf(!pgClusterUrl)(`the PostgreSQL writer's round trips${pgClusterUr
   /** One run's writer of groups. */
   const writeGroup = createPgGroupCommit(1);
 
-  /** Writes `ops` as the writer's group commit does, on a client whose queries are counted; the count. */
+  /** `client` with its queries counted in `count.queries`. */
+  function counted(client: pg.PoolClient, count: { queries: number }): pg.PoolClient {
+    return new Proxy(client, {
+      get(target, prop) {
+        if (prop === 'query') return (...args: unknown[]) => (count.queries++, (target.query as (...a: unknown[]) => unknown)(...args));
+        const value = Reflect.get(target, prop) as unknown;
+        return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+      },
+    }) as pg.PoolClient;
+  }
+
+  /** Writes `ops` as a group in the caller's transaction, on a client whose queries are counted; the count. */
   async function queriesOf(ops: OutcomeOp[]): Promise<number> {
-    let queries = 0;
-    await inPgTransaction(store.pool, async (client) => {
-      const counted = new Proxy(client, {
-        get(target, prop) {
-          if (prop === 'query') return (...args: unknown[]) => (queries++, (target.query as (...a: unknown[]) => unknown)(...args));
-          const value = Reflect.get(target, prop) as unknown;
-          return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
-        },
-      }) as pg.PoolClient;
-      await writeGroup(counted, ops);
-    });
-    return queries;
+    const count = { queries: 0 };
+    await inPgTransaction(store.pool, (client) => writeGroup(counted(client, count), ops));
+    return count.queries;
+  }
+
+  /** The same, the group opening and committing its own transaction (the run's writer): BEGIN and COMMIT counted. */
+  async function ownQueriesOf(ops: OutcomeOp[]): Promise<number> {
+    const count = { queries: 0 };
+    await withPgClient(store.pool, (client) => writeGroup(counted(client, count), ops, true));
+    return count.queries;
   }
 
   it('a group of 40 answers takes as many queries as a group of 2, and all of it is stored', async () => {
@@ -79,11 +88,19 @@ describe.skipIf(!pgClusterUrl)(`the PostgreSQL writer's round trips${pgClusterUr
     // The raw bodies (their ids come back), what the history holds for the group's posts and their media (one
     // statement per table), then everything else.
     expect(large).toBeLessThanOrEqual(4);
+    // The run's writer sends BEGIN with the raw bodies and COMMIT with the rest: no query more, and committed.
+    expect(await ownQueriesOf(group(44, 40))).toBe(large);
+    const open = await store.pool.connect();
+    try {
+      expect((await open.query<{ n: string }>('SELECT count(*) AS n FROM raw_responses')).rows[0]!.n).toBe('83');
+    } finally {
+      open.release();
+    }
     const count = async (sql: string) => Number((await store.pool.query<{ n: string }>(sql)).rows[0]!.n);
-    expect(await count(`SELECT count(*) AS n FROM tasks WHERE status = 'done'`)).toBe(43);
-    expect(await count('SELECT count(*) AS n FROM raw_responses')).toBe(43);
-    expect(await count('SELECT count(*) AS n FROM api_calls')).toBe(43 + 14);
-    expect(await count('SELECT count(*) AS n FROM posts')).toBe(43);
-    expect(await count('SELECT count(DISTINCT post_id) AS n FROM post_media')).toBe(43);
+    expect(await count(`SELECT count(*) AS n FROM tasks WHERE status = 'done'`)).toBe(83);
+    expect(await count('SELECT count(*) AS n FROM raw_responses')).toBe(83);
+    expect(await count('SELECT count(*) AS n FROM api_calls')).toBe(83 + 27);
+    expect(await count('SELECT count(*) AS n FROM posts')).toBe(83);
+    expect(await count('SELECT count(DISTINCT post_id) AS n FROM post_media')).toBe(83);
   });
 });

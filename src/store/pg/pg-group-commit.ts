@@ -32,12 +32,16 @@ interface Settlement {
   at: string;
 }
 
-/** The writer of one run's groups: `(client, ops)` writes a group in the caller's transaction. */
-export function createPgGroupCommit(runId: number): (client: pg.ClientBase, ops: readonly OutcomeOp[]) => Promise<void> {
+/**
+ * The writer of one run's groups: `(client, ops)` writes a group in the caller's transaction; with `ownTransaction`
+ * it opens the transaction in its first query and commits it in its last (BEGIN and COMMIT were two round trips
+ * of the group's six), and the caller rolls back on a throw (withPgClient).
+ */
+export function createPgGroupCommit(runId: number): (client: pg.ClientBase, ops: readonly OutcomeOp[], ownTransaction?: boolean) => Promise<void> {
   const answers = createPgAnswerStore();
-  return async (client, ops) => {
+  return async (client, ops, ownTransaction = false) => {
     const paid = ops.filter((op): op is PaidOp => op.kind === 'success' || op.kind === 'rejected');
-    const rawIds = await saveRawBodies(client, paid, runId);
+    const rawIds = await saveRawBodies(client, paid, runId, ownTransaction ? 'BEGIN' : null);
     const batch = new PgRowBatch();
     const history = new ChangeRecorder();
     // What the group's answers change is read before any of their rows is written: one statement per table.
@@ -58,6 +62,7 @@ export function createPgGroupCommit(runId: number): (client: pg.ClientBase, ops:
       ...settleSql(runId, ops.flatMap(settlementOf)),
       withdrawn.length > 0 ? `DELETE FROM changes WHERE id IN (${withdrawn.map(sqlLiteral).join(', ')})` : null,
       valuesSql(CHANGES_HEAD, changes.map(changeValues)),
+      ownTransaction ? 'COMMIT' : null,
     ]);
   };
 }
@@ -69,11 +74,14 @@ const RAW_HEAD = 'INSERT INTO raw_responses (operation, request_key, request_jso
  * `paid`'s order. One statement's rows take their ids in the order of its VALUES, so the returned ids sorted are
  * that order, which their task ids confirm.
  */
-async function saveRawBodies(client: pg.ClientBase, paid: readonly PaidOp[], runId: number): Promise<number[]> {
+async function saveRawBodies(client: pg.ClientBase, paid: readonly PaidOp[], runId: number, before: string | null): Promise<number[]> {
   const rows = paid.map((op) => [
     op.operation, op.requestKey ?? requestKeyOf(op.request), JSON.stringify(op.request), op.body, null, op.at, runId, op.taskId, op.kind === 'rejected' ? op.code : null,
   ]);
-  const got = await insertRows<{ id: string; task_id: string }>(client, RAW_HEAD, rows, ' RETURNING id, task_id');
+  // With a statement to send first (BEGIN), the two go as one query, the bodies as literals.
+  const got = before === null
+    ? await insertRows<{ id: string; task_id: string }>(client, RAW_HEAD, rows, ' RETURNING id, task_id')
+    : ((await runStatements(client, [before, valuesSql(RAW_HEAD, rows, ' RETURNING id, task_id')]))[1]?.rows ?? []) as Array<{ id: string; task_id: string }>;
   const sorted = got.map((r) => ({ id: Number(r.id), taskId: Number(r.task_id) })).sort((a, b) => a.id - b.id);
   if (sorted.some((r, i) => r.taskId !== paid[i]!.taskId)) throw new Error('internal: raw_responses ids out of the order of their rows');
   return sorted.map((r) => r.id);

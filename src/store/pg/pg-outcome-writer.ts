@@ -6,7 +6,7 @@
  * resolves once its group is committed, so a worker killed at any instant loses at most its in-flight calls.
  */
 import type pg from 'pg';
-import { inPgTransaction } from './transaction.ts';
+import { withPgClient } from './transaction.ts';
 import type { OutcomeOp } from '../outcome-ops.ts';
 import { GroupCommitWriter } from '../group-commit-writer.ts';
 import { RESULT_WRITER_DEFAULTS } from '../result-writer.ts';
@@ -67,8 +67,7 @@ export class PgOutcomeWriter extends GroupCommitWriter {
   }
 
   private async commit(ops: readonly OutcomeOp[]): Promise<void> {
-    return inPgTransaction(this.pool, async (client) => {
-      await this.writeGroup(client, ops);
-    });
+    // BEGIN and COMMIT go inside the group's first and last queries.
+    return withPgClient(this.pool, (client) => this.writeGroup(client, ops, true));
   }
 }

@@ -19,3 +19,20 @@ export async function inPgTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClie
     client.release(broken);
   }
 }
+
+/**
+ * `fn` on one pooled connection, with a ROLLBACK after a throw: for a caller that sends BEGIN and COMMIT inside
+ * its own queries (each a round trip saved). A connection whose ROLLBACK fails is dropped, as above.
+ */
+export async function withPgClient<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  const client = await pool.connect();
+  let broken: Error | undefined;
+  try {
+    return await fn(client);
+  } catch (err) {
+    await client.query('ROLLBACK').catch((rollbackErr: Error) => (broken = rollbackErr));
+    throw err;
+  } finally {
+    client.release(broken);
+  }
+}
