@@ -36,9 +36,13 @@ async function allowedCallsSettled(s: Setup, allowed: number): Promise<boolean> 
     && (await one(s.pool, 'SELECT count(*) AS n FROM worker_task_leases')) > 0;
 }
 
-/** The inputs leased now, each with when its lease ends (the server's clock). */
+/**
+ * The inputs leased now with a task not done yet, each with when its lease ends (the server's clock). A settled
+ * input's lease is given back a moment after its commit (with others): it holds nothing anyone would call.
+ */
 async function leasedInputs(pool: import('pg').Pool): Promise<Map<string, Date>> {
-  const { rows } = await pool.query<{ input_key: string; lease_until: Date }>('SELECT input_key, lease_until FROM worker_task_leases');
+  const { rows } = await pool.query<{ input_key: string; lease_until: Date }>(`SELECT l.input_key, l.lease_until FROM worker_task_leases l
+    WHERE EXISTS (SELECT 1 FROM tasks t WHERE t.input_key = l.input_key AND t.status <> 'done')`);
   return new Map(rows.map((r) => [r.input_key, r.lease_until]));
 }
 

@@ -36,11 +36,17 @@ export interface PgRunStoreOptions {
   startedAt?: string;
   /** The window of the shared rate limit (a minute; tests scale it down with the limit). */
   rateWindowMs?: number;
+  /** @default PG_RUN_STORE_DEFAULTS.giveBackDelayMs */
+  giveBackDelayMs?: number;
 }
 
 export const PG_RUN_STORE_DEFAULTS = {
   leaseMs: TASK_CLAIM_DEFAULTS.leaseMs,
   idlePollMs: 500,
+  /** How long settled inputs wait to be given back together (their leases stay meanwhile; nobody needs them). */
+  giveBackDelayMs: 100,
+  /** Settled inputs given back at once, whatever the delay: a claim's worth (concurrency 16 x queue depth 4). */
+  giveBackBatch: 64,
 } as const;
 
 /**
@@ -215,7 +221,7 @@ function claimedDueTasks(store: PgStore, filter: RunnableFilter, opts: ClaimOpti
   let after: number | null = null;
   /** Inputs claimed and not given back yet: a run that stops gives them back at once rather than let their lease run out. */
   const held = new Set<string>();
-  const giveBack = inOneTurn((inputKeys: string[]) => claims.release(filter.job, inputKeys));
+  const giveBack = givenBackTogether((inputKeys: string[]) => claims.release(filter.job, inputKeys), opts.giveBackDelayMs);
   return {
     wholeInputs: true,
     async next(limit): Promise<TaskRow[]> {
@@ -230,9 +236,9 @@ function claimedDueTasks(store: PgStore, filter: RunnableFilter, opts: ClaimOpti
         await sleep(opts.idlePollMs, undefined, { signal }).catch(() => undefined);
       }
     },
-    async settled(inputKeys) {
+    settled(inputKeys) {
       for (const k of inputKeys) held.delete(k);
-      await giveBack(inputKeys);
+      giveBack.add(inputKeys);
     },
     async holds(inputKey) {
       if (await claims.holds(filter.job, inputKey)) return true;
@@ -242,6 +248,7 @@ function claimedDueTasks(store: PgStore, filter: RunnableFilter, opts: ClaimOpti
     },
     async close() {
       renewal.stop();
+      await giveBack.flush();
       await claims.release(filter.job, [...held]);
       held.clear();
     },
@@ -249,21 +256,35 @@ function claimedDueTasks(store: PgStore, filter: RunnableFilter, opts: ClaimOpti
 }
 
 /**
- * The inputs given back in one turn of the event loop, given back in one statement: inputs settle one by one,
- * and a round trip each was one more wait per call. Each caller's promise resolves with that statement.
+ * Inputs given back together, `delayMs` after the first of them (or at once when a claim's worth is waiting): an
+ * input's pages are settled, so nobody would call them again meanwhile, and a DELETE per group commit was a
+ * round trip and a statement per 7 answers. The run does not wait for it; a failure stops the run at the next
+ * give-back or at close, which sends what is left.
  */
-function inOneTurn(release: (inputKeys: string[]) => Promise<void>): (inputKeys: readonly string[]) => Promise<void> {
+function givenBackTogether(release: (inputKeys: string[]) => Promise<void>, delayMs: number): { add(inputKeys: readonly string[]): void; flush(): Promise<void> } {
   let waiting: string[] = [];
-  let sent: Promise<void> | null = null;
-  return (inputKeys) => {
-    waiting.push(...inputKeys);
-    sent ??= new Promise<void>((resolve) => setImmediate(resolve)).then(() => {
-      const keys = waiting;
-      waiting = [];
-      sent = null;
-      return release(keys);
-    });
-    return sent;
+  let timer: NodeJS.Timeout | null = null;
+  let sending: Promise<void> = Promise.resolve();
+  let failure: unknown = null;
+  const send = () => {
+    if (timer) clearTimeout(timer);
+    timer = null;
+    const keys = waiting;
+    waiting = [];
+    if (keys.length > 0) sending = sending.then(() => release(keys)).catch((err: unknown) => void (failure ??= err));
+  };
+  return {
+    add(inputKeys) {
+      if (failure) throw failure;
+      waiting.push(...inputKeys);
+      if (waiting.length >= PG_RUN_STORE_DEFAULTS.giveBackBatch) send();
+      else timer ??= setTimeout(send, delayMs);
+    },
+    async flush() {
+      send();
+      await sending;
+      if (failure) throw failure;
+    },
   };
 }
 
