@@ -103,7 +103,7 @@ try {
   const trips = [...queries.values()].reduce((a, b) => a + b, 0);
   console.log(`${N} answers in ${wallMs.toFixed(0)} ms: ${((N / wallMs) * 1000).toFixed(1)}/s; per answer: client CPU ${((client.user + client.system) / N).toFixed(0)} us, `
     + `server CPU ${((serverMs * 1000) / N).toFixed(0)} us, round trips ${(trips / N).toFixed(2)}`);
-  for (const [label, n] of [...queries].sort((a, b) => b[1] - a[1]).slice(0, 12)) console.log(`  ${(n / N).toFixed(3)}/answer  ${label}`);
+  for (const [label, n] of [...queries].sort((a, b) => b[1] - a[1]).slice(0, 20)) console.log(`  ${(n / N).toFixed(3)}/answer  ${label}`);
   const { rows } = await admin.query<{ calls: string; ms: number; q: string }>(`SELECT calls, total_exec_time + total_plan_time AS ms, query AS q
     FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = $1) ORDER BY ms DESC`, [db]);
   const bySender = new Map<string, { calls: number; ms: number }>();

@@ -41,12 +41,12 @@ export const SHARED_CREDIT_BUDGET_DEFAULTS = {
   /** Steps among them before their median is the call's cost; until then the worker's own estimate is. */
   minCostSteps: 3,
   /** Calls' worth of credits one reservation takes (fewer when fewer fit): calls drawn from it need no round trip. */
-  blockCalls: 16,
+  blockCalls: 32,
   /**
    * How long settles wait to go together (a reservation sends them at once): a held reservation only errs on the
    * safe side meanwhile, and each turn is a round trip and a taking of the account's lock.
    */
-  settleDelayMs: 20,
+  settleDelayMs: 100,
 } as const;
 
 export interface SharedCreditBudgetOptions {
