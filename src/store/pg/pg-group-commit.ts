@@ -14,10 +14,10 @@ import { requestKeyOf } from '../ingest-request.ts';
 import type { OutcomeOp } from '../outcome-ops.ts';
 import { ANOMALY_HEAD, candidateWrites, createPgAnswerStore } from './pg-answer-store.ts';
 import { PgRowBatch, roundsByKey } from './pg-row-batch.ts';
-import { insertRows } from './pg-table-statements.ts';
 import { runStatements, sqlLiteral, valuesSql } from './pg-literal-sql.ts';
 import { CHANGES_HEAD, ChangeRecorder, changeValues } from '../history/record-changes.ts';
-import { readPg } from '../read-steps.ts';
+import { foldedReadSql, plannedReads, replayReads } from './pg-folded-reads.ts';
+import { STORE_TYPES } from './reader-values.ts';
 
 type PaidOp = Extract<OutcomeOp, { kind: 'success' | 'rejected' }>;
 
@@ -41,11 +41,14 @@ export function createPgGroupCommit(runId: number): (client: pg.ClientBase, ops:
   const answers = createPgAnswerStore();
   return async (client, ops, ownTransaction = false) => {
     const paid = ops.filter((op): op is PaidOp => op.kind === 'success' || op.kind === 'rejected');
-    const rawIds = await saveRawBodies(client, paid, runId, ownTransaction ? 'BEGIN' : null);
     const batch = new PgRowBatch();
     const history = new ChangeRecorder();
-    // What the group's answers change is read before any of their rows is written: one statement per table.
-    await readPg({ client }, history.prefetch(paid.flatMap((op) => (op.kind === 'success' ? candidateWrites(op) : []))));
+    // What the group's answers change is read before any of their rows is written (one statement per table), in
+    // the raw bodies' query: the read of the group's keys does not depend on what it reads (pg-folded-reads.ts).
+    const candidates = paid.flatMap((op) => (op.kind === 'success' ? candidateWrites(op) : []));
+    const planned = plannedReads(new ChangeRecorder().prefetch(candidates));
+    const { rawIds, read } = await saveRawBodies(client, paid, runId, { begin: ownTransaction, reads: foldedReadSql(planned) });
+    replayReads(history.prefetch(candidates), planned, read);
     const anomalies: unknown[][] = [];
     for (const [i, op] of paid.entries()) {
       if (op.kind !== 'success') continue;
@@ -72,19 +75,22 @@ const RAW_HEAD = 'INSERT INTO raw_responses (operation, request_key, request_jso
 /**
  * The bodies as received, as text (body_encoding NULL: PostgreSQL compresses large values itself); their ids in
  * `paid`'s order. One statement's rows take their ids in the order of its VALUES, so the returned ids sorted are
- * that order, which their task ids confirm.
+ * that order, which their task ids confirm. One query, the values as literals: BEGIN first when asked, and the
+ * folded reads after (their rows returned in order).
  */
-async function saveRawBodies(client: pg.ClientBase, paid: readonly PaidOp[], runId: number, before: string | null): Promise<number[]> {
+async function saveRawBodies(client: pg.ClientBase, paid: readonly PaidOp[], runId: number, with_: { begin: boolean; reads: readonly string[] }): Promise<{ rawIds: number[]; read: unknown[][] }> {
   const rows = paid.map((op) => [
     op.operation, op.requestKey ?? requestKeyOf(op.request), JSON.stringify(op.request), op.body, null, op.at, runId, op.taskId, op.kind === 'rejected' ? op.code : null,
   ]);
-  // With a statement to send first (BEGIN), the two go as one query, the bodies as literals.
-  const got = before === null
-    ? await insertRows<{ id: string; task_id: string }>(client, RAW_HEAD, rows, ' RETURNING id, task_id')
-    : ((await runStatements(client, [before, valuesSql(RAW_HEAD, rows, ' RETURNING id, task_id')]))[1]?.rows ?? []) as Array<{ id: string; task_id: string }>;
+  const insert = valuesSql(RAW_HEAD, rows, ' RETURNING id, task_id');
+  const results = await runStatements(client, [with_.begin ? 'BEGIN' : null, insert, ...with_.reads], STORE_TYPES);
+  const skip = (with_.begin ? 1 : 0) + (insert === null ? 0 : 1);
+  const got = (insert === null ? [] : results[skip - 1]!.rows) as Array<{ id: number; task_id: number }>;
   const sorted = got.map((r) => ({ id: Number(r.id), taskId: Number(r.task_id) })).sort((a, b) => a.id - b.id);
   if (sorted.some((r, i) => r.taskId !== paid[i]!.taskId)) throw new Error('internal: raw_responses ids out of the order of their rows');
-  return sorted.map((r) => r.id);
+  // PREPARE, EXECUTE, DEALLOCATE per read: the EXECUTEs' rows.
+  const read = results.slice(skip).filter((_, i) => i % 3 === 1).map((r) => r.rows as unknown[]);
+  return { rawIds: sorted.map((r) => r.id), read };
 }
 
 const CALL_HEAD = 'INSERT INTO api_calls (run_id, task_id, operation, method, path, status, error_code, latency_ms, total_credits, credits_used, credits_remaining, at)';

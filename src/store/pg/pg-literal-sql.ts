@@ -35,9 +35,10 @@ export function valuesSql(head: string, rows: readonly (readonly unknown[])[], t
  * Runs statements in order as one query (one round trip), in the caller's transaction; each statement's result
  * in order. The first that fails stops the rest and throws.
  */
-export async function runStatements(client: pg.ClientBase, statements: ReadonlyArray<string | null>): Promise<pg.QueryResult[]> {
+export async function runStatements(client: pg.ClientBase, statements: ReadonlyArray<string | null>, types?: pg.CustomTypesConfig): Promise<pg.QueryResult[]> {
   const texts = statements.filter((s): s is string => s !== null);
   if (texts.length === 0) return [];
-  const got = (await client.query(texts.join(';\n'))) as unknown as pg.QueryResult | pg.QueryResult[];
+  const text = texts.join(';\n');
+  const got = (await client.query(types ? { text, types } : text)) as unknown as pg.QueryResult | pg.QueryResult[];
   return Array.isArray(got) ? got : [got];
 }

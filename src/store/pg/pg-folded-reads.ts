@@ -1,0 +1,46 @@
+/**
+ * Reads folded into a multi-statement query (pg-literal-sql.ts): each becomes PREPARE (its statement's own
+ * PostgreSQL text, placeholders and all: nothing is rewritten), EXECUTE with its values as literals, and
+ * DEALLOCATE, so a group's reads ride in the round trip of the statements before them. Only for readers whose
+ * statements do not depend on the rows read (the history's read of a group's keys): the reader is run once
+ * with no rows to learn its statements, and again with theirs.
+ */
+import type { ReadStep, Reads } from '../../read-steps.ts';
+import { pgValues } from '../../statement.ts';
+import { sqlLiteral } from './pg-literal-sql.ts';
+
+/** Per process: prepared names are per connection, and a failed group may leave one behind on its connection. */
+let nextName = 0;
+
+/** The statements `reads` sends, learned by running it with no rows (it must not depend on them). */
+export function plannedReads(reads: Reads<unknown>): ReadStep[] {
+  const steps: ReadStep[] = [];
+  for (let step = reads.next(); !step.done; step = reads.next([])) {
+    if (step.value.raw || typeof step.value.sql === 'string') throw new Error('internal: only statements read by column fold into a query');
+    steps.push(step.value);
+  }
+  return steps;
+}
+
+/** Three statements per read: the one at index 1 of each three returns its rows. */
+export function foldedReadSql(steps: readonly ReadStep[]): string[] {
+  return steps.flatMap((step) => {
+    if (typeof step.sql === 'string') throw new Error('internal: a plain read does not fold');
+    const name = `netingest_read_${++nextName}`;
+    const values = pgValues(step.sql, step.params);
+    return [`PREPARE ${name} AS ${step.sql.postgres}`, `EXECUTE ${name}${values.length > 0 ? `(${values.map(sqlLiteral).join(', ')})` : ''}`, `DEALLOCATE ${name}`];
+  });
+}
+
+/** Runs `reads` again on the rows its planned statements returned, checking it asks the same statements in order. */
+export function replayReads<T>(reads: Reads<T>, planned: readonly ReadStep[], results: readonly unknown[][]): T {
+  let step = reads.next();
+  for (let i = 0; !step.done; i++) {
+    const p = planned[i];
+    if (!p || p.sql !== step.value.sql || JSON.stringify(p.params) !== JSON.stringify(step.value.params)) {
+      throw new Error('internal: a folded reader asked other statements than it planned');
+    }
+    step = reads.next(results[i]!);
+  }
+  return step.value;
+}
