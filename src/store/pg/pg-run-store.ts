@@ -212,11 +212,14 @@ function claimedDueTasks(store: PgStore, filter: RunnableFilter, opts: ClaimOpti
   const claim: ClaimFilter = {
     job: filter.job, runId: null, freshSince: filter.freshSince, refresh: filter.refresh, failedBefore: opts.startedAt, plannedSince: filter.runId,
   };
+  /** Due tasks of inputs this worker does not hold (its own in-flight inputs are not waited for by polling). */
   const dueLeft = async () => {
-    const { rows } = await store.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM tasks t WHERE ${DUE_LEFT}`,
-      [claim.job, null, claim.freshSince, claim.refresh, claim.failedBefore, claim.plannedSince]);
+    const { rows } = await store.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM tasks t WHERE ${DUE_LEFT} AND NOT (t.input_key = ANY($7::text[]))`,
+      [claim.job, null, claim.freshSince, claim.refresh, claim.failedBefore, claim.plannedSince, [...held]]);
     return rows[0]!.n;
   };
+  /** Resolves at this worker's next settle: what its own inputs leave due (pages after a failed one) is claimable then. */
+  let nextSettle = settleSignal();
   /** The highest task id claimed: each claim reads the job from there on (a full one only when nothing is ahead). */
   let after: number | null = null;
   /** Inputs claimed and not given back yet: a run that stops gives them back at once rather than let their lease run out. */
@@ -232,13 +235,22 @@ function claimedDueTasks(store: PgStore, filter: RunnableFilter, opts: ClaimOpti
         for (const r of rows) after = Math.max(after ?? r.id, r.id);
         for (const r of rows) held.add(r.inputKey);
         if (rows.length > 0) return rows.map(({ leaseUntil: _lease, ...row }) => ({ ...row, status: row.status as TaskRow['status'] }));
-        if (signal?.aborted || (await dueLeft()) === 0) return [];
+        if (signal?.aborted) return [];
+        if ((await dueLeft()) === 0) {
+          // Nothing due but in its own inputs: done once they settle, or claim what they leave due. Polling here
+          // cost the end of every run up to idlePollMs after its last answers.
+          if (held.size === 0) return [];
+          await nextSettle.wait(opts.idlePollMs, signal);
+          continue;
+        }
         await sleep(opts.idlePollMs, undefined, { signal }).catch(() => undefined);
       }
     },
     settled(inputKeys) {
       for (const k of inputKeys) held.delete(k);
       giveBack.add(inputKeys);
+      nextSettle.fire();
+      nextSettle = settleSignal();
     },
     async holds(inputKey) {
       if (await claims.holds(filter.job, inputKey)) return true;
@@ -284,6 +296,23 @@ function givenBackTogether(release: (inputKeys: string[]) => Promise<void>, dela
       send();
       await sending;
       if (failure) throw failure;
+    },
+  };
+}
+
+/** A one-shot signal: wait() resolves when fired, after `ms` at most (a unit that threw never settles), or on abort. */
+function settleSignal(): { fire(): void; wait(ms: number, signal?: AbortSignal): Promise<void> } {
+  let fire!: () => void;
+  const fired = new Promise<void>((resolve) => (fire = resolve));
+  return {
+    fire,
+    async wait(ms, signal) {
+      const timeout = new AbortController();
+      const onAbort = () => timeout.abort();
+      signal?.addEventListener('abort', onAbort, { once: true });
+      await Promise.race([fired, sleep(ms, undefined, { signal: timeout.signal }).catch(() => undefined)]);
+      timeout.abort();
+      signal?.removeEventListener('abort', onAbort);
     },
   };
 }
