@@ -19,8 +19,8 @@ export interface ReadDataset {
 
 const TOKEN = 'readers-token-77c1';
 
-/** Runs `jobFiles` (of jobs/) into a SQLite file and copies it to a new PostgreSQL database named after `prefix`. */
-export async function makeReadDataset(prefix: string, jobFiles = ['lookalikes.json', 'job-search.json']): Promise<ReadDataset> {
+/** Runs `jobFiles` (of jobs/) against a sandbox into a SQLite file of a new workspace (ws.db). */
+export async function runExampleJobs(jobFiles: string[]): Promise<Workspace> {
   const sandbox = await startSandbox({ port: 0, tokens: { [TOKEN]: 100_000 } });
   const ws = await makeWorkspace();
   try {
@@ -29,6 +29,12 @@ export async function makeReadDataset(prefix: string, jobFiles = ['lookalikes.js
   } finally {
     await sandbox.stop();
   }
+  return ws;
+}
+
+/** Runs `jobFiles` (of jobs/) into a SQLite file and copies it to a new PostgreSQL database named after `prefix`. */
+export async function makeReadDataset(prefix: string, jobFiles = ['lookalikes.json', 'job-search.json']): Promise<ReadDataset> {
+  const ws = await runExampleJobs(jobFiles);
   const url = await newPgDatabase(prefix);
   const copied = await inProcess(['copy', '--from', ws.db, '--to', url]);
   if (copied.code !== 0) throw new Error(`copy failed: ${copied.stderr}`);
