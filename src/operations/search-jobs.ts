@@ -9,6 +9,7 @@ import { searchKey } from '../jobs/request-keys.ts';
 import { searchColumns } from '../jobs/search-columns.ts';
 import { normalizeParam, SEARCH_QUERY_PARAMS, type SearchQueryBase } from '../jobs/search-query.ts';
 import {
+  OPERATION_METHODS,
   OPERATION_PATHS,
   SEARCH_JOBS_LIST_PARAMS,
   SEARCH_JOBS_PAGE_SIZE,
@@ -256,7 +257,7 @@ export const searchJobs = {
     workplaceTypes: z.array(z.string()).optional(),
     location: z.string().optional(),
   }),
-  method: 'GET',
+  method: OPERATION_METHODS['search-jobs'],
   path: OPERATION_PATHS['search-jobs'],
   send: (query) => ({ path: searchJobsPath(query), body: null, json: false }),
 

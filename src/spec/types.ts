@@ -26,6 +26,13 @@ export const OPERATION_PATHS: Record<Operation, string> = {
   'search-jobs': `${API_PREFIX}/search-jobs`,
 };
 
+/** Each operation's HTTP method: the client sends its requests so (its spec's `method`), the sandbox routes by it. */
+export const OPERATION_METHODS = {
+  'similar-companies': 'POST',
+  'post-details': 'GET',
+  'search-jobs': 'GET',
+} as const satisfies Record<Operation, 'GET' | 'POST'>;
+
 /** Credit counters carried by every 200 response; fractional values occur. */
 export interface CreditCounters {
   total_credits: number;
