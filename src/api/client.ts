@@ -11,8 +11,6 @@ import { readBalance } from './balance.ts';
 import { createOutputRedactor } from './redact.ts';
 import type { ApiClient, CallableOperation } from './types.ts';
 
-export type { ApiCallInfo, ApiClient, ApiNotFound, ApiOk, ApiResult, ResponseByOperation } from './types.ts';
-
 /** Every default of ClientOptions, in one place. */
 export const CLIENT_DEFAULTS = {
   /** Longest a call may take: connecting, waiting for headers, and reading the whole body (milliseconds). */

@@ -10,7 +10,7 @@ import { ingestInTransaction } from '../support/store-helpers.ts';
 import { saveRawResponse } from '../../src/store/raw-archive.ts';
 import { pruneRawBodies } from '../../src/store/raw-prune.ts';
 import { reprocess } from '../../src/runner/reprocess.ts';
-import type { SearchJobsIngestRequest } from '../../src/store/ingest-request.ts';
+import type { SearchJobsSubject } from '../../src/operations/search-jobs.ts';
 import { job, jobsRequest, jobsResponse } from '../support/db-fixtures.ts';
 import { cliEnv, csv, FAST_RATE, FAST_RETRY, inProcess, postUrls, query, run, useWorkspaces, type Workspace } from '../support/run-helpers.ts';
 import { useSandboxes } from '../support/sandbox-helpers.ts';
@@ -23,7 +23,7 @@ const NOW = new Date('2026-11-25T12:00:00.000Z');
 const daysAgo = (d: number) => new Date(NOW.getTime() - d * DAY).toISOString();
 
 /** Stores one search-jobs answer the way a run does: its rows, then its body. */
-function answer(db: Database, req: SearchJobsIngestRequest, jobNumbers: number[], at: string, errorCode: string | null = null): number {
+function answer(db: Database, req: SearchJobsSubject, jobNumbers: number[], at: string, errorCode: string | null = null): number {
   const res = jobsResponse(jobNumbers.map((n) => job(n)));
   return db.sqlite.transaction(() => {
     if (errorCode === null) ingestInTransaction(db, req, res, at);
