@@ -52,7 +52,7 @@ export interface OpenRun {
   readonly runId: number;
   readonly startedAt: string;
   readonly runs: RunRecords;
-  /** On SQLite its writes check that the run still holds the lock (lock-guarded-ledger.ts). */
+  /** On SQLite its writes check that the run still holds the lock (lockGuardedLedger, sqlite-run-store.ts). */
   readonly ledger: RunLedger;
   readonly callLog: CallHistory;
   /** The run's stop: a signal, a lost lock, a failed write, credits, an outage... (the first reason wins). */
