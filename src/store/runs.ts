@@ -3,9 +3,6 @@ import type { RunStatus } from './tables.ts';
 import { rows } from './read-steps.ts';
 import { sql, param } from '../statement.ts';
 
-/** State of a run, as `runs.status` records it. */
-export type { RunStatus } from './tables.ts';
-
 /** The figures written when a run ends. */
 export interface RunEnd {
   status: RunStatus;
