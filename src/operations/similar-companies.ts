@@ -95,20 +95,6 @@ export function similarCompaniesLastPage(asked: SimilarCompaniesRequest | undefi
   return (answer.data?.content?.length ?? 0) < size;
 }
 
-/** What a similar-companies answer is filed under: the reference company, its filter set and the page asked for. */
-export interface SimilarCompaniesSubject {
-  operation: 'similar-companies';
-  /** Canonical company URL of the company asked about. */
-  referenceUrl: string;
-  /** Stable key of the filter set (jobs/request-keys.ts). */
-  filterKey: string;
-  filters: SimilarCompaniesAccount;
-  /** 1-based page number sent. */
-  page: number;
-  /** Page size sent. */
-  num: number;
-}
-
 const isObjectValue = (v: unknown): boolean => typeof v === 'object' && v !== null;
 
 const requestSchema = z.looseObject({
@@ -118,6 +104,10 @@ const requestSchema = z.looseObject({
   num: z.number().optional(),
 });
 
+/**
+ * What a similar-companies answer is filed under: the reference company (its canonical URL), its filter set and
+ * the set's stable key (jobs/request-keys.ts), and the page (1-based) and page size sent.
+ */
 const subjectSchema = z.looseObject({
   operation: z.literal('similar-companies'),
   referenceUrl: z.string(),
@@ -126,6 +116,7 @@ const subjectSchema = z.looseObject({
   page: z.number(),
   num: z.number(),
 });
+export type SimilarCompaniesSubject = z.output<typeof subjectSchema>;
 
 /** The requests of one input: pages 1..pages, members in this order (the ledger compares the JSON text). */
 function requestsOf(job: SimilarCompaniesJob, url: string): SimilarCompaniesRequest[] {

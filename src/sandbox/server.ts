@@ -15,7 +15,6 @@ import { logEntry, type LoggedRequest } from './request-log.ts';
 
 export { SANDBOX_DEFAULTS, type SandboxOptions, type SandboxOptionsInput } from './options.ts';
 export type { LoggedRequest } from './request-log.ts';
-export type { FaultName } from './faults.ts';
 
 /** A running sandbox. */
 export interface Sandbox {

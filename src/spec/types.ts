@@ -183,10 +183,5 @@ export interface SearchJobsResponse extends CreditCounters {
   [extra: string]: unknown;
 }
 
-/** 404 body of search-jobs: a message and no `success` or `error` member. */
-export interface SearchJobsNotFound {
-  message: string;
-}
-
 /** Page size of search-jobs (known-behaviour.md): `start` is a record offset. */
 export const SEARCH_JOBS_PAGE_SIZE = 10;
