@@ -9,7 +9,7 @@ import BetterSqlite3 from 'better-sqlite3';
 import pg from 'pg';
 import { afterAll, describe } from 'vitest';
 import { registerRawBodyFunction } from '../../src/store/raw-body.ts';
-import { newPgDatabase, pgClusterUrl, pgSkipReason } from './use-pg.ts';
+import { newMigratedPgDatabase, pgClusterUrl, pgSkipReason } from './use-pg.ts';
 
 /** A dataset a test runs into, read the same way on both engines. */
 export interface TestDb {
@@ -30,7 +30,10 @@ export interface TestDb {
 
 export interface TestEngine {
   name: 'sqlite' | 'postgres';
-  /** A new empty dataset (a SQLite one is the file `name` in `dir`); its reads end after the describe block. */
+  /**
+   * A new empty dataset (a SQLite one is the file `name` in `dir`, made by the first run; a PostgreSQL one is
+   * already migrated); its reads end after the describe block.
+   */
   open(dir: string, name?: string): Promise<TestDb>;
 }
 
@@ -76,7 +79,7 @@ export const SQLITE: TestEngine = {
 export const POSTGRES: TestEngine = {
   name: 'postgres',
   async open() {
-    const url = await newPgDatabase('engines');
+    const url = await newMigratedPgDatabase('engines');
     const pool = new pg.Pool({ connectionString: url, max: 2, types: SQLITE_LIKE_TYPES });
     pgPools.push(pool);
     const rows = async <T>(sql: string, ...params: unknown[]) => {

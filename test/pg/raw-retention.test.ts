@@ -17,7 +17,7 @@ import { pruneRawBodiesPg, rawBodiesWerePrunedPg } from '../../src/store/pg/raw-
 import { runJobs } from '../../src/runner/run-jobs.ts';
 import { csv, FAST_RATE, FAST_RETRY, inProcess, makeWorkspace, postUrls, query, ROOT, type Workspace } from '../support/run-helpers.ts';
 import { useSandboxes } from '../support/sandbox-helpers.ts';
-import { newPgDatabase, pgClusterUrl, pgSkipReason } from './use-pg.ts';
+import { newMigratedPgDatabase, newPgDatabase, pgClusterUrl, pgSkipReason } from './use-pg.ts';
 import { forEachEngine } from './engines.ts';
 
 const TOKEN = 'pg-retention-3e9a';
@@ -50,7 +50,7 @@ let ws: Workspace;
 const pools: pg.Pool[] = [];
 
 async function pgDataset(prefix: string): Promise<{ url: string; pool: pg.Pool }> {
-  const url = await newPgDatabase(prefix);
+  const url = await newMigratedPgDatabase(prefix);
   const store = await openPgStore(url);
   await store.close();
   const pool = new pg.Pool({ connectionString: url, max: 2 });
