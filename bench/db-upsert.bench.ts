@@ -12,7 +12,7 @@ import { pathToFileURL } from 'node:url';
 import { openDatabase, type Database } from '../src/store/open.ts';
 import { createIngestor } from '../src/store/ingest/index.ts';
 import { TABLE_STATEMENTS } from '../src/store/ingest/tables.ts';
-import type { SimilarCompaniesIngestRequest } from '../src/store/ingest-request.ts';
+import type { SimilarCompaniesSubject } from '../src/operations/similar-companies.ts';
 import type { CompanyRecord, SimilarCompaniesResponse } from '../src/spec/types.ts';
 import { formatBenchTable, type BenchResult } from './bench-result.ts';
 import { company, similarRequest, similarResponse } from '../test/support/db-fixtures.ts';
@@ -29,7 +29,7 @@ export const DB_UPSERT_BENCH = {
 const SEEN_AT = '2026-11-22T13:45:00.000Z';
 
 interface Page {
-  req: SimilarCompaniesIngestRequest;
+  req: SimilarCompaniesSubject;
   res: SimilarCompaniesResponse;
 }
 

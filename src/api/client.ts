@@ -11,8 +11,6 @@ import { readBalance } from './balance.ts';
 import { createOutputRedactor } from './redact.ts';
 import type { ApiClient, CallableOperation } from './types.ts';
 
-export type { ApiCallInfo, ApiClient, ApiNotFound, ApiOk, ApiResult, ResponseByOperation } from './types.ts';
-
 /** Every default of ClientOptions, in one place. */
 export const CLIENT_DEFAULTS = {
   /** Longest a call may take: connecting, waiting for headers, and reading the whole body (milliseconds). */
@@ -32,18 +30,13 @@ export const CLIENT_DEFAULTS = {
   userAgent: 'netingest/0.1.0',
 } as const;
 
-export interface ClientOptions {
+/** The API's base URL and token, and any of CLIENT_DEFAULTS (maxKeptBodyBytes: at least maxBodyBytes; equal keeps none over it). */
+export type ClientOptions = { [K in keyof typeof CLIENT_DEFAULTS]?: (typeof CLIENT_DEFAULTS)[K] extends string ? string : number } & {
   /** `https://host[/prefix]`; plain http only to a loopback host (see parseBaseUrl). */
   baseUrl: string;
   /** Bearer token; sent only in the Authorization header and redacted from everything the client produces. */
   token: string;
-  timeoutMs?: number;
-  maxBodyBytes?: number;
-  /** At least maxBodyBytes; equal to it keeps no body over the limit. */
-  maxKeptBodyBytes?: number;
-  connections?: number;
-  userAgent?: string;
-}
+};
 
 /** Creates a client; call `close()` when done so the process can exit. */
 export function createApiClient(options: ClientOptions): ApiClient {

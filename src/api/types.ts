@@ -3,7 +3,6 @@
  * Records, requests and response bodies themselves come from src/spec/types.ts.
  */
 import type { CreditCounters, Operation } from '../spec/types.ts';
-import type { AnswerByOperation } from '../operations/answers.ts';
 import type { DriftTally } from '../operations/drift.ts';
 import type { OperationSpec, Subject } from '../operations/operation-spec.ts';
 import type { SetAsideRecord } from '../operations/answer-contract.ts';
@@ -56,9 +55,6 @@ export interface ApiNotFound {
 
 /** What every operation resolves to; anything else is thrown as an ApiError. */
 export type ApiResult<T> = ApiOk<T> | ApiNotFound;
-
-/** The 200 body type of each operation, as read through its answer contract. */
-export type ResponseByOperation = AnswerByOperation;
 
 /** The client: one generic call, sent and read as the operation's spec says. */
 export interface ApiClient {

@@ -1,6 +1,6 @@
 import { NetingestError, UsageError } from '../errors.ts';
 
-export { BadQueryError, ExportInterruptedError, QueryTimeoutError, WriteRefusedError } from '../store/readers/query-errors.ts';
+export { ExportInterruptedError } from '../store/readers/query-errors.ts';
 
 /** The output file cannot be created (no such folder, permission denied): the user must fix it (exit 2). */
 export class OutputError extends UsageError {

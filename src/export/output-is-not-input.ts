@@ -1,6 +1,7 @@
-import { realpathSync, statSync, type Stats } from 'node:fs';
+import { realpathSync, type Stats } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { UsageError } from '../errors.ts';
+import { statIfExists } from './output-sink.ts';
 
 /** Files SQLite keeps next to a database; replacing one of them corrupts or loses the database too. */
 const DATABASE_SIDE_FILES = ['', '-wal', '-shm', '-journal'];
@@ -40,15 +41,6 @@ function realPathOr(path: string): string {
     return realpathSync(path);
   } catch {
     return path;
-  }
-}
-
-/** The file's identity, or undefined when there is none to compare (missing, or a path that cannot be read). */
-function statIfExists(path: string): Stats | undefined {
-  try {
-    return statSync(path);
-  } catch {
-    return undefined;
   }
 }
 

@@ -117,7 +117,7 @@ export function assertOutputIsAFile(outPath: string): void {
 }
 
 /** What `path` is (through symbolic links); undefined when missing or unreadable, which is left to the open. */
-function statIfExists(path: string): Stats | undefined {
+export function statIfExists(path: string): Stats | undefined {
   try {
     return statSync(path);
   } catch {

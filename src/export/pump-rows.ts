@@ -8,10 +8,7 @@ import type { OutputSink } from './output-sink.ts';
 import type { RowEncoder } from './row-encoders.ts';
 import { ExportInterruptedError } from './errors.ts';
 import type { ReadSnapshot } from '../store/read-snapshot.ts';
-
 import type { PumpOptions } from './export-options.ts';
-
-export type { PumpOptions };
 
 /**
  * `options` with the snapshot's change check (ReadSnapshot.assertUnchanged) added to its verify step: a database

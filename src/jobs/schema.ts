@@ -6,10 +6,7 @@ import { JobFileError, type JobIssue } from './job-error.ts';
 import { checkJobValue } from './format-issues.ts';
 import { common, NAME_PATTERN, NAME_RULE, text, type JobCommon } from './job-common.ts';
 
-export { KEEP_RAW_DAYS_RULE, RUN_SETTING_RULES, type JobCommon, type JobInputFile } from './job-common.ts';
-export type { SimilarCompaniesJob } from '../operations/similar-companies.ts';
-export type { PostDetailsJob } from '../operations/post-details.ts';
-export type { SearchJobsJob } from '../operations/search-jobs.ts';
+export { KEEP_RAW_DAYS_RULE, RUN_SETTING_RULES } from './job-common.ts';
 
 /**
  * The one schema of a job definition, whether written as JSON or as a `.ts` module: one branch per operation,

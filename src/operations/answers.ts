@@ -1,5 +1,5 @@
 /**
- * Every operation's answer contract behind one call: `readAnswer(operation, body, asked)` reads a parsed 200
+ * Every operation's answer contract behind one call: `readAnswerOf(spec, body, asked)` reads a parsed 200
  * body through its spec's contract and says whether it can be used, what it holds (members read, records set
  * aside), its drift, its credit counters and whether its page ends the list (the spec's lastPage). The client, the writer and reprocess all
  * read through it, so an answer stored live and one recovered by reprocess are read alike.
@@ -9,7 +9,7 @@ import { readThrough, type AnswerContract, type SetAsideRecord, type UnusableIss
 import type { DriftTally } from './drift.ts';
 import { otherSiteHost } from '../urls/canonical.ts';
 import { networkHost } from '../urls/network-host.ts';
-import { OPERATION_SPECS, type SpecOf } from './index.ts';
+import type { SpecOf } from './index.ts';
 import type { OperationSpec, Subject } from './operation-spec.ts';
 import type { PostDetailsAnswer } from './post-details.ts';
 import type { SearchJobsAnswer } from './search-jobs.ts';
@@ -39,11 +39,6 @@ export interface UsableAnswer<T> {
 }
 
 export type AnswerReading<T> = UsableAnswer<T> | { usable: false; issue: UnusableIssue; credits: CreditCounters | null };
-
-/** Reads a parsed 200 body of `operation` through its contract; `asked` is the request when known (paging). */
-export function readAnswer<O extends Operation>(operation: O, body: unknown, asked?: AskedByOperation[O]): AnswerReading<AnswerByOperation[O]> {
-  return readAnswerOf(OPERATION_SPECS[operation] as unknown as OperationSpec<AskedByOperation[O], AnswerByOperation[O]>, body, asked);
-}
 
 /** Reads a parsed 200 body through `spec`'s contract; `asked` is the request when known (paging). */
 export function readAnswerOf<Q, A>(spec: OperationSpec<Q, A, Subject>, body: unknown, asked?: Q): AnswerReading<A> {

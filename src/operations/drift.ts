@@ -31,15 +31,7 @@ export interface DriftCount {
 }
 
 /** One line of drift, as a run's `--json` summary gives it (`message` is the text line). */
-export interface DriftLine {
-  operation: Operation;
-  path: string;
-  kind: DriftKind;
-  count: number;
-  of: number;
-  detail: string | null;
-  message: string;
-}
+export type DriftLine = DriftCount & { operation: Operation; message: string };
 
 interface Note {
   path: string;

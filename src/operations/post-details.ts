@@ -6,7 +6,7 @@
  * member of `author` (the live service names it after its brand: `<brand>_url`).
  */
 import { z } from 'zod';
-import { OPERATION_PATHS } from '../spec/types.ts';
+import { OPERATION_METHODS, OPERATION_PATHS } from '../spec/types.ts';
 import { canonicalPostUrl, canonicalUrl } from '../urls/canonical.ts';
 import { postIdOfAnswer, postIdOfUrl } from '../urls/post-id.ts';
 import { given, int, list, nullable, obj, orOtherName, str, bool, type AnswerContract, type ReadBody } from './answer-contract.ts';
@@ -46,16 +46,12 @@ export const postDetailsContract: AnswerContract<typeof body> = {
 export type PostDetailsAnswer = ReadBody<typeof body>;
 
 /** The request of post-details: the post URL, sent as the `url` query parameter. */
-export interface PostDetailsRequest {
-  url: string;
-}
+const requestSchema = z.looseObject({ url: z.string() });
+export type PostDetailsRequest = z.output<typeof requestSchema>;
 
-/** What a post answer is filed under: the post URL asked for. */
-export interface PostDetailsSubject {
-  operation: 'post-details';
-  /** Canonical post URL asked for. */
-  postUrl: string;
-}
+/** What a post answer is filed under: the (canonical) post URL asked for. */
+const subjectSchema = z.looseObject({ operation: z.literal('post-details'), postUrl: z.string() });
+export type PostDetailsSubject = z.output<typeof subjectSchema>;
 
 /**
  * The key a post answer is stored under: the post asked for (the activity id its URL names), never the one the
@@ -161,8 +157,8 @@ export const postDetails = {
   rowReader: (job, header) => urlColumnReader(job.input.csv, header, job.input.column, canonicalPostUrl, (url) => [{ url }]),
   requestsOfKey: (_job, inputKey) => [{ url: inputKey }],
 
-  request: z.looseObject({ url: z.string() }),
-  method: 'GET',
+  request: requestSchema,
+  method: OPERATION_METHODS['post-details'],
   path: OPERATION_PATHS['post-details'],
   // api.md's examples send Content-Type: application/json on this GET too; we send what they send.
   send: (request) => ({ path: `${OPERATION_PATHS['post-details']}?url=${encodeURIComponent(request.url)}`, body: null, json: true }),
@@ -177,7 +173,7 @@ export const postDetails = {
   },
 
   subjectOf: (inputKey) => ({ operation: 'post-details', postUrl: inputKey }),
-  subject: z.looseObject({ operation: z.literal('post-details'), postUrl: z.string() }),
+  subject: subjectSchema,
   requestKey: (s) => s.postUrl,
   /** `posts.posted_on` is the store's: it is read from `posted_raw` in the dataset's day order (store/ingest/post-date-order.ts). */
   rows(s, res, ctx) {

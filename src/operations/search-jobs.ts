@@ -9,6 +9,7 @@ import { searchKey } from '../jobs/request-keys.ts';
 import { searchColumns } from '../jobs/search-columns.ts';
 import { normalizeParam, SEARCH_QUERY_PARAMS, type SearchQueryBase } from '../jobs/search-query.ts';
 import {
+  OPERATION_METHODS,
   OPERATION_PATHS,
   SEARCH_JOBS_LIST_PARAMS,
   SEARCH_JOBS_PAGE_SIZE,
@@ -71,16 +72,6 @@ export function searchJobsLastPage(answer: SearchJobsAnswer): boolean {
   return Math.max(held, answer.numResults ?? 0) < SEARCH_JOBS_PAGE_SIZE;
 }
 
-/** What a search-jobs answer is filed under: the query (one job_searches row) and the offset asked for. */
-export interface SearchJobsSubject {
-  operation: 'search-jobs';
-  /** Stable key of the query (jobs/request-keys.ts), one job_searches row each. */
-  searchKey: string;
-  query: Omit<SearchJobsQuery, 'start'>;
-  /** Record offset sent; result i is stored at position start + i. */
-  start: number;
-}
-
 const LIST_PARAMS: ReadonlySet<string> = new Set(SEARCH_JOBS_LIST_PARAMS);
 
 /**
@@ -133,6 +124,18 @@ function searchRowReader(job: SearchJobsJob, header: Parameters<typeof searchCol
 }
 
 const isObjectValue = (v: unknown): boolean => typeof v === 'object' && v !== null;
+
+/**
+ * What a search-jobs answer is filed under: the query, by its stable key (jobs/request-keys.ts; one
+ * job_searches row each), and the record offset sent (result i is stored at position start + i).
+ */
+const subjectSchema = z.looseObject({
+  operation: z.literal('search-jobs'),
+  searchKey: z.string(),
+  query: z.custom<Omit<SearchJobsQuery, 'start'>>(isObjectValue),
+  start: z.number(),
+});
+export type SearchJobsSubject = z.output<typeof subjectSchema>;
 
 /** The result columns `enrich` appends (docs/export.md: public names). */
 export const JOB_COLUMNS = [
@@ -256,7 +259,7 @@ export const searchJobs = {
     workplaceTypes: z.array(z.string()).optional(),
     location: z.string().optional(),
   }),
-  method: 'GET',
+  method: OPERATION_METHODS['search-jobs'],
   path: OPERATION_PATHS['search-jobs'],
   send: (query) => ({ path: searchJobsPath(query), body: null, json: false }),
 
@@ -273,12 +276,7 @@ export const searchJobs = {
     const { start, ...query } = request;
     return { operation: 'search-jobs', searchKey: inputKey, query, start: start ?? 0 };
   },
-  subject: z.looseObject({
-    operation: z.literal('search-jobs'),
-    searchKey: z.string(),
-    query: z.custom<Omit<SearchJobsQuery, 'start'>>(isObjectValue),
-    start: z.number(),
-  }),
+  subject: subjectSchema,
   requestKey: (s) => `${s.searchKey} start=${s.start}`,
   rows(s, res, ctx) {
     const q = s.query ?? {};

@@ -7,7 +7,7 @@
 import { z } from 'zod';
 import { EMPTY_FILTER_KEY, filterKey } from '../jobs/request-keys.ts';
 import { answered } from '../read-steps.ts';
-import { OPERATION_PATHS, type SimilarCompaniesAccount, type SimilarCompaniesRequest } from '../spec/types.ts';
+import { OPERATION_METHODS, OPERATION_PATHS, type SimilarCompaniesAccount, type SimilarCompaniesRequest } from '../spec/types.ts';
 import { canonicalCompanyUrl } from '../urls/canonical.ts';
 import { given, int, list, nullable, num, obj, str, bool, strict, type AnswerContract, type ReadBody, type ReadObject } from './answer-contract.ts';
 import { countryName } from './country-name.ts';
@@ -95,20 +95,6 @@ export function similarCompaniesLastPage(asked: SimilarCompaniesRequest | undefi
   return (answer.data?.content?.length ?? 0) < size;
 }
 
-/** What a similar-companies answer is filed under: the reference company, its filter set and the page asked for. */
-export interface SimilarCompaniesSubject {
-  operation: 'similar-companies';
-  /** Canonical company URL of the company asked about. */
-  referenceUrl: string;
-  /** Stable key of the filter set (jobs/request-keys.ts). */
-  filterKey: string;
-  filters: SimilarCompaniesAccount;
-  /** 1-based page number sent. */
-  page: number;
-  /** Page size sent. */
-  num: number;
-}
-
 const isObjectValue = (v: unknown): boolean => typeof v === 'object' && v !== null;
 
 const requestSchema = z.looseObject({
@@ -118,6 +104,10 @@ const requestSchema = z.looseObject({
   num: z.number().optional(),
 });
 
+/**
+ * What a similar-companies answer is filed under: the reference company (its canonical URL), its filter set and
+ * the set's stable key (jobs/request-keys.ts), and the page (1-based) and page size sent.
+ */
 const subjectSchema = z.looseObject({
   operation: z.literal('similar-companies'),
   referenceUrl: z.string(),
@@ -126,6 +116,7 @@ const subjectSchema = z.looseObject({
   page: z.number(),
   num: z.number(),
 });
+export type SimilarCompaniesSubject = z.output<typeof subjectSchema>;
 
 /** The requests of one input: pages 1..pages, members in this order (the ledger compares the JSON text). */
 function requestsOf(job: SimilarCompaniesJob, url: string): SimilarCompaniesRequest[] {
@@ -320,7 +311,7 @@ export const similarCompanies = {
   requestsOfKey: requestsOf,
 
   request: requestSchema,
-  method: 'POST',
+  method: OPERATION_METHODS['similar-companies'],
   path: OPERATION_PATHS['similar-companies'],
   // The request as given (undefined members are dropped by JSON).
   send: (request) => ({ path: OPERATION_PATHS['similar-companies'], body: JSON.stringify(request), json: true }),

@@ -3,7 +3,7 @@
  * The operation maps an answer to rows (a pure function); the store (src/store/ingest/) writes them with its
  * own prepared statements per table, so another store can reuse the operations unchanged.
  */
-import type { DatasetTable, NormalizedTable, StoreFilled } from '../store/tables.ts';
+import type { AnswerAnomalyKind, DatasetTable, NormalizedTable, StoreFilled } from '../store/tables.ts';
 import type { SqlValue } from './stored-values.ts';
 
 /** One row: column name -> value. */
@@ -33,7 +33,7 @@ export type RowWrite = {
 
 /** Something an answer held that was not stored as asked (answer_anomalies). */
 export interface RowAnomaly {
-  kind: 'no_identity' | 'other_post';
+  kind: AnswerAnomalyKind;
   position: number | null;
   path: string | null;
   reason: string;

@@ -7,13 +7,13 @@ import { hostname } from 'node:os';
 import { createApiClient } from '../api/client.ts';
 import type { ApiClient } from '../api/types.ts';
 import type { Operation } from '../spec/types.ts';
+import { DriftTally, driftLine, type DriftLine } from '../operations/drift.ts';
 import type { LockLostError } from '../store/run-lock.ts';
 import type { CallHistory, OutcomeWriter, RunGate, RunHold, RunLedger, RunRecords, RunStore } from '../store/run-store.ts';
 import { CreditGuard } from '../credits/credit-guard.ts';
 import { silentLogger, type Logger } from './logger.ts';
 import { OutageBreaker } from './outage-breaker.ts';
 import { openStore } from '../store/open-store.ts';
-import { RunDrift } from './run-drift.ts';
 import { RUN_DEFAULTS, type RunOptions } from './run-options.ts';
 import { RunStop } from './run-stop.ts';
 import { UnusableAnswerBreaker } from './unusable-breaker.ts';
@@ -52,7 +52,7 @@ export interface OpenRun {
   readonly runId: number;
   readonly startedAt: string;
   readonly runs: RunRecords;
-  /** On SQLite its writes check that the run still holds the lock (lock-guarded-ledger.ts). */
+  /** On SQLite its writes check that the run still holds the lock (lockGuardedLedger, sqlite-run-store.ts). */
   readonly ledger: RunLedger;
   readonly callLog: CallHistory;
   /** The run's stop: a signal, a lost lock, a failed write, credits, an outage... (the first reason wins). */
@@ -201,4 +201,40 @@ export function describeError(err: unknown, store: Pick<RunStore, 'describeError
     code: typeof code === 'string' ? code : 'INTERNAL',
     message: mapped instanceof Error ? mapped.message : String(mapped),
   };
+}
+
+/**
+ * A run's drift: the drift of every answer it stored, summed per operation (operations/drift.ts), written to
+ * answer_drift after each job (for `status`) and said in one line per path in the summary and the log.
+ */
+export class RunDrift {
+  private readonly tallies = new Map<Operation, DriftTally>();
+  constructor(
+    private readonly store: Pick<RunStore, 'saveDrift'>,
+    private readonly runId: number,
+  ) {}
+
+  /** Adds one stored answer's drift. */
+  add(operation: Operation, drift: DriftTally): void {
+    if (drift.empty) return;
+    let tally = this.tallies.get(operation);
+    if (!tally) this.tallies.set(operation, (tally = new DriftTally()));
+    tally.merge(drift);
+  }
+
+  /** Writes the operation's counts so far (they replace those written after an earlier job of the run). */
+  async save(operation: Operation): Promise<void> {
+    const tally = this.tallies.get(operation);
+    if (!tally) return;
+    await this.store.saveDrift(this.runId, tally.counts().map((c) => ({ operation, path: c.path, kind: c.kind, count: c.count, seen: c.of, detail: c.detail })));
+  }
+
+  /** Every line, by operation, path and kind. */
+  lines(): DriftLine[] {
+    const out: DriftLine[] = [];
+    for (const [operation, tally] of [...this.tallies].sort(([a], [b]) => (a < b ? -1 : 1))) {
+      for (const c of tally.counts()) out.push({ operation, ...c, message: driftLine(operation, c) });
+    }
+    return out;
+  }
 }

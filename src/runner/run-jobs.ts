@@ -5,7 +5,7 @@ import { brokenJobFile, runOneJob } from './run-one-job.ts';
 import type { RunOptions } from './run-options.ts';
 import type { RunSummary } from './run-summary.ts';
 
-export type { JobSummary, RunStopSummary, RunSummary } from './run-summary.ts';
+export type { RunSummary } from './run-summary.ts';
 export { RUN_DEFAULTS, type RunOptions } from './run-options.ts';
 
 /**

@@ -4,17 +4,19 @@
  * Every way it ends is one JobResult (job-result.ts); its log lines are written as it goes.
  */
 import { basename, extname } from 'node:path';
+import type { ApiClient } from '../api/types.ts';
+import { reportedBalance, roundCredits } from '../credits/credit-meter.ts';
+import type { CreditGuard } from '../credits/credit-guard.ts';
 import type { UsageError } from '../errors.ts';
 import { dueSince } from '../jobs/freshness.ts';
 import { isJobUnusable, type JobFileError } from '../jobs/job-error.ts';
 import type { Job } from '../jobs/schema.ts';
 import type { RunnableFilter } from '../store/ledger.ts';
+import type { RunStore } from '../store/run-store.ts';
 import { recentLockCheck } from '../store/run-lock.ts';
-import { seedFromBalance } from './balance-check.ts';
 import { FailureLog, formatCodeCounts } from './failure-log.ts';
 import type { JobName, JobResult, WorkedJob } from './job-result.ts';
 import { applyOverrides } from './job-overrides.ts';
-import { pruneJobBodies } from './job-retention.ts';
 import type { Logger } from './logger.ts';
 import { NotFoundOnlyWatch } from './not-found-only.ts';
 import type { OpenRun } from './open-run.ts';
@@ -240,5 +242,46 @@ function logWorked(logger: Logger, w: WorkedJob, stop: RunStop): void {
   else logger.info('job finished', fields);
   for (const warning of w.warnings) {
     logger.warn(warning.message, { job: w.job.name, answers: warning.answers, status: warning.status, body_message: warning.bodyMessage });
+  }
+}
+
+/**
+ * Before a run's first paid call: asks the service's free credit check and, when it answers, starts the credit
+ * guard from it, so the first call no longer goes alone, its cost is exact, and a run whose balance cannot pay
+ * makes no call. When the service does not offer it, the run goes on as without it. Also says how many credits
+ * the account used since the last answer this database stored: calls lost in flight (a kill), or use elsewhere.
+ */
+async function seedFromBalance(
+  client: ApiClient,
+  guard: CreditGuard,
+  lastCreditsUsed: number | null,
+  signal: AbortSignal,
+  logger: Logger,
+): Promise<boolean> {
+  const counters = await client.balance(signal);
+  if (counters === null || !guard.seed(counters)) {
+    logger.info('balance not offered by the API (GET /v1/api/auth): learned from the first answers instead');
+    return false;
+  }
+  const since = lastCreditsUsed === null ? undefined : roundCredits(counters.credits_used - lastCreditsUsed);
+  logger.info('balance read before the first call', {
+    balance: roundCredits(reportedBalance(counters)),
+    total: counters.total_credits,
+    used_since_last_answer: since !== undefined && since > 0 ? since : undefined,
+  });
+  return true;
+}
+
+/**
+ * A job's `keepRawDays`: after the job has run to its end, the raw bodies of its tasks that a newer answer
+ * superseded more than that many days ago are dropped (see store/raw-prune.ts for what is always kept). A failure
+ * here costs disk, never data: it is logged and the run goes on.
+ */
+async function pruneJobBodies(store: Pick<RunStore, 'pruneJobBodies'>, job: string, keepDays: number, logger: Logger): Promise<void> {
+  try {
+    const report = await store.pruneJobBodies(job, keepDays);
+    if (report.dropped > 0) logger.info('dropped superseded raw bodies', { job, bodies: report.dropped, bytes: report.droppedBytes, keep_days: keepDays });
+  } catch (err) {
+    logger.warn('could not drop superseded raw bodies', { job, error: err instanceof Error ? err.message : String(err) });
   }
 }

@@ -10,8 +10,6 @@ import type { Operation } from '../spec/types.ts';
 import type { RunStopSummary } from './stop-summary.ts';
 import type { DriftLine } from '../operations/drift.ts';
 
-export type { RunStopSummary } from './stop-summary.ts';
-
 /** What a job did, for the summary. `done`, `notFound`, `failed` and `deferred` are the ledger's count of its tasks. */
 export interface JobSummary {
   /** The job's name; for a job file that could not be loaded, the file's base name (the name it defaults to). */

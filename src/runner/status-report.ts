@@ -23,9 +23,10 @@ export type FullStatusReport = StatusReport & {
   liveBalance: (LiveBalance & { usedSinceLastStoredAnswer: number | null }) | null;
 };
 
-/** Reads the status of `options.db` (read-only) and asks the live balance. */
+/** Reads the status of `options.db` (read-only, in one snapshot) and asks the live balance. */
 export async function statusReport(options: StatusOptions): Promise<FullStatusReport> {
-  return withLiveBalance(await readDatasetStatus(options.db, options.runs), options);
+  const store = await openStore(options.db);
+  return withLiveBalance(await store.read((snapshot) => snapshot.read(statusReads(options.runs))), options);
 }
 
 /** The dataset's status with the live balance, when it can be asked (`report` reads the status in its own snapshot). */
@@ -34,12 +35,6 @@ export async function withLiveBalance(report: StatusReport, options: Pick<Status
   // What the account used since the last answer stored: calls lost in flight in the last run, or use elsewhere.
   const since = liveBalance && report.lastCounters ? Math.round((liveBalance.creditsUsed - report.lastCounters.creditsUsed) * 1e6) / 1e6 : null;
   return { ...report, liveBalance: liveBalance && { ...liveBalance, usedSinceLastStoredAnswer: since } };
-}
-
-/** The dataset's part of the report, in one read snapshot, from a SQLite file or a postgres:// URL. */
-async function readDatasetStatus(db: string, runs: number): Promise<StatusReport> {
-  const store = await openStore(db);
-  return store.read((snapshot) => snapshot.read(statusReads(runs)));
 }
 
 /** The report as the command prints it without --json. */

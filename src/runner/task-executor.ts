@@ -1,12 +1,11 @@
 import pRetry, { AbortError } from 'p-retry';
 import type { ApiClient, ApiResult } from '../api/types.ts';
-import { isApiError, keptBodyOf, type ApiError } from '../api/errors.ts';
+import { ApiSchemaError, isApiError, keptBodyOf, type ApiError } from '../api/errors.ts';
 import type { Operation } from '../spec/types.ts';
 import type { AnySubject } from '../operations/index.ts';
 import type { OperationSpec } from '../operations/operation-spec.ts';
 import type { DriftTally } from '../operations/drift.ts';
-import type { CreditGuard } from '../credits/credit-guard.ts';
-import { chargeOfFailure } from './charge-of.ts';
+import type { Charge, CreditGuard } from '../credits/credit-guard.ts';
 import type { RunStop } from './run-stop.ts';
 import type { OutcomeWriter, RunGate, WriterTask } from '../store/run-store.ts';
 import type { IngestRequest } from '../store/ingest-request.ts';
@@ -166,4 +165,15 @@ class LeftPending extends Error {
   constructor() {
     super('run stopping');
   }
+}
+
+/**
+ * What a failed attempt was charged, for the credit guard: the counters of a wrong-shape body that still carries
+ * them; `'unread'` for any other failure that came with a 200 (counters missing or not numbers, a body over the
+ * size limit, not JSON, cut off or not decodable: the service answered, so the call was most likely billed);
+ * null when no 200 came (nothing billed).
+ */
+function chargeOfFailure(err: unknown): Charge {
+  if (err instanceof ApiSchemaError && err.credits) return err.credits;
+  return isApiError(err) && err.paid ? 'unread' : null;
 }

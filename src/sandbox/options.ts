@@ -74,7 +74,8 @@ const DEFAULTS = {
   /** Tokens answered 403 (account suspended); they need not appear in `tokens`. */
   suspendedTokens: [] as string[],
   /** Credits charged per 200 answer, by operation; fractional costs are kept exact (integer micro-credits). */
-  costs: { 'similar-companies': 1, 'post-details': 1, 'search-jobs': 0.25 } as Record<Operation, number>,
+  // `satisfies` first: an operation without a cost fails to compile instead of charging `undefined`.
+  costs: { 'similar-companies': 1, 'post-details': 1, 'search-jobs': 0.25 } satisfies Record<Operation, number> as Record<Operation, number>,
   /** Added delay per answer: a fixed number of ms or a [min, max] range drawn from the seeded PRNG. */
   latencyMs: 0 as number | [number, number],
   /** Accepted requests per token in any sliding 1-second window; null means no limit. Over it: 429. */

@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
-import { API_PREFIX, OPERATION_PATHS, type CreditCounters, type Operation } from '../spec/types.ts';
+import { API_PREFIX, OPERATION_METHODS, OPERATION_PATHS, OPERATIONS, type CreditCounters, type Operation } from '../spec/types.ts';
 import { CreditLedger } from './credit-ledger.ts';
 import {
   FaultInjector, HTML_ERROR_PAGE, SERVER_ERROR_BODY, UNAVAILABLE_BODY, WRONG_SHAPE_BODY, hugeBody, truncated,
@@ -15,7 +15,6 @@ import { logEntry, type LoggedRequest } from './request-log.ts';
 
 export { SANDBOX_DEFAULTS, type SandboxOptions, type SandboxOptionsInput } from './options.ts';
 export type { LoggedRequest } from './request-log.ts';
-export type { FaultName } from './faults.ts';
 
 /** A running sandbox. */
 export interface Sandbox {
@@ -34,11 +33,8 @@ export interface Sandbox {
   stop(): Promise<void>;
 }
 
-const ROUTES = new Map<string, { op: Operation; method: string }>([
-  [OPERATION_PATHS['similar-companies'], { op: 'similar-companies', method: 'POST' }],
-  [OPERATION_PATHS['post-details'], { op: 'post-details', method: 'GET' }],
-  [OPERATION_PATHS['search-jobs'], { op: 'search-jobs', method: 'GET' }],
-]);
+/** Every operation's path and method, from the spec: an operation added there is routed with no line here. */
+const ROUTES = new Map<string, { op: Operation; method: string }>(OPERATIONS.map((op) => [OPERATION_PATHS[op], { op, method: OPERATION_METHODS[op] }]));
 
 /** The balance route the live service offers (known-behaviour.md): the token's counters, free of charge. */
 const BALANCE_PATH = `${API_PREFIX}/auth`;

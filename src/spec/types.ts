@@ -26,6 +26,13 @@ export const OPERATION_PATHS: Record<Operation, string> = {
   'search-jobs': `${API_PREFIX}/search-jobs`,
 };
 
+/** Each operation's HTTP method: the client sends its requests so (its spec's `method`), the sandbox routes by it. */
+export const OPERATION_METHODS = {
+  'similar-companies': 'POST',
+  'post-details': 'GET',
+  'search-jobs': 'GET',
+} as const satisfies Record<Operation, 'GET' | 'POST'>;
+
 /** Credit counters carried by every 200 response; fractional values occur. */
 export interface CreditCounters {
   total_credits: number;
@@ -174,11 +181,6 @@ export interface SearchJobsResponse extends CreditCounters {
   numResults: number;
   results: JobRecord[];
   [extra: string]: unknown;
-}
-
-/** 404 body of search-jobs: a message and no `success` or `error` member. */
-export interface SearchJobsNotFound {
-  message: string;
 }
 
 /** Page size of search-jobs (known-behaviour.md): `start` is a record offset. */

@@ -28,11 +28,6 @@ export interface UnfinishedRun {
 export type UnfinishedRunFigures = Omit<RunEnd, 'status' | 'exitCode' | 'error' | 'jobRates'>;
 
 /** The runs still marked running, oldest first. */
-export function unfinishedRuns(database: Database): UnfinishedRun[] {
-  return readSync(database.sqlite, unfinishedRunsReads());
-}
-
-/** unfinishedRuns() as Reads (read-steps.ts): the same on PostgreSQL. */
 export function* unfinishedRunsReads(): Reads<UnfinishedRun[]> {
   return yield* rows<UnfinishedRun>(`SELECT id, jobs, started_at AS "startedAt", pid, host FROM runs WHERE status = 'running' ORDER BY id`);
 }
@@ -43,11 +38,6 @@ export function* unfinishedRunsReads(): Reads<UnfinishedRun[]> {
  * were written, starting from the costs and counters earlier runs had seen (as the run itself started). It ends at its
  * last call, or at its start if it made none. Only reads.
  */
-export function measureUnfinishedRun(database: Database, run: UnfinishedRun): UnfinishedRunFigures {
-  return readSync(database.sqlite, measureUnfinishedRunReads(run));
-}
-
-/** measureUnfinishedRun() as Reads (read-steps.ts): the same on PostgreSQL. */
 export function* measureUnfinishedRunReads(run: UnfinishedRun): Reads<UnfinishedRunFigures> {
   const { calls, firstId, lastAt } = yield* apiCallReads.ofRun(run.id);
   const balance = yield* replayRunCredits(run.id, firstId);
@@ -81,7 +71,7 @@ export function* measureUnfinishedRunReads(run: UnfinishedRun): Reads<Unfinished
 }
 
 /**
- * The run's credits replayed through the CreditMeter from the paid answers' counters (see measureUnfinishedRun).
+ * The run's credits replayed through the CreditMeter from the paid answers' counters (see measureUnfinishedRunReads).
  * The counters are the account's: between two answers of this run, workers of other runs on PostgreSQL may have
  * been charged too. So every paid answer from the run's first call to its last is replayed, whichever run it is
  * of, and each one's step of the spend counts for its own run: the runs' credits add up to what was billed.
@@ -119,8 +109,8 @@ function* replayRunCredits(runId: number, firstId: number | null): Reads<{ balan
 export function closeAbandonedRuns(database: Database): number[] {
   const runs = createRunLog(database);
   const closed: number[] = [];
-  for (const run of unfinishedRuns(database)) {
-    runs.end(run.id, { ...measureUnfinishedRun(database, run), status: 'abandoned', exitCode: null, error: ABANDONED_RUN_ERROR, jobRates: null });
+  for (const run of readSync(database.sqlite, unfinishedRunsReads())) {
+    runs.end(run.id, { ...readSync(database.sqlite, measureUnfinishedRunReads(run)), status: 'abandoned', exitCode: null, error: ABANDONED_RUN_ERROR, jobRates: null });
     closed.push(run.id);
   }
   return closed;

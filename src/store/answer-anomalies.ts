@@ -4,17 +4,11 @@
  * keyed by it, so that reprocess rebuilds them from the bodies like the normalized tables.
  */
 import type { Connection } from './connection.ts';
+import type { RowAnomaly } from '../operations/stored-rows.ts';
 import type { AnswerAnomalyKind } from './tables.ts';
 
 /** One anomaly of one answer, as the normalizers and the contract reading report it. */
-export interface AnswerAnomaly {
-  kind: AnswerAnomalyKind;
-  position: number | null;
-  path: string | null;
-  reason: string;
-  askedId: string | null;
-  answeredId: string | null;
-}
+export type AnswerAnomaly = RowAnomaly;
 
 /** Where the answer came from. */
 export interface AnomalySource {

@@ -3,7 +3,7 @@
  * `status` can say it after the run (src/operations/drift.ts counts it; the run writes it after each job).
  */
 import type { Connection } from './connection.ts';
-import { readSync, rows, value, type Reads } from './read-steps.ts';
+import { rows, value, type Reads } from './read-steps.ts';
 import { sql, param } from '../statement.ts';
 
 /** One row: `count` of `seen`. */
@@ -31,11 +31,6 @@ export function saveAnswerDrift(database: Connection): (runId: number, rows: rea
  * The drift of the last run that received answers (a 200), and that run's id; null when no run has. A run
  * whose answers matched the spec has no rows: its drift is empty, not an earlier run's.
  */
-export function lastRunDrift(database: Connection): { runId: number; rows: AnswerDriftRow[] } | null {
-  return readSync(database.sqlite, lastRunDriftReads());
-}
-
-/** lastRunDrift() as Reads (read-steps.ts): the same on PostgreSQL. */
 export function* lastRunDriftReads(): Reads<{ runId: number; rows: AnswerDriftRow[] } | null> {
   const runId = (yield* value<number | null>(`SELECT max(run_id) FROM api_calls WHERE status = 200 AND run_id IS NOT NULL`)) ?? null;
   if (runId === null) return null;

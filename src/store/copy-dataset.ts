@@ -15,7 +15,8 @@ import { getTableConfig, type PgTable } from 'drizzle-orm/pg-core';
 import { UsageError } from '../errors.ts';
 import { DatabaseReadonlyError } from './errors.ts';
 import { openDatabase, type Database } from './open.ts';
-import { acquireRunLock, LockedError, readRunLock, type RunLock } from './run-lock.ts';
+import { acquireRunLock, LockedError, runLockReads, type RunLock } from './run-lock.ts';
+import { readSync } from './read-steps.ts';
 import { decodeRawBody } from './raw-body.ts';
 import { storableJsonText, storableString } from '../operations/storable-text.ts';
 import { openPgStore, type PgStoreOptions } from './pg/open.ts';
@@ -105,7 +106,7 @@ function openSource(file: string): { source: Database; lock: RunLock | null } {
   } catch (err) {
     if (!(err instanceof DatabaseReadonlyError)) throw err;
     source = openDatabase(file, { readonly: true, upgradeOlderSchema: true });
-    const held = readRunLock(source);
+    const held = readSync(source.sqlite, runLockReads());
     if (held?.alive) {
       source.close();
       throw new LockedError(`the database ${source.file} is in use by a run (pid ${held.pid} on ${held.host}, since ${held.acquiredAt}); copy it once the run has ended`);

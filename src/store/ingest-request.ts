@@ -5,21 +5,11 @@
  */
 import type { AnswerByOperation } from '../operations/answers.ts';
 import type { AnySubject } from '../operations/index.ts';
-import type { PostDetailsSubject } from '../operations/post-details.ts';
-import type { SearchJobsSubject } from '../operations/search-jobs.ts';
-import type { SimilarCompaniesSubject } from '../operations/similar-companies.ts';
 
 export { requestKeyOf } from '../operations/index.ts';
-
-export type SimilarCompaniesIngestRequest = SimilarCompaniesSubject;
-export type PostDetailsIngestRequest = PostDetailsSubject;
-export type SearchJobsIngestRequest = SearchJobsSubject;
 
 /** The request a response answers. */
 export type IngestRequest = AnySubject;
 
-/** The 200 body of each operation, as read through its answer contract (src/operations/). */
-export type IngestResponseByOperation = AnswerByOperation;
-
-/** The response type that goes with a request type. */
-export type IngestResponseFor<R extends IngestRequest> = IngestResponseByOperation[R['operation']];
+/** The 200 body, as read through its answer contract (src/operations/), that goes with a request type. */
+export type IngestResponseFor<R extends IngestRequest> = AnswerByOperation[R['operation']];

@@ -1,16 +1,10 @@
-import type BetterSqlite3 from 'better-sqlite3';
-import { readSync, rows, value, type Reads } from './read-steps.ts';
+import { rows, value, type Reads } from './read-steps.ts';
 import { sql, param } from '../statement.ts';
 
 /**
  * Names of the other jobs with tasks of `operation` in the ledger (not `own`). A skip-scan over the job index
  * finds each name with one probe, then one EXISTS per name checks its operation: cheap however many tasks.
  */
-export function otherJobsWithOperation(sqlite: BetterSqlite3.Database, operation: string, own: string): string[] {
-  return readSync(sqlite, otherJobsWithOperationReads(operation, own));
-}
-
-/** otherJobsWithOperation() as Reads (read-steps.ts): the same on PostgreSQL. */
 export function* otherJobsWithOperationReads(operation: string, own: string): Reads<string[]> {
   const names = yield* rows<{ job: string }>(
     `WITH RECURSIVE names(job) AS (

@@ -1,5 +1,6 @@
 import type { Connection } from './connection.ts';
-import { otherJobsWithOperation } from './job-names.ts';
+import { otherJobsWithOperationReads } from './job-names.ts';
+import { readSync } from './read-steps.ts';
 import type { TaskStatus } from './tables.ts';
 
 /** A task as the runner reads it from the ledger. */
@@ -222,7 +223,7 @@ export function createLedger(database: Connection) {
     },
     /** Names of the other jobs in the ledger with tasks of `operation`: those whose answers a job can share. */
     otherJobs(operation: string, job: string): string[] {
-      return otherJobsWithOperation(sqlite, operation, job);
+      return readSync(sqlite, otherJobsWithOperationReads(operation, job));
     },
     /**
      * Settles every due task of the job that another job (of `others`) answered, the same lookup, at or after

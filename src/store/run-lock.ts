@@ -4,7 +4,7 @@ import { NetingestError } from '../errors.ts';
 import type { Database } from './open.ts';
 import { closeAbandonedRuns } from './abandoned-runs.ts';
 import { processFacts } from './process-identity.ts';
-import { readSync, rows, type Reads } from './read-steps.ts';
+import { rows, type Reads } from './read-steps.ts';
 
 /** Another live process is running against this database (exit code 4). */
 export class LockedError extends NetingestError {
@@ -86,11 +86,6 @@ const MINE = `id = 1 AND pid = ? AND host = ? AND acquired_at = ?`;
 const heldHere = new Set<RunLockHolding>();
 
 /** The lock row, if any, and whether its holder is alive by the same test a run applies before taking it over. */
-export function readRunLock(database: Database, host = hostname()): RunLockState | null {
-  return readSync(database.sqlite, runLockReads(host));
-}
-
-/** readRunLock() as Reads (read-steps.ts): the same on PostgreSQL. */
 export function* runLockReads(host = hostname()): Reads<RunLockState | null> {
   const held = (yield* rows<LockRow>(READ_LOCK))[0];
   if (!held) return null;

@@ -3,9 +3,6 @@ import type { RunStatus } from './tables.ts';
 import { rows } from './read-steps.ts';
 import { sql, param } from '../statement.ts';
 
-/** State of a run, as `runs.status` records it. */
-export type { RunStatus } from './tables.ts';
-
 /** The figures written when a run ends. */
 export interface RunEnd {
   status: RunStatus;
@@ -45,7 +42,6 @@ export interface RecentRun {
   exitCode: number | null; error: string | null;
 }
 
-/** The last runs, newest first; the same SQL on both engines. */
 const RECENT_RUNS = sql`SELECT id, jobs, started_at AS "startedAt", ended_at AS "endedAt", status, credits_spent AS "creditsSpent",
   credits_at_end AS "creditsAtEnd", tasks_total AS "tasksTotal", tasks_done AS "tasksDone", tasks_not_found AS "tasksNotFound",
   tasks_failed AS "tasksFailed", tasks_deferred AS "tasksDeferred", invalid_rows AS "invalidRows", calls, exit_code AS "exitCode", error
@@ -59,7 +55,6 @@ export function createRunLog(database: Database) {
     credits_at_end = @creditsAtEnd, credits_spent = @creditsSpent, tasks_total = @tasksTotal, tasks_done = @tasksDone,
     tasks_not_found = @tasksNotFound, tasks_failed = @tasksFailed, tasks_deferred = @tasksDeferred,
     invalid_rows = @invalidRows, calls = @calls, exit_code = @exitCode, error = @error, job_rates = @jobRates WHERE id = @id`);
-  const recent = sqlite.prepare(RECENT_RUNS.sqlite);
   return {
     /** Records a new run and returns its id. */
     start(jobs: string[], at: string, pid: number, host: string): number {
@@ -69,13 +64,10 @@ export function createRunLog(database: Database) {
     end(id: number, fields: RunEnd): void {
       end.run({ id, ...fields, jobRates: jobRatesJson(fields.jobRates) });
     },
-    recent(limit: number) {
-      return recent.all(limit) as RecentRun[];
-    },
   };
 }
 
-/** createRunLog(...).recent() as Reads (read-steps.ts), for a reader that runs on either engine. */
+/** The last `limit` runs, newest first, as Reads (read-steps.ts): the same on both engines. */
 export function* recentRunsReads(limit: number) {
   return yield* rows<RecentRun>(RECENT_RUNS, [limit]);
 }

@@ -2,17 +2,16 @@
  * The run store on SQLite: today's synchronous better-sqlite3 code behind the run ports (run-store.ts). The run
  * holds the one-run lock; every write of the ledger and the end of the run check it in their transaction.
  */
-import { lockGuardedLedger } from './lock-guarded-ledger.ts';
 import { CreditGuard } from '../credits/credit-guard.ts';
 import { RateGate } from '../rate/rate-gate.ts';
 import { ResultWriter } from './result-writer.ts';
 import { anomalyCountsOf } from './answer-anomalies.ts';
 import { saveAnswerDrift } from './answer-drift.ts';
 import { createApiCallLog } from './api-calls.ts';
-import { createLedger, type RunnableFilter, type TaskRow } from './ledger.ts';
+import { createLedger, type Ledger, type RunnableFilter, type TaskRow } from './ledger.ts';
 import { openDatabase, toDatabaseUseError } from './open.ts';
 import { pruneRawBodies } from './raw-prune.ts';
-import { acquireRunLock } from './run-lock.ts';
+import { acquireRunLock, type RunLock } from './run-lock.ts';
 import type { DueTasks, RunStore } from './run-store.ts';
 import { createRunLog } from './runs.ts';
 
@@ -72,5 +71,21 @@ function pagedDueTasks(ledger: Pick<ReturnType<typeof createLedger>, 'runnableAf
     },
     settled: () => undefined,
     close: () => undefined,
+  };
+}
+
+/**
+ * The ledger as a run writes it from its own thread (planning, reopening, deferring): each write checks, in its
+ * transaction, that the run still holds its lock, so a run suspended while another took the lock over does
+ * not change the tasks the new holder works on (LockLostError instead). Reads are the ledger's own.
+ */
+function lockGuardedLedger(ledger: Ledger, lock: Pick<RunLock, 'whileHeld'>): Ledger {
+  return {
+    ...ledger,
+    insertPlanned: (...args) => lock.whileHeld(() => ledger.insertPlanned(...args)),
+    dropStaleInvalid: (...args) => lock.whileHeld(() => ledger.dropStaleInvalid(...args)),
+    adoptSharedAnswers: (...args) => lock.whileHeld(() => ledger.adoptSharedAnswers(...args)),
+    reopenDue: (...args) => lock.whileHeld(() => ledger.reopenDue(...args)),
+    deferPending: (...args) => lock.whileHeld(() => ledger.deferPending(...args)),
   };
 }

@@ -7,7 +7,7 @@ import { parse } from 'csv-parse/sync';
 import type BetterSqlite3 from 'better-sqlite3';
 import { openDatabase } from '../../src/store/open.ts';
 import { enrichJob } from '../../src/export/enrich.ts';
-import { POST_BY_ID_SQL, POST_BY_URL_SQL } from '../../src/store/readers/enrich-results.ts';
+import { POST_BY_ID_SQL, POST_BY_URL_SQL } from '../../src/operations/post-details.ts';
 import { postIdOfUrl } from '../../src/urls/post-id.ts';
 import { filterKey, searchKey } from '../../src/jobs/request-keys.ts';
 import { main } from '../../src/cli/main.ts';

@@ -9,7 +9,7 @@ import { runQuery, type QueryStream } from '../../src/export/query.ts';
 import { prepareReadQuery, REPORTING_PRAGMAS } from '../../src/store/readers/read-only-sql.ts';
 import { openUserStatement } from '../../src/store/readers/user-statement.ts';
 import { displayWidth } from '../../src/text-width.ts';
-import { WriteRefusedError } from '../../src/export/errors.ts';
+import { WriteRefusedError } from '../../src/store/readers/query-errors.ts';
 import { main } from '../../src/cli/main.ts';
 
 let dir: string;

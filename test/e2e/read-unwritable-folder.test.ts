@@ -3,71 +3,33 @@
  * each command runs as uid 65534 through setpriv, on a WAL-mode file in a folder owned by root. See
  * src/store/read-without-shm.ts.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { spawn, spawnSync, type SpawnSyncReturns } from 'node:child_process';
-import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { spawnSync } from 'node:child_process';
+import { chmodSync, copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { openDatabase } from '../../src/store/open.ts';
 import { exportTable } from '../../src/export/export-table.ts';
 import { capture } from './export-helpers.ts';
-import { otherUserCopy, type OtherUserCopy } from './other-user-copy.ts';
-import {
-  OTHER_USER,
-  ROOT,
-  canRunAsOtherUser,
-  childEnv,
-  copyIntoUnwritableFolder,
-  writeAsARunWould,
-  writePristine,
-} from './read-unwritable-helpers.ts';
+import { OTHER_USER, ROOT, canRunAsOtherUser, childEnv, useUnwritableFolder, writeAsARunWould } from './read-unwritable-helpers.ts';
 
-/** The other user's netingest, and the export script bundled beside it: the checkout may be out of its reach. */
-let cli: OtherUserCopy;
-let helper: string;
 const ROWS = 20_000;
-
-let dir: string;
-/** The pristine database, written and closed by root: no -wal, no -shm beside it. */
-let pristine: string;
+const ro = useUnwritableFolder('netingest-ro-', ROWS);
+const { unwritableCopy, asOtherUser } = ro;
+/** The export script, bundled beside the other user's netingest: the checkout may be out of its reach. */
+let helper: string;
 let folders = 0;
 
-/** A copy of the pristine database in a fresh folder of its own that only root can write. */
-function unwritableCopy(name = 'data.db'): string {
-  return copyIntoUnwritableFolder(pristine, join(dir, `ro-${++folders}`), name);
-}
+beforeAll(async () => {
+  if (canRunAsOtherUser) helper = await ro.cli.bundle(join(ROOT, 'test/e2e/read-unwritable-export.ts'));
+});
 
 /** A folder the other user can write, for --out. */
 function outFolder(): string {
-  const folder = join(dir, `out-${++folders}`);
+  const folder = join(ro.dir, `out-${++folders}`);
   mkdirSync(folder);
   chmodSync(folder, 0o777);
   return folder;
 }
-
-function asOtherUser(args: string[]): SpawnSyncReturns<string> {
-  return spawnSync('setpriv', [...OTHER_USER, process.execPath, cli.bin, ...args], {
-    cwd: cli.root,
-    env: childEnv(),
-    encoding: 'utf8',
-    maxBuffer: 1 << 28,
-  });
-}
-
-beforeAll(async () => {
-  if (canRunAsOtherUser) {
-    cli = otherUserCopy();
-    helper = await cli.bundle(join(ROOT, 'test/e2e/read-unwritable-export.ts'));
-  }
-  dir = mkdtempSync(join(tmpdir(), 'netingest-ro-'));
-  chmodSync(dir, 0o755);
-  pristine = join(dir, 'pristine', 'data.db');
-  writePristine(pristine, ROWS);
-});
-afterAll(() => {
-  rmSync(dir, { recursive: true, force: true });
-  cli?.remove();
-});
 
 describe.skipIf(!canRunAsOtherUser)(
   'read commands on a database in a folder the user cannot write (runs them as uid 65534: needs root and setpriv, skipped otherwise)',
@@ -75,7 +37,7 @@ describe.skipIf(!canRunAsOtherUser)(
     it('the scenario is the real one: WAL mode, no -wal or -shm, and the user cannot create them', () => {
       const db = unwritableCopy();
       expect(readFileSync(db).subarray(18, 20)).toEqual(Buffer.from([2, 2]));
-      expect(existsSync(`${pristine}-wal`) || existsSync(`${pristine}-shm`)).toBe(false);
+      expect(existsSync(`${ro.pristine}-wal`) || existsSync(`${ro.pristine}-shm`)).toBe(false);
       const touch = spawnSync('setpriv', [...OTHER_USER, 'touch', `${db}-shm`], { encoding: 'utf8' });
       expect(touch.status).not.toBe(0);
     });
@@ -96,7 +58,7 @@ describe.skipIf(!canRunAsOtherUser)(
       expect(result.stderr).toBe(`netingest: exported ${ROWS} rows to ${out}\n`);
       expect(result.status).toBe(0);
       const expected = capture();
-      await exportTable({ db: pristine, table: 'companies', stream: expected, parallel: { workers: 1 } });
+      await exportTable({ db: ro.pristine, table: 'companies', stream: expected, parallel: { workers: 1 } });
       expect(readFileSync(out, 'utf8')).toBe(expected.text());
     });
 
@@ -104,14 +66,14 @@ describe.skipIf(!canRunAsOtherUser)(
       const db = unwritableCopy();
       const out = join(outFolder(), 'companies.csv');
       const child = spawnSync('setpriv', [...OTHER_USER, process.execPath, helper, db, out, 'parallel'], {
-        cwd: cli.root,
+        cwd: ro.cli.root,
         env: childEnv(),
         encoding: 'utf8',
       });
       expect(child.stderr).toBe('');
       expect(JSON.parse(child.stdout)).toEqual({ rows: ROWS, workers: 2 });
       const expected = capture();
-      await exportTable({ db: pristine, table: 'companies', stream: expected, parallel: { workers: 1 } });
+      await exportTable({ db: ro.pristine, table: 'companies', stream: expected, parallel: { workers: 1 } });
       expect(readFileSync(out, 'utf8')).toBe(expected.text());
     });
 
@@ -141,7 +103,7 @@ describe.skipIf(!canRunAsOtherUser)(
       const writer = openDatabase(db);
       writer.sqlite.pragma('wal_autocheckpoint = 0');
       writer.sqlite.exec(`DELETE FROM companies WHERE rowid > 10`);
-      const copy = join(dir, `ro-${++folders}`);
+      const copy = join(ro.dir, `wal-${++folders}`);
       mkdirSync(copy, { mode: 0o755 });
       copyFileSync(db, join(copy, 'data.db'));
       copyFileSync(`${db}-wal`, join(copy, 'data.db-wal'));
@@ -154,10 +116,7 @@ describe.skipIf(!canRunAsOtherUser)(
 
     it('a database that changes while query prints it fails with DB_CHANGED', async () => {
       const db = unwritableCopy();
-      const child = spawn('setpriv', [...OTHER_USER, process.execPath, cli.bin, 'query', 'SELECT * FROM companies', '--format', 'csv', '--db', db], {
-        cwd: cli.root,
-        env: childEnv(),
-      });
+      const child = ro.spawnAsOtherUser([ro.cli.bin, 'query', 'SELECT * FROM companies', '--format', 'csv', '--db', db]);
       let stderr = '';
       child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
       const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
@@ -176,10 +135,7 @@ describe.skipIf(!canRunAsOtherUser)(
         const db = unwritableCopy();
         const folder = outFolder();
         const out = join(folder, 'companies.csv');
-        const child = spawn('setpriv', [...OTHER_USER, process.execPath, helper, db, out, path, 'pause'], {
-          cwd: cli.root,
-          env: childEnv(),
-        });
+        const child = ro.spawnAsOtherUser([helper, db, out, path, 'pause']);
         let stdout = '';
         let stderr = '';
         child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));

@@ -12,43 +12,16 @@
  * prints only after the check, so nothing outside the process can tell when it is inside that window, nor hold
  * it there, without a hook.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { spawn } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, readlinkSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { describe, expect, it } from 'vitest';
+import { mkdirSync, readFileSync, readdirSync, readlinkSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { otherUserCopy, type OtherUserCopy } from './other-user-copy.ts';
-import {
-  OTHER_USER,
-  ROOT,
-  canRunAsOtherUser,
-  childEnv,
-  copyIntoUnwritableFolder,
-  writeAsARunWould,
-  writePristine,
-} from './read-unwritable-helpers.ts';
+import { ROOT, canRunAsOtherUser, useUnwritableFolder, writeAsARunWould } from './read-unwritable-helpers.ts';
 
 /** Rows of the job's input: over a megabyte, which plan reads in many 64 KiB chunks, for a second or so. */
 const INPUT_ROWS = 30_000;
 
-let dir: string;
-let pristine: string;
-
-/** The other user's netingest: a copy it can read, wherever the checkout lives. */
-let cli: OtherUserCopy;
-
-beforeAll(() => {
-  if (canRunAsOtherUser) cli = otherUserCopy();
-  dir = mkdtempSync(join(tmpdir(), 'netingest-ro-plan-'));
-  chmodSync(dir, 0o755);
-  pristine = join(dir, 'pristine', 'data.db');
-  // Companies for writeAsARunWould to rewrite: a change of the file's pages, as a run makes.
-  writePristine(pristine, 2_000);
-});
-afterAll(() => {
-  rmSync(dir, { recursive: true, force: true });
-  cli?.remove();
-});
+// Companies for writeAsARunWould to rewrite: a change of the file's pages, as a run makes.
+const ro = useUnwritableFolder('netingest-ro-plan-', 2_000);
 
 /**
  * Stops `pid` (SIGSTOP) at a moment it has `file` open and has not read it to the end: then it has not left the
@@ -102,8 +75,8 @@ describe.skipIf(!canRunAsOtherUser)(
   'plan on a database in a folder the user cannot write (runs it as uid 65534: needs root and setpriv, skipped otherwise)',
   () => {
     it('a database that changes while plan reads it fails with DB_CHANGED and prints no report', async () => {
-      const db = copyIntoUnwritableFolder(pristine, join(dir, 'ro'), 'data.db');
-      const jobs = join(dir, 'jobs');
+      const db = ro.unwritableCopy();
+      const jobs = join(ro.dir, 'jobs');
       mkdirSync(jobs, { mode: 0o755 });
       const csv = join(jobs, 'leads.csv');
       const rows = Array.from({ length: INPUT_ROWS }, (_, i) => `https://www.network.com/company/lead-${i}\n`);
@@ -112,7 +85,7 @@ describe.skipIf(!canRunAsOtherUser)(
       const job = JSON.parse(readFileSync(join(ROOT, 'jobs/lookalikes.json'), 'utf8'));
       writeFileSync(jobFile, JSON.stringify({ ...job, input: { csv, column: 'company_url' } }));
 
-      const child = spawn('setpriv', [...OTHER_USER, process.execPath, cli.bin, 'plan', jobFile, '--db', db], { cwd: cli.root, env: childEnv() });
+      const child = ro.spawnAsOtherUser([ro.cli.bin, 'plan', jobFile, '--db', db]);
       let stdout = '';
       let stderr = '';
       child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));

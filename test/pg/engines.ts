@@ -3,13 +3,16 @@
  * skipped with the one-line reason where no server can run), and `engine.open(dir)` gives the `--db` value of a
  * new dataset with engine-neutral reads of it. Tests written against it say a promise once and check it twice.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { copyFileSync, existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import pg from 'pg';
 import { afterAll, describe } from 'vitest';
 import { registerRawBodyFunction } from '../../src/store/raw-body.ts';
-import { newMigratedPgDatabase, pgClusterUrl, pgSkipReason } from './use-pg.ts';
+import { openDatabase } from '../../src/store/open.ts';
+import { openPgStore } from '../../src/store/pg/open.ts';
+import { inProcess } from '../support/run-helpers.ts';
+import { newMigratedPgDatabase, newPgDatabase, pgClusterUrl, pgSkipReason } from './use-pg.ts';
 
 /** A dataset a test runs into, read the same way on both engines. */
 export interface TestDb {
@@ -19,6 +22,10 @@ export interface TestDb {
   rows<T = Record<string, unknown>>(sql: string, ...params: unknown[]): Promise<T[]>;
   /** The first column of the first row, as a number (count(*), sum(...)). */
   count(sql: string, ...params: unknown[]): Promise<number>;
+  /** Runs one writing statement (`?` placeholders), outside netingest's code: a fixture's or a test's own change. */
+  run(sql: string, ...params: unknown[]): Promise<void>;
+  /** Makes the dataset with this build's schema (as a run's opening would), empty. */
+  create(): Promise<void>;
   /** Task counts by status for a job. */
   taskStatuses(job: string): Promise<Record<string, number>>;
   /**
@@ -35,6 +42,13 @@ export interface TestEngine {
    * already migrated); its reads end after the describe block.
    */
   open(dir: string, name?: string): Promise<TestDb>;
+  /** As `open`, but a PostgreSQL database holds nothing at all (no netingest schema): for what opening one does. */
+  openEmpty(dir: string, name?: string): Promise<TestDb>;
+  /**
+   * A new dataset holding what the SQLite file `file` holds: a copy of the file in `dir`, or on PostgreSQL a new
+   * database `netingest copy` filled from it. Fixtures are built once, on SQLite, and read on both engines.
+   */
+  load(dir: string, file: string): Promise<TestDb>;
 }
 
 const pgPools: pg.Pool[] = [];
@@ -48,61 +62,88 @@ const SQLITE_LIKE_TYPES: pg.CustomTypesConfig = {
   getTypeParser: ((oid: number, format?: 'text' | 'binary') => AS_SQLITE[oid] ?? pg.types.getTypeParser(oid, format)) as pg.CustomTypesConfig['getTypeParser'],
 };
 
-function withReads(locator: string, rows: TestDb['rows'], everything: TestDb['everything']): TestDb {
+function withReads(locator: string, { rows, run, create, everything }: Pick<TestDb, 'rows' | 'run' | 'create' | 'everything'>): TestDb {
   const count: TestDb['count'] = async (sql, ...params) => Number(Object.values((await rows(sql, ...params))[0] ?? {})[0] ?? 0);
   const taskStatuses: TestDb['taskStatuses'] = async (job) => {
     const out: Record<string, number> = {};
     for (const r of await rows<{ status: string; n: number }>('SELECT status, count(*) AS n FROM tasks WHERE job = ? GROUP BY status', job)) out[r.status] = r.n;
     return out;
   };
-  return { locator, rows, count, taskStatuses, everything };
+  return { locator, rows, run, create, count, taskStatuses, everything };
 }
 
 export const SQLITE: TestEngine = {
   name: 'sqlite',
   async open(dir, name = 'data.db') {
     const file = join(dir, name);
-    const rows = async <T>(sql: string, ...params: unknown[]) => {
-      const db = new BetterSqlite3(file, { readonly: true, fileMustExist: true });
+    const connected = <T>(readonly: boolean, use: (db: BetterSqlite3.Database) => T): T => {
+      // A write may make the file (a fixture of another program's tables); a read never does.
+      const db = new BetterSqlite3(file, { readonly, fileMustExist: readonly });
       registerRawBodyFunction(db);
       try {
-        return db.prepare(sql).all(...params) as T[];
+        return use(db);
       } finally {
         db.close();
       }
     };
+    const rows = async <T>(sql: string, ...params: unknown[]) => connected(true, (db) => db.prepare(sql).all(...params) as T[]);
+    const run = async (sql: string, ...params: unknown[]) => void connected(false, (db) => db.prepare(sql).run(...params));
+    const create = async () => openDatabase(file).close();
     const everything = async () => [file, `${file}-wal`].filter((f) => existsSync(f)).map((f) => ({ where: f, text: readFileSync(f).toString('latin1') }));
-    return withReads(file, rows, everything);
+    return withReads(file, { rows, run, create, everything });
+  },
+  openEmpty(dir, name) {
+    return SQLITE.open(dir, name);
+  },
+  async load(dir, file) {
+    const name = `loaded-${++loaded}.db`;
+    // The fixture was closed: its WAL is checkpointed into the file (copied as well in case it is not).
+    for (const suffix of ['', '-wal']) if (existsSync(file + suffix)) copyFileSync(file + suffix, join(dir, name + suffix));
+    return SQLITE.open(dir, name);
   },
 };
 
+let loaded = 0;
+
 export const POSTGRES: TestEngine = {
   name: 'postgres',
-  async open() {
-    const url = await newMigratedPgDatabase('engines');
-    const pool = new pg.Pool({ connectionString: url, max: 2, types: SQLITE_LIKE_TYPES });
-    pgPools.push(pool);
-    const rows = async <T>(sql: string, ...params: unknown[]) => {
-      let n = 0;
-      return (await pool.query(sql.replace(/\?/g, () => `$${++n}`), params)).rows as T[];
-    };
-    const everything = async () => {
-      const columns = await rows<{ table: string; column: string }>(`SELECT table_name AS "table", column_name AS "column"
-        FROM information_schema.columns c JOIN information_schema.tables t USING (table_schema, table_name)
-        WHERE table_schema = 'public' AND table_type = 'BASE TABLE' ORDER BY table_name, ordinal_position`);
-      const tables = new Map<string, typeof columns>();
-      for (const c of columns) tables.set(c.table, [...(tables.get(c.table) ?? []), c]);
-      const out: Array<{ where: string; text: string }> = [];
-      for (const [table, cols] of tables) {
-        const values = cols.map((c) => `coalesce(${pg.escapeIdentifier(c.column)}::text, '')`).join(` || E'\\n' || `);
-        const found = await rows<{ text: string | null }>(`SELECT string_agg(${values}, E'\\n') AS text FROM ${pg.escapeIdentifier(table)}`);
-        out.push({ where: `table ${table}`, text: found[0]?.text ?? '' });
-      }
-      return out;
-    };
-    return withReads(url, rows, everything);
+  open: () => pgDataset(newMigratedPgDatabase('engines')),
+  openEmpty: () => pgDataset(newPgDatabase('engines_empty')),
+  async load(dir, file) {
+    const db = await POSTGRES.open(dir);
+    const copied = await inProcess(['copy', '--from', file, '--to', db.locator]);
+    if (copied.code !== 0) throw new Error(`netingest copy of ${file} failed: ${copied.stderr}`);
+    return db;
   },
 };
+
+/** A PostgreSQL dataset's reads, on a database being made (`made`: its URL). */
+async function pgDataset(made: Promise<string>): Promise<TestDb> {
+  const url = await made;
+  const pool = new pg.Pool({ connectionString: url, max: 2, types: SQLITE_LIKE_TYPES });
+  pgPools.push(pool);
+  const rows = async <T>(sql: string, ...params: unknown[]) => {
+    let n = 0;
+    return (await pool.query(sql.replace(/\?/g, () => `$${++n}`), params)).rows as T[];
+  };
+  const everything = async () => {
+    const columns = await rows<{ table: string; column: string }>(`SELECT table_name AS "table", column_name AS "column"
+      FROM information_schema.columns c JOIN information_schema.tables t USING (table_schema, table_name)
+      WHERE table_schema = 'public' AND table_type = 'BASE TABLE' ORDER BY table_name, ordinal_position`);
+    const tables = new Map<string, typeof columns>();
+    for (const c of columns) tables.set(c.table, [...(tables.get(c.table) ?? []), c]);
+    const out: Array<{ where: string; text: string }> = [];
+    for (const [table, cols] of tables) {
+      const values = cols.map((c) => `coalesce(${pg.escapeIdentifier(c.column)}::text, '')`).join(` || E'\\n' || `);
+      const found = await rows<{ text: string | null }>(`SELECT string_agg(${values}, E'\\n') AS text FROM ${pg.escapeIdentifier(table)}`);
+      out.push({ where: `table ${table}`, text: found[0]?.text ?? '' });
+    }
+    return out;
+  };
+  const run = async (sql: string, ...params: unknown[]) => void (await rows(sql, ...params));
+  const create = async () => (await openPgStore(url)).close();
+  return withReads(url, { rows, run, create, everything });
+}
 
 /** Ends the PostgreSQL pools the test file opened (call in afterAll). */
 export async function closeEngines(): Promise<void> {

@@ -38,6 +38,54 @@ function ended(client: pg.PoolClient): Promise<void> {
   return new Promise((resolve) => client.once('end', () => resolve()));
 }
 
+/** A worker mid-run: its dataset, its gated API and the worker itself, stopped at its first answers. */
+interface MidRun {
+  s: Awaited<ReturnType<typeof setUp>>;
+  api: Awaited<ReturnType<typeof gatedApi>>;
+  worker: ReturnType<typeof startWorker>;
+}
+
+/**
+ * What the three worker cases share: 60 tasks on a new dataset, a worker started against an API that answers 6
+ * calls and holds the rest, and the wait until those 6 are written; `use` then cuts the server away from it and
+ * the API lets the rest through. The API is stopped however `use` ends.
+ */
+async function withWorkerMidRun(prefix: string, use: (run: MidRun) => Promise<void>): Promise<void> {
+  const ALLOWED = 6;
+  const s = await setUp(60, prefix);
+  await (await openPgStore(s.url)).close();
+  s.pool.on('error', () => undefined);
+  const api = await gatedApi(s.sandbox.url);
+  try {
+    api.allow(ALLOWED);
+    const worker = startWorker(s, { apiUrl: api.url });
+    await waitUntil(
+      async () => s.sandbox.requests.length >= ALLOWED && (await one(s.pool, 'SELECT count(*) AS n FROM api_calls WHERE status = 200')) >= operationRequests(s.sandbox).length,
+      30_000,
+      'the first calls written',
+    );
+    await use({ s, api, worker });
+  } finally {
+    await api.stop();
+  }
+}
+
+/** The worker's exit code once the API lets everything through, checked to be no crash by an unhandled 'error' event. */
+async function exitOf({ api, worker }: MidRun): Promise<number | string> {
+  api.allow(Infinity);
+  const code = await worker.exited;
+  expect(worker.stderr()).not.toMatch(/Unhandled 'error' event/);
+  return code;
+}
+
+/** The worker's summary (its last line), whose status its runs row holds too. */
+async function summaryInRuns<T extends { status: string; runId: number }>({ s, worker }: MidRun): Promise<T> {
+  const summary = JSON.parse(worker.stdout().trim().split('\n').at(-1)!) as T;
+  const rows = (await s.pool.query<{ status: string }>('SELECT status FROM runs WHERE id = $1', [summary.runId])).rows;
+  expect(rows).toEqual([{ status: summary.status }]);
+  return summary;
+}
+
 describe.skipIf(!pgClusterUrl)(`a worker whose connections the server drops${pgClusterUrl ? '' : ` (skipped: ${pgSkipReason})`}`, () => {
   it('a checked-out client whose session is terminated or times out idle in a transaction does not crash the process', async () => {
     const url = await newPgDatabase('conn_client');
@@ -69,107 +117,51 @@ describe.skipIf(!pgClusterUrl)(`a worker whose connections the server drops${pgC
   });
 
   it('stops with its summary, no unhandled error event, and its run row closed', async () => {
-    const TASKS = 60;
-    const ALLOWED = 6;
-    const s = await setUp(TASKS, 'conn_loss');
-    await (await openPgStore(s.url)).close();
-    s.pool.on('error', () => undefined);
-    const api = await gatedApi(s.sandbox.url);
-    try {
-      api.allow(ALLOWED);
-      const worker = startWorker(s, { apiUrl: api.url });
-      await waitUntil(
-        async () => s.sandbox.requests.length >= ALLOWED && (await one(s.pool, 'SELECT count(*) AS n FROM api_calls WHERE status = 200')) >= operationRequests(s.sandbox).length,
-        30_000,
-        'the first calls written',
-      );
-      expect(await terminateAll(s.url)).toBeGreaterThan(0);
-      api.allow(Infinity);
-      const code = await worker.exited;
-      expect(worker.stderr()).not.toMatch(/Unhandled 'error' event/);
-      expect(code, worker.stderr()).toBe(0);
-      const summary = JSON.parse(worker.stdout().trim().split('\n').at(-1)!) as { status: string; runId: number; error: { code: string; message: string } };
+    await withWorkerMidRun('conn_loss', async (run) => {
+      expect(await terminateAll(run.s.url)).toBeGreaterThan(0);
+      expect(await exitOf(run), run.worker.stderr()).toBe(0);
+      const summary = await summaryInRuns<{ status: string; runId: number; error: { code: string; message: string } }>(run);
       // Stopped as by an error (exit 1), which names what happened: not "taken over while it was not running".
-      expect(summary.status, worker.stdout()).toBe('failed');
+      expect(summary.status, run.worker.stdout()).toBe('failed');
       expect(summary.error.code).toBe('LOCK_LOST');
       expect(summary.error.message).toMatch(/ended the session holding this run's lock/);
-      const rows = (await s.pool.query<{ status: string }>('SELECT status FROM runs WHERE id = $1', [summary.runId])).rows;
-      expect(rows).toEqual([{ status: summary.status }]);
-    } finally {
-      await api.stop();
-    }
+    });
   }, 90_000);
 
   it('a worker whose pooled connections (not its lock session) are ended goes on or stops with its summary, never crashes', async () => {
-    const TASKS = 60;
-    const ALLOWED = 6;
-    const s = await setUp(TASKS, 'conn_pool_loss');
-    await (await openPgStore(s.url)).close();
-    s.pool.on('error', () => undefined);
-    const api = await gatedApi(s.sandbox.url);
-    try {
-      api.allow(ALLOWED);
-      const worker = startWorker(s, { apiUrl: api.url });
-      await waitUntil(
-        async () => s.sandbox.requests.length >= ALLOWED && (await one(s.pool, 'SELECT count(*) AS n FROM api_calls WHERE status = 200')) >= operationRequests(s.sandbox).length,
-        30_000,
-        'the first calls written',
-      );
-      const holders = [...(await lockHolders(s.pool))];
-      await terminateAll(s.url, holders);
-      api.allow(Infinity);
-      const code = await worker.exited;
-      expect(worker.stderr()).not.toMatch(/Unhandled 'error' event/);
-      expect(code, worker.stderr()).toBe(0);
-      const summary = JSON.parse(worker.stdout().trim().split('\n').at(-1)!) as { status: string; runId: number };
-      expect(summary.status).not.toBe('running');
-      const rows = (await s.pool.query<{ status: string }>('SELECT status FROM runs WHERE id = $1', [summary.runId])).rows;
-      expect(rows).toEqual([{ status: summary.status }]);
-    } finally {
-      await api.stop();
-    }
+    await withWorkerMidRun('conn_pool_loss', async (run) => {
+      await terminateAll(run.s.url, [...(await lockHolders(run.s.pool))]);
+      expect(await exitOf(run), run.worker.stderr()).toBe(0);
+      expect((await summaryInRuns(run)).status).not.toBe('running');
+    });
   }, 90_000);
 
   it('a worker that cannot reach the server at its end stops without crashing; the next run closes its run as abandoned', async () => {
-    const TASKS = 60;
-    const ALLOWED = 6;
-    const s = await setUp(TASKS, 'conn_gone');
-    await (await openPgStore(s.url)).close();
-    s.pool.on('error', () => undefined);
-    const database = new URL(s.url).pathname.slice(1);
-    const admin = new pg.Client({ connectionString: new URL('/postgres', s.url).toString() });
-    await admin.connect();
-    const api = await gatedApi(s.sandbox.url);
-    try {
-      api.allow(ALLOWED);
-      const worker = startWorker(s, { apiUrl: api.url });
-      await waitUntil(
-        async () => s.sandbox.requests.length >= ALLOWED && (await one(s.pool, 'SELECT count(*) AS n FROM api_calls WHERE status = 200')) >= operationRequests(s.sandbox).length,
-        30_000,
-        'the first calls written',
-      );
-      // The database is gone for the worker: no session left, no new one allowed.
-      await admin.query(`ALTER DATABASE "${database}" ALLOW_CONNECTIONS false`);
-      await admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1', [database]);
-      api.allow(Infinity);
-      const code = await worker.exited;
-      expect(worker.stderr()).not.toMatch(/Unhandled 'error' event/);
-      expect(code, worker.stderr()).not.toBe(0);
-      await admin.query(`ALTER DATABASE "${database}" ALLOW_CONNECTIONS true`);
-      const check = new pg.Client({ connectionString: s.url });
-      await check.connect();
+    await withWorkerMidRun('conn_gone', async (run) => {
+      const { s } = run;
+      const database = new URL(s.url).pathname.slice(1);
+      const admin = new pg.Client({ connectionString: new URL('/postgres', s.url).toString() });
+      await admin.connect();
       try {
-        expect((await check.query(`SELECT status FROM runs`)).rows).toEqual([{ status: 'running' }]);
-        const next = startWorker(s);
-        expect(await next.exited, next.stderr()).toBe(0);
-        expect((await check.query(`SELECT status FROM runs ORDER BY id`)).rows.map((r) => r.status)).toEqual(['abandoned', 'completed']);
+        // The database is gone for the worker: no session left, no new one allowed.
+        await admin.query(`ALTER DATABASE "${database}" ALLOW_CONNECTIONS false`);
+        await admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1', [database]);
+        expect(await exitOf(run), run.worker.stderr()).not.toBe(0);
+        await admin.query(`ALTER DATABASE "${database}" ALLOW_CONNECTIONS true`);
+        const check = new pg.Client({ connectionString: s.url });
+        await check.connect();
+        try {
+          expect((await check.query(`SELECT status FROM runs`)).rows).toEqual([{ status: 'running' }]);
+          const next = startWorker(s);
+          expect(await next.exited, next.stderr()).toBe(0);
+          expect((await check.query(`SELECT status FROM runs ORDER BY id`)).rows.map((r) => r.status)).toEqual(['abandoned', 'completed']);
+        } finally {
+          await check.end();
+        }
       } finally {
-        await check.end();
+        await admin.query(`ALTER DATABASE "${database}" ALLOW_CONNECTIONS true`).catch(() => undefined);
+        await admin.end();
       }
-    } finally {
-      await admin.query(`ALTER DATABASE "${database}" ALLOW_CONNECTIONS true`).catch(() => undefined);
-      await admin.end();
-      await api.stop();
-    }
+    });
   }, 120_000);
 });

@@ -10,7 +10,6 @@ import { appendFileSync, readFileSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDataset, UsageError, type Dataset, type PgDataset, type SqliteDataset } from '../../src/index.ts';
 import { BadQueryError } from '../../src/store/readers/query-errors.ts';
@@ -18,16 +17,7 @@ import { ROOT } from '../support/run-helpers.ts';
 import { waitFor as waitForPg } from './coordination-fixtures.ts';
 import { docsAnalystUrl } from './analyst-role.ts';
 import { pgClusterUrl, pgSkipReason } from './use-pg.ts';
-import { makeReadDataset, type ReadDataset } from './read-dataset.ts';
-
-/** Statements whose rows must be the same on both engines: counts, sums, timestamps, a view. */
-const SAME_ON_BOTH = [
-  `SELECT c.name, count(l.position) AS locations, sum(l.is_headquarter) AS hq, max(c.updated_at) AS seen
-     FROM companies c LEFT JOIN company_locations l ON l.company_url = c.url GROUP BY c.url, c.name ORDER BY c.url`,
-  `SELECT job, status, count(*) AS n FROM tasks GROUP BY job, status ORDER BY job, status`,
-  `SELECT reference_url, company_name, best_grade FROM v_lookalikes ORDER BY reference_url, company_url`,
-  `SELECT id, started_at, ended_at, status, calls, credits_spent FROM runs ORDER BY id`,
-];
+import { SAME_ON_BOTH, useReadDataset } from './read-dataset.ts';
 
 /** Writes of every shape; each is refused on both engines and changes nothing. */
 const WRITES = [
@@ -41,32 +31,24 @@ const WRITES = [
 const SECRET = 'dataset-api-s3cret-pw';
 
 describe.skipIf(!pgClusterUrl)(`openDataset() on PostgreSQL${pgClusterUrl ? '' : ` (skipped: ${pgSkipReason})`}`, () => {
-  let data: ReadDataset;
-  let client: pg.Client;
+  const ds = useReadDataset('dsapi', ['lookalikes.json']);
   let lite: SqliteDataset;
   beforeAll(async () => {
-    data = await makeReadDataset('dsapi', ['lookalikes.json']);
-    client = new pg.Client({ connectionString: data.url });
-    await client.connect();
-    const opened = await openDataset(data.file);
-    if (opened.engine !== 'sqlite') throw new Error(`${data.file} opened as ${opened.engine}`);
+    const opened = await openDataset(ds.data.file);
+    if (opened.engine !== 'sqlite') throw new Error(`${ds.data.file} opened as ${opened.engine}`);
     lite = opened;
-  }, 60_000);
-  afterAll(async () => {
-    lite?.close();
-    await client?.end();
-    await data?.cleanup();
   });
+  afterAll(() => lite?.close());
 
   /** The test database's URL with a password in it (the cluster trusts loopback, so any password connects). */
   const withPassword = () => {
-    const url = new URL(data.url);
+    const url = new URL(ds.data.url);
     url.password = SECRET;
     return url.toString();
   };
 
   it('reads the same rows as the SQLite dataset, with parameters as $1 (? on SQLite)', async () => {
-    const onPg: Dataset = await openDataset(data.url);
+    const onPg: Dataset = await openDataset(ds.data.url);
     try {
       expect(onPg.engine).toBe('postgres');
       for (const sql of SAME_ON_BOTH) {
@@ -88,10 +70,10 @@ describe.skipIf(!pgClusterUrl)(`openDataset() on PostgreSQL${pgClusterUrl ? '' :
   });
 
   it('refuses every write with a BadQueryError, as SQLite does, and the data stays as it was', async () => {
-    const count = async () => (await client.query('SELECT count(*)::int AS n FROM companies')).rows[0].n as number;
+    const count = async () => (await ds.client.query('SELECT count(*)::int AS n FROM companies')).rows[0].n as number;
     const before = await count();
     expect(before).toBeGreaterThan(0);
-    const onPg = await openDataset(data.url);
+    const onPg = await openDataset(ds.data.url);
     try {
       for (const sql of WRITES) {
         expect(() => lite.all(sql), sql).toThrow(BadQueryError);
@@ -132,7 +114,7 @@ describe.skipIf(!pgClusterUrl)(`openDataset() on PostgreSQL${pgClusterUrl ? '' :
   });
 
   it("reads as docs/postgres.md's read-only analyst role, which opens it without migrating", async () => {
-    const asAnalyst = await docsAnalystUrl(client, data.url);
+    const asAnalyst = await docsAnalystUrl(ds.client, ds.data.url);
     const onPg = await openDataset(asAnalyst);
     try {
       const sql = SAME_ON_BOTH[1]!;
@@ -144,12 +126,12 @@ describe.skipIf(!pgClusterUrl)(`openDataset() on PostgreSQL${pgClusterUrl ? '' :
   });
 
   it('close() ends the pool (no connection left on the server), is safe twice, and a later query says it is closed', async () => {
-    const database = new URL(data.url).pathname.slice(1);
+    const database = new URL(ds.data.url).pathname.slice(1);
     const connections = async () =>
-      (await client.query('SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()', [database])).rows[0]
+      (await ds.client.query('SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()', [database])).rows[0]
         .n as number;
-    const opened = await openDataset(data.url);
-    if (opened.engine !== 'postgres') throw new Error(`${data.url} opened as ${opened.engine}`);
+    const opened = await openDataset(ds.data.url);
+    if (opened.engine !== 'postgres') throw new Error(`${ds.data.url} opened as ${opened.engine}`);
     const onPg: PgDataset = opened;
     // The type says it first: a PgDataset has no all() to call (tsc checks this file).
     // @ts-expect-error all is `never` on PostgreSQL
@@ -164,7 +146,7 @@ describe.skipIf(!pgClusterUrl)(`openDataset() on PostgreSQL${pgClusterUrl ? '' :
 
   it('without `db`, opens NETINGEST_DATABASE_URL, as the CLI does without --db', async () => {
     const saved = process.env.NETINGEST_DATABASE_URL;
-    process.env.NETINGEST_DATABASE_URL = data.url;
+    process.env.NETINGEST_DATABASE_URL = ds.data.url;
     try {
       const onPg = await openDataset();
       try {
@@ -180,13 +162,13 @@ describe.skipIf(!pgClusterUrl)(`openDataset() on PostgreSQL${pgClusterUrl ? '' :
   });
 
   it('a SQLite dataset loads no pg; a PostgreSQL one does (the same script, one process)', async () => {
-    const loads = join(data.ws.dir, 'loads.txt');
-    const script = join(data.ws.dir, 'open-both.mts');
+    const loads = join(ds.data.ws.dir, 'loads.txt');
+    const script = join(ds.data.ws.dir, 'open-both.mts');
     await writeFile(
         script,
         `import { appendFileSync } from 'node:fs';\n` +
           `import { openDataset } from ${JSON.stringify(join(ROOT, 'src/index.ts'))};\n` +
-          `const lite = await openDataset(${JSON.stringify(data.file)});\n` +
+          `const lite = await openDataset(${JSON.stringify(ds.data.file)});\n` +
           `await lite.query('SELECT count(*) AS n FROM companies');\n` +
           `lite.close();\n` +
           `appendFileSync(process.env.LOADS_FILE, 'POSTGRES\\n');\n` +
@@ -197,7 +179,7 @@ describe.skipIf(!pgClusterUrl)(`openDataset() on PostgreSQL${pgClusterUrl ? '' :
     appendFileSync(loads, '');
     await promisify(execFile)(process.execPath, ['--import', 'tsx', '--import', join(ROOT, 'test/fixtures/record-loads.mjs'), script], {
       cwd: ROOT,
-      env: { ...process.env, LOADS_FILE: loads, PG_URL: data.url },
+      env: { ...process.env, LOADS_FILE: loads, PG_URL: ds.data.url },
     });
     const [sqlitePart, pgPart] = readFileSync(loads, 'utf8').split('POSTGRES\n');
     const pgModules = (part: string) => part.split('\n').filter((u) => u.includes('/node_modules/pg/') || u.endsWith('/pg-dataset.ts'));

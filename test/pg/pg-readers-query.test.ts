@@ -5,40 +5,21 @@
  * server in both cases.
  */
 import { existsSync } from 'node:fs';
-import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { inProcess, spawnCli } from '../support/run-helpers.ts';
 import { waitFor as waitForPg } from './coordination-fixtures.ts';
 import { docsAnalystUrl } from './analyst-role.ts';
 import { pgClusterUrl, pgSkipReason } from './use-pg.ts';
-import { makeReadDataset, type ReadDataset } from './read-dataset.ts';
-
-const SAME_ON_BOTH = [
-  `SELECT c.name, count(l.position) AS locations, sum(l.is_headquarter) AS hq, max(c.updated_at) AS seen
-     FROM companies c LEFT JOIN company_locations l ON l.company_url = c.url GROUP BY c.url, c.name ORDER BY c.url`,
-  `SELECT job, status, count(*) AS n FROM tasks GROUP BY job, status ORDER BY job, status`,
-  `SELECT reference_url, company_name, best_grade FROM v_lookalikes ORDER BY reference_url, company_url`,
-  `SELECT id, started_at, ended_at, status, calls, credits_spent FROM runs ORDER BY id`,
-];
+import { SAME_ON_BOTH, useReadDataset } from './read-dataset.ts';
 
 describe.skipIf(!pgClusterUrl)(`query on PostgreSQL${pgClusterUrl ? '' : ` (skipped: ${pgSkipReason})`}`, () => {
-  let data: ReadDataset;
-  let client: pg.Client;
-  beforeAll(async () => {
-    data = await makeReadDataset('query', ['lookalikes.json']);
-    client = new pg.Client({ connectionString: data.url });
-    await client.connect();
-  }, 60_000);
-  afterAll(async () => {
-    await client?.end();
-    await data?.cleanup();
-  });
+  const ds = useReadDataset('query', ['lookalikes.json']);
 
   it('prints the same table, CSV and JSON Lines as on SQLite', async () => {
     for (const sql of SAME_ON_BOTH) {
       for (const format of ['table', 'csv', 'jsonl']) {
-        const lite = await inProcess(['query', sql, '--db', data.file, '--format', format]);
-        const onPg = await inProcess(['query', sql, '--db', data.url, '--format', format]);
+        const lite = await inProcess(['query', sql, '--db', ds.data.file, '--format', format]);
+        const onPg = await inProcess(['query', sql, '--db', ds.data.url, '--format', format]);
         expect(onPg.stderr, sql).toBe('');
         expect(onPg.code).toBe(0);
         expect(lite.stdout.trim().split('\n').length, sql).toBeGreaterThan(format === 'jsonl' ? 0 : 1);
@@ -48,10 +29,10 @@ describe.skipIf(!pgClusterUrl)(`query on PostgreSQL${pgClusterUrl ? '' : ` (skip
   });
 
   it('refuses a write: by its first word as on SQLite, and by the READ ONLY transaction when hidden in a WITH', async () => {
-    const before = (await client.query('SELECT count(*)::int AS n FROM companies')).rows[0].n as number;
+    const before = (await ds.client.query('SELECT count(*)::int AS n FROM companies')).rows[0].n as number;
     expect(before).toBeGreaterThan(0);
-    const lite = await inProcess(['query', 'DELETE FROM companies', '--db', data.file]);
-    const onPg = await inProcess(['query', 'DELETE FROM companies', '--db', data.url]);
+    const lite = await inProcess(['query', 'DELETE FROM companies', '--db', ds.data.file]);
+    const onPg = await inProcess(['query', 'DELETE FROM companies', '--db', ds.data.url]);
     expect(onPg.code).toBe(2);
     expect(onPg.code).toBe(lite.code);
     expect(onPg.stderr).toMatch(/refused: DELETE statements are not run here \(read-only/);
@@ -60,22 +41,22 @@ describe.skipIf(!pgClusterUrl)(`query on PostgreSQL${pgClusterUrl ? '' : ` (skip
       "SELECT nextval(pg_get_serial_sequence('runs', 'id'))",
       'EXPLAIN ANALYZE DELETE FROM companies',
     ]) {
-      const hidden = await inProcess(['query', sql, '--db', data.url]);
+      const hidden = await inProcess(['query', sql, '--db', ds.data.url]);
       expect(hidden.code, sql).toBe(2);
       expect(hidden.stderr, sql).toMatch(/refused: this statement writes to the database \(read-only.*read-only transaction/);
     }
-    expect((await client.query('SELECT count(*)::int AS n FROM companies')).rows[0].n).toBe(before);
-    const bad = await inProcess(['query', 'SELECT nope FROM companies', '--db', data.url]);
+    expect((await ds.client.query('SELECT count(*)::int AS n FROM companies')).rows[0].n).toBe(before);
+    const bad = await inProcess(['query', 'SELECT nope FROM companies', '--db', ds.data.url]);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toMatch(/SQL error: column "nope" does not exist/);
   });
 
   it("runs as docs/postgres.md's read-only analyst role, which can write nothing", async () => {
-    const asAnalyst = await docsAnalystUrl(client, data.url);
+    const asAnalyst = await docsAnalystUrl(ds.client, ds.data.url);
     const sql = SAME_ON_BOTH[1]!;
     const onPg = await inProcess(['query', sql, '--db', asAnalyst, '--format', 'csv']);
     expect(onPg.stderr).toBe('');
-    expect(onPg.stdout).toBe((await inProcess(['query', sql, '--db', data.file, '--format', 'csv'])).stdout);
+    expect(onPg.stdout).toBe((await inProcess(['query', sql, '--db', ds.data.file, '--format', 'csv'])).stdout);
     for (const command of [['status'], ['export', 'runs']]) {
       const read = await inProcess([...command, '--db', asAnalyst]);
       expect(read.stderr, command[0]).toBe('');
@@ -84,7 +65,7 @@ describe.skipIf(!pgClusterUrl)(`query on PostgreSQL${pgClusterUrl ? '' : ` (skip
   });
 
   it('--timeout 1 stops SELECT pg_sleep(10) with exit 124, and the server stops it too', async () => {
-    const cli = spawnCli(['query', 'SELECT pg_sleep(10) AS slept', '--db', data.url, '--timeout', '1'], { cwd: data.ws.dir });
+    const cli = spawnCli(['query', 'SELECT pg_sleep(10) AS slept', '--db', ds.data.url, '--timeout', '1'], { cwd: ds.data.ws.dir });
     const started = Date.now();
     const ended = await cli.done;
     expect(ended.code).toBe(124);
@@ -96,8 +77,8 @@ describe.skipIf(!pgClusterUrl)(`query on PostgreSQL${pgClusterUrl ? '' : ` (skip
   }, 30_000);
 
   it('export --sql --timeout 1 stops the same way and leaves nothing at --out', async () => {
-    const out = `${data.ws.dir}/slept.csv`;
-    const cli = spawnCli(['export', '--sql', 'SELECT pg_sleep(10) AS slept', '--db', data.url, '--timeout', '1', '--out', out], { cwd: data.ws.dir });
+    const out = `${ds.data.ws.dir}/slept.csv`;
+    const cli = spawnCli(['export', '--sql', 'SELECT pg_sleep(10) AS slept', '--db', ds.data.url, '--timeout', '1', '--out', out], { cwd: ds.data.ws.dir });
     const ended = await cli.done;
     expect(ended.code).toBe(124);
     expect(ended.stderr).toMatch(/ran for more than 1 s \(--timeout\) and was stopped/);
@@ -106,7 +87,7 @@ describe.skipIf(!pgClusterUrl)(`query on PostgreSQL${pgClusterUrl ? '' : ` (skip
   }, 30_000);
 
   it('SIGINT cancels the running statement on the server and exits 130', async () => {
-    const cli = spawnCli(['query', 'SELECT pg_sleep(30) AS slept', '--db', data.url], { cwd: data.ws.dir });
+    const cli = spawnCli(['query', 'SELECT pg_sleep(30) AS slept', '--db', ds.data.url], { cwd: ds.data.ws.dir });
     await waitForPg(async () => (await sleepers('pg_sleep(30)')) === 1, 10_000, 'the statement to run');
     cli.child.kill('SIGINT');
     const ended = await cli.done;
@@ -117,7 +98,7 @@ describe.skipIf(!pgClusterUrl)(`query on PostgreSQL${pgClusterUrl ? '' : ` (skip
 
   /** Statements of `text` the server is running now (not this query itself). */
   async function sleepers(text: string): Promise<number> {
-    const found = await client.query(
+    const found = await ds.client.query(
       `SELECT count(*)::int AS n FROM pg_stat_activity WHERE state = 'active' AND query LIKE $1 AND pid <> pg_backend_pid()`,
       [`%${text}%`],
     );

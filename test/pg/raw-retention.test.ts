@@ -1,24 +1,30 @@
 /**
- * Retention of raw bodies on both engines: a job's keepRawDays prunes its own bodies at the end of a run (one
- * test, run on each); on PostgreSQL `netingest prune` keeps the same bodies as on SQLite from the same archive
- * (one rule, two engines), a dry run changes nothing, and a running worker's shared hold refuses it (exit 4).
- * SQLite's own cases (gzip, reprocess after a prune, the command's text) are test/e2e/db-raw-retention.test.ts.
+ * Retention of raw bodies on both engines, each case said once and run on each: `netingest prune` drops only the
+ * bodies past the period that a newer accepted answer to the same request superseded (a dry run changes nothing;
+ * the text and --json say so), refuses a dataset that is not there, and a job's keepRawDays prunes its own bodies
+ * at the end of a run. Engine-specific, and marked so: what the space figures measure (SQLite's file after VACUUM,
+ * PostgreSQL's table on the server and its VACUUM), SQLite's gzip of text bodies and its loading no PostgreSQL
+ * code, PostgreSQL's two prunes at once beside a body being written. A run holding the dataset refuses prune on
+ * both engines: test/pg/dataset-lock.test.ts. Reprocess after a prune: test/pg/reprocess.test.ts.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { execFile } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
 import { openDatabase } from '../../src/store/open.ts';
 import { openPgStore } from '../../src/store/pg/open.ts';
-import { holdShared } from '../../src/store/pg/dataset-lock.ts';
-import { pruneRawBodiesPg, rawBodiesWerePrunedPg } from '../../src/store/pg/raw-prune.ts';
+import { pruneRawBodiesPg } from '../../src/store/pg/raw-prune.ts';
+import { pruneRawBodies } from '../../src/store/raw-prune.ts';
 import { runJobs } from '../../src/runner/run-jobs.ts';
-import { csv, FAST_RATE, FAST_RETRY, inProcess, makeWorkspace, postUrls, query, ROOT, type Workspace } from '../support/run-helpers.ts';
+import { csv, FAST_RATE, FAST_RETRY, inProcess, makeWorkspace, postUrls, ROOT } from '../support/run-helpers.ts';
 import { useSandboxes } from '../support/sandbox-helpers.ts';
-import { newMigratedPgDatabase, newPgDatabase, pgClusterUrl, pgSkipReason } from './use-pg.ts';
-import { forEachEngine } from './engines.ts';
+import { job, jobsResponse } from '../support/db-fixtures.ts';
+import { newMigratedPgDatabase, pgClusterUrl, pgSkipReason } from './use-pg.ts';
+import { forEachEngine, type TestDb, type TestEngine } from './engines.ts';
 
 const TOKEN = 'pg-retention-3e9a';
 const DAY = 86_400_000;
@@ -46,7 +52,6 @@ const bodyOf = (b: Body) => JSON.stringify({ label: b.label, pad: 'x'.repeat(40)
 const labels = (bodies: string[]) => bodies.map((b) => (JSON.parse(b) as { label: string }).label).sort();
 
 const sandboxes = useSandboxes();
-let ws: Workspace;
 const pools: pg.Pool[] = [];
 
 async function pgDataset(prefix: string): Promise<{ url: string; pool: pg.Pool }> {
@@ -62,89 +67,89 @@ async function pgBodies(pool: pg.Pool): Promise<string[]> {
   return (await pool.query<{ body: string }>('SELECT body FROM raw_responses ORDER BY id')).rows.map((r) => r.body);
 }
 
-const sqliteBodies = () => query<{ body: string }>(ws, 'SELECT body FROM raw_responses ORDER BY id').map((r) => r.body);
+/** A new dataset holding ARCHIVE, stored as a run stores bodies (no rows: prune reads raw_responses alone). */
+let datasets = 0;
+async function archived(engine: TestEngine, dir: string): Promise<TestDb> {
+  const db = await engine.open(dir, `archive-${++datasets}.db`);
+  await db.create();
+  for (const b of ARCHIVE) {
+    await db.run(`INSERT INTO raw_responses (operation, request_key, request_json, body, received_at, error_code) VALUES (?, ?, '{}', ?, ?, ?)`,
+      b.operation, b.key, bodyOf(b), daysAgo(b.days), b.errorCode ?? null);
+  }
+  return db;
+}
 
-describe.skipIf(!pgClusterUrl)(`raw body retention on PostgreSQL${pgClusterUrl ? '' : ` (skipped: ${pgSkipReason})`}`, () => {
+const bodiesOf = async (db: TestDb) => (await db.rows<{ body: string }>('SELECT raw_body(body, body_encoding) AS body FROM raw_responses ORDER BY id')).map((r) => r.body);
+
+async function prune(db: TestDb, ...flags: string[]): Promise<Record<string, number | boolean>> {
+  const out = await inProcess(['prune', '--db', db.locator, '--keep-days', '30', '--json', ...flags]);
+  expect(out.code, out.stderr).toBe(0);
+  return JSON.parse(out.stdout) as Record<string, number | boolean>;
+}
+
+forEachEngine('netingest prune', (engine) => {
+  let dir: string;
   beforeAll(async () => {
-    ws = await makeWorkspace();
+    dir = mkdtempSync(join(tmpdir(), 'netingest-prune-'));
   });
-  afterAll(async () => {
-    await Promise.all(pools.map((p) => p.end()));
-    await ws?.cleanup();
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('drops only bodies past the period that a newer accepted answer to the same request superseded; a dry run changes nothing', async () => {
+    const db = await archived(engine, dir);
+    const dry = await prune(db, '--dry-run');
+    // oldA and oldWrongA (superseded by recentA), oldD (by latestD); recentA is within the period, onlyB and
+    // otherOpD are their request's latest, wrongC was never superseded by an accepted answer.
+    expect(dry).toMatchObject({ dropped: 3, kept: 6 });
+    expect(dry.droppedBytes).toBeGreaterThan(0);
+    expect(await bodiesOf(db)).toEqual(ARCHIVE.map(bodyOf));
+    expect(await db.count("SELECT count(*) FROM netingest_meta WHERE key = 'raw_pruned_at'")).toBe(0);
+
+    const done = await prune(db);
+    expect({ dropped: done.dropped, kept: done.kept, droppedBytes: done.droppedBytes }).toEqual({ dropped: 3, kept: 6, droppedBytes: dry.droppedBytes });
+    expect(labels(await bodiesOf(db))).toEqual(['latestA', 'latestD', 'onlyB', 'otherOpD', 'recentA', 'wrongC']);
+    expect(await db.count("SELECT count(*) FROM netingest_meta WHERE key = 'raw_pruned_at'")).toBe(1);
+
+    const text = await inProcess(['prune', '--db', db.locator, '--keep-days', '0', '--dry-run']);
+    expect(text.code, text.stderr).toBe(0);
+    expect(text.stdout).toMatch(/^1 raw bodies received before \S+ and superseded by a newer answer would be dropped \(\d+\.\d MB\); 5 kept\.$/m);
+    const bad = await inProcess(['prune', '--db', db.locator, '--keep-days', 'soon']);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/--keep-days soon: .*must be a number/);
   });
 
-  it('netingest prune keeps the same bodies as on SQLite, a dry run changes nothing, a running worker refuses it', async () => {
-    const { url, pool } = await pgDataset('raw_retention');
-    const lite = openDatabase(ws.db);
-    try {
-      const insert = lite.sqlite.prepare(`INSERT INTO raw_responses (operation, request_key, request_json, body, received_at, error_code) VALUES (?, ?, '{}', ?, ?, ?)`);
-      for (const b of ARCHIVE) insert.run(b.operation, b.key, bodyOf(b), daysAgo(b.days), b.errorCode ?? null);
-    } finally {
-      lite.close();
-    }
-    for (const b of ARCHIVE) {
-      await pool.query(`INSERT INTO raw_responses (operation, request_key, request_json, body, received_at, error_code) VALUES ($1, $2, '{}', $3, $4, $5)`,
-        [b.operation, b.key, bodyOf(b), daysAgo(b.days), b.errorCode ?? null]);
-    }
-    const prune = async (db: string, ...flags: string[]) => {
-      const out = await inProcess(['prune', '--db', db, '--keep-days', '30', '--json', ...flags]);
-      expect(out.code, out.stderr).toBe(0);
-      return JSON.parse(out.stdout) as Record<string, number>;
-    };
-    const rule = (r: Record<string, number>) => ({ dropped: r.dropped, kept: r.kept, compressed: r.compressed, compressedSavedBytes: r.compressedSavedBytes });
-
-    const dryLite = await prune(ws.db, '--dry-run');
-    const dryPg = await prune(url, '--dry-run');
-    expect(rule(dryPg)).toEqual(rule(dryLite));
-    expect(dryPg.dropped).toBeGreaterThan(0);
-    expect(await pgBodies(pool)).toEqual(ARCHIVE.map(bodyOf));
-    expect(await rawBodiesWerePrunedPg(pool)).toBe(false);
-
-    // A worker holds the dataset shared while it runs: prune waits for no one.
-    const worker = await holdShared(pool, 'the dataset');
-    try {
-      const refused = await inProcess(['prune', '--db', url, '--keep-days', '30']);
-      expect(refused.code).toBe(4);
-      expect(refused.stderr).toMatch(/in use by a running `netingest run`.*netingest prune waits for no one/);
-      expect(await pgBodies(pool)).toEqual(ARCHIVE.map(bodyOf));
-    } finally {
-      await worker.release();
-    }
-
-    const doneLite = await prune(ws.db);
-    const donePg = await prune(url);
-    expect(rule(donePg)).toEqual(rule(dryLite));
-    expect(labels(await pgBodies(pool))).toEqual(labels(sqliteBodies()));
-    expect(labels(await pgBodies(pool))).toEqual(['latestA', 'latestD', 'onlyB', 'otherOpD', 'recentA', 'wrongC']);
-    // Stored sizes: the same text, plus PostgreSQL's few bytes of header per value.
-    expect(donePg.droppedBytes).toBeGreaterThanOrEqual(doneLite.droppedBytes!);
-    expect(donePg.droppedBytes).toBeLessThanOrEqual(doneLite.droppedBytes! + 4 * donePg.dropped!);
-    expect(await rawBodiesWerePrunedPg(pool)).toBe(true);
-    // The figures say what they measure: the table on the server, not a file; and the plain VACUUM ran.
-    expect(donePg).not.toHaveProperty('fileBytesAfter');
-    expect(donePg.rawResponsesBytesAfter).toBeGreaterThan(0);
-    expect(donePg.vacuumed).toBe(true);
-    const { rows } = await pool.query(`SELECT last_vacuum FROM pg_stat_user_tables WHERE relname = 'raw_responses'`);
-    expect(rows[0].last_vacuum).not.toBeNull();
-
-    const text = await inProcess(['prune', '--db', url, '--keep-days', '0']);
+  it('says what its space figures measure: the file on SQLite, the table on the server and its VACUUM on PostgreSQL', async () => {
+    const db = await archived(engine, dir);
+    const done = await prune(db);
+    const text = await inProcess(['prune', '--db', db.locator, '--keep-days', '0']);
     expect(text.code, text.stderr).toBe(0);
     expect(text.stdout).toMatch(/^1 raw bodies received before \S+ and superseded by a newer answer dropped \(\d+\.\d MB\); 5 kept\.$/m);
-    expect(text.stdout).toMatch(/raw_responses on the server \(table, TOAST and indexes\): \d+\.\d MB before, \d+\.\d MB after VACUUM/);
+    if (engine.name === 'sqlite') {
+      // SQLite-specific: the file, after VACUUM.
+      expect(done.fileBytesAfter).toBe(statSync(db.locator).size);
+      expect(done).not.toHaveProperty('rawResponsesBytesAfter');
+    } else {
+      // PostgreSQL-specific: the table on the server (table, TOAST and indexes), and the plain VACUUM ran.
+      expect(done).not.toHaveProperty('fileBytesAfter');
+      expect(done.rawResponsesBytesAfter).toBeGreaterThan(0);
+      expect(done.vacuumed).toBe(true);
+      expect(await db.count(`SELECT count(*) FROM pg_stat_user_tables WHERE relname = 'raw_responses' AND last_vacuum IS NOT NULL`)).toBe(1);
+      expect(text.stdout).toMatch(/raw_responses on the server \(table, TOAST and indexes\): \d+\.\d MB before, \d+\.\d MB after VACUUM/);
+    }
   });
 
-  it('refuses a database with no netingest schema and leaves it empty, as SQLite refuses a missing file', async () => {
-    const url = await newPgDatabase('raw_retention_empty');
-    const out = await inProcess(['prune', '--db', url, '--dry-run']);
+  it('refuses a dataset that is not there, and creates nothing', async () => {
+    const db = await engine.open(dir, 'never-made.db');
+    const out = await inProcess(['prune', '--db', db.locator, '--dry-run']);
     expect(out.code).toBe(2);
-    expect(out.stderr).toMatch(/no netingest dataset in postgres:\/\/\S+: nothing to prune/);
-    const client = new pg.Client({ connectionString: url });
-    await client.connect();
-    try {
-      expect((await client.query(`SELECT count(*)::int AS n FROM information_schema.tables WHERE table_schema = 'public'`)).rows[0].n).toBe(0);
-    } finally {
-      await client.end();
-    }
+    expect(out.stderr).toMatch(/no (database at|netingest dataset in) \S+: nothing to prune/);
+    if (engine.name === 'sqlite') expect(existsSync(db.locator)).toBe(false);
+    else expect(await db.count(`SELECT count(*) FROM information_schema.tables WHERE table_schema = 'public'`)).toBe(0);
+  });
+});
+
+describe.skipIf(!pgClusterUrl)(`(PostgreSQL) prune beside writers${pgClusterUrl ? '' : ` (skipped: ${pgSkipReason})`}`, () => {
+  afterAll(async () => {
+    await Promise.all(pools.map((p) => p.end()));
   });
 
   it('drops nothing that a body still being written would supersede, and two prunes at once keep the latest answer', async () => {
@@ -209,7 +214,25 @@ forEachEngine("a job's keepRawDays", (engine) => {
   }, 30_000);
 });
 
-describe('netingest prune on SQLite', () => {
+describe('(SQLite) netingest prune', () => {
+  it('gzips the bodies an earlier netingest stored as text, when asked', async () => {
+    const ws = await makeWorkspace();
+    const db = openDatabase(ws.db);
+    try {
+      const body = JSON.stringify(jobsResponse([job(1), job(2), job(3), job(4), job(5), job(6)]));
+      db.sqlite.prepare(`INSERT INTO raw_responses (operation, request_key, request_json, body, received_at) VALUES ('search-jobs', 'k', '{}', ?, ?)`).run(body, daysAgo(1));
+      expect(pruneRawBodies(db, { keepDays: 30, dryRun: true, compressOld: true }).compressed).toBe(1);
+      expect(db.sqlite.prepare('SELECT body_encoding FROM raw_responses').pluck().get()).toBeNull();
+      const report = pruneRawBodies(db, { keepDays: 30, compressOld: true });
+      expect(report.compressed).toBe(1);
+      expect(report.compressedSavedBytes).toBeGreaterThan(body.length / 2);
+      expect(db.sqlite.prepare('SELECT body_encoding, raw_body(body, body_encoding) AS text FROM raw_responses').get()).toEqual({ body_encoding: 'gzip', text: body });
+    } finally {
+      db.close();
+      await ws.cleanup();
+    }
+  });
+
   it('loads neither the PostgreSQL driver nor the PostgreSQL prune', async () => {
     const ws = await makeWorkspace();
     try {

@@ -1,6 +1,8 @@
 /** Hand-built, typed responses for the db tests and the upsert bench (shared so both use the same shapes). */
 import type { CompanyRecord, JobRecord, PostDetailsResponse, SearchJobsResponse, SimilarCompaniesResponse } from '../../src/spec/types.ts';
-import type { PostDetailsIngestRequest, SearchJobsIngestRequest, SimilarCompaniesIngestRequest } from '../../src/store/ingest-request.ts';
+import type { PostDetailsSubject } from '../../src/operations/post-details.ts';
+import type { SearchJobsSubject } from '../../src/operations/search-jobs.ts';
+import type { SimilarCompaniesSubject } from '../../src/operations/similar-companies.ts';
 
 export const credits = { total_credits: 1000, credits_used: 3, credits_remaining: 997 };
 
@@ -47,7 +49,7 @@ export function similarResponse(content: CompanyRecord[], page = 1, num = conten
   return { success: true, message: 'ok', data: { content, number: 0, first: page === 1, empty: content.length === 0 }, page, num, ...credits };
 }
 
-export function similarRequest(page = 1, num = 2): SimilarCompaniesIngestRequest {
+export function similarRequest(page = 1, num = 2): SimilarCompaniesSubject {
   return {
     operation: 'similar-companies',
     referenceUrl: 'https://network.com/company/reference-co',
@@ -77,7 +79,7 @@ export function postResponse(overrides: Partial<PostDetailsResponse> = {}): Post
   };
 }
 
-export const postRequest: PostDetailsIngestRequest = {
+export const postRequest: PostDetailsSubject = {
   operation: 'post-details',
   postUrl: 'https://network.com/posts/zoe-nunez_hello-activity-7123456789012345678-AbCd',
 };
@@ -104,7 +106,7 @@ export function jobsResponse(results: JobRecord[]): SearchJobsResponse {
   return { success: true, message: 'ok', currentPage: 0, numResults: results.length, results, ...credits, credits_used: 2.5, credits_remaining: 997.5 };
 }
 
-export function jobsRequest(start = 0): SearchJobsIngestRequest {
+export function jobsRequest(start = 0): SearchJobsSubject {
   return {
     operation: 'search-jobs',
     searchKey: 'berlin-ts',

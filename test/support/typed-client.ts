@@ -3,7 +3,8 @@
  * directly: the runner only ever uses `call` with an operation's spec. Also each operation's request target and
  * body as its spec builds them, so the encoding rules are tested without a server.
  */
-import { createApiClient, type ApiClient, type ApiResult, type ClientOptions } from '../../src/api/client.ts';
+import { createApiClient, type ClientOptions } from '../../src/api/client.ts';
+import type { ApiClient, ApiResult } from '../../src/api/types.ts';
 import { postDetails, type PostDetailsAnswer } from '../../src/operations/post-details.ts';
 import { searchJobs, searchJobsPath, type SearchJobsAnswer } from '../../src/operations/search-jobs.ts';
 import { similarCompanies, type SimilarCompaniesAnswer } from '../../src/operations/similar-companies.ts';

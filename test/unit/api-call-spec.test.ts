@@ -4,7 +4,8 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createApiClient, type ApiClient } from '../../src/api/client.ts';
+import { createApiClient } from '../../src/api/client.ts';
+import type { ApiClient } from '../../src/api/types.ts';
 import { UnexpectedResponseError } from '../../src/api/errors.ts';
 import { searchJobs } from '../../src/operations/search-jobs.ts';
 import { readStored, specOf } from '../../src/operations/index.ts';

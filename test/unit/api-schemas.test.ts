@@ -5,9 +5,16 @@ import { ApiSchemaError } from '../../src/api/errors.ts';
 import { errorAction } from './error-verb.ts';
 import { readUsableAnswer } from '../../src/api/schemas.ts';
 import { validateResponse } from '../support/store-helpers.ts';
-import { readAnswer } from '../../src/operations/answers.ts';
+import { readAnswerOf, type AnswerByOperation, type AnswerReading, type AskedByOperation } from '../../src/operations/answers.ts';
+import { OPERATION_SPECS } from '../../src/operations/index.ts';
+import type { OperationSpec } from '../../src/operations/operation-spec.ts';
 import { driftLine } from '../../src/operations/drift.ts';
 import type { Operation } from '../../src/spec/types.ts';
+
+/** Reads a parsed 200 body of `operation` through its spec's contract. */
+function readAnswer<O extends Operation>(operation: O, body: unknown, asked?: AskedByOperation[O]): AnswerReading<AnswerByOperation[O]> {
+  return readAnswerOf(OPERATION_SPECS[operation] as unknown as OperationSpec<AskedByOperation[O], AnswerByOperation[O]>, body, asked);
+}
 
 const address = (over: Record<string, unknown> = {}) => ({
   city: 'san francisco',

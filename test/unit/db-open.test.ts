@@ -69,18 +69,6 @@ describe('openDatabase', () => {
     }
   });
 
-  it('refuses a database from a newer version (unknown applied migration) with DB_TOO_NEW', () => {
-    const file = join(dir, 'new.db');
-    const d = open(file);
-    const future = knownMigrations().at(-1)!.folderMillis + 86_400_000;
-    d.sqlite.prepare('INSERT INTO __drizzle_migrations (hash, created_at) VALUES (?, ?)').run('f'.repeat(64), future);
-    d.close();
-    const err = openError(file);
-    expect(err.code).toBe('DB_TOO_NEW');
-    expect(err.message).toMatch(/newer version of netingest/);
-    expect(openError(file, { readonly: true }).code).toBe('DB_TOO_NEW');
-  });
-
   it('refuses a file that is not a SQLite database with DB_CORRUPT', () => {
     const file = join(dir, 'notes.db');
     writeFileSync(file, 'company_url\nhttps://network.com/company/acme\n'.repeat(200));
@@ -88,17 +76,6 @@ describe('openDatabase', () => {
     expect(err.code).toBe('DB_CORRUPT');
     expect(err.message).toContain(file);
     expect(openError(file, { readonly: true }).code).toBe('DB_CORRUPT');
-  });
-
-  it('refuses a SQLite database of another program instead of adding tables to it', () => {
-    const file = join(dir, 'other.db');
-    const other = new BetterSqlite3(file);
-    other.exec('CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT)');
-    other.close();
-    expect(openError(file).code).toBe('DB_NOT_NETINGEST');
-    const check = new BetterSqlite3(file);
-    expect(check.prepare(`SELECT count(*) FROM sqlite_master WHERE type = 'table'`).pluck().get()).toBe(1);
-    check.close();
   });
 
   it('read-only mode: reads a migrated file, cannot write, does not create or migrate', () => {

@@ -12,7 +12,7 @@ import { locateDataset } from '../locator.ts';
 import { openStore } from '../open-store.ts';
 import { BadQueryError } from './query-errors.ts';
 import { openForReading } from './open-for-reading.ts';
-import { asQueryError } from './read-only-sql.ts';
+import { asQueryError, prepareUserSql } from './read-only-sql.ts';
 import { withReadSnapshot } from '../read-snapshot.ts';
 
 /** Values for a statement's `?` placeholders (an array) or `:name` / `$name` / `@name` ones (an object). */
@@ -103,12 +103,7 @@ export function openSqliteDataset(file: string): SqliteDataset {
 }
 
 function readingStatement(sqlite: BetterSqlite3.Database, sql: string): BetterSqlite3.Statement {
-  let stmt: BetterSqlite3.Statement;
-  try {
-    stmt = sqlite.prepare(sql);
-  } catch (err) {
-    throw new BadQueryError(`SQL error: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
-  }
+  const stmt = prepareUserSql(sqlite, sql);
   if (!stmt.reader) throw new BadQueryError('this statement returns no rows: openDataset() only reads');
   return stmt;
 }

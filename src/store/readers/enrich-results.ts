@@ -10,10 +10,6 @@ import type { EnrichReader } from '../../operations/operation-spec.ts';
 import { answerFloorsOf } from './latest-answers.ts';
 import { rawRows, type Reads } from '../read-steps.ts';
 
-export { SIMILAR_SQL } from '../../operations/similar-companies.ts';
-export { POST_BY_ID_SQL, POST_BY_URL_SQL } from '../../operations/post-details.ts';
-export { JOB_SQL } from '../../operations/search-jobs.ts';
-
 /** Looks up the result rows of one input, each already in the order of `columns`. */
 export interface ResultLookup {
   columns: readonly string[];

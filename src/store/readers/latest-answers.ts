@@ -9,11 +9,9 @@
  * its `api_calls.at` (and their `raw_responses.received_at`, which `reprocess` replays), so times compare
  * exactly.
  */
-import type BetterSqlite3 from 'better-sqlite3';
 import type { Job } from '../../jobs/schema.ts';
 import { specOf } from '../../operations/index.ts';
-import { otherJobsWithOperation } from '../job-names.ts';
-import { readSync, rows, type Reads } from '../read-steps.ts';
+import { rows, type Reads } from '../read-steps.ts';
 import { sql, param, paramList } from '../../statement.ts';
 
 /**
@@ -37,18 +35,8 @@ interface Answer {
 }
 
 /**
- * Prepares the ledger lookups of `job` once; the returned function gives an input's answer floors. The tasks
- * of every job that asks the same question count (the results they store are the same rows): same operation,
- * input and page, and the same question as the operation tells it (similar-companies: the same filters and page size).
- */
-export function answerFloorReader(sqlite: BetterSqlite3.Database, job: Job): (inputKey: string) => AnswerFloors {
-  const floors = answerFloorsOf(job, [job.name, ...otherJobsWithOperation(sqlite, job.operation, job.name)]);
-  return (inputKey) => readSync(sqlite, floors(inputKey));
-}
-
-/**
- * answerFloorReader() as Reads (read-steps.ts), the same on PostgreSQL: the floors of an input, counting the
- * tasks of `jobs` (the job and those asking the same question: otherJobsWithOperationReads).
+ * The floors of an input, counting the tasks of `jobs`: the job and those asking the same question
+ * (otherJobsWithOperationReads), whose stored results are the same rows.
  */
 export function answerFloorsOf(job: Job, jobs: readonly string[]): (inputKey: string) => Reads<AnswerFloors> {
   // One index probe per job name: tasks are unique on (job, input_key, page).

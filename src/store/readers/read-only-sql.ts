@@ -53,12 +53,7 @@ export function prepareReadQuery(sqlite: BetterSqlite3.Database, sql: string): B
   }
   if (!READING_KEYWORDS.has(keyword)) throw unknownStatement(sqlite, sql, keyword);
   if (keyword === 'PRAGMA') checkPragma(body);
-  let stmt: BetterSqlite3.Statement<unknown[], unknown[]>;
-  try {
-    stmt = sqlite.prepare(sql);
-  } catch (err) {
-    throw new BadQueryError(`SQL error: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
-  }
+  const stmt = prepareUserSql(sqlite, sql) as BetterSqlite3.Statement<unknown[], unknown[]>;
   if (!stmt.readonly) throw new WriteRefusedError(`refused: this statement writes to the database (read-only; ${ALLOWED})`);
   if (!stmt.reader) throw new BadQueryError(`this statement returns no rows; ${ALLOWED}`);
   try {
@@ -82,11 +77,20 @@ export function prepareReadQuery(sqlite: BetterSqlite3.Database, sql: string): B
  */
 function unknownStatement(sqlite: BetterSqlite3.Database, sql: string, keyword: string): BadQueryError {
   try {
-    sqlite.prepare(sql);
+    prepareUserSql(sqlite, sql);
   } catch (err) {
-    return new BadQueryError(`SQL error: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+    return err as BadQueryError;
   }
   return new BadQueryError(`unknown statement '${keyword}'; ${ALLOWED}`);
+}
+
+/** A user's `sql` prepared (nothing runs); SQLite's refusal as a BadQueryError: SQL for the user to fix. */
+export function prepareUserSql(sqlite: BetterSqlite3.Database, sql: string): BetterSqlite3.Statement {
+  try {
+    return sqlite.prepare(sql);
+  } catch (err) {
+    throw new BadQueryError(`SQL error: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+  }
 }
 
 /** The statement without leading comments, and its first word in capitals; an empty statement is refused. */

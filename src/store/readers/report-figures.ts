@@ -8,7 +8,7 @@ import { apiCallReads } from '../api-calls.ts';
 import { rows, value, type Reads } from '../read-steps.ts';
 import { statusReads } from '../status.ts';
 import type { RunStatus } from '../tables.ts';
-import { sql, param, dialect } from '../../statement.ts';
+import { sql, param, dialect, literal, perEngine } from '../../statement.ts';
 
 /** What the figures cover. */
 export interface ReportWindow {
@@ -41,10 +41,21 @@ export interface RunJobCreditSteps { runId: number; job: string | null; paid: nu
 /** Tasks of one job and state, by the hour their answer was stored (null: never). */
 export interface TaskAge { job: string; operation: string; status: string; retryable: number | null; completedHour: string | null; n: number }
 
-const RUNS = sql`SELECT id, jobs, started_at AS "startedAt", ended_at AS "endedAt", status, credits_spent AS "creditsSpent",
+/** The runs of the window; `jobRates` is the column, or NULL where the dataset has none (see HAS_JOB_RATES). */
+const runsSql = (jobRates: 'job_rates' | 'NULL') => sql`SELECT id, jobs, started_at AS "startedAt", ended_at AS "endedAt", status, credits_spent AS "creditsSpent",
   credits_at_end AS "creditsAtEnd", tasks_done AS "tasksDone", tasks_not_found AS "tasksNotFound", tasks_failed AS "tasksFailed",
-  tasks_deferred AS "tasksDeferred", invalid_rows AS "invalidRows", calls, exit_code AS "exitCode", job_rates AS "jobRates"
+  tasks_deferred AS "tasksDeferred", invalid_rows AS "invalidRows", calls, exit_code AS "exitCode", ${literal(jobRates)} AS "jobRates"
   FROM runs WHERE started_at >= ${param} ORDER BY id`;
+const RUNS = { withRates: runsSql('job_rates'), withoutRates: runsSql('NULL') };
+
+/**
+ * Whether `runs` has job_rates: a dataset opened for reading is not upgraded when it cannot be (a read-only role
+ * or file) and may lack it; its runs are then drawn as runs that recorded no rates (against --rate, "assumed").
+ */
+const HAS_JOB_RATES = perEngine({
+  sqlite: `SELECT count(*) FROM pragma_table_info('runs') WHERE name = 'job_rates'`,
+  postgres: `SELECT count(*)::int FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = 'runs' AND column_name = 'job_rates'`,
+});
 
 const CALLS = sql`SELECT a.run_id AS "runId", t.job, count(*) AS calls, sum(CASE WHEN a.status = 200 THEN 1 ELSE 0 END) AS answered,
   sum(CASE WHEN a.status = 404 THEN 1 ELSE 0 END) AS "notFound",
@@ -85,7 +96,8 @@ const TASK_AGES = sql`SELECT job, operation, status, ${dialect({ sqlite: 'retrya
 /** Everything the report shows, in one read (one snapshot on PostgreSQL). */
 export function* reportFiguresReads(window: ReportWindow, recentRuns = 10) {
   const status = yield* statusReads(recentRuns);
-  const runs = yield* rows<ReportRun>(RUNS, [window.sinceIso]);
+  const hasRates = ((yield* value<number>(HAS_JOB_RATES, [])) ?? 0) > 0;
+  const runs = yield* rows<ReportRun>(hasRates ? RUNS.withRates : RUNS.withoutRates, [window.sinceIso]);
   const calls = yield* rows<RunJobCalls>(CALLS, [window.sinceIso]);
   const creditSteps = yield* rows<RunJobCreditSteps>(CREDIT_STEPS, [window.sinceIso]);
   const drift = yield* rows<{ runId: number; operation: string; path: string; kind: string; count: number; seen: number }>(DRIFT, [window.sinceIso]);

@@ -75,6 +75,45 @@ export function wwwUpgradeDue(sqlite: BetterSqlite3.Database): boolean {
 const TASK_KEEP_ORDER = `CASE status WHEN 'done' THEN 0 WHEN 'not_found' THEN 1 ELSE 2 END,
   completed_at DESC NULLS LAST, updated_at DESC, id DESC`;
 
+/**
+ * The rows of a link table whose URL columns (`urls`: column -> its new value's name) fold into one per new key
+ * (with `keyColumn`): the one seen last kept, its first and last seen spanning them all.
+ */
+function foldLinks(table: string, urls: Record<string, string>, keyColumn: string): string[] {
+  const news = Object.values(urls);
+  const key = [keyColumn, ...news].join(', ');
+  return [
+    `CREATE TEMP TABLE up_${table} AS
+     SELECT rid, ${news.join(', ')},
+       FIRST_VALUE(rid) OVER (PARTITION BY ${key} ORDER BY last_seen_at DESC, rid) AS keep_rid,
+       MIN(first_seen_at) OVER (PARTITION BY ${key}) AS first_seen,
+       MAX(last_seen_at) OVER (PARTITION BY ${key}) AS last_seen
+     FROM (SELECT rowid AS rid, *, ${Object.entries(urls).map(([column, name]) => `up_url(${column}) AS ${name}`).join(', ')} FROM ${table})`,
+    `CREATE INDEX temp.up_${table}_rid ON up_${table} (rid)`,
+    `DELETE FROM ${table} WHERE rowid IN (SELECT rid FROM up_${table} WHERE rid <> keep_rid)`,
+    `UPDATE ${table} SET ${Object.entries(urls).map(([column, name]) => `${column} = m.${name}`).join(', ')},
+       first_seen_at = m.first_seen, last_seen_at = m.last_seen
+     FROM up_${table} m WHERE m.rid = ${table}.rowid`,
+  ];
+}
+
+/** The rows of a table keyed by `url`: the latest record of each new URL kept, the others' `children` dropped first. */
+function foldEntities(table: string, children: readonly string[]): string[] {
+  const dropped = `SELECT old_url FROM up_${table} WHERE old_url <> keep_url`;
+  return [
+    `CREATE TEMP TABLE up_${table} AS
+     SELECT url AS old_url, new_url,
+       FIRST_VALUE(url) OVER (PARTITION BY new_url ORDER BY updated_at DESC, url) AS keep_url,
+       MIN(first_seen_at) OVER (PARTITION BY new_url) AS first_seen
+     FROM (SELECT url, first_seen_at, updated_at, up_url(url) AS new_url FROM ${table})`,
+    `CREATE INDEX temp.up_${table}_old ON up_${table} (old_url)`,
+    ...children.flatMap((t) => [`DELETE FROM ${t} WHERE company_url IN (${dropped})`, `UPDATE ${t} SET company_url = up_url(company_url)`]),
+    `DELETE FROM ${table} WHERE url IN (${dropped})`,
+    `UPDATE ${table} SET url = m.new_url, first_seen_at = m.first_seen
+     FROM up_${table} m WHERE m.old_url = ${table}.url AND m.old_url = m.keep_url`,
+  ];
+}
+
 const STEPS = [
   // Tasks of the URL operations: the kept one takes the others' calls and archived answers.
   `CREATE TEMP TABLE up_tasks AS
@@ -94,63 +133,18 @@ const STEPS = [
    WHERE operation IN ('similar-companies', 'post-details')`,
 
   // Links between companies: one row per new (reference, filters, company), the latest, spanning both.
-  `CREATE TEMP TABLE up_similar AS
-   SELECT rid, new_ref, new_company,
-     FIRST_VALUE(rid) OVER (PARTITION BY new_ref, filter_key, new_company ORDER BY last_seen_at DESC, rid) AS keep_rid,
-     MIN(first_seen_at) OVER (PARTITION BY new_ref, filter_key, new_company) AS first_seen,
-     MAX(last_seen_at) OVER (PARTITION BY new_ref, filter_key, new_company) AS last_seen
-   FROM (SELECT rowid AS rid, *, up_url(reference_url) AS new_ref, up_url(company_url) AS new_company FROM similar_companies)`,
-  `CREATE INDEX temp.up_similar_rid ON up_similar (rid)`,
-  `DELETE FROM similar_companies WHERE rowid IN (SELECT rid FROM up_similar WHERE rid <> keep_rid)`,
-  `UPDATE similar_companies SET reference_url = m.new_ref, company_url = m.new_company,
-     first_seen_at = m.first_seen, last_seen_at = m.last_seen
-   FROM up_similar m WHERE m.rid = similar_companies.rowid`,
-
+  ...foldLinks('similar_companies', { reference_url: 'new_ref', company_url: 'new_company' }, 'filter_key'),
   // Companies: the latest record of each new URL, with its own child sets; the others' are dropped first.
-  `CREATE TEMP TABLE up_companies AS
-   SELECT url AS old_url, new_url,
-     FIRST_VALUE(url) OVER (PARTITION BY new_url ORDER BY updated_at DESC, url) AS keep_url,
-     MIN(first_seen_at) OVER (PARTITION BY new_url) AS first_seen
-   FROM (SELECT url, first_seen_at, updated_at, up_url(url) AS new_url FROM companies)`,
-  `CREATE INDEX temp.up_companies_old ON up_companies (old_url)`,
-  ...['company_locations', 'company_industries', 'company_specialities', 'company_hashtags'].flatMap((t) => [
-    `DELETE FROM ${t} WHERE company_url IN (SELECT old_url FROM up_companies WHERE old_url <> keep_url)`,
-    `UPDATE ${t} SET company_url = up_url(company_url)`,
-  ]),
-  `DELETE FROM companies WHERE url IN (SELECT old_url FROM up_companies WHERE old_url <> keep_url)`,
-  `UPDATE companies SET url = m.new_url, first_seen_at = m.first_seen
-   FROM up_companies m WHERE m.old_url = companies.url AND m.old_url = m.keep_url`,
-
+  ...foldEntities('companies', ['company_locations', 'company_industries', 'company_specialities', 'company_hashtags']),
   // Jobs and their places in searches, the same way.
-  `CREATE TEMP TABLE up_results AS
-   SELECT rid, new_job,
-     FIRST_VALUE(rid) OVER (PARTITION BY search_key, new_job ORDER BY last_seen_at DESC, rid) AS keep_rid,
-     MIN(first_seen_at) OVER (PARTITION BY search_key, new_job) AS first_seen,
-     MAX(last_seen_at) OVER (PARTITION BY search_key, new_job) AS last_seen
-   FROM (SELECT rowid AS rid, *, up_url(job_url) AS new_job FROM job_search_results)`,
-  `CREATE INDEX temp.up_results_rid ON up_results (rid)`,
-  `DELETE FROM job_search_results WHERE rowid IN (SELECT rid FROM up_results WHERE rid <> keep_rid)`,
-  `UPDATE job_search_results SET job_url = m.new_job, first_seen_at = m.first_seen, last_seen_at = m.last_seen
-   FROM up_results m WHERE m.rid = job_search_results.rowid`,
-  `CREATE TEMP TABLE up_jobs AS
-   SELECT url AS old_url, new_url,
-     FIRST_VALUE(url) OVER (PARTITION BY new_url ORDER BY updated_at DESC, url) AS keep_url,
-     MIN(first_seen_at) OVER (PARTITION BY new_url) AS first_seen
-   FROM (SELECT url, first_seen_at, updated_at, up_url(url) AS new_url FROM jobs)`,
-  `CREATE INDEX temp.up_jobs_old ON up_jobs (old_url)`,
-  `DELETE FROM jobs WHERE url IN (SELECT old_url FROM up_jobs WHERE old_url <> keep_url)`,
-  `UPDATE jobs SET url = m.new_url, first_seen_at = m.first_seen
-   FROM up_jobs m WHERE m.old_url = jobs.url AND m.old_url = m.keep_url`,
+  ...foldLinks('job_search_results', { job_url: 'new_job' }, 'search_key'),
+  ...foldEntities('jobs', []),
   `UPDATE jobs SET company_link = up_url(company_link) WHERE company_link IS NOT NULL`,
 
   // Posts are keyed by their id: only the URLs change.
   `UPDATE posts SET url = up_url(url), author_url = up_url(author_url)`,
 
-  `DROP TABLE up_tasks`,
-  `DROP TABLE up_similar`,
-  `DROP TABLE up_companies`,
-  `DROP TABLE up_results`,
-  `DROP TABLE up_jobs`,
+  ...['tasks', 'similar_companies', 'companies', 'job_search_results', 'jobs'].map((t) => `DROP TABLE up_${t}`),
 ];
 
 /**

@@ -1,0 +1,55 @@
+/**
+ * Opening a dataset, on both engines through the store every command uses (openStore: a run's openRun, a reader's
+ * read): a database holding another program's tables and one a newer netingest migrated are refused, for a run
+ * and for a reader alike, with the same codes, and nothing is added to them. The engines' own cases (SQLite's
+ * file errors, PostgreSQL's pool, roles and concurrent migrations) stay in test/unit/db-open.test.ts and
+ * test/pg/pg-store-open.test.ts.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, expect, it } from 'vitest';
+import { openStore } from '../../src/store/open-store.ts';
+import { knownMigrations } from '../../src/store/migration-state.ts';
+import { forEachEngine, type TestDb, type TestEngine } from './engines.ts';
+
+const dir = mkdtempSync(join(tmpdir(), 'netingest-dataset-open-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+let datasets = 0;
+
+/** Engine-specific: how many tables the database holds (SQLite's catalogue, PostgreSQL's public schema). */
+function tableCount(engine: TestEngine, db: TestDb): Promise<number> {
+  return engine.name === 'sqlite'
+    ? db.count(`SELECT count(*) FROM sqlite_master WHERE type = 'table'`)
+    : db.count(`SELECT count(*) FROM information_schema.tables WHERE table_schema = 'public'`);
+}
+
+/** The error code of opening `db` for a run, and of opening it for reading. */
+async function refusals(db: TestDb): Promise<{ run: unknown; read: unknown }> {
+  const store = await openStore(db.locator);
+  const code = (err: unknown) => (err as { code?: unknown }).code;
+  const run = await store.openRun({}).then(async (opened) => {
+    await opened.hold.release();
+    await opened.close();
+    return 'opened';
+  }, code);
+  const read = await store.read(async () => 'read').catch(code);
+  return { run, read };
+}
+
+forEachEngine('opening a dataset', (engine) => {
+  it("refuses another program's tables, for a run and for a reader, and adds no table to them", async () => {
+    const db = await engine.openEmpty(dir, `foreign-${++datasets}.db`);
+    await db.run('CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT)');
+    expect(await refusals(db)).toEqual({ run: 'DB_NOT_NETINGEST', read: 'DB_NOT_NETINGEST' });
+    expect(await tableCount(engine, db)).toBe(1);
+  });
+
+  it('refuses a dataset a newer netingest migrated (an applied migration it does not know), for a run and for a reader', async () => {
+    const db = await engine.open(dir, `newer-${++datasets}.db`);
+    await db.create();
+    const future = knownMigrations().at(-1)!.folderMillis + 86_400_000;
+    await db.run('INSERT INTO __drizzle_migrations (hash, created_at) VALUES (?, ?)', 'f'.repeat(64), future);
+    expect(await refusals(db)).toEqual({ run: 'DB_TOO_NEW', read: 'DB_TOO_NEW' });
+  });
+});
