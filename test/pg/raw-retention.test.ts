@@ -138,7 +138,7 @@ forEachEngine('netingest prune', (engine) => {
   });
 
   it('refuses a dataset that is not there, and creates nothing', async () => {
-    const db = await engine.open(dir, 'never-made.db');
+    const db = await engine.openEmpty(dir, 'never-made.db');
     const out = await inProcess(['prune', '--db', db.locator, '--dry-run']);
     expect(out.code).toBe(2);
     expect(out.stderr).toMatch(/no (database at|netingest dataset in) \S+: nothing to prune/);
