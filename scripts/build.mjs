@@ -12,6 +12,12 @@ import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
+/**
+ * `--bundles-only` (the test suite's build, test/global-setup.ts): no type declarations, which tsc takes ~20 s
+ * of CPU to write and no test of `npm test` reads; dist/types/ is left as it was, and the package's own builds
+ * (prepare, prepack) write it whole.
+ */
+const BUNDLES_ONLY = process.argv.includes('--bundles-only');
 const dist = join(root, 'dist');
 // Beside dist/ (a rename cannot cross file systems), and this build's own: two builds at once never mix files.
 const next = join(root, `dist.next-${process.pid}`);
@@ -66,6 +72,7 @@ async function buildInto(out) {
   });
   // The child process's entry: it watches for its parent's death before loading the module (threads/start.ts).
   copyFileSync(join(root, 'src/threads/child-bootstrap.cjs'), join(out, 'child-bootstrap.cjs'));
+  if (BUNDLES_ONLY) return;
   const tsc = join(root, 'node_modules/typescript/bin/tsc');
   execFileSync(process.execPath, [tsc, '-p', join(root, 'tsconfig.build.json'), '--outDir', join(out, 'types')], { stdio: 'inherit' });
 }
@@ -93,6 +100,7 @@ function swapIn() {
   const removeStale = (dir, rel) => {
     for (const entry of readdirSync(dir, { withFileTypes: true })) {
       const name = join(rel, entry.name);
+      if (BUNDLES_ONLY && name === 'types') continue;
       if (!kept.has(name)) rmSync(join(dir, entry.name), { recursive: true, force: true });
       else if (entry.isDirectory()) removeStale(join(dir, entry.name), name);
     }

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase } from '../../src/store/open.ts';
-import { processAlive, spawnCli, waitFor, type CliProcess } from '../support/run-helpers.ts';
+import { processAlive, spawnCli, waitFor, waitWhileRunning, type CliProcess } from '../support/run-helpers.ts';
 
 const ENDLESS = 'WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n+1 FROM r) SELECT count(*) FROM r';
 /** Generous, so that it holds with the CPU busy; the aim is well under a second. */
@@ -53,11 +53,12 @@ function readersOf(cli: CliProcess): number[] {
 }
 
 /**
- * Resolves once the statement is running: its reading process started (or, failing that, after a while: the
- * code before that process existed read in the CLI's own, and the test must still send its signal).
+ * Resolves once the statement is running: its reading process started. No time budget of its own: at load 16 a
+ * CLI took over 10 s to get there, and a signal sent earlier (the old bound) found it without its handlers
+ * (killed by SIGTERM, exit null). A CLI that ends first, or never starts a reader, fails the test.
  */
 async function statementRunning(cli: CliProcess): Promise<number[]> {
-  await waitFor(() => readersOf(cli).length > 0, 10_000, 'the statement to start').catch(() => undefined);
+  await waitWhileRunning(cli, () => readersOf(cli).length > 0, 'the statement started its reading process');
   return readersOf(cli);
 }
 
@@ -89,7 +90,7 @@ describe('a statement without end', () => {
       expect(ended!.stderr).toMatch(/interrupted/);
       expect(ended!.stdout).toBe('');
       for (const pid of readers) await waitFor(() => !processAlive(pid), 5000, `reader ${pid} to end`);
-    }, 30_000);
+    }, 60_000);
   }
 
   it('query killed with SIGKILL: its reading process ends too, not left running the statement', async () => {
@@ -103,7 +104,7 @@ describe('a statement without end', () => {
     } finally {
       for (const pid of readers.filter(processAlive)) process.kill(pid, 'SIGKILL');
     }
-  }, 30_000);
+  }, 60_000);
 
   it('export --sql --out: SIGTERM ends it with exit 130 and leaves no file at --out, nor a temporary one', async () => {
     const folder = mkdtempSync(join(dir, 'out-'));
@@ -115,7 +116,7 @@ describe('a statement without end', () => {
     expect(ended!.code).toBe(130);
     expect(existsSync(out)).toBe(false);
     expect(readdirSync(folder)).toEqual([]);
-  }, 30_000);
+  }, 60_000);
 
   it('--timeout 1 ends query and export --sql with exit 124 and a plain message, nothing at --out', async () => {
     const folder = mkdtempSync(join(dir, 'timeout-'));

@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 import BetterSqlite3 from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { heldPostsJob, type HeldAnswersServer } from './held-answers-server.ts';
-import { count, query, runCli, spawnCli, taskStatuses, waitFor, waitWhileRunning, type CliProcess, type Workspace } from '../support/run-helpers.ts';
+import { count, inProcess, query, runCli, spawnCli, taskStatuses, waitFor, waitWhileRunning, type CliProcess, type Workspace } from '../support/run-helpers.ts';
 
 const FIRST_TOKEN = 'frozen-run-token-a1';
 const SECOND_TOKEN = 'second-run-token-b2';
@@ -84,7 +84,9 @@ describe('a run stopped (SIGSTOP) on this host', () => {
     // Hours without a heartbeat, yet its process is there and is the one that took the lock.
     ageLock(ws, `heartbeat_at = '${LONG_AGO}'`);
 
-    const second = await runCli(['run', job, '--db', ws.db], { cwd: ws.dir, env: env(SECOND_TOKEN) });
+    // The refused run is the CLI's code in this process (it reads the lock and the holder's state in /proc):
+    // the stopped first run is what needs a process.
+    const second = await inProcess(['run', job, '--db', ws.db], env(SECOND_TOKEN), { cwd: ws.dir });
     expect(second.code, second.stderr).toBe(4);
     expect(second.stderr).toContain(`is in use by run 1 (pid ${first.child.pid} on `);
     expect(second.stderr).toContain(`which is stopped (Ctrl-Z or SIGSTOP): resume it (fg, or kill -CONT ${first.child.pid}) or end it`);

@@ -103,14 +103,16 @@ describe('429 with Retry-After', () => {
     const throttled = log.filter((r) => r.status === 429);
     expect(throttled.length).toBeGreaterThan(0);
     expect(log.filter((r) => r.status === 200)).toHaveLength(urls.length);
-    // After a 429 only calls already on the wire may arrive; nothing else until Retry-After passed. On the wire:
-    // sent before the run read the 429, which with the sandbox on the run's own event loop includes a commit of
-    // the answers read in the same turn (tens of ms with both cores busy), not only a few ms of network.
-    const IN_FLIGHT_MS = 200;
+    // After a 429 only calls already on the wire may arrive until Retry-After passed: those sent before the run
+    // read it, at most one per slot of the job's concurrency (4), and as many again for slots freed by answers
+    // read in the same turn. Counted, not timed: with the sandbox on the run's own event loop, a stall (load 10
+    // on two cores) delayed the reading of a call sent in time by more than any fixed allowance (200 ms was
+    // seen to fail). A gate that did not pause, or not every call, lets dozens through in that second.
+    const ON_THE_WIRE = 2 * 4;
     const TOLERANCE_MS = 40;
     for (const t of throttled) {
-      const early = log.filter((r) => r.at > t.at + IN_FLIGHT_MS && r.at < t.at + RETRY_AFTER_S * 1000 - TOLERANCE_MS);
-      expect(early.map((r) => Math.round(r.at - t.at)), `requests after the 429 #${t.seq}`).toEqual([]);
+      const early = log.filter((r) => r.at > t.at && r.at < t.at + RETRY_AFTER_S * 1000 - TOLERANCE_MS);
+      expect(early.length, `requests within Retry-After of the 429 #${t.seq}: ${early.map((r) => Math.round(r.at - t.at)).join(' ')} ms after`).toBeLessThanOrEqual(ON_THE_WIRE);
     }
     expect(count(ws, `SELECT count(*) FROM api_calls WHERE status = 429 AND error_code = 'THROTTLED'`)).toBe(throttled.length);
   });

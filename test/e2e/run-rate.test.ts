@@ -60,32 +60,47 @@ function maxInWindow(at: number[], ms: number): number {
   return max;
 }
 
+/** The median gap between consecutive arrivals, in ms. */
+function medianGap(at: number[]): number {
+  const gaps = at.slice(1).map((t, i) => t - at[i]!).sort((a, b) => a - b);
+  return gaps[Math.floor(gaps.length / 2)]!;
+}
+
+/** The interval the limit allows between two starts, in ms (the gate adds its 2% margin to it). */
+const INTERVAL_MS = 60_000 / PER_MINUTE;
+
 describe('requestsPerMinute', () => {
   // Arrival times are read in another process than the one that sends: when either is descheduled (two cores,
   // a busy suite), one call is read late while the next keeps its own turn, so single gaps say more about the
   // scheduler than the gate (seen: 33 ms after a 237 ms stall at a 100 ms interval). The gate's own spacing is
   // tested on fake timers (unit-rate-gate.test.ts); here, what the service would see: no sliding minute over
-  // the limit, no burst (no second holding half again the calls a second allows), and the rate reached.
-  it('spaces call starts evenly: no window over the limit, no burst, >= 90% of the rate', { retry: 1 }, async () => {
-    const at = await measuredRun(0, 40, 'cli');
+  // the limit, no burst (no second holding half again the calls a second allows), and the pace. The pace is
+  // the median gap, not the mean rate: the gate spaces each start from the previous one as it happened, so a
+  // process starved of CPU (load 10 on two cores) loses every late wake-up for good, and the mean rate fell
+  // under 90% with the gate right. At load 19 the median itself reached 1.25-1.5 intervals (a starved CLI
+  // wakes 20-50 ms late), so it may be up to 1.5 intervals: a gate that spaces nothing, or twice the
+  // interval (a per-second/per-minute slip, the margin counted twice), or that waits for each answer
+  // (150-250 ms in the second test) is still outside.
+  it('spaces call starts evenly: no window over the limit, no burst, the median gap the interval', { retry: 1 }, async () => {
+    const at = await measuredRun(0, 25, 'cli');
     expect(maxInSlidingMinute(at)).toBeLessThanOrEqual(PER_MINUTE);
     const gaps = at.slice(1).map((t, i) => Math.round((t - at[i]!) * 10) / 10);
     expect(maxInWindow(at, 1_000), `gaps: ${gaps.join(' ')}`).toBeLessThanOrEqual((PER_MINUTE / 60) * 1.5);
-    const perMinute = ((at.length - 1) / (at[at.length - 1]! - at[0]!)) * 60_000;
-    expect(perMinute).toBeGreaterThanOrEqual(PER_MINUTE * 0.9);
-    expect(perMinute).toBeLessThanOrEqual(PER_MINUTE);
+    expect(medianGap(at), `gaps: ${gaps.join(' ')}`).toBeGreaterThanOrEqual(INTERVAL_MS * 0.98);
+    expect(medianGap(at), `gaps: ${gaps.join(' ')}`).toBeLessThanOrEqual(INTERVAL_MS * 1.5);
   });
 
   // One retry, as above: a stall of the shared event loop longer than a few intervals costs the pace, not the gate.
   it('keeps the pace when answers take longer than the interval (concurrency fills the gaps)', { retry: 1 }, async () => {
-    const at = await measuredRun([150, 250], 30, 'in-process');
+    const at = await measuredRun([150, 250], 20, 'in-process');
     expect(maxInSlidingMinute(at)).toBeLessThanOrEqual(PER_MINUTE);
     // The first answers go one at a time (the credit guard learns the balance and the cost from them), so the
-    // pace is measured from the third call on.
+    // pace is measured from the third call on. Calls that waited for answers would be 150-250 ms apart, and
+    // more than 150 ms (1.5 intervals) in the median.
     const steady = at.slice(2);
-    const perMinute = ((steady.length - 1) / (steady[steady.length - 1]! - steady[0]!)) * 60_000;
-    expect(perMinute).toBeGreaterThanOrEqual(PER_MINUTE * 0.9);
-    expect(perMinute).toBeLessThanOrEqual(PER_MINUTE * 1.05);
+    const gaps = steady.slice(1).map((t, i) => Math.round(t - steady[i]!));
+    expect(medianGap(steady), `gaps: ${gaps.join(' ')}`).toBeGreaterThanOrEqual(INTERVAL_MS * 0.95);
+    expect(medianGap(steady), `gaps: ${gaps.join(' ')}`).toBeLessThanOrEqual(INTERVAL_MS * 1.5);
   });
 
   it('keeps the spacing from one job to the next in a run of several jobs', async () => {

@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { afterEach } from 'vitest';
 import { openPgStore } from '../../src/store/pg/open.ts';
-import { newPgDatabase } from './use-pg.ts';
+import { newMigratedPgDatabase } from './use-pg.ts';
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -83,7 +83,7 @@ export function coordinationTestBed(): { workers: WorkerProcess[]; database(pref
   return {
     workers,
     async database(prefix) {
-      const url = await newPgDatabase(prefix);
+      const url = await newMigratedPgDatabase(prefix);
       const pool = await coordinationDatabase(url);
       pools.push(pool);
       return { url, pool };

@@ -4,12 +4,14 @@
  * pay), and `plan` and `status` show the balance; any other answer means "not offered" and changes nothing.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { runJobs, type RunSummary } from '../../src/runner/run-jobs.ts';
 import { CreditGuard } from '../../src/credits/credit-guard.ts';
 import { CreditMeter } from '../../src/credits/credit-meter.ts';
 import { FAST_RATE, FAST_RETRY, csv, inProcess, postUrls, runCli, taskStatuses, useWorkspaces, type Workspace } from '../support/run-helpers.ts';
 import { postResponse } from '../support/db-fixtures.ts';
+import { createLogger, type Logger } from '../../src/runner/logger.ts';
 import { useFakeServices } from '../support/sandbox-helpers.ts';
 import { forEachEngine } from './engines.ts';
 
@@ -42,9 +44,10 @@ function postBody(url: string, a: Account): string {
 
 /**
  * A service whose account holds `total` credits with `used` spent before; post-details costs 1 credit (402 when
- * the balance cannot pay). Its first post-details answer waits (up to `holdFirstMs`) for a second call to arrive.
+ * the balance cannot pay). Its first post-details answer waits (up to `holdFirstMs`; none by default) for a
+ * second call to arrive: what shows whether calls go together.
  */
-async function service(auth: AuthMode, total: number, used: number, holdFirstMs = 2000): Promise<Account> {
+async function service(auth: AuthMode, total: number, used: number, holdFirstMs = 0): Promise<Account> {
   const a: Account = { url: '', total, used, hits: new Map(), firstInFlight: 0 };
   let inFlight = 0;
   let firstHeld: (() => void) | null = null;
@@ -105,7 +108,7 @@ async function postsJob(ws: Workspace, n: number, credits: Record<string, number
   return ws.job('posts', { operation: 'post-details', input: { csv: 'posts.csv', column: 'post_url' }, rate: FAST_RATE, retry: FAST_RETRY, credits });
 }
 
-function runOn(ws: Workspace, a: Account, file: string, extra: { maxCredits?: number; requestTimeoutMs?: number } = {}): Promise<RunSummary> {
+function runOn(ws: Workspace, a: Account, file: string, extra: { maxCredits?: number; requestTimeoutMs?: number; logger?: Logger } = {}): Promise<RunSummary> {
   return ws.load(file).then((jobs) =>
     runJobs({
       dbPath: ws.db,
@@ -113,6 +116,7 @@ function runOn(ws: Workspace, a: Account, file: string, extra: { maxCredits?: nu
       api: { baseUrl: a.url, token: TOKEN },
       requestTimeoutMs: extra.requestTimeoutMs ?? 5000,
       overrides: extra.maxCredits === undefined ? undefined : { maxCredits: extra.maxCredits },
+      logger: extra.logger,
     }),
   );
 }
@@ -148,7 +152,7 @@ describe('the balance check before the first paid call', () => {
   });
 
   it('the first call no longer goes alone', async () => {
-    const a = await service('offered', 1_000, 0);
+    const a = await service('offered', 1_000, 0, 2000);
     const ws = await newWorkspace();
     const summary = await runOn(ws, a, await postsJob(ws, 8));
     expect(summary.status).toBe('completed');
@@ -171,7 +175,7 @@ describe('the balance check before the first paid call', () => {
     expect(taskStatuses(ws, 'posts')).toEqual({ done: 10, deferred: 10 });
   });
 
-  it.each(['404', '401', '500', 'garbage', 'strings', 'redirect', 'silent'] as const)(
+  it.each(['404', '401', '500', 'garbage', 'strings', 'redirect'] as const)(
     'not offered (%s): the run goes on as without it, and the token is printed nowhere',
     async (mode) => {
       // Whether calls go together is not asked here: no hold on the first answer.
@@ -190,6 +194,24 @@ describe('the balance check before the first paid call', () => {
     },
     30_000,
   );
+
+  it('not offered (no answer): the check gives up within the client\'s request timeout and the run goes on', async () => {
+    // The check waits the client's timeout, at most 5 s: the CLI's 30 s timeout would make this a 5 s wait, so
+    // the run is called with 1 s (the same code the CLI calls, its log written to a stream here).
+    const a = await service('silent', 1_000, 0);
+    const ws = await newWorkspace();
+    const log = new PassThrough();
+    let logged = '';
+    log.on('data', (c: Buffer) => (logged += c.toString()));
+    const startedAt = performance.now();
+    const summary = await runOn(ws, a, await postsJob(ws, 3), { requestTimeoutMs: 1000, logger: createLogger({ stream: log, secrets: [TOKEN] }) });
+    expect(performance.now() - startedAt).toBeGreaterThanOrEqual(1000);
+    expect(summary).toMatchObject({ status: 'completed', creditsRemaining: 997 });
+    expect(a.hits.get('/v1/api/auth')).toBe(1);
+    expect(posts(a)).toBe(3);
+    expect(logged).toContain('balance not offered by the API');
+    expect(logged).not.toContain(TOKEN);
+  });
 });
 
 describe('plan and status show the balance the service gives', () => {

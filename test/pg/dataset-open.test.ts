@@ -39,7 +39,7 @@ async function refusals(db: TestDb): Promise<{ run: unknown; read: unknown }> {
 
 forEachEngine('opening a dataset', (engine) => {
   it("refuses another program's tables, for a run and for a reader, and adds no table to them", async () => {
-    const db = await engine.open(dir, `foreign-${++datasets}.db`);
+    const db = await engine.openEmpty(dir, `foreign-${++datasets}.db`);
     await db.run('CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT)');
     expect(await refusals(db)).toEqual({ run: 'DB_NOT_NETINGEST', read: 'DB_NOT_NETINGEST' });
     expect(await tableCount(engine, db)).toBe(1);

@@ -12,7 +12,7 @@ import { registerRawBodyFunction } from '../../src/store/raw-body.ts';
 import { openDatabase } from '../../src/store/open.ts';
 import { openPgStore } from '../../src/store/pg/open.ts';
 import { inProcess } from '../support/run-helpers.ts';
-import { newPgDatabase, pgClusterUrl, pgSkipReason } from './use-pg.ts';
+import { newMigratedPgDatabase, newPgDatabase, pgClusterUrl, pgSkipReason } from './use-pg.ts';
 
 /** A dataset a test runs into, read the same way on both engines. */
 export interface TestDb {
@@ -37,8 +37,13 @@ export interface TestDb {
 
 export interface TestEngine {
   name: 'sqlite' | 'postgres';
-  /** A new empty dataset (a SQLite one is the file `name` in `dir`); its reads end after the describe block. */
+  /**
+   * A new empty dataset (a SQLite one is the file `name` in `dir`, made by the first run; a PostgreSQL one is
+   * already migrated); its reads end after the describe block.
+   */
   open(dir: string, name?: string): Promise<TestDb>;
+  /** As `open`, but a PostgreSQL database holds nothing at all (no netingest schema): for what opening one does. */
+  openEmpty(dir: string, name?: string): Promise<TestDb>;
   /**
    * A new dataset holding what the SQLite file `file` holds: a copy of the file in `dir`, or on PostgreSQL a new
    * database `netingest copy` filled from it. Fixtures are built once, on SQLite, and read on both engines.
@@ -87,6 +92,9 @@ export const SQLITE: TestEngine = {
     const everything = async () => [file, `${file}-wal`].filter((f) => existsSync(f)).map((f) => ({ where: f, text: readFileSync(f).toString('latin1') }));
     return withReads(file, { rows, run, create, everything });
   },
+  openEmpty(dir, name) {
+    return SQLITE.open(dir, name);
+  },
   async load(dir, file) {
     const name = `loaded-${++loaded}.db`;
     // The fixture was closed: its WAL is checkpointed into the file (copied as well in case it is not).
@@ -99,32 +107,8 @@ let loaded = 0;
 
 export const POSTGRES: TestEngine = {
   name: 'postgres',
-  async open() {
-    const url = await newPgDatabase('engines');
-    const pool = new pg.Pool({ connectionString: url, max: 2, types: SQLITE_LIKE_TYPES });
-    pgPools.push(pool);
-    const rows = async <T>(sql: string, ...params: unknown[]) => {
-      let n = 0;
-      return (await pool.query(sql.replace(/\?/g, () => `$${++n}`), params)).rows as T[];
-    };
-    const everything = async () => {
-      const columns = await rows<{ table: string; column: string }>(`SELECT table_name AS "table", column_name AS "column"
-        FROM information_schema.columns c JOIN information_schema.tables t USING (table_schema, table_name)
-        WHERE table_schema = 'public' AND table_type = 'BASE TABLE' ORDER BY table_name, ordinal_position`);
-      const tables = new Map<string, typeof columns>();
-      for (const c of columns) tables.set(c.table, [...(tables.get(c.table) ?? []), c]);
-      const out: Array<{ where: string; text: string }> = [];
-      for (const [table, cols] of tables) {
-        const values = cols.map((c) => `coalesce(${pg.escapeIdentifier(c.column)}::text, '')`).join(` || E'\\n' || `);
-        const found = await rows<{ text: string | null }>(`SELECT string_agg(${values}, E'\\n') AS text FROM ${pg.escapeIdentifier(table)}`);
-        out.push({ where: `table ${table}`, text: found[0]?.text ?? '' });
-      }
-      return out;
-    };
-    const run = async (sql: string, ...params: unknown[]) => void (await rows(sql, ...params));
-    const create = async () => (await openPgStore(url)).close();
-    return withReads(url, { rows, run, create, everything });
-  },
+  open: () => pgDataset(newMigratedPgDatabase('engines')),
+  openEmpty: () => pgDataset(newPgDatabase('engines_empty')),
   async load(dir, file) {
     const db = await POSTGRES.open(dir);
     const copied = await inProcess(['copy', '--from', file, '--to', db.locator]);
@@ -132,6 +116,34 @@ export const POSTGRES: TestEngine = {
     return db;
   },
 };
+
+/** A PostgreSQL dataset's reads, on a database being made (`made`: its URL). */
+async function pgDataset(made: Promise<string>): Promise<TestDb> {
+  const url = await made;
+  const pool = new pg.Pool({ connectionString: url, max: 2, types: SQLITE_LIKE_TYPES });
+  pgPools.push(pool);
+  const rows = async <T>(sql: string, ...params: unknown[]) => {
+    let n = 0;
+    return (await pool.query(sql.replace(/\?/g, () => `$${++n}`), params)).rows as T[];
+  };
+  const everything = async () => {
+    const columns = await rows<{ table: string; column: string }>(`SELECT table_name AS "table", column_name AS "column"
+      FROM information_schema.columns c JOIN information_schema.tables t USING (table_schema, table_name)
+      WHERE table_schema = 'public' AND table_type = 'BASE TABLE' ORDER BY table_name, ordinal_position`);
+    const tables = new Map<string, typeof columns>();
+    for (const c of columns) tables.set(c.table, [...(tables.get(c.table) ?? []), c]);
+    const out: Array<{ where: string; text: string }> = [];
+    for (const [table, cols] of tables) {
+      const values = cols.map((c) => `coalesce(${pg.escapeIdentifier(c.column)}::text, '')`).join(` || E'\\n' || `);
+      const found = await rows<{ text: string | null }>(`SELECT string_agg(${values}, E'\\n') AS text FROM ${pg.escapeIdentifier(table)}`);
+      out.push({ where: `table ${table}`, text: found[0]?.text ?? '' });
+    }
+    return out;
+  };
+  const run = async (sql: string, ...params: unknown[]) => void (await rows(sql, ...params));
+  const create = async () => (await openPgStore(url)).close();
+  return withReads(url, { rows, run, create, everything });
+}
 
 /** Ends the PostgreSQL pools the test file opened (call in afterAll). */
 export async function closeEngines(): Promise<void> {

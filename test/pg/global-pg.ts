@@ -4,7 +4,8 @@
  * `.ci/run` installs the server first, so a missing server there fails the run.
  */
 import type { TestProject } from 'vitest/node';
-import { pgUnavailableReason, startPgCluster } from './pg-cluster.ts';
+import { openPgStore } from '../../src/store/pg/open.ts';
+import { createTestDatabase, pgUnavailableReason, startPgCluster } from './pg-cluster.ts';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -12,6 +13,8 @@ declare module 'vitest' {
     pgUrl: string | null;
     /** Why pgUrl is null. */
     pgSkipReason: string | null;
+    /** A database of the cluster holding this build's migrated, empty dataset, to copy (null with pgUrl). */
+    pgTemplate: string | null;
   }
 }
 
@@ -21,10 +24,23 @@ export default async function setup(project: TestProject): Promise<() => Promise
     if (process.env.NETINGEST_REQUIRE_PG) throw new Error(`PostgreSQL tests cannot run in CI: ${reason}`);
     project.provide('pgUrl', null);
     project.provide('pgSkipReason', reason);
+    project.provide('pgTemplate', null);
     return async () => undefined;
   }
   const cluster = await startPgCluster();
   project.provide('pgUrl', cluster.url);
   project.provide('pgSkipReason', null);
+  project.provide('pgTemplate', await createMigratedTemplate(cluster.url));
   return () => cluster.stop();
+}
+
+/**
+ * A database holding this build's migrations applied to an empty dataset, as the first `run` leaves it: tests
+ * of runs, workers and readers start from a copy of it (CREATE DATABASE ... TEMPLATE, as cheap as an empty
+ * one) instead of migrating their own, about 0.2 s of CPU each. Its name; nothing connects to it again.
+ */
+async function createMigratedTemplate(clusterUrl: string): Promise<string> {
+  const url = new URL(await createTestDatabase(clusterUrl, 'migrated_template'));
+  await (await openPgStore(url.toString())).close();
+  return url.pathname.slice(1);
 }

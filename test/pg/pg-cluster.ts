@@ -130,13 +130,16 @@ export async function startPgCluster(options: { startTimeoutMs?: number; setting
   return { url, port, stop };
 }
 
-/** A new, empty database on the cluster for one test file; its URL. */
-export async function createTestDatabase(clusterUrl: string, prefix = 'test'): Promise<string> {
+/**
+ * A new database on the cluster for one test file; its URL. Empty, or a copy of `template` (a database of the
+ * cluster no session is connected to).
+ */
+export async function createTestDatabase(clusterUrl: string, prefix = 'test', template?: string): Promise<string> {
   const name = `${prefix}_${process.pid}_${Math.random().toString(36).slice(2, 10)}`.toLowerCase().replace(/[^a-z0-9_]/g, '_');
   const client = new pg.Client({ connectionString: clusterUrl });
   await client.connect();
   try {
-    await client.query(`CREATE DATABASE "${name}"`);
+    await client.query(`CREATE DATABASE "${name}"${template ? ` TEMPLATE "${template}"` : ''}`);
   } finally {
     await client.end();
   }

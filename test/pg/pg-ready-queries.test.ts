@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pg from 'pg';
 import { openDatabase, type Database } from '../../src/store/open.ts';
 import { openPgStore, type PgStore } from '../../src/store/pg/open.ts';
-import { newPgDatabase, pgClusterUrl, pgSkipReason } from './use-pg.ts';
+import { newMigratedPgDatabase, pgClusterUrl, pgSkipReason } from './use-pg.ts';
 import { forEachEngine } from './engines.ts';
 import { twoNights } from './history-world.ts';
 import { useWorkspaces } from '../support/run-helpers.ts';
@@ -122,7 +122,7 @@ describe.skipIf(!pgClusterUrl)(`docs/schema.md's ready queries on both engines${
     dir = mkdtempSync(join(tmpdir(), 'netingest-ready-'));
     sqlite = openDatabase(join(dir, 'netingest.db'));
     insertSqlite(sqlite);
-    const url = await newPgDatabase('ready');
+    const url = await newMigratedPgDatabase('ready');
     store = await openPgStore(url);
     await insertPg(store);
     // Days as text, as SQLite gives them (pg's default turns a date into a local-midnight Date).

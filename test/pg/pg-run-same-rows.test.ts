@@ -12,7 +12,7 @@ import type { RunSummary } from '../../src/runner/run-jobs.ts';
 import { runJobs } from '../../src/runner/run-jobs.ts';
 import { NORMALIZED_TABLES } from '../../src/store/ingest/index.ts';
 import { FAST_RATE, FAST_RETRY, companyUrls, csv, makeWorkspace, operationRequests, postUrls, query, type Workspace } from '../support/run-helpers.ts';
-import { newPgDatabase, pgClusterUrl, pgSkipReason } from './use-pg.ts';
+import { newMigratedPgDatabase, newPgDatabase, pgClusterUrl, pgSkipReason } from './use-pg.ts';
 import { openDatabase } from '../../src/store/open.ts';
 import { createOutcomeApplier } from '../support/store-helpers.ts';
 import { openPgStore } from '../../src/store/pg/open.ts';
@@ -117,7 +117,7 @@ describe.skipIf(!pgClusterUrl)(`one group whose answers touch the same rows${pgC
 
   beforeAll(async () => {
     gws = await makeWorkspace();
-    const groupUrl = await newPgDatabase('group-rows');
+    const groupUrl = await newMigratedPgDatabase('group-rows');
     const database = openDatabase(gws.db);
     const store = await openPgStore(groupUrl);
     try {

@@ -31,7 +31,12 @@ async function cappedWorkers(prefix: string, runKeys: Array<string | undefined>)
   const api = await gatedApi(s.sandbox.url);
   try {
     const workers = runKeys.map((runKey) => startWorker(s, { file: capped, apiUrl: api.url, runKey }));
-    await waitFor(async () => (await one(s.pool, 'SELECT count(*) AS n FROM runs')) === workers.length, 30_000, 'every run');
+    // Bounded by the test's timeout, not a budget of its own: two worker starts took 20 s at load 16.
+    await waitFor(async () => {
+      const ended = workers.find((w) => w.child.exitCode !== null || w.child.signalCode !== null);
+      if (ended) throw new Error(`a worker ended before every run began:\n${ended.stderr()}`);
+      return (await one(s.pool, 'SELECT count(*) AS n FROM runs')) === workers.length;
+    }, 110_000, 'every run');
     api.allow(Infinity);
     for (const w of workers) expect(await w.exited, w.stderr()).toBe(0);
     const summaries = workers.map((w) => JSON.parse(w.stdout().split('\n').filter(Boolean).pop()!) as { stop: { reason: string } | null; creditsSpent: number });
@@ -89,7 +94,7 @@ describe.skipIf(!pgClusterUrl)(`costs learned from every worker's answers on Pos
     // overcounted (a few calls, each worker's in flight at most).
     expect(charged.total).toBeLessThanOrEqual(MAX_PER_RUN);
     expect(charged.total).toBeGreaterThanOrEqual(MAX_PER_RUN - 2 * CONCURRENCY);
-  }, 60_000);
+  }, 120_000);
 
   it('two runs of their own on one account at once each spend close to their credits.maxPerRun, never past it', async () => {
     const charged = await cappedWorkers('shared_cost_runs', ['nightly-a', 'nightly-b']);
@@ -98,5 +103,5 @@ describe.skipIf(!pgClusterUrl)(`costs learned from every worker's answers on Pos
     for (const x of spent) expect(x).toBeLessThanOrEqual(MAX_PER_RUN);
     expect(charged.total).toBeLessThanOrEqual(2 * MAX_PER_RUN);
     expect(charged.total).toBeGreaterThanOrEqual(2 * (MAX_PER_RUN - CONCURRENCY));
-  }, 60_000);
+  }, 120_000);
 });

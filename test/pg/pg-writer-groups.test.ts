@@ -9,7 +9,7 @@ import pg from 'pg';
 import { openPgStore, type PgStore } from '../../src/store/pg/open.ts';
 import { PgOutcomeWriter } from '../../src/store/pg/pg-outcome-writer.ts';
 import type { ApiError } from '../../src/api/errors.ts';
-import { newPgDatabase, pgClusterUrl, pgSkipReason } from './use-pg.ts';
+import { newMigratedPgDatabase, pgClusterUrl, pgSkipReason } from './use-pg.ts';
 
 const AT = '2026-11-02T08:00:00.000Z';
 
@@ -18,7 +18,7 @@ describe.skipIf(!pgClusterUrl)(`the PostgreSQL writer's groups${pgClusterUrl ? '
   let blocker: pg.Client;
 
   beforeAll(async () => {
-    const url = await newPgDatabase('writer-groups');
+    const url = await newMigratedPgDatabase('writer-groups');
     store = await openPgStore(url);
     for (let id = 1; id <= 6; id++) {
       await store.pool.query(`INSERT INTO tasks (id, job, operation, input_key, page, request_json, status, attempts, created_at, updated_at)

@@ -15,7 +15,7 @@ import type { ApiCallRow } from '../../src/store/api-calls.ts';
 import { requestKeyOf } from '../../src/store/ingest-request.ts';
 import { readUsableAnswer } from '../../src/api/schemas.ts';
 import { postRequest, postResponse } from '../support/db-fixtures.ts';
-import { newPgDatabase, pgClusterUrl, pgSkipReason } from './use-pg.ts';
+import { newMigratedPgDatabase, pgClusterUrl, pgSkipReason } from './use-pg.ts';
 
 const AT = '2026-11-02T08:00:00.000Z';
 const activity = (i: number) => `activity-70000000000${1000000 + i}`;
@@ -42,7 +42,7 @@ describe.skipIf(!pgClusterUrl)(`the PostgreSQL writer's round trips${pgClusterUr
   let store: PgStore;
 
   beforeAll(async () => {
-    store = await openPgStore(await newPgDatabase('writer-round-trips'));
+    store = await openPgStore(await newMigratedPgDatabase('writer-round-trips'));
     for (let id = 1; id <= 100; id++) {
       await store.pool.query(`INSERT INTO tasks (id, job, operation, input_key, page, request_json, status, attempts, created_at, updated_at)
         VALUES ($1, 'j', 'post-details', $2, 1, '{}', 'pending', 0, $3, $3)`, [id, `k${id}`, AT]);

@@ -23,7 +23,7 @@ import { runJobs } from '../../src/runner/run-jobs.ts';
 import { csv, FAST_RATE, FAST_RETRY, inProcess, makeWorkspace, postUrls, ROOT } from '../support/run-helpers.ts';
 import { useSandboxes } from '../support/sandbox-helpers.ts';
 import { job, jobsResponse } from '../support/db-fixtures.ts';
-import { newPgDatabase, pgClusterUrl, pgSkipReason } from './use-pg.ts';
+import { newMigratedPgDatabase, pgClusterUrl, pgSkipReason } from './use-pg.ts';
 import { forEachEngine, type TestDb, type TestEngine } from './engines.ts';
 
 const TOKEN = 'pg-retention-3e9a';
@@ -55,7 +55,7 @@ const sandboxes = useSandboxes();
 const pools: pg.Pool[] = [];
 
 async function pgDataset(prefix: string): Promise<{ url: string; pool: pg.Pool }> {
-  const url = await newPgDatabase(prefix);
+  const url = await newMigratedPgDatabase(prefix);
   const store = await openPgStore(url);
   await store.close();
   const pool = new pg.Pool({ connectionString: url, max: 2 });
@@ -138,7 +138,7 @@ forEachEngine('netingest prune', (engine) => {
   });
 
   it('refuses a dataset that is not there, and creates nothing', async () => {
-    const db = await engine.open(dir, 'never-made.db');
+    const db = await engine.openEmpty(dir, 'never-made.db');
     const out = await inProcess(['prune', '--db', db.locator, '--dry-run']);
     expect(out.code).toBe(2);
     expect(out.stderr).toMatch(/no (database at|netingest dataset in) \S+: nothing to prune/);

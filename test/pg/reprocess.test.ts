@@ -226,7 +226,7 @@ forEachEngine('reprocess', (engine) => {
     });
 
     it('refuses a dataset that is not there, creating nothing', async () => {
-      const missing = await engine.open(dir, 'never-made.db');
+      const missing = await engine.openEmpty(dir, 'never-made.db');
       const err = await reprocessDatabase(missing.locator).catch((e: unknown) => e);
       expect(err).toBeInstanceOf(UsageError);
       expect(String((err as Error).message)).toMatch(/^no (database at|netingest dataset in) \S+: nothing to reprocess/);

@@ -36,8 +36,9 @@ function chargedPerUrl(sandbox: Sandbox): Map<string, number> {
   return out;
 }
 
+// One killed run for both promises (its books, then the resume): a second kill of the same run proved nothing more.
 describe('SIGKILL mid-run', () => {
-  it('leaves a consistent database; the next run resumes and repeats at most the calls in flight', async () => {
+  it('leaves a consistent database whose books status reads; the next run closes them with their real figures, resumes, and repeats at most the calls in flight', async () => {
     const TASKS = 150;
     const { sandbox, ws, file } = await setUp([20, 60], TASKS);
     const env = cliEnv(sandbox, TOKEN);
@@ -46,53 +47,13 @@ describe('SIGKILL mid-run', () => {
     victim.child.kill('SIGKILL');
     const killed = await victim.done;
     expect(killed.signal).toBe('SIGKILL');
-    const beforeResume = operationRequests(sandbox).length;
-    expect(beforeResume).toBeLessThan(TASKS);
+    const beforeKill = operationRequests(sandbox);
+    expect(beforeKill.length).toBeLessThan(TASKS);
     const doneAtKill = count(ws, `SELECT count(*) FROM tasks WHERE status = 'done'`);
     expect(doneAtKill).toBeGreaterThan(0);
     // Whatever the kill cut off, each done task has its whole answer: raw body, api_calls row, post row.
     expect(count(ws, `SELECT count(*) FROM tasks t WHERE t.status = 'done' AND NOT EXISTS (SELECT 1 FROM raw_responses r WHERE r.task_id = t.id)`)).toBe(0);
     expect(count(ws, 'SELECT count(*) FROM posts')).toBe(doneAtKill);
-
-    const resumed = await runCli(['run', file, '--db', ws.db, '--json'], { cwd: ws.dir, env });
-    expect(resumed.code, resumed.stderr).toBe(0);
-    const summary = JSON.parse(resumed.stdout) as { jobs: Array<{ fresh: number; worked: number }> };
-    expect(summary.jobs[0]!.fresh).toBe(doneAtKill);
-
-    expect(taskStatuses(ws, 'posts')).toEqual({ done: TASKS });
-    // No duplicate rows anywhere: each table holds one row per key and exactly what the tasks asked for.
-    expect(count(ws, 'SELECT count(*) FROM posts')).toBe(TASKS);
-    expect(count(ws, 'SELECT count(DISTINCT post_id) FROM posts')).toBe(TASKS);
-    expect(count(ws, 'SELECT count(DISTINCT url) FROM posts')).toBe(TASKS);
-    expect(count(ws, 'SELECT count(*) FROM post_media')).toBe(count(ws, 'SELECT count(*) FROM (SELECT DISTINCT post_id, position FROM post_media)'));
-    expect(count(ws, 'SELECT count(*) FROM tasks')).toBe(TASKS);
-    expect(count(ws, 'SELECT count(DISTINCT task_id) FROM raw_responses')).toBe(TASKS);
-
-    // Paid for twice: only calls that were on the wire when the process died.
-    const charged = chargedPerUrl(sandbox);
-    expect(charged.size).toBe(TASKS);
-    const paidTwice = [...charged.values()].filter((n) => n > 1).length;
-    expect([...charged.values()].every((n) => n <= 2)).toBe(true);
-    expect(paidTwice).toBeLessThanOrEqual(CONCURRENCY);
-    expect(sandbox.requests.filter((r) => r.charged > 0).length).toBeLessThanOrEqual(TASKS + CONCURRENCY);
-
-    // The killed run's books are closed by the next one; the lock it left was taken over and released.
-    const runs = query<{ status: string }>(ws, 'SELECT status FROM runs ORDER BY id');
-    expect(runs.map((r) => r.status)).toEqual(['abandoned', 'completed']);
-    expect(count(ws, 'SELECT count(*) FROM run_lock')).toBe(0);
-  });
-});
-
-describe('the books of a killed run', () => {
-  it('status does not call it in progress and counts its credits; the next run closes it with its real figures', async () => {
-    const TASKS = 150;
-    const { sandbox, ws, file } = await setUp([20, 60], TASKS);
-    const env = cliEnv(sandbox, TOKEN);
-    const victim = spawnCli(['run', file, '--db', ws.db], { cwd: ws.dir, env });
-    await waitFor(() => operationRequests(sandbox).length >= 40 || victim.child.exitCode !== null, 20_000, 'calls of the first run');
-    victim.child.kill('SIGKILL');
-    expect((await victim.done).signal).toBe('SIGKILL');
-    const beforeKill = operationRequests(sandbox);
 
     // What the account had been charged when the sandbox answered the last call whose answer the run wrote: a
     // fresh account's credits_used in that answer (the sandbox charges on arrival, so its log's order cannot
@@ -106,9 +67,8 @@ describe('the books of a killed run', () => {
     expect(chargedBeforeKill - charged).toBeLessThanOrEqual(CONCURRENCY);
     const calls = count(ws, 'SELECT count(*) FROM api_calls WHERE run_id = 1');
     const lastCallAt = count(ws, 'SELECT max(at) FROM api_calls WHERE run_id = 1') as unknown as string;
-    const doneAtKill = count(ws, `SELECT count(*) FROM tasks WHERE status = 'done' AND run_id = 1`);
 
-    // The commands after the kill are the CLI's own code in this process: the kill is what needs a process.
+    // status is the CLI's code in this process: the kill and the resume are what need a process.
     const status = await inProcess(['status', '--db', ws.db], {}, { cwd: ws.dir });
     expect(status.code, status.stderr).toBe(0);
     expect(status.stdout).not.toMatch(/in progress/);
@@ -121,9 +81,11 @@ describe('the books of a killed run', () => {
     // status only reads: the run is still marked running until a run takes the lock.
     expect(query(ws, 'SELECT status, credits_spent AS spent FROM runs')).toEqual([{ status: 'running', spent: null }]);
 
-    const next = await inProcess(['run', file, '--db', ws.db, '--json'], env, { cwd: ws.dir });
-    expect(next.code, next.stderr).toBe(0);
-    expect(next.stderr).toMatch(/closed runs whose process ended without finishing them, as abandoned.*runs=1/);
+    const resumed = await runCli(['run', file, '--db', ws.db, '--json'], { cwd: ws.dir, env });
+    expect(resumed.code, resumed.stderr).toBe(0);
+    expect(resumed.stderr).toMatch(/closed runs whose process ended without finishing them, as abandoned.*runs=1/);
+    const summary = JSON.parse(resumed.stdout) as { jobs: Array<{ fresh: number; worked: number }> };
+    expect(summary.jobs[0]!.fresh).toBe(doneAtKill);
     const [closed] = query(ws, `SELECT status, ended_at AS endedAt, calls, tasks_total AS total, tasks_done AS done,
       tasks_not_found AS notFound, tasks_failed AS failed, tasks_deferred AS deferred, credits_spent AS spent,
       credits_at_end AS atEnd, exit_code AS exitCode, error FROM runs WHERE id = 1`);
@@ -141,6 +103,27 @@ describe('the books of a killed run', () => {
       exitCode: null,
       error: 'the process ended without finishing the run',
     });
+
+    expect(taskStatuses(ws, 'posts')).toEqual({ done: TASKS });
+    // No duplicate rows anywhere: each table holds one row per key and exactly what the tasks asked for.
+    expect(count(ws, 'SELECT count(*) FROM posts')).toBe(TASKS);
+    expect(count(ws, 'SELECT count(DISTINCT post_id) FROM posts')).toBe(TASKS);
+    expect(count(ws, 'SELECT count(DISTINCT url) FROM posts')).toBe(TASKS);
+    expect(count(ws, 'SELECT count(*) FROM post_media')).toBe(count(ws, 'SELECT count(*) FROM (SELECT DISTINCT post_id, position FROM post_media)'));
+    expect(count(ws, 'SELECT count(*) FROM tasks')).toBe(TASKS);
+    expect(count(ws, 'SELECT count(DISTINCT task_id) FROM raw_responses')).toBe(TASKS);
+
+    // Paid for twice: only calls that were on the wire when the process died.
+    const chargedPerTask = chargedPerUrl(sandbox);
+    expect(chargedPerTask.size).toBe(TASKS);
+    const paidTwice = [...chargedPerTask.values()].filter((n) => n > 1).length;
+    expect([...chargedPerTask.values()].every((n) => n <= 2)).toBe(true);
+    expect(paidTwice).toBeLessThanOrEqual(CONCURRENCY);
+    expect(sandbox.requests.filter((r) => r.charged > 0).length).toBeLessThanOrEqual(TASKS + CONCURRENCY);
+
+    // The killed run's books are closed by the next one; the lock it left was taken over and released.
+    expect(query<{ status: string }>(ws, 'SELECT status FROM runs ORDER BY id').map((r) => r.status)).toEqual(['abandoned', 'completed']);
+    expect(count(ws, 'SELECT count(*) FROM run_lock')).toBe(0);
     const after = await inProcess(['status', '--db', ws.db, '--json'], {}, { cwd: ws.dir });
     const total = count(ws, 'SELECT sum(credits_spent) FROM runs');
     expect(JSON.parse(after.stdout)).toMatchObject({ lock: null, unfinishedRuns: [], creditsSpentAllRuns: total });

@@ -5,8 +5,7 @@ import { afterEach, expect } from 'vitest';
 import pg from 'pg';
 import { startSandbox, type Sandbox } from '../../src/sandbox/server.ts';
 import { csv, makeWorkspace, operationRequests, postUrls, type Workspace } from '../support/run-helpers.ts';
-import { newPgDatabase } from './use-pg.ts';
-import { openPgStore } from '../../src/store/pg/open.ts';
+import { newMigratedPgDatabase } from './use-pg.ts';
 
 export const TOKEN = 'pg-workers-5b2d';
 export const CONCURRENCY = 4;
@@ -41,7 +40,7 @@ export async function setUp(
 ): Promise<Setup> {
   const sandbox = await startSandbox({ port: 0, tokens: { [TOKEN]: credits.balance }, notFoundRate: 0, latencyMs: [2, 10] });
   const ws = await makeWorkspace();
-  const url = await newPgDatabase(prefix);
+  const url = await newMigratedPgDatabase(prefix);
   const pool = new pg.Pool({ connectionString: url, max: 2 });
   cleanups.push(() => sandbox.stop(), () => ws.cleanup(), () => pool.end());
   await ws.write('posts.csv', csv(['post_url'], postUrls(tasks).map((u) => [u])));
@@ -56,12 +55,11 @@ export async function setUp(
 }
 
 /**
- * A dataset already migrated (so a test may poll its tables before any worker has opened it) and a job of the
+ * The setup (its dataset migrated: a test may poll its tables before any worker has opened it) and a job of the
  * setup's posts capped at `maxPerRun` credits a run.
  */
 export async function cappedSetUp(tasks: number, prefix: string, maxPerRun: number): Promise<Setup & { capped: string }> {
   const s = await setUp(tasks, prefix);
-  await (await openPgStore(s.url)).close();
   const capped = await s.ws.job('capped', {
     operation: 'post-details',
     input: { csv: 'posts.csv', column: 'post_url' },

@@ -5,9 +5,19 @@ import { createTestDatabase } from './pg-cluster.ts';
 /** The cluster URL, or null when PostgreSQL cannot run here (then `pgSkipReason` says why). */
 export const pgClusterUrl: string | null = inject('pgUrl');
 export const pgSkipReason: string = inject('pgSkipReason') ?? '';
+const pgTemplate: string | null = inject('pgTemplate');
 
 /** A new empty database for the calling test (file); its URL. */
 export function newPgDatabase(prefix?: string): Promise<string> {
   if (!pgClusterUrl) throw new Error(`PostgreSQL unavailable: ${pgSkipReason}`);
   return createTestDatabase(pgClusterUrl, prefix);
+}
+
+/**
+ * A new database holding an empty dataset already migrated (a copy of the run's template): for tests of what
+ * runs and reads do, not of the migrations (pg-store-open.test.ts and pg-schema-parity.test.ts migrate their own).
+ */
+export function newMigratedPgDatabase(prefix?: string): Promise<string> {
+  if (!pgClusterUrl || !pgTemplate) throw new Error(`PostgreSQL unavailable: ${pgSkipReason}`);
+  return createTestDatabase(pgClusterUrl, prefix, pgTemplate);
 }
