@@ -22,8 +22,8 @@ import { processFacts } from '../../src/store/process-identity.ts';
 import { lockLeaseFromEnv } from '../../src/cli/commands/run.ts';
 import { EXIT } from '../../src/cli/exit-codes.ts';
 import { inProcess } from '../support/run-helpers.ts';
-import { forEachEngine, type TestDb } from './engines.ts';
-import { newPgDatabase, pgClusterUrl, pgSkipReason } from './use-pg.ts';
+import { forEachEngine, newEngineDatabase, type TestDb } from './engines.ts';
+import { pgClusterUrl, pgSkipReason } from './use-pg.ts';
 import { workerArgs } from './worker-entry.ts';
 
 const root = mkdtempSync(join(tmpdir(), 'netingest-dataset-lock-'));
@@ -73,8 +73,7 @@ async function rewritable(db: TestDb): Promise<boolean> {
 forEachEngine('the dataset lock', (engine) => {
   let db: TestDb;
   beforeEach(async () => {
-    db = await engine.open(root, `dataset-${++datasets}.db`);
-    await db.create();
+    db = await engine.created(root, `dataset-${++datasets}.db`);
     await db.run(`INSERT INTO netingest_meta (key, value) VALUES ('lock-test', 'untouched')`);
   });
   const untouched = async () => expect(await db.count(`SELECT count(*) FROM netingest_meta WHERE key = 'lock-test' AND value = 'untouched'`)).toBe(1);
@@ -149,7 +148,7 @@ function pool(url: string): pg.Pool {
 
 describe.skipIf(!pgClusterUrl)(`(PostgreSQL) the advisory lock's modes and session${pgClusterUrl ? '' : ` (skipped: ${pgSkipReason})`}`, () => {
   it('lets workers share it, refuses reprocess while one holds it, and refuses workers while reprocess holds it', async () => {
-    const url = await newPgDatabase('dataset_lock');
+    const url = await newEngineDatabase();
     const a = pool(url);
     const b = pool(url);
     const w1 = await holdShared(a, 'the dataset');
@@ -173,7 +172,7 @@ describe.skipIf(!pgClusterUrl)(`(PostgreSQL) the advisory lock's modes and sessi
   });
 
   it('keeps its session through a server idle_session_timeout, which would end an idle holder and its hold', async () => {
-    const url = await newPgDatabase('dataset_lock_idle');
+    const url = await newEngineDatabase();
     const admin = pool(url);
     const version = Number((await admin.query<{ v: string }>('SHOW server_version_num')).rows[0]!.v);
     if (version < 140000) return; // no idle_session_timeout before PostgreSQL 14

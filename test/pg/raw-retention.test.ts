@@ -23,8 +23,8 @@ import { runJobs } from '../../src/runner/run-jobs.ts';
 import { csv, FAST_RATE, FAST_RETRY, inProcess, makeWorkspace, postUrls, ROOT } from '../support/run-helpers.ts';
 import { useSandboxes } from '../support/sandbox-helpers.ts';
 import { job, jobsResponse } from '../support/db-fixtures.ts';
-import { newPgDatabase, pgClusterUrl, pgSkipReason } from './use-pg.ts';
-import { forEachEngine, type TestDb, type TestEngine } from './engines.ts';
+import { pgClusterUrl, pgSkipReason } from './use-pg.ts';
+import { forEachEngine, newEngineDatabase, type TestDb, type TestEngine } from './engines.ts';
 
 const TOKEN = 'pg-retention-3e9a';
 const DAY = 86_400_000;
@@ -54,10 +54,8 @@ const labels = (bodies: string[]) => bodies.map((b) => (JSON.parse(b) as { label
 const sandboxes = useSandboxes();
 const pools: pg.Pool[] = [];
 
-async function pgDataset(prefix: string): Promise<{ url: string; pool: pg.Pool }> {
-  const url = await newPgDatabase(prefix);
-  const store = await openPgStore(url);
-  await store.close();
+async function pgDataset(): Promise<{ url: string; pool: pg.Pool }> {
+  const url = await newEngineDatabase({ migrated: true });
   const pool = new pg.Pool({ connectionString: url, max: 2 });
   pools.push(pool);
   return { url, pool };
@@ -70,8 +68,7 @@ async function pgBodies(pool: pg.Pool): Promise<string[]> {
 /** A new dataset holding ARCHIVE, stored as a run stores bodies (no rows: prune reads raw_responses alone). */
 let datasets = 0;
 async function archived(engine: TestEngine, dir: string): Promise<TestDb> {
-  const db = await engine.open(dir, `archive-${++datasets}.db`);
-  await db.create();
+  const db = await engine.created(dir, `archive-${++datasets}.db`);
   for (const b of ARCHIVE) {
     await db.run(`INSERT INTO raw_responses (operation, request_key, request_json, body, received_at, error_code) VALUES (?, ?, '{}', ?, ?, ?)`,
       b.operation, b.key, bodyOf(b), daysAgo(b.days), b.errorCode ?? null);
@@ -153,7 +150,7 @@ describe.skipIf(!pgClusterUrl)(`(PostgreSQL) prune beside writers${pgClusterUrl 
   });
 
   it('drops nothing that a body still being written would supersede, and two prunes at once keep the latest answer', async () => {
-    const { url, pool } = await pgDataset('raw_retention_race');
+    const { url, pool } = await pgDataset();
     const insert = `INSERT INTO raw_responses (operation, request_key, request_json, body, received_at) VALUES ('search-jobs', $1, '{}', $2, $3)`;
     for (const [key, label, days] of [['b', 'onlyB', 60], ['e', 'oldE', 50], ['e', 'latestE', 40]] as const) {
       await pool.query(insert, [key, JSON.stringify({ label }), daysAgo(days)]);
@@ -190,7 +187,7 @@ forEachEngine("a job's keepRawDays", (engine) => {
     const sandbox = await sandboxes({ tokens: { [TOKEN]: 10_000 } });
     const jobsWs = await makeWorkspace();
     try {
-      const db = await engine.open(jobsWs.dir);
+      const db = await engine.created(jobsWs.dir);
       await jobsWs.write('kept.csv', csv(['post_url'], postUrls(3).map((u) => [u])));
       await jobsWs.write('pruned.csv', csv(['post_url'], postUrls(4, 100).map((u) => [u])));
       const post = { operation: 'post-details', rate: FAST_RATE, retry: FAST_RETRY };
