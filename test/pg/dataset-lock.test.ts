@@ -182,8 +182,9 @@ describe.skipIf(!pgClusterUrl)(`(PostgreSQL) the advisory lock's modes and sessi
     const held = await holdShared(p, 'the dataset');
     const lost: Error[] = [];
     held.onLost((err) => lost.push(err));
-    // Idle for several timeouts: a client polled every 100 ms would notice a dead session well within this.
-    await new Promise((r) => setTimeout(r, 1_500));
+    // Idle for three timeouts: a session the server ended is gone from lockHolders below (a shorter timeout could
+    // end the session on a busy CPU before holdShared's first statement turns it off).
+    await new Promise((r) => setTimeout(r, 900));
     expect(lost).toEqual([]);
     expect(await lockHolders(admin)).toEqual(new Set([held.backendPid]));
     await held.release();
