@@ -91,56 +91,59 @@ forEachEngine('netingest prune', (engine) => {
   });
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-  it('drops only bodies past the period that a newer accepted answer to the same request superseded; a dry run changes nothing', async () => {
-    const db = await archived(engine, dir);
-    const dry = await prune(db, '--dry-run');
-    // oldA and oldWrongA (superseded by recentA), oldD (by latestD); recentA is within the period, onlyB and
-    // otherOpD are their request's latest, wrongC was never superseded by an accepted answer.
-    expect(dry).toMatchObject({ dropped: 3, kept: 6 });
-    expect(dry.droppedBytes).toBeGreaterThan(0);
-    expect(await bodiesOf(db)).toEqual(ARCHIVE.map(bodyOf));
-    expect(await db.count("SELECT count(*) FROM netingest_meta WHERE key = 'raw_pruned_at'")).toBe(0);
+  // Each case its own dataset: run at once, one case's client work overlaps another's wait on the server.
+  describe.concurrent('each on its own dataset', () => {
+    it('drops only bodies past the period that a newer accepted answer to the same request superseded; a dry run changes nothing', async () => {
+      const db = await archived(engine, dir);
+      const dry = await prune(db, '--dry-run');
+      // oldA and oldWrongA (superseded by recentA), oldD (by latestD); recentA is within the period, onlyB and
+      // otherOpD are their request's latest, wrongC was never superseded by an accepted answer.
+      expect(dry).toMatchObject({ dropped: 3, kept: 6 });
+      expect(dry.droppedBytes).toBeGreaterThan(0);
+      expect(await bodiesOf(db)).toEqual(ARCHIVE.map(bodyOf));
+      expect(await db.count("SELECT count(*) FROM netingest_meta WHERE key = 'raw_pruned_at'")).toBe(0);
 
-    const done = await prune(db);
-    expect({ dropped: done.dropped, kept: done.kept, droppedBytes: done.droppedBytes }).toEqual({ dropped: 3, kept: 6, droppedBytes: dry.droppedBytes });
-    expect(labels(await bodiesOf(db))).toEqual(['latestA', 'latestD', 'onlyB', 'otherOpD', 'recentA', 'wrongC']);
-    expect(await db.count("SELECT count(*) FROM netingest_meta WHERE key = 'raw_pruned_at'")).toBe(1);
+      const done = await prune(db);
+      expect({ dropped: done.dropped, kept: done.kept, droppedBytes: done.droppedBytes }).toEqual({ dropped: 3, kept: 6, droppedBytes: dry.droppedBytes });
+      expect(labels(await bodiesOf(db))).toEqual(['latestA', 'latestD', 'onlyB', 'otherOpD', 'recentA', 'wrongC']);
+      expect(await db.count("SELECT count(*) FROM netingest_meta WHERE key = 'raw_pruned_at'")).toBe(1);
 
-    const text = await inProcess(['prune', '--db', db.locator, '--keep-days', '0', '--dry-run']);
-    expect(text.code, text.stderr).toBe(0);
-    expect(text.stdout).toMatch(/^1 raw bodies received before \S+ and superseded by a newer answer would be dropped \(\d+\.\d MB\); 5 kept\.$/m);
-    const bad = await inProcess(['prune', '--db', db.locator, '--keep-days', 'soon']);
-    expect(bad.code).toBe(2);
-    expect(bad.stderr).toMatch(/--keep-days soon: .*must be a number/);
-  });
+      const text = await inProcess(['prune', '--db', db.locator, '--keep-days', '0', '--dry-run']);
+      expect(text.code, text.stderr).toBe(0);
+      expect(text.stdout).toMatch(/^1 raw bodies received before \S+ and superseded by a newer answer would be dropped \(\d+\.\d MB\); 5 kept\.$/m);
+      const bad = await inProcess(['prune', '--db', db.locator, '--keep-days', 'soon']);
+      expect(bad.code).toBe(2);
+      expect(bad.stderr).toMatch(/--keep-days soon: .*must be a number/);
+    });
 
-  it('says what its space figures measure: the file on SQLite, the table on the server and its VACUUM on PostgreSQL', async () => {
-    const db = await archived(engine, dir);
-    const done = await prune(db);
-    const text = await inProcess(['prune', '--db', db.locator, '--keep-days', '0']);
-    expect(text.code, text.stderr).toBe(0);
-    expect(text.stdout).toMatch(/^1 raw bodies received before \S+ and superseded by a newer answer dropped \(\d+\.\d MB\); 5 kept\.$/m);
-    if (engine.name === 'sqlite') {
-      // SQLite-specific: the file, after VACUUM.
-      expect(done.fileBytesAfter).toBe(statSync(db.locator).size);
-      expect(done).not.toHaveProperty('rawResponsesBytesAfter');
-    } else {
-      // PostgreSQL-specific: the table on the server (table, TOAST and indexes), and the plain VACUUM ran.
-      expect(done).not.toHaveProperty('fileBytesAfter');
-      expect(done.rawResponsesBytesAfter).toBeGreaterThan(0);
-      expect(done.vacuumed).toBe(true);
-      expect(await db.count(`SELECT count(*) FROM pg_stat_user_tables WHERE relname = 'raw_responses' AND last_vacuum IS NOT NULL`)).toBe(1);
-      expect(text.stdout).toMatch(/raw_responses on the server \(table, TOAST and indexes\): \d+\.\d MB before, \d+\.\d MB after VACUUM/);
-    }
-  });
+    it('says what its space figures measure: the file on SQLite, the table on the server and its VACUUM on PostgreSQL', async () => {
+      const db = await archived(engine, dir);
+      const done = await prune(db);
+      const text = await inProcess(['prune', '--db', db.locator, '--keep-days', '0']);
+      expect(text.code, text.stderr).toBe(0);
+      expect(text.stdout).toMatch(/^1 raw bodies received before \S+ and superseded by a newer answer dropped \(\d+\.\d MB\); 5 kept\.$/m);
+      if (engine.name === 'sqlite') {
+        // SQLite-specific: the file, after VACUUM.
+        expect(done.fileBytesAfter).toBe(statSync(db.locator).size);
+        expect(done).not.toHaveProperty('rawResponsesBytesAfter');
+      } else {
+        // PostgreSQL-specific: the table on the server (table, TOAST and indexes), and the plain VACUUM ran.
+        expect(done).not.toHaveProperty('fileBytesAfter');
+        expect(done.rawResponsesBytesAfter).toBeGreaterThan(0);
+        expect(done.vacuumed).toBe(true);
+        expect(await db.count(`SELECT count(*) FROM pg_stat_user_tables WHERE relname = 'raw_responses' AND last_vacuum IS NOT NULL`)).toBe(1);
+        expect(text.stdout).toMatch(/raw_responses on the server \(table, TOAST and indexes\): \d+\.\d MB before, \d+\.\d MB after VACUUM/);
+      }
+    });
 
-  it('refuses a dataset that is not there, and creates nothing', async () => {
-    const db = await engine.open(dir, 'never-made.db');
-    const out = await inProcess(['prune', '--db', db.locator, '--dry-run']);
-    expect(out.code).toBe(2);
-    expect(out.stderr).toMatch(/no (database at|netingest dataset in) \S+: nothing to prune/);
-    if (engine.name === 'sqlite') expect(existsSync(db.locator)).toBe(false);
-    else expect(await db.count(`SELECT count(*) FROM information_schema.tables WHERE table_schema = 'public'`)).toBe(0);
+    it('refuses a dataset that is not there, and creates nothing', async () => {
+      const db = await engine.open(dir, 'never-made.db');
+      const out = await inProcess(['prune', '--db', db.locator, '--dry-run']);
+      expect(out.code).toBe(2);
+      expect(out.stderr).toMatch(/no (database at|netingest dataset in) \S+: nothing to prune/);
+      if (engine.name === 'sqlite') expect(existsSync(db.locator)).toBe(false);
+      else expect(await db.count(`SELECT count(*) FROM information_schema.tables WHERE table_schema = 'public'`)).toBe(0);
+    });
   });
 });
 
