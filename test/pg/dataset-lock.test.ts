@@ -70,16 +70,21 @@ async function rewritable(db: TestDb): Promise<boolean> {
   }
 }
 
-forEachEngine('the dataset lock', (engine) => {
-  let db: TestDb;
-  beforeEach(async () => {
-    db = await engine.open(root, `dataset-${++datasets}.db`);
-    await db.create();
-    await db.run(`INSERT INTO netingest_meta (key, value) VALUES ('lock-test', 'untouched')`);
-  });
-  const untouched = async () => expect(await db.count(`SELECT count(*) FROM netingest_meta WHERE key = 'lock-test' AND value = 'untouched'`)).toBe(1);
+/** Whether the mark `dataset` put in the dataset is still there as written. */
+const untouched = async (db: TestDb) => expect(await db.count(`SELECT count(*) FROM netingest_meta WHERE key = 'lock-test' AND value = 'untouched'`)).toBe(1);
 
-  it("a run's hold refuses reprocess and prune (LockedError, exit 4), changing nothing; once it ends they go ahead", async () => {
+// Each case its own dataset (advisory locks are per database too): run at once, one case's processes and waits
+// overlap another's.
+forEachEngine('the dataset lock', (engine) => {
+  /** A new dataset with this build's schema and a mark the lock's refusals must leave as it is. */
+  const dataset = async () => {
+    const db = await engine.created(root, `dataset-${++datasets}.db`);
+    await db.run(`INSERT INTO netingest_meta (key, value) VALUES ('lock-test', 'untouched')`);
+    return db;
+  };
+
+  it.concurrent("a run's hold refuses reprocess and prune (LockedError, exit 4), changing nothing; once it ends they go ahead", async () => {
+    const db = await dataset();
     const release = await holdAsRun(db);
     try {
       await expect(reprocessDatabase(db.locator)).rejects.toBeInstanceOf(LockedError);
@@ -88,7 +93,7 @@ forEachEngine('the dataset lock', (engine) => {
         expect(refused.code, command[0]).toBe(EXIT.locked);
         expect(refused.stderr).toMatch(/is in use by (a running `netingest run`|run )/);
       }
-      await untouched();
+      await untouched(db);
     } finally {
       await release();
     }
@@ -96,7 +101,8 @@ forEachEngine('the dataset lock', (engine) => {
     expect(await freeForARun(db)).toBe(true);
   });
 
-  it('a run killed with SIGKILL keeps no one out: the next command goes ahead', async () => {
+  it.concurrent('a run killed with SIGKILL keeps no one out: the next command goes ahead', async () => {
+    const db = await dataset();
     const holder = spawn(process.execPath, [...workerArgs('hold-worker.ts'), db.locator], { stdio: ['ignore', 'pipe', 'inherit'] });
     const exited = once(holder, 'exit');
     try {
@@ -108,13 +114,14 @@ forEachEngine('the dataset lock', (engine) => {
       // socket closes; polled rather than a guessed sleep.
       await until(() => rewritable(db), 'the killed holder to be let go');
       expect(await freeForARun(db)).toBe(true);
-      await untouched();
+      await untouched(db);
     } finally {
       holder.kill('SIGKILL');
     }
   });
 
-  it.runIf(engine.name === 'sqlite')('(SQLite) one run at a time: a second run is refused while the first holds the dataset', async () => {
+  it.runIf(engine.name === 'sqlite').concurrent('(SQLite) one run at a time: a second run is refused while the first holds the dataset', async () => {
+    const db = await dataset();
     const release = await holdAsRun(db);
     try {
       await expect(holdAsRun(db)).rejects.toBeInstanceOf(LockedError);
@@ -124,7 +131,8 @@ forEachEngine('the dataset lock', (engine) => {
     expect(await freeForARun(db)).toBe(true);
   });
 
-  it.runIf(engine.name === 'postgres')('(PostgreSQL) runs share it: two workers hold it together, reprocess is refused until both end', async () => {
+  it.runIf(engine.name === 'postgres').concurrent('(PostgreSQL) runs share it: two workers hold it together, reprocess is refused until both end', async () => {
+    const db = await dataset();
     const first = await holdAsRun(db);
     const second = await holdAsRun(db);
     await expect(reprocessDatabase(db.locator)).rejects.toBeInstanceOf(LockedError);
@@ -148,8 +156,9 @@ function pool(url: string): pg.Pool {
 }
 
 describe.skipIf(!pgClusterUrl)(`(PostgreSQL) the advisory lock's modes and session${pgClusterUrl ? '' : ` (skipped: ${pgSkipReason})`}`, () => {
-  it('lets workers share it, refuses reprocess while one holds it, and refuses workers while reprocess holds it', async () => {
-    const url = await newPgDatabase('dataset_lock');
+  // Each on a database of its own: run at once, the idle case's wait overlaps the other.
+  it.concurrent('lets workers share it, refuses reprocess while one holds it, and refuses workers while reprocess holds it', async () => {
+    const url = await newPgDatabase('lock');
     const a = pool(url);
     const b = pool(url);
     const w1 = await holdShared(a, 'the dataset');
@@ -172,8 +181,8 @@ describe.skipIf(!pgClusterUrl)(`(PostgreSQL) the advisory lock's modes and sessi
     expect(b.totalCount - b.idleCount).toBe(0);
   });
 
-  it('keeps its session through a server idle_session_timeout, which would end an idle holder and its hold', async () => {
-    const url = await newPgDatabase('dataset_lock_idle');
+  it.concurrent('keeps its session through a server idle_session_timeout, which would end an idle holder and its hold', async () => {
+    const url = await newPgDatabase('lock');
     const admin = pool(url);
     const version = Number((await admin.query<{ v: string }>('SHOW server_version_num')).rows[0]!.v);
     if (version < 140000) return; // no idle_session_timeout before PostgreSQL 14
@@ -183,8 +192,9 @@ describe.skipIf(!pgClusterUrl)(`(PostgreSQL) the advisory lock's modes and sessi
     const held = await holdShared(p, 'the dataset');
     const lost: Error[] = [];
     held.onLost((err) => lost.push(err));
-    // Idle for several timeouts: a client polled every 100 ms would notice a dead session well within this.
-    await new Promise((r) => setTimeout(r, 1_500));
+    // Idle for three timeouts: a session the server ended is gone from lockHolders below (a shorter timeout could
+    // end the session on a busy CPU before holdShared's first statement turns it off).
+    await new Promise((r) => setTimeout(r, 900));
     expect(lost).toEqual([]);
     expect(await lockHolders(admin)).toEqual(new Set([held.backendPid]));
     await held.release();

@@ -37,15 +37,16 @@ async function refusals(db: TestDb): Promise<{ run: unknown; read: unknown }> {
   return { run, read };
 }
 
+// Each case its own dataset: run at once.
 forEachEngine('opening a dataset', (engine) => {
-  it("refuses another program's tables, for a run and for a reader, and adds no table to them", async () => {
+  it.concurrent("refuses another program's tables, for a run and for a reader, and adds no table to them", async () => {
     const db = await engine.openEmpty(dir, `foreign-${++datasets}.db`);
     await db.run('CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT)');
     expect(await refusals(db)).toEqual({ run: 'DB_NOT_NETINGEST', read: 'DB_NOT_NETINGEST' });
     expect(await tableCount(engine, db)).toBe(1);
   });
 
-  it('refuses a dataset a newer netingest migrated (an applied migration it does not know), for a run and for a reader', async () => {
+  it.concurrent('refuses a dataset a newer netingest migrated (an applied migration it does not know), for a run and for a reader', async () => {
     const db = await engine.open(dir, `newer-${++datasets}.db`);
     await db.create();
     const future = knownMigrations().at(-1)!.folderMillis + 86_400_000;

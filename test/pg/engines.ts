@@ -44,6 +44,8 @@ export interface TestEngine {
   open(dir: string, name?: string): Promise<TestDb>;
   /** As `open`, but a PostgreSQL database holds nothing at all (no netingest schema): for what opening one does. */
   openEmpty(dir: string, name?: string): Promise<TestDb>;
+  /** As `open`, with this build's schema already made (a SQLite file exists): for cases that start at once. */
+  created(dir: string, name?: string): Promise<TestDb>;
   /**
    * A new dataset holding what the SQLite file `file` holds: a copy of the file in `dir`, or on PostgreSQL a new
    * database `netingest copy` filled from it. Fixtures are built once, on SQLite, and read on both engines.
@@ -95,6 +97,7 @@ export const SQLITE: TestEngine = {
   openEmpty(dir, name) {
     return SQLITE.open(dir, name);
   },
+  created: (dir, name) => created(SQLITE, dir, name),
   async load(dir, file) {
     const name = `loaded-${++loaded}.db`;
     // The fixture was closed: its WAL is checkpointed into the file (copied as well in case it is not).
@@ -105,10 +108,17 @@ export const SQLITE: TestEngine = {
 
 let loaded = 0;
 
+async function created(engine: TestEngine, dir: string, name?: string): Promise<TestDb> {
+  const db = await engine.open(dir, name);
+  await db.create();
+  return db;
+}
+
 export const POSTGRES: TestEngine = {
   name: 'postgres',
   open: () => pgDataset(newMigratedPgDatabase('engines')),
   openEmpty: () => pgDataset(newPgDatabase('engines_empty')),
+  created: (dir, name) => created(POSTGRES, dir, name),
   async load(dir, file) {
     const db = await POSTGRES.open(dir);
     const copied = await inProcess(['copy', '--from', file, '--to', db.locator]);

@@ -54,10 +54,8 @@ const labels = (bodies: string[]) => bodies.map((b) => (JSON.parse(b) as { label
 const sandboxes = useSandboxes();
 const pools: pg.Pool[] = [];
 
-async function pgDataset(prefix: string): Promise<{ url: string; pool: pg.Pool }> {
-  const url = await newMigratedPgDatabase(prefix);
-  const store = await openPgStore(url);
-  await store.close();
+async function pgDataset(): Promise<{ url: string; pool: pg.Pool }> {
+  const url = await newMigratedPgDatabase('retention');
   const pool = new pg.Pool({ connectionString: url, max: 2 });
   pools.push(pool);
   return { url, pool };
@@ -70,8 +68,7 @@ async function pgBodies(pool: pg.Pool): Promise<string[]> {
 /** A new dataset holding ARCHIVE, stored as a run stores bodies (no rows: prune reads raw_responses alone). */
 let datasets = 0;
 async function archived(engine: TestEngine, dir: string): Promise<TestDb> {
-  const db = await engine.open(dir, `archive-${++datasets}.db`);
-  await db.create();
+  const db = await engine.created(dir, `archive-${++datasets}.db`);
   for (const b of ARCHIVE) {
     await db.run(`INSERT INTO raw_responses (operation, request_key, request_json, body, received_at, error_code) VALUES (?, ?, '{}', ?, ?, ?)`,
       b.operation, b.key, bodyOf(b), daysAgo(b.days), b.errorCode ?? null);
@@ -94,56 +91,59 @@ forEachEngine('netingest prune', (engine) => {
   });
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-  it('drops only bodies past the period that a newer accepted answer to the same request superseded; a dry run changes nothing', async () => {
-    const db = await archived(engine, dir);
-    const dry = await prune(db, '--dry-run');
-    // oldA and oldWrongA (superseded by recentA), oldD (by latestD); recentA is within the period, onlyB and
-    // otherOpD are their request's latest, wrongC was never superseded by an accepted answer.
-    expect(dry).toMatchObject({ dropped: 3, kept: 6 });
-    expect(dry.droppedBytes).toBeGreaterThan(0);
-    expect(await bodiesOf(db)).toEqual(ARCHIVE.map(bodyOf));
-    expect(await db.count("SELECT count(*) FROM netingest_meta WHERE key = 'raw_pruned_at'")).toBe(0);
+  // Each case its own dataset: run at once, one case's client work overlaps another's wait on the server.
+  describe.concurrent('each on its own dataset', () => {
+    it('drops only bodies past the period that a newer accepted answer to the same request superseded; a dry run changes nothing', async () => {
+      const db = await archived(engine, dir);
+      const dry = await prune(db, '--dry-run');
+      // oldA and oldWrongA (superseded by recentA), oldD (by latestD); recentA is within the period, onlyB and
+      // otherOpD are their request's latest, wrongC was never superseded by an accepted answer.
+      expect(dry).toMatchObject({ dropped: 3, kept: 6 });
+      expect(dry.droppedBytes).toBeGreaterThan(0);
+      expect(await bodiesOf(db)).toEqual(ARCHIVE.map(bodyOf));
+      expect(await db.count("SELECT count(*) FROM netingest_meta WHERE key = 'raw_pruned_at'")).toBe(0);
 
-    const done = await prune(db);
-    expect({ dropped: done.dropped, kept: done.kept, droppedBytes: done.droppedBytes }).toEqual({ dropped: 3, kept: 6, droppedBytes: dry.droppedBytes });
-    expect(labels(await bodiesOf(db))).toEqual(['latestA', 'latestD', 'onlyB', 'otherOpD', 'recentA', 'wrongC']);
-    expect(await db.count("SELECT count(*) FROM netingest_meta WHERE key = 'raw_pruned_at'")).toBe(1);
+      const done = await prune(db);
+      expect({ dropped: done.dropped, kept: done.kept, droppedBytes: done.droppedBytes }).toEqual({ dropped: 3, kept: 6, droppedBytes: dry.droppedBytes });
+      expect(labels(await bodiesOf(db))).toEqual(['latestA', 'latestD', 'onlyB', 'otherOpD', 'recentA', 'wrongC']);
+      expect(await db.count("SELECT count(*) FROM netingest_meta WHERE key = 'raw_pruned_at'")).toBe(1);
 
-    const text = await inProcess(['prune', '--db', db.locator, '--keep-days', '0', '--dry-run']);
-    expect(text.code, text.stderr).toBe(0);
-    expect(text.stdout).toMatch(/^1 raw bodies received before \S+ and superseded by a newer answer would be dropped \(\d+\.\d MB\); 5 kept\.$/m);
-    const bad = await inProcess(['prune', '--db', db.locator, '--keep-days', 'soon']);
-    expect(bad.code).toBe(2);
-    expect(bad.stderr).toMatch(/--keep-days soon: .*must be a number/);
-  });
+      const text = await inProcess(['prune', '--db', db.locator, '--keep-days', '0', '--dry-run']);
+      expect(text.code, text.stderr).toBe(0);
+      expect(text.stdout).toMatch(/^1 raw bodies received before \S+ and superseded by a newer answer would be dropped \(\d+\.\d MB\); 5 kept\.$/m);
+      const bad = await inProcess(['prune', '--db', db.locator, '--keep-days', 'soon']);
+      expect(bad.code).toBe(2);
+      expect(bad.stderr).toMatch(/--keep-days soon: .*must be a number/);
+    });
 
-  it('says what its space figures measure: the file on SQLite, the table on the server and its VACUUM on PostgreSQL', async () => {
-    const db = await archived(engine, dir);
-    const done = await prune(db);
-    const text = await inProcess(['prune', '--db', db.locator, '--keep-days', '0']);
-    expect(text.code, text.stderr).toBe(0);
-    expect(text.stdout).toMatch(/^1 raw bodies received before \S+ and superseded by a newer answer dropped \(\d+\.\d MB\); 5 kept\.$/m);
-    if (engine.name === 'sqlite') {
-      // SQLite-specific: the file, after VACUUM.
-      expect(done.fileBytesAfter).toBe(statSync(db.locator).size);
-      expect(done).not.toHaveProperty('rawResponsesBytesAfter');
-    } else {
-      // PostgreSQL-specific: the table on the server (table, TOAST and indexes), and the plain VACUUM ran.
-      expect(done).not.toHaveProperty('fileBytesAfter');
-      expect(done.rawResponsesBytesAfter).toBeGreaterThan(0);
-      expect(done.vacuumed).toBe(true);
-      expect(await db.count(`SELECT count(*) FROM pg_stat_user_tables WHERE relname = 'raw_responses' AND last_vacuum IS NOT NULL`)).toBe(1);
-      expect(text.stdout).toMatch(/raw_responses on the server \(table, TOAST and indexes\): \d+\.\d MB before, \d+\.\d MB after VACUUM/);
-    }
-  });
+    it('says what its space figures measure: the file on SQLite, the table on the server and its VACUUM on PostgreSQL', async () => {
+      const db = await archived(engine, dir);
+      const done = await prune(db);
+      const text = await inProcess(['prune', '--db', db.locator, '--keep-days', '0']);
+      expect(text.code, text.stderr).toBe(0);
+      expect(text.stdout).toMatch(/^1 raw bodies received before \S+ and superseded by a newer answer dropped \(\d+\.\d MB\); 5 kept\.$/m);
+      if (engine.name === 'sqlite') {
+        // SQLite-specific: the file, after VACUUM.
+        expect(done.fileBytesAfter).toBe(statSync(db.locator).size);
+        expect(done).not.toHaveProperty('rawResponsesBytesAfter');
+      } else {
+        // PostgreSQL-specific: the table on the server (table, TOAST and indexes), and the plain VACUUM ran.
+        expect(done).not.toHaveProperty('fileBytesAfter');
+        expect(done.rawResponsesBytesAfter).toBeGreaterThan(0);
+        expect(done.vacuumed).toBe(true);
+        expect(await db.count(`SELECT count(*) FROM pg_stat_user_tables WHERE relname = 'raw_responses' AND last_vacuum IS NOT NULL`)).toBe(1);
+        expect(text.stdout).toMatch(/raw_responses on the server \(table, TOAST and indexes\): \d+\.\d MB before, \d+\.\d MB after VACUUM/);
+      }
+    });
 
-  it('refuses a dataset that is not there, and creates nothing', async () => {
-    const db = await engine.openEmpty(dir, 'never-made.db');
-    const out = await inProcess(['prune', '--db', db.locator, '--dry-run']);
-    expect(out.code).toBe(2);
-    expect(out.stderr).toMatch(/no (database at|netingest dataset in) \S+: nothing to prune/);
-    if (engine.name === 'sqlite') expect(existsSync(db.locator)).toBe(false);
-    else expect(await db.count(`SELECT count(*) FROM information_schema.tables WHERE table_schema = 'public'`)).toBe(0);
+    it('refuses a dataset that is not there, and creates nothing', async () => {
+      const db = await engine.openEmpty(dir, 'never-made.db');
+      const out = await inProcess(['prune', '--db', db.locator, '--dry-run']);
+      expect(out.code).toBe(2);
+      expect(out.stderr).toMatch(/no (database at|netingest dataset in) \S+: nothing to prune/);
+      if (engine.name === 'sqlite') expect(existsSync(db.locator)).toBe(false);
+      else expect(await db.count(`SELECT count(*) FROM information_schema.tables WHERE table_schema = 'public'`)).toBe(0);
+    });
   });
 });
 
@@ -153,7 +153,7 @@ describe.skipIf(!pgClusterUrl)(`(PostgreSQL) prune beside writers${pgClusterUrl 
   });
 
   it('drops nothing that a body still being written would supersede, and two prunes at once keep the latest answer', async () => {
-    const { url, pool } = await pgDataset('raw_retention_race');
+    const { url, pool } = await pgDataset();
     const insert = `INSERT INTO raw_responses (operation, request_key, request_json, body, received_at) VALUES ('search-jobs', $1, '{}', $2, $3)`;
     for (const [key, label, days] of [['b', 'onlyB', 60], ['e', 'oldE', 50], ['e', 'latestE', 40]] as const) {
       await pool.query(insert, [key, JSON.stringify({ label }), daysAgo(days)]);
@@ -190,7 +190,7 @@ forEachEngine("a job's keepRawDays", (engine) => {
     const sandbox = await sandboxes({ tokens: { [TOKEN]: 10_000 } });
     const jobsWs = await makeWorkspace();
     try {
-      const db = await engine.open(jobsWs.dir);
+      const db = await engine.created(jobsWs.dir);
       await jobsWs.write('kept.csv', csv(['post_url'], postUrls(3).map((u) => [u])));
       await jobsWs.write('pruned.csv', csv(['post_url'], postUrls(4, 100).map((u) => [u])));
       const post = { operation: 'post-details', rate: FAST_RATE, retry: FAST_RETRY };

@@ -18,25 +18,29 @@ import { forEachEngine, type TestDb, type TestEngine } from './engines.ts';
 const dir = mkdtempSync(join(tmpdir(), 'netingest-report-rates-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-/**
- * An earlier release's dataset (its run 1 made two calls for `leads`) brought up to this build's schema, on
- * `engine`, whose `runs` then lost job_rates.
- */
-async function withoutRates(engine: TestEngine, name: string): Promise<TestDb> {
-  const file = join(dir, `${name}-${engine.name}-fixture.db`);
+/** An earlier release's dataset (its run 1 made two calls for `leads`) brought up to this build's schema, built once. */
+let fixture: string | undefined;
+function previousRelease(): string {
+  if (fixture) return fixture;
+  const file = join(dir, 'previous-release-fixture.db');
   buildPreviousReleaseDb(file, dir, T2);
   const old = new BetterSqlite3(file);
   old.prepare(`INSERT INTO runs (id, jobs, started_at, ended_at, status, calls) VALUES (1, '["leads"]', ?, ?, 'completed', 2)`).run(T0, T2);
   old.close();
   openDatabase(file).close();
-  const db = await engine.load(dir, file);
+  return (fixture = file);
+}
+
+/** A copy of the previous release's dataset on `engine`, whose `runs` then lost job_rates. */
+async function withoutRates(engine: TestEngine): Promise<TestDb> {
+  const db = await engine.load(dir, previousRelease());
   await db.run('ALTER TABLE runs DROP COLUMN job_rates');
   return db;
 }
 
 forEachEngine('report on a dataset whose runs have no job_rates', (engine) => {
   it('draws the runs against --rate, marked as assumed, and the CLI writes the page', async () => {
-    const db = await withoutRates(engine, 'no-rates');
+    const db = await withoutRates(engine);
     const { figures } = await gatherFigures({ db: db.locator, days: 3650, configuredPerMinute: 75, now: new Date(T2) });
     expect(figures.nights.map((n) => n.runId)).toEqual([1]);
     expect(figures.pace.map((p) => [p.job, p.calls, p.configuredPerMinute, p.configuredFrom])).toEqual([['leads', 2, 75, 'assumed']]);
@@ -51,7 +55,7 @@ forEachEngine('report on a dataset whose runs have no job_rates', (engine) => {
 
   // PostgreSQL-specific: a reader never upgrades a PostgreSQL dataset (a SQLite file is upgraded as it is read).
   it.runIf(engine.name === 'postgres')('(PostgreSQL) refuses a dataset an earlier release migrated, saying what upgrades it, with no SQL error', async () => {
-    const db = await withoutRates(engine, 'older');
+    const db = await withoutRates(engine);
     // The records of the migrations after job_rates' own go with it: what an earlier release left.
     const lastTwo = await db.rows<{ id: number }>('SELECT id FROM __drizzle_migrations ORDER BY id DESC LIMIT 2');
     for (const { id } of lastTwo) await db.run('DELETE FROM __drizzle_migrations WHERE id = ?', id);

@@ -131,8 +131,9 @@ function fixture() {
   };
 }
 
+let sandboxStarted: Promise<Sandbox> | undefined;
 async function sandboxBody(path: string, init: RequestInit = {}): Promise<string> {
-  sandbox ??= await startSandbox({ tokens: { [TOKEN]: 1_000_000 }, notFoundRate: 0, logRequests: false });
+  sandbox = await (sandboxStarted ??= startSandbox({ tokens: { [TOKEN]: 1_000_000 }, notFoundRate: 0, logRequests: false }));
   const res = await fetch(`${sandbox.url}${path}`, {
     ...init,
     headers: { authorization: `Bearer ${TOKEN}`, accept: 'application/json', 'content-type': 'application/json' },
@@ -145,7 +146,8 @@ async function sandboxBody(path: string, init: RequestInit = {}): Promise<string
 const firstReports: Partial<Record<TestEngine['name'], ReprocessReport>> = {};
 
 forEachEngine('reprocess', (engine) => {
-  describe('hand-built and sandbox bodies', () => {
+  // Each case its own dataset: run at once, one case's client work overlaps another's wait on the server.
+  describe.concurrent('hand-built and sandbox bodies', () => {
     it('rebuilds exactly the same dataset from raw_responses, and again from its own rebuild', async () => {
       const fx = fixture();
       // Hand-built bodies over two days, with a company seen again with other child sets.
