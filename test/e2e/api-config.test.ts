@@ -9,7 +9,7 @@ import { createTypedClient } from '../support/typed-client.ts';
 import { isLoopbackHost, parseBaseUrl, resolveApiConfig } from '../../src/api/config.ts';
 import { ConfigError } from '../../src/errors.ts';
 import { startSandbox } from '../../src/sandbox/server.ts';
-import { FAST_RATE, cliEnv, csv, makeWorkspace, postUrls, runCli, operationRequests } from '../support/run-helpers.ts';
+import { FAST_RATE, cliEnv, csv, inProcess, makeWorkspace, postUrls, runCli, operationRequests } from '../support/run-helpers.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'netingest-api-config-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -187,7 +187,8 @@ describe("NETINGEST_API_URL copied with the API's /v1/api (the paths in the API'
       const job = await ws.job('posts', { operation: 'post-details', input: { csv: 'posts.csv', column: 'post_url' }, rate: FAST_RATE });
       for (const [i, suffix] of ['/v1/api', '/v1/api/'].entries()) {
         const env = { ...cliEnv(sandbox, TOKEN), NETINGEST_API_URL: `${sandbox.url}${suffix}` };
-        const result = await runCli(['run', job, '--db', join(ws.dir, `run-${i}.db`)], { cwd: ws.dir, env });
+        // The CLI's code in this process: the URL is read by the command, not at the process's start.
+        const result = await inProcess(['run', job, '--db', join(ws.dir, `run-${i}.db`)], env, { cwd: ws.dir });
         expect(result.code, `${suffix}: ${result.stderr}`).toBe(0);
       }
       expect(operationRequests(sandbox).map((r) => r.path)).toEqual(Array(6).fill('/v1/api/post-details'));
@@ -217,7 +218,8 @@ describe('netingest run --token-file', () => {
       expect(sandbox.requests).toHaveLength(0);
 
       chmodSync(tokenFile, 0o600);
-      const accepted = await runCli(args, { cwd: ws.dir, env });
+      // The refusal above is a real process's exit; the same command once the mode is right, in this process.
+      const accepted = await inProcess(args, env, { cwd: ws.dir });
       expect(accepted.code, accepted.stderr).toBe(0);
       expect(operationRequests(sandbox)).toHaveLength(2);
     } finally {

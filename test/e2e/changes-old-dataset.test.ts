@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import { afterAll, expect, it } from 'vitest';
 import { buildPreviousReleaseDb, T2 } from '../unit/db-previous-release.ts';
-import { runCli } from '../support/run-helpers.ts';
+import { inProcess, runCli } from '../support/run-helpers.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'netingest-changes-old-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -18,7 +18,8 @@ const HEADER = 'run_id,at,job,entity,key,change,field,old,new';
 it('an earlier release\'s dataset is upgraded as it is read, its history empty', async () => {
   const file = join(dir, 'old.db');
   buildPreviousReleaseDb(file, dir, T2);
-  const listed = await runCli(['changes', '--db', file, '--since', '1'], { cwd: dir });
+  // The CLI's code in this process; the refusal below is a real process's exit and stderr.
+  const listed = await inProcess(['changes', '--db', file, '--since', '1'], {}, { cwd: dir });
   expect(listed.code, listed.stderr).toBe(0);
   expect(listed.stdout.trim()).toBe(HEADER);
 });
@@ -26,7 +27,7 @@ it('an earlier release\'s dataset is upgraded as it is read, its history empty',
 it('a dataset without the history that was not upgraded says what to do, not an SQL error', async () => {
   const file = join(dir, 'not-upgraded.db');
   buildPreviousReleaseDb(file, dir, T2);
-  await runCli(['changes', '--db', file], { cwd: dir });
+  await inProcess(['changes', '--db', file], {}, { cwd: dir });
   // As if its upgrade had not been possible: the history's table, what later migrations added, and their records
   // taken out again.
   const db = new BetterSqlite3(file);

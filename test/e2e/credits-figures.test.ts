@@ -11,7 +11,7 @@ import { describeError } from '../../src/cli/exit-codes.ts';
 import { startSandbox } from '../../src/sandbox/server.ts';
 import { runJobs } from '../../src/runner/run-jobs.ts';
 import { runCli as runCliLimited } from '../soak/cli-process.ts';
-import { FAST_RATE, FAST_RETRY, count, csv, postUrls, runCli, useWorkspaces, type Workspace } from '../support/run-helpers.ts';
+import { FAST_RATE, FAST_RETRY, count, csv, inProcess, postUrls, useWorkspaces, type Workspace } from '../support/run-helpers.ts';
 import { useFakeServices } from '../support/sandbox-helpers.ts';
 import { postResponse } from '../support/db-fixtures.ts';
 
@@ -71,9 +71,10 @@ describe('status and paid answers lost in flight', () => {
     used += 3;
     await runJobs({ dbPath: ws.db, jobs: await ws.load(await postsJob(ws, 4, 100)), api });
     expect(used).toBe(12);
-    const json = await runCli(['status', '--db', ws.db, '--json'], { cwd: ws.dir });
+    // status's figures through the CLI's code in this process: what it prints, not how a process starts.
+    const json = await inProcess(['status', '--db', ws.db, '--json'], {}, { cwd: ws.dir });
     expect(JSON.parse(json.stdout)).toMatchObject({ creditsSpentAllRuns: 9, creditsUncountedBetweenRuns: 3 });
-    const text = await runCli(['status', '--db', ws.db], { cwd: ws.dir });
+    const text = await inProcess(['status', '--db', ws.db], {}, { cwd: ws.dir });
     expect(text.stdout).toContain('Credits spent by all runs: 9\n');
     expect(text.stdout).toContain('Credits used between runs and counted by none: 3 (paid answers lost in flight when a run was killed, or the token used elsewhere)');
   });

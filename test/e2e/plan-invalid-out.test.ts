@@ -34,12 +34,12 @@ describe('plan --invalid-out', () => {
     await ws.write('leads.csv', leads(3, 25));
     const file = await ws.job('leads', { operation: 'similar-companies', input: { csv: 'leads.csv', column: 'company_url' } });
 
-    const plain = await runCli(['plan', file, '--db', ws.db], { cwd: ws.dir });
+    const plain = await inProcess(['plan', file, '--db', ws.db], {}, { cwd: ws.dir });
     expect(plain.code, plain.stderr).toBe(0);
     expect(plain.stdout.match(/^ {2}invalid: /gm)).toHaveLength(20);
     expect(plain.stdout).toContain('  ... 5 more invalid rows not shown: `--invalid-out FILE` writes them all');
 
-    const result = await runCli(['plan', file, '--db', ws.db, '--invalid-out', 'bad-rows.csv'], { cwd: ws.dir });
+    const result = await inProcess(['plan', file, '--db', ws.db, '--invalid-out', 'bad-rows.csv'], {}, { cwd: ws.dir });
     expect(result.code, result.stderr).toBe(0);
     expect(result.stderr).toContain(`wrote 25 invalid rows of leads to bad-rows.csv`);
     const out = readOut(join(ws.dir, 'bad-rows.csv'));
@@ -56,7 +56,7 @@ describe('plan --invalid-out', () => {
     const [a, b, c] = companyUrls(3);
     await ws.write('leads.csv', ['company_url;owner;zip', `${a};jane;01`, `${b};omar;02;EXTRA`, `${c};li`, ''].join('\n'));
     const file = await ws.job('leads', { operation: 'similar-companies', input: { csv: 'leads.csv', column: 'company_url' } });
-    const result = await runCli(['plan', file, '--db', ws.db, '--invalid-out', 'bad-rows.csv'], { cwd: ws.dir });
+    const result = await inProcess(['plan', file, '--db', ws.db, '--invalid-out', 'bad-rows.csv'], {}, { cwd: ws.dir });
     expect(result.code, result.stderr).toBe(0);
     expect(result.stdout).toContain('input: 2 tasks, 1 invalid row');
     expect(result.stdout).toContain("warning: 1 row with values past the header's columns (first on line 3): read, those values left out");
@@ -70,7 +70,7 @@ describe('plan --invalid-out', () => {
     await ws.write('leads.csv', leads(1, 2));
     const a = await ws.job('a', { operation: 'similar-companies', input: { csv: 'leads.csv', column: 'company_url' } });
     const b = await ws.job('b', { operation: 'similar-companies', input: { csv: 'leads.csv', column: 'company_url' } });
-    const result = await runCli(['plan', a, b, '--db', ws.db, '--invalid-out', 'bad.csv'], { cwd: ws.dir });
+    const result = await inProcess(['plan', a, b, '--db', ws.db, '--invalid-out', 'bad.csv'], {}, { cwd: ws.dir });
     expect(result.code, result.stderr).toBe(0);
     expect(readOut(join(ws.dir, 'bad.a.csv')).rows).toHaveLength(2);
     expect(readOut(join(ws.dir, 'bad.b.csv')).rows).toHaveLength(2);

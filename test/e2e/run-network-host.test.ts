@@ -1,13 +1,14 @@
 /**
  * One company, one task, one row: the editions of the network's site (`de.`, `m.`, bare, `www.`) are one lookup,
  * sent and stored as `https://www.<host>/...`; a URL on any other host, or a profile's activity feed, is an
- * invalid row that costs nothing. Real CLI processes against the sandbox and a counting server that would
- * answer (and bill) anything.
+ * invalid row that costs nothing. The CLI's code in this process against the sandbox and a counting server that
+ * would answer (and bill) anything; the NETINGEST_NETWORK_HOST case runs a real CLI process, its host from the
+ * environment that process starts with.
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { startSandbox, type Sandbox } from '../../src/sandbox/server.ts';
 import { NETWORK_HOST_ENV } from '../../src/urls/network-host.ts';
-import { FAST_RATE, FAST_RETRY, cliEnv, csv, makeWorkspace, query, requestedUrl, runCli, type Workspace } from '../support/run-helpers.ts';
+import { FAST_RATE, FAST_RETRY, cliEnv, csv, inProcess, makeWorkspace, query, requestedUrl, runCli, type Workspace } from '../support/run-helpers.ts';
 import { useFakeServices } from '../support/sandbox-helpers.ts';
 import { postResponse } from '../support/db-fixtures.ts';
 
@@ -56,7 +57,7 @@ describe('the network host', () => {
     );
     const leads = await ws.job('leads', { operation: 'similar-companies', input: { csv: 'leads.csv', column: 'company_url' }, ...common });
     const posts = await ws.job('posts', { operation: 'post-details', input: { csv: 'posts.csv', column: 'post_url' }, ...common });
-    const cli = await runCli(['run', leads, posts, '--db', ws.db], { cwd: ws.dir, env: cliEnv(sandbox, TOKEN) });
+    const cli = await inProcess(['run', leads, posts, '--db', ws.db], cliEnv(sandbox, TOKEN), { cwd: ws.dir });
     expect(cli.stderr).not.toMatch(/unexpected error/);
 
     // One call per company and per post, each for the www. form, and the sandbox answered it.
@@ -110,7 +111,7 @@ describe('the network host', () => {
     cleanups.push(() => sandbox.stop(), () => ws.cleanup());
     await ws.write('leads.csv', csv(['company_url'], [['https://acmenet.com/company/acme'], ['de.acmenet.com/company/globex'], ['https://www.acmenet.com/company/initech']]));
     const leads = await ws.job('leads', { operation: 'similar-companies', input: { csv: 'leads.csv', column: 'company_url' }, request: { num: 20 }, ...common });
-    await runCli(['run', leads, '--db', ws.db], { cwd: ws.dir, env: { ...cliEnv(sandbox, TOKEN), [NETWORK_HOST_ENV]: 'acmenet.com' } });
+    await inProcess(['run', leads, '--db', ws.db], { ...cliEnv(sandbox, TOKEN), [NETWORK_HOST_ENV]: 'acmenet.com' }, { cwd: ws.dir });
     expect(calls(sandbox, 'similar-companies')).toHaveLength(3);
     const urls = query<{ url: string }>(ws, `SELECT url FROM companies UNION ALL SELECT company_url FROM similar_companies UNION ALL SELECT reference_url FROM similar_companies`);
     expect(urls.length).toBeGreaterThan(20);
@@ -121,7 +122,7 @@ describe('the network host', () => {
     const { sandbox, ws } = await setUp();
     await ws.write('leads.csv', csv(['company_url'], [['https://www.network.com/company/acme']]));
     const leads = await ws.job('leads', { operation: 'similar-companies', input: { csv: 'leads.csv', column: 'company_url' }, ...common });
-    const cli = await runCli(['run', leads, '--db', ws.db], { cwd: ws.dir, env: { ...cliEnv(sandbox, TOKEN), [NETWORK_HOST_ENV]: 'https://brand.example/' } });
+    const cli = await inProcess(['run', leads, '--db', ws.db], { ...cliEnv(sandbox, TOKEN), [NETWORK_HOST_ENV]: 'https://brand.example/' }, { cwd: ws.dir });
     expect(cli.code).toBe(2);
     expect(cli.stderr).toContain(NETWORK_HOST_ENV);
     expect(calls(sandbox, 'similar-companies')).toEqual([]);
@@ -152,7 +153,7 @@ describe('any host is not a post host (issue 22.10)', () => {
     const good = 'https://m.network.com/posts/x-activity-7100000000000000009'; // 11
     await ws.write('posts.csv', csv(['post_url'], [...hostile, good].map((u) => [u])));
     const job = await ws.job('posts', { operation: 'post-details', input: { csv: 'posts.csv', column: 'post_url' }, ...common });
-    await runCli(['run', job, '--db', ws.db], { cwd: ws.dir, env: { NETINGEST_API_URL: url, NETINGEST_API_TOKEN: TOKEN } });
+    await inProcess(['run', job, '--db', ws.db], { NETINGEST_API_URL: url, NETINGEST_API_TOKEN: TOKEN }, { cwd: ws.dir });
 
     // The one good row was sent, as www. (so the server was reached); nothing else.
     const lookups = seen.filter((u) => u.includes('/post-details'));

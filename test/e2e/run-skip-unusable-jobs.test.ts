@@ -167,7 +167,8 @@ describe('plan: every job it can, then the unusable ones, exit 2', () => {
 
     // Two jobs named alike would share ledger rows: the whole plan is refused, as a run would be.
     await ws.write('jobs/d-again.json', JSON.stringify({ ...good.posts, name: 'a-posts' }));
-    const clash = await runCli(['plan', '--all', '--db', 'data.db'], { cwd: ws.dir });
+    // The first plan above is a real process (its stderr holds no stack); this one the CLI's code in this process.
+    const clash = await inProcess(['plan', '--all', '--db', 'data.db'], {}, { cwd: ws.dir });
     expect(clash.code, clash.stderr).toBe(2);
     expect(clash.stdout).toBe('');
     expect(clash.stderr).toBe('netingest: jobs/d-again.json: name: name "a-posts" is already used by jobs/a-posts.json; job names must be unique [JOB_INVALID]\n');

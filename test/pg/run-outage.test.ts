@@ -8,7 +8,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/runner/logger.ts';
 import { RUN_DEFAULTS } from '../../src/runner/run-jobs.ts';
 import { startSandbox, type Sandbox, type SandboxOptionsInput } from '../../src/sandbox/server.ts';
-import { FAST_RATE, cliEnv, csv, makeWorkspace, postUrls, run, runCli, taskStatuses, type Workspace, operationRequests } from '../support/run-helpers.ts';
+import { FAST_RATE, cliEnv, csv, inProcess, makeWorkspace, postUrls, run, runCli, taskStatuses, type Workspace, operationRequests } from '../support/run-helpers.ts';
 import { forEachEngine } from './engines.ts';
 
 const TOKEN = 'outage-token-4d2a';
@@ -118,7 +118,8 @@ describe('the API down', () => {
     expect(taskStatuses(ws, 'posts')).toEqual({ failed, deferred: 30 - failed });
 
     const up = await sandboxWith();
-    const again = await runCli(['run', file, '--db', ws.db], { cwd: ws.dir, env: cliEnv(up, TOKEN) });
+    // The resumed run through the CLI's code in this process: the outage's exit and log above are a real process's.
+    const again = await inProcess(['run', file, '--db', ws.db], cliEnv(up, TOKEN), { cwd: ws.dir });
     expect(again.code, again.stderr).toBe(0);
     expect(taskStatuses(ws, 'posts')).toEqual({ done: 30 });
     expect(operationRequests(up)).toHaveLength(30);
