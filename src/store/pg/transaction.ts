@@ -4,20 +4,13 @@
  */
 import type pg from 'pg';
 
-export async function inPgTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>, begin = 'BEGIN'): Promise<T> {
-  const client = await pool.connect();
-  let broken: Error | undefined;
-  try {
+export function inPgTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>, begin = 'BEGIN'): Promise<T> {
+  return withPgClient(pool, async (client) => {
     await client.query(begin);
     const result = await fn(client);
     await client.query('COMMIT');
     return result;
-  } catch (err) {
-    await client.query('ROLLBACK').catch((rollbackErr: Error) => (broken = rollbackErr));
-    throw err;
-  } finally {
-    client.release(broken);
-  }
+  });
 }
 
 /**
