@@ -115,21 +115,25 @@ export class SharedRateGate {
     if (signal?.aborted) return Promise.reject(signal.reason);
     return new Promise<RateSlot>((resolve, reject) => {
       const spare = this.takeSpare();
-      if (spare) return wake({ resolve, reject, signal }, { startUs: spare.slot.startUs, waitMs: spare.atMono - performance.now() });
+      if (spare) return wake({ resolve, reject, signal }, spare);
       this.waiters.push({ resolve, reject, signal });
       // After the callers of this tick have queued too: they share the round trip.
       if (this.waiters.length === 1) queueMicrotask(() => this.fetch());
     });
   }
 
-  /** The earliest slot taken ahead still usable; those past their use-by are dropped (fewer taken ahead next time). */
-  private takeSpare(): Ahead | undefined {
+  /**
+   * The earliest slot taken ahead still usable, and the wait until it begins; those past their use-by are dropped
+   * (fewer taken ahead next time).
+   */
+  private takeSpare(): { startUs: number; waitMs: number } | undefined {
     const now = performance.now();
     while (this.spare.length > 0 && this.spare[0]!.useByMono < now) {
       this.spare.shift();
       this.ahead = Math.floor(this.ahead / 2);
     }
-    return this.spare.shift();
+    const spare = this.spare.shift();
+    return spare && { startUs: spare.slot.startUs, waitMs: spare.atMono - now };
   }
 
   /** Takes slots for the callers waiting, one round trip at a time, until none waits. */
@@ -153,8 +157,10 @@ export class SharedRateGate {
     ).finally(() => {
       this.fetching = false;
       // Callers that came during the round trip go on the slots it took ahead, then the rest on a new one.
-      for (let spare = this.waiters.length > 0 ? this.takeSpare() : undefined; spare; spare = this.waiters.length > 0 ? this.takeSpare() : undefined) {
-        wake(this.waiters.shift()!, { startUs: spare.slot.startUs, waitMs: spare.atMono - performance.now() });
+      while (this.waiters.length > 0) {
+        const spare = this.takeSpare();
+        if (!spare) break;
+        wake(this.waiters.shift()!, spare);
       }
       this.fetch();
     });
