@@ -2,7 +2,7 @@
  * Runs whose process died before writing their end: `netingest status` reports them without writing, and the
  * next run to take the lock closes them as abandoned with the figures the database holds for them.
  */
-import { spawn } from 'node:child_process';
+import { exitedPid } from '../support/run-helpers.ts';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -21,8 +21,7 @@ let deadPid: number;
 const held: RunLock[] = [];
 
 beforeAll(async () => {
-  const child = spawn(process.execPath, ['-e', '0']);
-  deadPid = await new Promise<number>((resolve) => child.once('exit', () => resolve(child.pid!)));
+  deadPid = await exitedPid();
 });
 beforeEach(() => {
   dir = mkdtempSync(join(tmpdir(), 'netingest-abandoned-'));

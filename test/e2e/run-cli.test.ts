@@ -2,14 +2,13 @@
  * `netingest run` where the command line matters: a refused token (401/403), the run lock, bad job files and
  * malformed input rows; exit codes and messages as a user or cron sees them.
  */
-import { spawn } from 'node:child_process';
 import { hostname } from 'node:os';
 import BetterSqlite3 from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { openDatabase } from '../../src/store/open.ts';
 import { startSandbox, type Sandbox } from '../../src/sandbox/server.ts';
 import {
-  FAST_RATE, FAST_RETRY, cliEnv, count, csv, inProcess, makeWorkspace, postUrls, query, run, runCli, taskStatuses, waitFor, type Workspace, operationRequests } from '../support/run-helpers.ts';
+  FAST_RATE, FAST_RETRY, cliEnv, count, csv, exitedPid, inProcess, makeWorkspace, postUrls, query, run, runCli, taskStatuses, waitFor, type Workspace, operationRequests } from '../support/run-helpers.ts';
 
 const GOOD_TOKEN = 'good-token-1c5e';
 const cleanups: Array<() => Promise<void>> = [];
@@ -96,8 +95,7 @@ describe('the run lock', () => {
     const { sandbox, ws } = await setUp();
     const jobs = await ws.load(await postsJob(ws, 5));
     openDatabase(ws.db).close();
-    const dead = spawn(process.execPath, ['-e', '0']);
-    const deadPid = await new Promise<number>((resolve) => dead.once('exit', () => resolve(dead.pid!)));
+    const deadPid = await exitedPid();
     const setLock = (pid: number, host: string, heartbeatAgoMs = 0) => {
       const db = new BetterSqlite3(ws.db);
       const at = new Date(Date.now() - heartbeatAgoMs).toISOString();

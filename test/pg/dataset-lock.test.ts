@@ -21,7 +21,7 @@ import { acquireRunLock, LockedError, LockLostError, recentLockCheck, RUN_LOCK_D
 import { processFacts } from '../../src/store/process-identity.ts';
 import { lockLeaseFromEnv } from '../../src/cli/commands/run.ts';
 import { EXIT } from '../../src/cli/exit-codes.ts';
-import { inProcess } from '../support/run-helpers.ts';
+import { exitedPid, inProcess } from '../support/run-helpers.ts';
 import { forEachEngine, type TestDb } from './engines.ts';
 import { newPgDatabase, pgClusterUrl, pgSkipReason } from './use-pg.ts';
 import { workerArgs } from './worker-entry.ts';
@@ -245,8 +245,7 @@ describe('(SQLite) the run_lock row: who holds it, and a lost lock', () => {
   }
 
   beforeAll(async () => {
-    const child = spawn(process.execPath, ['-e', '0']);
-    deadPid = await new Promise<number>((resolve) => child.once('exit', () => resolve(child.pid!)));
+    deadPid = await exitedPid();
   });
   beforeEach(() => {
     dir = mkdtempSync(join(tmpdir(), 'netingest-run-lock-'));

@@ -272,3 +272,9 @@ export function processAlive(pid: number): boolean {
     return false;
   }
 }
+
+/** The pid of a process that has exited: a lock holder that is certainly dead (its pid not reused this soon). */
+export async function exitedPid(): Promise<number> {
+  const child = spawn(process.execPath, ['-e', '0']);
+  return new Promise<number>((resolve) => child.once('exit', () => resolve(child.pid!)));
+}
