@@ -1,5 +1,7 @@
 import { open, type FileHandle } from 'node:fs/promises';
 import { isAbsolute, resolve } from 'node:path';
+import { pipeline, type Readable } from 'node:stream';
+import { parse, type CsvError, type Info } from 'csv-parse';
 import { parse as parseSync } from 'csv-parse/sync';
 import { InputFileError, describeFsError } from './input-error.ts';
 
@@ -20,15 +22,9 @@ export interface CsvHeader {
 
 /** Limits of the header peek. */
 export const CSV_HEADER_LIMITS = {
-  /** Bytes read per step while looking for the end of the header row. */
-  chunkBytes: 64 * 1024,
   /** A header row longer than this is rejected: it is almost surely not a CSV file. */
   maxHeaderBytes: 1024 * 1024,
 } as const;
-
-const QUOTE = 0x22;
-const LF = 0x0a;
-const CR = 0x0d;
 
 /**
  * Reads only the header row of `path` (never the whole file): skips a UTF-8 BOM and leading blank lines,
@@ -88,37 +84,63 @@ export function assertColumns(file: string, header: CsvHeader, required: readonl
   }
 }
 
-/** Reads just enough bytes to hold the first non-blank line, honouring quotes (a header may hold a quoted newline). */
+/** Reads the header record and no more: its text (a quoted newline kept), its line, and whether a BOM came first. */
 async function peekHeaderLine(path: string, file: string): Promise<{ text: string; line: number; bom: boolean }> {
   const handle = await openInput(path, file);
   try {
-    const chunks: Buffer[] = [];
-    let total = 0;
-    let scanFrom = 0;
-    const scan: HeaderScan = { line: 1, start: -1, quoted: false };
-    for (;;) {
-      const chunk = await readChunk(handle, total, file);
-      const eof = chunk.length === 0;
-      if (!eof) {
-        chunks.push(chunk);
-        total += chunk.length;
-      }
-      const all = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
-      if (scanFrom === 0) scanFrom = firstByteToScan(all, file);
-      const end = scanHeader(all, scanFrom, scan);
-      if (end >= 0) return { text: headerText(all.subarray(scan.start, end), file), line: scan.line, bom: hasBom(all) };
-      scanFrom = all.length;
-      if (eof) return headerAtEnd(all, scan, file);
-      if (total > CSV_HEADER_LIMITS.maxHeaderBytes) {
-        throw new InputFileError(
-          file,
-          `line ${scan.line}: no end of the header row within ${CSV_HEADER_LIMITS.maxHeaderBytes} bytes; is this a CSV file?`,
-        );
-      }
-    }
+    // The byte order mark by hand: csv-parse's `bom` would decode a UTF-16 file that the rows' reader then refuses.
+    const head = Buffer.alloc(3);
+    await handle.read(head, 0, 3, 0).catch((err: unknown) => {
+      throw new InputFileError(file, `cannot read input file: ${describeFsError(err)}`, { cause: err });
+    });
+    if (isUtf16(head)) throw new InputFileError(file, UTF16_MESSAGE);
+    const bom = head.equals(UTF8_BOM);
+    const { raw, line } = await firstRecord(handle.createReadStream({ start: bom ? 3 : 0, autoClose: false }), file);
+    const text = raw.replace(/^[\r\n]+|[\r\n]+$/g, '');
+    if (text.includes('\0')) throw new InputFileError(file, UTF16_MESSAGE);
+    return { text, line, bom };
   } finally {
     await handle.close();
   }
+}
+
+/**
+ * The raw text of the first record and the line it starts on (after the blank lines csv-parse skipped). Any of
+ * the delimiters splits fields here, so a quoted field after any of them is read as quoted before one is chosen.
+ */
+async function firstRecord(source: Readable, file: string): Promise<{ raw: string; line: number }> {
+  const parser = pipeline(source, parse({
+    delimiter: [...CSV_DELIMITERS],
+    record_delimiter: ['\r\n', '\n', '\r'],
+    raw: true,
+    info: true,
+    relax_quotes: true,
+    relax_column_count: true,
+    skip_empty_lines: true,
+    max_record_size: CSV_HEADER_LIMITS.maxHeaderBytes,
+  }), () => {
+    // Errors surface through the iterator below.
+  });
+  try {
+    for await (const record of parser as AsyncIterable<{ raw: string; info: Info }>) {
+      return { raw: record.raw, line: record.info.empty_lines + 1 };
+    }
+  } catch (err) {
+    throw headerError(err, file);
+  } finally {
+    parser.destroy();
+  }
+  throw new InputFileError(file, 'input file is empty (expected a header row)');
+}
+
+/** csv-parse's error while reading the header, in the user's words. */
+function headerError(err: unknown, file: string): InputFileError {
+  const { code, empty_lines: blank = 0 } = err as CsvError & Partial<Info>;
+  if (code === 'CSV_QUOTE_NOT_CLOSED') return new InputFileError(file, `line ${blank + 1}: the header row has a quote that is never closed`);
+  if (code === 'CSV_MAX_RECORD_SIZE') {
+    return new InputFileError(file, `line ${blank + 1}: no end of the header row within ${CSV_HEADER_LIMITS.maxHeaderBytes} bytes; is this a CSV file?`);
+  }
+  return new InputFileError(file, `cannot read input file: ${describeFsError(err)}`, { cause: err });
 }
 
 async function openInput(path: string, file: string): Promise<FileHandle> {
@@ -132,72 +154,12 @@ async function openInput(path: string, file: string): Promise<FileHandle> {
   }
 }
 
-/** The next bytes from `position` (none at the end of the file). */
-async function readChunk(handle: FileHandle, position: number, file: string): Promise<Buffer> {
-  const buf = Buffer.alloc(CSV_HEADER_LIMITS.chunkBytes);
-  try {
-    const { bytesRead } = await handle.read(buf, 0, buf.length, position);
-    return buf.subarray(0, bytesRead);
-  } catch (err) {
-    throw new InputFileError(file, `cannot read input file: ${describeFsError(err)}`, { cause: err });
-  }
-}
-
-/** Where the text starts: after a UTF-8 byte order mark; a UTF-16 one is refused. */
-function firstByteToScan(all: Buffer, file: string): number {
-  if (hasBom(all)) return 3;
-  if (isUtf16(all)) throw new InputFileError(file, UTF16_MESSAGE);
-  return 0;
-}
-
-/** How far the scan for the header row got: its line, its first byte (-1 before it), inside quotes or not. */
-interface HeaderScan {
-  line: number;
-  start: number;
-  quoted: boolean;
-}
-
-/** Scans `all` from `from`, blank lines before the header skipped: the offset where the header row ends, else -1. */
-function scanHeader(all: Buffer, from: number, scan: HeaderScan): number {
-  for (let i = from; i < all.length; i++) {
-    const b = all[i]!;
-    if (scan.start < 0) {
-      if (b === LF || b === CR) {
-        // CRLF is one line end.
-        if (b === CR || all[i - 1] !== CR) scan.line++;
-        continue;
-      }
-      scan.start = i;
-    }
-    if (b === QUOTE) scan.quoted = !scan.quoted;
-    else if (!scan.quoted && (b === LF || b === CR)) return i;
-  }
-  return -1;
-}
-
-/** The header row of a file that ends without a line break after it. */
-function headerAtEnd(all: Buffer, scan: HeaderScan, file: string): { text: string; line: number; bom: boolean } {
-  if (scan.start < 0) throw new InputFileError(file, 'input file is empty (expected a header row)');
-  if (scan.quoted) throw new InputFileError(file, `line ${scan.line}: the header row has a quote that is never closed`);
-  return { text: headerText(all.subarray(scan.start), file), line: scan.line, bom: hasBom(all) };
-}
-
 // Excel's "Unicode Text" and Windows PowerShell's `>` write UTF-16: read as UTF-8, its header would be NUL bytes
 // between letters, and the message quoting it unreadable.
 const UTF16_MESSAGE = 'the file is UTF-16, not UTF-8: save it as UTF-8 (in Excel: "CSV UTF-8")';
+const UTF8_BOM = Buffer.from([0xef, 0xbb, 0xbf]);
 
 /** True when the buffer starts with a UTF-16 byte order mark (either byte order). */
 function isUtf16(buf: Buffer): boolean {
-  return buf.length >= 2 && ((buf[0] === 0xff && buf[1] === 0xfe) || (buf[0] === 0xfe && buf[1] === 0xff));
-}
-
-/** The header row's text; NUL bytes in it mean UTF-16 without a byte order mark. */
-function headerText(bytes: Buffer, file: string): string {
-  if (bytes.includes(0)) throw new InputFileError(file, UTF16_MESSAGE);
-  return bytes.toString('utf8');
-}
-
-/** True when the buffer starts with a UTF-8 byte order mark. */
-function hasBom(buf: Buffer): boolean {
-  return buf.length >= 3 && buf[0] === 0xef && buf[1] === 0xbb && buf[2] === 0xbf;
+  return (buf[0] === 0xff && buf[1] === 0xfe) || (buf[0] === 0xfe && buf[1] === 0xff);
 }

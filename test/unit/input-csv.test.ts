@@ -193,6 +193,12 @@ describe('readCsv', () => {
     expect((err as Error).message).toBe(`${path}: input file is empty (expected a header row)`);
   });
 
+  it('finds the header after blank lines, a quoted line break inside it, and names its line in errors', async () => {
+    const header = await readCsvHeader(await csvFile('\n\r\n\rurl;"a\nb";x"y\nu;1;2\n'));
+    expect(header).toEqual({ columns: ['url', 'a\nb', 'x"y'], delimiter: ';', line: 4, bom: false });
+    await expect(readCsvHeader(await csvFile('\n\nurl,"note\n'))).rejects.toThrow(/: line 3: the header row has a quote that is never closed$/);
+  });
+
   it('rejects a header with a duplicate column name', async () => {
     await expect(collect(await csvFile('url,url\n1,2\n'))).rejects.toThrow(/column "url" appears twice/);
   });
