@@ -8,7 +8,7 @@ export interface JsonSyntaxError {
 /**
  * Describes why JSON.parse refused `text`. The position comes from the engine's message when it has one ("in
  * JSON at position N"); Node 20 leaves it out of some messages ("Unexpected token ']', ...") so it is then found
- * by scanning the text. The message loses the engine's position and excerpt, which the caller shows as line:column.
+ * by jsonErrorOffset. The message loses the engine's position and excerpt, which the caller shows as line:column.
  */
 export function describeJsonSyntaxError(text: string, err: Error): JsonSyntaxError {
   const raw = err.message.replace(/\s*\(line \d+ column \d+\)\s*$/, '');
@@ -26,122 +26,34 @@ export function describeJsonSyntaxError(text: string, err: Error): JsonSyntaxErr
   return { message, line: before.split('\n').length, column: offset - before.lastIndexOf('\n') };
 }
 
-/** A scan of JSON text stopped at the first character that cannot continue it. */
-class Stop {
-  constructor(readonly at: number) {}
-}
-
 /**
- * Offset of the first character where `text` stops being JSON (RFC 8259), `text.length` when it ends too soon,
- * or undefined when it is valid. Only run on text JSON.parse refused, so speed does not matter.
+ * Offset of the first character where `text` stops being JSON, `text.length` when it ends too soon, or undefined
+ * when it is valid. Found by JSON.parse itself, bisecting over prefixes: one that ends before the bad character
+ * parses or fails at its end, one that holds it fails inside. Only run on text JSON.parse refused (log n parses).
  */
 export function jsonErrorOffset(text: string): number | undefined {
-  let i = 0;
-  const n = text.length;
-  const at = (k: number) => text.charCodeAt(k); // NaN past the end: matches nothing below
-  const isDigit = (c: number) => c >= 48 && c <= 57;
-  const fail = (): never => {
-    throw new Stop(i);
-  };
-  const expect = (c: number) => {
-    if (at(i) !== c) fail();
-    i++;
-  };
-  const skipSpace = () => {
-    for (let c = at(i); c === 32 || c === 9 || c === 10 || c === 13; c = at(++i));
-  };
-  const digits = () => {
-    if (!isDigit(at(i))) fail();
-    while (isDigit(at(i))) i++;
-  };
-  const string = () => {
-    expect(34);
-    for (;;) {
-      const c = at(i);
-      if (c === 34) return void i++;
-      if (!(c >= 32)) fail(); // a control character, or the end of the text
-      if (c !== 92) {
-        i++;
-        continue;
-      }
-      const e = text[++i];
-      if (e !== undefined && '"\\/bfnrt'.includes(e)) i++;
-      else if (e === 'u') {
-        i++;
-        for (let k = 0; k < 4; k++, i++) if (!/[0-9a-fA-F]/.test(text[i] ?? '')) fail();
-      } else fail();
+  const failsInside = (end: number): boolean => {
+    try {
+      JSON.parse(text.slice(0, end));
+      return false;
+    } catch (err) {
+      const message = (err as Error).message;
+      const at = /at position (\d+)/.exec(message);
+      // Node 20 names an unexpected token without its position; a prefix's end is never one.
+      return at ? Number(at[1]) < end : message.startsWith('Unexpected token');
     }
-  };
-  const number = () => {
-    if (at(i) === 45) i++;
-    if (at(i) === 48) i++;
-    else digits();
-    if (at(i) === 46) {
-      i++;
-      digits();
-    }
-    if (at(i) === 101 || at(i) === 69) {
-      i++;
-      if (at(i) === 43 || at(i) === 45) i++;
-      digits();
-    }
-  };
-  // Iterative over an explicit stack, so that deep nesting cannot overflow the call stack.
-  const containers: number[] = [];
-  /** Reads a value; true when it opened a non-empty object or array, whose first value comes next. */
-  const value = (): boolean => {
-    skipSpace();
-    const c = at(i);
-    if (c === 123 || c === 91) {
-      i++;
-      skipSpace();
-      if (at(i) === (c === 123 ? 125 : 93)) {
-        i++;
-        return false;
-      }
-      containers.push(c);
-      if (c === 123) member();
-      return true;
-    }
-    if (c === 34) string();
-    else if (c === 45 || isDigit(c)) number();
-    else {
-      const word = ['true', 'false', 'null'].find((w) => w.charCodeAt(0) === c);
-      if (word === undefined) fail();
-      for (const ch of word!) expect(ch.charCodeAt(0));
-    }
-    return false;
-  };
-  /** An object member's name and colon. */
-  const member = () => {
-    skipSpace();
-    string();
-    skipSpace();
-    expect(58);
   };
   try {
-    let valueNext = true;
-    for (;;) {
-      if (valueNext) {
-        valueNext = value();
-        continue;
-      }
-      const open = containers.at(-1);
-      if (open === undefined) break;
-      skipSpace();
-      if (at(i) === (open === 123 ? 125 : 93)) {
-        i++;
-        containers.pop();
-        continue;
-      }
-      expect(44);
-      if (open === 123) member();
-      valueNext = true;
-    }
-    skipSpace();
-    return i < n ? i : undefined;
-  } catch (err) {
-    if (err instanceof Stop) return err.at;
-    throw err;
+    JSON.parse(text);
+    return undefined;
+  } catch {
+    if (!failsInside(text.length)) return text.length;
   }
+  let [good, bad] = [0, text.length]; // failsInside(good) is false, failsInside(bad) true
+  while (bad - good > 1) {
+    const mid = (good + bad) >>> 1;
+    if (failsInside(mid)) bad = mid;
+    else good = mid;
+  }
+  return good;
 }
