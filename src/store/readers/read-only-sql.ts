@@ -160,19 +160,7 @@ function checkPragma(body: string): void {
   }
 }
 
-/** The SQL without leading whitespace and comments (`-- ...` lines and block comments). */
+/** The SQL without leading whitespace and comments (`-- ...` lines and block comments, either perhaps unclosed). */
 function stripLeadingComments(sql: string): string {
-  let rest = sql;
-  for (;;) {
-    rest = rest.trimStart();
-    if (rest.startsWith('--')) {
-      const end = rest.indexOf('\n');
-      rest = end === -1 ? '' : rest.slice(end + 1);
-    } else if (rest.startsWith('/*')) {
-      const end = rest.indexOf('*/');
-      rest = end === -1 ? '' : rest.slice(end + 2);
-    } else {
-      return rest;
-    }
-  }
+  return sql.replace(/^(?:\s+|--[^\n]*(?:\n|$)|\/\*[\s\S]*?(?:\*\/|$))*/, '');
 }
