@@ -180,12 +180,7 @@ function decode(chunks: Buffer[]): string {
 
 /** The first `bytes` bytes of the chunks as text (a character cut at the end decodes as U+FFFD). */
 function decodeHead(chunks: Buffer[], bytes: number): string {
-  const head: Buffer[] = [];
-  let size = 0;
-  for (const chunk of chunks) {
-    if (size >= bytes) break;
-    head.push(chunk.subarray(0, bytes - size));
-    size += Math.min(chunk.length, bytes - size);
-  }
-  return decode(head);
+  const size = chunks.reduce((n, chunk) => n + chunk.length, 0);
+  // Buffer.concat copies no more than the length it is given.
+  return Buffer.concat(chunks, Math.min(size, bytes)).toString('utf8');
 }
