@@ -2,6 +2,7 @@
  * Why an input row of `enrich` has no result: read from the task ledger (all pages of the input) when the
  * dataset holds nothing for it, against what the job would ask now.
  */
+import { isDeepStrictEqual } from 'node:util';
 import type { Operation } from '../../spec/types.ts';
 import { rows, type Reads } from '../read-steps.ts';
 import { specOf } from '../../operations/index.ts';
@@ -94,17 +95,10 @@ function sameJson(stored: string, planned: string | undefined): boolean {
   if (planned === undefined) return false;
   if (stored === planned) return true;
   try {
-    return canonicalJson(JSON.parse(stored)) === canonicalJson(JSON.parse(planned));
+    return isDeepStrictEqual(JSON.parse(stored), JSON.parse(planned));
   } catch {
     return false;
   }
-}
-
-function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
-  if (value === null || typeof value !== 'object') return JSON.stringify(value);
-  const entries = Object.entries(value).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-  return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
 }
 
 function describe(task: TaskState, pages: number): string {
