@@ -22,7 +22,7 @@ export interface CsvHeader {
 
 /** Limits of the header peek. */
 export const CSV_HEADER_LIMITS = {
-  /** A header row longer than this is rejected: it is almost surely not a CSV file. */
+  /** A header row longer than this (in characters, as csv-parse counts) is rejected: it is almost surely not a CSV file. */
   maxHeaderBytes: 1024 * 1024,
 } as const;
 

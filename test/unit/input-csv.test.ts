@@ -197,6 +197,9 @@ describe('readCsv', () => {
     const header = await readCsvHeader(await csvFile('\n\r\n\rurl;"a\nb";x"y\nu;1;2\n'));
     expect(header).toEqual({ columns: ['url', 'a\nb', 'x"y'], delimiter: ';', line: 4, bom: false });
     await expect(readCsvHeader(await csvFile('\n\nurl,"note\n'))).rejects.toThrow(/: line 3: the header row has a quote that is never closed$/);
+    await expect(readCsvHeader(await csvFile(`\n${'x'.repeat(2 * 1024 * 1024)}\n`))).rejects.toThrow(
+      /: line 2: no end of the header row within 1048576 bytes; is this a CSV file\?$/,
+    );
   });
 
   it('rejects a header with a duplicate column name', async () => {
