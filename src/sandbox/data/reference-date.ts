@@ -11,16 +11,8 @@ export function daysBefore(daysAgo: number): number {
   return REFERENCE_DATE_MS - daysAgo * DAY_MS;
 }
 
-const pad2 = (n: number): string => String(n).padStart(2, '0');
-
 /** `YYYY-MM-DD` of a UTC time. */
-export function isoDate(ms: number): string {
-  const d = new Date(ms);
-  return `${d.getUTCFullYear()}-${pad2(d.getUTCMonth() + 1)}-${pad2(d.getUTCDate())}`;
-}
+export const isoDate = (ms: number): string => new Date(ms).toISOString().slice(0, 10);
 
 /** `DD-MM-YYYY` of a UTC time, the form of post timestamps. */
-export function dayMonthYear(ms: number): string {
-  const d = new Date(ms);
-  return `${pad2(d.getUTCDate())}-${pad2(d.getUTCMonth() + 1)}-${d.getUTCFullYear()}`;
-}
+export const dayMonthYear = (ms: number): string => isoDate(ms).split('-').reverse().join('-');
