@@ -85,8 +85,6 @@ export async function* readCsv(path: string, options: ReadCsvOptions = {}): Asyn
     firstLine: 1,
     hasHeader: true,
   };
-  // One loop, no nested generators: this is the hot path of every plan (an extra async layer per row costs
-  // about as much as the parsing).
   while (segment) {
     const { rows, skips } = openSegment(segment, header);
     const cursor = new LineCursor(segment.firstLine);
