@@ -33,7 +33,9 @@ export interface PlanCounts {
  * obeyed in a moment rather than once the whole file is in the ledger.
  */
 export async function planIntoLedger(job: Job, ledger: RunLedger, runId: number, stop?: AbortSignal): Promise<PlanCounts> {
-  const counts: PlanCounts = { ...emptyCounts(), invalidSamples: [], extraFields: { rows: 0, firstLine: null } };
+  const counts: PlanCounts = {
+    tasks: 0, invalid: 0, invalidKnown: 0, duplicates: 0, invalidSamples: [], complete: false, extraFields: { rows: 0, firstLine: null },
+  };
   let tasks: NewTask[] = [];
   let invalid: InvalidInputRow[] = [];
   let duplicates = 0;
@@ -92,10 +94,6 @@ export async function planIntoLedger(job: Job, ledger: RunLedger, runId: number,
   await ledger.dropStaleInvalid(job.name, runId);
   counts.complete = true;
   return counts;
-}
-
-function emptyCounts(): Omit<PlanCounts, 'invalidSamples' | 'extraFields'> {
-  return { tasks: 0, invalid: 0, invalidKnown: 0, duplicates: 0, complete: false };
 }
 
 function countExtraFields(counts: PlanCounts, line: number): void {
