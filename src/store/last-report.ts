@@ -1,6 +1,6 @@
 /**
  * Where `netingest report` last wrote its page, kept in netingest_meta so that `status` can end with it on
- * either engine (store/readers/report-dataset.ts writes it).
+ * either engine (report/write-report.ts writes it).
  */
 import { value, type Reads } from './read-steps.ts';
 import { sql, param } from '../statement.ts';
