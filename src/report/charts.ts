@@ -3,7 +3,6 @@
  * for it where a picture cannot be seen. svg.ts draws them; the page shows each one's numbers in a table.
  */
 import type { ReportFigures } from './figures.ts';
-import { formatNumber as fmt } from './format-number.ts';
 
 /** One chart: its id (the page's anchor), title, the text alternative, and the ECharts option. */
 export interface ChartSpec {
@@ -12,6 +11,13 @@ export interface ChartSpec {
   alt: string;
   option: Record<string, unknown>;
 }
+
+/** One formatter for the whole page: toLocaleString() with options builds a new one per call, a second per year. */
+const NUMBER_FORMAT = new Intl.NumberFormat('en-US', { maximumFractionDigits: 6 });
+
+/** A number as people read it: 999,415.5 (en-US grouping, at most 6 decimals; credits can be fractional). */
+export const formatNumber = (n: number): string => NUMBER_FORMAT.format(n);
+const fmt = formatNumber;
 
 /** Colours of task outcomes, the same in every chart. */
 export const OUTCOME_COLOURS = { done: '#2e7d32', notFound: '#9e9e9e', failed: '#c62828', deferred: '#ef8f00', invalidRows: '#6a1b9a' } as const;
