@@ -4,7 +4,7 @@ import { UsageError } from '../../errors.ts';
 import { exportSql, exportTable, type ExportResult } from '../../export/export-table.ts';
 import { EXPORT_FORMATS } from '../../export/row-encoders.ts';
 import { exportSources } from '../../export/sources.ts';
-import { OUTPUT_STOP_SIGNALS, stderrNotice, withStopSignals } from '../signals.ts';
+import { stderrNotice, withStopSignals } from '../signals.ts';
 import { plural } from '../../plural.ts';
 import { atTerminal, sqlTimeoutMs, TIMEOUT_OPTION } from '../sql-timeout.ts';
 
@@ -56,7 +56,6 @@ export const exportCommand = defineCommand({
       argv.sql !== undefined
         ? exportSql({ ...common, sql: argv.sql, timeoutMs: sqlTimeoutMs(argv.timeout, atTerminal(io.stderr)), signal })
         : exportTable({ ...common, table: argv.table!, since: argv.since, signal }),
-      OUTPUT_STOP_SIGNALS,
     );
     if (result.out !== null) io.stderr.write(`netingest: exported ${plural(result.rows, 'row')} to ${result.out}\n`);
     return 0;

@@ -3,7 +3,7 @@ import { defineCommand } from '../command.ts';
 import { BOM_OPTION, datasetOption, ESCAPE_FORMULAS_OPTION, withDb } from '../common-options.ts';
 import { QUERY_FORMATS, runQuery } from '../../export/query.ts';
 import { TABLE_DEFAULTS } from '../../export/table-format.ts';
-import { OUTPUT_STOP_SIGNALS, stderrNotice, withStopSignals } from '../signals.ts';
+import { stderrNotice, withStopSignals } from '../signals.ts';
 import { numberFlag, numberOption } from '../number-flags.ts';
 import { atTerminal, sqlTimeoutMs, TIMEOUT_OPTION } from '../sql-timeout.ts';
 
@@ -35,7 +35,6 @@ export const queryCommand = defineCommand({
         timeoutMs,
         signal,
       }),
-      OUTPUT_STOP_SIGNALS,
     );
     return 0;
   },
