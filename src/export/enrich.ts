@@ -13,7 +13,7 @@ import { assertOutputIsNotInput } from './output-is-not-input.ts';
 import type { StepSnapshot } from '../store/dataset-store.ts';
 import { openStore } from '../store/open-store.ts';
 import { otherJobsWithOperationReads } from '../store/job-names.ts';
-import { resultLookup } from '../store/readers/enrich-results.ts';
+import { resultLookup } from '../store/readers/latest-answers.ts';
 import { ENRICH_STATUSES, taskStatusReader, type CurrentRequests, type EnrichStatus } from '../store/readers/enrich-status.ts';
 import { assertEncoderOptions, encoderFor, type ExportFormat } from './row-encoders.ts';
 import { writeRows, type OutputTarget, type WriteResult } from './write-output.ts';
