@@ -8,7 +8,7 @@ import { renameSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, basename, join, resolve } from 'node:path';
 import { openStore } from '../store/open-store.ts';
 import { reportFiguresReads } from '../store/readers/report-figures.ts';
-import { LAST_REPORT_KEY } from '../store/last-report.ts';
+import { LAST_REPORT_KEY } from '../store/status.ts';
 import { withLiveBalance } from '../runner/status-report.ts';
 import { OPERATION_SPECS } from '../operations/index.ts';
 import { JOB_DEFAULTS } from '../jobs/defaults.ts';
