@@ -3,6 +3,7 @@
  * for it where a picture cannot be seen. svg.ts draws them; the page shows each one's numbers in a table.
  */
 import type { ReportFigures } from './figures.ts';
+import { roundCredits } from '../credits/credit-meter.ts';
 
 /** One chart: its id (the page's anchor), title, the text alternative, and the ECharts option. */
 export interface ChartSpec {
@@ -202,7 +203,6 @@ function driftChart(f: ReportFigures): ChartSpec {
           drawn.slice(0, 3).map((s) => `${s.operation} ${s.path} ${s.kind} (up to ${Math.max(...s.byRun.map((r) => r.percent))}%)`).join(', ') + '. A step in a line is a change in the service.',
     option: {
       ...base('% of answers', runIds.map((id) => labels.get(id)!)),
-      legend: { top: 4, type: 'plain' },
       grid: { left: 70, right: 30, top: 30 + LEGEND_ROW_PX * Math.ceil(drawn.length / 2), bottom: 60 },
       series: drawn.map((s) => {
         const byRun = new Map(s.byRun.map((r) => [r.runId, r.percent]));
@@ -238,7 +238,7 @@ function forecastChart(f: ReportFigures): ChartSpec {
 }
 
 function sum(values: ReadonlyArray<number | null>): number {
-  return Math.round(values.reduce<number>((n, v) => n + (v ?? 0), 0) * 1e6) / 1e6;
+  return roundCredits(values.reduce<number>((n, v) => n + (v ?? 0), 0));
 }
 
 function avg(values: ReadonlyArray<number | null>): number | null {
