@@ -92,7 +92,7 @@ function timeIngestor(input: Page[]): number {
     const ingestor = createIngestor(database);
     const start = process.hrtime.bigint();
     database.sqlite.transaction(() => {
-      for (const { req, res } of input) ingestor.ingest(req, res, SEEN_AT);
+      for (const { req, res } of input) ingestor.ingestAnswer(req, res, SEEN_AT);
     })();
     return Number(process.hrtime.bigint() - start) / 1e9;
   });

@@ -45,18 +45,15 @@ export interface CallHeaders {
 
 /** Sends one request and resolves to its result; throws an ApiError (or, for a bug, the original error). */
 export async function attempt<Q, A>(t: Transport, spec: CallableOperation<Q, A>, request: Q, headerSets: CallHeaders): Promise<ApiResult<A>> {
-  const sent = spec.send(request);
-  const method = spec.method;
-  const headers = sent.json ? headerSets.json : headerSets.plain;
-  const body = sent.body;
-  const path = t.pathPrefix + sent.path;
-  const started = performance.now();
+  const { json, body, path } = spec.send(request);
+  const headers = json ? headerSets.json : headerSets.plain;
+  const sent: Sent = { method: spec.method, headers, body, path: t.pathPrefix + path, started: performance.now() };
   // undici's headersTimeout restarts on every informational (1xx) response, so a server sending `102
   // Processing` forever would hold the call for ever: this deadline covers the whole exchange.
   const deadline = new AbortController();
   const timer = setTimeout(() => deadline.abort(callDeadlineError(t.timeoutMs)), t.timeoutMs);
   try {
-    return await exchange(t, spec, request, { method, headers, body, path, started }, deadline.signal);
+    return await exchange(t, spec, request, sent, deadline.signal);
   } finally {
     clearTimeout(timer);
   }

@@ -27,13 +27,11 @@ function creditsLine(s: RunSummary): string {
   const left = s.creditsRemaining === null ? 'balance unknown (no answer showed it)' : `${s.creditsRemaining} left`;
   if (s.creditsSpent === null) return 'credits: unknown (no paid answer)';
   const spent = s.creditsSpentEstimated ? `about ${s.creditsSpent} spent` : `${s.creditsSpent} spent`;
-  const why: string[] = [];
-  if (s.creditsEstimatedAnswers > 0) {
-    why.push(`${plural(s.creditsEstimatedAnswers, 'paid answer')} without readable credit counters, each counted at the highest cost learned for its operation`);
-  } else if (s.creditsSpentEstimated) {
-    why.push('the first call\'s cost is assumed: no balance was read before it');
-  }
-  return `credits: ${spent}${why.length > 0 ? ` (${why.join('; ')})` : ''}, ${left}`;
+  const why =
+    s.creditsEstimatedAnswers > 0
+      ? `${plural(s.creditsEstimatedAnswers, 'paid answer')} without readable credit counters, each counted at the highest cost learned for its operation`
+      : s.creditsSpentEstimated && "the first call's cost is assumed: no balance was read before it";
+  return `credits: ${spent}${why ? ` (${why})` : ''}, ${left}`;
 }
 
 /** Drift lines the summary shows; `netingest status --drift` shows them all. */

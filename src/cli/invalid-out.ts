@@ -2,7 +2,7 @@ import { plural } from '../plural.ts';
 import type { Job } from '../jobs/schema.ts';
 import { assertInvalidOutIsNotInput, invalidOutPath, writeInvalidRows } from '../export/invalid-rows-out.ts';
 import { openStore } from '../store/open-store.ts';
-import { OUTPUT_STOP_SIGNALS, stderrNotice, withStopSignals } from './signals.ts';
+import { stderrNotice, withStopSignals } from './signals.ts';
 
 /** `--invalid-out <file>` of `plan` and `run`. */
 export const INVALID_OUT_OPTION = {
@@ -29,7 +29,7 @@ export async function writeInvalidOut(jobs: readonly Job[], out: string, db: str
   const [dbFile] = (await openStore(db)).files;
   for (const job of jobs) {
     const path = invalidOutPath(out, job.name, jobs.length);
-    const result = await withStopSignals(stderrNotice(stderr), (signal) => writeInvalidRows(job, path, { db: dbFile, signal }), OUTPUT_STOP_SIGNALS);
+    const result = await withStopSignals(stderrNotice(stderr), (signal) => writeInvalidRows(job, path, { db: dbFile, signal }));
     stderr.write(`netingest: wrote ${plural(result.rows, 'invalid row')} of ${job.name} to ${path}\n`);
   }
 }

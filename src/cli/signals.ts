@@ -14,9 +14,6 @@ export const SHUTDOWN_GRACE_MS = RUN_DEFAULTS.requestTimeoutMs + 10_000;
  */
 export const STOP_SIGNALS: readonly NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
 
-/** The signals that stop export, enrich and query gracefully: the same as every command's. */
-export const OUTPUT_STOP_SIGNALS: readonly NodeJS.Signals[] = STOP_SIGNALS;
-
 /**
  * Tells the user of a stop signal: `again` is false for the first (work winds down), true for a second one (the
  * process exits at once, right after).
@@ -24,24 +21,21 @@ export const OUTPUT_STOP_SIGNALS: readonly NodeJS.Signals[] = STOP_SIGNALS;
 export type StopNotice = (signal: NodeJS.Signals, again: boolean) => void;
 
 /**
- * First SIGINT/SIGTERM/SIGHUP: abort the controller, so a run stops sending (calls in flight finish and are written)
- * and an export drops its temporary file. A second signal, or the grace running out, exits at once with 130:
- * every database write is a whole SQLite transaction and exports write to a temporary file, so nothing is
- * left half-written wherever the process stops.
+ * Runs `work` with an AbortSignal wired to the stop signals for its duration; `notify` tells the user. The first
+ * SIGINT/SIGTERM/SIGHUP aborts it, so a run stops sending (calls in flight finish and are written) and an export
+ * drops its temporary file. A second signal, or the grace running out, exits at once with 130: every database
+ * write is a whole transaction and exports write to a temporary file, so nothing is left half-written wherever
+ * the process stops.
  */
-export function abortOnStopSignals(
-  controller: AbortController,
-  notify: StopNotice,
-  graceMs = SHUTDOWN_GRACE_MS,
-  signals: readonly NodeJS.Signals[] = STOP_SIGNALS,
-): () => void {
+export async function withStopSignals<T>(notify: StopNotice, work: (signal: AbortSignal) => Promise<T>): Promise<T> {
+  const controller = new AbortController();
   let received = 0;
   const onSignal = (signal: NodeJS.Signals) => {
     received += 1;
     if (received === 1) {
       notify(signal, false);
       controller.abort();
-      setTimeout(() => process.exit(130), graceMs).unref();
+      setTimeout(() => process.exit(130), SHUTDOWN_GRACE_MS).unref();
       return;
     }
     // Said, so that the user knows the exit was not a crash, and the prompt does not follow a half line.
@@ -51,10 +45,12 @@ export function abortOnStopSignals(
       process.exit(130);
     }
   };
-  for (const name of signals) process.on(name, onSignal);
-  return () => {
-    for (const name of signals) process.off(name, onSignal);
-  };
+  for (const name of STOP_SIGNALS) process.on(name, onSignal);
+  try {
+    return await work(controller.signal);
+  } finally {
+    for (const name of STOP_SIGNALS) process.off(name, onSignal);
+  }
 }
 
 /** The notice of a first signal as plain text on stderr, for commands that do not log. */
@@ -63,19 +59,4 @@ export function stderrNotice(stderr: NodeJS.WritableStream & { isTTY?: boolean }
     stderr.write(
       `${stderr.isTTY ? '\n' : ''}netingest: ${signal} received${again ? ' again: stopping at once' : ': finishing what is in flight (again to stop at once)'}\n`,
     );
-}
-
-/** Runs `work` with an AbortSignal wired to the stop signals for its duration; `notify` tells the user. */
-export async function withStopSignals<T>(
-  notify: StopNotice,
-  work: (signal: AbortSignal) => Promise<T>,
-  signals: readonly NodeJS.Signals[] = STOP_SIGNALS,
-): Promise<T> {
-  const controller = new AbortController();
-  const detach = abortOnStopSignals(controller, notify, SHUTDOWN_GRACE_MS, signals);
-  try {
-    return await work(controller.signal);
-  } finally {
-    detach();
-  }
 }

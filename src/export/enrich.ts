@@ -6,21 +6,21 @@
  */
 import type { Job } from '../jobs/schema.ts';
 import { loadJob } from '../jobs/load.ts';
-import { planTasks, type PlannedItem } from '../jobs/plan-tasks.ts';
-import { inputValues, readCsv } from '../input/read-csv.ts';
+import type { PlannedItem } from '../jobs/plan-tasks.ts';
+import { inputValues } from '../input/read-csv.ts';
 import { readCsvHeader, type CsvDelimiter } from '../input/csv-header.ts';
 import { assertOutputIsNotInput } from './output-is-not-input.ts';
 import type { StepSnapshot } from '../store/dataset-store.ts';
 import { openStore } from '../store/open-store.ts';
 import { otherJobsWithOperationReads } from '../store/job-names.ts';
-import { resultLookup } from '../store/readers/enrich-results.ts';
+import { resultLookup } from '../store/readers/latest-answers.ts';
 import { ENRICH_STATUSES, taskStatusReader, type CurrentRequests, type EnrichStatus } from '../store/readers/enrich-status.ts';
 import { assertEncoderOptions, encoderFor, type ExportFormat } from './row-encoders.ts';
 import { writeRows, type OutputTarget, type WriteResult } from './write-output.ts';
 import type { PumpOptions } from './export-options.ts';
 import { verifiedBy } from './pump-rows.ts';
 import { assertTop, resultLayout, type EnrichRowMode } from './enrich-layout.ts';
-import { PlanByLine, invalidReason } from './plan-by-line.ts';
+import { invalidReason, plannedRows } from './plan-by-line.ts';
 import { specOf } from '../operations/index.ts';
 import { CHANGES_SINCE_COLUMNS, changesLookup, type LeadChanges } from '../store/readers/enrich-changes.ts';
 import { parseChangesSince } from '../store/history/changes-query.ts';
@@ -127,34 +127,28 @@ export async function enrichJob(options: EnrichOptions): Promise<EnrichResult> {
     let inputRows = 0;
 
     async function* rows(): AsyncGenerator<unknown[]> {
-      const plan = new PlanByLine(planTasks(job));
-      try {
-        for await (const item of readCsv(job.input.csvPath, { header, displayName })) {
-          inputRows++;
-          const input = inputValues(item, header.columns);
-          const planned = await plan.take(item.line);
-          const first = planned[0];
-          if (first === undefined || first.kind === 'invalid') {
-            statuses.invalid_input++;
-            const why = first?.kind === 'invalid' ? invalidReason(first) : 'error' in item ? item.error : 'not planned';
-            yield [...input, item.line, 'invalid_input', why, null, ...noResult];
-            continue;
-          }
-          const key = first.inputKey;
-          const results = await snapshot.read(lookup.find(key));
-          const changed = await changesOf(key);
-          if (results.length > 0) {
-            statuses.ok++;
-            const partial = await snapshot.read(tasks.partialError(key));
-            for (const result of layout.rows(results)) yield [...input, item.line, 'ok', partial, key, ...result, ...changed];
-            continue;
-          }
-          const missing = await snapshot.read(tasks.missing(key, currentRequests(job, key, planned)));
-          statuses[missing.status]++;
-          yield [...input, item.line, missing.status, missing.error, key, ...layout.empty, ...changed];
+      for await (const { item, planned } of plannedRows(job, header, displayName)) {
+        inputRows++;
+        const input = inputValues(item, header.columns);
+        const first = planned[0];
+        if (first === undefined || first.kind === 'invalid') {
+          statuses.invalid_input++;
+          const why = first?.kind === 'invalid' ? invalidReason(first) : 'error' in item ? item.error : 'not planned';
+          yield [...input, item.line, 'invalid_input', why, null, ...noResult];
+          continue;
         }
-      } finally {
-        await plan.close();
+        const key = first.inputKey;
+        const results = await snapshot.read(lookup.find(key));
+        const changed = await changesOf(key);
+        if (results.length > 0) {
+          statuses.ok++;
+          const partial = await snapshot.read(tasks.partialError(key));
+          for (const result of layout.rows(results)) yield [...input, item.line, 'ok', partial, key, ...result, ...changed];
+          continue;
+        }
+        const missing = await snapshot.read(tasks.missing(key, currentRequests(job, key, planned)));
+        statuses[missing.status]++;
+        yield [...input, item.line, missing.status, missing.error, key, ...layout.empty, ...changed];
       }
     }
 

@@ -1,6 +1,13 @@
 import { NetingestError, UsageError } from '../errors.ts';
 
-export { ExportInterruptedError } from '../store/readers/query-errors.ts';
+import { ExportInterruptedError } from '../store/readers/query-errors.ts';
+
+export { ExportInterruptedError };
+
+/** Stops an export whose signal has aborted (SIGINT/SIGTERM/SIGHUP): the caller then discards the output. */
+export function throwIfAborted(signal: AbortSignal | undefined): void {
+  if (signal?.aborted) throw new ExportInterruptedError();
+}
 
 /** The output file cannot be created (no such folder, permission denied): the user must fix it (exit 2). */
 export class OutputError extends UsageError {

@@ -5,13 +5,12 @@
  */
 import { basename, dirname, extname, join } from 'node:path';
 import type { Job } from '../jobs/schema.ts';
-import { planTasks } from '../jobs/plan-tasks.ts';
-import { inputValues, readCsv } from '../input/read-csv.ts';
+import { inputValues } from '../input/read-csv.ts';
 import { readCsvHeader } from '../input/csv-header.ts';
 import { assertOutputIsNotInput } from './output-is-not-input.ts';
 import { csvEncoder } from './row-encoders.ts';
 import { writeRows, type WriteResult } from './write-output.ts';
-import { PlanByLine, invalidReason } from './plan-by-line.ts';
+import { invalidReason, plannedRows } from './plan-by-line.ts';
 
 /** The columns after the input's. */
 export const INVALID_OUT_COLUMNS = ['netingest_line', 'netingest_reason'] as const;
@@ -24,19 +23,12 @@ export async function writeInvalidRows(job: Job, out: string, options: { db?: st
   const inputColumns = header.columns.filter((c) => c !== '');
 
   async function* rows(): AsyncGenerator<unknown[]> {
-    const plan = new PlanByLine(planTasks(job));
-    try {
-      for await (const item of readCsv(job.input.csvPath, { header, displayName })) {
-        const planned = await plan.take(item.line);
-        const refused = planned.find((p) => p.kind === 'invalid');
-        const malformed = 'error' in item;
-        if (refused === undefined && !malformed) continue;
-        const input = inputValues(item, header.columns);
-        const why = refused?.kind === 'invalid' ? invalidReason(refused) : malformed ? item.error : 'not planned';
-        yield [...input, item.line, why];
-      }
-    } finally {
-      await plan.close();
+    for await (const { item, planned } of plannedRows(job, header, displayName)) {
+      const refused = planned.find((p) => p.kind === 'invalid');
+      const malformed = 'error' in item;
+      if (refused === undefined && !malformed) continue;
+      const why = refused?.kind === 'invalid' ? invalidReason(refused) : malformed ? item.error : 'not planned';
+      yield [...inputValues(item, header.columns), item.line, why];
     }
   }
 
@@ -44,7 +36,6 @@ export async function writeInvalidRows(job: Job, out: string, options: { db?: st
   return writeRows(rows(), encoder, { out }, { signal: options.signal });
 }
 
-/** The file of one job's invalid rows: `out` itself for one job, `<stem>.<job><ext>` beside it for several. */
 /** Refuses an `--invalid-out` file that is one the job reads (its input CSV, its job file, the SQLite database). */
 export function assertInvalidOutIsNotInput(job: Job, out: string, db?: string): void {
   assertOutputIsNotInput(
@@ -58,6 +49,7 @@ export function assertInvalidOutIsNotInput(job: Job, out: string, db?: string): 
   );
 }
 
+/** The file of one job's invalid rows: `out` itself for one job, `<stem>.<job><ext>` beside it for several. */
 export function invalidOutPath(out: string, jobName: string, jobCount: number): string {
   if (jobCount <= 1) return out;
   const ext = extname(out);

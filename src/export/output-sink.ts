@@ -10,7 +10,7 @@ import { promisify } from 'node:util';
 import { StringDecoder } from 'node:string_decoder';
 import { basename, dirname, join, sep } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { ExportInterruptedError, OutputError, OutputWriteError } from './errors.ts';
+import { ExportInterruptedError, OutputError, OutputWriteError, throwIfAborted } from './errors.ts';
 import { describeFsError } from '../input/input-error.ts';
 import { terminalSafe } from '../terminal-safe.ts';
 
@@ -234,7 +234,7 @@ export async function openFileSink(outPath: string): Promise<OutputSink> {
         await closeFd();
         // The last moment an interrupt can still keep --out as it was. A signal that came while SQLite held
         // the thread is only handled once the event loop polls again, which the awaits above let it do.
-        if (signal?.aborted) throw new ExportInterruptedError();
+        throwIfAborted(signal);
         await rename(tempPath, target.path);
         settled = true;
         process.off('exit', removeOnExit);

@@ -10,11 +10,11 @@ import { availableParallelism } from 'node:os';
 import { toDatabaseUseError } from '../store/open.ts';
 import { DatabaseChangedError } from '../store/errors.ts';
 import type { ChunkedTable } from '../store/dataset-store.ts';
-import type { ChunkSource } from '../store/readers/table-rows.ts';
 import { ExportWorkerError, ExportWorkerPool } from './export-worker-pool.ts';
+import type { ExportWorkerData } from './export-worker-protocol.ts';
 import { pumpChunks } from './pump-chunks.ts';
 import type { ParallelExportOptions, PumpOptions } from './export-options.ts';
-import { encoderFor, type ExportFormat } from './row-encoders.ts';
+import { encoderFor } from './row-encoders.ts';
 import { writeOutput, type OutputTarget, type WriteResult } from './write-output.ts';
 
 export type { ParallelExportOptions };
@@ -60,16 +60,10 @@ export function parallelRowidRange(table: ChunkedTable, options: ParallelExportO
   return { fromRowid: Number(first), toRowid: Number(last) };
 }
 
-/** What exportTableInParallel() exports. */
-export interface ParallelTableJob {
-  /** The dataset, table and --since filter, as the workers read them. */
-  source: ChunkSource;
-  columns: string[];
-  format: ExportFormat;
+/** What exportTableInParallel() exports: what the workers read and encode, and the range. */
+export interface ParallelTableJob extends Pick<ExportWorkerData, 'source' | 'columns' | 'format' | 'escapeFormulas'> {
   /** CSV only: start with a UTF-8 byte-order mark (written with the header, on this thread). */
   bom: boolean;
-  /** CSV only: a `'` before text a spreadsheet would run as a formula; the workers encode the rows with it. */
-  escapeFormulas: boolean;
   range: RowidRange;
 }
 
@@ -81,19 +75,13 @@ export async function exportTableInParallel(
   options: ParallelExportOptions = {},
 ): Promise<WriteResult & { workers: number }> {
   const opts = { ...PARALLEL_EXPORT_DEFAULTS, ...options };
-  const { fromRowid, toRowid } = job.range;
+  const { bom, range, ...read } = job;
+  const { fromRowid, toRowid } = range;
   const chunkCount = Math.ceil((toRowid - fromRowid + 1) / opts.chunkRowids);
   const result = await writeOutput(target, pump, async (sink, pumpOptions) => {
     const pool = await ExportWorkerPool.start(
       opts.workers,
-      {
-        source: job.source,
-        format: job.format,
-        escapeFormulas: job.escapeFormulas,
-        columns: job.columns,
-        batchRows: opts.encodeBatchRows,
-        batchChars: opts.encodeBatchChars,
-      },
+      { ...read, batchRows: opts.encodeBatchRows, batchChars: opts.encodeBatchChars },
       { maxYoungGenerationSizeMb: opts.workerYoungGenerationMb, maxOldGenerationSizeMb: opts.workerOldGenerationMb },
     ).catch((err: unknown) => Promise.reject(asExportError(err, job.source.db)));
     try {
@@ -101,7 +89,7 @@ export async function exportTableInParallel(
         const from = fromRowid + seq * opts.chunkRowids;
         return pool.read(seq, from, Math.min(from + opts.chunkRowids - 1, toRowid));
       };
-      return await pumpChunks(readChunk, chunkCount, encoderFor(job.format, job.columns, { bom: job.bom, escapeFormulas: job.escapeFormulas }), sink, {
+      return await pumpChunks(readChunk, chunkCount, encoderFor(job.format, job.columns, { bom, escapeFormulas: job.escapeFormulas }), sink, {
         maxChunksInFlight: opts.maxChunksInFlight,
         signal: pumpOptions.signal,
         onProgress: pumpOptions.onProgress,

@@ -1,8 +1,11 @@
 /**
- * The planner's items read line by line in step with a second reading of the same input file, so that a
- * writer of the input's rows (enrich, the invalid rows' file) knows what the planner made of each.
+ * The job's input read a second time, each row with what the planner made of it, so that a writer of the
+ * input's rows (enrich, the invalid rows' file) knows that for each.
  */
-import type { PlannedItem } from '../jobs/plan-tasks.ts';
+import type { CsvHeader } from '../input/csv-header.ts';
+import { readCsv, type CsvItem } from '../input/read-csv.ts';
+import { planTasks, type PlannedItem } from '../jobs/plan-tasks.ts';
+import type { Job } from '../jobs/schema.ts';
 
 /** Why the planner refused a row, as `netingest_error` and the invalid rows' file say it. */
 export function invalidReason(item: Extract<PlannedItem, { kind: 'invalid' }>): string {
@@ -11,33 +14,22 @@ export function invalidReason(item: Extract<PlannedItem, { kind: 'invalid' }>): 
   return `${item.field}${value}: ${item.reason}`;
 }
 
-/** The planner's items, taken line by line in step with a second reading of the same file. */
-export class PlanByLine {
-  private head: PlannedItem | undefined;
-  private done = false;
-
-  constructor(private readonly items: AsyncGenerator<PlannedItem, void, undefined>) {}
-
-  /** Every planned item of `line` (a task per page, or one invalid/duplicate item). */
-  async take(line: number): Promise<PlannedItem[]> {
-    const out: PlannedItem[] = [];
-    for (;;) {
-      if (this.head === undefined) {
-        if (this.done) return out;
-        const next = await this.items.next();
-        if (next.done) {
-          this.done = true;
-          return out;
-        }
-        this.head = next.value;
+/**
+ * Every row of the job's input, with the planner's items of its line (a task per page, or one invalid or
+ * duplicate item), the planner reading the same file in step.
+ */
+export async function* plannedRows(job: Job, header: CsvHeader, displayName: string): AsyncGenerator<{ item: CsvItem; planned: PlannedItem[] }> {
+  const items = planTasks(job);
+  try {
+    let head = await items.next();
+    for await (const item of readCsv(job.input.csvPath, { header, displayName })) {
+      const planned: PlannedItem[] = [];
+      for (; !head.done && head.value.line <= item.line; head = await items.next()) {
+        if (head.value.line === item.line) planned.push(head.value);
       }
-      if (this.head.line > line) return out;
-      if (this.head.line === line) out.push(this.head);
-      this.head = undefined;
+      yield { item, planned };
     }
-  }
-
-  async close(): Promise<void> {
-    await this.items.return(undefined);
+  } finally {
+    await items.return(undefined);
   }
 }

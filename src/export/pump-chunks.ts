@@ -6,7 +6,7 @@
 import type { OutputSink } from './output-sink.ts';
 import type { RowEncoder } from './row-encoders.ts';
 import type { EncodedChunk } from './export-worker-pool.ts';
-import { ExportInterruptedError } from './errors.ts';
+import { ExportInterruptedError, throwIfAborted } from './errors.ts';
 
 /** Options of pumpChunks(). */
 export interface PumpChunksOptions {
@@ -76,8 +76,4 @@ async function untilAborted<T>(wait: Promise<T> | T, signal: AbortSignal | undef
   } finally {
     signal.removeEventListener('abort', onAbort);
   }
-}
-
-function throwIfAborted(signal: AbortSignal | undefined): void {
-  if (signal?.aborted) throw new ExportInterruptedError();
 }

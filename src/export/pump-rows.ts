@@ -6,7 +6,7 @@
  */
 import type { OutputSink } from './output-sink.ts';
 import type { RowEncoder } from './row-encoders.ts';
-import { ExportInterruptedError } from './errors.ts';
+import { throwIfAborted } from './errors.ts';
 import type { ReadSnapshot } from '../store/read-snapshot.ts';
 import type { PumpOptions } from './export-options.ts';
 
@@ -78,8 +78,4 @@ export async function pumpRows(
   const footer = encoder.footer?.(count);
   if (footer) await sink.write(footer);
   return count;
-}
-
-function throwIfAborted(signal: AbortSignal | undefined): void {
-  if (signal?.aborted) throw new ExportInterruptedError();
 }

@@ -5,7 +5,7 @@
 import { openFileSink, streamSink, OutputClosedError, type OutputSink } from './output-sink.ts';
 import { pumpRows } from './pump-rows.ts';
 import type { PumpOptions } from './export-options.ts';
-import { ExportInterruptedError } from './errors.ts';
+import { ExportInterruptedError, throwIfAborted } from './errors.ts';
 import type { RowEncoder } from './row-encoders.ts';
 import { plural } from '../plural.ts';
 
@@ -58,7 +58,7 @@ export async function writeOutput(
     });
     pump.verify?.();
     // An interrupt that came after the producer last looked (during its one long statement, say) still stops here.
-    if (pump.signal?.aborted) throw new ExportInterruptedError();
+    throwIfAborted(pump.signal);
     await sink.commit(pump.signal);
     return { rows: written, out: target.out ?? null, readerClosed: false };
   } catch (err) {

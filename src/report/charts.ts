@@ -3,7 +3,7 @@
  * for it where a picture cannot be seen. svg.ts draws them; the page shows each one's numbers in a table.
  */
 import type { ReportFigures } from './figures.ts';
-import { formatNumber as fmt } from './format-number.ts';
+import { roundCredits } from '../credits/credit-meter.ts';
 
 /** One chart: its id (the page's anchor), title, the text alternative, and the ECharts option. */
 export interface ChartSpec {
@@ -12,6 +12,13 @@ export interface ChartSpec {
   alt: string;
   option: Record<string, unknown>;
 }
+
+/** One formatter for the whole page: toLocaleString() with options builds a new one per call, a second per year. */
+const NUMBER_FORMAT = new Intl.NumberFormat('en-US', { maximumFractionDigits: 6 });
+
+/** A number as people read it: 999,415.5 (en-US grouping, at most 6 decimals; credits can be fractional). */
+export const formatNumber = (n: number): string => NUMBER_FORMAT.format(n);
+const fmt = formatNumber;
 
 /** Colours of task outcomes, the same in every chart. */
 export const OUTCOME_COLOURS = { done: '#2e7d32', notFound: '#9e9e9e', failed: '#c62828', deferred: '#ef8f00', invalidRows: '#6a1b9a' } as const;
@@ -196,7 +203,6 @@ function driftChart(f: ReportFigures): ChartSpec {
           drawn.slice(0, 3).map((s) => `${s.operation} ${s.path} ${s.kind} (up to ${Math.max(...s.byRun.map((r) => r.percent))}%)`).join(', ') + '. A step in a line is a change in the service.',
     option: {
       ...base('% of answers', runIds.map((id) => labels.get(id)!)),
-      legend: { top: 4, type: 'plain' },
       grid: { left: 70, right: 30, top: 30 + LEGEND_ROW_PX * Math.ceil(drawn.length / 2), bottom: 60 },
       series: drawn.map((s) => {
         const byRun = new Map(s.byRun.map((r) => [r.runId, r.percent]));
@@ -232,7 +238,7 @@ function forecastChart(f: ReportFigures): ChartSpec {
 }
 
 function sum(values: ReadonlyArray<number | null>): number {
-  return Math.round(values.reduce<number>((n, v) => n + (v ?? 0), 0) * 1e6) / 1e6;
+  return roundCredits(values.reduce<number>((n, v) => n + (v ?? 0), 0));
 }
 
 function avg(values: ReadonlyArray<number | null>): number | null {

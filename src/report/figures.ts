@@ -7,7 +7,6 @@ import type { ReportData } from '../store/readers/report-figures.ts';
 import type { FullStatusReport } from '../runner/status-report.ts';
 import { forecastDue, type ForecastDay } from './forecast.ts';
 import { headlineOf, type Headline } from './headline.ts';
-import { redactSample } from './redact-sample.ts';
 import { creditsByJob, type JobCredits } from './job-credits.ts';
 
 /** Options of buildFigures(). */
@@ -140,3 +139,22 @@ function driftSeries(rows: ReportData['drift']): DriftSeries[] {
 
 const total = (s: DriftSeries) => s.byRun.reduce((n, r) => n + r.count, 0);
 const round2 = (n: number) => Math.round(n * 100) / 100;
+
+/** Longest sample of a stored message, in characters. */
+export const SAMPLE_MAX_CHARS = 200;
+
+const MASK = '[REDACTED]';
+
+/** What could be a secret in a stored message, whatever wrote it: a database URL's password, a bearer token, a key in a query string. */
+const SECRETS: ReadonlyArray<[RegExp, string]> = [
+  [/(\b[a-z][a-z0-9+.-]*:\/\/[^\s:/@]*:)[^\s@/]*@/gi, `$1${MASK}@`],
+  [/\b(Bearer|Basic|Token)\s+[A-Za-z0-9._~+/=-]+/gi, `$1 ${MASK}`],
+  [/([?&;\s](?:token|api[_-]?key|key|password|secret|access_token)=)[^&\s"']+/gi, `$1${MASK}`],
+];
+
+/** A stored message as the report shows it: secrets masked first (so no half of one is left at the cut), then shortened to SAMPLE_MAX_CHARS. */
+export function redactSample(text: string): string {
+  let out = text;
+  for (const [pattern, replacement] of SECRETS) out = out.replace(pattern, replacement);
+  return out.length > SAMPLE_MAX_CHARS ? `${out.slice(0, SAMPLE_MAX_CHARS - 1)}…` : out;
+}

@@ -5,6 +5,7 @@
  * night's jobs add up to what the run spent, the figure the credits chart has always drawn.
  */
 import type { ReportData } from '../store/readers/report-figures.ts';
+import { roundCredits } from '../credits/credit-meter.ts';
 
 /** Credits one job spent in one run (`job` null: the run's spend that no job's call shows, see creditsByJob). */
 export interface JobCredits { runId: number; job: string | null; paidAnswers: number; credits: number }
@@ -33,7 +34,7 @@ function ofRun(runId: number, spent: number, steps: ReportData['creditSteps'], c
     row.credits += rest;
     byJob.set(owner, row);
   }
-  return [...byJob.values()].map((r) => ({ ...r, credits: round6(r.credits) })).sort((a, b) => (a.job ?? '\uffff').localeCompare(b.job ?? '\uffff'));
+  return [...byJob.values()].map((r) => ({ ...r, credits: roundCredits(r.credits) })).sort((a, b) => (a.job ?? '\uffff').localeCompare(b.job ?? '\uffff'));
 }
 
 /**
@@ -57,5 +58,3 @@ function groupBy<T>(items: readonly T[], key: (item: T) => number): Map<number, 
   }
   return out;
 }
-
-const round6 = (n: number) => Math.round(n * 1e6) / 1e6;

@@ -5,8 +5,7 @@
  * from the dataset goes through escapeHtml().
  */
 import type { ReportFigures } from './figures.ts';
-import { chartSpecs, NO_JOB, runLabels, type ChartSpec } from './charts.ts';
-import { formatNumber } from './format-number.ts';
+import { chartSpecs, formatNumber, NO_JOB, runLabels, type ChartSpec } from './charts.ts';
 
 /** Nothing may be fetched: styles are inline, images none, no script at all. */
 export const CONTENT_SECURITY_POLICY = "default-src 'none'; style-src 'unsafe-inline'; img-src 'none'; base-uri 'none'; form-action 'none'";

@@ -6,7 +6,9 @@
 import { randomBytes } from 'node:crypto';
 import { renameSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, basename, join, resolve } from 'node:path';
-import { readReportData, recordLastReport } from '../store/readers/report-dataset.ts';
+import { openStore } from '../store/open-store.ts';
+import { reportFiguresReads } from '../store/readers/report-figures.ts';
+import { LAST_REPORT_KEY } from '../store/status.ts';
 import { withLiveBalance } from '../runner/status-report.ts';
 import { OPERATION_SPECS } from '../operations/index.ts';
 import { JOB_DEFAULTS } from '../jobs/defaults.ts';
@@ -51,7 +53,9 @@ export async function gatherFigures(options: ReportOptions): Promise<{ figures: 
   const now = options.now ?? new Date();
   const operations = Object.keys(OPERATION_SPECS);
   const since = new Date(now.getTime() - opts.days * MS_PER_DAY).toISOString();
-  const { shownDataset, ...data } = await readReportData(opts.db, { sinceIso: since, listedRows: opts.listedRows, operations }, opts.statusRuns);
+  const store = await openStore(opts.db);
+  const window = { sinceIso: since, listedRows: opts.listedRows, operations };
+  const data = await store.read((snapshot) => snapshot.read(reportFiguresReads(window, opts.statusRuns)));
   const status = await withLiveBalance(data.status, { apiUrl: opts.apiUrl, tokenFile: opts.tokenFile });
   const refreshAfterDays = Object.fromEntries(Object.entries(OPERATION_SPECS).map(([name, spec]) => [name, spec.refreshAfterDays]));
   const figures = buildFigures(data, status, {
@@ -62,7 +66,7 @@ export async function gatherFigures(options: ReportOptions): Promise<{ figures: 
     defaultCostPerCall: CREDIT_METER_DEFAULTS.defaultCostPerCall,
     now,
   });
-  return { figures, shownDataset };
+  return { figures, shownDataset: store.shown };
 }
 
 /** What writeReport() did. */
@@ -91,7 +95,8 @@ export async function writeReport(options: ReportOptions & { outFile: string }):
   }
   let notRecorded: string | null = null;
   try {
-    await recordLastReport(options.db, path, figures.generatedAt);
+    // In netingest_meta, where `status` finds it whichever engine and host ask; a read-only role or file throws.
+    await (await openStore(options.db)).writeMeta(LAST_REPORT_KEY, JSON.stringify({ path, writtenAt: figures.generatedAt }));
   } catch (err) {
     notRecorded = err instanceof Error ? err.message : String(err);
   }

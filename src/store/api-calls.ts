@@ -3,7 +3,7 @@ import type { Connection } from './connection.ts';
 import { rows } from './read-steps.ts';
 import { sql, param } from '../statement.ts';
 
-// The readers' statements, the same SQL on both engines (the PostgreSQL versions are at the end).
+// apiCallReads' statements, the same SQL on both engines.
 const RECENT_USED = sql`SELECT credits_used FROM api_calls
   WHERE operation = ${param} AND status = 200 AND credits_used IS NOT NULL AND id < ${param} ORDER BY id DESC LIMIT 200`;
 const OF_RUN = sql`SELECT count(*) AS calls, min(id) AS "firstId", max(at) AS "lastAt" FROM api_calls WHERE run_id = ${param}`;
@@ -34,38 +34,15 @@ export interface ApiCallRow {
   at: string;
 }
 
-/** The log of every HTTP call, answered or not. */
+/** The log of every HTTP call, answered or not; its readers are apiCallReads. */
 export function createApiCallLog(database: Connection) {
   // Positional parameters: binding by name looks each one up in an object, on the run's hottest insert.
   const insert = database.sqlite.prepare(`INSERT INTO api_calls (run_id, task_id, operation, method, path, status,
     error_code, latency_ms, total_credits, credits_used, credits_remaining, at)
     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
-  const recentUsed = database.sqlite.prepare(RECENT_USED.sqlite).pluck();
-  const ofRun = database.sqlite.prepare(OF_RUN.sqlite);
-  const lastCounters = database.sqlite.prepare(LAST_COUNTERS.sqlite);
   return {
     insert(r: ApiCallRow): void {
       insert.run(r.runId, r.taskId, r.operation, r.method, r.path, r.status, r.errorCode, r.latencyMs, r.totalCredits, r.creditsUsed, r.creditsRemaining, r.at);
-    },
-    /**
-     * The cost of one call of an operation as the history of counters shows it: the median positive step
-     * between its calls' credits_used values, sorted (calls in flight together are written out of the order
-     * they were charged in; a call charged but never written makes one step double, hence the median);
-     * with `beforeCallId`, as it was just before that call.
-     */
-    learnedCost(operation: string, beforeCallId = Number.MAX_SAFE_INTEGER): number | null {
-      return medianStep(recentUsed.all(operation, beforeCallId) as number[]);
-    },
-    /** How many calls a run made, the id of its first and the time of its last (null without calls). */
-    ofRun(runId: number) {
-      return ofRun.get(runId) as { calls: number; firstId: number | null; lastAt: string | null };
-    },
-    /**
-     * The last counters the service reported (before the call `beforeCallId`, if given), or undefined before any
-     * call; `balance` as the run's guard counts it (reportedBalance).
-     */
-    lastCounters(beforeCallId = Number.MAX_SAFE_INTEGER) {
-      return withBalance(lastCounters.get(beforeCallId) as CountersRow | undefined);
     },
   };
 }
@@ -77,18 +54,26 @@ function withBalance(row: CountersRow | undefined) {
   return { ...row, balance: roundCredits(balance) };
 }
 
-/**
- * createApiCallLog's readers as Reads (read-steps.ts), for a reader that runs on either engine: the same
- * statements and answers.
- */
+/** What the api_calls log tells, as Reads (read-steps.ts): the same statements on either engine. */
 export const apiCallReads = {
+  /**
+   * The cost of one call of an operation as the history of counters shows it: the median positive step
+   * between its calls' credits_used values, sorted (calls in flight together are written out of the order
+   * they were charged in; a call charged but never written makes one step double, hence the median);
+   * with `beforeCallId`, as it was just before that call.
+   */
   *learnedCost(operation: string, beforeCallId = Number.MAX_SAFE_INTEGER) {
     const used = yield* rows<{ credits_used: number }>(RECENT_USED, [operation, beforeCallId]);
     return medianStep(used.map((r) => r.credits_used));
   },
+  /** How many calls a run made, the id of its first and the time of its last (null without calls). */
   *ofRun(runId: number) {
     return (yield* rows<{ calls: number; firstId: number | null; lastAt: string | null }>(OF_RUN, [runId]))[0]!;
   },
+  /**
+   * The last counters the service reported (before the call `beforeCallId`, if given), or undefined before any
+   * call; `balance` as the run's guard counts it (reportedBalance).
+   */
   *lastCounters(beforeCallId = Number.MAX_SAFE_INTEGER) {
     return withBalance((yield* rows<CountersRow>(LAST_COUNTERS, [beforeCallId]))[0]);
   },

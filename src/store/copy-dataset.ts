@@ -20,6 +20,7 @@ import { readSync } from './read-steps.ts';
 import { decodeRawBody } from './raw-body.ts';
 import { storableJsonText, storableString } from '../operations/storable-text.ts';
 import { openPgStore, type PgStoreOptions } from './pg/open.ts';
+import { inPgTransaction } from './pg/transaction.ts';
 import { TABLES as PG_TABLES } from './pg/schema.ts';
 import type { ColumnKind, TableDef } from './table-kit.ts';
 import { DATASET_TABLES } from './tables.ts';
@@ -80,11 +81,12 @@ export async function copyDataset(fromFile: string, toUrl: string, options: Copy
   try {
     const target = await openPgStore(toUrl, opts.pg);
     try {
-      const client = await target.pool.connect();
+      // One snapshot of the source: a run writing meanwhile cannot tear the copy between tables.
+      source.sqlite.exec('BEGIN');
       try {
-        return await copyInTransaction(source.sqlite, client, target.shownUrl, opts);
+        return await inPgTransaction(target.pool, (client) => copyTables(source.sqlite, client, target.shownUrl, opts));
       } finally {
-        client.release();
+        source.sqlite.exec('COMMIT');
       }
     } finally {
       await target.close();
@@ -121,35 +123,24 @@ function openSource(file: string): { source: Database; lock: RunLock | null } {
   }
 }
 
-async function copyInTransaction(
+async function copyTables(
   sqlite: BetterSqlite3.Database,
   client: pg.PoolClient,
   shownUrl: string,
   opts: typeof COPY_DEFAULTS & CopyDatasetOptions,
 ): Promise<CopyReport> {
-  // One snapshot of the source: a run writing meanwhile cannot tear the copy between tables.
-  sqlite.exec('BEGIN');
-  await client.query('BEGIN');
-  try {
-    await client.query('SELECT pg_advisory_xact_lock($1)', [COPY_LOCK_KEY]);
-    await refuseNonEmpty(client, shownUrl);
-    const report: CopyReport = { tables: [], rows: 0 };
-    for (const table of COPY_ORDER) {
-      const { name } = getTableConfig(table);
-      const rows = await copyTable(sqlite, client, table, opts);
-      report.tables.push({ table: name, rows });
-      report.rows += rows;
-      opts.onTable?.(name, rows);
-    }
-    await setIdentitiesPastCopiedIds(client);
-    await client.query('COMMIT');
-    return report;
-  } catch (err) {
-    await client.query('ROLLBACK').catch(() => undefined);
-    throw err;
-  } finally {
-    sqlite.exec('COMMIT');
+  await client.query('SELECT pg_advisory_xact_lock($1)', [COPY_LOCK_KEY]);
+  await refuseNonEmpty(client, shownUrl);
+  const report: CopyReport = { tables: [], rows: 0 };
+  for (const table of COPY_ORDER) {
+    const { name } = getTableConfig(table);
+    const rows = await copyTable(sqlite, client, table, opts);
+    report.tables.push({ table: name, rows });
+    report.rows += rows;
+    opts.onTable?.(name, rows);
   }
+  await setIdentitiesPastCopiedIds(client);
+  return report;
 }
 
 async function refuseNonEmpty(client: pg.PoolClient, shownUrl: string): Promise<void> {

@@ -25,11 +25,6 @@ export const STATEMENT_DEFAULTS = {
   unattendedTimeoutSeconds: 3600,
 } as const;
 
-/** The --timeout default: none when a user at a terminal can stop the statement, else an hour. */
-export function defaultTimeoutSeconds(atTerminal: boolean): number {
-  return atTerminal ? STATEMENT_DEFAULTS.terminalTimeoutSeconds : STATEMENT_DEFAULTS.unattendedTimeoutSeconds;
-}
-
 /** How a statement's reading stops: on the signal (ExportInterruptedError) or past timeoutMs (QueryTimeoutError). */
 export interface StatementOptions {
   signal?: AbortSignal | undefined;

@@ -3,13 +3,9 @@
  * post or query they answer, so the runner passes it along, and `reprocess` replays a body without the
  * ledger. Each operation's spec defines its own (subjectOf, its schema and its request key).
  */
-import type { AnswerByOperation } from '../operations/answers.ts';
 import type { AnySubject } from '../operations/index.ts';
 
 export { requestKeyOf } from '../operations/index.ts';
 
 /** The request a response answers. */
 export type IngestRequest = AnySubject;
-
-/** The 200 body, as read through its answer contract (src/operations/), that goes with a request type. */
-export type IngestResponseFor<R extends IngestRequest> = AnswerByOperation[R['operation']];

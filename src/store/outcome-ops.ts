@@ -47,26 +47,18 @@ export function prepareOutcomeWrite(database: Connection, runId: number): (op: O
   const saveRaw = saveRawResponse(database);
   const calls = createApiCallLog(database);
   const ledger = createLedger(database);
+  const rawOf = (op: PaidBody) => ({ operation: op.operation, requestKey: op.requestKey, request: op.request, body: op.body, receivedAt: op.at, runId, taskId: op.taskId });
   return (op: OutcomeOp): void => {
     switch (op.kind) {
       case 'success': {
-        const rawResponseId = saveRaw({ operation: op.operation, requestKey: op.requestKey, request: op.request, body: op.body, receivedAt: op.at, runId, taskId: op.taskId });
+        const rawResponseId = saveRaw(rawOf(op));
         store({ rawResponseId, runId, taskId: op.taskId, operation: op.operation, requestKey: op.requestKey, request: op.request, answer: op.answer, setAside: op.setAside, at: op.at });
         calls.insert(op.call);
         ledger.markDone(op.taskId, runId, op.at, op.attempts);
         return;
       }
       case 'rejected':
-        saveRaw({
-          operation: op.operation,
-          requestKey: op.requestKey,
-          request: op.request,
-          body: op.body,
-          receivedAt: op.at,
-          runId,
-          taskId: op.taskId,
-          errorCode: op.code,
-        });
+        saveRaw({ ...rawOf(op), errorCode: op.code });
         calls.insert(op.call);
         ledger.markFailed(op.taskId, runId, op.at, op.attempts, op.code, op.message, false);
         return;

@@ -33,19 +33,9 @@ export function saveRawResponse(database: Connection): (input: RawResponseInput)
   );
   return (input) => {
     const stored = encodeRawBody(input.body);
-    return Number(
-      insert.run(
-        input.operation,
-        input.requestKey ?? requestKeyOf(input.request),
-        JSON.stringify(input.request),
-        stored.body,
-        stored.encoding,
-        input.receivedAt,
-        input.runId,
-        input.taskId,
-        input.errorCode ?? null,
-      ).lastInsertRowid,
-    );
+    const requestKey = input.requestKey ?? requestKeyOf(input.request);
+    const { operation, receivedAt, runId, taskId } = input;
+    return Number(insert.run(operation, requestKey, JSON.stringify(input.request), stored.body, stored.encoding, receivedAt, runId, taskId, input.errorCode ?? null).lastInsertRowid);
   };
 }
 

@@ -94,15 +94,6 @@ export function* runLockReads(host = hostname()): Reads<RunLockState | null> {
 }
 
 /**
- * A check that `holding` still holds the lock: call it inside the write transaction it guards, so that no
- * takeover can come between the check and the commit.
- */
-export function lockCheck(sqlite: BetterSqlite3.Database, holding: RunLockHolding): () => boolean {
-  const mine = sqlite.prepare(`SELECT 1 FROM run_lock WHERE ${MINE}`).pluck();
-  return () => mine.get(holding.pid, holding.host, holding.acquiredAt) === 1;
-}
-
-/**
  * `check` (true while the lock is ours) answered from its last true answer while that is younger than
  * `maxAgeMs` on the monotonic clock: reading the lock row before every call cost the pipeline bench about 18 us
  * of CPU per answer. A false answer is kept for good.
@@ -169,7 +160,10 @@ function holdLock(database: Database, holding: RunLockHolding, abandonedRuns: nu
   // refresh or delete the row of the run that took it, even one with its pid.
   const key = [holding.pid, holding.host, holding.acquiredAt] as const;
   const beat = sqlite.prepare(`UPDATE run_lock SET heartbeat_at = ? WHERE ${MINE}`);
-  const ours = lockCheck(sqlite, holding);
+  // Whether the lock is still ours; `guarded` asks inside the write transaction, so that no takeover can come
+  // between the check and the commit.
+  const mine = sqlite.prepare(`SELECT 1 FROM run_lock WHERE ${MINE}`).pluck();
+  const ours = () => mine.get(...key) === 1;
   const listeners: Array<(err: LockLostError) => void> = [];
   let runId: number | null = null;
   let lost = false;

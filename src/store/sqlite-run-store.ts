@@ -7,13 +7,14 @@ import { RateGate } from '../rate/rate-gate.ts';
 import { ResultWriter } from './result-writer.ts';
 import { anomalyCountsOf } from './answer-anomalies.ts';
 import { saveAnswerDrift } from './answer-drift.ts';
-import { createApiCallLog } from './api-calls.ts';
+import { apiCallReads } from './api-calls.ts';
 import { createLedger, type Ledger, type RunnableFilter, type TaskRow } from './ledger.ts';
 import { openDatabase, toDatabaseUseError } from './open.ts';
 import { pruneRawBodies } from './raw-prune.ts';
 import { acquireRunLock, type RunLock } from './run-lock.ts';
 import type { DueTasks, RunStore } from './run-store.ts';
 import { createRunLog } from './runs.ts';
+import { readSync } from './read-steps.ts';
 
 export interface SqliteRunStoreOptions {
   dbPath: string;
@@ -27,7 +28,6 @@ export function openSqliteRunStore(options: SqliteRunStoreOptions): RunStore {
     const lock = acquireRunLock(database, { leaseMs: options.lockLeaseMs });
     const runs = createRunLog(database);
     const ledger = lockGuardedLedger(createLedger(database), lock);
-    const callLog = createApiCallLog(database);
     const writeDrift = saveAnswerDrift(database);
     return {
       engine: 'sqlite',
@@ -40,7 +40,11 @@ export function openSqliteRunStore(options: SqliteRunStoreOptions): RunStore {
         },
         end: (runId, fields) => lock.whileHeld(() => runs.end(runId, fields)),
       },
-      calls: { learnedCost: (op) => callLog.learnedCost(op), lastCounters: () => callLog.lastCounters(), ofRun: callLog.ofRun },
+      calls: {
+        learnedCost: (op) => readSync(database.sqlite, apiCallReads.learnedCost(op)),
+        lastCounters: () => readSync(database.sqlite, apiCallReads.lastCounters()),
+        ofRun: (runId) => readSync(database.sqlite, apiCallReads.ofRun(runId)),
+      },
       hold: lock,
       dueTasks: (filter) => pagedDueTasks(ledger, filter),
       // Its lock is checked in every commit: a run whose lock was taken over stores nothing.

@@ -4,7 +4,6 @@ import { runLockReads, type RunLockState } from './run-lock.ts';
 import { roundCredits } from '../credits/credit-meter.ts';
 import { measureUnfinishedRunReads, unfinishedRunsReads, type UnfinishedRun, type UnfinishedRunFigures } from './abandoned-runs.ts';
 import { lastRunDriftReads } from './answer-drift.ts';
-import { lastReportReads } from './last-report.ts';
 import { rows, value, type Reads } from './read-steps.ts';
 import { RUNNING_RUNS_LIVENESS_SQL } from './pg/coordination/worker-runs.ts';
 import { perEngine, sql, param } from '../statement.ts';
@@ -108,4 +107,19 @@ function* uncountedCreditsReads(): Reads<number> {
     before = before === null || run.minUsed >= before ? Math.max(before ?? run.maxUsed, run.maxUsed) : run.maxUsed;
   }
   return roundCredits(total);
+}
+
+/** netingest_meta key of the page `netingest report` last wrote (report/write-report.ts): JSON `{ path, writtenAt }`. */
+export const LAST_REPORT_KEY = 'last_report';
+
+/** The last report written for this dataset, or null when none was (or the row is not ours to read). */
+function* lastReportReads(): Reads<{ path: string; writtenAt: string } | null> {
+  const text = yield* value<string>(sql`SELECT value FROM netingest_meta WHERE key = ${param}`, [LAST_REPORT_KEY]);
+  if (text === undefined) return null;
+  try {
+    const parsed = JSON.parse(text) as { path?: unknown; writtenAt?: unknown };
+    return typeof parsed.path === 'string' && typeof parsed.writtenAt === 'string' ? { path: parsed.path, writtenAt: parsed.writtenAt } : null;
+  } catch {
+    return null;
+  }
 }

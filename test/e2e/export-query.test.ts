@@ -7,7 +7,7 @@ import { parse } from 'csv-parse/sync';
 import { openDatabase } from '../../src/store/open.ts';
 import { runQuery, type QueryStream } from '../../src/export/query.ts';
 import { prepareReadQuery, REPORTING_PRAGMAS } from '../../src/store/readers/read-only-sql.ts';
-import { openUserStatement } from '../../src/store/readers/user-statement.ts';
+import { openUserStatement } from '../../src/store/readers/read-only-sql.ts';
 import { displayWidth } from '../../src/text-width.ts';
 import { WriteRefusedError } from '../../src/store/readers/query-errors.ts';
 import { main } from '../../src/cli/main.ts';

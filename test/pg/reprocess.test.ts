@@ -17,7 +17,7 @@ import { reprocessDatabase, type ReprocessReport } from '../../src/runner/reproc
 import { openDatabase } from '../../src/store/open.ts';
 import { openStore } from '../../src/store/open-store.ts';
 import { createIngestor, NORMALIZED_TABLES } from '../../src/store/ingest/index.ts';
-import type { IngestRequest, IngestResponseFor } from '../../src/store/ingest-request.ts';
+import type { IngestRequest } from '../../src/store/ingest-request.ts';
 import { saveRawResponse } from '../../src/store/raw-archive.ts';
 import { decodeRawBody } from '../../src/store/raw-body.ts';
 import { LockedError } from '../../src/store/run-lock.ts';
@@ -25,7 +25,7 @@ import { startSandbox, type Sandbox } from '../../src/sandbox/server.ts';
 import { UsageError } from '../../src/errors.ts';
 import { EXIT } from '../../src/cli/exit-codes.ts';
 import { inProcess, spawnCli, type Workspace } from '../support/run-helpers.ts';
-import { validateResponse } from '../support/store-helpers.ts';
+import { validateResponse, type IngestResponseFor } from '../support/store-helpers.ts';
 import { company, job, jobsRequest, jobsResponse, postRequest, postResponse, similarRequest, similarResponse } from '../support/db-fixtures.ts';
 import { forEachEngine, type TestDb, type TestEngine } from './engines.ts';
 import { runExampleJobs } from './read-dataset.ts';
@@ -117,7 +117,7 @@ function fixture() {
   return {
     answer<R extends IngestRequest>(req: R, body: string, receivedAt: string): void {
       database.sqlite.transaction(() => {
-        ingestor.ingest(req, validateResponse(req.operation, parseJsonBody(body)) as IngestResponseFor<R>, receivedAt);
+        ingestor.ingestAnswer(req, validateResponse(req.operation, parseJsonBody(body)) as IngestResponseFor<R>, receivedAt);
         save({ operation: req.operation, request: req, body, receivedAt, runId: 1, taskId: null });
       })();
     },

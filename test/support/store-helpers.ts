@@ -7,9 +7,12 @@ import type { AnswerByOperation } from '../../src/operations/answers.ts';
 import { specOf } from '../../src/operations/index.ts';
 import type { Operation } from '../../src/spec/types.ts';
 import type { Connection } from '../../src/store/connection.ts';
-import type { IngestRequest, IngestResponseFor } from '../../src/store/ingest-request.ts';
+import type { IngestRequest } from '../../src/store/ingest-request.ts';
 import { createIngestor, type IngestResult, type Ingestor } from '../../src/store/ingest/index.ts';
 import { prepareOutcomeWrite, type OutcomeOp } from '../../src/store/outcome-ops.ts';
+
+/** The 200 body, as read through its answer contract (src/operations/), that goes with a request type. */
+export type IngestResponseFor<R extends IngestRequest> = AnswerByOperation[R['operation']];
 
 /** Ingests one response in its own transaction. */
 export function ingestInTransaction<R extends IngestRequest>(
@@ -19,7 +22,7 @@ export function ingestInTransaction<R extends IngestRequest>(
   seenAt: string,
   ingestor: Ingestor = createIngestor(database),
 ): IngestResult {
-  return database.sqlite.transaction(() => ingestor.ingest(req, response, seenAt))();
+  return database.sqlite.transaction(() => ingestor.ingestAnswer(req, response, seenAt))();
 }
 
 /** Writes a batch of outcomes in one transaction, the statements prepared once. */

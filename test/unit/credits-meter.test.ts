@@ -6,7 +6,8 @@ import { describe, expect, it } from 'vitest';
 import { CreditMeter, medianStep } from '../../src/credits/credit-meter.ts';
 import { CreditGuard } from '../../src/credits/credit-guard.ts';
 import { openDatabase } from '../../src/store/open.ts';
-import { createApiCallLog } from '../../src/store/api-calls.ts';
+import { apiCallReads, createApiCallLog } from '../../src/store/api-calls.ts';
+import { readSync } from '../../src/store/read-steps.ts';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -166,7 +167,7 @@ describe('medianStep', () => {
   });
 });
 
-describe('ApiCallLog.learnedCost', () => {
+describe('apiCallReads.learnedCost', () => {
   it('learns 1 credit from answers written out of the order they were charged in', () => {
     const dir = mkdtempSync(join(tmpdir(), 'netingest-meter-'));
     const database = openDatabase(join(dir, 'm.db'));
@@ -188,7 +189,7 @@ describe('ApiCallLog.learnedCost', () => {
           at: '2026-11-23T00:00:00.000Z',
         });
       }
-      expect(log.learnedCost('post-details')).toBe(1);
+      expect(readSync(database.sqlite, apiCallReads.learnedCost('post-details'))).toBe(1);
     } finally {
       database.close();
       rmSync(dir, { recursive: true, force: true });

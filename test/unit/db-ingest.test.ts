@@ -347,15 +347,15 @@ describe('sandbox bodies', () => {
 describe('ingestor contract', () => {
   it('refuses to run outside a transaction and rejects a non-ISO seenAt', () => {
     const ingestor = createIngestor(database);
-    expect(() => ingestor.ingest(postRequest, postResponse(), T1)).toThrow(/inside a transaction/);
-    expect(() => database.sqlite.transaction(() => ingestor.ingest(postRequest, postResponse(), '22.11.2026'))()).toThrow(/ISO-8601/);
+    expect(() => ingestor.ingestAnswer(postRequest, postResponse(), T1)).toThrow(/inside a transaction/);
+    expect(() => database.sqlite.transaction(() => ingestor.ingestAnswer(postRequest, postResponse(), '22.11.2026'))()).toThrow(/ISO-8601/);
   });
 
   it('rolls back with the caller: a failing transaction leaves no rows', () => {
     const ingestor = createIngestor(database);
     expect(() =>
       database.sqlite.transaction(() => {
-        ingestor.ingest(similarRequest(), similarResponse([company(1)]), T1);
+        ingestor.ingestAnswer(similarRequest(), similarResponse([company(1)]), T1);
         throw new Error('task update failed');
       })(),
     ).toThrow(/task update failed/);

@@ -6,7 +6,7 @@ import { UsageError } from '../../errors.ts';
 import { plural } from '../../plural.ts';
 import { assertHistoryKept, changesStatement, isHistoryEntity, parseChangesSince, type ChangesFilter } from '../../store/history/changes-query.ts';
 import { HISTORY_ENTITIES } from '../../store/history/tracking.ts';
-import { OUTPUT_STOP_SIGNALS, stderrNotice, withStopSignals } from '../signals.ts';
+import { stderrNotice, withStopSignals } from '../signals.ts';
 
 const FORMATS = ['table', 'csv', 'jsonl'] as const;
 
@@ -33,11 +33,11 @@ export const changesCommand = defineCommand({
     if (argv.out !== undefined) {
       const format = argv.format ?? 'csv';
       if (format === 'table') throw new UsageError('--out writes csv or jsonl; the table is for a terminal');
-      const result = await withStopSignals(stderrNotice(io.stderr), (signal) => exportSql({ ...common, sql, format, out: argv.out, signal }), OUTPUT_STOP_SIGNALS);
+      const result = await withStopSignals(stderrNotice(io.stderr), (signal) => exportSql({ ...common, sql, format, out: argv.out, signal }));
       io.stderr.write(`netingest: wrote ${plural(result.rows, 'change')} to ${result.out}\n`);
       return 0;
     }
-    await withStopSignals(stderrNotice(io.stderr), (signal) => runQuery({ ...common, sql, format: argv.format, signal }), OUTPUT_STOP_SIGNALS);
+    await withStopSignals(stderrNotice(io.stderr), (signal) => runQuery({ ...common, sql, format: argv.format, signal }));
     return 0;
   },
 });

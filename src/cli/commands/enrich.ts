@@ -3,7 +3,7 @@ import { datasetOption, ESCAPE_FORMULAS_OPTION, withDb } from '../common-options
 import { ENRICH_DEFAULTS, enrichJob } from '../../export/enrich.ts';
 import { ENRICH_ROW_MODES } from '../../export/enrich-layout.ts';
 import { EXPORT_FORMATS } from '../../export/row-encoders.ts';
-import { OUTPUT_STOP_SIGNALS, stderrNotice, withStopSignals } from '../signals.ts';
+import { stderrNotice, withStopSignals } from '../signals.ts';
 import { plural } from '../../plural.ts';
 
 /** `netingest enrich <job> --out <file>`: the job's input rows followed by their results (docs/export.md). */
@@ -57,7 +57,6 @@ export const enrichCommand = defineCommand({
         changesSince: argv['changes-since'],
         signal,
       }),
-      OUTPUT_STOP_SIGNALS,
     );
     const counts = Object.entries(result.statuses)
       .filter(([, n]) => n > 0)

@@ -4,9 +4,9 @@ import { UsageError } from '../../errors.ts';
 import { exportSql, exportTable, type ExportResult } from '../../export/export-table.ts';
 import { EXPORT_FORMATS } from '../../export/row-encoders.ts';
 import { exportSources } from '../../export/sources.ts';
-import { OUTPUT_STOP_SIGNALS, stderrNotice, withStopSignals } from '../signals.ts';
+import { stderrNotice, withStopSignals } from '../signals.ts';
 import { plural } from '../../plural.ts';
-import { atTerminal, sqlTimeoutMs, TIMEOUT_OPTION } from '../sql-timeout.ts';
+import { sqlTimeoutMs, TIMEOUT_OPTION } from '../sql-timeout.ts';
 
 /** `netingest export`: a table, a view or a SELECT as CSV or JSON Lines, to a file (atomically) or stdout. */
 export const exportCommand = defineCommand({
@@ -54,9 +54,8 @@ export const exportCommand = defineCommand({
     };
     const result: ExportResult = await withStopSignals(stderrNotice(io.stderr), (signal) =>
       argv.sql !== undefined
-        ? exportSql({ ...common, sql: argv.sql, timeoutMs: sqlTimeoutMs(argv.timeout, atTerminal(io.stderr)), signal })
+        ? exportSql({ ...common, sql: argv.sql, timeoutMs: sqlTimeoutMs(argv.timeout, io.stderr), signal })
         : exportTable({ ...common, table: argv.table!, since: argv.since, signal }),
-      OUTPUT_STOP_SIGNALS,
     );
     if (result.out !== null) io.stderr.write(`netingest: exported ${plural(result.rows, 'row')} to ${result.out}\n`);
     return 0;

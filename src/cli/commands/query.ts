@@ -3,9 +3,9 @@ import { defineCommand } from '../command.ts';
 import { BOM_OPTION, datasetOption, ESCAPE_FORMULAS_OPTION, withDb } from '../common-options.ts';
 import { QUERY_FORMATS, runQuery } from '../../export/query.ts';
 import { TABLE_DEFAULTS } from '../../export/table-format.ts';
-import { OUTPUT_STOP_SIGNALS, stderrNotice, withStopSignals } from '../signals.ts';
+import { stderrNotice, withStopSignals } from '../signals.ts';
 import { numberFlag, numberOption } from '../number-flags.ts';
-import { atTerminal, sqlTimeoutMs, TIMEOUT_OPTION } from '../sql-timeout.ts';
+import { sqlTimeoutMs, TIMEOUT_OPTION } from '../sql-timeout.ts';
 
 /** `netingest query`: one read-only SQL statement, as a table on a terminal and CSV otherwise. */
 export const queryCommand = defineCommand({
@@ -22,7 +22,7 @@ export const queryCommand = defineCommand({
   run: async (argv, io) => {
     // NaN would pass Math.max below and size every column NaN; any real number is clamped to a usable width.
     const maxWidth = numberFlag('--max-width', argv['max-width'], z.number().min(1).max(10_000)) ?? TABLE_DEFAULTS.maxColumnWidth;
-    const timeoutMs = sqlTimeoutMs(argv.timeout, atTerminal(io.stderr));
+    const timeoutMs = sqlTimeoutMs(argv.timeout, io.stderr);
     await withStopSignals(stderrNotice(io.stderr), (signal) =>
       runQuery({
         db: datasetOption(argv.db),
@@ -35,7 +35,6 @@ export const queryCommand = defineCommand({
         timeoutMs,
         signal,
       }),
-      OUTPUT_STOP_SIGNALS,
     );
     return 0;
   },

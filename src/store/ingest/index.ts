@@ -1,11 +1,10 @@
 /**
- * One entry point: `createIngestor(database).ingest(request, response, seenAt)` writes a validated 200 body
+ * One entry point: `createIngestor(database).ingestAnswer(subject, answer, seenAt)` writes a validated 200 body
  * into the normalized tables: the answer's operation maps it to rows (its spec's `rows`, a pure function) and
  * this store writes them (row-writer.ts). Statements are prepared once per ingestor. The caller owns the
  * transaction, so a response, its raw body, its task status and its api_calls row commit together.
  */
 import type { Connection } from '../connection.ts';
-import type { IngestRequest, IngestResponseFor } from '../ingest-request.ts';
 import { specOf, type AnySubject } from '../../operations/index.ts';
 import { rowCount, type RowContext } from '../../operations/stored-rows.ts';
 import { networkHost } from '../../urls/network-host.ts';
@@ -35,13 +34,9 @@ export interface ChangeSource {
 /** Writes validated responses into the normalized tables. */
 export interface Ingestor {
   /**
-   * Upserts one response; every timestamp written is `seenAt` (ISO-8601 UTC), so a replay reproduces them.
-   * Must run inside a transaction the caller opened; throws otherwise.
-   */
-  ingest<R extends IngestRequest>(req: R, response: IngestResponseFor<R>, seenAt: string): IngestResult;
-  /**
-   * ingest() for generic callers: `answer` is one its operation's contract read (operations/answers.ts). With
-   * `source`, what the answer changes is recorded in the history (store/history/) first, in the same transaction.
+   * Upserts one answer, as its operation's contract read it (operations/answers.ts); every timestamp written is
+   * `seenAt` (ISO-8601 UTC), so a replay reproduces them. With `source`, what the answer changes is recorded in
+   * the history (store/history/) first. Must run inside a transaction the caller opened; throws otherwise.
    */
   ingestAnswer(subject: AnySubject, answer: unknown, seenAt: string, source?: ChangeSource): IngestResult;
 }
@@ -72,7 +67,7 @@ export function createIngestor(database: Connection): Ingestor {
     const result = { rows: rowCount(stored), skipped: stored.skipped };
     return stored.anomalies.length > 0 ? { ...result, anomalies: stored.anomalies } : result;
   };
-  return { ingest: ingestAnswer, ingestAnswer };
+  return { ingestAnswer };
 }
 
 /** The history reprocess empties with the normalized tables: it rebuilds it from the raw archive, as it was made. */

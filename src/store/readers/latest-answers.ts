@@ -8,10 +8,14 @@
  * Every answer's rows carry the time it was received (`seenAt`), which is also the task's `completed_at` and
  * its `api_calls.at` (and their `raw_responses.received_at`, which `reprocess` replays), so times compare
  * exactly.
+ *
+ * `enrich` looks an input's results up through resultLookup: which columns, and how they are read, is the job's
+ * operation's (its spec's `enrich`), one input at a time, so the whole result set is never in memory.
  */
 import type { Job } from '../../jobs/schema.ts';
 import { specOf } from '../../operations/index.ts';
-import { rows, type Reads } from '../read-steps.ts';
+import type { EnrichReader } from '../../operations/operation-spec.ts';
+import { rawRows, rows, type Reads } from '../read-steps.ts';
 import { sql, param, paramList } from '../../statement.ts';
 
 /**
@@ -81,4 +85,21 @@ function later(a: string | null, b: string | null): string | null {
   if (a === null) return b;
   if (b === null) return a;
   return a >= b ? a : b;
+}
+
+/** Looks up the result rows of one input, each already in the order of `columns`. */
+export interface ResultLookup {
+  columns: readonly string[];
+  /** Result rows of the input with this key (canonical URL or search key); [] when there are none. */
+  find(inputKey: string): Reads<unknown[][]>;
+}
+
+/**
+ * The result columns and lookup of `job`'s operation, as Reads that run on either engine; `jobs` are the job and
+ * the others asking the same question (otherJobsWithOperationReads). docs/export.md lists every column.
+ */
+export function resultLookup(job: Job, jobs: readonly string[]): ResultLookup {
+  const { enrich } = specOf(job.operation);
+  const reader: EnrichReader = { rows: (sql) => ({ all: (params) => rawRows(sql, params) }), floors: answerFloorsOf(job, jobs) };
+  return { columns: enrich.columns, find: enrich.lookup(reader, job) };
 }

@@ -5,6 +5,7 @@
  * connection itself is opened read-only with `PRAGMA query_only` on.
  */
 import type BetterSqlite3 from 'better-sqlite3';
+import { openConnection } from '../connection.ts';
 import { BadQueryError, WriteRefusedError } from './query-errors.ts';
 
 const READING_KEYWORDS = new Set(['SELECT', 'WITH', 'VALUES', 'EXPLAIN', 'PRAGMA']);
@@ -69,6 +70,24 @@ export function prepareReadQuery(sqlite: BetterSqlite3.Database, sql: string): B
   // A user's SQL may compute or read integers beyond 2^53, which JavaScript numbers would round: they come back
   // as bigints, and every encoder writes a bigint's exact digits.
   return stmt.raw(true).safeIntegers(true);
+}
+
+/**
+ * Opens `db` read-only on a connection of its own and starts `sql` (one statement: one snapshot), as the child
+ * of sqlite/statement-rows.ts does: raw rows (bigints for integers, Buffers for blobs), and the connection's close.
+ */
+export function openUserStatement(db: string, sql: string): { rows: Iterator<unknown[]>; close(): void } {
+  // Not openForReading(): the parent has checked the file and its schema, and a child that loads no drizzle
+  // starts faster. openConnection() all the same, for a folder this user cannot write (read-without-shm.ts).
+  const database = openConnection(db, { readonly: true });
+  try {
+    lockConnectionReadOnly(database.sqlite);
+    const rows = (prepareReadQuery(database.sqlite, sql).iterate() as IterableIterator<unknown[]>)[Symbol.iterator]();
+    return { rows, close: () => database.close() };
+  } catch (err) {
+    database.close();
+    throw err;
+  }
 }
 
 /**

@@ -18,9 +18,8 @@ import { inSqliteReprocessTransaction } from './reprocess-store.ts';
 import { openSqliteRunStore } from '../sqlite-run-store.ts';
 import { openSqliteDataset } from '../readers/dataset.ts';
 import { openForReading } from '../readers/open-for-reading.ts';
-import { asQueryError } from '../readers/read-only-sql.ts';
+import { asQueryError, prepareReadQuery } from '../readers/read-only-sql.ts';
 import { busyTimeoutMs, rowCount, rowidBounds, tableRows } from '../readers/table-rows.ts';
-import { userStatementColumns } from '../readers/user-statement.ts';
 import { statementRows } from './statement-rows.ts';
 
 /** The store of the SQLite dataset in `file` (a normalized path; nothing is opened yet). */
@@ -36,7 +35,7 @@ export function sqliteDatasetStore(file: string): DatasetStore {
       reading(file, (database) =>
         withReadSnapshot(database, async (snapshot) => {
           // Checked and described here; its rows come from a child process that can be stopped (statement-rows.ts).
-          const columns = userStatementColumns(snapshot, options.sql);
+          const columns = prepareReadQuery(snapshot.sqlite, options.sql).columns().map((c) => c.name);
           const rows = statementRows({ db: snapshot.file, sql: options.sql, signal: options.signal, timeoutMs: options.timeoutMs });
           const statement: StartedStatement = { columns, rows, close: async () => void (await rows.return(undefined)) };
           try {

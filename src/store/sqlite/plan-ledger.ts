@@ -5,7 +5,8 @@
 import { openDatabase } from '../open.ts';
 import { withReadSnapshot } from '../read-snapshot.ts';
 import { createLedger, type Ledger } from '../ledger.ts';
-import { createApiCallLog } from '../api-calls.ts';
+import { apiCallReads } from '../api-calls.ts';
+import { readSync } from '../read-steps.ts';
 import type { PlanLedger, PlannedTask, PlannedTaskState, PlanRule } from '../plan-ledger.ts';
 
 /** Runs `fn` with the plan ledger of the SQLite `file` (which exists), opened read-only, in one snapshot. */
@@ -14,13 +15,12 @@ export async function withSqlitePlanLedger<T>(file: string, fn: (ledger: PlanLed
   try {
     return await withReadSnapshot(database, () => {
       const ledger = createLedger(database);
-      const calls = createApiCallLog(database);
       return fn({
         nothingRan: null,
         otherJobs: (operation, job) => Promise.resolve(ledger.otherJobs(operation, job)),
         taskStates: (rule, tasks) => Promise.resolve(tasks.map((task) => stateOf(ledger, rule, task))),
-        learnedCost: (operation) => Promise.resolve(calls.learnedCost(operation)),
-        lastKnownBalance: () => Promise.resolve(calls.lastCounters()?.balance ?? null),
+        learnedCost: (operation) => Promise.resolve(readSync(database.sqlite, apiCallReads.learnedCost(operation))),
+        lastKnownBalance: () => Promise.resolve(readSync(database.sqlite, apiCallReads.lastCounters())?.balance ?? null),
       });
     });
   } finally {

@@ -14,17 +14,19 @@ const ARCHIVE_PAGE = `SELECT id, operation, request_key AS requestKey, request_j
     received_at AS receivedAt, task_id AS taskId, run_id AS runId, error_code AS errorCode
   FROM raw_responses WHERE id > ? ORDER BY id LIMIT ?`;
 
-/** The store over `database`, its statements prepared once (the day order of posts is read now). */
-export function sqliteReprocessStore(database: Database): ReprocessStore {
+/**
+ * Runs `replay` in one transaction on `database`, over the store, its statements prepared once (the day order of
+ * posts is read now): all of it is kept, or none (the caller holds the run lock).
+ */
+export function inSqliteReprocessTransaction<T>(database: Database, replay: (store: ReprocessStore) => T): T {
   const { sqlite } = database;
-  const store = prepareAnswerStore(database);
+  const storeAnswer = prepareAnswerStore(database);
   const ledger = createLedger(database);
-  const accept = acceptRawResponse(database);
   // Keyset pages instead of one iterate(): better-sqlite3 refuses other statements on a connection while an
   // iterator is open, and the replay writes on this connection.
   const page = sqlite.prepare(ARCHIVE_PAGE);
   const clearAnomalies = sqlite.prepare('DELETE FROM answer_anomalies WHERE raw_response_id IN (SELECT id FROM raw_responses)');
-  return {
+  const store: ReprocessStore = {
     bodiesWerePruned: () => rawBodiesWerePruned(sqlite),
     clearNormalizedTables: () => clearNormalizedTables(database),
     clearKeptBodiesAnomalies: () => void clearAnomalies.run(),
@@ -32,14 +34,9 @@ export function sqliteReprocessStore(database: Database): ReprocessStore {
     savepoint: () => void sqlite.exec('SAVEPOINT reprocess_body'),
     releaseSavepoint: () => void sqlite.exec('RELEASE reprocess_body'),
     rollbackToSavepoint: () => void sqlite.exec('ROLLBACK TO reprocess_body; RELEASE reprocess_body'),
-    storeAnswer: (input) => store(input).rows,
-    acceptBody: accept,
+    storeAnswer: (input) => storeAnswer(input).rows,
+    acceptBody: acceptRawResponse(database),
     markRecovered: (taskId, rawId, code, receivedAt, at) => ledger.markRecovered(taskId, rawId, code, receivedAt, at),
   };
-}
-
-/** Runs `replay` in one transaction on `database`: all of it is kept, or none (the caller holds the run lock). */
-export function inSqliteReprocessTransaction<T>(database: Database, replay: (store: ReprocessStore) => T): T {
-  const store = sqliteReprocessStore(database);
-  return database.sqlite.transaction(() => replay(store))();
+  return sqlite.transaction(() => replay(store))();
 }

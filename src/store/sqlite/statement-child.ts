@@ -1,9 +1,9 @@
 /**
  * The child process that runs the SQL of `query` and `export --sql` (see statement-rows.ts): it opens the
- * statement on its own read-only connection (store/readers/user-statement.ts), and answers each `more` with the
+ * statement on its own read-only connection (openUserStatement, store/readers/read-only-sql.ts), and answers each `more` with the
  * next batch of raw rows. Its only job is to be killable: a runaway statement blocks this process, never the parent's.
  */
-import { openUserStatement } from '../readers/user-statement.ts';
+import { openUserStatement } from '../readers/read-only-sql.ts';
 import type { FromStatementChild, ToStatementChild } from './statement-protocol.ts';
 
 function send(message: FromStatementChild): void {
