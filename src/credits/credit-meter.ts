@@ -22,7 +22,7 @@ export const CREDIT_METER_DEFAULTS = {
 
 /** What earlier runs of this dataset tell of the account, so a run's spend is right from its first call. */
 export interface CreditHistory {
-  /** Each operation's cost as learned from earlier calls (see ApiCallLog.learnedCost). */
+  /** Each operation's cost as learned from earlier calls (see apiCallReads.learnedCost in store/api-calls.ts). */
   costs?: Partial<Record<Operation, number>>;
   /** credits_used as last reported before this run's first call, or null when no call was ever answered. */
   lastCreditsUsed?: number | null;

@@ -59,7 +59,7 @@ export interface EnrichSpec<J> {
   lookup(reader: EnrichReader, job: J): (inputKey: string) => Reads<unknown[][]>;
   /**
    * Whether a stored task request (tasks.request_json) asks what `job` asks of this input and page: the tasks
-   * of every job asking the same question count for the latest answer (export/latest-answers.ts).
+   * of every job asking the same question count for the latest answer (store/readers/latest-answers.ts).
    */
   sameQuestion(job: J): (requestJson: string, inputKey: string, page: number) => boolean;
   /** Whether a task answered (done) for an input without results means the dataset lost it (a post answer always holds one). */
@@ -86,7 +86,7 @@ export interface HistoryKey {
  */
 export interface EnrichReader {
   rows(sql: Statement): { all(params: StepParams): Reads<unknown[][]> };
-  /** The answer floors of one input (see export/latest-answers.ts): per page, the time before which no row is its latest answer. */
+  /** The answer floors of one input (see store/readers/latest-answers.ts): per page, the time before which no row is its latest answer. */
   floors(inputKey: string): Reads<Array<string | null>>;
 }
 
