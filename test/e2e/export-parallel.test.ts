@@ -198,8 +198,9 @@ describe('parallel table export', () => {
 });
 
 /**
- * Only a bound for a hang: a process under tsx compiles the sources, then each of its two workers does again; on
- * two cores shared by the suite's other forks one such start took over 30 s.
+ * Only a bound for a hang: a process under tsx compiles the sources, then starts its two workers (from dist/ when
+ * that build is newer than the sources, else compiling them again); on two cores shared by the suite's other
+ * forks one such start took over 30 s.
  */
 const TSX_START_MS = 90_000;
 

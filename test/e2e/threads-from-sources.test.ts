@@ -1,13 +1,15 @@
 /**
- * A statement's child process started from the sources (child-bootstrap.cjs with the TypeScript module, through
- * tsx), as `npm run netingest` starts it when dist/ is older than the sources. The suite's other children load the
- * fresh bundle of the same code instead (threads/start.ts), so this path is run here.
+ * A statement's child process and a worker thread started from the sources (child-bootstrap.cjs and
+ * worker-bootstrap.cjs with the TypeScript module, through tsx), as `npm run netingest` starts them when dist/ is
+ * older than the sources. The suite's other children and workers load the fresh bundle of the same code instead
+ * (threads/start.ts), so these paths are run here.
  */
 import { fork } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { Worker } from 'node:worker_threads';
 import { afterAll, expect, it } from 'vitest';
 import { openDatabase } from '../../src/store/open.ts';
 import type { FromStatementChild, ToStatementChild } from '../../src/store/sqlite/statement-protocol.ts';
@@ -42,4 +44,21 @@ it('reads the rows of a statement, in batches, through tsx', async () => {
     child.kill();
     await exited;
   }
+});
+
+it('starts a worker thread (the WAL checkpointer) through tsx, which ends when asked', async () => {
+  const db = join(dir, 'wal.db');
+  openDatabase(db).close();
+  const worker = new Worker(new URL('../../src/threads/worker-bootstrap.cjs', import.meta.url), {
+    workerData: { module: fileURLToPath(new URL('../../src/store/wal-checkpointer-thread.ts', import.meta.url)), data: { dbFile: db, intervalMs: 20 } },
+    execArgv: [],
+  });
+  const errors: Error[] = [];
+  worker.on('error', (err) => errors.push(err));
+  const exited = new Promise<number>((resolve) => worker.once('exit', resolve));
+  // Loaded and running: its module set the message handler the close goes to.
+  await new Promise((resolve) => worker.once('online', resolve));
+  worker.postMessage({ type: 'close' });
+  expect(await exited).toBe(0);
+  expect(errors).toEqual([]);
 });
