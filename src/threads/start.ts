@@ -3,8 +3,10 @@
  * runs under the CLI (tsx registered in-process), `node --import tsx`, vitest, or compiled JavaScript from dist/.
  */
 import { fork, type ChildProcess } from 'node:child_process';
+import { basename, join } from 'node:path';
 import { Worker, type WorkerOptions } from 'node:worker_threads';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { builtAfterSources } from './current-build.ts';
 
 /**
  * Bundled into dist/ (scripts/build.mjs), this code is .js and each worker or child is an entry beside it,
@@ -17,13 +19,11 @@ const COMPILED = import.meta.url.endsWith('.js');
  * `data` as workerData.data.
  */
 export function startWorker(module: URL, data: unknown, options: Pick<WorkerOptions, 'resourceLimits'> = {}): Worker {
-  if (COMPILED) {
-    const compiled = new URL(module.href.replace(/\.ts$/, '.js'));
-    return new Worker(compiled, { ...options, workerData: { module: fileURLToPath(compiled), data }, execArgv: [] });
-  }
+  const entry = entryOf(fileURLToPath(module));
+  if (entry.endsWith('.js')) return new Worker(pathToFileURL(entry), { ...options, workerData: { module: entry, data }, execArgv: [] });
   // From the sources, through tsx's CommonJS hook: see worker-bootstrap.cjs.
   const bootstrap = new URL('./worker-bootstrap.cjs', import.meta.url);
-  return new Worker(bootstrap, { ...options, workerData: { module: fileURLToPath(module), data }, execArgv: [] });
+  return new Worker(bootstrap, { ...options, workerData: { module: entry, data }, execArgv: [] });
 }
 
 /**
@@ -34,11 +34,24 @@ export function startWorker(module: URL, data: unknown, options: Pick<WorkerOpti
  * cannot exit before it does).
  */
 export function startChild(module: URL): ChildProcess {
-  const file = fileURLToPath(module);
   const bootstrap = fileURLToPath(new URL('./child-bootstrap.cjs', import.meta.url));
-  return fork(bootstrap, [COMPILED ? file.replace(/\.ts$/, '.js') : file, String(process.pid)], {
+  return fork(bootstrap, [entryOf(fileURLToPath(module)), String(process.pid)], {
     execArgv: [],
     serialization: 'advanced',
     stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
   });
+}
+
+/**
+ * The file a worker or child process loads for `file` (a module named by its source). From the sources, its
+ * bundle in dist/ when that build is newer than every source (after `npm run build`, or the test suite's own):
+ * the same code, without tsx compiling the module and its imports in each (CPU a start, measured: a child 0.30
+ * against 0.20 s, a WAL checkpointer thread 0.13 against 0.06 s). Checked at each start (~1.5 ms), so that a
+ * source changed since never runs as its old bundle.
+ */
+function entryOf(file: string): string {
+  if (COMPILED) return file.replace(/\.ts$/, '.js');
+  const root = fileURLToPath(new URL('../..', import.meta.url));
+  const built = join(root, 'dist', basename(file).replace(/\.ts$/, '.js'));
+  return builtAfterSources(root, built) ? built : file;
 }

@@ -198,13 +198,18 @@ describe('parallel table export', () => {
 });
 
 /**
- * Only a bound for a hang: a process under tsx compiles the sources, then each of its two workers does again; on
- * two cores shared by the suite's other forks one such start took over 30 s.
+ * Only a bound for a hang: a process under tsx compiles the sources, then starts its two workers (from dist/ when
+ * that build is newer than the sources, else compiling them again); on two cores shared by the suite's other
+ * forks one such start took over 30 s.
  */
 const TSX_START_MS = 90_000;
 
 describe('the workers start however netingest runs', () => {
-  /** A table of small rows whose rowid span (1..50,000, dense enough) meets the default thresholds. */
+  /**
+   * A table of small rows whose rowid span (1..50,000) meets the default thresholds: a row every third rowid,
+   * under the four rowids a row the parallel path allows (16,668 rows, ~1 MB of CSV: 25 chunks, far past a
+   * pipe's buffer; a row at nearly every rowid was 45,000 rows to write and export four times).
+   */
   let wide: string;
   let expected: string;
 
@@ -213,7 +218,7 @@ describe('the workers start however netingest runs', () => {
     const database = openDatabase(wide);
     const insert = database.sqlite.prepare(`INSERT INTO companies (rowid, url, name, first_seen_at, updated_at) VALUES (?, ?, ?, ?, ?)`);
     database.sqlite.transaction(() => {
-      for (let rowid = 1; rowid < 50_000; rowid += rowid % 10 === 0 ? 3 : 1) {
+      for (let rowid = 1; rowid < 50_000; rowid += 3) {
         insert.run(rowid, `https://network.com/company/w${rowid}`, `Wide, "${rowid}"`, '2026-11-01', '2026-11-02');
       }
       insert.run(50_000, 'https://network.com/company/w50000', 'last', '2026-11-01', '2026-11-02');

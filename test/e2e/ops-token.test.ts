@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSandbox, type Sandbox } from '../../src/sandbox/server.ts';
 import { runCli, startCli, type CliResult } from '../soak/cli-process.ts';
 import { apiEnv, bytesOf, opsWorkspace, type OpsWorkspace } from '../soak/ops-fixture.ts';
-import { operationRequests } from '../support/run-helpers.ts';
+import { inProcess, operationRequests } from '../support/run-helpers.ts';
 
 // Distinctive values: any appearance in an output or a file is a leak, not a coincidence.
 const TOKEN = 'ntk_Zq8wQ3-accepted-token-never-logged-5e1f';
@@ -52,16 +52,26 @@ describe('no output and no file ever holds the token', () => {
     const viaFile = await cli('run --token-file', ['run', ws.postsJob, '--db', db, '--refresh', '--token-file', tokenFile], { NETINGEST_API_URL: sandbox.url });
     expect(viaFile.code).toBe(0);
 
-    const reads = await Promise.all([
-      cli('status', ['status', '--db', db]),
-      cli('status --json', ['status', '--db', db, '--json']),
-      cli('plan', ['plan', ws.postsJob, ws.lookalikesJob, '--db', db, '--json']),
-      cli('export', ['export', 'api_calls', '--db', db, '--format', 'jsonl']),
-      cli('export --sql', ['export', '--sql', 'SELECT * FROM raw_responses', '--db', db]),
+    // The reads: the bodies' text and a query from spawned CLIs (all their processes print), the others, which
+    // print what is stored, through the CLI's code in this process, one after another (inProcess sets the
+    // folder and environment).
+    const spawnedReads = Promise.all([
       cli('export --sql raw_body', ['export', '--sql', 'SELECT raw_body(body, body_encoding) AS body FROM raw_responses', '--db', db]),
       cli('query', ['query', 'SELECT * FROM runs', '--db', db]),
     ]);
-    for (const r of reads) expect(r.code, r.stderr).toBe(0);
+    const reads: CliResult[] = [];
+    for (const [what, args] of [
+      ['status', ['status', '--db', db]],
+      ['status --json', ['status', '--db', db, '--json']],
+      ['plan', ['plan', ws.postsJob, ws.lookalikesJob, '--db', db, '--json']],
+      ['export', ['export', 'api_calls', '--db', db, '--format', 'jsonl']],
+      ['export --sql', ['export', '--sql', 'SELECT * FROM raw_responses', '--db', db]],
+    ] as const) {
+      const result = { ...(await inProcess([...args], apiEnv(sandbox.url, TOKEN), { cwd: ws.dir })), signal: null };
+      outputs.push({ what, result });
+      reads.push(result);
+    }
+    for (const r of [...reads, ...(await spawnedReads)]) expect(r.code, r.stderr).toBe(0);
 
     const refused = await cli('run with a refused token (401)', ['run', ws.postsJob, '--db', db, '--refresh'], apiEnv(sandbox.url, REFUSED));
     expect(refused.code).toBe(1);

@@ -5,7 +5,7 @@
 import BetterSqlite3 from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import { planReport } from '../../src/runner/plan-report.ts';
-import { FAST_RATE, FAST_RETRY, cliEnv, companyUrls, csv, postUrls, query, run, runCli, taskStatuses, useWorkspaces, operationRequests } from '../support/run-helpers.ts';
+import { FAST_RATE, FAST_RETRY, cliEnv, companyUrls, csv, inProcess, postUrls, query, run, runCli, taskStatuses, useWorkspaces, operationRequests } from '../support/run-helpers.ts';
 import { useSandboxes } from '../support/sandbox-helpers.ts';
 
 const TOKEN = 'nightly-token';
@@ -178,10 +178,13 @@ describe('quiet under cron (no terminal)', () => {
     const file = await ws.job('leads', {
       operation: 'similar-companies', input: { csv: 'leads.csv', column: 'company_url' }, rate: FAST_RATE, retry: FAST_RETRY,
     });
+    // The quiet night is a spawned CLI, all a real process writes; the nights around it the CLI's code in this
+    // process, its output as unlike a terminal.
     const night = () => runCli(['run', file, '--db', ws.db], { cwd: ws.dir, env: cliEnv(sandbox, TOKEN) });
+    const nightHere = () => inProcess(['run', file, '--db', ws.db], cliEnv(sandbox, TOKEN), { cwd: ws.dir });
 
     // Night 1: calls made, every invalid row new: listed.
-    const first = await night();
+    const first = await nightHere();
     expect(first.code, first.stderr).toBe(0);
     expect(lines(first.stderr).filter((l) => l.includes('invalid input row'))).toHaveLength(20);
     expect(lines(first.stderr).at(-1)).toMatch(/ run finished .* exit_code=0$/);
@@ -194,7 +197,7 @@ describe('quiet under cron (no terminal)', () => {
 
     // Night 3: a new lead and a new bad row: the new one is listed, the 23 of before counted.
     await ws.write('leads.csv', csv(['company_url', 'owner'], [...good.map((u) => [u, 'li']), ...bad, ['still not a url', 'li']]));
-    const third = await night();
+    const third = await nightHere();
     expect(third.code, third.stderr).toBe(0);
     const listed = lines(third.stderr).filter((l) => l.includes('invalid input row'));
     expect(listed).toEqual([expect.stringContaining('line=29 field=company_url')]);

@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import BetterSqlite3 from 'better-sqlite3';
 import { PLAN_DEFAULTS } from '../../src/runner/plan-into-ledger.ts';
 import { useSandboxes } from '../support/sandbox-helpers.ts';
-import { FAST_RETRY, cliEnv, count, csv, lookupKey, mostlyInvalidLeads, postUrls, query, runCli, spawnCli, taskStatuses, useWorkspaces, waitWhileRunning, type Workspace, operationRequests } from '../support/run-helpers.ts';
+import { FAST_RETRY, cliEnv, count, csv, lookupKey, inProcess, mostlyInvalidLeads, postUrls, query, spawnCli, taskStatuses, useWorkspaces, waitWhileRunning, type Workspace, operationRequests } from '../support/run-helpers.ts';
 
 const TOKEN = 'plan-interrupt-token-3c9e';
 /**
@@ -101,7 +101,9 @@ describe('SIGINT while the input is read into the ledger', () => {
     ]);
     expect(stopped.stderr).toMatch(/WARN {2}job stopped while reading its input/);
 
-    const resumed = await runCli(['run', ...files, '--db', ws.db, '--json'], { cwd: ws.dir, env });
+    // The run between the two interrupted ones is the CLI's code in this process: what it plans and calls is
+    // checked, not its process.
+    const resumed = await inProcess(['run', ...files, '--db', ws.db, '--json'], env, { cwd: ws.dir });
     expect(resumed.code, resumed.stderr).toBe(0);
     expect(taskStatuses(ws, 'big-leads')).toEqual({ done: VALID });
     expect(taskStatuses(ws, 'later-posts')).toEqual({ done: LATER_POSTS });

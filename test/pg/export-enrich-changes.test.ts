@@ -4,15 +4,13 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { enrichJob } from '../../src/export/enrich.ts';
 import { changesInWords as inWords } from '../../src/store/readers/enrich-changes.ts';
 import type { Job } from '../../src/jobs/schema.ts';
 import { forEachEngine, type TestDb } from './engines.ts';
-import { HISTORY_REFS, twoNights } from './history-world.ts';
-import { inProcess, useWorkspaces, type Workspace } from '../support/run-helpers.ts';
-
-const workspaces = useWorkspaces();
+import { HISTORY_REFS, twoNights, type HistoryWorld } from './history-world.ts';
+import { inProcess, makeWorkspace, type Workspace } from '../support/run-helpers.ts';
 
 type Change = Parameters<typeof inWords>[0][number];
 type Line = Record<string, unknown>;
@@ -26,9 +24,18 @@ async function enriched(ws: Workspace, db: TestDb, job: Job, changesSince: strin
 const items = (line: Line) => (line['changes_since'] === null ? [] : String(line['changes_since']).split('; '));
 
 forEachEngine('enrich --changes-since', (engine) => {
+  // Both cases read one two-night dataset per engine (each writes only its own output files): two nights
+  // against the sandbox each, not four.
+  let ws: Workspace;
+  let world: HistoryWorld;
+  beforeAll(async () => {
+    ws = await makeWorkspace();
+    world = await twoNights(engine, ws);
+  }, 60_000);
+  afterAll(() => ws?.cleanup());
+
   it("adds per lead what changed since the time: a company's lookalikes, a post's reactions, a search's jobs", async () => {
-    const ws = await workspaces();
-    const { db, jobs, runs } = await twoNights(engine, ws);
+    const { db, jobs, runs } = world;
     // Since the second night began: its changes only.
     const since = (await db.rows<{ at: string }>('SELECT min(at) AS at FROM changes WHERE run_id = ?', runs[1]))[0]!.at;
     const night2 = await db.rows<Change>('SELECT entity, key, change, field, old, new FROM changes WHERE run_id = ? ORDER BY at, id', runs[1]);
@@ -61,11 +68,12 @@ forEachEngine('enrich --changes-since', (engine) => {
   });
 
   it('since before the first night: each post added, then its reactions from the first value to the last; a bad time is refused', async () => {
-    const ws = await workspaces();
-    const { db, jobs, runs } = await twoNights(engine, ws, 3);
+    const { db, jobs, runs } = world;
     const posts = await enriched(ws, db, jobs.posts, '2000-01-01', 'posts');
     const all = await db.rows<Change>("SELECT entity, key, change, field, old, new FROM changes WHERE entity = 'post' AND field = 'reactions' ORDER BY at, id");
     expect(runs[1]).toBeGreaterThan(runs[0]);
+    // Some posts' reactions moved, so the check of their first and last value below is made.
+    expect(all.length).toBeGreaterThan(0);
     for (const line of posts) {
       const id = String(line['post_id']);
       const mine = all.filter((c) => c.key === id);

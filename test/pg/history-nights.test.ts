@@ -12,8 +12,10 @@ import { forEachEngine, type TestDb } from './engines.ts';
 import { FAST_RATE, FAST_RETRY, csv, inProcess, makeWorkspace, postUrls, run, type Workspace } from '../support/run-helpers.ts';
 
 const TOKEN = 'history-token-7c1e';
-const REFS = ['acme-robotics', 'globex-logistics', 'initech', 'umbrella-labs', 'hooli', 'stark-industries'];
-const POSTS = postUrls(12);
+// Four references, eight posts and three searches (were 6, 12 and 5): each kind of change still happens between
+// the two worlds (checked below), on a third less work for three nights and three reprocesses.
+const REFS = ['acme-robotics', 'globex-logistics', 'initech', 'umbrella-labs'];
+const POSTS = postUrls(8);
 const cleanups: Array<() => Promise<void>> = [];
 afterEach(async () => {
   while (cleanups.length > 0) await cleanups.pop()!();
@@ -28,7 +30,7 @@ async function world(ageDays: number): Promise<Sandbox> {
 async function jobsIn(ws: Workspace) {
   await ws.write('leads.csv', csv(['company_url'], REFS.map((r) => [`https://www.network.com/company/${r}`])));
   await ws.write('posts.csv', csv(['post_url'], POSTS.map((u) => [u])));
-  await ws.write('queries.csv', csv(['keywords', 'location'], [['robotics engineer', 'germany'], ['data analyst', 'france'], ['sales manager', 'spain'], ['nurse', 'italy'], ['designer', 'poland']]));
+  await ws.write('queries.csv', csv(['keywords', 'location'], [['robotics engineer', 'germany'], ['data analyst', 'france'], ['sales manager', 'spain']]));
   const common = { rate: FAST_RATE, retry: FAST_RETRY };
   return ws.load(
     await ws.job('lookalikes', { operation: 'similar-companies', input: { csv: 'leads.csv', column: 'company_url' }, request: { num: 10 }, pages: 2, ...common }),

@@ -42,7 +42,9 @@ describe.skipIf(!pgClusterUrl)(`a run's hold on a PostgreSQL dataset${pgClusterU
     } finally {
       await rewrite.release();
     }
-    const after = await runCli(['run', s.file, '--db', withPassword.href], { cwd: s.ws.dir, env: cliEnv(s.sandbox, TOKEN) });
+    // Once it is released, the same run goes through: the CLI's code in this process (the refusal above is the
+    // spawned CLI's exit 4).
+    const after = await inProcess(['run', s.file, '--db', withPassword.href], cliEnv(s.sandbox, TOKEN), { cwd: s.ws.dir });
     expect(after.code, after.stderr).toBe(0);
   }, 30_000);
 
@@ -95,7 +97,8 @@ describe.skipIf(!pgClusterUrl)(`a run's hold on a PostgreSQL dataset${pgClusterU
       // status computes it (its session is gone) and writes nothing.
       expect((await statusJson(s.url)).unfinishedRuns.map((r) => r.id)).toEqual([Number(far!.id)]);
 
-      const next = await runCli(['run', s.file, '--db', s.url], { cwd: s.ws.dir, env: { ...cliEnv(s.sandbox, TOKEN), NETINGEST_LOCK_LEASE_SECONDS: '2' } });
+      // The next run is the CLI's code in this process: what is checked is what it writes, not its process.
+      const next = await inProcess(['run', s.file, '--db', s.url], { ...cliEnv(s.sandbox, TOKEN), NETINGEST_LOCK_LEASE_SECONDS: '2' }, { cwd: s.ws.dir });
       expect(next.code, next.stderr).toBe(0);
       expect(next.stderr).toMatch(/closed runs whose process ended without finishing them, as abandoned/);
       const runs = (await s.pool.query<{ status: string; error: string | null; calls: number; ended: boolean }>(
@@ -127,7 +130,8 @@ describe.skipIf(!pgClusterUrl)(`a run's hold on a PostgreSQL dataset${pgClusterU
 
   it('a worker started while another works the job joins its run without NETINGEST_RUN_KEY: together they spend at most credits.maxPerRun', async () => {
     const MAX_PER_RUN = 20;
-    const s = await cappedSetUp(200, 'one_run', MAX_PER_RUN);
+    // Three times the cap: the cap, not the work, ends both runs.
+    const s = await cappedSetUp(3 * MAX_PER_RUN, 'one_run', MAX_PER_RUN);
     const { capped } = s;
     const api = await gatedApi(s.sandbox.url);
     try {

@@ -7,7 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import { runJobs } from '../../src/runner/run-jobs.ts';
 import { copyDataset } from '../../src/store/copy-dataset.ts';
-import { FAST_RATE, cliEnv, csv, operationRequests, postUrls, runCli } from '../support/run-helpers.ts';
+import { FAST_RATE, cliEnv, csv, inProcess, operationRequests, postUrls } from '../support/run-helpers.ts';
 import { pgClusterUrl, pgSkipReason } from './use-pg.ts';
 import {
   BINDING_REQUESTS_PER_MINUTE, busiestWindow, chargedPerUrl, CONCURRENCY, expectWholeAndUnique, LEASE_MS, limitOf, one, RATE_WINDOW_MS, setUp, startWorker, TOKEN, useCleanups, waitFor,
@@ -34,7 +34,8 @@ describe.skipIf(!pgClusterUrl)(`run on PostgreSQL, several workers${pgClusterUrl
     expect(await one(s.pool, 'SELECT count(*) AS n FROM posts')).toBe(doneAtKill);
 
     const env = { ...cliEnv(s.sandbox, TOKEN), NETINGEST_DATABASE_URL: s.url, NETINGEST_LOCK_LEASE_SECONDS: String(LEASE_MS / 1000) };
-    const resumed = await runCli(['run', s.file, '--json'], { cwd: s.ws.dir, env });
+    // The CLI's code in this process (the killed worker is the process here): the dataset from the variable.
+    const resumed = await inProcess(['run', s.file, '--json'], env, { cwd: s.ws.dir });
     expect(resumed.code, resumed.stderr).toBe(0);
     const summary = JSON.parse(resumed.stdout) as { status: string; jobs: Array<{ name: string; fresh: number }> };
     expect(summary.status).toBe('completed');

@@ -4,7 +4,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { startSandbox, type Sandbox } from '../../src/sandbox/server.ts';
-import { cliEnv, count, csv, inProcess, makeWorkspace, postUrls, query, run, runCli, spawnCli, taskStatuses, waitFor, type Workspace, operationRequests } from '../support/run-helpers.ts';
+import { cliEnv, count, csv, inProcess, makeWorkspace, postUrls, query, run, spawnCli, taskStatuses, waitFor, type Workspace, operationRequests } from '../support/run-helpers.ts';
 import { forEachEngine } from './engines.ts';
 
 const TOKEN = 'crash-token-a81f';
@@ -68,7 +68,7 @@ describe('SIGKILL mid-run', () => {
     const calls = count(ws, 'SELECT count(*) FROM api_calls WHERE run_id = 1');
     const lastCallAt = count(ws, 'SELECT max(at) FROM api_calls WHERE run_id = 1') as unknown as string;
 
-    // status is the CLI's code in this process: the kill and the resume are what need a process.
+    // status is the CLI's code in this process: the kill is what needs a process.
     const status = await inProcess(['status', '--db', ws.db], {}, { cwd: ws.dir });
     expect(status.code, status.stderr).toBe(0);
     expect(status.stdout).not.toMatch(/in progress/);
@@ -81,7 +81,8 @@ describe('SIGKILL mid-run', () => {
     // status only reads: the run is still marked running until a run takes the lock.
     expect(query(ws, 'SELECT status, credits_spent AS spent FROM runs')).toEqual([{ status: 'running', spent: null }]);
 
-    const resumed = await runCli(['run', file, '--db', ws.db, '--json'], { cwd: ws.dir, env });
+    // The resume too: it takes over the dead process's lock and closes its books, what it writes is checked.
+    const resumed = await inProcess(['run', file, '--db', ws.db, '--json'], env, { cwd: ws.dir });
     expect(resumed.code, resumed.stderr).toBe(0);
     expect(resumed.stderr).toMatch(/closed runs whose process ended without finishing them, as abandoned.*runs=1/);
     const summary = JSON.parse(resumed.stdout) as { jobs: Array<{ fresh: number; worked: number }> };
