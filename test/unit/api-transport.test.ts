@@ -133,8 +133,9 @@ describe('compressed bodies', () => {
   });
 
   it('stops an endless compressed stream at the limit and closes the connection', async () => {
-    // 4 MiB decompressed is a few KiB sent; as many compressed bytes would take gigabytes of input, past timeoutMs.
-    const small = createTypedClient({ baseUrl, token: TOKEN, maxBodyBytes: 4 * 1024 * 1024, timeoutMs: 3000 });
+    // 4 MiB decompressed is a few KiB sent; as many compressed bytes would take gigabytes of input (and of memory),
+    // past timeoutMs. 10 s, not less: this process gzips the stream too, and at load 10-12 that took over 3 s.
+    const small = createTypedClient({ baseUrl, token: TOKEN, maxBodyBytes: 4 * 1024 * 1024, timeoutMs: 10_000 });
     let closed!: Promise<void>;
     handler = (_req, res) => {
       closed = new Promise((resolve) => res.on('close', () => resolve()));
