@@ -16,7 +16,7 @@ import type { RunStore } from '../store/run-store.ts';
 import { recentLockCheck } from '../store/run-lock.ts';
 import { FailureLog, formatCodeCounts } from './failure-log.ts';
 import type { JobName, JobResult, WorkedJob } from './job-result.ts';
-import { applyOverrides } from './job-overrides.ts';
+import { applyOverrides } from './run-options.ts';
 import type { Logger } from './logger.ts';
 import { NotFoundOnlyWatch } from './not-found-only.ts';
 import type { OpenRun } from './open-run.ts';
