@@ -44,7 +44,7 @@ export type AnswerReading<T> = UsableAnswer<T> | { usable: false; issue: Unusabl
 export function readAnswerOf<Q, A>(spec: OperationSpec<Q, A, Subject>, body: unknown, asked?: Q): AnswerReading<A> {
   const reading = readThrough(spec.answer, body);
   if (!reading.usable) return { usable: false, issue: reading.issue, credits: creditsOf(body) };
-  // The contract's reading is the answer type of its operation (answer-contract.ts's ReadBody).
+  // The contract's reading is the answer type of its operation (answer-contract.ts's ReadObject).
   const answer = reading.answer as A;
   const lastPage = spec.lastPage(asked, answer, reading.drift);
   noteOtherSiteRecords(spec.answer, answer, reading.drift);
