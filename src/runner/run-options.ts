@@ -78,6 +78,16 @@ export const RUN_DEFAULTS = {
   notFoundOnlyMinAnswers: 10,
 } as const;
 
+/** The run's options with their defaults filled in. */
+export type RunSettings = { refresh: boolean } & { -readonly [K in keyof typeof RUN_DEFAULTS]: number };
+
+/** Every option RUN_DEFAULTS names, its default where it is unset. */
+export function settingsOf(options: RunOptions): RunSettings {
+  const settings: RunSettings = { refresh: options.refresh ?? false, ...RUN_DEFAULTS };
+  for (const key of Object.keys(RUN_DEFAULTS) as Array<keyof typeof RUN_DEFAULTS>) settings[key] = options[key] ?? RUN_DEFAULTS[key];
+  return settings;
+}
+
 /** Command-line overrides of every job's settings (`--concurrency`, `--rate`, `--max-credits`, `--reserve`). */
 export interface JobOverrides {
   concurrency?: number;
