@@ -11,7 +11,7 @@ import { openStore } from '../store/open-store.ts';
 import { CREDIT_METER_DEFAULTS, roundCredits } from '../credits/credit-meter.ts';
 import { plural } from '../plural.ts';
 import { dueSince } from '../jobs/freshness.ts';
-import { countExtraFields, PLAN_DEFAULTS, type ExtraFields } from './plan-into-ledger.ts';
+import { countExtraFields, PLAN_DEFAULTS } from './plan-into-ledger.ts';
 
 /** What `netingest plan` reports for a job, without calling the API or writing anything. */
 export interface PlanReport {
@@ -40,7 +40,8 @@ export interface PlanReport {
   /** The balance the service's free credit check gave now (GET /v1/api/auth); null when not asked or not offered. */
   liveBalance: number | null;
   invalidSamples: Array<{ file: string; line: number; field: string | null; reason: string }>;
-  extraFields: ExtraFields;
+  /** Rows read although they held values past the header's columns (left out), and the first one's line. */
+  extraFields: { rows: number; firstLine: number | null };
 }
 
 /** Options of planReport(). */
