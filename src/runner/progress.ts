@@ -1,4 +1,4 @@
-import type { LogFields, Logger } from './logger.ts';
+import { loggerOf, type Logger } from './logger.ts';
 import { displayWidth, fit } from '../text-width.ts';
 
 /** Live counters of the job being worked (run-job.ts counts them): `runnable` is the total it works through. */
@@ -65,17 +65,11 @@ export class ProgressReporter {
    * live line first, so the line is not written into it; the next redraw puts it back below.
    */
   above(logger: Logger): Logger {
-    const level = (write: (msg: string, fields?: LogFields) => void) => (msg: string, fields?: LogFields) => {
+    return loggerOf((level, msg, fields) => {
       if (this.drawn) this.options.stream.write(CLEAR_LINE);
       this.drawn = false;
-      write(msg, fields);
-    };
-    return {
-      debug: level((m, f) => logger.debug(m, f)),
-      info: level((m, f) => logger.info(m, f)),
-      warn: level((m, f) => logger.warn(m, f)),
-      error: level((m, f) => logger.error(m, f)),
-    };
+      logger[level](msg, fields);
+    });
   }
 
   private draw(): void {
