@@ -57,6 +57,16 @@ export const nullable = <M extends Member>(m: M): M => ({ ...m, nullable: true }
 export const strict = <M extends ScalarMember>(m: M): M => ({ ...m, strict: true });
 export const orOtherName = <M extends ScalarMember>(m: M, pattern: RegExp): M => ({ ...m, otherName: pattern });
 
+/**
+ * The credit counters every 200 carries (api.md, Limits): optional like any member, but read only as finite
+ * numbers, never from a variant, since the credit caps rest on them.
+ */
+export const CREDIT_MEMBERS = {
+  total_credits: strict(num()),
+  credits_used: strict(num()),
+  credits_remaining: strict(num()),
+};
+
 // ---- the typed result of reading ------------------------------------------------------------------------
 
 type ScalarValue<T> = T extends 'string' ? string : T extends 'integer' | 'number' ? number : T extends 'boolean' ? boolean : unknown;
@@ -71,9 +81,6 @@ export type Read<M> = M extends ScalarMember<infer T>
       : never;
 
 export type ReadObject<R extends Members> = { [K in keyof R]: Read<R[K]> } & { [extra: string]: unknown };
-
-/** A body is a top-level object: its members. */
-export type ReadBody<R extends Members> = ReadObject<R>;
 
 // ---- the contract of one operation -------------------------------------------------------------------
 
@@ -110,7 +117,7 @@ export interface UnusableIssue {
 
 /** What reading one body through its contract gives. */
 export type Reading<R extends Members> =
-  | { usable: true; answer: ReadBody<R>; setAside: SetAsideRecord[]; drift: DriftTally }
+  | { usable: true; answer: ReadObject<R>; setAside: SetAsideRecord[]; drift: DriftTally }
   | { usable: false; issue: UnusableIssue };
 
 /** Reads a parsed body through its contract; never throws. */
@@ -122,7 +129,7 @@ export function readThrough<R extends Members>(contract: AnswerContract<R>, pars
   const issue = unusableShape(contract, body);
   if (issue) return { usable: false, issue };
   drift.seen('');
-  const answer = readMembers(contract.body, body, '', drift) as ReadBody<R>;
+  const answer = readMembers(contract.body, body, '', drift) as ReadObject<R>;
   const setAside = contract.recordsAt ? setAsideNamelessRecords(contract, answer, body) : [];
   return { usable: true, answer, setAside, drift };
 }

@@ -5,22 +5,15 @@
  * read through it, so an answer stored live and one recovered by reprocess are read alike.
  */
 import type { CreditCounters, Operation } from '../spec/types.ts';
-import { readThrough, type AnswerContract, type SetAsideRecord, type UnusableIssue } from './answer-contract.ts';
+import { readThrough, type AnswerContract, type ReadObject, type SetAsideRecord, type UnusableIssue } from './answer-contract.ts';
 import type { DriftTally } from './drift.ts';
 import { otherSiteHost } from '../urls/canonical.ts';
 import { networkHost } from '../urls/network-host.ts';
 import type { SpecOf } from './index.ts';
 import type { OperationSpec, Subject } from './operation-spec.ts';
-import type { PostDetailsAnswer } from './post-details.ts';
-import type { SearchJobsAnswer } from './search-jobs.ts';
-import type { SimilarCompaniesAnswer } from './similar-companies.ts';
 
 /** The 200 body of each operation as read through its contract. */
-export interface AnswerByOperation {
-  'similar-companies': SimilarCompaniesAnswer;
-  'post-details': PostDetailsAnswer;
-  'search-jobs': SearchJobsAnswer;
-}
+export type AnswerByOperation = { [O in Operation]: ReadObject<SpecOf<O>['answer']['body']> };
 
 /** The request each operation's answer is read against (its page size), as sent. */
 export type AskedByOperation = { [O in Operation]: Parameters<SpecOf<O>['send']>[0] };
@@ -44,7 +37,7 @@ export type AnswerReading<T> = UsableAnswer<T> | { usable: false; issue: Unusabl
 export function readAnswerOf<Q, A>(spec: OperationSpec<Q, A, Subject>, body: unknown, asked?: Q): AnswerReading<A> {
   const reading = readThrough(spec.answer, body);
   if (!reading.usable) return { usable: false, issue: reading.issue, credits: creditsOf(body) };
-  // The contract's reading is the answer type of its operation (answer-contract.ts's ReadBody).
+  // The contract's reading is the answer type of its operation (answer-contract.ts's ReadObject).
   const answer = reading.answer as A;
   const lastPage = spec.lastPage(asked, answer, reading.drift);
   noteOtherSiteRecords(spec.answer, answer, reading.drift);

@@ -9,8 +9,7 @@ import { z } from 'zod';
 import { OPERATION_METHODS, OPERATION_PATHS } from '../spec/types.ts';
 import { canonicalPostUrl, canonicalUrl } from '../urls/canonical.ts';
 import { postIdOfAnswer, postIdOfUrl } from '../urls/post-id.ts';
-import { given, int, list, nullable, obj, orOtherName, str, bool, type AnswerContract, type ReadBody } from './answer-contract.ts';
-import { CREDIT_MEMBERS } from './credit-members.ts';
+import { given, int, list, nullable, obj, orOtherName, str, bool, CREDIT_MEMBERS, type AnswerContract, type ReadObject } from './answer-contract.ts';
 import { urlColumnReader } from './input-cells.ts';
 import { common, urlInput, type JobCommon, type JobInputFile } from '../jobs/job-common.ts';
 import type { OperationSpec } from './operation-spec.ts';
@@ -43,7 +42,7 @@ export const postDetailsContract: AnswerContract<typeof body> = {
   recordMembers: ['PostId', 'author', 'post', 'engagement'],
 };
 
-export type PostDetailsAnswer = ReadBody<typeof body>;
+export type PostDetailsAnswer = ReadObject<typeof body>;
 
 /** The request of post-details: the post URL, sent as the `url` query parameter. */
 const requestSchema = z.looseObject({ url: z.string() });

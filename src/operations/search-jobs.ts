@@ -17,8 +17,7 @@ import {
   type SearchJobsQuery,
 } from '../spec/types.ts';
 import { canonicalCompanyUrl, canonicalJobUrl } from '../urls/canonical.ts';
-import { bool, int, list, obj, str, strict, type AnswerContract, type ReadBody, type ReadObject } from './answer-contract.ts';
-import { CREDIT_MEMBERS } from './credit-members.ts';
+import { bool, int, list, obj, str, strict, CREDIT_MEMBERS, type AnswerContract, type ReadObject } from './answer-contract.ts';
 import { isMangled, NOT_UTF8 } from './input-cells.ts';
 import { common, text, type JobCommon, type JobInputFile } from '../jobs/job-common.ts';
 import type { JobIssue } from '../jobs/job-error.ts';
@@ -59,7 +58,7 @@ export const searchJobsContract: AnswerContract<typeof body> = {
   recordMembers: [],
 };
 
-export type SearchJobsAnswer = ReadBody<typeof body>;
+export type SearchJobsAnswer = ReadObject<typeof body>;
 export type JobAnswer = ReadObject<(typeof job)['members']>;
 
 /**

@@ -9,9 +9,8 @@ import { EMPTY_FILTER_KEY, filterKey } from '../jobs/request-keys.ts';
 import { answered } from '../read-steps.ts';
 import { OPERATION_METHODS, OPERATION_PATHS, type SimilarCompaniesAccount, type SimilarCompaniesRequest } from '../spec/types.ts';
 import { canonicalCompanyUrl } from '../urls/canonical.ts';
-import { given, int, list, nullable, num, obj, str, bool, strict, type AnswerContract, type ReadBody, type ReadObject } from './answer-contract.ts';
+import { given, int, list, nullable, num, obj, str, bool, strict, CREDIT_MEMBERS, type AnswerContract, type ReadObject } from './answer-contract.ts';
 import { countryName } from './country-name.ts';
-import { CREDIT_MEMBERS } from './credit-members.ts';
 import type { DriftTally } from './drift.ts';
 import { urlColumnReader } from './input-cells.ts';
 import { common, JOB_RANGES, text, urlInput, wholeIn, type JobCommon, type JobInputFile } from '../jobs/job-common.ts';
@@ -71,7 +70,7 @@ export const similarCompaniesContract: AnswerContract<typeof body> = {
   recordMembers: [],
 };
 
-export type SimilarCompaniesAnswer = ReadBody<typeof body>;
+export type SimilarCompaniesAnswer = ReadObject<typeof body>;
 export type CompanyAnswer = ReadObject<(typeof company)['members']>;
 
 /** Page size asked for when a request leaves `num` out (known-behaviour.md: 10 is the common choice). */

@@ -30,7 +30,6 @@ export class FailureLog {
   /** Set at the first failure past the detailed ones, when the log says that the rest are counted. */
   private counting = false;
   private pending = new Map<string, number>();
-  private pendingCount = 0;
   private last: FailedTask | null = null;
   private timer: NodeJS.Timeout | null = null;
   private readonly detailedLines: number;
@@ -66,7 +65,6 @@ export class FailureLog {
       this.logger.warn('more failed tasks are counted, not listed', { job: this.job, every_s: Math.round(this.intervalMs / 1000) });
     }
     this.pending.set(task.code, (this.pending.get(task.code) ?? 0) + 1);
-    this.pendingCount += 1;
     this.last = task;
     this.timer ??= setTimeout(() => this.flush(), this.intervalMs).unref();
   }
@@ -75,16 +73,16 @@ export class FailureLog {
   flush(): void {
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
-    if (this.pendingCount === 0 || !this.last) return;
+    // `last` is set with every failure counted, and cleared with them.
+    if (!this.last) return;
     this.logger.warn('more tasks failed', {
       job: this.job,
-      count: this.pendingCount,
+      count: [...this.pending.values()].reduce((n, c) => n + c, 0),
       codes: formatCodeCounts(Object.fromEntries(this.pending)),
       last_input: this.last.inputKey,
       last_error: this.last.message,
     });
     this.pending = new Map();
-    this.pendingCount = 0;
     this.last = null;
   }
 }

@@ -73,14 +73,8 @@ export function jobSummaryOf(result: JobResult): JobSummary | null {
 function workedJobSummary(w: WorkedJob): JobSummary {
   const { plan, counts } = w;
   return {
-    name: w.job.name,
-    operation: w.job.operation,
-    status: 'ran',
-    error: null,
-    planned: plan.tasks,
-    invalidRows: plan.invalid,
-    invalidKnown: plan.invalidKnown,
-    duplicates: plan.duplicates,
+    ...unplannedJobSummary(w.job, 'ran'),
+    ...plannedFields(plan),
     fresh: plan.tasks - w.worked - w.failedBefore,
     failedBefore: w.failedBefore,
     worked: w.worked,
@@ -89,7 +83,6 @@ function workedJobSummary(w: WorkedJob): JobSummary {
     failed: counts.failed,
     failedByCode: w.failedByCode,
     deferred: counts.deferred + counts.pending,
-    invalidSamples: plan.invalidSamples,
     setAside: w.setAside,
     otherPost: w.otherPost,
     warnings: w.warnings,
@@ -102,15 +95,12 @@ function workedJobSummary(w: WorkedJob): JobSummary {
  * next run (`deferred`), which reads the whole input again.
  */
 function partlyPlannedJobSummary({ job, plan, deferred }: Extract<JobResult, { kind: 'partly_planned' }>): JobSummary {
-  return {
-    ...unplannedJobSummary(job, 'not_reached'),
-    planned: plan.tasks,
-    invalidRows: plan.invalid,
-    invalidKnown: plan.invalidKnown,
-    duplicates: plan.duplicates,
-    deferred,
-    invalidSamples: plan.invalidSamples,
-  };
+  return { ...unplannedJobSummary(job, 'not_reached'), ...plannedFields(plan), deferred };
+}
+
+/** What the read of the job's input wrote, as the summary names it. */
+function plannedFields(plan: PlanCounts): Pick<JobSummary, 'planned' | 'invalidRows' | 'invalidKnown' | 'duplicates' | 'invalidSamples'> {
+  return { planned: plan.tasks, invalidRows: plan.invalid, invalidKnown: plan.invalidKnown, duplicates: plan.duplicates, invalidSamples: plan.invalidSamples };
 }
 
 function unplannedJobSummary(job: JobName, status: JobStatus): JobSummary {

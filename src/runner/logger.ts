@@ -45,6 +45,11 @@ export function createLogger(options: LoggerOptions): Logger {
     }
     options.stream.write(redact(line) + '\n');
   };
+  return loggerOf(write);
+}
+
+/** A Logger whose every level goes to `write`. */
+export function loggerOf(write: (level: LogLevel, msg: string, fields?: LogFields) => void): Logger {
   return {
     debug: (m, f) => write('debug', m, f),
     info: (m, f) => write('info', m, f),

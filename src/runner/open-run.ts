@@ -14,19 +14,9 @@ import { CreditGuard } from '../credits/credit-guard.ts';
 import { silentLogger, type Logger } from './logger.ts';
 import { OutageBreaker } from './outage-breaker.ts';
 import { openStore } from '../store/open-store.ts';
-import { RUN_DEFAULTS, type RunOptions } from './run-options.ts';
+import { settingsOf, type RunOptions, type RunSettings } from './run-options.ts';
 import { RunStop } from './run-stop.ts';
 import { UnusableAnswerBreaker } from './unusable-breaker.ts';
-
-/** The run's options with their defaults filled in. */
-export interface RunSettings {
-  refresh: boolean;
-  maxThrottleWaitMs: number;
-  maxThrottledAttemptsPerTask: number;
-  outageMinTasks: number;
-  unusableMinAnswers: number;
-  notFoundOnlyMinAnswers: number;
-}
 
 /** What the run counts across its jobs. */
 export interface RunTally {
@@ -140,7 +130,7 @@ async function openLocked(options: RunOptions, logger: Logger, store: RunStore, 
   const client = createApiClient({
     baseUrl: options.api.baseUrl,
     token: options.api.token,
-    timeoutMs: options.requestTimeoutMs ?? RUN_DEFAULTS.requestTimeoutMs,
+    timeoutMs: settings.requestTimeoutMs,
     connections: Math.max(...options.jobs.map((j) => options.overrides?.concurrency ?? j.rate.concurrency), 1),
   });
   releases.push(() => client.close().catch(() => undefined));
@@ -160,17 +150,6 @@ async function openLocked(options: RunOptions, logger: Logger, store: RunStore, 
     tally: { attemptErrors: 0, creditsAtStart: null, balanceAsked: false, jobRates: {} },
     closeCalls: () => releases.releaseTo(callsFrom),
     close: () => releases.releaseTo(0),
-  };
-}
-
-function settingsOf(options: RunOptions): RunSettings {
-  return {
-    refresh: options.refresh ?? false,
-    maxThrottleWaitMs: options.maxThrottleWaitMs ?? RUN_DEFAULTS.maxThrottleWaitMs,
-    maxThrottledAttemptsPerTask: options.maxThrottledAttemptsPerTask ?? RUN_DEFAULTS.maxThrottledAttemptsPerTask,
-    outageMinTasks: options.outageMinTasks ?? RUN_DEFAULTS.outageMinTasks,
-    unusableMinAnswers: options.unusableMinAnswers ?? RUN_DEFAULTS.unusableMinAnswers,
-    notFoundOnlyMinAnswers: options.notFoundOnlyMinAnswers ?? RUN_DEFAULTS.notFoundOnlyMinAnswers,
   };
 }
 

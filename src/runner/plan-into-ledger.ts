@@ -21,8 +21,13 @@ export interface PlanCounts {
   invalidSamples: InvalidInputRow[];
   /** False when a stop ended the read before the end of the input. */
   complete: boolean;
-  /** Rows read although they held values past the header's columns (left out), and the first one's line. */
-  extraFields: { rows: number; firstLine: number | null };
+  extraFields: ExtraFields;
+}
+
+/** Rows read although they held values past the header's columns (left out), and the first one's line. */
+export interface ExtraFields {
+  rows: number;
+  firstLine: number | null;
 }
 
 /**
@@ -67,7 +72,7 @@ export async function planIntoLedger(job: Job, ledger: RunLedger, runId: number,
     // invalid rows are not dropped either: the lines not read may still be invalid, their records still true.
     if (stop?.aborted) return counts;
     if (item.kind === 'task') {
-      if (item.extraFields !== undefined) countExtraFields(counts, item.line);
+      if (item.extraFields !== undefined) countExtraFields(counts.extraFields, item.line);
       tasks.push({
         job: job.name,
         operation: job.operation,
@@ -96,9 +101,9 @@ export async function planIntoLedger(job: Job, ledger: RunLedger, runId: number,
   return counts;
 }
 
-function countExtraFields(counts: PlanCounts, line: number): void {
-  counts.extraFields.rows += 1;
-  counts.extraFields.firstLine ??= line;
+export function countExtraFields(extra: ExtraFields, line: number): void {
+  extra.rows += 1;
+  extra.firstLine ??= line;
 }
 
 /** What a job has to do once planned: tasks settled from other jobs' answers, tasks due, tasks failed for good. */

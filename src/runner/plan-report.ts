@@ -1,10 +1,17 @@
+/**
+ * `netingest plan`: each job's report, in order, without calling the API or writing anything; a job whose job
+ * file or input file cannot be used is set aside, as a run skips it, and the others are planned.
+ */
 import type { Job } from '../jobs/schema.ts';
 import { planTasks } from '../jobs/plan-tasks.ts';
+import { isJobUnusable } from '../jobs/job-error.ts';
+import type { UsageError } from '../errors.ts';
 import { PLAN_LEDGER_DEFAULTS, type PlannedTask, type PlanRule } from '../store/plan-ledger.ts';
 import { openStore } from '../store/open-store.ts';
 import { CREDIT_METER_DEFAULTS, roundCredits } from '../credits/credit-meter.ts';
 import { plural } from '../plural.ts';
 import { dueSince } from '../jobs/freshness.ts';
+import { countExtraFields, PLAN_DEFAULTS } from './plan-into-ledger.ts';
 
 /** What `netingest plan` reports for a job, without calling the API or writing anything. */
 export interface PlanReport {
@@ -41,6 +48,54 @@ export interface PlanReport {
 export interface PlanReportOptions {
   /** Told why the dataset holds nothing yet (a PostgreSQL database with no netingest schema). */
   onNothingRan?: (why: string) => void;
+}
+
+/** Options of planJobs(). */
+export interface PlanJobsOptions {
+  /** The database a run would use (a SQLite file or a postgres:// URL); read if it exists, never created. */
+  db: string;
+  /** As if the run had --refresh. */
+  refresh: boolean;
+  /** The balance the service's free credit check gave now, put in every report; null when not asked. */
+  liveBalance: number | null;
+  /** Called with each report as soon as it is made (the command prints it then). */
+  onReport?: (report: PlanReport, job: Job) => void;
+  /** Told, once, why the dataset holds nothing yet (a PostgreSQL database with no netingest schema). */
+  onNothingRan?: (why: string) => void;
+}
+
+/** What planJobs() found. */
+export interface PlannedJobs {
+  reports: PlanReport[];
+  /** The jobs reported, in order. */
+  planned: Job[];
+  /** Why each of the others could not be planned. */
+  unusable: UsageError[];
+}
+
+/** Plans every job of `jobs`; an error other than an unusable job's stops it. */
+export async function planJobs(jobs: readonly Job[], options: PlanJobsOptions): Promise<PlannedJobs> {
+  const found: PlannedJobs = { reports: [], planned: [], unusable: [] };
+  let told = false;
+  const onNothingRan = (why: string) => {
+    if (!told) options.onNothingRan?.(why);
+    told = true;
+  };
+  for (const job of jobs) {
+    let report: PlanReport;
+    try {
+      report = await planReport(job, options.db, options.refresh, { onNothingRan });
+    } catch (err) {
+      if (!isJobUnusable(err)) throw err;
+      found.unusable.push(err);
+      continue;
+    }
+    report.liveBalance = options.liveBalance;
+    found.reports.push(report);
+    found.planned.push(job);
+    options.onReport?.(report, job);
+  }
+  return found;
 }
 
 /** Reads the job's input and the ledger (a SQLite file or a postgres:// URL) and says what a run would do and cost. */
@@ -99,14 +154,9 @@ function emptyReport(job: Job, lastKnownBalance: number | null): PlanReport {
   };
 }
 
-function countExtraFields(extra: PlanReport['extraFields'], line: number): void {
-  extra.rows += 1;
-  extra.firstLine ??= line;
-}
-
 function countInvalid(report: PlanReport, job: Job, item: { line: number; field?: string | null | undefined; reason: string }): void {
   report.invalidRows += 1;
-  if (report.invalidSamples.length < 20) report.invalidSamples.push({ file: job.input.csv, line: item.line, field: item.field ?? null, reason: item.reason });
+  if (report.invalidSamples.length < PLAN_DEFAULTS.invalidSamples) report.invalidSamples.push({ file: job.input.csv, line: item.line, field: item.field ?? null, reason: item.reason });
 }
 
 /** The estimate: calls x the learned cost, or a range up to the assumed cost while none is learned. */

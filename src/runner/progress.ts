@@ -1,15 +1,18 @@
-import type { LogFields, Logger } from './logger.ts';
+import { loggerOf, type Logger } from './logger.ts';
 import { displayWidth, fit } from '../text-width.ts';
 
-/** What the progress display shows, read from the running job each time it redraws. */
-export interface ProgressSnapshot {
-  job: string;
-  total: number;
+/** Live counters of the job being worked (run-job.ts counts them): `runnable` is the total it works through. */
+export interface JobProgress {
+  runnable: number;
   done: number;
   notFound: number;
   failed: number;
-  deferred: number;
   errors: number;
+}
+
+/** What the progress display shows, read from the running job each time it redraws. */
+export interface ProgressSnapshot extends JobProgress {
+  job: string;
   creditsLeft: number | null;
   startedAtMs: number;
 }
@@ -62,17 +65,11 @@ export class ProgressReporter {
    * live line first, so the line is not written into it; the next redraw puts it back below.
    */
   above(logger: Logger): Logger {
-    const level = (write: (msg: string, fields?: LogFields) => void) => (msg: string, fields?: LogFields) => {
+    return loggerOf((level, msg, fields) => {
       if (this.drawn) this.options.stream.write(CLEAR_LINE);
       this.drawn = false;
-      write(msg, fields);
-    };
-    return {
-      debug: level((m, f) => logger.debug(m, f)),
-      info: level((m, f) => logger.info(m, f)),
-      warn: level((m, f) => logger.warn(m, f)),
-      error: level((m, f) => logger.error(m, f)),
-    };
+      logger[level](msg, fields);
+    });
   }
 
   private draw(): void {
@@ -87,7 +84,7 @@ export class ProgressReporter {
     this.options.logger.info('progress', {
       job: s.job,
       done: s.done + s.notFound + s.failed,
-      total: s.total,
+      total: s.runnable,
       failed: s.failed,
       errors: s.errors,
       rate_per_s: Number(rate.toFixed(1)),
@@ -105,15 +102,15 @@ export class ProgressReporter {
  */
 export function formatProgress(s: ProgressSnapshot, columns?: number): string {
   const finished = s.done + s.notFound + s.failed;
-  const pct = s.total > 0 ? Math.floor((finished / s.total) * 100) : 100;
+  const pct = s.runnable > 0 ? Math.floor((finished / s.runnable) * 100) : 100;
   const { rate, etaS } = rates(s);
   const eta = etaS === null ? '--' : formatDuration(etaS);
   const credits = s.creditsLeft === null ? '?' : String(Math.round(s.creditsLeft * 100) / 100);
-  const line = `${s.job}: ${finished}/${s.total} (${pct}%) ${rate.toFixed(1)}/s  credits left ${credits}  ETA ${eta}  failed ${s.failed}  errors ${s.errors}`;
+  const line = `${s.job}: ${finished}/${s.runnable} (${pct}%) ${rate.toFixed(1)}/s  credits left ${credits}  ETA ${eta}  failed ${s.failed}  errors ${s.errors}`;
   // The last column is left free: some terminals wrap as soon as it is written.
   const width = columns && columns > 1 ? columns - 1 : Infinity;
   if (displayWidth(line) <= width) return line;
-  const figures = `${finished}/${s.total} ${rate.toFixed(1)}/s cr ${credits} ETA ${eta} fail ${s.failed} err ${s.errors}`;
+  const figures = `${finished}/${s.runnable} ${rate.toFixed(1)}/s cr ${credits} ETA ${eta} fail ${s.failed} err ${s.errors}`;
   const jobWidth = width - figures.length - 2;
   return fit(jobWidth >= 4 ? `${fit(s.job, jobWidth)}: ${figures}` : figures, width);
 }
@@ -122,7 +119,7 @@ function rates(s: ProgressSnapshot): { rate: number; etaS: number | null } {
   const finished = s.done + s.notFound + s.failed;
   const elapsedS = Math.max(0.001, (performance.now() - s.startedAtMs) / 1000);
   const rate = finished / elapsedS;
-  const left = s.total - finished - s.deferred;
+  const left = s.runnable - finished;
   return { rate, etaS: rate > 0 ? Math.round(left / rate) : null };
 }
 

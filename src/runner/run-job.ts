@@ -5,6 +5,7 @@ import type { DueTasks } from '../store/run-store.ts';
 import { findSpec, readStored, type AnySubject } from '../operations/index.ts';
 import type { OperationSpec } from '../operations/operation-spec.ts';
 import { executeTask, type ExecutableTask, type ExecutorContext } from './task-executor.ts';
+import type { JobProgress } from './progress.ts';
 
 export const RUN_JOB_DEFAULTS = {
   /** Tasks read from the ledger per query. */
@@ -12,15 +13,6 @@ export const RUN_JOB_DEFAULTS = {
   /** Units waiting in the queue per unit of concurrency: the queue never holds more than this. */
   queueDepthPerWorker: 4,
 } as const;
-
-/** Live counters of the job being worked, for the progress display. */
-export interface JobProgress {
-  runnable: number;
-  done: number;
-  notFound: number;
-  failed: number;
-  errors: number;
-}
 
 /**
  * Works through a job's due tasks. The tasks of one input (its pages) run one after the other, so a short

@@ -16,13 +16,13 @@ import type { RunStore } from '../store/run-store.ts';
 import { recentLockCheck } from '../store/run-lock.ts';
 import { FailureLog, formatCodeCounts } from './failure-log.ts';
 import type { JobName, JobResult, WorkedJob } from './job-result.ts';
-import { applyOverrides } from './job-overrides.ts';
+import { applyOverrides } from './run-options.ts';
 import type { Logger } from './logger.ts';
 import { NotFoundOnlyWatch } from './not-found-only.ts';
 import type { OpenRun } from './open-run.ts';
 import { deferRefresh, planIntoLedger, settleDue, type PlanCounts } from './plan-into-ledger.ts';
-import { ProgressReporter } from './progress.ts';
-import { workJob, type JobProgress } from './run-job.ts';
+import { ProgressReporter, type JobProgress } from './progress.ts';
+import { workJob } from './run-job.ts';
 import { jobStopOf, settleJobStop, type RunStop } from './run-stop.ts';
 
 /**
@@ -193,15 +193,7 @@ function progressReporter(run: OpenRun, job: string, progress: JobProgress): Pro
   const startedAtMs = performance.now();
   const { options, guard } = run;
   return new ProgressReporter({ stream: options.progressStream ?? process.stderr, logger: run.logger, logIntervalMs: options.progressLogIntervalMs }, () => ({
-    job,
-    total: progress.runnable,
-    done: progress.done,
-    notFound: progress.notFound,
-    failed: progress.failed,
-    deferred: 0,
-    errors: progress.errors,
-    creditsLeft: guard.balance,
-    startedAtMs,
+    ...progress, job, creditsLeft: guard.balance, startedAtMs,
   }));
 }
 

@@ -2,7 +2,6 @@
 import type { Job } from '../jobs/schema.ts';
 import type { JobFileError } from '../jobs/job-error.ts';
 import type { FailureLogOptions } from './failure-log.ts';
-import type { JobOverrides } from './job-overrides.ts';
 import type { Logger } from './logger.ts';
 import type { RunSummary } from './run-summary.ts';
 
@@ -78,3 +77,37 @@ export const RUN_DEFAULTS = {
   unusableMinAnswers: 5,
   notFoundOnlyMinAnswers: 10,
 } as const;
+
+/** The run's options with their defaults filled in. */
+export type RunSettings = { refresh: boolean } & { -readonly [K in keyof typeof RUN_DEFAULTS]: number };
+
+/** Every option RUN_DEFAULTS names, its default where it is unset. */
+export function settingsOf(options: RunOptions): RunSettings {
+  const settings: RunSettings = { refresh: options.refresh ?? false, ...RUN_DEFAULTS };
+  for (const key of Object.keys(RUN_DEFAULTS) as Array<keyof typeof RUN_DEFAULTS>) settings[key] = options[key] ?? RUN_DEFAULTS[key];
+  return settings;
+}
+
+/** Command-line overrides of every job's settings (`--concurrency`, `--rate`, `--max-credits`, `--reserve`). */
+export interface JobOverrides {
+  concurrency?: number;
+  requestsPerMinute?: number;
+  maxCredits?: number;
+  reserve?: number;
+}
+
+/** The job with the overrides that are set taking the place of its own settings. */
+export function applyOverrides(job: Job, o: JobOverrides | undefined): Job {
+  if (!o) return job;
+  return {
+    ...job,
+    rate: {
+      requestsPerMinute: o.requestsPerMinute ?? job.rate.requestsPerMinute,
+      concurrency: o.concurrency ?? job.rate.concurrency,
+    },
+    credits: {
+      reserve: o.reserve ?? job.credits.reserve,
+      maxPerRun: o.maxCredits ?? job.credits.maxPerRun,
+    },
+  };
+}

@@ -5,6 +5,7 @@
 import { statusReads, type StatusReport } from '../store/status.ts';
 import { openStore } from '../store/open-store.ts';
 import { driftPathLines, type DriftKind } from '../operations/drift.ts';
+import { roundCredits } from '../credits/credit-meter.ts';
 import { askLiveBalance, type LiveBalance } from './live-balance.ts';
 
 /** Options of statusReport(). */
@@ -33,7 +34,7 @@ export async function statusReport(options: StatusOptions): Promise<FullStatusRe
 export async function withLiveBalance(report: StatusReport, options: Pick<StatusOptions, 'apiUrl' | 'tokenFile'>): Promise<FullStatusReport> {
   const liveBalance = await askLiveBalance({ apiUrl: options.apiUrl, tokenFile: options.tokenFile });
   // What the account used since the last answer stored: calls lost in flight in the last run, or use elsewhere.
-  const since = liveBalance && report.lastCounters ? Math.round((liveBalance.creditsUsed - report.lastCounters.creditsUsed) * 1e6) / 1e6 : null;
+  const since = liveBalance && report.lastCounters ? roundCredits(liveBalance.creditsUsed - report.lastCounters.creditsUsed) : null;
   return { ...report, liveBalance: liveBalance && { ...liveBalance, usedSinceLastStoredAnswer: since } };
 }
 

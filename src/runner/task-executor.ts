@@ -2,6 +2,7 @@ import pRetry, { AbortError } from 'p-retry';
 import type { ApiClient, ApiResult } from '../api/types.ts';
 import { ApiSchemaError, isApiError, keptBodyOf, type ApiError } from '../api/errors.ts';
 import type { Operation } from '../spec/types.ts';
+import type { JobCommon } from '../jobs/job-common.ts';
 import type { AnySubject } from '../operations/index.ts';
 import type { OperationSpec } from '../operations/operation-spec.ts';
 import type { DriftTally } from '../operations/drift.ts';
@@ -13,14 +14,8 @@ import { maxCallsPerTask } from './call-bound.ts';
 import { CallBoundError, ERROR_POLICY, errorCodeOf, type ErrorCode } from './error-policy.ts';
 import { retryHooks, type TaskTally } from './retry-hooks.ts';
 
-/** Retry settings of a job, as p-retry takes them. */
-export interface RetrySettings {
-  retries: number;
-  minTimeoutMs: number;
-  maxTimeoutMs: number;
-  /** Retries of a 200 that could not be used, which was most likely charged (ApiError.paid; error-policy.ts). */
-  paidRetries: number;
-}
+/** A job's retry settings (jobs/defaults.ts says what each is); `paidRetries` is for a 200 that was most likely charged. */
+export type RetrySettings = JobCommon['retry'];
 
 /** Everything a task needs to make its call and record the outcome. */
 export interface ExecutorContext {

@@ -1,11 +1,10 @@
-import type { FaultRates } from './options.ts';
 import { Prng } from './prng.ts';
 
-/** The faults the sandbox can inject, by the name logged in `LoggedRequest.fault`. */
-export type FaultName = 'server_error' | 'unavailable' | 'drop' | 'truncate' | 'slow' | 'html' | 'wrong_shape' | 'huge';
-
-/** Fault names in the order they are checked against one draw. */
-const FAULT_ORDER: ReadonlyArray<[FaultName, keyof FaultRates]> = [
+/**
+ * The faults the sandbox can inject, by the name logged in `LoggedRequest.fault`, each with the option that
+ * sets its rate (SANDBOX_DEFAULTS says what each does), in the order they are checked against one draw.
+ */
+export const FAULTS = [
   ['server_error', 'serverErrorRate'],
   ['unavailable', 'unavailableRate'],
   ['drop', 'dropRate'],
@@ -14,7 +13,12 @@ const FAULT_ORDER: ReadonlyArray<[FaultName, keyof FaultRates]> = [
   ['html', 'htmlRate'],
   ['wrong_shape', 'wrongShapeRate'],
   ['huge', 'hugeRate'],
-];
+] as const;
+
+export type FaultName = (typeof FAULTS)[number][0];
+
+/** Fault injection rates, each a probability in 0..1 drawn per request from the seeded PRNG. */
+export type FaultRates = Record<(typeof FAULTS)[number][1], number>;
 
 /** Draws at most one fault per request from a seeded stream, so a run with the same requests repeats. */
 export class FaultInjector {
@@ -23,7 +27,7 @@ export class FaultInjector {
 
   constructor(seed: number, rates: FaultRates) {
     this.prng = Prng.from(seed, 'faults');
-    this.active = FAULT_ORDER.map(([name, key]): [FaultName, number] => [name, rates[key]]).filter(([, r]) => r > 0);
+    this.active = FAULTS.map(([name, key]): [FaultName, number] => [name, rates[key]]).filter(([, r]) => r > 0);
   }
 
   /** The fault for the next request, or null. No draw is made when every rate is 0. */

@@ -4,8 +4,7 @@ import { CompanyData } from './data/companies.ts';
 import { JobData, type JobSearch } from './data/jobs.ts';
 import { PostData, type PostBody } from './data/posts.ts';
 import { canonicalUrlKey } from './data/canonical.ts';
-import { LiveShaper } from './live/live-shaper.ts';
-import { liveShapesOf } from './live/live-shapes.ts';
+import { LiveShaper, liveShapesOf } from './live/live-shaper.ts';
 import type { SandboxOptions } from './options.ts';
 
 /** What an operation answers before credits: a 200 body awaiting its counters, or a finished error. */

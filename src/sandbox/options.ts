@@ -1,25 +1,6 @@
 import { DEFAULT_NETWORK_HOST, type Operation } from '../spec/types.ts';
+import { FAULTS, type FaultRates } from './faults.ts';
 import type { LoggedRequest } from './request-log.ts';
-
-/** Fault injection rates, each a probability in 0..1 drawn per request from the seeded PRNG. */
-export interface FaultRates {
-  /** 500 with a JSON error body. */
-  serverErrorRate: number;
-  /** 503 with a JSON error body. */
-  unavailableRate: number;
-  /** The socket is destroyed without an answer (logged with status 0). */
-  dropRate: number;
-  /** 200 whose JSON body is cut in half. */
-  truncateRate: number;
-  /** The normal answer, sent `slowMs` late. The only fault that is charged: the answer itself is complete. */
-  slowRate: number;
-  /** 200 with an HTML error page (as a proxy in front of a service would send). */
-  htmlRate: number;
-  /** 200 with valid JSON of the wrong shape. */
-  wrongShapeRate: number;
-  /** 200 with a body of `hugeBytes` bytes. */
-  hugeRate: number;
-}
 
 /** How a page past the end of a list is answered: the spec's 404, or a 200 carrying an empty page. */
 export const PAST_LAST_PAGE_MODES = ['404', 'empty'] as const;
@@ -53,7 +34,7 @@ export type SandboxOptionsInput = Partial<Omit<SandboxOptions, 'costs'>> & { cos
  * nothing is free, and a client that pays for pages it did not need should see it in its tests. An input with
  * no data at all (or a filter that leaves nothing) is a 404 on every page in both modes.
  *
- * Faults are decided by one PRNG draw per authenticated, valid request, checked in the order of FaultRates,
+ * Faults are decided by one PRNG draw per authenticated, valid request, checked in the order of FAULTS (faults.ts),
  * so each fault happens at its own rate as long as the rates add up to at most 1.
  */
 const DEFAULTS = {
@@ -92,15 +73,23 @@ const DEFAULTS = {
   retryAfterSeconds: 1,
   /** '404' (as the spec shows) or 'empty': a 200 with an empty page, charged. See the charging note above. */
   pastLastPage: '404' as PastLastPage,
+  /** 500 with a JSON error body. */
   serverErrorRate: 0,
+  /** 503 with a JSON error body. */
   unavailableRate: 0,
+  /** The socket is destroyed without an answer (logged with status 0). */
   dropRate: 0,
+  /** 200 whose JSON body is cut in half. */
   truncateRate: 0,
+  /** The normal answer, sent `slowMs` late. The only fault that is charged: the answer itself is complete. */
   slowRate: 0,
   /** How late a slow answer is sent. */
   slowMs: 2000,
+  /** 200 with an HTML error page (as a proxy in front of a service would send). */
   htmlRate: 0,
+  /** 200 with valid JSON of the wrong shape. */
   wrongShapeRate: 0,
+  /** 200 with a body of `hugeBytes` bytes. */
   hugeRate: 0,
   /** Size of a huge answer: 20 MiB. */
   hugeBytes: 20 * 1024 * 1024,
@@ -151,10 +140,7 @@ export const SANDBOX_DEFAULTS: Readonly<SandboxOptions> = Object.freeze(DEFAULTS
 /** Every option of the sandbox: SANDBOX_DEFAULTS says what each means. */
 export type SandboxOptions = typeof DEFAULTS;
 
-const RATE_KEYS = [
-  'serverErrorRate', 'unavailableRate', 'dropRate', 'truncateRate', 'slowRate', 'htmlRate', 'wrongShapeRate', 'hugeRate',
-  'notFoundRate', 'memberMissingRate', 'memberNullRate', 'bareUrlRate', 'countryUrlRate',
-] as const;
+const RATE_KEYS = [...FAULTS.map(([, key]) => key), 'notFoundRate', 'memberMissingRate', 'memberNullRate', 'bareUrlRate', 'countryUrlRate'] as const;
 
 /** Merges the input over the defaults and rejects values that make no sense. */
 export function resolveOptions(input: SandboxOptionsInput = {}): SandboxOptions {

@@ -4,8 +4,7 @@ import { askLiveBalance } from '../../runner/live-balance.ts';
 import { loadJobs } from '../load-job-args.ts';
 import { describeError, EXIT } from '../exit-codes.ts';
 import { combineErrors } from '../../jobs/job-error.ts';
-import { formatPlanReport } from '../../runner/plan-report.ts';
-import { planJobs } from '../../runner/plan-jobs.ts';
+import { formatPlanReport, planJobs } from '../../runner/plan-report.ts';
 import { INVALID_OUT_OPTION, writeInvalidOut } from '../invalid-out.ts';
 
 /** `netingest plan`: what a run would do and cost, with no paid API call (the free balance check only). */
