@@ -1,12 +1,11 @@
 /**
  * The run's writer on PostgreSQL: the same group commit as store/result-writer.ts (the outcomes of one turn of
  * the event loop, or `maxBatch` of them, in one transaction: normalized rows, raw body, task status and
- * api_calls row together), committed one group at a time on one connection of the pool while groups wait, each
+ * api_calls row together), committed one group at a time on a connection of its own for the run, each
  * in one query of a few multi-row statements per table (pg-group-commit.ts). An outcome's promise resolves once
  * its group is committed, so a worker killed at any instant loses at most its in-flight calls.
  */
 import type pg from 'pg';
-import { withPgClient } from './transaction.ts';
 import type { OutcomeOp } from '../outcome-ops.ts';
 import { GroupCommitWriter } from '../group-commit-writer.ts';
 import { RESULT_WRITER_DEFAULTS } from '../result-writer.ts';
@@ -18,6 +17,11 @@ export class PgOutcomeWriter extends GroupCommitWriter {
   /** The commits going on, one after the other; resolves once nothing is waiting. */
   private committing: Promise<void> | null = null;
   private readonly writeGroup: ReturnType<typeof createPgGroupCommit>;
+  /**
+   * The writer's own connection, from its first commit to close(): the statements it prepared stay prepared (a
+   * connection of the pool per busy spell was mostly another one, prepared afresh and planned each time).
+   */
+  private connection: pg.PoolClient | null = null;
 
   constructor(
     private readonly pool: pg.Pool,
@@ -35,8 +39,10 @@ export class PgOutcomeWriter extends GroupCommitWriter {
     while (this.committing) await this.committing;
   }
 
-  close(): Promise<void> {
-    return this.drain();
+  async close(): Promise<void> {
+    await this.drain();
+    this.connection?.release();
+    this.connection = null;
   }
 
   /**
@@ -66,23 +72,33 @@ export class PgOutcomeWriter extends GroupCommitWriter {
     /** Taken from `waiting`, not yet let go: the group being committed and the one whose reads ride with it. */
     const taken: Pending[] = [];
     try {
-      await withPgClient(this.pool, async (client) => {
-        while (!this.error && (taken.length > 0 || this.waiting.length > 0)) {
-          if (taken.length === 0) taken.push(this.take());
-          const current = taken[0]!;
-          const read = current.read ?? (await this.writeGroup.read(client, current.group));
-          const next = this.waiting.length > 0 ? this.take() : null;
-          if (next) taken.push(next);
-          const nextRead = await this.writeGroup.write(client, current.group, read, { ownTransaction: true, next: next?.group ?? null });
-          if (next) next.read = nextRead;
-          for (const release of taken.shift()!.releases) release();
-        }
-      });
+      const client = (this.connection ??= await this.pool.connect());
+      while (!this.error && (taken.length > 0 || this.waiting.length > 0)) {
+        if (taken.length === 0) taken.push(this.take());
+        const current = taken[0]!;
+        const read = current.read ?? (await this.writeGroup.read(client, current.group));
+        const next = this.waiting.length > 0 ? this.take() : null;
+        if (next) taken.push(next);
+        const nextRead = await this.writeGroup.write(client, current.group, read, { ownTransaction: true, next: next?.group ?? null });
+        if (next) next.read = nextRead;
+        for (const release of taken.shift()!.releases) release();
+      }
     } catch (err) {
+      await this.dropConnection();
       this.fail(err);
     }
     // After a failure nothing more is written: the groups left are let go (GroupCommitWriter.error says why).
     for (const release of [...taken.flatMap((p) => p.releases), ...this.waiting.splice(0).map((g) => g.release)]) release();
+  }
+
+  /** After a failed group: rolled back, and the connection given back (dropped when even ROLLBACK fails). */
+  private async dropConnection(): Promise<void> {
+    const client = this.connection;
+    this.connection = null;
+    if (!client) return;
+    let broken: Error | undefined;
+    await client.query('ROLLBACK').catch((err: Error) => (broken = err));
+    client.release(broken);
   }
 
   /** The waiting groups that go together next (up to maxBatch outcomes), their history's reads planned. */
