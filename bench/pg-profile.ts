@@ -3,9 +3,11 @@
  * untimed) into a throwaway cluster with pg_stat_statements, printing the client's CPU (this process), the
  * server's CPU (the cluster's processes, from /proc), the pg client's queries (round trips) and the server's
  * statements grouped by what sent them, with the costliest. Not part of `npm run bench`: a measuring tool.
- * Run: `npx tsx bench/pg-profile.ts` (N=3000 by default; `N=10000 npx tsx bench/pg-profile.ts`).
+ * Run: `npx tsx bench/pg-profile.ts` (N=3000 by default; `N=10000 npx tsx bench/pg-profile.ts`; `CPU_PROF=file.cpuprofile`
+ * writes a V8 profile of the timed run alone, `TOP=30` lists more statements).
  */
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -92,6 +94,12 @@ try {
   await run('warm', 1000);
   await admin.query('SELECT pg_stat_statements_reset()');
   counting = true;
+  const profiler = process.env['CPU_PROF'] ? new Session() : null;
+  if (profiler) {
+    profiler.connect();
+    await profiler.post('Profiler.enable');
+    await profiler.post('Profiler.start');
+  }
   const cpu = process.cpuUsage();
   const server = clusterCpuMs(postmaster);
   const start = performance.now();
@@ -100,11 +108,12 @@ try {
   const client = process.cpuUsage(cpu);
   const serverMs = clusterCpuMs(postmaster) - server;
   counting = false;
+  if (profiler) writeFileSync(process.env['CPU_PROF']!, JSON.stringify((await profiler.post('Profiler.stop')).profile));
   const trips = [...queries.values()].reduce((a, b) => a + b, 0);
-  console.log(`${N} answers in ${wallMs.toFixed(0)} ms: ${((N / wallMs) * 1000).toFixed(1)}/s; per answer: client CPU ${((client.user + client.system) / N).toFixed(0)} us, `
+  console.log(`${N} answers in ${wallMs.toFixed(0)} ms: ${((N / wallMs) * 1000).toFixed(1)}/s; per answer: client CPU ${((client.user + client.system) / N).toFixed(0)} us (system ${(client.system / N).toFixed(0)}), `
     + `server CPU ${((serverMs * 1000) / N).toFixed(0)} us, round trips ${(trips / N).toFixed(2)}`);
   for (const [label, n] of [...queries].sort((a, b) => b[1] - a[1]).slice(0, 20)) console.log(`  ${(n / N).toFixed(3)}/answer  ${label}`);
-  const { rows } = await admin.query<{ calls: string; ms: number; q: string }>(`SELECT calls, total_exec_time + total_plan_time AS ms, query AS q
+  const { rows } = await admin.query<{ calls: string; ms: number; planMs: number; q: string }>(`SELECT calls, total_exec_time + total_plan_time AS ms, total_plan_time AS "planMs", query AS q
     FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = $1) ORDER BY ms DESC`, [db]);
   const bySender = new Map<string, { calls: number; ms: number }>();
   for (const r of rows) {
@@ -115,8 +124,23 @@ try {
   }
   console.log('server statements per answer, and their exec + plan time:');
   for (const [sender, s] of [...bySender].sort((a, b) => b[1].ms - a[1].ms)) console.log(`  ${(s.calls / N).toFixed(2)}  ${((s.ms * 1000) / N).toFixed(0).padStart(5)} us  ${sender}`);
+  // Statements of one shape but another row count are apart in pg_stat_statements: together here, by their start.
+  const byHead = new Map<string, { calls: number; ms: number; planMs: number }>();
+  for (const r of rows) {
+    // The writer's statements are prepared under a name of their own per connection: summed by their text.
+    const head = r.q.replace(/^PREPARE netingest_s\d+ AS /, '').replace(/\s+/g, ' ').slice(0, 60);
+    const s = byHead.get(head) ?? { calls: 0, ms: 0, planMs: 0 };
+    s.calls += Number(r.calls);
+    s.ms += r.ms;
+    s.planMs += r.planMs;
+    byHead.set(head, s);
+  }
+  console.log('statements by their first 60 characters, per answer (calls, exec + plan us, of which plan):');
+  for (const [head, s] of [...byHead].sort((a, b) => b[1].ms - a[1].ms).slice(0, Number(process.env['TOP'] ?? 12))) {
+    console.log(`  ${(s.calls / N).toFixed(2).padStart(6)} ${((s.ms * 1000) / N).toFixed(0).padStart(5)} ${((s.planMs * 1000) / N).toFixed(0).padStart(5)}  ${head}`);
+  }
   console.log('costliest statements (calls, exec + plan ms):');
-  for (const r of rows.slice(0, 12)) console.log(`  ${r.calls.padStart(6)} ${r.ms.toFixed(0).padStart(6)}  ${r.q.replace(/\s+/g, ' ').slice(0, 100)}`);
+  for (const r of rows.slice(0, Number(process.env['TOP'] ?? 12))) console.log(`  ${r.calls.padStart(6)} ${r.ms.toFixed(0).padStart(6)}  ${r.q.replace(/\s+/g, ' ').slice(0, 100)}`);
 } finally {
   await admin.end().catch(() => undefined);
   await sandbox.stop();

@@ -68,7 +68,7 @@ describe.skipIf(!pgClusterUrl)(`the PostgreSQL writer's groups${pgClusterUrl ? '
 async function waitForLockWait(store: PgStore): Promise<void> {
   for (let i = 0; i < 500; i++) {
     const { rows } = await store.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_stat_activity
-      WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'UPDATE tasks%'`);
+      WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%UPDATE tasks%'`);
     if (rows[0]!.n > 0) return;
     await new Promise((resolve) => setTimeout(resolve, 20));
   }

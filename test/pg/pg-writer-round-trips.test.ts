@@ -1,7 +1,7 @@
 /**
  * The PostgreSQL writer's round trips per group commit do not grow with the group: a group of 40 answers (their
  * posts, media sets, raw bodies, api_calls rows, tasks settled, failed attempts) is sent in as many
- * queries as a group of 2: two, the history's reads riding with the raw bodies. The queries are counted on the
+ * queries as a group of 2: two, the history's reads and then the rest; and a busy writer sends one a group. The queries are counted on the
  * connection the group is written on (a wrapped client); each is one round trip, since node-postgres sends one
  * query at a time.
  */
@@ -103,5 +103,25 @@ describe.skipIf(!pgClusterUrl)(`the PostgreSQL writer's round trips${pgClusterUr
     expect(await count('SELECT count(*) AS n FROM api_calls')).toBe(83 + 27);
     expect(await count('SELECT count(*) AS n FROM posts')).toBe(83);
     expect(await count('SELECT count(DISTINCT post_id) AS n FROM post_media')).toBe(83);
+  });
+
+  it('a busy writer sends one query a group: the next group\'s reads ride in the one before, ahead of its COMMIT', async () => {
+    const count = { queries: 0 };
+    const first = writeGroup.plan(group(84, 5));
+    const second = writeGroup.plan(group(89, 5));
+    await withPgClient(store.pool, async (client) => {
+      const c = counted(client, count);
+      const read = await writeGroup.read(c, first);
+      expect(count.queries).toBe(1);
+      const secondRead = await writeGroup.write(c, first, read, { ownTransaction: true, next: second });
+      // The second group's posts were read after the first's were written: none of them was stored yet.
+      expect(secondRead.map((rows) => rows.length)).toEqual([0, 0]);
+      await writeGroup.write(c, second, secondRead, { ownTransaction: true });
+    });
+    expect(count.queries).toBe(3);
+    const posts = await store.pool.query<{ n: string }>('SELECT count(*) AS n FROM posts');
+    expect(Number(posts.rows[0]!.n)).toBe(93);
+    const added = await store.pool.query<{ n: string }>(`SELECT count(*) AS n FROM changes WHERE entity = 'post' AND change = 'added' AND task_id BETWEEN 84 AND 93`);
+    expect(Number(added.rows[0]!.n)).toBe(10);
   });
 });

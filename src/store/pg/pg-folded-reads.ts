@@ -1,16 +1,13 @@
 /**
- * Reads folded into a multi-statement query (pg-literal-sql.ts): each becomes PREPARE (its statement's own
- * PostgreSQL text, placeholders and all: nothing is rewritten), EXECUTE with its values as literals, and
- * DEALLOCATE, so a group's reads ride in the round trip of the statements before them. Only for readers whose
+ * Reads folded into a multi-statement query (pg-literal-sql.ts): each is its statement's own PostgreSQL text,
+ * placeholders and all (nothing is rewritten), sent as EXECUTE of that text prepared on the connection, its
+ * values as literals, so a group's reads ride in the round trip of the statements before them. Only for readers whose
  * statements do not depend on the rows read (the history's read of a group's keys): the reader is run once
  * with no rows to learn its statements, and again with theirs.
  */
 import type { ReadStep, Reads } from '../../read-steps.ts';
 import { pgValues } from '../../statement.ts';
-import { sqlLiteral } from './pg-literal-sql.ts';
-
-/** Per process: prepared names are per connection, and a failed group may leave one behind on its connection. */
-let nextName = 0;
+import type { BoundStatement } from './pg-literal-sql.ts';
 
 /** The statements `reads` sends, learned by running it with no rows (it must not depend on them). */
 export function plannedReads(reads: Reads<unknown>): ReadStep[] {
@@ -22,14 +19,17 @@ export function plannedReads(reads: Reads<unknown>): ReadStep[] {
   return steps;
 }
 
-/** Three statements per read: the one at index 1 of each three returns its rows. */
-export function foldedReadSql(steps: readonly ReadStep[]): string[] {
-  return steps.flatMap((step) => {
+/** Each read as a statement with its values (pg-literal-sql.ts sends it as EXECUTE of a prepared statement). */
+export function foldedReadSql(steps: readonly ReadStep[]): BoundStatement[] {
+  return steps.map((step) => {
     if (typeof step.sql === 'string') throw new Error('internal: a plain read does not fold');
-    const name = `netingest_read_${++nextName}`;
-    const values = pgValues(step.sql, step.params);
-    return [`PREPARE ${name} AS ${step.sql.postgres}`, `EXECUTE ${name}${values.length > 0 ? `(${values.map(sqlLiteral).join(', ')})` : ''}`, `DEALLOCATE ${name}`];
+    return { text: step.sql.postgres, values: pgValues(step.sql, step.params) };
   });
+}
+
+/** The rows of each read, from their statements' results, in order. */
+export function readRowsOf(results: readonly { rows: unknown[] }[]): unknown[][] {
+  return results.map((r) => r.rows);
 }
 
 /** Runs `reads` again on the rows its planned statements returned, checking it asks the same statements in order. */

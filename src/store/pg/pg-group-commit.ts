@@ -1,22 +1,24 @@
 /**
- * One group of outcomes written on PostgreSQL, in the caller's transaction, in two round trips however many
- * outcomes it holds: the raw bodies in one multi-row INSERT (their ids are the anomalies' and the order's
- * check), then every answer's normalized rows (gathered in one PgRowBatch: a few multi-row statements per table),
- * the anomalies, the api_calls rows and the task updates (one UPDATE ... FROM VALUES per round of distinct
- * tasks), sent together as one multi-statement query (pg-literal-sql.ts). A stored row an answer reads back
- * costs one more round trip, rare. What ends stored is what writing the outcomes one by one, in order, stored: rows get their ids in
- * the outcomes' order, a row two answers touch ends as the later one left it, a task settled twice ends as
- * the second settlement left it (attempts added up).
+ * One group of outcomes written on PostgreSQL in one multi-statement query however many outcomes it holds
+ * (pg-literal-sql.ts): the raw bodies in one multi-row INSERT with the anomalies naming them, every answer's
+ * normalized rows (gathered in one PgRowBatch: a few multi-row statements per table), the api_calls rows, the
+ * task updates (one UPDATE ... FROM VALUES per round of distinct tasks) and the history's rows. The history's
+ * reads of the group's keys come before, in a query of their own or riding in the group before it. A stored
+ * row an answer reads back costs one more round trip, rare. What ends stored is what writing the outcomes one
+ * by one, in order, stored: rows get their ids in the outcomes' order, a row two answers touch ends as the
+ * later one left it, a task settled twice ends as the second settlement left it (attempts added up).
  */
 import type pg from 'pg';
 import type { ApiCallRow } from '../api-calls.ts';
 import { requestKeyOf } from '../ingest-request.ts';
 import type { OutcomeOp } from '../outcome-ops.ts';
+import type { RowWrite } from '../../operations/stored-rows.ts';
+import type { ReadStep } from '../read-steps.ts';
 import { ANOMALY_HEAD, candidateWrites, createPgAnswerStore } from './pg-answer-store.ts';
 import { PgRowBatch, roundsByKey } from './pg-row-batch.ts';
-import { runStatements, sqlLiteral, valuesSql } from './pg-literal-sql.ts';
+import { runStatements, valuesStatement, type BoundStatement } from './pg-literal-sql.ts';
 import { CHANGES_HEAD, ChangeRecorder, changeValues } from '../history/record-changes.ts';
-import { foldedReadSql, plannedReads, replayReads } from './pg-folded-reads.ts';
+import { foldedReadSql, plannedReads, readRowsOf, replayReads } from './pg-folded-reads.ts';
 import { STORE_TYPES } from './reader-values.ts';
 
 type PaidOp = Extract<OutcomeOp, { kind: 'success' | 'rejected' }>;
@@ -32,71 +34,141 @@ interface Settlement {
   at: string;
 }
 
+/** A group's outcomes and the history's reads of the keys they write, planned before anything is read. */
+export interface PlannedGroup {
+  ops: readonly OutcomeOp[];
+  paid: readonly PaidOp[];
+  candidates: readonly RowWrite[];
+  /** The history reader's statements for these keys (pg-folded-reads.ts): they do not depend on what they read. */
+  planned: readonly ReadStep[];
+}
+
+/** Writes a group in the caller's transaction, or (`ownTransaction`) in one it opens and commits: reads, then the rest. */
+export interface PgGroupCommit {
+  (client: pg.ClientBase, ops: readonly OutcomeOp[], ownTransaction?: boolean): Promise<void>;
+  /** The history's reads of the group's keys, to send before the group is written. */
+  plan(ops: readonly OutcomeOp[]): PlannedGroup;
+  /** The group's reads alone, in one query (none when it reads nothing). */
+  read(client: pg.ClientBase, group: PlannedGroup): Promise<unknown[][]>;
+  /**
+   * The group written in one query (a stored value an answer reads back costs one more, rare), with `next`'s
+   * reads riding in it before COMMIT: the state `next` starts from is the one this group leaves. `next`'s rows.
+   */
+  write(client: pg.ClientBase, group: PlannedGroup, read: readonly unknown[][], options: { ownTransaction: boolean; next?: PlannedGroup | null }): Promise<unknown[][]>;
+}
+
 /**
- * The writer of one run's groups: `(client, ops)` writes a group in the caller's transaction; with `ownTransaction`
- * it opens the transaction in its first query and commits it in its last (BEGIN and COMMIT were two round trips
- * of the group's six), and the caller rolls back on a throw (withPgClient).
+ * The writer of one run's groups. The run's writer (pg-outcome-writer.ts) sends each group in one query: BEGIN
+ * (or earlier, when an answer reads a stored value back), the raw bodies and the anomalies naming them in one
+ * statement, the rows, the calls, the settles, the history, the next group's reads, COMMIT. Two queries a group
+ * (BEGIN with the raw bodies and the reads, then the rest) was the writer's wait on the server twice a group.
  */
-export function createPgGroupCommit(runId: number): (client: pg.ClientBase, ops: readonly OutcomeOp[], ownTransaction?: boolean) => Promise<void> {
+export function createPgGroupCommit(runId: number): PgGroupCommit {
   const answers = createPgAnswerStore();
-  return async (client, ops, ownTransaction = false) => {
-    const paid = ops.filter((op): op is PaidOp => op.kind === 'success' || op.kind === 'rejected');
+
+  async function write(client: pg.ClientBase, group: PlannedGroup, read: readonly unknown[][], options: { ownTransaction: boolean; next?: PlannedGroup | null }): Promise<unknown[][]> {
+    const tx = options.ownTransaction ? beginningLazily(client) : { client, begun: () => true };
+    const { paid, ops } = group;
     const batch = new PgRowBatch();
     const history = new ChangeRecorder();
-    // What the group's answers change is read before any of their rows is written (one statement per table), in
-    // the raw bodies' query: the read of the group's keys does not depend on what it reads (pg-folded-reads.ts).
-    const candidates = paid.flatMap((op) => (op.kind === 'success' ? candidateWrites(op) : []));
-    const planned = plannedReads(new ChangeRecorder().prefetch(candidates));
-    const { rawIds, read } = await saveRawBodies(client, paid, runId, { begin: ownTransaction, reads: foldedReadSql(planned) });
-    replayReads(history.prefetch(candidates), planned, read);
-    const anomalies: unknown[][] = [];
+    replayReads(history.prefetch(group.candidates), group.planned, read);
+    // Each answer's anomalies name its raw body by its place in the one INSERT (rawBodiesSql), so both go together.
+    const anomalies: Array<{ n: number; taskId: number; row: unknown[] }> = [];
     for (const [i, op] of paid.entries()) {
       if (op.kind !== 'success') continue;
       const input = {
-        rawResponseId: rawIds[i]!, runId, taskId: op.taskId, operation: op.operation, requestKey: op.requestKey, request: op.request, answer: op.answer, setAside: op.setAside, at: op.at,
+        rawResponseId: 0, runId, taskId: op.taskId, operation: op.operation, requestKey: op.requestKey, request: op.request, answer: op.answer, setAside: op.setAside, at: op.at,
       };
-      anomalies.push(...(await answers.collect(client, batch, input, history)).anomalies);
+      const found = (await answers.collect(tx.client, batch, input, history)).anomalies;
+      anomalies.push(...found.map(([, ...row]) => ({ n: i + 1, taskId: op.taskId, row })));
     }
     const { changes, withdrawn } = history.take();
-    await runStatements(client, [
+    const nextReads = options.next ? foldedReadSql(options.next.planned) : [];
+    const tail = options.ownTransaction ? ['COMMIT'] : [];
+    const results = await runStatements(client, [
+      tx.begun() ? null : 'BEGIN',
+      rawBodiesSql(paid, runId, anomalies),
       ...batch.take(),
-      valuesSql(ANOMALY_HEAD, anomalies),
       callsSql(ops.flatMap((op) => ('call' in op ? [op.call] : []))),
       ...settleSql(runId, ops.flatMap(settlementOf)),
-      withdrawn.length > 0 ? `DELETE FROM changes WHERE id IN (${withdrawn.map(sqlLiteral).join(', ')})` : null,
-      valuesSql(CHANGES_HEAD, changes.map(changeValues)),
-      ownTransaction ? 'COMMIT' : null,
-    ]);
+      withdrawn.length > 0 ? { text: `DELETE FROM changes WHERE id IN (${withdrawn.map((_, i) => `$${i + 1}`).join(', ')})`, values: withdrawn } : null,
+      valuesStatement(CHANGES_HEAD, changes.map(changeValues)),
+      ...nextReads,
+      ...tail,
+    ], STORE_TYPES);
+    return readRowsOf(results.slice(results.length - tail.length - nextReads.length, results.length - tail.length));
+  }
+
+  async function read(client: pg.ClientBase, group: PlannedGroup): Promise<unknown[][]> {
+    return readRowsOf(await runStatements(client, foldedReadSql(group.planned), STORE_TYPES));
+  }
+
+  const writeGroup = async (client: pg.ClientBase, ops: readonly OutcomeOp[], ownTransaction = false) => {
+    const group = planGroup(ops);
+    await write(client, group, await read(client, group), { ownTransaction });
   };
+  return Object.assign(writeGroup, { plan: planGroup, read, write });
+}
+
+/** What the group's answers would write, and the history's statements that read what those keys hold now. */
+function planGroup(ops: readonly OutcomeOp[]): PlannedGroup {
+  const paid = ops.filter((op): op is PaidOp => op.kind === 'success' || op.kind === 'rejected');
+  const candidates = paid.flatMap((op) => (op.kind === 'success' ? candidateWrites(op) : []));
+  return { ops, paid, candidates, planned: plannedReads(new ChangeRecorder().prefetch(candidates)) };
+}
+
+/**
+ * `client` sending BEGIN before the first query made through it: an answer that reads a stored value back (or the
+ * day order's first read) does so inside the group's transaction; otherwise BEGIN goes with the group's one query.
+ */
+function beginningLazily(client: pg.ClientBase): { client: pg.ClientBase; begun: () => boolean } {
+  let begun = false;
+  const lazy = new Proxy(client, {
+    get(target, prop) {
+      if (prop !== 'query') {
+        const value = Reflect.get(target, prop) as unknown;
+        return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+      }
+      return async (...args: Parameters<pg.ClientBase['query']>) => {
+        if (!begun) await target.query('BEGIN');
+        begun = true;
+        return (target.query as (...a: unknown[]) => unknown)(...args);
+      };
+    },
+  });
+  return { client: lazy, begun: () => begun };
 }
 
 const RAW_HEAD = 'INSERT INTO raw_responses (operation, request_key, request_json, body, body_encoding, received_at, run_id, task_id, error_code)';
 
 /**
- * The bodies as received, as text (body_encoding NULL: PostgreSQL compresses large values itself); their ids in
- * `paid`'s order. One statement's rows take their ids in the order of its VALUES, so the returned ids sorted are
- * that order, which their task ids confirm. One query, the values as literals: BEGIN first when asked, and the
- * folded reads after (their rows returned in order).
+ * The bodies as received, as text (body_encoding NULL: PostgreSQL compresses large values itself), and the
+ * anomalies that name them (ANOMALY_HEAD's columns after raw_response_id) in the same statement: the rows of one
+ * INSERT take their ids in the order of its VALUES, so the n-th id is the n-th body's. An anomaly's body is
+ * checked by its task: one out of place gives NULL, which raw_response_id refuses (NOT NULL), so the group fails
+ * rather than file an anomaly under another body.
  */
-async function saveRawBodies(client: pg.ClientBase, paid: readonly PaidOp[], runId: number, with_: { begin: boolean; reads: readonly string[] }): Promise<{ rawIds: number[]; read: unknown[][] }> {
+function rawBodiesSql(paid: readonly PaidOp[], runId: number, anomalies: ReadonlyArray<{ n: number; taskId: number; row: unknown[] }>): BoundStatement | null {
   const rows = paid.map((op) => [
     op.operation, op.requestKey ?? requestKeyOf(op.request), JSON.stringify(op.request), op.body, null, op.at, runId, op.taskId, op.kind === 'rejected' ? op.code : null,
   ]);
-  const insert = valuesSql(RAW_HEAD, rows, ' RETURNING id, task_id');
-  const results = await runStatements(client, [with_.begin ? 'BEGIN' : null, insert, ...with_.reads], STORE_TYPES);
-  const skip = (with_.begin ? 1 : 0) + (insert === null ? 0 : 1);
-  const got = (insert === null ? [] : results[skip - 1]!.rows) as Array<{ id: number; task_id: number }>;
-  const sorted = got.map((r) => ({ id: Number(r.id), taskId: Number(r.task_id) })).sort((a, b) => a.id - b.id);
-  if (sorted.some((r, i) => r.taskId !== paid[i]!.taskId)) throw new Error('internal: raw_responses ids out of the order of their rows');
-  // PREPARE, EXECUTE, DEALLOCATE per read: the EXECUTEs' rows.
-  const read = results.slice(skip).filter((_, i) => i % 3 === 1).map((r) => r.rows as unknown[]);
-  return { rawIds: sorted.map((r) => r.id), read };
+  if (anomalies.length === 0) return valuesStatement(RAW_HEAD, rows);
+  const raw = valuesStatement(RAW_HEAD, rows, ' RETURNING id, task_id')!;
+  const values = [...raw.values];
+  const param = (v: unknown) => `$${values.push(v)}`;
+  const tuples = anomalies.map((a) => `((SELECT id FROM numbered WHERE n = ${a.n} AND task_id = ${param(a.taskId)}::bigint), ${a.row.map(param).join(', ')})`);
+  return {
+    text: `WITH raw AS (${raw.text}),
+  numbered AS (SELECT id, task_id, row_number() OVER (ORDER BY id) AS n FROM raw)
+${ANOMALY_HEAD} VALUES ${tuples.join(', ')}`,
+    values,
+  };
 }
 
 const CALL_HEAD = 'INSERT INTO api_calls (run_id, task_id, operation, method, path, status, error_code, latency_ms, total_credits, credits_used, credits_remaining, at)';
 
-function callsSql(calls: readonly ApiCallRow[]): string | null {
-  return valuesSql(CALL_HEAD, calls.map((r) => [r.runId, r.taskId, r.operation, r.method, r.path, r.status, r.errorCode, r.latencyMs, r.totalCredits, r.creditsUsed, r.creditsRemaining, r.at]));
+function callsSql(calls: readonly ApiCallRow[]): BoundStatement | null {
+  return valuesStatement(CALL_HEAD, calls.map((r) => [r.runId, r.taskId, r.operation, r.method, r.path, r.status, r.errorCode, r.latencyMs, r.totalCredits, r.creditsUsed, r.creditsRemaining, r.at]));
 }
 
 function settlementOf(op: OutcomeOp): Settlement[] {
@@ -123,12 +195,16 @@ const SETTLE_COLUMNS: ReadonlyArray<[keyof Settlement, string]> = [
 ];
 
 /** The tasks' outcomes, one UPDATE per round of distinct tasks (an UPDATE ... FROM changes a row once). */
-function settleSql(runId: number, settlements: readonly Settlement[]): string[] {
+function settleSql(runId: number, settlements: readonly Settlement[]): BoundStatement[] {
   return roundsByKey(settlements, (s) => String(s.id)).map((round) => {
-    const values = round.map((s) => `(${SETTLE_COLUMNS.map(([k, type]) => `${sqlLiteral(s[k])}::${type}`).join(', ')})`);
-    return `UPDATE tasks AS t SET status = v.status, attempts = t.attempts + v.attempts, last_error_code = v.code, last_error = v.message,
-    retryable = v.retryable, updated_at = v.at, completed_at = CASE WHEN v.status = 'failed' THEN NULL ELSE v.at END, run_id = ${sqlLiteral(runId)}::bigint
-  FROM (VALUES ${values.join(', ')}) AS v(${SETTLE_COLUMNS.map(([k]) => k).join(', ')})
-  WHERE t.id = v.id`;
+    const values: unknown[] = [runId];
+    const tuples = round.map((s) => `(${SETTLE_COLUMNS.map(([k, type]) => `$${values.push(s[k])}::${type}`).join(', ')})`);
+    return {
+      text: `UPDATE tasks AS t SET status = v.status, attempts = t.attempts + v.attempts, last_error_code = v.code, last_error = v.message,
+    retryable = v.retryable, updated_at = v.at, completed_at = CASE WHEN v.status = 'failed' THEN NULL ELSE v.at END, run_id = $1::bigint
+  FROM (VALUES ${tuples.join(', ')}) AS v(${SETTLE_COLUMNS.map(([k]) => k).join(', ')})
+  WHERE t.id = v.id`,
+      values,
+    };
   });
 }

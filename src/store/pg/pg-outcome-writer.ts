@@ -1,16 +1,15 @@
 /**
  * The run's writer on PostgreSQL: the same group commit as store/result-writer.ts (the outcomes of one turn of
  * the event loop, or `maxBatch` of them, in one transaction: normalized rows, raw body, task status and
- * api_calls row together), committed one group at a time on a connection of the pool, each with a few
- * multi-row statements per table (pg-group-commit.ts). An outcome's promise
- * resolves once its group is committed, so a worker killed at any instant loses at most its in-flight calls.
+ * api_calls row together), committed one group at a time on a connection of its own for the run, each
+ * in one query of a few multi-row statements per table (pg-group-commit.ts). An outcome's promise resolves once
+ * its group is committed, so a worker killed at any instant loses at most its in-flight calls.
  */
 import type pg from 'pg';
-import { withPgClient } from './transaction.ts';
 import type { OutcomeOp } from '../outcome-ops.ts';
 import { GroupCommitWriter } from '../group-commit-writer.ts';
 import { RESULT_WRITER_DEFAULTS } from '../result-writer.ts';
-import { createPgGroupCommit } from './pg-group-commit.ts';
+import { createPgGroupCommit, type PlannedGroup } from './pg-group-commit.ts';
 
 export class PgOutcomeWriter extends GroupCommitWriter {
   /** Groups handed over while a commit is under way, with their waiters: they go together in the next one. */
@@ -18,6 +17,11 @@ export class PgOutcomeWriter extends GroupCommitWriter {
   /** The commits going on, one after the other; resolves once nothing is waiting. */
   private committing: Promise<void> | null = null;
   private readonly writeGroup: ReturnType<typeof createPgGroupCommit>;
+  /**
+   * The writer's own connection, from its first commit to close(): the statements it prepared stay prepared (a
+   * connection of the pool per busy spell was mostly another one, prepared afresh and planned each time).
+   */
+  private connection: pg.PoolClient | null = null;
 
   constructor(
     private readonly pool: pg.Pool,
@@ -32,11 +36,13 @@ export class PgOutcomeWriter extends GroupCommitWriter {
 
   async drain(): Promise<void> {
     this.flush();
-    await this.committing;
+    while (this.committing) await this.committing;
   }
 
-  close(): Promise<void> {
-    return this.drain();
+  async close(): Promise<void> {
+    await this.drain();
+    this.connection?.release();
+    this.connection = null;
   }
 
   /**
@@ -46,28 +52,68 @@ export class PgOutcomeWriter extends GroupCommitWriter {
    */
   protected commitGroup(ops: readonly OutcomeOp[], release: () => void): void {
     this.waiting.push({ ops, release });
-    this.committing ??= this.commitWaiting().finally(() => (this.committing = null));
+    this.startCommitting();
   }
 
+  /** Starts the commits unless under way; a group handed over as they finished starts them again. */
+  private startCommitting(): void {
+    this.committing ??= this.commitWaiting().finally(() => {
+      this.committing = null;
+      if (this.waiting.length > 0) this.startCommitting();
+    });
+  }
+
+  /**
+   * Commits the waiting groups one after the other on one connection while any waits. Each commit is one query
+   * that also reads, before its COMMIT, what the history needs of the next group (the groups waiting by then):
+   * one round trip a group while the writer is busy, two for the first after it was idle (its reads, then it).
+   */
   private async commitWaiting(): Promise<void> {
-    while (this.waiting.length > 0) {
-      let count = this.waiting[0]!.ops.length;
-      let n = 1;
-      while (n < this.waiting.length && count + this.waiting[n]!.ops.length <= this.maxOps) count += this.waiting[n++]!.ops.length;
-      const groups = this.waiting.splice(0, n);
-      if (!this.error) {
-        try {
-          await this.commit(groups.flatMap((g) => g.ops));
-        } catch (err) {
-          this.fail(err);
-        }
+    /** Taken from `waiting`, not yet let go: the group being committed and the one whose reads ride with it. */
+    const taken: Pending[] = [];
+    try {
+      const client = (this.connection ??= await this.pool.connect());
+      while (!this.error && (taken.length > 0 || this.waiting.length > 0)) {
+        if (taken.length === 0) taken.push(this.take());
+        const current = taken[0]!;
+        const read = current.read ?? (await this.writeGroup.read(client, current.group));
+        const next = this.waiting.length > 0 ? this.take() : null;
+        if (next) taken.push(next);
+        const nextRead = await this.writeGroup.write(client, current.group, read, { ownTransaction: true, next: next?.group ?? null });
+        if (next) next.read = nextRead;
+        for (const release of taken.shift()!.releases) release();
       }
-      for (const g of groups) g.release();
+    } catch (err) {
+      await this.dropConnection();
+      this.fail(err);
     }
+    // After a failure nothing more is written: the groups left are let go (GroupCommitWriter.error says why).
+    for (const release of [...taken.flatMap((p) => p.releases), ...this.waiting.splice(0).map((g) => g.release)]) release();
   }
 
-  private async commit(ops: readonly OutcomeOp[]): Promise<void> {
-    // BEGIN and COMMIT go inside the group's first and last queries.
-    return withPgClient(this.pool, (client) => this.writeGroup(client, ops, true));
+  /** After a failed group: rolled back, and the connection given back (dropped when even ROLLBACK fails). */
+  private async dropConnection(): Promise<void> {
+    const client = this.connection;
+    this.connection = null;
+    if (!client) return;
+    let broken: Error | undefined;
+    await client.query('ROLLBACK').catch((err: Error) => (broken = err));
+    client.release(broken);
   }
+
+  /** The waiting groups that go together next (up to maxBatch outcomes), their history's reads planned. */
+  private take(): Pending {
+    let count = this.waiting[0]!.ops.length;
+    let n = 1;
+    while (n < this.waiting.length && count + this.waiting[n]!.ops.length <= this.maxOps) count += this.waiting[n++]!.ops.length;
+    const groups = this.waiting.splice(0, n);
+    return { group: this.writeGroup.plan(groups.flatMap((g) => g.ops)), read: null, releases: groups.map((g) => g.release) };
+  }
+}
+
+/** Groups taken to be committed together, and what the history read for them (null: not read yet). */
+interface Pending {
+  group: PlannedGroup;
+  read: unknown[][] | null;
+  releases: Array<() => void>;
 }

@@ -8,15 +8,15 @@
  *   values win exactly as row by row;
  * - a set replaced twice (a company's locations) ends as the last one: its owner's rows deleted, the last set
  *   inserted.
- * Whoever reads a stored row the batch may have touched flushes it first (`touches`). The statements carry their
- * values as literals (pg-literal-sql.ts) and a flush sends them all as one query: one round trip per flush
- * however many rows, tables and rounds it holds.
+ * Whoever reads a stored row the batch may have touched flushes it first (`touches`). The statements go with
+ * their values (pg-literal-sql.ts: EXECUTE of a statement prepared per connection) and a flush sends them all as
+ * one query: one round trip per flush however many rows, tables and rounds it holds.
  */
 import type pg from 'pg';
 import type { Row, RowWrite } from '../../operations/stored-rows.ts';
 import { NORMALIZED_TABLES } from '../ingest/index.ts';
 import { paramsOf, tableStatementOf } from './pg-table-statements.ts';
-import { runStatements, sqlLiteral, valuesSql } from './pg-literal-sql.ts';
+import { runStatements, valuesStatement, type BoundStatement } from './pg-literal-sql.ts';
 
 const IDENTIFIER = /^[a-z_][a-z0-9_]*$/;
 /** Parents before children (NORMALIZED_TABLES lists children first, the order to empty them in). */
@@ -64,7 +64,7 @@ export class PgRowBatch {
   }
 
   /** The statements that write everything waiting, parents first, in order; the batch is then empty. */
-  take(): string[] {
+  take(): BoundStatement[] {
     const pending = this.pending;
     this.pending = new Map();
     const tables = [...pending.keys()].sort((a, b) => orderOf(a) - orderOf(b));
@@ -99,18 +99,20 @@ export function roundsByKey<T>(items: readonly T[], keyOf: (item: T) => string):
 }
 
 /** The upserts of `rows`, one statement per round of distinct conflict keys. */
-function upsertStatements(table: string, rows: readonly Row[]): string[] {
+function upsertStatements(table: string, rows: readonly Row[]): BoundStatement[] {
   const s = tableStatementOf(table);
   const key = s.conflictKey;
   const rounds = key ? roundsByKey(rows, (row) => keyText(row, key)) : [rows];
-  return rounds.flatMap((round) => valuesSql(s.head, round.map((row) => paramsOf(s, row)), s.tail) ?? []);
+  return rounds.flatMap((round) => valuesStatement(s.head, round.map((row) => paramsOf(s, row)), s.tail) ?? []);
 }
 
 /** Each owner's stored set deleted (one statement), then the sets inserted. */
-function replaceSetStatements(table: string, sets: readonly ReplacedSet[]): string[] {
+function replaceSetStatements(table: string, sets: readonly ReplacedSet[]): BoundStatement[] {
   const columns = Object.keys(sets[0]!.owner);
   const sameOwnerColumns = sets.every((s) => keyText(s.owner, Object.keys(s.owner)) === keyText(s.owner, columns));
   if (!sameOwnerColumns || !columns.every((c) => IDENTIFIER.test(c)) || !IDENTIFIER.test(table)) throw new Error(`internal: cannot delete from ${table}`);
-  const owners = sets.map((s) => `(${columns.map((c) => sqlLiteral(s.owner[c])).join(', ')})`);
-  return [`DELETE FROM ${table} WHERE (${columns.join(', ')}) IN (${owners.join(', ')})`, ...upsertStatements(table, sets.flatMap((s) => s.rows))];
+  let n = 0;
+  const owners = sets.map(() => `(${columns.map(() => `$${++n}`).join(', ')})`);
+  const deleted = { text: `DELETE FROM ${table} WHERE (${columns.join(', ')}) IN (${owners.join(', ')})`, values: sets.flatMap((s) => columns.map((c) => s.owner[c])) };
+  return [deleted, ...upsertStatements(table, sets.flatMap((s) => s.rows))];
 }

@@ -52,9 +52,9 @@ export const PG_RUN_STORE_DEFAULTS = {
 /**
  * Opens (migrating when needed) the PostgreSQL dataset for a run, and holds its lock shared: LockedError while
  * reprocess or prune holds it. The hold keeps one of the pool's connections (PG_STORE_DEFAULTS.maxConnections,
- * 10) for the run's life; the writer and planning take one each for a transaction, claims, the gate and the
- * credit budget one per statement, none holds one while waiting for another, and a statement finding all nine
- * busy queues for a moment.
+ * 10) for the run's life, and the writer one from its first commit (its prepared statements stay on it);
+ * planning takes one for a transaction, claims, the gate and the credit budget one per statement, none holds one
+ * while waiting for another, and a statement finding all eight busy queues for a moment.
  */
 export async function openPgRunStore(options: PgRunStoreOptions): Promise<RunStore> {
   const store = await openPgStore(options.url);

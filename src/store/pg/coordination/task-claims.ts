@@ -168,16 +168,21 @@ const RELEASE = `DELETE FROM worker_task_leases WHERE worker_id = $1 AND job = $
  * request) answered at or after $2 (freshSince), as that answer; returns their ids. The other jobs' names come
  * from a skip-scan of the job index (job-names.ts), and each claimed task probes the unique index once per other
  * job (LATERAL): a join over the jobs' answered tasks read every one of them, each claim, so a job's claims
- * cost grew with its size (6.4 ms a claim of 64 at 2,400 answered tasks).
+ * cost grew with its size (6.4 ms a claim of 64 at 2,400 answered tasks). Each probe is an equality on all three
+ * columns of the unique index, job by job (a LATERAL per name): with `job = ANY(...)` the planner sometimes took
+ * the (job, status) index instead and read every answered task of the jobs per claimed task (28-70 ms a claim of
+ * 64), and with the names joined to the tasks it scanned the table.
  */
 const ADOPT = `WITH RECURSIVE names(job) AS (
     SELECT (SELECT min(job) FROM tasks)
     UNION ALL SELECT (SELECT min(job) FROM tasks WHERE job > names.job) FROM names WHERE names.job IS NOT NULL
+  ), jobs AS MATERIALIZED (SELECT job FROM names WHERE job IS NOT NULL
   ), found AS (
     SELECT t.id, a.status, a.completed_at, a.last_error FROM tasks t
-    CROSS JOIN LATERAL (SELECT s.status, s.completed_at, s.last_error FROM tasks s
-      WHERE s.job = ANY(ARRAY(SELECT job FROM names WHERE job IS NOT NULL)) AND s.input_key = t.input_key AND s.page = t.page AND s.job <> t.job
-        AND s.operation = t.operation AND s.request_json = t.request_json
+    CROSS JOIN LATERAL (SELECT s.status, s.completed_at, s.last_error
+      FROM jobs n
+      CROSS JOIN LATERAL (SELECT * FROM tasks s WHERE s.job = n.job AND s.input_key = t.input_key AND s.page = t.page OFFSET 0) s
+      WHERE s.job <> t.job AND s.operation = t.operation AND s.request_json = t.request_json
         AND s.status IN ('done', 'not_found') AND s.completed_at >= $2::timestamptz
       ORDER BY s.completed_at DESC LIMIT 1) a
     WHERE t.id = ANY($1::bigint[])
