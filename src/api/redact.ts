@@ -51,6 +51,15 @@ function base64Forms(secret: string): string[] {
  * come first: a token ending in a backslash or `%`, echoed as two backslashes or `%25`, must not leave a tail.
  */
 function charSpellings(char: string): string {
+  let group = spellingGroups.get(char);
+  if (group === undefined) spellingGroups.set(char, (group = buildCharSpellings(char)));
+  return group;
+}
+
+/** Each character's group, built once: it does not depend on the secret it is part of. */
+const spellingGroups = new Map<string, string>();
+
+function buildCharSpellings(char: string): string {
   const units = Array.from({ length: char.length }, (_, i) => char.charCodeAt(i));
   const spellings = [
     units.map((u) => '\\\\u' + hexPattern(u, 4)).join(''),
