@@ -7,7 +7,7 @@ import { pgClusterUrl, pgSkipReason } from './use-pg.ts';
 const JOB = 'shared-job';
 /** What a lease row's `job` holds: the operation of the input leased (one lease per lookup, whichever job asks it). */
 const OPERATION = 'post-details';
-const TASKS = 1_000;
+const TASKS = 500;
 const MAX_TASKS = 20;
 /** A claim of MAX_TASKS rows brings the rest of its last input: at most two more pages (inputs have 1 to 3). */
 const MOST_CLAIMED = MAX_TASKS + 2;
@@ -178,7 +178,7 @@ describe.skipIf(!pgClusterUrl)(`task claims on PostgreSQL${pgClusterUrl ? '' : `
     expect((await a.renew()).held).toEqual([]);
   });
 
-  it('four worker processes settle 1,000 tasks, each called once, inputs whole and in page order', async () => {
+  it('four worker processes settle 500 tasks, each called once, inputs whole and in page order', async () => {
     const { url, pool } = await jobDatabase();
     await planTasks(pool, JOB, TASKS);
     const started = await startWorkers(url, pool, 4, 10_000);
@@ -202,7 +202,7 @@ describe.skipIf(!pgClusterUrl)(`task claims on PostgreSQL${pgClusterUrl ? '' : `
     const leaseMs = 1_000;
     const [victim, ...others] = await startWorkers(url, pool, 4, leaseMs);
     const callsOf = async (w: string) => (await pool.query(`SELECT count(*)::int AS n FROM calls WHERE worker_id = $1`, [w])).rows[0].n as number;
-    await waitFor(async () => (await callsOf('w0')) >= 100 || victim!.child.exitCode !== null, 60_000, 'w0 to be working');
+    await waitFor(async () => (await callsOf('w0')) >= 50 || victim!.child.exitCode !== null, 60_000, 'w0 to be working');
     victim!.child.kill('SIGKILL');
     expect(await victim!.exited).toBe('SIGKILL');
     const settledAtKill = await settledCount(pool);

@@ -14,7 +14,7 @@ useCleanups();
 describe.skipIf(!pgClusterUrl)(`run on PostgreSQL, workers sharing the account${pgClusterUrl ? '' : ` (skipped: ${pgSkipReason})`}`, () => {
   it('four workers started together plan and work one job: every task called exactly once', async () => {
     // Twice what the shared rate allows in a window: the check below can fail.
-    const TASKS = 400;
+    const TASKS = 200;
     const s = await setUp(TASKS, 'four', undefined, BINDING_REQUESTS_PER_MINUTE);
     const workers = [startWorker(s), startWorker(s), startWorker(s), startWorker(s)];
     for (const w of workers) expect(await w.exited, w.stderr()).toBe(0);

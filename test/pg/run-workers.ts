@@ -15,11 +15,11 @@ export const REQUESTS_PER_MINUTE = 24_000;
 /** The most calls a job at `requestsPerMinute` may make in any RATE_WINDOW_MS, on all workers together. */
 export const limitOf = (requestsPerMinute: number): number => (requestsPerMinute * RATE_WINDOW_MS) / 60_000;
 /**
- * A rate the workers of a test meet (100 calls a second together): a rate check over a few hundred calls can
- * fail, where the default's 800 calls in 2 s would need thousands of calls (each a row planned, called and
+ * A rate the workers of a test meet (50 calls a second together, 100 in a window): a rate check over 200 calls
+ * can fail, where the default's 800 calls in 2 s would need thousands of calls (each a row planned, called and
  * stored by a worker process: CPU the suite pays for).
  */
-export const BINDING_REQUESTS_PER_MINUTE = 6_000;
+export const BINDING_REQUESTS_PER_MINUTE = 3_000;
 export const LEASE_MS = 2_000;
 
 const cleanups: Array<() => Promise<unknown>> = [];
