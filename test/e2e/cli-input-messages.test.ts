@@ -1,8 +1,8 @@
 /**
  * Messages about bad input as the user sees them from the command line: what `plan` and `run` print, the exit
  * code, and what the database records. A job file that cannot be read is met by the built CLI as a child
- * process (the whole of its stderr, a .ts job compiled as users run it); the other messages come from the same
- * command code run in this process, without a Node start per call.
+ * process with `plan` (the whole of its stderr, a .ts job compiled as users run it), and with `run` through the
+ * same command code in this process, as are the other messages, without a Node start per call.
  */
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -55,8 +55,9 @@ describe('a job file that is not valid JSON', () => {
     const text = ['{', '  "operation": "search-jobs",', '  "input": { "csv": "x.csv" },', '  "request": {', '    "location": [', '      "germany",', '      "france",]', '  }', '}', ''];
     await ws.write('x.json', text.join('\n'));
     const env = { NETINGEST_API_URL: 'http://127.0.0.1:9', NETINGEST_API_TOKEN: 'unused-token' };
-    // Both stop while loading the job, before the database is opened: they can run side by side.
-    const results = await Promise.all(['plan', 'run'].map((command) => runCli([command, 'x.json', '--db', ws.db], { cwd: ws.dir, env })));
+    // Both stop while loading the job, before the database is opened: plan as a child process (all of its
+    // stderr), run through the CLI's code in this process alongside.
+    const results = await Promise.all([runCli(['plan', 'x.json', '--db', ws.db], { cwd: ws.dir, env }), inProcess(['run', 'x.json', '--db', ws.db], env, { cwd: ws.dir })]);
     for (const r of results) {
       expect(r.code, r.stderr).toBe(2);
       expect(r.stderr).toBe("netingest: x.json:7:16: invalid JSON: Unexpected token ']' [JOB_INVALID]\n");
@@ -70,7 +71,9 @@ describe('a .ts job file that does not compile', () => {
     await ws.write('posts.csv', 'post_url\n');
     await ws.write('x.ts', ['export default {', "  operation: 'post-details',", "  input: { csv: 'posts.csv', column: 'post_url' },,", '};', ''].join('\n'));
     const env = { NETINGEST_API_URL: 'http://127.0.0.1:9', NETINGEST_API_TOKEN: 'unused-token' };
-    const results = await Promise.all(['plan', 'run'].map((command) => runCli([command, 'x.ts', '--db', ws.db], { cwd: ws.dir, env })));
+    // plan compiles the job with the CLI's tsx as users run it; run, through the CLI's code in this process
+    // (vite compiles it there), gives the same line.
+    const results = await Promise.all([runCli(['plan', 'x.ts', '--db', ws.db], { cwd: ws.dir, env }), inProcess(['run', 'x.ts', '--db', ws.db], env, { cwd: ws.dir })]);
     for (const r of results) {
       expect(r.code, r.stderr).toBe(2);
       expect(r.stderr).toBe('netingest: x.ts:3:51: invalid TypeScript: Expected identifier but found "," [JOB_INVALID]\n');

@@ -1,3 +1,4 @@
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -17,7 +18,7 @@ let sandbox: Sandbox | null = null;
 const startFake = useFakeServices();
 
 beforeEach(async () => {
-  ws = await opsWorkspace({ posts: 8, companies: 2, retries: 1 });
+  ws = await opsWorkspace({ posts: POSTS, companies: 2, retries: 1 });
 });
 
 afterEach(async () => {
@@ -34,6 +35,21 @@ async function runAgainst(options: SandboxOptionsInput, db: string, retry: Parti
   // test/pg/run-outage.test.ts); here every task must show how such an answer is recorded.
   // Likewise every answer of the wrong shape would stop it after max(5, concurrency) (test/e2e/run-live-answers.test.ts).
   return runJobs({ dbPath: join(ws.dir, db), jobs: [job], api: { baseUrl: sandbox.url, token: TOKEN }, outageMinTasks: 100, unusableMinAnswers: 100 });
+}
+
+/** Posts of the workspace's job, all of them unless a test keeps fewer. */
+const POSTS = 8;
+/**
+ * The bodies over the size limit are megabytes each (the client's limit is 8 MiB): three tasks show how every
+ * one is recorded as well as eight, for less than half the bytes sent, read and archived.
+ */
+const HUGE_TASKS = 3;
+
+/** Keeps the first `n` rows of the posts job's CSV. */
+function keepPosts(n: number): void {
+  const file = join(ws.dir, 'posts.csv');
+  const lines = readFileSync(file, 'utf8').split('\n');
+  writeFileSync(file, `${lines.slice(0, n + 1).join('\n')}\n`);
 }
 
 interface TaskRow {
@@ -63,18 +79,20 @@ describe('garbage from the API is recorded against the task and never crashes th
     { fault: 'htmlRate', code: 'INVALID_JSON', excerpt: /<!DOCTYPE html>.*Something went wrong/i, retryable: 1, attempts: 2, archived: 0 },
     // Valid JSON of the wrong shape: deterministic, so not retried (a retry would only pay again). Paid for, so
     // its body is archived, marked as not an answer (test/pg/ops-garbage-archive.test.ts).
-    { fault: 'wrongShapeRate', code: 'SCHEMA', excerpt: /"status":"ok"/, retryable: 0, attempts: 1, archived: 8 },
+    { fault: 'wrongShapeRate', code: 'SCHEMA', excerpt: /"status":"ok"/, retryable: 0, attempts: 1, archived: POSTS },
     // A body over the size limit (9 MiB, announced by Content-Length): paid, not retried, not stored as an
     // answer; within the kept bound, so its body is archived for reprocess (test/pg/run-oversize-kept.test.ts).
-    { fault: 'hugeRate', code: 'BODY_TOO_LARGE', excerpt: /{"success":true/, retryable: 0, attempts: 1, archived: 8 },
+    { fault: 'hugeRate', code: 'BODY_TOO_LARGE', excerpt: /{"success":true/, retryable: 0, attempts: 1, archived: HUGE_TASKS, tasks: HUGE_TASKS },
   ] as const;
 
   for (const c of cases) {
     it(`${c.fault}: every task failed with ${c.code} and a body excerpt; no row stored as an answer`, async () => {
+      const tasks = 'tasks' in c ? c.tasks : POSTS;
+      keepPosts(tasks);
       const options: SandboxOptionsInput = { [c.fault]: 1, hugeBytes: CLIENT_DEFAULTS.maxBodyBytes + 1024 * 1024 };
       const summary = await runAgainst(options, 'garbage.db');
       expect(summary.status).toBe('completed_with_failures');
-      expect(summary.jobs[0]).toMatchObject({ planned: 8, failed: 8, done: 0 });
+      expect(summary.jobs[0]).toMatchObject({ planned: tasks, failed: tasks, done: 0 });
       for (const task of tasksOf('garbage.db')) {
         expect(task).toMatchObject({ status: 'failed', code: c.code, retryable: c.retryable, attempts: c.attempts });
         expect(task.error).toMatch(c.excerpt);
@@ -85,7 +103,7 @@ describe('garbage from the API is recorded against the task and never crashes th
       expect(countOf('garbage.db', `raw_responses WHERE error_code = '${c.code}'`)).toBe(c.archived);
       // Every failed attempt is in the call log with its code.
       const calls = read<{ code: string | null; n: number }>('garbage.db', `SELECT error_code AS code, count(*) AS n FROM api_calls GROUP BY 1`);
-      expect(calls).toEqual([{ code: c.code, n: 8 * c.attempts }]);
+      expect(calls).toEqual([{ code: c.code, n: tasks * c.attempts }]);
     }, 60_000);
   }
 
@@ -97,11 +115,11 @@ describe('garbage from the API is recorded against the task and never crashes th
     { fault: 'serverErrorRate', paidRetries: 0, attempts: 5, code: 'SERVER_ERROR' },
   ] as const)('$fault with retries 4 and paidRetries $paidRetries: $attempts attempts, then failed and left for the next run', async (c) => {
     const summary = await runAgainst({ [c.fault]: 1 }, 'paid.db', { retries: 4, paidRetries: c.paidRetries });
-    expect(summary.jobs[0]).toMatchObject({ planned: 8, failed: 8, done: 0 });
+    expect(summary.jobs[0]).toMatchObject({ planned: POSTS, failed: POSTS, done: 0 });
     for (const task of tasksOf('paid.db')) {
       expect(task).toMatchObject({ status: 'failed', code: c.code, retryable: 1, attempts: c.attempts });
     }
-    expect(countOf('paid.db', 'api_calls')).toBe(8 * c.attempts);
+    expect(countOf('paid.db', 'api_calls')).toBe(POSTS * c.attempts);
   }, 60_000);
 
   it('bodies over the limit are refused even when the server sends no length', async () => {
@@ -122,12 +140,13 @@ describe('garbage from the API is recorded against the task and never crashes th
       res.write('{"success":true,"padding":"');
       pump();
     });
+    keepPosts(HUGE_TASKS);
     const job = await loadJob(ws.postsJob, { cwd: ws.dir });
     // Every task must show how such an answer is recorded: the unusable-answer stop is the next test's.
     const summary = await runJobs({ dbPath: join(ws.dir, 'chunked.db'), jobs: [job], api: { baseUrl, token: TOKEN }, unusableMinAnswers: 100 });
     expect(summary.status).toBe('completed_with_failures');
     const tasks = tasksOf('chunked.db');
-    expect(tasks.map((t) => t.code)).toEqual(Array(8).fill('BODY_TOO_LARGE'));
+    expect(tasks.map((t) => t.code)).toEqual(Array(HUGE_TASKS).fill('BODY_TOO_LARGE'));
     for (const t of tasks) expect(t.error).toMatch(/body: {"success":true,"padding":"x+/);
     // Reading stopped at the kept bound (plus what the socket buffers held), far from the 64 MiB on offer, and
     // nothing of it kept.

@@ -33,6 +33,13 @@ async function cli(what: string, args: string[], env: Record<string, string> = a
   return result;
 }
 
+/** A command through the CLI's code in this process (inProcess sets the folder and environment), its output kept. */
+async function here(what: string, args: string[], env: Record<string, string> = apiEnv(sandbox.url, TOKEN)): Promise<CliResult> {
+  const result = { ...(await inProcess(args, env, { cwd: ws.dir })), signal: null };
+  outputs.push({ what, result });
+  return result;
+}
+
 function leaks(text: string | Buffer): string[] {
   const found: string[] = [];
   for (const secret of [TOKEN, REFUSED]) {
@@ -48,9 +55,12 @@ describe('no output and no file ever holds the token', () => {
     writeFileSync(tokenFile, `${TOKEN}\n`, { mode: 0o600 });
 
     expect((await cli('run', ['run', ws.postsJob, ws.lookalikesJob, '--db', db])).code).toBe(0);
-    expect((await cli('run --log-format json --json', ['run', ws.postsJob, '--db', db, '--refresh', '--log-format', 'json', '--json'])).code).toBe(0);
-    const viaFile = await cli('run --token-file', ['run', ws.postsJob, '--db', db, '--refresh', '--token-file', tokenFile], { NETINGEST_API_URL: sandbox.url });
-    expect(viaFile.code).toBe(0);
+    // The JSON logs and the token file: the same run's code, whose logger, summary and errors write only to the
+    // streams it is given, through the CLI's code in this process (all a run's process prints is the run above's,
+    // the refused token's and the killed run's).
+    expect((await here('run --log-format json --json', ['run', ws.postsJob, '--db', db, '--refresh', '--log-format', 'json', '--json'])).code).toBe(0);
+    const viaFile = await here('run --token-file', ['run', ws.postsJob, '--db', db, '--refresh', '--token-file', tokenFile], { NETINGEST_API_URL: sandbox.url });
+    expect(viaFile.code, viaFile.stderr).toBe(0);
 
     // The reads: the bodies' text and a query from spawned CLIs (all their processes print), the others, which
     // print what is stored, through the CLI's code in this process, one after another (inProcess sets the
@@ -67,9 +77,7 @@ describe('no output and no file ever holds the token', () => {
       ['export', ['export', 'api_calls', '--db', db, '--format', 'jsonl']],
       ['export --sql', ['export', '--sql', 'SELECT * FROM raw_responses', '--db', db]],
     ] as const) {
-      const result = { ...(await inProcess([...args], apiEnv(sandbox.url, TOKEN), { cwd: ws.dir })), signal: null };
-      outputs.push({ what, result });
-      reads.push(result);
+      reads.push(await here(what, [...args]));
     }
     for (const r of [...reads, ...(await spawnedReads)]) expect(r.code, r.stderr).toBe(0);
 
