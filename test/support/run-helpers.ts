@@ -232,12 +232,37 @@ export function companyUrls(n: number, prefix = 'co'): string[] {
 /**
  * `netingest <args>` in this process (the CLI's own main) with `env` set meanwhile, output captured; in `cwd`
  * when given (job files name their CSVs relative to it). A spawned CLI costs a Node start and its module load.
+ * Runs that set variables or the folder go one at a time: the process has one of each, and two concurrent cases
+ * (files share a fork) restoring them out of order left a deleted temp folder as the cwd (esbuild's spawn: ENOENT).
  */
 export async function inProcess(
   args: string[],
   env: Record<string, string> = {},
   options: { cwd?: string } = {},
 ): Promise<{ code: number; stdout: string; stderr: string }> {
+  if (Object.keys(env).length === 0 && !options.cwd) return runMain(args);
+  const turn = processStateTurn.then(async () => {
+    const saved = Object.fromEntries(Object.keys(env).map((k) => [k, process.env[k]]));
+    const cwd = process.cwd();
+    Object.assign(process.env, env);
+    if (options.cwd) process.chdir(options.cwd);
+    try {
+      return await runMain(args);
+    } finally {
+      process.chdir(cwd);
+      for (const [k, v] of Object.entries(saved)) {
+        if (v === undefined) delete process.env[k];
+        else process.env[k] = v;
+      }
+    }
+  });
+  processStateTurn = turn.catch(() => undefined);
+  return turn;
+}
+
+let processStateTurn: Promise<unknown> = Promise.resolve();
+
+async function runMain(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   let stdout = '';
   let stderr = '';
   const sink = (append: (s: string) => void) =>
@@ -247,20 +272,8 @@ export async function inProcess(
         done();
       },
     });
-  const saved = Object.fromEntries(Object.keys(env).map((k) => [k, process.env[k]]));
-  const cwd = process.cwd();
-  Object.assign(process.env, env);
-  if (options.cwd) process.chdir(options.cwd);
-  try {
-    const code = await main(args, { stdout: sink((s) => (stdout += s)), stderr: sink((s) => (stderr += s)) });
-    return { code, stdout, stderr };
-  } finally {
-    process.chdir(cwd);
-    for (const [k, v] of Object.entries(saved)) {
-      if (v === undefined) delete process.env[k];
-      else process.env[k] = v;
-    }
-  }
+  const code = await main(args, { stdout: sink((s) => (stdout += s)), stderr: sink((s) => (stderr += s)) });
+  return { code, stdout, stderr };
 }
 
 /** Whether a process of this host is still there (signal 0 checks without sending). */
