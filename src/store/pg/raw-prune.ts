@@ -44,9 +44,3 @@ export async function pruneRawBodiesPg(pool: pg.Pool, options: PruneOptions): Pr
     };
   });
 }
-
-/** Whether any body was ever dropped, so that reprocess must not rebuild the tables from nothing. */
-export async function rawBodiesWerePrunedPg(pool: pg.Pool): Promise<boolean> {
-  const { rowCount } = await pool.query(`SELECT 1 FROM netingest_meta WHERE key = 'raw_pruned_at'`);
-  return (rowCount ?? 0) > 0;
-}
