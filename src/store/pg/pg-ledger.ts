@@ -6,6 +6,8 @@
  */
 import type pg from 'pg';
 import { inPgTransaction } from './transaction.ts';
+import { otherJobsWithOperationReads } from '../job-names.ts';
+import { readPg } from '../read-steps.ts';
 import { countByKey, invalidParams, LEDGER_SQL, statusCounts, type InvalidInputRow, type NewTask, type RunnableFilter, type TaskRow } from '../ledger.ts';
 import type { RunLedger } from '../run-store.ts';
 import type { TaskStatus } from '../schema.ts';
@@ -45,11 +47,7 @@ export function createPgLedger(pool: pg.Pool): RunLedger {
     recordedInvalid: async (job, file) => countByKey((await pool.query<InvalidInputRow>(LEDGER_SQL.recordedInvalid.postgres, [job, file])).rows),
     insertPlanned: (tasks, invalid, runId, at) => retryingConflicts(() => insertPlanned(pool, tasks, invalid, runId, at)),
     dropStaleInvalid: async (job, runId) => (await pool.query(LEDGER_SQL.dropStaleInvalid.postgres, [job, runId])).rowCount ?? 0,
-    async otherJobs(operation, job) {
-      const { rows } = await pool.query<{ job: string }>(
-        'SELECT DISTINCT job FROM tasks WHERE operation = $1 AND job <> $2 ORDER BY job', [operation, job]);
-      return rows.map((r) => r.job);
-    },
+    otherJobs: (operation, job) => readPg({ client: pool }, otherJobsWithOperationReads(operation, job)),
     async adoptSharedAnswers(filter, others, at) {
       if (others.length === 0) return 0;
       const { rowCount } = await pool.query(`UPDATE tasks SET (status, completed_at, last_error) = (

@@ -18,6 +18,7 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type pg from 'pg';
 import { LOCK_HOLDERS_SQL } from '../dataset-lock.ts';
+import { JOB_NAMES_SQL } from '../../job-names.ts';
 import type { DueRule, TaskRow } from '../../ledger.ts';
 
 export const TASK_CLAIM_DEFAULTS = {
@@ -173,10 +174,7 @@ const RELEASE = `DELETE FROM worker_task_leases WHERE worker_id = $1 AND job = $
  * the (job, status) index instead and read every answered task of the jobs per claimed task (28-70 ms a claim of
  * 64), and with the names joined to the tasks it scanned the table.
  */
-const ADOPT = `WITH RECURSIVE names(job) AS (
-    SELECT (SELECT min(job) FROM tasks)
-    UNION ALL SELECT (SELECT min(job) FROM tasks WHERE job > names.job) FROM names WHERE names.job IS NOT NULL
-  ), jobs AS MATERIALIZED (SELECT job FROM names WHERE job IS NOT NULL
+const ADOPT = `WITH jobs AS MATERIALIZED (${JOB_NAMES_SQL}
   ), found AS (
     SELECT t.id, a.status, a.completed_at, a.last_error FROM tasks t
     CROSS JOIN LATERAL (SELECT s.status, s.completed_at, s.last_error
