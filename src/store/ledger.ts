@@ -2,7 +2,7 @@ import type { Connection } from './connection.ts';
 import { otherJobsWithOperationReads } from './job-names.ts';
 import { readSync } from './read-steps.ts';
 import type { TaskStatus } from './tables.ts';
-import { sql, param } from '../statement.ts';
+import { sql, param, named } from '../statement.ts';
 
 /** A task as the runner reads it from the ledger. */
 export interface TaskRow {
@@ -99,6 +99,10 @@ export const LEDGER_SQL = {
   countsByStatus: sql`SELECT status, CAST(count(*) AS INTEGER) AS n FROM tasks WHERE job = ${param} AND run_id = ${param} GROUP BY status`,
   failedByCode: sql`SELECT coalesce(last_error_code, 'UNKNOWN') AS code, CAST(count(*) AS INTEGER) AS n FROM tasks
     WHERE job = ${param} AND run_id = ${param} AND status = 'failed' GROUP BY 1`,
+  // Named (markRecovered's object): only a task whose latest outcome is this very body, failed with its code.
+  markRecovered: sql`UPDATE tasks SET status = 'done', last_error_code = NULL, last_error = NULL, retryable = NULL,
+    updated_at = ${named('at')}, completed_at = ${named('receivedAt')} WHERE id = ${named('id')} AND status = 'failed'
+    AND last_error_code = ${named('code')} AND NOT EXISTS (SELECT 1 FROM raw_responses r WHERE r.task_id = ${named('id')} AND r.id > ${named('rawId')})`,
 };
 
 /** The values of an invalid row's upsert (LEDGER_SQL.upsertInvalid). */
@@ -176,11 +180,7 @@ export function createLedger(database: Connection) {
     last_error_code = NULL, last_error = @note, retryable = NULL, updated_at = @at, completed_at = @at, run_id = @runId WHERE id = @id`);
   const failed = sqlite.prepare(`UPDATE tasks SET status = 'failed', attempts = attempts + @attempts, last_error_code = @code,
     last_error = @message, retryable = @retryable, updated_at = @at, completed_at = NULL, run_id = @runId WHERE id = @id`);
-  // Only a task whose latest outcome is this very body: failed with its code, and no newer body archived for it.
-  const recovered = sqlite.prepare(`UPDATE tasks SET status = 'done', last_error_code = NULL, last_error = NULL,
-    retryable = NULL, updated_at = @at, completed_at = @receivedAt
-    WHERE id = @id AND status = 'failed' AND last_error_code = @code
-      AND NOT EXISTS (SELECT 1 FROM raw_responses r WHERE r.task_id = @id AND r.id > @rawId)`);
+  const recovered = sqlite.prepare(LEDGER_SQL.markRecovered.sqlite);
   // The answer's own time is kept, so freshness and enrich's latest answers run from when it was received.
   const adopt = sqlite.prepare(`UPDATE tasks SET (status, completed_at, last_error) = (
       SELECT u.status, u.completed_at, u.last_error FROM tasks u WHERE ${sharedAnswer('tasks.')} ORDER BY u.completed_at DESC LIMIT 1),

@@ -9,6 +9,7 @@
 import type BetterSqlite3 from 'better-sqlite3';
 import type { Connection } from './connection.ts';
 import { encodeRawBody } from './raw-body.ts';
+import { WERE_PRUNED_SQL } from './reprocess-store.ts';
 
 /** Options of pruneRawBodies(); every default here. */
 export interface PruneOptions {
@@ -64,7 +65,7 @@ export function pruneRawBodies(database: Connection, options: PruneOptions): Pru
 
 /** Whether any body was ever dropped, so that reprocess must not rebuild the tables from nothing. */
 export function rawBodiesWerePruned(sqlite: BetterSqlite3.Database): boolean {
-  return sqlite.prepare(`SELECT 1 FROM netingest_meta WHERE key = 'raw_pruned_at'`).get() !== undefined;
+  return sqlite.prepare(WERE_PRUNED_SQL).get() !== undefined;
 }
 
 /**
