@@ -14,23 +14,13 @@ import { networkHost } from '../../urls/network-host.ts';
 import { setAsideAnomalies } from '../answer-anomalies.ts';
 import type { StoredAnswer } from '../store-answer.ts';
 import { isoPostDate, readPostDate, type DayOrder } from '../ingest/post-date.ts';
+import { POST_DATE_SQL } from '../ingest/post-date-order.ts';
 import { PgRowBatch } from './pg-row-batch.ts';
 import { ChangeRecorder } from '../history/record-changes.ts';
 import { readPg } from '../read-steps.ts';
 import { insertRows } from './pg-table-statements.ts';
 
 const IDENTIFIER = /^[a-z_][a-z0-9_]*$/;
-
-/** posts.posted_on's day order, as post-date-order.ts learns it on SQLite; a proof found fills the ambiguous days. */
-const NN_NN_YYYY = `posted_raw ~ '^[0-9]{2}-[0-9]{2}-[0-9]{4}$'`;
-const FIRST = 'CAST(substr(posted_raw, 1, 2) AS INTEGER)';
-const SECOND = 'CAST(substr(posted_raw, 4, 2) AS INTEGER)';
-const AMBIGUOUS = `${NN_NN_YYYY} AND ${FIRST} BETWEEN 1 AND 12 AND ${SECOND} BETWEEN 1 AND 12 AND ${FIRST} <> ${SECOND}`;
-const YEAR = 'substr(posted_raw, 7, 4)';
-const FILL: Record<DayOrder, string> = {
-  dmy: `UPDATE posts SET posted_on = ${YEAR} || '-' || substr(posted_raw, 4, 2) || '-' || substr(posted_raw, 1, 2) WHERE ${AMBIGUOUS}`,
-  mdy: `UPDATE posts SET posted_on = ${YEAR} || '-' || substr(posted_raw, 1, 2) || '-' || substr(posted_raw, 4, 2) WHERE ${AMBIGUOUS}`,
-};
 
 /** What one answer stored: its rows (upserts and set rows), and its answer_anomalies rows' parameters. */
 export interface PgStoredAnswer {
@@ -56,8 +46,9 @@ export function createPgAnswerStore() {
 
   async function dayOrder(client: pg.ClientBase): Promise<Record<DayOrder, boolean>> {
     if (seen) return seen;
-    const proves = (cond: string) => client.query<{ e: boolean }>(`SELECT EXISTS (SELECT 1 FROM posts WHERE ${NN_NN_YYYY} AND ${cond} > 12 AND posted_on IS NOT NULL) AS e`);
-    seen = { dmy: (await proves(FIRST)).rows[0]!.e, mdy: (await proves(SECOND)).rows[0]!.e };
+    // As post-date-order.ts learns it on SQLite; a proof found later fills the ambiguous days (postedOn).
+    const proves = async (order: DayOrder) => (await client.query<{ e: boolean }>(POST_DATE_SQL.proves[order].postgres)).rows[0]!.e;
+    seen = { dmy: await proves('dmy'), mdy: await proves('mdy') };
     return seen;
   }
 
@@ -69,7 +60,7 @@ export function createPgAnswerStore() {
       s[proves] = true;
       const now = order(s);
       await batch.flush(client);
-      await client.query(now === null ? `UPDATE posts SET posted_on = NULL WHERE ${AMBIGUOUS}` : FILL[now]);
+      await client.query((now === null ? POST_DATE_SQL.clear : POST_DATE_SQL.fill[now]).postgres);
     }
     return isoPostDate(raw, order(s));
   }
