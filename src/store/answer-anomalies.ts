@@ -22,16 +22,19 @@ export interface AnomalySource {
   at: string;
 }
 
+/** The insert's head on both engines; its rows are anomalyRow()'s. */
+export const ANOMALY_HEAD = 'INSERT INTO answer_anomalies (raw_response_id, run_id, task_id, operation, request_key, kind, position, path, reason, asked_id, answered_id, at)';
+
+/** One anomaly's values, in ANOMALY_HEAD's order. */
+export function anomalyRow(s: AnomalySource, a: AnswerAnomaly): unknown[] {
+  return [s.rawResponseId, s.runId, s.taskId, s.operation, s.requestKey, a.kind, a.position, a.path, a.reason, a.askedId, a.answeredId, s.at];
+}
+
 /** Prepares the insert once; the returned function writes an answer's anomalies (caller's transaction). */
 export function recordAnswerAnomalies(database: Connection): (source: AnomalySource, anomalies: readonly AnswerAnomaly[]) => void {
-  const insert = database.sqlite.prepare(
-    `INSERT INTO answer_anomalies (raw_response_id, run_id, task_id, operation, request_key, kind, position, path, reason, asked_id, answered_id, at)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-  );
+  const insert = database.sqlite.prepare(`${ANOMALY_HEAD} VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
   return (s, anomalies) => {
-    for (const a of anomalies) {
-      insert.run(s.rawResponseId, s.runId, s.taskId, s.operation, s.requestKey, a.kind, a.position, a.path, a.reason, a.askedId, a.answeredId, s.at);
-    }
+    for (const a of anomalies) insert.run(anomalyRow(s, a));
   };
 }
 

@@ -11,7 +11,7 @@ import { specOf } from '../../operations/index.ts';
 import { rowCount, type Row, type RowContext, type RowWrite } from '../../operations/stored-rows.ts';
 import type { SqlValue } from '../../operations/stored-values.ts';
 import { networkHost } from '../../urls/network-host.ts';
-import { setAsideAnomalies } from '../answer-anomalies.ts';
+import { ANOMALY_HEAD, anomalyRow, setAsideAnomalies } from '../answer-anomalies.ts';
 import type { StoredAnswer } from '../store-answer.ts';
 import { isoPostDate, readPostDate, type DayOrder } from '../ingest/post-date.ts';
 import { POST_DATE_SQL } from '../ingest/post-date-order.ts';
@@ -31,13 +31,6 @@ export interface PgStoredAnswer {
 
 /** One answer to store as its contract read it, and where it came from (its raw_responses row). */
 export type PgStoredBody = StoredAnswer;
-
-export const ANOMALY_HEAD = 'INSERT INTO answer_anomalies (raw_response_id, run_id, task_id, operation, request_key, kind, position, path, reason, asked_id, answered_id, at)';
-
-/** Writes answer_anomalies rows (the parameters `collect` gave), in order. */
-export async function insertAnomalies(client: pg.ClientBase, rows: readonly unknown[][]): Promise<void> {
-  await insertRows(client, ANOMALY_HEAD, rows);
-}
 
 /** One writer of answers per run: it keeps the dataset's day order once read. */
 export function createPgAnswerStore() {
@@ -98,7 +91,7 @@ export function createPgAnswerStore() {
     // What it changes, read before its rows join the batch (history/record-changes.ts: keys first seen are read now).
     await readPg({ client }, history.record({ writes: stored.writes, runId: input.runId ?? null, taskId: input.taskId ?? null, at: input.at }));
     for (const w of stored.writes) await batch.add(client, await completed(client, batch, w));
-    return { rows: rowCount(stored), anomalies: anomalyRows(input, [...setAsideAnomalies(input.setAside), ...stored.anomalies]) };
+    return { rows: rowCount(stored), anomalies: [...setAsideAnomalies(input.setAside), ...stored.anomalies].map((a) => anomalyRow(input, a)) };
   }
 
   /** Stores one body on its own: its rows and anomalies written before it returns. */
@@ -108,18 +101,11 @@ export function createPgAnswerStore() {
     const stored = await collect(client, batch, input, history);
     await batch.flush(client);
     await readPg({ client }, history.store());
-    await insertAnomalies(client, stored.anomalies);
+    await insertRows(client, ANOMALY_HEAD, stored.anomalies);
     return stored;
   }
 
   return { collect, store };
-}
-
-/** answer_anomalies rows (ANOMALY_HEAD's columns) of one answer's anomalies. */
-function anomalyRows(input: PgStoredBody, anomalies: ReturnType<typeof setAsideAnomalies>): unknown[][] {
-  return anomalies.map((a) => [
-    input.rawResponseId, input.runId, input.taskId, input.operation, input.requestKey, a.kind, a.position, a.path, a.reason, a.askedId, a.answeredId, input.at,
-  ]);
 }
 
 /**
