@@ -19,6 +19,9 @@ export const ARCHIVE_PAGE_SQL = sql`SELECT id, operation, request_key AS "reques
 /** bodiesWerePruned's statement: a row when prune ever dropped bodies. */
 export const WERE_PRUNED_SQL = `SELECT 1 FROM netingest_meta WHERE key = 'raw_pruned_at'`;
 
+/** clearKeptBodiesAnomalies' statement. */
+export const CLEAR_KEPT_ANOMALIES_SQL = 'DELETE FROM answer_anomalies WHERE raw_response_id IN (SELECT id FROM raw_responses)';
+
 /** One raw_responses row as the replay reads it (times as ISO text, ids as numbers). */
 export interface ArchivedBody {
   id: number;

@@ -7,7 +7,7 @@
  */
 import type pg from 'pg';
 import { CLEAR_HISTORY_SQL, NORMALIZED_TABLES } from '../ingest/index.ts';
-import { ARCHIVE_PAGE_SQL, WERE_PRUNED_SQL, type ArchivedBody, type ReprocessStore } from '../reprocess-store.ts';
+import { ARCHIVE_PAGE_SQL, CLEAR_KEPT_ANOMALIES_SQL, WERE_PRUNED_SQL, type ArchivedBody, type ReprocessStore } from '../reprocess-store.ts';
 import { LEDGER_SQL } from '../ledger.ts';
 import { pgValues } from '../../statement.ts';
 import { createPgAnswerStore } from './pg-answer-store.ts';
@@ -27,7 +27,7 @@ export function pgReprocessStore(client: pg.PoolClient): ReprocessStore {
       await run(CLEAR_HISTORY_SQL);
       return rows;
     },
-    clearKeptBodiesAnomalies: async () => void (await run('DELETE FROM answer_anomalies WHERE raw_response_id IN (SELECT id FROM raw_responses)')),
+    clearKeptBodiesAnomalies: async () => void (await run(CLEAR_KEPT_ANOMALIES_SQL)),
     // Times as ISO text with milliseconds and ids as numbers (STORE_TYPES), as the replay reads them on SQLite.
     archivePage: async (afterId, limit) => (await client.query<ArchivedBody>({ text: ARCHIVE_PAGE_SQL.postgres, values: [afterId, limit], types: STORE_TYPES })).rows,
     savepoint: async () => void (await run('SAVEPOINT reprocess_body')),

@@ -8,7 +8,7 @@ import { createLedger } from '../ledger.ts';
 import type { Database } from '../open.ts';
 import { acceptRawResponse } from '../raw-archive.ts';
 import { rawBodiesWerePruned } from '../raw-prune.ts';
-import { ARCHIVE_PAGE_SQL, type ArchivedBody, type ReprocessStore } from '../reprocess-store.ts';
+import { ARCHIVE_PAGE_SQL, CLEAR_KEPT_ANOMALIES_SQL, type ArchivedBody, type ReprocessStore } from '../reprocess-store.ts';
 
 /**
  * Runs `replay` in one transaction on `database`, over the store, its statements prepared once (the day order of
@@ -21,7 +21,7 @@ export function inSqliteReprocessTransaction<T>(database: Database, replay: (sto
   // Keyset pages instead of one iterate(): better-sqlite3 refuses other statements on a connection while an
   // iterator is open, and the replay writes on this connection.
   const page = sqlite.prepare(ARCHIVE_PAGE_SQL.sqlite);
-  const clearAnomalies = sqlite.prepare('DELETE FROM answer_anomalies WHERE raw_response_id IN (SELECT id FROM raw_responses)');
+  const clearAnomalies = sqlite.prepare(CLEAR_KEPT_ANOMALIES_SQL);
   const store: ReprocessStore = {
     bodiesWerePruned: () => rawBodiesWerePruned(sqlite),
     clearNormalizedTables: () => clearNormalizedTables(database),
