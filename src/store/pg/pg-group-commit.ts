@@ -19,7 +19,7 @@ import { ANOMALY_HEAD } from '../answer-anomalies.ts';
 import { PgRowBatch, roundsByKey } from './pg-row-batch.ts';
 import { runStatements, valuesStatement, type BoundStatement } from './pg-literal-sql.ts';
 import { CHANGES_HEAD, ChangeRecorder, changeValues } from '../history/record-changes.ts';
-import { foldedReadSql, plannedReads, readRowsOf, replayReads } from './pg-folded-reads.ts';
+import { foldedReadSql, plannedReads, replayReads } from './pg-folded-reads.ts';
 import { STORE_TYPES } from './reader-values.ts';
 
 type PaidOp = Extract<OutcomeOp, { kind: 'success' | 'rejected' }>;
@@ -97,11 +97,11 @@ export function createPgGroupCommit(runId: number): PgGroupCommit {
       ...nextReads,
       ...tail,
     ], STORE_TYPES);
-    return readRowsOf(results.slice(results.length - tail.length - nextReads.length, results.length - tail.length));
+    return results.slice(results.length - tail.length - nextReads.length, results.length - tail.length).map((r) => r.rows);
   }
 
   async function read(client: pg.ClientBase, group: PlannedGroup): Promise<unknown[][]> {
-    return readRowsOf(await runStatements(client, foldedReadSql(group.planned), STORE_TYPES));
+    return (await runStatements(client, foldedReadSql(group.planned), STORE_TYPES)).map((r) => r.rows);
   }
 
   const writeGroup = async (client: pg.ClientBase, ops: readonly OutcomeOp[], ownTransaction = false) => {
