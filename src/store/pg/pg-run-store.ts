@@ -6,6 +6,7 @@
  * Its `runs` row is live while its session holds the lock (coordination/worker-runs.ts).
  */
 import { setTimeout as sleep } from 'node:timers/promises';
+import type pg from 'pg';
 import { apiCallReads } from '../api-calls.ts';
 import { anomalyCountsReads } from '../answer-anomalies.ts';
 import { driftParams, SAVE_DRIFT_SQL } from '../answer-drift.ts';
@@ -27,7 +28,6 @@ import { SharedCreditGuard } from './shared-credit-guard.ts';
 import { SharedCreditBudget } from './coordination/shared-credit-budget.ts';
 import { startWorkerRun } from './coordination/worker-runs.ts';
 import { holdShared, type DatasetHold } from './dataset-lock.ts';
-import { serverClock } from './server-clock.ts';
 
 /** Options of a PostgreSQL run store; every default is in PG_RUN_STORE_DEFAULTS. */
 export interface PgRunStoreOptions {
@@ -112,6 +112,18 @@ export async function openPgRunStore(options: PgRunStoreOptions): Promise<RunSto
       await store.close();
     },
   };
+}
+
+/**
+ * The server's time now as ISO text, from one round trip's measure of its offset (good to its latency): a
+ * worker stamps the ledger with it (a run's start, an answer's completion, the freshness cut-off), so workers
+ * on hosts whose clocks disagree (one a day ahead) agree on what is fresh, as they do on when a lease ends.
+ */
+async function serverClock(pool: pg.Pool): Promise<() => string> {
+  const sentMs = Date.now();
+  const { rows } = await pool.query<{ now: Date }>('SELECT clock_timestamp() AS now');
+  const offsetMs = new Date(rows[0]!.now).getTime() - (sentMs + Date.now()) / 2;
+  return () => new Date(Date.now() + offsetMs).toISOString();
 }
 
 function runRecords({ pool }: PgStore, hold: WorkerHold): RunStore['runs'] {
