@@ -217,7 +217,7 @@ export function createTaskClaims(pool: pg.Pool, options: TaskClaimOptions) {
       held.set(heldKey(r.operation, r.inputKey), { job: r.operation, inputKey: r.inputKey, endsAtMono: endOf(sentAtMono, r) });
       operationOf.set(`${r.job}\0${r.inputKey}`, r.operation);
     }
-    const claimed = rows.map(({ serverNow: _now, ...r }) => ({ ...r, id: Number(r.id), leaseUntil: iso(r.leaseUntil) }));
+    const claimed = rows.map(({ serverNow: _now, ...r }) => ({ ...r, id: Number(r.id), leaseUntil: new Date(r.leaseUntil).toISOString() }));
     if (claimed.length === 0) return claimed;
     // Under the lease: an answer another job stored since is taken, and an input left with nothing to call is given back.
     const adopted = new Set((await pool.query<{ id: string }>(ADOPT, [claimed.map((t) => t.id), filter.freshSince])).rows.map((r) => Number(r.id)));
@@ -254,7 +254,7 @@ export function createTaskClaims(pool: pg.Pool, options: TaskClaimOptions) {
     // A lease that ran out is lost (another worker may hold it now): forget it.
     const kept = new Set(rows.map((r) => heldKey(r.job, r.inputKey)));
     for (const h of mine) if (!kept.has(heldKey(h.job, h.inputKey))) held.delete(heldKey(h.job, h.inputKey));
-    return { held: rows.map((r) => ({ job: r.job, inputKey: r.inputKey, leaseUntil: iso(r.leaseUntil) })) };
+    return { held: rows.map((r) => ({ job: r.job, inputKey: r.inputKey, leaseUntil: new Date(r.leaseUntil).toISOString() })) };
   }
 
   return {
@@ -315,7 +315,3 @@ export function createTaskClaims(pool: pg.Pool, options: TaskClaimOptions) {
 }
 
 export type TaskClaims = ReturnType<typeof createTaskClaims>;
-
-function iso(value: Date | string): string {
-  return value instanceof Date ? value.toISOString() : new Date(value).toISOString();
-}
