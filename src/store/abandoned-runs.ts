@@ -27,6 +27,9 @@ export interface UnfinishedRun {
 /** What the database holds for a run that did not write its end. */
 export type UnfinishedRunFigures = Omit<RunEnd, 'status' | 'exitCode' | 'error' | 'jobRates'>;
 
+/** The end written for a run closed as abandoned, on both engines. */
+export const abandonedRunEnd = (figures: UnfinishedRunFigures): RunEnd => ({ ...figures, status: 'abandoned', exitCode: null, error: ABANDONED_RUN_ERROR, jobRates: null });
+
 /** The runs still marked running, oldest first. */
 export function* unfinishedRunsReads(): Reads<UnfinishedRun[]> {
   return yield* rows<UnfinishedRun>(`SELECT id, jobs, started_at AS "startedAt", pid, host FROM runs WHERE status = 'running' ORDER BY id`);
@@ -110,7 +113,7 @@ export function closeAbandonedRuns(database: Database): number[] {
   const runs = createRunLog(database);
   const closed: number[] = [];
   for (const run of readSync(database.sqlite, unfinishedRunsReads())) {
-    runs.end(run.id, { ...readSync(database.sqlite, measureUnfinishedRunReads(run)), status: 'abandoned', exitCode: null, error: ABANDONED_RUN_ERROR, jobRates: null });
+    runs.end(run.id, abandonedRunEnd(readSync(database.sqlite, measureUnfinishedRunReads(run))));
     closed.push(run.id);
   }
   return closed;

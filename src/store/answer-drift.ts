@@ -16,14 +16,18 @@ export interface AnswerDriftRow {
   detail: string | null;
 }
 
-/** Prepares the upsert once; the returned function writes a run's counts so far for one operation (they replace earlier ones). */
+/** The upsert of one row (a run's counts so far replace its earlier ones): driftParams' values. */
+export const SAVE_DRIFT_SQL = sql`INSERT INTO answer_drift (run_id, operation, path, kind, count, seen, detail)
+  VALUES (${param}, ${param}, ${param}, ${param}, ${param}, ${param}, ${param})
+  ON CONFLICT (run_id, operation, path, kind) DO UPDATE SET count = excluded.count, seen = excluded.seen, detail = excluded.detail`;
+
+export const driftParams = (runId: number, r: AnswerDriftRow) => [runId, r.operation, r.path, r.kind, r.count, r.seen, r.detail];
+
+/** Prepares the upsert once; the returned function writes a run's counts so far for one operation. */
 export function saveAnswerDrift(database: Connection): (runId: number, rows: readonly AnswerDriftRow[]) => void {
-  const upsert = database.sqlite.prepare(
-    `INSERT INTO answer_drift (run_id, operation, path, kind, count, seen, detail) VALUES (?, ?, ?, ?, ?, ?, ?)
-     ON CONFLICT (run_id, operation, path, kind) DO UPDATE SET count = excluded.count, seen = excluded.seen, detail = excluded.detail`,
-  );
+  const upsert = database.sqlite.prepare(SAVE_DRIFT_SQL.sqlite);
   return database.sqlite.transaction((runId: number, rows: readonly AnswerDriftRow[]) => {
-    for (const r of rows) upsert.run(runId, r.operation, r.path, r.kind, r.count, r.seen, r.detail);
+    for (const r of rows) upsert.run(driftParams(runId, r));
   });
 }
 

@@ -22,7 +22,7 @@ export abstract class GroupCommitWriter implements OutcomeWriter {
     /** Called once if a commit fails (disk full, read-only file, the run's lock lost): the run must stop. */
     private readonly onFatal: (err: unknown) => void,
     private readonly maxBatch: number,
-    /** The time outcomes are stamped with (ISO): PostgreSQL's server clock there (pg/server-clock.ts), this host's on SQLite. */
+    /** The time outcomes are stamped with (ISO): PostgreSQL's server clock there (pg/pg-run-store.ts's serverClock), this host's on SQLite. */
     private readonly now: () => string = () => new Date().toISOString(),
   ) {}
 

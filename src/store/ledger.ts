@@ -2,6 +2,7 @@ import type { Connection } from './connection.ts';
 import { otherJobsWithOperationReads } from './job-names.ts';
 import { readSync } from './read-steps.ts';
 import type { TaskStatus } from './tables.ts';
+import { sql, param, named } from '../statement.ts';
 
 /** A task as the runner reads it from the ledger. */
 export interface TaskRow {
@@ -31,6 +32,13 @@ export type { InvalidInputRow };
 /** What tells one invalid row from another across runs: what was wrong with it, wherever it is in the file. */
 export function invalidRowKey(row: Pick<InvalidInputRow, 'field' | 'value' | 'reason'>): string {
   return JSON.stringify([row.field, row.value, row.reason]);
+}
+
+/** The recorded invalid rows counted by invalidRowKey(). */
+export function countByKey(rows: ReadonlyArray<Pick<InvalidInputRow, 'field' | 'value' | 'reason'>>): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const r of rows) counts.set(invalidRowKey(r), (counts.get(invalidRowKey(r)) ?? 0) + 1);
+  return counts;
 }
 
 /**
@@ -75,6 +83,38 @@ const sharedAnswer = (of: 'tasks.' | '@') => `u.job IN (SELECT value FROM json_e
   AND u.operation = ${of}operation AND u.request_json = ${of === '@' ? '@requestJson' : 'tasks.request_json'}
   AND u.status IN ('done', 'not_found') AND u.completed_at >= @answeredSince`;
 
+/**
+ * The ledger's statements that are the same on both engines (pg-ledger.ts runs their PostgreSQL text), positional.
+ * Counts are cast to integer: PostgreSQL's count is a bigint, which node-postgres gives as text.
+ */
+export const LEDGER_SQL = {
+  upsertInvalid: sql`INSERT INTO invalid_inputs (job, file, line, field, value, reason, run_id, created_at)
+    VALUES (${param}, ${param}, ${param}, ${param}, ${param}, ${param}, ${param}, ${param})
+    ON CONFLICT (job, file, line) DO UPDATE SET field = excluded.field, value = excluded.value,
+      reason = excluded.reason, run_id = excluded.run_id`,
+  // Rows the job's latest complete read of its input did not find again (fixed, removed, or moved to another line).
+  dropStaleInvalid: sql`DELETE FROM invalid_inputs WHERE job = ${param} AND run_id <> ${param}`,
+  recordedInvalid: sql`SELECT field, value, reason FROM invalid_inputs WHERE job = ${param} AND file = ${param}`,
+  deferPending: sql`UPDATE tasks SET status = 'deferred', updated_at = ${param} WHERE job = ${param} AND run_id = ${param} AND status = 'pending'`,
+  countsByStatus: sql`SELECT status, CAST(count(*) AS INTEGER) AS n FROM tasks WHERE job = ${param} AND run_id = ${param} GROUP BY status`,
+  failedByCode: sql`SELECT coalesce(last_error_code, 'UNKNOWN') AS code, CAST(count(*) AS INTEGER) AS n FROM tasks
+    WHERE job = ${param} AND run_id = ${param} AND status = 'failed' GROUP BY 1`,
+  // Named (markRecovered's object): only a task whose latest outcome is this very body, failed with its code.
+  markRecovered: sql`UPDATE tasks SET status = 'done', last_error_code = NULL, last_error = NULL, retryable = NULL,
+    updated_at = ${named('at')}, completed_at = ${named('receivedAt')} WHERE id = ${named('id')} AND status = 'failed'
+    AND last_error_code = ${named('code')} AND NOT EXISTS (SELECT 1 FROM raw_responses r WHERE r.task_id = ${named('id')} AND r.id > ${named('rawId')})`,
+};
+
+/** The values of an invalid row's upsert (LEDGER_SQL.upsertInvalid). */
+export const invalidParams = (r: InvalidInputRow, runId: number, at: string) => [r.job, r.file, r.line, r.field, r.value, r.reason, runId, at];
+
+/** countsByStatus's rows as counts of every status. */
+export function statusCounts(rows: ReadonlyArray<{ status: TaskStatus; n: number }>): Record<TaskStatus, number> {
+  const counts: Record<TaskStatus, number> = { pending: 0, done: 0, not_found: 0, failed: 0, deferred: 0 };
+  for (const r of rows) counts[r.status] = r.n;
+  return counts;
+}
+
 /** One task's values in the upsert; `TASK_PARAMS` placeholders. */
 const TASK_VALUES = "(?, ?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?)";
 const TASK_PARAMS = 9;
@@ -98,10 +138,7 @@ export function createLedger(database: Connection) {
       operation = excluded.operation`);
   const upsertTask = upsertTasks(1);
   const upsertTaskChunk = upsertTasks(TASK_ROWS_PER_STATEMENT);
-  const upsertInvalid = sqlite.prepare(`INSERT INTO invalid_inputs (job, file, line, field, value, reason, run_id, created_at)
-    VALUES (@job, @file, @line, @field, @value, @reason, @runId, @at)
-    ON CONFLICT (job, file, line) DO UPDATE SET field = excluded.field, value = excluded.value,
-      reason = excluded.reason, run_id = excluded.run_id`);
+  const upsertInvalid = sqlite.prepare(LEDGER_SQL.upsertInvalid.sqlite);
   const chunkParams: unknown[] = new Array(TASK_ROWS_PER_STATEMENT * TASK_PARAMS);
   const insertBatch = sqlite.transaction((tasks: NewTask[], invalid: InvalidInputRow[], runId: number, at: string) => {
     // Rows go in input order (a conflict within one statement resolves as it would row by row).
@@ -125,11 +162,10 @@ export function createLedger(database: Connection) {
       const t = tasks[i]!;
       upsertTask.run(t.job, t.operation, t.inputKey, t.page, t.requestJson, t.inputLine, at, at, runId);
     }
-    for (const r of invalid) upsertInvalid.run({ ...r, runId, at });
+    for (const r of invalid) upsertInvalid.run(invalidParams(r, runId, at));
   });
-  // Rows the job's latest complete read of its input did not find again (fixed, removed, or moved to another line).
-  const deleteStaleInvalid = sqlite.prepare(`DELETE FROM invalid_inputs WHERE job = ? AND run_id <> ?`);
-  const selectRecordedInvalid = sqlite.prepare(`SELECT field, value, reason FROM invalid_inputs WHERE job = ? AND file = ?`).raw(true);
+  const deleteStaleInvalid = sqlite.prepare(LEDGER_SQL.dropStaleInvalid.sqlite);
+  const selectRecordedInvalid = sqlite.prepare(LEDGER_SQL.recordedInvalid.sqlite);
   const selectRunnable = sqlite.prepare(`SELECT id, job, operation, input_key AS inputKey, page, request_json AS requestJson, status
     FROM tasks INDEXED BY tasks_job_id_idx WHERE ${RUNNABLE} AND id > @afterId ORDER BY id LIMIT @limit`);
   const countRunnable = sqlite.prepare(`SELECT count(*) AS n FROM tasks WHERE ${RUNNABLE}`).pluck();
@@ -144,11 +180,7 @@ export function createLedger(database: Connection) {
     last_error_code = NULL, last_error = @note, retryable = NULL, updated_at = @at, completed_at = @at, run_id = @runId WHERE id = @id`);
   const failed = sqlite.prepare(`UPDATE tasks SET status = 'failed', attempts = attempts + @attempts, last_error_code = @code,
     last_error = @message, retryable = @retryable, updated_at = @at, completed_at = NULL, run_id = @runId WHERE id = @id`);
-  // Only a task whose latest outcome is this very body: failed with its code, and no newer body archived for it.
-  const recovered = sqlite.prepare(`UPDATE tasks SET status = 'done', last_error_code = NULL, last_error = NULL,
-    retryable = NULL, updated_at = @at, completed_at = @receivedAt
-    WHERE id = @id AND status = 'failed' AND last_error_code = @code
-      AND NOT EXISTS (SELECT 1 FROM raw_responses r WHERE r.task_id = @id AND r.id > @rawId)`);
+  const recovered = sqlite.prepare(LEDGER_SQL.markRecovered.sqlite);
   // The answer's own time is kept, so freshness and enrich's latest answers run from when it was received.
   const adopt = sqlite.prepare(`UPDATE tasks SET (status, completed_at, last_error) = (
       SELECT u.status, u.completed_at, u.last_error FROM tasks u WHERE ${sharedAnswer('tasks.')} ORDER BY u.completed_at DESC LIMIT 1),
@@ -157,11 +189,9 @@ export function createLedger(database: Connection) {
   const findShared = sqlite.prepare(`SELECT EXISTS (SELECT 1 FROM tasks u WHERE ${sharedAnswer('@')})`).pluck();
   const reopen = sqlite.prepare(`UPDATE tasks SET status = 'pending', updated_at = @at
     WHERE ${RUNNABLE} AND status NOT IN ('pending', 'deferred')`);
-  const defer = sqlite.prepare(`UPDATE tasks SET status = 'deferred', updated_at = @at
-    WHERE job = @job AND run_id = @runId AND status = 'pending'`);
-  const countsByStatus = sqlite.prepare(`SELECT status, count(*) AS n FROM tasks WHERE job = ? AND run_id = ? GROUP BY status`);
-  const failedByCode = sqlite.prepare(`SELECT coalesce(last_error_code, 'UNKNOWN') AS code, count(*) AS n FROM tasks
-    WHERE job = ? AND run_id = ? AND status = 'failed' GROUP BY 1`);
+  const defer = sqlite.prepare(LEDGER_SQL.deferPending.sqlite);
+  const countsByStatus = sqlite.prepare(LEDGER_SQL.countsByStatus.sqlite);
+  const failedByCode = sqlite.prepare(LEDGER_SQL.failedByCode.sqlite);
 
   return {
     /** Writes planned tasks and invalid rows in one transaction (call it with batches of a few thousand). */
@@ -180,12 +210,7 @@ export function createLedger(database: Connection) {
      * line: a row added above moves the others). Read it before the run's first insertPlanned.
      */
     recordedInvalid(job: string, file: string): Map<string, number> {
-      const counts = new Map<string, number>();
-      for (const [field, value, reason] of selectRecordedInvalid.iterate(job, file) as Iterable<[string | null, string | null, string]>) {
-        const key = invalidRowKey({ field, value, reason });
-        counts.set(key, (counts.get(key) ?? 0) + 1);
-      }
-      return counts;
+      return countByKey(selectRecordedInvalid.all(job, file) as InvalidInputRow[]);
     },
     /** The next runnable tasks after `afterId`, in ledger order (input order, pages together). */
     runnableAfter(filter: RunnableFilter, afterId: number, limit: number): TaskRow[] {
@@ -254,19 +279,15 @@ export function createLedger(database: Connection) {
     },
     /** Marks every task of the job still pending in this run as deferred to the next run. */
     deferPending(job: string, runId: number, at: string): number {
-      return defer.run({ job, runId, at }).changes;
+      return defer.run(at, job, runId).changes;
     },
     /** Status counts of the tasks this run planned for a job. */
     countsByStatus(job: string, runId: number): Record<TaskStatus, number> {
-      const counts: Record<TaskStatus, number> = { pending: 0, done: 0, not_found: 0, failed: 0, deferred: 0 };
-      for (const row of countsByStatus.all(job, runId) as Array<{ status: TaskStatus; n: number }>) counts[row.status] = row.n;
-      return counts;
+      return statusCounts(countsByStatus.all(job, runId) as Array<{ status: TaskStatus; n: number }>);
     },
     /** The failed tasks this run planned for a job, by the code of their last error. */
     failedByCode(job: string, runId: number): Record<string, number> {
-      const out: Record<string, number> = {};
-      for (const row of failedByCode.all(job, runId) as Array<{ code: string; n: number }>) out[row.code] = row.n;
-      return out;
+      return Object.fromEntries((failedByCode.all(job, runId) as Array<{ code: string; n: number }>).map((r) => [r.code, r.n]));
     },
   };
 }

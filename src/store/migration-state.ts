@@ -7,12 +7,20 @@ import type BetterSqlite3 from 'better-sqlite3';
 import { join } from 'node:path';
 import { readMigrationFiles } from 'drizzle-orm/migrator';
 import { PACKAGE_ROOT } from '../package-root.ts';
+import { param, sql } from '../statement.ts';
 
 /** The generated migrations folder, in the package (checkout or installed) so the cwd does not matter. */
 export const MIGRATIONS_FOLDER = join(PACKAGE_ROOT, 'migrations');
 
 /** drizzle's bookkeeping table (its default name). */
 export const DRIZZLE_MIGRATIONS_TABLE = '__drizzle_migrations';
+
+/** Records `schema_version` (schemaVersionOf) after migrating, on both engines; a row already right is not rewritten. */
+export const RECORD_SCHEMA_VERSION_SQL = sql`INSERT INTO netingest_meta (key, value) VALUES ('schema_version', ${param})
+  ON CONFLICT (key) DO UPDATE SET value = excluded.value WHERE netingest_meta.value <> excluded.value`;
+
+/** The schema version of a build shipping `migrations`: its newest migration's folderMillis, or '0'. */
+export const schemaVersionOf = (migrations: ReadonlyArray<{ folderMillis: number }>) => String(migrations.at(-1)?.folderMillis ?? 0);
 
 /** One migration shipped with this build. */
 export interface KnownMigration {

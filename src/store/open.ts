@@ -6,7 +6,7 @@ import { drizzle, type BetterSQLite3Database } from 'drizzle-orm/better-sqlite3'
 import { migrate } from 'drizzle-orm/better-sqlite3/migrator';
 import * as schema from './schema.ts';
 import { DatabaseError, DatabaseNeedsMigrationError, DatabaseTooNewError } from './errors.ts';
-import { MIGRATIONS_FOLDER, knownMigrations, readMigrationState, type KnownMigration } from './migration-state.ts';
+import { MIGRATIONS_FOLDER, RECORD_SCHEMA_VERSION_SQL, knownMigrations, readMigrationState, schemaVersionOf, type KnownMigration } from './migration-state.ts';
 import { CONNECTION_DEFAULTS, openConnection, toDatabaseError, type Connection } from './connection.ts';
 import { runWwwUpgrade, wwwUpgradeDue } from './upgrades/www-canonical-urls.ts';
 import { networkHost } from '../urls/network-host.ts';
@@ -114,13 +114,7 @@ function applyMigrations(sqlite: BetterSqlite3.Database, known: readonly KnownMi
     // read-only file) that toDatabaseError turns into a message the user can act on.
     if (state.pending.length > 0 || state.unknown.length > 0) throw sqliteCause(err);
   }
-  const version = known.length === 0 ? '0' : String(known[known.length - 1]!.folderMillis);
-  sqlite
-    .prepare(
-      `INSERT INTO netingest_meta (key, value) VALUES ('schema_version', ?)
-       ON CONFLICT (key) DO UPDATE SET value = excluded.value WHERE value <> excluded.value`,
-    )
-    .run(version);
+  sqlite.prepare(RECORD_SCHEMA_VERSION_SQL.sqlite).run(schemaVersionOf(known));
 }
 
 /** The SQLite error behind a wrapper, or the error itself. */

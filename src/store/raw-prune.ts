@@ -9,6 +9,8 @@
 import type BetterSqlite3 from 'better-sqlite3';
 import type { Connection } from './connection.ts';
 import { encodeRawBody } from './raw-body.ts';
+import { WERE_PRUNED_SQL } from './reprocess-store.ts';
+import { param, sql } from '../statement.ts';
 
 /** Options of pruneRawBodies(); every default here. */
 export interface PruneOptions {
@@ -37,6 +39,10 @@ export interface PruneReport {
 }
 
 const DAY_MS = 86_400_000;
+
+/** Records that bodies were dropped (WERE_PRUNED_SQL reads it), in the prune's transaction; $1 the time. */
+export const MARK_PRUNED_SQL = sql`INSERT INTO netingest_meta (key, value) VALUES ('raw_pruned_at', ${param})
+  ON CONFLICT (key) DO UPDATE SET value = excluded.value`;
 const COMPRESS_BATCH = 500;
 
 /** Drops superseded bodies past the retention period (in one transaction); the caller holds the run lock. */
@@ -51,8 +57,7 @@ export function pruneRawBodies(database: Connection, options: PruneOptions): Pru
     report.droppedBytes = found.bytes;
     if (!options.dryRun && found.n > 0) {
       sqlite.prepare(`DELETE FROM raw_responses WHERE id IN (SELECT id FROM temp.prune_ids)`).run();
-      sqlite.prepare(`INSERT INTO netingest_meta (key, value) VALUES ('raw_pruned_at', ?)
-        ON CONFLICT (key) DO UPDATE SET value = excluded.value`).run(new Date().toISOString());
+      sqlite.prepare(MARK_PRUNED_SQL.sqlite).run(new Date().toISOString());
     }
     sqlite.prepare(`DROP TABLE temp.prune_ids`).run();
     if (options.compressOld) Object.assign(report, compressOldBodies(sqlite, options.dryRun ?? false));
@@ -64,7 +69,7 @@ export function pruneRawBodies(database: Connection, options: PruneOptions): Pru
 
 /** Whether any body was ever dropped, so that reprocess must not rebuild the tables from nothing. */
 export function rawBodiesWerePruned(sqlite: BetterSqlite3.Database): boolean {
-  return sqlite.prepare(`SELECT 1 FROM netingest_meta WHERE key = 'raw_pruned_at'`).get() !== undefined;
+  return sqlite.prepare(WERE_PRUNED_SQL).get() !== undefined;
 }
 
 /**

@@ -9,6 +9,18 @@ import type { SetAsideRecord } from '../operations/answer-contract.ts';
 import type { AnomalySource } from './answer-anomalies.ts';
 import type { IngestRequest } from './ingest-request.ts';
 import type { Awaitable } from './run-store.ts';
+import { dialect, param, sql } from '../statement.ts';
+
+/** archivePage's statement: $1 after id, $2 limit. */
+export const ARCHIVE_PAGE_SQL = sql`SELECT id, operation, request_key AS "requestKey", ${dialect({ sqlite: 'request_json', postgres: 'request_json::text' })} AS "requestJson",
+    body, body_encoding AS "bodyEncoding", received_at AS "receivedAt", task_id AS "taskId", run_id AS "runId", error_code AS "errorCode"
+  FROM raw_responses WHERE id > ${param} ORDER BY id LIMIT ${param}`;
+
+/** bodiesWerePruned's statement: a row when prune ever dropped bodies. */
+export const WERE_PRUNED_SQL = `SELECT 1 FROM netingest_meta WHERE key = 'raw_pruned_at'`;
+
+/** clearKeptBodiesAnomalies' statement. */
+export const CLEAR_KEPT_ANOMALIES_SQL = 'DELETE FROM answer_anomalies WHERE raw_response_id IN (SELECT id FROM raw_responses)';
 
 /** One raw_responses row as the replay reads it (times as ISO text, ids as numbers). */
 export interface ArchivedBody {

@@ -1,7 +1,7 @@
 import type { Database } from './open.ts';
 import type { RunStatus } from './tables.ts';
 import { rows } from './read-steps.ts';
-import { sql, param } from '../statement.ts';
+import { sql, param, named } from '../statement.ts';
 
 /** The figures written when a run ends. */
 export interface RunEnd {
@@ -47,14 +47,20 @@ const RECENT_RUNS = sql`SELECT id, jobs, started_at AS "startedAt", ended_at AS 
   tasks_failed AS "tasksFailed", tasks_deferred AS "tasksDeferred", invalid_rows AS "invalidRows", calls, exit_code AS "exitCode", error
   FROM runs ORDER BY id DESC LIMIT ${param}`;
 
+/** A run's end, named parameters (endRunParams), for both engines. */
+export const END_RUN_SQL = sql`UPDATE runs SET status = ${named('status')}, ended_at = ${named('endedAt')},
+  credits_at_start = ${named('creditsAtStart')}, credits_at_end = ${named('creditsAtEnd')}, credits_spent = ${named('creditsSpent')},
+  tasks_total = ${named('tasksTotal')}, tasks_done = ${named('tasksDone')}, tasks_not_found = ${named('tasksNotFound')},
+  tasks_failed = ${named('tasksFailed')}, tasks_deferred = ${named('tasksDeferred')}, invalid_rows = ${named('invalidRows')},
+  calls = ${named('calls')}, exit_code = ${named('exitCode')}, error = ${named('error')}, job_rates = ${named('jobRates')} WHERE id = ${named('id')}`;
+
+export const endRunParams = (id: number, fields: RunEnd) => ({ id, ...fields, jobRates: jobRatesJson(fields.jobRates) });
+
 /** The `runs` table: one row per run, written when it starts and when it ends. */
 export function createRunLog(database: Database) {
   const { sqlite } = database;
   const start = sqlite.prepare(`INSERT INTO runs (jobs, started_at, status, pid, host) VALUES (?, ?, 'running', ?, ?)`);
-  const end = sqlite.prepare(`UPDATE runs SET status = @status, ended_at = @endedAt, credits_at_start = @creditsAtStart,
-    credits_at_end = @creditsAtEnd, credits_spent = @creditsSpent, tasks_total = @tasksTotal, tasks_done = @tasksDone,
-    tasks_not_found = @tasksNotFound, tasks_failed = @tasksFailed, tasks_deferred = @tasksDeferred,
-    invalid_rows = @invalidRows, calls = @calls, exit_code = @exitCode, error = @error, job_rates = @jobRates WHERE id = @id`);
+  const end = sqlite.prepare(END_RUN_SQL.sqlite);
   return {
     /** Records a new run and returns its id. */
     start(jobs: string[], at: string, pid: number, host: string): number {
@@ -62,7 +68,7 @@ export function createRunLog(database: Database) {
     },
     /** Writes the end of a run: its final status and figures. */
     end(id: number, fields: RunEnd): void {
-      end.run({ id, ...fields, jobRates: jobRatesJson(fields.jobRates) });
+      end.run(endRunParams(id, fields));
     },
   };
 }

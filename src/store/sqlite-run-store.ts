@@ -5,7 +5,7 @@
 import { CreditGuard } from '../credits/credit-guard.ts';
 import { RateGate } from '../rate/rate-gate.ts';
 import { ResultWriter } from './result-writer.ts';
-import { anomalyCountsOf } from './answer-anomalies.ts';
+import { anomalyCountsReads } from './answer-anomalies.ts';
 import { saveAnswerDrift } from './answer-drift.ts';
 import { apiCallReads } from './api-calls.ts';
 import { createLedger, type Ledger, type RunnableFilter, type TaskRow } from './ledger.ts';
@@ -52,7 +52,7 @@ export function openSqliteRunStore(options: SqliteRunStoreOptions): RunStore {
       openGate: () => new RateGate({ requestsPerMinute: null }),
       openCreditGuard: (limits, history) => new CreditGuard(limits, history),
       saveDrift: writeDrift,
-      anomalyCounts: (runId, job) => anomalyCountsOf(database, runId, job),
+      anomalyCounts: (runId, job) => readSync(database.sqlite, anomalyCountsReads(runId, job)),
       pruneJobBodies: (job, keepDays) => pruneRawBodies(database, { keepDays, jobs: [job] }),
       describeError: (err) => toDatabaseUseError(err, database.file),
       close: () => database.close(),

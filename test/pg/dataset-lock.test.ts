@@ -16,14 +16,14 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } 
 import { reprocessDatabase } from '../../src/runner/reprocess.ts';
 import { openDatabase, type Database } from '../../src/store/open.ts';
 import { openStore } from '../../src/store/open-store.ts';
-import { holdExclusive, holdShared, lockHolders } from '../../src/store/pg/dataset-lock.ts';
+import { holdExclusive, holdShared } from '../../src/store/pg/dataset-lock.ts';
 import { acquireRunLock, LockedError, LockLostError, recentLockCheck, RUN_LOCK_DEFAULTS, type RunLock } from '../../src/store/run-lock.ts';
 import { processFacts } from '../../src/store/process-identity.ts';
 import { lockLeaseFromEnv } from '../../src/cli/commands/run.ts';
 import { EXIT } from '../../src/cli/exit-codes.ts';
 import { exitedPid, inProcess } from '../support/run-helpers.ts';
 import { forEachEngine, type TestDb } from './engines.ts';
-import { newPgDatabase, pgClusterUrl, pgSkipReason } from './use-pg.ts';
+import { newPgDatabase, pgClusterUrl, lockHolders, pgSkipReason } from './use-pg.ts';
 import { workerArgs } from './worker-entry.ts';
 
 const root = mkdtempSync(join(tmpdir(), 'netingest-dataset-lock-'));

@@ -6,11 +6,11 @@
  */
 import { describe, expect, it } from 'vitest';
 import { ABANDONED_RUN_ERROR } from '../../src/store/abandoned-runs.ts';
-import { holdExclusive, lockHolders } from '../../src/store/pg/dataset-lock.ts';
+import { holdExclusive } from '../../src/store/pg/dataset-lock.ts';
 import { openPgRunStore } from '../../src/store/pg/pg-run-store.ts';
 import { LockLostError } from '../../src/store/run-lock.ts';
 import { cliEnv, inProcess, operationRequests, runCli } from '../support/run-helpers.ts';
-import { pgClusterUrl, pgSkipReason } from './use-pg.ts';
+import { pgClusterUrl, lockHolders, pgSkipReason } from './use-pg.ts';
 import { waitFor as waitUntil } from './coordination-fixtures.ts';
 import { gatedApi } from './gated-api.ts';
 import { cappedSetUp, one, setUp, startWorker, TOKEN, useCleanups } from './run-workers.ts';

@@ -6,8 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { openPgStore } from '../../src/store/pg/open.ts';
-import { lockHolders } from '../../src/store/pg/dataset-lock.ts';
-import { pgClusterUrl, pgSkipReason } from './use-pg.ts';
+import { pgClusterUrl, lockHolders, pgSkipReason } from './use-pg.ts';
 import { waitFor as waitUntil } from './coordination-fixtures.ts';
 import { gatedApi } from './gated-api.ts';
 import { operationRequests } from '../support/run-helpers.ts';

@@ -6,10 +6,11 @@
  */
 import type pg from 'pg';
 import type { RunStore } from '../run-store.ts';
-import { measureUnfinishedRunReads, type UnfinishedRun, type UnfinishedRunFigures } from '../abandoned-runs.ts';
+import { abandonedRunEnd, measureUnfinishedRunReads, type UnfinishedRun, type UnfinishedRunFigures } from '../abandoned-runs.ts';
+import { END_RUN_SQL, endRunParams } from '../runs.ts';
 import { readPg, rows } from '../read-steps.ts';
 import { withPgReadSnapshot } from './read-snapshot.ts';
-import { sql, param } from '../../statement.ts';
+import { pgValues, sql, param } from '../../statement.ts';
 
 /** `runs` whose start, having closed the runs of dead workers (`hold.abandonedRuns`), writes their figures. */
 export function withAbandonedRunFigures(pool: pg.Pool, runs: RunStore['runs'], hold: { readonly abandonedRuns: readonly number[] }): RunStore['runs'] {
@@ -27,13 +28,8 @@ export function withAbandonedRunFigures(pool: pg.Pool, runs: RunStore['runs'], h
 export async function recordAbandonedRunFigures(pool: pg.Pool, runIds: readonly number[]): Promise<void> {
   if (runIds.length === 0) return;
   const measured = await withPgReadSnapshot(pool, (snapshot) => readPg(snapshot, measureRuns(runIds)));
-  for (const { id, f } of measured) {
-    await pool.query(`UPDATE runs SET ended_at = $2, credits_at_start = $3, credits_at_end = $4, credits_spent = $5,
-      tasks_total = $6, tasks_done = $7, tasks_not_found = $8, tasks_failed = $9, tasks_deferred = $10, invalid_rows = $11,
-      calls = $12 WHERE id = $1 AND status = 'abandoned'`,
-    [id, f.endedAt, f.creditsAtStart, f.creditsAtEnd, f.creditsSpent, f.tasksTotal, f.tasksDone, f.tasksNotFound,
-      f.tasksFailed, f.tasksDeferred, f.invalidRows, f.calls]);
-  }
+  // Closed as abandoned by this worker's start (worker-runs.ts), with the same status and error as written here.
+  for (const { id, f } of measured) await pool.query(END_RUN_SQL.postgres, pgValues(END_RUN_SQL, endRunParams(id, abandonedRunEnd(f))));
 }
 
 function* measureRuns(runIds: readonly number[]) {

@@ -47,12 +47,6 @@ export const LOCK_HOLDERS_SQL = `SELECT pid FROM pg_locks WHERE locktype = 'advi
   AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
   AND objsubid = 1 AND ((classid::bigint << 32) | objid::bigint) = ${DATASET_LOCK_KEY.toString()}`;
 
-/** The backend pids of the sessions holding the dataset lock now (LOCK_HOLDERS_SQL). */
-export async function lockHolders(pool: pg.Pool): Promise<Set<number>> {
-  const { rows } = await pool.query<{ pid: number }>(LOCK_HOLDERS_SQL);
-  return new Set(rows.map((r) => r.pid));
-}
-
 async function hold(pool: pg.Pool, tryLock: string, unlock: string, lockedMessage: () => string): Promise<DatasetHold> {
   const client = await pool.connect();
   let released = false;

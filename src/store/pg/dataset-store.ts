@@ -5,7 +5,8 @@
  * from a cursor (pg-statement-rows.ts) into the same encoders and output as on SQLite: no worker threads, the
  * server reads, the cursor streams, one process encodes. Loaded only for a postgres:// dataset.
  */
-import { WRITE_META_SQL, type DatasetStore, type StartedStatement } from '../dataset-store.ts';
+import type pg from 'pg';
+import { WRITE_META_SQL, type DatasetStore, type StartedStatement, type StorePruneOptions, type StorePruneResult } from '../dataset-store.ts';
 import type { ReadSnapshot } from '../read-snapshot.ts';
 import { readPg, rows } from '../read-steps.ts';
 import { runStepsAsync } from '../reprocess-store.ts';
@@ -17,7 +18,8 @@ import { withPgPlanLedger } from './pg-plan-ledger.ts';
 import { reprocessOnPg } from './pg-reprocess-store.ts';
 import { openPgRunStore } from './pg-run-store.ts';
 import { startPgStatement } from './pg-statement-rows.ts';
-import { prunePgDataset } from './prune-dataset.ts';
+import { withPgMaintenance } from './maintenance.ts';
+import { pruneRawBodiesPg } from './raw-prune.ts';
 import { withPgReadSnapshot, type PgSnapshot } from './read-snapshot.ts';
 
 /** The store of the database at `url`; `shownUrl` is the URL as it may be printed (password hidden). */
@@ -39,12 +41,7 @@ export function pgDatasetStore(url: string, shownUrl: string): DatasetStore {
         return started(await startPgStatement(snapshot, sql, params, options), snapshot, use);
       }),
     reprocess: (steps) => reprocessOnPg(url, (store) => runStepsAsync(steps, store)),
-    prune: async (options) => {
-      const report = await prunePgDataset(url, options);
-      const { rawResponsesBytesBefore: bytesBefore, rawResponsesBytesAfter: bytesAfter, vacuumed } = report;
-      const note = `${vacuumed ? ' VACUUM' : ''}; PostgreSQL reuses the freed space for new bodies rather than shrinking its files`;
-      return { report, space: { what: 'raw_responses on the server (table, TOAST and indexes)', bytesBefore, bytesAfter, note } };
-    },
+    prune: (options) => prune(url, options),
     openDataset: () => openPgDataset(url),
     writeMeta: async (key, value) => {
       // Opened for reading (no migration): the report of a dataset its role may not migrate is still remembered.
@@ -61,6 +58,31 @@ export function pgDatasetStore(url: string, shownUrl: string): DatasetStore {
       }
     },
   };
+}
+
+/**
+ * `netingest prune`: the dataset lock held exclusive (refused while a worker runs), the retention rule
+ * (raw-prune.ts), then a plain VACUUM of raw_responses. Plain, not FULL: it blocks no reader or writer and leaves
+ * the freed space to new bodies; VACUUM FULL rewrites the table under an exclusive lock and is the DBA's call.
+ * The report adds raw_responses' pg_total_relation_size (table, TOAST and indexes) before and after.
+ */
+function prune(url: string, options: StorePruneOptions): Promise<StorePruneResult> {
+  return withPgMaintenance(url, 'prune', async ({ pool }) => {
+    const bytesBefore = await rawResponsesBytes(pool);
+    const pruned = await pruneRawBodiesPg(pool, options);
+    const vacuumed = options.vacuum && !options.dryRun && pruned.dropped > 0;
+    // VACUUM cannot run in a transaction; a pooled connection outside one is what pool.query gives.
+    if (vacuumed) await pool.query('VACUUM (ANALYZE) raw_responses');
+    const bytesAfter = await rawResponsesBytes(pool);
+    const report = { ...pruned, rawResponsesBytesBefore: bytesBefore, rawResponsesBytesAfter: bytesAfter, vacuumed };
+    const note = `${vacuumed ? ' VACUUM' : ''}; PostgreSQL reuses the freed space for new bodies rather than shrinking its files`;
+    return { report, space: { what: 'raw_responses on the server (table, TOAST and indexes)', bytesBefore, bytesAfter, note } };
+  });
+}
+
+async function rawResponsesBytes(pool: pg.Pool): Promise<number> {
+  const { rows } = await pool.query<{ bytes: string }>(`SELECT pg_total_relation_size('raw_responses')::bigint AS bytes`);
+  return Number(rows[0]!.bytes);
 }
 
 /**

@@ -11,7 +11,7 @@ import { readMigrationFiles } from 'drizzle-orm/migrator';
 import { PACKAGE_ROOT } from '../../package-root.ts';
 import { DatabaseError, DatabaseTooNewError } from '../errors.ts';
 import { UsageError } from '../../errors.ts';
-import { DRIZZLE_MIGRATIONS_TABLE } from '../migration-state.ts';
+import { DRIZZLE_MIGRATIONS_TABLE, RECORD_SCHEMA_VERSION_SQL, schemaVersionOf } from '../migration-state.ts';
 import { redactDatabaseUrl } from './database-url.ts';
 import * as schema from './schema.ts';
 
@@ -116,7 +116,7 @@ async function migrateLocked(pool: pg.Pool, shownUrl: string, migrationsFolder: 
     try {
       await checkSchemaState(client, shownUrl, migrationsFolder);
       await migrate(drizzle(client), { migrationsFolder, migrationsSchema: PG_SCHEMA, migrationsTable: DRIZZLE_MIGRATIONS_TABLE });
-      await recordSchemaVersion(client, migrationsFolder);
+      await client.query(RECORD_SCHEMA_VERSION_SQL.postgres, [schemaVersionOf(readMigrationFiles({ migrationsFolder }))]);
     } finally {
       await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY.toString()]).catch(() => undefined);
     }
@@ -171,16 +171,6 @@ async function checkSchemaState(client: pg.PoolClient, shownUrl: string, migrati
     );
   }
   return false;
-}
-
-async function recordSchemaVersion(client: pg.PoolClient, migrationsFolder: string): Promise<void> {
-  const files = readMigrationFiles({ migrationsFolder });
-  const version = files.length === 0 ? '0' : String(files[files.length - 1]!.folderMillis);
-  await client.query(
-    `INSERT INTO netingest_meta (key, value) VALUES ('schema_version', $1)
-     ON CONFLICT (key) DO UPDATE SET value = excluded.value WHERE netingest_meta.value <> excluded.value`,
-    [version],
-  );
 }
 
 /** A failure to reach or prepare the database, naming it by its shown URL; the password never appears. */

@@ -11,26 +11,16 @@ import { specOf } from '../../operations/index.ts';
 import { rowCount, type Row, type RowContext, type RowWrite } from '../../operations/stored-rows.ts';
 import type { SqlValue } from '../../operations/stored-values.ts';
 import { networkHost } from '../../urls/network-host.ts';
-import { setAsideAnomalies } from '../answer-anomalies.ts';
+import { ANOMALY_HEAD, anomalyRow, setAsideAnomalies } from '../answer-anomalies.ts';
 import type { StoredAnswer } from '../store-answer.ts';
 import { isoPostDate, readPostDate, type DayOrder } from '../ingest/post-date.ts';
+import { POST_DATE_SQL } from '../ingest/post-date-order.ts';
 import { PgRowBatch } from './pg-row-batch.ts';
 import { ChangeRecorder } from '../history/record-changes.ts';
 import { readPg } from '../read-steps.ts';
 import { insertRows } from './pg-table-statements.ts';
 
 const IDENTIFIER = /^[a-z_][a-z0-9_]*$/;
-
-/** posts.posted_on's day order, as post-date-order.ts learns it on SQLite; a proof found fills the ambiguous days. */
-const NN_NN_YYYY = `posted_raw ~ '^[0-9]{2}-[0-9]{2}-[0-9]{4}$'`;
-const FIRST = 'CAST(substr(posted_raw, 1, 2) AS INTEGER)';
-const SECOND = 'CAST(substr(posted_raw, 4, 2) AS INTEGER)';
-const AMBIGUOUS = `${NN_NN_YYYY} AND ${FIRST} BETWEEN 1 AND 12 AND ${SECOND} BETWEEN 1 AND 12 AND ${FIRST} <> ${SECOND}`;
-const YEAR = 'substr(posted_raw, 7, 4)';
-const FILL: Record<DayOrder, string> = {
-  dmy: `UPDATE posts SET posted_on = ${YEAR} || '-' || substr(posted_raw, 4, 2) || '-' || substr(posted_raw, 1, 2) WHERE ${AMBIGUOUS}`,
-  mdy: `UPDATE posts SET posted_on = ${YEAR} || '-' || substr(posted_raw, 1, 2) || '-' || substr(posted_raw, 4, 2) WHERE ${AMBIGUOUS}`,
-};
 
 /** What one answer stored: its rows (upserts and set rows), and its answer_anomalies rows' parameters. */
 export interface PgStoredAnswer {
@@ -42,13 +32,6 @@ export interface PgStoredAnswer {
 /** One answer to store as its contract read it, and where it came from (its raw_responses row). */
 export type PgStoredBody = StoredAnswer;
 
-export const ANOMALY_HEAD = 'INSERT INTO answer_anomalies (raw_response_id, run_id, task_id, operation, request_key, kind, position, path, reason, asked_id, answered_id, at)';
-
-/** Writes answer_anomalies rows (the parameters `collect` gave), in order. */
-export async function insertAnomalies(client: pg.ClientBase, rows: readonly unknown[][]): Promise<void> {
-  await insertRows(client, ANOMALY_HEAD, rows);
-}
-
 /** One writer of answers per run: it keeps the dataset's day order once read. */
 export function createPgAnswerStore() {
   let seen: Record<DayOrder, boolean> | null = null;
@@ -56,8 +39,9 @@ export function createPgAnswerStore() {
 
   async function dayOrder(client: pg.ClientBase): Promise<Record<DayOrder, boolean>> {
     if (seen) return seen;
-    const proves = (cond: string) => client.query<{ e: boolean }>(`SELECT EXISTS (SELECT 1 FROM posts WHERE ${NN_NN_YYYY} AND ${cond} > 12 AND posted_on IS NOT NULL) AS e`);
-    seen = { dmy: (await proves(FIRST)).rows[0]!.e, mdy: (await proves(SECOND)).rows[0]!.e };
+    // As post-date-order.ts learns it on SQLite; a proof found later fills the ambiguous days (postedOn).
+    const proves = async (order: DayOrder) => (await client.query<{ e: boolean }>(POST_DATE_SQL.proves[order].postgres)).rows[0]!.e;
+    seen = { dmy: await proves('dmy'), mdy: await proves('mdy') };
     return seen;
   }
 
@@ -69,7 +53,7 @@ export function createPgAnswerStore() {
       s[proves] = true;
       const now = order(s);
       await batch.flush(client);
-      await client.query(now === null ? `UPDATE posts SET posted_on = NULL WHERE ${AMBIGUOUS}` : FILL[now]);
+      await client.query((now === null ? POST_DATE_SQL.clear : POST_DATE_SQL.fill[now]).postgres);
     }
     return isoPostDate(raw, order(s));
   }
@@ -107,7 +91,7 @@ export function createPgAnswerStore() {
     // What it changes, read before its rows join the batch (history/record-changes.ts: keys first seen are read now).
     await readPg({ client }, history.record({ writes: stored.writes, runId: input.runId ?? null, taskId: input.taskId ?? null, at: input.at }));
     for (const w of stored.writes) await batch.add(client, await completed(client, batch, w));
-    return { rows: rowCount(stored), anomalies: anomalyRows(input, [...setAsideAnomalies(input.setAside), ...stored.anomalies]) };
+    return { rows: rowCount(stored), anomalies: [...setAsideAnomalies(input.setAside), ...stored.anomalies].map((a) => anomalyRow(input, a)) };
   }
 
   /** Stores one body on its own: its rows and anomalies written before it returns. */
@@ -117,18 +101,11 @@ export function createPgAnswerStore() {
     const stored = await collect(client, batch, input, history);
     await batch.flush(client);
     await readPg({ client }, history.store());
-    await insertAnomalies(client, stored.anomalies);
+    await insertRows(client, ANOMALY_HEAD, stored.anomalies);
     return stored;
   }
 
   return { collect, store };
-}
-
-/** answer_anomalies rows (ANOMALY_HEAD's columns) of one answer's anomalies. */
-function anomalyRows(input: PgStoredBody, anomalies: ReturnType<typeof setAsideAnomalies>): unknown[][] {
-  return anomalies.map((a) => [
-    input.rawResponseId, input.runId, input.taskId, input.operation, input.requestKey, a.kind, a.position, a.path, a.reason, a.askedId, a.answeredId, input.at,
-  ]);
 }
 
 /**

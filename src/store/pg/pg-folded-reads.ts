@@ -27,11 +27,6 @@ export function foldedReadSql(steps: readonly ReadStep[]): BoundStatement[] {
   });
 }
 
-/** The rows of each read, from their statements' results, in order. */
-export function readRowsOf(results: readonly { rows: unknown[] }[]): unknown[][] {
-  return results.map((r) => r.rows);
-}
-
 /** Runs `reads` again on the rows its planned statements returned, checking it asks the same statements in order. */
 export function replayReads<T>(reads: Reads<T>, planned: readonly ReadStep[], results: readonly unknown[][]): T {
   let step = reads.next();

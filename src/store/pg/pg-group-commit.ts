@@ -14,11 +14,12 @@ import { requestKeyOf } from '../ingest-request.ts';
 import type { OutcomeOp } from '../outcome-ops.ts';
 import type { RowWrite } from '../../operations/stored-rows.ts';
 import type { ReadStep } from '../read-steps.ts';
-import { ANOMALY_HEAD, candidateWrites, createPgAnswerStore } from './pg-answer-store.ts';
+import { candidateWrites, createPgAnswerStore } from './pg-answer-store.ts';
+import { ANOMALY_HEAD } from '../answer-anomalies.ts';
 import { PgRowBatch, roundsByKey } from './pg-row-batch.ts';
 import { runStatements, valuesStatement, type BoundStatement } from './pg-literal-sql.ts';
 import { CHANGES_HEAD, ChangeRecorder, changeValues } from '../history/record-changes.ts';
-import { foldedReadSql, plannedReads, readRowsOf, replayReads } from './pg-folded-reads.ts';
+import { foldedReadSql, plannedReads, replayReads } from './pg-folded-reads.ts';
 import { STORE_TYPES } from './reader-values.ts';
 
 type PaidOp = Extract<OutcomeOp, { kind: 'success' | 'rejected' }>;
@@ -96,11 +97,11 @@ export function createPgGroupCommit(runId: number): PgGroupCommit {
       ...nextReads,
       ...tail,
     ], STORE_TYPES);
-    return readRowsOf(results.slice(results.length - tail.length - nextReads.length, results.length - tail.length));
+    return results.slice(results.length - tail.length - nextReads.length, results.length - tail.length).map((r) => r.rows);
   }
 
   async function read(client: pg.ClientBase, group: PlannedGroup): Promise<unknown[][]> {
-    return readRowsOf(await runStatements(client, foldedReadSql(group.planned), STORE_TYPES));
+    return (await runStatements(client, foldedReadSql(group.planned), STORE_TYPES)).map((r) => r.rows);
   }
 
   const writeGroup = async (client: pg.ClientBase, ops: readonly OutcomeOp[], ownTransaction = false) => {

@@ -6,7 +6,9 @@
  */
 import type pg from 'pg';
 import { inPgTransaction } from './transaction.ts';
-import { invalidRowKey, type InvalidInputRow, type NewTask, type RunnableFilter, type TaskRow } from '../ledger.ts';
+import { otherJobsWithOperationReads } from '../job-names.ts';
+import { readPg } from '../read-steps.ts';
+import { countByKey, invalidParams, LEDGER_SQL, statusCounts, type InvalidInputRow, type NewTask, type RunnableFilter, type TaskRow } from '../ledger.ts';
 import type { RunLedger } from '../run-store.ts';
 import type { TaskStatus } from '../schema.ts';
 
@@ -42,22 +44,10 @@ const filterParams = (f: RunnableFilter) => [f.job, f.runId, f.freshSince, f.ref
 /** The ledger a PostgreSQL run uses. */
 export function createPgLedger(pool: pg.Pool): RunLedger {
   return {
-    async recordedInvalid(job, file) {
-      const { rows } = await pool.query<{ field: string | null; value: string | null; reason: string }>(
-        'SELECT field, value, reason FROM invalid_inputs WHERE job = $1 AND file = $2', [job, file]);
-      const counts = new Map<string, number>();
-      for (const r of rows) counts.set(invalidRowKey(r), (counts.get(invalidRowKey(r)) ?? 0) + 1);
-      return counts;
-    },
+    recordedInvalid: async (job, file) => countByKey((await pool.query<InvalidInputRow>(LEDGER_SQL.recordedInvalid.postgres, [job, file])).rows),
     insertPlanned: (tasks, invalid, runId, at) => retryingConflicts(() => insertPlanned(pool, tasks, invalid, runId, at)),
-    async dropStaleInvalid(job, runId) {
-      return (await pool.query('DELETE FROM invalid_inputs WHERE job = $1 AND run_id <> $2', [job, runId])).rowCount ?? 0;
-    },
-    async otherJobs(operation, job) {
-      const { rows } = await pool.query<{ job: string }>(
-        'SELECT DISTINCT job FROM tasks WHERE operation = $1 AND job <> $2 ORDER BY job', [operation, job]);
-      return rows.map((r) => r.job);
-    },
+    dropStaleInvalid: async (job, runId) => (await pool.query(LEDGER_SQL.dropStaleInvalid.postgres, [job, runId])).rowCount ?? 0,
+    otherJobs: (operation, job) => readPg({ client: pool }, otherJobsWithOperationReads(operation, job)),
     async adoptSharedAnswers(filter, others, at) {
       if (others.length === 0) return 0;
       const { rowCount } = await pool.query(`UPDATE tasks SET (status, completed_at, last_error) = (
@@ -85,21 +75,10 @@ export function createPgLedger(pool: pg.Pool): RunLedger {
       [...filterParams(filter), afterId, limit]);
       return rows.map((r) => ({ ...r, id: Number(r.id) }));
     },
-    async deferPending(job, runId, at) {
-      const { rowCount } = await pool.query(`UPDATE tasks SET status = 'deferred', updated_at = $3
-        WHERE job = $1 AND run_id = $2 AND status = 'pending'`, [job, runId, at]);
-      return rowCount ?? 0;
-    },
-    async countsByStatus(job, runId) {
-      const counts: Record<TaskStatus, number> = { pending: 0, done: 0, not_found: 0, failed: 0, deferred: 0 };
-      const { rows } = await pool.query<{ status: TaskStatus; n: number }>(
-        'SELECT status, count(*)::int AS n FROM tasks WHERE job = $1 AND run_id = $2 GROUP BY status', [job, runId]);
-      for (const r of rows) counts[r.status] = r.n;
-      return counts;
-    },
+    deferPending: async (job, runId, at) => (await pool.query(LEDGER_SQL.deferPending.postgres, [at, job, runId])).rowCount ?? 0,
+    countsByStatus: async (job, runId) => statusCounts((await pool.query<{ status: TaskStatus; n: number }>(LEDGER_SQL.countsByStatus.postgres, [job, runId])).rows),
     async failedByCode(job, runId) {
-      const { rows } = await pool.query<{ code: string; n: number }>(`SELECT coalesce(last_error_code, 'UNKNOWN') AS code, count(*)::int AS n
-        FROM tasks WHERE job = $1 AND run_id = $2 AND status = 'failed' GROUP BY 1`, [job, runId]);
+      const { rows } = await pool.query<{ code: string; n: number }>(LEDGER_SQL.failedByCode.postgres, [job, runId]);
       return Object.fromEntries(rows.map((r) => [r.code, r.n]));
     },
   };
@@ -139,11 +118,6 @@ async function insertPlanned(pool: pg.Pool, tasks: NewTask[], invalid: InvalidIn
       [rows.map((t) => t.job), rows.map((t) => t.operation), rows.map((t) => t.inputKey), rows.map((t) => t.page),
         rows.map((t) => t.requestJson), at, runId, rows.map((t) => t.inputLine)]);
     }
-    for (const r of invalid) {
-      await client.query(`INSERT INTO invalid_inputs (job, file, line, field, value, reason, run_id, created_at)
-        VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-        ON CONFLICT (job, file, line) DO UPDATE SET field = excluded.field, value = excluded.value, reason = excluded.reason, run_id = excluded.run_id`,
-      [r.job, r.file, r.line, r.field, r.value, r.reason, runId, at]);
-    }
+    for (const r of invalid) await client.query(LEDGER_SQL.upsertInvalid.postgres, invalidParams(r, runId, at));
   });
 }

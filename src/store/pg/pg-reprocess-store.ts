@@ -7,37 +7,29 @@
  */
 import type pg from 'pg';
 import { CLEAR_HISTORY_SQL, NORMALIZED_TABLES } from '../ingest/index.ts';
-import type { ArchivedBody, ReprocessStore } from '../reprocess-store.ts';
+import { ARCHIVE_PAGE_SQL, CLEAR_KEPT_ANOMALIES_SQL, WERE_PRUNED_SQL, type ArchivedBody, type ReprocessStore } from '../reprocess-store.ts';
+import { LEDGER_SQL } from '../ledger.ts';
+import { pgValues } from '../../statement.ts';
 import { createPgAnswerStore } from './pg-answer-store.ts';
 import { withPgMaintenance } from './maintenance.ts';
 import { inPgTransaction } from './transaction.ts';
 import { STORE_TYPES } from './reader-values.ts';
-
-/** Times as ISO text with milliseconds and ids as numbers (STORE_TYPES), as the replay reads them on SQLite. */
-const ARCHIVE_PAGE = `SELECT id, operation, request_key AS "requestKey", request_json::text AS "requestJson", body,
-    body_encoding AS "bodyEncoding", received_at AS "receivedAt", task_id AS "taskId", run_id AS "runId", error_code AS "errorCode"
-  FROM raw_responses WHERE id > $1 ORDER BY id LIMIT $2`;
-
-/** ledger.ts's markRecovered in PostgreSQL's dialect. */
-const MARK_RECOVERED = `UPDATE tasks SET status = 'done', last_error_code = NULL, last_error = NULL, retryable = NULL,
-    updated_at = $5, completed_at = $4
-  WHERE id = $1 AND status = 'failed' AND last_error_code = $3
-    AND NOT EXISTS (SELECT 1 FROM raw_responses r WHERE r.task_id = $1 AND r.id > $2)`;
 
 /** The store over `client`, inside the transaction reprocessOnPg opened. */
 export function pgReprocessStore(client: pg.PoolClient): ReprocessStore {
   const answers = createPgAnswerStore();
   const run = async (text: string, values: unknown[] = []) => (await client.query(text, values)).rowCount ?? 0;
   return {
-    bodiesWerePruned: async () => (await run(`SELECT 1 FROM netingest_meta WHERE key = 'raw_pruned_at'`)) > 0,
+    bodiesWerePruned: async () => (await run(WERE_PRUNED_SQL)) > 0,
     async clearNormalizedTables() {
       let rows = 0;
       for (const table of NORMALIZED_TABLES) rows += await run(`DELETE FROM ${table}`);
       await run(CLEAR_HISTORY_SQL);
       return rows;
     },
-    clearKeptBodiesAnomalies: async () => void (await run('DELETE FROM answer_anomalies WHERE raw_response_id IN (SELECT id FROM raw_responses)')),
-    archivePage: async (afterId, limit) => (await client.query<ArchivedBody>({ text: ARCHIVE_PAGE, values: [afterId, limit], types: STORE_TYPES })).rows,
+    clearKeptBodiesAnomalies: async () => void (await run(CLEAR_KEPT_ANOMALIES_SQL)),
+    // Times as ISO text with milliseconds and ids as numbers (STORE_TYPES), as the replay reads them on SQLite.
+    archivePage: async (afterId, limit) => (await client.query<ArchivedBody>({ text: ARCHIVE_PAGE_SQL.postgres, values: [afterId, limit], types: STORE_TYPES })).rows,
     savepoint: async () => void (await run('SAVEPOINT reprocess_body')),
     releaseSavepoint: async () => void (await run('RELEASE SAVEPOINT reprocess_body')),
     async rollbackToSavepoint() {
@@ -46,7 +38,8 @@ export function pgReprocessStore(client: pg.PoolClient): ReprocessStore {
     },
     storeAnswer: async (input) => (await answers.store(client, input)).rows,
     acceptBody: async (rawId) => void (await run('UPDATE raw_responses SET error_code = NULL WHERE id = $1', [rawId])),
-    markRecovered: async (taskId, rawId, code, receivedAt, at) => (await run(MARK_RECOVERED, [taskId, rawId, code, receivedAt, at])) > 0,
+    markRecovered: async (id, rawId, code, receivedAt, at) =>
+      (await run(LEDGER_SQL.markRecovered.postgres, pgValues(LEDGER_SQL.markRecovered, { id, rawId, code, receivedAt, at }))) > 0,
   };
 }
 

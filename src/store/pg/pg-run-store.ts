@@ -6,7 +6,11 @@
  * Its `runs` row is live while its session holds the lock (coordination/worker-runs.ts).
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { medianStep, reportedBalance, roundCredits } from '../../credits/credit-meter.ts';
+import type pg from 'pg';
+import { apiCallReads } from '../api-calls.ts';
+import { anomalyCountsReads } from '../answer-anomalies.ts';
+import { driftParams, SAVE_DRIFT_SQL } from '../answer-drift.ts';
+import { readPg } from '../read-steps.ts';
 import type { RunnableFilter, TaskRow } from '../ledger.ts';
 import type { DueTasks, RunHold, RunStore } from '../run-store.ts';
 import { claimDue, createTaskClaims, newWorkerId, TASK_CLAIM_DEFAULTS, type ClaimFilter } from './coordination/task-claims.ts';
@@ -18,12 +22,12 @@ import { pruneRawBodiesPg } from './raw-prune.ts';
 import { PgOutcomeWriter } from './pg-outcome-writer.ts';
 import { SharedRunGate } from './shared-run-gate.ts';
 import { withAbandonedRunFigures } from './abandoned-run-figures.ts';
-import { jobRatesJson } from '../runs.ts';
+import { END_RUN_SQL, endRunParams } from '../runs.ts';
+import { pgValues } from '../../statement.ts';
 import { SharedCreditGuard } from './shared-credit-guard.ts';
 import { SharedCreditBudget } from './coordination/shared-credit-budget.ts';
 import { startWorkerRun } from './coordination/worker-runs.ts';
 import { holdShared, type DatasetHold } from './dataset-lock.ts';
-import { serverClock } from './server-clock.ts';
 
 /** Options of a PostgreSQL run store; every default is in PG_RUN_STORE_DEFAULTS. */
 export interface PgRunStoreOptions {
@@ -95,19 +99,9 @@ export async function openPgRunStore(options: PgRunStoreOptions): Promise<RunSto
       return guard;
     },
     async saveDrift(runId, rows) {
-      for (const r of rows) {
-        await pool.query(`INSERT INTO answer_drift (run_id, operation, path, kind, count, seen, detail) VALUES ($1, $2, $3, $4, $5, $6, $7)
-          ON CONFLICT (run_id, operation, path, kind) DO UPDATE SET count = excluded.count, seen = excluded.seen, detail = excluded.detail`,
-        [runId, r.operation, r.path, r.kind, r.count, r.seen, r.detail]);
-      }
+      for (const r of rows) await pool.query(SAVE_DRIFT_SQL.postgres, driftParams(runId, r));
     },
-    async anomalyCounts(runId, job) {
-      const { rows } = await pool.query<{ kind: 'no_identity' | 'other_post'; n: number }>(`SELECT a.kind, count(*)::int AS n
-        FROM answer_anomalies a JOIN tasks t ON t.id = a.task_id WHERE a.run_id = $1 AND t.job = $2 GROUP BY a.kind`, [runId, job]);
-      const counts = { no_identity: 0, other_post: 0 };
-      for (const r of rows) counts[r.kind] = r.n;
-      return counts;
-    },
+    anomalyCounts: (runId, job) => readPg({ client: pool }, anomalyCountsReads(runId, job)),
     // Under the worker's shared hold: safe beside other workers writing newer bodies (see pg/raw-prune.ts).
     pruneJobBodies: (job, keepDays) => pruneRawBodiesPg(pool, { keepDays, jobs: [job] }),
     describeError: (err) => toPgUseError(err, store.shownUrl),
@@ -120,6 +114,18 @@ export async function openPgRunStore(options: PgRunStoreOptions): Promise<RunSto
   };
 }
 
+/**
+ * The server's time now as ISO text, from one round trip's measure of its offset (good to its latency): a
+ * worker stamps the ledger with it (a run's start, an answer's completion, the freshness cut-off), so workers
+ * on hosts whose clocks disagree (one a day ahead) agree on what is fresh, as they do on when a lease ends.
+ */
+async function serverClock(pool: pg.Pool): Promise<() => string> {
+  const sentMs = Date.now();
+  const { rows } = await pool.query<{ now: Date }>('SELECT clock_timestamp() AS now');
+  const offsetMs = new Date(rows[0]!.now).getTime() - (sentMs + Date.now()) / 2;
+  return () => new Date(Date.now() + offsetMs).toISOString();
+}
+
 function runRecords({ pool }: PgStore, hold: WorkerHold): RunStore['runs'] {
   return {
     async start(jobs, at, pid, host, sharedRunKey) {
@@ -127,38 +133,17 @@ function runRecords({ pool }: PgStore, hold: WorkerHold): RunStore['runs'] {
       hold.abandonedRuns.push(...started.abandoned);
       return { id: started.runId, runKey: started.runKey };
     },
-    async end(id, f) {
-      await pool.query(`UPDATE runs SET status = $2, ended_at = $3, credits_at_start = $4, credits_at_end = $5, credits_spent = $6,
-        tasks_total = $7, tasks_done = $8, tasks_not_found = $9, tasks_failed = $10, tasks_deferred = $11, invalid_rows = $12,
-        calls = $13, exit_code = $14, error = $15, job_rates = $16 WHERE id = $1`,
-      [id, f.status, f.endedAt, f.creditsAtStart, f.creditsAtEnd, f.creditsSpent, f.tasksTotal, f.tasksDone, f.tasksNotFound,
-        f.tasksFailed, f.tasksDeferred, f.invalidRows, f.calls, f.exitCode, f.error, jobRatesJson(f.jobRates)]);
+    async end(id, fields) {
+      await pool.query(END_RUN_SQL.postgres, pgValues(END_RUN_SQL, endRunParams(id, fields)));
     },
   };
 }
 
 function callHistory({ pool }: PgStore): RunStore['calls'] {
   return {
-    async learnedCost(operation) {
-      const { rows } = await pool.query<{ used: number }>(`SELECT credits_used AS used FROM api_calls
-        WHERE operation = $1 AND status = 200 AND credits_used IS NOT NULL ORDER BY id DESC LIMIT 200`, [operation]);
-      return medianStep(rows.map((r) => r.used));
-    },
-    async lastCounters() {
-      const { rows } = await pool.query<{ totalCredits: number; creditsUsed: number; creditsRemaining: number; at: Date }>(`SELECT
-        total_credits AS "totalCredits", credits_used AS "creditsUsed", credits_remaining AS "creditsRemaining", at FROM api_calls
-        WHERE status = 200 AND credits_remaining IS NOT NULL ORDER BY id DESC LIMIT 1`);
-      const row = rows[0];
-      if (!row) return undefined;
-      const balance = reportedBalance({ total_credits: row.totalCredits, credits_used: row.creditsUsed, credits_remaining: row.creditsRemaining });
-      return { ...row, at: new Date(row.at).toISOString(), balance: roundCredits(balance) };
-    },
-    async ofRun(runId) {
-      const { rows } = await pool.query<{ calls: number; firstId: string | null; lastAt: Date | null }>(`SELECT count(*)::int AS calls,
-        min(id) AS "firstId", max(at) AS "lastAt" FROM api_calls WHERE run_id = $1`, [runId]);
-      const r = rows[0]!;
-      return { calls: r.calls, firstId: r.firstId === null ? null : Number(r.firstId), lastAt: r.lastAt === null ? null : new Date(r.lastAt).toISOString() };
-    },
+    learnedCost: (operation) => readPg({ client: pool }, apiCallReads.learnedCost(operation)),
+    lastCounters: () => readPg({ client: pool }, apiCallReads.lastCounters()),
+    ofRun: (runId) => readPg({ client: pool }, apiCallReads.ofRun(runId)),
   };
 }
 

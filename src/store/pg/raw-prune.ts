@@ -13,7 +13,7 @@
  */
 import type pg from 'pg';
 import { inPgTransaction } from './transaction.ts';
-import { retentionCutoff, supersededBodiesSql, type PruneOptions, type PruneReport } from '../raw-prune.ts';
+import { MARK_PRUNED_SQL, retentionCutoff, supersededBodiesSql, type PruneOptions, type PruneReport } from '../raw-prune.ts';
 
 /** Drops superseded bodies past the retention period; the caller holds the dataset lock (shared or exclusive). */
 export async function pruneRawBodiesPg(pool: pg.Pool, options: PruneOptions): Promise<PruneReport> {
@@ -34,8 +34,7 @@ export async function pruneRawBodiesPg(pool: pg.Pool, options: PruneOptions): Pr
     const dropped = rows[0]!.n;
     if (!options.dryRun && dropped > 0) {
       // Reprocess must know bodies were dropped, and learns it in the same commit as the deletes.
-      await client.query(`INSERT INTO netingest_meta (key, value) VALUES ('raw_pruned_at', $1)
-        ON CONFLICT (key) DO UPDATE SET value = excluded.value`, [new Date().toISOString()]);
+      await client.query(MARK_PRUNED_SQL.postgres, [new Date().toISOString()]);
     }
     const total = (await client.query<{ n: number }>(`SELECT count(*)::int AS n FROM raw_responses`)).rows[0]!.n;
     return {
@@ -43,10 +42,4 @@ export async function pruneRawBodiesPg(pool: pg.Pool, options: PruneOptions): Pr
       kept: options.dryRun ? total - dropped : total, cutoff,
     };
   });
-}
-
-/** Whether any body was ever dropped, so that reprocess must not rebuild the tables from nothing. */
-export async function rawBodiesWerePrunedPg(pool: pg.Pool): Promise<boolean> {
-  const { rowCount } = await pool.query(`SELECT 1 FROM netingest_meta WHERE key = 'raw_pruned_at'`);
-  return (rowCount ?? 0) > 0;
 }

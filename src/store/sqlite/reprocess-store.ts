@@ -8,11 +8,7 @@ import { createLedger } from '../ledger.ts';
 import type { Database } from '../open.ts';
 import { acceptRawResponse } from '../raw-archive.ts';
 import { rawBodiesWerePruned } from '../raw-prune.ts';
-import type { ArchivedBody, ReprocessStore } from '../reprocess-store.ts';
-
-const ARCHIVE_PAGE = `SELECT id, operation, request_key AS requestKey, request_json AS requestJson, body, body_encoding AS bodyEncoding,
-    received_at AS receivedAt, task_id AS taskId, run_id AS runId, error_code AS errorCode
-  FROM raw_responses WHERE id > ? ORDER BY id LIMIT ?`;
+import { ARCHIVE_PAGE_SQL, CLEAR_KEPT_ANOMALIES_SQL, type ArchivedBody, type ReprocessStore } from '../reprocess-store.ts';
 
 /**
  * Runs `replay` in one transaction on `database`, over the store, its statements prepared once (the day order of
@@ -24,8 +20,8 @@ export function inSqliteReprocessTransaction<T>(database: Database, replay: (sto
   const ledger = createLedger(database);
   // Keyset pages instead of one iterate(): better-sqlite3 refuses other statements on a connection while an
   // iterator is open, and the replay writes on this connection.
-  const page = sqlite.prepare(ARCHIVE_PAGE);
-  const clearAnomalies = sqlite.prepare('DELETE FROM answer_anomalies WHERE raw_response_id IN (SELECT id FROM raw_responses)');
+  const page = sqlite.prepare(ARCHIVE_PAGE_SQL.sqlite);
+  const clearAnomalies = sqlite.prepare(CLEAR_KEPT_ANOMALIES_SQL);
   const store: ReprocessStore = {
     bodiesWerePruned: () => rawBodiesWerePruned(sqlite),
     clearNormalizedTables: () => clearNormalizedTables(database),

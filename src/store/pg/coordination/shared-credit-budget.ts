@@ -519,15 +519,6 @@ SELECT balance, reserved, in_flight, spent, under_reserve_ok, cap_ok, calls, (SE
     return { stop: () => clearInterval(timer) };
   }
 
-  /** The account's figures as every worker sees them now. */
-  async figures(): Promise<BudgetFigures> {
-    const { rows } = await this.pool.query(`SELECT (SELECT balance FROM account_balance WHERE api_url = ${this.a}) AS balance,
-      coalesce(sum(cost), 0)::float8 AS reserved, count(*)::int AS "inFlight",
-      coalesce((SELECT spent FROM credit_run_spend WHERE run_key = ${this.r}), 0)::float8 AS spent
-      FROM credit_reservations WHERE api_url = ${this.a} AND expires_at > clock_timestamp()`);
-    return rows[0] as BudgetFigures;
-  }
-
   /**
    * The counters of one answer become the account's balance unless a later charge was already reported: within
    * a period credits_used only grows, so a lower counter is an answer that arrived late (the lower balance

@@ -18,6 +18,7 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type pg from 'pg';
 import { LOCK_HOLDERS_SQL } from '../dataset-lock.ts';
+import { JOB_NAMES_SQL } from '../../job-names.ts';
 import type { DueRule, TaskRow } from '../../ledger.ts';
 
 export const TASK_CLAIM_DEFAULTS = {
@@ -173,10 +174,7 @@ const RELEASE = `DELETE FROM worker_task_leases WHERE worker_id = $1 AND job = $
  * the (job, status) index instead and read every answered task of the jobs per claimed task (28-70 ms a claim of
  * 64), and with the names joined to the tasks it scanned the table.
  */
-const ADOPT = `WITH RECURSIVE names(job) AS (
-    SELECT (SELECT min(job) FROM tasks)
-    UNION ALL SELECT (SELECT min(job) FROM tasks WHERE job > names.job) FROM names WHERE names.job IS NOT NULL
-  ), jobs AS MATERIALIZED (SELECT job FROM names WHERE job IS NOT NULL
+const ADOPT = `WITH jobs AS MATERIALIZED (${JOB_NAMES_SQL}
   ), found AS (
     SELECT t.id, a.status, a.completed_at, a.last_error FROM tasks t
     CROSS JOIN LATERAL (SELECT s.status, s.completed_at, s.last_error
@@ -219,7 +217,7 @@ export function createTaskClaims(pool: pg.Pool, options: TaskClaimOptions) {
       held.set(heldKey(r.operation, r.inputKey), { job: r.operation, inputKey: r.inputKey, endsAtMono: endOf(sentAtMono, r) });
       operationOf.set(`${r.job}\0${r.inputKey}`, r.operation);
     }
-    const claimed = rows.map(({ serverNow: _now, ...r }) => ({ ...r, id: Number(r.id), leaseUntil: iso(r.leaseUntil) }));
+    const claimed = rows.map(({ serverNow: _now, ...r }) => ({ ...r, id: Number(r.id), leaseUntil: new Date(r.leaseUntil).toISOString() }));
     if (claimed.length === 0) return claimed;
     // Under the lease: an answer another job stored since is taken, and an input left with nothing to call is given back.
     const adopted = new Set((await pool.query<{ id: string }>(ADOPT, [claimed.map((t) => t.id), filter.freshSince])).rows.map((r) => Number(r.id)));
@@ -256,7 +254,7 @@ export function createTaskClaims(pool: pg.Pool, options: TaskClaimOptions) {
     // A lease that ran out is lost (another worker may hold it now): forget it.
     const kept = new Set(rows.map((r) => heldKey(r.job, r.inputKey)));
     for (const h of mine) if (!kept.has(heldKey(h.job, h.inputKey))) held.delete(heldKey(h.job, h.inputKey));
-    return { held: rows.map((r) => ({ job: r.job, inputKey: r.inputKey, leaseUntil: iso(r.leaseUntil) })) };
+    return { held: rows.map((r) => ({ job: r.job, inputKey: r.inputKey, leaseUntil: new Date(r.leaseUntil).toISOString() })) };
   }
 
   return {
@@ -317,7 +315,3 @@ export function createTaskClaims(pool: pg.Pool, options: TaskClaimOptions) {
 }
 
 export type TaskClaims = ReturnType<typeof createTaskClaims>;
-
-function iso(value: Date | string): string {
-  return value instanceof Date ? value.toISOString() : new Date(value).toISOString();
-}
