@@ -8,6 +8,7 @@
 import type pg from 'pg';
 import type { OutcomeOp } from '../outcome-ops.ts';
 import { GroupCommitWriter } from '../group-commit-writer.ts';
+import { releaseAfterFailure } from './transaction.ts';
 import { RESULT_WRITER_DEFAULTS } from '../result-writer.ts';
 import { createPgGroupCommit, type PlannedGroup } from './pg-group-commit.ts';
 
@@ -91,14 +92,11 @@ export class PgOutcomeWriter extends GroupCommitWriter {
     for (const release of [...taken.flatMap((p) => p.releases), ...this.waiting.splice(0).map((g) => g.release)]) release();
   }
 
-  /** After a failed group: rolled back, and the connection given back (dropped when even ROLLBACK fails). */
+  /** After a failed group: the writer's connection rolled back and let go (releaseAfterFailure). */
   private async dropConnection(): Promise<void> {
     const client = this.connection;
     this.connection = null;
-    if (!client) return;
-    let broken: Error | undefined;
-    await client.query('ROLLBACK').catch((err: Error) => (broken = err));
-    client.release(broken);
+    if (client) await releaseAfterFailure(client);
   }
 
   /** The waiting groups that go together next (up to maxBatch outcomes), their history's reads planned. */

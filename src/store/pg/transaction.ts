@@ -19,13 +19,20 @@ export function inPgTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient) =>
  */
 export async function withPgClient<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
   const client = await pool.connect();
-  let broken: Error | undefined;
+  let result: T;
   try {
-    return await fn(client);
+    result = await fn(client);
   } catch (err) {
-    await client.query('ROLLBACK').catch((rollbackErr: Error) => (broken = rollbackErr));
+    await releaseAfterFailure(client);
     throw err;
-  } finally {
-    client.release(broken);
   }
+  client.release();
+  return result;
+}
+
+/** A connection after a failure: rolled back and given back to the pool, or dropped when even ROLLBACK fails. */
+export async function releaseAfterFailure(client: pg.PoolClient): Promise<void> {
+  let broken: Error | undefined;
+  await client.query('ROLLBACK').catch((err: Error) => (broken = err));
+  client.release(broken);
 }
