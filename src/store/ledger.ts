@@ -37,7 +37,10 @@ export function invalidRowKey(row: Pick<InvalidInputRow, 'field' | 'value' | 're
 /** The recorded invalid rows counted by invalidRowKey(). */
 export function countByKey(rows: ReadonlyArray<Pick<InvalidInputRow, 'field' | 'value' | 'reason'>>): Map<string, number> {
   const counts = new Map<string, number>();
-  for (const r of rows) counts.set(invalidRowKey(r), (counts.get(invalidRowKey(r)) ?? 0) + 1);
+  for (const r of rows) {
+    const key = invalidRowKey(r);
+    counts.set(key, (counts.get(key) ?? 0) + 1);
+  }
   return counts;
 }
 
