@@ -2,7 +2,7 @@ import yargs from 'yargs';
 import type { CommandIO, CommandSpec } from './command.ts';
 import { describeError, EXIT, exitCodeFor } from './exit-codes.ts';
 import { NetingestError } from '../errors.ts';
-import { commands, type LazyCommand } from './commands/index.ts';
+import { commands } from './commands/index.ts';
 import { readPackageJson } from '../package-root.ts';
 
 const pkg = readPackageJson();
@@ -23,8 +23,10 @@ export async function main(argv: string[], io: CommandIO = { stdout: process.std
       throw new UsageFailure(msg);
     });
   for (const entry of commands) {
-    // yargs calls a command's builder only for the command it picked (to parse or to show its --help).
-    const spec = once(entry);
+    // yargs calls a command's builder only for the command it picked (to parse or to show its --help); the
+    // command's module is imported on first use.
+    let loaded: Promise<CommandSpec> | undefined;
+    const spec = () => (loaded ??= entry.load());
     parser = parser.command(entry.name, entry.describe, async (y) => (await spec()).builder(y), async (args) => {
       exitCode = await (await spec()).run(args, io);
     });
@@ -49,12 +51,6 @@ export async function main(argv: string[], io: CommandIO = { stdout: process.std
 }
 
 class UsageFailure extends Error {}
-
-/** The command's module, imported on first use. */
-function once(entry: LazyCommand): () => Promise<CommandSpec> {
-  let loaded: Promise<CommandSpec> | undefined;
-  return () => (loaded ??= entry.load());
-}
 
 /**
  * An argument starting with `-- ` (a SQL statement opening with a line comment, `query "$(cat report.sql)"`)
