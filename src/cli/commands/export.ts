@@ -6,7 +6,7 @@ import { EXPORT_FORMATS } from '../../export/row-encoders.ts';
 import { exportSources } from '../../export/sources.ts';
 import { stderrNotice, withStopSignals } from '../signals.ts';
 import { plural } from '../../plural.ts';
-import { sqlTimeoutMs, TIMEOUT_OPTION } from '../sql-timeout.ts';
+import { sqlTimeoutMs, TIMEOUT_OPTION } from '../number-flags.ts';
 
 /** `netingest export`: a table, a view or a SELECT as CSV or JSON Lines, to a file (atomically) or stdout. */
 export const exportCommand = defineCommand({

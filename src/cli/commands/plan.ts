@@ -1,11 +1,10 @@
 import { defineCommand } from '../command.ts';
 import { datasetOption, withApi, withDb } from '../common-options.ts';
 import { askLiveBalance } from '../../runner/live-balance.ts';
-import { loadJobs } from '../load-job-args.ts';
 import { describeError, EXIT } from '../exit-codes.ts';
 import { combineErrors } from '../../jobs/job-error.ts';
 import { formatPlanReport, planJobs } from '../../runner/plan-report.ts';
-import { INVALID_OUT_OPTION, writeInvalidOut } from '../invalid-out.ts';
+import { INVALID_OUT_OPTION, loadJobs, writeInvalidOut } from '../job-args.ts';
 
 /** `netingest plan`: what a run would do and cost, with no paid API call (the free balance check only). */
 export const planCommand = defineCommand({

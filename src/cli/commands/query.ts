@@ -4,8 +4,7 @@ import { BOM_OPTION, datasetOption, ESCAPE_FORMULAS_OPTION, withDb } from '../co
 import { QUERY_FORMATS, runQuery } from '../../export/query.ts';
 import { TABLE_DEFAULTS } from '../../export/table-format.ts';
 import { stderrNotice, withStopSignals } from '../signals.ts';
-import { numberFlag, numberOption } from '../number-flags.ts';
-import { sqlTimeoutMs, TIMEOUT_OPTION } from '../sql-timeout.ts';
+import { numberFlag, numberOption, sqlTimeoutMs, TIMEOUT_OPTION } from '../number-flags.ts';
 
 /** `netingest query`: one read-only SQL statement, as a table on a terminal and CSV otherwise. */
 export const queryCommand = defineCommand({

@@ -1,7 +1,6 @@
 import { defineCommand } from '../command.ts';
 import { datasetOption, withApi, withDb, withLogFormat } from '../common-options.ts';
 import { resolveApiConfig } from '../../api/config.ts';
-import { loadJobs } from '../load-job-args.ts';
 import { runJobs, type RunOptions, type RunSummary } from '../../runner/run-jobs.ts';
 import { createOutputRedactor } from '../../api/redact.ts';
 import { RUN_SETTING_RULES } from '../../jobs/schema.ts';
@@ -11,7 +10,7 @@ import { CLEAR_LINE } from '../../runner/progress.ts';
 import { withStopSignals } from '../signals.ts';
 import { formatRunSummary } from '../format-summary.ts';
 import { exitCodeForRun } from '../exit-codes.ts';
-import { checkInvalidOut, INVALID_OUT_OPTION, writeInvalidOut } from '../invalid-out.ts';
+import { checkInvalidOut, INVALID_OUT_OPTION, loadJobs, writeInvalidOut } from '../job-args.ts';
 import { hadNothingToDo, holdRoutineLines } from '../quiet-night.ts';
 import { UsageError } from '../../errors.ts';
 

@@ -1,8 +1,28 @@
+/** The job files of `run` and `plan` (named, or --all) and their `--invalid-out`. */
 import { plural } from '../plural.ts';
+import { UsageError } from '../errors.ts';
+import { listJobFiles, loadJobFiles, type LoadedJobFiles } from '../jobs/load.ts';
+import { combineErrors } from '../jobs/job-error.ts';
 import type { Job } from '../jobs/schema.ts';
 import { assertInvalidOutIsNotInput, invalidOutPath, writeInvalidRows } from '../export/invalid-rows-out.ts';
 import { openStore } from '../store/open-store.ts';
 import { stderrNotice, withStopSignals } from './signals.ts';
+
+/**
+ * The jobs named on the command line, or every job of the folder with --all. A broken job file does not stop
+ * the others; it is returned in `broken`, for the command to report while it goes on with `jobs`. Throws when
+ * no job loads at all (nothing to do) and when two jobs share a name (their ledger rows would mix).
+ */
+export async function loadJobs(paths: string[], all: boolean, jobsDir: string): Promise<Pick<LoadedJobFiles, 'jobs' | 'broken'>> {
+  if (all && paths.length > 0) throw new UsageError('name job files or use --all, not both');
+  if (!all && paths.length === 0) throw new UsageError('name at least one job file, or use --all');
+  const files = all ? await listJobFiles(jobsDir) : paths;
+  if (files.length === 0) throw new UsageError(`no job files (.json, .ts) in ${jobsDir}`);
+  const { jobs, broken, duplicates } = await loadJobFiles(files);
+  if (duplicates.length > 0) throw combineErrors(duplicates);
+  if (jobs.length === 0) throw combineErrors(broken);
+  return { jobs, broken };
+}
 
 /** `--invalid-out <file>` of `plan` and `run`. */
 export const INVALID_OUT_OPTION = {
