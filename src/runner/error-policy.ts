@@ -7,10 +7,11 @@
 import { isApiError, type ApiErrorKind } from '../api/errors.ts';
 import { NetingestError } from '../errors.ts';
 import type { StopReason } from './run-stop.ts';
+import type { RetrySettings } from './task-executor.ts';
 
 /**
  * Codes the executor records besides the API's kinds. INTERNAL: anything thrown that is not an ApiError (a bug).
- * CALL_BOUND: a task reached its bound on calls in one run (call-bound.ts), which the other budgets should
+ * CALL_BOUND: a task reached its bound on calls in one run (maxCallsPerTask), which the other budgets should
  * always keep it below.
  */
 export type RunnerErrorCode = 'INTERNAL' | 'CALL_BOUND';
@@ -75,6 +76,15 @@ export const ERROR_POLICY: Readonly<Record<ErrorCode, ErrorPolicy>> = {
   INTERNAL: { ...NO_RETRY, ...NOT_COUNTED, ...stops('fatal') },
   CALL_BOUND: { ...NO_RETRY, ...NOT_COUNTED, ...fails('final') },
 };
+
+/**
+ * The bound on calls one task may send in one run, whatever the service answers: its first try, its retries
+ * (p-retry's `retries`, which a charged but unusable 200 shares), and its throttled attempts (429s, which use
+ * up no retry but count against their own cap). docs/architecture.md states it; the executor enforces it.
+ */
+export function maxCallsPerTask(retry: Pick<RetrySettings, 'retries'>, maxThrottledAttemptsPerTask: number): number {
+  return 1 + retry.retries + maxThrottledAttemptsPerTask;
+}
 
 /** The executor's own guard fired: a task reached its bound of calls in one run. */
 export class CallBoundError extends NetingestError {

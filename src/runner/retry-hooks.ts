@@ -5,7 +5,6 @@
  */
 import type { Options } from 'p-retry';
 import { DEFAULT_RETRY_AFTER_MS, isApiError, keptBodyOf, ThrottledError } from '../api/errors.ts';
-import { throttleWaitMs } from './call-bound.ts';
 import { isPaid, policyOf } from './error-policy.ts';
 import type { ExecutableTask, ExecutorContext, RetrySettings } from './task-executor.ts';
 
@@ -69,4 +68,13 @@ function withinBudget(retry: RetrySettings, tally: TaskTally, err: Error, retrie
   if (policy.consumesRetry && retriesConsumed >= retry.retries) return false;
   if (policy.paidRetries && isPaid(err) && ++tally.paidRetries > retry.paidRetries) return false;
   return true;
+}
+
+/**
+ * How long a 429 pauses the run: its Retry-After, but never less than the backoff base, so that a Retry-After
+ * of 0, a negative one or a date in the past cannot make the run call again at once, in a loop.
+ */
+function throttleWaitMs(retryAfterMs: number, retry: Pick<RetrySettings, 'minTimeoutMs'>): number {
+  const asked = Number.isFinite(retryAfterMs) ? retryAfterMs : 0;
+  return Math.max(asked, retry.minTimeoutMs, 1);
 }

@@ -30,7 +30,7 @@ export interface RunOptions {
   maxThrottleWaitMs?: number;
   /**
    * 429s one task may get in a run before the run stops and defers the rest, whatever their Retry-After: with
-   * the task's retries it bounds the calls of a task (see call-bound.ts).
+   * the task's retries it bounds the calls of a task (see maxCallsPerTask in error-policy.ts).
    */
   maxThrottledAttemptsPerTask?: number;
   /** Per-request timeout of the API client. */

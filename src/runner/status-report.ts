@@ -1,12 +1,15 @@
 /**
  * `netingest status`: what the last runs did and what is left, read from the dataset in one snapshot
- * (store/status.ts), and the balance the service's free credit check gives now.
+ * (store/status.ts), and the balance the service's free credit check gives now (askLiveBalance, which `plan`
+ * asks too).
  */
 import { statusReads, type StatusReport } from '../store/status.ts';
 import { openStore } from '../store/open-store.ts';
 import { driftPathLines, type DriftKind } from '../operations/drift.ts';
-import { roundCredits } from '../credits/credit-meter.ts';
-import { askLiveBalance, type LiveBalance } from './live-balance.ts';
+import { reportedBalance, roundCredits } from '../credits/credit-meter.ts';
+import { createApiClient } from '../api/client.ts';
+import { resolveApiConfig } from '../api/config.ts';
+import { ConfigError } from '../errors.ts';
 
 /** Options of statusReport(). */
 export interface StatusOptions {
@@ -24,6 +27,35 @@ export type FullStatusReport = StatusReport & {
   liveBalance: (LiveBalance & { usedSinceLastStoredAnswer: number | null }) | null;
 };
 
+/** The account's balance as the service's free credit check tells it now. */
+export interface LiveBalance {
+  balance: number;
+  totalCredits: number;
+  creditsUsed: number;
+}
+
+/**
+ * For `plan` and `status`: asks the free credit check (GET /v1/api/auth) when an API URL and token are set
+ * (--api-url / --token-file or the environment). Null when they are not, or the service does not offer it: these
+ * commands never fail for want of it, and make no paid call.
+ */
+export async function askLiveBalance(flags: Pick<StatusOptions, 'apiUrl' | 'tokenFile'>): Promise<LiveBalance | null> {
+  let api;
+  try {
+    api = resolveApiConfig(flags);
+  } catch (err) {
+    if (err instanceof ConfigError) return null;
+    throw err;
+  }
+  const client = createApiClient({ baseUrl: api.baseUrl, token: api.token });
+  try {
+    const c = await client.balance();
+    return c === null ? null : { balance: roundCredits(reportedBalance(c)), totalCredits: c.total_credits, creditsUsed: c.credits_used };
+  } finally {
+    await client.close().catch(() => undefined);
+  }
+}
+
 /** Reads the status of `options.db` (read-only, in one snapshot) and asks the live balance. */
 export async function statusReport(options: StatusOptions): Promise<FullStatusReport> {
   const store = await openStore(options.db);
@@ -32,7 +64,7 @@ export async function statusReport(options: StatusOptions): Promise<FullStatusRe
 
 /** The dataset's status with the live balance, when it can be asked (`report` reads the status in its own snapshot). */
 export async function withLiveBalance(report: StatusReport, options: Pick<StatusOptions, 'apiUrl' | 'tokenFile'>): Promise<FullStatusReport> {
-  const liveBalance = await askLiveBalance({ apiUrl: options.apiUrl, tokenFile: options.tokenFile });
+  const liveBalance = await askLiveBalance(options);
   // What the account used since the last answer stored: calls lost in flight in the last run, or use elsewhere.
   const since = liveBalance && report.lastCounters ? roundCredits(liveBalance.creditsUsed - report.lastCounters.creditsUsed) : null;
   return { ...report, liveBalance: liveBalance && { ...liveBalance, usedSinceLastStoredAnswer: since } };

@@ -10,8 +10,7 @@ import type { Charge, CreditGuard } from '../credits/credit-guard.ts';
 import type { RunStop } from './run-stop.ts';
 import type { OutcomeWriter, RunGate, WriterTask } from '../store/run-store.ts';
 import type { IngestRequest } from '../store/ingest-request.ts';
-import { maxCallsPerTask } from './call-bound.ts';
-import { CallBoundError, ERROR_POLICY, errorCodeOf, type ErrorCode } from './error-policy.ts';
+import { CallBoundError, ERROR_POLICY, errorCodeOf, maxCallsPerTask, type ErrorCode } from './error-policy.ts';
 import { retryHooks, type TaskTally } from './retry-hooks.ts';
 
 /** A job's retry settings (jobs/defaults.ts says what each is); `paidRetries` is for a 200 that was most likely charged. */

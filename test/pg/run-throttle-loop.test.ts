@@ -6,7 +6,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { maxCallsPerTask } from '../../src/runner/call-bound.ts';
+import { maxCallsPerTask } from '../../src/runner/error-policy.ts';
 import { RUN_DEFAULTS } from '../../src/runner/run-options.ts';
 import { exitCodeForRun } from '../../src/cli/exit-codes.ts';
 import { runJobs } from '../../src/runner/run-jobs.ts';

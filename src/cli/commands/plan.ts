@@ -1,6 +1,6 @@
 import { defineCommand } from '../command.ts';
 import { datasetOption, withApi, withDb } from '../common-options.ts';
-import { askLiveBalance } from '../../runner/live-balance.ts';
+import { askLiveBalance } from '../../runner/status-report.ts';
 import { describeError, EXIT } from '../exit-codes.ts';
 import { combineErrors } from '../../jobs/job-error.ts';
 import { formatPlanReport, planJobs } from '../../runner/plan-report.ts';
