@@ -14,14 +14,12 @@
 import { ApiSchemaError } from '../api/errors.ts';
 import { parseJsonBody } from '../api/json-body.ts';
 import { readUsableAnswer } from '../api/schemas.ts';
-import type { Database } from '../store/open.ts';
 import { openStore } from '../store/open-store.ts';
 import { findSpec, readStored } from '../operations/index.ts';
 import { decodeRawBody } from '../store/raw-body.ts';
-import { ask, runStepsSync, type ArchivedBody, type ReprocessSteps } from '../store/reprocess-store.ts';
-import { inSqliteReprocessTransaction } from '../store/sqlite/reprocess-store.ts';
+import { ask, type ArchivedBody, type ReprocessSteps } from '../store/reprocess-store.ts';
 
-/** Options of reprocess(); every default here. */
+/** Options of the replay (replaySteps, reprocessDatabase); every default here. */
 export interface ReprocessOptions {
   /** Raw rows read per query. Default 200 (bodies can be large; this bounds memory). */
   batchSize?: number;
@@ -46,7 +44,7 @@ export interface RejectedRaw {
   reason: string;
 }
 
-/** What reprocess() did. */
+/** What a replay (replaySteps) did. */
 export interface ReprocessReport {
   /** raw_responses rows read. */
   responses: number;
@@ -76,16 +74,11 @@ export interface ReprocessReport {
   rowsWritten: number;
 }
 
-/** Rebuilds the normalized tables of a SQLite dataset from raw_responses in one transaction. */
-export function reprocess(database: Database, options: ReprocessOptions = {}): ReprocessReport {
-  return inSqliteReprocessTransaction(database, (store) => runStepsSync(replaySteps(options), store));
-}
-
 /**
  * The replay rules, for either engine's store (store/reprocess-store.ts), inside its one transaction: the
  * tables emptied (unless bodies were pruned), then every body replayed in id order, a page at a time.
  */
-function* replaySteps(options: ReprocessOptions): ReprocessSteps<ReprocessReport> {
+export function* replaySteps(options: ReprocessOptions): ReprocessSteps<ReprocessReport> {
   const opts = { ...DEFAULTS, ...options };
   const now = new Date().toISOString();
   const report = emptyReport(!(yield* ask('bodiesWerePruned')));

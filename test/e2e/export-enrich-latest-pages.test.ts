@@ -11,7 +11,7 @@ import { requestKeyOf } from '../../src/store/ingest-request.ts';
 import { planIntoLedger } from '../../src/runner/plan-into-ledger.ts';
 import type { OutcomeOp } from '../../src/store/outcome-ops.ts';
 import { createOutcomeApplier, ingestRequestFor } from '../support/store-helpers.ts';
-import { reprocess } from '../../src/runner/reprocess.ts';
+import { reprocess } from '../support/store-helpers.ts';
 import { readUsableAnswer } from '../../src/api/schemas.ts';
 import { JOB_SQL } from '../../src/operations/search-jobs.ts';
 import { SIMILAR_SQL } from '../../src/operations/similar-companies.ts';

@@ -8,7 +8,7 @@ import BetterSqlite3 from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { useFakeServices } from '../support/sandbox-helpers.ts';
 import { runJobs, type RunSummary } from '../../src/runner/run-jobs.ts';
-import { reprocess } from '../../src/runner/reprocess.ts';
+import { reprocess } from '../support/store-helpers.ts';
 import { openDatabase } from '../../src/store/open.ts';
 import { registerRawBodyFunction } from '../../src/store/raw-body.ts';
 import { loadJob } from '../../src/jobs/load.ts';

@@ -10,6 +10,10 @@ import type { Connection } from '../../src/store/connection.ts';
 import type { IngestRequest } from '../../src/store/ingest-request.ts';
 import { createIngestor, type IngestResult, type Ingestor } from '../../src/store/ingest/index.ts';
 import { prepareOutcomeWrite, type OutcomeOp } from '../../src/store/outcome-ops.ts';
+import type { Database } from '../../src/store/open.ts';
+import { runStepsSync } from '../../src/store/reprocess-store.ts';
+import { inSqliteReprocessTransaction } from '../../src/store/sqlite/reprocess-store.ts';
+import { replaySteps, type ReprocessOptions, type ReprocessReport } from '../../src/runner/reprocess.ts';
 
 /** The 200 body, as read through its answer contract (src/operations/), that goes with a request type. */
 export type IngestResponseFor<R extends IngestRequest> = AnswerByOperation[R['operation']];
@@ -41,4 +45,9 @@ export function validateResponse<O extends Operation>(operation: O, body: unknow
 /** What an answer to `request` (a task's, as stored) is filed under: its operation's subjectOf. */
 export function ingestRequestFor(operation: Operation, inputKey: string, request: unknown): IngestRequest {
   return specOf(operation).subjectOf(inputKey, request);
+}
+
+/** Rebuilds the normalized tables of an open SQLite dataset from raw_responses in one transaction, without its lock. */
+export function reprocess(database: Database, options: ReprocessOptions = {}): ReprocessReport {
+  return inSqliteReprocessTransaction(database, (store) => runStepsSync(replaySteps(options), store));
 }
