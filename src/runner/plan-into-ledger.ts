@@ -106,18 +106,12 @@ export function countExtraFields(extra: ExtraFields, line: number): void {
   extra.firstLine ??= line;
 }
 
-/** What a job has to do once planned: tasks settled from other jobs' answers, tasks due, tasks failed for good. */
-export interface DueCounts {
-  shared: number;
-  runnable: number;
-  failedBefore: number;
-}
-
 /**
  * Decides in the ledger, before the job's first call, what its run will call: a lookup another job answered
  * (fresh, or in this very run under --refresh) is taken, not paid for again; then the due tasks are reopened.
+ * Returns the tasks settled from other jobs' answers, the tasks due, and those failed for good.
  */
-export async function settleDue(operation: string, ledger: RunLedger, filter: RunnableFilter): Promise<DueCounts> {
+export async function settleDue(operation: string, ledger: RunLedger, filter: RunnableFilter) {
   const shared = await ledger.adoptSharedAnswers(filter, await ledger.otherJobs(operation, filter.job), new Date().toISOString());
   await ledger.reopenDue(filter, new Date().toISOString());
   const runnable = await ledger.countRunnable(filter);
@@ -126,20 +120,15 @@ export async function settleDue(operation: string, ledger: RunLedger, filter: Ru
   return { shared, runnable, failedBefore };
 }
 
-/** What deferRefresh() did: the read of the job's input, and how many tasks it deferred (none if the read was cut). */
-export interface DeferredRefresh {
-  plan: PlanCounts;
-  deferred: number;
-}
-
 /**
  * Under --refresh, writes the refresh of a job the run stopped before reaching into the ledger: its settled
  * tasks are reopened and deferred, so that the next run refreshes them with or without --refresh. Without this
  * the user's only way to finish the refresh would be another --refresh run, paying again for every task this
  * run already refreshed. Once `stop` is aborted the read ends as planIntoLedger's does, and nothing is reopened:
  * a refresh deferred for only the rows read would be a part of it the user could not tell from the rest.
+ * Returns the read of the job's input and how many tasks it deferred (none if the read was cut).
  */
-export async function deferRefresh(job: Job, ledger: RunLedger, runId: number, refreshSince: string, stop?: AbortSignal): Promise<DeferredRefresh> {
+export async function deferRefresh(job: Job, ledger: RunLedger, runId: number, refreshSince: string, stop?: AbortSignal) {
   const plan = await planIntoLedger(job, ledger, runId, stop);
   if (!plan.complete) return { plan, deferred: 0 };
   await settleDue(job.operation, ledger, { job: job.name, runId, freshSince: refreshSince, refresh: true });

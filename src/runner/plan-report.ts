@@ -44,12 +44,6 @@ export interface PlanReport {
   extraFields: { rows: number; firstLine: number | null };
 }
 
-/** Options of planReport(). */
-export interface PlanReportOptions {
-  /** Told why the dataset holds nothing yet (a PostgreSQL database with no netingest schema). */
-  onNothingRan?: (why: string) => void;
-}
-
 /** Options of planJobs(). */
 export interface PlanJobsOptions {
   /** The database a run would use (a SQLite file or a postgres:// URL); read if it exists, never created. */
@@ -84,7 +78,7 @@ export async function planJobs(jobs: readonly Job[], options: PlanJobsOptions): 
   for (const job of jobs) {
     let report: PlanReport;
     try {
-      report = await planReport(job, options.db, options.refresh, { onNothingRan });
+      report = await planReport(job, options.db, options.refresh, onNothingRan);
     } catch (err) {
       if (!isJobUnusable(err)) throw err;
       found.unusable.push(err);
@@ -98,11 +92,14 @@ export async function planJobs(jobs: readonly Job[], options: PlanJobsOptions): 
   return found;
 }
 
-/** Reads the job's input and the ledger (a SQLite file or a postgres:// URL) and says what a run would do and cost. */
-export async function planReport(job: Job, db: string, refresh = false, options: PlanReportOptions = {}): Promise<PlanReport> {
+/**
+ * Reads the job's input and the ledger (a SQLite file or a postgres:// URL) and says what a run would do and cost;
+ * `onNothingRan` is told why the dataset holds nothing yet (a PostgreSQL database with no netingest schema).
+ */
+export async function planReport(job: Job, db: string, refresh = false, onNothingRan?: (why: string) => void): Promise<PlanReport> {
   const store = await openStore(db);
   return store.withPlanLedger(async (ledger) => {
-    if (ledger.nothingRan !== null) options.onNothingRan?.(ledger.nothingRan);
+    if (ledger.nothingRan !== null) onNothingRan?.(ledger.nothingRan);
     // The run's due rule, as a run starting now applies it to each task. The run takes another job's fresh answer
     // to the same lookup (adoptSharedAnswers); --refresh only answers from the run itself, which plan cannot know.
     const rule: PlanRule = {
