@@ -1,6 +1,6 @@
 /**
  * The report's charts as ECharts options, each with its title, axes and units, and the sentence that stands in
- * for it where a picture cannot be seen. svg.ts draws them; the page shows each one's numbers in a table.
+ * for it where a picture cannot be seen. page.ts draws them and shows each one's numbers in a table.
  */
 import type { ReportFigures } from './figures.ts';
 import { roundCredits } from '../credits/credit-meter.ts';

@@ -1,11 +1,21 @@
 /**
- * The report as one self-contained HTML page: the headline, each chart as inline SVG with its text alternative
- * and the table of its numbers, then failures, invalid rows and anomalies. No script, no request: the
- * Content-Security-Policy forbids any, so it opens the same from a mail attachment or a CI artifact. Every text
- * from the dataset goes through escapeHtml().
+ * The report as one self-contained HTML page: the headline, each chart as inline SVG (drawn here by ECharts'
+ * server-side renderer) with its text alternative and the table of its numbers, then failures, invalid rows and
+ * anomalies. No script, no request: the Content-Security-Policy forbids any, so it opens the same from a mail
+ * attachment or a CI artifact. Every text from the dataset goes through escapeHtml().
  */
+import * as echarts from 'echarts/core';
+import { BarChart, LineChart } from 'echarts/charts';
+import { GridComponent, LegendComponent } from 'echarts/components';
+import { SVGRenderer } from 'echarts/renderers';
 import type { ReportFigures } from './figures.ts';
 import { chartSpecs, formatNumber, NO_JOB, runLabels, type ChartSpec } from './charts.ts';
+
+// Only the parts the report uses; the text alternative is the page's own (ECharts' aria needs a DOM).
+echarts.use([BarChart, LineChart, GridComponent, LegendComponent, SVGRenderer]);
+
+/** The size every chart is drawn at, in CSS pixels (the SVG scales down with the page). */
+const CHART_SIZE = { widthPx: 960, heightPx: 320 } as const;
 
 /** Nothing may be fetched: styles are inline, images none, no script at all. */
 export const CONTENT_SECURITY_POLICY = "default-src 'none'; style-src 'unsafe-inline'; img-src 'none'; base-uri 'none'; form-action 'none'";
@@ -23,8 +33,8 @@ const e = (v: unknown): string => (v === null || v === undefined ? '–' : typeo
 /** Escaped text whose `command` spans show as code (the headline's advice names commands that way). */
 const withCode = (text: string) => escapeHtml(text).replace(/`([^`]+)`/g, '<code>$1</code>');
 
-/** The page for `figures`, with each chart drawn by `draw` (svg.ts). */
-export function renderPage(figures: ReportFigures, shownDataset: string, draw: (spec: ChartSpec) => string): string {
+/** The page for `figures`, each chart drawn by renderChartSvg. */
+export function renderPage(figures: ReportFigures, shownDataset: string): string {
   const specs = chartSpecs(figures);
   const tables = chartTables(figures);
   return `<!doctype html>
@@ -37,7 +47,7 @@ export function renderPage(figures: ReportFigures, shownDataset: string, draw: (
 <header><h1>netingest report</h1><p class="meta">Dataset <code>${e(shownDataset)}</code> · written ${when(figures.generatedAt)} · runs of the last ${figures.days} days</p></header>
 ${headlineHtml(figures)}
 <nav>${specs.map((s) => `<a href="#${s.id}">${e(s.title.split(':')[0])}</a>`).join(' · ')} · <a href="#failures">Failures</a> · <a href="#invalid">Invalid rows</a> · <a href="#anomalies">Anomalies</a></nav>
-${specs.map((s) => chartSection(s, draw(s), tables[s.id] ?? '')).join('\n')}
+${specs.map((s) => chartSection(s, renderChartSvg(s), tables[s.id] ?? '')).join('\n')}
 ${failuresHtml(figures)}
 ${invalidHtml(figures)}
 ${anomaliesHtml(figures)}
@@ -62,6 +72,17 @@ function headlineHtml(f: ReportFigures): string {
 <p class="action" data-figure="action">${withCode(h.action)}</p>
 <p>${run}. ${credits}</p>
 </section>`;
+}
+
+/** `spec` drawn as SVG markup by ECharts' SSR renderer (no DOM, no browser): the page needs no script to show it. */
+function renderChartSvg(spec: ChartSpec): string {
+  const chart = echarts.init(null, null, { renderer: 'svg', ssr: true, width: CHART_SIZE.widthPx, height: CHART_SIZE.heightPx });
+  try {
+    chart.setOption(spec.option);
+    return chart.renderToSVGString();
+  } finally {
+    chart.dispose();
+  }
 }
 
 function chartSection(spec: ChartSpec, svg: string, table: string): string {

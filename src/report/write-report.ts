@@ -82,8 +82,8 @@ export interface WrittenReport {
 export async function writeReport(options: ReportOptions & { outFile: string }): Promise<WrittenReport> {
   const { figures, shownDataset } = await gatherFigures(options);
   // Loaded here: `--json` draws nothing and need not load the charting library.
-  const [{ renderPage }, { renderChartSvg }] = await Promise.all([import('./page.ts'), import('./svg.ts')]);
-  const html = renderPage(figures, shownDataset, renderChartSvg);
+  const { renderPage } = await import('./page.ts');
+  const html = renderPage(figures, shownDataset);
   const path = resolve(options.outFile);
   const temporary = join(dirname(path), `.${basename(path)}.${randomBytes(4).toString('hex')}.tmp`);
   try {
