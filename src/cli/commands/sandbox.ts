@@ -3,7 +3,7 @@ import { defineCommand, type CommandIO } from '../command.ts';
 import { UsageError } from '../../errors.ts';
 import { OPERATIONS, type Operation } from '../../spec/types.ts';
 import { SANDBOX_DEFAULTS, startSandbox, type LoggedRequest, type SandboxOptionsInput } from '../../sandbox/server.ts';
-import { LIVE_SHAPES, PAST_LAST_PAGE_MODES, resolveOptions, type LiveShape, type PastLastPage, type SandboxOptions } from '../../sandbox/options.ts';
+import { LIVE_SHAPES, PAST_LAST_PAGE_MODES, resolveOptions, type LiveShape, type SandboxOptions } from '../../sandbox/options.ts';
 
 /** Port of `netingest sandbox` when --port is not given (tests use port 0 through the library). */
 export const SANDBOX_CLI_PORT = 8787;
@@ -39,25 +39,15 @@ const PLAIN_FLAGS = [
 ] as const satisfies ReadonlyArray<readonly [string, keyof SandboxOptions, string]>;
 type PlainFlag = (typeof PLAIN_FLAGS)[number];
 
-/** The parsed flags of `netingest sandbox`. */
-export type SandboxArgs = { [F in PlainFlag as F[0]]: SandboxOptions[F[1]] } & {
-  port: number;
-  token: string[];
-  'suspended-token': string[];
-  credits: number;
-  cost: string[];
-  'latency-ms': string;
-  'rate-limit'?: number;
-  'rate-limit-per-minute'?: number;
-  'past-last-page': PastLastPage;
-  live: boolean;
-  'live-shape': LiveShape[];
+/** The parsed flags of `netingest sandbox`: those declared one by one (their types inferred), and PLAIN_FLAGS. */
+export type SandboxArgs = (ReturnType<typeof ownFlags> extends Argv<infer A> ? A : never) & { [F in PlainFlag as F[0]]: SandboxOptions[F[1]] } & {
   quiet: boolean;
 };
 
-function builder(y: Argv) {
+/** The flags that are not a sandbox option as it is, each declared with its own type, help and default. */
+function ownFlags(y: Argv) {
   const d = SANDBOX_DEFAULTS;
-  let flags = y
+  return y
     .option('port', { type: 'number', default: SANDBOX_CLI_PORT, describe: 'port on 127.0.0.1 (0 picks a free one)' })
     .option('token', { type: 'string', array: true, default: [DEFAULT_TOKEN], describe: 'accepted bearer token (repeatable)' })
     .option('suspended-token', { type: 'string', array: true, default: [] as string[], describe: 'token answered 403 (repeatable)' })
@@ -94,8 +84,12 @@ function builder(y: Argv) {
       default: [] as LiveShape[],
       describe: 'turn on only these live-service shapes (repeatable; instead of --live)',
     });
+}
+
+function builder(y: Argv) {
+  let flags: Argv = ownFlags(y);
   for (const [flag, option, describe] of PLAIN_FLAGS) {
-    const value = d[option];
+    const value = SANDBOX_DEFAULTS[option];
     flags = flags.option(flag, { type: typeof value as 'number' | 'string' | 'boolean', default: value, describe });
   }
   return flags
