@@ -75,32 +75,21 @@ export async function openRun(options: RunOptions): Promise<OpenRun> {
   const dataset = await openStore(options.dbPath);
   // On PostgreSQL the lock's lease is the lease of a worker's claims (how long a dead worker's inputs wait).
   const store = await dataset.openRun({ leaseMs: options.lockLeaseMs, rateWindowMs: options.sharedRateWindowMs });
-  const releases = new Releases();
-  releases.push(() => store.close());
+  const releases: Releases = [() => store.close()];
   try {
     releases.push(() => releaseLock(store, logger));
     return await openLocked(options, logger, store, releases);
   } catch (err) {
-    await releases.releaseTo(0);
+    await releaseTo(releases, 0);
     throw store.describeError(err);
   }
 }
 
-/** Releases, last opened first. */
-class Releases {
-  private readonly steps: Array<() => unknown> = [];
+/** What the run opened, each with its release; released last opened first, down to a depth. */
+type Releases = Array<() => unknown>;
 
-  push(step: () => unknown): void {
-    this.steps.push(step);
-  }
-
-  get depth(): number {
-    return this.steps.length;
-  }
-
-  async releaseTo(depth: number): Promise<void> {
-    while (this.steps.length > depth) await this.steps.pop()!();
-  }
+async function releaseTo(releases: Releases, depth: number): Promise<void> {
+  while (releases.length > depth) await releases.pop()!();
 }
 
 async function openLocked(options: RunOptions, logger: Logger, store: RunStore, releases: Releases): Promise<OpenRun> {
@@ -120,7 +109,7 @@ async function openLocked(options: RunOptions, logger: Logger, store: RunStore, 
     lockLost = err;
     stop.stop('fatal', err);
   });
-  const callsFrom = releases.depth;
+  const callsFrom = releases.length;
   const onAbort = () => stop.stop('interrupted');
   if (options.signal?.aborted) onAbort();
   options.signal?.addEventListener('abort', onAbort, { once: true });
@@ -148,8 +137,8 @@ async function openLocked(options: RunOptions, logger: Logger, store: RunStore, 
     unusable: new UnusableAnswerBreaker(stop, (op) => guard.costOf(op)),
     drift: new RunDrift(store, runId),
     tally: { attemptErrors: 0, creditsAtStart: null, balanceAsked: false, jobRates: {} },
-    closeCalls: () => releases.releaseTo(callsFrom),
-    close: () => releases.releaseTo(0),
+    closeCalls: () => releaseTo(releases, callsFrom),
+    close: () => releaseTo(releases, 0),
   };
 }
 
