@@ -6,7 +6,7 @@
 import { NetingestError, UsageError } from '../../errors.ts';
 import { openStore } from '../open-store.ts';
 import { rows } from '../read-steps.ts';
-import { HISTORY_ENTITIES, type HistoryEntity } from './tracking.ts';
+import type { HistoryEntity } from './tracking.ts';
 
 /** Where the listing starts: the last run's changes, those of a run and every later one, or those since a time. */
 export type ChangesSince = { last: true } | { runId: number } | { at: string };
@@ -60,10 +60,6 @@ function utcOffset(zone: string | undefined): string {
 /** An SQL string literal, the same on both engines (standard quoting; NUL refused before). */
 function literal(text: string): string {
   return `'${text.replaceAll("'", "''")}'`;
-}
-
-export function isHistoryEntity(text: string): text is HistoryEntity {
-  return (HISTORY_ENTITIES as readonly string[]).includes(text);
 }
 
 /** The SELECT of the changes `filter` keeps, oldest first within each entity and key. */
