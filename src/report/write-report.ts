@@ -38,7 +38,6 @@ export interface ReportOptions {
   forecastDays?: number;
   configuredPerMinute?: number;
   statusRuns?: number;
-  listedRows?: number;
   apiUrl?: string | undefined;
   tokenFile?: string | undefined;
   /** The report's clock (tests pin it). */

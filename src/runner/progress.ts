@@ -21,8 +21,6 @@ export interface ProgressOptions {
   /** Where the live line goes on a terminal (stderr, so stdout stays clean for --json). */
   stream: NodeJS.WritableStream & { isTTY?: boolean; columns?: number };
   logger: Logger;
-  /** Redraw interval of the live line. */
-  redrawMs?: number;
   /** Interval of the one-line progress log without a terminal (cron). */
   logIntervalMs?: number;
 }
@@ -45,9 +43,7 @@ export class ProgressReporter {
   /** Starts redrawing (terminal) or periodic logging (no terminal). */
   start(): void {
     const tty = Boolean(this.options.stream.isTTY);
-    const every = tty
-      ? (this.options.redrawMs ?? PROGRESS_DEFAULTS.redrawMs)
-      : (this.options.logIntervalMs ?? PROGRESS_DEFAULTS.logIntervalMs);
+    const every = tty ? PROGRESS_DEFAULTS.redrawMs : (this.options.logIntervalMs ?? PROGRESS_DEFAULTS.logIntervalMs);
     this.timer = setInterval(() => (tty ? this.draw() : this.log()), every);
     this.timer.unref();
   }

@@ -23,12 +23,11 @@ import { ask, type ArchivedBody, type ReprocessSteps } from '../store/reprocess-
 export interface ReprocessOptions {
   /** Raw rows read per query. Default 200 (bodies can be large; this bounds memory). */
   batchSize?: number;
-  /** How many rejected bodies the report lists in full. Default 20. */
-  maxListedInvalid?: number;
   /** Called after every batch with the number of bodies seen so far. */
   onProgress?: (seen: number) => void;
 }
 
+/** `maxListedInvalid`: how many rejected bodies the report lists in full. */
 const DEFAULTS = { batchSize: 200, maxListedInvalid: 20 } as const;
 
 /** A stored body that could not be replayed. */
@@ -58,7 +57,7 @@ export interface ReprocessReport {
   recovered: number;
   /** Failed tasks set done by a recovered body (their latest outcome), with no call. */
   tasksRecovered: number;
-  /** The first `maxListedInvalid` of them. */
+  /** The first DEFAULTS.maxListedInvalid (20) of them. */
   rejected: RejectedRaw[];
   /** Normalized rows deleted before the replay. */
   rowsDeleted: number;
@@ -98,7 +97,7 @@ export function* replaySteps(options: ReprocessOptions): ReprocessSteps<Reproces
         if (row.errorCode !== null) report.recovered++;
         if (taskRecovered) report.tasksRecovered++;
       } catch (err) {
-        reject(report, row, describe(err, row.errorCode !== null), opts.maxListedInvalid);
+        reject(report, row, describe(err, row.errorCode !== null));
       }
     }
     opts.onProgress?.(report.responses);
@@ -132,10 +131,10 @@ function* replayOne(row: ArchivedBody, now: string): ReprocessSteps<{ rows: numb
   }
 }
 
-function reject(report: ReprocessReport, row: ArchivedBody, reason: string, maxListed: number): void {
+function reject(report: ReprocessReport, row: ArchivedBody, reason: string): void {
   report.invalid++;
   if (row.errorCode !== null) report.stillRejected++;
-  if (report.rejected.length < maxListed) {
+  if (report.rejected.length < DEFAULTS.maxListedInvalid) {
     const { id, operation, requestKey, taskId, errorCode } = row;
     report.rejected.push({ id, operation, requestKey, taskId, errorCode, reason });
   }
