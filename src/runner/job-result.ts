@@ -103,27 +103,11 @@ function plannedFields(plan: PlanCounts): Pick<JobSummary, 'planned' | 'invalidR
   return { planned: plan.tasks, invalidRows: plan.invalid, invalidKnown: plan.invalidKnown, duplicates: plan.duplicates, invalidSamples: plan.invalidSamples };
 }
 
+/** The summary of a job that read and worked nothing: every count 0 (its keys in the order `--json` prints them). */
 function unplannedJobSummary(job: JobName, status: JobStatus): JobSummary {
   return {
-    name: job.name,
-    operation: job.operation,
-    status,
-    error: null,
-    planned: 0,
-    invalidRows: 0,
-    invalidKnown: 0,
-    duplicates: 0,
-    fresh: 0,
-    failedBefore: 0,
-    worked: 0,
-    done: 0,
-    notFound: 0,
-    failed: 0,
-    failedByCode: {},
-    deferred: 0,
-    invalidSamples: [],
-    setAside: 0,
-    otherPost: 0,
-    warnings: [],
+    name: job.name, operation: job.operation, status, error: null,
+    planned: 0, invalidRows: 0, invalidKnown: 0, duplicates: 0, fresh: 0, failedBefore: 0, worked: 0,
+    done: 0, notFound: 0, failed: 0, failedByCode: {}, deferred: 0, invalidSamples: [], setAside: 0, otherPost: 0, warnings: [],
   };
 }

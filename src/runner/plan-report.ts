@@ -130,24 +130,12 @@ export async function planReport(job: Job, db: string, refresh = false, onNothin
   });
 }
 
+/** The report before the input is read: every count 0, the cost the one assumed until a call shows it. */
 function emptyReport(job: Job, lastKnownBalance: number | null): PlanReport {
   return {
-    job: job.name,
-    operation: job.operation,
-    tasks: 0,
-    invalidRows: 0,
-    duplicates: 0,
-    fresh: 0,
-    failedBefore: 0,
-    calls: 0,
-    costPerCall: CREDIT_METER_DEFAULTS.defaultCostPerCall,
-    costLearned: false,
-    estimatedCredits: null,
-    estimatedCreditsRange: null,
-    lastKnownBalance,
-    liveBalance: null,
-    invalidSamples: [],
-    extraFields: { rows: 0, firstLine: null },
+    job: job.name, operation: job.operation, tasks: 0, invalidRows: 0, duplicates: 0, fresh: 0, failedBefore: 0, calls: 0,
+    costPerCall: CREDIT_METER_DEFAULTS.defaultCostPerCall, costLearned: false, estimatedCredits: null, estimatedCreditsRange: null,
+    lastKnownBalance, liveBalance: null, invalidSamples: [], extraFields: { rows: 0, firstLine: null },
   };
 }
 

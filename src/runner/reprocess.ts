@@ -142,15 +142,7 @@ function reject(report: ReprocessReport, row: ArchivedBody, reason: string): voi
 
 function emptyReport(rebuiltFromScratch: boolean): ReprocessReport {
   return {
-    responses: 0,
-    replayed: 0,
-    invalid: 0,
-    stillRejected: 0,
-    recovered: 0,
-    tasksRecovered: 0,
-    rejected: [],
-    rowsDeleted: 0,
-    rowsWritten: 0,
+    responses: 0, replayed: 0, invalid: 0, stillRejected: 0, recovered: 0, tasksRecovered: 0, rejected: [], rowsDeleted: 0, rowsWritten: 0,
     rebuiltFromScratch,
   };
 }
