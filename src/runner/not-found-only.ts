@@ -11,14 +11,8 @@ import { specOf } from '../operations/index.ts';
 import type { TaskOutcome } from './task-executor.ts';
 import type { NotFoundOnlyWarning } from './run-summary.ts';
 
-export type { NotFoundOnlyWarning };
-
-/** Code of the warning in the summary's `warnings` of a job. */
-export const NOT_FOUND_ONLY = 'NOT_FOUND_ONLY' satisfies NotFoundOnlyWarning['code'];
-
 /** Longest excerpt of the 404 body's message carried by the warning. */
 const MESSAGE_EXCERPT_CHARS = 120;
-
 
 /** Counts the answers of one job in one run, and whether any of them held data. */
 export class NotFoundOnlyWatch {
@@ -49,7 +43,7 @@ export class NotFoundOnlyWatch {
     const bodyMessage = this.firstMessage === null ? null : bodyExcerpt(this.firstMessage, this.secrets, MESSAGE_EXCERPT_CHARS);
     const body = bodyMessage === null ? 'no message' : `message ${JSON.stringify(bodyMessage)}`;
     return {
-      code: NOT_FOUND_ONLY,
+      code: 'NOT_FOUND_ONLY',
       answers: this.notFound,
       status: 404,
       bodyMessage,

@@ -52,7 +52,6 @@ export type Tracking = EntityTracking | SetTracking | ListTracking;
 
 const SEEN = ['first_seen_at', 'updated_at', 'last_seen_at'];
 
-
 const valueSet = (field: string): SetTracking => ({ kind: 'set', entity: 'company', owner: 'company_url', field, item: ['value'] });
 
 /** Every table the history follows; a table not listed (job_searches: a query's own terms) records nothing. */
