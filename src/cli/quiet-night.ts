@@ -6,16 +6,10 @@
 import { createLogger, type LogFields, type Logger, type LoggerOptions } from '../runner/logger.ts';
 import type { RunSummary } from '../runner/run-jobs.ts';
 
-/** A logger holding its info lines, and how the run's end settles them. */
-export interface HeldLogger {
-  logger: Logger;
-  /** Writes what is held, or for a quiet run only the `run finished` line; later lines are written at once. */
-  settle(quiet: boolean): void;
-}
-
 const LAST_LINE = 'run finished';
 
-export function holdRoutineLines(options: LoggerOptions): HeldLogger {
+/** A logger holding its info lines, and how the run's end settles them. */
+export function holdRoutineLines(options: LoggerOptions) {
   let held: string[] | null = [];
   let lastLine = -1;
   const sink = {
@@ -36,18 +30,20 @@ export function holdRoutineLines(options: LoggerOptions): HeldLogger {
     release();
     log(msg, fields);
   };
-  return {
-    logger: {
-      debug: inner.debug,
-      info(msg, fields) {
-        if (msg === 'progress') release();
-        if (msg === LAST_LINE && held !== null) lastLine = held.length;
-        inner.info(msg, fields);
-      },
-      warn: loud(inner.warn),
-      error: loud(inner.error),
+  const logger: Logger = {
+    debug: inner.debug,
+    info(msg, fields) {
+      if (msg === 'progress') release();
+      if (msg === LAST_LINE && held !== null) lastLine = held.length;
+      inner.info(msg, fields);
     },
-    settle(quiet) {
+    warn: loud(inner.warn),
+    error: loud(inner.error),
+  };
+  return {
+    logger,
+    /** Writes what is held, or for a quiet run only the `run finished` line; later lines are written at once. */
+    settle(quiet: boolean): void {
       if (quiet && held !== null) {
         const line = held[lastLine];
         held = null;

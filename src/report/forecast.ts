@@ -5,6 +5,7 @@
  */
 import type { TaskAge } from '../store/readers/report-figures.ts';
 import { roundCredits } from '../credits/credit-meter.ts';
+import type { FigureOptions } from './figures.ts';
 
 /** Tasks of one job coming due on one day (UTC); day 0 holds those due already. */
 export interface ForecastDay {
@@ -14,12 +15,8 @@ export interface ForecastDay {
   credits: number;
 }
 
-export interface ForecastOptions {
-  forecastDays: number;
-  refreshAfterDays: Readonly<Record<string, number>>;
-  costPerCall: (operation: string) => number;
-  now: Date;
-}
+/** The figures' window, refresh ages and clock, and each operation's cost per call. */
+type ForecastOptions = Pick<FigureOptions, 'forecastDays' | 'refreshAfterDays' | 'now'> & { costPerCall: (operation: string) => number };
 
 const MS_PER_DAY = 86_400_000;
 

@@ -53,17 +53,12 @@ export class StopRequested extends Error {
   }
 }
 
-/** The stop switch of one job of a run, and how to unhook it from the run's once the job is over. */
-export interface JobStop {
-  stop: RunStop;
-  release(): void;
-}
-
 /**
- * A stop switch for one job that the run's stop also throws (a signal, an outage, a failed write). The job's
- * executor stops it; `settleJobStop` then decides whether that stop is the run's too.
+ * A stop switch for one job that the run's stop also throws (a signal, an outage, a failed write), and how to
+ * unhook it from the run's once the job is over. The job's executor stops it; `settleJobStop` then decides
+ * whether that stop is the run's too.
  */
-export function jobStopOf(run: RunStop): JobStop {
+export function jobStopOf(run: RunStop) {
   const stop = new RunStop();
   const follow = () => stop.stop(run.reason!, run.error);
   if (run.reason) follow();

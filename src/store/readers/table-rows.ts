@@ -18,15 +18,11 @@ export interface TableQuery {
   since?: { column: string; value: string } | undefined;
 }
 
-/** A table's raw rows, and their column names. */
-export interface TableRows {
-  columns: string[];
-  /** Started only when iterated: an iterator opened but never closed keeps the connection busy. */
-  rows: Iterable<unknown[]>;
-}
-
-/** Every row of `query` in the snapshot, in insertion (rowid) order for a table. */
-export function tableRows(snapshot: SqliteSnapshot, query: TableQuery): TableRows {
+/**
+ * Every row of `query` in the snapshot (raw), in insertion (rowid) order for a table, and their column names.
+ * The rows start only when iterated: an iterator opened but never closed keeps the connection busy.
+ */
+export function tableRows(snapshot: SqliteSnapshot, query: TableQuery): { columns: string[]; rows: Iterable<unknown[]> } {
   const where = query.since !== undefined ? ` WHERE "${query.since.column}" >= ?` : '';
   const order = query.kind === 'table' ? ' ORDER BY rowid' : '';
   const stmt = snapshot.sqlite.prepare(`SELECT * FROM "${query.table}"${where}${order}`).raw(true) as BetterSqlite3.Statement<unknown[], unknown[]>;
@@ -69,11 +65,6 @@ export interface ChunkSource {
   busyTimeoutMs: number;
 }
 
-/** Reads the rows of a rowid range, one row at a time to `each`; the change check follows every range. */
-export interface ChunkReader {
-  read(fromRowid: number, toRowid: number, each: (row: unknown[]) => void): void;
-}
-
 /** SQLite page cache of a worker's connection (the default is 16 MB per connection). */
 const CHUNK_READER_CACHE_KIB = 2048;
 
@@ -81,7 +72,7 @@ const CHUNK_READER_CACHE_KIB = 2048;
  * Opens `source.db` read-only on a connection of its own and holds one read transaction on it for the reader's
  * life, so that every range it reads comes from the same snapshot (taken here).
  */
-export function openChunkReader(source: ChunkSource): ChunkReader {
+export function openChunkReader(source: ChunkSource) {
   // Not openForReading(): the main thread has already checked the file and its schema, and a worker that
   // loads no drizzle starts faster and holds less memory. openConnection() all the same, for the way it reads a
   // database whose folder this user cannot write (without -shm, watching for a writer: read-without-shm.ts).
@@ -94,7 +85,8 @@ export function openChunkReader(source: ChunkSource): ChunkReader {
   const where = source.since ? ` AND "${source.since.column}" >= ?` : '';
   const stmt = sqlite.prepare(`SELECT * FROM "${source.table}" WHERE rowid BETWEEN ? AND ?${where} ORDER BY rowid`).raw(true);
   return {
-    read(fromRowid, toRowid, each) {
+    /** Reads the rows of a rowid range, one row at a time to `each`; the change check follows every range. */
+    read(fromRowid: number, toRowid: number, each: (row: unknown[]) => void): void {
       const params: unknown[] = [fromRowid, toRowid];
       if (source.since !== undefined) params.push(source.since.value);
       // Checked before the rows leave: a database read without locks that changed meanwhile may have given wrong ones.
