@@ -1,16 +1,10 @@
-/** A JSON syntax error in the user's terms: what is wrong and, when it can be found, where (1-based). */
-export interface JsonSyntaxError {
-  message: string;
-  line?: number;
-  column?: number;
-}
-
 /**
- * Describes why JSON.parse refused `text`. The position comes from the engine's message when it has one ("in
+ * Describes why JSON.parse refused `text`, in the user's terms: what is wrong and, when it can be found, where
+ * (line and column, 1-based). The position comes from the engine's message when it has one ("in
  * JSON at position N"); Node 20 leaves it out of some messages ("Unexpected token ']', ...") so it is then found
  * by jsonErrorOffset. The message loses the engine's position and excerpt, which the caller shows as line:column.
  */
-export function describeJsonSyntaxError(text: string, err: Error): JsonSyntaxError {
+export function describeJsonSyntaxError(text: string, err: Error) {
   const raw = err.message.replace(/\s*\(line \d+ column \d+\)\s*$/, '');
   const message = raw
     // The excerpt can run over lines; a control character as the token is shown escaped (a raw CR would garble the line).

@@ -87,18 +87,13 @@ function later(a: string | null, b: string | null): string | null {
   return a >= b ? a : b;
 }
 
-/** Looks up the result rows of one input, each already in the order of `columns`. */
-export interface ResultLookup {
-  columns: readonly string[];
-  /** Result rows of the input with this key (canonical URL or search key); [] when there are none. */
-  find(inputKey: string): Reads<unknown[][]>;
-}
-
 /**
  * The result columns and lookup of `job`'s operation, as Reads that run on either engine; `jobs` are the job and
- * the others asking the same question (otherJobsWithOperationReads). docs/export.md lists every column.
+ * the others asking the same question (otherJobsWithOperationReads). docs/export.md lists every column. `find`
+ * gives the result rows of the input with a key (canonical URL or search key), each in the order of `columns`
+ * ([] when there are none).
  */
-export function resultLookup(job: Job, jobs: readonly string[]): ResultLookup {
+export function resultLookup(job: Job, jobs: readonly string[]) {
   const { enrich } = specOf(job.operation);
   const reader: EnrichReader = { rows: (sql) => ({ all: (params) => rawRows(sql, params) }), floors: answerFloorsOf(job, jobs) };
   return { columns: enrich.columns, find: enrich.lookup(reader, job) };
