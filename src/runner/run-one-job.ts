@@ -4,9 +4,7 @@
  * Every way it ends is one JobResult (job-result.ts); its log lines are written as it goes.
  */
 import { basename, extname } from 'node:path';
-import type { ApiClient } from '../api/types.ts';
 import { reportedBalance, roundCredits } from '../credits/credit-meter.ts';
-import type { CreditGuard } from '../credits/credit-guard.ts';
 import type { UsageError } from '../errors.ts';
 import { dueSince } from '../jobs/freshness.ts';
 import { isJobUnusable, type JobFileError } from '../jobs/job-error.ts';
@@ -134,7 +132,7 @@ async function prepareCalls(run: OpenRun, job: Job, runnable: number): Promise<v
   guard.setLimits({ reserve: job.credits.reserve, maxPerRun: job.credits.maxPerRun ?? null });
   if (!tally.balanceAsked && runnable > 0) {
     tally.balanceAsked = true;
-    await seedFromBalance(run.client, guard, (await run.callLog.lastCounters())?.creditsUsed ?? null, run.stop.signal, run.logger);
+    await seedFromBalance(run);
   }
   run.gate.setRequestsPerMinute(job.rate.requestsPerMinute);
   // Recorded with the run's end: the report draws each job's pace against the rate it really had.
@@ -243,25 +241,19 @@ function logWorked(logger: Logger, w: WorkedJob, stop: RunStop): void {
  * makes no call. When the service does not offer it, the run goes on as without it. Also says how many credits
  * the account used since the last answer this database stored: calls lost in flight (a kill), or use elsewhere.
  */
-async function seedFromBalance(
-  client: ApiClient,
-  guard: CreditGuard,
-  lastCreditsUsed: number | null,
-  signal: AbortSignal,
-  logger: Logger,
-): Promise<boolean> {
-  const counters = await client.balance(signal);
-  if (counters === null || !guard.seed(counters)) {
-    logger.info('balance not offered by the API (GET /v1/api/auth): learned from the first answers instead');
-    return false;
+async function seedFromBalance(run: OpenRun): Promise<void> {
+  const lastCreditsUsed = (await run.callLog.lastCounters())?.creditsUsed ?? null;
+  const counters = await run.client.balance(run.stop.signal);
+  if (counters === null || !run.guard.seed(counters)) {
+    run.logger.info('balance not offered by the API (GET /v1/api/auth): learned from the first answers instead');
+    return;
   }
   const since = lastCreditsUsed === null ? undefined : roundCredits(counters.credits_used - lastCreditsUsed);
-  logger.info('balance read before the first call', {
+  run.logger.info('balance read before the first call', {
     balance: roundCredits(reportedBalance(counters)),
     total: counters.total_credits,
     used_since_last_answer: since !== undefined && since > 0 ? since : undefined,
   });
-  return true;
 }
 
 /**
