@@ -6,7 +6,6 @@
  * which PostgreSQL cannot offer. The types say so: `engine` tells them apart, and PgDataset's `all` is `never`
  * (not callable), while `Dataset`, the union, keeps `all()` callable for the code written for 0.1.
  */
-import type BetterSqlite3 from 'better-sqlite3';
 import { UsageError } from '../../errors.ts';
 import { locateDataset } from '../locator.ts';
 import { openStore } from '../open-store.ts';
@@ -88,7 +87,10 @@ export function openSqliteDataset(file: string): SqliteDataset {
     // Read without SQLite's locks (an unwritable folder), a file that changed meanwhile may be half-read: the snapshot checks.
     withReadSnapshot(database, ({ sqlite }) => {
       try {
-        return bound(readingStatement(sqlite, sql), params).all() as Row[];
+        const stmt = prepareUserSql(sqlite, sql);
+        if (!stmt.reader) throw new BadQueryError('this statement returns no rows: openDataset() only reads');
+        // Array or object alike: bind() takes positional values spread, named ones as one object.
+        return (Array.isArray(params) ? stmt.bind(...(params as unknown[])) : stmt.bind(params)).all() as Row[];
       } catch (err) {
         throw asDatasetError(err);
       }
@@ -102,21 +104,10 @@ export function openSqliteDataset(file: string): SqliteDataset {
   };
 }
 
-function readingStatement(sqlite: BetterSqlite3.Database, sql: string): BetterSqlite3.Statement {
-  const stmt = prepareUserSql(sqlite, sql);
-  if (!stmt.reader) throw new BadQueryError('this statement returns no rows: openDataset() only reads');
-  return stmt;
-}
-
 /** A write that returns rows (INSERT ... RETURNING) is stopped by `query_only`: refused as any other write. */
 function asDatasetError(err: unknown): unknown {
   if ((err as { code?: unknown } | null)?.code === 'SQLITE_READONLY') {
     return new BadQueryError('refused: this statement writes to the database (openDataset() only reads)', { cause: err });
   }
   return asQueryError(err);
-}
-
-/** The statement with its parameters bound, array or object alike. */
-function bound(stmt: BetterSqlite3.Statement, params: QueryParams): BetterSqlite3.Statement {
-  return Array.isArray(params) ? stmt.bind(...(params as unknown[])) : stmt.bind(params);
 }
