@@ -9,7 +9,7 @@ import { dirname, basename, join, resolve } from 'node:path';
 import { openStore } from '../store/open-store.ts';
 import { reportFiguresReads } from '../store/readers/report-figures.ts';
 import { LAST_REPORT_KEY } from '../store/status.ts';
-import { withLiveBalance } from '../runner/status-report.ts';
+import { withLiveBalance, type StatusOptions } from '../runner/status-report.ts';
 import { OPERATION_SPECS } from '../operations/index.ts';
 import { JOB_DEFAULTS } from '../jobs/defaults.ts';
 import { CREDIT_METER_DEFAULTS } from '../credits/credit-meter.ts';
@@ -31,18 +31,10 @@ export const REPORT_DEFAULTS = {
   configuredPerMinute: JOB_DEFAULTS.rate.requestsPerMinute,
 } as const;
 
-export interface ReportOptions {
-  /** The dataset: a SQLite file or a postgres:// URL. */
-  db: string;
-  days?: number;
-  forecastDays?: number;
-  configuredPerMinute?: number;
-  statusRuns?: number;
-  apiUrl?: string | undefined;
-  tokenFile?: string | undefined;
-  /** The report's clock (tests pin it). */
+/** The dataset and where to ask the live balance (as `status`'s), the figures of REPORT_DEFAULTS to change, the clock (tests pin it). */
+type ReportOptions = Pick<StatusOptions, 'db' | 'apiUrl' | 'tokenFile'> & Partial<Record<'days' | 'forecastDays' | 'configuredPerMinute' | 'statusRuns', number>> & {
   now?: Date;
-}
+};
 
 const MS_PER_DAY = 86_400_000;
 
