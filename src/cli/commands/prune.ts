@@ -2,7 +2,6 @@ import { defineCommand } from '../command.ts';
 import { datasetOption, withDb } from '../common-options.ts';
 import { numberFlag } from '../number-flags.ts';
 import { KEEP_RAW_DAYS_RULE } from '../../jobs/schema.ts';
-import type { PruneReport } from '../../store/raw-prune.ts';
 import type { StorePruneResult } from '../../store/dataset-store.ts';
 import { openStore } from '../../store/open-store.ts';
 import { EXIT } from '../exit-codes.ts';
@@ -34,19 +33,14 @@ export const pruneCommand = defineCommand({
   },
 });
 
-function formatReport({ report, space }: StorePruneResult, dryRun: boolean): string {
-  const lines = ruleLines(report, dryRun);
-  if (!dryRun) lines.push(`${space.what}: ${mb(space.bytesBefore)} before, ${mb(space.bytesAfter)} after${space.note}.`);
-  return lines.join('\n') + '\n';
-}
-
-function ruleLines(r: PruneReport, dryRun: boolean): string[] {
+function formatReport({ report: r, space }: StorePruneResult, dryRun: boolean): string {
   const would = dryRun ? 'would be ' : '';
   const lines = [
     `${r.dropped} raw bodies received before ${r.cutoff} and superseded by a newer answer ${would}dropped (${mb(r.droppedBytes)}); ${r.kept} kept.`,
   ];
   if (r.compressed > 0) lines.push(`${r.compressed} bodies stored as text by an earlier netingest ${would}gzipped, saving ${mb(r.compressedSavedBytes)}.`);
-  return lines;
+  if (!dryRun) lines.push(`${space.what}: ${mb(space.bytesBefore)} before, ${mb(space.bytesAfter)} after${space.note}.`);
+  return lines.join('\n') + '\n';
 }
 
 function mb(bytes: number): string {
