@@ -11,10 +11,7 @@ import type { PlanCounts } from './plan-into-ledger.ts';
 import type { JobStatus, JobSummary, JobWarning } from './run-summary.ts';
 
 /** A job as its summary names it: a job file that could not be loaded has no operation. */
-export interface JobName {
-  name: string;
-  operation: Operation | null;
-}
+export type JobName = Pick<JobSummary, 'name' | 'operation'>;
 
 /** A job that was planned and worked. */
 export interface WorkedJob {
