@@ -6,7 +6,7 @@
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { builtAfterSources } from '../src/threads/current-build.ts';
+import { builtAfterSources } from '../src/threads/start.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const BUILT = join(ROOT, 'dist', 'bin.js');

@@ -3,10 +3,10 @@
  * runs under the CLI (tsx registered in-process), `node --import tsx`, vitest, or compiled JavaScript from dist/.
  */
 import { fork, type ChildProcess } from 'node:child_process';
+import { readdirSync, statSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { Worker, type WorkerOptions } from 'node:worker_threads';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { builtAfterSources } from './current-build.ts';
 
 /**
  * Bundled into dist/ (scripts/build.mjs), this code is .js and each worker or child is an entry beside it,
@@ -54,4 +54,33 @@ function entryOf(file: string): string {
   const root = fileURLToPath(new URL('../..', import.meta.url));
   const built = join(root, 'dist', basename(file).replace(/\.ts$/, '.js'));
   return builtAfterSources(root, built) ? built : file;
+}
+
+/** The newest modification time of a file under `dir`, in ms. */
+function newestUnder(dir: string): number {
+  let newest = 0;
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    newest = Math.max(newest, entry.isDirectory() ? newestUnder(path) : statSync(path).mtimeMs);
+  }
+  return newest;
+}
+
+/**
+ * Whether `builtFile` (a bundle of dist/ under the checkout `root`) is newer than every source: written after the
+ * last change to any file under src/, to the build script or to package.json; false if missing. The test suite
+ * rebuilds when it is not (test/global-setup.ts); entryOf starts a child process from its bundle when it is.
+ */
+export function builtAfterSources(root: string, builtFile: string): boolean {
+  try {
+    const sourcesAt = Math.max(
+      newestUnder(join(root, 'src')),
+      statSync(join(root, 'scripts', 'build.mjs')).mtimeMs,
+      statSync(join(root, 'package.json')).mtimeMs,
+    );
+    return statSync(builtFile).mtimeMs > sourcesAt;
+  } catch {
+    // No build yet, or no sources beside it (an installed package runs its build, never this).
+    return false;
+  }
 }

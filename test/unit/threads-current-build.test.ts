@@ -7,7 +7,7 @@ import { mkdirSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from 'node:
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, expect, it } from 'vitest';
-import { builtAfterSources } from '../../src/threads/current-build.ts';
+import { builtAfterSources } from '../../src/threads/start.ts';
 
 const roots: string[] = [];
 afterEach(() => {
