@@ -148,7 +148,11 @@ async function prepareCalls(run: OpenRun, job: Job, runnable: number): Promise<v
 async function workDue(run: OpenRun, job: Job, filter: RunnableFilter, runnable: number) {
   const { guard, tally } = run;
   const progress: JobProgress = { runnable, done: 0, notFound: 0, failed: 0, errors: 0 };
-  const reporter = progressReporter(run, job.name, progress);
+  const startedAtMs = performance.now();
+  const reporter = new ProgressReporter(
+    { stream: run.options.progressStream ?? process.stderr, logger: run.logger, logIntervalMs: run.options.progressLogIntervalMs },
+    () => ({ ...progress, job: job.name, creditsLeft: guard.balance, startedAtMs }),
+  );
   reporter.start();
   const failures = new FailureLog(reporter.above(run.logger), job.name, run.options.failureLog);
   const jobStop = jobStopOf(run.stop);
@@ -185,14 +189,6 @@ async function workDue(run: OpenRun, job: Job, filter: RunnableFilter, runnable:
     await run.writer.drain();
   }
   return { stop: jobStop.stop, warning: notFoundOnly.warning(job.name) };
-}
-
-function progressReporter(run: OpenRun, job: string, progress: JobProgress): ProgressReporter {
-  const startedAtMs = performance.now();
-  const { options, guard } = run;
-  return new ProgressReporter({ stream: options.progressStream ?? process.stderr, logger: run.logger, logIntervalMs: options.progressLogIntervalMs }, () => ({
-    ...progress, job, creditsLeft: guard.balance, startedAtMs,
-  }));
 }
 
 /** Defers a stopped job's pending tasks; a failed write stops the run (pending tasks are picked up all the same). */
