@@ -28,6 +28,18 @@ export interface CreditHistory {
   lastCreditsUsed?: number | null;
 }
 
+/** How a CreditMeter learns costs. */
+export interface CreditMeterOptions {
+  /**
+   * Whether the steps between this run's own counters show a cost. Not when other runs share the account
+   * (store/pg/shared-credit-guard.ts): their calls are charged between this run's, and each step holds them too.
+   * Without, a cost is one earlier runs learned, else the assumed default (or less, when the first call's step
+   * from the counters before the run was less: it holds that call, so bounds its cost).
+   * @default true
+   */
+  costFromOwnSteps?: boolean;
+}
+
 /**
  * One stretch of answers between two resets of credits_used (a plan renewal sets it back to zero, possibly
  * with another total): within it the counter only grows, so its spend is the span of its counters.
@@ -97,8 +109,11 @@ export class CreditMeter {
     return this.firstCost !== null ? !this.firstCostFromZero : this.knowsCost(this.firstOperation);
   }
 
+  private readonly costFromOwnSteps: boolean;
+
   /** A cost earlier runs learned is the first sample of its operation's median. */
-  constructor(history: CreditHistory = {}) {
+  constructor(history: CreditHistory = {}, options: CreditMeterOptions = {}) {
+    this.costFromOwnSteps = options.costFromOwnSteps ?? true;
     this.lastCreditsUsed = history.lastCreditsUsed ?? null;
     for (const [op, cost] of Object.entries(history.costs ?? {})) {
       if (cost && cost > 0) {
@@ -174,10 +189,19 @@ export class CreditMeter {
       e.floorUsed = used;
       e.floorOperation = operation;
     }
-    if (e.index > 0) this.bounds.set(operation, Math.min(this.bounds.get(operation) ?? Infinity, used));
+    this.bound(e, operation, used);
     e.answers += 1;
     this.sample(operation, used);
     this.takeTotals(e, counters);
+  }
+
+  /**
+   * The most an answer's call can have cost: after a reset, its counter; in books seeded from the balance read
+   * before any call, the growth since that read (exact when nothing else was charged meanwhile).
+   */
+  private bound(e: Epoch, operation: Operation, used: number): void {
+    const most = e.index > 0 ? used : e.seeded && used > e.floorUsed ? used - e.floorUsed : null;
+    if (most !== null) this.bounds.set(operation, Math.min(this.bounds.get(operation) ?? Infinity, most));
   }
 
   /** Whether an answer seen after a reset was charged before it (see observe). */
@@ -262,6 +286,7 @@ export class CreditMeter {
 
   /** Adds an answer's counter to its operation's samples and updates its median. */
   private sample(operation: Operation, used: number): void {
+    if (!this.costFromOwnSteps) return;
     let values = this.usedByOp.get(operation);
     if (values === undefined) {
       // In the run's first epoch an operation's first call goes alone (see CreditGuard): the counter before

@@ -79,6 +79,8 @@ interface Block {
 /** A settle waiting for the end of the turn. */
 interface SettleAsk {
   charge: SharedCharge;
+  /** Only the charge's sample is recorded: nothing is charged, no reservation given back, no balance reported. */
+  sampleOnly?: boolean;
   resolve: (settled: SettledCharge) => void;
   reject: (err: unknown) => void;
 }
@@ -110,7 +112,8 @@ export type ReserveAttempt =
 export interface SharedCharge {
   cost: number;
   counters?: CreditCounters | null;
-  sample?: { operation: Operation; creditsUsed: number };
+  /** `recorded`: the counter is among the samples already (see sample()): only the charge goes now. */
+  sample?: { operation: Operation; creditsUsed: number; recorded?: boolean };
 }
 
 /** What settle() charged the run, and the operation's cost as the account's samples show it (null: too few yet). */
@@ -174,9 +177,14 @@ export class SharedCreditBudget {
   /**
    * Reserves `cost`, from this process's blocks when one has room, else with a new block; waiting while calls
    * in flight (of any worker) may leave room when they settle. Resolves to the reason the run must stop when
-   * the call does not fit with nothing in flight on the account.
+   * the call does not fit with nothing in flight on the account. `beforeWait` settles what the caller holds that
+   * it can (true: then the call is tried again at once).
    */
-  async acquire(cost: number, limits: CreditLimits, options: { signal?: AbortSignal; probe?: boolean } = {}): Promise<SharedReservation | { stop: SharedCreditStopReason; figures: BudgetFigures }> {
+  async acquire(
+    cost: number,
+    limits: CreditLimits,
+    options: { signal?: AbortSignal; probe?: boolean; beforeWait?: () => Promise<boolean> } = {},
+  ): Promise<SharedReservation | { stop: SharedCreditStopReason; figures: BudgetFigures }> {
     for (;;) {
       options.signal?.throwIfAborted();
       const drawn = this.draw(cost);
@@ -194,6 +202,7 @@ export class SharedCreditBudget {
       const attempt = await asked;
       if (attempt.reservation) return attempt.reservation;
       if (attempt.reason !== 'learning' && attempt.figures.inFlight === 0) return { stop: attempt.reason, figures: attempt.figures };
+      if (await options.beforeWait?.()) continue;
       await new Promise((r) => setTimeout(r, this.pollMs));
     }
   }
@@ -311,6 +320,17 @@ SELECT balance, reserved, in_flight, spent, under_reserve_ok, cap_ok, calls, (SE
     });
   }
 
+  /**
+   * Records an answer's counter among the account's samples at the next turn, before its call is settled (its
+   * reservation still held): resolves to its operation's cost as the samples then show it (null: too few yet).
+   */
+  sample(sample: { operation: Operation; creditsUsed: number }): Promise<number | null> {
+    return new Promise<SettledCharge>((resolve, reject) => {
+      this.settling.push({ charge: { cost: 0, sample }, sampleOnly: true, resolve, reject });
+      void this.schedule(false);
+    }).then((s) => s.learnedCost);
+  }
+
   /** Gives back the room of this process's blocks now (the run is over; calls still in flight settle later). */
   async close(): Promise<void> {
     this.giveBackRoom();
@@ -359,7 +379,7 @@ SELECT balance, reserved, in_flight, spent, under_reserve_ok, cap_ok, calls, (SE
     this.settling = [];
     try {
       const rows = this.reservationRowsSql();
-      const settles = settling.length > 0 ? this.settleSql(settling.map((s) => s.charge)) : null;
+      const settles = settling.length > 0 ? this.settleSql(settling) : null;
       const first = [this.lock, ...(asked.length > 0 ? [`DELETE FROM credit_reservations WHERE api_url = ${this.a} AND expires_at <= clock_timestamp()`] : []), ...rows];
       const statements = [...first, ...(settles?.statements ?? []), ...asked.map((a) => a.statement)];
       if (statements.length === 1) return;
@@ -406,20 +426,21 @@ SELECT balance, reserved, in_flight, spent, under_reserve_ok, cap_ok, calls, (SE
    * more than was billed (122 for 120). With no counter of the account reported within a reservation's life
    * (another run's, long since, or another plan) nothing is known of the growth: the charge is the estimate.
    */
-  private settleSql(charges: readonly SharedCharge[]): { statements: string[]; learnedAt: number } {
-    const samples = charges.flatMap((c) => (c.sample ? [c.sample] : []));
-    const operations = [...new Set(samples.map((s) => s.operation))];
+  private settleSql(asks: readonly SettleAsk[]): { statements: string[]; learnedAt: number } {
+    const charges = asks.map((a) => a.charge);
+    const samples = charges.flatMap((c) => (c.sample && !c.sample.recorded ? [c.sample] : []));
+    const operations = [...new Set(charges.flatMap((c) => (c.sample ? [c.sample.operation] : [])))];
     const sampled = [
       ...(samples.length > 0 ? [`INSERT INTO credit_cost_samples (api_url, operation, credits_used, recorded_at) VALUES ${samples
         .map((s) => `(${this.a}, ${pg.escapeLiteral(s.operation)}, ${num(s.creditsUsed)}, clock_timestamp())`).join(', ')}`] : []),
-      ...operations.map((o) => this.trimSamplesSql(o)),
+      ...[...new Set(samples.map((s) => s.operation))].map((o) => this.trimSamplesSql(o)),
     ];
     const learned = operations.length > 0
       ? `SELECT o.op, ${this.medianStepSql('o.op')} AS step FROM (VALUES ${operations.map((o) => `(${pg.escapeLiteral(o)})`).join(', ')}) AS o(op)`
       : 'SELECT NULL::text AS op, NULL::float8 AS step WHERE false';
-    const values = charges.map((c, i) => {
+    const values = asks.map(({ charge: c, sampleOnly }, i) => {
       const counted = c.sample && c.counters ? `${num(c.counters.credits_used)}::float8, ${num(c.counters.total_credits)}::float8` : 'NULL::float8, NULL::float8';
-      return `(${i}, ${c.sample ? pg.escapeLiteral(c.sample.operation) : 'NULL'}::text, ${num(c.cost)}::float8, ${counted})`;
+      return `(${i}, ${c.sample ? pg.escapeLiteral(c.sample.operation) : 'NULL'}::text, ${num(c.cost)}::float8, ${counted}, ${sampleOnly === true})`;
     });
     const spend = `WITH learned AS MATERIALIZED (${learned}),
       prior AS MATERIALIZED (
@@ -427,8 +448,9 @@ SELECT balance, reserved, in_flight, spent, under_reserve_ok, cap_ok, calls, (SE
         WHERE api_url = ${this.a} AND reported_at >= clock_timestamp() - ${num(this.reservationMs)} * interval '1 millisecond'
       ),
       est AS MATERIALIZED (
-        SELECT v.ord, l.step, coalesce(l.step, v.cost) AS e, coalesce(v.used IS NOT NULL AND v.total = p.total, false) AS counted, v.used
-        FROM (VALUES ${values.join(', ')}) AS v(ord, op, cost, used, total) LEFT JOIN learned l ON l.op = v.op LEFT JOIN prior p ON true
+        SELECT v.ord, l.step, CASE WHEN v.sample_only THEN 0 ELSE coalesce(l.step, v.cost) END AS e,
+          coalesce(v.used IS NOT NULL AND v.total = p.total, false) AS counted, v.used
+        FROM (VALUES ${values.join(', ')}) AS v(ord, op, cost, used, total, sample_only) LEFT JOIN learned l ON l.op = v.op LEFT JOIN prior p ON true
       ),
       room AS MATERIALIZED (
         SELECT p.owed + greatest(coalesce((SELECT max(used) FROM est WHERE counted), p.used) - p.used, 0) AS a,
@@ -451,7 +473,7 @@ SELECT balance, reserved, in_flight, spent, under_reserve_ok, cap_ok, calls, (SE
         ON CONFLICT (run_key) DO UPDATE SET spent = credit_run_spend.spent + excluded.spent, updated_at = excluded.updated_at
       )
       SELECT ord, cost, step FROM charged`;
-    return { statements: [...sampled, spend, ...this.balanceSql(charges)], learnedAt: sampled.length };
+    return { statements: [...sampled, spend, ...this.balanceSql(asks.flatMap((a) => (a.sampleOnly ? [] : [a.charge])))], learnedAt: sampled.length };
   }
 
   /**
