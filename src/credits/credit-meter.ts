@@ -297,7 +297,7 @@ export class CreditMeter {
     }
     values.push(used);
     if (values.length > CREDIT_METER_DEFAULTS.costSamples + 1) values.shift();
-    const cost = medianStep(values, this.historyCosts.get(operation));
+    const cost = medianStep(values, { extra: this.historyCosts.get(operation) });
     if (cost !== null) this.medians.set(operation, cost);
   }
 
@@ -323,18 +323,32 @@ function shortfallOf(c: CreditCounters): number {
   return c.total_credits - c.credits_used - reportedBalance(c);
 }
 
+/** What medianStep counts besides the counters. */
+export interface MedianStepOptions {
+  /** One more step (a cost earlier runs learned). */
+  extra?: number;
+  /**
+   * Fewer steps than this show no cost (null).
+   * @default 1
+   */
+  minSteps?: number;
+}
+
 /**
- * The median positive step between `values` once sorted (credits_used counters, whatever order they came in),
- * with `extra` as one more step; null when there is no step at all.
+ * What a call costs by credits_used counters, whatever order they came in: the median positive step between them
+ * once sorted (the upper one of an even count), a repeated counter making no step. The one rule for a run's own
+ * answers (CreditMeter), the api_calls log (store/api-calls.ts) and the account's samples on PostgreSQL
+ * (store/pg/coordination/shared-credit-budget.ts).
  */
-export function medianStep(values: readonly number[], extra?: number): number | null {
+export function medianStep(values: readonly number[], options: MedianStepOptions = {}): number | null {
+  const { extra, minSteps = 1 } = options;
   const sorted = [...values].sort((a, b) => a - b);
   const steps: number[] = extra !== undefined && extra > 0 ? [extra] : [];
   for (let i = 1; i < sorted.length; i++) {
     const step = sorted[i]! - sorted[i - 1]!;
     if (step > 0) steps.push(step);
   }
-  if (steps.length === 0) return null;
+  if (steps.length === 0 || steps.length < minSteps) return null;
   steps.sort((a, b) => a - b);
   return steps[Math.floor(steps.length / 2)]!;
 }
