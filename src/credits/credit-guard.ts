@@ -1,5 +1,5 @@
 import type { CreditCounters, Operation } from '../spec/types.ts';
-import { CreditMeter, type CreditHistory } from './credit-meter.ts';
+import { CreditMeter, type CreditHistory, type CreditMeterOptions } from './credit-meter.ts';
 import { readableCounters, UnreadCharges, type SentAt } from './unread-charges.ts';
 
 export const CREDIT_GUARD_DEFAULTS = {
@@ -73,9 +73,9 @@ export class CreditGuard {
   /** Readable answers of each operation in this run. */
   private readonly readableAnswers = new Map<Operation, number>();
 
-  constructor(limits: CreditLimits, history: CreditHistory = {}) {
+  constructor(limits: CreditLimits, history: CreditHistory = {}, options: CreditMeterOptions = {}) {
     this.limits = limits;
-    this.meter = new CreditMeter(history);
+    this.meter = new CreditMeter(history, options);
     for (const [op, cost] of Object.entries(history.costs ?? {})) if (cost && cost > 0) this.highestCost.set(op as Operation, cost);
   }
 
@@ -149,7 +149,7 @@ export class CreditGuard {
   async acquire(operation: Operation): Promise<Reservation | null> {
     for (;;) {
       if (this.stopReason) return null;
-      const learning = this.balance === null || (!this.meter.knowsCost(operation) && !this.meter.seeded);
+      const learning = this.balance === null || (!this.knowsCost(operation) && !this.meter.seeded);
       if (learning && this.inFlight > 0) {
         await this.settled();
         continue;
@@ -161,7 +161,9 @@ export class CreditGuard {
           await this.settled();
           continue;
         }
-        return this.stop(overLimit, cost, !this.meter.knowsCost(operation));
+        // What the spend holds at an estimate may come out lower once charged: the limits are checked again then.
+        if (await this.chargesFinal()) continue;
+        return this.stop(overLimit, cost, !this.knowsCost(operation));
       }
       this.reserved += cost;
       this.inFlight += 1;
@@ -178,7 +180,7 @@ export class CreditGuard {
     // With the balance read before any call, an operation whose cost no answer has shown yet is reserved at
     // the assumed default; when that does not fit but some room is left, one call goes alone to show the cost,
     // as it would had the balance not been read (else a small balance could never learn it).
-    const probe = !this.meter.knowsCost(operation) && this.inFlight === 0 && balance !== null && balance - reserve > 1e-9;
+    const probe = !this.knowsCost(operation) && this.inFlight === 0 && balance !== null && balance - reserve > 1e-9;
     const underReserve = balance !== null && balance - this.reserved - cost < reserve - 1e-9 && !probe;
     return underReserve ? 'reserve' : null;
   }
@@ -211,6 +213,19 @@ export class CreditGuard {
   /** What a paid answer of `operation` whose counters cannot be read is charged: the highest cost learned, else the default. */
   unreadCost(operation: Operation): number {
     return Math.max(this.highestCost.get(operation) ?? 0, this.meter.costOf(operation));
+  }
+
+  /**
+   * Resolves once what the calls settled so far were charged is final; true when some of it was not (then the
+   * spend may have changed). Here a charge is final when settled: see SharedCreditGuard.
+   */
+  protected chargesFinal(): Promise<boolean> {
+    return Promise.resolve(false);
+  }
+
+  /** Resolves once what every settled call was charged is final (the run's calls are over; its summary comes next). */
+  async finish(): Promise<void> {
+    await this.chargesFinal();
   }
 
   /** Stops the run on credits from outside, as a 402 does. */

@@ -28,6 +28,18 @@ export interface CreditHistory {
   lastCreditsUsed?: number | null;
 }
 
+/** How a CreditMeter learns costs. */
+export interface CreditMeterOptions {
+  /**
+   * Whether the steps between this run's own counters show a cost. Not when other runs share the account
+   * (store/pg/shared-credit-guard.ts): their calls are charged between this run's, and each step holds them too.
+   * Without, a cost is one earlier runs learned, else the assumed default (or less, when the first call's step
+   * from the counters before the run was less: it holds that call, so bounds its cost).
+   * @default true
+   */
+  costFromOwnSteps?: boolean;
+}
+
 /**
  * One stretch of answers between two resets of credits_used (a plan renewal sets it back to zero, possibly
  * with another total): within it the counter only grows, so its spend is the span of its counters.
@@ -97,8 +109,11 @@ export class CreditMeter {
     return this.firstCost !== null ? !this.firstCostFromZero : this.knowsCost(this.firstOperation);
   }
 
+  private readonly costFromOwnSteps: boolean;
+
   /** A cost earlier runs learned is the first sample of its operation's median. */
-  constructor(history: CreditHistory = {}) {
+  constructor(history: CreditHistory = {}, options: CreditMeterOptions = {}) {
+    this.costFromOwnSteps = options.costFromOwnSteps ?? true;
     this.lastCreditsUsed = history.lastCreditsUsed ?? null;
     for (const [op, cost] of Object.entries(history.costs ?? {})) {
       if (cost && cost > 0) {
@@ -174,10 +189,19 @@ export class CreditMeter {
       e.floorUsed = used;
       e.floorOperation = operation;
     }
-    if (e.index > 0) this.bounds.set(operation, Math.min(this.bounds.get(operation) ?? Infinity, used));
+    this.bound(e, operation, used);
     e.answers += 1;
     this.sample(operation, used);
     this.takeTotals(e, counters);
+  }
+
+  /**
+   * The most an answer's call can have cost: after a reset, its counter; in books seeded from the balance read
+   * before any call, the growth since that read (exact when nothing else was charged meanwhile).
+   */
+  private bound(e: Epoch, operation: Operation, used: number): void {
+    const most = e.index > 0 ? used : e.seeded && used > e.floorUsed ? used - e.floorUsed : null;
+    if (most !== null) this.bounds.set(operation, Math.min(this.bounds.get(operation) ?? Infinity, most));
   }
 
   /** Whether an answer seen after a reset was charged before it (see observe). */
@@ -262,6 +286,7 @@ export class CreditMeter {
 
   /** Adds an answer's counter to its operation's samples and updates its median. */
   private sample(operation: Operation, used: number): void {
+    if (!this.costFromOwnSteps) return;
     let values = this.usedByOp.get(operation);
     if (values === undefined) {
       // In the run's first epoch an operation's first call goes alone (see CreditGuard): the counter before
@@ -272,7 +297,7 @@ export class CreditMeter {
     }
     values.push(used);
     if (values.length > CREDIT_METER_DEFAULTS.costSamples + 1) values.shift();
-    const cost = medianStep(values, this.historyCosts.get(operation));
+    const cost = medianStep(values, { extra: this.historyCosts.get(operation) });
     if (cost !== null) this.medians.set(operation, cost);
   }
 
@@ -298,18 +323,32 @@ function shortfallOf(c: CreditCounters): number {
   return c.total_credits - c.credits_used - reportedBalance(c);
 }
 
+/** What medianStep counts besides the counters. */
+export interface MedianStepOptions {
+  /** One more step (a cost earlier runs learned). */
+  extra?: number;
+  /**
+   * Fewer steps than this show no cost (null).
+   * @default 1
+   */
+  minSteps?: number;
+}
+
 /**
- * The median positive step between `values` once sorted (credits_used counters, whatever order they came in),
- * with `extra` as one more step; null when there is no step at all.
+ * What a call costs by credits_used counters, whatever order they came in: the median positive step between them
+ * once sorted (the upper one of an even count), a repeated counter making no step. The one rule for a run's own
+ * answers (CreditMeter), the api_calls log (store/api-calls.ts) and the account's samples on PostgreSQL
+ * (store/pg/coordination/shared-credit-budget.ts).
  */
-export function medianStep(values: readonly number[], extra?: number): number | null {
+export function medianStep(values: readonly number[], options: MedianStepOptions = {}): number | null {
+  const { extra, minSteps = 1 } = options;
   const sorted = [...values].sort((a, b) => a - b);
   const steps: number[] = extra !== undefined && extra > 0 ? [extra] : [];
   for (let i = 1; i < sorted.length; i++) {
     const step = sorted[i]! - sorted[i - 1]!;
     if (step > 0) steps.push(step);
   }
-  if (steps.length === 0) return null;
+  if (steps.length === 0 || steps.length < minSteps) return null;
   steps.sort((a, b) => a - b);
   return steps[Math.floor(steps.length / 2)]!;
 }

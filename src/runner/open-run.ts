@@ -58,8 +58,8 @@ export interface OpenRun {
   readonly drift: RunDrift;
   readonly tally: RunTally;
   /**
-   * Ends the run's calls: closes the writer (every answer committed) and the client, and stops listening to
-   * the signal, so that what closeRun counts and records is final. close() does it too if it was not done.
+   * Ends the run's calls: closes the writer (every answer committed) and the client, waits for the credit
+   * guard's charges, and stops listening to the signal, so that what closeRun counts and records is final. close() does it too if it was not done.
    */
   closeCalls(): Promise<void>;
   /** Releases everything, in reverse order: the calls (closeCalls), then the lock, then the database. */
@@ -116,6 +116,8 @@ async function openLocked(options: RunOptions, logger: Logger, store: RunStore, 
   releases.push(() => options.signal?.removeEventListener('abort', onAbort));
   const settings = settingsOf(options);
   const guard = await creditGuardOf(options, store, runKey);
+  // After the calls end (released in reverse): the summary counts each call as charged, not at an estimate.
+  releases.push(() => guard.finish());
   const client = createApiClient({
     baseUrl: options.api.baseUrl,
     token: options.api.token,

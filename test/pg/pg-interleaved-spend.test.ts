@@ -10,7 +10,8 @@ import type { Operation } from '../../src/spec/types.ts';
 import { SharedCreditBudget } from '../../src/store/pg/coordination/shared-credit-budget.ts';
 import { openPgStore } from '../../src/store/pg/open.ts';
 import { SharedCreditGuard } from '../../src/store/pg/shared-credit-guard.ts';
-import { one, setUp, useCleanups } from './run-workers.ts';
+import { CREDIT_METER_DEFAULTS } from '../../src/credits/credit-meter.ts';
+import { one, setUp, useCleanups, type Setup } from './run-workers.ts';
 import { pgClusterUrl, pgSkipReason } from './use-pg.ts';
 
 useCleanups();
@@ -19,12 +20,15 @@ const OP: Operation = 'post-details';
 const TOTAL = 10_000;
 const START = 100;
 const counters = (used: number) => ({ credits_used: used, total_credits: TOTAL, credits_remaining: TOTAL - used });
+const spent = async (s: Setup, runKey: string) => one(s.pool, `SELECT coalesce((SELECT spent FROM credit_run_spend WHERE run_key = '${runKey}'), 0) AS n`);
 
 /**
  * Runs x and y each send one call at a time, both in flight together; the service charges y's call first (1
- * credit each). `xAnswersFirst` decides which answer is settled first. Returns each run's spend and what was billed.
+ * credit each). `xAnswersFirst` decides which answer is settled first; `chargeEach`, whether each answer's charge
+ * is made final before the next (at the assumed cost, capped by what the counters grew by, while the account's
+ * samples show no cost) or the charges wait for the samples, as in a run. Returns each run's spend and what was billed.
  */
-async function interleaved(prefix: string, rounds: number, xAnswersFirst: boolean) {
+async function interleaved(prefix: string, rounds: number, xAnswersFirst: boolean, chargeEach = true) {
   const s = await setUp(1, prefix);
   await (await openPgStore(s.url)).close();
   const apiUrl = 'https://api.example';
@@ -47,10 +51,12 @@ async function interleaved(prefix: string, rounds: number, xAnswersFirst: boolea
       if (!xAnswersFirst) answers.reverse();
       for (const [g, r, u] of answers) {
         g.settle(r, counters(u));
-        await g.drained();
+        await (chargeEach ? g.finish() : g.drained());
       }
       after.push([await spent('x'), await spent('y')]);
     }
+    await x.finish();
+    await y.finish();
     return { billed: used - START, x: await spent('x'), y: await spent('y'), guards: [x.spent, y.spent], after };
   } finally {
     await Promise.all([x.close(), y.close()]);
@@ -80,6 +86,71 @@ describe.skipIf(!pgClusterUrl)(`two runs' spend on one account on PostgreSQL${pg
     expect(rounds.slice(2)).toEqual([[1, 1], [1, 1], [1, 1], [1, 1]]);
   }, 30_000);
 
+  it('answers out of the order charged, their charges waiting for the account\'s samples: each run is charged its own calls', async () => {
+    const r = await interleaved('spend_out_of_order_waiting', 6, true, false);
+    expect(r.billed).toBe(12);
+    expect([r.x, r.y]).toEqual([6, 6]);
+    expect(r.guards).toEqual([6, 6]);
+  }, 30_000);
+
+  it("a run's first answer comes after another run's calls were charged: it learns no cost from that step, and each run is charged its own calls", async () => {
+    const s = await setUp(1, 'spend_first_answers');
+    await (await openPgStore(s.url)).close();
+    const limits = { reserve: 0, maxPerRun: null };
+    const guard = (runKey: string) => new SharedCreditGuard(limits, {}, new SharedCreditBudget(s.pool, { apiUrl: 'https://api.example', runKey, workerId: runKey }));
+    const [x, y] = [guard('x'), guard('y')];
+    try {
+      x.seed(counters(START));
+      y.seed(counters(START));
+      // y's three calls are charged (START + 1 to + 3) and still on their way when x's first answer comes.
+      const ry = [await y.acquire(OP), await y.acquire(OP), await y.acquire(OP)];
+      const rx = await x.acquire(OP);
+      x.settle(rx!, counters(START + 4));
+      await x.drained();
+      // x's step from the balance it read is 4, three of them y's: at most its call's cost, not the cost.
+      expect(x.knowsCost(OP)).toBe(false);
+      expect(x.spent).toBe(x.costOf(OP));
+      expect(await spent(s, 'x')).toBe(0);
+      ry.forEach((r, i) => y.settle(r!, counters(START + 1 + i)));
+      await y.drained();
+      // The account's samples (x's answer among them) show the cost: y learns it and is charged 1 a call.
+      expect(y.costOf(OP)).toBe(1);
+      await Promise.all([x.finish(), y.finish()]);
+      expect([await spent(s, 'x'), await spent(s, 'y')]).toEqual([1, 3]);
+      expect([x.spent, y.spent]).toEqual([1, 3]);
+    } finally {
+      await Promise.all([x.close(), y.close()]);
+    }
+  }, 30_000);
+
+  it('a run whose spend reaches its cap only by answers counted at the assumed cost goes on once they are charged', async () => {
+    const s = await setUp(1, 'spend_cap_estimates');
+    await (await openPgStore(s.url)).close();
+    const guard = (runKey: string, maxPerRun: number | null) =>
+      new SharedCreditGuard({ reserve: 0, maxPerRun }, {}, new SharedCreditBudget(s.pool, { apiUrl: 'https://api.example', runKey, workerId: runKey }));
+    const [x, y] = [guard('x', 12), guard('y', null)];
+    try {
+      x.seed(counters(START));
+      y.seed(counters(START));
+      // y's four calls are charged first; x's two answers step by 5 and 6 from the balance x read.
+      const ry = [await y.acquire(OP), await y.acquire(OP), await y.acquire(OP), await y.acquire(OP)];
+      const rx = [await x.acquire(OP), await x.acquire(OP)];
+      rx.forEach((r, i) => x.settle(r!, counters(START + 5 + i)));
+      expect(x.spent).toBe(2 * CREDIT_METER_DEFAULTS.defaultCostPerCall);
+      ry.forEach((r, i) => y.settle(r!, counters(START + 1 + i)));
+      await y.finish();
+      // 10 counted and one more call at 5 would pass 12; charged, x's two answers cost 1 each.
+      const third = await x.acquire(OP);
+      expect(third, JSON.stringify(x.stopDetail)).not.toBeNull();
+      expect(x.spent).toBe(2);
+      x.settle(third!, counters(START + 7));
+      await x.finish();
+      expect([x.spent, await spent(s, 'x'), await spent(s, 'y')]).toEqual([3, 3, 4]);
+    } finally {
+      await Promise.all([x.close(), y.close()]);
+    }
+  }, 30_000);
+
   it('a run that reads the balance while another run\'s answer is on its way: that answer is still charged', async () => {
     const s = await setUp(1, 'spend_seed_between');
     await (await openPgStore(s.url)).close();
@@ -93,9 +164,9 @@ describe.skipIf(!pgClusterUrl)(`two runs' spend on one account on PostgreSQL${pg
       y.seed(counters(START + 1));
       const ry = await y.acquire(OP);
       x.settle(rx!, counters(START + 1));
-      await x.drained();
+      await x.finish();
       y.settle(ry!, counters(START + 2));
-      await y.drained();
+      await y.finish();
       expect([x.spent, y.spent]).toEqual([1, 1]);
     } finally {
       await Promise.all([x.close(), y.close()]);

@@ -163,7 +163,14 @@ describe('medianStep', () => {
     expect(medianStep([5, 3, 4, 1, 2])).toBe(1);
     expect(medianStep([1, 2, 4, 5, 6])).toBe(1);
     expect(medianStep([7])).toBeNull();
-    expect(medianStep([7], 2)).toBe(2);
+    expect(medianStep([7], { extra: 2 })).toBe(2);
+  });
+
+  it('counts a repeated counter as no step, and shows no cost with fewer steps than asked', () => {
+    // The account's samples on PostgreSQL: the same counter reported twice (a late answer) is one value.
+    expect(medianStep([3, 1, 2, 2, 1], { minSteps: 3 })).toBeNull();
+    expect(medianStep([3, 1, 2, 2, 4], { minSteps: 3 })).toBe(1);
+    expect(medianStep([10, 11, 13, 16], { minSteps: 3 })).toBe(2);
   });
 });
 

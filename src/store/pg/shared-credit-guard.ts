@@ -3,14 +3,24 @@
  * counters, and keeps the summary's figures), whose every reservation must also fit the account's shared
  * budget (coordination/shared-credit-budget.ts): the reserve and maxPerRun hold across all workers, since what
  * every worker holds in flight and has spent lives in the database. A call's cost is the one the answers of all
- * workers of the account show (the budget's cost samples) once they show it: this worker's own counters also
- * step by the others' calls.
+ * workers of the account show (the budget's cost samples), never a step of this worker's own counters: those
+ * also step by the calls of the other workers and runs on the account. Until the samples show it, a cost is one
+ * earlier runs learned or the assumed default, and an answer's charge waits (its reservation held) while its
+ * counter joins the samples: charged then, a call of another run charged just before it would count as its own.
  */
 import type { CreditCounters, Operation } from '../../spec/types.ts';
 import type { CreditHistory } from '../../credits/credit-meter.ts';
 import { CreditGuard, type Charge, type CreditLimits, type Reservation } from '../../credits/credit-guard.ts';
 import { readableCounters } from '../../credits/unread-charges.ts';
-import type { SharedCreditBudget, SharedReservation } from './coordination/shared-credit-budget.ts';
+import type { SharedCharge, SharedCreditBudget, SharedReservation } from './coordination/shared-credit-budget.ts';
+
+/** An answer whose charge waits for the account's samples to show its operation's cost. */
+interface Unpriced {
+  shared: SharedReservation;
+  counters: CreditCounters;
+  /** What this worker's spend counts for it meanwhile. */
+  estimate: number;
+}
 
 export class SharedCreditGuard extends CreditGuard {
   private readonly shared = new Map<Reservation, SharedReservation>();
@@ -21,11 +31,14 @@ export class SharedCreditGuard extends CreditGuard {
   private readonly learned = new Map<Operation, number>();
   /** Settles not yet written (see drained). */
   private readonly pending = new Set<Promise<void>>();
-  /** What this worker's settled calls were charged to the run (see spent). */
+  /** What this worker's settled calls were charged to the run (see spent), answers not charged yet at their estimate. */
   private charged = 0;
+  private readonly unpriced = new Map<Operation, Unpriced[]>();
+  /** Whether the balance was read before the first call (seed): the budget knows it, so answers may wait for a cost. */
+  private balanceRead = false;
 
   constructor(limits: CreditLimits, history: CreditHistory, private readonly budget: SharedCreditBudget) {
-    super(limits, history);
+    super(limits, history, { costFromOwnSteps: false });
     this.renewal = budget.keepRenewed();
   }
 
@@ -35,6 +48,7 @@ export class SharedCreditGuard extends CreditGuard {
    */
   override seed(counters: CreditCounters): boolean {
     if (!super.seed(counters)) return false;
+    this.balanceRead = true;
     this.seeded = this.budget.report(counters);
     // A failure surfaces at the next acquire; until then it must not end the process as unhandled.
     this.seeded.catch(() => undefined);
@@ -46,7 +60,8 @@ export class SharedCreditGuard extends CreditGuard {
     const local = await super.acquire(operation);
     if (!local) return null;
     // A cost not learned yet is the assumed default: the budget lets such a call go alone as a probe, as the local guard does.
-    const shared = await this.budget.acquire(local.cost, this.limits, { probe: !this.knowsCost(operation) });
+    // Answers waiting for a cost hold their reservations: charged at their estimate when this call would wait on them.
+    const shared = await this.budget.acquire(local.cost, this.limits, { probe: !this.knowsCost(operation), beforeWait: () => this.chargeUnpriced() });
     if ('stop' in shared) {
       super.settle(local, null);
       return this.stop(shared.stop, local.cost, false, shared.figures.spent);
@@ -64,9 +79,18 @@ export class SharedCreditGuard extends CreditGuard {
     return this.charged;
   }
 
-  /** The cost the answers of every worker of the account show, else this worker's own estimate. */
+  /** The cost the answers of every worker of the account show, else one earlier runs learned, else the assumed default. */
   override costOf(operation: Operation): number {
     return this.learned.get(operation) ?? super.costOf(operation);
+  }
+
+  override knowsCost(operation: Operation): boolean {
+    return this.learned.has(operation) || super.knowsCost(operation);
+  }
+
+  /** A paid answer whose counters cannot be read: the cost the account's samples show, else the local guard's rule. */
+  override unreadCost(operation: Operation): number {
+    return this.learned.get(operation) ?? super.unreadCost(operation);
   }
 
   override settle(reservation: Reservation, charge: Charge): void {
@@ -75,31 +99,85 @@ export class SharedCreditGuard extends CreditGuard {
     if (!shared) return;
     this.shared.delete(reservation);
     const op = reservation.operation;
-    const counters = charge !== null && charge !== 'unread' ? (charge as CreditCounters) : null;
+    const counters = charge !== null && charge !== 'unread' && readableCounters(charge) ? charge : null;
+    // Without a balance read first, the budget learns the balance from the charges: those cannot wait.
+    if (counters && !this.knowsCost(op) && this.balanceRead) {
+      this.defer(op, { shared, counters, estimate: this.costOf(op) });
+      return;
+    }
     const cost = charge === null ? 0 : charge === 'unread' ? this.unreadCost(op) : this.costOf(op);
-    const sample = counters && readableCounters(counters) ? { operation: op, creditsUsed: counters.credits_used } : undefined;
-    this.charged += cost;
-    // Not awaited: until it is written the reservation still counts, which only errs on the safe side.
-    const written = this.budget.settle(shared, { cost, counters, sample }).then(
-      (settled) => {
-        this.charged += settled.cost - cost;
-        if (settled.learnedCost !== null) this.learned.set(op, settled.learnedCost);
-      },
-      () => undefined,
-    );
-    this.pending.add(written);
-    void written.finally(() => this.pending.delete(written));
+    const unreadable = charge !== null && charge !== 'unread' ? charge : null;
+    this.charge(shared, { cost, counters: counters ?? unreadable, sample: counters ? { operation: op, creditsUsed: counters.credits_used } : undefined }, 0);
   }
 
-  /** Resolves once every settle so far is written (or failed). */
+  /** Holds an answer's charge until the account's samples, its counter among them, show what its operation costs. */
+  private defer(op: Operation, answer: Unpriced): void {
+    const waiting = this.unpriced.get(op) ?? [];
+    waiting.push(answer);
+    this.unpriced.set(op, waiting);
+    this.charged += answer.estimate;
+    this.track(this.budget.sample({ operation: op, creditsUsed: answer.counters.credits_used }).then((step) => {
+      if (step !== null) this.learn(op, step);
+    }));
+  }
+
+  private learn(op: Operation, step: number): void {
+    this.learned.set(op, step);
+    this.chargeWaiting(op);
+  }
+
+  /** The answers of `op` waiting for its cost, charged at it now (or at the estimate, when the samples never show it). */
+  private chargeWaiting(op: Operation): void {
+    const waiting = this.unpriced.get(op) ?? [];
+    this.unpriced.delete(op);
+    const cost = this.costOf(op);
+    for (const w of waiting) {
+      this.charge(w.shared, { cost, counters: w.counters, sample: { operation: op, creditsUsed: w.counters.credits_used, recorded: true } }, w.estimate);
+    }
+  }
+
+  /** Charges every answer still waiting for a cost; false when there was none. */
+  private chargeUnpriced(): Promise<boolean> {
+    if (this.unpriced.size === 0) return Promise.resolve(false);
+    for (const op of [...this.unpriced.keys()]) this.chargeWaiting(op);
+    return Promise.resolve(true);
+  }
+
+  /** Sends a call's charge to the budget; `counted` is what this worker's spend already holds for it. */
+  private charge(shared: SharedReservation, charge: SharedCharge, counted: number): void {
+    this.charged += charge.cost - counted;
+    const op = charge.sample?.operation;
+    // Not awaited: until it is written the reservation still counts, which only errs on the safe side.
+    this.track(this.budget.settle(shared, charge).then((settled) => {
+      this.charged += settled.cost - charge.cost;
+      if (op && settled.learnedCost !== null) this.learn(op, settled.learnedCost);
+    }));
+  }
+
+  private track(written: Promise<void>): void {
+    const settled = written.catch(() => undefined);
+    this.pending.add(settled);
+    void settled.finally(() => this.pending.delete(settled));
+  }
+
+  /** Resolves once every settle so far is written (or failed); answers waiting for a cost wait on. */
   async drained(): Promise<void> {
-    await Promise.all([...this.pending]);
+    while (this.pending.size > 0) await Promise.all([...this.pending]);
+  }
+
+  /** Every settle written, the answers still waiting for a cost charged at their estimate. */
+  protected override async chargesFinal(): Promise<boolean> {
+    if (this.pending.size === 0 && this.unpriced.size === 0) return false;
+    await this.drained();
+    await this.chargeUnpriced();
+    await this.drained();
+    return true;
   }
 
   /** Stops renewing this worker's reservations (the run is over) and gives back the room its blocks have left. */
   async close(): Promise<void> {
     this.renewal.stop();
-    await this.drained();
+    await this.finish();
     await this.budget.close();
   }
 }

@@ -18,13 +18,14 @@
  * of its own covers) and when it closes; a row goes when its calls are settled and nothing is left in it.
  *
  * The reservations and settles a worker asks for in one turn of the event loop go to the server together, in
- * one query under one taking of the lock: the turn's settles merged into a few statements (one per table, one
- * median per operation, consecutive balance reports of one plan folded into the highest), then each reservation.
- * Each settle of the turn is charged the median its operation's samples show once the turn's samples are in.
+ * one query under one taking of the lock: the turn's settles merged into a few statements (one per table, the
+ * samples read back, consecutive balance reports of one plan folded into the highest), then each reservation.
+ * A settle is charged the cost its worker gives; the turn answers each operation's cost as the account's samples
+ * show it once the turn's are in (medianStep in credit-meter.ts: the one rule, here over the samples read back).
  */
 import pg from 'pg';
 import type { CreditCounters, Operation } from '../../../spec/types.ts';
-import { reportedBalance } from '../../../credits/credit-meter.ts';
+import { medianStep, reportedBalance } from '../../../credits/credit-meter.ts';
 import type { CreditLimits } from '../../../credits/credit-guard.ts';
 
 export const SHARED_CREDIT_BUDGET_DEFAULTS = {
@@ -38,7 +39,7 @@ export const SHARED_CREDIT_BUDGET_DEFAULTS = {
   epsilon: 1e-9,
   /** Recent credits_used counters kept per account and operation, all workers and runs together. */
   costSamples: 32,
-  /** Steps among them before their median is the call's cost; until then the worker's own estimate is. */
+  /** Steps among them before their median is the call's cost (see SettledCharge.learnedCost). */
   minCostSteps: 3,
   /** Calls' worth of credits one reservation takes (fewer when fewer fit): calls drawn from it need no round trip. */
   blockCalls: 32,
@@ -79,6 +80,8 @@ interface Block {
 /** A settle waiting for the end of the turn. */
 interface SettleAsk {
   charge: SharedCharge;
+  /** Only the charge's sample is recorded: nothing is charged, no reservation given back, no balance reported. */
+  sampleOnly?: boolean;
   resolve: (settled: SettledCharge) => void;
   reject: (err: unknown) => void;
 }
@@ -104,13 +107,14 @@ export type ReserveAttempt =
 
 /**
  * What a call was charged: `cost` (0 when nothing was billed), and the answer's counters when it had them.
- * `sample`, for an answer whose counters are readable, makes its counter one of the account's cost samples: the
- * call is then charged their median step once there are enough of them, `cost` being the fallback.
+ * `sample`, for an answer whose counters are readable, makes its counter one of the account's cost samples and
+ * has the charge take at most what the account's counters grew by (see settleSql).
  */
 export interface SharedCharge {
   cost: number;
   counters?: CreditCounters | null;
-  sample?: { operation: Operation; creditsUsed: number };
+  /** `recorded`: the counter is among the samples already (see sample()): only the charge goes now. */
+  sample?: { operation: Operation; creditsUsed: number; recorded?: boolean };
 }
 
 /** What settle() charged the run, and the operation's cost as the account's samples show it (null: too few yet). */
@@ -174,9 +178,14 @@ export class SharedCreditBudget {
   /**
    * Reserves `cost`, from this process's blocks when one has room, else with a new block; waiting while calls
    * in flight (of any worker) may leave room when they settle. Resolves to the reason the run must stop when
-   * the call does not fit with nothing in flight on the account.
+   * the call does not fit with nothing in flight on the account. `beforeWait` settles what the caller holds that
+   * it can (true: then the call is tried again at once).
    */
-  async acquire(cost: number, limits: CreditLimits, options: { signal?: AbortSignal; probe?: boolean } = {}): Promise<SharedReservation | { stop: SharedCreditStopReason; figures: BudgetFigures }> {
+  async acquire(
+    cost: number,
+    limits: CreditLimits,
+    options: { signal?: AbortSignal; probe?: boolean; beforeWait?: () => Promise<boolean> } = {},
+  ): Promise<SharedReservation | { stop: SharedCreditStopReason; figures: BudgetFigures }> {
     for (;;) {
       options.signal?.throwIfAborted();
       const drawn = this.draw(cost);
@@ -194,6 +203,7 @@ export class SharedCreditBudget {
       const attempt = await asked;
       if (attempt.reservation) return attempt.reservation;
       if (attempt.reason !== 'learning' && attempt.figures.inFlight === 0) return { stop: attempt.reason, figures: attempt.figures };
+      if (await options.beforeWait?.()) continue;
       await new Promise((r) => setTimeout(r, this.pollMs));
     }
   }
@@ -292,7 +302,7 @@ SELECT balance, reserved, in_flight, spent, under_reserve_ok, cap_ok, calls, (SE
 
   /**
    * Hands back a call's reservation with what the call was charged: the run's spend grows by its cost (with a
-   * sample, the median step of the account's samples once there are enough), and the account's balance takes
+   * sample, at most what the account's counters grew by), and the account's balance takes
    * the answer's counters, or falls by the cost when it had none. Works for a reservation that expired
    * meanwhile too (the call was made; its cost counts).
    */
@@ -309,6 +319,17 @@ SELECT balance, reserved, in_flight, spent, under_reserve_ok, cap_ok, calls, (SE
       this.settling.push({ charge, resolve, reject });
       void this.schedule(false);
     });
+  }
+
+  /**
+   * Records an answer's counter among the account's samples at the next turn, before its call is settled (its
+   * reservation still held): resolves to its operation's cost as the samples then show it (null: too few yet).
+   */
+  sample(sample: { operation: Operation; creditsUsed: number }): Promise<number | null> {
+    return new Promise<SettledCharge>((resolve, reject) => {
+      this.settling.push({ charge: { cost: 0, sample }, sampleOnly: true, resolve, reject });
+      void this.schedule(false);
+    }).then((s) => s.learnedCost);
   }
 
   /** Gives back the room of this process's blocks now (the run is over; calls still in flight settle later). */
@@ -359,25 +380,30 @@ SELECT balance, reserved, in_flight, spent, under_reserve_ok, cap_ok, calls, (SE
     this.settling = [];
     try {
       const rows = this.reservationRowsSql();
-      const settles = settling.length > 0 ? this.settleSql(settling.map((s) => s.charge)) : null;
+      const settles = settling.length > 0 ? this.settleSql(settling) : null;
       const first = [this.lock, ...(asked.length > 0 ? [`DELETE FROM credit_reservations WHERE api_url = ${this.a} AND expires_at <= clock_timestamp()`] : []), ...rows];
       const statements = [...first, ...(settles?.statements ?? []), ...asked.map((a) => a.statement)];
       if (statements.length === 1) return;
       const results = (await this.pool.query(statements.join(';\n'))) as unknown as pg.QueryResult[];
-      if (settles) {
-        const charged = results[first.length + settles.learnedAt]!.rows as Array<{ ord: number; cost: number; step: number | null }>;
-        const byOrd = new Map(charged.map((r) => [Number(r.ord), r]));
-        settling.forEach((s, i) => {
-          const row = byOrd.get(i);
-          s.resolve({ cost: row ? Number(row.cost) : s.charge.cost, learnedCost: row?.step ?? null });
-        });
-      }
+      if (settles) this.resolveSettles(settling, results.slice(first.length), settles);
       const base = statements.length - asked.length;
       asked.forEach((a, i) => a.resolve(results[base + i]!));
     } catch (err) {
       for (const s of settling) s.reject(err);
       for (const a of asked) a.reject(err);
     }
+  }
+
+  /** Each settle of the turn with what it was charged and its operation's cost as the account's samples show it. */
+  private resolveSettles(settling: readonly SettleAsk[], results: readonly pg.QueryResult[], at: { samplesAt: number | null; chargedAt: number }): void {
+    const costs = new Map<string, number | null>();
+    const samples = at.samplesAt === null ? [] : (results[at.samplesAt]!.rows as Array<{ op: string; used: number[] }>);
+    for (const r of samples) costs.set(r.op, medianStep(r.used, { minSteps: SHARED_CREDIT_BUDGET_DEFAULTS.minCostSteps }));
+    const charged = new Map((results[at.chargedAt]!.rows as Array<{ ord: number; cost: number }>).map((r) => [Number(r.ord), Number(r.cost)]));
+    settling.forEach((s, i) => {
+      const op = s.charge.sample?.operation;
+      s.resolve({ cost: charged.get(i) ?? s.charge.cost, learnedCost: (op && costs.get(op)) ?? null });
+    });
   }
 
   /** The turn's reservation rows: the credits no longer held taken off, the emptied rows deleted. */
@@ -394,41 +420,40 @@ SELECT balance, reserved, in_flight, spent, under_reserve_ok, cap_ok, calls, (SE
   }
 
   /**
-   * The statements of a turn's settles, in order: the samples recorded and trimmed, then what each charge costs
-   * the run (the statement at `learnedAt`, one row per charge: `ord`, `cost`, and its operation's median `step`)
-   * with the run's spend grown by them, then the balance.
+   * The statements of a turn's settles, in order: the samples recorded and trimmed, the samples of their
+   * operations read back (at `samplesAt`), then what each charge costs the run (at `chargedAt`, one row per
+   * charge: `ord`, `cost`) with the run's spend grown by them, then the balance.
    *
-   * A charge costs its operation's median step once the account's samples show it, else the worker's own
-   * estimate; one with counters takes at most what the account's counters grew by and no run was charged yet
+   * A charge costs what its worker gives (the account's cost once a turn showed it); one with counters takes at most what the account's counters grew by and no run was charged yet
    * (`credits_uncharged`, the charges sent together taking it in order). A worker's own counters also step by
    * the other workers' calls, and an answer that comes after a higher one has had its cost counted in that
    * one's step: charged in full, either would be counted twice, and the runs sharing the account would add up to
    * more than was billed (122 for 120). With no counter of the account reported within a reservation's life
    * (another run's, long since, or another plan) nothing is known of the growth: the charge is the estimate.
    */
-  private settleSql(charges: readonly SharedCharge[]): { statements: string[]; learnedAt: number } {
-    const samples = charges.flatMap((c) => (c.sample ? [c.sample] : []));
-    const operations = [...new Set(samples.map((s) => s.operation))];
+  private settleSql(asks: readonly SettleAsk[]): { statements: string[]; samplesAt: number | null; chargedAt: number } {
+    const charges = asks.map((a) => a.charge);
+    const samples = charges.flatMap((c) => (c.sample && !c.sample.recorded ? [c.sample] : []));
+    const operations = [...new Set(charges.flatMap((c) => (c.sample ? [c.sample.operation] : [])))];
     const sampled = [
       ...(samples.length > 0 ? [`INSERT INTO credit_cost_samples (api_url, operation, credits_used, recorded_at) VALUES ${samples
         .map((s) => `(${this.a}, ${pg.escapeLiteral(s.operation)}, ${num(s.creditsUsed)}, clock_timestamp())`).join(', ')}`] : []),
-      ...operations.map((o) => this.trimSamplesSql(o)),
+      ...[...new Set(samples.map((s) => s.operation))].map((o) => this.trimSamplesSql(o)),
     ];
-    const learned = operations.length > 0
-      ? `SELECT o.op, ${this.medianStepSql('o.op')} AS step FROM (VALUES ${operations.map((o) => `(${pg.escapeLiteral(o)})`).join(', ')}) AS o(op)`
-      : 'SELECT NULL::text AS op, NULL::float8 AS step WHERE false';
-    const values = charges.map((c, i) => {
+    // The samples as they stand once the turn's are in: medianStep (credit-meter.ts) reads their cost.
+    const read = operations.length > 0 ? [`SELECT operation AS op, array_agg(credits_used) AS used FROM credit_cost_samples
+        WHERE api_url = ${this.a} AND operation IN (${operations.map((o) => pg.escapeLiteral(o)).join(', ')}) GROUP BY operation`] : [];
+    const values = asks.map(({ charge: c, sampleOnly }, i) => {
       const counted = c.sample && c.counters ? `${num(c.counters.credits_used)}::float8, ${num(c.counters.total_credits)}::float8` : 'NULL::float8, NULL::float8';
-      return `(${i}, ${c.sample ? pg.escapeLiteral(c.sample.operation) : 'NULL'}::text, ${num(c.cost)}::float8, ${counted})`;
+      return `(${i}, ${num(c.cost)}::float8, ${counted}, ${sampleOnly === true})`;
     });
-    const spend = `WITH learned AS MATERIALIZED (${learned}),
-      prior AS MATERIALIZED (
+    const spend = `WITH prior AS MATERIALIZED (
         SELECT credits_used AS used, total_credits AS total, coalesce(credits_uncharged, 0) AS owed FROM account_balance
         WHERE api_url = ${this.a} AND reported_at >= clock_timestamp() - ${num(this.reservationMs)} * interval '1 millisecond'
       ),
       est AS MATERIALIZED (
-        SELECT v.ord, l.step, coalesce(l.step, v.cost) AS e, coalesce(v.used IS NOT NULL AND v.total = p.total, false) AS counted, v.used
-        FROM (VALUES ${values.join(', ')}) AS v(ord, op, cost, used, total) LEFT JOIN learned l ON l.op = v.op LEFT JOIN prior p ON true
+        SELECT v.ord, CASE WHEN v.sample_only THEN 0 ELSE v.cost END AS e, coalesce(v.used IS NOT NULL AND v.total = p.total, false) AS counted, v.used
+        FROM (VALUES ${values.join(', ')}) AS v(ord, cost, used, total, sample_only) LEFT JOIN prior p ON true
       ),
       room AS MATERIALIZED (
         SELECT p.owed + greatest(coalesce((SELECT max(used) FROM est WHERE counted), p.used) - p.used, 0) AS a,
@@ -436,7 +461,7 @@ SELECT balance, reserved, in_flight, spent, under_reserve_ok, cap_ok, calls, (SE
         FROM prior p
       ),
       charged AS MATERIALIZED (
-        SELECT est.ord, est.step, CASE WHEN NOT est.counted THEN est.e
+        SELECT est.ord, CASE WHEN NOT est.counted THEN est.e
           ELSE least(x.upto, r.a) - least(x.upto - est.e, r.a) END AS cost
         FROM est
         JOIN (SELECT ord, sum(CASE WHEN counted THEN e ELSE 0 END) OVER (ORDER BY ord) AS upto FROM est) x ON x.ord = est.ord
@@ -450,8 +475,9 @@ SELECT balance, reserved, in_flight, spent, under_reserve_ok, cap_ok, calls, (SE
         SELECT ${this.r}, ${this.a}, sum(cost), clock_timestamp() FROM charged
         ON CONFLICT (run_key) DO UPDATE SET spent = credit_run_spend.spent + excluded.spent, updated_at = excluded.updated_at
       )
-      SELECT ord, cost, step FROM charged`;
-    return { statements: [...sampled, spend, ...this.balanceSql(charges)], learnedAt: sampled.length };
+      SELECT ord, cost FROM charged`;
+    const balance = this.balanceSql(asks.flatMap((a) => (a.sampleOnly ? [] : [a.charge])));
+    return { statements: [...sampled, ...read, spend, ...balance], samplesAt: read.length > 0 ? sampled.length : null, chargedAt: sampled.length + read.length };
   }
 
   /**
@@ -480,20 +506,6 @@ SELECT balance, reserved, in_flight, spent, under_reserve_ok, cap_ok, calls, (SE
     const mine = `api_url = ${this.a} AND operation = ${pg.escapeLiteral(operation)}`;
     return `DELETE FROM credit_cost_samples WHERE ${mine} AND id <= (SELECT id FROM credit_cost_samples WHERE ${mine}
         ORDER BY id DESC OFFSET ${num(SHARED_CREDIT_BUDGET_DEFAULTS.costSamples)} LIMIT 1)`;
-  }
-
-  /**
-   * The cost of the operation `operation` (an SQL expression) by its samples: the median positive step between
-   * them once sorted (as medianStep in credit-meter.ts, the upper one of an even count), or null with fewer than
-   * `minCostSteps` steps.
-   */
-  private medianStepSql(operation: string): string {
-    return `(SELECT step FROM (
-        SELECT step, row_number() OVER (ORDER BY step) - 1 AS i, count(*) OVER () AS n FROM (
-          SELECT u - lag(u) OVER (ORDER BY u) AS step
-          FROM (SELECT DISTINCT credits_used AS u FROM credit_cost_samples WHERE api_url = ${this.a} AND operation = ${operation}) used
-        ) steps WHERE step > 0
-      ) ranked WHERE i = n / 2 AND n >= ${num(SHARED_CREDIT_BUDGET_DEFAULTS.minCostSteps)})`;
   }
 
   /** Records a balance read outside a call (GET /v1/api/auth before the first call), as settle does counters. */
