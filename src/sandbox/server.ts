@@ -7,7 +7,7 @@ import {
   FaultInjector, HTML_ERROR_PAGE, SERVER_ERROR_BODY, UNAVAILABLE_BODY, WRONG_SHAPE_BODY, hugeBody, truncated,
   type FaultName,
 } from './faults.ts';
-import { Operations, type ValidRequest } from './operations.ts';
+import { Operations, type Validated } from './operations.ts';
 import { resolveOptions, type SandboxOptions, type SandboxOptionsInput } from './options.ts';
 import { hash32, Prng } from './prng.ts';
 import { RateLimiter, type RateRefusal, type RateWindow } from './rate-limiter.ts';
@@ -158,8 +158,8 @@ export async function startSandbox(input: SandboxOptionsInput = {}): Promise<San
     const token = admit(req);
     if (typeof token !== 'string') return token;
 
-    const valid = operations.validate(route.op, { query, bodyText, contentType: req.headers['content-type'] });
-    if ('kind' in valid) return answer(valid.status, valid.body);
+    const answerOf = operations.validate[route.op]({ query, bodyText, contentType: req.headers['content-type'] });
+    if (typeof answerOf !== 'function') return answer(answerOf.status, answerOf.body);
     const cost = options.costs[route.op];
     if (!ledger.canPay(token, cost)) return answer(402, NO_CREDITS);
 
@@ -167,12 +167,12 @@ export async function startSandbox(input: SandboxOptionsInput = {}): Promise<San
     if (fault === null || fault === 'slow') {
       // A slow answer is the real answer sent late, so it is charged like any 200.
       const delayMs = fault === 'slow' ? options.slowMs : 0;
-      const outcome = operations.answer(valid);
+      const outcome = answerOf();
       if (outcome.kind === 'error') return answer(outcome.status, outcome.body, undefined, fault, 0, delayMs);
       ledger.charge(token, cost);
       return answer(200, withCounters(outcome.open, ledger.counters(token)), undefined, fault, cost, delayMs);
     }
-    return faultAnswer(fault, () => answerText(operations, valid, ledger.counters(token)));
+    return faultAnswer(fault, () => answerText(answerOf, ledger.counters(token)));
   };
 
   const handle = (req: IncomingMessage, res: ServerResponse, at: number, bodyText: string): void => {
@@ -270,8 +270,8 @@ function withCounters(open: Buffer, c: CreditCounters): Buffer {
 }
 
 /** The text the request would have got without a fault (what a truncated answer is cut from), uncharged. */
-function answerText(operations: Operations, request: ValidRequest, counters: CreditCounters): string {
-  const outcome = operations.answer(request);
+function answerText(answerOf: Exclude<Validated, { kind: 'error' }>, counters: CreditCounters): string {
+  const outcome = answerOf();
   return outcome.kind === 'ok' ? withCounters(outcome.open, counters).toString('utf8') : outcome.body;
 }
 
