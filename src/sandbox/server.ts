@@ -3,10 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { API_PREFIX, OPERATION_METHODS, OPERATION_PATHS, OPERATIONS, type CreditCounters, type Operation } from '../spec/types.ts';
 import { CreditLedger } from './credit-ledger.ts';
-import {
-  FaultInjector, HTML_ERROR_PAGE, SERVER_ERROR_BODY, UNAVAILABLE_BODY, WRONG_SHAPE_BODY, hugeBody, truncated,
-  type FaultName,
-} from './faults.ts';
+import { FAULT_ANSWERS, FaultInjector, type FaultName } from './faults.ts';
 import { Operations, type Validated } from './operations.ts';
 import { resolveOptions, type SandboxOptions, type SandboxOptionsInput } from './options.ts';
 import { hash32, Prng } from './prng.ts';
@@ -43,7 +40,6 @@ const MAX_BODY_BYTES = 1024 * 1024;
 const BEARER = /^\s*bearer\s+(\S+)\s*$/i;
 const JSON_TYPE = 'application/json; charset=utf-8';
 const UNAUTHORIZED_HEADERS = { 'www-authenticate': 'Bearer' };
-const HTML_HEADERS = { 'content-type': 'text/html; charset=utf-8' };
 const msg = (message: string): string => JSON.stringify({ message });
 const NOT_FOUND = msg('Not Found');
 const METHOD_NOT_ALLOWED = msg('Method Not Allowed');
@@ -128,26 +124,6 @@ export async function startSandbox(input: SandboxOptionsInput = {}): Promise<San
     return answer(200, balanceBody(options.seed, token, ledger.counters(token)));
   };
 
-  /** A fault's answer (a slow answer is not one: it is the real answer, sent late); `real` makes the real body. */
-  const faultAnswer = (fault: Exclude<FaultName, 'slow'>, real: () => string): Decision => {
-    switch (fault) {
-      case 'server_error':
-        return answer(500, SERVER_ERROR_BODY, undefined, fault);
-      case 'unavailable':
-        return answer(503, UNAVAILABLE_BODY, undefined, fault);
-      case 'drop':
-        return answer(0, '', undefined, fault);
-      case 'truncate':
-        return answer(200, truncated(real()), undefined, fault);
-      case 'html':
-        return answer(200, HTML_ERROR_PAGE, HTML_HEADERS, fault);
-      case 'wrong_shape':
-        return answer(200, WRONG_SHAPE_BODY, undefined, fault);
-      case 'huge':
-        return answer(200, hugeBody(options.hugeBytes), undefined, fault);
-    }
-  };
-
   /** Everything but the I/O: route, auth, rate limit, validation, credits, faults, and the answer. */
   const decide = (req: IncomingMessage, path: string, query: URLSearchParams, bodyText: string): Decision => {
     if (path === BALANCE_PATH && options.balanceRoute) return balance(req);
@@ -172,7 +148,8 @@ export async function startSandbox(input: SandboxOptionsInput = {}): Promise<San
       ledger.charge(token, cost);
       return answer(200, withCounters(outcome.open, ledger.counters(token)), undefined, fault, cost, delayMs);
     }
-    return faultAnswer(fault, () => answerText(answerOf, ledger.counters(token)));
+    const [status, body, headers] = FAULT_ANSWERS[fault](() => answerText(answerOf, ledger.counters(token)), options.hugeBytes);
+    return answer(status, body, headers, fault);
   };
 
   const handle = (req: IncomingMessage, res: ServerResponse, at: number, bodyText: string): void => {
