@@ -15,7 +15,8 @@ import { contentCodings, firstUnsupportedCoding, readBody, type BodyText } from 
 import { bodyExcerpt } from './redact.ts';
 import { parseJsonBody } from './json-body.ts';
 import { readUsableAnswerOf } from './schemas.ts';
-import type { ApiCallInfo, ApiResult, CallableOperation } from './types.ts';
+import type { ApiCallInfo, ApiResult } from './types.ts';
+import type { OperationSpec } from '../operations/operation-spec.ts';
 
 /** Most bytes read of a body that is only needed for an error excerpt (a 5xx page, a 401 message). */
 const ERROR_BODY_MAX_BYTES = 64 * 1024;
@@ -44,7 +45,7 @@ export interface CallHeaders {
 }
 
 /** Sends one request and resolves to its result; throws an ApiError (or, for a bug, the original error). */
-export async function attempt<Q, A>(t: Transport, spec: CallableOperation<Q, A>, request: Q, headerSets: CallHeaders): Promise<ApiResult<A>> {
+export async function attempt<Q, A>(t: Transport, spec: OperationSpec<Q, A>, request: Q, headerSets: CallHeaders): Promise<ApiResult<A>> {
   const { json, body, path } = spec.send(request);
   const headers = json ? headerSets.json : headerSets.plain;
   const sent: Sent = { method: spec.method, headers, body, path: t.pathPrefix + path, started: performance.now() };
@@ -75,7 +76,7 @@ interface Sent {
 // Complexity 16: one exchange read top to bottom (send, status, body, answer), each outcome a line; split, the
 // order in which a paid answer is told from a failure would be harder to follow.
 // eslint-disable-next-line complexity -- see above
-async function exchange<Q, A>(t: Transport, spec: CallableOperation<Q, A>, request: Q, sent: Sent, signal: AbortSignal): Promise<ApiResult<A>> {
+async function exchange<Q, A>(t: Transport, spec: OperationSpec<Q, A>, request: Q, sent: Sent, signal: AbortSignal): Promise<ApiResult<A>> {
   const { method, headers, body, path, started } = sent;
   let res: Dispatcher.ResponseData;
   try {
@@ -143,7 +144,7 @@ function transportFailure(t: Transport, err: unknown, call: ApiCallInfo): unknow
   return errorForTransport(err, call, t.timeoutMs) ?? err;
 }
 
-function ok<Q, A>(t: Transport, spec: CallableOperation<Q, A>, text: string, call: ApiCallInfo, asked: Q): ApiResult<A> {
+function ok<Q, A>(t: Transport, spec: OperationSpec<Q, A>, text: string, call: ApiCallInfo, asked: Q): ApiResult<A> {
   const raw = t.redactBody(text);
   let parsed: unknown;
   try {
@@ -168,7 +169,7 @@ function ok<Q, A>(t: Transport, spec: CallableOperation<Q, A>, text: string, cal
  * (notFound.ambiguous), a wrong path prefix still passes, so the run warns of a job whose every answer is a
  * 404 (src/runner/not-found-only.ts).
  */
-function notFound<Q, A>(t: Transport, spec: CallableOperation<Q, A>, text: string, call: ApiCallInfo): ApiResult<never> {
+function notFound<Q, A>(t: Transport, spec: OperationSpec<Q, A>, text: string, call: ApiCallInfo): ApiResult<never> {
   const raw = t.redactBody(text);
   let body: Record<string, unknown> | null = null;
   try {
