@@ -82,7 +82,7 @@ async function exchange<Q, A>(t: Transport, spec: OperationSpec<Q, A>, request: 
   try {
     res = await t.dispatcher.request({ origin: t.origin, path, method, headers, body, signal });
   } catch (err) {
-    throw transportFailure(t, err, callInfo(spec, method, path, null, started));
+    throw errorForTransport(err, callInfo(spec, method, path, null, started), t.timeoutMs) ?? err;
   }
   const status = res.statusCode;
   const isResult = status === 200 || status === 404;
@@ -108,7 +108,7 @@ async function exchange<Q, A>(t: Transport, spec: OperationSpec<Q, A>, request: 
     // On another status the body is only an excerpt: one that does not decode must not turn a 401 or a 429
     // into a network failure to retry.
     if (isResult || (err as { code?: unknown } | null)?.code !== BODY_DECODE_CODE) {
-      throw transportFailure(t, err, callInfo(spec, method, path, status, started));
+      throw errorForTransport(err, callInfo(spec, method, path, status, started), t.timeoutMs) ?? err;
     }
     received = { text: `(a ${codings.join(', ')} body that does not decode)`, truncated: false };
   }
@@ -138,10 +138,6 @@ function callInfo(
   started: number,
 ): ApiCallInfo {
   return { operation: spec.name, method, path, status, latencyMs: Math.round((performance.now() - started) * 1000) / 1000 };
-}
-
-function transportFailure(t: Transport, err: unknown, call: ApiCallInfo): unknown {
-  return errorForTransport(err, call, t.timeoutMs) ?? err;
 }
 
 function ok<Q, A>(t: Transport, spec: OperationSpec<Q, A>, text: string, call: ApiCallInfo, asked: Q): ApiResult<A> {
