@@ -89,11 +89,8 @@ export async function exportTableInParallel(
         const from = fromRowid + seq * opts.chunkRowids;
         return pool.read(seq, from, Math.min(from + opts.chunkRowids - 1, toRowid));
       };
-      return await pumpChunks(readChunk, chunkCount, encoderFor(job.format, job.columns, { bom, escapeFormulas: job.escapeFormulas }), sink, {
-        maxChunksInFlight: opts.maxChunksInFlight,
-        signal: pumpOptions.signal,
-        onProgress: pumpOptions.onProgress,
-      });
+      const encoder = encoderFor(job.format, job.columns, { bom, escapeFormulas: job.escapeFormulas });
+      return await pumpChunks(readChunk, chunkCount, encoder, sink, { ...pumpOptions, maxChunksInFlight: opts.maxChunksInFlight });
     } catch (err) {
       throw asExportError(err, job.source.db);
     } finally {
