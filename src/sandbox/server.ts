@@ -50,27 +50,11 @@ const TOO_MANY = msg('Too Many Requests');
 const NO_CREDITS = msg('Insufficient credits');
 const TOO_LARGE = msg('Request body too large');
 
-/** How one request is answered: status 0 means drop the connection. */
-interface Decision {
-  status: number;
-  body: string | Buffer;
-  headers: Record<string, string> | undefined;
-  fault: FaultName | null;
-  charged: number;
-  /** Extra delay on top of the configured latency (slow answers). */
-  delayMs: number;
-}
-
-function answer(
-  status: number,
-  body: string | Buffer,
-  headers?: Record<string, string>,
-  fault: FaultName | null = null,
-  charged = 0,
-  delayMs = 0,
-): Decision {
+/** How one request is answered: status 0 drops the connection; delayMs comes on top of the configured latency (slow answers). */
+function answer(status: number, body: string | Buffer, headers?: Record<string, string>, fault: FaultName | null = null, charged = 0, delayMs = 0) {
   return { status, body, headers, fault, charged, delayMs };
 }
+type Decision = ReturnType<typeof answer>;
 
 function write(res: ServerResponse, d: Decision): void {
   if (res.destroyed) return;
