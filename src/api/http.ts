@@ -39,10 +39,7 @@ export interface Transport {
 }
 
 /** Headers of a call, by whether it carries `Content-Type: application/json`. */
-export interface CallHeaders {
-  plain: Record<string, string>;
-  json: Record<string, string>;
-}
+export type CallHeaders = Record<'plain' | 'json', Record<string, string>>;
 
 /** Sends one request and resolves to its result; throws an ApiError (or, for a bug, the original error). */
 export async function attempt<Q, A>(t: Transport, spec: OperationSpec<Q, A>, request: Q, headerSets: CallHeaders): Promise<ApiResult<A>> {
