@@ -90,7 +90,6 @@ export type ReadObject<R extends Members> = { [K in keyof R]: Read<R[K]> } & { [
  * operation (post-details) is the body itself, whose identity the store resolves against the request.
  */
 export interface AnswerContract<R extends Members = Members> {
-  operation: string;
   body: R;
   /** Path of the record list (`['data', 'content']`), or null when the body is the record. */
   recordsAt: readonly string[] | null;

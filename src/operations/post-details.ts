@@ -9,7 +9,7 @@ import { z } from 'zod';
 import { OPERATION_METHODS, OPERATION_PATHS } from '../spec/types.ts';
 import { canonicalPostUrl, canonicalUrl } from '../urls/canonical.ts';
 import { postIdOfAnswer, postIdOfUrl } from '../urls/post-id.ts';
-import { given, int, list, nullable, obj, orOtherName, str, bool, CREDIT_MEMBERS, type AnswerContract, type ReadObject } from './answer-contract.ts';
+import { given, int, list, nullable, obj, orOtherName, str, bool, CREDIT_MEMBERS, type ReadObject } from './answer-contract.ts';
 import { urlColumnReader } from './input-cells.ts';
 import { common, urlInput, type JobCommon, type JobInputFile } from '../jobs/job-common.ts';
 import type { OperationSpec } from './operation-spec.ts';
@@ -31,15 +31,6 @@ const body = {
   }),
   engagement: obj({ reactions: int(), comments_count: int() }),
   ...CREDIT_MEMBERS,
-};
-
-export const postDetailsContract: AnswerContract<typeof body> = {
-  operation: 'post-details',
-  body,
-  recordsAt: null,
-  identity: null,
-  // A body with none of these is not a post: `{"status":"ok"}` is no answer to store.
-  recordMembers: ['PostId', 'author', 'post', 'engagement'],
 };
 
 export type PostDetailsAnswer = ReadObject<typeof body>;
@@ -162,7 +153,8 @@ export const postDetails = {
   // api.md's examples send Content-Type: application/json on this GET too; we send what they send.
   send: (request) => ({ path: `${OPERATION_PATHS['post-details']}?url=${encodeURIComponent(request.url)}`, body: null, json: true }),
 
-  answer: postDetailsContract,
+  // A body with none of these is not a post: `{"status":"ok"}` is no answer to store.
+  answer: { body, recordsAt: null, identity: null, recordMembers: ['PostId', 'author', 'post', 'engagement'] },
   lastPage: () => true,
   notFound: {
     // Its body is not shown: a JSON object, as the other two are.

@@ -17,7 +17,7 @@ import {
   type SearchJobsQuery,
 } from '../spec/types.ts';
 import { canonicalCompanyUrl, canonicalJobUrl } from '../urls/canonical.ts';
-import { bool, int, list, obj, str, strict, CREDIT_MEMBERS, type AnswerContract, type ReadObject } from './answer-contract.ts';
+import { bool, int, list, obj, str, strict, CREDIT_MEMBERS, type ReadObject } from './answer-contract.ts';
 import { isMangled, NOT_UTF8 } from './input-cells.ts';
 import { common, text, type JobCommon, type JobInputFile } from '../jobs/job-common.ts';
 import type { JobIssue } from '../jobs/job-error.ts';
@@ -48,14 +48,6 @@ const body = {
   numResults: int(),
   results: list(job),
   ...CREDIT_MEMBERS,
-};
-
-export const searchJobsContract: AnswerContract<typeof body> = {
-  operation: 'search-jobs',
-  body,
-  recordsAt: ['results'],
-  identity: 'url',
-  recordMembers: [],
 };
 
 export type SearchJobsAnswer = ReadObject<typeof body>;
@@ -262,7 +254,7 @@ export const searchJobs = {
   path: OPERATION_PATHS['search-jobs'],
   send: (query) => ({ path: searchJobsPath(query), body: null, json: false }),
 
-  answer: searchJobsContract,
+  answer: { body, recordsAt: ['results'], identity: 'url', recordMembers: [] },
   lastPage: (_asked, answer) => searchJobsLastPage(answer),
   notFound: {
     // The spec's body is the gateway's shape: nothing stricter can be asked.

@@ -7,9 +7,9 @@
 import { z } from 'zod';
 import { EMPTY_FILTER_KEY, filterKey } from '../jobs/request-keys.ts';
 import { answered } from '../read-steps.ts';
-import { OPERATION_METHODS, OPERATION_PATHS, type SimilarCompaniesAccount, type SimilarCompaniesRequest } from '../spec/types.ts';
+import { OPERATION_METHODS, OPERATION_PATHS, type SimilarCompaniesAccount } from '../spec/types.ts';
 import { canonicalCompanyUrl } from '../urls/canonical.ts';
-import { given, int, list, nullable, num, obj, str, bool, strict, CREDIT_MEMBERS, type AnswerContract, type ReadObject } from './answer-contract.ts';
+import { given, int, list, nullable, num, obj, str, bool, strict, CREDIT_MEMBERS, type ReadObject } from './answer-contract.ts';
 import { countryName } from './country-name.ts';
 import type { DriftTally } from './drift.ts';
 import { urlColumnReader } from './input-cells.ts';
@@ -62,14 +62,6 @@ const body = {
   ...CREDIT_MEMBERS,
 };
 
-export const similarCompaniesContract: AnswerContract<typeof body> = {
-  operation: 'similar-companies',
-  body,
-  recordsAt: ['data', 'content'],
-  identity: 'url',
-  recordMembers: [],
-};
-
 export type SimilarCompaniesAnswer = ReadObject<typeof body>;
 export type CompanyAnswer = ReadObject<(typeof company)['members']>;
 
@@ -96,12 +88,14 @@ export function similarCompaniesLastPage(asked: SimilarCompaniesRequest | undefi
 
 const isObjectValue = (v: unknown): boolean => typeof v === 'object' && v !== null;
 
+/** Body of POST /v1/api/similar-companies. */
 const requestSchema = z.looseObject({
   url: z.string(),
   account: z.custom<SimilarCompaniesAccount>(isObjectValue).optional(),
   page: z.number().optional(),
   num: z.number().optional(),
 });
+export type SimilarCompaniesRequest = z.output<typeof requestSchema>;
 
 /**
  * What a similar-companies answer is filed under: the reference company (its canonical URL), its filter set and
@@ -315,7 +309,7 @@ export const similarCompanies = {
   // The request as given (undefined members are dropped by JSON).
   send: (request) => ({ path: OPERATION_PATHS['similar-companies'], body: JSON.stringify(request), json: true }),
 
-  answer: similarCompaniesContract,
+  answer: { body, recordsAt: ['data', 'content'], identity: 'url', recordMembers: [] },
   lastPage: similarCompaniesLastPage,
   notFound: {
     // `error: true` is required: a gateway's own 404 for an unknown path is commonly `{"message":"Not Found"}`

@@ -85,14 +85,6 @@ export interface SimilarCompaniesAccount {
   employeeSize?: { type: string; range: Array<{ start: number; end: number }> };
 }
 
-/** Body of POST /v1/api/similar-companies. */
-export interface SimilarCompaniesRequest {
-  url: string;
-  account?: SimilarCompaniesAccount;
-  page?: number;
-  num?: number;
-}
-
 /** 200 body of post-details. */
 export interface PostDetailsResponse extends CreditCounters {
   success: boolean;
