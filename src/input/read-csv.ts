@@ -1,7 +1,7 @@
 import { createReadStream } from 'node:fs';
 import { Readable, pipeline } from 'node:stream';
 import { parse, type CsvError, type Parser } from 'csv-parse';
-import { readCsvHeader, type CsvDelimiter, type CsvHeader } from './csv-header.ts';
+import { readCsvHeader, type CsvHeader } from './csv-header.ts';
 import { InputFileError, describeFsError } from './input-error.ts';
 import { LineCursor } from './line-cursor.ts';
 
@@ -34,8 +34,6 @@ export type CsvItem = CsvRecordItem | CsvErrorItem;
 
 /** Options of readCsv; every member is optional. */
 export interface ReadCsvOptions {
-  /** Field delimiter; default: detected from the header row among comma, semicolon and tab. */
-  delimiter?: CsvDelimiter;
   /** How the file is named in messages; default: `path` as given. */
   displayName?: string;
   /** The header, when the caller already read it with readCsvHeader. */
@@ -70,7 +68,7 @@ export function inputValues(item: CsvItem, columns: readonly string[]): (string 
 // eslint-disable-next-line complexity -- see above
 export async function* readCsv(path: string, options: ReadCsvOptions = {}): AsyncGenerator<CsvItem, void, undefined> {
   const file = options.displayName ?? path;
-  const header = options.header ?? (await readCsvHeader(path, { delimiter: options.delimiter, displayName: file }));
+  const header = options.header ?? (await readCsvHeader(path, { displayName: file }));
 
   let segment: Segment | undefined = {
     source: createReadStream(path, { highWaterMark: options.readChunkBytes ?? 64 * 1024 }),
