@@ -41,14 +41,7 @@ const BEARER = /^\s*bearer\s+(\S+)\s*$/i;
 const JSON_TYPE = 'application/json; charset=utf-8';
 const UNAUTHORIZED_HEADERS = { 'www-authenticate': 'Bearer' };
 const msg = (message: string): string => JSON.stringify({ message });
-const NOT_FOUND = msg('Not Found');
 const METHOD_NOT_ALLOWED = msg('Method Not Allowed');
-const MISSING_TOKEN = msg('Missing or malformed bearer token');
-const INVALID_TOKEN = msg('Invalid token');
-const SUSPENDED = msg('Account suspended');
-const TOO_MANY = msg('Too Many Requests');
-const NO_CREDITS = msg('Insufficient credits');
-const TOO_LARGE = msg('Request body too large');
 
 /** How one request is answered: status 0 drops the connection; delayMs comes on top of the configured latency (slow answers). */
 function answer(status: number, body: string | Buffer, headers?: Record<string, string>, fault: FaultName | null = null, charged = 0, delayMs = 0) {
@@ -92,11 +85,11 @@ export async function startSandbox(input: SandboxOptionsInput = {}): Promise<San
   const admit = (req: IncomingMessage): string | Decision => {
     const auth = req.headers.authorization;
     const token = auth === undefined ? undefined : BEARER.exec(auth)?.[1];
-    if (token === undefined) return answer(401, MISSING_TOKEN, UNAUTHORIZED_HEADERS);
-    if (suspended.has(token)) return answer(403, SUSPENDED);
-    if (!ledger.has(token)) return answer(401, INVALID_TOKEN, UNAUTHORIZED_HEADERS);
+    if (token === undefined) return answer(401, msg('Missing or malformed bearer token'), UNAUTHORIZED_HEADERS);
+    if (suspended.has(token)) return answer(403, msg('Account suspended'));
+    if (!ledger.has(token)) return answer(401, msg('Invalid token'), UNAUTHORIZED_HEADERS);
     const refusal = limiter?.tryAcquire(token, performance.now()) ?? null;
-    if (refusal) return answer(429, TOO_MANY, { 'retry-after': String(retryAfterSeconds(refusal, options)) });
+    if (refusal) return answer(429, msg('Too Many Requests'), { 'retry-after': String(retryAfterSeconds(refusal, options)) });
     return token;
   };
 
@@ -112,7 +105,7 @@ export async function startSandbox(input: SandboxOptionsInput = {}): Promise<San
   const decide = (req: IncomingMessage, path: string, query: URLSearchParams, bodyText: string): Decision => {
     if (path === BALANCE_PATH && options.balanceRoute) return balance(req);
     const route = ROUTES.get(path);
-    if (!route) return answer(404, NOT_FOUND);
+    if (!route) return answer(404, msg('Not Found'));
     if (req.method !== route.method) return answer(405, METHOD_NOT_ALLOWED, { allow: route.method });
 
     const token = admit(req);
@@ -121,7 +114,7 @@ export async function startSandbox(input: SandboxOptionsInput = {}): Promise<San
     const answerOf = operations.validate[route.op]({ query, bodyText, contentType: req.headers['content-type'] });
     if (typeof answerOf !== 'function') return answer(answerOf.status, answerOf.body);
     const cost = options.costs[route.op];
-    if (!ledger.canPay(token, cost)) return answer(402, NO_CREDITS);
+    if (!ledger.canPay(token, cost)) return answer(402, msg('Insufficient credits'));
 
     const fault = faults.draw();
     if (fault === null || fault === 'slow') {
@@ -168,7 +161,7 @@ export async function startSandbox(input: SandboxOptionsInput = {}): Promise<San
       if (size <= MAX_BODY_BYTES) chunks.push(chunk);
     });
     req.on('end', () => {
-      if (size > MAX_BODY_BYTES) return send(res, answer(413, TOO_LARGE));
+      if (size > MAX_BODY_BYTES) return send(res, answer(413, msg('Request body too large')));
       handle(req, res, at, Buffer.concat(chunks).toString('utf8'));
     });
     req.on('error', () => res.destroy());
