@@ -53,16 +53,6 @@ const body = {
 export type SearchJobsAnswer = ReadObject<typeof body>;
 export type JobAnswer = ReadObject<(typeof job)['members']>;
 
-/**
- * Whether a page ends the list: both the records it holds and the count it states (`numResults`) are fewer
- * than a page (10, `start` being a record offset), so a page whose records were partly unreadable but whose
- * count says it was full does not end the paging.
- */
-export function searchJobsLastPage(answer: SearchJobsAnswer): boolean {
-  const held = answer.results?.length ?? 0;
-  return Math.max(held, answer.numResults ?? 0) < SEARCH_JOBS_PAGE_SIZE;
-}
-
 const LIST_PARAMS: ReadonlySet<string> = new Set(SEARCH_JOBS_LIST_PARAMS);
 
 /**
@@ -244,7 +234,10 @@ export const searchJobs = {
   send: (query) => ({ path: searchJobsPath(query), body: null, json: false }),
 
   answer: { body, recordsAt: ['results'], identity: 'url', recordMembers: [] },
-  lastPage: (_asked, answer) => searchJobsLastPage(answer),
+  // A page ends the list when both the records it holds and the count it states (`numResults`) are fewer than a
+  // page (10, `start` being a record offset): a page whose records were partly unreadable but whose count says
+  // it was full does not end the paging.
+  lastPage: (_asked, answer) => Math.max(answer.results?.length ?? 0, answer.numResults ?? 0) < SEARCH_JOBS_PAGE_SIZE,
   notFound: {
     // The spec's body is the gateway's shape: nothing stricter can be asked.
     isAnswer: (_body, message) => message !== null,

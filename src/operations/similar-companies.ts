@@ -11,7 +11,6 @@ import { OPERATION_METHODS, OPERATION_PATHS, type SimilarCompaniesAccount } from
 import { canonicalCompanyUrl } from '../urls/canonical.ts';
 import { given, int, list, nullable, num, obj, str, bool, strict, CREDIT_MEMBERS, type ReadObject } from './answer-contract.ts';
 import { countryName } from './country-name.ts';
-import type { DriftTally } from './drift.ts';
 import { urlColumnReader } from './input-cells.ts';
 import { common, JOB_RANGES, text, urlInput, wholeIn, type JobCommon, type JobInputFile } from '../jobs/job-common.ts';
 import { JOB_DEFAULTS } from '../jobs/defaults.ts';
@@ -67,24 +66,6 @@ export type CompanyAnswer = ReadObject<(typeof company)['members']>;
 
 /** Page size asked for when a request leaves `num` out (known-behaviour.md: 10 is the common choice). */
 export const SIMILAR_COMPANIES_DEFAULT_NUM = 10;
-
-/**
- * Whether a page ends the list: it holds fewer companies than the page size the service answered with (its
- * `num` echo, when smaller than the one asked for: the service caps it), else the one asked for. A capped size
- * is counted as drift (`num`, capped) so that the run says so once.
- */
-export function similarCompaniesLastPage(asked: SimilarCompaniesRequest | undefined, answer: SimilarCompaniesAnswer, drift: DriftTally): boolean {
-  const echoed = typeof answer.num === 'number' && answer.num > 0 ? answer.num : null;
-  // A stored body read again without its request (reprocess) has only the echo to go by.
-  if (asked === undefined) return (answer.data?.content?.length ?? 0) < (echoed ?? SIMILAR_COMPANIES_DEFAULT_NUM);
-  const askedNum = asked.num ?? SIMILAR_COMPANIES_DEFAULT_NUM;
-  let size = askedNum;
-  if (echoed !== null && echoed < askedNum) {
-    size = echoed;
-    drift.note('num', '', 'capped', `asked ${askedNum}, answered ${echoed}`);
-  }
-  return (answer.data?.content?.length ?? 0) < size;
-}
 
 const isObjectValue = (v: unknown): boolean => typeof v === 'object' && v !== null;
 
@@ -295,7 +276,23 @@ export const similarCompanies = {
   send: (request) => ({ path: OPERATION_PATHS['similar-companies'], body: JSON.stringify(request), json: true }),
 
   answer: { body, recordsAt: ['data', 'content'], identity: 'url', recordMembers: [] },
-  lastPage: similarCompaniesLastPage,
+  /**
+   * Whether a page ends the list: it holds fewer companies than the page size the service answered with (its
+   * `num` echo, when smaller than the one asked for: the service caps it), else the one asked for. A capped size
+   * is counted as drift (`num`, capped) so that the run says so once.
+   */
+  lastPage(asked, answer, drift) {
+    const echoed = typeof answer.num === 'number' && answer.num > 0 ? answer.num : null;
+    // A stored body read again without its request (reprocess) has only the echo to go by.
+    if (asked === undefined) return (answer.data?.content?.length ?? 0) < (echoed ?? SIMILAR_COMPANIES_DEFAULT_NUM);
+    const askedNum = asked.num ?? SIMILAR_COMPANIES_DEFAULT_NUM;
+    let size = askedNum;
+    if (echoed !== null && echoed < askedNum) {
+      size = echoed;
+      drift.note('num', '', 'capped', `asked ${askedNum}, answered ${echoed}`);
+    }
+    return (answer.data?.content?.length ?? 0) < size;
+  },
   notFound: {
     // `error: true` is required: a gateway's own 404 for an unknown path is commonly `{"message":"Not Found"}`
     // (see notFound() in api/http.ts).
