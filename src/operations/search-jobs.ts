@@ -21,7 +21,7 @@ import { bool, int, list, obj, str, strict, CREDIT_MEMBERS, type ReadObject } fr
 import { isMangled, NOT_UTF8 } from './input-cells.ts';
 import { common, text, type JobCommon, type JobInputFile } from '../jobs/job-common.ts';
 import type { JobIssue } from '../jobs/job-error.ts';
-import type { OperationSpec, RowRead } from './operation-spec.ts';
+import type { OperationSpec } from './operation-spec.ts';
 import type { RowWrite } from './stored-rows.ts';
 import { arrayOf, joinedList, objectOf, sqlValue, recordUrlKey, urlKey } from './stored-values.ts';
 import { timeInJsonArray, sql, param, named, literal, codePointOrder } from '../statement.ts';
@@ -82,26 +82,6 @@ export function searchJobsPath(query: SearchJobsQuery): string {
     qs += `${qs === '' ? '?' : '&'}${name}=${encoded}`;
   }
   return OPERATION_PATHS['search-jobs'] + qs;
-}
-
-/** Each row is one query: its parameter columns override the job's `request` defaults. */
-function searchRowReader(job: SearchJobsJob, header: Parameters<typeof searchColumns>[1]): (record: Readonly<Record<string, string>>) => RowRead<SearchJobsQuery> {
-  const columns = searchColumns(job.input.csv, header);
-  return (record) => {
-    const query: SearchQueryBase = { ...job.request };
-    for (const [param, column] of columns) {
-      const cell = record[column] ?? '';
-      if (isMangled(cell)) return { ok: false, field: column, value: cell.trim(), reason: NOT_UTF8 };
-      const r = normalizeParam(param, cell);
-      if (!r.ok) return { ok: false, field: column, value: cell.trim(), reason: r.reason };
-      if (r.value !== undefined) (query as Record<string, string | string[]>)[param] = r.value;
-    }
-    if (Object.keys(query).length === 0) {
-      return { ok: false, field: null, value: null, reason: 'no search parameters: every parameter cell is empty and the job sets no defaults in "request"' };
-    }
-    const requests = Array.from({ length: job.pages }, (_, i): SearchJobsQuery => ({ ...query, start: i * SEARCH_JOBS_PAGE_SIZE }));
-    return { ok: true, inputKey: searchKey(query), requests };
-  };
 }
 
 const isObjectValue = (v: unknown): boolean => typeof v === 'object' && v !== null;
@@ -197,7 +177,6 @@ export interface SearchJobsJob extends JobCommon {
   request: SearchQueryBase;
 }
 
-
 export const searchJobs = {
   name: 'search-jobs',
   jobDefinition: searchJobsJobDefinition,
@@ -215,7 +194,25 @@ export const searchJobs = {
   },
   refreshAfterDays: 0.5,
   resolveJob: (def, base, file, issues) => ({ ...base, operation: 'search-jobs', input: file, request: resolveSearchDefaults(def.request, issues) }),
-  rowReader: searchRowReader,
+  /** Each row is one query: its parameter columns override the job's `request` defaults. */
+  rowReader(job, header) {
+    const columns = searchColumns(job.input.csv, header);
+    return (record) => {
+      const query: SearchQueryBase = { ...job.request };
+      for (const [param, column] of columns) {
+        const cell = record[column] ?? '';
+        if (isMangled(cell)) return { ok: false, field: column, value: cell.trim(), reason: NOT_UTF8 };
+        const r = normalizeParam(param, cell);
+        if (!r.ok) return { ok: false, field: column, value: cell.trim(), reason: r.reason };
+        if (r.value !== undefined) (query as Record<string, string | string[]>)[param] = r.value;
+      }
+      if (Object.keys(query).length === 0) {
+        return { ok: false, field: null, value: null, reason: 'no search parameters: every parameter cell is empty and the job sets no defaults in "request"' };
+      }
+      const requests = Array.from({ length: job.pages }, (_, i): SearchJobsQuery => ({ ...query, start: i * SEARCH_JOBS_PAGE_SIZE }));
+      return { ok: true, inputKey: searchKey(query), requests };
+    };
+  },
   // The key is the hash of the query: the query cannot be rebuilt from it.
   requestsOfKey: () => null,
 

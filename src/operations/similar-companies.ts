@@ -242,7 +242,6 @@ export interface SimilarCompaniesJob extends JobCommon {
   request: { account: SimilarCompaniesAccount; num: number };
 }
 
-
 export const similarCompanies = {
   name: 'similar-companies',
   jobDefinition: similarCompaniesJobDefinition,
@@ -368,7 +367,33 @@ export const similarCompanies = {
         return found.map(([page, ...rest], i) => [i + 1, page, ...rest]);
       };
     },
-    sameQuestion: sameFilterQuestion,
+    /**
+     * Whether a stored task request asks what `job` asks: the same filter set (by its key, so the order of members
+     * does not matter) and the same page size; the text the job plans now is the common case and is checked first.
+     */
+    sameQuestion(job) {
+      const { account, num } = job.request;
+      const key = filterKey(account);
+      const keys = new Map<string, string>();
+      return (requestJson, inputKey, page) => {
+        // Same members in the same order as requestsOf() writes them.
+        if (requestJson === JSON.stringify({ url: inputKey, account, page, num })) return true;
+        let request: { account?: unknown; num?: unknown };
+        try {
+          request = JSON.parse(requestJson) as typeof request;
+        } catch {
+          return false;
+        }
+        if ((request.num ?? SIMILAR_COMPANIES_DEFAULT_NUM) !== num) return false;
+        const text = JSON.stringify(request.account ?? null);
+        let other = keys.get(text);
+        if (other === undefined) {
+          other = filterKey(request.account as Parameters<typeof filterKey>[0]);
+          if (keys.size < 100) keys.set(text, other);
+        }
+        return other === key;
+      };
+    },
     doneMeansResult: false,
     changeKeys(_reader, job) {
       // The plain list is keyed by its reference alone, one asked with filters by the reference and filter key.
@@ -378,30 +403,3 @@ export const similarCompanies = {
   },
 } satisfies OperationSpec<SimilarCompaniesRequest, SimilarCompaniesAnswer, SimilarCompaniesSubject, SimilarCompaniesJob, z.output<typeof similarCompaniesJobDefinition>>;
 
-/**
- * Whether a stored task request asks what `job` asks: the same filter set (by its key, so the order of members
- * does not matter) and the same page size; the text the job plans now is the common case and is checked first.
- */
-function sameFilterQuestion(job: SimilarCompaniesJob): (requestJson: string, inputKey: string, page: number) => boolean {
-  const { account, num } = job.request;
-  const key = filterKey(account);
-  const keys = new Map<string, string>();
-  return (requestJson, inputKey, page) => {
-    // Same members in the same order as requestsOf() writes them.
-    if (requestJson === JSON.stringify({ url: inputKey, account, page, num })) return true;
-    let request: { account?: unknown; num?: unknown };
-    try {
-      request = JSON.parse(requestJson) as typeof request;
-    } catch {
-      return false;
-    }
-    if ((request.num ?? SIMILAR_COMPANIES_DEFAULT_NUM) !== num) return false;
-    const text = JSON.stringify(request.account ?? null);
-    let other = keys.get(text);
-    if (other === undefined) {
-      other = filterKey(request.account as Parameters<typeof filterKey>[0]);
-      if (keys.size < 100) keys.set(text, other);
-    }
-    return other === key;
-  };
-}
