@@ -12,6 +12,9 @@
 /** Result of a canonicalization: the URL, or why the input is not one. */
 export type CanonicalResult = { ok: true; url: string } | { ok: false; reason: string };
 
+/** One of the canonical forms below, as the operations pick one per column. */
+export type Canonicalize = (input: unknown, networkHost: string) => CanonicalResult;
+
 interface ParsedUrl {
   /** Lower-case host as written (`www.` kept), with `:port` when one was given. */
   host: string;
