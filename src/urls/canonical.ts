@@ -111,11 +111,7 @@ export function canonicalJobUrl(input: unknown, networkHost: string): CanonicalR
 }
 
 /** The path segments of a page on the network's site, or why the input is not one. */
-function networkPage(
-  input: unknown,
-  networkHost: string,
-  example: string,
-): { ok: true; segments: string[] } | { ok: false; reason: string } {
+function networkPage(input: unknown, networkHost: string, example: string): { ok: true; segments: string[] } | Refusal {
   const parsed = parse(input);
   if (!parsed.ok) return parsed;
   const { host, segments } = parsed.value;
@@ -177,7 +173,7 @@ function parseFast(input: string): ParsedUrl | undefined {
   return { host, segments };
 }
 
-type Parsed = { ok: true; value: ParsedUrl } | { ok: false; reason: string };
+type Parsed = { ok: true; value: ParsedUrl } | Refusal;
 type Refusal = { ok: false; reason: string };
 
 function parse(input: unknown): Parsed {
