@@ -20,7 +20,6 @@ import { canonicalCompanyUrl, canonicalJobUrl } from '../urls/canonical.ts';
 import { bool, int, list, obj, str, strict, CREDIT_MEMBERS, type ReadObject } from './answer-contract.ts';
 import { isMangled, NOT_UTF8 } from './input-cells.ts';
 import { common, text, type JobCommon, type JobInputFile } from '../jobs/job-common.ts';
-import type { JobIssue } from '../jobs/job-error.ts';
 import type { OperationSpec } from './operation-spec.ts';
 import type { RowWrite } from './stored-rows.ts';
 import { arrayOf, joinedList, objectOf, sqlValue, recordUrlKey, urlKey } from './stored-values.ts';
@@ -154,21 +153,6 @@ export const searchJobsJobDefinition = z.strictObject({
     .optional(),
 });
 
-type SearchRequestInput = NonNullable<z.output<typeof searchJobsJobDefinition>['request']>;
-
-/** Normalizes the search defaults exactly as CSV cells are (trimmed, lists split, known values checked). */
-function resolveSearchDefaults(input: SearchRequestInput | undefined, issues: JobIssue[]): SearchQueryBase {
-  const out: SearchQueryBase = {};
-  if (!input) return out;
-  for (const param of SEARCH_QUERY_PARAMS) {
-    const raw = input[param];
-    if (raw === undefined) continue;
-    const r = normalizeParam(param, raw);
-    if (!r.ok) issues.push({ field: `request.${param}`, message: r.reason });
-    else if (r.value !== undefined) (out as Record<string, string | string[]>)[param] = r.value;
-  }
-  return out;
-}
 /** A loaded search-jobs job. */
 export interface SearchJobsJob extends JobCommon {
   operation: 'search-jobs';
@@ -193,7 +177,18 @@ export const searchJobs = {
     csv: 'keywords,location\nrobotics engineer,germany\ndata analyst,france\n',
   },
   refreshAfterDays: 0.5,
-  resolveJob: (def, base, file, issues) => ({ ...base, operation: 'search-jobs', input: file, request: resolveSearchDefaults(def.request, issues) }),
+  resolveJob(def, base, file, issues) {
+    // The search defaults are normalized exactly as CSV cells are (trimmed, lists split, known values checked).
+    const request: SearchQueryBase = {};
+    for (const param of SEARCH_QUERY_PARAMS) {
+      const raw = def.request?.[param];
+      if (raw === undefined) continue;
+      const r = normalizeParam(param, raw);
+      if (!r.ok) issues.push({ field: `request.${param}`, message: r.reason });
+      else if (r.value !== undefined) (request as Record<string, string | string[]>)[param] = r.value;
+    }
+    return { ...base, operation: 'search-jobs', input: file, request };
+  },
   /** Each row is one query: its parameter columns override the job's `request` defaults. */
   rowReader(job, header) {
     const columns = searchColumns(job.input.csv, header);
