@@ -221,19 +221,6 @@ export const similarCompaniesJobDefinition = z.strictObject({
     .optional(),
 });
 
-/** Trims and lower-cases locations (the service uses lower-case names) and fills the employee-size type. */
-function resolveAccount(input: z.output<typeof account> | undefined): SimilarCompaniesAccount {
-  const out: SimilarCompaniesAccount = {};
-  if (input?.location) out.location = input.location.map((l) => l.toLowerCase());
-  if (input?.employeeSize) {
-    out.employeeSize = {
-      type: input.employeeSize.type ?? JOB_DEFAULTS.employeeSizeType,
-      range: input.employeeSize.range.map((r) => ({ start: r.start, end: r.end })),
-    };
-  }
-  return out;
-}
-
 /** A loaded similar-companies job. */
 export interface SimilarCompaniesJob extends JobCommon {
   operation: 'similar-companies';
@@ -259,12 +246,18 @@ export const similarCompanies = {
     csv: 'company_url,account_owner\nhttps://www.network.com/company/acme-robotics,jane\nnetwork.com/company/initech,omar\n',
   },
   refreshAfterDays: 30,
-  resolveJob: (def, base, file) => ({
-    ...base,
-    operation: 'similar-companies',
-    input: { ...file, column: def.input.column },
-    request: { account: resolveAccount(def.request?.account), num: def.request?.num ?? JOB_DEFAULTS.num },
-  }),
+  resolveJob(def, base, file) {
+    // Locations lower-cased (the service uses lower-case names), the employee-size type filled in.
+    const { location, employeeSize } = def.request?.account ?? {};
+    const account: SimilarCompaniesAccount = {};
+    if (location) account.location = location.map((l) => l.toLowerCase());
+    if (employeeSize) {
+      const range = employeeSize.range.map((r) => ({ start: r.start, end: r.end }));
+      account.employeeSize = { type: employeeSize.type ?? JOB_DEFAULTS.employeeSizeType, range };
+    }
+    const request = { account, num: def.request?.num ?? JOB_DEFAULTS.num };
+    return { ...base, operation: 'similar-companies', input: { ...file, column: def.input.column }, request };
+  },
   rowReader: (job, header) => urlColumnReader(job.input.csv, header, job.input.column, canonicalCompanyUrl, (url) => requestsOf(job, url)),
   requestsOfKey: requestsOf,
 
