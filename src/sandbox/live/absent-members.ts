@@ -29,7 +29,7 @@ export const OPTIONAL_MEMBERS = {
 export type RecordKind = keyof typeof OPTIONAL_MEMBERS;
 
 type Json = Record<string, unknown>;
-const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
+export const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /**
  * A copy of `record` with each optional member of its kind left out or set to null at the given rates. The draw

@@ -1,6 +1,6 @@
 import type { CompanyRecord, JobRecord } from '../../spec/types.ts';
 import type { PostBody } from '../data/posts.ts';
-import { withAbsentMembers } from './absent-members.ts';
+import { isObject, withAbsentMembers } from './absent-members.ts';
 import { LIVE_SHAPES, type LiveShape, type SandboxOptions } from '../options.ts';
 import { hashFraction } from '../prng.ts';
 
@@ -81,20 +81,17 @@ export class LiveShaper {
     const { absences, urlForms, authorUrlMember } = this.shapes;
     const postId = String(body.PostId);
     let out = body;
-    const author = asObject(body.author);
-    if (urlForms && author && typeof author[SPEC_AUTHOR_URL] === 'string') {
+    const author: unknown = body.author;
+    if (urlForms && isObject(author) && typeof author[SPEC_AUTHOR_URL] === 'string') {
       const origin = originFor(urlForms, this.seed, `author:${postId}`);
       out = { ...out, author: { ...author, [SPEC_AUTHOR_URL]: rehost(author[SPEC_AUTHOR_URL], origin) } };
     }
     if (absences) out = withAbsentMembers(out, 'post', postId, this.seed, absences);
-    const shaped = asObject(out.author);
-    if (authorUrlMember && shaped) out = { ...out, author: renamed(shaped, SPEC_AUTHOR_URL, authorUrlMember) };
+    const shaped: unknown = out.author;
+    if (authorUrlMember && isObject(shaped)) out = { ...out, author: renamed(shaped, SPEC_AUTHOR_URL, authorUrlMember) };
     return out;
   }
 }
-
-const asObject = (v: unknown): Record<string, unknown> | null =>
-  typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : null;
 
 /** A copy of `object` with member `from` renamed `to` in the same place (absent stays absent). */
 function renamed(object: Record<string, unknown>, from: string, to: string): Record<string, unknown> {
