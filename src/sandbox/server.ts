@@ -13,23 +13,6 @@ import { logEntry, type LoggedRequest } from './request-log.ts';
 export { SANDBOX_DEFAULTS, type SandboxOptions, type SandboxOptionsInput } from './options.ts';
 export type { LoggedRequest } from './request-log.ts';
 
-/** A running sandbox. */
-export interface Sandbox {
-  /** `http://127.0.0.1:<port>` */
-  url: string;
-  port: number;
-  /** Every request in arrival order (stays empty when `logRequests` is false). */
-  requests: LoggedRequest[];
-  /** Sets a token's total credits (a new token becomes valid); credits already used are kept. */
-  setCredits(token: string, total: number): void;
-  /** A token's counters as a 200 body would report them now; throws for an unknown token. */
-  credits(token: string): CreditCounters;
-  /** Empties `requests`. */
-  clearLog(): void;
-  /** Stops listening, cancels answers not yet sent and closes every socket. */
-  stop(): Promise<void>;
-}
-
 /** Every operation's path and method, from the spec: an operation added there is routed with no line here. */
 const ROUTES = new Map<string, { op: Operation; method: string }>(OPERATIONS.map((op) => [OPERATION_PATHS[op], { op, method: OPERATION_METHODS[op] }]));
 
@@ -56,8 +39,8 @@ function write(res: ServerResponse, d: Decision): void {
   res.end(d.body);
 }
 
-/** Starts the emulator on `host:port` (127.0.0.1 and a free port by default). */
-export async function startSandbox(input: SandboxOptionsInput = {}): Promise<Sandbox> {
+/** Starts the emulator on `host:port` (127.0.0.1 and a free port by default); resolves to the running sandbox. */
+export async function startSandbox(input: SandboxOptionsInput = {}) {
   const options = resolveOptions(input);
   const ledger = new CreditLedger(options.tokens);
   const suspended = new Set(options.suspendedTokens);
@@ -179,14 +162,20 @@ export async function startSandbox(input: SandboxOptionsInput = {}): Promise<San
   const host = options.host.includes(':') ? `[${options.host}]` : options.host;
 
   return {
+    /** `http://127.0.0.1:<port>` */
     url: `http://${host}:${port}`,
     port,
+    /** Every request in arrival order (stays empty when `logRequests` is false). */
     requests,
-    setCredits: (token, total) => ledger.setTotal(token, total),
-    credits: (token) => ledger.counters(token),
+    /** Sets a token's total credits (a new token becomes valid); credits already used are kept. */
+    setCredits: (token: string, total: number): void => ledger.setTotal(token, total),
+    /** A token's counters as a 200 body would report them now; throws for an unknown token. */
+    credits: (token: string): CreditCounters => ledger.counters(token),
+    /** Empties `requests`. */
     clearLog: () => {
       requests.length = 0;
     },
+    /** Stops listening, cancels answers not yet sent and closes every socket. */
     stop: () =>
       new Promise<void>((resolve) => {
         for (const timer of timers) clearTimeout(timer);
@@ -196,6 +185,9 @@ export async function startSandbox(input: SandboxOptionsInput = {}): Promise<San
       }),
   };
 }
+
+/** A running sandbox. */
+export type Sandbox = Awaited<ReturnType<typeof startSandbox>>;
 
 const SECOND_MS = 1000;
 const MINUTE_MS = 60_000;
