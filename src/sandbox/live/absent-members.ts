@@ -26,8 +26,6 @@ export const OPTIONAL_MEMBERS = {
   ],
 } as const satisfies Record<string, readonly MemberPath[]>;
 
-export type RecordKind = keyof typeof OPTIONAL_MEMBERS;
-
 type Json = Record<string, unknown>;
 export const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
 
@@ -38,7 +36,7 @@ export const isObject = (v: unknown): v is Json => typeof v === 'object' && v !=
  */
 export function withAbsentMembers<T extends object>(
   record: T,
-  kind: RecordKind,
+  kind: keyof typeof OPTIONAL_MEMBERS,
   identity: string,
   seed: number,
   rates: { missingRate: number; nullRate: number },

@@ -6,16 +6,11 @@ import { hashFraction } from '../prng.ts';
 
 const SPEC_AUTHOR_URL = 'network_url';
 
-type LiveOptions = Pick<
-  SandboxOptions,
-  'liveShapes' | 'memberMissingRate' | 'memberNullRate' | 'brand' | 'networkHost' | 'maxNum' | 'bareUrlRate' | 'countryUrlRate'
->;
-
 /**
  * The shapes the options turn on, each null when off (see LIVE_SHAPES and SANDBOX_DEFAULTS), or null when none
  * is (the spec mode, whose code path stays as it was).
  */
-export function liveShapesOf(options: LiveOptions) {
+export function liveShapesOf(options: SandboxOptions) {
   const on: readonly LiveShape[] = options.liveShapes === true ? LIVE_SHAPES : options.liveShapes === false ? [] : options.liveShapes;
   if (on.length === 0) return null;
   return {
