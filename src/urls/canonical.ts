@@ -148,13 +148,8 @@ export function withoutFastPath<T>(fn: () => T): T {
   }
 }
 
-/** For tests: true when the input is read by the fast path (and so must give what the parser gives). */
-export function takesFastPath(input: string): boolean {
-  return parseFast(input) !== undefined;
-}
-
-/** Host and segments of a common-shape URL, or undefined when only the full parser can tell. */
-function parseFast(input: string): ParsedUrl | undefined {
+/** Host and segments of a common-shape URL, or undefined when only the full parser can tell (tests compare the two). */
+export function parseFast(input: string): ParsedUrl | undefined {
   if (input.length > MAX_INPUT_LENGTH) return undefined;
   const m = FAST_SHAPE.exec(input);
   if (m === null) return undefined;
