@@ -13,9 +13,9 @@ import { openDatabase, type Database } from '../src/store/open.ts';
 import { createIngestor } from '../src/store/ingest/index.ts';
 import { TABLE_STATEMENTS } from '../src/store/ingest/tables.ts';
 import type { SimilarCompaniesSubject } from '../src/operations/similar-companies.ts';
-import type { CompanyRecord, SimilarCompaniesResponse } from '../src/spec/types.ts';
+import type { CompanyRecord } from '../src/spec/types.ts';
 import { formatBenchTable, type BenchResult } from './bench-result.ts';
-import { company, similarRequest, similarResponse } from '../test/support/db-fixtures.ts';
+import { company, similarRequest, similarResponse, type SimilarCompaniesResponse } from '../test/support/db-fixtures.ts';
 
 /** Bench parameters, every default here. */
 export const DB_UPSERT_BENCH = {

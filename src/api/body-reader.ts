@@ -77,7 +77,7 @@ export function readBody(body: Readable, limits: BodyLimits): Promise<BodyText> 
     let size = 0;
     // Compressed bytes count too: a stream that decodes to nothing must not run on until the deadline.
     let rawSize = 0;
-    let decoders: Decoder[] = [];
+    let decoders: Transform[] = [];
     // Once failed or cut, chunks still queued in the body are dropped, and no decoder is made for them.
     let settled = false;
     const destroyAll = (): void => {
@@ -143,15 +143,13 @@ export function readBody(body: Readable, limits: BodyLimits): Promise<BodyText> 
   });
 }
 
-type Decoder = Transform;
-
 /**
  * One decompressor per coding, the last applied first. HTTP's `deflate` is a zlib stream (RFC 9110), but some
  * servers send raw deflate data: for the outermost coding, the first byte tells which (a zlib header's low
  * nibble is 8, the deflate method), as browsers and undici's fetch decide.
  */
-function decodersFor(codings: readonly string[], firstByte: number): Decoder[] {
-  return [...codings].reverse().map((coding, i): Decoder => {
+function decodersFor(codings: readonly string[], firstByte: number): Transform[] {
+  return [...codings].reverse().map((coding, i): Transform => {
     if (coding === 'br') return createBrotliDecompress();
     if (coding === 'gzip' || coding === 'x-gzip') return createGunzip();
     return i > 0 || (firstByte & 0x0f) === 0x08 ? createInflate() : createInflateRaw();
@@ -159,7 +157,7 @@ function decodersFor(codings: readonly string[], firstByte: number): Decoder[] {
 }
 
 /** Pipes each decoder into the next and returns the last; any decoder's error goes to `onError`, once. */
-function chain(decoders: readonly Decoder[], onError: (err: Error) => void): Decoder {
+function chain(decoders: readonly Transform[], onError: (err: Error) => void): Transform {
   let failed = false;
   for (const [i, decoder] of decoders.entries()) {
     decoder.on('error', (err: Error) => {

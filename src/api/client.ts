@@ -9,7 +9,8 @@ import { checkToken, parseBaseUrl } from './config.ts';
 import { attempt, type Transport } from './http.ts';
 import { readBalance } from './balance.ts';
 import { createOutputRedactor } from './redact.ts';
-import type { ApiClient, CallableOperation } from './types.ts';
+import type { ApiClient } from './types.ts';
+import type { OperationSpec } from '../operations/operation-spec.ts';
 
 /** Every default of ClientOptions, in one place. */
 export const CLIENT_DEFAULTS = {
@@ -78,7 +79,7 @@ export function createApiClient(options: ClientOptions): ApiClient {
   const headers = { plain: getHeaders, json: { ...getHeaders, 'Content-Type': 'application/json' } };
 
   // async, so that a request that cannot even be built (a caller bug) rejects like every other failure.
-  const call = async <Q, A>(spec: CallableOperation<Q, A>, request: Q) => attempt(transport, spec, request, headers);
+  const call = async <Q, A>(spec: OperationSpec<Q, A>, request: Q) => attempt(transport, spec, request, headers);
   return {
     call,
     balance: (signal?: AbortSignal) => readBalance(transport, getHeaders, signal),

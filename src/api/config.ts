@@ -20,14 +20,11 @@ export interface ApiConfigSources {
   env?: NodeJS.ProcessEnv;
 }
 
-export interface ApiConfig {
-  /** Normalized: scheme, host, optional path prefix, no trailing slash. */
-  baseUrl: string;
-  token: string;
-}
-
-/** Resolves the base URL and token, or throws a ConfigError that says exactly what to set. */
-export function resolveApiConfig({ apiUrl, tokenFile, env = process.env }: ApiConfigSources = {}): ApiConfig {
+/**
+ * Resolves the base URL (normalized: scheme, host, optional path prefix, no trailing slash) and token, or throws
+ * a ConfigError that says exactly what to set.
+ */
+export function resolveApiConfig({ apiUrl, tokenFile, env = process.env }: ApiConfigSources = {}) {
   const url = apiUrl?.trim() || env[API_URL_ENV]?.trim();
   if (!url) {
     throw new ConfigError(`No API URL: set ${API_URL_ENV} or pass --api-url (e.g. https://api.example.com).`);
@@ -36,22 +33,14 @@ export function resolveApiConfig({ apiUrl, tokenFile, env = process.env }: ApiCo
   return { baseUrl, token: tokenFile !== undefined ? readTokenFile(tokenFile) : tokenFromEnv(env) };
 }
 
-/** A base URL split the way undici takes it. */
-export interface ParsedBaseUrl {
-  baseUrl: string;
-  /** `https://host[:port]` */
-  origin: string;
-  /** '' or `/prefix` (no trailing slash). */
-  pathPrefix: string;
-}
-
 /**
  * Checks and normalizes a base URL: http or https only; plain http only to a loopback host (127.0.0.0/8,
  * localhost, [::1]) so the token never crosses a network in clear text; no credentials, query or fragment;
  * a path prefix is kept (operation paths are appended to it) without its trailing slash, or the API's own
- * `/v1/api` at its end.
+ * `/v1/api` at its end. Split the way undici takes it: `origin` (`https://host[:port]`) and `pathPrefix` ('' or
+ * `/prefix`).
  */
-export function parseBaseUrl(value: string, source = 'the API URL'): ParsedBaseUrl {
+export function parseBaseUrl(value: string, source = 'the API URL') {
   let url: URL;
   try {
     url = new URL(value);

@@ -9,22 +9,12 @@
 import { NetingestError } from '../errors.ts';
 import type { CreditCounters } from '../spec/types.ts';
 import type { ApiCallInfo } from './types.ts';
+import type { UnusableIssue } from '../operations/answer-contract.ts';
 
 /** Every kind of API call failure, one per class below. */
 export const API_ERROR_KINDS = [
-  'AUTH',
-  'OUT_OF_CREDITS',
-  'THROTTLED',
-  'SERVER_ERROR',
-  'TIMEOUT',
-  'NETWORK',
-  'INVALID_JSON',
-  'SCHEMA',
-  'HTTP_4XX',
-  'BODY_TOO_LARGE',
-  'UNEXPECTED_RESPONSE',
-  'TLS',
-  'UNSUPPORTED_ENCODING',
+  'AUTH', 'OUT_OF_CREDITS', 'THROTTLED', 'SERVER_ERROR', 'TIMEOUT', 'NETWORK', 'INVALID_JSON', 'SCHEMA', 'HTTP_4XX',
+  'BODY_TOO_LARGE', 'UNEXPECTED_RESPONSE', 'TLS', 'UNSUPPORTED_ENCODING',
 ] as const;
 export type ApiErrorKind = (typeof API_ERROR_KINDS)[number];
 
@@ -125,12 +115,6 @@ export class InvalidJsonError extends ApiError {
   }
 }
 
-/** One way a body differs from the spec: where (a JSON path such as `data.content[3].staff.total`) and how. */
-export interface SchemaIssue {
-  path: string;
-  message: string;
-}
-
 /**
  * A 200 body its operation's answer contract cannot read at all (not an object, its record list not an array:
  * src/operations/). Deterministic, and paid for: the body is carried (`raw`) so that it can be kept for
@@ -138,7 +122,7 @@ export interface SchemaIssue {
  * are drift, and the answer is stored.
  */
 export class ApiSchemaError extends ApiError {
-  readonly issues: readonly SchemaIssue[];
+  readonly issues: readonly UnusableIssue[];
   /** Credit counters of the body when it still carries them as numbers (the call was paid for). */
   readonly credits: CreditCounters | null;
   /**
@@ -147,7 +131,7 @@ export class ApiSchemaError extends ApiError {
    */
   declare readonly raw: string;
 
-  constructor(ctx: ApiErrorContext, issues: readonly SchemaIssue[], raw: string, credits: CreditCounters | null) {
+  constructor(ctx: ApiErrorContext, issues: readonly UnusableIssue[], raw: string, credits: CreditCounters | null) {
     const first = issues[0];
     const more = issues.length > 1 ? ` (and ${issues.length - 1} more)` : '';
     const what = first ? `response does not match the spec: ${first.path}: ${first.message}${more}` : 'response does not match the spec';

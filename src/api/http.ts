@@ -15,7 +15,8 @@ import { contentCodings, firstUnsupportedCoding, readBody, type BodyText } from 
 import { bodyExcerpt } from './redact.ts';
 import { parseJsonBody } from './json-body.ts';
 import { readUsableAnswerOf } from './schemas.ts';
-import type { ApiCallInfo, ApiResult, CallableOperation } from './types.ts';
+import type { ApiCallInfo, ApiResult } from './types.ts';
+import type { OperationSpec } from '../operations/operation-spec.ts';
 
 /** Most bytes read of a body that is only needed for an error excerpt (a 5xx page, a 401 message). */
 const ERROR_BODY_MAX_BYTES = 64 * 1024;
@@ -38,13 +39,10 @@ export interface Transport {
 }
 
 /** Headers of a call, by whether it carries `Content-Type: application/json`. */
-export interface CallHeaders {
-  plain: Record<string, string>;
-  json: Record<string, string>;
-}
+export type CallHeaders = Record<'plain' | 'json', Record<string, string>>;
 
 /** Sends one request and resolves to its result; throws an ApiError (or, for a bug, the original error). */
-export async function attempt<Q, A>(t: Transport, spec: CallableOperation<Q, A>, request: Q, headerSets: CallHeaders): Promise<ApiResult<A>> {
+export async function attempt<Q, A>(t: Transport, spec: OperationSpec<Q, A>, request: Q, headerSets: CallHeaders): Promise<ApiResult<A>> {
   const { json, body, path } = spec.send(request);
   const headers = json ? headerSets.json : headerSets.plain;
   const sent: Sent = { method: spec.method, headers, body, path: t.pathPrefix + path, started: performance.now() };
@@ -75,13 +73,13 @@ interface Sent {
 // Complexity 16: one exchange read top to bottom (send, status, body, answer), each outcome a line; split, the
 // order in which a paid answer is told from a failure would be harder to follow.
 // eslint-disable-next-line complexity -- see above
-async function exchange<Q, A>(t: Transport, spec: CallableOperation<Q, A>, request: Q, sent: Sent, signal: AbortSignal): Promise<ApiResult<A>> {
+async function exchange<Q, A>(t: Transport, spec: OperationSpec<Q, A>, request: Q, sent: Sent, signal: AbortSignal): Promise<ApiResult<A>> {
   const { method, headers, body, path, started } = sent;
   let res: Dispatcher.ResponseData;
   try {
     res = await t.dispatcher.request({ origin: t.origin, path, method, headers, body, signal });
   } catch (err) {
-    throw transportFailure(t, err, callInfo(spec, method, path, null, started));
+    throw errorForTransport(err, callInfo(spec, method, path, null, started), t.timeoutMs) ?? err;
   }
   const status = res.statusCode;
   const isResult = status === 200 || status === 404;
@@ -107,7 +105,7 @@ async function exchange<Q, A>(t: Transport, spec: CallableOperation<Q, A>, reque
     // On another status the body is only an excerpt: one that does not decode must not turn a 401 or a 429
     // into a network failure to retry.
     if (isResult || (err as { code?: unknown } | null)?.code !== BODY_DECODE_CODE) {
-      throw transportFailure(t, err, callInfo(spec, method, path, status, started));
+      throw errorForTransport(err, callInfo(spec, method, path, status, started), t.timeoutMs) ?? err;
     }
     received = { text: `(a ${codings.join(', ')} body that does not decode)`, truncated: false };
   }
@@ -139,11 +137,7 @@ function callInfo(
   return { operation: spec.name, method, path, status, latencyMs: Math.round((performance.now() - started) * 1000) / 1000 };
 }
 
-function transportFailure(t: Transport, err: unknown, call: ApiCallInfo): unknown {
-  return errorForTransport(err, call, t.timeoutMs) ?? err;
-}
-
-function ok<Q, A>(t: Transport, spec: CallableOperation<Q, A>, text: string, call: ApiCallInfo, asked: Q): ApiResult<A> {
+function ok<Q, A>(t: Transport, spec: OperationSpec<Q, A>, text: string, call: ApiCallInfo, asked: Q): ApiResult<A> {
   const raw = t.redactBody(text);
   let parsed: unknown;
   try {
@@ -168,7 +162,7 @@ function ok<Q, A>(t: Transport, spec: CallableOperation<Q, A>, text: string, cal
  * (notFound.ambiguous), a wrong path prefix still passes, so the run warns of a job whose every answer is a
  * 404 (src/runner/not-found-only.ts).
  */
-function notFound<Q, A>(t: Transport, spec: CallableOperation<Q, A>, text: string, call: ApiCallInfo): ApiResult<never> {
+function notFound<Q, A>(t: Transport, spec: OperationSpec<Q, A>, text: string, call: ApiCallInfo): ApiResult<never> {
   const raw = t.redactBody(text);
   let body: Record<string, unknown> | null = null;
   try {

@@ -49,15 +49,8 @@ export function readUsableAnswerOf<Q, A>(
   const secrets = context.secrets ?? [];
   // `raw` is archived like any 200 body (raw_responses), so it gets the same redaction as one: a short test
   // token redacted everywhere would mangle the body ("status" -> "s[REDACTED]atus"). The excerpt is a message.
-  const raw = createOutputRedactor(secrets)(context.raw ?? safeStringify(body));
+  // A body without its text was parsed from JSON, so it has one again (undefined aside).
+  const raw = createOutputRedactor(secrets)(context.raw ?? JSON.stringify(body) ?? String(body));
   const call = context.call ?? { operation: spec.name, method: spec.method, path: spec.path, status: 200, latencyMs: 0 };
   throw new ApiSchemaError({ call, bodyExcerpt: bodyExcerpt(raw, secrets) }, [reading.issue], raw, reading.credits);
-}
-
-function safeStringify(body: unknown): string {
-  try {
-    return JSON.stringify(body) ?? String(body);
-  } catch {
-    return String(body);
-  }
 }

@@ -3,20 +3,14 @@
  * Records, requests and response bodies themselves come from src/spec/types.ts.
  */
 import type { CreditCounters, Operation } from '../spec/types.ts';
-import type { DriftTally } from '../operations/drift.ts';
-import type { OperationSpec, Subject } from '../operations/operation-spec.ts';
-import type { SetAsideRecord } from '../operations/answer-contract.ts';
-
-/** HTTP method of an operation (its spec's, as api.md prescribes). */
-export type HttpMethod = 'GET' | 'POST';
-
-/** What the client needs of an operation's spec: how a request is sent and how its answers are read. */
-export type CallableOperation<Q, A> = OperationSpec<Q, A, Subject>;
+import type { UsableAnswer } from '../operations/answers.ts';
+import type { OperationSpec } from '../operations/operation-spec.ts';
 
 /** Facts about one HTTP call, for the `api_calls` log and for errors. Never holds the token. */
 export interface ApiCallInfo {
   operation: Operation;
-  method: HttpMethod;
+  /** Its spec's, as api.md prescribes. */
+  method: OperationSpec['method'];
   /** Path and query string as sent (base-URL path prefix included), without scheme or host. */
   path: string;
   /** HTTP status, or null when no response arrived (network failure, timeout before headers). */
@@ -25,22 +19,17 @@ export interface ApiCallInfo {
   latencyMs: number;
 }
 
-/** A 200 response whose body its operation's answer contract can read (src/operations/). */
-export interface ApiOk<T> {
+/**
+ * A 200 response whose body its operation's answer contract can read (src/operations/): the contract's reading
+ * (its credits, lastPage, drift and set-aside records; the writer stores those as answer_anomalies).
+ */
+export interface ApiOk<T> extends Omit<UsableAnswer<T>, 'usable' | 'answer'> {
   kind: 'ok';
   /** The body as read through the contract: every member the spec names is there, as its type or null. */
   data: T;
   /** The body text as received (the token, were it echoed, is redacted). */
   raw: string;
-  /** The credit counters, or null when the body does not carry all three as finite numbers. */
-  credits: CreditCounters | null;
   call: ApiCallInfo;
-  /** Whether this page ends the input's list (by the page size the service answered with). */
-  lastPage: boolean;
-  /** How the body differs from the spec, counted per member path (reported by the run). */
-  drift: DriftTally;
-  /** Listed records set aside because they do not name themselves (the writer stores them as answer_anomalies). */
-  setAside: SetAsideRecord[];
 }
 
 /** A 404: the lookup found nothing (the service does not charge for it). */
@@ -59,7 +48,7 @@ export type ApiResult<T> = ApiOk<T> | ApiNotFound;
 /** The client: one generic call, sent and read as the operation's spec says. */
 export interface ApiClient {
   /** Sends `request` as `spec` says (method, path, body) and reads the answer through its contract. */
-  call<Q, A>(spec: CallableOperation<Q, A>, request: Q): Promise<ApiResult<A>>;
+  call<Q, A>(spec: OperationSpec<Q, A>, request: Q): Promise<ApiResult<A>>;
   /**
    * GET /v1/api/auth, the service's free credit check: the account's counters, or null when it does not offer
    * them (any answer but a 200 with three finite counters, or none in time). Never rejects.

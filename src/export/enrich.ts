@@ -16,7 +16,7 @@ import { otherJobsWithOperationReads } from '../store/job-names.ts';
 import { resultLookup } from '../store/readers/latest-answers.ts';
 import { ENRICH_STATUSES, taskStatusReader, type CurrentRequests, type EnrichStatus } from '../store/readers/enrich-status.ts';
 import { assertEncoderOptions, encoderFor, type ExportFormat } from './row-encoders.ts';
-import { writeRows, type OutputTarget, type WriteResult } from './write-output.ts';
+import { writeRows, type OutputTarget } from './write-output.ts';
 import type { PumpOptions } from './export-options.ts';
 import { verifiedBy } from './pump-rows.ts';
 import { assertTop, resultLayout, type EnrichRowMode } from './enrich-layout.ts';
@@ -61,25 +61,13 @@ export interface EnrichOptions extends OutputTarget, PumpOptions {
   changesSince?: string;
 }
 
-export const ENRICH_DEFAULTS = {
-  format: 'csv',
-  rows: 'per-input',
-  top: 5,
-  escapeFormulas: false,
-  excel: false,
-} as const satisfies Partial<EnrichOptions>;
+export const ENRICH_DEFAULTS = { format: 'csv', rows: 'per-input', top: 5, escapeFormulas: false, excel: false } as const satisfies Partial<EnrichOptions>;
 
-/** What enrichJob() reports. */
-export interface EnrichResult extends WriteResult {
-  columns: string[];
-  /** Input rows read (blank lines are not rows). */
-  inputRows: number;
-  /** Input rows by status (a row with several results counts once, as ok). */
-  statuses: Record<EnrichStatus, number>;
-}
-
-/** Writes the enriched lead list of a job; nothing is left at `out` if it fails or is interrupted. */
-export async function enrichJob(options: EnrichOptions): Promise<EnrichResult> {
+/**
+ * Writes the enriched lead list of a job; nothing is left at `out` if it fails or is interrupted. Reports, besides
+ * the write's, the input rows read (blank lines are not rows) and by status (a row with several results counts once, as ok).
+ */
+export async function enrichJob(options: EnrichOptions) {
   const format = options.format ?? ENRICH_DEFAULTS.format;
   const excel = options.excel ?? ENRICH_DEFAULTS.excel;
   const mode = options.rows ?? ENRICH_DEFAULTS.rows;
@@ -114,7 +102,7 @@ export async function enrichJob(options: EnrichOptions): Promise<EnrichResult> {
   return store.read(write, { statementTimeoutMs: 0 });
 
   /** Every row, read from one snapshot of the dataset (its lookups and ledger agree), on either engine. */
-  async function write(snapshot: StepSnapshot): Promise<EnrichResult> {
+  async function write(snapshot: StepSnapshot) {
     const lookup = resultLookup(job, [job.name, ...(await snapshot.read(otherJobsWithOperationReads(job.operation, job.name)))]);
     const tasks = taskStatusReader(job.name, job.operation);
     const layout = resultLayout(job.operation, lookup.columns, mode, top);

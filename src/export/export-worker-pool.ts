@@ -36,13 +36,8 @@ function explainWorkerError(err: Error): Error {
   );
 }
 
-interface Pending {
-  resolve: (chunk: EncodedChunk) => void;
-  reject: (err: Error) => void;
-}
-
 class PoolMember {
-  readonly pending = new Map<number, Pending>();
+  readonly pending = new Map<number, { resolve: (chunk: EncodedChunk) => void; reject: (err: Error) => void }>();
   failure: Error | null = null;
   private readyWaiter: { resolve: () => void; reject: (err: Error) => void } | null = null;
   readonly ready: Promise<void>;

@@ -19,22 +19,12 @@ export interface ExportWorkerData {
   batchChars: number;
 }
 
-/** Main thread to worker: read, encode and send back the rows whose rowid is in [fromRowid, toRowid]. */
-export interface ReadChunkMessage {
-  type: 'read';
-  seq: number;
-  fromRowid: number;
-  toRowid: number;
-}
-
-/** Main thread to worker: a buffer of an earlier chunk, written out, given back for reuse. */
-export interface RecycleBufferMessage {
-  type: 'recycle';
-  buffer: ArrayBuffer;
-}
-
 /** Main thread to worker. */
-export type ToExportWorkerMessage = ReadChunkMessage | RecycleBufferMessage;
+export type ToExportWorkerMessage =
+  /** Read, encode and send back the rows whose rowid is in [fromRowid, toRowid]. */
+  | { type: 'read'; seq: number; fromRowid: number; toRowid: number }
+  /** A buffer of an earlier chunk, written out, given back for reuse. */
+  | { type: 'recycle'; buffer: ArrayBuffer };
 
 /** Worker to main thread. */
 export type ExportWorkerMessage =

@@ -6,34 +6,15 @@
  * them with the same RowEncoder as the main-thread path and sends back the bytes; the main thread writes them
  * strictly in chunk order, so the output is byte for byte the one the main-thread path writes.
  */
-import { availableParallelism } from 'node:os';
 import { toDatabaseUseError } from '../store/open.ts';
 import { DatabaseChangedError } from '../store/errors.ts';
 import type { ChunkedTable } from '../store/dataset-store.ts';
 import { ExportWorkerError, ExportWorkerPool } from './export-worker-pool.ts';
 import type { ExportWorkerData } from './export-worker-protocol.ts';
 import { pumpChunks } from './pump-chunks.ts';
-import type { ParallelExportOptions, PumpOptions } from './export-options.ts';
+import { PARALLEL_EXPORT_DEFAULTS, type ParallelExportOptions, type PumpOptions } from './export-options.ts';
 import { encoderFor } from './row-encoders.ts';
 import { writeOutput, type OutputTarget, type WriteResult } from './write-output.ts';
-
-export type { ParallelExportOptions };
-
-export const PARALLEL_EXPORT_DEFAULTS = {
-  workers: Math.min(2, availableParallelism()),
-  minRowidSpan: 50_000,
-  // Deletions leave holes; past 4 rowids per row, most of every chunk's read would find nothing.
-  maxRowidsPerRow: 4,
-  chunkRowids: 2_000,
-  maxChunksInFlight: 8,
-  // 50 rows: read+encode measured 20-25% less CPU than with 250 (the batch and its strings die young).
-  encodeBatchRows: 50,
-  encodeBatchChars: 1 << 20,
-  // 12 MB: a 4 MB semi-space. 16 rounds up to 8 MB semi-spaces and measured ~28 MB more peak RSS for 2 workers.
-  workerYoungGenerationMb: 12,
-  // 512 MB: as low a peak RSS as 128 MB measured (157-166 MB), and room for rows 4 times larger.
-  workerOldGenerationMb: 512,
-} as const satisfies Required<ParallelExportOptions>;
 
 /** A table's rowids, first and last, fixed when the export starts. */
 export interface RowidRange {
@@ -89,11 +70,8 @@ export async function exportTableInParallel(
         const from = fromRowid + seq * opts.chunkRowids;
         return pool.read(seq, from, Math.min(from + opts.chunkRowids - 1, toRowid));
       };
-      return await pumpChunks(readChunk, chunkCount, encoderFor(job.format, job.columns, { bom, escapeFormulas: job.escapeFormulas }), sink, {
-        maxChunksInFlight: opts.maxChunksInFlight,
-        signal: pumpOptions.signal,
-        onProgress: pumpOptions.onProgress,
-      });
+      const encoder = encoderFor(job.format, job.columns, { bom, escapeFormulas: job.escapeFormulas });
+      return await pumpChunks(readChunk, chunkCount, encoder, sink, { ...pumpOptions, maxChunksInFlight: opts.maxChunksInFlight });
     } catch (err) {
       throw asExportError(err, job.source.db);
     } finally {

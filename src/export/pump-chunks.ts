@@ -7,16 +7,13 @@ import type { OutputSink } from './output-sink.ts';
 import type { RowEncoder } from './row-encoders.ts';
 import type { EncodedChunk } from './export-worker-pool.ts';
 import { ExportInterruptedError, throwIfAborted } from './errors.ts';
+import type { PumpOptions } from './export-options.ts';
 
-/** Options of pumpChunks(). */
-export interface PumpChunksOptions {
-  /** Chunks requested but not yet written, at most. */
-  maxChunksInFlight: number;
-  /** Stops the loop at once, even while it waits for a chunk or for the destination. */
-  signal?: AbortSignal | undefined;
-  /** Called after each chunk with the number of rows written so far; an exception aborts the export. */
-  onProgress?: ((rows: number) => void) | undefined;
-}
+/**
+ * Options of pumpChunks(): the loop's (its signal stops it at once, even while it waits for a chunk or for the
+ * destination; onProgress is called after each chunk) and the chunks requested but not yet written, at most.
+ */
+type PumpChunksOptions = Pick<PumpOptions, 'signal' | 'onProgress'> & { maxChunksInFlight: number };
 
 /** Writes the encoder's header (with the first rows), then chunks 0..count-1 as `readChunk` delivers them; resolves to the row count. */
 export async function pumpChunks(

@@ -5,7 +5,7 @@
 import { UsageError } from '../errors.ts';
 import { assertEncoderOptions, encoderFor, type EncoderOptions, type RowEncoder } from './row-encoders.ts';
 import { tableEncoder, type TableLayoutOptions } from './table-format.ts';
-import { writeRows, type WriteResult } from './write-output.ts';
+import { writeRows } from './write-output.ts';
 import type { PumpOptions } from './export-options.ts';
 import { verifiedBy } from './pump-rows.ts';
 import type { ReadSnapshot } from '../store/read-snapshot.ts';
@@ -49,14 +49,8 @@ export interface RunQueryOptions extends PumpOptions, Omit<TableLayoutOptions, '
 
 export const QUERY_DEFAULTS = { sampleRows: 200, escapeFormulas: false, bom: false } as const satisfies Partial<RunQueryOptions>;
 
-/** What runQuery() reports. */
-export interface QueryResult extends WriteResult {
-  columns: string[];
-  format: QueryFormat;
-}
-
 /** Runs `options.sql` read-only and prints its rows; writes are refused with a WriteRefusedError. */
-export async function runQuery(options: RunQueryOptions): Promise<QueryResult> {
+export async function runQuery(options: RunQueryOptions) {
   const stream = options.stream ?? process.stdout;
   const format: QueryFormat = options.format ?? (stream.isTTY ? 'table' : 'csv');
   const csvOptions = {
@@ -76,7 +70,7 @@ async function printRows(
   snapshot: ReadSnapshot,
   options: RunQueryOptions,
   { stream, format, csvOptions }: { stream: QueryStream; format: QueryFormat; csvOptions: EncoderOptions },
-): Promise<QueryResult> {
+) {
   const { columns, rows: source } = statement;
   let rows: AsyncIterable<readonly unknown[]> = source;
   let encoder: RowEncoder;

@@ -3,8 +3,7 @@
  * quoting); a SQL NULL is an empty unquoted field and an empty string is `""`, so the two stay apart for a
  * reader that looks at quoting (csv-parse's `cast` context has `quoting`). Blobs are written as base64.
  */
-import { stringify } from 'csv-stringify/sync';
-import type { Options as StringifyOptions } from 'csv-stringify/sync';
+import { stringify, type Options as StringifyOptions } from 'csv-stringify/sync';
 import { UsageError } from '../errors.ts';
 
 /** Output formats of `export` and `enrich`. */

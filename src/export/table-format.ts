@@ -8,26 +8,21 @@ import type { RowEncoder } from './row-encoders.ts';
 import { displayWidth, fit } from '../text-width.ts';
 import { terminalSafe } from '../terminal-safe.ts';
 
-/** Width limits of the table; every default is here. */
-export interface TableLayoutOptions {
-  /** Widest a column may be, in terminal cells. */
-  maxColumnWidth?: number;
+/** Width limits of the table, in terminal cells, and their defaults. */
+export const TABLE_DEFAULTS = {
+  /** Widest a column may be. */
+  maxColumnWidth: 40,
   /** Widest the whole table may be (the terminal's width when known). */
-  maxTableWidth?: number;
+  maxTableWidth: 160,
   /** Narrowest a column is squeezed to when the table must shrink. */
-  minColumnWidth?: number;
-}
-
-export const TABLE_DEFAULTS = { maxColumnWidth: 40, maxTableWidth: 160, minColumnWidth: 4 } as const;
+  minColumnWidth: 4,
+} as const;
+export type TableLayoutOptions = { [K in keyof typeof TABLE_DEFAULTS]?: number };
 
 const SEPARATOR = ' | ';
 
 /** A table encoder whose column widths fit `sample` (the first rows). */
-export function tableEncoder(
-  columns: readonly string[],
-  sample: readonly (readonly unknown[])[],
-  options: TableLayoutOptions = {},
-): RowEncoder {
+export function tableEncoder(columns: readonly string[], sample: readonly (readonly unknown[])[], options: TableLayoutOptions = {}): RowEncoder {
   const maxColumnWidth = options.maxColumnWidth ?? TABLE_DEFAULTS.maxColumnWidth;
   const maxTableWidth = options.maxTableWidth ?? TABLE_DEFAULTS.maxTableWidth;
   const minColumnWidth = options.minColumnWidth ?? TABLE_DEFAULTS.minColumnWidth;

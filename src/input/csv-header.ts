@@ -28,15 +28,12 @@ export const CSV_HEADER_LIMITS = {
 
 /**
  * Reads only the header row of `path` (never the whole file): skips a UTF-8 BOM and leading blank lines,
- * detects the delimiter unless given, and returns the trimmed column names.
+ * detects the delimiter, and returns the trimmed column names.
  */
-export async function readCsvHeader(
-  path: string,
-  options: { delimiter?: CsvDelimiter; displayName?: string } = {},
-): Promise<CsvHeader> {
+export async function readCsvHeader(path: string, options: { displayName?: string } = {}): Promise<CsvHeader> {
   const file = options.displayName ?? path;
   const { text, line, bom } = await peekHeaderLine(path, file);
-  const delimiter = options.delimiter ?? detectDelimiter(text);
+  const delimiter = detectDelimiter(text);
   let rows: string[][];
   try {
     rows = parseSync(text, { delimiter, relax_quotes: true, relax_column_count: true }) as string[][];

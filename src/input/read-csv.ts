@@ -1,7 +1,7 @@
 import { createReadStream } from 'node:fs';
 import { Readable, pipeline } from 'node:stream';
 import { parse, type CsvError, type Parser } from 'csv-parse';
-import { assertColumns, readCsvHeader, type CsvDelimiter, type CsvHeader } from './csv-header.ts';
+import { readCsvHeader, type CsvHeader } from './csv-header.ts';
 import { InputFileError, describeFsError } from './input-error.ts';
 import { LineCursor } from './line-cursor.ts';
 
@@ -34,10 +34,6 @@ export type CsvItem = CsvRecordItem | CsvErrorItem;
 
 /** Options of readCsv; every member is optional. */
 export interface ReadCsvOptions {
-  /** Field delimiter; default: detected from the header row among comma, semicolon and tab. */
-  delimiter?: CsvDelimiter;
-  /** Columns that must exist; a missing one throws InputFileError listing the available columns. */
-  requireColumns?: readonly string[];
   /** How the file is named in messages; default: `path` as given. */
   displayName?: string;
   /** The header, when the caller already read it with readCsvHeader. */
@@ -56,29 +52,23 @@ export function inputValues(item: CsvItem, columns: readonly string[]): (string 
   for (let i = 0; i < columns.length; i++) {
     const name = columns[i]!;
     if (name === '') continue;
-    values.push(isCsvError(item) ? (item.fields?.[i] ?? null) : (item.record[name] ?? ''));
+    values.push('error' in item ? (item.fields?.[i] ?? null) : (item.record[name] ?? ''));
   }
   return values;
-}
-
-/** True when the item is a malformed row rather than a record. */
-export function isCsvError(item: CsvItem): item is CsvErrorItem {
-  return 'error' in item;
 }
 
 /**
  * Streams the data rows of a UTF-8 CSV file with a header row (BOM optional; delimiter `,` `;` or tab; quoted
  * fields may hold delimiters, quotes and newlines). Memory stays flat however large the file. Malformed rows are
- * yielded as `{ line, error }` items in file order; blank rows are skipped. A missing, unreadable or empty file,
- * or a missing required column, throws InputFileError before the first item.
+ * yielded as `{ line, error }` items in file order; blank rows are skipped. A missing, unreadable or empty file
+ * throws InputFileError before the first item.
  */
 // Complexity 18, one loop on purpose: the hot path of every plan, where a helper generator per row would cost
 // about as much as the parsing.
 // eslint-disable-next-line complexity -- see above
 export async function* readCsv(path: string, options: ReadCsvOptions = {}): AsyncGenerator<CsvItem, void, undefined> {
   const file = options.displayName ?? path;
-  const header = options.header ?? (await readCsvHeader(path, { delimiter: options.delimiter, displayName: file }));
-  if (options.requireColumns) assertColumns(file, header, options.requireColumns);
+  const header = options.header ?? (await readCsvHeader(path, { displayName: file }));
 
   let segment: Segment | undefined = {
     source: createReadStream(path, { highWaterMark: options.readChunkBytes ?? 64 * 1024 }),

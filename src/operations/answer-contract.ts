@@ -90,7 +90,6 @@ export type ReadObject<R extends Members> = { [K in keyof R]: Read<R[K]> } & { [
  * operation (post-details) is the body itself, whose identity the store resolves against the request.
  */
 export interface AnswerContract<R extends Members = Members> {
-  operation: string;
   body: R;
   /** Path of the record list (`['data', 'content']`), or null when the body is the record. */
   recordsAt: readonly string[] | null;
@@ -242,9 +241,8 @@ function readPresent(m: Member, v: unknown, path: string, parent: string, drift:
 }
 
 function readScalar(m: ScalarMember, v: unknown, path: string, parent: string, drift: DriftTally): unknown {
-  if (m.type === 'given') return v;
-  if (exactly(m.type, v)) return v;
-  const variant = m.strict ? undefined : losslessVariant(m.type, v);
+  if (EXACTLY[m.type](v)) return v;
+  const variant = m.strict ? undefined : LOSSLESS[m.type](v);
   if (variant === undefined) return wrongType(path, parent, v, drift);
   drift.note(path, parent, 'variant', `${typeof v} read as ${m.type}`);
   return variant;
@@ -255,32 +253,24 @@ function wrongType(path: string, parent: string, v: unknown, drift: DriftTally):
   return null;
 }
 
-function exactly(type: ScalarType, v: unknown): boolean {
-  switch (type) {
-    case 'string':
-      return typeof v === 'string';
-    case 'integer':
-      return typeof v === 'number' && Number.isSafeInteger(v);
-    case 'number':
-      return typeof v === 'number' && Number.isFinite(v);
-    case 'boolean':
-      return typeof v === 'boolean';
-    case 'given':
-      return true;
-  }
-}
+/** Per scalar type, whether a value is exactly of it. */
+const EXACTLY: Record<ScalarType, (v: unknown) => boolean> = {
+  string: (v) => typeof v === 'string',
+  integer: (v) => typeof v === 'number' && Number.isSafeInteger(v),
+  number: (v) => typeof v === 'number' && Number.isFinite(v),
+  boolean: (v) => typeof v === 'boolean',
+  given: () => true,
+};
 
 const INTEGER_TEXT = /^\s*-?\d+(\.0*)?\s*$/;
 const NUMBER_TEXT = /^\s*-?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?\s*$/;
 
-/** The value a lossless variant stands for (`"12"` -> 12, 4155550100 -> "4155550100", `"true"` -> true), else undefined. */
-function losslessVariant(type: ScalarType, v: unknown): unknown {
-  return LOSSLESS[type](v);
-}
-
 const numberOfText = (v: unknown, shape: RegExp): number => (typeof v === 'string' && shape.test(v) ? Number(v) : NaN);
 
-/** Per scalar type, what a value of another type stands for without loss (undefined: nothing). */
+/**
+ * Per scalar type, what a value of another type stands for without loss (`"12"` -> 12, 4155550100 -> "4155550100",
+ * `"true"` -> true; undefined: nothing).
+ */
 const LOSSLESS: Record<ScalarType, (v: unknown) => unknown> = {
   string: (v) => (typeof v === 'number' && Number.isFinite(v) ? String(v) : undefined),
   integer: (v) => {

@@ -33,13 +33,8 @@ export interface DriftCount {
 /** One line of drift, as a run's `--json` summary gives it (`message` is the text line). */
 export type DriftLine = DriftCount & { operation: Operation; message: string };
 
-interface Note {
-  path: string;
-  parent: string;
-  kind: DriftKind;
-  count: number;
-  detail: string | null;
-}
+/** A count as noted: the path of the member's parent stands for the denominator, counted apart. */
+type Note = Omit<DriftCount, 'of'> & { parent: string };
 
 /** Counts of drift, mergeable: one per answer, summed per operation over a run. */
 export class DriftTally {

@@ -3,7 +3,7 @@
  * export, and the operations whose input is one URL column.
  */
 import { assertColumns, type CsvHeader } from '../input/csv-header.ts';
-import type { CanonicalResult } from '../urls/canonical.ts';
+import type { Canonicalize } from '../urls/canonical.ts';
 import { networkHost } from '../urls/network-host.ts';
 import type { RowRead } from './operation-spec.ts';
 
@@ -22,17 +22,11 @@ export function isMangled(cell: string): boolean {
  * The reader of an input whose rows name one page URL in `column`: its canonical form (by `canonical`, on the
  * network's host: a URL on another host is an invalid row, never a call) is the input key.
  */
-export function urlColumnReader<Q>(
-  file: string,
-  header: CsvHeader,
-  column: string,
-  canonical: (input: unknown, networkHost: string) => CanonicalResult,
-  requestsOf: (url: string) => Q[],
-): (record: Readonly<Record<string, string>>) => RowRead<Q> {
+export function urlColumnReader<Q>(file: string, header: CsvHeader, column: string, canonical: Canonicalize, requestsOf: (url: string) => Q[]) {
   assertColumns(file, header, [column]);
   // Read once per plan.
   const host = networkHost();
-  return (record) => {
+  return (record: Readonly<Record<string, string>>): RowRead<Q> => {
     const cell = (record[column] ?? '').trim();
     if (cell === '') return { ok: false, field: column, value: '', reason: 'empty' };
     if (isMangled(cell)) return { ok: false, field: column, value: cell, reason: NOT_UTF8 };

@@ -46,32 +46,6 @@ export interface Sent {
   json: boolean;
 }
 
-/** The result columns `enrich` appends, and how one input's results are read (docs/export.md: public names). */
-export interface EnrichSpec<J> {
-  /** The columns of one result, in the order lookup rows hold them. */
-  columns: readonly string[];
-  /** One-row-per-input mode: the column counting results and the fields numbered per result; null: one result at most. */
-  numbered: { count: string; fields: readonly string[] } | null;
-  /**
-   * Prepares the lookup of `job`'s results (read-only SQL over the public tables, through the reader given);
-   * the returned function gives the result rows of one input.
-   */
-  lookup(reader: EnrichReader, job: J): (inputKey: string) => Reads<unknown[][]>;
-  /**
-   * Whether a stored task request (tasks.request_json) asks what `job` asks of this input and page: the tasks
-   * of every job asking the same question count for the latest answer (store/readers/latest-answers.ts).
-   */
-  sameQuestion(job: J): (requestJson: string, inputKey: string, page: number) => boolean;
-  /** Whether a task answered (done) for an input without results means the dataset lost it (a post answer always holds one). */
-  doneMeansResult: boolean;
-  /**
-   * Where the history (the `changes` table, docs/schema.md) files what changed about one input: its entity and
-   * key pairs (`enrich --changes-since`). `changedOnly`: only that entity's `changed` rows count (a search's
-   * jobs: their coming and going is the search's own).
-   */
-  changeKeys(reader: EnrichReader, job: J): (inputKey: string) => Reads<HistoryKey[]>;
-}
-
 /** An entity and key of the history (`changes.entity`, `changes.key`). */
 export interface HistoryKey {
   entity: 'company' | 'post' | 'job' | 'lookalike' | 'search';
@@ -151,5 +125,29 @@ export interface OperationSpec<Q = unknown, A = unknown, S extends Subject = Sub
   rows(subject: S, answer: A, ctx: RowContext): StoredAnswer;
 
   // ---- enrich ----
-  enrich: EnrichSpec<J>;
+  /** The result columns `enrich` appends, and how one input's results are read (docs/export.md: public names). */
+  enrich: {
+    /** The columns of one result, in the order lookup rows hold them. */
+    columns: readonly string[];
+    /** One-row-per-input mode: the column counting results and the fields numbered per result; null: one result at most. */
+    numbered: { count: string; fields: readonly string[] } | null;
+    /**
+     * Prepares the lookup of `job`'s results (read-only SQL over the public tables, through the reader given);
+     * the returned function gives the result rows of one input.
+     */
+    lookup(reader: EnrichReader, job: J): (inputKey: string) => Reads<unknown[][]>;
+    /**
+     * Whether a stored task request (tasks.request_json) asks what `job` asks of this input and page: the tasks
+     * of every job asking the same question count for the latest answer (store/readers/latest-answers.ts).
+     */
+    sameQuestion(job: J): (requestJson: string, inputKey: string, page: number) => boolean;
+    /** Whether a task answered (done) for an input without results means the dataset lost it (a post answer always holds one). */
+    doneMeansResult: boolean;
+    /**
+     * Where the history (the `changes` table, docs/schema.md) files what changed about one input: its entity and
+     * key pairs (`enrich --changes-since`). `changedOnly`: only that entity's `changed` rows count (a search's
+     * jobs: their coming and going is the search's own).
+     */
+    changeKeys(reader: EnrichReader, job: J): (inputKey: string) => Reads<HistoryKey[]>;
+  };
 }

@@ -9,7 +9,7 @@ import { z } from 'zod';
 import { OPERATION_METHODS, OPERATION_PATHS } from '../spec/types.ts';
 import { canonicalPostUrl, canonicalUrl } from '../urls/canonical.ts';
 import { postIdOfAnswer, postIdOfUrl } from '../urls/post-id.ts';
-import { given, int, list, nullable, obj, orOtherName, str, bool, CREDIT_MEMBERS, type AnswerContract, type ReadObject } from './answer-contract.ts';
+import { given, int, list, nullable, obj, orOtherName, str, bool, CREDIT_MEMBERS, type ReadObject } from './answer-contract.ts';
 import { urlColumnReader } from './input-cells.ts';
 import { common, urlInput, type JobCommon, type JobInputFile } from '../jobs/job-common.ts';
 import type { OperationSpec } from './operation-spec.ts';
@@ -31,15 +31,6 @@ const body = {
   }),
   engagement: obj({ reactions: int(), comments_count: int() }),
   ...CREDIT_MEMBERS,
-};
-
-export const postDetailsContract: AnswerContract<typeof body> = {
-  operation: 'post-details',
-  body,
-  recordsAt: null,
-  identity: null,
-  // A body with none of these is not a post: `{"status":"ok"}` is no answer to store.
-  recordMembers: ['PostId', 'author', 'post', 'engagement'],
 };
 
 export type PostDetailsAnswer = ReadObject<typeof body>;
@@ -82,19 +73,9 @@ function postKeyOf(
 
 /** The result columns `enrich` appends (docs/export.md: public names). */
 export const POST_COLUMNS = [
-  'post_id',
-  'post_author_name',
-  'post_author_headline',
-  'post_author_url',
-  'post_timestamp',
-  'post_text',
-  'post_reactions',
-  'post_comments',
-  'post_media_count',
-  'post_media_urls',
-  'post_media_description',
-  'post_hashtags',
-  'post_last_seen_at',
+  'post_id', 'post_author_name', 'post_author_headline', 'post_author_url', 'post_timestamp', 'post_text',
+  'post_reactions', 'post_comments', 'post_media_count', 'post_media_urls', 'post_media_description',
+  'post_hashtags', 'post_last_seen_at',
 ] as const;
 
 // One post, found by an indexed lookup: `posts` is keyed by `post_id` (its primary key); `url` (indexed too)
@@ -162,7 +143,8 @@ export const postDetails = {
   // api.md's examples send Content-Type: application/json on this GET too; we send what they send.
   send: (request) => ({ path: `${OPERATION_PATHS['post-details']}?url=${encodeURIComponent(request.url)}`, body: null, json: true }),
 
-  answer: postDetailsContract,
+  // A body with none of these is not a post: `{"status":"ok"}` is no answer to store.
+  answer: { body, recordsAt: null, identity: null, recordMembers: ['PostId', 'author', 'post', 'engagement'] },
   lastPage: () => true,
   notFound: {
     // Its body is not shown: a JSON object, as the other two are.

@@ -17,11 +17,10 @@ import {
   type SearchJobsQuery,
 } from '../spec/types.ts';
 import { canonicalCompanyUrl, canonicalJobUrl } from '../urls/canonical.ts';
-import { bool, int, list, obj, str, strict, CREDIT_MEMBERS, type AnswerContract, type ReadObject } from './answer-contract.ts';
+import { bool, int, list, obj, str, strict, CREDIT_MEMBERS, type ReadObject } from './answer-contract.ts';
 import { isMangled, NOT_UTF8 } from './input-cells.ts';
 import { common, text, type JobCommon, type JobInputFile } from '../jobs/job-common.ts';
-import type { JobIssue } from '../jobs/job-error.ts';
-import type { OperationSpec, RowRead } from './operation-spec.ts';
+import type { OperationSpec } from './operation-spec.ts';
 import type { RowWrite } from './stored-rows.ts';
 import { arrayOf, joinedList, objectOf, sqlValue, recordUrlKey, urlKey } from './stored-values.ts';
 import { timeInJsonArray, sql, param, named, literal, codePointOrder } from '../statement.ts';
@@ -50,26 +49,8 @@ const body = {
   ...CREDIT_MEMBERS,
 };
 
-export const searchJobsContract: AnswerContract<typeof body> = {
-  operation: 'search-jobs',
-  body,
-  recordsAt: ['results'],
-  identity: 'url',
-  recordMembers: [],
-};
-
 export type SearchJobsAnswer = ReadObject<typeof body>;
 export type JobAnswer = ReadObject<(typeof job)['members']>;
-
-/**
- * Whether a page ends the list: both the records it holds and the count it states (`numResults`) are fewer
- * than a page (10, `start` being a record offset), so a page whose records were partly unreadable but whose
- * count says it was full does not end the paging.
- */
-export function searchJobsLastPage(answer: SearchJobsAnswer): boolean {
-  const held = answer.results?.length ?? 0;
-  return Math.max(held, answer.numResults ?? 0) < SEARCH_JOBS_PAGE_SIZE;
-}
 
 const LIST_PARAMS: ReadonlySet<string> = new Set(SEARCH_JOBS_LIST_PARAMS);
 
@@ -102,26 +83,6 @@ export function searchJobsPath(query: SearchJobsQuery): string {
   return OPERATION_PATHS['search-jobs'] + qs;
 }
 
-/** Each row is one query: its parameter columns override the job's `request` defaults. */
-function searchRowReader(job: SearchJobsJob, header: Parameters<typeof searchColumns>[1]): (record: Readonly<Record<string, string>>) => RowRead<SearchJobsQuery> {
-  const columns = searchColumns(job.input.csv, header);
-  return (record) => {
-    const query: SearchQueryBase = { ...job.request };
-    for (const [param, column] of columns) {
-      const cell = record[column] ?? '';
-      if (isMangled(cell)) return { ok: false, field: column, value: cell.trim(), reason: NOT_UTF8 };
-      const r = normalizeParam(param, cell);
-      if (!r.ok) return { ok: false, field: column, value: cell.trim(), reason: r.reason };
-      if (r.value !== undefined) (query as Record<string, string | string[]>)[param] = r.value;
-    }
-    if (Object.keys(query).length === 0) {
-      return { ok: false, field: null, value: null, reason: 'no search parameters: every parameter cell is empty and the job sets no defaults in "request"' };
-    }
-    const requests = Array.from({ length: job.pages }, (_, i): SearchJobsQuery => ({ ...query, start: i * SEARCH_JOBS_PAGE_SIZE }));
-    return { ok: true, inputKey: searchKey(query), requests };
-  };
-}
-
 const isObjectValue = (v: unknown): boolean => typeof v === 'object' && v !== null;
 
 /**
@@ -138,20 +99,9 @@ export type SearchJobsSubject = z.output<typeof subjectSchema>;
 
 /** The result columns `enrich` appends (docs/export.md: public names). */
 export const JOB_COLUMNS = [
-  'job_rank',
-  'job_url',
-  'job_title',
-  'job_company_name',
-  'job_company_link',
-  'job_location',
-  'job_posted_date',
-  'job_is_actively_hiring',
-  'job_employment_type',
-  'job_seniority_level',
-  'job_function',
-  'job_industries',
-  'job_description',
-  'job_last_seen_at',
+  'job_rank', 'job_url', 'job_title', 'job_company_name', 'job_company_link', 'job_location', 'job_posted_date',
+  'job_is_actively_hiring', 'job_employment_type', 'job_seniority_level', 'job_function', 'job_industries',
+  'job_description', 'job_last_seen_at',
 ] as const;
 
 // As for similar companies, only the rows of each page's latest answer. A page's rows are told by their
@@ -203,21 +153,6 @@ export const searchJobsJobDefinition = z.strictObject({
     .optional(),
 });
 
-type SearchRequestInput = NonNullable<z.output<typeof searchJobsJobDefinition>['request']>;
-
-/** Normalizes the search defaults exactly as CSV cells are (trimmed, lists split, known values checked). */
-function resolveSearchDefaults(input: SearchRequestInput | undefined, issues: JobIssue[]): SearchQueryBase {
-  const out: SearchQueryBase = {};
-  if (!input) return out;
-  for (const param of SEARCH_QUERY_PARAMS) {
-    const raw = input[param];
-    if (raw === undefined) continue;
-    const r = normalizeParam(param, raw);
-    if (!r.ok) issues.push({ field: `request.${param}`, message: r.reason });
-    else if (r.value !== undefined) (out as Record<string, string | string[]>)[param] = r.value;
-  }
-  return out;
-}
 /** A loaded search-jobs job. */
 export interface SearchJobsJob extends JobCommon {
   operation: 'search-jobs';
@@ -225,7 +160,6 @@ export interface SearchJobsJob extends JobCommon {
   /** Defaults for parameters a row leaves out or empty; lists already split and trimmed. */
   request: SearchQueryBase;
 }
-
 
 export const searchJobs = {
   name: 'search-jobs',
@@ -243,8 +177,37 @@ export const searchJobs = {
     csv: 'keywords,location\nrobotics engineer,germany\ndata analyst,france\n',
   },
   refreshAfterDays: 0.5,
-  resolveJob: (def, base, file, issues) => ({ ...base, operation: 'search-jobs', input: file, request: resolveSearchDefaults(def.request, issues) }),
-  rowReader: searchRowReader,
+  resolveJob(def, base, file, issues) {
+    // The search defaults are normalized exactly as CSV cells are (trimmed, lists split, known values checked).
+    const request: SearchQueryBase = {};
+    for (const param of SEARCH_QUERY_PARAMS) {
+      const raw = def.request?.[param];
+      if (raw === undefined) continue;
+      const r = normalizeParam(param, raw);
+      if (!r.ok) issues.push({ field: `request.${param}`, message: r.reason });
+      else if (r.value !== undefined) (request as Record<string, string | string[]>)[param] = r.value;
+    }
+    return { ...base, operation: 'search-jobs', input: file, request };
+  },
+  /** Each row is one query: its parameter columns override the job's `request` defaults. */
+  rowReader(job, header) {
+    const columns = searchColumns(job.input.csv, header);
+    return (record) => {
+      const query: SearchQueryBase = { ...job.request };
+      for (const [param, column] of columns) {
+        const cell = record[column] ?? '';
+        if (isMangled(cell)) return { ok: false, field: column, value: cell.trim(), reason: NOT_UTF8 };
+        const r = normalizeParam(param, cell);
+        if (!r.ok) return { ok: false, field: column, value: cell.trim(), reason: r.reason };
+        if (r.value !== undefined) (query as Record<string, string | string[]>)[param] = r.value;
+      }
+      if (Object.keys(query).length === 0) {
+        return { ok: false, field: null, value: null, reason: 'no search parameters: every parameter cell is empty and the job sets no defaults in "request"' };
+      }
+      const requests = Array.from({ length: job.pages }, (_, i): SearchJobsQuery => ({ ...query, start: i * SEARCH_JOBS_PAGE_SIZE }));
+      return { ok: true, inputKey: searchKey(query), requests };
+    };
+  },
   // The key is the hash of the query: the query cannot be rebuilt from it.
   requestsOfKey: () => null,
 
@@ -262,8 +225,11 @@ export const searchJobs = {
   path: OPERATION_PATHS['search-jobs'],
   send: (query) => ({ path: searchJobsPath(query), body: null, json: false }),
 
-  answer: searchJobsContract,
-  lastPage: (_asked, answer) => searchJobsLastPage(answer),
+  answer: { body, recordsAt: ['results'], identity: 'url', recordMembers: [] },
+  // A page ends the list when both the records it holds and the count it states (`numResults`) are fewer than a
+  // page (10, `start` being a record offset): a page whose records were partly unreadable but whose count says
+  // it was full does not end the paging.
+  lastPage: (_asked, answer) => Math.max(answer.results?.length ?? 0, answer.numResults ?? 0) < SEARCH_JOBS_PAGE_SIZE,
   notFound: {
     // The spec's body is the gateway's shape: nothing stricter can be asked.
     isAnswer: (_body, message) => message !== null,

@@ -7,11 +7,10 @@
 import { z } from 'zod';
 import { EMPTY_FILTER_KEY, filterKey } from '../jobs/request-keys.ts';
 import { answered } from '../read-steps.ts';
-import { OPERATION_METHODS, OPERATION_PATHS, type SimilarCompaniesAccount, type SimilarCompaniesRequest } from '../spec/types.ts';
+import { OPERATION_METHODS, OPERATION_PATHS, type SimilarCompaniesAccount } from '../spec/types.ts';
 import { canonicalCompanyUrl } from '../urls/canonical.ts';
-import { given, int, list, nullable, num, obj, str, bool, strict, CREDIT_MEMBERS, type AnswerContract, type ReadObject } from './answer-contract.ts';
+import { given, int, list, nullable, num, obj, str, bool, strict, CREDIT_MEMBERS, type ReadObject } from './answer-contract.ts';
 import { countryName } from './country-name.ts';
-import type { DriftTally } from './drift.ts';
 import { urlColumnReader } from './input-cells.ts';
 import { common, JOB_RANGES, text, urlInput, wholeIn, type JobCommon, type JobInputFile } from '../jobs/job-common.ts';
 import { JOB_DEFAULTS } from '../jobs/defaults.ts';
@@ -62,46 +61,22 @@ const body = {
   ...CREDIT_MEMBERS,
 };
 
-export const similarCompaniesContract: AnswerContract<typeof body> = {
-  operation: 'similar-companies',
-  body,
-  recordsAt: ['data', 'content'],
-  identity: 'url',
-  recordMembers: [],
-};
-
 export type SimilarCompaniesAnswer = ReadObject<typeof body>;
 export type CompanyAnswer = ReadObject<(typeof company)['members']>;
 
 /** Page size asked for when a request leaves `num` out (known-behaviour.md: 10 is the common choice). */
 export const SIMILAR_COMPANIES_DEFAULT_NUM = 10;
 
-/**
- * Whether a page ends the list: it holds fewer companies than the page size the service answered with (its
- * `num` echo, when smaller than the one asked for: the service caps it), else the one asked for. A capped size
- * is counted as drift (`num`, capped) so that the run says so once.
- */
-export function similarCompaniesLastPage(asked: SimilarCompaniesRequest | undefined, answer: SimilarCompaniesAnswer, drift: DriftTally): boolean {
-  const echoed = typeof answer.num === 'number' && answer.num > 0 ? answer.num : null;
-  // A stored body read again without its request (reprocess) has only the echo to go by.
-  if (asked === undefined) return (answer.data?.content?.length ?? 0) < (echoed ?? SIMILAR_COMPANIES_DEFAULT_NUM);
-  const askedNum = asked.num ?? SIMILAR_COMPANIES_DEFAULT_NUM;
-  let size = askedNum;
-  if (echoed !== null && echoed < askedNum) {
-    size = echoed;
-    drift.note('num', '', 'capped', `asked ${askedNum}, answered ${echoed}`);
-  }
-  return (answer.data?.content?.length ?? 0) < size;
-}
-
 const isObjectValue = (v: unknown): boolean => typeof v === 'object' && v !== null;
 
+/** Body of POST /v1/api/similar-companies. */
 const requestSchema = z.looseObject({
   url: z.string(),
   account: z.custom<SimilarCompaniesAccount>(isObjectValue).optional(),
   page: z.number().optional(),
   num: z.number().optional(),
 });
+export type SimilarCompaniesRequest = z.output<typeof requestSchema>;
 
 /**
  * What a similar-companies answer is filed under: the reference company (its canonical URL), its filter set and
@@ -180,25 +155,10 @@ function companyWrites(c: CompanyAnswer, url: string, seenAt: string, writes: Ro
 
 /** The result columns `enrich` appends (docs/export.md: public names). */
 export const SIMILAR_COLUMNS = [
-  'similar_rank',
-  'similar_page',
-  'similar_relevancy_score',
-  'similar_relevancy_grade',
-  'similar_url',
-  'similar_name',
-  'similar_universal_name',
-  'similar_type',
-  'similar_website',
-  'similar_industries',
-  'similar_specialities',
-  'similar_staff_total',
-  'similar_staff_range',
-  'similar_hq_city',
-  'similar_hq_country',
-  'similar_founded_year',
-  'similar_phone',
-  'similar_description',
-  'similar_last_seen_at',
+  'similar_rank', 'similar_page', 'similar_relevancy_score', 'similar_relevancy_grade', 'similar_url',
+  'similar_name', 'similar_universal_name', 'similar_type', 'similar_website', 'similar_industries',
+  'similar_specialities', 'similar_staff_total', 'similar_staff_range', 'similar_hq_city', 'similar_hq_country',
+  'similar_founded_year', 'similar_phone', 'similar_description', 'similar_last_seen_at',
 ] as const;
 
 // The link table is cumulative (rows of earlier answers stay, with their last_seen_at): only the rows of each
@@ -261,19 +221,6 @@ export const similarCompaniesJobDefinition = z.strictObject({
     .optional(),
 });
 
-/** Trims and lower-cases locations (the service uses lower-case names) and fills the employee-size type. */
-function resolveAccount(input: z.output<typeof account> | undefined): SimilarCompaniesAccount {
-  const out: SimilarCompaniesAccount = {};
-  if (input?.location) out.location = input.location.map((l) => l.toLowerCase());
-  if (input?.employeeSize) {
-    out.employeeSize = {
-      type: input.employeeSize.type ?? JOB_DEFAULTS.employeeSizeType,
-      range: input.employeeSize.range.map((r) => ({ start: r.start, end: r.end })),
-    };
-  }
-  return out;
-}
-
 /** A loaded similar-companies job. */
 export interface SimilarCompaniesJob extends JobCommon {
   operation: 'similar-companies';
@@ -281,7 +228,6 @@ export interface SimilarCompaniesJob extends JobCommon {
   /** Filters and page size sent with every input; lower-cased, trimmed locations. */
   request: { account: SimilarCompaniesAccount; num: number };
 }
-
 
 export const similarCompanies = {
   name: 'similar-companies',
@@ -300,12 +246,18 @@ export const similarCompanies = {
     csv: 'company_url,account_owner\nhttps://www.network.com/company/acme-robotics,jane\nnetwork.com/company/initech,omar\n',
   },
   refreshAfterDays: 30,
-  resolveJob: (def, base, file) => ({
-    ...base,
-    operation: 'similar-companies',
-    input: { ...file, column: def.input.column },
-    request: { account: resolveAccount(def.request?.account), num: def.request?.num ?? JOB_DEFAULTS.num },
-  }),
+  resolveJob(def, base, file) {
+    // Locations lower-cased (the service uses lower-case names), the employee-size type filled in.
+    const { location, employeeSize } = def.request?.account ?? {};
+    const account: SimilarCompaniesAccount = {};
+    if (location) account.location = location.map((l) => l.toLowerCase());
+    if (employeeSize) {
+      const range = employeeSize.range.map((r) => ({ start: r.start, end: r.end }));
+      account.employeeSize = { type: employeeSize.type ?? JOB_DEFAULTS.employeeSizeType, range };
+    }
+    const request = { account, num: def.request?.num ?? JOB_DEFAULTS.num };
+    return { ...base, operation: 'similar-companies', input: { ...file, column: def.input.column }, request };
+  },
   rowReader: (job, header) => urlColumnReader(job.input.csv, header, job.input.column, canonicalCompanyUrl, (url) => requestsOf(job, url)),
   requestsOfKey: requestsOf,
 
@@ -315,8 +267,24 @@ export const similarCompanies = {
   // The request as given (undefined members are dropped by JSON).
   send: (request) => ({ path: OPERATION_PATHS['similar-companies'], body: JSON.stringify(request), json: true }),
 
-  answer: similarCompaniesContract,
-  lastPage: similarCompaniesLastPage,
+  answer: { body, recordsAt: ['data', 'content'], identity: 'url', recordMembers: [] },
+  /**
+   * Whether a page ends the list: it holds fewer companies than the page size the service answered with (its
+   * `num` echo, when smaller than the one asked for: the service caps it), else the one asked for. A capped size
+   * is counted as drift (`num`, capped) so that the run says so once.
+   */
+  lastPage(asked, answer, drift) {
+    const echoed = typeof answer.num === 'number' && answer.num > 0 ? answer.num : null;
+    // A stored body read again without its request (reprocess) has only the echo to go by.
+    if (asked === undefined) return (answer.data?.content?.length ?? 0) < (echoed ?? SIMILAR_COMPANIES_DEFAULT_NUM);
+    const askedNum = asked.num ?? SIMILAR_COMPANIES_DEFAULT_NUM;
+    let size = askedNum;
+    if (echoed !== null && echoed < askedNum) {
+      size = echoed;
+      drift.note('num', '', 'capped', `asked ${askedNum}, answered ${echoed}`);
+    }
+    return (answer.data?.content?.length ?? 0) < size;
+  },
   notFound: {
     // `error: true` is required: a gateway's own 404 for an unknown path is commonly `{"message":"Not Found"}`
     // (see notFound() in api/http.ts).
@@ -392,7 +360,33 @@ export const similarCompanies = {
         return found.map(([page, ...rest], i) => [i + 1, page, ...rest]);
       };
     },
-    sameQuestion: sameFilterQuestion,
+    /**
+     * Whether a stored task request asks what `job` asks: the same filter set (by its key, so the order of members
+     * does not matter) and the same page size; the text the job plans now is the common case and is checked first.
+     */
+    sameQuestion(job) {
+      const { account, num } = job.request;
+      const key = filterKey(account);
+      const keys = new Map<string, string>();
+      return (requestJson, inputKey, page) => {
+        // Same members in the same order as requestsOf() writes them.
+        if (requestJson === JSON.stringify({ url: inputKey, account, page, num })) return true;
+        let request: { account?: unknown; num?: unknown };
+        try {
+          request = JSON.parse(requestJson) as typeof request;
+        } catch {
+          return false;
+        }
+        if ((request.num ?? SIMILAR_COMPANIES_DEFAULT_NUM) !== num) return false;
+        const text = JSON.stringify(request.account ?? null);
+        let other = keys.get(text);
+        if (other === undefined) {
+          other = filterKey(request.account as Parameters<typeof filterKey>[0]);
+          if (keys.size < 100) keys.set(text, other);
+        }
+        return other === key;
+      };
+    },
     doneMeansResult: false,
     changeKeys(_reader, job) {
       // The plain list is keyed by its reference alone, one asked with filters by the reference and filter key.
@@ -402,30 +396,3 @@ export const similarCompanies = {
   },
 } satisfies OperationSpec<SimilarCompaniesRequest, SimilarCompaniesAnswer, SimilarCompaniesSubject, SimilarCompaniesJob, z.output<typeof similarCompaniesJobDefinition>>;
 
-/**
- * Whether a stored task request asks what `job` asks: the same filter set (by its key, so the order of members
- * does not matter) and the same page size; the text the job plans now is the common case and is checked first.
- */
-function sameFilterQuestion(job: SimilarCompaniesJob): (requestJson: string, inputKey: string, page: number) => boolean {
-  const { account, num } = job.request;
-  const key = filterKey(account);
-  const keys = new Map<string, string>();
-  return (requestJson, inputKey, page) => {
-    // Same members in the same order as requestsOf() writes them.
-    if (requestJson === JSON.stringify({ url: inputKey, account, page, num })) return true;
-    let request: { account?: unknown; num?: unknown };
-    try {
-      request = JSON.parse(requestJson) as typeof request;
-    } catch {
-      return false;
-    }
-    if ((request.num ?? SIMILAR_COMPANIES_DEFAULT_NUM) !== num) return false;
-    const text = JSON.stringify(request.account ?? null);
-    let other = keys.get(text);
-    if (other === undefined) {
-      other = filterKey(request.account as Parameters<typeof filterKey>[0]);
-      if (keys.size < 100) keys.set(text, other);
-    }
-    return other === key;
-  };
-}

@@ -2,7 +2,7 @@
  * Turning answer values into stored values. A stored value is a number, a string, a bigint or null (what
  * SQLite binds), and the spec leaves several types "not shown", so every value goes through one of these.
  */
-import { canonicalUrl, otherSiteHost, type CanonicalResult } from '../urls/canonical.ts';
+import { canonicalUrl, otherSiteHost, type Canonicalize } from '../urls/canonical.ts';
 
 /** A value a column stores. */
 export type SqlValue = string | number | bigint | null;
@@ -56,11 +56,7 @@ export function arrayOf(value: unknown): readonly unknown[] {
  * The key of a URL: its canonical form by `canonical` when it has one, else the general canonical URL, else
  * the text as given (trimmed); null only for a missing or empty URL. A row is never dropped for an odd URL.
  */
-export function urlKey(
-  value: unknown,
-  canonical: (input: unknown, networkHost: string) => CanonicalResult,
-  networkHost: string,
-): string | null {
+export function urlKey(value: unknown, canonical: Canonicalize, networkHost: string): string | null {
   const specific = canonical(value, networkHost);
   if (specific.ok) return specific.url;
   const general = canonicalUrl(value, networkHost);
@@ -74,10 +70,6 @@ export function urlKey(
  * The key of a listed record's own page: urlKey(), but null for a page on another site than the network's,
  * so that its record is left out (counted as `host` drift where the answer is read: answers.ts).
  */
-export function recordUrlKey(
-  value: unknown,
-  canonical: (input: unknown, networkHost: string) => CanonicalResult,
-  networkHost: string,
-): string | null {
+export function recordUrlKey(value: unknown, canonical: Canonicalize, networkHost: string): string | null {
   return otherSiteHost(value, networkHost) === null ? urlKey(value, canonical, networkHost) : null;
 }

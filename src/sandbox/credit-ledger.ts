@@ -6,14 +6,9 @@ const MICRO = 1_000_000;
 const toMicro = (credits: number): number => Math.round(credits * MICRO);
 const fromMicro = (micro: number): number => micro / MICRO;
 
-interface Account {
-  totalMicro: number;
-  usedMicro: number;
-}
-
 /** Per-token credit accounts: total, used, and whether a call can be paid. */
 export class CreditLedger {
-  private readonly accounts = new Map<string, Account>();
+  private readonly accounts = new Map<string, { totalMicro: number; usedMicro: number }>();
 
   constructor(tokens: Record<string, number>) {
     for (const [token, total] of Object.entries(tokens)) this.setTotal(token, total);

@@ -44,21 +44,35 @@ export class FaultInjector {
 }
 
 /** An HTML error page such as a proxy in front of the service would send with status 200. */
-export const HTML_ERROR_PAGE =
+const HTML_ERROR_PAGE =
   '<!DOCTYPE html>\n<html><head><title>Service temporarily unavailable</title></head>\n' +
   '<body><h1>Something went wrong</h1><p>The upstream service did not answer. Please try again later.</p></body></html>\n';
+const HTML_HEADERS = { 'content-type': 'text/html; charset=utf-8' };
 
 /** Valid JSON that matches none of the documented 200 shapes. */
-export const WRONG_SHAPE_BODY = JSON.stringify({ status: 'ok', result: [{ id: 1, value: 'unexpected' }], data: 'n/a' });
+const WRONG_SHAPE_BODY = JSON.stringify({ status: 'ok', result: [{ id: 1, value: 'unexpected' }], data: 'n/a' });
 
-/** 500 and 503 bodies. */
-export const SERVER_ERROR_BODY = JSON.stringify({ error: true, message: 'Internal Server Error' });
-export const UNAVAILABLE_BODY = JSON.stringify({ error: true, message: 'Service Unavailable' });
+/** What a fault answers: status (0 drops the connection), body and extra headers. */
+export type FaultAnswer = [status: number, body: string | Buffer, headers?: Record<string, string>];
+
+/**
+ * Each fault's answer (a slow answer is not one: it is the real answer, sent late); `real` makes the body the
+ * request would have got, `hugeBytes` is the size of a huge one.
+ */
+export const FAULT_ANSWERS: Record<Exclude<FaultName, 'slow'>, (real: () => string, hugeBytes: number) => FaultAnswer> = {
+  server_error: () => [500, JSON.stringify({ error: true, message: 'Internal Server Error' })],
+  unavailable: () => [503, JSON.stringify({ error: true, message: 'Service Unavailable' })],
+  drop: () => [0, ''],
+  truncate: (real) => [200, truncated(real())],
+  html: () => [200, HTML_ERROR_PAGE, HTML_HEADERS],
+  wrong_shape: () => [200, WRONG_SHAPE_BODY],
+  huge: (_real, hugeBytes) => [200, hugeBody(hugeBytes)],
+};
 
 let hugeCache: { bytes: number; body: Buffer } | null = null;
 
 /** A JSON-looking body of exactly `bytes` bytes, built once per size: it is large, so it is cached. */
-export function hugeBody(bytes: number): Buffer {
+function hugeBody(bytes: number): Buffer {
   if (hugeCache?.bytes === bytes) return hugeCache.body;
   const head = Buffer.from('{"success":true,"message":"","padding":"');
   const tail = Buffer.from('"}');
@@ -70,7 +84,7 @@ export function hugeBody(bytes: number): Buffer {
 }
 
 /** The first half of a body, cut at a character boundary so it is still UTF-8 but no longer JSON. */
-export function truncated(body: string): string {
+function truncated(body: string): string {
   let cut = Math.max(1, Math.floor(body.length / 2));
   const code = body.charCodeAt(cut - 1);
   if (code >= 0xd800 && code <= 0xdbff) cut -= 1; // never split a surrogate pair

@@ -1,4 +1,4 @@
-import { SEARCH_JOBS_PAGE_SIZE, SEARCH_JOBS_PARAMS, type JobRecord, type Operation, type SimilarCompaniesAccount } from '../spec/types.ts';
+import { SEARCH_JOBS_PAGE_SIZE, SEARCH_JOBS_PARAMS, type Operation, type SimilarCompaniesAccount } from '../spec/types.ts';
 import { WorldAge } from './data/world-age.ts';
 import { CompanyData } from './data/companies.ts';
 import { JobData, type JobSearch } from './data/jobs.ts';
@@ -39,14 +39,17 @@ const NO_POST: Outcome = { kind: 'error', status: 404, body: json({ success: fal
  */
 const openJson = (value: object): Buffer => Buffer.from(json(value).slice(0, -1), 'utf8');
 
+/** A request's parameters checked: the 400 refusing them, or the answer they get (made only when called). */
+export type Validated = ErrorOutcome | (() => Outcome);
+
 /** The three operations over the synthetic data; answers are cached per data object. */
 export class Operations {
   private readonly companies: CompanyData;
   private readonly posts: PostData;
   private readonly jobs: JobData;
-  private readonly companyPages = new WeakMap<object, Map<string, Buffer>>();
+  /** Open 200 bodies by list (a company list, a search's results) and page. */
+  private readonly pages = new WeakMap<object, Map<string, Buffer>>();
   private readonly postBodies = new WeakMap<PostBody, Buffer>();
-  private readonly jobPages = new WeakMap<JobRecord[], Map<number, Buffer>>();
   private readonly emptyPastEnd: boolean;
   /** The live-service shapes, or null in the spec mode (whose answers must not change by a byte). */
   private readonly live: LiveShaper | null;
@@ -62,109 +65,105 @@ export class Operations {
     this.live = shapes && new LiveShaper(shapes, seed);
   }
 
-  /** Checks the parameters only (400 or null), so that faults and credits are decided on valid calls alone. */
-  validate(op: Operation, input: OperationInput): ErrorOutcome | ValidRequest {
-    if (op === 'similar-companies') return parseSimilar(input);
-    if (op === 'post-details') {
+  /** Checks the parameters only, so that faults and credits are decided on valid calls alone (an entry per operation). */
+  readonly validate: Record<Operation, (input: OperationInput) => Validated> = {
+    'similar-companies': (input) => {
+      const request = parseSimilar(input);
+      return 'kind' in request ? request : () => this.similarPage(request);
+    },
+    'post-details': (input) => {
       const url = input.query.get('url');
       if (url === null || url.trim() === '') return badRequest('Query parameter `url` is required');
-      return { op, url };
-    }
-    const startText = input.query.get('start');
-    if (startText !== null && !/^\d{1,9}$/.test(startText.trim())) {
-      return badRequest('Query parameter `start` must be a non-negative integer');
-    }
-    const search: JobSearch = {};
-    for (const name of SEARCH_JOBS_PARAMS) {
-      const value = input.query.get(name);
-      if (value !== null && name !== 'start') search[name] = value;
-    }
-    // The spec calls company ids numeric; a job board would not guess what another id means.
-    const ids = search.companyIds?.split(',').map((id) => id.trim()).filter((id) => id !== '') ?? [];
-    if (!ids.every((id) => /^\d+$/.test(id))) {
-      return badRequest('Query parameter `companyIds` must be numeric ids separated by commas');
-    }
-    return { op, search, start: startText === null ? 0 : Number(startText.trim()) };
+      return () => this.post(url);
+    },
+    'search-jobs': (input) => {
+      const startText = input.query.get('start');
+      if (startText !== null && !/^\d{1,9}$/.test(startText.trim())) {
+        return badRequest('Query parameter `start` must be a non-negative integer');
+      }
+      const search: JobSearch = {};
+      for (const name of SEARCH_JOBS_PARAMS) {
+        const value = input.query.get(name);
+        if (value !== null && name !== 'start') search[name] = value;
+      }
+      // The spec calls company ids numeric; a job board would not guess what another id means.
+      const ids = search.companyIds?.split(',').map((id) => id.trim()).filter((id) => id !== '') ?? [];
+      if (!ids.every((id) => /^\d+$/.test(id))) {
+        return badRequest('Query parameter `companyIds` must be numeric ids separated by commas');
+      }
+      const start = startText === null ? 0 : Number(startText.trim());
+      return () => this.jobsPage(search, start);
+    },
+  };
+
+  private post(url: string): Outcome {
+    const post = this.posts.details(url);
+    if (!post) return NO_POST;
+    let open = this.postBodies.get(post);
+    if (open === undefined) this.postBodies.set(post, (open = openJson(this.live ? this.live.post(post) : post)));
+    return { kind: 'ok', open };
   }
 
-  /** The answer to a validated request. */
-  answer(request: ValidRequest): Outcome {
-    if (request.op === 'similar-companies') return this.similarPage(request);
-    if (request.op === 'post-details') {
-      const post = this.posts.details(request.url);
-      if (!post) return NO_POST;
-      let open = this.postBodies.get(post);
-      if (open === undefined) this.postBodies.set(post, (open = openJson(this.live ? this.live.post(post) : post)));
-      return { kind: 'ok', open };
-    }
-    return this.jobsPage(request);
-  }
-
-  private similarPage(request: Extract<ValidRequest, { op: 'similar-companies' }>): Outcome {
+  private similarPage(request: SimilarRequest): Outcome {
     const live = this.live;
     const url = live ? live.referenceUrl(request.url) : request.url;
     const list = this.companies.similarTo(url, request.account);
     if (!list) return NO_SIMILAR;
     const num = live ? live.pageSize(request.num) : request.num;
     const from = (request.page - 1) * num;
-    const pastEnd = from >= list.length;
-    if (pastEnd && !this.emptyPastEnd) return NO_SIMILAR;
-    let pages = this.companyPages.get(list);
-    if (!pages) this.companyPages.set(list, (pages = new Map()));
-    const pageKey = `${request.page}/${num}`;
-    let open = pages.get(pageKey);
-    if (open === undefined) {
+    return this.page(list, `${request.page}/${num}`, from >= list.length, NO_SIMILAR, () => {
       const records = list.slice(from, from + num).map((entry) => this.companies.record(entry));
       const listKey = live ? canonicalUrlKey(url) : '';
       const content = live ? records.map((record) => live.company(record, listKey)) : records;
-      open = openJson({
+      return {
         success: true,
         message: 'Similar companies fetched successfully',
         data: { content, number: request.page - 1, first: request.page === 1, empty: content.length === 0 },
         page: request.page,
         num,
-      });
-      // Empty pages are not kept: any page number past the end has one, and they cost nothing to build.
-      if (!pastEnd) pages.set(pageKey, open);
-    }
-    return { kind: 'ok', open };
+      };
+    });
   }
 
-  private jobsPage(request: Extract<ValidRequest, { op: 'search-jobs' }>): Outcome {
-    const results = this.jobs.search(request.search);
+  private jobsPage(search: JobSearch, start: number): Outcome {
+    const results = this.jobs.search(search);
     if (!results) return NO_JOBS;
-    const pastEnd = request.start >= results.length;
-    if (pastEnd && !this.emptyPastEnd) return NO_JOBS;
-    let pages = this.jobPages.get(results);
-    if (!pages) this.jobPages.set(results, (pages = new Map()));
-    let open = pages.get(request.start);
-    if (open === undefined) {
+    return this.page(results, String(start), start >= results.length, NO_JOBS, () => {
       const live = this.live;
-      const slice = results.slice(request.start, request.start + SEARCH_JOBS_PAGE_SIZE);
+      const slice = results.slice(start, start + SEARCH_JOBS_PAGE_SIZE);
       const page = live ? slice.map((job) => live.job(job)) : slice;
-      open = openJson({
+      return {
         success: true,
         message: 'Jobs fetched successfully',
-        currentPage: Math.floor(request.start / SEARCH_JOBS_PAGE_SIZE),
+        currentPage: Math.floor(start / SEARCH_JOBS_PAGE_SIZE),
         numResults: page.length,
         results: page,
-      });
-      if (!pastEnd) pages.set(request.start, open);
+      };
+    });
+  }
+
+  /** Page `key` of `list`, its body made by `make` once; past the end, `notFound` or an empty page as configured. */
+  private page(list: object, key: string, pastEnd: boolean, notFound: Outcome, make: () => object): Outcome {
+    if (pastEnd && !this.emptyPastEnd) return notFound;
+    let pages = this.pages.get(list);
+    if (!pages) this.pages.set(list, (pages = new Map()));
+    let open = pages.get(key);
+    if (open === undefined) {
+      open = openJson(make());
+      // Empty pages are not kept: any page number past the end has one, and they cost nothing to build.
+      if (!pastEnd) pages.set(key, open);
     }
     return { kind: 'ok', open };
   }
 }
 
-/** A request whose parameters passed validation. */
-export type ValidRequest =
-  | { op: 'similar-companies'; url: string; account: SimilarCompaniesAccount | undefined; page: number; num: number }
-  | { op: 'post-details'; url: string }
-  | { op: 'search-jobs'; search: JobSearch; start: number };
+/** A similar-companies request whose body passed validation. */
+type SimilarRequest = { url: string; account: SimilarCompaniesAccount | undefined; page: number; num: number };
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 const isPositiveInt = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) >= 1;
 
-function parseSimilar(input: OperationInput): ErrorOutcome | ValidRequest {
+function parseSimilar(input: OperationInput): ErrorOutcome | SimilarRequest {
   const read = jsonObjectBody(input);
   if ('refused' in read) return read.refused;
   const { url, account, page = 1, num = 10 } = read.body;
@@ -173,7 +172,7 @@ function parseSimilar(input: OperationInput): ErrorOutcome | ValidRequest {
   if (!isPositiveInt(num)) return badRequest('Body field `num` must be an integer >= 1');
   const refused = account === undefined || account === null ? null : accountProblem(account);
   if (refused) return badRequest(refused);
-  return { op: 'similar-companies', url, account: (account ?? undefined) as SimilarCompaniesAccount | undefined, page, num };
+  return { url, account: (account ?? undefined) as SimilarCompaniesAccount | undefined, page, num };
 }
 
 /** The JSON object a POST carries, or the 400 that refuses it (wrong Content-Type, not JSON, not an object). */

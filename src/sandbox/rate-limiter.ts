@@ -10,18 +10,13 @@ export interface RateRefusal {
   waitMs: number;
 }
 
-/** A token's accepted request times, oldest first, from `head` on (earlier slots are spent). */
-interface History {
-  times: number[];
-  head: number;
-}
-
 /**
  * Sliding windows per token (e.g. per second and per minute at once): a request is accepted, and recorded in
  * every window, only when it fits all of them, so a refusal by one window does not use up another.
  */
 export class RateLimiter {
-  private readonly histories = new Map<string, History>();
+  /** Each token's accepted request times, oldest first, from `head` on (earlier slots are spent). */
+  private readonly histories = new Map<string, { times: number[]; head: number }>();
   private readonly longestMs: number;
 
   constructor(private readonly windows: readonly RateWindow[]) {

@@ -3,11 +3,8 @@ import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { API_PREFIX, OPERATION_METHODS, OPERATION_PATHS, OPERATIONS, type CreditCounters, type Operation } from '../spec/types.ts';
 import { CreditLedger } from './credit-ledger.ts';
-import {
-  FaultInjector, HTML_ERROR_PAGE, SERVER_ERROR_BODY, UNAVAILABLE_BODY, WRONG_SHAPE_BODY, hugeBody, truncated,
-  type FaultName,
-} from './faults.ts';
-import { Operations, type ValidRequest } from './operations.ts';
+import { FAULT_ANSWERS, FaultInjector, type FaultName } from './faults.ts';
+import { Operations, type Validated } from './operations.ts';
 import { resolveOptions, type SandboxOptions, type SandboxOptionsInput } from './options.ts';
 import { hash32, Prng } from './prng.ts';
 import { RateLimiter, type RateRefusal, type RateWindow } from './rate-limiter.ts';
@@ -15,23 +12,6 @@ import { logEntry, type LoggedRequest } from './request-log.ts';
 
 export { SANDBOX_DEFAULTS, type SandboxOptions, type SandboxOptionsInput } from './options.ts';
 export type { LoggedRequest } from './request-log.ts';
-
-/** A running sandbox. */
-export interface Sandbox {
-  /** `http://127.0.0.1:<port>` */
-  url: string;
-  port: number;
-  /** Every request in arrival order (stays empty when `logRequests` is false). */
-  requests: LoggedRequest[];
-  /** Sets a token's total credits (a new token becomes valid); credits already used are kept. */
-  setCredits(token: string, total: number): void;
-  /** A token's counters as a 200 body would report them now; throws for an unknown token. */
-  credits(token: string): CreditCounters;
-  /** Empties `requests`. */
-  clearLog(): void;
-  /** Stops listening, cancels answers not yet sent and closes every socket. */
-  stop(): Promise<void>;
-}
 
 /** Every operation's path and method, from the spec: an operation added there is routed with no line here. */
 const ROUTES = new Map<string, { op: Operation; method: string }>(OPERATIONS.map((op) => [OPERATION_PATHS[op], { op, method: OPERATION_METHODS[op] }]));
@@ -43,38 +23,14 @@ const MAX_BODY_BYTES = 1024 * 1024;
 const BEARER = /^\s*bearer\s+(\S+)\s*$/i;
 const JSON_TYPE = 'application/json; charset=utf-8';
 const UNAUTHORIZED_HEADERS = { 'www-authenticate': 'Bearer' };
-const HTML_HEADERS = { 'content-type': 'text/html; charset=utf-8' };
 const msg = (message: string): string => JSON.stringify({ message });
-const NOT_FOUND = msg('Not Found');
 const METHOD_NOT_ALLOWED = msg('Method Not Allowed');
-const MISSING_TOKEN = msg('Missing or malformed bearer token');
-const INVALID_TOKEN = msg('Invalid token');
-const SUSPENDED = msg('Account suspended');
-const TOO_MANY = msg('Too Many Requests');
-const NO_CREDITS = msg('Insufficient credits');
-const TOO_LARGE = msg('Request body too large');
 
-/** How one request is answered: status 0 means drop the connection. */
-interface Decision {
-  status: number;
-  body: string | Buffer;
-  headers: Record<string, string> | undefined;
-  fault: FaultName | null;
-  charged: number;
-  /** Extra delay on top of the configured latency (slow answers). */
-  delayMs: number;
-}
-
-function answer(
-  status: number,
-  body: string | Buffer,
-  headers?: Record<string, string>,
-  fault: FaultName | null = null,
-  charged = 0,
-  delayMs = 0,
-): Decision {
+/** How one request is answered: status 0 drops the connection; delayMs comes on top of the configured latency (slow answers). */
+function answer(status: number, body: string | Buffer, headers?: Record<string, string>, fault: FaultName | null = null, charged = 0, delayMs = 0) {
   return { status, body, headers, fault, charged, delayMs };
 }
+type Decision = ReturnType<typeof answer>;
 
 function write(res: ServerResponse, d: Decision): void {
   if (res.destroyed) return;
@@ -83,8 +39,8 @@ function write(res: ServerResponse, d: Decision): void {
   res.end(d.body);
 }
 
-/** Starts the emulator on `host:port` (127.0.0.1 and a free port by default). */
-export async function startSandbox(input: SandboxOptionsInput = {}): Promise<Sandbox> {
+/** Starts the emulator on `host:port` (127.0.0.1 and a free port by default); resolves to the running sandbox. */
+export async function startSandbox(input: SandboxOptionsInput = {}) {
   const options = resolveOptions(input);
   const ledger = new CreditLedger(options.tokens);
   const suspended = new Set(options.suspendedTokens);
@@ -112,11 +68,11 @@ export async function startSandbox(input: SandboxOptionsInput = {}): Promise<San
   const admit = (req: IncomingMessage): string | Decision => {
     const auth = req.headers.authorization;
     const token = auth === undefined ? undefined : BEARER.exec(auth)?.[1];
-    if (token === undefined) return answer(401, MISSING_TOKEN, UNAUTHORIZED_HEADERS);
-    if (suspended.has(token)) return answer(403, SUSPENDED);
-    if (!ledger.has(token)) return answer(401, INVALID_TOKEN, UNAUTHORIZED_HEADERS);
+    if (token === undefined) return answer(401, msg('Missing or malformed bearer token'), UNAUTHORIZED_HEADERS);
+    if (suspended.has(token)) return answer(403, msg('Account suspended'));
+    if (!ledger.has(token)) return answer(401, msg('Invalid token'), UNAUTHORIZED_HEADERS);
     const refusal = limiter?.tryAcquire(token, performance.now()) ?? null;
-    if (refusal) return answer(429, TOO_MANY, { 'retry-after': String(retryAfterSeconds(refusal, options)) });
+    if (refusal) return answer(429, msg('Too Many Requests'), { 'retry-after': String(retryAfterSeconds(refusal, options)) });
     return token;
   };
 
@@ -128,51 +84,32 @@ export async function startSandbox(input: SandboxOptionsInput = {}): Promise<San
     return answer(200, balanceBody(options.seed, token, ledger.counters(token)));
   };
 
-  /** A fault's answer (a slow answer is not one: it is the real answer, sent late); `real` makes the real body. */
-  const faultAnswer = (fault: Exclude<FaultName, 'slow'>, real: () => string): Decision => {
-    switch (fault) {
-      case 'server_error':
-        return answer(500, SERVER_ERROR_BODY, undefined, fault);
-      case 'unavailable':
-        return answer(503, UNAVAILABLE_BODY, undefined, fault);
-      case 'drop':
-        return answer(0, '', undefined, fault);
-      case 'truncate':
-        return answer(200, truncated(real()), undefined, fault);
-      case 'html':
-        return answer(200, HTML_ERROR_PAGE, HTML_HEADERS, fault);
-      case 'wrong_shape':
-        return answer(200, WRONG_SHAPE_BODY, undefined, fault);
-      case 'huge':
-        return answer(200, hugeBody(options.hugeBytes), undefined, fault);
-    }
-  };
-
   /** Everything but the I/O: route, auth, rate limit, validation, credits, faults, and the answer. */
   const decide = (req: IncomingMessage, path: string, query: URLSearchParams, bodyText: string): Decision => {
     if (path === BALANCE_PATH && options.balanceRoute) return balance(req);
     const route = ROUTES.get(path);
-    if (!route) return answer(404, NOT_FOUND);
+    if (!route) return answer(404, msg('Not Found'));
     if (req.method !== route.method) return answer(405, METHOD_NOT_ALLOWED, { allow: route.method });
 
     const token = admit(req);
     if (typeof token !== 'string') return token;
 
-    const valid = operations.validate(route.op, { query, bodyText, contentType: req.headers['content-type'] });
-    if ('kind' in valid) return answer(valid.status, valid.body);
+    const answerOf = operations.validate[route.op]({ query, bodyText, contentType: req.headers['content-type'] });
+    if (typeof answerOf !== 'function') return answer(answerOf.status, answerOf.body);
     const cost = options.costs[route.op];
-    if (!ledger.canPay(token, cost)) return answer(402, NO_CREDITS);
+    if (!ledger.canPay(token, cost)) return answer(402, msg('Insufficient credits'));
 
     const fault = faults.draw();
     if (fault === null || fault === 'slow') {
       // A slow answer is the real answer sent late, so it is charged like any 200.
       const delayMs = fault === 'slow' ? options.slowMs : 0;
-      const outcome = operations.answer(valid);
+      const outcome = answerOf();
       if (outcome.kind === 'error') return answer(outcome.status, outcome.body, undefined, fault, 0, delayMs);
       ledger.charge(token, cost);
       return answer(200, withCounters(outcome.open, ledger.counters(token)), undefined, fault, cost, delayMs);
     }
-    return faultAnswer(fault, () => answerText(operations, valid, ledger.counters(token)));
+    const [status, body, headers] = FAULT_ANSWERS[fault](() => answerText(answerOf, ledger.counters(token)), options.hugeBytes);
+    return answer(status, body, headers, fault);
   };
 
   const handle = (req: IncomingMessage, res: ServerResponse, at: number, bodyText: string): void => {
@@ -207,7 +144,7 @@ export async function startSandbox(input: SandboxOptionsInput = {}): Promise<San
       if (size <= MAX_BODY_BYTES) chunks.push(chunk);
     });
     req.on('end', () => {
-      if (size > MAX_BODY_BYTES) return send(res, answer(413, TOO_LARGE));
+      if (size > MAX_BODY_BYTES) return send(res, answer(413, msg('Request body too large')));
       handle(req, res, at, Buffer.concat(chunks).toString('utf8'));
     });
     req.on('error', () => res.destroy());
@@ -225,14 +162,20 @@ export async function startSandbox(input: SandboxOptionsInput = {}): Promise<San
   const host = options.host.includes(':') ? `[${options.host}]` : options.host;
 
   return {
+    /** `http://127.0.0.1:<port>` */
     url: `http://${host}:${port}`,
     port,
+    /** Every request in arrival order (stays empty when `logRequests` is false). */
     requests,
-    setCredits: (token, total) => ledger.setTotal(token, total),
-    credits: (token) => ledger.counters(token),
+    /** Sets a token's total credits (a new token becomes valid); credits already used are kept. */
+    setCredits: (token: string, total: number): void => ledger.setTotal(token, total),
+    /** A token's counters as a 200 body would report them now; throws for an unknown token. */
+    credits: (token: string): CreditCounters => ledger.counters(token),
+    /** Empties `requests`. */
     clearLog: () => {
       requests.length = 0;
     },
+    /** Stops listening, cancels answers not yet sent and closes every socket. */
     stop: () =>
       new Promise<void>((resolve) => {
         for (const timer of timers) clearTimeout(timer);
@@ -242,6 +185,9 @@ export async function startSandbox(input: SandboxOptionsInput = {}): Promise<San
       }),
   };
 }
+
+/** A running sandbox. */
+export type Sandbox = Awaited<ReturnType<typeof startSandbox>>;
 
 const SECOND_MS = 1000;
 const MINUTE_MS = 60_000;
@@ -270,8 +216,8 @@ function withCounters(open: Buffer, c: CreditCounters): Buffer {
 }
 
 /** The text the request would have got without a fault (what a truncated answer is cut from), uncharged. */
-function answerText(operations: Operations, request: ValidRequest, counters: CreditCounters): string {
-  const outcome = operations.answer(request);
+function answerText(answerOf: Exclude<Validated, { kind: 'error' }>, counters: CreditCounters): string {
+  const outcome = answerOf();
   return outcome.kind === 'ok' ? withCounters(outcome.open, counters).toString('utf8') : outcome.body;
 }
 

@@ -85,24 +85,6 @@ export interface SimilarCompaniesAccount {
   employeeSize?: { type: string; range: Array<{ start: number; end: number }> };
 }
 
-/** Body of POST /v1/api/similar-companies. */
-export interface SimilarCompaniesRequest {
-  url: string;
-  account?: SimilarCompaniesAccount;
-  page?: number;
-  num?: number;
-}
-
-/** 200 body of similar-companies. */
-export interface SimilarCompaniesResponse extends CreditCounters {
-  success: boolean;
-  message: string;
-  data: { content: CompanyRecord[]; number: number; first: boolean; empty: boolean; [extra: string]: unknown };
-  page: number;
-  num: number;
-  [extra: string]: unknown;
-}
-
 /** 200 body of post-details. */
 export interface PostDetailsResponse extends CreditCounters {
   success: boolean;
@@ -160,28 +142,11 @@ export interface SearchJobsQuery {
 
 /** Names of the search-jobs query parameters, in the order the spec lists them. */
 export const SEARCH_JOBS_PARAMS = [
-  'start',
-  'timePosted',
-  'keywords',
-  'experienceLevels',
-  'companyIds',
-  'jobTypes',
-  'workplaceTypes',
-  'location',
+  'start', 'timePosted', 'keywords', 'experienceLevels', 'companyIds', 'jobTypes', 'workplaceTypes', 'location',
 ] as const;
 
 /** The search-jobs parameters that are comma-separated lists. */
 export const SEARCH_JOBS_LIST_PARAMS = ['experienceLevels', 'companyIds', 'jobTypes', 'workplaceTypes'] as const;
-
-/** 200 body of search-jobs. */
-export interface SearchJobsResponse extends CreditCounters {
-  success: boolean;
-  message: string;
-  currentPage: number;
-  numResults: number;
-  results: JobRecord[];
-  [extra: string]: unknown;
-}
 
 /** Page size of search-jobs (known-behaviour.md): `start` is a record offset. */
 export const SEARCH_JOBS_PAGE_SIZE = 10;

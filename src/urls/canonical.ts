@@ -12,6 +12,9 @@
 /** Result of a canonicalization: the URL, or why the input is not one. */
 export type CanonicalResult = { ok: true; url: string } | { ok: false; reason: string };
 
+/** One of the canonical forms below, as the operations pick one per column. */
+export type Canonicalize = (input: unknown, networkHost: string) => CanonicalResult;
+
 interface ParsedUrl {
   /** Lower-case host as written (`www.` kept), with `:port` when one was given. */
   host: string;
@@ -108,11 +111,7 @@ export function canonicalJobUrl(input: unknown, networkHost: string): CanonicalR
 }
 
 /** The path segments of a page on the network's site, or why the input is not one. */
-function networkPage(
-  input: unknown,
-  networkHost: string,
-  example: string,
-): { ok: true; segments: string[] } | { ok: false; reason: string } {
+function networkPage(input: unknown, networkHost: string, example: string): { ok: true; segments: string[] } | Refusal {
   const parsed = parse(input);
   if (!parsed.ok) return parsed;
   const { host, segments } = parsed.value;
@@ -149,13 +148,8 @@ export function withoutFastPath<T>(fn: () => T): T {
   }
 }
 
-/** For tests: true when the input is read by the fast path (and so must give what the parser gives). */
-export function takesFastPath(input: string): boolean {
-  return parseFast(input) !== undefined;
-}
-
-/** Host and segments of a common-shape URL, or undefined when only the full parser can tell. */
-function parseFast(input: string): ParsedUrl | undefined {
+/** Host and segments of a common-shape URL, or undefined when only the full parser can tell (tests compare the two). */
+export function parseFast(input: string): ParsedUrl | undefined {
   if (input.length > MAX_INPUT_LENGTH) return undefined;
   const m = FAST_SHAPE.exec(input);
   if (m === null) return undefined;
@@ -174,7 +168,7 @@ function parseFast(input: string): ParsedUrl | undefined {
   return { host, segments };
 }
 
-type Parsed = { ok: true; value: ParsedUrl } | { ok: false; reason: string };
+type Parsed = { ok: true; value: ParsedUrl } | Refusal;
 type Refusal = { ok: false; reason: string };
 
 function parse(input: unknown): Parsed {

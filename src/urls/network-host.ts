@@ -8,8 +8,6 @@ import { DEFAULT_NETWORK_HOST } from '../spec/types.ts';
 
 /** Environment variable naming the network's host (e.g. `example.com`, no scheme, no `www.`). */
 export const NETWORK_HOST_ENV = 'NETINGEST_NETWORK_HOST';
-/** The host when the variable is not set: the spec's own, the sandbox's too. */
-export { DEFAULT_NETWORK_HOST };
 
 const DOMAIN = /^(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+[a-z][a-z0-9-]*[a-z0-9]$/;
 

@@ -7,7 +7,7 @@
  */
 import { beforeEach, describe, expect, it } from 'vitest';
 import { canonicalCompanyUrl, canonicalJobUrl } from '../../src/urls/canonical.ts';
-import { DEFAULT_NETWORK_HOST } from '../../src/urls/network-host.ts';
+import { DEFAULT_NETWORK_HOST } from '../../src/spec/types.ts';
 import type { Job } from '../../src/jobs/schema.ts';
 import { FAST_RATE, FAST_RETRY, companyUrls, count, csv, useWorkspaces, postUrls, query, run, taskStatuses, type Workspace } from '../support/run-helpers.ts';
 import { useSandboxes } from '../support/sandbox-helpers.ts';

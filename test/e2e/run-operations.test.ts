@@ -6,11 +6,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSandbox, type LoggedRequest, type Sandbox } from '../../src/sandbox/server.ts';
 import { canonicalCompanyUrl, canonicalJobUrl, canonicalPostUrl } from '../../src/urls/canonical.ts';
-import { DEFAULT_NETWORK_HOST } from '../../src/urls/network-host.ts';
 import { filterKey, searchKey } from '../../src/jobs/request-keys.ts';
 import type { Job } from '../../src/jobs/schema.ts';
 import type { RunSummary } from '../../src/runner/run-jobs.ts';
-import type { CompanyRecord, JobRecord, PostDetailsResponse } from '../../src/spec/types.ts';
+import { DEFAULT_NETWORK_HOST, type CompanyRecord, type JobRecord, type PostDetailsResponse } from '../../src/spec/types.ts';
 import { FAST_RATE, FAST_RETRY, count, makeWorkspace, query, run, taskStatuses, type Workspace, operationRequests } from '../support/run-helpers.ts';
 
 const TOKEN = 'ops-token-3f9a1c';

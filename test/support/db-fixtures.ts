@@ -1,8 +1,28 @@
 /** Hand-built, typed responses for the db tests and the upsert bench (shared so both use the same shapes). */
-import type { CompanyRecord, JobRecord, PostDetailsResponse, SearchJobsResponse, SimilarCompaniesResponse } from '../../src/spec/types.ts';
+import type { CompanyRecord, CreditCounters, JobRecord, PostDetailsResponse } from '../../src/spec/types.ts';
 import type { PostDetailsSubject } from '../../src/operations/post-details.ts';
 import type { SearchJobsSubject } from '../../src/operations/search-jobs.ts';
 import type { SimilarCompaniesSubject } from '../../src/operations/similar-companies.ts';
+
+/** 200 body of similar-companies (api.md), as the tests and the bench build it. */
+export interface SimilarCompaniesResponse extends CreditCounters {
+  success: boolean;
+  message: string;
+  data: { content: CompanyRecord[]; number: number; first: boolean; empty: boolean; [extra: string]: unknown };
+  page: number;
+  num: number;
+  [extra: string]: unknown;
+}
+
+/** 200 body of search-jobs (api.md). */
+export interface SearchJobsResponse extends CreditCounters {
+  success: boolean;
+  message: string;
+  currentPage: number;
+  numResults: number;
+  results: JobRecord[];
+  [extra: string]: unknown;
+}
 
 export const credits = { total_credits: 1000, credits_used: 3, credits_remaining: 997 };
 

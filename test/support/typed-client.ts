@@ -7,8 +7,8 @@ import { createApiClient, type ClientOptions } from '../../src/api/client.ts';
 import type { ApiClient, ApiResult } from '../../src/api/types.ts';
 import { postDetails, type PostDetailsAnswer } from '../../src/operations/post-details.ts';
 import { searchJobs, searchJobsPath, type SearchJobsAnswer } from '../../src/operations/search-jobs.ts';
-import { similarCompanies, type SimilarCompaniesAnswer } from '../../src/operations/similar-companies.ts';
-import type { SearchJobsQuery, SimilarCompaniesRequest } from '../../src/spec/types.ts';
+import { similarCompanies, type SimilarCompaniesAnswer, type SimilarCompaniesRequest } from '../../src/operations/similar-companies.ts';
+import type { SearchJobsQuery } from '../../src/spec/types.ts';
 
 export interface TypedClient extends ApiClient {
   /** POST /v1/api/similar-companies with `body` as JSON. */

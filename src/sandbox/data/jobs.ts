@@ -63,8 +63,8 @@ export class JobData {
   private job(search: JobSearch, key: string, index: number): JobRecord {
     const rng = Prng.from(this.seed, `job:${key}:${index}`);
     const ids = listOf(search.companyIds);
-    // With companyIds every job is at one of those companies, each id always the same company.
-    const { company, logo } = ids.length > 0 ? this.companyOfId(rng.pick(ids)) : randomCompany(rng);
+    // With companyIds every job is at one of those companies, each id always the same company (by seed and id alone).
+    const { company, logo } = randomCompany(ids.length > 0 ? Prng.from(this.seed, `company-id:${String(Number(rng.pick(ids)))}`) : rng);
     const companySlug = slugify(company);
     const keywords = search.keywords?.trim();
     const baseTitle = rng.pick(JOB_TITLES);
@@ -93,11 +93,6 @@ export class JobData {
         'Seniority level': seniority,
       },
     };
-  }
-
-  /** The company a numeric id stands for: fixed by seed and id alone. */
-  private companyOfId(id: string): { company: string; logo: string } {
-    return randomCompany(Prng.from(this.seed, `company-id:${String(Number(id))}`));
   }
 }
 

@@ -26,10 +26,8 @@ export const OPTIONAL_MEMBERS = {
   ],
 } as const satisfies Record<string, readonly MemberPath[]>;
 
-export type RecordKind = keyof typeof OPTIONAL_MEMBERS;
-
 type Json = Record<string, unknown>;
-const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
+export const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /**
  * A copy of `record` with each optional member of its kind left out or set to null at the given rates. The draw
@@ -38,7 +36,7 @@ const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null 
  */
 export function withAbsentMembers<T extends object>(
   record: T,
-  kind: RecordKind,
+  kind: keyof typeof OPTIONAL_MEMBERS,
   identity: string,
   seed: number,
   rates: { missingRate: number; nullRate: number },

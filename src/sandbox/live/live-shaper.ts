@@ -1,46 +1,33 @@
 import type { CompanyRecord, JobRecord } from '../../spec/types.ts';
 import type { PostBody } from '../data/posts.ts';
-import { withAbsentMembers } from './absent-members.ts';
+import { isObject, withAbsentMembers } from './absent-members.ts';
 import { LIVE_SHAPES, type LiveShape, type SandboxOptions } from '../options.ts';
 import { hashFraction } from '../prng.ts';
 
 const SPEC_AUTHOR_URL = 'network_url';
 
-/** The live-service shapes in force, each null when off; see LIVE_SHAPES and SANDBOX_DEFAULTS. */
-export interface LiveShapes {
-  absences: { missingRate: number; nullRate: number } | null;
-  /** The member the author's profile URL is sent under (`acmenet_url`), or null for `network_url`. */
-  authorUrlMember: string | null;
-  /** The largest similar-companies page, or null for no cap. */
-  maxNum: number | null;
-  urlForms: UrlForms | null;
-}
-
-/** How the records' network URLs are written: on which host, how often bare or on a country subdomain. */
-export interface UrlForms {
-  host: string;
-  bareRate: number;
-  countryRate: number;
-}
-
-type LiveOptions = Pick<
-  SandboxOptions,
-  'liveShapes' | 'memberMissingRate' | 'memberNullRate' | 'brand' | 'networkHost' | 'maxNum' | 'bareUrlRate' | 'countryUrlRate'
->;
-
-/** The shapes the options turn on, or null when none is (the spec mode, whose code path stays as it was). */
-export function liveShapesOf(options: LiveOptions): LiveShapes | null {
+/**
+ * The shapes the options turn on, each null when off (see LIVE_SHAPES and SANDBOX_DEFAULTS), or null when none
+ * is (the spec mode, whose code path stays as it was).
+ */
+export function liveShapesOf(options: SandboxOptions) {
   const on: readonly LiveShape[] = options.liveShapes === true ? LIVE_SHAPES : options.liveShapes === false ? [] : options.liveShapes;
   if (on.length === 0) return null;
   return {
     absences: on.includes('absent-members') ? { missingRate: options.memberMissingRate, nullRate: options.memberNullRate } : null,
+    // The member the author's profile URL is sent under (`acmenet_url`), or null for `network_url`.
     authorUrlMember: on.includes('brand-url') ? `${options.brand}_url` : null,
+    // The largest similar-companies page, or null for no cap.
     maxNum: on.includes('page-cap') ? options.maxNum : null,
+    // How the records' network URLs are written: on which host, how often bare or on a country subdomain.
     urlForms: on.includes('url-forms')
       ? { host: options.networkHost, bareRate: options.bareUrlRate, countryRate: options.countryUrlRate }
       : null,
   };
 }
+
+type LiveShapes = NonNullable<ReturnType<typeof liveShapesOf>>;
+type UrlForms = NonNullable<LiveShapes['urlForms']>;
 
 /**
  * Turns the spec-shaped records the data generators make into the shapes the live service may send. Each step
@@ -89,20 +76,17 @@ export class LiveShaper {
     const { absences, urlForms, authorUrlMember } = this.shapes;
     const postId = String(body.PostId);
     let out = body;
-    const author = asObject(body.author);
-    if (urlForms && author && typeof author[SPEC_AUTHOR_URL] === 'string') {
+    const author: unknown = body.author;
+    if (urlForms && isObject(author) && typeof author[SPEC_AUTHOR_URL] === 'string') {
       const origin = originFor(urlForms, this.seed, `author:${postId}`);
       out = { ...out, author: { ...author, [SPEC_AUTHOR_URL]: rehost(author[SPEC_AUTHOR_URL], origin) } };
     }
     if (absences) out = withAbsentMembers(out, 'post', postId, this.seed, absences);
-    const shaped = asObject(out.author);
-    if (authorUrlMember && shaped) out = { ...out, author: renamed(shaped, SPEC_AUTHOR_URL, authorUrlMember) };
+    const shaped: unknown = out.author;
+    if (authorUrlMember && isObject(shaped)) out = { ...out, author: renamed(shaped, SPEC_AUTHOR_URL, authorUrlMember) };
     return out;
   }
 }
-
-const asObject = (v: unknown): Record<string, unknown> | null =>
-  typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : null;
 
 /** A copy of `object` with member `from` renamed `to` in the same place (absent stays absent). */
 function renamed(object: Record<string, unknown>, from: string, to: string): Record<string, unknown> {
