@@ -13,8 +13,19 @@ import type { UnusableIssue } from '../operations/answer-contract.ts';
 
 /** Every kind of API call failure, one per class below. */
 export const API_ERROR_KINDS = [
-  'AUTH', 'OUT_OF_CREDITS', 'THROTTLED', 'SERVER_ERROR', 'TIMEOUT', 'NETWORK', 'INVALID_JSON', 'SCHEMA', 'HTTP_4XX',
-  'BODY_TOO_LARGE', 'UNEXPECTED_RESPONSE', 'TLS', 'UNSUPPORTED_ENCODING',
+  'AUTH',
+  'OUT_OF_CREDITS',
+  'THROTTLED',
+  'SERVER_ERROR',
+  'TIMEOUT',
+  'NETWORK',
+  'INVALID_JSON',
+  'SCHEMA',
+  'HTTP_4XX',
+  'BODY_TOO_LARGE',
+  'UNEXPECTED_RESPONSE',
+  'TLS',
+  'UNSUPPORTED_ENCODING',
 ] as const;
 export type ApiErrorKind = (typeof API_ERROR_KINDS)[number];
 

@@ -61,7 +61,13 @@ export interface EnrichOptions extends OutputTarget, PumpOptions {
   changesSince?: string;
 }
 
-export const ENRICH_DEFAULTS = { format: 'csv', rows: 'per-input', top: 5, escapeFormulas: false, excel: false } as const satisfies Partial<EnrichOptions>;
+export const ENRICH_DEFAULTS = {
+  format: 'csv',
+  rows: 'per-input',
+  top: 5,
+  escapeFormulas: false,
+  excel: false,
+} as const satisfies Partial<EnrichOptions>;
 
 /**
  * Writes the enriched lead list of a job; nothing is left at `out` if it fails or is interrupted. Reports, besides

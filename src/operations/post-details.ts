@@ -73,9 +73,19 @@ function postKeyOf(
 
 /** The result columns `enrich` appends (docs/export.md: public names). */
 export const POST_COLUMNS = [
-  'post_id', 'post_author_name', 'post_author_headline', 'post_author_url', 'post_timestamp', 'post_text',
-  'post_reactions', 'post_comments', 'post_media_count', 'post_media_urls', 'post_media_description',
-  'post_hashtags', 'post_last_seen_at',
+  'post_id',
+  'post_author_name',
+  'post_author_headline',
+  'post_author_url',
+  'post_timestamp',
+  'post_text',
+  'post_reactions',
+  'post_comments',
+  'post_media_count',
+  'post_media_urls',
+  'post_media_description',
+  'post_hashtags',
+  'post_last_seen_at',
 ] as const;
 
 // One post, found by an indexed lookup: `posts` is keyed by `post_id` (its primary key); `url` (indexed too)

@@ -99,9 +99,20 @@ export type SearchJobsSubject = z.output<typeof subjectSchema>;
 
 /** The result columns `enrich` appends (docs/export.md: public names). */
 export const JOB_COLUMNS = [
-  'job_rank', 'job_url', 'job_title', 'job_company_name', 'job_company_link', 'job_location', 'job_posted_date',
-  'job_is_actively_hiring', 'job_employment_type', 'job_seniority_level', 'job_function', 'job_industries',
-  'job_description', 'job_last_seen_at',
+  'job_rank',
+  'job_url',
+  'job_title',
+  'job_company_name',
+  'job_company_link',
+  'job_location',
+  'job_posted_date',
+  'job_is_actively_hiring',
+  'job_employment_type',
+  'job_seniority_level',
+  'job_function',
+  'job_industries',
+  'job_description',
+  'job_last_seen_at',
 ] as const;
 
 // As for similar companies, only the rows of each page's latest answer. A page's rows are told by their

@@ -155,10 +155,25 @@ function companyWrites(c: CompanyAnswer, url: string, seenAt: string, writes: Ro
 
 /** The result columns `enrich` appends (docs/export.md: public names). */
 export const SIMILAR_COLUMNS = [
-  'similar_rank', 'similar_page', 'similar_relevancy_score', 'similar_relevancy_grade', 'similar_url',
-  'similar_name', 'similar_universal_name', 'similar_type', 'similar_website', 'similar_industries',
-  'similar_specialities', 'similar_staff_total', 'similar_staff_range', 'similar_hq_city', 'similar_hq_country',
-  'similar_founded_year', 'similar_phone', 'similar_description', 'similar_last_seen_at',
+  'similar_rank',
+  'similar_page',
+  'similar_relevancy_score',
+  'similar_relevancy_grade',
+  'similar_url',
+  'similar_name',
+  'similar_universal_name',
+  'similar_type',
+  'similar_website',
+  'similar_industries',
+  'similar_specialities',
+  'similar_staff_total',
+  'similar_staff_range',
+  'similar_hq_city',
+  'similar_hq_country',
+  'similar_founded_year',
+  'similar_phone',
+  'similar_description',
+  'similar_last_seen_at',
 ] as const;
 
 // The link table is cumulative (rows of earlier answers stay, with their last_seen_at): only the rows of each

@@ -142,7 +142,14 @@ export interface SearchJobsQuery {
 
 /** Names of the search-jobs query parameters, in the order the spec lists them. */
 export const SEARCH_JOBS_PARAMS = [
-  'start', 'timePosted', 'keywords', 'experienceLevels', 'companyIds', 'jobTypes', 'workplaceTypes', 'location',
+  'start',
+  'timePosted',
+  'keywords',
+  'experienceLevels',
+  'companyIds',
+  'jobTypes',
+  'workplaceTypes',
+  'location',
 ] as const;
 
 /** The search-jobs parameters that are comma-separated lists. */
