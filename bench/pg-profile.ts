@@ -4,7 +4,8 @@
  * server's CPU (the cluster's processes, from /proc), the pg client's queries (round trips) and the server's
  * statements grouped by what sent them, with the costliest. Not part of `npm run bench`: a measuring tool.
  * Run: `npx tsx bench/pg-profile.ts` (N=3000 by default; `N=10000 npx tsx bench/pg-profile.ts`; `CPU_PROF=file.cpuprofile`
- * writes a V8 profile of the timed run alone, `TOP=30` lists more statements).
+ * writes a V8 profile of the timed run alone, `TOP=30` lists more statements, `EXPERIMENT_SQL='...'` runs SQL on
+ * the dataset between the warm-up and the timed run: an index or storage setting tried before it is migrated).
  */
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
@@ -92,6 +93,12 @@ try {
     if (summary.status !== 'completed') throw new Error(`run ended ${summary.status}`);
   };
   await run('warm', 1000);
+  if (process.env['EXPERIMENT_SQL']) {
+    const c = new pg.Client({ connectionString: dbUrl });
+    await c.connect();
+    await c.query(process.env['EXPERIMENT_SQL']);
+    await c.end();
+  }
   await admin.query('SELECT pg_stat_statements_reset()');
   counting = true;
   const profiler = process.env['CPU_PROF'] ? new Session() : null;
@@ -138,6 +145,16 @@ try {
   console.log('statements by their first 60 characters, per answer (calls, exec + plan us, of which plan):');
   for (const [head, s] of [...byHead].sort((a, b) => b[1].ms - a[1].ms).slice(0, Number(process.env['TOP'] ?? 12))) {
     console.log(`  ${(s.calls / N).toFixed(2).padStart(6)} ${((s.ms * 1000) / N).toFixed(0).padStart(5)} ${((s.planMs * 1000) / N).toFixed(0).padStart(5)}  ${head}`);
+  }
+  // HOT updates rewrite no index: the settle's share of them says whether `tasks`'s indexes and fillfactor allow it.
+  const stats = new pg.Client({ connectionString: dbUrl });
+  await stats.connect();
+  try {
+    const { rows: tables } = await stats.query<{ relname: string; upd: string; hot: string }>(`SELECT relname, n_tup_upd AS upd, n_tup_hot_upd AS hot
+      FROM pg_stat_user_tables WHERE relname IN ('tasks', 'worker_task_leases', 'credit_reservations', 'rate_slots') ORDER BY relname`);
+    console.log(`updates (HOT of all, both runs): ${tables.map((t) => `${t.relname} ${t.hot}/${t.upd}`).join(', ')}`);
+  } finally {
+    await stats.end();
   }
   console.log('costliest statements (calls, exec + plan ms):');
   for (const r of rows.slice(0, Number(process.env['TOP'] ?? 12))) console.log(`  ${r.calls.padStart(6)} ${r.ms.toFixed(0).padStart(6)}  ${r.q.replace(/\s+/g, ' ').slice(0, 100)}`);
