@@ -74,7 +74,7 @@ function senderOf(q: string): string {
   return 'other';
 }
 
-const cluster = await startPgCluster({ settings: [...(process.env['PG_EXPLAIN'] ? ['auto_explain.log_min_duration=2', 'auto_explain.log_analyze=on', 'auto_explain.log_nested_statements=on', 'logging_collector=on', `log_directory=${process.env['PG_EXPLAIN']}`] : []), `shared_preload_libraries=pg_stat_statements${process.env['PG_EXPLAIN'] ? ',auto_explain' : ''}`, 'pg_stat_statements.track=all', 'pg_stat_statements.track_planning=on'] });
+const cluster = await startPgCluster({ settings: [...(process.env['PG_EXPLAIN'] ? [`auto_explain.log_min_duration=${process.env['PG_EXPLAIN_MS'] ?? 2}`, 'auto_explain.log_analyze=on', 'auto_explain.log_nested_statements=on', 'logging_collector=on', `log_directory=${process.env['PG_EXPLAIN']}`] : []), `shared_preload_libraries=pg_stat_statements${process.env['PG_EXPLAIN'] ? ',auto_explain' : ''}`, 'pg_stat_statements.track=all', 'pg_stat_statements.track_planning=on'] });
 const postmaster = postmasterOf(cluster.port);
 const sandbox = await startSandboxProcess(['--quiet', '--token', PIPELINE_TOKEN, '--credits', '1000000000']);
 const dir = mkdtempSync(join(tmpdir(), 'netingest-pg-profile-'));

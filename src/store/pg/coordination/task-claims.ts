@@ -162,7 +162,16 @@ const RENEW = `UPDATE worker_task_leases l SET lease_until = clock_timestamp() +
   WHERE l.job = h.job AND l.input_key = h.input_key AND l.worker_id = $1 AND l.lease_until > clock_timestamp()
   RETURNING l.job, l.input_key AS "inputKey", l.lease_until AS "leaseUntil", clock_timestamp() AS "serverNow"`;
 
-const RELEASE = `DELETE FROM worker_task_leases WHERE worker_id = $1 AND job = $2 AND input_key = ANY($3::text[])`;
+/**
+ * One probe of the key per input given back (LATERAL, fenced by OFFSET 0): with `input_key = ANY($3)`, or joined
+ * to the keys, the plan read every lease of the operation by the key's first column alone, dead ones too (the
+ * table churns faster than its statistics follow), and filtered them: 0.8-8.6 ms a release of ~60, now 0.25-0.5.
+ * Each row is locked as found (in key order, as claims take them) and deleted by that version's ctid: a renewal
+ * committed in between cannot make it miss the row.
+ */
+const RELEASE = `DELETE FROM worker_task_leases l USING (SELECT x.ctid FROM (SELECT input_key FROM unnest($3::text[]) AS u(input_key) ORDER BY 1) k
+    CROSS JOIN LATERAL (SELECT w.ctid FROM worker_task_leases w WHERE w.job = $2 AND w.input_key = k.input_key AND w.worker_id = $1 OFFSET 0 FOR UPDATE) x) found
+  WHERE l.ctid = found.ctid`;
 
 /**
  * Settles the claimed tasks ($1) that another job asking the same lookup (same operation, input, page and
