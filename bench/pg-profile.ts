@@ -4,7 +4,7 @@
  * server's CPU (the cluster's processes, from /proc), the pg client's queries (round trips) and the server's
  * statements grouped by what sent them, with the costliest. Not part of `npm run bench`: a measuring tool.
  * Run: `npx tsx bench/pg-profile.ts` (N=3000 by default; `N=10000 npx tsx bench/pg-profile.ts`; `CPU_PROF=file.cpuprofile`
- * writes a V8 profile of the timed run alone, `TOP=30` lists more statements, `EXPERIMENT_SQL='...'` runs SQL on
+ * writes a V8 profile of the timed run alone, `TOP=30` lists more statements, `CONCURRENCY=32` the job's concurrency (16), `EXPERIMENT_SQL='...'` runs SQL on
  * the dataset between the warm-up and the timed run: an index or storage setting tried before it is migrated).
  */
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -88,7 +88,7 @@ try {
   await admin.query('CREATE EXTENSION pg_stat_statements');
   const run = async (tag: string, n: number) => {
     await writeUrlCsv(join(dir, `${tag}.csv`), 'post_url', n, (i) => postUrl(tag, i));
-    const job = makeJob({ name: tag, operation: 'post-details', input: { csv: `${tag}.csv`, column: 'post_url' }, rate: { requestsPerMinute: 1e9, concurrency: 16 } }, dir);
+    const job = makeJob({ name: tag, operation: 'post-details', input: { csv: `${tag}.csv`, column: 'post_url' }, rate: { requestsPerMinute: 1e9, concurrency: Number(process.env['CONCURRENCY'] ?? 16) } }, dir);
     const summary = await runJobs({ dbPath: dbUrl, jobs: [job], api: { baseUrl: sandbox.url, token: PIPELINE_TOKEN } });
     if (summary.status !== 'completed') throw new Error(`run ended ${summary.status}`);
   };
