@@ -52,15 +52,19 @@ function postmasterOf(port: number): number {
 
 /** Counts the pg client's queries by their first words while `counting`. */
 const queries = new Map<string, number>();
+const waited = new Map<string, number>();
 let counting = false;
 const query = pg.Client.prototype.query as (...args: unknown[]) => unknown;
 (pg.Client.prototype as unknown as { query: (...args: unknown[]) => unknown }).query = function (this: pg.Client, ...args: unknown[]) {
   const text = typeof args[0] === 'string' ? args[0] : (args[0] as { text?: string } | undefined)?.text;
-  if (counting && typeof text === 'string') {
-    const label = text.replace(/\s+/g, ' ').slice(0, 70);
-    queries.set(label, (queries.get(label) ?? 0) + 1);
-  }
-  return query.apply(this, args);
+  if (!counting || typeof text !== 'string') return query.apply(this, args);
+  const label = text.replace(/\s+/g, ' ').slice(0, 70);
+  queries.set(label, (queries.get(label) ?? 0) + 1);
+  const started = performance.now();
+  const result = query.apply(this, args);
+  // How long each kind of query keeps its caller waiting (from the call to its answer, queueing on the client included).
+  if (result instanceof Promise) void result.finally(() => waited.set(label, (waited.get(label) ?? 0) + performance.now() - started)).catch(() => undefined);
+  return result;
 };
 
 /** What sent a statement, by the tables it names. */
@@ -120,6 +124,16 @@ try {
   console.log(`${N} answers in ${wallMs.toFixed(0)} ms: ${((N / wallMs) * 1000).toFixed(1)}/s; per answer: client CPU ${((client.user + client.system) / N).toFixed(0)} us (system ${(client.system / N).toFixed(0)}), `
     + `server CPU ${((serverMs * 1000) / N).toFixed(0)} us, round trips ${(trips / N).toFixed(2)}`);
   for (const [label, n] of [...queries].sort((a, b) => b[1] - a[1]).slice(0, 20)) console.log(`  ${(n / N).toFixed(3)}/answer  ${label}`);
+  console.log('queries by the time their callers waited for them (ms in all, per query):');
+  const byKind = new Map<string, { n: number; ms: number }>();
+  for (const [label, ms] of waited) {
+    const kind = label.replace(/netingest_s\d+\(.*$/, 'netingest_s(...)').slice(0, 60);
+    const k = byKind.get(kind) ?? { n: 0, ms: 0 };
+    k.n += queries.get(label) ?? 0;
+    k.ms += ms;
+    byKind.set(kind, k);
+  }
+  for (const [kind, k] of [...byKind].sort((a, b) => b[1].ms - a[1].ms).slice(0, 12)) console.log(`  ${k.ms.toFixed(0).padStart(7)} ms ${(k.ms / k.n).toFixed(2).padStart(7)} ms/query  ${kind}`);
   const { rows } = await admin.query<{ calls: string; ms: number; planMs: number; q: string }>(`SELECT calls, total_exec_time + total_plan_time AS ms, total_plan_time AS "planMs", query AS q
     FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = $1) ORDER BY ms DESC`, [db]);
   const bySender = new Map<string, { calls: number; ms: number }>();
