@@ -116,10 +116,7 @@ export class SharedRateGate {
     if (signal?.aborted) return Promise.reject(signal.reason);
     return new Promise<RateSlot>((resolve, reject) => {
       const spare = this.takeSpare();
-      if (spare) {
-        this.refillEarly();
-        return wake({ resolve, reject, signal }, spare);
-      }
+      if (spare) return wake({ resolve, reject, signal }, spare);
       this.waiters.push({ resolve, reject, signal });
       // After the callers of this tick have queued too: they share the round trip.
       if (this.waiters.length === 1) queueMicrotask(() => this.fetch());
@@ -140,20 +137,11 @@ export class SharedRateGate {
     return spare && { startUs: spare.slot.startUs, waitMs: spare.atMono - now };
   }
 
-  /**
-   * Once half the slots taken ahead are used, the next ones are taken in the background: a caller that found none
-   * waited the whole round trip (9-15 ms a grant in pg-profile at load 8-10, every ~30 calls), holding its slot
-   * of the queue. Only where slots are taken ahead (the limit leaves room); none waits for this round trip.
-   */
-  private refillEarly(): void {
-    if (!this.fetching && this.ahead > 0 && this.spare.length <= this.ahead / 2) this.fetch(true);
-  }
-
-  /** Takes slots for the callers waiting (or, `early`, ahead of them), one round trip at a time, until none waits. */
-  private fetch(early = false): void {
-    if (this.fetching || (this.waiters.length === 0 && !early)) return;
+  /** Takes slots for the callers waiting, one round trip at a time, until none waits. */
+  private fetch(): void {
+    if (this.fetching || this.waiters.length === 0) return;
     this.fetching = true;
-    // Callers found no slot ahead, or used half of them: take more ahead (as many as the limit lets begin within useByMs).
+    // Callers found no slot ahead: take more ahead next time (as many as the limit lets begin within useByMs).
     if (this.maxAhead > 0) this.ahead = Math.min(this.maxAhead, this.ahead * 2 + 1);
     const batch = this.waiters.splice(0, this.maxBatch);
     const ahead = Math.min(this.ahead, this.maxBatch - batch.length);
