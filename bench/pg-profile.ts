@@ -4,7 +4,8 @@
  * server's CPU (the cluster's processes, from /proc), the pg client's queries (round trips) and the server's
  * statements grouped by what sent them, with the costliest. Not part of `npm run bench`: a measuring tool.
  * Run: `npx tsx bench/pg-profile.ts` (N=3000 by default; `N=10000 npx tsx bench/pg-profile.ts`; `CPU_PROF=file.cpuprofile`
- * writes a V8 profile of the timed run alone, `TOP=30` lists more statements).
+ * writes a V8 profile of the timed run alone, `TOP=30` lists more statements, `CONCURRENCY=32` the job's concurrency (16), `EXPERIMENT_SQL='...'` runs SQL on
+ * the dataset between the warm-up and the timed run: an index or storage setting tried before it is migrated).
  */
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
@@ -51,15 +52,19 @@ function postmasterOf(port: number): number {
 
 /** Counts the pg client's queries by their first words while `counting`. */
 const queries = new Map<string, number>();
+const waited = new Map<string, number>();
 let counting = false;
 const query = pg.Client.prototype.query as (...args: unknown[]) => unknown;
 (pg.Client.prototype as unknown as { query: (...args: unknown[]) => unknown }).query = function (this: pg.Client, ...args: unknown[]) {
   const text = typeof args[0] === 'string' ? args[0] : (args[0] as { text?: string } | undefined)?.text;
-  if (counting && typeof text === 'string') {
-    const label = text.replace(/\s+/g, ' ').slice(0, 70);
-    queries.set(label, (queries.get(label) ?? 0) + 1);
-  }
-  return query.apply(this, args);
+  if (!counting || typeof text !== 'string') return query.apply(this, args);
+  const label = text.replace(/\s+/g, ' ').slice(0, 70);
+  queries.set(label, (queries.get(label) ?? 0) + 1);
+  const started = performance.now();
+  const result = query.apply(this, args);
+  // How long each kind of query keeps its caller waiting (from the call to its answer, queueing on the client included).
+  if (result instanceof Promise) void result.finally(() => waited.set(label, (waited.get(label) ?? 0) + performance.now() - started)).catch(() => undefined);
+  return result;
 };
 
 /** What sent a statement, by the tables it names. */
@@ -73,7 +78,7 @@ function senderOf(q: string): string {
   return 'other';
 }
 
-const cluster = await startPgCluster({ settings: [...(process.env['PG_EXPLAIN'] ? ['auto_explain.log_min_duration=2', 'auto_explain.log_analyze=on', 'auto_explain.log_nested_statements=on', 'logging_collector=on', `log_directory=${process.env['PG_EXPLAIN']}`] : []), `shared_preload_libraries=pg_stat_statements${process.env['PG_EXPLAIN'] ? ',auto_explain' : ''}`, 'pg_stat_statements.track=all', 'pg_stat_statements.track_planning=on'] });
+const cluster = await startPgCluster({ settings: [...(process.env['PG_EXPLAIN'] ? [`auto_explain.log_min_duration=${process.env['PG_EXPLAIN_MS'] ?? 2}`, 'auto_explain.log_analyze=on', 'auto_explain.log_nested_statements=on', 'logging_collector=on', `log_directory=${process.env['PG_EXPLAIN']}`] : []), `shared_preload_libraries=pg_stat_statements${process.env['PG_EXPLAIN'] ? ',auto_explain' : ''}`, 'pg_stat_statements.track=all', 'pg_stat_statements.track_planning=on'] });
 const postmaster = postmasterOf(cluster.port);
 const sandbox = await startSandboxProcess(['--quiet', '--token', PIPELINE_TOKEN, '--credits', '1000000000']);
 const dir = mkdtempSync(join(tmpdir(), 'netingest-pg-profile-'));
@@ -87,11 +92,17 @@ try {
   await admin.query('CREATE EXTENSION pg_stat_statements');
   const run = async (tag: string, n: number) => {
     await writeUrlCsv(join(dir, `${tag}.csv`), 'post_url', n, (i) => postUrl(tag, i));
-    const job = makeJob({ name: tag, operation: 'post-details', input: { csv: `${tag}.csv`, column: 'post_url' }, rate: { requestsPerMinute: 1e9, concurrency: 16 } }, dir);
+    const job = makeJob({ name: tag, operation: 'post-details', input: { csv: `${tag}.csv`, column: 'post_url' }, rate: { requestsPerMinute: 1e9, concurrency: Number(process.env['CONCURRENCY'] ?? 16) } }, dir);
     const summary = await runJobs({ dbPath: dbUrl, jobs: [job], api: { baseUrl: sandbox.url, token: PIPELINE_TOKEN } });
     if (summary.status !== 'completed') throw new Error(`run ended ${summary.status}`);
   };
   await run('warm', 1000);
+  if (process.env['EXPERIMENT_SQL']) {
+    const c = new pg.Client({ connectionString: dbUrl });
+    await c.connect();
+    await c.query(process.env['EXPERIMENT_SQL']);
+    await c.end();
+  }
   await admin.query('SELECT pg_stat_statements_reset()');
   counting = true;
   const profiler = process.env['CPU_PROF'] ? new Session() : null;
@@ -113,6 +124,16 @@ try {
   console.log(`${N} answers in ${wallMs.toFixed(0)} ms: ${((N / wallMs) * 1000).toFixed(1)}/s; per answer: client CPU ${((client.user + client.system) / N).toFixed(0)} us (system ${(client.system / N).toFixed(0)}), `
     + `server CPU ${((serverMs * 1000) / N).toFixed(0)} us, round trips ${(trips / N).toFixed(2)}`);
   for (const [label, n] of [...queries].sort((a, b) => b[1] - a[1]).slice(0, 20)) console.log(`  ${(n / N).toFixed(3)}/answer  ${label}`);
+  console.log('queries by the time their callers waited for them (ms in all, per query):');
+  const byKind = new Map<string, { n: number; ms: number }>();
+  for (const [label, ms] of waited) {
+    const kind = label.replace(/netingest_s\d+\(.*$/, 'netingest_s(...)').slice(0, 60);
+    const k = byKind.get(kind) ?? { n: 0, ms: 0 };
+    k.n += queries.get(label) ?? 0;
+    k.ms += ms;
+    byKind.set(kind, k);
+  }
+  for (const [kind, k] of [...byKind].sort((a, b) => b[1].ms - a[1].ms).slice(0, 12)) console.log(`  ${k.ms.toFixed(0).padStart(7)} ms ${(k.ms / k.n).toFixed(2).padStart(7)} ms/query  ${kind}`);
   const { rows } = await admin.query<{ calls: string; ms: number; planMs: number; q: string }>(`SELECT calls, total_exec_time + total_plan_time AS ms, total_plan_time AS "planMs", query AS q
     FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = $1) ORDER BY ms DESC`, [db]);
   const bySender = new Map<string, { calls: number; ms: number }>();
@@ -138,6 +159,16 @@ try {
   console.log('statements by their first 60 characters, per answer (calls, exec + plan us, of which plan):');
   for (const [head, s] of [...byHead].sort((a, b) => b[1].ms - a[1].ms).slice(0, Number(process.env['TOP'] ?? 12))) {
     console.log(`  ${(s.calls / N).toFixed(2).padStart(6)} ${((s.ms * 1000) / N).toFixed(0).padStart(5)} ${((s.planMs * 1000) / N).toFixed(0).padStart(5)}  ${head}`);
+  }
+  // HOT updates rewrite no index: the settle's share of them says whether `tasks`'s indexes and fillfactor allow it.
+  const stats = new pg.Client({ connectionString: dbUrl });
+  await stats.connect();
+  try {
+    const { rows: tables } = await stats.query<{ relname: string; upd: string; hot: string }>(`SELECT relname, n_tup_upd AS upd, n_tup_hot_upd AS hot
+      FROM pg_stat_user_tables WHERE relname IN ('tasks', 'worker_task_leases', 'credit_reservations', 'rate_slots') ORDER BY relname`);
+    console.log(`updates (HOT of all, both runs): ${tables.map((t) => `${t.relname} ${t.hot}/${t.upd}`).join(', ')}`);
+  } finally {
+    await stats.end();
   }
   console.log('costliest statements (calls, exec + plan ms):');
   for (const r of rows.slice(0, Number(process.env['TOP'] ?? 12))) console.log(`  ${r.calls.padStart(6)} ${r.ms.toFixed(0).padStart(6)}  ${r.q.replace(/\s+/g, ' ').slice(0, 100)}`);

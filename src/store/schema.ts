@@ -38,6 +38,7 @@ type TableOf<Def> = Def extends TableDef<infer Name, infer C>
 export type SqliteTables = { [Def in DatasetTable as Def['name']]: TableOf<Def> };
 
 const sqlite: Dialect = {
+  engine: 'sqlite',
   column: (kind: ColumnKind, autoId: AutoId) => (autoId ? integer().primaryKey({ autoIncrement: true }) : COLUMNS[kind]()) as never,
   table: sqliteTable as never,
   index: index as never,

@@ -3,7 +3,7 @@
  * pg/schema.ts PostgreSQL's. Apart from table-kit.ts so that the definitions' types need no drizzle.
  */
 import type { AnyColumn, SQL } from 'drizzle-orm';
-import type { AutoId, Column, ColumnKind, ColumnSpec, Columns, IndexSpec, Names, TableDef } from './table-kit.ts';
+import type { AutoId, Column, ColumnKind, ColumnSpec, Columns, Engine, IndexSpec, Names, TableDef } from './table-kit.ts';
 
 /** A dialect's drizzle column builder, as buildTables() chains it (drizzle's builders return themselves). */
 export interface ColumnBuilder {
@@ -15,6 +15,8 @@ export interface ColumnBuilder {
 
 /** What buildTables() needs of a dialect: its drizzle functions, and each kind's column. */
 export interface Dialect {
+  /** Which engine: an index built on one engine only (IndexSpec's `only`) is left out of the other's. */
+  engine: Engine;
   /** A column of `kind`; with `autoId`, the key column the engine numbers. */
   column(kind: ColumnKind, autoId: AutoId): ColumnBuilder;
   table(name: string, columns: Record<string, ColumnBuilder>, extra: (t: Record<string, AnyColumn>) => unknown[]): Record<string, AnyColumn>;
@@ -50,7 +52,8 @@ function buildColumn(spec: ColumnSpec, dialect: Dialect, built: ReadonlyMap<Colu
 function extrasOf(def: TableDef, t: Record<string, AnyColumn>, dialect: Dialect): unknown[] {
   const extras: unknown[] = def.primaryKey ? [dialect.primaryKey({ columns: def.primaryKey.map((c) => t[c]!) })] : [];
   for (const [name, spec] of Object.entries(def.indexes ?? {})) {
-    const { on, unique, where } = isNames(spec) ? { on: spec, unique: false, where: undefined } : spec;
+    const { on, unique, where, only } = isNames(spec) ? { on: spec, unique: false, where: undefined, only: undefined } : spec;
+    if (only !== undefined && only !== dialect.engine) continue;
     const index = (unique ? dialect.uniqueIndex : dialect.index)(name).on(...on.map((c) => t[c]!));
     // The fragments are drizzle's own (sql`...`), typed opaquely in table-kit.ts.
     extras.push(where ? index.where(where(t) as SQL) : index);

@@ -92,8 +92,14 @@ export const given = kind('given');
 export type Columns = Record<string, Column>;
 export type Names<C extends Columns> = readonly (keyof C & string)[];
 
-/** An index: its columns, or its columns with `unique` and a `where` (a partial index). */
-export type IndexSpec<C extends Columns> = Names<C> | { on: Names<C>; unique?: boolean; where?(t: Record<keyof C & string, ColumnRef>): SqlFragment };
+/**
+ * An index: its columns, or its columns with `unique`, a `where` (a partial index) and `only`: built on that engine
+ * alone (where the other pays more for it than it gives: see tasks_job_status_idx).
+ */
+export type IndexSpec<C extends Columns> = Names<C> | { on: Names<C>; unique?: boolean; where?(t: Record<keyof C & string, ColumnRef>): SqlFragment; only?: Engine };
+
+/** The two engines a definition is built for. */
+export type Engine = 'sqlite' | 'postgres';
 
 /** How the operations' rows are written: upserted on the primary key, or as sets that replace an owner's rows. */
 export type WriteMode = 'upsert' | 'set';

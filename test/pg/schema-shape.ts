@@ -4,6 +4,7 @@
  */
 import type BetterSqlite3 from 'better-sqlite3';
 import type pg from 'pg';
+import { DATASET_TABLES } from '../../src/store/tables.ts';
 
 export interface ColumnShape {
   name: string;
@@ -35,6 +36,15 @@ const IGNORED_TABLES = new Set(['__drizzle_migrations', 'sqlite_sequence']);
  * task leases, the shared rate limit, the shared credit budget and its cost samples, which session works which
  * run). SQLite keeps its one-run lock instead.
  */
+/**
+ * The differences the definitions ask for: an index built on one engine only (IndexSpec's `only` in
+ * src/store/tables.ts), as schemaDifferences words them.
+ */
+export function engineOnlyIndexes(): string[] {
+  return DATASET_TABLES.flatMap((t) => Object.entries(t.indexes ?? {}).flatMap(([name, spec]) =>
+    (!Array.isArray(spec) && 'only' in spec && spec.only ? [`index ${name} on ${t.name}: only on ${spec.only === 'sqlite' ? 'SQLite' : 'PostgreSQL'}`] : [])));
+}
+
 export const PG_ONLY_COORDINATION_TABLES: readonly string[] = [
   'account_balance', 'credit_cost_samples', 'credit_reservations', 'credit_run_spend', 'rate_slots', 'worker_runs', 'worker_task_leases',
 ];

@@ -59,6 +59,7 @@ export type PgTablesOf<Defs extends TableDef> = { [Def in Defs as Def['name']]: 
 
 /** PostgreSQL's dialect for buildTables(); the PostgreSQL-only coordination tables use it too. */
 export const pg: Dialect = {
+  engine: 'postgres',
   column: (kind: ColumnKind, autoId: AutoId) => (autoId ? identity(autoId) : COLUMNS[kind]()) as never,
   table: pgTable as never,
   index: index as never,

@@ -1,0 +1,1 @@
+DROP INDEX "worker_task_leases_worker_idx";
