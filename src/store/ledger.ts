@@ -59,14 +59,32 @@ export interface RunnableFilter extends DueRule {
   runId: number;
 }
 
+/** Where a statement gives the due rule its values (SQL expressions in that statement's own dialect). */
+export interface DueValues {
+  /** Table alias with its dot (`t.`), or '' for the table's own columns. */
+  at: string;
+  /** True under --refresh: `@refresh = 1` (SQLite), `$4::boolean` (PostgreSQL). */
+  refresh: string;
+  /** Answers older than this are due again. */
+  freshSince: string;
+  /** With it, a failed task is due only when last tried before it (a claim leaves another worker's failure be). */
+  failedBefore?: string;
+}
+
 /**
- * Whether a task row is due: the one definition, which the run's ledger reads (RUNNABLE) and `plan` (dueState)
- * both apply. Pending and deferred tasks are always due; a failed one when retryable (or under --refresh); a
- * done or not-found one once its answer is older than `@freshSince`.
+ * Whether a task row is due: the one definition, which the run's ledger reads (RUNNABLE), `plan` (dueState)
+ * and PostgreSQL's claims all apply, each with its own placeholders. Pending and deferred tasks are always due;
+ * a failed one when retryable (or under --refresh); a done or not-found one once its answer is older than
+ * freshSince.
  */
-const DUE = `(status IN ('pending', 'deferred')
-  OR (status = 'failed' AND (retryable = 1 OR @refresh = 1))
-  OR (status IN ('done', 'not_found') AND (completed_at IS NULL OR completed_at < @freshSince)))`;
+export function dueRule(v: DueValues): string {
+  const failedBefore = v.failedBefore ? ` AND (${v.failedBefore} IS NULL OR ${v.at}updated_at < ${v.failedBefore})` : '';
+  return `(${v.at}status IN ('pending', 'deferred')
+  OR (${v.at}status = 'failed' AND (${v.at}retryable = 1 OR ${v.refresh})${failedBefore})
+  OR (${v.at}status IN ('done', 'not_found') AND (${v.at}completed_at IS NULL OR ${v.at}completed_at < ${v.freshSince})))`;
+}
+
+const DUE = dueRule({ at: '', refresh: '@refresh = 1', freshSince: '@freshSince' });
 
 const RUNNABLE = `job = @job AND run_id = @runId AND ${DUE}`;
 

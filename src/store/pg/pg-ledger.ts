@@ -1,24 +1,19 @@
 /**
  * The task ledger on PostgreSQL: the run ports' ledger (store/run-store.ts) with the same meanings as SQLite's
- * (store/ledger.ts), whose comments say what each method does. The due rule is written once per dialect; the two
- * definitions sit side by side here and in ledger.ts (DUE), and task-claims.ts claims by this one.
+ * (store/ledger.ts), whose comments say what each method does. The due rule is ledger.ts's dueRule at this
+ * file's placeholders, as task-claims.ts's claims take it at theirs.
  * tasks.request_json is jsonb here: a changed request is compared as JSON (semantic), never as text.
  */
 import type pg from 'pg';
 import { inPgTransaction } from './transaction.ts';
 import { otherJobsWithOperationReads } from '../job-names.ts';
 import { readPg } from '../read-steps.ts';
-import { countByKey, invalidParams, LEDGER_SQL, statusCounts, type InvalidInputRow, type NewTask, type RunnableFilter, type TaskRow } from '../ledger.ts';
+import { countByKey, dueRule, invalidParams, LEDGER_SQL, statusCounts, type InvalidInputRow, type NewTask, type RunnableFilter, type TaskRow } from '../ledger.ts';
 import type { RunLedger } from '../run-store.ts';
 import type { TaskStatus } from '../schema.ts';
 
-/**
- * The due rule (ledger.ts, DUE) in PostgreSQL's SQL: $1 job, $2 runId, $3 freshSince, $4 refresh. Pending and
- * deferred tasks are due; a failed one when retryable (or under --refresh); a settled one older than freshSince.
- */
-export const PG_DUE = `(status IN ('pending', 'deferred')
-  OR (status = 'failed' AND (retryable = 1 OR $4::boolean))
-  OR (status IN ('done', 'not_found') AND (completed_at IS NULL OR completed_at < $3::timestamptz)))`;
+/** The due rule (ledger.ts, dueRule) at $3 freshSince, $4 refresh; RUNNABLE's $1 job, $2 runId before them. */
+export const PG_DUE = dueRule({ at: '', refresh: '$4::boolean', freshSince: '$3::timestamptz' });
 
 const RUNNABLE = `job = $1 AND run_id = $2::bigint AND ${PG_DUE}`;
 

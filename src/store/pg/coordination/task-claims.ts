@@ -19,7 +19,7 @@ import { hostname } from 'node:os';
 import type pg from 'pg';
 import { LOCK_HOLDERS_SQL } from '../dataset-lock.ts';
 import { JOB_NAMES_SQL } from '../../job-names.ts';
-import type { DueRule, TaskRow } from '../../ledger.ts';
+import { dueRule, type DueRule, type TaskRow } from '../../ledger.ts';
 
 export const TASK_CLAIM_DEFAULTS = {
   /** How long a claim holds without renewal: a stalled worker's inputs wait this long before others take them. */
@@ -95,15 +95,14 @@ export interface DuePlaceholders {
 }
 
 /**
- * The ledger's due rule (src/store/pg/pg-ledger.ts, PG_DUE) on table alias `t`, its values at the placeholders
- * of the statement that uses it (each statement numbers its own parameters; the rule is built, not rewritten).
+ * A job's due tasks on table alias `t` (the ledger's dueRule, a failed task only when last tried before
+ * failedBefore), its values at the placeholders of the statement that uses it (each numbers its own parameters).
  */
 export function claimDue(p: DuePlaceholders): string {
   return `t.job = ${p.job} AND (${p.runId}::bigint IS NULL OR t.run_id = ${p.runId}::bigint)
-  AND (${p.plannedSince}::bigint IS NULL OR t.run_id >= ${p.plannedSince}::bigint OR t.run_id IN (SELECT r.id FROM runs r WHERE r.status = 'running')) AND (
-  t.status IN ('pending', 'deferred')
-  OR (t.status = 'failed' AND (t.retryable = 1 OR ${p.refresh}::boolean) AND (${p.failedBefore}::timestamptz IS NULL OR t.updated_at < ${p.failedBefore}::timestamptz))
-  OR (t.status IN ('done', 'not_found') AND (t.completed_at IS NULL OR t.completed_at < ${p.freshSince}::timestamptz)))`;
+  AND (${p.plannedSince}::bigint IS NULL OR t.run_id >= ${p.plannedSince}::bigint OR t.run_id IN (SELECT r.id FROM runs r WHERE r.status = 'running')) AND ${dueRule({
+    at: 't.', refresh: `${p.refresh}::boolean`, freshSince: `${p.freshSince}::timestamptz`, failedBefore: `${p.failedBefore}::timestamptz`,
+  })}`;
 }
 
 /** The claim's due rule: $1 job, $2 runId, $3 freshSince, $4 refresh, $8 failedBefore, $9 plannedSince. */
