@@ -22,6 +22,15 @@ const START = 100;
 const counters = (used: number) => ({ credits_used: used, total_credits: TOTAL, credits_remaining: TOTAL - used });
 const spent = async (s: Setup, runKey: string) => one(s.pool, `SELECT coalesce((SELECT spent FROM credit_run_spend WHERE run_key = '${runKey}'), 0) AS n`);
 
+/** Runs x and y, each a worker's guard over the one account's shared budget (x's spend capped at `xMaxPerRun`). */
+async function twoRuns(prefix: string, xMaxPerRun: number | null = null) {
+  const s = await setUp(1, prefix);
+  await (await openPgStore(s.url)).close();
+  const guard = (runKey: string, maxPerRun: number | null) =>
+    new SharedCreditGuard({ reserve: 0, maxPerRun }, {}, new SharedCreditBudget(s.pool, { apiUrl: 'https://api.example', runKey, workerId: runKey }));
+  return { s, x: guard('x', xMaxPerRun), y: guard('y', null) };
+}
+
 /**
  * Runs x and y each send one call at a time, both in flight together; the service charges y's call first (1
  * credit each). `xAnswersFirst` decides which answer is settled first; `chargeEach`, whether each answer's charge
@@ -29,12 +38,7 @@ const spent = async (s: Setup, runKey: string) => one(s.pool, `SELECT coalesce((
  * samples show no cost) or the charges wait for the samples, as in a run. Returns each run's spend and what was billed.
  */
 async function interleaved(prefix: string, rounds: number, xAnswersFirst: boolean, chargeEach = true) {
-  const s = await setUp(1, prefix);
-  await (await openPgStore(s.url)).close();
-  const apiUrl = 'https://api.example';
-  const limits = { reserve: 0, maxPerRun: null };
-  const guard = (runKey: string) => new SharedCreditGuard(limits, {}, new SharedCreditBudget(s.pool, { apiUrl, runKey, workerId: runKey }));
-  const [x, y] = [guard('x'), guard('y')];
+  const { s, x, y } = await twoRuns(prefix);
   let used = START;
   const spent = async (runKey: string) => one(s.pool, `SELECT coalesce((SELECT spent FROM credit_run_spend WHERE run_key = '${runKey}'), 0) AS n`);
   /** Each run's spend after each round. */
@@ -94,11 +98,7 @@ describe.skipIf(!pgClusterUrl)(`two runs' spend on one account on PostgreSQL${pg
   }, 30_000);
 
   it("a run's first answer comes after another run's calls were charged: it learns no cost from that step, and each run is charged its own calls", async () => {
-    const s = await setUp(1, 'spend_first_answers');
-    await (await openPgStore(s.url)).close();
-    const limits = { reserve: 0, maxPerRun: null };
-    const guard = (runKey: string) => new SharedCreditGuard(limits, {}, new SharedCreditBudget(s.pool, { apiUrl: 'https://api.example', runKey, workerId: runKey }));
-    const [x, y] = [guard('x'), guard('y')];
+    const { s, x, y } = await twoRuns('spend_first_answers');
     try {
       x.seed(counters(START));
       y.seed(counters(START));
@@ -124,11 +124,7 @@ describe.skipIf(!pgClusterUrl)(`two runs' spend on one account on PostgreSQL${pg
   }, 30_000);
 
   it('a run whose spend reaches its cap only by answers counted at the assumed cost goes on once they are charged', async () => {
-    const s = await setUp(1, 'spend_cap_estimates');
-    await (await openPgStore(s.url)).close();
-    const guard = (runKey: string, maxPerRun: number | null) =>
-      new SharedCreditGuard({ reserve: 0, maxPerRun }, {}, new SharedCreditBudget(s.pool, { apiUrl: 'https://api.example', runKey, workerId: runKey }));
-    const [x, y] = [guard('x', 12), guard('y', null)];
+    const { s, x, y } = await twoRuns('spend_cap_estimates', 12);
     try {
       x.seed(counters(START));
       y.seed(counters(START));
@@ -152,11 +148,7 @@ describe.skipIf(!pgClusterUrl)(`two runs' spend on one account on PostgreSQL${pg
   }, 30_000);
 
   it('a run that reads the balance while another run\'s answer is on its way: that answer is still charged', async () => {
-    const s = await setUp(1, 'spend_seed_between');
-    await (await openPgStore(s.url)).close();
-    const limits = { reserve: 0, maxPerRun: null };
-    const guard = (runKey: string) => new SharedCreditGuard(limits, {}, new SharedCreditBudget(s.pool, { apiUrl: 'https://api.example', runKey, workerId: runKey }));
-    const [x, y] = [guard('x'), guard('y')];
+    const { x, y } = await twoRuns('spend_seed_between');
     try {
       x.seed(counters(START));
       const rx = await x.acquire(OP);
