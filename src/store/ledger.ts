@@ -1,7 +1,7 @@
 import type { Connection } from './connection.ts';
 import { otherJobsWithOperationReads } from './job-names.ts';
 import { readSync } from './read-steps.ts';
-import type { TaskStatus } from './tables.ts';
+import type { InvalidInputRow, TaskStatus } from './tables.ts';
 import { sql, param, named } from '../statement.ts';
 
 /** A task as the runner reads it from the ledger. */
@@ -19,8 +19,6 @@ export interface TaskRow {
 export interface NewTask extends Omit<TaskRow, 'id' | 'status'> {
   inputLine: number;
 }
-
-import type { InvalidInputRow } from './invalid-input-row.ts';
 
 export type { InvalidInputRow };
 

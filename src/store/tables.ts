@@ -394,6 +394,8 @@ export const DATASET_TABLES = [
 export type DatasetTable = (typeof DATASET_TABLES)[number];
 /** A row of table `Name` as read back. */
 export type StoredRow<Name extends DatasetTable['name']> = SelectOf<Extract<DatasetTable, { name: Name }>>;
+/** A row of the input that could not become a task (invalid_inputs), as the run's summary holds it. */
+export type InvalidInputRow = Omit<StoredRow<'invalid_inputs'>, 'id' | 'run_id' | 'created_at'>;
 /** The tables the operations' rows are written to. */
 export type NormalizedTable = DatasetTable extends infer D ? (D extends TableDef<infer N, Columns, infer W> ? (undefined extends W ? never : N) : never) : never;
 
