@@ -22,15 +22,13 @@ export interface CreditLimits {
 export type CreditStopReason = 'reserve' | 'max-per-run' | 'out-of-credits';
 
 /** Why the guard refused a call, with the figures it decided on (null where the guard did not know them). */
-export interface CreditStop {
+export interface CreditStop extends CreditLimits {
   reason: CreditStopReason;
   balance: number | null;
   /** Estimated cost of the call that did not fit. */
   cost: number | null;
   /** Whether that cost is the assumed default, no answer having shown the operation's cost yet. */
   costAssumed: boolean;
-  reserve: number;
-  maxPerRun: number | null;
   spent: number;
 }
 

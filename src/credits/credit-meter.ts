@@ -90,9 +90,8 @@ export class CreditMeter {
    */
   seed(counters: CreditCounters): void {
     if (this.current !== null) return;
-    const used = counters.credits_used;
     // floorOperation is not read for a seeded floor (it is the counter before any call, not a call's).
-    this.current = { index: 0, floorUsed: used, floorOperation: OPERATIONS[0], maxUsed: used, total: counters.total_credits, shortfall: shortfallOf(counters), answers: 0, seeded: true };
+    this.current = { ...this.newEpoch(0, OPERATIONS[0], counters), answers: 0, seeded: true };
   }
 
   /** Whether the books started from counters read before any call (see seed). */

@@ -6,23 +6,21 @@
  */
 import type { CreditCounters } from '../spec/types.ts';
 
-/** One paid answer charged at an estimate, not yet covered by readable counters. */
-interface OpenCharge {
-  cost: number;
+/** When a call was sent, as UnreadCharges needs to know it. */
+export interface SentAt {
   /** The meter's epoch when the call was sent. */
   epoch: number;
   /** Whether counters (an answer or a seed) had been read before the call was sent: its charge is above them. */
   afterCounters: boolean;
-  /** When it was answered, on the clock of `tick`. */
-  answeredAt: number;
-}
-
-/** When a call was sent, as UnreadCharges needs to know it. */
-export interface SentAt {
-  epoch: number;
-  afterCounters: boolean;
   /** The clock of answers when the call was sent. */
   tick: number;
+}
+
+/** One paid answer charged at an estimate, not yet covered by readable counters. */
+interface OpenCharge extends Omit<SentAt, 'tick'> {
+  cost: number;
+  /** When it was answered, on the clock of `tick`. */
+  answeredAt: number;
 }
 
 /** Whether counters are all finite numbers: anything else (missing, a string, 1e400 read as Infinity) is unreadable. */
@@ -41,8 +39,6 @@ export class UnreadCharges {
   private clock = 0;
   /** Paid answers of the run whose cost was estimated. */
   count = 0;
-  /** Their estimates, summed (covered ones included). */
-  estimated = 0;
 
   /** The clock of answers, read when a call is sent. */
   get tick(): number {
@@ -60,7 +56,6 @@ export class UnreadCharges {
   charge(sent: SentAt, cost: number): void {
     this.clock += 1;
     this.count += 1;
-    this.estimated += cost;
     this.open.push({ cost, epoch: sent.epoch, afterCounters: sent.afterCounters, answeredAt: this.clock });
   }
 

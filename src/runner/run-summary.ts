@@ -4,8 +4,7 @@
  */
 // Types from light modules only: the package's public types (src/index.ts) hold a run's summary, and must not
 // reach the database drivers' or drizzle's types (test/package/package-types.test.ts).
-import type { InvalidInputRow } from '../store/invalid-input-row.ts';
-import type { RunStatus } from '../store/tables.ts';
+import type { InvalidInputRow, RunStatus } from '../store/tables.ts';
 import type { Operation } from '../spec/types.ts';
 import type { RunStopSummary } from './stop-summary.ts';
 import type { DriftLine } from '../operations/drift.ts';

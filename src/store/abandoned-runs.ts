@@ -6,6 +6,7 @@
 import { CreditMeter, roundCredits } from '../credits/credit-meter.ts';
 import type { Operation } from '../spec/types.ts';
 import { apiCallReads } from './api-calls.ts';
+import { LEDGER_SQL, statusCounts } from './ledger.ts';
 import type { Database } from './open.ts';
 import { readSync, rows, value, type Reads } from './read-steps.ts';
 import type { TaskStatus } from './tables.ts';
@@ -47,9 +48,7 @@ export function* measureUnfinishedRunReads(run: UnfinishedRun): Reads<Unfinished
   const tasks = { total: 0, done: 0, notFound: 0, failed: 0, deferred: 0 };
   for (const job of jobNames(run.jobs)) {
     // The ledger's countsByStatus, read here so that it runs on either engine.
-    const counts = yield* rows<{ status: TaskStatus; n: number }>(sql`SELECT status, count(*) AS n FROM tasks WHERE job = ${param} AND run_id = ${param} GROUP BY status`, [job, run.id]);
-    const c: Record<TaskStatus, number> = { pending: 0, done: 0, not_found: 0, failed: 0, deferred: 0 };
-    for (const row of counts) c[row.status] = row.n;
+    const c = statusCounts(yield* rows<{ status: TaskStatus; n: number }>(LEDGER_SQL.countsByStatus, [job, run.id]));
     tasks.total += c.pending + c.done + c.not_found + c.failed + c.deferred;
     tasks.done += c.done;
     tasks.notFound += c.not_found;

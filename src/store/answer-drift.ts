@@ -3,18 +3,12 @@
  * `status` can say it after the run (src/operations/drift.ts counts it; the run writes it after each job).
  */
 import type { Connection } from './connection.ts';
+import type { StoredRow } from './tables.ts';
 import { rows, value, type Reads } from './read-steps.ts';
 import { sql, param } from '../statement.ts';
 
 /** One row: `count` of `seen`. */
-export interface AnswerDriftRow {
-  operation: string;
-  path: string;
-  kind: string;
-  count: number;
-  seen: number;
-  detail: string | null;
-}
+export type AnswerDriftRow = Omit<StoredRow<'answer_drift'>, 'run_id'>;
 
 /** The upsert of one row (a run's counts so far replace its earlier ones): driftParams' values. */
 export const SAVE_DRIFT_SQL = sql`INSERT INTO answer_drift (run_id, operation, path, kind, count, seen, detail)

@@ -22,7 +22,7 @@ import { storableJsonText, storableString } from '../operations/storable-text.ts
 import { openPgStore, type PgStoreOptions } from './pg/open.ts';
 import { inPgTransaction } from './pg/transaction.ts';
 import { TABLES as PG_TABLES } from './pg/schema.ts';
-import type { ColumnKind, TableDef } from './table-kit.ts';
+import { primaryKeyOf, type ColumnKind, type TableDef } from './table-kit.ts';
 import { DATASET_TABLES } from './tables.ts';
 
 /** Not copied: the source's run lock is the SQLite file's, and the new dataset has no run going on. */
@@ -49,17 +49,6 @@ export interface CopyReport {
   /** Rows copied per table, in copy order. */
   tables: Array<{ table: string; rows: number }>;
   rows: number;
-}
-
-/** The target already holds a dataset: copying into it would mix two. Exit 2. */
-export class CopyTargetNotEmptyError extends UsageError {
-  constructor(shownUrl: string, tables: readonly string[]) {
-    super(
-      `${shownUrl} already holds data (in ${tables.join(', ')}): netingest copy only fills an empty database, ` +
-        'so that nothing is mixed or paid twice; copy into a new database, or drop and recreate this one',
-      'COPY_TARGET_NOT_EMPTY',
-    );
-  }
 }
 
 /** Kept in the target as its own migrations set it, not copied. */
@@ -152,7 +141,14 @@ async function refuseNonEmpty(client: pg.PoolClient, shownUrl: string): Promise<
     const found = await client.query(`SELECT 1 FROM "${name}"${filter} LIMIT 1`);
     if (found.rowCount) holding.push(name);
   }
-  if (holding.length > 0) throw new CopyTargetNotEmptyError(shownUrl, holding);
+  // Copying into a dataset would mix two.
+  if (holding.length > 0) {
+    throw new UsageError(
+      `${shownUrl} already holds data (in ${holding.join(', ')}): netingest copy only fills an empty database, ` +
+        'so that nothing is mixed or paid twice; copy into a new database, or drop and recreate this one',
+      'COPY_TARGET_NOT_EMPTY',
+    );
+  }
 }
 
 async function copyTable(
@@ -164,10 +160,7 @@ async function copyTable(
   const config = getTableConfig(table);
   const columns = planColumns(table);
   const names = columns.map((c) => `"${c.name}"`).join(', ');
-  const keyColumns = (sqlite.prepare(`PRAGMA table_info("${config.name}")`).all() as Array<{ name: string; pk: number }>)
-    .filter((c) => c.pk > 0)
-    .sort((a, b) => a.pk - b.pk)
-    .map((c) => `"${c.name}"`);
+  const keyColumns = primaryKeyOf(defOf(config.name)).map((c) => `"${c}"`);
   const isMeta = table === PG_TABLES.netingest_meta;
   const conflict = isMeta ? ' ON CONFLICT (key) DO UPDATE SET value = excluded.value' : '';
   const maxRows = Math.max(1, Math.min(opts.batchRows, Math.floor(MAX_PARAMETERS / columns.length)));
@@ -225,11 +218,12 @@ const CONVERT: Partial<Record<ColumnKind, (value: unknown) => unknown>> = {
   given: (value) => (value === null || value === undefined ? null : storableJson(JSON.stringify(textOf(value)))),
 };
 
+const defOf = (table: string): TableDef => DATASET_TABLES.find((t) => t.name === table)!;
+
 /** How each column's SQLite value becomes its PostgreSQL one. */
 function planColumns(table: PgTable): ColumnPlan[] {
   const { name: tableName } = getTableConfig(table);
-  const def: TableDef = DATASET_TABLES.find((t) => t.name === tableName)!;
-  return Object.entries(def.columns).map(([name, column]) => {
+  return Object.entries(defOf(tableName).columns).map(([name, column]) => {
     if (tableName === 'raw_responses' && name === 'body') {
       // gzip bodies become their text: PostgreSQL compresses large values itself, and raw_body() stays SQL.
       return { name, convert: (value, row) => decodeRawBody(value, row.body_encoding) };

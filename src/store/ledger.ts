@@ -1,7 +1,7 @@
 import type { Connection } from './connection.ts';
 import { otherJobsWithOperationReads } from './job-names.ts';
 import { readSync } from './read-steps.ts';
-import type { TaskStatus } from './tables.ts';
+import type { InvalidInputRow, TaskStatus } from './tables.ts';
 import { sql, param, named } from '../statement.ts';
 
 /** A task as the runner reads it from the ledger. */
@@ -16,16 +16,9 @@ export interface TaskRow {
 }
 
 /** A planned unit of work (input x page), before it is in the ledger. */
-export interface NewTask {
-  job: string;
-  operation: string;
-  inputKey: string;
-  page: number;
-  requestJson: string;
+export interface NewTask extends Omit<TaskRow, 'id' | 'status'> {
   inputLine: number;
 }
-
-import type { InvalidInputRow } from './invalid-input-row.ts';
 
 export type { InvalidInputRow };
 
@@ -246,7 +239,7 @@ export function createLedger(database: Connection) {
      * writes nothing): 'new' when never planned, 'due' to be called (or taken from another job's answer),
      * 'fresh' settled within the rule's freshness, 'failed' failed for good and not retried.
      */
-    dueState(rule: DueRule, task: { inputKey: string; page: number; requestJson: string }): DueState {
+    dueState(rule: DueRule, task: Pick<TaskRow, 'inputKey' | 'page' | 'requestJson'>): DueState {
       const state = selectDueState.get({ job: rule.job, freshSince: rule.freshSince, refresh: rule.refresh ? 1 : 0, ...task });
       return (state as DueState | undefined) ?? 'new';
     },
@@ -281,11 +274,7 @@ export function createLedger(database: Connection) {
       return adopt.run({ ...filterParams(filter), others: JSON.stringify(others), answeredSince: filter.freshSince, at }).changes;
     },
     /** Whether another job (of `others`) answered this lookup at or after `answeredSince` (for `plan`). */
-    hasSharedAnswer(
-      task: { operation: string; inputKey: string; page: number; requestJson: string },
-      others: readonly string[],
-      answeredSince: string,
-    ): boolean {
+    hasSharedAnswer(task: Pick<TaskRow, 'operation' | 'inputKey' | 'page' | 'requestJson'>, others: readonly string[], answeredSince: string): boolean {
       if (others.length === 0) return false;
       return findShared.get({ ...task, others: JSON.stringify(others), answeredSince }) === 1;
     },

@@ -7,7 +7,7 @@ import { migrate } from 'drizzle-orm/better-sqlite3/migrator';
 import * as schema from './schema.ts';
 import { DatabaseError, DatabaseNeedsMigrationError, DatabaseTooNewError } from './errors.ts';
 import { MIGRATIONS_FOLDER, RECORD_SCHEMA_VERSION_SQL, knownMigrations, readMigrationState, schemaVersionOf, type KnownMigration } from './migration-state.ts';
-import { CONNECTION_DEFAULTS, openConnection, toDatabaseError, type Connection } from './connection.ts';
+import { CONNECTION_DEFAULTS, openConnection, toDatabaseError, type Connection, type ConnectionOptions } from './connection.ts';
 import { runWwwUpgrade, wwwUpgradeDue } from './upgrades/www-canonical-urls.ts';
 import { networkHost } from '../urls/network-host.ts';
 
@@ -23,11 +23,9 @@ export interface Database extends Connection {
 }
 
 /** Options of openDatabase(). */
-export interface OpenDatabaseOptions {
+export interface OpenDatabaseOptions extends ConnectionOptions {
   /** Open read-only: no folder creation, no migration, refuses a file that needs migrating. Default false. */
   readonly?: boolean;
-  /** How long a statement waits for another process's lock before failing. Default 5000. */
-  busyTimeoutMs?: number;
   /**
    * With `readonly`: a file an older netingest wrote is first upgraded through a short read-write connection
    * (migrations only add), so that upgrading netingest does not lock users out of reading their data until a

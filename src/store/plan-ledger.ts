@@ -4,14 +4,10 @@
  * take, the learned cost and the last known balance. SQLite's answers are in sqlite/plan-ledger.ts, PostgreSQL's
  * in pg/pg-plan-ledger.ts; the dataset's store (dataset-store.ts) opens the one of its engine.
  */
-import type { DueRule } from './ledger.ts';
+import type { DueRule, TaskRow } from './ledger.ts';
 
 /** A task of the input as a run would plan it. */
-export interface PlannedTask {
-  inputKey: string;
-  page: number;
-  requestJson: string;
-}
+export type PlannedTask = Pick<TaskRow, 'inputKey' | 'page' | 'requestJson'>;
 
 /** Where a planned task lands in the report: still fresh, failed earlier and not retried, or a call to make. */
 export type PlannedTaskState = 'fresh' | 'failedBefore' | 'calls';

@@ -9,7 +9,6 @@
 import type BetterSqlite3 from 'better-sqlite3';
 import type { Connection } from './connection.ts';
 import { encodeRawBody } from './raw-body.ts';
-import { WERE_PRUNED_SQL } from './reprocess-store.ts';
 import { param, sql } from '../statement.ts';
 
 /** Options of pruneRawBodies(); every default here. */
@@ -65,11 +64,6 @@ export function pruneRawBodies(database: Connection, options: PruneOptions): Pru
     report.kept = options.dryRun ? total - report.dropped : total;
   })();
   return report;
-}
-
-/** Whether any body was ever dropped, so that reprocess must not rebuild the tables from nothing. */
-export function rawBodiesWerePruned(sqlite: BetterSqlite3.Database): boolean {
-  return sqlite.prepare(WERE_PRUNED_SQL).get() !== undefined;
 }
 
 /**

@@ -20,12 +20,8 @@ export interface ReadSnapshot {
   assertUnchanged(): void;
 }
 
-/** A snapshot of a SQLite dataset: its connection, inside the read transaction. */
-export interface SqliteSnapshot extends ReadSnapshot {
-  readonly sqlite: BetterSqlite3.Database;
-  /** Absolute path of the database file. */
-  readonly file: string;
-}
+/** A snapshot of a SQLite dataset: its connection and file, inside the read transaction. */
+export type SqliteSnapshot = ReadSnapshot & Readonly<Pick<Connection, 'sqlite' | 'file'>>;
 
 /** A snapshot held open across several reads (an export worker's life); `read` checks each one. */
 export interface HeldSnapshot extends SqliteSnapshot {

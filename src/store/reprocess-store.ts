@@ -5,10 +5,8 @@
  * generator that yields these requests and gets each answer back: run synchronously on SQLite (its callers
  * keep a synchronous reprocess) and awaited on PostgreSQL, as store/read-steps.ts runs the readers.
  */
-import type { SetAsideRecord } from '../operations/answer-contract.ts';
-import type { AnomalySource } from './answer-anomalies.ts';
-import type { IngestRequest } from './ingest-request.ts';
 import type { Awaitable } from './run-store.ts';
+import type { StoredAnswer } from './store-answer.ts';
 import { dialect, param, sql } from '../statement.ts';
 
 /** archivePage's statement: $1 after id, $2 limit. */
@@ -37,9 +35,6 @@ export interface ArchivedBody {
   errorCode: string | null;
 }
 
-/** One archived body to store again through its answer contract, and where it came from. */
-export type ReplayedBody = AnomalySource & { request: IngestRequest; answer: unknown; setAside: readonly SetAsideRecord[] };
-
 /** The engine's reads and writes, each inside the transaction the implementation opened. */
 export interface ReprocessStore {
   /** Whether prune ever dropped bodies (the `raw_pruned_at` meta key). */
@@ -60,7 +55,7 @@ export interface ReprocessStore {
    * Stores one body's answer, as its contract read it, as the run stores it (store-answer.ts,
    * pg/pg-answer-store.ts); the row writes.
    */
-  storeAnswer(input: ReplayedBody): Awaitable<number>;
+  storeAnswer(input: StoredAnswer): Awaitable<number>;
   /** Marks an archived body as an answer: error_code cleared. */
   acceptBody(rawId: number): Awaitable<void>;
   /** ledger.ts's markRecovered: the failed task set done by this body when it is still its latest outcome. */

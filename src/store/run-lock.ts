@@ -5,6 +5,7 @@ import type { Database } from './open.ts';
 import { closeAbandonedRuns } from './abandoned-runs.ts';
 import { processFacts } from './process-identity.ts';
 import { rows, type Reads } from './read-steps.ts';
+import type { RunHold } from './run-store.ts';
 
 /** Another live process is running against this database (exit code 4). */
 export class LockedError extends NetingestError {
@@ -60,16 +61,9 @@ export interface RunLockOptions {
 }
 
 /** A held run lock; release() it when the run ends. */
-export interface RunLock {
-  /** Runs left marked running by dead processes, closed as abandoned when the lock was taken. */
-  readonly abandonedRuns: readonly number[];
-  setRunId(runId: number): void;
-  /** Whether the lock is still ours, read from the database now; once false, false for good. */
-  held(): boolean;
+export interface RunLock extends RunHold {
   /** Runs `write` in one IMMEDIATE transaction once the lock is checked to be ours; throws LockLostError if not. */
   whileHeld<T>(write: () => T): T;
-  /** Tells `listener` once when a check or a heartbeat finds the lock gone. */
-  onLost(listener: (err: LockLostError) => void): void;
   release(): void;
 }
 

@@ -83,8 +83,10 @@ export interface CallHistory {
  * shared (pg/dataset-lock.ts: workers share it, reprocess and prune hold it exclusive).
  */
 export interface RunHold {
+  /** Runs left marked running by dead processes, closed as abandoned when the hold was taken. */
   readonly abandonedRuns: readonly number[];
   setRunId(runId: number): void;
+  /** Whether the hold is still this run's, read from the database now; once false, false for good. */
   held(): boolean;
   /**
    * Whether a run that lost this hold still writes its own end: on PostgreSQL losing it means the server ended
@@ -92,6 +94,7 @@ export interface RunHold {
    * as on SQLite. Absent: false.
    */
   readonly closesOwnRunWhenLost?: boolean;
+  /** Tells `listener` once when a check or a heartbeat finds the hold gone. */
   onLost(listener: (err: LockLostError) => void): void;
   release(): Awaitable<void>;
 }

@@ -28,7 +28,6 @@ export function openSqliteRunStore(options: SqliteRunStoreOptions): RunStore {
     const lock = acquireRunLock(database, { leaseMs: options.lockLeaseMs });
     const runs = createRunLog(database);
     const ledger = lockGuardedLedger(createLedger(database), lock);
-    const writeDrift = saveAnswerDrift(database);
     return {
       engine: 'sqlite',
       name: database.file,
@@ -51,7 +50,7 @@ export function openSqliteRunStore(options: SqliteRunStoreOptions): RunStore {
       openWriter: (runId, onFatal) => new ResultWriter(database, runId, onFatal, lock),
       openGate: () => new RateGate({ requestsPerMinute: null }),
       openCreditGuard: (limits, history) => new CreditGuard(limits, history),
-      saveDrift: writeDrift,
+      saveDrift: saveAnswerDrift(database),
       anomalyCounts: (runId, job) => readSync(database.sqlite, anomalyCountsReads(runId, job)),
       pruneJobBodies: (job, keepDays) => pruneRawBodies(database, { keepDays, jobs: [job] }),
       describeError: (err) => toDatabaseUseError(err, database.file),
@@ -64,7 +63,7 @@ export function openSqliteRunStore(options: SqliteRunStoreOptions): RunStore {
 }
 
 /** The run holds the one lock: its due tasks are the ledger's, paged after the last id read. */
-function pagedDueTasks(ledger: Pick<ReturnType<typeof createLedger>, 'runnableAfter'>, filter: RunnableFilter): DueTasks {
+function pagedDueTasks(ledger: Pick<Ledger, 'runnableAfter'>, filter: RunnableFilter): DueTasks {
   let afterId = 0;
   return {
     wholeInputs: false,

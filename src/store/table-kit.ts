@@ -90,6 +90,11 @@ export const real = kind('real');
 export const given = kind('given');
 
 export type Columns = Record<string, Column>;
+
+/** A row of `Def` as read back, null where a column allows it: drizzle's $inferSelect, without drizzle's types. */
+export type SelectOf<Def extends TableDef> = {
+  [K in keyof Def['columns']]: Def['columns'][K] extends Column<ColumnKind, infer T, infer N> ? (N extends true ? T : T | null) : never;
+};
 export type Names<C extends Columns> = readonly (keyof C & string)[];
 
 /**

@@ -11,7 +11,7 @@
  * both engines. Tables are listed parents first: the order `copy` fills them in.
  */
 import { sql } from 'drizzle-orm';
-import { bigint, flag, given, int, json, real, table, text, time, type Columns, type TableDef } from './table-kit.ts';
+import { bigint, flag, given, int, json, real, table, text, time, type Columns, type SelectOf, type TableDef } from './table-kit.ts';
 
 // ---------------------------------------------------------------------------------------------------------
 // Companies (similar-companies)
@@ -392,6 +392,10 @@ export const DATASET_TABLES = [
 ] as const;
 
 export type DatasetTable = (typeof DATASET_TABLES)[number];
+/** A row of table `Name` as read back. */
+export type StoredRow<Name extends DatasetTable['name']> = SelectOf<Extract<DatasetTable, { name: Name }>>;
+/** A row of the input that could not become a task (invalid_inputs), as the run's summary holds it. */
+export type InvalidInputRow = Omit<StoredRow<'invalid_inputs'>, 'id' | 'run_id' | 'created_at'>;
 /** The tables the operations' rows are written to. */
 export type NormalizedTable = DatasetTable extends infer D ? (D extends TableDef<infer N, Columns, infer W> ? (undefined extends W ? never : N) : never) : never;
 

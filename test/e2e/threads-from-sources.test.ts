@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { afterAll, expect, it } from 'vitest';
 import { openDatabase } from '../../src/store/open.ts';
-import type { FromStatementChild, ToStatementChild } from '../../src/store/sqlite/statement-protocol.ts';
+import type { FromStatementChild, ToStatementChild } from '../../src/store/sqlite/statement-rows.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'netingest-child-src-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

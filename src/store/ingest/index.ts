@@ -13,7 +13,7 @@ import { preparePostDateOrder } from './post-date-order.ts';
 import { prepareRowWriter, prepareStoredLookup } from './row-writer.ts';
 import { storeChanges } from '../history/record-changes.ts';
 import { readSync } from '../read-steps.ts';
-import type { AnswerAnomaly } from '../answer-anomalies.ts';
+import type { AnomalySource, AnswerAnomaly } from '../answer-anomalies.ts';
 
 /** What one ingest wrote. */
 export interface IngestResult {
@@ -26,32 +26,27 @@ export interface IngestResult {
 }
 
 /** The run and task an answer came from: its changes are filed under them. */
-export interface ChangeSource {
-  runId: number | null;
-  taskId: number | null;
-}
+type ChangeSource = Pick<AnomalySource, 'runId' | 'taskId'>;
 
 /** Writes validated responses into the normalized tables. */
-export interface Ingestor {
-  /**
-   * Upserts one answer, as its operation's contract read it (operations/answers.ts); every timestamp written is
-   * `seenAt` (ISO-8601 UTC), so a replay reproduces them. With `source`, what the answer changes is recorded in
-   * the history (store/history/) first. Must run inside a transaction the caller opened; throws otherwise.
-   */
-  ingestAnswer(subject: AnySubject, answer: unknown, seenAt: string, source?: ChangeSource): IngestResult;
-}
+export type Ingestor = ReturnType<typeof createIngestor>;
 
 export { NORMALIZED_TABLES };
 
 const ISO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?Z$/;
 
 /** Prepares the statements once. */
-export function createIngestor(database: Connection): Ingestor {
+export function createIngestor(database: Connection) {
   const { sqlite } = database;
   const postDates = preparePostDateOrder(sqlite);
   // posts.posted_on: the raw day read in the order the dataset's posts show (post-date-order.ts).
   const write = prepareRowWriter(sqlite, { posts: { posted_on: (row) => postDates.isoOf(row['posted_raw']) } });
   const ctx: RowContext = { seenAt: '', networkHost: networkHost(), stored: prepareStoredLookup(sqlite) };
+  /**
+   * Upserts one answer, as its operation's contract read it (operations/answers.ts); every timestamp written is
+   * `seenAt` (ISO-8601 UTC), so a replay reproduces them. With `source`, what the answer changes is recorded in
+   * the history (store/history/) first. Must run inside a transaction the caller opened; throws otherwise.
+   */
   const ingestAnswer = (subject: AnySubject, answer: unknown, seenAt: string, source?: ChangeSource): IngestResult => {
     if (!sqlite.inTransaction) {
       throw new Error('ingest() must run inside a transaction (the caller commits the response with its bookkeeping)');

@@ -7,8 +7,7 @@ import { clearNormalizedTables } from '../ingest/index.ts';
 import { createLedger } from '../ledger.ts';
 import type { Database } from '../open.ts';
 import { acceptRawResponse } from '../raw-archive.ts';
-import { rawBodiesWerePruned } from '../raw-prune.ts';
-import { ARCHIVE_PAGE_SQL, CLEAR_KEPT_ANOMALIES_SQL, type ArchivedBody, type ReprocessStore } from '../reprocess-store.ts';
+import { ARCHIVE_PAGE_SQL, CLEAR_KEPT_ANOMALIES_SQL, WERE_PRUNED_SQL, type ArchivedBody, type ReprocessStore } from '../reprocess-store.ts';
 
 /**
  * Runs `replay` in one transaction on `database`, over the store, its statements prepared once (the day order of
@@ -23,7 +22,7 @@ export function inSqliteReprocessTransaction<T>(database: Database, replay: (sto
   const page = sqlite.prepare(ARCHIVE_PAGE_SQL.sqlite);
   const clearAnomalies = sqlite.prepare(CLEAR_KEPT_ANOMALIES_SQL);
   const store: ReprocessStore = {
-    bodiesWerePruned: () => rawBodiesWerePruned(sqlite),
+    bodiesWerePruned: () => sqlite.prepare(WERE_PRUNED_SQL).get() !== undefined,
     clearNormalizedTables: () => clearNormalizedTables(database),
     clearKeptBodiesAnomalies: () => void clearAnomalies.run(),
     archivePage: (afterId, limit) => page.all(afterId, limit) as ArchivedBody[],

@@ -4,7 +4,8 @@
  * next batch of raw rows. Its only job is to be killable: a runaway statement blocks this process, never the parent's.
  */
 import { openUserStatement } from '../readers/read-only-sql.ts';
-import type { FromStatementChild, ToStatementChild } from './statement-protocol.ts';
+// Types only: the parent's module is not loaded here.
+import type { FromStatementChild, ToStatementChild } from './statement-rows.ts';
 
 function send(message: FromStatementChild): void {
   process.send!(message);

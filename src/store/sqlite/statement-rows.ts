@@ -10,9 +10,18 @@ import { NetingestError } from '../../errors.ts';
 import { startChild } from '../../threads/start.ts';
 import { ExportInterruptedError, QueryTimeoutError } from '../readers/query-errors.ts';
 import { STATEMENT_DEFAULTS } from '../dataset-store.ts';
-import type { FromStatementChild, ToStatementChild } from './statement-protocol.ts';
 
 const CHILD = new URL('./statement-child.ts', import.meta.url);
+
+/** Parent to child: the statement to run, then `more` for each batch of rows. */
+export type ToStatementChild =
+  | { type: 'start'; db: string; sql: string; batchRows: number }
+  | { type: 'more' };
+
+/** Child to parent: a batch of raw rows (`done` after the last), or the error that stopped it. */
+export type FromStatementChild =
+  | { type: 'rows'; rows: unknown[][]; done: boolean }
+  | { type: 'failed'; message: string; code: string | undefined };
 
 export interface StatementRowsOptions {
   db: string;
@@ -41,10 +50,7 @@ export async function* statementRows(options: StatementRowsOptions): AsyncGenera
   }
 }
 
-interface Batch {
-  rows: unknown[][];
-  done: boolean;
-}
+type Batch = Omit<Extract<FromStatementChild, { type: 'rows' }>, 'type'>;
 
 class StatementRun {
   private readonly child: ChildProcess;
