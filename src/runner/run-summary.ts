@@ -3,7 +3,7 @@
  * results, job-result.ts). The field names are a public contract (`netingest run --json`): add, never rename.
  */
 // Types from light modules only: the package's public types (src/index.ts) hold a run's summary, and must not
-// reach the database drivers' or drizzle's types (test/package/package-types.test.ts).
+// reach the database drivers' or drizzle's types (test/package/package-install.test.ts checks them without skipLibCheck).
 import type { InvalidInputRow, RunStatus } from '../store/tables.ts';
 import type { Operation } from '../spec/types.ts';
 import type { RunStopSummary } from './stop-summary.ts';
