@@ -117,7 +117,11 @@ async function checkOutputPath(options: ExportCommonOptions): Promise<DatasetSto
 }
 
 /** A statement's rows (either engine) encoded to the output, checked against the snapshot as they go. */
-async function writeStatement({ columns, rows }: Pick<TableStatement, 'columns' | 'rows'>, snapshot: ReadSnapshot, options: ExportCommonOptions): Promise<ExportResult> {
+async function writeStatement(
+  { columns, rows }: { columns: string[]; rows: Iterable<unknown[]> | AsyncIterable<unknown[]> },
+  snapshot: ReadSnapshot,
+  options: ExportCommonOptions,
+): Promise<ExportResult> {
   const encoder = encoderFor(options.format ?? EXPORT_DEFAULTS.format, columns, encoderOptions(options));
   const target = verifiedBy(snapshot, options);
   const result = await writeRows(rows, encoder, target, target);

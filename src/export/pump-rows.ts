@@ -27,11 +27,13 @@ export function verifiedBy<T extends PumpOptions>(snapshot: ReadSnapshot, option
 // 250 rows: measured faster than 1000 (fewer rows survive into the old generation while a batch fills).
 export const PUMP_DEFAULTS = { batchRows: 250, yieldEveryMs: 50 } as const;
 
-/** Rows as a statement gives them, in column order: from a sync iterator (SQLite) or an async one (a cursor). */
-export type RowSource = Iterable<readonly unknown[]> | AsyncIterable<readonly unknown[]>;
-
 /** Writes the encoder's header and every row of `rows` to `sink`; resolves to the number of rows written. */
-export async function pumpRows(rows: RowSource, encoder: RowEncoder, sink: OutputSink, options: PumpOptions = {}): Promise<number> {
+export async function pumpRows(
+  rows: Iterable<readonly unknown[]> | AsyncIterable<readonly unknown[]>,
+  encoder: RowEncoder,
+  sink: OutputSink,
+  options: PumpOptions = {},
+): Promise<number> {
   const batchRows = options.batchRows ?? PUMP_DEFAULTS.batchRows;
   const yieldEveryMs = options.yieldEveryMs ?? PUMP_DEFAULTS.yieldEveryMs;
   const { signal, onProgress } = options;

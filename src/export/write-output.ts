@@ -3,7 +3,7 @@
  * or a stream), pumps the rows, and commits, or discards everything on any failure or interrupt.
  */
 import { openFileSink, streamSink, OutputClosedError, type OutputSink } from './output-sink.ts';
-import { pumpRows, type RowSource } from './pump-rows.ts';
+import { pumpRows } from './pump-rows.ts';
 import type { PumpOptions } from './export-options.ts';
 import { ExportInterruptedError, throwIfAborted } from './errors.ts';
 import type { RowEncoder } from './row-encoders.ts';
@@ -27,7 +27,12 @@ export interface WriteResult {
 }
 
 /** Writes `rows` through `encoder` to `target`; on any error nothing is left at `target.out`. */
-export async function writeRows(rows: RowSource, encoder: RowEncoder, target: OutputTarget, pump: PumpOptions = {}): Promise<WriteResult> {
+export async function writeRows(
+  rows: Iterable<readonly unknown[]> | AsyncIterable<readonly unknown[]>,
+  encoder: RowEncoder,
+  target: OutputTarget,
+  pump: PumpOptions = {},
+): Promise<WriteResult> {
   return writeOutput(target, pump, (sink, options) => pumpRows(rows, encoder, sink, options));
 }
 

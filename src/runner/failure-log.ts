@@ -1,5 +1,4 @@
 import type { Logger } from './logger.ts';
-import type { ExecutableTask, TaskOutcome } from './task-executor.ts';
 
 /** Options of a FailureLog; every default lives in FAILURE_LOG_DEFAULTS. */
 export interface FailureLogOptions {
@@ -11,8 +10,15 @@ export interface FailureLogOptions {
 
 export const FAILURE_LOG_DEFAULTS = { detailedLines: 10, summaryIntervalMs: 60_000 } as const;
 
-/** A task that failed, as the log names it: its input and page, and its failed outcome's code, message and retryable. */
-type FailedTask = Pick<ExecutableTask, 'inputKey' | 'page'> & Pick<Extract<TaskOutcome, { kind: 'failed' }>, 'code' | 'message' | 'retryable'>;
+/** A task that failed, as the log names it. */
+export interface FailedTask {
+  inputKey: string;
+  page: number;
+  code: string;
+  message: string;
+  /** Whether the next run tries it again (failed after every retry) or not (a 4xx, a body of the wrong shape). */
+  retryable: boolean;
+}
 
 /**
  * Logs the tasks of a job that failed in this run, so a nightly log says which input failed and why. The
