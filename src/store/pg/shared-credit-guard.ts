@@ -99,15 +99,16 @@ export class SharedCreditGuard extends CreditGuard {
     if (!shared) return;
     this.shared.delete(reservation);
     const op = reservation.operation;
-    const counters = charge !== null && charge !== 'unread' && readableCounters(charge) ? charge : null;
+    // The answer's counters as it gave them; sampled (and its charge held) only when they can be read.
+    const given = charge !== null && charge !== 'unread' ? charge : null;
+    const counters = given && readableCounters(given) ? given : null;
     // Without a balance read first, the budget learns the balance from the charges: those cannot wait.
     if (counters && !this.knowsCost(op) && this.balanceRead) {
       this.defer(op, { shared, counters, estimate: this.costOf(op) });
       return;
     }
     const cost = charge === null ? 0 : charge === 'unread' ? this.unreadCost(op) : this.costOf(op);
-    const unreadable = charge !== null && charge !== 'unread' ? charge : null;
-    this.charge(shared, { cost, counters: counters ?? unreadable, sample: counters ? { operation: op, creditsUsed: counters.credits_used } : undefined }, 0);
+    this.charge(shared, { cost, counters: given, sample: counters ? { operation: op, creditsUsed: counters.credits_used } : undefined }, 0);
   }
 
   /** Holds an answer's charge until the account's samples, its counter among them, show what its operation costs. */
