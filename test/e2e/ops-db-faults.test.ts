@@ -11,6 +11,7 @@ import { EXIT } from '../../src/cli/exit-codes.ts';
 import { runCli, type CliOptions, type CliResult } from '../soak/cli-process.ts';
 import { apiEnv, bytesOf, opsWorkspace, STACK_LINE, type OpsWorkspace } from '../soak/ops-fixture.ts';
 import { checkConsistency } from '../soak/soak-checks.ts';
+import { openSoakReader } from '../soak/soak-reader.ts';
 import { ROOT } from '../soak/sandbox-process.ts';
 import { otherUserCopy } from './other-user-copy.ts';
 import { inProcess } from '../support/run-helpers.ts';
@@ -138,12 +139,12 @@ describe('a database that cannot be used gives a clear error and a documented ex
     const result = await run(db, [], { fileSizeLimitKb: 256 });
     expect(result.code, result.stderr).toBe(EXIT.fatal);
     expectClearError(result, db, /full|disk|I\/O|cannot grow|write/i);
-    const sqlite = new BetterSqlite3(db, { readonly: true });
+    const reader = await openSoakReader(db);
     try {
-      const check = checkConsistency(sqlite);
+      const check = await checkConsistency(reader);
       expect(check.ok, check.detail).toBe(true);
     } finally {
-      sqlite.close();
+      await reader.close();
     }
     // Whatever was committed before the disk filled up is whole; nothing that was there is lost.
     const after = contents(db);

@@ -5,7 +5,7 @@
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import BetterSqlite3 from 'better-sqlite3';
+import { openSoakReader, type SoakReader } from './soak-reader.ts';
 
 /** One check of the soak, printed as a line. */
 export interface SoakCheck {
@@ -40,8 +40,8 @@ export const NORMALIZED_TABLES = Object.keys(NATURAL_KEYS).slice(0, 11);
 const TIME_COLUMNS = new Set(['first_seen_at', 'last_seen_at', 'updated_at']);
 
 /** Every task settled (done or not_found), with the count by status. */
-export function checkTasksSettled(sqlite: BetterSqlite3.Database): SoakCheck {
-  const rows = sqlite.prepare('SELECT status, count(*) AS n FROM tasks GROUP BY status ORDER BY status').all() as Array<{ status: string; n: number }>;
+export async function checkTasksSettled(db: SoakReader): Promise<SoakCheck> {
+  const rows = (await db.rows<{ status: string; n: number }>('SELECT status, count(*) AS n FROM tasks GROUP BY status ORDER BY status')).map((r) => ({ ...r, n: Number(r.n) }));
   const unsettled = rows.filter((r) => r.status !== 'done' && r.status !== 'not_found').reduce((n, r) => n + r.n, 0);
   return {
     name: 'every task done or not_found',
@@ -51,54 +51,50 @@ export function checkTasksSettled(sqlite: BetterSqlite3.Database): SoakCheck {
 }
 
 /** count(*) against count of distinct natural keys, for every table in NATURAL_KEYS. */
-export function checkNoDuplicates(sqlite: BetterSqlite3.Database): SoakCheck {
+export async function checkNoDuplicates(db: SoakReader): Promise<SoakCheck> {
   const bad: string[] = [];
   let tables = 0;
   for (const [table, key] of Object.entries(NATURAL_KEYS)) {
     const cols = key.map((c) => `"${c}"`).join(', ');
-    const { n, d } = sqlite
-      .prepare(`SELECT (SELECT count(*) FROM "${table}") AS n, (SELECT count(*) FROM (SELECT DISTINCT ${cols} FROM "${table}")) AS d`)
-      .get() as { n: number; d: number };
+    const n = await db.count(`SELECT count(*) FROM "${table}"`);
+    const d = await db.count(`SELECT count(*) FROM (SELECT DISTINCT ${cols} FROM "${table}") AS keys`);
     tables++;
     if (n !== d) bad.push(`${table}: ${n} rows, ${d} distinct (${key.join(', ')})`);
   }
   return { name: 'no duplicate rows (count = count distinct on every natural key)', ok: bad.length === 0, detail: bad.join('; ') || `${tables} tables` };
 }
 
-/** Nothing half-written: integrity and foreign keys hold, every done task has its raw answer and api_calls row. */
-export function checkConsistency(sqlite: BetterSqlite3.Database): SoakCheck {
-  const problems: string[] = [];
-  const integrity = sqlite.pragma('integrity_check', { simple: true }) as string;
-  if (integrity !== 'ok') problems.push(`integrity_check: ${integrity}`);
-  const fk = sqlite.pragma('foreign_key_check') as unknown[];
-  if (fk.length > 0) problems.push(`${fk.length} foreign key violations`);
-  const noRaw = sqlite
-    .prepare(`SELECT count(*) FROM tasks t WHERE t.status = 'done'
-      AND NOT EXISTS (SELECT 1 FROM raw_responses r WHERE r.task_id = t.id AND r.error_code IS NULL)`)
-    .pluck()
-    .get() as number;
+/**
+ * Nothing half-written: every done task has its raw answer and api_calls row, and no answer or wrong-shape body
+ * stands without its task's outcome; on SQLite also integrity and foreign keys (PostgreSQL enforces its keys).
+ */
+export async function checkConsistency(db: SoakReader): Promise<SoakCheck> {
+  const problems = db.engine === 'sqlite' ? await sqliteIntegrity(db) : [];
+  const noRaw = await db.count(`SELECT count(*) FROM tasks t WHERE t.status = 'done'
+      AND NOT EXISTS (SELECT 1 FROM raw_responses r WHERE r.task_id = t.id AND r.error_code IS NULL)`);
   if (noRaw > 0) problems.push(`${noRaw} done tasks without their raw answer`);
-  const noCall = sqlite
-    .prepare(`SELECT count(*) FROM tasks t WHERE t.status = 'done' AND NOT EXISTS (SELECT 1 FROM api_calls c WHERE c.task_id = t.id AND c.status = 200)`)
-    .pluck()
-    .get() as number;
+  const noCall = await db.count(`SELECT count(*) FROM tasks t WHERE t.status = 'done' AND NOT EXISTS (SELECT 1 FROM api_calls c WHERE c.task_id = t.id AND c.status = 200)`);
   if (noCall > 0) problems.push(`${noCall} done tasks without their api_calls row`);
-  const orphanRaw = sqlite
-    // A task due again is pending (or deferred, failed) beside the answers of earlier runs: only an answer of
-    // the task's own current run without the task done would be half-written.
-    .prepare(`SELECT count(*) FROM raw_responses r WHERE r.error_code IS NULL AND NOT EXISTS (SELECT 1 FROM tasks t
-      WHERE t.id = r.task_id AND (t.status = 'done' OR t.run_id IS NOT r.run_id))`)
-    .pluck()
-    .get() as number;
+  // A task due again is pending (or deferred, failed) beside the answers of earlier runs: only an answer of
+  // the task's own current run without the task done would be half-written.
+  const orphanRaw = await db.count(`SELECT count(*) FROM raw_responses r WHERE r.error_code IS NULL AND NOT EXISTS (SELECT 1 FROM tasks t
+      WHERE t.id = r.task_id AND (t.status = 'done' OR t.run_id IS DISTINCT FROM r.run_id))`);
   if (orphanRaw > 0) problems.push(`${orphanRaw} raw answers whose task is not done`);
   // A paid body of the wrong shape (error_code set) is never an answer: its task failed in the same transaction.
-  const orphanRejected = sqlite
-    .prepare(`SELECT count(*) FROM raw_responses r WHERE r.error_code IS NOT NULL AND NOT EXISTS (SELECT 1 FROM tasks t
-      WHERE t.id = r.task_id AND (t.status = 'failed' OR t.run_id IS NOT r.run_id))`)
-    .pluck()
-    .get() as number;
+  const orphanRejected = await db.count(`SELECT count(*) FROM raw_responses r WHERE r.error_code IS NOT NULL AND NOT EXISTS (SELECT 1 FROM tasks t
+      WHERE t.id = r.task_id AND (t.status = 'failed' OR t.run_id IS DISTINCT FROM r.run_id))`);
   if (orphanRejected > 0) problems.push(`${orphanRejected} wrong-shape bodies whose task did not fail`);
-  return { name: 'nothing half-written (integrity, foreign keys, every done task with its raw answer and call)', ok: problems.length === 0, detail: problems.join('; ') || 'ok' };
+  const name = `nothing half-written (${db.engine === 'sqlite' ? 'integrity, foreign keys, ' : ''}every done task with its raw answer and call)`;
+  return { name, ok: problems.length === 0, detail: problems.join('; ') || 'ok' };
+}
+
+async function sqliteIntegrity(db: SoakReader): Promise<string[]> {
+  const problems: string[] = [];
+  const integrity = (await db.rows<{ integrity_check: string }>('PRAGMA integrity_check')).map((r) => r.integrity_check).join('; ');
+  if (integrity !== 'ok') problems.push(`integrity_check: ${integrity}`);
+  const fk = await db.rows('PRAGMA foreign_key_check');
+  if (fk.length > 0) problems.push(`${fk.length} foreign key violations`);
+  return problems;
 }
 
 /**
@@ -106,24 +102,26 @@ export function checkConsistency(sqlite: BetterSqlite3.Database): SoakCheck {
  * one read-only connection: `exportSql` ran each statement in a child process, 22 of them a quarter of a
  * second each (5.6 s of the short soak's 15), and the soak's promise is about the rows, not the export.
  */
-export function datasetLines(dbPath: string): Map<string, string[]> {
-  const sqlite = new BetterSqlite3(dbPath, { readonly: true });
+export async function datasetLines(locator: string): Promise<Map<string, string[]>> {
+  const db = await openSoakReader(locator);
   try {
-    return new Map(NORMALIZED_TABLES.map((table) => {
-      const columns = (sqlite.prepare(`SELECT name FROM pragma_table_info(?)`).pluck().all(table) as string[]).filter((c) => !TIME_COLUMNS.has(c));
+    const tables = new Map<string, string[]>();
+    for (const table of NORMALIZED_TABLES) {
+      const columns = (await db.columns(table)).filter((c) => !TIME_COLUMNS.has(c));
       const order = NATURAL_KEYS[table]!.map((c) => `"${c}"`).join(', ');
-      const rows = sqlite.prepare(`SELECT ${columns.map((c) => `"${c}"`).join(', ')} FROM "${table}" ORDER BY ${order}`).raw().all() as unknown[][];
-      return [table, [JSON.stringify(columns), ...rows.map((row) => JSON.stringify(row))]];
-    }));
+      const rows = await db.rows<Record<string, unknown>>(`SELECT ${columns.map((c) => `"${c}"`).join(', ')} FROM "${table}" ORDER BY ${order}`);
+      tables.set(table, [JSON.stringify(columns), ...rows.map((row) => JSON.stringify(columns.map((c) => row[c])))]);
+    }
+    return tables;
   } finally {
-    sqlite.close();
+    await db.close();
   }
 }
 
 /** The soak's dataset against the clean run's, table by table; each side's lines are left in outDir to look at. */
-export function checkSameDataset(soakDb: string, cleanDb: string, outDir: string): SoakCheck {
-  const mine = datasetLines(soakDb);
-  const clean = datasetLines(cleanDb);
+export async function checkSameDataset(soakDb: string, cleanDb: string, outDir: string): Promise<SoakCheck> {
+  const mine = await datasetLines(soakDb);
+  const clean = await datasetLines(cleanDb);
   const differ: string[] = [];
   let total = 0;
   for (const table of NORMALIZED_TABLES) {

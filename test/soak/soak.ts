@@ -10,12 +10,13 @@ import { seededRandom as prng } from '../support/seeded-random.ts';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import BetterSqlite3 from 'better-sqlite3';
 import { API_PREFIX } from '../../src/spec/types.ts';
 import { startSandboxProcess, type SandboxProcess, type SandboxRequestLine } from './sandbox-process.ts';
 import { startCli, type CliResult } from './cli-process.ts';
 import { companyUrl, postUrl, writeJobFile, writeQueriesCsv, writeUrlCsv } from './inputs.ts';
 import { checkConsistency, checkNoDuplicates, checkSameDataset, checkTasksSettled, type SoakCheck } from './soak-checks.ts';
+import { openSoakReader } from './soak-reader.ts';
+import { createTestDatabase } from '../pg/pg-cluster.ts';
 
 /** Options of runSoak; every default in SOAK_DEFAULTS. */
 export interface SoakOptions {
@@ -35,6 +36,11 @@ export interface SoakOptions {
   log?: (line: string) => void;
   /** Keep the working folder (databases, exports) for a look afterwards. */
   keepDir?: boolean;
+  /**
+   * A PostgreSQL cluster's URL (a superuser's): the soak's and the clean run's datasets are two new databases
+   * there instead of SQLite files. @default null (SQLite)
+   */
+  pgClusterUrl?: string | null;
 }
 
 export const SOAK_DEFAULTS = {
@@ -44,6 +50,7 @@ export const SOAK_DEFAULTS = {
   seed: 7,
   rateLimitPerSecond: 60,
   maxFinalRuns: 4,
+  pgClusterUrl: null,
 } as const;
 
 /** What one soak did and found. */
@@ -100,8 +107,9 @@ export async function runSoak(options: SoakOptions = {}): Promise<SoakReport> {
   const log = options.log ?? (() => {});
   const random = prng(o.seed);
   const dir = mkdtempSync(join(tmpdir(), 'netingest-soak-'));
-  const soakDb = join(dir, 'soak.db');
-  const cleanDb = join(dir, 'clean.db');
+  const [soakDb, cleanDb] = o.pgClusterUrl
+    ? [await createTestDatabase(o.pgClusterUrl, 'soak'), await createTestDatabase(o.pgClusterUrl, 'soak_clean')]
+    : [join(dir, 'soak.db'), join(dir, 'clean.db')];
   let faulty: SandboxProcess | null = null;
   let clean: SandboxProcess | null = null;
   try {
@@ -112,7 +120,7 @@ export async function runSoak(options: SoakOptions = {}): Promise<SoakReport> {
       '--rate-limit', String(o.rateLimitPerSecond), '--retry-after', '1', '--latency-ms', '2-40',
     ]);
     const env = { NETINGEST_API_URL: faulty.url, NETINGEST_API_TOKEN: TOKEN };
-    log(`soak in ${dir}: faulty sandbox ${faulty.url}, ${o.kills} kills, concurrency ${o.concurrency}`);
+    log(`soak in ${dir}${o.pgClusterUrl ? ' on PostgreSQL' : ''}: faulty sandbox ${faulty.url}, ${o.kills} kills, concurrency ${o.concurrency}`);
 
     const kills: SoakReport['kills'] = [];
     // A 429 of the run's own, or one the harness provokes from the second run on (see throttleRun).
@@ -163,7 +171,7 @@ export async function runSoak(options: SoakOptions = {}): Promise<SoakReport> {
     await clean.stop();
     log(`clean run: exit ${cleanRun.code}`);
     if (cleanRun.code !== 0) throw new Error(`the clean run exited ${cleanRun.code}: ${cleanRun.stderr.slice(-2000)}`);
-    const cleanBilledCalls = billedCalls(cleanDb);
+    const cleanBilledCalls = await billedCalls(cleanDb);
 
     const requests = faulty.requests();
     const billed = requests.filter((r) => r.charged > 0).length;
@@ -172,16 +180,16 @@ export async function runSoak(options: SoakOptions = {}): Promise<SoakReport> {
       const kind = r.fault ?? (isRunThrottled(r) ? '429' : null);
       if (kind) faults[kind] = (faults[kind] ?? 0) + 1;
     }
-    const sqlite = new BetterSqlite3(soakDb, { readonly: true });
+    const db = await openSoakReader(soakDb);
     let checks: SoakCheck[];
     let tasks: number;
     try {
-      tasks = sqlite.prepare('SELECT count(*) FROM tasks').pluck().get() as number;
+      tasks = await db.count('SELECT count(*) FROM tasks');
       const allowed = tasks + o.concurrency * kills.filter((k) => k.killed).length;
       checks = [
-        checkTasksSettled(sqlite),
-        checkNoDuplicates(sqlite),
-        checkConsistency(sqlite),
+        await checkTasksSettled(db),
+        await checkNoDuplicates(db),
+        await checkConsistency(db),
         {
           name: 'billed calls <= tasks + concurrency per kill',
           ok: billed <= allowed,
@@ -189,9 +197,9 @@ export async function runSoak(options: SoakOptions = {}): Promise<SoakReport> {
         },
       ];
     } finally {
-      sqlite.close();
+      await db.close();
     }
-    checks.push(checkSameDataset(soakDb, cleanDb, dir));
+    checks.push(await checkSameDataset(soakDb, cleanDb, dir));
     log('datasets compared');
     const lastExit = finalRuns[finalRuns.length - 1]?.code;
     checks.unshift({ name: 'the final run completes (exit 0)', ok: lastExit === 0, detail: `exit codes ${finalRuns.map((r) => r.code).join(', ')}` });
@@ -265,12 +273,12 @@ async function settledWithin(p: Promise<unknown>, ms: number): Promise<boolean> 
 }
 
 /** Calls the clean run paid for: its 200s in api_calls. */
-function billedCalls(dbPath: string): number {
-  const sqlite = new BetterSqlite3(dbPath, { readonly: true });
+async function billedCalls(locator: string): Promise<number> {
+  const db = await openSoakReader(locator);
   try {
-    return sqlite.prepare('SELECT count(*) FROM api_calls WHERE status = 200').pluck().get() as number;
+    return await db.count('SELECT count(*) FROM api_calls WHERE status = 200');
   } finally {
-    sqlite.close();
+    await db.close();
   }
 }
 
