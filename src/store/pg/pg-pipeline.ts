@@ -8,7 +8,6 @@
  * one transaction only inside BEGIN ... COMMIT, which the caller sends or holds open; after a failed statement
  * the server refuses the rest of that transaction, and a COMMIT then rolls it back.
  */
-import type { Duplex } from 'node:stream';
 import type pg from 'pg';
 import { PREPARED_DEFAULTS, type GroupStatement } from './pg-literal-sql.ts';
 
@@ -20,7 +19,8 @@ const preparedOn = new WeakMap<pg.ClientBase, Set<string>>();
 /** node-postgres's client as this module drives it: its pipeline switch and the socket it writes to. */
 interface PipelinedClient {
   pipeline: boolean;
-  connection: { stream: Duplex };
+  /** Not every stream corks (node-postgres checks too: a Cloudflare socket does not). */
+  connection: { stream: { cork?: () => void; uncork?: () => void } };
 }
 
 /**
@@ -34,12 +34,12 @@ export async function pipelineStatements(client: pg.ClientBase, statements: read
   preparedOn.set(client, prepared);
   c.pipeline = true;
   // One write for the whole group, not one per statement.
-  c.connection.stream.cork();
+  c.connection.stream.cork?.();
   let sent: Array<Promise<pg.QueryResult>>;
   try {
     sent = statements.flatMap((s) => (s === null ? [] : [client.query(queryOf(s, prepared, types))]));
   } finally {
-    c.connection.stream.uncork();
+    c.connection.stream.uncork?.();
   }
   const settled = await Promise.allSettled(sent);
   c.pipeline = false;
