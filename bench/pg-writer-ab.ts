@@ -16,12 +16,14 @@ import type { OutcomeOp } from '../src/store/outcome-ops.ts';
 
 const ROUNDS = Number(process.env['ROUNDS'] ?? 6);
 const GROUPS = Number(process.env['GROUPS'] ?? 150);
+/** Answers a group: `SIZE`, or with VARY=1 from 1 to 2 x SIZE - 1 by turns (the run's groups vary). */
 const SIZE = Number(process.env['SIZE'] ?? 6);
+const sizeOf = (g: number) => (process.env['VARY'] ? 1 + ((g * 7) % (2 * SIZE - 1)) : SIZE);
 const AT = '2026-11-02T08:00:00.000Z';
 const roots = { A: resolve(process.env['A'] ?? '.'), B: resolve('.') };
 
-function ops(first: number): OutcomeOp[] {
-  return Array.from({ length: SIZE }, (_, i): OutcomeOp => {
+function ops(first: number, size: number): OutcomeOp[] {
+  return Array.from({ length: size }, (_, i): OutcomeOp => {
     const taskId = first + i;
     const id = `activity-7${String(100000000000000000 + taskId)}`;
     const request = { ...postRequest, postUrl: `https://network.com/posts/p_${id}` };
@@ -46,7 +48,7 @@ try {
     const { openPgStore } = await imp<typeof import('../src/store/pg/open.ts')>('src/store/pg/open.ts');
     const { createPgGroupCommit } = await imp<typeof import('../src/store/pg/pg-group-commit.ts')>('src/store/pg/pg-group-commit.ts');
     const store = await openPgStore(await createTestDatabase(cluster.url, `ab${tag.toLowerCase()}`));
-    const total = ROUNDS * GROUPS * SIZE;
+    const total = ROUNDS * GROUPS * 2 * SIZE;
     await store.pool.query(`INSERT INTO tasks (id, job, operation, input_key, page, request_json, status, attempts, created_at, updated_at)
       SELECT i, 'j', 'post-details', 'k' || i, 1, '{}', 'pending', 0, $1, $1 FROM generate_series(1, $2::int) i`, [AT, total + 1000]);
     await store.pool.query('INSERT INTO runs (id, started_at, status) VALUES (1, $1, $2) ON CONFLICT DO NOTHING', [AT, 'running']).catch(() => undefined);
@@ -56,14 +58,15 @@ try {
   }
   for (let round = 0; round < ROUNDS; round++) {
     for (const side of round % 2 === 0 ? sides : [...sides].reverse()) {
-      const groups = Array.from({ length: GROUPS }, (_, g) => side.commit.plan(ops(side.next + g * SIZE)));
-      side.next += GROUPS * SIZE;
+      const sizes = Array.from({ length: GROUPS }, (_, g) => sizeOf(g));
+      const groups = sizes.map((size, g) => side.commit.plan(ops(side.next + sizes.slice(0, g).reduce((a, b) => a + b, 0), size)));
+      const n = sizes.reduce((a, b) => a + b, 0);
+      side.next += n;
       const cpu = process.cpuUsage();
       const server = cpuOf(side.pid);
       const start = performance.now();
       let read = await side.commit.read(side.client, groups[0]!);
       for (let g = 0; g < GROUPS; g++) read = await side.commit.write(side.client, groups[g]!, read, { ownTransaction: true, next: groups[g + 1] ?? null });
-      const n = GROUPS * SIZE;
       const c = process.cpuUsage(cpu);
       side.figures.push(`${((c.user + c.system) / n).toFixed(0)}/${(((cpuOf(side.pid) - server) * 1000) / n).toFixed(0)}/${(((performance.now() - start) * 1000) / n).toFixed(0)}`);
     }
