@@ -50,14 +50,22 @@ function postmasterOf(port: number): number {
   throw new Error(`no postmaster on port ${port}`);
 }
 
-/** Counts the pg client's queries by their first words while `counting`. */
+/** Counts the pg client's queries by their first words while `counting`, and its round trips (`trips`). */
 const queries = new Map<string, number>();
 const waited = new Map<string, number>();
 let counting = false;
+/** Queries a client sends in one synchronous turn go out together (the writer pipelines a group's): one round trip. */
+let trips = 0;
+const inBurst = new WeakSet<object>();
 const query = pg.Client.prototype.query as (...args: unknown[]) => unknown;
 (pg.Client.prototype as unknown as { query: (...args: unknown[]) => unknown }).query = function (this: pg.Client, ...args: unknown[]) {
   const text = typeof args[0] === 'string' ? args[0] : (args[0] as { text?: string } | undefined)?.text;
   if (!counting || typeof text !== 'string') return query.apply(this, args);
+  if (!inBurst.has(this)) {
+    trips += 1;
+    inBurst.add(this);
+    queueMicrotask(() => inBurst.delete(this));
+  }
   const label = text.replace(/\s+/g, ' ').slice(0, 70);
   queries.set(label, (queries.get(label) ?? 0) + 1);
   const started = performance.now();
@@ -120,7 +128,6 @@ try {
   const serverMs = clusterCpuMs(postmaster) - server;
   counting = false;
   if (profiler) writeFileSync(process.env['CPU_PROF']!, JSON.stringify((await profiler.post('Profiler.stop')).profile));
-  const trips = [...queries.values()].reduce((a, b) => a + b, 0);
   console.log(`${N} answers in ${wallMs.toFixed(0)} ms: ${((N / wallMs) * 1000).toFixed(1)}/s; per answer: client CPU ${((client.user + client.system) / N).toFixed(0)} us (system ${(client.system / N).toFixed(0)}), `
     + `server CPU ${((serverMs * 1000) / N).toFixed(0)} us, round trips ${(trips / N).toFixed(2)}`);
   for (const [label, n] of [...queries].sort((a, b) => b[1] - a[1]).slice(0, 20)) console.log(`  ${(n / N).toFixed(3)}/answer  ${label}`);

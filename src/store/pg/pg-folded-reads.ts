@@ -1,7 +1,7 @@
 /**
- * Reads folded into a multi-statement query (pg-literal-sql.ts): each is its statement's own PostgreSQL text,
- * placeholders and all (nothing is rewritten), sent as EXECUTE of that text prepared on the connection, its
- * values as literals, so a group's reads ride in the round trip of the statements before them. Only for readers whose
+ * Reads folded into a group's round trip (pg-pipeline.ts): each is its statement's own PostgreSQL text,
+ * placeholders and all (nothing is rewritten), prepared on the connection and bound to its values, so a group's
+ * reads ride in the round trip of the statements before them. Only for readers whose
  * statements do not depend on the rows read (the history's read of a group's keys): the reader is run once
  * with no rows to learn its statements, and again with theirs.
  */
@@ -19,7 +19,7 @@ export function plannedReads(reads: Reads<unknown>): ReadStep[] {
   return steps;
 }
 
-/** Each read as a statement with its values (pg-literal-sql.ts sends it as EXECUTE of a prepared statement). */
+/** Each read as a statement with its values (pg-pipeline.ts sends it bound to them, prepared by name). */
 export function foldedReadSql(steps: readonly ReadStep[]): BoundStatement[] {
   return steps.map((step) => {
     if (typeof step.sql === 'string') throw new Error('internal: a plain read does not fold');

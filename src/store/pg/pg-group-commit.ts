@@ -1,6 +1,6 @@
 /**
- * One group of outcomes written on PostgreSQL in one multi-statement query however many outcomes it holds
- * (pg-literal-sql.ts): the raw bodies in one multi-row INSERT with the anomalies naming them, every answer's
+ * One group of outcomes written on PostgreSQL in one round trip however many outcomes it holds (its statements
+ * pipelined, each bound to its values: pg-pipeline.ts): the raw bodies in one multi-row INSERT with the anomalies naming them, every answer's
  * normalized rows (gathered in one PgRowBatch: a few multi-row statements per table), the api_calls rows, the
  * task updates (one UPDATE ... FROM VALUES per round of distinct tasks) and the history's rows. The history's
  * reads of the group's keys come before, in a query of their own or riding in the group before it. A stored
@@ -17,7 +17,8 @@ import type { ReadStep } from '../read-steps.ts';
 import { candidateWrites, createPgAnswerStore } from './pg-answer-store.ts';
 import { ANOMALY_HEAD } from '../answer-anomalies.ts';
 import { PgRowBatch, roundsByKey } from './pg-row-batch.ts';
-import { runStatements, valuesStatement, type BoundStatement } from './pg-literal-sql.ts';
+import { valuesStatement, type BoundStatement } from './pg-literal-sql.ts';
+import { pipelineStatements } from './pg-pipeline.ts';
 import { CHANGES_HEAD, ChangeRecorder, changeValues } from '../history/record-changes.ts';
 import { foldedReadSql, plannedReads, replayReads } from './pg-folded-reads.ts';
 import { STORE_TYPES } from './reader-values.ts';
@@ -49,17 +50,17 @@ export interface PgGroupCommit {
   (client: pg.ClientBase, ops: readonly OutcomeOp[], ownTransaction?: boolean): Promise<void>;
   /** The history's reads of the group's keys, to send before the group is written. */
   plan(ops: readonly OutcomeOp[]): PlannedGroup;
-  /** The group's reads alone, in one query (none when it reads nothing). */
+  /** The group's reads alone, in one round trip (none when it reads nothing). */
   read(client: pg.ClientBase, group: PlannedGroup): Promise<unknown[][]>;
   /**
-   * The group written in one query (a stored value an answer reads back costs one more, rare), with `next`'s
+   * The group written in one round trip (a stored value an answer reads back costs one more, rare), with `next`'s
    * reads riding in it before COMMIT: the state `next` starts from is the one this group leaves. `next`'s rows.
    */
   write(client: pg.ClientBase, group: PlannedGroup, read: readonly unknown[][], options: { ownTransaction: boolean; next?: PlannedGroup | null }): Promise<unknown[][]>;
 }
 
 /**
- * The writer of one run's groups. The run's writer (pg-outcome-writer.ts) sends each group in one query: BEGIN
+ * The writer of one run's groups. The run's writer (pg-outcome-writer.ts) sends each group in one round trip: BEGIN
  * (or earlier, when an answer reads a stored value back), the raw bodies and the anomalies naming them in one
  * statement, the rows, the calls, the settles, the history, the next group's reads, COMMIT. Two queries a group
  * (BEGIN with the raw bodies and the reads, then the rest) was the writer's wait on the server twice a group.
@@ -86,7 +87,7 @@ export function createPgGroupCommit(runId: number): PgGroupCommit {
     const { changes, withdrawn } = history.take();
     const nextReads = options.next ? foldedReadSql(options.next.planned) : [];
     const tail = options.ownTransaction ? ['COMMIT'] : [];
-    const results = await runStatements(client, [
+    const results = await pipelineStatements(client, [
       tx.begun() ? null : 'BEGIN',
       rawBodiesSql(paid, runId, anomalies),
       ...batch.take(),
@@ -101,7 +102,7 @@ export function createPgGroupCommit(runId: number): PgGroupCommit {
   }
 
   async function read(client: pg.ClientBase, group: PlannedGroup): Promise<unknown[][]> {
-    return (await runStatements(client, foldedReadSql(group.planned), STORE_TYPES)).map((r) => r.rows);
+    return (await pipelineStatements(client, foldedReadSql(group.planned), STORE_TYPES)).map((r) => r.rows);
   }
 
   const writeGroup = async (client: pg.ClientBase, ops: readonly OutcomeOp[], ownTransaction = false) => {
@@ -120,7 +121,7 @@ function planGroup(ops: readonly OutcomeOp[]): PlannedGroup {
 
 /**
  * `client` sending BEGIN before the first query made through it: an answer that reads a stored value back (or the
- * day order's first read) does so inside the group's transaction; otherwise BEGIN goes with the group's one query.
+ * day order's first read) does so inside the group's transaction; otherwise BEGIN goes with the group's statements.
  */
 function beginningLazily(client: pg.ClientBase): { client: pg.ClientBase; begun: () => boolean } {
   let begun = false;

@@ -52,10 +52,21 @@ function parameterText(value: unknown): string {
 /** `head VALUES ($1, ...), (...) tail` over `rows`; null for no rows. */
 export function valuesStatement(head: string, rows: readonly (readonly unknown[])[], tail = ''): BoundStatement | null {
   if (rows.length === 0) return null;
-  let n = 0;
-  const tuples = rows.map((row) => `(${row.map(() => `$${++n}`).join(', ')})`);
-  return { text: `${head} VALUES ${tuples.join(', ')}${tail}`, values: rows.flat() };
+  const width = rows[0]!.length;
+  if (rows.some((row) => row.length !== width)) throw new Error(`internal: rows of several widths for ${head}`);
+  // The text depends only on the shape: built once per head, tail, row count and width, not once per group.
+  const key = `${head}\0${tail}\0${rows.length}\0${width}`;
+  let text = shapes.get(key);
+  if (text === undefined) {
+    let n = 0;
+    const tuples = rows.map(() => `(${Array.from({ length: width }, () => `$${++n}`).join(', ')})`);
+    shapes.set(key, (text = `${head} VALUES ${tuples.join(', ')}${tail}`));
+  }
+  return { text, values: rows.flat() };
 }
+
+/** valuesStatement's texts by shape (a few hundred in a run: tables x row counts up to a group's size). */
+const shapes = new Map<string, string>();
 
 /**
  * Runs statements in order as one query (one round trip), in the caller's transaction; each given statement's

@@ -2,7 +2,7 @@
  * The run's writer on PostgreSQL: the same group commit as store/result-writer.ts (the outcomes of one turn of
  * the event loop, or `maxBatch` of them, in one transaction: normalized rows, raw body, task status and
  * api_calls row together), committed one group at a time on a connection of its own for the run, each
- * in one query of a few multi-row statements per table (pg-group-commit.ts). An outcome's promise resolves once
+ * in one round trip of a few multi-row statements per table (pg-group-commit.ts). An outcome's promise resolves once
  * its group is committed, so a worker killed at any instant loses at most its in-flight calls.
  */
 import type pg from 'pg';
@@ -65,7 +65,7 @@ export class PgOutcomeWriter extends GroupCommitWriter {
   }
 
   /**
-   * Commits the waiting groups one after the other on one connection while any waits. Each commit is one query
+   * Commits the waiting groups one after the other on one connection while any waits. Each commit is one round trip
    * that also reads, before its COMMIT, what the history needs of the next group (the groups waiting by then):
    * one round trip a group while the writer is busy, two for the first after it was idle (its reads, then it).
    */

@@ -9,8 +9,8 @@
  * - a set replaced twice (a company's locations) ends as the last one: its owner's rows deleted, the last set
  *   inserted.
  * Whoever reads a stored row the batch may have touched flushes it first (`touches`). The statements go with
- * their values (pg-literal-sql.ts: EXECUTE of a statement prepared per connection) and a flush sends them all as
- * one query: one round trip per flush however many rows, tables and rounds it holds.
+ * their values: the run's writer pipelines them with the rest of its group (`take`, pg-pipeline.ts), and a flush
+ * sends them all as one query (pg-literal-sql.ts): one round trip however many rows, tables and rounds it holds.
  */
 import type pg from 'pg';
 import type { Row, RowWrite } from '../../operations/stored-rows.ts';

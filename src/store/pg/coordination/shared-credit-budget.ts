@@ -27,6 +27,8 @@ import pg from 'pg';
 import type { CreditCounters, Operation } from '../../../spec/types.ts';
 import { medianStep, reportedBalance } from '../../../credits/credit-meter.ts';
 import type { CreditLimits } from '../../../credits/credit-guard.ts';
+import { runStatements, type BoundStatement } from '../pg-literal-sql.ts';
+import { withPgClient } from '../transaction.ts';
 
 export const SHARED_CREDIT_BUDGET_DEFAULTS = {
   /** How long a reservation counts without renewal: longer than a call may take, retries included. */
@@ -143,7 +145,7 @@ export class SharedCreditBudget {
   /** The block reservation under way, which the callers waiting meanwhile draw from once it comes. */
   private blockAsked: Promise<void> | null = null;
   /** Reservations asked in this turn of the event loop, sent together at its end. */
-  private asked: Array<{ statement: string; resolve: (result: pg.QueryResult) => void; reject: (err: unknown) => void }> = [];
+  private asked: Array<{ statement: BoundStatement; resolve: (result: pg.QueryResult) => void; reject: (err: unknown) => void }> = [];
   /** Settles asked in this turn, merged; the reservation rows' costs to take off, and the rows to delete. */
   private settling: SettleAsk[] = [];
   private readonly releasedCost = new Map<number, number>();
@@ -152,7 +154,7 @@ export class SharedCreditBudget {
   private turn: { sent: Promise<void>; hurry: () => void } | null = null;
   private readonly settleDelayMs: number;
 
-  constructor(private readonly pool: pg.Pool, options: SharedCreditBudgetOptions) {
+  constructor(private readonly pool: pg.Pool, private readonly options: SharedCreditBudgetOptions) {
     this.a = pg.escapeLiteral(options.apiUrl);
     this.r = pg.escapeLiteral(options.runKey);
     this.w = pg.escapeLiteral(options.workerId);
@@ -245,37 +247,42 @@ export class SharedCreditBudget {
    * The reservation statement: the figures, how many calls of `cost` fit under the reserve and under the cap
    * (at most `calls`; one alone while learning the balance or as a probe), and the row for them when any fit.
    */
-  private reserveSql(cost: number, calls: number, limits: CreditLimits, probe: boolean): string {
-    const eps = SHARED_CREDIT_BUDGET_DEFAULTS.epsilon;
-    const c = num(cost);
-    const reserve = num(limits.reserve);
-    const perCall = (room: string) => (cost > 0 ? `floor((${room} + ${eps}) / ${c})` : `CASE WHEN ${room} + ${eps} >= 0 THEN ${num(calls)} ELSE 0 END`);
-    const byCap = limits.maxPerRun === null ? num(calls) : perCall(`${num(limits.maxPerRun)} - fig.spent - fig.run_reserved`);
-    return `WITH fig AS MATERIALIZED (
-  SELECT (SELECT balance FROM account_balance WHERE api_url = ${this.a}) AS balance,
+  private reserveSql(cost: number, calls: number, limits: CreditLimits, probe: boolean): BoundStatement {
+    // Bound, not written in: one text per shape (cost zero or not, a cap or not), prepared once and planned once.
+    const { a, r, w, c, reserve, cap, n, eps, ms, probing } = {
+      a: '$1::text', r: '$2::text', w: '$3::text', c: '$4::float8', reserve: '$5::float8', probing: '$6::boolean', n: '$7::int', eps: '$8::float8', ms: '$9::float8', cap: '$10::float8',
+    };
+    const perCall = (room: string) => (cost > 0 ? `floor((${room} + ${eps}) / ${c})` : `CASE WHEN ${room} + ${eps} >= 0 THEN ${n} ELSE 0 END`);
+    const byCap = limits.maxPerRun === null ? n : perCall(`${cap} - fig.spent - fig.run_reserved`);
+    const text = `WITH fig AS MATERIALIZED (
+  SELECT (SELECT balance FROM account_balance WHERE api_url = ${a}) AS balance,
     coalesce(sum(cost), 0)::float8 AS reserved,
-    coalesce(sum(cost) FILTER (WHERE run_key = ${this.r}), 0)::float8 AS run_reserved,
+    coalesce(sum(cost) FILTER (WHERE run_key = ${r}), 0)::float8 AS run_reserved,
     count(*)::int AS in_flight,
-    coalesce((SELECT spent FROM credit_run_spend WHERE run_key = ${this.r}), 0)::float8 AS spent
-  FROM credit_reservations WHERE api_url = ${this.a}
+    coalesce((SELECT spent FROM credit_run_spend WHERE run_key = ${r}), 0)::float8 AS spent
+  FROM credit_reservations WHERE api_url = ${a}
 ), room AS (
   SELECT fig.*,
     CASE WHEN fig.balance IS NULL THEN (CASE WHEN fig.in_flight = 0 THEN 1 ELSE 0 END)
       ELSE greatest(${perCall(`fig.balance - fig.reserved - ${reserve}`)},
-        CASE WHEN ${probe ? 'TRUE' : 'FALSE'} AND fig.in_flight = 0 AND fig.balance > ${reserve} + ${eps} THEN 1 ELSE 0 END) END AS by_reserve,
+        CASE WHEN ${probing} AND fig.in_flight = 0 AND fig.balance > ${reserve} + ${eps} THEN 1 ELSE 0 END) END AS by_reserve,
     ${byCap} AS by_cap
   FROM fig
 ), fits AS (
   SELECT room.*, by_reserve >= 1 AS under_reserve_ok, by_cap >= 1 AS cap_ok,
-    least(${num(calls)}, by_reserve, by_cap, CASE WHEN room.balance IS NULL THEN 1 ELSE ${num(calls)} END)::int AS calls
+    least(${n}, by_reserve, by_cap, CASE WHEN room.balance IS NULL THEN 1 ELSE ${n} END)::int AS calls
   FROM room
 ), ins AS (
   INSERT INTO credit_reservations (api_url, run_key, worker_id, cost, expires_at)
-  SELECT ${this.a}, ${this.r}, ${this.w}, ${c} * fits.calls, clock_timestamp() + ${num(this.reservationMs)} * interval '1 millisecond'
+  SELECT ${a}, ${r}, ${w}, ${c} * fits.calls, clock_timestamp() + ${ms} * interval '1 millisecond'
   FROM fits WHERE under_reserve_ok AND cap_ok
   RETURNING id
 )
 SELECT balance, reserved, in_flight, spent, under_reserve_ok, cap_ok, calls, (SELECT id FROM ins)::text AS id FROM fits`;
+    // The cap last: without one its placeholder is not in the text, and a prepared statement's numbers have no gap.
+    const values = [this.options.apiUrl, this.options.runKey, this.options.workerId, num(cost), num(limits.reserve), probe, num(calls),
+      num(SHARED_CREDIT_BUDGET_DEFAULTS.epsilon), num(this.reservationMs), ...(limits.maxPerRun === null ? [] : [num(limits.maxPerRun)])];
+    return { text, values };
   }
 
   /** The room this process's blocks have left goes back to the account at the next turn; emptied rows go. */
@@ -339,7 +346,7 @@ SELECT balance, reserved, in_flight, spent, under_reserve_ok, cap_ok, calls, (SE
   }
 
   /** A reservation statement, sent with the others of this turn; its result. */
-  private inTurn(statement: string): Promise<pg.QueryResult> {
+  private inTurn(statement: BoundStatement): Promise<pg.QueryResult> {
     return new Promise((resolve, reject) => {
       this.asked.push({ statement, resolve, reject });
       void this.schedule(true);
@@ -384,7 +391,9 @@ SELECT balance, reserved, in_flight, spent, under_reserve_ok, cap_ok, calls, (SE
       const first = [this.lock, ...(asked.length > 0 ? [`DELETE FROM credit_reservations WHERE api_url = ${this.a} AND expires_at <= clock_timestamp()`] : []), ...rows];
       const statements = [...first, ...(settles?.statements ?? []), ...asked.map((a) => a.statement)];
       if (statements.length === 1) return;
-      const results = (await this.pool.query(statements.join(';\n'))) as unknown as pg.QueryResult[];
+      // One query, one transaction; the bound statements prepared once per connection, under one generic plan each
+      // (planned per turn, the reservation and the spend were most of the budget's server time).
+      const results = (await withPgClient(this.pool, (c) => runStatements(c, ['SET LOCAL plan_cache_mode = force_generic_plan', ...statements]))).slice(1);
       if (settles) this.resolveSettles(settling, results.slice(first.length), settles);
       const base = statements.length - asked.length;
       asked.forEach((a, i) => a.resolve(results[base + i]!));
@@ -431,7 +440,7 @@ SELECT balance, reserved, in_flight, spent, under_reserve_ok, cap_ok, calls, (SE
    * more than was billed (122 for 120). With no counter of the account reported within a reservation's life
    * (another run's, long since, or another plan) nothing is known of the growth: the charge is the estimate.
    */
-  private settleSql(asks: readonly SettleAsk[]): { statements: string[]; samplesAt: number | null; chargedAt: number } {
+  private settleSql(asks: readonly SettleAsk[]): { statements: Array<string | BoundStatement>; samplesAt: number | null; chargedAt: number } {
     const charges = asks.map((a) => a.charge);
     const samples = charges.flatMap((c) => (c.sample && !c.sample.recorded ? [c.sample] : []));
     const operations = [...new Set(charges.flatMap((c) => (c.sample ? [c.sample.operation] : [])))];
@@ -443,13 +452,16 @@ SELECT balance, reserved, in_flight, spent, under_reserve_ok, cap_ok, calls, (SE
     // The samples as they stand once the turn's are in: medianStep (credit-meter.ts) reads their cost.
     const read = operations.length > 0 ? [`SELECT operation AS op, array_agg(credits_used) AS used FROM credit_cost_samples
         WHERE api_url = ${this.a} AND operation IN (${operations.map((o) => pg.escapeLiteral(o)).join(', ')}) GROUP BY operation`] : [];
+    // Bound, not written in: one text per number of charges, prepared once and planned once (see sendTurn).
+    const bound: unknown[] = [this.options.apiUrl, this.options.runKey, num(this.reservationMs)];
+    const param = (v: unknown, type: string) => `$${bound.push(v)}::${type}`;
     const values = asks.map(({ charge: c, sampleOnly }, i) => {
-      const counted = c.sample && c.counters ? `${num(c.counters.credits_used)}::float8, ${num(c.counters.total_credits)}::float8` : 'NULL::float8, NULL::float8';
-      return `(${i}, ${num(c.cost)}::float8, ${counted}, ${sampleOnly === true})`;
+      const counted = c.sample && c.counters ? [num(c.counters.credits_used), num(c.counters.total_credits)] : [null, null];
+      return `(${param(i, 'int')}, ${param(num(c.cost), 'float8')}, ${param(counted[0], 'float8')}, ${param(counted[1], 'float8')}, ${param(sampleOnly === true, 'boolean')})`;
     });
-    const spend = `WITH prior AS MATERIALIZED (
+    const spend = { text: `WITH prior AS MATERIALIZED (
         SELECT credits_used AS used, total_credits AS total, coalesce(credits_uncharged, 0) AS owed FROM account_balance
-        WHERE api_url = ${this.a} AND reported_at >= clock_timestamp() - ${num(this.reservationMs)} * interval '1 millisecond'
+        WHERE api_url = $1::text AND reported_at >= clock_timestamp() - $3::float8 * interval '1 millisecond'
       ),
       est AS MATERIALIZED (
         SELECT v.ord, CASE WHEN v.sample_only THEN 0 ELSE v.cost END AS e, coalesce(v.used IS NOT NULL AND v.total = p.total, false) AS counted, v.used
@@ -468,14 +480,14 @@ SELECT balance, reserved, in_flight, spent, under_reserve_ok, cap_ok, calls, (SE
         LEFT JOIN room r ON true
       ),
       owed AS (
-        UPDATE account_balance SET credits_uncharged = coalesce((SELECT a - least(asked, a) FROM room), 0) WHERE api_url = ${this.a}
+        UPDATE account_balance SET credits_uncharged = coalesce((SELECT a - least(asked, a) FROM room), 0) WHERE api_url = $1::text
       ),
       spend AS (
         INSERT INTO credit_run_spend (run_key, api_url, spent, updated_at)
-        SELECT ${this.r}, ${this.a}, sum(cost), clock_timestamp() FROM charged
+        SELECT $2::text, $1::text, sum(cost), clock_timestamp() FROM charged
         ON CONFLICT (run_key) DO UPDATE SET spent = credit_run_spend.spent + excluded.spent, updated_at = excluded.updated_at
       )
-      SELECT ord, cost FROM charged`;
+      SELECT ord, cost FROM charged`, values: bound };
     const balance = this.balanceSql(asks.flatMap((a) => (a.sampleOnly ? [] : [a.charge])));
     return { statements: [...sampled, ...read, spend, ...balance], samplesAt: read.length > 0 ? sampled.length : null, chargedAt: sampled.length + read.length };
   }

@@ -1,0 +1,61 @@
+/**
+ * A group's statements sent back to back on one connection without waiting for each one's answer
+ * (node-postgres's pipeline mode): one round trip for all of them, each bound to its values (the extended
+ * protocol) as a statement the connection prepared once by name. Against pg-literal-sql.ts's one
+ * multi-statement query, no value is quoted into the SQL text, escaped, and lexed back out of it by the server
+ * (a group's raw bodies are tens of kilobytes), and a statement that returns nothing sends no row description.
+ * Each statement is its own exchange with the server (its own Sync): unlike a multi-statement query they are
+ * one transaction only inside BEGIN ... COMMIT, which the caller sends or holds open; after a failed statement
+ * the server refuses the rest of that transaction, and a COMMIT then rolls it back.
+ */
+import type pg from 'pg';
+import { PREPARED_DEFAULTS, type GroupStatement } from './pg-literal-sql.ts';
+
+/** A statement's name by its text: the same text is the same statement on every connection. */
+const names = new Map<string, string>();
+/** The names each connection has prepared (node-postgres prepares a name on first use, then only binds it). */
+const preparedOn = new WeakMap<pg.ClientBase, Set<string>>();
+
+/** node-postgres's client as this module drives it: its pipeline switch and the socket it writes to. */
+interface PipelinedClient {
+  pipeline: boolean;
+  /** Not every stream corks (node-postgres checks too: a Cloudflare socket does not). */
+  connection: { stream: { cork?: () => void; uncork?: () => void } };
+}
+
+/**
+ * Runs `statements` in order, in one round trip; each given statement's result in order (nulls left out). A
+ * statement that fails makes the whole call throw its error, once every answer is in (the connection is then
+ * free for the caller's ROLLBACK). The client must have nothing else in flight.
+ */
+export async function pipelineStatements(client: pg.ClientBase, statements: readonly GroupStatement[], types?: pg.CustomTypesConfig): Promise<pg.QueryResult[]> {
+  const c = client as unknown as PipelinedClient;
+  const prepared = preparedOn.get(client) ?? new Set<string>();
+  preparedOn.set(client, prepared);
+  c.pipeline = true;
+  // One write for the whole group, not one per statement.
+  c.connection.stream.cork?.();
+  let sent: Array<Promise<pg.QueryResult>>;
+  try {
+    sent = statements.flatMap((s) => (s === null ? [] : [client.query(queryOf(s, prepared, types))]));
+  } finally {
+    c.connection.stream.uncork?.();
+  }
+  const settled = await Promise.allSettled(sent);
+  c.pipeline = false;
+  const failed = settled.find((r) => r.status === 'rejected');
+  if (failed) throw failed.reason;
+  return settled.map((r) => (r as PromiseFulfilledResult<pg.QueryResult>).value);
+}
+
+/** The query node-postgres sends for `s`: named once its text has a name, unnamed past the connection's quota. */
+function queryOf(s: Exclude<GroupStatement, null>, prepared: Set<string>, types?: pg.CustomTypesConfig): pg.QueryConfig {
+  if (typeof s === 'string') return types ? { text: s, types } : { text: s };
+  let name = names.get(s.text);
+  if (name === undefined) names.set(s.text, (name = `netingest_p${names.size + 1}`));
+  if (!prepared.has(name)) {
+    if (prepared.size >= PREPARED_DEFAULTS.maxPerConnection) return { text: s.text, values: s.values as unknown[], ...(types ? { types } : {}) };
+    prepared.add(name);
+  }
+  return { name, text: s.text, values: s.values as unknown[], ...(types ? { types } : {}) };
+}
