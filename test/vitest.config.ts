@@ -16,12 +16,10 @@ export function testConfig(include: string[], globalSetup: string[]) {
       globalSetup,
       testTimeout: 30_000,
       hookTimeout: 30_000,
-      // Tests start real sandboxes, child processes and a PostgreSQL server, and wait on them: four forks keep two
-      // cores busy through those waits and hold their share of a loaded machine. test/e2e/ alone at load 7-14, A/B
-      // twice in turn: 208 and 164 s with three forks, 152 and 133 s with four, no more CPU (156/138 against
-      // 146/128 s); two forks took a fifth longer than three. Green with both cores held by other work.
+      // Tests start real sandboxes, child processes and a PostgreSQL server, and wait on them: three forks keep two
+      // cores busy (with two, the suite took a fifth longer) and stay green with both cores held by other work.
       pool: 'forks',
-      maxWorkers: 4,
+      maxWorkers: 3,
       // The suite is CPU-bound on two cores, and each test file importing the sources afresh was a fifth of it:
       // a fork keeps its module cache from one file to the next (2m28 quiet against 2m50). No test mocks a
       // module, and the few that change process.env or fake timers put them back.
