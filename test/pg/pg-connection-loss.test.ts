@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import pg from 'pg';
 import { openPgStore } from '../../src/store/pg/open.ts';
-import { newPgDatabase, pgClusterUrl, lockHolders, pgSkipReason } from './use-pg.ts';
+import { newMigratedPgDatabase, pgClusterUrl, lockHolders, pgSkipReason } from './use-pg.ts';
 import { waitFor as waitUntil } from './coordination-fixtures.ts';
 import { gatedApi } from './gated-api.ts';
 import { one, setUp, startWorker, useCleanups } from './run-workers.ts';
@@ -87,7 +87,7 @@ async function summaryInRuns<T extends { status: string; runId: number }>({ s, w
 
 describe.skipIf(!pgClusterUrl)(`a worker whose connections the server drops${pgClusterUrl ? '' : ` (skipped: ${pgSkipReason})`}`, () => {
   it('a checked-out client whose session is terminated or times out idle in a transaction does not crash the process', async () => {
-    const url = await newPgDatabase('conn_client');
+    const url = await newMigratedPgDatabase('conn_client');
     const store = await openPgStore(url);
     try {
       const terminated = await store.pool.connect();

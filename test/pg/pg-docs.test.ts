@@ -2,13 +2,13 @@
 import { describe, expect, it } from 'vitest';
 import pg from 'pg';
 import { openPgStore } from '../../src/store/pg/open.ts';
-import { newPgDatabase, pgClusterUrl, pgSkipReason } from './use-pg.ts';
+import { newMigratedPgDatabase, pgClusterUrl, pgSkipReason } from './use-pg.ts';
 import { analystSql } from './analyst-role.ts';
 
 
 describe.skipIf(!pgClusterUrl)(`docs/postgres.md${pgClusterUrl ? '' : ` (skipped: ${pgSkipReason})`}`, () => {
   it('the analyst role reads tables, views and later tables, and cannot write', async () => {
-    const url = await newPgDatabase('docs_role');
+    const url = await newMigratedPgDatabase('docs_role');
     const store = await openPgStore(url);
     const role = `analyst_${process.pid}`;
     try {

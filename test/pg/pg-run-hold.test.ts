@@ -1,7 +1,8 @@
 /**
  * A PostgreSQL run's hold on the dataset: it holds the dataset lock shared for its whole life, so it is refused
  * (exit 4) while reprocess or prune holds it exclusive; a run whose session is gone is abandoned whichever host it
- * ran on (closed by the next worker, shown unfinished by status); and workers that overlap are one run, counting
+ * ran on (closed by the next worker, shown unfinished by status: a live run and one whose session ended, on both
+ * engines, are test/pg/abandoned-runs.test.ts's); and workers that overlap are one run, counting
  * one `credits.maxPerRun` together without NETINGEST_RUN_KEY.
  */
 import { describe, expect, it } from 'vitest';
@@ -46,23 +47,6 @@ describe.skipIf(!pgClusterUrl)(`a run's hold on a PostgreSQL dataset${pgClusterU
     // spawned CLI's exit 4).
     const after = await inProcess(['run', s.file, '--db', withPassword.href], cliEnv(s.sandbox, TOKEN), { cwd: s.ws.dir });
     expect(after.code, after.stderr).toBe(0);
-  }, 30_000);
-
-  it('is live while its session holds the lock: status shows it running, reprocess is refused; once the session is gone, status shows it unfinished', async () => {
-    const s = await setUp(1, 'live');
-    const store = await openPgRunStore({ url: s.url });
-    const { id } = await store.runs.start(['posts'], new Date().toISOString(), process.pid, 'a-host');
-    const live = await statusJson(s.url);
-    expect(live.unfinishedRuns).toEqual([]);
-    expect(live.runs).toMatchObject([{ id, status: 'running', unfinished: false }]);
-    await expect(holdExclusive(s.pool, 'the dataset', 'netingest prune')).rejects.toThrow(/in use by a running `netingest run`/);
-    // Its session ends without the run writing its end (as a killed worker's does).
-    await store.close();
-    const gone = await statusJson(s.url);
-    expect(gone.unfinishedRuns.map((r) => r.id)).toEqual([id]);
-    expect(gone.runs).toMatchObject([{ id, status: 'running', unfinished: true }]);
-    // status only reads: the row stays for the next run to close.
-    expect((await s.pool.query('SELECT status FROM runs')).rows).toEqual([{ status: 'running' }]);
   }, 30_000);
 
   it('stops, instead of crashing, when the server ends the session holding its lock', async () => {

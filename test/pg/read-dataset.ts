@@ -8,7 +8,7 @@ import { afterAll, beforeAll } from 'vitest';
 import { loadJob } from '../../src/jobs/load.ts';
 import { startSandbox } from '../../src/sandbox/server.ts';
 import { FAST_RATE, FAST_RETRY, ROOT, inProcess, makeWorkspace, run, type Workspace } from '../support/run-helpers.ts';
-import { newPgDatabase } from './use-pg.ts';
+import { newMigratedPgDatabase } from './use-pg.ts';
 
 export interface ReadDataset {
   ws: Workspace;
@@ -34,10 +34,14 @@ export async function runExampleJobs(jobFiles: string[]): Promise<Workspace> {
   return ws;
 }
 
-/** Runs `jobFiles` (of jobs/) into a SQLite file and copies it to a new PostgreSQL database named after `prefix`. */
+/**
+ * Runs `jobFiles` (of jobs/) into a SQLite file and copies it to a new PostgreSQL database named after `prefix`: a
+ * copy of the migrated template, which `copy` takes as it takes an empty database (0.1 s of server CPU less than
+ * migrating one).
+ */
 export async function makeReadDataset(prefix: string, jobFiles = ['lookalikes.json', 'job-search.json']): Promise<ReadDataset> {
   const ws = await runExampleJobs(jobFiles);
-  const url = await newPgDatabase(prefix);
+  const url = await newMigratedPgDatabase(prefix);
   const copied = await inProcess(['copy', '--from', ws.db, '--to', url]);
   if (copied.code !== 0) throw new Error(`copy failed: ${copied.stderr}`);
   return { ws, file: ws.db, url, cleanup: () => ws.cleanup() };
