@@ -41,8 +41,6 @@ export interface RunQueryOptions extends PumpOptions, Omit<TableLayoutOptions, '
   bom?: boolean;
   /** Rows read before the table layout is fixed (they set the column widths). */
   sampleRows?: number;
-  /** Widest the table may be. Default: the terminal's width, else 160. */
-  maxTableWidth?: number;
   /** Longest the statement may run before it stops with QueryTimeoutError, in ms; 0 or undefined: no limit. */
   timeoutMs?: number | undefined;
 }
@@ -77,10 +75,8 @@ async function printRows(
   try {
     if (format === 'table') {
       const sample = await takeSample(source, options.sampleRows ?? QUERY_DEFAULTS.sampleRows);
-      encoder = tableEncoder(columns, sample, {
-        ...options,
-        maxTableWidth: options.maxTableWidth ?? (stream.isTTY && stream.columns ? stream.columns : undefined),
-      });
+      // As wide as the terminal, when it says (else TABLE_DEFAULTS.maxTableWidth).
+      encoder = tableEncoder(columns, sample, { ...options, maxTableWidth: stream.isTTY && stream.columns ? stream.columns : undefined });
       rows = chain(sample, source);
     } else {
       encoder = encoderFor(format, columns, csvOptions);
