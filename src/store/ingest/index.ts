@@ -6,14 +6,14 @@
  */
 import type { Connection } from '../connection.ts';
 import { specOf, type AnySubject } from '../../operations/index.ts';
-import { rowCount, type RowContext } from '../../operations/stored-rows.ts';
+import { rowCount, type RowAnomaly, type RowContext } from '../../operations/stored-rows.ts';
 import { networkHost } from '../../urls/network-host.ts';
 import { NORMALIZED_TABLES } from '../tables.ts';
 import { preparePostDateOrder } from './post-date-order.ts';
 import { prepareRowWriter, prepareStoredLookup } from './row-writer.ts';
 import { storeChanges } from '../history/record-changes.ts';
 import { readSync } from '../read-steps.ts';
-import type { AnomalySource, AnswerAnomaly } from '../answer-anomalies.ts';
+import type { AnomalySource } from '../answer-anomalies.ts';
 
 /** What one ingest wrote. */
 export interface IngestResult {
@@ -22,7 +22,7 @@ export interface IngestResult {
   /** Records left out because they carry no URL or id to key them by (none in valid responses). */
   skipped: number;
   /** What the answer held that was not stored as asked (a post answer naming another post): see answer_anomalies. */
-  anomalies?: AnswerAnomaly[];
+  anomalies?: RowAnomaly[];
 }
 
 /** The run and task an answer came from: its changes are filed under them. */
