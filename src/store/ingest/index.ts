@@ -28,14 +28,11 @@ export interface IngestResult {
 /** The run and task an answer came from: its changes are filed under them. */
 type ChangeSource = Pick<AnomalySource, 'runId' | 'taskId'>;
 
-/** Writes validated responses into the normalized tables. */
-export type Ingestor = ReturnType<typeof createIngestor>;
-
 export { NORMALIZED_TABLES };
 
 const ISO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?Z$/;
 
-/** Prepares the statements once. */
+/** Writes validated responses into the normalized tables; prepares the statements once. */
 export function createIngestor(database: Connection) {
   const { sqlite } = database;
   const postDates = preparePostDateOrder(sqlite);
