@@ -173,8 +173,8 @@ async function workDue(run: OpenRun, job: Job, filter: RunnableFilter, runnable:
         tally.attemptErrors += 1;
       },
       onTaskEnded: (task, outcome) => {
-        run.outage.record(outcome.kind === 'failed' ? { kind: 'failed', error: outcome.error } : { kind: 'answered' });
-        run.unusable.record(job.operation, outcome.kind === 'failed' ? { kind: 'failed', error: outcome.error } : { kind: 'stored' });
+        run.outage.record(outcome);
+        run.unusable.record(job.operation, outcome);
         if (outcome.kind === 'done') run.drift.add(job.operation, outcome.drift);
         notFoundOnly.record(outcome);
         if (outcome.kind !== 'failed') return;

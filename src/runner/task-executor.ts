@@ -60,6 +60,9 @@ export type TaskOutcome =
   | { kind: 'failed'; retryable: boolean; code: ErrorCode; message: string; error: unknown }
   | { kind: 'stopped' };
 
+/** How a task ended, as the breakers see it: whether it failed, and on what (a TaskOutcome is one). */
+export type EndedTask = { kind: 'failed'; error: unknown } | { kind: Exclude<TaskOutcome['kind'], 'failed'> };
+
 /**
  * Makes one task's call: reserve credits, wait for the rate gate, send, and retry what can be retried with
  * exponential backoff and jitter. What each failure leads to is the policy table's (error-policy.ts); p-retry's
