@@ -1,7 +1,6 @@
 import pRetry, { AbortError } from 'p-retry';
 import type { ApiClient, ApiResult } from '../api/types.ts';
 import { ApiSchemaError, isApiError, keptBodyOf, type ApiError } from '../api/errors.ts';
-import type { Operation } from '../spec/types.ts';
 import type { JobCommon } from '../jobs/job-common.ts';
 import type { AnySubject } from '../operations/index.ts';
 import type { OperationSpec } from '../operations/operation-spec.ts';
@@ -40,7 +39,6 @@ export interface ExecutorContext {
 
 /** A task as the executor sees it: its ledger id, its operation's spec and the request it sends (checked by the spec's schema). */
 export interface ExecutableTask<Q = unknown> extends WriterTask {
-  operation: Operation;
   spec: OperationSpec<Q, unknown, AnySubject, unknown>;
   inputKey: string;
   page: number;
