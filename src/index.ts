@@ -3,21 +3,25 @@
  * themselves (docs/api.md). A job file imports this module, so it stays light: each function imports its
  * implementation when first called, and only types are imported here.
  */
-import type { Job } from './jobs/schema.ts';
+import type { Job, JobDefinition } from './jobs/schema.ts';
 import type { RunOptions } from './runner/run-options.ts';
 import type { RunSummary } from './runner/run-summary.ts';
 import type { PlanReport } from './runner/plan-report.ts';
 import type { ExportResult, ExportSqlOptions, ExportTableOptions } from './export/export-table.ts';
 import type { DatasetAt } from './store/readers/dataset.ts';
 
-export { defineJob, type JobDefinition } from './jobs/define.ts';
-export type { Job } from './jobs/schema.ts';
+export type { Job, JobDefinition } from './jobs/schema.ts';
 export type { RunSummary, JobSummary } from './runner/run-summary.ts';
 export type { PlanReport } from './runner/plan-report.ts';
 export type { ExportResult, ExportSqlOptions, ExportTableOptions } from './export/export-table.ts';
 export type { Dataset, DatasetAt, PgDataset, QueryParams, SqliteDataset } from './store/readers/dataset.ts';
 export type { Logger } from './runner/logger.ts';
 export { NetingestError, UsageError } from './errors.ts';
+
+/** Types a job definition in a `.ts` job file (typos in field names are compile errors); returns it unchanged. */
+export function defineJob(def: JobDefinition): JobDefinition {
+  return def;
+}
 
 /** A job file's path (`.json` or `.ts`, relative to the current directory) or a job loaded by loadJob(). */
 export type JobSource = string | Job;

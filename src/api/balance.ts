@@ -5,14 +5,11 @@
  * in time) means "not offered": null, never an error, and nothing of the answer is kept but the counters
  * (`uid` and `team` are dropped).
  */
-import { API_PREFIX, type CreditCounters } from '../spec/types.ts';
+import { BALANCE_PATH, type CreditCounters } from '../spec/types.ts';
 import { contentCodings, firstUnsupportedCoding, readBody } from './body-reader.ts';
 import type { Transport } from './http.ts';
 import { parseJsonBody } from './json-body.ts';
 import { creditsOf } from '../operations/answers.ts';
-
-/** Path of the credit check. */
-export const BALANCE_PATH = `${API_PREFIX}/auth`;
 
 export const BALANCE_DEFAULTS = {
   /** Longest the check may take (capped by the client's own timeout): a run must not wait long for a courtesy. */

@@ -1,4 +1,4 @@
-import { RUN_DEFAULTS } from '../runner/run-jobs.ts';
+import { RUN_DEFAULTS } from '../runner/run-options.ts';
 
 /**
  * How long work may take to wind down after the first SIGINT/SIGTERM before the process exits anyway: longer

@@ -15,9 +15,9 @@ import { openStore } from '../store/open-store.ts';
 import { otherJobsWithOperationReads } from '../store/job-names.ts';
 import { resultLookup } from '../store/readers/latest-answers.ts';
 import { ENRICH_STATUSES, taskStatusReader, type CurrentRequests, type EnrichStatus } from '../store/readers/enrich-status.ts';
-import { assertEncoderOptions, encoderFor, type ExportFormat } from './row-encoders.ts';
-import { writeRows, type OutputTarget } from './write-output.ts';
-import type { PumpOptions } from './export-options.ts';
+import { assertEncoderOptions, encoderFor } from './row-encoders.ts';
+import { writeRows } from './write-output.ts';
+import type { ExportCommonOptions } from './export-table.ts';
 import { verifiedBy } from './pump-rows.ts';
 import { assertTop, resultLayout, type EnrichRowMode } from './enrich-layout.ts';
 import { invalidReason, plannedRows } from './plan-by-line.ts';
@@ -29,14 +29,10 @@ import { UsageError } from '../errors.ts';
 /** Bookkeeping columns between the input's columns and the results. */
 export const ENRICH_STATUS_COLUMNS = ['netingest_line', 'netingest_status', 'netingest_error', 'netingest_input_key'] as const;
 
-/** Options of enrichJob(). */
-export interface EnrichOptions extends OutputTarget, PumpOptions {
-  /** The dataset, opened read-only: a SQLite file, or a postgres:// URL. */
-  db: string;
+/** Options of enrichJob(): an export's (the dataset, the output, its format and formula escaping), and these. */
+export interface EnrichOptions extends Omit<ExportCommonOptions, 'bom'> {
   /** A job file (its input CSV is read again), or a job already loaded. */
   job: string | Job;
-  /** Output format. Default 'csv'. */
-  format?: ExportFormat;
   /** One output row per input row (results in numbered columns) or per result. Default 'per-input'. */
   rows?: EnrichRowMode;
   /** per-input: how many results get numbered columns (the count column tells how many there are). Default 5. */
@@ -45,8 +41,6 @@ export interface EnrichOptions extends OutputTarget, PumpOptions {
   delimiter?: CsvDelimiter;
   /** CSV only: start with a UTF-8 byte-order mark, for Excel. Default: as the input does. */
   bom?: boolean;
-  /** CSV only: a `'` before text a spreadsheet would run as a formula (see EncoderOptions). Default false. */
-  escapeFormulas?: boolean;
   /**
    * CSV only: what Excel and LibreOffice open cleanly: a BOM, formulas escaped, and a `'` before text they would
    * turn into a number (`+4930…`, `01234`). The delimiter stays the input's unless `delimiter` is given.

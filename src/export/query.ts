@@ -7,6 +7,7 @@ import { assertEncoderOptions, encoderFor, type EncoderOptions, type RowEncoder 
 import { tableEncoder, type TableLayoutOptions } from './table-format.ts';
 import { writeRows } from './write-output.ts';
 import type { PumpOptions } from './export-options.ts';
+import type { ExportSqlOptions } from './export-table.ts';
 import { verifiedBy } from './pump-rows.ts';
 import type { ReadSnapshot } from '../store/read-snapshot.ts';
 import type { StartedStatement } from '../store/dataset-store.ts';
@@ -18,12 +19,8 @@ export type QueryFormat = (typeof QUERY_FORMATS)[number];
 /** A terminal or pipe the result is printed to. */
 export type QueryStream = NodeJS.WritableStream & { isTTY?: boolean; columns?: number };
 
-/** Options of runQuery(). */
-export interface RunQueryOptions extends PumpOptions, Omit<TableLayoutOptions, 'maxTableWidth'> {
-  /** The dataset, opened read-only: a SQLite file, or a postgres:// URL. */
-  db: string;
-  /** One statement that only reads and returns rows. */
-  sql: string;
+/** Options of runQuery(): the dataset, statement and time limit of `export --sql`'s, and how it is printed. */
+export interface RunQueryOptions extends PumpOptions, Omit<TableLayoutOptions, 'maxTableWidth'>, Pick<ExportSqlOptions, 'db' | 'sql' | 'timeoutMs'> {
   /** Default: 'table' when `stream` is a terminal, else 'csv'. */
   format?: QueryFormat | undefined;
   /** Where to print. Default process.stdout. */
@@ -41,10 +38,6 @@ export interface RunQueryOptions extends PumpOptions, Omit<TableLayoutOptions, '
   bom?: boolean;
   /** Rows read before the table layout is fixed (they set the column widths). */
   sampleRows?: number;
-  /** Widest the table may be. Default: the terminal's width, else 160. */
-  maxTableWidth?: number;
-  /** Longest the statement may run before it stops with QueryTimeoutError, in ms; 0 or undefined: no limit. */
-  timeoutMs?: number | undefined;
 }
 
 export const QUERY_DEFAULTS = { sampleRows: 200, escapeFormulas: false, bom: false } as const satisfies Partial<RunQueryOptions>;
@@ -77,10 +70,8 @@ async function printRows(
   try {
     if (format === 'table') {
       const sample = await takeSample(source, options.sampleRows ?? QUERY_DEFAULTS.sampleRows);
-      encoder = tableEncoder(columns, sample, {
-        ...options,
-        maxTableWidth: options.maxTableWidth ?? (stream.isTTY && stream.columns ? stream.columns : undefined),
-      });
+      // As wide as the terminal, when it says (else TABLE_DEFAULTS.maxTableWidth).
+      encoder = tableEncoder(columns, sample, { ...options, maxTableWidth: stream.isTTY && stream.columns ? stream.columns : undefined });
       rows = chain(sample, source);
     } else {
       encoder = encoderFor(format, columns, csvOptions);

@@ -1,11 +1,9 @@
 /**
- * What `netingest export <table>` can export: every public table of src/store/schema.ts (read from the schema,
+ * What `netingest export <table>` can export: every public table of src/store/tables.ts (read from the definitions,
  * so a new table is exportable without touching this file) and the views of migrations/0001_views.sql.
  * The bookkeeping of the run lock and the schema version are internal.
  */
-import { is } from 'drizzle-orm';
-import { SQLiteTable, getTableConfig } from 'drizzle-orm/sqlite-core';
-import * as schema from '../store/schema.ts';
+import { DATASET_TABLES } from '../store/tables.ts';
 import { UsageError } from '../errors.ts';
 import { parseInstant } from '../store/history/changes-query.ts';
 
@@ -29,15 +27,10 @@ export const VIEWS: readonly ExportSource[] = [
 
 /** Every exportable source, tables first (alphabetical), then views. */
 export function exportSources(): ExportSource[] {
-  const tables: ExportSource[] = [];
-  for (const value of Object.values(schema)) {
-    if (!is(value, SQLiteTable)) continue;
-    const config = getTableConfig(value);
-    if (INTERNAL_TABLES.has(config.name)) continue;
-    const names = new Set(config.columns.map((c) => c.name));
-    const seenAtColumn = names.has('updated_at') ? 'updated_at' : names.has('last_seen_at') ? 'last_seen_at' : null;
-    tables.push({ name: config.name, kind: 'table', seenAtColumn });
-  }
+  const tables: ExportSource[] = DATASET_TABLES.filter((t) => !INTERNAL_TABLES.has(t.name)).map(({ name, columns }) => {
+    const seenAtColumn = 'updated_at' in columns ? 'updated_at' : 'last_seen_at' in columns ? 'last_seen_at' : null;
+    return { name, kind: 'table', seenAtColumn };
+  });
   tables.sort((a, b) => a.name.localeCompare(b.name));
   return [...tables, ...VIEWS];
 }

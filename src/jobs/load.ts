@@ -5,6 +5,7 @@ import { describeCompileError, type CompileError } from './compile-error.ts';
 import { JOB_DEFAULTS } from './defaults.ts';
 import { JobFileError, formatJobIssue, type JobIssue } from './job-error.ts';
 import { describeJsonSyntaxError } from './json-syntax-error.ts';
+import { describeFsError } from '../input/input-error.ts';
 import { resolveJob, type Job } from './schema.ts';
 
 /** Options of loadJob and loadAllJobs. */
@@ -111,7 +112,7 @@ async function readJson(file: string, displayName: string): Promise<unknown> {
   try {
     text = await readFile(file, 'utf8');
   } catch (err) {
-    throw fileError(displayName, `cannot read job file: ${fsReason(err)}`, err);
+    throw fileError(displayName, `cannot read job file: ${describeFsError(err)}`, err);
   }
   if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
   try {
@@ -162,14 +163,6 @@ async function sameFile(a: string, b: string): Promise<boolean> {
   if (a === b) return true;
   const real = (p: string) => realpath(p).catch(() => p);
   return (await real(a)) === (await real(b));
-}
-
-function fsReason(err: unknown): string {
-  const code = (err as NodeJS.ErrnoException).code;
-  if (code === 'ENOENT') return 'file not found';
-  if (code === 'EISDIR') return 'is a directory';
-  if (code === 'EACCES' || code === 'EPERM') return 'permission denied';
-  return err instanceof Error ? err.message : String(err);
 }
 
 function fileError(displayName: string, message: string, cause?: unknown, field = ''): JobFileError {

@@ -7,11 +7,10 @@
 import { z } from 'zod';
 import { searchKey } from '../jobs/request-keys.ts';
 import { searchColumns } from '../jobs/search-columns.ts';
-import { normalizeParam, SEARCH_QUERY_PARAMS, type SearchQueryBase } from '../jobs/search-query.ts';
+import { isListParam, normalizeParam, SEARCH_QUERY_PARAMS, type SearchQueryBase } from '../jobs/search-query.ts';
 import {
   OPERATION_METHODS,
   OPERATION_PATHS,
-  SEARCH_JOBS_LIST_PARAMS,
   SEARCH_JOBS_PAGE_SIZE,
   SEARCH_JOBS_PARAMS,
   type SearchJobsQuery,
@@ -52,8 +51,6 @@ const body = {
 export type SearchJobsAnswer = ReadObject<typeof body>;
 export type JobAnswer = ReadObject<(typeof job)['members']>;
 
-const LIST_PARAMS: ReadonlySet<string> = new Set(SEARCH_JOBS_LIST_PARAMS);
-
 /**
  * `/v1/api/search-jobs?...`: parameters in the spec's order, values percent-encoded (spaces as %20), list
  * parameters' items encoded one by one and joined with a literal comma; absent, empty-string and empty-list
@@ -65,7 +62,7 @@ export function searchJobsPath(query: SearchJobsQuery): string {
     const value: unknown = query[name];
     if (value === undefined || value === null) continue;
     let encoded: string;
-    if (LIST_PARAMS.has(name)) {
+    if (isListParam(name)) {
       if (!Array.isArray(value)) throw new TypeError(`search-jobs parameter ${name} must be an array of strings`);
       encoded = value
         .filter((item) => item !== '' && item !== undefined && item !== null)

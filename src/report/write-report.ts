@@ -3,9 +3,8 @@
  * balance as `status` does, builds the figures, draws the page and writes it atomically; then remembers its
  * path in the dataset for `status`.
  */
-import { randomBytes } from 'node:crypto';
-import { renameSync, rmSync, writeFileSync } from 'node:fs';
-import { dirname, basename, join, resolve } from 'node:path';
+import { resolve } from 'node:path';
+import { openFileSink } from '../export/output-sink.ts';
 import { openStore } from '../store/open-store.ts';
 import { reportFiguresReads } from '../store/readers/report-figures.ts';
 import { LAST_REPORT_KEY } from '../store/status.ts';
@@ -69,19 +68,19 @@ export interface WrittenReport {
   notRecorded: string | null;
 }
 
-/** Writes the page to `outFile` (through a temporary file beside it, renamed) and remembers its path. */
+/** Writes the page to `outFile` (through a temporary file beside it, renamed, as an export's) and remembers its path. */
 export async function writeReport(options: ReportOptions & { outFile: string }): Promise<WrittenReport> {
   const { figures, shownDataset } = await gatherFigures(options);
   // Loaded here: `--json` draws nothing and need not load the charting library.
   const { renderPage } = await import('./page.ts');
   const html = renderPage(figures, shownDataset);
   const path = resolve(options.outFile);
-  const temporary = join(dirname(path), `.${basename(path)}.${randomBytes(4).toString('hex')}.tmp`);
+  const sink = await openFileSink(path);
   try {
-    writeFileSync(temporary, html);
-    renameSync(temporary, path);
+    await sink.write(html);
+    await sink.commit();
   } catch (err) {
-    rmSync(temporary, { force: true });
+    await sink.abort();
     throw err;
   }
   let notRecorded: string | null = null;

@@ -24,12 +24,12 @@ export async function closeRun(run: OpenRun, results: readonly JobResult[]): Pro
   await run.closeCalls();
   // The run that took the lock over closed this one's books as abandoned, from what it had committed: they stay so.
   // A PostgreSQL run whose session the server ended was taken over by no one: it closes its own books.
-  if (!run.lock.held() && !run.lock.closesOwnRunWhenLost) {
+  if (!run.store.hold.held() && !run.store.hold.closesOwnRunWhenLost) {
     // The error itself, which says who holds the lock now, is the command's to print.
-    run.logger.error('run stopped: its lock was taken over while it was not running', { run: run.runId, calls: (await run.callLog.ofRun(run.runId)).calls });
+    run.logger.error('run stopped: its lock was taken over while it was not running', { run: run.runId, calls: (await run.store.calls.ofRun(run.runId)).calls });
     throw run.lockLost!;
   }
-  const summary = summarize(run, results, (await run.callLog.ofRun(run.runId)).calls);
+  const summary = summarize(run, results, (await run.store.calls.ofRun(run.runId)).calls);
   await recordEnd(run, summary);
   logEnd(run, summary);
   // A job whose input turned out unusable is the user's to fix (exit 2), after the run's books are closed.
@@ -94,9 +94,9 @@ function summarize(run: OpenRun, results: readonly JobResult[], calls: number): 
 async function recordEnd(run: OpenRun, summary: RunSummary): Promise<void> {
   try {
     // On SQLite the store writes it only while the run holds its lock.
-    await run.runs.end(run.runId, runEnd(summary, run.tally, run.options.exitCodeOf?.(summary) ?? null));
+    await run.store.runs.end(run.runId, runEnd(summary, run.tally, run.options.exitCodeOf?.(summary) ?? null));
   } catch (err) {
-    if (run.lockLost && !run.lock.closesOwnRunWhenLost) throw run.lockLost;
+    if (run.lockLost && !run.store.hold.closesOwnRunWhenLost) throw run.lockLost;
     // Left `running`: the next run finds no live session for it and closes it as abandoned.
     run.logger.error('could not record the end of the run; the next run closes it as abandoned', { run: run.runId, error: describeError(err, run.store).message });
   }

@@ -8,26 +8,17 @@ import type { Operation } from '../spec/types.ts';
 import type { TaskStatus } from '../store/tables.ts';
 import type { CreditStop } from '../credits/credit-guard.ts';
 import type { PlanCounts } from './plan-into-ledger.ts';
-import type { JobStatus, JobSummary, JobWarning } from './run-summary.ts';
+import type { JobStatus, JobSummary } from './run-summary.ts';
 
 /** A job as its summary names it: a job file that could not be loaded has no operation. */
 export type JobName = Pick<JobSummary, 'name' | 'operation'>;
 
-/** A job that was planned and worked. */
-export interface WorkedJob {
+/** A job that was planned and worked: the summary's figures of its work (run-summary.ts says each), and more. */
+export interface WorkedJob extends Pick<JobSummary, 'worked' | 'failedBefore' | 'failedByCode' | 'warnings' | 'setAside' | 'otherPost'> {
   job: { name: string; operation: Operation };
   plan: PlanCounts;
-  /** Tasks the run worked on (due). */
-  worked: number;
-  /** Tasks left failed from an earlier run: not due without --refresh. */
-  failedBefore: number;
-  /** The ledger's count of the job's tasks once worked, and of its failed ones by the code of their last error. */
+  /** The ledger's count of the job's tasks once worked. */
   counts: Record<TaskStatus, number>;
-  failedByCode: Record<string, number>;
-  warnings: JobWarning[];
-  /** Records of its answers set aside in this run (no identity), and post-details answers naming another post. */
-  setAside: number;
-  otherPost: number;
 }
 
 export type JobResult =

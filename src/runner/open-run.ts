@@ -9,7 +9,7 @@ import type { ApiClient } from '../api/types.ts';
 import type { Operation } from '../spec/types.ts';
 import { DriftTally, driftLine, type DriftLine } from '../operations/drift.ts';
 import type { LockLostError } from '../store/run-lock.ts';
-import type { CallHistory, OutcomeWriter, RunGate, RunHold, RunLedger, RunRecords, RunStore } from '../store/run-store.ts';
+import type { OutcomeWriter, RunGate, RunStore } from '../store/run-store.ts';
 import { CreditGuard } from '../credits/credit-guard.ts';
 import { silentLogger, type Logger } from './logger.ts';
 import { OutageBreaker } from './outage-breaker.ts';
@@ -35,16 +35,10 @@ export interface OpenRun {
   readonly options: RunOptions;
   readonly settings: RunSettings;
   readonly logger: Logger;
-  /** The dataset, on SQLite or PostgreSQL, through the run's ports (store/run-store.ts). */
+  /** The dataset, on SQLite or PostgreSQL, through the run's ports (store/run-store.ts): its hold, ledger, runs, calls. */
   readonly store: RunStore;
-  /** SQLite's run lock, or a PostgreSQL worker's shared hold on the dataset lock. */
-  readonly lock: RunHold;
   readonly runId: number;
   readonly startedAt: string;
-  readonly runs: RunRecords;
-  /** On SQLite its writes check that the run still holds the lock (lockGuardedLedger, sqlite-run-store.ts). */
-  readonly ledger: RunLedger;
-  readonly callLog: CallHistory;
   /** The run's stop: a signal, a lost lock, a failed write, credits, an outage... (the first reason wins). */
   readonly stop: RunStop;
   /** The error of a lock taken over while the run was not running, once that happened. */
@@ -95,7 +89,7 @@ async function releaseTo(releases: Releases, depth: number): Promise<void> {
 async function openLocked(options: RunOptions, logger: Logger, store: RunStore, releases: Releases): Promise<OpenRun> {
   // The server's clock on PostgreSQL: under --refresh what settled since the start is fresh, whichever worker settled it.
   const startedAt = store.now?.() ?? new Date().toISOString();
-  const { runs, ledger, calls: callLog, hold: lock } = store;
+  const { runs, hold: lock } = store;
   const { id: runId, runKey } = await runs.start(options.jobs.map((j) => j.name), startedAt, process.pid, hostname(), options.sharedRunKey);
   lock.setRunId(runId);
   logger.info('run started', { run: runId, jobs: options.jobs.map((j) => j.name).join(','), db: store.name });
@@ -130,7 +124,7 @@ async function openLocked(options: RunOptions, logger: Logger, store: RunStore, 
   // A writer that failed has reported why through stop(); closing it can add nothing.
   releases.push(() => writer.close().catch(() => undefined));
   return {
-    options, settings, logger, store, lock, runId, startedAt, runs, ledger, callLog, stop, guard, client, writer,
+    options, settings, logger, store, runId, startedAt, stop, guard, client, writer,
     get lockLost() {
       return lockLost;
     },

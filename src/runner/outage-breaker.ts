@@ -2,6 +2,7 @@ import { outageSymptom } from '../api/errors.ts';
 import { NetingestError } from '../errors.ts';
 import { errorCodeOf, policyOf } from './error-policy.ts';
 import type { RunStop } from './run-stop.ts';
+import type { EndedTask } from './task-executor.ts';
 
 /**
  * The run stopped because the API looks down: `tasksInARow` tasks in a row failed after every retry on
@@ -22,9 +23,6 @@ export class ApiUnavailableError extends NetingestError {
     );
   }
 }
-
-/** What the breaker needs to know about a task once it has ended in this run. */
-export type SettledTask = { kind: 'answered' } | { kind: 'failed'; error: unknown };
 
 /**
  * Stops the run when the API looks down, instead of letting every remaining task spend its retries and
@@ -48,8 +46,8 @@ export class OutageBreaker {
   }
 
   /** Counts a task that ended in this run; trips the run's stop at the threshold. */
-  record(task: SettledTask): void {
-    if (task.kind === 'answered' || !policyOf(task.error).outage) {
+  record(task: EndedTask): void {
+    if (task.kind !== 'failed' || !policyOf(task.error).outage) {
       this.inARow = 0;
       return;
     }

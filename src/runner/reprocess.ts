@@ -30,18 +30,11 @@ export interface ReprocessOptions {
 /** `maxListedInvalid`: how many rejected bodies the report lists in full. */
 const DEFAULTS = { batchSize: 200, maxListedInvalid: 20 } as const;
 
-/** A stored body that could not be replayed. */
-export interface RejectedRaw {
-  /** raw_responses.id. */
-  id: number;
-  operation: string;
-  /** raw_responses.request_key: the URL or search the body answers. */
-  requestKey: string;
-  taskId: number | null;
-  /** The code it was archived with (SCHEMA: it did not validate when received either), or null. */
-  errorCode: string | null;
-  reason: string;
-}
+/**
+ * A stored body that could not be replayed, and why: its raw_responses row's id, request key (the URL or search
+ * it answers), task and the code it was archived with (SCHEMA: it did not validate when received either).
+ */
+export type RejectedRaw = Pick<ArchivedBody, 'id' | 'operation' | 'requestKey' | 'taskId' | 'errorCode'> & { reason: string };
 
 /** What a replay (replaySteps) did. */
 export interface ReprocessReport {

@@ -34,7 +34,7 @@ export async function runOneJob(run: OpenRun, configured: Job): Promise<JobResul
     if (run.stop.reason) return await notReached(run, job);
     let plan: PlanCounts;
     try {
-      plan = await planIntoLedger(job, run.ledger, run.runId, run.stop.signal);
+      plan = await planIntoLedger(job, run.store.ledger, run.runId, run.stop.signal);
     } catch (err) {
       if (!isJobUnusable(err)) throw err;
       return skipped(run.logger, job, err);
@@ -71,7 +71,7 @@ async function notReached(run: OpenRun, job: Job): Promise<JobResult> {
   // The run's stop cannot tell of the user's signal here: it was set first, for another reason, and keeps it.
   if (run.options.signal?.aborted) return { ...waits, interrupted: true };
   try {
-    const { plan, deferred } = await deferRefresh(job, run.ledger, run.runId, run.startedAt, run.options.signal);
+    const { plan, deferred } = await deferRefresh(job, run.store.ledger, run.runId, run.startedAt, run.options.signal);
     // Its tasks written so far are deferred like those of any read a signal cut short; its refresh is not.
     if (!plan.complete) return await partlyPlanned(run, job, plan, true);
     run.logger.info('job not reached: its refresh is deferred to the next run', { job: job.name, deferred });
@@ -89,8 +89,8 @@ async function notReached(run: OpenRun, job: Job): Promise<JobResult> {
  * made. The next run reads the whole input again; its upsert keeps one task per input and page.
  */
 async function partlyPlanned(run: OpenRun, job: Job, plan: PlanCounts, interrupted: boolean): Promise<JobResult> {
-  await run.ledger.deferPending(job.name, run.runId, new Date().toISOString());
-  const deferred = (await run.ledger.countsByStatus(job.name, run.runId)).deferred;
+  await run.store.ledger.deferPending(job.name, run.runId, new Date().toISOString());
+  const deferred = (await run.store.ledger.countsByStatus(job.name, run.runId)).deferred;
   run.logger.warn('job stopped while reading its input: the next run reads it again', {
     job: job.name, tasks_read: plan.tasks, invalid: plan.invalid, deferred,
   });
@@ -101,7 +101,7 @@ async function partlyPlanned(run: OpenRun, job: Job, plan: PlanCounts, interrupt
 async function workPlanned(run: OpenRun, job: Job, plan: PlanCounts): Promise<JobResult> {
   const { settings, runId } = run;
   const filter = { job: job.name, runId, freshSince: dueSince(job.refreshAfterDays, settings.refresh, run.startedAt, run.store.now?.()), refresh: settings.refresh };
-  const { shared, runnable, failedBefore } = await settleDue(job.operation, run.ledger, filter);
+  const { shared, runnable, failedBefore } = await settleDue(job.operation, run.store.ledger, filter);
   run.logger.info('job planned', {
     job: job.name, tasks: plan.tasks, invalid: plan.invalid, invalid_known: plan.invalidKnown || undefined, duplicates: plan.duplicates,
     due: runnable, failed_before: failedBefore, shared: shared || undefined,
@@ -167,14 +167,14 @@ async function workDue(run: OpenRun, job: Job, filter: RunnableFilter, runnable:
       retry: job.retry,
       maxThrottleWaitMs: run.settings.maxThrottleWaitMs,
       maxThrottledAttemptsPerTask: run.settings.maxThrottledAttemptsPerTask,
-      holdsLock: recentLockCheck(() => run.lock.held()),
+      holdsLock: recentLockCheck(() => run.store.hold.held()),
       onAttemptError: () => {
         progress.errors += 1;
         tally.attemptErrors += 1;
       },
       onTaskEnded: (task, outcome) => {
-        run.outage.record(outcome.kind === 'failed' ? { kind: 'failed', error: outcome.error } : { kind: 'answered' });
-        run.unusable.record(job.operation, outcome.kind === 'failed' ? { kind: 'failed', error: outcome.error } : { kind: 'stored' });
+        run.outage.record(outcome);
+        run.unusable.record(job.operation, outcome);
         if (outcome.kind === 'done') run.drift.add(job.operation, outcome.drift);
         notFoundOnly.record(outcome);
         if (outcome.kind !== 'failed') return;
@@ -194,7 +194,7 @@ async function workDue(run: OpenRun, job: Job, filter: RunnableFilter, runnable:
 /** Defers a stopped job's pending tasks; a failed write stops the run (pending tasks are picked up all the same). */
 async function deferPending(run: OpenRun, job: string): Promise<void> {
   try {
-    await run.ledger.deferPending(job, run.runId, new Date().toISOString());
+    await run.store.ledger.deferPending(job, run.runId, new Date().toISOString());
   } catch (err) {
     run.stop.stop('fatal', err);
   }
@@ -202,8 +202,8 @@ async function deferPending(run: OpenRun, job: string): Promise<void> {
 
 /** The job's books once worked: the ledger's counts, the answers set aside, and its drift saved for `status`. */
 async function bookWorked(run: OpenRun, job: Job, plan: PlanCounts, due: Pick<WorkedJob, 'worked' | 'failedBefore' | 'warnings'>): Promise<WorkedJob> {
-  const counts = await run.ledger.countsByStatus(job.name, run.runId);
-  const failedByCode = await run.ledger.failedByCode(job.name, run.runId);
+  const counts = await run.store.ledger.countsByStatus(job.name, run.runId);
+  const failedByCode = await run.store.ledger.failedByCode(job.name, run.runId);
   await run.drift.save(job.operation);
   const anomalies = await run.store.anomalyCounts(run.runId, job.name);
   return {
@@ -238,7 +238,7 @@ function logWorked(logger: Logger, w: WorkedJob, stop: RunStop): void {
  * the account used since the last answer this database stored: calls lost in flight (a kill), or use elsewhere.
  */
 async function seedFromBalance(run: OpenRun): Promise<void> {
-  const lastCreditsUsed = (await run.callLog.lastCounters())?.creditsUsed ?? null;
+  const lastCreditsUsed = (await run.store.calls.lastCounters())?.creditsUsed ?? null;
   const counters = await run.client.balance(run.stop.signal);
   if (counters === null || !run.guard.seed(counters)) {
     run.logger.info('balance not offered by the API (GET /v1/api/auth): learned from the first answers instead');

@@ -35,6 +35,7 @@ export interface JobSummary {
    * a job not reached whose input the run stopped reading part way: its `planned` tasks are all `deferred`.
    */
   failedBefore: number;
+  /** Tasks the run worked on: those due. */
   worked: number;
   done: number;
   notFound: number;

@@ -1,7 +1,6 @@
 import pRetry, { AbortError } from 'p-retry';
 import type { ApiClient, ApiResult } from '../api/types.ts';
 import { ApiSchemaError, isApiError, keptBodyOf, type ApiError } from '../api/errors.ts';
-import type { Operation } from '../spec/types.ts';
 import type { JobCommon } from '../jobs/job-common.ts';
 import type { AnySubject } from '../operations/index.ts';
 import type { OperationSpec } from '../operations/operation-spec.ts';
@@ -40,7 +39,6 @@ export interface ExecutorContext {
 
 /** A task as the executor sees it: its ledger id, its operation's spec and the request it sends (checked by the spec's schema). */
 export interface ExecutableTask<Q = unknown> extends WriterTask {
-  operation: Operation;
   spec: OperationSpec<Q, unknown, AnySubject, unknown>;
   inputKey: string;
   page: number;
@@ -59,6 +57,9 @@ export type TaskOutcome =
   | { kind: 'not_found'; message: string | null }
   | { kind: 'failed'; retryable: boolean; code: ErrorCode; message: string; error: unknown }
   | { kind: 'stopped' };
+
+/** How a task ended, as the breakers see it: whether it failed, and on what (a TaskOutcome is one). */
+export type EndedTask = { kind: 'failed'; error: unknown } | { kind: Exclude<TaskOutcome['kind'], 'failed'> };
 
 /**
  * Makes one task's call: reserve credits, wait for the rate gate, send, and retry what can be retried with

@@ -4,6 +4,7 @@ import { NetingestError } from '../errors.ts';
 import type { Operation } from '../spec/types.ts';
 import type { RunStop } from './run-stop.ts';
 import { policyOf } from './error-policy.ts';
+import type { EndedTask } from './task-executor.ts';
 
 /**
  * The run stopped because the service's answers cannot be used: `inARow` paid answers of `operation` in a row
@@ -26,9 +27,6 @@ export class UnusableAnswersError extends NetingestError {
     );
   }
 }
-
-/** How a task ended, as the breaker sees it. */
-export type AnsweredTask = { kind: 'stored' } | { kind: 'failed'; error: unknown } | { kind: 'other' };
 
 /**
  * Stops the run when the service answers, is paid, and what it sends cannot be stored: after `threshold` paid
@@ -53,12 +51,12 @@ export class UnusableAnswerBreaker {
   }
 
   /** Counts a task of `operation` that ended in this run; trips the stop at the threshold. */
-  record(operation: Operation, task: AnsweredTask): void {
-    if (task.kind === 'stored') {
+  record(operation: Operation, task: EndedTask): void {
+    if (task.kind !== 'failed') {
       this.rows.delete(operation);
       return;
     }
-    if (task.kind !== 'failed' || !isApiError(task.error) || !policyOf(task.error).unusable) return;
+    if (!isApiError(task.error) || !policyOf(task.error).unusable) return;
     const row = this.rows.get(operation) ?? { count: 0, credits: 0, first: task.error };
     row.count += 1;
     row.credits += this.costOf(operation);

@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
-import { API_PREFIX, OPERATION_METHODS, OPERATION_PATHS, OPERATIONS, type CreditCounters, type Operation } from '../spec/types.ts';
+import { BALANCE_PATH, OPERATION_METHODS, OPERATION_PATHS, OPERATIONS, type CreditCounters, type Operation } from '../spec/types.ts';
 import { CreditLedger } from './credit-ledger.ts';
 import { FAULT_ANSWERS, FaultInjector, type FaultName } from './faults.ts';
 import { Operations, type Validated } from './operations.ts';
@@ -15,9 +15,6 @@ export type { LoggedRequest } from './request-log.ts';
 
 /** Every operation's path and method, from the spec: an operation added there is routed with no line here. */
 const ROUTES = new Map<string, { op: Operation; method: string }>(OPERATIONS.map((op) => [OPERATION_PATHS[op], { op, method: OPERATION_METHODS[op] }]));
-
-/** The balance route the live service offers (known-behaviour.md): the token's counters, free of charge. */
-const BALANCE_PATH = `${API_PREFIX}/auth`;
 
 const MAX_BODY_BYTES = 1024 * 1024;
 const BEARER = /^\s*bearer\s+(\S+)\s*$/i;

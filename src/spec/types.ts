@@ -15,6 +15,9 @@ export const DEFAULT_NETWORK_HOST = 'network.com';
 /** Path prefix carrying the API version. */
 export const API_PREFIX = '/v1/api';
 
+/** The free credit check the live service offers (not in api.md): the client asks it, the sandbox serves it. */
+export const BALANCE_PATH = `${API_PREFIX}/auth`;
+
 /** The three operations, by the names used in job files, the ledger and the database. */
 export const OPERATIONS = ['similar-companies', 'post-details', 'search-jobs'] as const;
 export type Operation = (typeof OPERATIONS)[number];

@@ -9,9 +9,6 @@ import type { AnswerAnomalyKind } from './tables.ts';
 import { rows, type Reads } from './read-steps.ts';
 import { sql, param } from '../statement.ts';
 
-/** One anomaly of one answer, as the normalizers and the contract reading report it. */
-export type AnswerAnomaly = RowAnomaly;
-
 /** Where the answer came from. */
 export interface AnomalySource {
   rawResponseId: number;
@@ -26,12 +23,12 @@ export interface AnomalySource {
 export const ANOMALY_HEAD = 'INSERT INTO answer_anomalies (raw_response_id, run_id, task_id, operation, request_key, kind, position, path, reason, asked_id, answered_id, at)';
 
 /** One anomaly's values, in ANOMALY_HEAD's order. */
-export function anomalyRow(s: AnomalySource, a: AnswerAnomaly): unknown[] {
+export function anomalyRow(s: AnomalySource, a: RowAnomaly): unknown[] {
   return [s.rawResponseId, s.runId, s.taskId, s.operation, s.requestKey, a.kind, a.position, a.path, a.reason, a.askedId, a.answeredId, s.at];
 }
 
 /** Prepares the insert once; the returned function writes an answer's anomalies (caller's transaction). */
-export function recordAnswerAnomalies(database: Connection): (source: AnomalySource, anomalies: readonly AnswerAnomaly[]) => void {
+export function recordAnswerAnomalies(database: Connection): (source: AnomalySource, anomalies: readonly RowAnomaly[]) => void {
   const insert = database.sqlite.prepare(`${ANOMALY_HEAD} VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
   return (s, anomalies) => {
     for (const a of anomalies) insert.run(anomalyRow(s, a));
@@ -48,6 +45,6 @@ export function* anomalyCountsReads(runId: number, job: string): Reads<Record<An
 }
 
 /** The set-aside records of a contract reading as anomalies. */
-export function setAsideAnomalies(setAside: ReadonlyArray<{ position: number; path: string; reason: string }>): AnswerAnomaly[] {
+export function setAsideAnomalies(setAside: ReadonlyArray<{ position: number; path: string; reason: string }>): RowAnomaly[] {
   return setAside.map((r) => ({ kind: 'no_identity', position: r.position, path: r.path, reason: r.reason, askedId: null, answeredId: null }));
 }

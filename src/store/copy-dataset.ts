@@ -11,7 +11,6 @@
 import { existsSync } from 'node:fs';
 import type BetterSqlite3 from 'better-sqlite3';
 import type pg from 'pg';
-import { getTableConfig, type PgTable } from 'drizzle-orm/pg-core';
 import { UsageError } from '../errors.ts';
 import { DatabaseReadonlyError } from './errors.ts';
 import { openDatabase, type Database } from './open.ts';
@@ -21,7 +20,6 @@ import { decodeRawBody } from './raw-body.ts';
 import { storableJsonText, storableString } from '../operations/storable-text.ts';
 import { openPgStore, type PgStoreOptions } from './pg/open.ts';
 import { inPgTransaction } from './pg/transaction.ts';
-import { TABLES as PG_TABLES } from './pg/schema.ts';
 import { primaryKeyOf, type ColumnKind, type TableDef } from './table-kit.ts';
 import { DATASET_TABLES } from './tables.ts';
 
@@ -29,7 +27,7 @@ import { DATASET_TABLES } from './tables.ts';
 export const NOT_COPIED: ReadonlySet<string> = new Set(['run_lock']);
 
 /** The order tables are copied in: every table but NOT_COPIED, parents first (the definition's order). */
-export const COPY_ORDER: readonly PgTable[] = DATASET_TABLES.filter((t) => !NOT_COPIED.has(t.name)).map((t) => PG_TABLES[t.name]);
+export const COPY_ORDER: readonly TableDef[] = DATASET_TABLES.filter((t) => !NOT_COPIED.has(t.name));
 
 /** Options of copyDataset(); defaults in COPY_DEFAULTS. */
 export interface CopyDatasetOptions {
@@ -122,7 +120,7 @@ async function copyTables(
   await refuseNonEmpty(client, shownUrl);
   const report: CopyReport = { tables: [], rows: 0 };
   for (const table of COPY_ORDER) {
-    const { name } = getTableConfig(table);
+    const { name } = table;
     const rows = await copyTable(sqlite, client, table, opts);
     report.tables.push({ table: name, rows });
     report.rows += rows;
@@ -134,10 +132,9 @@ async function copyTables(
 
 async function refuseNonEmpty(client: pg.PoolClient, shownUrl: string): Promise<void> {
   const holding: string[] = [];
-  for (const table of COPY_ORDER) {
-    const { name } = getTableConfig(table);
+  for (const { name } of COPY_ORDER) {
     // netingest_meta is filled by the migrations themselves.
-    const filter = table === PG_TABLES.netingest_meta ? ` WHERE key NOT IN ('schema_version', 'canonical_urls')` : '';
+    const filter = name === 'netingest_meta' ? ` WHERE key NOT IN ('schema_version', 'canonical_urls')` : '';
     const found = await client.query(`SELECT 1 FROM "${name}"${filter} LIMIT 1`);
     if (found.rowCount) holding.push(name);
   }
@@ -154,17 +151,16 @@ async function refuseNonEmpty(client: pg.PoolClient, shownUrl: string): Promise<
 async function copyTable(
   sqlite: BetterSqlite3.Database,
   client: pg.PoolClient,
-  table: PgTable,
+  table: TableDef,
   opts: typeof COPY_DEFAULTS & CopyDatasetOptions,
 ): Promise<number> {
-  const config = getTableConfig(table);
   const columns = planColumns(table);
   const names = columns.map((c) => `"${c.name}"`).join(', ');
-  const keyColumns = primaryKeyOf(defOf(config.name)).map((c) => `"${c}"`);
-  const isMeta = table === PG_TABLES.netingest_meta;
+  const keyColumns = primaryKeyOf(table).map((c) => `"${c}"`);
+  const isMeta = table.name === 'netingest_meta';
   const conflict = isMeta ? ' ON CONFLICT (key) DO UPDATE SET value = excluded.value' : '';
   const maxRows = Math.max(1, Math.min(opts.batchRows, Math.floor(MAX_PARAMETERS / columns.length)));
-  const select = sqlite.prepare(`SELECT ${names} FROM "${config.name}" ORDER BY ${keyColumns.join(', ')}`);
+  const select = sqlite.prepare(`SELECT ${names} FROM "${table.name}" ORDER BY ${keyColumns.join(', ')}`);
 
   let batch: unknown[][] = [];
   let bytes = 0;
@@ -174,9 +170,9 @@ async function copyTable(
     const params: unknown[] = [];
     const tuples = batch.map((values) => `(${values.map((v) => `$${params.push(v)}`).join(', ')})`);
     try {
-      await client.query(`INSERT INTO "${config.name}" (${names}) VALUES ${tuples.join(', ')}${conflict}`, params);
+      await client.query(`INSERT INTO "${table.name}" (${names}) VALUES ${tuples.join(', ')}${conflict}`, params);
     } catch (err) {
-      throw new Error(`copying ${config.name} (rows ${copied + 1}-${copied + batch.length} in key order): ${(err as Error).message}`, { cause: err });
+      throw new Error(`copying ${table.name} (rows ${copied + 1}-${copied + batch.length} in key order): ${(err as Error).message}`, { cause: err });
     }
     copied += batch.length;
     batch = [];
@@ -184,7 +180,7 @@ async function copyTable(
   };
   for (const row of select.iterate() as IterableIterator<Record<string, unknown>>) {
     if (isMeta && META_KEPT.has(String(row.key))) continue;
-    const values = columns.map((c) => convertOrSay(c, row, config.name, keyColumns));
+    const values = columns.map((c) => convertOrSay(c, row, table.name, keyColumns));
     batch.push(values);
     bytes += values.reduce<number>((sum, v) => sum + sizeOf(v), 0);
     if (batch.length >= maxRows || bytes >= opts.batchBytes) await flush();
@@ -218,12 +214,9 @@ const CONVERT: Partial<Record<ColumnKind, (value: unknown) => unknown>> = {
   given: (value) => (value === null || value === undefined ? null : storableJson(JSON.stringify(textOf(value)))),
 };
 
-const defOf = (table: string): TableDef => DATASET_TABLES.find((t) => t.name === table)!;
-
 /** How each column's SQLite value becomes its PostgreSQL one. */
-function planColumns(table: PgTable): ColumnPlan[] {
-  const { name: tableName } = getTableConfig(table);
-  return Object.entries(defOf(tableName).columns).map(([name, column]) => {
+function planColumns({ name: tableName, columns }: TableDef): ColumnPlan[] {
+  return Object.entries(columns).map(([name, column]) => {
     if (tableName === 'raw_responses' && name === 'body') {
       // gzip bodies become their text: PostgreSQL compresses large values itself, and raw_body() stays SQL.
       return { name, convert: (value, row) => decodeRawBody(value, row.body_encoding) };
@@ -255,7 +248,7 @@ async function setIdentitiesPastCopiedIds(client: pg.PoolClient): Promise<void> 
 
 /** How a value the SQLite store would write goes into a PostgreSQL column, per column of `table` (the run's PostgreSQL row writer). */
 export function pgValueConverters(table: string): Map<string, (value: unknown) => unknown> {
-  const found = COPY_ORDER.find((t) => getTableConfig(t).name === table);
+  const found = COPY_ORDER.find((t) => t.name === table);
   if (!found) throw new Error(`internal: no PostgreSQL table ${table}`);
   return new Map(planColumns(found).map((c) => [c.name, (value: unknown) => c.convert(value, {})]));
 }

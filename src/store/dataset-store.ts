@@ -5,7 +5,7 @@
  * synchronously inside it (its run's group commit stays a synchronous better-sqlite3 transaction). Nothing is
  * opened until a method is called, and each method closes what it opened.
  */
-import type { PruneReport } from './raw-prune.ts';
+import type { PruneOptions, PruneReport } from './raw-prune.ts';
 import type { ReadSnapshot } from './read-snapshot.ts';
 import type { Reads } from './read-steps.ts';
 import type { ReprocessSteps } from './reprocess-store.ts';
@@ -70,10 +70,8 @@ export interface OpenRunOptions {
   rateWindowMs?: number | undefined;
 }
 
-/** Options of DatasetStore.prune(). */
-export interface StorePruneOptions {
-  keepDays: number;
-  dryRun: boolean;
+/** Options of DatasetStore.prune(): the rule's (raw-prune.ts), and the engine's reclaiming. */
+export interface StorePruneOptions extends Required<Pick<PruneOptions, 'keepDays' | 'dryRun'>> {
   /** Reclaim the space afterwards (SQLite: VACUUM the file; PostgreSQL: VACUUM (ANALYZE) raw_responses). */
   vacuum: boolean;
 }

@@ -1,10 +1,9 @@
 /**
- * Opens the dataset: a connection (connection.ts) with this build's migrations applied, and drizzle over it.
+ * Opens the dataset: a connection (connection.ts) with this build's migrations applied (drizzle's migrator).
  */
 import type BetterSqlite3 from 'better-sqlite3';
-import { drizzle, type BetterSQLite3Database } from 'drizzle-orm/better-sqlite3';
+import { drizzle } from 'drizzle-orm/better-sqlite3';
 import { migrate } from 'drizzle-orm/better-sqlite3/migrator';
-import * as schema from './schema.ts';
 import { DatabaseError, DatabaseNeedsMigrationError, DatabaseTooNewError } from './errors.ts';
 import { MIGRATIONS_FOLDER, RECORD_SCHEMA_VERSION_SQL, knownMigrations, readMigrationState, schemaVersionOf, type KnownMigration } from './migration-state.ts';
 import { CONNECTION_DEFAULTS, openConnection, toDatabaseError, type Connection, type ConnectionOptions } from './connection.ts';
@@ -13,14 +12,8 @@ import { networkHost } from '../urls/network-host.ts';
 
 export { toDatabaseError, toDatabaseUseError, type Connection } from './connection.ts';
 
-/** The drizzle instance typed with the schema. */
-export type Drizzle = BetterSQLite3Database<typeof schema>;
-
-/** An open dataset. */
-export interface Database extends Connection {
-  /** drizzle over the same connection. */
-  db: Drizzle;
-}
+/** An open dataset: a connection whose schema is this build's. */
+export type Database = Connection;
 
 /** Options of openDatabase(). */
 export interface OpenDatabaseOptions extends ConnectionOptions {
@@ -65,7 +58,7 @@ function openOnce(file: string, opts: Required<OpenDatabaseOptions>): Database {
     connection.close();
     throw toDatabaseError(err, path, opts.busyTimeoutMs);
   }
-  return { ...connection, db: drizzle(sqlite, { schema }) };
+  return connection;
 }
 
 function prepareSchema(

@@ -169,6 +169,7 @@ export interface RunStore {
   readonly engine: 'sqlite' | 'postgres';
   /** The file, or the URL with its password hidden: what messages name. */
   readonly name: string;
+  /** On SQLite its writes check that the run still holds the lock (lockGuardedLedger, sqlite-run-store.ts). */
   readonly ledger: RunLedger;
   readonly runs: RunRecords;
   readonly calls: CallHistory;

@@ -34,13 +34,8 @@ export function jobRatesJson(rates: RunEnd['jobRates']): string | null {
   return JSON.stringify(Object.fromEntries(keys.map((key) => [key, rates[key]])));
 }
 
-/** A row of `runs` as `status` lists it. */
-export interface RecentRun {
-  id: number; jobs: string; startedAt: string; endedAt: string | null; status: RunStatus;
-  creditsSpent: number | null; creditsAtEnd: number | null; tasksTotal: number; tasksDone: number;
-  tasksNotFound: number; tasksFailed: number; tasksDeferred: number; invalidRows: number; calls: number;
-  exitCode: number | null; error: string | null;
-}
+/** A row of `runs` as `status` lists it: the figures its end writes (none yet while it runs), and its start. */
+export type RecentRun = Omit<RunEnd, 'endedAt' | 'creditsAtStart' | 'jobRates'> & { id: number; jobs: string; startedAt: string; endedAt: string | null };
 
 const RECENT_RUNS = sql`SELECT id, jobs, started_at AS "startedAt", ended_at AS "endedAt", status, credits_spent AS "creditsSpent",
   credits_at_end AS "creditsAtEnd", tasks_total AS "tasksTotal", tasks_done AS "tasksDone", tasks_not_found AS "tasksNotFound",

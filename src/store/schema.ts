@@ -5,9 +5,8 @@
  * Kinds become SQLite types: `text`, `time` and `json` TEXT; `int`, `bigint` and `flag` INTEGER; `real` REAL;
  * `given` BLOB; an id is INTEGER PRIMARY KEY AUTOINCREMENT.
  */
-import type { BuildColumns } from 'drizzle-orm';
-import { check, customType, index, integer, primaryKey, real, sqliteTable, text, uniqueIndex, type SQLiteTableWithColumns } from 'drizzle-orm/sqlite-core';
-import type { AutoId, Column, ColumnKind, TableDef } from './table-kit.ts';
+import { check, customType, index, integer, primaryKey, real, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core';
+import type { AutoId, ColumnKind } from './table-kit.ts';
 import { buildTables, type Dialect } from './table-build.ts';
 import { DATASET_TABLES, type DatasetTable } from './tables.ts';
 
@@ -30,13 +29,6 @@ const COLUMNS = {
   given: () => asGiven(),
 };
 
-type ColumnOf<C> = C extends Column<infer K, infer T, infer N, infer D> ? ReturnType<(typeof COLUMNS)[K]> & { _: { notNull: N; hasDefault: D; $type: T } } : never;
-type TableOf<Def> = Def extends TableDef<infer Name, infer C>
-  ? SQLiteTableWithColumns<{ name: Name; schema: undefined; columns: BuildColumns<Name, { [K in keyof C]: ColumnOf<C[K]> }, 'sqlite'>; dialect: 'sqlite' }>
-  : never;
-/** Each table of the dataset, by name, typed as drizzle infers it. */
-export type SqliteTables = { [Def in DatasetTable as Def['name']]: TableOf<Def> };
-
 const sqlite: Dialect = {
   engine: 'sqlite',
   column: (kind: ColumnKind, autoId: AutoId) => (autoId ? integer().primaryKey({ autoIncrement: true }) : COLUMNS[kind]()) as never,
@@ -47,7 +39,8 @@ const sqlite: Dialect = {
   check,
 };
 
-export const TABLES = buildTables(DATASET_TABLES, sqlite) as SqliteTables;
+// Untyped: nothing reads rows through these tables (the store's statements are its own); drizzle-kit reads them.
+export const TABLES = buildTables(DATASET_TABLES, sqlite) as Record<DatasetTable['name'], unknown>;
 
 // drizzle-kit finds the tables among this module's exports.
 export const {

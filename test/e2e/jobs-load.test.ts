@@ -9,7 +9,7 @@ import { jsonErrorOffset } from '../../src/jobs/json-syntax-error.ts';
 import { runCli } from '../soak/cli-process.ts';
 
 const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
-const definePath = fileURLToPath(new URL('../../src/jobs/define.ts', import.meta.url));
+const definePath = fileURLToPath(new URL('../../src/index.ts', import.meta.url));
 
 let root: string;
 beforeAll(async () => {

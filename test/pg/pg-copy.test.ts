@@ -7,7 +7,6 @@ import { join } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pg from 'pg';
-import { getTableConfig } from 'drizzle-orm/pg-core';
 import { loadJob } from '../../src/jobs/load.ts';
 import { startSandbox, type Sandbox } from '../../src/sandbox/server.ts';
 import { COPY_ORDER, copyDataset } from '../../src/store/copy-dataset.ts';
@@ -16,7 +15,7 @@ import { FAST_RATE, FAST_RETRY, ROOT, inProcess, makeWorkspace, run, type Worksp
 import { newPgDatabase, pgClusterUrl, pgSkipReason } from './use-pg.ts';
 
 const TOKEN = 'copy-token-5d1e';
-const TABLES = COPY_ORDER.map((t) => getTableConfig(t).name);
+const TABLES = COPY_ORDER.map((t) => t.name);
 
 /** A value as both engines mean it: timestamps as ISO text, JSON as its value, bigint as a number. */
 function comparable(value: unknown, pgType: string | null, liteColumn?: { table: string; column: string; row: Record<string, unknown> }): unknown {

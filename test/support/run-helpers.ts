@@ -16,7 +16,7 @@ import { loadJob } from '../../src/jobs/load.ts';
 import type { Job } from '../../src/jobs/schema.ts';
 import { runJobs, type RunOptions, type RunSummary } from '../../src/runner/run-jobs.ts';
 import type { LoggedRequest, Sandbox } from '../../src/sandbox/server.ts';
-import { BALANCE_PATH } from '../../src/api/balance.ts';
+import { BALANCE_PATH } from '../../src/spec/types.ts';
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 /** The built CLI, as installed (test/global-setup.ts builds it when a source is newer); cli-help and a few others run the sources. */

@@ -8,7 +8,7 @@ import { specOf } from '../../src/operations/index.ts';
 import type { Operation } from '../../src/spec/types.ts';
 import type { Connection } from '../../src/store/connection.ts';
 import type { IngestRequest } from '../../src/store/ingest-request.ts';
-import { createIngestor, type IngestResult, type Ingestor } from '../../src/store/ingest/index.ts';
+import { createIngestor, type IngestResult } from '../../src/store/ingest/index.ts';
 import { prepareOutcomeWrite, type OutcomeOp } from '../../src/store/outcome-ops.ts';
 import type { Database } from '../../src/store/open.ts';
 import { runStepsSync } from '../../src/store/reprocess-store.ts';
@@ -24,7 +24,7 @@ export function ingestInTransaction<R extends IngestRequest>(
   req: R,
   response: IngestResponseFor<R>,
   seenAt: string,
-  ingestor: Ingestor = createIngestor(database),
+  ingestor = createIngestor(database),
 ): IngestResult {
   return database.sqlite.transaction(() => ingestor.ingestAnswer(req, response, seenAt))();
 }

@@ -3,7 +3,7 @@ import { resolveJob, type Job } from '../../src/jobs/schema.ts';
 import { JOB_DEFAULTS } from '../../src/jobs/defaults.ts';
 import { JobFileError } from '../../src/jobs/job-error.ts';
 import { UsageError } from '../../src/errors.ts';
-import { defineJob } from '../../src/jobs/define.ts';
+import { defineJob } from '../../src/index.ts';
 
 const ctx = { displayName: 'jobs/t.json', defaultName: 't', cwd: '/work/x' };
 

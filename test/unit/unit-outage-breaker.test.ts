@@ -7,7 +7,7 @@ import { RunStop } from '../../src/runner/run-stop.ts';
 
 const call = (status: number | null): ApiCallInfo => ({ operation: 'post-details', method: 'GET', path: '/v1/api/post-details', status, latencyMs: 1 } as ApiCallInfo);
 const down = () => ({ kind: 'failed' as const, error: new NetworkError({ call: call(null) }, 'connection refused') });
-const answered = { kind: 'answered' as const };
+const answered = { kind: 'done' as const };
 
 describe('OutageBreaker', () => {
   it('trips at the threshold of outage failures in a row, naming the last one', () => {

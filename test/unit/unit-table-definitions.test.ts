@@ -12,11 +12,13 @@ import { TABLE_STATEMENTS } from '../../src/store/ingest/tables.ts';
 import * as pgSchema from '../../src/store/pg/schema.ts';
 import * as sqliteSchema from '../../src/store/schema.ts';
 import { DATASET_TABLES, NORMALIZED_TABLES } from '../../src/store/tables.ts';
+import type { TableDef } from '../../src/store/table-kit.ts';
 
 const DEFINED = DATASET_TABLES.map((t) => t.name);
 
-/** The names of `copy`'s order, and where a table names a parent that comes after it. */
-function copyOrderProblems(order: readonly PgTable[]): { missing: string[]; parentsAfter: string[] } {
+/** The names of `copy`'s order, and where a table names a parent that comes after it (by PostgreSQL's foreign keys). */
+function copyOrderProblems(definitions: readonly TableDef[]): { missing: string[]; parentsAfter: string[] } {
+  const order = definitions.map((t) => pgSchema.TABLES[t.name as keyof typeof pgSchema.TABLES] as PgTable);
   const names = order.map((t) => getTableConfig(t).name);
   const missing = DEFINED.filter((name) => !names.includes(name) && !NOT_COPIED.has(name));
   const parentsAfter = order.flatMap((t, i) =>
@@ -37,9 +39,10 @@ describe('the table definitions', () => {
   });
 
   it('tell a table missing from the copy order and a child copied before its parent', () => {
-    const withoutJobs = COPY_ORDER.filter((t) => getTableConfig(t).name !== 'jobs');
+    const withoutJobs = COPY_ORDER.filter((t) => t.name !== 'jobs');
     expect(copyOrderProblems(withoutJobs).missing).toEqual(['jobs']);
-    const childFirst = [pgSchema.post_media, ...COPY_ORDER.filter((t) => t !== pgSchema.post_media)];
+    const postMedia = COPY_ORDER.find((t) => t.name === 'post_media')!;
+    const childFirst = [postMedia, ...COPY_ORDER.filter((t) => t !== postMedia)];
     expect(copyOrderProblems(childFirst).parentsAfter).toEqual(['post_media before posts']);
   });
 

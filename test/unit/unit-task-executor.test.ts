@@ -295,8 +295,8 @@ describe('executeTask with the breakers, wired as the run wires them', () => {
     for (let id = 1; id <= n; id++) {
       const { outcome } = await run(ctx, task(id));
       if (outcome.kind === 'stopped') return id - 1;
-      outage.record(outcome.kind === 'failed' ? { kind: 'failed', error: outcome.error } : { kind: 'answered' });
-      unusable.record('post-details', outcome.kind === 'failed' ? { kind: 'failed', error: outcome.error } : { kind: 'stored' });
+      outage.record(outcome);
+      unusable.record('post-details', outcome);
     }
     return n;
   }

@@ -10,7 +10,7 @@ const unusable = (path = 'data.content') => ({
   kind: 'failed' as const,
   error: new ApiSchemaError({ call: call(200) }, [{ path, message: 'expected an array of records, received string' }], '{}', null),
 });
-const stored = { kind: 'stored' as const };
+const stored = { kind: 'done' as const };
 
 describe('UnusableAnswerBreaker', () => {
   it('trips at the threshold of unusable answers in a row, naming the operation, the count, the credits and the first path', () => {

@@ -1,14 +1,12 @@
 import { defineCommand } from '../command.ts';
 import { BOM_OPTION, datasetOption, ESCAPE_FORMULAS_OPTION, withDb } from '../common-options.ts';
 import { exportSql } from '../../export/export-table.ts';
-import { runQuery } from '../../export/query.ts';
+import { QUERY_FORMATS, runQuery } from '../../export/query.ts';
 import { UsageError } from '../../errors.ts';
 import { plural } from '../../plural.ts';
 import { assertHistoryKept, changesStatement, parseChangesSince, type ChangesFilter } from '../../store/history/changes-query.ts';
 import { HISTORY_ENTITIES } from '../../store/history/tracking.ts';
 import { stderrNotice, withStopSignals } from '../signals.ts';
-
-const FORMATS = ['table', 'csv', 'jsonl'] as const;
 
 /** `netingest changes`: what the history recorded, by default what the last run changed. */
 export const changesCommand = defineCommand({
@@ -17,7 +15,7 @@ export const changesCommand = defineCommand({
       .option('since', { type: 'string', default: 'last', describe: 'last (what the last run changed), a run id (that run and later ones), or an ISO date or time' })
       .option('job', { type: 'string', describe: "only the changes made by this job's answers" })
       .option('entity', { choices: HISTORY_ENTITIES, describe: 'only changes of one kind of thing' })
-      .option('format', { choices: FORMATS, describe: 'table, csv or jsonl (default: table on a terminal, else csv)' })
+      .option('format', { choices: QUERY_FORMATS, describe: 'table, csv or jsonl (default: table on a terminal, else csv)' })
       .option('out', { type: 'string', describe: 'write to this file (csv or jsonl), atomically, instead of stdout' })
       .option('bom', BOM_OPTION)
       .option('escape-formulas', ESCAPE_FORMULAS_OPTION)

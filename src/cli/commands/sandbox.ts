@@ -1,5 +1,6 @@
 import type { Argv } from 'yargs';
 import { defineCommand, type CommandIO } from '../command.ts';
+import { withStopSignals } from '../signals.ts';
 import { UsageError } from '../../errors.ts';
 import { OPERATIONS, type Operation } from '../../spec/types.ts';
 import { SANDBOX_DEFAULTS, startSandbox, type LoggedRequest, type SandboxOptionsInput } from '../../sandbox/server.ts';
@@ -173,16 +174,6 @@ export async function serveSandbox(argv: SandboxArgs, io: CommandIO, stop: Abort
 /** `netingest sandbox`: the local emulator of the API, for trying jobs and for tests, until Ctrl+C. */
 export const sandboxCommand = defineCommand<SandboxArgs>({
   builder,
-  run: async (argv, io) => {
-    const controller = new AbortController();
-    const onSignal = (): void => controller.abort();
-    process.on('SIGINT', onSignal);
-    process.on('SIGTERM', onSignal);
-    try {
-      return await serveSandbox(argv, io, controller.signal);
-    } finally {
-      process.off('SIGINT', onSignal);
-      process.off('SIGTERM', onSignal);
-    }
-  },
+  // The stop signals of every command; nothing to tell on the first (the sandbox says when it has stopped).
+  run: (argv, io) => withStopSignals(() => undefined, (stop) => serveSandbox(argv, io, stop)),
 });

@@ -7,6 +7,7 @@
  */
 import type { Row, RowWrite } from '../../operations/stored-rows.ts';
 import { rows, type Reads } from '../read-steps.ts';
+import type { StoredRow } from '../tables.ts';
 import { TRACKING, type ChangeKind, type EntityTracking, type HistoryEntity, type ListTracking, type SetTracking } from './tracking.ts';
 import { byShape, sql, param, literal, fragment, paramList } from '../../statement.ts';
 
@@ -19,18 +20,8 @@ export interface AnswerWrites {
   at: string;
 }
 
-/** One row of the `changes` table. */
-export interface ChangeRow {
-  run_id: number | null;
-  task_id: number | null;
-  at: string;
-  entity: HistoryEntity;
-  key: string;
-  change: ChangeKind;
-  field: string | null;
-  old: string | null;
-  new: string | null;
-}
+/** One row of the `changes` table as recorded (its id comes with the insert), its entity and change typed. */
+export type ChangeRow = Omit<StoredRow<'changes'>, 'id' | 'entity' | 'change'> & { entity: HistoryEntity; change: ChangeKind };
 
 export interface RecordedChanges {
   changes: ChangeRow[];

@@ -6,14 +6,14 @@
  */
 import type { Connection } from '../connection.ts';
 import { specOf, type AnySubject } from '../../operations/index.ts';
-import { rowCount, type RowContext } from '../../operations/stored-rows.ts';
+import { rowCount, type RowAnomaly, type RowContext } from '../../operations/stored-rows.ts';
 import { networkHost } from '../../urls/network-host.ts';
 import { NORMALIZED_TABLES } from '../tables.ts';
 import { preparePostDateOrder } from './post-date-order.ts';
 import { prepareRowWriter, prepareStoredLookup } from './row-writer.ts';
 import { storeChanges } from '../history/record-changes.ts';
 import { readSync } from '../read-steps.ts';
-import type { AnomalySource, AnswerAnomaly } from '../answer-anomalies.ts';
+import type { AnomalySource } from '../answer-anomalies.ts';
 
 /** What one ingest wrote. */
 export interface IngestResult {
@@ -22,20 +22,17 @@ export interface IngestResult {
   /** Records left out because they carry no URL or id to key them by (none in valid responses). */
   skipped: number;
   /** What the answer held that was not stored as asked (a post answer naming another post): see answer_anomalies. */
-  anomalies?: AnswerAnomaly[];
+  anomalies?: RowAnomaly[];
 }
 
 /** The run and task an answer came from: its changes are filed under them. */
 type ChangeSource = Pick<AnomalySource, 'runId' | 'taskId'>;
 
-/** Writes validated responses into the normalized tables. */
-export type Ingestor = ReturnType<typeof createIngestor>;
-
 export { NORMALIZED_TABLES };
 
 const ISO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?Z$/;
 
-/** Prepares the statements once. */
+/** Writes validated responses into the normalized tables; prepares the statements once. */
 export function createIngestor(database: Connection) {
   const { sqlite } = database;
   const postDates = preparePostDateOrder(sqlite);

@@ -5,6 +5,7 @@
 import { isDeepStrictEqual } from 'node:util';
 import type { Operation } from '../../spec/types.ts';
 import { rows, type Reads } from '../read-steps.ts';
+import type { TaskRow } from '../ledger.ts';
 import { specOf } from '../../operations/index.ts';
 import { sql, param } from '../../statement.ts';
 
@@ -26,13 +27,8 @@ export type CurrentRequests = readonly string[] | null;
 
 export const REQUEST_CHANGED = "the job's request changed since it ran (the stored results answer the old one); the next run asks again";
 
-interface TaskState {
-  page: number;
-  status: string;
-  requestJson: string;
-  lastErrorCode: string | null;
-  lastError: string | null;
-}
+/** A page's task as its status is told: the ledger's row, and its last error. */
+type TaskState = Pick<TaskRow, 'page' | 'status' | 'requestJson'> & { lastErrorCode: string | null; lastError: string | null };
 
 /**
  * Reads the tasks of one input of `job`. With no results, only the pages the job plans now count, and a task

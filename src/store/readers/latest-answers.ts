@@ -16,6 +16,7 @@ import type { Job } from '../../jobs/schema.ts';
 import { specOf } from '../../operations/index.ts';
 import type { EnrichReader } from '../../operations/operation-spec.ts';
 import { rawRows, rows, type Reads } from '../read-steps.ts';
+import type { TaskRow } from '../ledger.ts';
 import { sql, param, paramList } from '../../statement.ts';
 
 /**
@@ -24,13 +25,8 @@ import { sql, param, paramList } from '../../statement.ts';
  */
 export type AnswerFloors = Array<string | null>;
 
-interface TaskRow {
-  id: number;
-  page: number;
-  status: string;
-  requestJson: string;
-  completedAt: string | null;
-}
+/** A page's task as the floors read it: the ledger's row, and when it was settled. */
+type PageTask = Pick<TaskRow, 'id' | 'page' | 'status' | 'requestJson'> & { completedAt: string | null };
 
 /** The latest answer to a page: when, and whether it ended the list (a 404, or settled past the last page). */
 interface Answer {
@@ -50,7 +46,7 @@ export function answerFloorsOf(job: Job, jobs: readonly string[]): (inputKey: st
   const sameQuestion = specOf(job.operation).enrich.sameQuestion(job);
   return function* (inputKey) {
     const latest: Array<Answer | null> = Array.from({ length: job.pages }, () => null);
-    for (const task of yield* rows<TaskRow>(tasksSql, [...jobs, inputKey, job.operation, job.pages])) {
+    for (const task of yield* rows<PageTask>(tasksSql, [...jobs, inputKey, job.operation, job.pages])) {
       if (!sameQuestion(task.requestJson, inputKey, task.page)) continue;
       const answer = yield* answerOf(task);
       const known = latest[task.page - 1];
@@ -69,7 +65,7 @@ export function answerFloorsOf(job: Job, jobs: readonly string[]): (inputKey: st
   };
 }
 
-function* answerOf(task: TaskRow): Reads<Answer | null> {
+function* answerOf(task: PageTask): Reads<Answer | null> {
   // Set when the task was last answered (done) or settled as nothing (not_found), and kept while a later
   // run has it pending or deferred: that answer is still its latest.
   if (task.completedAt !== null) return { at: task.completedAt, endsList: task.status === 'not_found' };

@@ -7,7 +7,7 @@
 import { apiCallReads } from '../api-calls.ts';
 import { rows, value, type Reads } from '../read-steps.ts';
 import { statusReads } from '../status.ts';
-import type { RunStatus } from '../tables.ts';
+import type { RecentRun } from '../runs.ts';
 import { sql, param, dialect, literal, perEngine } from '../../statement.ts';
 
 /** What the figures cover. */
@@ -20,14 +20,11 @@ export interface ReportWindow {
   operations: readonly string[];
 }
 
-/** One run of the window, as `runs` holds it. */
-export interface ReportRun {
-  id: number; jobs: string; startedAt: string; endedAt: string | null; status: RunStatus;
-  creditsSpent: number | null; creditsAtEnd: number | null; tasksDone: number; tasksNotFound: number;
-  tasksFailed: number; tasksDeferred: number; invalidRows: number; calls: number; exitCode: number | null;
+/** One run of the window, as `runs` holds it: as `status` lists it, without its task total and error. */
+export type ReportRun = Omit<RecentRun, 'tasksTotal' | 'error'> & {
   /** `runs.job_rates`: JSON text on SQLite, an object on PostgreSQL; null before the run recorded it. */
   jobRates: string | Record<string, number> | null;
-}
+};
 
 /** A run's calls for one job (null: calls no task owns, such as the free balance check). */
 export interface RunJobCalls {

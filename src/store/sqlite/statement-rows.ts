@@ -9,7 +9,7 @@ import type { ChildProcess } from 'node:child_process';
 import { NetingestError } from '../../errors.ts';
 import { startChild } from '../../threads/start.ts';
 import { ExportInterruptedError, QueryTimeoutError } from '../readers/query-errors.ts';
-import { STATEMENT_DEFAULTS } from '../dataset-store.ts';
+import { STATEMENT_DEFAULTS, type StatementOptions } from '../dataset-store.ts';
 
 const CHILD = new URL('./statement-child.ts', import.meta.url);
 
@@ -23,13 +23,11 @@ export type FromStatementChild =
   | { type: 'rows'; rows: unknown[][]; done: boolean }
   | { type: 'failed'; message: string; code: string | undefined };
 
-export interface StatementRowsOptions {
+/** The statement, its dataset and how its reading stops (its time limit counting from the first row asked for). */
+export interface StatementRowsOptions extends StatementOptions {
   db: string;
   /** Already checked by prepareReadQuery on the parent's connection: the child prepares it again. */
   sql: string;
-  signal?: AbortSignal | undefined;
-  /** Longest the statement may run, in ms (from the first row asked for); 0 or undefined: no limit. */
-  timeoutMs?: number | undefined;
   batchRows?: number;
 }
 
