@@ -18,7 +18,7 @@
  * at low rates (a slot per second) there are none. Each round trip reads the slots of one window only.
  */
 import pg from 'pg';
-import { runStatements } from '../pg-literal-sql.ts';
+import { pipelineTransaction } from '../pg-pipeline.ts';
 
 export const SHARED_RATE_GATE_DEFAULTS = {
   /** The sliding window the limit is for: a minute in production; tests use a few seconds. */
@@ -192,9 +192,9 @@ INSERT INTO rate_slots (gate, started_at) VALUES (${g}, ${until} - (${this.spaci
   }
 
   /**
-   * One round trip, one transaction (a multi-statement simple query runs as one): the advisory lock serialises
+   * One round trip, one transaction (BEGIN and COMMIT pipelined with the statements): the advisory lock serialises
    * the gate's workers, and each statement after it reads the slots committed before it got the lock. The
-   * statements go as EXECUTE of statements the connection prepared once (pg-literal-sql.ts): with their values
+   * statements go bound to their values, prepared once per connection (pg-pipeline.ts): with their values
    * written in, each grant was parsed and planned afresh (a third of the gate's server time).
    */
   private async grant(count: number): Promise<Array<{ startUs: number; waitMs: number }>> {
@@ -202,8 +202,8 @@ INSERT INTO rate_slots (gate, started_at) VALUES (${g}, ${until} - (${this.spaci
     const values = [this.gate, this.slotWindowMs, this.limit - count, count, this.spacingMs];
     const client = await this.pool.connect();
     try {
-      const results = await runStatements(client, [
-        // Its one plan, not one per grant: the server kept planning each EXECUTE afresh (0.4-0.6 ms a grant).
+      const results = await pipelineTransaction(client, [
+        // Its one plan, not one per grant: the server kept planning each grant afresh (0.4-0.6 ms a grant).
         'SET LOCAL plan_cache_mode = force_generic_plan',
         { text: LOCK, values: [this.gate] },
         { text: grantSql(this.clock), values },
