@@ -524,7 +524,7 @@ SELECT balance, reserved, in_flight, spent, under_reserve_ok, cap_ok, calls, (SE
 
   /** Records a balance read outside a call (GET /v1/api/auth before the first call), as settle does counters. */
   async report(counters: CreditCounters): Promise<void> {
-    await this.pool.query(`${this.lock};\n${this.reportSql(counters, true)}`);
+    await withPgClient(this.pool, (c) => pipelineTransaction(c, [this.lock, this.reportSql(counters, true)]));
   }
 
   /** Extends this process's live reservations (its calls are still going); returns how many. */
