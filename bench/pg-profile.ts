@@ -134,7 +134,7 @@ try {
   console.log('queries by the time their callers waited for them (ms in all, per query):');
   const byKind = new Map<string, { n: number; ms: number }>();
   for (const [label, ms] of waited) {
-    const kind = label.replace(/netingest_s\d+\(.*$/, 'netingest_s(...)').slice(0, 60);
+    const kind = label.slice(0, 60);
     const k = byKind.get(kind) ?? { n: 0, ms: 0 };
     k.n += queries.get(label) ?? 0;
     k.ms += ms;
@@ -155,8 +155,7 @@ try {
   // Statements of one shape but another row count are apart in pg_stat_statements: together here, by their start.
   const byHead = new Map<string, { calls: number; ms: number; planMs: number }>();
   for (const r of rows) {
-    // The writer's statements are prepared under a name of their own per connection: summed by their text.
-    const head = r.q.replace(/^PREPARE netingest_s\d+ AS /, '').replace(/\s+/g, ' ').slice(0, 60);
+    const head = r.q.replace(/\s+/g, ' ').slice(0, 60);
     const s = byHead.get(head) ?? { calls: 0, ms: 0, planMs: 0 };
     s.calls += Number(r.calls);
     s.ms += r.ms;

@@ -76,6 +76,24 @@ describe.skipIf(!pgClusterUrl)(`the shared rate limit on PostgreSQL${pgClusterUr
     }
   });
 
+  it('two workers granting at once wait for each other: the lock and the slots it guards are one transaction', async () => {
+    const { pool } = await rateDatabase();
+    // A slow server: each slot takes 100 ms to write, so a grant that did not hold the lock to its end (the lock
+    // let go before the slots are in) would let the other read the slots without them and grant the same ones.
+    await pool.query(`CREATE FUNCTION slow_slot() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(0.1); RETURN NEW; END $$`);
+    await pool.query(`CREATE TRIGGER slow_slots BEFORE INSERT ON rate_slots FOR EACH ROW EXECUTE FUNCTION slow_slot()`);
+    // Scheduled by a clock stopped in 2000: every slot is long past, so no take() waits for it.
+    const frozen = `'2000-01-01 00:00:00+00'::timestamptz`;
+    const options = { gate: 'https://api.example/together', limit: 3, windowMs: 60_000, startSlackMs: 500, clockSql: frozen };
+    const [a, b] = [new SharedRateGate(pool, options), new SharedRateGate(pool, options)];
+    await Promise.all([a, b].flatMap((gate) => Array.from({ length: options.limit }, () => gate.take())));
+    expect([a.roundTripCount, b.roundTripCount]).toEqual([1, 1]);
+    const { rows } = await pool.query<{ us: string }>(
+      `SELECT (extract(epoch FROM started_at) * 1000000)::bigint::text AS us FROM rate_slots WHERE gate = $1 ORDER BY started_at`, [options.gate]);
+    expect(rows).toHaveLength(2 * options.limit);
+    expect(shortestSpan(rows.map((r) => Number(r.us)), options.limit)).toBeGreaterThanOrEqual((options.windowMs + options.startSlackMs) * 1_000);
+  });
+
   it('a pause (429) holds every worker of the gate until it ends', async () => {
     const { pool } = await rateDatabase();
     const options = { gate: 'https://api.example', limit: 50, windowMs: 1_000, startSlackMs: 10 };

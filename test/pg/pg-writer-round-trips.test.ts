@@ -131,4 +131,31 @@ describe.skipIf(!pgClusterUrl)(`the PostgreSQL writer's round trips${pgClusterUr
     const added = await store.pool.query<{ n: string }>(`SELECT count(*) AS n FROM changes WHERE entity = 'post' AND change = 'added' AND task_id BETWEEN 84 AND 93`);
     expect(Number(added.rows[0]!.n)).toBe(10);
   });
+
+  it('a group whose answer reads back a post the group wrote, before anything else was read: one BEGIN, ahead of the flushed rows', async () => {
+    await queriesOf(group(94, 1)); // the dataset's day order read, as by an earlier group: this one reads nothing first
+    const asked = { ...postRequest, postUrl: 'https://network.com/pulse/an-article' };
+    const response = postResponse({ PostId: activity(95) });
+    const { answer, setAside } = readUsableAnswer('post-details', response);
+    // Task 96's answer names task 95's post: it is read back, so the batch holding that post is flushed first.
+    const readBack: OutcomeOp = {
+      kind: 'success', taskId: 96, operation: 'post-details', requestKey: requestKeyOf(asked), request: asked, body: JSON.stringify(response), answer, setAside, call: call(96, 200), attempts: 1, at: AT,
+    };
+    const notices: string[] = [];
+    await withPgClient(store.pool, async (client) => {
+      const onNotice = (n: { message?: string }) => notices.push(n.message ?? '');
+      client.on('notice', onNotice);
+      try {
+        await writeGroup(client, [...group(95, 1), readBack], true);
+      } finally {
+        client.off('notice', onNotice);
+      }
+    });
+    // A BEGIN per flushed statement drew 'there is already a transaction in progress' from the server.
+    expect(notices).toEqual([]);
+    const { rows } = await store.pool.query<{ url: string }>('SELECT url FROM posts WHERE post_id = $1', [activity(95)]);
+    expect(rows.map((r) => r.url)).toEqual([`https://www.network.com/posts/p_${activity(95)}`]);
+    const anomalies = await store.pool.query<{ kind: string }>(`SELECT a.kind FROM answer_anomalies a WHERE a.task_id = 96`);
+    expect(anomalies.rows.map((r) => r.kind)).toEqual(['other_post']);
+  });
 });

@@ -7,7 +7,7 @@
  */
 import type { ReadStep, Reads } from '../../read-steps.ts';
 import { pgValues } from '../../statement.ts';
-import type { BoundStatement } from './pg-literal-sql.ts';
+import type { BoundStatement } from './pg-statements.ts';
 
 /** The statements `reads` sends, learned by running it with no rows (it must not depend on them). */
 export function plannedReads(reads: Reads<unknown>): ReadStep[] {

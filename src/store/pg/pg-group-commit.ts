@@ -17,7 +17,7 @@ import type { ReadStep } from '../read-steps.ts';
 import { candidateWrites, createPgAnswerStore } from './pg-answer-store.ts';
 import { ANOMALY_HEAD } from '../answer-anomalies.ts';
 import { PgRowBatch, roundsByKey } from './pg-row-batch.ts';
-import { valuesStatement, type BoundStatement } from './pg-literal-sql.ts';
+import { valuesStatement, type BoundStatement } from './pg-statements.ts';
 import { pipelineStatements } from './pg-pipeline.ts';
 import { CHANGES_HEAD, ChangeRecorder, changeValues } from '../history/record-changes.ts';
 import { foldedReadSql, plannedReads, replayReads } from './pg-folded-reads.ts';
@@ -131,10 +131,16 @@ function beginningLazily(client: pg.ClientBase): { client: pg.ClientBase; begun:
         const value = Reflect.get(target, prop) as unknown;
         return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
       }
-      return async (...args: Parameters<pg.ClientBase['query']>) => {
-        if (!begun) await target.query('BEGIN');
+      const query = (...args: unknown[]) => (target.query as (...a: unknown[]) => Promise<unknown>)(...args);
+      return (...args: unknown[]) => {
+        if (begun) return query(...args);
         begun = true;
-        return (target.query as (...a: unknown[]) => unknown)(...args);
+        const beginning = target.query('BEGIN');
+        // A batch's flush pipelines its statements: BEGIN goes ahead of them, once, unawaited (its failure, a lost
+        // connection, fails them too). One query at a time otherwise (node-postgres deprecates queueing).
+        if (!(target as unknown as { pipeline: boolean }).pipeline) return beginning.then(() => query(...args));
+        beginning.catch(() => undefined);
+        return query(...args);
       };
     },
   });

@@ -1,18 +1,21 @@
 /**
- * A group's statements sent back to back on one connection without waiting for each one's answer
- * (node-postgres's pipeline mode): one round trip for all of them, each bound to its values (the extended
- * protocol) as a statement the connection prepared once by name. Against pg-literal-sql.ts's one
- * multi-statement query, no value is quoted into the SQL text, escaped, and lexed back out of it by the server
- * (a group's raw bodies are tens of kilobytes), and a statement that returns nothing sends no row description.
+ * The PostgreSQL store's one way to send statements together: back to back on one connection without waiting
+ * for each one's answer (node-postgres's pipeline mode), one round trip for all of them, each bound to its
+ * values (the extended protocol) as a statement the connection prepared once by name (pg-statements.ts). No
+ * value is quoted into the SQL text, escaped, and lexed back out of it by the server (a group's raw bodies are
+ * tens of kilobytes), and a statement that returns nothing sends no row description.
  * Each statement is its own exchange with the server (its own Sync): unlike a multi-statement query they are
- * one transaction only inside BEGIN ... COMMIT, which the caller sends or holds open; after a failed statement
- * the server refuses the rest of that transaction, and a COMMIT then rolls it back.
+ * one transaction only inside BEGIN ... COMMIT, which the caller sends or holds open (pipelineTransaction sends
+ * both); after a failed statement the server refuses the rest of that transaction, and a COMMIT then rolls it back.
  */
 import type pg from 'pg';
-import { PREPARED_DEFAULTS, type GroupStatement } from './pg-literal-sql.ts';
+import { statementName, type GroupStatement } from './pg-statements.ts';
 
-/** A statement's name by its text: the same text is the same statement on every connection. */
-const names = new Map<string, string>();
+export const PREPARED_DEFAULTS = {
+  /** Statements kept prepared per connection; past it a statement goes unnamed (parsed and planned each time). */
+  maxPerConnection: 256,
+} as const;
+
 /** The names each connection has prepared (node-postgres prepares a name on first use, then only binds it). */
 const preparedOn = new WeakMap<pg.ClientBase, Set<string>>();
 
@@ -33,16 +36,20 @@ export async function pipelineStatements(client: pg.ClientBase, statements: read
   const prepared = preparedOn.get(client) ?? new Set<string>();
   preparedOn.set(client, prepared);
   c.pipeline = true;
-  // One write for the whole group, not one per statement.
-  c.connection.stream.cork?.();
-  let sent: Array<Promise<pg.QueryResult>>;
+  let settled: Array<PromiseSettledResult<pg.QueryResult>>;
   try {
-    sent = statements.flatMap((s) => (s === null ? [] : [client.query(queryOf(s, prepared, types))]));
+    // One write for the whole group, not one per statement.
+    c.connection.stream.cork?.();
+    let sent: Array<Promise<pg.QueryResult>>;
+    try {
+      sent = statements.flatMap((s) => (s === null ? [] : [client.query(queryOf(s, prepared, types))]));
+    } finally {
+      c.connection.stream.uncork?.();
+    }
+    settled = await Promise.allSettled(sent);
   } finally {
-    c.connection.stream.uncork?.();
+    c.pipeline = false;
   }
-  const settled = await Promise.allSettled(sent);
-  c.pipeline = false;
   const failed = settled.find((r) => r.status === 'rejected');
   if (failed) throw failed.reason;
   return settled.map((r) => (r as PromiseFulfilledResult<pg.QueryResult>).value);
@@ -51,11 +58,18 @@ export async function pipelineStatements(client: pg.ClientBase, statements: read
 /** The query node-postgres sends for `s`: named once its text has a name, unnamed past the connection's quota. */
 function queryOf(s: Exclude<GroupStatement, null>, prepared: Set<string>, types?: pg.CustomTypesConfig): pg.QueryConfig {
   if (typeof s === 'string') return types ? { text: s, types } : { text: s };
-  let name = names.get(s.text);
-  if (name === undefined) names.set(s.text, (name = `netingest_p${names.size + 1}`));
+  const name = statementName(s.text);
   if (!prepared.has(name)) {
     if (prepared.size >= PREPARED_DEFAULTS.maxPerConnection) return { text: s.text, values: s.values as unknown[], ...(types ? { types } : {}) };
     prepared.add(name);
   }
   return { name, text: s.text, values: s.values as unknown[], ...(types ? { types } : {}) };
+}
+
+/**
+ * `statements` as one transaction in one round trip: BEGIN and COMMIT go with them; their results in order (nulls
+ * left out). After a failure the COMMIT rolls back, so the connection is left outside any transaction.
+ */
+export async function pipelineTransaction(client: pg.ClientBase, statements: readonly GroupStatement[], types?: pg.CustomTypesConfig): Promise<pg.QueryResult[]> {
+  return (await pipelineStatements(client, ['BEGIN', ...statements, 'COMMIT'], types)).slice(1, -1);
 }

@@ -8,15 +8,16 @@
  *   values win exactly as row by row;
  * - a set replaced twice (a company's locations) ends as the last one: its owner's rows deleted, the last set
  *   inserted.
- * Whoever reads a stored row the batch may have touched flushes it first (`touches`). The statements go with
- * their values: the run's writer pipelines them with the rest of its group (`take`, pg-pipeline.ts), and a flush
- * sends them all as one query (pg-literal-sql.ts): one round trip however many rows, tables and rounds it holds.
+ * Whoever reads a stored row the batch may have touched flushes it first (`touches`). The statements go bound
+ * to their values, pipelined (pg-pipeline.ts): the run's writer sends them with the rest of its group (`take`),
+ * a flush on their own; one round trip however many rows, tables and rounds the batch holds.
  */
 import type pg from 'pg';
 import type { Row, RowWrite } from '../../operations/stored-rows.ts';
 import { NORMALIZED_TABLES } from '../ingest/index.ts';
 import { paramsOf, tableStatementOf } from './pg-table-statements.ts';
-import { runStatements, valuesStatement, type BoundStatement } from './pg-literal-sql.ts';
+import { pipelineStatements } from './pg-pipeline.ts';
+import { valuesStatement, type BoundStatement } from './pg-statements.ts';
 
 const IDENTIFIER = /^[a-z_][a-z0-9_]*$/;
 /** Parents before children (NORMALIZED_TABLES lists children first, the order to empty them in). */
@@ -58,9 +59,12 @@ export class PgRowBatch {
     return false;
   }
 
-  /** Writes everything waiting, parents first, in one round trip; the batch is then empty. */
+  /**
+   * Writes everything waiting, parents first, in one round trip; the batch is then empty. Pipelined statements
+   * are one transaction only inside one: every caller holds its own open (BEGIN already sent on `client`).
+   */
   async flush(client: pg.ClientBase): Promise<void> {
-    await runStatements(client, this.take());
+    await pipelineStatements(client, this.take());
   }
 
   /** The statements that write everything waiting, parents first, in order; the batch is then empty. */

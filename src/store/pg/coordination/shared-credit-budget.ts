@@ -18,8 +18,9 @@
  * of its own covers) and when it closes; a row goes when its calls are settled and nothing is left in it.
  *
  * The reservations and settles a worker asks for in one turn of the event loop go to the server together, in
- * one query under one taking of the lock: the turn's settles merged into a few statements (one per table, the
- * samples read back, consecutive balance reports of one plan folded into the highest), then each reservation.
+ * one round trip and one transaction under one taking of the lock: the turn's settles merged into a few
+ * statements (one per table, the samples read back, consecutive balance reports of one plan folded into the
+ * highest), then each reservation.
  * A settle is charged the cost its worker gives; the turn answers each operation's cost as the account's samples
  * show it once the turn's are in (medianStep in credit-meter.ts: the one rule, here over the samples read back).
  */
@@ -27,7 +28,8 @@ import pg from 'pg';
 import type { CreditCounters, Operation } from '../../../spec/types.ts';
 import { medianStep, reportedBalance } from '../../../credits/credit-meter.ts';
 import type { CreditLimits } from '../../../credits/credit-guard.ts';
-import { runStatements, type BoundStatement } from '../pg-literal-sql.ts';
+import { pipelineTransaction } from '../pg-pipeline.ts';
+import type { BoundStatement } from '../pg-statements.ts';
 import { withPgClient } from '../transaction.ts';
 
 export const SHARED_CREDIT_BUDGET_DEFAULTS = {
@@ -377,8 +379,8 @@ SELECT balance, reserved, in_flight, spent, under_reserve_ok, cap_ok, calls, (SE
   }
 
   /**
-   * The turn's settles (merged) and reservations under the account's lock, in one query (one transaction: they
-   * all commit or all fail). Expired reservations are deleted first when a reservation is asked.
+   * The turn's settles (merged) and reservations under the account's lock, in one round trip and one transaction
+   * (they all commit or all fail). Expired reservations are deleted first when a reservation is asked.
    */
   private async sendTurn(): Promise<void> {
     const asked = this.asked;
@@ -391,9 +393,9 @@ SELECT balance, reserved, in_flight, spent, under_reserve_ok, cap_ok, calls, (SE
       const first = [this.lock, ...(asked.length > 0 ? [`DELETE FROM credit_reservations WHERE api_url = ${this.a} AND expires_at <= clock_timestamp()`] : []), ...rows];
       const statements = [...first, ...(settles?.statements ?? []), ...asked.map((a) => a.statement)];
       if (statements.length === 1) return;
-      // One query, one transaction; the bound statements prepared once per connection, under one generic plan each
-      // (planned per turn, the reservation and the spend were most of the budget's server time).
-      const results = (await withPgClient(this.pool, (c) => runStatements(c, ['SET LOCAL plan_cache_mode = force_generic_plan', ...statements]))).slice(1);
+      // One round trip, one transaction; the bound statements prepared once per connection, under one generic plan
+      // each (planned per turn, the reservation and the spend were most of the budget's server time).
+      const results = (await withPgClient(this.pool, (c) => pipelineTransaction(c, ['SET LOCAL plan_cache_mode = force_generic_plan', ...statements]))).slice(1);
       if (settles) this.resolveSettles(settling, results.slice(first.length), settles);
       const base = statements.length - asked.length;
       asked.forEach((a, i) => a.resolve(results[base + i]!));
@@ -522,7 +524,7 @@ SELECT balance, reserved, in_flight, spent, under_reserve_ok, cap_ok, calls, (SE
 
   /** Records a balance read outside a call (GET /v1/api/auth before the first call), as settle does counters. */
   async report(counters: CreditCounters): Promise<void> {
-    await this.pool.query(`${this.lock};\n${this.reportSql(counters, true)}`);
+    await withPgClient(this.pool, (c) => pipelineTransaction(c, [this.lock, this.reportSql(counters, true)]));
   }
 
   /** Extends this process's live reservations (its calls are still going); returns how many. */

@@ -17,8 +17,9 @@
  * shrink when some go unused, so a worker with little to call does not hold the limit away from the others;
  * at low rates (a slot per second) there are none. Each round trip reads the slots of one window only.
  */
-import pg from 'pg';
-import { runStatements } from '../pg-literal-sql.ts';
+import type pg from 'pg';
+import { pipelineTransaction } from '../pg-pipeline.ts';
+import type { GroupStatement } from '../pg-statements.ts';
 
 export const SHARED_RATE_GATE_DEFAULTS = {
   /** The sliding window the limit is for: a minute in production; tests use a few seconds. */
@@ -177,10 +178,10 @@ export class SharedRateGate {
   async pause(ms: number): Promise<void> {
     // The slots taken ahead fall within the pause: none of them goes.
     this.spare.length = 0;
-    const g = pg.escapeLiteral(this.gate);
-    const until = `${this.clock} + (${Math.max(0, ms)} * interval '1 millisecond')`;
-    await this.pool.query(`SELECT pg_advisory_xact_lock(hashtextextended('netingest.rate_slots:' || ${g}, 0));
-INSERT INTO rate_slots (gate, started_at) VALUES (${g}, ${until} - (${this.spacingMs} * interval '1 millisecond'))`);
+    await this.inTransaction([
+      { text: LOCK, values: [this.gate] },
+      { text: pauseSql(this.clock), values: [this.gate, Math.max(0, ms) - this.spacingMs] },
+    ]);
   }
 
   /** Whether this round trip deletes the old slots: once per window, by the process's own clock. */
@@ -192,25 +193,31 @@ INSERT INTO rate_slots (gate, started_at) VALUES (${g}, ${until} - (${this.spaci
   }
 
   /**
-   * One round trip, one transaction (a multi-statement simple query runs as one): the advisory lock serialises
+   * One round trip, one transaction (BEGIN and COMMIT pipelined with the statements): the advisory lock serialises
    * the gate's workers, and each statement after it reads the slots committed before it got the lock. The
-   * statements go as EXECUTE of statements the connection prepared once (pg-literal-sql.ts): with their values
+   * statements go bound to their values, prepared once per connection (pg-pipeline.ts): with their values
    * written in, each grant was parsed and planned afresh (a third of the gate's server time).
    */
   private async grant(count: number): Promise<Array<{ startUs: number; waitMs: number }>> {
     this.roundTrips += 1;
     const values = [this.gate, this.slotWindowMs, this.limit - count, count, this.spacingMs];
+    const results = await this.inTransaction([
+      // Its one plan, not one per grant: the server kept planning each grant afresh (0.4-0.6 ms a grant).
+      'SET LOCAL plan_cache_mode = force_generic_plan',
+      { text: LOCK, values: [this.gate] },
+      { text: grantSql(this.clock), values },
+      this.pruneNow() ? { text: pruneSql(this.clock), values: [this.gate, this.slotWindowMs] } : null,
+    ]);
+    return results[2]!.rows.map((r: { start_us: string; wait_ms: number }) => ({ startUs: Number(r.start_us), waitMs: r.wait_ms }));
+  }
+
+  /** `statements` in one round trip and one transaction; a connection that failed one is not reused. */
+  private async inTransaction(statements: readonly GroupStatement[]): Promise<pg.QueryResult[]> {
     const client = await this.pool.connect();
     try {
-      const results = await runStatements(client, [
-        // Its one plan, not one per grant: the server kept planning each EXECUTE afresh (0.4-0.6 ms a grant).
-        'SET LOCAL plan_cache_mode = force_generic_plan',
-        { text: LOCK, values: [this.gate] },
-        { text: grantSql(this.clock), values },
-        this.pruneNow() ? { text: pruneSql(this.clock), values: [this.gate, this.slotWindowMs] } : null,
-      ]);
+      const results = await pipelineTransaction(client, statements);
       client.release();
-      return results[2]!.rows.map((r: { start_us: string; wait_ms: number }) => ({ startUs: Number(r.start_us), waitMs: r.wait_ms }));
+      return results;
     } catch (err) {
       client.release(err instanceof Error ? err : true);
       throw err;
@@ -247,6 +254,12 @@ const grantSql = (clock: string) => `WITH clock AS MATERIALIZED (
 SELECT (extract(epoch FROM started_at) * 1000000)::bigint::text AS start_us,
   extract(epoch FROM started_at - clock_timestamp())::float8 * 1000 AS wait_ms
 FROM granted ORDER BY started_at`;
+
+/**
+ * The pause's placeholder slot of gate $1, $2 ms from `clock` (the pause less a spacing: the next slot granted,
+ * a spacing after it, starts when the pause ends).
+ */
+const pauseSql = (clock: string) => `INSERT INTO rate_slots (gate, started_at) VALUES ($1::text, ${clock} + $2::float8 * interval '1 millisecond')`;
 
 /**
  * Old slots go (two windows of $2 ms kept, for a look at the recent ones), once per window by each process: a

@@ -18,6 +18,7 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type pg from 'pg';
 import { LOCK_HOLDERS_SQL } from '../dataset-lock.ts';
+import { namedQuery } from '../pg-statements.ts';
 import { JOB_NAMES_SQL } from '../../job-names.ts';
 import { dueRule, type DueRule, type TaskRow } from '../../ledger.ts';
 
@@ -198,15 +199,6 @@ const ADOPT = `WITH jobs AS MATERIALIZED (${JOB_NAMES_SQL}
   FROM found f WHERE t.id = ANY($1::bigint[]) AND t.id = f.id
   RETURNING t.id`;
 
-/**
- * A statement prepared once per connection under its name (node-postgres prepares a named query on the first
- * connection that sends it, then binds it): parsed and planned afresh on every call, the claims' planning was a
- * third of their server time. Named `netingest_claims_*`, apart from the writer's `netingest_s<n>`.
- */
-function prepared(name: string, text: string, values: unknown[]): pg.QueryConfig {
-  return { name: `netingest_claims_${name}`, text, values };
-}
-
 /** Task claims of one worker. */
 export function createTaskClaims(pool: pg.Pool, options: TaskClaimOptions) {
   const { workerId } = options;
@@ -230,7 +222,7 @@ export function createTaskClaims(pool: pg.Pool, options: TaskClaimOptions) {
     const params = [filter.job, filter.runId, filter.freshSince, filter.refresh, maxTasks, workerId, leaseMs, filter.failedBefore ?? null, filter.plannedSince ?? null, holderPid,
       filter.afterId ?? 0];
     const sentAtMono = performance.now();
-    const { rows } = await pool.query<ClaimedTask & { id: string | number; leaseUntil: Date | string; serverNow: Date | string }>(prepared('claim', CLAIM, params));
+    const { rows } = await pool.query<ClaimedTask & { id: string | number; leaseUntil: Date | string; serverNow: Date | string }>(namedQuery(CLAIM, params));
     for (const r of rows) {
       held.set(heldKey(r.operation, r.inputKey), { job: r.operation, inputKey: r.inputKey, endsAtMono: endOf(sentAtMono, r) });
       operationOf.set(`${r.job}\0${r.inputKey}`, r.operation);
@@ -238,7 +230,7 @@ export function createTaskClaims(pool: pg.Pool, options: TaskClaimOptions) {
     const claimed = rows.map(({ serverNow: _now, ...r }) => ({ ...r, id: Number(r.id), leaseUntil: new Date(r.leaseUntil).toISOString() }));
     if (claimed.length === 0) return claimed;
     // Under the lease: an answer another job stored since is taken, and an input left with nothing to call is given back.
-    const adopted = new Set((await pool.query<{ id: string }>(prepared('adopt', ADOPT, [claimed.map((t) => t.id), filter.freshSince]))).rows.map((r) => Number(r.id)));
+    const adopted = new Set((await pool.query<{ id: string }>(namedQuery(ADOPT, [claimed.map((t) => t.id), filter.freshSince]))).rows.map((r) => Number(r.id)));
     if (adopted.size === 0) return claimed;
     const left = claimed.filter((t) => !adopted.has(t.id));
     const done = [...new Set(claimed.filter((t) => adopted.has(t.id)).map((t) => t.inputKey))].filter((k) => !left.some((t) => t.inputKey === k));
@@ -256,14 +248,14 @@ export function createTaskClaims(pool: pg.Pool, options: TaskClaimOptions) {
       operationOf.delete(`${job}\0${k}`);
       held.delete(heldKey(operation, k));
     }
-    for (const [operation, keys] of byOperation) await pool.query(prepared('release', RELEASE, [workerId, operation, keys]));
+    for (const [operation, keys] of byOperation) await pool.query(namedQuery(RELEASE, [workerId, operation, keys]));
   }
 
   async function renew(): Promise<Renewal> {
     if (held.size === 0) return { held: [] };
     const mine = [...held.values()];
     const sentAtMono = performance.now();
-    const { rows } = await pool.query<{ job: string; inputKey: string; leaseUntil: Date | string; serverNow: Date | string }>(prepared('renew', RENEW,
+    const { rows } = await pool.query<{ job: string; inputKey: string; leaseUntil: Date | string; serverNow: Date | string }>(namedQuery(RENEW,
       [workerId, leaseMs, mine.map((h) => h.job), mine.map((h) => h.inputKey)]));
     for (const r of rows) {
       const h = held.get(heldKey(r.job, r.inputKey));
