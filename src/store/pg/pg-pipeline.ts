@@ -9,6 +9,7 @@
  * both); after a failed statement the server refuses the rest of that transaction, and a COMMIT then rolls it back.
  */
 import type pg from 'pg';
+import { prepareValue } from 'pg/lib/utils.js';
 import { statementName, type GroupStatement } from './pg-statements.ts';
 
 export const PREPARED_DEFAULTS = {
@@ -35,6 +36,9 @@ export async function pipelineStatements(client: pg.ClientBase, statements: read
   const c = client as unknown as PipelinedClient;
   const prepared = preparedOn.get(client) ?? new Set<string>();
   preparedOn.set(client, prepared);
+  // Every value converted before anything is sent: node-postgres failing to convert one mid-pipeline would skip
+  // that statement alone and send the rest, COMMIT included, committing a group without it.
+  const queries = statements.flatMap((s) => (s === null ? [] : [queryOf(s, prepared, types)]));
   c.pipeline = true;
   let settled: Array<PromiseSettledResult<pg.QueryResult>>;
   try {
@@ -42,7 +46,7 @@ export async function pipelineStatements(client: pg.ClientBase, statements: read
     c.connection.stream.cork?.();
     let sent: Array<Promise<pg.QueryResult>>;
     try {
-      sent = statements.flatMap((s) => (s === null ? [] : [client.query(queryOf(s, prepared, types))]));
+      sent = queries.map((q) => client.query(q));
     } finally {
       c.connection.stream.uncork?.();
     }
@@ -58,12 +62,13 @@ export async function pipelineStatements(client: pg.ClientBase, statements: read
 /** The query node-postgres sends for `s`: named once its text has a name, unnamed past the connection's quota. */
 function queryOf(s: Exclude<GroupStatement, null>, prepared: Set<string>, types?: pg.CustomTypesConfig): pg.QueryConfig {
   if (typeof s === 'string') return types ? { text: s, types } : { text: s };
+  const values = s.values.map(prepareValue);
   const name = statementName(s.text);
   if (!prepared.has(name)) {
-    if (prepared.size >= PREPARED_DEFAULTS.maxPerConnection) return { text: s.text, values: s.values as unknown[], ...(types ? { types } : {}) };
+    if (prepared.size >= PREPARED_DEFAULTS.maxPerConnection) return { text: s.text, values, ...(types ? { types } : {}) };
     prepared.add(name);
   }
-  return { name, text: s.text, values: s.values as unknown[], ...(types ? { types } : {}) };
+  return { name, text: s.text, values, ...(types ? { types } : {}) };
 }
 
 /**
