@@ -166,7 +166,6 @@ export interface RunGate {
 
 /** A dataset opened for a run, on either engine. */
 export interface RunStore {
-  readonly engine: 'sqlite' | 'postgres';
   /** The file, or the URL with its password hidden: what messages name. */
   readonly name: string;
   /** On SQLite its writes check that the run still holds the lock (lockGuardedLedger, sqlite-run-store.ts). */

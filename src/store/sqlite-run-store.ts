@@ -29,7 +29,6 @@ export function openSqliteRunStore(options: SqliteRunStoreOptions): RunStore {
     const runs = createRunLog(database);
     const ledger = lockGuardedLedger(createLedger(database), lock);
     return {
-      engine: 'sqlite',
       name: database.file,
       ledger,
       runs: {

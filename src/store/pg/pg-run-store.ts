@@ -83,7 +83,6 @@ export async function openPgRunStore(options: PgRunStoreOptions): Promise<RunSto
   const guards: SharedCreditGuard[] = [];
   const hold = workerHold(datasetHold, store.shownUrl);
   return {
-    engine: 'postgres',
     name: store.shownUrl,
     ledger: createPgLedger(pool),
     runs: withAbandonedRunFigures(pool, runRecords(store, hold), hold),
