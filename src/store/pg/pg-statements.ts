@@ -36,16 +36,21 @@ export function valuesStatement(head: string, rows: readonly (readonly unknown[]
   if (rows.length === 0) return null;
   const width = rows[0]!.length;
   if (rows.some((row) => row.length !== width)) throw new Error(`internal: rows of several widths for ${head}`);
-  // The text depends only on the shape: built once per head, tail, row count and width, not once per group.
-  const key = `${head}\0${tail}\0${rows.length}\0${width}`;
-  let text = shapes.get(key);
+  // The text depends only on the shape: built once per head, tail, row count and width, not once per group. Keyed
+  // by the head and tail themselves (constants whose hash the engine keeps), not by a key string joined from them,
+  // which hashed kilobytes of SQL anew each statement (valuesStatement was 1.3% of the run's CPU profile).
+  const byTail = shapes.get(head) ?? new Map<string, Map<number, string>>();
+  shapes.set(head, byTail);
+  const bySize = byTail.get(tail) ?? new Map<number, string>();
+  byTail.set(tail, bySize);
+  let text = bySize.get(rows.length * 4096 + width);
   if (text === undefined) {
     let n = 0;
     const tuples = rows.map(() => `(${Array.from({ length: width }, () => `$${++n}`).join(', ')})`);
-    shapes.set(key, (text = `${head} VALUES ${tuples.join(', ')}${tail}`));
+    bySize.set(rows.length * 4096 + width, (text = `${head} VALUES ${tuples.join(', ')}${tail}`));
   }
   return { text, values: rows.flat() };
 }
 
-/** valuesStatement's texts by shape (a few hundred in a run: tables x row counts up to a group's size). */
-const shapes = new Map<string, string>();
+/** valuesStatement's texts by head, tail and shape (a few hundred in a run: tables x row counts up to a group's size). */
+const shapes = new Map<string, Map<string, Map<number, string>>>();
