@@ -2,7 +2,7 @@
  * CPU time spent by this process and one other (the sandbox), for the benches that compare CPU per answer:
  * on a 2-core machine a side's best rate is bounded by 2 cores over its CPU per answer, whatever its latency.
  */
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 
 /** Clock ticks per second of /proc/<pid>/stat's utime and stime (USER_HZ, 100 on Linux). */
 const USER_HZ = 100;
@@ -18,4 +18,34 @@ function otherProcessMicros(pid: number): number {
   // Fields after the command name, which is in parentheses and may hold spaces: utime and stime are 14 and 15.
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   return ((Number(fields[11]) + Number(fields[12])) * 1e6) / USER_HZ;
+}
+
+/** User + system CPU (ms) of the PostgreSQL postmaster `pid` and its children, live and reaped. */
+export function clusterCpuMs(pid: number): number {
+  let ticks = 0;
+  for (const p of readdirSync('/proc')) {
+    if (!/^\d+$/.test(p)) continue;
+    try {
+      const stat = readFileSync(`/proc/${p}/stat`, 'utf8');
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      if (Number(p) === pid || Number(f[1]) === pid) ticks += Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14]);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return (ticks * 1000) / USER_HZ;
+}
+
+/** The pid of the postmaster listening on `port` (a throwaway test cluster's). */
+export function postmasterOf(port: number): number {
+  for (const p of readdirSync('/proc')) {
+    if (!/^\d+$/.test(p)) continue;
+    try {
+      const cmd = readFileSync(`/proc/${p}/cmdline`, 'utf8').split('\0');
+      if (cmd[0]?.endsWith('/postgres') && cmd.includes(String(port))) return Number(p);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  throw new Error(`no postmaster on port ${port}`);
 }

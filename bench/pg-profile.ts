@@ -7,7 +7,7 @@
  * writes a V8 profile of the timed run alone, `TOP=30` lists more statements, `CONCURRENCY=32` the job's concurrency (16), `EXPERIMENT_SQL='...'` runs SQL on
  * the dataset between the warm-up and the timed run: an index or storage setting tried before it is migrated).
  */
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -17,38 +17,10 @@ import { startSandboxProcess } from '../test/soak/sandbox-process.ts';
 import { makeJob, postUrl, writeUrlCsv } from '../test/soak/inputs.ts';
 import { createTestDatabase, startPgCluster } from '../test/pg/pg-cluster.ts';
 import { PIPELINE_TOKEN } from './pipeline.bench.ts';
+import { clusterCpuMs, postmasterOf } from './cpu-meter.ts';
 
 const N = Number(process.env['N'] ?? 3000);
-const CLOCK_TICKS = 100;
 
-/** User + system CPU (ms) of the postmaster `pid` and its children, live and reaped. */
-function clusterCpuMs(pid: number): number {
-  let ticks = 0;
-  for (const p of readdirSync('/proc')) {
-    if (!/^\d+$/.test(p)) continue;
-    try {
-      const stat = readFileSync(`/proc/${p}/stat`, 'utf8');
-      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      if (Number(p) === pid || Number(f[1]) === pid) ticks += Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14]);
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return (ticks * 1000) / CLOCK_TICKS;
-}
-
-function postmasterOf(port: number): number {
-  for (const p of readdirSync('/proc')) {
-    if (!/^\d+$/.test(p)) continue;
-    try {
-      const cmd = readFileSync(`/proc/${p}/cmdline`, 'utf8').split('\0');
-      if (cmd[0]?.endsWith('/postgres') && cmd.includes(String(port))) return Number(p);
-    } catch {
-      // gone meanwhile
-    }
-  }
-  throw new Error(`no postmaster on port ${port}`);
-}
 
 /** Counts the pg client's queries by their first words while `counting`, and its round trips (`trips`). */
 const queries = new Map<string, number>();

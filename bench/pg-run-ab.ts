@@ -6,7 +6,7 @@
  * bench's ratio, measured in the same minutes). Run: `A=/path/to/other/checkout npx tsx bench/pg-run-ab.ts`
  * (`N`=3000, `ROUNDS`=4).
  */
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -14,38 +14,12 @@ import { startSandboxProcess } from '../test/soak/sandbox-process.ts';
 import { makeJob, postUrl, writeUrlCsv } from '../test/soak/inputs.ts';
 import { createTestDatabase, startPgCluster } from '../test/pg/pg-cluster.ts';
 import { PIPELINE_TOKEN } from './pipeline.bench.ts';
+import { clusterCpuMs, postmasterOf } from './cpu-meter.ts';
 import type { runJobs as RunJobs } from '../src/runner/run-jobs.ts';
 
 const N = Number(process.env['N'] ?? 3000);
 const ROUNDS = Number(process.env['ROUNDS'] ?? 4);
 
-/** User + system CPU (ms) of the postmaster `pid` and its children. */
-function clusterCpuMs(pid: number): number {
-  let ticks = 0;
-  for (const p of readdirSync('/proc')) {
-    if (!/^\d+$/.test(p)) continue;
-    try {
-      const f = readFileSync(`/proc/${p}/stat`, 'utf8').split(') ')[1]!.split(' ');
-      if (Number(p) === pid || Number(f[1]) === pid) ticks += Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14]);
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return ticks * 10;
-}
-
-function postmasterOf(port: number): number {
-  for (const p of readdirSync('/proc')) {
-    if (!/^\d+$/.test(p)) continue;
-    try {
-      const cmd = readFileSync(`/proc/${p}/cmdline`, 'utf8').split('\0');
-      if (cmd[0]?.endsWith('/postgres') && cmd.includes(String(port))) return Number(p);
-    } catch {
-      // gone meanwhile
-    }
-  }
-  throw new Error(`no postmaster on port ${port}`);
-}
 
 const cluster = await startPgCluster();
 const postmaster = postmasterOf(cluster.port);
