@@ -5,7 +5,7 @@
  */
 import { parseArgs } from 'node:util';
 import { formatSoakReport, runSoak, SOAK_DEFAULTS } from './soak.ts';
-import { startPgCluster } from '../pg/pg-cluster.ts';
+import { pgUnavailableReason, startPgCluster } from '../pg/pg-cluster.ts';
 
 const { values } = parseArgs({
   options: {
@@ -17,6 +17,11 @@ const { values } = parseArgs({
     postgres: { type: 'boolean', default: false },
   },
 });
+const unavailable = values.postgres ? pgUnavailableReason() : null;
+if (unavailable) {
+  process.stderr.write(`soak --postgres: PostgreSQL cannot run here: ${unavailable}\n`);
+  process.exit(1);
+}
 const started = Date.now();
 const cluster = values.postgres ? await startPgCluster() : null;
 const report = await runSoak({
