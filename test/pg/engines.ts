@@ -12,6 +12,7 @@ import { registerRawBodyFunction } from '../../src/store/raw-body.ts';
 import { openDatabase } from '../../src/store/open.ts';
 import { openPgStore } from '../../src/store/pg/open.ts';
 import { inProcess } from '../support/run-helpers.ts';
+import { firstNumber, pgRows, SQLITE_LIKE_TYPES } from '../support/sql-reads.ts';
 import { newMigratedPgDatabase, newPgDatabase, pgClusterUrl, pgSkipReason } from './use-pg.ts';
 
 /** A dataset a test runs into, read the same way on both engines. */
@@ -55,17 +56,8 @@ export interface TestEngine {
 
 const pgPools: pg.Pool[] = [];
 
-/**
- * Values as SQLite gives them: int8 (count(*), bigint ids) as numbers, timestamptz as the ISO text SQLite
- * stores, jsonb as its text (node-postgres would give a string, a Date and a parsed object).
- */
-const AS_SQLITE: Record<number, (v: string) => unknown> = { 20: Number, 1184: (v) => new Date(v).toISOString(), 3802: (v) => v };
-const SQLITE_LIKE_TYPES: pg.CustomTypesConfig = {
-  getTypeParser: ((oid: number, format?: 'text' | 'binary') => AS_SQLITE[oid] ?? pg.types.getTypeParser(oid, format)) as pg.CustomTypesConfig['getTypeParser'],
-};
-
 function withReads(locator: string, { rows, run, create, everything }: Pick<TestDb, 'rows' | 'run' | 'create' | 'everything'>): TestDb {
-  const count: TestDb['count'] = async (sql, ...params) => Number(Object.values((await rows(sql, ...params))[0] ?? {})[0] ?? 0);
+  const count: TestDb['count'] = async (sql, ...params) => firstNumber(await rows(sql, ...params));
   const taskStatuses: TestDb['taskStatuses'] = async (job) => {
     const out: Record<string, number> = {};
     for (const r of await rows<{ status: string; n: number }>('SELECT status, count(*) AS n FROM tasks WHERE job = ? GROUP BY status', job)) out[r.status] = r.n;
@@ -132,10 +124,7 @@ async function pgDataset(made: Promise<string>): Promise<TestDb> {
   const url = await made;
   const pool = new pg.Pool({ connectionString: url, max: 2, types: SQLITE_LIKE_TYPES });
   pgPools.push(pool);
-  const rows = async <T>(sql: string, ...params: unknown[]) => {
-    let n = 0;
-    return (await pool.query(sql.replace(/\?/g, () => `$${++n}`), params)).rows as T[];
-  };
+  const rows = async <T>(sql: string, ...params: unknown[]) => pgRows<T>(pool, sql, params);
   const everything = async () => {
     const columns = await rows<{ table: string; column: string }>(`SELECT table_name AS "table", column_name AS "column"
       FROM information_schema.columns c JOIN information_schema.tables t USING (table_schema, table_name)

@@ -1,9 +1,11 @@
 /**
  * The soak's reads of a dataset, the same on both engines: a SQLite file through better-sqlite3, a PostgreSQL
- * database through pg (int8 counts as numbers). Outside vitest (`npm run soak`), so not test/pg/engines.ts.
+ * database through pg (values as SQLite gives them: ../support/sql-reads.ts). Outside vitest (`npm run soak`), so
+ * not test/pg/engines.ts, which reads the same way.
  */
 import BetterSqlite3 from 'better-sqlite3';
 import pg from 'pg';
+import { firstNumber, pgRows, SQLITE_LIKE_TYPES } from '../support/sql-reads.ts';
 
 export interface SoakReader {
   engine: 'sqlite' | 'postgres';
@@ -22,7 +24,7 @@ export async function openSoakReader(locator: string): Promise<SoakReader> {
 }
 
 function withCount(reader: Omit<SoakReader, 'count'>): SoakReader {
-  const count = async (sql: string, ...params: unknown[]) => Number(Object.values((await reader.rows(sql, ...params))[0] ?? {})[0] ?? 0);
+  const count = async (sql: string, ...params: unknown[]) => firstNumber(await reader.rows(sql, ...params));
   return { ...reader, count };
 }
 
@@ -37,13 +39,9 @@ function sqliteReader(file: string): SoakReader {
 }
 
 async function pgReader(url: string): Promise<SoakReader> {
-  const int8AsNumber = ((oid: number, format?: 'text' | 'binary') => (oid === 20 ? Number : pg.types.getTypeParser(oid, format))) as pg.CustomTypesConfig['getTypeParser'];
-  const client = new pg.Client({ connectionString: url, types: { getTypeParser: int8AsNumber } });
+  const client = new pg.Client({ connectionString: url, types: SQLITE_LIKE_TYPES });
   await client.connect();
-  const rows = async <T>(sql: string, ...params: unknown[]) => {
-    let n = 0;
-    return (await client.query(sql.replace(/\?/g, () => `$${++n}`), params)).rows as T[];
-  };
+  const rows = async <T>(sql: string, ...params: unknown[]) => pgRows<T>(client, sql, params);
   return withCount({
     engine: 'postgres',
     rows,
