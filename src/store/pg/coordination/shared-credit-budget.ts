@@ -29,7 +29,7 @@ import type { CreditCounters, Operation } from '../../../spec/types.ts';
 import { medianStep, reportedBalance } from '../../../credits/credit-meter.ts';
 import type { CreditLimits } from '../../../credits/credit-guard.ts';
 import { pipelineTransaction } from '../pg-pipeline.ts';
-import type { BoundStatement } from '../pg-statements.ts';
+import { namedQuery, type BoundStatement } from '../pg-statements.ts';
 import { withPgClient } from '../transaction.ts';
 
 export const SHARED_CREDIT_BUDGET_DEFAULTS = {
@@ -90,6 +90,12 @@ interface SettleAsk {
   reject: (err: unknown) => void;
 }
 
+/** What a call is reserved at: its estimated cost, and whether that cost is only assumed (see tryReserve's probe). */
+export interface SharedPrice {
+  cost: number;
+  probe: boolean;
+}
+
 /** The figures a reservation was decided on. */
 export interface BudgetFigures {
   /** The account's balance as last reported, or null before any report. */
@@ -125,6 +131,15 @@ export interface SharedCharge {
 export interface SettledCharge {
   cost: number;
   learnedCost: number | null;
+}
+
+/** The account's cost samples of some operations, a row each (`op`, `used`): sampledCosts reads their costs. */
+const SAMPLES_SQL = `SELECT operation AS op, array_agg(credits_used) AS used FROM credit_cost_samples
+  WHERE api_url = $1::text AND operation = ANY($2::text[]) GROUP BY operation`;
+
+/** Each operation's cost as its samples show it (medianStep in credit-meter.ts: the one rule); null: too few yet. */
+function sampledCosts(rows: ReadonlyArray<{ op: string; used: number[] }>): Map<string, number | null> {
+  return new Map(rows.map((r) => [r.op, medianStep(r.used, { minSteps: SHARED_CREDIT_BUDGET_DEFAULTS.minCostSteps })]));
 }
 
 /** A number as an SQL literal; only finite numbers reach the database. */
@@ -180,18 +195,20 @@ export class SharedCreditBudget {
   }
 
   /**
-   * Reserves `cost`, from this process's blocks when one has room, else with a new block; waiting while calls
-   * in flight (of any worker) may leave room when they settle. Resolves to the reason the run must stop when
-   * the call does not fit with nothing in flight on the account. `beforeWait` settles what the caller holds that
-   * it can (true: then the call is tried again at once).
+   * Reserves a call at the `price` the caller gives, from this process's blocks when one has room, else with a
+   * new block; waiting while calls in flight (of any worker) may leave room when they settle. Resolves to the
+   * reason the run must stop when the call does not fit with nothing in flight on the account. `beforeWait`
+   * settles what the caller holds that it can, or learns the cost (true: then the call is tried again at once).
    */
   async acquire(
-    cost: number,
+    price: () => SharedPrice,
     limits: CreditLimits,
-    options: { signal?: AbortSignal; probe?: boolean; beforeWait?: () => Promise<boolean> } = {},
+    options: { signal?: AbortSignal; beforeWait?: () => Promise<boolean> } = {},
   ): Promise<SharedReservation | { stop: SharedCreditStopReason; figures: BudgetFigures }> {
     for (;;) {
       options.signal?.throwIfAborted();
+      // Priced again each time round: what the caller learned while waiting (beforeWait) counts at once.
+      const { cost, probe } = price();
       const drawn = this.draw(cost);
       if (drawn) return drawn;
       // One block asked at a time: the callers of one turn draw from it rather than each taking a block.
@@ -199,7 +216,7 @@ export class SharedCreditBudget {
         await this.blockAsked;
         continue;
       }
-      const asked = this.reserveBlock(cost, options.probe ? 1 : this.blockCalls, limits, options.probe === true);
+      const asked = this.reserveBlock(cost, probe ? 1 : this.blockCalls, limits, probe);
       const settled = asked.then(() => undefined, () => undefined).finally(() => {
         if (this.blockAsked === settled) this.blockAsked = null;
       });
@@ -341,6 +358,15 @@ SELECT balance, reserved, in_flight, spent, under_reserve_ok, cap_ok, calls, (SE
     }).then((s) => s.learnedCost);
   }
 
+  /**
+   * `operation`'s cost as the account's samples show it (the answers of any worker and run on the account), or
+   * null when they show too few steps yet: what a worker that has not called yet reserves at.
+   */
+  async accountCost(operation: Operation): Promise<number | null> {
+    const { rows } = await this.pool.query(namedQuery(SAMPLES_SQL, [this.options.apiUrl, [operation]]));
+    return sampledCosts(rows as Array<{ op: string; used: number[] }>).get(operation) ?? null;
+  }
+
   /** Gives back the room of this process's blocks now (the run is over; calls still in flight settle later). */
   async close(): Promise<void> {
     this.giveBackRoom();
@@ -407,9 +433,7 @@ SELECT balance, reserved, in_flight, spent, under_reserve_ok, cap_ok, calls, (SE
 
   /** Each settle of the turn with what it was charged and its operation's cost as the account's samples show it. */
   private resolveSettles(settling: readonly SettleAsk[], results: readonly pg.QueryResult[], at: { samplesAt: number | null; chargedAt: number }): void {
-    const costs = new Map<string, number | null>();
-    const samples = at.samplesAt === null ? [] : (results[at.samplesAt]!.rows as Array<{ op: string; used: number[] }>);
-    for (const r of samples) costs.set(r.op, medianStep(r.used, { minSteps: SHARED_CREDIT_BUDGET_DEFAULTS.minCostSteps }));
+    const costs = sampledCosts(at.samplesAt === null ? [] : (results[at.samplesAt]!.rows as Array<{ op: string; used: number[] }>));
     const charged = new Map((results[at.chargedAt]!.rows as Array<{ ord: number; cost: number }>).map((r) => [Number(r.ord), Number(r.cost)]));
     settling.forEach((s, i) => {
       const op = s.charge.sample?.operation;
@@ -452,8 +476,7 @@ SELECT balance, reserved, in_flight, spent, under_reserve_ok, cap_ok, calls, (SE
       ...[...new Set(samples.map((s) => s.operation))].map((o) => this.trimSamplesSql(o)),
     ];
     // The samples as they stand once the turn's are in: medianStep (credit-meter.ts) reads their cost.
-    const read = operations.length > 0 ? [`SELECT operation AS op, array_agg(credits_used) AS used FROM credit_cost_samples
-        WHERE api_url = ${this.a} AND operation IN (${operations.map((o) => pg.escapeLiteral(o)).join(', ')}) GROUP BY operation`] : [];
+    const read = operations.length > 0 ? [{ text: SAMPLES_SQL, values: [this.options.apiUrl, operations] }] : [];
     // Bound, not written in: one text per number of charges, prepared once and planned once (see sendTurn).
     const bound: unknown[] = [this.options.apiUrl, this.options.runKey, num(this.reservationMs)];
     const param = (v: unknown, type: string) => `$${bound.push(v)}::${type}`;
