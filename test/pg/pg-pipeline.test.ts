@@ -1,10 +1,11 @@
 /**
  * The PostgreSQL store's one way of sending statements together (src/store/pg/pg-pipeline.ts): a transaction sent
- * in one round trip commits whole or not at all, also when a value cannot be sent at all.
+ * in one round trip commits whole or not at all, also when a value cannot be sent at all; a connection keeps at
+ * most its quota of statements prepared, whatever object the caller reaches it through.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pg from 'pg';
-import { pipelineTransaction } from '../../src/store/pg/pg-pipeline.ts';
+import { pipelineStatements, pipelineTransaction, PREPARED_DEFAULTS } from '../../src/store/pg/pg-pipeline.ts';
 import { newPgDatabase, pgClusterUrl, pgSkipReason } from './use-pg.ts';
 
 describe.skipIf(!pgClusterUrl)(`statements pipelined in one transaction${pgClusterUrl ? '' : ` (skipped: ${pgSkipReason})`}`, () => {
@@ -40,5 +41,21 @@ describe.skipIf(!pgClusterUrl)(`statements pipelined in one transaction${pgClust
     expect((await client.query('SELECT 1 AS one')).rows).toEqual([{ one: 1 }]);
     await pipelineTransaction(client, [insert(7, null)]);
     expect(await ids()).toEqual([1, 2, 7]);
+  });
+
+  it('counts the statements a connection prepared once for it, whatever wraps it: past the quota they go unnamed', async () => {
+    // The writer reaches its connection through a new proxy each group (its lazy BEGIN, pg-group-commit.ts).
+    const wrapped = () => new Proxy(client, {
+      get(target, prop) {
+        const value = Reflect.get(target, prop) as unknown;
+        return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+      },
+    });
+    const quota = PREPARED_DEFAULTS.maxPerConnection;
+    let last: pg.QueryResult | undefined;
+    for (let i = 0; i < quota + 20; i++) [last] = await pipelineStatements(wrapped(), [{ text: `SELECT $1::int + ${i} AS n`, values: [1] }]);
+    // Past the quota a statement is still answered, parsed and planned each time.
+    expect(last!.rows).toEqual([{ n: quota + 20 }]);
+    expect((await client.query('SELECT count(*)::int AS n FROM pg_prepared_statements')).rows[0].n).toBe(quota);
   });
 });

@@ -32,13 +32,18 @@ describe.skipIf(!pgClusterUrl)(`run on PostgreSQL, workers sharing the account${
     // deferred 200 rows more for each worker).
     const TASKS = 150;
     const s = await setUp(TASKS, 'reserve', { balance: 300, reserve: 200 });
-    // No call goes through until both runs are open: on a busy machine one worker could otherwise spend the
-    // whole balance before the other has started, and this test would show nothing shared.
+    // No paid call goes through until both workers hold room for one (the balance check goes at once): on a busy
+    // machine one worker could otherwise spend the whole balance before the other asks, and this test would show
+    // nothing shared (it once did: both runs open, one worker started late and found no room left).
     await (await openPgStore(s.url)).close();
-    const api = await gatedApi(s.sandbox.url);
+    const api = await gatedApi(s.sandbox.url, { free: (path) => path.startsWith('/v1/api/auth') });
     const workers = [startWorker(s, { apiUrl: api.url }), startWorker(s, { apiUrl: api.url })];
     try {
-      await waitFor(async () => (await one(s.pool, 'SELECT count(*) AS n FROM runs')) === workers.length, 30_000, 'both runs');
+      await waitFor(async () => {
+        const ended = workers.find((w) => w.child.exitCode !== null || w.child.signalCode !== null);
+        if (ended) throw new Error(`a worker ended before both held room for a call:\n${ended.stderr()}`);
+        return (await one(s.pool, 'SELECT count(DISTINCT worker_id) AS n FROM credit_reservations')) === workers.length;
+      }, 30_000, 'both workers holding room for a call');
       api.allow(Infinity);
       for (const w of workers) expect(await w.exited, w.stderr()).toBe(0);
     } finally {

@@ -3,9 +3,11 @@
  * (credit_cost_samples): a worker's own answers step by the other workers' calls too, so each would count about
  * k times the cost and a shared `credits.maxPerRun` would stop k workers at 1/k of it.
  */
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import type { Operation } from '../../src/spec/types.ts';
-import { SharedCreditBudget } from '../../src/store/pg/coordination/shared-credit-budget.ts';
+import { CREDIT_METER_DEFAULTS } from '../../src/credits/credit-meter.ts';
+import type { Reservation } from '../../src/credits/credit-guard.ts';
+import { SharedCreditBudget, type ReserveAttempt } from '../../src/store/pg/coordination/shared-credit-budget.ts';
 import { openPgStore } from '../../src/store/pg/open.ts';
 import { SharedCreditGuard } from '../../src/store/pg/shared-credit-guard.ts';
 import { waitFor } from './coordination-fixtures.ts';
@@ -84,6 +86,61 @@ describe.skipIf(!pgClusterUrl)(`costs learned from every worker's answers on Pos
       expect(await one(s.pool, 'SELECT min(credits_used) AS n FROM credit_cost_samples')).toBe(used - 31);
     } finally {
       for (const g of guards) g.close();
+    }
+  }, 30_000);
+
+  it('a worker that has not called yet reserves at the cost the account\'s samples show: another holding calls in flight does not starve it', async () => {
+    const s = await setUp(1, 'shared_cost_first_block');
+    await (await openPgStore(s.url)).close();
+    const apiUrl = 'https://api.example';
+    // 100 credits above the reserve; the samples show 1 a call, 5 is assumed before any does.
+    const limits = { reserve: 200, maxPerRun: null };
+    const assumed = CREDIT_METER_DEFAULTS.defaultCostPerCall;
+    let used = TOTAL - 300;
+    // a reserves call by call, so the room it leaves is exact; b with the default blocks, as a run's worker does.
+    const a = new SharedCreditGuard(limits, {}, new SharedCreditBudget(s.pool, { apiUrl, runKey: 'run-1', workerId: 'a', blockCalls: 1 }));
+    const budgetB = new SharedCreditBudget(s.pool, { apiUrl, runKey: 'run-1', workerId: 'b' });
+    const b = new SharedCreditGuard(limits, {}, budgetB);
+    const room = () => one(s.pool, `SELECT (SELECT balance FROM account_balance) - (SELECT coalesce(sum(cost), 0) FROM credit_reservations) - ${limits.reserve} AS n`);
+    const held: Reservation[] = [];
+    let asked: Promise<Reservation | null> | null = null;
+    try {
+      a.seed(counters(used));
+      b.seed(counters(used));
+      // a's answers, one at a time, until the account's samples show the cost.
+      while (!a.knowsCost(OP)) {
+        const r = await a.acquire(OP);
+        a.settle(r!, counters(++used));
+        await a.drained();
+      }
+      expect(a.costOf(OP)).toBe(1);
+      // a holds calls in flight (as a gated server would) until less than the assumed cost is left above the reserve.
+      while ((await room()) >= assumed) held.push((await a.acquire(OP))!);
+      expect(await room()).toBeGreaterThanOrEqual(1);
+      // b's first ask for room, whatever it gets: refused, b would wait on a's calls, and a could spend the rest alone.
+      const firstAsk = new Promise<ReserveAttempt>((resolve) => {
+        const budget = budgetB as unknown as { reserveBlock: (...args: unknown[]) => Promise<ReserveAttempt> };
+        const reserveBlock = budget.reserveBlock.bind(budgetB);
+        vi.spyOn(budget, 'reserveBlock').mockImplementation((...args: unknown[]) => {
+          const attempt = reserveBlock(...args);
+          resolve(attempt);
+          return attempt;
+        });
+      });
+      asked = b.acquire(OP);
+      const attempt = await firstAsk;
+      expect(attempt.reservation, `refused (${'reason' in attempt ? attempt.reason : ''}) with ${attempt.figures.inFlight} calls in flight`).not.toBeNull();
+      expect(attempt.reservation!.cost).toBe(1);
+      expect((await asked)?.cost).toBe(1);
+      expect(b.costOf(OP)).toBe(1);
+      // The reserve holds: what is held and left is within the 100 credits, none of the reserve.
+      expect(await room()).toBeGreaterThanOrEqual(0);
+    } finally {
+      // Nothing billed: with nothing in flight b's call would go (as a probe) on main too, so nothing is left waiting.
+      for (const r of held) a.settle(r, null);
+      const late = await asked?.catch(() => null);
+      if (late) b.settle(late, null);
+      await Promise.all([a.close(), b.close()]);
     }
   }, 30_000);
 

@@ -1,6 +1,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import pg from 'pg';
 import { openPgStore, type PgStore } from '../../src/store/pg/open.ts';
+import { withPgReadSnapshot } from '../../src/store/pg/read-snapshot.ts';
 import { DatabaseError } from '../../src/store/errors.ts';
 import { newPgDatabase, pgClusterUrl, pgSkipReason } from './use-pg.ts';
 
@@ -44,6 +45,15 @@ describe.skipIf(!pgClusterUrl)(`openPgStore${pgClusterUrl ? '' : ` (skipped: ${p
     const row = (await store.pool.query("SELECT current_setting('statement_timeout') AS t, current_setting('application_name') AS a, current_setting('TimeZone') AS z")).rows[0];
     expect(row).toEqual({ t: '1234ms', a: 'netingest', z: 'UTC' });
     await expect(store.pool.query('SELECT pg_sleep(5)')).rejects.toThrow(/statement timeout/);
+  });
+
+  it('a read snapshot\'s statement timeout holds inside it alone: the pooled connection keeps the pool\'s after', async () => {
+    const url = await newPgDatabase('open_snapshot_timeout');
+    const store = await open(url, { statementTimeoutMs: 1_234 });
+    const setting = async (q: pg.Pool | pg.ClientBase) => (await q.query("SELECT current_setting('statement_timeout') AS t")).rows[0].t as string;
+    expect(await withPgReadSnapshot(store.pool, (s) => setting(s.client), { statementTimeoutMs: 0 })).toBe('0');
+    expect(await withPgReadSnapshot(store.pool, (s) => setting(s.client), { statementTimeoutMs: 60_000 })).toBe('1min');
+    expect(await setting(store.pool)).toBe('1234ms');
   });
 
   it('names the database without its password when it cannot be opened', async () => {

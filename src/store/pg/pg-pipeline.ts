@@ -17,8 +17,12 @@ export const PREPARED_DEFAULTS = {
   maxPerConnection: 256,
 } as const;
 
-/** The names each connection has prepared (node-postgres prepares a name on first use, then only binds it). */
-const preparedOn = new WeakMap<pg.ClientBase, Set<string>>();
+/**
+ * The names each connection has prepared (node-postgres prepares a name on first use, then only binds it), keyed
+ * by the client's connection: a caller may hand in a wrapper of the client (the writer's lazy BEGIN proxy, a new
+ * one each group), and counted per wrapper the quota would never bind the connection.
+ */
+const preparedOn = new WeakMap<object, Set<string>>();
 
 /** node-postgres's client as this module drives it: its pipeline switch and the socket it writes to. */
 interface PipelinedClient {
@@ -34,8 +38,8 @@ interface PipelinedClient {
  */
 export async function pipelineStatements(client: pg.ClientBase, statements: readonly GroupStatement[], types?: pg.CustomTypesConfig): Promise<pg.QueryResult[]> {
   const c = client as unknown as PipelinedClient;
-  const prepared = preparedOn.get(client) ?? new Set<string>();
-  preparedOn.set(client, prepared);
+  const prepared = preparedOn.get(c.connection) ?? new Set<string>();
+  preparedOn.set(c.connection, prepared);
   // Every value converted before anything is sent: node-postgres failing to convert one mid-pipeline would skip
   // that statement alone and send the rest, COMMIT included, committing a group without it.
   const queries = statements.flatMap((s) => (s === null ? [] : [queryOf(s, prepared, types)]));

@@ -32,8 +32,9 @@ export async function withPgReadSnapshot<T>(
 ): Promise<T> {
   return inPgTransaction(pool, async (client) => {
     if (options.statementTimeoutMs !== undefined) {
-      // SET LOCAL: for this transaction only, the pooled connection keeps its own setting afterwards.
-      await client.query(`SET LOCAL statement_timeout = ${Math.max(0, Math.trunc(options.statementTimeoutMs))}`);
+      // Local (set_config's true, as SET LOCAL): for this transaction only, the pooled connection keeps its own
+      // setting afterwards. Bound, as every value the store sends (SET takes no parameter).
+      await client.query("SELECT set_config('statement_timeout', $1, true)", [String(Math.max(0, Math.trunc(options.statementTimeoutMs)))]);
     }
     const pid = await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
     return fn({ engine: 'postgres', client, pool, backendPid: pid.rows[0]!.pid, assertUnchanged: () => undefined });

@@ -4,7 +4,8 @@
  * budget (coordination/shared-credit-budget.ts): the reserve and maxPerRun hold across all workers, since what
  * every worker holds in flight and has spent lives in the database. A call's cost is the one the answers of all
  * workers of the account show (the budget's cost samples), never a step of this worker's own counters: those
- * also step by the calls of the other workers and runs on the account. Until the samples show it, a cost is one
+ * also step by the calls of the other workers and runs on the account; they are read before an operation's first
+ * call too, so a worker joining others is priced by their answers. Until the samples show it, a cost is one
  * earlier runs learned or the assumed default, and an answer's charge waits (its reservation held) while its
  * counter joins the samples: charged then, a call of another run charged just before it would count as its own.
  */
@@ -27,8 +28,10 @@ export class SharedCreditGuard extends CreditGuard {
   private readonly renewal: { stop(): void };
   /** The report of the seeded balance, awaited before the first reservation. */
   private seeded: Promise<void> = Promise.resolve();
-  /** Each operation's cost as the account's samples showed it at this worker's last settle. */
+  /** Each operation's cost as the account's samples showed it at this worker's last settle (or first call). */
   private readonly learned = new Map<Operation, number>();
+  /** Each operation's read of the account's samples before its first call (see priceFirst). */
+  private readonly priced = new Map<Operation, Promise<unknown>>();
   /** Settles not yet written (see drained). */
   private readonly pending = new Set<Promise<void>>();
   /** What this worker's settled calls were charged to the run (see spent), answers not charged yet at their estimate. */
@@ -57,17 +60,48 @@ export class SharedCreditGuard extends CreditGuard {
 
   override async acquire(operation: Operation): Promise<Reservation | null> {
     await this.seeded;
+    await this.priceFirst(operation);
     const local = await super.acquire(operation);
     if (!local) return null;
     // A cost not learned yet is the assumed default: the budget lets such a call go alone as a probe, as the local guard does.
-    // Answers waiting for a cost hold their reservations: charged at their estimate when this call would wait on them.
-    const shared = await this.budget.acquire(local.cost, this.limits, { probe: !this.knowsCost(operation), beforeWait: () => this.chargeUnpriced() });
+    // Answers waiting for a cost hold their reservations: charged at their estimate when this call would wait on them;
+    // else a refused call looks at the account's samples again (another worker's answers may show the cost by now).
+    const price = () => ({ cost: this.costOf(operation), probe: !this.knowsCost(operation) });
+    const beforeWait = async () => (await this.chargeUnpriced()) || (await this.priceFromAccount(operation));
+    const shared = await this.budget.acquire(price, this.limits, { beforeWait });
     if ('stop' in shared) {
       super.settle(local, null);
       return this.stop(shared.stop, local.cost, false, shared.figures.spent);
     }
     this.shared.set(local, shared);
     return local;
+  }
+
+  /**
+   * Before an operation's first call, its cost as the account's samples show it: the answers of the workers that
+   * called before this one. At the assumed cost (or as a probe, which needs nothing in flight on the account) a
+   * worker joining others that hold calls in flight got no room until they had spent it all. One read for the
+   * calls asked meanwhile; another after a failed read.
+   */
+  private priceFirst(operation: Operation): Promise<unknown> {
+    let read = this.priced.get(operation);
+    if (!read) {
+      read = this.priceFromAccount(operation).catch((err: unknown) => {
+        this.priced.delete(operation);
+        throw err;
+      });
+      this.priced.set(operation, read);
+    }
+    return read;
+  }
+
+  /** Learns `operation`'s cost from the account's samples unless they showed it already; true when it did now. */
+  private async priceFromAccount(operation: Operation): Promise<boolean> {
+    if (this.learned.has(operation)) return false;
+    const cost = await this.budget.accountCost(operation);
+    if (cost === null || this.learned.has(operation)) return false;
+    this.learn(operation, cost);
+    return true;
   }
 
   /**

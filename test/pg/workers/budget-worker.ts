@@ -21,7 +21,7 @@ for (const scenario of settings.scenarios) {
   await Promise.all(
     Array.from({ length: settings.lanes }, async (_, lane) => {
       for (let n = 0; ; n++) {
-        const got = await budget.acquire(settings.estimate, limits);
+        const got = await budget.acquire(() => ({ cost: settings.estimate, probe: false }), limits);
         if ('stop' in got) return void stops.push(got.stop);
         // The real cost: the estimate, or 1 to the estimate varying by lane and call (settling frees the rest).
         const cost = scenario.exactCost ? settings.estimate : 1 + ((lane + n) % settings.estimate);

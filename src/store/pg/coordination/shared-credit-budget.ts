@@ -24,12 +24,12 @@
  * A settle is charged the cost its worker gives; the turn answers each operation's cost as the account's samples
  * show it once the turn's are in (medianStep in credit-meter.ts: the one rule, here over the samples read back).
  */
-import pg from 'pg';
+import type pg from 'pg';
 import type { CreditCounters, Operation } from '../../../spec/types.ts';
 import { medianStep, reportedBalance } from '../../../credits/credit-meter.ts';
 import type { CreditLimits } from '../../../credits/credit-guard.ts';
 import { pipelineTransaction } from '../pg-pipeline.ts';
-import type { BoundStatement } from '../pg-statements.ts';
+import { namedQuery, type BoundStatement } from '../pg-statements.ts';
 import { withPgClient } from '../transaction.ts';
 
 export const SHARED_CREDIT_BUDGET_DEFAULTS = {
@@ -90,6 +90,12 @@ interface SettleAsk {
   reject: (err: unknown) => void;
 }
 
+/** What a call is reserved at: its estimated cost, and whether that cost is only assumed (see tryReserve's probe). */
+export interface SharedPrice {
+  cost: number;
+  probe: boolean;
+}
+
 /** The figures a reservation was decided on. */
 export interface BudgetFigures {
   /** The account's balance as last reported, or null before any report. */
@@ -127,18 +133,98 @@ export interface SettledCharge {
   learnedCost: number | null;
 }
 
-/** A number as an SQL literal; only finite numbers reach the database. */
-function num(value: number): string {
-  if (!Number.isFinite(value)) throw new Error(`not a finite number: ${value}`);
-  return String(value);
+/** The account's cost samples of some operations, a row each (`op`, `used`): sampledCosts reads their costs. */
+const SAMPLES_SQL = `SELECT operation AS op, array_agg(credits_used) AS used FROM credit_cost_samples
+  WHERE api_url = $1::text AND operation = ANY($2::text[]) GROUP BY operation`;
+
+/** Each operation's cost as its samples show it (medianStep in credit-meter.ts: the one rule); null: too few yet. */
+function sampledCosts(rows: ReadonlyArray<{ op: string; used: number[] }>): Map<string, number | null> {
+  return new Map(rows.map((r) => [r.op, medianStep(r.used, { minSteps: SHARED_CREDIT_BUDGET_DEFAULTS.minCostSteps })]));
 }
+
+/** `value`, checked: only finite numbers reach the database (a float8 takes Infinity and NaN). */
+function num(value: number): number {
+  if (!Number.isFinite(value)) throw new Error(`not a finite number: ${value}`);
+  return value;
+}
+
+/*
+ * The budget's statements, each one text bound to its values (never written into it): prepared once per
+ * connection, planned once (see sendTurn), whatever the account, run, worker or number of rows.
+ */
+const LOCK_SQL = `SELECT pg_advisory_xact_lock(hashtextextended('netingest.credits:' || $1::text, 0))`;
+const EXPIRED_SQL = 'DELETE FROM credit_reservations WHERE api_url = $1::text AND expires_at <= clock_timestamp()';
+/** Takes `d` off each reservation `id` (never below zero). */
+const RELEASE_SQL = `UPDATE credit_reservations AS r SET cost = greatest(r.cost - v.d, 0)
+  FROM unnest($1::bigint[], $2::float8[]) AS v(id, d) WHERE r.id = v.id`;
+const EMPTIED_SQL = 'DELETE FROM credit_reservations WHERE id = ANY($1::bigint[])';
+/** The samples in the order given (their ids say which are newest). */
+const RECORD_SAMPLES_SQL = `INSERT INTO credit_cost_samples (api_url, operation, credits_used, recorded_at)
+  SELECT $1::text, s.op, s.used, clock_timestamp() FROM unnest($2::text[], $3::float8[]) WITH ORDINALITY AS s(op, used, ord) ORDER BY s.ord`;
+/** Drops an operation's samples past the newest $3. */
+const TRIM_SAMPLES_SQL = `DELETE FROM credit_cost_samples WHERE api_url = $1::text AND operation = $2::text AND id <= (
+  SELECT id FROM credit_cost_samples WHERE api_url = $1::text AND operation = $2::text ORDER BY id DESC OFFSET $3::int LIMIT 1)`;
+/** A charge without counters: the balance falls by it. */
+const DECREMENT_SQL = 'UPDATE account_balance SET balance = balance - $2::float8 WHERE api_url = $1::text';
+/**
+ * The counters of an answer as the balance (see reportSql); `uncharged` is what becomes of the growth no run was
+ * charged yet. $1 the account, $2 the balance, $3 credits_used, $4 total_credits, $5 a reservation's life in ms.
+ */
+const reportText = (uncharged: string) => `INSERT INTO account_balance AS b (api_url, balance, credits_used, total_credits, reported_at)
+  VALUES ($1::text, $2::float8, $3::float8, $4::float8, clock_timestamp())
+  ON CONFLICT (api_url) DO UPDATE SET balance = excluded.balance, credits_used = excluded.credits_used,
+    total_credits = excluded.total_credits, reported_at = excluded.reported_at,
+    credits_uncharged = ${uncharged}
+  WHERE b.credits_used IS NULL OR excluded.credits_used > b.credits_used OR excluded.total_credits <> b.total_credits
+    OR b.reported_at < clock_timestamp() - $5::float8 * interval '1 millisecond'`;
+const REPORT_SQL = reportText('CASE WHEN excluded.total_credits = b.total_credits THEN b.credits_uncharged END');
+/**
+ * A balance read outside a call shows the growth of answers not settled yet: it stays to be charged to them (a
+ * settle adds its own growth in settleSql). After a while without reports, the growth is no call of ours.
+ */
+const REPORT_OUTSIDE_CALL_SQL = reportText(`CASE WHEN excluded.total_credits = b.total_credits
+    AND b.reported_at >= clock_timestamp() - $5::float8 * interval '1 millisecond'
+    THEN coalesce(b.credits_uncharged, 0) + greatest(excluded.credits_used - b.credits_used, 0) ELSE 0 END`);
+/**
+ * What each of a turn's charges costs the run (see settleSql), the run's spend grown by them: $1 the account, $2 the
+ * run, $3 a reservation's life in ms, then a value of each charge per array: $4 its order, $5 its cost, $6 and $7
+ * its counters (null: none read), $8 whether it only records a sample.
+ */
+const SPEND_SQL = `WITH prior AS MATERIALIZED (
+    SELECT credits_used AS used, total_credits AS total, coalesce(credits_uncharged, 0) AS owed FROM account_balance
+    WHERE api_url = $1::text AND reported_at >= clock_timestamp() - $3::float8 * interval '1 millisecond'
+  ),
+  est AS MATERIALIZED (
+    SELECT v.ord, CASE WHEN v.sample_only THEN 0 ELSE v.cost END AS e, coalesce(v.used IS NOT NULL AND v.total = p.total, false) AS counted, v.used
+    FROM unnest($4::int[], $5::float8[], $6::float8[], $7::float8[], $8::boolean[]) AS v(ord, cost, used, total, sample_only) LEFT JOIN prior p ON true
+  ),
+  room AS MATERIALIZED (
+    SELECT p.owed + greatest(coalesce((SELECT max(used) FROM est WHERE counted), p.used) - p.used, 0) AS a,
+      (SELECT coalesce(sum(e), 0) FROM est WHERE counted) AS asked
+    FROM prior p
+  ),
+  charged AS MATERIALIZED (
+    SELECT est.ord, CASE WHEN NOT est.counted THEN est.e
+      ELSE least(x.upto, r.a) - least(x.upto - est.e, r.a) END AS cost
+    FROM est
+    JOIN (SELECT ord, sum(CASE WHEN counted THEN e ELSE 0 END) OVER (ORDER BY ord) AS upto FROM est) x ON x.ord = est.ord
+    LEFT JOIN room r ON true
+  ),
+  owed AS (
+    UPDATE account_balance SET credits_uncharged = coalesce((SELECT a - least(asked, a) FROM room), 0) WHERE api_url = $1::text
+  ),
+  spend AS (
+    INSERT INTO credit_run_spend (run_key, api_url, spent, updated_at)
+    SELECT $2::text, $1::text, sum(cost), clock_timestamp() FROM charged
+    ON CONFLICT (run_key) DO UPDATE SET spent = credit_run_spend.spent + excluded.spent, updated_at = excluded.updated_at
+  )
+  SELECT ord, cost FROM charged`;
+const RENEW_SQL = `UPDATE credit_reservations SET expires_at = clock_timestamp() + $1::float8 * interval '1 millisecond'
+  WHERE id = ANY($2::bigint[]) AND worker_id = $3::text AND expires_at > clock_timestamp()`;
 
 /** One account's credit budget as one worker sees it. */
 export class SharedCreditBudget {
-  private readonly a: string;
-  private readonly r: string;
-  private readonly w: string;
-  private readonly lock: string;
+  private readonly lock: BoundStatement;
   private readonly reservationMs: number;
   private readonly pollMs: number;
   private readonly blockCalls: number;
@@ -157,10 +243,7 @@ export class SharedCreditBudget {
   private readonly settleDelayMs: number;
 
   constructor(private readonly pool: pg.Pool, private readonly options: SharedCreditBudgetOptions) {
-    this.a = pg.escapeLiteral(options.apiUrl);
-    this.r = pg.escapeLiteral(options.runKey);
-    this.w = pg.escapeLiteral(options.workerId);
-    this.lock = `SELECT pg_advisory_xact_lock(hashtextextended('netingest.credits:' || ${this.a}, 0))`;
+    this.lock = { text: LOCK_SQL, values: [options.apiUrl] };
     this.reservationMs = options.reservationMs ?? SHARED_CREDIT_BUDGET_DEFAULTS.reservationMs;
     this.pollMs = options.pollMs ?? SHARED_CREDIT_BUDGET_DEFAULTS.pollMs;
     this.blockCalls = options.blockCalls ?? SHARED_CREDIT_BUDGET_DEFAULTS.blockCalls;
@@ -180,18 +263,20 @@ export class SharedCreditBudget {
   }
 
   /**
-   * Reserves `cost`, from this process's blocks when one has room, else with a new block; waiting while calls
-   * in flight (of any worker) may leave room when they settle. Resolves to the reason the run must stop when
-   * the call does not fit with nothing in flight on the account. `beforeWait` settles what the caller holds that
-   * it can (true: then the call is tried again at once).
+   * Reserves a call at the `price` the caller gives, from this process's blocks when one has room, else with a
+   * new block; waiting while calls in flight (of any worker) may leave room when they settle. Resolves to the
+   * reason the run must stop when the call does not fit with nothing in flight on the account. `beforeWait`
+   * settles what the caller holds that it can, or learns the cost (true: then the call is tried again at once).
    */
   async acquire(
-    cost: number,
+    price: () => SharedPrice,
     limits: CreditLimits,
-    options: { signal?: AbortSignal; probe?: boolean; beforeWait?: () => Promise<boolean> } = {},
+    options: { signal?: AbortSignal; beforeWait?: () => Promise<boolean> } = {},
   ): Promise<SharedReservation | { stop: SharedCreditStopReason; figures: BudgetFigures }> {
     for (;;) {
       options.signal?.throwIfAborted();
+      // Priced again each time round: what the caller learned while waiting (beforeWait) counts at once.
+      const { cost, probe } = price();
       const drawn = this.draw(cost);
       if (drawn) return drawn;
       // One block asked at a time: the callers of one turn draw from it rather than each taking a block.
@@ -199,7 +284,7 @@ export class SharedCreditBudget {
         await this.blockAsked;
         continue;
       }
-      const asked = this.reserveBlock(cost, options.probe ? 1 : this.blockCalls, limits, options.probe === true);
+      const asked = this.reserveBlock(cost, probe ? 1 : this.blockCalls, limits, probe);
       const settled = asked.then(() => undefined, () => undefined).finally(() => {
         if (this.blockAsked === settled) this.blockAsked = null;
       });
@@ -341,6 +426,15 @@ SELECT balance, reserved, in_flight, spent, under_reserve_ok, cap_ok, calls, (SE
     }).then((s) => s.learnedCost);
   }
 
+  /**
+   * `operation`'s cost as the account's samples show it (the answers of any worker and run on the account), or
+   * null when they show too few steps yet: what a worker that has not called yet reserves at.
+   */
+  async accountCost(operation: Operation): Promise<number | null> {
+    const { rows } = await this.pool.query(namedQuery(SAMPLES_SQL, [this.options.apiUrl, [operation]]));
+    return sampledCosts(rows as Array<{ op: string; used: number[] }>).get(operation) ?? null;
+  }
+
   /** Gives back the room of this process's blocks now (the run is over; calls still in flight settle later). */
   async close(): Promise<void> {
     this.giveBackRoom();
@@ -390,7 +484,8 @@ SELECT balance, reserved, in_flight, spent, under_reserve_ok, cap_ok, calls, (SE
     try {
       const rows = this.reservationRowsSql();
       const settles = settling.length > 0 ? this.settleSql(settling) : null;
-      const first = [this.lock, ...(asked.length > 0 ? [`DELETE FROM credit_reservations WHERE api_url = ${this.a} AND expires_at <= clock_timestamp()`] : []), ...rows];
+      const expired = asked.length > 0 ? [{ text: EXPIRED_SQL, values: [this.options.apiUrl] }] : [];
+      const first = [this.lock, ...expired, ...rows];
       const statements = [...first, ...(settles?.statements ?? []), ...asked.map((a) => a.statement)];
       if (statements.length === 1) return;
       // One round trip, one transaction; the bound statements prepared once per connection, under one generic plan
@@ -407,9 +502,7 @@ SELECT balance, reserved, in_flight, spent, under_reserve_ok, cap_ok, calls, (SE
 
   /** Each settle of the turn with what it was charged and its operation's cost as the account's samples show it. */
   private resolveSettles(settling: readonly SettleAsk[], results: readonly pg.QueryResult[], at: { samplesAt: number | null; chargedAt: number }): void {
-    const costs = new Map<string, number | null>();
-    const samples = at.samplesAt === null ? [] : (results[at.samplesAt]!.rows as Array<{ op: string; used: number[] }>);
-    for (const r of samples) costs.set(r.op, medianStep(r.used, { minSteps: SHARED_CREDIT_BUDGET_DEFAULTS.minCostSteps }));
+    const costs = sampledCosts(at.samplesAt === null ? [] : (results[at.samplesAt]!.rows as Array<{ op: string; used: number[] }>));
     const charged = new Map((results[at.chargedAt]!.rows as Array<{ ord: number; cost: number }>).map((r) => [Number(r.ord), Number(r.cost)]));
     settling.forEach((s, i) => {
       const op = s.charge.sample?.operation;
@@ -418,15 +511,14 @@ SELECT balance, reserved, in_flight, spent, under_reserve_ok, cap_ok, calls, (SE
   }
 
   /** The turn's reservation rows: the credits no longer held taken off, the emptied rows deleted. */
-  private reservationRowsSql(): string[] {
+  private reservationRowsSql(): BoundStatement[] {
     const released = [...this.releasedCost].filter(([id]) => !this.emptied.has(id));
     const emptied = [...this.emptied];
     this.releasedCost.clear();
     this.emptied.clear();
     return [
-      ...(released.length > 0 ? [`UPDATE credit_reservations AS r SET cost = greatest(r.cost - v.d, 0)
-        FROM (VALUES ${released.map(([id, d]) => `(${num(id)}::bigint, ${num(d)}::float8)`).join(', ')}) AS v(id, d) WHERE r.id = v.id`] : []),
-      ...(emptied.length > 0 ? [`DELETE FROM credit_reservations WHERE id IN (${emptied.map(num).join(', ')})`] : []),
+      ...(released.length > 0 ? [{ text: RELEASE_SQL, values: [released.map(([id]) => id), released.map(([, d]) => num(d))] }] : []),
+      ...(emptied.length > 0 ? [{ text: EMPTIED_SQL, values: [emptied] }] : []),
     ];
   }
 
@@ -442,54 +534,25 @@ SELECT balance, reserved, in_flight, spent, under_reserve_ok, cap_ok, calls, (SE
    * more than was billed (122 for 120). With no counter of the account reported within a reservation's life
    * (another run's, long since, or another plan) nothing is known of the growth: the charge is the estimate.
    */
-  private settleSql(asks: readonly SettleAsk[]): { statements: Array<string | BoundStatement>; samplesAt: number | null; chargedAt: number } {
+  private settleSql(asks: readonly SettleAsk[]): { statements: BoundStatement[]; samplesAt: number | null; chargedAt: number } {
     const charges = asks.map((a) => a.charge);
     const samples = charges.flatMap((c) => (c.sample && !c.sample.recorded ? [c.sample] : []));
     const operations = [...new Set(charges.flatMap((c) => (c.sample ? [c.sample.operation] : [])))];
+    const a = this.options.apiUrl;
     const sampled = [
-      ...(samples.length > 0 ? [`INSERT INTO credit_cost_samples (api_url, operation, credits_used, recorded_at) VALUES ${samples
-        .map((s) => `(${this.a}, ${pg.escapeLiteral(s.operation)}, ${num(s.creditsUsed)}, clock_timestamp())`).join(', ')}`] : []),
-      ...[...new Set(samples.map((s) => s.operation))].map((o) => this.trimSamplesSql(o)),
+      ...(samples.length > 0 ? [{ text: RECORD_SAMPLES_SQL, values: [a, samples.map((s) => s.operation), samples.map((s) => num(s.creditsUsed))] }] : []),
+      ...[...new Set(samples.map((s) => s.operation))].map((o) => ({ text: TRIM_SAMPLES_SQL, values: [a, o, SHARED_CREDIT_BUDGET_DEFAULTS.costSamples] })),
     ];
     // The samples as they stand once the turn's are in: medianStep (credit-meter.ts) reads their cost.
-    const read = operations.length > 0 ? [`SELECT operation AS op, array_agg(credits_used) AS used FROM credit_cost_samples
-        WHERE api_url = ${this.a} AND operation IN (${operations.map((o) => pg.escapeLiteral(o)).join(', ')}) GROUP BY operation`] : [];
-    // Bound, not written in: one text per number of charges, prepared once and planned once (see sendTurn).
-    const bound: unknown[] = [this.options.apiUrl, this.options.runKey, num(this.reservationMs)];
-    const param = (v: unknown, type: string) => `$${bound.push(v)}::${type}`;
-    const values = asks.map(({ charge: c, sampleOnly }, i) => {
-      const counted = c.sample && c.counters ? [num(c.counters.credits_used), num(c.counters.total_credits)] : [null, null];
-      return `(${param(i, 'int')}, ${param(num(c.cost), 'float8')}, ${param(counted[0], 'float8')}, ${param(counted[1], 'float8')}, ${param(sampleOnly === true, 'boolean')})`;
-    });
-    const spend = { text: `WITH prior AS MATERIALIZED (
-        SELECT credits_used AS used, total_credits AS total, coalesce(credits_uncharged, 0) AS owed FROM account_balance
-        WHERE api_url = $1::text AND reported_at >= clock_timestamp() - $3::float8 * interval '1 millisecond'
-      ),
-      est AS MATERIALIZED (
-        SELECT v.ord, CASE WHEN v.sample_only THEN 0 ELSE v.cost END AS e, coalesce(v.used IS NOT NULL AND v.total = p.total, false) AS counted, v.used
-        FROM (VALUES ${values.join(', ')}) AS v(ord, cost, used, total, sample_only) LEFT JOIN prior p ON true
-      ),
-      room AS MATERIALIZED (
-        SELECT p.owed + greatest(coalesce((SELECT max(used) FROM est WHERE counted), p.used) - p.used, 0) AS a,
-          (SELECT coalesce(sum(e), 0) FROM est WHERE counted) AS asked
-        FROM prior p
-      ),
-      charged AS MATERIALIZED (
-        SELECT est.ord, CASE WHEN NOT est.counted THEN est.e
-          ELSE least(x.upto, r.a) - least(x.upto - est.e, r.a) END AS cost
-        FROM est
-        JOIN (SELECT ord, sum(CASE WHEN counted THEN e ELSE 0 END) OVER (ORDER BY ord) AS upto FROM est) x ON x.ord = est.ord
-        LEFT JOIN room r ON true
-      ),
-      owed AS (
-        UPDATE account_balance SET credits_uncharged = coalesce((SELECT a - least(asked, a) FROM room), 0) WHERE api_url = $1::text
-      ),
-      spend AS (
-        INSERT INTO credit_run_spend (run_key, api_url, spent, updated_at)
-        SELECT $2::text, $1::text, sum(cost), clock_timestamp() FROM charged
-        ON CONFLICT (run_key) DO UPDATE SET spent = credit_run_spend.spent + excluded.spent, updated_at = excluded.updated_at
-      )
-      SELECT ord, cost FROM charged`, values: bound };
+    const read = operations.length > 0 ? [{ text: SAMPLES_SQL, values: [this.options.apiUrl, operations] }] : [];
+    // One array a column: one text whatever the number of charges, prepared once and planned once (see sendTurn).
+    const counted = (c: SharedCharge) => c.sample !== undefined && c.counters != null;
+    const spend = {
+      text: SPEND_SQL,
+      values: [this.options.apiUrl, this.options.runKey, num(this.reservationMs), asks.map((_, i) => i), asks.map((x) => num(x.charge.cost)),
+        asks.map((x) => (counted(x.charge) ? num(x.charge.counters!.credits_used) : null)),
+        asks.map((x) => (counted(x.charge) ? num(x.charge.counters!.total_credits) : null)), asks.map((x) => x.sampleOnly === true)],
+    };
     const balance = this.balanceSql(asks.flatMap((a) => (a.sampleOnly ? [] : [a.charge])));
     return { statements: [...sampled, ...read, spend, ...balance], samplesAt: read.length > 0 ? sampled.length : null, chargedAt: sampled.length + read.length };
   }
@@ -499,7 +562,7 @@ SELECT balance, reserved, in_flight, spent, under_reserve_ok, cap_ok, calls, (SE
    * consecutive counters of one plan (total) are their highest, which is what reporting them one by one leaves
    * (a lower one is a late answer: see reportSql).
    */
-  private balanceSql(charges: readonly SharedCharge[]): string[] {
+  private balanceSql(charges: readonly SharedCharge[]): BoundStatement[] {
     const runs: Array<{ counters: CreditCounters } | { cost: number }> = [];
     for (const c of charges) {
       const last = runs.at(-1);
@@ -512,14 +575,7 @@ SELECT balance, reserved, in_flight, spent, under_reserve_ok, cap_ok, calls, (SE
         runs.push({ counters: c.counters });
       }
     }
-    return runs.map((r) => ('counters' in r ? this.reportSql(r.counters) : `UPDATE account_balance SET balance = balance - ${num(r.cost)} WHERE api_url = ${this.a}`));
-  }
-
-  /** Drops an operation's samples past the newest `costSamples`. */
-  private trimSamplesSql(operation: Operation): string {
-    const mine = `api_url = ${this.a} AND operation = ${pg.escapeLiteral(operation)}`;
-    return `DELETE FROM credit_cost_samples WHERE ${mine} AND id <= (SELECT id FROM credit_cost_samples WHERE ${mine}
-        ORDER BY id DESC OFFSET ${num(SHARED_CREDIT_BUDGET_DEFAULTS.costSamples)} LIMIT 1)`;
+    return runs.map((r) => ('counters' in r ? this.reportSql(r.counters) : { text: DECREMENT_SQL, values: [this.options.apiUrl, num(r.cost)] }));
   }
 
   /** Records a balance read outside a call (GET /v1/api/auth before the first call), as settle does counters. */
@@ -530,9 +586,7 @@ SELECT balance, reserved, in_flight, spent, under_reserve_ok, cap_ok, calls, (SE
   /** Extends this process's live reservations (its calls are still going); returns how many. */
   async renew(): Promise<number> {
     if (this.blocks.size === 0) return 0;
-    const { rowCount } = await this.pool.query(`UPDATE credit_reservations
-      SET expires_at = clock_timestamp() + $1::float8 * interval '1 millisecond'
-      WHERE id = ANY($2::bigint[]) AND worker_id = ${this.w} AND expires_at > clock_timestamp()`, [this.reservationMs, [...this.blocks.keys()]]);
+    const { rowCount } = await this.pool.query(namedQuery(RENEW_SQL, [this.reservationMs, [...this.blocks.keys()], this.options.workerId]));
     return rowCount ?? 0;
   }
 
@@ -552,21 +606,8 @@ SELECT balance, reserved, in_flight, spent, under_reserve_ok, cap_ok, calls, (SE
    * longer ago than a reservation lasts (no call still in flight was charged before it). Until then a renewal
    * leaves the balance low: the budget stops early rather than spend credits it is not sure of.
    */
-  private reportSql(counters: CreditCounters, outsideCall = false): string {
-    const used = num(counters.credits_used);
-    const total = num(counters.total_credits);
-    const recent = `b.reported_at >= clock_timestamp() - ${num(this.reservationMs)} * interval '1 millisecond'`;
-    // A balance read outside a call shows the growth of answers not settled yet: it stays to be charged to them
-    // (a settle adds its own growth in settleSql). After a while without reports, the growth is no call of ours.
-    const uncharged = outsideCall
-      ? `CASE WHEN excluded.total_credits = b.total_credits AND ${recent} THEN coalesce(b.credits_uncharged, 0) + greatest(excluded.credits_used - b.credits_used, 0) ELSE 0 END`
-      : 'CASE WHEN excluded.total_credits = b.total_credits THEN b.credits_uncharged END';
-    return `INSERT INTO account_balance AS b (api_url, balance, credits_used, total_credits, reported_at)
-      VALUES (${this.a}, ${num(reportedBalance(counters))}, ${used}, ${total}, clock_timestamp())
-      ON CONFLICT (api_url) DO UPDATE SET balance = excluded.balance, credits_used = excluded.credits_used,
-        total_credits = excluded.total_credits, reported_at = excluded.reported_at,
-        credits_uncharged = ${uncharged}
-      WHERE b.credits_used IS NULL OR excluded.credits_used > b.credits_used OR excluded.total_credits <> b.total_credits
-        OR b.reported_at < clock_timestamp() - ${num(this.reservationMs)} * interval '1 millisecond'`;
+  private reportSql(counters: CreditCounters, outsideCall = false): BoundStatement {
+    const values = [this.options.apiUrl, num(reportedBalance(counters)), num(counters.credits_used), num(counters.total_credits), num(this.reservationMs)];
+    return { text: outsideCall ? REPORT_OUTSIDE_CALL_SQL : REPORT_SQL, values };
   }
 }
