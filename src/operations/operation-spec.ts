@@ -63,14 +63,13 @@ export type AnswerFloorsOf = (inputKey: string) => Reads<Array<string | null>>;
 /**
  * One operation. Q: the request sent (as planned and as the ledger's tasks.request_json holds it), A: the 200
  * body as read through the answer contract, S: what the answer is filed under (raw_responses.request_json),
- * J: the job that plans it, D: its job definition as its schema (`jobDefinition`) reads it.
+ * J: the job that plans it, D: its job definition as its schema reads it (exported beside the spec for JOB_DEFINITIONS:
+ * read from the specs, the registry's types would depend on themselves).
  */
 export interface OperationSpec<Q = unknown, A = unknown, S extends Subject = Subject, J = unknown, D = unknown> {
   name: Operation;
 
   // ---- its job ----
-  /** The job fields of this operation, the common ones included (jobs/job-common.ts); one branch of the job schema. */
-  jobDefinition: z.ZodType<D>;
   /** A checked definition as a job, every default filled in; `base` is what every job shares, `file` its input CSV. */
   resolveJob(definition: D, base: JobCommon, file: JobInputFile, issues: JobIssue[]): J;
 

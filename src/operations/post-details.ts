@@ -129,7 +129,6 @@ export interface PostDetailsJob extends JobCommon {
 
 export const postDetails = {
   name: 'post-details',
-  jobDefinition: postDetailsJobDefinition,
   /** The job and input CSV `netingest init` writes for this operation. */
   starter: {
     name: 'post-engagement',

@@ -173,7 +173,6 @@ export interface SearchJobsJob extends JobCommon {
 
 export const searchJobs = {
   name: 'search-jobs',
-  jobDefinition: searchJobsJobDefinition,
   /** The job and input CSV `netingest init` writes for this operation. */
   starter: {
     name: 'job-search',

@@ -246,7 +246,6 @@ export interface SimilarCompaniesJob extends JobCommon {
 
 export const similarCompanies = {
   name: 'similar-companies',
-  jobDefinition: similarCompaniesJobDefinition,
   /** The job and input CSV `netingest init` writes for this operation. */
   starter: {
     name: 'lookalikes',
