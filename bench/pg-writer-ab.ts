@@ -10,7 +10,7 @@ import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { createTestDatabase, startPgCluster } from '../test/pg/pg-cluster.ts';
 import { postRequest, postResponse } from '../test/support/db-fixtures.ts';
-import { readUsableAnswer } from '../src/api/schemas.ts';
+import { readOperationAnswer } from '../test/support/store-helpers.ts';
 import { requestKeyOf } from '../src/store/ingest-request.ts';
 import type { OutcomeOp } from '../src/store/outcome-ops.ts';
 
@@ -29,7 +29,7 @@ function ops(first: number, size: number): OutcomeOp[] {
     const request = { ...postRequest, postUrl: `https://network.com/posts/p_${id}` };
     const text = `Post ${taskId}: ${'A "quoted" line of text, with \\ and an apostrophe\'s worth. '.repeat(60)}`;
     const response = postResponse({ PostId: id, post: { ...postResponse().post, text_content: text } });
-    const { answer, setAside } = readUsableAnswer('post-details', response);
+    const { answer, setAside } = readOperationAnswer('post-details', response);
     const call = { runId: 1, taskId, operation: 'post-details', method: 'GET', path: `/p/${taskId}`, status: 200, errorCode: null, latencyMs: 1, totalCredits: 1e9, creditsUsed: taskId, creditsRemaining: 1e9 - taskId, at: AT };
     return { kind: 'success', taskId, operation: 'post-details', requestKey: requestKeyOf(request), request, body: JSON.stringify(response), answer, setAside, call, attempts: 1, at: AT };
   });

@@ -14,7 +14,7 @@ import { BODY_DECODE_CODE, CALL_DEADLINE_CODE, errorForTransport } from './trans
 import { contentCodings, firstUnsupportedCoding, readBody, type BodyText } from './body-reader.ts';
 import { bodyExcerpt } from './redact.ts';
 import { parseJsonBody } from './json-body.ts';
-import { readUsableAnswerOf } from './schemas.ts';
+import { readUsableAnswer } from './schemas.ts';
 import type { ApiCallInfo, ApiResult } from './types.ts';
 import type { OperationSpec } from '../operations/operation-spec.ts';
 
@@ -148,7 +148,7 @@ function ok<Q, A>(t: Transport, spec: OperationSpec<Q, A>, text: string, call: A
     // V8 quotes the start of the input in its message: run it through the same redaction as the excerpt.
     throw new InvalidJsonError({ call, bodyExcerpt: excerpt }, bodyExcerpt(reason, t.secrets, 120));
   }
-  const read = readUsableAnswerOf(spec, parsed, { call, raw, secrets: t.secrets }, asked);
+  const read = readUsableAnswer(spec, parsed, { call, raw, secrets: t.secrets }, asked);
   return { kind: 'ok', data: read.answer, raw, credits: read.credits, call, lastPage: read.lastPage, drift: read.drift, setAside: read.setAside };
 }
 

@@ -5,9 +5,7 @@
  * can be read is used whatever members it lacks or sends in a variant of their type: that is drift, counted
  * and reported, not an error.
  */
-import type { Operation } from '../spec/types.ts';
-import { readAnswerOf, type AnswerByOperation, type AskedByOperation, type UsableAnswer } from '../operations/answers.ts';
-import { OPERATION_SPECS } from '../operations/index.ts';
+import { readAnswerOf, type UsableAnswer } from '../operations/answers.ts';
 import type { OperationSpec, Subject } from '../operations/operation-spec.ts';
 import { ApiSchemaError } from './errors.ts';
 import { bodyExcerpt, createOutputRedactor } from './redact.ts';
@@ -23,22 +21,11 @@ export interface ValidationContext {
 }
 
 /**
- * Reads a parsed 200 body through its contract; `asked` (the request sent) lets it tell the last page.
+ * Reads a parsed 200 body through its operation's contract; `asked` (the request sent) lets it tell the last page.
  * Throws ApiSchemaError when the body cannot be read at all, e.g. `data.content: expected an array of records,
  * received string`.
  */
-export function readUsableAnswer<O extends Operation>(
-  operation: O,
-  body: unknown,
-  context: ValidationContext = {},
-  asked?: AskedByOperation[O],
-): UsableAnswer<AnswerByOperation[O]> {
-  const spec = OPERATION_SPECS[operation] as unknown as OperationSpec<AskedByOperation[O], AnswerByOperation[O]>;
-  return readUsableAnswerOf(spec, body, context, asked);
-}
-
-/** readUsableAnswer through a spec. */
-export function readUsableAnswerOf<Q, A>(
+export function readUsableAnswer<Q, A>(
   spec: OperationSpec<Q, A, Subject>,
   body: unknown,
   context: ValidationContext = {},

@@ -1,9 +1,6 @@
 import { normalize } from 'node:path';
 import type { Argv } from 'yargs';
-import { DATABASE_URL_ENV, locateDataset } from '../store/locator.ts';
-
-/** The default dataset, relative to the current directory. */
-export const DEFAULT_DB = 'data/netingest.db';
+import { DATABASE_URL_ENV, DEFAULT_DB, locateDataset } from '../store/locator.ts';
 
 /** What a command does when the `--db` file is missing; only `run` creates it. */
 export type DbWhenMissing = 'create' | 'refuse' | 'plan-empty';
@@ -29,7 +26,7 @@ export function withDb<T>(y: Argv<T>, whenMissing: DbWhenMissing = 'refuse') {
 
 /** The dataset withDb's `--db` names: the PostgreSQL URL, or the SQLite file's normalized path. */
 export function datasetOption(db: string | undefined): string {
-  const location = locateDataset({ db, defaultFile: DEFAULT_DB });
+  const location = locateDataset({ db });
   return location.engine === 'postgres' ? location.url : normalize(location.file);
 }
 

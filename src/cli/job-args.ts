@@ -37,8 +37,8 @@ export const INVALID_OUT_OPTION = {
  */
 export async function checkInvalidOut(jobs: readonly Job[], out: string | undefined, db: string): Promise<void> {
   if (out === undefined) return;
-  const [dbFile] = (await openStore(db)).files;
-  for (const job of jobs) assertInvalidOutIsNotInput(job, invalidOutPath(out, job.name, jobs.length), dbFile);
+  const { files } = await openStore(db);
+  for (const job of jobs) assertInvalidOutIsNotInput(job, invalidOutPath(out, job.name, jobs.length), files);
 }
 
 /**
@@ -46,10 +46,10 @@ export async function checkInvalidOut(jobs: readonly Job[], out: string | undefi
  * named only so that a file the dataset is kept in is never the output.
  */
 export async function writeInvalidOut(jobs: readonly Job[], out: string, db: string, stderr: NodeJS.WritableStream): Promise<void> {
-  const [dbFile] = (await openStore(db)).files;
+  const { files } = await openStore(db);
   for (const job of jobs) {
     const path = invalidOutPath(out, job.name, jobs.length);
-    const result = await withStopSignals(stderrNotice(stderr), (signal) => writeInvalidRows(job, path, { db: dbFile, signal }));
+    const result = await withStopSignals(stderrNotice(stderr), (signal) => writeInvalidRows(job, path, { databaseFiles: files, signal }));
     stderr.write(`netingest: wrote ${plural(result.rows, 'invalid row')} of ${job.name} to ${path}\n`);
   }
 }

@@ -9,7 +9,7 @@ import { loadJob } from '../jobs/load.ts';
 import type { PlannedItem } from '../jobs/plan-tasks.ts';
 import { inputValues } from '../input/read-csv.ts';
 import { readCsvHeader, type CsvDelimiter } from '../input/csv-header.ts';
-import { assertOutputIsNotInput } from './output-is-not-input.ts';
+import { assertOutputIsNotInput, jobInputs } from './output-is-not-input.ts';
 import type { StepSnapshot } from '../store/dataset-store.ts';
 import { openStore } from '../store/open-store.ts';
 import { otherJobsWithOperationReads } from '../store/job-names.ts';
@@ -84,11 +84,7 @@ export async function enrichJob(options: EnrichOptions) {
   const job = typeof options.job === 'string' ? await loadJob(options.job, { cwd: options.cwd }) : options.job;
   const displayName = job.input.csv;
   const store = await openStore(options.db);
-  assertOutputIsNotInput(options.out, [
-    ...store.files.map((path) => ({ path, what: 'database' })),
-    { path: job.input.csvPath, what: "job's input CSV" },
-    ...(job.file ? [{ path: job.file, what: 'job file' }] : []),
-  ]);
+  assertOutputIsNotInput(options.out, jobInputs(job, store.files));
   const header = await readCsvHeader(job.input.csvPath, { displayName });
   // The reader drops columns without a name: nothing could refer to them.
   const inputColumns = header.columns.filter((c) => c !== '');

@@ -7,7 +7,7 @@ import { basename, dirname, extname, join } from 'node:path';
 import type { Job } from '../jobs/schema.ts';
 import { inputValues } from '../input/read-csv.ts';
 import { readCsvHeader } from '../input/csv-header.ts';
-import { assertOutputIsNotInput } from './output-is-not-input.ts';
+import { assertOutputIsNotInput, jobInputs } from './output-is-not-input.ts';
 import { csvEncoder } from './row-encoders.ts';
 import { writeRows, type WriteResult } from './write-output.ts';
 import { invalidReason, plannedRows } from './plan-by-line.ts';
@@ -16,9 +16,9 @@ import { invalidReason, plannedRows } from './plan-by-line.ts';
 export const INVALID_OUT_COLUMNS = ['netingest_line', 'netingest_reason'] as const;
 
 /** Writes the invalid rows of `job` to `out` (replaced whole at the end; nothing is left on a failure). */
-export async function writeInvalidRows(job: Job, out: string, options: { db?: string; signal?: AbortSignal } = {}): Promise<WriteResult> {
+export async function writeInvalidRows(job: Job, out: string, options: { databaseFiles?: readonly string[]; signal?: AbortSignal } = {}): Promise<WriteResult> {
   const displayName = job.input.csv;
-  assertInvalidOutIsNotInput(job, out, options.db);
+  assertInvalidOutIsNotInput(job, out, options.databaseFiles);
   const header = await readCsvHeader(job.input.csvPath, { displayName });
   const inputColumns = header.columns.filter((c) => c !== '');
 
@@ -37,16 +37,8 @@ export async function writeInvalidRows(job: Job, out: string, options: { db?: st
 }
 
 /** Refuses an `--invalid-out` file that is one the job reads (its input CSV, its job file, the SQLite database). */
-export function assertInvalidOutIsNotInput(job: Job, out: string, db?: string): void {
-  assertOutputIsNotInput(
-    out,
-    [
-      { path: job.input.csvPath, what: "job's input CSV" },
-      ...(job.file ? [{ path: job.file, what: 'job file' }] : []),
-      ...(db ? [{ path: db, what: 'database' }] : []),
-    ],
-    '--invalid-out',
-  );
+export function assertInvalidOutIsNotInput(job: Job, out: string, databaseFiles: readonly string[] = []): void {
+  assertOutputIsNotInput(out, jobInputs(job, databaseFiles), '--invalid-out');
 }
 
 /** The file of one job's invalid rows: `out` itself for one job, `<stem>.<job><ext>` beside it for several. */

@@ -2,6 +2,7 @@ import { realpathSync, type Stats } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { UsageError } from '../errors.ts';
 import { statIfExists } from './output-sink.ts';
+import type { Job } from '../jobs/schema.ts';
 
 /** Files SQLite keeps next to a database; replacing one of them corrupts or loses the database too. */
 const DATABASE_SIDE_FILES = ['', '-wal', '-shm', '-journal'];
@@ -27,6 +28,15 @@ export function assertOutputIsNotInput(out: string | undefined, inputs: Readonly
       }
     }
   }
+}
+
+/** The files a job's output may not replace: the dataset's (`databaseFiles`), its input CSV and its job file. */
+export function jobInputs(job: Pick<Job, 'input' | 'file'>, databaseFiles: readonly string[]): Array<{ path: string; what: string }> {
+  return [
+    ...databaseFiles.map((path) => ({ path, what: 'database' })),
+    { path: job.input.csvPath, what: "job's input CSV" },
+    ...(job.file ? [{ path: job.file, what: 'job file' }] : []),
+  ];
 }
 
 /** The directory entry a rename onto `path` replaces: the real path of its folder, then its own name. */

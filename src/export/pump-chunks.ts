@@ -15,7 +15,7 @@ import type { PumpOptions } from './export-options.ts';
  */
 type PumpChunksOptions = Pick<PumpOptions, 'signal' | 'onProgress'> & { maxChunksInFlight: number };
 
-/** Writes the encoder's header (with the first rows), then chunks 0..count-1 as `readChunk` delivers them; resolves to the row count. */
+/** Writes the encoder's header (with the first rows), then chunks 0..count-1 as `readChunk` delivers them (CSV or JSON Lines: no footer); the row count. */
 export async function pumpChunks(
   readChunk: (seq: number) => Promise<EncodedChunk>,
   chunkCount: number,
@@ -54,8 +54,6 @@ export async function pumpChunks(
     throwIfAborted(signal);
   }
   await writeHeader();
-  const footer = encoder.footer?.(count);
-  if (footer) await untilAborted(sink.write(footer), signal);
   return count;
 }
 

@@ -10,7 +10,7 @@ export { KEEP_RAW_DAYS_RULE, RUN_SETTING_RULES } from './job-common.ts';
 
 /**
  * The one schema of a job definition, whether written as JSON or as a `.ts` module: one branch per operation,
- * each its spec's `jobDefinition` (the common settings plus its own input and request).
+ * each its operation's job definition (the common settings plus its own input and request).
  */
 export const jobDefinitionSchema = z.discriminatedUnion('operation', JOB_DEFINITIONS);
 

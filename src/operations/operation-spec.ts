@@ -15,8 +15,7 @@ import type { Operation } from '../spec/types.ts';
 import type { AnswerContract } from './answer-contract.ts';
 import type { DriftTally } from './drift.ts';
 import type { StoredAnswer, RowContext } from './stored-rows.ts';
-import type { Reads, StepParams } from '../read-steps.ts';
-import type { Statement } from '../statement.ts';
+import type { Reads } from '../read-steps.ts';
 
 /** What a stored answer is filed under: the request it answers, as raw_responses.request_json holds it. */
 export interface Subject {
@@ -54,27 +53,23 @@ export interface HistoryKey {
 }
 
 /**
- * What enrich lookups may do with the dataset: read-only statements returning rows as arrays, as Reads
- * (src/read-steps.ts: `yield*` them; the store runs them), so that one lookup reads SQLite or PostgreSQL: each is one
- * Statement (src/statement.ts), with dialect helpers where the engines spell a piece differently.
+ * The answer floors of one input (see store/readers/latest-answers.ts): per page, the time before which no row is
+ * its latest answer. Enrich lookups read the dataset as Reads (src/read-steps.ts: `yield* rawRows(...)`; the store
+ * runs them), so that one lookup reads SQLite or PostgreSQL: each is one Statement (src/statement.ts), with dialect
+ * helpers where the engines spell a piece differently.
  */
-export interface EnrichReader {
-  rows(sql: Statement): { all(params: StepParams): Reads<unknown[][]> };
-  /** The answer floors of one input (see store/readers/latest-answers.ts): per page, the time before which no row is its latest answer. */
-  floors(inputKey: string): Reads<Array<string | null>>;
-}
+export type AnswerFloorsOf = (inputKey: string) => Reads<Array<string | null>>;
 
 /**
  * One operation. Q: the request sent (as planned and as the ledger's tasks.request_json holds it), A: the 200
  * body as read through the answer contract, S: what the answer is filed under (raw_responses.request_json),
- * J: the job that plans it, D: its job definition as its schema (`jobDefinition`) reads it.
+ * J: the job that plans it, D: its job definition as its schema reads it (exported beside the spec for JOB_DEFINITIONS:
+ * read from the specs, the registry's types would depend on themselves).
  */
 export interface OperationSpec<Q = unknown, A = unknown, S extends Subject = Subject, J = unknown, D = unknown> {
   name: Operation;
 
   // ---- its job ----
-  /** The job fields of this operation, the common ones included (jobs/job-common.ts); one branch of the job schema. */
-  jobDefinition: z.ZodType<D>;
   /** A checked definition as a job, every default filled in; `base` is what every job shares, `file` its input CSV. */
   resolveJob(definition: D, base: JobCommon, file: JobInputFile, issues: JobIssue[]): J;
 
@@ -132,10 +127,10 @@ export interface OperationSpec<Q = unknown, A = unknown, S extends Subject = Sub
     /** One-row-per-input mode: the column counting results and the fields numbered per result; null: one result at most. */
     numbered: { count: string; fields: readonly string[] } | null;
     /**
-     * Prepares the lookup of `job`'s results (read-only SQL over the public tables, through the reader given);
+     * Prepares the lookup of `job`'s results (read-only SQL over the public tables, pages read by their `floors`);
      * the returned function gives the result rows of one input.
      */
-    lookup(reader: EnrichReader, job: J): (inputKey: string) => Reads<unknown[][]>;
+    lookup(floors: AnswerFloorsOf, job: J): (inputKey: string) => Reads<unknown[][]>;
     /**
      * Whether a stored task request (tasks.request_json) asks what `job` asks of this input and page: the tasks
      * of every job asking the same question count for the latest answer (store/readers/latest-answers.ts).
@@ -148,6 +143,6 @@ export interface OperationSpec<Q = unknown, A = unknown, S extends Subject = Sub
      * key pairs (`enrich --changes-since`). `changedOnly`: only that entity's `changed` rows count (a search's
      * jobs: their coming and going is the search's own).
      */
-    changeKeys(reader: EnrichReader, job: J): (inputKey: string) => Reads<HistoryKey[]>;
+    changeKeys(job: J): (inputKey: string) => Reads<HistoryKey[]>;
   };
 }

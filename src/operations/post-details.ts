@@ -16,6 +16,7 @@ import type { OperationSpec } from './operation-spec.ts';
 import type { RowAnomaly } from './stored-rows.ts';
 import { arrayOf, jsonText, objectOf, sqlValue, urlKey } from './stored-values.ts';
 import { sql, param, literal, codePointOrder, groupConcat } from '../statement.ts';
+import { rawRows } from '../read-steps.ts';
 
 const body = {
   success: bool(),
@@ -103,6 +104,7 @@ const postSql = (column: 'p.post_id' | 'p.url') => sql`
   LIMIT 1`;
 export const POST_BY_ID_SQL = postSql('p.post_id');
 export const POST_BY_URL_SQL = postSql('p.url');
+const POST_ID_BY_URL_SQL = sql`SELECT post_id FROM posts WHERE url = ${param}`;
 
 /** Its job definition: the common settings and one URL column (job files; docs/jobs.md). */
 export const postDetailsJobDefinition = z.strictObject({
@@ -127,7 +129,6 @@ export interface PostDetailsJob extends JobCommon {
 
 export const postDetails = {
   name: 'post-details',
-  jobDefinition: postDetailsJobDefinition,
   /** The job and input CSV `netingest init` writes for this operation. */
   starter: {
     name: 'post-engagement',
@@ -198,20 +199,18 @@ export const postDetails = {
   enrich: {
     columns: POST_COLUMNS,
     numbered: null,
-    lookup(reader) {
+    lookup(floorsOf) {
       // By activity id first: every URL form of a post (/posts/…-activity-<id>-…, /feed/update/urn:li:activity:<id>)
       // finds it, whichever form was asked last. By URL when the URL names no activity, or when the stored id is
       // not the one the URL names (the answer's PostId wins in the ingest).
-      const byId = reader.rows(POST_BY_ID_SQL);
-      const byUrl = reader.rows(POST_BY_URL_SQL);
       const updatedAt = POST_COLUMNS.indexOf('post_last_seen_at');
       const hashtags = POST_COLUMNS.indexOf('post_hashtags');
       return function* (inputKey) {
         const postId = postIdOfUrl(inputKey);
-        let rows = postId === null ? [] : yield* byId.all([postId]);
-        if (rows.length === 0) rows = yield* byUrl.all([inputKey]);
+        let rows = postId === null ? [] : yield* rawRows(POST_BY_ID_SQL, [postId]);
+        if (rows.length === 0) rows = yield* rawRows(POST_BY_URL_SQL, [inputKey]);
         // A 404 for this URL after the post was last stored (deleted since): the latest answer is "nothing".
-        const floor = rows.length === 0 ? null : (yield* reader.floors(inputKey))[0];
+        const floor = rows.length === 0 ? null : (yield* floorsOf(inputKey))[0];
         if (floor != null && (rows[0]![updatedAt] as string) < floor) rows = [];
         return rows.map((row) => {
           row[hashtags] = listText(row[hashtags]);
@@ -221,11 +220,10 @@ export const postDetails = {
     },
     sameQuestion: () => () => true,
     doneMeansResult: true,
-    changeKeys(reader) {
+    changeKeys() {
       // The history keys a post by its id: the one its URL names, or the one stored for a URL naming none.
-      const byUrl = reader.rows(sql`SELECT post_id FROM posts WHERE url = ${param}`);
       return function* (inputKey) {
-        const postId = postIdOfUrl(inputKey) ?? (yield* byUrl.all([inputKey]))[0]?.[0];
+        const postId = postIdOfUrl(inputKey) ?? (yield* rawRows(POST_ID_BY_URL_SQL, [inputKey]))[0]?.[0];
         return postId == null ? [] : [{ entity: 'post', key: String(postId) }];
       };
     },

@@ -23,6 +23,7 @@ import type { OperationSpec } from './operation-spec.ts';
 import type { RowWrite } from './stored-rows.ts';
 import { arrayOf, joinedList, objectOf, sqlValue, recordUrlKey, urlKey } from './stored-values.ts';
 import { timeInJsonArray, sql, param, named, literal, codePointOrder } from '../statement.ts';
+import { rawRows } from '../read-steps.ts';
 
 const job = obj({
   title: str(),
@@ -131,6 +132,7 @@ export const JOB_SQL = sql`
   JOIN jobs j ON j.url = r.job_url
   WHERE l.at >= ${timeInJsonArray(named('floors'), 'l.slot')}
   ORDER BY r.position, ${codePointOrder('r.job_url')}`;
+const RESULT_URLS_SQL = sql`SELECT job_url FROM job_search_results WHERE search_key = ${param} ORDER BY job_url`;
 
 /** Its job definition: the common settings, the input CSV and the query's defaults (job files; docs/jobs.md). */
 /** A list parameter: an array, or one string with items separated by commas or semicolons. */
@@ -171,7 +173,6 @@ export interface SearchJobsJob extends JobCommon {
 
 export const searchJobs = {
   name: 'search-jobs',
-  jobDefinition: searchJobsJobDefinition,
   /** The job and input CSV `netingest init` writes for this operation. */
   starter: {
     name: 'job-search',
@@ -315,21 +316,19 @@ export const searchJobs = {
       count: 'job_count',
       fields: ['job_title', 'job_company_name', 'job_location', 'job_posted_date', 'job_employment_type', 'job_url'],
     },
-    lookup(reader, job) {
-      const stmt = reader.rows(JOB_SQL);
+    lookup(floorsOf, job) {
       return function* (inputKey) {
-        const floors = JSON.stringify(yield* reader.floors(inputKey));
-        const found = yield* stmt.all({ input: inputKey, pages: job.pages, floors });
+        const floors = JSON.stringify(yield* floorsOf(inputKey));
+        const found = yield* rawRows(JOB_SQL, { input: inputKey, pages: job.pages, floors });
         return found.map((row, i) => [i + 1, ...row]);
       };
     },
     // The input key is the hash of the query, and the page fixes `start`.
     sameQuestion: () => () => true,
     doneMeansResult: false,
-    changeKeys(reader) {
-      const results = reader.rows(sql`SELECT job_url FROM job_search_results WHERE search_key = ${param} ORDER BY job_url`);
+    changeKeys() {
       return function* (inputKey) {
-        const jobs = (yield* results.all([inputKey])).map(([url]) => ({ entity: 'job' as const, key: String(url), changedOnly: true }));
+        const jobs = (yield* rawRows(RESULT_URLS_SQL, [inputKey])).map(([url]) => ({ entity: 'job' as const, key: String(url), changedOnly: true }));
         return [{ entity: 'search', key: inputKey }, ...jobs];
       };
     },

@@ -6,7 +6,7 @@
  */
 import { z } from 'zod';
 import { EMPTY_FILTER_KEY, filterKey } from '../jobs/request-keys.ts';
-import { answered } from '../read-steps.ts';
+import { answered, rawRows } from '../read-steps.ts';
 import { OPERATION_METHODS, OPERATION_PATHS, type SimilarCompaniesAccount } from '../spec/types.ts';
 import { canonicalCompanyUrl } from '../urls/canonical.ts';
 import { given, int, list, nullable, num, obj, str, bool, strict, CREDIT_MEMBERS, type ReadObject } from './answer-contract.ts';
@@ -246,7 +246,6 @@ export interface SimilarCompaniesJob extends JobCommon {
 
 export const similarCompanies = {
   name: 'similar-companies',
-  jobDefinition: similarCompaniesJobDefinition,
   /** The job and input CSV `netingest init` writes for this operation. */
   starter: {
     name: 'lookalikes',
@@ -365,12 +364,11 @@ export const similarCompanies = {
         'similar_hq_city', 'similar_hq_country', 'similar_phone', 'similar_relevancy_grade',
       ],
     },
-    lookup(reader, job) {
-      const stmt = reader.rows(SIMILAR_SQL);
+    lookup(floorsOf, job) {
       const key = filterKey(job.request.account);
       return function* (inputKey) {
-        const floors = JSON.stringify(yield* reader.floors(inputKey));
-        const found = yield* stmt.all({ input: inputKey, filterKey: key, pages: job.pages, floors });
+        const floors = JSON.stringify(yield* floorsOf(inputKey));
+        const found = yield* rawRows(SIMILAR_SQL, { input: inputKey, filterKey: key, pages: job.pages, floors });
         // Rank is computed here (1-based, page by page): the stored rank restarts on every page.
         return found.map(([page, ...rest], i) => [i + 1, page, ...rest]);
       };
@@ -403,7 +401,7 @@ export const similarCompanies = {
       };
     },
     doneMeansResult: false,
-    changeKeys(_reader, job) {
+    changeKeys(job) {
       // The plain list is keyed by its reference alone, one asked with filters by the reference and filter key.
       const key = filterKey(job.request.account);
       return (inputKey) => answered([{ entity: 'company', key: inputKey }, { entity: 'lookalike', key: key === EMPTY_FILTER_KEY ? inputKey : `${inputKey} ${key}` }]);

@@ -4,7 +4,7 @@
  * path in the dataset for `status`.
  */
 import { resolve } from 'node:path';
-import { openFileSink } from '../export/output-sink.ts';
+import { writeOutput } from '../export/write-output.ts';
 import { openStore } from '../store/open-store.ts';
 import { reportFiguresReads } from '../store/readers/report-figures.ts';
 import { LAST_REPORT_KEY } from '../store/status.ts';
@@ -75,14 +75,10 @@ export async function writeReport(options: ReportOptions & { outFile: string }):
   const { renderPage } = await import('./page.ts');
   const html = renderPage(figures, shownDataset);
   const path = resolve(options.outFile);
-  const sink = await openFileSink(path);
-  try {
+  await writeOutput({ out: path }, {}, async (sink) => {
     await sink.write(html);
-    await sink.commit();
-  } catch (err) {
-    await sink.abort();
-    throw err;
-  }
+    return 1;
+  });
   let notRecorded: string | null = null;
   try {
     // In netingest_meta, where `status` finds it whichever engine and host ask; a read-only role or file throws.

@@ -108,7 +108,7 @@ function* replayOne(row: ArchivedBody, now: string): ReprocessSteps<{ rows: numb
   yield* ask('savepoint');
   try {
     // The body read through its operation's contract as the client reads a live one (SyntaxError: not JSON).
-    const { answer, setAside } = readUsableAnswer(spec.name, parseJsonBody(body), { raw: body });
+    const { answer, setAside } = readUsableAnswer(spec, parseJsonBody(body), { raw: body });
     const rows = yield* ask('storeAnswer', { rawResponseId, runId, taskId, operation: spec.name, requestKey, request, answer, setAside, at });
     // Only now, inside the same savepoint: a body that fails to validate or to normalize changes no task.
     let taskRecovered = false;

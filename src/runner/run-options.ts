@@ -5,8 +5,8 @@ import type { FailureLogOptions } from './failure-log.ts';
 import type { Logger } from './logger.ts';
 import type { RunSummary } from './run-summary.ts';
 
-/** Options of a run; every default lives in RUN_DEFAULTS. */
-export interface RunOptions {
+/** Options of a run; every default lives in RUN_DEFAULTS (whose settings are documented there). */
+export interface RunOptions extends RunDefaulted {
   dbPath: string;
   jobs: Job[];
   /** Job files that could not be loaded: the run reports and records each as a skipped job, and runs `jobs`. */
@@ -26,35 +26,8 @@ export interface RunOptions {
    * line every `progressLogIntervalMs`, through `logger`.
    */
   progressStream?: NodeJS.WritableStream & { isTTY?: boolean };
-  /** Total time a run may be paused by 429s before it stops and defers the rest. */
-  maxThrottleWaitMs?: number;
-  /**
-   * 429s one task may get in a run before the run stops and defers the rest, whatever their Retry-After: with
-   * the task's retries it bounds the calls of a task (see maxCallsPerTask in error-policy.ts).
-   */
-  maxThrottledAttemptsPerTask?: number;
-  /** Per-request timeout of the API client. */
-  requestTimeoutMs?: number;
   /** Interval of the progress log line without a terminal. */
   progressLogIntervalMs?: number;
-  /**
-   * Tasks in a row that must fail on errors saying the API is down (refused or dropped connection, timeout,
-   * 5xx: `outage` in error-policy.ts), each after every retry and with no answer between them, before the run
-   * stops as an outage (exit 1) and defers the rest. A job's concurrency raises it: that many tasks fail
-   * together in one short blip.
-   */
-  outageMinTasks?: number;
-  /**
-   * Answers a post-details or search-jobs job must get in a run, all of them 404 "not found" and none with
-   * data, before the run warns that a wrong API URL answers the same (see not-found-only.ts). Fewer prove
-   * nothing: a handful of deleted posts is ordinary.
-   */
-  notFoundOnlyMinAnswers?: number;
-  /**
-   * Paid answers of one operation in a row that its answer contract cannot read before the run stops sending
-   * (exit 6) and defers the rest; a job's concurrency raises it, a job's `retry.maxUnusableAnswers` replaces it.
-   */
-  unusableMinAnswers?: number;
   /** How the tasks that failed are logged (one line each for the first ones, then counted). */
   failureLog?: FailureLogOptions;
   /** The run lock's lease (default RUN_LOCK_DEFAULTS.leaseMs): how long another host waits after its last heartbeat. */
@@ -69,17 +42,42 @@ export interface RunOptions {
   sharedRunKey?: string;
 }
 
+/** The run's settings that RunOptions may change, each with its default. */
 export const RUN_DEFAULTS = {
+  /** Total time a run may be paused by 429s before it stops and defers the rest. */
   maxThrottleWaitMs: 15 * 60_000,
+  /**
+   * 429s one task may get in a run before the run stops and defers the rest, whatever their Retry-After: with
+   * the task's retries it bounds the calls of a task (see maxCallsPerTask in error-policy.ts).
+   */
   maxThrottledAttemptsPerTask: 20,
+  /** Per-request timeout of the API client. */
   requestTimeoutMs: 30_000,
+  /**
+   * Tasks in a row that must fail on errors saying the API is down (refused or dropped connection, timeout,
+   * 5xx: `outage` in error-policy.ts), each after every retry and with no answer between them, before the run
+   * stops as an outage (exit 1) and defers the rest. A job's concurrency raises it: that many tasks fail
+   * together in one short blip.
+   */
   outageMinTasks: 3,
+  /**
+   * Paid answers of one operation in a row that its answer contract cannot read before the run stops sending
+   * (exit 6) and defers the rest; a job's concurrency raises it, a job's `retry.maxUnusableAnswers` replaces it.
+   */
   unusableMinAnswers: 5,
+  /**
+   * Answers a post-details or search-jobs job must get in a run, all of them 404 "not found" and none with
+   * data, before the run warns that a wrong API URL answers the same (see not-found-only.ts). Fewer prove
+   * nothing: a handful of deleted posts is ordinary.
+   */
   notFoundOnlyMinAnswers: 10,
 } as const;
 
+/** RUN_DEFAULTS' settings as a run takes them, each documented there. */
+type RunDefaulted = { -readonly [K in keyof typeof RUN_DEFAULTS]?: number };
+
 /** The run's options with their defaults filled in. */
-export type RunSettings = { refresh: boolean } & { -readonly [K in keyof typeof RUN_DEFAULTS]: number };
+export type RunSettings = { refresh: boolean } & Required<RunDefaulted>;
 
 /** Every option RUN_DEFAULTS names, its default where it is unset. */
 export function settingsOf(options: RunOptions): RunSettings {

@@ -8,6 +8,9 @@ import { hasAtAfterAuthority, isPostgresUrl, redactDatabaseUrl } from './pg/data
 
 export const DATABASE_URL_ENV = 'NETINGEST_DATABASE_URL';
 
+/** The SQLite file when neither `--db` nor NETINGEST_DATABASE_URL says otherwise, relative to the current directory. */
+export const DEFAULT_DB = 'data/netingest.db';
+
 export type DatasetLocation =
   | { engine: 'sqlite'; file: string }
   /** `url` is the URL to connect with; `shownUrl` the one to print (password hidden). */
@@ -23,11 +26,9 @@ export interface LocateDatasetOptions {
   flag?: string;
   /** Where NETINGEST_DATABASE_URL is read from. */
   env?: Readonly<Record<string, string | undefined>>;
-  /** The SQLite file when neither says otherwise. */
-  defaultFile?: string;
 }
 
-const DEFAULTS = { env: process.env, defaultFile: 'data/netingest.db', flag: '--db' };
+const DEFAULTS = { env: process.env, flag: '--db' };
 
 /** libpq's sslmode values, and node-postgres's own `no-verify`. */
 const SSL_MODES = new Set(['disable', 'allow', 'prefer', 'require', 'verify-ca', 'verify-full', 'no-verify']);
@@ -44,7 +45,7 @@ export function locateDataset(options: LocateDatasetOptions = {}): DatasetLocati
     }
     return postgresLocation(envUrl, DATABASE_URL_ENV);
   }
-  return { engine: 'sqlite', file: opts.defaultFile };
+  return { engine: 'sqlite', file: DEFAULT_DB };
 }
 
 function fromDbOption(db: string, flag: string): DatasetLocation {

@@ -10,9 +10,7 @@ import { createLedger } from '../../src/store/ledger.ts';
 import { requestKeyOf } from '../../src/store/ingest-request.ts';
 import { planIntoLedger } from '../../src/runner/plan-into-ledger.ts';
 import type { OutcomeOp } from '../../src/store/outcome-ops.ts';
-import { createOutcomeApplier, ingestRequestFor } from '../support/store-helpers.ts';
-import { reprocess } from '../support/store-helpers.ts';
-import { readUsableAnswer } from '../../src/api/schemas.ts';
+import { createOutcomeApplier, ingestRequestFor, readOperationAnswer, reprocess } from '../support/store-helpers.ts';
 import { JOB_SQL } from '../../src/operations/search-jobs.ts';
 import { SIMILAR_SQL } from '../../src/operations/similar-companies.ts';
 import { canonicalJobUrl } from '../../src/urls/canonical.ts';
@@ -65,7 +63,7 @@ function answer(job: Job, inputKey: string, page: number, run: number, outcome: 
     const request = ingestRequestFor(operation, inputKey, JSON.parse(task.requestJson));
     const response = operation === 'search-jobs' ? jobsResponse(outcome.map((n) => jobRecord(n))) : similarResponse(outcome.map((n) => company(n)), page, 3);
     const body = JSON.stringify(response);
-    const { answer, setAside } = readUsableAnswer(operation, response);
+    const { answer, setAside } = readOperationAnswer(operation, response);
     ops = [{ kind: 'success', taskId: task.id, operation, requestKey: requestKeyOf(request), request, body, answer, setAside, call: call(200, null), attempts: 1, at: time }];
   }
   createOutcomeApplier(database, run)(ops);

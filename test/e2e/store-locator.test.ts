@@ -19,7 +19,6 @@ function refusal(options: Parameters<typeof locateDataset>[0]): UsageError {
 describe('locateDataset', () => {
   it('keeps SQLite for nothing or a file path', () => {
     expect(locateDataset({ env: noEnv })).toEqual({ engine: 'sqlite', file: 'data/netingest.db' });
-    expect(locateDataset({ env: noEnv, defaultFile: 'x.db' })).toEqual({ engine: 'sqlite', file: 'x.db' });
     expect(locateDataset({ db: 'data/other.db', env: noEnv })).toEqual({ engine: 'sqlite', file: 'data/other.db' });
     expect(locateDataset({ db: '/abs/path/with:colon.db', env: noEnv })).toEqual({ engine: 'sqlite', file: '/abs/path/with:colon.db' });
   });

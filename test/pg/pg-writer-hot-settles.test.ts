@@ -10,7 +10,7 @@ import { createPgGroupCommit } from '../../src/store/pg/pg-group-commit.ts';
 import { withPgClient } from '../../src/store/pg/transaction.ts';
 import type { OutcomeOp } from '../../src/store/outcome-ops.ts';
 import { requestKeyOf } from '../../src/store/ingest-request.ts';
-import { readUsableAnswer } from '../../src/api/schemas.ts';
+import { readOperationAnswer } from '../support/store-helpers.ts';
 import { postRequest, postResponse } from '../support/db-fixtures.ts';
 import { newMigratedPgDatabase, pgClusterUrl, pgSkipReason } from './use-pg.ts';
 
@@ -21,7 +21,7 @@ const url = (i: number) => `https://www.network.com/posts/some-author_a-title-of
 function success(taskId: number): OutcomeOp {
   const request = { ...postRequest, postUrl: url(taskId) };
   const response = postResponse({ PostId: `activity-70000000000${1000000 + taskId}` });
-  const { answer, setAside } = readUsableAnswer('post-details', response);
+  const { answer, setAside } = readOperationAnswer('post-details', response);
   return {
     kind: 'success', taskId, operation: 'post-details', requestKey: requestKeyOf(request), request, body: JSON.stringify(response), answer, setAside, attempts: 1, at: AT,
     call: { runId: 1, taskId, operation: 'post-details', method: 'GET', path: `/p/${taskId}`, status: 200, errorCode: null, latencyMs: 1, totalCredits: 100, creditsUsed: taskId, creditsRemaining: 100, at: AT },

@@ -13,7 +13,7 @@ import { inPgTransaction, withPgClient } from '../../src/store/pg/transaction.ts
 import type { OutcomeOp } from '../../src/store/outcome-ops.ts';
 import type { ApiCallRow } from '../../src/store/api-calls.ts';
 import { requestKeyOf } from '../../src/store/ingest-request.ts';
-import { readUsableAnswer } from '../../src/api/schemas.ts';
+import { readOperationAnswer } from '../support/store-helpers.ts';
 import { postRequest, postResponse } from '../support/db-fixtures.ts';
 import { newMigratedPgDatabase, pgClusterUrl, pgSkipReason } from './use-pg.ts';
 
@@ -30,7 +30,7 @@ function group(firstTask: number, count: number): OutcomeOp[] {
     const taskId = firstTask + i;
     const request = { ...postRequest, postUrl: `https://network.com/posts/p_${activity(taskId)}` };
     const response = postResponse({ PostId: activity(taskId) });
-    const { answer, setAside } = readUsableAnswer('post-details', response);
+    const { answer, setAside } = readOperationAnswer('post-details', response);
     const success: OutcomeOp = {
       kind: 'success', taskId, operation: 'post-details', requestKey: requestKeyOf(request), request, body: JSON.stringify(response), answer, setAside, call: call(taskId, 200), attempts: 1, at: AT,
     };
@@ -136,7 +136,7 @@ describe.skipIf(!pgClusterUrl)(`the PostgreSQL writer's round trips${pgClusterUr
     await queriesOf(group(94, 1)); // the dataset's day order read, as by an earlier group: this one reads nothing first
     const asked = { ...postRequest, postUrl: 'https://network.com/pulse/an-article' };
     const response = postResponse({ PostId: activity(95) });
-    const { answer, setAside } = readUsableAnswer('post-details', response);
+    const { answer, setAside } = readOperationAnswer('post-details', response);
     // Task 96's answer names task 95's post: it is read back, so the batch holding that post is flushed first.
     const readBack: OutcomeOp = {
       kind: 'success', taskId: 96, operation: 'post-details', requestKey: requestKeyOf(asked), request: asked, body: JSON.stringify(response), answer, setAside, call: call(96, 200), attempts: 1, at: AT,

@@ -9,7 +9,7 @@ import type { OutcomeOp } from '../../src/store/outcome-ops.ts';
 import type { ApiCallRow } from '../../src/store/api-calls.ts';
 import { requestKeyOf, type IngestRequest } from '../../src/store/ingest-request.ts';
 import type { Operation } from '../../src/spec/types.ts';
-import { readUsableAnswer } from '../../src/api/schemas.ts';
+import { readOperationAnswer } from '../support/store-helpers.ts';
 import { company, job, jobsRequest, jobsResponse, postRequest, postResponse, similarRequest, similarResponse } from '../support/db-fixtures.ts';
 
 export const GROUP_TIMES = { planned: '2026-11-01T00:00:00.000Z', early: '2026-11-02T08:00:00.000Z', late: '2026-11-02T09:00:00.000Z' } as const;
@@ -39,7 +39,7 @@ function call(taskId: number, status: number, errorCode: string | null, at: stri
 function success(taskId: number, response: unknown, at: string, attempts = 1): OutcomeOp {
   const { request, operation } = GROUP_TASKS.find((t) => t.id === taskId)!;
   // The answer as the client reads it on receipt; the writer stores that reading.
-  const { answer, setAside } = readUsableAnswer(operation, response);
+  const { answer, setAside } = readOperationAnswer(operation, response);
   return { kind: 'success', taskId, operation, requestKey: requestKeyOf(request), request, body: JSON.stringify(response), answer, setAside, call: call(taskId, 200, null, at), attempts, at };
 }
 

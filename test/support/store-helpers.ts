@@ -3,8 +3,9 @@
  * reads each body once through the client, and files each answer under its spec's subject.
  */
 import { readUsableAnswer, type ValidationContext } from '../../src/api/schemas.ts';
-import type { AnswerByOperation } from '../../src/operations/answers.ts';
-import { specOf } from '../../src/operations/index.ts';
+import type { AnswerByOperation, UsableAnswer } from '../../src/operations/answers.ts';
+import { OPERATION_SPECS, specOf } from '../../src/operations/index.ts';
+import type { OperationSpec } from '../../src/operations/operation-spec.ts';
 import type { Operation } from '../../src/spec/types.ts';
 import type { Connection } from '../../src/store/connection.ts';
 import type { IngestRequest } from '../../src/store/ingest-request.ts';
@@ -37,9 +38,14 @@ export function createOutcomeApplier(database: Connection, runId: number): (ops:
   });
 }
 
+/** A parsed 200 body read through the contract of the operation named (src's readUsableAnswer takes its spec). */
+export function readOperationAnswer<O extends Operation>(operation: O, body: unknown, context: ValidationContext = {}): UsableAnswer<AnswerByOperation[O]> {
+  return readUsableAnswer(OPERATION_SPECS[operation] as unknown as OperationSpec<unknown, AnswerByOperation[O]>, body, context);
+}
+
 /** The body as read through its contract; throws ApiSchemaError when it cannot be read (see readUsableAnswer). */
 export function validateResponse<O extends Operation>(operation: O, body: unknown, context: ValidationContext = {}): AnswerByOperation[O] {
-  return readUsableAnswer(operation, body, context).answer;
+  return readOperationAnswer(operation, body, context).answer;
 }
 
 /** What an answer to `request` (a task's, as stored) is filed under: its operation's subjectOf. */

@@ -3,8 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import { ApiSchemaError } from '../../src/api/errors.ts';
 import { errorAction } from './error-verb.ts';
-import { readUsableAnswer } from '../../src/api/schemas.ts';
-import { validateResponse } from '../support/store-helpers.ts';
+import { readOperationAnswer, validateResponse } from '../support/store-helpers.ts';
 import { readAnswerOf, type AnswerByOperation, type AnswerReading, type AskedByOperation } from '../../src/operations/answers.ts';
 import { OPERATION_SPECS } from '../../src/operations/index.ts';
 import type { OperationSpec } from '../../src/operations/operation-spec.ts';
@@ -211,7 +210,7 @@ describe('answers as the live service sends them: every record that names itself
     const body = similar() as Record<string, any>;
     delete body.data.content[1].url;
     body.data.content[3].url = 42;
-    const reading = readUsableAnswer('similar-companies', body);
+    const reading = readOperationAnswer('similar-companies', body);
     expect(reading.setAside).toEqual([
       { position: 2, path: 'data.content[1]', reason: 'url is missing' },
       { position: 4, path: 'data.content[3]', reason: 'url: expected string, received number 42' },
@@ -219,7 +218,7 @@ describe('answers as the live service sends them: every record that names itself
     expect(reading.answer.data!.content!.map((c) => c?.url ?? null)).toEqual([company().url, null, company().url, null]);
     const jobBody = jobs() as Record<string, any>;
     jobBody.results[0].url = '  ';
-    expect(readUsableAnswer('search-jobs', jobBody).setAside).toEqual([{ position: 1, path: 'results[0]', reason: 'url is empty' }]);
+    expect(readOperationAnswer('search-jobs', jobBody).setAside).toEqual([{ position: 1, path: 'results[0]', reason: 'url is empty' }]);
   });
 
   it('reads the author URL from network_url, else from the one other *_url member, and says so', () => {

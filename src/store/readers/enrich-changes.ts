@@ -6,8 +6,8 @@
 import type { ChangeRow } from '../history/record-changes.ts';
 import type { Job } from '../../jobs/schema.ts';
 import { specOf } from '../../operations/index.ts';
-import type { EnrichReader, HistoryKey } from '../../operations/operation-spec.ts';
-import { answered, rawRows, rows, type Reads } from '../read-steps.ts';
+import type { HistoryKey } from '../../operations/operation-spec.ts';
+import { rows, type Reads } from '../read-steps.ts';
 import { sql, param, fragment } from '../../statement.ts';
 
 /** The columns enrich appends with `--changes-since` (docs/export.md: public names). */
@@ -27,8 +27,7 @@ export interface LeadChanges {
 
 /** Prepares the lookup of a lead's changes since `sinceIso` (ISO-8601 UTC) for `job`'s inputs. */
 export function changesLookup(job: Job, sinceIso: string): (inputKey: string) => Reads<LeadChanges> {
-  const reader: EnrichReader = { rows: (sql) => ({ all: (params) => rawRows(sql, params) }), floors: () => answered([]) };
-  const keysOf = specOf(job.operation).enrich.changeKeys(reader, job);
+  const keysOf = specOf(job.operation).enrich.changeKeys(job);
   return function* (inputKey) {
     const keys = yield* keysOf(inputKey);
     if (keys.length === 0) return { count: 0, text: null };

@@ -14,8 +14,7 @@
  */
 import type { Job } from '../../jobs/schema.ts';
 import { specOf } from '../../operations/index.ts';
-import type { EnrichReader } from '../../operations/operation-spec.ts';
-import { rawRows, rows, type Reads } from '../read-steps.ts';
+import { rows, type Reads } from '../read-steps.ts';
 import type { TaskRow } from '../ledger.ts';
 import { sql, param, paramList } from '../../statement.ts';
 
@@ -91,6 +90,5 @@ function later(a: string | null, b: string | null): string | null {
  */
 export function resultLookup(job: Job, jobs: readonly string[]) {
   const { enrich } = specOf(job.operation);
-  const reader: EnrichReader = { rows: (sql) => ({ all: (params) => rawRows(sql, params) }), floors: answerFloorsOf(job, jobs) };
-  return { columns: enrich.columns, find: enrich.lookup(reader, job) };
+  return { columns: enrich.columns, find: enrich.lookup(answerFloorsOf(job, jobs), job) };
 }
