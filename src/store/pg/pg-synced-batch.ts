@@ -6,7 +6,7 @@
  * server skips the rest up to the Sync, so nothing after it runs (inside BEGIN the transaction is left aborted;
  * outside one the batch is one implicit transaction, all or nothing).
  */
-import type pg from 'pg';
+import pg from 'pg';
 import Result from 'pg/lib/result.js';
 
 /** One statement of a batch as it goes on the wire: a prepared name or none, its text, its converted values. */
@@ -37,9 +37,10 @@ const doubtful = new WeakMap<WireConnection, Set<string>>();
 
 /**
  * A node-postgres "submittable" (client.query(batch)): the client hands it the connection when the connection is
- * free, then the server's messages for it, in order, until ReadyForQuery.
+ * free (at once in pipeline mode), then the server's messages for it, in order, until ReadyForQuery. A Query by
+ * class: node-postgres refuses other submittables in pipeline mode (a cursor's portal would take later replies).
  */
-class SyncedBatch {
+class SyncedBatch extends (pg.Query as unknown as new (config: { text: string }) => object) {
   private readonly results: Result[];
   private current = 0;
   private error: Error | null = null;
@@ -52,6 +53,7 @@ class SyncedBatch {
     types: pg.CustomTypesConfig | undefined,
     private readonly done: (err: Error | null, results: pg.QueryResult[]) => void,
   ) {
+    super({ text: 'netingest synced batch' });
     this.results = statements.map(() => new Result(undefined, types));
   }
 
