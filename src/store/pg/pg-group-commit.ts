@@ -147,8 +147,8 @@ function beginningLazily(client: pg.ClientBase): { client: pg.ClientBase; begun:
         if (begun) return query(...args);
         begun = true;
         const beginning = target.query('BEGIN');
-        // A batch's flush pipelines its statements: BEGIN goes ahead of them, once, unawaited (its failure, a lost
-        // connection, fails them too). One query at a time otherwise (node-postgres deprecates queueing).
+        // On a connection in pipeline mode (the run's writer's) BEGIN goes ahead of them, once, unawaited (its
+        // failure, a lost connection, fails them too). One query at a time otherwise (node-postgres deprecates queueing).
         if (!(target as unknown as { pipeline: boolean }).pipeline) return beginning.then(() => query(...args));
         beginning.catch(() => undefined);
         return query(...args);
