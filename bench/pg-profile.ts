@@ -5,7 +5,9 @@
  * statements grouped by what sent them, with the costliest. Not part of `npm run bench`: a measuring tool.
  * Run: `npx tsx bench/pg-profile.ts` (N=3000 by default; `N=10000 npx tsx bench/pg-profile.ts`; `CPU_PROF=file.cpuprofile`
  * writes a V8 profile of the timed run alone, `TOP=30` lists more statements, `CONCURRENCY=32` the job's concurrency (16), `EXPERIMENT_SQL='...'` runs SQL on
- * the dataset between the warm-up and the timed run: an index or storage setting tried before it is migrated).
+ * the dataset between the warm-up and the timed run: an index or storage setting tried before it is migrated;
+ * `NO_COUNT=1` leaves the pg client unwrapped, so the client CPU is the run's alone; `BY_PROCESS=1` lists the server's CPU
+ * by cluster process, each backend named by what its sessions were seen running).
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
@@ -18,6 +20,7 @@ import { makeJob, postUrl, writeUrlCsv } from '../test/soak/inputs.ts';
 import { createTestDatabase, startPgCluster } from '../test/pg/pg-cluster.ts';
 import { PIPELINE_TOKEN } from './pipeline.bench.ts';
 import { clusterCpuMs, postmasterOf } from './cpu-meter.ts';
+import { startProcessSampler } from './pg-process-cpu.ts';
 
 const N = Number(process.env['N'] ?? 3000);
 
@@ -32,7 +35,7 @@ const inBurst = new WeakSet<object>();
 const query = pg.Client.prototype.query as (...args: unknown[]) => unknown;
 (pg.Client.prototype as unknown as { query: (...args: unknown[]) => unknown }).query = function (this: pg.Client, ...args: unknown[]) {
   const text = typeof args[0] === 'string' ? args[0] : (args[0] as { text?: string } | undefined)?.text;
-  if (!counting || typeof text !== 'string') return query.apply(this, args);
+  if (!counting || process.env['NO_COUNT'] || typeof text !== 'string') return query.apply(this, args);
   if (!inBurst.has(this)) {
     trips += 1;
     inBurst.add(this);
@@ -91,6 +94,7 @@ try {
     await profiler.post('Profiler.enable');
     await profiler.post('Profiler.start');
   }
+  const sampler = process.env['BY_PROCESS'] ? await startProcessSampler(postmaster, cluster.url, senderOf) : null;
   const cpu = process.cpuUsage();
   const server = clusterCpuMs(postmaster);
   const start = performance.now();
@@ -99,9 +103,14 @@ try {
   const client = process.cpuUsage(cpu);
   const serverMs = clusterCpuMs(postmaster) - server;
   counting = false;
+  const byProcess = await sampler?.stop();
   if (profiler) writeFileSync(process.env['CPU_PROF']!, JSON.stringify((await profiler.post('Profiler.stop')).profile));
   console.log(`${N} answers in ${wallMs.toFixed(0)} ms: ${((N / wallMs) * 1000).toFixed(1)}/s; per answer: client CPU ${((client.user + client.system) / N).toFixed(0)} us (system ${(client.system / N).toFixed(0)}), `
     + `server CPU ${((serverMs * 1000) / N).toFixed(0)} us, round trips ${(trips / N).toFixed(2)}`);
+  if (byProcess) {
+    console.log('server CPU per answer by process (us; a backend by the senders of the statements it was seen running):');
+    for (const [name, ms] of [...byProcess].sort((a, b) => b[1] - a[1])) console.log(`  ${((ms * 1000) / N).toFixed(1).padStart(7)}  ${name}`);
+  }
   for (const [label, n] of [...queries].sort((a, b) => b[1] - a[1]).slice(0, 20)) console.log(`  ${(n / N).toFixed(3)}/answer  ${label}`);
   console.log('queries by the time their callers waited for them (ms in all, per query):');
   const byKind = new Map<string, { n: number; ms: number }>();

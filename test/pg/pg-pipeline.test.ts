@@ -58,4 +58,13 @@ describe.skipIf(!pgClusterUrl)(`statements pipelined in one transaction${pgClust
     expect(last!.rows).toEqual([{ n: quota + 20 }]);
     expect((await client.query('SELECT count(*)::int AS n FROM pg_prepared_statements')).rows[0].n).toBe(quota);
   });
+
+  it('a statement prepared in a batch that failed as it ran is used again on the same connection', async () => {
+    // Parsed by name, then refused as it ran: the server holds the name, so parsing it again would be refused.
+    const once = (id: number) => ({ text: 'INSERT INTO t (id, doc) VALUES ($1, $2) -- prepared in a failed batch', values: [id, null] });
+    await expect(pipelineTransaction(client, [once(1)])).rejects.toThrow(/duplicate key/);
+    await pipelineTransaction(client, [once(8)]);
+    await pipelineTransaction(client, [once(9)]);
+    expect(await ids()).toEqual([1, 2, 7, 8, 9]);
+  });
 });

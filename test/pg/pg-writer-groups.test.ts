@@ -1,6 +1,7 @@
 /**
  * The PostgreSQL writer's groups: outcomes that arrive while a group commits go together in the next
- * transaction, instead of one small transaction per turn of the event loop queued behind it. The first group's
+ * transaction, instead of one small transaction per turn of the event loop queued behind it (the first of them
+ * alone when no group's reads rode in the commit: its reads go at once, behind it). The first group's
  * commit is held on a row lock another connection holds, so the test does not depend on timing; rows written
  * by one transaction share its xmin.
  */
@@ -9,6 +10,9 @@ import pg from 'pg';
 import { openPgStore, type PgStore } from '../../src/store/pg/open.ts';
 import { PgOutcomeWriter } from '../../src/store/pg/pg-outcome-writer.ts';
 import type { ApiError } from '../../src/api/errors.ts';
+import { readOperationAnswer } from '../support/store-helpers.ts';
+import { requestKeyOf } from '../../src/store/ingest-request.ts';
+import { postRequest, postResponse } from '../support/db-fixtures.ts';
 import { newMigratedPgDatabase, pgClusterUrl, pgSkipReason } from './use-pg.ts';
 
 const AT = '2026-11-02T08:00:00.000Z';
@@ -20,7 +24,7 @@ describe.skipIf(!pgClusterUrl)(`the PostgreSQL writer's groups${pgClusterUrl ? '
   beforeAll(async () => {
     const url = await newMigratedPgDatabase('writer-groups');
     store = await openPgStore(url);
-    for (let id = 1; id <= 6; id++) {
+    for (let id = 1; id <= 8; id++) {
       await store.pool.query(`INSERT INTO tasks (id, job, operation, input_key, page, request_json, status, attempts, created_at, updated_at)
         VALUES ($1, 'j', 'post-details', $2, 1, '{}', 'pending', 0, $3, $3)`, [id, `k${id}`, AT]);
     }
@@ -54,13 +58,43 @@ describe.skipIf(!pgClusterUrl)(`the PostgreSQL writer's groups${pgClusterUrl ? '
     await Promise.all(done);
     await writer.close();
     expect(fatal).toEqual([]);
-    const { rows } = await store.pool.query<{ id: string; tx: string }>('SELECT id, xmin::text AS tx FROM tasks WHERE status = $1 ORDER BY id', ['failed']);
+    const { rows } = await store.pool.query<{ id: string; tx: string }>('SELECT id, xmin::text AS tx FROM tasks WHERE status = $1 AND id <= 6 ORDER BY id', ['failed']);
     expect(rows.map((r) => Number(r.id))).toEqual([1, 2, 3, 4, 5, 6]);
-    // Task 1 in the first transaction; the five groups that came during it in one more.
-    expect(new Set(rows.map((r) => r.tx)).size).toBe(2);
-    expect(new Set(rows.slice(1).map((r) => r.tx)).size).toBe(1);
-    const calls = await store.pool.query<{ tx: string }>('SELECT DISTINCT xmin::text AS tx FROM api_calls');
-    expect(calls.rows.map((r) => r.tx)).toEqual([rows[1]!.tx]);
+    // Task 1 in the first transaction; the first group that came during it next, alone (its history's reads were
+    // sent behind the first one's COMMIT as it came); the four after it together in one more.
+    expect(new Set(rows.map((r) => r.tx)).size).toBe(3);
+    expect(new Set([rows[0]!.tx, rows[1]!.tx, rows[2]!.tx]).size).toBe(3);
+    expect(new Set(rows.slice(2).map((r) => r.tx)).size).toBe(1);
+    const calls = await store.pool.query<{ tx: string }>('SELECT DISTINCT xmin::text AS tx FROM api_calls ORDER BY 1');
+    expect(calls.rows.map((r) => r.tx).sort()).toEqual([rows[1]!.tx, rows[2]!.tx].sort());
+  });
+
+  it('a group whose reads went ahead while the one before it committed sees what that one wrote', async () => {
+    const fatal: unknown[] = [];
+    const writer = new PgOutcomeWriter(store.pool, 1, (err) => fatal.push(err));
+    const task = (id: number) => ({ id, operation: 'post-details' as const });
+    // The same post answered twice, its text changed in between: the second answer's history is a change of the first's.
+    const answer = (text: string) => {
+      const response = postResponse({ PostId: 'activity-7000000000000000077', post: { ...postResponse().post, text_content: text } });
+      const { answer: data, setAside } = readOperationAnswer('post-details', response);
+      return { raw: JSON.stringify(response), data, setAside, call: { operation: 'post-details', method: 'GET', path: '/p', status: 200, latencyMs: 1 }, credits: null };
+    };
+    const request = { ...postRequest, postUrl: 'https://network.com/posts/p_activity-7000000000000000077' };
+    await blocker.query('BEGIN');
+    await blocker.query('SELECT id FROM tasks WHERE id = 7 FOR UPDATE');
+    const first = writer.success(task(7), request, requestKeyOf(request), answer('before') as never, 1);
+    await waitForLockWait(store);
+    await new Promise((resolve) => setImmediate(resolve));
+    const second = writer.success(task(8), request, requestKeyOf(request), answer('after') as never, 1);
+    await new Promise((resolve) => setImmediate(resolve));
+    await blocker.query('COMMIT');
+    await Promise.all([first, second]);
+    await writer.close();
+    expect(fatal).toEqual([]);
+    const { rows } = await store.pool.query<{ task: string; change: string; field: string | null; old: string | null; new: string | null }>(
+      `SELECT task_id AS task, change, field, old, new FROM changes WHERE key LIKE '%7000000000000000077%' ORDER BY id`);
+    expect(rows.filter((r) => r.change === 'added' && r.field === null).map((r) => Number(r.task))).toEqual([7]);
+    expect(rows.filter((r) => Number(r.task) === 8)).toEqual([{ task: '8', change: 'changed', field: 'text_content', old: 'before', new: 'after' }]);
   });
 });
 

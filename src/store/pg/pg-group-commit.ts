@@ -56,7 +56,16 @@ export interface PgGroupCommit {
    * The group written in one round trip (a stored value an answer reads back costs one more, rare), with `next`'s
    * reads riding in it before COMMIT: the state `next` starts from is the one this group leaves. `next`'s rows.
    */
-  write(client: pg.ClientBase, group: PlannedGroup, read: readonly unknown[][], options: { ownTransaction: boolean; next?: PlannedGroup | null }): Promise<unknown[][]>;
+  write(client: pg.ClientBase, group: PlannedGroup, read: readonly unknown[][], options: WriteOptions): Promise<unknown[][]>;
+}
+
+/** How a group is written (PgGroupCommit.write). */
+export interface WriteOptions {
+  ownTransaction: boolean;
+  /** The group whose history reads ride in this one, before its COMMIT. */
+  next?: PlannedGroup | null;
+  /** Called once the group's statements are sent (all of them, COMMIT included), before their answer. */
+  onSent?: () => void;
 }
 
 /**
@@ -68,7 +77,7 @@ export interface PgGroupCommit {
 export function createPgGroupCommit(runId: number): PgGroupCommit {
   const answers = createPgAnswerStore();
 
-  async function write(client: pg.ClientBase, group: PlannedGroup, read: readonly unknown[][], options: { ownTransaction: boolean; next?: PlannedGroup | null }): Promise<unknown[][]> {
+  async function write(client: pg.ClientBase, group: PlannedGroup, read: readonly unknown[][], options: WriteOptions): Promise<unknown[][]> {
     const tx = options.ownTransaction ? beginningLazily(client) : { client, begun: () => true };
     const { paid, ops } = group;
     const batch = new PgRowBatch();
@@ -87,7 +96,7 @@ export function createPgGroupCommit(runId: number): PgGroupCommit {
     const { changes, withdrawn } = history.take();
     const nextReads = options.next ? foldedReadSql(options.next.planned) : [];
     const tail = options.ownTransaction ? ['COMMIT'] : [];
-    const results = await pipelineStatements(client, [
+    const sending = pipelineStatements(client, [
       tx.begun() ? null : 'BEGIN',
       rawBodiesSql(paid, runId, anomalies),
       ...batch.take(),
@@ -98,6 +107,8 @@ export function createPgGroupCommit(runId: number): PgGroupCommit {
       ...nextReads,
       ...tail,
     ], STORE_TYPES);
+    options.onSent?.();
+    const results = await sending;
     return results.slice(results.length - tail.length - nextReads.length, results.length - tail.length).map((r) => r.rows);
   }
 
@@ -136,8 +147,8 @@ function beginningLazily(client: pg.ClientBase): { client: pg.ClientBase; begun:
         if (begun) return query(...args);
         begun = true;
         const beginning = target.query('BEGIN');
-        // A batch's flush pipelines its statements: BEGIN goes ahead of them, once, unawaited (its failure, a lost
-        // connection, fails them too). One query at a time otherwise (node-postgres deprecates queueing).
+        // On a connection in pipeline mode (the run's writer's) BEGIN goes ahead of them, once, unawaited (its
+        // failure, a lost connection, fails them too). One query at a time otherwise (node-postgres deprecates queueing).
         if (!(target as unknown as { pipeline: boolean }).pipeline) return beginning.then(() => query(...args));
         beginning.catch(() => undefined);
         return query(...args);

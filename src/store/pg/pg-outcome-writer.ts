@@ -23,6 +23,8 @@ export class PgOutcomeWriter extends GroupCommitWriter {
    * connection of the pool per busy spell was mostly another one, prepared afresh and planned each time).
    */
   private connection: pg.PoolClient | null = null;
+  /** The commit loop's groups taken from `waiting` (the one being written first), while a group is being written. */
+  private inFlight: Pending[] | null = null;
 
   constructor(
     private readonly pool: pg.Pool,
@@ -42,7 +44,8 @@ export class PgOutcomeWriter extends GroupCommitWriter {
 
   async close(): Promise<void> {
     await this.drain();
-    this.connection?.release();
+    // Back to the pool as the others are: one query at a time.
+    if (this.connection) pipelined(this.connection, false).release();
     this.connection = null;
   }
 
@@ -54,6 +57,23 @@ export class PgOutcomeWriter extends GroupCommitWriter {
   protected commitGroup(ops: readonly OutcomeOp[], release: () => void): void {
     this.waiting.push({ ops, release });
     this.startCommitting();
+    this.readAhead();
+  }
+
+  /**
+   * While a group is being written with no group's reads riding in it, the groups handed over meanwhile have
+   * their reads sent at once behind it on the writer's connection (pipelined): the server runs them after that
+   * group's COMMIT, so they see what it wrote, and their answer is in by the time it is their turn. Read only
+   * after the commit, they were a round trip of their own for 6 groups in 10 (pg-profile, 5,000 lookups).
+   */
+  private readAhead(): void {
+    const inFlight = this.inFlight;
+    if (!inFlight || inFlight.length !== 1 || !this.connection) return;
+    const next = this.take();
+    next.read = this.writeGroup.read(this.connection, next.group);
+    // Its failure is the commit loop's to report, when it comes to this group.
+    next.read.catch(() => undefined);
+    inFlight.push(next);
   }
 
   /** Starts the commits unless under way; a group handed over as they finished starts them again. */
@@ -73,15 +93,18 @@ export class PgOutcomeWriter extends GroupCommitWriter {
     /** Taken from `waiting`, not yet let go: the group being committed and the one whose reads ride with it. */
     const taken: Pending[] = [];
     try {
-      const client = (this.connection ??= await this.pool.connect());
+      const client = (this.connection ??= await this.connect());
       while (!this.error && (taken.length > 0 || this.waiting.length > 0)) {
         if (taken.length === 0) taken.push(this.take());
         const current = taken[0]!;
-        const read = current.read ?? (await this.writeGroup.read(client, current.group));
-        const next = this.waiting.length > 0 ? this.take() : null;
-        if (next) taken.push(next);
-        const nextRead = await this.writeGroup.write(client, current.group, read, { ownTransaction: true, next: next?.group ?? null });
-        if (next) next.read = nextRead;
+        const read = await (current.read ?? this.writeGroup.read(client, current.group));
+        const next = this.nextOf(taken);
+        // Once this group's statements are sent, and none of the next's reads rides in them, groups handed over
+        // meanwhile read ahead behind them (readAhead).
+        const onSent = () => (this.inFlight = next ? null : taken);
+        const nextRead = await this.writeGroup.write(client, current.group, read, { ownTransaction: true, next: next?.group ?? null, onSent })
+          .finally(() => (this.inFlight = null));
+        if (next) next.read = Promise.resolve(nextRead);
         for (const release of taken.shift()!.releases) release();
       }
     } catch (err) {
@@ -92,11 +115,27 @@ export class PgOutcomeWriter extends GroupCommitWriter {
     for (const release of [...taken.flatMap((p) => p.releases), ...this.waiting.splice(0).map((g) => g.release)]) release();
   }
 
+  /**
+   * The group whose reads ride in the one being written: those waiting now, taken (null: none waits). A group that
+   * read ahead during the last write is not one: its reads are sent, and it is written next.
+   */
+  private nextOf(taken: Pending[]): Pending | null {
+    if (taken.length > 1 || this.waiting.length === 0) return null;
+    const next = this.take();
+    taken.push(next);
+    return next;
+  }
+
   /** After a failed group: the writer's connection rolled back and let go (releaseAfterFailure). */
   private async dropConnection(): Promise<void> {
     const client = this.connection;
     this.connection = null;
-    if (client) await releaseAfterFailure(client);
+    if (client) await releaseAfterFailure(pipelined(client, false));
+  }
+
+  /** The writer's connection, in pipeline mode (node-postgres sends a query without waiting for the one before). */
+  private async connect(): Promise<pg.PoolClient> {
+    return pipelined(await this.pool.connect(), true);
   }
 
   /** The waiting groups that go together next (up to maxBatch outcomes), their history's reads planned. */
@@ -112,6 +151,11 @@ export class PgOutcomeWriter extends GroupCommitWriter {
 /** Groups taken to be committed together, and what the history read for them (null: not read yet). */
 interface Pending {
   group: PlannedGroup;
-  read: unknown[][] | null;
+  read: Promise<unknown[][]> | null;
   releases: Array<() => void>;
+}
+
+function pipelined(client: pg.PoolClient, on: boolean): pg.PoolClient {
+  (client as unknown as { pipeline: boolean }).pipeline = on;
+  return client;
 }

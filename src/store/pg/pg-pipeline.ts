@@ -1,16 +1,16 @@
 /**
  * The PostgreSQL store's one way to send statements together: back to back on one connection without waiting
- * for each one's answer (node-postgres's pipeline mode), one round trip for all of them, each bound to its
- * values (the extended protocol) as a statement the connection prepared once by name (pg-statements.ts). No
- * value is quoted into the SQL text, escaped, and lexed back out of it by the server (a group's raw bodies are
- * tens of kilobytes), and a statement that returns nothing sends no row description.
- * Each statement is its own exchange with the server (its own Sync): unlike a multi-statement query they are
- * one transaction only inside BEGIN ... COMMIT, which the caller sends or holds open (pipelineTransaction sends
- * both); after a failed statement the server refuses the rest of that transaction, and a COMMIT then rolls it back.
+ * for each one's answer, one round trip for all of them, each bound to its values (the extended protocol) as a
+ * statement the connection prepared once by name (pg-statements.ts). No value is quoted into the SQL text,
+ * escaped, and lexed back out of it by the server (a group's raw bodies are tens of kilobytes).
+ * One Sync ends them all (pg-synced-batch.ts): the server replies once, and after a failed statement runs none of
+ * the rest. They are one transaction inside BEGIN ... COMMIT, which the caller sends or holds open
+ * (pipelineTransaction sends both); a batch ending in COMMIT that fails is rolled back.
  */
 import type pg from 'pg';
 import { prepareValue } from 'pg/lib/utils.js';
 import { statementName, type GroupStatement } from './pg-statements.ts';
+import { sendSynced, type WireStatement } from './pg-synced-batch.ts';
 
 export const PREPARED_DEFAULTS = {
   /** Statements kept prepared per connection; past it a statement goes unnamed (parsed and planned each time). */
@@ -24,55 +24,39 @@ export const PREPARED_DEFAULTS = {
  */
 const preparedOn = new WeakMap<object, Set<string>>();
 
-/** node-postgres's client as this module drives it: its pipeline switch and the socket it writes to. */
-interface PipelinedClient {
-  pipeline: boolean;
-  /** Not every stream corks (node-postgres checks too: a Cloudflare socket does not). */
-  connection: { stream: { cork?: () => void; uncork?: () => void } };
-}
-
 /**
  * Runs `statements` in order, in one round trip; each given statement's result in order (nulls left out). A
- * statement that fails makes the whole call throw its error, once every answer is in (the connection is then
- * free for the caller's ROLLBACK). The client must have nothing else in flight.
+ * statement that fails makes the whole call throw its error, once the server has answered (the connection is
+ * then free for the caller's ROLLBACK); the statements after it do not run, and a batch ending in COMMIT is rolled
+ * back (as a COMMIT after a failed statement would). One Sync for the whole batch (pg-synced-batch.ts). The client
+ * must have nothing else in flight.
  */
 export async function pipelineStatements(client: pg.ClientBase, statements: readonly GroupStatement[], types?: pg.CustomTypesConfig): Promise<pg.QueryResult[]> {
-  const c = client as unknown as PipelinedClient;
-  const prepared = preparedOn.get(c.connection) ?? new Set<string>();
-  preparedOn.set(c.connection, prepared);
-  // Every value converted before anything is sent: node-postgres failing to convert one mid-pipeline would skip
-  // that statement alone and send the rest, COMMIT included, committing a group without it.
-  const queries = statements.flatMap((s) => (s === null ? [] : [queryOf(s, prepared, types)]));
-  c.pipeline = true;
-  let settled: Array<PromiseSettledResult<pg.QueryResult>>;
+  // Counted by the client's connection: the same object whatever wrapper of the client is handed in.
+  const connection = (client as unknown as { connection: object }).connection;
+  const prepared = preparedOn.get(connection) ?? new Set<string>();
+  preparedOn.set(connection, prepared);
+  // Every value converted before anything is sent: a value that cannot be sent sends nothing.
+  const given = statements.filter((s): s is Exclude<GroupStatement, null> => s !== null);
+  const wire = given.map((s) => wireOf(s, prepared));
   try {
-    // One write for the whole group, not one per statement.
-    c.connection.stream.cork?.();
-    let sent: Array<Promise<pg.QueryResult>>;
-    try {
-      sent = queries.map((q) => client.query(q));
-    } finally {
-      c.connection.stream.uncork?.();
-    }
-    settled = await Promise.allSettled(sent);
-  } finally {
-    c.pipeline = false;
+    return await sendSynced(client, wire, types);
+  } catch (err) {
+    if (given.at(-1) === 'COMMIT') await client.query('ROLLBACK').catch(() => undefined);
+    throw err;
   }
-  const failed = settled.find((r) => r.status === 'rejected');
-  if (failed) throw failed.reason;
-  return settled.map((r) => (r as PromiseFulfilledResult<pg.QueryResult>).value);
 }
 
-/** The query node-postgres sends for `s`: named once its text has a name, unnamed past the connection's quota. */
-function queryOf(s: Exclude<GroupStatement, null>, prepared: Set<string>, types?: pg.CustomTypesConfig): pg.QueryConfig {
-  if (typeof s === 'string') return types ? { text: s, types } : { text: s };
+/** The statement as sent: named once its text has a name, unnamed past the connection's quota. */
+function wireOf(s: Exclude<GroupStatement, null>, prepared: Set<string>): WireStatement {
+  if (typeof s === 'string') return { text: s };
   const values = s.values.map(prepareValue);
   const name = statementName(s.text);
   if (!prepared.has(name)) {
-    if (prepared.size >= PREPARED_DEFAULTS.maxPerConnection) return { text: s.text, values, ...(types ? { types } : {}) };
+    if (prepared.size >= PREPARED_DEFAULTS.maxPerConnection) return { text: s.text, values };
     prepared.add(name);
   }
-  return { name, text: s.text, values, ...(types ? { types } : {}) };
+  return { name, text: s.text, values };
 }
 
 /**

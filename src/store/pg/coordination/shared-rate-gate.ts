@@ -269,9 +269,14 @@ const pauseSql = (clock: string) => `INSERT INTO rate_slots (gate, started_at) V
  */
 const pruneSql = (clock: string) => `DELETE FROM rate_slots WHERE gate = $1::text AND started_at < ${clock} - 2 * ($2::float8 * interval '1 millisecond')`;
 
-/** Resolves a waiter once its slot has begun (after the server's wait, a timer that may wake a little late). */
+/**
+ * Resolves a waiter once its slot has begun (after the server's wait, a timer that may wake a little late); one
+ * begun already goes at once. A timer of 0 waits for the next timers phase (1 ms at least): far under the limit
+ * every slot has begun by the time it is given, and that timer was most of a call's wait at the gate.
+ */
 function wake(w: Waiter, slot: { startUs: number; waitMs: number }): void {
   if (w.signal?.aborted) return w.reject(w.signal.reason);
+  if (slot.waitMs <= 0) return w.resolve({ startUs: slot.startUs });
   const done = () => {
     w.signal?.removeEventListener('abort', onAbort);
     w.resolve({ startUs: slot.startUs });
