@@ -24,6 +24,10 @@ export function testConfig(include: string[], globalSetup: string[]) {
       // a fork keeps its module cache from one file to the next (2m28 quiet against 2m50). No test mocks a
       // module, and the few that change process.env or fake timers put them back.
       isolate: false,
+      // Each test file and source is transformed (esbuild) by vitest's main process for every run: kept on disk
+      // between runs (node_modules/.experimental-vitest-cache, keyed by path, content and config), the main process
+      // of a run whose files are unchanged takes about half the CPU (test/unit/: 3.7 -> 1.7 s).
+      experimental: { fsModuleCache: true },
     },
   });
 }

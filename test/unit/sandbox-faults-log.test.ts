@@ -42,7 +42,9 @@ async function run(sb: Sandbox, n: number): Promise<Result[]> {
 }
 
 describe('sandbox faults', () => {
-  const N = 300;
+  // The seed (42 by default) fixes the draws: 32 of 150 calls faulted for every kind, inside the 18-42 asked below
+  // (a rate of 0.4 gives 65); 300 calls a kind proved no more for twice the requests.
+  const N = 150;
   const cases: Array<[string, SandboxOptionsInput, (r: Result) => boolean]> = [
     ['serverErrorRate', { serverErrorRate: 0.2 }, (r) => r.status === 500],
     ['unavailableRate', { unavailableRate: 0.2 }, (r) => r.status === 503],
