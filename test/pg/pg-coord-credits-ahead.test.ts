@@ -1,12 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import type pg from 'pg';
 import { SharedCreditBudget, type SharedReservation } from '../../src/store/pg/coordination/shared-credit-budget.ts';
-import { coordinationTestBed } from './coordination-fixtures.ts';
+import { SharedCreditGuard } from '../../src/store/pg/shared-credit-guard.ts';
+import { coordinationTestBed, waitFor } from './coordination-fixtures.ts';
 import { pgClusterUrl, pgSkipReason } from './use-pg.ts';
 
 const bed = coordinationTestBed();
 const counters = (used: number, total: number) => ({ credits_used: used, total_credits: total, credits_remaining: total - used });
 const known = () => ({ cost: 1, probe: false });
+const OP = 'post-details' as const;
 
 /** The cost each reservation row of `worker` holds, oldest first. */
 async function rowsOf(pool: pg.Pool, worker: string): Promise<number[]> {
@@ -83,5 +85,26 @@ describe.skipIf(!pgClusterUrl)(`the shared credit budget's block asked ahead${pg
     expect('stop' in (await b.acquire(known, limits))).toBe(false);
     expect(await rowsOf(pool, 'b')).toEqual([4]);
     await Promise.all([a.close(), b.close()]);
+  });
+
+  it('gives back the block asked ahead when the run stops on credits, its calls in flight still held', async () => {
+    const { pool } = await bed.database('ahead');
+    const budget = new SharedCreditBudget(pool, { apiUrl: 'https://stop.example', runKey: 'run', workerId: 'g', blockCalls: 4 });
+    // The cost earlier runs learned: known, so a block may be asked ahead (never for a probe).
+    const guard = new SharedCreditGuard({ reserve: 0, maxPerRun: null }, { costs: { [OP]: 1 } }, budget);
+    try {
+      guard.seed(counters(0, 1_000));
+      expect(await guard.acquire(OP)).not.toBeNull();
+      expect(await guard.acquire(OP)).not.toBeNull();
+      // Half of the first block left: the next one is asked in the background.
+      await waitFor(async () => (await rowsOf(pool, 'g')).length === 2, 20_000, 'the block asked ahead');
+      expect(await rowsOf(pool, 'g')).toEqual([4, 4]);
+      guard.markOutOfCredits();
+      await guard.drained();
+      // The two calls in flight stay held until settled; the rest of both blocks went back.
+      expect(await rowsOf(pool, 'g')).toEqual([2]);
+    } finally {
+      await guard.close();
+    }
   });
 });

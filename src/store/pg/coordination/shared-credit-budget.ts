@@ -503,6 +503,14 @@ SELECT balance, reserved, in_flight, spent, under_reserve_ok, cap_ok, calls, (SE
    */
   async close(): Promise<void> {
     this.closed = true;
+    await this.giveBack();
+  }
+
+  /**
+   * Gives back the room of this process's blocks now, once the block asked (ahead or not) is back: the run
+   * stopped on credits, and other workers may use it. A call asked later reserves again.
+   */
+  async giveBack(): Promise<void> {
     await this.blockAsked;
     this.giveBackRoom();
     await this.schedule(true);
