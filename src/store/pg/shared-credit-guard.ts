@@ -11,7 +11,7 @@
  */
 import type { CreditCounters, Operation } from '../../spec/types.ts';
 import type { CreditHistory } from '../../credits/credit-meter.ts';
-import { CreditGuard, type Charge, type CreditLimits, type Reservation } from '../../credits/credit-guard.ts';
+import { CreditGuard, type Charge, type CreditLimits, type CreditStopReason, type Reservation } from '../../credits/credit-guard.ts';
 import { readableCounters } from '../../credits/unread-charges.ts';
 import type { SharedCharge, SharedCreditBudget, SharedReservation } from './coordination/shared-credit-budget.ts';
 
@@ -207,6 +207,13 @@ export class SharedCreditGuard extends CreditGuard {
     await this.chargeUnpriced();
     await this.drained();
     return true;
+  }
+
+  /** A stop on credits also gives back the room this worker's blocks hold (a block asked ahead included) to the other workers. */
+  protected override stop(reason: CreditStopReason, cost: number | null = null, costAssumed = false, spent = this.spent): null {
+    const stopped = super.stop(reason, cost, costAssumed, spent);
+    this.track(this.budget.giveBack());
+    return stopped;
   }
 
   /** Stops renewing this worker's reservations (the run is over) and gives back the room its blocks have left. */

@@ -17,6 +17,13 @@
  * other worker counts it as held. Unused room is given back whenever the worker asks for more (a call no block
  * of its own covers) and when it closes; a row goes when its calls are settled and nothing is left in it.
  *
+ * The next block is asked for in the background once the room left in this process's blocks falls to `aheadAt`
+ * of one (still one ask at a time): asked when the last call drew the room out, every call waited a round trip.
+ * Never for a call whose cost is only assumed (a probe goes alone), and only while `aheadRoomBlocks` blocks' worth
+ * of calls fit besides what every worker holds (checked under the lock): near the reserve or maxPerRun the room
+ * stays for the calls about to be made, other workers' and this one's. A block asked ahead is given back like
+ * any other: when the worker asks for more, and at close (once its ask has come back).
+ *
  * The reservations and settles a worker asks for in one turn of the event loop go to the server together, in
  * one round trip and one transaction under one taking of the lock: the turn's settles merged into a few
  * statements (one per table, the samples read back, consecutive balance reports of one plan folded into the
@@ -52,6 +59,17 @@ export const SHARED_CREDIT_BUDGET_DEFAULTS = {
    * safe side meanwhile, and each turn is a round trip and a taking of the account's lock.
    */
   settleDelayMs: 100,
+  /**
+   * The share of a block's room left in this process's blocks at which the next block is asked for in the
+   * background (0: only when a call finds no room). Half: 16 calls of a 32-call block are several round trips.
+   */
+  aheadAt: 0.5,
+  /**
+   * Blocks' worth of calls that must fit under the reserve and under maxPerRun, besides what every worker
+   * holds, for a block to be asked ahead: with fewer (the room is "small") a block asked ahead could leave the
+   * other workers, or this one's next call after it gives its blocks back, less than a block.
+   */
+  aheadRoomBlocks: 2,
 } as const;
 
 export interface SharedCreditBudgetOptions {
@@ -66,6 +84,8 @@ export interface SharedCreditBudgetOptions {
   blockCalls?: number;
   /** @default SHARED_CREDIT_BUDGET_DEFAULTS.settleDelayMs */
   settleDelayMs?: number;
+  /** @default SHARED_CREDIT_BUDGET_DEFAULTS.aheadAt */
+  aheadAt?: number;
 }
 
 /** A call's claim on the shared balance (drawn from the reservation `id`); hand it back with settle(). */
@@ -141,6 +161,13 @@ const SAMPLES_SQL = `SELECT operation AS op, array_agg(credits_used) AS used FRO
 function sampledCosts(rows: ReadonlyArray<{ op: string; used: number[] }>): Map<string, number | null> {
   return new Map(rows.map((r) => [r.op, medianStep(r.used, { minSteps: SHARED_CREDIT_BUDGET_DEFAULTS.minCostSteps })]));
 }
+
+/** The reservation statement's row (see reserveSql). */
+interface ReserveRow {
+  balance: number | null; reserved: number; in_flight: number; spent: number; under_reserve_ok: boolean; cap_ok: boolean; id: string | null; calls: number;
+}
+
+const reserveRow = (result: pg.QueryResult): ReserveRow => result.rows[0] as ReserveRow;
 
 /** `value`, checked: only finite numbers reach the database (a float8 takes Infinity and NaN). */
 function num(value: number): number {
@@ -230,8 +257,11 @@ export class SharedCreditBudget {
   private readonly blockCalls: number;
   /** This process's live reservations: only these are renewed (a restart under the same id is another process). */
   private readonly blocks = new Map<number, Block>();
-  /** The block reservation under way, which the callers waiting meanwhile draw from once it comes. */
+  /** The block reservation under way (a caller's or one asked ahead), which the callers waiting meanwhile draw from once it comes. */
   private blockAsked: Promise<void> | null = null;
+  /** Whether the last block asked got all its calls: one asked ahead is not tried again near the limits until one does. */
+  private lastBlockFull = false;
+  private closed = false;
   /** Reservations asked in this turn of the event loop, sent together at its end. */
   private asked: Array<{ statement: BoundStatement; resolve: (result: pg.QueryResult) => void; reject: (err: unknown) => void }> = [];
   /** Settles asked in this turn, merged; the reservation rows' costs to take off, and the rows to delete. */
@@ -241,6 +271,7 @@ export class SharedCreditBudget {
   /** The next turn, and what sends it at the end of this turn of the event loop instead of after settleDelayMs. */
   private turn: { sent: Promise<void>; hurry: () => void } | null = null;
   private readonly settleDelayMs: number;
+  private readonly aheadAt: number;
 
   constructor(private readonly pool: pg.Pool, private readonly options: SharedCreditBudgetOptions) {
     this.lock = { text: LOCK_SQL, values: [options.apiUrl] };
@@ -248,6 +279,7 @@ export class SharedCreditBudget {
     this.pollMs = options.pollMs ?? SHARED_CREDIT_BUDGET_DEFAULTS.pollMs;
     this.blockCalls = options.blockCalls ?? SHARED_CREDIT_BUDGET_DEFAULTS.blockCalls;
     this.settleDelayMs = options.settleDelayMs ?? SHARED_CREDIT_BUDGET_DEFAULTS.settleDelayMs;
+    this.aheadAt = options.aheadAt ?? SHARED_CREDIT_BUDGET_DEFAULTS.aheadAt;
   }
 
   /**
@@ -278,23 +310,53 @@ export class SharedCreditBudget {
       // Priced again each time round: what the caller learned while waiting (beforeWait) counts at once.
       const { cost, probe } = price();
       const drawn = this.draw(cost);
-      if (drawn) return drawn;
+      if (drawn) {
+        if (!probe) this.askAhead(cost, limits);
+        return drawn;
+      }
       // One block asked at a time: the callers of one turn draw from it rather than each taking a block.
       if (this.blockAsked) {
         await this.blockAsked;
         continue;
       }
-      const asked = this.reserveBlock(cost, probe ? 1 : this.blockCalls, limits, probe);
-      const settled = asked.then(() => undefined, () => undefined).finally(() => {
-        if (this.blockAsked === settled) this.blockAsked = null;
-      });
-      this.blockAsked = settled;
-      const attempt = await asked;
+      const attempt = await this.oneAsk(this.reserveBlock(cost, probe ? 1 : this.blockCalls, limits, probe));
       if (attempt.reservation) return attempt.reservation;
       if (attempt.reason !== 'learning' && attempt.figures.inFlight === 0) return { stop: attempt.reason, figures: attempt.figures };
       if (await options.beforeWait?.()) continue;
       await new Promise((r) => setTimeout(r, this.pollMs));
     }
+  }
+
+  /** `asked` as the one block ask under way until it settles. */
+  private oneAsk<T>(asked: Promise<T>): Promise<T> {
+    const settled = asked.then(() => undefined, () => undefined).finally(() => {
+      if (this.blockAsked === settled) this.blockAsked = null;
+    });
+    this.blockAsked = settled;
+    return asked;
+  }
+
+  /**
+   * Asks for the next block in the background when this process's blocks have `aheadAt` of one left, none is
+   * asked already, and the last block asked got all its calls (see SHARED_CREDIT_BUDGET_DEFAULTS.aheadRoomBlocks).
+   */
+  private askAhead(cost: number, limits: CreditLimits): void {
+    if (this.closed || this.blockAsked || !this.lastBlockFull || this.aheadAt <= 0) return;
+    let room = 0;
+    for (const b of this.blocks.values()) room += b.remaining;
+    if (room > this.blockCalls * cost * this.aheadAt + SHARED_CREDIT_BUDGET_DEFAULTS.epsilon) return;
+    // A failed ask is the next caller's to meet: it asks for a block of its own when it finds no room.
+    this.oneAsk(this.reserveAhead(cost, limits)).catch(() => undefined);
+  }
+
+  /** A block of `blockCalls` calls, none drawn yet, kept beside this process's blocks when the room is not small. */
+  private async reserveAhead(cost: number, limits: CreditLimits): Promise<void> {
+    const need = SHARED_CREDIT_BUDGET_DEFAULTS.aheadRoomBlocks * this.blockCalls;
+    const row = reserveRow(await this.inTurn(this.reserveSql(cost, this.blockCalls, limits, false, need)));
+    this.lastBlockFull = row.id !== null;
+    if (row.id === null) return;
+    const id = Number(row.id);
+    this.blocks.set(id, { id, remaining: cost * row.calls, inFlight: 0 });
   }
 
   /** A call of `cost` drawn from a block with room, or null. */
@@ -316,10 +378,8 @@ export class SharedCreditBudget {
    */
   private async reserveBlock(cost: number, calls: number, limits: CreditLimits, probe: boolean): Promise<ReserveAttempt> {
     this.giveBackRoom();
-    const result = await this.inTurn(this.reserveSql(cost, calls, limits, probe));
-    const row = result.rows[0] as {
-      balance: number | null; reserved: number; in_flight: number; spent: number; under_reserve_ok: boolean; cap_ok: boolean; id: string | null; calls: number;
-    };
+    const row = reserveRow(await this.inTurn(this.reserveSql(cost, calls, limits, probe)));
+    this.lastBlockFull = row.id !== null && row.calls === this.blockCalls;
     const figures: BudgetFigures = { balance: row.balance, reserved: row.reserved, inFlight: row.in_flight, spent: row.spent };
     if (row.id !== null) {
       const id = Number(row.id);
@@ -332,15 +392,17 @@ export class SharedCreditBudget {
 
   /**
    * The reservation statement: the figures, how many calls of `cost` fit under the reserve and under the cap
-   * (at most `calls`; one alone while learning the balance or as a probe), and the row for them when any fit.
+   * (at most `calls`; one alone while learning the balance or as a probe), and the row for them when at least
+   * `need` fit (more than `calls` for a block asked ahead: see SHARED_CREDIT_BUDGET_DEFAULTS.aheadRoomBlocks).
    */
-  private reserveSql(cost: number, calls: number, limits: CreditLimits, probe: boolean): BoundStatement {
+  private reserveSql(cost: number, calls: number, limits: CreditLimits, probe: boolean, need = 1): BoundStatement {
     // Bound, not written in: one text per shape (cost zero or not, a cap or not), prepared once and planned once.
-    const { a, r, w, c, reserve, cap, n, eps, ms, probing } = {
-      a: '$1::text', r: '$2::text', w: '$3::text', c: '$4::float8', reserve: '$5::float8', probing: '$6::boolean', n: '$7::int', eps: '$8::float8', ms: '$9::float8', cap: '$10::float8',
+    const { a, r, w, c, reserve, cap, n, eps, ms, probing, atLeast } = {
+      a: '$1::text', r: '$2::text', w: '$3::text', c: '$4::float8', reserve: '$5::float8', probing: '$6::boolean', n: '$7::int', eps: '$8::float8', ms: '$9::float8',
+      atLeast: '$10::int', cap: '$11::float8',
     };
     const perCall = (room: string) => (cost > 0 ? `floor((${room} + ${eps}) / ${c})` : `CASE WHEN ${room} + ${eps} >= 0 THEN ${n} ELSE 0 END`);
-    const byCap = limits.maxPerRun === null ? n : perCall(`${cap} - fig.spent - fig.run_reserved`);
+    const byCap = limits.maxPerRun === null ? `greatest(${n}, ${atLeast})` : perCall(`${cap} - fig.spent - fig.run_reserved`);
     const text = `WITH fig AS MATERIALIZED (
   SELECT (SELECT balance FROM account_balance WHERE api_url = ${a}) AS balance,
     coalesce(sum(cost), 0)::float8 AS reserved,
@@ -356,7 +418,7 @@ export class SharedCreditBudget {
     ${byCap} AS by_cap
   FROM fig
 ), fits AS (
-  SELECT room.*, by_reserve >= 1 AS under_reserve_ok, by_cap >= 1 AS cap_ok,
+  SELECT room.*, by_reserve >= ${atLeast} AS under_reserve_ok, by_cap >= ${atLeast} AS cap_ok,
     least(${n}, by_reserve, by_cap, CASE WHEN room.balance IS NULL THEN 1 ELSE ${n} END)::int AS calls
   FROM room
 ), ins AS (
@@ -368,7 +430,7 @@ export class SharedCreditBudget {
 SELECT balance, reserved, in_flight, spent, under_reserve_ok, cap_ok, calls, (SELECT id FROM ins)::text AS id FROM fits`;
     // The cap last: without one its placeholder is not in the text, and a prepared statement's numbers have no gap.
     const values = [this.options.apiUrl, this.options.runKey, this.options.workerId, num(cost), num(limits.reserve), probe, num(calls),
-      num(SHARED_CREDIT_BUDGET_DEFAULTS.epsilon), num(this.reservationMs), ...(limits.maxPerRun === null ? [] : [num(limits.maxPerRun)])];
+      num(SHARED_CREDIT_BUDGET_DEFAULTS.epsilon), num(this.reservationMs), need, ...(limits.maxPerRun === null ? [] : [num(limits.maxPerRun)])];
     return { text, values };
   }
 
@@ -435,8 +497,21 @@ SELECT balance, reserved, in_flight, spent, under_reserve_ok, cap_ok, calls, (SE
     return sampledCosts(rows as Array<{ op: string; used: number[] }>).get(operation) ?? null;
   }
 
-  /** Gives back the room of this process's blocks now (the run is over; calls still in flight settle later). */
+  /**
+   * Gives back the room of this process's blocks now (the run is over; calls still in flight settle later), a
+   * block asked ahead and still on its way included.
+   */
   async close(): Promise<void> {
+    this.closed = true;
+    await this.giveBack();
+  }
+
+  /**
+   * Gives back the room of this process's blocks now, once the block asked (ahead or not) is back: the run
+   * stopped on credits, and other workers may use it. A call asked later reserves again.
+   */
+  async giveBack(): Promise<void> {
+    await this.blockAsked;
     this.giveBackRoom();
     await this.schedule(true);
   }
