@@ -14,6 +14,7 @@ export function testConfig(include: string[], globalSetup: string[]) {
       root: new URL('..', import.meta.url).pathname,
       include,
       globalSetup,
+      setupFiles: ['test/support/pin-esbuild-cwd.ts'],
       testTimeout: 30_000,
       hookTimeout: 30_000,
       // Tests start real sandboxes, child processes and a PostgreSQL server, and wait on them: three forks keep two
