@@ -18,13 +18,6 @@ export const PREPARED_DEFAULTS = {
 } as const;
 
 /**
- * The names each connection has prepared (node-postgres prepares a name on first use, then only binds it), keyed
- * by the client's connection: a caller may hand in a wrapper of the client (the writer's lazy BEGIN proxy, a new
- * one each group), and counted per wrapper the quota would never bind the connection.
- */
-const preparedOn = new WeakMap<object, Set<string>>();
-
-/**
  * Runs `statements` in order, in one round trip; each given statement's result in order (nulls left out). A
  * statement that fails makes the whole call throw its error, once the server has answered (the connection is
  * then free for the caller's ROLLBACK); the statements after it do not run, and a batch ending in COMMIT is rolled
@@ -32,13 +25,9 @@ const preparedOn = new WeakMap<object, Set<string>>();
  * must have nothing else in flight.
  */
 export async function pipelineStatements(client: pg.ClientBase, statements: readonly GroupStatement[], types?: pg.CustomTypesConfig): Promise<pg.QueryResult[]> {
-  // Counted by the client's connection: the same object whatever wrapper of the client is handed in.
-  const connection = (client as unknown as { connection: object }).connection;
-  const prepared = preparedOn.get(connection) ?? new Set<string>();
-  preparedOn.set(connection, prepared);
   // Every value converted before anything is sent: a value that cannot be sent sends nothing.
   const given = statements.filter((s): s is Exclude<GroupStatement, null> => s !== null);
-  const wire = given.map((s) => wireOf(s, prepared));
+  const wire = given.map(namingOn(client));
   try {
     return await sendSynced(client, wire, types);
   } catch (err) {
@@ -47,16 +36,27 @@ export async function pipelineStatements(client: pg.ClientBase, statements: read
   }
 }
 
-/** The statement as sent: named once its text has a name, unnamed past the connection's quota. */
-function wireOf(s: Exclude<GroupStatement, null>, prepared: Set<string>): WireStatement {
-  if (typeof s === 'string') return { text: s };
-  const values = s.values.map(prepareValue);
-  const name = statementName(s.text);
-  if (!prepared.has(name)) {
-    if (prepared.size >= PREPARED_DEFAULTS.maxPerConnection) return { text: s.text, values };
-    prepared.add(name);
-  }
-  return { name, text: s.text, values };
+/**
+ * The statement as sent, for this batch on `client`'s connection: named once its text has a name, unnamed past the
+ * connection's quota. What the connection has prepared is node-postgres's own record of it (`parsedStatements`,
+ * which pg-synced-batch.ts keeps true after a failed batch), the same whatever wrapper of the client is handed in.
+ */
+function namingOn(client: pg.ClientBase): (s: Exclude<GroupStatement, null>) => WireStatement {
+  const prepared = (client as unknown as { connection: { parsedStatements: Record<string, string> } }).connection.parsedStatements;
+  /** Names this batch prepares first; the connection's count read only when one is new (rare once warm). */
+  const fresh = new Set<string>();
+  let count: number | null = null;
+  return (s) => {
+    if (typeof s === 'string') return { text: s };
+    const values = s.values.map(prepareValue);
+    const name = statementName(s.text);
+    if (prepared[name] === undefined && !fresh.has(name)) {
+      count ??= Object.keys(prepared).length;
+      if (count + fresh.size >= PREPARED_DEFAULTS.maxPerConnection) return { text: s.text, values };
+      fresh.add(name);
+    }
+    return { name, text: s.text, values };
+  };
 }
 
 /**
