@@ -7,9 +7,9 @@
 // or half-written.
 import { build } from 'esbuild';
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, mkdirSync, readdirSync, renameSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { join } from 'node:path';
+import { dirname, join, sep } from 'node:path';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 /**
@@ -77,35 +77,52 @@ async function buildInto(out) {
   execFileSync(process.execPath, [tsc, '-p', join(root, 'tsconfig.build.json'), '--outDir', join(out, 'types')], { stdio: 'inherit' });
 }
 
+/** The files a start or a worker is loaded by, by these fixed names: each points at chunks named by their content. */
+const ENTRIES = new Set(['bin.js', 'index.js', 'wal-checkpointer-thread.js', 'export-worker.js', 'statement-child.js', 'child-bootstrap.cjs']);
+/** dist/'s list of the files of its last build (see `swapIn`). */
+const BUILDS_FILE = '.builds.json';
+/**
+ * `--pack` (prepack): the tarball holds this build only, so every file of an earlier build goes, even one a CLI
+ * running from this checkout could still ask for.
+ */
+const PACK = process.argv.includes('--pack');
+
+/** Every file under `dir`, as paths relative to it. */
+function filesUnder(dir, rel = '') {
+  return readdirSync(join(dir, rel), { withFileTypes: true }).flatMap((entry) =>
+    entry.isDirectory() ? filesUnder(dir, join(rel, entry.name)) : [join(rel, entry.name)],
+  );
+}
+
+function lastBuild() {
+  try {
+    return JSON.parse(readFileSync(join(dist, BUILDS_FILE), 'utf8'));
+  } catch {
+    return []; // the first build here, or one made before the list was kept: nothing of earlier builds is kept
+  }
+}
+
 /**
  * Puts the finished build at dist/ file by file, each by a rename over the old one (atomic), so dist/ is never
- * missing and every file is whole: a running CLI that loads a command's chunk finds it, old or new (the same
- * name for the same sources). Swapping whole folders left dist/ missing between two renames, and a CLI loading
- * a chunk then failed (seen under load). Files the new build no longer has are removed last.
+ * missing and every file is whole. The chunks go first and the entries last: a CLI that starts from a new entry
+ * finds every chunk it names. The previous build's files stay until the next build: a CLI started before this
+ * swap loads its command's chunks by their old names as it goes (seen failing in CI when they were removed at
+ * once). Older files are removed last.
  */
 function swapIn() {
   mkdirSync(dist, { recursive: true });
-  const kept = new Set();
-  const moveIn = (from, to, rel) => {
-    for (const entry of readdirSync(from, { withFileTypes: true })) {
-      const name = join(rel, entry.name);
-      kept.add(name);
-      if (entry.isDirectory()) {
-        mkdirSync(join(to, entry.name), { recursive: true });
-        moveIn(join(from, entry.name), join(to, entry.name), name);
-      } else renameSync(join(from, entry.name), join(to, entry.name));
-    }
-  };
-  moveIn(next, dist, '');
-  const removeStale = (dir, rel) => {
-    for (const entry of readdirSync(dir, { withFileTypes: true })) {
-      const name = join(rel, entry.name);
-      if (BUNDLES_ONLY && name === 'types') continue;
-      if (!kept.has(name)) rmSync(join(dir, entry.name), { recursive: true, force: true });
-      else if (entry.isDirectory()) removeStale(join(dir, entry.name), name);
-    }
-  };
-  removeStale(dist, '');
+  const built = filesUnder(next);
+  const order = [...built.filter((f) => !ENTRIES.has(f)), ...built.filter((f) => ENTRIES.has(f))];
+  for (const file of order) {
+    mkdirSync(dirname(join(dist, file)), { recursive: true });
+    renameSync(join(next, file), join(dist, file));
+  }
+  const kept = new Set([...built, ...(PACK ? [] : lastBuild()), BUILDS_FILE]);
+  for (const file of filesUnder(dist)) {
+    if (BUNDLES_ONLY && file.startsWith(`types${sep}`)) continue;
+    if (!kept.has(file)) rmSync(join(dist, file), { force: true });
+  }
+  writeFileSync(join(dist, BUILDS_FILE), JSON.stringify(built));
   rmSync(next, { recursive: true, force: true });
 }
 

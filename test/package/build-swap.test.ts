@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { execFile, spawn } from 'node:child_process';
-import { cp, mkdtemp, readdir, rm, symlink } from 'node:fs/promises';
+import { access, appendFile, cp, mkdtemp, readFile, readdir, rm, symlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -22,7 +22,19 @@ beforeAll(async () => {
   await symlink(join(ROOT, 'node_modules'), join(copy, 'node_modules'), 'dir');
   // The build the test setup made from the same sources: the one a running CLI would have loaded.
   await cp(join(ROOT, 'dist'), join(copy, 'dist'), { recursive: true });
+  // An edit, as a rebuild follows one: the command's chunk (and the chunks naming it) get new names.
+  await appendFile(join(copy, 'src/cli/commands/init.ts'), "\nexport const buildSwapEdit = 'edited';\n");
 }, 60_000);
+
+/** The files of the build in the copy's dist/, as its list records them. */
+async function builtFiles(): Promise<string[]> {
+  return JSON.parse(await readFile(join(copy, 'dist/.builds.json'), 'utf8'));
+}
+
+function buildAgain(...args: string[]): Promise<number | null> {
+  const build = spawn(process.execPath, [join(copy, 'scripts/build.mjs'), ...args], { cwd: copy, stdio: 'ignore' });
+  return new Promise((resolve) => build.on('exit', resolve));
+}
 
 afterAll(async () => {
   if (copy) await rm(copy, { recursive: true, force: true });
@@ -39,6 +51,7 @@ function runCli(): Promise<{ code: number | null; stderr: string }> {
 
 describe('scripts/build.mjs', () => {
   it('rebuilds dist/ while the CLI keeps starting from it: every start finds its files', async () => {
+    const before = await builtFiles();
     const build = spawn(process.execPath, [join(copy, 'scripts/build.mjs')], { cwd: copy, stdio: ['ignore', 'ignore', 'pipe'] });
     let buildErr = '';
     build.stderr.on('data', (chunk: Buffer) => (buildErr += chunk.toString()));
@@ -60,5 +73,15 @@ describe('scripts/build.mjs', () => {
     // Nothing of the build is left beside dist/.
     expect((await readdir(copy)).filter((n) => n.startsWith('dist'))).toEqual(['dist']);
     expect(await runCli()).toEqual({ code: 0, stderr: '' });
+
+    // A CLI started before the swap loads its command's chunks by the old names as it goes: they stay for one build.
+    const after = await builtFiles();
+    const replaced = before.filter((file) => !after.includes(file));
+    expect(replaced.length).toBeGreaterThan(0);
+    for (const file of replaced) await access(join(copy, 'dist', file));
+    // And go at the next build.
+    expect(await buildAgain('--bundles-only')).toBe(0);
+    const present = await readdir(join(copy, 'dist'));
+    expect(replaced.filter((file) => present.includes(file))).toEqual([]);
   }, 400_000);
 });
