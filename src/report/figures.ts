@@ -102,7 +102,7 @@ export function buildFigures(data: ReportData, status: FullStatusReport, options
 
 /** Per run and job: its calls over the minutes between its first and last call, against the rate it had. */
 function paceOf(data: ReportData, assumedPerMinute: number): PaceFigures[] {
-  const rates = new Map(data.runs.map((r) => [r.id, jobRatesOf(r.jobRates)]));
+  const rates = new Map(data.runs.map((r) => [r.id, r.jobRates === null ? {} : (JSON.parse(r.jobRates) as Record<string, number>)]));
   // Calls no task owns (the free balance check) have no job and no pace of their own.
   return data.calls.flatMap((c) => {
     if (c.job === null) return [];
@@ -117,12 +117,6 @@ function paceOf(data: ReportData, assumedPerMinute: number): PaceFigures[] {
       latencyMaxMs: c.latencyMaxMs === null ? null : Math.round(c.latencyMaxMs),
     }];
   });
-}
-
-/** `runs.job_rates` as either engine returns it (JSON text or an object); {} when not recorded. */
-function jobRatesOf(value: ReportData['runs'][number]['jobRates']): Record<string, number> {
-  if (value === null) return {};
-  return typeof value === 'string' ? (JSON.parse(value) as Record<string, number>) : value;
 }
 
 function driftSeries(rows: ReportData['drift']): DriftSeries[] {
