@@ -5,9 +5,9 @@
  */
 import type { ReportData } from '../store/readers/report-figures.ts';
 import type { FullStatusReport } from '../runner/status-report.ts';
-import { forecastDue, type ForecastDay } from './forecast.ts';
-import { headlineOf, type Headline } from './headline.ts';
-import { creditsByJob, type JobCredits } from './job-credits.ts';
+import { forecastDue } from './forecast.ts';
+import { headlineOf } from './headline.ts';
+import { creditsByJob } from './job-credits.ts';
 
 /** Options of buildFigures(). */
 export interface FigureOptions {
@@ -46,29 +46,13 @@ export interface DriftSeries {
   byRun: Array<{ runId: number; count: number; seen: number; percent: number }>;
 }
 
-export interface ReportFigures {
-  generatedAt: string;
-  days: number;
-  headline: Headline;
-  /** The same object `netingest status --json` prints. */
-  status: FullStatusReport;
-  nights: NightFigures[];
-  /** Credits per run and job: the run's spend shared out to the jobs whose calls paid it (job-credits.ts). */
-  creditsByJob: JobCredits[];
-  /** Calls per run and job by how they were answered (`job` null: calls no task owns). */
-  callsByJob: Array<{ runId: number; job: string | null; calls: number; answered: number; notFound: number; failedCalls: number }>;
-  pace: PaceFigures[];
-  drift: DriftSeries[];
-  forecast: { days: ForecastDay[]; costPerCall: Record<string, { credits: number; learned: boolean }> };
-  failures: Array<{ job: string; code: string | null; tasks: number; sample: string | null }>;
-  invalidRows: { listed: ReportData['invalidRows']; total: number };
-  anomalies: { byKind: ReportData['anomalyKinds']; listed: ReportData['anomalies'] };
-}
-
 const MS_PER_MINUTE = 60_000;
 
+/** What the page draws and `report --json` prints (buildFigures' object, its members noted there). */
+export type ReportFigures = ReturnType<typeof buildFigures>;
+
 /** The figures of `data` (read in one snapshot) with the live balance `status` gave. */
-export function buildFigures(data: ReportData, status: FullStatusReport, options: FigureOptions): ReportFigures {
+export function buildFigures(data: ReportData, status: FullStatusReport, options: FigureOptions) {
   // A run with no paid answer stores no balance: it left the one before it as it was.
   let balance: number | null = null;
   const nights = data.runs.map((r): NightFigures => ({
@@ -76,7 +60,7 @@ export function buildFigures(data: ReportData, status: FullStatusReport, options
     creditsSpent: r.creditsSpent, balanceAfter: (balance = r.creditsAtEnd ?? balance),
     done: r.tasksDone, notFound: r.tasksNotFound, failed: r.tasksFailed, deferred: r.tasksDeferred, invalidRows: r.invalidRows, calls: r.calls,
   }));
-  const costPerCall: ReportFigures['forecast']['costPerCall'] = {};
+  const costPerCall: Record<string, { credits: number; learned: boolean }> = {};
   for (const [operation, learned] of Object.entries(data.costPerCall)) {
     costPerCall[operation] = { credits: learned ?? options.defaultCostPerCall, learned: learned !== null };
   }
@@ -84,9 +68,12 @@ export function buildFigures(data: ReportData, status: FullStatusReport, options
     generatedAt: options.now.toISOString(),
     days: options.days,
     headline: headlineOf(status, nights),
+    /** The same object `netingest status --json` prints. */
     status,
     nights,
+    /** Credits per run and job: the run's spend shared out to the jobs whose calls paid it (job-credits.ts). */
     creditsByJob: creditsByJob(data),
+    /** Calls per run and job by how they were answered (`job` null: calls no task owns). */
     callsByJob: data.calls.map((c) => ({ runId: c.runId, job: c.job, calls: c.calls, answered: c.answered, notFound: c.notFound, failedCalls: c.failedCalls })),
     pace: paceOf(data, options.configuredPerMinute),
     drift: driftSeries(data.drift),
