@@ -37,7 +37,7 @@ export interface TaskAge { job: string; operation: string; status: string; retry
 
 /** The runs of the window; `jobRates` is the column, or NULL where the dataset has none (see HAS_JOB_RATES). */
 const runsSql = (jobRates: 'job_rates' | 'NULL') =>
-  sql`SELECT ${RECENT_RUN_COLUMNS}, ${literal(jobRates)} AS "jobRates" FROM runs WHERE started_at >= ${param} ORDER BY id`;
+  sql`SELECT ${literal(RECENT_RUN_COLUMNS)}, ${literal(jobRates)} AS "jobRates" FROM runs WHERE started_at >= ${param} ORDER BY id`;
 const RUNS = { withRates: runsSql('job_rates'), withoutRates: runsSql('NULL') };
 
 /**
