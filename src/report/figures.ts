@@ -31,15 +31,6 @@ export interface NightFigures {
   done: number; notFound: number; failed: number; deferred: number; invalidRows: number; calls: number;
 }
 
-/**
- * One job's pace in one run: calls started per minute between its first and last call against the rate the run
- * worked it at (`recorded`), or the report's `--rate` for a run that did not record it; and the answers' latency.
- */
-export interface PaceFigures {
-  runId: number; job: string; calls: number; minutes: number; callsPerMinute: number | null; configuredPerMinute: number;
-  configuredFrom: 'recorded' | 'assumed'; latencyAvgMs: number | null; latencyMaxMs: number | null;
-}
-
 /** How often one member of one operation's answers drifted, run by run (share: count / seen). */
 export interface DriftSeries {
   operation: string; path: string; kind: string;
@@ -87,8 +78,11 @@ export function buildFigures(data: ReportData, status: FullStatusReport, options
   };
 }
 
-/** Per run and job: its calls over the minutes between its first and last call, against the rate it had. */
-function paceOf(data: ReportData, assumedPerMinute: number): PaceFigures[] {
+/**
+ * Each job's pace in each run: calls started per minute between its first and last call against the rate the run
+ * worked it at (`recorded`), or the report's `--rate` for a run that did not record it; and the answers' latency.
+ */
+function paceOf(data: ReportData, assumedPerMinute: number) {
   const rates = new Map(data.runs.map((r) => [r.id, r.jobRates === null ? {} : (JSON.parse(r.jobRates) as Record<string, number>)]));
   // Calls no task owns (the free balance check) have no job and no pace of their own.
   return data.calls.flatMap((c) => {
@@ -99,7 +93,7 @@ function paceOf(data: ReportData, assumedPerMinute: number): PaceFigures[] {
       runId: c.runId, job: c.job, calls: c.calls, minutes: round2(minutes),
       // One call, or all in the same instant: no pace to speak of.
       callsPerMinute: minutes > 0 && c.calls > 1 ? round2((c.calls - 1) / minutes) : null,
-      configuredPerMinute: recorded ?? assumedPerMinute, configuredFrom: recorded === undefined ? 'assumed' : 'recorded',
+      configuredPerMinute: recorded ?? assumedPerMinute, configuredFrom: recorded === undefined ? ('assumed' as const) : ('recorded' as const),
       latencyAvgMs: c.latencyAvgMs === null ? null : Math.round(c.latencyAvgMs),
       latencyMaxMs: c.latencyMaxMs === null ? null : Math.round(c.latencyMaxMs),
     }];
