@@ -22,7 +22,7 @@ import { verifiedBy } from './pump-rows.ts';
 import { assertTop, resultLayout, type EnrichRowMode } from './enrich-layout.ts';
 import { invalidReason, plannedRows } from './plan-by-line.ts';
 import { specOf } from '../operations/index.ts';
-import { CHANGES_SINCE_COLUMNS, changesLookup, type LeadChanges } from '../store/readers/enrich-changes.ts';
+import { CHANGES_SINCE_COLUMNS, changesLookup } from '../store/readers/enrich-changes.ts';
 import { parseChangesSince } from '../store/history/changes-query.ts';
 import { UsageError } from '../errors.ts';
 
@@ -105,7 +105,7 @@ export async function enrichJob(options: EnrichOptions) {
     const changes = changesSince === undefined ? undefined : changesLookup(job, changesSince);
     const columns = [...inputColumns, ...ENRICH_STATUS_COLUMNS, ...layout.columns, ...(changes ? CHANGES_SINCE_COLUMNS : [])];
     const noChanges = changes ? [null, null] : [];
-    const changesOf = async (key: string) => (changes ? changeCells(await snapshot.read(changes(key))) : noChanges);
+    const changesOf = async (key: string): Promise<unknown[]> => (changes ? snapshot.read(changes(key)) : noChanges);
     const noResult = [...layout.empty, ...noChanges];
     const statuses = Object.fromEntries(ENRICH_STATUSES.map((s) => [s, 0])) as Record<EnrichStatus, number>;
     let inputRows = 0;
@@ -148,11 +148,6 @@ function changesSinceOf(text: string | undefined): string | undefined {
   const since = parseChangesSince(text);
   if (since === null || !('at' in since)) throw new UsageError(`--changes-since ${text}: expected an ISO date or time such as 2026-11-27 or 2026-11-27T06:00Z`);
   return since.at;
-}
-
-/** A lead's changes as its two cells: no changes is a count of 0 and an empty text. */
-function changeCells(found: LeadChanges): unknown[] {
-  return [found.count, found.text];
 }
 
 /**

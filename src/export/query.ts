@@ -19,37 +19,28 @@ export type QueryFormat = (typeof QUERY_FORMATS)[number];
 /** A terminal or pipe the result is printed to. */
 export type QueryStream = NodeJS.WritableStream & { isTTY?: boolean; columns?: number };
 
-/** Options of runQuery(): the dataset, statement and time limit of `export --sql`'s, and how it is printed. */
-export interface RunQueryOptions extends PumpOptions, Omit<TableLayoutOptions, 'maxTableWidth'>, Pick<ExportSqlOptions, 'db' | 'sql' | 'timeoutMs'> {
+/**
+ * Options of runQuery(): the dataset, statement, time limit and CSV options of `export --sql`'s, and how it is
+ * printed. The CSV options are refused with an explicit 'table' or 'jsonl'; the table a terminal gets by default
+ * takes them silently, showing values as stored (nothing on a screen runs them) and written without a BOM.
+ */
+export interface RunQueryOptions
+  extends PumpOptions, Omit<TableLayoutOptions, 'maxTableWidth'>, Pick<ExportSqlOptions, 'db' | 'sql' | 'timeoutMs' | 'bom' | 'escapeFormulas'> {
   /** Default: 'table' when `stream` is a terminal, else 'csv'. */
   format?: QueryFormat | undefined;
   /** Where to print. Default process.stdout. */
   stream?: QueryStream;
-  /**
-   * CSV only: a `'` before text a spreadsheet would run as a formula (see EncoderOptions). Refused with an
-   * explicit 'table' or 'jsonl'; the table a terminal gets by default shows values as stored (nothing on a
-   * screen runs them). Default false.
-   */
-  escapeFormulas?: boolean;
-  /**
-   * CSV only: start with a UTF-8 byte-order mark, for Excel (see EncoderOptions). Refused like escapeFormulas
-   * with an explicit 'table' or 'jsonl'; the table a terminal gets by default is written without one. Default false.
-   */
-  bom?: boolean;
   /** Rows read before the table layout is fixed (they set the column widths). */
   sampleRows?: number;
 }
 
-export const QUERY_DEFAULTS = { sampleRows: 200, escapeFormulas: false, bom: false } as const satisfies Partial<RunQueryOptions>;
+export const QUERY_DEFAULTS = { sampleRows: 200 } as const satisfies Partial<RunQueryOptions>;
 
 /** Runs `options.sql` read-only and prints its rows; writes are refused with a WriteRefusedError. */
 export async function runQuery(options: RunQueryOptions) {
   const stream = options.stream ?? process.stdout;
   const format: QueryFormat = options.format ?? (stream.isTTY ? 'table' : 'csv');
-  const csvOptions = {
-    escapeFormulas: options.escapeFormulas ?? QUERY_DEFAULTS.escapeFormulas,
-    bom: options.bom ?? QUERY_DEFAULTS.bom,
-  };
+  const csvOptions: EncoderOptions = { escapeFormulas: options.escapeFormulas, bom: options.bom };
   if (options.format === 'table') assertNoCsvOptions(csvOptions);
   if (format !== 'table') assertEncoderOptions(format, csvOptions);
   const output = { stream, format, csvOptions };

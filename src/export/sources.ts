@@ -6,6 +6,7 @@
 import { DATASET_TABLES } from '../store/tables.ts';
 import { UsageError } from '../errors.ts';
 import { parseInstant } from '../store/history/changes-query.ts';
+import { nearestName } from '../near-name.ts';
 
 /** One exportable table or view. */
 export interface ExportSource {
@@ -42,18 +43,12 @@ export function findSource(name: string): ExportSource {
   if (found) return found;
   const tables = sources.filter((s) => s.kind === 'table').map((s) => s.name);
   const views = sources.filter((s) => s.kind === 'view').map((s) => s.name);
-  const near = nearestSource(name, sources);
+  // Case, `_`/`-`, or two letters (a missing `v_` or plural `s`, a typo) off: as a job file's fields are matched.
+  const near = nearestName(name, sources.map((s) => s.name));
   throw new UsageError(
-    `unknown table '${name}'${near ? `; did you mean '${near.name}'?` : '.'} Tables: ${tables.join(', ')}. Views: ${views.join(', ')}`,
+    `unknown table '${name}'${near ? `; did you mean '${near}'?` : '.'} Tables: ${tables.join(', ')}. Views: ${views.join(', ')}`,
     'UNKNOWN_TABLE',
   );
-}
-
-/** The source `name` most likely means: the same letters but for case, `_`, `-`, a plural `s` or a view's `v_`. */
-function nearestSource(name: string, sources: readonly ExportSource[]): ExportSource | undefined {
-  const key = (text: string) => text.toLowerCase().replace(/[\s_-]/g, '').replace(/s$/, '');
-  const wanted = key(name);
-  return sources.find((s) => key(s.name) === wanted || (s.kind === 'view' && key(s.name.replace(/^v_/, '')) === wanted));
 }
 
 /** Parses export's `--since` (see parseInstant) into the instant in the database's format (ISO-8601 UTC). */

@@ -4,19 +4,12 @@
  * aside), its drift, its credit counters and whether its page ends the list (the spec's lastPage). The client, the writer and reprocess all
  * read through it, so an answer stored live and one recovered by reprocess are read alike.
  */
-import type { CreditCounters, Operation } from '../spec/types.ts';
-import { readThrough, type AnswerContract, type ReadObject, type SetAsideRecord, type UnusableIssue } from './answer-contract.ts';
+import type { CreditCounters } from '../spec/types.ts';
+import { readThrough, type AnswerContract, type SetAsideRecord, type UnusableIssue } from './answer-contract.ts';
 import type { DriftTally } from './drift.ts';
 import { otherSiteHost } from '../urls/canonical.ts';
 import { networkHost } from '../urls/network-host.ts';
-import type { SpecOf } from './index.ts';
 import type { OperationSpec, Subject } from './operation-spec.ts';
-
-/** The 200 body of each operation as read through its contract. */
-export type AnswerByOperation = { [O in Operation]: ReadObject<SpecOf<O>['answer']['body']> };
-
-/** The request each operation's answer is read against (its page size), as sent. */
-export type AskedByOperation = { [O in Operation]: Parameters<SpecOf<O>['send']>[0] };
 
 /** A body that could be read. */
 export interface UsableAnswer<T> {

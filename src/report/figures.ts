@@ -5,9 +5,9 @@
  */
 import type { ReportData } from '../store/readers/report-figures.ts';
 import type { FullStatusReport } from '../runner/status-report.ts';
-import { forecastDue, type ForecastDay } from './forecast.ts';
-import { headlineOf, type Headline } from './headline.ts';
-import { creditsByJob, type JobCredits } from './job-credits.ts';
+import { forecastDue } from './forecast.ts';
+import { headlineOf } from './headline.ts';
+import { creditsByJob } from './job-credits.ts';
 
 /** Options of buildFigures(). */
 export interface FigureOptions {
@@ -31,44 +31,19 @@ export interface NightFigures {
   done: number; notFound: number; failed: number; deferred: number; invalidRows: number; calls: number;
 }
 
-/**
- * One job's pace in one run: calls started per minute between its first and last call against the rate the run
- * worked it at (`recorded`), or the report's `--rate` for a run that did not record it; and the answers' latency.
- */
-export interface PaceFigures {
-  runId: number; job: string; calls: number; minutes: number; callsPerMinute: number | null; configuredPerMinute: number;
-  configuredFrom: 'recorded' | 'assumed'; latencyAvgMs: number | null; latencyMaxMs: number | null;
-}
-
 /** How often one member of one operation's answers drifted, run by run (share: count / seen). */
 export interface DriftSeries {
   operation: string; path: string; kind: string;
   byRun: Array<{ runId: number; count: number; seen: number; percent: number }>;
 }
 
-export interface ReportFigures {
-  generatedAt: string;
-  days: number;
-  headline: Headline;
-  /** The same object `netingest status --json` prints. */
-  status: FullStatusReport;
-  nights: NightFigures[];
-  /** Credits per run and job: the run's spend shared out to the jobs whose calls paid it (job-credits.ts). */
-  creditsByJob: JobCredits[];
-  /** Calls per run and job by how they were answered (`job` null: calls no task owns). */
-  callsByJob: Array<{ runId: number; job: string | null; calls: number; answered: number; notFound: number; failedCalls: number }>;
-  pace: PaceFigures[];
-  drift: DriftSeries[];
-  forecast: { days: ForecastDay[]; costPerCall: Record<string, { credits: number; learned: boolean }> };
-  failures: Array<{ job: string; code: string | null; tasks: number; sample: string | null }>;
-  invalidRows: { listed: ReportData['invalidRows']; total: number };
-  anomalies: { byKind: ReportData['anomalyKinds']; listed: ReportData['anomalies'] };
-}
-
 const MS_PER_MINUTE = 60_000;
 
+/** What the page draws and `report --json` prints (buildFigures' object, its members noted there). */
+export type ReportFigures = ReturnType<typeof buildFigures>;
+
 /** The figures of `data` (read in one snapshot) with the live balance `status` gave. */
-export function buildFigures(data: ReportData, status: FullStatusReport, options: FigureOptions): ReportFigures {
+export function buildFigures(data: ReportData, status: FullStatusReport, options: FigureOptions) {
   // A run with no paid answer stores no balance: it left the one before it as it was.
   let balance: number | null = null;
   const nights = data.runs.map((r): NightFigures => ({
@@ -76,7 +51,7 @@ export function buildFigures(data: ReportData, status: FullStatusReport, options
     creditsSpent: r.creditsSpent, balanceAfter: (balance = r.creditsAtEnd ?? balance),
     done: r.tasksDone, notFound: r.tasksNotFound, failed: r.tasksFailed, deferred: r.tasksDeferred, invalidRows: r.invalidRows, calls: r.calls,
   }));
-  const costPerCall: ReportFigures['forecast']['costPerCall'] = {};
+  const costPerCall: Record<string, { credits: number; learned: boolean }> = {};
   for (const [operation, learned] of Object.entries(data.costPerCall)) {
     costPerCall[operation] = { credits: learned ?? options.defaultCostPerCall, learned: learned !== null };
   }
@@ -84,9 +59,12 @@ export function buildFigures(data: ReportData, status: FullStatusReport, options
     generatedAt: options.now.toISOString(),
     days: options.days,
     headline: headlineOf(status, nights),
+    /** The same object `netingest status --json` prints. */
     status,
     nights,
+    /** Credits per run and job: the run's spend shared out to the jobs whose calls paid it (job-credits.ts). */
     creditsByJob: creditsByJob(data),
+    /** Calls per run and job by how they were answered (`job` null: calls no task owns). */
     callsByJob: data.calls.map((c) => ({ runId: c.runId, job: c.job, calls: c.calls, answered: c.answered, notFound: c.notFound, failedCalls: c.failedCalls })),
     pace: paceOf(data, options.configuredPerMinute),
     drift: driftSeries(data.drift),
@@ -100,9 +78,12 @@ export function buildFigures(data: ReportData, status: FullStatusReport, options
   };
 }
 
-/** Per run and job: its calls over the minutes between its first and last call, against the rate it had. */
-function paceOf(data: ReportData, assumedPerMinute: number): PaceFigures[] {
-  const rates = new Map(data.runs.map((r) => [r.id, jobRatesOf(r.jobRates)]));
+/**
+ * Each job's pace in each run: calls started per minute between its first and last call against the rate the run
+ * worked it at (`recorded`), or the report's `--rate` for a run that did not record it; and the answers' latency.
+ */
+function paceOf(data: ReportData, assumedPerMinute: number) {
+  const rates = new Map(data.runs.map((r) => [r.id, r.jobRates === null ? {} : (JSON.parse(r.jobRates) as Record<string, number>)]));
   // Calls no task owns (the free balance check) have no job and no pace of their own.
   return data.calls.flatMap((c) => {
     if (c.job === null) return [];
@@ -112,17 +93,11 @@ function paceOf(data: ReportData, assumedPerMinute: number): PaceFigures[] {
       runId: c.runId, job: c.job, calls: c.calls, minutes: round2(minutes),
       // One call, or all in the same instant: no pace to speak of.
       callsPerMinute: minutes > 0 && c.calls > 1 ? round2((c.calls - 1) / minutes) : null,
-      configuredPerMinute: recorded ?? assumedPerMinute, configuredFrom: recorded === undefined ? 'assumed' : 'recorded',
+      configuredPerMinute: recorded ?? assumedPerMinute, configuredFrom: recorded === undefined ? ('assumed' as const) : ('recorded' as const),
       latencyAvgMs: c.latencyAvgMs === null ? null : Math.round(c.latencyAvgMs),
       latencyMaxMs: c.latencyMaxMs === null ? null : Math.round(c.latencyMaxMs),
     }];
   });
-}
-
-/** `runs.job_rates` as either engine returns it (JSON text or an object); {} when not recorded. */
-function jobRatesOf(value: ReportData['runs'][number]['jobRates']): Record<string, number> {
-  if (value === null) return {};
-  return typeof value === 'string' ? (JSON.parse(value) as Record<string, number>) : value;
 }
 
 function driftSeries(rows: ReportData['drift']): DriftSeries[] {

@@ -6,18 +6,16 @@
 import type { FullStatusReport } from '../runner/status-report.ts';
 import type { NightFigures } from './figures.ts';
 
-export interface Headline {
-  lastRun: { id: number; status: string; exitCode: number | null; endedAt: string | null; unfinished: boolean } | null;
-  creditsSpentLastRun: number | null;
-  creditsSpentAllRuns: number;
-  /** The balance from the service's free check when it was asked, else the last counters stored. */
-  creditsLeft: { balance: number; totalCredits: number; at: string | null; source: 'live' | 'stored' } | null;
-  deferred: { tasks: number; why: string | null };
+/** What to do next, and how urgent it is. */
+interface Advice {
   /** What a person should do next, in one sentence. */
   action: string;
   /** How urgent: ok (nothing to do), warn (look at something), stop (the next run will not do its work). */
   level: 'ok' | 'warn' | 'stop';
 }
+
+/** The headline: headlineOf's object, its members noted there. */
+export type Headline = ReturnType<typeof headlineOf>;
 
 /** Why a run's remaining tasks were deferred, by its status. */
 const DEFERRED_BECAUSE: Readonly<Record<string, string>> = {
@@ -29,7 +27,7 @@ const DEFERRED_BECAUSE: Readonly<Record<string, string>> = {
   abandoned: 'the run died without finishing',
 };
 
-export function headlineOf(status: FullStatusReport, nights: readonly NightFigures[]): Headline {
+export function headlineOf(status: FullStatusReport, nights: readonly NightFigures[]) {
   const last = status.runs[0] ?? null;
   const creditsLeft = status.liveBalance
     ? { balance: status.liveBalance.balance, totalCredits: status.liveBalance.totalCredits, at: null, source: 'live' as const }
@@ -41,13 +39,12 @@ export function headlineOf(status: FullStatusReport, nights: readonly NightFigur
     lastRun: last && { id: last.id, status: last.status, exitCode: last.exitCode, endedAt: last.endedAt, unfinished: last.unfinished },
     creditsSpentLastRun: last?.creditsSpent ?? null,
     creditsSpentAllRuns: status.creditsSpentAllRuns,
+    /** The balance from the service's free check when it was asked, else the last counters stored. */
     creditsLeft,
     deferred: { tasks: deferred, why: deferred > 0 && last ? (DEFERRED_BECAUSE[last.status] ?? null) : null },
   };
   return { ...base, ...actionOf(status, nights) };
 }
-
-type Advice = Pick<Headline, 'action' | 'level'>;
 
 /** What to do after a run that stopped for a reason of its own: one line per status that has one. */
 const STOPPED_ADVICE: Readonly<Record<string, Advice>> = {

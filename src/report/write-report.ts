@@ -60,16 +60,10 @@ export async function gatherFigures(options: ReportOptions): Promise<{ figures: 
 }
 
 /** What writeReport() did. */
-export interface WrittenReport {
-  path: string;
-  bytes: number;
-  figures: ReportFigures;
-  /** Why the path could not be remembered for `status` (a read-only role or file), or null when it was. */
-  notRecorded: string | null;
-}
+export type WrittenReport = Awaited<ReturnType<typeof writeReport>>;
 
 /** Writes the page to `outFile` (through a temporary file beside it, renamed, as an export's) and remembers its path. */
-export async function writeReport(options: ReportOptions & { outFile: string }): Promise<WrittenReport> {
+export async function writeReport(options: ReportOptions & { outFile: string }) {
   const { figures, shownDataset } = await gatherFigures(options);
   // Loaded here: `--json` draws nothing and need not load the charting library.
   const { renderPage } = await import('./page.ts');
@@ -79,6 +73,7 @@ export async function writeReport(options: ReportOptions & { outFile: string }):
     await sink.write(html);
     return 1;
   });
+  // Why the path could not be remembered for `status` (a read-only role or file), or null when it was.
   let notRecorded: string | null = null;
   try {
     // In netingest_meta, where `status` finds it whichever engine and host ask; a read-only role or file throws.

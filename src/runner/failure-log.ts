@@ -4,10 +4,9 @@ import type { Logger } from './logger.ts';
 export interface FailureLogOptions {
   /** Failed tasks of a job logged one WARN line each; later ones are counted into summary lines. */
   detailedLines?: number;
-  /** Least time between two summary lines of a job. */
-  summaryIntervalMs?: number;
 }
 
+/** `summaryIntervalMs`: the least time between two summary lines of a job (no caller sets another). */
 export const FAILURE_LOG_DEFAULTS = { detailedLines: 10, summaryIntervalMs: 60_000 } as const;
 
 /** A task that failed, as the log names it. */
@@ -33,7 +32,7 @@ export class FailureLog {
   private last: FailedTask | null = null;
   private timer: NodeJS.Timeout | null = null;
   private readonly detailedLines: number;
-  private readonly intervalMs: number;
+  private readonly intervalMs = FAILURE_LOG_DEFAULTS.summaryIntervalMs;
 
   constructor(
     private readonly logger: Logger,
@@ -41,7 +40,6 @@ export class FailureLog {
     options: FailureLogOptions = {},
   ) {
     this.detailedLines = options.detailedLines ?? FAILURE_LOG_DEFAULTS.detailedLines;
-    this.intervalMs = options.summaryIntervalMs ?? FAILURE_LOG_DEFAULTS.summaryIntervalMs;
   }
 
   /** Logs one failed task, or counts it into the next summary line. */

@@ -23,23 +23,14 @@ export interface StatusOptions {
 }
 
 /** What `netingest status --json` prints: the dataset's status, and the live balance when it could be asked. */
-export type FullStatusReport = StatusReport & {
-  liveBalance: (LiveBalance & { usedSinceLastStoredAnswer: number | null }) | null;
-};
-
-/** The account's balance as the service's free credit check tells it now. */
-export interface LiveBalance {
-  balance: number;
-  totalCredits: number;
-  creditsUsed: number;
-}
+export type FullStatusReport = Awaited<ReturnType<typeof withLiveBalance>>;
 
 /**
  * For `plan` and `status`: asks the free credit check (GET /v1/api/auth) when an API URL and token are set
  * (--api-url / --token-file or the environment). Null when they are not, or the service does not offer it: these
  * commands never fail for want of it, and make no paid call.
  */
-export async function askLiveBalance(flags: Pick<StatusOptions, 'apiUrl' | 'tokenFile'>): Promise<LiveBalance | null> {
+export async function askLiveBalance(flags: Pick<StatusOptions, 'apiUrl' | 'tokenFile'>) {
   let api;
   try {
     api = resolveApiConfig(flags);
@@ -50,6 +41,7 @@ export async function askLiveBalance(flags: Pick<StatusOptions, 'apiUrl' | 'toke
   const client = createApiClient({ baseUrl: api.baseUrl, token: api.token });
   try {
     const c = await client.balance();
+    // The account's balance as the service's free credit check tells it now.
     return c === null ? null : { balance: roundCredits(reportedBalance(c)), totalCredits: c.total_credits, creditsUsed: c.credits_used };
   } finally {
     await client.close().catch(() => undefined);
@@ -63,7 +55,7 @@ export async function statusReport(options: StatusOptions): Promise<FullStatusRe
 }
 
 /** The dataset's status with the live balance, when it can be asked (`report` reads the status in its own snapshot). */
-export async function withLiveBalance(report: StatusReport, options: Pick<StatusOptions, 'apiUrl' | 'tokenFile'>): Promise<FullStatusReport> {
+export async function withLiveBalance(report: StatusReport, options: Pick<StatusOptions, 'apiUrl' | 'tokenFile'>) {
   const liveBalance = await askLiveBalance(options);
   // What the account used since the last answer stored: calls lost in flight in the last run, or use elsewhere.
   const since = liveBalance && report.lastCounters ? roundCredits(liveBalance.creditsUsed - report.lastCounters.creditsUsed) : null;

@@ -35,8 +35,6 @@ export interface CopyDatasetOptions {
   batchRows?: number;
   /** An INSERT is sent once its values reach this many bytes, whatever its row count (raw bodies are large). */
   batchBytes?: number;
-  /** Told after each table. */
-  onTable?: (table: string, rows: number) => void;
   /** The target's pool options. */
   pg?: PgStoreOptions;
 }
@@ -120,11 +118,9 @@ async function copyTables(
   await refuseNonEmpty(client, shownUrl);
   const report: CopyReport = { tables: [], rows: 0 };
   for (const table of COPY_ORDER) {
-    const { name } = table;
     const rows = await copyTable(sqlite, client, table, opts);
-    report.tables.push({ table: name, rows });
+    report.tables.push({ table: table.name, rows });
     report.rows += rows;
-    opts.onTable?.(name, rows);
   }
   await setIdentitiesPastCopiedIds(client);
   return report;

@@ -1,6 +1,6 @@
 import type { Connection } from './connection.ts';
 import type { RunLock } from './run-lock.ts';
-import { startWalCheckpointer, type WalCheckpointer } from './wal-checkpointer.ts';
+import { startWorker } from '../threads/start.ts';
 import { GroupCommitWriter } from './group-commit-writer.ts';
 import { prepareOutcomeWrite, type OutcomeOp } from './outcome-ops.ts';
 
@@ -26,14 +26,14 @@ export const RESULT_WRITER_DEFAULTS = {
  * holds the task's slot until then, so a crash at any instant loses at most `concurrency` answers, each one a
  * call that the next run repeats. With the run's lock, each commit first checks, in its transaction, that the
  * lock is still the run's (RunLock.whileHeld): a run suspended while another took the lock over stores nothing
- * when it wakes up. The WAL checkpointer thread (store/wal-checkpointer.ts) copies the log into the file
+ * when it wakes up. The WAL checkpointer thread (startWalCheckpointer, below) copies the log into the file
  * beside it, so that the commits never wait for a checkpoint's fsyncs.
  *
  * A writer thread did this before, measured no faster at the provider's 10,000 calls a minute nor flat out
  * (bench/writer.bench.ts, bench/README.md).
  */
 export class ResultWriter extends GroupCommitWriter {
-  private readonly checkpointer: WalCheckpointer;
+  private readonly checkpointer: ReturnType<typeof startWalCheckpointer>;
   private readonly commit: (ops: readonly OutcomeOp[]) => void;
 
   constructor(
@@ -78,4 +78,27 @@ export class ResultWriter extends GroupCommitWriter {
     }
     release();
   }
+}
+
+const CHECKPOINTER_THREAD = new URL('./wal-checkpointer-thread.ts', import.meta.url);
+
+/**
+ * Starts checkpointing `dbFile` from a thread of its own (wal-checkpointer-thread.ts), a PASSIVE checkpoint every
+ * `intervalMs`; close() stops the timer, closes the thread's connection and waits for the thread to end.
+ */
+export function startWalCheckpointer(dbFile: string, intervalMs = 200) {
+  const worker = startWorker(CHECKPOINTER_THREAD, { dbFile, intervalMs });
+  // A checkpointer that cannot start or fails costs only speed: the writer checkpoints on its own.
+  worker.on('error', () => undefined);
+  const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
+  // Never what keeps a process alive, except while close() waits for it (an unref'd thread being awaited
+  // would let the event loop empty under the waiter).
+  worker.unref();
+  return {
+    async close(): Promise<void> {
+      worker.ref();
+      worker.postMessage({ type: 'close' });
+      await exited;
+    },
+  };
 }

@@ -1,7 +1,7 @@
 import type { Database } from './open.ts';
 import type { RunStatus } from './tables.ts';
 import { rows } from './read-steps.ts';
-import { sql, param, named } from '../statement.ts';
+import { sql, param, named, literal } from '../statement.ts';
 
 /** The figures written when a run ends. */
 export interface RunEnd {
@@ -37,10 +37,12 @@ export function jobRatesJson(rates: RunEnd['jobRates']): string | null {
 /** A row of `runs` as `status` lists it: the figures its end writes (none yet while it runs), and its start. */
 export type RecentRun = Omit<RunEnd, 'endedAt' | 'creditsAtStart' | 'jobRates'> & { id: number; jobs: string; startedAt: string; endedAt: string | null };
 
-const RECENT_RUNS = sql`SELECT id, jobs, started_at AS "startedAt", ended_at AS "endedAt", status, credits_spent AS "creditsSpent",
+/** The columns of a RecentRun, for the readers that list runs (status, report). */
+export const RECENT_RUN_COLUMNS = `id, jobs, started_at AS "startedAt", ended_at AS "endedAt", status, credits_spent AS "creditsSpent",
   credits_at_end AS "creditsAtEnd", tasks_total AS "tasksTotal", tasks_done AS "tasksDone", tasks_not_found AS "tasksNotFound",
-  tasks_failed AS "tasksFailed", tasks_deferred AS "tasksDeferred", invalid_rows AS "invalidRows", calls, exit_code AS "exitCode", error
-  FROM runs ORDER BY id DESC LIMIT ${param}`;
+  tasks_failed AS "tasksFailed", tasks_deferred AS "tasksDeferred", invalid_rows AS "invalidRows", calls, exit_code AS "exitCode", error`;
+
+const RECENT_RUNS = sql`SELECT ${literal(RECENT_RUN_COLUMNS)} FROM runs ORDER BY id DESC LIMIT ${param}`;
 
 /** A run's end, named parameters (endRunParams), for both engines. */
 export const END_RUN_SQL = sql`UPDATE runs SET status = ${named('status')}, ended_at = ${named('endedAt')},

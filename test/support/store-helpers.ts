@@ -3,8 +3,9 @@
  * reads each body once through the client, and files each answer under its spec's subject.
  */
 import { readUsableAnswer, type ValidationContext } from '../../src/api/schemas.ts';
-import type { AnswerByOperation, UsableAnswer } from '../../src/operations/answers.ts';
-import { OPERATION_SPECS, specOf } from '../../src/operations/index.ts';
+import type { ReadObject } from '../../src/operations/answer-contract.ts';
+import type { UsableAnswer } from '../../src/operations/answers.ts';
+import { OPERATION_SPECS, specOf, type SpecOf } from '../../src/operations/index.ts';
 import type { OperationSpec } from '../../src/operations/operation-spec.ts';
 import type { Operation } from '../../src/spec/types.ts';
 import type { Connection } from '../../src/store/connection.ts';
@@ -15,6 +16,12 @@ import type { Database } from '../../src/store/open.ts';
 import { runStepsSync } from '../../src/store/reprocess-store.ts';
 import { inSqliteReprocessTransaction } from '../../src/store/sqlite/reprocess-store.ts';
 import { replaySteps, type ReprocessOptions, type ReprocessReport } from '../../src/runner/reprocess.ts';
+
+/** The 200 body of each operation as read through its contract. */
+export type AnswerByOperation = { [O in Operation]: ReadObject<SpecOf<O>['answer']['body']> };
+
+/** The request each operation's answer is read against (its page size), as sent. */
+export type AskedByOperation = { [O in Operation]: Parameters<SpecOf<O>['send']>[0] };
 
 /** The 200 body, as read through its answer contract (src/operations/), that goes with a request type. */
 export type IngestResponseFor<R extends IngestRequest> = AnswerByOperation[R['operation']];

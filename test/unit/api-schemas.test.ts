@@ -3,8 +3,8 @@
 import { describe, expect, it } from 'vitest';
 import { ApiSchemaError } from '../../src/api/errors.ts';
 import { errorAction } from './error-verb.ts';
-import { readOperationAnswer, validateResponse } from '../support/store-helpers.ts';
-import { readAnswerOf, type AnswerByOperation, type AnswerReading, type AskedByOperation } from '../../src/operations/answers.ts';
+import { readOperationAnswer, validateResponse, type AnswerByOperation, type AskedByOperation } from '../support/store-helpers.ts';
+import { readAnswerOf, type AnswerReading } from '../../src/operations/answers.ts';
 import { OPERATION_SPECS } from '../../src/operations/index.ts';
 import type { OperationSpec } from '../../src/operations/operation-spec.ts';
 import { driftLine } from '../../src/operations/drift.ts';

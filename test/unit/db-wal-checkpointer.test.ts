@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, expect, it } from 'vitest';
 import { openDatabase } from '../../src/store/open.ts';
-import { startWalCheckpointer } from '../../src/store/wal-checkpointer.ts';
+import { startWalCheckpointer } from '../../src/store/result-writer.ts';
 
 let dir: string;
 beforeEach(() => {
@@ -31,7 +31,7 @@ it('moves the log into the database file from its own thread, and stops on close
     // Committed, but only in the log: nothing has checkpointed it.
     expect(statSync(file).size).toBe(before);
 
-    const checkpointer = startWalCheckpointer(file, { intervalMs: 20 });
+    const checkpointer = startWalCheckpointer(file, 20);
     const deadline = Date.now() + 10_000;
     while (statSync(file).size < before + 2_000_000 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 25));
     expect(statSync(file).size).toBeGreaterThan(before + 2_000_000);

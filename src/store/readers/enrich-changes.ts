@@ -19,18 +19,15 @@ const VALUE_CHARS = 60;
 /** A change as the lookup reads it: the history's row without where it came from. */
 type Change = Pick<ChangeRow, 'entity' | 'key' | 'change' | 'field' | 'old' | 'new'>;
 
-/** The count of what changed about one lead since `sinceIso`, and the changes in words (null when none). */
-export interface LeadChanges {
-  count: number;
-  text: string | null;
-}
-
-/** Prepares the lookup of a lead's changes since `sinceIso` (ISO-8601 UTC) for `job`'s inputs. */
-export function changesLookup(job: Job, sinceIso: string): (inputKey: string) => Reads<LeadChanges> {
+/**
+ * Prepares the lookup of a lead's changes since `sinceIso` (ISO-8601 UTC) for `job`'s inputs: the cells of
+ * CHANGES_SINCE_COLUMNS, how many things changed and the changes in words (null when none).
+ */
+export function changesLookup(job: Job, sinceIso: string): (inputKey: string) => Reads<[count: number, text: string | null]> {
   const keysOf = specOf(job.operation).enrich.changeKeys(job);
   return function* (inputKey) {
     const keys = yield* keysOf(inputKey);
-    if (keys.length === 0) return { count: 0, text: null };
+    if (keys.length === 0) return [0, null];
     const found = yield* rows<Change>(
       sql`SELECT entity, key, change, field, old, new FROM changes
         WHERE at >= ${param} AND (${fragment(keys.flatMap((k, i) => [i === 0 ? '' : ' OR ', '(entity = ', param, ' AND key = ', param, k.changedOnly ? " AND change = 'changed')" : ')']))})
@@ -38,7 +35,7 @@ export function changesLookup(job: Job, sinceIso: string): (inputKey: string) =>
       [sinceIso, ...keys.flatMap((k: HistoryKey) => [k.entity, k.key])],
     );
     const lines = changesInWords(found);
-    return { count: lines.length, text: lines.length === 0 ? null : lines.join('; ') };
+    return [lines.length, lines.length === 0 ? null : lines.join('; ')];
   };
 }
 

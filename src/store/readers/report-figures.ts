@@ -7,7 +7,7 @@
 import { apiCallReads } from '../api-calls.ts';
 import { rows, value, type Reads } from '../read-steps.ts';
 import { statusReads } from '../status.ts';
-import type { RecentRun } from '../runs.ts';
+import { RECENT_RUN_COLUMNS, type RecentRun } from '../runs.ts';
 import { sql, param, dialect, literal, perEngine } from '../../statement.ts';
 
 /** What the figures cover. */
@@ -20,11 +20,8 @@ export interface ReportWindow {
   operations: readonly string[];
 }
 
-/** One run of the window, as `runs` holds it: as `status` lists it, without its task total and error. */
-export type ReportRun = Omit<RecentRun, 'tasksTotal' | 'error'> & {
-  /** `runs.job_rates`: JSON text on SQLite, an object on PostgreSQL; null before the run recorded it. */
-  jobRates: string | Record<string, number> | null;
-};
+/** One run of the window, as `status` lists it, with `runs.job_rates` (JSON text; null before the run recorded it). */
+export type ReportRun = RecentRun & { jobRates: string | null };
 
 /** A run's calls for one job (null: calls no task owns, such as the free balance check). */
 export interface RunJobCalls {
@@ -39,10 +36,8 @@ export interface RunJobCreditSteps { runId: number; job: string | null; paid: nu
 export interface TaskAge { job: string; operation: string; status: string; retryable: number | null; completedHour: string | null; n: number }
 
 /** The runs of the window; `jobRates` is the column, or NULL where the dataset has none (see HAS_JOB_RATES). */
-const runsSql = (jobRates: 'job_rates' | 'NULL') => sql`SELECT id, jobs, started_at AS "startedAt", ended_at AS "endedAt", status, credits_spent AS "creditsSpent",
-  credits_at_end AS "creditsAtEnd", tasks_done AS "tasksDone", tasks_not_found AS "tasksNotFound", tasks_failed AS "tasksFailed",
-  tasks_deferred AS "tasksDeferred", invalid_rows AS "invalidRows", calls, exit_code AS "exitCode", ${literal(jobRates)} AS "jobRates"
-  FROM runs WHERE started_at >= ${param} ORDER BY id`;
+const runsSql = (jobRates: 'job_rates' | 'NULL') =>
+  sql`SELECT ${literal(RECENT_RUN_COLUMNS)}, ${literal(jobRates)} AS "jobRates" FROM runs WHERE started_at >= ${param} ORDER BY id`;
 const RUNS = { withRates: runsSql('job_rates'), withoutRates: runsSql('NULL') };
 
 /**
