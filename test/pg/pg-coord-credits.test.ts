@@ -71,6 +71,38 @@ describe.skipIf(!pgClusterUrl)(`the shared credit budget on PostgreSQL${pgCluste
     expect((await figuresOf(pool, apiUrl)).balance).toBe(1_996);
   });
 
+  it('a turn of more answers than the samples kept writes only the newest: the account\'s last 32, and its cost', async () => {
+    const { url } = await budgetDatabase();
+    // The budget on one connection, whose table statistics are sent on demand (PostgreSQL 15+).
+    const own = new pg.Pool({ connectionString: url, max: 1 });
+    try {
+      const apiUrl = 'https://samples.example';
+      const budget = new SharedCreditBudget(own, { apiUrl, runKey: 'run', workerId: 'w', blockCalls: 64 });
+      await budget.report(counters(0, 1_000));
+      const inserted = async () => {
+        await own.query('SELECT pg_stat_force_next_flush()');
+        return Number((await own.query(`SELECT n_tup_ins AS n FROM pg_stat_user_tables WHERE relname = 'credit_cost_samples'`)).rows[0].n);
+      };
+      const calls = [];
+      for (let i = 0; i < 40; i++) {
+        const r = await budget.acquire(() => ({ cost: 1, probe: false }), { reserve: 0, maxPerRun: null });
+        if ('stop' in r) throw new Error(`stopped: ${r.stop}`);
+        calls.push(r);
+      }
+      const before = await inserted();
+      // Settled in one turn, counters 1..40 (a call each).
+      const settled = await Promise.all(calls.map((r, i) => budget.settle(r, { cost: 1, counters: counters(i + 1, 1_000), sample: { operation: 'post-details', creditsUsed: i + 1 } })));
+      expect(settled.map((x) => x.learnedCost)).toEqual(calls.map(() => 1));
+      const { rows } = await own.query(`SELECT credits_used AS used FROM credit_cost_samples WHERE api_url = $1 ORDER BY id`, [apiUrl]);
+      expect(rows.map((r: { used: number }) => Number(r.used))).toEqual(Array.from({ length: 32 }, (_, i) => i + 9));
+      // The 8 older ones, which the trim would delete at once, were never written.
+      expect(await inserted() - before).toBe(32);
+      await budget.close();
+    } finally {
+      await own.end();
+    }
+  });
+
   it('four worker processes never take the account below the reserve, nor the run past maxPerRun, and use what is there', async () => {
     const { url, pool } = await budgetDatabase();
     const estimate = 5;

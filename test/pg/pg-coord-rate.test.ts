@@ -128,6 +128,54 @@ describe.skipIf(!pgClusterUrl)(`the shared rate limit on PostgreSQL${pgClusterUr
     expect(Math.max(a.startUs, b.startUs)).toBeLessThan(pausedAt + 300_000 + 10_000_000);
   });
 
+  it('a grant far under the limit reads a few of the gate\'s slots, not every one it holds', async () => {
+    const { url, pool } = await rateDatabase();
+    // The gate's statements on one connection, whose table statistics are sent on demand (PostgreSQL 15+). They are
+    // planned once, at its first grant, while the table is small: as in a run, where the table grows afterwards.
+    const own = new pg.Pool({ connectionString: url, max: 1 });
+    try {
+      const options = { limit: 600_000, windowMs: 60_000 };
+      await new SharedRateGate(own, { ...options, gate: 'https://api.example/first' }).take();
+      // 20,000 slots of the last minute, far under 600,000 a minute.
+      const gate = 'https://api.example/many';
+      await pool.query(`INSERT INTO rate_slots (gate, started_at)
+        SELECT $1, clock_timestamp() - interval '30 seconds' + g * interval '1 millisecond' FROM generate_series(1, 20000) g`, [gate]);
+      const fetched = async () => Number((await pool.query(`SELECT coalesce(seq_tup_read, 0) + coalesce(idx_tup_fetch, 0) AS n
+        FROM pg_stat_user_tables WHERE relname = 'rate_slots'`)).rows[0].n);
+      const flushed = () => own.query('SELECT pg_stat_force_next_flush()');
+      const shared = new SharedRateGate(own, { ...options, gate });
+      // Its first round trip also deletes the slots older than two windows (once a window): not the grant's reads.
+      await shared.take();
+      await shared.take();
+      await flushed();
+      const before = { rows: await fetched(), trips: shared.roundTripCount };
+      await shared.take();
+      await flushed();
+      expect(shared.roundTripCount).toBe(before.trips + 1);
+      // The newest slot and the window's oldest (max(id) - min(id) over the gate read all 20,000 from the table).
+      expect(await fetched() - before.rows).toBeLessThan(100);
+    } finally {
+      await own.end();
+    }
+  });
+
+  it('a pause behind the newest slot still counts in the window, so the limit holds after it', async () => {
+    const { pool } = await rateDatabase();
+    // Scheduled by a clock stopped in 2000: no take() waits, and the pause's end is before the slots granted.
+    const options = { gate: 'https://api.example/behind', limit: 5, windowMs: 1_000, startSlackMs: 50, clockSql: `'2000-01-01 00:00:00+00'::timestamptz` };
+    const gate = new SharedRateGate(pool, options);
+    await Promise.all(Array.from({ length: 4 }, () => gate.take()));
+    // A pause ending before the slots already granted: its placeholder goes at the newest, not before them, so the
+    // window's slots stay in the order of their ids (grants count the window by them). Before them, it was the
+    // window's oldest slot with its newest id, and the next grant found room for 4 more within the window.
+    await gate.pause(0);
+    await Promise.all(Array.from({ length: 4 }, () => gate.take()));
+    const { rows } = await pool.query<{ us: string }>(`SELECT (extract(epoch FROM started_at) * 1000000)::bigint::text AS us FROM rate_slots
+      WHERE gate = $1 ORDER BY started_at`, [options.gate]);
+    expect(rows).toHaveLength(9);
+    expect(shortestSpan(rows.map((r) => Number(r.us)), options.limit)).toBeGreaterThanOrEqual((options.windowMs + options.startSlackMs) * 1_000);
+  });
+
   it('slots taken ahead of callers are used without a round trip, and the limit still holds in every window', async () => {
     const { pool } = await rateDatabase();
     // 300 per second with a 100 ms start slack: a slot taken ahead may be used 20 ms after it begins, so a round

@@ -114,9 +114,16 @@ const CLAIM_DUE = claimDue({ job: '$1', runId: '$2', freshSince: '$3', refresh: 
  * (null for another role's session, which the server hides: then the pid alone counts, as in worker-runs.ts).
  * Each holder's start is asked of pg_stat_get_activity(pid), the function under pg_stat_activity: joined to the
  * view, the server built a row for every session on the cluster each claim (0.85-0.96 ms against 0.38-0.57 a
- * read with four holders on an idle test cluster).
+ * read with four holders on an idle test cluster). The claim reads them only to judge a lease found live by its
+ * time (a CTE is computed when first read): an input given back has no lease row, so most claims never read them.
  */
 const HOLDERS = `SELECT k.pid, a.backend_start FROM (${LOCK_HOLDERS_SQL}) k LEFT JOIN LATERAL pg_stat_get_activity(k.pid) a ON true`;
+
+/**
+ * This worker's session ($1) as a holder of the dataset lock, with its start (as text: every microsecond kept):
+ * read once, before its first claim.
+ */
+const OWN_HOLDER = `SELECT h.backend_start::text AS start FROM (${HOLDERS}) h WHERE h.pid = $1::integer`;
 
 /**
  * Whether the lease `l` is live: not run out, and its session (if it names one) among `holders`, the same session
@@ -133,21 +140,24 @@ const LEASE_LIVE = `(l.lease_until > clock_timestamp() AND (l.backend_pid IS NUL
  * lease, lease their inputs, and return every due page of the inputs leased. The lease insert is the arbiter:
  * a claim whose snapshot predates another worker's commit still finds that worker's live lease on conflict
  * (ON CONFLICT sees the latest row), and leaves that input alone. Inputs are leased in key order so that two
- * claims taking the same inputs wait for each other instead of deadlocking. A worker whose own session ($10)
- * no longer holds the dataset lock claims nothing: its run is stopping (LOCK_LOST), and others take its inputs.
+ * claims taking the same inputs wait for each other instead of deadlocking. A worker whose own session ($10,
+ * started at $12) is gone claims nothing: its run is stopping (LOCK_LOST), and others take its inputs. That
+ * session held the lock at the worker's first claim (OWN_HOLDER) and keeps it while it lives (a session lock,
+ * let go only as the run ends), so the server's record of it by pid (pg_stat_get_activity) is enough here:
+ * reading pg_locks each claim was 0.12-0.35 ms of a 1.1-1.4 ms claim of 64 (auto_explain, pg-profile).
  */
 const CLAIM = `WITH holders AS MATERIALIZED (${HOLDERS}),
   candidates AS MATERIALIZED (
     SELECT t.id, t.input_key, t.operation FROM tasks t
     WHERE ${CLAIM_DUE} AND t.id > $11::bigint
-      AND ($10::integer IS NULL OR EXISTS (SELECT 1 FROM holders h WHERE h.pid = $10::integer))
+      AND ($10::integer IS NULL OR EXISTS (SELECT 1 FROM pg_stat_get_activity($10::integer) a WHERE a.backend_start IS NOT DISTINCT FROM $12::timestamptz))
       AND NOT EXISTS (SELECT 1 FROM worker_task_leases l WHERE l.job = t.operation AND l.input_key = t.input_key AND ${LEASE_LIVE})
     ORDER BY t.id LIMIT $5
     FOR UPDATE OF t SKIP LOCKED
   ), leased AS (
     INSERT INTO worker_task_leases AS l (job, input_key, worker_id, lease_until, claimed_at, backend_pid, backend_start)
     SELECT c.operation, c.input_key, $6::text, clock_timestamp() + $7::double precision * interval '1 millisecond', clock_timestamp(),
-      $10::integer, (SELECT h.backend_start FROM holders h WHERE h.pid = $10::integer)
+      $10::integer, $12::timestamptz
     FROM (SELECT DISTINCT operation, input_key FROM candidates) c ORDER BY c.operation, c.input_key
     ON CONFLICT (job, input_key) DO UPDATE SET worker_id = excluded.worker_id, lease_until = excluded.lease_until,
       claimed_at = excluded.claimed_at, backend_pid = excluded.backend_pid, backend_start = excluded.backend_start
@@ -177,8 +187,10 @@ const RELEASE = `DELETE FROM worker_task_leases l USING (SELECT x.ctid FROM (SEL
   WHERE l.ctid = found.ctid`;
 
 /**
- * Settles the claimed tasks ($1) that another job asking the same lookup (same operation, input, page and
- * request) answered at or after $2 (freshSince), as that answer; returns their ids. The other jobs' names come
+ * Settles the claimed tasks ($1, of job $3) that another job asking the same lookup (same operation, input, page
+ * and request) answered at or after $2 (freshSince), as that answer; returns their ids. The claiming job is not
+ * among the names probed: a probe of its own tasks found the task itself, half of the probes with one other job
+ * (0.5 ms an adopt of 64, auto_explain), all of them with none. The other jobs' names come
  * from a skip-scan of the job index (job-names.ts), and each claimed task probes the unique index once per other
  * job (LATERAL): a join over the jobs' answered tasks read every one of them, each claim, so a job's claims
  * cost grew with its size (6.4 ms a claim of 64 at 2,400 answered tasks). Each probe is an equality on all three
@@ -186,7 +198,7 @@ const RELEASE = `DELETE FROM worker_task_leases l USING (SELECT x.ctid FROM (SEL
  * the (job, status) index instead and read every answered task of the jobs per claimed task (28-70 ms a claim of
  * 64), and with the names joined to the tasks it scanned the table.
  */
-const ADOPT = `WITH jobs AS MATERIALIZED (${JOB_NAMES_SQL}
+const ADOPT = `WITH jobs AS MATERIALIZED (SELECT n.job FROM (${JOB_NAMES_SQL}) n WHERE n.job <> $3::text
   ), found AS (
     SELECT t.id, a.status, a.completed_at, a.last_error FROM tasks t
     CROSS JOIN LATERAL (SELECT s.status, s.completed_at, s.last_error
@@ -220,10 +232,24 @@ export function createTaskClaims(pool: pg.Pool, options: TaskClaimOptions) {
   const endOf = (sentAtMono: number, r: { leaseUntil: Date | string; serverNow: Date | string }) =>
     sentAtMono + (new Date(r.leaseUntil).getTime() - new Date(r.serverNow).getTime());
 
+  /** The start of this worker's session holding the lock, once it was seen holding it (null: hidden, the pid alone counts). */
+  let holderStart: { text: string | null } | null = null;
+
+  /** Whether this worker's session holds the dataset lock, read once: it keeps it while it lives. */
+  async function ownHolder(): Promise<{ text: string | null } | null> {
+    if (holderPid === null || holderStart) return holderStart;
+    const { rows } = await pool.query<{ start: string | null }>(namedQuery(OWN_HOLDER, [holderPid]));
+    if (rows.length > 0) holderStart = { text: rows[0]!.start };
+    return holderStart;
+  }
+
   async function claimOnce(filter: ClaimFilter, maxTasks: number): Promise<ClaimedTask[]> {
+    // Not holding the lock at the first claim: the run is stopping (LOCK_LOST), and its inputs are the others'.
+    const own = await ownHolder();
+    if (holderPid !== null && own === null) return [];
     // Ids start at 1: from the start is after 0, so the id bound is always there for the statement's one plan.
     const params = [filter.job, filter.runId, filter.freshSince, filter.refresh, maxTasks, workerId, leaseMs, filter.failedBefore ?? null, filter.plannedSince ?? null, holderPid,
-      filter.afterId ?? 0];
+      filter.afterId ?? 0, own?.text ?? null];
     const sentAtMono = performance.now();
     const { rows } = await pool.query<ClaimedTask & { id: string | number; leaseUntil: Date | string; serverNow: Date | string }>(namedQuery(CLAIM, params));
     for (const r of rows) {
@@ -233,7 +259,7 @@ export function createTaskClaims(pool: pg.Pool, options: TaskClaimOptions) {
     const claimed = rows.map(({ serverNow: _now, ...r }) => ({ ...r, id: Number(r.id), leaseUntil: new Date(r.leaseUntil).toISOString() }));
     if (claimed.length === 0) return claimed;
     // Under the lease: an answer another job stored since is taken, and an input left with nothing to call is given back.
-    const adopted = new Set((await pool.query<{ id: string }>(namedQuery(ADOPT, [claimed.map((t) => t.id), filter.freshSince]))).rows.map((r) => Number(r.id)));
+    const adopted = new Set((await pool.query<{ id: string }>(namedQuery(ADOPT, [claimed.map((t) => t.id), filter.freshSince, filter.job]))).rows.map((r) => Number(r.id)));
     if (adopted.size === 0) return claimed;
     const left = claimed.filter((t) => !adopted.has(t.id));
     const done = [...new Set(claimed.filter((t) => adopted.has(t.id)).map((t) => t.inputKey))].filter((k) => !left.some((t) => t.inputKey === k));
