@@ -6,7 +6,7 @@
  * Run: `npx tsx bench/pg-profile.ts` (N=3000 by default; `N=10000 npx tsx bench/pg-profile.ts`; `CPU_PROF=file.cpuprofile`
  * writes a V8 profile of the timed run alone, `TOP=30` lists more statements, `CONCURRENCY=32` the job's concurrency (16), `EXPERIMENT_SQL='...'` runs SQL on
  * the dataset between the warm-up and the timed run: an index or storage setting tried before it is migrated;
- * `NO_COUNT=1` leaves the pg client unwrapped, so the client CPU is the run's alone; `BY_PROCESS=1` lists the server's CPU
+ * `PG_SETTINGS='log_connections=on;...'` adds server settings; `NO_COUNT=1` leaves the pg client unwrapped, so the client CPU is the run's alone; `BY_PROCESS=1` lists the server's CPU
  * by cluster process, each backend named by what its sessions were seen running).
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -61,7 +61,7 @@ function senderOf(q: string): string {
   return 'other';
 }
 
-const cluster = await startPgCluster({ settings: [...(process.env['PG_EXPLAIN'] ? [`auto_explain.log_min_duration=${process.env['PG_EXPLAIN_MS'] ?? 2}`, 'auto_explain.log_analyze=on', 'auto_explain.log_nested_statements=on', 'logging_collector=on', `log_directory=${process.env['PG_EXPLAIN']}`] : []), `shared_preload_libraries=pg_stat_statements${process.env['PG_EXPLAIN'] ? ',auto_explain' : ''}`, 'pg_stat_statements.track=all', 'pg_stat_statements.track_planning=on'] });
+const cluster = await startPgCluster({ settings: [...(process.env['PG_EXPLAIN'] ? [`auto_explain.log_min_duration=${process.env['PG_EXPLAIN_MS'] ?? 2}`, 'auto_explain.log_analyze=on', 'auto_explain.log_nested_statements=on', 'logging_collector=on', `log_directory=${process.env['PG_EXPLAIN']}`] : []), `shared_preload_libraries=pg_stat_statements${process.env['PG_EXPLAIN'] ? ',auto_explain' : ''}`, 'pg_stat_statements.track=all', 'pg_stat_statements.track_planning=on', ...(process.env['PG_SETTINGS']?.split(';').filter(Boolean) ?? [])] });
 const postmaster = postmasterOf(cluster.port);
 const sandbox = await startSandboxProcess(['--quiet', '--token', PIPELINE_TOKEN, '--credits', '1000000000']);
 const dir = mkdtempSync(join(tmpdir(), 'netingest-pg-profile-'));

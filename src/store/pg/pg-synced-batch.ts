@@ -8,6 +8,7 @@
  */
 import pg from 'pg';
 import Result from 'pg/lib/result.js';
+import { encodeBatch, type EncodedStatement } from './pg-batch-encoding.ts';
 
 /** One statement of a batch as it goes on the wire: a prepared name or none, its text, its converted values. */
 export interface WireStatement {
@@ -17,16 +18,10 @@ export interface WireStatement {
   values?: ReadonlyArray<string | Buffer | null>;
 }
 
-/** The protocol messages node-postgres's Connection sends, as this module uses them. */
+/** What this module uses of node-postgres's Connection: its record of prepared names and its socket. */
 interface WireConnection {
   parsedStatements: Record<string, string>;
-  stream: { cork?: () => void; uncork?: () => void };
-  parse(q: { text: string; name: string }): void;
-  bind(c: { statement: string; values: ReadonlyArray<string | Buffer | null> }): void;
-  describe(m: { type: 'P'; name: string }): void;
-  execute(c: { portal: string }): void;
-  close(m: { type: 'S'; name: string }): void;
-  sync(): void;
+  stream: { writable: boolean; write(bytes: Buffer): boolean };
 }
 
 /**
@@ -60,26 +55,18 @@ class SyncedBatch extends (pg.Query as unknown as new (config: { text: string })
   submit(connection: WireConnection): null {
     this.connection = connection;
     const unsure = doubtful.get(connection);
-    connection.stream.cork?.();
-    try {
-      for (const [i, s] of this.statements.entries()) {
-        const name = s.name ?? '';
-        if (name === '' || connection.parsedStatements[name] === undefined) {
-          if (unsure?.delete(name)) connection.close({ type: 'S', name });
-          connection.parse({ text: s.text, name });
-          if (name !== '') {
-            connection.parsedStatements[name] = s.text;
-            this.parsedHere.set(i, name);
-          }
-        }
-        connection.bind({ statement: name, values: s.values ?? [] });
-        connection.describe({ type: 'P', name: '' });
-        connection.execute({ portal: '' });
+    const encoded = this.statements.map((s, i): EncodedStatement => {
+      const name = s.name ?? '';
+      if (name !== '' && connection.parsedStatements[name] !== undefined) return { name, values: s.values ?? [] };
+      const close = unsure?.delete(name) ?? false;
+      if (name !== '') {
+        connection.parsedStatements[name] = s.text;
+        this.parsedHere.set(i, name);
       }
-      connection.sync();
-    } finally {
-      connection.stream.uncork?.();
-    }
+      return { name, parse: s.text, close, values: s.values ?? [] };
+    });
+    // As node-postgres's own sends: nothing on a closed socket (its end fails the queries waiting).
+    if (connection.stream.writable) connection.stream.write(encodeBatch(encoded));
     return null;
   }
 
