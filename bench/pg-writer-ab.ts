@@ -54,7 +54,6 @@ try {
     await store.pool.query('INSERT INTO runs (id, started_at, status) VALUES (1, $1, $2) ON CONFLICT DO NOTHING', [AT, 'running']).catch(() => undefined);
     const client = await store.pool.connect();
     const pid = (await client.query<{ p: number }>('SELECT pg_backend_pid() AS p')).rows[0]!.p;
-    if (process.env['PRINT_PIDS']) console.error(`${tag} writer backend pid ${pid}`);
     sides.push({ tag, store, client, pid, commit: createPgGroupCommit(1), next: 1, figures: [] as string[] });
   }
   for (let round = 0; round < ROUNDS; round++) {

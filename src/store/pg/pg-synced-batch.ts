@@ -8,7 +8,6 @@
  */
 import pg from 'pg';
 import Result from 'pg/lib/result.js';
-import { encodeBatch, type EncodedStatement } from './pg-batch-encoding.ts';
 
 /** One statement of a batch as it goes on the wire: a prepared name or none, its text, its converted values. */
 export interface WireStatement {
@@ -18,10 +17,16 @@ export interface WireStatement {
   values?: ReadonlyArray<string | Buffer | null>;
 }
 
-/** What this module uses of node-postgres's Connection: its record of prepared names and its socket. */
+/** The protocol messages node-postgres's Connection sends, as this module uses them. */
 interface WireConnection {
   parsedStatements: Record<string, string>;
-  stream: { writable: boolean; write(bytes: Buffer): boolean };
+  stream: { cork?: () => void; uncork?: () => void };
+  parse(q: { text: string; name: string }): void;
+  bind(c: { statement: string; values: ReadonlyArray<string | Buffer | null> }): void;
+  describe(m: { type: 'P'; name: string }): void;
+  execute(c: { portal: string }): void;
+  close(m: { type: 'S'; name: string }): void;
+  sync(): void;
 }
 
 /**
@@ -55,18 +60,26 @@ class SyncedBatch extends (pg.Query as unknown as new (config: { text: string })
   submit(connection: WireConnection): null {
     this.connection = connection;
     const unsure = doubtful.get(connection);
-    const encoded = this.statements.map((s, i): EncodedStatement => {
-      const name = s.name ?? '';
-      if (name !== '' && connection.parsedStatements[name] !== undefined) return { name, values: s.values ?? [] };
-      const close = unsure?.delete(name) ?? false;
-      if (name !== '') {
-        connection.parsedStatements[name] = s.text;
-        this.parsedHere.set(i, name);
+    connection.stream.cork?.();
+    try {
+      for (const [i, s] of this.statements.entries()) {
+        const name = s.name ?? '';
+        if (name === '' || connection.parsedStatements[name] === undefined) {
+          if (unsure?.delete(name)) connection.close({ type: 'S', name });
+          connection.parse({ text: s.text, name });
+          if (name !== '') {
+            connection.parsedStatements[name] = s.text;
+            this.parsedHere.set(i, name);
+          }
+        }
+        connection.bind({ statement: name, values: s.values ?? [] });
+        connection.describe({ type: 'P', name: '' });
+        connection.execute({ portal: '' });
       }
-      return { name, parse: s.text, close, values: s.values ?? [] };
-    });
-    // As node-postgres's own sends: nothing on a closed socket (its end fails the queries waiting).
-    if (connection.stream.writable) connection.stream.write(encodeBatch(encoded));
+      connection.sync();
+    } finally {
+      connection.stream.uncork?.();
+    }
     return null;
   }
 
