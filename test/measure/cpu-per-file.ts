@@ -45,6 +45,8 @@ beforeAll(({}, suite) => {
   start = cpuOf('self');
   startedAt = Date.now();
   file = (suite as { filepath?: string }).filepath ?? suite.name;
+  // The processes this file starts inherit it: process-census.cjs files their CPU under it.
+  process.env['NETINGEST_CENSUS_FILE'] = file.replace(/^.*\/test\//, 'test/');
 });
 afterAll(() => {
   const end = cpuOf('self');
