@@ -33,14 +33,20 @@ function envWith(suffix: string): Record<string, string> {
   return { ...cliEnv(sandbox, TOKEN), NETINGEST_API_URL: `${sandbox.url}${suffix}` };
 }
 
-/** `run <job>` twice on fresh databases, text then --json (a second run on one database would find them fresh). */
+/**
+ * `run <job>` twice on fresh databases, text then --json (a second run on one database would find them fresh).
+ * `spawned`: the text run (log line and summary) from the built CLI; --json prints the same summary object.
+ */
 async function runTextAndJson(ws: Workspace, job: string, suffix: string, how: 'spawned' | 'in-process' = 'in-process') {
   const env = envWith(suffix);
-  const cli = (args: string[]) => (how === 'spawned' ? runCli(args, { cwd: ws.dir, env }) : inProcess(args, env, { cwd: ws.dir }));
-  const text = await cli(['run', job, '--db', join(ws.dir, 'text.db')]);
-  const json = await cli(['run', job, '--db', join(ws.dir, 'json.db'), '--json']);
+  const text = await (how === 'spawned' ? runCli : inProcessAt)(['run', job, '--db', join(ws.dir, 'text.db')], { cwd: ws.dir, env });
+  const json = await inProcessAt(['run', job, '--db', join(ws.dir, 'json.db'), '--json'], { cwd: ws.dir, env });
   for (const r of [text, json]) expect(r.stdout + r.stderr).not.toContain(TOKEN);
   return { text, json, summary: JSON.parse(json.stdout) as RunSummary };
+}
+
+function inProcessAt(args: string[], options: { cwd: string; env: Record<string, string> }) {
+  return inProcess(args, options.env, { cwd: options.cwd });
 }
 
 async function postsJob(ws: Workspace, urls: string[]): Promise<string> {

@@ -9,6 +9,7 @@ import { UsageError } from '../../src/errors.ts';
 import type { CommandIO } from '../../src/cli/command.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const BIN = fileURLToPath(new URL('../../dist/bin.js', import.meta.url));
 
 /** Parses command-line words with the command's own yargs builder. */
 async function parse(words: string[]): Promise<SandboxArgs> {
@@ -166,16 +167,8 @@ describe('netingest sandbox serving', () => {
   });
 
   it('stops cleanly on SIGTERM in its own process, exit code 0', async () => {
-    const script = [
-      "import yargs from 'yargs';",
-      "import { sandboxCommand } from './src/cli/commands/sandbox.ts';",
-      'const argv = await sandboxCommand.builder(yargs(process.argv.slice(1)).strict()).parseAsync();',
-      'process.exitCode = await sandboxCommand.run(argv, { stdout: process.stdout, stderr: process.stderr });',
-    ].join('\n');
-    const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script, '--', '--port', '0'], {
-      cwd: ROOT,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    // The built CLI, as users start it: the command's own process, its signal handlers and exit code.
+    const child = spawn(process.execPath, [BIN, 'sandbox', '--port', '0'], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     child.stdout.on('data', (c) => (out += String(c)));
     child.stderr.on('data', (c) => (out += String(c)));

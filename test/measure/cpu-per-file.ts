@@ -17,16 +17,29 @@ function cpuOf(pid: string | number): { own: number; children: number } {
   return { own: (Number(f[11]) + Number(f[12])) / TICKS_PER_SECOND, children: (Number(f[13]) + Number(f[14])) / TICKS_PER_SECOND };
 }
 
-/** The CPU of every process of the test cluster (postgres on its port), exited backends included; 0 without one. */
+/**
+ * The CPU of every process of the test cluster, exited backends included; 0 without one. The postmaster is found
+ * by its command line (postgres on its port); its live children (backends, checkpointer, WAL writer, autovacuum)
+ * by their parent, as they rewrite their command lines into titles that name no port.
+ */
 function serverCpu(): number {
   const url = inject('pgUrl');
   if (!url) return 0;
   const port = `\0${new URL(url).port}\0`;
-  let total = 0;
-  for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
+  const pids = readdirSync('/proc').filter((p) => /^\d+$/.test(p));
+  const postmaster = pids.find((pid) => {
     try {
       const cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
-      if (!cmd.includes('bin/postgres') || !cmd.includes(port)) continue;
+      return cmd.includes('bin/postgres') && cmd.includes(port);
+    } catch {
+      return false;
+    }
+  });
+  if (!postmaster) return 0;
+  let total = 0;
+  for (const pid of pids) {
+    try {
+      if (pid !== postmaster && parentOf(pid) !== postmaster) continue;
       const c = cpuOf(pid);
       total += c.own + c.children;
     } catch {
@@ -34,6 +47,11 @@ function serverCpu(): number {
     }
   }
   return total;
+}
+
+/** The parent pid of a process (field 4 of /proc/<pid>/stat). */
+function parentOf(pid: string): string {
+  return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')[1]!;
 }
 
 let start = cpuOf('self');
@@ -45,6 +63,8 @@ beforeAll(({}, suite) => {
   start = cpuOf('self');
   startedAt = Date.now();
   file = (suite as { filepath?: string }).filepath ?? suite.name;
+  // The processes this file starts inherit it: process-census.cjs files their CPU under it.
+  process.env['NETINGEST_CENSUS_FILE'] = file.replace(/^.*\/test\//, 'test/');
 });
 afterAll(() => {
   const end = cpuOf('self');

@@ -14,6 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDataset, UsageError, type Dataset, type PgDataset, type SqliteDataset } from '../../src/index.ts';
 import { BadQueryError } from '../../src/store/readers/query-errors.ts';
 import { ROOT } from '../support/run-helpers.ts';
+import { bundledModules, DIST, RECORDER } from '../support/bundle-loads.ts';
 import { waitFor as waitForPg } from './coordination-fixtures.ts';
 import { docsAnalystUrl } from './analyst-role.ts';
 import { pgClusterUrl, pgSkipReason } from './use-pg.ts';
@@ -163,11 +164,12 @@ describe.skipIf(!pgClusterUrl)(`openDataset() on PostgreSQL${pgClusterUrl ? '' :
 
   it('a SQLite dataset loads no pg; a PostgreSQL one does (the same script, one process)', async () => {
     const loads = join(ds.data.ws.dir, 'loads.txt');
-    const script = join(ds.data.ws.dir, 'open-both.mts');
+    // The package as users import it (dist/index.js), in plain Node: no tsx start compiling the sources.
+    const script = join(ds.data.ws.dir, 'open-both.mjs');
     await writeFile(
         script,
         `import { appendFileSync } from 'node:fs';\n` +
-          `import { openDataset } from ${JSON.stringify(join(ROOT, 'src/index.ts'))};\n` +
+          `import { openDataset } from ${JSON.stringify(join(DIST, 'index.js'))};\n` +
           `const lite = await openDataset(${JSON.stringify(ds.data.file)});\n` +
           `await lite.query('SELECT count(*) AS n FROM companies');\n` +
           `lite.close();\n` +
@@ -177,13 +179,13 @@ describe.skipIf(!pgClusterUrl)(`openDataset() on PostgreSQL${pgClusterUrl ? '' :
           `await onPg.close();\n`,
     );
     appendFileSync(loads, '');
-    await promisify(execFile)(process.execPath, ['--import', 'tsx', '--import', join(ROOT, 'test/fixtures/record-loads.mjs'), script], {
+    await promisify(execFile)(process.execPath, ['--import', RECORDER, script], {
       cwd: ROOT,
       env: { ...process.env, LOADS_FILE: loads, PG_URL: ds.data.url },
     });
-    const [sqlitePart, pgPart] = readFileSync(loads, 'utf8').split('POSTGRES\n');
-    const pgModules = (part: string) => part.split('\n').filter((u) => u.includes('/node_modules/pg/') || u.endsWith('/pg-dataset.ts'));
-    expect(sqlitePart).toContain('/src/store/readers/dataset.ts');
+    const [sqlitePart, pgPart] = await Promise.all(readFileSync(loads, 'utf8').split('POSTGRES\n').map((part) => bundledModules(part.split('\n'))));
+    const pgModules = (part: { sources: string[]; packages: string[] }) => [...part.packages.filter((p) => p.startsWith('pg/')), ...part.sources.filter((m) => m === 'store/readers/pg-dataset.ts')];
+    expect(sqlitePart!.sources).toContain('store/readers/dataset.ts');
     expect(pgModules(sqlitePart!)).toEqual([]);
     expect(pgModules(pgPart!).length).toBeGreaterThan(0);
   }, 30_000);

@@ -8,19 +8,17 @@
  * both engines: test/pg/dataset-lock.test.ts. Reprocess after a prune: test/pg/reprocess.test.ts.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { execFile } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import pg from 'pg';
 import { openDatabase } from '../../src/store/open.ts';
 import { openPgStore } from '../../src/store/pg/open.ts';
 import { pruneRawBodiesPg } from '../../src/store/pg/raw-prune.ts';
 import { pruneRawBodies } from '../../src/store/raw-prune.ts';
 import { runJobs } from '../../src/runner/run-jobs.ts';
-import { csv, FAST_RATE, FAST_RETRY, inProcess, makeWorkspace, postUrls, ROOT } from '../support/run-helpers.ts';
+import { csv, FAST_RATE, FAST_RETRY, inProcess, makeWorkspace, postUrls } from '../support/run-helpers.ts';
+import { builtCliLoads } from '../support/bundle-loads.ts';
 import { useSandboxes } from '../support/sandbox-helpers.ts';
 import { job, jobsResponse } from '../support/db-fixtures.ts';
 import { newMigratedPgDatabase, pgClusterUrl, pgSkipReason } from './use-pg.ts';
@@ -237,12 +235,12 @@ describe('(SQLite) netingest prune', () => {
     const ws = await makeWorkspace();
     try {
       openDatabase(ws.db).close();
-      const loads = join(ws.dir, 'loads.txt');
-      const { stdout } = await promisify(execFile)(process.execPath, ['--import', join(ROOT, 'test/fixtures/record-loads.mjs'), join(ROOT, 'src/cli/bin.mjs'),
-        'prune', '--db', ws.db, '--dry-run'], { cwd: ROOT, encoding: 'utf8', env: { ...process.env, LOADS_FILE: loads } });
+      // The built CLI, as users run it: the modules of the files it loaded (a plain Node start, not tsx's).
+      const { stdout, sources, packages } = await builtCliLoads(['prune', '--db', ws.db, '--dry-run']);
       expect(stdout).toMatch(/^0 raw bodies received before/);
-      const loaded = (await readFile(loads, 'utf8')).split('\n');
-      expect(loaded.filter((u) => /\/node_modules\/pg\/|\/src\/store\/pg\/(?!database-url\.ts$)/.test(u))).toEqual([]);
+      expect(sources).toContain('store/raw-prune.ts');
+      expect(packages.filter((p) => p.startsWith('pg/'))).toEqual([]);
+      expect(sources.filter((m) => /^store\/pg\/(?!database-url\.ts$)/.test(m))).toEqual([]);
     } finally {
       await ws.cleanup();
     }
