@@ -4,7 +4,7 @@
  * server's CPU (the cluster's processes, from /proc), the pg client's queries (round trips) and the server's
  * statements grouped by what sent them, with the costliest. Not part of `npm run bench`: a measuring tool.
  * Run: `npx tsx bench/pg-profile.ts` (N=3000 by default; `N=10000 npx tsx bench/pg-profile.ts`; `CPU_PROF=file.cpuprofile`
- * writes a V8 profile of the timed run alone, `TOP=30` lists more statements, `CONCURRENCY=32` the job's concurrency (16), `EXPERIMENT_SQL='...'` runs SQL on
+ * writes a V8 profile of the timed run alone, `HEAP_PROF=file.heapprofile` a sampled profile of what it allocates (garbage included), `TOP=30` lists more statements, `CONCURRENCY=32` the job's concurrency (16), `EXPERIMENT_SQL='...'` runs SQL on
  * the dataset between the warm-up and the timed run: an index or storage setting tried before it is migrated;
  * `PG_SETTINGS='log_connections=on;...'` adds server settings; `NO_COUNT=1` leaves the pg client unwrapped, so the client CPU is the run's alone; `BY_PROCESS=1` lists the server's CPU
  * by cluster process, each backend named by what its sessions were seen running).
@@ -94,6 +94,12 @@ try {
     await profiler.post('Profiler.enable');
     await profiler.post('Profiler.start');
   }
+  // What the timed run allocates, by the function that allocated it (sampled every 8 KB; GC is the run's largest item).
+  const heap = process.env['HEAP_PROF'] ? new Session() : null;
+  if (heap) {
+    heap.connect();
+    await heap.post('HeapProfiler.startSampling', { samplingInterval: 8192, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true });
+  }
   const sampler = process.env['BY_PROCESS'] ? await startProcessSampler(postmaster, cluster.url, senderOf) : null;
   const cpu = process.cpuUsage();
   const server = clusterCpuMs(postmaster);
@@ -105,6 +111,7 @@ try {
   counting = false;
   const byProcess = await sampler?.stop();
   if (profiler) writeFileSync(process.env['CPU_PROF']!, JSON.stringify((await profiler.post('Profiler.stop')).profile));
+  if (heap) writeFileSync(process.env['HEAP_PROF']!, JSON.stringify((await heap.post('HeapProfiler.stopSampling')).profile));
   console.log(`${N} answers in ${wallMs.toFixed(0)} ms: ${((N / wallMs) * 1000).toFixed(1)}/s; per answer: client CPU ${((client.user + client.system) / N).toFixed(0)} us (system ${(client.system / N).toFixed(0)}), `
     + `server CPU ${((serverMs * 1000) / N).toFixed(0)} us, round trips ${(trips / N).toFixed(2)}`);
   if (byProcess) {
