@@ -8,7 +8,7 @@
  */
 import type pg from 'pg';
 import { specOf } from '../../operations/index.ts';
-import { rowCount, type Row, type RowContext, type RowWrite } from '../../operations/stored-rows.ts';
+import { rowCount, type Row, type RowContext, type RowWrite, type StoredAnswer as StoredRows } from '../../operations/stored-rows.ts';
 import type { SqlValue } from '../../operations/stored-values.ts';
 import { networkHost } from '../../urls/network-host.ts';
 import { ANOMALY_HEAD, anomalyRow, setAsideAnomalies } from '../answer-anomalies.ts';
@@ -69,24 +69,15 @@ export function createPgAnswerStore() {
    * to learn which it asks, they are read (after flushing the batch if it may hold them), and it runs again with
    * them (it is a pure function of its inputs).
    */
-  async function collect(client: pg.ClientBase, batch: PgRowBatch, input: PgStoredBody, history: ChangeRecorder): Promise<PgStoredAnswer> {
+  async function collect(client: pg.ClientBase, batch: PgRowBatch, input: PgStoredBody, history: ChangeRecorder, first?: FirstPass): Promise<PgStoredAnswer> {
     const spec = specOf(input.request.operation);
-    const asked = new Map<string, { table: string; key: Row; column: string }>();
-    const known = new Map<string, SqlValue | undefined>();
-    const idOf = (table: string, key: Row, column: string) => `${table}\0${column}\0${JSON.stringify(key)}`;
-    const ctx: RowContext = {
-      seenAt: input.at,
-      networkHost: networkHost(),
-      stored: (table, key, column) => {
-        const id = idOf(table, key, column);
-        if (!known.has(id)) asked.set(id, { table, key, column });
-        return known.get(id);
-      },
-    };
-    let stored = spec.rows(input.request, input.answer, ctx);
+    // The pass with no stored value known, unless the caller made it already (the group's plan, firstPass).
+    const { asked, stored: guessed } = first ?? firstPass(input);
+    let stored = guessed;
     if (asked.size > 0) {
+      const known = new Map<string, SqlValue | undefined>();
       await readBack(client, batch, asked, known);
-      stored = spec.rows(input.request, input.answer, ctx);
+      stored = spec.rows(input.request, input.answer, askingContext(input, asked, known));
     }
     // What it changes, read before its rows join the batch (history/record-changes.ts: keys first seen are read now).
     await readPg({ client }, history.record({ writes: stored.writes, runId: input.runId ?? null, taskId: input.taskId ?? null, at: input.at }));
@@ -108,18 +99,45 @@ export function createPgAnswerStore() {
   return { collect, store };
 }
 
+/** spec.rows() run with no stored value known: its rows, and the stored values it asked for (none: they are final). */
+export interface FirstPass {
+  stored: StoredRows;
+  asked: Map<string, AskedValue>;
+}
+
+interface AskedValue {
+  table: string;
+  key: Row;
+  column: string;
+}
+
 /**
- * The writes an answer would make if no stored value it reads back mattered (spec.rows() with none): their keys
- * are the ones the history reads before a group writes anything (a key they miss is read when it comes up).
+ * The first pass of an answer's rows (spec.rows() with no stored value known). Its writes' keys are the ones the
+ * history reads before a group writes anything (a key they miss is read when it comes up); when it asked for no
+ * stored value, its rows are the answer's rows, and collect() takes them rather than build them again.
  */
-export function candidateWrites(input: Pick<PgStoredBody, 'request' | 'answer' | 'at'>): readonly RowWrite[] {
-  const ctx: RowContext = { seenAt: input.at, networkHost: networkHost(), stored: () => undefined };
-  return specOf(input.request.operation).rows(input.request, input.answer, ctx).writes;
+export function firstPass(input: Pick<PgStoredBody, 'request' | 'answer' | 'at'>): FirstPass {
+  const asked = new Map<string, AskedValue>();
+  const stored = specOf(input.request.operation).rows(input.request, input.answer, askingContext(input, asked, new Map()));
+  return { stored, asked };
+}
+
+/** spec.rows()'s context: a stored value from `known`, one not known yet noted in `asked`. */
+function askingContext(input: Pick<PgStoredBody, 'at'>, asked: Map<string, AskedValue>, known: ReadonlyMap<string, SqlValue | undefined>): RowContext {
+  return {
+    seenAt: input.at,
+    networkHost: networkHost(),
+    stored: (table, key, column) => {
+      const id = `${table}\0${column}\0${JSON.stringify(key)}`;
+      if (!known.has(id)) asked.set(id, { table, key, column });
+      return known.get(id);
+    },
+  };
 }
 
 /** The stored values spec.rows() asked for; a row the batch may hold is written first, so it reads as stored. */
 async function readBack(
-  client: pg.ClientBase, batch: PgRowBatch, asked: ReadonlyMap<string, { table: string; key: Row; column: string }>, known: Map<string, SqlValue | undefined>,
+  client: pg.ClientBase, batch: PgRowBatch, asked: ReadonlyMap<string, AskedValue>, known: Map<string, SqlValue | undefined>,
 ): Promise<void> {
   for (const [id, a] of asked) {
     if (batch.touches(a.table, a.key)) await batch.flush(client);

@@ -14,7 +14,7 @@ import { requestKeyOf } from '../ingest-request.ts';
 import type { OutcomeOp } from '../outcome-ops.ts';
 import type { RowWrite } from '../../operations/stored-rows.ts';
 import type { ReadStep } from '../read-steps.ts';
-import { candidateWrites, createPgAnswerStore } from './pg-answer-store.ts';
+import { createPgAnswerStore, firstPass, type FirstPass } from './pg-answer-store.ts';
 import { ANOMALY_HEAD } from '../answer-anomalies.ts';
 import { PgRowBatch, roundsByKey } from './pg-row-batch.ts';
 import { valuesStatement, type BoundStatement } from './pg-statements.ts';
@@ -41,6 +41,8 @@ export interface PlannedGroup {
   ops: readonly OutcomeOp[];
   paid: readonly PaidOp[];
   candidates: readonly RowWrite[];
+  /** Each paid outcome's first pass of its rows (null for a rejected one), made once for the reads and the write. */
+  firsts: ReadonlyArray<FirstPass | null>;
   /** The history reader's statements for these keys (pg-folded-reads.ts): they do not depend on what they read. */
   planned: readonly ReadStep[];
 }
@@ -90,7 +92,7 @@ export function createPgGroupCommit(runId: number): PgGroupCommit {
       const input = {
         rawResponseId: 0, runId, taskId: op.taskId, operation: op.operation, requestKey: op.requestKey, request: op.request, answer: op.answer, setAside: op.setAside, at: op.at,
       };
-      const found = (await answers.collect(tx.client, batch, input, history)).anomalies;
+      const found = (await answers.collect(tx.client, batch, input, history, group.firsts[i] ?? undefined)).anomalies;
       anomalies.push(...found.map(([, ...row]) => ({ n: i + 1, taskId: op.taskId, row })));
     }
     const { changes, withdrawn } = history.take();
@@ -126,8 +128,9 @@ export function createPgGroupCommit(runId: number): PgGroupCommit {
 /** What the group's answers would write, and the history's statements that read what those keys hold now. */
 function planGroup(ops: readonly OutcomeOp[]): PlannedGroup {
   const paid = ops.filter((op): op is PaidOp => op.kind === 'success' || op.kind === 'rejected');
-  const candidates = paid.flatMap((op) => (op.kind === 'success' ? candidateWrites(op) : []));
-  return { ops, paid, candidates, planned: plannedReads(new ChangeRecorder().prefetch(candidates)) };
+  const firsts = paid.map((op) => (op.kind === 'success' ? firstPass(op) : null));
+  const candidates = firsts.flatMap((first) => first?.stored.writes ?? []);
+  return { ops, paid, candidates, firsts, planned: plannedReads(new ChangeRecorder().prefetch(candidates)) };
 }
 
 /**
@@ -217,13 +220,23 @@ const SETTLE_COLUMNS: ReadonlyArray<[keyof Settlement, string]> = [
 function settleSql(runId: number, settlements: readonly Settlement[]): BoundStatement[] {
   return roundsByKey(settlements, (s) => String(s.id)).map((round) => {
     const values: unknown[] = [runId];
-    const tuples = round.map((s) => `(${SETTLE_COLUMNS.map(([k, type]) => `$${values.push(s[k])}::${type}`).join(', ')})`);
-    return {
-      text: `UPDATE tasks AS t SET status = v.status, attempts = t.attempts + v.attempts, last_error_code = v.code, last_error = v.message,
-    retryable = v.retryable, updated_at = v.at, completed_at = CASE WHEN v.status = 'failed' THEN NULL ELSE v.at END, run_id = $1::bigint
-  FROM (VALUES ${tuples.join(', ')}) AS v(${SETTLE_COLUMNS.map(([k]) => k).join(', ')})
-  WHERE t.id = v.id`,
-      values,
-    };
+    for (const s of round) for (const [k] of SETTLE_COLUMNS) values.push(s[k]);
+    return { text: settleText(round.length), values };
   });
 }
+
+/** The settle's text for `rows` tasks, built once per row count (it was built and hashed afresh every group). */
+function settleText(rows: number): string {
+  let text = settleTexts.get(rows);
+  if (text !== undefined) return text;
+  let n = 1;
+  const tuples = Array.from({ length: rows }, () => `(${SETTLE_COLUMNS.map(([, type]) => `$${++n}::${type}`).join(', ')})`);
+  text = `UPDATE tasks AS t SET status = v.status, attempts = t.attempts + v.attempts, last_error_code = v.code, last_error = v.message,
+    retryable = v.retryable, updated_at = v.at, completed_at = CASE WHEN v.status = 'failed' THEN NULL ELSE v.at END, run_id = $1::bigint
+  FROM (VALUES ${tuples.join(', ')}) AS v(${SETTLE_COLUMNS.map(([k]) => k).join(', ')})
+  WHERE t.id = v.id`;
+  settleTexts.set(rows, text);
+  return text;
+}
+
+const settleTexts = new Map<number, string>();
