@@ -35,7 +35,12 @@ export function namedQuery(text: string, values: readonly unknown[]): pg.QueryCo
 export function valuesStatement(head: string, rows: readonly (readonly unknown[])[], tail = ''): BoundStatement | null {
   if (rows.length === 0) return null;
   const width = rows[0]!.length;
-  if (rows.some((row) => row.length !== width)) throw new Error(`internal: rows of several widths for ${head}`);
+  // One loop for the check and the values (Array.prototype.flat and some() were most of this function's profile).
+  const values: unknown[] = [];
+  for (const row of rows) {
+    if (row.length !== width) throw new Error(`internal: rows of several widths for ${head}`);
+    for (let i = 0; i < width; i++) values.push(row[i]);
+  }
   // The text depends only on the shape: built once per head, tail, row count and width, not once per group. Keyed
   // by the head and tail themselves (constants whose hash the engine keeps), not by a key string joined from them,
   // which hashed kilobytes of SQL anew each statement (valuesStatement was 1.3% of the run's CPU profile).
@@ -50,7 +55,7 @@ export function valuesStatement(head: string, rows: readonly (readonly unknown[]
     const tuples = rows.map(() => `(${Array.from({ length: width }, () => `$${++n}`).join(', ')})`);
     bySize.set(size, (text = `${head} VALUES ${tuples.join(', ')}${tail}`));
   }
-  return { text, values: rows.flat() };
+  return { text, values };
 }
 
 /** valuesStatement's texts by head, tail and shape (a few hundred in a run: tables x row counts up to a group's size). */
