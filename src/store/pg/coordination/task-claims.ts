@@ -81,6 +81,12 @@ export interface ClaimedTask extends Omit<TaskRow, 'status'> {
 }
 
 /** What a renewal found: the inputs still held, each with the new end of its lease. */
+/** A lease's end and the server's time as it answered, in milliseconds since the epoch (MS_SINCE_EPOCH). */
+interface LeaseTimes {
+  leaseUntilMs: number;
+  serverNowMs: number;
+}
+
 export interface Renewal {
   held: Array<{ job: string; inputKey: string; leaseUntil: string }>;
 }
@@ -146,6 +152,13 @@ const LEASE_LIVE = `(l.lease_until > clock_timestamp() AND (l.backend_pid IS NUL
  * let go only as the run ends), so the server's record of it by pid (pg_stat_get_activity) is enough here:
  * reading pg_locks each claim was 0.12-0.35 ms of a 1.1-1.4 ms claim of 64 (auto_explain, pg-profile).
  */
+/**
+ * A time as whole milliseconds since the epoch (float8: exact below 2^53), which node-postgres reads with parseFloat:
+ * a timestamptz went through its date parser (regular expressions and a Date a value), two a claimed task, ~5 us an
+ * answer of the run's CPU profile. Truncated to the millisecond as that parser did.
+ */
+const MS_SINCE_EPOCH = (time: string) => `floor(extract(epoch FROM ${time}) * 1000)::float8`;
+
 const CLAIM = `WITH holders AS MATERIALIZED (${HOLDERS}),
   candidates AS MATERIALIZED (
     SELECT t.id, t.input_key, t.operation FROM tasks t
@@ -165,7 +178,7 @@ const CLAIM = `WITH holders AS MATERIALIZED (${HOLDERS}),
     RETURNING l.job AS operation, l.input_key, l.lease_until
   )
   SELECT t.id, t.job, t.operation, t.input_key AS "inputKey", t.page, t.request_json::text AS "requestJson", t.status,
-    leased.lease_until AS "leaseUntil", clock_timestamp() AS "serverNow"
+    ${MS_SINCE_EPOCH('leased.lease_until')} AS "leaseUntilMs", ${MS_SINCE_EPOCH('clock_timestamp()')} AS "serverNowMs"
   FROM leased CROSS JOIN LATERAL (SELECT * FROM tasks t WHERE t.input_key = leased.input_key AND t.operation = leased.operation AND ${CLAIM_DUE} OFFSET 0) t
   ORDER BY t.id`;
 
@@ -173,7 +186,7 @@ const CLAIM = `WITH holders AS MATERIALIZED (${HOLDERS}),
 const RENEW = `UPDATE worker_task_leases l SET lease_until = clock_timestamp() + $2::double precision * interval '1 millisecond'
   FROM unnest($3::text[], $4::text[]) AS h(job, input_key)
   WHERE l.job = h.job AND l.input_key = h.input_key AND l.worker_id = $1 AND l.lease_until > clock_timestamp()
-  RETURNING l.job, l.input_key AS "inputKey", l.lease_until AS "leaseUntil", clock_timestamp() AS "serverNow"`;
+  RETURNING l.job, l.input_key AS "inputKey", ${MS_SINCE_EPOCH('l.lease_until')} AS "leaseUntilMs", ${MS_SINCE_EPOCH('clock_timestamp()')} AS "serverNowMs"`;
 
 /**
  * One probe of the key per input given back (LATERAL, fenced by OFFSET 0): with `input_key = ANY($3)`, or joined
@@ -229,8 +242,7 @@ export function createTaskClaims(pool: pg.Pool, options: TaskClaimOptions) {
   const heldKey = (operation: string, inputKey: string) => `${operation}\0${inputKey}`;
   /** The operation of each claimed input, by `job \0 input_key`: what its lease is held under. */
   const operationOf = new Map<string, string>();
-  const endOf = (sentAtMono: number, r: { leaseUntil: Date | string; serverNow: Date | string }) =>
-    sentAtMono + (new Date(r.leaseUntil).getTime() - new Date(r.serverNow).getTime());
+  const endOf = (sentAtMono: number, r: LeaseTimes) => sentAtMono + (r.leaseUntilMs - r.serverNowMs);
 
   /** The start of this worker's session holding the lock, once it was seen holding it (null: hidden, the pid alone counts). */
   let holderStart: { text: string | null } | null = null;
@@ -251,12 +263,12 @@ export function createTaskClaims(pool: pg.Pool, options: TaskClaimOptions) {
     const params = [filter.job, filter.runId, filter.freshSince, filter.refresh, maxTasks, workerId, leaseMs, filter.failedBefore ?? null, filter.plannedSince ?? null, holderPid,
       filter.afterId ?? 0, own?.text ?? null];
     const sentAtMono = performance.now();
-    const { rows } = await pool.query<ClaimedTask & { id: string | number; leaseUntil: Date | string; serverNow: Date | string }>(namedQuery(CLAIM, params));
+    const { rows } = await pool.query<Omit<ClaimedTask, 'leaseUntil'> & LeaseTimes & { id: string | number }>(namedQuery(CLAIM, params));
     for (const r of rows) {
       held.set(heldKey(r.operation, r.inputKey), { job: r.operation, inputKey: r.inputKey, endsAtMono: endOf(sentAtMono, r) });
       operationOf.set(`${r.job}\0${r.inputKey}`, r.operation);
     }
-    const claimed = rows.map(({ serverNow: _now, ...r }) => ({ ...r, id: Number(r.id), leaseUntil: new Date(r.leaseUntil).toISOString() }));
+    const claimed = rows.map(({ serverNowMs: _now, leaseUntilMs, ...r }) => ({ ...r, id: Number(r.id), leaseUntil: new Date(leaseUntilMs).toISOString() }));
     if (claimed.length === 0) return claimed;
     // Under the lease: an answer another job stored since is taken, and an input left with nothing to call is given back.
     const adopted = new Set((await pool.query<{ id: string }>(namedQuery(ADOPT, [claimed.map((t) => t.id), filter.freshSince, filter.job]))).rows.map((r) => Number(r.id)));
@@ -273,7 +285,7 @@ export function createTaskClaims(pool: pg.Pool, options: TaskClaimOptions) {
     for (const k of inputKeys) {
       const operation = operationOf.get(`${job}\0${k}`);
       if (operation === undefined) continue;
-      byOperation.set(operation, [...(byOperation.get(operation) ?? []), k]);
+      (byOperation.get(operation) ?? byOperation.set(operation, []).get(operation)!).push(k);
       operationOf.delete(`${job}\0${k}`);
       held.delete(heldKey(operation, k));
     }
@@ -284,7 +296,7 @@ export function createTaskClaims(pool: pg.Pool, options: TaskClaimOptions) {
     if (held.size === 0) return { held: [] };
     const mine = [...held.values()];
     const sentAtMono = performance.now();
-    const { rows } = await pool.query<{ job: string; inputKey: string; leaseUntil: Date | string; serverNow: Date | string }>(namedQuery(RENEW,
+    const { rows } = await pool.query<{ job: string; inputKey: string } & LeaseTimes>(namedQuery(RENEW,
       [workerId, leaseMs, mine.map((h) => h.job), mine.map((h) => h.inputKey)]));
     for (const r of rows) {
       const h = held.get(heldKey(r.job, r.inputKey));
@@ -293,7 +305,7 @@ export function createTaskClaims(pool: pg.Pool, options: TaskClaimOptions) {
     // A lease that ran out is lost (another worker may hold it now): forget it.
     const kept = new Set(rows.map((r) => heldKey(r.job, r.inputKey)));
     for (const h of mine) if (!kept.has(heldKey(h.job, h.inputKey))) held.delete(heldKey(h.job, h.inputKey));
-    return { held: rows.map((r) => ({ job: r.job, inputKey: r.inputKey, leaseUntil: new Date(r.leaseUntil).toISOString() })) };
+    return { held: rows.map((r) => ({ job: r.job, inputKey: r.inputKey, leaseUntil: new Date(r.leaseUntilMs).toISOString() })) };
   }
 
   return {
