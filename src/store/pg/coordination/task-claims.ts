@@ -80,13 +80,13 @@ export interface ClaimedTask extends Omit<TaskRow, 'status'> {
   leaseUntil: string;
 }
 
-/** What a renewal found: the inputs still held, each with the new end of its lease. */
 /** A lease's end and the server's time as it answered, in milliseconds since the epoch (MS_SINCE_EPOCH). */
 interface LeaseTimes {
   leaseUntilMs: number;
   serverNowMs: number;
 }
 
+/** What a renewal found: the inputs still held, each with the new end of its lease. */
 export interface Renewal {
   held: Array<{ job: string; inputKey: string; leaseUntil: string }>;
 }
@@ -142,6 +142,13 @@ const LEASE_LIVE = `(l.lease_until > clock_timestamp() AND (l.backend_pid IS NUL
     AND (h.backend_start IS NULL OR l.backend_start IS NULL OR h.backend_start = l.backend_start))))`;
 
 /**
+ * A time as whole milliseconds since the epoch (float8: exact below 2^53), which node-postgres reads with parseFloat:
+ * a timestamptz went through its date parser (regular expressions and a Date a value), two a claimed task, ~5 us an
+ * answer of the run's CPU profile. Truncated to the millisecond as that parser did.
+ */
+const MS_SINCE_EPOCH = (time: string) => `floor(extract(epoch FROM ${time}) * 1000)::float8`;
+
+/**
  * One statement: lock up to $5 due tasks nobody is claiming right now (SKIP LOCKED) whose input has no live
  * lease, lease their inputs, and return every due page of the inputs leased. The lease insert is the arbiter:
  * a claim whose snapshot predates another worker's commit still finds that worker's live lease on conflict
@@ -152,13 +159,6 @@ const LEASE_LIVE = `(l.lease_until > clock_timestamp() AND (l.backend_pid IS NUL
  * let go only as the run ends), so the server's record of it by pid (pg_stat_get_activity) is enough here:
  * reading pg_locks each claim was 0.12-0.35 ms of a 1.1-1.4 ms claim of 64 (auto_explain, pg-profile).
  */
-/**
- * A time as whole milliseconds since the epoch (float8: exact below 2^53), which node-postgres reads with parseFloat:
- * a timestamptz went through its date parser (regular expressions and a Date a value), two a claimed task, ~5 us an
- * answer of the run's CPU profile. Truncated to the millisecond as that parser did.
- */
-const MS_SINCE_EPOCH = (time: string) => `floor(extract(epoch FROM ${time}) * 1000)::float8`;
-
 const CLAIM = `WITH holders AS MATERIALIZED (${HOLDERS}),
   candidates AS MATERIALIZED (
     SELECT t.id, t.input_key, t.operation FROM tasks t
