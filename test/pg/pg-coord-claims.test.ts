@@ -130,7 +130,7 @@ describe.skipIf(!pgClusterUrl)(`task claims on PostgreSQL${pgClusterUrl ? '' : `
       await other.query('BEGIN');
       await other.query(`INSERT INTO worker_task_leases (job, input_key, worker_id, lease_until) VALUES ($1, 'in-00000', 'x', now() + interval '1 minute')`, [OPERATION]);
       const claiming = b.claim(filter, 1);
-      await waitFor(async () => (await pool.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'WITH %candidates AS MATERIALIZED%'`)).rows[0].n > 0, 30_000, 'b to wait for the lease row');
+      await waitFor(async () => (await pool.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'WITH %candidates AS MATERIALIZED%'`)).rows[0].n > 0, 30_000, 'b to wait for the lease row');
       await other.query('COMMIT');
       expect(await claiming).toEqual([]);
       expect((await pool.query(`SELECT worker_id FROM worker_task_leases WHERE input_key = 'in-00000'`)).rows).toEqual([{ worker_id: 'x' }]);

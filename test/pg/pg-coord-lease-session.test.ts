@@ -89,7 +89,7 @@ describe.skipIf(!pgClusterUrl)(`task leases tied to the dataset lock's session${
       await other.query(`INSERT INTO worker_task_leases (job, input_key, worker_id, lease_until, claimed_at, backend_pid)
         VALUES ($1, 'in-00000', 'x', clock_timestamp() + interval '1 minute', clock_timestamp(), 2147483647)`, [OPERATION]);
       const claiming = b.claims.claim(filter, 1);
-      await waitFor(async () => (await pool.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock'
+      await waitFor(async () => (await pool.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'
         AND query LIKE 'WITH %candidates AS MATERIALIZED%'`)).rows[0].n > 0, 30_000, 'b to wait for the lease row');
       await other.query(`UPDATE worker_task_leases SET claimed_at = clock_timestamp() WHERE input_key = 'in-00000'`);
       await other.query('COMMIT');

@@ -99,7 +99,7 @@ describe.skipIf(!pgClusterUrl)(`query on PostgreSQL${pgClusterUrl ? '' : ` (skip
   /** Statements of `text` the server is running now (not this query itself). */
   async function sleepers(text: string): Promise<number> {
     const found = await ds.client.query(
-      `SELECT count(*)::int AS n FROM pg_stat_activity WHERE state = 'active' AND query LIKE $1 AND pid <> pg_backend_pid()`,
+      `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND state = 'active' AND query LIKE $1 AND pid <> pg_backend_pid()`,
       [`%${text}%`],
     );
     return found.rows[0].n as number;
