@@ -16,6 +16,8 @@ export const RESULT_WRITER_DEFAULTS = {
   walAutocheckpointPages: 16384,
   /** SQLite's own, set back when the writer closes. */
   walAutocheckpointPagesAfter: 1000,
+  /** Time between two PASSIVE checkpoints of the checkpointer thread (startWalCheckpointer). */
+  checkpointIntervalMs: 200,
 } as const;
 
 /**
@@ -86,7 +88,7 @@ const CHECKPOINTER_THREAD = new URL('./wal-checkpointer-thread.ts', import.meta.
  * Starts checkpointing `dbFile` from a thread of its own (wal-checkpointer-thread.ts), a PASSIVE checkpoint every
  * `intervalMs`; close() stops the timer, closes the thread's connection and waits for the thread to end.
  */
-export function startWalCheckpointer(dbFile: string, intervalMs = 200) {
+export function startWalCheckpointer(dbFile: string, intervalMs: number = RESULT_WRITER_DEFAULTS.checkpointIntervalMs) {
   const worker = startWorker(CHECKPOINTER_THREAD, { dbFile, intervalMs });
   // A checkpointer that cannot start or fails costs only speed: the writer checkpoints on its own.
   worker.on('error', () => undefined);
