@@ -8,8 +8,7 @@ import { combineErrors } from '../jobs/job-error.ts';
 import { driftPathLines } from '../operations/drift.ts';
 import type { RunEnd } from '../store/runs.ts';
 import type { RunStatus } from '../store/tables.ts';
-import type { CreditStop } from '../credits/credit-guard.ts';
-import { jobSummaryOf, type JobResult } from './job-result.ts';
+import type { JobResult } from './job-result.ts';
 import { describeError, type OpenRun, type RunTally } from './open-run.ts';
 import type { StopReason } from './run-stop.ts';
 import { describeStop } from './stop-summary.ts';
@@ -36,16 +35,10 @@ export async function closeRun(run: OpenRun, results: readonly JobResult[]): Pro
   if (run.stop.error instanceof UsageError) throw run.stop.error;
   // Every job skipped (runStatus: failed): nothing ran, so the problems are the outcome, as for one bad job.
   if (!run.stop.reason && summary.status === 'failed') {
-    const skipped = results.flatMap((r) => (r.kind === 'skipped' ? [r.error] : []));
+    const skipped = results.flatMap((r) => (r.unusable ? [r.unusable] : []));
     if (skipped.length > 0) throw combineErrors(skipped);
   }
   return summary;
-}
-
-/** The first job that stopped on its own credits.maxPerRun while the run went on: the run ends as a credit stop. */
-function cappedJob(results: readonly JobResult[]): (CreditStop & { job: string }) | null {
-  for (const r of results) if (r.kind === 'stopped' && r.capped) return r.capped;
-  return null;
 }
 
 /**
@@ -54,15 +47,15 @@ function cappedJob(results: readonly JobResult[]): (CreditStop & { job: string }
  * ends the run as any interrupt does (130): a 3 would say that every refresh not done was deferred.
  */
 function stopReasonOf(run: OpenRun, results: readonly JobResult[], capped: boolean): StopReason | null {
-  const refreshInterrupted = results.some((r) => (r.kind === 'not_reached' || r.kind === 'partly_planned') && r.interrupted);
-  if (refreshInterrupted) return 'interrupted';
+  if (results.some((r) => r.interrupted)) return 'interrupted';
   return run.stop.reason ?? (capped ? 'credits' : null);
 }
 
 function summarize(run: OpenRun, results: readonly JobResult[], calls: number): RunSummary {
   const { guard, stop } = run;
-  const jobs = results.map(jobSummaryOf).filter((s): s is JobSummary => s !== null);
-  const capStop = cappedJob(results);
+  const jobs = results.flatMap((r) => (r.summary ? [r.summary] : []));
+  // The first job that stopped on its own credits.maxPerRun while the run went on: the run ends as a credit stop.
+  const capStop = results.find((r) => r.capped)?.capped ?? null;
   const stopReason = stopReasonOf(run, results, capStop !== null);
   const error = stop.error ? describeError(stop.error, run.store) : null;
   const stopped = stopReason

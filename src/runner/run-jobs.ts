@@ -22,7 +22,7 @@ export async function runJobs(options: RunOptions): Promise<RunSummary> {
       const result = await runOneJob(run, job);
       results.push(result);
       // Its error stopped the run: the jobs after it are not listed.
-      if (result.kind === 'failed') break;
+      if (result.summary === null) break;
     }
     return await closeRun(run, results);
   } catch (err) {

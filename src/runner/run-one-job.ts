@@ -1,7 +1,8 @@
 /**
  * One job of a run, from its input to its books: not reached (the run stopped first), skipped (its input cannot
  * be used), stopped while its input was read, or planned into the ledger and its due tasks worked (workJob).
- * Every way it ends is one JobResult (job-result.ts); its log lines are written as it goes.
+ * Every way it ends is one JobResult (job-result.ts), its summary made there and then; its log lines are
+ * written as it goes.
  */
 import { basename, extname } from 'node:path';
 import { reportedBalance, roundCredits } from '../credits/credit-meter.ts';
@@ -13,7 +14,7 @@ import type { RunnableFilter } from '../store/ledger.ts';
 import type { RunStore } from '../store/run-store.ts';
 import { recentLockCheck } from '../store/run-lock.ts';
 import { FailureLog, formatCodeCounts } from './failure-log.ts';
-import type { JobName, JobResult, WorkedJob } from './job-result.ts';
+import { plannedFields, unplannedJobSummary, type JobName, type JobResult } from './job-result.ts';
 import { applyOverrides } from './run-options.ts';
 import type { Logger } from './logger.ts';
 import { NotFoundOnlyWatch } from './not-found-only.ts';
@@ -22,6 +23,7 @@ import { deferRefresh, planIntoLedger, settleDue, type PlanCounts } from './plan
 import { ProgressReporter, type JobProgress } from './progress.ts';
 import { workJob } from './run-job.ts';
 import { jobStopOf, settleJobStop, type RunStop } from './run-stop.ts';
+import type { JobSummary } from './run-summary.ts';
 
 /**
  * Runs one job of the run. An error that is not the job's input being unusable stops the run ('fatal') and is
@@ -43,7 +45,7 @@ export async function runOneJob(run: OpenRun, configured: Job): Promise<JobResul
     return await workPlanned(run, job, plan);
   } catch (err) {
     run.stop.stop('fatal', err);
-    return { kind: 'failed', job: { name: job.name }, error: err };
+    return { summary: null };
   }
 }
 
@@ -55,7 +57,7 @@ export function brokenJobFile(logger: Logger, err: JobFileError): JobResult {
 /** A job whose file or input cannot be used: logged as an ERROR naming the problem; the other jobs run. */
 function skipped(logger: Logger, job: JobName, err: UsageError): JobResult {
   logger.error('job skipped: fix it and run again; the other jobs run', { job: job.name, code: err.code, error: err.message });
-  return { kind: 'skipped', job: { name: job.name, operation: job.operation }, error: err };
+  return { summary: { ...unplannedJobSummary(job, 'skipped'), error: { code: err.code, message: err.message } }, unusable: err };
 }
 
 /**
@@ -65,21 +67,21 @@ function skipped(logger: Logger, job: JobName, err: UsageError): JobResult {
  * one that comes while the input is being read, nor after a fatal error (the dataset itself may be what failed).
  */
 async function notReached(run: OpenRun, job: Job): Promise<JobResult> {
-  const waits = { kind: 'not_reached', job: { name: job.name, operation: job.operation }, deferred: 0, interrupted: false } as const;
+  const waits = unplannedJobSummary(job, 'not_reached');
   const reason = run.stop.reason;
-  if (!run.settings.refresh || reason === 'interrupted' || reason === 'fatal') return waits;
+  if (!run.settings.refresh || reason === 'interrupted' || reason === 'fatal') return { summary: waits };
   // The run's stop cannot tell of the user's signal here: it was set first, for another reason, and keeps it.
-  if (run.options.signal?.aborted) return { ...waits, interrupted: true };
+  if (run.options.signal?.aborted) return { summary: waits, interrupted: true };
   try {
     const { plan, deferred } = await deferRefresh(job, run.store.ledger, run.runId, run.startedAt, run.options.signal);
     // Its tasks written so far are deferred like those of any read a signal cut short; its refresh is not.
     if (!plan.complete) return await partlyPlanned(run, job, plan, true);
     run.logger.info('job not reached: its refresh is deferred to the next run', { job: job.name, deferred });
-    return { ...waits, deferred };
+    return { summary: { ...waits, deferred } };
   } catch (err) {
     // The next run reports an unusable input; the refresh of this job is then the user's to ask again.
     run.logger.warn('job not reached, and its refresh could not be deferred', { job: job.name, error: err instanceof Error ? err.message : String(err) });
-    return waits;
+    return { summary: waits };
   }
 }
 
@@ -94,7 +96,8 @@ async function partlyPlanned(run: OpenRun, job: Job, plan: PlanCounts, interrupt
   run.logger.warn('job stopped while reading its input: the next run reads it again', {
     job: job.name, tasks_read: plan.tasks, invalid: plan.invalid, deferred,
   });
-  return { kind: 'partly_planned', job: { name: job.name, operation: job.operation }, plan, deferred, interrupted };
+  // Not reached, with what the read had written so far; the next run reads the whole input again.
+  return { summary: { ...unplannedJobSummary(job, 'not_reached'), ...plannedFields(plan), deferred }, interrupted };
 }
 
 /** Decides what is due, works it, and closes the job's books. */
@@ -120,10 +123,9 @@ async function workPlanned(run: OpenRun, job: Job, plan: PlanCounts): Promise<Jo
   // On a full disk this write fails too: the pending tasks wait all the same, and the summary still says what was done.
   if (stop.reason) await deferPending(run, job.name);
   else if (job.keepRawDays !== null) await pruneJobBodies(run.store, job.name, job.keepRawDays, run.logger);
-  const worked = await bookWorked(run, job, plan, { worked: runnable, failedBefore, warnings: warning ? [warning] : [] });
-  logWorked(run.logger, worked, stop);
-  if (!stop.reason) return { kind: 'done', ...worked };
-  return { kind: 'stopped', capped, ...worked };
+  const { summary, counts } = await bookWorked(run, job, plan, { worked: runnable, failedBefore, warnings: warning ? [warning] : [] });
+  logWorked(run.logger, summary, counts.deferred, stop);
+  return capped ? { summary, capped } : { summary };
 }
 
 /** Sets the job's credit limits, rate and breaker thresholds; before the run's first call, reads the balance. */
@@ -200,26 +202,41 @@ async function deferPending(run: OpenRun, job: string): Promise<void> {
   }
 }
 
-/** The job's books once worked: the ledger's counts, the answers set aside, and its drift saved for `status`. */
-async function bookWorked(run: OpenRun, job: Job, plan: PlanCounts, due: Pick<WorkedJob, 'worked' | 'failedBefore' | 'warnings'>): Promise<WorkedJob> {
+/**
+ * The job's books once worked: its summary from the ledger's counts (returned too: the log says its deferred
+ * tasks without those still pending) and the answers set aside, and its drift saved for `status`.
+ */
+async function bookWorked(run: OpenRun, job: Job, plan: PlanCounts, due: Pick<JobSummary, 'worked' | 'failedBefore' | 'warnings'>) {
   const counts = await run.store.ledger.countsByStatus(job.name, run.runId);
   const failedByCode = await run.store.ledger.failedByCode(job.name, run.runId);
   await run.drift.save(job.operation);
   const anomalies = await run.store.anomalyCounts(run.runId, job.name);
-  return {
-    job: { name: job.name, operation: job.operation }, plan, ...due, counts, failedByCode, setAside: anomalies.no_identity, otherPost: anomalies.other_post,
+  const summary: JobSummary = {
+    ...unplannedJobSummary(job, 'ran'),
+    ...plannedFields(plan),
+    fresh: plan.tasks - due.worked - due.failedBefore,
+    failedBefore: due.failedBefore,
+    worked: due.worked,
+    done: counts.done,
+    notFound: counts.not_found,
+    failed: counts.failed,
+    failedByCode,
+    deferred: counts.deferred + counts.pending,
+    setAside: anomalies.no_identity,
+    otherPost: anomalies.other_post,
+    warnings: due.warnings,
   };
+  return { summary, counts };
 }
 
-function logWorked(logger: Logger, w: WorkedJob, stop: RunStop): void {
-  const { counts } = w;
+function logWorked(logger: Logger, w: JobSummary, deferred: number, stop: RunStop): void {
   const fields = {
-    job: w.job.name,
-    done: counts.done,
-    not_found: counts.not_found,
-    failed: counts.failed,
-    failed_codes: counts.failed > 0 ? formatCodeCounts(w.failedByCode) : undefined,
-    deferred: counts.deferred,
+    job: w.name,
+    done: w.done,
+    not_found: w.notFound,
+    failed: w.failed,
+    failed_codes: w.failed > 0 ? formatCodeCounts(w.failedByCode) : undefined,
+    deferred,
     set_aside: w.setAside || undefined,
     other_post: w.otherPost || undefined,
   };
@@ -227,7 +244,7 @@ function logWorked(logger: Logger, w: WorkedJob, stop: RunStop): void {
   if (stop.reason) logger.warn('job stopped before its end', { ...fields, reason: stop.reason });
   else logger.info('job finished', fields);
   for (const warning of w.warnings) {
-    logger.warn(warning.message, { job: w.job.name, answers: warning.answers, status: warning.status, body_message: warning.bodyMessage });
+    logger.warn(warning.message, { job: w.name, answers: warning.answers, status: warning.status, body_message: warning.bodyMessage });
   }
 }
 
