@@ -5,16 +5,15 @@
  */
 import { hostname } from 'node:os';
 import { createApiClient } from '../api/client.ts';
-import type { ApiClient } from '../api/types.ts';
 import type { Operation } from '../spec/types.ts';
 import { DriftTally, driftLine, type DriftLine } from '../operations/drift.ts';
 import type { LockLostError } from '../store/run-lock.ts';
-import type { OutcomeWriter, RunGate, RunStore } from '../store/run-store.ts';
+import type { RunStore } from '../store/run-store.ts';
 import { CreditGuard } from '../credits/credit-guard.ts';
 import { silentLogger, type Logger } from './logger.ts';
 import { OutageBreaker } from './outage-breaker.ts';
 import { openStore } from '../store/open-store.ts';
-import { settingsOf, type RunOptions, type RunSettings } from './run-options.ts';
+import { settingsOf, type RunOptions } from './run-options.ts';
 import { RunStop } from './run-stop.ts';
 import { UnusableAnswerBreaker } from './unusable-breaker.ts';
 
@@ -30,35 +29,8 @@ export interface RunTally {
   jobRates: Record<string, number>;
 }
 
-/** An open run: what its jobs work with and what closeRun records, released by close(). */
-export interface OpenRun {
-  readonly options: RunOptions;
-  readonly settings: RunSettings;
-  readonly logger: Logger;
-  /** The dataset, on SQLite or PostgreSQL, through the run's ports (store/run-store.ts): its hold, ledger, runs, calls. */
-  readonly store: RunStore;
-  readonly runId: number;
-  readonly startedAt: string;
-  /** The run's stop: a signal, a lost lock, a failed write, credits, an outage... (the first reason wins). */
-  readonly stop: RunStop;
-  /** The error of a lock taken over while the run was not running, once that happened. */
-  readonly lockLost: LockLostError | null;
-  readonly guard: CreditGuard;
-  readonly client: ApiClient;
-  readonly writer: OutcomeWriter;
-  readonly gate: RunGate;
-  readonly outage: OutageBreaker;
-  readonly unusable: UnusableAnswerBreaker;
-  readonly drift: RunDrift;
-  readonly tally: RunTally;
-  /**
-   * Ends the run's calls: closes the writer (every answer committed) and the client, waits for the credit
-   * guard's charges, and stops listening to the signal, so that what closeRun counts and records is final. close() does it too if it was not done.
-   */
-  closeCalls(): Promise<void>;
-  /** Releases everything, in reverse order: the calls (closeCalls), then the lock, then the database. */
-  close(): Promise<void>;
-}
+/** An open run: what its jobs work with and what closeRun records, released by close() (openLocked's object). */
+export type OpenRun = Awaited<ReturnType<typeof openLocked>>;
 
 /**
  * Opens a run; its errors name the database (toDatabaseUseError). A lock held by a live process throws
@@ -86,7 +58,7 @@ async function releaseTo(releases: Releases, depth: number): Promise<void> {
   while (releases.length > depth) await releases.pop()!();
 }
 
-async function openLocked(options: RunOptions, logger: Logger, store: RunStore, releases: Releases): Promise<OpenRun> {
+async function openLocked(options: RunOptions, logger: Logger, store: RunStore, releases: Releases) {
   // The server's clock on PostgreSQL: under --refresh what settled since the start is fresh, whichever worker settled it.
   const startedAt = store.now?.() ?? new Date().toISOString();
   const { runs, hold: lock } = store;
@@ -123,8 +95,14 @@ async function openLocked(options: RunOptions, logger: Logger, store: RunStore, 
   const writer = store.openWriter(runId, (err) => stop.stop('fatal', err));
   // A writer that failed has reported why through stop(); closing it can add nothing.
   releases.push(() => writer.close().catch(() => undefined));
+  const tally: RunTally = { attemptErrors: 0, creditsAtStart: null, balanceAsked: false, jobRates: {} };
   return {
-    options, settings, logger, store, runId, startedAt, stop, guard, client, writer,
+    options, settings, logger, runId, startedAt, guard, client, writer, tally,
+    /** The dataset, on SQLite or PostgreSQL, through the run's ports (store/run-store.ts): its hold, ledger, runs, calls. */
+    store,
+    /** The run's stop: a signal, a lost lock, a failed write, credits, an outage... (the first reason wins). */
+    stop,
+    /** The error of a lock taken over while the run was not running, once that happened. */
     get lockLost() {
       return lockLost;
     },
@@ -132,8 +110,12 @@ async function openLocked(options: RunOptions, logger: Logger, store: RunStore, 
     outage: new OutageBreaker(stop, settings.outageMinTasks),
     unusable: new UnusableAnswerBreaker(stop, (op) => guard.costOf(op)),
     drift: new RunDrift(store, runId),
-    tally: { attemptErrors: 0, creditsAtStart: null, balanceAsked: false, jobRates: {} },
+    /**
+     * Ends the run's calls: closes the writer (every answer committed) and the client, waits for the credit
+     * guard's charges, and stops listening to the signal, so that what closeRun counts and records is final. close() does it too if it was not done.
+     */
     closeCalls: () => releaseTo(releases, callsFrom),
+    /** Releases everything, in reverse order: the calls (closeCalls), then the lock, then the database. */
     close: () => releaseTo(releases, 0),
   };
 }
