@@ -17,17 +17,10 @@ export interface ProgressSnapshot extends JobProgress {
   startedAtMs: number;
 }
 
-export interface ProgressOptions {
-  /** Where the live line goes on a terminal (stderr, so stdout stays clean for --json). */
-  stream: NodeJS.WritableStream & { isTTY?: boolean; columns?: number };
-  logger: Logger;
-  /** Interval of the one-line progress log without a terminal (cron). */
-  logIntervalMs?: number;
-}
-
 /** Back to the start of the line and clear it: what takes the live line off the screen. */
 export const CLEAR_LINE = '\r\x1b[K';
 
+/** `logIntervalMs`: the interval of the one-line progress log without a terminal (cron). */
 export const PROGRESS_DEFAULTS = { redrawMs: 250, logIntervalMs: 5_000 } as const;
 
 /** A live progress line on a terminal, or a concise log line every few seconds under cron. */
@@ -36,14 +29,16 @@ export class ProgressReporter {
   private drawn = false;
 
   constructor(
-    private readonly options: ProgressOptions,
+    /** Where the live line goes on a terminal (stderr, so stdout stays clean for --json). */
+    private readonly stream: NodeJS.WritableStream & { isTTY?: boolean; columns?: number },
+    private readonly logger: Logger,
     private readonly read: () => ProgressSnapshot,
   ) {}
 
   /** Starts redrawing (terminal) or periodic logging (no terminal). */
   start(): void {
-    const tty = Boolean(this.options.stream.isTTY);
-    const every = tty ? PROGRESS_DEFAULTS.redrawMs : (this.options.logIntervalMs ?? PROGRESS_DEFAULTS.logIntervalMs);
+    const tty = Boolean(this.stream.isTTY);
+    const every = tty ? PROGRESS_DEFAULTS.redrawMs : PROGRESS_DEFAULTS.logIntervalMs;
     this.timer = setInterval(() => (tty ? this.draw() : this.log()), every);
     this.timer.unref();
   }
@@ -52,32 +47,32 @@ export class ProgressReporter {
   stop(): void {
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
-    if (this.drawn) this.options.stream.write(CLEAR_LINE);
+    if (this.drawn) this.stream.write(CLEAR_LINE);
     this.drawn = false;
   }
 
   /**
-   * `logger` for lines written while the live line may be on screen (warnings on a terminal): each clears the
+   * The logger, for lines written while the live line may be on screen (warnings on a terminal): each clears the
    * live line first, so the line is not written into it; the next redraw puts it back below.
    */
-  above(logger: Logger): Logger {
+  above(): Logger {
     return loggerOf((level, msg, fields) => {
-      if (this.drawn) this.options.stream.write(CLEAR_LINE);
+      if (this.drawn) this.stream.write(CLEAR_LINE);
       this.drawn = false;
-      logger[level](msg, fields);
+      this.logger[level](msg, fields);
     });
   }
 
   private draw(): void {
     // Read at every redraw: the terminal may have been resized since.
-    this.options.stream.write(CLEAR_LINE + formatProgress(this.read(), this.options.stream.columns));
+    this.stream.write(CLEAR_LINE + formatProgress(this.read(), this.stream.columns));
     this.drawn = true;
   }
 
   private log(): void {
     const s = this.read();
     const { rate, etaS } = rates(s);
-    this.options.logger.info('progress', {
+    this.logger.info('progress', {
       job: s.job,
       done: s.done + s.notFound + s.failed,
       total: s.runnable,

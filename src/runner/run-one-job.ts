@@ -152,11 +152,12 @@ async function workDue(run: OpenRun, job: Job, filter: RunnableFilter, runnable:
   const progress: JobProgress = { runnable, done: 0, notFound: 0, failed: 0, errors: 0 };
   const startedAtMs = performance.now();
   const reporter = new ProgressReporter(
-    { stream: run.options.progressStream ?? process.stderr, logger: run.logger, logIntervalMs: run.options.progressLogIntervalMs },
+    run.options.progressStream ?? process.stderr,
+    run.logger,
     () => ({ ...progress, job: job.name, creditsLeft: guard.balance, startedAtMs }),
   );
   reporter.start();
-  const failures = new FailureLog(reporter.above(run.logger), job.name, run.options.failureLog);
+  const failures = new FailureLog(reporter.above(), job.name, run.options.failureLog);
   const jobStop = jobStopOf(run.stop);
   const notFoundOnly = new NotFoundOnlyWatch(job.operation, run.settings.notFoundOnlyMinAnswers, [run.options.api.token]);
   try {

@@ -23,11 +23,9 @@ export interface RunOptions extends RunDefaulted {
   logger?: Logger;
   /**
    * Where the live progress line goes when it is a terminal (default stderr); otherwise progress is one log
-   * line every `progressLogIntervalMs`, through `logger`.
+   * line every few seconds (PROGRESS_DEFAULTS in progress.ts), through `logger`.
    */
   progressStream?: NodeJS.WritableStream & { isTTY?: boolean };
-  /** Interval of the progress log line without a terminal. */
-  progressLogIntervalMs?: number;
   /** How the tasks that failed are logged (one line each for the first ones, then counted). */
   failureLog?: FailureLogOptions;
   /** The run lock's lease (default RUN_LOCK_DEFAULTS.leaseMs): how long another host waits after its last heartbeat. */
