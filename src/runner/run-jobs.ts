@@ -1,7 +1,6 @@
 import { closeRun } from './close-run.ts';
-import type { JobResult } from './job-result.ts';
 import { openRun } from './open-run.ts';
-import { brokenJobFile, runOneJob } from './run-one-job.ts';
+import { brokenJobFile, runOneJob, type JobResult } from './run-one-job.ts';
 import type { RunOptions } from './run-options.ts';
 import type { RunSummary } from './run-summary.ts';
 

@@ -1,8 +1,7 @@
 /**
  * One job of a run, from its input to its books: not reached (the run stopped first), skipped (its input cannot
  * be used), stopped while its input was read, or planned into the ledger and its due tasks worked (workJob).
- * Every way it ends is one JobResult (job-result.ts), its summary made there and then; its log lines are
- * written as it goes.
+ * Every way it ends is one JobResult, its summary made there and then; its log lines are written as it goes.
  */
 import { basename, extname } from 'node:path';
 import { reportedBalance, roundCredits } from '../credits/credit-meter.ts';
@@ -14,7 +13,6 @@ import type { RunnableFilter } from '../store/ledger.ts';
 import type { RunStore } from '../store/run-store.ts';
 import { recentLockCheck } from '../store/run-lock.ts';
 import { FailureLog, formatCodeCounts } from './failure-log.ts';
-import { plannedFields, unplannedJobSummary, type JobName, type JobResult } from './job-result.ts';
 import { applyOverrides } from './run-options.ts';
 import type { Logger } from './logger.ts';
 import { NotFoundOnlyWatch } from './not-found-only.ts';
@@ -23,11 +21,30 @@ import { deferRefresh, planIntoLedger, settleDue, type PlanCounts } from './plan
 import { ProgressReporter, type JobProgress } from './progress.ts';
 import { workJob } from './run-job.ts';
 import { jobStopOf, settleJobStop, type RunStop } from './run-stop.ts';
-import type { JobSummary } from './run-summary.ts';
+import type { JobStatus, JobSummary } from './run-summary.ts';
+import type { CreditStop } from '../credits/credit-guard.ts';
+
+/** How one job of a run ended: its summary, and what closeRun reads of the run's stop besides. */
+export interface JobResult {
+  /** Null when an error stopped the run in this job (it is the run's stop error): the jobs after it are not listed. */
+  summary: JobSummary | null;
+  /** Why its job file or input file cannot be used (status `skipped`): no task, no call; the other jobs run. */
+  unusable?: UsageError;
+  /**
+   * Cut short by the job's own credits.maxPerRun (its rest deferred), which ends this job only; the run goes on
+   * and ends as a credit stop.
+   */
+  capped?: CreditStop & { job: string };
+  /** Not reached, or stopped while its input was read: the user's signal kept its --refresh from being deferred. */
+  interrupted?: boolean;
+}
+
+/** A job as its summary names it: a job file that could not be loaded has no operation. */
+type JobName = Pick<JobSummary, 'name' | 'operation'>;
 
 /**
- * Runs one job of the run. An error that is not the job's input being unusable stops the run ('fatal') and is
- * the result `failed`: the run lists no job after it.
+ * Runs one job of the run. An error that is not the job's input being unusable stops the run ('fatal'): its
+ * result has no summary, and the run lists no job after it.
  */
 export async function runOneJob(run: OpenRun, configured: Job): Promise<JobResult> {
   const job = applyOverrides(configured, run.options.overrides);
@@ -282,4 +299,18 @@ async function pruneJobBodies(store: Pick<RunStore, 'pruneJobBodies'>, job: stri
   } catch (err) {
     logger.warn('could not drop superseded raw bodies', { job, error: err instanceof Error ? err.message : String(err) });
   }
+}
+
+/** What the read of the job's input wrote, as the summary names it. */
+function plannedFields(plan: PlanCounts): Pick<JobSummary, 'planned' | 'invalidRows' | 'invalidKnown' | 'duplicates' | 'invalidSamples'> {
+  return { planned: plan.tasks, invalidRows: plan.invalid, invalidKnown: plan.invalidKnown, duplicates: plan.duplicates, invalidSamples: plan.invalidSamples };
+}
+
+/** The summary of a job that read and worked nothing: every count 0 (its keys in the order `--json` prints them). */
+function unplannedJobSummary(job: JobName, status: JobStatus): JobSummary {
+  return {
+    name: job.name, operation: job.operation, status, error: null,
+    planned: 0, invalidRows: 0, invalidKnown: 0, duplicates: 0, fresh: 0, failedBefore: 0, worked: 0,
+    done: 0, notFound: 0, failed: 0, failedByCode: {}, deferred: 0, invalidSamples: [], setAside: 0, otherPost: 0, warnings: [],
+  };
 }

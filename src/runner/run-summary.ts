@@ -1,6 +1,6 @@
 /**
- * What a run reports: one summary per job and one for the run (made by closeRun, close-run.ts, from the jobs'
- * results, job-result.ts). The field names are a public contract (`netingest run --json`): add, never rename.
+ * What a run reports: one summary per job (made by runOneJob, run-one-job.ts) and one for the run (made by
+ * closeRun, close-run.ts). The field names are a public contract (`netingest run --json`): add, never rename.
  */
 // Types from light modules only: the package's public types (src/index.ts) hold a run's summary, and must not
 // reach the database drivers' or drizzle's types (test/package/package-install.test.ts checks them without skipLibCheck).
