@@ -20,10 +20,9 @@ const COMPILED = import.meta.url.endsWith('.js');
  */
 export function startWorker(module: URL, data: unknown, options: Pick<WorkerOptions, 'resourceLimits'> = {}): Worker {
   const entry = entryOf(fileURLToPath(module));
-  if (entry.endsWith('.js')) return new Worker(pathToFileURL(entry), { ...options, workerData: { module: entry, data }, execArgv: [] });
   // From the sources, through tsx's CommonJS hook: see worker-bootstrap.cjs.
-  const bootstrap = new URL('./worker-bootstrap.cjs', import.meta.url);
-  return new Worker(bootstrap, { ...options, workerData: { module: entry, data }, execArgv: [] });
+  const start = entry.endsWith('.js') ? pathToFileURL(entry) : new URL('./worker-bootstrap.cjs', import.meta.url);
+  return new Worker(start, { ...options, workerData: { module: entry, data }, execArgv: [] });
 }
 
 /**
