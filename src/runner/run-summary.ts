@@ -50,9 +50,9 @@ export interface JobSummary {
   otherPost: number;
   /**
    * What the run noticed about the job that changes neither its outcome nor the exit code; empty for most.
-   * Each has a `code` and a `message`.
+   * Each has a `code` (NOT_FOUND_ONLY: every answer a 404 that a wrong API URL would give too) and a `message`.
    */
-  warnings: JobWarning[];
+  warnings: NotFoundOnlyWarning[];
 }
 
 /** What the run says of a job whose answers were all 404s (not-found-only.ts): the log line's fields and the summary's message. */
@@ -65,9 +65,6 @@ export interface NotFoundOnlyWarning {
   bodyMessage: string | null;
   message: string;
 }
-
-/** A warning about a job (by `code`): NOT_FOUND_ONLY, every answer a 404 that a wrong API URL would give too. */
-export type JobWarning = NotFoundOnlyWarning;
 
 /** Whether a job of the run was worked, skipped as unusable, or not reached because the run stopped first. */
 export type JobStatus = 'ran' | 'skipped' | 'not_reached';
