@@ -13,7 +13,7 @@ import { withReadSnapshot } from '../read-snapshot.ts';
 import { readSync, rows } from '../read-steps.ts';
 import { runStepsSync } from '../reprocess-store.ts';
 import { acquireRunLock } from '../run-lock.ts';
-import { withSqlitePlanLedger } from './plan-ledger.ts';
+import { sqlitePlanLedger } from './plan-ledger.ts';
 import { inSqliteReprocessTransaction } from './reprocess-store.ts';
 import { openSqliteRunStore } from '../sqlite-run-store.ts';
 import { openSqliteDataset } from '../readers/dataset.ts';
@@ -28,7 +28,8 @@ export function sqliteDatasetStore(file: string): DatasetStore {
     shown: file,
     files: [file],
     openRun: async ({ leaseMs }) => openSqliteRunStore({ dbPath: file, lockLeaseMs: leaseMs }),
-    withPlanLedger: async (fn) => (existsSync(file) ? withSqlitePlanLedger(file, fn) : fn(emptyPlanLedger(null))),
+    withPlanLedger: async (fn) =>
+      existsSync(file) ? reading(file, (database) => withReadSnapshot(database, () => fn(sqlitePlanLedger(database)))) : fn(emptyPlanLedger(null)),
     read: (fn) =>
       reading(file, (database) => withReadSnapshot(database, (snapshot) => fn({ ...snapshot, read: async (reads) => readSync(snapshot.sqlite, reads) }))),
     userStatement: (options, use) =>
