@@ -11,7 +11,6 @@ import { LAST_REPORT_KEY } from '../store/status.ts';
 import { withLiveBalance, type StatusOptions } from '../runner/status-report.ts';
 import { OPERATION_SPECS } from '../operations/index.ts';
 import { JOB_DEFAULTS } from '../jobs/defaults.ts';
-import { CREDIT_METER_DEFAULTS } from '../credits/credit-meter.ts';
 import { buildFigures, type ReportFigures } from './figures.ts';
 
 /** Every default of the report, in one place. */
@@ -47,15 +46,7 @@ export async function gatherFigures(options: ReportOptions): Promise<{ figures: 
   const window = { sinceIso: since, listedRows: opts.listedRows, operations };
   const data = await store.read((snapshot) => snapshot.read(reportFiguresReads(window, opts.statusRuns)));
   const status = await withLiveBalance(data.status, { apiUrl: opts.apiUrl, tokenFile: opts.tokenFile });
-  const refreshAfterDays = Object.fromEntries(Object.entries(OPERATION_SPECS).map(([name, spec]) => [name, spec.refreshAfterDays]));
-  const figures = buildFigures(data, status, {
-    days: opts.days,
-    forecastDays: opts.forecastDays,
-    configuredPerMinute: opts.configuredPerMinute,
-    refreshAfterDays,
-    defaultCostPerCall: CREDIT_METER_DEFAULTS.defaultCostPerCall,
-    now,
-  });
+  const figures = buildFigures(data, status, { days: opts.days, forecastDays: opts.forecastDays, configuredPerMinute: opts.configuredPerMinute, now });
   return { figures, shownDataset: store.shown };
 }
 
