@@ -27,7 +27,7 @@ export function sqliteDatasetStore(file: string): DatasetStore {
   return {
     shown: file,
     files: [file],
-    openRun: async ({ leaseMs }) => openSqliteRunStore({ dbPath: file, lockLeaseMs: leaseMs }),
+    openRun: async ({ leaseMs }) => openSqliteRunStore(file, leaseMs),
     withPlanLedger: async (fn) =>
       existsSync(file) ? reading(file, (database) => withReadSnapshot(database, () => fn(sqlitePlanLedger(database)))) : fn(emptyPlanLedger(null)),
     read: (fn) =>
