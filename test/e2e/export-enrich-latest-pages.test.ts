@@ -7,7 +7,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openDatabase, type Database } from '../../src/store/open.ts';
 import { createLedger } from '../../src/store/ledger.ts';
-import { requestKeyOf } from '../../src/store/ingest-request.ts';
+import { requestKeyOf } from '../../src/operations/index.ts';
 import { planIntoLedger } from '../../src/runner/plan-into-ledger.ts';
 import type { OutcomeOp } from '../../src/store/outcome-ops.ts';
 import { createOutcomeApplier, ingestRequestFor, readOperationAnswer, reprocess } from '../support/store-helpers.ts';
