@@ -161,7 +161,7 @@ describe('enrich shows the latest answer of each page', () => {
   it('similar-companies: reprocess (bodies replayed at their received_at) gives the same enrich', async () => {
     const { file } = await similarCases();
     const before = await enrichedRows({ db: ws.db, job: file, cwd: ws.dir });
-    const report = reprocess(database);
+    const report = await reprocess(database);
     expect(report).toMatchObject({ invalid: 0 });
     expect(report.replayed).toBeGreaterThan(10);
     expect(await enrichedRows({ db: ws.db, job: file, cwd: ws.dir })).toEqual(before);

@@ -12,7 +12,7 @@ import type { Connection } from '../../src/store/connection.ts';
 import { createIngestor, type IngestResult } from '../../src/store/ingest/index.ts';
 import { prepareOutcomeWrite, type OutcomeOp } from '../../src/store/outcome-ops.ts';
 import type { Database } from '../../src/store/open.ts';
-import { runStepsSync } from '../../src/store/reprocess-store.ts';
+import { runSteps } from '../../src/store/reprocess-store.ts';
 import { inSqliteReprocessTransaction } from '../../src/store/sqlite/reprocess-store.ts';
 import { replaySteps, type ReprocessOptions, type ReprocessReport } from '../../src/runner/reprocess.ts';
 
@@ -60,6 +60,6 @@ export function ingestRequestFor(operation: Operation, inputKey: string, request
 }
 
 /** Rebuilds the normalized tables of an open SQLite dataset from raw_responses in one transaction, without its lock. */
-export function reprocess(database: Database, options: ReprocessOptions = {}): ReprocessReport {
-  return inSqliteReprocessTransaction(database, (store) => runStepsSync(replaySteps(options), store));
+export function reprocess(database: Database, options: ReprocessOptions = {}): Promise<ReprocessReport> {
+  return inSqliteReprocessTransaction(database, (store) => runSteps(replaySteps(options), store));
 }
