@@ -11,7 +11,7 @@ import { pathToFileURL } from 'node:url';
 import { createTestDatabase, startPgCluster } from '../test/pg/pg-cluster.ts';
 import { postRequest, postResponse } from '../test/support/db-fixtures.ts';
 import { readOperationAnswer } from '../test/support/store-helpers.ts';
-import { requestKeyOf } from '../src/store/ingest-request.ts';
+import { requestKeyOf } from '../src/operations/index.ts';
 import type { OutcomeOp } from '../src/store/outcome-ops.ts';
 
 const ROUNDS = Number(process.env['ROUNDS'] ?? 6);

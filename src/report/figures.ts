@@ -8,28 +8,11 @@ import type { FullStatusReport } from '../runner/status-report.ts';
 import { forecastDue } from './forecast.ts';
 import { headlineOf } from './headline.ts';
 import { creditsByJob } from './job-credits.ts';
+import { CREDIT_METER_DEFAULTS } from '../credits/credit-meter.ts';
+import { OPERATION_SPECS } from '../operations/index.ts';
 
-/** Options of buildFigures(). */
-export interface FigureOptions {
-  /** The window drawn, in days back from `now`. */
-  days: number;
-  /** Days of the forecast, today first. */
-  forecastDays: number;
-  /** The calls per minute assumed for a run that did not record its jobs' rates (made before `runs.job_rates`). */
-  configuredPerMinute: number;
-  /** Each operation's refresh age (days) when its job does not say (the forecast's rule). */
-  refreshAfterDays: Readonly<Record<string, number>>;
-  /** Credits per call where no cost was learned from the counters yet. */
-  defaultCostPerCall: number;
-  now: Date;
-}
-
-/** One run of the window: what it did and what it cost. */
-export interface NightFigures {
-  runId: number; startedAt: string; endedAt: string | null; status: string; exitCode: number | null;
-  creditsSpent: number | null; balanceAfter: number | null;
-  done: number; notFound: number; failed: number; deferred: number; invalidRows: number; calls: number;
-}
+/** Options of buildFigures(): the window drawn and the forecast's, in days, the rate assumed for a run that recorded none (REPORT_DEFAULTS notes each), and the clock. */
+export type FigureOptions = Readonly<Record<'days' | 'forecastDays' | 'configuredPerMinute', number>> & { now: Date };
 
 /** How often one member of one operation's answers drifted, run by run (share: count / seen). */
 export interface DriftSeries {
@@ -44,17 +27,21 @@ export type ReportFigures = ReturnType<typeof buildFigures>;
 
 /** The figures of `data` (read in one snapshot) with the live balance `status` gave. */
 export function buildFigures(data: ReportData, status: FullStatusReport, options: FigureOptions) {
-  // A run with no paid answer stores no balance: it left the one before it as it was.
+  // Each run of the window, what it did and what it cost. A run with no paid answer stores no balance: it left
+  // the one before it as it was.
   let balance: number | null = null;
-  const nights = data.runs.map((r): NightFigures => ({
+  const nights = data.runs.map((r) => ({
     runId: r.id, startedAt: r.startedAt, endedAt: r.endedAt, status: r.status, exitCode: r.exitCode,
     creditsSpent: r.creditsSpent, balanceAfter: (balance = r.creditsAtEnd ?? balance),
     done: r.tasksDone, notFound: r.tasksNotFound, failed: r.tasksFailed, deferred: r.tasksDeferred, invalidRows: r.invalidRows, calls: r.calls,
   }));
+  const { defaultCostPerCall } = CREDIT_METER_DEFAULTS;
   const costPerCall: Record<string, { credits: number; learned: boolean }> = {};
   for (const [operation, learned] of Object.entries(data.costPerCall)) {
-    costPerCall[operation] = { credits: learned ?? options.defaultCostPerCall, learned: learned !== null };
+    costPerCall[operation] = { credits: learned ?? defaultCostPerCall, learned: learned !== null };
   }
+  // Each operation's refresh age when its job does not say: the forecast's rule.
+  const refreshAfterDays = Object.fromEntries(Object.entries(OPERATION_SPECS).map(([name, spec]) => [name, spec.refreshAfterDays]));
   return {
     generatedAt: options.now.toISOString(),
     days: options.days,
@@ -69,7 +56,7 @@ export function buildFigures(data: ReportData, status: FullStatusReport, options
     pace: paceOf(data, options.configuredPerMinute),
     drift: driftSeries(data.drift),
     forecast: {
-      days: forecastDue(data.taskAges, { ...options, costPerCall: (op) => costPerCall[op]?.credits ?? options.defaultCostPerCall }),
+      days: forecastDue(data.taskAges, { ...options, refreshAfterDays, costPerCall: (op) => costPerCall[op]?.credits ?? defaultCostPerCall }),
       costPerCall,
     },
     failures: data.failures.map((f) => ({ ...f, sample: f.sample === null ? null : redactSample(f.sample) })),

@@ -16,7 +16,11 @@ export interface ForecastDay {
 }
 
 /** The figures' window, refresh ages and clock, and each operation's cost per call. */
-type ForecastOptions = Pick<FigureOptions, 'forecastDays' | 'refreshAfterDays' | 'now'> & { costPerCall: (operation: string) => number };
+type ForecastOptions = Pick<FigureOptions, 'forecastDays' | 'now'> & {
+  /** Each operation's refresh age (days) when its job does not say. */
+  refreshAfterDays: Readonly<Record<string, number>>;
+  costPerCall: (operation: string) => number;
+};
 
 const MS_PER_DAY = 86_400_000;
 

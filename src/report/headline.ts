@@ -4,7 +4,6 @@
  * `netingest status --json` say the same.
  */
 import type { FullStatusReport } from '../runner/status-report.ts';
-import type { NightFigures } from './figures.ts';
 
 /** What to do next, and how urgent it is. */
 interface Advice {
@@ -27,7 +26,8 @@ const DEFERRED_BECAUSE: Readonly<Record<string, string>> = {
   abandoned: 'the run died without finishing',
 };
 
-export function headlineOf(status: FullStatusReport, nights: readonly NightFigures[]) {
+/** The headline of `status`, with the window's runs oldest first (figures.ts's nights: the last one's invalid rows). */
+export function headlineOf(status: FullStatusReport, nights: ReadonlyArray<{ invalidRows: number }>) {
   const last = status.runs[0] ?? null;
   const creditsLeft = status.liveBalance
     ? { balance: status.liveBalance.balance, totalCredits: status.liveBalance.totalCredits, at: null, source: 'live' as const }
@@ -53,7 +53,7 @@ const STOPPED_ADVICE: Readonly<Record<string, Advice>> = {
   stopped_unusable: { level: 'stop', action: 'The service answers in a shape this version cannot read: upgrade netingest, then run `netingest reprocess`.' },
 };
 
-function actionOf(status: FullStatusReport, nights: readonly NightFigures[]): Advice {
+function actionOf(status: FullStatusReport, nights: ReadonlyArray<{ invalidRows: number }>): Advice {
   const last = status.runs[0];
   if (!last) return { level: 'warn', action: 'Nothing has run yet: start with `netingest run --all`.' };
   if (last.unfinished) return { level: 'stop', action: `Run ${last.id} stopped without finishing; the next run closes it and resumes its tasks.` };

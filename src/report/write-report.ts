@@ -9,9 +9,7 @@ import { openStore } from '../store/open-store.ts';
 import { reportFiguresReads } from '../store/readers/report-figures.ts';
 import { LAST_REPORT_KEY } from '../store/status.ts';
 import { withLiveBalance, type StatusOptions } from '../runner/status-report.ts';
-import { OPERATION_SPECS } from '../operations/index.ts';
 import { JOB_DEFAULTS } from '../jobs/defaults.ts';
-import { CREDIT_METER_DEFAULTS } from '../credits/credit-meter.ts';
 import { buildFigures, type ReportFigures } from './figures.ts';
 
 /** Every default of the report, in one place. */
@@ -41,21 +39,12 @@ const MS_PER_DAY = 86_400_000;
 export async function gatherFigures(options: ReportOptions): Promise<{ figures: ReportFigures; shownDataset: string }> {
   const opts = { ...REPORT_DEFAULTS, ...options };
   const now = options.now ?? new Date();
-  const operations = Object.keys(OPERATION_SPECS);
   const since = new Date(now.getTime() - opts.days * MS_PER_DAY).toISOString();
   const store = await openStore(opts.db);
-  const window = { sinceIso: since, listedRows: opts.listedRows, operations };
+  const window = { sinceIso: since, listedRows: opts.listedRows };
   const data = await store.read((snapshot) => snapshot.read(reportFiguresReads(window, opts.statusRuns)));
   const status = await withLiveBalance(data.status, { apiUrl: opts.apiUrl, tokenFile: opts.tokenFile });
-  const refreshAfterDays = Object.fromEntries(Object.entries(OPERATION_SPECS).map(([name, spec]) => [name, spec.refreshAfterDays]));
-  const figures = buildFigures(data, status, {
-    days: opts.days,
-    forecastDays: opts.forecastDays,
-    configuredPerMinute: opts.configuredPerMinute,
-    refreshAfterDays,
-    defaultCostPerCall: CREDIT_METER_DEFAULTS.defaultCostPerCall,
-    now,
-  });
+  const figures = buildFigures(data, status, { days: opts.days, forecastDays: opts.forecastDays, configuredPerMinute: opts.configuredPerMinute, now });
   return { figures, shownDataset: store.shown };
 }
 

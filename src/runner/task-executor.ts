@@ -8,7 +8,6 @@ import type { DriftTally } from '../operations/drift.ts';
 import type { Charge, CreditGuard } from '../credits/credit-guard.ts';
 import type { RunStop } from './run-stop.ts';
 import type { OutcomeWriter, RunGate, WriterTask } from '../store/run-store.ts';
-import type { IngestRequest } from '../store/ingest-request.ts';
 import { CallBoundError, ERROR_POLICY, errorCodeOf, maxCallsPerTask, type ErrorCode } from './error-policy.ts';
 import { retryHooks, type TaskTally } from './retry-hooks.ts';
 
@@ -43,7 +42,7 @@ export interface ExecutableTask<Q = unknown> extends WriterTask {
   inputKey: string;
   page: number;
   request: Q;
-  ingest: IngestRequest;
+  ingest: AnySubject;
   requestKey: string;
 }
 

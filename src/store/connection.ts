@@ -38,7 +38,7 @@ export interface Connection {
 
 /** Options of openConnection(). */
 export interface ConnectionOptions {
-  /** Open read-only: no folder creation; the file must exist. Default false. */
+  /** Open read-only: no folder creation; the file must exist; `query_only` on, so no statement can write. Default false. */
   readonly?: boolean;
   /** How long a statement waits for another process's lock before failing. Default 5000. */
   busyTimeoutMs?: number;
@@ -111,6 +111,9 @@ function configure(sqlite: BetterSqlite3.Database, readonly: boolean, busyTimeou
   if (!readonly) {
     sqlite.pragma('journal_mode = WAL');
     sqlite.pragma('synchronous = NORMAL');
+  } else {
+    // The connection's own guard, the last of a reader's locks: even a statement that slipped through cannot write.
+    sqlite.pragma('query_only = ON');
   }
   sqlite.pragma('foreign_keys = ON');
   registerRawBodyFunction(sqlite);

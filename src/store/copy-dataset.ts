@@ -18,7 +18,7 @@ import { acquireRunLock, LockedError, runLockReads, type RunLock } from './run-l
 import { readSync } from './read-steps.ts';
 import { decodeRawBody } from './raw-body.ts';
 import { storableJsonText, storableString } from '../operations/storable-text.ts';
-import { openPgStore, type PgStoreOptions } from './pg/open.ts';
+import { openPgStore } from './pg/open.ts';
 import { inPgTransaction } from './pg/transaction.ts';
 import { primaryKeyOf, type ColumnKind, type TableDef } from './table-kit.ts';
 import { DATASET_TABLES } from './tables.ts';
@@ -35,8 +35,6 @@ export interface CopyDatasetOptions {
   batchRows?: number;
   /** An INSERT is sent once its values reach this many bytes, whatever its row count (raw bodies are large). */
   batchBytes?: number;
-  /** The target's pool options. */
-  pg?: PgStoreOptions;
 }
 
 export const COPY_DEFAULTS: Required<Pick<CopyDatasetOptions, 'batchRows' | 'batchBytes'>> = { batchRows: 500, batchBytes: 4 * 1024 * 1024 };
@@ -64,7 +62,7 @@ export async function copyDataset(fromFile: string, toUrl: string, options: Copy
   if (!existsSync(fromFile)) throw new UsageError(`no database at ${fromFile}: nothing to copy (see --from)`);
   const { source, lock } = openSource(fromFile);
   try {
-    const target = await openPgStore(toUrl, opts.pg);
+    const target = await openPgStore(toUrl);
     try {
       // One snapshot of the source: a run writing meanwhile cannot tear the copy between tables.
       source.sqlite.exec('BEGIN');

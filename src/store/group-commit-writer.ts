@@ -5,7 +5,7 @@
  * (store/result-writer.ts on SQLite, store/pg/pg-outcome-writer.ts on PostgreSQL).
  */
 import type { ApiCallRow } from './api-calls.ts';
-import type { IngestRequest } from './ingest-request.ts';
+import type { AnySubject } from '../operations/index.ts';
 import type { CallFacts, FailedAttempt, OutcomeWriter, ReadAnswer, UnreadAnswer, WriterTask } from './run-store.ts';
 import type { OutcomeOp } from './outcome-ops.ts';
 
@@ -36,7 +36,7 @@ export abstract class GroupCommitWriter implements OutcomeWriter {
   abstract close(): Promise<void>;
 
   /** A 200: normalized rows (from the answer as the client read it), raw body, api_calls row and the task done, atomically. */
-  success(task: WriterTask, request: IngestRequest, requestKey: string, result: ReadAnswer, attempts: number): Promise<void> {
+  success(task: WriterTask, request: AnySubject, requestKey: string, result: ReadAnswer, attempts: number): Promise<void> {
     const at = this.now();
     const call = callRow(this.runId, task.id, result.call, at, null, result.credits);
     return this.enqueue({
@@ -45,7 +45,7 @@ export abstract class GroupCommitWriter implements OutcomeWriter {
   }
 
   /** A paid 200 of the wrong shape: its body (kept apart from answers), api_calls row and the task failed, atomically. */
-  rejected(task: WriterTask, request: IngestRequest, requestKey: string, err: UnreadAnswer, attempts: number): Promise<void> {
+  rejected(task: WriterTask, request: AnySubject, requestKey: string, err: UnreadAnswer, attempts: number): Promise<void> {
     const at = this.now();
     const call = callRow(this.runId, task.id, err.call, at, err.code, err.credits);
     return this.enqueue({

@@ -3,7 +3,7 @@
  * writer (result-writer.ts) gathers them and applies each batch in one transaction.
  */
 import type { Connection } from './connection.ts';
-import type { IngestRequest } from './ingest-request.ts';
+import type { AnySubject } from '../operations/index.ts';
 import { prepareAnswerStore } from './store-answer.ts';
 import { saveRawResponse } from './raw-archive.ts';
 import { createApiCallLog, type ApiCallRow } from './api-calls.ts';
@@ -16,7 +16,7 @@ interface PaidBody {
   taskId: number;
   operation: Operation;
   requestKey: string;
-  request: IngestRequest;
+  request: AnySubject;
   /** The body exactly as received (after token redaction). */
   body: string;
   call: ApiCallRow;

@@ -6,7 +6,7 @@
  */
 import type { Operation } from '../spec/types.ts';
 import type { Connection } from './connection.ts';
-import { requestKeyOf, type IngestRequest } from './ingest-request.ts';
+import { requestKeyOf, type AnySubject } from '../operations/index.ts';
 import { encodeRawBody } from './raw-body.ts';
 
 /** One body to archive. */
@@ -14,7 +14,7 @@ export interface RawResponseInput {
   operation: Operation;
   /** Lookup key of the request; default requestKeyOf(request). */
   requestKey?: string;
-  request: IngestRequest;
+  request: AnySubject;
   /** The body text exactly as received (stored gzipped where that is smaller: see raw-body.ts). */
   body: string;
   /** ISO-8601 UTC time of receipt; reprocess replays the body with this as its seenAt. */

@@ -21,7 +21,6 @@ export interface PruneOptions {
   dryRun?: boolean;
   /** Also gzip the bodies an earlier netingest stored as text. Default false (only `netingest prune` does it). */
   compressOld?: boolean;
-  now?: Date;
 }
 
 export interface PruneReport {
@@ -47,7 +46,7 @@ const COMPRESS_BATCH = 500;
 /** Drops superseded bodies past the retention period (in one transaction); the caller holds the run lock. */
 export function pruneRawBodies(database: Connection, options: PruneOptions): PruneReport {
   const { sqlite } = database;
-  const cutoff = retentionCutoff(options.keepDays, options.now);
+  const cutoff = retentionCutoff(options.keepDays);
   const report: PruneReport = { dropped: 0, droppedBytes: 0, compressed: 0, compressedSavedBytes: 0, kept: 0, cutoff };
   sqlite.transaction(() => {
     markDroppable(sqlite, cutoff, options.jobs);
@@ -81,8 +80,8 @@ export function supersededBodiesSql(params: { cutoff: string; jobNames?: string 
 }
 
 /** The cutoff of a retention of `keepDays`: bodies received before it may go. */
-export function retentionCutoff(keepDays: number, now: Date = new Date()): string {
-  return new Date(now.getTime() - keepDays * DAY_MS).toISOString();
+export function retentionCutoff(keepDays: number): string {
+  return new Date(Date.now() - keepDays * DAY_MS).toISOString();
 }
 
 /** temp.prune_ids: the bodies the rule drops. */

@@ -2,8 +2,7 @@
  * What `reprocess` asks of the engine holding the dataset: the archive read a page at a time, and the rebuild
  * written, all inside the one transaction its implementation opens (sqlite/reprocess-store.ts on SQLite,
  * pg/pg-reprocess-store.ts on PostgreSQL). The replay rules (runner/reprocess.ts) are written once, as a
- * generator that yields these requests and gets each answer back: run synchronously on SQLite (its callers
- * keep a synchronous reprocess) and awaited on PostgreSQL, as store/read-steps.ts runs the readers.
+ * generator that yields these requests and gets each answer back (runSteps), whichever engine answers.
  */
 import type { Awaitable } from './run-store.ts';
 import type { StoredAnswer } from './store-answer.ts';
@@ -75,37 +74,17 @@ export function* ask<K extends Op>(op: K, ...args: Parameters<ReprocessStore[K]>
   return (yield { op, args } as ReprocessStep) as Awaited<ReturnType<ReprocessStore[K]>>;
 }
 
-/** Calls the store for one step. */
-function answer(store: ReprocessStore, step: ReprocessStep): unknown {
-  return (store[step.op] as (...args: unknown[]) => unknown).apply(store, step.args);
-}
-
 /**
- * Runs `steps` against a store that answers at once (SQLite); a store's error is thrown into the steps at the
- * request that failed, so their own try/catch sees it.
+ * Runs `steps` against the store, each answer awaited (PostgreSQL's come later; SQLite's at once, in the
+ * transaction its store opened); a store's error is thrown into the steps at the request that failed, so their
+ * own try/catch sees it.
  */
-export function runStepsSync<T>(steps: ReprocessSteps<T>, store: ReprocessStore): T {
+export async function runSteps<T>(steps: ReprocessSteps<T>, store: ReprocessStore): Promise<T> {
   for (let step = steps.next(); ; ) {
     if (step.done) return step.value;
     let result: unknown;
     try {
-      result = answer(store, step.value);
-      if (result instanceof Promise) throw new Error(`internal: ${step.value.op} answered later; run these steps with runStepsAsync`);
-    } catch (err) {
-      step = steps.throw(err);
-      continue;
-    }
-    step = steps.next(result);
-  }
-}
-
-/** Runs `steps` against a store whose answers are awaited (PostgreSQL), as runStepsSync does. */
-export async function runStepsAsync<T>(steps: ReprocessSteps<T>, store: ReprocessStore): Promise<T> {
-  for (let step = steps.next(); ; ) {
-    if (step.done) return step.value;
-    let result: unknown;
-    try {
-      result = await answer(store, step.value);
+      result = await (store[step.value.op] as (...args: unknown[]) => unknown).apply(store, step.value.args);
     } catch (err) {
       step = steps.throw(err);
       continue;

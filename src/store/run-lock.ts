@@ -53,13 +53,6 @@ interface LockRow {
 /** What tells one holding of the lock from another: a pid alone repeats (PID 1 in a container, reuse). */
 export type RunLockHolding = Pick<LockRow, 'pid' | 'host' | 'acquiredAt'>;
 
-/** Options of acquireRunLock; every default is in RUN_LOCK_DEFAULTS. */
-export interface RunLockOptions {
-  pid?: number;
-  host?: string;
-  leaseMs?: number;
-}
-
 /** A held run lock; release() it when the run ends. */
 export interface RunLock extends RunHold {
   /** Runs `write` in one IMMEDIATE transaction once the lock is checked to be ours; throws LockLostError if not. */
@@ -127,8 +120,9 @@ export function lockLostError(sqlite: BetterSqlite3.Database, file: string, runI
  * IMMEDIATE transaction, so two runs cannot both win; runs that dead processes left marked running are closed
  * in it too, so no run can see them half-closed.
  */
-export function acquireRunLock(database: Database, options: RunLockOptions = {}): RunLock {
-  const { pid = process.pid, host = hostname(), leaseMs = RUN_LOCK_DEFAULTS.leaseMs } = options;
+export function acquireRunLock(database: Database, leaseMs: number = RUN_LOCK_DEFAULTS.leaseMs): RunLock {
+  const { pid } = process;
+  const host = hostname();
   const { sqlite } = database;
   const read = sqlite.prepare(READ_LOCK);
   const write = sqlite.prepare(`INSERT OR REPLACE INTO run_lock (id, pid, host, run_id, acquired_at, heartbeat_at, process_start, lease_ms)

@@ -10,7 +10,7 @@ import type { CreditHistory } from '../credits/credit-meter.ts';
 import type { CreditGuard, CreditLimits } from '../credits/credit-guard.ts';
 import type { AnswerAnomalyKind, TaskStatus } from './tables.ts';
 import type { AnswerDriftRow } from './answer-drift.ts';
-import type { IngestRequest } from './ingest-request.ts';
+import type { AnySubject } from '../operations/index.ts';
 import type { InvalidInputRow, NewTask, RunnableFilter, TaskRow } from './ledger.ts';
 import type { LockLostError } from './run-lock.ts';
 import type { RunEnd } from './runs.ts';
@@ -145,8 +145,8 @@ export interface FailedAttempt {
 
 /** The run's writer of call outcomes, in group commits (store/result-writer.ts on SQLite). */
 export interface OutcomeWriter {
-  success(task: WriterTask, request: IngestRequest, requestKey: string, result: ReadAnswer, attempts: number): Promise<void>;
-  rejected(task: WriterTask, request: IngestRequest, requestKey: string, err: UnreadAnswer, attempts: number): Promise<void>;
+  success(task: WriterTask, request: AnySubject, requestKey: string, result: ReadAnswer, attempts: number): Promise<void>;
+  rejected(task: WriterTask, request: AnySubject, requestKey: string, err: UnreadAnswer, attempts: number): Promise<void>;
   notFound(task: WriterTask, call: CallFacts, attempts: number, note: string | null): Promise<void>;
   pastLastPage(task: WriterTask, lastPage: number): Promise<void>;
   attemptFailed(task: WriterTask, err: FailedAttempt): Promise<void>;

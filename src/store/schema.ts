@@ -10,8 +10,6 @@ import type { AutoId, ColumnKind } from './table-kit.ts';
 import { buildTables, type Dialect } from './table-build.ts';
 import { DATASET_TABLES, type DatasetTable } from './tables.ts';
 
-export { ANSWER_ANOMALY_KINDS, RUN_STATUSES, TASK_STATUSES, type AnswerAnomalyKind, type RunStatus, type TaskStatus } from './tables.ts';
-
 /**
  * A column for values whose type the spec does not show. Declared BLOB so SQLite applies no type affinity:
  * numbers stay numbers and strings stay strings (a TEXT column would turn 12 into '12').

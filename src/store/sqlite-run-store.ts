@@ -16,16 +16,11 @@ import type { DueTasks, RunStore } from './run-store.ts';
 import { createRunLog } from './runs.ts';
 import { readSync } from './read-steps.ts';
 
-export interface SqliteRunStoreOptions {
-  dbPath: string;
-  lockLeaseMs?: number;
-}
-
-/** Opens the SQLite dataset and takes its run lock (LockedError while a live run holds it). */
-export function openSqliteRunStore(options: SqliteRunStoreOptions): RunStore {
-  const database = openDatabase(options.dbPath);
+/** Opens the SQLite dataset at `file` and takes its run lock for `leaseMs` (LockedError while a live run holds it). */
+export function openSqliteRunStore(file: string, leaseMs: number | undefined): RunStore {
+  const database = openDatabase(file);
   try {
-    const lock = acquireRunLock(database, { leaseMs: options.lockLeaseMs });
+    const lock = acquireRunLock(database, leaseMs);
     const runs = createRunLog(database);
     const ledger = lockGuardedLedger(createLedger(database), lock);
     return {

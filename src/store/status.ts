@@ -6,10 +6,13 @@ import { measureUnfinishedRunReads, unfinishedRunsReads, type UnfinishedRun, typ
 import { lastRunDriftReads } from './answer-drift.ts';
 import { rows, value, type Reads } from './read-steps.ts';
 import { RUNNING_RUNS_LIVENESS_SQL } from './pg/coordination/worker-runs.ts';
-import { perEngine, sql, param } from '../statement.ts';
+import { codePointOrder, perEngine, sql, param } from '../statement.ts';
 
 /** On PostgreSQL, whether each unfinished run's worker still holds its session; SQLite tells by the run lock. */
 const RUNNING_RUNS_LIVENESS = perEngine({ sqlite: 'SELECT id, 1 AS live FROM runs WHERE 0', postgres: RUNNING_RUNS_LIVENESS_SQL });
+
+/** Tasks by job and status, in code-point order on both engines (PostgreSQL's own would follow the database's collation). */
+const TASKS_BY_JOB = sql`SELECT job, status, count(*) AS n FROM tasks GROUP BY job, status ORDER BY ${codePointOrder('job')}, ${codePointOrder('status')}`;
 
 /**
  * What `netingest status` shows: recent runs, tasks by status per job, credits. Only reads: a run still
@@ -33,9 +36,7 @@ export function* statusReads(recentRuns = 10) {
     const { endedAt: _lastCall, creditsAtStart: _notListed, ...figures } = measured.figures;
     return { ...row, ...figures, unfinished: !running(measured.run) };
   });
-  const tasks = yield* rows<{ job: string; status: string; n: number }>(`SELECT job, status, count(*) AS n FROM tasks GROUP BY job, status`);
-  // Sorted here, by code point as SQLite's ORDER BY does: PostgreSQL's would follow the database's collation.
-  tasks.sort((a, b) => compareText(a.job, b.job) || compareText(a.status, b.status));
+  const tasks = yield* rows<{ job: string; status: string; n: number }>(TASKS_BY_JOB, []);
   const byJob = new Map<string, Record<string, number>>();
   for (const row of tasks) {
     const counts = byJob.get(row.job) ?? {};
@@ -66,10 +67,6 @@ export function* statusReads(recentRuns = 10) {
 }
 
 export type StatusReport = ReturnType<typeof statusReads> extends Reads<infer R> ? R : never;
-
-function compareText(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0;
-}
 
 /** Whether a run still marked running is the live holder of the lock (a run writes its row only after taking it). */
 function isLockHolder(run: UnfinishedRun, lock: RunLockState | null): boolean {

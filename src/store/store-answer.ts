@@ -8,12 +8,12 @@
 import type { SetAsideRecord } from '../operations/answer-contract.ts';
 import { recordAnswerAnomalies, setAsideAnomalies, type AnomalySource } from './answer-anomalies.ts';
 import type { Connection } from './connection.ts';
-import type { IngestRequest } from './ingest-request.ts';
+import type { AnySubject } from '../operations/index.ts';
 import { createIngestor, type IngestResult } from '../store/ingest/index.ts';
 
 /** One answer to store as its contract read it, and where it came from (its raw_responses row). */
 export interface StoredAnswer extends AnomalySource {
-  request: IngestRequest;
+  request: AnySubject;
   /** The body as read through its operation's answer contract. */
   answer: unknown;
   /** The listed records the contract set aside. */

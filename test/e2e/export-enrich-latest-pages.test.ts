@@ -7,7 +7,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openDatabase, type Database } from '../../src/store/open.ts';
 import { createLedger } from '../../src/store/ledger.ts';
-import { requestKeyOf } from '../../src/store/ingest-request.ts';
+import { requestKeyOf } from '../../src/operations/index.ts';
 import { planIntoLedger } from '../../src/runner/plan-into-ledger.ts';
 import type { OutcomeOp } from '../../src/store/outcome-ops.ts';
 import { createOutcomeApplier, ingestRequestFor, readOperationAnswer, reprocess } from '../support/store-helpers.ts';
@@ -161,7 +161,7 @@ describe('enrich shows the latest answer of each page', () => {
   it('similar-companies: reprocess (bodies replayed at their received_at) gives the same enrich', async () => {
     const { file } = await similarCases();
     const before = await enrichedRows({ db: ws.db, job: file, cwd: ws.dir });
-    const report = reprocess(database);
+    const report = await reprocess(database);
     expect(report).toMatchObject({ invalid: 0 });
     expect(report.replayed).toBeGreaterThan(10);
     expect(await enrichedRows({ db: ws.db, job: file, cwd: ws.dir })).toEqual(before);

@@ -327,8 +327,8 @@ describe('(SQLite) the run_lock row: who holds it, and a lost lock', () => {
     const DAY_MS = 24 * 3600_000;
 
     it('records its own process start and lease', () => {
-      acquireRunLock(database, { leaseMs: 1234 }).release();
-      const lock = acquireRunLock(database, { leaseMs: 1234 });
+      acquireRunLock(database, 1234).release();
+      const lock = acquireRunLock(database, 1234);
       held.push(lock);
       const row = database.sqlite.prepare('SELECT process_start AS processStart, lease_ms AS leaseMs FROM run_lock').get();
       expect(row).toEqual({ processStart: processFacts(process.pid)!.start, leaseMs: 1234 });

@@ -166,7 +166,7 @@ describe('a paid 200 of the wrong shape', () => {
     const before = tasks('still.db');
     const database = openDatabase(join(ws.dir, 'still.db'));
     try {
-      const report = reprocess(database);
+      const report = await reprocess(database);
       expect(report).toMatchObject({ responses: POSTS, replayed: 0, invalid: POSTS, stillRejected: POSTS, recovered: 0, tasksRecovered: 0 });
       const stored = raws('still.db');
       expect(report.rejected.map((r) => r.id)).toEqual(stored.map((r) => r.id));
@@ -250,7 +250,7 @@ describe('a paid 200 of the wrong shape', () => {
     }
     const database = openDatabase(join(ws.dir, 'newer.db'));
     try {
-      expect(reprocess(database)).toMatchObject({ recovered: 1, tasksRecovered: 0 });
+      expect(await reprocess(database)).toMatchObject({ recovered: 1, tasksRecovered: 0 });
     } finally {
       database.close();
     }

@@ -11,7 +11,7 @@ import { openPgStore, type PgStore } from '../../src/store/pg/open.ts';
 import { PgOutcomeWriter } from '../../src/store/pg/pg-outcome-writer.ts';
 import type { ApiError } from '../../src/api/errors.ts';
 import { readOperationAnswer } from '../support/store-helpers.ts';
-import { requestKeyOf } from '../../src/store/ingest-request.ts';
+import { requestKeyOf } from '../../src/operations/index.ts';
 import { postRequest, postResponse } from '../support/db-fixtures.ts';
 import { newMigratedPgDatabase, pgClusterUrl, pgSkipReason } from './use-pg.ts';
 

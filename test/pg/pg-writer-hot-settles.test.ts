@@ -9,7 +9,7 @@ import { openPgStore, type PgStore } from '../../src/store/pg/open.ts';
 import { createPgGroupCommit } from '../../src/store/pg/pg-group-commit.ts';
 import { withPgClient } from '../../src/store/pg/transaction.ts';
 import type { OutcomeOp } from '../../src/store/outcome-ops.ts';
-import { requestKeyOf } from '../../src/store/ingest-request.ts';
+import { requestKeyOf } from '../../src/operations/index.ts';
 import { readOperationAnswer } from '../support/store-helpers.ts';
 import { postRequest, postResponse } from '../support/db-fixtures.ts';
 import { newMigratedPgDatabase, pgClusterUrl, pgSkipReason } from './use-pg.ts';

@@ -12,7 +12,7 @@ import { createPgGroupCommit } from '../../src/store/pg/pg-group-commit.ts';
 import { inPgTransaction, withPgClient } from '../../src/store/pg/transaction.ts';
 import type { OutcomeOp } from '../../src/store/outcome-ops.ts';
 import type { ApiCallRow } from '../../src/store/api-calls.ts';
-import { requestKeyOf } from '../../src/store/ingest-request.ts';
+import { requestKeyOf } from '../../src/operations/index.ts';
 import { readOperationAnswer } from '../support/store-helpers.ts';
 import { postRequest, postResponse } from '../support/db-fixtures.ts';
 import { newMigratedPgDatabase, pgClusterUrl, pgSkipReason } from './use-pg.ts';

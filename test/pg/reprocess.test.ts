@@ -17,7 +17,7 @@ import { reprocessDatabase, type ReprocessReport } from '../../src/runner/reproc
 import { openDatabase } from '../../src/store/open.ts';
 import { openStore } from '../../src/store/open-store.ts';
 import { createIngestor, NORMALIZED_TABLES } from '../../src/store/ingest/index.ts';
-import type { IngestRequest } from '../../src/store/ingest-request.ts';
+import type { AnySubject } from '../../src/operations/index.ts';
 import { saveRawResponse } from '../../src/store/raw-archive.ts';
 import { decodeRawBody } from '../../src/store/raw-body.ts';
 import { LockedError } from '../../src/store/run-lock.ts';
@@ -115,13 +115,13 @@ function fixture() {
   const ingestor = createIngestor(database);
   const save = saveRawResponse(database);
   return {
-    answer<R extends IngestRequest>(req: R, body: string, receivedAt: string): void {
+    answer<R extends AnySubject>(req: R, body: string, receivedAt: string): void {
       database.sqlite.transaction(() => {
         ingestor.ingestAnswer(req, validateResponse(req.operation, parseJsonBody(body)) as IngestResponseFor<R>, receivedAt);
         save({ operation: req.operation, request: req, body, receivedAt, runId: 1, taskId: null });
       })();
     },
-    archive(req: IngestRequest, body: string, receivedAt: string): void {
+    archive(req: AnySubject, body: string, receivedAt: string): void {
       save({ operation: req.operation, request: req, body, receivedAt, runId: 2, taskId: null });
     },
     async on(engine: TestEngine): Promise<TestDb> {

@@ -7,17 +7,17 @@
  */
 import type { OutcomeOp } from '../../src/store/outcome-ops.ts';
 import type { ApiCallRow } from '../../src/store/api-calls.ts';
-import { requestKeyOf, type IngestRequest } from '../../src/store/ingest-request.ts';
+import { requestKeyOf, type AnySubject } from '../../src/operations/index.ts';
 import type { Operation } from '../../src/spec/types.ts';
 import { readOperationAnswer } from '../support/store-helpers.ts';
 import { company, job, jobsRequest, jobsResponse, postRequest, postResponse, similarRequest, similarResponse } from '../support/db-fixtures.ts';
 
 export const GROUP_TIMES = { planned: '2026-11-01T00:00:00.000Z', early: '2026-11-02T08:00:00.000Z', late: '2026-11-02T09:00:00.000Z' } as const;
 
-const post = (postUrl: string): IngestRequest => ({ operation: 'post-details', postUrl });
+const post = (postUrl: string): AnySubject => ({ operation: 'post-details', postUrl });
 
 /** The tasks the group settles, planned before it on both engines. */
-export const GROUP_TASKS: Array<{ id: number; job: string; operation: Operation; inputKey: string; page: number; request: IngestRequest }> = [
+export const GROUP_TASKS: Array<{ id: number; job: string; operation: Operation; inputKey: string; page: number; request: AnySubject }> = [
   { id: 1, job: 'lookalikes', operation: 'similar-companies', inputKey: 'reference-one', page: 1, request: { ...similarRequest(1, 2), referenceUrl: 'https://network.com/company/reference-one' } },
   { id: 2, job: 'lookalikes', operation: 'similar-companies', inputKey: 'reference-two', page: 1, request: { ...similarRequest(1, 2), referenceUrl: 'https://network.com/company/reference-two' } },
   { id: 3, job: 'posts', operation: 'post-details', inputKey: 'y', page: 1, request: post('https://www.network.com/posts/yan_day-activity-7000000000000000001-Yy') },

@@ -5,15 +5,14 @@
 import { readUsableAnswer, type ValidationContext } from '../../src/api/schemas.ts';
 import type { ReadObject } from '../../src/operations/answer-contract.ts';
 import type { UsableAnswer } from '../../src/operations/answers.ts';
-import { OPERATION_SPECS, specOf, type SpecOf } from '../../src/operations/index.ts';
+import { OPERATION_SPECS, specOf, type AnySubject, type SpecOf } from '../../src/operations/index.ts';
 import type { OperationSpec } from '../../src/operations/operation-spec.ts';
 import type { Operation } from '../../src/spec/types.ts';
 import type { Connection } from '../../src/store/connection.ts';
-import type { IngestRequest } from '../../src/store/ingest-request.ts';
 import { createIngestor, type IngestResult } from '../../src/store/ingest/index.ts';
 import { prepareOutcomeWrite, type OutcomeOp } from '../../src/store/outcome-ops.ts';
 import type { Database } from '../../src/store/open.ts';
-import { runStepsSync } from '../../src/store/reprocess-store.ts';
+import { runSteps } from '../../src/store/reprocess-store.ts';
 import { inSqliteReprocessTransaction } from '../../src/store/sqlite/reprocess-store.ts';
 import { replaySteps, type ReprocessOptions, type ReprocessReport } from '../../src/runner/reprocess.ts';
 
@@ -24,10 +23,10 @@ export type AnswerByOperation = { [O in Operation]: ReadObject<SpecOf<O>['answer
 export type AskedByOperation = { [O in Operation]: Parameters<SpecOf<O>['send']>[0] };
 
 /** The 200 body, as read through its answer contract (src/operations/), that goes with a request type. */
-export type IngestResponseFor<R extends IngestRequest> = AnswerByOperation[R['operation']];
+export type IngestResponseFor<R extends AnySubject> = AnswerByOperation[R['operation']];
 
 /** Ingests one response in its own transaction. */
-export function ingestInTransaction<R extends IngestRequest>(
+export function ingestInTransaction<R extends AnySubject>(
   database: Connection,
   req: R,
   response: IngestResponseFor<R>,
@@ -56,11 +55,11 @@ export function validateResponse<O extends Operation>(operation: O, body: unknow
 }
 
 /** What an answer to `request` (a task's, as stored) is filed under: its operation's subjectOf. */
-export function ingestRequestFor(operation: Operation, inputKey: string, request: unknown): IngestRequest {
+export function ingestRequestFor(operation: Operation, inputKey: string, request: unknown): AnySubject {
   return specOf(operation).subjectOf(inputKey, request);
 }
 
 /** Rebuilds the normalized tables of an open SQLite dataset from raw_responses in one transaction, without its lock. */
-export function reprocess(database: Database, options: ReprocessOptions = {}): ReprocessReport {
-  return inSqliteReprocessTransaction(database, (store) => runStepsSync(replaySteps(options), store));
+export function reprocess(database: Database, options: ReprocessOptions = {}): Promise<ReprocessReport> {
+  return inSqliteReprocessTransaction(database, (store) => runSteps(replaySteps(options), store));
 }

@@ -141,7 +141,7 @@ describe('ResultWriter', () => {
     seed(2);
     const fatal: unknown[] = [];
     const run = open();
-    const lock = acquireRunLock(run, { pid: process.pid });
+    const lock = acquireRunLock(run);
     const writer = new ResultWriter(run, 1, (err) => fatal.push(err), lock);
     await writer.success({ id: 1, operation: 'post-details' }, request(0), 'k0', ok(0), 1);
     // Another run took the lock over (this one was suspended past its lease): its row names another holding.

@@ -4,7 +4,7 @@ import { CreditsExhaustedError, ServerError } from '../../src/api/errors.ts';
 import { EXIT, exitCodeFor, exitCodeForRun } from '../../src/cli/exit-codes.ts';
 import { ConfigError, NetingestError, UsageError } from '../../src/errors.ts';
 import type { RunSummary } from '../../src/runner/run-summary.ts';
-import { RUN_STATUSES, type RunStatus } from '../../src/store/schema.ts';
+import { RUN_STATUSES, type RunStatus } from '../../src/store/tables.ts';
 
 type Jobs = RunSummary['jobs'];
 const jobs = (...statuses: Array<'ran' | 'skipped'>): Jobs => statuses.map((status) => ({ status })) as unknown as Jobs;

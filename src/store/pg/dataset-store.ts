@@ -9,7 +9,7 @@ import type pg from 'pg';
 import { WRITE_META_SQL, type DatasetStore, type StartedStatement, type StorePruneOptions, type StorePruneResult } from '../dataset-store.ts';
 import type { ReadSnapshot } from '../read-snapshot.ts';
 import { readPg, rows } from '../read-steps.ts';
-import { runStepsAsync } from '../reprocess-store.ts';
+import { runSteps } from '../reprocess-store.ts';
 import { openPgForReading } from '../readers/open-for-reading.ts';
 import { openPgDataset } from '../readers/pg-dataset.ts';
 import { checkPgReadQuery } from '../readers/read-only-sql.ts';
@@ -40,7 +40,7 @@ export function pgDatasetStore(url: string, shownUrl: string): DatasetStore {
         const { sql, params } = await pgTableRowsSql(snapshot, query);
         return started(await startPgStatement(snapshot, sql, params, options), snapshot, use);
       }),
-    reprocess: (steps) => reprocessOnPg(url, (store) => runStepsAsync(steps, store)),
+    reprocess: (steps) => reprocessOnPg(url, (store) => runSteps(steps, store)),
     prune: (options) => prune(url, options),
     openDataset: () => openPgDataset(url),
     writeMeta: async (key, value) => {

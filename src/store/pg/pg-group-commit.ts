@@ -10,7 +10,7 @@
  */
 import type pg from 'pg';
 import type { ApiCallRow } from '../api-calls.ts';
-import { requestKeyOf } from '../ingest-request.ts';
+import { requestKeyOf } from '../../operations/index.ts';
 import type { OutcomeOp } from '../outcome-ops.ts';
 import type { RowWrite } from '../../operations/stored-rows.ts';
 import type { ReadStep } from '../read-steps.ts';

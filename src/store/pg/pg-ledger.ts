@@ -10,7 +10,7 @@ import { otherJobsWithOperationReads } from '../job-names.ts';
 import { readPg } from '../read-steps.ts';
 import { countByKey, dueRule, invalidParams, LEDGER_SQL, statusCounts, type InvalidInputRow, type NewTask, type RunnableFilter, type TaskRow } from '../ledger.ts';
 import type { RunLedger } from '../run-store.ts';
-import type { TaskStatus } from '../schema.ts';
+import type { TaskStatus } from '../tables.ts';
 
 /** The due rule (ledger.ts, dueRule) at $3 freshSince, $4 refresh; RUNNABLE's $1 job, $2 runId before them. */
 export const PG_DUE = dueRule({ at: '', refresh: '$4::boolean', freshSince: '$3::timestamptz' });

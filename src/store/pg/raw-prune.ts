@@ -17,7 +17,7 @@ import { MARK_PRUNED_SQL, retentionCutoff, supersededBodiesSql, type PruneOption
 
 /** Drops superseded bodies past the retention period; the caller holds the dataset lock (shared or exclusive). */
 export async function pruneRawBodiesPg(pool: pg.Pool, options: PruneOptions): Promise<PruneReport> {
-  const cutoff = retentionCutoff(options.keepDays, options.now);
+  const cutoff = retentionCutoff(options.keepDays);
   const jobNames = options.jobs === undefined ? undefined : 'SELECT unnest($2::text[])';
   const droppable = supersededBodiesSql({ cutoff: '$1::timestamptz', jobNames });
   const params = options.jobs === undefined ? [cutoff] : [cutoff, [...options.jobs]];

@@ -1,7 +1,6 @@
 import { existsSync } from 'node:fs';
 import { openDatabase, type Database } from '../open.ts';
 import { UsageError } from '../../errors.ts';
-import { lockConnectionReadOnly } from './read-only-sql.ts';
 import type { PgStore } from '../pg/open.ts';
 
 /**
@@ -10,14 +9,7 @@ import type { PgStore } from '../pg/open.ts';
  */
 export function openForReading(file: string): Database {
   if (!existsSync(file)) throw new UsageError(`no database at ${file}: nothing has run yet (see --db)`, 'DB_NOT_FOUND');
-  const database = openDatabase(file, { readonly: true, upgradeOlderSchema: true });
-  try {
-    lockConnectionReadOnly(database.sqlite);
-  } catch (err) {
-    database.close();
-    throw err;
-  }
-  return database;
+  return openDatabase(file, { readonly: true, upgradeOlderSchema: true });
 }
 
 /** Connections a reader opens: the snapshot's, and one to cancel the statement it runs. */

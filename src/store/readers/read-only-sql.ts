@@ -2,7 +2,7 @@
  * Prepares user SQL for `query` and `export --sql` so that it can only read. Three locks, any one of which
  * refuses a write: the statement must start with a reading keyword (this also refuses ATTACH/DETACH and
  * setting PRAGMAs, which SQLite counts as read-only), better-sqlite3's `stmt.readonly` must be true, and the
- * connection itself is opened read-only with `PRAGMA query_only` on.
+ * connection itself is opened read-only, which turns `PRAGMA query_only` on (connection.ts).
  */
 import type BetterSqlite3 from 'better-sqlite3';
 import { openConnection } from '../connection.ts';
@@ -37,11 +37,6 @@ const PRAGMAS_WITH_NAME_ARGUMENT = new Set([
 ]);
 
 const ALLOWED = 'only SELECT, WITH ... SELECT, VALUES, EXPLAIN and reporting PRAGMAs run';
-
-/** Turns the connection's own guard on: even a statement that slipped through cannot write. */
-export function lockConnectionReadOnly(sqlite: BetterSqlite3.Database): void {
-  sqlite.pragma('query_only = ON');
-}
 
 /**
  * Prepares `sql` in raw mode (integers as bigints) after checking that it only reads and returns rows; throws a
@@ -81,7 +76,6 @@ export function openUserStatement(db: string, sql: string): { rows: Iterator<unk
   // starts faster. openConnection() all the same, for a folder this user cannot write (read-without-shm.ts).
   const database = openConnection(db, { readonly: true });
   try {
-    lockConnectionReadOnly(database.sqlite);
     const rows = (prepareReadQuery(database.sqlite, sql).iterate() as IterableIterator<unknown[]>)[Symbol.iterator]();
     return { rows, close: () => database.close() };
   } catch (err) {

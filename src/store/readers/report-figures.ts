@@ -9,6 +9,7 @@ import { rows, value, type Reads } from '../read-steps.ts';
 import { statusReads } from '../status.ts';
 import { RECENT_RUN_COLUMNS, type RecentRun } from '../runs.ts';
 import { sql, param, dialect, literal, perEngine } from '../../statement.ts';
+import { OPERATIONS } from '../../spec/types.ts';
 
 /** What the figures cover. */
 export interface ReportWindow {
@@ -16,8 +17,6 @@ export interface ReportWindow {
   sinceIso: string;
   /** How many invalid rows and anomalies are listed one by one (the rest is counted). */
   listedRows: number;
-  /** The operations whose learned cost per call the forecast needs. */
-  operations: readonly string[];
 }
 
 /** One run of the window, as `status` lists it, with `runs.job_rates` (JSON text; null before the run recorded it). */
@@ -107,7 +106,8 @@ export function* reportFiguresReads(window: ReportWindow, recentRuns = 10) {
   );
   const taskAges = yield* rows<TaskAge>(TASK_AGES, []);
   const costPerCall: Record<string, number | null> = {};
-  for (const operation of window.operations) costPerCall[operation] = yield* apiCallReads.learnedCost(operation);
+  // Each operation's learned cost per call, for the forecast.
+  for (const operation of OPERATIONS) costPerCall[operation] = yield* apiCallReads.learnedCost(operation);
   return { status, runs, calls, creditSteps, drift, failures, invalidRows, invalidTotal, anomalyKinds, anomalies, taskAges, costPerCall };
 }
 

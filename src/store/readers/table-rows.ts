@@ -7,7 +7,6 @@
 import type BetterSqlite3 from 'better-sqlite3';
 import { openConnection } from '../connection.ts';
 import { holdReadSnapshot, type SqliteSnapshot } from '../read-snapshot.ts';
-import { lockConnectionReadOnly } from './read-only-sql.ts';
 import type { PgSnapshot } from '../pg/read-snapshot.ts';
 
 /** Which rows: a table or view of export/sources.ts, and the --since filter. */
@@ -78,7 +77,6 @@ export function openChunkReader(source: ChunkSource) {
   // database whose folder this user cannot write (without -shm, watching for a writer: read-without-shm.ts).
   const connection = openConnection(source.db, { readonly: true, busyTimeoutMs: source.busyTimeoutMs });
   const { sqlite } = connection;
-  lockConnectionReadOnly(sqlite);
   // Chunks are read once, in rowid order: a page cache beyond the b-tree's upper levels would only cost memory.
   sqlite.pragma(`cache_size = -${CHUNK_READER_CACHE_KIB}`);
   const snapshot = holdReadSnapshot(connection);

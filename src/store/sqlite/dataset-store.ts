@@ -11,9 +11,9 @@ import { emptyPlanLedger } from '../plan-ledger.ts';
 import { pruneRawBodies, type PruneReport } from '../raw-prune.ts';
 import { withReadSnapshot } from '../read-snapshot.ts';
 import { readSync, rows } from '../read-steps.ts';
-import { runStepsSync } from '../reprocess-store.ts';
+import { runSteps } from '../reprocess-store.ts';
 import { acquireRunLock } from '../run-lock.ts';
-import { withSqlitePlanLedger } from './plan-ledger.ts';
+import { sqlitePlanLedger } from './plan-ledger.ts';
 import { inSqliteReprocessTransaction } from './reprocess-store.ts';
 import { openSqliteRunStore } from '../sqlite-run-store.ts';
 import { openSqliteDataset } from '../readers/dataset.ts';
@@ -27,8 +27,9 @@ export function sqliteDatasetStore(file: string): DatasetStore {
   return {
     shown: file,
     files: [file],
-    openRun: async ({ leaseMs }) => openSqliteRunStore({ dbPath: file, lockLeaseMs: leaseMs }),
-    withPlanLedger: async (fn) => (existsSync(file) ? withSqlitePlanLedger(file, fn) : fn(emptyPlanLedger(null))),
+    openRun: async ({ leaseMs }) => openSqliteRunStore(file, leaseMs),
+    withPlanLedger: async (fn) =>
+      existsSync(file) ? reading(file, (database) => withReadSnapshot(database, () => fn(sqlitePlanLedger(database)))) : fn(emptyPlanLedger(null)),
     read: (fn) =>
       reading(file, (database) => withReadSnapshot(database, (snapshot) => fn({ ...snapshot, read: async (reads) => readSync(snapshot.sqlite, reads) }))),
     userStatement: (options, use) =>
@@ -63,7 +64,7 @@ export function sqliteDatasetStore(file: string): DatasetStore {
       ),
     reprocess: async (steps) => {
       if (!existsSync(file)) throw new UsageError(`no database at ${file}: nothing to reprocess (see --db)`);
-      return locked(file, (database) => inSqliteReprocessTransaction(database, (store) => runStepsSync(steps, store)));
+      return locked(file, (database) => inSqliteReprocessTransaction(database, (store) => runSteps(steps, store)));
     },
     prune: async (options) => prune(file, options),
     openDataset: async () => openSqliteDataset(file),
@@ -90,13 +91,13 @@ async function reading<T>(file: string, fn: (database: Database) => Promise<T>):
 }
 
 /** Opens `file` for writing under its run lock (LockedError while a run holds it), runs `fn`, closes it. */
-function locked<T>(file: string, fn: (database: Database) => T): T {
+async function locked<T>(file: string, fn: (database: Database) => T | Promise<T>): Promise<T> {
   const database = openDatabase(file);
   try {
     // A run writing at the same time would interleave with the work: take the run lock as a run does.
     const lock = acquireRunLock(database);
     try {
-      return fn(database);
+      return await fn(database);
     } finally {
       lock.release();
     }
@@ -105,10 +106,10 @@ function locked<T>(file: string, fn: (database: Database) => T): T {
   }
 }
 
-function prune(file: string, { keepDays, dryRun, vacuum }: StorePruneOptions): StorePruneResult {
+async function prune(file: string, { keepDays, dryRun, vacuum }: StorePruneOptions): Promise<StorePruneResult> {
   if (!existsSync(file)) throw new UsageError(`no database at ${file}: nothing to prune (see --db)`);
   const bytesBefore = statSync(file).size;
-  const report = locked(file, (database) => {
+  const report = await locked(file, (database) => {
     const found = pruneRawBodies(database, { keepDays, dryRun, compressOld: true });
     if (vacuum && !dryRun && (found.dropped > 0 || found.compressed > 0)) database.sqlite.exec('VACUUM');
     return found;

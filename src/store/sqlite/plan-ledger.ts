@@ -1,31 +1,23 @@
 /**
- * The plan ledger (plan-ledger.ts) of a SQLite file: the ledger's own dueState and hasSharedAnswer, task by task
- * (each a probe of the unique index, in process: no round trip to save), in one read transaction.
+ * The plan ledger (plan-ledger.ts) of a SQLite dataset, inside the read snapshot its store opened: the ledger's own
+ * dueState and hasSharedAnswer, task by task (each a probe of the unique index, in process: no round trip to save).
  */
-import { openDatabase } from '../open.ts';
-import { withReadSnapshot } from '../read-snapshot.ts';
+import type { Database } from '../open.ts';
 import { createLedger, type Ledger } from '../ledger.ts';
 import { apiCallReads } from '../api-calls.ts';
 import { readSync } from '../read-steps.ts';
 import type { PlanLedger, PlannedTask, PlannedTaskState, PlanRule } from '../plan-ledger.ts';
 
-/** Runs `fn` with the plan ledger of the SQLite `file` (which exists), opened read-only, in one snapshot. */
-export async function withSqlitePlanLedger<T>(file: string, fn: (ledger: PlanLedger) => Promise<T>): Promise<T> {
-  const database = openDatabase(file, { readonly: true, upgradeOlderSchema: true });
-  try {
-    return await withReadSnapshot(database, () => {
-      const ledger = createLedger(database);
-      return fn({
-        nothingRan: null,
-        otherJobs: (operation, job) => Promise.resolve(ledger.otherJobs(operation, job)),
-        taskStates: (rule, tasks) => Promise.resolve(tasks.map((task) => stateOf(ledger, rule, task))),
-        learnedCost: (operation) => Promise.resolve(readSync(database.sqlite, apiCallReads.learnedCost(operation))),
-        lastKnownBalance: () => Promise.resolve(readSync(database.sqlite, apiCallReads.lastCounters())?.balance ?? null),
-      });
-    });
-  } finally {
-    database.close();
-  }
+/** The plan ledger of `database`, opened for reading, to be asked inside one snapshot. */
+export function sqlitePlanLedger(database: Database): PlanLedger {
+  const ledger = createLedger(database);
+  return {
+    nothingRan: null,
+    otherJobs: (operation, job) => Promise.resolve(ledger.otherJobs(operation, job)),
+    taskStates: (rule, tasks) => Promise.resolve(tasks.map((task) => stateOf(ledger, rule, task))),
+    learnedCost: (operation) => Promise.resolve(readSync(database.sqlite, apiCallReads.learnedCost(operation))),
+    lastKnownBalance: () => Promise.resolve(readSync(database.sqlite, apiCallReads.lastCounters())?.balance ?? null),
+  };
 }
 
 /** As a run starting now takes the task: settled and fresh, failed for good, or due (unless another job answered it). */

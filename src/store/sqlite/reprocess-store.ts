@@ -11,9 +11,10 @@ import { ARCHIVE_PAGE_SQL, CLEAR_KEPT_ANOMALIES_SQL, WERE_PRUNED_SQL, type Archi
 
 /**
  * Runs `replay` in one transaction on `database`, over the store, its statements prepared once (the day order of
- * posts is read now): all of it is kept, or none (the caller holds the run lock).
+ * posts is read now): all of it is kept, or none (the caller holds the run lock). The store answers at once, so
+ * nothing else runs on the connection between BEGIN and COMMIT.
  */
-export function inSqliteReprocessTransaction<T>(database: Database, replay: (store: ReprocessStore) => T): T {
+export async function inSqliteReprocessTransaction<T>(database: Database, replay: (store: ReprocessStore) => Promise<T>): Promise<T> {
   const { sqlite } = database;
   const storeAnswer = prepareAnswerStore(database);
   const ledger = createLedger(database);
@@ -33,5 +34,13 @@ export function inSqliteReprocessTransaction<T>(database: Database, replay: (sto
     acceptBody: acceptRawResponse(database),
     markRecovered: (taskId, rawId, code, receivedAt, at) => ledger.markRecovered(taskId, rawId, code, receivedAt, at),
   };
-  return sqlite.transaction(() => replay(store))();
+  sqlite.exec('BEGIN');
+  try {
+    const result = await replay(store);
+    sqlite.exec('COMMIT');
+    return result;
+  } catch (err) {
+    if (sqlite.inTransaction) sqlite.exec('ROLLBACK');
+    throw err;
+  }
 }

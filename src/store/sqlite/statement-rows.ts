@@ -28,7 +28,6 @@ export interface StatementRowsOptions extends StatementOptions {
   db: string;
   /** Already checked by prepareReadQuery on the parent's connection: the child prepares it again. */
   sql: string;
-  batchRows?: number;
 }
 
 /** The statement's raw rows (bigints for integers, Buffers for blobs); returning early kills the child. */
@@ -69,9 +68,7 @@ class StatementRun {
     this.timer = timeoutMs > 0 ? setTimeout(() => this.fail(new QueryTimeoutError(timeoutMs / 1000)), timeoutMs) : null;
     if (options.signal?.aborted) this.onAbort();
     options.signal?.addEventListener('abort', this.onAbort, { once: true });
-    this.send({
-      type: 'start', db: options.db, sql: options.sql, batchRows: options.batchRows ?? STATEMENT_DEFAULTS.batchRows,
-    });
+    this.send({ type: 'start', db: options.db, sql: options.sql, batchRows: STATEMENT_DEFAULTS.batchRows });
   }
 
   next(): Promise<Batch> {
