@@ -9,9 +9,8 @@ import { assertOutputIsNotInput } from './output-is-not-input.ts';
 import type { TableQuery } from '../store/readers/table-rows.ts';
 import { assertEncoderOptions, encoderFor, type EncoderOptions, type ExportFormat } from './row-encoders.ts';
 import { exportSources, findSource, parseSince } from './sources.ts';
-import { writeRows, type OutputTarget, type WriteResult } from './write-output.ts';
+import { verifiedBy, writeRows, type OutputTarget, type WriteResult } from './write-output.ts';
 import { assertOutputIsAFile } from './output-sink.ts';
-import { verifiedBy } from './pump-rows.ts';
 import { exportTableInParallel, parallelRowidRange } from './parallel-table-export.ts';
 // The options' types from their own module: the package's public types must not reach the drivers' (src/index.ts).
 import type { ParallelExportOptions, PumpOptions } from './export-options.ts';

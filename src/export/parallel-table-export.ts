@@ -11,10 +11,9 @@ import { DatabaseChangedError } from '../store/errors.ts';
 import type { ChunkedTable } from '../store/dataset-store.ts';
 import { ExportWorkerError, ExportWorkerPool } from './export-worker-pool.ts';
 import type { ExportWorkerData } from './export-worker-protocol.ts';
-import { pumpChunks } from './pump-chunks.ts';
 import { PARALLEL_EXPORT_DEFAULTS, type ParallelExportOptions, type PumpOptions } from './export-options.ts';
 import { encoderFor } from './row-encoders.ts';
-import { writeOutput, type OutputTarget, type WriteResult } from './write-output.ts';
+import { untilAborted, writeOutput, type OutputPiece, type OutputTarget, type WriteResult } from './write-output.ts';
 
 /** A table's rowids, first and last, fixed when the export starts. */
 export interface RowidRange {
@@ -57,28 +56,47 @@ export async function exportTableInParallel(
 ): Promise<WriteResult & { workers: number }> {
   const opts = { ...PARALLEL_EXPORT_DEFAULTS, ...options };
   const { bom, range, ...read } = job;
-  const { fromRowid, toRowid } = range;
-  const chunkCount = Math.ceil((toRowid - fromRowid + 1) / opts.chunkRowids);
-  const result = await writeOutput(target, pump, async (sink, pumpOptions) => {
-    const pool = await ExportWorkerPool.start(
-      opts.workers,
-      { ...read, batchRows: opts.encodeBatchRows, batchChars: opts.encodeBatchChars },
-      { maxYoungGenerationSizeMb: opts.workerYoungGenerationMb, maxOldGenerationSizeMb: opts.workerOldGenerationMb },
-    ).catch((err: unknown) => Promise.reject(asExportError(err, job.source.db)));
-    try {
-      const readChunk = (seq: number) => {
-        const from = fromRowid + seq * opts.chunkRowids;
-        return pool.read(seq, from, Math.min(from + opts.chunkRowids - 1, toRowid));
-      };
-      const encoder = encoderFor(job.format, job.columns, { bom, escapeFormulas: job.escapeFormulas });
-      return await pumpChunks(readChunk, chunkCount, encoder, sink, { ...pumpOptions, maxChunksInFlight: opts.maxChunksInFlight });
-    } catch (err) {
-      throw asExportError(err, job.source.db);
-    } finally {
-      await pool.close();
-    }
-  });
+  const encoder = encoderFor(job.format, job.columns, { bom, escapeFormulas: job.escapeFormulas });
+  const result = await writeOutput(target, pump, encodedChunks(read, range, opts, pump.signal), encoder);
   return { ...result, workers: opts.workers };
+}
+
+/**
+ * The chunks of `range` (the header is the writer's), read and encoded on worker threads started on the first
+ * request and stopped when the writer is done with them. Chunks are requested ahead of the writer, at most
+ * `maxChunksInFlight` at a time, and handed on strictly in order: memory is bounded by the chunks in flight,
+ * whatever the pace of the destination. `signal` stops the wait for a chunk at once.
+ */
+async function* encodedChunks(
+  read: Omit<ParallelTableJob, 'bom' | 'range'>,
+  range: RowidRange,
+  opts: Required<ParallelExportOptions>,
+  signal: AbortSignal | undefined,
+): AsyncGenerator<OutputPiece> {
+  const pool = await ExportWorkerPool.start(
+    opts.workers,
+    { ...read, batchRows: opts.encodeBatchRows, batchChars: opts.encodeBatchChars },
+    { maxYoungGenerationSizeMb: opts.workerYoungGenerationMb, maxOldGenerationSizeMb: opts.workerOldGenerationMb },
+  ).catch((err: unknown) => Promise.reject(asExportError(err, read.source.db)));
+  const chunkCount = Math.ceil((range.toRowid - range.fromRowid + 1) / opts.chunkRowids);
+  const inFlight: Promise<OutputPiece>[] = [];
+  let next = 0;
+  try {
+    while (next < chunkCount || inFlight.length > 0) {
+      while (inFlight.length < opts.maxChunksInFlight && next < chunkCount) {
+        const from = range.fromRowid + next * opts.chunkRowids;
+        const chunk = pool.read(next++, from, Math.min(from + opts.chunkRowids - 1, range.toRowid));
+        // Observed now: a chunk that fails while earlier ones are being written must not be an unhandled rejection.
+        chunk.catch(() => undefined);
+        inFlight.push(chunk);
+      }
+      yield await untilAborted(inFlight.shift()!, signal);
+    }
+  } catch (err) {
+    throw asExportError(err, read.source.db);
+  } finally {
+    await pool.close();
+  }
 }
 
 /** A worker's SQLite failure names the file and maps to the documented codes, as on the main-thread path. */

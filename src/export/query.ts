@@ -5,10 +5,9 @@
 import { UsageError } from '../errors.ts';
 import { assertEncoderOptions, encoderFor, type EncoderOptions, type RowEncoder } from './row-encoders.ts';
 import { tableEncoder, type TableLayoutOptions } from './table-format.ts';
-import { writeRows } from './write-output.ts';
+import { verifiedBy, writeRows } from './write-output.ts';
 import type { PumpOptions } from './export-options.ts';
 import type { ExportSqlOptions } from './export-table.ts';
-import { verifiedBy } from './pump-rows.ts';
 import type { ReadSnapshot } from '../store/read-snapshot.ts';
 import type { StartedStatement } from '../store/dataset-store.ts';
 import { openStore } from '../store/open-store.ts';
