@@ -11,21 +11,17 @@ import { DatabaseChangedError } from '../store/errors.ts';
 import type { ChunkedTable } from '../store/dataset-store.ts';
 import { ExportWorkerError, ExportWorkerPool } from './export-worker-pool.ts';
 import type { ExportWorkerData } from './export-worker-protocol.ts';
-import { PARALLEL_EXPORT_DEFAULTS, type ParallelExportOptions, type PumpOptions } from './export-options.ts';
-import { encoderFor } from './row-encoders.ts';
-import { untilAborted, writeOutput, type OutputPiece, type OutputTarget, type WriteResult } from './write-output.ts';
+import type { ParallelExportOptions } from './export-options.ts';
+import { untilAborted, type OutputPiece } from './write-output.ts';
 
 /** A table's rowids, first and last, fixed when the export starts. */
-export interface RowidRange {
+interface RowidRange {
   fromRowid: number;
   toRowid: number;
 }
 
 /** The rowid range to export in parallel, or null when the table should be exported on the main thread. */
-export function parallelRowidRange(table: ChunkedTable, options: ParallelExportOptions = {}): RowidRange | null {
-  const workers = options.workers ?? PARALLEL_EXPORT_DEFAULTS.workers;
-  const minRowidSpan = options.minRowidSpan ?? PARALLEL_EXPORT_DEFAULTS.minRowidSpan;
-  const maxRowidsPerRow = options.maxRowidsPerRow ?? PARALLEL_EXPORT_DEFAULTS.maxRowidsPerRow;
+export function parallelRowidRange(table: ChunkedTable, { workers, minRowidSpan, maxRowidsPerRow }: Required<ParallelExportOptions>): RowidRange | null {
   if (workers < 2) return null;
   const bounds = table.bounds();
   if (bounds === null) return null;
@@ -40,35 +36,14 @@ export function parallelRowidRange(table: ChunkedTable, options: ParallelExportO
   return { fromRowid: Number(first), toRowid: Number(last) };
 }
 
-/** What exportTableInParallel() exports: what the workers read and encode, and the range. */
-export interface ParallelTableJob extends Pick<ExportWorkerData, 'source' | 'columns' | 'format' | 'escapeFormulas'> {
-  /** CSV only: start with a UTF-8 byte-order mark (written with the header, on this thread). */
-  bom: boolean;
-  range: RowidRange;
-}
-
-/** Exports the rows of `job.range` on worker threads to `target`; on any error nothing is left at `target.out`. */
-export async function exportTableInParallel(
-  job: ParallelTableJob,
-  target: OutputTarget,
-  pump: PumpOptions,
-  options: ParallelExportOptions = {},
-): Promise<WriteResult & { workers: number }> {
-  const opts = { ...PARALLEL_EXPORT_DEFAULTS, ...options };
-  const { bom, range, ...read } = job;
-  const encoder = encoderFor(job.format, job.columns, { bom, escapeFormulas: job.escapeFormulas });
-  const result = await writeOutput(target, pump, encodedChunks(read, range, opts, pump.signal), encoder);
-  return { ...result, workers: opts.workers };
-}
-
 /**
- * The chunks of `range` (the header is the writer's), read and encoded on worker threads started on the first
- * request and stopped when the writer is done with them. Chunks are requested ahead of the writer, at most
+ * The rows of `range`, read and encoded (no header: the writer's) on worker threads started on the first request
+ * and stopped when the writer is done with them. Chunks are requested ahead of the writer, at most
  * `maxChunksInFlight` at a time, and handed on strictly in order: memory is bounded by the chunks in flight,
  * whatever the pace of the destination. `signal` stops the wait for a chunk at once.
  */
-async function* encodedChunks(
-  read: Omit<ParallelTableJob, 'bom' | 'range'>,
+export async function* encodedChunks(
+  read: Pick<ExportWorkerData, 'source' | 'columns' | 'format' | 'escapeFormulas'>,
   range: RowidRange,
   opts: Required<ParallelExportOptions>,
   signal: AbortSignal | undefined,
