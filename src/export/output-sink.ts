@@ -5,6 +5,7 @@
  */
 import { rename, unlink } from 'node:fs/promises';
 import { close, fchmod, fdatasync, fsync, open, realpathSync, statSync, unlinkSync, createWriteStream, WriteStream, type Stats } from 'node:fs';
+import { once } from 'node:events';
 import { Socket } from 'node:net';
 import { promisify } from 'node:util';
 import { StringDecoder } from 'node:string_decoder';
@@ -263,29 +264,18 @@ function writeWithBackpressure(
   return waitForDrain(stream, failed);
 }
 
-/** Resolves on 'drain'; rejects if the stream fails or closes first. */
-function waitForDrain(stream: NodeJS.WritableStream, failed: () => Error | undefined): Promise<void> {
-  return new Promise<void>((resolve, reject) => {
-    const cleanup = () => {
-      stream.off('drain', onDrain);
-      stream.off('error', onError);
-      stream.off('close', onClose);
-    };
-    const onDrain = () => {
-      cleanup();
-      resolve();
-    };
-    // The sink's own error listener runs first and records the failure in the user's words.
-    const onError = (err: Error) => {
-      cleanup();
-      reject(failed() ?? err);
-    };
-    const onClose = () => {
-      cleanup();
-      reject(failed() ?? new OutputClosedError());
-    };
-    stream.on('drain', onDrain);
-    stream.on('error', onError);
-    stream.on('close', onClose);
-  });
+/**
+ * Resolves on 'drain'; rejects if the stream fails or closes first, with the sink's failure when it has one: the
+ * sink's own error listener runs first and records it in the user's words.
+ */
+async function waitForDrain(stream: NodeJS.WritableStream, failed: () => Error | undefined): Promise<void> {
+  const settled = new AbortController();
+  const closed = once(stream, 'close', { signal: settled.signal }).then(() => Promise.reject(new OutputClosedError()));
+  try {
+    await Promise.race([once(stream, 'drain', { signal: settled.signal }), closed]);
+  } catch (err) {
+    throw failed() ?? err;
+  } finally {
+    settled.abort();
+  }
 }
