@@ -7,7 +7,7 @@
 import { UsageError } from '../errors.ts';
 import { assertOutputIsNotInput } from './output-is-not-input.ts';
 import type { TableQuery } from '../store/readers/table-rows.ts';
-import { assertEncoderOptions, encoderFor, type EncoderOptions, type ExportFormat } from './row-encoders.ts';
+import { assertEncoderOptions, encoderFor, type ExportFormat } from './row-encoders.ts';
 import { exportSources, findSource, parseSince } from './sources.ts';
 import { verifiedBy, writeOutput, writeRows, type OutputTarget, type WriteResult } from './write-output.ts';
 import { assertOutputIsAFile } from './output-sink.ts';
@@ -87,10 +87,10 @@ async function writeTable(table: TableStatement, snapshot: ReadSnapshot, options
   if (table.chunks === undefined || range === null) return writeStatement(table, snapshot, options);
   const { columns } = table;
   const format = options.format ?? EXPORT_DEFAULTS.format;
-  const { bom, escapeFormulas } = encoderOptions(options);
-  const chunks = encodedChunks({ source: table.chunks.source, columns, format, escapeFormulas }, range, parallel, options.signal);
+  const read = { source: table.chunks.source, columns, format, escapeFormulas: options.escapeFormulas ?? EXPORT_DEFAULTS.escapeFormulas };
+  const chunks = encodedChunks(read, range, parallel, options.signal);
   // The header, with the BOM, is encoded on this thread; the workers encode the rows alike.
-  const result = await writeOutput(options, verifiedBy(snapshot, options), chunks, encoderFor(format, columns, { bom, escapeFormulas }));
+  const result = await writeOutput(options, verifiedBy(snapshot, options), chunks, encoderFor(format, columns, options));
   return { ...result, columns, workers: parallel.workers };
 }
 
@@ -105,7 +105,7 @@ export async function exportSql(options: ExportSqlOptions): Promise<ExportResult
  * where the dataset is (`db`: a SQLite file or a postgres:// URL).
  */
 async function checkOutputPath(options: ExportCommonOptions): Promise<DatasetStore> {
-  assertEncoderOptions(options.format ?? EXPORT_DEFAULTS.format, encoderOptions(options));
+  assertEncoderOptions(options.format ?? EXPORT_DEFAULTS.format, options);
   const store = await openStore(options.db);
   if (options.out === undefined) return store;
   assertOutputIsAFile(options.out);
@@ -119,15 +119,8 @@ async function writeStatement(
   snapshot: ReadSnapshot,
   options: ExportCommonOptions,
 ): Promise<ExportResult> {
-  const encoder = encoderFor(options.format ?? EXPORT_DEFAULTS.format, columns, encoderOptions(options));
+  const encoder = encoderFor(options.format ?? EXPORT_DEFAULTS.format, columns, options);
   const target = verifiedBy(snapshot, options);
   const result = await writeRows(rows, encoder, target, target);
   return { ...result, columns, workers: 0 };
-}
-
-function encoderOptions(options: ExportCommonOptions): Required<Pick<EncoderOptions, 'bom' | 'escapeFormulas'>> {
-  return {
-    bom: options.bom ?? EXPORT_DEFAULTS.bom,
-    escapeFormulas: options.escapeFormulas ?? EXPORT_DEFAULTS.escapeFormulas,
-  };
 }
