@@ -4,7 +4,8 @@ import { UsageError } from '../errors.ts';
 import { listJobFiles, loadJobFiles, type LoadedJobFiles } from '../jobs/load.ts';
 import { combineErrors } from '../jobs/job-error.ts';
 import type { Job } from '../jobs/schema.ts';
-import { assertInvalidOutIsNotInput, invalidOutPath, writeInvalidRows } from '../export/invalid-rows-out.ts';
+import { invalidOutPath, writeInvalidRows } from '../export/invalid-rows-out.ts';
+import { assertOutputIsNotInput, jobInputs } from '../export/output-is-not-input.ts';
 import { openStore } from '../store/open-store.ts';
 import { stderrNotice, withStopSignals } from './signals.ts';
 
@@ -38,7 +39,7 @@ export const INVALID_OUT_OPTION = {
 export async function checkInvalidOut(jobs: readonly Job[], out: string | undefined, db: string): Promise<void> {
   if (out === undefined) return;
   const { files } = await openStore(db);
-  for (const job of jobs) assertInvalidOutIsNotInput(job, invalidOutPath(out, job.name, jobs.length), files);
+  for (const job of jobs) assertOutputIsNotInput(invalidOutPath(out, job.name, jobs.length), jobInputs(job, files), '--invalid-out');
 }
 
 /**

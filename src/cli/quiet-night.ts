@@ -3,7 +3,7 @@
  * are held until the run has something to say — a warning or error, a progress line (calls are being made) —
  * and, for a night with nothing to do, dropped but for the last: `run finished`, which carries the exit code.
  */
-import { createLogger, type LogFields, type Logger, type LoggerOptions } from '../runner/logger.ts';
+import { createLogger, loggerOf, type LoggerOptions } from '../runner/logger.ts';
 import type { RunSummary } from '../runner/run-jobs.ts';
 
 const LAST_LINE = 'run finished';
@@ -13,11 +13,7 @@ export function holdRoutineLines(options: LoggerOptions) {
   let held: string[] | null = [];
   let lastLine = -1;
   const sink = {
-    write(line: string): boolean {
-      if (held === null) return options.stream.write(line);
-      held.push(line);
-      return true;
-    },
+    write: (line: string) => (held === null ? options.stream.write(line) : held.push(line) > 0),
   } as unknown as NodeJS.WritableStream;
   const inner = createLogger({ ...options, stream: sink });
   const release = () => {
@@ -26,20 +22,11 @@ export function holdRoutineLines(options: LoggerOptions) {
     held = null;
     for (const line of lines) options.stream.write(line);
   };
-  const loud = (log: (m: string, f?: LogFields) => void) => (msg: string, fields?: LogFields) => {
-    release();
-    log(msg, fields);
-  };
-  const logger: Logger = {
-    debug: inner.debug,
-    info(msg, fields) {
-      if (msg === 'progress') release();
-      if (msg === LAST_LINE && held !== null) lastLine = held.length;
-      inner.info(msg, fields);
-    },
-    warn: loud(inner.warn),
-    error: loud(inner.error),
-  };
+  const logger = loggerOf((level, msg, fields) => {
+    if (level === 'warn' || level === 'error' || msg === 'progress') release();
+    if (msg === LAST_LINE && held !== null) lastLine = held.length;
+    inner[level](msg, fields);
+  });
   return {
     logger,
     /** Writes what is held, or for a quiet run only the `run finished` line; later lines are written at once. */

@@ -5,7 +5,7 @@
  */
 import { availableParallelism } from 'node:os';
 
-/** Tuning of the loop (pump-rows.ts, which holds every default). */
+/** Tuning of the writing loop (write-output.ts, which holds every default). */
 export interface PumpOptions {
   /** Rows encoded and written together (csv-stringify is called once per batch). */
   batchRows?: number;

@@ -7,14 +7,13 @@
 import { UsageError } from '../errors.ts';
 import { assertOutputIsNotInput } from './output-is-not-input.ts';
 import type { TableQuery } from '../store/readers/table-rows.ts';
-import { assertEncoderOptions, encoderFor, type EncoderOptions, type ExportFormat } from './row-encoders.ts';
+import { assertEncoderOptions, encoderFor, type ExportFormat } from './row-encoders.ts';
 import { exportSources, findSource, parseSince } from './sources.ts';
-import { writeRows, type OutputTarget, type WriteResult } from './write-output.ts';
+import { verifiedBy, writeOutput, writeRows, type OutputTarget, type WriteResult } from './write-output.ts';
 import { assertOutputIsAFile } from './output-sink.ts';
-import { verifiedBy } from './pump-rows.ts';
-import { exportTableInParallel, parallelRowidRange } from './parallel-table-export.ts';
+import { encodedChunks, parallelRowidRange } from './parallel-table-export.ts';
 // The options' types from their own module: the package's public types must not reach the drivers' (src/index.ts).
-import type { ParallelExportOptions, PumpOptions } from './export-options.ts';
+import { PARALLEL_EXPORT_DEFAULTS, type ParallelExportOptions, type PumpOptions } from './export-options.ts';
 import type { ReadSnapshot } from '../store/read-snapshot.ts';
 import type { DatasetStore, TableStatement } from '../store/dataset-store.ts';
 import { openStore } from '../store/open-store.ts';
@@ -83,18 +82,16 @@ export async function exportTable(options: ExportTableOptions): Promise<ExportRe
 
 /** The table's rows, on worker threads when it is large and can be read by rowid range, else as they stream. */
 async function writeTable(table: TableStatement, snapshot: ReadSnapshot, options: ExportTableOptions): Promise<ExportResult> {
-  const range = table.chunks ? parallelRowidRange(table.chunks, options.parallel) : null;
+  const parallel = { ...PARALLEL_EXPORT_DEFAULTS, ...options.parallel };
+  const range = table.chunks ? parallelRowidRange(table.chunks, parallel) : null;
   if (table.chunks === undefined || range === null) return writeStatement(table, snapshot, options);
-  const target = verifiedBy(snapshot, options);
-  const job = {
-    source: table.chunks.source,
-    columns: table.columns,
-    format: options.format ?? EXPORT_DEFAULTS.format,
-    ...encoderOptions(options),
-    range,
-  };
-  const result = await exportTableInParallel(job, target, target, options.parallel);
-  return { ...result, columns: table.columns };
+  const { columns } = table;
+  const format = options.format ?? EXPORT_DEFAULTS.format;
+  const read = { source: table.chunks.source, columns, format, escapeFormulas: options.escapeFormulas ?? EXPORT_DEFAULTS.escapeFormulas };
+  const chunks = encodedChunks(read, range, parallel, options.signal);
+  // The header, with the BOM, is encoded on this thread; the workers encode the rows alike.
+  const result = await writeOutput(options, verifiedBy(snapshot, options), chunks, encoderFor(format, columns, options));
+  return { ...result, columns, workers: parallel.workers };
 }
 
 /** Exports the rows of one read-only SELECT; statements that write are refused (WriteRefusedError). */
@@ -108,7 +105,7 @@ export async function exportSql(options: ExportSqlOptions): Promise<ExportResult
  * where the dataset is (`db`: a SQLite file or a postgres:// URL).
  */
 async function checkOutputPath(options: ExportCommonOptions): Promise<DatasetStore> {
-  assertEncoderOptions(options.format ?? EXPORT_DEFAULTS.format, encoderOptions(options));
+  assertEncoderOptions(options.format ?? EXPORT_DEFAULTS.format, options);
   const store = await openStore(options.db);
   if (options.out === undefined) return store;
   assertOutputIsAFile(options.out);
@@ -122,15 +119,8 @@ async function writeStatement(
   snapshot: ReadSnapshot,
   options: ExportCommonOptions,
 ): Promise<ExportResult> {
-  const encoder = encoderFor(options.format ?? EXPORT_DEFAULTS.format, columns, encoderOptions(options));
+  const encoder = encoderFor(options.format ?? EXPORT_DEFAULTS.format, columns, options);
   const target = verifiedBy(snapshot, options);
   const result = await writeRows(rows, encoder, target, target);
   return { ...result, columns, workers: 0 };
-}
-
-function encoderOptions(options: ExportCommonOptions): Required<Pick<EncoderOptions, 'bom' | 'escapeFormulas'>> {
-  return {
-    bom: options.bom ?? EXPORT_DEFAULTS.bom,
-    escapeFormulas: options.escapeFormulas ?? EXPORT_DEFAULTS.escapeFormulas,
-  };
 }

@@ -7,17 +7,10 @@
 import type { Worker } from 'node:worker_threads';
 import { NetingestError } from '../errors.ts';
 import { startWorker } from '../threads/start.ts';
+import type { OutputPiece } from './write-output.ts';
 import type { ExportWorkerData, ExportWorkerMessage, ToExportWorkerMessage } from './export-worker-protocol.ts';
 
 const THREAD = new URL('./export-worker.ts', import.meta.url);
-
-/** The rows of one chunk, encoded. */
-export interface EncodedChunk {
-  rows: number;
-  bytes: Uint8Array;
-  /** Gives the bytes' buffer back to the worker for reuse; call once they are written, then never touch them. */
-  release(): void;
-}
 
 /** A worker's failure as the main thread sees it: the worker's message, and SQLite's code when it has one. */
 export class ExportWorkerError extends NetingestError {
@@ -37,7 +30,7 @@ function explainWorkerError(err: Error): Error {
 }
 
 class PoolMember {
-  readonly pending = new Map<number, { resolve: (chunk: EncodedChunk) => void; reject: (err: Error) => void }>();
+  readonly pending = new Map<number, { resolve: (chunk: OutputPiece) => void; reject: (err: Error) => void }>();
   failure: Error | null = null;
   private readyWaiter: { resolve: () => void; reject: (err: Error) => void } | null = null;
   readonly ready: Promise<void>;
@@ -61,7 +54,7 @@ class PoolMember {
       const waiter = this.pending.get(message.seq);
       this.pending.delete(message.seq);
       const { buffer } = message;
-      waiter?.resolve({ rows: message.rows, bytes: new Uint8Array(buffer, 0, message.length), release: () => this.recycle(buffer) });
+      waiter?.resolve({ rows: message.rows, data: new Uint8Array(buffer, 0, message.length), release: () => this.recycle(buffer) });
     } else {
       this.fail(new ExportWorkerError(message.message, message.code));
     }
@@ -104,12 +97,12 @@ export class ExportWorkerPool {
   }
 
   /** Reads, encodes and returns the rows whose rowid is in [fromRowid, toRowid]. */
-  read(seq: number, fromRowid: number, toRowid: number): Promise<EncodedChunk> {
+  read(seq: number, fromRowid: number, toRowid: number): Promise<OutputPiece> {
     let member = this.members[0]!;
     for (const m of this.members) if (m.pending.size < member.pending.size) member = m;
     if (member.failure) return Promise.reject(member.failure);
     if (this.closed) return Promise.reject(new ExportWorkerError('the export workers were stopped', undefined));
-    return new Promise<EncodedChunk>((resolve, reject) => {
+    return new Promise<OutputPiece>((resolve, reject) => {
       member.pending.set(seq, { resolve, reject });
       const message: ToExportWorkerMessage = { type: 'read', seq, fromRowid, toRowid };
       member.worker.postMessage(message);

@@ -15,10 +15,10 @@ import { invalidReason, plannedRows } from './plan-by-line.ts';
 /** The columns after the input's. */
 export const INVALID_OUT_COLUMNS = ['netingest_line', 'netingest_reason'] as const;
 
-/** Writes the invalid rows of `job` to `out` (replaced whole at the end; nothing is left on a failure). */
+/** Writes the invalid rows of `job` to `out` (replaced whole at the end; nothing is left on a failure), not over a file it reads. */
 export async function writeInvalidRows(job: Job, out: string, options: { databaseFiles?: readonly string[]; signal?: AbortSignal } = {}): Promise<WriteResult> {
   const displayName = job.input.csv;
-  assertInvalidOutIsNotInput(job, out, options.databaseFiles);
+  assertOutputIsNotInput(out, jobInputs(job, options.databaseFiles ?? []), '--invalid-out');
   const header = await readCsvHeader(job.input.csvPath, { displayName });
   const inputColumns = header.columns.filter((c) => c !== '');
 
@@ -34,11 +34,6 @@ export async function writeInvalidRows(job: Job, out: string, options: { databas
 
   const encoder = csvEncoder([...inputColumns, ...INVALID_OUT_COLUMNS], { delimiter: header.delimiter, bom: header.bom });
   return writeRows(rows(), encoder, { out }, { signal: options.signal });
-}
-
-/** Refuses an `--invalid-out` file that is one the job reads (its input CSV, its job file, the SQLite database). */
-export function assertInvalidOutIsNotInput(job: Job, out: string, databaseFiles: readonly string[] = []): void {
-  assertOutputIsNotInput(out, jobInputs(job, databaseFiles), '--invalid-out');
 }
 
 /** The file of one job's invalid rows: `out` itself for one job, `<stem>.<job><ext>` beside it for several. */

@@ -3,10 +3,10 @@
  * reader of `--out` sees the old file or the whole new one, never half a file; any failure or interrupt
  * removes the temporary file. A stream (stdout) is written as it goes, with backpressure.
  */
-import { rename, unlink } from 'node:fs/promises';
-import { close, fchmod, fdatasync, fsync, open, realpathSync, statSync, unlinkSync, createWriteStream, WriteStream, type Stats } from 'node:fs';
+import { open as openFile, rename, unlink, type FileHandle } from 'node:fs/promises';
+import { realpathSync, statSync, unlinkSync, createWriteStream, WriteStream, type Stats } from 'node:fs';
+import { once } from 'node:events';
 import { Socket } from 'node:net';
-import { promisify } from 'node:util';
 import { StringDecoder } from 'node:string_decoder';
 import { basename, dirname, join, sep } from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -144,9 +144,9 @@ export async function openFileSink(outPath: string): Promise<OutputSink> {
   assertOutputIsAFile(outPath);
   const target = renameTarget(outPath);
   const tempPath = join(dirname(target.path), `.${basename(target.path)}.${process.pid}-${randomBytes(4).toString('hex')}.tmp`);
-  let fd: number;
+  let file: FileHandle;
   try {
-    fd = await promisify(open)(tempPath, 'wx');
+    file = await openFile(tempPath, 'wx');
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     const why = code === 'ENOENT' ? `folder ${dirname(outPath)} does not exist` : describeFsError(err);
@@ -155,9 +155,9 @@ export async function openFileSink(outPath: string): Promise<OutputSink> {
   if (target.mode !== undefined) {
     try {
       // Unlike open(), fchmod() is not masked by the umask: the replaced file's mode is kept exactly.
-      await promisify(fchmod)(fd, target.mode);
+      await file.chmod(target.mode);
     } catch (err) {
-      await promisify(close)(fd).catch(() => undefined);
+      await file.close().catch(() => undefined);
       await unlink(tempPath).catch(() => undefined);
       throw new OutputError(outPath, `cannot keep the permissions of the file it replaces: ${describeFsError(err)}`, { cause: err });
     }
@@ -172,14 +172,15 @@ export async function openFileSink(outPath: string): Promise<OutputSink> {
   };
   process.on('exit', removeOnExit);
   const stream: WriteStream = createWriteStream('', {
-    // A numeric fd, not a FileHandle: the handle's own sync() never settles while a stream holds it.
-    fd,
+    // The handle's number, not the handle: the handle's own sync() never settles while a stream holds it.
+    fd: file.fd,
     autoClose: false,
     highWaterMark: SINK_HIGH_WATER_MARK_BYTES,
   });
   let failure: Error | undefined;
+  const writeFailed = (err: unknown) => new OutputWriteError(outPath, `write failed: ${describeFsError(err)}; nothing was written`, { cause: err });
   stream.on('error', (err) => {
-    failure = new OutputWriteError(outPath, `write failed: ${describeFsError(err)}; nothing was written`, { cause: err });
+    failure = writeFailed(err);
   });
   let unsyncedBytes = 0;
   let syncing: Promise<void> | null = null;
@@ -187,30 +188,25 @@ export async function openFileSink(outPath: string): Promise<OutputSink> {
     unsyncedBytes += bytes;
     if (unsyncedBytes < SINK_SYNC_EVERY_BYTES || syncing !== null) return;
     unsyncedBytes = 0;
-    syncing = promisify(fdatasync)(fd).then(
+    syncing = file.datasync().then(
       () => {
         syncing = null;
       },
       (err: unknown) => {
         syncing = null;
-        failure ??= new OutputWriteError(outPath, `write failed: ${describeFsError(err)}; nothing was written`, { cause: err });
+        failure ??= writeFailed(err);
       },
     );
   };
   let settled = false;
-  let fdOpen = true;
-  const closeFd = async () => {
-    if (!fdOpen) return;
-    fdOpen = false;
-    await promisify(close)(fd);
-  };
   const abort = async () => {
     if (settled) return;
     settled = true;
     stream.destroy();
     // Never close the descriptor under a sync still running on it.
     await syncing;
-    await closeFd().catch(() => undefined);
+    // A second close() (after commit's) resolves at once.
+    await file.close().catch(() => undefined);
     await unlink(tempPath).catch(() => undefined);
     process.off('exit', removeOnExit);
   };
@@ -230,8 +226,8 @@ export async function openFileSink(outPath: string): Promise<OutputSink> {
         });
         await syncing;
         if (failure) throw failure;
-        await promisify(fsync)(fd);
-        await closeFd();
+        await file.sync();
+        await file.close();
         // The last moment an interrupt can still keep --out as it was. A signal that came while SQLite held
         // the thread is only handled once the event loop polls again, which the awaits above let it do.
         throwIfAborted(signal);
@@ -263,29 +259,18 @@ function writeWithBackpressure(
   return waitForDrain(stream, failed);
 }
 
-/** Resolves on 'drain'; rejects if the stream fails or closes first. */
-function waitForDrain(stream: NodeJS.WritableStream, failed: () => Error | undefined): Promise<void> {
-  return new Promise<void>((resolve, reject) => {
-    const cleanup = () => {
-      stream.off('drain', onDrain);
-      stream.off('error', onError);
-      stream.off('close', onClose);
-    };
-    const onDrain = () => {
-      cleanup();
-      resolve();
-    };
-    // The sink's own error listener runs first and records the failure in the user's words.
-    const onError = (err: Error) => {
-      cleanup();
-      reject(failed() ?? err);
-    };
-    const onClose = () => {
-      cleanup();
-      reject(failed() ?? new OutputClosedError());
-    };
-    stream.on('drain', onDrain);
-    stream.on('error', onError);
-    stream.on('close', onClose);
-  });
+/**
+ * Resolves on 'drain'; rejects if the stream fails or closes first, with the sink's failure when it has one: the
+ * sink's own error listener runs first and records it in the user's words.
+ */
+async function waitForDrain(stream: NodeJS.WritableStream, failed: () => Error | undefined): Promise<void> {
+  const settled = new AbortController();
+  const closed = once(stream, 'close', { signal: settled.signal }).then(() => Promise.reject(new OutputClosedError()));
+  try {
+    await Promise.race([once(stream, 'drain', { signal: settled.signal }), closed]);
+  } catch (err) {
+    throw failed() ?? err;
+  } finally {
+    settled.abort();
+  }
 }

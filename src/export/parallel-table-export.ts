@@ -11,22 +11,17 @@ import { DatabaseChangedError } from '../store/errors.ts';
 import type { ChunkedTable } from '../store/dataset-store.ts';
 import { ExportWorkerError, ExportWorkerPool } from './export-worker-pool.ts';
 import type { ExportWorkerData } from './export-worker-protocol.ts';
-import { pumpChunks } from './pump-chunks.ts';
-import { PARALLEL_EXPORT_DEFAULTS, type ParallelExportOptions, type PumpOptions } from './export-options.ts';
-import { encoderFor } from './row-encoders.ts';
-import { writeOutput, type OutputTarget, type WriteResult } from './write-output.ts';
+import type { ParallelExportOptions } from './export-options.ts';
+import { untilAborted, type OutputPiece } from './write-output.ts';
 
 /** A table's rowids, first and last, fixed when the export starts. */
-export interface RowidRange {
+interface RowidRange {
   fromRowid: number;
   toRowid: number;
 }
 
 /** The rowid range to export in parallel, or null when the table should be exported on the main thread. */
-export function parallelRowidRange(table: ChunkedTable, options: ParallelExportOptions = {}): RowidRange | null {
-  const workers = options.workers ?? PARALLEL_EXPORT_DEFAULTS.workers;
-  const minRowidSpan = options.minRowidSpan ?? PARALLEL_EXPORT_DEFAULTS.minRowidSpan;
-  const maxRowidsPerRow = options.maxRowidsPerRow ?? PARALLEL_EXPORT_DEFAULTS.maxRowidsPerRow;
+export function parallelRowidRange(table: ChunkedTable, { workers, minRowidSpan, maxRowidsPerRow }: Required<ParallelExportOptions>): RowidRange | null {
   if (workers < 2) return null;
   const bounds = table.bounds();
   if (bounds === null) return null;
@@ -41,44 +36,42 @@ export function parallelRowidRange(table: ChunkedTable, options: ParallelExportO
   return { fromRowid: Number(first), toRowid: Number(last) };
 }
 
-/** What exportTableInParallel() exports: what the workers read and encode, and the range. */
-export interface ParallelTableJob extends Pick<ExportWorkerData, 'source' | 'columns' | 'format' | 'escapeFormulas'> {
-  /** CSV only: start with a UTF-8 byte-order mark (written with the header, on this thread). */
-  bom: boolean;
-  range: RowidRange;
-}
-
-/** Exports the rows of `job.range` on worker threads to `target`; on any error nothing is left at `target.out`. */
-export async function exportTableInParallel(
-  job: ParallelTableJob,
-  target: OutputTarget,
-  pump: PumpOptions,
-  options: ParallelExportOptions = {},
-): Promise<WriteResult & { workers: number }> {
-  const opts = { ...PARALLEL_EXPORT_DEFAULTS, ...options };
-  const { bom, range, ...read } = job;
-  const { fromRowid, toRowid } = range;
-  const chunkCount = Math.ceil((toRowid - fromRowid + 1) / opts.chunkRowids);
-  const result = await writeOutput(target, pump, async (sink, pumpOptions) => {
-    const pool = await ExportWorkerPool.start(
-      opts.workers,
-      { ...read, batchRows: opts.encodeBatchRows, batchChars: opts.encodeBatchChars },
-      { maxYoungGenerationSizeMb: opts.workerYoungGenerationMb, maxOldGenerationSizeMb: opts.workerOldGenerationMb },
-    ).catch((err: unknown) => Promise.reject(asExportError(err, job.source.db)));
-    try {
-      const readChunk = (seq: number) => {
-        const from = fromRowid + seq * opts.chunkRowids;
-        return pool.read(seq, from, Math.min(from + opts.chunkRowids - 1, toRowid));
-      };
-      const encoder = encoderFor(job.format, job.columns, { bom, escapeFormulas: job.escapeFormulas });
-      return await pumpChunks(readChunk, chunkCount, encoder, sink, { ...pumpOptions, maxChunksInFlight: opts.maxChunksInFlight });
-    } catch (err) {
-      throw asExportError(err, job.source.db);
-    } finally {
-      await pool.close();
+/**
+ * The rows of `range`, read and encoded (no header: the writer's) on worker threads started on the first request
+ * and stopped when the writer is done with them. Chunks are requested ahead of the writer, at most
+ * `maxChunksInFlight` at a time, and handed on strictly in order: memory is bounded by the chunks in flight,
+ * whatever the pace of the destination. `signal` stops the wait for a chunk at once.
+ */
+export async function* encodedChunks(
+  read: Pick<ExportWorkerData, 'source' | 'columns' | 'format' | 'escapeFormulas'>,
+  range: RowidRange,
+  opts: Required<ParallelExportOptions>,
+  signal: AbortSignal | undefined,
+): AsyncGenerator<OutputPiece> {
+  const pool = await ExportWorkerPool.start(
+    opts.workers,
+    { ...read, batchRows: opts.encodeBatchRows, batchChars: opts.encodeBatchChars },
+    { maxYoungGenerationSizeMb: opts.workerYoungGenerationMb, maxOldGenerationSizeMb: opts.workerOldGenerationMb },
+  ).catch((err: unknown) => Promise.reject(asExportError(err, read.source.db)));
+  const chunkCount = Math.ceil((range.toRowid - range.fromRowid + 1) / opts.chunkRowids);
+  const inFlight: Promise<OutputPiece>[] = [];
+  let next = 0;
+  try {
+    while (next < chunkCount || inFlight.length > 0) {
+      while (inFlight.length < opts.maxChunksInFlight && next < chunkCount) {
+        const from = range.fromRowid + next * opts.chunkRowids;
+        const chunk = pool.read(next++, from, Math.min(from + opts.chunkRowids - 1, range.toRowid));
+        // Observed now: a chunk that fails while earlier ones are being written must not be an unhandled rejection.
+        chunk.catch(() => undefined);
+        inFlight.push(chunk);
+      }
+      yield await untilAborted(inFlight.shift()!, signal);
     }
-  });
-  return { ...result, workers: opts.workers };
+  } catch (err) {
+    throw asExportError(err, read.source.db);
+  } finally {
+    await pool.close();
+  }
 }
 
 /** A worker's SQLite failure names the file and maps to the documented codes, as on the main-thread path. */

@@ -3,14 +3,9 @@
  * CSV otherwise (or as asked), streamed row by row.
  */
 import { UsageError } from '../errors.ts';
-import { assertEncoderOptions, encoderFor, type EncoderOptions, type RowEncoder } from './row-encoders.ts';
 import { tableEncoder, type TableLayoutOptions } from './table-format.ts';
-import { writeRows } from './write-output.ts';
-import type { PumpOptions } from './export-options.ts';
-import type { ExportSqlOptions } from './export-table.ts';
-import { verifiedBy } from './pump-rows.ts';
-import type { ReadSnapshot } from '../store/read-snapshot.ts';
-import type { StartedStatement } from '../store/dataset-store.ts';
+import { verifiedBy, writeRows, type WriteResult } from './write-output.ts';
+import { exportSql, type ExportSqlOptions } from './export-table.ts';
 import { openStore } from '../store/open-store.ts';
 
 export const QUERY_FORMATS = ['table', 'csv', 'jsonl'] as const;
@@ -20,13 +15,13 @@ export type QueryFormat = (typeof QUERY_FORMATS)[number];
 export type QueryStream = NodeJS.WritableStream & { isTTY?: boolean; columns?: number };
 
 /**
- * Options of runQuery(): the dataset, statement, time limit and CSV options of `export --sql`'s, and how it is
- * printed. The CSV options are refused with an explicit 'table' or 'jsonl'; the table a terminal gets by default
- * takes them silently, showing values as stored (nothing on a screen runs them) and written without a BOM.
+ * Options of runQuery(): those of `export --sql` (the dataset, statement, time limit, CSV options and --out), and
+ * how the table is printed. The CSV options are refused with an explicit 'table' or 'jsonl'; the table a terminal
+ * gets by default takes them silently, showing values as stored (nothing on a screen runs them) and written
+ * without a BOM.
  */
-export interface RunQueryOptions
-  extends PumpOptions, Omit<TableLayoutOptions, 'maxTableWidth'>, Pick<ExportSqlOptions, 'db' | 'sql' | 'timeoutMs' | 'bom' | 'escapeFormulas'> {
-  /** Default: 'table' when `stream` is a terminal, else 'csv'. */
+export interface RunQueryOptions extends Omit<ExportSqlOptions, 'format' | 'stream'>, Omit<TableLayoutOptions, 'maxTableWidth'> {
+  /** Default: 'table' when `stream` is a terminal (never with `out`), else 'csv'. */
   format?: QueryFormat | undefined;
   /** Where to print. Default process.stdout. */
   stream?: QueryStream;
@@ -37,49 +32,27 @@ export interface RunQueryOptions
 export const QUERY_DEFAULTS = { sampleRows: 200 } as const satisfies Partial<RunQueryOptions>;
 
 /** Runs `options.sql` read-only and prints its rows; writes are refused with a WriteRefusedError. */
-export async function runQuery(options: RunQueryOptions) {
+export async function runQuery(options: RunQueryOptions): Promise<WriteResult> {
   const stream = options.stream ?? process.stdout;
-  const format: QueryFormat = options.format ?? (stream.isTTY ? 'table' : 'csv');
-  const csvOptions: EncoderOptions = { escapeFormulas: options.escapeFormulas, bom: options.bom };
-  if (options.format === 'table') assertNoCsvOptions(csvOptions);
-  if (format !== 'table') assertEncoderOptions(format, csvOptions);
-  const output = { stream, format, csvOptions };
+  const format: QueryFormat = options.format ?? (stream.isTTY && options.out === undefined ? 'table' : 'csv');
+  // CSV and JSON Lines are written as `export --sql` writes them.
+  if (format !== 'table') return exportSql({ ...options, format, stream });
+  if (options.out !== undefined) throw new UsageError('--out writes csv or jsonl; the table is for a terminal');
+  if (options.format === 'table') assertNoCsvOptions(options);
   const store = await openStore(options.db);
-  return store.userStatement(options, (statement, snapshot) => printRows(statement, snapshot, options, output));
-}
-
-/** The statement's rows, encoded as `format` to `stream`. */
-async function printRows(
-  statement: StartedStatement,
-  snapshot: ReadSnapshot,
-  options: RunQueryOptions,
-  { stream, format, csvOptions }: { stream: QueryStream; format: QueryFormat; csvOptions: EncoderOptions },
-) {
-  const { columns, rows: source } = statement;
-  let rows: AsyncIterable<readonly unknown[]> = source;
-  let encoder: RowEncoder;
-  try {
-    if (format === 'table') {
-      const sample = await takeSample(source, options.sampleRows ?? QUERY_DEFAULTS.sampleRows);
-      // As wide as the terminal, when it says (else TABLE_DEFAULTS.maxTableWidth).
-      encoder = tableEncoder(columns, sample, { ...options, maxTableWidth: stream.isTTY && stream.columns ? stream.columns : undefined });
-      rows = chain(sample, source);
-    } else {
-      encoder = encoderFor(format, columns, csvOptions);
-    }
-    const result = await writeRows(rows, encoder, { stream }, verifiedBy(snapshot, options));
-    return { ...result, columns, format };
-  } finally {
-    // Stops the reading in case the pump never started or stopped early.
-    await statement.close();
-  }
+  return store.userStatement(options, async ({ columns, rows: source }, snapshot) => {
+    const sample = await takeSample(source, options.sampleRows ?? QUERY_DEFAULTS.sampleRows);
+    // As wide as the terminal, when it says (else TABLE_DEFAULTS.maxTableWidth).
+    const encoder = tableEncoder(columns, sample, { ...options, maxTableWidth: stream.isTTY && stream.columns ? stream.columns : undefined });
+    return writeRows(chain(sample, source), encoder, { stream }, verifiedBy(snapshot, options));
+  });
 }
 
 /**
  * Refuses the CSV-only options with a table asked for by name. The table a terminal gets by default takes them
  * silently: the same command line piped writes CSV, where they apply.
  */
-function assertNoCsvOptions(options: EncoderOptions): void {
+function assertNoCsvOptions(options: Pick<RunQueryOptions, 'bom' | 'escapeFormulas'>): void {
   if (options.escapeFormulas) {
     throw new UsageError('--escape-formulas is for CSV only; the table format shows values as stored, for reading on screen');
   }

@@ -1,9 +1,12 @@
 /**
  * Runs one streaming write from start to finish: opens the destination (a temporary file renamed into place,
- * or a stream), pumps the rows, and commits, or discards everything on any failure or interrupt.
+ * or a stream), writes the pieces in order (encoded batches of rows, or a parallel export's chunks), waiting
+ * whenever the destination pushes back, and commits, or discards everything on any failure or interrupt. It
+ * yields to the event loop regularly so that SIGINT can be seen even when the destination never pushes back.
+ * Nothing is written before the first piece is ready: a statement that fails on its first rows leaves stdout
+ * empty, not a lone header.
  */
 import { openFileSink, streamSink, OutputClosedError, type OutputSink } from './output-sink.ts';
-import { pumpRows } from './pump-rows.ts';
 import type { PumpOptions } from './export-options.ts';
 import { ExportInterruptedError, throwIfAborted } from './errors.ts';
 import type { RowEncoder } from './row-encoders.ts';
@@ -26,6 +29,38 @@ export interface WriteResult {
   readerClosed: boolean;
 }
 
+/** Part of the output: text or UTF-8 bytes, and the rows it holds. */
+export interface OutputPiece {
+  data: string | Uint8Array;
+  rows: number;
+  /**
+   * Gives `data`'s buffer back for reuse (a worker's chunk) once it has reached the destination; a sink that
+   * cannot know when that is (see OutputSink.write) never calls it.
+   */
+  release?: () => void;
+}
+
+/** What comes before the first piece and after the last: an encoder's header and footer. */
+export type Framing = Partial<Pick<RowEncoder, 'header' | 'footer'>>;
+
+// 250 rows: measured faster than 1000 (fewer rows survive into the old generation while a batch fills).
+export const PUMP_DEFAULTS = { batchRows: 250, yieldEveryMs: 50 } as const;
+
+/**
+ * `options` with the snapshot's change check (ReadSnapshot.assertUnchanged) added to its verify step: a database
+ * read without locks that changes stops the export after the batch, before anything is committed at --out.
+ * Typed by its one method: the package's public types reach this file and must not reach the drivers'.
+ */
+export function verifiedBy<T extends PumpOptions>(snapshot: { assertUnchanged(): void }, options: T): T {
+  return {
+    ...options,
+    verify: () => {
+      snapshot.assertUnchanged();
+      options.verify?.();
+    },
+  };
+}
+
 /** Writes `rows` through `encoder` to `target`; on any error nothing is left at `target.out`. */
 export async function writeRows(
   rows: Iterable<readonly unknown[]> | AsyncIterable<readonly unknown[]>,
@@ -33,44 +68,112 @@ export async function writeRows(
   target: OutputTarget,
   pump: PumpOptions = {},
 ): Promise<WriteResult> {
-  return writeOutput(target, pump, (sink, options) => pumpRows(rows, encoder, sink, options));
+  return writeOutput(target, pump, encodedBatches(rows, encoder, pump.batchRows ?? PUMP_DEFAULTS.batchRows), encoder);
 }
 
 /**
- * Opens `target`, lets `produce` write to it (resolving to the row count, calling `onProgress` as rows are
- * written) and commits; on any error or interrupt the output is discarded, so nothing is left at `target.out`.
+ * Writes `framing`'s header, `pieces` and its footer to `target` and commits; on any error or interrupt the
+ * output is discarded, so nothing is left at `target.out`.
  */
 export async function writeOutput(
   target: OutputTarget,
   pump: PumpOptions,
-  produce: (sink: OutputSink, options: PumpOptions) => Promise<number>,
+  pieces: AsyncIterable<OutputPiece> | Iterable<OutputPiece>,
+  framing: Framing = {},
 ): Promise<WriteResult> {
   const sink: OutputSink = target.out !== undefined ? await openFileSink(target.out) : streamSink(target.stream ?? process.stdout);
-  let written = 0;
+  const written = { rows: 0 };
   try {
-    written = await produce(sink, {
-      ...pump,
-      onProgress: (n) => {
-        written = n;
-        pump.verify?.();
-        pump.onProgress?.(n);
-      },
-    });
+    await writePieces(pieces, framing, sink, pump, written);
     pump.verify?.();
-    // An interrupt that came after the producer last looked (during its one long statement, say) still stops here.
+    // An interrupt that came after the last piece (during its one long statement, say) still stops here.
     throwIfAborted(pump.signal);
     await sink.commit(pump.signal);
-    return { rows: written, out: target.out ?? null, readerClosed: false };
+    return { rows: written.rows, out: target.out ?? null, readerClosed: false };
   } catch (err) {
     await sink.abort();
     if (err instanceof OutputClosedError) {
       // What the reader took before it left (`| head`) may still come from a database that changed meanwhile.
       pump.verify?.();
-      return { rows: written, out: null, readerClosed: true };
+      return { rows: written.rows, out: null, readerClosed: true };
     }
     // Rows sent to a stream cannot be taken back: "no output file was written" would let a `> out.csv` pass as whole.
-    if (err instanceof ExportInterruptedError && target.out === undefined) throw streamInterrupted(written);
+    if (err instanceof ExportInterruptedError && target.out === undefined) throw streamInterrupted(written.rows);
     throw err;
+  }
+}
+
+/** The writing loop; `written.rows` counts the rows written so far, as `onProgress` is told after each piece. */
+async function writePieces(
+  pieces: AsyncIterable<OutputPiece> | Iterable<OutputPiece>,
+  framing: Framing,
+  sink: OutputSink,
+  { signal, onProgress, verify, yieldEveryMs = PUMP_DEFAULTS.yieldEveryMs }: PumpOptions,
+  written: { rows: number },
+): Promise<void> {
+  throwIfAborted(signal);
+  // Held back until the first piece is ready: bytes on a pipe cannot be taken back if the first row fails.
+  let header = framing.header?.() ?? '';
+  let lastYield = performance.now();
+  for await (const piece of pieces) {
+    if (piece.data.length > 0) {
+      if (header) await untilAborted(sink.write(header), signal);
+      header = '';
+      await untilAborted(sink.write(piece.data, piece.release), signal);
+    } else {
+      piece.release?.();
+    }
+    written.rows += piece.rows;
+    verify?.();
+    onProgress?.(written.rows);
+    if (performance.now() - lastYield >= yieldEveryMs) {
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      lastYield = performance.now();
+    }
+    throwIfAborted(signal);
+  }
+  const footer = header + (framing.footer?.(written.rows) ?? '');
+  if (footer) await untilAborted(sink.write(footer), signal);
+}
+
+/**
+ * `rows` encoded `batchRows` at a time. A sync source keeps its own loop: `for await` would cost a microtask per
+ * row on the export hot path. Either loop returns the iterator when the writer stops early, which resets a
+ * better-sqlite3 statement mid-iteration.
+ */
+async function* encodedBatches(
+  rows: Iterable<readonly unknown[]> | AsyncIterable<readonly unknown[]>,
+  encoder: RowEncoder,
+  batchRows: number,
+): AsyncGenerator<OutputPiece> {
+  let batch: (readonly unknown[])[] = [];
+  const full = (row: readonly unknown[]) => batch.push(row) >= batchRows;
+  const take = (): OutputPiece => {
+    const piece = { data: encoder.encode(batch), rows: batch.length };
+    batch = [];
+    return piece;
+  };
+  if (Symbol.asyncIterator in rows) {
+    for await (const row of rows) if (full(row)) yield take();
+  } else {
+    for (const row of rows) if (full(row)) yield take();
+  }
+  if (batch.length > 0) yield take();
+}
+
+/** Waits for `wait` (if any), but rejects with ExportInterruptedError as soon as `signal` aborts. */
+export async function untilAborted<T>(wait: Promise<T> | T, signal: AbortSignal | undefined): Promise<T> {
+  if (!(wait instanceof Promise) || signal === undefined) return wait;
+  throwIfAborted(signal);
+  let onAbort: () => void = () => undefined;
+  const aborted = new Promise<never>((_, reject) => {
+    onAbort = () => reject(new ExportInterruptedError());
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+  try {
+    return await Promise.race([wait, aborted]);
+  } finally {
+    signal.removeEventListener('abort', onAbort);
   }
 }
 

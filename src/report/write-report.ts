@@ -58,10 +58,7 @@ export async function writeReport(options: ReportOptions & { outFile: string }) 
   const { renderPage } = await import('./page.ts');
   const html = renderPage(figures, shownDataset);
   const path = resolve(options.outFile);
-  await writeOutput({ out: path }, {}, async (sink) => {
-    await sink.write(html);
-    return 1;
-  });
+  await writeOutput({ out: path }, {}, [{ data: html, rows: 1 }]);
   // Why the path could not be remembered for `status` (a read-only role or file), or null when it was.
   let notRecorded: string | null = null;
   try {

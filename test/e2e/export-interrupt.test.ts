@@ -192,11 +192,11 @@ describe('an interrupted export leaves nothing half-written', () => {
     const folder = freshFolder(dir, 'abort-at-commit');
     const out = join(folder, 'late.csv');
     const controller = new AbortController();
-    const promise = writeOutput({ out }, { signal: controller.signal }, async (sink) => {
-      await sink.write('a\n1\n');
+    async function* rows() {
+      yield { data: 'a\n1\n', rows: 1 };
       controller.abort();
-      return 1;
-    });
+    }
+    const promise = writeOutput({ out }, { signal: controller.signal }, rows());
     await expect(promise).rejects.toBeInstanceOf(ExportInterruptedError);
     expect(existsSync(out)).toBe(false);
     expect(leftovers(folder)).toEqual([]);

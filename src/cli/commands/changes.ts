@@ -1,6 +1,5 @@
 import { defineCommand } from '../command.ts';
 import { BOM_OPTION, datasetOption, ESCAPE_FORMULAS_OPTION, withDb } from '../common-options.ts';
-import { exportSql } from '../../export/export-table.ts';
 import { QUERY_FORMATS, runQuery } from '../../export/query.ts';
 import { UsageError } from '../../errors.ts';
 import { plural } from '../../plural.ts';
@@ -27,15 +26,10 @@ export const changesCommand = defineCommand({
     const sql = changesStatement(filter);
     const db = datasetOption(argv.db);
     await assertHistoryKept(db);
-    const common = { db, bom: argv.bom, escapeFormulas: argv['escape-formulas'], stream: io.stdout };
-    if (argv.out !== undefined) {
-      const format = argv.format ?? 'csv';
-      if (format === 'table') throw new UsageError('--out writes csv or jsonl; the table is for a terminal');
-      const result = await withStopSignals(stderrNotice(io.stderr), (signal) => exportSql({ ...common, sql, format, out: argv.out, signal }));
-      io.stderr.write(`netingest: wrote ${plural(result.rows, 'change')} to ${result.out}\n`);
-      return 0;
-    }
-    await withStopSignals(stderrNotice(io.stderr), (signal) => runQuery({ ...common, sql, format: argv.format, signal }));
+    const result = await withStopSignals(stderrNotice(io.stderr), (signal) =>
+      runQuery({ db, sql, format: argv.format, out: argv.out, bom: argv.bom, escapeFormulas: argv['escape-formulas'], stream: io.stdout, signal }),
+    );
+    if (result.out !== null) io.stderr.write(`netingest: wrote ${plural(result.rows, 'change')} to ${result.out}\n`);
     return 0;
   },
 });

@@ -1,18 +1,11 @@
 import type { CommandSpec } from '../command.ts';
 
 /**
- * A subcommand as the top-level --help lists it. Its module (builder and implementation) is imported only when
- * yargs picks the command, so `netingest --help` and `--version` load no command's code. `name` and `describe`
- * are declared here only.
+ * Every subcommand as the top-level --help lists it, in that order. Its module (builder and implementation) is
+ * imported only when yargs picks the command, so `netingest --help` and `--version` load no command's code.
+ * `name` and `describe` are declared here only.
  */
-export interface LazyCommand {
-  name: string;
-  describe: string;
-  load: () => Promise<CommandSpec>;
-}
-
-/** Every subcommand, in the order `--help` lists them. */
-export const commands: LazyCommand[] = [
+export const commands: Array<{ name: string; describe: string; load: () => Promise<CommandSpec> }> = [
   { name: 'run [jobs..]', load: async () => (await import('./run.ts')).runCommand,
     describe: 'Run jobs: read their inputs, call the API for every due task, store the results' },
   { name: 'plan [jobs..]', load: async () => (await import('./plan.ts')).planCommand,
