@@ -1,11 +1,11 @@
 /**
  * Opens the dataset on PostgreSQL: a pg.Pool (node-postgres: pooling, TLS from `sslmode` in the URL, the
- * statement timeout, all the driver's own), drizzle over it, and this build's migrations/postgres applied
+ * statement timeout, all the driver's own), and this build's migrations/postgres applied (drizzle's migrator)
  * under an advisory lock so that several workers opening one new database at once do not race.
  */
 import { join } from 'node:path';
 import pg from 'pg';
-import { drizzle, type NodePgDatabase } from 'drizzle-orm/node-postgres';
+import { drizzle } from 'drizzle-orm/node-postgres';
 import { migrate } from 'drizzle-orm/node-postgres/migrator';
 import { readMigrationFiles } from 'drizzle-orm/migrator';
 import { PACKAGE_ROOT } from '../../package-root.ts';
@@ -13,7 +13,6 @@ import { DatabaseError, DatabaseTooNewError } from '../errors.ts';
 import { UsageError } from '../../errors.ts';
 import { DRIZZLE_MIGRATIONS_TABLE, RECORD_SCHEMA_VERSION_SQL, schemaVersionOf } from '../migration-state.ts';
 import { redactDatabaseUrl } from './database-url.ts';
-import * as schema from './schema.ts';
 
 /** The generated PostgreSQL migrations, in the package (checkout or installed). */
 export const PG_MIGRATIONS_FOLDER = join(PACKAGE_ROOT, 'migrations', 'postgres');
@@ -23,8 +22,6 @@ export const PG_SCHEMA = 'public';
 
 /** Any fixed 64-bit key, the same in every netingest build: "netingest migrations". */
 const MIGRATION_LOCK_KEY = 0x6e6574696e6765n; // 'netinge'
-
-export type PgDrizzle = NodePgDatabase<typeof schema>;
 
 /** Options of openPgStore(); every default is in PG_STORE_DEFAULTS. */
 export interface PgStoreOptions {
@@ -60,7 +57,6 @@ export const PG_STORE_DEFAULTS: Required<PgStoreOptions> = {
 /** An open PostgreSQL dataset. */
 export interface PgStore {
   pool: pg.Pool;
-  db: PgDrizzle;
   /** The URL with its password hidden: the only form to show. */
   shownUrl: string;
   close(): Promise<void>;
@@ -98,7 +94,6 @@ export async function openPgStore(url: string, options: PgStoreOptions = {}): Pr
   let closed = false;
   return {
     pool,
-    db: drizzle(pool, { schema }),
     shownUrl,
     async close() {
       if (closed) return;
