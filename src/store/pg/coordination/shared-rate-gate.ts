@@ -19,6 +19,7 @@
  */
 import type pg from 'pg';
 import { pipelineTransaction } from '../pg-pipeline.ts';
+import { withPgClient } from '../transaction.ts';
 import type { GroupStatement } from '../pg-statements.ts';
 
 export const SHARED_RATE_GATE_DEFAULTS = {
@@ -213,17 +214,9 @@ export class SharedRateGate {
     return results[2]!.rows.map((r: { start_us: string; wait_ms: number }) => ({ startUs: Number(r.start_us), waitMs: r.wait_ms }));
   }
 
-  /** `statements` in one round trip and one transaction; a connection that failed one is not reused. */
-  private async inTransaction(statements: readonly GroupStatement[]): Promise<pg.QueryResult[]> {
-    const client = await this.pool.connect();
-    try {
-      const results = await pipelineTransaction(client, statements);
-      client.release();
-      return results;
-    } catch (err) {
-      client.release(err instanceof Error ? err : true);
-      throw err;
-    }
+  /** `statements` in one round trip and one transaction, as the credit budget's turn (withPgClient after a failure). */
+  private inTransaction(statements: readonly GroupStatement[]): Promise<pg.QueryResult[]> {
+    return withPgClient(this.pool, (client) => pipelineTransaction(client, statements));
   }
 }
 
