@@ -18,7 +18,8 @@ import { POST_DATE_SQL } from '../ingest/post-date-order.ts';
 import { PgRowBatch } from './pg-row-batch.ts';
 import { ChangeRecorder } from '../history/record-changes.ts';
 import { readPg } from '../read-steps.ts';
-import { insertRows } from './pg-table-statements.ts';
+import { valuesStatements } from './pg-statements.ts';
+import { pipelineStatements } from './pg-pipeline.ts';
 
 const IDENTIFIER = /^[a-z_][a-z0-9_]*$/;
 
@@ -90,9 +91,8 @@ export function createPgAnswerStore() {
     const batch = new PgRowBatch();
     const history = new ChangeRecorder();
     const stored = await collect(client, batch, input, history);
-    await batch.flush(client);
     await readPg({ client }, history.store());
-    await insertRows(client, ANOMALY_HEAD, stored.anomalies);
+    await pipelineStatements(client, [...batch.take(), ...valuesStatements(ANOMALY_HEAD, stored.anomalies)]);
     return stored;
   }
 

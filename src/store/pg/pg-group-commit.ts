@@ -17,7 +17,7 @@ import type { ReadStep } from '../read-steps.ts';
 import { createPgAnswerStore, firstPass, type FirstPass } from './pg-answer-store.ts';
 import { ANOMALY_HEAD } from '../answer-anomalies.ts';
 import { PgRowBatch, roundsByKey } from './pg-row-batch.ts';
-import { valuesStatement, type BoundStatement } from './pg-statements.ts';
+import { valuesStatements, type BoundStatement } from './pg-statements.ts';
 import { pipelineStatements } from './pg-pipeline.ts';
 import { CHANGES_HEAD, ChangeRecorder, changeValues } from '../history/record-changes.ts';
 import { foldedReadSql, plannedReads, replayReads } from './pg-folded-reads.ts';
@@ -100,12 +100,12 @@ export function createPgGroupCommit(runId: number): PgGroupCommit {
     const tail = options.ownTransaction ? ['COMMIT'] : [];
     const sending = pipelineStatements(client, [
       tx.begun() ? null : 'BEGIN',
-      rawBodiesSql(paid, runId, anomalies),
+      ...rawBodiesSql(paid, runId, anomalies),
       ...batch.take(),
-      callsSql(ops.flatMap((op) => ('call' in op ? [op.call] : []))),
+      ...callsSql(ops.flatMap((op) => ('call' in op ? [op.call] : []))),
       ...settleSql(runId, ops.flatMap(settlementOf)),
       withdrawn.length > 0 ? { text: `DELETE FROM changes WHERE id IN (${withdrawn.map((_, i) => `$${i + 1}`).join(', ')})`, values: withdrawn } : null,
-      valuesStatement(CHANGES_HEAD, changes.map(changeValues)),
+      ...valuesStatements(CHANGES_HEAD, changes.map(changeValues)),
       ...nextReads,
       ...tail,
     ], STORE_TYPES);
@@ -170,27 +170,28 @@ const RAW_HEAD = 'INSERT INTO raw_responses (operation, request_key, request_jso
  * checked by its task: one out of place gives NULL, which raw_response_id refuses (NOT NULL), so the group fails
  * rather than file an anomaly under another body.
  */
-function rawBodiesSql(paid: readonly PaidOp[], runId: number, anomalies: ReadonlyArray<{ n: number; taskId: number; row: unknown[] }>): BoundStatement | null {
+function rawBodiesSql(paid: readonly PaidOp[], runId: number, anomalies: ReadonlyArray<{ n: number; taskId: number; row: unknown[] }>): BoundStatement[] {
   const rows = paid.map((op) => [
     op.operation, op.requestKey ?? requestKeyOf(op.request), JSON.stringify(op.request), op.body, null, op.at, runId, op.taskId, op.kind === 'rejected' ? op.code : null,
   ]);
-  if (anomalies.length === 0) return valuesStatement(RAW_HEAD, rows);
-  const raw = valuesStatement(RAW_HEAD, rows, ' RETURNING id, task_id')!;
+  if (anomalies.length === 0) return valuesStatements(RAW_HEAD, rows);
+  // One statement for the bodies (a group's, far under the limit), which the anomalies' CTE numbers.
+  const [raw] = valuesStatements(RAW_HEAD, rows, ' RETURNING id, task_id') as [BoundStatement];
   const values = [...raw.values];
   const param = (v: unknown) => `$${values.push(v)}`;
   const tuples = anomalies.map((a) => `((SELECT id FROM numbered WHERE n = ${a.n} AND task_id = ${param(a.taskId)}::bigint), ${a.row.map(param).join(', ')})`);
-  return {
+  return [{
     text: `WITH raw AS (${raw.text}),
   numbered AS (SELECT id, task_id, row_number() OVER (ORDER BY id) AS n FROM raw)
 ${ANOMALY_HEAD} VALUES ${tuples.join(', ')}`,
     values,
-  };
+  }];
 }
 
 const CALL_HEAD = 'INSERT INTO api_calls (run_id, task_id, operation, method, path, status, error_code, latency_ms, total_credits, credits_used, credits_remaining, at)';
 
-function callsSql(calls: readonly ApiCallRow[]): BoundStatement | null {
-  return valuesStatement(CALL_HEAD, calls.map((r) => [r.runId, r.taskId, r.operation, r.method, r.path, r.status, r.errorCode, r.latencyMs, r.totalCredits, r.creditsUsed, r.creditsRemaining, r.at]));
+function callsSql(calls: readonly ApiCallRow[]): BoundStatement[] {
+  return valuesStatements(CALL_HEAD, calls.map((r) => [r.runId, r.taskId, r.operation, r.method, r.path, r.status, r.errorCode, r.latencyMs, r.totalCredits, r.creditsUsed, r.creditsRemaining, r.at]));
 }
 
 function settlementOf(op: OutcomeOp): Settlement[] {
