@@ -41,6 +41,36 @@ export type OutcomeOp =
   | { kind: 'attempt_failed'; call: ApiCallRow }
   | { kind: 'failed'; taskId: number; code: string; message: string; retryable: boolean; attempts: number; at: string };
 
+/** A task's outcome as its row takes it (ledger.ts's settle on SQLite, pg/pg-group-commit.ts's settleSql). */
+export interface Settlement {
+  id: number;
+  status: 'done' | 'not_found' | 'failed';
+  attempts: number;
+  code: string | null;
+  message: string | null;
+  retryable: number | null;
+  at: string;
+}
+
+/** How an outcome settles its task; null for a failed attempt, which settles nothing. */
+export function settlementOf(op: OutcomeOp): Settlement | null {
+  const base = { id: 0, code: null, message: null, retryable: null };
+  switch (op.kind) {
+    case 'success':
+      return { ...base, id: op.taskId, status: 'done', attempts: op.attempts, at: op.at };
+    case 'rejected':
+      return { id: op.taskId, status: 'failed', attempts: op.attempts, code: op.code, message: op.message.slice(0, 1000), retryable: 0, at: op.at };
+    case 'not_found':
+      return { ...base, id: op.taskId, status: 'not_found', attempts: op.attempts, message: op.note, at: op.at };
+    case 'past_last_page':
+      return { ...base, id: op.taskId, status: 'not_found', attempts: 0, message: `past the last page (${op.lastPage})`, at: op.at };
+    case 'failed':
+      return { id: op.taskId, status: 'failed', attempts: op.attempts, code: op.code, message: op.message.slice(0, 1000), retryable: op.retryable ? 1 : 0, at: op.at };
+    case 'attempt_failed':
+      return null;
+  }
+}
+
 /** Prepares the statements once; the returned function writes one outcome, in the caller's transaction. */
 export function prepareOutcomeWrite(database: Connection, runId: number): (op: OutcomeOp) => void {
   const store = prepareAnswerStore(database);
@@ -49,32 +79,14 @@ export function prepareOutcomeWrite(database: Connection, runId: number): (op: O
   const ledger = createLedger(database);
   const rawOf = (op: PaidBody) => ({ operation: op.operation, requestKey: op.requestKey, request: op.request, body: op.body, receivedAt: op.at, runId, taskId: op.taskId });
   return (op: OutcomeOp): void => {
-    switch (op.kind) {
-      case 'success': {
-        const rawResponseId = saveRaw(rawOf(op));
-        store({ rawResponseId, runId, taskId: op.taskId, operation: op.operation, requestKey: op.requestKey, request: op.request, answer: op.answer, setAside: op.setAside, at: op.at });
-        calls.insert(op.call);
-        ledger.markDone(op.taskId, runId, op.at, op.attempts);
-        return;
-      }
-      case 'rejected':
-        saveRaw({ ...rawOf(op), errorCode: op.code });
-        calls.insert(op.call);
-        ledger.markFailed(op.taskId, runId, op.at, op.attempts, op.code, op.message, false);
-        return;
-      case 'not_found':
-        calls.insert(op.call);
-        ledger.markNotFound(op.taskId, runId, op.at, op.attempts, op.note);
-        return;
-      case 'past_last_page':
-        ledger.markNotFound(op.taskId, runId, op.at, 0, `past the last page (${op.lastPage})`);
-        return;
-      case 'attempt_failed':
-        calls.insert(op.call);
-        return;
-      case 'failed':
-        ledger.markFailed(op.taskId, runId, op.at, op.attempts, op.code, op.message, op.retryable);
-        return;
+    if (op.kind === 'success') {
+      const rawResponseId = saveRaw(rawOf(op));
+      store({ rawResponseId, runId, taskId: op.taskId, operation: op.operation, requestKey: op.requestKey, request: op.request, answer: op.answer, setAside: op.setAside, at: op.at });
+    } else if (op.kind === 'rejected') {
+      saveRaw({ ...rawOf(op), errorCode: op.code });
     }
+    if ('call' in op) calls.insert(op.call);
+    const settled = settlementOf(op);
+    if (settled) ledger.settle(settled, runId);
   };
 }

@@ -11,7 +11,7 @@
 import type pg from 'pg';
 import type { ApiCallRow } from '../api-calls.ts';
 import { requestKeyOf } from '../ingest-request.ts';
-import type { OutcomeOp } from '../outcome-ops.ts';
+import { settlementOf, type OutcomeOp, type Settlement } from '../outcome-ops.ts';
 import type { RowWrite } from '../../operations/stored-rows.ts';
 import type { ReadStep } from '../read-steps.ts';
 import { createPgAnswerStore, firstPass, type FirstPass } from './pg-answer-store.ts';
@@ -24,17 +24,6 @@ import { foldedReadSql, plannedReads, replayReads } from './pg-folded-reads.ts';
 import { STORE_TYPES } from './reader-values.ts';
 
 type PaidOp = Extract<OutcomeOp, { kind: 'success' | 'rejected' }>;
-
-/** A task's outcome, as ledger.ts's markDone / markNotFound / markFailed write it. */
-interface Settlement {
-  id: number;
-  status: 'done' | 'not_found' | 'failed';
-  attempts: number;
-  code: string | null;
-  message: string | null;
-  retryable: number | null;
-  at: string;
-}
 
 /** A group's outcomes and the history's reads of the keys they write, planned before anything is read. */
 export interface PlannedGroup {
@@ -103,7 +92,7 @@ export function createPgGroupCommit(runId: number): PgGroupCommit {
       ...rawBodiesSql(paid, runId, anomalies),
       ...batch.take(),
       ...callsSql(ops.flatMap((op) => ('call' in op ? [op.call] : []))),
-      ...settleSql(runId, ops.flatMap(settlementOf)),
+      ...settleSql(runId, ops.flatMap((op) => settlementOf(op) ?? [])),
       withdrawn.length > 0 ? { text: `DELETE FROM changes WHERE id IN (${withdrawn.map((_, i) => `$${i + 1}`).join(', ')})`, values: withdrawn } : null,
       ...valuesStatements(CHANGES_HEAD, changes.map(changeValues)),
       ...nextReads,
@@ -192,24 +181,6 @@ const CALL_HEAD = 'INSERT INTO api_calls (run_id, task_id, operation, method, pa
 
 function callsSql(calls: readonly ApiCallRow[]): BoundStatement[] {
   return valuesStatements(CALL_HEAD, calls.map((r) => [r.runId, r.taskId, r.operation, r.method, r.path, r.status, r.errorCode, r.latencyMs, r.totalCredits, r.creditsUsed, r.creditsRemaining, r.at]));
-}
-
-function settlementOf(op: OutcomeOp): Settlement[] {
-  const base = { id: 0, code: null, message: null, retryable: null };
-  switch (op.kind) {
-    case 'success':
-      return [{ ...base, id: op.taskId, status: 'done', attempts: op.attempts, at: op.at }];
-    case 'rejected':
-      return [{ id: op.taskId, status: 'failed', attempts: op.attempts, code: op.code, message: op.message.slice(0, 1000), retryable: 0, at: op.at }];
-    case 'not_found':
-      return [{ ...base, id: op.taskId, status: 'not_found', attempts: op.attempts, message: op.note, at: op.at }];
-    case 'past_last_page':
-      return [{ ...base, id: op.taskId, status: 'not_found', attempts: 0, message: `past the last page (${op.lastPage})`, at: op.at }];
-    case 'failed':
-      return [{ id: op.taskId, status: 'failed', attempts: op.attempts, code: op.code, message: op.message.slice(0, 1000), retryable: op.retryable ? 1 : 0, at: op.at }];
-    case 'attempt_failed':
-      return [];
-  }
 }
 
 /** The settlement's columns and their types: the first row of a VALUES list names them, the casts type them. */
