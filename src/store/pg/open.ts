@@ -29,12 +29,6 @@ export interface PgStoreOptions {
   statementTimeoutMs?: number;
   /** Connections the pool opens at most. */
   maxConnections?: number;
-  /** How long connecting may take before it fails. */
-  connectTimeoutMs?: number;
-  /** How long an idle pooled connection is kept. */
-  idleTimeoutMs?: number;
-  /** Shown in pg_stat_activity. */
-  applicationName?: string;
   /** Migrations to apply; tests only. */
   migrationsFolder?: string;
   /**
@@ -44,15 +38,18 @@ export interface PgStoreOptions {
   readOnly?: boolean;
 }
 
-export const PG_STORE_DEFAULTS: Required<PgStoreOptions> = {
+export const PG_STORE_DEFAULTS = {
   statementTimeoutMs: 60_000,
   maxConnections: 10,
+  /** How long connecting may take before it fails. */
   connectTimeoutMs: 10_000,
+  /** How long an idle pooled connection is kept. */
   idleTimeoutMs: 30_000,
+  /** Shown in pg_stat_activity. */
   applicationName: 'netingest',
   migrationsFolder: PG_MIGRATIONS_FOLDER,
   readOnly: false,
-};
+} as const;
 
 /** An open PostgreSQL dataset. */
 export interface PgStore {

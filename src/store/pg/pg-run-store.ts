@@ -34,18 +34,13 @@ export interface PgRunStoreOptions {
   url: string;
   /** How long a worker's claim on an input lives unless renewed: a stalled worker's inputs wait this long (a dead one's do not). */
   leaseMs?: number;
-  /** How often a worker with nothing to claim looks again while other workers still hold due inputs. */
-  idlePollMs?: number;
-  /** The run's start: the failed tasks it settles itself are not claimed again in this run. */
-  startedAt?: string;
   /** The window of the shared rate limit (a minute; tests scale it down with the limit). */
   rateWindowMs?: number;
-  /** @default PG_RUN_STORE_DEFAULTS.giveBackDelayMs */
-  giveBackDelayMs?: number;
 }
 
 export const PG_RUN_STORE_DEFAULTS = {
   leaseMs: TASK_CLAIM_DEFAULTS.leaseMs,
+  /** How often a worker with nothing to claim looks again while other workers still hold due inputs. */
   idlePollMs: 500,
   /** How long settled inputs wait to be given back together (their leases stay meanwhile; nobody needs them). */
   giveBackDelayMs: 100,
@@ -78,7 +73,8 @@ export async function openPgRunStore(options: PgRunStoreOptions): Promise<RunSto
     await store.close();
     throw toPgUseError(err, store.shownUrl);
   }
-  const startedAt = options.startedAt ?? now();
+  // The run's start: the failed tasks it settles itself are not claimed again in this run.
+  const startedAt = now();
   const workerId = newWorkerId();
   const guards: SharedCreditGuard[] = [];
   const hold = workerHold(datasetHold, store.shownUrl);
@@ -89,7 +85,7 @@ export async function openPgRunStore(options: PgRunStoreOptions): Promise<RunSto
     calls: callHistory(store),
     hold,
     now,
-    dueTasks: (filter, signal) => claimedDueTasks(store, filter, { ...PG_RUN_STORE_DEFAULTS, ...options, startedAt, holderPid: hold.backendPid }, hold, signal),
+    dueTasks: (filter, signal) => claimedDueTasks(store, filter, { leaseMs: options.leaseMs ?? PG_RUN_STORE_DEFAULTS.leaseMs, startedAt, holderPid: hold.backendPid }, hold, signal),
     openWriter: (runId, onFatal) => new PgOutcomeWriter(pool, runId, onFatal, undefined, now),
     openGate: (apiUrl) => new SharedRunGate(pool, apiUrl, options.rateWindowMs),
     openCreditGuard(limits, history, apiUrl, runKey) {
@@ -182,7 +178,11 @@ function workerHold(hold: DatasetHold, shownUrl: string): WorkerHold {
 /** The claims' due rule as dueLeft counts it: $1 job, $2 runId, $3 freshSince, $4 refresh, $5 failedBefore, $6 plannedSince. */
 const DUE_LEFT = claimDue({ job: '$1', runId: '$2', freshSince: '$3', refresh: '$4', failedBefore: '$5', plannedSince: '$6' });
 
-type ClaimOptions = Required<Omit<PgRunStoreOptions, 'url' | 'rateWindowMs'>> & { holderPid: number };
+interface ClaimOptions {
+  leaseMs: number;
+  startedAt: string;
+  holderPid: number;
+}
 
 /**
  * A job's due tasks as this worker claims them, its leases tied to its hold's session. With nothing free to claim
@@ -208,7 +208,7 @@ function claimedDueTasks(store: PgStore, filter: RunnableFilter, opts: ClaimOpti
   let after: number | null = null;
   /** Inputs claimed and not given back yet: a run that stops gives them back at once rather than let their lease run out. */
   const held = new Set<string>();
-  const giveBack = givenBackTogether((inputKeys: string[]) => claims.release(filter.job, inputKeys), opts.giveBackDelayMs);
+  const giveBack = givenBackTogether((inputKeys: string[]) => claims.release(filter.job, inputKeys), PG_RUN_STORE_DEFAULTS.giveBackDelayMs);
   return {
     wholeInputs: true,
     async next(limit): Promise<TaskRow[]> {
@@ -224,10 +224,10 @@ function claimedDueTasks(store: PgStore, filter: RunnableFilter, opts: ClaimOpti
           // Nothing due but in its own inputs: done once they settle, or claim what they leave due. Polling here
           // cost the end of every run up to idlePollMs after its last answers.
           if (held.size === 0) return [];
-          await nextSettle.wait(opts.idlePollMs, signal);
+          await nextSettle.wait(PG_RUN_STORE_DEFAULTS.idlePollMs, signal);
           continue;
         }
-        await sleep(opts.idlePollMs, undefined, { signal }).catch(() => undefined);
+        await sleep(PG_RUN_STORE_DEFAULTS.idlePollMs, undefined, { signal }).catch(() => undefined);
       }
     },
     settled(inputKeys) {
