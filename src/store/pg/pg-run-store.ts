@@ -21,12 +21,11 @@ import { createPgLedger } from './pg-ledger.ts';
 import { pruneRawBodiesPg } from './raw-prune.ts';
 import { PgOutcomeWriter } from './pg-outcome-writer.ts';
 import { SharedRunGate } from './shared-run-gate.ts';
-import { withAbandonedRunFigures } from './abandoned-run-figures.ts';
 import { END_RUN_SQL, endRunParams } from '../runs.ts';
 import { pgValues } from '../../statement.ts';
 import { SharedCreditGuard } from './shared-credit-guard.ts';
 import { SharedCreditBudget } from './coordination/shared-credit-budget.ts';
-import { startWorkerRun } from './coordination/worker-runs.ts';
+import { recordAbandonedRunFigures, startWorkerRun } from './coordination/worker-runs.ts';
 import { holdShared, type DatasetHold } from './dataset-lock.ts';
 
 /** Options of a PostgreSQL run store; every default is in PG_RUN_STORE_DEFAULTS. */
@@ -81,7 +80,7 @@ export async function openPgRunStore(options: PgRunStoreOptions): Promise<RunSto
   return {
     name: store.shownUrl,
     ledger: createPgLedger(pool),
-    runs: withAbandonedRunFigures(pool, runRecords(store, hold), hold),
+    runs: runRecords(store, hold),
     calls: callHistory(store),
     hold,
     now,
@@ -126,6 +125,7 @@ function runRecords({ pool }: PgStore, hold: WorkerHold): RunStore['runs'] {
     async start(jobs, at, pid, host, sharedRunKey) {
       const started = await startWorkerRun(pool, { jobs, at, pid, host, backendPid: hold.backendPid, runKey: sharedRunKey });
       hold.abandonedRuns.push(...started.abandoned);
+      await recordAbandonedRunFigures(pool, started.abandoned);
       return { id: started.runId, runKey: started.runKey };
     },
     async end(id, fields) {
