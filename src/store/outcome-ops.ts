@@ -5,7 +5,7 @@
 import type { Connection } from './connection.ts';
 import type { IngestRequest } from './ingest-request.ts';
 import { prepareAnswerStore } from './store-answer.ts';
-import { saveRawResponse } from './raw-archive.ts';
+import { saveRawResponse, type RawResponseInput } from './raw-archive.ts';
 import { createApiCallLog, type ApiCallRow } from './api-calls.ts';
 import { createLedger } from './ledger.ts';
 import type { Operation } from '../spec/types.ts';
@@ -77,16 +77,17 @@ export function prepareOutcomeWrite(database: Connection, runId: number): (op: O
   const saveRaw = saveRawResponse(database);
   const calls = createApiCallLog(database);
   const ledger = createLedger(database);
-  const rawOf = (op: PaidBody) => ({ operation: op.operation, requestKey: op.requestKey, request: op.request, body: op.body, receivedAt: op.at, runId, taskId: op.taskId });
   return (op: OutcomeOp): void => {
-    if (op.kind === 'success') {
-      const rawResponseId = saveRaw(rawOf(op));
-      store({ rawResponseId, runId, taskId: op.taskId, operation: op.operation, requestKey: op.requestKey, request: op.request, answer: op.answer, setAside: op.setAside, at: op.at });
-    } else if (op.kind === 'rejected') {
-      saveRaw({ ...rawOf(op), errorCode: op.code });
-    }
+    // A paid body is archived first: the answer's anomalies name its row.
+    const rawResponseId = op.kind === 'success' || op.kind === 'rejected' ? saveRaw(rawInputOf(op, runId)) : 0;
+    if (op.kind === 'success') store({ rawResponseId, runId, taskId: op.taskId, operation: op.operation, requestKey: op.requestKey, request: op.request, answer: op.answer, setAside: op.setAside, at: op.at });
     if ('call' in op) calls.insert(op.call);
     const settled = settlementOf(op);
     if (settled) ledger.settle(settled, runId);
   };
+}
+
+/** A paid outcome's body as raw_responses archives it (a rejected one with its error code), on either engine. */
+export function rawInputOf(op: Extract<OutcomeOp, { kind: 'success' | 'rejected' }>, runId: number): RawResponseInput {
+  return { operation: op.operation, requestKey: op.requestKey, request: op.request, body: op.body, receivedAt: op.at, runId, taskId: op.taskId, errorCode: op.kind === 'rejected' ? op.code : null };
 }

@@ -9,9 +9,9 @@
  * later one left it, a task settled twice ends as the second settlement left it (attempts added up).
  */
 import type pg from 'pg';
-import type { ApiCallRow } from '../api-calls.ts';
-import { requestKeyOf } from '../ingest-request.ts';
-import { settlementOf, type OutcomeOp, type Settlement } from '../outcome-ops.ts';
+import { CALL_HEAD, callValues } from '../api-calls.ts';
+import { RAW_HEAD, rawValues } from '../raw-archive.ts';
+import { rawInputOf, settlementOf, type OutcomeOp, type Settlement } from '../outcome-ops.ts';
 import type { RowWrite } from '../../operations/stored-rows.ts';
 import type { ReadStep } from '../read-steps.ts';
 import { createPgAnswerStore, firstPass, type FirstPass } from './pg-answer-store.ts';
@@ -91,7 +91,7 @@ export function createPgGroupCommit(runId: number): PgGroupCommit {
       tx.begun() ? null : 'BEGIN',
       ...rawBodiesSql(paid, runId, anomalies),
       ...batch.take(),
-      ...callsSql(ops.flatMap((op) => ('call' in op ? [op.call] : []))),
+      ...valuesStatements(CALL_HEAD, ops.flatMap((op) => ('call' in op ? [callValues(op.call)] : []))),
       ...settleSql(runId, ops.flatMap((op) => settlementOf(op) ?? [])),
       withdrawn.length > 0 ? { text: `DELETE FROM changes WHERE id IN (${withdrawn.map((_, i) => `$${i + 1}`).join(', ')})`, values: withdrawn } : null,
       ...valuesStatements(CHANGES_HEAD, changes.map(changeValues)),
@@ -150,8 +150,6 @@ function beginningLazily(client: pg.ClientBase): { client: pg.ClientBase; begun:
   return { client: lazy, begun: () => begun };
 }
 
-const RAW_HEAD = 'INSERT INTO raw_responses (operation, request_key, request_json, body, body_encoding, received_at, run_id, task_id, error_code)';
-
 /**
  * The bodies as received, as text (body_encoding NULL: PostgreSQL compresses large values itself), and the
  * anomalies that name them (ANOMALY_HEAD's columns after raw_response_id) in the same statement: the rows of one
@@ -160,9 +158,7 @@ const RAW_HEAD = 'INSERT INTO raw_responses (operation, request_key, request_jso
  * rather than file an anomaly under another body.
  */
 function rawBodiesSql(paid: readonly PaidOp[], runId: number, anomalies: ReadonlyArray<{ n: number; taskId: number; row: unknown[] }>): BoundStatement[] {
-  const rows = paid.map((op) => [
-    op.operation, op.requestKey ?? requestKeyOf(op.request), JSON.stringify(op.request), op.body, null, op.at, runId, op.taskId, op.kind === 'rejected' ? op.code : null,
-  ]);
+  const rows = paid.map((op) => rawValues(rawInputOf(op, runId), { body: op.body, encoding: null }));
   if (anomalies.length === 0) return valuesStatements(RAW_HEAD, rows);
   // One statement for the bodies (a group's, far under the limit), which the anomalies' CTE numbers.
   const [raw] = valuesStatements(RAW_HEAD, rows, ' RETURNING id, task_id') as [BoundStatement];
@@ -177,11 +173,6 @@ ${ANOMALY_HEAD} VALUES ${tuples.join(', ')}`,
   }];
 }
 
-const CALL_HEAD = 'INSERT INTO api_calls (run_id, task_id, operation, method, path, status, error_code, latency_ms, total_credits, credits_used, credits_remaining, at)';
-
-function callsSql(calls: readonly ApiCallRow[]): BoundStatement[] {
-  return valuesStatements(CALL_HEAD, calls.map((r) => [r.runId, r.taskId, r.operation, r.method, r.path, r.status, r.errorCode, r.latencyMs, r.totalCredits, r.creditsUsed, r.creditsRemaining, r.at]));
-}
 
 /** The settlement's columns and their types: the first row of a VALUES list names them, the casts type them. */
 const SETTLE_COLUMNS: ReadonlyArray<[keyof Settlement, string]> = [
