@@ -36,21 +36,7 @@ export interface PlannedGroup {
   planned: readonly ReadStep[];
 }
 
-/** Writes a group in the caller's transaction, or (`ownTransaction`) in one it opens and commits: reads, then the rest. */
-export interface PgGroupCommit {
-  (client: pg.ClientBase, ops: readonly OutcomeOp[], ownTransaction?: boolean): Promise<void>;
-  /** The history's reads of the group's keys, to send before the group is written. */
-  plan(ops: readonly OutcomeOp[]): PlannedGroup;
-  /** The group's reads alone, in one round trip (none when it reads nothing). */
-  read(client: pg.ClientBase, group: PlannedGroup): Promise<unknown[][]>;
-  /**
-   * The group written in one round trip (a stored value an answer reads back costs one more, rare), with `next`'s
-   * reads riding in it before COMMIT: the state `next` starts from is the one this group leaves. `next`'s rows.
-   */
-  write(client: pg.ClientBase, group: PlannedGroup, read: readonly unknown[][], options: WriteOptions): Promise<unknown[][]>;
-}
-
-/** How a group is written (PgGroupCommit.write). */
+/** How a group is written (write below). */
 export interface WriteOptions {
   ownTransaction: boolean;
   /** The group whose history reads ride in this one, before its COMMIT. */
@@ -65,9 +51,13 @@ export interface WriteOptions {
  * statement, the rows, the calls, the settles, the history, the next group's reads, COMMIT. Two queries a group
  * (BEGIN with the raw bodies and the reads, then the rest) was the writer's wait on the server twice a group.
  */
-export function createPgGroupCommit(runId: number): PgGroupCommit {
+export function createPgGroupCommit(runId: number) {
   const answers = createPgAnswerStore();
 
+  /**
+   * The group written in one round trip (a stored value an answer reads back costs one more, rare), with `next`'s
+   * reads riding in it before COMMIT: the state `next` starts from is the one this group leaves. `next`'s rows.
+   */
   async function write(client: pg.ClientBase, group: PlannedGroup, read: readonly unknown[][], options: WriteOptions): Promise<unknown[][]> {
     const tx = options.ownTransaction ? beginningLazily(client) : { client, begun: () => true };
     const { paid, ops } = group;
@@ -103,10 +93,12 @@ export function createPgGroupCommit(runId: number): PgGroupCommit {
     return results.slice(results.length - tail.length - nextReads.length, results.length - tail.length).map((r) => r.rows);
   }
 
+  /** The group's reads alone (planGroup's), in one round trip (none when it reads nothing). */
   async function read(client: pg.ClientBase, group: PlannedGroup): Promise<unknown[][]> {
     return (await pipelineStatements(client, foldedReadSql(group.planned), STORE_TYPES)).map((r) => r.rows);
   }
 
+  /** Writes a group in the caller's transaction, or (`ownTransaction`) in one it opens and commits: reads, then the rest. */
   const writeGroup = async (client: pg.ClientBase, ops: readonly OutcomeOp[], ownTransaction = false) => {
     const group = planGroup(ops);
     await write(client, group, await read(client, group), { ownTransaction });
@@ -114,7 +106,7 @@ export function createPgGroupCommit(runId: number): PgGroupCommit {
   return Object.assign(writeGroup, { plan: planGroup, read, write });
 }
 
-/** What the group's answers would write, and the history's statements that read what those keys hold now. */
+/** What the group's answers would write, and the history's statements that read what those keys hold now (sent before the group). */
 function planGroup(ops: readonly OutcomeOp[]): PlannedGroup {
   const paid = ops.filter((op): op is PaidOp => op.kind === 'success' || op.kind === 'rejected');
   const firsts = paid.map((op) => (op.kind === 'success' ? firstPass(op) : null));
