@@ -190,7 +190,7 @@ export function toPgOpenError(err: unknown, shownUrl: string, password: string |
 }
 
 /** The PostgreSQL error behind `err` (itself, or the cause a wrapper such as drizzle's keeps), or null. */
-function serverErrorOf(err: unknown): { code: string; message: string } | null {
+export function serverErrorOf(err: unknown): { code: string; message: string } | null {
   for (let e: unknown = err, depth = 0; e instanceof Error && depth < 3; e = e.cause, depth++) {
     const code = (e as { code?: unknown }).code;
     if (typeof code === 'string') return { code, message: e.message };

@@ -16,7 +16,7 @@ import type { DueTasks, RunHold, RunStore } from '../run-store.ts';
 import { claimDue, createTaskClaims, newWorkerId, TASK_CLAIM_DEFAULTS, type ClaimFilter } from './coordination/task-claims.ts';
 import { LockLostError } from '../run-lock.ts';
 import { DatabaseError } from '../errors.ts';
-import { openPgStore, type PgStore } from './open.ts';
+import { openPgStore, serverErrorOf, type PgStore } from './open.ts';
 import { createPgLedger } from './pg-ledger.ts';
 import { pruneRawBodiesPg } from './raw-prune.ts';
 import { PgOutcomeWriter } from './pg-outcome-writer.ts';
@@ -303,10 +303,8 @@ function settleSignal(): { fire(): void; wait(ms: number, signal?: AbortSignal):
 
 /** A failure of the open dataset, naming it by its shown URL (SQLite's toDatabaseUseError). */
 function toPgUseError(err: unknown, shownUrl: string): unknown {
-  if (err instanceof DatabaseError || !(err instanceof Error)) return err;
-  const raw = (err as Error & { code?: unknown }).code;
-  const code = typeof raw === 'string' ? raw : '';
+  const server = err instanceof DatabaseError ? null : serverErrorOf(err);
   // Only the server's errors (SQLSTATE: five characters) are the dataset's; the others keep their own kind.
-  if (!/^[0-9A-Z]{5}$/.test(code)) return err;
-  return new DatabaseError('DB_WRITE_FAILED', shownUrl, `database ${shownUrl}: ${err.message} [${code}]`, { cause: err });
+  if (!server || !/^[0-9A-Z]{5}$/.test(server.code)) return err;
+  return new DatabaseError('DB_WRITE_FAILED', shownUrl, `database ${shownUrl}: ${server.message} [${server.code}]`, { cause: err });
 }

@@ -91,15 +91,8 @@ export interface Renewal {
   held: Array<{ job: string; inputKey: string; leaseUntil: string }>;
 }
 
-/** The placeholders a statement gives the due rule's values at (claimDue). */
-export interface DuePlaceholders {
-  job: string;
-  runId: string;
-  freshSince: string;
-  refresh: string;
-  failedBefore: string;
-  plannedSince: string;
-}
+/** The placeholders a statement gives the due rule's values at (claimDue): one per ClaimFilter value but afterId. */
+type DuePlaceholders = Record<Exclude<keyof ClaimFilter, 'afterId'>, string>;
 
 /**
  * A job's due tasks on table alias `t` (the ledger's dueRule, a failed task only when last tried before
