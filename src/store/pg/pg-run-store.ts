@@ -202,8 +202,8 @@ function claimedDueTasks(store: PgStore, filter: RunnableFilter, opts: ClaimOpti
       [claim.job, null, claim.freshSince, claim.refresh, claim.failedBefore, claim.plannedSince, [...held]]);
     return rows[0]!.n;
   };
-  /** Resolves at this worker's next settle: what its own inputs leave due (pages after a failed one) is claimable then. */
-  let nextSettle = settleSignal();
+  /** Aborted at this worker's next settle: what its own inputs leave due (pages after a failed one) is claimable then. */
+  let nextSettle = new AbortController();
   /** The highest task id claimed: each claim reads the job from there on (a full one only when nothing is ahead). */
   let after: number | null = null;
   /** Inputs claimed and not given back yet: a run that stops gives them back at once rather than let their lease run out. */
@@ -220,21 +220,19 @@ function claimedDueTasks(store: PgStore, filter: RunnableFilter, opts: ClaimOpti
         for (const r of rows) held.add(r.inputKey);
         if (rows.length > 0) return rows.map(({ leaseUntil: _lease, ...row }) => ({ ...row, status: row.status as TaskRow['status'] }));
         if (signal?.aborted) return [];
-        if ((await dueLeft()) === 0) {
-          // Nothing due but in its own inputs: done once they settle, or claim what they leave due. Polling here
-          // cost the end of every run up to idlePollMs after its last answers.
-          if (held.size === 0) return [];
-          await nextSettle.wait(PG_RUN_STORE_DEFAULTS.idlePollMs, signal);
-          continue;
-        }
-        await sleep(PG_RUN_STORE_DEFAULTS.idlePollMs, undefined, { signal }).catch(() => undefined);
+        // Nothing due but in its own inputs: done once they settle, or claim what they leave due, woken by the next
+        // settle. Polling there cost the end of every run up to idlePollMs after its last answers.
+        const ownOnly = (await dueLeft()) === 0;
+        if (ownOnly && held.size === 0) return [];
+        const wakers = [...(ownOnly ? [nextSettle.signal] : []), ...(signal ? [signal] : [])];
+        await sleep(PG_RUN_STORE_DEFAULTS.idlePollMs, undefined, { signal: AbortSignal.any(wakers) }).catch(() => undefined);
       }
     },
     settled(inputKeys) {
       for (const k of inputKeys) held.delete(k);
       giveBack.add(inputKeys);
-      nextSettle.fire();
-      nextSettle = settleSignal();
+      nextSettle.abort();
+      nextSettle = new AbortController();
     },
     async holds(inputKey) {
       if (await claims.holds(filter.job, inputKey)) return true;
@@ -280,23 +278,6 @@ function givenBackTogether(release: (inputKeys: string[]) => Promise<void>, dela
       send();
       await sending;
       if (failure) throw failure;
-    },
-  };
-}
-
-/** A one-shot signal: wait() resolves when fired, after `ms` at most (a unit that threw never settles), or on abort. */
-function settleSignal(): { fire(): void; wait(ms: number, signal?: AbortSignal): Promise<void> } {
-  let fire!: () => void;
-  const fired = new Promise<void>((resolve) => (fire = resolve));
-  return {
-    fire,
-    async wait(ms, signal) {
-      const timeout = new AbortController();
-      const onAbort = () => timeout.abort();
-      signal?.addEventListener('abort', onAbort, { once: true });
-      await Promise.race([fired, sleep(ms, undefined, { signal: timeout.signal }).catch(() => undefined)]);
-      timeout.abort();
-      signal?.removeEventListener('abort', onAbort);
     },
   };
 }
