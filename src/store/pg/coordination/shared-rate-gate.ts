@@ -17,6 +17,7 @@
  * shrink when some go unused, so a worker with little to call does not hold the limit away from the others;
  * at low rates (a slot per second) there are none. Each round trip reads the slots of one window only.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import type pg from 'pg';
 import { pipelineTransaction } from '../pg-pipeline.ts';
 import { withPgClient } from '../transaction.ts';
@@ -282,14 +283,5 @@ const pruneSql = (clock: string) => `DELETE FROM rate_slots WHERE gate = $1::tex
 function wake(w: Waiter, slot: { startUs: number; waitMs: number }): void {
   if (w.signal?.aborted) return w.reject(w.signal.reason);
   if (slot.waitMs <= 0) return w.resolve({ startUs: slot.startUs });
-  const done = () => {
-    w.signal?.removeEventListener('abort', onAbort);
-    w.resolve({ startUs: slot.startUs });
-  };
-  const timer = setTimeout(done, Math.max(0, Math.ceil(slot.waitMs)));
-  function onAbort() {
-    clearTimeout(timer);
-    w.reject(w.signal!.reason);
-  }
-  w.signal?.addEventListener('abort', onAbort, { once: true });
+  sleep(Math.ceil(slot.waitMs), undefined, { signal: w.signal }).then(() => w.resolve({ startUs: slot.startUs }), () => w.reject(w.signal!.reason));
 }
