@@ -218,7 +218,7 @@ function claimedDueTasks(store: PgStore, filter: RunnableFilter, opts: ClaimOpti
         if (rows.length === 0) rows = await claims.claim(claim, limit);
         for (const r of rows) after = Math.max(after ?? r.id, r.id);
         for (const r of rows) held.add(r.inputKey);
-        if (rows.length > 0) return rows.map(({ leaseUntil: _lease, ...row }) => ({ ...row, status: row.status as TaskRow['status'] }));
+        if (rows.length > 0) return rows.map(({ leaseUntil: _lease, ...row }) => row);
         if (signal?.aborted) return [];
         // Nothing due but in its own inputs: done once they settle, or claim what they leave due, woken by the next
         // settle. Polling there cost the end of every run up to idlePollMs after its last answers.

@@ -74,8 +74,7 @@ export interface ClaimFilter extends DueRule {
 }
 
 /** A claimed task, as the ledger's TaskRow (request_json as its text), with its lease. */
-export interface ClaimedTask extends Omit<TaskRow, 'status'> {
-  status: string;
+export interface ClaimedTask extends TaskRow {
   /** When the lease on its input ends unless renewed (the server's clock, ISO). */
   leaseUntil: string;
 }
