@@ -34,15 +34,21 @@ export interface ApiCallRow {
   at: string;
 }
 
+/** The insert's head on both engines; its rows are callValues()'s. */
+export const CALL_HEAD = 'INSERT INTO api_calls (run_id, task_id, operation, method, path, status, error_code, latency_ms, total_credits, credits_used, credits_remaining, at)';
+
+/** One call's values, in CALL_HEAD's order. */
+export function callValues(r: ApiCallRow): unknown[] {
+  return [r.runId, r.taskId, r.operation, r.method, r.path, r.status, r.errorCode, r.latencyMs, r.totalCredits, r.creditsUsed, r.creditsRemaining, r.at];
+}
+
 /** The log of every HTTP call, answered or not; its readers are apiCallReads. */
 export function createApiCallLog(database: Connection) {
   // Positional parameters: binding by name looks each one up in an object, on the run's hottest insert.
-  const insert = database.sqlite.prepare(`INSERT INTO api_calls (run_id, task_id, operation, method, path, status,
-    error_code, latency_ms, total_credits, credits_used, credits_remaining, at)
-    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
+  const insert = database.sqlite.prepare(`${CALL_HEAD} VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
   return {
     insert(r: ApiCallRow): void {
-      insert.run(r.runId, r.taskId, r.operation, r.method, r.path, r.status, r.errorCode, r.latencyMs, r.totalCredits, r.creditsUsed, r.creditsRemaining, r.at);
+      insert.run(...callValues(r));
     },
   };
 }

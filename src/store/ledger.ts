@@ -3,6 +3,7 @@ import { otherJobsWithOperationReads } from './job-names.ts';
 import { readSync } from './read-steps.ts';
 import type { InvalidInputRow, TaskStatus } from './tables.ts';
 import { sql, param, named } from '../statement.ts';
+import type { Settlement } from './outcome-ops.ts';
 
 /** A task as the runner reads it from the ledger. */
 export interface TaskRow {
@@ -188,12 +189,8 @@ export function createLedger(database: Connection) {
       WHEN status = 'failed' THEN 'failed' ELSE 'fresh' END
     FROM tasks WHERE job = @job AND input_key = @inputKey AND page = @page`).pluck();
   // Positional: binding by name looks each parameter up in an object, and this runs once per answer.
-  const done = sqlite.prepare(`UPDATE tasks SET status = 'done', attempts = attempts + ?, last_error_code = NULL,
-    last_error = NULL, retryable = NULL, updated_at = ?, completed_at = ?, run_id = ? WHERE id = ?`);
-  const notFound = sqlite.prepare(`UPDATE tasks SET status = 'not_found', attempts = attempts + @attempts,
-    last_error_code = NULL, last_error = @note, retryable = NULL, updated_at = @at, completed_at = @at, run_id = @runId WHERE id = @id`);
-  const failed = sqlite.prepare(`UPDATE tasks SET status = 'failed', attempts = attempts + @attempts, last_error_code = @code,
-    last_error = @message, retryable = @retryable, updated_at = @at, completed_at = NULL, run_id = @runId WHERE id = @id`);
+  const settle = sqlite.prepare(`UPDATE tasks SET status = ?, attempts = attempts + ?, last_error_code = ?, last_error = ?,
+    retryable = ?, updated_at = ?, completed_at = CASE WHEN ? = 'failed' THEN NULL ELSE ? END, run_id = ? WHERE id = ?`);
   const recovered = sqlite.prepare(LEDGER_SQL.markRecovered.sqlite);
   // The answer's own time is kept, so freshness and enrich's latest answers run from when it was received.
   const adopt = sqlite.prepare(`UPDATE tasks SET (status, completed_at, last_error) = (
@@ -243,14 +240,9 @@ export function createLedger(database: Connection) {
       const state = selectDueState.get({ job: rule.job, freshSince: rule.freshSince, refresh: rule.refresh ? 1 : 0, ...task });
       return (state as DueState | undefined) ?? 'new';
     },
-    markDone(id: number, runId: number, at: string, attempts: number): void {
-      done.run(attempts, at, at, runId, id);
-    },
-    markNotFound(id: number, runId: number, at: string, attempts: number, note: string | null): void {
-      notFound.run({ id, runId, at, attempts, note });
-    },
-    markFailed(id: number, runId: number, at: string, attempts: number, code: string, message: string, retryable: boolean): void {
-      failed.run({ id, runId, at, attempts, code, message: message.slice(0, 1000), retryable: retryable ? 1 : 0 });
+    /** Writes a task's outcome (outcome-ops.ts's settlementOf) for run `runId`. */
+    settle(s: Settlement, runId: number): void {
+      settle.run(s.status, s.attempts, s.code, s.message, s.retryable, s.at, s.status, s.at, runId, s.id);
     },
     /**
      * Sets done a task that failed on a body of the wrong shape, now that the archived body validated and was

@@ -5,7 +5,7 @@
 import type { Connection } from './connection.ts';
 import type { AnySubject } from '../operations/index.ts';
 import { prepareAnswerStore } from './store-answer.ts';
-import { saveRawResponse } from './raw-archive.ts';
+import { saveRawResponse, type RawResponseInput } from './raw-archive.ts';
 import { createApiCallLog, type ApiCallRow } from './api-calls.ts';
 import { createLedger } from './ledger.ts';
 import type { Operation } from '../spec/types.ts';
@@ -41,40 +41,53 @@ export type OutcomeOp =
   | { kind: 'attempt_failed'; call: ApiCallRow }
   | { kind: 'failed'; taskId: number; code: string; message: string; retryable: boolean; attempts: number; at: string };
 
+/** A task's outcome as its row takes it (ledger.ts's settle on SQLite, pg/pg-group-commit.ts's settleSql). */
+export interface Settlement {
+  id: number;
+  status: 'done' | 'not_found' | 'failed';
+  attempts: number;
+  code: string | null;
+  message: string | null;
+  retryable: number | null;
+  at: string;
+}
+
+/** How an outcome settles its task; null for a failed attempt, which settles nothing. */
+export function settlementOf(op: OutcomeOp): Settlement | null {
+  const base = { id: 0, code: null, message: null, retryable: null };
+  switch (op.kind) {
+    case 'success':
+      return { ...base, id: op.taskId, status: 'done', attempts: op.attempts, at: op.at };
+    case 'rejected':
+      return { id: op.taskId, status: 'failed', attempts: op.attempts, code: op.code, message: op.message.slice(0, 1000), retryable: 0, at: op.at };
+    case 'not_found':
+      return { ...base, id: op.taskId, status: 'not_found', attempts: op.attempts, message: op.note, at: op.at };
+    case 'past_last_page':
+      return { ...base, id: op.taskId, status: 'not_found', attempts: 0, message: `past the last page (${op.lastPage})`, at: op.at };
+    case 'failed':
+      return { id: op.taskId, status: 'failed', attempts: op.attempts, code: op.code, message: op.message.slice(0, 1000), retryable: op.retryable ? 1 : 0, at: op.at };
+    case 'attempt_failed':
+      return null;
+  }
+}
+
 /** Prepares the statements once; the returned function writes one outcome, in the caller's transaction. */
 export function prepareOutcomeWrite(database: Connection, runId: number): (op: OutcomeOp) => void {
   const store = prepareAnswerStore(database);
   const saveRaw = saveRawResponse(database);
   const calls = createApiCallLog(database);
   const ledger = createLedger(database);
-  const rawOf = (op: PaidBody) => ({ operation: op.operation, requestKey: op.requestKey, request: op.request, body: op.body, receivedAt: op.at, runId, taskId: op.taskId });
   return (op: OutcomeOp): void => {
-    switch (op.kind) {
-      case 'success': {
-        const rawResponseId = saveRaw(rawOf(op));
-        store({ rawResponseId, runId, taskId: op.taskId, operation: op.operation, requestKey: op.requestKey, request: op.request, answer: op.answer, setAside: op.setAside, at: op.at });
-        calls.insert(op.call);
-        ledger.markDone(op.taskId, runId, op.at, op.attempts);
-        return;
-      }
-      case 'rejected':
-        saveRaw({ ...rawOf(op), errorCode: op.code });
-        calls.insert(op.call);
-        ledger.markFailed(op.taskId, runId, op.at, op.attempts, op.code, op.message, false);
-        return;
-      case 'not_found':
-        calls.insert(op.call);
-        ledger.markNotFound(op.taskId, runId, op.at, op.attempts, op.note);
-        return;
-      case 'past_last_page':
-        ledger.markNotFound(op.taskId, runId, op.at, 0, `past the last page (${op.lastPage})`);
-        return;
-      case 'attempt_failed':
-        calls.insert(op.call);
-        return;
-      case 'failed':
-        ledger.markFailed(op.taskId, runId, op.at, op.attempts, op.code, op.message, op.retryable);
-        return;
-    }
+    // A paid body is archived first: the answer's anomalies name its row.
+    const rawResponseId = op.kind === 'success' || op.kind === 'rejected' ? saveRaw(rawInputOf(op, runId)) : 0;
+    if (op.kind === 'success') store({ rawResponseId, runId, taskId: op.taskId, operation: op.operation, requestKey: op.requestKey, request: op.request, answer: op.answer, setAside: op.setAside, at: op.at });
+    if ('call' in op) calls.insert(op.call);
+    const settled = settlementOf(op);
+    if (settled) ledger.settle(settled, runId);
   };
+}
+
+/** A paid outcome's body as raw_responses archives it (a rejected one with its error code), on either engine. */
+export function rawInputOf(op: Extract<OutcomeOp, { kind: 'success' | 'rejected' }>, runId: number): RawResponseInput {
+  return { operation: op.operation, requestKey: op.requestKey, request: op.request, body: op.body, receivedAt: op.at, runId, taskId: op.taskId, errorCode: op.kind === 'rejected' ? op.code : null };
 }

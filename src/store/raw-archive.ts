@@ -25,18 +25,19 @@ export interface RawResponseInput {
   errorCode?: string | null;
 }
 
+/** The insert's head on both engines; its rows are rawValues()'s. */
+export const RAW_HEAD = 'INSERT INTO raw_responses (operation, request_key, request_json, body, body_encoding, received_at, run_id, task_id, error_code)';
+
+/** One body's values in RAW_HEAD's order, the body as stored: gzipped or not on SQLite (raw-body.ts), text on PostgreSQL (encoding null). */
+export function rawValues(input: RawResponseInput, stored: { body: unknown; encoding: string | null }): unknown[] {
+  const requestKey = input.requestKey ?? requestKeyOf(input.request);
+  return [input.operation, requestKey, JSON.stringify(input.request), stored.body, stored.encoding, input.receivedAt, input.runId, input.taskId, input.errorCode ?? null];
+}
+
 /** Prepares the insert once; the returned function writes one row (caller's transaction) and returns its id. */
 export function saveRawResponse(database: Connection): (input: RawResponseInput) => number {
-  const insert = database.sqlite.prepare(
-    `INSERT INTO raw_responses (operation, request_key, request_json, body, body_encoding, received_at, run_id, task_id, error_code)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-  );
-  return (input) => {
-    const stored = encodeRawBody(input.body);
-    const requestKey = input.requestKey ?? requestKeyOf(input.request);
-    const { operation, receivedAt, runId, taskId } = input;
-    return Number(insert.run(operation, requestKey, JSON.stringify(input.request), stored.body, stored.encoding, receivedAt, runId, taskId, input.errorCode ?? null).lastInsertRowid);
-  };
+  const insert = database.sqlite.prepare(`${RAW_HEAD} VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`);
+  return (input) => Number(insert.run(...rawValues(input, encodeRawBody(input.body))).lastInsertRowid);
 }
 
 /** Prepares the update once; the returned function marks an archived body as an answer (it validated on replay). */

@@ -15,12 +15,13 @@ import { openPgDataset } from '../readers/pg-dataset.ts';
 import { checkPgReadQuery } from '../readers/read-only-sql.ts';
 import { pgTableRowsSql } from '../readers/table-rows.ts';
 import { withPgPlanLedger } from './pg-plan-ledger.ts';
-import { reprocessOnPg } from './pg-reprocess-store.ts';
+import { pgReprocessStore } from './pg-reprocess-store.ts';
 import { openPgRunStore } from './pg-run-store.ts';
 import { startPgStatement } from './pg-statement-rows.ts';
 import { withPgMaintenance } from './maintenance.ts';
 import { pruneRawBodiesPg } from './raw-prune.ts';
 import { withPgReadSnapshot, type PgSnapshot } from './read-snapshot.ts';
+import { inPgTransaction } from './transaction.ts';
 
 /** The store of the database at `url`; `shownUrl` is the URL as it may be printed (password hidden). */
 export function pgDatasetStore(url: string, shownUrl: string): DatasetStore {
@@ -40,19 +41,15 @@ export function pgDatasetStore(url: string, shownUrl: string): DatasetStore {
         const { sql, params } = await pgTableRowsSql(snapshot, query);
         return started(await startPgStatement(snapshot, sql, params, options), snapshot, use);
       }),
-    reprocess: (steps) => reprocessOnPg(url, (store) => runSteps(steps, store)),
+    // The dataset must hold one (maintenance.ts), the lock held exclusive; one transaction: the old dataset or the rebuilt one.
+    reprocess: (steps) => withPgMaintenance(url, 'reprocess', ({ pool }) => inPgTransaction(pool, (client) => runSteps(steps, pgReprocessStore(client)))),
     prune: (options) => prune(url, options),
     openDataset: () => openPgDataset(url),
     writeMeta: async (key, value) => {
       // Opened for reading (no migration): the report of a dataset its role may not migrate is still remembered.
       const store = await openPgForReading(url);
       try {
-        const client = await store.pool.connect();
-        try {
-          await readPg({ client }, rows(WRITE_META_SQL, [key, value]));
-        } finally {
-          client.release();
-        }
+        await readPg({ client: store.pool }, rows(WRITE_META_SQL, [key, value]));
       } finally {
         await store.close();
       }

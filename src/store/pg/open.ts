@@ -1,11 +1,11 @@
 /**
  * Opens the dataset on PostgreSQL: a pg.Pool (node-postgres: pooling, TLS from `sslmode` in the URL, the
- * statement timeout, all the driver's own), drizzle over it, and this build's migrations/postgres applied
+ * statement timeout, all the driver's own), and this build's migrations/postgres applied (drizzle's migrator)
  * under an advisory lock so that several workers opening one new database at once do not race.
  */
 import { join } from 'node:path';
 import pg from 'pg';
-import { drizzle, type NodePgDatabase } from 'drizzle-orm/node-postgres';
+import { drizzle } from 'drizzle-orm/node-postgres';
 import { migrate } from 'drizzle-orm/node-postgres/migrator';
 import { readMigrationFiles } from 'drizzle-orm/migrator';
 import { PACKAGE_ROOT } from '../../package-root.ts';
@@ -13,7 +13,6 @@ import { DatabaseError, DatabaseTooNewError } from '../errors.ts';
 import { UsageError } from '../../errors.ts';
 import { DRIZZLE_MIGRATIONS_TABLE, RECORD_SCHEMA_VERSION_SQL, schemaVersionOf } from '../migration-state.ts';
 import { redactDatabaseUrl } from './database-url.ts';
-import * as schema from './schema.ts';
 
 /** The generated PostgreSQL migrations, in the package (checkout or installed). */
 export const PG_MIGRATIONS_FOLDER = join(PACKAGE_ROOT, 'migrations', 'postgres');
@@ -24,20 +23,12 @@ export const PG_SCHEMA = 'public';
 /** Any fixed 64-bit key, the same in every netingest build: "netingest migrations". */
 const MIGRATION_LOCK_KEY = 0x6e6574696e6765n; // 'netinge'
 
-export type PgDrizzle = NodePgDatabase<typeof schema>;
-
 /** Options of openPgStore(); every default is in PG_STORE_DEFAULTS. */
 export interface PgStoreOptions {
   /** A statement running longer is cancelled by the server. */
   statementTimeoutMs?: number;
   /** Connections the pool opens at most. */
   maxConnections?: number;
-  /** How long connecting may take before it fails. */
-  connectTimeoutMs?: number;
-  /** How long an idle pooled connection is kept. */
-  idleTimeoutMs?: number;
-  /** Shown in pg_stat_activity. */
-  applicationName?: string;
   /** Migrations to apply; tests only. */
   migrationsFolder?: string;
   /**
@@ -47,20 +38,22 @@ export interface PgStoreOptions {
   readOnly?: boolean;
 }
 
-export const PG_STORE_DEFAULTS: Required<PgStoreOptions> = {
+export const PG_STORE_DEFAULTS = {
   statementTimeoutMs: 60_000,
   maxConnections: 10,
+  /** How long connecting may take before it fails. */
   connectTimeoutMs: 10_000,
+  /** How long an idle pooled connection is kept. */
   idleTimeoutMs: 30_000,
+  /** Shown in pg_stat_activity. */
   applicationName: 'netingest',
   migrationsFolder: PG_MIGRATIONS_FOLDER,
   readOnly: false,
-};
+} as const;
 
 /** An open PostgreSQL dataset. */
 export interface PgStore {
   pool: pg.Pool;
-  db: PgDrizzle;
   /** The URL with its password hidden: the only form to show. */
   shownUrl: string;
   close(): Promise<void>;
@@ -98,7 +91,6 @@ export async function openPgStore(url: string, options: PgStoreOptions = {}): Pr
   let closed = false;
   return {
     pool,
-    db: drizzle(pool, { schema }),
     shownUrl,
     async close() {
       if (closed) return;
@@ -198,7 +190,7 @@ export function toPgOpenError(err: unknown, shownUrl: string, password: string |
 }
 
 /** The PostgreSQL error behind `err` (itself, or the cause a wrapper such as drizzle's keeps), or null. */
-function serverErrorOf(err: unknown): { code: string; message: string } | null {
+export function serverErrorOf(err: unknown): { code: string; message: string } | null {
   for (let e: unknown = err, depth = 0; e instanceof Error && depth < 3; e = e.cause, depth++) {
     const code = (e as { code?: unknown }).code;
     if (typeof code === 'string') return { code, message: e.message };

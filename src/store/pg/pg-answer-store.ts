@@ -18,7 +18,8 @@ import { POST_DATE_SQL } from '../ingest/post-date-order.ts';
 import { PgRowBatch } from './pg-row-batch.ts';
 import { ChangeRecorder } from '../history/record-changes.ts';
 import { readPg } from '../read-steps.ts';
-import { insertRows } from './pg-table-statements.ts';
+import { valuesStatements } from './pg-statements.ts';
+import { pipelineStatements } from './pg-pipeline.ts';
 
 const IDENTIFIER = /^[a-z_][a-z0-9_]*$/;
 
@@ -28,9 +29,6 @@ export interface PgStoredAnswer {
   rows: number;
   anomalies: unknown[][];
 }
-
-/** One answer to store as its contract read it, and where it came from (its raw_responses row). */
-export type PgStoredBody = StoredAnswer;
 
 /** One writer of answers per run: it keeps the dataset's day order once read. */
 export function createPgAnswerStore() {
@@ -69,7 +67,7 @@ export function createPgAnswerStore() {
    * to learn which it asks, they are read (after flushing the batch if it may hold them), and it runs again with
    * them (it is a pure function of its inputs).
    */
-  async function collect(client: pg.ClientBase, batch: PgRowBatch, input: PgStoredBody, history: ChangeRecorder, first?: FirstPass): Promise<PgStoredAnswer> {
+  async function collect(client: pg.ClientBase, batch: PgRowBatch, input: StoredAnswer, history: ChangeRecorder, first?: FirstPass): Promise<PgStoredAnswer> {
     const spec = specOf(input.request.operation);
     // The pass with no stored value known, unless the caller made it already (the group's plan, firstPass).
     const { asked, stored: guessed } = first ?? firstPass(input);
@@ -86,13 +84,12 @@ export function createPgAnswerStore() {
   }
 
   /** Stores one body on its own: its rows and anomalies written before it returns. */
-  async function store(client: pg.ClientBase, input: PgStoredBody): Promise<PgStoredAnswer> {
+  async function store(client: pg.ClientBase, input: StoredAnswer): Promise<PgStoredAnswer> {
     const batch = new PgRowBatch();
     const history = new ChangeRecorder();
     const stored = await collect(client, batch, input, history);
-    await batch.flush(client);
     await readPg({ client }, history.store());
-    await insertRows(client, ANOMALY_HEAD, stored.anomalies);
+    await pipelineStatements(client, [...batch.take(), ...valuesStatements(ANOMALY_HEAD, stored.anomalies)]);
     return stored;
   }
 
@@ -116,14 +113,14 @@ interface AskedValue {
  * history reads before a group writes anything (a key they miss is read when it comes up); when it asked for no
  * stored value, its rows are the answer's rows, and collect() takes them rather than build them again.
  */
-export function firstPass(input: Pick<PgStoredBody, 'request' | 'answer' | 'at'>): FirstPass {
+export function firstPass(input: Pick<StoredAnswer, 'request' | 'answer' | 'at'>): FirstPass {
   const asked = new Map<string, AskedValue>();
   const stored = specOf(input.request.operation).rows(input.request, input.answer, askingContext(input, asked, new Map()));
   return { stored, asked };
 }
 
 /** spec.rows()'s context: a stored value from `known`, one not known yet noted in `asked`. */
-function askingContext(input: Pick<PgStoredBody, 'at'>, asked: Map<string, AskedValue>, known: ReadonlyMap<string, SqlValue | undefined>): RowContext {
+function askingContext(input: Pick<StoredAnswer, 'at'>, asked: Map<string, AskedValue>, known: ReadonlyMap<string, SqlValue | undefined>): RowContext {
   return {
     seenAt: input.at,
     networkHost: networkHost(),

@@ -9,32 +9,21 @@
  * later one left it, a task settled twice ends as the second settlement left it (attempts added up).
  */
 import type pg from 'pg';
-import type { ApiCallRow } from '../api-calls.ts';
-import { requestKeyOf } from '../../operations/index.ts';
-import type { OutcomeOp } from '../outcome-ops.ts';
+import { CALL_HEAD, callValues } from '../api-calls.ts';
+import { RAW_HEAD, rawValues } from '../raw-archive.ts';
+import { rawInputOf, settlementOf, type OutcomeOp, type Settlement } from '../outcome-ops.ts';
 import type { RowWrite } from '../../operations/stored-rows.ts';
 import type { ReadStep } from '../read-steps.ts';
 import { createPgAnswerStore, firstPass, type FirstPass } from './pg-answer-store.ts';
 import { ANOMALY_HEAD } from '../answer-anomalies.ts';
 import { PgRowBatch, roundsByKey } from './pg-row-batch.ts';
-import { valuesStatement, type BoundStatement } from './pg-statements.ts';
+import { valuesStatements, type BoundStatement } from './pg-statements.ts';
 import { pipelineStatements } from './pg-pipeline.ts';
 import { CHANGES_HEAD, ChangeRecorder, changeValues } from '../history/record-changes.ts';
 import { foldedReadSql, plannedReads, replayReads } from './pg-folded-reads.ts';
 import { STORE_TYPES } from './reader-values.ts';
 
 type PaidOp = Extract<OutcomeOp, { kind: 'success' | 'rejected' }>;
-
-/** A task's outcome, as ledger.ts's markDone / markNotFound / markFailed write it. */
-interface Settlement {
-  id: number;
-  status: 'done' | 'not_found' | 'failed';
-  attempts: number;
-  code: string | null;
-  message: string | null;
-  retryable: number | null;
-  at: string;
-}
 
 /** A group's outcomes and the history's reads of the keys they write, planned before anything is read. */
 export interface PlannedGroup {
@@ -47,21 +36,7 @@ export interface PlannedGroup {
   planned: readonly ReadStep[];
 }
 
-/** Writes a group in the caller's transaction, or (`ownTransaction`) in one it opens and commits: reads, then the rest. */
-export interface PgGroupCommit {
-  (client: pg.ClientBase, ops: readonly OutcomeOp[], ownTransaction?: boolean): Promise<void>;
-  /** The history's reads of the group's keys, to send before the group is written. */
-  plan(ops: readonly OutcomeOp[]): PlannedGroup;
-  /** The group's reads alone, in one round trip (none when it reads nothing). */
-  read(client: pg.ClientBase, group: PlannedGroup): Promise<unknown[][]>;
-  /**
-   * The group written in one round trip (a stored value an answer reads back costs one more, rare), with `next`'s
-   * reads riding in it before COMMIT: the state `next` starts from is the one this group leaves. `next`'s rows.
-   */
-  write(client: pg.ClientBase, group: PlannedGroup, read: readonly unknown[][], options: WriteOptions): Promise<unknown[][]>;
-}
-
-/** How a group is written (PgGroupCommit.write). */
+/** How a group is written (write below). */
 export interface WriteOptions {
   ownTransaction: boolean;
   /** The group whose history reads ride in this one, before its COMMIT. */
@@ -76,9 +51,13 @@ export interface WriteOptions {
  * statement, the rows, the calls, the settles, the history, the next group's reads, COMMIT. Two queries a group
  * (BEGIN with the raw bodies and the reads, then the rest) was the writer's wait on the server twice a group.
  */
-export function createPgGroupCommit(runId: number): PgGroupCommit {
+export function createPgGroupCommit(runId: number) {
   const answers = createPgAnswerStore();
 
+  /**
+   * The group written in one round trip (a stored value an answer reads back costs one more, rare), with `next`'s
+   * reads riding in it before COMMIT: the state `next` starts from is the one this group leaves. `next`'s rows.
+   */
   async function write(client: pg.ClientBase, group: PlannedGroup, read: readonly unknown[][], options: WriteOptions): Promise<unknown[][]> {
     const tx = options.ownTransaction ? beginningLazily(client) : { client, begun: () => true };
     const { paid, ops } = group;
@@ -100,12 +79,12 @@ export function createPgGroupCommit(runId: number): PgGroupCommit {
     const tail = options.ownTransaction ? ['COMMIT'] : [];
     const sending = pipelineStatements(client, [
       tx.begun() ? null : 'BEGIN',
-      rawBodiesSql(paid, runId, anomalies),
+      ...rawBodiesSql(paid, runId, anomalies),
       ...batch.take(),
-      callsSql(ops.flatMap((op) => ('call' in op ? [op.call] : []))),
-      ...settleSql(runId, ops.flatMap(settlementOf)),
+      ...valuesStatements(CALL_HEAD, ops.flatMap((op) => ('call' in op ? [callValues(op.call)] : []))),
+      ...settleSql(runId, ops.flatMap((op) => settlementOf(op) ?? [])),
       withdrawn.length > 0 ? { text: `DELETE FROM changes WHERE id IN (${withdrawn.map((_, i) => `$${i + 1}`).join(', ')})`, values: withdrawn } : null,
-      valuesStatement(CHANGES_HEAD, changes.map(changeValues)),
+      ...valuesStatements(CHANGES_HEAD, changes.map(changeValues)),
       ...nextReads,
       ...tail,
     ], STORE_TYPES);
@@ -114,10 +93,12 @@ export function createPgGroupCommit(runId: number): PgGroupCommit {
     return results.slice(results.length - tail.length - nextReads.length, results.length - tail.length).map((r) => r.rows);
   }
 
+  /** The group's reads alone (planGroup's), in one round trip (none when it reads nothing). */
   async function read(client: pg.ClientBase, group: PlannedGroup): Promise<unknown[][]> {
     return (await pipelineStatements(client, foldedReadSql(group.planned), STORE_TYPES)).map((r) => r.rows);
   }
 
+  /** Writes a group in the caller's transaction, or (`ownTransaction`) in one it opens and commits: reads, then the rest. */
   const writeGroup = async (client: pg.ClientBase, ops: readonly OutcomeOp[], ownTransaction = false) => {
     const group = planGroup(ops);
     await write(client, group, await read(client, group), { ownTransaction });
@@ -125,7 +106,7 @@ export function createPgGroupCommit(runId: number): PgGroupCommit {
   return Object.assign(writeGroup, { plan: planGroup, read, write });
 }
 
-/** What the group's answers would write, and the history's statements that read what those keys hold now. */
+/** What the group's answers would write, and the history's statements that read what those keys hold now (sent before the group). */
 function planGroup(ops: readonly OutcomeOp[]): PlannedGroup {
   const paid = ops.filter((op): op is PaidOp => op.kind === 'success' || op.kind === 'rejected');
   const firsts = paid.map((op) => (op.kind === 'success' ? firstPass(op) : null));
@@ -161,8 +142,6 @@ function beginningLazily(client: pg.ClientBase): { client: pg.ClientBase; begun:
   return { client: lazy, begun: () => begun };
 }
 
-const RAW_HEAD = 'INSERT INTO raw_responses (operation, request_key, request_json, body, body_encoding, received_at, run_id, task_id, error_code)';
-
 /**
  * The bodies as received, as text (body_encoding NULL: PostgreSQL compresses large values itself), and the
  * anomalies that name them (ANOMALY_HEAD's columns after raw_response_id) in the same statement: the rows of one
@@ -170,46 +149,22 @@ const RAW_HEAD = 'INSERT INTO raw_responses (operation, request_key, request_jso
  * checked by its task: one out of place gives NULL, which raw_response_id refuses (NOT NULL), so the group fails
  * rather than file an anomaly under another body.
  */
-function rawBodiesSql(paid: readonly PaidOp[], runId: number, anomalies: ReadonlyArray<{ n: number; taskId: number; row: unknown[] }>): BoundStatement | null {
-  const rows = paid.map((op) => [
-    op.operation, op.requestKey ?? requestKeyOf(op.request), JSON.stringify(op.request), op.body, null, op.at, runId, op.taskId, op.kind === 'rejected' ? op.code : null,
-  ]);
-  if (anomalies.length === 0) return valuesStatement(RAW_HEAD, rows);
-  const raw = valuesStatement(RAW_HEAD, rows, ' RETURNING id, task_id')!;
+function rawBodiesSql(paid: readonly PaidOp[], runId: number, anomalies: ReadonlyArray<{ n: number; taskId: number; row: unknown[] }>): BoundStatement[] {
+  const rows = paid.map((op) => rawValues(rawInputOf(op, runId), { body: op.body, encoding: null }));
+  if (anomalies.length === 0) return valuesStatements(RAW_HEAD, rows);
+  // One statement for the bodies (a group's, far under the limit), which the anomalies' CTE numbers.
+  const [raw] = valuesStatements(RAW_HEAD, rows, ' RETURNING id, task_id') as [BoundStatement];
   const values = [...raw.values];
   const param = (v: unknown) => `$${values.push(v)}`;
   const tuples = anomalies.map((a) => `((SELECT id FROM numbered WHERE n = ${a.n} AND task_id = ${param(a.taskId)}::bigint), ${a.row.map(param).join(', ')})`);
-  return {
+  return [{
     text: `WITH raw AS (${raw.text}),
   numbered AS (SELECT id, task_id, row_number() OVER (ORDER BY id) AS n FROM raw)
 ${ANOMALY_HEAD} VALUES ${tuples.join(', ')}`,
     values,
-  };
+  }];
 }
 
-const CALL_HEAD = 'INSERT INTO api_calls (run_id, task_id, operation, method, path, status, error_code, latency_ms, total_credits, credits_used, credits_remaining, at)';
-
-function callsSql(calls: readonly ApiCallRow[]): BoundStatement | null {
-  return valuesStatement(CALL_HEAD, calls.map((r) => [r.runId, r.taskId, r.operation, r.method, r.path, r.status, r.errorCode, r.latencyMs, r.totalCredits, r.creditsUsed, r.creditsRemaining, r.at]));
-}
-
-function settlementOf(op: OutcomeOp): Settlement[] {
-  const base = { id: 0, code: null, message: null, retryable: null };
-  switch (op.kind) {
-    case 'success':
-      return [{ ...base, id: op.taskId, status: 'done', attempts: op.attempts, at: op.at }];
-    case 'rejected':
-      return [{ id: op.taskId, status: 'failed', attempts: op.attempts, code: op.code, message: op.message.slice(0, 1000), retryable: 0, at: op.at }];
-    case 'not_found':
-      return [{ ...base, id: op.taskId, status: 'not_found', attempts: op.attempts, message: op.note, at: op.at }];
-    case 'past_last_page':
-      return [{ ...base, id: op.taskId, status: 'not_found', attempts: 0, message: `past the last page (${op.lastPage})`, at: op.at }];
-    case 'failed':
-      return [{ id: op.taskId, status: 'failed', attempts: op.attempts, code: op.code, message: op.message.slice(0, 1000), retryable: op.retryable ? 1 : 0, at: op.at }];
-    case 'attempt_failed':
-      return [];
-  }
-}
 
 /** The settlement's columns and their types: the first row of a VALUES list names them, the casts type them. */
 const SETTLE_COLUMNS: ReadonlyArray<[keyof Settlement, string]> = [

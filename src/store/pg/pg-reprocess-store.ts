@@ -11,11 +11,9 @@ import { ARCHIVE_PAGE_SQL, CLEAR_KEPT_ANOMALIES_SQL, WERE_PRUNED_SQL, type Archi
 import { LEDGER_SQL } from '../ledger.ts';
 import { pgValues } from '../../statement.ts';
 import { createPgAnswerStore } from './pg-answer-store.ts';
-import { withPgMaintenance } from './maintenance.ts';
-import { inPgTransaction } from './transaction.ts';
 import { STORE_TYPES } from './reader-values.ts';
 
-/** The store over `client`, inside the transaction reprocessOnPg opened. */
+/** The store over `client`, inside the one transaction reprocess runs in (pg/dataset-store.ts). */
 export function pgReprocessStore(client: pg.PoolClient): ReprocessStore {
   const answers = createPgAnswerStore();
   const run = async (text: string, values: unknown[] = []) => (await client.query(text, values)).rowCount ?? 0;
@@ -41,12 +39,4 @@ export function pgReprocessStore(client: pg.PoolClient): ReprocessStore {
     markRecovered: async (id, rawId, code, receivedAt, at) =>
       (await run(LEDGER_SQL.markRecovered.postgres, pgValues(LEDGER_SQL.markRecovered, { id, rawId, code, receivedAt, at }))) > 0,
   };
-}
-
-/**
- * Runs `replay` on the dataset at `url` (maintenance.ts: it must hold one; the lock held exclusive) in one
- * transaction on one client: committed when it returns, rolled back when it throws.
- */
-export function reprocessOnPg<T>(url: string, replay: (store: ReprocessStore) => Promise<T>): Promise<T> {
-  return withPgMaintenance(url, 'reprocess', (store) => inPgTransaction(store.pool, (client) => replay(pgReprocessStore(client))));
 }

@@ -17,7 +17,7 @@ import type { Row, RowWrite } from '../../operations/stored-rows.ts';
 import { NORMALIZED_TABLES } from '../ingest/index.ts';
 import { paramsOf, tableStatementOf } from './pg-table-statements.ts';
 import { pipelineStatements } from './pg-pipeline.ts';
-import { valuesStatement, type BoundStatement } from './pg-statements.ts';
+import { valuesStatements, type BoundStatement } from './pg-statements.ts';
 
 const IDENTIFIER = /^[a-z_][a-z0-9_]*$/;
 /** Parents before children (NORMALIZED_TABLES lists children first, the order to empty them in). */
@@ -107,7 +107,7 @@ function upsertStatements(table: string, rows: readonly Row[]): BoundStatement[]
   const s = tableStatementOf(table);
   const key = s.conflictKey;
   const rounds = key ? roundsByKey(rows, (row) => keyText(row, key)) : [rows];
-  return rounds.flatMap((round) => valuesStatement(s.head, round.map((row) => paramsOf(s, row)), s.tail) ?? []);
+  return rounds.flatMap((round) => valuesStatements(s.head, round.map((row) => paramsOf(s, row)), s.tail));
 }
 
 /** Each owner's stored set deleted (one statement), then the sets inserted. */

@@ -16,17 +16,16 @@ import type { DueTasks, RunHold, RunStore } from '../run-store.ts';
 import { claimDue, createTaskClaims, newWorkerId, TASK_CLAIM_DEFAULTS, type ClaimFilter } from './coordination/task-claims.ts';
 import { LockLostError } from '../run-lock.ts';
 import { DatabaseError } from '../errors.ts';
-import { openPgStore, type PgStore } from './open.ts';
+import { openPgStore, serverErrorOf, type PgStore } from './open.ts';
 import { createPgLedger } from './pg-ledger.ts';
 import { pruneRawBodiesPg } from './raw-prune.ts';
 import { PgOutcomeWriter } from './pg-outcome-writer.ts';
 import { SharedRunGate } from './shared-run-gate.ts';
-import { withAbandonedRunFigures } from './abandoned-run-figures.ts';
 import { END_RUN_SQL, endRunParams } from '../runs.ts';
 import { pgValues } from '../../statement.ts';
 import { SharedCreditGuard } from './shared-credit-guard.ts';
 import { SharedCreditBudget } from './coordination/shared-credit-budget.ts';
-import { startWorkerRun } from './coordination/worker-runs.ts';
+import { recordAbandonedRunFigures, startWorkerRun } from './coordination/worker-runs.ts';
 import { holdShared, type DatasetHold } from './dataset-lock.ts';
 
 /** Options of a PostgreSQL run store; every default is in PG_RUN_STORE_DEFAULTS. */
@@ -34,18 +33,13 @@ export interface PgRunStoreOptions {
   url: string;
   /** How long a worker's claim on an input lives unless renewed: a stalled worker's inputs wait this long (a dead one's do not). */
   leaseMs?: number;
-  /** How often a worker with nothing to claim looks again while other workers still hold due inputs. */
-  idlePollMs?: number;
-  /** The run's start: the failed tasks it settles itself are not claimed again in this run. */
-  startedAt?: string;
   /** The window of the shared rate limit (a minute; tests scale it down with the limit). */
   rateWindowMs?: number;
-  /** @default PG_RUN_STORE_DEFAULTS.giveBackDelayMs */
-  giveBackDelayMs?: number;
 }
 
 export const PG_RUN_STORE_DEFAULTS = {
   leaseMs: TASK_CLAIM_DEFAULTS.leaseMs,
+  /** How often a worker with nothing to claim looks again while other workers still hold due inputs. */
   idlePollMs: 500,
   /** How long settled inputs wait to be given back together (their leases stay meanwhile; nobody needs them). */
   giveBackDelayMs: 100,
@@ -78,18 +72,19 @@ export async function openPgRunStore(options: PgRunStoreOptions): Promise<RunSto
     await store.close();
     throw toPgUseError(err, store.shownUrl);
   }
-  const startedAt = options.startedAt ?? now();
+  // The run's start: the failed tasks it settles itself are not claimed again in this run.
+  const startedAt = now();
   const workerId = newWorkerId();
   const guards: SharedCreditGuard[] = [];
   const hold = workerHold(datasetHold, store.shownUrl);
   return {
     name: store.shownUrl,
     ledger: createPgLedger(pool),
-    runs: withAbandonedRunFigures(pool, runRecords(store, hold), hold),
+    runs: runRecords(store, hold),
     calls: callHistory(store),
     hold,
     now,
-    dueTasks: (filter, signal) => claimedDueTasks(store, filter, { ...PG_RUN_STORE_DEFAULTS, ...options, startedAt, holderPid: hold.backendPid }, hold, signal),
+    dueTasks: (filter, signal) => claimedDueTasks(store, filter, { leaseMs: options.leaseMs ?? PG_RUN_STORE_DEFAULTS.leaseMs, startedAt, holderPid: hold.backendPid }, hold, signal),
     openWriter: (runId, onFatal) => new PgOutcomeWriter(pool, runId, onFatal, undefined, now),
     openGate: (apiUrl) => new SharedRunGate(pool, apiUrl, options.rateWindowMs),
     openCreditGuard(limits, history, apiUrl, runKey) {
@@ -130,6 +125,7 @@ function runRecords({ pool }: PgStore, hold: WorkerHold): RunStore['runs'] {
     async start(jobs, at, pid, host, sharedRunKey) {
       const started = await startWorkerRun(pool, { jobs, at, pid, host, backendPid: hold.backendPid, runKey: sharedRunKey });
       hold.abandonedRuns.push(...started.abandoned);
+      await recordAbandonedRunFigures(pool, started.abandoned);
       return { id: started.runId, runKey: started.runKey };
     },
     async end(id, fields) {
@@ -182,7 +178,11 @@ function workerHold(hold: DatasetHold, shownUrl: string): WorkerHold {
 /** The claims' due rule as dueLeft counts it: $1 job, $2 runId, $3 freshSince, $4 refresh, $5 failedBefore, $6 plannedSince. */
 const DUE_LEFT = claimDue({ job: '$1', runId: '$2', freshSince: '$3', refresh: '$4', failedBefore: '$5', plannedSince: '$6' });
 
-type ClaimOptions = Required<Omit<PgRunStoreOptions, 'url' | 'rateWindowMs'>> & { holderPid: number };
+interface ClaimOptions {
+  leaseMs: number;
+  startedAt: string;
+  holderPid: number;
+}
 
 /**
  * A job's due tasks as this worker claims them, its leases tied to its hold's session. With nothing free to claim
@@ -202,13 +202,13 @@ function claimedDueTasks(store: PgStore, filter: RunnableFilter, opts: ClaimOpti
       [claim.job, null, claim.freshSince, claim.refresh, claim.failedBefore, claim.plannedSince, [...held]]);
     return rows[0]!.n;
   };
-  /** Resolves at this worker's next settle: what its own inputs leave due (pages after a failed one) is claimable then. */
-  let nextSettle = settleSignal();
+  /** Aborted at this worker's next settle: what its own inputs leave due (pages after a failed one) is claimable then. */
+  let nextSettle = new AbortController();
   /** The highest task id claimed: each claim reads the job from there on (a full one only when nothing is ahead). */
   let after: number | null = null;
   /** Inputs claimed and not given back yet: a run that stops gives them back at once rather than let their lease run out. */
   const held = new Set<string>();
-  const giveBack = givenBackTogether((inputKeys: string[]) => claims.release(filter.job, inputKeys), opts.giveBackDelayMs);
+  const giveBack = givenBackTogether((inputKeys: string[]) => claims.release(filter.job, inputKeys), PG_RUN_STORE_DEFAULTS.giveBackDelayMs);
   return {
     wholeInputs: true,
     async next(limit): Promise<TaskRow[]> {
@@ -218,23 +218,21 @@ function claimedDueTasks(store: PgStore, filter: RunnableFilter, opts: ClaimOpti
         if (rows.length === 0) rows = await claims.claim(claim, limit);
         for (const r of rows) after = Math.max(after ?? r.id, r.id);
         for (const r of rows) held.add(r.inputKey);
-        if (rows.length > 0) return rows.map(({ leaseUntil: _lease, ...row }) => ({ ...row, status: row.status as TaskRow['status'] }));
+        if (rows.length > 0) return rows.map(({ leaseUntil: _lease, ...row }) => row);
         if (signal?.aborted) return [];
-        if ((await dueLeft()) === 0) {
-          // Nothing due but in its own inputs: done once they settle, or claim what they leave due. Polling here
-          // cost the end of every run up to idlePollMs after its last answers.
-          if (held.size === 0) return [];
-          await nextSettle.wait(opts.idlePollMs, signal);
-          continue;
-        }
-        await sleep(opts.idlePollMs, undefined, { signal }).catch(() => undefined);
+        // Nothing due but in its own inputs: done once they settle, or claim what they leave due, woken by the next
+        // settle. Polling there cost the end of every run up to idlePollMs after its last answers.
+        const ownOnly = (await dueLeft()) === 0;
+        if (ownOnly && held.size === 0) return [];
+        const wakers = [...(ownOnly ? [nextSettle.signal] : []), ...(signal ? [signal] : [])];
+        await sleep(PG_RUN_STORE_DEFAULTS.idlePollMs, undefined, { signal: AbortSignal.any(wakers) }).catch(() => undefined);
       }
     },
     settled(inputKeys) {
       for (const k of inputKeys) held.delete(k);
       giveBack.add(inputKeys);
-      nextSettle.fire();
-      nextSettle = settleSignal();
+      nextSettle.abort();
+      nextSettle = new AbortController();
     },
     async holds(inputKey) {
       if (await claims.holds(filter.job, inputKey)) return true;
@@ -284,29 +282,10 @@ function givenBackTogether(release: (inputKeys: string[]) => Promise<void>, dela
   };
 }
 
-/** A one-shot signal: wait() resolves when fired, after `ms` at most (a unit that threw never settles), or on abort. */
-function settleSignal(): { fire(): void; wait(ms: number, signal?: AbortSignal): Promise<void> } {
-  let fire!: () => void;
-  const fired = new Promise<void>((resolve) => (fire = resolve));
-  return {
-    fire,
-    async wait(ms, signal) {
-      const timeout = new AbortController();
-      const onAbort = () => timeout.abort();
-      signal?.addEventListener('abort', onAbort, { once: true });
-      await Promise.race([fired, sleep(ms, undefined, { signal: timeout.signal }).catch(() => undefined)]);
-      timeout.abort();
-      signal?.removeEventListener('abort', onAbort);
-    },
-  };
-}
-
 /** A failure of the open dataset, naming it by its shown URL (SQLite's toDatabaseUseError). */
 function toPgUseError(err: unknown, shownUrl: string): unknown {
-  if (err instanceof DatabaseError || !(err instanceof Error)) return err;
-  const raw = (err as Error & { code?: unknown }).code;
-  const code = typeof raw === 'string' ? raw : '';
+  const server = err instanceof DatabaseError ? null : serverErrorOf(err);
   // Only the server's errors (SQLSTATE: five characters) are the dataset's; the others keep their own kind.
-  if (!/^[0-9A-Z]{5}$/.test(code)) return err;
-  return new DatabaseError('DB_WRITE_FAILED', shownUrl, `database ${shownUrl}: ${err.message} [${code}]`, { cause: err });
+  if (!server || !/^[0-9A-Z]{5}$/.test(server.code)) return err;
+  return new DatabaseError('DB_WRITE_FAILED', shownUrl, `database ${shownUrl}: ${server.message} [${server.code}]`, { cause: err });
 }

@@ -10,33 +10,17 @@ import type { PgSnapshot } from './read-snapshot.ts';
 import { READER_TYPES } from './reader-values.ts';
 import { asPgQueryError } from '../readers/read-only-sql.ts';
 import { ExportInterruptedError, QueryTimeoutError } from '../readers/query-errors.ts';
-import { STATEMENT_DEFAULTS } from '../dataset-store.ts';
-
-export interface PgStatementOptions {
-  signal?: AbortSignal | undefined;
-  /** Longest the statement may run, in ms; 0 or undefined: no limit. */
-  timeoutMs?: number | undefined;
-  /** Rows fetched from the server at once. */
-  batchRows?: number;
-}
-
-/** A started statement: its column names, its rows (read once), and close(), which ends it wherever it is. */
-export interface PgStatementRows {
-  columns: string[];
-  rows: AsyncGenerator<unknown[]>;
-  close(): Promise<void>;
-}
+import { STATEMENT_DEFAULTS, type StartedStatement, type StatementOptions } from '../dataset-store.ts';
 
 /** Starts `sql` in `snapshot` and waits for its first row (or its end), which names the columns. */
 export async function startPgStatement(
   snapshot: PgSnapshot,
   sql: string,
   params: readonly unknown[],
-  options: PgStatementOptions = {},
-): Promise<PgStatementRows> {
+  options: StatementOptions = {},
+): Promise<StartedStatement> {
   const stop = new StatementStop(snapshot, options);
-  const batchSize = options.batchRows ?? STATEMENT_DEFAULTS.batchRows;
-  const stream = snapshot.client.query(new QueryStream(sql, [...params], { rowMode: 'array', types: READER_TYPES, batchSize }));
+  const stream = snapshot.client.query(new QueryStream(sql, [...params], { rowMode: 'array', types: READER_TYPES, batchSize: STATEMENT_DEFAULTS.batchRows }));
   const close = async () => {
     stop.end();
     await closeStream(stream);
@@ -79,7 +63,7 @@ class StatementStop {
 
   constructor(
     private readonly snapshot: PgSnapshot,
-    private readonly options: PgStatementOptions,
+    private readonly options: StatementOptions,
   ) {
     const timeoutMs = options.timeoutMs ?? 0;
     this.timer = timeoutMs > 0 ? setTimeout(() => this.cancel('timeout'), timeoutMs) : null;

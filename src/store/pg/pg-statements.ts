@@ -31,10 +31,22 @@ export function namedQuery(text: string, values: readonly unknown[]): pg.QueryCo
   return { name: statementName(text), text, values: values as unknown[] };
 }
 
-/** `head VALUES ($1, ...), (...) tail` over `rows`; null for no rows. */
-export function valuesStatement(head: string, rows: readonly (readonly unknown[])[], tail = ''): BoundStatement | null {
-  if (rows.length === 0) return null;
+/** A most PostgreSQL binds in one statement (its wire protocol counts them in 16 bits: past it, a group failed). */
+export const MAX_PARAMS = 65_535;
+
+/**
+ * `head VALUES ($1, ...), (...) tail` over `rows`, in order, in as few statements as MAX_PARAMS allows (none for
+ * no rows): four similar-companies pages of 1,000 companies are 76,000 values for `companies` alone.
+ */
+export function valuesStatements(head: string, rows: readonly (readonly unknown[])[], tail = ''): BoundStatement[] {
+  if (rows.length === 0) return [];
   const width = rows[0]!.length;
+  const perStatement = Math.max(1, Math.floor(MAX_PARAMS / width));
+  if (rows.length > perStatement) {
+    const chunks: BoundStatement[] = [];
+    for (let i = 0; i < rows.length; i += perStatement) chunks.push(...valuesStatements(head, rows.slice(i, i + perStatement), tail));
+    return chunks;
+  }
   // One loop for the check and the values (Array.prototype.flat and some() were most of this function's profile).
   const values: unknown[] = [];
   for (const row of rows) {
@@ -55,8 +67,8 @@ export function valuesStatement(head: string, rows: readonly (readonly unknown[]
     const tuples = rows.map(() => `(${Array.from({ length: width }, () => `$${++n}`).join(', ')})`);
     bySize.set(size, (text = `${head} VALUES ${tuples.join(', ')}${tail}`));
   }
-  return { text, values };
+  return [{ text, values }];
 }
 
-/** valuesStatement's texts by head, tail and shape (a few hundred in a run: tables x row counts up to a group's size). */
+/** valuesStatements' texts by head, tail and shape (a few hundred in a run: tables x row counts up to a group's size). */
 const shapes = new Map<string, Map<string, Map<number, string>>>();

@@ -4,13 +4,9 @@
  * with the earliest first_seen and the latest updated/last_seen), with LEAST/GREATEST for SQLite's two-argument
  * min/max. Values go in as `copy` converts them.
  */
-import type pg from 'pg';
 import type { Row } from '../../operations/stored-rows.ts';
 import { pgValueConverters } from '../copy-dataset.ts';
 import { onConflict, TABLE_WRITES } from '../ingest/tables.ts';
-
-/** A most PostgreSQL takes in one statement (its wire protocol counts them in 16 bits). */
-export const MAX_PARAMS = 65_535;
 
 export interface PgTableStatement {
   table: string;
@@ -63,23 +59,4 @@ export function paramsOf(s: PgTableStatement, row: Row): unknown[] {
 function bigintParam(value: bigint, convert: (value: unknown) => unknown): unknown {
   const n = Number(value);
   return Number.isSafeInteger(n) ? convert(n) : value.toString();
-}
-
-/**
- * `head VALUES (...), (...) tail` over `rows` (each its parameters), in as few statements as the parameter limit
- * allows, in order; the rows each statement returns, concatenated.
- */
-export async function insertRows<R extends pg.QueryResultRow = Record<string, unknown>>(client: pg.ClientBase, head: string, rows: readonly unknown[][], tail = ''): Promise<R[]> {
-  const out: R[] = [];
-  if (rows.length === 0) return out;
-  const width = rows[0]!.length;
-  const perStatement = Math.max(1, Math.floor(MAX_PARAMS / width));
-  for (let start = 0; start < rows.length; start += perStatement) {
-    const chunk = rows.slice(start, start + perStatement);
-    const params: unknown[] = [];
-    const tuples = chunk.map((row) => `(${row.map((value) => `$${params.push(value)}`).join(', ')})`);
-    const { rows: got } = await client.query<R>(`${head} VALUES ${tuples.join(', ')}${tail}`, params);
-    out.push(...got);
-  }
-  return out;
 }

@@ -86,10 +86,6 @@ export interface SharedCreditBudgetOptions {
   pollMs?: number;
   /** @default SHARED_CREDIT_BUDGET_DEFAULTS.blockCalls */
   blockCalls?: number;
-  /** @default SHARED_CREDIT_BUDGET_DEFAULTS.settleDelayMs */
-  settleDelayMs?: number;
-  /** @default SHARED_CREDIT_BUDGET_DEFAULTS.aheadAt */
-  aheadAt?: number;
 }
 
 /** A call's claim on the shared balance (drawn from the reservation `id`); hand it back with settle(). */
@@ -291,16 +287,12 @@ export class SharedCreditBudget {
   private readonly emptied = new Set<number>();
   /** The next turn, and what sends it at the end of this turn of the event loop instead of after settleDelayMs. */
   private turn: { sent: Promise<void>; hurry: () => void } | null = null;
-  private readonly settleDelayMs: number;
-  private readonly aheadAt: number;
 
   constructor(private readonly pool: pg.Pool, private readonly options: SharedCreditBudgetOptions) {
     this.lock = { text: LOCK_SQL, values: [options.apiUrl] };
     this.reservationMs = options.reservationMs ?? SHARED_CREDIT_BUDGET_DEFAULTS.reservationMs;
     this.pollMs = options.pollMs ?? SHARED_CREDIT_BUDGET_DEFAULTS.pollMs;
     this.blockCalls = options.blockCalls ?? SHARED_CREDIT_BUDGET_DEFAULTS.blockCalls;
-    this.settleDelayMs = options.settleDelayMs ?? SHARED_CREDIT_BUDGET_DEFAULTS.settleDelayMs;
-    this.aheadAt = options.aheadAt ?? SHARED_CREDIT_BUDGET_DEFAULTS.aheadAt;
   }
 
   /**
@@ -362,10 +354,10 @@ export class SharedCreditBudget {
    * asked already, and the last block asked got all its calls (see SHARED_CREDIT_BUDGET_DEFAULTS.aheadRoomBlocks).
    */
   private askAhead(cost: number, limits: CreditLimits): void {
-    if (this.closed || this.blockAsked || !this.lastBlockFull || this.aheadAt <= 0) return;
+    if (this.closed || this.blockAsked || !this.lastBlockFull) return;
     let room = 0;
     for (const b of this.blocks.values()) room += b.remaining;
-    if (room > this.blockCalls * cost * this.aheadAt + SHARED_CREDIT_BUDGET_DEFAULTS.epsilon) return;
+    if (room > this.blockCalls * cost * SHARED_CREDIT_BUDGET_DEFAULTS.aheadAt + SHARED_CREDIT_BUDGET_DEFAULTS.epsilon) return;
     // A failed ask is the next caller's to meet: it asks for a block of its own when it finds no room.
     this.oneAsk(this.reserveAhead(cost, limits)).catch(() => undefined);
   }
@@ -553,7 +545,7 @@ SELECT balance, reserved, in_flight, spent, under_reserve_ok, cap_ok, calls, (SE
     }
     let hurry = () => undefined as void;
     const due = new Promise<void>((resolve) => {
-      const timer = soon ? null : setTimeout(resolve, this.settleDelayMs);
+      const timer = soon ? null : setTimeout(resolve, SHARED_CREDIT_BUDGET_DEFAULTS.settleDelayMs);
       hurry = () => {
         if (timer) clearTimeout(timer);
         setImmediate(resolve);
@@ -686,10 +678,10 @@ SELECT balance, reserved, in_flight, spent, under_reserve_ok, cap_ok, calls, (SE
     return rowCount ?? 0;
   }
 
-  /** Renews this worker's reservations every reservationMs/3 until stopped; a failed renewal goes to `onError`. */
-  keepRenewed(onError?: (err: unknown) => void): { stop(): void } {
+  /** Renews this worker's reservations every reservationMs/3 until stopped; a failed renewal waits for the next. */
+  keepRenewed(): { stop(): void } {
     const timer = setInterval(() => {
-      this.renew().catch(onError ?? (() => undefined));
+      this.renew().catch(() => undefined);
     }, this.reservationMs / SHARED_CREDIT_BUDGET_DEFAULTS.renewalsPerReservation);
     timer.unref();
     return { stop: () => clearInterval(timer) };

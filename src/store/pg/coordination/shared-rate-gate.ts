@@ -17,8 +17,10 @@
  * shrink when some go unused, so a worker with little to call does not hold the limit away from the others;
  * at low rates (a slot per second) there are none. Each round trip reads the slots of one window only.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import type pg from 'pg';
 import { pipelineTransaction } from '../pg-pipeline.ts';
+import { withPgClient } from '../transaction.ts';
 import type { GroupStatement } from '../pg-statements.ts';
 
 export const SHARED_RATE_GATE_DEFAULTS = {
@@ -213,17 +215,9 @@ export class SharedRateGate {
     return results[2]!.rows.map((r: { start_us: string; wait_ms: number }) => ({ startUs: Number(r.start_us), waitMs: r.wait_ms }));
   }
 
-  /** `statements` in one round trip and one transaction; a connection that failed one is not reused. */
-  private async inTransaction(statements: readonly GroupStatement[]): Promise<pg.QueryResult[]> {
-    const client = await this.pool.connect();
-    try {
-      const results = await pipelineTransaction(client, statements);
-      client.release();
-      return results;
-    } catch (err) {
-      client.release(err instanceof Error ? err : true);
-      throw err;
-    }
+  /** `statements` in one round trip and one transaction, as the credit budget's turn (withPgClient after a failure). */
+  private inTransaction(statements: readonly GroupStatement[]): Promise<pg.QueryResult[]> {
+    return withPgClient(this.pool, (client) => pipelineTransaction(client, statements));
   }
 }
 
@@ -289,14 +283,5 @@ const pruneSql = (clock: string) => `DELETE FROM rate_slots WHERE gate = $1::tex
 function wake(w: Waiter, slot: { startUs: number; waitMs: number }): void {
   if (w.signal?.aborted) return w.reject(w.signal.reason);
   if (slot.waitMs <= 0) return w.resolve({ startUs: slot.startUs });
-  const done = () => {
-    w.signal?.removeEventListener('abort', onAbort);
-    w.resolve({ startUs: slot.startUs });
-  };
-  const timer = setTimeout(done, Math.max(0, Math.ceil(slot.waitMs)));
-  function onAbort() {
-    clearTimeout(timer);
-    w.reject(w.signal!.reason);
-  }
-  w.signal?.addEventListener('abort', onAbort, { once: true });
+  sleep(Math.ceil(slot.waitMs), undefined, { signal: w.signal }).then(() => w.resolve({ startUs: slot.startUs }), () => w.reject(w.signal!.reason));
 }

@@ -74,8 +74,7 @@ export interface ClaimFilter extends DueRule {
 }
 
 /** A claimed task, as the ledger's TaskRow (request_json as its text), with its lease. */
-export interface ClaimedTask extends Omit<TaskRow, 'status'> {
-  status: string;
+export interface ClaimedTask extends TaskRow {
   /** When the lease on its input ends unless renewed (the server's clock, ISO). */
   leaseUntil: string;
 }
@@ -91,15 +90,8 @@ export interface Renewal {
   held: Array<{ job: string; inputKey: string; leaseUntil: string }>;
 }
 
-/** The placeholders a statement gives the due rule's values at (claimDue). */
-export interface DuePlaceholders {
-  job: string;
-  runId: string;
-  freshSince: string;
-  refresh: string;
-  failedBefore: string;
-  plannedSince: string;
-}
+/** The placeholders a statement gives the due rule's values at (claimDue): one per ClaimFilter value but afterId. */
+type DuePlaceholders = Record<Exclude<keyof ClaimFilter, 'afterId'>, string>;
 
 /**
  * A job's due tasks on table alias `t` (the ledger's dueRule, a failed task only when last tried before

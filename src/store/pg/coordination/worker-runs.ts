@@ -7,8 +7,12 @@
  */
 import type pg from 'pg';
 import { inPgTransaction } from '../transaction.ts';
-import { ABANDONED_RUN_ERROR } from '../../abandoned-runs.ts';
+import { ABANDONED_RUN_ERROR, abandonedRunEnd, measureUnfinishedRunReads, type UnfinishedRun, type UnfinishedRunFigures } from '../../abandoned-runs.ts';
+import { END_RUN_SQL, endRunParams } from '../../runs.ts';
+import { readPg, rows } from '../../read-steps.ts';
+import { param, pgValues, sql } from '../../../statement.ts';
 import { LOCK_HOLDERS_SQL } from '../dataset-lock.ts';
+import { withPgReadSnapshot } from '../read-snapshot.ts';
 
 /**
  * Whether the run `runs` row aliased `r` has a live worker: its session holds the dataset lock, and that pid is
@@ -81,4 +85,26 @@ async function liveRunKey(client: pg.PoolClient, jobs: string[]): Promise<string
   const { rows } = await client.query<{ key: string }>(`SELECT w.run_key AS key FROM runs r JOIN worker_runs w ON w.run_id = r.id
     WHERE r.status = 'running' AND r.jobs ?| $1::text[] AND ${liveRunSql('r')} ORDER BY r.id LIMIT 1`, [jobs]);
   return rows[0]?.key ?? null;
+}
+
+/**
+ * Measures the runs `runIds` that a start closed as abandoned (their tasks not re-planned yet) and writes their
+ * figures, as SQLite closes them (abandoned-runs.ts: the tasks each run planned by status, its invalid rows and
+ * calls, its credits replayed from its answers' counters). Closed with its status alone, a killed worker's run
+ * would keep credits_spent NULL, and its credits would drop out of `status`'s total of all runs.
+ */
+export async function recordAbandonedRunFigures(pool: pg.Pool, runIds: readonly number[]): Promise<void> {
+  if (runIds.length === 0) return;
+  const measured = await withPgReadSnapshot(pool, (snapshot) => readPg(snapshot, measureRuns(runIds)));
+  // Closed by closeAbandoned above, with the same status and error as written here.
+  for (const { id, f } of measured) await pool.query(END_RUN_SQL.postgres, pgValues(END_RUN_SQL, endRunParams(id, abandonedRunEnd(f))));
+}
+
+function* measureRuns(runIds: readonly number[]) {
+  const out: Array<{ id: number; f: UnfinishedRunFigures }> = [];
+  for (const id of runIds) {
+    const [run] = yield* rows<UnfinishedRun>(sql`SELECT id, jobs, started_at AS "startedAt", pid, host FROM runs WHERE id = ${param}`, [id]);
+    if (run) out.push({ id, f: yield* measureUnfinishedRunReads(run) });
+  }
+  return out;
 }
