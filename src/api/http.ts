@@ -17,6 +17,7 @@ import { parseJsonBody } from './json-body.ts';
 import { readUsableAnswer } from './schemas.ts';
 import type { ApiCallInfo, ApiResult } from './types.ts';
 import type { OperationSpec } from '../operations/operation-spec.ts';
+import { OPERATION_METHODS } from '../spec/types.ts';
 
 /** Most bytes read of a body that is only needed for an error excerpt (a 5xx page, a 401 message). */
 const ERROR_BODY_MAX_BYTES = 64 * 1024;
@@ -45,7 +46,7 @@ export type CallHeaders = Record<'plain' | 'json', Record<string, string>>;
 export async function attempt<Q, A>(t: Transport, spec: OperationSpec<Q, A>, request: Q, headerSets: CallHeaders): Promise<ApiResult<A>> {
   const { json, body, path } = spec.send(request);
   const headers = json ? headerSets.json : headerSets.plain;
-  const sent: Sent = { method: spec.method, headers, body, path: t.pathPrefix + path, started: performance.now() };
+  const sent: Sent = { method: OPERATION_METHODS[spec.name], headers, body, path: t.pathPrefix + path, started: performance.now() };
   // undici's headersTimeout restarts on every informational (1xx) response, so a server sending `102
   // Processing` forever would hold the call for ever: this deadline covers the whole exchange.
   const deadline = new AbortController();

@@ -10,6 +10,7 @@ import type { OperationSpec, Subject } from '../operations/operation-spec.ts';
 import { ApiSchemaError } from './errors.ts';
 import { bodyExcerpt, createOutputRedactor } from './redact.ts';
 import type { ApiCallInfo } from './types.ts';
+import { OPERATION_METHODS, OPERATION_PATHS } from '../spec/types.ts';
 
 /** Where a body came from, when known: the client passes all of it; reprocess may pass nothing. */
 export interface ValidationContext {
@@ -38,6 +39,6 @@ export function readUsableAnswer<Q, A>(
   // token redacted everywhere would mangle the body ("status" -> "s[REDACTED]atus"). The excerpt is a message.
   // A body without its text was parsed from JSON, so it has one again (undefined aside).
   const raw = createOutputRedactor(secrets)(context.raw ?? JSON.stringify(body) ?? String(body));
-  const call = context.call ?? { operation: spec.name, method: spec.method, path: spec.path, status: 200, latencyMs: 0 };
+  const call = context.call ?? { operation: spec.name, method: OPERATION_METHODS[spec.name], path: OPERATION_PATHS[spec.name], status: 200, latencyMs: 0 };
   throw new ApiSchemaError({ call, bodyExcerpt: bodyExcerpt(raw, secrets) }, [reading.issue], raw, reading.credits);
 }

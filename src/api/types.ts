@@ -2,15 +2,15 @@
  * The public shapes of the API client: what a call resolves to and the facts recorded about it.
  * Records, requests and response bodies themselves come from src/spec/types.ts.
  */
-import type { CreditCounters, Operation } from '../spec/types.ts';
+import type { CreditCounters, Operation, OPERATION_METHODS } from '../spec/types.ts';
 import type { UsableAnswer } from '../operations/answers.ts';
 import type { OperationSpec } from '../operations/operation-spec.ts';
 
 /** Facts about one HTTP call, for the `api_calls` log and for errors. Never holds the token. */
 export interface ApiCallInfo {
   operation: Operation;
-  /** Its spec's, as api.md prescribes. */
-  method: OperationSpec['method'];
+  /** The operation's, as api.md prescribes. */
+  method: (typeof OPERATION_METHODS)[Operation];
   /** Path and query string as sent (base-URL path prefix included), without scheme or host. */
   path: string;
   /** HTTP status, or null when no response arrived (network failure, timeout before headers). */

@@ -90,9 +90,7 @@ export interface OperationSpec<Q = unknown, A = unknown, S extends Subject = Sub
   // ---- the request ----
   /** Checks a request read back from the ledger (tasks.request_json), once per task. */
   request: z.ZodType<Q>;
-  method: 'GET' | 'POST';
-  /** The path without query, as in api.md (used where no request is at hand). */
-  path: string;
+  /** How it is sent; its method is the spec's (OPERATION_METHODS in src/spec/types.ts). */
   send(request: Q): Sent;
 
   // ---- the answer ----
