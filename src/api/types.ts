@@ -3,7 +3,7 @@
  * Records, requests and response bodies themselves come from src/spec/types.ts.
  */
 import type { CreditCounters, Operation, OPERATION_METHODS } from '../spec/types.ts';
-import type { UsableAnswer } from '../operations/answers.ts';
+import type { UsableAnswer } from './schemas.ts';
 import type { OperationSpec } from '../operations/operation-spec.ts';
 
 /** Facts about one HTTP call, for the `api_calls` log and for errors. Never holds the token. */
@@ -23,7 +23,7 @@ export interface ApiCallInfo {
  * A 200 response whose body its operation's answer contract can read (src/operations/): the contract's reading
  * (its credits, lastPage, drift and set-aside records; the writer stores those as answer_anomalies).
  */
-export interface ApiOk<T> extends Omit<UsableAnswer<T>, 'usable' | 'answer'> {
+export interface ApiOk<T> extends Omit<UsableAnswer<T>, 'answer'> {
   kind: 'ok';
   /** The body as read through the contract: every member the spec names is there, as its type or null. */
   data: T;
