@@ -22,12 +22,11 @@ export interface Subject {
   operation: Operation;
 }
 
-/** A starter: a job file and the CSV it reads, as paths relative to the folder `init` runs in. */
+/** A starter: a job file and the CSV it reads (its `input.csv`), as paths relative to the folder `init` runs in. */
 export interface Starter {
   /** Job file without extension, under jobs/; also the job's name. */
   name: string;
   definition: JobDefinition;
-  csvPath: string;
   csv: string;
 }
 

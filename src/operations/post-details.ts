@@ -137,7 +137,6 @@ export const postDetails = {
       input: { csv: 'data/posts.csv', column: 'post_url' },
       credits: { reserve: 100 },
     },
-    csvPath: 'data/posts.csv',
     csv:
       'post_url,campaign\n' +
       'https://www.network.com/posts/jane-doe_robotics-automation-activity-7123456789012345678-abcd,launch\n' +

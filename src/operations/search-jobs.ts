@@ -176,7 +176,6 @@ export const searchJobs = {
       request: { timePosted: 'past_week', location: 'germany' },
       credits: { reserve: 100 },
     },
-    csvPath: 'data/job-queries.csv',
     csv: 'keywords,location\nrobotics engineer,germany\ndata analyst,france\n',
   },
   refreshAfterDays: 0.5,

@@ -256,7 +256,6 @@ export const similarCompanies = {
       pages: 1,
       credits: { reserve: 100 },
     },
-    csvPath: 'data/leads.csv',
     csv: 'company_url,account_owner\nhttps://www.network.com/company/acme-robotics,jane\nnetwork.com/company/initech,omar\n',
   },
   refreshAfterDays: 30,
