@@ -8,8 +8,7 @@
 import { BALANCE_PATH, type CreditCounters } from '../spec/types.ts';
 import { contentCodings, firstUnsupportedCoding, readBody } from './body-reader.ts';
 import type { Transport } from './http.ts';
-import { parseJsonBody } from './json-body.ts';
-import { creditsOf } from './schemas.ts';
+import { creditsOf, parseJsonBody } from './schemas.ts';
 
 export const BALANCE_DEFAULTS = {
   /** Longest the check may take (capped by the client's own timeout): a run must not wait long for a courtesy. */

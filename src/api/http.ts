@@ -13,8 +13,7 @@ import {
 import { BODY_DECODE_CODE, CALL_DEADLINE_CODE, errorForTransport } from './transport-errors.ts';
 import { contentCodings, firstUnsupportedCoding, readBody, type BodyText } from './body-reader.ts';
 import { bodyExcerpt } from './redact.ts';
-import { parseJsonBody } from './json-body.ts';
-import { readUsableAnswer } from './schemas.ts';
+import { parseJsonBody, readUsableAnswer } from './schemas.ts';
 import type { ApiCallInfo, ApiResult } from './types.ts';
 import type { OperationSpec } from '../operations/operation-spec.ts';
 import { OPERATION_METHODS } from '../spec/types.ts';

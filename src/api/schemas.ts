@@ -3,7 +3,7 @@
  * stored bodies): it is read through its operation's answer contract (src/operations/), and only a body the
  * contract cannot read at all is refused, as an ApiSchemaError naming the path. A body that can be read is used
  * whatever members it lacks or sends in a variant of their type: that is drift, counted and reported, not an
- * error. Both read through here, so an answer stored live and one recovered by reprocess are read alike.
+ * error. Both parse and read through here, so an answer stored live and one recovered by reprocess are read alike.
  */
 import { readThrough, type AnswerContract, type SetAsideRecord } from '../operations/answer-contract.ts';
 import type { DriftTally } from '../operations/drift.ts';
@@ -25,6 +25,11 @@ export interface UsableAnswer<T> {
   credits: CreditCounters | null;
   /** Whether this page ends the input's list (always true for post-details). */
   lastPage: boolean;
+}
+
+/** Parses a body as the client does: a leading byte-order mark is legal in a body but not in JSON.parse's input. */
+export function parseJsonBody(text: string): unknown {
+  return JSON.parse(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text) as unknown;
 }
 
 /** Where a body came from, when known: the client passes all of it; reprocess may pass nothing. */
