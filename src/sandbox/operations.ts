@@ -2,7 +2,7 @@ import { SEARCH_JOBS_PAGE_SIZE, SEARCH_JOBS_PARAMS, type Operation, type Similar
 import { WorldAge } from './data/world-age.ts';
 import { CompanyData } from './data/companies.ts';
 import { JobData, type JobSearch } from './data/jobs.ts';
-import { PostData, type PostBody } from './data/posts.ts';
+import { PostData } from './data/posts.ts';
 import { canonicalUrlKey } from './data/canonical.ts';
 import { LiveShaper, liveShapesOf } from './live/live-shaper.ts';
 import type { SandboxOptions } from './options.ts';
@@ -47,9 +47,8 @@ export class Operations {
   private readonly companies: CompanyData;
   private readonly posts: PostData;
   private readonly jobs: JobData;
-  /** Open 200 bodies by list (a company list, a search's results) and page. */
+  /** Open 200 bodies by list (a company list, a search's results, a post: a list of one page) and page. */
   private readonly pages = new WeakMap<object, Map<string, Buffer>>();
-  private readonly postBodies = new WeakMap<PostBody, Buffer>();
   private readonly emptyPastEnd: boolean;
   /** The live-service shapes, or null in the spec mode (whose answers must not change by a byte). */
   private readonly live: LiveShaper | null;
@@ -98,10 +97,7 @@ export class Operations {
 
   private post(url: string): Outcome {
     const post = this.posts.details(url);
-    if (!post) return NO_POST;
-    let open = this.postBodies.get(post);
-    if (open === undefined) this.postBodies.set(post, (open = openJson(this.live ? this.live.post(post) : post)));
-    return { kind: 'ok', open };
+    return post ? this.page(post, '1', false, NO_POST, () => (this.live ? this.live.post(post) : post)) : NO_POST;
   }
 
   private similarPage(request: SimilarRequest): Outcome {
