@@ -11,7 +11,7 @@ import {
   UnsupportedEncodingError,
 } from './errors.ts';
 import { BODY_DECODE_CODE, CALL_DEADLINE_CODE, errorForTransport } from './transport-errors.ts';
-import { contentCodings, firstUnsupportedCoding, readBody, type BodyText } from './body-reader.ts';
+import { contentCodings, readBody, type BodyText } from './body-reader.ts';
 import { bodyExcerpt } from './redact.ts';
 import { parseJsonBody, readUsableAnswer } from './schemas.ts';
 import type { ApiCallInfo, ApiResult } from './types.ts';
@@ -70,7 +70,7 @@ interface Sent {
   started: number;
 }
 
-// Complexity 16: one exchange read top to bottom (send, status, body, answer), each outcome a line; split, the
+// Complexity 17: one exchange read top to bottom (send, status, body, answer), each outcome a line; split, the
 // order in which a paid answer is told from a failure would be harder to follow.
 // eslint-disable-next-line complexity -- see above
 async function exchange<Q, A>(t: Transport, spec: OperationSpec<Q, A>, request: Q, sent: Sent, signal: AbortSignal): Promise<ApiResult<A>> {
@@ -83,35 +83,24 @@ async function exchange<Q, A>(t: Transport, spec: OperationSpec<Q, A>, request: 
   }
   const status = res.statusCode;
   const isResult = status === 200 || status === 404;
-  const codings = contentCodings(res.headers['content-encoding']);
-  const unsupported = firstUnsupportedCoding(codings);
   let received: BodyText;
   try {
-    if (unsupported !== null) {
-      // Not read: its bytes could not be shown anyway, and closing the connection is cheaper than draining it.
-      res.body.on('error', () => undefined);
-      res.body.destroy();
-      received = { text: `(a body compressed as '${unsupported}')`, truncated: false };
-    } else {
-      received = await readBody(res.body, {
-        limitBytes: isResult ? t.maxBodyBytes : Math.min(t.maxBodyBytes, ERROR_BODY_MAX_BYTES),
-        keepBytes: status === 200 ? t.maxKeptBodyBytes : 0,
-        deadline: started + t.timeoutMs,
-        declaredBytes: Number(res.headers['content-length'] ?? -1),
-        codings,
-      });
-    }
+    received = await readBody(res, {
+      limitBytes: isResult ? t.maxBodyBytes : Math.min(t.maxBodyBytes, ERROR_BODY_MAX_BYTES),
+      keepBytes: status === 200 ? t.maxKeptBodyBytes : 0,
+      deadline: started + t.timeoutMs,
+    });
   } catch (err) {
     // On another status the body is only an excerpt: one that does not decode must not turn a 401 or a 429
     // into a network failure to retry.
     if (isResult || (err as { code?: unknown } | null)?.code !== BODY_DECODE_CODE) {
       throw errorForTransport(err, callInfo(spec, method, path, status, started), t.timeoutMs) ?? err;
     }
-    received = { text: `(a ${codings.join(', ')} body that does not decode)`, truncated: false };
+    received = { text: `(a ${contentCodings(res.headers['content-encoding']).join(', ')} body that does not decode)`, truncated: false };
   }
   const call = callInfo(spec, method, path, status, started);
   // On another status the status says what went wrong; only the excerpt is missing.
-  if (unsupported !== null && isResult) throw new UnsupportedEncodingError({ call }, unsupported);
+  if (received.unsupported !== undefined && isResult) throw new UnsupportedEncodingError({ call }, received.unsupported);
   if (received.truncated && isResult) throw tooLarge(t, received, call);
   if (status === 200) return ok(t, spec, received.text, call, request);
   if (status === 404) return notFound(t, spec, received.text, call);
