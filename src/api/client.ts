@@ -27,12 +27,10 @@ export const CLIENT_DEFAULTS = {
   maxKeptBodyBytes: 16 * 1024 * 1024,
   /** Most keep-alive connections open to the API host at once; calls beyond it queue in the agent. */
   connections: 16,
-  /** Sent as User-Agent. */
-  userAgent: 'netingest/0.1.0',
 } as const;
 
 /** The API's base URL and token, and any of CLIENT_DEFAULTS (maxKeptBodyBytes: at least maxBodyBytes; equal keeps none over it). */
-export type ClientOptions = { [K in keyof typeof CLIENT_DEFAULTS]?: (typeof CLIENT_DEFAULTS)[K] extends string ? string : number } & {
+export type ClientOptions = { [K in keyof typeof CLIENT_DEFAULTS]?: number } & {
   /** `https://host[/prefix]`; plain http only to a loopback host (see parseBaseUrl). */
   baseUrl: string;
   /** Bearer token; sent only in the Authorization header and redacted from everything the client produces. */
@@ -45,8 +43,6 @@ export function createApiClient(options: ClientOptions): ApiClient {
   const maxBodyBytes = positive('maxBodyBytes', options.maxBodyBytes ?? CLIENT_DEFAULTS.maxBodyBytes, true);
   const maxKeptBodyBytes = Math.max(maxBodyBytes, positive('maxKeptBodyBytes', options.maxKeptBodyBytes ?? CLIENT_DEFAULTS.maxKeptBodyBytes, true));
   const connections = positive('connections', options.connections ?? CLIENT_DEFAULTS.connections, true);
-  const userAgent = options.userAgent ?? CLIENT_DEFAULTS.userAgent;
-  if (!/^[\x20-\x7e]+$/.test(userAgent)) throw new ConfigError('userAgent must be printable ASCII.');
   const { origin, pathPrefix } = parseBaseUrl(options.baseUrl, 'The API base URL');
   const token = options.token;
   checkToken(token, 'The API token');
@@ -74,7 +70,7 @@ export function createApiClient(options: ClientOptions): ApiClient {
     Authorization: `Bearer ${token}`,
     Accept: 'application/json',
     'Accept-Encoding': 'identity',
-    'User-Agent': userAgent,
+    'User-Agent': 'netingest/0.1.0',
   };
   const headers = { plain: getHeaders, json: { ...getHeaders, 'Content-Type': 'application/json' } };
 
