@@ -9,7 +9,6 @@ import { checkToken, parseBaseUrl } from './config.ts';
 import { attempt, type Transport } from './http.ts';
 import { readBalance } from './balance.ts';
 import { createOutputRedactor } from './redact.ts';
-import type { ApiClient } from './types.ts';
 import type { OperationSpec } from '../operations/operation-spec.ts';
 
 /** Every default of ClientOptions, in one place. */
@@ -38,7 +37,7 @@ export type ClientOptions = { [K in keyof typeof CLIENT_DEFAULTS]?: number } & {
 };
 
 /** Creates a client; call `close()` when done so the process can exit. */
-export function createApiClient(options: ClientOptions): ApiClient {
+export function createApiClient(options: ClientOptions) {
   const timeoutMs = positive('timeoutMs', options.timeoutMs ?? CLIENT_DEFAULTS.timeoutMs, false);
   const maxBodyBytes = positive('maxBodyBytes', options.maxBodyBytes ?? CLIENT_DEFAULTS.maxBodyBytes, true);
   const maxKeptBodyBytes = Math.max(maxBodyBytes, positive('maxKeptBodyBytes', options.maxKeptBodyBytes ?? CLIENT_DEFAULTS.maxKeptBodyBytes, true));
@@ -77,8 +76,11 @@ export function createApiClient(options: ClientOptions): ApiClient {
   // async, so that a request that cannot even be built (a caller bug) rejects like every other failure.
   const call = async <Q, A>(spec: OperationSpec<Q, A>, request: Q) => attempt(transport, spec, request, headers);
   return {
+    /** Sends `request` as `spec` says (method, path, body) and reads the answer through its contract. */
     call,
+    /** GET /v1/api/auth, the service's free credit check: the account's counters, or null (balance.ts). Never rejects. */
     balance: (signal?: AbortSignal) => readBalance(transport, getHeaders, signal),
+    /** Waits for calls in flight, then closes the keep-alive connections. */
     close: () => dispatcher.close(),
   };
 }
