@@ -5,7 +5,7 @@
  * whatever members it lacks or sends in a variant of their type: that is drift, counted and reported, not an
  * error. Both parse and read through here, so an answer stored live and one recovered by reprocess are read alike.
  */
-import { readThrough, type AnswerContract, type SetAsideRecord } from '../operations/answer-contract.ts';
+import { readThrough, valueAt, type AnswerContract, type SetAsideRecord } from '../operations/answer-contract.ts';
 import type { DriftTally } from '../operations/drift.ts';
 import type { OperationSpec, Subject } from '../operations/operation-spec.ts';
 import { otherSiteHost } from '../urls/canonical.ts';
@@ -78,8 +78,7 @@ export function readUsableAnswer<Q, A>(
 function noteOtherSiteRecords(contract: AnswerContract, answer: unknown, drift: DriftTally): void {
   const { recordsAt, identity } = contract;
   if (recordsAt === null || identity === null) return;
-  let records: unknown = answer;
-  for (const name of recordsAt) records = (records as Record<string, unknown> | null)?.[name];
+  const records = valueAt(answer, recordsAt);
   if (!Array.isArray(records)) return;
   const host = networkHost();
   const list = `${recordsAt.join('.')}[]`;
