@@ -6,10 +6,9 @@
  * (`uid` and `team` are dropped).
  */
 import { BALANCE_PATH, type CreditCounters } from '../spec/types.ts';
-import { contentCodings, firstUnsupportedCoding, readBody } from './body-reader.ts';
+import { discard, readBody } from './body-reader.ts';
 import type { Transport } from './http.ts';
-import { parseJsonBody } from './json-body.ts';
-import { creditsOf } from '../operations/answers.ts';
+import { creditsOf, parseJsonBody } from './schemas.ts';
 
 export const BALANCE_DEFAULTS = {
   /** Longest the check may take (capped by the client's own timeout): a run must not wait long for a courtesy. */
@@ -32,19 +31,12 @@ export async function readBalance(t: Transport, headers: Record<string, string>,
       bodyTimeout: timeoutMs,
       signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
     });
-    const codings = contentCodings(res.headers['content-encoding']);
-    if (res.statusCode !== 200 || firstUnsupportedCoding(codings) !== null) {
-      res.body.on('error', () => undefined);
-      res.body.destroy();
+    if (res.statusCode !== 200) {
+      discard(res.body);
       return null;
     }
-    const body = await readBody(res.body, {
-      limitBytes: BALANCE_DEFAULTS.maxBodyBytes,
-      deadline: performance.now() + timeoutMs,
-      declaredBytes: Number(res.headers['content-length'] ?? -1),
-      codings,
-    });
-    return body.truncated ? null : creditsOf(parseJsonBody(body.text));
+    const body = await readBody(res, { limitBytes: BALANCE_DEFAULTS.maxBodyBytes, deadline: performance.now() + timeoutMs });
+    return body.truncated || body.unsupported !== undefined ? null : creditsOf(parseJsonBody(body.text));
   } catch {
     return null;
   }

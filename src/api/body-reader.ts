@@ -4,6 +4,7 @@
  * compressed body that expands to gigabytes (a zip bomb) stops at the limit like any large body.
  */
 import type { Readable, Transform } from 'node:stream';
+import type { Dispatcher } from 'undici';
 import { createBrotliDecompress, createGunzip, createInflate, createInflateRaw } from 'node:zlib';
 import { BODY_DECODE_CODE, BODY_DEADLINE_CODE } from './transport-errors.ts';
 
@@ -21,6 +22,8 @@ export interface BodyText {
   truncated: boolean;
   /** A body over the limit but within `keepBytes`: all of it, read to its end. */
   whole?: string;
+  /** The first coding the reader cannot undo: the body was not read, and `text` says only how it came. */
+  unsupported?: string;
 }
 
 /** What readBody needs besides the stream. */
@@ -34,16 +37,9 @@ export interface BodyLimits {
   keepBytes?: number;
   /** performance.now() past which reading fails with a BODY_DEADLINE_CODE error. */
   deadline: number;
-  /** Content-Length as sent (of the compressed bytes when compressed), or -1. */
-  declaredBytes: number;
-  /** The codings applied, in the order applied (see contentCodings); [] for none. */
-  codings: readonly string[];
 }
 
-/**
- * The codings of a Content-Encoding header in the order the server applied them, without `identity`; throws
- * nothing: check them with firstUnsupportedCoding.
- */
+/** The codings of a Content-Encoding header in the order the server applied them, without `identity`. */
 export function contentCodings(header: string | string[] | undefined): readonly string[] {
   // The common case, once per answer on the run's busiest thread: no header, no arrays built.
   if (header === undefined) return NO_CODINGS;
@@ -54,18 +50,27 @@ export function contentCodings(header: string | string[] | undefined): readonly 
     .filter((c) => c !== '' && c !== 'identity');
 }
 
-/** The first coding readBody cannot undo, or null when it can undo them all. */
-export function firstUnsupportedCoding(codings: readonly string[]): string | null {
-  return codings.find((c) => !DECODABLE.has(c)) ?? null;
+/** Closes a body unread: closing the connection is cheaper than draining it. */
+export function discard(body: Readable): void {
+  body.on('error', () => undefined);
+  body.destroy();
 }
 
 /**
- * Reads a body as UTF-8 text, stopping (and destroying the stream, which closes the connection) past
- * `limitBytes`. undici's bodyTimeout bounds each gap between chunks; the deadline check bounds the whole.
- * Every coding in `codings` must be decodable (see firstUnsupportedCoding).
+ * Reads a response's body as UTF-8 text, stopping (and destroying the stream, which closes the connection) past
+ * `limitBytes`. undici's bodyTimeout bounds each gap between chunks; the deadline check bounds the whole. A body
+ * compressed with a coding it cannot undo is not read (its bytes could not be shown anyway): see `unsupported`.
  */
-export function readBody(body: Readable, limits: BodyLimits): Promise<BodyText> {
-  const { deadline, declaredBytes, codings } = limits;
+export function readBody({ body, headers }: Pick<Dispatcher.ResponseData, 'body' | 'headers'>, limits: BodyLimits): Promise<BodyText> {
+  const codings = contentCodings(headers['content-encoding']);
+  const unsupported = codings.find((c) => !DECODABLE.has(c));
+  if (unsupported !== undefined) {
+    discard(body);
+    return Promise.resolve({ text: `(a body compressed as '${unsupported}')`, truncated: false, unsupported });
+  }
+  const { deadline } = limits;
+  // Content-Length as sent (of the compressed bytes when compressed).
+  const declaredBytes = Number(headers['content-length'] ?? -1);
   const answerBytes = limits.limitBytes;
   let limitBytes = Math.max(answerBytes, limits.keepBytes ?? 0);
   // A body announced as too large to keep is refused without reading it whole, but its start is kept for the

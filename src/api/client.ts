@@ -9,7 +9,6 @@ import { checkToken, parseBaseUrl } from './config.ts';
 import { attempt, type Transport } from './http.ts';
 import { readBalance } from './balance.ts';
 import { createOutputRedactor } from './redact.ts';
-import type { ApiClient } from './types.ts';
 import type { OperationSpec } from '../operations/operation-spec.ts';
 
 /** Every default of ClientOptions, in one place. */
@@ -27,12 +26,10 @@ export const CLIENT_DEFAULTS = {
   maxKeptBodyBytes: 16 * 1024 * 1024,
   /** Most keep-alive connections open to the API host at once; calls beyond it queue in the agent. */
   connections: 16,
-  /** Sent as User-Agent. */
-  userAgent: 'netingest/0.1.0',
 } as const;
 
 /** The API's base URL and token, and any of CLIENT_DEFAULTS (maxKeptBodyBytes: at least maxBodyBytes; equal keeps none over it). */
-export type ClientOptions = { [K in keyof typeof CLIENT_DEFAULTS]?: (typeof CLIENT_DEFAULTS)[K] extends string ? string : number } & {
+export type ClientOptions = { [K in keyof typeof CLIENT_DEFAULTS]?: number } & {
   /** `https://host[/prefix]`; plain http only to a loopback host (see parseBaseUrl). */
   baseUrl: string;
   /** Bearer token; sent only in the Authorization header and redacted from everything the client produces. */
@@ -40,13 +37,11 @@ export type ClientOptions = { [K in keyof typeof CLIENT_DEFAULTS]?: (typeof CLIE
 };
 
 /** Creates a client; call `close()` when done so the process can exit. */
-export function createApiClient(options: ClientOptions): ApiClient {
+export function createApiClient(options: ClientOptions) {
   const timeoutMs = positive('timeoutMs', options.timeoutMs ?? CLIENT_DEFAULTS.timeoutMs, false);
   const maxBodyBytes = positive('maxBodyBytes', options.maxBodyBytes ?? CLIENT_DEFAULTS.maxBodyBytes, true);
   const maxKeptBodyBytes = Math.max(maxBodyBytes, positive('maxKeptBodyBytes', options.maxKeptBodyBytes ?? CLIENT_DEFAULTS.maxKeptBodyBytes, true));
   const connections = positive('connections', options.connections ?? CLIENT_DEFAULTS.connections, true);
-  const userAgent = options.userAgent ?? CLIENT_DEFAULTS.userAgent;
-  if (!/^[\x20-\x7e]+$/.test(userAgent)) throw new ConfigError('userAgent must be printable ASCII.');
   const { origin, pathPrefix } = parseBaseUrl(options.baseUrl, 'The API base URL');
   const token = options.token;
   checkToken(token, 'The API token');
@@ -74,15 +69,18 @@ export function createApiClient(options: ClientOptions): ApiClient {
     Authorization: `Bearer ${token}`,
     Accept: 'application/json',
     'Accept-Encoding': 'identity',
-    'User-Agent': userAgent,
+    'User-Agent': 'netingest/0.1.0',
   };
   const headers = { plain: getHeaders, json: { ...getHeaders, 'Content-Type': 'application/json' } };
 
   // async, so that a request that cannot even be built (a caller bug) rejects like every other failure.
   const call = async <Q, A>(spec: OperationSpec<Q, A>, request: Q) => attempt(transport, spec, request, headers);
   return {
+    /** Sends `request` as `spec` says (method, path, body) and reads the answer through its contract. */
     call,
+    /** GET /v1/api/auth, the service's free credit check: the account's counters, or null (balance.ts). Never rejects. */
     balance: (signal?: AbortSignal) => readBalance(transport, getHeaders, signal),
+    /** Waits for calls in flight, then closes the keep-alive connections. */
     close: () => dispatcher.close(),
   };
 }

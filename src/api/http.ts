@@ -11,12 +11,12 @@ import {
   UnsupportedEncodingError,
 } from './errors.ts';
 import { BODY_DECODE_CODE, CALL_DEADLINE_CODE, errorForTransport } from './transport-errors.ts';
-import { contentCodings, firstUnsupportedCoding, readBody, type BodyText } from './body-reader.ts';
+import { contentCodings, readBody, type BodyText } from './body-reader.ts';
 import { bodyExcerpt } from './redact.ts';
-import { parseJsonBody } from './json-body.ts';
-import { readUsableAnswer } from './schemas.ts';
+import { parseJsonBody, readUsableAnswer } from './schemas.ts';
 import type { ApiCallInfo, ApiResult } from './types.ts';
 import type { OperationSpec } from '../operations/operation-spec.ts';
+import { OPERATION_METHODS } from '../spec/types.ts';
 
 /** Most bytes read of a body that is only needed for an error excerpt (a 5xx page, a 401 message). */
 const ERROR_BODY_MAX_BYTES = 64 * 1024;
@@ -45,7 +45,7 @@ export type CallHeaders = Record<'plain' | 'json', Record<string, string>>;
 export async function attempt<Q, A>(t: Transport, spec: OperationSpec<Q, A>, request: Q, headerSets: CallHeaders): Promise<ApiResult<A>> {
   const { json, body, path } = spec.send(request);
   const headers = json ? headerSets.json : headerSets.plain;
-  const sent: Sent = { method: spec.method, headers, body, path: t.pathPrefix + path, started: performance.now() };
+  const sent: Sent = { operation: spec.name, method: OPERATION_METHODS[spec.name], headers, body, path: t.pathPrefix + path, started: performance.now() };
   // undici's headersTimeout restarts on every informational (1xx) response, so a server sending `102
   // Processing` forever would hold the call for ever: this deadline covers the whole exchange.
   const deadline = new AbortController();
@@ -62,15 +62,13 @@ function callDeadlineError(timeoutMs: number): Error {
   return Object.assign(new Error(`the call took longer than ${timeoutMs} ms`), { code: CALL_DEADLINE_CODE });
 }
 
-interface Sent {
-  method: ApiCallInfo['method'];
+interface Sent extends Pick<ApiCallInfo, 'operation' | 'method' | 'path'> {
   headers: Record<string, string>;
   body: string | null;
-  path: string;
   started: number;
 }
 
-// Complexity 16: one exchange read top to bottom (send, status, body, answer), each outcome a line; split, the
+// Complexity 17: one exchange read top to bottom (send, status, body, answer), each outcome a line; split, the
 // order in which a paid answer is told from a failure would be harder to follow.
 // eslint-disable-next-line complexity -- see above
 async function exchange<Q, A>(t: Transport, spec: OperationSpec<Q, A>, request: Q, sent: Sent, signal: AbortSignal): Promise<ApiResult<A>> {
@@ -79,39 +77,28 @@ async function exchange<Q, A>(t: Transport, spec: OperationSpec<Q, A>, request: 
   try {
     res = await t.dispatcher.request({ origin: t.origin, path, method, headers, body, signal });
   } catch (err) {
-    throw errorForTransport(err, callInfo(spec, method, path, null, started), t.timeoutMs) ?? err;
+    throw errorForTransport(err, callInfo(sent, null), t.timeoutMs) ?? err;
   }
   const status = res.statusCode;
   const isResult = status === 200 || status === 404;
-  const codings = contentCodings(res.headers['content-encoding']);
-  const unsupported = firstUnsupportedCoding(codings);
   let received: BodyText;
   try {
-    if (unsupported !== null) {
-      // Not read: its bytes could not be shown anyway, and closing the connection is cheaper than draining it.
-      res.body.on('error', () => undefined);
-      res.body.destroy();
-      received = { text: `(a body compressed as '${unsupported}')`, truncated: false };
-    } else {
-      received = await readBody(res.body, {
-        limitBytes: isResult ? t.maxBodyBytes : Math.min(t.maxBodyBytes, ERROR_BODY_MAX_BYTES),
-        keepBytes: status === 200 ? t.maxKeptBodyBytes : 0,
-        deadline: started + t.timeoutMs,
-        declaredBytes: Number(res.headers['content-length'] ?? -1),
-        codings,
-      });
-    }
+    received = await readBody(res, {
+      limitBytes: isResult ? t.maxBodyBytes : Math.min(t.maxBodyBytes, ERROR_BODY_MAX_BYTES),
+      keepBytes: status === 200 ? t.maxKeptBodyBytes : 0,
+      deadline: started + t.timeoutMs,
+    });
   } catch (err) {
     // On another status the body is only an excerpt: one that does not decode must not turn a 401 or a 429
     // into a network failure to retry.
     if (isResult || (err as { code?: unknown } | null)?.code !== BODY_DECODE_CODE) {
-      throw errorForTransport(err, callInfo(spec, method, path, status, started), t.timeoutMs) ?? err;
+      throw errorForTransport(err, callInfo(sent, status), t.timeoutMs) ?? err;
     }
-    received = { text: `(a ${codings.join(', ')} body that does not decode)`, truncated: false };
+    received = { text: `(a ${contentCodings(res.headers['content-encoding']).join(', ')} body that does not decode)`, truncated: false };
   }
-  const call = callInfo(spec, method, path, status, started);
+  const call = callInfo(sent, status);
   // On another status the status says what went wrong; only the excerpt is missing.
-  if (unsupported !== null && isResult) throw new UnsupportedEncodingError({ call }, unsupported);
+  if (received.unsupported !== undefined && isResult) throw new UnsupportedEncodingError({ call }, received.unsupported);
   if (received.truncated && isResult) throw tooLarge(t, received, call);
   if (status === 200) return ok(t, spec, received.text, call, request);
   if (status === 404) return notFound(t, spec, received.text, call);
@@ -127,14 +114,9 @@ function tooLarge(t: Transport, received: BodyText, call: ApiCallInfo): Response
   return new ResponseTooLargeError({ call, bodyExcerpt: bodyExcerpt(received.text, t.secrets) }, t.maxBodyBytes, kept);
 }
 
-function callInfo(
-  spec: { name: ApiCallInfo['operation'] },
-  method: ApiCallInfo['method'],
-  path: string,
-  status: number | null,
-  started: number,
-): ApiCallInfo {
-  return { operation: spec.name, method, path, status, latencyMs: Math.round((performance.now() - started) * 1000) / 1000 };
+/** The call's facts: as sent, with its status, and the time from sending to now. */
+function callInfo({ operation, method, path, started }: Sent, status: number | null): ApiCallInfo {
+  return { operation, method, path, status, latencyMs: Math.round((performance.now() - started) * 1000) / 1000 };
 }
 
 function ok<Q, A>(t: Transport, spec: OperationSpec<Q, A>, text: string, call: ApiCallInfo, asked: Q): ApiResult<A> {

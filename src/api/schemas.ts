@@ -1,15 +1,36 @@
 /**
- * The one check every 200 body passes before anything downstream trusts it (the client on receipt, the writer
- * and reprocess on stored bodies): it is read through its operation's answer contract (src/operations/), and
- * only a body the contract cannot read at all is refused, as an ApiSchemaError naming the path. A body that
- * can be read is used whatever members it lacks or sends in a variant of their type: that is drift, counted
- * and reported, not an error.
+ * The one check every 200 body passes before anything downstream trusts it (the client on receipt, reprocess on
+ * stored bodies): it is read through its operation's answer contract (src/operations/), and only a body the
+ * contract cannot read at all is refused, as an ApiSchemaError naming the path. A body that can be read is used
+ * whatever members it lacks or sends in a variant of their type: that is drift, counted and reported, not an
+ * error. Both parse and read through here, so an answer stored live and one recovered by reprocess are read alike.
  */
-import { readAnswerOf, type UsableAnswer } from '../operations/answers.ts';
+import { readThrough, valueAt, type AnswerContract, type SetAsideRecord } from '../operations/answer-contract.ts';
+import type { DriftTally } from '../operations/drift.ts';
 import type { OperationSpec, Subject } from '../operations/operation-spec.ts';
+import { otherSiteHost } from '../urls/canonical.ts';
+import { networkHost } from '../urls/network-host.ts';
 import { ApiSchemaError } from './errors.ts';
 import { bodyExcerpt, createOutputRedactor } from './redact.ts';
 import type { ApiCallInfo } from './types.ts';
+import { OPERATION_METHODS, OPERATION_PATHS, type CreditCounters } from '../spec/types.ts';
+
+/** A body that could be read. */
+export interface UsableAnswer<T> {
+  answer: T;
+  /** Listed records that do not name themselves, left out (their positions and reasons). */
+  setAside: SetAsideRecord[];
+  drift: DriftTally;
+  /** The counters when all three are finite numbers, else null. */
+  credits: CreditCounters | null;
+  /** Whether this page ends the input's list (always true for post-details). */
+  lastPage: boolean;
+}
+
+/** Parses a body as the client does: a leading byte-order mark is legal in a body but not in JSON.parse's input. */
+export function parseJsonBody(text: string): unknown {
+  return JSON.parse(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text) as unknown;
+}
 
 /** Where a body came from, when known: the client passes all of it; reprocess may pass nothing. */
 export interface ValidationContext {
@@ -31,13 +52,50 @@ export function readUsableAnswer<Q, A>(
   context: ValidationContext = {},
   asked?: Q,
 ): UsableAnswer<A> {
-  const reading = readAnswerOf(spec, body, asked);
-  if (reading.usable) return reading;
+  const reading = readThrough(spec.answer, body);
+  const credits = creditsOf(body);
+  if (reading.usable) {
+    // The contract's reading is the answer type of its operation (answer-contract.ts's ReadObject).
+    const answer = reading.answer as A;
+    const lastPage = spec.lastPage(asked, answer, reading.drift);
+    noteOtherSiteRecords(spec.answer, answer, reading.drift);
+    return { answer, setAside: reading.setAside, drift: reading.drift, credits, lastPage };
+  }
   const secrets = context.secrets ?? [];
   // `raw` is archived like any 200 body (raw_responses), so it gets the same redaction as one: a short test
   // token redacted everywhere would mangle the body ("status" -> "s[REDACTED]atus"). The excerpt is a message.
   // A body without its text was parsed from JSON, so it has one again (undefined aside).
   const raw = createOutputRedactor(secrets)(context.raw ?? JSON.stringify(body) ?? String(body));
-  const call = context.call ?? { operation: spec.name, method: spec.method, path: spec.path, status: 200, latencyMs: 0 };
-  throw new ApiSchemaError({ call, bodyExcerpt: bodyExcerpt(raw, secrets) }, [reading.issue], raw, reading.credits);
+  const call = context.call ?? { operation: spec.name, method: OPERATION_METHODS[spec.name], path: OPERATION_PATHS[spec.name], status: 200, latencyMs: 0 };
+  throw new ApiSchemaError({ call, bodyExcerpt: bodyExcerpt(raw, secrets) }, [reading.issue], raw, credits);
+}
+
+/**
+ * Counts as drift (`host`) each listed record named by a page on another site than the network's (a sandbox or
+ * service answering for another brand): its operation's rows leave it out (stored-values.ts, recordUrlKey), so
+ * the run says it once per path instead of storing `https://other.example/company/x` beside the network's own.
+ */
+function noteOtherSiteRecords(contract: AnswerContract, answer: unknown, drift: DriftTally): void {
+  const { recordsAt, identity } = contract;
+  if (recordsAt === null || identity === null) return;
+  const records = valueAt(answer, recordsAt);
+  if (!Array.isArray(records)) return;
+  const host = networkHost();
+  const list = `${recordsAt.join('.')}[]`;
+  for (const record of records) {
+    const other = otherSiteHost((record as Record<string, unknown> | null)?.[identity], host);
+    if (other !== null) drift.note(`${list}.${identity}`, list, 'host', `${other}, not ${host}`);
+  }
+}
+
+/** The credit counters of a body when all three are finite numbers (1e400 parses as Infinity, which no balance is). */
+export function creditsOf(body: unknown): CreditCounters | null {
+  if (body === null || typeof body !== 'object') return null;
+  const { total_credits, credits_used, credits_remaining } = body as Record<string, unknown>;
+  if (!isFiniteNumber(total_credits) || !isFiniteNumber(credits_used) || !isFiniteNumber(credits_remaining)) return null;
+  return { total_credits, credits_used, credits_remaining };
+}
+
+function isFiniteNumber(value: unknown): value is number {
+  return typeof value === 'number' && Number.isFinite(value);
 }

@@ -2,15 +2,15 @@
  * The public shapes of the API client: what a call resolves to and the facts recorded about it.
  * Records, requests and response bodies themselves come from src/spec/types.ts.
  */
-import type { CreditCounters, Operation } from '../spec/types.ts';
-import type { UsableAnswer } from '../operations/answers.ts';
-import type { OperationSpec } from '../operations/operation-spec.ts';
+import type { Operation, OPERATION_METHODS } from '../spec/types.ts';
+import type { UsableAnswer } from './schemas.ts';
+import type { createApiClient } from './client.ts';
 
 /** Facts about one HTTP call, for the `api_calls` log and for errors. Never holds the token. */
 export interface ApiCallInfo {
   operation: Operation;
-  /** Its spec's, as api.md prescribes. */
-  method: OperationSpec['method'];
+  /** The operation's, as api.md prescribes. */
+  method: (typeof OPERATION_METHODS)[Operation];
   /** Path and query string as sent (base-URL path prefix included), without scheme or host. */
   path: string;
   /** HTTP status, or null when no response arrived (network failure, timeout before headers). */
@@ -23,7 +23,7 @@ export interface ApiCallInfo {
  * A 200 response whose body its operation's answer contract can read (src/operations/): the contract's reading
  * (its credits, lastPage, drift and set-aside records; the writer stores those as answer_anomalies).
  */
-export interface ApiOk<T> extends Omit<UsableAnswer<T>, 'usable' | 'answer'> {
+export interface ApiOk<T> extends Omit<UsableAnswer<T>, 'answer'> {
   kind: 'ok';
   /** The body as read through the contract: every member the spec names is there, as its type or null. */
   data: T;
@@ -45,15 +45,5 @@ export interface ApiNotFound {
 /** What every operation resolves to; anything else is thrown as an ApiError. */
 export type ApiResult<T> = ApiOk<T> | ApiNotFound;
 
-/** The client: one generic call, sent and read as the operation's spec says. */
-export interface ApiClient {
-  /** Sends `request` as `spec` says (method, path, body) and reads the answer through its contract. */
-  call<Q, A>(spec: OperationSpec<Q, A>, request: Q): Promise<ApiResult<A>>;
-  /**
-   * GET /v1/api/auth, the service's free credit check: the account's counters, or null when it does not offer
-   * them (any answer but a 200 with three finite counters, or none in time). Never rejects.
-   */
-  balance(signal?: AbortSignal): Promise<CreditCounters | null>;
-  /** Waits for calls in flight, then closes the keep-alive connections. */
-  close(): Promise<void>;
-}
+/** The client: one generic call, sent and read as the operation's spec says (its members: createApiClient). */
+export type ApiClient = ReturnType<typeof createApiClient>;

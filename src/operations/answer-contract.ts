@@ -156,15 +156,9 @@ function unusableShape(contract: AnswerContract, body: Record<string, unknown>):
 /** Replaces each listed record that does not name itself by null, in place, so the others keep their positions. */
 function setAsideNamelessRecords(contract: AnswerContract, answer: Record<string, unknown>, body: Record<string, unknown>): SetAsideRecord[] {
   const names = contract.recordsAt!;
-  let records: unknown = answer;
-  let raw: unknown = body;
-  for (const name of names) {
-    records = (records as Record<string, unknown>)[name];
-    raw = (raw as Record<string, unknown>)[name];
-  }
   const out: SetAsideRecord[] = [];
-  const list = records as unknown[];
-  const rawList = raw as unknown[];
+  const list = valueAt(answer, names) as unknown[];
+  const rawList = valueAt(body, names) as unknown[];
   const id = contract.identity!;
   for (let i = 0; i < list.length; i++) {
     const record = list[i];
@@ -284,6 +278,11 @@ const LOSSLESS: Record<ScalarType, (v: unknown) => unknown> = {
   boolean: (v) => (v === 'true' || v === 1 ? true : v === 'false' || v === 0 ? false : undefined),
   given: (v) => v,
 };
+
+/** The value at `path` under `value` (a contract's `recordsAt`), or undefined where a step is not an object. */
+export function valueAt(value: unknown, path: readonly string[]): unknown {
+  return path.reduce<unknown>((v, name) => (isObject(v) ? v[name] : undefined), value);
+}
 
 export function isObject(v: unknown): v is Record<string, unknown> {
   return v !== null && typeof v === 'object' && !Array.isArray(v);

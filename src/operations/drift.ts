@@ -72,10 +72,8 @@ export class DriftTally {
   }
 }
 
-type CountOf = Pick<DriftCount, 'path' | 'kind' | 'count' | 'of' | 'detail'>;
-
 /** The one line a drift count is said in, e.g. `post-details author.network_url: missing in 40/40, read from author.acmenet_url`. */
-export function driftLine(operation: string, d: CountOf): string {
+export function driftLine(operation: string, d: DriftCount): string {
   return `${operation} ${d.path}: ${driftPhrase(d)}`;
 }
 
@@ -83,7 +81,7 @@ export function driftLine(operation: string, d: CountOf): string {
  * One line per operation and path, its kinds together: `similar-companies data.content[].phone: missing in
  * 7/145, null in 5/145, stored as NULL`. Counts come sorted by operation, path and kind (DriftTally.counts()).
  */
-export function driftPathLines(counts: ReadonlyArray<CountOf & { operation: string }>): string[] {
+export function driftPathLines(counts: ReadonlyArray<DriftCount & { operation: string }>): string[] {
   const lines: string[] = [];
   for (let i = 0; i < counts.length; ) {
     const { operation, path } = counts[i]!;
@@ -100,7 +98,7 @@ export function driftPathLines(counts: ReadonlyArray<CountOf & { operation: stri
   return lines;
 }
 
-function driftPhrase(d: CountOf): string {
+function driftPhrase(d: DriftCount): string {
   const share = `${d.count}/${d.of}`;
   switch (d.kind) {
     case 'missing':

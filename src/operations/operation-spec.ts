@@ -22,12 +22,11 @@ export interface Subject {
   operation: Operation;
 }
 
-/** A starter: a job file and the CSV it reads, as paths relative to the folder `init` runs in. */
+/** A starter: a job file and the CSV it reads (its `input.csv`), as paths relative to the folder `init` runs in. */
 export interface Starter {
   /** Job file without extension, under jobs/; also the job's name. */
   name: string;
   definition: JobDefinition;
-  csvPath: string;
   csv: string;
 }
 
@@ -90,9 +89,7 @@ export interface OperationSpec<Q = unknown, A = unknown, S extends Subject = Sub
   // ---- the request ----
   /** Checks a request read back from the ledger (tasks.request_json), once per task. */
   request: z.ZodType<Q>;
-  method: 'GET' | 'POST';
-  /** The path without query, as in api.md (used where no request is at hand). */
-  path: string;
+  /** How it is sent; its method is the spec's (OPERATION_METHODS in src/spec/types.ts). */
   send(request: Q): Sent;
 
   // ---- the answer ----

@@ -6,7 +6,7 @@
  * member of `author` (the live service names it after its brand: `<brand>_url`).
  */
 import { z } from 'zod';
-import { OPERATION_METHODS, OPERATION_PATHS } from '../spec/types.ts';
+import { OPERATION_PATHS } from '../spec/types.ts';
 import { canonicalPostUrl, canonicalUrl } from '../urls/canonical.ts';
 import { postIdOfAnswer, postIdOfUrl } from '../urls/post-id.ts';
 import { given, int, list, nullable, obj, orOtherName, str, bool, CREDIT_MEMBERS, type ReadObject } from './answer-contract.ts';
@@ -137,7 +137,6 @@ export const postDetails = {
       input: { csv: 'data/posts.csv', column: 'post_url' },
       credits: { reserve: 100 },
     },
-    csvPath: 'data/posts.csv',
     csv:
       'post_url,campaign\n' +
       'https://www.network.com/posts/jane-doe_robotics-automation-activity-7123456789012345678-abcd,launch\n' +
@@ -149,8 +148,6 @@ export const postDetails = {
   requestsOfKey: (_job, inputKey) => [{ url: inputKey }],
 
   request: requestSchema,
-  method: OPERATION_METHODS['post-details'],
-  path: OPERATION_PATHS['post-details'],
   // api.md's examples send Content-Type: application/json on this GET too; we send what they send.
   send: (request) => ({ path: `${OPERATION_PATHS['post-details']}?url=${encodeURIComponent(request.url)}`, body: null, json: true }),
 

@@ -8,13 +8,7 @@ import { z } from 'zod';
 import { searchKey } from '../jobs/request-keys.ts';
 import { searchColumns } from '../jobs/search-columns.ts';
 import { isListParam, normalizeParam, SEARCH_QUERY_PARAMS, type SearchQueryBase } from '../jobs/search-query.ts';
-import {
-  OPERATION_METHODS,
-  OPERATION_PATHS,
-  SEARCH_JOBS_PAGE_SIZE,
-  SEARCH_JOBS_PARAMS,
-  type SearchJobsQuery,
-} from '../spec/types.ts';
+import { OPERATION_PATHS, SEARCH_JOBS_PAGE_SIZE, SEARCH_JOBS_PARAMS, type SearchJobsQuery } from '../spec/types.ts';
 import { canonicalCompanyUrl, canonicalJobUrl } from '../urls/canonical.ts';
 import { bool, int, list, obj, str, strict, CREDIT_MEMBERS, type ReadObject } from './answer-contract.ts';
 import { isMangled, NOT_UTF8 } from './input-cells.ts';
@@ -182,7 +176,6 @@ export const searchJobs = {
       request: { timePosted: 'past_week', location: 'germany' },
       credits: { reserve: 100 },
     },
-    csvPath: 'data/job-queries.csv',
     csv: 'keywords,location\nrobotics engineer,germany\ndata analyst,france\n',
   },
   refreshAfterDays: 0.5,
@@ -230,8 +223,6 @@ export const searchJobs = {
     workplaceTypes: z.array(z.string()).optional(),
     location: z.string().optional(),
   }),
-  method: OPERATION_METHODS['search-jobs'],
-  path: OPERATION_PATHS['search-jobs'],
   send: (query) => ({ path: searchJobsPath(query), body: null, json: false }),
 
   answer: { body, recordsAt: ['results'], identity: 'url', recordMembers: [] },

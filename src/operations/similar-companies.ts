@@ -7,7 +7,7 @@
 import { z } from 'zod';
 import { EMPTY_FILTER_KEY, filterKey } from '../jobs/request-keys.ts';
 import { answered, rawRows } from '../read-steps.ts';
-import { OPERATION_METHODS, OPERATION_PATHS, type SimilarCompaniesAccount } from '../spec/types.ts';
+import { OPERATION_PATHS, type SimilarCompaniesAccount } from '../spec/types.ts';
 import { canonicalCompanyUrl } from '../urls/canonical.ts';
 import { given, int, list, nullable, num, obj, str, bool, strict, CREDIT_MEMBERS, type ReadObject } from './answer-contract.ts';
 import { countryName } from './country-name.ts';
@@ -256,7 +256,6 @@ export const similarCompanies = {
       pages: 1,
       credits: { reserve: 100 },
     },
-    csvPath: 'data/leads.csv',
     csv: 'company_url,account_owner\nhttps://www.network.com/company/acme-robotics,jane\nnetwork.com/company/initech,omar\n',
   },
   refreshAfterDays: 30,
@@ -276,8 +275,6 @@ export const similarCompanies = {
   requestsOfKey: requestsOf,
 
   request: requestSchema,
-  method: OPERATION_METHODS['similar-companies'],
-  path: OPERATION_PATHS['similar-companies'],
   // The request as given (undefined members are dropped by JSON).
   send: (request) => ({ path: OPERATION_PATHS['similar-companies'], body: JSON.stringify(request), json: true }),
 

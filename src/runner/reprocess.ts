@@ -12,8 +12,7 @@
  * contract fix is for). One that still cannot be read is reported by id and request, and its task stays failed.
  */
 import { ApiSchemaError } from '../api/errors.ts';
-import { parseJsonBody } from '../api/json-body.ts';
-import { readUsableAnswer } from '../api/schemas.ts';
+import { parseJsonBody, readUsableAnswer } from '../api/schemas.ts';
 import { openStore } from '../store/open-store.ts';
 import { findSpec, readStored } from '../operations/index.ts';
 import { decodeRawBody } from '../store/raw-body.ts';

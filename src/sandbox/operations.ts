@@ -2,7 +2,7 @@ import { SEARCH_JOBS_PAGE_SIZE, SEARCH_JOBS_PARAMS, type Operation, type Similar
 import { WorldAge } from './data/world-age.ts';
 import { CompanyData } from './data/companies.ts';
 import { JobData, type JobSearch } from './data/jobs.ts';
-import { PostData, type PostBody } from './data/posts.ts';
+import { PostData } from './data/posts.ts';
 import { canonicalUrlKey } from './data/canonical.ts';
 import { LiveShaper, liveShapesOf } from './live/live-shaper.ts';
 import type { SandboxOptions } from './options.ts';
@@ -17,14 +17,6 @@ export interface ErrorOutcome {
   kind: 'error';
   status: number;
   body: string;
-}
-
-/** The parts of a request an operation reads. */
-export interface OperationInput {
-  query: URLSearchParams;
-  /** Raw request body text ('' when none). */
-  bodyText: string;
-  contentType: string | undefined;
 }
 
 const json = (value: unknown): string => JSON.stringify(value);
@@ -47,9 +39,8 @@ export class Operations {
   private readonly companies: CompanyData;
   private readonly posts: PostData;
   private readonly jobs: JobData;
-  /** Open 200 bodies by list (a company list, a search's results) and page. */
+  /** Open 200 bodies by list (a company list, a search's results, a post: a list of one page) and page. */
   private readonly pages = new WeakMap<object, Map<string, Buffer>>();
-  private readonly postBodies = new WeakMap<PostBody, Buffer>();
   private readonly emptyPastEnd: boolean;
   /** The live-service shapes, or null in the spec mode (whose answers must not change by a byte). */
   private readonly live: LiveShaper | null;
@@ -65,25 +56,28 @@ export class Operations {
     this.live = shapes && new LiveShaper(shapes, seed);
   }
 
-  /** Checks the parameters only, so that faults and credits are decided on valid calls alone (an entry per operation). */
-  readonly validate: Record<Operation, (input: OperationInput) => Validated> = {
-    'similar-companies': (input) => {
-      const request = parseSimilar(input);
+  /**
+   * Checks the parameters only (the query, the raw body text, '' for none, and its Content-Type), so that faults
+   * and credits are decided on valid calls alone (an entry per operation).
+   */
+  readonly validate: Record<Operation, (query: URLSearchParams, bodyText: string, contentType?: string) => Validated> = {
+    'similar-companies': (_query, bodyText, contentType) => {
+      const request = parseSimilar(bodyText, contentType);
       return 'kind' in request ? request : () => this.similarPage(request);
     },
-    'post-details': (input) => {
-      const url = input.query.get('url');
+    'post-details': (query) => {
+      const url = query.get('url');
       if (url === null || url.trim() === '') return badRequest('Query parameter `url` is required');
       return () => this.post(url);
     },
-    'search-jobs': (input) => {
-      const startText = input.query.get('start');
+    'search-jobs': (query) => {
+      const startText = query.get('start');
       if (startText !== null && !/^\d{1,9}$/.test(startText.trim())) {
         return badRequest('Query parameter `start` must be a non-negative integer');
       }
       const search: JobSearch = {};
       for (const name of SEARCH_JOBS_PARAMS) {
-        const value = input.query.get(name);
+        const value = query.get(name);
         if (value !== null && name !== 'start') search[name] = value;
       }
       // The spec calls company ids numeric; a job board would not guess what another id means.
@@ -98,10 +92,7 @@ export class Operations {
 
   private post(url: string): Outcome {
     const post = this.posts.details(url);
-    if (!post) return NO_POST;
-    let open = this.postBodies.get(post);
-    if (open === undefined) this.postBodies.set(post, (open = openJson(this.live ? this.live.post(post) : post)));
-    return { kind: 'ok', open };
+    return post ? this.page(post, '1', false, NO_POST, () => (this.live ? this.live.post(post) : post)) : NO_POST;
   }
 
   private similarPage(request: SimilarRequest): Outcome {
@@ -163,8 +154,8 @@ type SimilarRequest = { url: string; account: SimilarCompaniesAccount | undefine
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 const isPositiveInt = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) >= 1;
 
-function parseSimilar(input: OperationInput): ErrorOutcome | SimilarRequest {
-  const read = jsonObjectBody(input);
+function parseSimilar(bodyText: string, contentType: string | undefined): ErrorOutcome | SimilarRequest {
+  const read = jsonObjectBody(bodyText, contentType);
   if ('refused' in read) return read.refused;
   const { url, account, page = 1, num = 10 } = read.body;
   if (typeof url !== 'string' || url.trim() === '') return badRequest('Body field `url` is required (a company page URL)');
@@ -176,13 +167,13 @@ function parseSimilar(input: OperationInput): ErrorOutcome | SimilarRequest {
 }
 
 /** The JSON object a POST carries, or the 400 that refuses it (wrong Content-Type, not JSON, not an object). */
-function jsonObjectBody(input: OperationInput): { refused: ErrorOutcome } | { body: Record<string, unknown> } {
-  if (!input.contentType || !/^application\/json\b/i.test(input.contentType.trim())) {
+function jsonObjectBody(bodyText: string, contentType: string | undefined): { refused: ErrorOutcome } | { body: Record<string, unknown> } {
+  if (!contentType || !/^application\/json\b/i.test(contentType.trim())) {
     return { refused: badRequest('Content-Type must be application/json') };
   }
   let body: unknown;
   try {
-    body = JSON.parse(input.bodyText);
+    body = JSON.parse(bodyText);
   } catch {
     return { refused: badRequest('Request body is not valid JSON') };
   }

@@ -142,6 +142,26 @@ export type SandboxOptions = typeof DEFAULTS;
 
 const RATE_KEYS = [...FAULTS.map(([, key]) => key), 'notFoundRate', 'memberMissingRate', 'memberNullRate', 'bareUrlRate', 'countryUrlRate'] as const;
 
+const limitOrNull = (v: number | null) => v === null || v > 0;
+
+/** The options of a form of their own: whether a value is of it, and what it must be (`sandbox <option> <must>, got <value>`). */
+const CHECKS: { [K in keyof SandboxOptions]?: [ok: (value: SandboxOptions[K]) => boolean, must: string] } = {
+  // Seeds are mixed in as 32-bit integers: NaN (`--seed abc`) or a fraction would silently be another seed.
+  seed: [Number.isSafeInteger, 'must be a whole number'],
+  ageDays: [(v) => Number.isSafeInteger(v) && v >= 0 && v <= 3650, 'must be a whole number from 0 to 3650'],
+  latencyMs: [(v) => (Array.isArray(v) ? v[0] >= 0 && v[1] >= v[0] : v >= 0), 'must be >= 0 (or a [min, max] range)'],
+  rateLimitPerSecond: [limitOrNull, 'must be > 0 or null'],
+  rateLimitPerMinute: [limitOrNull, 'must be > 0 or null'],
+  pastLastPage: [(v) => PAST_LAST_PAGE_MODES.includes(v), `must be one of ${PAST_LAST_PAGE_MODES.join(', ')}`],
+  retryAfterSeconds: [(v) => v >= 0 && Number.isInteger(v), 'must be a whole number >= 0'],
+  // The brand names a JSON member (`<brand>_url`) and the host goes into every URL: keep both plain.
+  brand: [(v) => /^[a-z][a-z0-9]*$/.test(v), 'must be lower-case letters and digits'],
+  networkHost: [(v) => /^[a-z0-9-]+(\.[a-z0-9-]+)+$/.test(v) && !v.startsWith('www.'), `must be a bare host name such as ${DEFAULT_NETWORK_HOST}`],
+  maxNum: [(v) => Number.isSafeInteger(v) && v >= 1, 'must be a whole number >= 1'],
+  slowMs: [(v) => v >= 0, 'must be >= 0'],
+  hugeBytes: [(v) => v >= 0, 'must be >= 0'],
+};
+
 /** Merges the input over the defaults and rejects values that make no sense. */
 export function resolveOptions(input: SandboxOptionsInput = {}): SandboxOptions {
   const defined = Object.fromEntries(Object.entries(input).filter(([, v]) => v !== undefined));
@@ -153,21 +173,17 @@ export function resolveOptions(input: SandboxOptionsInput = {}): SandboxOptions 
     liveShapes: Array.isArray(input.liveShapes) ? [...input.liveShapes] : (input.liveShapes ?? SANDBOX_DEFAULTS.liveShapes),
     costs: { ...SANDBOX_DEFAULTS.costs, ...input.costs },
   } as SandboxOptions;
+  for (const key of Object.keys(CHECKS) as Array<keyof SandboxOptions>) {
+    const [ok, must] = CHECKS[key] as [(value: unknown) => boolean, string];
+    if (!ok(options[key])) throw new RangeError(`sandbox ${key} ${must}, got ${String(options[key])}`);
+  }
   checkDrawOptions(options);
-  checkTimingOptions(options);
   checkLiveOptions(options);
-  if (!(options.slowMs >= 0)) throw new RangeError(`sandbox slowMs must be >= 0, got ${options.slowMs}`);
-  if (!(options.hugeBytes >= 0)) throw new RangeError(`sandbox hugeBytes must be >= 0, got ${options.hugeBytes}`);
   return options;
 }
 
-/** The seed, the rates drawn against, the costs and the tokens' credits. */
+/** The rates drawn against, the costs and the tokens' credits. */
 function checkDrawOptions(options: SandboxOptions): void {
-  // Seeds are mixed in as 32-bit integers: NaN (`--seed abc`) or a fraction would silently be another seed.
-  if (!Number.isSafeInteger(options.seed)) throw new RangeError(`sandbox seed must be a whole number, got ${options.seed}`);
-  if (!(Number.isSafeInteger(options.ageDays) && options.ageDays >= 0 && options.ageDays <= 3650)) {
-    throw new RangeError(`sandbox ageDays must be a whole number from 0 to 3650, got ${options.ageDays}`);
-  }
   for (const key of RATE_KEYS) {
     const rate = options[key];
     if (!(rate >= 0 && rate <= 1)) throw new RangeError(`sandbox option ${key} must be between 0 and 1, got ${rate}`);
@@ -181,24 +197,7 @@ function checkDrawOptions(options: SandboxOptions): void {
   }
 }
 
-/** The latency, the rate limits and what they answer, and what comes past the last page. */
-function checkTimingOptions(options: SandboxOptions): void {
-  const lat = options.latencyMs;
-  const [lo, hi] = Array.isArray(lat) ? lat : [lat, lat];
-  if (!(lo >= 0 && hi >= lo)) throw new RangeError(`sandbox latencyMs must be >= 0 (or a [min, max] range), got ${String(lat)}`);
-  for (const key of ['rateLimitPerSecond', 'rateLimitPerMinute'] as const) {
-    const limit = options[key];
-    if (limit !== null && !(limit > 0)) throw new RangeError(`sandbox ${key} must be > 0 or null, got ${limit}`);
-  }
-  if (!(PAST_LAST_PAGE_MODES as readonly string[]).includes(options.pastLastPage)) {
-    throw new RangeError(`sandbox pastLastPage must be one of ${PAST_LAST_PAGE_MODES.join(', ')}, got ${String(options.pastLastPage)}`);
-  }
-  if (!(options.retryAfterSeconds >= 0 && Number.isInteger(options.retryAfterSeconds))) {
-    throw new RangeError(`sandbox retryAfterSeconds must be a whole number >= 0, got ${options.retryAfterSeconds}`);
-  }
-}
-
-/** The live-service options: shapes known, rates that add up, a brand and host that can appear in a URL. */
+/** The live-service options: shapes known, rates that add up. */
 function checkLiveOptions(options: SandboxOptions): void {
   const { liveShapes } = options;
   if (typeof liveShapes !== 'boolean') {
@@ -214,13 +213,5 @@ function checkLiveOptions(options: SandboxOptions): void {
   }
   if (options.bareUrlRate + options.countryUrlRate > 1) {
     throw new RangeError('sandbox bareUrlRate and countryUrlRate must add up to at most 1');
-  }
-  // The brand names a JSON member (`<brand>_url`) and the host goes into every URL: keep both plain.
-  if (!/^[a-z][a-z0-9]*$/.test(options.brand)) throw new RangeError(`sandbox brand must be lower-case letters and digits, got ${options.brand}`);
-  if (!/^[a-z0-9-]+(\.[a-z0-9-]+)+$/.test(options.networkHost) || options.networkHost.startsWith('www.')) {
-    throw new RangeError(`sandbox networkHost must be a bare host name such as ${DEFAULT_NETWORK_HOST}, got ${options.networkHost}`);
-  }
-  if (!(Number.isSafeInteger(options.maxNum) && options.maxNum >= 1)) {
-    throw new RangeError(`sandbox maxNum must be a whole number >= 1, got ${options.maxNum}`);
   }
 }

@@ -91,7 +91,7 @@ export async function startSandbox(input: SandboxOptionsInput = {}) {
     const token = admit(req);
     if (typeof token !== 'string') return token;
 
-    const answerOf = operations.validate[route.op]({ query, bodyText, contentType: req.headers['content-type'] });
+    const answerOf = operations.validate[route.op](query, bodyText, req.headers['content-type']);
     if (typeof answerOf !== 'function') return answer(answerOf.status, answerOf.body);
     const cost = options.costs[route.op];
     if (!ledger.canPay(token, cost)) return answer(402, msg('Insufficient credits'));

@@ -131,18 +131,6 @@ export interface JobRecord {
   [extra: string]: unknown;
 }
 
-/** Query parameters of GET /v1/api/search-jobs; list parameters are sent comma-joined. */
-export interface SearchJobsQuery {
-  start?: number;
-  timePosted?: string;
-  keywords?: string;
-  experienceLevels?: string[];
-  companyIds?: string[];
-  jobTypes?: string[];
-  workplaceTypes?: string[];
-  location?: string;
-}
-
 /** Names of the search-jobs query parameters, in the order the spec lists them. */
 export const SEARCH_JOBS_PARAMS = [
   'start',
@@ -157,6 +145,12 @@ export const SEARCH_JOBS_PARAMS = [
 
 /** The search-jobs parameters that are comma-separated lists. */
 export const SEARCH_JOBS_LIST_PARAMS = ['experienceLevels', 'companyIds', 'jobTypes', 'workplaceTypes'] as const;
+type SearchJobsListParam = (typeof SEARCH_JOBS_LIST_PARAMS)[number];
+
+/** Query parameters of GET /v1/api/search-jobs, as listed above: `start` a number, the lists' items sent comma-joined. */
+export type SearchJobsQuery = { start?: number } & { [P in SearchJobsListParam]?: string[] } & {
+  [P in Exclude<(typeof SEARCH_JOBS_PARAMS)[number], 'start' | SearchJobsListParam>]?: string;
+};
 
 /** Page size of search-jobs (known-behaviour.md): `start` is a record offset. */
 export const SEARCH_JOBS_PAGE_SIZE = 10;

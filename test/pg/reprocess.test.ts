@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseJsonBody } from '../../src/api/json-body.ts';
+import { parseJsonBody } from '../../src/api/schemas.ts';
 import { reprocessDatabase, type ReprocessReport } from '../../src/runner/reprocess.ts';
 import { openDatabase } from '../../src/store/open.ts';
 import { openStore } from '../../src/store/open-store.ts';

@@ -2,9 +2,8 @@
  * Wrappers over the store that only tests call: the run writes through its own transaction and group commit,
  * reads each body once through the client, and files each answer under its spec's subject.
  */
-import { readUsableAnswer, type ValidationContext } from '../../src/api/schemas.ts';
+import { readUsableAnswer, type UsableAnswer, type ValidationContext } from '../../src/api/schemas.ts';
 import type { ReadObject } from '../../src/operations/answer-contract.ts';
-import type { UsableAnswer } from '../../src/operations/answers.ts';
 import { OPERATION_SPECS, specOf, type AnySubject, type SpecOf } from '../../src/operations/index.ts';
 import type { OperationSpec } from '../../src/operations/operation-spec.ts';
 import type { Operation } from '../../src/spec/types.ts';

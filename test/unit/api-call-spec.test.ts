@@ -44,18 +44,17 @@ afterAll(async () => {
   await new Promise<void>((resolve) => server.close(() => resolve()));
 });
 
-/** A fourth operation as far as the client can tell: its own method, path, body and 404 rule. */
+/** A fourth operation as far as the client can tell: its own path, body and 404 rule, and a POST's method (by its name). */
 const fourth = {
   ...searchJobs,
-  method: 'POST' as const,
-  path: '/v9/api/fourth',
+  name: 'similar-companies' as const,
   send: (request: { keywords?: string }) => ({ path: `/v9/api/fourth?k=${request.keywords ?? ''}`, body: JSON.stringify({ asked: request.keywords }), json: true }),
   notFound: { isAnswer: (body: Readonly<Record<string, unknown>> | null) => body?.['gone'] === true, shape: 'a JSON object with gone: true', ambiguous: false },
   lastPage: () => false,
 };
 
 describe('client.call(spec, request)', () => {
-  it('sends the method, path, body and content type the spec gives, and reads the 200 through its contract', async () => {
+  it('sends the method of its operation (OPERATION_METHODS), the path, body and content type the spec gives, and reads the 200 through its contract', async () => {
     answer = { status: 200, body: JSON.stringify(EMPTY_JOBS_PAGE) };
     seen.length = 0;
     const result = await client.call(fourth, { keywords: 'x' });

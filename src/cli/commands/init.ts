@@ -24,7 +24,7 @@ export const initCommand = defineCommand({
     const jobFile = `jobs/${starter.name}.${argv.ts ? 'ts' : 'json'}`;
     const files: Array<[string, string]> = [
       [jobFile, starterJobText(starter, argv.ts ? 'ts' : 'json')],
-      [starter.csvPath, starter.csv],
+      [starter.definition.input.csv, starter.csv],
     ];
     const existing = files.map(([path]) => path).filter((path) => existsSync(path));
     if (existing.length > 0) {
@@ -36,7 +36,7 @@ export const initCommand = defineCommand({
       await writeFile(path, text, { flag: 'wx' });
     }
     io.stdout.write(
-      `Wrote ${jobFile} and ${starter.csvPath}. Put your own rows in the CSV, then:\n` +
+      `Wrote ${jobFile} and ${starter.definition.input.csv}. Put your own rows in the CSV, then:\n` +
         `  netingest plan ${jobFile}   # what a run would do and cost; no API call\n` +
         `  netingest run ${jobFile}    # with NETINGEST_API_URL and NETINGEST_API_TOKEN set\n` +
         (argv.ts ? `The job imports 'netingest': a project that runs it has the package installed (npm install netingest).\n` : ''),

@@ -16,9 +16,6 @@ interface ListEntry {
   value: string;
 }
 
-/** Company records by slug (relevancy is set per list): the same company looks the same in every list. */
-type BaseCompany = CompanyRecord;
-
 const FUNDING_TYPES = ['SEED', 'SERIES_A', 'SERIES_B', 'SERIES_C', 'PRIVATE_EQUITY'] as const;
 
 /**
@@ -30,7 +27,8 @@ const CANDIDATE_POOL = 200;
 
 /** Generates (and caches) similar-company lists and company records from a seed. */
 export class CompanyData {
-  private readonly bases = new BoundedCache<string, BaseCompany>(20_000);
+  /** Company records by slug (relevancy is set per list): the same company looks the same in every list. */
+  private readonly bases = new BoundedCache<string, CompanyRecord>(20_000);
   private readonly lists = new BoundedCache<string, ListEntry[] | null>(20_000);
 
   constructor(
@@ -72,7 +70,7 @@ export class CompanyData {
   }
 
   /** The record of a company without its relevancy: the same in every list. */
-  private base(entry: ListEntry): BaseCompany {
+  private base(entry: ListEntry): CompanyRecord {
     let base = this.bases.get(entry.slug);
     if (!base) {
       base = this.generateBase(entry.name, entry.slug);
@@ -81,7 +79,7 @@ export class CompanyData {
     return base;
   }
 
-  private generateBase(name: string, slug: string): BaseCompany {
+  private generateBase(name: string, slug: string): CompanyRecord {
     const rng = Prng.from(this.seed, `company:${slug}`);
     const [rangeStart, rangeEnd] = rng.pick(STAFF_RANGES);
     // Empty lists occur as well as null ones: a client must store "none" either way.

@@ -40,7 +40,7 @@ export function createIngestor(database: Connection) {
   const write = prepareRowWriter(sqlite, { posts: { posted_on: (row) => postDates.isoOf(row['posted_raw']) } });
   const ctx: RowContext = { seenAt: '', networkHost: networkHost(), stored: prepareStoredLookup(sqlite) };
   /**
-   * Upserts one answer, as its operation's contract read it (operations/answers.ts); every timestamp written is
+   * Upserts one answer, as its operation's contract read it (operations/answer-contract.ts); every timestamp written is
    * `seenAt` (ISO-8601 UTC), so a replay reproduces them. With `source`, what the answer changes is recorded in
    * the history (store/history/) first. Must run inside a transaction the caller opened; throws otherwise.
    */
