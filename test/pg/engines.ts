@@ -80,7 +80,22 @@ export const SQLITE: TestEngine = {
         db.close();
       }
     };
-    const rows = async <T>(sql: string, ...params: unknown[]) => connected(true, (db) => db.prepare(sql).all(...params) as T[]);
+    // Reads made one after another in one turn of the event loop (a test reading every table) share a read-only
+    // connection, closed at the next turn: one opened per statement parsed the schema again for each (~0.7 ms).
+    let reader: BetterSqlite3.Database | undefined;
+    const readOnly = (): BetterSqlite3.Database => {
+      if (!reader) {
+        const opened = new BetterSqlite3(file, { readonly: true, fileMustExist: true });
+        registerRawBodyFunction(opened);
+        reader = opened;
+        setImmediate(() => {
+          reader = undefined;
+          opened.close();
+        });
+      }
+      return reader;
+    };
+    const rows = async <T>(sql: string, ...params: unknown[]) => readOnly().prepare(sql).all(...params) as T[];
     const run = async (sql: string, ...params: unknown[]) => void connected(false, (db) => db.prepare(sql).run(...params));
     const create = async () => openDatabase(file).close();
     const everything = async () => [file, `${file}-wal`].filter((f) => existsSync(f)).map((f) => ({ where: f, text: readFileSync(f).toString('latin1') }));

@@ -16,8 +16,12 @@ describe.skipIf(!pgClusterUrl)(`query on PostgreSQL${pgClusterUrl ? '' : ` (skip
   const ds = useReadDataset('query', ['lookalikes.json']);
 
   it('prints the same table, CSV and JSON Lines as on SQLite', async () => {
-    for (const sql of SAME_ON_BOTH) {
-      for (const format of ['table', 'csv', 'jsonl']) {
+    // JSON Lines prints each value's type with its text: every statement is compared in it. The table and CSV print
+    // those values with the formatters both engines share: compared on the statements with names, NULLs, counts,
+    // sums, timestamps and fractions (companies, runs), not again on the task counts and the view (one statement
+    // child fewer each on SQLite: ~0.2 s of CPU).
+    for (const [i, sql] of SAME_ON_BOTH.entries()) {
+      for (const format of i === 0 || i === SAME_ON_BOTH.length - 1 ? ['table', 'csv', 'jsonl'] : ['jsonl']) {
         const lite = await inProcess(['query', sql, '--db', ds.data.file, '--format', format]);
         const onPg = await inProcess(['query', sql, '--db', ds.data.url, '--format', format]);
         expect(onPg.stderr, sql).toBe('');

@@ -54,6 +54,18 @@ const READ_PAGE = `(() => {
 const numberOf = (text: string | undefined) => Number(text?.replaceAll(',', ''));
 const sumColumn = (rows: string[][], column: number) => Math.round(rows.reduce((n, r) => n + numberOf(r[column]), 0) * 1e6) / 1e6;
 
+/**
+ * A page as Chromium would see it from either engine: the dataset's name (the file or the URL) and zrender's ids,
+ * numbered per chart drawn in the process, written the same way.
+ */
+function comparablePage(html: string, locator: string): string {
+  const ids = new Map<string, string>();
+  return html.replaceAll(locator, 'DATASET').replace(/zr\d+-[a-z]+-?\d*/g, (id) => ids.get(id) ?? ids.set(id, `zr-${ids.size}`).get(id)!);
+}
+
+/** The first engine's page and what Chromium read off it. */
+let rendered: { page: string; visit: PageVisit<Seen> } | undefined;
+
 forEachEngine('netingest report', (engine) => {
   describe.skipIf(!chromiumPath)(`the page in headless Chromium${chromiumPath ? '' : ` (skipped: ${chromiumSkipReason})`}`, () => {
     let dir: string;
@@ -66,7 +78,14 @@ forEachEngine('netingest report', (engine) => {
       db = await engine.open(dir);
       await writeNightlyDataset(db.locator, nightlyRows({ nights: NIGHTS, callsPerNight: 12, lastNight: new Date(NOW.getTime() - 5 * 3_600_000), invalidRows: INVALID_ROWS }));
       written = await writeReport({ db: db.locator, outFile: join(dir, 'report.html'), days: DAYS, now: NOW });
-      visit = await visitPage<Seen>(pathToFileURL(written.path).href, READ_PAGE);
+      // A page the same as the first engine's but for the dataset's name is the same to a browser: it is not
+      // started again (~1 s of CPU); a page that differs is rendered and read on its own.
+      const page = comparablePage(readFileSync(written.path, 'utf8'), db.locator);
+      if (rendered?.page === page) visit = rendered.visit;
+      else {
+        visit = await visitPage<Seen>(pathToFileURL(written.path).href, READ_PAGE);
+        rendered ??= { page, visit };
+      }
       mkdirSync(ARTIFACTS, { recursive: true });
       writeFileSync(join(ARTIFACTS, `report-${engine.name}.png`), visit.screenshotPng);
     }, 180_000);
