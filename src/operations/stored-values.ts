@@ -68,7 +68,7 @@ export function urlKey(value: unknown, canonical: Canonicalize, networkHost: str
 
 /**
  * The key of a listed record's own page: urlKey(), but null for a page on another site than the network's,
- * so that its record is left out (counted as `host` drift where the answer is read: answers.ts).
+ * so that its record is left out (counted as `host` drift where the answer is read: api/schemas.ts).
  */
 export function recordUrlKey(value: unknown, canonical: Canonicalize, networkHost: string): string | null {
   return otherSiteHost(value, networkHost) === null ? urlKey(value, canonical, networkHost) : null;
