@@ -16,9 +16,9 @@ import { parseJsonBody, readUsableAnswer } from '../api/schemas.ts';
 import { openStore } from '../store/open-store.ts';
 import { findSpec, readStored } from '../operations/index.ts';
 import { decodeRawBody } from '../store/raw-body.ts';
-import { ask, type ArchivedBody, type ReprocessSteps } from '../store/reprocess-store.ts';
+import type { ArchivedBody, ReprocessStore } from '../store/reprocess-store.ts';
 
-/** Options of the replay (replaySteps, reprocessDatabase); every default here. */
+/** Options of the replay (replay, reprocessDatabase); every default here. */
 export interface ReprocessOptions {
   /** Raw rows read per query. Default 200 (bodies can be large; this bounds memory). */
   batchSize?: number;
@@ -35,7 +35,7 @@ const DEFAULTS = { batchSize: 200, maxListedInvalid: 20 } as const;
  */
 export type RejectedRaw = Pick<ArchivedBody, 'id' | 'operation' | 'requestKey' | 'taskId' | 'errorCode'> & { reason: string };
 
-/** What a replay (replaySteps) did. */
+/** What a replay (replay) did. */
 export interface ReprocessReport {
   /** raw_responses rows read. */
   responses: number;
@@ -69,21 +69,21 @@ export interface ReprocessReport {
  * The replay rules, for either engine's store (store/reprocess-store.ts), inside its one transaction: the
  * tables emptied (unless bodies were pruned), then every body replayed in id order, a page at a time.
  */
-export function* replaySteps(options: ReprocessOptions): ReprocessSteps<ReprocessReport> {
+export async function replay(store: ReprocessStore, options: ReprocessOptions): Promise<ReprocessReport> {
   const opts = { ...DEFAULTS, ...options };
   const now = new Date().toISOString();
-  const report = emptyReport(!(yield* ask('bodiesWerePruned')));
-  if (report.rebuiltFromScratch) report.rowsDeleted = yield* ask('clearNormalizedTables');
+  const report = emptyReport(!(await store.bodiesWerePruned()));
+  if (report.rebuiltFromScratch) report.rowsDeleted = await store.clearNormalizedTables();
   // Rebuilt from the bodies with the rows (not counted among them: they are notes, not data).
-  yield* ask('clearKeptBodiesAnomalies');
+  await store.clearKeptBodiesAnomalies();
   for (let lastId = 0; ; ) {
-    const rows = yield* ask('archivePage', lastId, opts.batchSize);
+    const rows = await store.archivePage(lastId, opts.batchSize);
     if (rows.length === 0) break;
     for (const row of rows) {
       lastId = row.id;
       report.responses++;
       try {
-        const { rows: written, taskRecovered } = yield* replayOne(row, now);
+        const { rows: written, taskRecovered } = await replayOne(store, row, now);
         report.rowsWritten += written;
         report.replayed++;
         if (row.errorCode !== null) report.recovered++;
@@ -98,27 +98,27 @@ export function* replaySteps(options: ReprocessOptions): ReprocessSteps<Reproces
 }
 
 /** One body through its contract and the store, in a savepoint: a body that fails half-way leaves none of its rows. */
-function* replayOne(row: ArchivedBody, now: string): ReprocessSteps<{ rows: number; taskRecovered: boolean }> {
+async function replayOne(store: ReprocessStore, row: ArchivedBody, now: string): Promise<{ rows: number; taskRecovered: boolean }> {
   const spec = findSpec(row.operation);
   if (spec === undefined) throw new Error(`unknown operation ${row.operation}`);
   const request = readStored(spec.subject, row.requestJson, 'request_json');
   const body = decodeRawBody(row.body, row.bodyEncoding);
   const { id: rawResponseId, requestKey, receivedAt: at, taskId, runId } = row;
-  yield* ask('savepoint');
+  await store.savepoint();
   try {
     // The body read through its operation's contract as the client reads a live one (SyntaxError: not JSON).
     const { answer, setAside } = readUsableAnswer(spec, parseJsonBody(body), { raw: body });
-    const rows = yield* ask('storeAnswer', { rawResponseId, runId, taskId, operation: spec.name, requestKey, request, answer, setAside, at });
+    const rows = await store.storeAnswer({ rawResponseId, runId, taskId, operation: spec.name, requestKey, request, answer, setAside, at });
     // Only now, inside the same savepoint: a body that fails to validate or to normalize changes no task.
     let taskRecovered = false;
     if (row.errorCode !== null) {
-      yield* ask('acceptBody', row.id);
-      taskRecovered = taskId !== null && (yield* ask('markRecovered', taskId, row.id, row.errorCode, at, now));
+      await store.acceptBody(row.id);
+      taskRecovered = taskId !== null && (await store.markRecovered(taskId, row.id, row.errorCode, at, now));
     }
-    yield* ask('releaseSavepoint');
+    await store.releaseSavepoint();
     return { rows, taskRecovered };
   } catch (err) {
-    yield* ask('rollbackToSavepoint');
+    await store.rollbackToSavepoint();
     throw err;
   }
 }
@@ -154,7 +154,7 @@ function describe(err: unknown, rejectedWhenReceived: boolean): string {
  */
 export async function reprocessDatabase(db: string, options: ReprocessOptions = {}): Promise<ReprocessReport> {
   const store = await openStore(db);
-  return store.reprocess(replaySteps(options));
+  return store.reprocess((answers) => replay(answers, options));
 }
 
 /** The report as `netingest reprocess` prints it without --json. */

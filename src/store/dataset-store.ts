@@ -8,7 +8,7 @@
 import type { PruneOptions, PruneReport } from './raw-prune.ts';
 import type { ReadSnapshot } from './read-snapshot.ts';
 import type { Reads } from './read-steps.ts';
-import type { ReprocessSteps } from './reprocess-store.ts';
+import type { ReprocessStore } from './reprocess-store.ts';
 import type { RunStore } from './run-store.ts';
 import type { PlanLedger } from './plan-ledger.ts';
 import type { ChunkSource, TableQuery } from './readers/table-rows.ts';
@@ -103,8 +103,8 @@ export interface DatasetStore {
   userStatement<R>(options: StatementOptions & { sql: string }, use: (statement: StartedStatement, snapshot: ReadSnapshot) => Promise<R>): Promise<R>;
   /** The rows of a table or view (`export <table>`), started in a snapshot and handed to `use`. */
   tableRows<R>(query: TableQuery, options: Pick<StatementOptions, 'signal'>, use: (statement: TableStatement, snapshot: ReadSnapshot) => Promise<R>): Promise<R>;
-  /** Runs the replay steps in one transaction, under the dataset's lock as a run takes it (`reprocess`). */
-  reprocess<T>(steps: ReprocessSteps<T>): Promise<T>;
+  /** Runs the replay against the engine's store in one transaction, under the dataset's lock as a run takes it (`reprocess`). */
+  reprocess<T>(replay: (store: ReprocessStore) => Promise<T>): Promise<T>;
   /** Drops superseded raw bodies past the retention period under the dataset's lock, then reclaims the space. */
   prune(options: StorePruneOptions): Promise<StorePruneResult>;
   /** The package's openDataset(): the dataset opened read-only for SQL of the caller's own, until it is closed. */

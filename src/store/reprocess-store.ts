@@ -1,8 +1,8 @@
 /**
  * What `reprocess` asks of the engine holding the dataset: the archive read a page at a time, and the rebuild
  * written, all inside the one transaction its implementation opens (sqlite/reprocess-store.ts on SQLite,
- * pg/pg-reprocess-store.ts on PostgreSQL). The replay rules (runner/reprocess.ts) are written once, as a
- * generator that yields these requests and gets each answer back (runSteps), whichever engine answers.
+ * pg/pg-reprocess-store.ts on PostgreSQL). The replay rules (runner/reprocess.ts) are written once, awaiting
+ * each answer, whichever engine answers (SQLite's at once, PostgreSQL's later).
  */
 import type { Awaitable } from './run-store.ts';
 import type { StoredAnswer } from './store-answer.ts';
@@ -59,36 +59,4 @@ export interface ReprocessStore {
   acceptBody(rawId: number): Awaitable<void>;
   /** ledger.ts's markRecovered: the failed task set done by this body when it is still its latest outcome. */
   markRecovered(taskId: number, rawId: number, code: string, receivedAt: string, at: string): Awaitable<boolean>;
-}
-
-type Op = keyof ReprocessStore;
-
-/** One request to the store: a method and its arguments. */
-export type ReprocessStep = { [K in Op]: { op: K; args: Parameters<ReprocessStore[K]> } }[Op];
-
-/** Replay rules: yield requests, get their answers back, return the result. */
-export type ReprocessSteps<T> = Generator<ReprocessStep, T, unknown>;
-
-/** Asks the store (inside a ReprocessSteps generator: `const rows = yield* ask('archivePage', 0, 200)`). */
-export function* ask<K extends Op>(op: K, ...args: Parameters<ReprocessStore[K]>): ReprocessSteps<Awaited<ReturnType<ReprocessStore[K]>>> {
-  return (yield { op, args } as ReprocessStep) as Awaited<ReturnType<ReprocessStore[K]>>;
-}
-
-/**
- * Runs `steps` against the store, each answer awaited (PostgreSQL's come later; SQLite's at once, in the
- * transaction its store opened); a store's error is thrown into the steps at the request that failed, so their
- * own try/catch sees it.
- */
-export async function runSteps<T>(steps: ReprocessSteps<T>, store: ReprocessStore): Promise<T> {
-  for (let step = steps.next(); ; ) {
-    if (step.done) return step.value;
-    let result: unknown;
-    try {
-      result = await (store[step.value.op] as (...args: unknown[]) => unknown).apply(store, step.value.args);
-    } catch (err) {
-      step = steps.throw(err);
-      continue;
-    }
-    step = steps.next(result);
-  }
 }

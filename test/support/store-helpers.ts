@@ -11,9 +11,8 @@ import type { Connection } from '../../src/store/connection.ts';
 import { createIngestor, type IngestResult } from '../../src/store/ingest/index.ts';
 import { prepareOutcomeWrite, type OutcomeOp } from '../../src/store/outcome-ops.ts';
 import type { Database } from '../../src/store/open.ts';
-import { runSteps } from '../../src/store/reprocess-store.ts';
 import { inSqliteReprocessTransaction } from '../../src/store/sqlite/reprocess-store.ts';
-import { replaySteps, type ReprocessOptions, type ReprocessReport } from '../../src/runner/reprocess.ts';
+import { replay, type ReprocessOptions, type ReprocessReport } from '../../src/runner/reprocess.ts';
 
 /** The 200 body of each operation as read through its contract. */
 export type AnswerByOperation = { [O in Operation]: ReadObject<SpecOf<O>['answer']['body']> };
@@ -60,5 +59,5 @@ export function ingestRequestFor(operation: Operation, inputKey: string, request
 
 /** Rebuilds the normalized tables of an open SQLite dataset from raw_responses in one transaction, without its lock. */
 export function reprocess(database: Database, options: ReprocessOptions = {}): Promise<ReprocessReport> {
-  return inSqliteReprocessTransaction(database, (store) => runSteps(replaySteps(options), store));
+  return inSqliteReprocessTransaction(database, (store) => replay(store, options));
 }

@@ -9,7 +9,6 @@ import type pg from 'pg';
 import { WRITE_META_SQL, type DatasetStore, type StartedStatement, type StorePruneOptions, type StorePruneResult } from '../dataset-store.ts';
 import type { ReadSnapshot } from '../read-snapshot.ts';
 import { readPg, rows } from '../read-steps.ts';
-import { runSteps } from '../reprocess-store.ts';
 import { openPgForReading } from '../readers/open-for-reading.ts';
 import { openPgDataset } from '../readers/pg-dataset.ts';
 import { checkPgReadQuery } from '../readers/read-only-sql.ts';
@@ -42,7 +41,7 @@ export function pgDatasetStore(url: string, shownUrl: string): DatasetStore {
         return started(await startPgStatement(snapshot, sql, params, options), snapshot, use);
       }),
     // The dataset must hold one (maintenance.ts), the lock held exclusive; one transaction: the old dataset or the rebuilt one.
-    reprocess: (steps) => withPgMaintenance(url, 'reprocess', ({ pool }) => inPgTransaction(pool, (client) => runSteps(steps, pgReprocessStore(client)))),
+    reprocess: (replay) => withPgMaintenance(url, 'reprocess', ({ pool }) => inPgTransaction(pool, (client) => replay(pgReprocessStore(client)))),
     prune: (options) => prune(url, options),
     openDataset: () => openPgDataset(url),
     writeMeta: async (key, value) => {

@@ -11,7 +11,6 @@ import { emptyPlanLedger } from '../plan-ledger.ts';
 import { pruneRawBodies, type PruneReport } from '../raw-prune.ts';
 import { withReadSnapshot } from '../read-snapshot.ts';
 import { readSync, rows } from '../read-steps.ts';
-import { runSteps } from '../reprocess-store.ts';
 import { acquireRunLock } from '../run-lock.ts';
 import { sqlitePlanLedger } from './plan-ledger.ts';
 import { inSqliteReprocessTransaction } from './reprocess-store.ts';
@@ -62,9 +61,9 @@ export function sqliteDatasetStore(file: string): DatasetStore {
           return use({ columns, rows, chunks }, snapshot);
         }),
       ),
-    reprocess: async (steps) => {
+    reprocess: async (replay) => {
       if (!existsSync(file)) throw new UsageError(`no database at ${file}: nothing to reprocess (see --db)`);
-      return locked(file, (database) => inSqliteReprocessTransaction(database, (store) => runSteps(steps, store)));
+      return locked(file, (database) => inSqliteReprocessTransaction(database, replay));
     },
     prune: async (options) => prune(file, options),
     openDataset: async () => openSqliteDataset(file),
