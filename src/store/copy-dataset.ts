@@ -20,6 +20,7 @@ import { decodeRawBody } from './raw-body.ts';
 import { storableJsonText, storableString } from '../operations/storable-text.ts';
 import { openPgStore } from './pg/open.ts';
 import { inPgTransaction } from './pg/transaction.ts';
+import { MAX_PARAMS } from './pg/pg-statements.ts';
 import { primaryKeyOf, type ColumnKind, type TableDef } from './table-kit.ts';
 import { DATASET_TABLES } from './tables.ts';
 
@@ -49,7 +50,6 @@ export interface CopyReport {
 const META_KEPT = new Set(['schema_version']);
 /** Serializes copies into one target: the second finds the first's rows and is refused. */
 const COPY_LOCK_KEY = '7236281237890561';
-const MAX_PARAMETERS = 65_535;
 
 interface ColumnPlan {
   name: string;
@@ -153,7 +153,7 @@ async function copyTable(
   const keyColumns = primaryKeyOf(table).map((c) => `"${c}"`);
   const isMeta = table.name === 'netingest_meta';
   const conflict = isMeta ? ' ON CONFLICT (key) DO UPDATE SET value = excluded.value' : '';
-  const maxRows = Math.max(1, Math.min(opts.batchRows, Math.floor(MAX_PARAMETERS / columns.length)));
+  const maxRows = Math.max(1, Math.min(opts.batchRows, Math.floor(MAX_PARAMS / columns.length)));
   const select = sqlite.prepare(`SELECT ${names} FROM "${table.name}" ORDER BY ${keyColumns.join(', ')}`);
 
   let batch: unknown[][] = [];
