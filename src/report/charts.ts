@@ -1,7 +1,4 @@
-/**
- * The report's charts as ECharts options, each with its title, axes and units, and the sentence that stands in
- * for it where a picture cannot be seen. page.ts draws them and shows each one's numbers in a table.
- */
+/** The report's charts as ECharts options, each with its title, axes, units and a text alternative to the picture. */
 import type { ReportFigures } from './figures.ts';
 import { roundCredits } from '../credits/credit-meter.ts';
 
@@ -13,7 +10,7 @@ export interface ChartSpec {
   option: Record<string, unknown>;
 }
 
-/** One formatter for the whole page: toLocaleString() with options builds a new one per call, a second per year. */
+/** One formatter for the whole page: toLocaleString() with options builds a new one per call. */
 const NUMBER_FORMAT = new Intl.NumberFormat('en-US', { maximumFractionDigits: 6 });
 
 /** A number as people read it: 999,415.5 (en-US grouping, at most 6 decimals; credits can be fractional). */

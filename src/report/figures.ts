@@ -1,8 +1,4 @@
-/**
- * The report's figures, from what the dataset holds (store/readers/report-figures.ts) and the live balance:
- * the numbers every chart and table of the page shows, and what `netingest report --json` prints. Pure: no
- * database, no HTML.
- */
+/** The figures every chart and table of the page shows and `report --json` prints. Pure: no database, no HTML. */
 import type { ReportData } from '../store/readers/report-figures.ts';
 import type { FullStatusReport } from '../runner/status-report.ts';
 import { forecastDue } from './forecast.ts';
@@ -11,7 +7,7 @@ import { creditsByJob } from './job-credits.ts';
 import { CREDIT_METER_DEFAULTS } from '../credits/credit-meter.ts';
 import { OPERATION_SPECS } from '../operations/index.ts';
 
-/** Options of buildFigures(): the window drawn and the forecast's, in days, the rate assumed for a run that recorded none (REPORT_DEFAULTS notes each), and the clock. */
+/** Options of buildFigures(): REPORT_DEFAULTS notes each figure; `now` is the clock. */
 export type FigureOptions = Readonly<Record<'days' | 'forecastDays' | 'configuredPerMinute', number>> & { now: Date };
 
 /** How often one member of one operation's answers drifted, run by run (share: count / seen). */
@@ -27,8 +23,7 @@ export type ReportFigures = ReturnType<typeof buildFigures>;
 
 /** The figures of `data` (read in one snapshot) with the live balance `status` gave. */
 export function buildFigures(data: ReportData, status: FullStatusReport, options: FigureOptions) {
-  // Each run of the window, what it did and what it cost. A run with no paid answer stores no balance: it left
-  // the one before it as it was.
+  // A run with no paid answer stores no balance: it left the one before it as it was.
   let balance: number | null = null;
   const nights = data.runs.map((r) => ({
     runId: r.id, startedAt: r.startedAt, endedAt: r.endedAt, status: r.status, exitCode: r.exitCode,
@@ -65,10 +60,7 @@ export function buildFigures(data: ReportData, status: FullStatusReport, options
   };
 }
 
-/**
- * Each job's pace in each run: calls started per minute between its first and last call against the rate the run
- * worked it at (`recorded`), or the report's `--rate` for a run that did not record it; and the answers' latency.
- */
+/** Each job's pace per run: calls a minute from its first to last call, the rate recorded (else `--rate`), latency. */
 function paceOf(data: ReportData, assumedPerMinute: number) {
   const rates = new Map(data.runs.map((r) => [r.id, r.jobRates === null ? {} : (JSON.parse(r.jobRates) as Record<string, number>)]));
   // Calls no task owns (the free balance check) have no job and no pace of their own.
@@ -107,14 +99,14 @@ export const SAMPLE_MAX_CHARS = 200;
 
 const MASK = '[REDACTED]';
 
-/** What could be a secret in a stored message, whatever wrote it: a database URL's password, a bearer token, a key in a query string. */
+/** What could be a secret in a stored message: a URL's password, a bearer token, a key in a query string. */
 const SECRETS: ReadonlyArray<[RegExp, string]> = [
   [/(\b[a-z][a-z0-9+.-]*:\/\/[^\s:/@]*:)[^\s@/]*@/gi, `$1${MASK}@`],
   [/\b(Bearer|Basic|Token)\s+[A-Za-z0-9._~+/=-]+/gi, `$1 ${MASK}`],
   [/([?&;\s](?:token|api[_-]?key|key|password|secret|access_token)=)[^&\s"']+/gi, `$1${MASK}`],
 ];
 
-/** A stored message as the report shows it: secrets masked first (so no half of one is left at the cut), then shortened to SAMPLE_MAX_CHARS. */
+/** A stored message with secrets masked first (so no half of one is left at the cut), then cut to SAMPLE_MAX_CHARS. */
 export function redactSample(text: string): string {
   let out = text;
   for (const [pattern, replacement] of SECRETS) out = out.replace(pattern, replacement);

@@ -1,8 +1,4 @@
-/**
- * What the next runs will cost: the ledger's tasks by the day they come due under the plan's rule (pending and
- * deferred now; failed and retryable now; done or not found once their answer is older than the operation's
- * refresh age), and their credits at the cost per call the counters taught.
- */
+/** What the next runs will cost: tasks by the day the plan's rule makes them due, at the cost per call learned. */
 import type { TaskAge } from '../store/readers/report-figures.ts';
 import { roundCredits } from '../credits/credit-meter.ts';
 import type { FigureOptions } from './figures.ts';

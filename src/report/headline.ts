@@ -1,8 +1,4 @@
-/**
- * The line at the top of the report: how the last run ended, what was spent and what is left, what was
- * deferred and why, and what to do about it. Read from `status`'s own figures, so the page and
- * `netingest status --json` say the same.
- */
+/** The report's top line and advice, read from `status`'s own figures so the page and `status --json` agree. */
 import type { FullStatusReport } from '../runner/status-report.ts';
 
 /** What to do next, and how urgent it is. */

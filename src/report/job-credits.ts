@@ -1,8 +1,7 @@
 /**
- * Each run's credits shared out to its jobs. A paid call belongs to the job of the task that made it (a lookup two
- * jobs share is paid once, by one of them), and costs the step its counter made over the run's previous one; the
- * run's lowest call, whose cost no counter shows, takes the rest of the run's spend (`runs.credits_spent`). So a
- * night's jobs add up to what the run spent, the figure the credits chart has always drawn.
+ * Each run's credits shared out to its jobs. A paid call is its task's job's (a lookup two jobs share is paid once, by
+ * one), costing its counter's step over the run's previous one; the run's lowest call, whose cost no counter shows,
+ * takes the rest of `runs.credits_spent`, so a night's jobs add up to what the run spent.
  */
 import type { ReportData } from '../store/readers/report-figures.ts';
 import { roundCredits } from '../credits/credit-meter.ts';
@@ -37,10 +36,8 @@ function ofRun(runId: number, spent: number, steps: ReportData['creditSteps'], c
   return [...byJob.values()].map((r) => ({ ...r, credits: roundCredits(r.credits) })).sort((a, b) => (a.job ?? '\uffff').localeCompare(b.job ?? '\uffff'));
 }
 
-/**
- * Who takes the spend the steps do not show: the job of the run's lowest counter; with no counter read (every
- * paid answer unreadable, charged at an estimate), the job with the most answers of the run.
- */
+// Who takes the spend the steps do not show: the job of the run's lowest counter; with no counter read (every paid
+// answer unreadable, charged at an estimate), the job with the most answers.
 function restOwner(steps: ReportData['creditSteps'], calls: ReportData['calls']): string | null {
   const lowest = steps.find((s) => s.lowest > 0);
   if (lowest) return lowest.job;

@@ -1,8 +1,7 @@
 /**
- * The report as one self-contained HTML page: the headline, each chart as inline SVG (drawn here by ECharts'
- * server-side renderer) with its text alternative and the table of its numbers, then failures, invalid rows and
- * anomalies. No script, no request: the Content-Security-Policy forbids any, so it opens the same from a mail
- * attachment or a CI artifact. Every text from the dataset goes through escapeHtml().
+ * The report as one self-contained HTML page, charts as inline SVG each with its text alternative and table. No script,
+ * no request (the Content-Security-Policy forbids any), so it opens the same from a mail attachment or a CI artifact.
+ * Every text from the dataset goes through escapeHtml().
  */
 import * as echarts from 'echarts/core';
 import { BarChart, LineChart } from 'echarts/charts';

@@ -1,7 +1,6 @@
 /**
- * `netingest report`: reads the dataset in one snapshot (status's figures and the report's own), asks the live
- * balance as `status` does, builds the figures, draws the page and writes it atomically; then remembers its
- * path in the dataset for `status`.
+ * `netingest report`: the figures read in one snapshot, the live balance asked as `status` does, the page written
+ * atomically and its path remembered in the dataset for `status`.
  */
 import { resolve } from 'node:path';
 import { writeOutput } from '../export/write-output.ts';
@@ -28,7 +27,7 @@ export const REPORT_DEFAULTS = {
   configuredPerMinute: JOB_DEFAULTS.rate.requestsPerMinute,
 } as const;
 
-/** The dataset and where to ask the live balance (as `status`'s), the figures of REPORT_DEFAULTS to change, the clock (tests pin it). */
+/** The dataset and live balance as `status`'s, REPORT_DEFAULTS' figures to change, the clock (tests pin it). */
 type ReportOptions = Pick<StatusOptions, 'db' | 'apiUrl' | 'tokenFile'> & Partial<Record<'days' | 'forecastDays' | 'configuredPerMinute' | 'statusRuns', number>> & {
   now?: Date;
 };
@@ -51,7 +50,7 @@ export async function gatherFigures(options: ReportOptions): Promise<{ figures: 
 /** What writeReport() did. */
 export type WrittenReport = Awaited<ReturnType<typeof writeReport>>;
 
-/** Writes the page to `outFile` (through a temporary file beside it, renamed, as an export's) and remembers its path. */
+/** Writes the page to `outFile` (a temporary file beside it, renamed, as an export's) and remembers its path. */
 export async function writeReport(options: ReportOptions & { outFile: string }) {
   const { figures, shownDataset } = await gatherFigures(options);
   // Loaded here: `--json` draws nothing and need not load the charting library.
@@ -59,10 +58,10 @@ export async function writeReport(options: ReportOptions & { outFile: string }) 
   const html = renderPage(figures, shownDataset);
   const path = resolve(options.outFile);
   await writeOutput({ out: path }, {}, [{ data: html, rows: 1 }]);
-  // Why the path could not be remembered for `status` (a read-only role or file), or null when it was.
   let notRecorded: string | null = null;
   try {
-    // In netingest_meta, where `status` finds it whichever engine and host ask; a read-only role or file throws.
+    // In netingest_meta, where `status` finds it whichever engine and host ask; a read-only role or file throws,
+    // and notRecorded says why.
     await (await openStore(options.db)).writeMeta(LAST_REPORT_KEY, JSON.stringify({ path, writtenAt: figures.generatedAt }));
   } catch (err) {
     notRecorded = err instanceof Error ? err.message : String(err);
