@@ -1,23 +1,14 @@
-/**
- * Starts one of netingest's modules in a worker thread or a child process, the same way whether the process
- * runs under the CLI (tsx registered in-process), `node --import tsx`, vitest, or compiled JavaScript from dist/.
- */
+/** Starts a module in a worker thread or child process alike under tsx (CLI, vitest) or compiled in dist/. */
 import { fork, type ChildProcess } from 'node:child_process';
 import { readdirSync, statSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { Worker, type WorkerOptions } from 'node:worker_threads';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
-/**
- * Bundled into dist/ (scripts/build.mjs), this code is .js and each worker or child is an entry beside it,
- * named as its source: no TypeScript loader is needed.
- */
+// Bundled into dist/, this code is .js and each worker or child an entry beside it, named as its source: no tsx.
 const COMPILED = import.meta.url.endsWith('.js');
 
-/**
- * Starts `module` (a file URL, named by its source: `./export-worker.ts`) in a new worker thread; it reads
- * `data` as workerData.data.
- */
+/** Starts `module` (a file URL named by its source: `./export-worker.ts`) in a worker; it reads workerData.data. */
 export function startWorker(module: URL, data: unknown, options: Pick<WorkerOptions, 'resourceLimits'> = {}): Worker {
   const entry = entryOf(fileURLToPath(module));
   // From the sources, through tsx's CommonJS hook: see worker-bootstrap.cjs.
@@ -26,11 +17,9 @@ export function startWorker(module: URL, data: unknown, options: Pick<WorkerOpti
 }
 
 /**
- * Starts `module` (a file URL) in a child process, with an IPC channel in V8's serialization (bigints and
- * Buffers pass as they are); its stdout is dropped, its stderr is readable. The child ends itself once this
- * process is gone, even killed with SIGKILL (see child-bootstrap.cjs). For work the parent must be able to
- * kill at once, such as a SQLite statement, which a terminated worker thread finishes anyway (and the process
- * cannot exit before it does).
+ * Starts `module` in a child process, IPC in V8's serialization (bigints and Buffers pass as they are), stdout dropped,
+ * stderr readable; it ends itself once this process is gone, even by SIGKILL (child-bootstrap.cjs). For work the parent
+ * must kill at once, such as a SQLite statement, which a terminated worker thread finishes anyway.
  */
 export function startChild(module: URL): ChildProcess {
   const bootstrap = fileURLToPath(new URL('./child-bootstrap.cjs', import.meta.url));
@@ -41,13 +30,8 @@ export function startChild(module: URL): ChildProcess {
   });
 }
 
-/**
- * The file a worker or child process loads for `file` (a module named by its source). From the sources, its
- * bundle in dist/ when that build is newer than every source (after `npm run build`, or the test suite's own):
- * the same code, without tsx compiling the module and its imports in each (CPU a start, measured: a child 0.30
- * against 0.20 s, a WAL checkpointer thread 0.13 against 0.06 s). Checked at each start (~1.5 ms), so that a
- * source changed since never runs as its old bundle.
- */
+// The file a worker or child loads for `file`: its dist/ bundle when newer than every source (spares tsx compiling it
+// in each), else the source. Checked at each start, so that a source changed since never runs as its old bundle.
 function entryOf(file: string): string {
   if (COMPILED) return file.replace(/\.ts$/, '.js');
   const root = fileURLToPath(new URL('../..', import.meta.url));
@@ -66,9 +50,8 @@ function newestUnder(dir: string): number {
 }
 
 /**
- * Whether `builtFile` (a bundle of dist/ under the checkout `root`) is newer than every source: written after the
- * last change to any file under src/, to the build script or to package.json; false if missing. The test suite
- * rebuilds when it is not (test/global-setup.ts); entryOf starts a child process from its bundle when it is.
+ * Whether `builtFile` (a dist/ bundle under checkout `root`) is newer than every file under src/, the build script and
+ * package.json; false if missing. test/global-setup.ts rebuilds when it is not.
  */
 export function builtAfterSources(root: string, builtFile: string): boolean {
   try {
