@@ -1,7 +1,4 @@
-/**
- * Closing a run: its calls end, its job results become the summary (`--json`) and the `runs` row, the last log
- * lines are written, and the errors that are the command's to report are thrown.
- */
+/** Closing a run: the summary and `runs` row from its job results, the last log lines, the command's errors thrown. */
 import { UsageError } from '../errors.ts';
 import { roundCredits } from '../credits/credit-meter.ts';
 import { combineErrors } from '../jobs/job-error.ts';
@@ -15,9 +12,8 @@ import { describeStop } from './stop-summary.ts';
 import type { JobSummary, RunSummary } from './run-summary.ts';
 
 /**
- * Turns the jobs' results into the run's summary and records it in the `runs` row. Throws, once the row is
- * written, the error of a lost lock (exit 4), a job input found unusable (exit 2), or every job's problem when
- * every job was skipped.
+ * Turns the jobs' results into the summary and the `runs` row, then throws the error of a lost lock (exit 4), an
+ * unusable job input (exit 2), or every job's problem when every job was skipped.
  */
 export async function closeRun(run: OpenRun, results: readonly JobResult[]): Promise<RunSummary> {
   await run.closeCalls();
@@ -41,11 +37,8 @@ export async function closeRun(run: OpenRun, results: readonly JobResult[]): Pro
   return summary;
 }
 
-/**
- * Why the run stopped: its stop's reason, else a job's credit cap. Jobs never reached because the run stopped
- * keep their pending tasks for the next run; a signal that kept a not-reached job's refresh from being deferred
- * ends the run as any interrupt does (130): a 3 would say that every refresh not done was deferred.
- */
+// Its stop's reason, else a job's credit cap. A signal that kept a not-reached job's refresh from being deferred ends
+// the run as any interrupt (130): a 3 would say every refresh not done was deferred.
 function stopReasonOf(run: OpenRun, results: readonly JobResult[], capped: boolean): StopReason | null {
   if (results.some((r) => r.interrupted)) return 'interrupted';
   return run.stop.reason ?? (capped ? 'credits' : null);
@@ -83,7 +76,7 @@ function summarize(run: OpenRun, results: readonly JobResult[], calls: number): 
   };
 }
 
-/** Writes the end of the `runs` row; a failure to write it is logged, unless the lock was lost (then that is thrown). */
+/** Writes the end of the `runs` row; a failure is logged, unless the lock was lost (then that is thrown). */
 async function recordEnd(run: OpenRun, summary: RunSummary): Promise<void> {
   try {
     // On SQLite the store writes it only while the run holds its lock.
@@ -107,7 +100,7 @@ function logEnd(run: OpenRun, summary: RunSummary): void {
   }
   for (const line of driftPathLines(summary.drift)) logger.warn(`answer drift: ${line}`);
   const skippedJobs = summary.jobs.filter((j) => j.status === 'skipped').length;
-  // The exit code ends the line: under cron the last line is the one read (and, on a night with nothing to do, the only one).
+  // Exit code last: under cron the last line is the one read (on a night with nothing to do, the only one).
   logger.info('run finished', {
     run: runId, status: summary.status, calls: summary.calls, errors: run.tally.attemptErrors, skipped_jobs: skippedJobs > 0 ? skippedJobs : undefined,
     credits_spent: summary.creditsSpent, credits_left: run.guard.balance,
@@ -126,10 +119,8 @@ const STOP_STATUS: Record<StopReason, RunStatus> = {
 };
 
 /**
- * The run's final status. Any failed task of a job counts, those failed in an earlier run and not retried
- * included: the README's exit code 0 promises every task done or not found, so they end the run with 5.
- * A run whose every job was skipped as unusable did nothing: it failed. Skipped jobs among others that ran
- * leave the status to those (the CLI's exit code counts them, see exitCodeForRun).
+ * The run's final status. A task failed in an earlier run and not retried counts: exit 0 promises every task done or
+ * not found. Every job skipped: failed; skipped jobs among others leave it to those (exitCodeForRun counts them).
  */
 export function runStatus(stopReason: StopReason | null, jobs: readonly JobSummary[]): RunStatus {
   if (stopReason) return STOP_STATUS[stopReason];
@@ -160,10 +151,7 @@ export function runEnd(summary: RunSummary, tally: Pick<RunTally, 'creditsAtStar
   };
 }
 
-/**
- * `runs.error`: why the run stopped (`CODE: message`, or the limit), then one line per skipped job
- * (`skipped job zz: JOB_INVALID: jobs/zz.json: retries: unknown field ...`); null when there is neither.
- */
+// `runs.error`: why the run stopped (`CODE: message`, or the limit), then `skipped job NAME: CODE: message` lines.
 function runErrorText({ error, stop, jobs }: RunSummary): string | null {
   const lines = [error ? `${error.code}: ${error.message}` : (stop?.message ?? null)];
   for (const j of jobs) if (j.error) lines.push(`skipped job ${j.name}: ${j.error.code}: ${j.error.message}`);

@@ -1,7 +1,6 @@
 /**
- * Opening a run: the database, the run lock, the `runs` row, the run's stop switch (signals, a lost lock), the
- * credit guard started from the credit history, the API client, the group-commit writer, the rate gate and the
- * breakers. What it opens it releases with one close(), in reverse order, also when opening fails half-way.
+ * Opening a run: database, run lock, `runs` row, stop switch, credit guard, API client, group-commit writer, rate gate
+ * and breakers. One close() releases them in reverse order, also when opening fails half-way.
  */
 import { hostname } from 'node:os';
 import { createApiClient } from '../api/client.ts';
@@ -32,10 +31,7 @@ export interface RunTally {
 /** An open run: what its jobs work with and what closeRun records, released by close() (openLocked's object). */
 export type OpenRun = Awaited<ReturnType<typeof openLocked>>;
 
-/**
- * Opens a run; its errors name the database (toDatabaseUseError). A lock held by a live process throws
- * LockedError, and what was opened before is released.
- */
+/** Opens a run; its errors name the database. A lock a live process holds throws LockedError, all opened released. */
 export async function openRun(options: RunOptions): Promise<OpenRun> {
   const logger = options.logger ?? silentLogger;
   const dataset = await openStore(options.dbPath);
@@ -59,7 +55,7 @@ async function releaseTo(releases: Releases, depth: number): Promise<void> {
 }
 
 async function openLocked(options: RunOptions, logger: Logger, store: RunStore, releases: Releases) {
-  // The server's clock on PostgreSQL: under --refresh what settled since the start is fresh, whichever worker settled it.
+  // The server's clock on PostgreSQL: under --refresh what any worker settled since the start is fresh.
   const startedAt = store.now?.() ?? new Date().toISOString();
   const { runs, hold: lock } = store;
   const { id: runId, runKey } = await runs.start(options.jobs.map((j) => j.name), startedAt, process.pid, hostname(), options.sharedRunKey);
@@ -149,10 +145,7 @@ export function describeError(err: unknown, store: Pick<RunStore, 'describeError
   };
 }
 
-/**
- * A run's drift: the drift of every answer it stored, summed per operation (operations/drift.ts), written to
- * answer_drift after each job (for `status`) and said in one line per path in the summary and the log.
- */
+/** A run's drift per operation: saved to answer_drift after each job (for `status`), a line per path in the summary. */
 export class RunDrift {
   private readonly tallies = new Map<Operation, DriftTally>();
   constructor(

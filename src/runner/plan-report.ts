@@ -1,7 +1,4 @@
-/**
- * `netingest plan`: each job's report, in order, without calling the API or writing anything; a job whose job
- * file or input file cannot be used is set aside, as a run skips it, and the others are planned.
- */
+/** `netingest plan`: each job's report, no API call, nothing written; an unusable job set aside as a run skips it. */
 import type { Job } from '../jobs/schema.ts';
 import { planTasks } from '../jobs/plan-tasks.ts';
 import { isJobUnusable } from '../jobs/job-error.ts';
@@ -22,12 +19,9 @@ export interface PlanReport {
   duplicates: number;
   /** Tasks done or not found within refreshAfterDays, by this job or another asking the same: they cost nothing. */
   fresh: number;
-  /**
-   * Tasks that failed for good in an earlier run, for the same request: not called again without --refresh,
-   * and not fresh either (they hold no data). tasks = fresh + failedBefore + calls.
-   */
+  /** Failed for good earlier: not called again without --refresh, not fresh (no data). */
   failedBefore: number;
-  /** Calls the next run makes at most (short pages end a list early). */
+  /** Calls the next run makes at most (short pages end a list early); tasks = fresh + failedBefore + calls. */
   calls: number;
   /** The cost learned from earlier calls, or the most the run assumes per call before its answers show it. */
   costPerCall: number;
@@ -92,10 +86,7 @@ export async function planJobs(jobs: readonly Job[], options: PlanJobsOptions): 
   return found;
 }
 
-/**
- * Reads the job's input and the ledger (a SQLite file or a postgres:// URL) and says what a run would do and cost;
- * `onNothingRan` is told why the dataset holds nothing yet (a PostgreSQL database with no netingest schema).
- */
+/** What a run would do and cost for `job`, from its input and the ledger; `onNothingRan`: why the dataset is empty. */
 export async function planReport(job: Job, db: string, refresh = false, onNothingRan?: (why: string) => void): Promise<PlanReport> {
   const store = await openStore(db);
   return store.withPlanLedger(async (ledger) => {

@@ -1,15 +1,8 @@
 /**
- * Rebuilds every normalized table from raw_responses, without calling the API: after a normalizer fix, or to
- * check that the dataset is what the archived bodies say. One transaction: the dataset is either the old one
- * or the fully rebuilt one, never half of each. Each body is replayed with seenAt = its received_at, in id
- * order (the order the runner wrote them), so an unchanged database ends with the same dataset.
- *
- * Every body is read through its operation's answer contract (src/operations/), exactly as the run read it
- * on receipt, and stored by the same code (store-answer.ts), its anomalies (records set aside, a post answer
- * naming another post) rebuilt with it. Bodies archived with an error_code (a paid 200 its contract could not
- * read; their task failed) are read again: one that now reads and normalizes is written like any other, loses
- * its error_code, and settles its task as done when it is still that task's latest outcome (the recovery a
- * contract fix is for). One that still cannot be read is reported by id and request, and its task stays failed.
+ * Rebuilds the normalized tables from raw_responses in one transaction (never half old, half new), no API call: bodies
+ * replayed in id order, seenAt = received_at, through the run's contracts and store code, so an unchanged database
+ * ends the same. A body archived with an error_code that now reads is stored, loses its code and settles its task done
+ * if still its latest outcome; one that still cannot be read is reported, its task left failed.
  */
 import { ApiSchemaError } from '../api/errors.ts';
 import { parseJsonBody, readUsableAnswer } from '../api/schemas.ts';
@@ -29,10 +22,7 @@ export interface ReprocessOptions {
 /** `maxListedInvalid`: how many rejected bodies the report lists in full. */
 const DEFAULTS = { batchSize: 200, maxListedInvalid: 20 } as const;
 
-/**
- * A stored body that could not be replayed, and why: its raw_responses row's id, request key (the URL or search
- * it answers), task and the code it was archived with (SCHEMA: it did not validate when received either).
- */
+/** A body that could not be replayed: its raw_responses id, request key, task, archived error code, and why. */
 export type RejectedRaw = Pick<ArchivedBody, 'id' | 'operation' | 'requestKey' | 'taskId' | 'errorCode'> & { reason: string };
 
 /** What a replay (replay) did. */
@@ -53,22 +43,13 @@ export interface ReprocessReport {
   rejected: RejectedRaw[];
   /** Normalized rows deleted before the replay. */
   rowsDeleted: number;
-  /**
-   * False once `prune` has dropped superseded bodies: the tables are then not emptied first (rows built from a
-   * dropped body could not be rebuilt), and the kept bodies are replayed over them.
-   */
+  /** False once `prune` dropped bodies: tables are not emptied (their rows could not be rebuilt) but replayed over. */
   rebuiltFromScratch: boolean;
-  /**
-   * Row writes by the replay, inserts and updates alike: a row that several bodies store counts once per body, so
-   * this can exceed the rows the normalized tables end with.
-   */
+  /** Row writes, inserts and updates alike: a row several bodies store counts once each, so it can exceed the rows. */
   rowsWritten: number;
 }
 
-/**
- * The replay rules, for either engine's store (store/reprocess-store.ts), inside its one transaction: the
- * tables emptied (unless bodies were pruned), then every body replayed in id order, a page at a time.
- */
+/** The replay, in either engine's one transaction: tables emptied (unless bodies were pruned), bodies in id order. */
 export async function replay(store: ReprocessStore, options: ReprocessOptions): Promise<ReprocessReport> {
   const opts = { ...DEFAULTS, ...options };
   const now = new Date().toISOString();
@@ -148,9 +129,8 @@ function describe(err: unknown, rejectedWhenReceived: boolean): string {
 }
 
 /**
- * `netingest reprocess`: the dataset at `db` (a SQLite file, which must exist, or a postgres:// URL), under its
- * lock as a run takes it (a run writing at the same time would interleave with the rebuild): SQLite's run lock,
- * or PostgreSQL's dataset lock held exclusive (refused while any worker runs).
+ * `netingest reprocess` on `db` (an existing SQLite file or a postgres:// URL) under its lock as a run takes it, so no
+ * run's writes interleave with the rebuild (PostgreSQL's dataset lock held exclusive: refused while any worker runs).
  */
 export async function reprocessDatabase(db: string, options: ReprocessOptions = {}): Promise<ReprocessReport> {
   const store = await openStore(db);

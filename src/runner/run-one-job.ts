@@ -1,7 +1,6 @@
 /**
- * One job of a run, from its input to its books: not reached (the run stopped first), skipped (its input cannot
- * be used), stopped while its input was read, or planned into the ledger and its due tasks worked (workJob).
- * Every way it ends is one JobResult, its summary made there and then; its log lines are written as it goes.
+ * One job of a run, from its input to its books: not reached, skipped (input unusable), stopped while its input was
+ * read, or planned and its due tasks worked. Every way it ends is one JobResult, its summary made there and then.
  */
 import { basename, extname } from 'node:path';
 import { reportedBalance, roundCredits } from '../credits/credit-meter.ts';
@@ -30,10 +29,7 @@ export interface JobResult {
   summary: JobSummary | null;
   /** Why its job file or input file cannot be used (status `skipped`): no task, no call; the other jobs run. */
   unusable?: UsageError;
-  /**
-   * Cut short by the job's own credits.maxPerRun (its rest deferred), which ends this job only; the run goes on
-   * and ends as a credit stop.
-   */
+  /** Cut short by its own credits.maxPerRun (rest deferred): only this job ends; the run ends as a credit stop. */
   capped?: CreditStop & { job: string };
   /** Not reached, or stopped while its input was read: the user's signal kept its --refresh from being deferred. */
   interrupted?: boolean;
@@ -42,10 +38,7 @@ export interface JobResult {
 /** A job as its summary names it: a job file that could not be loaded has no operation. */
 type JobName = Pick<JobSummary, 'name' | 'operation'>;
 
-/**
- * Runs one job of the run. An error that is not the job's input being unusable stops the run ('fatal'): its
- * result has no summary, and the run lists no job after it.
- */
+/** Runs one job. Any error but an unusable input stops the run ('fatal'): no summary, and no job listed after it. */
 export async function runOneJob(run: OpenRun, configured: Job): Promise<JobResult> {
   const job = applyOverrides(configured, run.options.overrides);
   try {
@@ -66,7 +59,7 @@ export async function runOneJob(run: OpenRun, configured: Job): Promise<JobResul
   }
 }
 
-/** A job file that could not be loaded: skipped under the name its file would give it, as a job whose input is unusable. */
+/** A job file that could not be loaded: skipped under its file's name, as a job whose input is unusable. */
 export function brokenJobFile(logger: Logger, err: JobFileError): JobResult {
   return skipped(logger, { name: basename(err.file, extname(err.file)), operation: null }, err);
 }
@@ -77,12 +70,9 @@ function skipped(logger: Logger, job: JobName, err: UsageError): JobResult {
   return { summary: { ...unplannedJobSummary(job, 'skipped'), error: { code: err.code, message: err.message } }, unusable: err };
 }
 
-/**
- * A job the run stopped before reaching; its tasks wait for the next run. Under --refresh the refresh is written
- * into the ledger too (deferRefresh), so that the next run, with or without --refresh, refreshes this job as
- * well. Not after an interrupt (the user is waiting for the exit, and reading a large input takes seconds), even
- * one that comes while the input is being read, nor after a fatal error (the dataset itself may be what failed).
- */
+// A job the run stopped before reaching; its tasks wait for the next run. Under --refresh the refresh is deferred into
+// the ledger too, so the next run refreshes this job with or without --refresh. Not after an interrupt (the user waits
+// for the exit; reading a large input takes seconds) nor a fatal error (the dataset itself may be what failed).
 async function notReached(run: OpenRun, job: Job): Promise<JobResult> {
   const waits = unplannedJobSummary(job, 'not_reached');
   const reason = run.stop.reason;
@@ -102,18 +92,15 @@ async function notReached(run: OpenRun, job: Job): Promise<JobResult> {
   }
 }
 
-/**
- * Closes the books of a job whose input the run stopped reading part way (a signal during the plan): the tasks
- * written so far are deferred, as a run stopped during its calls defers what it did not call, and no call is
- * made. The next run reads the whole input again; its upsert keeps one task per input and page.
- */
+// A job whose input a signal stopped the run reading part way: the tasks written so far are deferred and no call is
+// made. The next run reads the whole input again; its upsert keeps one task per input and page.
 async function partlyPlanned(run: OpenRun, job: Job, plan: PlanCounts, interrupted: boolean): Promise<JobResult> {
   await run.store.ledger.deferPending(job.name, run.runId, new Date().toISOString());
   const deferred = (await run.store.ledger.countsByStatus(job.name, run.runId)).deferred;
   run.logger.warn('job stopped while reading its input: the next run reads it again', {
     job: job.name, tasks_read: plan.tasks, invalid: plan.invalid, deferred,
   });
-  // Not reached, with what the read had written so far; the next run reads the whole input again.
+  // Not reached, with what the read had written so far.
   return { summary: { ...unplannedJobSummary(job, 'not_reached'), ...plannedFields(plan), deferred }, interrupted };
 }
 
@@ -160,10 +147,8 @@ async function prepareCalls(run: OpenRun, job: Job, runnable: number): Promise<v
   run.unusable.setThreshold(job.retry.maxUnusableAnswers ?? Math.max(settings.unusableMinAnswers, job.rate.concurrency));
 }
 
-/**
- * Works the job's due tasks with its progress line, failure log and 404 watch; returns the job's stop switch
- * (set when the job was cut short) and the 404 watch's warning. Once done, every answer is committed.
- */
+// Works the due tasks with progress line, failure log and 404 watch; returns the job's stop switch (set when cut
+// short) and the watch's warning. Once done, every answer is committed.
 async function workDue(run: OpenRun, job: Job, filter: RunnableFilter, runnable: number) {
   const { guard, tally } = run;
   const progress: JobProgress = { runnable, done: 0, notFound: 0, failed: 0, errors: 0 };
@@ -220,10 +205,8 @@ async function deferPending(run: OpenRun, job: string): Promise<void> {
   }
 }
 
-/**
- * The job's books once worked: its summary from the ledger's counts (returned too: the log says its deferred
- * tasks without those still pending) and the answers set aside, and its drift saved for `status`.
- */
+// The job's books once worked: its summary from the ledger's counts (returned too: the log tells deferred tasks
+// without those still pending) and the answers set aside; its drift saved for `status`.
 async function bookWorked(run: OpenRun, job: Job, plan: PlanCounts, due: Pick<JobSummary, 'worked' | 'failedBefore' | 'warnings'>) {
   const counts = await run.store.ledger.countsByStatus(job.name, run.runId);
   const failedByCode = await run.store.ledger.failedByCode(job.name, run.runId);
@@ -266,12 +249,9 @@ function logWorked(logger: Logger, w: JobSummary, deferred: number, stop: RunSto
   }
 }
 
-/**
- * Before a run's first paid call: asks the service's free credit check and, when it answers, starts the credit
- * guard from it, so the first call no longer goes alone, its cost is exact, and a run whose balance cannot pay
- * makes no call. When the service does not offer it, the run goes on as without it. Also says how many credits
- * the account used since the last answer this database stored: calls lost in flight (a kill), or use elsewhere.
- */
+// Before the run's first paid call: the free credit check, when offered, seeds the credit guard so the first call does
+// not go alone, its cost is exact, and a balance that cannot pay makes no call. Logs the credits used since the last
+// stored answer: calls lost in flight (a kill), or use elsewhere.
 async function seedFromBalance(run: OpenRun): Promise<void> {
   const lastCreditsUsed = (await run.store.calls.lastCounters())?.creditsUsed ?? null;
   const counters = await run.client.balance(run.stop.signal);
@@ -287,11 +267,8 @@ async function seedFromBalance(run: OpenRun): Promise<void> {
   });
 }
 
-/**
- * A job's `keepRawDays`: after the job has run to its end, the raw bodies of its tasks that a newer answer
- * superseded more than that many days ago are dropped (see store/raw-prune.ts for what is always kept). A failure
- * here costs disk, never data: it is logged and the run goes on.
- */
+// keepRawDays: once the job ran to its end, raw bodies a newer answer superseded over that many days ago are dropped
+// (store/raw-prune.ts says what is always kept). A failure costs disk, never data: logged, and the run goes on.
 async function pruneJobBodies(store: Pick<RunStore, 'pruneJobBodies'>, job: string, keepDays: number, logger: Logger): Promise<void> {
   try {
     const report = await store.pruneJobBodies(job, keepDays);

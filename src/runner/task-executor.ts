@@ -11,7 +11,7 @@ import type { OutcomeWriter, RunGate, WriterTask } from '../store/run-store.ts';
 import { CallBoundError, ERROR_POLICY, errorCodeOf, maxCallsPerTask, type ErrorCode } from './error-policy.ts';
 import { retryHooks, type TaskTally } from './retry-hooks.ts';
 
-/** A job's retry settings (jobs/defaults.ts says what each is); `paidRetries` is for a 200 that was most likely charged. */
+/** A job's retry settings (jobs/defaults.ts); `paidRetries` is for a 200 that was most likely charged. */
 export type RetrySettings = JobCommon['retry'];
 
 /** Everything a task needs to make its call and record the outcome. */
@@ -28,15 +28,15 @@ export interface ExecutorContext {
   maxThrottledAttemptsPerTask: number;
   /** Counts failed attempts for the progress display. */
   onAttemptError?: (err: ApiError) => void;
-  /** Told of every task that ended in this run (not of one the run's stop left pending): outage breaker, failure log. */
+  /** Told of every task that ended in this run (not one the run's stop left pending): outage breaker, failure log. */
   onTaskEnded?: (task: ExecutableTask, outcome: TaskOutcome) => void;
   /** Whether the run still holds its database lock, asked right before each call (RunLock.held). */
   holdsLock?: () => boolean;
-  /** Whether this worker still holds the task's input, asked right before each call (DueTasks.holds: a claim's lease). */
+  /** Whether this worker still holds the task's input, asked right before each call (a claim's lease). */
   holdsInput?: (inputKey: string) => boolean | Promise<boolean>;
 }
 
-/** A task as the executor sees it: its ledger id, its operation's spec and the request it sends (checked by the spec's schema). */
+/** A task as the executor sees it: ledger id, spec and the request it sends (checked by the spec's schema). */
 export interface ExecutableTask<Q = unknown> extends WriterTask {
   spec: OperationSpec<Q, unknown, AnySubject, unknown>;
   inputKey: string;
@@ -47,9 +47,8 @@ export interface ExecutableTask<Q = unknown> extends WriterTask {
 }
 
 /**
- * How a task ended in this run; `lastPage` says the input's list ended on this page, `message` is the 404 body's
- * (see ApiNotFound), kept for the not-found-only warning. A failed task has used up
- * its retries (or met an error no retry would change): `code` and `message` are those recorded on it.
+ * How a task ended in this run: `lastPage` says the input's list ended on this page; `message` is the 404 body's, for
+ * the not-found-only warning; a failed task used up its retries (or met an error no retry changes).
  */
 export type TaskOutcome =
   | { kind: 'done'; lastPage: boolean; drift: DriftTally }
@@ -61,9 +60,8 @@ export type TaskOutcome =
 export type EndedTask = { kind: 'failed'; error: unknown } | { kind: Exclude<TaskOutcome['kind'], 'failed'> };
 
 /**
- * Makes one task's call: reserve credits, wait for the rate gate, send, and retry what can be retried with
- * exponential backoff and jitter. What each failure leads to is the policy table's (error-policy.ts); p-retry's
- * hooks apply it: a 429 pauses the whole run and is tried again without using up a retry.
+ * Makes one task's call, retried with backoff and jitter as error-policy.ts rules through p-retry's hooks: a 429
+ * pauses the whole run and is tried again without using up a retry.
  */
 export async function executeTask(task: ExecutableTask, ctx: ExecutorContext): Promise<TaskOutcome> {
   const tally: TaskTally = { calls: 0, paidRetries: 0, throttled: 0 };
@@ -87,10 +85,8 @@ export async function executeTask(task: ExecutableTask, ctx: ExecutorContext): P
   return { kind: 'done', lastPage: result.lastPage, drift: result.drift };
 }
 
-/**
- * One call: reserve its credits, wait for the rate gate, check the bound and the lock, send, and settle the
- * reservation with what the call was charged. Throws LeftPending (through AbortError) when no call is sent.
- */
+// One call: reserve credits, wait for the gate, check the bound and the lock, send, settle the reservation with what
+// the call was charged. Throws LeftPending (through AbortError) when no call is sent.
 async function callOnce(task: ExecutableTask, ctx: ExecutorContext, tally: TaskTally): Promise<ApiResult<unknown>> {
   if (ctx.stop.reason) throw new AbortError(new LeftPending());
   const reservation = await ctx.guard.acquire(task.operation);
@@ -161,12 +157,8 @@ class LeftPending extends Error {
   }
 }
 
-/**
- * What a failed attempt was charged, for the credit guard: the counters of a wrong-shape body that still carries
- * them; `'unread'` for any other failure that came with a 200 (counters missing or not numbers, a body over the
- * size limit, not JSON, cut off or not decodable: the service answered, so the call was most likely billed);
- * null when no 200 came (nothing billed).
- */
+// A failed attempt's charge: a wrong-shape body's counters; 'unread' for any other failure that came with a 200 (the
+// service answered, so the call was most likely billed); null when no 200 came.
 function chargeOfFailure(err: unknown): Charge {
   if (err instanceof ApiSchemaError && err.credits) return err.credits;
   return isApiError(err) && err.paid ? 'unread' : null;
