@@ -1,26 +1,19 @@
 /**
- * The one table that decides what the runner does about a failed call, by what the error says happened (its
- * kind). The executor's p-retry hooks, the outage and unusable-answer breakers, the credit guard's charge and
- * the ledger's "failed, retry next run or not" all read it; the error classes (src/api/errors.ts) only carry
- * facts. The compiler checks that every kind has its row.
+ * The one table deciding what the runner does about a failed call, by the error's kind: p-retry's hooks, the breakers,
+ * the credit guard's charge and the ledger's retry-or-not all read it; the error classes only carry facts.
  */
 import { isApiError, type ApiErrorKind } from '../api/errors.ts';
 import { NetingestError } from '../errors.ts';
 import type { StopReason } from './run-stop.ts';
 import type { RetrySettings } from './task-executor.ts';
 
-/**
- * Codes the executor records besides the API's kinds. INTERNAL: anything thrown that is not an ApiError (a bug).
- * CALL_BOUND: a task reached its bound on calls in one run (maxCallsPerTask), which the other budgets should
- * always keep it below.
- */
+/** INTERNAL: anything thrown that is not an ApiError (a bug). CALL_BOUND: a task reached maxCallsPerTask in one run. */
 export type RunnerErrorCode = 'INTERNAL' | 'CALL_BOUND';
 export type ErrorCode = ApiErrorKind | RunnerErrorCode;
 
 /**
- * How a task that ends on the error is recorded: `stopsRun` stops the run with that reason and leaves the task
- * pending for the next run; otherwise `fails` says failed and tried again by the next run ('retryable'), failed
- * for good ('final'), or failed for good with its paid body kept for `netingest reprocess` ('reprocess').
+ * `stopsRun` stops the run with that reason, the task left pending; else `fails`: tried again next run ('retryable'),
+ * failed for good ('final'), or failed for good with its paid body kept for `netingest reprocess` ('reprocess').
  */
 export type TaskEnding =
   | { stopsRun: StopReason; fails: null }
@@ -78,9 +71,8 @@ export const ERROR_POLICY: Readonly<Record<ErrorCode, ErrorPolicy>> = {
 };
 
 /**
- * The bound on calls one task may send in one run, whatever the service answers: its first try, its retries
- * (p-retry's `retries`, which a charged but unusable 200 shares), and its throttled attempts (429s, which use
- * up no retry but count against their own cap). docs/architecture.md states it; the executor enforces it.
+ * The bound on calls one task may send in one run, whatever the service answers: its first try, its retries (which a
+ * charged but unusable 200 shares) and its 429 attempts (their own cap). docs/architecture.md states it.
  */
 export function maxCallsPerTask(retry: Pick<RetrySettings, 'retries'>, maxThrottledAttemptsPerTask: number): number {
   return 1 + retry.retries + maxThrottledAttemptsPerTask;

@@ -1,9 +1,7 @@
 /**
- * A job whose every answer in a run was a 404 "nothing found", told as a warning. For the operations whose
- * spec says so (notFound.ambiguous) the API's 404 body cannot be told apart from a web server's or gateway's 404 for a wrong path
- * (see notFound() in src/api/http.ts), so an API URL with a wrong path prefix settles every task as not found
- * and the run ends with exit 0 and no data. The outcome is left alone: a search for rare jobs or a list of
- * deleted posts can truly find nothing, so this only says what to check.
+ * Warns of a job whose every answer in a run was a 404: where its spec says notFound.ambiguous, the API's 404 looks
+ * like a gateway's for a wrong path, so a wrong API URL settles every task as not found with exit 0 and no data. The
+ * outcome is left alone: a search for rare jobs or a list of deleted posts can truly find nothing.
  */
 import { bodyExcerpt } from '../api/redact.ts';
 import type { Operation } from '../spec/types.ts';
@@ -38,7 +36,6 @@ export class NotFoundOnlyWatch {
 
   /** The warning for `job`, or null when it got data, too few answers, or its operation's 404 is unambiguous. */
   warning(job: string): NotFoundOnlyWarning | null {
-    // Only where the operation's "nothing found" 404 looks like a gateway's (its spec's notFound.ambiguous).
     if (!specOf(this.operation).notFound.ambiguous || this.answeredWithData || this.notFound < this.minAnswers) return null;
     const bodyMessage = this.firstMessage === null ? null : bodyExcerpt(this.firstMessage, this.secrets, MESSAGE_EXCERPT_CHARS);
     const body = bodyMessage === null ? 'no message' : `message ${JSON.stringify(bodyMessage)}`;

@@ -4,11 +4,7 @@ import { errorCodeOf, policyOf } from './error-policy.ts';
 import type { RunStop } from './run-stop.ts';
 import type { EndedTask } from './task-executor.ts';
 
-/**
- * The run stopped because the API looks down: `tasksInARow` tasks in a row failed after every retry on
- * errors that say so (`outage` in error-policy.ts), with no answer in between. The message names the last
- * failure.
- */
+/** The API looks down: `tasksInARow` tasks in a row failed after every retry on outage errors; names the last. */
 export class ApiUnavailableError extends NetingestError {
   constructor(
     readonly tasksInARow: number,
@@ -25,12 +21,9 @@ export class ApiUnavailableError extends NetingestError {
 }
 
 /**
- * Stops the run when the API looks down, instead of letting every remaining task spend its retries and
- * backoff on it: after `threshold` tasks in a row failed on outage errors (a refused connection, a timeout, a
- * 5xx: `outage` in error-policy.ts), with no answer between them, the run stops as a credit stop does and the
- * rest waits for the next run.
- * It counts tasks, not attempts, so the retries of one task never trip it alone; any answer (data, 404, a 4xx,
- * a body of the wrong shape) shows the API is up and starts the count again.
+ * Stops the run when the API looks down, rather than let every remaining task spend its retries and backoff on it:
+ * after `threshold` tasks in a row failed on outage errors with no answer between, the rest waits for the next run.
+ * It counts tasks, not attempts, so one task's retries never trip it alone; any answer shows the API up and resets it.
  */
 export class OutageBreaker {
   private inARow = 0;

@@ -1,8 +1,4 @@
-/**
- * p-retry's options for one task: the job's backoff, and hooks that apply the policy table (error-policy.ts) to
- * each failed attempt: record it, pause every call or stop the run (onFailedAttempt), use up a retry or not
- * (shouldConsumeRetry), and try again while the table and the task's budgets allow (shouldRetry).
- */
+/** p-retry's options for one task: the job's backoff, and hooks applying error-policy.ts to each failed attempt. */
 import type { Options } from 'p-retry';
 import { DEFAULT_RETRY_AFTER_MS, isApiError, keptBodyOf, ThrottledError } from '../api/errors.ts';
 import { isPaid, policyOf } from './error-policy.ts';
@@ -15,7 +11,7 @@ export interface TaskTally {
   throttled: number;
 }
 
-/** p-retry's options: the job's backoff, and hooks that apply the policy table to each failed attempt. */
+/** The options for `task`; `tally` counts its calls, paid retries and 429s across attempts. */
 export function retryHooks(task: ExecutableTask, ctx: ExecutorContext, tally: TaskTally): Options {
   return {
     // Unbounded here, counted in shouldRetry: p-retry ends a task once `retries` are consumed before it asks
@@ -57,11 +53,8 @@ function pauseAll(ctx: ExecutorContext, tally: TaskTally, err: Error): void {
   }
 }
 
-/**
- * shouldRetry: whether the policy retries the error and the task's budgets still allow it. Past its own
- * allowance, a charged but unusable 200 ends the task as failed-retryable: the next run tries it again,
- * instead of this one paying up to `retries` more times for a fault that may repeat.
- */
+// shouldRetry: whether the policy and the task's budgets allow another try. Past its own allowance a charged but
+// unusable 200 fails retryable: the next run tries again, rather than this one pay `retries` more times for it.
 function withinBudget(retry: RetrySettings, tally: TaskTally, err: Error, retriesConsumed: number): boolean {
   const policy = policyOf(err);
   if (!policy.retry) return false;
@@ -70,10 +63,8 @@ function withinBudget(retry: RetrySettings, tally: TaskTally, err: Error, retrie
   return true;
 }
 
-/**
- * How long a 429 pauses the run: its Retry-After, but never less than the backoff base, so that a Retry-After
- * of 0, a negative one or a date in the past cannot make the run call again at once, in a loop.
- */
+// A 429's pause: its Retry-After, never less than the backoff base, so that a Retry-After of 0, a negative one or a
+// past date cannot make the run call again at once, in a loop.
 function throttleWaitMs(retryAfterMs: number, retry: Pick<RetrySettings, 'minTimeoutMs'>): number {
   const asked = Number.isFinite(retryAfterMs) ? retryAfterMs : 0;
   return Math.max(asked, retry.minTimeoutMs, 1);

@@ -1,16 +1,12 @@
 import { setMaxListeners } from 'node:events';
 import type { CreditGuard } from '../credits/credit-guard.ts';
 
-/**
- * Why a run stopped sending calls before its work was done; `outage`: the API looks down (see
- * OutageBreaker); `unusable`: its paid answers cannot be read (see UnusableAnswerBreaker).
- */
+/** Why a run stopped sending calls early; `outage`: the API looks down; `unusable`: its paid answers cannot be read. */
 export type StopReason = 'credits' | 'throttled' | 'interrupted' | 'auth' | 'outage' | 'unusable' | 'fatal';
 
 /**
- * The run's one "stop sending" switch. The first reason wins: a run interrupted while it was already
- * stopping on credits still reports credits (unless the interrupt kept a refresh from being deferred: runJobs). Its signal aborts waits (rate gate, retry backoff), never a
- * call already on the wire, so every billed response is still written.
+ * The run's one "stop sending" switch; the first reason wins (unless an interrupt kept a refresh from being deferred).
+ * Its signal aborts waits (rate gate, backoff), never a call on the wire, so every billed response is still written.
  */
 export class RunStop {
   private readonly controller = new AbortController();
@@ -54,9 +50,8 @@ export class StopRequested extends Error {
 }
 
 /**
- * A stop switch for one job that the run's stop also throws (a signal, an outage, a failed write), and how to
- * unhook it from the run's once the job is over. The job's executor stops it; `settleJobStop` then decides
- * whether that stop is the run's too.
+ * A job's stop switch, which the run's stop also throws, and its release from the run's once the job is over; the
+ * executor stops it, and settleJobStop decides whether that stop is the run's too.
  */
 export function jobStopOf(run: RunStop) {
   const stop = new RunStop();
@@ -67,10 +62,8 @@ export function jobStopOf(run: RunStop) {
 }
 
 /**
- * After a job: a stop on the job's own `credits.maxPerRun` ends that job only (its rest is deferred), so the jobs
- * after it, whose own caps may leave room, still run instead of waiting behind it night after night. Any other
- * stop (reserve, 402, throttle, auth...) concerns the whole account or service and stops the run. Returns
- * whether the job stopped on its cap.
+ * After a job: true when it stopped on its own `credits.maxPerRun`, which ends that job only, so later jobs whose caps
+ * leave room still run; any other stop (reserve, 402, throttle...) concerns the account or service: the run stops.
  */
 export function settleJobStop(job: RunStop, run: RunStop, guard: CreditGuard): boolean {
   if (!job.reason || run.reason) return false;

@@ -6,11 +6,7 @@ import type { RunStop } from './run-stop.ts';
 import { policyOf } from './error-policy.ts';
 import type { EndedTask } from './task-executor.ts';
 
-/**
- * The run stopped because the service's answers cannot be used: `inARow` paid answers of `operation` in a row
- * that its answer contract could not read (a shape it cannot store). The message names the operation, the
- * count, what they cost and the first failing path.
- */
+/** `inARow` paid answers of `operation` in a row its contract could not read; names the count, cost and first path. */
 export class UnusableAnswersError extends NetingestError {
   constructor(
     readonly operation: Operation,
@@ -29,11 +25,9 @@ export class UnusableAnswersError extends NetingestError {
 }
 
 /**
- * Stops the run when the service answers, is paid, and what it sends cannot be stored: after `threshold` paid
- * answers of one operation in a row that its contract could not read (`unusable` in error-policy.ts: a body of
- * the wrong shape), no further call is sent and the rest is deferred, instead of paying for a whole input that
- * stores nothing. An answer stored (data, a 404) starts the count again; a failure without an answer (a 5xx, a
- * timeout) neither counts nor resets.
+ * Stops the run when paid answers cannot be stored: after `threshold` answers of one operation in a row its contract
+ * could not read, no call is sent and the rest deferred, rather than pay for a whole input that stores nothing. An
+ * answer stored (data, a 404) resets the count; a failure without an answer (5xx, timeout) neither counts nor resets.
  */
 export class UnusableAnswerBreaker {
   private readonly rows = new Map<Operation, { count: number; credits: number; first: ApiError }>();
