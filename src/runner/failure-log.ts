@@ -20,9 +20,8 @@ export interface FailedTask {
 }
 
 /**
- * Logs the tasks of a job that failed in this run, so a nightly log says which input failed and why. The
- * first few get a WARN line each; after them, one WARN line per interval says how many more failed, by code,
- * so a bad input file or a long run of failures does not flood the log. flush() writes what is still counted.
+ * Logs a job's failed tasks so a nightly log says which input failed and why: the first few a WARN line each, then a
+ * line per interval counting the rest by code, so a bad input does not flood the log. flush() writes what is counted.
  */
 export class FailureLog {
   private logged = 0;

@@ -17,10 +17,7 @@ export interface LoggerOptions {
   format?: LogFormat;
   /** Lowest level written. */
   level?: LogLevel;
-  /**
-   * Strings (the API token) replaced by `[REDACTED]` in every line, whatever field carries them; one too short
-   * to be a real token is left alone (see createOutputRedactor).
-   */
+  /** Strings (the API token) replaced by `[REDACTED]` in every line; one too short to be a real token is left alone. */
   secrets?: string[];
 }
 

@@ -31,11 +31,9 @@ export interface ExtraFields {
 }
 
 /**
- * Streams a job's input into the task ledger in batches, one transaction each, before any call is made.
- * Every row that cannot become a task is recorded in `invalid_inputs` with its file, line and reason; once the
- * whole input is read, the job's rows it did not report again (fixed or removed since) are dropped.
- * Once `stop` is aborted the read ends at the next row, so a Ctrl-C during the read of millions of rows is
- * obeyed in a moment rather than once the whole file is in the ledger.
+ * Streams a job's input into the ledger in batches, one transaction each, before any call. Rows that cannot become a
+ * task go to `invalid_inputs` (file, line, reason); once the whole input is read, the job's rows not reported again are
+ * dropped. An aborted `stop` ends the read at the next row, so a Ctrl-C amid millions of rows is obeyed at once.
  */
 export async function planIntoLedger(job: Job, ledger: RunLedger, runId: number, stop?: AbortSignal): Promise<PlanCounts> {
   const counts: PlanCounts = {
@@ -67,9 +65,8 @@ export async function planIntoLedger(job: Job, ledger: RunLedger, runId: number,
     duplicates = 0;
   };
   for await (const item of planTasks(job)) {
-    // Checked at every row, not at a flush: a long stretch of duplicates writes nothing. The batch being
-    // gathered is dropped, so the ledger holds whole batches; the next run reads those rows again. The stale
-    // invalid rows are not dropped either: the lines not read may still be invalid, their records still true.
+    // Checked every row (a stretch of duplicates flushes nothing). The gathered batch is dropped (the next run reads it
+    // again), and no stale invalid row either: the lines not read may still be invalid, their records still true.
     if (stop?.aborted) return counts;
     if (item.kind === 'task') {
       if (item.extraFields !== undefined) countExtraFields(counts.extraFields, item.line);
@@ -107,9 +104,8 @@ export function countExtraFields(extra: ExtraFields, line: number): void {
 }
 
 /**
- * Decides in the ledger, before the job's first call, what its run will call: a lookup another job answered
- * (fresh, or in this very run under --refresh) is taken, not paid for again; then the due tasks are reopened.
- * Returns the tasks settled from other jobs' answers, the tasks due, and those failed for good.
+ * Before the job's first call: a lookup another job answered (fresh, or in this run under --refresh) is taken, not paid
+ * again; then the due tasks are reopened. Returns tasks settled from others' answers, tasks due, tasks failed for good.
  */
 export async function settleDue(operation: string, ledger: RunLedger, filter: RunnableFilter) {
   const shared = await ledger.adoptSharedAnswers(filter, await ledger.otherJobs(operation, filter.job), new Date().toISOString());
@@ -121,12 +117,9 @@ export async function settleDue(operation: string, ledger: RunLedger, filter: Ru
 }
 
 /**
- * Under --refresh, writes the refresh of a job the run stopped before reaching into the ledger: its settled
- * tasks are reopened and deferred, so that the next run refreshes them with or without --refresh. Without this
- * the user's only way to finish the refresh would be another --refresh run, paying again for every task this
- * run already refreshed. Once `stop` is aborted the read ends as planIntoLedger's does, and nothing is reopened:
- * a refresh deferred for only the rows read would be a part of it the user could not tell from the rest.
- * Returns the read of the job's input and how many tasks it deferred (none if the read was cut).
+ * Under --refresh, a job the run never reached has its settled tasks reopened and deferred, so the next run refreshes
+ * them with or without --refresh (else a second --refresh run pays again for all this one did). An aborted `stop` cuts
+ * the read and reopens nothing: a refresh deferred for only the rows read could not be told from the rest.
  */
 export async function deferRefresh(job: Job, ledger: RunLedger, runId: number, refreshSince: string, stop?: AbortSignal) {
   const plan = await planIntoLedger(job, ledger, runId, stop);

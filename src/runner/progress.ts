@@ -86,10 +86,8 @@ export class ProgressReporter {
 }
 
 /**
- * One terminal line: done/total, rate, credits left, ETA and errors, narrower than `columns` when given. A line
- * that wrapped would take two rows, and the `\r\x1b[K` of the next redraw clears only the last: every redraw
- * would leave a row behind. A narrow terminal gets the figures in short form (the job's name shortened, then
- * dropped, to keep them), and at worst the line cut.
+ * One terminal line, narrower than `columns`: a wrapped line takes two rows and the next redraw's `\r\x1b[K` clears
+ * only the last. A narrow terminal gets short figures (the job's name shortened, then dropped), at worst the line cut.
  */
 export function formatProgress(s: ProgressSnapshot, columns?: number): string {
   const finished = s.done + s.notFound + s.failed;

@@ -15,10 +15,8 @@ export const RUN_JOB_DEFAULTS = {
 } as const;
 
 /**
- * Works through a job's due tasks. The tasks of one input (its pages) run one after the other, so a short
- * page ends the list before later pages are paid for; inputs run side by side up to the job's concurrency.
- * Tasks are read from the ledger (or claimed, on PostgreSQL) in batches and fed to the queue with backpressure,
- * so memory stays flat however long the input.
+ * Works a job's due tasks: one input's pages in order, so a short page ends the list before later pages are paid for;
+ * inputs side by side up to the concurrency, read (or claimed) in batches with backpressure so memory stays flat.
  */
 export async function workJob(
   job: Job,
@@ -71,10 +69,7 @@ export async function workJob(
   if (failure) throw failure;
 }
 
-/**
- * One input's pages in order; a short page settles the later ones without a call. Resolves once every outcome
- * is committed.
- */
+/** One input's pages in order; a short page settles the later ones without a call. Resolves once all are committed. */
 async function runPages(unit: TaskRow[], ctx: ExecutorContext, progress: JobProgress): Promise<void> {
   let lastPage: number | null = null;
   // Settled once committed: an input given back (DueTasks.settled) must not show its later pages as due.
@@ -99,7 +94,7 @@ async function runPages(unit: TaskRow[], ctx: ExecutorContext, progress: JobProg
   await Promise.all(pastLast);
 }
 
-/** The call a ledger row stands for: its request read once, through its operation's schema, and what its answer is filed under. */
+/** The call a ledger row stands for: its request read once through its operation's schema, and its answer's key. */
 function toExecutable(row: TaskRow): ExecutableTask {
   const spec = findSpec(row.operation);
   if (spec === undefined) throw new Error(`task ${row.id}: unknown operation ${row.operation}`);

@@ -8,10 +8,9 @@ export type { RunSummary } from './run-summary.ts';
 export { RUN_DEFAULTS, type RunOptions } from './run-options.ts';
 
 /**
- * Runs jobs one after the other against one database: takes the run lock, streams each job's input into the
- * ledger, works its due tasks, and records the run. Stops early, deferring what is left, on credits, a
- * throttle that outlasts its cap, a signal, or a refused token. A job whose input file cannot be used is
- * skipped (as are `brokenJobFiles`) and the others run; when none could run, the run throws their errors.
+ * Runs jobs one after another under the database's run lock, recording the run; stops early, deferring the rest, on
+ * credits, a throttle past its cap, a signal or a refused token. A job whose input cannot be used is skipped (as are
+ * `brokenJobFiles`) and the others run; when none could, their errors are thrown.
  */
 export async function runJobs(options: RunOptions): Promise<RunSummary> {
   const run = await openRun(options);

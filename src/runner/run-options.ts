@@ -21,10 +21,7 @@ export interface RunOptions extends RunDefaulted {
   /** Aborting it stops sending calls; calls in flight finish and are written (SIGINT, SIGTERM). */
   signal?: AbortSignal;
   logger?: Logger;
-  /**
-   * Where the live progress line goes when it is a terminal (default stderr); otherwise progress is one log
-   * line every few seconds (PROGRESS_DEFAULTS in progress.ts), through `logger`.
-   */
+  /** Where the live progress line goes on a terminal (default stderr); else progress is logged every few seconds. */
   progressStream?: NodeJS.WritableStream & { isTTY?: boolean };
   /** How the tasks that failed are logged (one line each for the first ones, then counted). */
   failureLog?: FailureLogOptions;
@@ -33,9 +30,8 @@ export interface RunOptions extends RunDefaulted {
   /** PostgreSQL: the window the shared requests-per-minute limit is counted over (a minute; tests scale it down). */
   sharedRateWindowMs?: number;
   /**
-   * PostgreSQL: the run several workers share, for `credits.maxPerRun` across them (NETINGEST_RUN_KEY, e.g. the
-   * scheduler's job name); by default a worker joins a live run working one of its jobs, or starts its own. The
-   * reserve is the account's.
+   * PostgreSQL: the run workers share for `credits.maxPerRun` (NETINGEST_RUN_KEY); by default a worker joins a live run
+   * working one of its jobs, or starts its own. The reserve is the account's.
    */
   sharedRunKey?: string;
 }

@@ -1,9 +1,6 @@
-/**
- * What a run reports: one summary per job (made by runOneJob, run-one-job.ts) and one for the run (made by
- * closeRun, close-run.ts). The field names are a public contract (`netingest run --json`): add, never rename.
- */
-// Types from light modules only: the package's public types (src/index.ts) hold a run's summary, and must not
-// reach the database drivers' or drizzle's types (test/package/package-install.test.ts checks them without skipLibCheck).
+/** What a run reports, per job and for the run. Field names are a public contract (`run --json`): add, never rename. */
+// Types from light modules only: the package's public types hold a summary and must not reach the drivers' or
+// drizzle's types (test/package/package-install.test.ts checks them without skipLibCheck).
 import type { InvalidInputRow, RunStatus } from '../store/tables.ts';
 import type { Operation } from '../spec/types.ts';
 import type { RunStopSummary } from './stop-summary.ts';
@@ -15,10 +12,7 @@ export interface JobSummary {
   name: string;
   /** Null for a job file that could not be loaded. */
   operation: Operation | null;
-  /**
-   * `ran`: planned and worked (maybe cut short by the run's stop); `skipped`: its job file or input file cannot
-   * be used (see `error`), so it made no task and no call, and the other jobs ran.
-   */
+  /** `ran`: planned and worked (maybe cut short); `skipped`: its job or input file is unusable (`error`): no call. */
   status: JobStatus;
   /** Why a skipped job was skipped (the message names the file, line and field); null for a job that ran. */
   error: { code: string; message: string } | null;
@@ -30,9 +24,8 @@ export interface JobSummary {
   /** Planned tasks skipped because they were done or not found within refreshAfterDays. */
   fresh: number;
   /**
-   * Planned tasks skipped because they failed for good in an earlier run (not retried without --refresh).
-   * Not fresh: they hold no data. They are in `failed` too. planned = fresh + failedBefore + worked, but for
-   * a job not reached whose input the run stopped reading part way: its `planned` tasks are all `deferred`.
+   * Planned tasks that failed for good earlier (not retried without --refresh); not fresh, and in `failed` too.
+   * planned = fresh + failedBefore + worked, but for a job whose input read was cut: its `planned` are all `deferred`.
    */
   failedBefore: number;
   /** Tasks the run worked on: those due. */
@@ -48,14 +41,11 @@ export interface JobSummary {
   setAside: number;
   /** post-details answers in this run whose PostId names another post than the one asked for (answer_anomalies). */
   otherPost: number;
-  /**
-   * What the run noticed about the job that changes neither its outcome nor the exit code; empty for most.
-   * Each has a `code` (NOT_FOUND_ONLY: every answer a 404 that a wrong API URL would give too) and a `message`.
-   */
+  /** What the run noticed that changes neither outcome nor exit code (NOT_FOUND_ONLY); empty for most. */
   warnings: NotFoundOnlyWarning[];
 }
 
-/** What the run says of a job whose answers were all 404s (not-found-only.ts): the log line's fields and the summary's message. */
+/** What the run says of a job whose answers were all 404s (not-found-only.ts): log fields and summary message. */
 export interface NotFoundOnlyWarning {
   code: 'NOT_FOUND_ONLY';
   /** Answers of the job in the run, every one a 404. */
@@ -79,16 +69,13 @@ export interface RunSummary {
   calls: number;
   creditsSpent: number | null;
   creditsRemaining: number | null;
-  /**
-   * Paid answers whose credit counters could not be read (missing, not numbers, body over the size limit, not
-   * JSON): each is counted in creditsSpent at the highest cost learned for its operation, or the default.
-   */
+  /** Paid answers with unreadable counters, in creditsSpent at their operation's top learned cost or the default. */
   creditsEstimatedAnswers: number;
   /** Whether creditsSpent is in part an estimate: such answers, or a first call with no counters read before it. */
   creditsSpentEstimated: boolean;
   error: { code: string; message: string } | null;
   /** Why the run stopped before its work was done (credits: which limit), or null when it did not. */
   stop: RunStopSummary | null;
-  /** How the run's answers differed from the spec: one entry per operation, member path and kind (see docs/contracts.md). */
+  /** How the run's answers differed from the spec: an entry per operation, member path and kind (docs/contracts.md). */
   drift: DriftLine[];
 }

@@ -1,8 +1,4 @@
-/**
- * `netingest status`: what the last runs did and what is left, read from the dataset in one snapshot
- * (store/status.ts), and the balance the service's free credit check gives now (askLiveBalance, which `plan`
- * asks too).
- */
+/** `netingest status`: the last runs and what is left, read in one snapshot, with the live balance (askLiveBalance). */
 import { statusReads, type StatusReport } from '../store/status.ts';
 import { openStore } from '../store/open-store.ts';
 import { driftPathLines, type DriftKind } from '../operations/drift.ts';
@@ -26,9 +22,8 @@ export interface StatusOptions {
 export type FullStatusReport = Awaited<ReturnType<typeof withLiveBalance>>;
 
 /**
- * For `plan` and `status`: asks the free credit check (GET /v1/api/auth) when an API URL and token are set
- * (--api-url / --token-file or the environment). Null when they are not, or the service does not offer it: these
- * commands never fail for want of it, and make no paid call.
+ * For `plan` and `status`: the free credit check when an API URL and token are set (flags or environment); null when
+ * not, or not offered: these commands never fail for want of it, and make no paid call.
  */
 export async function askLiveBalance(flags: Pick<StatusOptions, 'apiUrl' | 'tokenFile'>) {
   let api;
@@ -41,7 +36,6 @@ export async function askLiveBalance(flags: Pick<StatusOptions, 'apiUrl' | 'toke
   const client = createApiClient({ baseUrl: api.baseUrl, token: api.token });
   try {
     const c = await client.balance();
-    // The account's balance as the service's free credit check tells it now.
     return c === null ? null : { balance: roundCredits(reportedBalance(c)), totalCredits: c.total_credits, creditsUsed: c.credits_used };
   } finally {
     await client.close().catch(() => undefined);

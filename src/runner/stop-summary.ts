@@ -84,7 +84,7 @@ function capMessage(c: CreditStop | null, cappedJob: string | null): string {
   return `credits.maxPerRun: the run spent ${spent} and ${nextCall(c)} would go over it; the next run goes on (or raise credits.maxPerRun, --max-credits)`;
 }
 
-/** The next call and its cost. An assumed cost is said to be one: "about 5 credits" read as a fact about a call that may cost 1. */
+/** The next call and its cost; an assumed one says so: "about 5 credits" reads as fact for a call that may cost 1. */
 function nextCall(c: CreditStop | null): string {
   if (c?.cost == null) return 'the next call';
   const cost = plural(roundCredits(c.cost), 'credit');
