@@ -11,7 +11,6 @@ export interface ForecastDay {
   credits: number;
 }
 
-/** The figures' window, refresh ages and clock, and each operation's cost per call. */
 type ForecastOptions = Pick<FigureOptions, 'forecastDays' | 'now'> & {
   /** Each operation's refresh age (days) when its job does not say. */
   refreshAfterDays: Readonly<Record<string, number>>;

@@ -9,7 +9,6 @@ interface Advice {
   level: 'ok' | 'warn' | 'stop';
 }
 
-/** The headline: headlineOf's object, its members noted there. */
 export type Headline = ReturnType<typeof headlineOf>;
 
 /** Why a run's remaining tasks were deferred, by its status. */

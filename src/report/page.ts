@@ -32,7 +32,6 @@ const e = (v: unknown): string => (v === null || v === undefined ? '–' : typeo
 /** Escaped text whose `command` spans show as code (the headline's advice names commands that way). */
 const withCode = (text: string) => escapeHtml(text).replace(/`([^`]+)`/g, '<code>$1</code>');
 
-/** The page for `figures`, each chart drawn by renderChartSvg. */
 export function renderPage(figures: ReportFigures, shownDataset: string): string {
   const specs = chartSpecs(figures);
   const tables = chartTables(figures);

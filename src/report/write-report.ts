@@ -1,7 +1,4 @@
-/**
- * `netingest report`: the figures read in one snapshot, the live balance asked as `status` does, the page written
- * atomically and its path remembered in the dataset for `status`.
- */
+/** `netingest report`: one snapshot's figures and the live balance, written atomically, its path kept for `status`. */
 import { resolve } from 'node:path';
 import { writeOutput } from '../export/write-output.ts';
 import { openStore } from '../store/open-store.ts';
@@ -47,7 +44,6 @@ export async function gatherFigures(options: ReportOptions): Promise<{ figures: 
   return { figures, shownDataset: store.shown };
 }
 
-/** What writeReport() did. */
 export type WrittenReport = Awaited<ReturnType<typeof writeReport>>;
 
 /** Writes the page to `outFile` (a temporary file beside it, renamed, as an export's) and remembers its path. */

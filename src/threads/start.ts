@@ -49,10 +49,7 @@ function newestUnder(dir: string): number {
   return newest;
 }
 
-/**
- * Whether `builtFile` (a dist/ bundle under checkout `root`) is newer than every file under src/, the build script and
- * package.json; false if missing. test/global-setup.ts rebuilds when it is not.
- */
+/** Whether `builtFile` (a dist/ bundle under `root`) is newer than src/, the build script and package.json. */
 export function builtAfterSources(root: string, builtFile: string): boolean {
   try {
     const sourcesAt = Math.max(
