@@ -128,7 +128,6 @@ export function runStatus(stopReason: StopReason | null, jobs: readonly JobSumma
   return jobs.some((s) => s.failed > 0) ? 'completed_with_failures' : 'completed';
 }
 
-/** The figures of the `runs` row at the end of a run. */
 export function runEnd(summary: RunSummary, tally: Pick<RunTally, 'creditsAtStart' | 'jobRates'>, exitCode: number | null): RunEnd {
   const { jobs } = summary;
   const { creditsAtStart } = tally;

@@ -1,7 +1,4 @@
-/**
- * The one table deciding what the runner does about a failed call, by the error's kind: p-retry's hooks, the breakers,
- * the credit guard's charge and the ledger's retry-or-not all read it; the error classes only carry facts.
- */
+/** The one table of what the runner does about a failed call, by error kind; the error classes only carry facts. */
 import { isApiError, type ApiErrorKind } from '../api/errors.ts';
 import { NetingestError } from '../errors.ts';
 import type { StopReason } from './run-stop.ts';

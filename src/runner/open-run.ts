@@ -1,7 +1,4 @@
-/**
- * Opening a run: database, run lock, `runs` row, stop switch, credit guard, API client, group-commit writer, rate gate
- * and breakers. One close() releases them in reverse order, also when opening fails half-way.
- */
+/** A run's lock, row, guard, client, writer, gate and breakers; close() releases them in reverse, even half-open. */
 import { hostname } from 'node:os';
 import { createApiClient } from '../api/client.ts';
 import type { Operation } from '../spec/types.ts';

@@ -38,7 +38,6 @@ export interface PlanReport {
   extraFields: { rows: number; firstLine: number | null };
 }
 
-/** Options of planJobs(). */
 export interface PlanJobsOptions {
   /** The database a run would use (a SQLite file or a postgres:// URL); read if it exists, never created. */
   db: string;
@@ -52,7 +51,6 @@ export interface PlanJobsOptions {
   onNothingRan?: (why: string) => void;
 }
 
-/** What planJobs() found. */
 export interface PlannedJobs {
   reports: PlanReport[];
   /** The jobs reported, in order. */
@@ -147,7 +145,6 @@ function withCost(report: PlanReport, learned: number | null): PlanReport {
   return report;
 }
 
-/** The report as the command prints it. */
 export function formatPlanReport(r: PlanReport, reserve: number): string {
   const most = r.estimatedCredits ?? r.estimatedCreditsRange?.high ?? 0;
   const enough = shortfallNote(r, reserve, most);

@@ -25,7 +25,6 @@ const DEFAULTS = { batchSize: 200, maxListedInvalid: 20 } as const;
 /** A body that could not be replayed: its raw_responses id, request key, task, archived error code, and why. */
 export type RejectedRaw = Pick<ArchivedBody, 'id' | 'operation' | 'requestKey' | 'taskId' | 'errorCode'> & { reason: string };
 
-/** What a replay (replay) did. */
 export interface ReprocessReport {
   /** raw_responses rows read. */
   responses: number;

@@ -1,7 +1,4 @@
-/**
- * One job of a run, from its input to its books: not reached, skipped (input unusable), stopped while its input was
- * read, or planned and its due tasks worked. Every way it ends is one JobResult, its summary made there and then.
- */
+/** One job of a run, input to books: every way it ends (not reached, skipped, read cut, worked) is one JobResult. */
 import { basename, extname } from 'node:path';
 import { reportedBalance, roundCredits } from '../credits/credit-meter.ts';
 import type { UsageError } from '../errors.ts';

@@ -7,7 +7,6 @@ import { createApiClient } from '../api/client.ts';
 import { resolveApiConfig } from '../api/config.ts';
 import { ConfigError } from '../errors.ts';
 
-/** Options of statusReport(). */
 export interface StatusOptions {
   /** The dataset, a SQLite file or a postgres:// URL; it must exist. */
   db: string;
@@ -21,10 +20,7 @@ export interface StatusOptions {
 /** What `netingest status --json` prints: the dataset's status, and the live balance when it could be asked. */
 export type FullStatusReport = Awaited<ReturnType<typeof withLiveBalance>>;
 
-/**
- * For `plan` and `status`: the free credit check when an API URL and token are set (flags or environment); null when
- * not, or not offered: these commands never fail for want of it, and make no paid call.
- */
+/** The free credit check for `plan` and `status` when an API URL and token are set; else null, never a failure. */
 export async function askLiveBalance(flags: Pick<StatusOptions, 'apiUrl' | 'tokenFile'>) {
   let api;
   try {

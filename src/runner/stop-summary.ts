@@ -12,7 +12,6 @@ export interface RunStopSummary {
   message: string;
 }
 
-/** What describeStop reads from the run. */
 export interface StopFacts {
   reason: StopReason;
   /** Message of the error behind the stop, if any (auth, outage, fatal, a 402). */

@@ -59,10 +59,7 @@ export type TaskOutcome =
 /** How a task ended, as the breakers see it: whether it failed, and on what (a TaskOutcome is one). */
 export type EndedTask = { kind: 'failed'; error: unknown } | { kind: Exclude<TaskOutcome['kind'], 'failed'> };
 
-/**
- * Makes one task's call, retried with backoff and jitter as error-policy.ts rules through p-retry's hooks: a 429
- * pauses the whole run and is tried again without using up a retry.
- */
+/** Makes one task's call, retried as error-policy.ts rules: a 429 pauses the whole run and uses up no retry. */
 export async function executeTask(task: ExecutableTask, ctx: ExecutorContext): Promise<TaskOutcome> {
   const tally: TaskTally = { calls: 0, paidRetries: 0, throttled: 0 };
   // p-retry checks the stop signal after a successful attempt too; an answer already paid for must still be
