@@ -1,7 +1,6 @@
 /**
- * The report as one self-contained HTML page, charts as inline SVG each with its text alternative and table. No script,
- * no request (the Content-Security-Policy forbids any), so it opens the same from a mail attachment or a CI artifact.
- * Every text from the dataset goes through escapeHtml().
+ * One self-contained HTML page, charts as inline SVG with text alternatives and tables. The CSP forbids any script or
+ * request, so it opens the same from a mail or a CI artifact; every text from the dataset goes through escapeHtml().
  */
 import * as echarts from 'echarts/core';
 import { BarChart, LineChart } from 'echarts/charts';

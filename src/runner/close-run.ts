@@ -11,10 +11,7 @@ import type { StopReason } from './run-stop.ts';
 import { describeStop } from './stop-summary.ts';
 import type { JobSummary, RunSummary } from './run-summary.ts';
 
-/**
- * Turns the jobs' results into the summary and the `runs` row, then throws the error of a lost lock (exit 4), an
- * unusable job input (exit 2), or every job's problem when every job was skipped.
- */
+/** Records the summary, then throws a lost lock's error (exit 4), an unusable input's (2), or all-skipped jobs'. */
 export async function closeRun(run: OpenRun, results: readonly JobResult[]): Promise<RunSummary> {
   await run.closeCalls();
   // The run that took the lock over closed this one's books as abandoned, from what it had committed: they stay so.

@@ -67,10 +67,7 @@ export const ERROR_POLICY: Readonly<Record<ErrorCode, ErrorPolicy>> = {
   CALL_BOUND: { ...NO_RETRY, ...NOT_COUNTED, ...fails('final') },
 };
 
-/**
- * The bound on calls one task may send in one run, whatever the service answers: its first try, its retries (which a
- * charged but unusable 200 shares) and its 429 attempts (their own cap). docs/architecture.md states it.
- */
+/** Calls one task may send in a run, whatever the answers: first try, retries (paid ones share them), 429 attempts. */
 export function maxCallsPerTask(retry: Pick<RetrySettings, 'retries'>, maxThrottledAttemptsPerTask: number): number {
   return 1 + retry.retries + maxThrottledAttemptsPerTask;
 }

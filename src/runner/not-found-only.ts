@@ -1,7 +1,6 @@
 /**
- * Warns of a job whose every answer in a run was a 404: where its spec says notFound.ambiguous, the API's 404 looks
- * like a gateway's for a wrong path, so a wrong API URL settles every task as not found with exit 0 and no data. The
- * outcome is left alone: a search for rare jobs or a list of deleted posts can truly find nothing.
+ * Warns when every answer of a job was a 404 where its spec says notFound.ambiguous: a wrong API URL's gateway 404
+ * looks the same, settling every task with exit 0 and no data. The outcome stands: a search can truly find nothing.
  */
 import { bodyExcerpt } from '../api/redact.ts';
 import type { Operation } from '../spec/types.ts';

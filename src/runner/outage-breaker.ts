@@ -21,9 +21,8 @@ export class ApiUnavailableError extends NetingestError {
 }
 
 /**
- * Stops the run when the API looks down, rather than let every remaining task spend its retries and backoff on it:
- * after `threshold` tasks in a row failed on outage errors with no answer between, the rest waits for the next run.
- * It counts tasks, not attempts, so one task's retries never trip it alone; any answer shows the API up and resets it.
+ * Stops the run after `threshold` tasks in a row failed on outage errors with no answer between, rather than let all
+ * tasks spend their retries on a down API. It counts tasks, not attempts (retries never trip it); any answer resets it.
  */
 export class OutageBreaker {
   private inARow = 0;

@@ -31,9 +31,8 @@ export interface ExtraFields {
 }
 
 /**
- * Streams a job's input into the ledger in batches, one transaction each, before any call. Rows that cannot become a
- * task go to `invalid_inputs` (file, line, reason); once the whole input is read, the job's rows not reported again are
- * dropped. An aborted `stop` ends the read at the next row, so a Ctrl-C amid millions of rows is obeyed at once.
+ * Streams a job's input into the ledger in batches, a transaction each, before any call; unusable rows go to
+ * `invalid_inputs`, and those not seen again are dropped at the end. An aborted `stop` ends the read at the next row.
  */
 export async function planIntoLedger(job: Job, ledger: RunLedger, runId: number, stop?: AbortSignal): Promise<PlanCounts> {
   const counts: PlanCounts = {

@@ -8,9 +8,8 @@ export type { RunSummary } from './run-summary.ts';
 export { RUN_DEFAULTS, type RunOptions } from './run-options.ts';
 
 /**
- * Runs jobs one after another under the database's run lock, recording the run; stops early, deferring the rest, on
- * credits, a throttle past its cap, a signal or a refused token. A job whose input cannot be used is skipped (as are
- * `brokenJobFiles`) and the others run; when none could, their errors are thrown.
+ * Runs jobs one after another under the database's run lock; stops early, deferring the rest, on credits, a throttle
+ * past its cap, a signal or a refused token. Unusable jobs are skipped; when none could run, their errors are thrown.
  */
 export async function runJobs(options: RunOptions): Promise<RunSummary> {
   const run = await openRun(options);

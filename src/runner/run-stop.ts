@@ -49,10 +49,7 @@ export class StopRequested extends Error {
   }
 }
 
-/**
- * A job's stop switch, which the run's stop also throws, and its release from the run's once the job is over; the
- * executor stops it, and settleJobStop decides whether that stop is the run's too.
- */
+/** A job's stop switch following the run's, and its release; settleJobStop decides if the job's stop is the run's. */
 export function jobStopOf(run: RunStop) {
   const stop = new RunStop();
   const follow = () => stop.stop(run.reason!, run.error);

@@ -25,9 +25,8 @@ export class UnusableAnswersError extends NetingestError {
 }
 
 /**
- * Stops the run when paid answers cannot be stored: after `threshold` answers of one operation in a row its contract
- * could not read, no call is sent and the rest deferred, rather than pay for a whole input that stores nothing. An
- * answer stored (data, a 404) resets the count; a failure without an answer (5xx, timeout) neither counts nor resets.
+ * Stops the run after `threshold` paid answers of one operation in a row its contract could not read, rather than pay
+ * for a whole input that stores nothing. An answer stored resets the count; a failure with no answer (5xx) leaves it.
  */
 export class UnusableAnswerBreaker {
   private readonly rows = new Map<Operation, { count: number; credits: number; first: ApiError }>();

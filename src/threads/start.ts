@@ -17,9 +17,8 @@ export function startWorker(module: URL, data: unknown, options: Pick<WorkerOpti
 }
 
 /**
- * Starts `module` in a child process, IPC in V8's serialization (bigints and Buffers pass as they are), stdout dropped,
- * stderr readable; it ends itself once this process is gone, even by SIGKILL (child-bootstrap.cjs). For work the parent
- * must kill at once, such as a SQLite statement, which a terminated worker thread finishes anyway.
+ * Starts `module` in a child process (V8-serialized IPC, stdout dropped) that ends itself once this process is gone,
+ * even by SIGKILL. For work the parent must kill at once, like a SQLite statement, which a terminated worker finishes.
  */
 export function startChild(module: URL): ChildProcess {
   const bootstrap = fileURLToPath(new URL('./child-bootstrap.cjs', import.meta.url));
