@@ -1,35 +1,9 @@
 /**
- * The credit reserve and `maxPerRun` for an account across every worker: the balance the answers reported and
- * the calls in flight live in the database, so a call is reserved against what all workers have spent and
- * hold, not what one process saw. The local CreditGuard still learns each operation's cost and the balance
- * from the counters; this budget is where its reservations and the balance it learns are shared.
- *
- * A reservation succeeds only if balance - reserved by all - cost >= reserve (and the run's spend + reserved +
- * cost <= maxPerRun), checked and written under one advisory lock per account. A reservation lasts
- * `reservationMs` unless renewed: a worker that dies stops holding credits once its reservations expire.
- *
- * A call's cost is learned from the counters of every worker's answers (`credit_cost_samples`): one worker's own
- * answers step by all the calls made on the account meanwhile, so k workers calling together would each count
- * about k times the cost, and the run's `maxPerRun` would stop them at 1/k of it.
- *
- * A worker reserves room for a block of calls at once (`blockCalls`, fewer when fewer fit) and draws its calls
- * from it with no round trip: the block's row holds what its calls in flight and its unused room cost, so every
- * other worker counts it as held. Unused room is given back whenever the worker asks for more (a call no block
- * of its own covers) and when it closes; a row goes when its calls are settled and nothing is left in it.
- *
- * The next block is asked for in the background once the room left in this process's blocks falls to `aheadAt`
- * of one (still one ask at a time): asked when the last call drew the room out, every call waited a round trip.
- * Never for a call whose cost is only assumed (a probe goes alone), and only while `aheadRoomBlocks` blocks' worth
- * of calls fit besides what every worker holds (checked under the lock): near the reserve or maxPerRun the room
- * stays for the calls about to be made, other workers' and this one's. A block asked ahead is given back like
- * any other: when the worker asks for more, and at close (once its ask has come back).
- *
- * The reservations and settles a worker asks for in one turn of the event loop go to the server together, in
- * one round trip and one transaction under one taking of the lock: the turn's settles merged into a few
- * statements (one per table, the samples read back, consecutive balance reports of one plan folded into the
- * highest), then each reservation.
- * A settle is charged the cost its worker gives; the turn answers each operation's cost as the account's samples
- * show it once the turn's are in (medianStep in credit-meter.ts: the one rule, here over the samples read back).
+ * The credit reserve and `maxPerRun` of an account across every worker: under one advisory lock per account a call fits
+ * only if balance - reserved by all - cost >= reserve (and run spend + reserved + cost <= maxPerRun). Reservations
+ * expire unless renewed, so a dead worker stops holding credits. Costs come from every worker's counters: one worker's
+ * own answers step by all workers' calls. A worker reserves blocks of calls and draws from them without a round trip;
+ * an event-loop turn's reservations and settles go in one round trip and one transaction.
  */
 import type pg from 'pg';
 import type { CreditCounters, Operation } from '../../../spec/types.ts';
@@ -136,9 +110,8 @@ export type ReserveAttempt =
   | { reservation: null; reason: SharedCreditStopReason | 'learning'; figures: BudgetFigures };
 
 /**
- * What a call was charged: `cost` (0 when nothing was billed), and the answer's counters when it had them.
- * `sample`, for an answer whose counters are readable, makes its counter one of the account's cost samples and
- * has the charge take at most what the account's counters grew by (see settleSql).
+ * What a call was charged: `cost` (0 when nothing was billed) and the answer's counters. `sample` makes a readable
+ * counter one of the account's cost samples and caps the charge at what the account's counters grew by (settleSql).
  */
 export interface SharedCharge {
   cost: number;
@@ -162,10 +135,7 @@ function sampledCosts(rows: ReadonlyArray<{ op: string; used: number[] }>): Map<
   return new Map(rows.map((r) => [r.op, medianStep(r.used, { minSteps: SHARED_CREDIT_BUDGET_DEFAULTS.minCostSteps })]));
 }
 
-/**
- * The newest `costSamples` samples of each operation, in the order given: the trim that follows them in the turn
- * would delete the older ones at once (each was a row inserted and deleted, two index entries, for nothing).
- */
+/** The newest `costSamples` samples of each operation, in the order given: the turn's trim would delete the others. */
 function newestSamples<T extends { operation: string }>(samples: readonly T[]): T[] {
   const left = new Map<string, number>();
   const kept: T[] = [];
