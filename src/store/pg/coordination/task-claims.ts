@@ -287,10 +287,9 @@ export function createTaskClaims(pool: pg.Pool, options: TaskClaimOptions) {
      */
     renew,
     /**
-     * Whether this process still holds its lease on the input, asked right before each call: a worker frozen
-     * (SIGSTOP, a suspended VM) past its lease finds it ended, on the monotonic clock, even before a renewal
-     * has told it another worker took the input; one that looks ended is renewed first if the server still has
-     * it live (a renewal only late), so only a lease that really ended stops the run.
+     * Whether this process still holds its lease on the input, asked before each call: a worker frozen (SIGSTOP) past
+     * its lease finds it ended on the monotonic clock; one that only looks ended (a late renewal, a busy event loop) is
+     * renewed first, so only a lease the server ended stops the run.
      */
     async holds(job: string, inputKey: string): Promise<boolean> {
       const operation = operationOf.get(`${job}\0${inputKey}`);
