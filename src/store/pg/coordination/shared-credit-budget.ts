@@ -1,9 +1,8 @@
 /**
  * The credit reserve and `maxPerRun` of an account across every worker: under one advisory lock per account a call fits
  * only if balance - reserved by all - cost >= reserve (and run spend + reserved + cost <= maxPerRun). Reservations
- * expire unless renewed, so a dead worker stops holding credits. Costs come from every worker's counters: one worker's
- * own answers step by all workers' calls. A worker reserves blocks of calls and draws from them without a round trip;
- * an event-loop turn's reservations and settles go in one round trip and one transaction.
+ * expire unless renewed, so a dead worker stops holding credits. Costs are learned from all workers' counters, as one's
+ * own step by every worker's calls. Calls draw on reserved blocks; a turn's asks share a round trip and transaction.
  */
 import type pg from 'pg';
 import type { CreditCounters, Operation } from '../../../spec/types.ts';

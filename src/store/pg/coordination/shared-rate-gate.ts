@@ -1,9 +1,8 @@
 /**
- * One requests-per-minute limit shared by every worker of an account: call start times live in `rate_slots`, and the
- * server, under an advisory lock, grants slots spread evenly (never a burst a per-second limit would refuse) and says
- * how long to wait, so hosts' clocks do not matter; a late wake-up delays that call only, not the schedule. When the
- * limit leaves room, a round trip also takes a few slots ahead; one unused by its use-by is dropped, its row still
- * counted (never over the limit). Those taken ahead shrink when unused, so an idle worker does not hoard the limit.
+ * One requests-per-minute limit shared by the workers of an account: under an advisory lock the server grants call
+ * slots (`rate_slots`) spread evenly, never a burst a per-second limit would refuse, and says how long to wait: hosts'
+ * clocks do not matter, and a late wake-up delays one call, not the schedule. A round trip may take slots ahead; one
+ * unused by its use-by is dropped but still counted (never over the limit), and fewer are taken next time.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type pg from 'pg';
