@@ -1,35 +1,8 @@
 /**
- * The credit reserve and `maxPerRun` for an account across every worker: the balance the answers reported and
- * the calls in flight live in the database, so a call is reserved against what all workers have spent and
- * hold, not what one process saw. The local CreditGuard still learns each operation's cost and the balance
- * from the counters; this budget is where its reservations and the balance it learns are shared.
- *
- * A reservation succeeds only if balance - reserved by all - cost >= reserve (and the run's spend + reserved +
- * cost <= maxPerRun), checked and written under one advisory lock per account. A reservation lasts
- * `reservationMs` unless renewed: a worker that dies stops holding credits once its reservations expire.
- *
- * A call's cost is learned from the counters of every worker's answers (`credit_cost_samples`): one worker's own
- * answers step by all the calls made on the account meanwhile, so k workers calling together would each count
- * about k times the cost, and the run's `maxPerRun` would stop them at 1/k of it.
- *
- * A worker reserves room for a block of calls at once (`blockCalls`, fewer when fewer fit) and draws its calls
- * from it with no round trip: the block's row holds what its calls in flight and its unused room cost, so every
- * other worker counts it as held. Unused room is given back whenever the worker asks for more (a call no block
- * of its own covers) and when it closes; a row goes when its calls are settled and nothing is left in it.
- *
- * The next block is asked for in the background once the room left in this process's blocks falls to `aheadAt`
- * of one (still one ask at a time): asked when the last call drew the room out, every call waited a round trip.
- * Never for a call whose cost is only assumed (a probe goes alone), and only while `aheadRoomBlocks` blocks' worth
- * of calls fit besides what every worker holds (checked under the lock): near the reserve or maxPerRun the room
- * stays for the calls about to be made, other workers' and this one's. A block asked ahead is given back like
- * any other: when the worker asks for more, and at close (once its ask has come back).
- *
- * The reservations and settles a worker asks for in one turn of the event loop go to the server together, in
- * one round trip and one transaction under one taking of the lock: the turn's settles merged into a few
- * statements (one per table, the samples read back, consecutive balance reports of one plan folded into the
- * highest), then each reservation.
- * A settle is charged the cost its worker gives; the turn answers each operation's cost as the account's samples
- * show it once the turn's are in (medianStep in credit-meter.ts: the one rule, here over the samples read back).
+ * The credit reserve and `maxPerRun` of an account across every worker: under one advisory lock per account a call fits
+ * only if balance - reserved by all - cost >= reserve (and run spend + reserved + cost <= maxPerRun). Reservations
+ * expire unless renewed, so a dead worker stops holding credits. Costs are learned from all workers' counters, as one's
+ * own step by every worker's calls. Calls draw on reserved blocks; a turn's asks share a round trip and transaction.
  */
 import type pg from 'pg';
 import type { CreditCounters, Operation } from '../../../spec/types.ts';
@@ -53,9 +26,8 @@ export const SHARED_CREDIT_BUDGET_DEFAULTS = {
   /** Steps among them before their median is the call's cost (see SettledCharge.learnedCost). */
   minCostSteps: 3,
   /**
-   * Calls' worth of credits one reservation takes (fewer when fewer fit): calls drawn from it need no round trip.
-   * Each block is a turn (a transaction of ~10 statements under the account's lock): at 32 they were 0.39
-   * statements and 21-24 us of server time an answer, at 64 0.25 and 12-16 (pg-profile, 5,000 lookups).
+   * Calls' worth of credits one reservation takes (fewer when fewer fit): calls drawn from it need no round trip, and
+   * each block costs a turn (~10 statements under the account's lock).
    */
   blockCalls: 64,
   /**
@@ -64,14 +36,13 @@ export const SHARED_CREDIT_BUDGET_DEFAULTS = {
    */
   settleDelayMs: 100,
   /**
-   * The share of a block's room left in this process's blocks at which the next block is asked for in the
-   * background (0: only when a call finds no room). Half: 32 calls of a 64-call block are several round trips.
+   * The share of a block's room left in this process's blocks at which the next is asked for in the background (0:
+   * only when a call finds no room, so it waits a round trip). Half a block lasts several round trips.
    */
   aheadAt: 0.5,
   /**
-   * Blocks' worth of calls that must fit under the reserve and under maxPerRun, besides what every worker
-   * holds, for a block to be asked ahead: with fewer (the room is "small") a block asked ahead could leave the
-   * other workers, or this one's next call after it gives its blocks back, less than a block.
+   * Blocks' worth of calls that must fit under the reserve and maxPerRun, besides what every worker holds, for a block
+   * to be asked ahead: else it could leave the other workers, or this one's next call, less than a block.
    */
   aheadRoomBlocks: 2,
 } as const;
@@ -136,9 +107,8 @@ export type ReserveAttempt =
   | { reservation: null; reason: SharedCreditStopReason | 'learning'; figures: BudgetFigures };
 
 /**
- * What a call was charged: `cost` (0 when nothing was billed), and the answer's counters when it had them.
- * `sample`, for an answer whose counters are readable, makes its counter one of the account's cost samples and
- * has the charge take at most what the account's counters grew by (see settleSql).
+ * What a call was charged: `cost` (0 when nothing was billed) and the answer's counters. `sample` makes a readable
+ * counter one of the account's cost samples and caps the charge at what the account's counters grew by (settleSql).
  */
 export interface SharedCharge {
   cost: number;
@@ -162,10 +132,7 @@ function sampledCosts(rows: ReadonlyArray<{ op: string; used: number[] }>): Map<
   return new Map(rows.map((r) => [r.op, medianStep(r.used, { minSteps: SHARED_CREDIT_BUDGET_DEFAULTS.minCostSteps })]));
 }
 
-/**
- * The newest `costSamples` samples of each operation, in the order given: the trim that follows them in the turn
- * would delete the older ones at once (each was a row inserted and deleted, two index entries, for nothing).
- */
+/** The newest `costSamples` samples of each operation, in the order given: the turn's trim would delete the others. */
 function newestSamples<T extends { operation: string }>(samples: readonly T[]): T[] {
   const left = new Map<string, number>();
   const kept: T[] = [];
@@ -274,9 +241,9 @@ export class SharedCreditBudget {
   private readonly blockCalls: number;
   /** This process's live reservations: only these are renewed (a restart under the same id is another process). */
   private readonly blocks = new Map<number, Block>();
-  /** The block reservation under way (a caller's or one asked ahead), which the callers waiting meanwhile draw from once it comes. */
+  /** The block ask under way (a caller's or ahead): the callers waiting meanwhile draw from it once it comes. */
   private blockAsked: Promise<void> | null = null;
-  /** Whether the last block asked got all its calls: one asked ahead is not tried again near the limits until one does. */
+  /** Whether the last block asked got all its calls: none is asked ahead (near the limits) until one does. */
   private lastBlockFull = false;
   private closed = false;
   /** Reservations asked in this turn of the event loop, sent together at its end. */
@@ -296,22 +263,18 @@ export class SharedCreditBudget {
   }
 
   /**
-   * One attempt to reserve `cost` for one call, in one round trip and one transaction: the lock, then the
-   * figures as every worker committed them, and the reservation only where it fits. With the balance unknown,
-   * a call goes only when none is in flight on the account (its answer shows the balance), as CreditGuard does.
-   * A `probe` (a call whose cost is only assumed) goes alone when the assumed cost does not fit but the balance
-   * is above the reserve: its answer shows the cost, as CreditGuard's probe does (else a small balance never
-   * learns it).
+   * One attempt to reserve `cost` for one call. With the balance unknown, a call goes only when none is in flight on
+   * the account (its answer shows the balance), as CreditGuard does. A `probe` (cost only assumed) goes alone when it
+   * does not fit but the balance is above the reserve: else a small balance never learns the cost.
    */
   tryReserve(cost: number, limits: CreditLimits, probe = false): Promise<ReserveAttempt> {
     return this.reserveBlock(cost, 1, limits, probe);
   }
 
   /**
-   * Reserves a call at the `price` the caller gives, from this process's blocks when one has room, else with a
-   * new block; waiting while calls in flight (of any worker) may leave room when they settle. Resolves to the
-   * reason the run must stop when the call does not fit with nothing in flight on the account. `beforeWait`
-   * settles what the caller holds that it can, or learns the cost (true: then the call is tried again at once).
+   * Reserves a call at `price`, from this process's blocks or a new one, waiting while calls in flight (any worker's)
+   * may leave room; resolves to the stop reason when it does not fit with none in flight. `beforeWait` settles what the
+   * caller can, or learns the cost (true: the call is tried again at once).
    */
   async acquire(
     price: () => SharedPrice,
@@ -385,9 +348,8 @@ export class SharedCreditBudget {
   }
 
   /**
-   * Reserves room for up to `calls` calls of `cost` (as many as fit, at least one, or none), after giving back
-   * the room this process's blocks have left (a call asks for a block only when none of them covers it); the
-   * caller's call is the block's first.
+   * Reserves room for up to `calls` calls of `cost` (as many as fit, or none), the caller's the first, after giving
+   * back the room left in this process's blocks (none of which covers the call).
    */
   private async reserveBlock(cost: number, calls: number, limits: CreditLimits, probe: boolean): Promise<ReserveAttempt> {
     this.giveBackRoom();
@@ -470,10 +432,8 @@ SELECT balance, reserved, in_flight, spent, under_reserve_ok, cap_ok, calls, (SE
   }
 
   /**
-   * Hands back a call's reservation with what the call was charged: the run's spend grows by its cost (with a
-   * sample, at most what the account's counters grew by), and the account's balance takes
-   * the answer's counters, or falls by the cost when it had none. Works for a reservation that expired
-   * meanwhile too (the call was made; its cost counts).
+   * Hands back a call's reservation with what it was charged: the run's spend grows by its cost (see settleSql) and the
+   * balance takes the answer's counters, or falls by the cost. An expired reservation too: the call was made.
    */
   settle(reservation: SharedReservation, charge: SharedCharge): Promise<SettledCharge> {
     const b = this.blocks.get(reservation.id);
@@ -576,8 +536,7 @@ SELECT balance, reserved, in_flight, spent, under_reserve_ok, cap_ok, calls, (SE
       const first = [this.lock, ...expired, ...rows];
       const statements = [...first, ...(settles?.statements ?? []), ...asked.map((a) => a.statement)];
       if (statements.length === 1) return;
-      // One round trip, one transaction; the bound statements prepared once per connection, under one generic plan
-      // each (planned per turn, the reservation and the spend were most of the budget's server time).
+      // Bound statements, prepared once per connection, under one generic plan each rather than planned every turn.
       const results = (await withPgClient(this.pool, (c) => pipelineTransaction(c, ['SET LOCAL plan_cache_mode = force_generic_plan', ...statements]))).slice(1);
       if (settles) this.resolveSettles(settling, results.slice(first.length), settles);
       const base = statements.length - asked.length;
@@ -611,16 +570,11 @@ SELECT balance, reserved, in_flight, spent, under_reserve_ok, cap_ok, calls, (SE
   }
 
   /**
-   * The statements of a turn's settles, in order: the samples recorded and trimmed, the samples of their
-   * operations read back (at `samplesAt`), then what each charge costs the run (at `chargedAt`, one row per
-   * charge: `ord`, `cost`) with the run's spend grown by them, then the balance.
-   *
-   * A charge costs what its worker gives (the account's cost once a turn showed it); one with counters takes at most what the account's counters grew by and no run was charged yet
-   * (`credits_uncharged`, the charges sent together taking it in order). A worker's own counters also step by
-   * the other workers' calls, and an answer that comes after a higher one has had its cost counted in that
-   * one's step: charged in full, either would be counted twice, and the runs sharing the account would add up to
-   * more than was billed (122 for 120). With no counter of the account reported within a reservation's life
-   * (another run's, long since, or another plan) nothing is known of the growth: the charge is the estimate.
+   * A turn's settle statements: samples recorded and trimmed, read back (at `samplesAt`), each charge's cost to the run
+   * (at `chargedAt`: `ord`, `cost`) added to its spend, then the balance. A charge with counters costs at most the
+   * growth no run was charged yet (`credits_uncharged`, taken in order): a worker's counters step by other workers'
+   * calls, and a late answer's cost is in a higher one's step, so in full either would be billed twice across the runs.
+   * With no counter reported within a reservation's life, nothing is known of the growth: the charge is the estimate.
    */
   private settleSql(asks: readonly SettleAsk[]): { statements: BoundStatement[]; samplesAt: number | null; chargedAt: number } {
     const charges = asks.map((a) => a.charge);
@@ -646,9 +600,8 @@ SELECT balance, reserved, in_flight, spent, under_reserve_ok, cap_ok, calls, (SE
   }
 
   /**
-   * The balance after the charges, in order, folded: consecutive charges without counters are one decrement;
-   * consecutive counters of one plan (total) are their highest, which is what reporting them one by one leaves
-   * (a lower one is a late answer: see reportSql).
+   * The balance after the charges, folded: consecutive charges without counters are one decrement, consecutive
+   * counters of one plan (total) their highest, as reporting them one by one leaves it (see reportSql).
    */
   private balanceSql(charges: readonly SharedCharge[]): BoundStatement[] {
     const runs: Array<{ counters: CreditCounters } | { cost: number }> = [];
@@ -688,11 +641,9 @@ SELECT balance, reserved, in_flight, spent, under_reserve_ok, cap_ok, calls, (SE
   }
 
   /**
-   * The counters of one answer become the account's balance unless a later charge was already reported: within
-   * a period credits_used only grows, so a lower counter is an answer that arrived late (the lower balance
-   * stays). A lower counter is a renewal instead when the total changed, or when the higher one was reported
-   * longer ago than a reservation lasts (no call still in flight was charged before it). Until then a renewal
-   * leaves the balance low: the budget stops early rather than spend credits it is not sure of.
+   * An answer's counters become the balance unless a higher credits_used was reported: within a period it only grows,
+   * so a lower one is a late answer. It is a renewal instead when the total changed or the higher one is older than a
+   * reservation's life; until then the balance stays low, stopping early rather than spending credits not sure of.
    */
   private reportSql(counters: CreditCounters, outsideCall = false): BoundStatement {
     const values = [this.options.apiUrl, num(reportedBalance(counters)), num(counters.credits_used), num(counters.total_credits), num(this.reservationMs)];

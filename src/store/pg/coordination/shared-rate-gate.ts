@@ -1,21 +1,8 @@
 /**
- * One requests-per-minute limit shared by every worker of an account: the start times of calls live in
- * `rate_slots`, and a slot is granted only where no sliding window would hold more than `limit` of them.
- *
- * Slots are scheduled by the server, not by each worker's clock: under an advisory lock, the i-th new slot starts
- * at the latest of now, one spacing (window / limit) after the slot before it, and the end of the window of the
- * slot `limit - i` places back: the limit spread evenly, as the one-process RateGate spreads it, never a burst
- * of a whole window's calls that a per-second limit of the service would refuse. Each
- * worker then sleeps until its slot (the wait is computed by the server, so clocks of different hosts do not
- * matter). A late wake-up delays that one call only: the schedule is not pushed back, so the workers together
- * keep the full rate. Slots are taken in batches (one per waiting caller) in one round trip.
- *
- * When the limit leaves room (several slots within the start slack's fifth), a batch also takes a few slots ahead
- * for callers not waiting yet: a caller that comes by its slot's use-by (the slot plus that fifth of the slack) goes
- * on it without a round trip, and a slot nobody used by then is dropped, still counted in every window by its row
- * (so never over the limit: it only wastes the slot). The slots taken ahead grow while callers find none and
- * shrink when some go unused, so a worker with little to call does not hold the limit away from the others;
- * at low rates (a slot per second) there are none. Each round trip reads the slots of one window only.
+ * One requests-per-minute limit shared by the workers of an account: under an advisory lock the server grants call
+ * slots (`rate_slots`) spread evenly, never a burst a per-second limit would refuse, and says how long to wait: hosts'
+ * clocks do not matter, and a late wake-up delays one call, not the schedule. A round trip may take slots ahead; one
+ * unused by its use-by is dropped but still counted (never over the limit), and fewer are taken next time.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type pg from 'pg';
@@ -27,9 +14,8 @@ export const SHARED_RATE_GATE_DEFAULTS = {
   /** The sliding window the limit is for: a minute in production; tests use a few seconds. */
   windowMs: 60_000,
   /**
-   * The window slots are kept apart by is this much longer than the limit's: a call starts a little after its
-   * slot (the round trip, a late timer), never before, and half a second absorbs that while a minute's window
-   * still reaches 99% of the limit.
+   * Slots are kept apart by a window this much longer than the limit's: a call starts a little after its slot (the
+   * round trip, a late timer), never before; half a second absorbs that and keeps 99% of a minute's limit.
    */
   startSlackMs: 500,
   /** Most slots taken in one round trip (callers waiting at once in one process, and slots taken ahead). */
@@ -45,7 +31,7 @@ export interface SharedRateGateOptions {
   gate: string;
   /** Calls allowed in any sliding window of `windowMs`. */
   limit: number;
-  /** @default SHARED_RATE_GATE_DEFAULTS.windowMs; need not be whole (a fractional rate's window, shared-run-gate.ts). */
+  /** @default SHARED_RATE_GATE_DEFAULTS.windowMs; need not be whole (fractional rates: shared-run-gate.ts). */
   windowMs?: number;
   startSlackMs?: number;
   maxBatch?: number;
@@ -173,11 +159,9 @@ export class SharedRateGate {
   }
 
   /**
-   * Holds every worker of the gate until `ms` from now (a 429's Retry-After): one placeholder slot a spacing
-   * before then, so that the next slot granted (a spacing after the newest) starts when the pause ends, not
-   * before. Slots already granted still go; pauses that overlap do not add up (a placeholder older than the
-   * newest slot holds nothing back). One row, not `limit`: filling the windows with placeholders wrote a row
-   * per call the limit allows and, placed at the newest slot, held every worker a whole window.
+   * Holds every worker of the gate until `ms` from now (a 429's Retry-After) with one placeholder slot a spacing before
+   * then, so the next slot granted starts when the pause ends. Slots already granted still go; overlapping pauses do
+   * not add up (a placeholder older than the newest slot holds nothing back).
    */
   async pause(ms: number): Promise<void> {
     // The slots taken ahead fall within the pause: none of them goes.
@@ -197,16 +181,15 @@ export class SharedRateGate {
   }
 
   /**
-   * One round trip, one transaction (BEGIN and COMMIT pipelined with the statements): the advisory lock serialises
-   * the gate's workers, and each statement after it reads the slots committed before it got the lock. The
-   * statements go bound to their values, prepared once per connection (pg-pipeline.ts): with their values
-   * written in, each grant was parsed and planned afresh (a third of the gate's server time).
+   * One round trip, one transaction (BEGIN and COMMIT pipelined): the advisory lock serialises the gate's workers, and
+   * each statement after it reads the slots committed before. Values are bound, not written in, so the statements are
+   * prepared once per connection (pg-pipeline.ts).
    */
   private async grant(count: number): Promise<Array<{ startUs: number; waitMs: number }>> {
     this.roundTrips += 1;
     const values = [this.gate, this.slotWindowMs, this.limit - count, count, this.spacingMs];
     const results = await this.inTransaction([
-      // Its one plan, not one per grant: the server kept planning each grant afresh (0.4-0.6 ms a grant).
+      // One generic plan, not a fresh plan per grant.
       'SET LOCAL plan_cache_mode = force_generic_plan',
       { text: LOCK, values: [this.gate] },
       { text: this.sql.grant, values },
@@ -225,17 +208,11 @@ export class SharedRateGate {
 const LOCK = `SELECT pg_advisory_xact_lock(hashtextextended('netingest.rate_slots:' || $1::text, 0))`;
 
 /**
- * `count` ($4) slots of gate $1 under a limit of `limit` per window ($2 ms; $3 = limit - count), each at least
- * $5 ms after the one before, `clock` being now. Slot i may start once the slot `limit - 1 - i` places back
- * (counting the newest as 0) has left the window: the i slots granted before it in this batch are in its window
- * too. A slot older than a window never bounds a later one (the slots read are the last window's).
- *
- * The window's slots are read only when there may be more than $3 of them: far under the limit (1e9 a minute in
- * the bench) walking them was ~4,000 rows read and sorted a grant. Their number is bounded by ids: a gate's slots
- * are written under its lock, in the order of their times (a pause's too, see pauseSql), so the window's slots
- * have ids from the least id of its oldest time to the table's newest id (other gates' ids between only loosen
- * the bound): three probes of the indexes. A max(id) - min(id) over the gate instead read every row of the
- * gate's last two windows from the table (2.3 of a 2.7 ms grant, auto_explain, 3,000 rows held).
+ * `count` ($4) slots of gate $1 under `limit` per window of $2 ms ($3 = limit - count), each $5 ms or more after the
+ * one before, `clock` being now. Slot i starts once the slot `limit - 1 - i` places back (the newest being 0) has left
+ * the window: the i slots granted before it are in its window too. The window's slots are read only when there may be
+ * more than $3, counted by ids in three index probes: a gate's slots are written under its lock in time order (pauses
+ * too), so the window's ids run from its oldest slot's to the table's newest (other gates' only loosen the bound).
  */
 const grantSql = (clock: string) => `WITH clock AS MATERIALIZED (
   SELECT ${clock} AS t, (SELECT max(started_at) FROM rate_slots WHERE gate = $1::text) AS latest, (SELECT max(id) FROM rate_slots) AS newest
@@ -261,24 +238,18 @@ SELECT (extract(epoch FROM started_at) * 1000000)::bigint::text AS start_us,
 FROM granted ORDER BY started_at`;
 
 /**
- * The pause's placeholder slot of gate $1, $2 ms from `clock` (the pause less a spacing: the next slot granted,
- * a spacing after it, starts when the pause ends), and never before the newest slot: a gate's slots are
- * written in the order of their times (grantSql bounds the window's count by their ids). One at the newest
- * holds nothing back; it only counts in that slot's windows.
+ * The pause's placeholder slot of gate $1, $2 ms from `clock` and never before the newest slot: a gate's slots are
+ * written in time order (grantSql counts the window's slots by their ids).
  */
 const pauseSql = (clock: string) => `INSERT INTO rate_slots (gate, started_at)
   SELECT $1::text, greatest(${clock} + $2::float8 * interval '1 millisecond', (SELECT max(started_at) FROM rate_slots WHERE gate = $1::text))`;
 
-/**
- * Old slots go (two windows of $2 ms kept, for a look at the recent ones), once per window by each process: a
- * DELETE each round trip cost as much as the grant.
- */
+/** Old slots go, two windows of $2 ms kept; once per window per process, as a DELETE costs as much as a grant. */
 const pruneSql = (clock: string) => `DELETE FROM rate_slots WHERE gate = $1::text AND started_at < ${clock} - 2 * ($2::float8 * interval '1 millisecond')`;
 
 /**
- * Resolves a waiter once its slot has begun (after the server's wait, a timer that may wake a little late); one
- * begun already goes at once. A timer of 0 waits for the next timers phase (1 ms at least): far under the limit
- * every slot has begun by the time it is given, and that timer was most of a call's wait at the gate.
+ * Resolves a waiter once its slot has begun; one begun already goes at once, as a timer of 0 waits for the next timers
+ * phase (1 ms at least), and far under the limit every slot has begun by the time it is given.
  */
 function wake(w: Waiter, slot: { startUs: number; waitMs: number }): void {
   if (w.signal?.aborted) return w.reject(w.signal.reason);

@@ -1,8 +1,6 @@
 /**
- * Tables that let several `netingest run` workers share one job on PostgreSQL (issue #21 items 3 and 4). SQLite
- * has none of them: there one run holds the dataset's lock. Times are the server's clock (timestamptz), never a
- * worker's, so workers on hosts whose clocks disagree still agree on when a lease or a slot ends. Defined as the
- * dataset's tables are (store/table-kit.ts), built for PostgreSQL only.
+ * Tables that let several `netingest run` workers share one job on PostgreSQL (on SQLite one run holds the dataset's
+ * lock). Times are the server's clock, not a worker's, so hosts with skewed clocks agree when a lease or slot ends.
  */
 import { sql } from 'drizzle-orm';
 import { bigint, int, real, table, text, time } from '../../table-kit.ts';
@@ -12,12 +10,10 @@ import { pg, type PgTablesOf } from '../schema.ts';
 const now = sql`now()`;
 
 /**
- * Which worker holds an input (`job` holds the operation's name: one lease per lookup, whichever job asks it) (all its due pages, so they are called in order by one worker) and
- * until when. A lease that has run out (its worker stalled) no longer counts: the input is claimable. Nor does
- * one whose worker's session (`backend_pid`, started at `backend_start`) no longer holds the dataset lock: the
- * server drops a killed worker's session at once. A lease with no session counts by its time alone.
- * Found by its key only: an index on worker_id (dropped by migration 0010) led the release's DELETE to walk
- * every lease of its worker, live and dead, per statement (200 against 4.5 us of server CPU a lease given back).
+ * Which worker holds an input (all its due pages, so one worker calls them in order) until when; `job` is the
+ * operation's name: one lease per lookup, whichever job asks it. A lease counts until it runs out, and while its
+ * session (`backend_pid` started at `backend_start`), if any, holds the dataset lock: the server drops a killed
+ * worker's session at once. Found by its key only: an index on worker_id made a release walk dead leases too.
  */
 const workerTaskLeases = table('worker_task_leases', {
   job: text().notNull(),
@@ -74,10 +70,8 @@ const creditRunSpend = table('credit_run_spend', {
 });
 
 /**
- * Which session works a run, and which shared run it belongs to. A run is live while `backend_pid` (started at
- * `backend_start`) holds the dataset lock (dataset-lock.ts), whichever host it runs on; a run still marked
- * running whose session is gone is abandoned. `run_key` is what `maxPerRun` counts (credit_run_spend): a worker
- * started while a live run works one of its jobs joins that run's key.
+ * Which session (`backend_pid`, `backend_start`) works a run: live while it holds the dataset lock (worker-runs.ts).
+ * `run_key` is the shared run it belongs to, what `maxPerRun` counts (credit_run_spend).
  */
 const workerRuns = table('worker_runs', {
   run_id: bigint().primaryKey(),
@@ -87,9 +81,8 @@ const workerRuns = table('worker_runs', {
 });
 
 /**
- * Recent credits_used counters of an account's answers, per operation, from every worker and run that uses it:
- * their sorted steps are what a call costs, whereas one worker's own answers step by every worker's calls. Kept
- * bounded: each settle prunes its operation's older rows (shared-credit-budget.ts).
+ * Recent credits_used counters per account and operation from every worker and run: their sorted steps are a call's
+ * cost, whereas one worker's own answers step by every worker's calls. Each settle prunes the older rows.
  */
 const creditCostSamples = table('credit_cost_samples', {
   id: bigint().autoId('always'),

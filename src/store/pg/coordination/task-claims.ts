@@ -1,18 +1,8 @@
 /**
- * Several workers sharing one job's tasks on PostgreSQL: each claims due tasks under a lease, renews it while it
- * works, and gives it back once the input is settled. A worker that dies (SIGKILL, a lost host) loses only its
- * in-flight calls: its inputs become claimable again at once, since the server drops its session and with it its
- * hold on the dataset lock (dataset-lock.ts), which each lease names; a worker alive but stalled keeps its inputs
- * until its lease runs out.
- *
- * A lease covers one input (job, input_key): all its due pages go to one worker, which calls them in order, as
- * the ledger's id order does on SQLite. Pages the paging adds later fall under the same lease.
- *
- * One lookup is one paid call whichever job asks (issue #28 item 2): a lease is taken on the input of the
- * operation (`worker_task_leases.job` holds the operation's name, shared by every job asking it), so two
- * workers on two jobs asking the same lookup never call it at once; and a claimed task that another job has
- * answered freshly meanwhile takes that answer (as ledger.ts's adoptSharedAnswers does before a run) instead
- * of being called.
+ * Workers sharing one job's tasks on PostgreSQL: each leases due inputs, renews while it works, gives them back once
+ * settled. A dead worker's inputs are claimable at once (the server drops its session's dataset lock, which each lease
+ * names); a stalled one's when its lease runs out. A lease covers one operation's input, all its pages, later ones too:
+ * one worker calls them in order, and jobs asking the same lookup never pay for it twice (see ADOPT).
  */
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
@@ -41,9 +31,8 @@ export interface TaskClaimOptions {
   workerId: string;
   leaseMs?: number;
   /**
-   * The backend pid of the session holding the dataset lock for this worker (DatasetHold.backendPid): its
-   * leases live only while that session holds the lock, and it claims nothing once it no longer does. Without
-   * it, leases count by their time alone.
+   * The session holding the dataset lock for this worker (DatasetHold.backendPid): its leases live, and it claims,
+   * only while that session holds the lock. Without it, leases count by their time alone.
    */
   holderPid?: number | null;
 }
@@ -53,22 +42,19 @@ export interface ClaimFilter extends DueRule {
   /** Only tasks this run planned (the ledger's rule); null for tasks planned by any run. */
   runId: number | null;
   /**
-   * When given, a failed task is due only if it failed before this instant (ISO): a run does not take back the
-   * tasks it failed itself (the next run retries them), as paging the ledger forward never does on SQLite.
+   * When given, a failed task is due only if it failed before this instant (ISO): a run does not retry the tasks it
+   * failed itself (the next run does), as on SQLite.
    */
   failedBefore?: string | null;
   /**
-   * When given (the claiming run's id), only tasks last planned (or settled) by that run, by a later one, or by a
-   * run still going: an input removed from the job's input since an earlier run planned it is not called, as on
-   * SQLite where a run works only the tasks it planned. A later run counts though it has ended: it re-stamped
-   * the tasks this run planned too, and a worker that stopped (its credits cap, say) must not take them away
-   * from the workers still going.
+   * When given (the claiming run's id), only tasks last planned or settled by it, a later run or a run still going:
+   * an input removed since an earlier run planned it is not called. A later run counts though ended: it re-stamped
+   * this run's tasks too, and its stopping (its credit cap, say) must not hide them from the workers still going.
    */
   plannedSince?: number | null;
   /**
-   * When given, only inputs with a due task after this ledger id: a worker's claims go forward through the job,
-   * so each reads what lies ahead of its last claim, not again the tasks settled behind it. Its pages come whole
-   * whatever their ids.
+   * When given, only inputs with a due task after this ledger id: claims go forward, not rereading the tasks settled
+   * behind them. An input's pages come whole whatever their ids.
    */
   afterId?: number | null;
 }
@@ -108,48 +94,36 @@ export function claimDue(p: DuePlaceholders): string {
 const CLAIM_DUE = claimDue({ job: '$1', runId: '$2', freshSince: '$3', refresh: '$4', failedBefore: '$8', plannedSince: '$9' });
 
 /**
- * The sessions holding the dataset lock when the claim reads pg_locks, once per statement, with their start
- * (null for another role's session, which the server hides: then the pid alone counts, as in worker-runs.ts).
- * Each holder's start is asked of pg_stat_get_activity(pid), the function under pg_stat_activity: joined to the
- * view, the server built a row for every session on the cluster each claim (0.85-0.96 ms against 0.38-0.57 a
- * read with four holders on an idle test cluster). The claim reads them only to judge a lease found live by its
- * time (a CTE is computed when first read): an input given back has no lease row, so most claims never read them.
+ * The sessions holding the dataset lock, with their start (null for another role's, which the server hides: the pid
+ * alone counts). Asked of pg_stat_get_activity(pid), not the view, which builds a row per session of the cluster.
+ * As a CTE, computed only when first read: to judge a lease live by its time, so never for inputs given back.
  */
 const HOLDERS = `SELECT k.pid, a.backend_start FROM (${LOCK_HOLDERS_SQL}) k LEFT JOIN LATERAL pg_stat_get_activity(k.pid) a ON true`;
 
-/**
- * This worker's session ($1) as a holder of the dataset lock, with its start (as text: every microsecond kept):
- * read once, before its first claim.
- */
+/** This worker's session ($1) among the holders, with its start as text (every microsecond kept): read once. */
 const OWN_HOLDER = `SELECT h.backend_start::text AS start FROM (${HOLDERS}) h WHERE h.pid = $1::integer`;
 
 /**
- * Whether the lease `l` is live: not run out, and its session (if it names one) among `holders`, the same session
- * (backend_start) and not a later one given the same pid. A lease claimed after this statement began is left
- * alone whatever `holders` says: its worker may have taken the lock after pg_locks was read (`claimed_at` is
- * later than the lock it was claimed under, `now()` earlier than the read).
+ * Whether lease `l` is live: not run out, and its session (if named) among `holders`, the same one (backend_start), not
+ * a later one given its pid. A lease claimed since this statement began (claimed_at >= now()) is live whatever
+ * `holders` says: its worker may have taken the lock after pg_locks was read.
  */
 const LEASE_LIVE = `(l.lease_until > clock_timestamp() AND (l.backend_pid IS NULL OR l.claimed_at >= now()
   OR EXISTS (SELECT 1 FROM holders h WHERE h.pid = l.backend_pid
     AND (h.backend_start IS NULL OR l.backend_start IS NULL OR h.backend_start = l.backend_start))))`;
 
 /**
- * A time as whole milliseconds since the epoch (float8: exact below 2^53), which node-postgres reads with parseFloat:
- * a timestamptz went through its date parser (regular expressions and a Date a value), two a claimed task, ~5 us an
- * answer of the run's CPU profile. Truncated to the millisecond as that parser did.
+ * A time as whole milliseconds since the epoch (float8: exact below 2^53), read by node-postgres with parseFloat
+ * rather than its costly date parser.
  */
 const MS_SINCE_EPOCH = (time: string) => `floor(extract(epoch FROM ${time}) * 1000)::float8`;
 
 /**
- * One statement: lock up to $5 due tasks nobody is claiming right now (SKIP LOCKED) whose input has no live
- * lease, lease their inputs, and return every due page of the inputs leased. The lease insert is the arbiter:
- * a claim whose snapshot predates another worker's commit still finds that worker's live lease on conflict
- * (ON CONFLICT sees the latest row), and leaves that input alone. Inputs are leased in key order so that two
- * claims taking the same inputs wait for each other instead of deadlocking. A worker whose own session ($10,
- * started at $12) is gone claims nothing: its run is stopping (LOCK_LOST), and others take its inputs. That
- * session held the lock at the worker's first claim (OWN_HOLDER) and keeps it while it lives (a session lock,
- * let go only as the run ends), so the server's record of it by pid (pg_stat_get_activity) is enough here:
- * reading pg_locks each claim was 0.12-0.35 ms of a 1.1-1.4 ms claim of 64 (auto_explain, pg-profile).
+ * Locks up to $5 due tasks nobody is claiming (SKIP LOCKED) whose input has no live lease, leases their inputs (in key
+ * order, so two claims wait rather than deadlock) and returns all their due pages. ON CONFLICT sees the latest row, so
+ * a claim with an older snapshot still leaves another worker's live lease alone. A worker whose own session ($10,
+ * started $12) is gone claims nothing (LOCK_LOST); as it held the lock at the first claim (OWN_HOLDER) and keeps it
+ * while it lives, pg_stat_get_activity by pid suffices, without reading pg_locks each claim.
  */
 const CLAIM = `WITH holders AS MATERIALIZED (${HOLDERS}),
   candidates AS MATERIALIZED (
@@ -174,34 +148,26 @@ const CLAIM = `WITH holders AS MATERIALIZED (${HOLDERS}),
   FROM leased CROSS JOIN LATERAL (SELECT * FROM tasks t WHERE t.input_key = leased.input_key AND t.operation = leased.operation AND ${CLAIM_DUE} OFFSET 0) t
   ORDER BY t.id`;
 
-/** Only the inputs this process claimed: a worker restarted under the same id must not keep its dead self's leases alive. */
+/** Only the inputs this process claimed: a worker restarted under the same id must not keep its dead self's leases. */
 const RENEW = `UPDATE worker_task_leases l SET lease_until = clock_timestamp() + $2::double precision * interval '1 millisecond'
   FROM unnest($3::text[], $4::text[]) AS h(job, input_key)
   WHERE l.job = h.job AND l.input_key = h.input_key AND l.worker_id = $1 AND l.lease_until > clock_timestamp()
   RETURNING l.job, l.input_key AS "inputKey", ${MS_SINCE_EPOCH('l.lease_until')} AS "leaseUntilMs", ${MS_SINCE_EPOCH('clock_timestamp()')} AS "serverNowMs"`;
 
 /**
- * One probe of the key per input given back (LATERAL, fenced by OFFSET 0): with `input_key = ANY($3)`, or joined
- * to the keys, the plan read every lease of the operation by the key's first column alone, dead ones too (the
- * table churns faster than its statistics follow), and filtered them: 0.8-8.6 ms a release of ~60, now 0.25-0.5.
- * Each row is locked as found (in key order, as claims take them) and deleted by that version's ctid: a renewal
- * committed in between cannot make it miss the row.
+ * One key probe per input (LATERAL, fenced by OFFSET 0): with `input_key = ANY($3)` or a join, the plan read every
+ * lease of the operation, dead ones too, as the table churns faster than its statistics. Rows are locked as found, in
+ * key order as claims take them, and deleted by that version's ctid: a renewal committed between cannot hide the row.
  */
 const RELEASE = `DELETE FROM worker_task_leases l USING (SELECT x.ctid FROM (SELECT input_key FROM unnest($3::text[]) AS u(input_key) ORDER BY 1) k
     CROSS JOIN LATERAL (SELECT w.ctid FROM worker_task_leases w WHERE w.job = $2 AND w.input_key = k.input_key AND w.worker_id = $1 OFFSET 0 FOR UPDATE) x) found
   WHERE l.ctid = found.ctid`;
 
 /**
- * Settles the claimed tasks ($1, of job $3) that another job asking the same lookup (same operation, input, page
- * and request) answered at or after $2 (freshSince), as that answer; returns their ids. The claiming job is not
- * among the names probed: a probe of its own tasks found the task itself, half of the probes with one other job
- * (0.5 ms an adopt of 64, auto_explain), all of them with none. The other jobs' names come
- * from a skip-scan of the job index (job-names.ts), and each claimed task probes the unique index once per other
- * job (LATERAL): a join over the jobs' answered tasks read every one of them, each claim, so a job's claims
- * cost grew with its size (6.4 ms a claim of 64 at 2,400 answered tasks). Each probe is an equality on all three
- * columns of the unique index, job by job (a LATERAL per name): with `job = ANY(...)` the planner sometimes took
- * the (job, status) index instead and read every answered task of the jobs per claimed task (28-70 ms a claim of
- * 64), and with the names joined to the tasks it scanned the table.
+ * Settles the claimed tasks ($1, of job $3) that another job asking the same lookup (operation, input, page, request)
+ * answered at or after $2, as that answer; returns their ids. Each task probes the unique index by all three columns
+ * once per other job (names by a skip-scan, job-names.ts, the claiming job's own left out): a join read every answered
+ * task each claim, and `job = ANY(...)` could take the (job, status) index instead.
  */
 const ADOPT = `WITH jobs AS MATERIALIZED (SELECT n.job FROM (${JOB_NAMES_SQL}) n WHERE n.job <> $3::text
   ), found AS (
@@ -225,9 +191,8 @@ export function createTaskClaims(pool: pg.Pool, options: TaskClaimOptions) {
   const holderPid = options.holderPid ?? null;
   const leaseMs = options.leaseMs ?? TASK_CLAIM_DEFAULTS.leaseMs;
   /**
-   * The inputs this process holds, by `job \0 input_key`, each with the end of its lease on this process's
-   * monotonic clock: the server's lease_until less the server's time when it answered, counted from when the
-   * statement was sent (never later than the server's end, whatever the hosts' wall clocks say).
+   * The inputs this process holds, each with its lease's end on the monotonic clock: lease_until less the server's now,
+   * counted from when the statement was sent (never later than the server's end, whatever the wall clocks say).
    */
   const held = new Map<string, { job: string; inputKey: string; endsAtMono: number }>();
   /** A lease's key: its operation (the lease row's `job`: see the head of this file) and input. */
@@ -236,7 +201,7 @@ export function createTaskClaims(pool: pg.Pool, options: TaskClaimOptions) {
   const operationOf = new Map<string, string>();
   const endOf = (sentAtMono: number, r: LeaseTimes) => sentAtMono + (r.leaseUntilMs - r.serverNowMs);
 
-  /** The start of this worker's session holding the lock, once it was seen holding it (null: hidden, the pid alone counts). */
+  /** This worker's session's start, once seen holding the lock (text null: hidden, the pid alone counts). */
   let holderStart: { text: string | null } | null = null;
 
   /** Whether this worker's session holds the dataset lock, read once: it keeps it while it lives. */
@@ -262,7 +227,7 @@ export function createTaskClaims(pool: pg.Pool, options: TaskClaimOptions) {
     }
     const claimed = rows.map(({ serverNowMs: _now, leaseUntilMs, ...r }) => ({ ...r, id: Number(r.id), leaseUntil: new Date(leaseUntilMs).toISOString() }));
     if (claimed.length === 0) return claimed;
-    // Under the lease: an answer another job stored since is taken, and an input left with nothing to call is given back.
+    // An answer another job stored since is taken, and an input left with nothing to call is given back.
     const adopted = new Set((await pool.query<{ id: string }>(namedQuery(ADOPT, [claimed.map((t) => t.id), filter.freshSince, filter.job]))).rows.map((r) => Number(r.id)));
     if (adopted.size === 0) return claimed;
     const left = claimed.filter((t) => !adopted.has(t.id));
@@ -322,10 +287,9 @@ export function createTaskClaims(pool: pg.Pool, options: TaskClaimOptions) {
      */
     renew,
     /**
-     * Whether this process still holds its lease on the input, asked right before each call: a worker frozen
-     * (SIGSTOP, a suspended VM) past its lease finds it ended, on the monotonic clock, even before a renewal
-     * has told it another worker took the input; one that looks ended is renewed first if the server still has
-     * it live (a renewal only late), so only a lease that really ended stops the run.
+     * Whether this process still holds its lease on the input, asked before each call: a worker frozen (SIGSTOP) past
+     * its lease finds it ended on the monotonic clock; one that only looks ended (a late renewal, a busy event loop) is
+     * renewed first, so only a lease the server ended stops the run.
      */
     async holds(job: string, inputKey: string): Promise<boolean> {
       const operation = operationOf.get(`${job}\0${inputKey}`);
@@ -334,7 +298,6 @@ export function createTaskClaims(pool: pg.Pool, options: TaskClaimOptions) {
         return h !== undefined && performance.now() < h.endsAtMono;
       };
       if (live()) return true;
-      // Run out by this host's reckoning (a late renewal, a busy event loop): the server says whether it still lives.
       await renew();
       return live();
     },

@@ -1,9 +1,8 @@
 /**
- * A worker's run on PostgreSQL: its `runs` row, the session holding the dataset lock for it (`worker_runs`), and
- * the shared run it belongs to. A run is live while that session holds the dataset lock, whichever host it runs
- * on: the server drops the lock of a worker killed with SIGKILL, so a run still marked running whose session no
- * longer holds it is abandoned. A worker starting while a live run works one of its jobs joins that run's key,
- * so overlapping workers count one `credits.maxPerRun` together (coordination/shared-credit-budget.ts).
+ * A worker's run on PostgreSQL: its `runs` row and the session holding the dataset lock for it (`worker_runs`). A run
+ * is live while that session holds the lock, on any host: the server drops a SIGKILLed worker's lock, so a running run
+ * without it is abandoned. A worker starting while a live run works one of its jobs joins that run's key, so
+ * overlapping workers count one `credits.maxPerRun` together.
  */
 import type pg from 'pg';
 import { inPgTransaction } from '../transaction.ts';
@@ -49,9 +48,8 @@ export interface StartedWorkerRun {
 }
 
 /**
- * Starts a worker's run in one transaction, under one advisory lock: closes the runs whose session is gone (on
- * any host), chooses the shared run, writes the `runs` row and its `worker_runs` row. The caller already holds
- * the dataset lock on the session `backendPid`, so the next worker to start sees this run live.
+ * In one transaction under START_LOCK: closes abandoned runs, picks the shared run, writes `runs` and `worker_runs`.
+ * The caller already holds the dataset lock on `backendPid`, so the next worker to start sees this run live.
  */
 export async function startWorkerRun(pool: pg.Pool, start: WorkerRunStart): Promise<StartedWorkerRun> {
   return inPgTransaction(pool, async (client) => {
@@ -68,10 +66,7 @@ export async function startWorkerRun(pool: pg.Pool, start: WorkerRunStart): Prom
   });
 }
 
-/**
- * Closes as abandoned the runs still marked running with no live session (killed, or from a netingest that kept
- * no session): their end is their last call. Returns their ids.
- */
+/** Closes running runs with no live session (killed, or of a netingest that kept none), ended at their last call. */
 async function closeAbandoned(client: pg.PoolClient): Promise<number[]> {
   const { rows } = await client.query<{ id: string }>(`UPDATE runs r SET status = 'abandoned', error = $1,
     ended_at = coalesce((SELECT max(at) FROM api_calls c WHERE c.run_id = r.id), r.started_at),
@@ -88,10 +83,8 @@ async function liveRunKey(client: pg.PoolClient, jobs: string[]): Promise<string
 }
 
 /**
- * Measures the runs `runIds` that a start closed as abandoned (their tasks not re-planned yet) and writes their
- * figures, as SQLite closes them (abandoned-runs.ts: the tasks each run planned by status, its invalid rows and
- * calls, its credits replayed from its answers' counters). Closed with its status alone, a killed worker's run
- * would keep credits_spent NULL, and its credits would drop out of `status`'s total of all runs.
+ * Writes the figures of the runs a start closed as abandoned (before their tasks are re-planned), as SQLite does
+ * (abandoned-runs.ts): else a killed worker's run keeps credits_spent NULL and drops out of `status`'s total.
  */
 export async function recordAbandonedRunFigures(pool: pg.Pool, runIds: readonly number[]): Promise<void> {
   if (runIds.length === 0) return;
