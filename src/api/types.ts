@@ -19,10 +19,7 @@ export interface ApiCallInfo {
   latencyMs: number;
 }
 
-/**
- * A 200 response whose body its operation's answer contract can read (src/operations/): the contract's reading
- * (its credits, lastPage, drift and set-aside records; the writer stores those as answer_anomalies).
- */
+/** A 200 body its operation's contract could read, with the reading's credits, lastPage, drift and set-aside rows. */
 export interface ApiOk<T> extends Omit<UsableAnswer<T>, 'answer'> {
   kind: 'ok';
   /** The body as read through the contract: every member the spec names is there, as its type or null. */
