@@ -10,9 +10,8 @@ import type { RowRead } from './operation-spec.ts';
 export const NOT_UTF8 = 'not valid UTF-8 text (a Latin-1 or Windows-1252 export?): save the file as UTF-8';
 
 /**
- * True when the cell held bytes that are not UTF-8: they decode to U+FFFD, and the value sent on would be a paid
- * lookup of another URL or search than the one in the file. Only the cells a task is made of are checked, so a
- * mangled name in another column of a lead list costs nothing and keeps its row.
+ * True when the cell held non-UTF-8 bytes (decoded to U+FFFD): sent on, it would pay for a lookup of something else.
+ * Only a task's own cells are checked, so a mangled name in another column keeps its row.
  */
 export function isMangled(cell: string): boolean {
   return cell.includes('\uFFFD');
