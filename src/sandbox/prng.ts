@@ -60,10 +60,7 @@ export class Prng {
     return list[Math.floor(this.next() * list.length)] as T;
   }
 
-  /**
-   * null with probability `nullRate`, [] with `emptyRate`, else the list `make` draws: both spellings of "none"
-   * occur, as a client must store them.
-   */
+  /** null with probability `nullRate`, [] with `emptyRate`, else `make()`: a client must store both forms of none. */
   nullOrList<T>(nullRate: number, emptyRate: number, make: () => T[]): T[] | null {
     const r = this.next();
     if (r < nullRate) return null;

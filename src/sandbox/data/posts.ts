@@ -34,10 +34,7 @@ export class PostData {
     private readonly age: WorldAge = new WorldAge(seed, 0),
   ) {}
 
-  /**
-   * The post behind a URL, or null when the input has no data. Posts are keyed by activity id, so the
-   * /posts/… and /feed/update/… URLs of one activity get the same post.
-   */
+  /** The post behind a URL, or null when it has no data; keyed by activity id, so an activity's URL forms agree. */
   details(url: string): PostBody | null {
     if (saysNotFound(url)) return null;
     const postId = postIdOf(this.seed, url);

@@ -30,9 +30,8 @@ type Json = Record<string, unknown>;
 export const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /**
- * A copy of `record` with each optional member of its kind left out or set to null at the given rates. The draw
- * is fixed by seed, kind, the record's identity and the member's path, so a record always lacks the same members
- * (a company looks the same in every list). Objects on the way to an edited member are copied; the rest shared.
+ * A copy of `record` with each optional member of its kind left out or null at the given rates, drawn by seed, kind,
+ * identity and path, so a record always lacks the same members. Only objects on the way to an edit are copied.
  */
 export function withAbsentMembers<T extends object>(
   record: T,
