@@ -25,7 +25,6 @@ export interface BodyText {
   unsupported?: string;
 }
 
-/** What readBody needs besides the stream. */
 export interface BodyLimits {
   /** Most (decompressed) bytes read as an answer. */
   limitBytes: number;
@@ -144,9 +143,8 @@ export function readBody({ body, headers }: Pick<Dispatcher.ResponseData, 'body'
 }
 
 /**
- * One decompressor per coding, the last applied first. HTTP's `deflate` is a zlib stream (RFC 9110), but some
- * servers send raw deflate data: for the outermost coding, the first byte tells which (a zlib header's low
- * nibble is 8, the deflate method), as browsers and undici's fetch decide.
+ * One decompressor per coding, the last applied first. HTTP's `deflate` is a zlib stream, but some servers send raw
+ * deflate: for the outermost coding the first byte tells which (a zlib header's low nibble is 8), as browsers do.
  */
 function decodersFor(codings: readonly string[], firstByte: number): Transform[] {
   return [...codings].reverse().map((coding, i): Transform => {

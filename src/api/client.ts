@@ -1,7 +1,4 @@
-/**
- * The API client: one generic call per operation spec, on a dedicated keep-alive undici Agent (its `request` is
- * several times faster than global fetch, and the runner calls thousands of times a second).
- */
+/** The API client: one generic call per spec, on a keep-alive undici Agent (several times faster than global fetch). */
 import { Agent } from 'undici';
 import { ConfigError } from '../errors.ts';
 import { checkToken, parseBaseUrl } from './config.ts';

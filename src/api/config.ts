@@ -1,14 +1,9 @@
-/**
- * Where the API is and which token to send, from flags or the environment. Refuses anything that would send the
- * token in clear text over a network.
- */
+/** The API's URL and token, from flags or the environment; refuses any that would send the token in clear text. */
 import { closeSync, fstatSync, openSync, readFileSync } from 'node:fs';
 import { ConfigError } from '../errors.ts';
 import { API_PREFIX } from '../spec/types.ts';
 
-/** Environment variable holding the API base URL. */
 export const API_URL_ENV = 'NETINGEST_API_URL';
-/** Environment variable holding the API token. */
 export const API_TOKEN_ENV = 'NETINGEST_API_TOKEN';
 
 export interface ApiConfigSources {

@@ -1,7 +1,4 @@
-/**
- * One attempt of one call: send it through the undici agent, read the body within the size and time limits,
- * and turn the outcome into an ApiResult or an ApiError. Retrying is the runner's business, not this file's.
- */
+/** One attempt of one call, within the size and time limits, as an ApiResult or ApiError; retrying is the runner's. */
 import type { Dispatcher } from 'undici';
 import {
   errorForStatus,
@@ -111,7 +108,6 @@ function tooLarge(t: Transport, received: BodyText, call: ApiCallInfo): Response
   return new ResponseTooLargeError({ call, bodyExcerpt: bodyExcerpt(received.text, t.secrets) }, t.maxBodyBytes, kept);
 }
 
-/** The call's facts: as sent, with its status, and the time from sending to now. */
 function callInfo({ operation, method, path, started }: Sent, status: number | null): ApiCallInfo {
   return { operation, method, path, status, latencyMs: Math.round((performance.now() - started) * 1000) / 1000 };
 }

@@ -1,7 +1,4 @@
-/**
- * Which failures of the transport (connect, TLS, send, receive) are which ApiError, by the code undici, Node
- * or OpenSSL gives them; errors.ts decides what the runner does with each class.
- */
+/** Which transport failures (connect, TLS, send, receive) are which ApiError, by undici's, Node's or OpenSSL's code. */
 import { maxHeaderSize } from 'node:http';
 import { NetworkError, TimeoutError, TlsError, type ApiError } from './errors.ts';
 import type { ApiCallInfo } from './types.ts';

@@ -1,7 +1,4 @@
-/**
- * The public shapes of the API client: what a call resolves to and the facts recorded about it.
- * Records, requests and response bodies themselves come from src/spec/types.ts.
- */
+/** The API client's public shapes: what a call resolves to and the facts recorded; records come from spec/types.ts. */
 import type { Operation, OPERATION_METHODS } from '../spec/types.ts';
 import type { UsableAnswer } from './schemas.ts';
 import type { createApiClient } from './client.ts';
