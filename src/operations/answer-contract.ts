@@ -83,9 +83,8 @@ export type ReadObject<R extends Members> = { [K in keyof R]: Read<R[K]> } & { [
 // ---- the contract of one operation -------------------------------------------------------------------
 
 /**
- * One operation's answer contract: the body's members, where its records are and which member names each.
- * A list operation (records under `recordsAt`) sets aside a record without its identity; a single-record
- * operation (post-details) is the body itself, whose identity the store resolves against the request.
+ * One operation's answer contract: the body's members, where its records are and which member names each. A list sets
+ * aside a record without its identity; a single record (post-details) is the body, named against the request.
  */
 export interface AnswerContract<R extends Members = Members> {
   body: R;

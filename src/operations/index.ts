@@ -1,7 +1,4 @@
-/**
- * The registry of operations: each operation's spec (one file each) by its name. Everything outside
- * src/operations finds an operation's rules here, by the name a job, a task or a stored answer carries.
- */
+/** The registry of operations: each spec by its name, where code outside src/operations finds an operation's rules. */
 import type { z } from 'zod';
 import type { Operation } from '../spec/types.ts';
 import type { OperationSpec, Subject } from './operation-spec.ts';

@@ -1,7 +1,4 @@
-/**
- * Reading the cells of an input row, shared by the operations' row readers: a cell mangled by a non-UTF-8
- * export, and the operations whose input is one URL column.
- */
+/** Reading an input row's cells, shared by the operations' row readers: mangled cells and one-URL-column inputs. */
 import { assertColumns, type CsvHeader } from '../input/csv-header.ts';
 import type { Canonicalize } from '../urls/canonical.ts';
 import { networkHost } from '../urls/network-host.ts';
@@ -17,10 +14,7 @@ export function isMangled(cell: string): boolean {
   return cell.includes('\uFFFD');
 }
 
-/**
- * The reader of an input whose rows name one page URL in `column`: its canonical form (by `canonical`, on the
- * network's host: a URL on another host is an invalid row, never a call) is the input key.
- */
+/** Rows naming one page URL in `column`, keyed by its canonical form on the network's host (else invalid, no call). */
 export function urlColumnReader<Q>(file: string, header: CsvHeader, column: string, canonical: Canonicalize, requestsOf: (url: string) => Q[]) {
   assertColumns(file, header, [column]);
   // Read once per plan.

@@ -75,10 +75,7 @@ export function searchJobsPath(query: SearchJobsQuery): string {
 
 const isObjectValue = (v: unknown): boolean => typeof v === 'object' && v !== null;
 
-/**
- * What a search-jobs answer is filed under: the query, by its stable key (jobs/request-keys.ts; one
- * job_searches row each), and the record offset sent (result i is stored at position start + i).
- */
+/** What an answer is filed under: the query by its stable key (one job_searches row each) and the `start` sent. */
 const subjectSchema = z.looseObject({
   operation: z.literal('search-jobs'),
   searchKey: z.string(),

@@ -77,10 +77,7 @@ const requestSchema = z.looseObject({
 });
 export type SimilarCompaniesRequest = z.output<typeof requestSchema>;
 
-/**
- * What a similar-companies answer is filed under: the reference company (its canonical URL), its filter set and
- * the set's stable key (jobs/request-keys.ts), and the page (1-based) and page size sent.
- */
+/** What an answer is filed under: reference company, filter set and its stable key, and the page and page size sent. */
 const subjectSchema = z.looseObject({
   operation: z.literal('similar-companies'),
   referenceUrl: z.string(),
