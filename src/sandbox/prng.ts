@@ -1,7 +1,4 @@
-/**
- * Seeded hashing and pseudo-random numbers. Everything the sandbox invents (data, fault draws, latency) comes
- * from here, so one seed reproduces a whole run.
- */
+/** Seeded hashing and PRNG: everything the sandbox invents comes from here, so one seed reproduces a whole run. */
 
 /** 32-bit FNV-1a hash of a string, mixed with a seed; stable across runs and platforms. */
 export function hash32(seed: number, text: string): number {
