@@ -152,10 +152,7 @@ export class RequestRejectedError extends ApiError {
   }
 }
 
-/**
- * The body is over `maxBodyBytes`. A 200 body within `maxKeptBodyBytes` was read whole and is carried (`raw`, redacted,
- * not enumerable) to be kept for reprocess; a larger one was cut (`raw` null).
- */
+/** A body over `maxBodyBytes`; a 200 within `maxKeptBodyBytes` was read whole and is carried (`raw`) for reprocess. */
 export class ResponseTooLargeError extends ApiError {
   readonly limitBytes: number;
   declare readonly raw: string | null;

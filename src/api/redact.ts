@@ -105,10 +105,7 @@ export function createOutputRedactor(secrets: readonly string[]): (text: string)
   return real.length > 0 ? createRedactor(real) : (text) => text;
 }
 
-/**
- * A single-line redacted excerpt of a body for error messages, cut to `maxChars` with an ellipsis. Redaction comes
- * before the cut, so a token split by the cut cannot leak its first half.
- */
+/** A one-line excerpt of a body for errors, cut to `maxChars`; redacted before the cut, so no token half can leak. */
 export function bodyExcerpt(text: string, secrets: readonly string[], maxChars = EXCERPT_MAX_CHARS): string {
   // Bounded work on huge bodies: the excerpt only ever comes from the first few thousand characters.
   const head = redact(text, secrets).slice(0, maxChars * 8);

@@ -55,10 +55,7 @@ export const nullable = <M extends Member>(m: M): M => ({ ...m, nullable: true }
 export const strict = <M extends ScalarMember>(m: M): M => ({ ...m, strict: true });
 export const orOtherName = <M extends ScalarMember>(m: M, pattern: RegExp): M => ({ ...m, otherName: pattern });
 
-/**
- * The credit counters every 200 carries (api.md, Limits): optional like any member, but read only as finite
- * numbers, never from a variant, since the credit caps rest on them.
- */
+/** The credit counters: optional, but only finite numbers are read, never a variant: the credit caps rest on them. */
 export const CREDIT_MEMBERS = {
   total_credits: strict(num()),
   credits_used: strict(num()),

@@ -3,10 +3,7 @@ import { hashFraction } from '../prng.ts';
 /** A member of a record by its path of names (criteria names hold spaces, so no dotted strings). */
 export type MemberPath = readonly string[];
 
-/**
- * The members the live service may leave out or send as null, by record kind. Identities (a company's `url`, a
- * post's `PostId`, a job's `url`) are never listed; neither are the answer's envelope members.
- */
+/** Members the live service may leave out or send as null, by record kind: never an identity, nor the envelope's. */
 export const OPTIONAL_MEMBERS = {
   company: [
     ['name'], ['universalName'], ['type'], ['objectUrn'], ['description'], ['phone'], ['followers'], ['website'],
