@@ -1,9 +1,6 @@
 /**
- * The account's balance from the service's free credit check, `GET /v1/api/auth` (known-behaviour.md): asked
- * before a run's first paid call and by `plan` and `status`. It is a courtesy of the service, not part of
- * api.md, so anything but a 200 with three finite counters (a 404, 401, 5xx, a redirect, garbage, no answer
- * in time) means "not offered": null, never an error, and nothing of the answer is kept but the counters
- * (`uid` and `team` are dropped).
+ * The balance from the service's free credit check, `GET /v1/api/auth`: a courtesy outside api.md, so anything but a
+ * 200 with three finite counters means "not offered" (null, never an error). Only the counters are kept.
  */
 import { BALANCE_PATH, type CreditCounters } from '../spec/types.ts';
 import { discard, readBody } from './body-reader.ts';

@@ -1,7 +1,6 @@
 /**
- * Reads a response body as text within a size limit and a deadline, decompressing it first when the server
- * compressed it although the client asked for none: the limit counts decompressed bytes, so a small
- * compressed body that expands to gigabytes (a zip bomb) stops at the limit like any large body.
+ * Reads a response body as text within a size limit and a deadline, decompressing it when the server compressed it
+ * unasked: the limit counts decompressed bytes, so a zip bomb stops at it like any large body.
  */
 import type { Readable, Transform } from 'node:stream';
 import type { Dispatcher } from 'undici';
@@ -26,14 +25,10 @@ export interface BodyText {
   unsupported?: string;
 }
 
-/** What readBody needs besides the stream. */
 export interface BodyLimits {
   /** Most (decompressed) bytes read as an answer. */
   limitBytes: number;
-  /**
-   * A body over limitBytes but within this many (decompressed) bytes is still read to its end and returned
-   * whole beside its excerpt (to be kept, not read as an answer); 0 or less than limitBytes: none is.
-   */
+  /** A body over limitBytes but within this is still read to its end and returned whole, to be kept (0: none is). */
   keepBytes?: number;
   /** performance.now() past which reading fails with a BODY_DEADLINE_CODE error. */
   deadline: number;
@@ -57,9 +52,8 @@ export function discard(body: Readable): void {
 }
 
 /**
- * Reads a response's body as UTF-8 text, stopping (and destroying the stream, which closes the connection) past
- * `limitBytes`. undici's bodyTimeout bounds each gap between chunks; the deadline check bounds the whole. A body
- * compressed with a coding it cannot undo is not read (its bytes could not be shown anyway): see `unsupported`.
+ * Reads a body as UTF-8 text, destroying the stream (closing the connection) past `limitBytes`. undici's bodyTimeout
+ * bounds each gap between chunks, the deadline the whole; a coding it cannot undo is not read (`unsupported`).
  */
 export function readBody({ body, headers }: Pick<Dispatcher.ResponseData, 'body' | 'headers'>, limits: BodyLimits): Promise<BodyText> {
   const codings = contentCodings(headers['content-encoding']);
@@ -149,9 +143,8 @@ export function readBody({ body, headers }: Pick<Dispatcher.ResponseData, 'body'
 }
 
 /**
- * One decompressor per coding, the last applied first. HTTP's `deflate` is a zlib stream (RFC 9110), but some
- * servers send raw deflate data: for the outermost coding, the first byte tells which (a zlib header's low
- * nibble is 8, the deflate method), as browsers and undici's fetch decide.
+ * One decompressor per coding, the last applied first. HTTP's `deflate` is a zlib stream, but some servers send raw
+ * deflate: for the outermost coding the first byte tells which (a zlib header's low nibble is 8), as browsers do.
  */
 function decodersFor(codings: readonly string[], firstByte: number): Transform[] {
   return [...codings].reverse().map((coding, i): Transform => {

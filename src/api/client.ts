@@ -1,8 +1,4 @@
-/**
- * The API client: one generic call per operation spec (src/operations/), on a dedicated keep-alive undici Agent (undici's
- * `request` is several times faster than global fetch here, and the runner calls at thousands per second).
- * Everything that does not change per call (headers, origin, limits) is built once in createApiClient.
- */
+/** The API client: one generic call per spec, on a keep-alive undici Agent (several times faster than global fetch). */
 import { Agent } from 'undici';
 import { ConfigError } from '../errors.ts';
 import { checkToken, parseBaseUrl } from './config.ts';
@@ -18,17 +14,16 @@ export const CLIENT_DEFAULTS = {
   /** Largest response body accepted (bytes); a larger 200/404 body fails the item with ResponseTooLargeError. */
   maxBodyBytes: 8 * 1024 * 1024,
   /**
-   * Largest 200 body over maxBodyBytes still read whole and kept (bytes), so that `reprocess` can store it
-   * without paying again; a larger one is cut at this bound and lost. Twice the limit: a run holds up to
-   * `rate.concurrency` such bodies at once, each 3-4 times over while it is read, decoded, redacted and gzipped
-   * for the archive (measured: 52 MiB of RSS for a 16 MiB body, 36 MiB for 9 MiB).
+   * Largest 200 body over maxBodyBytes still read whole and kept (bytes), so `reprocess` can store it without paying
+   * again; a larger one is cut here and lost. Only twice the limit: a run holds up to `rate.concurrency` such bodies,
+   * each 3-4 times over while it is read, decoded, redacted and gzipped.
    */
   maxKeptBodyBytes: 16 * 1024 * 1024,
   /** Most keep-alive connections open to the API host at once; calls beyond it queue in the agent. */
   connections: 16,
 } as const;
 
-/** The API's base URL and token, and any of CLIENT_DEFAULTS (maxKeptBodyBytes: at least maxBodyBytes; equal keeps none over it). */
+/** The API's base URL and token, and any of CLIENT_DEFAULTS (maxKeptBodyBytes: at least maxBodyBytes). */
 export type ClientOptions = { [K in keyof typeof CLIENT_DEFAULTS]?: number } & {
   /** `https://host[/prefix]`; plain http only to a loopback host (see parseBaseUrl). */
   baseUrl: string;
@@ -78,7 +73,7 @@ export function createApiClient(options: ClientOptions) {
   return {
     /** Sends `request` as `spec` says (method, path, body) and reads the answer through its contract. */
     call,
-    /** GET /v1/api/auth, the service's free credit check: the account's counters, or null (balance.ts). Never rejects. */
+    /** The free credit check (balance.ts): the account's counters, or null. Never rejects. */
     balance: (signal?: AbortSignal) => readBalance(transport, getHeaders, signal),
     /** Waits for calls in flight, then closes the keep-alive connections. */
     close: () => dispatcher.close(),

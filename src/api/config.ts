@@ -1,15 +1,9 @@
-/**
- * Where the API is and which token to send: from flags (--api-url, --token-file) or the environment
- * (NETINGEST_API_URL, NETINGEST_API_TOKEN). Refuses anything that would send the token in clear text over a
- * network.
- */
+/** The API's URL and token, from flags or the environment; refuses any that would send the token in clear text. */
 import { closeSync, fstatSync, openSync, readFileSync } from 'node:fs';
 import { ConfigError } from '../errors.ts';
 import { API_PREFIX } from '../spec/types.ts';
 
-/** Environment variable holding the API base URL. */
 export const API_URL_ENV = 'NETINGEST_API_URL';
-/** Environment variable holding the API token. */
 export const API_TOKEN_ENV = 'NETINGEST_API_TOKEN';
 
 export interface ApiConfigSources {
@@ -20,10 +14,7 @@ export interface ApiConfigSources {
   env?: NodeJS.ProcessEnv;
 }
 
-/**
- * Resolves the base URL (normalized: scheme, host, optional path prefix, no trailing slash) and token, or throws
- * a ConfigError that says exactly what to set.
- */
+/** Resolves the normalized base URL and the token, or throws a ConfigError that says exactly what to set. */
 export function resolveApiConfig({ apiUrl, tokenFile, env = process.env }: ApiConfigSources = {}) {
   const url = apiUrl?.trim() || env[API_URL_ENV]?.trim();
   if (!url) {
@@ -34,11 +25,9 @@ export function resolveApiConfig({ apiUrl, tokenFile, env = process.env }: ApiCo
 }
 
 /**
- * Checks and normalizes a base URL: http or https only; plain http only to a loopback host (127.0.0.0/8,
- * localhost, [::1]) so the token never crosses a network in clear text; no credentials, query or fragment;
- * a path prefix is kept (operation paths are appended to it) without its trailing slash, or the API's own
- * `/v1/api` at its end. Split the way undici takes it: `origin` (`https://host[:port]`) and `pathPrefix` ('' or
- * `/prefix`).
+ * Checks and normalizes a base URL: plain http only to a loopback host, so the token never crosses a network in clear
+ * text; no credentials, query or fragment; a path prefix is kept without its trailing slash or the API's own `/v1/api`.
+ * Split as undici takes it: `origin` (`https://host[:port]`) and `pathPrefix` ('' or `/prefix`).
  */
 export function parseBaseUrl(value: string, source = 'the API URL') {
   let url: URL;
@@ -107,8 +96,8 @@ function readTokenFile(path: string): string {
 const OPEN_TO_OTHERS = 0o077;
 
 /**
- * Refuses a token file that others may read or write, as ssh refuses such a private key: a token anyone on the
- * machine can read spends the account's credits, and one they can write sends calls under a token they chose.
+ * Refuses a token file others may read or write, as ssh refuses such a key: anyone who reads it spends the account's
+ * credits, and anyone who writes it sends calls under a token they chose.
  */
 function refuseOpenToOthers(path: string, mode: number): void {
   // Windows has no such bits: Node reports 0o666 for every writable file there.

@@ -1,10 +1,7 @@
 /**
- * Every way an API call can fail, as classes that say what happened: their `kind` (a closed union, also their
- * `code`), the HTTP status when one came, and whether a 200 came (so the call was most likely paid for). What
- * the runner does about each kind is not decided here but in one table: src/runner/error-policy.ts.
- *
- * Messages and excerpts never hold the token: the HTTP layer redacts excerpts before building an error, and
- * nothing else that could carry it (headers, the request) is ever put into one.
+ * Every way an API call can fail: `kind` (a closed union, also `code`), the HTTP status, and whether a 200 came (the
+ * call was then most likely paid). What the runner does about each is src/runner/error-policy.ts's table. Messages
+ * and excerpts never hold the token: excerpts are redacted first, and headers and requests never enter an error.
  */
 import { NetingestError } from '../errors.ts';
 import type { CreditCounters } from '../spec/types.ts';
@@ -48,7 +45,7 @@ export abstract class ApiError extends NetingestError {
   readonly paid: boolean;
   readonly call: ApiCallInfo;
   readonly bodyExcerpt: string;
-  /** What went wrong, without the operation and request the message adds (e.g. "connection failed (ECONNREFUSED...)"). */
+  /** What went wrong, without the operation and request the message adds (e.g. "connection failed (ECONNREFUSED)"). */
   readonly what: string;
 
   protected constructor(kind: ApiErrorKind, what: string, ctx: ApiErrorContext) {
@@ -127,19 +124,14 @@ export class InvalidJsonError extends ApiError {
 }
 
 /**
- * A 200 body its operation's answer contract cannot read at all (not an object, its record list not an array:
- * src/operations/). Deterministic, and paid for: the body is carried (`raw`) so that it can be kept for
- * reprocess to read again once the contract is fixed. Members missing or of another type are not this: they
- * are drift, and the answer is stored.
+ * A 200 body its operation's contract cannot read at all. Deterministic and paid for: the body is carried (`raw`) to be
+ * kept for reprocess once the contract is fixed. Missing or mistyped members are drift, not this.
  */
 export class ApiSchemaError extends ApiError {
   readonly issues: readonly UnusableIssue[];
   /** Credit counters of the body when it still carries them as numbers (the call was paid for). */
   readonly credits: CreditCounters | null;
-  /**
-   * The body text, redacted as a stored 200 body is (createOutputRedactor), so it can be archived as it came;
-   * not enumerable, so logging the error does not dump megabytes.
-   */
+  /** The body, redacted as a stored 200 body is; not enumerable, so logging the error does not dump megabytes. */
   declare readonly raw: string;
 
   constructor(ctx: ApiErrorContext, issues: readonly UnusableIssue[], raw: string, credits: CreditCounters | null) {
@@ -160,11 +152,7 @@ export class RequestRejectedError extends ApiError {
   }
 }
 
-/**
- * The body is larger than `maxBodyBytes`. A 200 body within the client's `maxKeptBodyBytes` was read whole
- * and is carried (`raw`, redacted as a stored body is, not enumerable) to be kept for reprocess; a larger one
- * was cut (`raw` null).
- */
+/** A body over `maxBodyBytes`; a 200 within `maxKeptBodyBytes` was read whole and is carried (`raw`) for reprocess. */
 export class ResponseTooLargeError extends ApiError {
   readonly limitBytes: number;
   declare readonly raw: string | null;
@@ -175,19 +163,15 @@ export class ResponseTooLargeError extends ApiError {
   }
 }
 
-/**
- * The paid body an error carries to be kept for reprocess (a body of the wrong shape, one over the limit read
- * whole), with its credit counters when they could be read; null when there is none to keep.
- */
+/** The paid body an error carries to be kept for reprocess, with its credit counters when readable; else null. */
 export function keptBodyOf(err: unknown): { raw: string; credits: CreditCounters | null } | null {
   if (err instanceof ApiSchemaError) return { raw: err.raw, credits: err.credits };
   return err instanceof ResponseTooLargeError && err.raw !== null ? { raw: err.raw, credits: null } : null;
 }
 
 /**
- * A status or body the spec does not describe and that points at a misconfiguration rather than at the item:
- * a redirect, a 2xx other than 200, a 404 without the spec's body (e.g. a web server's page for a wrong API
- * URL). Every item would meet it: failing each would record them all as failed (or, worse, as not found).
+ * A status or body the spec does not describe, pointing at a misconfiguration (a redirect, a 2xx other than 200, a
+ * gateway's 404): every item would meet it, so failing each would record them all as failed or not found.
  */
 export class UnexpectedResponseError extends ApiError {
   constructor(ctx: ApiErrorContext, what: string) {
@@ -195,10 +179,7 @@ export class UnexpectedResponseError extends ApiError {
   }
 }
 
-/**
- * The secure connection failed: a certificate that is not trusted, expired or for another host, or an https://
- * URL on a port that speaks plain http. Every call would fail the same way.
- */
+/** The TLS connection failed (a bad certificate, https:// to a plain-http port): every call would fail the same way. */
 export class TlsError extends ApiError {
   constructor(ctx: ApiErrorContext, reason: string) {
     super(
@@ -211,9 +192,8 @@ export class TlsError extends ApiError {
 }
 
 /**
- * A 200 or 404 compressed with a coding the client cannot decode, although it asks for none (Accept-Encoding:
- * identity): a proxy or CDN in front of the API compresses on its own. The item is likely fine but every
- * answer would come the same way, already paid for: retrying or failing each item would pay for every one.
+ * A 200 or 404 compressed with a coding the client cannot decode although it asks for none: a proxy compresses on its
+ * own, so every answer would come so, already paid; retrying or failing each item would pay for every one.
  */
 export class UnsupportedEncodingError extends ApiError {
   readonly encoding: string;
@@ -233,10 +213,7 @@ export function isApiError(err: unknown): err is ApiError {
   return err instanceof ApiError;
 }
 
-/**
- * How a failure that counts toward an outage reads in the run's stop message ("the API is unreachable: ...").
- * Wording only: which kinds count is the policy table's (src/runner/error-policy.ts).
- */
+/** How an outage's failure reads in the run's stop message; which kinds count is error-policy.ts's table. */
 export function outageSymptom(err: unknown): string {
   if (!isApiError(err)) return err instanceof Error ? err.message : String(err);
   switch (err.kind) {
@@ -265,10 +242,7 @@ export function parseRetryAfterMs(value: string | string[] | undefined, nowMs = 
   return Number.isNaN(at) ? DEFAULT_RETRY_AFTER_MS : Math.max(0, at - nowMs);
 }
 
-/**
- * The error for a response status other than 200 and 404 (those two are results, not errors, unless their
- * body is wrong, which the HTTP layer decides).
- */
+/** The error for a status other than 200 and 404 (results, unless their body is wrong, which http.ts decides). */
 export function errorForStatus(status: number, ctx: ApiErrorContext, retryAfter?: string | string[]): ApiError {
   if (status === 401 || status === 403) return new AuthError(ctx);
   if (status === 402) return new CreditsExhaustedError(ctx);

@@ -1,7 +1,4 @@
-/**
- * One attempt of one call: send it through the undici agent, read the body within the size and time limits,
- * and turn the outcome into an ApiResult or an ApiError. Retrying is the runner's business, not this file's.
- */
+/** One attempt of one call, within the size and time limits, as an ApiResult or ApiError; retrying is the runner's. */
 import type { Dispatcher } from 'undici';
 import {
   errorForStatus,
@@ -30,7 +27,7 @@ export interface Transport {
   pathPrefix: string;
   timeoutMs: number;
   maxBodyBytes: number;
-  /** A 200 body over maxBodyBytes but within this is read whole and carried by its ResponseTooLargeError, to be kept. */
+  /** A 200 body over maxBodyBytes but within this is read whole, carried by its ResponseTooLargeError to be kept. */
   maxKeptBodyBytes: number;
   /** Kept out of error messages and excerpts. */
   secrets: readonly string[];
@@ -105,16 +102,12 @@ async function exchange<Q, A>(t: Transport, spec: OperationSpec<Q, A>, request: 
   throw errorForStatus(status, { call, bodyExcerpt: bodyExcerpt(received.text, t.secrets) }, res.headers['retry-after']);
 }
 
-/**
- * A body over the limit: paid when a 200, so its whole text, when it was read (received.whole), is carried
- * redacted as a stored body is, for the runner to keep for reprocess.
- */
+/** A body over the limit; a paid 200's whole text, when read, is carried redacted as stored, for reprocess to keep. */
 function tooLarge(t: Transport, received: BodyText, call: ApiCallInfo): ResponseTooLargeError {
   const kept = received.whole === undefined ? null : t.redactBody(received.whole);
   return new ResponseTooLargeError({ call, bodyExcerpt: bodyExcerpt(received.text, t.secrets) }, t.maxBodyBytes, kept);
 }
 
-/** The call's facts: as sent, with its status, and the time from sending to now. */
 function callInfo({ operation, method, path, started }: Sent, status: number | null): ApiCallInfo {
   return { operation, method, path, status, latencyMs: Math.round((performance.now() - started) * 1000) / 1000 };
 }
@@ -135,14 +128,10 @@ function ok<Q, A>(t: Transport, spec: OperationSpec<Q, A>, text: string, call: A
 }
 
 /**
- * A 404 is "nothing found" only when its body is the API's (its spec's notFound.isAnswer); another 404 is a
- * web server's or gateway's page for a path it does not serve (a wrong API URL, such as a missing /v1 prefix
- * behind a proxy), and taking it as nothing found would settle every task as not found, so the run stops
- * instead. Where the API's body is required to say more than a gateway's would (`error: true`), a real answer
- * without it costs one stopped run that names it, whereas accepting the gateway's would record every input as
- * having nothing, to be refreshed only days later. Where the API's body looks like a gateway's
- * (notFound.ambiguous), a wrong path prefix still passes, so the run warns of a job whose every answer is a
- * 404 (src/runner/not-found-only.ts).
+ * A 404 is "nothing found" only when its body is the API's (spec.notFound.isAnswer). A gateway's 404 for a wrong API
+ * URL, taken as one, would settle every task as not found for days; a too strict check costs one stopped run that
+ * names it. Where the API's body looks like a gateway's (notFound.ambiguous), the run warns of a job whose every
+ * answer is a 404 (src/runner/not-found-only.ts).
  */
 function notFound<Q, A>(t: Transport, spec: OperationSpec<Q, A>, text: string, call: ApiCallInfo): ApiResult<never> {
   const raw = t.redactBody(text);

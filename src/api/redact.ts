@@ -1,6 +1,4 @@
-/**
- * Keeps the API token out of everything netingest writes: error messages, body excerpts, stored bodies.
- */
+/** Keeps the API token out of everything netingest writes: error messages, body excerpts, stored bodies. */
 
 /** What a secret is replaced with. */
 export const REDACTED = '[REDACTED]';
@@ -9,11 +7,9 @@ export const REDACTED = '[REDACTED]';
 export const EXCERPT_MAX_CHARS = 300;
 
 /**
- * The forms in which a secret can show up in text we receive, each character spelled as is, percent-encoded
- * (echoed in a URL; hex in either case) or JSON-escaped (`\uXXXX` in either case for any character, `\/` as
- * PHP writes it, `\"`, `\\`), in any mix; and base64 of any text holding it, such as `Bearer <token>` (an
- * echoed Authorization header), standard or URL-safe. One regex per set of secrets, built once: a body is
- * scanned once, not once per spelling.
+ * Every form a secret can come back in: each character as is, percent-encoded or JSON-escaped (`\uXXXX`, `\/`, `\"`),
+ * in any mix, hex in either case; and base64 (standard or URL-safe) of any text holding it, such as `Bearer <token>`.
+ * One regex per set of secrets, so a body is scanned once, not once per spelling.
  */
 export function secretPattern(secrets: readonly string[]): RegExp | null {
   const sorted = [...new Set(secrets.filter((s) => s !== ''))].sort((a, b) => b.length - a.length);
@@ -28,9 +24,8 @@ export function secretPattern(secrets: readonly string[]): RegExp | null {
 const MIN_BASE64_CHARS = 8;
 
 /**
- * Base64 of the secret wherever it sits in the encoded text: for each of the three byte alignments, the
- * characters that depend on the secret's bytes only; and the whole encodings of the bare secret and of
- * `Bearer <secret>`, padding included, so that no edge character is left.
+ * Base64 of the secret wherever it sits: for each of the three byte alignments, the characters that depend on its bytes
+ * only; and the whole encodings of the secret and of `Bearer <secret>`, padding included, so no edge character is left.
  */
 function base64Forms(secret: string): string[] {
   const bytes = Buffer.from(secret, 'utf8');
@@ -47,8 +42,8 @@ function base64Forms(secret: string): string[] {
 }
 
 /**
- * One character (code point) in every spelling it may be echoed in, as a regex group. The longer spellings
- * come first: a token ending in a backslash or `%`, echoed as two backslashes or `%25`, must not leave a tail.
+ * One code point in every spelling it may be echoed in, as a regex group. Longer spellings first: a token ending in a
+ * backslash or `%`, echoed as two backslashes or `%25`, must not leave a tail.
  */
 function charSpellings(char: string): string {
   let group = spellingGroups.get(char);
@@ -56,7 +51,7 @@ function charSpellings(char: string): string {
   return group;
 }
 
-/** Each character's group, built once: it does not depend on the secret it is part of. */
+/** Built once per character: a group does not depend on the secret it is part of. */
 const spellingGroups = new Map<string, string>();
 
 function buildCharSpellings(char: string): string {
@@ -99,10 +94,8 @@ export function createRedactor(secrets: readonly string[]): (text: string) => st
 }
 
 /**
- * Shortest token redacted from whole outputs that must stay intact: stored 200/404 bodies, log lines, the run
- * summary. A real bearer token is a long random string, so finding one there means it was echoed; a short test
- * token (the sandbox takes `t` or `tok`) would match ordinary words ("completed", "status") and corrupt the
- * output. Error messages and excerpts are redacted whatever the length.
+ * Shortest token redacted from whole outputs (stored bodies, logs, the run summary): a real token is long and random,
+ * while a short test token would match ordinary words ("status") and corrupt them. Errors redact whatever the length.
  */
 export const MIN_TOKEN_CHARS_FOR_OUTPUT_REDACTION = 8;
 
@@ -112,11 +105,7 @@ export function createOutputRedactor(secrets: readonly string[]): (text: string)
   return real.length > 0 ? createRedactor(real) : (text) => text;
 }
 
-/**
- * A short, single-line, redacted excerpt of a body for error messages: whitespace and control characters
- * collapse to one space and the result is cut to `maxChars` (an ellipsis marks the cut). Redaction happens
- * before the cut, so a token split by the cut cannot leak its first half.
- */
+/** A one-line excerpt of a body for errors, cut to `maxChars`; redacted before the cut, so no token half can leak. */
 export function bodyExcerpt(text: string, secrets: readonly string[], maxChars = EXCERPT_MAX_CHARS): string {
   // Bounded work on huge bodies: the excerpt only ever comes from the first few thousand characters.
   const head = redact(text, secrets).slice(0, maxChars * 8);

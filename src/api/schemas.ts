@@ -1,9 +1,7 @@
 /**
- * The one check every 200 body passes before anything downstream trusts it (the client on receipt, reprocess on
- * stored bodies): it is read through its operation's answer contract (src/operations/), and only a body the
- * contract cannot read at all is refused, as an ApiSchemaError naming the path. A body that can be read is used
- * whatever members it lacks or sends in a variant of their type: that is drift, counted and reported, not an
- * error. Both parse and read through here, so an answer stored live and one recovered by reprocess are read alike.
+ * The one check every 200 body passes before it is trusted (the client on receipt, reprocess on stored bodies): read
+ * through its operation's answer contract, refused (ApiSchemaError naming the path) only when unreadable at all.
+ * Missing members or variant types are drift, counted and reported, not an error.
  */
 import { readThrough, valueAt, type AnswerContract, type SetAsideRecord } from '../operations/answer-contract.ts';
 import type { DriftTally } from '../operations/drift.ts';
@@ -43,8 +41,7 @@ export interface ValidationContext {
 
 /**
  * Reads a parsed 200 body through its operation's contract; `asked` (the request sent) lets it tell the last page.
- * Throws ApiSchemaError when the body cannot be read at all, e.g. `data.content: expected an array of records,
- * received string`.
+ * Throws ApiSchemaError when unreadable, e.g. `data.content: expected an array of records, received string`.
  */
 export function readUsableAnswer<Q, A>(
   spec: OperationSpec<Q, A, Subject>,
@@ -62,18 +59,16 @@ export function readUsableAnswer<Q, A>(
     return { answer, setAside: reading.setAside, drift: reading.drift, credits, lastPage };
   }
   const secrets = context.secrets ?? [];
-  // `raw` is archived like any 200 body (raw_responses), so it gets the same redaction as one: a short test
-  // token redacted everywhere would mangle the body ("status" -> "s[REDACTED]atus"). The excerpt is a message.
-  // A body without its text was parsed from JSON, so it has one again (undefined aside).
+  // `raw` is archived like any 200 body, so it is redacted as one: a short test token redacted everywhere would turn
+  // "status" into "s[REDACTED]atus". A body without its text was parsed from JSON, so it has one again.
   const raw = createOutputRedactor(secrets)(context.raw ?? JSON.stringify(body) ?? String(body));
   const call = context.call ?? { operation: spec.name, method: OPERATION_METHODS[spec.name], path: OPERATION_PATHS[spec.name], status: 200, latencyMs: 0 };
   throw new ApiSchemaError({ call, bodyExcerpt: bodyExcerpt(raw, secrets) }, [reading.issue], raw, credits);
 }
 
 /**
- * Counts as drift (`host`) each listed record named by a page on another site than the network's (a sandbox or
- * service answering for another brand): its operation's rows leave it out (stored-values.ts, recordUrlKey), so
- * the run says it once per path instead of storing `https://other.example/company/x` beside the network's own.
+ * Counts as `host` drift each listed record named by a page on another site than the network's: its rows leave it
+ * out (stored-values.ts, recordUrlKey), so the run says it once per path instead of storing another brand's URL.
  */
 function noteOtherSiteRecords(contract: AnswerContract, answer: unknown, drift: DriftTally): void {
   const { recordsAt, identity } = contract;

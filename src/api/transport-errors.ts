@@ -1,7 +1,4 @@
-/**
- * Which failures of the transport (connect, TLS, send, receive) are which ApiError, by the code undici, Node
- * or OpenSSL gives them; errors.ts decides what the runner does with each class.
- */
+/** Which transport failures (connect, TLS, send, receive) are which ApiError, by undici's, Node's or OpenSSL's code. */
 import { maxHeaderSize } from 'node:http';
 import { NetworkError, TimeoutError, TlsError, type ApiError } from './errors.ts';
 import type { ApiCallInfo } from './types.ts';
@@ -15,10 +12,7 @@ export const CALL_DEADLINE_CODE = 'NETINGEST_CALL_DEADLINE';
 /** Code of the internal error raised when a compressed body does not decompress (corrupt or cut short). */
 export const BODY_DECODE_CODE = 'NETINGEST_BODY_DECODE';
 
-/**
- * Response headers larger than the parser accepts (undici's HeadersOverflowError, or llhttp's own limit): a
- * proxy or server misbehaving on this answer, which another try may not repeat.
- */
+/** Headers over undici's or llhttp's limit: a proxy or server misbehaving on this answer; a retry may not meet it. */
 const HEADERS_OVERFLOW_CODES = new Set(['UND_ERR_HEADERS_OVERFLOW', 'HPE_HEADER_OVERFLOW']);
 
 const TIMEOUT_CODES = new Set([
@@ -73,10 +67,7 @@ function isTlsCode(code: string): boolean {
   return code.startsWith('ERR_SSL_') || code.startsWith('ERR_TLS_') || CERTIFICATE_CODES.has(code);
 }
 
-/**
- * A TLS failure's reason in a few words: OpenSSL's messages carry an address, a library path and a newline
- * (`80FC...:error:0A00010B:SSL routines:ssl3_get_record:wrong version number:../deps/...:350:`).
- */
+/** A TLS failure's reason in a few words: OpenSSL's messages carry an address, a library path and a newline. */
 function tlsReason(err: unknown, code: string): string {
   const message = err instanceof Error ? err.message : '';
   const openssl = /SSL routines:[^:]*:([^:]+)/.exec(message)?.[1];
@@ -84,10 +75,7 @@ function tlsReason(err: unknown, code: string): string {
   return text ? `${code}: ${text}` : code;
 }
 
-/**
- * The ApiError for a failure of the transport (connect, TLS, send, receive), or null when `err` is not one (an
- * invalid argument, a closed client): those are rethrown as they are and stop the run.
- */
+/** The ApiError for a transport failure; null for any other error (a bug, a closed client), which stops the run. */
 export function errorForTransport(err: unknown, call: ApiCallInfo, timeoutMs: number): ApiError | null {
   const code = codeOf(err);
   if (code === undefined) return null;

@@ -1,7 +1,4 @@
-/**
- * The public shapes of the API client: what a call resolves to and the facts recorded about it.
- * Records, requests and response bodies themselves come from src/spec/types.ts.
- */
+/** The API client's public shapes: what a call resolves to and the facts recorded; records come from spec/types.ts. */
 import type { Operation, OPERATION_METHODS } from '../spec/types.ts';
 import type { UsableAnswer } from './schemas.ts';
 import type { createApiClient } from './client.ts';
@@ -19,10 +16,7 @@ export interface ApiCallInfo {
   latencyMs: number;
 }
 
-/**
- * A 200 response whose body its operation's answer contract can read (src/operations/): the contract's reading
- * (its credits, lastPage, drift and set-aside records; the writer stores those as answer_anomalies).
- */
+/** A 200 body its operation's contract could read, with the reading's credits, lastPage, drift and set-aside rows. */
 export interface ApiOk<T> extends Omit<UsableAnswer<T>, 'answer'> {
   kind: 'ok';
   /** The body as read through the contract: every member the spec names is there, as its type or null. */

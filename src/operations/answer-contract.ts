@@ -1,10 +1,8 @@
 /**
- * The machinery of answer contracts: what each operation's 200 body must hold and how every member is read.
- * In the spirit of dlt's schema contracts, a contract names a record's identity (required: a record without it
- * is set aside, alone), and every other member is optional: missing, `null` or a lossless variant of its type
- * (a number sent as a numeric string, an integer as `12.0`, a boolean as `"true"`) is read as NULL or as the
- * value, and counted as drift (drift.ts). Only a body the contract cannot read at all (not an object, or its
- * record list not an array) is unusable. Members the spec never names are kept as they came.
+ * Answer contracts: what each operation's 200 body must hold and how each member is read. As in dlt's schema contracts,
+ * a record's identity is required (a record without it is set aside, alone); any other member missing, `null` or in a
+ * lossless variant of its type (`"12"`, `12.0`, `"true"`) is read as NULL or the value and counted as drift. Only a
+ * body the contract cannot read at all is unusable; members the spec never names are kept as they came.
  */
 import { DriftTally } from './drift.ts';
 import { storableValue } from './storable-text.ts';
@@ -57,10 +55,7 @@ export const nullable = <M extends Member>(m: M): M => ({ ...m, nullable: true }
 export const strict = <M extends ScalarMember>(m: M): M => ({ ...m, strict: true });
 export const orOtherName = <M extends ScalarMember>(m: M, pattern: RegExp): M => ({ ...m, otherName: pattern });
 
-/**
- * The credit counters every 200 carries (api.md, Limits): optional like any member, but read only as finite
- * numbers, never from a variant, since the credit caps rest on them.
- */
+/** The credit counters: optional, but only finite numbers are read, never a variant: the credit caps rest on them. */
 export const CREDIT_MEMBERS = {
   total_credits: strict(num()),
   credits_used: strict(num()),
@@ -85,9 +80,8 @@ export type ReadObject<R extends Members> = { [K in keyof R]: Read<R[K]> } & { [
 // ---- the contract of one operation -------------------------------------------------------------------
 
 /**
- * One operation's answer contract: the body's members, where its records are and which member names each.
- * A list operation (records under `recordsAt`) sets aside a record without its identity; a single-record
- * operation (post-details) is the body itself, whose identity the store resolves against the request.
+ * One operation's answer contract: the body's members, where its records are and which member names each. A list sets
+ * aside a record without its identity; a single record (post-details) is the body, named against the request.
  */
 export interface AnswerContract<R extends Members = Members> {
   body: R;
@@ -261,10 +255,7 @@ const NUMBER_TEXT = /^\s*-?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?\s*$/;
 
 const numberOfText = (v: unknown, shape: RegExp): number => (typeof v === 'string' && shape.test(v) ? Number(v) : NaN);
 
-/**
- * Per scalar type, what a value of another type stands for without loss (`"12"` -> 12, 4155550100 -> "4155550100",
- * `"true"` -> true; undefined: nothing).
- */
+/** Per scalar type, another type's value read without loss (`"12"` -> 12, `"true"` -> true); undefined: none. */
 const LOSSLESS: Record<ScalarType, (v: unknown) => unknown> = {
   string: (v) => (typeof v === 'number' && Number.isFinite(v) ? String(v) : undefined),
   integer: (v) => {

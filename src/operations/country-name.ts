@@ -1,10 +1,9 @@
 /**
- * The country of an address by name, lower-case as jobs write their `account.location` filters (`germany`):
- * the service sends two-letter codes (`de`) in some answers and names in others. A code is named by the ICU
- * data Node ships (English); anything else is kept as sent, lower-cased. The migration that filled this
- * column for existing rows was generated from the same names (see docs/schema.md).
+ * A country by name, lower-case as jobs write `account.location` filters (`germany`): the service sends codes (`de`)
+ * in some answers, names in others. Codes are named by Node's ICU data (English), as the migration that filled
+ * existing rows was (docs/schema.md); anything else is kept as sent, lower-cased.
  */
-/** Made on first use: building it loads ICU's region names (~20 ms), which every CLI start paid, export and query too. */
+/** Made on first use: building it loads ICU's region names, which every CLI start would pay. */
 let regionNames: Intl.DisplayNames | undefined;
 const TWO_LETTERS = /^[a-z]{2}$/i;
 

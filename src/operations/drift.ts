@@ -1,17 +1,13 @@
 /**
- * Drift: how the answers a run received differ from the spec, counted per member path and kind, and said in
- * one line per path (`post-details author.network_url: missing in 40/40, read from author.acmenet_url`).
- * Paths name list elements with `[]` (`data.content[].phone`); each count is out of the times the member's
- * parent was there (answers for top-level members, records for a record's members).
+ * Drift: how a run's answers differ from the spec, counted per member path (`data.content[].phone`: `[]` for list
+ * elements) and kind, each out of the times the member's parent was there, and said in one line per path.
  */
 import type { Operation } from '../spec/types.ts';
 
 /**
- * `missing`, `null` (where the spec does not allow it), `renamed` (read from another member), `variant` (a
- * lossless variant of its type, read as the value), `type` (another type: stored as NULL), `capped` (the page
- * size the service answered is smaller than the one asked for), `text` (a NUL or a lone surrogate, which no
- * engine stores alike: stored without them, storable-text.ts), `host` (a record named by a page on another site
- * than the network's: not stored, so that no key of another site sits beside the network's own).
+ * `missing`, `null` (where the spec forbids it), `renamed` (read from another member), `variant` (a lossless variant,
+ * read as the value), `type` (another type: stored as NULL), `capped` (a smaller page size than asked), `text` (a NUL
+ * or lone surrogate: stored without, storable-text.ts), `host` (a record named by another site's page: not stored).
  */
 export const DRIFT_KINDS = ['missing', 'null', 'renamed', 'variant', 'type', 'capped', 'text', 'host'] as const;
 export type DriftKind = (typeof DRIFT_KINDS)[number];
@@ -23,10 +19,7 @@ export interface DriftCount {
   count: number;
   /** How many times the member's parent was there (the denominator). */
   of: number;
-  /**
-   * The other member read (`renamed`), the types (`variant`, `type`), the sizes (`capped`), what was changed
-   * (`text`), the other site (`host`); null otherwise.
-   */
+  /** The other member (`renamed`), types (`variant`, `type`), sizes (`capped`), the fix (`text`), the site (`host`). */
   detail: string | null;
 }
 
@@ -72,7 +65,7 @@ export class DriftTally {
   }
 }
 
-/** The one line a drift count is said in, e.g. `post-details author.network_url: missing in 40/40, read from author.acmenet_url`. */
+/** A drift count's one line: `post-details author.network_url: missing in 40/40, read from author.acmenet_url`. */
 export function driftLine(operation: string, d: DriftCount): string {
   return `${operation} ${d.path}: ${driftPhrase(d)}`;
 }

@@ -1,7 +1,4 @@
-/**
- * The registry of operations: each operation's spec (one file each) by its name. Everything outside
- * src/operations finds an operation's rules here, by the name a job, a task or a stored answer carries.
- */
+/** The registry of operations: each spec by its name, where code outside src/operations finds an operation's rules. */
 import type { z } from 'zod';
 import type { Operation } from '../spec/types.ts';
 import type { OperationSpec, Subject } from './operation-spec.ts';
@@ -58,9 +55,8 @@ export function requestKeyOf(subject: AnySubject): string {
 }
 
 /**
- * A value stored as JSON text, checked by `schema` (a request in tasks.request_json, a subject in
- * raw_responses.request_json); throws when it is not one. The value is returned as parsed, not as zod's copy:
- * zod orders members by its schema, and these members go on, in their stored order, into the body sent and
+ * A value stored as JSON text (tasks.request_json, raw_responses.request_json), checked by `schema`; throws if not one.
+ * Returned as parsed, not as zod's copy: zod reorders members, and they go on in stored order into the body sent and
  * into raw_responses.request_json, which must stay the same text.
  */
 export function readStored<T>(schema: z.ZodType<T>, json: string, what: string): T {

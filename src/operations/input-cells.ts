@@ -1,7 +1,4 @@
-/**
- * Reading the cells of an input row, shared by the operations' row readers: a cell mangled by a non-UTF-8
- * export, and the operations whose input is one URL column.
- */
+/** Reading an input row's cells, shared by the operations' row readers: mangled cells and one-URL-column inputs. */
 import { assertColumns, type CsvHeader } from '../input/csv-header.ts';
 import type { Canonicalize } from '../urls/canonical.ts';
 import { networkHost } from '../urls/network-host.ts';
@@ -10,18 +7,14 @@ import type { RowRead } from './operation-spec.ts';
 export const NOT_UTF8 = 'not valid UTF-8 text (a Latin-1 or Windows-1252 export?): save the file as UTF-8';
 
 /**
- * True when the cell held bytes that are not UTF-8: they decode to U+FFFD, and the value sent on would be a paid
- * lookup of another URL or search than the one in the file. Only the cells a task is made of are checked, so a
- * mangled name in another column of a lead list costs nothing and keeps its row.
+ * True when the cell held non-UTF-8 bytes (decoded to U+FFFD): sent on, it would pay for a lookup of something else.
+ * Only a task's own cells are checked, so a mangled name in another column keeps its row.
  */
 export function isMangled(cell: string): boolean {
   return cell.includes('\uFFFD');
 }
 
-/**
- * The reader of an input whose rows name one page URL in `column`: its canonical form (by `canonical`, on the
- * network's host: a URL on another host is an invalid row, never a call) is the input key.
- */
+/** Rows naming one page URL in `column`, keyed by its canonical form on the network's host (else invalid, no call). */
 export function urlColumnReader<Q>(file: string, header: CsvHeader, column: string, canonical: Canonicalize, requestsOf: (url: string) => Q[]) {
   assertColumns(file, header, [column]);
   // Read once per plan.

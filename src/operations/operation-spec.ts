@@ -1,10 +1,8 @@
 /**
- * The shape of one operation: everything the planner, the client, the runner, the store and `enrich` need to
- * know of it, in one typed object per file (src/operations/<name>.ts). Everything outside src/operations is
- * generic over this shape and never names an operation: adding one is a new file here (docs/architecture.md).
- *
- * Functions are declared as methods on purpose: the registry holds specs of different request and answer
- * types, and generic code takes any of them as `OperationSpec` (a task is made typed by its spec's schema).
+ * The shape of one operation: all the planner, client, runner, store and `enrich` need to know of it, one typed object
+ * per file. Nothing outside src/operations names an operation: adding one is a new file here. Functions are methods
+ * on purpose: the registry holds specs of different request and answer types, and generic code takes any of them as
+ * `OperationSpec`.
  */
 import type { z } from 'zod';
 import type { CsvHeader } from '../input/csv-header.ts';
@@ -52,18 +50,15 @@ export interface HistoryKey {
 }
 
 /**
- * The answer floors of one input (see store/readers/latest-answers.ts): per page, the time before which no row is
- * its latest answer. Enrich lookups read the dataset as Reads (src/read-steps.ts: `yield* rawRows(...)`; the store
- * runs them), so that one lookup reads SQLite or PostgreSQL: each is one Statement (src/statement.ts), with dialect
- * helpers where the engines spell a piece differently.
+ * The answer floors of one input (store/readers/latest-answers.ts): per page, the time before which no row is its
+ * latest answer. Lookups read the dataset as Reads the store runs, so one lookup reads SQLite or PostgreSQL.
  */
 export type AnswerFloorsOf = (inputKey: string) => Reads<Array<string | null>>;
 
 /**
- * One operation. Q: the request sent (as planned and as the ledger's tasks.request_json holds it), A: the 200
- * body as read through the answer contract, S: what the answer is filed under (raw_responses.request_json),
- * J: the job that plans it, D: its job definition as its schema reads it (exported beside the spec for JOB_DEFINITIONS:
- * read from the specs, the registry's types would depend on themselves).
+ * One operation. Q: the request sent (as tasks.request_json holds it), A: the 200 body as read through the contract,
+ * S: what the answer is filed under (raw_responses.request_json), J: its job, D: its job definition (exported beside
+ * the spec for JOB_DEFINITIONS: read from the specs, the registry's types would depend on themselves).
  */
 export interface OperationSpec<Q = unknown, A = unknown, S extends Subject = Subject, J = unknown, D = unknown> {
   name: Operation;
@@ -80,10 +75,7 @@ export interface OperationSpec<Q = unknown, A = unknown, S extends Subject = Sub
   refreshAfterDays: number;
   /** Prepares the reading of `job`'s input rows (checks the header: throws InputFileError for a missing column). */
   rowReader(job: J, header: CsvHeader): (record: Readonly<Record<string, string>>) => RowRead<Q>;
-  /**
-   * The requests of an input rebuilt from its key alone, as rowReader makes them (a repeated input in enrich),
-   * or null when the key cannot give them back (a hash).
-   */
+  /** An input's requests rebuilt from its key alone, as rowReader makes them; null when the key cannot (a hash). */
   requestsOfKey(job: J, inputKey: string): Q[] | null;
 
   // ---- the request ----
@@ -121,24 +113,20 @@ export interface OperationSpec<Q = unknown, A = unknown, S extends Subject = Sub
   enrich: {
     /** The columns of one result, in the order lookup rows hold them. */
     columns: readonly string[];
-    /** One-row-per-input mode: the column counting results and the fields numbered per result; null: one result at most. */
+    /** One-row-per-input mode: the column counting results and the fields numbered per result; null: one at most. */
     numbered: { count: string; fields: readonly string[] } | null;
-    /**
-     * Prepares the lookup of `job`'s results (read-only SQL over the public tables, pages read by their `floors`);
-     * the returned function gives the result rows of one input.
-     */
+    /** Prepares the lookup of `job`'s results (read-only SQL over public tables, pages read by `floors`), per input. */
     lookup(floors: AnswerFloorsOf, job: J): (inputKey: string) => Reads<unknown[][]>;
     /**
      * Whether a stored task request (tasks.request_json) asks what `job` asks of this input and page: the tasks
      * of every job asking the same question count for the latest answer (store/readers/latest-answers.ts).
      */
     sameQuestion(job: J): (requestJson: string, inputKey: string, page: number) => boolean;
-    /** Whether a task answered (done) for an input without results means the dataset lost it (a post answer always holds one). */
+    /** Whether a done task whose input has no results means the dataset lost them (a post answer always holds one). */
     doneMeansResult: boolean;
     /**
-     * Where the history (the `changes` table, docs/schema.md) files what changed about one input: its entity and
-     * key pairs (`enrich --changes-since`). `changedOnly`: only that entity's `changed` rows count (a search's
-     * jobs: their coming and going is the search's own).
+     * Where the history (`changes`) files what changed about one input, for `enrich --changes-since`. `changedOnly`:
+     * only that entity's `changed` rows count (a search's jobs: their coming and going is the search's own).
      */
     changeKeys(job: J): (inputKey: string) => Reads<HistoryKey[]>;
   };

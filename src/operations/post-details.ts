@@ -1,9 +1,7 @@
 /**
- * post-details, the whole operation (see operation-spec.ts): one post URL per input row, one GET per post, the
- * answer contract of its 200 body (api.md, "Post details record") and its rows (posts, post_media). The body
- * is the record; it names itself by `PostId` or else by the URL asked for: a post is stored under the post
- * asked for (postKeyOf). The author's profile URL is read from `network_url`, else from the one other `*_url`
- * member of `author` (the live service names it after its brand: `<brand>_url`).
+ * post-details: one post URL per input row, one GET per post, its 200 body's contract (the body is the record) and
+ * rows (posts, post_media). A post is stored under the post asked for (postKeyOf). The author's profile URL is read
+ * from `network_url`, else from the one other `*_url` member of `author` (the live service's `<brand>_url`).
  */
 import { z } from 'zod';
 import { OPERATION_PATHS } from '../spec/types.ts';
@@ -45,10 +43,9 @@ const subjectSchema = z.looseObject({ operation: z.literal('post-details'), post
 export type PostDetailsSubject = z.output<typeof subjectSchema>;
 
 /**
- * The key a post answer is stored under: the post asked for (the activity id its URL names), never the one the
- * answer names, so that answers naming one post for several URLs are not merged into one row. When the URL
- * names no activity (`/pulse/`), the answer's PostId, unless another URL's answer is already stored under it.
- * An answer naming another post is reported (other_post) with both ids; null: not stored.
+ * The key a post answer is stored under: the post its URL names, never the answer's, so answers naming one post for
+ * several URLs are not merged. A URL naming no activity (`/pulse/`) takes the answer's PostId unless another URL's
+ * answer holds it. An answer naming another post is reported (other_post); null: not stored.
  */
 function postKeyOf(
   url: string,
@@ -129,7 +126,6 @@ export interface PostDetailsJob extends JobCommon {
 
 export const postDetails = {
   name: 'post-details',
-  /** The job and input CSV `netingest init` writes for this operation. */
   starter: {
     name: 'post-engagement',
     definition: {
@@ -164,7 +160,7 @@ export const postDetails = {
   subjectOf: (inputKey) => ({ operation: 'post-details', postUrl: inputKey }),
   subject: subjectSchema,
   requestKey: (s) => s.postUrl,
-  /** `posts.posted_on` is the store's: it is read from `posted_raw` in the dataset's day order (store/ingest/post-date-order.ts). */
+  /** `posts.posted_on` is the store's: read from `posted_raw` in the dataset's day order (post-date-order.ts). */
   rows(s, res, ctx) {
     const url = urlKey(s.postUrl, canonicalPostUrl, ctx.networkHost) ?? s.postUrl;
     const { postId, anomaly } = postKeyOf(url, res.PostId, (id) => ctx.stored('posts', { post_id: id }, 'url'));
@@ -197,9 +193,8 @@ export const postDetails = {
     columns: POST_COLUMNS,
     numbered: null,
     lookup(floorsOf) {
-      // By activity id first: every URL form of a post (/posts/…-activity-<id>-…, /feed/update/urn:li:activity:<id>)
-      // finds it, whichever form was asked last. By URL when the URL names no activity, or when the stored id is
-      // not the one the URL names (the answer's PostId wins in the ingest).
+      // By activity id first, so every URL form of a post finds it, whichever was asked last; by URL when the URL
+      // names no activity or the stored id is not the one it names (the answer's PostId wins in the ingest).
       const updatedAt = POST_COLUMNS.indexOf('post_last_seen_at');
       const hashtags = POST_COLUMNS.indexOf('post_hashtags');
       return function* (inputKey) {

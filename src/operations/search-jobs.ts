@@ -1,8 +1,7 @@
 /**
- * search-jobs, the whole operation (see operation-spec.ts): one search per input row (its parameter columns
- * over the job's defaults), pages of 10 asked by GET with `start`, the answer contract of its 200 body (api.md,
- * "Job record"), how its pages end, and its rows: the job_searches row of the query, jobs and their positions
- * in job_search_results. A job names itself by `url`; every other member is optional (see answer-contract.ts).
+ * search-jobs: one search per input row (its parameter columns over the job's defaults), pages of 10 asked by GET with
+ * `start`, its 200 body's contract and how its pages end, and its rows: the query's job_searches row, jobs, and their
+ * positions in job_search_results. A job names itself by `url`.
  */
 import { z } from 'zod';
 import { searchKey } from '../jobs/request-keys.ts';
@@ -47,9 +46,8 @@ export type SearchJobsAnswer = ReadObject<typeof body>;
 export type JobAnswer = ReadObject<(typeof job)['members']>;
 
 /**
- * `/v1/api/search-jobs?...`: parameters in the spec's order, values percent-encoded (spaces as %20), list
- * parameters' items encoded one by one and joined with a literal comma; absent, empty-string and empty-list
- * parameters (and empty list items) are left out.
+ * `/v1/api/search-jobs?...`: parameters in the spec's order, percent-encoded (spaces as %20), list items encoded one by
+ * one and joined with a literal comma; absent or empty parameters and list items are left out.
  */
 export function searchJobsPath(query: SearchJobsQuery): string {
   let qs = '';
@@ -77,10 +75,7 @@ export function searchJobsPath(query: SearchJobsQuery): string {
 
 const isObjectValue = (v: unknown): boolean => typeof v === 'object' && v !== null;
 
-/**
- * What a search-jobs answer is filed under: the query, by its stable key (jobs/request-keys.ts; one
- * job_searches row each), and the record offset sent (result i is stored at position start + i).
- */
+/** What an answer is filed under: the query by its stable key (one job_searches row each) and the `start` sent. */
 const subjectSchema = z.looseObject({
   operation: z.literal('search-jobs'),
   searchKey: z.string(),
@@ -107,10 +102,9 @@ export const JOB_COLUMNS = [
   'job_last_seen_at',
 ] as const;
 
-// As for similar companies, only the rows of each page's latest answer. A page's rows are told by their
-// position: page p asks with start = (p - 1) * SEARCH_JOBS_PAGE_SIZE and stores start + index (the size is
-// written into the text: a bound JS number is a REAL, and the division must be an integer one). Stored
-// positions are offsets into the search; the output ranks them 1, 2, 3...
+// As for similar companies, only the rows of each page's latest answer. Page p asks with start = (p - 1) * size and
+// stores start + index, so a row's page is its position / size (the size is written into the text: a bound JS number
+// is a REAL, and the division must be an integer one). The output ranks positions 1, 2, 3...
 const PAGE_SIZE = literal(SEARCH_JOBS_PAGE_SIZE);
 export const JOB_SQL = sql`
   WITH latest(slot, at) AS (
@@ -128,12 +122,12 @@ export const JOB_SQL = sql`
   ORDER BY r.position, ${codePointOrder('r.job_url')}`;
 const RESULT_URLS_SQL = sql`SELECT job_url FROM job_search_results WHERE search_key = ${param} ORDER BY job_url`;
 
-/** Its job definition: the common settings, the input CSV and the query's defaults (job files; docs/jobs.md). */
 /** A list parameter: an array, or one string with items separated by commas or semicolons. */
 const listParam = z.union([z.array(z.union([z.string(), z.number()])), z.string()], {
   error: 'must be a list of strings, or one string with items separated by "," or ";"',
 });
 
+/** Its job definition: the common settings, the input CSV and the query's defaults (job files; docs/jobs.md). */
 export const searchJobsJobDefinition = z.strictObject({
   ...common,
   operation: z.literal('search-jobs'),
@@ -167,7 +161,6 @@ export interface SearchJobsJob extends JobCommon {
 
 export const searchJobs = {
   name: 'search-jobs',
-  /** The job and input CSV `netingest init` writes for this operation. */
   starter: {
     name: 'job-search',
     definition: {
@@ -226,9 +219,8 @@ export const searchJobs = {
   send: (query) => ({ path: searchJobsPath(query), body: null, json: false }),
 
   answer: { body, recordsAt: ['results'], identity: 'url', recordMembers: [] },
-  // A page ends the list when both the records it holds and the count it states (`numResults`) are fewer than a
-  // page (10, `start` being a record offset): a page whose records were partly unreadable but whose count says
-  // it was full does not end the paging.
+  // A page ends the list when both its records and its stated count (`numResults`) are under a page: a page with
+  // unreadable records whose count says it was full does not end the paging.
   lastPage: (_asked, answer) => Math.max(answer.results?.length ?? 0, answer.numResults ?? 0) < SEARCH_JOBS_PAGE_SIZE,
   notFound: {
     // The spec's body is the gateway's shape: nothing stricter can be asked.

@@ -1,8 +1,7 @@
 /**
- * similar-companies, the whole operation (see operation-spec.ts): one company URL per input row, pages
- * 1..`pages` of its lookalikes asked by POST, the answer contract of its 200 body (api.md, "Company record"),
- * how its pages end, and its rows: companies with their child sets, and the similar_companies links.
- * A company names itself by `url`; every other member is optional (see answer-contract.ts).
+ * similar-companies: one company URL per input row, pages 1..`pages` of its lookalikes asked by POST, its 200 body's
+ * contract and how its pages end, and its rows: companies with their child sets, and the similar_companies links.
+ * A company names itself by `url`.
  */
 import { z } from 'zod';
 import { EMPTY_FILTER_KEY, filterKey } from '../jobs/request-keys.ts';
@@ -78,10 +77,7 @@ const requestSchema = z.looseObject({
 });
 export type SimilarCompaniesRequest = z.output<typeof requestSchema>;
 
-/**
- * What a similar-companies answer is filed under: the reference company (its canonical URL), its filter set and
- * the set's stable key (jobs/request-keys.ts), and the page (1-based) and page size sent.
- */
+/** What an answer is filed under: reference company, filter set and its stable key, and the page and page size sent. */
 const subjectSchema = z.looseObject({
   operation: z.literal('similar-companies'),
   referenceUrl: z.string(),
@@ -176,12 +172,9 @@ export const SIMILAR_COLUMNS = [
   'similar_last_seen_at',
 ] as const;
 
-// The link table is cumulative (rows of earlier answers stay, with their last_seen_at): only the rows of each
-// page's latest answer are read. Per page of the job's plan, the rows seen last are the latest answer that
-// listed anything (a company's `page` and `rank` are those of the latest answer that listed it, so one that
-// moved counts on its new page only); they are dropped when the ledger knows of a later answer to the page
-// (@floors, a JSON array by page: a 404, an empty page, past the last page). Rank is computed here (1-based,
-// page by page): the stored rank restarts on every page.
+// The link table is cumulative (earlier answers' rows stay): per page of the plan, only the rows seen last are read,
+// the latest answer that listed anything (a company that moved counts on its new page only); they are dropped when the
+// ledger knows of a later answer to the page (@floors, by page: a 404, an empty page, past the last page).
 export const SIMILAR_SQL = sql`
   WITH latest(page, at) AS (
     SELECT page, max(last_seen_at) FROM similar_companies
@@ -205,7 +198,6 @@ export const SIMILAR_SQL = sql`
   WHERE l.at >= ${timeInJsonArray(named('floors'), '(l.page - 1)')}
   ORDER BY s.page, s.rank, ${codePointOrder('s.company_url')}`;
 
-/** Its job definition: the common settings, one URL column, filters and page size (job files; docs/jobs.md). */
 const account = z.strictObject({
   location: z.array(text).optional(),
   employeeSize: z
@@ -222,6 +214,7 @@ const account = z.strictObject({
     .optional(),
 });
 
+/** Its job definition: the common settings, one URL column, filters and page size (job files; docs/jobs.md). */
 export const similarCompaniesJobDefinition = z.strictObject({
   ...common,
   operation: z.literal('similar-companies'),
@@ -246,7 +239,6 @@ export interface SimilarCompaniesJob extends JobCommon {
 
 export const similarCompanies = {
   name: 'similar-companies',
-  /** The job and input CSV `netingest init` writes for this operation. */
   starter: {
     name: 'lookalikes',
     definition: {
@@ -280,9 +272,8 @@ export const similarCompanies = {
 
   answer: { body, recordsAt: ['data', 'content'], identity: 'url', recordMembers: [] },
   /**
-   * Whether a page ends the list: it holds fewer companies than the page size the service answered with (its
-   * `num` echo, when smaller than the one asked for: the service caps it), else the one asked for. A capped size
-   * is counted as drift (`num`, capped) so that the run says so once.
+   * A page ends the list when it holds fewer companies than the page size answered (the `num` echo, when the service
+   * capped it below the size asked for: counted once as `capped` drift), else the size asked for.
    */
   lastPage(asked, answer, drift) {
     const echoed = typeof answer.num === 'number' && answer.num > 0 ? answer.num : null;
@@ -297,8 +288,7 @@ export const similarCompanies = {
     return (answer.data?.content?.length ?? 0) < size;
   },
   notFound: {
-    // `error: true` is required: a gateway's own 404 for an unknown path is commonly `{"message":"Not Found"}`
-    // (see notFound() in api/http.ts).
+    // `error: true` is required: a gateway's own 404 for an unknown path is commonly `{"message":"Not Found"}`.
     isAnswer: (body, message) => message !== null && body?.['error'] === true,
     shape: 'a JSON object with error: true and a message',
     ambiguous: false,

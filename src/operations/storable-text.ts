@@ -1,9 +1,7 @@
 /**
- * The one text rule of both engines: what an answer says is stored as PostgreSQL can hold it, and SQLite the
- * same. A NUL (U+0000) is removed (PostgreSQL's text and jsonb refuse it) and a lone surrogate (half of an
- * emoji, valid in JSON) becomes U+FFFD (jsonb refuses it; a driver would write either differently). Applied
- * where an answer is read through its contract, before either engine writes, and by `copy` to a SQLite
- * dataset written before the rule; the raw body is kept as received.
+ * The one text rule of both engines: a NUL is removed (PostgreSQL's text and jsonb refuse it) and a lone surrogate
+ * becomes U+FFFD (jsonb refuses it; drivers would write it differently). Applied where an answer is read through its
+ * contract, before either engine writes, and by `copy` to older SQLite datasets; the raw body is kept as received.
  */
 
 /** What a string needs before it can be stored: a NUL or a surrogate (paired ones are checked further). */
@@ -27,13 +25,10 @@ export function storableString(text: string): { text: string; fix: TextFix | nul
   return { text: wellFormed, fix };
 }
 
-/** Told of each string (value or member name) the rule changed: its path (`data.content[].name`), its parent's, and what. */
+/** Told of each string or member name the rule changed: its path (`data.content[].name`), its parent's, and what. */
 export type OnTextFix = (path: string, parent: string, fix: TextFix) => void;
 
-/**
- * A parsed JSON value with every string and member name storable; the same value (not a copy) when nothing
- * needed changing, which is nearly always.
- */
+/** A parsed JSON value with every string and member name storable; the same value, not a copy, when nothing changed. */
 export function storableValue(value: unknown, onFix: OnTextFix = () => undefined, path = '', parent = ''): unknown {
   if (typeof value === 'string') {
     const { text, fix } = storableString(value);

@@ -1,7 +1,6 @@
 /**
- * What an operation's answer stores, as plain rows keyed by the public table and column names (docs/schema.md).
- * The operation maps an answer to rows (a pure function); the store (src/store/ingest/) writes them with its
- * own prepared statements per table, so another store can reuse the operations unchanged.
+ * What an answer stores, as plain rows keyed by the public table and column names: operations map (pure functions),
+ * the store writes with its own statements per table, so another store can reuse the operations unchanged.
  */
 import type { AnswerAnomalyKind, DatasetTable, NormalizedTable, StoreFilled } from '../store/tables.ts';
 import type { SqlValue } from './stored-values.ts';
@@ -11,21 +10,17 @@ export type Row = Readonly<Record<string, SqlValue>>;
 
 type Filled<T> = T extends keyof StoreFilled ? StoreFilled[T] : never;
 
-/** The column names of table `T`, from its one definition (tables.ts): no drizzle type, so the package's types need none. */
+/** Column names of table `T`, from its one definition: no drizzle type, so the package's types need none. */
 type ColumnsOf<T extends NormalizedTable> = keyof Extract<DatasetTable, { name: T }>['columns'] & string;
 
-/**
- * A row of `T` as an operation writes it: every column of the table's definition, but those
- * the store fills (which it may add), and no other, so a misspelled or forgotten column does not compile.
- */
+/** A row of `T`: every column but those the store fills (optional), so a misspelt or forgotten one does not compile. */
 export type RowOf<T extends NormalizedTable> = { readonly [K in Exclude<ColumnsOf<T>, Filled<T>>]-?: SqlValue } & {
   readonly [K in Filled<T>]?: SqlValue;
 };
 
 /**
- * One write, in order: a row upserted into its table (the store knows each table's key and how its
- * first/last-seen columns merge), or a set of rows that replaces whatever the table held for `owner` (a
- * company's locations: the set describes it as last seen).
+ * One write, in order: a row upserted (the store knows each table's key and how first/last-seen merge), or a set of
+ * rows replacing what the table held for `owner` (a company's locations, as last seen).
  */
 export type RowWrite = {
   [T in NormalizedTable]: { table: T; row: RowOf<T> } | { table: T; owner: Row; rows: readonly RowOf<T>[] };

@@ -14,7 +14,6 @@ export class CreditLedger {
     for (const [token, total] of Object.entries(tokens)) this.setTotal(token, total);
   }
 
-  /** True when the token has an account (is a known token). */
   has(token: string): boolean {
     return this.accounts.has(token);
   }
@@ -27,7 +26,6 @@ export class CreditLedger {
     else this.accounts.set(token, { totalMicro: toMicro(total), usedMicro: 0 });
   }
 
-  /** True when the remaining balance covers the cost. */
   canPay(token: string, cost: number): boolean {
     const account = this.accounts.get(token);
     return account !== undefined && account.totalMicro - account.usedMicro >= toMicro(cost);

@@ -1,9 +1,6 @@
 import { Prng } from './prng.ts';
 
-/**
- * The faults the sandbox can inject, by the name logged in `LoggedRequest.fault`, each with the option that
- * sets its rate (SANDBOX_DEFAULTS says what each does), in the order they are checked against one draw.
- */
+/** The injectable faults by logged name and the option setting each rate, in the order one draw checks them. */
 export const FAULTS = [
   ['server_error', 'serverErrorRate'],
   ['unavailable', 'unavailableRate'],
@@ -55,10 +52,7 @@ const WRONG_SHAPE_BODY = JSON.stringify({ status: 'ok', result: [{ id: 1, value:
 /** What a fault answers: status (0 drops the connection), body and extra headers. */
 export type FaultAnswer = [status: number, body: string | Buffer, headers?: Record<string, string>];
 
-/**
- * Each fault's answer (a slow answer is not one: it is the real answer, sent late); `real` makes the body the
- * request would have got, `hugeBytes` is the size of a huge one.
- */
+/** Each fault's answer (slow is none: the real answer sent late); `real` makes the body the request would have got. */
 export const FAULT_ANSWERS: Record<Exclude<FaultName, 'slow'>, (real: () => string, hugeBytes: number) => FaultAnswer> = {
   server_error: () => [500, JSON.stringify({ error: true, message: 'Internal Server Error' })],
   unavailable: () => [503, JSON.stringify({ error: true, message: 'Service Unavailable' })],

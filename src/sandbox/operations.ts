@@ -25,10 +25,7 @@ const NO_SIMILAR: Outcome = { kind: 'error', status: 404, body: json({ error: tr
 const NO_JOBS: Outcome = { kind: 'error', status: 404, body: json({ message: 'No results found for the query' }) };
 const NO_POST: Outcome = { kind: 'error', status: 404, body: json({ success: false, message: 'Post not found' }) };
 
-/**
- * UTF-8 JSON of an object without its closing brace, so counters can be appended without re-serialising or
- * re-encoding the cached part.
- */
+/** UTF-8 JSON of an object without its closing brace, so counters are appended without re-encoding the cached part. */
 const openJson = (value: object): Buffer => Buffer.from(json(value).slice(0, -1), 'utf8');
 
 /** A request's parameters checked: the 400 refusing them, or the answer they get (made only when called). */
@@ -56,10 +53,7 @@ export class Operations {
     this.live = shapes && new LiveShaper(shapes, seed);
   }
 
-  /**
-   * Checks the parameters only (the query, the raw body text, '' for none, and its Content-Type), so that faults
-   * and credits are decided on valid calls alone (an entry per operation).
-   */
+  /** Checks the parameters only (query, raw body, Content-Type), so faults and credits are decided on valid calls. */
   readonly validate: Record<Operation, (query: URLSearchParams, bodyText: string, contentType?: string) => Validated> = {
     'similar-companies': (_query, bodyText, contentType) => {
       const request = parseSimilar(bodyText, contentType);

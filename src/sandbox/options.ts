@@ -7,12 +7,10 @@ export const PAST_LAST_PAGE_MODES = ['404', 'empty'] as const;
 export type PastLastPage = (typeof PAST_LAST_PAGE_MODES)[number];
 
 /**
- * The ways the live service's answers differ from the letter of api.md, each turned on by `liveShapes`:
- * - 'absent-members': optional members left out or `null` (memberMissingRate, memberNullRate), never an identity;
- * - 'brand-url': the author's profile URL as `author.<brand>_url` instead of `author.network_url`;
- * - 'page-cap': similar-companies pages hold at most `maxNum` companies, and the answer echoes that `num`;
- * - 'url-forms': URLs on `networkHost`, company url, company_link and author URL mixing `www.`, bare and country
- *   subdomains (bareUrlRate, countryUrlRate); reference URLs on a country or mobile subdomain fold into `www.`.
+ * The ways the live service's answers differ from api.md, each turned on by `liveShapes`: 'absent-members' (optional
+ * members left out or `null`, never an identity), 'brand-url' (`author.<brand>_url` for `author.network_url`),
+ * 'page-cap' (similar-companies pages capped at `maxNum`, echoed as `num`), 'url-forms' (URLs mixing `www.`, bare and
+ * country subdomains; reference URLs on a country or mobile subdomain fold into `www.`).
  */
 export const LIVE_SHAPES = ['absent-members', 'brand-url', 'page-cap', 'url-forms'] as const;
 export type LiveShape = (typeof LIVE_SHAPES)[number];
@@ -21,21 +19,9 @@ export type LiveShape = (typeof LIVE_SHAPES)[number];
 export type SandboxOptionsInput = Partial<Omit<SandboxOptions, 'costs'>> & { costs?: Partial<Record<Operation, number>> };
 
 /**
- * The defaults of every sandbox option, in one place.
- *
- * Charging: only 200 answers are charged, at `costs[operation]` credits. 404 (no data, page past the end),
- * 400, 401, 402, 403, 405, 429 and every faulted answer (500, 503, drop, truncate, html, wrong shape, huge) are
- * NOT charged; a slow answer is the normal answer sent late and IS charged. 402 is answered when the token's
- * remaining credits are below the operation's cost, before the lookup.
- *
- * Past the last page (`pastLastPage`): '404' answers a page past the end of a list like a lookup that finds
- * nothing, uncharged. 'empty' answers it 200 with an empty page (`data.content: []` with `empty: true`, or
- * `results: []` with `numResults: 0`) and CHARGES it like any 200: the spec says only that a lookup finding
- * nothing is free, and a client that pays for pages it did not need should see it in its tests. An input with
- * no data at all (or a filter that leaves nothing) is a 404 on every page in both modes.
- *
- * Faults are decided by one PRNG draw per authenticated, valid request, checked in the order of FAULTS (faults.ts),
- * so each fault happens at its own rate as long as the rates add up to at most 1.
+ * The defaults of every sandbox option. Only 200s are charged, at `costs[operation]`: never a 4xx or a faulted answer,
+ * but a slow one (the real answer, sent late) is; 402 comes before the lookup when credits are below the cost. Faults:
+ * one seeded draw per authenticated valid request, in FAULTS' order, so each keeps its rate while rates sum to <= 1.
  */
 const DEFAULTS = {
   /** Interface to listen on; loopback only by default. */
@@ -45,9 +31,8 @@ const DEFAULTS = {
   /** Seeds the synthetic data and the fault, latency draws: the same seed and requests give the same run. */
   seed: 42,
   /**
-   * The world this many days after the seed's (a whole number, 0..3650): companies grown, posts with more
-   * reactions, lookalikes and job results gone and new (src/sandbox/data/world-age.ts). Start the sandbox with
-   * 1, then 2, to see what a nightly run records as changed. 0 is the seed's world, byte for byte.
+   * The world this many days after the seed's (0..3650): companies grown, posts with more reactions, lookalikes and
+   * job results gone and new. Start with 1, then 2, to see what a nightly run records; 0 is the seed's world exactly.
    */
   ageDays: 0,
   /** Known bearer tokens and their total credits. */
@@ -61,17 +46,14 @@ const DEFAULTS = {
   latencyMs: 0 as number | [number, number],
   /** Accepted requests per token in any sliding 1-second window; null means no limit. Over it: 429. */
   rateLimitPerSecond: null as number | null,
-  /**
-   * Accepted requests per token in any sliding 60-second window (the unit of the provider's published plan
-   * limits); null means no limit. Over it: 429. Both limits may be set; a request must fit both.
-   */
+  /** Accepted requests per token in any sliding 60 s window (the provider plans' unit); null: none. Over it: 429. */
   rateLimitPerMinute: null as number | null,
-  /**
-   * Retry-After (whole seconds) on 429. Over the per-minute limit the header says the larger of this and the
-   * seconds until the window admits a request again, as a service with a minute window would.
-   */
+  /** Retry-After (whole seconds) on 429; over the minute limit, the longer wait until the window admits one again. */
   retryAfterSeconds: 1,
-  /** '404' (as the spec shows) or 'empty': a 200 with an empty page, charged. See the charging note above. */
+  /**
+   * A page past the end: '404' (as the spec shows) or 'empty', a 200 with an empty page, charged (the spec frees only a
+   * lookup finding nothing; a client paying for pages it did not need should see it). An input with no data: 404s.
+   */
   pastLastPage: '404' as PastLastPage,
   /** 500 with a JSON error body. */
   serverErrorRate: 0,
@@ -93,15 +75,11 @@ const DEFAULTS = {
   hugeRate: 0,
   /** Size of a huge answer: 20 MiB. */
   hugeBytes: 20 * 1024 * 1024,
-  /**
-   * Fraction of inputs that have no data (404), decided by a hash of seed and input, so it is stable. An input
-   * containing the word `notfound` never has data, whatever this rate.
-   */
+  /** Share of inputs with no data (404), by a hash of seed and input, so stable; an input with `notfound` never has. */
   notFoundRate: 0.05,
   /**
-   * false: answers to the letter of api.md (byte for byte what the sandbox always answered). true: answers as
-   * the live service may, every LIVE_SHAPES entry on; a list turns on only those (a test of one behaviour).
-   * The options below tune each shape and matter only while it is on.
+   * false: answers to the letter of api.md; true: as the live service may, every LIVE_SHAPES entry on; a list: only
+   * those. The options below tune each shape and matter only while it is on.
    */
   liveShapes: false as boolean | readonly LiveShape[],
   /** 'absent-members': chance that an optional member of a record is left out, per record and member. */
@@ -110,10 +88,7 @@ const DEFAULTS = {
   memberNullRate: 0.05,
   /** 'brand-url': the made-up brand whose name the author's URL member carries (`acmenet_url`). */
   brand: 'acmenet',
-  /**
-   * 'url-forms': the network's host, written by its site as `https://www.<host>/...`: the client's default
-   * (src/spec), so that a run against `sandbox --live` stores canonical URLs without any setting.
-   */
+  /** 'url-forms': the host URLs are written on (`https://www.<host>/`), the client's default: no setting needed. */
   networkHost: DEFAULT_NETWORK_HOST,
   /** 'page-cap': the most companies a similar-companies page holds; a larger `num` is answered with this one. */
   maxNum: 25,
@@ -121,17 +96,11 @@ const DEFAULTS = {
   bareUrlRate: 0.2,
   /** 'url-forms': share written on a country subdomain (`de.`, `fr.`, ...); the rest carry `www.`. */
   countryUrlRate: 0.15,
-  /**
-   * Serve `GET /v1/api/auth` (in every mode): the token's counters with `uid` and `team`, never charged, never
-   * faulted, subject to auth and the rate limit. false answers it 404 like any unknown path.
-   */
+  /** Serve `GET /v1/api/auth` in every mode: never charged or faulted, but behind auth and rate limit; false: 404. */
   balanceRoute: true,
   /** Keep a log of every request in `sandbox.requests`; turn off for benchmarks. */
   logRequests: true,
-  /**
-   * Called once per request when its answer is decided (status, charge and fault set), whether or not
-   * `logRequests` keeps it; the command line prints its request lines from here.
-   */
+  /** Called once per request once its answer is decided, logged or not; the command line prints its lines from here. */
   onRequest: null as ((entry: LoggedRequest) => void) | null,
 } satisfies FaultRates & Record<string, unknown>;
 /** The defaults above, frozen. */
@@ -144,7 +113,7 @@ const RATE_KEYS = [...FAULTS.map(([, key]) => key), 'notFoundRate', 'memberMissi
 
 const limitOrNull = (v: number | null) => v === null || v > 0;
 
-/** The options of a form of their own: whether a value is of it, and what it must be (`sandbox <option> <must>, got <value>`). */
+/** Options of a form of their own: the check, and what the value must be (`sandbox <option> <must>, got <value>`). */
 const CHECKS: { [K in keyof SandboxOptions]?: [ok: (value: SandboxOptions[K]) => boolean, must: string] } = {
   // Seeds are mixed in as 32-bit integers: NaN (`--seed abc`) or a fraction would silently be another seed.
   seed: [Number.isSafeInteger, 'must be a whole number'],

@@ -1,7 +1,4 @@
-/**
- * Seeded hashing and pseudo-random numbers. Everything the sandbox invents (data, fault draws, latency) comes
- * from here, so one seed reproduces a whole run.
- */
+/** Seeded hashing and PRNG: everything the sandbox invents comes from here, so one seed reproduces a whole run. */
 
 /** 32-bit FNV-1a hash of a string, mixed with a seed; stable across runs and platforms. */
 export function hash32(seed: number, text: string): number {
@@ -60,10 +57,7 @@ export class Prng {
     return list[Math.floor(this.next() * list.length)] as T;
   }
 
-  /**
-   * null with probability `nullRate`, [] with `emptyRate`, else the list `make` draws: both spellings of "none"
-   * occur, as a client must store them.
-   */
+  /** null with probability `nullRate`, [] with `emptyRate`, else `make()`: a client must store both forms of none. */
   nullOrList<T>(nullRate: number, emptyRate: number, make: () => T[]): T[] | null {
     const r = this.next();
     if (r < nullRate) return null;

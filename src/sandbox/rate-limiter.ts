@@ -10,10 +10,7 @@ export interface RateRefusal {
   waitMs: number;
 }
 
-/**
- * Sliding windows per token (e.g. per second and per minute at once): a request is accepted, and recorded in
- * every window, only when it fits all of them, so a refusal by one window does not use up another.
- */
+/** Sliding windows per token; a request is recorded in every window only if it fits all, so a refusal uses up none. */
 export class RateLimiter {
   /** Each token's accepted request times, oldest first, from `head` on (earlier slots are spent). */
   private readonly histories = new Map<string, { times: number[]; head: number }>();

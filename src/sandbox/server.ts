@@ -23,7 +23,7 @@ const UNAUTHORIZED_HEADERS = { 'www-authenticate': 'Bearer' };
 const msg = (message: string): string => JSON.stringify({ message });
 const METHOD_NOT_ALLOWED = msg('Method Not Allowed');
 
-/** How one request is answered: status 0 drops the connection; delayMs comes on top of the configured latency (slow answers). */
+/** How one request is answered: status 0 drops the connection; delayMs comes on top of the configured latency. */
 function answer(status: number, body: string | Buffer, headers?: Record<string, string>, fault: FaultName | null = null, charged = 0, delayMs = 0) {
   return { status, body, headers, fault, charged, delayMs };
 }
@@ -227,10 +227,7 @@ function latencyDrawer(options: SandboxOptions): () => number {
   return () => min + rng.next() * (max - min);
 }
 
-/**
- * The 200 body of the balance route: `uid` fixed by seed and token (a hash: the token itself never appears),
- * `team`, and the counters the next paid answer would start from.
- */
+/** The balance route's 200 body: `uid` a hash of seed and token (never the token itself), `team`, and the counters. */
 function balanceBody(seed: number, token: string, counters: CreditCounters): string {
   return JSON.stringify({
     uid: `u-${hash32(seed, `uid:${token}`).toString(16).padStart(8, '0')}`,

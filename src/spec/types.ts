@@ -1,15 +1,10 @@
 /**
- * The types of the Professional-Network Data Lookup Service, transcribed from ../shared/spec/api.md.
- *
- * This is the only module the API client (src/api) and the sandbox (src/sandbox) share: each builds and reads
- * requests on its own, so a misreading of the spec in one cannot hide in the other. Fields the spec marks
- * "type not shown" are `unknown`; records allow extra members because the provider adds fields over time.
+ * The service's types, transcribed from api.md. The only module src/api and src/sandbox share: each builds and reads
+ * requests on its own, so a misreading of the spec in one cannot hide in the other. Fields the spec marks "type not
+ * shown" are `unknown`; records allow extra members because the provider adds fields over time.
  */
 
-/**
- * The network's host as the spec writes it: the client's default (NETINGEST_NETWORK_HOST overrides it) and the
- * host the sandbox's live mode writes its URLs on, so that the two agree out of the box.
- */
+/** The spec's network host: the client's default (NETINGEST_NETWORK_HOST overrides it) and the sandbox's live host. */
 export const DEFAULT_NETWORK_HOST = 'network.com';
 
 /** Path prefix carrying the API version. */
@@ -147,7 +142,7 @@ export const SEARCH_JOBS_PARAMS = [
 export const SEARCH_JOBS_LIST_PARAMS = ['experienceLevels', 'companyIds', 'jobTypes', 'workplaceTypes'] as const;
 type SearchJobsListParam = (typeof SEARCH_JOBS_LIST_PARAMS)[number];
 
-/** Query parameters of GET /v1/api/search-jobs, as listed above: `start` a number, the lists' items sent comma-joined. */
+/** Query parameters of search-jobs: `start` a number, the lists' items sent comma-joined. */
 export type SearchJobsQuery = { start?: number } & { [P in SearchJobsListParam]?: string[] } & {
   [P in Exclude<(typeof SEARCH_JOBS_PARAMS)[number], 'start' | SearchJobsListParam>]?: string;
 };

@@ -1,7 +1,6 @@
 /**
- * The sandbox's own reading of input URLs (it must not share src/urls with the client): scheme optional,
- * host lower-case with `www.` folded, no query, fragment or trailing slash. Used only to key the synthetic data,
- * so that spelling variants of one URL get the same answer.
+ * The sandbox's own reading of input URLs (it must not share src/urls with the client), keying the synthetic data so
+ * spelling variants of one URL get the same answer: scheme optional, `www.` folded, no query, fragment or end slash.
  */
 export function canonicalUrlKey(raw: string): string {
   let s = raw.trim();

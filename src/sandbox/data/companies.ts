@@ -19,9 +19,8 @@ interface ListEntry {
 const FUNDING_TYPES = ['SEED', 'SERIES_A', 'SERIES_B', 'SERIES_C', 'PRIVATE_EQUITY'] as const;
 
 /**
- * How many ranked candidates a filtered list is picked from. The unfiltered list is the first 3..45 of them;
- * a filter keeps the matching ones (as many as the unfiltered list would hold at most), so a narrow filter
- * still finds some companies further down the ranking, and a filtered list is the same ranking, narrowed.
+ * How many ranked candidates a filtered list is picked from (the unfiltered list is the first 3..45): a filter keeps
+ * matching ones up to that list's size, so a narrow filter still finds some, and the ranking is only narrowed.
  */
 const CANDIDATE_POOL = 200;
 
@@ -37,10 +36,7 @@ export class CompanyData {
     private readonly age: WorldAge = new WorldAge(seed, 0),
   ) {}
 
-  /**
-   * The whole similar-companies list for a reference URL and filters, or null when the input has no data or
-   * the filters leave no company (both answered 404).
-   */
+  /** The whole list for a reference URL and filters; null (a 404) when the input has no data or filters leave none. */
   similarTo(url: string, account: SimilarCompaniesAccount | undefined): ListEntry[] | null {
     const ref = canonicalUrlKey(url);
     const filter = compileFilter(account);
@@ -182,11 +178,10 @@ const COUNTRY_BY_NAME = new Map<string, string>(
 );
 
 /**
- * The filters of `account`, ready to test company records: `key`, a canonical text of them (order of locations
- * and ranges does not matter, case neither), and `matches`; or null when it filters nothing (no account, an
- * empty one, or only empty lists, which the client also treats as no filter). `location` keeps companies whose
- * headquarter country is named (by code or lower-case name); `employeeSize` keeps those whose staff.total lies
- * in any range, bounds included, whatever its `type` (only RANGE is known).
+ * The filters of `account`: `key` (a canonical text: order and case do not matter) and `matches`; null when it filters
+ * nothing (no account, an empty one, only empty lists, as the client treats them). `location` keeps companies whose
+ * headquarter country it names (code or lower-case name); `employeeSize`, those whose staff.total is in any range,
+ * bounds included, whatever its `type` (only RANGE is known).
  */
 function compileFilter(account: SimilarCompaniesAccount | undefined) {
   const locations = (account?.location ?? []).map((l) => l.trim().toLowerCase().replace(/\s+/g, ' ')).filter((l) => l !== '');

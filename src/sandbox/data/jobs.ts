@@ -125,10 +125,7 @@ function fromFilter(rng: Prng, filter: string | undefined, values: readonly stri
 /** Workplace type of each known `workplaceTypes` value, as a job's location shows it. */
 const WORKPLACE_SUFFIX_BY_TYPE: Record<string, string> = { 'on site': ' (On-site)', onsite: ' (On-site)', remote: ' (Remote)', hybrid: ' (Hybrid)' };
 
-/**
- * A job's location; with `workplaceTypes` it names one of the wanted types (unknown values are ignored, as
- * unknown job types and levels are), without it any type or none.
- */
+/** A job's location: with `workplaceTypes`, one of the wanted types (unknown values ignored, as for job types). */
 function jobLocation(rng: Prng, requested: string | undefined, workplaceTypes: string | undefined): string {
   const wanted = [...new Set(listOf(workplaceTypes).flatMap((t) => WORKPLACE_SUFFIX_BY_TYPE[t] ?? []))];
   const suffix = rng.pick(wanted.length > 0 ? wanted : WORKPLACE_SUFFIXES);
@@ -161,10 +158,7 @@ function escapeHtml(text: string): string {
   return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;').replace(/'/g, '&#39;');
 }
 
-/**
- * Plain text of the sandbox's job HTML: block ends become line breaks, tags go, entities are decoded. This is how
- * `description` is made from `description_html`, so the two always match.
- */
+/** Plain text of the sandbox's job HTML: how `description` is made from `description_html`, so the two always match. */
 function htmlToText(html: string): string {
   return html
     .replace(/<br\s*\/?>/gi, '\n')

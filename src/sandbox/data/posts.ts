@@ -14,10 +14,7 @@ export type PostBody = Omit<PostDetailsResponse, 'total_credits' | 'credits_used
 
 const MEDIA_DESCRIPTIONS = ['', '', 'Photo of the team on stage', 'Chart: revenue growth 2019–2024', 'Our new office 🏢'];
 
-/**
- * The activity id of a post URL: `…-activity-<digits>-…` or `urn:li:activity:<digits>`. Any other URL gets a
- * stable 19-digit id from its hash, so every accepted URL has one.
- */
+/** A post URL's activity id (`…-activity-<digits>-…`, `urn:li:activity:<digits>`), else a stable 19-digit hash id. */
 export function postIdOf(seed: number, url: string): string {
   const match = /activity[-:](\d{6,})/i.exec(url);
   if (match?.[1]) return `activity-${match[1]}`;
@@ -34,10 +31,7 @@ export class PostData {
     private readonly age: WorldAge = new WorldAge(seed, 0),
   ) {}
 
-  /**
-   * The post behind a URL, or null when the input has no data. Posts are keyed by activity id, so the
-   * /posts/… and /feed/update/… URLs of one activity get the same post.
-   */
+  /** The post behind a URL, or null when it has no data; keyed by activity id, so an activity's URL forms agree. */
   details(url: string): PostBody | null {
     if (saysNotFound(url)) return null;
     const postId = postIdOf(this.seed, url);

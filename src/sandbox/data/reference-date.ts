@@ -1,7 +1,4 @@
-/**
- * The fixed "today" of the synthetic data. Dates are relative to it, not to the clock, so the same request gets
- * the same answer on any day.
- */
+/** The data's fixed "today": dates are relative to it, not to the clock, so a request gets the same answer any day. */
 export const REFERENCE_DATE_MS = Date.UTC(2025, 5, 30); // 2025-06-30T00:00:00Z
 
 const DAY_MS = 86_400_000;

@@ -40,10 +40,7 @@ export const PLACES: ReadonlyArray<readonly [string, string | null, string]> = [
   ['singapore', null, 'sg'], ['tokyo', null, 'jp'], ['sydney', 'nsw', 'au'], ['são paulo', 'sp', 'br'],
 ];
 
-/**
- * Lower-case names of the country codes of PLACES, as `account.location` spells them (known-behaviour.md:
- * lower-case country names); a filter may name a country by any of these or by its code.
- */
+/** Lower-case names of PLACES' country codes, as `account.location` spells them; a filter may use either. */
 export const COUNTRY_NAMES: Readonly<Record<string, readonly string[]>> = {
   us: ['united states', 'united states of america', 'usa'],
   ca: ['canada'],

@@ -3,10 +3,7 @@ import { hashFraction } from '../prng.ts';
 /** A member of a record by its path of names (criteria names hold spaces, so no dotted strings). */
 export type MemberPath = readonly string[];
 
-/**
- * The members the live service may leave out or send as null, by record kind. Identities (a company's `url`, a
- * post's `PostId`, a job's `url`) are never listed; neither are the answer's envelope members.
- */
+/** Members the live service may leave out or send as null, by record kind: never an identity, nor the envelope's. */
 export const OPTIONAL_MEMBERS = {
   company: [
     ['name'], ['universalName'], ['type'], ['objectUrn'], ['description'], ['phone'], ['followers'], ['website'],
@@ -30,9 +27,8 @@ type Json = Record<string, unknown>;
 export const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /**
- * A copy of `record` with each optional member of its kind left out or set to null at the given rates. The draw
- * is fixed by seed, kind, the record's identity and the member's path, so a record always lacks the same members
- * (a company looks the same in every list). Objects on the way to an edited member are copied; the rest shared.
+ * A copy of `record` with each optional member of its kind left out or null at the given rates, drawn by seed, kind,
+ * identity and path, so a record always lacks the same members. Only objects on the way to an edit are copied.
  */
 export function withAbsentMembers<T extends object>(
   record: T,

@@ -6,10 +6,7 @@ import { hashFraction } from '../prng.ts';
 
 const SPEC_AUTHOR_URL = 'network_url';
 
-/**
- * The shapes the options turn on, each null when off (see LIVE_SHAPES and SANDBOX_DEFAULTS), or null when none
- * is (the spec mode, whose code path stays as it was).
- */
+/** The shapes the options turn on, each null when off; null when none is (the spec mode). */
 export function liveShapesOf(options: SandboxOptions) {
   const on: readonly LiveShape[] = options.liveShapes === true ? LIVE_SHAPES : options.liveShapes === false ? [] : options.liveShapes;
   if (on.length === 0) return null;
@@ -30,9 +27,8 @@ type LiveShapes = NonNullable<ReturnType<typeof liveShapesOf>>;
 type UrlForms = NonNullable<LiveShapes['urlForms']>;
 
 /**
- * Turns the spec-shaped records the data generators make into the shapes the live service may send. Each step
- * is a shape of LiveShapes and does nothing while that shape is off; records are copied where they change (the
- * generators' records are cached and shared), never edited in place.
+ * Turns the generators' spec-shaped records into shapes the live service may send, each step a no-op while its shape
+ * is off. Records are copied where they change, never edited: the generators' records are cached and shared.
  */
 export class LiveShaper {
   constructor(private readonly shapes: LiveShapes, private readonly seed: number) {}
@@ -97,9 +93,8 @@ function renamed(object: Record<string, unknown>, from: string, to: string): Rec
 const COUNTRY_SUBDOMAINS = ['de', 'fr', 'uk', 'in', 'br', 'es', 'it', 'nl'] as const;
 
 /**
- * The origin one URL of the records is written with: `https://<host>` (bare), `https://<cc>.<host>` or
- * `https://www.<host>`, drawn from seed and `key`; the key names the URL's place in an answer, so one company
- * may be written one way in one list and another way in the next, as the live answers do.
+ * The origin one URL is written with (bare, `<cc>.` or `www.`), drawn from seed and `key`: the key names the URL's
+ * place in an answer, so a company may be written differently from one list to the next, as live answers are.
  */
 function originFor(forms: UrlForms, seed: number, key: string): string {
   const r = hashFraction(seed, `url-form:${key}`);
@@ -122,9 +117,8 @@ function rehost(url: string, origin: string): string {
 }
 
 /**
- * A reference URL on a country or mobile subdomain (`de.host/...`, `m.host/...`) rewritten on `www.`, so it
- * names the same company as the `www.` and bare forms, as it does on the live site. Hosts of two labels
- * (`ab.com`) are left alone.
+ * A reference URL on a country or mobile subdomain (`de.`, `m.`) rewritten on `www.`, naming the same company as the
+ * `www.` and bare forms, as on the live site. Hosts of two labels (`ab.com`) are left alone.
  */
 function foldSubdomain(url: string): string {
   return url.replace(/^(\s*(?:[a-z][a-z0-9+.-]*:\/\/)?)(?:[a-z]{2}|m)\.([^/.?#]+\.[^/?#]+)/i, '$1www.$2');
