@@ -1,10 +1,7 @@
 /**
- * Stores 200 answers on PostgreSQL, in the caller's transaction, as store/store-answer.ts does on SQLite: each
- * as its operation's contract read it (by the client, or by reprocess from the archived body), its spec maps it to rows (spec.rows, the same pure function), and they are
- * written with the statements of store/ingest/tables.ts in PostgreSQL's dialect (pg-table-statements.ts). The
- * run's writer gathers a whole group's rows in one PgRowBatch (a few multi-row statements per table); a stored
- * row an answer reads back, and the day order's fill of posted_on, first flush what the batch holds, so each
- * answer sees the ones before it as when they were written one by one.
+ * Stores 200 answers on PostgreSQL in the caller's transaction, as store/store-answer.ts does on SQLite. A group's
+ * rows gather in one PgRowBatch; a stored row an answer reads back, and the day order's fill of posted_on, flush it
+ * first, so each answer sees the ones before it as if written one by one.
  */
 import type pg from 'pg';
 import { specOf } from '../../operations/index.ts';
@@ -63,9 +60,8 @@ export function createPgAnswerStore() {
   }
 
   /**
-   * Reads one body and adds its rows to `batch`. spec.rows() asks for stored values synchronously: it runs once
-   * to learn which it asks, they are read (after flushing the batch if it may hold them), and it runs again with
-   * them (it is a pure function of its inputs).
+   * Adds one body's rows to `batch`. spec.rows() asks for stored values synchronously, so it runs once to learn
+   * which, they are read (flushing the batch if it may hold them), and it runs again (it is pure).
    */
   async function collect(client: pg.ClientBase, batch: PgRowBatch, input: StoredAnswer, history: ChangeRecorder, first?: FirstPass): Promise<PgStoredAnswer> {
     const spec = specOf(input.request.operation);
@@ -109,9 +105,8 @@ interface AskedValue {
 }
 
 /**
- * The first pass of an answer's rows (spec.rows() with no stored value known). Its writes' keys are the ones the
- * history reads before a group writes anything (a key they miss is read when it comes up); when it asked for no
- * stored value, its rows are the answer's rows, and collect() takes them rather than build them again.
+ * The first pass: its writes' keys are what the history reads before a group writes (a key missed is read when it
+ * comes up), and when it asked for nothing its rows are final, so collect() reuses them.
  */
 export function firstPass(input: Pick<StoredAnswer, 'request' | 'answer' | 'at'>): FirstPass {
   const asked = new Map<string, AskedValue>();

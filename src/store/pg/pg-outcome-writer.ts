@@ -1,9 +1,7 @@
 /**
- * The run's writer on PostgreSQL: the same group commit as store/result-writer.ts (the outcomes of one turn of
- * the event loop, or `maxBatch` of them, in one transaction: normalized rows, raw body, task status and
- * api_calls row together), committed one group at a time on a connection of its own for the run, each
- * in one round trip of a few multi-row statements per table (pg-group-commit.ts). An outcome's promise resolves once
- * its group is committed, so a worker killed at any instant loses at most its in-flight calls.
+ * The run's writer on PostgreSQL: store/result-writer.ts's group commit (rows, raw body, task status and api_calls
+ * row in one transaction), a group at a time on the run's own connection, each in one round trip. An outcome resolves
+ * once its group is committed, so a worker killed at any instant loses at most its in-flight calls.
  */
 import type pg from 'pg';
 import type { OutcomeOp } from '../outcome-ops.ts';
@@ -99,8 +97,7 @@ export class PgOutcomeWriter extends GroupCommitWriter {
         const current = taken[0]!;
         const read = await (current.read ?? this.writeGroup.read(client, current.group));
         const next = this.nextOf(taken);
-        // Once this group's statements are sent, and none of the next's reads rides in them, groups handed over
-        // meanwhile read ahead behind them (readAhead).
+        // Once this group is sent with none of the next's reads in it, groups handed over meanwhile read ahead.
         const onSent = () => (this.inFlight = next ? null : taken);
         const nextRead = await this.writeGroup.write(client, current.group, read, { ownTransaction: true, next: next?.group ?? null, onSent })
           .finally(() => (this.inFlight = null));
