@@ -1,7 +1,6 @@
 /**
- * Opens the dataset on PostgreSQL: a pg.Pool (node-postgres: pooling, TLS from `sslmode` in the URL, the
- * statement timeout, all the driver's own), and this build's migrations/postgres applied (drizzle's migrator)
- * under an advisory lock so that several workers opening one new database at once do not race.
+ * Opens the dataset on PostgreSQL: a pg.Pool (the driver's pooling, TLS from `sslmode`, statement timeout) and this
+ * build's migrations applied under an advisory lock, so workers opening one new database at once do not race.
  */
 import { join } from 'node:path';
 import pg from 'pg';
@@ -31,10 +30,7 @@ export interface PgStoreOptions {
   maxConnections?: number;
   /** Migrations to apply; tests only. */
   migrationsFolder?: string;
-  /**
-   * For a command that only reads (query, export, status): nothing is migrated or written, so a read-only role
-   * can open it; a database with no netingest schema, or one this build's migrations do not match, is refused.
-   */
+  /** For readers: nothing migrated or written (read-only roles may open it); a missing or mismatched schema refused. */
   readOnly?: boolean;
 }
 
@@ -76,9 +72,8 @@ export async function openPgStore(url: string, options: PgStoreOptions = {}): Pr
     // waiting its turn. statement_timeout still bounds every wait.
     options: '-c TimeZone=UTC -c lock_timeout=0',
   });
-  // A client's error (the server restarted, ended the session, or timed out an idle transaction) must not crash
-  // the process with an unhandled 'error' event, whether the client is idle in the pool or checked out between
-  // two queries: the next query on it fails and says why. The pool's own listener covers only idle clients.
+  // A client's error (server restart, session ended) must not crash the process as an unhandled 'error', idle or
+  // checked out: the next query on it fails and says why. The pool's own listener covers only idle clients.
   pool.on('error', () => undefined);
   pool.on('connect', (client) => client.on('error', () => undefined));
   try {

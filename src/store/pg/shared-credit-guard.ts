@@ -1,13 +1,8 @@
 /**
- * The credit guard of a worker on PostgreSQL: the run's CreditGuard (it learns costs and the balance from the
- * counters, and keeps the summary's figures), whose every reservation must also fit the account's shared
- * budget (coordination/shared-credit-budget.ts): the reserve and maxPerRun hold across all workers, since what
- * every worker holds in flight and has spent lives in the database. A call's cost is the one the answers of all
- * workers of the account show (the budget's cost samples), never a step of this worker's own counters: those
- * also step by the calls of the other workers and runs on the account; they are read before an operation's first
- * call too, so a worker joining others is priced by their answers. Until the samples show it, a cost is one
- * earlier runs learned or the assumed default, and an answer's charge waits (its reservation held) while its
- * counter joins the samples: charged then, a call of another run charged just before it would count as its own.
+ * A worker's credit guard on PostgreSQL: the run's CreditGuard, each reservation also fitting the account's shared
+ * budget, so the reserve and maxPerRun hold across all workers. A cost is the one all workers' answers show (the
+ * budget's samples), never a step of this worker's counters, which others' calls step too. Until the samples show
+ * it, an answer's charge waits, reservation held: charged earlier, another run's call could count as its own.
  */
 import type { CreditCounters, Operation } from '../../spec/types.ts';
 import type { CreditHistory } from '../../credits/credit-meter.ts';
