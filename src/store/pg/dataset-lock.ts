@@ -1,7 +1,6 @@
 /**
- * The PostgreSQL dataset's lock: workers hold it shared, reprocess and prune exclusive. A session advisory lock on a
- * connection kept for the holder's life, so the server lets go of a killed worker's, on any host, once its connection
- * drops: no lease to wait out, no pid to check.
+ * The PostgreSQL dataset's lock: workers hold it shared, reprocess and prune exclusive. A session advisory lock, so the
+ * server lets go of a killed worker's, on any host, once its connection drops: no lease to wait out, no pid to check.
  */
 import type pg from 'pg';
 import { LockedError } from '../run-lock.ts';

@@ -86,7 +86,6 @@ async function inSnapshot<R>(url: string, statementTimeoutMs: number | undefined
   }
 }
 
-/** Hands the started statement to `use`, and ends it however `use` ends. */
 async function started<R>(statement: StartedStatement, snapshot: ReadSnapshot, use: (statement: StartedStatement, snapshot: ReadSnapshot) => Promise<R>): Promise<R> {
   try {
     return await use(statement, snapshot);

@@ -1,7 +1,6 @@
 /**
- * reprocess and prune on PostgreSQL: refused where no netingest dataset is (writing would create the schema in a
- * database named by mistake; an older one is upgraded), with no statement timeout (it would only roll maintenance
- * back), under the dataset lock held exclusive (LockedError while a worker runs).
+ * reprocess and prune on PostgreSQL: refused where no netingest dataset is (writing would create one by mistake), with
+ * no statement timeout (it would only roll them back), under the dataset lock held exclusive (LockedError).
  */
 import { UsageError } from '../../errors.ts';
 import { DatabaseError } from '../errors.ts';

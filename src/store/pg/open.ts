@@ -47,7 +47,6 @@ export const PG_STORE_DEFAULTS = {
   readOnly: false,
 } as const;
 
-/** An open PostgreSQL dataset. */
 export interface PgStore {
   pool: pg.Pool;
   /** The URL with its password hidden: the only form to show. */

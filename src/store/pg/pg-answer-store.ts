@@ -1,7 +1,6 @@
 /**
- * Stores 200 answers on PostgreSQL in the caller's transaction, as store/store-answer.ts does on SQLite. A group's
- * rows gather in one PgRowBatch; a stored row an answer reads back, and the day order's fill of posted_on, flush it
- * first, so each answer sees the ones before it as if written one by one.
+ * Stores 200 answers on PostgreSQL in the caller's transaction, as store/store-answer.ts does on SQLite. A row an
+ * answer reads back, and the posted_on fill, flush the group's PgRowBatch first: each answer sees the ones before it.
  */
 import type pg from 'pg';
 import { specOf } from '../../operations/index.ts';
@@ -104,10 +103,7 @@ interface AskedValue {
   column: string;
 }
 
-/**
- * The first pass: its writes' keys are what the history reads before a group writes (a key missed is read when it
- * comes up), and when it asked for nothing its rows are final, so collect() reuses them.
- */
+/** Its writes' keys are what the history reads before a group writes; when nothing was asked, collect() reuses it. */
 export function firstPass(input: Pick<StoredAnswer, 'request' | 'answer' | 'at'>): FirstPass {
   const asked = new Map<string, AskedValue>();
   const stored = specOf(input.request.operation).rows(input.request, input.answer, askingContext(input, asked, new Map()));

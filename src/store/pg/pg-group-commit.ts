@@ -1,8 +1,7 @@
 /**
- * A group of outcomes written on PostgreSQL in one round trip (pg-pipeline.ts): raw bodies with their anomalies, rows,
- * api_calls, task updates, history; the history's reads come before, or ride in the group before. It stores what the
- * outcomes written one by one would: ids in their order, the later answer's values, a task settled twice as the
- * second settlement left it (attempts added up).
+ * A group of outcomes written on PostgreSQL in one round trip: bodies with their anomalies, rows, api_calls, task
+ * updates, history (its reads come before, or ride in the group before). It stores what writing the outcomes one by
+ * one would: ids in order, the later answer's values, a task settled twice as the second left it (attempts summed).
  */
 import type pg from 'pg';
 import { CALL_HEAD, callValues } from '../api-calls.ts';
@@ -32,7 +31,6 @@ export interface PlannedGroup {
   planned: readonly ReadStep[];
 }
 
-/** How a group is written (write below). */
 export interface WriteOptions {
   ownTransaction: boolean;
   /** The group whose history reads ride in this one, before its COMMIT. */

@@ -31,7 +31,6 @@ const SHARED = pgSharedAnswer({ inputKey: 'tasks.input_key', page: 'tasks.page',
 
 const filterParams = (f: RunnableFilter) => [f.job, f.runId, f.freshSince, f.refresh];
 
-/** The ledger a PostgreSQL run uses. */
 export function createPgLedger(pool: pg.Pool): RunLedger {
   return {
     recordedInvalid: async (job, file) => countByKey((await pool.query<InvalidInputRow>(LEDGER_SQL.recordedInvalid.postgres, [job, file])).rows),
@@ -85,7 +84,6 @@ async function retryingConflicts<T>(write: () => Promise<T>, attempts = 3): Prom
   }
 }
 
-/** One transaction per batch; an idempotent upsert, so several workers may plan one job at once. */
 async function insertPlanned(pool: pg.Pool, tasks: NewTask[], invalid: InvalidInputRow[], runId: number, at: string): Promise<void> {
   return inPgTransaction(pool, async (client) => {
     for (let i = 0; i < tasks.length; i += TASK_ROWS_PER_STATEMENT) {

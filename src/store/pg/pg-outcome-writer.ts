@@ -1,7 +1,6 @@
 /**
- * The run's writer on PostgreSQL: store/result-writer.ts's group commit (rows, raw body, task status and api_calls
- * row in one transaction), a group at a time on the run's own connection, each in one round trip. An outcome resolves
- * once its group is committed, so a worker killed at any instant loses at most its in-flight calls.
+ * The run's writer on PostgreSQL: store/result-writer.ts's group commit, a group at a time on the run's own connection,
+ * in one round trip. An outcome resolves once its group is committed: a killed worker loses only its in-flight calls.
  */
 import type pg from 'pg';
 import type { OutcomeOp } from '../outcome-ops.ts';

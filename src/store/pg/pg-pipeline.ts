@@ -1,8 +1,7 @@
 /**
- * The PostgreSQL store's one way to send statements together: back to back on one connection, in one round trip,
- * each bound to its values (never quoted into the text: raw bodies are tens of kilobytes) and prepared once by name.
- * One Sync ends them all (pg-synced-batch.ts): after a failed statement the server runs none of the rest. The caller
- * sends or holds open BEGIN; a batch ending in COMMIT that fails is rolled back.
+ * The PostgreSQL store's one way to send statements together: on one connection in one round trip, each bound to its
+ * values (never quoted into the text) and prepared once by name. One Sync ends them (pg-synced-batch.ts); the caller
+ * sends or holds open BEGIN, and a failed batch ending in COMMIT is rolled back.
  */
 import type pg from 'pg';
 import { prepareValue } from 'pg/lib/utils.js';

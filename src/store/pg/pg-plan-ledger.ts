@@ -1,7 +1,6 @@
 /**
- * The plan ledger of a PostgreSQL dataset, opened read-only (so the analyst role can plan) in one snapshot. A batch
- * of planned tasks is judged in one statement by the run's own rules (PG_DUE, pgRequestChanged, pgSharedAnswer), so
- * plan and run cannot drift apart.
+ * The plan ledger of a PostgreSQL dataset, read-only (the analyst role can plan) in one snapshot. Tasks are judged by
+ * the run's own rules (PG_DUE, pgRequestChanged, pgSharedAnswer) in one statement, so plan and run cannot drift apart.
  */
 import { UsageError } from '../../errors.ts';
 import { apiCallReads } from '../api-calls.ts';

@@ -1,7 +1,6 @@
 /**
- * The run store on PostgreSQL. Each worker holds the dataset lock shared for its life, so reprocess and prune wait for
- * no one; several workers run one job together, taking due work with task claims (FOR UPDATE SKIP LOCKED, a lease
- * per input). A worker's `runs` row is live while its session holds the lock.
+ * The run store on PostgreSQL. Each worker holds the dataset lock shared for its life; workers share a job by claiming
+ * due tasks (SKIP LOCKED, a lease per input), and a worker's `runs` row is live while its session holds the lock.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type pg from 'pg';
@@ -46,9 +45,8 @@ export const PG_RUN_STORE_DEFAULTS = {
 } as const;
 
 /**
- * Opens the dataset for a run and holds its lock shared (LockedError while reprocess or prune holds it). Of the pool's
- * connections the hold keeps one for the run's life and the writer one; the rest serve a statement or transaction at
- * a time, none held while waiting for another, so a busy pool only queues.
+ * Opens the dataset for a run, its lock held shared (LockedError while reprocess or prune holds it). The hold and the
+ * writer keep a connection each; the rest serve one statement at a time, none held while waiting for another.
  */
 export async function openPgRunStore(options: PgRunStoreOptions): Promise<RunStore> {
   const store = await openPgStore(options.url);

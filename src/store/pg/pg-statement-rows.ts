@@ -1,7 +1,6 @@
 /**
- * A statement's rows on PostgreSQL (`query`, `export`), streamed from a cursor in the command's read snapshot. On the
- * AbortSignal or past `timeoutMs` the server cancels it (pg_cancel_backend from a second connection), and the rows
- * end with ExportInterruptedError or QueryTimeoutError.
+ * A statement's rows on PostgreSQL (`query`, `export`), streamed from a cursor in the read snapshot. On the signal or
+ * past `timeoutMs` a second connection cancels it: the rows end with ExportInterruptedError or QueryTimeoutError.
  */
 import QueryStream from 'pg-query-stream';
 import type { PgSnapshot } from './read-snapshot.ts';

@@ -1,8 +1,7 @@
 /**
- * Retention of raw_responses on PostgreSQL: store/raw-prune.ts's shared rule, as one DELETE in one transaction. Safe
- * beside workers: a body goes only when a newer accepted one is committed and seen, the newest seen always stays,
- * and rows another prune is deleting are skipped (SKIP LOCKED), so workers ending one job together never deadlock.
- * Bodies are text that PostgreSQL compresses itself (TOAST): `compressOld` finds nothing.
+ * Retention of raw_responses on PostgreSQL: store/raw-prune.ts's rule as one DELETE. Safe beside workers: a body goes
+ * only once a newer accepted one is committed, and rows another prune holds are skipped (SKIP LOCKED), so workers
+ * ending one job together never deadlock. Bodies are text (TOAST compresses them): `compressOld` finds nothing.
  */
 import type pg from 'pg';
 import { inPgTransaction } from './transaction.ts';

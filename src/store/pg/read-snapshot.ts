@@ -1,7 +1,6 @@
 /**
- * The read snapshot on PostgreSQL: one READ ONLY REPEATABLE READ transaction, so a command's reads all see one state
- * and the server refuses writes; it keeps the snapshot itself, so the change check is a no-op. Only pg's types
- * here: SQLite commands import this file.
+ * The read snapshot on PostgreSQL: one READ ONLY REPEATABLE READ transaction, so a command's reads see one state, kept
+ * by the server (the change check is a no-op). Only pg's types here: SQLite commands import this file.
  */
 import type pg from 'pg';
 import type { ReadSnapshot } from '../read-snapshot.ts';
@@ -17,7 +16,6 @@ export interface PgSnapshot extends ReadSnapshot {
   readonly pool: pg.Pool;
 }
 
-/** Options of withPgReadSnapshot(). */
 export interface PgSnapshotOptions {
   /** The transaction's statement timeout in ms; 0: none. Undefined keeps the pool's. */
   statementTimeoutMs?: number | undefined;

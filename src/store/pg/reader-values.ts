@@ -1,7 +1,6 @@
 /**
- * PostgreSQL's values as SQLite holds them, so that export and query print the same on both engines: timestamps as
- * ISO text, JSON as its text (a string or number as that value), integers past 2^53 exact (bigint), booleans as 0/1,
- * dates as text. node-postgres's own parsing (Date, parsed JSON, int8 as a string) would print otherwise.
+ * PostgreSQL's values as SQLite holds them, so export and query print the same on both: ISO timestamps, JSON as text,
+ * int8 past 2^53 as bigint, booleans as 0/1, dates as text (node-postgres's own: Date, parsed JSON, int8 as a string).
  */
 import pg from 'pg';
 

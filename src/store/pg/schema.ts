@@ -1,8 +1,7 @@
 /**
- * The dataset's tables on PostgreSQL, built from store/tables.ts as SQLite's are, so docs/schema.md's contract holds
- * on both (test/pg/pg-schema-parity.test.ts compares them). `npm run db:generate:pg` makes migrations/postgres/ from
- * it; views, SQL functions and raw_body() are a hand-written migration there. Types per kind (docs/postgres.md):
- * `flag` is smallint so users' `= 1` works, `given` jsonb so a number stays one, ids BY DEFAULT so `copy` keeps them.
+ * The dataset's tables, built from store/tables.ts as SQLite's are (test/pg/pg-schema-parity.test.ts compares them);
+ * `npm run db:generate:pg` makes migrations/postgres/ from it (views and functions are hand-written there). Types: see
+ * docs/postgres.md (`flag` smallint so `= 1` works, `given` jsonb so a number stays one, ids BY DEFAULT for copy).
  */
 import type { BuildColumns } from 'drizzle-orm';
 import {

@@ -58,9 +58,8 @@ export class SharedCreditGuard extends CreditGuard {
     await this.priceFirst(operation);
     const local = await super.acquire(operation);
     if (!local) return null;
-    // A cost not learned yet is the assumed default: the budget lets such a call go alone as a probe, as the local guard does.
-    // Answers waiting for a cost hold their reservations: charged at their estimate when this call would wait on them;
-    // else a refused call looks at the account's samples again (another worker's answers may show the cost by now).
+    // An unknown cost goes alone as a probe. Before this call waits, answers waiting for a cost are charged at their
+    // estimate, or else the account's samples are read again (other workers' answers may show the cost by now).
     const price = () => ({ cost: this.costOf(operation), probe: !this.knowsCost(operation) });
     const beforeWait = async () => (await this.chargeUnpriced()) || (await this.priceFromAccount(operation));
     const shared = await this.budget.acquire(price, this.limits, { beforeWait });
