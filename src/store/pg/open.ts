@@ -28,8 +28,6 @@ export interface PgStoreOptions {
   statementTimeoutMs?: number;
   /** Connections the pool opens at most. */
   maxConnections?: number;
-  /** Migrations to apply; tests only. */
-  migrationsFolder?: string;
   /** For readers: nothing migrated or written (read-only roles may open it); a missing or mismatched schema refused. */
   readOnly?: boolean;
 }
@@ -43,7 +41,6 @@ export const PG_STORE_DEFAULTS = {
   idleTimeoutMs: 30_000,
   /** Shown in pg_stat_activity. */
   applicationName: 'netingest',
-  migrationsFolder: PG_MIGRATIONS_FOLDER,
   readOnly: false,
 } as const;
 
@@ -76,8 +73,8 @@ export async function openPgStore(url: string, options: PgStoreOptions = {}): Pr
   pool.on('error', () => undefined);
   pool.on('connect', (client) => client.on('error', () => undefined));
   try {
-    if (opts.readOnly) await checkReadable(pool, shownUrl, opts.migrationsFolder);
-    else await migrateLocked(pool, shownUrl, opts.migrationsFolder);
+    if (opts.readOnly) await checkReadable(pool, shownUrl, PG_MIGRATIONS_FOLDER);
+    else await migrateLocked(pool, shownUrl, PG_MIGRATIONS_FOLDER);
   } catch (err) {
     await pool.end().catch(() => undefined);
     throw toPgOpenError(err, shownUrl, passwordOf(url));
