@@ -62,10 +62,8 @@ export async function openPgStore(url: string, options: PgStoreOptions = {}): Pr
     idleTimeoutMillis: opts.idleTimeoutMs,
     statement_timeout: opts.statementTimeoutMs,
     application_name: opts.applicationName,
-    // SQLite's times are UTC; so are this pool's date(), now() and timestamptz text. netingest's locks (the
-    // migration's, the rate gate's, the credit budget's) are its own coordination, meant to be waited for: a
-    // lock_timeout set on the role or database made the second of two workers started together fail instead of
-    // waiting its turn. statement_timeout still bounds every wait.
+    // UTC, as SQLite's times. netingest's own locks (migration, rate gate, credit budget) are meant to be waited for,
+    // whatever lock_timeout the role or database sets; statement_timeout still bounds every wait.
     options: '-c TimeZone=UTC -c lock_timeout=0',
   });
   // A client's error (server restart, session ended) must not crash the process as an unhandled 'error', idle or

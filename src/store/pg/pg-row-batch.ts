@@ -50,10 +50,7 @@ export class PgRowBatch {
     return false;
   }
 
-  /**
-   * Writes everything waiting, parents first, in one round trip; the batch is then empty. Pipelined statements
-   * are one transaction only inside one: every caller holds its own open (BEGIN already sent on `client`).
-   */
+  /** Writes everything waiting in one round trip, inside the caller's open transaction (BEGIN already sent). */
   async flush(client: pg.ClientBase): Promise<void> {
     await pipelineStatements(client, this.take());
   }

@@ -72,10 +72,8 @@ export class SharedCreditGuard extends CreditGuard {
   }
 
   /**
-   * Before an operation's first call, its cost as the account's samples show it: the answers of the workers that
-   * called before this one. At the assumed cost (or as a probe, which needs nothing in flight on the account) a
-   * worker joining others that hold calls in flight got no room until they had spent it all. One read for the
-   * calls asked meanwhile; another after a failed read.
+   * Before an operation's first call, its cost as the account's samples show it: at the assumed cost (or as a probe) a
+   * worker joining others with calls in flight would get no room till they spent it all. One read; again if it failed.
    */
   private priceFirst(operation: Operation): Promise<unknown> {
     let read = this.priced.get(operation);
@@ -99,9 +97,8 @@ export class SharedCreditGuard extends CreditGuard {
   }
 
   /**
-   * What this worker's calls cost, as the run's shared spend counts them: its summary, `runs.credits_spent`, and
-   * its own check of maxPerRun (the budget checks the run's, all workers together). Its own counters' span would
-   * count every call on the account meanwhile, other workers' and other runs' included, and stop it early.
+   * What this worker's calls cost as the run's shared spend counts them (summary, runs.credits_spent, maxPerRun): its
+   * own counters' span would count every call on the account meanwhile, others' included, and stop it early.
    */
   override get spent(): number {
     return this.charged;
