@@ -1,8 +1,6 @@
 /**
- * A PostgreSQL URL as it may be shown: the password (in the user part or a `password=` parameter) replaced,
- * so no message, log line or error ever carries it. Read as text, not with a URL parser: a password holding a
- * reserved character unencoded (`/`, `?`, `#`, `@`, `&`) would be split by a parser into host, path or query,
- * and shown.
+ * A PostgreSQL URL as it may be shown: its password (user part or `password=` parameter) hidden. Read as text: a URL
+ * parser would split a password holding an unencoded `/`, `?`, `#`, `@` or `&` into host, path or query, and show it.
  */
 const HIDDEN = '***';
 
@@ -31,10 +29,7 @@ export function redactDatabaseUrl(url: string): string {
   return `${head}${shownUser}@${hidePasswordParameter(rest.slice(at + 1))}`;
 }
 
-/**
- * Whether an `@` follows the end of the host part: a password holding `/`, `?` or `#` unencoded, which a URL
- * parser would read as the start of the path, query or fragment, password pieces and all.
- */
+/** Whether an `@` follows the host part: a password with an unencoded `/`, `?` or `#`, which a URL parser misreads. */
 export function hasAtAfterAuthority(url: string): boolean {
   const slashes = url.indexOf('//');
   if (slashes < 0) return false;

@@ -1,8 +1,6 @@
 /**
- * The PostgreSQL dataset's lock, SQLite's one-run lock in two modes: every running worker holds it shared, and a
- * command that rewrites the dataset under the workers' feet (reprocess, prune) holds it exclusive. It is a
- * session advisory lock on one connection kept for the holder's life, so the server itself lets go of a worker
- * killed with SIGKILL, on any host, once its connection drops: there is no lease to wait out and no pid to check.
+ * The PostgreSQL dataset's lock: workers hold it shared, reprocess and prune exclusive. A session advisory lock, so the
+ * server lets go of a killed worker's, on any host, once its connection drops: no lease to wait out, no pid to check.
  */
 import type pg from 'pg';
 import { LockedError } from '../run-lock.ts';
@@ -20,29 +18,20 @@ export interface DatasetHold {
   onLost(listener: (err: Error) => void): void;
 }
 
-/**
- * Holds the lock shared, as a worker: any number of workers together, never while reprocess or prune holds it.
- * `what` names the dataset in the LOCKED message.
- */
+/** Holds the lock shared, as a worker: refused while reprocess or prune holds it. `what` names the dataset. */
 export function holdShared(pool: pg.Pool, what: string): Promise<DatasetHold> {
   return hold(pool, 'pg_try_advisory_lock_shared', 'pg_advisory_unlock_shared', () =>
     `${what} is being rewritten by \`netingest reprocess\` or \`netingest prune\`; run again once it has finished`);
 }
 
-/**
- * Holds the lock exclusive, for `command` (reprocess, prune): refused while any worker runs. `what` names the
- * dataset in the LOCKED message.
- */
+/** Holds the lock exclusive for `command` (reprocess, prune): refused while a worker runs. `what` names the dataset. */
 export function holdExclusive(pool: pg.Pool, what: string, command: string): Promise<DatasetHold> {
   return hold(pool, 'pg_try_advisory_lock', 'pg_advisory_unlock', () =>
     `${what} is in use by a running \`netingest run\` or \`netingest ${command.replace(/^netingest /, '')}\`; ` +
       `${command} waits for no one: run it again once they have finished`);
 }
 
-/**
- * The backend pids of the sessions holding the dataset lock now (shared or exclusive), as a subquery: a worker's
- * run whose session is not among them is no longer running, whichever host it ran on.
- */
+/** The pids of the sessions holding the dataset lock: a run whose session is not among them has ended, on any host. */
 export const LOCK_HOLDERS_SQL = `SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted
   AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
   AND objsubid = 1 AND ((classid::bigint << 32) | objid::bigint) = ${DATASET_LOCK_KEY.toString()}`;

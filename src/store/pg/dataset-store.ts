@@ -1,9 +1,6 @@
 /**
- * The dataset store (dataset-store.ts) of a PostgreSQL database: a run opens it read-write and holds its lock
- * shared (pg-run-store.ts); reprocess and prune hold it exclusive (maintenance.ts); every reader opens it for
- * reading only and works in one READ ONLY REPEATABLE READ snapshot. `query` and `export` stream the statement
- * from a cursor (pg-statement-rows.ts) into the same encoders and output as on SQLite: no worker threads, the
- * server reads, the cursor streams, one process encodes. Loaded only for a postgres:// dataset.
+ * The dataset store of a PostgreSQL database: runs hold its lock shared, reprocess and prune exclusive; readers open
+ * it read-only, in one snapshot, and `query` and `export` stream a cursor into SQLite's encoders (no worker threads).
  */
 import type pg from 'pg';
 import { WRITE_META_SQL, type DatasetStore, type StartedStatement, type StorePruneOptions, type StorePruneResult } from '../dataset-store.ts';
@@ -57,10 +54,8 @@ export function pgDatasetStore(url: string, shownUrl: string): DatasetStore {
 }
 
 /**
- * `netingest prune`: the dataset lock held exclusive (refused while a worker runs), the retention rule
- * (raw-prune.ts), then a plain VACUUM of raw_responses. Plain, not FULL: it blocks no reader or writer and leaves
- * the freed space to new bodies; VACUUM FULL rewrites the table under an exclusive lock and is the DBA's call.
- * The report adds raw_responses' pg_total_relation_size (table, TOAST and indexes) before and after.
+ * `netingest prune`: the retention rule under the lock held exclusive, then a plain VACUUM: it blocks no one and
+ * leaves the space to new bodies (FULL rewrites the table under an exclusive lock: the DBA's call).
  */
 function prune(url: string, options: StorePruneOptions): Promise<StorePruneResult> {
   return withPgMaintenance(url, 'prune', async ({ pool }) => {
@@ -81,10 +76,7 @@ async function rawResponsesBytes(pool: pg.Pool): Promise<number> {
   return Number(rows[0]!.bytes);
 }
 
-/**
- * Opens the database at `url` for reading only (nothing is migrated or written: a read-only role can open it),
- * runs `fn` in one snapshot whose statements may run `statementTimeoutMs` (0: no limit; undefined: the pool's), closes.
- */
+/** `fn` in one read-only snapshot of `url`; `statementTimeoutMs` 0: no limit, undefined: the pool's. */
 async function inSnapshot<R>(url: string, statementTimeoutMs: number | undefined, fn: (snapshot: PgSnapshot) => Promise<R>): Promise<R> {
   const store = await openPgForReading(url);
   try {
@@ -94,7 +86,6 @@ async function inSnapshot<R>(url: string, statementTimeoutMs: number | undefined
   }
 }
 
-/** Hands the started statement to `use`, and ends it however `use` ends. */
 async function started<R>(statement: StartedStatement, snapshot: ReadSnapshot, use: (statement: StartedStatement, snapshot: ReadSnapshot) => Promise<R>): Promise<R> {
   try {
     return await use(statement, snapshot);

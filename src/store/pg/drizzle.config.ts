@@ -1,7 +1,6 @@
 /**
- * drizzle-kit configuration for PostgreSQL: `npm run db:generate:pg` turns src/store/pg/schema.ts into SQL
- * migrations in migrations/postgres/, which openPgStore() applies on open. SQLite's stay in migrations/ (its
- * journal lists only its own files, so neither generator nor migrator reads the other's folder).
+ * drizzle-kit config for PostgreSQL: `npm run db:generate:pg` turns schema.ts into migrations/postgres/, which
+ * openPgStore() applies. SQLite's stay in migrations/: each journal lists only its own folder's files.
  */
 import { defineConfig } from 'drizzle-kit';
 

@@ -1,9 +1,6 @@
 /**
- * How a command that rewrites a PostgreSQL dataset (reprocess, prune) gets it: refused when it holds no netingest
- * dataset (as SQLite refuses a missing file: opening it to write would create the schema in a database named by
- * mistake; an older schema is fine, the open upgrades it), opened with no statement limit (maintenance the user
- * asked for may take longer than a run's statements, and a timeout would only roll it back), under the dataset
- * lock held exclusive (LockedError while a worker runs), released on every path.
+ * reprocess and prune on PostgreSQL: refused where no netingest dataset is (writing would create one by mistake), with
+ * no statement timeout (it would only roll them back), under the dataset lock held exclusive (LockedError).
  */
 import { UsageError } from '../../errors.ts';
 import { DatabaseError } from '../errors.ts';
@@ -13,7 +10,6 @@ import { openPgStore, type PgStore } from './open.ts';
 
 export type MaintenanceCommand = 'reprocess' | 'prune';
 
-/** Runs `fn` on the dataset at `url` for `command`, as the header says. */
 export async function withPgMaintenance<T>(url: string, command: MaintenanceCommand, fn: (store: PgStore) => Promise<T>): Promise<T> {
   await refuseEmpty(url, command);
   // Two connections at most at once: the lock's, and the work's.

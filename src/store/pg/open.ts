@@ -1,7 +1,6 @@
 /**
- * Opens the dataset on PostgreSQL: a pg.Pool (node-postgres: pooling, TLS from `sslmode` in the URL, the
- * statement timeout, all the driver's own), and this build's migrations/postgres applied (drizzle's migrator)
- * under an advisory lock so that several workers opening one new database at once do not race.
+ * Opens the dataset on PostgreSQL: a pg.Pool (the driver's pooling, TLS from `sslmode`, statement timeout) and this
+ * build's migrations applied under an advisory lock, so workers opening one new database at once do not race.
  */
 import { join } from 'node:path';
 import pg from 'pg';
@@ -29,12 +28,7 @@ export interface PgStoreOptions {
   statementTimeoutMs?: number;
   /** Connections the pool opens at most. */
   maxConnections?: number;
-  /** Migrations to apply; tests only. */
-  migrationsFolder?: string;
-  /**
-   * For a command that only reads (query, export, status): nothing is migrated or written, so a read-only role
-   * can open it; a database with no netingest schema, or one this build's migrations do not match, is refused.
-   */
+  /** For readers: nothing migrated or written (read-only roles may open it); a missing or mismatched schema refused. */
   readOnly?: boolean;
 }
 
@@ -47,11 +41,9 @@ export const PG_STORE_DEFAULTS = {
   idleTimeoutMs: 30_000,
   /** Shown in pg_stat_activity. */
   applicationName: 'netingest',
-  migrationsFolder: PG_MIGRATIONS_FOLDER,
   readOnly: false,
 } as const;
 
-/** An open PostgreSQL dataset. */
 export interface PgStore {
   pool: pg.Pool;
   /** The URL with its password hidden: the only form to show. */
@@ -70,20 +62,17 @@ export async function openPgStore(url: string, options: PgStoreOptions = {}): Pr
     idleTimeoutMillis: opts.idleTimeoutMs,
     statement_timeout: opts.statementTimeoutMs,
     application_name: opts.applicationName,
-    // SQLite's times are UTC; so are this pool's date(), now() and timestamptz text. netingest's locks (the
-    // migration's, the rate gate's, the credit budget's) are its own coordination, meant to be waited for: a
-    // lock_timeout set on the role or database made the second of two workers started together fail instead of
-    // waiting its turn. statement_timeout still bounds every wait.
+    // UTC, as SQLite's times. netingest's own locks (migration, rate gate, credit budget) are meant to be waited for,
+    // whatever lock_timeout the role or database sets; statement_timeout still bounds every wait.
     options: '-c TimeZone=UTC -c lock_timeout=0',
   });
-  // A client's error (the server restarted, ended the session, or timed out an idle transaction) must not crash
-  // the process with an unhandled 'error' event, whether the client is idle in the pool or checked out between
-  // two queries: the next query on it fails and says why. The pool's own listener covers only idle clients.
+  // A client's error (server restart, session ended) must not crash the process as an unhandled 'error', idle or
+  // checked out: the next query on it fails and says why. The pool's own listener covers only idle clients.
   pool.on('error', () => undefined);
   pool.on('connect', (client) => client.on('error', () => undefined));
   try {
-    if (opts.readOnly) await checkReadable(pool, shownUrl, opts.migrationsFolder);
-    else await migrateLocked(pool, shownUrl, opts.migrationsFolder);
+    if (opts.readOnly) await checkReadable(pool, shownUrl, PG_MIGRATIONS_FOLDER);
+    else await migrateLocked(pool, shownUrl, PG_MIGRATIONS_FOLDER);
   } catch (err) {
     await pool.end().catch(() => undefined);
     throw toPgOpenError(err, shownUrl, passwordOf(url));

@@ -1,10 +1,6 @@
 /**
- * Stores 200 answers on PostgreSQL, in the caller's transaction, as store/store-answer.ts does on SQLite: each
- * as its operation's contract read it (by the client, or by reprocess from the archived body), its spec maps it to rows (spec.rows, the same pure function), and they are
- * written with the statements of store/ingest/tables.ts in PostgreSQL's dialect (pg-table-statements.ts). The
- * run's writer gathers a whole group's rows in one PgRowBatch (a few multi-row statements per table); a stored
- * row an answer reads back, and the day order's fill of posted_on, first flush what the batch holds, so each
- * answer sees the ones before it as when they were written one by one.
+ * Stores 200 answers on PostgreSQL in the caller's transaction, as store/store-answer.ts does on SQLite. A row an
+ * answer reads back, and the posted_on fill, flush the group's PgRowBatch first: each answer sees the ones before it.
  */
 import type pg from 'pg';
 import { specOf } from '../../operations/index.ts';
@@ -63,9 +59,8 @@ export function createPgAnswerStore() {
   }
 
   /**
-   * Reads one body and adds its rows to `batch`. spec.rows() asks for stored values synchronously: it runs once
-   * to learn which it asks, they are read (after flushing the batch if it may hold them), and it runs again with
-   * them (it is a pure function of its inputs).
+   * Adds one body's rows to `batch`. spec.rows() asks for stored values synchronously, so it runs once to learn
+   * which, they are read (flushing the batch if it may hold them), and it runs again (it is pure).
    */
   async function collect(client: pg.ClientBase, batch: PgRowBatch, input: StoredAnswer, history: ChangeRecorder, first?: FirstPass): Promise<PgStoredAnswer> {
     const spec = specOf(input.request.operation);
@@ -108,11 +103,7 @@ interface AskedValue {
   column: string;
 }
 
-/**
- * The first pass of an answer's rows (spec.rows() with no stored value known). Its writes' keys are the ones the
- * history reads before a group writes anything (a key they miss is read when it comes up); when it asked for no
- * stored value, its rows are the answer's rows, and collect() takes them rather than build them again.
- */
+/** Its writes' keys are what the history reads before a group writes; when nothing was asked, collect() reuses it. */
 export function firstPass(input: Pick<StoredAnswer, 'request' | 'answer' | 'at'>): FirstPass {
   const asked = new Map<string, AskedValue>();
   const stored = specOf(input.request.operation).rows(input.request, input.answer, askingContext(input, asked, new Map()));

@@ -1,9 +1,6 @@
 /**
- * Reads folded into a group's round trip (pg-pipeline.ts): each is its statement's own PostgreSQL text,
- * placeholders and all (nothing is rewritten), prepared on the connection and bound to its values, so a group's
- * reads ride in the round trip of the statements before them. Only for readers whose
- * statements do not depend on the rows read (the history's read of a group's keys): the reader is run once
- * with no rows to learn its statements, and again with theirs.
+ * Reads that ride in a group's round trip (pg-pipeline.ts), for readers whose statements do not depend on the rows
+ * read (the history's read of a group's keys): run once with no rows to learn its statements, again with theirs.
  */
 import type { ReadStep, Reads } from '../../read-steps.ts';
 import { pgValues } from '../../statement.ts';
@@ -19,7 +16,7 @@ export function plannedReads(reads: Reads<unknown>): ReadStep[] {
   return steps;
 }
 
-/** Each read as a statement with its values (pg-pipeline.ts sends it bound to them, prepared by name). */
+/** Each read as its statement's own PostgreSQL text, bound to its values. */
 export function foldedReadSql(steps: readonly ReadStep[]): BoundStatement[] {
   return steps.map((step) => {
     if (typeof step.sql === 'string') throw new Error('internal: a plain read does not fold');

@@ -1,12 +1,7 @@
 /**
- * One group of outcomes written on PostgreSQL in one round trip however many outcomes it holds (its statements
- * pipelined, each bound to its values: pg-pipeline.ts): the raw bodies in one multi-row INSERT with the anomalies naming them, every answer's
- * normalized rows (gathered in one PgRowBatch: a few multi-row statements per table), the api_calls rows, the
- * task updates (one UPDATE ... FROM VALUES per round of distinct tasks) and the history's rows. The history's
- * reads of the group's keys come before, in a query of their own or riding in the group before it. A stored
- * row an answer reads back costs one more round trip, rare. What ends stored is what writing the outcomes one
- * by one, in order, stored: rows get their ids in the outcomes' order, a row two answers touch ends as the
- * later one left it, a task settled twice ends as the second settlement left it (attempts added up).
+ * A group of outcomes written on PostgreSQL in one round trip: bodies with their anomalies, rows, api_calls, task
+ * updates, history (its reads come before, or ride in the group before). It stores what writing the outcomes one by
+ * one would: ids in order, the later answer's values, a task settled twice as the second left it (attempts summed).
  */
 import type pg from 'pg';
 import { CALL_HEAD, callValues } from '../api-calls.ts';
@@ -36,7 +31,6 @@ export interface PlannedGroup {
   planned: readonly ReadStep[];
 }
 
-/** How a group is written (write below). */
 export interface WriteOptions {
   ownTransaction: boolean;
   /** The group whose history reads ride in this one, before its COMMIT. */
@@ -45,12 +39,7 @@ export interface WriteOptions {
   onSent?: () => void;
 }
 
-/**
- * The writer of one run's groups. The run's writer (pg-outcome-writer.ts) sends each group in one round trip: BEGIN
- * (or earlier, when an answer reads a stored value back), the raw bodies and the anomalies naming them in one
- * statement, the rows, the calls, the settles, the history, the next group's reads, COMMIT. Two queries a group
- * (BEGIN with the raw bodies and the reads, then the rest) was the writer's wait on the server twice a group.
- */
+/** The writer of one run's groups: `plan`, `read` and `write` for pg-outcome-writer.ts, or all three in one call. */
 export function createPgGroupCommit(runId: number) {
   const answers = createPgAnswerStore();
 
@@ -143,11 +132,9 @@ function beginningLazily(client: pg.ClientBase): { client: pg.ClientBase; begun:
 }
 
 /**
- * The bodies as received, as text (body_encoding NULL: PostgreSQL compresses large values itself), and the
- * anomalies that name them (ANOMALY_HEAD's columns after raw_response_id) in the same statement: the rows of one
- * INSERT take their ids in the order of its VALUES, so the n-th id is the n-th body's. An anomaly's body is
- * checked by its task: one out of place gives NULL, which raw_response_id refuses (NOT NULL), so the group fails
- * rather than file an anomaly under another body.
+ * The bodies as received, as text, with their anomalies in the same statement: an INSERT's rows take ids in VALUES
+ * order, so the n-th id is the n-th body's. An anomaly's body is checked by its task: one out of place gives NULL,
+ * which raw_response_id refuses, so the group fails rather than file an anomaly under another body.
  */
 function rawBodiesSql(paid: readonly PaidOp[], runId: number, anomalies: ReadonlyArray<{ n: number; taskId: number; row: unknown[] }>): BoundStatement[] {
   const rows = paid.map((op) => rawValues(rawInputOf(op, runId), { body: op.body, encoding: null }));
@@ -180,7 +167,7 @@ function settleSql(runId: number, settlements: readonly Settlement[]): BoundStat
   });
 }
 
-/** The settle's text for `rows` tasks, built once per row count (it was built and hashed afresh every group). */
+/** The settle's text for `rows` tasks, built once per row count. */
 function settleText(rows: number): string {
   let text = settleTexts.get(rows);
   if (text !== undefined) return text;

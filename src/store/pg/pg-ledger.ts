@@ -1,8 +1,6 @@
 /**
- * The task ledger on PostgreSQL: the run ports' ledger (store/run-store.ts) with the same meanings as SQLite's
- * (store/ledger.ts), whose comments say what each method does. The due rule is ledger.ts's dueRule at this
- * file's placeholders, as task-claims.ts's claims take it at theirs.
- * tasks.request_json is jsonb here: a changed request is compared as JSON (semantic), never as text.
+ * The task ledger on PostgreSQL, with SQLite's meanings (store/ledger.ts says what each method does). request_json
+ * is jsonb here: a changed request is compared as JSON, never as text.
  */
 import type pg from 'pg';
 import { inPgTransaction } from './transaction.ts';
@@ -23,10 +21,7 @@ const TASK_ROWS_PER_STATEMENT = 500;
 /** Planning a task again with another request (compared as jsonb) sets it back to pending, whatever its state. */
 export const pgRequestChanged = (task: string, planned: string) => `${task}.request_json <> ${planned}`;
 
-/**
- * The same lookup as `of` (a task row's columns, or a planned task's for `plan`) answered by one of $5 (job
- * names) at or after $3, on tasks alias `u`, as ledger.ts's sharedAnswer.
- */
+/** `of`'s lookup answered by a job of $5 at or after $3, on tasks alias `u` (ledger.ts's sharedAnswer). */
 export const pgSharedAnswer = (of: { inputKey: string; page: string; operation: string; requestJson: string }) =>
   `u.job = ANY($5::text[]) AND u.input_key = ${of.inputKey} AND u.page = ${of.page}
   AND u.operation = ${of.operation} AND u.request_json = ${of.requestJson}
@@ -36,7 +31,6 @@ const SHARED = pgSharedAnswer({ inputKey: 'tasks.input_key', page: 'tasks.page',
 
 const filterParams = (f: RunnableFilter) => [f.job, f.runId, f.freshSince, f.refresh];
 
-/** The ledger a PostgreSQL run uses. */
 export function createPgLedger(pool: pg.Pool): RunLedger {
   return {
     recordedInvalid: async (job, file) => countByKey((await pool.query<InvalidInputRow>(LEDGER_SQL.recordedInvalid.postgres, [job, file])).rows),
@@ -54,9 +48,8 @@ export function createPgLedger(pool: pg.Pool): RunLedger {
     async reopenDue(filter, at) {
       const { rowCount } = await pool.query(`UPDATE tasks SET status = 'pending', updated_at = $5
         WHERE ${RUNNABLE} AND status NOT IN ('pending', 'deferred')`, [...filterParams(filter), at]);
-      // The job's rows just planned are in the statistics before its claims (task-claims.ts): with none, the planner
-      // read and sorted every due task of the job per claim of 64 (19 ms at 3,000), not the job's id index (0.4 ms).
-      // Once per job and run; a role that does not own the table gets a warning and the old plan.
+      // The rows just planned must be in the statistics before the claims, or the planner sorts every due task per
+      // claim instead of using the id index. A role that does not own the table gets a warning and the old plan.
       await pool.query('ANALYZE tasks');
       return rowCount ?? 0;
     },
@@ -91,10 +84,6 @@ async function retryingConflicts<T>(write: () => Promise<T>, attempts = 3): Prom
   }
 }
 
-/**
- * One transaction per batch, as on SQLite. Planning is an idempotent upsert, so several workers may plan one
- * job at once; a changed request (compared as jsonb) sets the task back to pending.
- */
 async function insertPlanned(pool: pg.Pool, tasks: NewTask[], invalid: InvalidInputRow[], runId: number, at: string): Promise<void> {
   return inPgTransaction(pool, async (client) => {
     for (let i = 0; i < tasks.length; i += TASK_ROWS_PER_STATEMENT) {

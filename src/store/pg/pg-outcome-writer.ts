@@ -1,9 +1,6 @@
 /**
- * The run's writer on PostgreSQL: the same group commit as store/result-writer.ts (the outcomes of one turn of
- * the event loop, or `maxBatch` of them, in one transaction: normalized rows, raw body, task status and
- * api_calls row together), committed one group at a time on a connection of its own for the run, each
- * in one round trip of a few multi-row statements per table (pg-group-commit.ts). An outcome's promise resolves once
- * its group is committed, so a worker killed at any instant loses at most its in-flight calls.
+ * The run's writer on PostgreSQL: store/result-writer.ts's group commit, a group at a time on the run's own connection,
+ * in one round trip. An outcome resolves once its group is committed: a killed worker loses only its in-flight calls.
  */
 import type pg from 'pg';
 import type { OutcomeOp } from '../outcome-ops.ts';
@@ -18,10 +15,7 @@ export class PgOutcomeWriter extends GroupCommitWriter {
   /** The commits going on, one after the other; resolves once nothing is waiting. */
   private committing: Promise<void> | null = null;
   private readonly writeGroup: ReturnType<typeof createPgGroupCommit>;
-  /**
-   * The writer's own connection, from its first commit to close(): the statements it prepared stay prepared (a
-   * connection of the pool per busy spell was mostly another one, prepared afresh and planned each time).
-   */
+  /** The writer's own connection from its first commit to close(), so its prepared statements stay prepared. */
   private connection: pg.PoolClient | null = null;
   /** The commit loop's groups taken from `waiting` (the one being written first), while a group is being written. */
   private inFlight: Pending[] | null = null;
@@ -50,9 +44,8 @@ export class PgOutcomeWriter extends GroupCommitWriter {
   }
 
   /**
-   * Commits after the groups flushed before it. The groups that arrive while one commits are committed together
-   * next (up to maxBatch outcomes): with the server a round trip away, a commit per turn of the event loop would
-   * queue groups of one or two answers behind each other.
+   * Groups arriving while one commits go together next (up to maxBatch outcomes): with the server a round trip away,
+   * a commit per turn of the event loop would queue groups of one or two answers behind each other.
    */
   protected commitGroup(ops: readonly OutcomeOp[], release: () => void): void {
     this.waiting.push({ ops, release });
@@ -61,10 +54,8 @@ export class PgOutcomeWriter extends GroupCommitWriter {
   }
 
   /**
-   * While a group is being written with no group's reads riding in it, the groups handed over meanwhile have
-   * their reads sent at once behind it on the writer's connection (pipelined): the server runs them after that
-   * group's COMMIT, so they see what it wrote, and their answer is in by the time it is their turn. Read only
-   * after the commit, they were a round trip of their own for 6 groups in 10 (pg-profile, 5,000 lookups).
+   * While a group is written with no reads riding in it, groups handed over meanwhile send their reads behind it
+   * (pipelined): the server runs them after its COMMIT, so they see what it wrote, and they are answered by their turn.
    */
   private readAhead(): void {
     const inFlight = this.inFlight;
@@ -85,9 +76,8 @@ export class PgOutcomeWriter extends GroupCommitWriter {
   }
 
   /**
-   * Commits the waiting groups one after the other on one connection while any waits. Each commit is one round trip
-   * that also reads, before its COMMIT, what the history needs of the next group (the groups waiting by then):
-   * one round trip a group while the writer is busy, two for the first after it was idle (its reads, then it).
+   * Commits the waiting groups one after the other on one connection, each in one round trip that also reads, before
+   * its COMMIT, what the history needs of the next group: two round trips only for the first after an idle spell.
    */
   private async commitWaiting(): Promise<void> {
     /** Taken from `waiting`, not yet let go: the group being committed and the one whose reads ride with it. */
@@ -99,8 +89,7 @@ export class PgOutcomeWriter extends GroupCommitWriter {
         const current = taken[0]!;
         const read = await (current.read ?? this.writeGroup.read(client, current.group));
         const next = this.nextOf(taken);
-        // Once this group's statements are sent, and none of the next's reads rides in them, groups handed over
-        // meanwhile read ahead behind them (readAhead).
+        // Once this group is sent with none of the next's reads in it, groups handed over meanwhile read ahead.
         const onSent = () => (this.inFlight = next ? null : taken);
         const nextRead = await this.writeGroup.write(client, current.group, read, { ownTransaction: true, next: next?.group ?? null, onSent })
           .finally(() => (this.inFlight = null));

@@ -1,11 +1,7 @@
 /**
- * The PostgreSQL store's one way to send statements together: back to back on one connection without waiting
- * for each one's answer, one round trip for all of them, each bound to its values (the extended protocol) as a
- * statement the connection prepared once by name (pg-statements.ts). No value is quoted into the SQL text,
- * escaped, and lexed back out of it by the server (a group's raw bodies are tens of kilobytes).
- * One Sync ends them all (pg-synced-batch.ts): the server replies once, and after a failed statement runs none of
- * the rest. They are one transaction inside BEGIN ... COMMIT, which the caller sends or holds open
- * (pipelineTransaction sends both); a batch ending in COMMIT that fails is rolled back.
+ * The PostgreSQL store's one way to send statements together: on one connection in one round trip, each bound to its
+ * values (never quoted into the text) and prepared once by name. One Sync ends them (pg-synced-batch.ts); the caller
+ * sends or holds open BEGIN, and a failed batch ending in COMMIT is rolled back.
  */
 import type pg from 'pg';
 import { prepareValue } from 'pg/lib/utils.js';
@@ -18,11 +14,8 @@ export const PREPARED_DEFAULTS = {
 } as const;
 
 /**
- * Runs `statements` in order, in one round trip; each given statement's result in order (nulls left out). A
- * statement that fails makes the whole call throw its error, once the server has answered (the connection is
- * then free for the caller's ROLLBACK); the statements after it do not run, and a batch ending in COMMIT is rolled
- * back (as a COMMIT after a failed statement would). One Sync for the whole batch (pg-synced-batch.ts). The client
- * must have nothing else in flight.
+ * Runs `statements` in order in one round trip; each given one's result, in order (nulls left out). A failure throws
+ * once the server has answered, so the connection is free for the caller's ROLLBACK. Nothing else may be in flight.
  */
 export async function pipelineStatements(client: pg.ClientBase, statements: readonly GroupStatement[], types?: pg.CustomTypesConfig): Promise<pg.QueryResult[]> {
   // Every value converted before anything is sent: a value that cannot be sent sends nothing.
@@ -37,9 +30,8 @@ export async function pipelineStatements(client: pg.ClientBase, statements: read
 }
 
 /**
- * The statement as sent, for this batch on `client`'s connection: named once its text has a name, unnamed past the
- * connection's quota. What the connection has prepared is node-postgres's own record of it (`parsedStatements`,
- * which pg-synced-batch.ts keeps true after a failed batch), the same whatever wrapper of the client is handed in.
+ * The statement as sent on `client`'s connection: named, or unnamed past its quota. What is prepared is read from the
+ * connection's own record (`parsedStatements`, kept true by pg-synced-batch.ts), whatever wraps the client.
  */
 function namingOn(client: pg.ClientBase): (s: Exclude<GroupStatement, null>) => WireStatement {
   const prepared = (client as unknown as { connection: { parsedStatements: Record<string, string> } }).connection.parsedStatements;
@@ -59,10 +51,7 @@ function namingOn(client: pg.ClientBase): (s: Exclude<GroupStatement, null>) => 
   };
 }
 
-/**
- * `statements` as one transaction in one round trip: BEGIN and COMMIT go with them; their results in order (nulls
- * left out). After a failure the COMMIT rolls back, so the connection is left outside any transaction.
- */
+/** `statements` as one transaction in one round trip (BEGIN and COMMIT sent with them); a failure leaves none open. */
 export async function pipelineTransaction(client: pg.ClientBase, statements: readonly GroupStatement[], types?: pg.CustomTypesConfig): Promise<pg.QueryResult[]> {
   return (await pipelineStatements(client, ['BEGIN', ...statements, 'COMMIT'], types)).slice(1, -1);
 }

@@ -1,8 +1,6 @@
 /**
- * The plan ledger (plan-ledger.ts) of a PostgreSQL dataset: opened read-only (nothing migrated or written, so the
- * analyst role can plan), read in one READ ONLY REPEATABLE READ snapshot. The state of a batch of planned tasks
- * is one statement: the tasks as arrays (unnest), each joined to its ledger row and judged by the run's own due
- * rule (pg-ledger.ts's PG_DUE, request comparison and shared-answer lookup), so plan and run cannot drift apart.
+ * The plan ledger of a PostgreSQL dataset, read-only (the analyst role can plan) in one snapshot. Tasks are judged by
+ * the run's own rules (PG_DUE, pgRequestChanged, pgSharedAnswer) in one statement, so plan and run cannot drift apart.
  */
 import { UsageError } from '../../errors.ts';
 import { apiCallReads } from '../api-calls.ts';

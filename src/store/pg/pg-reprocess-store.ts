@@ -1,9 +1,6 @@
 /**
- * reprocess's store on PostgreSQL (store/reprocess-store.ts): the dataset lock held exclusive for the whole
- * rebuild (refused while any worker holds it shared), and every read and write on one client in one
- * transaction, so the dataset is the old one or the rebuilt one, never half; a process killed mid-way leaves
- * the old one (the server rolls back and lets go of the lock with its connection). Bodies are stored by
- * pg-answer-store.ts, as the run's writer stores them.
+ * reprocess's store on PostgreSQL: all on one client in one transaction, under the dataset lock held exclusive, so
+ * the dataset is the old or the rebuilt one, never half, even after a kill (the server rolls back and unlocks).
  */
 import type pg from 'pg';
 import { CLEAR_HISTORY_SQL, NORMALIZED_TABLES } from '../ingest/index.ts';

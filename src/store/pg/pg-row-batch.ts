@@ -1,16 +1,7 @@
 /**
- * The normalized rows of a group of answers, gathered per table and written with a few multi-row statements per
- * table (the table specs of pg-table-statements.ts) instead of one round trip per row. The effect is that of writing them one by
- * one, in order:
- * - tables go parents first (the foreign keys of a set's rows);
- * - one statement never holds two rows of the same key (ON CONFLICT cannot touch a row twice): the n-th write
- *   of a key goes in the n-th statement, in order, so the server merges first/last-seen and the later answer's
- *   values win exactly as row by row;
- * - a set replaced twice (a company's locations) ends as the last one: its owner's rows deleted, the last set
- *   inserted.
- * Whoever reads a stored row the batch may have touched flushes it first (`touches`). The statements go bound
- * to their values, pipelined (pg-pipeline.ts): the run's writer sends them with the rest of its group (`take`),
- * a flush on their own; one round trip however many rows, tables and rounds the batch holds.
+ * A group's normalized rows, gathered per table into a few multi-row statements with the effect of writing them one
+ * by one: parents first; the n-th write of a key in the n-th statement (ON CONFLICT cannot touch a row twice), so
+ * later values win as row by row; a set replaced twice ends as the last. Readers of a touched row flush first.
  */
 import type pg from 'pg';
 import type { Row, RowWrite } from '../../operations/stored-rows.ts';
@@ -59,10 +50,7 @@ export class PgRowBatch {
     return false;
   }
 
-  /**
-   * Writes everything waiting, parents first, in one round trip; the batch is then empty. Pipelined statements
-   * are one transaction only inside one: every caller holds its own open (BEGIN already sent on `client`).
-   */
+  /** Writes everything waiting in one round trip, inside the caller's open transaction (BEGIN already sent). */
   async flush(client: pg.ClientBase): Promise<void> {
     await pipelineStatements(client, this.take());
   }

@@ -1,9 +1,6 @@
 /**
- * The run store on PostgreSQL (store/run-store.ts's ports). Each worker holds the dataset lock shared for its
- * whole life (dataset-lock.ts), so reprocess and prune wait for no one and a worker is refused (LOCKED) while
- * they rewrite; several workers run one job together, each taking due work with task claims
- * (coordination/task-claims.ts: FOR UPDATE SKIP LOCKED and a lease per input) instead of paging the ledger.
- * Its `runs` row is live while its session holds the lock (coordination/worker-runs.ts).
+ * The run store on PostgreSQL. Each worker holds the dataset lock shared for its life; workers share a job by claiming
+ * due tasks (SKIP LOCKED, a lease per input), and a worker's `runs` row is live while its session holds the lock.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type pg from 'pg';
@@ -48,11 +45,8 @@ export const PG_RUN_STORE_DEFAULTS = {
 } as const;
 
 /**
- * Opens (migrating when needed) the PostgreSQL dataset for a run, and holds its lock shared: LockedError while
- * reprocess or prune holds it. The hold keeps one of the pool's connections (PG_STORE_DEFAULTS.maxConnections,
- * 10) for the run's life, and the writer one from its first commit (its prepared statements stay on it);
- * planning takes one for a transaction, claims, the gate and the credit budget one per statement, none holds one
- * while waiting for another, and a statement finding all eight busy queues for a moment.
+ * Opens the dataset for a run, its lock held shared (LockedError while reprocess or prune holds it). The hold and the
+ * writer keep a connection each; the rest serve one statement at a time, none held while waiting for another.
  */
 export async function openPgRunStore(options: PgRunStoreOptions): Promise<RunStore> {
   const store = await openPgStore(options.url);
@@ -109,9 +103,8 @@ export async function openPgRunStore(options: PgRunStoreOptions): Promise<RunSto
 }
 
 /**
- * The server's time now as ISO text, from one round trip's measure of its offset (good to its latency): a
- * worker stamps the ledger with it (a run's start, an answer's completion, the freshness cut-off), so workers
- * on hosts whose clocks disagree (one a day ahead) agree on what is fresh, as they do on when a lease ends.
+ * The server's time now as ISO text, its offset measured once (good to a round trip): workers on hosts whose clocks
+ * disagree stamp the ledger alike and agree on what is fresh, as on when a lease ends.
  */
 async function serverClock(pool: pg.Pool): Promise<() => string> {
   const sentMs = Date.now();
@@ -150,9 +143,8 @@ type WorkerHold = RunHold & {
 };
 
 /**
- * A worker's hold is the dataset lock held shared on one session: its backend pid marks the run live
- * (worker-runs.ts). A session the server ends (killed, the connection lost) takes the lock with it: the run
- * stops, as a SQLite run whose lock was taken over does.
+ * A worker's hold: the dataset lock held shared on one session, whose backend pid marks the run live. A session the
+ * server ends takes the lock with it, and the run stops, as a SQLite run whose lock was taken over does.
  */
 function workerHold(hold: DatasetHold, shownUrl: string): WorkerHold {
   let lost: LockLostError | null = null;
@@ -185,9 +177,8 @@ interface ClaimOptions {
 }
 
 /**
- * A job's due tasks as this worker claims them, its leases tied to its hold's session. With nothing free to claim
- * while other workers still hold due inputs, it waits and looks again: a dead worker's inputs come back as soon
- * as the server has dropped its session, a stalled one's when its lease runs out.
+ * A job's due tasks as this worker claims them, leases tied to its session. With nothing free while others hold due
+ * inputs it polls: a dead worker's inputs return once its session drops, a stalled one's when its lease runs out.
  */
 function claimedDueTasks(store: PgStore, filter: RunnableFilter, opts: ClaimOptions, hold: WorkerHold, signal?: AbortSignal): DueTasks {
   const claims = createTaskClaims(store.pool, { workerId: newWorkerId(), leaseMs: opts.leaseMs, holderPid: opts.holderPid });
@@ -220,8 +211,8 @@ function claimedDueTasks(store: PgStore, filter: RunnableFilter, opts: ClaimOpti
         for (const r of rows) held.add(r.inputKey);
         if (rows.length > 0) return rows.map(({ leaseUntil: _lease, ...row }) => row);
         if (signal?.aborted) return [];
-        // Nothing due but in its own inputs: done once they settle, or claim what they leave due, woken by the next
-        // settle. Polling there cost the end of every run up to idlePollMs after its last answers.
+        // Only its own inputs hold due work: done once they settle, else woken by the next settle to claim what they
+        // leave due (polling would delay the run's end by up to idlePollMs).
         const ownOnly = (await dueLeft()) === 0;
         if (ownOnly && held.size === 0) return [];
         const wakers = [...(ownOnly ? [nextSettle.signal] : []), ...(signal ? [signal] : [])];
@@ -250,10 +241,8 @@ function claimedDueTasks(store: PgStore, filter: RunnableFilter, opts: ClaimOpti
 }
 
 /**
- * Inputs given back together, `delayMs` after the first of them (or at once when a claim's worth is waiting): an
- * input's pages are settled, so nobody would call them again meanwhile, and a DELETE per group commit was a
- * round trip and a statement per 7 answers. The run does not wait for it; a failure stops the run at the next
- * give-back or at close, which sends what is left.
+ * Inputs given back together, `delayMs` after the first (at once when a claim's worth waits): their pages are settled,
+ * so nobody needs them meanwhile. Not awaited: a failure stops the run at the next give-back or at close.
  */
 function givenBackTogether(release: (inputKeys: string[]) => Promise<void>, delayMs: number): { add(inputKeys: readonly string[]): void; flush(): Promise<void> } {
   let waiting: string[] = [];

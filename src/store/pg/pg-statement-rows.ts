@@ -1,9 +1,6 @@
 /**
- * The rows of a statement on PostgreSQL (`query`, `export --sql`, `export <table>`), streamed with a cursor
- * (pg-query-stream) inside the command's read snapshot, as arrays in column order with the values of
- * pg/reader-values.ts. The counterpart of sqlite/statement-rows.ts's child process: the server can stop a running
- * statement, so on the AbortSignal (SIGINT/SIGTERM/SIGHUP) or past `timeoutMs` it is cancelled
- * (pg_cancel_backend from a second connection) and the rows end with ExportInterruptedError or QueryTimeoutError.
+ * A statement's rows on PostgreSQL (`query`, `export`), streamed from a cursor in the read snapshot. On the signal or
+ * past `timeoutMs` a second connection cancels it: the rows end with ExportInterruptedError or QueryTimeoutError.
  */
 import QueryStream from 'pg-query-stream';
 import type { PgSnapshot } from './read-snapshot.ts';

@@ -1,10 +1,7 @@
 /**
- * Statements sent to the server as one extended-protocol exchange with a single Sync at its end (node-postgres's
- * own queries, pipelined or not, each end with a Sync). The server answers a Sync with ReadyForQuery and a flush
- * of its output: a Sync per statement was a send() from the backend and a read woken in this process per
- * statement of a group, a dozen a commit. One Sync: one reply for the whole batch. After a statement fails, the
- * server skips the rest up to the Sync, so nothing after it runs (inside BEGIN the transaction is left aborted;
- * outside one the batch is one implicit transaction, all or nothing).
+ * Statements sent as one extended-protocol exchange ending in one Sync (node-postgres syncs each query), so the
+ * server replies and flushes once for the batch. After a failure it skips the rest up to the Sync (inside BEGIN the
+ * transaction is left aborted; outside one the batch is one implicit transaction, all or nothing).
  */
 import pg from 'pg';
 import Result from 'pg/lib/result.js';
@@ -36,9 +33,8 @@ interface WireConnection {
 const doubtful = new WeakMap<WireConnection, Set<string>>();
 
 /**
- * A node-postgres "submittable" (client.query(batch)): the client hands it the connection when the connection is
- * free (at once in pipeline mode), then the server's messages for it, in order, until ReadyForQuery. A Query by
- * class: node-postgres refuses other submittables in pipeline mode (a cursor's portal would take later replies).
+ * A node-postgres submittable: handed the connection when free (at once in pipeline mode), then the server's messages
+ * until ReadyForQuery. A Query subclass, as pipeline mode refuses other submittables.
  */
 class SyncedBatch extends (pg.Query as unknown as new (config: { text: string }) => object) {
   private readonly results: Result[];
@@ -135,10 +131,7 @@ class SyncedBatch extends (pg.Query as unknown as new (config: { text: string })
   }
 }
 
-/**
- * Sends `statements` as one exchange ending in one Sync and resolves with each one's result, in order; rejects
- * with the first refusal (the statements after it did not run). The client must be free of other queries' replies.
- */
+/** Sends `statements` ending in one Sync: each one's result in order, or the first refusal (nothing after it ran). */
 export function sendSynced(client: pg.ClientBase, statements: readonly WireStatement[], types?: pg.CustomTypesConfig): Promise<pg.QueryResult[]> {
   return new Promise((resolve, reject) => {
     // The client's own type parsers where the caller gives none, as its queries use.

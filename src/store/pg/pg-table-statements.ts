@@ -1,8 +1,6 @@
 /**
- * The statements of store/ingest/tables.ts in PostgreSQL's dialect, split so that one statement writes many
- * rows: `head VALUES (...), (...) tail`. Built from the same table writes as SQLite's (ON CONFLICT ... DO UPDATE
- * with the earliest first_seen and the latest updated/last_seen), with LEAST/GREATEST for SQLite's two-argument
- * min/max. Values go in as `copy` converts them.
+ * store/ingest/tables.ts's writes in PostgreSQL's dialect, as `head VALUES (...), (...) tail` so that one statement
+ * writes many rows; LEAST/GREATEST stand for SQLite's two-argument min/max. Values go in as `copy` converts them.
  */
 import type { Row } from '../../operations/stored-rows.ts';
 import { pgValueConverters } from '../copy-dataset.ts';

@@ -1,12 +1,10 @@
-// node-postgres's own conversion of a parameter (its lib/utils.js, exported by its package.json's "./lib/*.js"),
-// which @types/pg does not declare.
+// node-postgres's own conversion of a parameter (lib/utils.js, exported by its package.json), undeclared by @types/pg.
 declare module 'pg/lib/utils.js' {
   /** A value as node-postgres sends it: text, a Buffer or null; throws where it cannot (a BigInt in an object). */
   export function prepareValue(value: unknown): string | Buffer | null;
 }
 
-// node-postgres's result of one statement (its lib/result.js), which a synced batch (pg-synced-batch.ts) fills
-// from the server's messages as node-postgres's own queries do.
+// node-postgres's result of one statement (lib/result.js), which pg-synced-batch.ts fills from the server's messages.
 declare module 'pg/lib/result.js' {
   export default class Result {
     constructor(rowMode: 'array' | undefined, types: unknown);

@@ -1,15 +1,7 @@
 /**
- * Retention of raw_responses on PostgreSQL: the rule of store/raw-prune.ts (its SQL, supersededBodiesSql, is
- * shared, so the engines cannot drift), run as one set-based DELETE in one transaction.
- *
- * Safe beside running workers (they hold the dataset lock shared, as a job's keepRawDays does): a body goes
- * only when a newer accepted body for its request is committed and seen by the statement, and the newest one
- * seen is never among those dropped, so the latest answer of a lookup always stays, whoever prunes at once.
- * A body a worker is writing right now is invisible until committed: it supersedes nothing yet. Rows another
- * prune is deleting are skipped (SKIP LOCKED), not waited on: workers ending one job together never deadlock.
- *
- * Nothing to gzip here: bodies are stored as text (a run writes text, `netingest copy` decodes SQLite's gzip
- * bodies) and PostgreSQL compresses large values itself (TOAST), so `compressOld` finds nothing.
+ * Retention of raw_responses on PostgreSQL: store/raw-prune.ts's rule as one DELETE. Safe beside workers: a body goes
+ * only once a newer accepted one is committed, and rows another prune holds are skipped (SKIP LOCKED), so workers
+ * ending one job together never deadlock. Bodies are text (TOAST compresses them): `compressOld` finds nothing.
  */
 import type pg from 'pg';
 import { inPgTransaction } from './transaction.ts';

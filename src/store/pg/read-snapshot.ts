@@ -1,8 +1,6 @@
 /**
- * The read snapshot (read-snapshot.ts) on PostgreSQL: one pooled client, one READ ONLY REPEATABLE READ transaction (so every read of
- * a command sees the database as it was when the first one ran, and the server refuses any write), ended and the
- * client released however the reader's work ends. The server keeps the snapshot itself: the change check is a no-op.
- * Only types of pg here: a SQLite command imports this file (its readers sit beside their PostgreSQL versions).
+ * The read snapshot on PostgreSQL: one READ ONLY REPEATABLE READ transaction, so a command's reads see one state, kept
+ * by the server (the change check is a no-op). Only pg's types here: SQLite commands import this file.
  */
 import type pg from 'pg';
 import type { ReadSnapshot } from '../read-snapshot.ts';
@@ -18,13 +16,11 @@ export interface PgSnapshot extends ReadSnapshot {
   readonly pool: pg.Pool;
 }
 
-/** Options of withPgReadSnapshot(). */
 export interface PgSnapshotOptions {
   /** The transaction's statement timeout in ms; 0: none. Undefined keeps the pool's. */
   statementTimeoutMs?: number | undefined;
 }
 
-/** Runs `fn` in one READ ONLY REPEATABLE READ transaction on a client of `pool`; see the file's comment. */
 export async function withPgReadSnapshot<T>(
   pool: pg.Pool,
   fn: (snapshot: PgSnapshot) => Promise<T> | T,
@@ -32,8 +28,7 @@ export async function withPgReadSnapshot<T>(
 ): Promise<T> {
   return inPgTransaction(pool, async (client) => {
     if (options.statementTimeoutMs !== undefined) {
-      // Local (set_config's true, as SET LOCAL): for this transaction only, the pooled connection keeps its own
-      // setting afterwards. Bound, as every value the store sends (SET takes no parameter).
+      // set_config(..., true) is SET LOCAL (this transaction only), and unlike SET it takes a bound value.
       await client.query("SELECT set_config('statement_timeout', $1, true)", [String(Math.max(0, Math.trunc(options.statementTimeoutMs)))]);
     }
     const pid = await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');

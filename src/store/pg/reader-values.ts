@@ -1,9 +1,6 @@
 /**
- * How a reader's values come out of PostgreSQL so that export and query print what they print for the same
- * data on SQLite: timestamps as the ISO text SQLite stores (2026-11-22T13:45:00.000Z), JSON as its text (a JSON
- * string or number as that value, as SQLite's "as given" columns hold it), integers beyond 2^53 exact (bigint),
- * booleans as 0/1 and dates as their text. node-postgres's own parsing (Date objects, parsed JSON, int8 as a
- * string) would print differently; a query given these `types` gets the values below instead.
+ * PostgreSQL's values as SQLite holds them, so export and query print the same on both: ISO timestamps, JSON as text,
+ * int8 past 2^53 as bigint, booleans as 0/1, dates as text (node-postgres's own: Date, parsed JSON, int8 as a string).
  */
 import pg from 'pg';
 
@@ -17,10 +14,7 @@ export const READER_TYPES = {
   },
 };
 
-/**
- * `types` for the store's own readers (status): as READER_TYPES, but counts and ids as JavaScript numbers, as
- * better-sqlite3 gives them to the same code on SQLite (a report printed as JSON cannot hold a bigint).
- */
+/** The store's own readers' `types`: READER_TYPES with counts and ids as numbers, as better-sqlite3 gives them. */
 export const STORE_TYPES = {
   getTypeParser(oid: number, format?: 'text' | 'binary'): (text: string) => unknown {
     if (format !== 'binary' && (oid === OID.INT8 || oid === OID.NUMERIC)) return Number;
@@ -39,10 +33,7 @@ const PARSERS = new Map<number, (text: string) => unknown>([
   [OID.TIMESTAMP, (text) => text],
 ]);
 
-/**
- * `2026-11-22 13:45:00.123456+00` (the pool's TimeZone is UTC) as `2026-11-22T13:45:00.123Z`: milliseconds,
- * as SQLite's columns hold them. Another offset (a session set otherwise) goes through Date.
- */
+/** `2026-11-22 13:45:00.123456+00` (the pool is UTC) as SQLite's `2026-11-22T13:45:00.123Z`; other offsets via Date. */
 export function isoTimestamp(text: string): string {
   const m = /^(\d{4}-\d{2}-\d{2}) (\d{2}:\d{2}:\d{2})(?:\.(\d+))?\+00$/.exec(text);
   if (m) return `${m[1]}T${m[2]}.${(m[3] ?? '').padEnd(3, '0').slice(0, 3)}Z`;
@@ -50,10 +41,7 @@ export function isoTimestamp(text: string): string {
   return Number.isNaN(date.getTime()) ? text : date.toISOString();
 }
 
-/**
- * A JSON object or array as compact text (jsonb keeps no spacing; its keys come in jsonb's own order), a JSON
- * string or number as that value, JSON null as the text `null`.
- */
+/** JSON object or array as compact text (in jsonb's key order), string or number as that value, null as `null`. */
 function jsonValue(text: string): unknown {
   const value: unknown = JSON.parse(text);
   if (value === null) return 'null';

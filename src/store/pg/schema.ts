@@ -1,18 +1,7 @@
 /**
- * The dataset's tables on PostgreSQL, built from the same definition as SQLite's (store/tables.ts): same names,
- * keys, unique indexes and indexes, so the public contract (docs/schema.md) reads the same on both engines.
- * `migrations/postgres/` is generated from this file (`npm run db:generate:pg`); views, SQLite-compatible SQL
- * functions and raw_body() are a hand-written migration there. test/pg/pg-schema-parity.test.ts compares the two.
- *
- * Kinds become PostgreSQL types (docs/postgres.md):
- * - `time` -> timestamptz, read back as PostgreSQL's text form. Days (`posted_on`, `posted_date`) are `text`,
- *   `YYYY-MM-DD` as on SQLite, so the ready queries that compare them with date text work unchanged.
- * - `flag` (0/1) -> smallint 0/1, not boolean: `is_headquarter = 1` in users' SQL keeps working.
- * - `json` -> jsonb; `given` (SQLite's BLOB "as given") -> jsonb too, so a number stays a number and a string a
- *   string.
- * - `bigint` -> bigint; an id -> bigint identity (BY DEFAULT, so `netingest copy` keeps the ids).
- * - `real` -> double precision. Raw bodies -> text, always as received (`body_encoding` NULL): PostgreSQL
- *   compresses large values itself (TOAST), and raw_body() stays plain SQL.
+ * The dataset's tables, built from store/tables.ts as SQLite's are (test/pg/pg-schema-parity.test.ts compares them);
+ * `npm run db:generate:pg` makes migrations/postgres/ from it (views and functions are hand-written there). Types: see
+ * docs/postgres.md (`flag` smallint so `= 1` works, `given` jsonb so a number stays one, ids BY DEFAULT for copy).
  */
 import type { BuildColumns } from 'drizzle-orm';
 import {

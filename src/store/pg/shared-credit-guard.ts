@@ -1,13 +1,8 @@
 /**
- * The credit guard of a worker on PostgreSQL: the run's CreditGuard (it learns costs and the balance from the
- * counters, and keeps the summary's figures), whose every reservation must also fit the account's shared
- * budget (coordination/shared-credit-budget.ts): the reserve and maxPerRun hold across all workers, since what
- * every worker holds in flight and has spent lives in the database. A call's cost is the one the answers of all
- * workers of the account show (the budget's cost samples), never a step of this worker's own counters: those
- * also step by the calls of the other workers and runs on the account; they are read before an operation's first
- * call too, so a worker joining others is priced by their answers. Until the samples show it, a cost is one
- * earlier runs learned or the assumed default, and an answer's charge waits (its reservation held) while its
- * counter joins the samples: charged then, a call of another run charged just before it would count as its own.
+ * A worker's credit guard on PostgreSQL: the run's CreditGuard, each reservation also fitting the account's shared
+ * budget, so the reserve and maxPerRun hold across all workers. A cost is the one all workers' answers show (the
+ * budget's samples), never a step of this worker's counters, which others' calls step too. Until the samples show
+ * it, an answer's charge waits, reservation held: charged earlier, another run's call could count as its own.
  */
 import type { CreditCounters, Operation } from '../../spec/types.ts';
 import type { CreditHistory } from '../../credits/credit-meter.ts';
@@ -63,9 +58,8 @@ export class SharedCreditGuard extends CreditGuard {
     await this.priceFirst(operation);
     const local = await super.acquire(operation);
     if (!local) return null;
-    // A cost not learned yet is the assumed default: the budget lets such a call go alone as a probe, as the local guard does.
-    // Answers waiting for a cost hold their reservations: charged at their estimate when this call would wait on them;
-    // else a refused call looks at the account's samples again (another worker's answers may show the cost by now).
+    // An unknown cost goes alone as a probe. Before this call waits, answers waiting for a cost are charged at their
+    // estimate, or else the account's samples are read again (other workers' answers may show the cost by now).
     const price = () => ({ cost: this.costOf(operation), probe: !this.knowsCost(operation) });
     const beforeWait = async () => (await this.chargeUnpriced()) || (await this.priceFromAccount(operation));
     const shared = await this.budget.acquire(price, this.limits, { beforeWait });
@@ -78,10 +72,8 @@ export class SharedCreditGuard extends CreditGuard {
   }
 
   /**
-   * Before an operation's first call, its cost as the account's samples show it: the answers of the workers that
-   * called before this one. At the assumed cost (or as a probe, which needs nothing in flight on the account) a
-   * worker joining others that hold calls in flight got no room until they had spent it all. One read for the
-   * calls asked meanwhile; another after a failed read.
+   * Before an operation's first call, its cost as the account's samples show it: at the assumed cost (or as a probe) a
+   * worker joining others with calls in flight would get no room till they spent it all. One read; again if it failed.
    */
   private priceFirst(operation: Operation): Promise<unknown> {
     let read = this.priced.get(operation);
@@ -105,9 +97,8 @@ export class SharedCreditGuard extends CreditGuard {
   }
 
   /**
-   * What this worker's calls cost, as the run's shared spend counts them: its summary, `runs.credits_spent`, and
-   * its own check of maxPerRun (the budget checks the run's, all workers together). Its own counters' span would
-   * count every call on the account meanwhile, other workers' and other runs' included, and stop it early.
+   * What this worker's calls cost as the run's shared spend counts them (summary, runs.credits_spent, maxPerRun): its
+   * own counters' span would count every call on the account meanwhile, others' included, and stop it early.
    */
   override get spent(): number {
     return this.charged;

@@ -1,8 +1,6 @@
 /**
- * The rate gate of a worker on PostgreSQL: the job's requestsPerMinute is one limit shared by every worker of the
- * API URL (coordination/shared-rate-gate.ts), so all of them together never exceed it in any sliding window. A
- * 429's pause holds this worker (counted toward its cap on waiting, as on SQLite) and the others through the
- * shared slots.
+ * A worker's rate gate on PostgreSQL: requestsPerMinute is one limit for all workers of the API URL together, in any
+ * sliding window. A 429's pause holds this worker (counted toward its cap on waiting) and, through the slots, the rest.
  */
 import type pg from 'pg';
 import { RateGate } from '../../rate/rate-gate.ts';
@@ -12,9 +10,8 @@ import { SHARED_RATE_GATE_DEFAULTS, SharedRateGate, type SharedRateGateOptions }
 const MINUTE_MS = 60_000;
 
 /**
- * The shared gate's whole number of calls and its window for a rate of `requestsPerMinute`, counted over
- * `windowMs`: the rate exactly, fractions included. Under one call a window (0.2 a minute), one call per
- * longer window (five minutes); 1.5 a minute is one call per 40 seconds, not one a minute.
+ * The shared gate's whole calls per window for `requestsPerMinute` over `windowMs`, keeping the rate exact: 0.2 a
+ * minute is one call per five minutes, 1.5 a minute one per 40 seconds.
  */
 export function sharedLimitOf(requestsPerMinute: number, windowMs: number): { limit: number; windowMs: number } {
   const perWindow = (requestsPerMinute * windowMs) / MINUTE_MS;

@@ -1,7 +1,4 @@
-/**
- * One transaction on one pooled connection: `fn` runs between `begin` and COMMIT, and a throw rolls it back. A
- * connection whose ROLLBACK fails (lost, or a stream left mid-read) is dropped rather than given back to the pool.
- */
+/** One transaction on one pooled connection: `fn` runs between `begin` and COMMIT, and a throw rolls it back. */
 import type pg from 'pg';
 
 export function inPgTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>, begin = 'BEGIN'): Promise<T> {
@@ -13,10 +10,7 @@ export function inPgTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient) =>
   });
 }
 
-/**
- * `fn` on one pooled connection, with a ROLLBACK after a throw: for a caller that sends BEGIN and COMMIT inside
- * its own queries (each a round trip saved). A connection whose ROLLBACK fails is dropped, as above.
- */
+/** `fn` on one pooled connection, ROLLBACK after a throw: for a caller sending BEGIN and COMMIT in its own queries. */
 export async function withPgClient<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
   const client = await pool.connect();
   let result: T;
@@ -30,7 +24,7 @@ export async function withPgClient<T>(pool: pg.Pool, fn: (client: pg.PoolClient)
   return result;
 }
 
-/** A connection after a failure: rolled back and given back to the pool, or dropped when even ROLLBACK fails. */
+/** A connection after a failure: rolled back and pooled, or dropped when ROLLBACK fails (lost, or left mid-read). */
 export async function releaseAfterFailure(client: pg.PoolClient): Promise<void> {
   let broken: Error | undefined;
   await client.query('ROLLBACK').catch((err: Error) => (broken = err));
