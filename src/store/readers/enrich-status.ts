@@ -31,13 +31,10 @@ export const REQUEST_CHANGED = "the job's request changed since it ran (the stor
 type TaskState = Pick<TaskRow, 'page' | 'status' | 'requestJson'> & { lastErrorCode: string | null; lastError: string | null };
 
 /**
- * Reads the tasks of one input of `job`. With no results, only the pages the job plans now count, and a task
- * whose stored request is not the one the job would send now (its `request` changed since: other filters,
- * page size) is pending, as the ledger makes it on the next run. Then: any failed page makes it `failed`,
- * else any deferred page `deferred`, else any pending page (or a page never planned) `pending`, else every
- * page was answered with nothing, `not_found`: a 404, past the last page, or an empty page (done: the ledger
- * does not count results). Where an answer always carries a result (a post: the spec's doneMeansResult), a
- * done input without one in the dataset is `failed`, with why.
+ * Reads the tasks of one input of `job`. With no results, only pages the job plans now count, and a task whose stored
+ * request is not what the job would send now is pending (as the next run makes it). Then any failed page makes it
+ * `failed`, else any deferred `deferred`, else any pending or unplanned `pending`, else `not_found` (404, past the last
+ * page, or empty). Where an answer always carries a result (doneMeansResult), a done input without one is `failed`.
  */
 export function taskStatusReader(job: string, operation: Operation) {
   const doneMeansResult = specOf(operation).enrich.doneMeansResult;
