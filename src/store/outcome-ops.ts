@@ -1,7 +1,4 @@
-/**
- * The outcomes of calls as plain data, and the one function that files them in the database. The run's
- * writer (result-writer.ts) gathers them and applies each batch in one transaction.
- */
+/** Call outcomes as plain data, and the one function filing them; the run's writer applies a batch per transaction. */
 import type { Connection } from './connection.ts';
 import type { AnySubject } from '../operations/index.ts';
 import { prepareAnswerStore } from './store-answer.ts';
@@ -26,10 +23,7 @@ interface PaidBody {
 
 /** One thing to write; `at` is the ISO time the outcome was known. */
 export type OutcomeOp =
-  /**
-   * A 200 its answer contract read: normalized rows (from `answer`, as the client read it), raw body, anomalies,
-   * api_calls row and the task done, all or nothing.
-   */
+  /** A 200 its contract read: rows (from `answer`), raw body, anomalies, api_calls row, task done: all or nothing. */
   | ({ kind: 'success'; answer: unknown; setAside: readonly SetAsideRecord[] } & PaidBody)
   /**
    * A paid 200 of the wrong shape: the body archived as not an answer (error_code), its api_calls row and the
