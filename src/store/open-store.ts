@@ -1,7 +1,6 @@
 /**
- * The one place the engine is chosen: `--db` (a SQLite file or a postgres:// URL, parsed by locator.ts) gives one
- * DatasetStore (dataset-store.ts) that every command uses. PostgreSQL's implementation is loaded only here, and
- * only for a postgres:// dataset: a SQLite command (the nightly case) never pays pg's and drizzle's import.
+ * The one place the engine is chosen: `--db` (locator.ts) gives the DatasetStore every command uses. PostgreSQL's is
+ * loaded only for a postgres:// dataset: a SQLite command (the nightly case) never pays pg's and drizzle's import.
  */
 import { UsageError } from '../errors.ts';
 import type { DatasetStore } from './dataset-store.ts';

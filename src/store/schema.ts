@@ -1,8 +1,6 @@
 /**
- * The dataset's tables on SQLite, built from their one definition (tables.ts). `migrations/` is generated from
- * this file's exports by drizzle-kit (`npm run db:generate`) and applied by `openDatabase()`.
- *
- * Kinds become SQLite types: `text`, `time` and `json` TEXT; `int`, `bigint` and `flag` INTEGER; `real` REAL;
+ * The dataset's tables on SQLite, built from tables.ts; drizzle-kit generates `migrations/` from these exports and
+ * openDatabase() applies them. Kinds: `text`, `time`, `json` TEXT; `int`, `bigint`, `flag` INTEGER; `real` REAL;
  * `given` BLOB; an id is INTEGER PRIMARY KEY AUTOINCREMENT.
  */
 import { check, customType, index, integer, primaryKey, real, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core';

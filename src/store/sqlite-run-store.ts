@@ -72,9 +72,8 @@ function pagedDueTasks(ledger: Pick<Ledger, 'runnableAfter'>, filter: RunnableFi
 }
 
 /**
- * The ledger as a run writes it from its own thread (planning, reopening, deferring): each write checks, in its
- * transaction, that the run still holds its lock, so a run suspended while another took the lock over does
- * not change the tasks the new holder works on (LockLostError instead). Reads are the ledger's own.
+ * The ledger as a run writes it: each write checks in its transaction that the run still holds its lock, so a run
+ * suspended while another took over cannot change the new holder's tasks (LockLostError). Reads are the ledger's.
  */
 function lockGuardedLedger(ledger: Ledger, lock: Pick<RunLock, 'whileHeld'>): Ledger {
   return {
