@@ -1,6 +1,6 @@
 /**
- * The run store on SQLite: today's synchronous better-sqlite3 code behind the run ports (run-store.ts). The run
- * holds the one-run lock; every write of the ledger and the end of the run check it in their transaction.
+ * The run store on SQLite: synchronous better-sqlite3 code behind the run ports (run-store.ts). The run holds the
+ * one-run lock; every ledger write and the run's end check it in their transaction.
  */
 import { CreditGuard } from '../credits/credit-guard.ts';
 import { RateGate } from '../rate/rate-gate.ts';

@@ -279,10 +279,7 @@ const rawResponses = table('raw_responses', {
   received_at: time().notNull(),
   run_id: bigint(),
   task_id: bigint(),
-  /**
-   * Null for a body that validated; the error code (SCHEMA) of a paid body that did not, kept so reprocess
-   * can recover it after a schema fix. Reprocess sets it back to null once the body validates and replays.
-   */
+  /** Null once a body validated; else its error code (SCHEMA), kept so reprocess can recover it after a schema fix. */
   error_code: text(),
   /** NULL: `body` is the text as received (always, on PostgreSQL); `gzip`: `body` is that text gzipped (a BLOB). */
   body_encoding: text(),
