@@ -20,11 +20,10 @@ export const RESULT_WRITER_DEFAULTS = {
 } as const;
 
 /**
- * Files every call's outcome on the run's connection in group commits: what arrives in one event-loop turn is written
- * at its end (or once `maxBatch` gather) in one IMMEDIATE transaction: rows, raw body, task status, api_calls row. An
- * outcome resolves once committed and the runner holds the task's slot until then, so a crash loses at most
- * `concurrency` answers, each repeated by the next run. Each commit first checks the run's lock (RunLock.whileHeld):
- * a run suspended while another took the lock stores nothing. The checkpointer thread keeps fsyncs off the commits.
+ * The SQLite writer: each group (group-commit-writer.ts) is one IMMEDIATE transaction holding rows, raw body, task
+ * status and api_calls row. An outcome resolves once committed and the runner holds its slot until then, so a crash
+ * loses at most `concurrency` answers, each repeated by the next run. Each commit first checks the run's lock
+ * (RunLock.whileHeld), so a run suspended while another took it over stores nothing; checkpoints run off-thread.
  */
 export class ResultWriter extends GroupCommitWriter {
   private readonly checkpointer: ReturnType<typeof startWalCheckpointer>;
