@@ -25,10 +25,7 @@ export abstract class GroupCommitWriter implements OutcomeWriter {
     private readonly now: () => string = () => new Date().toISOString(),
   ) {}
 
-  /**
-   * Commits one group in one transaction and calls `release` once it is committed or failed; a failure goes to
-   * fail(). Groups commit in the order flushed.
-   */
+  /** Commits one group in one transaction, then `release`s it (failures go to fail()); groups commit in flush order. */
   protected abstract commitGroup(ops: readonly OutcomeOp[], release: () => void): void;
 
   abstract drain(): Promise<void>;

@@ -204,10 +204,7 @@ export function createLedger(database: Connection) {
     dropStaleInvalid(job: string, runId: number): number {
       return deleteStaleInvalid.run(job, runId).changes;
     },
-    /**
-     * The job's recorded invalid rows by invalidRowKey() (not by line: a row added above moves the others). Read it
-     * before the run's first insertPlanned.
-     */
+    /** The job's invalid rows by invalidRowKey() (not by line: rows shift). Read it before the first insertPlanned. */
     recordedInvalid(job: string, file: string): Map<string, number> {
       return countByKey(selectRecordedInvalid.all(job, file) as InvalidInputRow[]);
     },

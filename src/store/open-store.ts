@@ -18,10 +18,7 @@ export async function openStore(db: string | DatasetLocation): Promise<DatasetSt
   return pgDatasetStore(location.url, location.shownUrl);
 }
 
-/**
- * `copy --to`: the PostgreSQL database a SQLite dataset is copied into, from `to` or else the environment's
- * NETINGEST_DATABASE_URL; a UsageError when that is not a postgres:// URL.
- */
+/** `copy --to`'s PostgreSQL target, from `to` or else NETINGEST_DATABASE_URL; a UsageError if not a postgres:// URL. */
 export function copyTarget(to: string | undefined): { url: string; shownUrl: string } {
   const target = locateDataset({ db: to, flag: '--to', env: to ? {} : process.env });
   if (target.engine !== 'postgres') {

@@ -58,10 +58,7 @@ export function withReadSnapshot<T>(connection: Connection, fn: (snapshot: Sqlit
   return result instanceof Promise ? (result.then(done, failed) as T) : done(result);
 }
 
-/**
- * Opens a read transaction that stays open until the connection closes (an export worker reads every chunk from
- * it). Each `read` is followed by the change check.
- */
+/** A read transaction open until the connection closes (an export worker's chunks); each `read` is change-checked. */
 export function holdReadSnapshot(connection: Connection): HeldSnapshot {
   begin(connection.sqlite);
   takeSnapshot(connection.sqlite);

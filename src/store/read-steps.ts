@@ -34,10 +34,7 @@ export function readSync<T>(sqlite: BetterSqlite3.Database, reads: Reads<T>): T 
 let valueTypes: Promise<typeof import('./pg/reader-values.ts')> | null = null;
 const pgValueTypes = () => (valueTypes ??= import('./pg/reader-values.ts'));
 
-/**
- * Runs `reads` in a PostgreSQL snapshot, on a client in a transaction of the caller's (the writer's), or on the
- * pool (a run's reads of its own history, each statement on its own).
- */
+/** Runs `reads` on a client in the caller's transaction (the writer's), or on the pool (each statement on its own). */
 export async function readPg<T>(snapshot: Pick<PgSnapshot, 'client'> | { client: pg.ClientBase | pg.Pool }, reads: Reads<T>): Promise<T> {
   const { READER_TYPES, STORE_TYPES } = await pgValueTypes();
   for (let step = reads.next(); ; ) {

@@ -227,10 +227,7 @@ function* listChange(t: ListTracking, page: readonly Row[], rowsOf: Map<string, 
   rowsOf.set(by, [...kept, ...page]);
 }
 
-/**
- * A stored value as the history's text, the same on both engines: numbers and booleans as SQLite holds them,
- * JSON objects and arrays with their keys sorted (jsonb keeps its own order).
- */
+/** A value as history text on both engines: numbers, booleans as SQLite has them; JSON keys sorted (jsonb reorders). */
 export function valueText(v: unknown): string | null {
   if (v === null || v === undefined) return null;
   if (typeof v === 'boolean') return v ? '1' : '0';

@@ -1,7 +1,4 @@
-/**
- * Why an input row of `enrich` has no result: read from the task ledger (all pages of the input) when the
- * dataset holds nothing for it, against what the job would ask now.
- */
+/** Why an `enrich` input has no result, read from the ledger (all its pages) against what the job would ask now. */
 import { isDeepStrictEqual } from 'node:util';
 import type { Operation } from '../../spec/types.ts';
 import { rows, type Reads } from '../read-steps.ts';
