@@ -75,10 +75,7 @@ export const apiCallReads = {
   *ofRun(runId: number) {
     return (yield* rows<{ calls: number; firstId: number | null; lastAt: string | null }>(OF_RUN, [runId]))[0]!;
   },
-  /**
-   * The last counters the service reported (before the call `beforeCallId`, if given), or undefined before any
-   * call; `balance` as the run's guard counts it (reportedBalance).
-   */
+  /** The last counters reported (before call `beforeCallId`), undefined before any; `balance` as the guard has it. */
   *lastCounters(beforeCallId = Number.MAX_SAFE_INTEGER) {
     return withBalance((yield* rows<CountersRow>(LAST_COUNTERS, [beforeCallId]))[0]);
   },

@@ -76,10 +76,7 @@ export async function copyDataset(fromFile: string, toUrl: string, options: Copy
   }
 }
 
-/**
- * The source with its run lock held; a file that cannot be written (a read-only mount) is read without it, once
- * no live run holds it. Either way brought to this build's schema first, as every command does.
- */
+/** The source under its run lock (none on a read-only mount if no live run holds it), at this build's schema. */
 function openSource(file: string): { source: Database; lock: RunLock | null } {
   let source: Database;
   try {

@@ -25,10 +25,7 @@ interface PaidBody {
 export type OutcomeOp =
   /** A 200 its contract read: rows (from `answer`), raw body, anomalies, api_calls row, task done: all or nothing. */
   | ({ kind: 'success'; answer: unknown; setAside: readonly SetAsideRecord[] } & PaidBody)
-  /**
-   * A paid 200 of the wrong shape: the body archived as not an answer (error_code), its api_calls row and the
-   * task failed for good, all or nothing, so the body can be recovered by reprocess without a call.
-   */
+  /** A paid wrong-shape 200: body archived with error_code, api_calls row, task failed: all or nothing (reprocess). */
   | ({ kind: 'rejected'; code: string; message: string } & PaidBody)
   | { kind: 'not_found'; taskId: number; call: ApiCallRow; attempts: number; note: string | null; at: string }
   | { kind: 'past_last_page'; taskId: number; lastPage: number; at: string }

@@ -8,10 +8,7 @@ import type { AutoId, ColumnKind } from './table-kit.ts';
 import { buildTables, type Dialect } from './table-build.ts';
 import { DATASET_TABLES, type DatasetTable } from './tables.ts';
 
-/**
- * A column for values whose type the spec does not show. Declared BLOB so SQLite applies no type affinity:
- * numbers stay numbers and strings stay strings (a TEXT column would turn 12 into '12').
- */
+/** Values of a type the spec does not show: BLOB, so SQLite applies no affinity (TEXT would turn 12 into '12'). */
 const asGiven = customType<{ data: string | number; driverData: string | number }>({ dataType: () => 'blob' });
 
 const COLUMNS = {

@@ -71,10 +71,7 @@ function pagedDueTasks(ledger: Pick<Ledger, 'runnableAfter'>, filter: RunnableFi
   };
 }
 
-/**
- * The ledger as a run writes it: each write checks in its transaction that the run still holds its lock, so a run
- * suspended while another took over cannot change the new holder's tasks (LockLostError). Reads are the ledger's.
- */
+/** The ledger, each write checking the run lock in its transaction: a run taken over writes no task (LockLostError). */
 function lockGuardedLedger(ledger: Ledger, lock: Pick<RunLock, 'whileHeld'>): Ledger {
   return {
     ...ledger,

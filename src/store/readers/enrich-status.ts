@@ -77,10 +77,7 @@ export function taskStatusReader(job: string, operation: Operation) {
   };
 }
 
-/**
- * Whether a stored request is the planned one. The text as planned is the common case; PostgreSQL's jsonb
- * gives it back with its own key order, so a differing text is compared as JSON (keys in any order).
- */
+/** Whether a stored request is the planned one: same text, or same JSON (jsonb gives keys back in its own order). */
 function sameJson(stored: string, planned: string | undefined): boolean {
   if (planned === undefined) return false;
   if (stored === planned) return true;

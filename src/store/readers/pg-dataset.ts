@@ -53,10 +53,7 @@ function allOnPostgres(): never {
   );
 }
 
-/**
- * A failure of a user's statement in the words SQLite's all() uses: SQL to fix, and a write refused, both a
- * BadQueryError; parameters that do not match the statement's ($1, $2, ...) are SQL to fix too.
- */
+/** A failure in SQLite's all() words: a BadQueryError for SQL to fix (mismatched $1, $2... too) or a refused write. */
 function asDatasetError(err: unknown): unknown {
   const mapped = asPgQueryError(err);
   if (mapped instanceof WriteRefusedError) return new BadQueryError(mapped.message, { cause: err });

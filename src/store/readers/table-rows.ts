@@ -65,10 +65,7 @@ export interface ChunkSource {
 /** SQLite page cache of a worker's connection (the default is 16 MB per connection). */
 const CHUNK_READER_CACHE_KIB = 2048;
 
-/**
- * Opens `source.db` read-only on a connection of its own and holds one read transaction on it for the reader's
- * life, so that every range it reads comes from the same snapshot (taken here).
- */
+/** Opens `source.db` read-only on its own connection, one read transaction held for the reader's life: one snapshot. */
 export function openChunkReader(source: ChunkSource) {
   // Not openForReading(): the main thread checked the file and schema, and a worker without drizzle starts faster and
   // lighter. openConnection() still, for a folder this user cannot write (read-without-shm.ts).

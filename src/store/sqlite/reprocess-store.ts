@@ -1,7 +1,4 @@
-/**
- * reprocess's store on SQLite (reprocess-store.ts): better-sqlite3's synchronous statements, the body stored by
- * store-answer.ts as the run's writer stores it, everything in one transaction on the connection.
- */
+/** reprocess's store on SQLite: bodies stored by store-answer.ts as the run's writer does, all in one transaction. */
 import { prepareAnswerStore } from '../store-answer.ts';
 import { clearNormalizedTables } from '../ingest/index.ts';
 import { createLedger } from '../ledger.ts';

@@ -116,10 +116,7 @@ function childError(m: Extract<FromStatementChild, { type: 'failed' }>): Error {
   return new NetingestError(m.code ?? 'QUERY_FAILED', m.message);
 }
 
-/**
- * The child ended before the last row. By a stop signal: the terminal sent it to the whole process group, and
- * the parent, told too, is stopping. Otherwise it crashed (out of memory, say): its stderr says how.
- */
+/** The child ended early: by a stop signal to the whole process group (the parent stops too), or a crash (stderr). */
 function exitError(code: number | null, signal: NodeJS.Signals | null, stderr: string): Error {
   if (signal === 'SIGINT' || signal === 'SIGTERM' || signal === 'SIGHUP') return new ExportInterruptedError();
   const how = signal ? `was killed by ${signal}` : `exited with code ${code}`;

@@ -71,10 +71,7 @@ export function wwwUpgradeDue(sqlite: BetterSqlite3.Database): boolean {
 const TASK_KEEP_ORDER = `CASE status WHEN 'done' THEN 0 WHEN 'not_found' THEN 1 ELSE 2 END,
   completed_at DESC NULLS LAST, updated_at DESC, id DESC`;
 
-/**
- * The rows of a link table whose URL columns (`urls`: column -> its new value's name) fold into one per new key
- * (with `keyColumn`): the one seen last kept, its first and last seen spanning them all.
- */
+/** Folds link rows into one per new key (`urls`: column -> new value's name), the last seen kept, spanning all. */
 function foldLinks(table: string, urls: Record<string, string>, keyColumn: string): string[] {
   const news = Object.values(urls);
   const key = [keyColumn, ...news].join(', ');
