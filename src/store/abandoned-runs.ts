@@ -37,10 +37,9 @@ export function* unfinishedRunsReads(): Reads<UnfinishedRun[]> {
 }
 
 /**
- * A run's figures from what it committed: its calls, the tasks it planned by status, its invalid rows, and
- * its credits replayed through the CreditMeter from the counters of its paid answers, in the order they
- * were written, starting from the costs and counters earlier runs had seen (as the run itself started). It ends at its
- * last call, or at its start if it made none. Only reads.
+ * A run's figures from what it committed: its calls, tasks by status, invalid rows, and credits replayed through the
+ * CreditMeter from its paid answers' counters in write order, from the costs and counters earlier runs had seen. It
+ * ends at its last call, or its start if it made none. Only reads.
  */
 export function* measureUnfinishedRunReads(run: UnfinishedRun): Reads<UnfinishedRunFigures> {
   const { calls, firstId, lastAt } = yield* apiCallReads.ofRun(run.id);
@@ -73,10 +72,9 @@ export function* measureUnfinishedRunReads(run: UnfinishedRun): Reads<Unfinished
 }
 
 /**
- * The run's credits replayed through the CreditMeter from the paid answers' counters (see measureUnfinishedRunReads).
- * The counters are the account's: between two answers of this run, workers of other runs on PostgreSQL may have
- * been charged too. So every paid answer from the run's first call to its last is replayed, whichever run it is
- * of, and each one's step of the spend counts for its own run: the runs' credits add up to what was billed.
+ * The run's credits replayed from the paid answers' counters. The counters are the account's (on PostgreSQL other
+ * runs' workers may be charged between two answers), so every paid answer from the run's first call to its last is
+ * replayed, each step of the spend counted for its own run: the runs' credits add up to what was billed.
  */
 function* replayRunCredits(runId: number, firstId: number | null): Reads<{ balance: number | null; spent: number }> {
   if (firstId === null) return { balance: null, spent: 0 };
@@ -103,10 +101,8 @@ function* replayRunCredits(runId: number, firstId: number | null): Reads<{ balan
 }
 
 /**
- * Closes every run still marked running as `abandoned`, with its figures measured from the database. Only
- * for the holder of the run lock, inside the transaction that took it: a run writes its row only while it
- * holds the lock, so once the lock is ours, any run still marked running has lost its process. Returns
- * their ids.
+ * Closes every run still marked running as `abandoned`, figures measured from the database; returns their ids. Only
+ * in the transaction that took the run lock: runs write their row only while holding it, so any still running is dead.
  */
 export function closeAbandonedRuns(database: Database): number[] {
   const runs = createRunLog(database);

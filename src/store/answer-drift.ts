@@ -25,10 +25,7 @@ export function saveAnswerDrift(database: Connection): (runId: number, rows: rea
   });
 }
 
-/**
- * The drift of the last run that received answers (a 200), and that run's id; null when no run has. A run
- * whose answers matched the spec has no rows: its drift is empty, not an earlier run's.
- */
+/** The last run with answers (a 200): its id and drift, empty if they matched the spec; null if no run had answers. */
 export function* lastRunDriftReads(): Reads<{ runId: number; rows: AnswerDriftRow[] } | null> {
   const runId = (yield* value<number | null>(`SELECT max(run_id) FROM api_calls WHERE status = 200 AND run_id IS NOT NULL`)) ?? null;
   if (runId === null) return null;

@@ -63,10 +63,9 @@ function withBalance(row: CountersRow | undefined) {
 /** What the api_calls log tells, as Reads (read-steps.ts): the same statements on either engine. */
 export const apiCallReads = {
   /**
-   * The cost of one call of an operation as the history of counters shows it: the median positive step
-   * between its calls' credits_used values, sorted (calls in flight together are written out of the order
-   * they were charged in; a call charged but never written makes one step double, hence the median);
-   * with `beforeCallId`, as it was just before that call.
+   * One call's cost from the counters: the median positive step between its calls' sorted credits_used (calls in
+   * flight are written out of charge order; one charged but never written doubles a step, hence the median); with
+   * `beforeCallId`, as it was just before that call.
    */
   *learnedCost(operation: string, beforeCallId = Number.MAX_SAFE_INTEGER) {
     const used = yield* rows<{ credits_used: number }>(RECENT_USED, [operation, beforeCallId]);
@@ -76,10 +75,7 @@ export const apiCallReads = {
   *ofRun(runId: number) {
     return (yield* rows<{ calls: number; firstId: number | null; lastAt: string | null }>(OF_RUN, [runId]))[0]!;
   },
-  /**
-   * The last counters the service reported (before the call `beforeCallId`, if given), or undefined before any
-   * call; `balance` as the run's guard counts it (reportedBalance).
-   */
+  /** The last counters reported (before call `beforeCallId`), undefined before any; `balance` as the guard has it. */
   *lastCounters(beforeCallId = Number.MAX_SAFE_INTEGER) {
     return withBalance((yield* rows<CountersRow>(LAST_COUNTERS, [beforeCallId]))[0]);
   },

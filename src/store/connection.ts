@@ -1,8 +1,7 @@
 /**
- * A plain connection to the dataset: the file opened and set up (WAL, foreign keys, busy timeout), with every
- * way a file can be unusable turned into a DatabaseError. No schema work and no drizzle, so that a thread
- * that only runs prepared statements on a dataset the run has already opened (the WAL checkpointer) starts in
- * milliseconds rather than the ~400 ms that loading drizzle and the schema takes.
+ * A plain connection to the dataset: the file opened and set up (WAL, foreign keys, busy timeout), every way a file
+ * can be unusable turned into a DatabaseError. No schema work and no drizzle, so a thread that only runs prepared
+ * statements (the WAL checkpointer) starts in milliseconds.
  */
 import BetterSqlite3 from 'better-sqlite3';
 import { accessSync, constants, existsSync, mkdirSync, statSync } from 'node:fs';
@@ -12,10 +11,9 @@ import { failedForWantOfShm, openWithoutShm, type ChangeWatch } from './read-wit
 import { registerRawBodyFunction } from './raw-body.ts';
 
 /*
- * SQLite's `file:` URI filenames, which read-without-shm.ts needs (`?immutable=1`): better-sqlite3 has no
- * per-connection flag for them and its SQLite is built with SQLITE_USE_URI=0, but its addon reads this variable
- * once, when it loads at the process's first `new Database()`, which only this module makes. Nothing else
- * changes: every path is made absolute first (resolve()), so none starts with "file:". A value the user set wins.
+ * SQLite's `file:` URIs, which read-without-shm.ts needs (`?immutable=1`): better-sqlite3's SQLite is built with
+ * SQLITE_USE_URI=0 and has no per-connection flag, but its addon reads this variable when it loads (at the first
+ * `new Database()`, made only here). Paths are made absolute first, so none starts with "file:". A user's value wins.
  */
 process.env.SQLITE_USE_URI ??= '1';
 
@@ -28,17 +26,16 @@ export interface Connection {
   /** Closes the connection; safe to call twice. */
   close(): void;
   /**
-   * Throws DatabaseChangedError if the file changed since it was opened, for a read-only connection opened
-   * without SQLite's -shm file and locks because its folder is unwritable (read-without-shm.ts): what was read
-   * may then be inconsistent. `failure` is the error a read failed with, kept as the cause. A no-op on other
-   * connections, whose reads SQLite keeps consistent. Call it after reading and before keeping anything.
+   * Throws DatabaseChangedError if the file changed since opened, on a read-only connection without -shm and locks
+   * (an unwritable folder, read-without-shm.ts), whose reads may then be inconsistent; `failure` becomes the cause.
+   * A no-op elsewhere. Call it after reading and before keeping anything.
    */
   assertUnchanged(failure?: unknown): void;
 }
 
 /** Options of openConnection(). */
 export interface ConnectionOptions {
-  /** Open read-only: no folder creation; the file must exist; `query_only` on, so no statement can write. Default false. */
+  /** Read-only: no folder made, the file must exist, and `query_only` is on so nothing can write. Default false. */
   readonly?: boolean;
   /** How long a statement waits for another process's lock before failing. Default 5000. */
   busyTimeoutMs?: number;
@@ -144,10 +141,7 @@ export function toDatabaseError(err: unknown, path: string, busyTimeoutMs: numbe
   return err;
 }
 
-/**
- * Maps any SQLite error met while using an open database (a write on a full disk, damaged pages, another
- * process's lock) to a DatabaseError that names the file; other errors pass through.
- */
+/** An open database's SQLite error (full disk, bad pages, a lock) as a DatabaseError naming the file; others pass. */
 export function toDatabaseUseError(err: unknown, path: string, busyTimeoutMs = CONNECTION_DEFAULTS.busyTimeoutMs): unknown {
   const code = typeof (err as { code?: unknown })?.code === 'string' ? (err as { code: string }).code : '';
   const message = err instanceof Error ? err.message : String(err);

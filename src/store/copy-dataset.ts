@@ -1,12 +1,8 @@
 /**
- * `netingest copy`: moves a SQLite dataset (data, ledger, runs, calls, raw archive, anomalies, drift, meta) into
- * an empty PostgreSQL one. Each table is streamed in primary-key order (better-sqlite3's iterate(), multi-row
- * INSERTs in batches: no table is ever held in memory), its values converted to the PostgreSQL types, all in one
- * transaction on the target (all or nothing), the identity sequences set past the copied ids at the end.
- *
- * The copy holds the source's run lock, as prune and reprocess do: a run writing meanwhile would pay for answers
- * the copy leaves behind, and a run on PostgreSQL would then pay for them again. run_lock itself is therefore
- * not copied: it is the SQLite file's, and the new dataset has no run going on.
+ * `netingest copy`: moves a SQLite dataset into an empty PostgreSQL one. Each table is streamed in primary-key order
+ * (multi-row INSERTs in batches: no table held in memory), converted to PostgreSQL's types, in one transaction on the
+ * target, identity sequences set past the copied ids at the end. It holds the source's run lock, as prune and
+ * reprocess do: a run meanwhile would pay for answers the copy leaves behind, and a PostgreSQL run would pay again.
  */
 import { existsSync } from 'node:fs';
 import type BetterSqlite3 from 'better-sqlite3';
@@ -80,10 +76,7 @@ export async function copyDataset(fromFile: string, toUrl: string, options: Copy
   }
 }
 
-/**
- * The source with its run lock held; a file that cannot be written (a read-only mount) is read without it, once
- * no live run holds it. Either way brought to this build's schema first, as every command does.
- */
+/** The source under its run lock (none on a read-only mount if no live run holds it), at this build's schema. */
 function openSource(file: string): { source: Database; lock: RunLock | null } {
   let source: Database;
   try {
@@ -240,7 +233,7 @@ async function setIdentitiesPastCopiedIds(client: pg.PoolClient): Promise<void> 
   }
 }
 
-/** How a value the SQLite store would write goes into a PostgreSQL column, per column of `table` (the run's PostgreSQL row writer). */
+/** Per column of `table`, how a value the SQLite store would write goes into PostgreSQL (the PostgreSQL row writer). */
 export function pgValueConverters(table: string): Map<string, (value: unknown) => unknown> {
   const found = COPY_ORDER.find((t) => t.name === table);
   if (!found) throw new Error(`internal: no PostgreSQL table ${table}`);

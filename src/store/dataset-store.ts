@@ -1,9 +1,7 @@
 /**
- * The dataset as every command sees it, whichever engine holds it. openStore(db) (open-store.ts) reads `--db`
- * once and gives one of these; sqlite/dataset-store.ts and pg/dataset-store.ts are its two implementations, and
- * no file outside src/store asks which one it got. Every method is async: SQLite's implementation runs
- * synchronously inside it (its run's group commit stays a synchronous better-sqlite3 transaction). Nothing is
- * opened until a method is called, and each method closes what it opened.
+ * The dataset as every command sees it, whichever engine holds it: openStore(db) (open-store.ts) gives one, and no
+ * file outside src/store asks which. Every method is async (SQLite's runs synchronously inside it); nothing is opened
+ * until a method is called, and each closes what it opened.
  */
 import type { PruneOptions, PruneReport } from './raw-prune.ts';
 import type { ReadSnapshot } from './read-snapshot.ts';
@@ -44,7 +42,7 @@ export interface StartedStatement {
 export interface TableStatement {
   columns: string[];
   rows: Iterable<unknown[]> | AsyncIterable<unknown[]>;
-  /** A table's rows by rowid range, for readers working in parallel on connections of their own; not on every engine. */
+  /** A table's rows by rowid range, for parallel readers on connections of their own; not on every engine. */
   chunks?: ChunkedTable | undefined;
 }
 
@@ -103,16 +101,13 @@ export interface DatasetStore {
   userStatement<R>(options: StatementOptions & { sql: string }, use: (statement: StartedStatement, snapshot: ReadSnapshot) => Promise<R>): Promise<R>;
   /** The rows of a table or view (`export <table>`), started in a snapshot and handed to `use`. */
   tableRows<R>(query: TableQuery, options: Pick<StatementOptions, 'signal'>, use: (statement: TableStatement, snapshot: ReadSnapshot) => Promise<R>): Promise<R>;
-  /** Runs the replay against the engine's store in one transaction, under the dataset's lock as a run takes it (`reprocess`). */
+  /** `reprocess`: the replay on the engine's store in one transaction, under the dataset's lock as a run takes it. */
   reprocess<T>(replay: (store: ReprocessStore) => Promise<T>): Promise<T>;
   /** Drops superseded raw bodies past the retention period under the dataset's lock, then reclaims the space. */
   prune(options: StorePruneOptions): Promise<StorePruneResult>;
   /** The package's openDataset(): the dataset opened read-only for SQL of the caller's own, until it is closed. */
   openDataset(): Promise<Dataset>;
-  /**
-   * Sets one netingest_meta key (the last report's path). The dataset must exist; a role or file that may only
-   * be read makes it throw.
-   */
+  /** Sets a netingest_meta key (the last report's path); the dataset must exist; a read-only role or file throws. */
   writeMeta(key: string, value: string): Promise<void>;
 }
 

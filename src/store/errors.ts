@@ -81,10 +81,7 @@ export class DatabaseReadonlyError extends DatabaseError {
   }
 }
 
-/**
- * A read-only open in a folder this user cannot write, of a database whose latest writes are still in its -wal
- * file: SQLite reads the -wal only through the -shm file it would have to create there (see read-without-shm.ts).
- */
+/** A read-only open, in an unwritable folder, of a database with writes still in its -wal: reading it needs a -shm. */
 export class DatabaseWalUnreadableError extends DatabaseError {
   constructor(file: string, detail: string, options?: { cause?: unknown }) {
     super(
@@ -99,10 +96,7 @@ export class DatabaseWalUnreadableError extends DatabaseError {
   }
 }
 
-/**
- * A database read without SQLite's locks (read-without-shm.ts) changed while it was read, most likely under a run
- * writing it: what was read may be inconsistent, so the command stops and keeps nothing. Exit code 1.
- */
+/** A lock-free read (read-without-shm.ts) saw the file change: what it read may be inconsistent, so nothing is kept. */
 export class DatabaseChangedError extends DatabaseError {
   constructor(file: string, options?: { cause?: unknown }) {
     super(

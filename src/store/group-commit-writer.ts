@@ -1,8 +1,7 @@
 /**
- * What both engines' writers share: the outcome of every call as an OutcomeOp, gathered into group commits (the
- * outcomes of one turn of the event loop, or `maxBatch` of them at once), each outcome's promise resolved once
- * its group is committed (or the writer failed). An engine says only how one group is committed
- * (store/result-writer.ts on SQLite, store/pg/pg-outcome-writer.ts on PostgreSQL).
+ * What both engines' writers share: every call's outcome as an OutcomeOp, gathered into group commits (one event-loop
+ * turn's, or `maxBatch` at once), each promise resolved once its group is committed (or the writer failed). An
+ * engine says only how one group is committed.
  */
 import type { ApiCallRow } from './api-calls.ts';
 import type { AnySubject } from '../operations/index.ts';
@@ -22,20 +21,17 @@ export abstract class GroupCommitWriter implements OutcomeWriter {
     /** Called once if a commit fails (disk full, read-only file, the run's lock lost): the run must stop. */
     private readonly onFatal: (err: unknown) => void,
     private readonly maxBatch: number,
-    /** The time outcomes are stamped with (ISO): PostgreSQL's server clock there (pg/pg-run-store.ts's serverClock), this host's on SQLite. */
+    /** The time outcomes are stamped with (ISO): the PostgreSQL server's clock there, this host's on SQLite. */
     private readonly now: () => string = () => new Date().toISOString(),
   ) {}
 
-  /**
-   * Commits one group in one transaction and calls `release` once it is committed or failed; a failure goes to
-   * fail(). Groups commit in the order flushed.
-   */
+  /** Commits one group in one transaction, then `release`s it (failures go to fail()); groups commit in flush order. */
   protected abstract commitGroup(ops: readonly OutcomeOp[], release: () => void): void;
 
   abstract drain(): Promise<void>;
   abstract close(): Promise<void>;
 
-  /** A 200: normalized rows (from the answer as the client read it), raw body, api_calls row and the task done, atomically. */
+  /** A 200: normalized rows (from the answer as the client read it), raw body, api_calls row, task done, atomically. */
   success(task: WriterTask, request: AnySubject, requestKey: string, result: ReadAnswer, attempts: number): Promise<void> {
     const at = this.now();
     const call = callRow(this.runId, task.id, result.call, at, null, result.credits);
@@ -44,7 +40,7 @@ export abstract class GroupCommitWriter implements OutcomeWriter {
     });
   }
 
-  /** A paid 200 of the wrong shape: its body (kept apart from answers), api_calls row and the task failed, atomically. */
+  /** A paid 200 of the wrong shape: its body (kept apart from answers), api_calls row, task failed, atomically. */
   rejected(task: WriterTask, request: AnySubject, requestKey: string, err: UnreadAnswer, attempts: number): Promise<void> {
     const at = this.now();
     const call = callRow(this.runId, task.id, err.call, at, err.code, err.credits);

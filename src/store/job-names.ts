@@ -7,10 +7,7 @@ export const JOB_NAMES_SQL = `WITH RECURSIVE names(job) AS (
     UNION ALL SELECT (SELECT min(job) FROM tasks WHERE job > names.job) FROM names WHERE names.job IS NOT NULL
   ) SELECT job FROM names WHERE job IS NOT NULL`;
 
-/**
- * Names of the other jobs with tasks of `operation` in the ledger (not `own`): JOB_NAMES_SQL, then one EXISTS per
- * name checks its operation.
- */
+/** Other jobs than `own` with tasks of `operation`: JOB_NAMES_SQL, then one EXISTS per name checks its operation. */
 export function* otherJobsWithOperationReads(operation: string, own: string): Reads<string[]> {
   const names = yield* rows<{ job: string }>(JOB_NAMES_SQL);
   const others: string[] = [];

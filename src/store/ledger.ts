@@ -66,9 +66,8 @@ export interface DueValues {
 }
 
 /**
- * Whether a task row is due: the one definition, which the run's ledger reads (RUNNABLE), `plan` (dueState)
- * and PostgreSQL's claims all apply, each with its own placeholders. Pending and deferred tasks are always due;
- * a failed one when retryable (or under --refresh); a done or not-found one once its answer is older than
+ * Whether a task row is due: the one definition, applied by RUNNABLE, `plan` (dueState) and PostgreSQL's claims.
+ * Pending and deferred are always due; failed when retryable (or --refresh); done or not found once older than
  * freshSince.
  */
 export function dueRule(v: DueValues): string {
@@ -85,23 +84,17 @@ const RUNNABLE = `job = @job AND run_id = @runId AND ${DUE}`;
 /** Planning a task again with another request text sets it back to pending (the upsert), whatever its state. */
 const requestChanged = (planned: string) => `tasks.request_json <> ${planned}`;
 
-/** How the next run takes a task of the input (see dueState): not in the ledger, due, fresh, or failed for good. */
+/** How the next run takes a task: new, due (to call, or to take from another job), fresh, or failed for good. */
 export type DueState = 'new' | 'due' | 'fresh' | 'failed';
 
-/**
- * The same lookup (operation, input, page and request text, here those of `of`: the task row `tasks`, or named
- * parameters) settled by one of `@others` (a JSON array of job names) at or after `@answeredSince`: one probe
- * of the unique index per job name.
- */
+// The same lookup as `of` (the `tasks` row, or named parameters) settled by a job of `@others` (a JSON array) at or
+// after `@answeredSince`: one probe of the unique index per job name.
 const sharedAnswer = (of: 'tasks.' | '@') => `u.job IN (SELECT value FROM json_each(@others))
   AND u.input_key = ${of === '@' ? '@inputKey' : 'tasks.input_key'} AND u.page = ${of}page
   AND u.operation = ${of}operation AND u.request_json = ${of === '@' ? '@requestJson' : 'tasks.request_json'}
   AND u.status IN ('done', 'not_found') AND u.completed_at >= @answeredSince`;
 
-/**
- * The ledger's statements that are the same on both engines (pg-ledger.ts runs their PostgreSQL text), positional.
- * Counts are cast to integer: PostgreSQL's count is a bigint, which node-postgres gives as text.
- */
+/** Ledger statements the same on both engines; counts cast to integer, as node-postgres gives a bigint as text. */
 export const LEDGER_SQL = {
   upsertInvalid: sql`INSERT INTO invalid_inputs (job, file, line, field, value, reason, run_id, created_at)
     VALUES (${param}, ${param}, ${param}, ${param}, ${param}, ${param}, ${param}, ${param})
@@ -139,10 +132,8 @@ const TASK_ROWS_PER_STATEMENT = 50;
 /** The task ledger: every unit of work is a row before any call is made, and its status says what is left. */
 export function createLedger(database: Connection) {
   const { sqlite } = database;
-  // A task planned again is stamped with the run that planned it, so inputs removed from the CSV are left
-  // alone; a changed request (other filters, page size) makes the task due again. Positional parameters and
-  // several rows per statement: binding by name (an object per row) and one statement step per row cost
-  // about a third of the fill of a large input.
+  // A task planned again is stamped with the run that planned it (inputs removed from the CSV stay alone); a changed
+  // request makes it due again. Positional, several rows a statement: named binding and a step per row slowed the fill.
   const upsertTasks = (rows: number) =>
     sqlite.prepare(`INSERT INTO tasks (job, operation, input_key, page, request_json, input_line, status, attempts, created_at, updated_at, run_id)
     VALUES ${Array.from({ length: rows }, () => TASK_VALUES).join(', ')}
@@ -209,17 +200,11 @@ export function createLedger(database: Connection) {
     insertPlanned(tasks: NewTask[], invalid: InvalidInputRow[], runId: number, at: string): void {
       insertBatch(tasks, invalid, runId, at);
     },
-    /**
-     * Drops the job's invalid rows that this run's read of the input did not report again, so `invalid_inputs`
-     * holds the rows the input has now. Call it only once the whole input was read.
-     */
+    /** Drops the job's invalid rows this run's read did not report again. Call only once the whole input was read. */
     dropStaleInvalid(job: string, runId: number): number {
       return deleteStaleInvalid.run(job, runId).changes;
     },
-    /**
-     * The invalid rows recorded for the job's input, counted by invalidRowKey() (field, value and reason, not the
-     * line: a row added above moves the others). Read it before the run's first insertPlanned.
-     */
+    /** The job's invalid rows by invalidRowKey() (not by line: rows shift). Read it before the first insertPlanned. */
     recordedInvalid(job: string, file: string): Map<string, number> {
       return countByKey(selectRecordedInvalid.all(job, file) as InvalidInputRow[]);
     },
@@ -231,11 +216,7 @@ export function createLedger(database: Connection) {
     countRunnable(filter: RunnableFilter): number {
       return countRunnable.get(filterParams(filter)) as number;
     },
-    /**
-     * What a run planning this task now would do with it, by the same rule as runnableAfter (for `plan`, which
-     * writes nothing): 'new' when never planned, 'due' to be called (or taken from another job's answer),
-     * 'fresh' settled within the rule's freshness, 'failed' failed for good and not retried.
-     */
+    /** What a run planning this task now would do with it, by runnableAfter's rule (for `plan`: it writes nothing). */
     dueState(rule: DueRule, task: Pick<TaskRow, 'inputKey' | 'page' | 'requestJson'>): DueState {
       const state = selectDueState.get({ job: rule.job, freshSince: rule.freshSince, refresh: rule.refresh ? 1 : 0, ...task });
       return (state as DueState | undefined) ?? 'new';
@@ -245,9 +226,8 @@ export function createLedger(database: Connection) {
       settle.run(s.status, s.attempts, s.code, s.message, s.retryable, s.at, s.status, s.at, runId, s.id);
     },
     /**
-     * Sets done a task that failed on a body of the wrong shape, now that the archived body validated and was
-     * written (reprocess), when that body is still the task's latest outcome. `completed_at` is the body's
-     * receipt, so freshness runs from when the data was fetched. Returns whether the task changed.
+     * Sets done a task that failed on a wrongly shaped body once reprocess wrote that body, if it is still the task's
+     * latest outcome; `completed_at` is the body's receipt. Returns whether the task changed.
      */
     markRecovered(id: number, rawId: number, code: string, receivedAt: string, at: string): boolean {
       return recovered.run({ id, rawId, code, receivedAt, at }).changes > 0;
@@ -257,9 +237,8 @@ export function createLedger(database: Connection) {
       return readSync(sqlite, otherJobsWithOperationReads(operation, job));
     },
     /**
-     * Settles every due task of the job that another job (of `others`) answered, the same lookup, at or after
-     * the filter's `freshSince`: it takes that answer's status and time instead of paying for it again (a job
-     * file renamed, or two jobs sharing inputs). Call it before reopenDue. Returns how many tasks took an answer.
+     * Settles every due task that a job of `others` answered (same lookup, since `freshSince`) with that answer's
+     * status and time instead of paying again. Call it before reopenDue. Returns how many tasks took an answer.
      */
     adoptSharedAnswers(filter: RunnableFilter, others: readonly string[], at: string): number {
       if (others.length === 0) return 0;
@@ -271,10 +250,9 @@ export function createLedger(database: Connection) {
       return findShared.get({ ...task, others: JSON.stringify(others), answeredSince }) === 1;
     },
     /**
-     * Sets every due task that an earlier run settled (stale, failed-retryable, or any with --refresh) back to
-     * pending, so that the decision to call it again is in the ledger: a run that stops before reaching it
-     * defers it and the next run resumes it, with or without --refresh, instead of paying again for the
-     * tasks this run already refreshed. Its stored results stay until the new answer replaces them.
+     * Sets every due task an earlier run settled back to pending, so the decision to call again is in the ledger: a run
+     * stopping first defers it and the next resumes it, without paying again for what this run refreshed. Its stored
+     * results stay until the new answer replaces them.
      */
     reopenDue(filter: RunnableFilter, at: string): number {
       return reopen.run({ ...filterParams(filter), at }).changes;

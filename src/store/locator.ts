@@ -1,14 +1,13 @@
 /**
- * Which engine holds the dataset: `--db postgres://...` (or `postgresql://`), or else the environment's
- * NETINGEST_DATABASE_URL, selects PostgreSQL; a file path, or nothing, keeps SQLite (the default file).
- * Parses and validates only: opening is the store's job.
+ * Which engine holds the dataset: `--db postgres://...` (or `postgresql://`), else NETINGEST_DATABASE_URL, selects
+ * PostgreSQL; a file path or nothing keeps SQLite. Parses and validates only.
  */
 import { UsageError } from '../errors.ts';
 import { hasAtAfterAuthority, isPostgresUrl, redactDatabaseUrl } from './pg/database-url.ts';
 
 export const DATABASE_URL_ENV = 'NETINGEST_DATABASE_URL';
 
-/** The SQLite file when neither `--db` nor NETINGEST_DATABASE_URL says otherwise, relative to the current directory. */
+/** The SQLite file, relative to the current directory, when neither `--db` nor NETINGEST_DATABASE_URL names one. */
 export const DEFAULT_DB = 'data/netingest.db';
 
 export type DatasetLocation =

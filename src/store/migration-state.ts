@@ -1,7 +1,6 @@
 /**
- * Which of this build's migrations a database has applied, read from drizzle's `__drizzle_migrations` table.
- * drizzle's migrator applies every migration newer than the newest one recorded, so a database is "too new"
- * when it records a migration this build does not ship.
+ * Which of this build's migrations a database applied (drizzle's `__drizzle_migrations`). drizzle applies every
+ * migration newer than the newest recorded, so a database recording one this build does not ship is "too new".
  */
 import type BetterSqlite3 from 'better-sqlite3';
 import { join } from 'node:path';
@@ -15,7 +14,7 @@ export const MIGRATIONS_FOLDER = join(PACKAGE_ROOT, 'migrations');
 /** drizzle's bookkeeping table (its default name). */
 export const DRIZZLE_MIGRATIONS_TABLE = '__drizzle_migrations';
 
-/** Records `schema_version` (schemaVersionOf) after migrating, on both engines; a row already right is not rewritten. */
+/** Records `schema_version` (schemaVersionOf) after migrating, on both engines; a right row is not rewritten. */
 export const RECORD_SCHEMA_VERSION_SQL = sql`INSERT INTO netingest_meta (key, value) VALUES ('schema_version', ${param})
   ON CONFLICT (key) DO UPDATE SET value = excluded.value WHERE netingest_meta.value <> excluded.value`;
 

@@ -1,7 +1,6 @@
 /**
- * The one place the engine is chosen: `--db` (a SQLite file or a postgres:// URL, parsed by locator.ts) gives one
- * DatasetStore (dataset-store.ts) that every command uses. PostgreSQL's implementation is loaded only here, and
- * only for a postgres:// dataset: a SQLite command (the nightly case) never pays pg's and drizzle's import.
+ * The one place the engine is chosen: `--db` (locator.ts) gives the DatasetStore every command uses. PostgreSQL's is
+ * loaded only for a postgres:// dataset: a SQLite command (the nightly case) never pays pg's and drizzle's import.
  */
 import { UsageError } from '../errors.ts';
 import type { DatasetStore } from './dataset-store.ts';
@@ -19,10 +18,7 @@ export async function openStore(db: string | DatasetLocation): Promise<DatasetSt
   return pgDatasetStore(location.url, location.shownUrl);
 }
 
-/**
- * `copy --to`: the PostgreSQL database a SQLite dataset is copied into, from `to` or else the environment's
- * NETINGEST_DATABASE_URL; a UsageError when that is not a postgres:// URL.
- */
+/** `copy --to`'s PostgreSQL target, from `to` or else NETINGEST_DATABASE_URL; a UsageError if not a postgres:// URL. */
 export function copyTarget(to: string | undefined): { url: string; shownUrl: string } {
   const target = locateDataset({ db: to, flag: '--to', env: to ? {} : process.env });
   if (target.engine !== 'postgres') {

@@ -1,6 +1,4 @@
-/**
- * Opens the dataset: a connection (connection.ts) with this build's migrations applied (drizzle's migrator).
- */
+/** Opens the dataset: a connection (connection.ts) with this build's migrations applied (drizzle's migrator). */
 import type BetterSqlite3 from 'better-sqlite3';
 import { drizzle } from 'drizzle-orm/better-sqlite3';
 import { migrate } from 'drizzle-orm/better-sqlite3/migrator';
@@ -20,9 +18,9 @@ export interface OpenDatabaseOptions extends ConnectionOptions {
   /** Open read-only: no folder creation, no migration, refuses a file that needs migrating. Default false. */
   readonly?: boolean;
   /**
-   * With `readonly`: a file an older netingest wrote is first upgraded through a short read-write connection
-   * (migrations only add), so that upgrading netingest does not lock users out of reading their data until a
-   * run. A blank file is still refused. Default false.
+   * With `readonly`: a file an older netingest wrote is first upgraded on a short read-write connection (migrations
+   * only add), so upgrading does not lock users out of reading until a run. A blank file is still refused.
+   * Default false.
    */
   upgradeOlderSchema?: boolean;
   /** Migrations to apply; tests only. Default: the repository's migrations/ folder. */

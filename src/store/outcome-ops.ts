@@ -1,7 +1,4 @@
-/**
- * The outcomes of calls as plain data, and the one function that files them in the database. The run's
- * writer (result-writer.ts) gathers them and applies each batch in one transaction.
- */
+/** Call outcomes as plain data, and the one function filing them; the run's writer applies a batch per transaction. */
 import type { Connection } from './connection.ts';
 import type { AnySubject } from '../operations/index.ts';
 import { prepareAnswerStore } from './store-answer.ts';
@@ -26,15 +23,9 @@ interface PaidBody {
 
 /** One thing to write; `at` is the ISO time the outcome was known. */
 export type OutcomeOp =
-  /**
-   * A 200 its answer contract read: normalized rows (from `answer`, as the client read it), raw body, anomalies,
-   * api_calls row and the task done, all or nothing.
-   */
+  /** A 200 its contract read: rows (from `answer`), raw body, anomalies, api_calls row, task done: all or nothing. */
   | ({ kind: 'success'; answer: unknown; setAside: readonly SetAsideRecord[] } & PaidBody)
-  /**
-   * A paid 200 of the wrong shape: the body archived as not an answer (error_code), its api_calls row and the
-   * task failed for good, all or nothing, so the body can be recovered by reprocess without a call.
-   */
+  /** A paid wrong-shape 200: body archived with error_code, api_calls row, task failed: all or nothing (reprocess). */
   | ({ kind: 'rejected'; code: string; message: string } & PaidBody)
   | { kind: 'not_found'; taskId: number; call: ApiCallRow; attempts: number; note: string | null; at: string }
   | { kind: 'past_last_page'; taskId: number; lastPage: number; at: string }

@@ -1,8 +1,7 @@
 /**
- * What `netingest plan` asks the dataset, on either engine, read in one snapshot and never written: where each
- * planned task would land in a run starting now (by the run's own due rule), the jobs whose answers a run would
- * take, the learned cost and the last known balance. SQLite's answers are in sqlite/plan-ledger.ts, PostgreSQL's
- * in pg/pg-plan-ledger.ts; the dataset's store (dataset-store.ts) opens the one of its engine.
+ * What `netingest plan` asks the dataset on either engine, in one snapshot, writing nothing: where each planned task
+ * would land in a run starting now (by its due rule), the jobs whose answers it would take, the learned cost and the
+ * last known balance. sqlite/plan-ledger.ts and pg/pg-plan-ledger.ts answer.
  */
 import type { DueRule, TaskRow } from './ledger.ts';
 
@@ -20,7 +19,7 @@ export interface PlanRule extends DueRule {
 
 /** The dataset as `plan` reads it, inside one read snapshot. */
 export interface PlanLedger {
-  /** Why the dataset holds nothing yet, to tell the user (a PostgreSQL database with no netingest schema); else null. */
+  /** Why the dataset holds nothing yet, for the user (a PostgreSQL database with no netingest schema); else null. */
   readonly nothingRan: string | null;
   /** The other jobs of the ledger with tasks of `operation`: those whose answers `job` can take. */
   otherJobs(operation: string, job: string): Promise<string[]>;
@@ -30,7 +29,7 @@ export interface PlanLedger {
   learnedCost(operation: string): Promise<number | null>;
   /** The balance the service's last counters gave, or null before any call. */
   lastKnownBalance(): Promise<number | null>;
-  /** The time (ISO) freshness is judged by: the server's on PostgreSQL, as a run there judges it; absent, this host's. */
+  /** ISO time freshness is judged by: the server's on PostgreSQL, as a run there judges it; absent, this host's. */
   now?(): Promise<string>;
 }
 

@@ -1,8 +1,7 @@
 /**
- * raw_responses: the exact 200 body of every call, with the request it answered, so the normalized tables can
- * be rebuilt (`netingest reprocess`) when a normalizer changes, without paying for the calls again. A body of
- * the wrong shape was paid for too: it is kept with its `error_code` set (its task failed), never read as an
- * answer, so that reprocess can recover it once the schema or normalizer is fixed.
+ * raw_responses: the exact 200 body of every call with the request it answered, so `reprocess` can rebuild the
+ * tables after a normalizer change without paying again. A wrong-shape body was paid too: kept with `error_code`
+ * set (its task failed), never read as an answer, until reprocess recovers it after a fix.
  */
 import type { Operation } from '../spec/types.ts';
 import type { Connection } from './connection.ts';
@@ -28,7 +27,7 @@ export interface RawResponseInput {
 /** The insert's head on both engines; its rows are rawValues()'s. */
 export const RAW_HEAD = 'INSERT INTO raw_responses (operation, request_key, request_json, body, body_encoding, received_at, run_id, task_id, error_code)';
 
-/** One body's values in RAW_HEAD's order, the body as stored: gzipped or not on SQLite (raw-body.ts), text on PostgreSQL (encoding null). */
+/** One body's values in RAW_HEAD's order, gzipped or not on SQLite (raw-body.ts); text on PostgreSQL (no encoding). */
 export function rawValues(input: RawResponseInput, stored: { body: unknown; encoding: string | null }): unknown[] {
   const requestKey = input.requestKey ?? requestKeyOf(input.request);
   return [input.operation, requestKey, JSON.stringify(input.request), stored.body, stored.encoding, input.receivedAt, input.runId, input.taskId, input.errorCode ?? null];

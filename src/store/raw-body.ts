@@ -1,11 +1,8 @@
 /**
- * How raw_responses keeps a body: gzip (`body_encoding = 'gzip'`, the bytes as a BLOB) for a body of 2 KiB or
- * more, else the text as received (`body_encoding` NULL, as every body an earlier netingest stored). gzip, not
- * brotli: at the levels that cost the writer no more time, both shrink the service's JSON to a quarter or
- * less, and gzip is what every tool a user might pull a body out with can read. Level 1: measured on sandbox
- * answers it keeps 0.17 of a search-jobs page and 0.28 of a similar-companies page (level 6: 0.15 and 0.26) in
- * 40-60% of the time. A post (about 1 KiB) would keep 0.63 for a fixed cost per call that the pipeline bench
- * showed: small bodies stay text.
+ * How raw_responses keeps a body: gzip (`body_encoding = 'gzip'`, bytes as a BLOB) from 2 KiB, else the text as
+ * received (`body_encoding` NULL, as older builds stored every body). gzip, not brotli: at levels costing the writer
+ * no more time both shrink the JSON alike, and every tool reads gzip. Level 1 keeps nearly level 6's ratio in about
+ * half the time; a small post would barely shrink for a fixed cost per call, so small bodies stay text.
  */
 import { gunzipSync, gzipSync } from 'node:zlib';
 import type BetterSqlite3 from 'better-sqlite3';
@@ -43,9 +40,8 @@ function asBuffer(body: unknown): Buffer {
 }
 
 /**
- * `raw_body(body, body_encoding)` in SQL, on every connection netingest opens (so `netingest query` can read
- * a kept body: `SELECT raw_body(body, body_encoding) FROM raw_responses`). A body it cannot decode gives NULL
- * rather than failing the whole statement.
+ * `raw_body(body, body_encoding)` in SQL on every connection netingest opens, so `netingest query` can read a kept
+ * body; one it cannot decode gives NULL rather than failing the whole statement.
  */
 export function registerRawBodyFunction(sqlite: BetterSqlite3.Database): void {
   sqlite.function('raw_body', { deterministic: true }, (body: unknown, encoding: unknown) => {

@@ -1,10 +1,7 @@
 /**
- * Retention of raw_responses. A body is dropped only when it is older than the retention period AND a newer
- * accepted body answers the same request (same operation and request key): the latest answer to every lookup
- * is always kept, and so is a kept wrong-shape body nothing has answered since (reprocess may still recover
- * it). Dropping a body leaves the rows built from it in place; `reprocess` knows bodies were dropped (the
- * `raw_pruned_at` meta key) and replays the kept bodies over the tables instead of rebuilding them from
- * nothing, so it never loses a row it could rebuild before.
+ * Retention of raw_responses: a body is dropped only when older than the retention period AND a newer accepted body
+ * answers the same request, so every lookup's latest answer (and an unanswered kept wrong-shape body) stays. Rows
+ * built from a dropped body stay; reprocess, seeing `raw_pruned_at`, replays kept bodies over the tables: no row lost.
  */
 import type BetterSqlite3 from 'better-sqlite3';
 import type { Connection } from './connection.ts';
@@ -66,10 +63,9 @@ export function pruneRawBodies(database: Connection, options: PruneOptions): Pru
 }
 
 /**
- * The retention rule in SQL, for both engines (store/pg/raw-prune.ts runs it on PostgreSQL): the ids of the
- * bodies received before `cutoff` with a newer accepted body for the same request, optionally only those of
- * the tasks whose job is in `jobNames` (a subquery). One grouping pass instead of a correlated look-up per body:
- * raw_responses has no (operation, request_key) index to serve one, and the runs' writes are better off without it.
+ * The retention rule in SQL for both engines: ids of bodies received before `cutoff` with a newer accepted body for
+ * the same request, optionally only of tasks of `jobNames` (a subquery). One grouping pass, not a look-up per body:
+ * raw_responses has no (operation, request_key) index, and the runs' writes are better off without one.
  */
 export function supersededBodiesSql(params: { cutoff: string; jobNames?: string | undefined }): string {
   const ofJobs = params.jobNames === undefined ? '' : `AND r.task_id IN (SELECT id FROM tasks WHERE job IN (${params.jobNames}))`;

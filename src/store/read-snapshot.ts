@@ -1,11 +1,8 @@
 /**
- * One consistent view of the dataset for a command that only reads (export, enrich, query, status, plan): the
- * read transaction opened, the reader's work done in it, the transaction closed however that work ends, and the
- * change check (Connection.assertUnchanged, for a file read without locks: read-without-shm.ts) run after it,
- * on success and on failure alike. Every reader goes through here instead of pairing the calls itself.
- *
- * A synchronous `fn` is run and checked synchronously (openDataset's `all()`), an async one when its promise
- * settles: one function for both. PostgreSQL's snapshot is pg/read-snapshot.ts's, whose change check is a no-op.
+ * One consistent view of the dataset for a command that only reads: the read transaction opened, the work done in
+ * it, the transaction closed however the work ends, and the change check (read-without-shm.ts) run after it on
+ * success and failure alike. A synchronous `fn` is checked synchronously, an async one when it settles. PostgreSQL's
+ * is pg/read-snapshot.ts.
  */
 import type BetterSqlite3 from 'better-sqlite3';
 import type { Connection } from './connection.ts';
@@ -13,9 +10,9 @@ import type { Connection } from './connection.ts';
 /** What every reader's snapshot offers, whatever database is behind it. */
 export interface ReadSnapshot {
   /**
-   * Throws (DatabaseChangedError) when what was read so far may be inconsistent: a SQLite file read without
-   * locks that changed meanwhile. Call it before keeping anything (an output file renamed into place); the
-   * wrapper calls it once more at the end. A no-op where the database keeps the snapshot itself.
+   * Throws DatabaseChangedError when what was read may be inconsistent (a lock-free SQLite read of a changed file).
+   * Call it before keeping anything (an output renamed into place); the wrapper calls it again at the end. No-op on
+   * an engine that keeps the snapshot itself.
    */
   assertUnchanged(): void;
 }
@@ -25,15 +22,14 @@ export type SqliteSnapshot = ReadSnapshot & Readonly<Pick<Connection, 'sqlite' |
 
 /** A snapshot held open across several reads (an export worker's life); `read` checks each one. */
 export interface HeldSnapshot extends SqliteSnapshot {
-  /** Runs one synchronous read in the snapshot, then the change check; a read failed on a changed file reports the change. */
+  /** One synchronous read in the snapshot, then the change check (a read failing on a changed file reports it). */
   read<T>(fn: () => T): T;
 }
 
 /**
- * Runs `fn` in one read transaction on `connection` (opened here, so the snapshot is the database as it is now)
- * and ends it when `fn` returns, or when the promise it returns settles: rows streamed inside `fn` all come from
- * that snapshot, and an error or an early end closes it too. The change check runs after `fn`, with its error as
- * the cause on failure. A BEGIN refused (inside another transaction) throws at once, before any promise.
+ * Runs `fn` in one read transaction opened on `connection` now, ended when `fn` returns or its promise settles: rows
+ * streamed in `fn` all come from that snapshot, and an error or early end closes it too. The change check follows,
+ * with `fn`'s error as cause. A refused BEGIN (inside another transaction) throws at once, before any promise.
  */
 export function withReadSnapshot<T>(connection: Connection, fn: (snapshot: SqliteSnapshot) => T): T {
   const { sqlite } = connection;
@@ -62,10 +58,7 @@ export function withReadSnapshot<T>(connection: Connection, fn: (snapshot: Sqlit
   return result instanceof Promise ? (result.then(done, failed) as T) : done(result);
 }
 
-/**
- * Opens a read transaction that stays open until the connection closes (an export worker reads every chunk from
- * it). Each `read` is followed by the change check.
- */
+/** A read transaction open until the connection closes (an export worker's chunks); each `read` is change-checked. */
 export function holdReadSnapshot(connection: Connection): HeldSnapshot {
   begin(connection.sqlite);
   takeSnapshot(connection.sqlite);

@@ -1,9 +1,7 @@
 /**
- * A reader written once for both engines: a generator that yields its statements and gets each one's rows
- * back, run synchronously on a SQLite connection (readSync: the run's own callers, inside its transactions) or
- * awaited on a PostgreSQL snapshot (readPg). The logic between the statements (replaying credits, walking the
- * runs, an input's latest answers) is not duplicated. A statement with parameters is a Statement (statement.ts):
- * each engine's text was put together when it was written, placeholders included, so nothing is rewritten here.
+ * A reader written once for both engines: a generator yielding its statements and getting their rows back, run
+ * synchronously on SQLite (readSync, inside the run's transactions) or awaited on PostgreSQL (readPg). A Statement
+ * (statement.ts) carries each engine's text, placeholders included, so nothing is rewritten here.
  */
 import type BetterSqlite3 from 'better-sqlite3';
 import type pg from 'pg';
@@ -31,18 +29,12 @@ export function readSync<T>(sqlite: BetterSqlite3.Database, reads: Reads<T>): T 
   }
 }
 
-/**
- * PostgreSQL's value types, loaded on first use (the SQLite readers beside the PostgreSQL ones must not load pg)
- * and kept: an import() per read went through the module loader each time (under tsx, a message to its thread
- * and a wait), and the writer reads once per answer.
- */
+// PostgreSQL's value types, loaded on first use (SQLite readers must not load pg) and kept: the writer reads once per
+// answer, and each import() goes through the module loader.
 let valueTypes: Promise<typeof import('./pg/reader-values.ts')> | null = null;
 const pgValueTypes = () => (valueTypes ??= import('./pg/reader-values.ts'));
 
-/**
- * Runs `reads` in a PostgreSQL snapshot, on a client in a transaction of the caller's (the writer's), or on the
- * pool (a run's reads of its own history, each statement on its own).
- */
+/** Runs `reads` on a client in the caller's transaction (the writer's), or on the pool (each statement on its own). */
 export async function readPg<T>(snapshot: Pick<PgSnapshot, 'client'> | { client: pg.ClientBase | pg.Pool }, reads: Reads<T>): Promise<T> {
   const { READER_TYPES, STORE_TYPES } = await pgValueTypes();
   for (let step = reads.next(); ; ) {

@@ -1,12 +1,8 @@
 /**
- * Reading a WAL-mode database from a folder this user cannot write (an analyst reading the cron user's file).
- * SQLite reads a WAL database through its -shm file, and fails when it cannot create one. When the -wal file
- * is absent or empty, the database file alone holds everything committed, so it can be read as an immutable
- * file (`file:...?immutable=1`): no -shm, no locks. But then SQLite no longer notices a writer: a run that starts
- * meanwhile and checkpoints rewrites pages under the reader, who may read half of each version. So the file's
- * identity, size and times are taken before the first page is read and compared after each batch and before
- * anything is kept (Connection.assertUnchanged); a change fails the command with DB_CHANGED. A non-empty -wal
- * holds writes the database file lacks: that stays a DB_READONLY failure that says why.
+ * Reading a WAL database from a folder this user cannot write: SQLite needs a -shm file it cannot create. With the
+ * -wal absent or empty the file alone holds every commit, so it is read immutable (no -shm, no locks); a writer that
+ * checkpoints meanwhile goes unnoticed, so the file's identity, size and times are compared after each batch and
+ * before anything is kept (DB_CHANGED). A non-empty -wal holds writes the file lacks: DB_READONLY, saying why.
  */
 import { openSync, closeSync, readSync, statSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
@@ -14,17 +10,13 @@ import { DatabaseChangedError, DatabaseWalUnreadableError, type DatabaseError } 
 
 /** Notices a change of a database file read without locks. */
 export interface ChangeWatch {
-  /**
-   * Throws DatabaseChangedError (with `failure` as its cause) if the file changed since the watch began; a
-   * `failure` that is already one is thrown as it is.
-   */
+  /** Throws DatabaseChangedError (cause: `failure`) if the file changed since the watch began; rethrows one as is. */
   assertUnchanged(failure?: unknown): void;
 }
 
 /**
- * Whether a read-only open that failed with `err` may be retried without the -shm file: SQLite refused to
- * create it (SQLITE_READONLY_DIRECTORY, SQLITE_READONLY_CANTINIT) or to open the files beside the database
- * (SQLITE_CANTOPEN, when a -wal exists but no -shm).
+ * Whether a read-only open failed with `err` may retry without -shm: SQLite refused to create it (READONLY_DIRECTORY,
+ * READONLY_CANTINIT) or to open the files beside the database (CANTOPEN: a -wal but no -shm).
  */
 export function failedForWantOfShm(err: unknown): boolean {
   const code = (err as { code?: unknown } | null)?.code;
@@ -73,7 +65,7 @@ export function openWithoutShm<T>(
   };
 }
 
-/** `file:` URI of `path` opened read-only and immutable; pathToFileURL escapes `?`, `#` and `%`, which SQLite decodes. */
+/** `file:` URI of `path`, read-only and immutable; pathToFileURL escapes `?`, `#` and `%`, which SQLite decodes. */
 export function immutableUri(path: string): string {
   return `${pathToFileURL(path).href}?mode=ro&immutable=1`;
 }

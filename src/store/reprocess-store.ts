@@ -1,8 +1,6 @@
 /**
- * What `reprocess` asks of the engine holding the dataset: the archive read a page at a time, and the rebuild
- * written, all inside the one transaction its implementation opens (sqlite/reprocess-store.ts on SQLite,
- * pg/pg-reprocess-store.ts on PostgreSQL). The replay rules (runner/reprocess.ts) are written once, awaiting
- * each answer, whichever engine answers (SQLite's at once, PostgreSQL's later).
+ * What `reprocess` asks of the engine: the archive read a page at a time and the rebuild written, inside the one
+ * transaction its implementation opens. The replay (runner/reprocess.ts) awaits each answer, whichever engine.
  */
 import type { Awaitable } from './run-store.ts';
 import type { StoredAnswer } from './store-answer.ts';
@@ -50,10 +48,7 @@ export interface ReprocessStore {
   releaseSavepoint(): Awaitable<void>;
   /** Undoes what the body wrote, and closes the savepoint. */
   rollbackToSavepoint(): Awaitable<void>;
-  /**
-   * Stores one body's answer, as its contract read it, as the run stores it (store-answer.ts,
-   * pg/pg-answer-store.ts); the row writes.
-   */
+  /** Stores one body's answer, as its contract read it, as a run stores it (store-answer.ts); the row writes. */
   storeAnswer(input: StoredAnswer): Awaitable<number>;
   /** Marks an archived body as an answer: error_code cleared. */
   acceptBody(rawId: number): Awaitable<void>;

@@ -9,9 +9,8 @@ export const RESULT_WRITER_DEFAULTS = {
   /** Outcomes gathered at most before they are committed at once, without waiting for the loop's next turn. */
   maxBatch: 256,
   /**
-   * Frames in the write-ahead log at which the connection checkpoints by itself (SQLite's default: 1000). The
-   * checkpointer thread does the checkpoints; this is only the backstop that bounds the log (64 MB), since a
-   * log written without pause is never fully copied by PASSIVE checkpoints and so never starts over.
+   * WAL frames at which the connection checkpoints itself (SQLite's default 1000): only the backstop bounding the log
+   * (64 MB) behind the checkpointer thread, as PASSIVE checkpoints never let a log written without pause start over.
    */
   walAutocheckpointPages: 16384,
   /** SQLite's own, set back when the writer closes. */
@@ -21,18 +20,10 @@ export const RESULT_WRITER_DEFAULTS = {
 } as const;
 
 /**
- * Files the outcome of every call on the run's own connection, in group commits: the outcomes that arrive
- * in one turn of the event loop (every answer read in that turn) are written at its end in one IMMEDIATE
- * transaction, or at once when `maxBatch` are gathered. Each response's normalized rows, raw body, task status
- * and api_calls row are in the same transaction. An outcome's promise resolves once it is committed: the runner
- * holds the task's slot until then, so a crash at any instant loses at most `concurrency` answers, each one a
- * call that the next run repeats. With the run's lock, each commit first checks, in its transaction, that the
- * lock is still the run's (RunLock.whileHeld): a run suspended while another took the lock over stores nothing
- * when it wakes up. The WAL checkpointer thread (startWalCheckpointer, below) copies the log into the file
- * beside it, so that the commits never wait for a checkpoint's fsyncs.
- *
- * A writer thread did this before, measured no faster at the provider's 10,000 calls a minute nor flat out
- * (bench/writer.bench.ts, bench/README.md).
+ * The SQLite writer: each group (group-commit-writer.ts) is one IMMEDIATE transaction holding rows, raw body, task
+ * status and api_calls row. An outcome resolves once committed and the runner holds its slot until then, so a crash
+ * loses at most `concurrency` answers, each repeated by the next run. Each commit first checks the run's lock
+ * (RunLock.whileHeld), so a run suspended while another took it over stores nothing; checkpoints run off-thread.
  */
 export class ResultWriter extends GroupCommitWriter {
   private readonly checkpointer: ReturnType<typeof startWalCheckpointer>;

@@ -33,9 +33,8 @@ export const RUN_LOCK_DEFAULTS = {
   /** Heartbeats per lease: a live holder renews its lease this many times before it could run out. */
   heartbeatsPerLease: 10,
   /**
-   * How old a "still ours" answer may be when a call asks. A takeover needs this run to have stalled for a
-   * whole lease (a second at the least), and a stall moves the monotonic clock past this, so the first call
-   * after one always reads the row again; the writer still reads it in every commit.
+   * How old a "still ours" answer may be when a call asks: a takeover needs a stall of a whole lease, which moves the
+   * monotonic clock past this, so the first call after one reads the row again (each commit always does).
    */
   callCheckMaxAgeMs: 100,
 } as const;
@@ -81,9 +80,8 @@ export function* runLockReads(host = hostname()): Reads<RunLockState | null> {
 }
 
 /**
- * `check` (true while the lock is ours) answered from its last true answer while that is younger than
- * `maxAgeMs` on the monotonic clock: reading the lock row before every call cost the pipeline bench about 18 us
- * of CPU per answer. A false answer is kept for good.
+ * `check` answered from its last true answer while that is younger than `maxAgeMs` (monotonic clock), sparing a row
+ * read before every call. A false answer is kept for good.
  */
 export function recentLockCheck(check: () => boolean, maxAgeMs: number = RUN_LOCK_DEFAULTS.callCheckMaxAgeMs): () => boolean {
   let trueAt = -Infinity;
@@ -113,12 +111,10 @@ export function lockLostError(sqlite: BetterSqlite3.Database, file: string, runI
 }
 
 /**
- * Takes the one-run-per-database lock, a row in `run_lock`. A lock held by a live process is refused with
- * who holds it: on this host, a process that exists and started when the holder did (a stopped or suspended
- * run included, however old its heartbeat); on another host, one whose lease has not run out since its last
- * heartbeat. Any other lock was left by a dead process and is taken over. The check and the take happen in one
- * IMMEDIATE transaction, so two runs cannot both win; runs that dead processes left marked running are closed
- * in it too, so no run can see them half-closed.
+ * Takes the one-run-per-database lock, a row in `run_lock`. A live holder is refused, named: on this host a process
+ * that exists and started when the holder did (stopped or suspended included); on another host one within its lease.
+ * Others were left by dead processes and are taken over. Check and take share one IMMEDIATE transaction (two runs
+ * cannot both win), which also closes the runs dead processes left marked running, so none is seen half-closed.
  */
 export function acquireRunLock(database: Database, leaseMs: number = RUN_LOCK_DEFAULTS.leaseMs): RunLock {
   const { pid } = process;

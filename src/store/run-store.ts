@@ -1,7 +1,6 @@
 /**
- * The store as the run engine sees it: small ports the runner awaits, one implementation per engine
- * (sqlite-run-store.ts wraps the synchronous better-sqlite3 code; pg/pg-run-store.ts is PostgreSQL's). A port
- * method may answer at once (SQLite) or with a promise (PostgreSQL): the runner awaits both alike.
+ * The store as the run engine sees it: small ports, one implementation per engine (sqlite-run-store.ts,
+ * pg/pg-run-store.ts). A method may answer at once (SQLite) or with a promise (PostgreSQL): the runner awaits both.
  */
 import type { CreditCounters } from '../spec/types.ts';
 import type { SetAsideRecord } from '../operations/answer-contract.ts';
@@ -39,16 +38,15 @@ export interface RunLedger {
  * holds the one lock); PostgreSQL claims them (task claims with a lease), so several workers share a job.
  */
 export interface DueTasks {
-  /** Whether each batch holds whole inputs (claims): then the last input of a batch is worked before the next is asked. */
+  /** Whether each batch holds whole inputs (claims): a batch's last input is worked before the next batch is asked. */
   readonly wholeInputs: boolean;
   /** The next due tasks, whole inputs in ledger order; [] when none is left for this worker. */
   next(limit: number): Awaitable<TaskRow[]>;
   /** The tasks of these inputs are settled (or given up): others may take what is still due. */
   settled(inputKeys: readonly string[]): Awaitable<void>;
   /**
-   * Whether this worker may still call the input's pages, asked right before each call (claims: its lease has
-   * not ended). A false answer has also stopped the run, as a lost lock does (LockLostError, exit 4). Absent
-   * where one run holds the whole dataset (SQLite: its lock is checked instead).
+   * Whether this worker may still call the input's pages, asked before each call (claims: its lease holds). A false
+   * answer has stopped the run, as a lost lock does (exit 4). Absent on SQLite, whose lock is checked instead.
    */
   holds?(inputKey: string): Awaitable<boolean>;
   close(): Awaitable<void>;
@@ -89,9 +87,8 @@ export interface RunHold {
   /** Whether the hold is still this run's, read from the database now; once false, false for good. */
   held(): boolean;
   /**
-   * Whether a run that lost this hold still writes its own end: on PostgreSQL losing it means the server ended
-   * the session (a restart, `pg_terminate_backend`), not that another run took this one over and closed its books,
-   * as on SQLite. Absent: false.
+   * Whether a run that lost this hold still writes its own end: on PostgreSQL losing it means the server ended the
+   * session, not (as on SQLite) that another run took over and closed its books. Absent: false.
    */
   readonly closesOwnRunWhenLost?: boolean;
   /** Tells `listener` once when a check or a heartbeat finds the hold gone. */
@@ -114,10 +111,7 @@ export interface CallFacts {
   latencyMs: number;
 }
 
-/**
- * A 200 as the client read it through its operation's answer contract (its ApiOk): the writer stores `data`
- * as read, without parsing or reading `raw` again; `raw` is archived as received.
- */
+/** A 200 read through its operation's contract (ApiOk): `data` is stored as read, `raw` archived as received. */
 export interface ReadAnswer {
   data: unknown;
   raw: string;
@@ -173,19 +167,13 @@ export interface RunStore {
   readonly runs: RunRecords;
   readonly calls: CallHistory;
   readonly hold: RunHold;
-  /**
-   * The time (ISO) the ledger's timestamps are written and compared in: the server's on PostgreSQL, so workers
-   * whose clocks disagree agree on what is fresh; absent, this host's.
-   */
+  /** Ledger timestamps' ISO time: the server's on PostgreSQL, so workers agree on freshness; else this host's. */
   now?(): string;
   /** The due tasks of a job for this run; `signal` ends a wait for work other workers hold. */
   dueTasks(filter: RunnableFilter, signal?: AbortSignal): DueTasks;
   /** Started once the run has its id; `onFatal` is told once if a commit fails. */
   openWriter(runId: number, onFatal: (err: unknown) => void): OutcomeWriter;
-  /**
-   * The run's credit guard: on PostgreSQL its reservations also fit the account's budget shared by every
-   * worker; `runKey` names the run its workers share (what maxPerRun counts).
-   */
+  /** The credit guard (on PostgreSQL also within the budget every worker shares); `runKey` is what maxPerRun counts. */
   openCreditGuard(limits: CreditLimits, history: CreditHistory, apiUrl: string, runKey: string): CreditGuard;
   /** The run's rate gate for calls to `apiUrl`. */
   openGate(apiUrl: string): RunGate;

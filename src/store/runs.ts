@@ -23,10 +23,7 @@ export interface RunEnd {
   jobRates: Readonly<Record<string, number>> | null;
 }
 
-/**
- * `runs.job_rates` as both engines take it: JSON text (PostgreSQL casts it to jsonb). Keys go in jsonb's own order
- * (shorter first, then by bytes), so an export of either engine gives the same bytes.
- */
+/** `runs.job_rates` as JSON text, keys in jsonb's order (shorter, then by bytes): both engines export alike. */
 export function jobRatesJson(rates: RunEnd['jobRates']): string | null {
   if (rates === null) return null;
   const bytes = (key: string) => Buffer.from(key, 'utf8');

@@ -1,8 +1,6 @@
 /**
- * The dataset's tables on SQLite, built from their one definition (tables.ts). `migrations/` is generated from
- * this file's exports by drizzle-kit (`npm run db:generate`) and applied by `openDatabase()`.
- *
- * Kinds become SQLite types: `text`, `time` and `json` TEXT; `int`, `bigint` and `flag` INTEGER; `real` REAL;
+ * The dataset's tables on SQLite, built from tables.ts; drizzle-kit generates `migrations/` from these exports and
+ * openDatabase() applies them. Kinds: `text`, `time`, `json` TEXT; `int`, `bigint`, `flag` INTEGER; `real` REAL;
  * `given` BLOB; an id is INTEGER PRIMARY KEY AUTOINCREMENT.
  */
 import { check, customType, index, integer, primaryKey, real, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core';
@@ -10,10 +8,7 @@ import type { AutoId, ColumnKind } from './table-kit.ts';
 import { buildTables, type Dialect } from './table-build.ts';
 import { DATASET_TABLES, type DatasetTable } from './tables.ts';
 
-/**
- * A column for values whose type the spec does not show. Declared BLOB so SQLite applies no type affinity:
- * numbers stay numbers and strings stay strings (a TEXT column would turn 12 into '12').
- */
+/** Values of a type the spec does not show: BLOB, so SQLite applies no affinity (TEXT would turn 12 into '12'). */
 const asGiven = customType<{ data: string | number; driverData: string | number }>({ dataType: () => 'blob' });
 
 const COLUMNS = {

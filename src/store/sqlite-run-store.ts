@@ -1,6 +1,6 @@
 /**
- * The run store on SQLite: today's synchronous better-sqlite3 code behind the run ports (run-store.ts). The run
- * holds the one-run lock; every write of the ledger and the end of the run check it in their transaction.
+ * The run store on SQLite: synchronous better-sqlite3 code behind the run ports (run-store.ts). The run holds the
+ * one-run lock; every ledger write and the run's end check it in their transaction.
  */
 import { CreditGuard } from '../credits/credit-guard.ts';
 import { RateGate } from '../rate/rate-gate.ts';
@@ -71,11 +71,7 @@ function pagedDueTasks(ledger: Pick<Ledger, 'runnableAfter'>, filter: RunnableFi
   };
 }
 
-/**
- * The ledger as a run writes it from its own thread (planning, reopening, deferring): each write checks, in its
- * transaction, that the run still holds its lock, so a run suspended while another took the lock over does
- * not change the tasks the new holder works on (LockLostError instead). Reads are the ledger's own.
- */
+/** The ledger, each write checking the run lock in its transaction: a run taken over writes no task (LockLostError). */
 function lockGuardedLedger(ledger: Ledger, lock: Pick<RunLock, 'whileHeld'>): Ledger {
   return {
     ...ledger,

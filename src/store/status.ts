@@ -11,14 +11,13 @@ import { codePointOrder, perEngine, sql, param } from '../statement.ts';
 /** On PostgreSQL, whether each unfinished run's worker still holds its session; SQLite tells by the run lock. */
 const RUNNING_RUNS_LIVENESS = perEngine({ sqlite: 'SELECT id, 1 AS live FROM runs WHERE 0', postgres: RUNNING_RUNS_LIVENESS_SQL });
 
-/** Tasks by job and status, in code-point order on both engines (PostgreSQL's own would follow the database's collation). */
+/** Tasks by job and status in code-point order on both engines (PostgreSQL's own follows the database's collation). */
 const TASKS_BY_JOB = sql`SELECT job, status, count(*) AS n FROM tasks GROUP BY job, status ORDER BY ${codePointOrder('job')}, ${codePointOrder('status')}`;
 
 /**
- * What `netingest status` shows: recent runs, tasks by status per job, credits. Only reads: a run still
- * marked running shows the figures the database holds for it so far, and `unfinished` when its process is
- * gone (the next run closes it as abandoned): on SQLite it does not hold the run lock; on PostgreSQL its
- * session no longer holds the dataset lock, whichever host it ran on.
+ * What `netingest status` shows: recent runs, tasks by status per job, credits. Only reads: a run still marked running
+ * shows its figures so far, and `unfinished` once its process is gone (it no longer holds the run lock on SQLite, the
+ * dataset lock's session on PostgreSQL); the next run closes it as abandoned.
  */
 export function* statusReads(recentRuns = 10) {
   const lock = yield* runLockReads();
@@ -54,7 +53,7 @@ export function* statusReads(recentRuns = 10) {
     unfinishedRuns: [...open.values()].filter(({ run }) => !running(run)).map(({ run }) => run),
     tasksByJob: Object.fromEntries(byJob),
     creditsSpentAllRuns: roundCredits(spent),
-    /** Used between runs by calls no run stored (lost in flight to a kill) or by the token elsewhere: in no run's spend. */
+    /** Spent between runs by calls no run stored (lost to a kill) or by the token elsewhere: in no run's spend. */
     creditsUncountedBetweenRuns: yield* uncountedCreditsReads(),
     wrongShapeBodiesKept,
     lastCounters: (yield* apiCallReads.lastCounters()) ?? null,
@@ -77,12 +76,10 @@ function isLockHolder(run: UnfinishedRun, lock: RunLockState | null): boolean {
 const NOISE = 1e-6;
 
 /**
- * Credits that the account's counters show used between runs and that no run counted: paid answers lost in
- * flight when a run was killed (charged by the service, never stored), or the token used elsewhere. Each run's
- * spend is counted from the answers it stored, so these are in no run's figure; `status` names them apart.
- * For each run after the first that stored paid answers: the step from the highest credits_used stored before it
- * to the lowest it stored, less that call's own cost (as learned before the run). A step across a reset of
- * credits_used (it went down: a plan renewal) tells nothing and counts 0, as does one whose cost is unknown.
+ * Credits the account's counters show used between runs that no run counted (paid answers lost in flight to a kill,
+ * or the token used elsewhere). For each run after the first that stored paid answers: the step from the highest
+ * credits_used stored before it to the lowest it stored, less that call's cost (learned before the run). A step
+ * across a reset (credits_used went down: a plan renewal) or with an unknown cost counts 0.
  */
 function* uncountedCreditsReads(): Reads<number> {
   const runs = yield* rows<{ runId: number; firstId: number; minUsed: number; maxUsed: number }>(
@@ -106,7 +103,7 @@ function* uncountedCreditsReads(): Reads<number> {
   return roundCredits(total);
 }
 
-/** netingest_meta key of the page `netingest report` last wrote (report/write-report.ts): JSON `{ path, writtenAt }`. */
+/** netingest_meta key of the page `netingest report` last wrote (report/write-report.ts), as `{ path, writtenAt }`. */
 export const LAST_REPORT_KEY = 'last_report';
 
 /** The last report written for this dataset, or null when none was (or the row is not ours to read). */

@@ -1,9 +1,7 @@
 /**
- * Stores one 200 answer as its operation's answer contract read it: upserts what it holds, and records what it
- * held that was not stored as a record (records set aside, a post answer naming another post). The run's writer
- * stores the answer the client read on receipt (never parsed again); reprocess reads each archived body through
- * the same contract first (runner/reprocess.ts). Both store through here, so a body stored live and one
- * recovered by reprocess are stored alike.
+ * Stores one 200 answer as its contract read it: upserts what it holds and records what was not stored as a record
+ * (set aside, another post). The run's writer and reprocess (each archived body read through the same contract) both
+ * store through here, so a body stored live and one recovered later are stored alike.
  */
 import type { SetAsideRecord } from '../operations/answer-contract.ts';
 import { recordAnswerAnomalies, setAsideAnomalies, type AnomalySource } from './answer-anomalies.ts';

@@ -1,13 +1,11 @@
 /**
- * How a table is defined once for both engines: columns of a neutral kind (what each kind becomes on SQLite and
- * on PostgreSQL is decided by the two builders, schema.ts and pg/schema.ts), keys, indexes and checks by name.
- * The definitions themselves are in tables.ts; table-build.ts makes each dialect's drizzle tables of them.
+ * How a table is defined once for both engines: columns of a neutral kind (schema.ts and pg/schema.ts decide what
+ * each becomes), keys, indexes and checks by name. tables.ts holds the definitions; table-build.ts builds them.
  */
 
 /**
- * A drizzle SQL fragment (sql`...`: a default, a check, a partial index's condition), opaque here: these are the
- * types the package's public types reach (the operations' rows), and drizzle's own declarations do not pass a
- * strict consumer's check (skipLibCheck false). table-build.ts hands them to drizzle.
+ * A drizzle SQL fragment (a default, a check, a partial index's condition), opaque here: the package's public types
+ * reach these, and drizzle's own declarations fail a strict consumer's check (skipLibCheck false).
  */
 export interface SqlFragment {
   getSQL(): unknown;

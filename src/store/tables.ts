@@ -1,14 +1,8 @@
 /**
- * The dataset's tables, each defined once for both engines: schema.ts builds SQLite's drizzle tables from them and
- * pg/schema.ts PostgreSQL's, from which drizzle-kit generates `migrations/` and `migrations/postgres/`
- * (`npm run db:generate`); store/ingest/tables.ts derives the operations' insert and upsert statements.
- * Table and column names are a public contract: users write SQL against them (docs/schema.md describes every
- * column).
- *
- * Conventions: snake_case names, the column's key is its name; timestamps are ISO-8601 UTC (`time`); booleans
- * are 0/1 (`flag`); lists and objects are JSON (`json`); positions in ordered child sets are 1-based. Columns are
- * in each table's physical order (a column a later migration added comes last), so `SELECT *` reads the same on
- * both engines. Tables are listed parents first: the order `copy` fills them in.
+ * The dataset's tables, each defined once for both engines: schema.ts, pg/schema.ts, drizzle-kit's migrations and
+ * ingest/tables.ts's statements derive from them. Names are a public contract (docs/schema.md). Timestamps are
+ * ISO-8601 UTC, booleans 0/1, lists JSON, positions 1-based. Columns in physical order (later migrations' last) so
+ * `SELECT *` reads the same on both engines; tables parents first, the order `copy` fills them in.
  */
 import { sql } from 'drizzle-orm';
 import { bigint, flag, given, int, json, real, table, text, time, type Columns, type SelectOf, type TableDef } from './table-kit.ts';
@@ -210,9 +204,8 @@ const runs = table('runs', {
   exit_code: int(),
   error: text(),
   /**
-   * The calls per minute each job of the run was worked at, as the run used it (its job file's
-   * `rate.requestsPerMinute`, or `--rate` over it): `{"lookalikes": 120}`. Null for a run that worked no job, did
-   * not write its end, or was made before this column.
+   * Calls per minute each job of the run was worked at (its job file's `rate.requestsPerMinute`, or `--rate`):
+   * `{"lookalikes": 120}`. Null for a run that worked no job, wrote no end, or predates the column.
    */
   job_rates: json(),
 }, { indexes: { runs_started_at_idx: ['started_at'] } });
@@ -240,10 +233,8 @@ const tasks = table('tasks', {
 }, {
   indexes: {
     tasks_job_input_key_page_uq: { on: ['job', 'input_key', 'page'], unique: true },
-    // SQLite only: there a settle rewrites just the indexes whose columns it changes, and status, the runs' end and
-    // the report read by it (a job of 1M tasks: `status` 0.07 s with it, 1.0 s without). On PostgreSQL an index
-    // naming `status` makes every settle rewrite every index of `tasks` (no HOT update): 25-49 against 9-12 us of
-    // server CPU a settled task, for reads done once a run (pg/pg-ledger.ts).
+    // SQLite only: a settle there rewrites only the indexes whose columns change, and status, the runs' end and the
+    // report read by it. On PostgreSQL an index naming `status` makes each settle rewrite every index (no HOT update).
     tasks_job_status_idx: { on: ['job', 'status'], only: 'sqlite' },
     // The runner pages through a job's tasks in id order: without it each page re-sorted the whole job.
     tasks_job_id_idx: ['job', 'id'],
@@ -283,18 +274,12 @@ const rawResponses = table('raw_responses', {
   operation: text().notNull(),
   request_key: text().notNull(),
   request_json: json().notNull(),
-  /**
-   * The body text, or on SQLite its gzip bytes where `body_encoding` says so (see src/store/raw-body.ts);
-   * PostgreSQL keeps it as received and compresses it itself (TOAST).
-   */
+  /** The text, or on SQLite its gzip bytes per `body_encoding` (raw-body.ts); PostgreSQL compresses it (TOAST). */
   body: text().notNull(),
   received_at: time().notNull(),
   run_id: bigint(),
   task_id: bigint(),
-  /**
-   * Null for a body that validated; the error code (SCHEMA) of a paid body that did not, kept so reprocess
-   * can recover it after a schema fix. Reprocess sets it back to null once the body validates and replays.
-   */
+  /** Null once a body validated; else its error code (SCHEMA), kept so reprocess can recover it after a schema fix. */
   error_code: text(),
   /** NULL: `body` is the text as received (always, on PostgreSQL); `gzip`: `body` is that text gzipped (a BLOB). */
   body_encoding: text(),
@@ -309,10 +294,8 @@ const rawResponses = table('raw_responses', {
 
 /**
  * What a stored answer held that was not stored as a record (written with the answer, rebuilt by reprocess):
- * `no_identity`, a listed record that does not name itself (a company or job without `url`), set aside alone
- * at its `position` while the rest of its page is stored; `other_post`, a post-details answer whose `PostId`
- * names another post than the one asked for (`asked_id`, `answered_id`): stored under the post asked for,
- * never merged into the other.
+ * `no_identity`, a listed record without `url`, set aside at its `position` while the rest of its page is stored;
+ * `other_post`, a post-details answer naming another post (`asked_id`, `answered_id`), stored under the one asked for.
  */
 export const ANSWER_ANOMALY_KINDS = ['no_identity', 'other_post'] as const;
 export type AnswerAnomalyKind = (typeof ANSWER_ANOMALY_KINDS)[number];
@@ -350,10 +333,9 @@ const answerDrift = table('answer_drift', {
 }, { primaryKey: ['run_id', 'operation', 'path', 'kind'] });
 
 /**
- * The history: one row per change an answer made to what was stored (store/history/): a company, post or job
- * first seen (`added`, no field) or one of its values `changed` (field, old, new), an item of one of its sets
- * `added` or `removed` (field: locations, industries, media...), a member of a list (a company's lookalikes, a
- * search's results) `added` or `removed` (old or new: the member's URL). Values are text. Never pruned.
+ * The history (store/history/): one row per change an answer made to what was stored: an entity first seen (`added`,
+ * no field), a value `changed` (field, old, new), a set item or list member (old or new: its URL) `added` or
+ * `removed`. Values are text. Never pruned.
  */
 const changes = table('changes', {
   id: bigint().autoId(),

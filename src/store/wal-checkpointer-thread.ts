@@ -1,10 +1,7 @@
 /**
- * The WAL checkpointer thread: its own connection, running PASSIVE checkpoints on a timer. A checkpoint
- * copies pages from the log into the database file and fsyncs both, which takes tens of milliseconds on
- * a slow disk; done by the connection that commits, it stalls every commit queued behind it. PASSIVE never
- * blocks the writer, and the writer's own (rarer) automatic checkpoint then finds the pages copied and synced
- * already. Failures are ignored: the writer's automatic checkpoint is the backstop.
- *
+ * The WAL checkpointer thread: its own connection, running PASSIVE checkpoints on a timer. A checkpoint's fsyncs, done
+ * by the committing connection, would stall every commit queued behind it; PASSIVE never blocks the writer, whose own
+ * rarer automatic checkpoint (the backstop, so failures here are ignored) then finds the pages synced already.
  * Messages in: `{ type: 'close' }`. Messages out: none.
  */
 import { parentPort, workerData } from 'node:worker_threads';

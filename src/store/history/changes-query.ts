@@ -1,7 +1,6 @@
 /**
- * The statement `netingest changes` prints: the history (the `changes` table) narrowed by the user's filters,
- * one record per change, grouped by entity. Written once for both engines; the filters are checked here and
- * put in as literals, so the statement runs through the read-only query path as any user statement does.
+ * The statement `netingest changes` prints: the `changes` table narrowed by the user's filters, grouped by entity,
+ * written once for both engines. Filters are checked here and put in as literals, for the read-only query path.
  */
 import { NetingestError, UsageError } from '../../errors.ts';
 import { openStore } from '../open-store.ts';
@@ -18,10 +17,7 @@ export interface ChangesFilter {
   entity?: HistoryEntity | undefined;
 }
 
-/**
- * `--since`'s value: `last`, a run id (a whole number) or an ISO date or date-time; null when it is none of
- * them (the caller names the flag in its message).
- */
+/** `--since`'s value: `last`, a run id or an ISO date or date-time; null when none (the caller names the flag). */
 export function parseChangesSince(text: string): ChangesSince | null {
   const value = text.trim();
   if (value === '' || value === 'last') return { last: true };
@@ -31,9 +27,8 @@ export function parseChangesSince(text: string): ChangesSince | null {
 }
 
 /**
- * A date (`2026-11-01`, midnight UTC) or an ISO date-time (`2026-11-01T08:00:00Z`, with `Z` or an offset;
- * without one it is UTC, as every stored time is) as the instant in the database's format (ISO-8601 UTC); null
- * when it is neither, or names no day of the calendar (`2026-02-30`, which Date would roll into March).
+ * A date (midnight UTC) or ISO date-time (with `Z` or an offset, else UTC) as the database's ISO-8601 UTC instant;
+ * null when neither, or no calendar day (`2026-02-30`, which Date would roll into March).
  */
 export function parseInstant(value: string): string | null {
   const match = /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})?)?$/i.exec(value.trim());
@@ -77,10 +72,7 @@ export function changesStatement(filter: ChangesFilter): string {
     ORDER BY c.entity, c.key, c.at, c.id`;
 }
 
-/**
- * Refuses, with what to do, a dataset made by a release before the history (opened read-only, it is not
- * upgraded): its first run with this release upgrades it and starts recording.
- */
+/** Refuses, saying what to do, a dataset older than the history (read-only, not upgraded): its next run upgrades it. */
 export async function assertHistoryKept(db: string): Promise<void> {
   const store = await openStore(db);
   // A dataset that is not there, or cannot be opened, says so itself; only the statement's own failure is mapped.

@@ -1,9 +1,8 @@
 /**
- * What a group of answers changes, read once for both engines (a read-steps generator: run synchronously in
- * SQLite's transaction, awaited in PostgreSQL's). Before the answers' rows are written, it reads what is stored
- * under their keys (one statement per table and 500 keys), then walks the answers in order over that state,
- * keeping it current as each answer would leave it, so two answers of one group that touch one company are
- * compared in turn. It writes nothing: the caller inserts `changes` and deletes `withdrawn` in its transaction.
+ * What a group of answers changes, read once for both engines (a read-steps generator). Before their rows are written
+ * it reads what is stored under their keys, then walks the answers in order over that state, kept as each leaves it,
+ * so two answers touching one company compare in turn. It writes nothing: the caller inserts `changes` and deletes
+ * `withdrawn` in its transaction.
  */
 import type { Row, RowWrite } from '../../operations/stored-rows.ts';
 import { rows, type Reads } from '../read-steps.ts';
@@ -25,7 +24,7 @@ export type ChangeRow = Omit<StoredRow<'changes'>, 'id' | 'entity' | 'change'> &
 
 export interface RecordedChanges {
   changes: ChangeRow[];
-  /** Ids of `removed` rows an earlier commit of the same run recorded for a member this group found on another page. */
+  /** Ids of `removed` rows an earlier commit of this run recorded for a member this group found on another page. */
   withdrawn: number[];
 }
 
@@ -37,9 +36,8 @@ const IDENTIFIER = /^[a-z_][a-z0-9_]*$/;
 type State = Map<string, Map<string, Row[]>>;
 
 /**
- * Records the changes of answers in the order they are written. Its state is what is stored under the keys
- * they touch: read from the dataset the first time a key comes up (before any answer of the group wrote it,
- * since an answer that wrote it read it first), then kept current in memory, so the rows of the group may be
+ * Records the changes of answers in write order. Its state is read from the dataset the first time a key comes up
+ * (before any answer of the group wrote it: a writer reads first), then kept in memory, so the group's rows may be
  * written in between, in batches. One recorder per transaction.
  */
 export class ChangeRecorder {
@@ -90,7 +88,7 @@ const readByKeys = byShape((key: string) => {
   return sql`SELECT * FROM ${literal(table)} WHERE ${literal(column)} IN (${paramList(Number(count))})`;
 });
 
-/** Adds to `state` the stored rows under the keys of `writes` it does not hold yet (one statement per table and 500 keys). */
+/** Adds to `state` the stored rows under keys of `writes` it lacks (one statement per table and 500 keys). */
 function* readState(writes: readonly RowWrite[], state: State): Reads<void> {
   for (const [table, values] of unreadKeys(writes, state)) {
     const column = readColumn(TRACKING[table]!);
@@ -229,10 +227,7 @@ function* listChange(t: ListTracking, page: readonly Row[], rowsOf: Map<string, 
   rowsOf.set(by, [...kept, ...page]);
 }
 
-/**
- * A stored value as the history's text, the same on both engines: numbers and booleans as SQLite holds them,
- * JSON objects and arrays with their keys sorted (jsonb keeps its own order).
- */
+/** A value as history text on both engines: numbers, booleans as SQLite has them; JSON keys sorted (jsonb reorders). */
 export function valueText(v: unknown): string | null {
   if (v === null || v === undefined) return null;
   if (typeof v === 'boolean') return v ? '1' : '0';

@@ -1,8 +1,7 @@
 /**
- * How each normalized table shows in the history (the `changes` table, docs/schema.md): which entity its rows
- * are, what keys them, and which of its columns are values whose change is recorded. Bookkeeping (first and
- * last seen, updated) and what the store derives (a post's day) are not values; a lookalike's rank and score
- * and a job's position in a search move every night and are not recorded, only the list's members.
+ * How each normalized table shows in the history: which entity its rows are, what keys them, and which columns are
+ * values whose change is recorded. Bookkeeping and derived columns are not values; a lookalike's rank and score and
+ * a job's search position move nightly and are not recorded, only the list's members.
  */
 import { EMPTY_FILTER_KEY } from '../../jobs/request-keys.ts';
 import { SEARCH_JOBS_PAGE_SIZE } from '../../spec/types.ts';

@@ -1,8 +1,7 @@
 /**
- * One entry point: `createIngestor(database).ingestAnswer(subject, answer, seenAt)` writes a validated 200 body
- * into the normalized tables: the answer's operation maps it to rows (its spec's `rows`, a pure function) and
- * this store writes them (row-writer.ts). Statements are prepared once per ingestor. The caller owns the
- * transaction, so a response, its raw body, its task status and its api_calls row commit together.
+ * `createIngestor(database).ingestAnswer(subject, answer, seenAt)` writes a validated 200 body into the normalized
+ * tables: its operation's spec maps it to rows, row-writer.ts writes them. The caller owns the transaction, so a
+ * response, its raw body, task status and api_calls row commit together.
  */
 import type { Connection } from '../connection.ts';
 import { specOf, type AnySubject } from '../../operations/index.ts';
@@ -40,9 +39,8 @@ export function createIngestor(database: Connection) {
   const write = prepareRowWriter(sqlite, { posts: { posted_on: (row) => postDates.isoOf(row['posted_raw']) } });
   const ctx: RowContext = { seenAt: '', networkHost: networkHost(), stored: prepareStoredLookup(sqlite) };
   /**
-   * Upserts one answer, as its operation's contract read it (operations/answer-contract.ts); every timestamp written is
-   * `seenAt` (ISO-8601 UTC), so a replay reproduces them. With `source`, what the answer changes is recorded in
-   * the history (store/history/) first. Must run inside a transaction the caller opened; throws otherwise.
+   * Upserts one answer as its contract read it; every timestamp written is `seenAt` (ISO-8601 UTC), so a replay
+   * reproduces them. With `source`, its changes go to the history first. Throws outside a caller's transaction.
    */
   const ingestAnswer = (subject: AnySubject, answer: unknown, seenAt: string, source?: ChangeSource): IngestResult => {
     if (!sqlite.inTransaction) {
@@ -65,10 +63,7 @@ export function createIngestor(database: Connection) {
 /** The history reprocess empties with the normalized tables: it rebuilds it from the raw archive, as it was made. */
 export const CLEAR_HISTORY_SQL = 'DELETE FROM changes';
 
-/**
- * Deletes every row of the normalized tables (counted) and the history made of them (bookkeeping and
- * raw_responses untouched); caller's transaction.
- */
+/** Empties the normalized tables (counted) and the history, not bookkeeping or raw_responses; caller's transaction. */
 export function clearNormalizedTables(database: Connection): number {
   let rows = 0;
   for (const table of NORMALIZED_TABLES) rows += database.sqlite.prepare(`DELETE FROM ${table}`).run().changes;

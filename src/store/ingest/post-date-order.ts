@@ -1,8 +1,7 @@
 /**
- * The day/month order of a dataset's posts (see post-date.ts), kept while a normalizer writes: learned once
- * from the stored posts, then from each value written. When the order becomes known, the ambiguous days
- * stored so far are filled in; should posts ever prove both orders, they go back to NULL. Either happens at
- * most once or twice in a dataset's life, inside the caller's transaction.
+ * The day/month order of a dataset's posts (post-date.ts), learned once from the stored posts, then from each value
+ * written. Once known, the ambiguous days stored so far are filled in; should posts prove both orders, they go back
+ * to NULL (at most once or twice in a dataset's life, in the caller's transaction).
  */
 import type BetterSqlite3 from 'better-sqlite3';
 import { isoPostDate, readPostDate, type DayOrder } from './post-date.ts';

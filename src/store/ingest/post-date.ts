@@ -1,9 +1,7 @@
 /**
- * A post's `timestamp` as an ISO day, for SQL such as "posts this week". api.md shows `NN-NN-YYYY` without
- * saying which NN is the day, so the order is decided from the data: a value whose first part is over 12 can
- * only be `DD-MM-YYYY`, one whose second part is over 12 only `MM-DD-YYYY`. A value that fits both
- * (`03-04-2026`) takes the order the dataset's other posts show, when they show only one; otherwise it stays
- * NULL: a wrong date is worse than none. ISO days and ISO timestamps are taken as they are.
+ * A post's `timestamp` as an ISO day. The API's `NN-NN-YYYY` does not say which NN is the day, so the data decides:
+ * a part over 12 is the day; an ambiguous value takes the order the dataset's other posts show when they show only
+ * one, else stays NULL (a wrong date is worse than none). ISO days and timestamps are taken as they are.
  */
 // The migration that filled posted_on for existing rows applies the same patterns in SQL (GLOB).
 const NN_NN_YYYY = /^(\d{2})-(\d{2})-(\d{4})$/;

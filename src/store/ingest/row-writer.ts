@@ -1,8 +1,7 @@
 /**
- * Writes the rows an operation maps an answer to (src/operations/stored-rows.ts) with one prepared statement
- * per table (tables.ts), binding each row's values positionally in the table's column order. A column the
- * store derives itself (posts.posted_on, from the dataset's day order) is computed here, right before its row
- * is written. Runs inside the caller's transaction.
+ * Writes the rows an operation maps an answer to, one prepared statement per table, each row bound positionally in
+ * the table's column order; a derived column (posts.posted_on, from the dataset's day order) is computed right
+ * before its row. Runs inside the caller's transaction.
  */
 import type BetterSqlite3 from 'better-sqlite3';
 import type { Row, RowWrite } from '../../operations/stored-rows.ts';
@@ -28,8 +27,7 @@ export function prepareRowWriter(sqlite: BetterSqlite3.Database, derived: Derive
     const columns = statement.columns;
     const derive = derived[table] ?? {};
     const derivers = columns.map((c) => (Object.hasOwn(derive, c) ? derive[c]! : null));
-    // One argument array per table, refilled for each row; spread into run(): better-sqlite3 binds separate
-    // arguments faster than one array (db-upsert bench: 0.84 of the plain loop against 0.79).
+    // One argument array per table, refilled per row and spread into run(): separate arguments bind faster.
     const args: SqlValue[] = new Array<SqlValue>(columns.length);
     writer = (row) => {
       for (let i = 0; i < columns.length; i++) {

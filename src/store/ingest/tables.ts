@@ -1,10 +1,8 @@
 /**
- * How each normalized table is written, derived from its definition (store/tables.ts): its columns in bind order
- * and, for an upsert, its key and what a conflict sets. An upsert keeps the earliest first_seen_at and the latest
- * updated_at/last_seen_at, so replay order cannot move them back; the rows of a set (a company's locations, a
- * post's media) are plain inserts after the owner's old set is deleted. The operations say which rows an answer
- * stores (src/operations/<name>.ts); this file is SQLite's statements for them, pg/pg-table-statements.ts
- * PostgreSQL's.
+ * How each normalized table is written, from its definition (store/tables.ts): columns in bind order and, for an
+ * upsert, its key and what a conflict sets. An upsert keeps the earliest first_seen_at and the latest
+ * updated_at/last_seen_at, so replay order cannot move them back; a set's rows are inserted after the owner's old
+ * set is deleted. SQLite's statements; pg/pg-table-statements.ts has PostgreSQL's.
  */
 import { primaryKeyOf } from '../table-kit.ts';
 import { DATASET_TABLES, type NormalizedTable } from '../tables.ts';

@@ -1,10 +1,7 @@
 /**
- * The dataset opened read-only for a user's own script (the package's openDataset): plain objects per row,
- * parameters allowed, and nothing that could write, as `netingest query` guarantees on the command line.
- *
- * Two engines, one API: `query()` (async) reads on both; SQLite keeps its synchronous `all()` (published in 0.1),
- * which PostgreSQL cannot offer. The types say so: `engine` tells them apart, and PgDataset's `all` is `never`
- * (not callable), while `Dataset`, the union, keeps `all()` callable for the code written for 0.1.
+ * The dataset opened read-only for a user's own script (the package's openDataset), as `netingest query` reads.
+ * `query()` (async) reads on both engines; SQLite keeps its synchronous `all()` (published in 0.1), which PgDataset
+ * types as `never`, while the union `Dataset` keeps `all()` callable for code written for 0.1.
  */
 import { UsageError } from '../../errors.ts';
 import { locateDataset } from '../locator.ts';
@@ -46,10 +43,7 @@ export interface PgDataset {
   close(): Promise<void>;
 }
 
-/**
- * Either engine's dataset, told apart by `engine`. `query()` and `await close()` work on both; `all()` is
- * SQLite's, kept callable here for the code written when openDataset read SQLite only (it throws on PostgreSQL).
- */
+/** Either engine's dataset, told apart by `engine`; `all()` stays callable for 0.1's code (it throws on PostgreSQL). */
 export type Dataset = SqliteDataset | PgDataset;
 
 /** postgres:// or postgresql://, in any case (as the CLI's --db takes them). */
@@ -84,7 +78,7 @@ export async function openDataset(db?: string): Promise<Dataset> {
 export function openSqliteDataset(file: string): SqliteDataset {
   const database = openForReading(file);
   const all = <Row>(sql: string, params: QueryParams = []): Row[] =>
-    // Read without SQLite's locks (an unwritable folder), a file that changed meanwhile may be half-read: the snapshot checks.
+    // Read without SQLite's locks (unwritable folder), a file changed meanwhile may be half-read: the snapshot checks.
     withReadSnapshot(database, ({ sqlite }) => {
       try {
         const stmt = prepareUserSql(sqlite, sql);

@@ -1,7 +1,6 @@
 /**
- * `enrich --changes-since`: per lead, what the history (the `changes` table) recorded since a time, as a count
- * and one short readable text (`staff_total 120 -> 131; lookalike added https://...`). Which entities and keys
- * are the lead's is its operation's (`enrich.changeKeys`); the reads run on either engine (read-steps.ts).
+ * `enrich --changes-since`: per lead, what the `changes` table recorded since a time, as a count and one short text
+ * (`staff_total 120 -> 131; lookalike added https://...`); the lead's entities and keys are its operation's.
  */
 import type { ChangeRow } from '../history/record-changes.ts';
 import type { Job } from '../../jobs/schema.ts';

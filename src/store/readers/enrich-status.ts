@@ -1,7 +1,4 @@
-/**
- * Why an input row of `enrich` has no result: read from the task ledger (all pages of the input) when the
- * dataset holds nothing for it, against what the job would ask now.
- */
+/** Why an `enrich` input has no result, read from the ledger (all its pages) against what the job would ask now. */
 import { isDeepStrictEqual } from 'node:util';
 import type { Operation } from '../../spec/types.ts';
 import { rows, type Reads } from '../read-steps.ts';
@@ -31,13 +28,10 @@ export const REQUEST_CHANGED = "the job's request changed since it ran (the stor
 type TaskState = Pick<TaskRow, 'page' | 'status' | 'requestJson'> & { lastErrorCode: string | null; lastError: string | null };
 
 /**
- * Reads the tasks of one input of `job`. With no results, only the pages the job plans now count, and a task
- * whose stored request is not the one the job would send now (its `request` changed since: other filters,
- * page size) is pending, as the ledger makes it on the next run. Then: any failed page makes it `failed`,
- * else any deferred page `deferred`, else any pending page (or a page never planned) `pending`, else every
- * page was answered with nothing, `not_found`: a 404, past the last page, or an empty page (done: the ledger
- * does not count results). Where an answer always carries a result (a post: the spec's doneMeansResult), a
- * done input without one in the dataset is `failed`, with why.
+ * Reads the tasks of one input of `job`. With no results, only pages the job plans now count, and a task whose stored
+ * request is not what the job would send now is pending (as the next run makes it). Then any failed page makes it
+ * `failed`, else any deferred `deferred`, else any pending or unplanned `pending`, else `not_found` (404, past the last
+ * page, or empty). Where an answer always carries a result (doneMeansResult), a done input without one is `failed`.
  */
 export function taskStatusReader(job: string, operation: Operation) {
   const doneMeansResult = specOf(operation).enrich.doneMeansResult;
@@ -83,10 +77,7 @@ export function taskStatusReader(job: string, operation: Operation) {
   };
 }
 
-/**
- * Whether a stored request is the planned one. The text as planned is the common case; PostgreSQL's jsonb
- * gives it back with its own key order, so a differing text is compared as JSON (keys in any order).
- */
+/** Whether a stored request is the planned one: same text, or same JSON (jsonb gives keys back in its own order). */
 function sameJson(stored: string, planned: string | undefined): boolean {
   if (planned === undefined) return false;
   if (stored === planned) return true;

@@ -1,16 +1,8 @@
 /**
- * When each page of an input was last answered, as the task ledger records it. The link tables
- * (`similar_companies`, `job_search_results`) are cumulative: an answer raises `last_seen_at` on the rows it
- * lists and leaves the others alone, and an answer that lists nothing (a 404, an empty page, a page past the
- * last one) writes no row at all. Only the ledger can tell that such an answer came after the rows the table
- * still holds, so `enrich` reads it to keep, per page, only the rows of the page's latest answer.
- *
- * Every answer's rows carry the time it was received (`seenAt`), which is also the task's `completed_at` and
- * its `api_calls.at` (and their `raw_responses.received_at`, which `reprocess` replays), so times compare
- * exactly.
- *
- * `enrich` looks an input's results up through resultLookup: which columns, and how they are read, is the job's
- * operation's (its spec's `enrich`), one input at a time, so the whole result set is never in memory.
+ * When each page of an input was last answered, per the task ledger. The link tables are cumulative (an answer raises
+ * `last_seen_at` on the rows it lists; one listing nothing writes no row), so only the ledger tells `enrich` which rows
+ * belong to a page's latest answer. Rows carry their answer's receipt (`seenAt` = the task's `completed_at` =
+ * `api_calls.at` = `raw_responses.received_at`), so times compare exactly. Results are read an input at a time.
  */
 import type { Job } from '../../jobs/schema.ts';
 import { specOf } from '../../operations/index.ts';
@@ -33,10 +25,7 @@ interface Answer {
   endsList: boolean;
 }
 
-/**
- * The floors of an input, counting the tasks of `jobs`: the job and those asking the same question
- * (otherJobsWithOperationReads), whose stored results are the same rows.
- */
+/** The floors of an input over the tasks of `jobs`: the job and those asking the same question (same stored rows). */
 export function answerFloorsOf(job: Job, jobs: readonly string[]): (inputKey: string) => Reads<AnswerFloors> {
   // One index probe per job name: tasks are unique on (job, input_key, page).
   const tasksSql = sql`SELECT id, page, status, request_json AS "requestJson", completed_at AS "completedAt" FROM tasks
@@ -83,10 +72,8 @@ function later(a: string | null, b: string | null): string | null {
 }
 
 /**
- * The result columns and lookup of `job`'s operation, as Reads that run on either engine; `jobs` are the job and
- * the others asking the same question (otherJobsWithOperationReads). docs/export.md lists every column. `find`
- * gives the result rows of the input with a key (canonical URL or search key), each in the order of `columns`
- * ([] when there are none).
+ * The result columns and lookup of `job`'s operation, as Reads for either engine; `jobs` as for answerFloorsOf.
+ * `find` gives the input's result rows by key (canonical URL or search key), each in `columns` order ([] if none).
  */
 export function resultLookup(job: Job, jobs: readonly string[]) {
   const { enrich } = specOf(job.operation);

@@ -1,8 +1,7 @@
 /**
- * openDataset() on PostgreSQL: the dataset opened for reading only (no migration, so a read-only analyst role
- * can open it), each query() one READ ONLY transaction, as `netingest query` runs its statement. Rows are plain
- * objects with the values better-sqlite3 gives for the same data on SQLite (STORE_TYPES: counts as numbers,
- * timestamps as ISO text, JSON as its text). Loaded only for a postgres:// dataset: it imports pg.
+ * openDataset() on PostgreSQL: opened for reading only (no migration, so a read-only analyst role can open it), each
+ * query() one READ ONLY transaction. Rows hold the values better-sqlite3 gives on SQLite (STORE_TYPES: counts as
+ * numbers, timestamps ISO text, JSON its text). Loaded only for a postgres:// dataset: it imports pg.
  */
 import type pg from 'pg';
 import { UsageError } from '../../errors.ts';
@@ -54,10 +53,7 @@ function allOnPostgres(): never {
   );
 }
 
-/**
- * A failure of a user's statement in the words SQLite's all() uses: SQL to fix, and a write refused, both a
- * BadQueryError; parameters that do not match the statement's ($1, $2, ...) are SQL to fix too.
- */
+/** A failure in SQLite's all() words: a BadQueryError for SQL to fix (mismatched $1, $2... too) or a refused write. */
 function asDatasetError(err: unknown): unknown {
   const mapped = asPgQueryError(err);
   if (mapped instanceof WriteRefusedError) return new BadQueryError(mapped.message, { cause: err });

@@ -1,8 +1,7 @@
 /**
- * Prepares user SQL for `query` and `export --sql` so that it can only read. Three locks, any one of which
- * refuses a write: the statement must start with a reading keyword (this also refuses ATTACH/DETACH and
- * setting PRAGMAs, which SQLite counts as read-only), better-sqlite3's `stmt.readonly` must be true, and the
- * connection itself is opened read-only, which turns `PRAGMA query_only` on (connection.ts).
+ * Prepares user SQL for `query` and `export --sql` so that it can only read. Three locks, each refusing a write: a
+ * reading first keyword (also refusing ATTACH/DETACH and PRAGMA settings, which SQLite counts read-only),
+ * better-sqlite3's `stmt.readonly`, and a read-only connection (`PRAGMA query_only`, connection.ts).
  */
 import type BetterSqlite3 from 'better-sqlite3';
 import { openConnection } from '../connection.ts';
@@ -19,9 +18,8 @@ const WRITING_KEYWORDS = new Set([
 ]);
 
 /**
- * PRAGMAs that only report; those taking an argument name a table, index or schema. Each must also pass the
- * `stmt.readonly` lock: `journal_mode` is not here because SQLite prepares even its bare form as a write
- * (`SELECT * FROM pragma_journal_mode` reads it).
+ * PRAGMAs that only report (an argument names a table, index or schema); each must also pass `stmt.readonly`. Not
+ * `journal_mode`: SQLite prepares even its bare form as a write (`SELECT * FROM pragma_journal_mode` reads it).
  */
 export const REPORTING_PRAGMAS: ReadonlySet<string> = new Set([
   'application_id', 'auto_vacuum', 'cache_size', 'collation_list', 'compile_options', 'data_version',
@@ -84,10 +82,8 @@ export function openUserStatement(db: string, sql: string): { rows: Iterator<unk
   }
 }
 
-/**
- * The error for a statement whose first word starts no SQL statement: SQLite's own syntax error, from a prepare
- * that runs nothing, or "unknown statement" should SQLite accept it all the same (it is never run either way).
- */
+// A first word that starts no statement: SQLite's own syntax error from a prepare that runs nothing, or "unknown
+// statement" should SQLite accept it (it is never run either way).
 function unknownStatement(sqlite: BetterSqlite3.Database, sql: string, keyword: string): BadQueryError {
   try {
     prepareUserSql(sqlite, sql);
@@ -114,9 +110,8 @@ function firstKeyword(sql: string): { body: string; keyword: string } {
 }
 
 /**
- * PostgreSQL: statements that only read there (TABLE and SHOW besides SQLite's), and the ones beyond SQLite's
- * that write or change the session. The server is the lock that counts: the statement runs in a READ ONLY
- * transaction, which refuses any write (a DELETE inside a WITH, a function that writes: asPgQueryError).
+ * PostgreSQL's keywords beyond SQLite's that write or change the session (TABLE and SHOW only read). The lock that
+ * counts is the server's READ ONLY transaction, refusing any write (a DELETE inside a WITH: asPgQueryError).
  */
 const PG_WRITING_KEYWORDS = new Set([
   ...WRITING_KEYWORDS, 'ABORT', 'CALL', 'CHECKPOINT', 'CLOSE', 'CLUSTER', 'COMMENT', 'COPY', 'DEALLOCATE', 'DECLARE',
@@ -134,7 +129,7 @@ export function checkPgReadQuery(sql: string): void {
   if (keyword === 'PRAGMA') throw new BadQueryError(`PRAGMA is SQLite's; on PostgreSQL use SHOW or information_schema (${PG_ALLOWED})`);
 }
 
-/** SQLSTATE classes of a statement the user must fix: data (22), syntax or access (42), unsupported (0A), cardinality (21), limits (54). */
+/** SQLSTATE classes of SQL the user must fix (data, syntax or access, unsupported, cardinality, limits, functions). */
 const PG_USER_ERROR_CLASSES = new Set(['22', '42', '0A', '21', '54', '2F', 'P0']);
 
 /** A PostgreSQL error of a user's statement in the words SQLite's get: a write refused, or SQL to fix; others pass. */
@@ -146,7 +141,7 @@ export function asPgQueryError(err: unknown): unknown {
   return err;
 }
 
-/** A SQLite error raised while a user's statement runs (a bad cast, an overflow, a value too big) as a BadQueryError; others pass. */
+/** A SQLite error of a running user statement (bad cast, overflow, value too big) as a BadQueryError; others pass. */
 export function asQueryError(err: unknown): unknown {
   const code = (err as { code?: unknown } | null)?.code;
   if (code === 'SQLITE_TOOBIG') {

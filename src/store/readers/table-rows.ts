@@ -1,8 +1,7 @@
 /**
- * The rows of one table or view as `netingest export <table>` reads them (a table in rowid order, `--since`
- * filtering on its seen-at column), and the same rows cut by rowid ranges for the parallel export's workers
- * (export/parallel-table-export.ts), each reading on a connection and snapshot of its own. PostgreSQL's
- * version of the statement is at the end (pgTableRowsSql).
+ * The rows of one table or view as `netingest export <table>` reads them (rowid order, `--since` on its seen-at
+ * column), also cut by rowid ranges for the parallel export's workers, each on a connection and snapshot of its own.
+ * PostgreSQL's statement is pgTableRowsSql.
  */
 import type BetterSqlite3 from 'better-sqlite3';
 import { openConnection } from '../connection.ts';
@@ -33,9 +32,8 @@ export function tableRows(snapshot: SqliteSnapshot, query: TableQuery): { column
 }
 
 /**
- * The table's smallest and largest rowid, null when it is empty. Two statements: SQLite answers a lone min() or
- * max() of the rowid from one end of the b-tree, but `SELECT min(rowid), max(rowid)` scans the whole table
- * (~0.2 s for 1M companies rows).
+ * The table's smallest and largest rowid, null when empty. Two statements: SQLite answers a lone min() or max() of the
+ * rowid from one end of the b-tree, but `SELECT min(rowid), max(rowid)` scans the whole table.
  */
 export function rowidBounds(snapshot: SqliteSnapshot, table: string): { first: bigint; last: bigint } | null {
   const end = (fn: 'min' | 'max') =>
@@ -45,7 +43,7 @@ export function rowidBounds(snapshot: SqliteSnapshot, table: string): { first: b
   return first === null || last === null ? null : { first, last };
 }
 
-/** The table's row count; count(*) walks the smallest index (~15-45 ms for 1M companies rows). */
+/** The table's row count; count(*) walks the smallest index. */
 export function rowCount(snapshot: SqliteSnapshot, table: string): bigint {
   return snapshot.sqlite.prepare(`SELECT count(*) FROM "${table}"`).pluck().safeIntegers(true).get() as bigint;
 }
@@ -67,14 +65,10 @@ export interface ChunkSource {
 /** SQLite page cache of a worker's connection (the default is 16 MB per connection). */
 const CHUNK_READER_CACHE_KIB = 2048;
 
-/**
- * Opens `source.db` read-only on a connection of its own and holds one read transaction on it for the reader's
- * life, so that every range it reads comes from the same snapshot (taken here).
- */
+/** Opens `source.db` read-only on its own connection, one read transaction held for the reader's life: one snapshot. */
 export function openChunkReader(source: ChunkSource) {
-  // Not openForReading(): the main thread has already checked the file and its schema, and a worker that
-  // loads no drizzle starts faster and holds less memory. openConnection() all the same, for the way it reads a
-  // database whose folder this user cannot write (without -shm, watching for a writer: read-without-shm.ts).
+  // Not openForReading(): the main thread checked the file and schema, and a worker without drizzle starts faster and
+  // lighter. openConnection() still, for a folder this user cannot write (read-without-shm.ts).
   const connection = openConnection(source.db, { readonly: true, busyTimeoutMs: source.busyTimeoutMs });
   const { sqlite } = connection;
   // Chunks are read once, in rowid order: a page cache beyond the b-tree's upper levels would only cost memory.

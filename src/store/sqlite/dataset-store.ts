@@ -1,7 +1,6 @@
 /**
- * The dataset store (dataset-store.ts) of a SQLite file: each method opens the file as its command needs it
- * (read-write and locked for a run, reprocess and prune; read-only for the readers), does its work
- * synchronously with better-sqlite3, and closes it.
+ * The dataset store of a SQLite file: each method opens the file as its command needs (read-write and locked for a
+ * run, reprocess and prune; read-only for readers), works synchronously with better-sqlite3, and closes it.
  */
 import { existsSync, statSync } from 'node:fs';
 import { UsageError } from '../../errors.ts';

@@ -20,7 +20,7 @@ export function sqlitePlanLedger(database: Database): PlanLedger {
   };
 }
 
-/** As a run starting now takes the task: settled and fresh, failed for good, or due (unless another job answered it). */
+/** How a run starting now takes the task: fresh, failed for good, or due (unless another job answered it). */
 function stateOf(ledger: Ledger, rule: PlanRule, task: PlannedTask): PlannedTaskState {
   const state = ledger.dueState(rule, task);
   if (state === 'fresh') return 'fresh';

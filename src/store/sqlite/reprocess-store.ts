@@ -1,7 +1,4 @@
-/**
- * reprocess's store on SQLite (reprocess-store.ts): better-sqlite3's synchronous statements, the body stored by
- * store-answer.ts as the run's writer stores it, everything in one transaction on the connection.
- */
+/** reprocess's store on SQLite: bodies stored by store-answer.ts as the run's writer does, all in one transaction. */
 import { prepareAnswerStore } from '../store-answer.ts';
 import { clearNormalizedTables } from '../ingest/index.ts';
 import { createLedger } from '../ledger.ts';
@@ -10,9 +7,8 @@ import { acceptRawResponse } from '../raw-archive.ts';
 import { ARCHIVE_PAGE_SQL, CLEAR_KEPT_ANOMALIES_SQL, WERE_PRUNED_SQL, type ArchivedBody, type ReprocessStore } from '../reprocess-store.ts';
 
 /**
- * Runs `replay` in one transaction on `database`, over the store, its statements prepared once (the day order of
- * posts is read now): all of it is kept, or none (the caller holds the run lock). The store answers at once, so
- * nothing else runs on the connection between BEGIN and COMMIT.
+ * Runs `replay` in one transaction on `database`, statements prepared once (posts' day order read now): all kept or
+ * none (the caller holds the run lock). The store answers at once, so nothing else runs between BEGIN and COMMIT.
  */
 export async function inSqliteReprocessTransaction<T>(database: Database, replay: (store: ReprocessStore) => Promise<T>): Promise<T> {
   const { sqlite } = database;

@@ -1,7 +1,7 @@
 /**
- * The child process that runs the SQL of `query` and `export --sql` (see statement-rows.ts): it opens the
- * statement on its own read-only connection (openUserStatement, store/readers/read-only-sql.ts), and answers each `more` with the
- * next batch of raw rows. Its only job is to be killable: a runaway statement blocks this process, never the parent's.
+ * The child process running the SQL of `query` and `export --sql` (statement-rows.ts): it opens the statement on its
+ * own read-only connection and answers each `more` with the next batch of raw rows. Its only job is to be killable:
+ * a runaway statement blocks this process, never the parent.
  */
 import { openUserStatement } from '../readers/read-only-sql.ts';
 // Types only: the parent's module is not loaded here.

@@ -1,9 +1,8 @@
 /**
- * The rows of a user's statement (`query`, `export --sql`), read in a child process (statement-child.ts).
- * better-sqlite3 runs a statement synchronously and has no way to interrupt it, so a runaway one (a recursive
- * CTE without end) run here would block signals until SIGKILL; a worker thread would not do either, since the
- * process cannot exit before a busy thread's statement returns. A child process is killed at once: on the
- * AbortSignal (SIGINT/SIGTERM/SIGHUP) with ExportInterruptedError, past `timeoutMs` with QueryTimeoutError.
+ * A user's statement's rows (`query`, `export --sql`), read in a child process (statement-child.ts): better-sqlite3
+ * cannot interrupt a statement, so a runaway one would block signals here, and a busy worker thread keeps the
+ * process from exiting. A child is killed at once: on the AbortSignal (ExportInterruptedError), past `timeoutMs`
+ * (QueryTimeoutError).
  */
 import type { ChildProcess } from 'node:child_process';
 import { NetingestError } from '../../errors.ts';
@@ -117,10 +116,7 @@ function childError(m: Extract<FromStatementChild, { type: 'failed' }>): Error {
   return new NetingestError(m.code ?? 'QUERY_FAILED', m.message);
 }
 
-/**
- * The child ended before the last row. By a stop signal: the terminal sent it to the whole process group, and
- * the parent, told too, is stopping. Otherwise it crashed (out of memory, say): its stderr says how.
- */
+/** The child ended early: by a stop signal to the whole process group (the parent stops too), or a crash (stderr). */
 function exitError(code: number | null, signal: NodeJS.Signals | null, stderr: string): Error {
   if (signal === 'SIGINT' || signal === 'SIGTERM' || signal === 'SIGHUP') return new ExportInterruptedError();
   const how = signal ? `was killed by ${signal}` : `exited with code ${code}`;

@@ -1,11 +1,8 @@
 /**
- * The one-time rewrite of stored page URLs to the `https://www.<host>/...` form (migration 0008 marks it due).
- * SQL alone cannot do it: telling the network's editions (`de.`, `m.`) from other hosts and folding rows that
- * now share a key needs the canonicalizer's own rule, so the rewrite runs here, in SQL with that rule
- * registered as a function, inside one transaction that also records it done. Where two old keys fold into
- * one, the freshest row is kept (for tasks: a done one first), the spans of first/last seen cover both, and the
- * references to a dropped task (api_calls, raw_responses) move to the one kept: nothing is lost.
- * Every key is rewritten once, index entries included: about 20 s for 800k rows on a busy 2-core machine.
+ * The one-time rewrite of stored page URLs to `https://www.<host>/...` (migration 0008 marks it due). Not SQL alone:
+ * telling the network's editions (`de.`, `m.`) from other hosts and folding rows that now share a key need the
+ * canonicalizer's rule, registered as a SQL function, in one transaction that also records it done. Folded keys
+ * keep the freshest row (tasks: a done one first), seen spans cover both, and dropped tasks' references move over.
  */
 import type BetterSqlite3 from 'better-sqlite3';
 import { isNetworkHost } from '../../urls/canonical.ts';
@@ -19,10 +16,9 @@ const NETWORK_PATH = /^\/(?:company|posts|pulse|feed|embed|jobs|in)\//i;
 const DOMAIN = /^(?:[a-z0-9-]+\.)+[a-z][a-z0-9-]*$/;
 
 /**
- * The new form of a URL stored by an older build (`https://<host without www.>/<path>`): on the network's host
- * or one of its editions, `https://www.<host>/<path>`. A URL on a bare two-label domain with a network path
- * (or an edition of one) gets the same `www.` too, so that a database filled from the live service before its
- * host was configured is keyed as the runs will key it once it is. Anything else is returned as it was.
+ * The new form of a URL stored by an older build: on the network's host or an edition, `https://www.<host>/<path>`;
+ * also on a bare two-label domain with a network path, so a database filled before its host was configured is keyed
+ * as runs will key it. Anything else is returned as it was.
  */
 export function upgradedUrl(value: unknown, networkHost: string): unknown {
   if (typeof value !== 'string' || !value.startsWith('https://')) return value;
@@ -75,10 +71,7 @@ export function wwwUpgradeDue(sqlite: BetterSqlite3.Database): boolean {
 const TASK_KEEP_ORDER = `CASE status WHEN 'done' THEN 0 WHEN 'not_found' THEN 1 ELSE 2 END,
   completed_at DESC NULLS LAST, updated_at DESC, id DESC`;
 
-/**
- * The rows of a link table whose URL columns (`urls`: column -> its new value's name) fold into one per new key
- * (with `keyColumn`): the one seen last kept, its first and last seen spanning them all.
- */
+/** Folds link rows into one per new key (`urls`: column -> new value's name), the last seen kept, spanning all. */
 function foldLinks(table: string, urls: Record<string, string>, keyColumn: string): string[] {
   const news = Object.values(urls);
   const key = [keyColumn, ...news].join(', ');
