@@ -1,7 +1,6 @@
 /**
- * A worker thread of a parallel table export (see parallel-table-export.ts): reads the chunks it is asked for
- * from its own snapshot (store/readers/table-rows.ts: a connection of its own, one read transaction for its
- * whole life), and answers each `read` message with the chunk's rows encoded as UTF-8 bytes.
+ * A worker thread of a parallel table export: reads chunks from its own snapshot (one read transaction for its life)
+ * and answers each `read` with the rows encoded as UTF-8 bytes.
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { openChunkReader } from '../store/readers/table-rows.ts';

@@ -1,7 +1,6 @@
 /**
- * `--invalid-out <file>` of `plan` and `run`: every input row the planner refuses, with the input's columns as
- * written, its line and why, in the input's delimiter and BOM. `invalid_inputs` holds the line, field, value
- * and reason but not the row, so the input is read again (streamed: memory stays flat on any input).
+ * `--invalid-out` of `plan` and `run`: every refused input row as written, with its line and why. `invalid_inputs` does
+ * not hold the row, so the input is read again (streamed).
  */
 import { basename, dirname, extname, join } from 'node:path';
 import type { Job } from '../jobs/schema.ts';
@@ -15,7 +14,7 @@ import { invalidReason, plannedRows } from './plan-by-line.ts';
 /** The columns after the input's. */
 export const INVALID_OUT_COLUMNS = ['netingest_line', 'netingest_reason'] as const;
 
-/** Writes the invalid rows of `job` to `out` (replaced whole at the end; nothing is left on a failure), not over a file it reads. */
+/** Writes the invalid rows of `job` to `out` (replaced whole at the end), never over a file it reads. */
 export async function writeInvalidRows(job: Job, out: string, options: { databaseFiles?: readonly string[]; signal?: AbortSignal } = {}): Promise<WriteResult> {
   const displayName = job.input.csv;
   assertOutputIsNotInput(out, jobInputs(job, options.databaseFiles ?? []), '--invalid-out');
