@@ -7,8 +7,7 @@ export interface CommandIO {
 }
 
 /**
- * One subcommand: yargs declares its flags, `run` does the work as a plain async function and returns the
- * exit code. Its name and description are declared once, in commands/index.ts. Errors thrown from `run` are mapped to exit codes by the CLI entry only.
+ * One subcommand: yargs declares its flags; `run` returns the exit code (errors map to codes in the CLI entry only).
  */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- yargs' Argv<A> is invariant in A; each command narrows it
 export interface CommandSpec<A = any> {
