@@ -14,9 +14,7 @@ export interface PumpOptions {
   signal?: AbortSignal;
   /** Called after each batch with the number of rows written so far; an exception aborts the export. */
   onProgress?: (rows: number) => void;
-  /**
-   * The snapshot's change check (see verifiedBy), run after each batch and before commit; a throw aborts the export.
-   */
+  /** The snapshot's change check (see verifiedBy), run after each batch and before commit; a throw aborts. */
   verify?: () => void;
 }
 

@@ -74,7 +74,6 @@ class PoolMember {
   }
 }
 
-/** See the file comment. */
 export class ExportWorkerPool {
   private closed = false;
 

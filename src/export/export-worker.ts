@@ -1,7 +1,4 @@
-/**
- * A worker thread of a parallel table export: reads chunks from its own snapshot (one read transaction for its life)
- * and answers each `read` with the rows encoded as UTF-8 bytes.
- */
+/** A parallel export's worker: reads chunks from its own snapshot and answers each `read` with UTF-8 bytes. */
 import { parentPort, workerData } from 'node:worker_threads';
 import { openChunkReader } from '../store/readers/table-rows.ts';
 import { encoderFor } from './row-encoders.ts';
@@ -41,8 +38,7 @@ try {
         batch = [];
         batchChars = 0;
       };
-      // Encoded as they come, a small batch at a time: few rows survive into the old generation, and the heap
-      // (capped, see parallel-table-export.ts) holds one batch whatever the size of the rows.
+      // A small batch at a time: few rows reach the old generation, and the capped heap holds one batch at most.
       chunks.read(message.fromRowid, message.toRowid, (row) => {
         batch.push(row);
         for (const value of row) if (typeof value === 'string') batchChars += value.length;

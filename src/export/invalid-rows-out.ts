@@ -1,7 +1,4 @@
-/**
- * `--invalid-out` of `plan` and `run`: every refused input row as written, with its line and why. `invalid_inputs` does
- * not hold the row, so the input is read again (streamed).
- */
+/** `--invalid-out`: refused input rows as written, with why; read again, as `invalid_inputs` lacks the row. */
 import { basename, dirname, extname, join } from 'node:path';
 import type { Job } from '../jobs/schema.ts';
 import { inputValues } from '../input/read-csv.ts';

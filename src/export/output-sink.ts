@@ -84,9 +84,7 @@ function rawStreamSink(stream: NodeJS.WritableStream): OutputSink {
   };
 }
 
-/**
- * Refuses, before anything is read, a path naming a folder: the final rename would fail only after the whole export.
- */
+/** Refuses up front a path naming a folder: the final rename would fail only after the whole export. */
 export function assertOutputIsAFile(outPath: string): void {
   if (outPath.endsWith('/') || outPath.endsWith(sep)) {
     throw new OutputError(outPath, 'cannot write the output file: the path ends with a slash, so it names a folder; name a file');
@@ -113,9 +111,7 @@ export function statIfExists(path: string): Stats | undefined {
   }
 }
 
-/**
- * Where the output is renamed: an existing --out at a symlink's real path (the link stays), keeping its mode (0600).
- */
+/** Where the output goes: an existing --out at a symlink's real path (the link stays), keeping its mode (0600). */
 function renameTarget(outPath: string): { path: string; mode: number | undefined } {
   try {
     const path = realpathSync(outPath);

@@ -23,8 +23,7 @@ export function parallelRowidRange(table: ChunkedTable, { workers, minRowidSpan,
   const bounds = table.bounds();
   if (bounds === null) return null;
   const { first, last } = bounds;
-  // Chunk bounds are JavaScript numbers; rowids beyond 2^53 (never made by SQLite's own numbering) stay exact on
-  // the main-thread path.
+  // Chunk bounds are JS numbers: rowids beyond 2^53 (never SQLite's own) stay exact on the main-thread path.
   const limit = BigInt(Number.MAX_SAFE_INTEGER);
   const span = last - first + 1n;
   if (first < -limit || last > limit || span < BigInt(minRowidSpan)) return null;

@@ -40,10 +40,7 @@ export async function runQuery(options: RunQueryOptions): Promise<WriteResult> {
   });
 }
 
-/**
- * Refuses the CSV-only options with a table asked for by name. The default table takes them silently: the same command
- * line piped writes CSV, where they apply.
- */
+/** Refuses CSV-only options with a table asked for by name; the default table ignores them (piped, it is CSV). */
 function assertNoCsvOptions(options: Pick<RunQueryOptions, 'bom' | 'escapeFormulas'>): void {
   if (options.escapeFormulas) {
     throw new UsageError('--escape-formulas is for CSV only; the table format shows values as stored, for reading on screen');

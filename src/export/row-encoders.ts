@@ -80,10 +80,7 @@ export function csvEncoder(columns: readonly string[], options: EncoderOptions =
   };
 }
 
-/**
- * One JSON object per line, keys in column order; repeated column names get a `_2`, `_3` suffix so no value is lost.
- * A bigint is written as an exact JSON number.
- */
+/** One JSON object per line in column order; repeated names get `_2`, `_3` so no value is lost; bigints exact. */
 export function jsonlEncoder(columns: readonly string[]): RowEncoder {
   const keys = uniqueKeys(columns);
   const prefixes = keys.map((key, i) => (i === 0 ? '{' : ',') + JSON.stringify(key) + ':');

@@ -1,7 +1,4 @@
-/**
- * What `netingest export <table>` can export: every public table of src/store/tables.ts (a new one without touching
- * this file) and the views of migrations/0001_views.sql.
- */
+/** What `netingest export` can export: every public table of src/store/tables.ts, and the views of migrations. */
 import { DATASET_TABLES } from '../store/tables.ts';
 import { UsageError } from '../errors.ts';
 import { parseInstant } from '../store/history/changes-query.ts';

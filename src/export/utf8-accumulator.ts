@@ -6,7 +6,6 @@
 /** Largest UTF-8 length of one UTF-16 code unit (a surrogate pair is 4 bytes for 2 units). */
 const MAX_BYTES_PER_UNIT = 3;
 
-/** See the file comment. */
 export class Utf8Accumulator {
   private readonly encoder = new TextEncoder();
   private readonly free: ArrayBuffer[] = [];
@@ -17,7 +16,6 @@ export class Utf8Accumulator {
     this.scratch = new Uint8Array(initialBytes);
   }
 
-  /** Appends the UTF-8 bytes of `text`. */
   append(text: string): void {
     const needed = this.used + text.length * MAX_BYTES_PER_UNIT;
     if (needed > this.scratch.length) {
