@@ -6,9 +6,7 @@ export interface CommandIO {
   stderr: NodeJS.WritableStream & { isTTY?: boolean };
 }
 
-/**
- * One subcommand: yargs declares its flags; `run` returns the exit code (errors map to codes in the CLI entry only).
- */
+/** One subcommand: yargs declares its flags; `run` returns the exit code (the CLI entry alone maps errors). */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- yargs' Argv<A> is invariant in A; each command narrows it
 export interface CommandSpec<A = any> {
   builder: (y: Argv) => Argv<A>;

@@ -10,8 +10,8 @@ import { openStore } from '../store/open-store.ts';
 import { stderrNotice, withStopSignals } from './signals.ts';
 
 /**
- * The jobs named, or every job of the folder with --all. A broken job file is returned in `broken` and does not stop
- * the others; throws when none loads, or two share a name (their ledger rows would mix).
+ * The jobs named, or all with --all; a broken file is returned in `broken`, not fatal. Throws when none loads, or two
+ * share a name (their ledger rows would mix).
  */
 export async function loadJobs(paths: string[], all: boolean, jobsDir: string): Promise<Pick<LoadedJobFiles, 'jobs' | 'broken'>> {
   if (all && paths.length > 0) throw new UsageError('name job files or use --all, not both');

@@ -52,10 +52,7 @@ export async function main(argv: string[], io: CommandIO = { stdout: process.std
 
 class UsageFailure extends Error {}
 
-/**
- * yargs renders the picked command's help as it starts, for a showHelp() that never comes (.fail throws); `--help`
- * still works.
- */
+/** yargs renders the picked command's help up front, for a showHelp() that never comes (.fail throws). */
 function skipHelpCache(parser: unknown): void {
   type Internals = { getInternalMethods?: () => { getUsageInstance(): { cacheHelpMessage?: () => void } } };
   const usage = (parser as Internals).getInternalMethods?.().getUsageInstance();

@@ -3,9 +3,7 @@ import { UsageError } from '../errors.ts';
 import { jobErrorMap } from '../jobs/format-issues.ts';
 import { STATEMENT_DEFAULTS } from '../store/dataset-store.ts';
 
-/**
- * Declares a numeric flag as a string: yargs would make `abc` NaN, which passes every limit check, switching it off.
- */
+/** A numeric flag declared as a string: yargs makes `abc` NaN, which passes every limit check, disabling it. */
 export function numberOption(describe: string) {
   return { type: 'string' as const, describe };
 }

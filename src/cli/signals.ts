@@ -1,9 +1,6 @@
 import { RUN_DEFAULTS } from '../runner/run-options.ts';
 
-/**
- * How long work may wind down after the first stop signal: longer than a call may last, so a call already charged for
- * is answered and written, not paid for again by the next run.
- */
+/** Wind-down time after the first stop signal: longer than a call, so a charged call is written, not paid twice. */
 export const SHUTDOWN_GRACE_MS = RUN_DEFAULTS.requestTimeoutMs + 10_000;
 
 /**

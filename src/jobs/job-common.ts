@@ -1,7 +1,4 @@
-/**
- * What every job definition shares: the common settings' rules and a resolved job's common part. Each operation adds
- * its own `input` and `request` (src/operations/<name>.ts).
- */
+/** What every job definition shares; each operation adds its own `input` and `request` (src/operations). */
 import { z } from 'zod';
 
 export const NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$/;

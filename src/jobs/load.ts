@@ -31,10 +31,7 @@ export async function loadJob(path: string, options: LoadJobOptions = {}): Promi
   return resolveJob(value, { displayName, file, defaultName: basename(file, extname(file)), cwd });
 }
 
-/**
- * Loads every `.ts` and `.json` job in `dir` by file name (`.d.ts`, `_*` and `.*` skipped), reporting all files'
- * problems at once; names must be unique.
- */
+/** Loads every `.ts` and `.json` job in `dir` by name (`.d.ts`, `_*`, `.*` skipped), reporting all problems at once. */
 export async function loadAllJobs(dir: string = JOB_DEFAULTS.jobsDir, options: LoadJobOptions = {}): Promise<Job[]> {
   const cwd = options.cwd ?? process.cwd();
   const { jobs, broken, duplicates } = await loadJobFiles(await listJobFiles(dir, options), options);
@@ -78,10 +75,7 @@ export interface LoadedJobFiles {
   duplicates: JobFileError[];
 }
 
-/**
- * Loads job files one by one, so a broken one does not hide the others: the caller decides whether the rest go on. A
- * name clash is reported in `duplicates`.
- */
+/** Loads job files one by one, so a broken one does not hide the others; name clashes go to `duplicates`. */
 export async function loadJobFiles(paths: readonly string[], options: LoadJobOptions = {}): Promise<LoadedJobFiles> {
   const cwd = options.cwd ?? process.cwd();
   const out: LoadedJobFiles = { jobs: [], broken: [], duplicates: [] };

@@ -25,10 +25,7 @@ export function searchKey(query: SearchJobsQuery): string {
   return `q_${sha256Hex16(JSON.stringify(entries))}`;
 }
 
-/**
- * Stable key of a similar-companies filter set: `f_` + 16 hex of the sha256 of its canonical JSON (keys sorted, empty
- * members dropped); EMPTY_FILTER_KEY when empty.
- */
+/** Stable key of a similar-companies filter set: `f_` + 16 hex of the sha256 of its canonical JSON. */
 export function filterKey(account: SimilarCompaniesAccount | undefined | null): string {
   const canonical = canonicalize(account);
   if (canonical === undefined) return EMPTY_FILTER_KEY;

@@ -7,10 +7,7 @@ export type SearchQueryParam = (typeof SEARCH_QUERY_PARAMS)[number];
 /** A search without its paging position: what one CSV row (plus the job's defaults) asks for. */
 export type SearchQueryBase = Omit<SearchJobsQuery, 'start'>;
 
-/**
- * Values the service is known to accept: anything else is refused before a credit is spent on a misread query. Spelling
- * is forgiven ("Full-time" is "full time").
- */
+/** Values the service is known to accept, spelling forgiven: others are refused before a credit is spent. */
 export const SEARCH_KNOWN_VALUES = {
   timePosted: ['past_24hrs', 'past_week', 'past_month'],
   experienceLevels: ['internship', 'entry level', 'associate', 'mid-senior level', 'director', 'executive'],
