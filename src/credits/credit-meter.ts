@@ -5,9 +5,7 @@
 import { OPERATIONS, type CreditCounters, type Operation } from '../spec/types.ts';
 
 export const CREDIT_METER_DEFAULTS = {
-  /**
-   * Assumed cost until the counters show one. High on purpose: low could overspend the reserve with calls in flight.
-   */
+  /** Assumed cost until the counters show one; high, as low could overspend the reserve with calls in flight. */
   defaultCostPerCall: 5,
   /** Recent credits_used values kept per operation to estimate its cost (median step between them, sorted). */
   costSamples: 16,
@@ -30,8 +28,7 @@ export interface CreditHistory {
 export interface CreditMeterOptions {
   /**
    * Whether the steps between this run's own counters show a cost: not when other runs share the account (their calls
-   * land inside each step). Without, a cost is one earlier runs learned, else the default, bounded by the first call's
-   * step.
+   * land inside each step). Without, a cost is an earlier run's, else the default bounded by the first call's step.
    * @default true
    */
   costFromOwnSteps?: boolean;
@@ -61,9 +58,7 @@ export class CreditMeter {
   private previous: Epoch | null = null;
   /** Spend of the epochs before `previous`. */
   private closedSpend = 0;
-  /**
-   * Recent credits_used of each operation's paid answers this epoch (led by the counter before its first, if known).
-   */
+  /** Recent credits_used of each operation's paid answers this epoch (led by the counter before its first). */
   private readonly usedByOp = new Map<Operation, number[]>();
   /** Each operation's estimated cost, kept up to date as answers arrive: costOf() runs several times per call. */
   private readonly medians = new Map<Operation, number>();
@@ -204,9 +199,8 @@ export class CreditMeter {
    */
   private belowFloor(e: Epoch, operation: Operation, counters: CreditCounters, sentInEpoch: number | undefined): boolean {
     const used = counters.credits_used;
-    // Replaying a run whose first calls went together, answers are stored out of charge order: a drop no larger than
-    // those answers could be charged, above the last earlier counter (or among the first answers), is the floor moving
-    // down.
+    // Replaying a run whose first calls went together, answers are stored out of charge order: a drop no larger
+    // than they could be charged, above the last earlier counter (or among the first answers), moves the floor down.
     const aboveBefore = this.lastCreditsUsed !== null ? used > this.lastCreditsUsed : e.answers <= CREDIT_METER_DEFAULTS.costSamples;
     const outOfOrderStart =
       e.index === 0 && !e.seeded && sentInEpoch === undefined && aboveBefore && e.floorUsed - used <= e.answers * CREDIT_METER_DEFAULTS.defaultCostPerCall;

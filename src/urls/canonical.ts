@@ -33,10 +33,7 @@ export function isNetworkHost(host: string, networkHost: string): boolean {
   return dot > 0 && host.slice(dot + 1) === networkHost && EDITION_LABEL.test(host.slice(0, dot));
 }
 
-/**
- * The host (`www.` dropped) of a URL on another site than the network's, else null: an answer naming such a page is
- * drift, not a key to store.
- */
+/** The host (`www.` dropped) of a URL on another site than the network's, else null: such an answer is drift. */
 export function otherSiteHost(input: unknown, networkHost: string): string | null {
   const parsed = parse(input);
   if (!parsed.ok || isNetworkHost(parsed.value.host, networkHost)) return null;
@@ -66,10 +63,7 @@ export function canonicalCompanyUrl(input: unknown, networkHost: string): Canoni
   return { ok: true, url: build(`www.${networkHost}`, ['company', slug]) };
 }
 
-/**
- * Canonical post URL, path as written (ids are case-sensitive): under `/posts/` or `/pulse/`, or naming a post id; a
- * profile's activity feed is not a post.
- */
+/** Canonical post URL, path as written (ids are case-sensitive): under `/posts/`, `/pulse/`, or naming a post id. */
 export function canonicalPostUrl(input: unknown, networkHost: string): CanonicalResult {
   const page = networkPage(input, networkHost, 'posts/...');
   if (!page.ok) return page;
@@ -113,9 +107,8 @@ function networkPage(input: unknown, networkHost: string, example: string): { ok
 }
 
 /**
- * Common plain-ASCII URL shapes, matched without the costly WHATWG parser and only where it would return exactly the
- * same host and segments (no IP, port, credentials, `%`, backslash). Dot segments, `xn--` labels and all else take the
- * parser.
+ * Common plain-ASCII URL shapes, matched without the costly WHATWG parser only where it would return the same host and
+ * segments (no IP, port, credentials, `%`, backslash, dot segment or `xn--`); all else takes the parser.
  */
 const FAST_SHAPE = /^(?:https?:\/\/)?((?:[a-z0-9-]+\.)+[a-z][a-z0-9-]*)((?:\/[\w~:.@!$&'()*+,;=-]*)*)(?:[?#]\S*)?$/i;
 const DOT_SEGMENT = /(?:^|\/)\.\.?(?:\/|$)/;

@@ -1,7 +1,4 @@
-/**
- * The network's host, the one site whose pages netingest asks about: `network` by default, the live service's real host
- * set once in NETINGEST_NETWORK_HOST.
- */
+/** The network's host, the one site netingest asks about: `network`, or the live host in NETINGEST_NETWORK_HOST. */
 import { ConfigError } from '../errors.ts';
 import { DEFAULT_NETWORK_HOST } from '../spec/types.ts';
 

@@ -1,7 +1,4 @@
-/**
- * The `post_id` a post URL names (`activity-<digits>`, as the API's `PostId`), or null. Shared by the ingest and
- * enrich, so the two cannot disagree on which post a URL means.
- */
+/** A post URL's `post_id` (`activity-<digits>`, as the API's `PostId`), or null: one rule for ingest and enrich. */
 export function postIdOfUrl(url: string): string | null {
   const digits = /activity(?:[-:]|%3A)(\d+)/i.exec(url)?.[1];
   return digits === undefined ? null : `activity-${digits}`;
