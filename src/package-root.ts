@@ -12,10 +12,8 @@ export interface PackageJson {
   version: string;
 }
 
-/** The package's folder, absolute. */
 export const PACKAGE_ROOT = findPackageRoot(dirname(fileURLToPath(import.meta.url)));
 
-/** The package's own package.json. */
 export function readPackageJson(): PackageJson {
   return JSON.parse(readFileSync(join(PACKAGE_ROOT, 'package.json'), 'utf8')) as PackageJson;
 }

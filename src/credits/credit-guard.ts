@@ -65,7 +65,6 @@ export class CreditGuard {
   private readonly unread = new UnreadCharges();
   /** The highest cost learned for each operation (costs of earlier runs included): what an unread answer is charged. */
   private readonly highestCost = new Map<Operation, number>();
-  /** Readable answers of each operation in this run. */
   private readonly readableAnswers = new Map<Operation, number>();
 
   constructor(limits: CreditLimits, history: CreditHistory = {}, options: CreditMeterOptions = {}) {

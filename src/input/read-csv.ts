@@ -26,7 +26,6 @@ export interface CsvErrorItem {
 
 export type CsvItem = CsvRecordItem | CsvErrorItem;
 
-/** Options of readCsv; every member is optional. */
 export interface ReadCsvOptions {
   /** How the file is named in messages; default: `path` as given. */
   displayName?: string;

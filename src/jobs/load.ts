@@ -8,7 +8,6 @@ import { describeJsonSyntaxError } from './json-syntax-error.ts';
 import { describeFsError } from '../input/input-error.ts';
 import { resolveJob, type Job } from './schema.ts';
 
-/** Options of loadJob and loadAllJobs. */
 export interface LoadJobOptions {
   /** Directory that relative paths (the job file, `input.csv`) resolve against; default process.cwd(). */
   cwd?: string;
