@@ -39,10 +39,7 @@ export const TIMEOUT_OPTION = numberOption(
 /** At most a week: a longer timer would overflow Node's (24.8 days) and fire at once. */
 const TIMEOUT_SECONDS_RULE = z.number().min(0).max(7 * 86_400);
 
-/**
- * The statement's time limit in ms (0: none), from --timeout, else by where it runs: none when a user at a terminal can
- * press Ctrl-C, a limit without one (cron).
- */
+/** The statement's time limit in ms (0: none): --timeout, else none at a terminal (Ctrl-C), a limit under cron. */
 export function sqlTimeoutMs(raw: unknown, stderr: NodeJS.WritableStream & { isTTY?: boolean }): number {
   const atTerminal = Boolean(process.stdin.isTTY || stderr.isTTY);
   const byDefault = atTerminal ? STATEMENT_DEFAULTS.terminalTimeoutSeconds : STATEMENT_DEFAULTS.unattendedTimeoutSeconds;

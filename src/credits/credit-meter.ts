@@ -290,10 +290,7 @@ export class CreditMeter {
   }
 }
 
-/**
- * The lower of credits_remaining and total_credits - credits_used (the spec shows them equal): no credit is counted
- * that the service may not grant.
- */
+/** The lower of credits_remaining and total_credits - credits_used: no credit is counted that may not be granted. */
 export function reportedBalance(c: CreditCounters): number {
   return Math.min(c.credits_remaining, c.total_credits - c.credits_used);
 }

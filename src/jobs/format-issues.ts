@@ -45,10 +45,7 @@ const ISSUE_MESSAGES: { [C in RawIssue['code']]?: (iss: IssueOf<C>) => string | 
 /** What checkJobValue found: the value as the schema outputs it, or one issue per bad field. */
 export type JobValueCheck<T> = { success: true; data: T } | { success: false; issues: JobIssue[] };
 
-/**
- * Parses `value` under jobErrorMap into one issue per bad field; an unknown field gets a suggestion when it misspells
- * an allowed one, else the list.
- */
+/** Parses `value` under jobErrorMap into one issue per bad field (an unknown one with a suggestion, else the list). */
 export function checkJobValue<T>(schema: z.ZodType<T>, value: unknown): JobValueCheck<T> {
   // A finalized issue no longer holds the object schema, whose fields the suggestions are picked from.
   const fieldsAt = new Map<string, FieldsHere>();
