@@ -1,7 +1,4 @@
-/**
- * The base of every error netingest raises on purpose. Each has a stable `code` that scripts and tests can
- * match on; only the CLI entry turns them into exit codes (src/cli/exit-codes.ts).
- */
+/** Base of every error netingest raises on purpose, with a stable `code` to match on; only the CLI maps exit codes. */
 export class NetingestError extends Error {
   /** Stable, upper-snake identifier of the error kind. */
   readonly code: string;

@@ -1,7 +1,6 @@
 /**
- * The `netingest` package: `defineJob` for job files, and a small API for scripts that drive netingest
- * themselves (docs/api.md). A job file imports this module, so it stays light: each function imports its
- * implementation when first called, and only types are imported here.
+ * The `netingest` package: `defineJob` for job files and a small API for scripts (docs/api.md). Job files import it, so
+ * it stays light: each function imports its implementation when first called.
  */
 import type { Job, JobDefinition } from './jobs/schema.ts';
 import type { RunOptions } from './runner/run-options.ts';
@@ -34,7 +33,7 @@ export async function loadJob(path: string): Promise<Job> {
 
 /** Options of run(): those of the engine (RunOptions), with jobs given as files and the API from the environment. */
 export interface RunJobsOptions extends Omit<RunOptions, 'dbPath' | 'jobs' | 'api' | 'exitCodeOf' | 'brokenJobFiles'> {
-  /** The dataset to fill: a SQLite file (created, with its folder, when missing) or a postgres:// URL (its schema created when missing). */
+  /** The dataset to fill, created when missing: a SQLite file or a postgres:// URL. */
   db: string;
   jobs: readonly JobSource[];
   /** Default: NETINGEST_API_URL and NETINGEST_API_TOKEN, as the CLI reads them. */
@@ -81,9 +80,8 @@ export async function plan(job: JobSource, options: PlanOptions): Promise<PlanRe
 }
 
 /**
- * Opens the dataset read-only for SQL of your own; close it when done. `db`: a SQLite file or a postgres:// URL;
- * without it, NETINGEST_DATABASE_URL, else data/netingest.db (as the CLI without --db). `query()` reads on both
- * engines; SQLite's synchronous `all()` is not on PostgreSQL (check `engine`).
+ * Opens the dataset read-only for your own SQL; close it when done. `db` defaults as the CLI's --db does. `query()`
+ * reads on both engines; SQLite's synchronous `all()` is not on PostgreSQL (check `engine`).
  */
 export async function openDataset<Db extends string | undefined = undefined>(db?: Db): Promise<DatasetAt<Db>> {
   const { openDataset: open } = await import('./store/readers/dataset.ts');

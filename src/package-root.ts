@@ -1,7 +1,6 @@
 /**
- * Where netingest's own files are: the checkout, or node_modules/netingest once installed. Its package.json,
- * migrations/, jobs/ and data/ sit there. Found by walking up from this module, which is one folder deep in
- * src/ and at the top of the bundled dist/.
+ * Where netingest's own files (package.json, migrations/, jobs/, data/) are, found by walking up from this module: it
+ * is one folder deep in src/ and at the top of dist/.
  */
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -13,10 +12,8 @@ export interface PackageJson {
   version: string;
 }
 
-/** The package's folder, absolute. */
 export const PACKAGE_ROOT = findPackageRoot(dirname(fileURLToPath(import.meta.url)));
 
-/** The package's own package.json. */
 export function readPackageJson(): PackageJson {
   return JSON.parse(readFileSync(join(PACKAGE_ROOT, 'package.json'), 'utf8')) as PackageJson;
 }

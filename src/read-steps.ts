@@ -1,14 +1,10 @@
 /**
- * The steps of a reader written once for both engines (store/read-steps.ts runs them): a generator that yields
- * its statements and gets each one's rows back. Pure data and generators, no database: operations' enrich
- * lookups are written in them without importing the store.
+ * A reader written once for both engines: a generator yielding its statements and getting their rows back
+ * (store/read-steps.ts runs it). No database, so operations use it without importing the store.
  */
 import type { Statement } from './statement.ts';
 
-/**
- * One statement's SQL: plain text the same on both engines and with no parameter, or a Statement (statement.ts),
- * which holds each engine's text and placeholders.
- */
+/** One statement's SQL: text alike on both engines and without parameters, or a Statement (each engine's text). */
 export type EngineSql = string | Statement;
 
 /** Positional parameters (`?`), or named ones (`@name`) in an object. */

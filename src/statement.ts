@@ -1,9 +1,6 @@
 /**
- * A statement written once for both engines: a tagged template (`sql`) whose slots are its parameters
- * (`${param}`: the next positional one; `${named('input')}`: a named one) or a fragment each engine spells its
- * own way (`${dialect({ sqlite, postgres })}` and the helpers below). Both engines' texts are put together from
- * the template's pieces once, when the constant is made: SQLite gets `?` and `@name`, PostgreSQL `$1`, `$2`...
- * No SQL text is searched or rewritten. Pure: no database (operations write their lookups with it).
+ * A statement written once for both engines: a tagged template whose slots are parameters (`param`, `named()`) or
+ * per-engine fragments (`dialect()`). Both texts are built once from the pieces: no SQL text is searched or rewritten.
  */
 
 /** Both engines' texts of one statement, and PostgreSQL's order of its named parameters. */
@@ -69,9 +66,8 @@ export function codePointOrder(expression: string): Dialect {
 }
 
 /**
- * The element `index` (an SQL expression) of the JSON array `array` (a parameter, ISO-8601 text) as a time to
- * compare stored times with, or the earliest time where the array holds none: SQLite compares the text as
- * stored, PostgreSQL reads jsonb and compares timestamptz.
+ * Element `index` of the JSON array parameter `array` (ISO-8601 text) as a time to compare stored times with, else the
+ * earliest time: SQLite compares text, PostgreSQL timestamptz.
  */
 export function timeInJsonArray(array: Named | Positional, index: string): Fragment {
   return fragment([
@@ -122,10 +118,7 @@ function append(built: { sqlite: string; postgres: string; positional: number; n
   }
 }
 
-/**
- * `build` memoized by a key that names the statement's shape (a table and a count of keys, say): a statement
- * built on a hot path (per answer) is built once per shape, as a constant is. Shapes are few and bounded.
- */
+/** `build` memoized by the statement's shape (few and bounded), so a hot path builds each shape once. */
 export function byShape<K extends string | number>(build: (key: K) => Statement): (key: K) => Statement {
   const built = new Map<K, Statement>();
   return (key) => {

@@ -1,7 +1,6 @@
 /**
- * Text from the API as a terminal may receive it. A terminal acts on control characters: ESC starts a CSI or
- * OSC sequence (OSC 52 writes the clipboard, CSI moves the cursor or hides text), and so do the C1 controls
- * (U+009B is CSI). Shared by the query table and every stream a command writes to a terminal.
+ * Text from the API made safe for a terminal, which acts on control characters: ESC and C1 controls start sequences
+ * that move the cursor, hide text or write the clipboard.
  */
 
 /** C0 controls but tab and line feed, DEL, and C1 controls. */

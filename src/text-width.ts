@@ -1,7 +1,4 @@
-/**
- * How wide text is on a terminal, and cutting it to a width: shared by the query table (export) and the live
- * progress line (runner), which both must fit a terminal's columns.
- */
+/** Text width on a terminal and cutting to it, for the query table and the progress line. */
 const segmenter = new Intl.Segmenter(undefined, { granularity: 'grapheme' });
 const PRINTABLE_ASCII = /^[\x20-\x7e]*$/;
 const WIDE = /\p{Extended_Pictographic}|[\u1100-\u115f\u2e80-\u303e\u3041-\u33ff\u3400-\u4dbf\u4e00-\u9fff\ua000-\ua4cf\uac00-\ud7a3\uf900-\ufaff\ufe30-\ufe4f\uff00-\uff60\uffe0-\uffe6]|[\u{20000}-\u{3fffd}]/u;

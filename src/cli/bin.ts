@@ -1,15 +1,10 @@
 #!/usr/bin/env node
-// Entry point of the `netingest` executable, bundled into dist/bin.js. It imports only yargs and the
-// command list: each command's code is imported when yargs picks it, and tsx only when a .ts job is read.
+// Entry point of `netingest` (dist/bin.js): each command's code is imported when yargs picks it, tsx only for .ts jobs.
 import { main } from './main.ts';
 
 /**
- * What a write answers when its reader is gone: EPIPE for a pipe (`netingest run | head`, a `| tee` killed by
- * the same Ctrl-C), EIO for a terminal that hung up (an ssh session that dropped: the run goes on after its
- * SIGHUP to store its answers in flight, see signals.ts). Node would emit it as an 'error' event nobody
- * handles, killing the process mid-run (calls in flight unwritten, its `runs` row left running, exit code 1).
- * Losing a reader loses only the text it would have read: the database holds the run's outcome, so the
- * command carries on and ends with its own exit code. Any other error stays fatal, as Node makes it.
+ * A write's error when its reader is gone: EPIPE (a pipe closed) or EIO (a terminal hung up). Unhandled, it would kill
+ * the run mid-way with calls in flight unwritten; losing a reader loses only its text, so the command carries on.
  */
 const READER_GONE = new Set(['EPIPE', 'EIO']);
 for (const stream of [process.stdout, process.stderr]) {

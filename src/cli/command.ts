@@ -6,10 +6,7 @@ export interface CommandIO {
   stderr: NodeJS.WritableStream & { isTTY?: boolean };
 }
 
-/**
- * One subcommand: yargs declares its flags, `run` does the work as a plain async function and returns the
- * exit code. Its name and description are declared once, in commands/index.ts. Errors thrown from `run` are mapped to exit codes by the CLI entry only.
- */
+/** One subcommand: yargs declares its flags; `run` returns the exit code (the CLI entry alone maps errors). */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- yargs' Argv<A> is invariant in A; each command narrows it
 export interface CommandSpec<A = any> {
   builder: (y: Argv) => Argv<A>;

@@ -13,9 +13,8 @@ const DB_DESCRIPTIONS: Record<DbWhenMissing, string> = {
 };
 
 /**
- * `--db`, shared by every command that touches the dataset: a SQLite file (its help says what a missing one
- * leads to) or a postgres:// URL. No yargs default and no path normalizing (a URL's `//` must stay):
- * datasetOption() applies NETINGEST_DATABASE_URL, then DEFAULT_DB.
+ * `--db`: a SQLite file or a postgres:// URL. No yargs default or normalizing (a URL's `//` must stay): datasetOption()
+ * applies NETINGEST_DATABASE_URL, then DEFAULT_DB.
  */
 export function withDb<T>(y: Argv<T>, whenMissing: DbWhenMissing = 'refuse') {
   return y.option('db', {

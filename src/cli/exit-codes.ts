@@ -18,7 +18,7 @@ export const EXIT = {
 
 /** The codes of errors that escape a command with an exit code of their own; every other error exits 1. */
 const EXIT_BY_ERROR_CODE: Readonly<Record<string, number>> = {
-  // Another run holds our lock (or took it over from this one), or another process holds SQLite's own lock past the busy timeout.
+  // Another run holds our lock (or took it over), or another process held SQLite's lock past the busy timeout.
   LOCKED: EXIT.locked,
   LOCK_LOST: EXIT.locked,
   DB_LOCKED: EXIT.locked,
@@ -34,11 +34,7 @@ export function exitCodeFor(err: unknown): number {
   return EXIT.fatal;
 }
 
-/**
- * The exit code of a run's final status, before its skipped jobs are counted. A run stopped by the error policy
- * (src/runner/error-policy.ts) or a breaker has its stop reason's status (runStatus in run-summary.ts): credits
- * and throttle 3, unusable paid answers 6, auth, outage and fatal stops 1.
- */
+/** The exit code of a run's final status (runStatus in run-summary.ts), before its skipped jobs are counted. */
 const EXIT_BY_STATUS: Readonly<Record<RunStatus, number>> = {
   completed: EXIT.ok,
   completed_with_failures: EXIT.failedItems,
@@ -52,10 +48,8 @@ const EXIT_BY_STATUS: Readonly<Record<RunStatus, number>> = {
 };
 
 /**
- * The exit code a finished run stands for (README, "Exit codes"). A run-level outcome comes first (interrupted
- * 130, credits or throttle 3, unusable paid answers 6, fatal 1); then jobs skipped for a bad job file or input file (2: they never run
- * until someone fixes them, while failed items are retried by later runs or are data to look at); then failed
- * items (5).
+ * The exit code a finished run stands for (README, "Exit codes"): a run-level outcome first; then skipped jobs (2: they
+ * never run until someone fixes them, while failed items are retried); then failed items (5).
  */
 export function exitCodeForRun(summary: Pick<RunSummary, 'status' | 'jobs'>): number {
   const skipped = summary.jobs.filter((j) => j.status === 'skipped').length;

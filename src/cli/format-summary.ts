@@ -37,15 +37,12 @@ function creditsLine(s: RunSummary): string {
 /** Drift lines the summary shows; `netingest status --drift` shows them all. */
 export const SUMMARY_DRIFT_LINES = 5;
 
-/**
- * The human summary printed at the end of `netingest run`: the jobs' figures, the calls and credits, the error
- * or stop, then the first drift lines (a service that changed a lot has dozens: they must not hide the figures).
- */
+/** The text summary ending `netingest run`; only the first drift lines, so dozens cannot hide the figures. */
 export function formatRunSummary(s: RunSummary): string {
   const lines = [`Run ${s.runId}: ${headline(s)}`];
   for (const j of s.jobs) lines.push(...jobLines(j));
   lines.push(`  ${plural(s.calls, 'API call')}; ${creditsLine(s)}`);
-  // An AUTH error's message already says to check the token: a hint added here printed it twice.
+  // An AUTH error's message already says to check the token: no hint added.
   if (s.error) lines.push(`  error: ${s.error.message} [${s.error.code}]`);
   else if (s.stop) lines.push(`  stopped: ${s.stop.message}`);
   lines.push(...driftLines(s));

@@ -10,9 +10,8 @@ import { openStore } from '../store/open-store.ts';
 import { stderrNotice, withStopSignals } from './signals.ts';
 
 /**
- * The jobs named on the command line, or every job of the folder with --all. A broken job file does not stop
- * the others; it is returned in `broken`, for the command to report while it goes on with `jobs`. Throws when
- * no job loads at all (nothing to do) and when two jobs share a name (their ledger rows would mix).
+ * The jobs named, or all with --all; a broken file is returned in `broken`, not fatal. Throws when none loads, or two
+ * share a name (their ledger rows would mix).
  */
 export async function loadJobs(paths: string[], all: boolean, jobsDir: string): Promise<Pick<LoadedJobFiles, 'jobs' | 'broken'>> {
   if (all && paths.length > 0) throw new UsageError('name job files or use --all, not both');
@@ -32,20 +31,14 @@ export const INVALID_OUT_OPTION = {
   describe: "write every invalid input row (the input's columns, netingest_line, netingest_reason) to this CSV; with several jobs, <name>.<job>.csv each",
 } as const;
 
-/**
- * Refuses, before anything runs, an `--invalid-out` that is a file the jobs read: `run` writes it only after its
- * last call, too late to say that the paid run's rows cannot go there.
- */
+/** Refuses up front an `--invalid-out` the jobs read: `run` writes it only after its last call, too late to refuse. */
 export async function checkInvalidOut(jobs: readonly Job[], out: string | undefined, db: string): Promise<void> {
   if (out === undefined) return;
   const { files } = await openStore(db);
   for (const job of jobs) assertOutputIsNotInput(invalidOutPath(out, job.name, jobs.length), jobInputs(job, files), '--invalid-out');
 }
 
-/**
- * Writes each job's invalid rows and says where on `stderr`. They come from the input, not the dataset; `db` is
- * named only so that a file the dataset is kept in is never the output.
- */
+/** Writes each job's invalid rows and says where on `stderr`; `db` only so a dataset file is never the output. */
 export async function writeInvalidOut(jobs: readonly Job[], out: string, db: string, stderr: NodeJS.WritableStream): Promise<void> {
   const { files } = await openStore(db);
   for (const job of jobs) {

@@ -23,8 +23,7 @@ export async function main(argv: string[], io: CommandIO = { stdout: process.std
       throw new UsageFailure(msg);
     });
   for (const entry of commands) {
-    // yargs calls a command's builder only for the command it picked (to parse or to show its --help); the
-    // command's module is imported on first use.
+    // yargs calls only the picked command's builder: the command's module is imported on first use.
     let loaded: Promise<CommandSpec> | undefined;
     const spec = () => (loaded ??= entry.load());
     parser = parser.command(entry.name, entry.describe, async (y) => (await spec()).builder(y), async (args) => {
@@ -53,11 +52,7 @@ export async function main(argv: string[], io: CommandIO = { stdout: process.std
 
 class UsageFailure extends Error {}
 
-/**
- * yargs renders the chosen command's whole help as its handler starts, kept for a showHelp() later; netingest never
- * shows help once a command runs (.fail throws), and that rendering was ~45 ms of a `run` process's ~0.59 s of CPU
- * (dist/bin.js, 10 posts, medians of 8 alternated runs). `--help` renders its text as before.
- */
+/** yargs renders the picked command's help up front, for a showHelp() that never comes (.fail throws). */
 function skipHelpCache(parser: unknown): void {
   type Internals = { getInternalMethods?: () => { getUsageInstance(): { cacheHelpMessage?: () => void } } };
   const usage = (parser as Internals).getInternalMethods?.().getUsageInstance();
@@ -65,9 +60,8 @@ function skipHelpCache(parser: unknown): void {
 }
 
 /**
- * An argument starting with `-- ` (a SQL statement opening with a line comment, `query "$(cat report.sql)"`)
- * names no option, yet yargs reads it as one and drops the statement. A leading space keeps it a value:
- * SQLite ignores it, and `--` alone, the end of options, is left as it is.
+ * An argument starting with `-- ` (SQL opening with a line comment) names no option, yet yargs drops it as one. A
+ * leading space keeps it a value; `--` alone is left as it is.
  */
 function keepSqlCommentAsValue(arg: string): string {
   return /^--\s/.test(arg) ? ` ${arg}` : arg;

@@ -3,18 +3,14 @@ import { UsageError } from '../errors.ts';
 import { jobErrorMap } from '../jobs/format-issues.ts';
 import { STATEMENT_DEFAULTS } from '../store/dataset-store.ts';
 
-/**
- * Declares a numeric flag as a string: yargs would turn `abc` into NaN, and NaN passes every `<`/`>` check a
- * limit makes, silently switching the limit off. As a string, numberFlag sees what was typed and can quote it.
- */
+/** A numeric flag declared as a string: yargs makes `abc` NaN, which passes every limit check, disabling it. */
 export function numberOption(describe: string) {
   return { type: 'string' as const, describe };
 }
 
 /**
- * The value of a numeric flag checked by `rule` (undefined when the flag is absent); anything else is a
- * UsageError naming the flag and the value as typed. `field` names the job file field the flag stands for, whose
- * rule it shares, so that the message reads like the one a job file gets.
+ * A numeric flag checked by `rule` (undefined when absent), else a UsageError quoting it as typed. `field` is the job
+ * file field whose rule it shares, so the message reads like a job file's.
  */
 export function numberFlag(flag: string, raw: unknown, rule: z.ZodType<number>, field?: string): number | undefined {
   if (raw === undefined) return undefined;
@@ -43,10 +39,7 @@ export const TIMEOUT_OPTION = numberOption(
 /** At most a week: a longer timer would overflow Node's (24.8 days) and fire at once. */
 const TIMEOUT_SECONDS_RULE = z.number().min(0).max(7 * 86_400);
 
-/**
- * The statement's time limit in ms (0: none), from --timeout, else the default for where the command runs: none
- * when a user at a terminal (stdin or stderr is one) can stop it with Ctrl-C, an hour without one (cron).
- */
+/** The statement's time limit in ms (0: none): --timeout, else none at a terminal (Ctrl-C), a limit under cron. */
 export function sqlTimeoutMs(raw: unknown, stderr: NodeJS.WritableStream & { isTTY?: boolean }): number {
   const atTerminal = Boolean(process.stdin.isTTY || stderr.isTTY);
   const byDefault = atTerminal ? STATEMENT_DEFAULTS.terminalTimeoutSeconds : STATEMENT_DEFAULTS.unattendedTimeoutSeconds;

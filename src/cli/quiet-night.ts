@@ -1,7 +1,6 @@
 /**
- * Quiet under cron: without a terminal, the routine lines of a run (run started, job planned, job finished)
- * are held until the run has something to say — a warning or error, a progress line (calls are being made) —
- * and, for a night with nothing to do, dropped but for the last: `run finished`, which carries the exit code.
+ * Quiet under cron: a run's routine lines are held until it has something to say (a warning, error or progress line); a
+ * night with nothing to do keeps only `run finished`, which carries the exit code.
  */
 import { createLogger, loggerOf, type LoggerOptions } from '../runner/logger.ts';
 import type { RunSummary } from '../runner/run-jobs.ts';
@@ -42,10 +41,7 @@ export function holdRoutineLines(options: LoggerOptions) {
   };
 }
 
-/**
- * A run with nothing to tell: no call, completed, every job read and settled with nothing new (no invalid row
- * it had not reported on an earlier night, nothing failed, deferred or warned about).
- */
+/** A run with nothing to tell: no call, completed, nothing new invalid, failed, deferred or warned about. */
 export function hadNothingToDo(summary: RunSummary): boolean {
   return (
     summary.calls === 0 &&

@@ -1,31 +1,21 @@
 import { RUN_DEFAULTS } from '../runner/run-options.ts';
 
-/**
- * How long work may take to wind down after the first SIGINT/SIGTERM before the process exits anyway: longer
- * than a call may last, so that a call the service has already charged for is answered and written, not cut
- * off and paid for again by the next run.
- */
+/** Wind-down time after the first stop signal: longer than a call, so a charged call is written, not paid twice. */
 export const SHUTDOWN_GRACE_MS = RUN_DEFAULTS.requestTimeoutMs + 10_000;
 
 /**
- * The signals that stop a command gracefully. SIGHUP too: a closed terminal or a dropped ssh session would
- * otherwise kill the process at once, losing the answers a run has in flight (paid for, not written) with its
- * `runs` row left running, or leaving an export's temporary file behind.
+ * The signals that stop a command gracefully. SIGHUP too: a dropped terminal would otherwise kill the process at once,
+ * losing answers in flight (paid for, not written) or leaving an export's temporary file.
  */
 export const STOP_SIGNALS: readonly NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
 
-/**
- * Tells the user of a stop signal: `again` is false for the first (work winds down), true for a second one (the
- * process exits at once, right after).
- */
+/** Tells the user of a stop signal: `again` false for the first (work winds down), true for a second (exit at once). */
 export type StopNotice = (signal: NodeJS.Signals, again: boolean) => void;
 
 /**
- * Runs `work` with an AbortSignal wired to the stop signals for its duration; `notify` tells the user. The first
- * SIGINT/SIGTERM/SIGHUP aborts it, so a run stops sending (calls in flight finish and are written) and an export
- * drops its temporary file. A second signal, or the grace running out, exits at once with 130: every database
- * write is a whole transaction and exports write to a temporary file, so nothing is left half-written wherever
- * the process stops.
+ * Runs `work` with an AbortSignal aborted by the first stop signal (a run stops sending; calls in flight are written).
+ * A second signal or the grace running out exits 130 at once: every write is a whole transaction or a temporary file,
+ * so nothing is left half-written.
  */
 export async function withStopSignals<T>(notify: StopNotice, work: (signal: AbortSignal) => Promise<T>): Promise<T> {
   const controller = new AbortController();
@@ -38,7 +28,7 @@ export async function withStopSignals<T>(notify: StopNotice, work: (signal: Abor
       setTimeout(() => process.exit(130), SHUTDOWN_GRACE_MS).unref();
       return;
     }
-    // Said, so that the user knows the exit was not a crash, and the prompt does not follow a half line.
+    // Said, so the user knows the exit was not a crash and the prompt does not follow a half line.
     try {
       notify(signal, true);
     } finally {

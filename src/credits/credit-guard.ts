@@ -4,8 +4,8 @@ import { readableCounters, UnreadCharges, type SentAt } from './unread-charges.t
 
 export const CREDIT_GUARD_DEFAULTS = {
   /**
-   * Readable answers of an operation before its estimated cost counts toward the highest learned (what an unread
-   * answer is charged): the first answers of calls sent together can show a passing median of twice the cost.
+   * Readable answers of an operation before its cost counts toward the highest learned (charged to unread answers): the
+   * first answers of calls sent together can show a median of twice the cost.
    */
   answersBeforeHighestCost: 3,
 } as const;
@@ -49,15 +49,12 @@ export interface Reservation {
 export type Charge = CreditCounters | 'unread' | null;
 
 /**
- * Keeps a run from spending past the reserve or its cap. The balance is learned from the counters of every
- * 200; the cost of each operation from the change in credits_used between responses. Every call reserves its
- * estimated cost before it is sent, so calls in flight are counted before the server bills them. Until the
- * counters have shown the balance and the operation's cost, calls go one at a time; a balance read before the
- * first call (seed) lets them go together from the start, each reserved at the conservative default cost.
- * A paid answer whose counters cannot be read is charged at the highest cost learned for its operation.
+ * Keeps a run from spending past the reserve or its cap. Every call reserves its estimated cost before it is sent, so
+ * calls in flight count before they are billed. Until the counters show the balance and the operation's cost, calls go
+ * one at a time, unless seeded with a balance read first (then each is reserved at the default cost).
  */
 export class CreditGuard {
-  /** Protected: a guard sharing its account across workers (store/pg/shared-credit-guard.ts) reserves by them too. */
+  /** Protected: a guard sharing its account across workers reserves by them too. */
   protected limits: CreditLimits;
   private readonly meter: CreditMeter;
   private reserved = 0;
@@ -68,7 +65,6 @@ export class CreditGuard {
   private readonly unread = new UnreadCharges();
   /** The highest cost learned for each operation (costs of earlier runs included): what an unread answer is charged. */
   private readonly highestCost = new Map<Operation, number>();
-  /** Readable answers of each operation in this run. */
   private readonly readableAnswers = new Map<Operation, number>();
 
   constructor(limits: CreditLimits, history: CreditHistory = {}, options: CreditMeterOptions = {}) {
@@ -77,10 +73,7 @@ export class CreditGuard {
     for (const [op, cost] of Object.entries(history.costs ?? {})) if (cost && cost > 0) this.highestCost.set(op as Operation, cost);
   }
 
-  /**
-   * Starts from the balance the service reported before any call (GET /v1/api/auth); ignored unless its
-   * counters are all finite numbers, or once an answer has been seen.
-   */
+  /** Starts from the balance read before any call (GET /v1/api/auth); ignored if unreadable or after an answer. */
   seed(counters: CreditCounters): boolean {
     if (!readableCounters(counters) || this.meter.balance !== null) return false;
     this.meter.seed(counters);
@@ -94,16 +87,13 @@ export class CreditGuard {
     this.stopFigures = null;
   }
 
-  /**
-   * The balance as last reported by the service (the lower figure when its counters disagree), less the estimates
-   * of paid answers whose counters could not be read; null before any counters.
-   */
+  /** The balance last reported, less the estimates of unread paid answers; null before any counters. */
   get balance(): number | null {
     const balance = this.meter.balance;
     return balance === null ? null : balance - this.unread.uncovered;
   }
 
-  /** Credits this run has spent so far, by the counters (the first call's cost estimated unless seeded), and the estimates. */
+  /** Credits this run has spent by the counters (first call's cost estimated unless seeded), plus unread estimates. */
   get spent(): number {
     return this.meter.spent + this.unread.uncovered;
   }
@@ -139,10 +129,8 @@ export class CreditGuard {
   }
 
   /**
-   * Reserves the estimated cost of one call. While the balance or the operation's cost is still unknown,
-   * calls go one at a time (the first answers show both); a call that does not fit waits for the calls in
-   * flight to settle, since their real cost may leave room. Resolves to null when the call must not be sent
-   * even with nothing in flight: the run has to stop on credits.
+   * Reserves one call's estimated cost. A call that does not fit waits for those in flight to settle (their real cost
+   * may leave room); null when it does not fit even with nothing in flight: the run stops on credits.
    */
   async acquire(operation: Operation): Promise<Reservation | null> {
     for (;;) {
@@ -175,18 +163,14 @@ export class CreditGuard {
     const { reserve, maxPerRun } = this.limits;
     if (maxPerRun !== null && this.spent + this.reserved + cost > maxPerRun + 1e-9) return 'max-per-run';
     const balance = this.balance;
-    // With the balance read before any call, an operation whose cost no answer has shown yet is reserved at
-    // the assumed default; when that does not fit but some room is left, one call goes alone to show the cost,
-    // as it would had the balance not been read (else a small balance could never learn it).
+    // An unknown cost is reserved at the default; when that does not fit but some room is left, one call goes alone to
+    // show the cost (else a small balance could never learn it).
     const probe = !this.knowsCost(operation) && this.inFlight === 0 && balance !== null && balance - reserve > 1e-9;
     const underReserve = balance !== null && balance - this.reserved - cost < reserve - 1e-9 && !probe;
     return underReserve ? 'reserve' : null;
   }
 
-  /**
-   * Returns a reservation with what the call was charged: a 200's counters (unreadable ones, a non-finite
-   * number among them, count as `'unread'`), `'unread'`, or null when nothing was billed.
-   */
+  /** Returns a reservation with its charge (see Charge); counters with a non-finite number count as `'unread'`. */
   settle(reservation: Reservation, charge: Charge): void {
     this.reserved = Math.max(0, this.reserved - reservation.cost);
     this.inFlight -= 1;
@@ -208,20 +192,20 @@ export class CreditGuard {
     this.wake();
   }
 
-  /** What a paid answer of `operation` whose counters cannot be read is charged: the highest cost learned, else the default. */
+  /** What an unread paid answer of `operation` is charged: the highest cost learned, else the default. */
   unreadCost(operation: Operation): number {
     return Math.max(this.highestCost.get(operation) ?? 0, this.meter.costOf(operation));
   }
 
   /**
-   * Resolves once what the calls settled so far were charged is final; true when some of it was not (then the
-   * spend may have changed). Here a charge is final when settled: see SharedCreditGuard.
+   * Resolves once the charges of calls settled so far are final; true when some were not (the spend may have changed).
+   * Final when settled here; not in SharedCreditGuard.
    */
   protected chargesFinal(): Promise<boolean> {
     return Promise.resolve(false);
   }
 
-  /** Resolves once what every settled call was charged is final (the run's calls are over; its summary comes next). */
+  /** Resolves once every settled call's charge is final, before the run's summary. */
   async finish(): Promise<void> {
     await this.chargesFinal();
   }

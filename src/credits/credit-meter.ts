@@ -1,21 +1,17 @@
 /**
- * What a run's answers say about credits: the balance, each operation's cost, and what the run spent. The
- * run's credit guard reads it as answers arrive; the books of a run whose process died are closed by feeding
- * it the counters that run stored, so both figures come from one piece of arithmetic.
+ * What a run's answers say about credits: the balance, each operation's cost, what the run spent. The guard feeds it
+ * live; a dead run's books are closed by feeding it that run's stored counters, so both come from one arithmetic.
  */
 import { OPERATIONS, type CreditCounters, type Operation } from '../spec/types.ts';
 
 export const CREDIT_METER_DEFAULTS = {
-  /**
-   * Assumed cost of a call before the counters have shown the real one. Deliberately high: guessing low
-   * could overspend the reserve with a full queue of calls in flight; guessing high only stops a little early.
-   */
+  /** Assumed cost until the counters show one; high, as low could overspend the reserve with calls in flight. */
   defaultCostPerCall: 5,
   /** Recent credits_used values kept per operation to estimate its cost (median step between them, sorted). */
   costSamples: 16,
   /**
-   * When stored answers are replayed, which calls were sent before a reset of credits_used is not known: among
-   * this many answers after the reset, one whose counter is at or above the lowest before it was charged before.
+   * Replaying stored answers, when calls were sent is unknown: among this many answers after a reset of credits_used,
+   * one at or above the lowest counter before it was charged before it.
    */
   lateAnswersAfterReset: 64,
 } as const;
@@ -31,19 +27,14 @@ export interface CreditHistory {
 /** How a CreditMeter learns costs. */
 export interface CreditMeterOptions {
   /**
-   * Whether the steps between this run's own counters show a cost. Not when other runs share the account
-   * (store/pg/shared-credit-guard.ts): their calls are charged between this run's, and each step holds them too.
-   * Without, a cost is one earlier runs learned, else the assumed default (or less, when the first call's step
-   * from the counters before the run was less: it holds that call, so bounds its cost).
+   * Whether the steps between this run's own counters show a cost: not when other runs share the account (their calls
+   * land inside each step). Without, a cost is an earlier run's, else the default bounded by the first call's step.
    * @default true
    */
   costFromOwnSteps?: boolean;
 }
 
-/**
- * One stretch of answers between two resets of credits_used (a plan renewal sets it back to zero, possibly
- * with another total): within it the counter only grows, so its spend is the span of its counters.
- */
+/** Answers between two resets of credits_used (a plan renewal zeroes it): the counter only grows; spend is its span. */
 interface Epoch {
   /** 0 for the run's first; one more at each reset. */
   index: number;
@@ -54,7 +45,7 @@ interface Epoch {
   total: number;
   /** How far credits_remaining fell short of total_credits - credits_used at maxUsed (0 when it did not). */
   shortfall: number;
-  /** Answers since it began, late ones of the epoch before included: for telling those when a call's epoch is unknown. */
+  /** Answers since it began, late ones of the epoch before included: tells those when a call's epoch is unknown. */
   answers: number;
   /** Its floor is a balance read before any call (see CreditMeter.seed), not a charged call: it adds no cost. */
   seeded: boolean;
@@ -67,7 +58,7 @@ export class CreditMeter {
   private previous: Epoch | null = null;
   /** Spend of the epochs before `previous`. */
   private closedSpend = 0;
-  /** Recent credits_used values of each operation's paid answers in the current epoch (the counter before its first, when known). */
+  /** Recent credits_used of each operation's paid answers this epoch (led by the counter before its first). */
   private readonly usedByOp = new Map<Operation, number[]>();
   /** Each operation's estimated cost, kept up to date as answers arrive: costOf() runs several times per call. */
   private readonly medians = new Map<Operation, number>();
@@ -84,9 +75,8 @@ export class CreditMeter {
   private firstCostFromZero = false;
 
   /**
-   * Starts the books from counters read before the run's first call (the service's free balance check): the
-   * spend is then the growth of credits_used from them, exact from the first call, and the balance is known
-   * before any call. Ignored once an answer has been observed.
+   * Starts the books from the free balance check before the first call, so the spend is exact from the first call.
+   * Ignored once an answer has been observed.
    */
   seed(counters: CreditCounters): void {
     if (this.current !== null) return;
@@ -122,10 +112,7 @@ export class CreditMeter {
     }
   }
 
-  /**
-   * The balance as last reported by the service, or null before any paid answer: the smaller of
-   * credits_remaining and total_credits - credits_used when they disagree (the spec shows them equal).
-   */
+  /** The balance as last reported (see reportedBalance), or null before any paid answer. */
   get balance(): number | null {
     const e = this.current;
     return e === null ? null : e.total - e.maxUsed - e.shortfall;
@@ -147,12 +134,9 @@ export class CreditMeter {
   }
 
   /**
-   * Estimated cost of one call of an operation: the median step between its answers' credits_used values,
-   * sorted (answers of calls in flight together arrive out of the order they were charged in, so steps in
-   * arrival order would count some calls twice), a cost earlier runs learned counting as one more step. Before a
-   * step is seen, the first call's step from the credits_used an earlier run saw last (or from zero, on an
-   * account never used, or after a reset) bounds its cost: exact unless the account was used elsewhere in
-   * between. The conservative default caps it, and applies alone while nothing is known.
+   * Estimated cost of one call: the median step between its answers' counters sorted (calls in flight answer out of
+   * order, so arrival-order steps count some twice), an earlier run's cost as one more step. Before any step, the first
+   * call's step from the last known counter (or zero) bounds it; the default caps it.
    */
   costOf(operation: Operation): number {
     const median = this.medians.get(operation);
@@ -176,8 +160,8 @@ export class CreditMeter {
     }
     const p = this.previous;
     if (p !== null && this.chargedBeforeReset(p, e, used, sentInEpoch)) {
-      // Charged before the reset, answered after it: part of the spend of the epoch before, not of this one's.
-      // Counted all the same, or the window for them would never close once the counter passes p.floorUsed.
+      // Charged before the reset, answered after it: spend of the epoch before. Counted in `answers` all the same, or
+      // the window for them would never close once the counter passes p.floorUsed.
       p.maxUsed = Math.max(p.maxUsed, used);
       e.answers += 1;
       return;
@@ -215,10 +199,8 @@ export class CreditMeter {
    */
   private belowFloor(e: Epoch, operation: Operation, counters: CreditCounters, sentInEpoch: number | undefined): boolean {
     const used = counters.credits_used;
-    // Replaying a run whose first calls went together (its balance was read before them): answers stored out
-    // of the order they were charged in. A drop no larger than those answers could have been charged is the
-    // floor moving down, not a renewal.
-    // It stays above the counter an earlier run saw last, or, with none, comes among the run's first answers.
+    // Replaying a run whose first calls went together, answers are stored out of charge order: a drop no larger
+    // than they could be charged, above the last earlier counter (or among the first answers), moves the floor down.
     const aboveBefore = this.lastCreditsUsed !== null ? used > this.lastCreditsUsed : e.answers <= CREDIT_METER_DEFAULTS.costSamples;
     const outOfOrderStart =
       e.index === 0 && !e.seeded && sentInEpoch === undefined && aboveBefore && e.floorUsed - used <= e.answers * CREDIT_METER_DEFAULTS.defaultCostPerCall;
@@ -252,10 +234,8 @@ export class CreditMeter {
   }
 
   /**
-   * Fixed when the run's first charged answer is seen: the steps seen later are those of answers that arrive out
-   * of the order they were charged in, whose median can come out at twice the cost. A cost earlier runs learned,
-   * else a step from the counters before the run that is no more than the default (larger, it holds use from
-   * elsewhere) is the first call's cost; otherwise costOf estimates it as answers come.
+   * Fixed at the first charged answer, as later out-of-order steps can show twice the cost: an earlier run's cost, else
+   * a step from the prior counter no larger than the default (larger holds use elsewhere); else costOf estimates.
    */
   private fixFirstCost(operation: Operation, used: number): void {
     const before = this.lastCreditsUsed !== null && this.lastCreditsUsed < used ? this.lastCreditsUsed : 0;
@@ -310,10 +290,7 @@ export class CreditMeter {
   }
 }
 
-/**
- * The balance one answer's counters report: the lower of credits_remaining and total_credits - credits_used
- * when they disagree (the spec shows them equal), so that no credit is counted that the service may not grant.
- */
+/** The lower of credits_remaining and total_credits - credits_used: no credit is counted that may not be granted. */
 export function reportedBalance(c: CreditCounters): number {
   return Math.min(c.credits_remaining, c.total_credits - c.credits_used);
 }
@@ -334,10 +311,8 @@ export interface MedianStepOptions {
 }
 
 /**
- * What a call costs by credits_used counters, whatever order they came in: the median positive step between them
- * once sorted (the upper one of an even count), a repeated counter making no step. The one rule for a run's own
- * answers (CreditMeter), the api_calls log (store/api-calls.ts) and the account's samples on PostgreSQL
- * (store/pg/coordination/shared-credit-budget.ts).
+ * A call's cost by credits_used counters in any order: the median positive step once sorted (upper of an even count).
+ * The one rule for a run's answers, the api_calls log and the account's samples on PostgreSQL.
  */
 export function medianStep(values: readonly number[], options: MedianStepOptions = {}): number | null {
   const { extra, minSteps = 1 } = options;

@@ -1,8 +1,7 @@
 /**
- * Paid answers whose cost cannot be read (a 200 without usable counters, cut at the size limit, not JSON): each
- * is charged at an estimate so that the reserve and the per-run cap hold as with readable counters. The estimate
- * stands until the counters cover the call: a readable answer charged before it was sent and another charged
- * after it was answered put its real cost inside the span the CreditMeter already counts.
+ * Paid answers whose cost cannot be read (no usable counters, cut at the size limit, not JSON) are charged at an
+ * estimate so the reserve and cap hold. It stands until readable answers charged before it was sent and after it was
+ * answered put its real cost inside the meter's span.
  */
 import type { CreditCounters } from '../spec/types.ts';
 
@@ -10,7 +9,7 @@ import type { CreditCounters } from '../spec/types.ts';
 export interface SentAt {
   /** The meter's epoch when the call was sent. */
   epoch: number;
-  /** Whether counters (an answer or a seed) had been read before the call was sent: its charge is above them. */
+  /** Whether counters (an answer or a seed) were read before the call was sent: its charge is above them. */
   afterCounters: boolean;
   /** The clock of answers when the call was sent. */
   tick: number;
@@ -45,7 +44,7 @@ export class UnreadCharges {
     return this.clock;
   }
 
-  /** Credits estimated for answers the counters do not cover yet: to add to the meter's spend, take off its balance. */
+  /** Estimates the counters do not cover yet: added to the meter's spend, taken off its balance. */
   get uncovered(): number {
     let sum = 0;
     for (const c of this.open) sum += c.cost;
@@ -60,9 +59,8 @@ export class UnreadCharges {
   }
 
   /**
-   * A readable answer of a call sent at `sent`, in epoch `epochNow` once observed: every unread answer that came
-   * back before that call was sent, and was itself sent after counters were read, in the same epoch, is charged
-   * between the two and so counted by the meter: its estimate goes.
+   * A readable answer of a call sent at `sent`: an unread answer of the same epoch, answered before that call was sent
+   * and sent after counters were read, lies within the meter's span, so its estimate goes.
    */
   readable(sent: SentAt, epochNow: number): void {
     this.clock += 1;

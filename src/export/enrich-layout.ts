@@ -1,7 +1,6 @@
 /**
- * How `enrich` lays an input's results out: one row per input (the default: a spreadsheet of leads keeps one
- * line per lead, its first `top` lookalikes or jobs in numbered columns) or one row per result (every column of
- * every result). docs/export.md lists the columns; the names are a public contract.
+ * How `enrich` lays results out: one row per input (a lead list keeps a line per lead, its first `top` results in
+ * numbered columns) or one per result. The column names are a public contract (docs/export.md).
  */
 import type { Operation } from '../spec/types.ts';
 import { specOf } from '../operations/index.ts';
@@ -24,8 +23,7 @@ export interface ResultLayout {
 
 /** The layout of `operation`'s results (`lookupColumns` in the order the lookup returns them). */
 export function resultLayout(operation: Operation, lookupColumns: readonly string[], mode: EnrichRowMode, top: number): ResultLayout {
-  // The fields of each numbered result and the column counting them; null where an input has one result at
-  // most (a post), whose columns are written as they are.
+  // Null where an input has one result at most (a post): its columns are written as they are.
   const numbered = specOf(operation).enrich.numbered;
   if (mode === 'per-result' || numbered === null) {
     return { columns: [...lookupColumns], rows: (results) => [...results], empty: lookupColumns.map(() => null) };

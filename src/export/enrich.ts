@@ -1,8 +1,6 @@
 /**
- * `netingest enrich <job> --out <file>`: the job's input CSV, row by row in its original order with all its
- * named columns, followed by what the dataset holds for each row (its results in numbered columns, or one
- * output row per result: enrich-layout.ts), or why there is none. The CSV keeps the input's delimiter and BOM. The input is read again with the project's reader and planned again with the
- * runner's planner, so the keys agree with the ledger's; each row's results come from prepared lookups.
+ * `netingest enrich`: the job's input CSV row by row, then what the dataset holds for each row or why there is none.
+ * The input is read and planned again with the runner's own code, so the keys agree with the ledger's.
  */
 import type { Job } from '../jobs/schema.ts';
 import { loadJob } from '../jobs/load.ts';
@@ -28,29 +26,23 @@ import { UsageError } from '../errors.ts';
 /** Bookkeeping columns between the input's columns and the results. */
 export const ENRICH_STATUS_COLUMNS = ['netingest_line', 'netingest_status', 'netingest_error', 'netingest_input_key'] as const;
 
-/** Options of enrichJob(): an export's (the dataset, the output, its format and formula escaping), and these. */
+/** Options of enrichJob(): an export's, and these. */
 export interface EnrichOptions extends Omit<ExportCommonOptions, 'bom'> {
   /** A job file (its input CSV is read again), or a job already loaded. */
   job: string | Job;
   /** One output row per input row (results in numbered columns) or per result. Default 'per-input'. */
   rows?: EnrichRowMode;
-  /** per-input: how many results get numbered columns (the count column tells how many there are). Default 5. */
+  /** per-input: how many results get numbered columns (the count column tells how many exist). Default 5. */
   top?: number;
   /** CSV only: the field delimiter. Default: the input's. */
   delimiter?: CsvDelimiter;
   /** CSV only: start with a UTF-8 byte-order mark, for Excel. Default: as the input does. */
   bom?: boolean;
-  /**
-   * CSV only: what Excel and LibreOffice open cleanly: a BOM, formulas escaped, and a `'` before text they would
-   * turn into a number (`+4930…`, `01234`). The delimiter stays the input's unless `delimiter` is given.
-   */
+  /** CSV only, for spreadsheets: a BOM, formulas escaped, a `'` before lossy numbers (keepText). Default false. */
   excel?: boolean;
   /** Directory a relative job path (and its input path) resolves against. Default process.cwd(). */
   cwd?: string;
-  /**
-   * An ISO date or time (UTC without a zone): adds per input what the history recorded since then
-   * (CHANGES_SINCE_COLUMNS). Default: no such columns.
-   */
+  /** An ISO date or time (UTC without a zone): adds what the history recorded since (CHANGES_SINCE_COLUMNS). */
   changesSince?: string;
 }
 
@@ -63,8 +55,8 @@ export const ENRICH_DEFAULTS = {
 } as const satisfies Partial<EnrichOptions>;
 
 /**
- * Writes the enriched lead list of a job; nothing is left at `out` if it fails or is interrupted. Reports, besides
- * the write's, the input rows read (blank lines are not rows) and by status (a row with several results counts once, as ok).
+ * Writes a job's enriched lead list; nothing is left at `out` on failure. Reports the input rows read (blank lines
+ * are not rows) and by status (a row with several results counts once, as ok).
  */
 export async function enrichJob(options: EnrichOptions) {
   const format = options.format ?? ENRICH_DEFAULTS.format;
@@ -150,11 +142,8 @@ function changesSinceOf(text: string | undefined): string | undefined {
 }
 
 /**
- * The request of each page of an input as the job plans it now, JSON-encoded as the ledger stores it (the
- * ledger, `netingest plan` and the next run compare the same text). A repeated input has no planned tasks of
- * its own: its requests are those of its first row, rebuilt from the key as the operation plans them
- * (requestsOfKey); a key that cannot give them back (a search's hash) gives null: the stored requests count
- * as current.
+ * Each page's request as the job plans it now, JSON-encoded as the ledger compares it. A repeated input's are rebuilt
+ * from its key (requestsOfKey); null when the key cannot give them (a search's hash): the stored ones count as current.
  */
 function currentRequests(job: Job, inputKey: string, planned: readonly PlannedItem[]): CurrentRequests {
   const out: string[] = [];

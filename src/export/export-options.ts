@@ -1,7 +1,6 @@
 /**
- * The tuning options of an export (and the parallel path's defaults), apart from the code that reads them:
- * exportTable()'s options are part of the package's public types (src/index.ts), which must not reach the
- * database drivers' types.
+ * An export's tuning options and parallel defaults, apart from the code: exportTable()'s options are public types,
+ * which must not reach the database drivers' types.
  */
 import { availableParallelism } from 'node:os';
 
@@ -15,10 +14,7 @@ export interface PumpOptions {
   signal?: AbortSignal;
   /** Called after each batch with the number of rows written so far; an exception aborts the export. */
   onProgress?: (rows: number) => void;
-  /**
-   * Called by writeOutput() after each batch and once more before the output is committed; an exception aborts
-   * the export, nothing being left at `out`. The read snapshot's change check (see verifiedBy).
-   */
+  /** The snapshot's change check (see verifiedBy), run after each batch and before commit; a throw aborts. */
   verify?: () => void;
 }
 
@@ -28,34 +24,21 @@ export const PARALLEL_EXPORT_DEFAULTS = {
   workers: Math.min(2, availableParallelism()),
   /** Tables whose rowid span (max - min + 1) is below this stay on the main thread: starting workers costs more. */
   minRowidSpan: 50_000,
-  /**
-   * Tables whose rowid span is more than this many times their row count stay on the main thread: chunks cut
-   * by rowid would be mostly empty (at worst, after a row with a huge rowid, astronomically many of them).
-   * Deletions leave holes; past 4 rowids per row, most of every chunk's read would find nothing.
-   */
+  /** Tables whose rowid span exceeds this many times their row count stay on the main thread: chunks would be empty. */
   maxRowidsPerRow: 4,
   /** Rowids per chunk, the unit a worker reads, encodes and sends back. */
   chunkRowids: 2_000,
   /** Chunks requested but not yet written, at most: with chunkRowids, this bounds the memory held. */
   maxChunksInFlight: 8,
-  /**
-   * Rows a worker hands the encoder at once... 50 rows: read+encode measured 20-25% less CPU than with 250 (the
-   * batch and its strings die young).
-   */
+  /** Rows a worker hands the encoder at once (small, so the batch and its strings die young)... */
   encodeBatchRows: 50,
   /** ...or fewer, once their text adds up to this many characters (so that huge rows come one or a few at a time). */
   encodeBatchChars: 1 << 20,
-  /**
-   * Each worker's V8 young generation: larger scavenges less often, but every MB counts in the peak RSS. 12 MB:
-   * a 4 MB semi-space. 16 rounds up to 8 MB semi-spaces and measured ~28 MB more peak RSS for 2 workers.
-   */
+  /** Each worker's V8 young generation: larger scavenges less often but adds to peak RSS (16 rounds up to 8 MB). */
   workerYoungGenerationMb: 12,
   /**
-   * Each worker's V8 old generation, at most. A bound makes V8 collect sooner (without one, dead objects pile up
-   * to tens of MB more per worker); a worker holds one batch at a time, and csv-stringify needs up to ~20 times
-   * a value's size for a value full of quotes, so 512 MB passes a 20 MB value (measured) but not a 40 MB one:
-   * the export then fails with EXPORT_WORKER_OUT_OF_MEMORY, and `export --sql` (main thread) is the way out.
-   * 512 MB: as low a peak RSS as 128 MB measured (157-166 MB), and room for rows 4 times larger.
+   * Each worker's V8 old generation cap: a bound makes V8 collect sooner. csv-stringify needs ~20 times a quoted
+   * value's size; past that, EXPORT_WORKER_OUT_OF_MEMORY, and `export --sql` (main thread) is the way out.
    */
   workerOldGenerationMb: 512,
 } as const;

@@ -1,8 +1,6 @@
 /**
- * `netingest export`: a table, a view or a read-only SELECT, streamed from the dataset's store (SQLite's
- * `iterate()` in raw mode, PostgreSQL's cursor) to CSV or JSON Lines, into a file that appears whole or not at
- * all, or to stdout. A large table that can be read by rowid range (SQLite's) is read and encoded on worker
- * threads instead (parallel-table-export.ts), producing the same bytes.
+ * `netingest export`: a table, view or read-only SELECT streamed to CSV or JSON Lines, into a file that appears whole
+ * or not at all, or to stdout. A large SQLite table is read on worker threads instead, with the same bytes.
  */
 import { UsageError } from '../errors.ts';
 import { assertOutputIsNotInput } from './output-is-not-input.ts';
@@ -100,10 +98,7 @@ export async function exportSql(options: ExportSqlOptions): Promise<ExportResult
   return store.userStatement(options, (statement, snapshot) => writeStatement(statement, snapshot, options));
 }
 
-/**
- * Refuses, before the database is opened, an --out that cannot be written or would replace the database; says
- * where the dataset is (`db`: a SQLite file or a postgres:// URL).
- */
+/** Refuses, before any row is read, an --out that cannot be written or would replace the database. */
 async function checkOutputPath(options: ExportCommonOptions): Promise<DatasetStore> {
   assertEncoderOptions(options.format ?? EXPORT_DEFAULTS.format, options);
   const store = await openStore(options.db);
@@ -113,7 +108,7 @@ async function checkOutputPath(options: ExportCommonOptions): Promise<DatasetSto
   return store;
 }
 
-/** A statement's rows (either engine) encoded to the output, checked against the snapshot as they go. */
+/** A statement's rows encoded to the output, checked against the snapshot as they go. */
 async function writeStatement(
   { columns, rows }: { columns: string[]; rows: Iterable<unknown[]> | AsyncIterable<unknown[]> },
   snapshot: ReadSnapshot,

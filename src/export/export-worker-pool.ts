@@ -1,8 +1,6 @@
 /**
- * The worker threads of a parallel table export, behind a promise per chunk: read(seq, from, to) goes to the
- * worker with the fewest chunks outstanding and resolves to the chunk's encoded bytes. A worker that fails
- * (its own error message, an uncaught exception, an unexpected exit) rejects every chunk it owes and every
- * later request, so the export stops with that error.
+ * A parallel export's worker threads, a promise per chunk: each read goes to the least busy worker. A worker that fails
+ * (error message, exception, exit) rejects every chunk it owes and every later request.
  */
 import type { Worker } from 'node:worker_threads';
 import { NetingestError } from '../errors.ts';
@@ -76,7 +74,6 @@ class PoolMember {
   }
 }
 
-/** See the file comment. */
 export class ExportWorkerPool {
   private closed = false;
 

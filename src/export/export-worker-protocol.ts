@@ -1,7 +1,4 @@
-/**
- * The messages between the main thread of a parallel table export and its worker threads (export-worker.ts).
- * Types only: both sides import this file, neither imports the other.
- */
+/** Messages between a parallel export's main thread and workers; types only, so neither side imports the other. */
 import type { ExportFormat } from './row-encoders.ts';
 import type { ChunkSource } from '../store/readers/table-rows.ts';
 

@@ -1,8 +1,4 @@
-/**
- * A worker thread of a parallel table export (see parallel-table-export.ts): reads the chunks it is asked for
- * from its own snapshot (store/readers/table-rows.ts: a connection of its own, one read transaction for its
- * whole life), and answers each `read` message with the chunk's rows encoded as UTF-8 bytes.
- */
+/** A parallel export's worker: reads chunks from its own snapshot and answers each `read` with UTF-8 bytes. */
 import { parentPort, workerData } from 'node:worker_threads';
 import { openChunkReader } from '../store/readers/table-rows.ts';
 import { encoderFor } from './row-encoders.ts';
@@ -42,8 +38,7 @@ try {
         batch = [];
         batchChars = 0;
       };
-      // Encoded as they come, a small batch at a time: few rows survive into the old generation, and the heap
-      // (capped, see parallel-table-export.ts) holds one batch whatever the size of the rows.
+      // A small batch at a time: few rows reach the old generation, and the capped heap holds one batch at most.
       chunks.read(message.fromRowid, message.toRowid, (row) => {
         batch.push(row);
         for (const value of row) if (typeof value === 'string') batchChars += value.length;

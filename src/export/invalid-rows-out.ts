@@ -1,8 +1,4 @@
-/**
- * `--invalid-out <file>` of `plan` and `run`: every input row the planner refuses, with the input's columns as
- * written, its line and why, in the input's delimiter and BOM. `invalid_inputs` holds the line, field, value
- * and reason but not the row, so the input is read again (streamed: memory stays flat on any input).
- */
+/** `--invalid-out`: refused input rows as written, with why; read again, as `invalid_inputs` lacks the row. */
 import { basename, dirname, extname, join } from 'node:path';
 import type { Job } from '../jobs/schema.ts';
 import { inputValues } from '../input/read-csv.ts';
@@ -15,7 +11,7 @@ import { invalidReason, plannedRows } from './plan-by-line.ts';
 /** The columns after the input's. */
 export const INVALID_OUT_COLUMNS = ['netingest_line', 'netingest_reason'] as const;
 
-/** Writes the invalid rows of `job` to `out` (replaced whole at the end; nothing is left on a failure), not over a file it reads. */
+/** Writes the invalid rows of `job` to `out` (replaced whole at the end), never over a file it reads. */
 export async function writeInvalidRows(job: Job, out: string, options: { databaseFiles?: readonly string[]; signal?: AbortSignal } = {}): Promise<WriteResult> {
   const displayName = job.input.csv;
   assertOutputIsNotInput(out, jobInputs(job, options.databaseFiles ?? []), '--invalid-out');

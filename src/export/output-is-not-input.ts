@@ -8,9 +8,8 @@ import type { Job } from '../jobs/schema.ts';
 const DATABASE_SIDE_FILES = ['', '-wal', '-shm', '-journal'];
 
 /**
- * Refuses an --out that would replace a file the command reads (the database, its WAL files, the job's input
- * CSV): the rename at the end would destroy it. Paths are compared after resolving symbolic links, and an
- * existing --out is also compared by device and inode, so neither a linked folder nor a hard link gets past.
+ * Refuses an --out the final rename would destroy a read file with (database, WAL files, input CSV). Paths compare
+ * after resolving symlinks, an existing --out also by device and inode (hard links).
  */
 export function assertOutputIsNotInput(out: string | undefined, inputs: ReadonlyArray<{ path: string; what: string }>, flag = '--out'): void {
   if (out === undefined) return;

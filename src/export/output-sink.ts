@@ -1,7 +1,6 @@
 /**
- * Where an export writes. A file is written to a temporary sibling and renamed into place on success, so a
- * reader of `--out` sees the old file or the whole new one, never half a file; any failure or interrupt
- * removes the temporary file. A stream (stdout) is written as it goes, with backpressure.
+ * Where an export writes. A file goes to a temporary sibling renamed into place on success, so a reader of `--out`
+ * sees the old file or the whole new one; failure removes the temporary. A stream is written as it goes.
  */
 import { open as openFile, rename, unlink, type FileHandle } from 'node:fs/promises';
 import { realpathSync, statSync, unlinkSync, createWriteStream, WriteStream, type Stats } from 'node:fs';
@@ -17,25 +16,17 @@ import { terminalSafe } from '../terminal-safe.ts';
 /** Bytes buffered in memory before a write waits for the destination: large enough to overlap disk and SQLite. */
 export const SINK_HIGH_WATER_MARK_BYTES = 1 << 18;
 
-/**
- * Bytes written to a file between two background fdatasync() calls. Without them the page cache holds the
- * whole file until the final fsync, which then waits for all of it to reach the disk (~0.6 s for a 330 MB
- * export here); flushing as the export goes overlaps that wait with the reading and encoding.
- */
+/** Bytes between background fdatasync() calls: flushing as it goes overlaps the disk wait with reading and encoding. */
 export const SINK_SYNC_EVERY_BYTES = 32 << 20;
 
 /** A destination for encoded rows. */
 export interface OutputSink {
   /**
-   * Writes a chunk (text, or UTF-8 bytes); returns a promise only when the destination asks the writer to wait.
-   * `onWritten` runs once the bytes have reached the destination and may be reused; a sink that cannot know
-   * when that is (a JavaScript stream may hand the very buffer on to its reader) never calls it.
+   * Writes text or UTF-8 bytes; a promise only when the destination asks to wait. `onWritten` runs once the bytes may
+   * be reused; a sink that cannot know when (a JS stream may pass the buffer on) never calls it.
    */
   write(chunk: string | Uint8Array, onWritten?: () => void): Promise<void> | undefined;
-  /**
-   * Flushes everything and, for a file, makes it durable and renames it into place, unless `signal` has
-   * aborted by then (ExportInterruptedError, the output discarded).
-   */
+  /** Flushes, and for a file fsyncs and renames it into place unless `signal` aborted (ExportInterruptedError). */
   commit(signal?: AbortSignal): Promise<void>;
   /** Discards the output (removes the temporary file). Safe to call more than once and after commit. */
   abort(): Promise<void>;
@@ -49,9 +40,8 @@ export class OutputClosedError extends Error {
 }
 
 /**
- * Writes to `stream` (stdout), honouring its backpressure; never closes it. A terminal gets the text with its
- * control characters replaced (terminalSafe): the values come from a third-party API and may hold escape
- * sequences the terminal would run. A file or a pipe gets the bytes as they are.
+ * Writes to `stream` (stdout) with backpressure; never closes it. A terminal gets control characters replaced: the
+ * API's values may hold escape sequences it would run. A file or pipe gets the bytes as they are.
  */
 export function streamSink(stream: NodeJS.WritableStream): OutputSink {
   const sink = rawStreamSink(stream);
@@ -94,11 +84,7 @@ function rawStreamSink(stream: NodeJS.WritableStream): OutputSink {
   };
 }
 
-/**
- * Refuses an output path that names a folder (an existing one, or any path ending with a slash): the rename at
- * the end would fail only after the whole export, and with a trailing slash the temporary file would land in
- * the parent folder. Called before anything is read.
- */
+/** Refuses up front a path naming a folder: the final rename would fail only after the whole export. */
 export function assertOutputIsAFile(outPath: string): void {
   if (outPath.endsWith('/') || outPath.endsWith(sep)) {
     throw new OutputError(outPath, 'cannot write the output file: the path ends with a slash, so it names a folder; name a file');
@@ -125,11 +111,7 @@ export function statIfExists(path: string): Stats | undefined {
   }
 }
 
-/**
- * The file the finished output is renamed onto, and the permissions it must keep: an existing --out is replaced
- * at the real path of a symbolic link (the link stays a link) and keeps its mode (a private 0600 export is
- * not made world-readable); a new one is created with the default mode.
- */
+/** Where the output goes: an existing --out at a symlink's real path (the link stays), keeping its mode (0600). */
 function renameTarget(outPath: string): { path: string; mode: number | undefined } {
   try {
     const path = realpathSync(outPath);
@@ -228,8 +210,8 @@ export async function openFileSink(outPath: string): Promise<OutputSink> {
         if (failure) throw failure;
         await file.sync();
         await file.close();
-        // The last moment an interrupt can still keep --out as it was. A signal that came while SQLite held
-        // the thread is only handled once the event loop polls again, which the awaits above let it do.
+        // The last moment an interrupt can keep --out as it was; the awaits above let a signal that came while
+        // SQLite held the thread be handled.
         throwIfAborted(signal);
         await rename(tempPath, target.path);
         settled = true;
@@ -259,10 +241,7 @@ function writeWithBackpressure(
   return waitForDrain(stream, failed);
 }
 
-/**
- * Resolves on 'drain'; rejects if the stream fails or closes first, with the sink's failure when it has one: the
- * sink's own error listener runs first and records it in the user's words.
- */
+/** Resolves on 'drain'; rejects if the stream fails or closes first, with the failure the sink's listener recorded. */
 async function waitForDrain(stream: NodeJS.WritableStream, failed: () => Error | undefined): Promise<void> {
   const settled = new AbortController();
   const closed = once(stream, 'close', { signal: settled.signal }).then(() => Promise.reject(new OutputClosedError()));

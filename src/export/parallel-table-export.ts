@@ -1,10 +1,7 @@
 /**
- * A table export spread over worker threads. Reading rows out of SQLite and csv-stringify's encoding each cost
- * about as much as the other, and both are single-threaded CPU work, so one thread tops out well below what two
- * cores can do. The table's rowid range is fixed at the start and cut into chunks; each worker (its own
- * read-only connection, one read transaction for its whole life) reads chunks with `rowid BETWEEN`, encodes
- * them with the same RowEncoder as the main-thread path and sends back the bytes; the main thread writes them
- * strictly in chunk order, so the output is byte for byte the one the main-thread path writes.
+ * A table export over worker threads (reading and encoding are both single-threaded CPU work). The rowid range, fixed
+ * at the start, is cut into chunks; each worker reads them in one read transaction and encodes them with the same
+ * RowEncoder; the main thread writes them in chunk order, so the bytes match the main-thread path's.
  */
 import { toDatabaseUseError } from '../store/open.ts';
 import { DatabaseChangedError } from '../store/errors.ts';
@@ -26,8 +23,7 @@ export function parallelRowidRange(table: ChunkedTable, { workers, minRowidSpan,
   const bounds = table.bounds();
   if (bounds === null) return null;
   const { first, last } = bounds;
-  // Chunk bounds are JavaScript numbers; rowids beyond 2^53 (never made by SQLite's own numbering) stay exact on
-  // the main-thread path.
+  // Chunk bounds are JS numbers: rowids beyond 2^53 (never SQLite's own) stay exact on the main-thread path.
   const limit = BigInt(Number.MAX_SAFE_INTEGER);
   const span = last - first + 1n;
   if (first < -limit || last > limit || span < BigInt(minRowidSpan)) return null;
@@ -37,10 +33,8 @@ export function parallelRowidRange(table: ChunkedTable, { workers, minRowidSpan,
 }
 
 /**
- * The rows of `range`, read and encoded (no header: the writer's) on worker threads started on the first request
- * and stopped when the writer is done with them. Chunks are requested ahead of the writer, at most
- * `maxChunksInFlight` at a time, and handed on strictly in order: memory is bounded by the chunks in flight,
- * whatever the pace of the destination. `signal` stops the wait for a chunk at once.
+ * The rows of `range` encoded on worker threads (no header: the writer's). Chunks are requested ahead, at most
+ * `maxChunksInFlight`, and handed on in order: memory is bounded whatever the destination's pace.
  */
 export async function* encodedChunks(
   read: Pick<ExportWorkerData, 'source' | 'columns' | 'format' | 'escapeFormulas'>,

@@ -1,7 +1,4 @@
-/**
- * The job's input read a second time, each row with what the planner made of it, so that a writer of the
- * input's rows (enrich, the invalid rows' file) knows that for each.
- */
+/** The job's input read again, each row with what the planner made of it (for enrich and the invalid rows' file). */
 import type { CsvHeader } from '../input/csv-header.ts';
 import { readCsv, type CsvItem } from '../input/read-csv.ts';
 import { planTasks, type PlannedItem } from '../jobs/plan-tasks.ts';
@@ -14,10 +11,7 @@ export function invalidReason(item: Extract<PlannedItem, { kind: 'invalid' }>): 
   return `${item.field}${value}: ${item.reason}`;
 }
 
-/**
- * Every row of the job's input, with the planner's items of its line (a task per page, or one invalid or
- * duplicate item), the planner reading the same file in step.
- */
+/** Every input row with the planner's items of its line, the planner reading the same file in step. */
 export async function* plannedRows(job: Job, header: CsvHeader, displayName: string): AsyncGenerator<{ item: CsvItem; planned: PlannedItem[] }> {
   const items = planTasks(job);
   try {

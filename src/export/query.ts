@@ -1,7 +1,4 @@
-/**
- * `netingest query "SELECT ..."`: one read-only statement, printed as an aligned table on a terminal and as
- * CSV otherwise (or as asked), streamed row by row.
- */
+/** `netingest query "SELECT ..."`: one read-only statement streamed as an aligned table on a terminal, else as CSV. */
 import { UsageError } from '../errors.ts';
 import { tableEncoder, type TableLayoutOptions } from './table-format.ts';
 import { verifiedBy, writeRows, type WriteResult } from './write-output.ts';
@@ -14,12 +11,7 @@ export type QueryFormat = (typeof QUERY_FORMATS)[number];
 /** A terminal or pipe the result is printed to. */
 export type QueryStream = NodeJS.WritableStream & { isTTY?: boolean; columns?: number };
 
-/**
- * Options of runQuery(): those of `export --sql` (the dataset, statement, time limit, CSV options and --out), and
- * how the table is printed. The CSV options are refused with an explicit 'table' or 'jsonl'; the table a terminal
- * gets by default takes them silently, showing values as stored (nothing on a screen runs them) and written
- * without a BOM.
- */
+/** Options of runQuery(): those of `export --sql`, and how the table is printed. */
 export interface RunQueryOptions extends Omit<ExportSqlOptions, 'format' | 'stream'>, Omit<TableLayoutOptions, 'maxTableWidth'> {
   /** Default: 'table' when `stream` is a terminal (never with `out`), else 'csv'. */
   format?: QueryFormat | undefined;
@@ -48,10 +40,7 @@ export async function runQuery(options: RunQueryOptions): Promise<WriteResult> {
   });
 }
 
-/**
- * Refuses the CSV-only options with a table asked for by name. The table a terminal gets by default takes them
- * silently: the same command line piped writes CSV, where they apply.
- */
+/** Refuses CSV-only options with a table asked for by name; the default table ignores them (piped, it is CSV). */
 function assertNoCsvOptions(options: Pick<RunQueryOptions, 'bom' | 'escapeFormulas'>): void {
   if (options.escapeFormulas) {
     throw new UsageError('--escape-formulas is for CSV only; the table format shows values as stored, for reading on screen');

@@ -1,7 +1,6 @@
 /**
- * Turns batches of SQLite rows (arrays, in column order) into text. CSV goes through csv-stringify (RFC 4180
- * quoting); a SQL NULL is an empty unquoted field and an empty string is `""`, so the two stay apart for a
- * reader that looks at quoting (csv-parse's `cast` context has `quoting`). Blobs are written as base64.
+ * Turns batches of rows into text. In CSV a NULL is an empty unquoted field and an empty string `""`, so a reader that
+ * looks at quoting tells them apart. Blobs are written as base64.
  */
 import { stringify, type Options as StringifyOptions } from 'csv-stringify/sync';
 import { UsageError } from '../errors.ts';
@@ -32,39 +31,27 @@ const CSV_OPTIONS: StringifyOptions = {
 
 /** How an encoder writes; every member is optional. */
 export interface EncoderOptions {
-  /**
-   * CSV only: start with a UTF-8 byte-order mark. Excel takes a CSV without one for the local code page and
-   * garbles every non-ASCII character; most other readers skip the mark.
-   */
+  /** CSV only: start with a UTF-8 BOM; without one Excel reads the local code page and garbles non-ASCII text. */
   bom?: boolean;
   /**
-   * CSV only: a text field (header included) starting with `=` `+` `-` `@` (after any leading spaces, NBSP,
-   * byte-order mark or line breaks), tab or carriage return gets a leading `'` (see looksLikeFormula), so that
-   * a spreadsheet shows it instead of running it as a formula (CSV injection: the values come from a third-party API). Numbers are left alone (`-2` stays a
-   * number). Off by default: a program reading the file would get values that are not the stored ones.
+   * CSV only: text a spreadsheet would run as a formula (see looksLikeFormula; the values come from a third-party API)
+   * gets a leading `'`; numbers are left alone. Off by default: a program would read changed values.
    */
   escapeFormulas?: boolean;
   /** CSV only: the field delimiter. Default `,`. */
   delimiter?: string;
-  /**
-   * CSV only: a `'` before text a spreadsheet would turn into a number and lose part of (see looksLikeLossyNumber:
-   * `+4930…`, `01234`, more than 15 digits), as escapeFormulas does for formulas: the cell stays text. Default false.
-   */
+  /** CSV only: a `'` before text a spreadsheet would make a lossy number (see looksLikeLossyNumber). Default false. */
   keepText?: boolean;
 }
 
-/**
- * Text that Excel and LibreOffice read as a number when they open a CSV, quoted or not, losing what made it
- * text: a leading `+` (phone numbers), leading zeros (postcodes, ids), digits past the 15 a spreadsheet keeps.
- */
+/** Text a spreadsheet reads as a number, quoted or not, losing part: a leading `+` or zero, more than 15 digits. */
 export function looksLikeLossyNumber(value: string): boolean {
   return /^(\+\d+|0\d+|\d{16,})$/.test(value);
 }
 
 /**
- * Text a spreadsheet would run as a formula: `=` `+` `-` `@` (or their full-width forms) after any leading
- * blanks a spreadsheet skips (space, NBSP, byte-order mark, line breaks: `\s` holds them all), or a leading tab
- * or carriage return (csv-stringify's escape_formulas looks at the first character only).
+ * Text a spreadsheet would run as a formula: `=` `+` `-` `@` (or full-width forms) after blanks it skips (`\s`), or a
+ * leading tab or CR (csv-stringify's escape_formulas checks the first character only).
  */
 export function looksLikeFormula(value: string): boolean {
   return /^(?:[\t\r]|\s*[=+\-@\uFF1D\uFF0B\uFF0D\uFF20])/.test(value);
@@ -93,10 +80,7 @@ export function csvEncoder(columns: readonly string[], options: EncoderOptions =
   };
 }
 
-/**
- * One JSON object per line, keys in column order. Repeated column names (a join selecting two `url`s) get a
- * `_2`, `_3` suffix so no value is lost. Integers beyond 2^53 (bigint) are written as exact JSON numbers.
- */
+/** One JSON object per line in column order; repeated names get `_2`, `_3` so no value is lost; bigints exact. */
 export function jsonlEncoder(columns: readonly string[]): RowEncoder {
   const keys = uniqueKeys(columns);
   const prefixes = keys.map((key, i) => (i === 0 ? '{' : ',') + JSON.stringify(key) + ':');

@@ -1,8 +1,4 @@
-/**
- * What `netingest export <table>` can export: every public table of src/store/tables.ts (read from the definitions,
- * so a new table is exportable without touching this file) and the views of migrations/0001_views.sql.
- * The bookkeeping of the run lock and the schema version are internal.
- */
+/** What `netingest export` can export: every public table of src/store/tables.ts, and the views of migrations. */
 import { DATASET_TABLES } from '../store/tables.ts';
 import { UsageError } from '../errors.ts';
 import { parseInstant } from '../store/history/changes-query.ts';

@@ -1,8 +1,6 @@
 /**
- * The aligned text table `netingest query` prints on a terminal. Column widths come from the header and a
- * sample of the first rows, capped per column and shrunk to fit the terminal, so the table streams (later
- * rows are cut to the same widths with `…`; a wider number overflows instead, never cut). NULL is shown as
- * `NULL`, line breaks as `↵`, numbers right-aligned.
+ * The aligned table `netingest query` prints on a terminal. Widths come from a sample of the first rows, so the table
+ * streams: later rows are cut to them with `…` (a wider number overflows, never cut).
  */
 import type { RowEncoder } from './row-encoders.ts';
 import { displayWidth, fit } from '../text-width.ts';

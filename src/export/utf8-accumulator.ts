@@ -1,15 +1,11 @@
 /**
- * Gathers strings as UTF-8 bytes in a buffer, then hands the buffer out whole (to be transferred to the main
- * thread, not copied) and continues in another one. Buffers given back once written are reused, so the number
- * of buffers alive is bounded by the chunks in flight, and no dead ones pile up waiting for the main thread's
- * garbage collector (which runs rarely there: it allocates little). Encoding each string as it comes also
- * avoids concatenating the strings first, which would copy every byte once more.
+ * Gathers strings as UTF-8 bytes in a buffer handed out whole (transferred, not copied). Buffers given back are reused,
+ * so live buffers are bounded by the chunks in flight rather than by the main thread's rare GC.
  */
 
 /** Largest UTF-8 length of one UTF-16 code unit (a surrogate pair is 4 bytes for 2 units). */
 const MAX_BYTES_PER_UNIT = 3;
 
-/** See the file comment. */
 export class Utf8Accumulator {
   private readonly encoder = new TextEncoder();
   private readonly free: ArrayBuffer[] = [];
@@ -20,7 +16,6 @@ export class Utf8Accumulator {
     this.scratch = new Uint8Array(initialBytes);
   }
 
-  /** Appends the UTF-8 bytes of `text`. */
   append(text: string): void {
     const needed = this.used + text.length * MAX_BYTES_PER_UNIT;
     if (needed > this.scratch.length) {

@@ -1,10 +1,6 @@
 /**
- * Runs one streaming write from start to finish: opens the destination (a temporary file renamed into place,
- * or a stream), writes the pieces in order (encoded batches of rows, or a parallel export's chunks), waiting
- * whenever the destination pushes back, and commits, or discards everything on any failure or interrupt. It
- * yields to the event loop regularly so that SIGINT can be seen even when the destination never pushes back.
- * Nothing is written before the first piece is ready: a statement that fails on its first rows leaves stdout
- * empty, not a lone header.
+ * One streaming write: opens the destination, writes the pieces in order with backpressure, and commits, or discards
+ * everything on failure. It yields to the event loop regularly so SIGINT is seen even without backpressure.
  */
 import { openFileSink, streamSink, OutputClosedError, type OutputSink } from './output-sink.ts';
 import type { PumpOptions } from './export-options.ts';
@@ -33,23 +29,19 @@ export interface WriteResult {
 export interface OutputPiece {
   data: string | Uint8Array;
   rows: number;
-  /**
-   * Gives `data`'s buffer back for reuse (a worker's chunk) once it has reached the destination; a sink that
-   * cannot know when that is (see OutputSink.write) never calls it.
-   */
+  /** Gives `data`'s buffer back for reuse once it has reached the destination (see OutputSink.write). */
   release?: () => void;
 }
 
 /** What comes before the first piece and after the last: an encoder's header and footer. */
 export type Framing = Partial<Pick<RowEncoder, 'header' | 'footer'>>;
 
-// 250 rows: measured faster than 1000 (fewer rows survive into the old generation while a batch fills).
+// Small batches: fewer rows survive into the old generation while a batch fills.
 export const PUMP_DEFAULTS = { batchRows: 250, yieldEveryMs: 50 } as const;
 
 /**
- * `options` with the snapshot's change check (ReadSnapshot.assertUnchanged) added to its verify step: a database
- * read without locks that changes stops the export after the batch, before anything is committed at --out.
- * Typed by its one method: the package's public types reach this file and must not reach the drivers'.
+ * `options` with the snapshot's change check added to verify: a database read without locks that changes stops the
+ * export before anything is committed. Typed by its one method: public types must not reach the drivers'.
  */
 export function verifiedBy<T extends PumpOptions>(snapshot: { assertUnchanged(): void }, options: T): T {
   return {
@@ -71,10 +63,7 @@ export async function writeRows(
   return writeOutput(target, pump, encodedBatches(rows, encoder, pump.batchRows ?? PUMP_DEFAULTS.batchRows), encoder);
 }
 
-/**
- * Writes `framing`'s header, `pieces` and its footer to `target` and commits; on any error or interrupt the
- * output is discarded, so nothing is left at `target.out`.
- */
+/** Writes `framing`'s header, `pieces` and its footer to `target` and commits; on failure nothing is left at `out`. */
 export async function writeOutput(
   target: OutputTarget,
   pump: PumpOptions,
@@ -103,7 +92,7 @@ export async function writeOutput(
   }
 }
 
-/** The writing loop; `written.rows` counts the rows written so far, as `onProgress` is told after each piece. */
+/** The writing loop; `written.rows` counts the rows written so far. */
 async function writePieces(
   pieces: AsyncIterable<OutputPiece> | Iterable<OutputPiece>,
   framing: Framing,
@@ -137,9 +126,8 @@ async function writePieces(
 }
 
 /**
- * `rows` encoded `batchRows` at a time. A sync source keeps its own loop: `for await` would cost a microtask per
- * row on the export hot path. Either loop returns the iterator when the writer stops early, which resets a
- * better-sqlite3 statement mid-iteration.
+ * `rows` encoded `batchRows` at a time. A sync source keeps its own loop: `for await` costs a microtask per row.
+ * Stopping early returns the iterator, which resets a better-sqlite3 statement.
  */
 async function* encodedBatches(
   rows: Iterable<readonly unknown[]> | AsyncIterable<readonly unknown[]>,

@@ -22,14 +22,11 @@ export interface CsvHeader {
 
 /** Limits of the header peek. */
 export const CSV_HEADER_LIMITS = {
-  /** A header row longer than this (in characters, as csv-parse counts) is rejected: it is almost surely not a CSV file. */
+  /** A header row longer than this (in characters) is rejected: it is almost surely not a CSV file. */
   maxHeaderBytes: 1024 * 1024,
 } as const;
 
-/**
- * Reads only the header row of `path` (never the whole file): skips a UTF-8 BOM and leading blank lines,
- * detects the delimiter, and returns the trimmed column names.
- */
+/** Reads only the header row of `path`: skips a BOM and blank lines, detects the delimiter, trims the names. */
 export async function readCsvHeader(path: string, options: { displayName?: string } = {}): Promise<CsvHeader> {
   const file = options.displayName ?? path;
   const { text, line, bom } = await peekHeaderLine(path, file);
@@ -102,8 +99,8 @@ async function peekHeaderLine(path: string, file: string): Promise<{ text: strin
 }
 
 /**
- * The raw text of the first record and the line it starts on (after the blank lines csv-parse skipped). Any of
- * the delimiters splits fields here, so a quoted field after any of them is read as quoted before one is chosen.
+ * The raw first record and its line. Every delimiter splits fields here, so a quoted field after any of them is read as
+ * quoted before one is chosen.
  */
 async function firstRecord(source: Readable, file: string): Promise<{ raw: string; line: number }> {
   const parser = pipeline(source, parse({
@@ -144,15 +141,13 @@ async function openInput(path: string, file: string): Promise<FileHandle> {
   try {
     return await open(path, 'r');
   } catch (err) {
-    // A relative input.csv is read from the current directory, not the job file's: say where it was looked for,
-    // since a command started elsewhere (cron, another shell) misses a file that is there.
+    // A relative input.csv is read from the current directory, not the job file's: say where, for cron's sake.
     const where = (err as NodeJS.ErrnoException).code === 'ENOENT' && !isAbsolute(file) ? ` (looked for ${resolve(path)}: a relative input.csv is read from the current directory)` : '';
     throw new InputFileError(file, `cannot read input file: ${describeFsError(err)}${where}`, { cause: err });
   }
 }
 
-// Excel's "Unicode Text" and Windows PowerShell's `>` write UTF-16: read as UTF-8, its header would be NUL bytes
-// between letters, and the message quoting it unreadable.
+// Excel's "Unicode Text" and PowerShell's `>` write UTF-16, whose header read as UTF-8 would be unreadable.
 const UTF16_MESSAGE = 'the file is UTF-16, not UTF-8: save it as UTF-8 (in Excel: "CSV UTF-8")';
 const UTF8_BOM = Buffer.from([0xef, 0xbb, 0xbf]);
 

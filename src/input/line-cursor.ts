@@ -1,7 +1,6 @@
 /**
- * Tracks physical line numbers across the raw text of consecutive CSV records. csv-parse's own `info.lines`
- * miscounts CRLF inside quoted fields, so we count line breaks (CRLF, LF or a lone CR, each one break) in the
- * raw text ourselves; a CRLF split across two records' raw text still counts once.
+ * Tracks physical line numbers across consecutive CSV records' raw text: csv-parse's `info.lines` miscounts CRLF in
+ * quoted fields. A CRLF split across two records counts once.
  */
 export class LineCursor {
   /** Line on which the next unconsumed character sits. */

@@ -10,17 +10,11 @@ export interface CsvRecordItem {
   line: number;
   /** Values by column name, untrimmed; columns with an empty name are left out. */
   record: Record<string, string>;
-  /**
-   * Fields past the header's columns holding a value (a trailing `;EXTRA`): the row is read, as its columns are
-   * all there, and the extra fields are left out; the caller warns. Absent when there are none.
-   */
+  /** Fields past the header's columns holding a value: the row is read without them and the caller warns. */
   extraFields?: number;
 }
 
-/**
- * A malformed row (too few fields, too many in a record over several lines, unclosed quote): not fatal, the
- * caller records it and goes on.
- */
+/** A malformed row (too few fields, an unclosed quote...): not fatal, the caller records it and goes on. */
 export interface CsvErrorItem {
   line: number;
   /** Last line of the record, when it spans several lines (the lines after `line` were not read as rows). */
@@ -32,7 +26,6 @@ export interface CsvErrorItem {
 
 export type CsvItem = CsvRecordItem | CsvErrorItem;
 
-/** Options of readCsv; every member is optional. */
 export interface ReadCsvOptions {
   /** How the file is named in messages; default: `path` as given. */
   displayName?: string;
@@ -43,9 +36,8 @@ export interface ReadCsvOptions {
 }
 
 /**
- * The row's values under the header's named columns, as written in the input: a record's, or a malformed
- * row's own fields where it was parsed into some (null where it has none), so that a file of invalid rows
- * shows each row as it was and can be fixed from it.
+ * The row's values under the header's named columns as written, a malformed row's own fields included (null where
+ * none), so a file of invalid rows can be fixed from it.
  */
 export function inputValues(item: CsvItem, columns: readonly string[]): (string | null)[] {
   const values: (string | null)[] = [];
@@ -58,12 +50,10 @@ export function inputValues(item: CsvItem, columns: readonly string[]): (string 
 }
 
 /**
- * Streams the data rows of a UTF-8 CSV file with a header row (BOM optional; delimiter `,` `;` or tab; quoted
- * fields may hold delimiters, quotes and newlines). Memory stays flat however large the file. Malformed rows are
- * yielded as `{ line, error }` items in file order; blank rows are skipped. A missing, unreadable or empty file
- * throws InputFileError before the first item.
+ * Streams the data rows of a UTF-8 CSV file with a header row, in flat memory. Malformed rows are yielded as error
+ * items in file order; blank rows are skipped. An unusable file throws InputFileError first.
  */
-// Complexity 18, one loop on purpose: the hot path of every plan, where a helper generator per row would cost
+// Complexity 18, one loop on purpose: the hot path of every plan, where a per-row helper generator would cost
 // about as much as the parsing.
 // eslint-disable-next-line complexity -- see above
 export async function* readCsv(path: string, options: ReadCsvOptions = {}): AsyncGenerator<CsvItem, void, undefined> {
@@ -114,8 +104,7 @@ export async function* readCsv(path: string, options: ReadCsvOptions = {}): Asyn
     }
     segment = undefined;
     if (unclosed) {
-      // csv-parse swallowed the rest of the file into the open field; resume on the next line so that one
-      // stray quote does not lose every row after it.
+      // csv-parse swallowed the rest of the file into the open field: resume on the next line.
       yield { line: unclosed.line, error: 'a quoted field starting on this line is never closed (unbalanced ")' };
       const rest = afterFirstLine(unclosed.raw);
       if (rest.trim() !== '') segment = { source: Readable.from([rest]), firstLine: unclosed.line + 1, hasHeader: false };
@@ -189,15 +178,13 @@ function toItem(line: number, lastLine: number, fields: string[], columns: strin
     const name = columns[i]!;
     if (name !== '') record[name] = fields[i]!;
   }
-  // Every column of the header has its field: fields after them are left out. Empty ones (a delimiter at the
-  // end of the row) are harmless; ones holding a value are counted, for a warning.
+  // Fields past the header's columns are left out; those holding a value are counted, for a warning.
   return extraFields === 0 ? { line, record } : { line, record, extraFields };
 }
 
 /**
- * A malformed record. One that spans several lines holds a line break inside quotes: most likely a stray quote
- * that swallowed the lines after it (until another quote closed it), so the message names the span and says
- * that those lines were not read as rows; otherwise they would vanish without a trace.
+ * A malformed record. One spanning several lines is most likely a stray quote that swallowed the lines after it: the
+ * message names them, or they would vanish without a trace.
  */
 function malformed(line: number, lastLine: number, message: string): CsvErrorItem {
   if (lastLine <= line) return { line, error: message };

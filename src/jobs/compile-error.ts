@@ -15,9 +15,8 @@ const PREAMBLE = /^Transform failed with \d+ errors?:\n/;
 const LOCATED = /^(.+):(\d+):(\d+): ERROR: (.*)$/;
 
 /**
- * The errors of a module that did not compile, or undefined when `err` is something else. tsx throws esbuild's
- * error with its structured `errors` deleted, so they are read back from the message, which holds one
- * `file:line:column: ERROR: text` line per error (column 0-based, in UTF-8 bytes) under a preamble.
+ * The errors of a module that did not compile, else undefined. tsx deletes esbuild's structured `errors`, so they are
+ * read back from the message's `file:line:column: ERROR:` lines (byte columns).
  */
 export async function describeCompileError(err: unknown, moduleFile: string): Promise<CompileError[] | undefined> {
   if (!(err instanceof Error) || err.name !== 'TransformError' || !PREAMBLE.test(err.message)) return undefined;
@@ -41,10 +40,7 @@ function invalidIn(file: string): string {
   return /^\.[cm]?tsx?$/i.test(extname(file)) ? 'invalid TypeScript' : 'invalid JavaScript';
 }
 
-/**
- * The 1-based character column of a 0-based UTF-8 byte column, so that a line with accents is pointed at as
- * an editor counts (and as JSON errors are); the byte column plus one when the file cannot be read again.
- */
+/** The 1-based character column of a 0-based UTF-8 byte column, as an editor counts (byte column + 1 if unreadable). */
 async function charColumn(file: string, line: number, byteColumn: number): Promise<number> {
   let text: string;
   try {

@@ -1,6 +1,4 @@
-/**
- * Every default of a job definition, in one place. A job file states only what differs.
- */
+/** Every default of a job definition, in one place. A job file states only what differs. */
 export const JOB_DEFAULTS = {
   /** Result pages fetched per input (similar-companies: `page` 1..pages; search-jobs: `start` 0, 10, ...). */
   pages: 1,
@@ -22,9 +20,8 @@ export const JOB_DEFAULTS = {
     /** Longest back-off delay. */
     maxTimeoutMs: 30_000,
     /**
-     * Retries, within a run, of a 200 that could not be used (its body cut off, not decodable, or not JSON).
-     * Such a call was most likely charged, and a fault that repeats would be charged on every try, so it is
-     * tried again this many times rather than `retries`; a task still failing is picked up by the next run.
+     * Retries within a run of a 200 that could not be used (cut off, not JSON): such a call was likely charged, and a
+     * repeating fault would be on every try; the next run picks it up.
      */
     paidRetries: 1,
   },
@@ -35,10 +32,7 @@ export const JOB_DEFAULTS = {
     maxPerRun: null as number | null,
   },
   // refreshAfterDays: by operation, its spec's (src/operations/<name>.ts); fractions allowed (0.5 is twelve hours).
-  /**
-   * Days a raw body superseded by a newer answer to the same lookup is kept before the job's run drops it
-   * (`netingest prune` does the same for the whole database). null keeps every body.
-   */
+  /** Days a superseded raw body is kept before the job's run drops it (as `netingest prune` does); null keeps all. */
   keepRawDays: null as number | null,
   /** Directory scanned by loadAllJobs. */
   jobsDir: 'jobs',

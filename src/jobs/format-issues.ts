@@ -4,10 +4,7 @@ import type { JobIssue } from './job-error.ts';
 
 type RawIssue = core.$ZodRawIssue;
 
-/**
- * Error map for parsing job definitions: short messages in the user's terms ("must be a positive number",
- * "unknown field; allowed here: ..."). Messages set on a schema itself take precedence.
- */
+/** Error map for job definitions, in the user's terms; messages set on a schema itself take precedence. */
 export function jobErrorMap(iss: RawIssue): string | undefined {
   const message = ISSUE_MESSAGES[iss.code] as ((iss: RawIssue) => string | undefined) | undefined;
   return message?.(iss);
@@ -48,10 +45,7 @@ const ISSUE_MESSAGES: { [C in RawIssue['code']]?: (iss: IssueOf<C>) => string | 
 /** What checkJobValue found: the value as the schema outputs it, or one issue per bad field. */
 export type JobValueCheck<T> = { success: true; data: T } | { success: false; issues: JobIssue[] };
 
-/**
- * Parses `value` with `schema` under jobErrorMap and turns what is wrong into one issue per bad field. Each
- * unknown field gets its own message: a suggestion when it misspells a field allowed there, else that list.
- */
+/** Parses `value` under jobErrorMap into one issue per bad field (an unknown one with a suggestion, else the list). */
 export function checkJobValue<T>(schema: z.ZodType<T>, value: unknown): JobValueCheck<T> {
   // A finalized issue no longer holds the object schema, whose fields the suggestions are picked from.
   const fieldsAt = new Map<string, FieldsHere>();
@@ -72,9 +66,8 @@ interface FieldsHere {
 }
 
 /**
- * Turns zod issues into one line per bad field; an unknown-field issue names each unknown field, and with the
- * fields allowed in its object (by the object's path) says which one it most likely misspells, or which group
- * it belongs in when it is a field of one of the object's groups written a level too high.
+ * One issue per bad field; each unknown field is named with the field it most likely misspells, or the group it belongs
+ * in when written a level too high.
  */
 function formatIssues(issues: readonly core.$ZodIssue[], fieldsAt: ReadonlyMap<string, FieldsHere>): JobIssue[] {
   const out: JobIssue[] = [];
@@ -93,8 +86,8 @@ function formatIssues(issues: readonly core.$ZodIssue[], fieldsAt: ReadonlyMap<s
 }
 
 /**
- * What an unknown key most likely means. A group's field spelt exactly (`retries` for `retry.retries`) wins over
- * a loose match here, which short names would otherwise get (`num` is two edits from `name`).
+ * What an unknown key most likely means: a group's field spelt exactly (`retries`) wins over a loose match here, which
+ * short names would get (`num` is two edits from `name`).
  */
 function suggestion(key: string, path: readonly PropertyKey[], here: FieldsHere): string | undefined {
   const inGroup = (maxEdits?: number): string | undefined => {

@@ -1,9 +1,6 @@
 /**
- * When a stored answer is due again. An answer stays fresh for the job's refreshAfterDays less a tolerance:
- * a run's answers arrive over its whole length, after it started, so under a nightly schedule last week's
- * answers are a few minutes short of 7 days old when the run 7 nights later starts. Without the tolerance
- * they would be fetched a night late (every 8 nights for 7, every 3 for 2). A resume later the same night
- * still finds them fresh.
+ * When a stored answer is due again: after refreshAfterDays less a tolerance, since a run's answers arrive after it
+ * started; without it, a nightly schedule would fetch them a night late.
  */
 
 /** The tolerance, in one place. */
@@ -24,9 +21,8 @@ export function freshSince(refreshAfterDays: number, nowMs: number = Date.now())
 }
 
 /**
- * The cut-off of a run's due rule (store/ledger.ts): under --refresh the run's start, so that what the run itself
- * settled stays settled; otherwise freshSince() `now` (ISO: the store's clock, the server's on PostgreSQL; by
- * default this host's).
+ * The cut-off of a run's due rule: under --refresh the run's start, so what the run settled stays settled; else
+ * freshSince() `now` (the store's clock; by default this host's).
  */
 export function dueSince(refreshAfterDays: number, refresh: boolean, startedAt: string, now?: string): string {
   return refresh ? startedAt : freshSince(refreshAfterDays, now === undefined ? Date.now() : Date.parse(now));

@@ -1,7 +1,4 @@
-/**
- * What every job definition shares, whatever its operation: the common settings' rules and the shapes of a
- * resolved job's common part. Each operation adds its own `input` and `request` (src/operations/<name>.ts).
- */
+/** What every job definition shares; each operation adds its own `input` and `request` (src/operations). */
 import { z } from 'zod';
 
 export const NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$/;
@@ -10,9 +7,8 @@ export const NAME_RULE = 'must start with a letter or digit and hold only letter
 export const text = z.string().trim().min(1);
 
 /**
- * The range of every number a job holds (docs/jobs.md lists them): wide enough for any job, narrow enough that a
- * typo or an exponent (`pages: 1e9`, `refreshAfterDays: 1e308`, `requestsPerMinute: 1e-300`) is refused with
- * the field's name instead of running out of memory, overflowing a date or waiting for ever.
+ * The range of every number a job holds (docs/jobs.md): narrow enough that a typo or exponent (`pages: 1e9`) is refused
+ * by name instead of exhausting memory, overflowing a date or waiting for ever.
  */
 export const JOB_RANGES = {
   /** Result pages per input: 100 pages of search-jobs are 1,000 results. */
@@ -41,9 +37,8 @@ export function wholeIn(range: { min: number; max: number }) {
 }
 
 /**
- * Rules of the run settings that `netingest run` can also set from the command line (--rate, --concurrency,
- * --reserve, --max-credits): defined once so that a flag accepts exactly what a job file does. A zero or
- * negative rate or credit limit is told apart (abort) from one too small or too large.
+ * Rules of the run settings `netingest run` flags can override, defined once so a flag accepts exactly what a job file
+ * does. `abort` tells a zero or negative limit apart from one out of range.
  */
 export const RUN_SETTING_RULES = {
   requestsPerMinute: z.number().positive({ abort: true }).min(R.requestsPerMinute.min).max(R.requestsPerMinute.max),
@@ -105,8 +100,8 @@ export interface JobCommon {
   pages: number;
   rate: { requestsPerMinute: number; concurrency: number };
   /**
-   * `maxUnusableAnswers`: paid answers in a row its answer contract cannot read before the run stops sending
-   * (see runner/unusable-breaker.ts); absent: max(RUN_DEFAULTS.unusableMinAnswers, rate.concurrency).
+   * `maxUnusableAnswers`: unreadable paid answers in a row before the run stops sending (runner/unusable-breaker.ts);
+   * absent: max(RUN_DEFAULTS.unusableMinAnswers, rate.concurrency).
    */
   retry: { retries: number; minTimeoutMs: number; maxTimeoutMs: number; paidRetries: number; maxUnusableAnswers?: number };
   credits: { reserve: number; maxPerRun: number | null };

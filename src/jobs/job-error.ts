@@ -29,18 +29,12 @@ export function formatJobIssue(file: string, issue: JobIssue): string {
   return issue.field ? `${where}: ${issue.field}: ${issue.message}` : `${where}: ${issue.message}`;
 }
 
-/**
- * Whether an error makes one job unusable (its job file or its input file must be fixed) rather than the whole
- * run: with several jobs, that job is skipped and reported, and the others run.
- */
+/** Whether an error makes one job unusable (job or input file to fix), so it is skipped and the others run. */
 export function isJobUnusable(err: unknown): err is JobFileError | InputFileError {
   return err instanceof JobFileError || err instanceof InputFileError;
 }
 
-/**
- * Several problems as one error to stop on: the error itself when there is only one, else every message, one
- * a line (each names its file), under the code they share or USAGE.
- */
+/** Several problems as one error: itself if alone, else a message a line, under their shared code or USAGE. */
 export function combineErrors(errors: readonly UsageError[]): UsageError {
   if (errors.length === 1) return errors[0]!;
   const codes = new Set(errors.map((e) => e.code));

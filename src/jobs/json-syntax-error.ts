@@ -1,8 +1,6 @@
 /**
- * Describes why JSON.parse refused `text`, in the user's terms: what is wrong and, when it can be found, where
- * (line and column, 1-based). The position comes from the engine's message when it has one ("in
- * JSON at position N"); Node 20 leaves it out of some messages ("Unexpected token ']', ...") so it is then found
- * by jsonErrorOffset. The message loses the engine's position and excerpt, which the caller shows as line:column.
+ * Why JSON.parse refused `text` and, when found, where (1-based line and column): from the engine's message, else by
+ * jsonErrorOffset, as Node 20 leaves it out of some messages.
  */
 export function describeJsonSyntaxError(text: string, err: Error) {
   const raw = err.message.replace(/\s*\(line \d+ column \d+\)\s*$/, '');
@@ -21,9 +19,8 @@ export function describeJsonSyntaxError(text: string, err: Error) {
 }
 
 /**
- * Offset of the first character where `text` stops being JSON, `text.length` when it ends too soon, or undefined
- * when it is valid. Found by JSON.parse itself, bisecting over prefixes: one that ends before the bad character
- * parses or fails at its end, one that holds it fails inside. Only run on text JSON.parse refused (log n parses).
+ * Offset where `text` stops being JSON (`text.length` if it ends too soon; undefined if valid), found by bisecting over
+ * prefixes: one holding the bad character fails inside it.
  */
 export function jsonErrorOffset(text: string): number | undefined {
   const failsInside = (end: number): boolean => {

@@ -8,7 +8,6 @@ import { describeJsonSyntaxError } from './json-syntax-error.ts';
 import { describeFsError } from '../input/input-error.ts';
 import { resolveJob, type Job } from './schema.ts';
 
-/** Options of loadJob and loadAllJobs. */
 export interface LoadJobOptions {
   /** Directory that relative paths (the job file, `input.csv`) resolve against; default process.cwd(). */
   cwd?: string;
@@ -31,10 +30,7 @@ export async function loadJob(path: string, options: LoadJobOptions = {}): Promi
   return resolveJob(value, { displayName, file, defaultName: basename(file, extname(file)), cwd });
 }
 
-/**
- * Loads every `.ts` and `.json` job in `dir` (sorted by file name; `.d.ts` and names starting with `_` or `.`
- * skipped). Reports the problems of all files at once; job names must be unique.
- */
+/** Loads every `.ts` and `.json` job in `dir` by name (`.d.ts`, `_*`, `.*` skipped), reporting all problems at once. */
 export async function loadAllJobs(dir: string = JOB_DEFAULTS.jobsDir, options: LoadJobOptions = {}): Promise<Job[]> {
   const cwd = options.cwd ?? process.cwd();
   const { jobs, broken, duplicates } = await loadJobFiles(await listJobFiles(dir, options), options);
@@ -78,10 +74,7 @@ export interface LoadedJobFiles {
   duplicates: JobFileError[];
 }
 
-/**
- * Loads job files one by one, so that a broken one does not hide the others: the caller decides whether the
- * jobs that loaded go on without it. Names must be unique; a clash is reported in `duplicates`.
- */
+/** Loads job files one by one, so a broken one does not hide the others; name clashes go to `duplicates`. */
 export async function loadJobFiles(paths: readonly string[], options: LoadJobOptions = {}): Promise<LoadedJobFiles> {
   const cwd = options.cwd ?? process.cwd();
   const out: LoadedJobFiles = { jobs: [], broken: [], duplicates: [] };
@@ -126,9 +119,8 @@ async function readJson(file: string, displayName: string): Promise<unknown> {
 async function importDefault(file: string, displayName: string, cwd: string): Promise<unknown> {
   let mod: Record<string, unknown>;
   try {
-    // tsImport, not import(): a .ts job outside an ESM package (a folder with no package.json) is compiled as
-    // CommonJS, and a plain import() of it through the CLI's registered loader fails with a require() cycle.
-    // tsx is imported here, not at the top: only a module job needs it, and it costs every start ~100 ms.
+    // tsImport, not import(): a .ts job outside an ESM package is compiled as CommonJS, and a plain import() of it
+    // fails with a require() cycle. tsx is imported here, not at the top: only a module job needs its start-up cost.
     const { tsImport } = await import('tsx/esm/api');
     mod = (await tsImport(pathToFileURL(file).href, import.meta.url)) as Record<string, unknown>;
   } catch (err) {

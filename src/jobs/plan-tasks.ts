@@ -39,9 +39,8 @@ export interface PlannedDuplicate {
 export type PlannedItem = PlannedTask | PlannedInvalid | PlannedDuplicate;
 
 /**
- * Streams a job's input CSV and yields, in input order, one task per input and page, or why a row makes
- * none; each row is read by the job's operation (its spec's rowReader). Repeated inputs collapse into the
- * first one's tasks. A missing or empty file, or a missing column, throws InputFileError before the first item.
+ * Streams a job's input and yields in order one task per input and page, or why a row makes none; repeated inputs
+ * collapse into the first's. A missing file or column throws InputFileError first.
  */
 export async function* planTasks(job: Job): AsyncGenerator<PlannedItem, void, undefined> {
   const file = job.input.csv;

@@ -6,9 +6,8 @@ import { SEARCH_QUERY_PARAMS } from './search-query.ts';
 export const EMPTY_FILTER_KEY = 'f_none';
 
 /**
- * Stable key of a search-jobs query without its paging position: `q_` + 16 hex chars of the sha256 of the
- * parameters in sorted order, values trimmed, list items trimmed in their given order, empty values dropped.
- * Two rows asking the same thing get the same key, however their CSV spelled the whitespace.
+ * Stable key of a search-jobs query without its paging: `q_` + 16 hex of the sha256 of the sorted, trimmed, non-empty
+ * parameters, so whitespace does not split one query in two.
  */
 export function searchKey(query: SearchJobsQuery): string {
   const entries: Array<[string, string | string[]]> = [];
@@ -26,11 +25,7 @@ export function searchKey(query: SearchJobsQuery): string {
   return `q_${sha256Hex16(JSON.stringify(entries))}`;
 }
 
-/**
- * Stable key of a similar-companies filter set: `f_` + 16 hex chars of the sha256 of its canonical JSON
- * (object keys sorted at every level, array order kept, empty arrays/objects and undefined dropped).
- * The empty filter set is always EMPTY_FILTER_KEY.
- */
+/** Stable key of a similar-companies filter set: `f_` + 16 hex of the sha256 of its canonical JSON. */
 export function filterKey(account: SimilarCompaniesAccount | undefined | null): string {
   const canonical = canonicalize(account);
   if (canonical === undefined) return EMPTY_FILTER_KEY;

@@ -8,16 +8,12 @@ import { common, NAME_PATTERN, NAME_RULE, text, type JobCommon } from './job-com
 
 export { KEEP_RAW_DAYS_RULE, RUN_SETTING_RULES } from './job-common.ts';
 
-/**
- * The one schema of a job definition, whether written as JSON or as a `.ts` module: one branch per operation,
- * each its operation's job definition (the common settings plus its own input and request).
- */
+/** The one schema of a job definition, JSON or `.ts`: one branch per operation (common settings, input, request). */
 export const jobDefinitionSchema = z.discriminatedUnion('operation', JOB_DEFINITIONS);
 
 /**
- * What every operation shares. The union checks nothing else when it cannot tell the operation, so a definition
- * whose operation is missing or unknown is checked against this too: a misspelt `operation` key is then named
- * with whatever else is wrong. The request's fields depend on the operation, so it is left unchecked here.
+ * What every operation shares: the union checks nothing else when it cannot tell the operation, so a definition without
+ * a known one is checked against this too, naming whatever else is wrong.
  */
 const anyOperation = z.strictObject({
   ...common,

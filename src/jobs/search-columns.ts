@@ -4,10 +4,8 @@ import { nearestName } from '../near-name.ts';
 import { SEARCH_QUERY_PARAMS, type SearchQueryParam } from './search-query.ts';
 
 /**
- * Maps each search parameter to the CSV column named like it (case-insensitive). Other columns are allowed
- * (notes, owners), except one whose name is a near miss of a parameter no column sets (`keyword`, `job_types`,
- * `locaton`): that is almost surely a typo, and ignoring it would send paid searches without the parameter.
- * Throws InputFileError for a near miss, for two columns naming one parameter, and when no column names any.
+ * Maps each search parameter to the column named like it (any case). A near miss of an unset parameter (`keyword`)
+ * throws, as ignoring a typo would send paid searches without it; so do duplicates and no match.
  */
 export function searchColumns(file: string, header: CsvHeader): Array<[SearchQueryParam, string]> {
   const out: Array<[SearchQueryParam, string]> = [];

@@ -7,10 +7,7 @@ export type SearchQueryParam = (typeof SEARCH_QUERY_PARAMS)[number];
 /** A search without its paging position: what one CSV row (plus the job's defaults) asks for. */
 export type SearchQueryBase = Omit<SearchJobsQuery, 'start'>;
 
-/**
- * Values the service is known to accept (../shared/spec/known-behaviour.md). Anything else is refused before a
- * credit is spent on a query the service would misread; spelling is forgiven ("Full-time" is "full time").
- */
+/** Values the service is known to accept, spelling forgiven: others are refused before a credit is spent. */
 export const SEARCH_KNOWN_VALUES = {
   timePosted: ['past_24hrs', 'past_week', 'past_month'],
   experienceLevels: ['internship', 'entry level', 'associate', 'mid-senior level', 'director', 'executive'],
@@ -38,10 +35,7 @@ export function splitList(cell: string): string[] {
   return cell.split(/[,;]/).map((s) => s.trim()).filter((s) => s !== '');
 }
 
-/**
- * Normalizes one parameter, from a CSV cell or a job's `request`: trims; splits list cells on `,` or `;`;
- * maps known values to the service's spelling; checks company ids are numeric.
- */
+/** Normalizes one parameter from a CSV cell or `request`: lists split, known values spelt the service's way. */
 export function normalizeParam(param: SearchQueryParam, raw: string | number | readonly (string | number)[]): ParamResult {
   if (!isListParam(param)) {
     const s = String(raw).trim();

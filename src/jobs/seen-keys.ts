@@ -5,12 +5,9 @@ const WORDS = 3;
 const INITIAL_SLOTS = 1 << 16;
 
 /**
- * The set of input keys seen so far in one plan, kept compact for inputs of millions of rows: each key is
- * reduced to 96 bits of its SHA-1 digest, stored in an open-addressing hash table in one Uint32Array (12 bytes
- * per slot, at most half the slots used: about 24 MB at a million keys, outside the JS heap, no object per key).
- * A Set of digest strings cost about 60 bytes of heap per key and most of the old-space growth of a large plan.
- * SHA-1 is fine here: the inputs are the user's own, so only an accidental collision matters, and at 95 bits
- * (one bit marks a used slot) that is out of reach (about 1 in 10^15 at 10 million rows).
+ * The input keys seen in one plan, compact for millions of rows: 96 bits of each key's SHA-1 in an open-addressing
+ * table in one Uint32Array, outside the JS heap. SHA-1 is fine: the inputs are the user's own, so only an accidental
+ * collision matters, out of reach at 95 bits.
  */
 export class SeenKeys {
   private table = new Uint32Array(INITIAL_SLOTS * WORDS);

@@ -3,29 +3,22 @@ export interface RateGateOptions {
   /** Calls allowed in any sliding 60-second window; null means no limit. */
   requestsPerMinute: number | null;
   /**
-   * Extra spacing as a fraction of the nominal interval. Starts are measured by the server on arrival, and a
-   * call sent a few milliseconds late lands closer to the next one; 2% keeps every window under the limit
-   * while giving up only 2% of the rate (arrival jitter of a few ms is absorbed too).
+   * Extra spacing as a fraction of the interval: the server counts starts on arrival, where a call sent a few ms late
+   * lands closer to the next one.
    */
   safetyMargin?: number;
 }
 
 export const RATE_GATE_DEFAULTS = {
   safetyMargin: 0.02,
-  /**
-   * A timer wakes a millisecond or two late; counting that small lateness as on time keeps it from pushing
-   * the whole schedule back (each late wake-up would otherwise cost a few % of the rate). It never adds up:
-   * starts still never come before their turn, and turns are a full interval apart.
-   */
+  /** A timer's lateness counted as on time, so it does not push the schedule back; no start comes before its turn. */
   lateCreditMs: 2,
 } as const;
 
 /**
- * Spaces call starts evenly so that no sliding 60-second window ever holds more than `requestsPerMinute`
- * calls (a fixed window, as p-queue's interval cap is, lets two bursts meet at the window edge). Callers take
- * turns, and each waits a full interval after the previous start as it actually happened: a busy event loop
- * that wakes a waiter late delays the ones after it instead of letting them out in a burst. A 429 pauses the
- * gate, and with it every call of the run, until the server's Retry-After has passed.
+ * Spaces call starts evenly so no sliding minute holds more than `requestsPerMinute` (a fixed window lets bursts meet
+ * at its edge). Each waits a full interval after the previous actual start, so a late wake-up never releases a burst. A
+ * 429 pauses every call until Retry-After.
  */
 export class RateGate {
   private interval = 0;
@@ -48,8 +41,8 @@ export class RateGate {
   }
 
   /**
-   * Changes the limit (the next job of a run). One gate serves the whole run so that the first call of a job
-   * keeps its distance from the last call of the one before, and throttling waits add up over the run.
+   * Changes the limit for the run's next job: one gate serves the whole run, so a job's first call keeps its distance
+   * from the last job's and throttling waits add up.
    */
   setRequestsPerMinute(requestsPerMinute: number | null): void {
     this.interval = requestsPerMinute ? (60_000 / requestsPerMinute) * (1 + this.margin) : 0;

@@ -1,12 +1,7 @@
 /**
- * Canonical URLs of companies, posts and jobs. The input reader keys tasks with them and the normalizers key
- * rows with them, so both must agree: one spelling per page, whatever the user or the API wrote.
- *
- * Pages of the network (its host is a setting, see network-host.ts) take the form the site itself writes:
- * `https://www.<host>/...`, its country and mobile subdomains (`de.`, `fr.`, `m.`, `mobile.`) folded into `www.`;
- * page URLs on any other host, a port, credentials or an IP address are refused, so they never cost a call.
- * Always: `https://`, lower-case host, no query, no fragment, no trailing slash; the scheme is optional in
- * input. The general canonicalUrl() keeps other hosts (with `www.` folded away, as before). Pure functions.
+ * Canonical URLs of companies, posts and jobs: tasks and rows are keyed by them, so one spelling per page. The
+ * network's pages take `https://www.<host>/...` (editions folded in); other hosts, ports, credentials and IPs are
+ * refused before they cost a call. No query, fragment or trailing slash.
  */
 
 /** Result of a canonicalization: the URL, or why the input is not one. */
@@ -31,20 +26,14 @@ const ENCODED_CONTROL = /%(?:[01][0-9a-f]|7f)/i;
 /** A post's own id in a path segment: `activity-<digits>`, `urn:li:share:<digits>`, `ugcPost%3A<digits>`... */
 const POST_ID = /(?:^|[^a-z]|%3a)(?:activity|share|ugcpost)(?:[-:]|%3a)\d+/i;
 
-/**
- * True when `host` (lower-case, as parsed) is the network's site: the host itself or one of its editions.
- * Exported for the database upgrade, which re-reads stored URLs by the same rule.
- */
+/** Whether `host` (lower-case) is the network's site or an edition; exported for the upgrade re-reading stored URLs. */
 export function isNetworkHost(host: string, networkHost: string): boolean {
   if (host === networkHost) return true;
   const dot = host.indexOf('.');
   return dot > 0 && host.slice(dot + 1) === networkHost && EDITION_LABEL.test(host.slice(0, dot));
 }
 
-/**
- * The host of a URL on another site than the network's (`www.` dropped), or null: for one on the network's
- * site and for a value that is not a URL at all. An answer naming such a page is drift, not a key to store.
- */
+/** The host (`www.` dropped) of a URL on another site than the network's, else null: such an answer is drift. */
 export function otherSiteHost(input: unknown, networkHost: string): string | null {
   const parsed = parse(input);
   if (!parsed.ok || isNetworkHost(parsed.value.host, networkHost)) return null;
@@ -61,10 +50,7 @@ export function canonicalUrl(input: unknown, networkHost: string): CanonicalResu
   return { ok: true, url: build(host.startsWith('www.') ? host.slice(4) : host, segments) };
 }
 
-/**
- * Canonical company page: `https://www.<host>/company/<slug>`, the slug lower-cased; sub-pages such as
- * `/about` or `/posts` are dropped because they belong to the same company.
- */
+/** Canonical company page `https://www.<host>/company/<slug>`, slug lower-cased, sub-pages (`/about`) dropped. */
 export function canonicalCompanyUrl(input: unknown, networkHost: string): CanonicalResult {
   const page = networkPage(input, networkHost, 'company/<name>');
   if (!page.ok) return page;
@@ -77,11 +63,7 @@ export function canonicalCompanyUrl(input: unknown, networkHost: string): Canoni
   return { ok: true, url: build(`www.${networkHost}`, ['company', slug]) };
 }
 
-/**
- * Canonical post URL: the path as written (post paths carry case-sensitive ids). A post is named by a path
- * under `/posts/` or `/pulse/`, or by its id (`activity`, `share` or `ugcPost` and digits, as in
- * `/feed/update/urn:li:activity:<id>`); a profile's activity feed (`/in/<name>/recent-activity/...`) is not one.
- */
+/** Canonical post URL, path as written (ids are case-sensitive): under `/posts/`, `/pulse/`, or naming a post id. */
 export function canonicalPostUrl(input: unknown, networkHost: string): CanonicalResult {
   const page = networkPage(input, networkHost, 'posts/...');
   if (!page.ok) return page;
@@ -125,12 +107,8 @@ function networkPage(input: unknown, networkHost: string, example: string): { ok
 }
 
 /**
- * The common shapes, `[http[s]://][www.]host[/path][?query|#fragment]` with a plain ASCII host and path, matched
- * without the WHATWG parser (which costs more than the rest of planning a row). Chosen so that the parser
- * would return exactly the same host and segments: labels of letters, digits and hyphens, the last one
- * starting with a letter (never an IPv4 address), no port, no credentials, no trailing dot; path characters
- * that the parser leaves as they are (no `%`, no backslash); no whitespace anywhere. Dot segments, `xn--` labels and
- * every other shape take the full parser.
+ * Common plain-ASCII URL shapes, matched without the costly WHATWG parser only where it would return the same host and
+ * segments (no IP, port, credentials, `%`, backslash, dot segment or `xn--`); all else takes the parser.
  */
 const FAST_SHAPE = /^(?:https?:\/\/)?((?:[a-z0-9-]+\.)+[a-z][a-z0-9-]*)((?:\/[\w~:.@!$&'()*+,;=-]*)*)(?:[?#]\S*)?$/i;
 const DOT_SEGMENT = /(?:^|\/)\.\.?(?:\/|$)/;

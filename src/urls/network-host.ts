@@ -1,8 +1,4 @@
-/**
- * The network's host: the one site whose company, post and job pages netingest asks about. api.md writes the
- * brand as `network`; a user of the live service names its real host once, in NETINGEST_NETWORK_HOST.
- * Every page URL on another host is refused before a call.
- */
+/** The network's host, the one site netingest asks about: `network`, or the live host in NETINGEST_NETWORK_HOST. */
 import { ConfigError } from '../errors.ts';
 import { DEFAULT_NETWORK_HOST } from '../spec/types.ts';
 
@@ -11,10 +7,7 @@ export const NETWORK_HOST_ENV = 'NETINGEST_NETWORK_HOST';
 
 const DOMAIN = /^(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+[a-z][a-z0-9-]*[a-z0-9]$/;
 
-/**
- * The configured host, lower-case, without `www.` (the canonical form adds it back). Throws a ConfigError
- * naming the variable when the value is not a plain domain name.
- */
+/** The configured host, lower-case, without `www.`; a ConfigError naming the variable unless a plain domain name. */
 export function networkHost(env: NodeJS.ProcessEnv = process.env): string {
   const raw = env[NETWORK_HOST_ENV]?.trim();
   if (raw === undefined || raw === '') return DEFAULT_NETWORK_HOST;

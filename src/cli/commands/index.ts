@@ -1,10 +1,6 @@
 import type { CommandSpec } from '../command.ts';
 
-/**
- * Every subcommand as the top-level --help lists it, in that order. Its module (builder and implementation) is
- * imported only when yargs picks the command, so `netingest --help` and `--version` load no command's code.
- * `name` and `describe` are declared here only.
- */
+/** Every subcommand in --help order; a module is imported only once yargs picks its command (fast `--help`). */
 export const commands: Array<{ name: string; describe: string; load: () => Promise<CommandSpec> }> = [
   { name: 'run [jobs..]', load: async () => (await import('./run.ts')).runCommand,
     describe: 'Run jobs: read their inputs, call the API for every due task, store the results' },

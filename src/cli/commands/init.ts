@@ -7,11 +7,7 @@ import { OPERATIONS, type Operation } from '../../spec/types.ts';
 import { specOf } from '../../operations/index.ts';
 import type { Starter } from '../../operations/operation-spec.ts';
 
-/**
- * `netingest init [operation]`: the operation's starter (its spec's: the smallest job that runs, at the polite
- * default rate, with a few input rows to replace by your own), written with its input CSV in the current
- * folder, never over a file.
- */
+/** `netingest init [operation]`: the operation's starter job and input CSV, never written over a file. */
 export const initCommand = defineCommand({
   builder: (y) =>
     y

@@ -14,13 +14,10 @@ import { checkInvalidOut, INVALID_OUT_OPTION, loadJobs, writeInvalidOut } from '
 import { hadNothingToDo, holdRoutineLines } from '../quiet-night.ts';
 import { UsageError } from '../../errors.ts';
 
-/** PostgreSQL: names the run whose `credits.maxPerRun` workers share, instead of the live run they join (docs/postgres.md). */
+/** PostgreSQL: names the run whose `credits.maxPerRun` workers share, not the live run they join (docs/postgres.md). */
 const RUN_KEY_ENV = 'NETINGEST_RUN_KEY';
 
-/**
- * The run lock's lease in seconds (default RUN_LOCK_DEFAULTS.leaseMs): how long after a run's last heartbeat a
- * run on another host sharing the database may take its lock over.
- */
+/** The run lock's lease in seconds: how long after a run's last heartbeat another host may take its lock over. */
 const LOCK_LEASE_ENV = 'NETINGEST_LOCK_LEASE_SECONDS';
 
 /** The lease shortest allowed: below it, a pause of the event loop or the disk would cost a run its lock. */
@@ -61,7 +58,7 @@ export const runCommand = defineCommand({
     const logger = held?.logger ?? createLogger(logOptions);
     const summary = await withStopSignals(
       (sig, again) => {
-        // The live progress line may be on screen, the ^C the terminal echoed after it: the notice gets a line of its own.
+        // The progress line and an echoed ^C may be on screen: the notice gets a line of its own.
         if (tty) io.stderr.write(CLEAR_LINE);
         if (again) logger.warn('signal received again: stopping at once; the calls in flight are not written, the next run repeats them', { signal: sig });
         else logger.warn('signal received: finishing calls in flight (send it again to stop at once)', { signal: sig });

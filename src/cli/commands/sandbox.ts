@@ -145,10 +145,7 @@ export function formatRequestLine(e: LoggedRequest): string {
   return `${time} ${e.method} ${target} -> ${status}${e.fault ? ` [${e.fault}]` : ''}${e.charged ? ` charged ${e.charged}` : ''}\n`;
 }
 
-/**
- * Runs the sandbox until `stop` aborts, printing the URL and token(s) first; resolves to exit code 0 after the
- * server has stopped. The command wires `stop` to SIGINT/SIGTERM; tests pass their own signal.
- */
+/** Runs the sandbox until `stop` aborts (the stop signals, or a test's own), printing the URL and tokens first. */
 export async function serveSandbox(argv: SandboxArgs, io: CommandIO, stop: AbortSignal): Promise<number> {
   const input = sandboxOptionsFromArgs(argv);
   if (!argv.quiet) input.onRequest = (entry) => io.stdout.write(formatRequestLine(entry));
