@@ -36,8 +36,10 @@ function ofRun(runId: number, spent: number, steps: ReportData['creditSteps'], c
   return [...byJob.values()].map((r) => ({ ...r, credits: roundCredits(r.credits) })).sort((a, b) => (a.job ?? '\uffff').localeCompare(b.job ?? '\uffff'));
 }
 
-// Who takes the spend the steps do not show: the job of the run's lowest counter; with no counter read (every paid
-// answer unreadable, charged at an estimate), the job with the most answers.
+/**
+ * Who takes the spend the steps do not show: the job of the run's lowest counter; with no counter read (every paid
+ * answer unreadable, charged at an estimate), the job with the most answers.
+ */
 function restOwner(steps: ReportData['creditSteps'], calls: ReportData['calls']): string | null {
   const lowest = steps.find((s) => s.lowest > 0);
   if (lowest) return lowest.job;

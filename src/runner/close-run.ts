@@ -34,8 +34,10 @@ export async function closeRun(run: OpenRun, results: readonly JobResult[]): Pro
   return summary;
 }
 
-// Its stop's reason, else a job's credit cap. A signal that kept a not-reached job's refresh from being deferred ends
-// the run as any interrupt (130): a 3 would say every refresh not done was deferred.
+/**
+ * Its stop's reason, else a job's credit cap. A signal that kept a not-reached job's refresh from being deferred ends
+ * the run as any interrupt (130): a 3 would say every refresh not done was deferred.
+ */
 function stopReasonOf(run: OpenRun, results: readonly JobResult[], capped: boolean): StopReason | null {
   if (results.some((r) => r.interrupted)) return 'interrupted';
   return run.stop.reason ?? (capped ? 'credits' : null);

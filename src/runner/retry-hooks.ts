@@ -53,8 +53,10 @@ function pauseAll(ctx: ExecutorContext, tally: TaskTally, err: Error): void {
   }
 }
 
-// shouldRetry: whether the policy and the task's budgets allow another try. Past its own allowance a charged but
-// unusable 200 fails retryable: the next run tries again, rather than this one pay `retries` more times for it.
+/**
+ * shouldRetry: whether the policy and the task's budgets allow another try. Past its own allowance a charged but
+ * unusable 200 fails retryable: the next run tries again, rather than this one pay `retries` more times for it.
+ */
 function withinBudget(retry: RetrySettings, tally: TaskTally, err: Error, retriesConsumed: number): boolean {
   const policy = policyOf(err);
   if (!policy.retry) return false;
@@ -63,8 +65,10 @@ function withinBudget(retry: RetrySettings, tally: TaskTally, err: Error, retrie
   return true;
 }
 
-// A 429's pause: its Retry-After, never less than the backoff base, so that a Retry-After of 0, a negative one or a
-// past date cannot make the run call again at once, in a loop.
+/**
+ * A 429's pause: its Retry-After, never less than the backoff base, so that a Retry-After of 0, a negative one or a
+ * past date cannot make the run call again at once, in a loop.
+ */
 function throttleWaitMs(retryAfterMs: number, retry: Pick<RetrySettings, 'minTimeoutMs'>): number {
   const asked = Number.isFinite(retryAfterMs) ? retryAfterMs : 0;
   return Math.max(asked, retry.minTimeoutMs, 1);

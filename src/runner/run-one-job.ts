@@ -67,9 +67,11 @@ function skipped(logger: Logger, job: JobName, err: UsageError): JobResult {
   return { summary: { ...unplannedJobSummary(job, 'skipped'), error: { code: err.code, message: err.message } }, unusable: err };
 }
 
-// A job the run stopped before reaching; its tasks wait for the next run. Under --refresh the refresh is deferred into
-// the ledger too, so the next run refreshes this job with or without --refresh. Not after an interrupt (the user waits
-// for the exit; reading a large input takes seconds) nor a fatal error (the dataset itself may be what failed).
+/**
+ * A job the run stopped before reaching; its tasks wait for the next run. Under --refresh the refresh is deferred into
+ * the ledger too, so the next run refreshes this job with or without --refresh. Not after an interrupt (the user waits
+ * for the exit; reading a large input takes seconds) nor a fatal error (the dataset itself may be what failed).
+ */
 async function notReached(run: OpenRun, job: Job): Promise<JobResult> {
   const waits = unplannedJobSummary(job, 'not_reached');
   const reason = run.stop.reason;
@@ -89,8 +91,10 @@ async function notReached(run: OpenRun, job: Job): Promise<JobResult> {
   }
 }
 
-// A job whose input a signal stopped the run reading part way: the tasks written so far are deferred and no call is
-// made. The next run reads the whole input again; its upsert keeps one task per input and page.
+/**
+ * A job whose input a signal stopped the run reading part way: the tasks written so far are deferred and no call is
+ * made. The next run reads the whole input again; its upsert keeps one task per input and page.
+ */
 async function partlyPlanned(run: OpenRun, job: Job, plan: PlanCounts, interrupted: boolean): Promise<JobResult> {
   await run.store.ledger.deferPending(job.name, run.runId, new Date().toISOString());
   const deferred = (await run.store.ledger.countsByStatus(job.name, run.runId)).deferred;
@@ -144,8 +148,10 @@ async function prepareCalls(run: OpenRun, job: Job, runnable: number): Promise<v
   run.unusable.setThreshold(job.retry.maxUnusableAnswers ?? Math.max(settings.unusableMinAnswers, job.rate.concurrency));
 }
 
-// Works the due tasks with progress line, failure log and 404 watch; returns the job's stop switch (set when cut
-// short) and the watch's warning. Once done, every answer is committed.
+/**
+ * Works the due tasks with progress line, failure log and 404 watch; returns the job's stop switch (set when cut
+ * short) and the watch's warning. Once done, every answer is committed.
+ */
 async function workDue(run: OpenRun, job: Job, filter: RunnableFilter, runnable: number) {
   const { guard, tally } = run;
   const progress: JobProgress = { runnable, done: 0, notFound: 0, failed: 0, errors: 0 };
@@ -202,8 +208,10 @@ async function deferPending(run: OpenRun, job: string): Promise<void> {
   }
 }
 
-// The job's books once worked: its summary from the ledger's counts (returned too: the log tells deferred tasks
-// without those still pending) and the answers set aside; its drift saved for `status`.
+/**
+ * The job's books once worked: its summary from the ledger's counts (returned too: the log tells deferred tasks
+ * without those still pending) and the answers set aside; its drift saved for `status`.
+ */
 async function bookWorked(run: OpenRun, job: Job, plan: PlanCounts, due: Pick<JobSummary, 'worked' | 'failedBefore' | 'warnings'>) {
   const counts = await run.store.ledger.countsByStatus(job.name, run.runId);
   const failedByCode = await run.store.ledger.failedByCode(job.name, run.runId);
@@ -246,9 +254,11 @@ function logWorked(logger: Logger, w: JobSummary, deferred: number, stop: RunSto
   }
 }
 
-// Before the run's first paid call: the free credit check, when offered, seeds the credit guard so the first call does
-// not go alone, its cost is exact, and a balance that cannot pay makes no call. Logs the credits used since the last
-// stored answer: calls lost in flight (a kill), or use elsewhere.
+/**
+ * Before the run's first paid call: the free credit check, when offered, seeds the credit guard so the first call does
+ * not go alone, its cost is exact, and a balance that cannot pay makes no call. Logs the credits used since the last
+ * stored answer: calls lost in flight (a kill), or use elsewhere.
+ */
 async function seedFromBalance(run: OpenRun): Promise<void> {
   const lastCreditsUsed = (await run.store.calls.lastCounters())?.creditsUsed ?? null;
   const counters = await run.client.balance(run.stop.signal);
@@ -264,8 +274,10 @@ async function seedFromBalance(run: OpenRun): Promise<void> {
   });
 }
 
-// keepRawDays: once the job ran to its end, raw bodies a newer answer superseded over that many days ago are dropped
-// (store/raw-prune.ts says what is always kept). A failure costs disk, never data: logged, and the run goes on.
+/**
+ * keepRawDays: once the job ran to its end, raw bodies a newer answer superseded over that many days ago are dropped
+ * (store/raw-prune.ts says what is always kept). A failure costs disk, never data: logged, and the run goes on.
+ */
 async function pruneJobBodies(store: Pick<RunStore, 'pruneJobBodies'>, job: string, keepDays: number, logger: Logger): Promise<void> {
   try {
     const report = await store.pruneJobBodies(job, keepDays);

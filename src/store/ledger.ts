@@ -87,8 +87,10 @@ const requestChanged = (planned: string) => `tasks.request_json <> ${planned}`;
 /** How the next run takes a task: new, due (to call, or to take from another job), fresh, or failed for good. */
 export type DueState = 'new' | 'due' | 'fresh' | 'failed';
 
-// The same lookup as `of` (the `tasks` row, or named parameters) settled by a job of `@others` (a JSON array) at or
-// after `@answeredSince`: one probe of the unique index per job name.
+/**
+ * The same lookup as `of` (the `tasks` row, or named parameters) settled by a job of `@others` (a JSON array) at or
+ * after `@answeredSince`: one probe of the unique index per job name.
+ */
 const sharedAnswer = (of: 'tasks.' | '@') => `u.job IN (SELECT value FROM json_each(@others))
   AND u.input_key = ${of === '@' ? '@inputKey' : 'tasks.input_key'} AND u.page = ${of}page
   AND u.operation = ${of}operation AND u.request_json = ${of === '@' ? '@requestJson' : 'tasks.request_json'}

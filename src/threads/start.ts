@@ -29,8 +29,10 @@ export function startChild(module: URL): ChildProcess {
   });
 }
 
-// The file a worker or child loads for `file`: its dist/ bundle when newer than every source (spares tsx compiling it
-// in each), else the source. Checked at each start, so that a source changed since never runs as its old bundle.
+/**
+ * The file a worker or child loads for `file`: its dist/ bundle when newer than every source (spares tsx compiling it
+ * in each), else the source. Checked at each start, so that a source changed since never runs as its old bundle.
+ */
 function entryOf(file: string): string {
   if (COMPILED) return file.replace(/\.ts$/, '.js');
   const root = fileURLToPath(new URL('../..', import.meta.url));

@@ -82,8 +82,10 @@ export function openUserStatement(db: string, sql: string): { rows: Iterator<unk
   }
 }
 
-// A first word that starts no statement: SQLite's own syntax error from a prepare that runs nothing, or "unknown
-// statement" should SQLite accept it (it is never run either way).
+/**
+ * A first word that starts no statement: SQLite's own syntax error from a prepare that runs nothing, or "unknown
+ * statement" should SQLite accept it (it is never run either way).
+ */
 function unknownStatement(sqlite: BetterSqlite3.Database, sql: string, keyword: string): BadQueryError {
   try {
     prepareUserSql(sqlite, sql);
