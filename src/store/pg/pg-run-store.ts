@@ -193,8 +193,11 @@ function claimedDueTasks(store: PgStore, filter: RunnableFilter, opts: ClaimOpti
       [claim.job, null, claim.freshSince, claim.refresh, claim.failedBefore, claim.plannedSince, [...held]]);
     return rows[0]!.n;
   };
-  /** Aborted at this worker's next settle: what its own inputs leave due (pages after a failed one) is claimable then. */
-  let nextSettle = new AbortController();
+  /**
+   * Aborted at this worker's next settle: what its own inputs leave due (pages after a failed one) is claimable then.
+   * Made only while a claim waits on it: an abort makes a DOMException, too dear for every settled task.
+   */
+  let nextSettle: AbortController | null = null;
   /** The highest task id claimed: each claim reads the job from there on (a full one only when nothing is ahead). */
   let after: number | null = null;
   /** Inputs claimed and not given back yet: a run that stops gives them back at once rather than let their lease run out. */
@@ -215,15 +218,15 @@ function claimedDueTasks(store: PgStore, filter: RunnableFilter, opts: ClaimOpti
         // leave due (polling would delay the run's end by up to idlePollMs).
         const ownOnly = (await dueLeft()) === 0;
         if (ownOnly && held.size === 0) return [];
-        const wakers = [...(ownOnly ? [nextSettle.signal] : []), ...(signal ? [signal] : [])];
+        const wakers = [...(ownOnly ? [(nextSettle ??= new AbortController()).signal] : []), ...(signal ? [signal] : [])];
         await sleep(PG_RUN_STORE_DEFAULTS.idlePollMs, undefined, { signal: AbortSignal.any(wakers) }).catch(() => undefined);
       }
     },
     settled(inputKeys) {
       for (const k of inputKeys) held.delete(k);
       giveBack.add(inputKeys);
-      nextSettle.abort();
-      nextSettle = new AbortController();
+      nextSettle?.abort();
+      nextSettle = null;
     },
     async holds(inputKey) {
       if (await claims.holds(filter.job, inputKey)) return true;
