@@ -30,12 +30,7 @@ export function holdRoutineLines(options: LoggerOptions) {
     logger,
     /** Writes what is held, or for a quiet run only the `run finished` line; later lines are written at once. */
     settle(quiet: boolean): void {
-      if (quiet && held !== null) {
-        const line = held[lastLine];
-        held = null;
-        if (line !== undefined) options.stream.write(line);
-        return;
-      }
+      if (quiet && held !== null) held = held.slice(lastLine, lastLine + 1);
       release();
     },
   };
