@@ -42,13 +42,8 @@ function invalidIn(file: string): string {
 
 /** The 1-based character column of a 0-based UTF-8 byte column, as an editor counts (byte column + 1 if unreadable). */
 async function charColumn(file: string, line: number, byteColumn: number): Promise<number> {
-  let text: string;
-  try {
-    text = await readFile(file, 'utf8');
-  } catch {
-    return byteColumn + 1;
-  }
-  const lineText = text.replace(/^\ufeff/, '').split('\n')[line - 1];
+  const text = await readFile(file, 'utf8').catch(() => undefined);
+  const lineText = text?.replace(/^\ufeff/, '').split('\n')[line - 1];
   if (lineText === undefined) return byteColumn + 1;
   return Buffer.from(lineText, 'utf8').subarray(0, byteColumn).toString('utf8').length + 1;
 }
