@@ -29,7 +29,7 @@ const ISSUE_MESSAGES: { [C in RawIssue['code']]?: (iss: IssueOf<C>) => string | 
   too_big: (iss) => `must be at most ${String(iss.maximum)}${iss.inclusive ? '' : ' (exclusive)'}`,
   invalid_value: (iss) => `must be ${iss.values.map((v) => JSON.stringify(v)).join(' or ')}`,
   unrecognized_keys: (iss) => {
-    const allowed = allowedFields(iss);
+    const allowed = fieldsOf(iss.inst as SchemaDef | undefined);
     return allowed.length > 0 ? `unknown field; allowed here: ${allowed.join(', ')}` : 'unknown field; no field is allowed here';
   },
   invalid_union: (iss) => {
@@ -48,54 +48,44 @@ export type JobValueCheck<T> = { success: true; data: T } | { success: false; is
 /** Parses `value` under jobErrorMap into one issue per bad field (an unknown one with a suggestion, else the list). */
 export function checkJobValue<T>(schema: z.ZodType<T>, value: unknown): JobValueCheck<T> {
   // A finalized issue no longer holds the object schema, whose fields the suggestions are picked from.
-  const fieldsAt = new Map<string, FieldsHere>();
+  const objectAt = new Map<string, SchemaDef>();
   const parsed = schema.safeParse(value, {
     error: (iss) => {
-      if (iss.code === 'unrecognized_keys') fieldsAt.set(fieldPath(iss.path ?? []), { allowed: allowedFields(iss), groups: groupFields(iss) });
+      if (iss.code === 'unrecognized_keys') objectAt.set(fieldPath(iss.path ?? []), iss.inst as SchemaDef);
       return jobErrorMap(iss);
     },
   });
   if (parsed.success) return { success: true, data: parsed.data };
-  return { success: false, issues: formatIssues(parsed.error.issues, fieldsAt) };
-}
-
-/** The fields of the object an unknown key was found in, and those of each object field in it (its groups). */
-interface FieldsHere {
-  allowed: readonly string[];
-  groups: ReadonlyMap<string, readonly string[]>;
+  return { success: false, issues: formatIssues(parsed.error.issues, objectAt) };
 }
 
 /**
  * One issue per bad field; each unknown field is named with the field it most likely misspells, or the group it belongs
  * in when written a level too high.
  */
-function formatIssues(issues: readonly core.$ZodIssue[], fieldsAt: ReadonlyMap<string, FieldsHere>): JobIssue[] {
-  const out: JobIssue[] = [];
-  for (const issue of issues) {
-    if (issue.code === 'unrecognized_keys') {
-      const here = fieldsAt.get(fieldPath(issue.path));
-      for (const key of issue.keys) {
-        out.push({ field: fieldPath([...issue.path, key]), message: (here && suggestion(key, issue.path, here)) ?? issue.message });
-      }
-    } else {
+function formatIssues(issues: readonly core.$ZodIssue[], objectAt: ReadonlyMap<string, SchemaDef>): JobIssue[] {
+  return issues.flatMap((issue) => {
+    if (issue.code !== 'unrecognized_keys') {
       const field = fieldPath(issue.path);
-      out.push({ field, message: field === '' ? `the job definition ${issue.message}` : issue.message });
+      return [{ field, message: field === '' ? `the job definition ${issue.message}` : issue.message }];
     }
-  }
-  return out;
+    const object = objectAt.get(fieldPath(issue.path));
+    return issue.keys.map((key) => ({ field: fieldPath([...issue.path, key]), message: (object && suggestion(key, issue.path, object)) ?? issue.message }));
+  });
 }
 
 /**
  * What an unknown key most likely means: a group's field spelt exactly (`retries`) wins over a loose match here, which
  * short names would get (`num` is two edits from `name`).
  */
-function suggestion(key: string, path: readonly PropertyKey[], here: FieldsHere): string | undefined {
+function suggestion(key: string, path: readonly PropertyKey[], object: SchemaDef): string | undefined {
+  const groups = groupFields(object);
   const inGroup = (maxEdits?: number): string | undefined => {
-    const near = nearestName(key, [...here.groups.values()].flat(), maxEdits);
-    const group = near && [...here.groups].find(([, fields]) => fields.includes(near))?.[0];
+    const near = nearestName(key, [...groups.values()].flat(), maxEdits);
+    const group = near && [...groups].find(([, fields]) => fields.includes(near))?.[0];
     return group && `unknown field (did you mean "${fieldPath([...path, group, near])}"? it goes inside "${fieldPath([...path, group])}")`;
   };
-  const near = nearestName(key, here.allowed);
+  const near = nearestName(key, fieldsOf(object));
   return inGroup(0) ?? (near ? `unknown field (did you mean "${near}"?)` : inGroup());
 }
 
@@ -123,21 +113,13 @@ function withArticle(expected: string): string {
   return `a ${expected}`;
 }
 
-/** The fields of the object an unknown-field issue is about, less those declared only to be refused with a reason. */
-function allowedFields(iss: RawIssue): string[] {
-  return fieldsOf(iss.inst as SchemaDef | undefined);
+/** The object fields of an object schema (its groups), each with the fields it allows. */
+function groupFields(object: SchemaDef): Map<string, string[]> {
+  const groups = Object.entries(shapeOf(object) ?? {}).map(([name, field]) => [name, fieldsOf(field)] as const);
+  return new Map(groups.filter(([, fields]) => fields.length > 0));
 }
 
-/** The object fields of the object an unknown-field issue is about, each with the fields it allows. */
-function groupFields(iss: RawIssue): Map<string, string[]> {
-  const groups = new Map<string, string[]>();
-  for (const [name, field] of Object.entries(shapeOf(iss.inst as SchemaDef | undefined) ?? {})) {
-    const fields = fieldsOf(field);
-    if (fields.length > 0) groups.set(name, fields);
-  }
-  return groups;
-}
-
+/** The fields of an object schema, less those declared only to be refused with a reason. */
 function fieldsOf(schema: SchemaDef | undefined): string[] {
   const shape = shapeOf(schema);
   return shape ? Object.keys(shape).filter((k) => !isRefusal(shape[k]!)) : [];
