@@ -40,13 +40,10 @@ export interface ReadCsvOptions {
  * none), so a file of invalid rows can be fixed from it.
  */
 export function inputValues(item: CsvItem, columns: readonly string[]): (string | null)[] {
-  const values: (string | null)[] = [];
-  for (let i = 0; i < columns.length; i++) {
-    const name = columns[i]!;
-    if (name === '') continue;
-    values.push('error' in item ? (item.fields?.[i] ?? null) : (item.record[name] ?? ''));
-  }
-  return values;
+  return columns.flatMap((name, i) => {
+    if (name === '') return [];
+    return ['error' in item ? (item.fields?.[i] ?? null) : (item.record[name] ?? '')];
+  });
 }
 
 /**
@@ -159,14 +156,7 @@ function openSegment(segment: Segment, header: CsvHeader): { rows: Readable & As
 
 /** Maps a parsed row onto the header; undefined for a blank row (only whitespace and delimiters). */
 function toItem(line: number, lastLine: number, fields: string[], columns: string[]): CsvItem | undefined {
-  let blank = true;
-  for (let i = 0; i < fields.length; i++) {
-    if (fields[i]!.trim() !== '') {
-      blank = false;
-      break;
-    }
-  }
-  if (blank) return undefined;
+  if (fields.every((field) => field.trim() === '')) return undefined;
   let extraFields = 0;
   for (let i = columns.length; i < fields.length; i++) if (fields[i]!.trim() !== '') extraFields += 1;
   // Too few fields, or too many in a record over several lines: a stray quote more likely than a clear row.
