@@ -1,7 +1,7 @@
 /** The job files of `run` and `plan` (named, or --all) and their `--invalid-out`. */
 import { plural } from '../plural.ts';
 import { UsageError } from '../errors.ts';
-import { listJobFiles, loadJobFiles, type LoadedJobFiles } from '../jobs/load.ts';
+import { listJobFiles, loadJobFiles } from '../jobs/load.ts';
 import { combineErrors } from '../jobs/job-error.ts';
 import type { Job } from '../jobs/schema.ts';
 import { invalidOutPath, writeInvalidRows } from '../export/invalid-rows-out.ts';
@@ -13,7 +13,7 @@ import { stderrNotice, withStopSignals } from './signals.ts';
  * The jobs named, or all with --all; a broken file is returned in `broken`, not fatal. Throws when none loads, or two
  * share a name (their ledger rows would mix).
  */
-export async function loadJobs(paths: string[], all: boolean, jobsDir: string): Promise<Pick<LoadedJobFiles, 'jobs' | 'broken'>> {
+export async function loadJobs(paths: string[], all: boolean, jobsDir: string) {
   if (all && paths.length > 0) throw new UsageError('name job files or use --all, not both');
   if (!all && paths.length === 0) throw new UsageError('name at least one job file, or use --all');
   const files = all ? await listJobFiles(jobsDir) : paths;

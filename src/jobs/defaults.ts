@@ -34,6 +34,4 @@ export const JOB_DEFAULTS = {
   // refreshAfterDays: by operation, its spec's (src/operations/<name>.ts); fractions allowed (0.5 is twelve hours).
   /** Days a superseded raw body is kept before the job's run drops it (as `netingest prune` does); null keeps all. */
   keepRawDays: null as number | null,
-  /** Directory scanned by loadAllJobs. */
-  jobsDir: 'jobs',
 } as const;

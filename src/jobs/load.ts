@@ -2,7 +2,6 @@ import { readFile, readdir, realpath } from 'node:fs/promises';
 import { basename, extname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { describeCompileError, type CompileError } from './compile-error.ts';
-import { JOB_DEFAULTS } from './defaults.ts';
 import { JobFileError, formatJobIssue, type JobIssue } from './job-error.ts';
 import { describeJsonSyntaxError } from './json-syntax-error.ts';
 import { describeFsError } from '../input/input-error.ts';
@@ -31,7 +30,7 @@ export async function loadJob(path: string, options: LoadJobOptions = {}): Promi
 }
 
 /** Loads every `.ts` and `.json` job in `dir` by name (`.d.ts`, `_*`, `.*` skipped), reporting all problems at once. */
-export async function loadAllJobs(dir: string = JOB_DEFAULTS.jobsDir, options: LoadJobOptions = {}): Promise<Job[]> {
+export async function loadAllJobs(dir: string, options: LoadJobOptions = {}): Promise<Job[]> {
   const cwd = options.cwd ?? process.cwd();
   const { jobs, broken, duplicates } = await loadJobFiles(await listJobFiles(dir, options), options);
   const errors = [...broken, ...duplicates];
@@ -47,7 +46,7 @@ export async function loadAllJobs(dir: string = JOB_DEFAULTS.jobsDir, options: L
 }
 
 /** The job files of `dir` that loadAllJobs reads, as absolute paths sorted by name; throws if `dir` cannot be read. */
-export async function listJobFiles(dir: string = JOB_DEFAULTS.jobsDir, options: LoadJobOptions = {}): Promise<string[]> {
+export async function listJobFiles(dir: string, options: LoadJobOptions = {}): Promise<string[]> {
   const cwd = options.cwd ?? process.cwd();
   const absDir = isAbsolute(dir) ? dir : resolve(cwd, dir);
   let names: string[];
@@ -64,20 +63,13 @@ export async function listJobFiles(dir: string = JOB_DEFAULTS.jobsDir, options: 
     .map((n) => join(absDir, n));
 }
 
-/** What loadJobFiles found: the jobs that loaded, and why each other file did not. */
-export interface LoadedJobFiles {
-  /** Jobs that loaded, in the order of their files; a job whose name an earlier one took is not among them. */
-  jobs: Job[];
-  /** One error per file that cannot be used (syntax, schema, load failure). */
-  broken: JobFileError[];
-  /** One error per job whose name an earlier file's job already has, naming both files. */
-  duplicates: JobFileError[];
-}
-
-/** Loads job files one by one, so a broken one does not hide the others; name clashes go to `duplicates`. */
-export async function loadJobFiles(paths: readonly string[], options: LoadJobOptions = {}): Promise<LoadedJobFiles> {
+/**
+ * Loads job files one by one, so a broken one does not hide the others: the jobs that loaded in file order, an error
+ * per file that cannot be used (`broken`), and one per job whose name an earlier file's job has (`duplicates`).
+ */
+export async function loadJobFiles(paths: readonly string[], options: LoadJobOptions = {}) {
   const cwd = options.cwd ?? process.cwd();
-  const out: LoadedJobFiles = { jobs: [], broken: [], duplicates: [] };
+  const out = { jobs: [] as Job[], broken: [] as JobFileError[], duplicates: [] as JobFileError[] };
   const byName = new Map<string, string>();
   for (const path of paths) {
     let job: Job;
