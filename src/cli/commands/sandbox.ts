@@ -149,15 +149,11 @@ export function formatRequestLine(e: LoggedRequest): string {
 export async function serveSandbox(argv: SandboxArgs, io: CommandIO, stop: AbortSignal): Promise<number> {
   const input = sandboxOptionsFromArgs(argv);
   if (!argv.quiet) input.onRequest = (entry) => io.stdout.write(formatRequestLine(entry));
-  let sandbox;
-  try {
-    sandbox = await startSandbox(input);
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    if (code === 'EADDRINUSE') throw new UsageError(`--port ${argv.port}: the port is already in use`);
-    if (code === 'EACCES') throw new UsageError(`--port ${argv.port}: not allowed to listen on it`);
+  const sandbox = await startSandbox(input).catch((err: NodeJS.ErrnoException) => {
+    if (err.code === 'EADDRINUSE') throw new UsageError(`--port ${argv.port}: the port is already in use`);
+    if (err.code === 'EACCES') throw new UsageError(`--port ${argv.port}: not allowed to listen on it`);
     throw err;
-  }
+  });
   io.stdout.write(`Sandbox API listening on ${sandbox.url}\n`);
   io.stdout.write(`Token: ${argv.token.join(', ')} (${argv.credits} credits each; a local fake token)\n`);
   const live = input.liveShapes === true ? LIVE_SHAPES : input.liveShapes || [];
