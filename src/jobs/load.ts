@@ -49,14 +49,10 @@ export async function loadAllJobs(dir: string, options: LoadJobOptions = {}): Pr
 export async function listJobFiles(dir: string, options: LoadJobOptions = {}): Promise<string[]> {
   const cwd = options.cwd ?? process.cwd();
   const absDir = isAbsolute(dir) ? dir : resolve(cwd, dir);
-  let names: string[];
-  try {
-    names = await readdir(absDir);
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    const why = code === 'ENOENT' ? 'directory not found' : code === 'ENOTDIR' ? 'not a directory' : (err as Error).message;
+  const names = await readdir(absDir).catch((err: NodeJS.ErrnoException) => {
+    const why = err.code === 'ENOENT' ? 'directory not found' : err.code === 'ENOTDIR' ? 'not a directory' : err.message;
     throw fileError(displayPath(absDir, cwd), `cannot read the jobs directory: ${why}`, err);
-  }
+  });
   return names
     .filter((n) => SCANNED_EXTENSIONS.has(extname(n).toLowerCase()) && !n.endsWith('.d.ts') && !/^[_.]/.test(n))
     .sort()
@@ -93,13 +89,10 @@ export async function loadJobFiles(paths: readonly string[], options: LoadJobOpt
 }
 
 async function readJson(file: string, displayName: string): Promise<unknown> {
-  let text: string;
-  try {
-    text = await readFile(file, 'utf8');
-  } catch (err) {
+  const read = await readFile(file, 'utf8').catch((err: unknown) => {
     throw fileError(displayName, `cannot read job file: ${describeFsError(err)}`, err);
-  }
-  if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
+  });
+  const text = read.charCodeAt(0) === 0xfeff ? read.slice(1) : read;
   try {
     return JSON.parse(text) as unknown;
   } catch (err) {
