@@ -1,4 +1,4 @@
-import { open, type FileHandle } from 'node:fs/promises';
+import { open } from 'node:fs/promises';
 import { isAbsolute, resolve } from 'node:path';
 import { pipeline, type Readable } from 'node:stream';
 import { parse, type CsvError, type Info } from 'csv-parse';
@@ -80,7 +80,11 @@ export function assertColumns(file: string, header: CsvHeader, required: readonl
 
 /** Reads the header record and no more: its text (a quoted newline kept), its line, and whether a BOM came first. */
 async function peekHeaderLine(path: string, file: string): Promise<{ text: string; line: number; bom: boolean }> {
-  const handle = await openInput(path, file);
+  const handle = await open(path, 'r').catch((err: NodeJS.ErrnoException) => {
+    // A relative input.csv is read from the current directory, not the job file's: say where, for cron's sake.
+    const where = err.code === 'ENOENT' && !isAbsolute(file) ? ` (looked for ${resolve(path)}: a relative input.csv is read from the current directory)` : '';
+    throw new InputFileError(file, `cannot read input file: ${describeFsError(err)}${where}`, { cause: err });
+  });
   try {
     // The byte order mark by hand: csv-parse's `bom` would decode a UTF-16 file that the rows' reader then refuses.
     const head = Buffer.alloc(3);
@@ -135,16 +139,6 @@ function headerError(err: unknown, file: string): InputFileError {
     return new InputFileError(file, `line ${blank + 1}: no end of the header row within ${CSV_HEADER_LIMITS.maxHeaderBytes} bytes; is this a CSV file?`);
   }
   return new InputFileError(file, `cannot read input file: ${describeFsError(err)}`, { cause: err });
-}
-
-async function openInput(path: string, file: string): Promise<FileHandle> {
-  try {
-    return await open(path, 'r');
-  } catch (err) {
-    // A relative input.csv is read from the current directory, not the job file's: say where, for cron's sake.
-    const where = (err as NodeJS.ErrnoException).code === 'ENOENT' && !isAbsolute(file) ? ` (looked for ${resolve(path)}: a relative input.csv is read from the current directory)` : '';
-    throw new InputFileError(file, `cannot read input file: ${describeFsError(err)}${where}`, { cause: err });
-  }
 }
 
 // Excel's "Unicode Text" and PowerShell's `>` write UTF-16, whose header read as UTF-8 would be unreadable.
