@@ -36,8 +36,7 @@ const ISSUE_MESSAGES: { [C in RawIssue['code']]?: (iss: IssueOf<C>) => string | 
     const u = iss as typeof iss & { discriminator?: string; options?: unknown[] };
     if (u.discriminator === undefined) return undefined;
     const choices = (u.options ?? []).map((o) => JSON.stringify(o)).join(', ');
-    const input: unknown = iss.input;
-    const got = isRecord(input) ? input[u.discriminator] : undefined;
+    const got = (iss.input as Record<string, unknown> | null | undefined)?.[u.discriminator];
     return got === undefined ? `is required: one of ${choices}` : `must be one of ${choices} (got ${describe(got)})`;
   },
 };
@@ -138,8 +137,4 @@ type SchemaDef = { _zod: { def: { type: string; innerType?: SchemaDef; shape?: R
 function isRefusal(schema: SchemaDef): boolean {
   const def = schema._zod.def;
   return def.type === 'never' || (def.type === 'optional' && def.innerType !== undefined && isRefusal(def.innerType));
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
