@@ -40,12 +40,9 @@ function canonicalize(value: unknown): unknown {
     return items.length > 0 ? items : undefined;
   }
   if (typeof value === 'object') {
-    const out: Record<string, unknown> = {};
-    for (const key of Object.keys(value).sort()) {
-      const v = canonicalize((value as Record<string, unknown>)[key]);
-      if (v !== undefined) out[key] = v;
-    }
-    return Object.keys(out).length > 0 ? out : undefined;
+    const members = Object.keys(value).sort().map((key) => [key, canonicalize((value as Record<string, unknown>)[key])] as const);
+    const kept = members.filter(([, v]) => v !== undefined);
+    return kept.length > 0 ? Object.fromEntries(kept) : undefined;
   }
   return value;
 }
