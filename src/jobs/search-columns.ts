@@ -17,12 +17,10 @@ export function searchColumns(file: string, header: CsvHeader): Array<[SearchQue
     if (matches[0] !== undefined) out.push([param, matches[0]]);
   }
   const unset = SEARCH_QUERY_PARAMS.filter((p) => !out.some(([param]) => param === p));
-  const misses: string[] = [];
-  for (const column of header.columns) {
-    if (column === '' || out.some(([, c]) => c === column)) continue;
-    const near = nearestName(column, unset);
-    if (near !== undefined) misses.push(`column "${column}" is not a search parameter; did you mean "${near}"?`);
-  }
+  const misses = header.columns.flatMap((column) => {
+    const near = column === '' || out.some(([, c]) => c === column) ? undefined : nearestName(column, unset);
+    return near === undefined ? [] : [`column "${column}" is not a search parameter; did you mean "${near}"?`];
+  });
   if (misses.length > 0) {
     throw new InputFileError(
       file,
