@@ -2,18 +2,16 @@
  * The store as the run engine sees it: small ports, one implementation per engine (sqlite-run-store.ts,
  * pg/pg-run-store.ts). A method may answer at once (SQLite) or with a promise (PostgreSQL): the runner awaits both.
  */
-import type { CreditCounters } from '../spec/types.ts';
 import type { SetAsideRecord } from '../operations/answer-contract.ts';
-import type { Operation } from '../spec/types.ts';
+import type { CreditCounters, Operation } from '../spec/types.ts';
 import type { CreditHistory } from '../credits/credit-meter.ts';
 import type { CreditGuard, CreditLimits } from '../credits/credit-guard.ts';
 import type { AnswerAnomalyKind, TaskStatus } from './tables.ts';
 import type { AnswerDriftRow } from './answer-drift.ts';
-import type { AnySubject } from '../operations/index.ts';
 import type { InvalidInputRow, NewTask, RunnableFilter, TaskRow } from './ledger.ts';
 import type { LockLostError } from './run-lock.ts';
 import type { RunEnd } from './runs.ts';
-
+import type { GroupCommitWriter } from './group-commit-writer.ts';
 
 /** A value now, or later. */
 export type Awaitable<T> = T | Promise<T>;
@@ -137,19 +135,6 @@ export interface FailedAttempt {
   credits?: CreditCounters | null;
 }
 
-/** The run's writer of call outcomes, in group commits (store/result-writer.ts on SQLite). */
-export interface OutcomeWriter {
-  success(task: WriterTask, request: AnySubject, requestKey: string, result: ReadAnswer, attempts: number): Promise<void>;
-  rejected(task: WriterTask, request: AnySubject, requestKey: string, err: UnreadAnswer, attempts: number): Promise<void>;
-  notFound(task: WriterTask, call: CallFacts, attempts: number, note: string | null): Promise<void>;
-  pastLastPage(task: WriterTask, lastPage: number): Promise<void>;
-  attemptFailed(task: WriterTask, err: FailedAttempt): Promise<void>;
-  failed(task: WriterTask, code: string, message: string, retryable: boolean, attempts: number): Promise<void>;
-  drain(): Promise<void>;
-  close(): Promise<void>;
-  readonly error: unknown;
-}
-
 /** The run's rate gate (rate/rate-gate.ts on SQLite; shared by every worker on PostgreSQL). */
 export interface RunGate {
   setRequestsPerMinute(requestsPerMinute: number | null): void;
@@ -171,8 +156,8 @@ export interface RunStore {
   now?(): string;
   /** The due tasks of a job for this run; `signal` ends a wait for work other workers hold. */
   dueTasks(filter: RunnableFilter, signal?: AbortSignal): DueTasks;
-  /** Started once the run has its id; `onFatal` is told once if a commit fails. */
-  openWriter(runId: number, onFatal: (err: unknown) => void): OutcomeWriter;
+  /** The run's writer of call outcomes, started once the run has its id; `onFatal` is told once if a commit fails. */
+  openWriter(runId: number, onFatal: (err: unknown) => void): GroupCommitWriter;
   /** The credit guard (on PostgreSQL also within the budget every worker shares); `runKey` is what maxPerRun counts. */
   openCreditGuard(limits: CreditLimits, history: CreditHistory, apiUrl: string, runKey: string): CreditGuard;
   /** The run's rate gate for calls to `apiUrl`. */
