@@ -6,9 +6,9 @@ import type { SetAsideRecord } from '../operations/answer-contract.ts';
 import type { CreditCounters, Operation } from '../spec/types.ts';
 import type { CreditHistory } from '../credits/credit-meter.ts';
 import type { CreditGuard, CreditLimits } from '../credits/credit-guard.ts';
-import type { AnswerAnomalyKind, TaskStatus } from './tables.ts';
+import type { AnswerAnomalyKind } from './tables.ts';
 import type { AnswerDriftRow } from './answer-drift.ts';
-import type { InvalidInputRow, NewTask, RunnableFilter, TaskRow } from './ledger.ts';
+import type { Ledger, RunnableFilter, TaskRow } from './ledger.ts';
 import type { LockLostError } from './run-lock.ts';
 import type { RunEnd } from './runs.ts';
 import type { GroupCommitWriter } from './group-commit-writer.ts';
@@ -16,20 +16,10 @@ import type { GroupCommitWriter } from './group-commit-writer.ts';
 /** A value now, or later. */
 export type Awaitable<T> = T | Promise<T>;
 
-/** The ledger's methods a run uses (store/ledger.ts says what each does). */
-export interface RunLedger {
-  recordedInvalid(job: string, file: string): Awaitable<Map<string, number>>;
-  insertPlanned(tasks: NewTask[], invalid: InvalidInputRow[], runId: number, at: string): Awaitable<void>;
-  dropStaleInvalid(job: string, runId: number): Awaitable<number>;
-  otherJobs(operation: string, job: string): Awaitable<string[]>;
-  adoptSharedAnswers(filter: RunnableFilter, others: readonly string[], at: string): Awaitable<number>;
-  reopenDue(filter: RunnableFilter, at: string): Awaitable<number>;
-  countRunnable(filter: RunnableFilter): Awaitable<number>;
-  runnableAfter(filter: RunnableFilter, afterId: number, limit: number): Awaitable<TaskRow[]>;
-  deferPending(job: string, runId: number, at: string): Awaitable<number>;
-  countsByStatus(job: string, runId: number): Awaitable<Record<TaskStatus, number>>;
-  failedByCode(job: string, runId: number): Awaitable<Record<string, number>>;
-}
+/** The ledger's methods a run uses (store/ledger.ts says what each does), answered at once or with a promise. */
+export type RunLedger = {
+  [M in Exclude<keyof Ledger, 'dueState' | 'hasSharedAnswer' | 'settle' | 'markRecovered'>]: (...args: Parameters<Ledger[M]>) => Awaitable<ReturnType<Ledger[M]>>;
+};
 
 /**
  * Where a job's due tasks come from, a batch at a time: SQLite pages the ledger after the last id seen (the run
