@@ -215,9 +215,7 @@ function planColumns({ name: tableName, columns }: TableDef): ColumnPlan[] {
 }
 
 function sizeOf(value: unknown): number {
-  if (typeof value === 'string') return value.length;
-  if (Buffer.isBuffer(value)) return value.length;
-  return 8;
+  return typeof value === 'string' || Buffer.isBuffer(value) ? value.length : 8;
 }
 
 /** Sets each identity sequence past the largest copied id, so the next row the engine numbers is new. */
