@@ -209,8 +209,7 @@ function planColumns({ name: tableName, columns }: TableDef): ColumnPlan[] {
       return { name, convert: (value, row) => decodeRawBody(value, row.body_encoding) };
     }
     if (tableName === 'raw_responses' && name === 'body_encoding') return { name, convert: () => null };
-    const convert = CONVERT[column.spec.kind] ?? ((value: unknown) => value);
-    return { name, convert: (value) => convert(value) };
+    return { name, convert: CONVERT[column.spec.kind] ?? ((value: unknown) => value) };
   });
 }
 
