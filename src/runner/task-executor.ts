@@ -7,7 +7,8 @@ import type { OperationSpec } from '../operations/operation-spec.ts';
 import type { DriftTally } from '../operations/drift.ts';
 import type { Charge, CreditGuard } from '../credits/credit-guard.ts';
 import type { RunStop } from './run-stop.ts';
-import type { OutcomeWriter, RunGate, WriterTask } from '../store/run-store.ts';
+import type { RunGate, WriterTask } from '../store/run-store.ts';
+import type { GroupCommitWriter } from '../store/group-commit-writer.ts';
 import { CallBoundError, ERROR_POLICY, errorCodeOf, maxCallsPerTask, type ErrorCode } from './error-policy.ts';
 import { retryHooks, type TaskTally } from './retry-hooks.ts';
 
@@ -20,7 +21,7 @@ export interface ExecutorContext {
   guard: CreditGuard;
   gate: RunGate;
   stop: RunStop;
-  writer: OutcomeWriter;
+  writer: GroupCommitWriter;
   retry: RetrySettings;
   /** Total time the run may spend paused by 429s before it ends as deferred. */
   maxThrottleWaitMs: number;

@@ -44,16 +44,16 @@ export function* unfinishedRunsReads(): Reads<UnfinishedRun[]> {
 export function* measureUnfinishedRunReads(run: UnfinishedRun): Reads<UnfinishedRunFigures> {
   const { calls, firstId, lastAt } = yield* apiCallReads.ofRun(run.id);
   const balance = yield* replayRunCredits(run.id, firstId);
-  const tasks = { total: 0, done: 0, notFound: 0, failed: 0, deferred: 0 };
+  const tasks = { tasksTotal: 0, tasksDone: 0, tasksNotFound: 0, tasksFailed: 0, tasksDeferred: 0 };
   for (const job of jobNames(run.jobs)) {
     // The ledger's countsByStatus, read here so that it runs on either engine.
     const c = statusCounts(yield* rows<{ status: TaskStatus; n: number }>(LEDGER_SQL.countsByStatus, [job, run.id]));
-    tasks.total += c.pending + c.done + c.not_found + c.failed + c.deferred;
-    tasks.done += c.done;
-    tasks.notFound += c.not_found;
-    tasks.failed += c.failed;
+    tasks.tasksTotal += c.pending + c.done + c.not_found + c.failed + c.deferred;
+    tasks.tasksDone += c.done;
+    tasks.tasksNotFound += c.not_found;
+    tasks.tasksFailed += c.failed;
     // As in a run's summary: what is still pending is left for the next run, like what was deferred.
-    tasks.deferred += c.pending + c.deferred;
+    tasks.tasksDeferred += c.pending + c.deferred;
   }
   const invalidRows = (yield* value<number>(sql`SELECT count(*) FROM invalid_inputs WHERE run_id = ${param}`, [run.id])) ?? 0;
   return {
@@ -61,11 +61,7 @@ export function* measureUnfinishedRunReads(run: UnfinishedRun): Reads<Unfinished
     creditsAtStart: balance.balance === null ? null : balance.balance + balance.spent,
     creditsAtEnd: balance.balance,
     creditsSpent: balance.balance === null ? null : roundCredits(balance.spent),
-    tasksTotal: tasks.total,
-    tasksDone: tasks.done,
-    tasksNotFound: tasks.notFound,
-    tasksFailed: tasks.failed,
-    tasksDeferred: tasks.deferred,
+    ...tasks,
     invalidRows,
     calls,
   };

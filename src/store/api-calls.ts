@@ -42,15 +42,11 @@ export function callValues(r: ApiCallRow): unknown[] {
   return [r.runId, r.taskId, r.operation, r.method, r.path, r.status, r.errorCode, r.latencyMs, r.totalCredits, r.creditsUsed, r.creditsRemaining, r.at];
 }
 
-/** The log of every HTTP call, answered or not; its readers are apiCallReads. */
-export function createApiCallLog(database: Connection) {
+/** Prepares the insert once; the returned function logs one HTTP call, answered or not (its readers: apiCallReads). */
+export function saveApiCall(database: Connection): (r: ApiCallRow) => void {
   // Positional parameters: binding by name looks each one up in an object, on the run's hottest insert.
   const insert = database.sqlite.prepare(`${CALL_HEAD} VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
-  return {
-    insert(r: ApiCallRow): void {
-      insert.run(...callValues(r));
-    },
-  };
+  return (r) => void insert.run(...callValues(r));
 }
 
 function withBalance(row: CountersRow | undefined) {

@@ -6,7 +6,7 @@
 import BetterSqlite3 from 'better-sqlite3';
 import { accessSync, constants, existsSync, mkdirSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import { DatabaseCorruptError, DatabaseError, DatabaseLockedError, DatabaseReadonlyError } from './errors.ts';
+import { DatabaseError, DatabaseReadonlyError } from './errors.ts';
 import { failedForWantOfShm, openWithoutShm, type ChangeWatch } from './read-without-shm.ts';
 import { registerRawBodyFunction } from './raw-body.ts';
 
@@ -123,13 +123,13 @@ export function toDatabaseError(err: unknown, path: string, busyTimeoutMs: numbe
   const code = typeof (err as { code?: unknown })?.code === 'string' ? (err as { code: string }).code : '';
   const message = err instanceof Error ? err.message : String(err);
   if (code.startsWith('SQLITE_NOTADB') || code.startsWith('SQLITE_CORRUPT')) {
-    return new DatabaseCorruptError(path, message, { cause: err });
+    return new DatabaseError('DB_CORRUPT', path, `${path} is not a usable SQLite database (${message}); check the --db path`, { cause: err });
   }
   if (code.startsWith('SQLITE_READONLY') || code === 'SQLITE_PERM' || code === 'SQLITE_AUTH') {
     return new DatabaseReadonlyError(path, message, { cause: err });
   }
   if (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED')) {
-    return new DatabaseLockedError(path, busyTimeoutMs, { cause: err });
+    return new DatabaseError('DB_LOCKED', path, `database ${path} is locked by another process (waited ${busyTimeoutMs} ms); try again when it has finished`, { cause: err });
   }
   if (code.startsWith('SQLITE_CANTOPEN') || code.startsWith('SQLITE_IOERR')) {
     if (existsSync(path) && statSync(path).isDirectory()) {

@@ -209,15 +209,12 @@ function planColumns({ name: tableName, columns }: TableDef): ColumnPlan[] {
       return { name, convert: (value, row) => decodeRawBody(value, row.body_encoding) };
     }
     if (tableName === 'raw_responses' && name === 'body_encoding') return { name, convert: () => null };
-    const convert = CONVERT[column.spec.kind] ?? ((value: unknown) => value);
-    return { name, convert: (value) => convert(value) };
+    return { name, convert: CONVERT[column.spec.kind] ?? ((value: unknown) => value) };
   });
 }
 
 function sizeOf(value: unknown): number {
-  if (typeof value === 'string') return value.length;
-  if (Buffer.isBuffer(value)) return value.length;
-  return 8;
+  return typeof value === 'string' || Buffer.isBuffer(value) ? value.length : 8;
 }
 
 /** Sets each identity sequence past the largest copied id, so the next row the engine numbers is new. */

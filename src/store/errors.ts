@@ -62,13 +62,6 @@ export class DatabaseNeedsMigrationError extends DatabaseError {
   }
 }
 
-/** The file is not a SQLite database, or it is damaged. */
-export class DatabaseCorruptError extends DatabaseError {
-  constructor(file: string, detail: string, options?: { cause?: unknown }) {
-    super('DB_CORRUPT', file, `${file} is not a usable SQLite database (${detail}); check the --db path`, options);
-  }
-}
-
 /** The file or its folder cannot be written. */
 export class DatabaseReadonlyError extends DatabaseError {
   constructor(file: string, detail: string, options?: { cause?: unknown }) {
@@ -105,18 +98,6 @@ export class DatabaseChangedError extends DatabaseError {
       `database ${file} changed while this command read it (most likely a run writing to it); since this user ` +
         'cannot write its folder, it was read without SQLite\'s locks, so what was read may be inconsistent: no ' +
         '--out file was written and rows already printed cannot be trusted; run the command again',
-      options,
-    );
-  }
-}
-
-/** Another process holds a lock on the file longer than the busy timeout. */
-export class DatabaseLockedError extends DatabaseError {
-  constructor(file: string, busyTimeoutMs: number, options?: { cause?: unknown }) {
-    super(
-      'DB_LOCKED',
-      file,
-      `database ${file} is locked by another process (waited ${busyTimeoutMs} ms); try again when it has finished`,
       options,
     );
   }

@@ -5,10 +5,10 @@
  */
 import type { ApiCallRow } from './api-calls.ts';
 import type { AnySubject } from '../operations/index.ts';
-import type { CallFacts, FailedAttempt, OutcomeWriter, ReadAnswer, UnreadAnswer, WriterTask } from './run-store.ts';
+import type { CallFacts, FailedAttempt, ReadAnswer, UnreadAnswer, WriterTask } from './run-store.ts';
 import type { OutcomeOp } from './outcome-ops.ts';
 
-export abstract class GroupCommitWriter implements OutcomeWriter {
+export abstract class GroupCommitWriter {
   private batch: OutcomeOp[] = [];
   /** Resolves the waiters of the batch being gathered once it is committed (or the writer failed). */
   private release: (() => void) | null = null;

@@ -3,7 +3,7 @@ import type { Connection } from './connection.ts';
 import type { AnySubject } from '../operations/index.ts';
 import { prepareAnswerStore } from './store-answer.ts';
 import { saveRawResponse, type RawResponseInput } from './raw-archive.ts';
-import { createApiCallLog, type ApiCallRow } from './api-calls.ts';
+import { saveApiCall, type ApiCallRow } from './api-calls.ts';
 import { createLedger } from './ledger.ts';
 import type { Operation } from '../spec/types.ts';
 import type { SetAsideRecord } from '../operations/answer-contract.ts';
@@ -66,13 +66,13 @@ export function settlementOf(op: OutcomeOp): Settlement | null {
 export function prepareOutcomeWrite(database: Connection, runId: number): (op: OutcomeOp) => void {
   const store = prepareAnswerStore(database);
   const saveRaw = saveRawResponse(database);
-  const calls = createApiCallLog(database);
+  const saveCall = saveApiCall(database);
   const ledger = createLedger(database);
   return (op: OutcomeOp): void => {
     // A paid body is archived first: the answer's anomalies name its row.
     const rawResponseId = op.kind === 'success' || op.kind === 'rejected' ? saveRaw(rawInputOf(op, runId)) : 0;
     if (op.kind === 'success') store({ rawResponseId, runId, taskId: op.taskId, operation: op.operation, requestKey: op.requestKey, request: op.request, answer: op.answer, setAside: op.setAside, at: op.at });
-    if ('call' in op) calls.insert(op.call);
+    if ('call' in op) saveCall(op.call);
     const settled = settlementOf(op);
     if (settled) ledger.settle(settled, runId);
   };

@@ -14,12 +14,8 @@ export interface ProcessFacts {
 
 /** The facts of process `pid`, or null where /proc cannot tell (no such process, or not Linux). */
 export function processFacts(pid: number): ProcessFacts | null {
-  let stat: string;
-  try {
-    stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  } catch {
-    return null;
-  }
+  const stat = readProc(`/proc/${pid}/stat`);
+  if (stat === null) return null;
   // Field 2, the command name, is in parentheses and may hold spaces or parentheses itself: count after the last.
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   const state = fields[0];
@@ -32,12 +28,14 @@ let cachedBootId: string | undefined;
 
 /** The kernel's id of this boot: start times count from the boot, so two boots' times cannot be compared. */
 function bootId(): string {
-  if (cachedBootId === undefined) {
-    try {
-      cachedBootId = readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim();
-    } catch {
-      cachedBootId = '';
-    }
+  return (cachedBootId ??= readProc('/proc/sys/kernel/random/boot_id')?.trim() ?? '');
+}
+
+/** A /proc file's text, or null where it cannot be read (no such process, or not Linux). */
+function readProc(path: string): string | null {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch {
+    return null;
   }
-  return cachedBootId;
 }

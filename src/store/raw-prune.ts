@@ -6,7 +6,7 @@
 import type BetterSqlite3 from 'better-sqlite3';
 import type { Connection } from './connection.ts';
 import { encodeRawBody } from './raw-body.ts';
-import { param, sql } from '../statement.ts';
+import { WRITE_META_SQL } from './dataset-store.ts';
 
 /** Options of pruneRawBodies(); every default here. */
 export interface PruneOptions {
@@ -35,9 +35,8 @@ export interface PruneReport {
 
 const DAY_MS = 86_400_000;
 
-/** Records that bodies were dropped (WERE_PRUNED_SQL reads it), in the prune's transaction; $1 the time. */
-export const MARK_PRUNED_SQL = sql`INSERT INTO netingest_meta (key, value) VALUES ('raw_pruned_at', ${param})
-  ON CONFLICT (key) DO UPDATE SET value = excluded.value`;
+/** netingest_meta's key saying that bodies were dropped (WERE_PRUNED_SQL reads it), set in the prune's transaction. */
+export const RAW_PRUNED_KEY = 'raw_pruned_at';
 const COMPRESS_BATCH = 500;
 
 /** Drops superseded bodies past the retention period (in one transaction); the caller holds the run lock. */
@@ -52,7 +51,7 @@ export function pruneRawBodies(database: Connection, options: PruneOptions): Pru
     report.droppedBytes = found.bytes;
     if (!options.dryRun && found.n > 0) {
       sqlite.prepare(`DELETE FROM raw_responses WHERE id IN (SELECT id FROM temp.prune_ids)`).run();
-      sqlite.prepare(MARK_PRUNED_SQL.sqlite).run(new Date().toISOString());
+      sqlite.prepare(WRITE_META_SQL.sqlite).get(RAW_PRUNED_KEY, new Date().toISOString());
     }
     sqlite.prepare(`DROP TABLE temp.prune_ids`).run();
     if (options.compressOld) Object.assign(report, compressOldBodies(sqlite, options.dryRun ?? false));

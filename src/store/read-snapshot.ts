@@ -33,7 +33,8 @@ export interface HeldSnapshot extends SqliteSnapshot {
  */
 export function withReadSnapshot<T>(connection: Connection, fn: (snapshot: SqliteSnapshot) => T): T {
   const { sqlite } = connection;
-  begin(sqlite);
+  // Outside the try: a BEGIN refused inside another transaction must not end that one.
+  sqlite.exec('BEGIN');
   const failed = (err: unknown): never => {
     endQuietly(sqlite);
     connection.assertUnchanged(err);
@@ -60,7 +61,7 @@ export function withReadSnapshot<T>(connection: Connection, fn: (snapshot: Sqlit
 
 /** A read transaction open until the connection closes (an export worker's chunks); each `read` is change-checked. */
 export function holdReadSnapshot(connection: Connection): HeldSnapshot {
-  begin(connection.sqlite);
+  connection.sqlite.exec('BEGIN');
   takeSnapshot(connection.sqlite);
   return {
     ...snapshotOf(connection),
@@ -81,11 +82,6 @@ export function holdReadSnapshot(connection: Connection): HeldSnapshot {
 
 function snapshotOf(connection: Connection): SqliteSnapshot {
   return { sqlite: connection.sqlite, file: connection.file, assertUnchanged: () => connection.assertUnchanged() };
-}
-
-/** Outside the wrapper's try: a BEGIN refused inside another transaction must not end that one. */
-function begin(sqlite: BetterSqlite3.Database): void {
-  sqlite.exec('BEGIN');
 }
 
 /** BEGIN takes no snapshot; the first read does: from here on the connection sees the database as it is now. */

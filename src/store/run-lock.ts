@@ -222,10 +222,7 @@ function isAlive(lock: LockRow, host: string): boolean {
 }
 
 function heldByThisProcess(lock: LockRow): boolean {
-  for (const h of heldHere) {
-    if (h.pid === lock.pid && h.host === lock.host && h.acquiredAt === lock.acquiredAt) return true;
-  }
-  return false;
+  return [...heldHere].some((h) => h.pid === lock.pid && h.host === lock.host && h.acquiredAt === lock.acquiredAt);
 }
 
 function leaseRunning(lock: LockRow): boolean {

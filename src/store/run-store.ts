@@ -2,36 +2,24 @@
  * The store as the run engine sees it: small ports, one implementation per engine (sqlite-run-store.ts,
  * pg/pg-run-store.ts). A method may answer at once (SQLite) or with a promise (PostgreSQL): the runner awaits both.
  */
-import type { CreditCounters } from '../spec/types.ts';
 import type { SetAsideRecord } from '../operations/answer-contract.ts';
-import type { Operation } from '../spec/types.ts';
+import type { CreditCounters, Operation } from '../spec/types.ts';
 import type { CreditHistory } from '../credits/credit-meter.ts';
 import type { CreditGuard, CreditLimits } from '../credits/credit-guard.ts';
-import type { AnswerAnomalyKind, TaskStatus } from './tables.ts';
+import type { AnswerAnomalyKind } from './tables.ts';
 import type { AnswerDriftRow } from './answer-drift.ts';
-import type { AnySubject } from '../operations/index.ts';
-import type { InvalidInputRow, NewTask, RunnableFilter, TaskRow } from './ledger.ts';
+import type { Ledger, RunnableFilter, TaskRow } from './ledger.ts';
 import type { LockLostError } from './run-lock.ts';
 import type { RunEnd } from './runs.ts';
-
+import type { GroupCommitWriter } from './group-commit-writer.ts';
 
 /** A value now, or later. */
 export type Awaitable<T> = T | Promise<T>;
 
-/** The ledger's methods a run uses (store/ledger.ts says what each does). */
-export interface RunLedger {
-  recordedInvalid(job: string, file: string): Awaitable<Map<string, number>>;
-  insertPlanned(tasks: NewTask[], invalid: InvalidInputRow[], runId: number, at: string): Awaitable<void>;
-  dropStaleInvalid(job: string, runId: number): Awaitable<number>;
-  otherJobs(operation: string, job: string): Awaitable<string[]>;
-  adoptSharedAnswers(filter: RunnableFilter, others: readonly string[], at: string): Awaitable<number>;
-  reopenDue(filter: RunnableFilter, at: string): Awaitable<number>;
-  countRunnable(filter: RunnableFilter): Awaitable<number>;
-  runnableAfter(filter: RunnableFilter, afterId: number, limit: number): Awaitable<TaskRow[]>;
-  deferPending(job: string, runId: number, at: string): Awaitable<number>;
-  countsByStatus(job: string, runId: number): Awaitable<Record<TaskStatus, number>>;
-  failedByCode(job: string, runId: number): Awaitable<Record<string, number>>;
-}
+/** The ledger's methods a run uses (store/ledger.ts says what each does), answered at once or with a promise. */
+export type RunLedger = {
+  [M in Exclude<keyof Ledger, 'dueState' | 'hasSharedAnswer' | 'settle' | 'markRecovered'>]: (...args: Parameters<Ledger[M]>) => Awaitable<ReturnType<Ledger[M]>>;
+};
 
 /**
  * Where a job's due tasks come from, a batch at a time: SQLite pages the ledger after the last id seen (the run
@@ -137,19 +125,6 @@ export interface FailedAttempt {
   credits?: CreditCounters | null;
 }
 
-/** The run's writer of call outcomes, in group commits (store/result-writer.ts on SQLite). */
-export interface OutcomeWriter {
-  success(task: WriterTask, request: AnySubject, requestKey: string, result: ReadAnswer, attempts: number): Promise<void>;
-  rejected(task: WriterTask, request: AnySubject, requestKey: string, err: UnreadAnswer, attempts: number): Promise<void>;
-  notFound(task: WriterTask, call: CallFacts, attempts: number, note: string | null): Promise<void>;
-  pastLastPage(task: WriterTask, lastPage: number): Promise<void>;
-  attemptFailed(task: WriterTask, err: FailedAttempt): Promise<void>;
-  failed(task: WriterTask, code: string, message: string, retryable: boolean, attempts: number): Promise<void>;
-  drain(): Promise<void>;
-  close(): Promise<void>;
-  readonly error: unknown;
-}
-
 /** The run's rate gate (rate/rate-gate.ts on SQLite; shared by every worker on PostgreSQL). */
 export interface RunGate {
   setRequestsPerMinute(requestsPerMinute: number | null): void;
@@ -171,8 +146,8 @@ export interface RunStore {
   now?(): string;
   /** The due tasks of a job for this run; `signal` ends a wait for work other workers hold. */
   dueTasks(filter: RunnableFilter, signal?: AbortSignal): DueTasks;
-  /** Started once the run has its id; `onFatal` is told once if a commit fails. */
-  openWriter(runId: number, onFatal: (err: unknown) => void): OutcomeWriter;
+  /** The run's writer of call outcomes, started once the run has its id; `onFatal` is told once if a commit fails. */
+  openWriter(runId: number, onFatal: (err: unknown) => void): GroupCommitWriter;
   /** The credit guard (on PostgreSQL also within the budget every worker shares); `runKey` is what maxPerRun counts. */
   openCreditGuard(limits: CreditLimits, history: CreditHistory, apiUrl: string, runKey: string): CreditGuard;
   /** The run's rate gate for calls to `apiUrl`. */

@@ -37,11 +37,7 @@ export function* statusReads(recentRuns = 10) {
   });
   const tasks = yield* rows<{ job: string; status: string; n: number }>(TASKS_BY_JOB, []);
   const byJob = new Map<string, Record<string, number>>();
-  for (const row of tasks) {
-    const counts = byJob.get(row.job) ?? {};
-    counts[row.status] = row.n;
-    byJob.set(row.job, counts);
-  }
+  for (const row of tasks) byJob.set(row.job, { ...byJob.get(row.job), [row.status]: row.n });
   // A run still marked running has no credits_spent yet: what its stored counters show counts instead.
   let spent = (yield* value<number>(`SELECT coalesce(sum(credits_spent), 0) FROM runs WHERE status <> 'running'`)) ?? 0;
   for (const { figures } of open.values()) spent += figures.creditsSpent ?? 0;

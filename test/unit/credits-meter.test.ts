@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { CreditMeter, medianStep } from '../../src/credits/credit-meter.ts';
 import { CreditGuard } from '../../src/credits/credit-guard.ts';
 import { openDatabase } from '../../src/store/open.ts';
-import { apiCallReads, createApiCallLog } from '../../src/store/api-calls.ts';
+import { apiCallReads, saveApiCall } from '../../src/store/api-calls.ts';
 import { readSync } from '../../src/store/read-steps.ts';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -179,9 +179,9 @@ describe('apiCallReads.learnedCost', () => {
     const dir = mkdtempSync(join(tmpdir(), 'netingest-meter-'));
     const database = openDatabase(join(dir, 'm.db'));
     try {
-      const log = createApiCallLog(database);
+      const saveCall = saveApiCall(database);
       for (const used of outOfOrder(30, 4)) {
-        log.insert({
+        saveCall({
           runId: null,
           taskId: null,
           operation: 'post-details',

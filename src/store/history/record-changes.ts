@@ -55,14 +55,7 @@ export class ChangeRecorder {
     yield* recordAnswer(answer, this.state, this.out);
   }
 
-  /** Writes what was recorded since the last store (statements returning rows, for either runner); the count. */
-  *store(): Reads<number> {
-    const { changes, withdrawn } = this.take();
-    yield* writeChanges(changes, withdrawn);
-    return changes.length;
-  }
-
-  /** What was recorded since the last store or take, for a writer that sends its own statements. */
+  /** What was recorded since the last take, for the writer to store (writeChanges, or its own statements). */
   take(): RecordedChanges {
     const out = this.out;
     this.out = { changes: [], withdrawn: [] };
@@ -70,11 +63,11 @@ export class ChangeRecorder {
   }
 }
 
-/** Records and writes what `answers` change: run before their rows are written, in the same transaction. */
-export function* storeChanges(answers: readonly AnswerWrites[]): Reads<number> {
+/** Records and writes what `answer` changes: run before its rows are written, in the same transaction. */
+export function* storeChanges(answer: AnswerWrites): Reads<void> {
   const recorder = new ChangeRecorder();
-  for (const answer of answers) yield* recorder.record(answer);
-  return yield* recorder.store();
+  yield* recorder.record(answer);
+  yield* writeChanges(recorder.take());
 }
 
 /** The column a table's rows are read by: an entity's key, a set's owner, a list's column. */
@@ -261,7 +254,7 @@ const insertChanges = byShape((count: number) =>
   sql`${literal(CHANGES_HEAD)} VALUES ${fragment(Array.from({ length: count }, (_, n) => (n === 0 ? [CHANGE_TUPLE] : [', ', CHANGE_TUPLE])).flat())} RETURNING id`);
 
 /** Deletes the withdrawn removals and inserts the changes; statements that return rows, for either runner. */
-function* writeChanges(changes: readonly ChangeRow[], withdrawn: readonly number[]): Reads<void> {
+export function* writeChanges({ changes, withdrawn }: RecordedChanges): Reads<void> {
   for (let i = 0; i < withdrawn.length; i += KEYS_PER_READ) {
     const ids = withdrawn.slice(i, i + KEYS_PER_READ);
     yield* rows(deleteByIds(ids.length), ids);

@@ -52,7 +52,7 @@ export function createIngestor(database: Connection) {
     }
     ctx.seenAt = seenAt;
     const stored = specOf(subject.operation).rows(subject, answer, ctx);
-    if (source) readSync(sqlite, storeChanges([{ writes: stored.writes, runId: source.runId, taskId: source.taskId, at: seenAt }]));
+    if (source) readSync(sqlite, storeChanges({ writes: stored.writes, runId: source.runId, taskId: source.taskId, at: seenAt }));
     for (const w of stored.writes) write(w);
     const result = { rows: rowCount(stored), skipped: stored.skipped };
     return stored.anomalies.length > 0 ? { ...result, anomalies: stored.anomalies } : result;

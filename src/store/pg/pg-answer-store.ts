@@ -12,7 +12,7 @@ import type { StoredAnswer } from '../store-answer.ts';
 import { isoPostDate, readPostDate, type DayOrder } from '../ingest/post-date.ts';
 import { POST_DATE_SQL } from '../ingest/post-date-order.ts';
 import { PgRowBatch } from './pg-row-batch.ts';
-import { ChangeRecorder } from '../history/record-changes.ts';
+import { ChangeRecorder, writeChanges } from '../history/record-changes.ts';
 import { readPg } from '../read-steps.ts';
 import { valuesStatements } from './pg-statements.ts';
 import { pipelineStatements } from './pg-pipeline.ts';
@@ -83,7 +83,7 @@ export function createPgAnswerStore() {
     const batch = new PgRowBatch();
     const history = new ChangeRecorder();
     const stored = await collect(client, batch, input, history);
-    await readPg({ client }, history.store());
+    await readPg({ client }, writeChanges(history.take()));
     await pipelineStatements(client, [...batch.take(), ...valuesStatements(ANOMALY_HEAD, stored.anomalies)]);
     return stored;
   }

@@ -5,7 +5,8 @@
  */
 import type pg from 'pg';
 import { inPgTransaction } from './transaction.ts';
-import { MARK_PRUNED_SQL, retentionCutoff, supersededBodiesSql, type PruneOptions, type PruneReport } from '../raw-prune.ts';
+import { WRITE_META_SQL } from '../dataset-store.ts';
+import { RAW_PRUNED_KEY, retentionCutoff, supersededBodiesSql, type PruneOptions, type PruneReport } from '../raw-prune.ts';
 
 /** Drops superseded bodies past the retention period; the caller holds the dataset lock (shared or exclusive). */
 export async function pruneRawBodiesPg(pool: pg.Pool, options: PruneOptions): Promise<PruneReport> {
@@ -26,7 +27,7 @@ export async function pruneRawBodiesPg(pool: pg.Pool, options: PruneOptions): Pr
     const dropped = rows[0]!.n;
     if (!options.dryRun && dropped > 0) {
       // Reprocess must know bodies were dropped, and learns it in the same commit as the deletes.
-      await client.query(MARK_PRUNED_SQL.postgres, [new Date().toISOString()]);
+      await client.query(WRITE_META_SQL.postgres, [RAW_PRUNED_KEY, new Date().toISOString()]);
     }
     const total = (await client.query<{ n: number }>(`SELECT count(*)::int AS n FROM raw_responses`)).rows[0]!.n;
     return {

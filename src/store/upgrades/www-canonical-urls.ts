@@ -51,12 +51,9 @@ export function upgradedJsonMember(json: string, member: string, networkHost: st
     return json;
   }
   if (value === null || typeof value !== 'object' || Array.isArray(value)) return json;
-  const record = value as Record<string, unknown>;
-  const before = record[member];
+  const before = (value as Record<string, unknown>)[member];
   const after = upgradedUrl(before, networkHost);
-  if (after === before) return json;
-  record[member] = after;
-  return JSON.stringify(record);
+  return after === before ? json : JSON.stringify({ ...value, [member]: after });
 }
 
 /** True when migration 0008 asked for the rewrite and it has not run yet. */
