@@ -127,8 +127,7 @@ export async function enrichJob(options: EnrichOptions) {
       }
     }
 
-    const target = verifiedBy(snapshot, options);
-    const result = await writeRows(rows(), encoderFor(format, columns, encoderOptions), target, target);
+    const result = await writeRows(rows(), encoderFor(format, columns, encoderOptions), verifiedBy(snapshot, options));
     return { ...result, columns, inputRows, statuses };
   }
 }

@@ -88,7 +88,7 @@ async function writeTable(table: TableStatement, snapshot: ReadSnapshot, options
   const read = { source: table.chunks.source, columns, format, escapeFormulas: options.escapeFormulas ?? EXPORT_DEFAULTS.escapeFormulas };
   const chunks = encodedChunks(read, range, parallel, options.signal);
   // The header, with the BOM, is encoded on this thread; the workers encode the rows alike.
-  const result = await writeOutput(options, verifiedBy(snapshot, options), chunks, encoderFor(format, columns, options));
+  const result = await writeOutput(verifiedBy(snapshot, options), chunks, encoderFor(format, columns, options));
   return { ...result, columns, workers: parallel.workers };
 }
 
@@ -115,7 +115,6 @@ async function writeStatement(
   options: ExportCommonOptions,
 ): Promise<ExportResult> {
   const encoder = encoderFor(options.format ?? EXPORT_DEFAULTS.format, columns, options);
-  const target = verifiedBy(snapshot, options);
-  const result = await writeRows(rows, encoder, target, target);
+  const result = await writeRows(rows, encoder, verifiedBy(snapshot, options));
   return { ...result, columns, workers: 0 };
 }

@@ -29,7 +29,7 @@ export async function writeInvalidRows(job: Job, out: string, options: { databas
   }
 
   const encoder = csvEncoder([...inputColumns, ...INVALID_OUT_COLUMNS], { delimiter: header.delimiter, bom: header.bom });
-  return writeRows(rows(), encoder, { out }, { signal: options.signal });
+  return writeRows(rows(), encoder, { out, signal: options.signal });
 }
 
 /** The file of one job's invalid rows: `out` itself for one job, `<stem>.<job><ext>` beside it for several. */

@@ -53,7 +53,7 @@ export async function writeReport(options: ReportOptions & { outFile: string }) 
   const { renderPage } = await import('./page.ts');
   const html = renderPage(figures, shownDataset);
   const path = resolve(options.outFile);
-  await writeOutput({ out: path }, {}, [{ data: html, rows: 1 }]);
+  await writeOutput({ out: path }, [{ data: html, rows: 1 }]);
   let notRecorded: string | null = null;
   try {
     // In netingest_meta, where `status` finds it whichever engine and host ask; a read-only role or file throws,
