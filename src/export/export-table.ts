@@ -58,21 +58,17 @@ export const EXPORT_DEFAULTS = { format: 'csv', bom: false, escapeFormulas: fals
 /** Exports every row of a table or view, in insertion (rowid) order for tables. */
 export async function exportTable(options: ExportTableOptions): Promise<ExportResult> {
   const source = findSource(options.table);
-  let since: string | undefined;
-  if (options.since !== undefined) {
-    if (source.seenAtColumn === null) {
-      const able = exportSources().filter((s) => s.seenAtColumn !== null).map((s) => s.name);
-      throw new UsageError(
-        `--since: ${source.name} has no updated_at or last_seen_at column to filter on; --since works on ${able.join(', ')}`,
-        'SINCE_UNSUPPORTED',
-      );
-    }
-    since = parseSince(options.since);
+  if (options.since !== undefined && source.seenAtColumn === null) {
+    const able = exportSources().filter((s) => s.seenAtColumn !== null).map((s) => s.name);
+    throw new UsageError(
+      `--since: ${source.name} has no updated_at or last_seen_at column to filter on; --since works on ${able.join(', ')}`,
+      'SINCE_UNSUPPORTED',
+    );
   }
   const query: TableQuery = {
     table: source.name,
     kind: source.kind,
-    since: since !== undefined ? { column: source.seenAtColumn!, value: since } : undefined,
+    since: options.since !== undefined ? { column: source.seenAtColumn!, value: parseSince(options.since) } : undefined,
   };
   const store = await checkOutputPath(options);
   return store.tableRows(query, options, (table, snapshot) => writeTable(table, snapshot, options));
