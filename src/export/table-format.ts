@@ -66,14 +66,9 @@ function cellText(value: unknown): string {
 
 /** Shrinks the widest columns, one cell at a time, until the sum fits `budget` or none can shrink. */
 function fitWidths(widths: number[], budget: number, minColumnWidth: number): void {
-  let total = widths.reduce((a, b) => a + b, 0);
-  while (total > budget) {
-    let widest = -1;
-    for (let i = 0; i < widths.length; i++) {
-      if (widths[i]! > minColumnWidth && (widest === -1 || widths[i]! > widths[widest]!)) widest = i;
-    }
-    if (widest === -1) return;
-    widths[widest]! -= 1;
-    total -= 1;
+  for (let total = widths.reduce((a, b) => a + b, 0); total > budget; total--) {
+    const widest = Math.max(...widths);
+    if (widest <= minColumnWidth) return;
+    widths[widths.indexOf(widest)]! -= 1;
   }
 }
