@@ -96,8 +96,6 @@ export async function enrichJob(options: EnrichOptions) {
     const changes = changesSince === undefined ? undefined : changesLookup(job, changesSince);
     const columns = [...inputColumns, ...ENRICH_STATUS_COLUMNS, ...layout.columns, ...(changes ? CHANGES_SINCE_COLUMNS : [])];
     const noChanges = changes ? [null, null] : [];
-    const changesOf = async (key: string): Promise<unknown[]> => (changes ? snapshot.read(changes(key)) : noChanges);
-    const noResult = [...layout.empty, ...noChanges];
     const statuses = Object.fromEntries(ENRICH_STATUSES.map((s) => [s, 0])) as Record<EnrichStatus, number>;
     let inputRows = 0;
 
@@ -108,13 +106,14 @@ export async function enrichJob(options: EnrichOptions) {
         const first = planned[0];
         if (first === undefined || first.kind === 'invalid') {
           statuses.invalid_input++;
-          const why = first?.kind === 'invalid' ? invalidReason(first) : 'error' in item ? item.error : 'not planned';
-          yield [...input, item.line, 'invalid_input', why, null, ...noResult];
+          // A malformed CSV row is among them: the planner refuses it as such.
+          const why = first?.kind === 'invalid' ? invalidReason(first) : 'not planned';
+          yield [...input, item.line, 'invalid_input', why, null, ...layout.empty, ...noChanges];
           continue;
         }
         const key = first.inputKey;
         const results = await snapshot.read(lookup.find(key));
-        const changed = await changesOf(key);
+        const changed = changes ? await snapshot.read(changes(key)) : noChanges;
         if (results.length > 0) {
           statuses.ok++;
           const partial = await snapshot.read(tasks.partialError(key));

@@ -20,11 +20,9 @@ export async function writeInvalidRows(job: Job, out: string, options: { databas
 
   async function* rows(): AsyncGenerator<unknown[]> {
     for await (const { item, planned } of plannedRows(job, header, displayName)) {
+      // A malformed CSV row is among them: the planner refuses it as such.
       const refused = planned.find((p) => p.kind === 'invalid');
-      const malformed = 'error' in item;
-      if (refused === undefined && !malformed) continue;
-      const why = refused?.kind === 'invalid' ? invalidReason(refused) : malformed ? item.error : 'not planned';
-      yield [...inputValues(item, header.columns), item.line, why];
+      if (refused?.kind === 'invalid') yield [...inputValues(item, header.columns), item.line, invalidReason(refused)];
     }
   }
 
