@@ -73,10 +73,9 @@ export async function enrichJob(options: EnrichOptions) {
   };
   assertEncoderOptions(format, asked);
   const job = typeof options.job === 'string' ? await loadJob(options.job, { cwd: options.cwd }) : options.job;
-  const displayName = job.input.csv;
   const store = await openStore(options.db);
   assertOutputIsNotInput(options.out, jobInputs(job, store.files));
-  const header = await readCsvHeader(job.input.csvPath, { displayName });
+  const header = await readCsvHeader(job.input.csvPath, { displayName: job.input.csv });
   // The reader drops columns without a name: nothing could refer to them.
   const inputColumns = header.columns.filter((c) => c !== '');
   // A JSON Lines file never starts with a BOM, whatever the input did.
@@ -100,7 +99,7 @@ export async function enrichJob(options: EnrichOptions) {
     let inputRows = 0;
 
     async function* rows(): AsyncGenerator<unknown[]> {
-      for await (const { item, planned } of plannedRows(job, header, displayName)) {
+      for await (const { item, planned } of plannedRows(job, header)) {
         inputRows++;
         const input = inputValues(item, header.columns);
         const first = planned[0];
