@@ -73,14 +73,11 @@ class PoolMember {
 }
 
 export class ExportWorkerPool {
-  private closed = false;
-
   private constructor(private readonly members: PoolMember[]) {}
 
   /** Starts `count` workers and resolves once each has opened its read transaction (its snapshot). */
   static async start(count: number, data: ExportWorkerData, resourceLimits: Worker['resourceLimits'] = {}): Promise<ExportWorkerPool> {
-    const members: PoolMember[] = [];
-    for (let i = 0; i < count; i++) members.push(new PoolMember(startWorker(THREAD, data, { resourceLimits })));
+    const members = Array.from({ length: count }, () => new PoolMember(startWorker(THREAD, data, { resourceLimits })));
     const pool = new ExportWorkerPool(members);
     try {
       await Promise.all(members.map((m) => m.ready));
@@ -104,10 +101,8 @@ export class ExportWorkerPool {
     });
   }
 
-  /** Stops every worker (their connections close with them); chunks still owed are rejected. */
+  /** Stops every worker (their connections close with them); chunks still owed are rejected. Safe to repeat. */
   async close(): Promise<void> {
-    if (this.closed) return;
-    this.closed = true;
     for (const m of this.members) m.fail(new ExportWorkerError('the export workers were stopped', undefined));
     await Promise.all(this.members.map((m) => m.worker.terminate()));
   }
