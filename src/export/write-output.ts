@@ -33,9 +33,6 @@ export interface OutputPiece {
   release?: () => void;
 }
 
-/** What comes before the first piece and after the last: an encoder's header and footer. */
-export type Framing = Partial<Pick<RowEncoder, 'header' | 'footer'>>;
-
 // Small batches: fewer rows survive into the old generation while a batch fills.
 export const PUMP_DEFAULTS = { batchRows: 250, yieldEveryMs: 50 } as const;
 
@@ -62,11 +59,11 @@ export async function writeRows(
   return writeOutput(output, encodedBatches(rows, encoder, output.batchRows ?? PUMP_DEFAULTS.batchRows), encoder);
 }
 
-/** Writes `framing`'s header, `pieces` and its footer to `output` and commits; on failure nothing is left at `out`. */
+/** Writes `framing`'s (an encoder's) header, `pieces` and footer to `output` and commits; on failure nothing is left at `out`. */
 export async function writeOutput(
   output: OutputTarget & PumpOptions,
   pieces: AsyncIterable<OutputPiece> | Iterable<OutputPiece>,
-  framing: Framing = {},
+  framing: Partial<RowEncoder> = {},
 ): Promise<WriteResult> {
   const sink: OutputSink = output.out !== undefined ? await openFileSink(output.out) : streamSink(output.stream ?? process.stdout);
   const written = { rows: 0 };
@@ -93,7 +90,7 @@ export async function writeOutput(
 /** The writing loop; `written.rows` counts the rows written so far. */
 async function writePieces(
   pieces: AsyncIterable<OutputPiece> | Iterable<OutputPiece>,
-  framing: Framing,
+  framing: Partial<RowEncoder>,
   sink: OutputSink,
   { signal, onProgress, verify, yieldEveryMs = PUMP_DEFAULTS.yieldEveryMs }: PumpOptions,
   written: { rows: number },
