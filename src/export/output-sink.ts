@@ -172,15 +172,14 @@ export async function openFileSink(outPath: string): Promise<OutputSink> {
     unsyncedBytes += bytes;
     if (unsyncedBytes < SINK_SYNC_EVERY_BYTES || syncing !== null) return;
     unsyncedBytes = 0;
-    syncing = file.datasync().then(
-      () => {
-        syncing = null;
-      },
-      (err: unknown) => {
-        syncing = null;
+    syncing = file
+      .datasync()
+      .catch((err: unknown) => {
         failure ??= writeFailed(err);
-      },
-    );
+      })
+      .finally(() => {
+        syncing = null;
+      });
   };
   let settled = false;
   const abort = async () => {
