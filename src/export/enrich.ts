@@ -73,10 +73,9 @@ export async function enrichJob(options: EnrichOptions) {
   };
   assertEncoderOptions(format, asked);
   const job = typeof options.job === 'string' ? await loadJob(options.job, { cwd: options.cwd }) : options.job;
-  const displayName = job.input.csv;
   const store = await openStore(options.db);
   assertOutputIsNotInput(options.out, jobInputs(job, store.files));
-  const header = await readCsvHeader(job.input.csvPath, { displayName });
+  const header = await readCsvHeader(job.input.csvPath, { displayName: job.input.csv });
   // The reader drops columns without a name: nothing could refer to them.
   const inputColumns = header.columns.filter((c) => c !== '');
   // A JSON Lines file never starts with a BOM, whatever the input did.
@@ -96,25 +95,24 @@ export async function enrichJob(options: EnrichOptions) {
     const changes = changesSince === undefined ? undefined : changesLookup(job, changesSince);
     const columns = [...inputColumns, ...ENRICH_STATUS_COLUMNS, ...layout.columns, ...(changes ? CHANGES_SINCE_COLUMNS : [])];
     const noChanges = changes ? [null, null] : [];
-    const changesOf = async (key: string): Promise<unknown[]> => (changes ? snapshot.read(changes(key)) : noChanges);
-    const noResult = [...layout.empty, ...noChanges];
     const statuses = Object.fromEntries(ENRICH_STATUSES.map((s) => [s, 0])) as Record<EnrichStatus, number>;
     let inputRows = 0;
 
     async function* rows(): AsyncGenerator<unknown[]> {
-      for await (const { item, planned } of plannedRows(job, header, displayName)) {
+      for await (const { item, planned } of plannedRows(job, header)) {
         inputRows++;
         const input = inputValues(item, header.columns);
         const first = planned[0];
         if (first === undefined || first.kind === 'invalid') {
           statuses.invalid_input++;
-          const why = first?.kind === 'invalid' ? invalidReason(first) : 'error' in item ? item.error : 'not planned';
-          yield [...input, item.line, 'invalid_input', why, null, ...noResult];
+          // A malformed CSV row is among them: the planner refuses it as such.
+          const why = first?.kind === 'invalid' ? invalidReason(first) : 'not planned';
+          yield [...input, item.line, 'invalid_input', why, null, ...layout.empty, ...noChanges];
           continue;
         }
         const key = first.inputKey;
         const results = await snapshot.read(lookup.find(key));
-        const changed = await changesOf(key);
+        const changed = changes ? await snapshot.read(changes(key)) : noChanges;
         if (results.length > 0) {
           statuses.ok++;
           const partial = await snapshot.read(tasks.partialError(key));
@@ -127,8 +125,7 @@ export async function enrichJob(options: EnrichOptions) {
       }
     }
 
-    const target = verifiedBy(snapshot, options);
-    const result = await writeRows(rows(), encoderFor(format, columns, encoderOptions), target, target);
+    const result = await writeRows(rows(), encoderFor(format, columns, encoderOptions), verifiedBy(snapshot, options));
     return { ...result, columns, inputRows, statuses };
   }
 }

@@ -11,22 +11,14 @@ export function throwIfAborted(signal: AbortSignal | undefined): void {
 
 /** The output file cannot be created (no such folder, permission denied): the user must fix it (exit 2). */
 export class OutputError extends UsageError {
-  /** The output path as the user named it. */
-  readonly file: string;
-
   constructor(file: string, message: string, options?: { cause?: unknown }) {
     super(`${file}: ${message}`, 'OUTPUT_UNWRITABLE', options);
-    this.file = file;
   }
 }
 
 /** Writing or finishing the output failed midway (disk full, I/O error); the partial file was removed (exit 1). */
 export class OutputWriteError extends NetingestError {
-  /** The output path as the user named it. */
-  readonly file: string;
-
   constructor(file: string, message: string, options?: { cause?: unknown }) {
     super('OUTPUT_WRITE_FAILED', `${file}: ${message}`, options);
-    this.file = file;
   }
 }

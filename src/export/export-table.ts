@@ -58,21 +58,17 @@ export const EXPORT_DEFAULTS = { format: 'csv', bom: false, escapeFormulas: fals
 /** Exports every row of a table or view, in insertion (rowid) order for tables. */
 export async function exportTable(options: ExportTableOptions): Promise<ExportResult> {
   const source = findSource(options.table);
-  let since: string | undefined;
-  if (options.since !== undefined) {
-    if (source.seenAtColumn === null) {
-      const able = exportSources().filter((s) => s.seenAtColumn !== null).map((s) => s.name);
-      throw new UsageError(
-        `--since: ${source.name} has no updated_at or last_seen_at column to filter on; --since works on ${able.join(', ')}`,
-        'SINCE_UNSUPPORTED',
-      );
-    }
-    since = parseSince(options.since);
+  if (options.since !== undefined && source.seenAtColumn === null) {
+    const able = exportSources().filter((s) => s.seenAtColumn !== null).map((s) => s.name);
+    throw new UsageError(
+      `--since: ${source.name} has no updated_at or last_seen_at column to filter on; --since works on ${able.join(', ')}`,
+      'SINCE_UNSUPPORTED',
+    );
   }
   const query: TableQuery = {
     table: source.name,
     kind: source.kind,
-    since: since !== undefined ? { column: source.seenAtColumn!, value: since } : undefined,
+    since: options.since !== undefined ? { column: source.seenAtColumn!, value: parseSince(options.since) } : undefined,
   };
   const store = await checkOutputPath(options);
   return store.tableRows(query, options, (table, snapshot) => writeTable(table, snapshot, options));
@@ -88,7 +84,7 @@ async function writeTable(table: TableStatement, snapshot: ReadSnapshot, options
   const read = { source: table.chunks.source, columns, format, escapeFormulas: options.escapeFormulas ?? EXPORT_DEFAULTS.escapeFormulas };
   const chunks = encodedChunks(read, range, parallel, options.signal);
   // The header, with the BOM, is encoded on this thread; the workers encode the rows alike.
-  const result = await writeOutput(options, verifiedBy(snapshot, options), chunks, encoderFor(format, columns, options));
+  const result = await writeOutput(verifiedBy(snapshot, options), chunks, encoderFor(format, columns, options));
   return { ...result, columns, workers: parallel.workers };
 }
 
@@ -115,7 +111,6 @@ async function writeStatement(
   options: ExportCommonOptions,
 ): Promise<ExportResult> {
   const encoder = encoderFor(options.format ?? EXPORT_DEFAULTS.format, columns, options);
-  const target = verifiedBy(snapshot, options);
-  const result = await writeRows(rows, encoder, target, target);
+  const result = await writeRows(rows, encoder, verifiedBy(snapshot, options));
   return { ...result, columns, workers: 0 };
 }

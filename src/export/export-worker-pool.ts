@@ -30,7 +30,7 @@ function explainWorkerError(err: Error): Error {
 class PoolMember {
   readonly pending = new Map<number, { resolve: (chunk: OutputPiece) => void; reject: (err: Error) => void }>();
   failure: Error | null = null;
-  private readyWaiter: { resolve: () => void; reject: (err: Error) => void } | null = null;
+  private readyWaiter!: { resolve: () => void; reject: (err: Error) => void };
   readonly ready: Promise<void>;
 
   constructor(readonly worker: Worker) {
@@ -46,8 +46,7 @@ class PoolMember {
 
   private onMessage(message: ExportWorkerMessage): void {
     if (message.type === 'ready') {
-      this.readyWaiter?.resolve();
-      this.readyWaiter = null;
+      this.readyWaiter.resolve();
     } else if (message.type === 'chunk') {
       const waiter = this.pending.get(message.seq);
       this.pending.delete(message.seq);
@@ -67,22 +66,18 @@ class PoolMember {
   /** Keeps the first failure; rejects everything owed. */
   fail(err: Error): void {
     this.failure ??= err;
-    this.readyWaiter?.reject(this.failure);
-    this.readyWaiter = null;
+    this.readyWaiter.reject(this.failure);
     for (const waiter of this.pending.values()) waiter.reject(this.failure);
     this.pending.clear();
   }
 }
 
 export class ExportWorkerPool {
-  private closed = false;
-
   private constructor(private readonly members: PoolMember[]) {}
 
   /** Starts `count` workers and resolves once each has opened its read transaction (its snapshot). */
   static async start(count: number, data: ExportWorkerData, resourceLimits: Worker['resourceLimits'] = {}): Promise<ExportWorkerPool> {
-    const members: PoolMember[] = [];
-    for (let i = 0; i < count; i++) members.push(new PoolMember(startWorker(THREAD, data, { resourceLimits })));
+    const members = Array.from({ length: count }, () => new PoolMember(startWorker(THREAD, data, { resourceLimits })));
     const pool = new ExportWorkerPool(members);
     try {
       await Promise.all(members.map((m) => m.ready));
@@ -97,8 +92,8 @@ export class ExportWorkerPool {
   read(seq: number, fromRowid: number, toRowid: number): Promise<OutputPiece> {
     let member = this.members[0]!;
     for (const m of this.members) if (m.pending.size < member.pending.size) member = m;
+    // Closing failed every member, so a read after close() is refused here too.
     if (member.failure) return Promise.reject(member.failure);
-    if (this.closed) return Promise.reject(new ExportWorkerError('the export workers were stopped', undefined));
     return new Promise<OutputPiece>((resolve, reject) => {
       member.pending.set(seq, { resolve, reject });
       const message: ToExportWorkerMessage = { type: 'read', seq, fromRowid, toRowid };
@@ -106,10 +101,8 @@ export class ExportWorkerPool {
     });
   }
 
-  /** Stops every worker (their connections close with them); chunks still owed are rejected. */
+  /** Stops every worker (their connections close with them); chunks still owed are rejected. Safe to repeat. */
   async close(): Promise<void> {
-    if (this.closed) return;
-    this.closed = true;
     for (const m of this.members) m.fail(new ExportWorkerError('the export workers were stopped', undefined));
     await Promise.all(this.members.map((m) => m.worker.terminate()));
   }

@@ -13,23 +13,20 @@ export const INVALID_OUT_COLUMNS = ['netingest_line', 'netingest_reason'] as con
 
 /** Writes the invalid rows of `job` to `out` (replaced whole at the end), never over a file it reads. */
 export async function writeInvalidRows(job: Job, out: string, options: { databaseFiles?: readonly string[]; signal?: AbortSignal } = {}): Promise<WriteResult> {
-  const displayName = job.input.csv;
   assertOutputIsNotInput(out, jobInputs(job, options.databaseFiles ?? []), '--invalid-out');
-  const header = await readCsvHeader(job.input.csvPath, { displayName });
+  const header = await readCsvHeader(job.input.csvPath, { displayName: job.input.csv });
   const inputColumns = header.columns.filter((c) => c !== '');
 
   async function* rows(): AsyncGenerator<unknown[]> {
-    for await (const { item, planned } of plannedRows(job, header, displayName)) {
+    for await (const { item, planned } of plannedRows(job, header)) {
+      // A malformed CSV row is among them: the planner refuses it as such.
       const refused = planned.find((p) => p.kind === 'invalid');
-      const malformed = 'error' in item;
-      if (refused === undefined && !malformed) continue;
-      const why = refused?.kind === 'invalid' ? invalidReason(refused) : malformed ? item.error : 'not planned';
-      yield [...inputValues(item, header.columns), item.line, why];
+      if (refused?.kind === 'invalid') yield [...inputValues(item, header.columns), item.line, invalidReason(refused)];
     }
   }
 
   const encoder = csvEncoder([...inputColumns, ...INVALID_OUT_COLUMNS], { delimiter: header.delimiter, bom: header.bom });
-  return writeRows(rows(), encoder, { out }, { signal: options.signal });
+  return writeRows(rows(), encoder, { out, signal: options.signal });
 }
 
 /** The file of one job's invalid rows: `out` itself for one job, `<stem>.<job><ext>` beside it for several. */

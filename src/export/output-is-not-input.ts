@@ -1,7 +1,7 @@
-import { realpathSync, type Stats } from 'node:fs';
+import type { Stats } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { UsageError } from '../errors.ts';
-import { statIfExists } from './output-sink.ts';
+import { realPathOr, statIfExists } from './output-sink.ts';
 import type { Job } from '../jobs/schema.ts';
 
 /** Files SQLite keeps next to a database; replacing one of them corrupts or loses the database too. */
@@ -42,15 +42,6 @@ export function jobInputs(job: Pick<Job, 'input' | 'file'>, databaseFiles: reado
 function renamedPath(path: string): string {
   const absolute = resolve(path);
   return join(realPathOr(dirname(absolute)), basename(absolute));
-}
-
-/** `path` with every symbolic link resolved, or `path` itself when it does not exist (yet). */
-function realPathOr(path: string): string {
-  try {
-    return realpathSync(path);
-  } catch {
-    return path;
-  }
 }
 
 function sameFile(a: Stats, b: Stats | undefined): boolean {

@@ -111,21 +111,22 @@ export function statIfExists(path: string): Stats | undefined {
   }
 }
 
-/** Where the output goes: an existing --out at a symlink's real path (the link stays), keeping its mode (0600). */
-function renameTarget(outPath: string): { path: string; mode: number | undefined } {
+/** `path` with every symbolic link resolved, or `path` itself when it does not exist (yet). */
+export function realPathOr(path: string): string {
   try {
-    const path = realpathSync(outPath);
-    return { path, mode: statSync(path).mode & 0o7777 };
+    return realpathSync(path);
   } catch {
-    return { path: outPath, mode: undefined };
+    return path;
   }
 }
 
 /** Opens a temporary file next to `outPath`; fails early with a clear message if the folder cannot be written. */
 export async function openFileSink(outPath: string): Promise<OutputSink> {
   assertOutputIsAFile(outPath);
-  const target = renameTarget(outPath);
-  const tempPath = join(dirname(target.path), `.${basename(target.path)}.${process.pid}-${randomBytes(4).toString('hex')}.tmp`);
+  // An existing --out is replaced at a symlink's real path (the link stays), keeping its mode (0600).
+  const targetPath = realPathOr(outPath);
+  const mode = statIfExists(targetPath)?.mode;
+  const tempPath = join(dirname(targetPath), `.${basename(targetPath)}.${process.pid}-${randomBytes(4).toString('hex')}.tmp`);
   let file: FileHandle;
   try {
     file = await openFile(tempPath, 'wx');
@@ -134,10 +135,10 @@ export async function openFileSink(outPath: string): Promise<OutputSink> {
     const why = code === 'ENOENT' ? `folder ${dirname(outPath)} does not exist` : describeFsError(err);
     throw new OutputError(outPath, `cannot write the output file: ${why}`, { cause: err });
   }
-  if (target.mode !== undefined) {
+  if (mode !== undefined) {
     try {
       // Unlike open(), fchmod() is not masked by the umask: the replaced file's mode is kept exactly.
-      await file.chmod(target.mode);
+      await file.chmod(mode & 0o7777);
     } catch (err) {
       await file.close().catch(() => undefined);
       await unlink(tempPath).catch(() => undefined);
@@ -160,7 +161,8 @@ export async function openFileSink(outPath: string): Promise<OutputSink> {
     highWaterMark: SINK_HIGH_WATER_MARK_BYTES,
   });
   let failure: Error | undefined;
-  const writeFailed = (err: unknown) => new OutputWriteError(outPath, `write failed: ${describeFsError(err)}; nothing was written`, { cause: err });
+  const writeFailed = (err: unknown, what = 'write failed') =>
+    new OutputWriteError(outPath, `${what}: ${describeFsError(err)}; nothing was written`, { cause: err });
   stream.on('error', (err) => {
     failure = writeFailed(err);
   });
@@ -170,15 +172,14 @@ export async function openFileSink(outPath: string): Promise<OutputSink> {
     unsyncedBytes += bytes;
     if (unsyncedBytes < SINK_SYNC_EVERY_BYTES || syncing !== null) return;
     unsyncedBytes = 0;
-    syncing = file.datasync().then(
-      () => {
-        syncing = null;
-      },
-      (err: unknown) => {
-        syncing = null;
+    syncing = file
+      .datasync()
+      .catch((err: unknown) => {
         failure ??= writeFailed(err);
-      },
-    );
+      })
+      .finally(() => {
+        syncing = null;
+      });
   };
   let settled = false;
   const abort = async () => {
@@ -213,15 +214,13 @@ export async function openFileSink(outPath: string): Promise<OutputSink> {
         // The last moment an interrupt can keep --out as it was; the awaits above let a signal that came while
         // SQLite held the thread be handled.
         throwIfAborted(signal);
-        await rename(tempPath, target.path);
+        await rename(tempPath, targetPath);
         settled = true;
         process.off('exit', removeOnExit);
       } catch (err) {
         await abort();
         if (err instanceof OutputWriteError || err instanceof ExportInterruptedError) throw err;
-        throw new OutputWriteError(outPath, `cannot finish the output file: ${describeFsError(err)}; nothing was written`, {
-          cause: err,
-        });
+        throw writeFailed(err, 'cannot finish the output file');
       }
     },
     abort,

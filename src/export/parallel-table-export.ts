@@ -11,14 +11,8 @@ import type { ExportWorkerData } from './export-worker-protocol.ts';
 import type { ParallelExportOptions } from './export-options.ts';
 import { untilAborted, type OutputPiece } from './write-output.ts';
 
-/** A table's rowids, first and last, fixed when the export starts. */
-interface RowidRange {
-  fromRowid: number;
-  toRowid: number;
-}
-
-/** The rowid range to export in parallel, or null when the table should be exported on the main thread. */
-export function parallelRowidRange(table: ChunkedTable, { workers, minRowidSpan, maxRowidsPerRow }: Required<ParallelExportOptions>): RowidRange | null {
+/** The rowid range to export in parallel (fixed when the export starts), or null to export on the main thread. */
+export function parallelRowidRange(table: ChunkedTable, { workers, minRowidSpan, maxRowidsPerRow }: Required<ParallelExportOptions>) {
   if (workers < 2) return null;
   const bounds = table.bounds();
   if (bounds === null) return null;
@@ -38,7 +32,7 @@ export function parallelRowidRange(table: ChunkedTable, { workers, minRowidSpan,
  */
 export async function* encodedChunks(
   read: Pick<ExportWorkerData, 'source' | 'columns' | 'format' | 'escapeFormulas'>,
-  range: RowidRange,
+  range: NonNullable<ReturnType<typeof parallelRowidRange>>,
   opts: Required<ParallelExportOptions>,
   signal: AbortSignal | undefined,
 ): AsyncGenerator<OutputPiece> {

@@ -12,11 +12,11 @@ export function invalidReason(item: Extract<PlannedItem, { kind: 'invalid' }>): 
 }
 
 /** Every input row with the planner's items of its line, the planner reading the same file in step. */
-export async function* plannedRows(job: Job, header: CsvHeader, displayName: string): AsyncGenerator<{ item: CsvItem; planned: PlannedItem[] }> {
+export async function* plannedRows(job: Job, header: CsvHeader): AsyncGenerator<{ item: CsvItem; planned: PlannedItem[] }> {
   const items = planTasks(job);
   try {
     let head = await items.next();
-    for await (const item of readCsv(job.input.csvPath, { header, displayName })) {
+    for await (const item of readCsv(job.input.csvPath, { header, displayName: job.input.csv })) {
       const planned: PlannedItem[] = [];
       for (; !head.done && head.value.line <= item.line; head = await items.next()) {
         if (head.value.line === item.line) planned.push(head.value);

@@ -36,7 +36,7 @@ export async function runQuery(options: RunQueryOptions): Promise<WriteResult> {
     const sample = await takeSample(source, options.sampleRows ?? QUERY_DEFAULTS.sampleRows);
     // As wide as the terminal, when it says (else TABLE_DEFAULTS.maxTableWidth).
     const encoder = tableEncoder(columns, sample, { ...options, maxTableWidth: stream.isTTY && stream.columns ? stream.columns : undefined });
-    return writeRows(chain(sample, source), encoder, { stream }, verifiedBy(snapshot, options));
+    return writeRows(chain(sample, source), encoder, verifiedBy(snapshot, { ...options, stream }));
   });
 }
 

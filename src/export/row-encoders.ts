@@ -57,17 +57,12 @@ export function looksLikeFormula(value: string): boolean {
   return /^(?:[\t\r]|\s*[=+\-@\uFF1D\uFF0B\uFF0D\uFF20])/.test(value);
 }
 
-function csvOptions(options: EncoderOptions): StringifyOptions {
-  const out: StringifyOptions = { ...CSV_OPTIONS };
-  if (options.delimiter !== undefined) out.delimiter = options.delimiter;
-  const escapeFormulas = options.escapeFormulas === true;
-  const keepText = options.keepText === true;
-  if (escapeFormulas || keepText) {
-    // Text only: a number (`-2`) goes through cast.number and stays a number.
-    const quoted = (value: string) => (escapeFormulas && looksLikeFormula(value)) || (keepText && looksLikeLossyNumber(value));
-    out.cast = { ...CSV_OPTIONS.cast, string: (value: string) => (value === '' ? EMPTY_QUOTED : quoted(value) ? `'${value}` : value) };
-  }
-  return out;
+function csvOptions({ delimiter, escapeFormulas, keepText }: EncoderOptions): StringifyOptions {
+  const out: StringifyOptions = delimiter === undefined ? { ...CSV_OPTIONS } : { ...CSV_OPTIONS, delimiter };
+  if (!escapeFormulas && !keepText) return out;
+  // Text only: a number (`-2`) goes through cast.number and stays a number.
+  const quoted = (value: string) => (escapeFormulas && looksLikeFormula(value)) || (keepText && looksLikeLossyNumber(value));
+  return { ...out, cast: { ...CSV_OPTIONS.cast, string: (value: string) => (value === '' ? EMPTY_QUOTED : quoted(value) ? `'${value}` : value) } };
 }
 
 /** CSV with a header row of `columns`. */
@@ -98,9 +93,8 @@ export function jsonlEncoder(columns: readonly string[]): RowEncoder {
   };
 }
 
-/** The encoder of `format` for `columns`; a CSV-only option asked of JSON Lines is a UsageError. */
+/** The encoder of `format` for `columns`, its options checked by assertEncoderOptions before anything was read. */
 export function encoderFor(format: ExportFormat, columns: readonly string[], options: EncoderOptions = {}): RowEncoder {
-  assertEncoderOptions(format, options);
   return format === 'jsonl' ? jsonlEncoder(columns) : csvEncoder(columns, options);
 }
 

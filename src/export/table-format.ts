@@ -29,8 +29,7 @@ export function tableEncoder(
   const maxTableWidth = options.maxTableWidth ?? TABLE_DEFAULTS.maxTableWidth;
   const minColumnWidth = options.minColumnWidth ?? TABLE_DEFAULTS.minColumnWidth;
   const widths = columns.map((name, i) => {
-    let width = displayWidth(cellText(name));
-    for (const row of sample) width = Math.max(width, displayWidth(cellText(row[i])));
+    const width = sample.reduce((w, row) => Math.max(w, displayWidth(cellText(row[i]))), displayWidth(cellText(name)));
     return Math.max(1, Math.min(width, maxColumnWidth));
   });
   fitWidths(widths, maxTableWidth - SEPARATOR.length * Math.max(0, columns.length - 1), minColumnWidth);
@@ -60,20 +59,14 @@ export function tableEncoder(
 function cellText(value: unknown): string {
   if (value === null || value === undefined) return 'NULL';
   if (Buffer.isBuffer(value)) return `<blob ${value.length} bytes>`;
-  const text = typeof value === 'string' ? value : String(value);
-  return terminalSafe(text.replace(/\r\n|\r|\n/g, '↵').replace(/\t/g, ' '));
+  return terminalSafe(String(value).replace(/\r\n|\r|\n/g, '↵').replace(/\t/g, ' '));
 }
 
 /** Shrinks the widest columns, one cell at a time, until the sum fits `budget` or none can shrink. */
 function fitWidths(widths: number[], budget: number, minColumnWidth: number): void {
-  let total = widths.reduce((a, b) => a + b, 0);
-  while (total > budget) {
-    let widest = -1;
-    for (let i = 0; i < widths.length; i++) {
-      if (widths[i]! > minColumnWidth && (widest === -1 || widths[i]! > widths[widest]!)) widest = i;
-    }
-    if (widest === -1) return;
-    widths[widest]! -= 1;
-    total -= 1;
+  for (let total = widths.reduce((a, b) => a + b, 0); total > budget; total--) {
+    const widest = Math.max(...widths);
+    if (widest <= minColumnWidth) return;
+    widths[widths.indexOf(widest)]! -= 1;
   }
 }

@@ -33,9 +33,6 @@ export interface OutputPiece {
   release?: () => void;
 }
 
-/** What comes before the first piece and after the last: an encoder's header and footer. */
-export type Framing = Partial<Pick<RowEncoder, 'header' | 'footer'>>;
-
 // Small batches: fewer rows survive into the old generation while a batch fills.
 export const PUMP_DEFAULTS = { batchRows: 250, yieldEveryMs: 50 } as const;
 
@@ -53,41 +50,39 @@ export function verifiedBy<T extends PumpOptions>(snapshot: { assertUnchanged():
   };
 }
 
-/** Writes `rows` through `encoder` to `target`; on any error nothing is left at `target.out`. */
+/** Writes `rows` through `encoder` to `output`; on any error nothing is left at `output.out`. */
 export async function writeRows(
   rows: Iterable<readonly unknown[]> | AsyncIterable<readonly unknown[]>,
   encoder: RowEncoder,
-  target: OutputTarget,
-  pump: PumpOptions = {},
+  output: OutputTarget & PumpOptions,
 ): Promise<WriteResult> {
-  return writeOutput(target, pump, encodedBatches(rows, encoder, pump.batchRows ?? PUMP_DEFAULTS.batchRows), encoder);
+  return writeOutput(output, encodedBatches(rows, encoder, output.batchRows ?? PUMP_DEFAULTS.batchRows), encoder);
 }
 
-/** Writes `framing`'s header, `pieces` and its footer to `target` and commits; on failure nothing is left at `out`. */
+/** Writes `framing`'s (an encoder's) header, `pieces` and footer to `output` and commits; on failure nothing is left at `out`. */
 export async function writeOutput(
-  target: OutputTarget,
-  pump: PumpOptions,
+  output: OutputTarget & PumpOptions,
   pieces: AsyncIterable<OutputPiece> | Iterable<OutputPiece>,
-  framing: Framing = {},
+  framing: Partial<RowEncoder> = {},
 ): Promise<WriteResult> {
-  const sink: OutputSink = target.out !== undefined ? await openFileSink(target.out) : streamSink(target.stream ?? process.stdout);
+  const sink: OutputSink = output.out !== undefined ? await openFileSink(output.out) : streamSink(output.stream ?? process.stdout);
   const written = { rows: 0 };
   try {
-    await writePieces(pieces, framing, sink, pump, written);
-    pump.verify?.();
+    await writePieces(pieces, framing, sink, output, written);
+    output.verify?.();
     // An interrupt that came after the last piece (during its one long statement, say) still stops here.
-    throwIfAborted(pump.signal);
-    await sink.commit(pump.signal);
-    return { rows: written.rows, out: target.out ?? null, readerClosed: false };
+    throwIfAborted(output.signal);
+    await sink.commit(output.signal);
+    return { rows: written.rows, out: output.out ?? null, readerClosed: false };
   } catch (err) {
     await sink.abort();
     if (err instanceof OutputClosedError) {
       // What the reader took before it left (`| head`) may still come from a database that changed meanwhile.
-      pump.verify?.();
+      output.verify?.();
       return { rows: written.rows, out: null, readerClosed: true };
     }
     // Rows sent to a stream cannot be taken back: "no output file was written" would let a `> out.csv` pass as whole.
-    if (err instanceof ExportInterruptedError && target.out === undefined) throw streamInterrupted(written.rows);
+    if (err instanceof ExportInterruptedError && output.out === undefined) throw streamInterrupted(written.rows);
     throw err;
   }
 }
@@ -95,7 +90,7 @@ export async function writeOutput(
 /** The writing loop; `written.rows` counts the rows written so far. */
 async function writePieces(
   pieces: AsyncIterable<OutputPiece> | Iterable<OutputPiece>,
-  framing: Framing,
+  framing: Partial<RowEncoder>,
   sink: OutputSink,
   { signal, onProgress, verify, yieldEveryMs = PUMP_DEFAULTS.yieldEveryMs }: PumpOptions,
   written: { rows: number },

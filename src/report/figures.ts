@@ -31,10 +31,9 @@ export function buildFigures(data: ReportData, status: FullStatusReport, options
     done: r.tasksDone, notFound: r.tasksNotFound, failed: r.tasksFailed, deferred: r.tasksDeferred, invalidRows: r.invalidRows, calls: r.calls,
   }));
   const { defaultCostPerCall } = CREDIT_METER_DEFAULTS;
-  const costPerCall: Record<string, { credits: number; learned: boolean }> = {};
-  for (const [operation, learned] of Object.entries(data.costPerCall)) {
-    costPerCall[operation] = { credits: learned ?? defaultCostPerCall, learned: learned !== null };
-  }
+  const costPerCall = Object.fromEntries(
+    Object.entries(data.costPerCall).map(([operation, learned]) => [operation, { credits: learned ?? defaultCostPerCall, learned: learned !== null }]),
+  );
   // Each operation's refresh age when its job does not say: the forecast's rule.
   const refreshAfterDays = Object.fromEntries(Object.entries(OPERATION_SPECS).map(([name, spec]) => [name, spec.refreshAfterDays]));
   return {

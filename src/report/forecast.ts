@@ -3,14 +3,6 @@ import type { TaskAge } from '../store/readers/report-figures.ts';
 import { roundCredits } from '../credits/credit-meter.ts';
 import type { FigureOptions } from './figures.ts';
 
-/** Tasks of one job coming due on one day (UTC); day 0 holds those due already. */
-export interface ForecastDay {
-  day: string;
-  job: string;
-  tasks: number;
-  credits: number;
-}
-
 type ForecastOptions = Pick<FigureOptions, 'forecastDays' | 'now'> & {
   /** Each operation's refresh age (days) when its job does not say. */
   refreshAfterDays: Readonly<Record<string, number>>;
@@ -19,10 +11,10 @@ type ForecastOptions = Pick<FigureOptions, 'forecastDays' | 'now'> & {
 
 const MS_PER_DAY = 86_400_000;
 
-/** The forecast, by day then job; days with nothing due are left out. */
-export function forecastDue(ages: readonly TaskAge[], options: ForecastOptions): ForecastDay[] {
+/** Tasks of each job coming due each day (UTC), by day then job, days with none left out; day 0 holds those due already. */
+export function forecastDue(ages: readonly TaskAge[], options: ForecastOptions) {
   const today = Date.UTC(options.now.getUTCFullYear(), options.now.getUTCMonth(), options.now.getUTCDate());
-  const byKey = new Map<string, ForecastDay>();
+  const byKey = new Map<string, { day: string; job: string; tasks: number; credits: number }>();
   for (const age of ages) {
     const due = dueAt(age, options);
     if (due === null) continue;

@@ -14,8 +14,8 @@ const NOISE = 1e-9;
 
 /** Per run of `data.runs` with a spend, its credits per job, jobs in name order. */
 export function creditsByJob(data: Pick<ReportData, 'runs' | 'creditSteps' | 'calls'>): JobCredits[] {
-  const stepsByRun = groupBy(data.creditSteps, (s) => s.runId);
-  const answeredByRun = groupBy(data.calls, (c) => c.runId);
+  const stepsByRun = byRun(data.creditSteps);
+  const answeredByRun = byRun(data.calls);
   return data.runs.flatMap((run) => (run.creditsSpent === null ? [] : ofRun(run.id, run.creditsSpent, stepsByRun.get(run.id) ?? [], answeredByRun.get(run.id) ?? [])));
 }
 
@@ -47,13 +47,11 @@ function restOwner(steps: ReportData['creditSteps'], calls: ReportData['calls'])
   return most?.job ?? null;
 }
 
-function groupBy<T>(items: readonly T[], key: (item: T) => number): Map<number, T[]> {
+function byRun<T extends { runId: number }>(items: readonly T[]): Map<number, T[]> {
   const out = new Map<number, T[]>();
   for (const item of items) {
-    const k = key(item);
-    const list = out.get(k);
-    if (list) list.push(item);
-    else out.set(k, [item]);
+    if (!out.has(item.runId)) out.set(item.runId, []);
+    out.get(item.runId)!.push(item);
   }
   return out;
 }

@@ -37,8 +37,7 @@ export async function gatherFigures(options: ReportOptions): Promise<{ figures: 
   const now = options.now ?? new Date();
   const since = new Date(now.getTime() - opts.days * MS_PER_DAY).toISOString();
   const store = await openStore(opts.db);
-  const window = { sinceIso: since, listedRows: opts.listedRows };
-  const data = await store.read((snapshot) => snapshot.read(reportFiguresReads(window, opts.statusRuns)));
+  const data = await store.read((snapshot) => snapshot.read(reportFiguresReads({ sinceIso: since, listedRows: opts.listedRows }, opts.statusRuns)));
   const status = await withLiveBalance(data.status, { apiUrl: opts.apiUrl, tokenFile: opts.tokenFile });
   const figures = buildFigures(data, status, { days: opts.days, forecastDays: opts.forecastDays, configuredPerMinute: opts.configuredPerMinute, now });
   return { figures, shownDataset: store.shown };
@@ -53,7 +52,7 @@ export async function writeReport(options: ReportOptions & { outFile: string }) 
   const { renderPage } = await import('./page.ts');
   const html = renderPage(figures, shownDataset);
   const path = resolve(options.outFile);
-  await writeOutput({ out: path }, {}, [{ data: html, rows: 1 }]);
+  await writeOutput({ out: path }, [{ data: html, rows: 1 }]);
   let notRecorded: string | null = null;
   try {
     // In netingest_meta, where `status` finds it whichever engine and host ask; a read-only role or file throws,

@@ -196,7 +196,7 @@ describe('an interrupted export leaves nothing half-written', () => {
       yield { data: 'a\n1\n', rows: 1 };
       controller.abort();
     }
-    const promise = writeOutput({ out }, { signal: controller.signal }, rows());
+    const promise = writeOutput({ out, signal: controller.signal }, rows());
     await expect(promise).rejects.toBeInstanceOf(ExportInterruptedError);
     expect(existsSync(out)).toBe(false);
     expect(leftovers(folder)).toEqual([]);
