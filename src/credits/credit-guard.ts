@@ -36,9 +36,7 @@ export interface CreditStop extends CreditLimits {
 export interface Reservation {
   readonly operation: Operation;
   readonly cost: number;
-  /** The meter's epoch when the call was sent, so that an answer charged before a reset is told apart. */
-  readonly epoch: number;
-  /** When it was sent, for telling which unread answers its counters cover (see UnreadCharges). */
+  /** When it was sent: its epoch tells an answer charged before a reset, the rest which unread answers it covers. */
   readonly sent: SentAt;
 }
 
@@ -59,7 +57,6 @@ export class CreditGuard {
   private readonly meter: CreditMeter;
   private reserved = 0;
   private inFlight = 0;
-  private stopReason: CreditStopReason | null = null;
   private stopFigures: CreditStop | null = null;
   private waiters: Array<() => void> = [];
   private readonly unread = new UnreadCharges();
@@ -83,7 +80,6 @@ export class CreditGuard {
   /** Sets the limits of the job about to run; spending is counted for the whole run. */
   setLimits(limits: CreditLimits): void {
     this.limits = limits;
-    this.stopReason = null;
     this.stopFigures = null;
   }
 
@@ -110,7 +106,7 @@ export class CreditGuard {
 
   /** Why the guard stopped, or null while calls may go on. */
   get stopped(): CreditStopReason | null {
-    return this.stopReason;
+    return this.stopFigures?.reason ?? null;
   }
 
   /** Why the guard stopped and the figures behind it, or null while calls may go on. */
@@ -134,7 +130,7 @@ export class CreditGuard {
    */
   async acquire(operation: Operation): Promise<Reservation | null> {
     for (;;) {
-      if (this.stopReason) return null;
+      if (this.stopFigures) return null;
       const learning = this.balance === null || (!this.knowsCost(operation) && !this.meter.seeded);
       if (learning && this.inFlight > 0) {
         await this.settled();
@@ -153,8 +149,7 @@ export class CreditGuard {
       }
       this.reserved += cost;
       this.inFlight += 1;
-      const epoch = this.meter.epoch;
-      return { operation, cost, epoch, sent: { epoch, afterCounters: this.meter.balance !== null, tick: this.unread.tick } };
+      return { operation, cost, sent: { epoch: this.meter.epoch, afterCounters: this.meter.balance !== null, tick: this.unread.tick } };
     }
   }
 
@@ -176,7 +171,7 @@ export class CreditGuard {
     this.inFlight -= 1;
     const op = reservation.operation;
     if (charge !== null && charge !== 'unread' && readableCounters(charge)) {
-      this.meter.observe(op, charge, reservation.epoch);
+      this.meter.observe(op, charge, reservation.sent.epoch);
       this.unread.readable(reservation.sent, this.meter.epoch);
       // The first few answers of calls sent together arrive out of order and can show a step of twice the cost.
       const seen = (this.readableAnswers.get(op) ?? 0) + 1;
@@ -217,11 +212,10 @@ export class CreditGuard {
 
   /** `spent`: what the run spent, when another figure than this guard's counters decided the stop. */
   protected stop(reason: CreditStopReason, cost: number | null = null, costAssumed = false, spent = this.spent): null {
-    if (!this.stopReason) {
+    if (!this.stopFigures) {
       const { reserve, maxPerRun } = this.limits;
       this.stopFigures = { reason, balance: this.balance, cost, costAssumed, reserve, maxPerRun, spent };
     }
-    this.stopReason ??= reason;
     this.wake();
     return null;
   }
