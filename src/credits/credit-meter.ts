@@ -317,11 +317,8 @@ export interface MedianStepOptions {
 export function medianStep(values: readonly number[], options: MedianStepOptions = {}): number | null {
   const { extra, minSteps = 1 } = options;
   const sorted = [...values].sort((a, b) => a - b);
-  const steps: number[] = extra !== undefined && extra > 0 ? [extra] : [];
-  for (let i = 1; i < sorted.length; i++) {
-    const step = sorted[i]! - sorted[i - 1]!;
-    if (step > 0) steps.push(step);
-  }
+  const steps = sorted.slice(1).map((v, i) => v - sorted[i]!).filter((step) => step > 0);
+  if (extra !== undefined && extra > 0) steps.push(extra);
   if (steps.length === 0 || steps.length < minSteps) return null;
   steps.sort((a, b) => a - b);
   return steps[Math.floor(steps.length / 2)]!;

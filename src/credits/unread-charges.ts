@@ -24,12 +24,7 @@ interface OpenCharge extends Omit<SentAt, 'tick'> {
 
 /** Whether counters are all finite numbers: anything else (missing, a string, 1e400 read as Infinity) is unreadable. */
 export function readableCounters(c: CreditCounters | null | undefined): c is CreditCounters {
-  return (
-    c != null &&
-    typeof c.total_credits === 'number' && Number.isFinite(c.total_credits) &&
-    typeof c.credits_used === 'number' && Number.isFinite(c.credits_used) &&
-    typeof c.credits_remaining === 'number' && Number.isFinite(c.credits_remaining)
-  );
+  return c != null && [c.total_credits, c.credits_used, c.credits_remaining].every((n) => Number.isFinite(n));
 }
 
 /** The estimates of unread paid answers of a run, and which of them the counters have not covered yet. */
@@ -46,9 +41,7 @@ export class UnreadCharges {
 
   /** Estimates the counters do not cover yet: added to the meter's spend, taken off its balance. */
   get uncovered(): number {
-    let sum = 0;
-    for (const c of this.open) sum += c.cost;
-    return sum;
+    return this.open.reduce((sum, c) => sum + c.cost, 0);
   }
 
   /** Records an unread paid answer of a call sent at `sent`, charged at `cost`. */
