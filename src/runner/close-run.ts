@@ -151,10 +151,9 @@ export function runEnd(summary: RunSummary, tally: Pick<RunTally, 'creditsAtStar
 
 // `runs.error`: why the run stopped (`CODE: message`, or the limit), then `skipped job NAME: CODE: message` lines.
 function runErrorText({ error, stop, jobs }: RunSummary): string | null {
-  const lines = [error ? `${error.code}: ${error.message}` : (stop?.message ?? null)];
-  for (const j of jobs) if (j.error) lines.push(`skipped job ${j.name}: ${j.error.code}: ${j.error.message}`);
-  const text = lines.filter((l): l is string => l !== null);
-  return text.length > 0 ? text.join('\n') : null;
+  const why = error ? `${error.code}: ${error.message}` : stop?.message;
+  const lines = [why, ...jobs.map((j) => j.error && `skipped job ${j.name}: ${j.error.code}: ${j.error.message}`)];
+  return lines.filter(Boolean).join('\n') || null;
 }
 
 function sum(rows: readonly JobSummary[], key: 'planned' | 'done' | 'notFound' | 'failed' | 'deferred' | 'invalidRows'): number {
