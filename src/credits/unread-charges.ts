@@ -30,14 +30,10 @@ export function readableCounters(c: CreditCounters | null | undefined): c is Cre
 /** The estimates of unread paid answers of a run, and which of them the counters have not covered yet. */
 export class UnreadCharges {
   private open: OpenCharge[] = [];
-  private clock = 0;
+  /** The clock of answers, read when a call is sent. */
+  tick = 0;
   /** Paid answers of the run whose cost was estimated. */
   count = 0;
-
-  /** The clock of answers, read when a call is sent. */
-  get tick(): number {
-    return this.clock;
-  }
 
   /** Estimates the counters do not cover yet: added to the meter's spend, taken off its balance. */
   get uncovered(): number {
@@ -46,9 +42,9 @@ export class UnreadCharges {
 
   /** Records an unread paid answer of a call sent at `sent`, charged at `cost`. */
   charge(sent: SentAt, cost: number): void {
-    this.clock += 1;
+    this.tick += 1;
     this.count += 1;
-    this.open.push({ cost, epoch: sent.epoch, afterCounters: sent.afterCounters, answeredAt: this.clock });
+    this.open.push({ cost, epoch: sent.epoch, afterCounters: sent.afterCounters, answeredAt: this.tick });
   }
 
   /**
@@ -56,13 +52,13 @@ export class UnreadCharges {
    * and sent after counters were read, lies within the meter's span, so its estimate goes.
    */
   readable(sent: SentAt, epochNow: number): void {
-    this.clock += 1;
+    this.tick += 1;
     if (this.open.length === 0 || sent.epoch !== epochNow) return;
     this.open = this.open.filter((c) => !(c.afterCounters && c.epoch === sent.epoch && c.answeredAt <= sent.tick));
   }
 
   /** An answer that was not billed (a 404, an error before any 200). */
   unpaid(): void {
-    this.clock += 1;
+    this.tick += 1;
   }
 }
