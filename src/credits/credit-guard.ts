@@ -132,17 +132,13 @@ export class CreditGuard {
     for (;;) {
       if (this.stopFigures) return null;
       const learning = this.balance === null || (!this.knowsCost(operation) && !this.meter.seeded);
-      if (learning && this.inFlight > 0) {
+      const cost = this.costOf(operation);
+      const overLimit = this.overLimit(operation, cost);
+      if ((learning || overLimit) && this.inFlight > 0) {
         await this.settled();
         continue;
       }
-      const cost = this.costOf(operation);
-      const overLimit = this.overLimit(operation, cost);
       if (overLimit) {
-        if (this.inFlight > 0) {
-          await this.settled();
-          continue;
-        }
         // What the spend holds at an estimate may come out lower once charged: the limits are checked again then.
         if (await this.chargesFinal()) continue;
         return this.stop(overLimit, cost, !this.knowsCost(operation));
