@@ -86,7 +86,7 @@ export class CreditMeter {
 
   /** Whether the books started from counters read before any call (see seed). */
   get seeded(): boolean {
-    return this.current?.seeded === true && this.current.index === 0;
+    return this.current?.seeded === true;
   }
 
   /**
@@ -168,7 +168,8 @@ export class CreditMeter {
     }
     if (used < e.floorUsed && this.belowFloor(e, operation, counters, sentInEpoch)) return;
     if (used < e.floorUsed) {
-      // A call in flight at the reset, charged after it but answered late: the epoch began lower.
+      // The epoch began lower: the run's first calls answered out of order (see belowFloor), or a call in flight at
+      // the reset was charged after it but answered late.
       e.floorUsed = used;
       e.floorOperation = operation;
     }
@@ -205,8 +206,6 @@ export class CreditMeter {
     const outOfOrderStart =
       e.index === 0 && !e.seeded && sentInEpoch === undefined && aboveBefore && e.floorUsed - used <= e.answers * CREDIT_METER_DEFAULTS.defaultCostPerCall;
     if (outOfOrderStart) {
-      e.floorUsed = used;
-      e.floorOperation = operation;
       this.firstOperation = operation;
       this.fixFirstCost(operation, used);
       return false;
