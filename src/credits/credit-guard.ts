@@ -104,11 +104,6 @@ export class CreditGuard {
     return this.unread.uncovered > 0 || (!this.meter.firstCostKnown);
   }
 
-  /** Why the guard stopped, or null while calls may go on. */
-  get stopped(): CreditStopReason | null {
-    return this.stopFigures?.reason ?? null;
-  }
-
   /** Why the guard stopped and the figures behind it, or null while calls may go on. */
   get stopDetail(): CreditStop | null {
     return this.stopFigures;
