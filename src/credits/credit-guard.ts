@@ -72,9 +72,7 @@ export class CreditGuard {
 
   /** Starts from the balance read before any call (GET /v1/api/auth); ignored if unreadable or after an answer. */
   seed(counters: CreditCounters): boolean {
-    if (!readableCounters(counters) || this.meter.balance !== null) return false;
-    this.meter.seed(counters);
-    return true;
+    return readableCounters(counters) && this.meter.seed(counters);
   }
 
   /** Sets the limits of the job about to run; spending is counted for the whole run. */
@@ -161,7 +159,7 @@ export class CreditGuard {
     this.reserved = Math.max(0, this.reserved - reservation.cost);
     this.inFlight -= 1;
     const op = reservation.operation;
-    if (charge !== null && charge !== 'unread' && readableCounters(charge)) {
+    if (charge !== 'unread' && readableCounters(charge)) {
       this.meter.observe(op, charge, reservation.sent.epoch);
       this.unread.readable(reservation.sent, this.meter.epoch);
       // The first few answers of calls sent together arrive out of order and can show a step of twice the cost.

@@ -76,12 +76,13 @@ export class CreditMeter {
 
   /**
    * Starts the books from the free balance check before the first call, so the spend is exact from the first call.
-   * Ignored once an answer has been observed.
+   * Ignored (false) once an answer has been observed.
    */
-  seed(counters: CreditCounters): void {
-    if (this.current !== null) return;
+  seed(counters: CreditCounters): boolean {
+    if (this.current !== null) return false;
     // floorOperation is not read for a seeded floor (it is the counter before any call, not a call's).
     this.current = { ...this.newEpoch(0, OPERATIONS[0], counters), answers: 0, seeded: true };
+    return true;
   }
 
   /** Whether the books started from counters read before any call (see seed). */
