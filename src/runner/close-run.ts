@@ -129,11 +129,10 @@ export function runStatus(stopReason: StopReason | null, jobs: readonly JobSumma
 
 export function runEnd(summary: RunSummary, tally: Pick<RunTally, 'creditsAtStart' | 'jobRates'>, exitCode: number | null): RunEnd {
   const { jobs } = summary;
-  const { creditsAtStart } = tally;
   return {
     status: summary.status,
     endedAt: summary.endedAt,
-    creditsAtStart,
+    creditsAtStart: tally.creditsAtStart,
     creditsAtEnd: summary.creditsRemaining,
     creditsSpent: summary.creditsSpent,
     tasksTotal: sum(jobs, 'planned'),
