@@ -98,10 +98,9 @@ function logEnd(run: OpenRun, summary: RunSummary): void {
     logger.warn('run stopped early', { run: runId, reason: stopped.reason, limit: stopped.limit ?? undefined, detail: stopped.message });
   }
   for (const line of driftPathLines(summary.drift)) logger.warn(`answer drift: ${line}`);
-  const skippedJobs = summary.jobs.filter((j) => j.status === 'skipped').length;
   // Exit code last: under cron the last line is the one read (on a night with nothing to do, the only one).
   logger.info('run finished', {
-    run: runId, status: summary.status, calls: summary.calls, errors: run.tally.attemptErrors, skipped_jobs: skippedJobs > 0 ? skippedJobs : undefined,
+    run: runId, status: summary.status, calls: summary.calls, errors: run.tally.attemptErrors, skipped_jobs: summary.jobs.filter((j) => j.status === 'skipped').length || undefined,
     credits_spent: summary.creditsSpent, credits_left: run.guard.balance,
     invalid_rows: summary.jobs.reduce((n, j) => n + j.invalidRows, 0) || undefined, exit_code: run.options.exitCodeOf?.(summary),
   });
