@@ -36,9 +36,7 @@ export interface CreditStop extends CreditLimits {
 export interface Reservation {
   readonly operation: Operation;
   readonly cost: number;
-  /** The meter's epoch when the call was sent, so that an answer charged before a reset is told apart. */
-  readonly epoch: number;
-  /** When it was sent, for telling which unread answers its counters cover (see UnreadCharges). */
+  /** When it was sent: its epoch tells an answer charged before a reset, the rest which unread answers it covers. */
   readonly sent: SentAt;
 }
 
@@ -59,7 +57,6 @@ export class CreditGuard {
   private readonly meter: CreditMeter;
   private reserved = 0;
   private inFlight = 0;
-  private stopReason: CreditStopReason | null = null;
   private stopFigures: CreditStop | null = null;
   private waiters: Array<() => void> = [];
   private readonly unread = new UnreadCharges();
@@ -75,15 +72,12 @@ export class CreditGuard {
 
   /** Starts from the balance read before any call (GET /v1/api/auth); ignored if unreadable or after an answer. */
   seed(counters: CreditCounters): boolean {
-    if (!readableCounters(counters) || this.meter.balance !== null) return false;
-    this.meter.seed(counters);
-    return true;
+    return readableCounters(counters) && this.meter.seed(counters);
   }
 
   /** Sets the limits of the job about to run; spending is counted for the whole run. */
   setLimits(limits: CreditLimits): void {
     this.limits = limits;
-    this.stopReason = null;
     this.stopFigures = null;
   }
 
@@ -108,11 +102,6 @@ export class CreditGuard {
     return this.unread.uncovered > 0 || (!this.meter.firstCostKnown);
   }
 
-  /** Why the guard stopped, or null while calls may go on. */
-  get stopped(): CreditStopReason | null {
-    return this.stopReason;
-  }
-
   /** Why the guard stopped and the figures behind it, or null while calls may go on. */
   get stopDetail(): CreditStop | null {
     return this.stopFigures;
@@ -134,27 +123,22 @@ export class CreditGuard {
    */
   async acquire(operation: Operation): Promise<Reservation | null> {
     for (;;) {
-      if (this.stopReason) return null;
+      if (this.stopFigures) return null;
       const learning = this.balance === null || (!this.knowsCost(operation) && !this.meter.seeded);
-      if (learning && this.inFlight > 0) {
+      const cost = this.costOf(operation);
+      const overLimit = this.overLimit(operation, cost);
+      if ((learning || overLimit) && this.inFlight > 0) {
         await this.settled();
         continue;
       }
-      const cost = this.costOf(operation);
-      const overLimit = this.overLimit(operation, cost);
       if (overLimit) {
-        if (this.inFlight > 0) {
-          await this.settled();
-          continue;
-        }
         // What the spend holds at an estimate may come out lower once charged: the limits are checked again then.
         if (await this.chargesFinal()) continue;
         return this.stop(overLimit, cost, !this.knowsCost(operation));
       }
       this.reserved += cost;
       this.inFlight += 1;
-      const epoch = this.meter.epoch;
-      return { operation, cost, epoch, sent: { epoch, afterCounters: this.meter.balance !== null, tick: this.unread.tick } };
+      return { operation, cost, sent: { epoch: this.meter.epoch, afterCounters: this.meter.balance !== null, tick: this.unread.tick } };
     }
   }
 
@@ -175,8 +159,8 @@ export class CreditGuard {
     this.reserved = Math.max(0, this.reserved - reservation.cost);
     this.inFlight -= 1;
     const op = reservation.operation;
-    if (charge !== null && charge !== 'unread' && readableCounters(charge)) {
-      this.meter.observe(op, charge, reservation.epoch);
+    if (charge !== 'unread' && readableCounters(charge)) {
+      this.meter.observe(op, charge, reservation.sent.epoch);
       this.unread.readable(reservation.sent, this.meter.epoch);
       // The first few answers of calls sent together arrive out of order and can show a step of twice the cost.
       const seen = (this.readableAnswers.get(op) ?? 0) + 1;
@@ -217,11 +201,10 @@ export class CreditGuard {
 
   /** `spent`: what the run spent, when another figure than this guard's counters decided the stop. */
   protected stop(reason: CreditStopReason, cost: number | null = null, costAssumed = false, spent = this.spent): null {
-    if (!this.stopReason) {
+    if (!this.stopFigures) {
       const { reserve, maxPerRun } = this.limits;
       this.stopFigures = { reason, balance: this.balance, cost, costAssumed, reserve, maxPerRun, spent };
     }
-    this.stopReason ??= reason;
     this.wake();
     return null;
   }

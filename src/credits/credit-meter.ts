@@ -76,17 +76,18 @@ export class CreditMeter {
 
   /**
    * Starts the books from the free balance check before the first call, so the spend is exact from the first call.
-   * Ignored once an answer has been observed.
+   * Ignored (false) once an answer has been observed.
    */
-  seed(counters: CreditCounters): void {
-    if (this.current !== null) return;
+  seed(counters: CreditCounters): boolean {
+    if (this.current !== null) return false;
     // floorOperation is not read for a seeded floor (it is the counter before any call, not a call's).
     this.current = { ...this.newEpoch(0, OPERATIONS[0], counters), answers: 0, seeded: true };
+    return true;
   }
 
   /** Whether the books started from counters read before any call (see seed). */
   get seeded(): boolean {
-    return this.current?.seeded === true && this.current.index === 0;
+    return this.current?.seeded === true;
   }
 
   /**
@@ -168,7 +169,8 @@ export class CreditMeter {
     }
     if (used < e.floorUsed && this.belowFloor(e, operation, counters, sentInEpoch)) return;
     if (used < e.floorUsed) {
-      // A call in flight at the reset, charged after it but answered late: the epoch began lower.
+      // The epoch began lower: the run's first calls answered out of order (see belowFloor), or a call in flight at
+      // the reset was charged after it but answered late.
       e.floorUsed = used;
       e.floorOperation = operation;
     }
@@ -205,8 +207,6 @@ export class CreditMeter {
     const outOfOrderStart =
       e.index === 0 && !e.seeded && sentInEpoch === undefined && aboveBefore && e.floorUsed - used <= e.answers * CREDIT_METER_DEFAULTS.defaultCostPerCall;
     if (outOfOrderStart) {
-      e.floorUsed = used;
-      e.floorOperation = operation;
       this.firstOperation = operation;
       this.fixFirstCost(operation, used);
       return false;
@@ -317,11 +317,8 @@ export interface MedianStepOptions {
 export function medianStep(values: readonly number[], options: MedianStepOptions = {}): number | null {
   const { extra, minSteps = 1 } = options;
   const sorted = [...values].sort((a, b) => a - b);
-  const steps: number[] = extra !== undefined && extra > 0 ? [extra] : [];
-  for (let i = 1; i < sorted.length; i++) {
-    const step = sorted[i]! - sorted[i - 1]!;
-    if (step > 0) steps.push(step);
-  }
+  const steps = sorted.slice(1).map((v, i) => v - sorted[i]!).filter((step) => step > 0);
+  if (extra !== undefined && extra > 0) steps.push(extra);
   if (steps.length === 0 || steps.length < minSteps) return null;
   steps.sort((a, b) => a - b);
   return steps[Math.floor(steps.length / 2)]!;

@@ -24,38 +24,27 @@ interface OpenCharge extends Omit<SentAt, 'tick'> {
 
 /** Whether counters are all finite numbers: anything else (missing, a string, 1e400 read as Infinity) is unreadable. */
 export function readableCounters(c: CreditCounters | null | undefined): c is CreditCounters {
-  return (
-    c != null &&
-    typeof c.total_credits === 'number' && Number.isFinite(c.total_credits) &&
-    typeof c.credits_used === 'number' && Number.isFinite(c.credits_used) &&
-    typeof c.credits_remaining === 'number' && Number.isFinite(c.credits_remaining)
-  );
+  return c != null && [c.total_credits, c.credits_used, c.credits_remaining].every((n) => Number.isFinite(n));
 }
 
 /** The estimates of unread paid answers of a run, and which of them the counters have not covered yet. */
 export class UnreadCharges {
   private open: OpenCharge[] = [];
-  private clock = 0;
+  /** The clock of answers, read when a call is sent. */
+  tick = 0;
   /** Paid answers of the run whose cost was estimated. */
   count = 0;
 
-  /** The clock of answers, read when a call is sent. */
-  get tick(): number {
-    return this.clock;
-  }
-
   /** Estimates the counters do not cover yet: added to the meter's spend, taken off its balance. */
   get uncovered(): number {
-    let sum = 0;
-    for (const c of this.open) sum += c.cost;
-    return sum;
+    return this.open.reduce((sum, c) => sum + c.cost, 0);
   }
 
   /** Records an unread paid answer of a call sent at `sent`, charged at `cost`. */
   charge(sent: SentAt, cost: number): void {
-    this.clock += 1;
+    this.tick += 1;
     this.count += 1;
-    this.open.push({ cost, epoch: sent.epoch, afterCounters: sent.afterCounters, answeredAt: this.clock });
+    this.open.push({ cost, epoch: sent.epoch, afterCounters: sent.afterCounters, answeredAt: this.tick });
   }
 
   /**
@@ -63,13 +52,13 @@ export class UnreadCharges {
    * and sent after counters were read, lies within the meter's span, so its estimate goes.
    */
   readable(sent: SentAt, epochNow: number): void {
-    this.clock += 1;
+    this.tick += 1;
     if (this.open.length === 0 || sent.epoch !== epochNow) return;
     this.open = this.open.filter((c) => !(c.afterCounters && c.epoch === sent.epoch && c.answeredAt <= sent.tick));
   }
 
   /** An answer that was not billed (a 404, an error before any 200). */
   unpaid(): void {
-    this.clock += 1;
+    this.tick += 1;
   }
 }

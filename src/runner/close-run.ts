@@ -98,10 +98,9 @@ function logEnd(run: OpenRun, summary: RunSummary): void {
     logger.warn('run stopped early', { run: runId, reason: stopped.reason, limit: stopped.limit ?? undefined, detail: stopped.message });
   }
   for (const line of driftPathLines(summary.drift)) logger.warn(`answer drift: ${line}`);
-  const skippedJobs = summary.jobs.filter((j) => j.status === 'skipped').length;
   // Exit code last: under cron the last line is the one read (on a night with nothing to do, the only one).
   logger.info('run finished', {
-    run: runId, status: summary.status, calls: summary.calls, errors: run.tally.attemptErrors, skipped_jobs: skippedJobs > 0 ? skippedJobs : undefined,
+    run: runId, status: summary.status, calls: summary.calls, errors: run.tally.attemptErrors, skipped_jobs: summary.jobs.filter((j) => j.status === 'skipped').length || undefined,
     credits_spent: summary.creditsSpent, credits_left: run.guard.balance,
     invalid_rows: summary.jobs.reduce((n, j) => n + j.invalidRows, 0) || undefined, exit_code: run.options.exitCodeOf?.(summary),
   });
@@ -129,11 +128,10 @@ export function runStatus(stopReason: StopReason | null, jobs: readonly JobSumma
 
 export function runEnd(summary: RunSummary, tally: Pick<RunTally, 'creditsAtStart' | 'jobRates'>, exitCode: number | null): RunEnd {
   const { jobs } = summary;
-  const { creditsAtStart } = tally;
   return {
     status: summary.status,
     endedAt: summary.endedAt,
-    creditsAtStart,
+    creditsAtStart: tally.creditsAtStart,
     creditsAtEnd: summary.creditsRemaining,
     creditsSpent: summary.creditsSpent,
     tasksTotal: sum(jobs, 'planned'),
@@ -151,10 +149,9 @@ export function runEnd(summary: RunSummary, tally: Pick<RunTally, 'creditsAtStar
 
 // `runs.error`: why the run stopped (`CODE: message`, or the limit), then `skipped job NAME: CODE: message` lines.
 function runErrorText({ error, stop, jobs }: RunSummary): string | null {
-  const lines = [error ? `${error.code}: ${error.message}` : (stop?.message ?? null)];
-  for (const j of jobs) if (j.error) lines.push(`skipped job ${j.name}: ${j.error.code}: ${j.error.message}`);
-  const text = lines.filter((l): l is string => l !== null);
-  return text.length > 0 ? text.join('\n') : null;
+  const why = error ? `${error.code}: ${error.message}` : stop?.message;
+  const lines = [why, ...jobs.map((j) => j.error && `skipped job ${j.name}: ${j.error.code}: ${j.error.message}`)];
+  return lines.filter(Boolean).join('\n') || null;
 }
 
 function sum(rows: readonly JobSummary[], key: 'planned' | 'done' | 'notFound' | 'failed' | 'deferred' | 'invalidRows'): number {

@@ -89,8 +89,3 @@ export function errorCodeOf(err: unknown): ErrorCode {
 export function policyOf(err: unknown): ErrorPolicy {
   return ERROR_POLICY[errorCodeOf(err)];
 }
-
-/** Whether the failed attempt got a 200, so the service most likely charged it. */
-export function isPaid(err: unknown): boolean {
-  return isApiError(err) && err.paid;
-}

@@ -24,14 +24,11 @@ export interface FailedTask {
  * line per interval counting the rest by code, so a bad input does not flood the log. flush() writes what is counted.
  */
 export class FailureLog {
-  private logged = 0;
-  /** Set at the first failure past the detailed ones, when the log says that the rest are counted. */
-  private counting = false;
+  private failures = 0;
   private pending = new Map<string, number>();
   private last: FailedTask | null = null;
   private timer: NodeJS.Timeout | null = null;
   private readonly detailedLines: number;
-  private readonly intervalMs = FAILURE_LOG_DEFAULTS.summaryIntervalMs;
 
   constructor(
     private readonly logger: Logger,
@@ -43,8 +40,8 @@ export class FailureLog {
 
   /** Logs one failed task, or counts it into the next summary line. */
   record(task: FailedTask): void {
-    if (this.logged < this.detailedLines) {
-      this.logged += 1;
+    this.failures += 1;
+    if (this.failures <= this.detailedLines) {
       this.logger.warn('task failed', {
         job: this.job,
         input: task.inputKey,
@@ -57,13 +54,12 @@ export class FailureLog {
     }
     // Said when there is a failure to count, not after the last detailed one: a job with exactly that many
     // failures has nothing more to report.
-    if (!this.counting) {
-      this.counting = true;
-      this.logger.warn('more failed tasks are counted, not listed', { job: this.job, every_s: Math.round(this.intervalMs / 1000) });
+    if (this.failures === this.detailedLines + 1) {
+      this.logger.warn('more failed tasks are counted, not listed', { job: this.job, every_s: Math.round(FAILURE_LOG_DEFAULTS.summaryIntervalMs / 1000) });
     }
     this.pending.set(task.code, (this.pending.get(task.code) ?? 0) + 1);
     this.last = task;
-    this.timer ??= setTimeout(() => this.flush(), this.intervalMs).unref();
+    this.timer ??= setTimeout(() => this.flush(), FAILURE_LOG_DEFAULTS.summaryIntervalMs).unref();
   }
 
   /** Writes the summary line of the failures counted since the last one, if any. */

@@ -167,10 +167,7 @@ export class RunDrift {
 
   /** Every line, by operation, path and kind. */
   lines(): DriftLine[] {
-    const out: DriftLine[] = [];
-    for (const [operation, tally] of [...this.tallies].sort(([a], [b]) => (a < b ? -1 : 1))) {
-      for (const c of tally.counts()) out.push({ operation, ...c, message: driftLine(operation, c) });
-    }
-    return out;
+    const byOperation = [...this.tallies].sort(([a], [b]) => (a < b ? -1 : 1));
+    return byOperation.flatMap(([operation, tally]) => tally.counts().map((c) => ({ operation, ...c, message: driftLine(operation, c) })));
   }
 }

@@ -45,20 +45,20 @@ export async function planIntoLedger(job: Job, ledger: RunLedger, runId: number,
   const reported = await ledger.recordedInvalid(job.name, job.input.csv);
   // Counted as written, so that the counts of a read cut short are those of the ledger.
   const flush = async () => {
-    const known = invalid.map((row) => {
-      const key = invalidRowKey(row);
-      const left = reported.get(key) ?? 0;
-      if (left > 0) reported.set(key, left - 1);
-      return left > 0;
-    });
     await ledger.insertPlanned(tasks, invalid, runId, new Date().toISOString());
     counts.tasks += tasks.length;
     counts.invalid += invalid.length;
     counts.duplicates += duplicates;
-    invalid.forEach((row, i) => {
-      if (known[i]) counts.invalidKnown += 1;
-      else if (counts.invalidSamples.length < PLAN_DEFAULTS.invalidSamples) counts.invalidSamples.push(row);
-    });
+    for (const row of invalid) {
+      const key = invalidRowKey(row);
+      const left = reported.get(key) ?? 0;
+      if (left > 0) {
+        reported.set(key, left - 1);
+        counts.invalidKnown += 1;
+      } else if (counts.invalidSamples.length < PLAN_DEFAULTS.invalidSamples) {
+        counts.invalidSamples.push(row);
+      }
+    }
     tasks = [];
     invalid = [];
     duplicates = 0;

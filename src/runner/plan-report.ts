@@ -135,14 +135,9 @@ function countInvalid(report: PlanReport, job: Job, item: { line: number; field?
 
 /** The estimate: calls x the learned cost, or a range up to the assumed cost while none is learned. */
 function withCost(report: PlanReport, learned: number | null): PlanReport {
-  if (learned !== null) {
-    report.costPerCall = learned;
-    report.costLearned = true;
-  }
-  const most = roundCredits(report.calls * report.costPerCall);
-  if (report.costLearned) report.estimatedCredits = most;
-  else report.estimatedCreditsRange = { low: 0, high: most };
-  return report;
+  const most = roundCredits(report.calls * (learned ?? report.costPerCall));
+  if (learned === null) return { ...report, estimatedCreditsRange: { low: 0, high: most } };
+  return { ...report, costPerCall: learned, costLearned: true, estimatedCredits: most };
 }
 
 export function formatPlanReport(r: PlanReport, reserve: number): string {

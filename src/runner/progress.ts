@@ -71,10 +71,10 @@ export class ProgressReporter {
 
   private log(): void {
     const s = this.read();
-    const { rate, etaS } = rates(s);
+    const { finished, rate, etaS } = rates(s);
     this.logger.info('progress', {
       job: s.job,
-      done: s.done + s.notFound + s.failed,
+      done: finished,
       total: s.runnable,
       failed: s.failed,
       errors: s.errors,
@@ -90,9 +90,8 @@ export class ProgressReporter {
  * only the last. A narrow terminal gets short figures (the job's name shortened, then dropped), at worst the line cut.
  */
 export function formatProgress(s: ProgressSnapshot, columns?: number): string {
-  const finished = s.done + s.notFound + s.failed;
+  const { finished, rate, etaS } = rates(s);
   const pct = s.runnable > 0 ? Math.floor((finished / s.runnable) * 100) : 100;
-  const { rate, etaS } = rates(s);
   const eta = etaS === null ? '--' : formatDuration(etaS);
   const credits = s.creditsLeft === null ? '?' : String(Math.round(s.creditsLeft * 100) / 100);
   const line = `${s.job}: ${finished}/${s.runnable} (${pct}%) ${rate.toFixed(1)}/s  credits left ${credits}  ETA ${eta}  failed ${s.failed}  errors ${s.errors}`;
@@ -104,12 +103,12 @@ export function formatProgress(s: ProgressSnapshot, columns?: number): string {
   return fit(jobWidth >= 4 ? `${fit(s.job, jobWidth)}: ${figures}` : figures, width);
 }
 
-function rates(s: ProgressSnapshot): { rate: number; etaS: number | null } {
+function rates(s: ProgressSnapshot): { finished: number; rate: number; etaS: number | null } {
   const finished = s.done + s.notFound + s.failed;
   const elapsedS = Math.max(0.001, (performance.now() - s.startedAtMs) / 1000);
   const rate = finished / elapsedS;
   const left = s.runnable - finished;
-  return { rate, etaS: rate > 0 ? Math.round(left / rate) : null };
+  return { finished, rate, etaS: rate > 0 ? Math.round(left / rate) : null };
 }
 
 function formatDuration(totalS: number): string {

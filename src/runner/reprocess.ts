@@ -52,7 +52,10 @@ export interface ReprocessReport {
 export async function replay(store: ReprocessStore, options: ReprocessOptions): Promise<ReprocessReport> {
   const opts = { ...DEFAULTS, ...options };
   const now = new Date().toISOString();
-  const report = emptyReport(!(await store.bodiesWerePruned()));
+  const report: ReprocessReport = {
+    responses: 0, replayed: 0, invalid: 0, stillRejected: 0, recovered: 0, tasksRecovered: 0, rejected: [], rowsDeleted: 0, rowsWritten: 0,
+    rebuiltFromScratch: !(await store.bodiesWerePruned()),
+  };
   if (report.rebuiltFromScratch) report.rowsDeleted = await store.clearNormalizedTables();
   // Rebuilt from the bodies with the rows (not counted among them: they are notes, not data).
   await store.clearKeptBodiesAnomalies();
@@ -110,13 +113,6 @@ function reject(report: ReprocessReport, row: ArchivedBody, reason: string): voi
     const { id, operation, requestKey, taskId, errorCode } = row;
     report.rejected.push({ id, operation, requestKey, taskId, errorCode, reason });
   }
-}
-
-function emptyReport(rebuiltFromScratch: boolean): ReprocessReport {
-  return {
-    responses: 0, replayed: 0, invalid: 0, stillRejected: 0, recovered: 0, tasksRecovered: 0, rejected: [], rowsDeleted: 0, rowsWritten: 0,
-    rebuiltFromScratch,
-  };
 }
 
 function describe(err: unknown, rejectedWhenReceived: boolean): string {

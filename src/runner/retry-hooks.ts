@@ -1,7 +1,7 @@
 /** p-retry's options for one task: the job's backoff, and hooks applying error-policy.ts to each failed attempt. */
 import type { Options } from 'p-retry';
 import { DEFAULT_RETRY_AFTER_MS, isApiError, keptBodyOf, ThrottledError } from '../api/errors.ts';
-import { isPaid, policyOf } from './error-policy.ts';
+import { policyOf } from './error-policy.ts';
 import type { ExecutableTask, ExecutorContext, RetrySettings } from './task-executor.ts';
 
 /** What one task has used of its budgets in this run (p-retry counts the retries it consumes). */
@@ -61,7 +61,7 @@ function withinBudget(retry: RetrySettings, tally: TaskTally, err: Error, retrie
   const policy = policyOf(err);
   if (!policy.retry) return false;
   if (policy.consumesRetry && retriesConsumed >= retry.retries) return false;
-  if (policy.paidRetries && isPaid(err) && ++tally.paidRetries > retry.paidRetries) return false;
+  if (policy.paidRetries && isApiError(err) && err.paid && ++tally.paidRetries > retry.paidRetries) return false;
   return true;
 }
 

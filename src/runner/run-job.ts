@@ -2,8 +2,7 @@ import PQueue from 'p-queue';
 import type { Job } from '../jobs/schema.ts';
 import type { TaskRow } from '../store/ledger.ts';
 import type { DueTasks } from '../store/run-store.ts';
-import { findSpec, readStored, type AnySubject } from '../operations/index.ts';
-import type { OperationSpec } from '../operations/operation-spec.ts';
+import { findSpec, readStored } from '../operations/index.ts';
 import { executeTask, type ExecutableTask, type ExecutorContext } from './task-executor.ts';
 import type { JobProgress } from './progress.ts';
 
@@ -98,10 +97,6 @@ async function runPages(unit: TaskRow[], ctx: ExecutorContext, progress: JobProg
 function toExecutable(row: TaskRow): ExecutableTask {
   const spec = findSpec(row.operation);
   if (spec === undefined) throw new Error(`task ${row.id}: unknown operation ${row.operation}`);
-  return taskOf(spec, row);
-}
-
-function taskOf<Q>(spec: OperationSpec<Q, unknown, AnySubject, unknown>, row: TaskRow): ExecutableTask<Q> {
   const request = readStored(spec.request, row.requestJson, 'request_json');
   const ingest = spec.subjectOf(row.inputKey, request);
   return { id: row.id, operation: spec.name, spec, inputKey: row.inputKey, page: row.page, request, ingest, requestKey: spec.requestKey(ingest) };

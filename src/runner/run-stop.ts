@@ -64,7 +64,7 @@ export function jobStopOf(run: RunStop) {
  */
 export function settleJobStop(job: RunStop, run: RunStop, guard: CreditGuard): boolean {
   if (!job.reason || run.reason) return false;
-  if (job.reason === 'credits' && guard.stopped === 'max-per-run') return true;
+  if (job.reason === 'credits' && guard.stopDetail?.reason === 'max-per-run') return true;
   run.stop(job.reason, job.error);
   return false;
 }

@@ -94,20 +94,18 @@ function taskLines(r: FullStatusReport): string[] {
         'accepts them, `netingest reprocess` writes them without a call; those over the size limit it writes as they are)',
     );
   }
-  if (r.drift && r.drift.rows.length > 0) lines.push('', ...driftLines(r));
+  if (r.drift && r.drift.rows.length > 0) lines.push('', ...driftLines(r.drift));
   return lines;
 }
 
 /** What `status --drift` prints: every drift line of the last run whose answers had any. */
 export function formatStatusDrift(r: FullStatusReport): string {
-  return (r.drift && r.drift.rows.length > 0 ? driftLines(r) : ['No answer drift: the last run that received answers found none.']).join('\n') + '\n';
+  return (r.drift && r.drift.rows.length > 0 ? driftLines(r.drift) : ['No answer drift: the last run that received answers found none.']).join('\n') + '\n';
 }
 
-function driftLines(r: FullStatusReport): string[] {
-  if (!r.drift) return [];
-  const lines = [`Answer drift in run ${r.drift.runId} (answers that differ from the spec, stored as far as they can be read):`];
-  for (const line of driftPathLines(r.drift.rows.map((d) => ({ ...d, kind: d.kind as DriftKind, of: d.seen })))) lines.push(`  ${line}`);
-  return lines;
+function driftLines(drift: NonNullable<FullStatusReport['drift']>): string[] {
+  const paths = driftPathLines(drift.rows.map((d) => ({ ...d, kind: d.kind as DriftKind, of: d.seen })));
+  return [`Answer drift in run ${drift.runId} (answers that differ from the spec, stored as far as they can be read):`, ...paths.map((line) => `  ${line}`)];
 }
 
 function creditLines(r: FullStatusReport): string[] {

@@ -33,17 +33,12 @@ export function describeStop(facts: StopFacts): RunStopSummary {
     const limit = credit?.reason ?? 'out-of-credits';
     return { reason, limit, message: creditMessage(limit, credit, facts.cappedJob ?? null) };
   }
-  if (reason === 'throttled' && facts.throttledMs <= facts.maxThrottleWaitMs && facts.maxThrottledAttemptsPerTask) {
-    const message =
-      `the API throttled (429) one task ${facts.maxThrottledAttemptsPerTask} times in this run, the cap of throttled ` +
-      `attempts per task (waited ${seconds(facts.throttledMs)} s in all); the remaining tasks are deferred to the next run`;
-    return { reason, limit: null, message };
-  }
   if (reason === 'throttled') {
-    const message =
-      `the API throttled (429) the run for ${seconds(facts.throttledMs)} s in all, over the wait cap of ` +
-      `${seconds(facts.maxThrottleWaitMs)} s; the remaining tasks are deferred to the next run`;
-    return { reason, limit: null, message };
+    const perTask = facts.throttledMs <= facts.maxThrottleWaitMs && facts.maxThrottledAttemptsPerTask;
+    const cap = perTask
+      ? `one task ${perTask} times in this run, the cap of throttled attempts per task (waited ${seconds(facts.throttledMs)} s in all)`
+      : `the run for ${seconds(facts.throttledMs)} s in all, over the wait cap of ${seconds(facts.maxThrottleWaitMs)} s`;
+    return { reason, limit: null, message: `the API throttled (429) ${cap}; the remaining tasks are deferred to the next run` };
   }
   if (reason === 'interrupted') {
     return { reason, limit: null, message: 'interrupted by a signal: any calls in flight were finished and written, the remaining tasks are deferred' };

@@ -116,11 +116,9 @@ async function callOnce(task: ExecutableTask, ctx: ExecutorContext, tally: TaskT
 
 /** The waits and checks between a reservation and its call; throws (as AbortError) when the call must not go. */
 async function beforeSending(ctx: ExecutorContext, tally: TaskTally, inputKey: string): Promise<void> {
-  try {
-    await ctx.gate.take(ctx.stop.signal);
-  } catch {
+  await ctx.gate.take(ctx.stop.signal).catch(() => {
     throw new AbortError(new LeftPending());
-  }
+  });
   // The one place the bound on a task's calls is enforced (the throttle cap and the retry budgets keep below it).
   const maxCalls = maxCallsPerTask(ctx.retry, ctx.maxThrottledAttemptsPerTask);
   if (tally.calls >= maxCalls) throw new AbortError(new CallBoundError(maxCalls));

@@ -42,12 +42,8 @@ function entryOf(file: string): string {
 
 /** The newest modification time of a file under `dir`, in ms. */
 function newestUnder(dir: string): number {
-  let newest = 0;
-  for (const entry of readdirSync(dir, { withFileTypes: true })) {
-    const path = join(dir, entry.name);
-    newest = Math.max(newest, entry.isDirectory() ? newestUnder(path) : statSync(path).mtimeMs);
-  }
-  return newest;
+  const files = readdirSync(dir, { recursive: true, withFileTypes: true }).filter((entry) => !entry.isDirectory());
+  return Math.max(0, ...files.map((entry) => statSync(join(entry.parentPath, entry.name)).mtimeMs));
 }
 
 /** Whether `builtFile` (a dist/ bundle under `root`) is newer than src/, the build script and package.json. */

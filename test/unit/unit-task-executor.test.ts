@@ -217,7 +217,7 @@ describe('executeTask: stops', () => {
     expect(outcome).toEqual({ kind: 'stopped' });
     expect(h.stop.reason).toBe('credits');
     expect(h.stop.error).toBeInstanceOf(CreditsExhaustedError);
-    expect(h.guard.stopped).toBe('out-of-credits');
+    expect(h.guard.stopDetail?.reason).toBe('out-of-credits');
     expect(h.writer.events).toEqual(['attempt OUT_OF_CREDITS']);
   });
 
@@ -228,7 +228,7 @@ describe('executeTask: stops', () => {
     const { outcome } = await run({ ...h.ctx, guard });
     expect(outcome).toEqual({ kind: 'stopped' });
     expect(h.stop.reason).toBe('credits');
-    expect(guard.stopped).toBe('reserve');
+    expect(guard.stopDetail?.reason).toBe('reserve');
     expect(h.client.calls).toBe(0);
   });
 
