@@ -9,6 +9,7 @@ import { hostname } from 'node:os';
 import type pg from 'pg';
 import { LOCK_HOLDERS_SQL } from '../dataset-lock.ts';
 import { namedQuery } from '../pg-statements.ts';
+import { retryingConflicts } from '../transaction.ts';
 import { JOB_NAMES_SQL } from '../../job-names.ts';
 import { dueRule, type DueRule, type TaskRow } from '../../ledger.ts';
 
@@ -272,15 +273,7 @@ export function createTaskClaims(pool: pg.Pool, options: TaskClaimOptions) {
      * Claims the inputs of up to `maxTasks` due tasks of the job, in ledger order, and returns all their due
      * pages (so a little more than `maxTasks` when the last input has more pages); [] when none is free.
      */
-    async claim(filter: ClaimFilter, maxTasks: number): Promise<ClaimedTask[]> {
-      for (let attempt = 0; ; attempt++) {
-        try {
-          return await claimOnce(filter, maxTasks);
-        } catch (err) {
-          if ((err as { code?: string }).code !== '40P01' || attempt >= TASK_CLAIM_DEFAULTS.deadlockRetries) throw err;
-        }
-      }
-    },
+    claim: (filter: ClaimFilter, maxTasks: number) => retryingConflicts(TASK_CLAIM_DEFAULTS.deadlockRetries, () => claimOnce(filter, maxTasks)),
     /**
      * Extends the live leases this process claimed; one that ran out is not taken back (another worker may hold
      * it) and is reported no more.
