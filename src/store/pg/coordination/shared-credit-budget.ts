@@ -135,23 +135,17 @@ function sampledCosts(rows: ReadonlyArray<{ op: string; used: number[] }>): Map<
 /** The newest `costSamples` samples of each operation, in the order given: the turn's trim would delete the others. */
 function newestSamples<T extends { operation: string }>(samples: readonly T[]): T[] {
   const left = new Map<string, number>();
-  const kept: T[] = [];
-  for (let i = samples.length - 1; i >= 0; i--) {
-    const s = samples[i]!;
+  return samples.toReversed().filter((s) => {
     const n = left.get(s.operation) ?? SHARED_CREDIT_BUDGET_DEFAULTS.costSamples;
-    if (n === 0) continue;
     left.set(s.operation, n - 1);
-    kept.push(s);
-  }
-  return kept.reverse();
+    return n > 0;
+  }).reverse();
 }
 
 /** The reservation statement's row (see reserveSql). */
 interface ReserveRow {
   balance: number | null; reserved: number; in_flight: number; spent: number; under_reserve_ok: boolean; cap_ok: boolean; id: string | null; calls: number;
 }
-
-const reserveRow = (result: pg.QueryResult): ReserveRow => result.rows[0] as ReserveRow;
 
 /** `value`, checked: only finite numbers reach the database (a float8 takes Infinity and NaN). */
 function num(value: number): number {
@@ -322,17 +316,8 @@ export class SharedCreditBudget {
     for (const b of this.blocks.values()) room += b.remaining;
     if (room > this.blockCalls * cost * SHARED_CREDIT_BUDGET_DEFAULTS.aheadAt + SHARED_CREDIT_BUDGET_DEFAULTS.epsilon) return;
     // A failed ask is the next caller's to meet: it asks for a block of its own when it finds no room.
-    this.oneAsk(this.reserveAhead(cost, limits)).catch(() => undefined);
-  }
-
-  /** A block of `blockCalls` calls, none drawn yet, kept beside this process's blocks when the room is not small. */
-  private async reserveAhead(cost: number, limits: CreditLimits): Promise<void> {
     const need = SHARED_CREDIT_BUDGET_DEFAULTS.aheadRoomBlocks * this.blockCalls;
-    const row = reserveRow(await this.inTurn(this.reserveSql(cost, this.blockCalls, limits, false, need)));
-    this.lastBlockFull = row.id !== null;
-    if (row.id === null) return;
-    const id = Number(row.id);
-    this.blocks.set(id, { id, remaining: cost * row.calls, inFlight: 0 });
+    this.oneAsk(this.newBlock(this.reserveSql(cost, this.blockCalls, limits, false, need), cost, 0)).catch(() => undefined);
   }
 
   /** A call of `cost` drawn from a block with room, or null. */
@@ -353,16 +338,22 @@ export class SharedCreditBudget {
    */
   private async reserveBlock(cost: number, calls: number, limits: CreditLimits, probe: boolean): Promise<ReserveAttempt> {
     this.giveBackRoom();
-    const row = reserveRow(await this.inTurn(this.reserveSql(cost, calls, limits, probe)));
-    this.lastBlockFull = row.id !== null && row.calls === this.blockCalls;
+    const row = await this.newBlock(this.reserveSql(cost, calls, limits, probe), cost, 1);
     const figures: BudgetFigures = { balance: row.balance, reserved: row.reserved, inFlight: row.in_flight, spent: row.spent };
-    if (row.id !== null) {
-      const id = Number(row.id);
-      this.blocks.set(id, { id, remaining: cost * (row.calls - 1), inFlight: 1 });
-      return { reservation: { id, cost }, figures };
-    }
+    if (row.id !== null) return { reservation: { id: Number(row.id), cost }, figures };
     const reason = !row.cap_ok ? 'max-per-run' : row.balance === null ? 'learning' : 'reserve';
     return { reservation: null, reason, figures };
+  }
+
+  /**
+   * The reservation statement's row; the block it reserved, if any, kept among this process's blocks with `drawn` of
+   * its calls of `cost` in flight.
+   */
+  private async newBlock(statement: BoundStatement, cost: number, drawn: 0 | 1): Promise<ReserveRow> {
+    const row = (await this.inTurn(statement)).rows[0] as ReserveRow;
+    this.lastBlockFull = row.id !== null && row.calls === this.blockCalls;
+    if (row.id !== null) this.blocks.set(Number(row.id), { id: Number(row.id), remaining: cost * (row.calls - drawn), inFlight: drawn });
+    return row;
   }
 
   /**
