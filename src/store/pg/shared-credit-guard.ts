@@ -62,7 +62,7 @@ export class SharedCreditGuard extends CreditGuard {
     // estimate, or else the account's samples are read again (other workers' answers may show the cost by now).
     const price = () => ({ cost: this.costOf(operation), probe: !this.knowsCost(operation) });
     const beforeWait = async () => this.chargeUnpriced() || (await this.priceFromAccount(operation));
-    const shared = await this.budget.acquire(price, this.limits, { beforeWait });
+    const shared = await this.budget.acquire(price, this.limits, beforeWait);
     if ('stop' in shared) {
       super.settle(local, null);
       return this.stop(shared.stop, local.cost, false, shared.figures.spent);

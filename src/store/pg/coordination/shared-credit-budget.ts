@@ -81,12 +81,6 @@ interface SettleAsk {
   reject: (err: unknown) => void;
 }
 
-/** What a call is reserved at: its estimated cost, and whether that cost is only assumed (see tryReserve's probe). */
-export interface SharedPrice {
-  cost: number;
-  probe: boolean;
-}
-
 /** The figures a reservation was decided on. */
 export interface BudgetFigures {
   /** The account's balance as last reported, or null before any report. */
@@ -266,17 +260,17 @@ export class SharedCreditBudget {
   }
 
   /**
-   * Reserves a call at `price`, from this process's blocks or a new one, waiting while calls in flight (any worker's)
-   * may leave room; resolves to the stop reason when it does not fit with none in flight. `beforeWait` settles what the
-   * caller can, or learns the cost (true: the call is tried again at once).
+   * Reserves a call at `price` (its estimated cost, and whether that cost is only assumed: see tryReserve's probe), from
+   * this process's blocks or a new one, waiting while calls in flight (any worker's) may leave room; resolves to the stop
+   * reason when it does not fit with none in flight. `beforeWait` settles what the caller can, or learns the cost (true:
+   * the call is tried again at once).
    */
   async acquire(
-    price: () => SharedPrice,
+    price: () => { cost: number; probe: boolean },
     limits: CreditLimits,
-    options: { signal?: AbortSignal; beforeWait?: () => Promise<boolean> } = {},
+    beforeWait?: () => Promise<boolean>,
   ): Promise<SharedReservation | { stop: SharedCreditStopReason; figures: BudgetFigures }> {
     for (;;) {
-      options.signal?.throwIfAborted();
       // Priced again each time round: what the caller learned while waiting (beforeWait) counts at once.
       const { cost, probe } = price();
       const drawn = this.draw(cost);
@@ -292,7 +286,7 @@ export class SharedCreditBudget {
       const attempt = await this.oneAsk(this.reserveBlock(cost, probe ? 1 : this.blockCalls, limits, probe));
       if (attempt.reservation) return attempt.reservation;
       if (attempt.reason !== 'learning' && attempt.figures.inFlight === 0) return { stop: attempt.reason, figures: attempt.figures };
-      if (await options.beforeWait?.()) continue;
+      if (await beforeWait?.()) continue;
       await new Promise((r) => setTimeout(r, this.pollMs));
     }
   }
