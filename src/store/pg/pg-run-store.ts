@@ -70,7 +70,11 @@ export async function openPgRunStore(options: PgRunStoreOptions): Promise<RunSto
     name: store.shownUrl,
     ledger: createPgLedger(pool),
     runs: runRecords(store, hold),
-    calls: callHistory(store),
+    calls: {
+      learnedCost: (operation) => readPg({ client: pool }, apiCallReads.learnedCost(operation)),
+      lastCounters: () => readPg({ client: pool }, apiCallReads.lastCounters()),
+      ofRun: (runId) => readPg({ client: pool }, apiCallReads.ofRun(runId)),
+    },
     hold,
     now,
     dueTasks: (filter, signal) => claimedDueTasks(pool, filter, { leaseMs: options.leaseMs ?? PG_RUN_STORE_DEFAULTS.leaseMs, startedAt }, hold, signal),
@@ -119,14 +123,6 @@ function runRecords({ pool }: PgStore, hold: WorkerHold): RunStore['runs'] {
     async end(id, fields) {
       await pool.query(END_RUN_SQL.postgres, pgValues(END_RUN_SQL, endRunParams(id, fields)));
     },
-  };
-}
-
-function callHistory({ pool }: PgStore): RunStore['calls'] {
-  return {
-    learnedCost: (operation) => readPg({ client: pool }, apiCallReads.learnedCost(operation)),
-    lastCounters: () => readPg({ client: pool }, apiCallReads.lastCounters()),
-    ofRun: (runId) => readPg({ client: pool }, apiCallReads.ofRun(runId)),
   };
 }
 
