@@ -41,15 +41,8 @@ export function pgDatasetStore(url: string, shownUrl: string): DatasetStore {
     reprocess: (replay) => withPgMaintenance(url, 'reprocess', ({ pool }) => inPgTransaction(pool, (client) => replay(pgReprocessStore(client)))),
     prune: (options) => prune(url, options),
     openDataset: () => openPgDataset(url),
-    writeMeta: async (key, value) => {
-      // Opened for reading (no migration): the report of a dataset its role may not migrate is still remembered.
-      const store = await openPgForReading(url);
-      try {
-        await readPg({ client: store.pool }, rows(WRITE_META_SQL, [key, value]));
-      } finally {
-        await store.close();
-      }
-    },
+    // Opened for reading (no migration): the report of a dataset its role may not migrate is still remembered.
+    writeMeta: async (key, value) => void (await forReading(url, (pool) => readPg({ client: pool }, rows(WRITE_META_SQL, [key, value])))),
   };
 }
 
@@ -77,10 +70,15 @@ async function rawResponsesBytes(pool: pg.Pool): Promise<number> {
 }
 
 /** `fn` in one read-only snapshot of `url`; `statementTimeoutMs` 0: no limit, undefined: the pool's. */
-async function inSnapshot<R>(url: string, statementTimeoutMs: number | undefined, fn: (snapshot: PgSnapshot) => Promise<R>): Promise<R> {
+function inSnapshot<R>(url: string, statementTimeoutMs: number | undefined, fn: (snapshot: PgSnapshot) => Promise<R>): Promise<R> {
+  return forReading(url, (pool) => withPgReadSnapshot(pool, fn, { statementTimeoutMs }));
+}
+
+/** `fn` on the pool of `url` opened for reading, closed after. */
+async function forReading<R>(url: string, fn: (pool: pg.Pool) => Promise<R>): Promise<R> {
   const store = await openPgForReading(url);
   try {
-    return await withPgReadSnapshot(store.pool, fn, { statementTimeoutMs });
+    return await fn(store.pool);
   } finally {
     await store.close();
   }

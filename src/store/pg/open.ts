@@ -12,6 +12,7 @@ import { DatabaseError, DatabaseTooNewError } from '../errors.ts';
 import { UsageError } from '../../errors.ts';
 import { DRIZZLE_MIGRATIONS_TABLE, RECORD_SCHEMA_VERSION_SQL, schemaVersionOf } from '../migration-state.ts';
 import { redactDatabaseUrl } from './database-url.ts';
+import { withPgClient } from './transaction.ts';
 
 /** The generated PostgreSQL migrations, in the package (checkout or installed). */
 export const PG_MIGRATIONS_FOLDER = join(PACKAGE_ROOT, 'migrations', 'postgres');
@@ -71,8 +72,7 @@ export async function openPgStore(url: string, options: PgStoreOptions = {}): Pr
   pool.on('error', () => undefined);
   pool.on('connect', (client) => client.on('error', () => undefined));
   try {
-    if (opts.readOnly) await checkReadable(pool, shownUrl, PG_MIGRATIONS_FOLDER);
-    else await migrateLocked(pool, shownUrl, PG_MIGRATIONS_FOLDER);
+    await withPgClient(pool, (client) => (opts.readOnly ? checkReadable(client, shownUrl) : migrateLocked(client, shownUrl)));
   } catch (err) {
     await pool.end().catch(() => undefined);
     throw toPgOpenError(err, shownUrl, passwordOf(url));
@@ -89,44 +89,34 @@ export async function openPgStore(url: string, options: PgStoreOptions = {}): Pr
   };
 }
 
-async function migrateLocked(pool: pg.Pool, shownUrl: string, migrationsFolder: string): Promise<void> {
-  const client = await pool.connect();
+async function migrateLocked(client: pg.PoolClient, shownUrl: string): Promise<void> {
+  // Session-level lock: held across the migrator's own transaction, released below or when the session ends.
+  await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY.toString()]);
   try {
-    // Session-level lock: held across the migrator's own transaction, released below or when the session ends.
-    await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY.toString()]);
-    try {
-      await checkSchemaState(client, shownUrl, migrationsFolder);
-      await migrate(drizzle(client), { migrationsFolder, migrationsSchema: PG_SCHEMA, migrationsTable: DRIZZLE_MIGRATIONS_TABLE });
-      await client.query(RECORD_SCHEMA_VERSION_SQL.postgres, [schemaVersionOf(readMigrationFiles({ migrationsFolder }))]);
-    } finally {
-      await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY.toString()]).catch(() => undefined);
-    }
+    await checkSchemaState(client, shownUrl);
+    await migrate(drizzle(client), { migrationsFolder: PG_MIGRATIONS_FOLDER, migrationsSchema: PG_SCHEMA, migrationsTable: DRIZZLE_MIGRATIONS_TABLE });
+    await client.query(RECORD_SCHEMA_VERSION_SQL.postgres, [schemaVersionOf(readMigrationFiles({ migrationsFolder: PG_MIGRATIONS_FOLDER }))]);
   } finally {
-    client.release();
+    await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY.toString()]).catch(() => undefined);
   }
 }
 
 /** A reader's check: the schema is this build's, exactly (an older one is upgraded by a command that writes). */
-async function checkReadable(pool: pg.Pool, shownUrl: string, migrationsFolder: string): Promise<void> {
-  const client = await pool.connect();
-  try {
-    const empty = await checkSchemaState(client, shownUrl, migrationsFolder);
-    if (empty) throw new UsageError(`no netingest dataset in ${shownUrl}: nothing has run yet (see --db)`, 'DB_NOT_FOUND');
-    const applied = await client.query(`SELECT count(*)::int AS n FROM "${PG_SCHEMA}"."${DRIZZLE_MIGRATIONS_TABLE}"`);
-    if (applied.rows[0].n < readMigrationFiles({ migrationsFolder }).length) {
-      throw new DatabaseError(
-        'DB_NEEDS_MIGRATION',
-        shownUrl,
-        `${shownUrl} holds a dataset of an older netingest: a command that writes (run, copy) upgrades it first`,
-      );
-    }
-  } finally {
-    client.release();
+async function checkReadable(client: pg.PoolClient, shownUrl: string): Promise<void> {
+  const empty = await checkSchemaState(client, shownUrl);
+  if (empty) throw new UsageError(`no netingest dataset in ${shownUrl}: nothing has run yet (see --db)`, 'DB_NOT_FOUND');
+  const applied = await client.query(`SELECT count(*)::int AS n FROM "${PG_SCHEMA}"."${DRIZZLE_MIGRATIONS_TABLE}"`);
+  if (applied.rows[0].n < readMigrationFiles({ migrationsFolder: PG_MIGRATIONS_FOLDER }).length) {
+    throw new DatabaseError(
+      'DB_NEEDS_MIGRATION',
+      shownUrl,
+      `${shownUrl} holds a dataset of an older netingest: a command that writes (run, copy) upgrades it first`,
+    );
   }
 }
 
 /** Refuses another program's tables and a database a newer netingest migrated, before changing anything. */
-async function checkSchemaState(client: pg.PoolClient, shownUrl: string, migrationsFolder: string): Promise<boolean> {
+async function checkSchemaState(client: pg.PoolClient, shownUrl: string): Promise<boolean> {
   const tables = await client.query<{ name: string }>(
     'SELECT table_name AS name FROM information_schema.tables WHERE table_schema = $1',
     [PG_SCHEMA],
@@ -140,7 +130,7 @@ async function checkSchemaState(client: pg.PoolClient, shownUrl: string, migrati
       `${shownUrl} holds tables of another program in schema ${PG_SCHEMA} but no netingest schema; choose another database`,
     );
   }
-  const known = new Set(readMigrationFiles({ migrationsFolder }).map((m) => m.hash));
+  const known = new Set(readMigrationFiles({ migrationsFolder: PG_MIGRATIONS_FOLDER }).map((m) => m.hash));
   const applied = await client.query<{ hash: string; created_at: string }>(
     `SELECT hash, created_at FROM "${PG_SCHEMA}"."${DRIZZLE_MIGRATIONS_TABLE}" ORDER BY created_at`,
   );

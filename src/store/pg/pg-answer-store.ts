@@ -66,12 +66,8 @@ export function createPgAnswerStore() {
     const spec = specOf(input.request.operation);
     // The pass with no stored value known, unless the caller made it already (the group's plan, firstPass).
     const { asked, stored: guessed } = first ?? firstPass(input);
-    let stored = guessed;
-    if (asked.size > 0) {
-      const known = new Map<string, SqlValue | undefined>();
-      await readBack(client, batch, asked, known);
-      stored = spec.rows(input.request, input.answer, askingContext(input, asked, known));
-    }
+    const stored = asked.size === 0 ? guessed
+      : spec.rows(input.request, input.answer, askingContext(input, asked, await readBack(client, batch, asked)));
     // What it changes, read before its rows join the batch (history/record-changes.ts: keys first seen are read now).
     await readPg({ client }, history.record({ writes: stored.writes, runId: input.runId ?? null, taskId: input.taskId ?? null, at: input.at }));
     for (const w of stored.writes) await batch.add(client, await completed(client, batch, w));
@@ -124,13 +120,13 @@ function askingContext(input: Pick<StoredAnswer, 'at'>, asked: Map<string, Asked
 }
 
 /** The stored values spec.rows() asked for; a row the batch may hold is written first, so it reads as stored. */
-async function readBack(
-  client: pg.ClientBase, batch: PgRowBatch, asked: ReadonlyMap<string, AskedValue>, known: Map<string, SqlValue | undefined>,
-): Promise<void> {
+async function readBack(client: pg.ClientBase, batch: PgRowBatch, asked: ReadonlyMap<string, AskedValue>): Promise<Map<string, SqlValue | undefined>> {
+  const known = new Map<string, SqlValue | undefined>();
   for (const [id, a] of asked) {
     if (batch.touches(a.table, a.key)) await batch.flush(client);
     known.set(id, await lookup(client, a.table, a.key, a.column));
   }
+  return known;
 }
 
 async function lookup(client: pg.ClientBase, table: string, key: Row, column: string): Promise<SqlValue | undefined> {

@@ -3,7 +3,7 @@
  * is jsonb here: a changed request is compared as JSON, never as text.
  */
 import type pg from 'pg';
-import { inPgTransaction } from './transaction.ts';
+import { inPgTransaction, retryingConflicts } from './transaction.ts';
 import { otherJobsWithOperationReads } from '../job-names.ts';
 import { readPg } from '../read-steps.ts';
 import { countByKey, dueRule, invalidParams, LEDGER_SQL, statusCounts, type InvalidInputRow, type NewTask, type RunnableFilter, type TaskRow } from '../ledger.ts';
@@ -34,7 +34,8 @@ const filterParams = (f: RunnableFilter) => [f.job, f.runId, f.freshSince, f.ref
 export function createPgLedger(pool: pg.Pool): RunLedger {
   return {
     recordedInvalid: async (job, file) => countByKey((await pool.query<InvalidInputRow>(LEDGER_SQL.recordedInvalid.postgres, [job, file])).rows),
-    insertPlanned: (tasks, invalid, runId, at) => retryingConflicts(() => insertPlanned(pool, tasks, invalid, runId, at)),
+    // Workers planning one job at once upsert the same rows: a deadlock between them is tried again (the batch is idempotent).
+    insertPlanned: (tasks, invalid, runId, at) => retryingConflicts(2, () => insertPlanned(pool, tasks, invalid, runId, at)),
     dropStaleInvalid: async (job, runId) => (await pool.query(LEDGER_SQL.dropStaleInvalid.postgres, [job, runId])).rowCount ?? 0,
     otherJobs: (operation, job) => readPg({ client: pool }, otherJobsWithOperationReads(operation, job)),
     async adoptSharedAnswers(filter, others, at) {
@@ -70,18 +71,6 @@ export function createPgLedger(pool: pg.Pool): RunLedger {
       return Object.fromEntries(rows.map((r) => [r.code, r.n]));
     },
   };
-}
-
-/** Workers planning one job at once upsert the same rows: a deadlock between them is tried again (the batch is idempotent). */
-async function retryingConflicts<T>(write: () => Promise<T>, attempts = 3): Promise<T> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await write();
-    } catch (err) {
-      const code = (err as { code?: unknown }).code;
-      if ((code !== '40P01' && code !== '40001') || attempt >= attempts) throw err;
-    }
-  }
 }
 
 async function insertPlanned(pool: pg.Pool, tasks: NewTask[], invalid: InvalidInputRow[], runId: number, at: string): Promise<void> {

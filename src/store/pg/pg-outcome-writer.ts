@@ -83,7 +83,8 @@ export class PgOutcomeWriter extends GroupCommitWriter {
     /** Taken from `waiting`, not yet let go: the group being committed and the one whose reads ride with it. */
     const taken: Pending[] = [];
     try {
-      const client = (this.connection ??= await this.connect());
+      // In pipeline mode: node-postgres sends a query without waiting for the one before.
+      const client = (this.connection ??= pipelined(await this.pool.connect(), true));
       while (!this.error && (taken.length > 0 || this.waiting.length > 0)) {
         if (taken.length === 0) taken.push(this.take());
         const current = taken[0]!;
@@ -120,11 +121,6 @@ export class PgOutcomeWriter extends GroupCommitWriter {
     const client = this.connection;
     this.connection = null;
     if (client) await releaseAfterFailure(pipelined(client, false));
-  }
-
-  /** The writer's connection, in pipeline mode (node-postgres sends a query without waiting for the one before). */
-  private async connect(): Promise<pg.PoolClient> {
-    return pipelined(await this.pool.connect(), true);
   }
 
   /** The waiting groups that go together next (up to maxBatch outcomes), their history's reads planned. */

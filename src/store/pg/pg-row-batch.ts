@@ -46,8 +46,7 @@ export class PgRowBatch {
     if (!p) return false;
     const matches = (row: Row) => Object.keys(key).every((k) => !Object.hasOwn(row, k) || row[k] === key[k]);
     if (p.kind === 'rows') return p.rows.some(matches);
-    for (const s of p.sets.values()) if (matches(s.owner) || s.rows.some(matches)) return true;
-    return false;
+    return [...p.sets.values()].some((s) => matches(s.owner) || s.rows.some(matches));
   }
 
   /** Writes everything waiting in one round trip, inside the caller's open transaction (BEGIN already sent). */

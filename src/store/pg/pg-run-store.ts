@@ -50,19 +50,14 @@ export const PG_RUN_STORE_DEFAULTS = {
  */
 export async function openPgRunStore(options: PgRunStoreOptions): Promise<RunStore> {
   const store = await openPgStore(options.url);
-  let datasetHold: DatasetHold;
-  try {
-    datasetHold = await holdShared(store.pool, `the database ${store.shownUrl}`);
-  } catch (err) {
-    await store.close();
-    throw toPgUseError(err, store.shownUrl);
-  }
   const { pool } = store;
+  let datasetHold: DatasetHold | null = null;
   let now: () => string;
   try {
+    datasetHold = await holdShared(pool, `the database ${store.shownUrl}`);
     now = await serverClock(pool);
   } catch (err) {
-    await datasetHold.release();
+    await datasetHold?.release();
     await store.close();
     throw toPgUseError(err, store.shownUrl);
   }
@@ -75,10 +70,14 @@ export async function openPgRunStore(options: PgRunStoreOptions): Promise<RunSto
     name: store.shownUrl,
     ledger: createPgLedger(pool),
     runs: runRecords(store, hold),
-    calls: callHistory(store),
+    calls: {
+      learnedCost: (operation) => readPg({ client: pool }, apiCallReads.learnedCost(operation)),
+      lastCounters: () => readPg({ client: pool }, apiCallReads.lastCounters()),
+      ofRun: (runId) => readPg({ client: pool }, apiCallReads.ofRun(runId)),
+    },
     hold,
     now,
-    dueTasks: (filter, signal) => claimedDueTasks(store, filter, { leaseMs: options.leaseMs ?? PG_RUN_STORE_DEFAULTS.leaseMs, startedAt, holderPid: hold.backendPid }, hold, signal),
+    dueTasks: (filter, signal) => claimedDueTasks(pool, filter, { leaseMs: options.leaseMs ?? PG_RUN_STORE_DEFAULTS.leaseMs, startedAt }, hold, signal),
     openWriter: (runId, onFatal) => new PgOutcomeWriter(pool, runId, onFatal, undefined, now),
     openGate: (apiUrl) => new SharedRunGate(pool, apiUrl, options.rateWindowMs),
     openCreditGuard(limits, history, apiUrl, runKey) {
@@ -127,14 +126,6 @@ function runRecords({ pool }: PgStore, hold: WorkerHold): RunStore['runs'] {
   };
 }
 
-function callHistory({ pool }: PgStore): RunStore['calls'] {
-  return {
-    learnedCost: (operation) => readPg({ client: pool }, apiCallReads.learnedCost(operation)),
-    lastCounters: () => readPg({ client: pool }, apiCallReads.lastCounters()),
-    ofRun: (runId) => readPg({ client: pool }, apiCallReads.ofRun(runId)),
-  };
-}
-
 type WorkerHold = RunHold & {
   abandonedRuns: number[];
   readonly backendPid: number;
@@ -170,18 +161,12 @@ function workerHold(hold: DatasetHold, shownUrl: string): WorkerHold {
 /** The claims' due rule as dueLeft counts it: $1 job, $2 runId, $3 freshSince, $4 refresh, $5 failedBefore, $6 plannedSince. */
 const DUE_LEFT = claimDue({ job: '$1', runId: '$2', freshSince: '$3', refresh: '$4', failedBefore: '$5', plannedSince: '$6' });
 
-interface ClaimOptions {
-  leaseMs: number;
-  startedAt: string;
-  holderPid: number;
-}
-
 /**
  * A job's due tasks as this worker claims them, leases tied to its session. With nothing free while others hold due
  * inputs it polls: a dead worker's inputs return once its session drops, a stalled one's when its lease runs out.
  */
-function claimedDueTasks(store: PgStore, filter: RunnableFilter, opts: ClaimOptions, hold: WorkerHold, signal?: AbortSignal): DueTasks {
-  const claims = createTaskClaims(store.pool, { workerId: newWorkerId(), leaseMs: opts.leaseMs, holderPid: opts.holderPid });
+function claimedDueTasks(pool: pg.Pool, filter: RunnableFilter, opts: { leaseMs: number; startedAt: string }, hold: WorkerHold, signal?: AbortSignal): DueTasks {
+  const claims = createTaskClaims(pool, { workerId: newWorkerId(), leaseMs: opts.leaseMs, holderPid: hold.backendPid });
   const renewal = claims.keepRenewed();
   // Tasks this run planned, or a later run or any run still going did, are claimable: claims go by job, not by this run.
   const claim: ClaimFilter = {
@@ -189,7 +174,7 @@ function claimedDueTasks(store: PgStore, filter: RunnableFilter, opts: ClaimOpti
   };
   /** Due tasks of inputs this worker does not hold (its own in-flight inputs are not waited for by polling). */
   const dueLeft = async () => {
-    const { rows } = await store.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM tasks t WHERE ${DUE_LEFT} AND NOT (t.input_key = ANY($7::text[]))`,
+    const { rows } = await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM tasks t WHERE ${DUE_LEFT} AND NOT (t.input_key = ANY($7::text[]))`,
       [claim.job, null, claim.freshSince, claim.refresh, claim.failedBefore, claim.plannedSince, [...held]]);
     return rows[0]!.n;
   };
@@ -202,7 +187,7 @@ function claimedDueTasks(store: PgStore, filter: RunnableFilter, opts: ClaimOpti
   let after: number | null = null;
   /** Inputs claimed and not given back yet: a run that stops gives them back at once rather than let their lease run out. */
   const held = new Set<string>();
-  const giveBack = givenBackTogether((inputKeys: string[]) => claims.release(filter.job, inputKeys), PG_RUN_STORE_DEFAULTS.giveBackDelayMs);
+  const giveBack = givenBackTogether((inputKeys: string[]) => claims.release(filter.job, inputKeys));
   return {
     wholeInputs: true,
     async next(limit): Promise<TaskRow[]> {
@@ -244,10 +229,10 @@ function claimedDueTasks(store: PgStore, filter: RunnableFilter, opts: ClaimOpti
 }
 
 /**
- * Inputs given back together, `delayMs` after the first (at once when a claim's worth waits): their pages are settled,
- * so nobody needs them meanwhile. Not awaited: a failure stops the run at the next give-back or at close.
+ * Inputs given back together, giveBackDelayMs after the first (at once when a claim's worth waits): their pages are
+ * settled, so nobody needs them meanwhile. Not awaited: a failure stops the run at the next give-back or at close.
  */
-function givenBackTogether(release: (inputKeys: string[]) => Promise<void>, delayMs: number): { add(inputKeys: readonly string[]): void; flush(): Promise<void> } {
+function givenBackTogether(release: (inputKeys: string[]) => Promise<void>): { add(inputKeys: readonly string[]): void; flush(): Promise<void> } {
   let waiting: string[] = [];
   let timer: NodeJS.Timeout | null = null;
   let sending: Promise<void> = Promise.resolve();
@@ -264,7 +249,7 @@ function givenBackTogether(release: (inputKeys: string[]) => Promise<void>, dela
       if (failure) throw failure;
       waiting.push(...inputKeys);
       if (waiting.length >= PG_RUN_STORE_DEFAULTS.giveBackBatch) send();
-      else timer ??= setTimeout(send, delayMs);
+      else timer ??= setTimeout(send, PG_RUN_STORE_DEFAULTS.giveBackDelayMs);
     },
     async flush() {
       send();

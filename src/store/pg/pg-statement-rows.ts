@@ -16,7 +16,7 @@ export async function startPgStatement(
   params: readonly unknown[],
   options: StatementOptions = {},
 ): Promise<StartedStatement> {
-  const stop = new StatementStop(snapshot, options);
+  const stop = statementStop(snapshot, options);
   const stream = snapshot.client.query(new QueryStream(sql, [...params], { rowMode: 'array', types: READER_TYPES, batchSize: STATEMENT_DEFAULTS.batchRows }));
   const close = async () => {
     stop.end();
@@ -53,39 +53,31 @@ async function closeStream(stream: QueryStream): Promise<void> {
 }
 
 /** Why the statement stops early: the signal or the time limit, each cancelling it on the server. */
-class StatementStop {
-  private reason: 'interrupted' | 'timeout' | null = null;
-  private readonly timer: NodeJS.Timeout | null;
-  private readonly onAbort = () => this.cancel('interrupted');
-
-  constructor(
-    private readonly snapshot: PgSnapshot,
-    private readonly options: StatementOptions,
-  ) {
-    const timeoutMs = options.timeoutMs ?? 0;
-    this.timer = timeoutMs > 0 ? setTimeout(() => this.cancel('timeout'), timeoutMs) : null;
-    if (options.signal?.aborted) this.onAbort();
-    options.signal?.addEventListener('abort', this.onAbort, { once: true });
-  }
-
-  /** The error to report for `err`, a failure of the statement. */
-  explain(err: unknown): unknown {
-    const canceled = (err as { code?: unknown } | null)?.code === '57014';
-    if (this.reason === 'interrupted' || (canceled && this.options.signal?.aborted)) return new ExportInterruptedError();
-    // 57014 without our cancel: the transaction's statement_timeout, set from the same --timeout.
-    if (this.reason === 'timeout' || (canceled && (this.options.timeoutMs ?? 0) > 0)) return new QueryTimeoutError((this.options.timeoutMs ?? 0) / 1000);
-    return asPgQueryError(err);
-  }
-
-  end(): void {
-    if (this.timer) clearTimeout(this.timer);
-    this.options.signal?.removeEventListener('abort', this.onAbort);
-  }
-
-  private cancel(reason: 'interrupted' | 'timeout'): void {
-    if (this.reason) return;
-    this.reason = reason;
+function statementStop(snapshot: PgSnapshot, options: StatementOptions) {
+  let reason: 'interrupted' | 'timeout' | null = null;
+  const cancel = (why: 'interrupted' | 'timeout') => {
+    if (reason) return;
+    reason = why;
     // From another connection: this one is busy with the statement. A statement already over is not affected.
-    this.snapshot.pool.query('SELECT pg_cancel_backend($1)', [this.snapshot.backendPid]).catch(() => undefined);
-  }
+    snapshot.pool.query('SELECT pg_cancel_backend($1)', [snapshot.backendPid]).catch(() => undefined);
+  };
+  const onAbort = () => cancel('interrupted');
+  const timeoutMs = options.timeoutMs ?? 0;
+  const timer = timeoutMs > 0 ? setTimeout(() => cancel('timeout'), timeoutMs) : null;
+  if (options.signal?.aborted) onAbort();
+  options.signal?.addEventListener('abort', onAbort, { once: true });
+  return {
+    /** The error to report for `err`, a failure of the statement. */
+    explain(err: unknown): unknown {
+      const canceled = (err as { code?: unknown } | null)?.code === '57014';
+      if (reason === 'interrupted' || (canceled && options.signal?.aborted)) return new ExportInterruptedError();
+      // 57014 without our cancel: the transaction's statement_timeout, set from the same --timeout.
+      if (reason === 'timeout' || (canceled && timeoutMs > 0)) return new QueryTimeoutError(timeoutMs / 1000);
+      return asPgQueryError(err);
+    },
+    end(): void {
+      if (timer) clearTimeout(timer);
+      options.signal?.removeEventListener('abort', onAbort);
+    },
+  };
 }

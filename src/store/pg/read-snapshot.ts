@@ -16,15 +16,11 @@ export interface PgSnapshot extends ReadSnapshot {
   readonly pool: pg.Pool;
 }
 
-export interface PgSnapshotOptions {
-  /** The transaction's statement timeout in ms; 0: none. Undefined keeps the pool's. */
-  statementTimeoutMs?: number | undefined;
-}
-
+/** `fn` in a snapshot of `pool`'s dataset; `statementTimeoutMs` is the transaction's (0: none, undefined: the pool's). */
 export async function withPgReadSnapshot<T>(
   pool: pg.Pool,
   fn: (snapshot: PgSnapshot) => Promise<T> | T,
-  options: PgSnapshotOptions = {},
+  options: { statementTimeoutMs?: number | undefined } = {},
 ): Promise<T> {
   return inPgTransaction(pool, async (client) => {
     if (options.statementTimeoutMs !== undefined) {

@@ -61,8 +61,8 @@ export class SharedCreditGuard extends CreditGuard {
     // An unknown cost goes alone as a probe. Before this call waits, answers waiting for a cost are charged at their
     // estimate, or else the account's samples are read again (other workers' answers may show the cost by now).
     const price = () => ({ cost: this.costOf(operation), probe: !this.knowsCost(operation) });
-    const beforeWait = async () => (await this.chargeUnpriced()) || (await this.priceFromAccount(operation));
-    const shared = await this.budget.acquire(price, this.limits, { beforeWait });
+    const beforeWait = async () => this.chargeUnpriced() || (await this.priceFromAccount(operation));
+    const shared = await this.budget.acquire(price, this.limits, beforeWait);
     if ('stop' in shared) {
       super.settle(local, null);
       return this.stop(shared.stop, local.cost, false, shared.figures.spent);
@@ -163,10 +163,10 @@ export class SharedCreditGuard extends CreditGuard {
   }
 
   /** Charges every answer still waiting for a cost; false when there was none. */
-  private chargeUnpriced(): Promise<boolean> {
-    if (this.unpriced.size === 0) return Promise.resolve(false);
+  private chargeUnpriced(): boolean {
+    if (this.unpriced.size === 0) return false;
     for (const op of [...this.unpriced.keys()]) this.chargeWaiting(op);
-    return Promise.resolve(true);
+    return true;
   }
 
   /** Sends a call's charge to the budget; `counted` is what this worker's spend already holds for it. */
@@ -195,7 +195,7 @@ export class SharedCreditGuard extends CreditGuard {
   protected override async chargesFinal(): Promise<boolean> {
     if (this.pending.size === 0 && this.unpriced.size === 0) return false;
     await this.drained();
-    await this.chargeUnpriced();
+    this.chargeUnpriced();
     await this.drained();
     return true;
   }

@@ -30,3 +30,15 @@ export async function releaseAfterFailure(client: pg.PoolClient): Promise<void> 
   await client.query('ROLLBACK').catch((err: Error) => (broken = err));
   client.release(broken);
 }
+
+/** `fn` tried again, at most `retries` more times, while it meets another transaction in a deadlock (or a serialization failure). */
+export async function retryingConflicts<T>(retries: number, fn: () => Promise<T>): Promise<T> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await fn();
+    } catch (err) {
+      const code = (err as { code?: unknown }).code;
+      if ((code !== '40P01' && code !== '40001') || attempt >= retries) throw err;
+    }
+  }
+}

@@ -81,12 +81,6 @@ interface SettleAsk {
   reject: (err: unknown) => void;
 }
 
-/** What a call is reserved at: its estimated cost, and whether that cost is only assumed (see tryReserve's probe). */
-export interface SharedPrice {
-  cost: number;
-  probe: boolean;
-}
-
 /** The figures a reservation was decided on. */
 export interface BudgetFigures {
   /** The account's balance as last reported, or null before any report. */
@@ -135,23 +129,17 @@ function sampledCosts(rows: ReadonlyArray<{ op: string; used: number[] }>): Map<
 /** The newest `costSamples` samples of each operation, in the order given: the turn's trim would delete the others. */
 function newestSamples<T extends { operation: string }>(samples: readonly T[]): T[] {
   const left = new Map<string, number>();
-  const kept: T[] = [];
-  for (let i = samples.length - 1; i >= 0; i--) {
-    const s = samples[i]!;
+  return samples.toReversed().filter((s) => {
     const n = left.get(s.operation) ?? SHARED_CREDIT_BUDGET_DEFAULTS.costSamples;
-    if (n === 0) continue;
     left.set(s.operation, n - 1);
-    kept.push(s);
-  }
-  return kept.reverse();
+    return n > 0;
+  }).reverse();
 }
 
 /** The reservation statement's row (see reserveSql). */
 interface ReserveRow {
   balance: number | null; reserved: number; in_flight: number; spent: number; under_reserve_ok: boolean; cap_ok: boolean; id: string | null; calls: number;
 }
-
-const reserveRow = (result: pg.QueryResult): ReserveRow => result.rows[0] as ReserveRow;
 
 /** `value`, checked: only finite numbers reach the database (a float8 takes Infinity and NaN). */
 function num(value: number): number {
@@ -272,17 +260,17 @@ export class SharedCreditBudget {
   }
 
   /**
-   * Reserves a call at `price`, from this process's blocks or a new one, waiting while calls in flight (any worker's)
-   * may leave room; resolves to the stop reason when it does not fit with none in flight. `beforeWait` settles what the
-   * caller can, or learns the cost (true: the call is tried again at once).
+   * Reserves a call at `price` (its estimated cost, and whether that cost is only assumed: see tryReserve's probe), from
+   * this process's blocks or a new one, waiting while calls in flight (any worker's) may leave room; resolves to the stop
+   * reason when it does not fit with none in flight. `beforeWait` settles what the caller can, or learns the cost (true:
+   * the call is tried again at once).
    */
   async acquire(
-    price: () => SharedPrice,
+    price: () => { cost: number; probe: boolean },
     limits: CreditLimits,
-    options: { signal?: AbortSignal; beforeWait?: () => Promise<boolean> } = {},
+    beforeWait?: () => Promise<boolean>,
   ): Promise<SharedReservation | { stop: SharedCreditStopReason; figures: BudgetFigures }> {
     for (;;) {
-      options.signal?.throwIfAborted();
       // Priced again each time round: what the caller learned while waiting (beforeWait) counts at once.
       const { cost, probe } = price();
       const drawn = this.draw(cost);
@@ -298,7 +286,7 @@ export class SharedCreditBudget {
       const attempt = await this.oneAsk(this.reserveBlock(cost, probe ? 1 : this.blockCalls, limits, probe));
       if (attempt.reservation) return attempt.reservation;
       if (attempt.reason !== 'learning' && attempt.figures.inFlight === 0) return { stop: attempt.reason, figures: attempt.figures };
-      if (await options.beforeWait?.()) continue;
+      if (await beforeWait?.()) continue;
       await new Promise((r) => setTimeout(r, this.pollMs));
     }
   }
@@ -322,17 +310,8 @@ export class SharedCreditBudget {
     for (const b of this.blocks.values()) room += b.remaining;
     if (room > this.blockCalls * cost * SHARED_CREDIT_BUDGET_DEFAULTS.aheadAt + SHARED_CREDIT_BUDGET_DEFAULTS.epsilon) return;
     // A failed ask is the next caller's to meet: it asks for a block of its own when it finds no room.
-    this.oneAsk(this.reserveAhead(cost, limits)).catch(() => undefined);
-  }
-
-  /** A block of `blockCalls` calls, none drawn yet, kept beside this process's blocks when the room is not small. */
-  private async reserveAhead(cost: number, limits: CreditLimits): Promise<void> {
     const need = SHARED_CREDIT_BUDGET_DEFAULTS.aheadRoomBlocks * this.blockCalls;
-    const row = reserveRow(await this.inTurn(this.reserveSql(cost, this.blockCalls, limits, false, need)));
-    this.lastBlockFull = row.id !== null;
-    if (row.id === null) return;
-    const id = Number(row.id);
-    this.blocks.set(id, { id, remaining: cost * row.calls, inFlight: 0 });
+    this.oneAsk(this.newBlock(this.reserveSql(cost, this.blockCalls, limits, false, need), cost, 0)).catch(() => undefined);
   }
 
   /** A call of `cost` drawn from a block with room, or null. */
@@ -353,16 +332,22 @@ export class SharedCreditBudget {
    */
   private async reserveBlock(cost: number, calls: number, limits: CreditLimits, probe: boolean): Promise<ReserveAttempt> {
     this.giveBackRoom();
-    const row = reserveRow(await this.inTurn(this.reserveSql(cost, calls, limits, probe)));
-    this.lastBlockFull = row.id !== null && row.calls === this.blockCalls;
+    const row = await this.newBlock(this.reserveSql(cost, calls, limits, probe), cost, 1);
     const figures: BudgetFigures = { balance: row.balance, reserved: row.reserved, inFlight: row.in_flight, spent: row.spent };
-    if (row.id !== null) {
-      const id = Number(row.id);
-      this.blocks.set(id, { id, remaining: cost * (row.calls - 1), inFlight: 1 });
-      return { reservation: { id, cost }, figures };
-    }
+    if (row.id !== null) return { reservation: { id: Number(row.id), cost }, figures };
     const reason = !row.cap_ok ? 'max-per-run' : row.balance === null ? 'learning' : 'reserve';
     return { reservation: null, reason, figures };
+  }
+
+  /**
+   * The reservation statement's row; the block it reserved, if any, kept among this process's blocks with `drawn` of
+   * its calls of `cost` in flight.
+   */
+  private async newBlock(statement: BoundStatement, cost: number, drawn: 0 | 1): Promise<ReserveRow> {
+    const row = (await this.inTurn(statement)).rows[0] as ReserveRow;
+    this.lastBlockFull = row.id !== null && row.calls === this.blockCalls;
+    if (row.id !== null) this.blocks.set(Number(row.id), { id: Number(row.id), remaining: cost * (row.calls - drawn), inFlight: drawn });
+    return row;
   }
 
   /**

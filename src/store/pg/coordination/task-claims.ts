@@ -9,6 +9,7 @@ import { hostname } from 'node:os';
 import type pg from 'pg';
 import { LOCK_HOLDERS_SQL } from '../dataset-lock.ts';
 import { namedQuery } from '../pg-statements.ts';
+import { retryingConflicts } from '../transaction.ts';
 import { JOB_NAMES_SQL } from '../../job-names.ts';
 import { dueRule, type DueRule, type TaskRow } from '../../ledger.ts';
 
@@ -191,14 +192,11 @@ export function createTaskClaims(pool: pg.Pool, options: TaskClaimOptions) {
   const holderPid = options.holderPid ?? null;
   const leaseMs = options.leaseMs ?? TASK_CLAIM_DEFAULTS.leaseMs;
   /**
-   * The inputs this process holds, each with its lease's end on the monotonic clock: lease_until less the server's now,
+   * The inputs this process holds, by `job \0 input_key`, each with the operation its lease is held under (the lease
+   * row's `job`: see the head of this file) and its end on the monotonic clock: lease_until less the server's now,
    * counted from when the statement was sent (never later than the server's end, whatever the wall clocks say).
    */
-  const held = new Map<string, { job: string; inputKey: string; endsAtMono: number }>();
-  /** A lease's key: its operation (the lease row's `job`: see the head of this file) and input. */
-  const heldKey = (operation: string, inputKey: string) => `${operation}\0${inputKey}`;
-  /** The operation of each claimed input, by `job \0 input_key`: what its lease is held under. */
-  const operationOf = new Map<string, string>();
+  const held = new Map<string, { operation: string; inputKey: string; endsAtMono: number }>();
   const endOf = (sentAtMono: number, r: LeaseTimes) => sentAtMono + (r.leaseUntilMs - r.serverNowMs);
 
   /** This worker's session's start, once seen holding the lock (text null: hidden, the pid alone counts). */
@@ -221,10 +219,7 @@ export function createTaskClaims(pool: pg.Pool, options: TaskClaimOptions) {
       filter.afterId ?? 0, own?.text ?? null];
     const sentAtMono = performance.now();
     const { rows } = await pool.query<Omit<ClaimedTask, 'leaseUntil'> & LeaseTimes & { id: string | number }>(namedQuery(CLAIM, params));
-    for (const r of rows) {
-      held.set(heldKey(r.operation, r.inputKey), { job: r.operation, inputKey: r.inputKey, endsAtMono: endOf(sentAtMono, r) });
-      operationOf.set(`${r.job}\0${r.inputKey}`, r.operation);
-    }
+    for (const r of rows) held.set(`${r.job}\0${r.inputKey}`, { operation: r.operation, inputKey: r.inputKey, endsAtMono: endOf(sentAtMono, r) });
     const claimed = rows.map(({ serverNowMs: _now, leaseUntilMs, ...r }) => ({ ...r, id: Number(r.id), leaseUntil: new Date(leaseUntilMs).toISOString() }));
     if (claimed.length === 0) return claimed;
     // An answer another job stored since is taken, and an input left with nothing to call is given back.
@@ -240,28 +235,27 @@ export function createTaskClaims(pool: pg.Pool, options: TaskClaimOptions) {
     if (inputKeys.length === 0) return;
     const byOperation = new Map<string, string[]>();
     for (const k of inputKeys) {
-      const operation = operationOf.get(`${job}\0${k}`);
+      const operation = held.get(`${job}\0${k}`)?.operation;
       if (operation === undefined) continue;
       (byOperation.get(operation) ?? byOperation.set(operation, []).get(operation)!).push(k);
-      operationOf.delete(`${job}\0${k}`);
-      held.delete(heldKey(operation, k));
+      held.delete(`${job}\0${k}`);
     }
     for (const [operation, keys] of byOperation) await pool.query(namedQuery(RELEASE, [workerId, operation, keys]));
   }
 
   async function renew(): Promise<Renewal> {
     if (held.size === 0) return { held: [] };
-    const mine = [...held.values()];
+    const mine = [...held];
     const sentAtMono = performance.now();
     const { rows } = await pool.query<{ job: string; inputKey: string } & LeaseTimes>(namedQuery(RENEW,
-      [workerId, leaseMs, mine.map((h) => h.job), mine.map((h) => h.inputKey)]));
-    for (const r of rows) {
-      const h = held.get(heldKey(r.job, r.inputKey));
-      if (h) h.endsAtMono = endOf(sentAtMono, r);
+      [workerId, leaseMs, mine.map(([, h]) => h.operation), mine.map(([, h]) => h.inputKey)]));
+    const renewed = new Map(rows.map((r) => [`${r.job}\0${r.inputKey}`, r]));
+    for (const [key, h] of mine) {
+      const r = renewed.get(`${h.operation}\0${h.inputKey}`);
+      // A lease that ran out is lost (another worker may hold it now): forget it.
+      if (r) h.endsAtMono = endOf(sentAtMono, r);
+      else held.delete(key);
     }
-    // A lease that ran out is lost (another worker may hold it now): forget it.
-    const kept = new Set(rows.map((r) => heldKey(r.job, r.inputKey)));
-    for (const h of mine) if (!kept.has(heldKey(h.job, h.inputKey))) held.delete(heldKey(h.job, h.inputKey));
     return { held: rows.map((r) => ({ job: r.job, inputKey: r.inputKey, leaseUntil: new Date(r.leaseUntilMs).toISOString() })) };
   }
 
@@ -272,15 +266,7 @@ export function createTaskClaims(pool: pg.Pool, options: TaskClaimOptions) {
      * Claims the inputs of up to `maxTasks` due tasks of the job, in ledger order, and returns all their due
      * pages (so a little more than `maxTasks` when the last input has more pages); [] when none is free.
      */
-    async claim(filter: ClaimFilter, maxTasks: number): Promise<ClaimedTask[]> {
-      for (let attempt = 0; ; attempt++) {
-        try {
-          return await claimOnce(filter, maxTasks);
-        } catch (err) {
-          if ((err as { code?: string }).code !== '40P01' || attempt >= TASK_CLAIM_DEFAULTS.deadlockRetries) throw err;
-        }
-      }
-    },
+    claim: (filter: ClaimFilter, maxTasks: number) => retryingConflicts(TASK_CLAIM_DEFAULTS.deadlockRetries, () => claimOnce(filter, maxTasks)),
     /**
      * Extends the live leases this process claimed; one that ran out is not taken back (another worker may hold
      * it) and is reported no more.
@@ -292,9 +278,8 @@ export function createTaskClaims(pool: pg.Pool, options: TaskClaimOptions) {
      * renewed first, so only a lease the server ended stops the run.
      */
     async holds(job: string, inputKey: string): Promise<boolean> {
-      const operation = operationOf.get(`${job}\0${inputKey}`);
       const live = () => {
-        const h = operation === undefined ? undefined : held.get(heldKey(operation, inputKey));
+        const h = held.get(`${job}\0${inputKey}`);
         return h !== undefined && performance.now() < h.endsAtMono;
       };
       if (live()) return true;

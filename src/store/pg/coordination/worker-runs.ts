@@ -40,18 +40,12 @@ export interface WorkerRunStart {
   runKey?: string | undefined;
 }
 
-export interface StartedWorkerRun {
-  runId: number;
-  runKey: string;
-  /** Runs closed as abandoned: marked running, their session gone. */
-  abandoned: number[];
-}
-
 /**
- * In one transaction under START_LOCK: closes abandoned runs, picks the shared run, writes `runs` and `worker_runs`.
- * The caller already holds the dataset lock on `backendPid`, so the next worker to start sees this run live.
+ * In one transaction under START_LOCK: closes abandoned runs (marked running, their session gone), picks the shared run,
+ * writes `runs` and `worker_runs`; the run, its key and the runs closed. The caller already holds the dataset lock on
+ * `backendPid`, so the next worker to start sees this run live.
  */
-export async function startWorkerRun(pool: pg.Pool, start: WorkerRunStart): Promise<StartedWorkerRun> {
+export async function startWorkerRun(pool: pg.Pool, start: WorkerRunStart): Promise<{ runId: number; runKey: string; abandoned: number[] }> {
   return inPgTransaction(pool, async (client) => {
     await client.query(START_LOCK);
     const abandoned = await closeAbandoned(client);
