@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { BALANCE_PATH, OPERATION_METHODS, OPERATION_PATHS, OPERATIONS, type CreditCounters, type Operation } from '../spec/types.ts';
 import { CreditLedger } from './credit-ledger.ts';
-import { FAULT_ANSWERS, FaultInjector, type FaultName } from './faults.ts';
+import { FAULT_ANSWERS, faultDrawer, type FaultName } from './faults.ts';
 import { Operations, type Validated } from './operations.ts';
 import { resolveOptions, type SandboxOptions, type SandboxOptionsInput } from './options.ts';
 import { hash32, Prng } from './prng.ts';
@@ -42,7 +42,7 @@ export async function startSandbox(input: SandboxOptionsInput = {}) {
   const ledger = new CreditLedger(options.tokens);
   const suspended = new Set(options.suspendedTokens);
   const limiter = rateLimiterOf(options);
-  const faults = new FaultInjector(options.seed, options);
+  const drawFault = faultDrawer(options.seed, options);
   const operations = new Operations(options);
   const latency = latencyDrawer(options);
   const keepEntries = options.logRequests || options.onRequest !== null;
@@ -96,7 +96,7 @@ export async function startSandbox(input: SandboxOptionsInput = {}) {
     const cost = options.costs[route.op];
     if (!ledger.canPay(token, cost)) return answer(402, msg('Insufficient credits'));
 
-    const fault = faults.draw();
+    const fault = drawFault();
     if (fault === null || fault === 'slow') {
       // A slow answer is the real answer sent late, so it is charged like any 200.
       const delayMs = fault === 'slow' ? options.slowMs : 0;
