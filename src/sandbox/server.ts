@@ -232,8 +232,6 @@ function balanceBody(seed: number, token: string, counters: CreditCounters): str
   return JSON.stringify({
     uid: `u-${hash32(seed, `uid:${token}`).toString(16).padStart(8, '0')}`,
     team: 'sandbox',
-    total_credits: counters.total_credits,
-    credits_used: counters.credits_used,
-    credits_remaining: counters.credits_remaining,
+    ...counters,
   });
 }
