@@ -119,9 +119,7 @@ export async function startSandbox(input: SandboxOptionsInput = {}) {
     if (entry && options.logRequests) requests.push(entry);
     const d = decide(req, path, query, bodyText);
     if (entry) {
-      entry.status = d.status;
-      entry.fault = d.fault;
-      entry.charged = d.charged;
+      Object.assign(entry, { status: d.status, fault: d.fault, charged: d.charged });
       options.onRequest?.(entry);
     }
     if (d.status === 0) res.socket?.destroy();
