@@ -154,15 +154,10 @@ function decodersFor(codings: readonly string[], firstByte: number): Transform[]
   });
 }
 
-/** Pipes each decoder into the next and returns the last; any decoder's error goes to `onError`, once. */
+/** Pipes each decoder into the next and returns the last; every decoder's error goes to `onError` (the first settles the read). */
 function chain(decoders: readonly Transform[], onError: (err: Error) => void): Transform {
-  let failed = false;
   for (const [i, decoder] of decoders.entries()) {
-    decoder.on('error', (err: Error) => {
-      if (failed) return;
-      failed = true;
-      onError(err);
-    });
+    decoder.on('error', onError);
     if (i > 0) decoders[i - 1]!.pipe(decoder);
   }
   return decoders[decoders.length - 1]!;

@@ -87,10 +87,7 @@ function noteOtherSiteRecords(contract: AnswerContract, answer: unknown, drift: 
 export function creditsOf(body: unknown): CreditCounters | null {
   if (body === null || typeof body !== 'object') return null;
   const { total_credits, credits_used, credits_remaining } = body as Record<string, unknown>;
-  if (!isFiniteNumber(total_credits) || !isFiniteNumber(credits_used) || !isFiniteNumber(credits_remaining)) return null;
-  return { total_credits, credits_used, credits_remaining };
-}
-
-function isFiniteNumber(value: unknown): value is number {
-  return typeof value === 'number' && Number.isFinite(value);
+  // Number.isFinite is false for anything but a number.
+  if (![total_credits, credits_used, credits_remaining].every(Number.isFinite)) return null;
+  return { total_credits, credits_used, credits_remaining } as CreditCounters;
 }

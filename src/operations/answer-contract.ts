@@ -128,18 +128,16 @@ export function readThrough<R extends Members>(contract: AnswerContract<R>, pars
 }
 
 function unusableShape(contract: AnswerContract, body: Record<string, unknown>): UnusableIssue | null {
-  if (contract.recordsAt) {
+  const names = contract.recordsAt;
+  if (names) {
     let value: unknown = body;
-    const path: string[] = [];
-    for (const name of contract.recordsAt) {
-      path.push(name);
-      const parent = value;
-      value = isObject(parent) ? parent[name] : undefined;
-      if (!isObject(parent)) return { path: path.slice(0, -1).join('.'), message: `expected object, received ${kindOf(parent)}` };
+    for (const [i, name] of names.entries()) {
+      if (!isObject(value)) return { path: names.slice(0, i).join('.'), message: `expected object, received ${kindOf(value)}` };
+      value = value[name];
     }
     if (!Array.isArray(value)) {
       const message = value === undefined ? 'the record list is missing' : `expected an array of records, received ${kindOf(value)}`;
-      return { path: path.join('.'), message };
+      return { path: names.join('.'), message };
     }
     return null;
   }

@@ -95,9 +95,8 @@ function driftPhrase(d: DriftCount): string {
   const share = `${d.count}/${d.of}`;
   switch (d.kind) {
     case 'missing':
-      return `missing in ${share}, stored as NULL`;
     case 'null':
-      return `null in ${share}, stored as NULL`;
+      return `${d.kind} in ${share}, stored as NULL`;
     case 'renamed':
       return `missing in ${share}, read from ${d.detail ?? 'another member'}`;
     case 'variant':

@@ -204,10 +204,8 @@ export const postDetails = {
         // A 404 for this URL after the post was last stored (deleted since): the latest answer is "nothing".
         const floor = rows.length === 0 ? null : (yield* floorsOf(inputKey))[0];
         if (floor != null && (rows[0]![updatedAt] as string) < floor) rows = [];
-        return rows.map((row) => {
-          row[hashtags] = listText(row[hashtags]);
-          return row;
-        });
+        for (const row of rows) row[hashtags] = listText(row[hashtags]);
+        return rows;
       };
     },
     sameQuestion: () => () => true,

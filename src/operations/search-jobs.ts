@@ -255,9 +255,8 @@ export const searchJobs = {
       },
     ];
     let skipped = 0;
-    let index = 0;
-    for (const record of arrayOf(res.results)) {
-      const position = s.start + index++;
+    for (const [index, record] of arrayOf(res.results).entries()) {
+      const position = s.start + index;
       const job = objectOf(record) as JobAnswer;
       const url = recordUrlKey(job.url, canonicalJobUrl, ctx.networkHost);
       if (url === null) {

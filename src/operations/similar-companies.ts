@@ -277,15 +277,13 @@ export const similarCompanies = {
    */
   lastPage(asked, answer, drift) {
     const echoed = typeof answer.num === 'number' && answer.num > 0 ? answer.num : null;
+    const count = answer.data?.content?.length ?? 0;
     // A stored body read again without its request (reprocess) has only the echo to go by.
-    if (asked === undefined) return (answer.data?.content?.length ?? 0) < (echoed ?? SIMILAR_COMPANIES_DEFAULT_NUM);
+    if (asked === undefined) return count < (echoed ?? SIMILAR_COMPANIES_DEFAULT_NUM);
     const askedNum = asked.num ?? SIMILAR_COMPANIES_DEFAULT_NUM;
-    let size = askedNum;
-    if (echoed !== null && echoed < askedNum) {
-      size = echoed;
-      drift.note('num', '', 'capped', `asked ${askedNum}, answered ${echoed}`);
-    }
-    return (answer.data?.content?.length ?? 0) < size;
+    if (echoed === null || echoed >= askedNum) return count < askedNum;
+    drift.note('num', '', 'capped', `asked ${askedNum}, answered ${echoed}`);
+    return count < echoed;
   },
   notFound: {
     // `error: true` is required: a gateway's own 404 for an unknown path is commonly `{"message":"Not Found"}`.
@@ -312,9 +310,7 @@ export const similarCompanies = {
     const filters = JSON.stringify(s.filters ?? {});
     const writes: RowWrite[] = [];
     let skipped = 0;
-    let rank = 0;
-    for (const record of arrayOf(objectOf(res.data)['content'])) {
-      rank++;
+    for (const [i, record] of arrayOf(objectOf(res.data)['content']).entries()) {
       const company = objectOf(record) as CompanyAnswer;
       const url = recordUrlKey(company.url, canonicalCompanyUrl, ctx.networkHost);
       if (url === null) {
@@ -330,7 +326,7 @@ export const similarCompanies = {
           filter_key: s.filterKey,
           company_url: url,
           filters,
-          rank,
+          rank: i + 1,
           page: s.page,
           relevancy_score: sqlValue(relevancy['score']),
           relevancy_grade: sqlValue(relevancy['value']),

@@ -56,7 +56,5 @@ export interface RowContext {
 
 /** Rows written by an answer (upserts and inserts; the deletes of a replaced set are not counted). */
 export function rowCount(answer: StoredAnswer): number {
-  let n = 0;
-  for (const w of answer.writes) n += 'row' in w ? 1 : w.rows.length;
-  return n;
+  return answer.writes.reduce((n, w) => n + ('row' in w ? 1 : w.rows.length), 0);
 }

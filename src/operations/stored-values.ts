@@ -61,9 +61,7 @@ export function urlKey(value: unknown, canonical: Canonicalize, networkHost: str
   if (specific.ok) return specific.url;
   const general = canonicalUrl(value, networkHost);
   if (general.ok) return general.url;
-  if (typeof value !== 'string') return null;
-  const trimmed = value.trim();
-  return trimmed === '' ? null : trimmed;
+  return typeof value === 'string' ? value.trim() || null : null;
 }
 
 /**

@@ -18,26 +18,20 @@ export type FaultName = (typeof FAULTS)[number][0];
 export type FaultRates = Record<(typeof FAULTS)[number][1], number>;
 
 /** Draws at most one fault per request from a seeded stream, so a run with the same requests repeats. */
-export class FaultInjector {
-  private readonly prng: Prng;
-  private readonly active: ReadonlyArray<[FaultName, number]>;
-
-  constructor(seed: number, rates: FaultRates) {
-    this.prng = Prng.from(seed, 'faults');
-    this.active = FAULTS.map(([name, key]): [FaultName, number] => [name, rates[key]]).filter(([, r]) => r > 0);
-  }
-
-  /** The fault for the next request, or null. No draw is made when every rate is 0. */
-  draw(): FaultName | null {
-    if (this.active.length === 0) return null;
-    const r = this.prng.next();
+export function faultDrawer(seed: number, rates: FaultRates): () => FaultName | null {
+  const prng = Prng.from(seed, 'faults');
+  const active = FAULTS.map(([name, key]): [FaultName, number] => [name, rates[key]]).filter(([, r]) => r > 0);
+  // No draw is made when every rate is 0.
+  if (active.length === 0) return () => null;
+  return () => {
+    const r = prng.next();
     let edge = 0;
-    for (const [name, rate] of this.active) {
+    for (const [name, rate] of active) {
       edge += rate;
       if (r < edge) return name;
     }
     return null;
-  }
+  };
 }
 
 /** An HTML error page such as a proxy in front of the service would send with status 200. */

@@ -4,6 +4,7 @@ import { CompanyData } from './data/companies.ts';
 import { JobData, type JobSearch } from './data/jobs.ts';
 import { PostData } from './data/posts.ts';
 import { canonicalUrlKey } from './data/canonical.ts';
+import { isObject } from './live/absent-members.ts';
 import { LiveShaper, liveShapesOf } from './live/live-shaper.ts';
 import type { SandboxOptions } from './options.ts';
 
@@ -145,7 +146,6 @@ export class Operations {
 /** A similar-companies request whose body passed validation. */
 type SimilarRequest = { url: string; account: SimilarCompaniesAccount | undefined; page: number; num: number };
 
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 const isPositiveInt = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) >= 1;
 
 function parseSimilar(bodyText: string, contentType: string | undefined): ErrorOutcome | SimilarRequest {

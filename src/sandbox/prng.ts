@@ -70,25 +70,19 @@ export class Prng {
     const n = Math.min(count, copy.length);
     for (let i = 0; i < n; i++) {
       const j = i + Math.floor(this.next() * (copy.length - i));
-      const tmp = copy[i] as T;
-      copy[i] = copy[j] as T;
-      copy[j] = tmp;
+      [copy[i], copy[j]] = [copy[j] as T, copy[i] as T];
     }
     return copy.slice(0, n);
   }
 
   /** A string of decimal digits of the given length, never starting with 0. */
   digits(length: number): string {
-    let out = String(this.int(1, 9));
-    for (let i = 1; i < length; i++) out += String(this.int(0, 9));
-    return out;
+    return String(this.int(1, 9)) + Array.from({ length: length - 1 }, () => this.int(0, 9)).join('');
   }
 
   /** A string of lower-case letters and digits. */
   alnum(length: number): string {
     const chars = 'abcdefghijklmnopqrstuvwxyz0123456789';
-    let out = '';
-    for (let i = 0; i < length; i++) out += chars[Math.floor(this.next() * chars.length)];
-    return out;
+    return Array.from({ length }, () => chars[Math.floor(this.next() * chars.length)]).join('');
   }
 }

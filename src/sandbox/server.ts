@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { BALANCE_PATH, OPERATION_METHODS, OPERATION_PATHS, OPERATIONS, type CreditCounters, type Operation } from '../spec/types.ts';
 import { CreditLedger } from './credit-ledger.ts';
-import { FAULT_ANSWERS, FaultInjector, type FaultName } from './faults.ts';
+import { FAULT_ANSWERS, faultDrawer, type FaultName } from './faults.ts';
 import { Operations, type Validated } from './operations.ts';
 import { resolveOptions, type SandboxOptions, type SandboxOptionsInput } from './options.ts';
 import { hash32, Prng } from './prng.ts';
@@ -42,7 +42,7 @@ export async function startSandbox(input: SandboxOptionsInput = {}) {
   const ledger = new CreditLedger(options.tokens);
   const suspended = new Set(options.suspendedTokens);
   const limiter = rateLimiterOf(options);
-  const faults = new FaultInjector(options.seed, options);
+  const drawFault = faultDrawer(options.seed, options);
   const operations = new Operations(options);
   const latency = latencyDrawer(options);
   const keepEntries = options.logRequests || options.onRequest !== null;
@@ -96,7 +96,7 @@ export async function startSandbox(input: SandboxOptionsInput = {}) {
     const cost = options.costs[route.op];
     if (!ledger.canPay(token, cost)) return answer(402, msg('Insufficient credits'));
 
-    const fault = faults.draw();
+    const fault = drawFault();
     if (fault === null || fault === 'slow') {
       // A slow answer is the real answer sent late, so it is charged like any 200.
       const delayMs = fault === 'slow' ? options.slowMs : 0;
@@ -119,9 +119,7 @@ export async function startSandbox(input: SandboxOptionsInput = {}) {
     if (entry && options.logRequests) requests.push(entry);
     const d = decide(req, path, query, bodyText);
     if (entry) {
-      entry.status = d.status;
-      entry.fault = d.fault;
-      entry.charged = d.charged;
+      Object.assign(entry, { status: d.status, fault: d.fault, charged: d.charged });
       options.onRequest?.(entry);
     }
     if (d.status === 0) res.socket?.destroy();
@@ -232,8 +230,6 @@ function balanceBody(seed: number, token: string, counters: CreditCounters): str
   return JSON.stringify({
     uid: `u-${hash32(seed, `uid:${token}`).toString(16).padStart(8, '0')}`,
     team: 'sandbox',
-    total_credits: counters.total_credits,
-    credits_used: counters.credits_used,
-    credits_remaining: counters.credits_remaining,
+    ...counters,
   });
 }

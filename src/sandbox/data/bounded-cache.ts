@@ -4,15 +4,13 @@ export class BoundedCache<K, V> {
 
   constructor(private readonly max: number) {}
 
-  get(key: K): V | undefined {
-    return this.map.get(key);
-  }
-
-  set(key: K, value: V): void {
-    if (this.map.size >= this.max && !this.map.has(key)) {
-      const oldest = this.map.keys().next();
-      if (!oldest.done) this.map.delete(oldest.value);
-    }
+  /** The value kept for `key`, else the one `make` returns, kept. */
+  get(key: K, make: () => V): V {
+    const kept = this.map.get(key);
+    if (kept !== undefined) return kept;
+    const value = make();
+    if (this.map.size >= this.max) this.map.delete(this.map.keys().next().value!);
     this.map.set(key, value);
+    return value;
   }
 }

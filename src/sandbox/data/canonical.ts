@@ -3,13 +3,10 @@
  * spelling variants of one URL get the same answer: scheme optional, `www.` folded, no query, fragment or end slash.
  */
 export function canonicalUrlKey(raw: string): string {
-  let s = raw.trim();
-  s = s.replace(/^[a-z][a-z0-9+.-]*:\/\//i, '');
-  s = s.replace(/[?#].*$/s, '');
+  const s = raw.trim().replace(/^[a-z][a-z0-9+.-]*:\/\//i, '').replace(/[?#].*$/s, '');
   const slash = s.indexOf('/');
   const host = (slash === -1 ? s : s.slice(0, slash)).toLowerCase().replace(/^www\./, '');
-  let path = slash === -1 ? '' : s.slice(slash);
-  path = path.replace(/\/+$/, '');
+  let path = (slash === -1 ? '' : s.slice(slash)).replace(/\/+$/, '');
   try {
     path = decodeURI(path);
   } catch {

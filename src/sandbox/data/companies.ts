@@ -40,24 +40,17 @@ export class CompanyData {
   similarTo(url: string, account: SimilarCompaniesAccount | undefined): ListEntry[] | null {
     const ref = canonicalUrlKey(url);
     const filter = compileFilter(account);
-    const key = `${ref}\u0000${filter?.key ?? ''}`;
-    const cached = this.lists.get(key);
-    if (cached !== undefined) return cached;
-    let list: ListEntry[] | null = null;
-    if (!saysNotFound(url) && hashFraction(this.seed, `company-nodata:${ref}`) >= this.notFoundRate) {
+    return this.lists.get(`${ref}\u0000${filter?.key ?? ''}`, () => {
+      if (saysNotFound(url) || hashFraction(this.seed, `company-nodata:${ref}`) < this.notFoundRate) return null;
       // One ranking per reference, whatever the filters: its stream is that of the unfiltered list.
       const rng = Prng.from(this.seed, `similar:${ref}\u0000`);
       const length = rng.int(3, 45);
       // An aged world: entries that left are gone and those ranked next move up into the list.
       const stays = (entry: ListEntry) => !this.age.left(`${ref}:${entry.slug}`);
-      if (!filter) list = ranking(rng, ref, this.age.days > 0 ? length * 2 : length).filter(stays).slice(0, length);
-      else {
-        list = ranking(rng, ref, CANDIDATE_POOL).filter((entry) => filter.matches(this.base(entry)) && stays(entry)).slice(0, length);
-        if (list.length === 0) list = null;
-      }
-    }
-    this.lists.set(key, list);
-    return list;
+      if (!filter) return ranking(rng, ref, this.age.days > 0 ? length * 2 : length).filter(stays).slice(0, length);
+      const list = ranking(rng, ref, CANDIDATE_POOL).filter((entry) => filter.matches(this.base(entry)) && stays(entry)).slice(0, length);
+      return list.length === 0 ? null : list;
+    });
   }
 
   /** The full record of one list entry. */
@@ -67,12 +60,7 @@ export class CompanyData {
 
   /** The record of a company without its relevancy: the same in every list. */
   private base(entry: ListEntry): CompanyRecord {
-    let base = this.bases.get(entry.slug);
-    if (!base) {
-      base = this.generateBase(entry.name, entry.slug);
-      this.bases.set(entry.slug, base);
-    }
-    return base;
+    return this.bases.get(entry.slug, () => this.generateBase(entry.name, entry.slug));
   }
 
   private generateBase(name: string, slug: string): CompanyRecord {

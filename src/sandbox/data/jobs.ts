@@ -42,22 +42,18 @@ export class JobData {
   /** All results of a search (1..60), or null when it finds nothing. */
   search(search: JobSearch): JobRecord[] | null {
     const key = searchKey(search);
-    const cached = this.results.get(key);
-    if (cached !== undefined) return cached;
-    const nodata =
-      Object.values(search).some((v) => v !== undefined && saysNotFound(v)) ||
-      hashFraction(this.seed, `jobs-nodata:${key}`) < this.notFoundRate;
-    let list: JobRecord[] | null = null;
-    if (!nodata) {
+    return this.results.get(key, () => {
+      const nodata =
+        Object.values(search).some((v) => v !== undefined && saysNotFound(v)) ||
+        hashFraction(this.seed, `jobs-nodata:${key}`) < this.notFoundRate;
+      if (nodata) return null;
       const rng = Prng.from(this.seed, `jobs:${key}`);
       // An aged world: jobs that were filled are gone, and jobs posted since come after the seed's ones.
       const indices = Array.from({ length: rng.int(1, 60) + this.age.newEntries(`jobs:${key}`) }, (_, i) => i);
-      list = indices.filter((i) => !this.age.left(`jobs:${key}:${i}`)).map((i) => this.job(search, key, i));
+      const list = indices.filter((i) => !this.age.left(`jobs:${key}:${i}`)).map((i) => this.job(search, key, i));
       // Newest first, as a job board lists them.
-      list.sort((a, b) => b.posted_timestamp - a.posted_timestamp);
-    }
-    this.results.set(key, list);
-    return list;
+      return list.sort((a, b) => b.posted_timestamp - a.posted_timestamp);
+    });
   }
 
   private job(search: JobSearch, key: string, index: number): JobRecord {

@@ -35,12 +35,10 @@ export class PostData {
   details(url: string): PostBody | null {
     if (saysNotFound(url)) return null;
     const postId = postIdOf(this.seed, url);
-    const cached = this.posts.get(postId);
-    if (cached !== undefined) return cached;
-    const nodata = hashFraction(this.seed, `post-nodata:${postId}`) < this.notFoundRate;
-    const body = nodata ? null : this.generate(postId);
-    this.posts.set(postId, body);
-    return body;
+    return this.posts.get(postId, () => {
+      const nodata = hashFraction(this.seed, `post-nodata:${postId}`) < this.notFoundRate;
+      return nodata ? null : this.generate(postId);
+    });
   }
 
   private generate(postId: string): PostBody {

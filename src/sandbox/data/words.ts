@@ -1,7 +1,6 @@
 /** Vocabulary of the synthetic data: realistic-looking names, places and phrases. */
 
-export const NETWORK_HOST = 'www.network.com';
-export const NETWORK_ORIGIN = `https://${NETWORK_HOST}`;
+export const NETWORK_ORIGIN = 'https://www.network.com';
 export const MEDIA_ORIGIN = 'https://media.network.com';
 
 export const NAME_PREFIXES = [

@@ -21,26 +21,18 @@ export class WorldAge {
 
   /** `value` grown by 1..8% on each day the record `key` grows (none on day 0). */
   grown(value: number, key: string): number {
-    let out = value;
-    for (let day = 1; day <= this.days; day++) {
-      const draw = hashFraction(this.seed, `age:grow:${key}:${day}`);
-      if (draw < GROWTH_CHANCE) out = Math.round(out * (1 + 0.01 + (draw / GROWTH_CHANCE) * 0.07));
-    }
-    return out;
+    const growthDays = this.draws(`grow:${key}`).filter((draw) => draw < GROWTH_CHANCE);
+    return growthDays.reduce((out, draw) => Math.round(out * (1 + 0.01 + (draw / GROWTH_CHANCE) * 0.07)), value);
   }
 
   /** `value` plus what the record `key` gained per day: up to 5% of it and a few more. */
   gained(value: number, key: string): number {
-    let out = value;
-    for (let day = 1; day <= this.days; day++) {
-      const draw = hashFraction(this.seed, `age:gain:${key}:${day}`);
-      out += Math.floor(out * 0.05 * draw) + Math.floor(draw * 4);
-    }
-    return out;
+    return this.draws(`gain:${key}`).reduce((out, draw) => out + Math.floor(out * 0.05 * draw) + Math.floor(draw * 4), value);
   }
 
   /** Whether the entry `key` of a list has left it by now (it never comes back). */
   left(key: string): boolean {
+    // Day by day, not draws(): it stops on the day the entry leaves, which over years (3650 days) is 12 times faster.
     for (let day = 1; day <= this.days; day++) {
       if (hashFraction(this.seed, `age:leave:${key}:${day}`) < LEAVE_CHANCE) return true;
     }
@@ -49,8 +41,11 @@ export class WorldAge {
 
   /** How many new entries the list `key` has gained by now. */
   newEntries(key: string): number {
-    let n = 0;
-    for (let day = 1; day <= this.days; day++) if (hashFraction(this.seed, `age:new:${key}:${day}`) < NEW_JOB_CHANCE) n++;
-    return n;
+    return this.draws(`new:${key}`).filter((draw) => draw < NEW_JOB_CHANCE).length;
+  }
+
+  /** One draw in [0, 1) per day since the seed's world, of day 1 first, fixed by seed, `what` and day. */
+  private draws(what: string): number[] {
+    return Array.from({ length: this.days }, (_, i) => hashFraction(this.seed, `age:${what}:${i + 1}`));
   }
 }
