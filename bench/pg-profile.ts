@@ -5,7 +5,8 @@
  * statements grouped by what sent them, with the costliest. Not part of `npm run bench`: a measuring tool.
  * Run: `npx tsx bench/pg-profile.ts` (N=3000 by default; `N=10000 npx tsx bench/pg-profile.ts`; `CPU_PROF=file.cpuprofile`
  * writes a V8 profile of the timed run alone, `HEAP_PROF=file.heapprofile` a sampled profile of what it allocates (garbage included), `TOP=30` lists more statements, `CONCURRENCY=32` the job's concurrency (16), `EXPERIMENT_SQL='...'` runs SQL on
- * the dataset between the warm-up and the timed run: an index or storage setting tried before it is migrated;
+ * the dataset between the warm-up and the timed run: an index or storage setting tried before it is migrated; `WARM=10000` the
+ * untimed warm-up's lookups (1,000); `LITE=1` the same runs on a SQLite file instead (no server figures), to compare;
  * `PG_SETTINGS='log_connections=on;...'` adds server settings; `NO_COUNT=1` leaves the pg client unwrapped, so the client CPU is the run's alone; `BY_PROCESS=1` lists the server's CPU
  * by cluster process, each backend named by what its sessions were seen running).
  */
@@ -19,7 +20,7 @@ import { startSandboxProcess } from '../test/soak/sandbox-process.ts';
 import { makeJob, postUrl, writeUrlCsv } from '../test/soak/inputs.ts';
 import { createTestDatabase, startPgCluster } from '../test/pg/pg-cluster.ts';
 import { PIPELINE_TOKEN } from './pipeline.bench.ts';
-import { clusterCpuMs, postmasterOf } from './cpu-meter.ts';
+import { clusterCpuMs, postmasterOf, threadCpuMs } from './cpu-meter.ts';
 import { startProcessSampler } from './pg-process-cpu.ts';
 
 const N = Number(process.env['N'] ?? 3000);
@@ -76,10 +77,10 @@ try {
   const run = async (tag: string, n: number) => {
     await writeUrlCsv(join(dir, `${tag}.csv`), 'post_url', n, (i) => postUrl(tag, i));
     const job = makeJob({ name: tag, operation: 'post-details', input: { csv: `${tag}.csv`, column: 'post_url' }, rate: { requestsPerMinute: 1e9, concurrency: Number(process.env['CONCURRENCY'] ?? 16) } }, dir);
-    const summary = await runJobs({ dbPath: dbUrl, jobs: [job], api: { baseUrl: sandbox.url, token: PIPELINE_TOKEN } });
+    const summary = await runJobs({ dbPath: process.env['LITE'] ? join(dir, `${tag}.db`) : dbUrl, jobs: [job], api: { baseUrl: sandbox.url, token: PIPELINE_TOKEN } });
     if (summary.status !== 'completed') throw new Error(`run ended ${summary.status}`);
   };
-  await run('warm', 1000);
+  await run('warm', Number(process.env['WARM'] ?? 1000));
   if (process.env['EXPERIMENT_SQL']) {
     const c = new pg.Client({ connectionString: dbUrl });
     await c.connect();
@@ -101,12 +102,14 @@ try {
     await heap.post('HeapProfiler.startSampling', { samplingInterval: 8192, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true });
   }
   const sampler = process.env['BY_PROCESS'] ? await startProcessSampler(postmaster, cluster.url, senderOf) : null;
+  const threads = threadCpuMs();
   const cpu = process.cpuUsage();
   const server = clusterCpuMs(postmaster);
   const start = performance.now();
   await run('main', N);
   const wallMs = performance.now() - start;
   const client = process.cpuUsage(cpu);
+  const byThread = [...threadCpuMs()].map(([id, ms]) => [id, ms - (threads.get(id) ?? 0)] as const).filter(([, ms]) => ms > 0);
   const serverMs = clusterCpuMs(postmaster) - server;
   counting = false;
   const byProcess = await sampler?.stop();
@@ -114,6 +117,9 @@ try {
   if (heap) writeFileSync(process.env['HEAP_PROF']!, JSON.stringify((await heap.post('HeapProfiler.stopSampling')).profile));
   console.log(`${N} answers in ${wallMs.toFixed(0)} ms: ${((N / wallMs) * 1000).toFixed(1)}/s; per answer: client CPU ${((client.user + client.system) / N).toFixed(0)} us (system ${(client.system / N).toFixed(0)}), `
     + `server CPU ${((serverMs * 1000) / N).toFixed(0)} us, round trips ${(trips / N).toFixed(2)}`);
+  // The main thread against the rest (V8's compilers and GC): a run's optimizing compiles go on for thousands of answers.
+  const main = byThread.find(([id]) => id === process.pid)?.[1] ?? 0;
+  console.log(`client CPU per answer by thread (us): main ${((main * 1000) / N).toFixed(0)}, others ${byThread.filter(([id]) => id !== process.pid).map(([, ms]) => ((ms * 1000) / N).toFixed(0)).join(' ')}`);
   if (byProcess) {
     console.log('server CPU per answer by process (us; a backend by the senders of the statements it was seen running):');
     for (const [name, ms] of [...byProcess].sort((a, b) => b[1] - a[1])) console.log(`  ${((ms * 1000) / N).toFixed(1).padStart(7)}  ${name}`);
