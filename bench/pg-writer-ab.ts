@@ -1,9 +1,10 @@
 /**
  * The PostgreSQL writer alone, two checkouts alternating in one process (issue #27 item 4): `ROUNDS` rounds of
  * `GROUPS` groups of `SIZE` post answers (sandbox-sized bodies) written by each checkout's createPgGroupCommit as
- * the run's writer sends them (its own transaction, the next group's reads riding in the one before), each into
+ * the run's writer sends them (each in its own transaction, started as the one before sent its COMMIT), each into
  * its own migrated database on one throwaway cluster. Per answer: this process's CPU, the writer backend's CPU
- * (/proc), wall time. Run: `A=/path/to/other/checkout npx tsx bench/pg-writer-ab.ts` (B is this checkout).
+ * (/proc), wall time. Run: `A=/path/to/other/checkout npx tsx bench/pg-writer-ab.ts` (B is this checkout; both must
+ * have `start`, the writer's pipeline of 2026-11-29).
  */
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -53,6 +54,8 @@ try {
       SELECT i, 'j', 'post-details', 'k' || i, 1, '{}', 'pending', 0, $1, $1 FROM generate_series(1, $2::int) i`, [AT, total + 1000]);
     await store.pool.query('INSERT INTO runs (id, started_at, status) VALUES (1, $1, $2) ON CONFLICT DO NOTHING', [AT, 'running']).catch(() => undefined);
     const client = await store.pool.connect();
+    // The run's writer's connection is in pipeline mode: a group's statements go without waiting for the one before.
+    (client as unknown as { pipeline: boolean }).pipeline = true;
     const pid = (await client.query<{ p: number }>('SELECT pg_backend_pid() AS p')).rows[0]!.p;
     sides.push({ tag, store, client, pid, commit: createPgGroupCommit(1), next: 1, figures: [] as string[] });
   }
@@ -65,14 +68,21 @@ try {
       const cpu = process.cpuUsage();
       const server = cpuOf(side.pid);
       const start = performance.now();
-      let read = await side.commit.read(side.client, groups[0]!);
-      for (let g = 0; g < GROUPS; g++) read = await side.commit.write(side.client, groups[g]!, read, { ownTransaction: true, next: groups[g + 1] ?? null });
+      let last: Promise<void> | null = null;
+      for (const group of groups) {
+        const started = side.commit.start(side.client, group);
+        const read = await started.reads;
+        await last;
+        last = (await started.commit(read)).committed;
+      }
+      await last;
       const c = process.cpuUsage(cpu);
       side.figures.push(`${((c.user + c.system) / n).toFixed(0)}/${(((cpuOf(side.pid) - server) * 1000) / n).toFixed(0)}/${(((performance.now() - start) * 1000) / n).toFixed(0)}`);
     }
   }
   for (const side of sides) console.log(`${side.tag} (${roots[side.tag as 'A']}): client/server CPU/wall us an answer: ${side.figures.join('  ')}`);
   for (const side of sides) {
+    (side.client as unknown as { pipeline: boolean }).pipeline = false;
     side.client.release();
     await side.store.close();
   }

@@ -1,9 +1,9 @@
 /**
  * The PostgreSQL writer's groups: outcomes that arrive while a group commits go together in the next
  * transaction, instead of one small transaction per turn of the event loop queued behind it (the first of them
- * alone when no group's reads rode in the commit: its reads go at once, behind it). The first group's
- * commit is held on a row lock another connection holds, so the test does not depend on timing; rows written
- * by one transaction share its xmin.
+ * alone: it starts as it comes, pipelined behind the commit). The first group's commit is held on a row lock
+ * another connection holds, so the test does not depend on timing; rows written by one transaction share its xmin.
+ * A statement the server refuses fails the writer once, and nothing of its group or of the one behind it is kept.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pg from 'pg';
@@ -24,7 +24,7 @@ describe.skipIf(!pgClusterUrl)(`the PostgreSQL writer's groups${pgClusterUrl ? '
   beforeAll(async () => {
     const url = await newMigratedPgDatabase('writer-groups');
     store = await openPgStore(url);
-    for (let id = 1; id <= 8; id++) {
+    for (let id = 1; id <= 12; id++) {
       await store.pool.query(`INSERT INTO tasks (id, job, operation, input_key, page, request_json, status, attempts, created_at, updated_at)
         VALUES ($1, 'j', 'post-details', $2, 1, '{}', 'pending', 0, $3, $3)`, [id, `k${id}`, AT]);
     }
@@ -95,6 +95,33 @@ describe.skipIf(!pgClusterUrl)(`the PostgreSQL writer's groups${pgClusterUrl ? '
       `SELECT task_id AS task, change, field, old, new FROM changes WHERE key LIKE '%7000000000000000077%' ORDER BY id`);
     expect(rows.filter((r) => r.change === 'added' && r.field === null).map((r) => Number(r.task))).toEqual([7]);
     expect(rows.filter((r) => Number(r.task) === 8)).toEqual([{ task: '8', change: 'changed', field: 'text_content', old: 'before', new: 'after' }]);
+  });
+
+  it('a refused statement fails the writer once: its group and the one started behind it are not committed, the one before is', async () => {
+    const fatal: unknown[] = [];
+    const writer = new PgOutcomeWriter(store.pool, 1, (err) => fatal.push(err));
+    const task = (id: number) => ({ id, operation: 'post-details' as const });
+    const attempt = (id: number, path: string) => ({ call: { operation: 'post-details', method: 'GET', path, status: 500, latencyMs: 1 }, code: 'HTTP_500' }) as unknown as ApiError;
+    // api_calls refuses this path: the group's rows fail on the server, after its BEGIN and reads were answered.
+    await store.pool.query(`ALTER TABLE api_calls ADD CONSTRAINT test_refused_path CHECK (path <> '/refused') NOT VALID`);
+    try {
+      await writer.failed(task(9), 'HTTP_500', 'server error', true, 1);
+      const refused = [writer.attemptFailed(task(10), attempt(10, '/refused')), writer.failed(task(10), 'HTTP_500', 'server error', true, 1)];
+      // The next turn's group starts as the refused one's COMMIT is sent, before its answer.
+      await new Promise((resolve) => setImmediate(resolve));
+      const behind = [writer.attemptFailed(task(11), attempt(11, '/fine')), writer.failed(task(11), 'HTTP_500', 'server error', true, 1)];
+      await Promise.all([...refused, ...behind]);
+      await writer.close();
+    } finally {
+      await store.pool.query('ALTER TABLE api_calls DROP CONSTRAINT test_refused_path');
+    }
+    expect(fatal).toHaveLength(1);
+    expect(String((fatal[0] as Error).message)).toMatch(/test_refused_path/);
+    expect(writer.error).toBe(fatal[0]);
+    const { rows } = await store.pool.query<{ id: string; status: string }>('SELECT id, status FROM tasks WHERE id BETWEEN 9 AND 11 ORDER BY id');
+    expect(rows.map((r) => [Number(r.id), r.status])).toEqual([[9, 'failed'], [10, 'pending'], [11, 'pending']]);
+    const calls = await store.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM api_calls WHERE task_id IN (10, 11)`);
+    expect(calls.rows[0]!.n).toBe(0);
   });
 });
 

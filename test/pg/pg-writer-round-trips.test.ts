@@ -1,7 +1,8 @@
 /**
  * The PostgreSQL writer's round trips per group commit do not grow with the group: a group of 40 answers (their
  * posts, media sets, raw bodies, api_calls rows, tasks settled, failed attempts) is sent in as many
- * queries as a group of 2: two, the history's reads and then the rest; and a busy writer sends one a group. The round
+ * queries as a group of 2: two, the history's reads and then the rest; and the run's writer sends a group in two
+ * bursts, its rows going behind its reads without waiting for them. The round
  * trips are counted on the connection the group is written on (a wrapped client): queries sent in one synchronous
  * turn go out together (the writer pipelines its statements), so each such burst is one round trip.
  */
@@ -112,20 +113,37 @@ describe.skipIf(!pgClusterUrl)(`the PostgreSQL writer's round trips${pgClusterUr
     expect(await count('SELECT count(DISTINCT post_id) AS n FROM post_media')).toBe(83);
   });
 
-  it('a busy writer sends one query a group: the next group\'s reads ride in the one before, ahead of its COMMIT', async () => {
+  it('the run writer\'s group goes in three sends, its rows before its reads are answered, and its reads see the group before', async () => {
     const count = { queries: 0 };
     const first = writeGroup.plan(group(84, 5));
     const second = writeGroup.plan(group(89, 5));
+    const readBack = writeGroup.plan(group(84, 1));
     await withPgClient(store.pool, async (client) => {
       const c = counted(client, count);
-      const read = await writeGroup.read(c, first);
-      expect(count.queries).toBe(1);
-      const secondRead = await writeGroup.write(c, first, read, { ownTransaction: true, next: second });
-      // The second group's posts were read after the first's were written: none of them was stored yet.
-      expect(secondRead.map((rows) => rows.length)).toEqual([0, 0]);
-      await writeGroup.write(c, second, secondRead, { ownTransaction: true });
+      (client as unknown as { pipeline: boolean }).pipeline = true;
+      try {
+        // BEGIN and the reads, then the rows before the reads are answered: the server writes them meanwhile.
+        const started = writeGroup.start(c, first);
+        const read = await started.reads;
+        expect(count.queries).toBe(2);
+        expect(read.map((rows) => rows.length)).toEqual([0, 0]);
+        const { committed } = await started.commit(read);
+        // The second group starts as the first's COMMIT is sent, before it is answered.
+        const next = writeGroup.start(c, second);
+        await committed;
+        await (await next.commit(await next.reads)).committed;
+        // A group after them reads what the first wrote: its post and its media.
+        const again = writeGroup.start(c, readBack);
+        const seen = await again.reads;
+        expect(seen[0]!.length).toBe(1);
+        expect(seen[1]!.length).toBeGreaterThan(0);
+        await (await again.commit(seen)).committed;
+      } finally {
+        (client as unknown as { pipeline: boolean }).pipeline = false;
+      }
     });
-    expect(count.queries).toBe(3);
+    // Per group: the reads, the rows, then the history's rows with COMMIT.
+    expect(count.queries).toBe(9);
     const posts = await store.pool.query<{ n: string }>('SELECT count(*) AS n FROM posts');
     expect(Number(posts.rows[0]!.n)).toBe(93);
     const added = await store.pool.query<{ n: string }>(`SELECT count(*) AS n FROM changes WHERE entity = 'post' AND change = 'added' AND task_id BETWEEN 84 AND 93`);

@@ -62,14 +62,15 @@ export function createPgAnswerStore() {
    * Adds one body's rows to `batch`. spec.rows() asks for stored values synchronously, so it runs once to learn
    * which, they are read (flushing the batch if it may hold them), and it runs again (it is pure).
    */
-  async function collect(client: pg.ClientBase, batch: PgRowBatch, input: StoredAnswer, history: ChangeRecorder, first?: FirstPass): Promise<PgStoredAnswer> {
+  async function collect(client: pg.ClientBase, batch: PgRowBatch, input: StoredAnswer, history: ChangeRecorder | null, first?: FirstPass): Promise<PgStoredAnswer> {
     const spec = specOf(input.request.operation);
     // The pass with no stored value known, unless the caller made it already (the group's plan, firstPass).
     const { asked, stored: guessed } = first ?? firstPass(input);
     const stored = asked.size === 0 ? guessed
       : spec.rows(input.request, input.answer, askingContext(input, asked, await readBack(client, batch, asked)));
-    // What it changes, read before its rows join the batch (history/record-changes.ts: keys first seen are read now).
-    await readPg({ client }, history.record({ writes: stored.writes, runId: input.runId ?? null, taskId: input.taskId ?? null, at: input.at }));
+    // What it changes, read before its rows join the batch (history/record-changes.ts: keys first seen are read now);
+    // with no recorder, the caller records it from reads it made before (pg-group-commit.ts's start).
+    if (history) await readPg({ client }, history.record({ writes: stored.writes, runId: input.runId ?? null, taskId: input.taskId ?? null, at: input.at }));
     for (const w of stored.writes) await batch.add(client, await completed(client, batch, w));
     return { rows: rowCount(stored), anomalies: [...setAsideAnomalies(input.setAside), ...stored.anomalies].map((a) => anomalyRow(input, a)) };
   }

@@ -1,7 +1,7 @@
 /**
- * A group of outcomes written on PostgreSQL in one round trip: bodies with their anomalies, rows, api_calls, task
- * updates, history (its reads come before, or ride in the group before). It stores what writing the outcomes one by
- * one would: ids in order, the later answer's values, a task settled twice as the second left it (attempts summed).
+ * A group of outcomes written on PostgreSQL: bodies with their anomalies, rows, api_calls, task updates, history (its
+ * reads come first). It stores what writing the outcomes one by one would: ids in order, the later answer's values, a
+ * task settled twice as the second left it (attempts summed).
  */
 import type pg from 'pg';
 import { CALL_HEAD, callValues } from '../api-calls.ts';
@@ -15,6 +15,7 @@ import { PgRowBatch, roundsByKey } from './pg-row-batch.ts';
 import { valuesStatements, type BoundStatement } from './pg-statements.ts';
 import { pipelineStatements } from './pg-pipeline.ts';
 import { CHANGES_HEAD, ChangeRecorder, changeValues } from '../history/record-changes.ts';
+import { readPg } from '../read-steps.ts';
 import { foldedReadSql, plannedReads, replayReads } from './pg-folded-reads.ts';
 import { STORE_TYPES } from './reader-values.ts';
 
@@ -33,53 +34,45 @@ export interface PlannedGroup {
 
 export interface WriteOptions {
   ownTransaction: boolean;
-  /** The group whose history reads ride in this one, before its COMMIT. */
-  next?: PlannedGroup | null;
-  /** Called once the group's statements are sent (all of them, COMMIT included), before their answer. */
-  onSent?: () => void;
 }
 
-/** The writer of one run's groups: `plan`, `read` and `write` for pg-outcome-writer.ts, or all three in one call. */
+/** A group under way in the run writer's pipeline (start): its history's reads, and what sends the rest. */
+export interface StartedGroup {
+  /** The rows of the history's reads, sent behind BEGIN. */
+  reads: Promise<unknown[][]>;
+  /** Sends the history's rows and COMMIT once `read` (the reads' rows) came; resolves once sent, with its COMMIT's answer. */
+  commit(read: readonly unknown[][]): Promise<{ committed: Promise<void> }>;
+}
+
+/** The writer of one run's groups: `plan` and `start` for pg-outcome-writer.ts, or a group written in one call. */
 export function createPgGroupCommit(runId: number) {
   const answers = createPgAnswerStore();
 
-  /**
-   * The group written in one round trip (a stored value an answer reads back costs one more, rare), with `next`'s
-   * reads riding in it before COMMIT: the state `next` starts from is the one this group leaves. `next`'s rows.
-   */
-  async function write(client: pg.ClientBase, group: PlannedGroup, read: readonly unknown[][], options: WriteOptions): Promise<unknown[][]> {
+  /** Each paid answer's rows added to `batch` (its history recorded first unless `history` is null); their anomalies. */
+  async function collectRows(client: pg.ClientBase, group: PlannedGroup, batch: PgRowBatch, history: ChangeRecorder | null): Promise<Anomaly[]> {
+    // Each answer's anomalies name its raw body by its place in the one INSERT (rawBodiesSql), so both go together.
+    const anomalies: Anomaly[] = [];
+    for (const [i, op] of group.paid.entries()) {
+      if (op.kind !== 'success') continue;
+      const found = (await answers.collect(client, batch, storedInput(runId, op), history, group.firsts[i] ?? undefined)).anomalies;
+      anomalies.push(...found.map(([, ...row]) => ({ n: i + 1, taskId: op.taskId, row })));
+    }
+    return anomalies;
+  }
+
+  /** The group written in one round trip (a stored value an answer reads back costs one more, rare), after `read`. */
+  async function write(client: pg.ClientBase, group: PlannedGroup, read: readonly unknown[][], options: WriteOptions): Promise<void> {
     const tx = options.ownTransaction ? beginningLazily(client) : { client, begun: () => true };
-    const { paid, ops } = group;
     const batch = new PgRowBatch();
     const history = new ChangeRecorder();
     replayReads(history.prefetch(group.candidates), group.planned, read);
-    // Each answer's anomalies name its raw body by its place in the one INSERT (rawBodiesSql), so both go together.
-    const anomalies: Array<{ n: number; taskId: number; row: unknown[] }> = [];
-    for (const [i, op] of paid.entries()) {
-      if (op.kind !== 'success') continue;
-      const input = {
-        rawResponseId: 0, runId, taskId: op.taskId, operation: op.operation, requestKey: op.requestKey, request: op.request, answer: op.answer, setAside: op.setAside, at: op.at,
-      };
-      const found = (await answers.collect(tx.client, batch, input, history, group.firsts[i] ?? undefined)).anomalies;
-      anomalies.push(...found.map(([, ...row]) => ({ n: i + 1, taskId: op.taskId, row })));
-    }
-    const { changes, withdrawn } = history.take();
-    const nextReads = options.next ? foldedReadSql(options.next.planned) : [];
-    const tail = options.ownTransaction ? ['COMMIT'] : [];
-    const sending = pipelineStatements(client, [
+    const anomalies = await collectRows(tx.client, group, batch, history);
+    await pipelineStatements(client, [
       tx.begun() ? null : 'BEGIN',
-      ...rawBodiesSql(paid, runId, anomalies),
-      ...batch.take(),
-      ...valuesStatements(CALL_HEAD, ops.flatMap((op) => ('call' in op ? [callValues(op.call)] : []))),
-      ...settleSql(runId, ops.flatMap((op) => settlementOf(op) ?? [])),
-      withdrawn.length > 0 ? { text: `DELETE FROM changes WHERE id IN (${withdrawn.map((_, i) => `$${i + 1}`).join(', ')})`, values: withdrawn } : null,
-      ...valuesStatements(CHANGES_HEAD, changes.map(changeValues)),
-      ...nextReads,
-      ...tail,
+      ...rowStatements(runId, group, batch, anomalies),
+      ...historyStatements(history),
+      options.ownTransaction ? 'COMMIT' : null,
     ], STORE_TYPES);
-    options.onSent?.();
-    const results = await sending;
-    return results.slice(results.length - tail.length - nextReads.length, results.length - tail.length).map((r) => r.rows);
   }
 
   /** The group's reads alone (planGroup's), in one round trip (none when it reads nothing). */
@@ -92,8 +85,52 @@ export function createPgGroupCommit(runId: number) {
     const group = planGroup(ops);
     await write(client, group, await read(client, group), { ownTransaction });
   };
-  return Object.assign(writeGroup, { plan: planGroup, read, write });
+  const start = (client: pg.ClientBase, group: PlannedGroup) => startGroup(runId, collectRows, client, group);
+  return Object.assign(writeGroup, { plan: planGroup, read, start });
 }
+
+/**
+ * Starts `group` on the run writer's connection (in pipeline mode, the group before it sent up to its COMMIT): BEGIN
+ * and the history's reads, then, when no answer reads a stored value back, its rows at once, written while this
+ * process records the history from the reads. A group whose answer reads back waits for the reads, as write() does.
+ */
+function startGroup(runId: number, collectRows: CollectRows, client: pg.ClientBase, group: PlannedGroup): StartedGroup {
+  /** Resolves once the rows are sent (a stored value read back first), with their answer. */
+  const sendRows = async (history: ChangeRecorder | null) => {
+    const batch = new PgRowBatch();
+    const anomalies = await collectRows(client, group, batch, history);
+    const written = pipelineStatements(client, rowStatements(runId, group, batch, anomalies), STORE_TYPES);
+    written.catch(() => undefined); // the commit's to report
+    return { written };
+  };
+  const reads = pipelineStatements(client, ['BEGIN', ...foldedReadSql(group.planned)], STORE_TYPES).then((r) => r.slice(1).map((x) => x.rows));
+  reads.catch(() => undefined); // the writer's to report, awaiting it
+  const early = group.firsts.every((first) => first === null || first.asked.size === 0);
+  const rowsSent = early ? sendRows(null) : null;
+  rowsSent?.catch(() => undefined); // the commit's to report
+  async function commit(read: readonly unknown[][]): Promise<{ committed: Promise<void> }> {
+    const history = new ChangeRecorder();
+    replayReads(history.prefetch(group.candidates), group.planned, read);
+    if (rowsSent) {
+      // The rows are sent: every key they write was read above. What a list's page reads more (changes this run
+      // recorded) the group's rows do not touch.
+      for (const [i, op] of group.paid.entries()) {
+        if (op.kind === 'success') await readPg({ client }, history.record({ writes: group.firsts[i]!.stored.writes, runId, taskId: op.taskId, at: op.at }));
+      }
+    }
+    const { written } = await (rowsSent ?? sendRows(history));
+    const ending = pipelineStatements(client, [...historyStatements(history), 'COMMIT'], STORE_TYPES);
+    // In a transaction a refused statement aborted, COMMIT answers ROLLBACK: the refusal (answered first) is the failure.
+    const committed = Promise.all([written, ending]).then(([, results]) => {
+      if (results.at(-1)!.command !== 'COMMIT') throw new Error('internal: the group\'s transaction was rolled back');
+    });
+    committed.catch(() => undefined); // the writer's to report, awaiting it
+    return { committed };
+  }
+  return { reads, commit };
+}
+
+type CollectRows = (client: pg.ClientBase, group: PlannedGroup, batch: PgRowBatch, history: ChangeRecorder | null) => Promise<Anomaly[]>;
 
 /** What the group's answers would write, and the history's statements that read what those keys hold now (sent before the group). */
 function planGroup(ops: readonly OutcomeOp[]): PlannedGroup {
@@ -131,12 +168,44 @@ function beginningLazily(client: pg.ClientBase): { client: pg.ClientBase; begun:
   return { client: lazy, begun: () => begun };
 }
 
+/** The group's statements but the history's: bodies with their anomalies, rows, api_calls, task updates. */
+function rowStatements(runId: number, group: PlannedGroup, batch: PgRowBatch, anomalies: readonly Anomaly[]): BoundStatement[] {
+  return [
+    ...rawBodiesSql(group.paid, runId, anomalies),
+    ...batch.take(),
+    ...valuesStatements(CALL_HEAD, group.ops.flatMap((op) => ('call' in op ? [callValues(op.call)] : []))),
+    ...settleSql(runId, group.ops.flatMap((op) => settlementOf(op) ?? [])),
+  ];
+}
+
+/** An answer's anomaly row, by its body's place in the group's INSERT. */
+interface Anomaly {
+  n: number;
+  taskId: number;
+  row: unknown[];
+}
+
+function storedInput(runId: number, op: Extract<PaidOp, { kind: 'success' }>) {
+  return {
+    rawResponseId: 0, runId, taskId: op.taskId, operation: op.operation, requestKey: op.requestKey, request: op.request, answer: op.answer, setAside: op.setAside, at: op.at,
+  };
+}
+
+/** The history's statements for what `history` recorded: changes withdrawn, then those added. */
+function historyStatements(history: ChangeRecorder): BoundStatement[] {
+  const { changes, withdrawn } = history.take();
+  return [
+    ...(withdrawn.length > 0 ? [{ text: `DELETE FROM changes WHERE id IN (${withdrawn.map((_, i) => `$${i + 1}`).join(', ')})`, values: withdrawn }] : []),
+    ...valuesStatements(CHANGES_HEAD, changes.map(changeValues)),
+  ];
+}
+
 /**
  * The bodies as received, as text, with their anomalies in the same statement: an INSERT's rows take ids in VALUES
  * order, so the n-th id is the n-th body's. An anomaly's body is checked by its task: one out of place gives NULL,
  * which raw_response_id refuses, so the group fails rather than file an anomaly under another body.
  */
-function rawBodiesSql(paid: readonly PaidOp[], runId: number, anomalies: ReadonlyArray<{ n: number; taskId: number; row: unknown[] }>): BoundStatement[] {
+function rawBodiesSql(paid: readonly PaidOp[], runId: number, anomalies: readonly Anomaly[]): BoundStatement[] {
   const rows = paid.map((op) => rawValues(rawInputOf(op, runId), { body: op.body, encoding: null }));
   if (anomalies.length === 0) return valuesStatements(RAW_HEAD, rows);
   // One statement for the bodies (a group's, far under the limit), which the anomalies' CTE numbers.

@@ -1,6 +1,7 @@
 /**
  * The run's writer on PostgreSQL: store/result-writer.ts's group commit, a group at a time on the run's own connection,
- * in one round trip. An outcome resolves once its group is committed: a killed worker loses only its in-flight calls.
+ * in pipeline mode (pg-group-commit.ts's start). An outcome resolves once its group is committed: a killed worker loses
+ * only its in-flight calls.
  */
 import type pg from 'pg';
 import type { OutcomeOp } from '../outcome-ops.ts';
@@ -14,11 +15,11 @@ export class PgOutcomeWriter extends GroupCommitWriter {
   private waiting: Array<{ ops: readonly OutcomeOp[]; release: () => void }> = [];
   /** The commits going on, one after the other; resolves once nothing is waiting. */
   private committing: Promise<void> | null = null;
-  private readonly writeGroup: ReturnType<typeof createPgGroupCommit>;
+  /** Wakes the commit loop waiting on the last group's COMMIT when a group is handed over. */
+  private arrived: (() => void) | null = null;
+  private readonly groups: ReturnType<typeof createPgGroupCommit>;
   /** The writer's own connection from its first commit to close(), so its prepared statements stay prepared. */
   private connection: pg.PoolClient | null = null;
-  /** The commit loop's groups taken from `waiting` (the one being written first), while a group is being written. */
-  private inFlight: Pending[] | null = null;
 
   constructor(
     private readonly pool: pg.Pool,
@@ -28,7 +29,7 @@ export class PgOutcomeWriter extends GroupCommitWriter {
     now?: () => string,
   ) {
     super(runId, onFatal, maxOps, now);
-    this.writeGroup = createPgGroupCommit(runId);
+    this.groups = createPgGroupCommit(runId);
   }
 
   async drain(): Promise<void> {
@@ -49,22 +50,8 @@ export class PgOutcomeWriter extends GroupCommitWriter {
    */
   protected commitGroup(ops: readonly OutcomeOp[], release: () => void): void {
     this.waiting.push({ ops, release });
+    this.arrived?.();
     this.startCommitting();
-    this.readAhead();
-  }
-
-  /**
-   * While a group is written with no reads riding in it, groups handed over meanwhile send their reads behind it
-   * (pipelined): the server runs them after its COMMIT, so they see what it wrote, and they are answered by their turn.
-   */
-  private readAhead(): void {
-    const inFlight = this.inFlight;
-    if (!inFlight || inFlight.length !== 1 || !this.connection) return;
-    const next = this.take();
-    next.read = this.writeGroup.read(this.connection, next.group);
-    // Its failure is the commit loop's to report, when it comes to this group.
-    next.read.catch(() => undefined);
-    inFlight.push(next);
   }
 
   /** Starts the commits unless under way; a group handed over as they finished starts them again. */
@@ -76,44 +63,50 @@ export class PgOutcomeWriter extends GroupCommitWriter {
   }
 
   /**
-   * Commits the waiting groups one after the other on one connection, each in one round trip that also reads, before
-   * its COMMIT, what the history needs of the next group: two round trips only for the first after an idle spell.
+   * Commits the waiting groups one after the other on one connection in pipeline mode. A group's BEGIN, reads and rows
+   * go as soon as the one before has sent its COMMIT, so the server writes one group while this process records the
+   * history of the next; its waiters are let go once its COMMIT is answered.
    */
   private async commitWaiting(): Promise<void> {
-    /** Taken from `waiting`, not yet let go: the group being committed and the one whose reads ride with it. */
-    const taken: Pending[] = [];
+    /** The groups sent and not yet known committed (or failed): their waiters. */
+    const open = new Set<Array<() => void>>();
+    let last: Promise<void> | null = null;
     try {
-      // In pipeline mode: node-postgres sends a query without waiting for the one before.
       const client = (this.connection ??= pipelined(await this.pool.connect(), true));
-      while (!this.error && (taken.length > 0 || this.waiting.length > 0)) {
-        if (taken.length === 0) taken.push(this.take());
-        const current = taken[0]!;
-        const read = await (current.read ?? this.writeGroup.read(client, current.group));
-        const next = this.nextOf(taken);
-        // Once this group is sent with none of the next's reads in it, groups handed over meanwhile read ahead.
-        const onSent = () => (this.inFlight = next ? null : taken);
-        const nextRead = await this.writeGroup.write(client, current.group, read, { ownTransaction: true, next: next?.group ?? null, onSent })
-          .finally(() => (this.inFlight = null));
-        if (next) next.read = Promise.resolve(nextRead);
-        for (const release of taken.shift()!.releases) release();
+      while (!this.error && (this.waiting.length > 0 || last)) {
+        if (this.waiting.length === 0) {
+          await this.nextArrivalOr(last!);
+          if (this.waiting.length > 0) continue;
+          await last;
+          last = null;
+          continue;
+        }
+        const { group, releases } = this.take();
+        open.add(releases);
+        const started = this.groups.start(client, group);
+        const read = await started.reads;
+        // Answered before the reads: a failed group before this one stops it before its COMMIT is sent.
+        await last;
+        const { committed } = await started.commit(read);
+        last = committed.then(() => {
+          open.delete(releases);
+          for (const release of releases) release();
+        });
+        // Awaited by the next group, or once none waits; a failure found first elsewhere must not go unhandled.
+        last.catch(() => undefined);
       }
     } catch (err) {
       await this.dropConnection();
       this.fail(err);
     }
     // After a failure nothing more is written: the groups left are let go (GroupCommitWriter.error says why).
-    for (const release of [...taken.flatMap((p) => p.releases), ...this.waiting.splice(0).map((g) => g.release)]) release();
+    for (const release of [...[...open].flat(), ...this.waiting.splice(0).map((g) => g.release)]) release();
   }
 
-  /**
-   * The group whose reads ride in the one being written: those waiting now, taken (null: none waits). A group that
-   * read ahead during the last write is not one: its reads are sent, and it is written next.
-   */
-  private nextOf(taken: Pending[]): Pending | null {
-    if (taken.length > 1 || this.waiting.length === 0) return null;
-    const next = this.take();
-    taken.push(next);
-    return next;
+  /** Until a group is handed over or `last` is answered, whichever is first (a failure is the caller's to see). */
+  private async nextArrivalOr(last: Promise<void>): Promise<void> {
+    await Promise.race([last.catch(() => undefined), new Promise<void>((resolve) => (this.arrived = resolve))]);
+    this.arrived = null;
   }
 
   /** After a failed group: the writer's connection rolled back and let go (releaseAfterFailure). */
@@ -124,23 +117,17 @@ export class PgOutcomeWriter extends GroupCommitWriter {
   }
 
   /** The waiting groups that go together next (up to maxBatch outcomes), their history's reads planned. */
-  private take(): Pending {
+  private take(): { group: PlannedGroup; releases: Array<() => void> } {
     let count = this.waiting[0]!.ops.length;
     let n = 1;
     while (n < this.waiting.length && count + this.waiting[n]!.ops.length <= this.maxOps) count += this.waiting[n++]!.ops.length;
     const groups = this.waiting.splice(0, n);
-    return { group: this.writeGroup.plan(groups.flatMap((g) => g.ops)), read: null, releases: groups.map((g) => g.release) };
+    return { group: this.groups.plan(groups.flatMap((g) => g.ops)), releases: groups.map((g) => g.release) };
   }
-}
-
-/** Groups taken to be committed together, and what the history read for them (null: not read yet). */
-interface Pending {
-  group: PlannedGroup;
-  read: Promise<unknown[][]> | null;
-  releases: Array<() => void>;
 }
 
 function pipelined(client: pg.PoolClient, on: boolean): pg.PoolClient {
   (client as unknown as { pipeline: boolean }).pipeline = on;
   return client;
 }
+
