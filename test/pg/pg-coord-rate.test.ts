@@ -203,6 +203,22 @@ describe.skipIf(!pgClusterUrl)(`the shared rate limit on PostgreSQL${pgClusterUr
     expect(shortestSpan(rows.map((r) => Number(r.us)), limit)).toBeGreaterThanOrEqual((windowMs + 100) * 1_000);
   });
 
+  it('a round trip under way when a pause comes keeps none of its slots ahead: the next take asks again, after the pause', async () => {
+    const { pool } = await rateDatabase();
+    const gate = new SharedRateGate(pool, { gate: 'https://api.example/pause-in-flight', limit: 2_000, windowMs: 1_000, startSlackMs: 100 });
+    // The first take's round trip also takes a slot ahead; the pause is asked while it is under way.
+    const first = gate.take();
+    await new Promise<void>((resolve) => queueMicrotask(resolve));
+    expect(gate.roundTripCount).toBe(1);
+    const nowUs = async () => Number((await pool.query<{ t: string }>(`SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint::text AS t`)).rows[0]!.t);
+    const pausedAt = await nowUs();
+    await Promise.all([first, gate.pause(200)]);
+    const next = await gate.take();
+    // Before, the slot taken ahead was kept and used at once, inside the pause.
+    expect(gate.roundTripCount).toBe(2);
+    expect(next.startUs).toBeGreaterThanOrEqual(pausedAt + 200_000);
+  });
+
   it('four worker processes together never exceed the limit in any sliding window, and reach 93% of it', async () => {
     const { url, pool } = await rateDatabase();
     await pool.query(`CREATE TABLE go (end_us bigint NOT NULL)`);

@@ -80,6 +80,8 @@ export class SharedRateGate {
   /** Slots the next round trip takes ahead (adapts between 0 and maxAhead). */
   private ahead = 0;
   private readonly spare: Ahead[] = [];
+  /** Counts pauses begun and written: a round trip under way across one keeps none of its slots ahead. */
+  private pauses = 0;
   /** When this process last deleted old slots (performance.now()): once per window is enough. */
   private prunedAt = -Infinity;
 
@@ -136,10 +138,13 @@ export class SharedRateGate {
     if (this.maxAhead > 0) this.ahead = Math.min(this.maxAhead, this.ahead * 2 + 1);
     const batch = this.waiters.splice(0, this.maxBatch);
     const ahead = Math.min(this.ahead, this.maxBatch - batch.length);
+    const pauses = this.pauses;
     this.grant(batch.length + ahead).then(
       (slots) => {
         const receivedMono = performance.now();
         batch.forEach((w, i) => wake(w, slots[i]!));
+        // Granted before a pause that came meanwhile was written, they may fall within it.
+        if (this.pauses !== pauses) return;
         for (const s of slots.slice(batch.length)) {
           const atMono = receivedMono + Math.max(0, s.waitMs);
           this.spare.push({ slot: { startUs: s.startUs }, atMono, useByMono: atMono + this.useByMs });
@@ -164,12 +169,22 @@ export class SharedRateGate {
    * not add up (a placeholder older than the newest slot holds nothing back).
    */
   async pause(ms: number): Promise<void> {
-    // The slots taken ahead fall within the pause: none of them goes.
+    // The slots taken ahead fall within the pause: none of them goes, nor any a round trip under way brings (counted
+    // again once written, for a round trip sent meanwhile, whose slots may come before the pause's).
+    this.dropSpares();
+    try {
+      await this.inTransaction([
+        { text: LOCK, values: [this.gate] },
+        { text: this.sql.pause, values: [this.gate, Math.max(0, ms) - this.spacingMs] },
+      ]);
+    } finally {
+      this.dropSpares();
+    }
+  }
+
+  private dropSpares(): void {
     this.spare.length = 0;
-    await this.inTransaction([
-      { text: LOCK, values: [this.gate] },
-      { text: this.sql.pause, values: [this.gate, Math.max(0, ms) - this.spacingMs] },
-    ]);
+    this.pauses += 1;
   }
 
   /** Whether this round trip deletes the old slots: once per window, by the process's own clock. */
