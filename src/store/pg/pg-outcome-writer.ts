@@ -130,4 +130,3 @@ function pipelined(client: pg.PoolClient, on: boolean): pg.PoolClient {
   (client as unknown as { pipeline: boolean }).pipeline = on;
   return client;
 }
-
