@@ -32,10 +32,6 @@ export interface PlannedGroup {
   planned: readonly ReadStep[];
 }
 
-export interface WriteOptions {
-  ownTransaction: boolean;
-}
-
 /** A group under way in the run writer's pipeline (start): its history's reads, and what sends the rest. */
 export interface StartedGroup {
   /** The rows of the history's reads, sent behind BEGIN. */
@@ -61,7 +57,7 @@ export function createPgGroupCommit(runId: number) {
   }
 
   /** The group written in one round trip (a stored value an answer reads back costs one more, rare), after `read`. */
-  async function write(client: pg.ClientBase, group: PlannedGroup, read: readonly unknown[][], options: WriteOptions): Promise<void> {
+  async function write(client: pg.ClientBase, group: PlannedGroup, read: readonly unknown[][], options: { ownTransaction: boolean }): Promise<void> {
     const tx = options.ownTransaction ? beginningLazily(client) : { client, begun: () => true };
     const batch = new PgRowBatch();
     const history = new ChangeRecorder();
@@ -179,17 +175,11 @@ function rowStatements(runId: number, group: PlannedGroup, batch: PgRowBatch, an
 }
 
 /** An answer's anomaly row, by its body's place in the group's INSERT. */
-interface Anomaly {
-  n: number;
-  taskId: number;
-  row: unknown[];
-}
+type Anomaly = { n: number; taskId: number; row: unknown[] };
 
-function storedInput(runId: number, op: Extract<PaidOp, { kind: 'success' }>) {
-  return {
-    rawResponseId: 0, runId, taskId: op.taskId, operation: op.operation, requestKey: op.requestKey, request: op.request, answer: op.answer, setAside: op.setAside, at: op.at,
-  };
-}
+const storedInput = (runId: number, op: Extract<PaidOp, { kind: 'success' }>) => ({
+  rawResponseId: 0, runId, taskId: op.taskId, operation: op.operation, requestKey: op.requestKey, request: op.request, answer: op.answer, setAside: op.setAside, at: op.at,
+});
 
 /** The history's statements for what `history` recorded: changes withdrawn, then those added. */
 function historyStatements(history: ChangeRecorder): BoundStatement[] {
