@@ -50,8 +50,7 @@ export function inputValues(item: CsvItem, columns: readonly string[]): (string 
  * Streams the data rows of a UTF-8 CSV file with a header row, in flat memory. Malformed rows are yielded as error
  * items in file order; blank rows are skipped. An unusable file throws InputFileError first.
  */
-// Complexity 18, one loop on purpose: the hot path of every plan, where a per-row helper generator would cost
-// about as much as the parsing.
+// Complexity 18, one loop on purpose: the hot path of every plan, where a per-row helper generator would cost about as much as the parsing.
 // eslint-disable-next-line complexity -- see above
 export async function* readCsv(path: string, options: ReadCsvOptions = {}): AsyncGenerator<CsvItem, void, undefined> {
   const file = options.displayName ?? path;

@@ -123,7 +123,6 @@ export interface PostDetailsJob extends JobCommon {
   request: Record<string, never>;
 }
 
-
 export const postDetails = {
   name: 'post-details',
   starter: {

@@ -89,6 +89,22 @@ describe.skipIf(!pgClusterUrl)(`costs learned from every worker's answers on Pos
     }
   }, 30_000);
 
+  it('a run\'s end sends the settles it waits for at once, not after the settle delay', async () => {
+    const s = await setUp(1, 'shared_cost_flush');
+    await (await openPgStore(s.url)).close();
+    // An hour's delay: a finish() that waited it out would fail the test by its timeout.
+    const budget = new SharedCreditBudget(s.pool, { apiUrl: 'https://api.example', runKey: 'run-1', workerId: 'a', settleDelayMs: 3_600_000 });
+    const g = new SharedCreditGuard({ reserve: 0, maxPerRun: null }, {}, budget);
+    try {
+      for (let used = 1; used <= 2; used++) g.settle((await g.acquire(OP))!, counters(used));
+      await g.finish();
+      expect(await one(s.pool, 'SELECT count(*) AS n FROM credit_cost_samples')).toBe(2);
+      expect(await one(s.pool, 'SELECT count(*) AS n FROM credit_reservations WHERE cost > 0')).toBe(0);
+    } finally {
+      await g.close();
+    }
+  }, 10_000);
+
   it('a worker that has not called yet reserves at the cost the account\'s samples show: another holding calls in flight does not starve it', async () => {
     const s = await setUp(1, 'shared_cost_first_block');
     await (await openPgStore(s.url)).close();

@@ -211,7 +211,6 @@ ${ANOMALY_HEAD} VALUES ${tuples.join(', ')}`,
   }];
 }
 
-
 /** The settlement's columns and their types: the first row of a VALUES list names them, the casts type them. */
 const SETTLE_COLUMNS: ReadonlyArray<[keyof Settlement, string]> = [
   ['id', 'bigint'], ['status', 'text'], ['attempts', 'integer'], ['code', 'text'], ['message', 'text'], ['retryable', 'smallint'], ['at', 'timestamptz'],

@@ -186,9 +186,9 @@ export class SharedCreditGuard extends CreditGuard {
     void settled.finally(() => this.pending.delete(settled));
   }
 
-  /** Resolves once every settle so far is written (or failed); answers waiting for a cost wait on. */
+  /** Resolves once every settle so far is written (or failed), sent at once; answers waiting for a cost wait on. */
   async drained(): Promise<void> {
-    while (this.pending.size > 0) await Promise.all([...this.pending]);
+    while (this.pending.size > 0) await Promise.all([...this.pending, this.budget.hurry()]);
   }
 
   /** Every settle written, the answers still waiting for a cost charged at their estimate. */

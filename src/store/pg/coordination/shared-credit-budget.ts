@@ -57,6 +57,8 @@ export interface SharedCreditBudgetOptions {
   pollMs?: number;
   /** @default SHARED_CREDIT_BUDGET_DEFAULTS.blockCalls */
   blockCalls?: number;
+  /** @default SHARED_CREDIT_BUDGET_DEFAULTS.settleDelayMs */
+  settleDelayMs?: number;
 }
 
 /** A call's claim on the shared balance (drawn from the reservation `id`); hand it back with settle(). */
@@ -474,6 +476,11 @@ SELECT balance, reserved, in_flight, spent, under_reserve_ok, cap_ok, calls, (SE
     await this.schedule(true);
   }
 
+  /** Sends the waiting settles now, not after settleDelayMs: something waits for them (a run's end, a stop on credits). */
+  hurry(): Promise<void> | undefined {
+    return this.turn ? this.schedule(true) : undefined;
+  }
+
   /** A reservation statement, sent with the others of this turn; its result. */
   private inTurn(statement: BoundStatement): Promise<pg.QueryResult> {
     return new Promise((resolve, reject) => {
@@ -490,7 +497,7 @@ SELECT balance, reserved, in_flight, spent, under_reserve_ok, cap_ok, calls, (SE
     }
     let hurry = () => undefined as void;
     const due = new Promise<void>((resolve) => {
-      const timer = soon ? null : setTimeout(resolve, SHARED_CREDIT_BUDGET_DEFAULTS.settleDelayMs);
+      const timer = soon ? null : setTimeout(resolve, this.options.settleDelayMs ?? SHARED_CREDIT_BUDGET_DEFAULTS.settleDelayMs);
       hurry = () => {
         if (timer) clearTimeout(timer);
         setImmediate(resolve);
