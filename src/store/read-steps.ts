@@ -25,7 +25,9 @@ export function readSync<T>(sqlite: BetterSqlite3.Database, reads: Reads<T>): T 
     let stmt = cache.get(text);
     if (!stmt) cache.set(text, (stmt = sqlite.prepare(text)));
     const bound = Array.isArray(params) ? params : [params];
-    step = reads.next((raw ? stmt.raw(true) : stmt.raw(false)).all(...bound));
+    // A statement returning nothing (an UPDATE) runs and gives no rows, as on PostgreSQL.
+    if (!stmt.reader) stmt.run(...bound);
+    step = reads.next(stmt.reader ? (raw ? stmt.raw(true) : stmt.raw(false)).all(...bound) : []);
   }
 }
 

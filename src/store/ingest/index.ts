@@ -8,7 +8,7 @@ import { specOf, type AnySubject } from '../../operations/index.ts';
 import { rowCount, type RowAnomaly, type RowContext } from '../../operations/stored-rows.ts';
 import { networkHost } from '../../urls/network-host.ts';
 import { NORMALIZED_TABLES } from '../tables.ts';
-import { preparePostDateOrder } from './post-date-order.ts';
+import { FORGET_PROOFS_SQL, preparePostDateOrder } from './post-date-order.ts';
 import { prepareRowWriter, prepareStoredLookup } from './row-writer.ts';
 import { storeChanges } from '../history/record-changes.ts';
 import { readSync } from '../read-steps.ts';
@@ -60,13 +60,13 @@ export function createIngestor(database: Connection) {
   return { ingestAnswer };
 }
 
-/** The history reprocess empties with the normalized tables: it rebuilds it from the raw archive, as it was made. */
-export const CLEAR_HISTORY_SQL = 'DELETE FROM changes';
+/** What reprocess empties with the normalized tables, the history and the day order: it rebuilds them from the raw archive. */
+export const CLEAR_DERIVED_SQL = ['DELETE FROM changes', FORGET_PROOFS_SQL];
 
 /** Empties the normalized tables (counted) and the history, not bookkeeping or raw_responses; caller's transaction. */
 export function clearNormalizedTables(database: Connection): number {
   let rows = 0;
   for (const table of NORMALIZED_TABLES) rows += database.sqlite.prepare(`DELETE FROM ${table}`).run().changes;
-  database.sqlite.prepare(CLEAR_HISTORY_SQL).run();
+  for (const text of CLEAR_DERIVED_SQL) database.sqlite.prepare(text).run();
   return rows;
 }

@@ -9,8 +9,8 @@ import type { SqlValue } from '../../operations/stored-values.ts';
 import { networkHost } from '../../urls/network-host.ts';
 import { ANOMALY_HEAD, anomalyRow, setAsideAnomalies } from '../answer-anomalies.ts';
 import type { StoredAnswer } from '../store-answer.ts';
-import { isoPostDate, readPostDate, type DayOrder } from '../ingest/post-date.ts';
-import { POST_DATE_SQL } from '../ingest/post-date-order.ts';
+import { readPostDate, type DayOrder } from '../ingest/post-date.ts';
+import { postedOnOf, provenOrders } from '../ingest/post-date-order.ts';
 import { PgRowBatch } from './pg-row-batch.ts';
 import { ChangeRecorder, writeChanges } from '../history/record-changes.ts';
 import { readPg } from '../read-steps.ts';
@@ -29,27 +29,13 @@ export interface PgStoredAnswer {
 /** One writer of answers per run: it keeps the dataset's day order once read. */
 export function createPgAnswerStore() {
   let seen: Record<DayOrder, boolean> | null = null;
-  const order = (s: Record<DayOrder, boolean>): DayOrder | null => (s.dmy === s.mdy ? null : s.dmy ? 'dmy' : 'mdy');
 
-  async function dayOrder(client: pg.ClientBase): Promise<Record<DayOrder, boolean>> {
-    if (seen) return seen;
-    // As post-date-order.ts learns it on SQLite; a proof found later fills the ambiguous days (postedOn).
-    const proves = async (order: DayOrder) => (await client.query<{ e: boolean }>(POST_DATE_SQL.proves[order].postgres)).rows[0]!.e;
-    seen = { dmy: await proves('dmy'), mdy: await proves('mdy') };
-    return seen;
-  }
-
-  /** posts.posted_on for a raw day; a day that proves the order first fills (or clears) the ambiguous ones, those waiting in the batch included. */
+  /** posts.posted_on for a raw day (post-date-order.ts); the batch goes first where a proof fills the ambiguous days. */
   async function postedOn(client: pg.ClientBase, batch: PgRowBatch, raw: unknown): Promise<SqlValue> {
-    const s = await dayOrder(client);
+    const s = (seen ??= await readPg({ client }, provenOrders()));
     const { proves } = readPostDate(raw);
-    if (proves !== null && !s[proves]) {
-      s[proves] = true;
-      const now = order(s);
-      await batch.flush(client);
-      await client.query((now === null ? POST_DATE_SQL.clear : POST_DATE_SQL.fill[now]).postgres);
-    }
-    return isoPostDate(raw, order(s));
+    if (proves !== null && !s[proves]) await batch.flush(client);
+    return readPg({ client }, postedOnOf(s, raw));
   }
 
   /** The write as stored: a post's row gets its posted_on (the store's column, not the operation's). */

@@ -3,7 +3,7 @@
  * the dataset is the old or the rebuilt one, never half, even after a kill (the server rolls back and unlocks).
  */
 import type pg from 'pg';
-import { CLEAR_HISTORY_SQL, NORMALIZED_TABLES } from '../ingest/index.ts';
+import { CLEAR_DERIVED_SQL, NORMALIZED_TABLES } from '../ingest/index.ts';
 import { ARCHIVE_PAGE_SQL, CLEAR_KEPT_ANOMALIES_SQL, WERE_PRUNED_SQL, type ArchivedBody, type ReprocessStore } from '../reprocess-store.ts';
 import { LEDGER_SQL } from '../ledger.ts';
 import { pgValues } from '../../statement.ts';
@@ -19,7 +19,7 @@ export function pgReprocessStore(client: pg.PoolClient): ReprocessStore {
     async clearNormalizedTables() {
       let rows = 0;
       for (const table of NORMALIZED_TABLES) rows += await run(`DELETE FROM ${table}`);
-      await run(CLEAR_HISTORY_SQL);
+      for (const text of CLEAR_DERIVED_SQL) await run(text);
       return rows;
     },
     clearKeptBodiesAnomalies: async () => void (await run(CLEAR_KEPT_ANOMALIES_SQL)),
