@@ -63,7 +63,7 @@ export function createIngestor(database: Connection) {
 /** What reprocess empties with the normalized tables, the history and the day order: it rebuilds them from the raw archive. */
 export const CLEAR_DERIVED_SQL = ['DELETE FROM changes', FORGET_PROOFS_SQL];
 
-/** Empties the normalized tables (counted) and the history, not bookkeeping or raw_responses; caller's transaction. */
+/** Empties the normalized tables (counted) and what derives from them (CLEAR_DERIVED_SQL), not bookkeeping or raw_responses; caller's transaction. */
 export function clearNormalizedTables(database: Connection): number {
   let rows = 0;
   for (const table of NORMALIZED_TABLES) rows += database.sqlite.prepare(`DELETE FROM ${table}`).run().changes;
