@@ -60,8 +60,7 @@ export function createPgGroupCommit(runId: number) {
   async function write(client: pg.ClientBase, group: PlannedGroup, read: readonly unknown[][], options: { ownTransaction: boolean }): Promise<void> {
     const tx = options.ownTransaction ? beginningLazily(client) : { client, begun: () => true };
     const batch = new PgRowBatch();
-    const history = new ChangeRecorder();
-    replayReads(history.prefetch(group.candidates), group.planned, read);
+    const history = historyAfter(group, read);
     const anomalies = await collectRows(tx.client, group, batch, history);
     await pipelineStatements(client, [
       tx.begun() ? null : 'BEGIN',
@@ -71,18 +70,14 @@ export function createPgGroupCommit(runId: number) {
     ], STORE_TYPES);
   }
 
-  /** The group's reads alone (planGroup's), in one round trip (none when it reads nothing). */
-  async function read(client: pg.ClientBase, group: PlannedGroup): Promise<unknown[][]> {
-    return (await pipelineStatements(client, foldedReadSql(group.planned), STORE_TYPES)).map((r) => r.rows);
-  }
-
-  /** Writes a group in the caller's transaction, or (`ownTransaction`) in one it opens and commits: reads, then the rest. */
+  /** Writes a group in the caller's transaction, or (`ownTransaction`) in one it opens and commits: its reads in one round trip, then the rest. */
   const writeGroup = async (client: pg.ClientBase, ops: readonly OutcomeOp[], ownTransaction = false) => {
     const group = planGroup(ops);
-    await write(client, group, await read(client, group), { ownTransaction });
+    const read = (await pipelineStatements(client, foldedReadSql(group.planned), STORE_TYPES)).map((r) => r.rows);
+    await write(client, group, read, { ownTransaction });
   };
   const start = (client: pg.ClientBase, group: PlannedGroup) => startGroup(runId, collectRows, client, group);
-  return Object.assign(writeGroup, { plan: planGroup, read, start });
+  return Object.assign(writeGroup, { plan: planGroup, start });
 }
 
 /**
@@ -105,8 +100,7 @@ function startGroup(runId: number, collectRows: CollectRows, client: pg.ClientBa
   const rowsSent = early ? sendRows(null) : null;
   rowsSent?.catch(() => undefined); // the commit's to report
   async function commit(read: readonly unknown[][]): Promise<{ committed: Promise<void> }> {
-    const history = new ChangeRecorder();
-    replayReads(history.prefetch(group.candidates), group.planned, read);
+    const history = historyAfter(group, read);
     if (rowsSent) {
       // The rows are sent: every key they write was read above. What a list's page reads more (changes this run
       // recorded) the group's rows do not touch.
@@ -134,6 +128,13 @@ function planGroup(ops: readonly OutcomeOp[]): PlannedGroup {
   const firsts = paid.map((op) => (op.kind === 'success' ? firstPass(op) : null));
   const candidates = firsts.flatMap((first) => first?.stored.writes ?? []);
   return { ops, paid, candidates, firsts, planned: plannedReads(new ChangeRecorder().prefetch(candidates)) };
+}
+
+/** A recorder of the group's history that has read what its keys hold (`read`: the rows of the group's reads). */
+function historyAfter(group: PlannedGroup, read: readonly unknown[][]): ChangeRecorder {
+  const history = new ChangeRecorder();
+  replayReads(history.prefetch(group.candidates), group.planned, read);
+  return history;
 }
 
 /**
