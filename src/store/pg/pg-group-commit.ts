@@ -94,7 +94,7 @@ function startGroup(runId: number, collectRows: CollectRows, client: pg.ClientBa
     written.catch(() => undefined); // the commit's to report
     return { written };
   };
-  const reads = pipelineStatements(client, ['BEGIN', ...foldedReadSql(group.planned)], STORE_TYPES).then((r) => r.slice(1).map((x) => x.rows));
+  const reads = pipelineStatements(client, ['BEGIN', BY_KEYS_ONLY, ...foldedReadSql(group.planned)], STORE_TYPES).then((r) => r.slice(2).map((x) => x.rows));
   reads.catch(() => undefined); // the writer's to report, awaiting it
   const early = group.firsts.every((first) => first === null || first.asked.size === 0);
   const rowsSent = early ? sendRows(null) : null;
@@ -119,6 +119,13 @@ function startGroup(runId: number, collectRows: CollectRows, client: pg.ClientBa
   }
   return { reads, commit };
 }
+
+/**
+ * Every row a group reads, deletes or checks (a foreign key) is found by its key. A prepared statement's plan is cached
+ * after five runs: one cached while a table was small (a new dataset, before autovacuum's first ANALYZE) read the
+ * whole table each group, 18-20 ms a statement at 22,000 media rows. Refusing sequential scans keeps them on the keys.
+ */
+const BY_KEYS_ONLY = 'SET LOCAL enable_seqscan = off';
 
 type CollectRows = (client: pg.ClientBase, group: PlannedGroup, batch: PgRowBatch, history: ChangeRecorder | null) => Promise<Anomaly[]>;
 
