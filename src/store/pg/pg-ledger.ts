@@ -29,6 +29,12 @@ export const pgSharedAnswer = (of: { inputKey: string; page: string; operation: 
 
 const SHARED = pgSharedAnswer({ inputKey: 'tasks.input_key', page: 'tasks.page', operation: 'tasks.operation', requestJson: 'tasks.request_json' });
 
+/**
+ * The statistics the claims' plans read: the columns they filter, join and order by. request_json (jsonb) and the
+ * error texts are left to autovacuum: they were half the statement's time (36,000 tasks: 193-218 ms, 86-94 without).
+ */
+const ANALYZE_CLAIMED_COLUMNS = 'ANALYZE tasks (id, job, operation, input_key, page, status, retryable, updated_at, completed_at, run_id)';
+
 const filterParams = (f: RunnableFilter) => [f.job, f.runId, f.freshSince, f.refresh];
 
 export function createPgLedger(pool: pg.Pool): RunLedger {
@@ -51,7 +57,7 @@ export function createPgLedger(pool: pg.Pool): RunLedger {
         WHERE ${RUNNABLE} AND status NOT IN ('pending', 'deferred')`, [...filterParams(filter), at]);
       // The rows just planned must be in the statistics before the claims, or the planner sorts every due task per
       // claim instead of using the id index. A role that does not own the table gets a warning and the old plan.
-      await pool.query('ANALYZE tasks');
+      await pool.query(ANALYZE_CLAIMED_COLUMNS);
       return rowCount ?? 0;
     },
     async countRunnable(filter) {
