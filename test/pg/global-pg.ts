@@ -27,7 +27,9 @@ export default async function setup(project: TestProject): Promise<() => Promise
     project.provide('pgTemplate', null);
     return async () => undefined;
   }
-  const cluster = await startPgCluster();
+  // NETINGEST_TEST_PG_SETTINGS='logging_collector=on;log_directory=/tmp/pglog' keeps the server's log (a deadlock's
+  // statements are only there).
+  const cluster = await startPgCluster({ settings: process.env['NETINGEST_TEST_PG_SETTINGS']?.split(';').filter(Boolean) });
   project.provide('pgUrl', cluster.url);
   project.provide('pgSkipReason', null);
   project.provide('pgTemplate', await createMigratedTemplate(cluster.url));

@@ -37,8 +37,17 @@ const keepProof = (order: DayOrder, proven: boolean) => rows(KEEP_PROOF, [`posts
 export const FORGET_PROOFS_SQL = `DELETE FROM netingest_meta WHERE key LIKE 'posts_prove_%'`;
 const orderOf = (seen: Record<DayOrder, boolean>): DayOrder | null => (seen.dmy === seen.mdy ? null : seen.dmy ? 'dmy' : 'mdy');
 
+/**
+ * Workers on one PostgreSQL dataset learn the order in turn, each from the first step that may write it (before its
+ * group writes a post, so it waits holding nothing): two that learned it at once locked netingest_meta's row and the
+ * ambiguous posts in opposite orders, and the server ended one group as a deadlock. Nothing to take on SQLite.
+ */
+const LEARN_IN_TURN = sql`SELECT ${dialect({ sqlite: '1', postgres: `pg_advisory_xact_lock(hashtextextended('netingest posts day order', 0))` })} AS locked`;
+export const learnInTurn = () => rows(LEARN_IN_TURN, []);
+
 /** What the stored posts prove, as netingest_meta keeps it (the posts read where it keeps nothing). */
 export function* provenOrders(): Reads<Record<DayOrder, boolean>> {
+  yield* learnInTurn();
   const seen = { dmy: false, mdy: false };
   for (const order of ['dmy', 'mdy'] as const) {
     const kept = yield* value<string>(sql`SELECT value FROM netingest_meta WHERE key = ${param}`, [`posts_prove_${order}`]);
@@ -52,6 +61,7 @@ export function* provenOrders(): Reads<Record<DayOrder, boolean>> {
 export function* postedOnOf(seen: Record<DayOrder, boolean>, raw: unknown): Reads<string | null> {
   const { proves } = readPostDate(raw);
   if (proves !== null && !seen[proves]) {
+    yield* learnInTurn();
     seen[proves] = true;
     const now = orderOf(seen);
     yield* rows(now === null ? POST_DATE_SQL.clear : POST_DATE_SQL.fill[now], []);

@@ -10,7 +10,7 @@ import { networkHost } from '../../urls/network-host.ts';
 import { ANOMALY_HEAD, anomalyRow, setAsideAnomalies } from '../answer-anomalies.ts';
 import type { StoredAnswer } from '../store-answer.ts';
 import { readPostDate, type DayOrder } from '../ingest/post-date.ts';
-import { postedOnOf, provenOrders } from '../ingest/post-date-order.ts';
+import { learnInTurn, postedOnOf, provenOrders } from '../ingest/post-date-order.ts';
 import { PgRowBatch } from './pg-row-batch.ts';
 import { ChangeRecorder, writeChanges } from '../history/record-changes.ts';
 import { readPg } from '../read-steps.ts';
@@ -34,7 +34,11 @@ export function createPgAnswerStore() {
   async function postedOn(client: pg.ClientBase, batch: PgRowBatch, raw: unknown): Promise<SqlValue> {
     const s = (seen ??= await readPg({ client }, provenOrders()));
     const { proves } = readPostDate(raw);
-    if (proves !== null && !s[proves]) await batch.flush(client);
+    // In turn before the batch's posts are written (post-date-order.ts's learnInTurn).
+    if (proves !== null && !s[proves]) {
+      await readPg({ client }, learnInTurn());
+      await batch.flush(client);
+    }
     return readPg({ client }, postedOnOf(s, raw));
   }
 
