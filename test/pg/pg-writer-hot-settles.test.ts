@@ -7,6 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openPgStore, type PgStore } from '../../src/store/pg/open.ts';
 import { createPgGroupCommit } from '../../src/store/pg/pg-group-commit.ts';
+import { writeAsRunWriter } from './run-writer-group.ts';
 import { withPgClient } from '../../src/store/pg/transaction.ts';
 import type { OutcomeOp } from '../../src/store/outcome-ops.ts';
 import { requestKeyOf } from '../../src/operations/index.ts';
@@ -49,7 +50,7 @@ describe.skipIf(!pgClusterUrl)(`the PostgreSQL writer's task settles${pgClusterU
     await withPgClient(store.pool, async (client) => {
       for (let first = 1; first <= TASKS; first += 16) {
         const ops = Array.from({ length: Math.min(16, TASKS - first + 1) }, (_, i) => success(first + i));
-        await writeGroup(client, ops, true);
+        await writeAsRunWriter(writeGroup, client, ops);
       }
       await client.query('SELECT pg_stat_force_next_flush()');
       await client.query('SELECT 1');

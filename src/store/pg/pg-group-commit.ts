@@ -40,7 +40,7 @@ export interface StartedGroup {
   commit(read: readonly unknown[][]): Promise<{ committed: Promise<void> }>;
 }
 
-/** The writer of one run's groups: `plan` and `start` for pg-outcome-writer.ts, or a group written in one call. */
+/** The writer of one run's groups: `plan` and `start` for pg-outcome-writer.ts, or a group written in the caller's transaction in one call. */
 export function createPgGroupCommit(runId: number) {
   const answers = createPgAnswerStore();
 
@@ -56,25 +56,19 @@ export function createPgGroupCommit(runId: number) {
     return anomalies;
   }
 
-  /** The group written in one round trip (a stored value an answer reads back costs one more, rare), after `read`. */
-  async function write(client: pg.ClientBase, group: PlannedGroup, read: readonly unknown[][], options: { ownTransaction: boolean }): Promise<void> {
-    const tx = options.ownTransaction ? beginningLazily(client) : { client, begun: () => true };
+  /** The group written in the caller's transaction in one round trip (a stored value read back costs one more, rare), after `read`. */
+  async function write(client: pg.ClientBase, group: PlannedGroup, read: readonly unknown[][]): Promise<void> {
     const batch = new PgRowBatch();
     const history = historyAfter(group, read);
-    const anomalies = await collectRows(tx.client, group, batch, history);
-    await pipelineStatements(client, [
-      tx.begun() ? null : 'BEGIN',
-      ...rowStatements(runId, group, batch, anomalies),
-      ...historyStatements(history),
-      options.ownTransaction ? 'COMMIT' : null,
-    ], STORE_TYPES);
+    const anomalies = await collectRows(client, group, batch, history);
+    await pipelineStatements(client, [...rowStatements(runId, group, batch, anomalies), ...historyStatements(history)], STORE_TYPES);
   }
 
-  /** Writes a group in the caller's transaction, or (`ownTransaction`) in one it opens and commits: its reads in one round trip, then the rest. */
-  const writeGroup = async (client: pg.ClientBase, ops: readonly OutcomeOp[], ownTransaction = false) => {
+  /** Writes a group in the caller's transaction: its reads in one round trip, then the rest. */
+  const writeGroup = async (client: pg.ClientBase, ops: readonly OutcomeOp[]) => {
     const group = planGroup(ops);
     const read = (await pipelineStatements(client, foldedReadSql(group.planned), STORE_TYPES)).map((r) => r.rows);
-    await write(client, group, read, { ownTransaction });
+    await write(client, group, read);
   };
   const start = (client: pg.ClientBase, group: PlannedGroup) => startGroup(runId, collectRows, client, group);
   return Object.assign(writeGroup, { plan: planGroup, start });
@@ -142,34 +136,6 @@ function historyAfter(group: PlannedGroup, read: readonly unknown[][]): ChangeRe
   const history = new ChangeRecorder();
   replayReads(history.prefetch(group.candidates), group.planned, read);
   return history;
-}
-
-/**
- * `client` sending BEGIN before the first query made through it: an answer that reads a stored value back (or the
- * day order's first read) does so inside the group's transaction; otherwise BEGIN goes with the group's statements.
- */
-function beginningLazily(client: pg.ClientBase): { client: pg.ClientBase; begun: () => boolean } {
-  let begun = false;
-  const lazy = new Proxy(client, {
-    get(target, prop) {
-      if (prop !== 'query') {
-        const value = Reflect.get(target, prop) as unknown;
-        return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
-      }
-      const query = (...args: unknown[]) => (target.query as (...a: unknown[]) => Promise<unknown>)(...args);
-      return (...args: unknown[]) => {
-        if (begun) return query(...args);
-        begun = true;
-        const beginning = target.query('BEGIN');
-        // On a connection in pipeline mode (the run's writer's) BEGIN goes ahead of them, once, unawaited (its
-        // failure, a lost connection, fails them too). One query at a time otherwise (node-postgres deprecates queueing).
-        if (!(target as unknown as { pipeline: boolean }).pipeline) return beginning.then(() => query(...args));
-        beginning.catch(() => undefined);
-        return query(...args);
-      };
-    },
-  });
-  return { client: lazy, begun: () => begun };
 }
 
 /** The group's statements but the history's: bodies with their anomalies, rows, api_calls, task updates. */
