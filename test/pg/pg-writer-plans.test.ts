@@ -10,6 +10,7 @@ import type pg from 'pg';
 import { openPgStore, type PgStore } from '../../src/store/pg/open.ts';
 import { createPgGroupCommit } from '../../src/store/pg/pg-group-commit.ts';
 import { withPgClient } from '../../src/store/pg/transaction.ts';
+import { writeAsRunWriter } from './run-writer-group.ts';
 import type { OutcomeOp } from '../../src/store/outcome-ops.ts';
 import { requestKeyOf } from '../../src/operations/index.ts';
 import { readOperationAnswer } from '../support/store-helpers.ts';
@@ -57,17 +58,11 @@ describe.skipIf(!pgClusterUrl)(`the PostgreSQL writer's plans${pgClusterUrl ? ''
     // Without it the bulk INSERT below took 7.8 s, not 0.4: each row's foreign key check read every post.
     const groups = createPgGroupCommit(1);
     await withPgClient(store.pool, async (client: pg.PoolClient) => {
-      (client as unknown as { pipeline: boolean }).pipeline = true;
-      try {
-        // Groups of the same size send the same statements: past five runs, their plan is cached, made on the
-        // statistics of a small table (autovacuum's first pass came early).
-        for (let first = 1; first <= 20; first += 2) {
-          const started = groups.start(client, groups.plan(twoAnswers(first)));
-          await (await started.commit(await started.reads)).committed;
-          if (first === 3) await store.pool.query('ANALYZE posts, post_media');
-        }
-      } finally {
-        (client as unknown as { pipeline: boolean }).pipeline = false;
+      // Groups of the same size send the same statements: past five runs, their plan is cached, made on the
+      // statistics of a small table (autovacuum's first pass came early).
+      for (let first = 1; first <= 20; first += 2) {
+        await writeAsRunWriter(groups, client, twoAnswers(first));
+        if (first === 3) await store.pool.query('ANALYZE posts, post_media');
       }
       await client.query(`INSERT INTO posts (post_id, url, first_seen_at, updated_at) SELECT 'other-' || i, 'https://www.network.com/posts/other-' || i, $1, $1
         FROM generate_series(1, 10000) i`, [AT]);
