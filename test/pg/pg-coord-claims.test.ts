@@ -36,6 +36,14 @@ async function startWorkers(url: string, pool: pg.Pool, count: number, leaseMs: 
   return started;
 }
 
+interface PlanNode { 'Relation Name'?: string; 'Actual Rows'?: number; 'Actual Loops'?: number; 'Rows Removed by Filter'?: number; Plans?: PlanNode[] }
+
+/** The rows the plan's scans of `tasks` read: those they returned and those their filters dropped, over all loops. */
+function tasksRowsRead(node: PlanNode): number {
+  const own = node['Relation Name'] === 'tasks' ? ((node['Actual Rows'] ?? 0) + (node['Rows Removed by Filter'] ?? 0)) * (node['Actual Loops'] ?? 1) : 0;
+  return own + (node.Plans ?? []).reduce((n, child) => n + tasksRowsRead(child), 0);
+}
+
 async function expectExit(w: WorkerProcess, code: number | string): Promise<void> {
   const got = await w.exited;
   expect(got, w.stderr()).toBe(code);
@@ -90,6 +98,44 @@ describe.skipIf(!pgClusterUrl)(`task claims on PostgreSQL${pgClusterUrl ? '' : `
     expect((await b.claim(filter, 100)).map((t) => t.inputKey)).toEqual(['in-00001', 'in-00001']);
     // --refresh makes the failed-for-good input due; its lease is nobody's yet.
     expect((await a.claim({ ...filter, refresh: true }, 100)).map((t) => t.inputKey)).toEqual(['in-00002', 'in-00002', 'in-00002']);
+  });
+
+  it('a claim reads about the tasks it takes, not every due one left in its job, when other jobs share the ledger', async () => {
+    // As in a run after another job's (whose name sorts after this one's): each claim read all 1,000, then 936, 744...
+    const { url, pool } = await jobDatabase();
+    const u = (job: string) => `'https://www.network.com/posts/p_${job}-activity-7000000000000' || lpad(i::text, 6, '0')`;
+    // An earlier job's 5,000 lookups, answered (settled once: a new version of each row), then this job's 1,000 planned.
+    await pool.query(`INSERT INTO tasks (job, operation, input_key, page, request_json, input_line, run_id, created_at, updated_at)
+      SELECT 'warm', 'post-details', ${u('e')}, 1, jsonb_build_object('postUrl', ${u('e')}), i, 1, now(), now() FROM generate_series(1, 5000) i`);
+    await pool.query(`UPDATE tasks SET status = 'done', attempts = 1, completed_at = now(), updated_at = now()`);
+    await pool.query(`INSERT INTO tasks (job, operation, input_key, page, request_json, input_line, run_id, created_at, updated_at)
+      SELECT $1, 'post-details', ${u('o')}, 1, jsonb_build_object('postUrl', ${u('o')}), i, 2, now(), now() FROM generate_series(1, 1000) i`, [JOB]);
+    await pool.query('ANALYZE tasks');
+    // The claims' one connection explains each statement it runs to this client, with the rows each node read.
+    const plans: string[] = [];
+    const explained = new pg.Pool({ connectionString: url, max: 1 });
+    explained.on('connect', (client) => void client.on('notice', (n) => plans.push(n.message ?? '')));
+    try {
+      await explained.query(`LOAD 'auto_explain'`);
+      for (const set of ['log_min_duration = 0', 'log_analyze = on', 'log_format = json', 'log_level = notice']) await explained.query(`SET auto_explain.${set}`);
+      const claims = createTaskClaims(explained, { workerId: 'a', leaseMs: 60_000 });
+      const filter = { job: JOB, runId: null, freshSince: new Date(Date.now() - 7 * 86_400_000).toISOString(), refresh: false, plannedSince: 2 };
+      let afterId = 0;
+      for (let i = 0; i < 5; i++) {
+        const got = await claims.claim({ ...filter, afterId }, 64);
+        expect(got).toHaveLength(64);
+        afterId = Math.max(...got.map((t) => t.id));
+      }
+    } finally {
+      await explained.end();
+    }
+    const claimPlans = plans.filter((p) => p.includes('worker_task_leases') && p.includes('"CTE Name": "candidates"'));
+    expect(claimPlans).toHaveLength(5);
+    for (const text of claimPlans) {
+      const plan = JSON.parse(text.slice(text.indexOf('{'))) as { Plan: PlanNode };
+      // Its 64 tasks, read to claim them and again to return them.
+      expect(tasksRowsRead(plan.Plan)).toBeLessThan(200);
+    }
   });
 
   it("claims the tasks a later run planned though that run has ended, never those only an earlier run planned", async () => {

@@ -9,7 +9,8 @@ import { hostname } from 'node:os';
 import type pg from 'pg';
 import { LOCK_HOLDERS_SQL } from '../dataset-lock.ts';
 import { namedQuery } from '../pg-statements.ts';
-import { retryingConflicts } from '../transaction.ts';
+import { retryingConflicts, withPgClient } from '../transaction.ts';
+import { pipelineTransaction } from '../pg-pipeline.ts';
 import { JOB_NAMES_SQL } from '../../job-names.ts';
 import { dueRule, type DueRule, type TaskRow } from '../../ledger.ts';
 
@@ -149,6 +150,13 @@ const CLAIM = `WITH holders AS MATERIALIZED (${HOLDERS}),
   FROM leased CROSS JOIN LATERAL (SELECT * FROM tasks t WHERE t.input_key = leased.input_key AND t.operation = leased.operation AND ${CLAIM_DUE} OFFSET 0) t
   ORDER BY t.id`;
 
+/**
+ * The claim's one plan, made for no value in particular. Planned for its values, it took job and id for independent:
+ * with other jobs' tasks before the job's, it expected a few due tasks after the last claim, read every due one left
+ * of the job with a bitmap and sorted them, each claim (n^2/64 rows over a job of n; seen in a run after another job's).
+ */
+const ONE_PLAN = 'SET LOCAL plan_cache_mode = force_generic_plan';
+
 /** Only the inputs this process claimed: a worker restarted under the same id must not keep its dead self's leases. */
 const RENEW = `UPDATE worker_task_leases l SET lease_until = clock_timestamp() + $2::double precision * interval '1 millisecond'
   FROM unnest($3::text[], $4::text[]) AS h(job, input_key)
@@ -218,7 +226,9 @@ export function createTaskClaims(pool: pg.Pool, options: TaskClaimOptions) {
     const params = [filter.job, filter.runId, filter.freshSince, filter.refresh, maxTasks, workerId, leaseMs, filter.failedBefore ?? null, filter.plannedSince ?? null, holderPid,
       filter.afterId ?? 0, own?.text ?? null];
     const sentAtMono = performance.now();
-    const { rows } = await pool.query<Omit<ClaimedTask, 'leaseUntil'> & LeaseTimes & { id: string | number }>(namedQuery(CLAIM, params));
+    const [{ rows }] = (await withPgClient(pool, (c) => pipelineTransaction(c, [ONE_PLAN, { text: CLAIM, values: params }]))).slice(1) as [
+      pg.QueryResult<Omit<ClaimedTask, 'leaseUntil'> & LeaseTimes & { id: string | number }>,
+    ];
     for (const r of rows) held.set(`${r.job}\0${r.inputKey}`, { operation: r.operation, inputKey: r.inputKey, endsAtMono: endOf(sentAtMono, r) });
     const claimed = rows.map(({ serverNowMs: _now, leaseUntilMs, ...r }) => ({ ...r, id: Number(r.id), leaseUntil: new Date(leaseUntilMs).toISOString() }));
     if (claimed.length === 0) return claimed;
