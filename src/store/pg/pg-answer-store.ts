@@ -34,7 +34,6 @@ export function createPgAnswerStore() {
   async function postedOn(client: pg.ClientBase, batch: PgRowBatch, raw: unknown): Promise<SqlValue> {
     const s = (seen ??= await readPg({ client }, provenOrders()));
     const { proves } = readPostDate(raw);
-    // In turn before the batch's posts are written (post-date-order.ts's learnInTurn).
     if (proves !== null && !s[proves]) {
       await readPg({ client }, learnInTurn());
       await batch.flush(client);

@@ -151,9 +151,8 @@ const CLAIM = `WITH holders AS MATERIALIZED (${HOLDERS}),
   ORDER BY t.id`;
 
 /**
- * The claim's one plan, made for no value in particular. Planned for its values, it took job and id for independent:
- * with other jobs' tasks before the job's, it expected a few due tasks after the last claim, read every due one left
- * of the job with a bitmap and sorted them, each claim (n^2/64 rows over a job of n; seen in a run after another job's).
+ * The claim's one plan, made for no value: planned for its values, it took job and id for independent, and in a job
+ * whose tasks come after another's read and sorted every due task left at each claim (n^2/64 rows over a job of n).
  */
 const ONE_PLAN = 'SET LOCAL plan_cache_mode = force_generic_plan';
 
@@ -226,9 +225,8 @@ export function createTaskClaims(pool: pg.Pool, options: TaskClaimOptions) {
     const params = [filter.job, filter.runId, filter.freshSince, filter.refresh, maxTasks, workerId, leaseMs, filter.failedBefore ?? null, filter.plannedSince ?? null, holderPid,
       filter.afterId ?? 0, own?.text ?? null];
     const sentAtMono = performance.now();
-    const [{ rows }] = (await withPgClient(pool, (c) => pipelineTransaction(c, [ONE_PLAN, { text: CLAIM, values: params }]))).slice(1) as [
-      pg.QueryResult<Omit<ClaimedTask, 'leaseUntil'> & LeaseTimes & { id: string | number }>,
-    ];
+    type Claimed = pg.QueryResult<Omit<ClaimedTask, 'leaseUntil'> & LeaseTimes & { id: string | number }>;
+    const { rows } = (await withPgClient(pool, (c) => pipelineTransaction(c, [ONE_PLAN, { text: CLAIM, values: params }])))[1] as Claimed;
     for (const r of rows) held.set(`${r.job}\0${r.inputKey}`, { operation: r.operation, inputKey: r.inputKey, endsAtMono: endOf(sentAtMono, r) });
     const claimed = rows.map(({ serverNowMs: _now, leaseUntilMs, ...r }) => ({ ...r, id: Number(r.id), leaseUntil: new Date(leaseUntilMs).toISOString() }));
     if (claimed.length === 0) return claimed;
