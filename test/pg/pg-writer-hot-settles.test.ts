@@ -10,8 +10,7 @@ import { createPgGroupCommit } from '../../src/store/pg/pg-group-commit.ts';
 import { writeAsRunWriter } from './run-writer-group.ts';
 import { withPgClient } from '../../src/store/pg/transaction.ts';
 import type { OutcomeOp } from '../../src/store/outcome-ops.ts';
-import { requestKeyOf } from '../../src/operations/index.ts';
-import { readOperationAnswer } from '../support/store-helpers.ts';
+import { successOp } from '../support/store-helpers.ts';
 import { postRequest, postResponse } from '../support/db-fixtures.ts';
 import { newMigratedPgDatabase, pgClusterUrl, pgSkipReason } from './use-pg.ts';
 
@@ -20,13 +19,10 @@ const TASKS = 400;
 const url = (i: number) => `https://www.network.com/posts/some-author_a-title-of-some-length-activity-70000000000${1000000 + i}-abcd`;
 
 function success(taskId: number): OutcomeOp {
-  const request = { ...postRequest, postUrl: url(taskId) };
-  const response = postResponse({ PostId: `activity-70000000000${1000000 + taskId}` });
-  const { answer, setAside } = readOperationAnswer('post-details', response);
-  return {
-    kind: 'success', taskId, operation: 'post-details', requestKey: requestKeyOf(request), request, body: JSON.stringify(response), answer, setAside, attempts: 1, at: AT,
+  return successOp({
+    taskId, request: { ...postRequest, postUrl: url(taskId) }, response: postResponse({ PostId: `activity-70000000000${1000000 + taskId}` }), at: AT,
     call: { runId: 1, taskId, operation: 'post-details', method: 'GET', path: `/p/${taskId}`, status: 200, errorCode: null, latencyMs: 1, totalCredits: 100, creditsUsed: taskId, creditsRemaining: 100, at: AT },
-  };
+  });
 }
 
 describe.skipIf(!pgClusterUrl)(`the PostgreSQL writer's task settles${pgClusterUrl ? '' : ` (skipped: ${pgSkipReason})`}`, () => {

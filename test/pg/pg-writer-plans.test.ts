@@ -12,8 +12,7 @@ import { createPgGroupCommit } from '../../src/store/pg/pg-group-commit.ts';
 import { withPgClient } from '../../src/store/pg/transaction.ts';
 import { writeAsRunWriter } from './run-writer-group.ts';
 import type { OutcomeOp } from '../../src/store/outcome-ops.ts';
-import { requestKeyOf } from '../../src/operations/index.ts';
-import { readOperationAnswer } from '../support/store-helpers.ts';
+import { successOp } from '../support/store-helpers.ts';
 import { postRequest, postResponse } from '../support/db-fixtures.ts';
 import { newMigratedPgDatabase, pgClusterUrl, pgSkipReason } from './use-pg.ts';
 
@@ -22,16 +21,10 @@ const activity = (i: number) => `activity-70000000000${1000000 + i}`;
 
 /** Two post answers (tasks `first` and the next), each with its media. */
 function twoAnswers(first: number): OutcomeOp[] {
-  return [first, first + 1].map((taskId): OutcomeOp => {
-    const request = { ...postRequest, postUrl: `https://network.com/posts/p_${activity(taskId)}` };
-    const response = postResponse({ PostId: activity(taskId) });
-    const { answer, setAside } = readOperationAnswer('post-details', response);
-    return {
-      kind: 'success', taskId, operation: 'post-details', requestKey: requestKeyOf(request), request, body: JSON.stringify(response), answer, setAside,
-      call: { runId: 1, taskId, operation: 'post-details', method: 'GET', path: `/p/${taskId}`, status: 200, errorCode: null, latencyMs: 1, totalCredits: 100, creditsUsed: 1, creditsRemaining: 99, at: AT },
-      attempts: 1, at: AT,
-    };
-  });
+  return [first, first + 1].map((taskId) => successOp({
+    taskId, request: { ...postRequest, postUrl: `https://network.com/posts/p_${activity(taskId)}` }, response: postResponse({ PostId: activity(taskId) }), at: AT,
+    call: { runId: 1, taskId, operation: 'post-details', method: 'GET', path: `/p/${taskId}`, status: 200, errorCode: null, latencyMs: 1, totalCredits: 100, creditsUsed: 1, creditsRemaining: 99, at: AT },
+  }));
 }
 
 /** The plan node types of EXPLAIN's JSON, all levels. */

@@ -15,7 +15,7 @@ import { inPgTransaction, withPgClient } from '../../src/store/pg/transaction.ts
 import type { OutcomeOp } from '../../src/store/outcome-ops.ts';
 import type { ApiCallRow } from '../../src/store/api-calls.ts';
 import { requestKeyOf } from '../../src/operations/index.ts';
-import { readOperationAnswer } from '../support/store-helpers.ts';
+import { readOperationAnswer, successOp } from '../support/store-helpers.ts';
 import { postRequest, postResponse } from '../support/db-fixtures.ts';
 import { newMigratedPgDatabase, pgClusterUrl, pgSkipReason } from './use-pg.ts';
 
@@ -31,11 +31,7 @@ function group(firstTask: number, count: number): OutcomeOp[] {
   return Array.from({ length: count }, (_, i): OutcomeOp[] => {
     const taskId = firstTask + i;
     const request = { ...postRequest, postUrl: `https://network.com/posts/p_${activity(taskId)}` };
-    const response = postResponse({ PostId: activity(taskId) });
-    const { answer, setAside } = readOperationAnswer('post-details', response);
-    const success: OutcomeOp = {
-      kind: 'success', taskId, operation: 'post-details', requestKey: requestKeyOf(request), request, body: JSON.stringify(response), answer, setAside, call: call(taskId, 200), attempts: 1, at: AT,
-    };
+    const success = successOp({ taskId, request, response: postResponse({ PostId: activity(taskId) }), call: call(taskId, 200), at: AT });
     return taskId % 3 === 0 ? [{ kind: 'attempt_failed', call: call(taskId, 500) }, success] : [success];
   }).flat();
 }

@@ -9,7 +9,7 @@ import type { OutcomeOp } from '../../src/store/outcome-ops.ts';
 import type { ApiCallRow } from '../../src/store/api-calls.ts';
 import { requestKeyOf, type AnySubject } from '../../src/operations/index.ts';
 import type { Operation } from '../../src/spec/types.ts';
-import { readOperationAnswer } from '../support/store-helpers.ts';
+import { successOp } from '../support/store-helpers.ts';
 import { company, job, jobsRequest, jobsResponse, postRequest, postResponse, similarRequest, similarResponse } from '../support/db-fixtures.ts';
 
 export const GROUP_TIMES = { planned: '2026-11-01T00:00:00.000Z', early: '2026-11-02T08:00:00.000Z', late: '2026-11-02T09:00:00.000Z' } as const;
@@ -37,10 +37,8 @@ function call(taskId: number, status: number, errorCode: string | null, at: stri
 }
 
 function success(taskId: number, response: unknown, at: string, attempts = 1): OutcomeOp {
-  const { request, operation } = GROUP_TASKS.find((t) => t.id === taskId)!;
   // The answer as the client reads it on receipt; the writer stores that reading.
-  const { answer, setAside } = readOperationAnswer(operation, response);
-  return { kind: 'success', taskId, operation, requestKey: requestKeyOf(request), request, body: JSON.stringify(response), answer, setAside, call: call(taskId, 200, null, at), attempts, at };
+  return successOp({ taskId, request: GROUP_TASKS.find((t) => t.id === taskId)!.request, response, call: call(taskId, 200, null, at), at, attempts });
 }
 
 const dayPost = (id: string, timestamp: string, media: string[]) =>

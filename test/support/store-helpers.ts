@@ -4,12 +4,13 @@
  */
 import { readUsableAnswer, type UsableAnswer, type ValidationContext } from '../../src/api/schemas.ts';
 import type { ReadObject } from '../../src/operations/answer-contract.ts';
-import { OPERATION_SPECS, specOf, type AnySubject, type SpecOf } from '../../src/operations/index.ts';
+import { OPERATION_SPECS, requestKeyOf, specOf, type AnySubject, type SpecOf } from '../../src/operations/index.ts';
 import type { OperationSpec } from '../../src/operations/operation-spec.ts';
 import type { Operation } from '../../src/spec/types.ts';
 import type { Connection } from '../../src/store/connection.ts';
 import { createIngestor, type IngestResult } from '../../src/store/ingest/index.ts';
 import { prepareOutcomeWrite, type OutcomeOp } from '../../src/store/outcome-ops.ts';
+import type { ApiCallRow } from '../../src/store/api-calls.ts';
 import type { Database } from '../../src/store/open.ts';
 import { inSqliteReprocessTransaction } from '../../src/store/sqlite/reprocess-store.ts';
 import { replay, type ReprocessOptions, type ReprocessReport } from '../../src/runner/reprocess.ts';
@@ -45,6 +46,15 @@ export function createOutcomeApplier(database: Connection, runId: number): (ops:
 /** A parsed 200 body read through the contract of the operation named (src's readUsableAnswer takes its spec). */
 export function readOperationAnswer<O extends Operation>(operation: O, body: unknown, context: ValidationContext = {}): UsableAnswer<AnswerByOperation[O]> {
   return readUsableAnswer(OPERATION_SPECS[operation] as unknown as OperationSpec<unknown, AnswerByOperation[O]>, body, context);
+}
+
+/** A paid answer as the run's writer is handed it: its body as received and as read through its contract. */
+export function successOp(o: { taskId: number; request: AnySubject; response: unknown; call: ApiCallRow; at: string; attempts?: number }): Extract<OutcomeOp, { kind: 'success' }> {
+  const { answer, setAside } = readOperationAnswer(o.request.operation, o.response);
+  return {
+    kind: 'success', taskId: o.taskId, operation: o.request.operation, requestKey: requestKeyOf(o.request), request: o.request, body: JSON.stringify(o.response),
+    answer, setAside, call: o.call, attempts: o.attempts ?? 1, at: o.at,
+  };
 }
 
 /** The body as read through its contract; throws ApiSchemaError when it cannot be read (see readUsableAnswer). */
