@@ -67,3 +67,12 @@ export function threadCpuMs(): Map<number, number> {
   }
   return out;
 }
+
+/**
+ * The main thread's time on a CPU and its time runnable but waiting for one (ms, /proc schedstat): on two cores shared
+ * with the server and the sandbox, a woken backend takes the CPU from the main thread, which waits, not computes.
+ */
+export function mainThreadSchedMs(): { onCpu: number; waiting: number } {
+  const [onCpu, waiting] = readFileSync(`/proc/self/task/${process.pid}/schedstat`, 'utf8').split(' ').map(Number);
+  return { onCpu: onCpu! / 1e6, waiting: waiting! / 1e6 };
+}

@@ -1,6 +1,7 @@
 /**
  * Where PostgreSQL's time goes per stored answer (issue #27 item 4): one run of `N` post lookups (after 1,000
- * untimed) into a throwaway cluster with pg_stat_statements, printing the client's CPU (this process), the
+ * untimed) into a throwaway cluster with pg_stat_statements, printing the client's CPU (this process, and how long its
+ * main thread waited for a CPU), the
  * server's CPU (the cluster's processes, from /proc), the pg client's queries (round trips) and the server's
  * statements grouped by what sent them, with the costliest. Not part of `npm run bench`: a measuring tool.
  * Run: `npx tsx bench/pg-profile.ts` (N=3000 by default; `N=10000 npx tsx bench/pg-profile.ts`; `CPU_PROF=file.cpuprofile`
@@ -20,7 +21,7 @@ import { startSandboxProcess } from '../test/soak/sandbox-process.ts';
 import { makeJob, postUrl, writeUrlCsv } from '../test/soak/inputs.ts';
 import { createTestDatabase, startPgCluster } from '../test/pg/pg-cluster.ts';
 import { PIPELINE_TOKEN } from './pipeline.bench.ts';
-import { clusterCpuMs, postmasterOf, threadCpuMs } from './cpu-meter.ts';
+import { clusterCpuMs, mainThreadSchedMs, postmasterOf, threadCpuMs } from './cpu-meter.ts';
 import { startProcessSampler } from './pg-process-cpu.ts';
 
 const N = Number(process.env['N'] ?? 3000);
@@ -103,12 +104,14 @@ try {
   }
   const sampler = process.env['BY_PROCESS'] ? await startProcessSampler(postmaster, cluster.url, senderOf) : null;
   const threads = threadCpuMs();
+  const sched = mainThreadSchedMs();
   const cpu = process.cpuUsage();
   const server = clusterCpuMs(postmaster);
   const start = performance.now();
   await run('main', N);
   const wallMs = performance.now() - start;
   const client = process.cpuUsage(cpu);
+  const schedAfter = mainThreadSchedMs();
   const byThread = [...threadCpuMs()].map(([id, ms]) => [id, ms - (threads.get(id) ?? 0)] as const).filter(([, ms]) => ms > 0);
   const serverMs = clusterCpuMs(postmaster) - server;
   counting = false;
@@ -120,6 +123,8 @@ try {
   // The main thread against the rest (V8's compilers and GC): a run's optimizing compiles go on for thousands of answers.
   const main = byThread.find(([id]) => id === process.pid)?.[1] ?? 0;
   console.log(`client CPU per answer by thread (us): main ${((main * 1000) / N).toFixed(0)}, others ${byThread.filter(([id]) => id !== process.pid).map(([, ms]) => ((ms * 1000) / N).toFixed(0)).join(' ')}`);
+  const share = (ms: number) => `${((ms / wallMs) * 100).toFixed(1)}%`;
+  console.log(`the main thread over the run: on a CPU ${share(schedAfter.onCpu - sched.onCpu)}, runnable and waiting for one ${share(schedAfter.waiting - sched.waiting)}`);
   if (byProcess) {
     console.log('server CPU per answer by process (us; a backend by the senders of the statements it was seen running):');
     for (const [name, ms] of [...byProcess].sort((a, b) => b[1] - a[1])) console.log(`  ${((ms * 1000) / N).toFixed(1).padStart(7)}  ${name}`);
