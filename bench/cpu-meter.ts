@@ -70,7 +70,7 @@ export function threadCpuMs(): Map<number, number> {
 
 /**
  * The main thread's time on a CPU and its time runnable but waiting for one (ms, /proc schedstat): on two cores shared
- * with the server and the sandbox, a woken backend takes the CPU from the main thread, which waits, not computes.
+ * with the server and the sandbox, the wait is wall time the machine took from the run, not time its code spent.
  */
 export function mainThreadSchedMs(): { onCpu: number; waiting: number } {
   const [onCpu, waiting] = readFileSync(`/proc/self/task/${process.pid}/schedstat`, 'utf8').split(' ').map(Number);

@@ -1,9 +1,9 @@
 /**
  * Where PostgreSQL's time goes per stored answer (issue #27 item 4): one run of `N` post lookups (after 1,000
  * untimed) into a throwaway cluster with pg_stat_statements, printing the client's CPU (this process, and how long its
- * main thread waited for a CPU), the
- * server's CPU (the cluster's processes, from /proc), the pg client's queries (round trips) and the server's
- * statements grouped by what sent them, with the costliest. Not part of `npm run bench`: a measuring tool.
+ * main thread waited for a CPU), the server's CPU (the cluster's processes, from /proc), the pg client's queries
+ * (round trips) and the server's statements grouped by what sent them, with the costliest. Not part of
+ * `npm run bench`: a measuring tool.
  * Run: `npx tsx bench/pg-profile.ts` (N=3000 by default; `N=10000 npx tsx bench/pg-profile.ts`; `CPU_PROF=file.cpuprofile`
  * writes a V8 profile of the timed run alone, `HEAP_PROF=file.heapprofile` a sampled profile of what it allocates (garbage included), `TOP=30` lists more statements, `CONCURRENCY=32` the job's concurrency (16), `EXPERIMENT_SQL='...'` runs SQL on
  * the dataset between the warm-up and the timed run: an index or storage setting tried before it is migrated; `WARM=10000` the
