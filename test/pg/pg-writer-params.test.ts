@@ -10,8 +10,7 @@ import { createPgGroupCommit } from '../../src/store/pg/pg-group-commit.ts';
 import { MAX_PARAMS, valuesStatements } from '../../src/store/pg/pg-statements.ts';
 import { inPgTransaction } from '../../src/store/pg/transaction.ts';
 import type { OutcomeOp } from '../../src/store/outcome-ops.ts';
-import { requestKeyOf } from '../../src/operations/index.ts';
-import { readOperationAnswer } from '../support/store-helpers.ts';
+import { successOp } from '../support/store-helpers.ts';
 import { company, similarRequest, similarResponse } from '../support/db-fixtures.ts';
 import { newMigratedPgDatabase, pgClusterUrl, pgSkipReason } from './use-pg.ts';
 
@@ -51,13 +50,10 @@ describe.skipIf(!pgClusterUrl)(`a group past the parameter limit${pgClusterUrl ?
   it('writes every row of four pages of 1,000 companies in one group', { timeout: 120_000 }, async () => {
     const ops: OutcomeOp[] = Array.from({ length: PAGES }, (_, p): OutcomeOp => {
       const taskId = p + 1;
-      const request = similarRequest(taskId, PER_PAGE);
-      const response = similarResponse(Array.from({ length: PER_PAGE }, (_, i) => company(p * PER_PAGE + i)), taskId, PER_PAGE);
-      const { answer, setAside } = readOperationAnswer('similar-companies', response);
-      return {
-        kind: 'success', taskId, operation: 'similar-companies', requestKey: requestKeyOf(request), request, body: JSON.stringify(response), answer, setAside, attempts: 1, at: AT,
+      return successOp({
+        taskId, request: similarRequest(taskId, PER_PAGE), response: similarResponse(Array.from({ length: PER_PAGE }, (_, i) => company(p * PER_PAGE + i)), taskId, PER_PAGE), at: AT,
         call: { runId: 1, taskId, operation: 'similar-companies', method: 'POST', path: '/s', status: 200, errorCode: null, latencyMs: 1, totalCredits: 1e6, creditsUsed: taskId, creditsRemaining: 1e6 - taskId, at: AT },
-      };
+      });
     });
     await inPgTransaction(store.pool, (client) => createPgGroupCommit(1)(client, ops));
     const count = async (table: string) => (await store.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${table}`)).rows[0]!.n;
