@@ -17,6 +17,8 @@ import { openDatabase } from '../../src/store/open.ts';
 import { createOutcomeApplier } from '../support/store-helpers.ts';
 import { openPgStore } from '../../src/store/pg/open.ts';
 import { createPgGroupCommit } from '../../src/store/pg/pg-group-commit.ts';
+import { withPgClient } from '../../src/store/pg/transaction.ts';
+import { writeAsRunWriter } from './run-writer-group.ts';
 import { oneGroupTouchingSameRows, GROUP_TASKS, GROUP_TIMES } from './same-row-group.ts';
 
 const TOKEN = 'pg-same-rows-7c1e';
@@ -127,14 +129,7 @@ describe.skipIf(!pgClusterUrl)(`one group whose answers touch the same rows${pgC
       for (const row of taskRows) await store.pool.query(`${insertTask}(${row.map((_, i) => `$${i + 1}`).join(', ')})`, row);
       const ops = oneGroupTouchingSameRows();
       createOutcomeApplier(database, 7)(ops);
-      const client = await store.pool.connect();
-      try {
-        await client.query('BEGIN');
-        await createPgGroupCommit(7)(client, ops);
-        await client.query('COMMIT');
-      } finally {
-        client.release();
-      }
+      await withPgClient(store.pool, (client) => writeAsRunWriter(createPgGroupCommit(7), client, ops));
     } finally {
       database.close();
       await store.close();

@@ -8,7 +8,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openPgStore, type PgStore } from '../../src/store/pg/open.ts';
 import { createPgGroupCommit } from '../../src/store/pg/pg-group-commit.ts';
 import { MAX_PARAMS, valuesStatements } from '../../src/store/pg/pg-statements.ts';
-import { inPgTransaction } from '../../src/store/pg/transaction.ts';
+import { withPgClient } from '../../src/store/pg/transaction.ts';
+import { writeAsRunWriter } from './run-writer-group.ts';
 import type { OutcomeOp } from '../../src/store/outcome-ops.ts';
 import { successOp } from '../support/store-helpers.ts';
 import { company, similarRequest, similarResponse } from '../support/db-fixtures.ts';
@@ -55,7 +56,7 @@ describe.skipIf(!pgClusterUrl)(`a group past the parameter limit${pgClusterUrl ?
         call: { runId: 1, taskId, operation: 'similar-companies', method: 'POST', path: '/s', status: 200, errorCode: null, latencyMs: 1, totalCredits: 1e6, creditsUsed: taskId, creditsRemaining: 1e6 - taskId, at: AT },
       });
     });
-    await inPgTransaction(store.pool, (client) => createPgGroupCommit(1)(client, ops));
+    await withPgClient(store.pool, (client) => writeAsRunWriter(createPgGroupCommit(1), client, ops));
     const count = async (table: string) => (await store.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${table}`)).rows[0]!.n;
     expect(await count('companies')).toBe(PAGES * PER_PAGE);
     expect(await count('company_locations')).toBe(2 * PAGES * PER_PAGE);

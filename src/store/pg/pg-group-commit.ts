@@ -40,7 +40,7 @@ export interface StartedGroup {
   commit(read: readonly unknown[][]): Promise<{ committed: Promise<void> }>;
 }
 
-/** The writer of one run's groups: `plan` and `start` for pg-outcome-writer.ts, or a group written in the caller's transaction in one call. */
+/** The writer of one run's groups: `plan` and `start` for pg-outcome-writer.ts. */
 export function createPgGroupCommit(runId: number) {
   const answers = createPgAnswerStore();
 
@@ -56,28 +56,14 @@ export function createPgGroupCommit(runId: number) {
     return anomalies;
   }
 
-  /** The group written in the caller's transaction in one round trip (a stored value read back costs one more, rare), after `read`. */
-  async function write(client: pg.ClientBase, group: PlannedGroup, read: readonly unknown[][]): Promise<void> {
-    const batch = new PgRowBatch();
-    const history = historyAfter(group, read);
-    const anomalies = await collectRows(client, group, batch, history);
-    await pipelineStatements(client, [...rowStatements(runId, group, batch, anomalies), ...historyStatements(history)], STORE_TYPES);
-  }
-
-  /** Writes a group in the caller's transaction: its reads in one round trip, then the rest. */
-  const writeGroup = async (client: pg.ClientBase, ops: readonly OutcomeOp[]) => {
-    const group = planGroup(ops);
-    const read = (await pipelineStatements(client, foldedReadSql(group.planned), STORE_TYPES)).map((r) => r.rows);
-    await write(client, group, read);
-  };
   const start = (client: pg.ClientBase, group: PlannedGroup) => startGroup(runId, collectRows, client, group);
-  return Object.assign(writeGroup, { plan: planGroup, start });
+  return { plan: planGroup, start };
 }
 
 /**
  * Starts `group` on the run writer's connection (in pipeline mode, the group before it sent up to its COMMIT): BEGIN
  * and the history's reads, then, when no answer reads a stored value back, its rows at once, written while this
- * process records the history from the reads. A group whose answer reads back waits for the reads, as write() does.
+ * process records the history from the reads. A group whose answer reads back sends its rows once the reads are answered.
  */
 function startGroup(runId: number, collectRows: CollectRows, client: pg.ClientBase, group: PlannedGroup): StartedGroup {
   /** Resolves once the rows are sent (a stored value read back first), with their answer. */
