@@ -42,9 +42,11 @@ const undiciAgentOnly = {
 };
 
 /**
- * yargs lays out `--help` with string-width (through cliui and wrap-ansi), which segments every string into graphemes
- * and tests each against an emoji regex: ~30 ms of a 250 ms `netingest --help`. Plain printable ASCII (all of
- * netingest's help) is one cell a character; anything else (ANSI escapes, wide or combining text) still goes to it.
+ * yargs lays out `--help` with string-width (three copies, through cliui and wrap-ansi), which makes an
+ * Intl.Segmenter as it is imported (~20 ms: ICU's first) and tests every grapheme against an emoji regex: ~50 ms of
+ * every start, `--version` and a run's too. Plain printable ASCII (all of netingest's help) is one cell a character;
+ * anything else (ANSI escapes, wide or combining text) goes to string-width, loaded then (esbuild makes a bundled
+ * module that is require()d a function run on first call).
  */
 const asciiStringWidth = {
   name: 'ascii-string-width',
@@ -55,9 +57,13 @@ const asciiStringWidth = {
       return real.errors.length > 0 ? undefined : { path: real.path, namespace: 'string-width-ascii' };
     });
     b.onLoad({ filter: /.*/, namespace: 'string-width-ascii' }, (args) => ({
-      contents: `import stringWidth from ${JSON.stringify(args.path)};
-const PRINTABLE_ASCII = /^[\\x20-\\x7e]*$/;
-export default function width(text, options) { return typeof text === 'string' && PRINTABLE_ASCII.test(text) ? text.length : stringWidth(text, options); }`,
+      contents: `const PRINTABLE_ASCII = /^[\\x20-\\x7e]*$/;
+let stringWidth;
+export default function width(text, options) {
+  if (typeof text === 'string' && PRINTABLE_ASCII.test(text)) return text.length;
+  stringWidth ??= require(${JSON.stringify('ESCAPED_PATH')}).default;
+  return stringWidth(text, options);
+}`.replace(JSON.stringify('ESCAPED_PATH'), JSON.stringify(args.path)),
       resolveDir: root,
       loader: 'js',
     }));
