@@ -1,5 +1,7 @@
 /** Text width on a terminal and cutting to it, for the query table and the progress line. */
-const segmenter = new Intl.Segmenter(undefined, { granularity: 'grapheme' });
+/** Made on first use: ICU's first segmenter takes ~20 ms of a start, and ASCII text (the usual) never needs it. */
+let graphemes: Intl.Segmenter | undefined;
+const segmenter = () => (graphemes ??= new Intl.Segmenter(undefined, { granularity: 'grapheme' }));
 const PRINTABLE_ASCII = /^[\x20-\x7e]*$/;
 const WIDE = /\p{Extended_Pictographic}|[\u1100-\u115f\u2e80-\u303e\u3041-\u33ff\u3400-\u4dbf\u4e00-\u9fff\ua000-\ua4cf\uac00-\ud7a3\uf900-\ufaff\ufe30-\ufe4f\uff00-\uff60\uffe0-\uffe6]|[\u{20000}-\u{3fffd}]/u;
 const ZERO_WIDTH = /^[\p{Mn}\p{Me}\p{Cf}]+$/u;
@@ -8,7 +10,7 @@ const ZERO_WIDTH = /^[\p{Mn}\p{Me}\p{Cf}]+$/u;
 export function displayWidth(text: string): number {
   if (PRINTABLE_ASCII.test(text)) return text.length;
   let width = 0;
-  for (const { segment } of segmenter.segment(text)) width += graphemeWidth(segment);
+  for (const { segment } of segmenter().segment(text)) width += graphemeWidth(segment);
   return width;
 }
 
@@ -22,7 +24,7 @@ export function fit(text: string, width: number): string {
   if (displayWidth(text) <= width) return text;
   let out = '';
   let used = 0;
-  for (const { segment } of segmenter.segment(text)) {
+  for (const { segment } of segmenter().segment(text)) {
     const w = graphemeWidth(segment);
     if (used + w > width - 1) break;
     out += segment;
