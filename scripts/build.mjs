@@ -9,7 +9,7 @@ import { build } from 'esbuild';
 import { execFileSync } from 'node:child_process';
 import { copyFileSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { dirname, join, sep } from 'node:path';
+import { dirname, join, relative, sep } from 'node:path';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 /**
@@ -51,19 +51,20 @@ const undiciAgentOnly = {
 const asciiStringWidth = {
   name: 'ascii-string-width',
   setup(b) {
+    // Paths relative to the checkout: esbuild names a module by its path in the bundle's comments.
     b.onResolve({ filter: /^string-width$/ }, async (args) => {
       if (args.namespace === 'string-width-ascii') return undefined;
       const real = await b.resolve('string-width', { resolveDir: args.resolveDir, kind: args.kind, namespace: 'string-width-ascii' });
-      return real.errors.length > 0 ? undefined : { path: real.path, namespace: 'string-width-ascii' };
+      return real.errors.length > 0 ? undefined : { path: relative(root, real.path), namespace: 'string-width-ascii' };
     });
     b.onLoad({ filter: /.*/, namespace: 'string-width-ascii' }, (args) => ({
       contents: `const PRINTABLE_ASCII = /^[\\x20-\\x7e]*$/;
 let stringWidth;
 export default function width(text, options) {
   if (typeof text === 'string' && PRINTABLE_ASCII.test(text)) return text.length;
-  stringWidth ??= require(${JSON.stringify('ESCAPED_PATH')}).default;
+  stringWidth ??= require(${JSON.stringify(join(root, args.path))}).default;
   return stringWidth(text, options);
-}`.replace(JSON.stringify('ESCAPED_PATH'), JSON.stringify(args.path)),
+}`,
       resolveDir: root,
       loader: 'js',
     }));
@@ -78,10 +79,10 @@ const zodEnglishOnly = {
   name: 'zod-english-only',
   setup(b) {
     b.onResolve({ filter: /^\.\.\/locales\/index\.js$/ }, (args) =>
-      (/[\\/]zod[\\/]v4[\\/](classic|core)$/.test(args.resolveDir) ? { path: join(args.resolveDir, '..', 'locales', 'index.js'), namespace: 'zod-english-only' } : undefined));
+      (/[\\/]zod[\\/]v4[\\/](classic|core)$/.test(args.resolveDir) ? { path: relative(root, join(args.resolveDir, '..', 'locales', 'index.js')), namespace: 'zod-english-only' } : undefined));
     b.onLoad({ filter: /.*/, namespace: 'zod-english-only' }, (args) => ({
       contents: "export { default as en } from './en.js';",
-      resolveDir: dirname(args.path),
+      resolveDir: dirname(join(root, args.path)),
       loader: 'js',
     }));
   },
