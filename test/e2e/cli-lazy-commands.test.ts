@@ -4,8 +4,10 @@
  * from the built CLI users run (dist/bin.js): a command statically imported by the entry would be bundled into
  * the files every start loads, and show here.
  */
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import { builtCliLoads } from '../support/bundle-loads.ts';
+import { builtCliLoads, DIST } from '../support/bundle-loads.ts';
 
 const commandModules = (loaded: string[]) => loaded.filter((m) => m.startsWith('cli/commands/') && m !== 'cli/commands/index.ts');
 
@@ -26,5 +28,35 @@ describe('lazy commands', () => {
     const { stdout, sources } = await builtCliLoads(['status', '--help']);
     expect(stdout).toContain('--runs');
     expect(commandModules(sources)).toEqual(['cli/commands/status.ts']);
+  }, 60_000);
+});
+
+/**
+ * ICU's first Intl.Segmenter takes ~20 ms of a start (bench/README.md, start rows): the help's layout (string-width,
+ * wrapped in scripts/build.mjs) and the progress line (text-width.ts) make one only for text that is not plain ASCII.
+ */
+describe('start-up work left for when it is needed', () => {
+  /** `node <args>` with Intl.Segmenter counted; how many were made, from stderr's last line. */
+  const segmentersMadeBy = async (args: string[]): Promise<number> => {
+    const counter = `data:text/javascript,${encodeURIComponent(`
+      let made = 0;
+      const Real = Intl.Segmenter;
+      Intl.Segmenter = class extends Real { constructor(...a) { super(...a); made += 1; } };
+      process.on('exit', () => process.stderr.write('\\nsegmenters made: ' + made + '\\n'));`)}`;
+    const { stderr } = await promisify(execFile)(process.execPath, ['--import', counter, ...args], { cwd: DIST, encoding: 'utf8' });
+    return Number(/segmenters made: (\d+)\s*$/.exec(stderr)?.[1]);
+  };
+
+  it('--help, --version and a command\'s --help make no grapheme segmenter', async () => {
+    // The counter counts: a process that makes one says so.
+    expect(await segmentersMadeBy(['-e', 'new Intl.Segmenter()'])).toBe(1);
+    for (const args of [['--help'], ['--version'], ['status', '--help']]) expect(await segmentersMadeBy(['bin.js', ...args]), args.join(' ')).toBe(0);
+  }, 60_000);
+
+  it("zod is bundled with its English messages alone (its other 63 locales were 348 KB parsed on every start)", async () => {
+    const { packages } = await builtCliLoads(['status', '--help']);
+    const locales = packages.filter((p) => p.startsWith('zod/v4/locales/'));
+    expect(locales).toContain('zod/v4/locales/en.js');
+    expect(locales.filter((p) => !/\/(en|index)\.js$/.test(p))).toEqual([]);
   }, 60_000);
 });
