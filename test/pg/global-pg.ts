@@ -8,10 +8,10 @@ import { openPgStore } from '../../src/store/pg/open.ts';
 import { createTestDatabase, pgUnavailableReason, startPgCluster } from './pg-cluster.ts';
 
 /**
- * Autovacuum visits each of the suite's throwaway databases (one or more a test file) in turn, vacuuming and analyzing what the tests just
- * wrote: a third of the server's CPU in test/pg (61 s against 41 s without, the same 316 tests), on the suite's two
- * cores. No test waits for it (a run analyzes the tasks it plans itself); the benches and the soak keep it on, as a
- * user's server has it.
+ * Autovacuum visits each of the suite's throwaway databases (one or more a test file) in turn, vacuuming and
+ * analyzing what the tests just wrote: a third of the server's CPU in test/pg (61 s against 41 s without, the same
+ * 316 tests), on the suite's two cores. No test waits for it (a run analyzes the tasks it plans itself); the benches
+ * and the soak keep it on, as a user's server has it.
  */
 const TEST_SERVER_SETTINGS = ['autovacuum=off'];
 
