@@ -2,11 +2,11 @@
  * PostgreSQL (issue #21): (1) answers stored per second by `runJobs` on a PostgreSQL dataset against the same
  * bare undici loop as the SQLite pipeline row, alternating, best of 2 rounds, with the server's CPU an answer and the
  * rate the machine's cores allow at that CPU; (1b) (issue #27) the same run of 3,000 post lookups on a SQLite file
- * and on PostgreSQL, alternating, best of 2: PostgreSQL's time over
- * SQLite's, measured in the same minutes so the machine's load weighs on both; (2) 1, 2 and 4 worker processes
- * on one job under a shared limit of 6,000 calls a minute for a little over a minute each: the achieved rate
- * and the busiest sliding 60 s, from the sandbox's arrival times. A throwaway cluster from the machine's
- * PostgreSQL binaries (test/pg/pg-cluster.ts). About 4.5 minutes. Run: `npx tsx bench/postgres.bench.ts`.
+ * and on PostgreSQL, alternating, best of 2: PostgreSQL's time over SQLite's, measured in the same minutes so the
+ * machine's load weighs on both; (2) 1, 2 and 4 worker processes on one job under a shared limit of 6,000 calls a
+ * minute for a little over a minute each: the achieved rate and the busiest sliding 60 s, from the sandbox's arrival
+ * times. A throwaway cluster from the machine's PostgreSQL binaries (test/pg/pg-cluster.ts). About 4.5 minutes.
+ * Run: `npx tsx bench/postgres.bench.ts`.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -72,7 +72,10 @@ async function storeRows(clusterUrl: string, postmaster: number): Promise<BenchR
     await pgPipeline(dir, sandbox.url, dbUrl, 'warm-pg', warmupInputs, sandbox.pid);
     let b: SideRun | null = null;
     let p: SideRun | null = null;
-    /** The server's CPU an answer (us), the least of the rounds as `best` takes the pipeline's. */
+    /**
+     * The server's CPU an answer (us), the least of the rounds as `best` takes the pipeline's: the ceiling below is
+     * then the highest the rounds show, so one under the target is not an artefact of a slow round.
+     */
     let serverUs = Infinity;
     for (let r = 0; r < rounds; r++) {
       b = best(b, await bare(`bare${r}`, inputs));
