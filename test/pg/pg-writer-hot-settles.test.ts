@@ -40,13 +40,13 @@ describe.skipIf(!pgClusterUrl)(`the PostgreSQL writer's task settles${pgClusterU
   });
 
   it('are HOT updates: no index of tasks rewritten', async () => {
-    const writeGroup = createPgGroupCommit(1);
+    const groups = createPgGroupCommit(1);
     // One session writes every group and flushes its own statistics: a backend sends its counts at most once a
     // second (or 10 s after going idle), and pg_stat_force_next_flush() reaches only the session that calls it.
     await withPgClient(store.pool, async (client) => {
       for (let first = 1; first <= TASKS; first += 16) {
         const ops = Array.from({ length: Math.min(16, TASKS - first + 1) }, (_, i) => success(first + i));
-        await writeAsRunWriter(writeGroup, client, ops);
+        await writeAsRunWriter(groups, client, ops);
       }
       await client.query('SELECT pg_stat_force_next_flush()');
       await client.query('SELECT 1');

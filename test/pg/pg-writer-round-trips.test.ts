@@ -51,7 +51,7 @@ describe.skipIf(!pgClusterUrl)(`the PostgreSQL writer's round trips${pgClusterUr
   });
 
   /** One run's writer of groups. */
-  const writeGroup = createPgGroupCommit(1);
+  const groups = createPgGroupCommit(1);
 
   /** `client` with its round trips counted in `count.queries`: the queries sent in one synchronous turn count once. */
   function counted(client: pg.PoolClient, count: { queries: number }): pg.PoolClient {
@@ -74,7 +74,7 @@ describe.skipIf(!pgClusterUrl)(`the PostgreSQL writer's round trips${pgClusterUr
   /** Writes `ops` as the run's writer writes a group, in its own transaction, on a client whose queries are counted (BEGIN and COMMIT too); the count. */
   async function queriesOf(ops: OutcomeOp[]): Promise<number> {
     const count = { queries: 0 };
-    await withPgClient(store.pool, (client) => writeAsRunWriter(writeGroup, counted(client, count), ops));
+    await withPgClient(store.pool, (client) => writeAsRunWriter(groups, counted(client, count), ops));
     return count.queries;
   }
 
@@ -104,25 +104,25 @@ describe.skipIf(!pgClusterUrl)(`the PostgreSQL writer's round trips${pgClusterUr
 
   it('the run writer\'s group goes in three sends, its rows before its reads are answered, and its reads see the group before', async () => {
     const count = { queries: 0 };
-    const first = writeGroup.plan(group(84, 5));
-    const second = writeGroup.plan(group(89, 5));
-    const readBack = writeGroup.plan(group(84, 1));
+    const first = groups.plan(group(84, 5));
+    const second = groups.plan(group(89, 5));
+    const readBack = groups.plan(group(84, 1));
     await withPgClient(store.pool, async (client) => {
       const c = counted(client, count);
       (client as unknown as { pipeline: boolean }).pipeline = true;
       try {
         // BEGIN and the reads, then the rows before the reads are answered: the server writes them meanwhile.
-        const started = writeGroup.start(c, first);
+        const started = groups.start(c, first);
         const read = await started.reads;
         expect(count.queries).toBe(2);
         expect(read.map((rows) => rows.length)).toEqual([0, 0]);
         const { committed } = await started.commit(read);
         // The second group starts as the first's COMMIT is sent, before it is answered.
-        const next = writeGroup.start(c, second);
+        const next = groups.start(c, second);
         await committed;
         await (await next.commit(await next.reads)).committed;
         // A group after them reads what the first wrote: its post and its media.
-        const again = writeGroup.start(c, readBack);
+        const again = groups.start(c, readBack);
         const seen = await again.reads;
         expect(seen[0]!.length).toBe(1);
         expect(seen[1]!.length).toBeGreaterThan(0);
@@ -153,7 +153,7 @@ describe.skipIf(!pgClusterUrl)(`the PostgreSQL writer's round trips${pgClusterUr
       const onNotice = (n: { message?: string }) => notices.push(n.message ?? '');
       client.on('notice', onNotice);
       try {
-        await writeAsRunWriter(writeGroup, client, [...group(95, 1), readBack]);
+        await writeAsRunWriter(groups, client, [...group(95, 1), readBack]);
       } finally {
         client.off('notice', onNotice);
       }
