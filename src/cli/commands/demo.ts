@@ -11,6 +11,7 @@ import { createLogger } from '../../runner/logger.ts';
 import { formatRunSummary } from '../format-summary.ts';
 import { exitCodeForRun } from '../exit-codes.ts';
 import { runQuery } from '../../export/query.ts';
+import { locateDataset } from '../../store/locator.ts';
 
 const DEMO_TOKEN = 'demo-sandbox-token';
 const DEMO_DB_NAME = 'demo.db';
@@ -24,7 +25,8 @@ export const demoCommand = defineCommand({
   builder: (y) =>
     y
       .option('dir', { type: 'string', normalize: true, describe: `folder the demo writes ${DEMO_DB_NAME} into (default: a new temporary folder)` })
-      .option('db', { type: 'string', normalize: true, describe: `database to fill (default: ${DEMO_DB_NAME} in --dir)` })
+      // Not normalized: a postgres:// URL's `//` must stay.
+      .option('db', { type: 'string', describe: `database to fill: a SQLite file or postgres://user@host:5432/database (default: ${DEMO_DB_NAME} in --dir)` })
       .option('live', {
         type: 'boolean',
         default: true,
@@ -36,13 +38,16 @@ export const demoCommand = defineCommand({
   run: async (argv, io) => {
     // The bundled jobs name their inputs as data/*.csv: read from the package, wherever the command runs.
     const jobs = argv['jobs-dir'] === undefined ? await loadAllJobs(join(PACKAGE_ROOT, 'jobs'), { cwd: PACKAGE_ROOT }) : await loadAllJobs(argv['jobs-dir']);
-    const db = argv.db ?? join(demoDir(argv.dir), DEMO_DB_NAME);
+    const location = locateDataset({ db: argv.db ?? join(demoDir(argv.dir), DEMO_DB_NAME), env: {} });
+    const db = location.engine === 'postgres' ? location.url : location.file;
+    // What the demo prints: a URL with its password hidden, a file as its full path.
+    const shown = location.engine === 'postgres' ? location.shownUrl : resolve(location.file);
     // Its URLs on the host the client expects (NETINGEST_NETWORK_HOST), so the two agree in live mode too.
     const sandbox = await startSandbox({
       port: 0, tokens: { [DEMO_TOKEN]: 100_000 }, latencyMs: [2, 15], logRequests: false, liveShapes: argv.live, networkHost: networkHost(),
     });
     try {
-      io.stdout.write(`Sandbox API listening on ${sandbox.url}; running ${jobs.map((j) => j.name).join(', ')} into ${resolve(db)}\n`);
+      io.stdout.write(`Sandbox API listening on ${sandbox.url}; running ${jobs.map((j) => j.name).join(', ')} into ${shown}\n`);
       const summary = await runJobs({
         dbPath: db,
         jobs,
@@ -52,11 +57,11 @@ export const demoCommand = defineCommand({
         progressStream: io.stderr,
       });
       io.stdout.write(formatRunSummary(summary));
-      io.stdout.write(`\nA sample query (netingest query --db ${db} "..."):\n${DEMO_QUERY}\n\n`);
+      io.stdout.write(`\nA sample query (netingest query --db ${shown} "..."):\n${DEMO_QUERY}\n\n`);
       await runQuery({ db, sql: DEMO_QUERY, format: 'table', stream: io.stdout });
-      const again = argv.db !== undefined ? `--db ${db}` : `--dir ${argv.dir ?? resolve(db, '..')}`;
-      io.stdout.write(`\nThe demo's database is ${resolve(db)}.\n`);
-      io.stdout.write(`Run 'netingest demo ${again}' again: every task is still fresh, so nothing is paid twice. Try 'netingest status --db ${db}'.\n`);
+      const again = argv.db !== undefined ? `--db ${shown}` : `--dir ${argv.dir ?? resolve(db, '..')}`;
+      io.stdout.write(`\nThe demo's database is ${shown}.\n`);
+      io.stdout.write(`Run 'netingest demo ${again}' again: every task is still fresh, so nothing is paid twice. Try 'netingest status --db ${shown}'.\n`);
       return exitCodeForRun(summary);
     } finally {
       await sandbox.stop();
