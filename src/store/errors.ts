@@ -11,6 +11,8 @@ export type DatabaseErrorCode =
   | 'DB_NOT_NETINGEST'
   | 'DB_OPEN_FAILED'
   | 'DB_WRITE_FAILED'
+  /** A PostgreSQL server that went away while a command used it (pg/open.ts connectionLostError). */
+  | 'DB_CONNECTION_LOST'
   | 'DB_CHANGED';
 
 /** The database file cannot be used as it is; the message names the file and what to do. Fatal for a run. */

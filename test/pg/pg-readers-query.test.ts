@@ -100,6 +100,17 @@ describe.skipIf(!pgClusterUrl)(`query on PostgreSQL${pgClusterUrl ? '' : ` (skip
     await waitForPg(async () => (await sleepers('pg_sleep(30)')) === 0, 10_000, 'the server to stop the statement');
   }, 30_000);
 
+  it('a statement whose session the server ends (a restart, pg_terminate_backend) exits 1 saying the connection was lost', async () => {
+    // In this process: a statement left waiting for ever (pg-cursor's Close, never answered) holds this test to its timeout.
+    const ran = inProcess(['query', 'SELECT pg_sleep(20) AS slept', '--db', ds.data.url, '--format', 'csv'], {}, { cwd: ds.data.ws.dir });
+    await waitForPg(async () => (await sleepers('pg_sleep(20)')) === 1, 10_000, 'the statement to run');
+    await ds.client.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND query LIKE '%pg_sleep(20)%' AND pid <> pg_backend_pid()`);
+    const ended = await ran;
+    expect(ended.code).toBe(1);
+    expect(ended.stderr).toMatch(/^netingest: lost the connection to database postgres:\/\/\S+ \(.+\): the server restarted, stopped or cannot be reached; run the command again once it is back .*\[DB_CONNECTION_LOST\]\n$/);
+    expect(ended.stdout).toBe('');
+  }, 30_000);
+
   /** Statements of `text` the server is running now (not this query itself). */
   async function sleepers(text: string): Promise<number> {
     const found = await ds.client.query(

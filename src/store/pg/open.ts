@@ -168,6 +168,30 @@ export function toPgOpenError(err: unknown, shownUrl: string, password: string |
   return new DatabaseError('DB_OPEN_FAILED', shownUrl, `cannot open database ${shownUrl}: ${detail}`);
 }
 
+/** Socket errors of a server that went away or cannot be reached (node's codes). */
+const UNREACHABLE = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
+/** node-postgres's own words for a connection that ended under it (these errors carry no code). */
+const ENDED = /^Connection terminated|^Client has encountered a connection error|^Client was closed and is not queryable/;
+
+/**
+ * A dataset in use whose server went away (a restart, a crash, a network cut) as a DB_CONNECTION_LOST naming it, or
+ * null for any other error: SQLSTATE class 08 or 57P01-57P03 (the server ended the session or is starting up),
+ * a socket error, or node-postgres's connection ended.
+ */
+export function connectionLostError(err: unknown, shownUrl: string): DatabaseError | null {
+  if (err instanceof DatabaseError) return null;
+  const code = serverErrorOf(err)?.code ?? '';
+  const message = err instanceof Error ? err.message : String(err);
+  const lost = code.startsWith('08') || /^57P0[123]$/.test(code) || UNREACHABLE.has(code) || (code === '' && ENDED.test(message));
+  if (!lost) return null;
+  return new DatabaseError(
+    'DB_CONNECTION_LOST',
+    shownUrl,
+    `lost the connection to database ${shownUrl} (${code ? `${message} [${code}]` : message}): the server restarted, stopped or cannot be reached; run the command again once it is back (what was committed before stays)`,
+    { cause: err },
+  );
+}
+
 /** The PostgreSQL error behind `err` (itself, or the cause a wrapper such as drizzle's keeps), or null. */
 export function serverErrorOf(err: unknown): { code: string; message: string } | null {
   for (let e: unknown = err, depth = 0; e instanceof Error && depth < 3; e = e.cause, depth++) {

@@ -2,6 +2,8 @@
  * A statement's rows on PostgreSQL (`query`, `export`), streamed from a cursor in the read snapshot. On the signal or
  * past `timeoutMs` a second connection cancels it: the rows end with ExportInterruptedError or QueryTimeoutError.
  */
+import type { EventEmitter } from 'node:events';
+import type pg from 'pg';
 import QueryStream from 'pg-query-stream';
 import type { PgSnapshot } from './read-snapshot.ts';
 import { READER_TYPES } from './reader-values.ts';
@@ -17,15 +19,20 @@ export async function startPgStatement(
   options: StatementOptions = {},
 ): Promise<StartedStatement> {
   const stop = statementStop(snapshot, options);
+  const ended = connectionEnd(snapshot.client);
   const stream = snapshot.client.query(new QueryStream(sql, [...params], { rowMode: 'array', types: READER_TYPES, batchSize: STATEMENT_DEFAULTS.batchRows }));
   const close = async () => {
     stop.end();
-    await closeStream(stream);
+    await Promise.race([closeStream(stream), ended.gone]);
+    ended.dispose();
   };
   const iterator: AsyncIterator<unknown[]> = stream[Symbol.asyncIterator]();
+  // A connection the server ends mid-statement (a restart) never answers pg-cursor's Close, and the stream waits
+  // for that answer for ever: its rows end with the connection's end instead.
+  const next = () => Promise.race([iterator.next(), ended.failure]);
   let first: IteratorResult<unknown[]>;
   try {
-    first = await iterator.next();
+    first = await next();
   } catch (err) {
     await close();
     throw stop.explain(err);
@@ -33,7 +40,7 @@ export async function startPgStatement(
   const fields = (stream._result as { fields: Array<{ name: string }> }).fields;
   async function* rows(): AsyncGenerator<unknown[]> {
     try {
-      for (let next = first; !next.done; next = await iterator.next()) yield next.value;
+      for (let row = first; !row.done; row = await next()) yield row.value;
     } catch (err) {
       throw stop.explain(err);
     } finally {
@@ -50,6 +57,23 @@ async function closeStream(stream: QueryStream): Promise<void> {
     stream.once('close', () => resolve());
     stream.destroy();
   });
+}
+
+/**
+ * When `client`'s connection ends (its socket closed): `gone` resolves, `failure` rejects as node-postgres says it
+ * ("Connection terminated unexpectedly"). `dispose` stops watching.
+ */
+function connectionEnd(client: pg.PoolClient): { gone: Promise<void>; failure: Promise<never>; dispose(): void } {
+  const connection = (client as unknown as { connection: EventEmitter & { stream: { destroyed: boolean } } }).connection;
+  let onEnd = () => undefined as void;
+  const gone = new Promise<void>((resolve) => (onEnd = resolve));
+  const failure = gone.then((): never => {
+    throw new Error('Connection terminated unexpectedly');
+  });
+  failure.catch(() => undefined); // raced only while rows are read
+  connection.once('end', onEnd);
+  if (connection.stream.destroyed) onEnd();
+  return { gone, failure, dispose: () => connection.off('end', onEnd) };
 }
 
 /** Why the statement stops early: the signal or the time limit, each cancelling it on the server. */
