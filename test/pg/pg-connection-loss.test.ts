@@ -11,6 +11,7 @@ import { waitFor as waitUntil } from './coordination-fixtures.ts';
 import { gatedApi } from './gated-api.ts';
 import { one, setUp, startWorker, useCleanups } from './run-workers.ts';
 import { operationRequests } from '../support/run-helpers.ts';
+import { cuttableProxy } from './cuttable-proxy.ts';
 
 useCleanups();
 
@@ -133,6 +134,31 @@ describe.skipIf(!pgClusterUrl)(`a worker whose connections the server drops${pgC
       expect(await exitOf(run), run.worker.stderr()).toBe(0);
       expect((await summaryInRuns(run)).status).not.toBe('running');
     });
+  }, 90_000);
+
+  it('a worker whose server goes away and stays away stops saying the connection to the database was lost', async () => {
+    const s = await setUp(30, 'conn_cut');
+    await (await openPgStore(s.url)).close();
+    const proxy = await cuttableProxy(s.url);
+    const api = await gatedApi(s.sandbox.url);
+    try {
+      api.allow(4);
+      const worker = startWorker({ ...s, url: proxy.url }, { apiUrl: api.url });
+      await waitUntil(
+        async () => s.sandbox.requests.length >= 4 && (await one(s.pool, 'SELECT count(*) AS n FROM api_calls WHERE status = 200')) >= operationRequests(s.sandbox).length,
+        30_000,
+        'the first calls written',
+      );
+      await proxy.cut();
+      api.allow(Infinity);
+      expect(await worker.exited).not.toBe(0);
+      // The run's end could not be written: the next run closes it as abandoned (the test above).
+      expect(worker.stderr()).toMatch(/lost the connection to database postgres:\/\/[^ ]+ \(.*\): the server restarted, stopped or cannot be reached/);
+      expect(worker.stderr()).toContain("code: 'DB_CONNECTION_LOST'");
+      expect((await s.pool.query('SELECT status FROM runs')).rows).toEqual([{ status: 'running' }]);
+    } finally {
+      await api.stop();
+    }
   }, 90_000);
 
   it('a worker that cannot reach the server at its end stops without crashing; the next run closes its run as abandoned', async () => {

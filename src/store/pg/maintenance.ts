@@ -6,7 +6,7 @@ import { UsageError } from '../../errors.ts';
 import { DatabaseError } from '../errors.ts';
 import { holdExclusive } from './dataset-lock.ts';
 import { redactDatabaseUrl } from './database-url.ts';
-import { openPgStore, type PgStore } from './open.ts';
+import { connectionLostError, openPgStore, type PgStore } from './open.ts';
 
 export type MaintenanceCommand = 'reprocess' | 'prune';
 
@@ -21,6 +21,8 @@ export async function withPgMaintenance<T>(url: string, command: MaintenanceComm
     } finally {
       await hold.release();
     }
+  } catch (err) {
+    throw connectionLostError(err, store.shownUrl) ?? err;
   } finally {
     await store.close();
   }

@@ -10,7 +10,7 @@ import { emptyPlanLedger } from '../plan-ledger.ts';
 import { readPg } from '../read-steps.ts';
 import { openPgForReading } from '../readers/open-for-reading.ts';
 import { redactDatabaseUrl } from './database-url.ts';
-import type { PgStore } from './open.ts';
+import { connectionLostError, type PgStore } from './open.ts';
 import { PG_DUE, pgRequestChanged, pgSharedAnswer } from './pg-ledger.ts';
 import { withPgReadSnapshot, type PgSnapshot } from './read-snapshot.ts';
 
@@ -41,6 +41,8 @@ export async function withPgPlanLedger<T>(url: string, fn: (ledger: PlanLedger) 
   }
   try {
     return await withPgReadSnapshot(store.pool, (snapshot) => fn(pgPlanLedger(snapshot)));
+  } catch (err) {
+    throw connectionLostError(err, store.shownUrl) ?? err;
   } finally {
     await store.close();
   }
