@@ -4,6 +4,7 @@ import { openPgStore, type PgStore } from '../../src/store/pg/open.ts';
 import { withPgReadSnapshot } from '../../src/store/pg/read-snapshot.ts';
 import { DatabaseError } from '../../src/store/errors.ts';
 import { newPgDatabase, pgClusterUrl, pgSkipReason } from './use-pg.ts';
+import { makeWorkspace, runCli } from '../support/run-helpers.ts';
 
 const opened: PgStore[] = [];
 async function open(url: string, options?: Parameters<typeof openPgStore>[1]): Promise<PgStore> {
@@ -66,6 +67,19 @@ describe.skipIf(!pgClusterUrl)(`openPgStore${pgClusterUrl ? '' : ` (skipped: ${p
     expect((err as Error).message).toContain('no_such_database');
     expect((err as Error).message).toContain('***');
     expect(JSON.stringify(err) + String(err) + (err as Error).stack).not.toContain('s3cret-pw');
+  });
+
+  it('sslmode=require: TLS asked for as node-postgres applies it, in one line of error, without its warning on stderr', async () => {
+    // Spawned: node-postgres warns once per process. The test cluster speaks no TLS, so the open fails, and says why.
+    const url = `${await newPgDatabase('sslmode')}?sslmode=require`;
+    const ws = await makeWorkspace();
+    try {
+      const { code, stderr } = await runCli(['status', '--db', url], { cwd: ws.dir });
+      expect(code).toBe(1);
+      expect(stderr).toBe(`netingest: cannot open database ${url}: The server does not support SSL connections [DB_OPEN_FAILED]\n`);
+    } finally {
+      await ws.cleanup();
+    }
   });
 
 });

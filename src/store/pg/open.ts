@@ -57,7 +57,7 @@ export async function openPgStore(url: string, options: PgStoreOptions = {}): Pr
   const opts = { ...PG_STORE_DEFAULTS, ...options };
   const shownUrl = redactDatabaseUrl(url);
   const pool = new pg.Pool({
-    connectionString: url,
+    connectionString: sslModeAsApplied(url),
     max: opts.maxConnections,
     connectionTimeoutMillis: opts.connectTimeoutMs,
     idleTimeoutMillis: opts.idleTimeoutMs,
@@ -142,6 +142,16 @@ async function checkSchemaState(client: pg.PoolClient, shownUrl: string): Promis
     );
   }
   return false;
+}
+
+/**
+ * node-postgres applies sslmode=require and prefer as verify-full (the certificate and the host name checked) and
+ * says so in a nine-line warning on stderr, once per process: every night's log under cron. Named verify-full, the
+ * same checks go without it; uselibpqcompat=true (libpq's meanings) is left as the user wrote it.
+ */
+function sslModeAsApplied(url: string): string {
+  if (/[?&]uselibpqcompat=true(&|#|$)/.test(url)) return url;
+  return url.replace(/([?&]sslmode=)(require|prefer)(?=&|#|$)/, '$1verify-full');
 }
 
 /** A failure to reach or prepare the database, naming it by its shown URL; the password never appears. */
