@@ -14,7 +14,7 @@ import { acquireRunLock, LockedError, runLockReads, type RunLock } from './run-l
 import { readSync } from './read-steps.ts';
 import { decodeRawBody } from './raw-body.ts';
 import { storableJsonText, storableString } from '../operations/storable-text.ts';
-import { openPgStore } from './pg/open.ts';
+import { connectionLostError, openPgStore } from './pg/open.ts';
 import { inPgTransaction } from './pg/transaction.ts';
 import { MAX_PARAMS } from './pg/pg-statements.ts';
 import { primaryKeyOf, type ColumnKind, type TableDef } from './table-kit.ts';
@@ -64,6 +64,8 @@ export async function copyDataset(fromFile: string, toUrl: string, options: Copy
       source.sqlite.exec('BEGIN');
       try {
         return await inPgTransaction(target.pool, (client) => copyTables(source.sqlite, client, target.shownUrl, opts));
+      } catch (err) {
+        throw connectionLostError(err, target.shownUrl) ?? err;
       } finally {
         source.sqlite.exec('COMMIT');
       }
