@@ -26,9 +26,6 @@ const DRIFT_LINES = 8;
 /** Widest bar: a run or two must not fill the chart with one slab. */
 const BAR_MAX_PX = 48;
 
-/** Height of a legend row (two drift names fit on one). */
-const LEGEND_ROW_PX = 22;
-
 /** Lines show a dot per point up to this many points (one point alone is otherwise invisible). */
 const SYMBOLS_UP_TO = 60;
 
@@ -200,7 +197,7 @@ function driftChart(f: ReportFigures): ChartSpec {
           drawn.slice(0, 3).map((s) => `${s.operation} ${s.path} ${s.kind} (up to ${Math.max(...s.byRun.map((r) => r.percent))}%)`).join(', ') + '. A step in a line is a change in the service.',
     option: {
       ...base('% of answers', runIds.map((id) => labels.get(id)!)),
-      grid: { left: 70, right: 30, top: 30 + LEGEND_ROW_PX * Math.ceil(drawn.length / 2), bottom: 60 },
+      grid: { left: 70, right: 30, top: 40, bottom: 60 },
       series: drawn.map((s) => {
         const byRun = new Map(s.byRun.map((r) => [r.runId, r.percent]));
         return {

@@ -71,11 +71,30 @@ function headlineHtml(f: ReportFigures): string {
 </section>`;
 }
 
+/** Room between a chart's legend and its plot (the top number's half height and a little air). */
+const LEGEND_GAP_PX = 14;
+
+/** The lowest edge of the chart's legend as laid out, in pixels from the chart's top (0: none). */
+function legendBottomPx(chart: echarts.ECharts): number {
+  // Not in ECharts' typings, but its public instance API (extensions reach views through it).
+  const c = chart as unknown as { getModel(): { getComponent(type: string): unknown }; getViewOfComponentModel(m: unknown): { group: { y: number; getBoundingRect(): { y: number; height: number } } } | undefined };
+  const legend = c.getModel().getComponent('legend');
+  const group = legend ? c.getViewOfComponentModel(legend)?.group : undefined;
+  if (!group) return 0;
+  const box = group.getBoundingRect();
+  return group.y + box.y + box.height;
+}
+
 /** `spec` drawn as SVG markup by ECharts' SSR renderer (no DOM, no browser): the page needs no script to show it. */
 function renderChartSvg(spec: ChartSpec): string {
   const chart = echarts.init(null, null, { renderer: 'svg', ssr: true, width: CHART_SIZE.widthPx, height: CHART_SIZE.heightPx });
   try {
     chart.setOption(spec.option);
+    // ECharts wraps a long legend onto more rows but never moves the plot down for them: the grid starts under the
+    // legend as laid out.
+    const legendBottom = legendBottomPx(chart);
+    const gridTop = (spec.option.grid as { top?: number } | undefined)?.top ?? 0;
+    if (legendBottom + LEGEND_GAP_PX > gridTop) chart.setOption({ grid: { top: Math.ceil(legendBottom + LEGEND_GAP_PX) } });
     return chart.renderToSVGString();
   } finally {
     chart.dispose();

@@ -30,6 +30,8 @@ interface Seen {
   text: string;
   csp: string | null;
   invalidListed: number;
+  /** Legend entries of a chart that reach into its plot (a legend wrapped onto a second row, say). */
+  overlaps: string[];
 }
 
 const READ_PAGE = `(() => {
@@ -47,6 +49,15 @@ const READ_PAGE = `(() => {
     text: document.body.textContent,
     csp: document.querySelector('meta[http-equiv="Content-Security-Policy"]')?.getAttribute('content') ?? null,
     invalidListed: document.querySelectorAll('#invalid tbody tr').length,
+    // Words in a chart's top band (its legend) that reach below the top of its highest number (the plot's top).
+    overlaps: [...document.querySelectorAll('[data-chart] svg')].flatMap((svg) => {
+      const top = svg.getBoundingClientRect().top + svg.getBoundingClientRect().height * 0.4;
+      const texts = [...svg.querySelectorAll('text')].map((t) => ({ s: t.textContent.trim(), r: t.getBoundingClientRect() })).filter((t) => t.s && t.r.height > 0);
+      const numbers = texts.filter((t) => /^[-0-9,.% ]+$/.test(t.s));
+      if (numbers.length === 0) return [];
+      const plotTop = Math.min(...numbers.map((t) => t.r.top));
+      return texts.filter((t) => /[a-z]/i.test(t.s) && t.r.bottom < top && t.r.bottom > plotTop + 1).map((t) => svg.parentElement.dataset.chart + ': "' + t.s + '"');
+    }),
   };
 })()`;
 
@@ -98,6 +109,7 @@ forEachEngine('netingest report', (engine) => {
       expect(visit.value.scripts).toBe(0);
       expect(visit.value.images).toBe(0);
       expect(visit.screenshotPng.length).toBeGreaterThan(10_000);
+      expect(visit.value.overlaps).toEqual([]);
     });
 
     it('draws every chart with a size, shapes and a text alternative', () => {

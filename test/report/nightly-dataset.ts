@@ -25,8 +25,9 @@ type Row = Record<string, unknown>;
 
 const DAY_MS = 86_400_000;
 const TOTAL_CREDITS = 1_000_000;
+// A long job name, as users give them: the pace chart's legend then takes two rows.
 const JOBS = [
-  { job: 'lookalikes', operation: 'similar-companies', tasks: 60, requestsPerMinute: 40 },
+  { job: 'lookalikes-of-key-accounts', operation: 'similar-companies', tasks: 60, requestsPerMinute: 40 },
   { job: 'post-engagement', operation: 'post-details', tasks: 40, requestsPerMinute: 90 },
 ];
 /** The first nights were run by a release that did not record its jobs' rates (`runs.job_rates` null). */
@@ -87,7 +88,7 @@ export function nightlyRows(o: NightlyOptions): Record<string, Row[]> {
   }
   const invalid: Row[] = [];
   for (let i = 0; i < o.invalidRows; i++) {
-    invalid.push({ job: 'lookalikes', file: 'data/leads.csv', line: i + 2, field: 'company_url', value: `bad ${i}`, reason: i === 0 ? `not a company page ${PLANTED_MARKUP}` : 'not a company page', run_id: o.nights, created_at: new Date(lastStart).toISOString() });
+    invalid.push({ job: 'lookalikes-of-key-accounts', file: 'data/leads.csv', line: i + 2, field: 'company_url', value: `bad ${i}`, reason: i === 0 ? `not a company page ${PLANTED_MARKUP}` : 'not a company page', run_id: o.nights, created_at: new Date(lastStart).toISOString() });
   }
   const anomalies: Row[] = [{
     raw_response_id: 1, run_id: o.nights, task_id: 1, operation: 'similar-companies', request_key: 'k1', kind: 'no_identity', position: 3,
