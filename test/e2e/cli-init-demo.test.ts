@@ -95,6 +95,8 @@ describe('netingest demo', () => {
     try {
       const jobs = sqlite.prepare('SELECT DISTINCT job FROM tasks ORDER BY job').pluck().all();
       expect(jobs).toEqual(['job-search', 'lookalikes', 'post-engagement']);
+      // As `netingest run` records it, for status and the report.
+      expect(sqlite.prepare('SELECT status, exit_code FROM runs').all()).toEqual([{ status: 'completed', exit_code: 0 }]);
     } finally {
       sqlite.close();
     }

@@ -55,6 +55,8 @@ export const demoCommand = defineCommand({
         // Errors only: the summary below says the warnings (drift, failures by code) once.
         logger: createLogger({ stream: io.stderr, level: 'error', secrets: [DEMO_TOKEN] }),
         progressStream: io.stderr,
+        // Recorded in its runs row, as `netingest run` records it: the report shows it.
+        exitCodeOf: exitCodeForRun,
       });
       io.stdout.write(formatRunSummary(summary));
       io.stdout.write(`\nA sample query (netingest query --db ${shown} "..."):\n${DEMO_QUERY}\n\n`);
