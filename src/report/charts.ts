@@ -49,7 +49,7 @@ const base = (yName: string, categories: string[], extra: Record<string, unknown
   yAxis: { type: 'value', name: yName, nameLocation: 'middle', nameGap: 50 },
 });
 
-/** A job's colour, the same in the credits and pace charts (the palette ECharts would give them in turn). */
+/** A job's colour, the same in the credits, pace and forecast charts (the palette ECharts would give them in turn). */
 const JOB_COLOURS = ['#1565c0', '#ef6c00', '#2e7d32', '#6a1b9a', '#00838f', '#ad1457', '#5d4037', '#9e9d24'];
 const colourOfJob = (jobs: readonly string[], job: string) => JOB_COLOURS[jobs.indexOf(job) % JOB_COLOURS.length]!;
 
@@ -214,6 +214,8 @@ function driftChart(f: ReportFigures): ChartSpec {
 function forecastChart(f: ReportFigures): ChartSpec {
   const days = [...new Set(f.forecast.days.map((d) => d.day))];
   const jobs = [...new Set(f.forecast.days.map((d) => d.job))].sort();
+  // Each job in the colour the credits and pace charts give it; a job not run yet in the next ones.
+  const coloured = [...new Set([...chartJobs(f), ...jobs])];
   const credits = sum(f.forecast.days.map((d) => d.credits));
   const first = days[0];
   const dueFirst = sum(f.forecast.days.filter((d) => d.day === first).map((d) => d.credits));
@@ -225,7 +227,7 @@ function forecastChart(f: ReportFigures): ChartSpec {
       ...base('credits', days, { xName: 'day (UTC) the tasks come due' }),
       series: jobs.map((job) => {
         const byDay = new Map(f.forecast.days.filter((d) => d.job === job).map((d) => [d.day, d.credits]));
-        return { type: 'bar', stack: 'due', name: job, data: days.map((d) => byDay.get(d) ?? 0), barMaxWidth: BAR_MAX_PX };
+        return { type: 'bar', stack: 'due', name: job, data: days.map((d) => byDay.get(d) ?? 0), barMaxWidth: BAR_MAX_PX, itemStyle: { color: colourOfJob(coloured, job) } };
       }),
     },
   };

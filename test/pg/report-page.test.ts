@@ -13,6 +13,7 @@ import { nightlyRows, writeNightlyDataset, PLANTED_MARKUP, PLANTED_SECRET } from
 import { chromiumPath, chromiumSkipReason, visitPage, type PageVisit } from '../report/chromium.ts';
 import { gatherFigures, writeReport, type WrittenReport } from '../../src/report/write-report.ts';
 import { formatStatus, statusReport } from '../../src/runner/status-report.ts';
+import { chartSpecs } from '../../src/report/charts.ts';
 
 const ARTIFACTS = join(import.meta.dirname, '.artifacts');
 const NOW = new Date('2026-06-30T06:00:00.000Z');
@@ -120,6 +121,19 @@ forEachEngine('netingest report', (engine) => {
         expect(chart.shapes, chart.id).toBeGreaterThan(5);
         expect(chart.label.length, chart.id).toBeGreaterThan(20);
       }
+    });
+
+    it('draws each job in one colour in every chart that names jobs', async () => {
+      const { figures } = await gatherFigures({ db: db.locator, days: DAYS, now: NOW });
+      const colours = new Map<string, Set<string>>();
+      for (const spec of chartSpecs(figures).filter((c) => ['credits', 'pace', 'forecast'].includes(c.id))) {
+        for (const s of spec.option.series as Array<{ name: string; itemStyle?: { color?: string } }>) {
+          const job = s.name.replace(/: (achieved|rate set)$/, '');
+          if (Object.hasOwn(figures.status.tasksByJob, job)) colours.set(job, (colours.get(job) ?? new Set()).add(s.itemStyle?.color ?? 'none'));
+        }
+      }
+      expect(colours.size).toBe(2);
+      for (const [job, seen] of colours) expect([...seen], job).toHaveLength(1);
     });
 
     it('shows the figures `status --json` prints, and the JSON (--json) holds that same status', async () => {
