@@ -214,7 +214,7 @@ function driftChart(f: ReportFigures): ChartSpec {
 function forecastChart(f: ReportFigures): ChartSpec {
   const days = [...new Set(f.forecast.days.map((d) => d.day))];
   const jobs = [...new Set(f.forecast.days.map((d) => d.job))].sort();
-  // Each job in the colour the credits and pace charts give it; a job not run yet in the next ones.
+  // Each job in the colour the credits and pace charts give it; a job that has not run yet takes the next one.
   const coloured = [...new Set([...chartJobs(f), ...jobs])];
   const credits = sum(f.forecast.days.map((d) => d.credits));
   const first = days[0];

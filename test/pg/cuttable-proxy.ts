@@ -4,7 +4,7 @@ import net from 'node:net';
 export interface CuttableProxy {
   /** `url` with the proxy's port: what the process under test connects to. */
   url: string;
-  /** Drops every connection and stops accepting: a new one is refused (ECONNREFUSED) until the proxy is closed. */
+  /** Drops every connection and stops listening: a new one is refused (ECONNREFUSED), as by a server that is down. */
   cut(): Promise<void>;
 }
 
