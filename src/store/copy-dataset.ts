@@ -14,7 +14,7 @@ import { acquireRunLock, LockedError, runLockReads, type RunLock } from './run-l
 import { readSync } from './read-steps.ts';
 import { decodeRawBody } from './raw-body.ts';
 import { storableJsonText, storableString } from '../operations/storable-text.ts';
-import { connectionLostError, openPgStore } from './pg/open.ts';
+import { openPgStore, usingPgStore } from './pg/open.ts';
 import { inPgTransaction } from './pg/transaction.ts';
 import { MAX_PARAMS } from './pg/pg-statements.ts';
 import { primaryKeyOf, type ColumnKind, type TableDef } from './table-kit.ts';
@@ -58,20 +58,15 @@ export async function copyDataset(fromFile: string, toUrl: string, options: Copy
   if (!existsSync(fromFile)) throw new UsageError(`no database at ${fromFile}: nothing to copy (see --from)`);
   const { source, lock } = openSource(fromFile);
   try {
-    const target = await openPgStore(toUrl);
-    try {
+    return await usingPgStore(await openPgStore(toUrl), async (target) => {
       // One snapshot of the source: a run writing meanwhile cannot tear the copy between tables.
       source.sqlite.exec('BEGIN');
       try {
         return await inPgTransaction(target.pool, (client) => copyTables(source.sqlite, client, target.shownUrl, opts));
-      } catch (err) {
-        throw connectionLostError(err, target.shownUrl) ?? err;
       } finally {
         source.sqlite.exec('COMMIT');
       }
-    } finally {
-      await target.close();
-    }
+    });
   } finally {
     lock?.release();
     source.close();

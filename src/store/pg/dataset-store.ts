@@ -18,7 +18,7 @@ import { withPgMaintenance } from './maintenance.ts';
 import { pruneRawBodiesPg } from './raw-prune.ts';
 import { withPgReadSnapshot, type PgSnapshot } from './read-snapshot.ts';
 import { inPgTransaction } from './transaction.ts';
-import { connectionLostError } from './open.ts';
+import { usingPgStore } from './open.ts';
 
 /** The store of the database at `url`; `shownUrl` is the URL as it may be printed (password hidden). */
 export function pgDatasetStore(url: string, shownUrl: string): DatasetStore {
@@ -77,14 +77,7 @@ function inSnapshot<R>(url: string, statementTimeoutMs: number | undefined, fn: 
 
 /** `fn` on the pool of `url` opened for reading, closed after; a server gone meanwhile is DB_CONNECTION_LOST. */
 async function forReading<R>(url: string, fn: (pool: pg.Pool) => Promise<R>): Promise<R> {
-  const store = await openPgForReading(url);
-  try {
-    return await fn(store.pool);
-  } catch (err) {
-    throw connectionLostError(err, store.shownUrl) ?? err;
-  } finally {
-    await store.close();
-  }
+  return usingPgStore(await openPgForReading(url), ({ pool }) => fn(pool));
 }
 
 async function started<R>(statement: StartedStatement, snapshot: ReadSnapshot, use: (statement: StartedStatement, snapshot: ReadSnapshot) => Promise<R>): Promise<R> {

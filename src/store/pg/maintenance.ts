@@ -6,26 +6,21 @@ import { UsageError } from '../../errors.ts';
 import { DatabaseError } from '../errors.ts';
 import { holdExclusive } from './dataset-lock.ts';
 import { redactDatabaseUrl } from './database-url.ts';
-import { connectionLostError, openPgStore, type PgStore } from './open.ts';
+import { openPgStore, usingPgStore, type PgStore } from './open.ts';
 
 export type MaintenanceCommand = 'reprocess' | 'prune';
 
 export async function withPgMaintenance<T>(url: string, command: MaintenanceCommand, fn: (store: PgStore) => Promise<T>): Promise<T> {
   await refuseEmpty(url, command);
   // Two connections at most at once: the lock's, and the work's.
-  const store = await openPgStore(url, { statementTimeoutMs: 0, maxConnections: 3 });
-  try {
+  return usingPgStore(await openPgStore(url, { statementTimeoutMs: 0, maxConnections: 3 }), async (store) => {
     const hold = await holdExclusive(store.pool, store.shownUrl, `netingest ${command}`);
     try {
       return await fn(store);
     } finally {
       await hold.release();
     }
-  } catch (err) {
-    throw connectionLostError(err, store.shownUrl) ?? err;
-  } finally {
-    await store.close();
-  }
+  });
 }
 
 async function refuseEmpty(url: string, command: MaintenanceCommand): Promise<void> {

@@ -202,6 +202,17 @@ export function connectionLostError(err: unknown, shownUrl: string): DatabaseErr
   );
 }
 
+/** `fn` on `store`, closed after: a server gone meanwhile is a DB_CONNECTION_LOST naming the dataset. */
+export async function usingPgStore<T>(store: PgStore, fn: (store: PgStore) => Promise<T>): Promise<T> {
+  try {
+    return await fn(store);
+  } catch (err) {
+    throw connectionLostError(err, store.shownUrl) ?? err;
+  } finally {
+    await store.close();
+  }
+}
+
 /** The PostgreSQL error behind `err` (itself, or the cause a wrapper such as drizzle's keeps), or null. */
 export function serverErrorOf(err: unknown): { code: string; message: string } | null {
   for (let e: unknown = err, depth = 0; e instanceof Error && depth < 3; e = e.cause, depth++) {

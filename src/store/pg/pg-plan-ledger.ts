@@ -10,7 +10,7 @@ import { emptyPlanLedger } from '../plan-ledger.ts';
 import { readPg } from '../read-steps.ts';
 import { openPgForReading } from '../readers/open-for-reading.ts';
 import { redactDatabaseUrl } from './database-url.ts';
-import { connectionLostError, type PgStore } from './open.ts';
+import { usingPgStore, type PgStore } from './open.ts';
 import { PG_DUE, pgRequestChanged, pgSharedAnswer } from './pg-ledger.ts';
 import { withPgReadSnapshot, type PgSnapshot } from './read-snapshot.ts';
 
@@ -39,13 +39,7 @@ export async function withPgPlanLedger<T>(url: string, fn: (ledger: PlanLedger) 
     if (!(err instanceof UsageError && err.code === 'DB_NOT_FOUND')) throw err;
     return fn(emptyPlanLedger(`no netingest dataset in ${redactDatabaseUrl(url)} yet: planned as if nothing had run (a run creates it)`));
   }
-  try {
-    return await withPgReadSnapshot(store.pool, (snapshot) => fn(pgPlanLedger(snapshot)));
-  } catch (err) {
-    throw connectionLostError(err, store.shownUrl) ?? err;
-  } finally {
-    await store.close();
-  }
+  return usingPgStore(store, ({ pool }) => withPgReadSnapshot(pool, (snapshot) => fn(pgPlanLedger(snapshot))));
 }
 
 function pgPlanLedger(snapshot: PgSnapshot): PlanLedger {
