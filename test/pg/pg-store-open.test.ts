@@ -1,4 +1,6 @@
 import { afterAll, describe, expect, it } from 'vitest';
+import { readFileSync } from 'node:fs';
+import type net from 'node:net';
 import pg from 'pg';
 import { openPgStore, type PgStore } from '../../src/store/pg/open.ts';
 import { withPgReadSnapshot } from '../../src/store/pg/read-snapshot.ts';
@@ -46,6 +48,22 @@ describe.skipIf(!pgClusterUrl)(`openPgStore${pgClusterUrl ? '' : ` (skipped: ${p
     const row = (await store.pool.query("SELECT current_setting('statement_timeout') AS t, current_setting('application_name') AS a, current_setting('TimeZone') AS z")).rows[0];
     expect(row).toEqual({ t: '1234ms', a: 'netingest', z: 'UTC' });
     await expect(store.pool.query('SELECT pg_sleep(5)')).rejects.toThrow(/statement timeout/);
+  });
+
+  it('has the kernel probe a silent connection (keepalive), so a server cut off without a FIN or RST is found', async () => {
+    const store = await open(await newPgDatabase('open_keepalive'), { keepAliveIdleMs: 7_000 });
+    const client = await store.pool.connect();
+    try {
+      const { localPort } = (client as unknown as { connection: { stream: net.Socket } }).connection.stream;
+      // /proc/net/tcp's "tr:tm->when" of this socket: timer 02 is keepalive's, its time left in clock ticks (1/100 s).
+      const port = `:${localPort!.toString(16).toUpperCase().padStart(4, '0')}`;
+      const line = readFileSync('/proc/net/tcp', 'utf8').split('\n').map((l) => l.trim().split(/\s+/)).find((f) => f[1]?.endsWith(port));
+      const [timer, ticksLeft] = (line?.[5] ?? 'none:0').split(':');
+      expect(timer).toBe('02');
+      expect(parseInt(ticksLeft!, 16)).toBeLessThanOrEqual(700);
+    } finally {
+      client.release();
+    }
   });
 
   it('a read snapshot\'s statement timeout holds inside it alone: the pooled connection keeps the pool\'s after', async () => {

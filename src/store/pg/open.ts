@@ -40,6 +40,8 @@ export const PG_STORE_DEFAULTS = {
   connectTimeoutMs: 10_000,
   /** How long an idle pooled connection is kept. */
   idleTimeoutMs: 30_000,
+  /** Silence on a connection before the kernel's keepalive probes start (their interval and count are the system's). */
+  keepAliveIdleMs: 10_000,
   /** Shown in pg_stat_activity. */
   applicationName: 'netingest',
   readOnly: false,
@@ -63,6 +65,10 @@ export async function openPgStore(url: string, options: PgStoreOptions = {}): Pr
     idleTimeoutMillis: opts.idleTimeoutMs,
     statement_timeout: opts.statementTimeoutMs,
     application_name: opts.applicationName,
+    // A server cut off without a FIN or RST (a network partition, a frozen host) would leave a statement waiting for
+    // its answer forever: unanswered probes end the connection (ETIMEDOUT, so DB_CONNECTION_LOST) instead.
+    keepAlive: true,
+    keepAliveInitialDelayMillis: opts.keepAliveIdleMs,
     // UTC, as SQLite's times. netingest's own locks (migration, rate gate, credit budget) are meant to be waited for,
     // whatever lock_timeout the role or database sets; statement_timeout still bounds every wait.
     options: '-c TimeZone=UTC -c lock_timeout=0',
