@@ -2,7 +2,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
 import type net from 'node:net';
 import pg from 'pg';
-import { openPgStore, type PgStore } from '../../src/store/pg/open.ts';
+import { openPgStore, PG_STORE_DEFAULTS, type PgStore } from '../../src/store/pg/open.ts';
 import { withPgReadSnapshot } from '../../src/store/pg/read-snapshot.ts';
 import { DatabaseError } from '../../src/store/errors.ts';
 import { newPgDatabase, pgClusterUrl, pgSkipReason } from './use-pg.ts';
@@ -51,7 +51,7 @@ describe.skipIf(!pgClusterUrl)(`openPgStore${pgClusterUrl ? '' : ` (skipped: ${p
   });
 
   it('has the kernel probe a silent connection (keepalive), so a server cut off without a FIN or RST is found', async () => {
-    const store = await open(await newPgDatabase('open_keepalive'), { keepAliveIdleMs: 7_000 });
+    const store = await open(await newPgDatabase('open_keepalive'));
     const client = await store.pool.connect();
     try {
       const { localPort } = (client as unknown as { connection: { stream: net.Socket } }).connection.stream;
@@ -60,7 +60,7 @@ describe.skipIf(!pgClusterUrl)(`openPgStore${pgClusterUrl ? '' : ` (skipped: ${p
       const line = readFileSync('/proc/net/tcp', 'utf8').split('\n').map((l) => l.trim().split(/\s+/)).find((f) => f[1]?.endsWith(port));
       const [timer, ticksLeft] = (line?.[5] ?? 'none:0').split(':');
       expect(timer).toBe('02');
-      expect(parseInt(ticksLeft!, 16)).toBeLessThanOrEqual(700);
+      expect(parseInt(ticksLeft!, 16)).toBeLessThanOrEqual(PG_STORE_DEFAULTS.keepAliveIdleMs / 10);
     } finally {
       client.release();
     }
