@@ -8,13 +8,13 @@ import { existsSync } from 'node:fs';
 import type BetterSqlite3 from 'better-sqlite3';
 import type pg from 'pg';
 import { UsageError } from '../errors.ts';
-import { DatabaseReadonlyError } from './errors.ts';
+import { DatabaseError, DatabaseReadonlyError } from './errors.ts';
 import { openDatabase, type Database } from './open.ts';
 import { acquireRunLock, LockedError, runLockReads, type RunLock } from './run-lock.ts';
 import { readSync } from './read-steps.ts';
 import { decodeRawBody } from './raw-body.ts';
 import { storableJsonText, storableString } from '../operations/storable-text.ts';
-import { openPgStore, usingPgStore } from './pg/open.ts';
+import { connectionLostError, openPgStore, usingPgStore } from './pg/open.ts';
 import { inPgTransaction } from './pg/transaction.ts';
 import { MAX_PARAMS } from './pg/pg-statements.ts';
 import { primaryKeyOf, type ColumnKind, type TableDef } from './table-kit.ts';
@@ -106,7 +106,7 @@ async function copyTables(
   await refuseNonEmpty(client, shownUrl);
   const report: CopyReport = { tables: [], rows: 0 };
   for (const table of COPY_ORDER) {
-    const rows = await copyTable(sqlite, client, table, opts);
+    const rows = await copyTable(sqlite, client, shownUrl, table, opts);
     report.tables.push({ table: table.name, rows });
     report.rows += rows;
   }
@@ -135,6 +135,7 @@ async function refuseNonEmpty(client: pg.PoolClient, shownUrl: string): Promise<
 async function copyTable(
   sqlite: BetterSqlite3.Database,
   client: pg.PoolClient,
+  shownUrl: string,
   table: TableDef,
   opts: typeof COPY_DEFAULTS & CopyDatasetOptions,
 ): Promise<number> {
@@ -156,7 +157,9 @@ async function copyTable(
     try {
       await client.query(`INSERT INTO "${table.name}" (${names}) VALUES ${tuples.join(', ')}${conflict}`, params);
     } catch (err) {
-      throw new Error(`copying ${table.name} (rows ${copied + 1}-${copied + batch.length} in key order): ${(err as Error).message}`, { cause: err });
+      // A server gone is no row's fault; rows the server refused are named by table and place.
+      const rows = `copying ${table.name} (rows ${copied + 1}-${copied + batch.length} in key order)`;
+      throw connectionLostError(err, shownUrl) ?? new DatabaseError('DB_WRITE_FAILED', shownUrl, `${rows}: ${(err as Error).message}`, { cause: err });
     }
     copied += batch.length;
     batch = [];

@@ -13,6 +13,7 @@ import { COPY_ORDER, copyDataset } from '../../src/store/copy-dataset.ts';
 import { decodeRawBody, registerRawBodyFunction } from '../../src/store/raw-body.ts';
 import { FAST_RATE, FAST_RETRY, ROOT, inProcess, makeWorkspace, run, type Workspace } from '../support/run-helpers.ts';
 import { newPgDatabase, pgClusterUrl, pgSkipReason } from './use-pg.ts';
+import { cuttableProxy } from './cuttable-proxy.ts';
 
 const TOKEN = 'copy-token-5d1e';
 const TABLES = COPY_ORDER.map((t) => t.name);
@@ -129,7 +130,8 @@ describe.skipIf(!pgClusterUrl)(`netingest copy${pgClusterUrl ? '' : ` (skipped: 
     const empty = await newPgDatabase('copy_fail');
     const cli = await inProcess(['copy', '--from', broken, '--to', empty]);
     expect(cli.code).toBe(1);
-    expect(cli.stderr).toMatch(/copying raw_responses .*invalid input syntax for type json/);
+    // The source's data, not a fault of netingest's: no "unexpected error".
+    expect(cli.stderr).toMatch(/^netingest: copying raw_responses .*invalid input syntax for type json.*\[DB_WRITE_FAILED\]/);
     const check = new pg.Client({ connectionString: empty });
     await check.connect();
     try {
@@ -139,6 +141,17 @@ describe.skipIf(!pgClusterUrl)(`netingest copy${pgClusterUrl ? '' : ` (skipped: 
     } finally {
       await check.end();
     }
+  });
+
+  it('stops saying the connection was lost when the target server goes away mid-copy (exit 1), no stack trace', async () => {
+    const proxy = await cuttableProxy(await newPgDatabase('copy_cut'));
+    // Cut as the first task rows go to the server: the copy has opened the target and written the tables before.
+    const cut = proxy.cutOnSight('INSERT INTO "tasks"');
+    const cli = await inProcess(['copy', '--from', ws.db, '--to', proxy.url]);
+    await cut;
+    expect(cli.code).toBe(1);
+    expect(cli.stderr).toMatch(/lost the connection to database postgres:\/\/[^ ]+ \(.*\): the server restarted, stopped or cannot be reached.*\[DB_CONNECTION_LOST\]/);
+    expect(cli.stderr).not.toMatch(/^\s+at /m);
   });
 
   it('gives the same rows in many small batches (rows and bytes per INSERT capped)', async () => {
