@@ -17,7 +17,7 @@ import { assertEncoderOptions, encoderFor } from './row-encoders.ts';
 import { verifiedBy, writeRows } from './write-output.ts';
 import type { ExportCommonOptions } from './export-table.ts';
 import { assertTop, resultLayout, type EnrichRowMode } from './enrich-layout.ts';
-import { invalidReason, plannedRows } from './plan-by-line.ts';
+import { invalidReason, plannedRows } from './invalid-rows-out.ts';
 import { specOf } from '../operations/index.ts';
 import { CHANGES_SINCE_COLUMNS, changesLookup } from '../store/readers/enrich-changes.ts';
 import { parseChangesSince } from '../store/history/changes-query.ts';

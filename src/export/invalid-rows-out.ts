@@ -1,12 +1,12 @@
 /** `--invalid-out`: refused input rows as written, with why; read again, as `invalid_inputs` lacks the row. */
 import { basename, dirname, extname, join } from 'node:path';
 import type { Job } from '../jobs/schema.ts';
-import { inputValues } from '../input/read-csv.ts';
-import { readCsvHeader } from '../input/csv-header.ts';
+import { planTasks, type PlannedItem } from '../jobs/plan-tasks.ts';
+import { inputValues, readCsv, type CsvItem } from '../input/read-csv.ts';
+import { readCsvHeader, type CsvHeader } from '../input/csv-header.ts';
 import { assertOutputIsNotInput, jobInputs } from './output-is-not-input.ts';
 import { csvEncoder } from './row-encoders.ts';
 import { writeRows, type WriteResult } from './write-output.ts';
-import { invalidReason, plannedRows } from './plan-by-line.ts';
 
 /** The columns after the input's. */
 export const INVALID_OUT_COLUMNS = ['netingest_line', 'netingest_reason'] as const;
@@ -34,4 +34,28 @@ export function invalidOutPath(out: string, jobName: string, jobCount: number): 
   if (jobCount <= 1) return out;
   const ext = extname(out);
   return join(dirname(out), `${basename(out, ext)}.${jobName}${ext}`);
+}
+
+/** Why the planner refused a row, as `netingest_error` and the invalid rows' file say it. */
+export function invalidReason(item: Extract<PlannedItem, { kind: 'invalid' }>): string {
+  if (item.field === null) return item.reason;
+  const value = item.value === null || item.value === '' ? '' : ` "${item.value}"`;
+  return `${item.field}${value}: ${item.reason}`;
+}
+
+/** Every input row with the planner's items of its line, the planner reading the same file in step (enrich reads so too). */
+export async function* plannedRows(job: Job, header: CsvHeader): AsyncGenerator<{ item: CsvItem; planned: PlannedItem[] }> {
+  const items = planTasks(job);
+  try {
+    let head = await items.next();
+    for await (const item of readCsv(job.input.csvPath, { header, displayName: job.input.csv })) {
+      const planned: PlannedItem[] = [];
+      for (; !head.done && head.value.line <= item.line; head = await items.next()) {
+        if (head.value.line === item.line) planned.push(head.value);
+      }
+      yield { item, planned };
+    }
+  } finally {
+    await items.return(undefined);
+  }
 }
