@@ -9,8 +9,6 @@ interface Advice {
   level: 'ok' | 'warn' | 'stop';
 }
 
-export type Headline = ReturnType<typeof headlineOf>;
-
 /** Why a run's remaining tasks were deferred, by its status. */
 const DEFERRED_BECAUSE: Readonly<Record<string, string>> = {
   stopped_credits: 'the credits ran out (reserve, maxPerRun or the balance)',
