@@ -50,6 +50,21 @@ describe.skipIf(!pgClusterUrl)(`openPgStore${pgClusterUrl ? '' : ` (skipped: ${p
     await expect(store.pool.query('SELECT pg_sleep(5)')).rejects.toThrow(/statement timeout/);
   });
 
+  it('keeps every table in public, whatever search_path the database or role sets', async () => {
+    const url = await newPgDatabase('open_search_path');
+    const admin = new pg.Client({ connectionString: url });
+    await admin.connect();
+    try {
+      await admin.query('CREATE SCHEMA other');
+      await admin.query(`ALTER DATABASE "${new URL(url).pathname.slice(1)}" SET search_path = other`);
+    } finally {
+      await admin.end();
+    }
+    const store = await open(url);
+    expect((await store.pool.query('SELECT count(*)::int AS n FROM public.tasks')).rows[0].n).toBe(0);
+    expect(await scalar<number>(url, "SELECT count(*)::int FROM information_schema.tables WHERE table_schema = 'other'")).toBe(0);
+  });
+
   it('has the kernel probe a silent connection (keepalive), so a server cut off without a FIN or RST is found', async () => {
     const store = await open(await newPgDatabase('open_keepalive'));
     const client = await store.pool.connect();

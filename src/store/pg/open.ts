@@ -70,8 +70,9 @@ export async function openPgStore(url: string, options: PgStoreOptions = {}): Pr
     keepAlive: true,
     keepAliveInitialDelayMillis: opts.keepAliveIdleMs,
     // UTC, as SQLite's times. netingest's own locks (migration, rate gate, credit budget) are meant to be waited for,
-    // whatever lock_timeout the role or database sets; statement_timeout still bounds every wait.
-    options: '-c TimeZone=UTC -c lock_timeout=0',
+    // whatever lock_timeout the role or database sets; statement_timeout still bounds every wait. Its statements name
+    // tables unqualified: a search_path the role or database sets elsewhere must not send them to another schema.
+    options: `-c TimeZone=UTC -c lock_timeout=0 -c search_path=${PG_SCHEMA}`,
   });
   // A client's error (server restart, session ended) must not crash the process as an unhandled 'error', idle or
   // checked out: the next query on it fails and says why. The pool's own listener covers only idle clients.
