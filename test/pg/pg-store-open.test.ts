@@ -50,19 +50,26 @@ describe.skipIf(!pgClusterUrl)(`openPgStore${pgClusterUrl ? '' : ` (skipped: ${p
     await expect(store.pool.query('SELECT pg_sleep(5)')).rejects.toThrow(/statement timeout/);
   });
 
-  it('keeps every table in public, whatever search_path the database or role sets', async () => {
-    const url = await newPgDatabase('open_search_path');
+  it('keeps its tables in public and reads values in the default styles, whatever the database or role sets', async () => {
+    const url = await newPgDatabase('open_settings');
     const admin = new pg.Client({ connectionString: url });
     await admin.connect();
     try {
       await admin.query('CREATE SCHEMA other');
-      await admin.query(`ALTER DATABASE "${new URL(url).pathname.slice(1)}" SET search_path = other`);
+      const database = `"${new URL(url).pathname.slice(1)}"`;
+      for (const setting of ['search_path = other', "datestyle = 'SQL, DMY'", "intervalstyle = 'sql_standard'", 'extra_float_digits = 0',
+        "bytea_output = 'escape'", "default_transaction_isolation = 'serializable'"]) await admin.query(`ALTER DATABASE ${database} SET ${setting}`);
     } finally {
       await admin.end();
     }
     const store = await open(url);
     expect((await store.pool.query('SELECT count(*)::int AS n FROM public.tasks')).rows[0].n).toBe(0);
     expect(await scalar<number>(url, "SELECT count(*)::int FROM information_schema.tables WHERE table_schema = 'other'")).toBe(0);
+    const row = (await store.pool.query(`SELECT timestamptz '2026-11-29 14:03:36.744Z' AS at, 0.1::float8 + 0.2::float8 AS sum,
+      current_setting('transaction_isolation') AS isolation, current_setting('IntervalStyle') AS intervals, '\\x00ff'::bytea AS bytes`)).rows[0];
+    expect(row.at.toISOString()).toBe('2026-11-29T14:03:36.744Z');
+    expect(row.sum).toBe(0.1 + 0.2);
+    expect(row).toMatchObject({ isolation: 'read committed', intervals: 'postgres', bytes: Buffer.from([0, 255]) });
   });
 
   it('has the kernel probe a silent connection (keepalive), so a server cut off without a FIN or RST is found', async () => {

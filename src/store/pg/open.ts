@@ -54,6 +54,24 @@ export interface PgStore {
   close(): Promise<void>;
 }
 
+/**
+ * Every session's settings, whatever the role or database sets (ALTER ROLE/DATABASE ... SET). UTC, as SQLite's
+ * times. netingest's own locks (migration, rate gate, credit budget) are meant to be waited for: statement_timeout
+ * bounds every wait. Statements name tables unqualified, so search_path is the schema's. node-postgres reads dates,
+ * intervals and floats only in the default styles (DateStyle 'SQL, DMY' stored a run as started in 1970). The claims
+ * and writers are built on read committed (the snapshot asks for repeatable read itself).
+ */
+const SESSION_SETTINGS: Readonly<Record<string, string>> = {
+  TimeZone: 'UTC',
+  lock_timeout: '0',
+  search_path: PG_SCHEMA,
+  DateStyle: 'ISO, MDY',
+  IntervalStyle: 'postgres',
+  extra_float_digits: '1',
+  bytea_output: 'hex',
+  default_transaction_isolation: 'read committed',
+};
+
 /** Opens (migrating when needed) the PostgreSQL dataset at `url`. */
 export async function openPgStore(url: string, options: PgStoreOptions = {}): Promise<PgStore> {
   const opts = { ...PG_STORE_DEFAULTS, ...options };
@@ -69,10 +87,7 @@ export async function openPgStore(url: string, options: PgStoreOptions = {}): Pr
     // its answer forever: unanswered probes end the connection (ETIMEDOUT, so DB_CONNECTION_LOST) instead.
     keepAlive: true,
     keepAliveInitialDelayMillis: opts.keepAliveIdleMs,
-    // UTC, as SQLite's times. netingest's own locks (migration, rate gate, credit budget) are meant to be waited for,
-    // whatever lock_timeout the role or database sets; statement_timeout still bounds every wait. Its statements name
-    // tables unqualified: a search_path the role or database sets elsewhere must not send them to another schema.
-    options: `-c TimeZone=UTC -c lock_timeout=0 -c search_path=${PG_SCHEMA}`,
+    options: Object.entries(SESSION_SETTINGS).map(([name, value]) => `-c ${name}=${value.replaceAll(' ', '\\ ')}`).join(' '),
   });
   // A client's error (server restart, session ended) must not crash the process as an unhandled 'error', idle or
   // checked out: the next query on it fails and says why. The pool's own listener covers only idle clients.
