@@ -72,6 +72,16 @@ describe.skipIf(!pgClusterUrl)(`openPgStore${pgClusterUrl ? '' : ` (skipped: ${p
     expect(row).toMatchObject({ isolation: 'read committed', intervals: 'postgres', bytes: Buffer.from([0, 255]) });
   });
 
+  it('a database the server runs read-only: says so and where to point --db (DB_READONLY)', async () => {
+    const url = await newPgDatabase('open_read_only');
+    const admin = new pg.Client({ connectionString: url });
+    await admin.connect();
+    await admin.query(`ALTER DATABASE "${new URL(url).pathname.slice(1)}" SET default_transaction_read_only = on`).finally(() => admin.end());
+    const error = await openPgStore(url).then(() => null, (err: unknown) => err);
+    expect(error).toBeInstanceOf(DatabaseError);
+    expect(error).toMatchObject({ code: 'DB_READONLY', message: expect.stringMatching(/in a read-only transaction \[25006\]\): the server runs it read-only \(a standby, or default_transaction_read_only.*give --db the primary/) });
+  });
+
   it('has the kernel probe a silent connection (keepalive), so a server cut off without a FIN or RST is found', async () => {
     const store = await open(await newPgDatabase('open_keepalive'));
     const client = await store.pool.connect();

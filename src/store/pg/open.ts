@@ -195,7 +195,12 @@ export function toPgOpenError(err: unknown, shownUrl: string, password: string |
     );
   }
   if (code === '25006') {
-    return new DatabaseError('DB_READONLY', shownUrl, `database ${shownUrl} cannot be written (${detail}); check the role's privileges`);
+    return new DatabaseError(
+      'DB_READONLY',
+      shownUrl,
+      `database ${shownUrl} cannot be written (${detail}): the server runs it read-only (a standby, or ` +
+        'default_transaction_read_only set for the role or database); give --db the primary, or turn the setting off',
+    );
   }
   return new DatabaseError('DB_OPEN_FAILED', shownUrl, `cannot open database ${shownUrl}: ${detail}`);
 }
