@@ -70,6 +70,10 @@ describe.skipIf(!pgClusterUrl)(`openPgStore${pgClusterUrl ? '' : ` (skipped: ${p
     expect(row.at.toISOString()).toBe('2026-11-29T14:03:36.744Z');
     expect(row.sum).toBe(0.1 + 0.2);
     expect(row).toMatchObject({ isolation: 'read committed', intervals: 'postgres', bytes: Buffer.from([0, 255]) });
+    // The URL's own options (a hosted server's, the user's) go with ours, which win the settings they name.
+    const withOptions = await open(`${url}?options=${encodeURIComponent('-c work_mem=8MB -c TimeZone=Europe/Paris -c DateStyle=German')}&application_name=x`);
+    expect((await withOptions.pool.query("SELECT current_setting('work_mem') AS w, current_setting('TimeZone') AS z, current_setting('DateStyle') AS d")).rows[0])
+      .toEqual({ w: '8MB', z: 'UTC', d: 'ISO, MDY' });
   });
 
   it('a database the server runs read-only: says so and where to point --db (DB_READONLY)', async () => {

@@ -77,7 +77,7 @@ export async function openPgStore(url: string, options: PgStoreOptions = {}): Pr
   const opts = { ...PG_STORE_DEFAULTS, ...options };
   const shownUrl = redactDatabaseUrl(url);
   const pool = new pg.Pool({
-    connectionString: sslModeAsApplied(url),
+    ...connectionOf(url),
     max: opts.maxConnections,
     connectionTimeoutMillis: opts.connectTimeoutMs,
     idleTimeoutMillis: opts.idleTimeoutMs,
@@ -87,7 +87,6 @@ export async function openPgStore(url: string, options: PgStoreOptions = {}): Pr
     // its answer forever: unanswered probes end the connection (ETIMEDOUT, so DB_CONNECTION_LOST) instead.
     keepAlive: true,
     keepAliveInitialDelayMillis: opts.keepAliveIdleMs,
-    options: Object.entries(SESSION_SETTINGS).map(([name, value]) => `-c ${name}=${value.replaceAll(' ', '\\ ')}`).join(' '),
   });
   // A client's error (server restart, session ended) must not crash the process as an unhandled 'error', idle or
   // checked out: the next query on it fails and says why. The pool's own listener covers only idle clients.
@@ -174,6 +173,21 @@ async function checkSchemaState(client: pg.PoolClient, shownUrl: string): Promis
 function sslModeAsApplied(url: string): string {
   if (/[?&]uselibpqcompat=true(&|#|$)/.test(url)) return url;
   return url.replace(/([?&]sslmode=)(require|prefer)(?=&|#|$)/, '$1verify-full');
+}
+
+/**
+ * The pool's connection string and startup options. node-postgres lets the URL's parameters win over the pool's, so an
+ * `options` in the URL (a hosted server's `endpoint=...`, the user's own -c settings) would drop SESSION_SETTINGS
+ * whole: it is sent first instead, and each of ours after it wins its setting.
+ */
+function connectionOf(url: string): { connectionString: string; options: string } {
+  const ours = Object.entries(SESSION_SETTINGS).map(([name, value]) => `-c ${name}=${value.replaceAll(' ', '\\ ')}`);
+  let theirs: string | null = null;
+  const connectionString = sslModeAsApplied(url).replace(/([?&])options=([^&#]*)(&?)/, (_, separator: string, value: string, and: string) => {
+    theirs = new URLSearchParams(`options=${value}`).get('options');
+    return and ? separator : '';
+  });
+  return { connectionString, options: [theirs ?? '', ...ours].join(' ').trim() };
 }
 
 /** A failure to reach or prepare the database, naming it by its shown URL; the password never appears. */
