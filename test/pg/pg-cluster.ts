@@ -4,7 +4,7 @@
  * root it runs as the `postgres` user through runuser. fsync is off: a test cluster is thrown away anyway.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -84,6 +84,9 @@ function signalPostmaster(data: string, signal: NodeJS.Signals): boolean {
   }
 }
 
+/** The cluster's one role that must give a password (none exists until a test creates it). */
+export const PASSWORD_ROLE = 'netingest_pw';
+
 /** Creates and starts a throwaway cluster; `stop()` shuts it down and deletes its folder. */
 export async function startPgCluster(options: { startTimeoutMs?: number; settings?: string[] } = {}): Promise<PgCluster> {
   const bin = findPgBinaries();
@@ -97,6 +100,9 @@ export async function startPgCluster(options: { startTimeoutMs?: number; setting
   const data = join(dir, 'data');
   const [initCmd, initArgs] = asServerUser(join(bin, 'initdb'), ['-D', data, '-U', SUPERUSER, '--auth=trust', '-E', 'UTF8', '--locale=C', '--no-sync']);
   execFileSync(initCmd, initArgs, { stdio: 'pipe' });
+  // One role signs in with a password (SCRAM), as on a real server; every other is trusted.
+  const hba = join(data, 'pg_hba.conf');
+  writeFileSync(hba, `host all ${PASSWORD_ROLE} 127.0.0.1/32 scram-sha-256\n${readFileSync(hba, 'utf8')}`);
 
   const port = await freePort();
   const settings = ['-c', 'listen_addresses=127.0.0.1', '-c', `unix_socket_directories=${dir}`, '-c', 'fsync=off',

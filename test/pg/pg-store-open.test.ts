@@ -1,11 +1,13 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import type net from 'node:net';
 import pg from 'pg';
 import { openPgStore, PG_STORE_DEFAULTS, type PgStore } from '../../src/store/pg/open.ts';
 import { withPgReadSnapshot } from '../../src/store/pg/read-snapshot.ts';
 import { DatabaseError } from '../../src/store/errors.ts';
 import { newPgDatabase, pgClusterUrl, pgSkipReason } from './use-pg.ts';
+import { PASSWORD_ROLE } from './pg-cluster.ts';
 import { makeWorkspace, runCli } from '../support/run-helpers.ts';
 
 const opened: PgStore[] = [];
@@ -109,6 +111,31 @@ describe.skipIf(!pgClusterUrl)(`openPgStore${pgClusterUrl ? '' : ` (skipped: ${p
     expect(await withPgReadSnapshot(store.pool, (s) => setting(s.client), { statementTimeoutMs: 0 })).toBe('0');
     expect(await withPgReadSnapshot(store.pool, (s) => setting(s.client), { statementTimeoutMs: 60_000 })).toBe('1min');
     expect(await setting(store.pool)).toBe('1234ms');
+  });
+
+  it('looks up a password the URL does not give in ~/.pgpass (PGPASSFILE), without node-postgres\'s deprecation warning; says when none is found', async () => {
+    const database = `pw_${process.pid}`;
+    const admin = new pg.Client({ connectionString: pgClusterUrl! });
+    await admin.connect();
+    try {
+      await admin.query(`DO $$ BEGIN CREATE ROLE ${PASSWORD_ROLE} LOGIN PASSWORD 'pa:ss'; EXCEPTION WHEN duplicate_object THEN NULL; END $$`);
+      await admin.query(`CREATE DATABASE ${database} OWNER ${PASSWORD_ROLE}`);
+    } finally {
+      await admin.end();
+    }
+    const url = new URL(pgClusterUrl!);
+    url.username = PASSWORD_ROLE;
+    url.pathname = `/${database}`;
+    const ws = await makeWorkspace();
+    const passwords = join(ws.dir, 'pgpass');
+    writeFileSync(passwords, `127.0.0.1:*:${database}:${PASSWORD_ROLE}:pa\\:ss\n`, { mode: 0o600 });
+    const none = await runCli(['status', '--db', url.toString()], { cwd: ws.dir, env: { PGPASSFILE: join(ws.dir, 'none'), PGPASSWORD: undefined } });
+    expect(none.code).toBe(1);
+    expect(none.stderr).toMatch(/^netingest: cannot open database .*: the server asks for a password and none was given: put it in the URL, in ~\/\.pgpass/);
+    // Signed in: the database is reached, and it holds no dataset yet.
+    const found = await runCli(['status', '--db', url.toString()], { cwd: ws.dir, env: { PGPASSFILE: passwords, PGPASSWORD: undefined } });
+    expect(found.stderr).toMatch(/^netingest: no netingest dataset in /);
+    expect(found.stderr).not.toMatch(/DeprecationWarning|pgpass/);
   });
 
   it('names the database without its password when it cannot be opened', async () => {

@@ -4,6 +4,7 @@
  */
 import { join } from 'node:path';
 import pg from 'pg';
+import { PasswordFileClient } from './password-file-client.ts';
 import { drizzle } from 'drizzle-orm/node-postgres';
 import { migrate } from 'drizzle-orm/node-postgres/migrator';
 import { readMigrationFiles } from 'drizzle-orm/migrator';
@@ -77,6 +78,7 @@ export async function openPgStore(url: string, options: PgStoreOptions = {}): Pr
   const opts = { ...PG_STORE_DEFAULTS, ...options };
   const shownUrl = redactDatabaseUrl(url);
   const pool = new pg.Pool({
+    Client: PasswordFileClient,
     ...connectionOf(url),
     max: opts.maxConnections,
     connectionTimeoutMillis: opts.connectTimeoutMs,

@@ -17,3 +17,9 @@ declare module 'pg/lib/result.js' {
     addCommandComplete(msg: unknown): void;
   }
 }
+
+// The password file's reader node-postgres itself depends on (brianc/node-postgres's pgpass), untyped.
+declare module 'pgpass' {
+  /** Calls back with the password ~/.pgpass (or PGPASSFILE) holds for the connection, or undefined. */
+  export default function pgPass(connection: unknown, callback: (password: string | undefined) => void): void;
+}
