@@ -144,6 +144,10 @@ forEachEngine('history', (engine) => {
     const written = (await readFile(join(ws.dir, 'posts-changes.csv'), 'utf8')).trim().split('\n').slice(1);
     expect(written.length).toBe([...first, ...second].filter((c) => c.entity === 'post').length);
     expect((await cli('--since', 'yesterday')).code).toBe(2);
+    // A misspelt job lists nothing on a night with changes: it is refused, naming the dataset's jobs.
+    const misspelt = await cli('--since', String(night1.runId), '--job', 'post');
+    expect(misspelt.code).toBe(2);
+    expect(misspelt.stderr).toMatch(/--job post: no job of that name in .* \(its jobs: .*lookalikes.*posts/);
 
     // The same world again: nothing changed, nothing listed.
     const night3 = await run(ws, await world(2), TOKEN, jobs, { dbPath: db.locator, refresh: true });

@@ -25,7 +25,7 @@ export const changesCommand = defineCommand({
     const filter = changesFilter(argv);
     const sql = changesStatement(filter);
     const db = datasetOption(argv.db);
-    await assertHistoryKept(db);
+    await assertHistoryKept(db, filter.job);
     const result = await withStopSignals(stderrNotice(io.stderr), (signal) =>
       runQuery({ db, sql, format: argv.format, out: argv.out, bom: argv.bom, escapeFormulas: argv['escape-formulas'], stream: io.stdout, signal }),
     );

@@ -5,6 +5,7 @@
 import { NetingestError, UsageError } from '../../errors.ts';
 import { openStore } from '../open-store.ts';
 import { rows } from '../read-steps.ts';
+import { JOB_NAMES_SQL } from '../job-names.ts';
 import type { HistoryEntity } from './tracking.ts';
 
 /** Where the listing starts: the last run's changes, those of a run and every later one, or those since a time. */
@@ -72,8 +73,11 @@ export function changesStatement(filter: ChangesFilter): string {
     ORDER BY c.entity, c.key, c.at, c.id`;
 }
 
-/** Refuses, saying what to do, a dataset older than the history (read-only, not upgraded): its next run upgrades it. */
-export async function assertHistoryKept(db: string): Promise<void> {
+/**
+ * Refuses, saying what to do, a dataset older than the history (read-only, not upgraded: its next run upgrades it), and
+ * a `job` the dataset has never planned (a misspelt name would list nothing, as a night without changes does).
+ */
+export async function assertHistoryKept(db: string, job?: string): Promise<void> {
   const store = await openStore(db);
   // A dataset that is not there, or cannot be opened, says so itself; only the statement's own failure is mapped.
   const kept = await store.read((snapshot) => snapshot.read(rows('SELECT 1 FROM changes WHERE 1 = 0'))).then(
@@ -86,4 +90,7 @@ export async function assertHistoryKept(db: string): Promise<void> {
   if (!kept) {
     throw new UsageError(`${store.shown} has no history yet: it was made by an earlier release; the next \`netingest run\` upgrades it and starts recording changes`);
   }
+  if (job === undefined) return;
+  const jobs = (await store.read((snapshot) => snapshot.read(rows<{ job: string }>(JOB_NAMES_SQL)))).map((r) => r.job);
+  if (!jobs.includes(job)) throw new UsageError(`--job ${job}: no job of that name in ${store.shown} (its jobs: ${jobs.join(', ') || 'none yet'})`);
 }
