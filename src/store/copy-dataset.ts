@@ -16,6 +16,7 @@ import { decodeRawBody } from './raw-body.ts';
 import { storableJsonText, storableString } from '../operations/storable-text.ts';
 import { connectionLostError, openPgStore, usingPgStore } from './pg/open.ts';
 import { inPgTransaction } from './pg/transaction.ts';
+import { holdExclusive } from './pg/dataset-lock.ts';
 import { MAX_PARAMS } from './pg/pg-statements.ts';
 import { primaryKeyOf, type ColumnKind, type TableDef } from './table-kit.ts';
 import { DATASET_TABLES } from './tables.ts';
@@ -59,12 +60,16 @@ export async function copyDataset(fromFile: string, toUrl: string, options: Copy
   const { source, lock } = openSource(fromFile);
   try {
     return await usingPgStore(await openPgStore(toUrl), async (target) => {
+      // Held exclusive, as reprocess holds it: a worker started on the target meanwhile would pay again for what the
+      // copy brings, and its rows would make the copy fail.
+      const hold = await holdExclusive(target.pool, target.shownUrl, 'netingest copy');
       // One snapshot of the source: a run writing meanwhile cannot tear the copy between tables.
       source.sqlite.exec('BEGIN');
       try {
         return await inPgTransaction(target.pool, (client) => copyTables(source.sqlite, client, target.shownUrl, opts));
       } finally {
         source.sqlite.exec('COMMIT');
+        await hold.release();
       }
     });
   } finally {

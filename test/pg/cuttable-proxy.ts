@@ -1,6 +1,7 @@
 /**
  * A TCP proxy in front of the test cluster that a test cuts as a server going away would: connections dropped, none
- * accepted; at once, or (`cutOnSight`) as a given statement goes by on its way to the server, which never sees it.
+ * accepted; at once, or (`cutOnSight`) as a given statement goes by on its way to the server, which never sees it. It
+ * can also hold that statement back (`pauseOnSight`), the process under test stopped just before it.
  */
 import net from 'node:net';
 
@@ -11,13 +12,18 @@ export interface CuttableProxy {
   cut(): Promise<void>;
   /** Cuts (as cut()) when `text` is next sent to the server, before the server receives it; resolves once cut. */
   cutOnSight(text: string): Promise<void>;
+  /** Holds back what its connection sends from `text` on; resolves once seen, with what lets it through. */
+  pauseOnSight(text: string): Promise<() => void>;
 }
+
+/** What the proxy does on seeing a watched text in a connection's data, held from there on until `release`. */
+type Watch = { text: Buffer; onSight: (release: () => void) => void };
 
 /** A proxy to the server `url` names, listening on a free port of 127.0.0.1. */
 export async function cuttableProxy(url: string): Promise<CuttableProxy> {
   const target = new URL(url);
   const sockets = new Set<net.Socket>();
-  let watch: { text: Buffer; cut: () => void } | null = null;
+  let watch: Watch | null = null;
   const track = (s: net.Socket) => {
     sockets.add(s);
     s.on('close', () => sockets.delete(s));
@@ -31,9 +37,19 @@ export async function cuttableProxy(url: string): Promise<CuttableProxy> {
     upstream.on('close', () => client.destroy());
     // The tail of the last chunk is kept, so a statement split across two chunks is still seen.
     let tail = Buffer.alloc(0);
+    let held: Buffer[] | null = null;
     client.on('data', (chunk: Buffer) => {
+      if (held) return void held.push(chunk);
       const seen = Buffer.concat([tail, chunk]);
-      if (watch && seen.includes(watch.text)) return watch.cut();
+      const sighted = watch && seen.includes(watch.text) ? watch : null;
+      if (sighted) {
+        watch = null;
+        held = [chunk];
+        return sighted.onSight(() => {
+          for (const c of held ?? []) upstream.write(c);
+          held = null;
+        });
+      }
       tail = seen.subarray(Math.max(0, seen.length - (watch?.text.length ?? 0)));
       upstream.write(chunk);
     });
@@ -51,7 +67,10 @@ export async function cuttableProxy(url: string): Promise<CuttableProxy> {
     url: proxied.toString(),
     cut,
     cutOnSight: (text) => new Promise<void>((resolve) => {
-      watch = { text: Buffer.from(text), cut: () => { watch = null; void cut().then(resolve); } };
+      watch = { text: Buffer.from(text), onSight: () => void cut().then(resolve) };
+    }),
+    pauseOnSight: (text) => new Promise<() => void>((resolve) => {
+      watch = { text: Buffer.from(text), onSight: resolve };
     }),
   };
 }

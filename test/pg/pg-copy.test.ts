@@ -14,6 +14,8 @@ import { decodeRawBody, registerRawBodyFunction } from '../../src/store/raw-body
 import { FAST_RATE, FAST_RETRY, ROOT, inProcess, makeWorkspace, run, type Workspace } from '../support/run-helpers.ts';
 import { newPgDatabase, pgClusterUrl, pgSkipReason } from './use-pg.ts';
 import { cuttableProxy } from './cuttable-proxy.ts';
+import { openPgStore } from '../../src/store/pg/open.ts';
+import { holdShared } from '../../src/store/pg/dataset-lock.ts';
 
 const TOKEN = 'copy-token-5d1e';
 const TABLES = COPY_ORDER.map((t) => t.name);
@@ -184,6 +186,30 @@ describe.skipIf(!pgClusterUrl)(`netingest copy${pgClusterUrl ? '' : ` (skipped: 
       expect(cli.stderr).toMatch(/in use by run 7 \(pid 4242 on other-host/);
     } finally {
       lite.prepare('DELETE FROM run_lock').run();
+    }
+  });
+
+  it('refuses a target a worker is running on (exit 4), and holds it from workers while it copies', async () => {
+    const empty = await newPgDatabase('copy_target_in_use');
+    const store = await openPgStore(empty);
+    try {
+      // A worker on the target holds the dataset lock shared: what the copy brings, it would pay for again.
+      const worker = await holdShared(store.pool, 'the dataset');
+      const refused = await inProcess(['copy', '--from', ws.db, '--to', empty]);
+      await worker.release();
+      expect(refused.code).toBe(4);
+      expect(refused.stderr).toMatch(/is in use by a running `netingest run` or `netingest copy`/);
+      // While the copy holds it (stopped before its first task rows), a worker is refused; then the copy goes on.
+      const proxy = await cuttableProxy(empty);
+      const paused = proxy.pauseOnSight('INSERT INTO "tasks"');
+      const copying = inProcess(['copy', '--from', ws.db, '--to', proxy.url]);
+      const resume = await paused;
+      await expect(holdShared(store.pool, 'the dataset')).rejects.toThrow(/being rewritten by .*`netingest copy`/);
+      resume();
+      expect((await copying).code).toBe(0);
+      await (await holdShared(store.pool, 'the dataset')).release();
+    } finally {
+      await store.close();
     }
   });
 

@@ -33,7 +33,7 @@ describe.skipIf(!pgClusterUrl)(`a run's hold on a PostgreSQL dataset${pgClusterU
     try {
       const refused = await runCli(['run', s.file, '--db', withPassword.href], { cwd: s.ws.dir, env: cliEnv(s.sandbox, TOKEN) });
       expect(refused.code, refused.stderr).toBe(4);
-      expect(refused.stderr).toContain('is being rewritten by `netingest reprocess` or `netingest prune`');
+      expect(refused.stderr).toContain('is being rewritten by `netingest reprocess`, `netingest prune` or `netingest copy`');
       expect(refused.stderr).toContain(`${withPassword.hostname}:${withPassword.port}${withPassword.pathname}`);
       expect(refused.stderr).not.toContain('pw-s3cret-9');
       expect(await one(s.pool, 'SELECT count(*) AS n FROM runs')).toBe(0);

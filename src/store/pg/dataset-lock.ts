@@ -1,5 +1,5 @@
 /**
- * The PostgreSQL dataset's lock: workers hold it shared, reprocess and prune exclusive. A session advisory lock, so the
+ * The PostgreSQL dataset's lock: workers hold it shared, reprocess, prune and copy (its target) exclusive. A session advisory lock, so the
  * server lets go of a killed worker's, on any host, once its connection drops: no lease to wait out, no pid to check.
  */
 import type pg from 'pg';
@@ -21,10 +21,10 @@ export interface DatasetHold {
 /** Holds the lock shared, as a worker: refused while reprocess or prune holds it. `what` names the dataset. */
 export function holdShared(pool: pg.Pool, what: string): Promise<DatasetHold> {
   return hold(pool, 'pg_try_advisory_lock_shared', 'pg_advisory_unlock_shared', () =>
-    `${what} is being rewritten by \`netingest reprocess\` or \`netingest prune\`; run again once it has finished`);
+    `${what} is being rewritten by \`netingest reprocess\`, \`netingest prune\` or \`netingest copy\`; run again once it has finished`);
 }
 
-/** Holds the lock exclusive for `command` (reprocess, prune): refused while a worker runs. `what` names the dataset. */
+/** Holds the lock exclusive for `command` (reprocess, prune, copy): refused while a worker runs. `what` names the dataset. */
 export function holdExclusive(pool: pg.Pool, what: string, command: string): Promise<DatasetHold> {
   return hold(pool, 'pg_try_advisory_lock', 'pg_advisory_unlock', () =>
     `${what} is in use by a running \`netingest run\` or \`netingest ${command.replace(/^netingest /, '')}\`; ` +
