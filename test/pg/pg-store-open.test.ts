@@ -78,6 +78,18 @@ describe.skipIf(!pgClusterUrl)(`openPgStore${pgClusterUrl ? '' : ` (skipped: ${p
       .toEqual({ w: '8MB', z: 'UTC', d: 'ISO, MDY' });
   });
 
+  it('refuses, before writing anything, a database not encoded UTF8: text of some answers could not be stored', async () => {
+    const admin = new pg.Client({ connectionString: pgClusterUrl! });
+    await admin.connect();
+    const database = `latin1_${process.pid}`;
+    await admin.query(`CREATE DATABASE ${database} ENCODING 'LATIN1' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0`).finally(() => admin.end());
+    const url = new URL(pgClusterUrl!);
+    url.pathname = `/${database}`;
+    const error = await openPgStore(url.toString()).then(() => null, (err: unknown) => err);
+    expect(error).toMatchObject({ code: 'DB_OPEN_FAILED', message: expect.stringMatching(/is encoded LATIN1: .*only UTF8 stores; create the database with ENCODING 'UTF8'/) });
+    expect(await scalar<number>(url.toString(), "SELECT count(*)::int FROM information_schema.tables WHERE table_schema = 'public'")).toBe(0);
+  });
+
   it('a database the server runs read-only: says so and where to point --db (DB_READONLY)', async () => {
     const url = await newPgDatabase('open_read_only');
     const admin = new pg.Client({ connectionString: url });

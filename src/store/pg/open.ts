@@ -113,6 +113,7 @@ export async function openPgStore(url: string, options: PgStoreOptions = {}): Pr
 }
 
 async function migrateLocked(client: pg.PoolClient, shownUrl: string): Promise<void> {
+  await refuseNonUtf8(client, shownUrl);
   // Session-level lock: held across the migrator's own transaction, released below or when the session ends.
   await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY.toString()]);
   try {
@@ -122,6 +123,22 @@ async function migrateLocked(client: pg.PoolClient, shownUrl: string): Promise<v
   } finally {
     await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY.toString()]).catch(() => undefined);
   }
+}
+
+/**
+ * Answers hold any language (names, posts, emoji): a database in another encoding (LATIN1, SQL_ASCII) refuses some of
+ * their text, so a run would pay for answers it cannot store, again every night. Refused before anything is written;
+ * readers may still read a dataset an earlier release filled there.
+ */
+async function refuseNonUtf8(client: pg.PoolClient, shownUrl: string): Promise<void> {
+  const encoding = (await client.query<{ e: string }>("SELECT current_setting('server_encoding') AS e")).rows[0]!.e;
+  if (encoding === 'UTF8') return;
+  throw new DatabaseError(
+    'DB_OPEN_FAILED',
+    shownUrl,
+    `database ${shownUrl} is encoded ${encoding}: answers hold text in any language, which only UTF8 stores; create the ` +
+      `database with ENCODING 'UTF8' (CREATE DATABASE ... ENCODING 'UTF8' TEMPLATE template0) and run there (pg_dump moves a dataset)`,
+  );
 }
 
 /** A reader's check: the schema is this build's, exactly (an older one is upgraded by a command that writes). */
