@@ -64,17 +64,24 @@ function postgresLocation(url: string, source: string): DatasetLocation {
   // A `/`, `?` or `#` in the password would be read as the start of the path or query: the parts quoted below
   // would then hold pieces of the password.
   if (hasAtAfterAuthority(url)) throw notValid;
-  let parsed: URL;
-  try {
-    parsed = new URL(url);
-  } catch {
-    throw notValid;
-  }
-  if (!parsed.hostname && !parsed.searchParams.get('host')) throw invalid('names no host');
+  // `user:password@` and no host, a `host=` parameter naming it (a Unix socket's folder, as Cloud SQL's proxy has it):
+  // node-postgres takes it, a URL parser does not, so it is read with the parameter as its host.
+  const noHost = /^(postgres(?:ql)?:\/\/[^/?#]*@)(?=[/?#])/i.exec(url);
+  const parsed = noHost ? urlOrNull(`${noHost[1]!}host-parameter${url.slice(noHost[1]!.length)}`) : urlOrNull(url);
+  if (!parsed) throw notValid;
+  if ((noHost || !parsed.hostname) && !parsed.searchParams.get('host')) throw invalid('names no host');
   const database = decodeURIComponent(parsed.pathname.replace(/^\//, ''));
   if (!database) throw invalid('names no database (postgres://host:5432/<database>)');
   if (database.includes('/')) throw invalid(`"${database}" is not a database name`);
   const sslmode = parsed.searchParams.get('sslmode');
   if (sslmode !== null && !SSL_MODES.has(sslmode)) throw invalid(`sslmode=${sslmode} is not one of ${[...SSL_MODES].join(', ')}`);
   return { engine: 'postgres', url, shownUrl };
+}
+
+function urlOrNull(text: string): URL | null {
+  try {
+    return new URL(text);
+  } catch {
+    return null;
+  }
 }
