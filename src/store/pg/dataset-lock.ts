@@ -1,6 +1,7 @@
 /**
- * The PostgreSQL dataset's lock: workers hold it shared, reprocess, prune and copy (its target) exclusive. A session advisory lock, so the
- * server lets go of a killed worker's, on any host, once its connection drops: no lease to wait out, no pid to check.
+ * The PostgreSQL dataset's lock: workers hold it shared; reprocess, prune and copy (its target) exclusive. A session
+ * advisory lock, so the server lets go of a killed worker's, on any host, once its connection drops: no lease to wait
+ * out, no pid to check.
  */
 import type pg from 'pg';
 import { LockedError } from '../run-lock.ts';
@@ -18,7 +19,7 @@ export interface DatasetHold {
   onLost(listener: (err: Error) => void): void;
 }
 
-/** Holds the lock shared, as a worker: refused while reprocess or prune holds it. `what` names the dataset. */
+/** Holds the lock shared, as a worker: refused while reprocess, prune or copy holds it. `what` names the dataset. */
 export function holdShared(pool: pg.Pool, what: string): Promise<DatasetHold> {
   return hold(pool, 'pg_try_advisory_lock_shared', 'pg_advisory_unlock_shared', () =>
     `${what} is being rewritten by \`netingest reprocess\`, \`netingest prune\` or \`netingest copy\`; run again once it has finished`);

@@ -4,7 +4,6 @@
  */
 import { join } from 'node:path';
 import pg from 'pg';
-import { PasswordFileClient } from './password-file-client.ts';
 import { drizzle } from 'drizzle-orm/node-postgres';
 import { migrate } from 'drizzle-orm/node-postgres/migrator';
 import { readMigrationFiles } from 'drizzle-orm/migrator';
@@ -14,6 +13,7 @@ import { UsageError } from '../../errors.ts';
 import { DRIZZLE_MIGRATIONS_TABLE, RECORD_SCHEMA_VERSION_SQL, schemaVersionOf } from '../migration-state.ts';
 import { redactDatabaseUrl } from './database-url.ts';
 import { withPgClient } from './transaction.ts';
+import { PasswordFileClient } from './password-file-client.ts';
 
 /** The generated PostgreSQL migrations, in the package (checkout or installed). */
 export const PG_MIGRATIONS_FOLDER = join(PACKAGE_ROOT, 'migrations', 'postgres');
