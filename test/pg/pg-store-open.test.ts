@@ -60,7 +60,9 @@ describe.skipIf(!pgClusterUrl)(`openPgStore${pgClusterUrl ? '' : ` (skipped: ${p
       await admin.query('CREATE SCHEMA other');
       const database = `"${new URL(url).pathname.slice(1)}"`;
       for (const setting of ['search_path = other', "datestyle = 'SQL, DMY'", "intervalstyle = 'sql_standard'", 'extra_float_digits = 0',
-        "bytea_output = 'escape'", "default_transaction_isolation = 'serializable'"]) await admin.query(`ALTER DATABASE ${database} SET ${setting}`);
+        "bytea_output = 'escape'", "default_transaction_isolation = 'serializable'", 'standard_conforming_strings = off']) {
+        await admin.query(`ALTER DATABASE ${database} SET ${setting}`);
+      }
     } finally {
       await admin.end();
     }
@@ -68,10 +70,11 @@ describe.skipIf(!pgClusterUrl)(`openPgStore${pgClusterUrl ? '' : ` (skipped: ${p
     expect((await store.pool.query('SELECT count(*)::int AS n FROM public.tasks')).rows[0].n).toBe(0);
     expect(await scalar<number>(url, "SELECT count(*)::int FROM information_schema.tables WHERE table_schema = 'other'")).toBe(0);
     const row = (await store.pool.query(`SELECT timestamptz '2026-11-29 14:03:36.744Z' AS at, 0.1::float8 + 0.2::float8 AS sum,
-      current_setting('transaction_isolation') AS isolation, current_setting('IntervalStyle') AS intervals, '\\x00ff'::bytea AS bytes`)).rows[0];
+      current_setting('transaction_isolation') AS isolation, current_setting('IntervalStyle') AS intervals, '\\x00ff'::bytea AS bytes,
+      'a\\b' AS backslash`)).rows[0];
     expect(row.at.toISOString()).toBe('2026-11-29T14:03:36.744Z');
     expect(row.sum).toBe(0.1 + 0.2);
-    expect(row).toMatchObject({ isolation: 'read committed', intervals: 'postgres', bytes: Buffer.from([0, 255]) });
+    expect(row).toMatchObject({ isolation: 'read committed', intervals: 'postgres', bytes: Buffer.from([0, 255]), backslash: 'a\\b' });
     // The URL's own options (a hosted server's, the user's) go with ours, which win the settings they name.
     const withOptions = await open(`${url}?options=${encodeURIComponent('-c work_mem=8MB -c TimeZone=Europe/Paris -c DateStyle=German')}&application_name=x`);
     expect((await withOptions.pool.query("SELECT current_setting('work_mem') AS w, current_setting('TimeZone') AS z, current_setting('DateStyle') AS d")).rows[0])

@@ -60,7 +60,8 @@ export interface PgStore {
  * times. netingest's own locks (migration, rate gate, credit budget) are meant to be waited for: statement_timeout
  * bounds every wait. Statements name tables unqualified, so search_path is the schema's. node-postgres reads dates,
  * intervals and floats only in the default styles (DateStyle 'SQL, DMY' stored a run as started in 1970). The claims
- * and writers are built on read committed (the snapshot asks for repeatable read itself).
+ * and writers are built on read committed (the snapshot asks for repeatable read itself). A backslash in a literal
+ * (a job name `changes` quotes) is a character, not an escape.
  */
 const SESSION_SETTINGS: Readonly<Record<string, string>> = {
   TimeZone: 'UTC',
@@ -71,6 +72,7 @@ const SESSION_SETTINGS: Readonly<Record<string, string>> = {
   extra_float_digits: '1',
   bytea_output: 'hex',
   default_transaction_isolation: 'read committed',
+  standard_conforming_strings: 'on',
 };
 
 /** Opens (migrating when needed) the PostgreSQL dataset at `url`. */
