@@ -12,6 +12,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
+import { openPgStore } from '../../src/store/pg/open.ts';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { reprocessDatabase } from '../../src/runner/reprocess.ts';
 import { openDatabase, type Database } from '../../src/store/open.ts';
@@ -181,23 +182,33 @@ describe.skipIf(!pgClusterUrl)(`(PostgreSQL) the advisory lock's modes and sessi
     expect(b.totalCount - b.idleCount).toBe(0);
   });
 
-  it.concurrent('keeps its session through a server idle_session_timeout, which would end an idle holder and its hold', async () => {
+  it.concurrent('keeps its session through a server idle_session_timeout, which would end an idle holder and its hold, as every pooled session', async () => {
     const url = await newPgDatabase('lock');
     const admin = pool(url);
     const version = Number((await admin.query<{ v: string }>('SHOW server_version_num')).rows[0]!.v);
     if (version < 140000) return; // no idle_session_timeout before PostgreSQL 14
     const db = (await admin.query<{ d: string }>('SELECT current_database() AS d')).rows[0]!.d;
     await admin.query(`ALTER DATABASE "${db}" SET idle_session_timeout = '300ms'`);
-    const p = pool(url);
-    const held = await holdShared(p, 'the dataset');
-    const lost: Error[] = [];
-    held.onLost((err) => lost.push(err));
-    // Idle for three timeouts: a session the server ended is gone from lockHolders below (a shorter timeout could
-    // end the session on a busy CPU before holdShared's first statement turns it off).
-    await new Promise((r) => setTimeout(r, 900));
-    expect(lost).toEqual([]);
-    expect(await lockHolders(admin)).toEqual(new Set([held.backendPid]));
-    await held.release();
+    // The store's pool turns it off for each session it opens, before handing it out.
+    const store = await openPgStore(url);
+    try {
+      const held = await holdShared(store.pool, 'the dataset');
+      const lost: Error[] = [];
+      held.onLost((err) => lost.push(err));
+      const other = await store.pool.connect();
+      try {
+        // Idle for three timeouts: a session the server ended is gone from lockHolders below, and fails its next query.
+        await new Promise((r) => setTimeout(r, 900));
+        expect(lost).toEqual([]);
+        expect(await lockHolders(admin)).toEqual(new Set([held.backendPid]));
+        expect((await other.query("SELECT current_setting('idle_session_timeout') AS t")).rows[0].t).toBe('0');
+      } finally {
+        other.release(true);
+        await held.release();
+      }
+    } finally {
+      await store.close();
+    }
   });
 });
 

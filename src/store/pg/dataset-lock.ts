@@ -41,10 +41,6 @@ async function hold(pool: pg.Pool, tryLock: string, unlock: string, lockedMessag
   const client = await pool.connect();
   let released = false;
   try {
-    // The holding session sits idle between the worker's other statements: a server's idle_session_timeout
-    // (PostgreSQL 14+) would end it and with it the worker's hold, so it is off for this session.
-    await client.query(`SELECT CASE WHEN current_setting('server_version_num')::int >= 140000
-      THEN set_config('idle_session_timeout', '0', false) END`);
     const { rows } = await client.query<{ got: boolean; pid: number }>(`SELECT ${tryLock}($1::bigint) AS got, pg_backend_pid() AS pid`, [DATASET_LOCK_KEY.toString()]);
     if (!rows[0]!.got) throw new LockedError(lockedMessage());
     const backendPid = rows[0]!.pid;

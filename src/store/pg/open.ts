@@ -75,6 +75,14 @@ const SESSION_SETTINGS: Readonly<Record<string, string>> = {
   standard_conforming_strings: 'on',
 };
 
+/**
+ * A server's idle_session_timeout would end a session that waits between a slow run's statements (the writer's, the
+ * dataset lock's: the run then stops, its calls in flight paid for nothing). Off for netingest's sessions; it is
+ * PostgreSQL 14's, so not a startup option, which an older server would refuse.
+ */
+const IDLE_SESSIONS_KEPT = `SELECT CASE WHEN current_setting('server_version_num')::int >= 140000
+  THEN set_config('idle_session_timeout', '0', false) END`;
+
 /** Opens (migrating when needed) the PostgreSQL dataset at `url`. */
 export async function openPgStore(url: string, options: PgStoreOptions = {}): Promise<PgStore> {
   const opts = { ...PG_STORE_DEFAULTS, ...options };
@@ -91,6 +99,8 @@ export async function openPgStore(url: string, options: PgStoreOptions = {}): Pr
     // its answer forever: unanswered probes end the connection (ETIMEDOUT, so DB_CONNECTION_LOST) instead.
     keepAlive: true,
     keepAliveInitialDelayMillis: opts.keepAliveIdleMs,
+    // Awaited before the pool hands the connection out.
+    onConnect: (client) => client.query(IDLE_SESSIONS_KEPT),
   });
   // A client's error (server restart, session ended) must not crash the process as an unhandled 'error', idle or
   // checked out: the next query on it fails and says why. The pool's own listener covers only idle clients.
