@@ -7,8 +7,12 @@
 import { DriftTally } from './drift.ts';
 import { storableValue } from './storable-text.ts';
 
-/** How a scalar member is read. `given`: a member whose type the spec does not show, kept as it came. */
-export type ScalarType = 'string' | 'integer' | 'number' | 'boolean' | 'given';
+/**
+ * How a scalar member is read. `int32`: a count or a year, which a 32-bit column holds (PostgreSQL's `integer`); one past
+ * it is a garbled value, read as NULL on both engines rather than refused by one. `given`: a member whose type the spec
+ * does not show, kept as it came.
+ */
+export type ScalarType = 'string' | 'integer' | 'int32' | 'number' | 'boolean' | 'given';
 
 interface MemberBase {
   /** null is an expected value (the spec marks it nullable), so it is not drift. */
@@ -45,6 +49,7 @@ export type Members = { readonly [name: string]: Member };
 const scalar = <T extends ScalarType>(type: T): ScalarMember<T> => ({ kind: 'scalar', type, nullable: false, strict: false, otherName: null });
 export const str = () => scalar('string');
 export const int = () => scalar('integer');
+export const int32 = () => scalar('int32');
 export const num = () => scalar('number');
 export const bool = () => scalar('boolean');
 /** A member whose type the spec does not show: any value is kept as it came, null included. */
@@ -64,7 +69,7 @@ export const CREDIT_MEMBERS = {
 
 // ---- the typed result of reading ------------------------------------------------------------------------
 
-type ScalarValue<T> = T extends 'string' ? string : T extends 'integer' | 'number' ? number : T extends 'boolean' ? boolean : unknown;
+type ScalarValue<T> = T extends 'string' ? string : T extends 'integer' | 'int32' | 'number' ? number : T extends 'boolean' ? boolean : unknown;
 
 /** What a member reads as: its type or null (a member the spec never names stays as it came). */
 export type Read<M> = M extends ScalarMember<infer T>
@@ -243,12 +248,14 @@ function wrongType(path: string, parent: string, v: unknown, drift: DriftTally):
 const EXACTLY: Record<ScalarType, (v: unknown) => boolean> = {
   string: (v) => typeof v === 'string',
   integer: (v) => typeof v === 'number' && Number.isSafeInteger(v),
+  int32: (v) => typeof v === 'number' && isInt32(v),
   number: (v) => typeof v === 'number' && Number.isFinite(v),
   boolean: (v) => typeof v === 'boolean',
   given: () => true,
 };
 
 const INTEGER_TEXT = /^\s*-?\d+(\.0*)?\s*$/;
+const isInt32 = (n: number) => Number.isInteger(n) && n >= -(2 ** 31) && n < 2 ** 31;
 const NUMBER_TEXT = /^\s*-?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?\s*$/;
 
 const numberOfText = (v: unknown, shape: RegExp): number => (typeof v === 'string' && shape.test(v) ? Number(v) : NaN);
@@ -259,6 +266,10 @@ const LOSSLESS: Record<ScalarType, (v: unknown) => unknown> = {
   integer: (v) => {
     const n = numberOfText(v, INTEGER_TEXT);
     return Number.isSafeInteger(n) ? n : undefined;
+  },
+  int32: (v) => {
+    const n = numberOfText(v, INTEGER_TEXT);
+    return isInt32(n) ? n : undefined;
   },
   number: (v) => {
     const n = numberOfText(v, NUMBER_TEXT);

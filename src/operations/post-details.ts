@@ -7,7 +7,7 @@ import { z } from 'zod';
 import { OPERATION_PATHS } from '../spec/types.ts';
 import { canonicalPostUrl, canonicalUrl } from '../urls/canonical.ts';
 import { postIdOfAnswer, postIdOfUrl } from '../urls/post-id.ts';
-import { given, int, list, nullable, obj, orOtherName, str, bool, CREDIT_MEMBERS, type ReadObject } from './answer-contract.ts';
+import { given, int32, list, nullable, obj, orOtherName, str, bool, CREDIT_MEMBERS, type ReadObject } from './answer-contract.ts';
 import { urlColumnReader } from './input-cells.ts';
 import { common, urlInput, type JobCommon, type JobInputFile } from '../jobs/job-common.ts';
 import type { OperationSpec } from './operation-spec.ts';
@@ -28,7 +28,7 @@ const body = {
     post_media_description: str(),
     post_media_url: list(str()),
   }),
-  engagement: obj({ reactions: int(), comments_count: int() }),
+  engagement: obj({ reactions: int32(), comments_count: int32() }),
   ...CREDIT_MEMBERS,
 };
 

@@ -8,7 +8,7 @@ import { EMPTY_FILTER_KEY, filterKey } from '../jobs/request-keys.ts';
 import { answered, rawRows } from '../read-steps.ts';
 import { OPERATION_PATHS, type SimilarCompaniesAccount } from '../spec/types.ts';
 import { canonicalCompanyUrl } from '../urls/canonical.ts';
-import { given, int, list, nullable, num, obj, str, bool, strict, CREDIT_MEMBERS, type ReadObject } from './answer-contract.ts';
+import { given, int, int32, list, nullable, num, obj, str, bool, strict, CREDIT_MEMBERS, type ReadObject } from './answer-contract.ts';
 import { countryName } from './country-name.ts';
 import { urlColumnReader } from './input-cells.ts';
 import { common, JOB_RANGES, text, urlInput, wholeIn, type JobCommon, type JobInputFile } from '../jobs/job-common.ts';
@@ -41,8 +41,8 @@ const company = obj({
   logo: str(),
   cover: given(),
   tagline: given(),
-  foundedYear: int(),
-  staff: obj({ total: int(), range: obj({ start: int(), end: int() }) }),
+  foundedYear: int32(),
+  staff: obj({ total: int32(), range: obj({ start: int32(), end: int32() }) }),
   locations: obj({ headquarter: address, other: list(address) }),
   fundingData: given(),
   specialities: nullable(list(str())),
