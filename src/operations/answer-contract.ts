@@ -235,7 +235,7 @@ function readScalar(m: ScalarMember, v: unknown, path: string, parent: string, d
   if (EXACTLY[m.type](v)) return v;
   const variant = m.strict ? undefined : LOSSLESS[m.type](v);
   if (variant === undefined) return wrongType(path, parent, v, drift);
-  drift.note(path, parent, 'variant', `${typeof v} read as ${m.type}`);
+  drift.note(path, parent, 'variant', `${typeof v} read as ${m.type === 'int32' ? 'integer' : m.type}`);
   return variant;
 }
 
