@@ -1,7 +1,8 @@
 /**
  * Issue #28 item 1: text no engine stores as sent (a NUL, a lone surrogate: valid JSON) is stored alike on both,
  * by one rule applied before either writes (NUL removed, a lone surrogate as U+FFFD, counted as drift); the body
- * is kept as received. On PostgreSQL such an answer used to fail every run (paid, nothing stored, exit 1).
+ * is kept as received. On PostgreSQL such an answer used to fail every run (paid, nothing stored, exit 1), and so
+ * did a count past a 32-bit integer, now read as NULL on both.
  */
 import { join } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
@@ -82,6 +83,36 @@ forEachEngine('answers holding text no engine stores as sent', (engine) => {
       { path: 'post.text_content', count: POSTS },
     ]);
     expect(summary.drift.map((d) => d.message)).toContainEqual(expect.stringMatching(/post\.text_content: text no database stores as sent/));
+  }, 60_000);
+});
+
+/** Post answers whose engagement counts are past 2^31 - 1 (what a PostgreSQL `integer` holds). */
+async function startLargeCounts(): Promise<string> {
+  let used = 0;
+  return startFake((req, res) => {
+    if (req.url === '/v1/api/auth') return void res.writeHead(404).end('{}');
+    used += 1;
+    const base = postResponse({ total_credits: 100, credits_used: used, credits_remaining: 100 - used } as never);
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(JSON.stringify({ ...base, engagement: { reactions: 3_000_000_000, comments_count: 2 ** 40 } }));
+  });
+}
+
+/**
+ * Counts past a 32-bit integer (a garbled or hostile service's): PostgreSQL's integer column refused them, so the run
+ * stopped with its answers paid and lost, night after night, while SQLite stored them.
+ */
+forEachEngine('answers holding counts past a 32-bit integer', (engine) => {
+  it('are read as NULL and counted as drift alike on both engines, and the run completes', async () => {
+    const baseUrl = await startLargeCounts();
+    const db = await engine.open(ws.dir);
+    const job = await loadJob(ws.postsJob, { cwd: ws.dir });
+    const summary = await runJobs({ dbPath: db.locator, jobs: [job], api: { baseUrl, token: TOKEN } });
+    expect(summary.status).toBe('completed');
+    expect(summary.jobs[0]).toMatchObject({ done: POSTS, failed: 0 });
+    const posts = await db.rows<{ reactions: number | null; comments: number | null }>('SELECT reactions, comments_count AS comments FROM posts');
+    expect(posts).toEqual(Array.from({ length: POSTS }, () => ({ reactions: null, comments: null })));
+    expect(summary.drift.map((d) => d.message)).toContainEqual(expect.stringMatching(/engagement\.reactions: of another type in 3\/3 \(number 3000000000\), stored as NULL/));
   }, 60_000);
 });
 
