@@ -173,7 +173,7 @@ export const postDetails = {
       url,
       author_name: sqlValue(author['name']),
       author_headline: sqlValue(author['headline']),
-      author_url: urlKey(author['network_url'], canonicalUrl, ctx.networkHost) ?? sqlValue(author['network_url']),
+      author_url: urlKey(author['network_url'], canonicalUrl, ctx.networkHost),
       author_profile_image: sqlValue(author['profile_image']),
       posted_raw: sqlValue(post['timestamp']),
       text_content: sqlValue(post['text_content']),

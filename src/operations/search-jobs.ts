@@ -271,7 +271,7 @@ export const searchJobs = {
           title: sqlValue(job.title),
           company_name: sqlValue(job.company_name),
           // Canonical so that jobs.company_link joins companies.url; an odd link is kept as given.
-          company_link: urlKey(job.company_link, canonicalCompanyUrl, ctx.networkHost) ?? sqlValue(job.company_link),
+          company_link: urlKey(job.company_link, canonicalCompanyUrl, ctx.networkHost),
           location: sqlValue(job.location),
           posted_timestamp: sqlValue(job.posted_timestamp),
           posted_date: sqlValue(job.posted_date),

@@ -2,7 +2,7 @@
  * Turning answer values into stored values. A stored value is a number, a string, a bigint or null (what
  * SQLite binds), and the spec leaves several types "not shown", so every value goes through one of these.
  */
-import { canonicalUrl, otherSiteHost, type Canonicalize } from '../urls/canonical.ts';
+import { canonicalUrl, MAX_URL_LENGTH, otherSiteHost, type Canonicalize } from '../urls/canonical.ts';
 
 /** A value a column stores. */
 export type SqlValue = string | number | bigint | null;
@@ -54,14 +54,16 @@ export function arrayOf(value: unknown): readonly unknown[] {
 
 /**
  * The key of a URL: its canonical form by `canonical` when it has one, else the general canonical URL, else
- * the text as given (trimmed); null only for a missing or empty URL. A row is never dropped for an odd URL.
+ * the text as given (trimmed); null only for a missing or empty URL, or one longer than any page address (a garbled
+ * answer's, which PostgreSQL's index would refuse with the whole group, paid). A row is never dropped for an odd URL.
  */
 export function urlKey(value: unknown, canonical: Canonicalize, networkHost: string): string | null {
   const specific = canonical(value, networkHost);
   if (specific.ok) return specific.url;
   const general = canonicalUrl(value, networkHost);
   if (general.ok) return general.url;
-  return typeof value === 'string' ? value.trim() || null : null;
+  const text = typeof value === 'string' ? value.trim() : '';
+  return text !== '' && text.length <= MAX_URL_LENGTH ? text : null;
 }
 
 /**

@@ -18,7 +18,8 @@ interface ParsedUrl {
 }
 
 const SCHEME = /^([a-z][a-z0-9+.-]*):\/\//i;
-const MAX_INPUT_LENGTH = 2048;
+/** The longest page address taken; PostgreSQL's index on a URL column could not hold one much longer (~2,700 bytes). */
+export const MAX_URL_LENGTH = 2048;
 /** Subdomains that are the same site: the web, mobile and country editions. */
 const EDITION_LABEL = /^(?:www|m|mobile|[a-z]{2})$/;
 /** A percent-encoded control character (`%00` and the like): never part of a real page address. */
@@ -128,7 +129,7 @@ export function withoutFastPath<T>(fn: () => T): T {
 
 /** Host and segments of a common-shape URL, or undefined when only the full parser can tell (tests compare the two). */
 export function parseFast(input: string): ParsedUrl | undefined {
-  if (input.length > MAX_INPUT_LENGTH) return undefined;
+  if (input.length > MAX_URL_LENGTH) return undefined;
   const m = FAST_SHAPE.exec(input);
   if (m === null) return undefined;
   const host = m[1]!.toLowerCase();
@@ -176,7 +177,7 @@ function checkText(input: unknown): string | Refusal {
   if (typeof input !== 'string') return { ok: false, reason: 'not a URL (not text)' };
   const trimmed = input.trim();
   if (trimmed === '') return { ok: false, reason: 'empty' };
-  if (trimmed.length > MAX_INPUT_LENGTH) return { ok: false, reason: `longer than ${MAX_INPUT_LENGTH} characters` };
+  if (trimmed.length > MAX_URL_LENGTH) return { ok: false, reason: `longer than ${MAX_URL_LENGTH} characters` };
   if (/\s/.test(trimmed)) return { ok: false, reason: 'not a URL (contains spaces)' };
   return trimmed;
 }

@@ -2,8 +2,9 @@
  * Issue #28 item 1: text no engine stores as sent (a NUL, a lone surrogate: valid JSON) is stored alike on both,
  * by one rule applied before either writes (NUL removed, a lone surrogate as U+FFFD, counted as drift); the body
  * is kept as received. On PostgreSQL such an answer used to fail every run (paid, nothing stored, exit 1), and so
- * did a count past a 32-bit integer, now read as NULL on both.
+ * did a count past a 32-bit integer or a URL past any page address's length, now NULL on both.
  */
+import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -113,6 +114,27 @@ forEachEngine('answers holding counts past a 32-bit integer', (engine) => {
     const posts = await db.rows<{ reactions: number | null; comments: number | null }>('SELECT reactions, comments_count AS comments FROM posts');
     expect(posts).toEqual(Array.from({ length: POSTS }, () => ({ reactions: null, comments: null })));
     expect(summary.drift.map((d) => d.message)).toContainEqual(expect.stringMatching(/engagement\.reactions: of another type in 3\/3 \(number 3000000000\), stored as NULL/));
+  }, 60_000);
+});
+
+/**
+ * An author URL longer than any page address, its characters random (a garbled or hostile service's): stored as sent,
+ * PostgreSQL's index on posts.author_url refused it (~2,700 bytes at most) and with it the group, paid.
+ */
+forEachEngine('answers holding a URL longer than any page address', (engine) => {
+  it('store it as NULL alike on both engines, and the run completes', async () => {
+    let used = 0;
+    const baseUrl = await startFake((req, res) => {
+      if (req.url === '/v1/api/auth') return void res.writeHead(404).end('{}');
+      used += 1;
+      const base = postResponse({ total_credits: 100, credits_used: used, credits_remaining: 100 - used } as never);
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ ...base, author: { ...base.author, network_url: `https://www.network.com/in/${randomBytes(2_500).toString('hex')}` } }));
+    });
+    const db = await engine.open(ws.dir);
+    const summary = await runJobs({ dbPath: db.locator, jobs: [await loadJob(ws.postsJob, { cwd: ws.dir })], api: { baseUrl, token: TOKEN } });
+    expect(summary.status).toBe('completed');
+    expect(await db.rows('SELECT author_url FROM posts')).toEqual(Array.from({ length: POSTS }, () => ({ author_url: null })));
   }, 60_000);
 });
 
