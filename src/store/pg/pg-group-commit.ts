@@ -84,8 +84,14 @@ function startGroup(runId: number, collectRows: CollectRows, client: pg.ClientBa
     if (rowsSent) {
       // The rows are sent: every key they write was read above. What a list's page reads more (changes this run
       // recorded) the group's rows do not touch.
-      for (const [i, op] of group.paid.entries()) {
-        if (op.kind === 'success') await readPg({ client }, history.record({ writes: group.firsts[i]!.stored.writes, runId, taskId: op.taskId, at: op.at }));
+      const { written } = await rowsSent;
+      try {
+        for (const [i, op] of group.paid.entries()) {
+          if (op.kind === 'success') await readPg({ client }, history.record({ writes: group.firsts[i]!.stored.writes, runId, taskId: op.taskId, at: op.at }));
+        }
+      } catch (err) {
+        // After rows the server refused, a read fails only as the transaction is aborted (25P02): the refusal says why.
+        throw await written.then(() => err, (refused: unknown) => refused);
       }
     }
     const { written } = await (rowsSent ?? sendRows(history));

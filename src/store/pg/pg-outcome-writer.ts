@@ -84,9 +84,10 @@ export class PgOutcomeWriter extends GroupCommitWriter {
         const { group, releases } = this.take();
         open.add(releases);
         const started = this.groups.start(client, group);
-        const read = await started.reads;
-        // Answered before the reads: a failed group before this one stops it before its COMMIT is sent.
+        // The group before is answered first (its COMMIT went before these reads): its failure stops this group before
+        // its COMMIT is sent, and is the one said (this group's reads then fail only as that transaction is aborted).
         await last;
+        const read = await started.reads;
         const { committed } = await started.commit(read);
         last = committed.then(() => {
           open.delete(releases);
