@@ -270,7 +270,7 @@ export const searchJobs = {
           url,
           title: sqlValue(job.title),
           company_name: sqlValue(job.company_name),
-          // Canonical so that jobs.company_link joins companies.url; an odd link is kept as given.
+          // Canonical so that jobs.company_link joins companies.url; an odd link is kept as given (up to MAX_URL_LENGTH).
           company_link: urlKey(job.company_link, canonicalCompanyUrl, ctx.networkHost),
           location: sqlValue(job.location),
           posted_timestamp: sqlValue(job.posted_timestamp),
