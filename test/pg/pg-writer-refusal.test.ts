@@ -8,7 +8,7 @@ import pg from 'pg';
 import { loadJob } from '../../src/jobs/load.ts';
 import { runJobs } from '../../src/runner/run-jobs.ts';
 import { startSandbox } from '../../src/sandbox/server.ts';
-import { postResponse } from '../support/db-fixtures.ts';
+import { postService } from '../support/db-fixtures.ts';
 import { POSTGRES } from './engines.ts';
 import { pgClusterUrl, pgSkipReason } from './use-pg.ts';
 import { useFakeServices } from '../support/sandbox-helpers.ts';
@@ -30,11 +30,7 @@ async function refusing(url: string, sql: string): Promise<void> {
 
 describe.skipIf(!pgClusterUrl)(`a group the server refuses${pgClusterUrl ? '' : ` (skipped: ${pgSkipReason})`}`, () => {
   it('posts (rows sent once the reads are back): the refusal is what the run says', async () => {
-    const baseUrl = await startFake((req, res) => {
-      if (req.url === '/v1/api/auth') return void res.writeHead(404).end('{}');
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify(postResponse({ total_credits: 100, credits_used: 1, credits_remaining: 99 } as never)));
-    });
+    const baseUrl = await startFake(postService());
     const db = await POSTGRES.open(ws.dir);
     await refusing(db.locator, 'ALTER TABLE posts ADD CONSTRAINT no_posts CHECK (reactions < 0)');
     const summary = await runJobs({ dbPath: db.locator, jobs: [await loadJob(ws.postsJob, { cwd: ws.dir })], api: { baseUrl, token: TOKEN } });

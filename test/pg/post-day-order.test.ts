@@ -8,7 +8,7 @@ import { afterEach, beforeEach, expect, it } from 'vitest';
 import { loadJob } from '../../src/jobs/load.ts';
 import { reprocessDatabase } from '../../src/runner/reprocess.ts';
 import { runJobs } from '../../src/runner/run-jobs.ts';
-import { postResponse } from '../support/db-fixtures.ts';
+import { postService } from '../support/db-fixtures.ts';
 import { forEachEngine, type TestDb } from './engines.ts';
 import { useFakeServices } from '../support/sandbox-helpers.ts';
 import { opsWorkspace, type OpsWorkspace } from '../soak/ops-fixture.ts';
@@ -26,14 +26,7 @@ afterEach(() => ws.cleanup());
 
 /** Runs the posts job against a service whose every post has the day `timestamp`. */
 async function runPosts(db: TestDb, timestamp: string): Promise<void> {
-  let used = 0;
-  const baseUrl = await startFake((req, res) => {
-    if (req.url === '/v1/api/auth') return void res.writeHead(404).end('{}');
-    used += 1;
-    const base = postResponse({ total_credits: 100, credits_used: used, credits_remaining: 100 - used } as never);
-    res.writeHead(200, { 'content-type': 'application/json' });
-    res.end(JSON.stringify({ ...base, post: { ...base.post, timestamp } }));
-  });
+  const baseUrl = await startFake(postService((base) => ({ ...base, post: { ...base.post, timestamp } })));
   const summary = await runJobs({ dbPath: db.locator, jobs: [await loadJob(ws.postsJob, { cwd: ws.dir })], api: { baseUrl, token: TOKEN } });
   expect(summary.jobs[0]).toMatchObject({ done: POSTS, failed: 0 });
 }

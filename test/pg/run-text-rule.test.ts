@@ -12,7 +12,7 @@ import { loadJob } from '../../src/jobs/load.ts';
 import { runJobs } from '../../src/runner/run-jobs.ts';
 import { copyDataset } from '../../src/store/copy-dataset.ts';
 import { storableJsonText, storableString, storableValue } from '../../src/operations/storable-text.ts';
-import { postResponse } from '../support/db-fixtures.ts';
+import { postService } from '../support/db-fixtures.ts';
 import { closeEngines, forEachEngine, POSTGRES } from './engines.ts';
 import { pgClusterUrl, pgSkipReason } from './use-pg.ts';
 import { useFakeServices } from '../support/sandbox-helpers.ts';
@@ -30,20 +30,15 @@ afterEach(() => ws.cleanup());
 
 /** Post answers holding a NUL and halves of an emoji in a text column and in a JSON one (hashtags), as JSON escapes. */
 async function startHostileService(sent: string[]): Promise<string> {
-  let used = 0;
-  return startFake((req, res) => {
-    if (req.url === '/v1/api/auth') return void res.writeHead(404).end('{}');
-    used += 1;
-    const base = postResponse({ total_credits: 100, credits_used: used, credits_remaining: 100 - used } as never);
-    const body = JSON.stringify({
+  return startFake(postService((base) => {
+    const body = {
       ...base,
       author: { ...base.author, name: 'Ada\udc00' },
       post: { ...base.post, text_content: 'a\u0000b \ud83d end', hashtags: ['#x\u0000y', '\ud83d'] },
-    });
-    sent.push(body);
-    res.writeHead(200, { 'content-type': 'application/json' });
-    res.end(body);
-  });
+    };
+    sent.push(JSON.stringify(body));
+    return body;
+  }));
 }
 
 describe('the text rule', () => {
@@ -89,14 +84,7 @@ forEachEngine('answers holding text no engine stores as sent', (engine) => {
 
 /** Post answers whose engagement counts are past 2^31 - 1 (what a PostgreSQL `integer` holds). */
 async function startLargeCounts(): Promise<string> {
-  let used = 0;
-  return startFake((req, res) => {
-    if (req.url === '/v1/api/auth') return void res.writeHead(404).end('{}');
-    used += 1;
-    const base = postResponse({ total_credits: 100, credits_used: used, credits_remaining: 100 - used } as never);
-    res.writeHead(200, { 'content-type': 'application/json' });
-    res.end(JSON.stringify({ ...base, engagement: { reactions: 3_000_000_000, comments_count: 2 ** 40 } }));
-  });
+  return startFake(postService((base) => ({ ...base, engagement: { reactions: 3_000_000_000, comments_count: 2 ** 40 } })));
 }
 
 /**
@@ -123,14 +111,7 @@ forEachEngine('answers holding counts past a 32-bit integer', (engine) => {
  */
 forEachEngine('answers holding a URL longer than any page address', (engine) => {
   it('store it as NULL alike on both engines, and the run completes', async () => {
-    let used = 0;
-    const baseUrl = await startFake((req, res) => {
-      if (req.url === '/v1/api/auth') return void res.writeHead(404).end('{}');
-      used += 1;
-      const base = postResponse({ total_credits: 100, credits_used: used, credits_remaining: 100 - used } as never);
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ ...base, author: { ...base.author, network_url: `https://www.network.com/in/${randomBytes(2_500).toString('hex')}` } }));
-    });
+    const baseUrl = await startFake(postService((base) => ({ ...base, author: { ...base.author, network_url: `https://www.network.com/in/${randomBytes(2_500).toString('hex')}` } })));
     const db = await engine.open(ws.dir);
     const summary = await runJobs({ dbPath: db.locator, jobs: [await loadJob(ws.postsJob, { cwd: ws.dir })], api: { baseUrl, token: TOKEN } });
     expect(summary.status).toBe('completed');

@@ -1,4 +1,5 @@
 /** Hand-built, typed responses for the db tests and the upsert bench (shared so both use the same shapes). */
+import type { RequestListener } from 'node:http';
 import type { CompanyRecord, CreditCounters, JobRecord, PostDetailsResponse } from '../../src/spec/types.ts';
 import type { PostDetailsSubject } from '../../src/operations/post-details.ts';
 import type { SearchJobsSubject } from '../../src/operations/search-jobs.ts';
@@ -96,6 +97,21 @@ export function postResponse(overrides: Partial<PostDetailsResponse> = {}): Post
     engagement: { reactions: 42, comments_count: 7 },
     ...credits,
     ...overrides,
+  };
+}
+
+/**
+ * A post-details service for useFakeServices(): each call answers postResponse() as `shape` makes it over (its call's
+ * number, from 1), its counters spending a credit a call out of 100; the free balance check gets a 404.
+ */
+export function postService(shape: (base: PostDetailsResponse, call: number) => unknown = (base) => base): RequestListener {
+  let used = 0;
+  return (req, res) => {
+    if (req.url === '/v1/api/auth') return void res.writeHead(404).end('{}');
+    used += 1;
+    const body = JSON.stringify(shape(postResponse({ total_credits: 100, credits_used: used, credits_remaining: 100 - used } as never), used));
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(body);
   };
 }
 
