@@ -54,7 +54,7 @@ export function arrayOf(value: unknown): readonly unknown[] {
 
 /**
  * The key of a URL: its canonical form by `canonical` when it has one, else the general canonical URL, else
- * the text as given (trimmed); null only for a missing or empty URL, or one longer than any page address (a garbled
+ * the text as given (trimmed); null only for a missing or empty URL, or one past 2,048 UTF-8 bytes (a garbled
  * answer's, which PostgreSQL's index would refuse with the whole group, paid). A row is never dropped for an odd URL.
  */
 export function urlKey(value: unknown, canonical: Canonicalize, networkHost: string): string | null {
@@ -63,7 +63,7 @@ export function urlKey(value: unknown, canonical: Canonicalize, networkHost: str
   const general = canonicalUrl(value, networkHost);
   if (general.ok) return general.url;
   const text = typeof value === 'string' ? value.trim() : '';
-  return text !== '' && text.length <= MAX_URL_LENGTH ? text : null;
+  return text !== '' && Buffer.byteLength(text) <= MAX_URL_LENGTH ? text : null;
 }
 
 /**

@@ -47,8 +47,8 @@ export function canonicalUrl(input: unknown, networkHost: string): CanonicalResu
   const parsed = parse(input);
   if (!parsed.ok) return parsed;
   const { host, segments } = parsed.value;
-  if (isNetworkHost(host, networkHost)) return { ok: true, url: build(`www.${networkHost}`, segments) };
-  return { ok: true, url: build(host.startsWith('www.') ? host.slice(4) : host, segments) };
+  if (isNetworkHost(host, networkHost)) return built(`www.${networkHost}`, segments);
+  return built(host.startsWith('www.') ? host.slice(4) : host, segments);
 }
 
 /** Canonical company page `https://www.<host>/company/<slug>`, slug lower-cased, sub-pages (`/about`) dropped. */
@@ -61,7 +61,7 @@ export function canonicalCompanyUrl(input: unknown, networkHost: string): Canoni
   }
   const slug = lowerSlug(segments[1]!);
   if (slug === null) return { ok: false, reason: 'company name in the URL is not valid percent-encoding' };
-  return { ok: true, url: build(`www.${networkHost}`, ['company', slug]) };
+  return built(`www.${networkHost}`, ['company', slug]);
 }
 
 /** Canonical post URL, path as written (ids are case-sensitive): under `/posts/`, `/pulse/`, or naming a post id. */
@@ -79,7 +79,7 @@ export function canonicalPostUrl(input: unknown, networkHost: string): Canonical
         "a profile's activity feed is not a post)",
     };
   }
-  return { ok: true, url: build(`www.${networkHost}`, segments) };
+  return built(`www.${networkHost}`, segments);
 }
 
 /** Canonical job listing URL: `https://www.<host>/jobs/view/<id-or-slug>`, anything after the listing dropped. */
@@ -90,7 +90,7 @@ export function canonicalJobUrl(input: unknown, networkHost: string): CanonicalR
   if (segments[0]?.toLowerCase() !== 'jobs' || segments[1]?.toLowerCase() !== 'view' || segments.length < 3) {
     return { ok: false, reason: `not a job listing (expected https://www.${networkHost}/jobs/view/<id>)` };
   }
-  return { ok: true, url: build(`www.${networkHost}`, ['jobs', 'view', segments[2]!]) };
+  return built(`www.${networkHost}`, ['jobs', 'view', segments[2]!]);
 }
 
 /** The path segments of a page on the network's site, or why the input is not one. */
@@ -208,8 +208,10 @@ function checkHost(url: URL): string | Refusal {
   return host;
 }
 
-function build(host: string, segments: readonly string[]): string {
-  return segments.length === 0 ? `https://${host}` : `https://${host}/${segments.join('/')}`;
+/** The canonical URL, refused past MAX_URL_LENGTH once percent-encoded (700 CJK characters are 6,300). */
+function built(host: string, segments: readonly string[]): CanonicalResult {
+  const url = segments.length === 0 ? `https://${host}` : `https://${host}/${segments.join('/')}`;
+  return url.length <= MAX_URL_LENGTH ? { ok: true, url } : { ok: false, reason: `longer than ${MAX_URL_LENGTH} characters once percent-encoded` };
 }
 
 /** Lower-cases a percent-encoded slug by its decoded text, re-encoding it the one way. */

@@ -4,7 +4,8 @@
  * updated_at/last_seen_at, so replay order cannot move them back; a set's rows are inserted after the owner's old
  * set is deleted. SQLite's statements; pg/pg-table-statements.ts has PostgreSQL's.
  */
-import { primaryKeyOf } from '../table-kit.ts';
+import type { Row, StoredAnswer } from '../../operations/stored-rows.ts';
+import { primaryKeyOf, type TableDef } from '../table-kit.ts';
 import { DATASET_TABLES, type NormalizedTable } from '../tables.ts';
 
 /** How an upsert sets a column of the stored row: the new value, or the earlier or later of the two. */
@@ -18,6 +19,8 @@ export interface TableWrite {
   conflictKey: readonly string[] | null;
   /** What an upsert sets on conflict: each column but the key's. */
   updates: ReadonlyArray<{ column: string; merge: Merge }>;
+  /** The columns of its indexes but the key's: their text is held to MAX_INDEXED_TEXT_BYTES. */
+  indexed: readonly string[];
 }
 
 const MERGES: Readonly<Record<string, Merge>> = { first_seen_at: 'earliest', updated_at: 'latest', last_seen_at: 'latest' };
@@ -29,9 +32,36 @@ export const TABLE_WRITES = Object.fromEntries(
     const columns = Object.keys(def.columns);
     const key = def.written === 'upsert' ? primaryKeyOf(def) : null;
     const updates = key ? columns.filter((c) => !key.includes(c)).map((column) => ({ column, merge: MERGES[column] ?? 'new' })) : [];
-    return [[def.name, { table: def.name as NormalizedTable, columns, conflictKey: key, updates }]];
+    return [[def.name, { table: def.name as NormalizedTable, columns, conflictKey: key, updates, indexed: indexedColumns(def) }]];
   }),
 ) as Readonly<Record<NormalizedTable, TableWrite>>;
+
+function indexedColumns(def: TableDef): string[] {
+  const key = primaryKeyOf(def);
+  const on = Object.values(def.indexes ?? {}).flatMap((spec): readonly string[] => ('on' in spec ? spec.on : spec));
+  return [...new Set(on)].filter((c) => !key.includes(c));
+}
+
+/**
+ * The most UTF-8 bytes an indexed column's text keeps. PostgreSQL's btree holds ~2,700 at most: a longer (garbled)
+ * value made it refuse the whole group of paid answers, night after night, while SQLite stored it. Past it: NULL on both.
+ */
+export const MAX_INDEXED_TEXT_BYTES = 2048;
+
+/** An answer's rows with each indexed column's text past MAX_INDEXED_TEXT_BYTES as NULL; the same rows when none is. */
+export function indexable(stored: StoredAnswer): StoredAnswer {
+  const fits = (table: NormalizedTable, row: Row) => TABLE_WRITES[table].indexed.every((c) => !overlong(row[c]));
+  if (stored.writes.every((w) => ('row' in w ? fits(w.table, w.row) : w.rows.every((r) => fits(w.table, r))))) return stored;
+  const fit = (table: NormalizedTable, row: Row): Row =>
+    Object.fromEntries(Object.entries(row).map(([c, v]) => [c, TABLE_WRITES[table].indexed.includes(c) && overlong(v) ? null : v]));
+  const writes = stored.writes.map((w) => ('row' in w ? { ...w, row: fit(w.table, w.row) } : { ...w, rows: w.rows.map((r) => fit(w.table, r)) }));
+  return { ...stored, writes: writes as StoredAnswer['writes'] };
+}
+
+/** Three UTF-8 bytes a UTF-16 unit at most: a shorter string is not counted. */
+function overlong(value: unknown): boolean {
+  return typeof value === 'string' && value.length * 3 > MAX_INDEXED_TEXT_BYTES && Buffer.byteLength(value) > MAX_INDEXED_TEXT_BYTES;
+}
 
 /** ` ON CONFLICT (key) DO UPDATE SET ...` in a dialect's words for each merge; '' for a plain insert. */
 export function onConflict(w: TableWrite, merge: Readonly<Record<Merge, (column: string) => string>>): string {

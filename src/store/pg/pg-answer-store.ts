@@ -10,6 +10,7 @@ import { networkHost } from '../../urls/network-host.ts';
 import { ANOMALY_HEAD, anomalyRow, setAsideAnomalies } from '../answer-anomalies.ts';
 import type { StoredAnswer } from '../store-answer.ts';
 import { readPostDate, type DayOrder } from '../ingest/post-date.ts';
+import { indexable } from '../ingest/tables.ts';
 import { learnInTurn, postedOnOf, provenOrders } from '../ingest/post-date-order.ts';
 import { PgRowBatch } from './pg-row-batch.ts';
 import { ChangeRecorder, writeChanges } from '../history/record-changes.ts';
@@ -56,7 +57,7 @@ export function createPgAnswerStore() {
     // The pass with no stored value known, unless the caller made it already (the group's plan, firstPass).
     const { asked, stored: guessed } = first ?? firstPass(input);
     const stored = asked.size === 0 ? guessed
-      : spec.rows(input.request, input.answer, askingContext(input, asked, await readBack(client, batch, asked)));
+      : indexable(spec.rows(input.request, input.answer, askingContext(input, asked, await readBack(client, batch, asked))));
     // What it changes, read before its rows join the batch (history/record-changes.ts: keys first seen are read now);
     // with no recorder, the caller records it from reads it made before (pg-group-commit.ts's start).
     if (history) await readPg({ client }, history.record({ writes: stored.writes, runId: input.runId ?? null, taskId: input.taskId ?? null, at: input.at }));
@@ -92,7 +93,7 @@ interface AskedValue {
 /** Its writes' keys are what the history reads before a group writes; when nothing was asked, collect() reuses it. */
 export function firstPass(input: Pick<StoredAnswer, 'request' | 'answer' | 'at'>): FirstPass {
   const asked = new Map<string, AskedValue>();
-  const stored = specOf(input.request.operation).rows(input.request, input.answer, askingContext(input, asked, new Map()));
+  const stored = indexable(specOf(input.request.operation).rows(input.request, input.answer, askingContext(input, asked, new Map())));
   return { stored, asked };
 }
 

@@ -1,0 +1,53 @@
+/**
+ * Text past what PostgreSQL's btree holds (~2,700 bytes) in an indexed column of a garbled or hostile answer. The
+ * 2,048-character rule counted characters: 700 CJK characters are 2,100 bytes as sent and 6,300 once percent-encoded
+ * in a canonical URL, and a name or an industry had no rule at all. PostgreSQL refused the whole group, its answers
+ * paid and lost, night after night, while SQLite stored them. Now such text is NULL on both engines.
+ */
+import { randomInt } from 'node:crypto';
+import { afterEach, beforeEach, expect, it } from 'vitest';
+import { loadJob } from '../../src/jobs/load.ts';
+import { runJobs } from '../../src/runner/run-jobs.ts';
+import { company, postService, similarResponse } from '../support/db-fixtures.ts';
+import { useFakeServices } from '../support/sandbox-helpers.ts';
+import { opsWorkspace, type OpsWorkspace } from '../soak/ops-fixture.ts';
+import { forEachEngine } from './engines.ts';
+
+const TOKEN = 'overlong-index-token-0001';
+let ws: OpsWorkspace;
+const startFake = useFakeServices();
+
+beforeEach(async () => {
+  ws = await opsWorkspace({ companies: 2, posts: 2, retries: 1 });
+});
+afterEach(() => ws.cleanup());
+
+/** Random CJK characters, three UTF-8 bytes each and incompressible: what no index entry of PostgreSQL's holds. */
+const cjk = (n: number) => Array.from({ length: n }, () => String.fromCodePoint(0x4e00 + randomInt(20_000))).join('');
+
+forEachEngine('an answer with text past what an index holds', (engine) => {
+  it('stores a post whose author URL is 700 CJK characters, in a URL or as text, with author_url NULL', async () => {
+    const urls = [`https://www.network.com/in/${cjk(700)}`, cjk(700)];
+    const baseUrl = await startFake(postService((base, call) => ({ ...base, author: { ...base.author, network_url: urls[call % 2] } })));
+    const db = await engine.open(ws.dir);
+    const summary = await runJobs({ dbPath: db.locator, jobs: [await loadJob(ws.postsJob, { cwd: ws.dir })], api: { baseUrl, token: TOKEN } });
+    expect(summary.status).toBe('completed');
+    expect(await db.rows('SELECT author_url FROM posts')).toEqual([{ author_url: null }, { author_url: null }]);
+  }, 60_000);
+
+  it('stores a company whose name, industry and country are 1,000 CJK characters, those NULL and the rest kept', async () => {
+    const long = cjk(1_000);
+    const lookalike = company(1, { url: 'https://www.network.com/company/long-text', universalName: long, industries: [long, 'Software'] });
+    lookalike.locations = { headquarter: { ...lookalike.locations!.headquarter!, country: long }, other: [] };
+    const baseUrl = await startFake((req, res) => {
+      if (req.url === '/v1/api/auth') return void res.writeHead(404).end('{}');
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(similarResponse([lookalike], 1, 10)));
+    });
+    const db = await engine.open(ws.dir);
+    const summary = await runJobs({ dbPath: db.locator, jobs: [await loadJob(ws.lookalikesJob, { cwd: ws.dir })], api: { baseUrl, token: TOKEN } });
+    expect(summary.status).toBe('completed');
+    expect(await db.rows("SELECT name, universal_name FROM companies WHERE url LIKE '%long-text'")).toEqual([{ name: 'Acme 1 Société 🚀', universal_name: null }]);
+    expect(await db.rows('SELECT value FROM company_industries ORDER BY position')).toEqual([{ value: null }, { value: 'Software' }]);
+    expect(await db.rows('SELECT country, city FROM company_locations')).toEqual([{ country: null, city: 'münchen' }]);
+  }, 60_000);
+});
