@@ -19,7 +19,8 @@ import { inPgTransaction } from './pg/transaction.ts';
 import { holdExclusive } from './pg/dataset-lock.ts';
 import { MAX_PARAMS } from './pg/pg-statements.ts';
 import { primaryKeyOf, type ColumnKind, type TableDef } from './table-kit.ts';
-import { DATASET_TABLES } from './tables.ts';
+import { DATASET_TABLES, type NormalizedTable } from './tables.ts';
+import { fitsIndex, TABLE_WRITES } from './ingest/tables.ts';
 
 /** Not copied: the source's run lock is the SQLite file's, and the new dataset has no run going on. */
 export const NOT_COPIED: ReadonlySet<string> = new Set(['run_lock']);
@@ -214,7 +215,13 @@ function planColumns({ name: tableName, columns }: TableDef): ColumnPlan[] {
       return { name, convert: (value, row) => decodeRawBody(value, row.body_encoding) };
     }
     if (tableName === 'raw_responses' && name === 'body_encoding') return { name, convert: () => null };
-    return { name, convert: CONVERT[column.spec.kind] ?? ((value: unknown) => value) };
+    const convert = CONVERT[column.spec.kind] ?? ((value: unknown) => value);
+    const written = Object.hasOwn(TABLE_WRITES, tableName) ? TABLE_WRITES[tableName as NormalizedTable] : null;
+    // An answer's values written before the contract's rules (NULL past 32 bits, or past what an index holds): the
+    // rule applies on the way, or PostgreSQL would refuse the copy at that row.
+    if (written && column.spec.kind === 'int') return { name, convert: (value) => (typeof value === 'number' && (value | 0) !== value ? null : value) };
+    if (written?.indexed.includes(name)) return { name, convert: (value) => fitsIndex(convert(value)) };
+    return { name, convert };
   });
 }
 

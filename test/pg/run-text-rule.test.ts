@@ -136,4 +136,15 @@ describe.skipIf(!pgClusterUrl)(`copy of a SQLite dataset written before the rule
     expect(posts).toHaveLength(POSTS);
     for (const p of posts) expect([p.text, JSON.parse(p.hashtags)]).toEqual(['ab', ['#xy', '\ufffd']]);
   }, 60_000);
+
+  it('carries a count past 32 bits and an author URL past what an index holds over as NULL, as an answer is stored now', async () => {
+    const file = join(ws.dir, 'old.db');
+    await runJobs({ dbPath: file, jobs: [await loadJob(ws.postsJob, { cwd: ws.dir })], api: { baseUrl: await startHostileService([]), token: TOKEN } });
+    const lite = new BetterSqlite3(file);
+    lite.prepare('UPDATE posts SET reactions = ?, author_url = ?').run(3_000_000_000, `https://www.network.com/in/${randomBytes(1_500).toString('hex')}`);
+    lite.close();
+    const target = await POSTGRES.open(ws.dir);
+    await copyDataset(file, target.locator);
+    expect(await target.rows('SELECT reactions, author_url FROM posts')).toEqual(Array.from({ length: POSTS }, () => ({ reactions: null, author_url: null })));
+  }, 60_000);
 });

@@ -58,6 +58,9 @@ export function indexable(stored: StoredAnswer): StoredAnswer {
   return { ...stored, writes: writes as StoredAnswer['writes'] };
 }
 
+/** The value, or NULL for text past MAX_INDEXED_TEXT_BYTES (copy's rule for a dataset written before it). */
+export const fitsIndex = (value: unknown): unknown => (overlong(value) ? null : value);
+
 /** Three UTF-8 bytes a UTF-16 unit at most: a shorter string is not counted. */
 function overlong(value: unknown): boolean {
   return typeof value === 'string' && value.length * 3 > MAX_INDEXED_TEXT_BYTES && Buffer.byteLength(value) > MAX_INDEXED_TEXT_BYTES;
