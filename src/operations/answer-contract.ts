@@ -5,7 +5,7 @@
  * body the contract cannot read at all is unusable; members the spec never names are kept as they came.
  */
 import { DriftTally } from './drift.ts';
-import { storableValue } from './storable-text.ts';
+import { storableValue, TooDeepError } from './storable-text.ts';
 
 /**
  * How a scalar member is read. `int32`: a count or a year, which a 32-bit column holds (PostgreSQL's `integer`); one past
@@ -123,7 +123,13 @@ export function readThrough<R extends Members>(contract: AnswerContract<R>, pars
   if (!isObject(parsed)) return { usable: false, issue: { path: '(root)', message: `expected object, received ${kindOf(parsed)}` } };
   const drift = new DriftTally();
   // The text rule of both engines (storable-text.ts), applied here so that every writer gets the same values.
-  const body = storableValue(parsed, (path, parent, fix) => drift.note(path, parent, 'text', fix)) as Record<string, unknown>;
+  let body: Record<string, unknown>;
+  try {
+    body = storableValue(parsed, (path, parent, fix) => drift.note(path, parent, 'text', fix)) as Record<string, unknown>;
+  } catch (err) {
+    if (err instanceof TooDeepError) return { usable: false, issue: { path: err.path, message: err.message } };
+    throw err;
+  }
   const issue = unusableShape(contract, body);
   if (issue) return { usable: false, issue };
   drift.seen('');

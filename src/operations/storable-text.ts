@@ -28,33 +28,51 @@ export function storableString(text: string): { text: string; fix: TextFix | nul
 /** Told of each string or member name the rule changed: its path (`data.content[].name`), its parent's, and what. */
 export type OnTextFix = (path: string, parent: string, fix: TextFix) => void;
 
+/**
+ * The deepest nesting a value may have: the spec's answers nest a few levels. A garbled or hostile body nested
+ * thousands deep overflowed the stack here (and in JSON.stringify), ending the whole run; past this it is unusable.
+ */
+export const MAX_JSON_DEPTH = 100;
+
+/** Thrown for a value nested past MAX_JSON_DEPTH, at the path where it went past. */
+export class TooDeepError extends Error {
+  readonly path: string;
+  constructor(path: string) {
+    super(`nested deeper than ${MAX_JSON_DEPTH} levels`);
+    // The path down there is a hundred `[]` or more: its start says where.
+    this.path = path.length > 60 ? `${path.slice(0, 60)}...` : path;
+  }
+}
+
 /** A parsed JSON value with every string and member name storable; the same value, not a copy, when nothing changed. */
-export function storableValue(value: unknown, onFix: OnTextFix = () => undefined, path = '', parent = ''): unknown {
+export function storableValue(value: unknown, onFix: OnTextFix = () => undefined, path = '', parent = '', depth = 0): unknown {
   if (typeof value === 'string') {
     const { text, fix } = storableString(value);
     if (fix !== null) onFix(path === '' ? '(root)' : path, parent, fix);
     return text;
   }
-  if (Array.isArray(value)) {
-    const element = `${path}[]`;
-    let out: unknown[] | null = null;
-    for (let i = 0; i < value.length; i++) {
-      const v = storableValue(value[i], onFix, element, element);
-      if (v !== value[i]) (out ??= value.slice())[i] = v;
-    }
-    return out ?? value;
-  }
   if (value === null || typeof value !== 'object') return value;
-  return storableObject(value as Record<string, unknown>, onFix, path);
+  if (depth === MAX_JSON_DEPTH) throw new TooDeepError(path === '' ? '(root)' : path);
+  return Array.isArray(value) ? storableArray(value, onFix, path, depth) : storableObject(value as Record<string, unknown>, onFix, path, depth);
 }
 
-function storableObject(value: Record<string, unknown>, onFix: OnTextFix, path: string): Record<string, unknown> {
+function storableArray(value: unknown[], onFix: OnTextFix, path: string, depth: number): unknown[] {
+  const element = `${path}[]`;
+  let out: unknown[] | null = null;
+  for (let i = 0; i < value.length; i++) {
+    const v = storableValue(value[i], onFix, element, element, depth + 1);
+    if (v !== value[i]) (out ??= value.slice())[i] = v;
+  }
+  return out ?? value;
+}
+
+function storableObject(value: Record<string, unknown>, onFix: OnTextFix, path: string, depth: number): Record<string, unknown> {
   let out: Record<string, unknown> | null = null;
   for (const [name, member] of Object.entries(value)) {
     const key = storableString(name);
     const at = path === '' ? key.text : `${path}.${key.text}`;
     if (key.fix !== null) onFix(at, path, key.fix);
-    const v = storableValue(member, onFix, at, path);
+    const v = storableValue(member, onFix, at, path, depth + 1);
     if (v === member && key.fix === null) continue;
     out ??= { ...value };
     if (key.fix !== null) delete out[name];
