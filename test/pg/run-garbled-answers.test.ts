@@ -1,8 +1,10 @@
 /**
- * Text past what PostgreSQL's btree holds (~2,700 bytes) in an indexed column of a garbled or hostile answer. The
- * 2,048-character rule counted characters: 700 CJK characters are 2,100 bytes as sent and 6,300 once percent-encoded
- * in a canonical URL, and a name or an industry had no rule at all. PostgreSQL refused the whole group, its answers
- * paid and lost, night after night, while SQLite stored them. Now such text is NULL on both engines.
+ * Garbled or hostile answers past what an engine or the run could take, paid and lost night after night:
+ * - text past what PostgreSQL's btree holds (~2,700 bytes) in an indexed column. The 2,048-character rule counted
+ *   characters: 700 CJK characters are 2,100 bytes as sent and 6,300 once percent-encoded in a canonical URL, and a
+ *   name or an industry had no rule at all. PostgreSQL refused the whole group while SQLite stored them; now NULL on both;
+ * - a body nested 20,000 levels deep. The text rule's walk overflowed the stack: the run ended `failed` (INTERNAL)
+ *   after paying, with none of its calls recorded. Now such a body is unusable (SCHEMA), kept, and the run goes on.
  */
 import { randomInt } from 'node:crypto';
 import { afterEach, beforeEach, expect, it } from 'vitest';
@@ -14,11 +16,12 @@ import { opsWorkspace, type OpsWorkspace } from '../soak/ops-fixture.ts';
 import { forEachEngine } from './engines.ts';
 
 const TOKEN = 'overlong-index-token-0001';
+const COMPANIES = 2;
 let ws: OpsWorkspace;
 const startFake = useFakeServices();
 
 beforeEach(async () => {
-  ws = await opsWorkspace({ companies: 2, posts: 2, retries: 1 });
+  ws = await opsWorkspace({ companies: COMPANIES, posts: 2, retries: 1 });
 });
 afterEach(() => ws.cleanup());
 
@@ -49,5 +52,32 @@ forEachEngine('an answer with text past what an index holds', (engine) => {
     expect(await db.rows("SELECT name, universal_name FROM companies WHERE url LIKE '%long-text'")).toEqual([{ name: 'Acme 1 Société 🚀', universal_name: null }]);
     expect(await db.rows('SELECT value FROM company_industries ORDER BY position')).toEqual([{ value: null }, { value: 'Software' }]);
     expect(await db.rows('SELECT country, city FROM company_locations')).toEqual([{ country: null, city: 'münchen' }]);
+  }, 60_000);
+});
+
+forEachEngine('an answer nested 20,000 levels deep', (engine) => {
+  it('fails its task as SCHEMA, its call and body recorded, and the run goes on', async () => {
+    const deep = `${'['.repeat(20_000)}${']'.repeat(20_000)}`;
+    let calls = 0;
+    let deepSent = 0;
+    const baseUrl = await startFake((req, res) => {
+      if (req.url === '/v1/api/auth') return void res.writeHead(404).end('{}');
+      calls += 1;
+      const body = JSON.stringify(similarResponse([company(calls, { url: `https://www.network.com/company/listed-${calls}` })], 1, 10));
+      // Every other answer nests a record's member deep; the others are as the live service sends them.
+      const deepOne = calls % 2 === 1;
+      deepSent += deepOne ? 1 : 0;
+      res.writeHead(200, { 'content-type': 'application/json' }).end(deepOne ? body.replace('"cover":null', `"cover":${deep}`) : body);
+    });
+    const db = await engine.open(ws.dir);
+    const summary = await runJobs({ dbPath: db.locator, jobs: [await loadJob(ws.lookalikesJob, { cwd: ws.dir })], api: { baseUrl, token: TOKEN } });
+    expect(summary.error).toBeNull();
+    expect(summary.calls).toBe(calls);
+    const failed = await db.rows<{ last_error: string }>("SELECT last_error FROM tasks WHERE status = 'failed'");
+    expect(failed).toHaveLength(deepSent);
+    expect(failed[0]!.last_error).toMatch(/data\.content\[\]\.cover\[\]\[\].*: nested deeper than 100 levels/);
+    expect(summary.jobs[0]).toMatchObject({ failed: deepSent, failedByCode: { SCHEMA: deepSent }, done: calls - deepSent });
+    expect(await db.rows("SELECT count(*) AS n FROM raw_responses WHERE error_code = 'SCHEMA'")).toEqual([{ n: deepSent }]);
+    expect(await db.rows('SELECT count(*) AS n FROM api_calls')).toEqual([{ n: calls }]);
   }, 60_000);
 });
