@@ -1,7 +1,7 @@
 /**
  * What `netingest plan` asks the dataset on either engine, in one snapshot, writing nothing: where each planned task
  * would land in a run starting now (by its due rule), the jobs whose answers it would take, the learned cost and the
- * last known balance. sqlite/plan-ledger.ts and pg/pg-plan-ledger.ts answer.
+ * last known balance. sqlite/dataset-store.ts and pg/pg-plan-ledger.ts answer.
  */
 import type { DueRule, TaskRow } from './ledger.ts';
 

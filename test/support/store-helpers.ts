@@ -12,7 +12,7 @@ import { createIngestor, type IngestResult } from '../../src/store/ingest/index.
 import { prepareOutcomeWrite, type OutcomeOp } from '../../src/store/outcome-ops.ts';
 import type { ApiCallRow } from '../../src/store/api-calls.ts';
 import type { Database } from '../../src/store/open.ts';
-import { inSqliteReprocessTransaction } from '../../src/store/sqlite/reprocess-store.ts';
+import { inSqliteReprocessTransaction } from '../../src/store/sqlite/dataset-store.ts';
 import { replay, type ReprocessOptions, type ReprocessReport } from '../../src/runner/reprocess.ts';
 
 /** The 200 body of each operation as read through its contract. */

@@ -6,13 +6,17 @@ import { existsSync, statSync } from 'node:fs';
 import { UsageError } from '../../errors.ts';
 import { WRITE_META_SQL, type DatasetStore, type StartedStatement, type StorePruneOptions, type StorePruneResult } from '../dataset-store.ts';
 import { openDatabase, type Database } from '../open.ts';
-import { emptyPlanLedger } from '../plan-ledger.ts';
+import { emptyPlanLedger, type PlanLedger, type PlannedTask, type PlanRule } from '../plan-ledger.ts';
+import { createLedger, type Ledger } from '../ledger.ts';
+import { apiCallReads } from '../api-calls.ts';
 import { pruneRawBodies, type PruneReport } from '../raw-prune.ts';
 import { withReadSnapshot } from '../read-snapshot.ts';
 import { readSync, rows } from '../read-steps.ts';
 import { acquireRunLock } from '../run-lock.ts';
-import { sqlitePlanLedger } from './plan-ledger.ts';
-import { inSqliteReprocessTransaction } from './reprocess-store.ts';
+import { prepareAnswerStore } from '../store-answer.ts';
+import { clearNormalizedTables } from '../ingest/index.ts';
+import { acceptRawResponse } from '../raw-archive.ts';
+import { ARCHIVE_PAGE_SQL, CLEAR_KEPT_ANOMALIES_SQL, WERE_PRUNED_SQL, type ArchivedBody, type ReprocessStore } from '../reprocess-store.ts';
 import { openSqliteRunStore } from '../sqlite-run-store.ts';
 import { openSqliteDataset } from '../readers/dataset.ts';
 import { openForReading } from '../readers/open-for-reading.ts';
@@ -101,6 +105,63 @@ async function locked<T>(file: string, fn: (database: Database) => T | Promise<T
     }
   } finally {
     database.close();
+  }
+}
+
+/** `plan`'s ledger: the ledger's own dueState and hasSharedAnswer, task by task (in process: no round trip to save). */
+function sqlitePlanLedger(database: Database): PlanLedger {
+  const ledger = createLedger(database);
+  return {
+    nothingRan: null,
+    otherJobs: (operation, job) => Promise.resolve(ledger.otherJobs(operation, job)),
+    taskStates: (rule, tasks) => Promise.resolve(tasks.map((task) => plannedState(ledger, rule, task))),
+    learnedCost: (operation) => Promise.resolve(readSync(database.sqlite, apiCallReads.learnedCost(operation))),
+    lastKnownBalance: () => Promise.resolve(readSync(database.sqlite, apiCallReads.lastCounters())?.balance ?? null),
+  };
+}
+
+/** How a run starting now takes the task: fresh, failed for good, or due (unless another job answered it). */
+function plannedState(ledger: Ledger, rule: PlanRule, task: PlannedTask) {
+  const state = ledger.dueState(rule, task);
+  if (state === 'fresh') return 'fresh';
+  if (state === 'failed') return 'failedBefore';
+  const lookup = { operation: rule.operation, ...task };
+  return ledger.hasSharedAnswer(lookup, rule.others, rule.freshSince) ? 'fresh' : 'calls';
+}
+
+/**
+ * Runs `replay` in one transaction, statements prepared once (posts' day order read now), bodies stored as the run's
+ * writer stores them: all kept or none (the caller holds the run lock). The store answers at once, so nothing else
+ * runs between BEGIN and COMMIT.
+ */
+export async function inSqliteReprocessTransaction<T>(database: Database, replay: (store: ReprocessStore) => Promise<T>): Promise<T> {
+  const { sqlite } = database;
+  const storeAnswer = prepareAnswerStore(database);
+  const ledger = createLedger(database);
+  // Keyset pages instead of one iterate(): better-sqlite3 refuses other statements on a connection while an
+  // iterator is open, and the replay writes on this connection.
+  const page = sqlite.prepare(ARCHIVE_PAGE_SQL.sqlite);
+  const clearAnomalies = sqlite.prepare(CLEAR_KEPT_ANOMALIES_SQL);
+  const store: ReprocessStore = {
+    bodiesWerePruned: () => sqlite.prepare(WERE_PRUNED_SQL).get() !== undefined,
+    clearNormalizedTables: () => clearNormalizedTables(database),
+    clearKeptBodiesAnomalies: () => void clearAnomalies.run(),
+    archivePage: (afterId, limit) => page.all(afterId, limit) as ArchivedBody[],
+    savepoint: () => void sqlite.exec('SAVEPOINT reprocess_body'),
+    releaseSavepoint: () => void sqlite.exec('RELEASE reprocess_body'),
+    rollbackToSavepoint: () => void sqlite.exec('ROLLBACK TO reprocess_body; RELEASE reprocess_body'),
+    storeAnswer: (input) => storeAnswer(input).rows,
+    acceptBody: acceptRawResponse(database),
+    markRecovered: (taskId, rawId, code, receivedAt, at) => ledger.markRecovered(taskId, rawId, code, receivedAt, at),
+  };
+  sqlite.exec('BEGIN');
+  try {
+    const result = await replay(store);
+    sqlite.exec('COMMIT');
+    return result;
+  } catch (err) {
+    if (sqlite.inTransaction) sqlite.exec('ROLLBACK');
+    throw err;
   }
 }
 
