@@ -49,13 +49,6 @@ export function saveApiCall(database: Connection): (r: ApiCallRow) => void {
   return (r) => void insert.run(...callValues(r));
 }
 
-function withBalance(row: CountersRow | undefined) {
-  if (row === undefined) return undefined;
-  // The three counters are stored together, from the same answer.
-  const balance = reportedBalance({ total_credits: row.totalCredits, credits_used: row.creditsUsed, credits_remaining: row.creditsRemaining });
-  return { ...row, balance: roundCredits(balance) };
-}
-
 /** What the api_calls log tells, as Reads (read-steps.ts): the same statements on either engine. */
 export const apiCallReads = {
   /**
@@ -73,6 +66,10 @@ export const apiCallReads = {
   },
   /** The last counters reported (before call `beforeCallId`), undefined before any; `balance` as the guard has it. */
   *lastCounters(beforeCallId = Number.MAX_SAFE_INTEGER) {
-    return withBalance((yield* rows<CountersRow>(LAST_COUNTERS, [beforeCallId]))[0]);
+    const row = (yield* rows<CountersRow>(LAST_COUNTERS, [beforeCallId]))[0];
+    if (row === undefined) return undefined;
+    // The three counters are stored together, from the same answer.
+    const balance = reportedBalance({ total_credits: row.totalCredits, credits_used: row.creditsUsed, credits_remaining: row.creditsRemaining });
+    return { ...row, balance: roundCredits(balance) };
   },
 };

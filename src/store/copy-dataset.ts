@@ -175,7 +175,7 @@ async function copyTable(
     if (isMeta && META_KEPT.has(String(row.key))) continue;
     const values = columns.map((c) => convertOrSay(c, row, table.name, keyColumns));
     batch.push(values);
-    bytes += values.reduce<number>((sum, v) => sum + sizeOf(v), 0);
+    bytes += values.reduce<number>((sum, v) => sum + (typeof v === 'string' || Buffer.isBuffer(v) ? v.length : 8), 0);
     if (batch.length >= maxRows || bytes >= opts.batchBytes) await flush();
   }
   await flush();
@@ -223,10 +223,6 @@ function planColumns({ name: tableName, columns }: TableDef): ColumnPlan[] {
     if (written?.indexed.includes(name)) return { name, convert: (value) => fitsIndex(convert(value)) };
     return { name, convert };
   });
-}
-
-function sizeOf(value: unknown): number {
-  return typeof value === 'string' || Buffer.isBuffer(value) ? value.length : 8;
 }
 
 /** Sets each identity sequence past the largest copied id, so the next row the engine numbers is new. */

@@ -125,9 +125,10 @@ export function statusCounts(rows: ReadonlyArray<{ status: TaskStatus; n: number
   return counts;
 }
 
-/** One task's values in the upsert; `TASK_PARAMS` placeholders. */
+/** One task's values in the upsert: taskParams' placeholders. */
 const TASK_VALUES = "(?, ?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?)";
-const TASK_PARAMS = 9;
+const taskParams = (t: NewTask, at: string, runId: number) =>
+  [t.job, t.operation, t.inputKey, t.page, t.requestJson, t.inputLine, at, at, runId];
 /** Task rows per multi-row upsert statement (the rest of a batch goes one by one). */
 const TASK_ROWS_PER_STATEMENT = 50;
 
@@ -147,29 +148,13 @@ export function createLedger(database: Connection) {
   const upsertTask = upsertTasks(1);
   const upsertTaskChunk = upsertTasks(TASK_ROWS_PER_STATEMENT);
   const upsertInvalid = sqlite.prepare(LEDGER_SQL.upsertInvalid.sqlite);
-  const chunkParams: unknown[] = new Array(TASK_ROWS_PER_STATEMENT * TASK_PARAMS);
   const insertBatch = sqlite.transaction((tasks: NewTask[], invalid: InvalidInputRow[], runId: number, at: string) => {
     // Rows go in input order (a conflict within one statement resolves as it would row by row).
     let i = 0;
     for (; i + TASK_ROWS_PER_STATEMENT <= tasks.length; i += TASK_ROWS_PER_STATEMENT) {
-      for (let j = 0, o = 0; j < TASK_ROWS_PER_STATEMENT; j++, o += TASK_PARAMS) {
-        const t = tasks[i + j]!;
-        chunkParams[o] = t.job;
-        chunkParams[o + 1] = t.operation;
-        chunkParams[o + 2] = t.inputKey;
-        chunkParams[o + 3] = t.page;
-        chunkParams[o + 4] = t.requestJson;
-        chunkParams[o + 5] = t.inputLine;
-        chunkParams[o + 6] = at;
-        chunkParams[o + 7] = at;
-        chunkParams[o + 8] = runId;
-      }
-      upsertTaskChunk.run(chunkParams);
+      upsertTaskChunk.run(tasks.slice(i, i + TASK_ROWS_PER_STATEMENT).flatMap((t) => taskParams(t, at, runId)));
     }
-    for (; i < tasks.length; i++) {
-      const t = tasks[i]!;
-      upsertTask.run(t.job, t.operation, t.inputKey, t.page, t.requestJson, t.inputLine, at, at, runId);
-    }
+    for (; i < tasks.length; i++) upsertTask.run(taskParams(tasks[i]!, at, runId));
     for (const r of invalid) upsertInvalid.run(invalidParams(r, runId, at));
   });
   const deleteStaleInvalid = sqlite.prepare(LEDGER_SQL.dropStaleInvalid.sqlite);

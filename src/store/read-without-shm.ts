@@ -43,7 +43,8 @@ export function openWithoutShm<T>(
   }
   let opened: T;
   try {
-    opened = open(immutableUri(path));
+    // Read-only and immutable; pathToFileURL escapes `?`, `#` and `%`, which SQLite decodes.
+    opened = open(`${pathToFileURL(path).href}?mode=ro&immutable=1`);
   } catch (err) {
     // SQLITE_CANTOPEN: the `file:` name was taken literally, URI filenames being off (SQLITE_USE_URI=0 set by the
     // user, or better-sqlite3 loaded before connection.ts set it); the first failure is the one that explains.
@@ -63,11 +64,6 @@ export function openWithoutShm<T>(
       },
     },
   };
-}
-
-/** `file:` URI of `path`, read-only and immutable; pathToFileURL escapes `?`, `#` and `%`, which SQLite decodes. */
-export function immutableUri(path: string): string {
-  return `${pathToFileURL(path).href}?mode=ro&immutable=1`;
 }
 
 /** Device, inode, size and nanosecond times of the file, as one comparable string; '' once it is gone. */

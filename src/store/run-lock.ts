@@ -1,9 +1,9 @@
+import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import type BetterSqlite3 from 'better-sqlite3';
 import { NetingestError } from '../errors.ts';
 import type { Database } from './open.ts';
 import { closeAbandonedRuns } from './abandoned-runs.ts';
-import { processFacts } from './process-identity.ts';
 import { rows, type Reads } from './read-steps.ts';
 import type { RunHold } from './run-store.ts';
 
@@ -208,7 +208,8 @@ function holdLock(database: Database, holding: RunLockHolding, abandonedRuns: nu
 
 function isAlive(lock: LockRow, host: string): boolean {
   // Our own run: known for sure, even if a blocked event loop let its heartbeat go stale.
-  if (heldByThisProcess(lock)) return true;
+  const ours = [...heldHere].some((h) => h.pid === lock.pid && h.host === lock.host && h.acquiredAt === lock.acquiredAt);
+  if (ours) return true;
   // Another host's pid cannot be checked from here: its lease, renewed by its heartbeat, is all there is.
   if (lock.host !== host) return leaseRunning(lock);
   // Our pid, yet not one of our locks (checked above): an earlier process with this pid left it.
@@ -219,10 +220,6 @@ function isAlive(lock: LockRow, host: string): boolean {
   if (lock.processStart !== null && facts !== null) return facts.start === lock.processStart;
   // No start to compare (a row written without one, or no /proc here): the lease decides, as on another host.
   return leaseRunning(lock);
-}
-
-function heldByThisProcess(lock: LockRow): boolean {
-  return [...heldHere].some((h) => h.pid === lock.pid && h.host === lock.host && h.acquiredAt === lock.acquiredAt);
 }
 
 function leaseRunning(lock: LockRow): boolean {
@@ -247,5 +244,41 @@ function processExists(pid: number): boolean {
     return true;
   } catch (err) {
     return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** What /proc says of a live process: a pid alone is reused (after a crash, PID 1 in every container). */
+export interface ProcessFacts {
+  /** The boot's id and the process's start time in clock ticks since boot (field 22 of /proc/<pid>/stat). */
+  start: string;
+  /** Its state letter (field 3): `T` stopped (Ctrl-Z, SIGSTOP), `t` stopped by a debugger. */
+  state: string;
+}
+
+/** The facts of process `pid`, or null where /proc cannot tell (no such process, or not Linux). */
+export function processFacts(pid: number): ProcessFacts | null {
+  const stat = readProc(`/proc/${pid}/stat`);
+  if (stat === null) return null;
+  // Field 2, the command name, is in parentheses and may hold spaces or parentheses itself: count after the last.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const state = fields[0];
+  const startTicks = fields[19];
+  if (!state || !startTicks || !/^\d+$/.test(startTicks)) return null;
+  return { start: `${bootId()}:${startTicks}`, state };
+}
+
+let cachedBootId: string | undefined;
+
+/** The kernel's id of this boot: start times count from the boot, so two boots' times cannot be compared. */
+function bootId(): string {
+  return (cachedBootId ??= readProc('/proc/sys/kernel/random/boot_id')?.trim() ?? '');
+}
+
+/** A /proc file's text, or null where it cannot be read (no such process, or not Linux). */
+function readProc(path: string): string | null {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch {
+    return null;
   }
 }

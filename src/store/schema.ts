@@ -11,16 +11,7 @@ import { DATASET_TABLES, type DatasetTable } from './tables.ts';
 /** Values of a type the spec does not show: BLOB, so SQLite applies no affinity (TEXT would turn 12 into '12'). */
 const asGiven = customType<{ data: string | number; driverData: string | number }>({ dataType: () => 'blob' });
 
-const COLUMNS = {
-  text: () => text(),
-  time: () => text(),
-  json: () => text(),
-  int: () => integer(),
-  bigint: () => integer(),
-  flag: () => integer(),
-  real: () => real(),
-  given: () => asGiven(),
-};
+const COLUMNS = { text, time: text, json: text, int: integer, bigint: integer, flag: integer, real, given: asGiven };
 
 const sqlite: Dialect = {
   engine: 'sqlite',

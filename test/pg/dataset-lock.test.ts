@@ -19,7 +19,7 @@ import { openDatabase, type Database } from '../../src/store/open.ts';
 import { openStore } from '../../src/store/open-store.ts';
 import { holdExclusive, holdShared } from '../../src/store/pg/dataset-lock.ts';
 import { acquireRunLock, LockedError, LockLostError, recentLockCheck, RUN_LOCK_DEFAULTS, type RunLock } from '../../src/store/run-lock.ts';
-import { processFacts } from '../../src/store/process-identity.ts';
+import { processFacts } from '../../src/store/run-lock.ts';
 import { lockLeaseFromEnv } from '../../src/cli/commands/run.ts';
 import { EXIT } from '../../src/cli/exit-codes.ts';
 import { exitedPid, inProcess } from '../support/run-helpers.ts';

@@ -65,11 +65,7 @@ function* answerOf(task: PageTask): Reads<Answer | null> {
   return call === undefined ? null : { at: call.at, endsList: call.status === 404 };
 }
 
-function later(a: string | null, b: string | null): string | null {
-  if (a === null) return b;
-  if (b === null) return a;
-  return a >= b ? a : b;
-}
+const later = (a: string | null, b: string | null) => (a === null || (b !== null && b > a) ? b : a);
 
 /**
  * The result columns and lookup of `job`'s operation, as Reads for either engine; `jobs` as for answerFloorsOf.
