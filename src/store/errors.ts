@@ -18,12 +18,10 @@ export type DatabaseErrorCode =
 /** The database file cannot be used as it is; the message names the file and what to do. Fatal for a run. */
 export class DatabaseError extends NetingestError {
   declare readonly code: DatabaseErrorCode;
-  /** The database file concerned. */
-  readonly file: string;
 
-  constructor(code: DatabaseErrorCode, file: string, message: string, options?: { cause?: unknown }) {
+  /** `file`: the database file concerned. */
+  constructor(code: DatabaseErrorCode, readonly file: string, message: string, options?: { cause?: unknown }) {
     super(code, message, options);
-    this.file = file;
   }
 }
 

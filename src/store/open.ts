@@ -50,8 +50,7 @@ function openOnce(file: string, opts: Required<OpenDatabaseOptions>): Database {
   const connection = openConnection(file, { readonly: opts.readonly, busyTimeoutMs: opts.busyTimeoutMs });
   const { sqlite, file: path } = connection;
   try {
-    const known = knownMigrations(opts.migrationsFolder);
-    prepareSchema(sqlite, path, known, opts.readonly, opts.migrationsFolder);
+    prepareSchema(sqlite, path, opts);
   } catch (err) {
     connection.close();
     throw toDatabaseError(err, path, opts.busyTimeoutMs);
@@ -59,13 +58,8 @@ function openOnce(file: string, opts: Required<OpenDatabaseOptions>): Database {
   return connection;
 }
 
-function prepareSchema(
-  sqlite: BetterSqlite3.Database,
-  path: string,
-  known: readonly KnownMigration[],
-  readonly: boolean,
-  migrationsFolder: string,
-): void {
+function prepareSchema(sqlite: BetterSqlite3.Database, path: string, opts: Required<OpenDatabaseOptions>): void {
+  const known = knownMigrations(opts.migrationsFolder);
   const state = readMigrationState(sqlite, known);
   if (!state.tracked && !state.empty) {
     throw new DatabaseError(
@@ -82,12 +76,12 @@ function prepareSchema(
     );
   }
   if (state.pending.length > 0) {
-    if (readonly) throw new DatabaseNeedsMigrationError(path, state.tracked);
-    applyMigrations(sqlite, known, migrationsFolder);
+    if (opts.readonly) throw new DatabaseNeedsMigrationError(path, state.tracked);
+    applyMigrations(sqlite, known, opts.migrationsFolder);
   }
   // The rewrite 0008 asks for (URL parsing SQL cannot do) runs after the SQL migrations, once.
   if (wwwUpgradeDue(sqlite)) {
-    if (readonly) throw new DatabaseNeedsMigrationError(path, true);
+    if (opts.readonly) throw new DatabaseNeedsMigrationError(path, true);
     runWwwUpgrade(sqlite, networkHost());
   }
 }

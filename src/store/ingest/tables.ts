@@ -72,20 +72,14 @@ export function onConflict(w: TableWrite, merge: Readonly<Record<Merge, (column:
   return ` ON CONFLICT (${w.conflictKey.join(', ')}) DO UPDATE SET ${w.updates.map((u) => `${u.column} = ${merge[u.merge](u.column)}`).join(', ')}`;
 }
 
-/** A table's statement and the columns it binds, in order. */
-export interface TableStatement {
-  columns: readonly string[];
-  sql: string;
-}
-
 const SQLITE_MERGE = {
   new: (c: string) => `excluded.${c}`,
   earliest: (c: string) => `min(${c}, excluded.${c})`,
   latest: (c: string) => `max(${c}, excluded.${c})`,
 };
 
-/** Every normalized table's SQLite statement, by name. */
-export const TABLE_STATEMENTS: Readonly<Record<string, TableStatement>> = Object.fromEntries(
+/** Every normalized table's SQLite statement and the columns it binds, in order, by name. */
+export const TABLE_STATEMENTS = Object.fromEntries(
   Object.values(TABLE_WRITES).map((w) => [
     w.table,
     { columns: w.columns, sql: `INSERT INTO ${w.table} (${w.columns.join(', ')}) VALUES (${w.columns.map(() => '?').join(', ')})${onConflict(w, SQLITE_MERGE)}` },

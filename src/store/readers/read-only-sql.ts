@@ -106,7 +106,8 @@ export function prepareUserSql(sqlite: BetterSqlite3.Database, sql: string): Bet
 
 /** The statement without leading comments, and its first word in capitals; an empty statement is refused. */
 function firstKeyword(sql: string): { body: string; keyword: string } {
-  const body = stripLeadingComments(sql);
+  // Leading whitespace and comments: `-- ...` lines and block comments, either perhaps unclosed.
+  const body = sql.replace(/^(?:\s+|--[^\n]*(?:\n|$)|\/\*[\s\S]*?(?:\*\/|$))*/, '');
   if (body === '') throw new BadQueryError('the SQL statement is empty');
   return { body, keyword: (/^[A-Za-z]+/.exec(body)?.[0] ?? body.slice(0, 20)).toUpperCase() };
 }
@@ -168,9 +169,4 @@ function checkPragma(body: string): void {
   if (argument === '=' || (argument === '(' && !PRAGMAS_WITH_NAME_ARGUMENT.has(name))) {
     throw new WriteRefusedError(`refused: PRAGMA ${name} with a value changes a setting (read-only; ${ALLOWED})`);
   }
-}
-
-/** The SQL without leading whitespace and comments (`-- ...` lines and block comments, either perhaps unclosed). */
-function stripLeadingComments(sql: string): string {
-  return sql.replace(/^(?:\s+|--[^\n]*(?:\n|$)|\/\*[\s\S]*?(?:\*\/|$))*/, '');
 }

@@ -48,11 +48,6 @@ export function rowCount(snapshot: SqliteSnapshot, table: string): bigint {
   return snapshot.sqlite.prepare(`SELECT count(*) FROM "${table}"`).pluck().safeIntegers(true).get() as bigint;
 }
 
-/** How long the snapshot's connection waits for a lock, for the workers' own connections to wait as long. */
-export function busyTimeoutMs(snapshot: SqliteSnapshot): number {
-  return snapshot.sqlite.pragma('busy_timeout', { simple: true }) as number;
-}
-
 /** What a worker opens its chunk reader on: plain data, handed to the thread. */
 export interface ChunkSource {
   /** The dataset's path. */

@@ -21,7 +21,7 @@ import { openSqliteRunStore } from '../sqlite-run-store.ts';
 import { openSqliteDataset } from '../readers/dataset.ts';
 import { openForReading } from '../readers/open-for-reading.ts';
 import { asQueryError, prepareReadQuery } from '../readers/read-only-sql.ts';
-import { busyTimeoutMs, rowCount, rowidBounds, tableRows } from '../readers/table-rows.ts';
+import { rowCount, rowidBounds, tableRows } from '../readers/table-rows.ts';
 import { statementRows } from './statement-rows.ts';
 
 /** The store of the SQLite dataset in `file` (a normalized path; nothing is opened yet). */
@@ -52,11 +52,13 @@ export function sqliteDatasetStore(file: string): DatasetStore {
       reading(file, (database) =>
         withReadSnapshot(database, (snapshot) => {
           const { columns, rows } = tableRows(snapshot, query);
-          // A table's rowid ranges, for a reader that reads them in parallel on connections of its own.
+          // A table's rowid ranges, for a reader that reads them in parallel on connections of its own, which wait for
+          // a lock as long as the snapshot's connection does.
+          const busyTimeoutMs = snapshot.sqlite.pragma('busy_timeout', { simple: true }) as number;
           const chunks =
             query.kind === 'table'
               ? {
-                  source: { db: snapshot.file, table: query.table, since: query.since, busyTimeoutMs: busyTimeoutMs(snapshot) },
+                  source: { db: snapshot.file, table: query.table, since: query.since, busyTimeoutMs },
                   bounds: () => rowidBounds(snapshot, query.table),
                   count: () => rowCount(snapshot, query.table),
                 }

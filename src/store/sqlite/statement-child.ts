@@ -33,13 +33,10 @@ process.on('message', (message: ToStatementChild) => {
     }
     const batch: unknown[][] = [];
     let done = false;
-    while (batch.length < batchRows) {
+    while (!done && batch.length < batchRows) {
       const next = rows!.next();
-      if (next.done) {
-        done = true;
-        break;
-      }
-      batch.push(next.value);
+      if (next.done) done = true;
+      else batch.push(next.value);
     }
     send({ type: 'rows', rows: batch, done });
     if (done) close();
