@@ -10,7 +10,7 @@ import { readCsvHeader, type CsvDelimiter } from '../input/csv-header.ts';
 import { assertOutputIsNotInput, jobInputs } from './output-is-not-input.ts';
 import type { StepSnapshot } from '../store/dataset-store.ts';
 import { openStore } from '../store/open-store.ts';
-import { otherJobsWithOperationReads } from '../store/job-names.ts';
+import { otherJobsWithOperationReads } from '../store/ledger.ts';
 import { resultLookup } from '../store/readers/latest-answers.ts';
 import { ENRICH_STATUSES, taskStatusReader, type CurrentRequests, type EnrichStatus } from '../store/readers/enrich-status.ts';
 import { assertEncoderOptions, encoderFor } from './row-encoders.ts';

@@ -1,6 +1,5 @@
 import type { Connection } from './connection.ts';
-import { otherJobsWithOperationReads } from './job-names.ts';
-import { readSync } from './read-steps.ts';
+import { readSync, rows, value, type Reads } from './read-steps.ts';
 import type { InvalidInputRow, TaskStatus } from './tables.ts';
 import { sql, param, named } from '../statement.ts';
 import type { Settlement } from './outcome-ops.ts';
@@ -123,6 +122,24 @@ export function statusCounts(rows: ReadonlyArray<{ status: TaskStatus; n: number
   const counts: Record<TaskStatus, number> = { pending: 0, done: 0, not_found: 0, failed: 0, deferred: 0 };
   for (const r of rows) counts[r.status] = r.n;
   return counts;
+}
+
+/** Every job name in the ledger, by a skip-scan of the job index: one probe per name, however many tasks. */
+export const JOB_NAMES_SQL = `WITH RECURSIVE names(job) AS (
+    SELECT (SELECT min(job) FROM tasks)
+    UNION ALL SELECT (SELECT min(job) FROM tasks WHERE job > names.job) FROM names WHERE names.job IS NOT NULL
+  ) SELECT job FROM names WHERE job IS NOT NULL`;
+
+/** Other jobs than `own` with tasks of `operation`: JOB_NAMES_SQL, then one EXISTS per name checks its operation. */
+export function* otherJobsWithOperationReads(operation: string, own: string): Reads<string[]> {
+  const names = yield* rows<{ job: string }>(JOB_NAMES_SQL);
+  const others: string[] = [];
+  for (const { job } of names) {
+    if (job === own) continue;
+    const has = yield* value<number>(sql`SELECT EXISTS (SELECT 1 FROM tasks WHERE job = ${param} AND operation = ${param})`, [job, operation]);
+    if (has === 1) others.push(job);
+  }
+  return others;
 }
 
 /** One task's values in the upsert: taskParams' placeholders. */

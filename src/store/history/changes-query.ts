@@ -5,7 +5,7 @@
 import { NetingestError, UsageError } from '../../errors.ts';
 import { openStore } from '../open-store.ts';
 import { rows } from '../read-steps.ts';
-import { JOB_NAMES_SQL } from '../job-names.ts';
+import { JOB_NAMES_SQL } from '../ledger.ts';
 import type { HistoryEntity } from './tracking.ts';
 
 /** Where the listing starts: the last run's changes, those of a run and every later one, or those since a time. */

@@ -5,9 +5,8 @@
 import type pg from 'pg';
 import { inPgTransaction, retryingConflicts, withPgClient } from './transaction.ts';
 import { pipelineTransaction } from './pg-pipeline.ts';
-import { otherJobsWithOperationReads } from '../job-names.ts';
 import { readPg } from '../read-steps.ts';
-import { countByKey, dueRule, invalidParams, LEDGER_SQL, statusCounts, type InvalidInputRow, type NewTask, type RunnableFilter, type TaskRow } from '../ledger.ts';
+import { countByKey, dueRule, invalidParams, LEDGER_SQL, otherJobsWithOperationReads, statusCounts, type InvalidInputRow, type NewTask, type RunnableFilter, type TaskRow } from '../ledger.ts';
 import type { RunLedger } from '../run-store.ts';
 import type { TaskStatus } from '../tables.ts';
 

@@ -4,7 +4,7 @@
  */
 import { UsageError } from '../../errors.ts';
 import { apiCallReads } from '../api-calls.ts';
-import { otherJobsWithOperationReads } from '../job-names.ts';
+import { otherJobsWithOperationReads } from '../ledger.ts';
 import type { PlanLedger, PlannedTaskState } from '../plan-ledger.ts';
 import { emptyPlanLedger } from '../plan-ledger.ts';
 import { readPg } from '../read-steps.ts';

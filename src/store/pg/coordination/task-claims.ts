@@ -11,8 +11,7 @@ import { LOCK_HOLDERS_SQL } from '../dataset-lock.ts';
 import { namedQuery } from '../pg-statements.ts';
 import { retryingConflicts, withPgClient } from '../transaction.ts';
 import { pipelineTransaction } from '../pg-pipeline.ts';
-import { JOB_NAMES_SQL } from '../../job-names.ts';
-import { dueRule, type DueRule, type TaskRow } from '../../ledger.ts';
+import { dueRule, JOB_NAMES_SQL, type DueRule, type TaskRow } from '../../ledger.ts';
 
 export const TASK_CLAIM_DEFAULTS = {
   /** How long a claim holds without renewal: a stalled worker's inputs wait this long before others take them. */
@@ -174,7 +173,7 @@ const RELEASE = `DELETE FROM worker_task_leases l USING (SELECT x.ctid FROM (SEL
 /**
  * Settles the claimed tasks ($1, of job $3) that another job asking the same lookup (operation, input, page, request)
  * answered at or after $2, as that answer; returns their ids. Each task probes the unique index by all three columns
- * once per other job (names by a skip-scan, job-names.ts, the claiming job's own left out): a join read every answered
+ * once per other job (names by a skip-scan, JOB_NAMES_SQL, the claiming job's own left out): a join read every answered
  * task each claim, and `job = ANY(...)` could take the (job, status) index instead.
  */
 const ADOPT = `WITH jobs AS MATERIALIZED (SELECT n.job FROM (${JOB_NAMES_SQL}) n WHERE n.job <> $3::text
