@@ -1,12 +1,37 @@
 /** Call outcomes as plain data, and the one function filing them; the run's writer applies a batch per transaction. */
 import type { Connection } from './connection.ts';
 import type { AnySubject } from '../operations/index.ts';
-import { prepareAnswerStore } from './store-answer.ts';
+import { recordAnswerAnomalies, setAsideAnomalies, type AnomalySource } from './answer-anomalies.ts';
+import { createIngestor, type IngestResult } from './ingest/index.ts';
 import { saveRawResponse, type RawResponseInput } from './raw-archive.ts';
 import { saveApiCall, type ApiCallRow } from './api-calls.ts';
 import { createLedger } from './ledger.ts';
 import type { Operation } from '../spec/types.ts';
 import type { SetAsideRecord } from '../operations/answer-contract.ts';
+
+/** One answer to store as its contract read it, and where it came from (its raw_responses row). */
+export interface StoredAnswer extends AnomalySource {
+  request: AnySubject;
+  /** The body as read through its operation's answer contract. */
+  answer: unknown;
+  /** The listed records the contract set aside. */
+  setAside: readonly SetAsideRecord[];
+}
+
+/**
+ * Prepares the statements once; the returned function stores one 200 answer as its contract read it (caller's
+ * transaction): upserts what it holds and records what was not stored as a record (set aside, another post). The
+ * run's writer and reprocess both store through here, so a body stored live and one recovered later are stored alike.
+ */
+export function prepareAnswerStore(database: Connection): (input: StoredAnswer) => IngestResult {
+  const ingestor = createIngestor(database);
+  const record = recordAnswerAnomalies(database);
+  return (input) => {
+    const result = ingestor.ingestAnswer(input.request, input.answer, input.at, { runId: input.runId ?? null, taskId: input.taskId ?? null });
+    record(input, [...setAsideAnomalies(input.setAside), ...(result.anomalies ?? [])]);
+    return result;
+  };
+}
 
 /** A paid 200 as it travels to the writer: the task, the request it answered and the body as received. */
 interface PaidBody {

@@ -3,7 +3,7 @@
  * transaction its implementation opens. The replay (runner/reprocess.ts) awaits each answer, whichever engine.
  */
 import type { Awaitable } from './run-store.ts';
-import type { StoredAnswer } from './store-answer.ts';
+import type { StoredAnswer } from './outcome-ops.ts';
 import { dialect, param, sql } from '../statement.ts';
 
 /** archivePage's statement: $1 after id, $2 limit. */
@@ -48,7 +48,7 @@ export interface ReprocessStore {
   releaseSavepoint(): Awaitable<void>;
   /** Undoes what the body wrote, and closes the savepoint. */
   rollbackToSavepoint(): Awaitable<void>;
-  /** Stores one body's answer, as its contract read it, as a run stores it (store-answer.ts); the row writes. */
+  /** Stores one body's answer, as its contract read it, as a run stores it (outcome-ops.ts); the row writes. */
   storeAnswer(input: StoredAnswer): Awaitable<number>;
   /** Marks an archived body as an answer: error_code cleared. */
   acceptBody(rawId: number): Awaitable<void>;

@@ -1,5 +1,5 @@
 /**
- * Stores 200 answers on PostgreSQL in the caller's transaction, as store/store-answer.ts does on SQLite. A row an
+ * Stores 200 answers on PostgreSQL in the caller's transaction, as store/outcome-ops.ts does on SQLite. A row an
  * answer reads back, and the posted_on fill, flush the group's PgRowBatch first: each answer sees the ones before it.
  */
 import type pg from 'pg';
@@ -8,7 +8,7 @@ import { rowCount, type Row, type RowContext, type RowWrite, type StoredAnswer a
 import type { SqlValue } from '../../operations/stored-values.ts';
 import { networkHost } from '../../urls/network-host.ts';
 import { ANOMALY_HEAD, anomalyRow, setAsideAnomalies } from '../answer-anomalies.ts';
-import type { StoredAnswer } from '../store-answer.ts';
+import type { StoredAnswer } from '../outcome-ops.ts';
 import { readPostDate, type DayOrder } from '../ingest/post-date.ts';
 import { indexable } from '../ingest/tables.ts';
 import { learnInTurn, postedOnOf, provenOrders } from '../ingest/post-date-order.ts';

@@ -13,7 +13,7 @@ import { pruneRawBodies, type PruneReport } from '../raw-prune.ts';
 import { withReadSnapshot } from '../read-snapshot.ts';
 import { readSync, rows } from '../read-steps.ts';
 import { acquireRunLock } from '../run-lock.ts';
-import { prepareAnswerStore } from '../store-answer.ts';
+import { prepareAnswerStore } from '../outcome-ops.ts';
 import { clearNormalizedTables } from '../ingest/index.ts';
 import { acceptRawResponse } from '../raw-archive.ts';
 import { ARCHIVE_PAGE_SQL, CLEAR_KEPT_ANOMALIES_SQL, WERE_PRUNED_SQL, type ArchivedBody, type ReprocessStore } from '../reprocess-store.ts';
