@@ -1,8 +1,7 @@
 /**
- * One consistent view of the dataset for a command that only reads: the read transaction opened, the work done in
- * it, the transaction closed however the work ends, and the change check (read-without-shm.ts) run after it on
- * success and failure alike. A synchronous `fn` is checked synchronously, an async one when it settles. PostgreSQL's
- * is pg/read-snapshot.ts.
+ * One consistent view of the dataset for a command that only reads: the read transaction opened, the work done in it,
+ * closed however the work ends, then the change check (read-without-shm.ts) on success and failure alike: at once for
+ * a synchronous `fn`, an async one's when it settles. PostgreSQL's is pg/read-snapshot.ts.
  */
 import type BetterSqlite3 from 'better-sqlite3';
 import type { Connection } from './connection.ts';

@@ -1,8 +1,7 @@
 /**
- * The WAL checkpointer thread: its own connection, running PASSIVE checkpoints on a timer. A checkpoint's fsyncs, done
- * by the committing connection, would stall every commit queued behind it; PASSIVE never blocks the writer, whose own
- * rarer automatic checkpoint (the backstop, so failures here are ignored) then finds the pages synced already.
- * Messages in: `{ type: 'close' }`. Messages out: none.
+ * The WAL checkpointer thread: its own connection, PASSIVE checkpoints on a timer (any message stops it). Done by the
+ * committing connection, a checkpoint's fsyncs would stall every commit queued behind; PASSIVE never blocks the writer,
+ * whose rarer automatic checkpoint (the backstop: failures here are ignored) then finds the pages synced already.
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { openConnection, type Connection } from './connection.ts';

@@ -1,8 +1,7 @@
 /**
  * What a group of answers changes, read once for both engines (a read-steps generator). Before their rows are written
  * it reads what is stored under their keys, then walks the answers in order over that state, kept as each leaves it,
- * so two answers touching one company compare in turn. It writes nothing: the caller inserts `changes` and deletes
- * `withdrawn` in its transaction.
+ * so two answers on one company compare in turn. Writes nothing: the caller inserts `changes`, deletes `withdrawn`.
  */
 import type { Row, RowWrite } from '../../operations/stored-rows.ts';
 import { rows, type Reads } from '../read-steps.ts';

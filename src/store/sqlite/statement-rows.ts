@@ -1,8 +1,7 @@
 /**
  * A user's statement's rows (`query`, `export --sql`), read in a child process (statement-child.ts): better-sqlite3
- * cannot interrupt a statement, so a runaway one would block signals here, and a busy worker thread keeps the
- * process from exiting. A child is killed at once: on the AbortSignal (ExportInterruptedError), past `timeoutMs`
- * (QueryTimeoutError).
+ * cannot interrupt a statement, so a runaway one would block signals here, and a busy worker thread keeps the process
+ * from exiting. Killed at once: on the AbortSignal (ExportInterruptedError), past `timeoutMs` (QueryTimeoutError).
  */
 import type { ChildProcess } from 'node:child_process';
 import { NetingestError } from '../../errors.ts';
