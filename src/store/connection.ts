@@ -78,7 +78,18 @@ export function openConnection(file: string, options: ConnectionOptions = {}): C
 function openConfigured(name: string, opts: Required<ConnectionOptions>): BetterSqlite3.Database {
   const sqlite = new BetterSqlite3(name, { readonly: opts.readonly, fileMustExist: opts.readonly, timeout: opts.busyTimeoutMs });
   try {
-    configure(sqlite, opts.readonly, opts.busyTimeoutMs);
+    sqlite.pragma(`busy_timeout = ${Math.max(0, Math.trunc(opts.busyTimeoutMs))}`);
+    // The first statement that reads the file: a non-database file fails here with SQLITE_NOTADB.
+    sqlite.prepare('SELECT count(*) FROM sqlite_master').get();
+    if (!opts.readonly) {
+      sqlite.pragma('journal_mode = WAL');
+      sqlite.pragma('synchronous = NORMAL');
+    } else {
+      // The connection's own guard, the last of a reader's locks: even a statement that slipped through cannot write.
+      sqlite.pragma('query_only = ON');
+    }
+    sqlite.pragma('foreign_keys = ON');
+    registerRawBodyFunction(sqlite);
   } catch (err) {
     sqlite.close();
     throw err;
@@ -99,21 +110,6 @@ function ensureFolder(path: string): void {
       cause: err,
     });
   }
-}
-
-function configure(sqlite: BetterSqlite3.Database, readonly: boolean, busyTimeoutMs: number): void {
-  sqlite.pragma(`busy_timeout = ${Math.max(0, Math.trunc(busyTimeoutMs))}`);
-  // The first statement that reads the file: a non-database file fails here with SQLITE_NOTADB.
-  sqlite.prepare('SELECT count(*) FROM sqlite_master').get();
-  if (!readonly) {
-    sqlite.pragma('journal_mode = WAL');
-    sqlite.pragma('synchronous = NORMAL');
-  } else {
-    // The connection's own guard, the last of a reader's locks: even a statement that slipped through cannot write.
-    sqlite.pragma('query_only = ON');
-  }
-  sqlite.pragma('foreign_keys = ON');
-  registerRawBodyFunction(sqlite);
 }
 
 /** Maps a SQLite or file-system error met while opening to a DatabaseError; others pass through. */

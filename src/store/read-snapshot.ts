@@ -35,7 +35,11 @@ export function withReadSnapshot<T>(connection: Connection, fn: (snapshot: Sqlit
   // Outside the try: a BEGIN refused inside another transaction must not end that one.
   sqlite.exec('BEGIN');
   const failed = (err: unknown): never => {
-    endQuietly(sqlite);
+    try {
+      end(sqlite);
+    } catch {
+      // An iterator left open keeps the connection busy; closing the connection ends the transaction.
+    }
     connection.assertUnchanged(err);
     throw err;
   };
@@ -90,13 +94,4 @@ function takeSnapshot(sqlite: BetterSqlite3.Database): void {
 
 function end(sqlite: BetterSqlite3.Database): void {
   if (sqlite.open && sqlite.inTransaction) sqlite.exec('COMMIT');
-}
-
-/** Ends the transaction after a failure, whose error is the one to report. */
-function endQuietly(sqlite: BetterSqlite3.Database): void {
-  try {
-    end(sqlite);
-  } catch {
-    // An iterator left open keeps the connection busy; closing the connection ends the transaction.
-  }
 }
