@@ -11,11 +11,6 @@ function send(message: FromStatementChild): void {
   process.send!(message);
 }
 
-function fail(err: unknown): void {
-  const code = (err as { code?: unknown } | null)?.code;
-  send({ type: 'failed', message: err instanceof Error ? err.message : String(err), code: typeof code === 'string' ? code : undefined });
-}
-
 let rows: Iterator<unknown[]> | null = null;
 let batchRows = 1000;
 let close: () => void = () => undefined;
@@ -41,7 +36,9 @@ process.on('message', (message: ToStatementChild) => {
     send({ type: 'rows', rows: batch, done });
     if (done) close();
   } catch (err) {
-    fail(err);
+    const code = (err as { code?: unknown } | null)?.code;
+    const text = err instanceof Error ? err.message : String(err);
+    send({ type: 'failed', message: text, code: typeof code === 'string' ? code : undefined });
     close();
   }
 });
