@@ -8,7 +8,7 @@ import { CALL_HEAD, callValues } from '../api-calls.ts';
 import { RAW_HEAD, rawValues } from '../raw-archive.ts';
 import { rawInputOf, settlementOf, type OutcomeOp, type Settlement } from '../outcome-ops.ts';
 import type { RowWrite } from '../../operations/stored-rows.ts';
-import type { ReadStep } from '../read-steps.ts';
+import type { ReadStep, Reads } from '../read-steps.ts';
 import { createPgAnswerStore, firstPass, type FirstPass } from './pg-answer-store.ts';
 import { ANOMALY_HEAD } from '../answer-anomalies.ts';
 import { PgRowBatch, roundsByKey } from './pg-row-batch.ts';
@@ -16,7 +16,7 @@ import { valuesStatements, type BoundStatement } from './pg-statements.ts';
 import { pipelineStatements } from './pg-pipeline.ts';
 import { CHANGES_HEAD, ChangeRecorder, changeValues } from '../history/record-changes.ts';
 import { readPg } from '../read-steps.ts';
-import { foldedReadSql, plannedReads, replayReads } from './pg-folded-reads.ts';
+import { pgValues } from '../../statement.ts';
 import { STORE_TYPES } from './reader-values.ts';
 
 type PaidOp = Extract<OutcomeOp, { kind: 'success' | 'rejected' }>;
@@ -28,7 +28,7 @@ export interface PlannedGroup {
   candidates: readonly RowWrite[];
   /** Each paid outcome's first pass of its rows (null for a rejected one), made once for the reads and the write. */
   firsts: ReadonlyArray<FirstPass | null>;
-  /** The history reader's statements for these keys (pg-folded-reads.ts): they do not depend on what they read. */
+  /** The history reader's statements for these keys (plannedReads): they do not depend on what they read. */
   planned: readonly ReadStep[];
 }
 
@@ -80,7 +80,9 @@ function startGroup(runId: number, collectRows: CollectRows, client: pg.ClientBa
   const rowsSent = early ? sendRows(null) : null;
   rowsSent?.catch(() => undefined); // the commit's to report
   async function commit(read: readonly unknown[][]): Promise<{ committed: Promise<void> }> {
-    const history = historyAfter(group, read);
+    // The group's history, having read what its keys hold (`read`: the rows of the group's reads).
+    const history = new ChangeRecorder();
+    replayReads(history.prefetch(group.candidates), group.planned, read);
     if (rowsSent) {
       // The rows are sent: every key they write was read above. What a list's page reads more (changes this run
       // recorded) the group's rows do not touch.
@@ -123,11 +125,38 @@ function planGroup(ops: readonly OutcomeOp[]): PlannedGroup {
   return { ops, paid, candidates, firsts, planned: plannedReads(new ChangeRecorder().prefetch(candidates)) };
 }
 
-/** A recorder of the group's history that has read what its keys hold (`read`: the rows of the group's reads). */
-function historyAfter(group: PlannedGroup, read: readonly unknown[][]): ChangeRecorder {
-  const history = new ChangeRecorder();
-  replayReads(history.prefetch(group.candidates), group.planned, read);
-  return history;
+/**
+ * The statements `reads` sends, learned by running it with no rows: a reader whose statements do not depend on the
+ * rows read (the history's read of a group's keys) rides in the group's round trip, then is replayed on its rows.
+ */
+function plannedReads(reads: Reads<unknown>): ReadStep[] {
+  const steps: ReadStep[] = [];
+  for (let step = reads.next(); !step.done; step = reads.next([])) {
+    if (step.value.raw || typeof step.value.sql === 'string') throw new Error('internal: only statements read by column fold into a query');
+    steps.push(step.value);
+  }
+  return steps;
+}
+
+/** Each read as its statement's own PostgreSQL text, bound to its values. */
+function foldedReadSql(steps: readonly ReadStep[]): BoundStatement[] {
+  return steps.map((step) => {
+    if (typeof step.sql === 'string') throw new Error('internal: a plain read does not fold');
+    return { text: step.sql.postgres, values: pgValues(step.sql, step.params) };
+  });
+}
+
+/** Runs `reads` again on the rows its planned statements returned, checking it asks the same statements in order. */
+function replayReads<T>(reads: Reads<T>, planned: readonly ReadStep[], results: readonly unknown[][]): T {
+  let step = reads.next();
+  for (let i = 0; !step.done; i++) {
+    const p = planned[i];
+    if (!p || p.sql !== step.value.sql || JSON.stringify(p.params) !== JSON.stringify(step.value.params)) {
+      throw new Error('internal: a folded reader asked other statements than it planned');
+    }
+    step = reads.next(results[i]!);
+  }
+  return step.value;
 }
 
 /** The group's statements but the history's: bodies with their anomalies, rows, api_calls, task updates. */
