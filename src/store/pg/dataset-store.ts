@@ -3,22 +3,30 @@
  * it read-only, in one snapshot, and `query` and `export` stream a cursor into SQLite's encoders (no worker threads).
  */
 import type pg from 'pg';
+import { UsageError } from '../../errors.ts';
+import { DatabaseError } from '../errors.ts';
 import { WRITE_META_SQL, type DatasetStore, type StartedStatement, type StorePruneOptions, type StorePruneResult } from '../dataset-store.ts';
 import type { ReadSnapshot } from '../read-snapshot.ts';
+import { CLEAR_DERIVED_SQL, NORMALIZED_TABLES } from '../ingest/index.ts';
+import { ARCHIVE_PAGE_SQL, CLEAR_KEPT_ANOMALIES_SQL, WERE_PRUNED_SQL, type ArchivedBody, type ReprocessStore } from '../reprocess-store.ts';
+import { LEDGER_SQL } from '../ledger.ts';
+import { pgValues } from '../../statement.ts';
 import { readPg, rows } from '../read-steps.ts';
 import { openPgForReading } from '../readers/open-for-reading.ts';
 import { openPgDataset } from '../readers/pg-dataset.ts';
 import { checkPgReadQuery } from '../readers/read-only-sql.ts';
 import { pgTableRowsSql } from '../readers/table-rows.ts';
+import { createPgAnswerStore } from './pg-answer-store.ts';
 import { withPgPlanLedger } from './pg-plan-ledger.ts';
-import { pgReprocessStore } from './pg-reprocess-store.ts';
 import { openPgRunStore } from './pg-run-store.ts';
 import { startPgStatement } from './pg-statement-rows.ts';
-import { withPgMaintenance } from './maintenance.ts';
 import { pruneRawBodiesPg } from './raw-prune.ts';
 import { withPgReadSnapshot, type PgSnapshot } from './read-snapshot.ts';
+import { STORE_TYPES } from './reader-values.ts';
 import { inPgTransaction } from './transaction.ts';
-import { usingPgStore } from './open.ts';
+import { holdExclusive } from './dataset-lock.ts';
+import { redactDatabaseUrl } from './database-url.ts';
+import { openPgStore, usingPgStore, type PgStore } from './open.ts';
 
 /** The store of the database at `url`; `shownUrl` is the URL as it may be printed (password hidden). */
 export function pgDatasetStore(url: string, shownUrl: string): DatasetStore {
@@ -38,12 +46,68 @@ export function pgDatasetStore(url: string, shownUrl: string): DatasetStore {
         const { sql, params } = await pgTableRowsSql(snapshot, query);
         return started(await startPgStatement(snapshot, sql, params, options), snapshot, use);
       }),
-    // The dataset must hold one (maintenance.ts), the lock held exclusive; one transaction: the old dataset or the rebuilt one.
+    // The dataset must hold one, its lock held exclusive (withPgMaintenance); one transaction: old or rebuilt.
     reprocess: (replay) => withPgMaintenance(url, 'reprocess', ({ pool }) => inPgTransaction(pool, (client) => replay(pgReprocessStore(client)))),
     prune: (options) => prune(url, options),
     openDataset: () => openPgDataset(url),
     // Opened for reading (no migration): the report of a dataset its role may not migrate is still remembered.
     writeMeta: async (key, value) => void (await forReading(url, (pool) => readPg({ client: pool }, rows(WRITE_META_SQL, [key, value])))),
+  };
+}
+
+/**
+ * reprocess and prune: refused where no netingest dataset is (writing would create one by mistake), with no statement
+ * timeout (it would only roll them back), under the dataset lock held exclusive (LockedError).
+ */
+async function withPgMaintenance<T>(url: string, command: 'reprocess' | 'prune', fn: (store: PgStore) => Promise<T>) {
+  try {
+    await (await openPgStore(url, { readOnly: true, maxConnections: 1 })).close();
+  } catch (err) {
+    if (err instanceof UsageError && err.code === 'DB_NOT_FOUND') {
+      const message = `no netingest dataset in ${redactDatabaseUrl(url)}: nothing to ${command} (see --db)`;
+      throw new UsageError(message, 'DB_NOT_FOUND');
+    }
+    if (!(err instanceof DatabaseError && err.code === 'DB_NEEDS_MIGRATION')) throw err;
+  }
+  // Two connections at most at once: the lock's, and the work's.
+  return usingPgStore(await openPgStore(url, { statementTimeoutMs: 0, maxConnections: 3 }), async (store) => {
+    const hold = await holdExclusive(store.pool, store.shownUrl, `netingest ${command}`);
+    try {
+      return await fn(store);
+    } finally {
+      await hold.release();
+    }
+  });
+}
+
+/**
+ * reprocess's store: all on one client in one transaction, under the dataset lock held exclusive, so the dataset is
+ * the old or the rebuilt one, never half, even after a kill (the server rolls back and unlocks).
+ */
+function pgReprocessStore(client: pg.PoolClient): ReprocessStore {
+  const answers = createPgAnswerStore();
+  const run = async (text: string, values: unknown[] = []) => (await client.query(text, values)).rowCount ?? 0;
+  return {
+    bodiesWerePruned: async () => (await run(WERE_PRUNED_SQL)) > 0,
+    async clearNormalizedTables() {
+      let rows = 0;
+      for (const table of NORMALIZED_TABLES) rows += await run(`DELETE FROM ${table}`);
+      for (const text of CLEAR_DERIVED_SQL) await run(text);
+      return rows;
+    },
+    clearKeptBodiesAnomalies: async () => void (await run(CLEAR_KEPT_ANOMALIES_SQL)),
+    // Times as ISO text with milliseconds and ids as numbers (STORE_TYPES), as the replay reads them on SQLite.
+    archivePage: async (afterId, limit) => (await client.query<ArchivedBody>({ text: ARCHIVE_PAGE_SQL.postgres, values: [afterId, limit], types: STORE_TYPES })).rows,
+    savepoint: async () => void (await run('SAVEPOINT reprocess_body')),
+    releaseSavepoint: async () => void (await run('RELEASE SAVEPOINT reprocess_body')),
+    async rollbackToSavepoint() {
+      await run('ROLLBACK TO SAVEPOINT reprocess_body');
+      await run('RELEASE SAVEPOINT reprocess_body');
+    },
+    storeAnswer: async (input) => (await answers.store(client, input)).rows,
+    acceptBody: async (rawId) => void (await run('UPDATE raw_responses SET error_code = NULL WHERE id = $1', [rawId])),
+    markRecovered: async (id, rawId, code, receivedAt, at) =>
+      (await run(LEDGER_SQL.markRecovered.postgres, pgValues(LEDGER_SQL.markRecovered, { id, rawId, code, receivedAt, at }))) > 0,
   };
 }
 
