@@ -4,6 +4,7 @@
  */
 import { join } from 'node:path';
 import pg from 'pg';
+import pgPass from 'pgpass';
 import { drizzle } from 'drizzle-orm/node-postgres';
 import { migrate } from 'drizzle-orm/node-postgres/migrator';
 import { readMigrationFiles } from 'drizzle-orm/migrator';
@@ -13,7 +14,6 @@ import { UsageError } from '../../errors.ts';
 import { DRIZZLE_MIGRATIONS_TABLE, RECORD_SCHEMA_VERSION_SQL, schemaVersionOf } from '../migration-state.ts';
 import { redactDatabaseUrl } from './database-url.ts';
 import { withPgClient } from './transaction.ts';
-import { PasswordFileClient } from './password-file-client.ts';
 
 /** The generated PostgreSQL migrations, in the package (checkout or installed). */
 export const PG_MIGRATIONS_FOLDER = join(PACKAGE_ROOT, 'migrations', 'postgres');
@@ -82,6 +82,34 @@ const SESSION_SETTINGS: Readonly<Record<string, string>> = {
  */
 const IDLE_SESSIONS_KEPT = `SELECT CASE WHEN current_setting('server_version_num')::int >= 140000
   THEN set_config('idle_session_timeout', '0', false) END`;
+
+/**
+ * The pool's client: when neither the URL nor PGPASSWORD gives a password and the server asks for one, it is looked up
+ * in ~/.pgpass (PGPASSFILE), as libpq does. node-postgres 8 still looks there itself, but then warns on stderr, in every
+ * process (every nightly log), that pg 9 will stop; and without one it says only "client password must be a string".
+ */
+class PasswordFileClient extends pg.Client {
+  constructor(config?: pg.ClientConfig) {
+    super(config);
+    // Null or empty: none in the URL or PGPASSWORD. A function is asked only when the server asks for a password. The
+    // pool does not end a client that failed to connect: without this, the socket would wait for the server's timeout.
+    if (!this.password) {
+      (this as { password?: unknown }).password = (params: unknown) =>
+        fromPasswordFile(params).catch((err: unknown) => {
+          setImmediate(() => this.connection.stream.destroy());
+          throw err;
+        });
+    }
+  }
+}
+
+const fromPasswordFile = (params: unknown) =>
+  new Promise<string>((resolve, reject) => {
+    pgPass(params, (password) => {
+      if (password !== undefined) resolve(password);
+      else reject(new Error('the server asks for a password and none was given: put it in the URL, in ~/.pgpass (or the file PGPASSFILE names) or in PGPASSWORD'));
+    });
+  });
 
 /** Opens (migrating when needed) the PostgreSQL dataset at `url`. */
 export async function openPgStore(url: string, options: PgStoreOptions = {}): Promise<PgStore> {

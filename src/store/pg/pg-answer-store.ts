@@ -31,21 +31,20 @@ export interface PgStoredAnswer {
 export function createPgAnswerStore() {
   let seen: Record<DayOrder, boolean> | null = null;
 
-  /** posts.posted_on for a raw day (post-date-order.ts); the batch goes first where a proof fills the ambiguous days. */
-  async function postedOn(client: pg.ClientBase, batch: PgRowBatch, raw: unknown): Promise<SqlValue> {
+  /**
+   * The write as stored: a post's row gets its posted_on (the store's column, not the operation's) for its raw day
+   * (post-date-order.ts); the batch goes first where a proof fills the ambiguous days.
+   */
+  async function completed(client: pg.ClientBase, batch: PgRowBatch, w: RowWrite): Promise<RowWrite> {
+    if (w.table !== 'posts' || !('row' in w)) return w;
+    const raw = w.row['posted_raw'];
     const s = (seen ??= await readPg({ client }, provenOrders()));
     const { proves } = readPostDate(raw);
     if (proves !== null && !s[proves]) {
       await readPg({ client }, learnInTurn());
       await batch.flush(client);
     }
-    return readPg({ client }, postedOnOf(s, raw));
-  }
-
-  /** The write as stored: a post's row gets its posted_on (the store's column, not the operation's). */
-  async function completed(client: pg.ClientBase, batch: PgRowBatch, w: RowWrite): Promise<RowWrite> {
-    if (w.table !== 'posts' || !('row' in w)) return w;
-    return { table: w.table, row: { ...w.row, posted_on: await postedOn(client, batch, w.row['posted_raw']) } };
+    return { table: w.table, row: { ...w.row, posted_on: await readPg({ client }, postedOnOf(s, raw)) } };
   }
 
   /**
@@ -113,16 +112,15 @@ function askingContext(input: Pick<StoredAnswer, 'at'>, asked: Map<string, Asked
 /** The stored values spec.rows() asked for; a row the batch may hold is written first, so it reads as stored. */
 async function readBack(client: pg.ClientBase, batch: PgRowBatch, asked: ReadonlyMap<string, AskedValue>): Promise<Map<string, SqlValue | undefined>> {
   const known = new Map<string, SqlValue | undefined>();
-  for (const [id, a] of asked) {
-    if (batch.touches(a.table, a.key)) await batch.flush(client);
-    known.set(id, await lookup(client, a.table, a.key, a.column));
+  for (const [id, { table, key, column }] of asked) {
+    if (batch.touches(table, key)) await batch.flush(client);
+    const keys = Object.keys(key);
+    if (![table, column, ...keys].every((n) => IDENTIFIER.test(n))) {
+      throw new Error(`internal: cannot read ${table}.${column}`);
+    }
+    const where = keys.map((k, i) => `${k} = $${i + 1}`).join(' AND ');
+    const { rows } = await client.query(`SELECT ${column} AS v FROM ${table} WHERE ${where}`, Object.values(key));
+    known.set(id, rows.length === 0 ? undefined : (rows[0].v as SqlValue));
   }
   return known;
-}
-
-async function lookup(client: pg.ClientBase, table: string, key: Row, column: string): Promise<SqlValue | undefined> {
-  const keys = Object.keys(key);
-  if (![table, column, ...keys].every((n) => IDENTIFIER.test(n))) throw new Error(`internal: cannot read ${table}.${column}`);
-  const { rows } = await client.query(`SELECT ${column} AS v FROM ${table} WHERE ${keys.map((k, i) => `${k} = $${i + 1}`).join(' AND ')}`, Object.values(key));
-  return rows.length === 0 ? undefined : (rows[0].v as SqlValue);
 }

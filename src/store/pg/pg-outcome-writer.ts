@@ -75,7 +75,9 @@ export class PgOutcomeWriter extends GroupCommitWriter {
       const client = (this.connection ??= pipelined(await this.pool.connect(), true));
       while (!this.error && (this.waiting.length > 0 || last)) {
         if (this.waiting.length === 0) {
-          await this.nextArrivalOr(last!);
+          // Until a group is handed over or `last` is answered, whichever is first (a failure is seen below).
+          await Promise.race([last!.catch(() => undefined), new Promise<void>((resolve) => (this.arrived = resolve))]);
+          this.arrived = null;
           if (this.waiting.length > 0) continue;
           await last;
           last = null;
@@ -97,24 +99,14 @@ export class PgOutcomeWriter extends GroupCommitWriter {
         last.catch(() => undefined);
       }
     } catch (err) {
-      await this.dropConnection();
+      // The writer's connection rolled back and let go (releaseAfterFailure).
+      const failed = this.connection;
+      this.connection = null;
+      if (failed) await releaseAfterFailure(pipelined(failed, false));
       this.fail(err);
     }
     // After a failure nothing more is written: the groups left are let go (GroupCommitWriter.error says why).
     for (const release of [...[...open].flat(), ...this.waiting.splice(0).map((g) => g.release)]) release();
-  }
-
-  /** Until a group is handed over or `last` is answered, whichever is first (a failure is the caller's to see). */
-  private async nextArrivalOr(last: Promise<void>): Promise<void> {
-    await Promise.race([last.catch(() => undefined), new Promise<void>((resolve) => (this.arrived = resolve))]);
-    this.arrived = null;
-  }
-
-  /** After a failed group: the writer's connection rolled back and let go (releaseAfterFailure). */
-  private async dropConnection(): Promise<void> {
-    const client = this.connection;
-    this.connection = null;
-    if (client) await releaseAfterFailure(pipelined(client, false));
   }
 
   /** The waiting groups that go together next (up to maxBatch outcomes), their history's reads planned. */

@@ -49,12 +49,8 @@ export function paramsOf(s: PgTableStatement, row: Row): unknown[] {
   return s.columns.map((column, i) => {
     const value = row[column];
     if (value === undefined) throw new Error(`internal: row of ${s.table} without ${column}`);
+    if (typeof value !== 'bigint') return s.convert[i]!(value);
     // A bigint (object_urn, ids past 2^53) goes as its digits, which every numeric column and jsonb read as that number.
-    return typeof value === 'bigint' ? bigintParam(value, s.convert[i]!) : s.convert[i]!(value);
+    return Number.isSafeInteger(Number(value)) ? s.convert[i]!(Number(value)) : value.toString();
   });
-}
-
-function bigintParam(value: bigint, convert: (value: unknown) => unknown): unknown {
-  const n = Number(value);
-  return Number.isSafeInteger(n) ? convert(n) : value.toString();
 }

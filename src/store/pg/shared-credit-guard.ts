@@ -138,9 +138,7 @@ export class SharedCreditGuard extends CreditGuard {
 
   /** Holds an answer's charge until the account's samples, its counter among them, show what its operation costs. */
   private defer(op: Operation, answer: Unpriced): void {
-    const waiting = this.unpriced.get(op) ?? [];
-    waiting.push(answer);
-    this.unpriced.set(op, waiting);
+    (this.unpriced.get(op) ?? this.unpriced.set(op, []).get(op)!).push(answer);
     this.charged += answer.estimate;
     this.track(this.budget.sample({ operation: op, creditsUsed: answer.counters.credits_used }).then((step) => {
       if (step !== null) this.learn(op, step);

@@ -311,5 +311,3 @@ export function createTaskClaims(pool: pg.Pool, options: TaskClaimOptions) {
     },
   };
 }
-
-export type TaskClaims = ReturnType<typeof createTaskClaims>;
