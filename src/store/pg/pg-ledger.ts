@@ -30,11 +30,9 @@ export const pgSharedAnswer = (of: { inputKey: string; page: string; operation: 
 const SHARED = pgSharedAnswer({ inputKey: 'tasks.input_key', page: 'tasks.page', operation: 'tasks.operation', requestJson: 'tasks.request_json' });
 
 /**
- * The statistics the claims' plans read: the columns they filter, join and order by. request_json (jsonb) and the
- * error texts are left to autovacuum: they were half the statement's time (36,000 tasks: 193-218 ms, 86-94 without).
- * Sampled at a tenth of the server's default (3,000 rows, not 30,000): the plans need the table's size and a job's
- * share, not fine histograms, and the full sample was 143 ms of each run's start at 100,000 tasks (20 ms so; 10,000
- * tasks: 22 -> 10 ms). Autovacuum's next ANALYZE takes its full sample.
+ * The statistics the claims' plans read: the columns they filter, join and order by (jsonb and error texts were half
+ * the time: bench/README.md). A tenth of the default sample: the plans need the table's size and a job's share, and the
+ * full one took 143 ms of a run's start at 100,000 tasks (20 ms so; 22 -> 10 at 10,000); autovacuum's takes all.
  */
 const ANALYZE_CLAIMED_COLUMNS = ['SET LOCAL default_statistics_target = 10',
   'ANALYZE tasks (id, job, operation, input_key, page, status, retryable, updated_at, completed_at, run_id)'];

@@ -107,8 +107,7 @@ class SyncedBatch extends (pg.Query as unknown as new (config: { text: string })
     const connection = this.connection;
     if (connection) {
       // From the failed statement on, the names this batch parsed are prepared (parsed, then failed to run) or not.
-      const unsure = doubtful.get(connection) ?? new Set<string>();
-      doubtful.set(connection, unsure);
+      const unsure = doubtful.get(connection) ?? doubtful.set(connection, new Set()).get(connection)!;
       for (const [i, name] of this.parsedHere) {
         if (i < this.current) continue;
         delete connection.parsedStatements[name];

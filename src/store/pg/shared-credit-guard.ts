@@ -1,8 +1,7 @@
 /**
  * A worker's credit guard on PostgreSQL: the run's CreditGuard, each reservation also fitting the account's shared
- * budget, so the reserve and maxPerRun hold across all workers. A cost is the one all workers' answers show (the
- * budget's samples), never a step of this worker's counters, which others' calls step too. Until the samples show
- * it, an answer's charge waits, reservation held: charged earlier, another run's call could count as its own.
+ * budget. A cost is what all workers' answers show (the budget's samples), never a step of this worker's counters
+ * (others' calls step them too); until then an answer's charge waits, reservation held, lest it count another's call.
  */
 import type { CreditCounters, Operation } from '../../spec/types.ts';
 import type { CreditHistory } from '../../credits/credit-meter.ts';

@@ -1,8 +1,7 @@
 /**
- * The credit reserve and `maxPerRun` of an account across every worker: under one advisory lock per account a call fits
- * only if balance - reserved by all - cost >= reserve (and run spend + reserved + cost <= maxPerRun). Reservations
- * expire unless renewed, so a dead worker stops holding credits. Costs are learned from all workers' counters, as one's
- * own step by every worker's calls. Calls draw on reserved blocks; a turn's asks share a round trip and transaction.
+ * An account's credit reserve and `maxPerRun` across workers: under one advisory lock per account a call fits only if
+ * balance - all reserved - cost >= reserve (and run spend + reserved + cost <= maxPerRun). Reservations expire unless
+ * renewed (a dead worker's stop counting); costs come from all workers' counters, as one's own step by all their calls.
  */
 import type pg from 'pg';
 import type { CreditCounters, Operation } from '../../../spec/types.ts';
@@ -262,10 +261,9 @@ export class SharedCreditBudget {
   }
 
   /**
-   * Reserves a call at `price` (its estimated cost, and whether that cost is only assumed: see tryReserve's probe), from
-   * this process's blocks or a new one, waiting while calls in flight (any worker's) may leave room; resolves to the stop
-   * reason when it does not fit with none in flight. `beforeWait` settles what the caller can, or learns the cost (true:
-   * the call is tried again at once).
+   * Reserves a call at `price` (its estimated cost; `probe`: only assumed, see tryReserve) from this process's blocks
+   * or a new one, waiting while calls in flight (any worker's) may leave room; the stop reason if none is in flight.
+   * `beforeWait` settles what the caller can, or learns the cost (true: the call is tried again at once).
    */
   async acquire(
     price: () => { cost: number; probe: boolean },
@@ -517,10 +515,8 @@ SELECT balance, reserved, in_flight, spent, under_reserve_ok, cap_ok, calls, (SE
    * (they all commit or all fail). Expired reservations are deleted first when a reservation is asked.
    */
   private async sendTurn(): Promise<void> {
-    const asked = this.asked;
-    const settling = this.settling;
-    this.asked = [];
-    this.settling = [];
+    const asked = this.asked.splice(0);
+    const settling = this.settling.splice(0);
     try {
       const rows = this.reservationRowsSql();
       const settles = settling.length > 0 ? this.settleSql(settling) : null;
@@ -562,11 +558,10 @@ SELECT balance, reserved, in_flight, spent, under_reserve_ok, cap_ok, calls, (SE
   }
 
   /**
-   * A turn's settle statements: samples recorded and trimmed, read back (at `samplesAt`), each charge's cost to the run
-   * (at `chargedAt`: `ord`, `cost`) added to its spend, then the balance. A charge with counters costs at most the
-   * growth no run was charged yet (`credits_uncharged`, taken in order): a worker's counters step by other workers'
-   * calls, and a late answer's cost is in a higher one's step, so in full either would be billed twice across the runs.
-   * With no counter reported within a reservation's life, nothing is known of the growth: the charge is the estimate.
+   * A turn's settles: samples recorded, trimmed, read back (at `samplesAt`), each charge's cost (at `chargedAt`: `ord`,
+   * `cost`) added to the run's spend, then the balance. A charge with counters costs at most the growth no run was
+   * charged yet (`credits_uncharged`, in order), lest others' calls or a late answer inside a higher one's step be
+   * billed twice; with no counter reported within a reservation's life the growth is unknown: it costs the estimate.
    */
   private settleSql(asks: readonly SettleAsk[]): { statements: BoundStatement[]; samplesAt: number | null; chargedAt: number } {
     const charges = asks.map((a) => a.charge);

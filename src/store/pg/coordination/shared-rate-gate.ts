@@ -1,8 +1,7 @@
 /**
- * One requests-per-minute limit shared by the workers of an account: under an advisory lock the server grants call
- * slots (`rate_slots`) spread evenly, never a burst a per-second limit would refuse, and says how long to wait: hosts'
- * clocks do not matter, and a late wake-up delays one call, not the schedule. A round trip may take slots ahead; one
- * unused by its use-by is dropped but still counted (never over the limit), and fewer are taken next time.
+ * One requests-per-minute limit shared by an account's workers: under an advisory lock the server grants call slots
+ * (`rate_slots`) evenly spread (a per-second limit refuses bursts) and the wait, so no host's clock matters and a late
+ * wake-up delays one call, not the schedule. A slot taken ahead, unused by its use-by, is dropped but still counted.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type pg from 'pg';
@@ -62,8 +61,6 @@ interface Waiter {
 
 /** One process's access to a shared rate limit; take() as RateGate's, across every worker of the gate. */
 export class SharedRateGate {
-  private readonly gate: string;
-  private readonly limit: number;
   private readonly slotWindowMs: number;
   /** windowMs / limit: consecutive slots are at least this far apart, so the limit is spread, never a burst. */
   private readonly spacingMs: number;
@@ -85,14 +82,12 @@ export class SharedRateGate {
   /** When this process last deleted old slots (performance.now()): once per window is enough. */
   private prunedAt = -Infinity;
 
-  constructor(private readonly pool: pg.Pool, options: SharedRateGateOptions) {
+  constructor(private readonly pool: pg.Pool, private readonly options: SharedRateGateOptions) {
     if (!Number.isInteger(options.limit) || options.limit < 1) throw new Error(`rate limit must be a positive integer, got ${options.limit}`);
     const d = SHARED_RATE_GATE_DEFAULTS;
-    this.gate = options.gate;
-    this.limit = options.limit;
     this.slotWindowMs = (options.windowMs ?? d.windowMs) + (options.startSlackMs ?? d.startSlackMs);
-    this.spacingMs = (options.windowMs ?? d.windowMs) / this.limit;
-    this.maxBatch = Math.min(options.maxBatch ?? d.maxBatch, this.limit);
+    this.spacingMs = (options.windowMs ?? d.windowMs) / options.limit;
+    this.maxBatch = Math.min(options.maxBatch ?? d.maxBatch, options.limit);
     const clock = options.clockSql ?? d.clockSql;
     this.sql = { grant: grantSql(clock), prune: pruneSql(clock), pause: pauseSql(clock) };
     this.useByMs = (options.startSlackMs ?? d.startSlackMs) * d.useByShareOfSlack;
@@ -174,8 +169,8 @@ export class SharedRateGate {
     this.dropSpares();
     try {
       await this.inTransaction([
-        { text: LOCK, values: [this.gate] },
-        { text: this.sql.pause, values: [this.gate, Math.max(0, ms) - this.spacingMs] },
+        { text: LOCK, values: [this.options.gate] },
+        { text: this.sql.pause, values: [this.options.gate, Math.max(0, ms) - this.spacingMs] },
       ]);
     } finally {
       this.dropSpares();
@@ -202,13 +197,13 @@ export class SharedRateGate {
    */
   private async grant(count: number): Promise<Array<{ startUs: number; waitMs: number }>> {
     this.roundTrips += 1;
-    const values = [this.gate, this.slotWindowMs, this.limit - count, count, this.spacingMs];
+    const values = [this.options.gate, this.slotWindowMs, this.options.limit - count, count, this.spacingMs];
     const results = await this.inTransaction([
       // One generic plan, not a fresh plan per grant.
       'SET LOCAL plan_cache_mode = force_generic_plan',
-      { text: LOCK, values: [this.gate] },
+      { text: LOCK, values: [this.options.gate] },
       { text: this.sql.grant, values },
-      this.pruneNow() ? { text: this.sql.prune, values: [this.gate, this.slotWindowMs] } : null,
+      this.pruneNow() ? { text: this.sql.prune, values: [this.options.gate, this.slotWindowMs] } : null,
     ]);
     return results[2]!.rows.map((r: { start_us: string; wait_ms: number }) => ({ startUs: Number(r.start_us), waitMs: r.wait_ms }));
   }

@@ -10,10 +10,9 @@ import { pg, type PgTablesOf } from '../schema.ts';
 const now = sql`now()`;
 
 /**
- * Which worker holds an input (all its due pages, so one worker calls them in order) until when; `job` is the
- * operation's name: one lease per lookup, whichever job asks it. A lease counts until it runs out, and while its
- * session (`backend_pid` started at `backend_start`), if any, holds the dataset lock: the server drops a killed
- * worker's session at once. Found by its key only: an index on worker_id made a release walk dead leases too.
+ * Which worker holds an input (all its due pages, called in order) until when; `job` is the operation's name: one lease
+ * per lookup. It counts until it runs out, and while its session (`backend_pid`, `backend_start`), if any, holds the
+ * dataset lock (a killed worker's goes at once). No index on worker_id: it made a release walk dead leases too.
  */
 const workerTaskLeases = table('worker_task_leases', {
   job: text().notNull(),

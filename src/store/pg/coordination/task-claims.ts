@@ -1,8 +1,7 @@
 /**
- * Workers sharing one job's tasks on PostgreSQL: each leases due inputs, renews while it works, gives them back once
- * settled. A dead worker's inputs are claimable at once (the server drops its session's dataset lock, which each lease
- * names); a stalled one's when its lease runs out. A lease covers one operation's input, all its pages, later ones too:
- * one worker calls them in order, and jobs asking the same lookup never pay for it twice (see ADOPT).
+ * Workers sharing one job's tasks: each leases due inputs (one operation's input, all its pages, so one worker calls
+ * them in order and jobs asking the same lookup never pay twice: ADOPT), renews them, gives them back once settled. A
+ * dead worker's are claimable at once (its session's dataset lock goes), a stalled one's when its lease runs out.
  */
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
@@ -121,10 +120,9 @@ const MS_SINCE_EPOCH = (time: string) => `floor(extract(epoch FROM ${time}) * 10
 
 /**
  * Locks up to $5 due tasks nobody is claiming (SKIP LOCKED) whose input has no live lease, leases their inputs (in key
- * order, so two claims wait rather than deadlock) and returns all their due pages. ON CONFLICT sees the latest row, so
- * a claim with an older snapshot still leaves another worker's live lease alone. A worker whose own session ($10,
- * started $12) is gone claims nothing (LOCK_LOST); as it held the lock at the first claim (OWN_HOLDER) and keeps it
- * while it lives, pg_stat_get_activity by pid suffices, without reading pg_locks each claim.
+ * order: two claims wait, never deadlock) and returns all their due pages; ON CONFLICT sees the latest row, so an older
+ * snapshot leaves a live lease alone. A worker whose own session ($10, started $12) is gone claims nothing (LOCK_LOST):
+ * it held the lock at its first claim (OWN_HOLDER) and keeps it while it lives, so pg_locks is not read each claim.
  */
 const CLAIM = `WITH holders AS MATERIALIZED (${HOLDERS}),
   candidates AS MATERIALIZED (
@@ -172,9 +170,8 @@ const RELEASE = `DELETE FROM worker_task_leases l USING (SELECT x.ctid FROM (SEL
 
 /**
  * Settles the claimed tasks ($1, of job $3) that another job asking the same lookup (operation, input, page, request)
- * answered at or after $2, as that answer; returns their ids. Each task probes the unique index by all three columns
- * once per other job (names by a skip-scan, JOB_NAMES_SQL, the claiming job's own left out): a join read every answered
- * task each claim, and `job = ANY(...)` could take the (job, status) index instead.
+ * answered at or after $2, as that answer; returns their ids. Each probes the unique index once per other job (names by
+ * a skip-scan, JOB_NAMES_SQL): a join read every answered task, and `job = ANY(...)` could take the (job, status) index.
  */
 const ADOPT = `WITH jobs AS MATERIALIZED (SELECT n.job FROM (${JOB_NAMES_SQL}) n WHERE n.job <> $3::text
   ), found AS (

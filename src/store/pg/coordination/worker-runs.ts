@@ -1,8 +1,7 @@
 /**
- * A worker's run on PostgreSQL: its `runs` row and the session holding the dataset lock for it (`worker_runs`). A run
- * is live while that session holds the lock, on any host: the server drops a SIGKILLed worker's lock, so a running run
- * without it is abandoned. A worker starting while a live run works one of its jobs joins that run's key, so
- * overlapping workers count one `credits.maxPerRun` together.
+ * A worker's run on PostgreSQL: its `runs` row and the session holding the dataset lock for it (`worker_runs`), live
+ * while that session holds the lock, on any host (the server drops a SIGKILLed worker's). A worker joins the key of a
+ * live run working one of its jobs, so overlapping workers count one `credits.maxPerRun` together.
  */
 import type pg from 'pg';
 import { inPgTransaction } from '../transaction.ts';
