@@ -55,24 +55,19 @@ export interface PgStore {
   close(): Promise<void>;
 }
 
-/**
- * Every session's settings, whatever the role or database sets (ALTER ROLE/DATABASE ... SET). UTC, as SQLite's
- * times. netingest's own locks (migration, rate gate, credit budget) are meant to be waited for: statement_timeout
- * bounds every wait. Statements name tables unqualified, so search_path is the schema's. node-postgres reads dates,
- * intervals and floats only in the default styles (DateStyle 'SQL, DMY' stored a run as started in 1970). The claims
- * and writers are built on read committed (the snapshot asks for repeatable read itself). A backslash in a literal
- * (a job name `changes` quotes) is a character, not an escape.
- */
+/** Every session's settings, whatever the role or database sets (ALTER ROLE/DATABASE ... SET). */
 const SESSION_SETTINGS: Readonly<Record<string, string>> = {
-  TimeZone: 'UTC',
+  TimeZone: 'UTC', // as SQLite's times
+  // netingest's own locks (migration, rate gate, credit budget) are to be waited for: statement_timeout bounds it.
   lock_timeout: '0',
-  search_path: PG_SCHEMA,
+  search_path: PG_SCHEMA, // statements name tables unqualified
+  // node-postgres reads dates, intervals and floats only in the default styles ('SQL, DMY' stored a run as of 1970).
   DateStyle: 'ISO, MDY',
   IntervalStyle: 'postgres',
   extra_float_digits: '1',
   bytea_output: 'hex',
-  default_transaction_isolation: 'read committed',
-  standard_conforming_strings: 'on',
+  default_transaction_isolation: 'read committed', // claims and writers are built on it (snapshots set their own)
+  standard_conforming_strings: 'on', // a backslash in a literal (a job name `changes` quotes) is a character
 };
 
 /**

@@ -13,7 +13,7 @@ import type { DueTasks, RunHold, RunStore } from '../run-store.ts';
 import { claimDue, createTaskClaims, newWorkerId, TASK_CLAIM_DEFAULTS, type ClaimFilter } from './coordination/task-claims.ts';
 import { LockLostError } from '../run-lock.ts';
 import { DatabaseError } from '../errors.ts';
-import { connectionLostError, openPgStore, serverErrorOf, type PgStore } from './open.ts';
+import { connectionLostError, openPgStore, serverErrorOf } from './open.ts';
 import { createPgLedger } from './pg-ledger.ts';
 import { pruneRawBodiesPg } from './raw-prune.ts';
 import { PgOutcomeWriter } from './pg-outcome-writer.ts';
@@ -69,7 +69,17 @@ export async function openPgRunStore(options: PgRunStoreOptions): Promise<RunSto
   return {
     name: store.shownUrl,
     ledger: createPgLedger(pool),
-    runs: runRecords(store, hold),
+    runs: {
+      async start(jobs, at, pid, host, runKey) {
+        const started = await startWorkerRun(pool, { jobs, at, pid, host, backendPid: hold.backendPid, runKey });
+        hold.abandonedRuns.push(...started.abandoned);
+        await recordAbandonedRunFigures(pool, started.abandoned);
+        return { id: started.runId, runKey: started.runKey };
+      },
+      async end(id, fields) {
+        await pool.query(END_RUN_SQL.postgres, pgValues(END_RUN_SQL, endRunParams(id, fields)));
+      },
+    },
     calls: {
       learnedCost: (operation) => readPg({ client: pool }, apiCallReads.learnedCost(operation)),
       lastCounters: () => readPg({ client: pool }, apiCallReads.lastCounters()),
@@ -110,20 +120,6 @@ async function serverClock(pool: pg.Pool): Promise<() => string> {
   const { rows } = await pool.query<{ now: Date }>('SELECT clock_timestamp() AS now');
   const offsetMs = new Date(rows[0]!.now).getTime() - (sentMs + Date.now()) / 2;
   return () => new Date(Date.now() + offsetMs).toISOString();
-}
-
-function runRecords({ pool }: PgStore, hold: WorkerHold): RunStore['runs'] {
-  return {
-    async start(jobs, at, pid, host, sharedRunKey) {
-      const started = await startWorkerRun(pool, { jobs, at, pid, host, backendPid: hold.backendPid, runKey: sharedRunKey });
-      hold.abandonedRuns.push(...started.abandoned);
-      await recordAbandonedRunFigures(pool, started.abandoned);
-      return { id: started.runId, runKey: started.runKey };
-    },
-    async end(id, fields) {
-      await pool.query(END_RUN_SQL.postgres, pgValues(END_RUN_SQL, endRunParams(id, fields)));
-    },
-  };
 }
 
 type WorkerHold = RunHold & {
