@@ -10,6 +10,17 @@ export const PLAN_DEFAULTS = {
   invalidSamples: 20,
 } as const;
 
+/**
+ * When a stored answer is due again: after refreshAfterDays less this tolerance, since a run's answers arrive after it
+ * started; without it, a nightly schedule would fetch them a night late.
+ */
+export const FRESHNESS_DEFAULTS = {
+  /** Share of refreshAfterDays by which an answer may be younger and still be due (covers a long run). */
+  toleranceFraction: 0.1,
+  /** The tolerance at most, whatever refreshAfterDays (12 hours). */
+  maxToleranceMs: 12 * 3_600_000,
+} as const;
+
 /** What reading a job's input found: of a read cut short, what the batches written until then hold. */
 export interface PlanCounts {
   tasks: number;
@@ -100,6 +111,21 @@ export async function planIntoLedger(job: Job, ledger: RunLedger, runId: number,
 export function countExtraFields(extra: ExtraFields, line: number): void {
   extra.rows += 1;
   extra.firstLine ??= line;
+}
+
+/** The ISO time before which a job's settled answers are due again, for a run starting at `nowMs`. */
+export function freshSince(refreshAfterDays: number, nowMs: number = Date.now()): string {
+  const ageMs = refreshAfterDays * 86_400_000;
+  const toleranceMs = Math.min(ageMs * FRESHNESS_DEFAULTS.toleranceFraction, FRESHNESS_DEFAULTS.maxToleranceMs);
+  return new Date(nowMs - ageMs + toleranceMs).toISOString();
+}
+
+/**
+ * The cut-off of a run's due rule: under --refresh the run's start, so what the run settled stays settled; else
+ * freshSince() `now` (the store's clock; by default this host's).
+ */
+export function dueSince(refreshAfterDays: number, refresh: boolean, startedAt: string, now?: string): string {
+  return refresh ? startedAt : freshSince(refreshAfterDays, now === undefined ? Date.now() : Date.parse(now));
 }
 
 /**

@@ -7,8 +7,7 @@ import { PLAN_LEDGER_DEFAULTS, type PlannedTask, type PlanRule } from '../store/
 import { openStore } from '../store/open-store.ts';
 import { CREDIT_METER_DEFAULTS, roundCredits } from '../credits/credit-meter.ts';
 import { plural } from '../plural.ts';
-import { dueSince } from '../jobs/freshness.ts';
-import { countExtraFields, PLAN_DEFAULTS } from './plan-into-ledger.ts';
+import { countExtraFields, dueSince, PLAN_DEFAULTS } from './plan-into-ledger.ts';
 
 /** What `netingest plan` reports for a job, without calling the API or writing anything. */
 export interface PlanReport {

@@ -2,7 +2,6 @@
 import { basename, extname } from 'node:path';
 import { reportedBalance, roundCredits } from '../credits/credit-meter.ts';
 import type { UsageError } from '../errors.ts';
-import { dueSince } from '../jobs/freshness.ts';
 import { isJobUnusable, type JobFileError } from '../jobs/job-error.ts';
 import type { Job } from '../jobs/schema.ts';
 import type { RunnableFilter } from '../store/ledger.ts';
@@ -13,7 +12,7 @@ import { applyOverrides } from './run-options.ts';
 import type { Logger } from './logger.ts';
 import { NotFoundOnlyWatch } from './not-found-only.ts';
 import type { OpenRun } from './open-run.ts';
-import { deferRefresh, planIntoLedger, settleDue, type PlanCounts } from './plan-into-ledger.ts';
+import { deferRefresh, dueSince, planIntoLedger, settleDue, type PlanCounts } from './plan-into-ledger.ts';
 import { ProgressReporter, type JobProgress } from './progress.ts';
 import { workJob } from './run-job.ts';
 import { jobStopOf, settleJobStop, type RunStop } from './run-stop.ts';

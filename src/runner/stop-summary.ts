@@ -29,9 +29,11 @@ export interface StopFacts {
 export function describeStop(facts: StopFacts): RunStopSummary {
   const { reason } = facts;
   if (reason === 'credits') {
-    const credit = facts.credit;
-    const limit = credit?.reason ?? 'out-of-credits';
-    return { reason, limit, message: creditMessage(limit, credit, facts.cappedJob ?? null) };
+    const { credit: c, cappedJob = null } = facts;
+    const limit = c?.reason ?? 'out-of-credits';
+    if (limit === 'reserve') return { reason, limit, message: reserveMessage(c) };
+    if (limit === 'max-per-run') return { reason, limit, message: capMessage(c, cappedJob) };
+    return { reason, limit, message: 'the API answered 402: the account has no credits left for the next call; top up the account' };
   }
   if (reason === 'throttled') {
     const perTask = facts.throttledMs <= facts.maxThrottleWaitMs && facts.maxThrottledAttemptsPerTask;
@@ -44,17 +46,6 @@ export function describeStop(facts: StopFacts): RunStopSummary {
     return { reason, limit: null, message: 'interrupted by a signal: any calls in flight were finished and written, the remaining tasks are deferred' };
   }
   return { reason, limit: null, message: facts.errorMessage ?? 'stopped by an error' };
-}
-
-function creditMessage(limit: CreditStopReason, c: CreditStop | null, cappedJob: string | null): string {
-  switch (limit) {
-    case 'reserve':
-      return reserveMessage(c);
-    case 'max-per-run':
-      return capMessage(c, cappedJob);
-    case 'out-of-credits':
-      return 'the API answered 402: the account has no credits left for the next call; top up the account';
-  }
 }
 
 function reserveMessage(c: CreditStop | null): string {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { freshSince } from '../../src/jobs/freshness.ts';
+import { freshSince } from '../../src/runner/plan-into-ledger.ts';
 
 const NOW = Date.parse('2026-11-23T03:00:00.000Z');
 const HOUR = 3_600_000;
