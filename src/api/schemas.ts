@@ -6,8 +6,7 @@
 import { readThrough, valueAt, type AnswerContract, type SetAsideRecord } from '../operations/answer-contract.ts';
 import type { DriftTally } from '../operations/drift.ts';
 import type { OperationSpec, Subject } from '../operations/operation-spec.ts';
-import { otherSiteHost } from '../urls/canonical.ts';
-import { networkHost } from '../urls/network-host.ts';
+import { networkHost, otherSiteHost } from '../urls/canonical.ts';
 import { ApiSchemaError } from './errors.ts';
 import { bodyExcerpt, createOutputRedactor } from './redact.ts';
 import type { ApiCallInfo } from './types.ts';

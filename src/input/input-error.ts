@@ -14,15 +14,8 @@ export class InputFileError extends UsageError {
 /** Turns a file-system error into the user's words, without a stack trace. */
 export function describeFsError(err: unknown): string {
   const code = (err as NodeJS.ErrnoException | undefined)?.code;
-  switch (code) {
-    case 'ENOENT':
-      return 'file not found';
-    case 'EACCES':
-    case 'EPERM':
-      return 'permission denied';
-    case 'EISDIR':
-      return 'is a directory, not a file';
-    default:
-      return err instanceof Error ? err.message : String(err);
-  }
+  if (code === 'ENOENT') return 'file not found';
+  if (code === 'EACCES' || code === 'EPERM') return 'permission denied';
+  if (code === 'EISDIR') return 'is a directory, not a file';
+  return err instanceof Error ? err.message : String(err);
 }

@@ -40,17 +40,13 @@ export function normalizeParam(param: SearchQueryParam, raw: string | number | r
   if (!isListParam(param)) {
     const s = String(raw).trim();
     if (s === '') return { ok: true, value: undefined };
-    return param === 'timePosted' ? knownValue(param, s) : { ok: true, value: s };
+    return knownValue(param, s);
   }
   const items = Array.isArray(raw) ? raw.map((v) => String(v).trim()).filter((v) => v !== '') : splitList(String(raw));
   if (items.length === 0) return { ok: true, value: undefined };
   const out: string[] = [];
   for (const item of items) {
-    if (param === 'companyIds') {
-      if (!/^\d+$/.test(item)) return { ok: false, reason: `company ids are numeric; got "${item}"` };
-      out.push(item);
-      continue;
-    }
+    if (param === 'companyIds' && !/^\d+$/.test(item)) return { ok: false, reason: `company ids are numeric; got "${item}"` };
     const r = knownValue(param, item);
     if (!r.ok) return r;
     out.push(r.value);

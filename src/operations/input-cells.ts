@@ -1,7 +1,6 @@
 /** Reading an input row's cells, shared by the operations' row readers: mangled cells and one-URL-column inputs. */
 import { assertColumns, type CsvHeader } from '../input/csv-header.ts';
-import type { Canonicalize } from '../urls/canonical.ts';
-import { networkHost } from '../urls/network-host.ts';
+import { networkHost, type Canonicalize } from '../urls/canonical.ts';
 import type { RowRead } from './operation-spec.ts';
 
 export const NOT_UTF8 = 'not valid UTF-8 text (a Latin-1 or Windows-1252 export?): save the file as UTF-8';

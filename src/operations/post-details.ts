@@ -5,8 +5,7 @@
  */
 import { z } from 'zod';
 import { OPERATION_PATHS } from '../spec/types.ts';
-import { canonicalPostUrl, canonicalUrl } from '../urls/canonical.ts';
-import { postIdOfAnswer, postIdOfUrl } from '../urls/post-id.ts';
+import { canonicalPostUrl, canonicalUrl, postIdOfAnswer, postIdOfUrl } from '../urls/canonical.ts';
 import { given, int32, list, nullable, obj, orOtherName, str, bool, CREDIT_MEMBERS, type ReadObject } from './answer-contract.ts';
 import { urlColumnReader } from './input-cells.ts';
 import { common, urlInput, type JobCommon, type JobInputFile } from '../jobs/job-common.ts';

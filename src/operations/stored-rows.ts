@@ -48,7 +48,7 @@ export interface StoredAnswer {
 export interface RowContext {
   /** ISO-8601 UTC time the answer was received: every first/last-seen column of its rows. */
   seenAt: string;
-  /** The network's host (urls/network-host.ts), read once per store. */
+  /** The network's host (urls/canonical.ts), read once per store. */
   networkHost: string;
   /** A stored row's column, found by its key columns; undefined when there is no such row. */
   stored(table: string, key: Row, column: string): SqlValue | undefined;

@@ -3,6 +3,26 @@
  * network's pages take `https://www.<host>/...` (editions folded in); other hosts, ports, credentials and IPs are
  * refused before they cost a call. No query, fragment or trailing slash.
  */
+import { ConfigError } from '../errors.ts';
+import { DEFAULT_NETWORK_HOST } from '../spec/types.ts';
+
+/** Environment variable naming the network's host (e.g. `example.com`, no scheme, no `www.`). */
+export const NETWORK_HOST_ENV = 'NETINGEST_NETWORK_HOST';
+
+const DOMAIN = /^(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+[a-z][a-z0-9-]*[a-z0-9]$/;
+
+/** The network's host (the one site netingest asks about), lower-case, without `www.`; a ConfigError unless a domain. */
+export function networkHost(env: NodeJS.ProcessEnv = process.env): string {
+  const raw = env[NETWORK_HOST_ENV]?.trim();
+  if (raw === undefined || raw === '') return DEFAULT_NETWORK_HOST;
+  const host = raw.toLowerCase().replace(/\.$/, '').replace(/^www\./, '');
+  if (!DOMAIN.test(host)) {
+    throw new ConfigError(
+      `${NETWORK_HOST_ENV} must be a plain domain name such as ${DEFAULT_NETWORK_HOST} (no scheme, path or port); got ${JSON.stringify(raw.slice(0, 100))}.`,
+    );
+  }
+  return host;
+}
 
 /** Result of a canonicalization: the URL, or why the input is not one. */
 export type CanonicalResult = { ok: true; url: string } | { ok: false; reason: string };
@@ -226,4 +246,19 @@ function lowerSlug(segment: string): string | null {
   }
   if (decoded === '' || decoded.includes('/')) return null;
   return encodeURIComponent(decoded.toLowerCase());
+}
+
+/** A post URL's `post_id` (`activity-<digits>`, as the API's `PostId`), or null: one rule for ingest and enrich. */
+export function postIdOfUrl(url: string): string | null {
+  const digits = /activity(?:[-:]|%3A)(\d+)/i.exec(url)?.[1];
+  return digits === undefined ? null : `activity-${digits}`;
+}
+
+/** An answer's `PostId` in postIdOfUrl's form, so the two compare; other non-empty text is kept trimmed. */
+export function postIdOfAnswer(value: unknown): string | null {
+  if (typeof value !== 'string') return null;
+  const text = value.trim();
+  if (text === '') return null;
+  if (/^\d+$/.test(text)) return `activity-${text}`;
+  return postIdOfUrl(text) ?? text;
 }

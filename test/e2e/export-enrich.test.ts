@@ -8,7 +8,7 @@ import type BetterSqlite3 from 'better-sqlite3';
 import { openDatabase } from '../../src/store/open.ts';
 import { enrichJob } from '../../src/export/enrich.ts';
 import { POST_BY_ID_SQL, POST_BY_URL_SQL } from '../../src/operations/post-details.ts';
-import { postIdOfUrl } from '../../src/urls/post-id.ts';
+import { postIdOfUrl } from '../../src/urls/canonical.ts';
 import { filterKey, searchKey } from '../../src/jobs/request-keys.ts';
 import { main } from '../../src/cli/main.ts';
 import { loadJob } from '../../src/jobs/load.ts';

@@ -6,7 +6,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { startSandbox, type Sandbox } from '../../src/sandbox/server.ts';
 import { resolveOptions } from '../../src/sandbox/options.ts';
-import { networkHost } from '../../src/urls/network-host.ts';
+import { networkHost } from '../../src/urls/canonical.ts';
 import { FAST_RATE, FAST_RETRY, companyUrls, csv, postUrls, query, run, taskStatuses, useWorkspaces } from '../support/run-helpers.ts';
 
 const TOKEN = 'live-sandbox-token-7a21';

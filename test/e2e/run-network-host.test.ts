@@ -7,7 +7,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { startSandbox, type Sandbox } from '../../src/sandbox/server.ts';
-import { NETWORK_HOST_ENV } from '../../src/urls/network-host.ts';
+import { NETWORK_HOST_ENV } from '../../src/urls/canonical.ts';
 import { FAST_RATE, FAST_RETRY, cliEnv, csv, inProcess, makeWorkspace, query, requestedUrl, runCli, type Workspace } from '../support/run-helpers.ts';
 import { useFakeServices } from '../support/sandbox-helpers.ts';
 import { postResponse } from '../support/db-fixtures.ts';

@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { canonicalCompanyUrl, canonicalJobUrl, canonicalPostUrl, canonicalUrl } from '../../src/urls/canonical.ts';
-import { NETWORK_HOST_ENV, networkHost } from '../../src/urls/network-host.ts';
+import { canonicalCompanyUrl, canonicalJobUrl, canonicalPostUrl, canonicalUrl, NETWORK_HOST_ENV, networkHost } from '../../src/urls/canonical.ts';
 import { DEFAULT_NETWORK_HOST } from '../../src/spec/types.ts';
 
 const HOST = DEFAULT_NETWORK_HOST;

@@ -4,7 +4,7 @@ import { join, resolve } from 'node:path';
 import { defineCommand } from '../command.ts';
 import { PACKAGE_ROOT } from '../../package-root.ts';
 import { startSandbox } from '../../sandbox/server.ts';
-import { networkHost } from '../../urls/network-host.ts';
+import { networkHost } from '../../urls/canonical.ts';
 import { loadAllJobs } from '../../jobs/load.ts';
 import { runJobs } from '../../runner/run-jobs.ts';
 import { createLogger } from '../../runner/logger.ts';

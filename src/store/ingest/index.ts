@@ -6,7 +6,7 @@
 import type { Connection } from '../connection.ts';
 import { specOf, type AnySubject } from '../../operations/index.ts';
 import { rowCount, type RowAnomaly, type RowContext } from '../../operations/stored-rows.ts';
-import { networkHost } from '../../urls/network-host.ts';
+import { networkHost } from '../../urls/canonical.ts';
 import { NORMALIZED_TABLES } from '../tables.ts';
 import { indexable } from './tables.ts';
 import { FORGET_PROOFS_SQL, preparePostDateOrder } from './post-date-order.ts';

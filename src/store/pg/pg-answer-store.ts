@@ -6,7 +6,7 @@ import type pg from 'pg';
 import { specOf } from '../../operations/index.ts';
 import { rowCount, type Row, type RowContext, type RowWrite, type StoredAnswer as StoredRows } from '../../operations/stored-rows.ts';
 import type { SqlValue } from '../../operations/stored-values.ts';
-import { networkHost } from '../../urls/network-host.ts';
+import { networkHost } from '../../urls/canonical.ts';
 import { ANOMALY_HEAD, anomalyRow, setAsideAnomalies } from '../answer-anomalies.ts';
 import type { StoredAnswer } from '../outcome-ops.ts';
 import { readPostDate, type DayOrder } from '../ingest/post-date.ts';
