@@ -5,13 +5,12 @@ import { runJobs, type RunOptions, type RunSummary } from '../../runner/run-jobs
 import { createOutputRedactor } from '../../api/redact.ts';
 import { RUN_SETTING_RULES } from '../../jobs/schema.ts';
 import { numberFlag, numberOption } from '../number-flags.ts';
-import { createLogger } from '../../runner/logger.ts';
+import { createLogger, loggerOf, type LoggerOptions } from '../../runner/logger.ts';
 import { CLEAR_LINE } from '../../runner/progress.ts';
 import { withStopSignals } from '../signals.ts';
 import { formatRunSummary } from '../format-summary.ts';
 import { exitCodeForRun } from '../exit-codes.ts';
 import { checkInvalidOut, INVALID_OUT_OPTION, loadJobs, writeInvalidOut } from '../job-args.ts';
-import { hadNothingToDo, holdRoutineLines } from '../quiet-night.ts';
 import { UsageError } from '../../errors.ts';
 
 /** PostgreSQL: names the run whose `credits.maxPerRun` workers share, not the live run they join (docs/postgres.md). */
@@ -53,7 +52,7 @@ export const runCommand = defineCommand({
       level: tty && argv['log-format'] === 'text' ? ('warn' as const) : ('info' as const),
       secrets: [api.token],
     };
-    // Without a terminal (cron), a night with nothing to do writes one line (quiet-night.ts).
+    // Without a terminal (cron), a night with nothing to do writes one line (holdRoutineLines).
     const held = tty ? null : holdRoutineLines(logOptions);
     const logger = held?.logger ?? createLogger(logOptions);
     const summary = await withStopSignals(
@@ -120,4 +119,49 @@ export function lockLeaseFromEnv(env: NodeJS.ProcessEnv = process.env): number |
     throw new UsageError(`${LOCK_LEASE_ENV} must be a number of seconds, at least ${MIN_LEASE_SECONDS} (got ${JSON.stringify(raw)}).`);
   }
   return seconds * 1000;
+}
+
+const LAST_LINE = 'run finished';
+
+/**
+ * Quiet under cron: a logger holding a run's routine lines until it has something to say (a warning, error or progress
+ * line), and how the run's end settles them: a night with nothing to do keeps only `run finished` (the exit code).
+ */
+function holdRoutineLines(options: LoggerOptions) {
+  let held: string[] | null = [];
+  let lastLine = -1;
+  const sink = {
+    write: (line: string) => (held === null ? options.stream.write(line) : held.push(line) > 0),
+  } as unknown as NodeJS.WritableStream;
+  const inner = createLogger({ ...options, stream: sink });
+  const release = () => {
+    if (held === null) return;
+    const lines = held;
+    held = null;
+    for (const line of lines) options.stream.write(line);
+  };
+  const logger = loggerOf((level, msg, fields) => {
+    if (level === 'warn' || level === 'error' || msg === 'progress') release();
+    if (msg === LAST_LINE && held !== null) lastLine = held.length;
+    inner[level](msg, fields);
+  });
+  return {
+    logger,
+    /** Writes what is held, or for a quiet run only the `run finished` line; later lines are written at once. */
+    settle(quiet: boolean): void {
+      if (quiet && held !== null) held = held.slice(lastLine, lastLine + 1);
+      release();
+    },
+  };
+}
+
+/** A run with nothing to tell: no call, completed, nothing new invalid, failed, deferred or warned about. */
+function hadNothingToDo(summary: RunSummary): boolean {
+  return (
+    summary.calls === 0 &&
+    summary.status === 'completed' &&
+    summary.jobs.every(
+      (j) => j.status === 'ran' && j.invalidRows === j.invalidKnown && j.failed === 0 && j.deferred === 0 && j.warnings.length === 0,
+    )
+  );
 }
