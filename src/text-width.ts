@@ -1,4 +1,4 @@
-/** Text width on a terminal and cutting to it, for the query table and the progress line. */
+/** Text on a terminal: its width and cutting to it (the query table, the progress line); API text made safe for it. */
 /** Made on first use: ICU's first segmenter takes ~20 ms of a start, and ASCII text (the usual) never needs it. */
 let graphemes: Intl.Segmenter | undefined;
 const segmenter = () => (graphemes ??= new Intl.Segmenter(undefined, { granularity: 'grapheme' }));
@@ -31,4 +31,16 @@ export function fit(text: string, width: number): string {
     used += w;
   }
   return out + '…';
+}
+
+/** C0 controls but tab and line feed, DEL, and C1 controls. */
+// eslint-disable-next-line no-control-regex
+const CONTROLS = /[\x00-\x08\x0b-\x1f\x7f-\x9f]/g;
+
+/**
+ * `text` with each control character a terminal would act on replaced by a space (ESC and C1 controls start sequences
+ * that move the cursor, hide text or write the clipboard); tab and line feed kept.
+ */
+export function terminalSafe(text: string): string {
+  return text.replace(CONTROLS, ' ');
 }

@@ -11,7 +11,7 @@ import { basename, dirname, join, sep } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { ExportInterruptedError, OutputError, OutputWriteError, throwIfAborted } from './errors.ts';
 import { describeFsError } from '../input/input-error.ts';
-import { terminalSafe } from '../terminal-safe.ts';
+import { terminalSafe } from '../text-width.ts';
 
 /** Bytes buffered in memory before a write waits for the destination: large enough to overlap disk and SQLite. */
 export const SINK_HIGH_WATER_MARK_BYTES = 1 << 18;

@@ -3,8 +3,7 @@
  * streams: later rows are cut to them with `…` (a wider number overflows, never cut).
  */
 import type { RowEncoder } from './row-encoders.ts';
-import { displayWidth, fit } from '../text-width.ts';
-import { terminalSafe } from '../terminal-safe.ts';
+import { displayWidth, fit, terminalSafe } from '../text-width.ts';
 
 /** Width limits of the table, in terminal cells, and their defaults. */
 export const TABLE_DEFAULTS = {

@@ -13,7 +13,7 @@ import type { Operation } from '../spec/types.ts';
 import type { AnswerContract } from './answer-contract.ts';
 import type { DriftTally } from './drift.ts';
 import type { StoredAnswer, RowContext } from './stored-rows.ts';
-import type { Reads } from '../read-steps.ts';
+import type { Reads } from '../statement.ts';
 
 /** What a stored answer is filed under: the request it answers, as raw_responses.request_json holds it. */
 export interface Subject {

@@ -12,8 +12,7 @@ import { common, urlInput, type JobCommon, type JobInputFile } from '../jobs/job
 import type { OperationSpec } from './operation-spec.ts';
 import type { RowAnomaly } from './stored-rows.ts';
 import { arrayOf, jsonText, objectOf, sqlValue, urlKey } from './stored-values.ts';
-import { sql, param, literal, codePointOrder, groupConcat } from '../statement.ts';
-import { rawRows } from '../read-steps.ts';
+import { rawRows, sql, param, literal, codePointOrder, groupConcat } from '../statement.ts';
 
 const body = {
   success: bool(),

@@ -15,8 +15,7 @@ import { common, text, type JobCommon, type JobInputFile } from '../jobs/job-com
 import type { OperationSpec } from './operation-spec.ts';
 import type { RowWrite } from './stored-rows.ts';
 import { arrayOf, joinedList, objectOf, sqlValue, recordUrlKey, urlKey } from './stored-values.ts';
-import { timeInJsonArray, sql, param, named, literal, codePointOrder } from '../statement.ts';
-import { rawRows } from '../read-steps.ts';
+import { rawRows, timeInJsonArray, sql, param, named, literal, codePointOrder } from '../statement.ts';
 
 const job = obj({
   title: str(),

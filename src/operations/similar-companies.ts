@@ -5,7 +5,6 @@
  */
 import { z } from 'zod';
 import { EMPTY_FILTER_KEY, filterKey } from '../jobs/request-keys.ts';
-import { answered, rawRows } from '../read-steps.ts';
 import { OPERATION_PATHS, type SimilarCompaniesAccount } from '../spec/types.ts';
 import { canonicalCompanyUrl } from '../urls/canonical.ts';
 import { given, int, int32, list, nullable, num, obj, str, bool, strict, CREDIT_MEMBERS, type ReadObject } from './answer-contract.ts';
@@ -16,7 +15,9 @@ import { JOB_DEFAULTS } from '../jobs/defaults.ts';
 import type { OperationSpec } from './operation-spec.ts';
 import type { RowOf, RowWrite } from './stored-rows.ts';
 import { arrayOf, givenValue, jsonText, objectOf, sqlValue, recordUrlKey, urlKey } from './stored-values.ts';
-import { timeInJsonArray, sql, named, codePointOrder, groupConcat, numberText } from '../statement.ts';
+import {
+  answered, rawRows, timeInJsonArray, sql, named, codePointOrder, groupConcat, numberText,
+} from '../statement.ts';
 
 const address = obj({
   city: str(),

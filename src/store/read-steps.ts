@@ -7,9 +7,8 @@ import type BetterSqlite3 from 'better-sqlite3';
 import type pg from 'pg';
 import type { PgSnapshot } from './pg/read-snapshot.ts';
 
-export { answered, rawRows, rows, value, type EngineSql, type ReadStep, type Reads, type StepParams } from '../read-steps.ts';
-import type { Reads } from '../read-steps.ts';
-import { pgValues } from '../statement.ts';
+export { answered, rawRows, rows, value, type EngineSql, type ReadStep, type Reads, type StepParams } from '../statement.ts';
+import { pgValues, type Reads } from '../statement.ts';
 
 /** Statements prepared once per connection: a reader may run one per input row (enrich). */
 const prepared = new WeakMap<BetterSqlite3.Database, Map<string, BetterSqlite3.Statement>>();
