@@ -1,5 +1,5 @@
 import { driftPathLines } from '../operations/drift.ts';
-import type { RunSummary } from '../runner/run-jobs.ts';
+import type { JobSummary, RunSummary } from '../runner/run-summary.ts';
 import { plural } from '../plural.ts';
 import { formatCodeCounts } from '../runner/failure-log.ts';
 
@@ -48,8 +48,6 @@ export function formatRunSummary(s: RunSummary): string {
   lines.push(...driftLines(s));
   return lines.join('\n') + '\n';
 }
-
-type JobSummary = RunSummary['jobs'][number];
 
 /** A job's lines: why it did nothing, or its figures and what to look at. */
 function jobLines(j: JobSummary): string[] {

@@ -43,10 +43,14 @@ function afterFailedAttempt(task: ExecutableTask, ctx: ExecutorContext, tally: T
   if (policy.stopsRun) ctx.stop.stop(policy.stopsRun, err);
 }
 
-/** A 429: every call waits for its Retry-After; past the run's wait cap or the task's cap of 429s, the run stops. */
+/**
+ * A 429: every call waits for its Retry-After, never less than the backoff base, so that a Retry-After of 0, a negative
+ * one or a past date cannot make the run call again at once, in a loop. Past the run's wait cap or the task's cap of
+ * 429s, the run stops.
+ */
 function pauseAll(ctx: ExecutorContext, tally: TaskTally, err: Error): void {
   const askedMs = err instanceof ThrottledError ? err.retryAfterMs : DEFAULT_RETRY_AFTER_MS;
-  ctx.gate.pause(throttleWaitMs(askedMs, ctx.retry));
+  ctx.gate.pause(Math.max(Number.isFinite(askedMs) ? askedMs : 0, ctx.retry.minTimeoutMs, 1));
   tally.throttled += 1;
   if (ctx.gate.totalPausedMs > ctx.maxThrottleWaitMs || tally.throttled >= ctx.maxThrottledAttemptsPerTask) {
     ctx.stop.stop('throttled', err);
@@ -63,13 +67,4 @@ function withinBudget(retry: RetrySettings, tally: TaskTally, err: Error, retrie
   if (policy.consumesRetry && retriesConsumed >= retry.retries) return false;
   if (policy.paidRetries && isApiError(err) && err.paid && ++tally.paidRetries > retry.paidRetries) return false;
   return true;
-}
-
-/**
- * A 429's pause: its Retry-After, never less than the backoff base, so that a Retry-After of 0, a negative one or a
- * past date cannot make the run call again at once, in a loop.
- */
-function throttleWaitMs(retryAfterMs: number, retry: Pick<RetrySettings, 'minTimeoutMs'>): number {
-  const asked = Number.isFinite(retryAfterMs) ? retryAfterMs : 0;
-  return Math.max(asked, retry.minTimeoutMs, 1);
 }
