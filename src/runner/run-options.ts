@@ -48,10 +48,9 @@ export const RUN_DEFAULTS = {
   /** Per-request timeout of the API client. */
   requestTimeoutMs: 30_000,
   /**
-   * Tasks in a row that must fail on errors saying the API is down (refused or dropped connection, timeout,
-   * 5xx: `outage` in error-policy.ts), each after every retry and with no answer between them, before the run
-   * stops as an outage (exit 1) and defers the rest. A job's concurrency raises it: that many tasks fail
-   * together in one short blip.
+   * Tasks in a row failing after every retry, no answer between, on errors saying the API is down (`outage` in
+   * error-policy.ts: refused or dropped connection, timeout, 5xx) before the run stops as an outage (exit 1) and
+   * defers the rest. A job's concurrency raises it: that many tasks fail together in one short blip.
    */
   outageMinTasks: 3,
   /**
