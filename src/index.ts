@@ -27,8 +27,7 @@ export type JobSource = string | Job;
 
 /** Loads, checks and resolves one job file; throws a JobFileError naming the file, line and field. */
 export async function loadJob(path: string): Promise<Job> {
-  const { loadJob: load } = await import('./jobs/load.ts');
-  return load(path);
+  return (await import('./jobs/load.ts')).loadJob(path);
 }
 
 /** Options of run(): those of the engine (RunOptions), with jobs given as files and the API from the environment. */
@@ -91,14 +90,12 @@ export async function openDataset<Db extends string | undefined = undefined>(db?
 
 /** Exports a table or view (`table`) as `netingest export` does: CSV or JSON Lines to `out` or `stream`. */
 export async function exportTable(options: ExportTableOptions): Promise<ExportResult> {
-  const { exportTable: write } = await import('./export/export-table.ts');
-  return write(options);
+  return (await import('./export/export-table.ts')).exportTable(options);
 }
 
 /** Exports the rows of one read-only SELECT (`sql`), as `netingest export --sql` does. */
 export async function exportSql(options: ExportSqlOptions): Promise<ExportResult> {
-  const { exportSql: write } = await import('./export/export-table.ts');
-  return write(options);
+  return (await import('./export/export-table.ts')).exportSql(options);
 }
 
 async function resolveJobs(sources: readonly JobSource[]): Promise<Job[]> {
