@@ -5,8 +5,7 @@
  */
 import { z } from 'zod';
 import { searchKey } from '../jobs/request-keys.ts';
-import { searchColumns } from '../jobs/search-columns.ts';
-import { isListParam, normalizeParam, SEARCH_QUERY_PARAMS, type SearchQueryBase } from '../jobs/search-query.ts';
+import { isListParam, normalizeParam, searchColumns, SEARCH_QUERY_PARAMS, type SearchQueryBase } from '../jobs/search-query.ts';
 import { OPERATION_PATHS, SEARCH_JOBS_PAGE_SIZE, SEARCH_JOBS_PARAMS, type SearchJobsQuery } from '../spec/types.ts';
 import { canonicalCompanyUrl, canonicalJobUrl } from '../urls/canonical.ts';
 import { bool, int, list, obj, str, strict, CREDIT_MEMBERS, type ReadObject } from './answer-contract.ts';
