@@ -100,7 +100,7 @@ export interface JobCommon {
   pages: number;
   rate: { requestsPerMinute: number; concurrency: number };
   /**
-   * `maxUnusableAnswers`: unreadable paid answers in a row before the run stops sending (runner/unusable-breaker.ts);
+   * `maxUnusableAnswers`: unreadable paid answers in a row before the run stops sending (runner/breakers.ts);
    * absent: max(RUN_DEFAULTS.unusableMinAnswers, rate.concurrency).
    */
   retry: { retries: number; minTimeoutMs: number; maxTimeoutMs: number; paidRetries: number; maxUnusableAnswers?: number };

@@ -7,11 +7,10 @@ import type { LockLostError } from '../store/run-lock.ts';
 import type { RunStore } from '../store/run-store.ts';
 import { CreditGuard } from '../credits/credit-guard.ts';
 import { silentLogger, type Logger } from './logger.ts';
-import { OutageBreaker } from './outage-breaker.ts';
 import { openStore } from '../store/open-store.ts';
 import { settingsOf, type RunOptions } from './run-options.ts';
 import { RunStop } from './run-stop.ts';
-import { UnusableAnswerBreaker } from './unusable-breaker.ts';
+import { OutageBreaker, UnusableAnswerBreaker } from './breakers.ts';
 
 /** What the run counts across its jobs. */
 export interface RunTally {

@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { ApiSchemaError, NetworkError, RequestRejectedError, ServerError, TimeoutError } from '../../src/api/errors.ts';
 import type { ApiCallInfo } from '../../src/api/types.ts';
-import { ApiUnavailableError, OutageBreaker } from '../../src/runner/outage-breaker.ts';
+import { ApiUnavailableError, OutageBreaker } from '../../src/runner/breakers.ts';
 import { RunStop } from '../../src/runner/run-stop.ts';
 
 const call = (status: number | null): ApiCallInfo => ({ operation: 'post-details', method: 'GET', path: '/v1/api/post-details', status, latencyMs: 1 } as ApiCallInfo);

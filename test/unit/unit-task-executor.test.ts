@@ -20,12 +20,11 @@ import {
 import type { ApiCallInfo, ApiClient, ApiResult } from '../../src/api/types.ts';
 import { DriftTally } from '../../src/operations/drift.ts';
 import { CreditGuard } from '../../src/credits/credit-guard.ts';
-import { OutageBreaker } from '../../src/runner/outage-breaker.ts';
 import { RateGate } from '../../src/rate/rate-gate.ts';
 import type { ResultWriter } from '../../src/store/result-writer.ts';
 import { RunStop } from '../../src/runner/run-stop.ts';
 import { executeTask, type ExecutableTask, type ExecutorContext, type RetrySettings } from '../../src/runner/task-executor.ts';
-import { UnusableAnswerBreaker } from '../../src/runner/unusable-breaker.ts';
+import { OutageBreaker, UnusableAnswerBreaker } from '../../src/runner/breakers.ts';
 import type { CreditCounters } from '../../src/spec/types.ts';
 
 beforeEach(() => {

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { ApiSchemaError, ServerError } from '../../src/api/errors.ts';
 import type { ApiCallInfo } from '../../src/api/types.ts';
 import { RunStop } from '../../src/runner/run-stop.ts';
-import { UnusableAnswerBreaker, UnusableAnswersError } from '../../src/runner/unusable-breaker.ts';
+import { UnusableAnswerBreaker, UnusableAnswersError } from '../../src/runner/breakers.ts';
 
 const call = (status: number): ApiCallInfo => ({ operation: 'similar-companies', method: 'POST', path: '/v1/api/similar-companies', status, latencyMs: 1 });
 const unusable = (path = 'data.content') => ({
