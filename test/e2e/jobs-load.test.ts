@@ -3,9 +3,8 @@ import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { loadAllJobs, loadJob, loadJobFiles } from '../../src/jobs/load.ts';
+import { jsonErrorOffset, loadAllJobs, loadJob, loadJobFiles } from '../../src/jobs/load.ts';
 import { JobFileError } from '../../src/jobs/job-error.ts';
-import { jsonErrorOffset } from '../../src/jobs/json-syntax-error.ts';
 import { runCli } from '../soak/cli-process.ts';
 
 const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
