@@ -25,23 +25,31 @@ export class UnusableAnswersError extends NetingestError {
   }
 }
 
+/** A breaker's stop switch, and the count in a row that trips it: a job's setting, or raised by its concurrency. */
+class Breaker {
+  constructor(
+    protected readonly stop: RunStop,
+    protected threshold: number,
+  ) {}
+
+  setThreshold(threshold: number): void {
+    this.threshold = Math.max(1, threshold);
+  }
+}
+
 /**
  * Stops the run after `threshold` paid answers of one operation in a row its contract could not read, rather than pay
  * for a whole input that stores nothing. An answer stored resets the count; a failure with no answer (5xx) leaves it.
  */
-export class UnusableAnswerBreaker {
+export class UnusableAnswerBreaker extends Breaker {
   private readonly rows = new Map<Operation, { count: number; credits: number; first: ApiError }>();
-  private threshold = 5;
 
   constructor(
-    private readonly stop: RunStop,
+    stop: RunStop,
     /** The estimated cost of one call of an operation (the credit guard's, learned from the counters). */
     private readonly costOf: (operation: Operation) => number,
-  ) {}
-
-  /** The number of unusable answers in a row that stops the run (a job setting, or max(5, concurrency)). */
-  setThreshold(threshold: number): void {
-    this.threshold = Math.max(1, threshold);
+  ) {
+    super(stop, 5);
   }
 
   /** Counts a task of `operation` that ended in this run; trips the stop at the threshold. */
@@ -82,18 +90,8 @@ export class ApiUnavailableError extends NetingestError {
  * Stops the run after `threshold` tasks in a row failed on outage errors with no answer between, rather than let all
  * tasks spend their retries on a down API. It counts tasks, not attempts (retries never trip it); any answer resets it.
  */
-export class OutageBreaker {
+export class OutageBreaker extends Breaker {
   private inARow = 0;
-
-  constructor(
-    private readonly stop: RunStop,
-    private threshold: number,
-  ) {}
-
-  /** The number of outage failures in a row that stops the run (the job's concurrency can raise it). */
-  setThreshold(threshold: number): void {
-    this.threshold = Math.max(1, threshold);
-  }
 
   /** Counts a task that ended in this run; trips the run's stop at the threshold. */
   record(task: EndedTask): void {
