@@ -50,17 +50,12 @@ export interface PlanJobsOptions {
   onNothingRan?: (why: string) => void;
 }
 
-export interface PlannedJobs {
-  reports: PlanReport[];
-  /** The jobs reported, in order. */
-  planned: Job[];
-  /** Why each of the others could not be planned. */
-  unusable: UsageError[];
-}
-
-/** Plans every job of `jobs`; an error other than an unusable job's stops it. */
-export async function planJobs(jobs: readonly Job[], options: PlanJobsOptions): Promise<PlannedJobs> {
-  const found: PlannedJobs = { reports: [], planned: [], unusable: [] };
+/**
+ * Plans every job of `jobs`: the reports, the jobs reported (in order) and why each of the others could not be planned;
+ * an error other than an unusable job's stops it.
+ */
+export async function planJobs(jobs: readonly Job[], options: PlanJobsOptions) {
+  const found = { reports: [] as PlanReport[], planned: [] as Job[], unusable: [] as UsageError[] };
   let told = false;
   const onNothingRan = (why: string) => {
     if (!told) options.onNothingRan?.(why);
