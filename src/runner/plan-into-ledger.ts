@@ -32,13 +32,8 @@ export interface PlanCounts {
   invalidSamples: InvalidInputRow[];
   /** False when a stop ended the read before the end of the input. */
   complete: boolean;
-  extraFields: ExtraFields;
-}
-
-/** Rows read although they held values past the header's columns (left out), and the first one's line. */
-export interface ExtraFields {
-  rows: number;
-  firstLine: number | null;
+  /** Rows read although they held values past the header's columns (left out), and the first one's line. */
+  extraFields: { rows: number; firstLine: number | null };
 }
 
 /**
@@ -108,7 +103,7 @@ export async function planIntoLedger(job: Job, ledger: RunLedger, runId: number,
   return counts;
 }
 
-export function countExtraFields(extra: ExtraFields, line: number): void {
+export function countExtraFields(extra: PlanCounts['extraFields'], line: number): void {
   extra.rows += 1;
   extra.firstLine ??= line;
 }
