@@ -1,5 +1,5 @@
 import yargs from 'yargs';
-import type { CommandIO, CommandSpec } from './command.ts';
+import type { CommandIO, CommandSpec } from './common-options.ts';
 import { describeError, EXIT, exitCodeFor } from './exit-codes.ts';
 import { NetingestError } from '../errors.ts';
 import { commands } from './commands/index.ts';

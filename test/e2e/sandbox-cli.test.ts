@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { sandboxCommand, sandboxOptionsFromArgs, serveSandbox, type SandboxArgs } from '../../src/cli/commands/sandbox.ts';
 import { startSandbox } from '../../src/sandbox/server.ts';
 import { UsageError } from '../../src/errors.ts';
-import type { CommandIO } from '../../src/cli/command.ts';
+import type { CommandIO } from '../../src/cli/common-options.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const BIN = fileURLToPath(new URL('../../dist/bin.js', import.meta.url));

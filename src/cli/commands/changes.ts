@@ -1,5 +1,4 @@
-import { defineCommand } from '../command.ts';
-import { BOM_OPTION, datasetOption, ESCAPE_FORMULAS_OPTION, withDb } from '../common-options.ts';
+import { BOM_OPTION, datasetOption, defineCommand, ESCAPE_FORMULAS_OPTION, withDb } from '../common-options.ts';
 import { QUERY_FORMATS, runQuery } from '../../export/query.ts';
 import { UsageError } from '../../errors.ts';
 import { plural } from '../../plural.ts';

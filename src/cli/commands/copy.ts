@@ -1,4 +1,4 @@
-import { defineCommand } from '../command.ts';
+import { defineCommand } from '../common-options.ts';
 import { EXIT } from '../exit-codes.ts';
 import { copyTarget } from '../../store/open-store.ts';
 

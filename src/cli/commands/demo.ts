@@ -1,7 +1,7 @@
 import { mkdirSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { defineCommand } from '../command.ts';
+import { defineCommand } from '../common-options.ts';
 import { PACKAGE_ROOT } from '../../package-root.ts';
 import { startSandbox } from '../../sandbox/server.ts';
 import { networkHost } from '../../urls/canonical.ts';

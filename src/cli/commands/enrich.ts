@@ -1,5 +1,4 @@
-import { defineCommand } from '../command.ts';
-import { datasetOption, ESCAPE_FORMULAS_OPTION, withDb } from '../common-options.ts';
+import { datasetOption, defineCommand, ESCAPE_FORMULAS_OPTION, withDb } from '../common-options.ts';
 import { ENRICH_DEFAULTS, enrichJob } from '../../export/enrich.ts';
 import { ENRICH_ROW_MODES } from '../../export/enrich-layout.ts';
 import { EXPORT_FORMATS } from '../../export/row-encoders.ts';

@@ -1,4 +1,4 @@
-import type { CommandSpec } from '../command.ts';
+import type { CommandSpec } from '../common-options.ts';
 
 /** Every subcommand in --help order; a module is imported only once yargs picks its command (fast `--help`). */
 export const commands: Array<{ name: string; describe: string; load: () => Promise<CommandSpec> }> = [

@@ -1,7 +1,7 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { defineCommand } from '../command.ts';
+import { defineCommand } from '../common-options.ts';
 import { UsageError } from '../../errors.ts';
 import { OPERATIONS, type Operation } from '../../spec/types.ts';
 import { specOf } from '../../operations/index.ts';

@@ -1,5 +1,4 @@
-import { defineCommand } from '../command.ts';
-import { datasetOption, withApi, withDb } from '../common-options.ts';
+import { datasetOption, defineCommand, withApi, withDb } from '../common-options.ts';
 import { askLiveBalance } from '../../runner/status-report.ts';
 import { describeError, EXIT } from '../exit-codes.ts';
 import { combineErrors } from '../../jobs/job-error.ts';

@@ -1,5 +1,4 @@
-import { defineCommand } from '../command.ts';
-import { datasetOption, withDb } from '../common-options.ts';
+import { datasetOption, defineCommand, withDb } from '../common-options.ts';
 import { numberFlag } from '../number-flags.ts';
 import { KEEP_RAW_DAYS_RULE } from '../../jobs/schema.ts';
 import type { StorePruneResult } from '../../store/dataset-store.ts';

@@ -1,6 +1,5 @@
 import { z } from 'zod';
-import { defineCommand } from '../command.ts';
-import { BOM_OPTION, datasetOption, ESCAPE_FORMULAS_OPTION, withDb } from '../common-options.ts';
+import { BOM_OPTION, datasetOption, defineCommand, ESCAPE_FORMULAS_OPTION, withDb } from '../common-options.ts';
 import { QUERY_FORMATS, runQuery } from '../../export/query.ts';
 import { TABLE_DEFAULTS } from '../../export/table-format.ts';
 import { stderrNotice, withStopSignals } from '../signals.ts';

@@ -1,5 +1,4 @@
-import { defineCommand } from '../command.ts';
-import { datasetOption, withDb } from '../common-options.ts';
+import { datasetOption, defineCommand, withDb } from '../common-options.ts';
 import { formatReprocessReport, rejectedLines, reprocessDatabase } from '../../runner/reprocess.ts';
 import { EXIT } from '../exit-codes.ts';
 

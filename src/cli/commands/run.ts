@@ -1,5 +1,4 @@
-import { defineCommand } from '../command.ts';
-import { datasetOption, withApi, withDb, withLogFormat } from '../common-options.ts';
+import { datasetOption, defineCommand, withApi, withDb, withLogFormat } from '../common-options.ts';
 import { resolveApiConfig } from '../../api/config.ts';
 import { runJobs, type RunOptions, type RunSummary } from '../../runner/run-jobs.ts';
 import { createOutputRedactor } from '../../api/redact.ts';

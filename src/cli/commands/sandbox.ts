@@ -1,5 +1,5 @@
 import type { Argv } from 'yargs';
-import { defineCommand, type CommandIO } from '../command.ts';
+import { defineCommand, type CommandIO } from '../common-options.ts';
 import { withStopSignals } from '../signals.ts';
 import { UsageError } from '../../errors.ts';
 import { OPERATIONS, type Operation } from '../../spec/types.ts';

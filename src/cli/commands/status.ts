@@ -1,6 +1,5 @@
 import { z } from 'zod';
-import { defineCommand } from '../command.ts';
-import { datasetOption, withApi, withDb } from '../common-options.ts';
+import { datasetOption, defineCommand, withApi, withDb } from '../common-options.ts';
 import { formatStatus, formatStatusDrift, statusReport } from '../../runner/status-report.ts';
 import { numberFlag, numberOption } from '../number-flags.ts';
 
