@@ -1,7 +1,6 @@
 /** The report's pure parts: what a sample hides, the forecast's due rule day by day, the headline's advice. */
 import { describe, expect, it } from 'vitest';
-import { redactSample, SAMPLE_MAX_CHARS } from '../../src/report/figures.ts';
-import { forecastDue } from '../../src/report/forecast.ts';
+import { forecastDue, redactSample, SAMPLE_MAX_CHARS } from '../../src/report/figures.ts';
 import { headlineOf } from '../../src/report/headline.ts';
 import { escapeHtml } from '../../src/report/page.ts';
 import type { FullStatusReport } from '../../src/runner/status-report.ts';
