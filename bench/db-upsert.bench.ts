@@ -4,7 +4,7 @@
  * from pre-built parameter arrays. Both run in one transaction on a fresh, migrated file, in the same process,
  * alternately; the best of each is kept. Run: `npx tsx bench/db-upsert.bench.ts`.
  */
-import { countryName } from '../src/operations/country-name.ts';
+import { countryName } from '../src/operations/stored-values.ts';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

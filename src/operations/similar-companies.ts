@@ -8,13 +8,12 @@ import { EMPTY_FILTER_KEY, filterKey } from '../jobs/request-keys.ts';
 import { OPERATION_PATHS, type SimilarCompaniesAccount } from '../spec/types.ts';
 import { canonicalCompanyUrl } from '../urls/canonical.ts';
 import { given, int, int32, list, nullable, num, obj, str, bool, strict, CREDIT_MEMBERS, type ReadObject } from './answer-contract.ts';
-import { countryName } from './country-name.ts';
 import { urlColumnReader } from './input-cells.ts';
 import { common, JOB_RANGES, text, urlInput, wholeIn, type JobCommon, type JobInputFile } from '../jobs/job-common.ts';
 import { JOB_DEFAULTS } from '../jobs/defaults.ts';
 import type { OperationSpec } from './operation-spec.ts';
 import type { RowOf, RowWrite } from './stored-rows.ts';
-import { arrayOf, givenValue, jsonText, objectOf, sqlValue, recordUrlKey, urlKey } from './stored-values.ts';
+import { arrayOf, countryName, givenValue, jsonText, objectOf, sqlValue, recordUrlKey, urlKey } from './stored-values.ts';
 import {
   answered, rawRows, timeInJsonArray, sql, named, codePointOrder, groupConcat, numberText,
 } from '../statement.ts';

@@ -32,6 +32,26 @@ export function givenValue(value: unknown): SqlValue {
   return typeof value === 'number' && Number.isSafeInteger(value) ? BigInt(value) : sqlValue(value);
 }
 
+/** Made on first use: building it loads ICU's region names, which every CLI start would pay. */
+let regionNames: Intl.DisplayNames | undefined;
+
+/**
+ * A country by name, lower-case as jobs write `account.location` filters (`germany`): the service sends codes (`de`)
+ * in some answers, names in others. Codes are named by Node's ICU data (English), as the migration that filled
+ * existing rows was (docs/schema.md); anything else is kept as sent, lower-cased.
+ */
+export function countryName(country: unknown): string | null {
+  if (typeof country !== 'string') return null;
+  const text = country.trim();
+  if (text === '') return null;
+  if (/^[a-z]{2}$/i.test(text)) {
+    const name = (regionNames ??= new Intl.DisplayNames(['en'], { type: 'region', fallback: 'none' })).of(text.toUpperCase());
+    // `zz` is ICU's "Unknown Region": not a country.
+    if (name !== undefined && text.toLowerCase() !== 'zz') return name.toLowerCase();
+  }
+  return text.toLowerCase();
+}
+
 /** JSON text of a value, or null for null/missing. */
 export function jsonText(value: unknown): string | null {
   return value === null || value === undefined ? null : JSON.stringify(value);

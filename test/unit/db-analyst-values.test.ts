@@ -5,7 +5,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openDatabase, type Database } from '../../src/store/open.ts';
 import { ingestInTransaction } from '../support/store-helpers.ts';
 import { isoPostDate } from '../../src/store/ingest/post-date.ts';
-import { countryName } from '../../src/operations/country-name.ts';
+import { countryName } from '../../src/operations/stored-values.ts';
 import { MIGRATIONS_FOLDER } from '../../src/store/migration-state.ts';
 import { company, postRequest, postResponse, similarRequest, similarResponse } from '../support/db-fixtures.ts';
 
