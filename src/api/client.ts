@@ -1,10 +1,12 @@
 /** The API client: one generic call per spec, on a keep-alive undici Agent (several times faster than global fetch). */
 import { Agent } from 'undici';
 import { ConfigError } from '../errors.ts';
+import { BALANCE_PATH, type CreditCounters } from '../spec/types.ts';
+import { discard, readBody } from './body-reader.ts';
 import { checkToken, parseBaseUrl } from './config.ts';
 import { attempt, type Transport } from './http.ts';
-import { readBalance } from './balance.ts';
 import { createOutputRedactor } from './redact.ts';
+import { creditsOf, parseJsonBody } from './schemas.ts';
 import type { OperationSpec } from '../operations/operation-spec.ts';
 
 /** Every default of ClientOptions, in one place. */
@@ -73,7 +75,7 @@ export function createApiClient(options: ClientOptions) {
   return {
     /** Sends `request` as `spec` says (method, path, body) and reads the answer through its contract. */
     call,
-    /** The free credit check (balance.ts): the account's counters, or null. Never rejects. */
+    /** The free credit check (readBalance): the account's counters, or null. Never rejects. */
     balance: (signal?: AbortSignal) => readBalance(transport, getHeaders, signal),
     /** Waits for calls in flight, then closes the keep-alive connections. */
     close: () => dispatcher.close(),
@@ -85,4 +87,39 @@ function positive(name: string, value: number, integer: boolean): number {
     throw new ConfigError(`${name} must be a positive ${integer ? 'integer' : 'number'} (got ${value}).`);
   }
   return value;
+}
+
+export const BALANCE_DEFAULTS = {
+  /** Longest the check may take (capped by the client's own timeout): a run must not wait long for a courtesy. */
+  timeoutMs: 5_000,
+  /** Largest answer read: it holds five members. */
+  maxBodyBytes: 64 * 1024,
+} as const;
+
+/**
+ * The balance from the service's free credit check, `GET /v1/api/auth`: a courtesy outside api.md, so anything but a
+ * 200 with three finite counters means "not offered" (null; it never rejects). Only the counters are kept.
+ */
+async function readBalance(t: Transport, headers: Record<string, string>, signal?: AbortSignal): Promise<CreditCounters | null> {
+  const timeoutMs = Math.min(t.timeoutMs, BALANCE_DEFAULTS.timeoutMs);
+  const timeout = AbortSignal.timeout(timeoutMs);
+  try {
+    const res = await t.dispatcher.request({
+      origin: t.origin,
+      path: t.pathPrefix + BALANCE_PATH,
+      method: 'GET',
+      headers,
+      headersTimeout: timeoutMs,
+      bodyTimeout: timeoutMs,
+      signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
+    });
+    if (res.statusCode !== 200) {
+      discard(res.body);
+      return null;
+    }
+    const body = await readBody(res, { limitBytes: BALANCE_DEFAULTS.maxBodyBytes, deadline: performance.now() + timeoutMs });
+    return body.truncated || body.unsupported !== undefined ? null : creditsOf(parseJsonBody(body.text));
+  } catch {
+    return null;
+  }
 }
