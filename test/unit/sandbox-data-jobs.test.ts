@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { REFERENCE_DATE_MS } from '../../src/sandbox/data/reference-date.ts';
+import { REFERENCE_DATE_MS } from '../../src/sandbox/data/world-age.ts';
 import { content, isUrl, useDataSandbox } from './sandbox-data-helpers.ts';
 
 // search-jobs: every field, the dates, paging by record offset and the filters.
