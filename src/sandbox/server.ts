@@ -78,7 +78,9 @@ export async function startSandbox(input: SandboxOptionsInput = {}) {
     if (req.method !== 'GET') return answer(405, METHOD_NOT_ALLOWED, { allow: 'GET' });
     const token = admit(req);
     if (typeof token !== 'string') return token;
-    return answer(200, balanceBody(options.seed, token, ledger.counters(token)));
+    // `uid` is a hash of seed and token, never the token itself.
+    const uid = `u-${hash32(options.seed, `uid:${token}`).toString(16).padStart(8, '0')}`;
+    return answer(200, JSON.stringify({ uid, team: 'sandbox', ...ledger.counters(token) }));
   };
 
   /** Everything but the I/O: route, auth, rate limit, validation, credits, faults, and the answer. */
@@ -223,13 +225,4 @@ function latencyDrawer(options: SandboxOptions): () => number {
   const [min, max] = latencyMs;
   const rng = Prng.from(options.seed, 'latency');
   return () => min + rng.next() * (max - min);
-}
-
-/** The balance route's 200 body: `uid` a hash of seed and token (never the token itself), `team`, and the counters. */
-function balanceBody(seed: number, token: string, counters: CreditCounters): string {
-  return JSON.stringify({
-    uid: `u-${hash32(seed, `uid:${token}`).toString(16).padStart(8, '0')}`,
-    team: 'sandbox',
-    ...counters,
-  });
 }

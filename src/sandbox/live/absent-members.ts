@@ -57,12 +57,8 @@ function writableParent(root: Json, path: MemberPath, copied: Set<Json>): Json |
   for (const name of path.slice(0, -1)) {
     const child = parent[name];
     if (!isObject(child)) return null;
-    if (!copied.has(child)) {
-      const copy = { ...child };
-      parent[name] = copy;
-      copied.add(copy);
-      parent = copy;
-    } else parent = child;
+    if (!copied.has(child)) copied.add((parent[name] = { ...child }));
+    parent = parent[name] as Json;
   }
   return parent;
 }
