@@ -164,7 +164,6 @@ function chain(decoders: readonly Transform[], onError: (err: Error) => void): T
 }
 
 function decode(chunks: Buffer[]): string {
-  if (chunks.length === 0) return '';
   if (chunks.length === 1) return (chunks[0] as Buffer).toString('utf8');
   return Buffer.concat(chunks).toString('utf8');
 }

@@ -41,20 +41,16 @@ function base64Forms(secret: string): string[] {
   return all.filter((f) => f.length >= MIN_BASE64_CHARS);
 }
 
+/** Built once per character: a group does not depend on the secret it is part of. */
+const spellingGroups = new Map<string, string>();
+
 /**
  * One code point in every spelling it may be echoed in, as a regex group. Longer spellings first: a token ending in a
  * backslash or `%`, echoed as two backslashes or `%25`, must not leave a tail.
  */
 function charSpellings(char: string): string {
-  let group = spellingGroups.get(char);
-  if (group === undefined) spellingGroups.set(char, (group = buildCharSpellings(char)));
-  return group;
-}
-
-/** Built once per character: a group does not depend on the secret it is part of. */
-const spellingGroups = new Map<string, string>();
-
-function buildCharSpellings(char: string): string {
+  const built = spellingGroups.get(char);
+  if (built !== undefined) return built;
   const units = Array.from({ length: char.length }, (_, i) => char.charCodeAt(i));
   const spellings = [
     units.map((u) => '\\\\u' + hexPattern(u, 4)).join(''),
@@ -63,7 +59,9 @@ function buildCharSpellings(char: string): string {
   const short = JSON_SHORT_ESCAPES[char];
   if (short !== undefined) spellings.push(escapeRegExp(short));
   spellings.push(escapeRegExp(char));
-  return `(?:${spellings.join('|')})`;
+  const group = `(?:${spellings.join('|')})`;
+  spellingGroups.set(char, group);
+  return group;
 }
 
 /** JSON's two-character escapes, and `\/`, which JSON allows and PHP writes by default. */

@@ -63,10 +63,6 @@ const CERTIFICATE_CODES = new Set([
   'HOSTNAME_MISMATCH',
 ]);
 
-function isTlsCode(code: string): boolean {
-  return code.startsWith('ERR_SSL_') || code.startsWith('ERR_TLS_') || CERTIFICATE_CODES.has(code);
-}
-
 /** A TLS failure's reason in a few words: OpenSSL's messages carry an address, a library path and a newline. */
 function tlsReason(err: unknown, code: string): string {
   const message = err instanceof Error ? err.message : '';
@@ -79,7 +75,9 @@ function tlsReason(err: unknown, code: string): string {
 export function errorForTransport(err: unknown, call: ApiCallInfo, timeoutMs: number): ApiError | null {
   const code = codeOf(err);
   if (code === undefined) return null;
-  if (isTlsCode(code)) return new TlsError({ call, cause: err }, tlsReason(err, code));
+  if (code.startsWith('ERR_SSL_') || code.startsWith('ERR_TLS_') || CERTIFICATE_CODES.has(code)) {
+    return new TlsError({ call, cause: err }, tlsReason(err, code));
+  }
   if (TIMEOUT_CODES.has(code)) return new TimeoutError({ call, cause: err }, `no complete response within ${timeoutMs} ms (${code})`);
   if (HEADERS_OVERFLOW_CODES.has(code)) {
     return new NetworkError({ call, cause: err }, `the response headers are larger than the ${maxHeaderSize} bytes accepted (${code})`);
