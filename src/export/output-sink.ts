@@ -9,7 +9,8 @@ import { Socket } from 'node:net';
 import { StringDecoder } from 'node:string_decoder';
 import { basename, dirname, join, sep } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { ExportInterruptedError, OutputError, OutputWriteError, throwIfAborted } from './errors.ts';
+import { NetingestError, UsageError } from '../errors.ts';
+import { ExportInterruptedError } from '../store/readers/query-errors.ts';
 import { describeFsError } from '../input/input-error.ts';
 import { terminalSafe } from '../text-width.ts';
 
@@ -18,6 +19,25 @@ export const SINK_HIGH_WATER_MARK_BYTES = 1 << 18;
 
 /** Bytes between background fdatasync() calls: flushing as it goes overlaps the disk wait with reading and encoding. */
 export const SINK_SYNC_EVERY_BYTES = 32 << 20;
+
+/** Stops an export whose signal has aborted (SIGINT/SIGTERM/SIGHUP): the caller then discards the output. */
+export function throwIfAborted(signal: AbortSignal | undefined): void {
+  if (signal?.aborted) throw new ExportInterruptedError();
+}
+
+/** The output file cannot be created (no such folder, permission denied): the user must fix it (exit 2). */
+export class OutputError extends UsageError {
+  constructor(file: string, message: string, options?: { cause?: unknown }) {
+    super(`${file}: ${message}`, 'OUTPUT_UNWRITABLE', options);
+  }
+}
+
+/** Writing or finishing the output failed midway (disk full, I/O error); the partial file was removed (exit 1). */
+export class OutputWriteError extends NetingestError {
+  constructor(file: string, message: string, options?: { cause?: unknown }) {
+    super('OUTPUT_WRITE_FAILED', `${file}: ${message}`, options);
+  }
+}
 
 /** A destination for encoded rows. */
 export interface OutputSink {

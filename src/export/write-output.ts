@@ -2,9 +2,9 @@
  * One streaming write: opens the destination, writes the pieces in order with backpressure, and commits, or discards
  * everything on failure. It yields to the event loop regularly so SIGINT is seen even without backpressure.
  */
-import { openFileSink, streamSink, OutputClosedError, type OutputSink } from './output-sink.ts';
+import { openFileSink, streamSink, throwIfAborted, OutputClosedError, type OutputSink } from './output-sink.ts';
 import type { PumpOptions } from './export-options.ts';
-import { ExportInterruptedError, throwIfAborted } from './errors.ts';
+import { ExportInterruptedError } from '../store/readers/query-errors.ts';
 import type { RowEncoder } from './row-encoders.ts';
 import { plural } from '../plural.ts';
 

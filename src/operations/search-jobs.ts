@@ -71,13 +71,11 @@ export function searchJobsPath(query: SearchJobsQuery): string {
   return OPERATION_PATHS['search-jobs'] + qs;
 }
 
-const isObjectValue = (v: unknown): boolean => typeof v === 'object' && v !== null;
-
 /** What an answer is filed under: the query by its stable key (one job_searches row each) and the `start` sent. */
 const subjectSchema = z.looseObject({
   operation: z.literal('search-jobs'),
   searchKey: z.string(),
-  query: z.custom<Omit<SearchJobsQuery, 'start'>>(isObjectValue),
+  query: z.custom<Omit<SearchJobsQuery, 'start'>>((v) => typeof v === 'object' && v !== null),
   start: z.number(),
 });
 export type SearchJobsSubject = z.output<typeof subjectSchema>;

@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { openDatabase } from '../../src/store/open.ts';
 import { capture, freshFolder, leftovers } from './export-helpers.ts';
 import { exportSql, exportTable } from '../../src/export/export-table.ts';
-import { ExportInterruptedError } from '../../src/export/errors.ts';
+import { ExportInterruptedError } from '../../src/store/readers/query-errors.ts';
 import { openFileSink } from '../../src/export/output-sink.ts';
 import { writeOutput } from '../../src/export/write-output.ts';
 

@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { openDatabase } from '../../src/store/open.ts';
 import { capture, freshFolder, leftovers } from './export-helpers.ts';
 import { exportTable, type ExportTableOptions } from '../../src/export/export-table.ts';
-import { ExportInterruptedError } from '../../src/export/errors.ts';
+import { ExportInterruptedError } from '../../src/store/readers/query-errors.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const BIN = join(ROOT, 'dist/bin.js');

@@ -1,6 +1,6 @@
 /**
  * Why a user's statement (`query`, `export --sql`, openDataset's `all()`) was not run: errors of the store's
- * readers, which export/errors.ts re-exports with the other errors of the export commands.
+ * readers, beside the export commands' own (export/output-sink.ts).
  */
 import { NetingestError, UsageError } from '../../errors.ts';
 
