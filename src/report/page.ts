@@ -28,9 +28,6 @@ const when = (iso: string | null) => (iso === null ? '–' : escapeHtml(iso.repl
 
 const e = (v: unknown): string => (v === null || v === undefined ? '–' : typeof v === 'number' ? formatNumber(v) : escapeHtml(String(v)));
 
-/** Escaped text whose `command` spans show as code (the headline's advice names commands that way). */
-const withCode = (text: string) => escapeHtml(text).replace(/`([^`]+)`/g, '<code>$1</code>');
-
 export function renderPage(figures: ReportFigures, shownDataset: string): string {
   const specs = chartSpecs(figures);
   const tables = chartTables(figures);
@@ -66,7 +63,7 @@ function headlineHtml(f: ReportFigures): string {
     ? `Credits: <span data-figure="credits-last-run">${h.creditsSpentLastRun === null ? 'none' : e(h.creditsSpentLastRun)}</span> spent by the last run, <span data-figure="credits-all-runs">${e(h.creditsSpentAllRuns)}</span> by all runs; ${left}. ${deferred}.`
     : `Credits: ${left}.`;
   return `<section class="headline ${h.level}" aria-label="Summary">
-<p class="action" data-figure="action">${withCode(h.action)}</p>
+<p class="action" data-figure="action">${escapeHtml(h.action).replace(/`([^`]+)`/g, '<code>$1</code>')}</p>
 <p>${run}. ${credits}</p>
 </section>`;
 }
