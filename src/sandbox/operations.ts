@@ -26,9 +26,6 @@ const NO_SIMILAR: Outcome = { kind: 'error', status: 404, body: json({ error: tr
 const NO_JOBS: Outcome = { kind: 'error', status: 404, body: json({ message: 'No results found for the query' }) };
 const NO_POST: Outcome = { kind: 'error', status: 404, body: json({ success: false, message: 'Post not found' }) };
 
-/** UTF-8 JSON of an object without its closing brace, so counters are appended without re-encoding the cached part. */
-const openJson = (value: object): Buffer => Buffer.from(json(value).slice(0, -1), 'utf8');
-
 /** A request's parameters checked: the 400 refusing them, or the answer they get (made only when called). */
 export type Validated = ErrorOutcome | (() => Outcome);
 
@@ -135,7 +132,8 @@ export class Operations {
     if (!pages) this.pages.set(list, (pages = new Map()));
     let open = pages.get(key);
     if (open === undefined) {
-      open = openJson(make());
+      // Without its closing brace, so the counters are appended without re-encoding the cached part.
+      open = Buffer.from(json(make()).slice(0, -1), 'utf8');
       // Empty pages are not kept: any page number past the end has one, and they cost nothing to build.
       if (!pastEnd) pages.set(key, open);
     }

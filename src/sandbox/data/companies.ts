@@ -118,7 +118,8 @@ function staffOf(total: number, start: number, end: number): CompanyRecord['staf
 
 /** The first `count` companies ranked by similarity to `ref`, most similar first, never `ref` itself. */
 function ranking(rng: Prng, ref: string, count: number): ListEntry[] {
-  const seen = new Set<string>([slugOf(ref)]);
+  // `ref`'s own company slug, or the whole key when it has no /company/ path.
+  const seen = new Set<string>([/\/company\/([^/]+)/.exec(ref)?.[1] ?? ref]);
   const list: ListEntry[] = [];
   let score = 0.9 + rng.next() * 0.09;
   while (list.length < count) {
@@ -152,12 +153,6 @@ function grade(score: number): string {
   if (score >= 0.5) return 'B';
   if (score >= 0.25) return 'C';
   return 'D';
-}
-
-/** The company slug of a canonical company URL key, or the whole key when it has no /company/ path. */
-function slugOf(key: string): string {
-  const match = /\/company\/([^/]+)/.exec(key);
-  return match?.[1] ?? key;
 }
 
 /** Country code of each spelling a filter may use: the code itself and every lower-case name of it. */

@@ -59,7 +59,9 @@ export class JobData {
     const rng = Prng.from(this.seed, `job:${key}:${index}`);
     const ids = listOf(search.companyIds);
     // With companyIds every job is at one of those companies, each id always the same company (by seed and id alone).
-    const { company, logo } = randomCompany(ids.length > 0 ? Prng.from(this.seed, `company-id:${String(Number(rng.pick(ids)))}`) : rng);
+    const companyRng = ids.length > 0 ? Prng.from(this.seed, `company-id:${String(Number(rng.pick(ids)))}`) : rng;
+    const company = `${companyRng.pick(NAME_PREFIXES)} ${companyRng.pick(NAME_CORES)}`;
+    const logo = `${MEDIA_ORIGIN}/dms/image/company-logo_100_100/${companyRng.alnum(16)}`;
     const companySlug = slugify(company);
     const keywords = search.keywords?.trim();
     const baseTitle = rng.pick(JOB_TITLES);
@@ -89,11 +91,6 @@ export class JobData {
       },
     };
   }
-}
-
-function randomCompany(rng: Prng): { company: string; logo: string } {
-  const company = `${rng.pick(NAME_PREFIXES)} ${rng.pick(NAME_CORES)}`;
-  return { company, logo: `${MEDIA_ORIGIN}/dms/image/company-logo_100_100/${rng.alnum(16)}` };
 }
 
 /** The items of a comma-separated parameter, each as filterItem() spells it, blanks dropped. */
