@@ -128,10 +128,9 @@ function ok<Q, A>(t: Transport, spec: OperationSpec<Q, A>, text: string, call: A
 }
 
 /**
- * A 404 is "nothing found" only when its body is the API's (spec.notFound.isAnswer). A gateway's 404 for a wrong API
- * URL, taken as one, would settle every task as not found for days; a too strict check costs one stopped run that
- * names it. Where the API's body looks like a gateway's (notFound.ambiguous), the run warns of a job whose every
- * answer is a 404 (src/runner/not-found-only.ts).
+ * A 404 is "nothing found" only with the API's body (spec.notFound.isAnswer): a gateway's 404 for a wrong URL, taken as
+ * one, would settle every task as not found for days, where a too strict check costs one stopped run that names it.
+ * Where the API's body looks like a gateway's (notFound.ambiguous), src/runner/not-found-only.ts warns of all-404 jobs.
  */
 function notFound<Q, A>(t: Transport, spec: OperationSpec<Q, A>, text: string, call: ApiCallInfo): ApiResult<never> {
   const raw = t.redactBody(text);

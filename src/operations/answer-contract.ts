@@ -1,8 +1,7 @@
 /**
- * Answer contracts: what each operation's 200 body must hold and how each member is read. As in dlt's schema contracts,
- * a record's identity is required (a record without it is set aside, alone); any other member missing, `null` or in a
- * lossless variant of its type (`"12"`, `12.0`, `"true"`) is read as NULL or the value and counted as drift. Only a
- * body the contract cannot read at all is unusable; members the spec never names are kept as they came.
+ * Answer contracts: what each operation's 200 body must hold and how each member is read. A record without its identity
+ * is set aside, alone; any other member missing, `null` or in a lossless variant (`"12"`, `12.0`, `"true"`) is read as
+ * NULL or the value and counted as drift. Only a body it cannot read at all is unusable; unnamed members are kept.
  */
 import { DriftTally } from './drift.ts';
 import { storableValue, TooDeepError } from './storable-text.ts';

@@ -1,8 +1,7 @@
 /**
  * The shape of one operation: all the planner, client, runner, store and `enrich` need to know of it, one typed object
- * per file. Nothing outside src/operations names an operation (adding one: docs/architecture.md). Functions are methods
- * on purpose: the registry holds specs of different request and answer types, and generic code takes any of them as
- * `OperationSpec`.
+ * per file; nothing outside src/operations names an operation (adding one: docs/architecture.md). Functions are methods
+ * on purpose: the registry holds specs of different request and answer types, which generic code takes as one type.
  */
 import type { z } from 'zod';
 import type { CsvHeader } from '../input/csv-header.ts';

@@ -7,10 +7,9 @@ export const PAST_LAST_PAGE_MODES = ['404', 'empty'] as const;
 export type PastLastPage = (typeof PAST_LAST_PAGE_MODES)[number];
 
 /**
- * The ways the live service's answers differ from api.md, each turned on by `liveShapes`: 'absent-members' (optional
- * members left out or `null`, never an identity), 'brand-url' (`author.<brand>_url` for `author.network_url`),
- * 'page-cap' (similar-companies pages capped at `maxNum`, echoed as `num`), 'url-forms' (URLs mixing `www.`, bare and
- * country subdomains; reference URLs on a country or mobile subdomain fold into `www.`).
+ * How live answers differ from api.md, each on by `liveShapes`: 'absent-members' (optional members left out or `null`,
+ * never an identity), 'brand-url' (`author.<brand>_url` for `author.network_url`), 'page-cap' (similar-companies
+ * pages capped at `maxNum`, echoed as `num`), 'url-forms' (hosts `www.`, bare or `de.`; `de.`/`m.` references fold).
  */
 export const LIVE_SHAPES = ['absent-members', 'brand-url', 'page-cap', 'url-forms'] as const;
 export type LiveShape = (typeof LIVE_SHAPES)[number];

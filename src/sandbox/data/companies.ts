@@ -161,10 +161,9 @@ const COUNTRY_BY_NAME = new Map<string, string>(
 );
 
 /**
- * The filters of `account`: `key` (a canonical text: order and case do not matter) and `matches`; null when it filters
- * nothing (no account, an empty one, only empty lists, as the client treats them). `location` keeps companies whose
- * headquarter country it names (code or lower-case name); `employeeSize`, those whose staff.total is in any range,
- * bounds included, whatever its `type` (only RANGE is known).
+ * The filters of `account`: `key` (canonical: order and case do not matter) and `matches`; null when none filters (as
+ * the client treats them). `location` keeps companies whose headquarter country it names (code or lower-case name);
+ * `employeeSize`, those whose staff.total is in any range, bounds included, whatever its `type` (only RANGE is known).
  */
 function compileFilter(account: SimilarCompaniesAccount | undefined) {
   const locations = (account?.location ?? []).map((l) => l.trim().toLowerCase().replace(/\s+/g, ' ')).filter((l) => l !== '');
