@@ -38,10 +38,6 @@ export function faultDrawer(seed: number, rates: FaultRates): () => FaultName | 
 const HTML_ERROR_PAGE =
   '<!DOCTYPE html>\n<html><head><title>Service temporarily unavailable</title></head>\n' +
   '<body><h1>Something went wrong</h1><p>The upstream service did not answer. Please try again later.</p></body></html>\n';
-const HTML_HEADERS = { 'content-type': 'text/html; charset=utf-8' };
-
-/** Valid JSON that matches none of the documented 200 shapes. */
-const WRONG_SHAPE_BODY = JSON.stringify({ status: 'ok', result: [{ id: 1, value: 'unexpected' }], data: 'n/a' });
 
 /** What a fault answers: status (0 drops the connection), body and extra headers. */
 export type FaultAnswer = [status: number, body: string | Buffer, headers?: Record<string, string>];
@@ -52,8 +48,9 @@ export const FAULT_ANSWERS: Record<Exclude<FaultName, 'slow'>, (real: () => stri
   unavailable: () => [503, JSON.stringify({ error: true, message: 'Service Unavailable' })],
   drop: () => [0, ''],
   truncate: (real) => [200, truncated(real())],
-  html: () => [200, HTML_ERROR_PAGE, HTML_HEADERS],
-  wrong_shape: () => [200, WRONG_SHAPE_BODY],
+  html: () => [200, HTML_ERROR_PAGE, { 'content-type': 'text/html; charset=utf-8' }],
+  // Valid JSON that matches none of the documented 200 shapes.
+  wrong_shape: () => [200, JSON.stringify({ status: 'ok', result: [{ id: 1, value: 'unexpected' }], data: 'n/a' })],
   huge: (_real, hugeBytes) => [200, hugeBody(hugeBytes)],
 };
 
