@@ -46,17 +46,15 @@ export async function attempt<Q, A>(t: Transport, spec: OperationSpec<Q, A>, req
   // undici's headersTimeout restarts on every informational (1xx) response, so a server sending `102
   // Processing` forever would hold the call for ever: this deadline covers the whole exchange.
   const deadline = new AbortController();
-  const timer = setTimeout(() => deadline.abort(callDeadlineError(t.timeoutMs)), t.timeoutMs);
+  const timer = setTimeout(() => {
+    const late = new Error(`the call took longer than ${t.timeoutMs} ms`);
+    deadline.abort(Object.assign(late, { code: CALL_DEADLINE_CODE }));
+  }, t.timeoutMs);
   try {
     return await exchange(t, spec, request, sent, deadline.signal);
   } finally {
     clearTimeout(timer);
   }
-}
-
-/** The reason a call's deadline aborts it with: a timeout to errorForTransport. */
-function callDeadlineError(timeoutMs: number): Error {
-  return Object.assign(new Error(`the call took longer than ${timeoutMs} ms`), { code: CALL_DEADLINE_CODE });
 }
 
 interface Sent extends Pick<ApiCallInfo, 'operation' | 'method' | 'path'> {
