@@ -263,23 +263,18 @@ const INTEGER_TEXT = /^\s*-?\d+(\.0*)?\s*$/;
 const isInt32 = (n: number) => Number.isInteger(n) && n >= -(2 ** 31) && n < 2 ** 31;
 const NUMBER_TEXT = /^\s*-?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?\s*$/;
 
-const numberOfText = (v: unknown, shape: RegExp): number => (typeof v === 'string' && shape.test(v) ? Number(v) : NaN);
+/** Reads text of `shape` as the number it spells, when `ok` takes that number; undefined otherwise. */
+const numberOfText = (shape: RegExp, ok: (n: number) => boolean) => (v: unknown) => {
+  const n = typeof v === 'string' && shape.test(v) ? Number(v) : NaN;
+  return ok(n) ? n : undefined;
+};
 
 /** Per scalar type, another type's value read without loss (`"12"` -> 12, `"true"` -> true); undefined: none. */
 const LOSSLESS: Record<ScalarType, (v: unknown) => unknown> = {
   string: (v) => (typeof v === 'number' && Number.isFinite(v) ? String(v) : undefined),
-  integer: (v) => {
-    const n = numberOfText(v, INTEGER_TEXT);
-    return Number.isSafeInteger(n) ? n : undefined;
-  },
-  int32: (v) => {
-    const n = numberOfText(v, INTEGER_TEXT);
-    return isInt32(n) ? n : undefined;
-  },
-  number: (v) => {
-    const n = numberOfText(v, NUMBER_TEXT);
-    return Number.isFinite(n) ? n : undefined;
-  },
+  integer: numberOfText(INTEGER_TEXT, Number.isSafeInteger),
+  int32: numberOfText(INTEGER_TEXT, isInt32),
+  number: numberOfText(NUMBER_TEXT, Number.isFinite),
   boolean: (v) => (v === 'true' || v === 1 ? true : v === 'false' || v === 0 ? false : undefined),
   given: (v) => v,
 };
