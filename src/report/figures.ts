@@ -2,7 +2,6 @@
 import type { ReportData, TaskAge } from '../store/readers/report-figures.ts';
 import type { FullStatusReport } from '../runner/status-report.ts';
 import { headlineOf } from './headline.ts';
-import { creditsByJob } from './job-credits.ts';
 import { CREDIT_METER_DEFAULTS, roundCredits } from '../credits/credit-meter.ts';
 import { OPERATION_SPECS } from '../operations/index.ts';
 
@@ -43,7 +42,7 @@ export function buildFigures(data: ReportData, status: FullStatusReport, options
     /** The same object `netingest status --json` prints. */
     status,
     nights,
-    /** Credits per run and job: the run's spend shared out to the jobs whose calls paid it (job-credits.ts). */
+    /** Credits per run and job: the run's spend shared out to the jobs whose calls paid it (creditsByJob). */
     creditsByJob: creditsByJob(data),
     /** Calls per run and job by how they were answered (`job` null: calls no task owns). */
     callsByJob: data.calls.map((c) => ({ runId: c.runId, job: c.job, calls: c.calls, answered: c.answered, notFound: c.notFound, failedCalls: c.failedCalls })),
@@ -127,6 +126,60 @@ function dueAt(age: TaskAge, options: ForecastOptions): number | null {
   if (age.completedHour === null) return now;
   const refreshDays = options.refreshAfterDays[age.operation] ?? 0;
   return Date.parse(`${age.completedHour}:00:00Z`) + refreshDays * MS_PER_DAY;
+}
+
+/** Credits one job spent in one run (`job` null: the run's spend that no job's call shows, see creditsByJob). */
+export interface JobCredits { runId: number; job: string | null; paidAnswers: number; credits: number }
+
+/** Below this, a difference is float noise of fractional costs. */
+const NOISE = 1e-9;
+
+/**
+ * Per run of `data.runs` with a spend, its credits per job (in name order). A paid call is its task's job's (a lookup
+ * two jobs share is paid once, by one), costing its counter's step over the run's previous one; the run's lowest call,
+ * whose cost no counter shows, takes the rest of `runs.credits_spent`, so a night's jobs add up to what the run spent.
+ */
+export function creditsByJob(data: Pick<ReportData, 'runs' | 'creditSteps' | 'calls'>): JobCredits[] {
+  const stepsByRun = byRun(data.creditSteps);
+  const answeredByRun = byRun(data.calls);
+  return data.runs.flatMap((run) => (run.creditsSpent === null ? [] : ofRun(run.id, run.creditsSpent, stepsByRun.get(run.id) ?? [], answeredByRun.get(run.id) ?? [])));
+}
+
+function ofRun(runId: number, spent: number, steps: ReportData['creditSteps'], calls: ReportData['calls']): JobCredits[] {
+  const stepped = steps.reduce((n, s) => n + (s.steps ?? 0), 0);
+  // On a shared account another worker's calls fall between this run's counters: its steps then hold more than
+  // it spent, and are scaled down to the run's figure.
+  const scale = stepped > spent && stepped > 0 ? spent / stepped : 1;
+  const rest = Math.max(0, spent - stepped * scale);
+  const byJob = new Map<string | null, JobCredits>();
+  for (const s of steps) byJob.set(s.job, { runId, job: s.job, paidAnswers: s.paid, credits: (s.steps ?? 0) * scale });
+  if (rest > NOISE) {
+    const owner = restOwner(steps, calls);
+    const row = byJob.get(owner) ?? { runId, job: owner, paidAnswers: 0, credits: 0 };
+    row.credits += rest;
+    byJob.set(owner, row);
+  }
+  return [...byJob.values()].map((r) => ({ ...r, credits: roundCredits(r.credits) })).sort((a, b) => (a.job ?? '\uffff').localeCompare(b.job ?? '\uffff'));
+}
+
+/**
+ * Who takes the spend the steps do not show: the job of the run's lowest counter; with no counter read (every paid
+ * answer unreadable, charged at an estimate), the job with the most answers.
+ */
+function restOwner(steps: ReportData['creditSteps'], calls: ReportData['calls']): string | null {
+  const lowest = steps.find((s) => s.lowest > 0);
+  if (lowest) return lowest.job;
+  const most = calls.filter((c) => c.job !== null && c.answered > 0).sort((a, b) => b.answered - a.answered)[0];
+  return most?.job ?? null;
+}
+
+function byRun<T extends { runId: number }>(items: readonly T[]): Map<number, T[]> {
+  const out = new Map<number, T[]>();
+  for (const item of items) {
+    if (!out.has(item.runId)) out.set(item.runId, []);
+    out.get(item.runId)!.push(item);
+  }
+  return out;
 }
 
 /** Longest sample of a stored message, in characters. */
