@@ -30,7 +30,13 @@ export async function runQuery(options: RunQueryOptions): Promise<WriteResult> {
   // CSV and JSON Lines are written as `export --sql` writes them.
   if (format !== 'table') return exportSql({ ...options, format, stream });
   if (options.out !== undefined) throw new UsageError('--out writes csv or jsonl; the table is for a terminal');
-  if (options.format === 'table') assertNoCsvOptions(options);
+  // CSV options with a table asked for by name are refused; the default table ignores them (piped, it is CSV).
+  if (options.format === 'table' && options.escapeFormulas) {
+    throw new UsageError('--escape-formulas is for CSV only; the table format shows values as stored, for reading on screen');
+  }
+  if (options.format === 'table' && options.bom) {
+    throw new UsageError('--bom is for CSV only; the table format is for reading on screen, written without one');
+  }
   const store = await openStore(options.db);
   return store.userStatement(options, async ({ columns, rows: source }, snapshot) => {
     const sample = await takeSample(source, options.sampleRows ?? QUERY_DEFAULTS.sampleRows);
@@ -38,14 +44,6 @@ export async function runQuery(options: RunQueryOptions): Promise<WriteResult> {
     const encoder = tableEncoder(columns, sample, { ...options, maxTableWidth: stream.isTTY && stream.columns ? stream.columns : undefined });
     return writeRows(chain(sample, source), encoder, verifiedBy(snapshot, { ...options, stream }));
   });
-}
-
-/** Refuses CSV-only options with a table asked for by name; the default table ignores them (piped, it is CSV). */
-function assertNoCsvOptions(options: Pick<RunQueryOptions, 'bom' | 'escapeFormulas'>): void {
-  if (options.escapeFormulas) {
-    throw new UsageError('--escape-formulas is for CSV only; the table format shows values as stored, for reading on screen');
-  }
-  if (options.bom) throw new UsageError('--bom is for CSV only; the table format is for reading on screen, written without one');
 }
 
 async function takeSample(source: AsyncIterator<unknown[]>, size: number): Promise<unknown[][]> {
