@@ -60,7 +60,7 @@ export class LiveShaper {
       out = {
         ...out,
         company_link: rehost(out.company_link, originFor(urlForms, this.seed, `company-link:${record.url}`)),
-        url: rehost(out.url, wwwOrigin(urlForms)),
+        url: rehost(out.url, `https://www.${urlForms.host}`),
       };
     }
     if (absences) out = withAbsentMembers(out, 'job', record.url, this.seed, absences);
@@ -103,11 +103,6 @@ function originFor(forms: UrlForms, seed: number, key: string): string {
     const index = Math.floor(hashFraction(seed, `url-country:${key}`) * COUNTRY_SUBDOMAINS.length);
     return `https://${COUNTRY_SUBDOMAINS[index] ?? 'de'}.${forms.host}`;
   }
-  return wwwOrigin(forms);
-}
-
-/** The origin the site writes its own pages with. */
-function wwwOrigin(forms: UrlForms): string {
   return `https://www.${forms.host}`;
 }
 
