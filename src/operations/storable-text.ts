@@ -7,8 +7,6 @@
 /** What a string needs before it can be stored: a NUL or a surrogate (paired ones are checked further). */
 // eslint-disable-next-line no-control-regex -- the NUL is what the rule is about
 const SUSPECT = /[\u0000\ud800-\udfff]/;
-// eslint-disable-next-line no-control-regex -- the NUL is what the rule is about
-const NUL = /\u0000/g;
 const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
 
 /** What the rule changed in a string: said as the detail of its drift line. */
@@ -17,7 +15,7 @@ export type TextFix = 'NUL removed' | 'lone surrogate replaced by U+FFFD' | 'NUL
 /** The string as stored, and what was changed (null: nothing). */
 export function storableString(text: string): { text: string; fix: TextFix | null } {
   if (!SUSPECT.test(text)) return { text, fix: null };
-  const withoutNul = text.replace(NUL, '');
+  const withoutNul = text.replaceAll('\u0000', '');
   const wellFormed = withoutNul.replace(LONE_SURROGATE, '\ufffd');
   const nul = withoutNul.length !== text.length;
   const lone = wellFormed !== withoutNul;
