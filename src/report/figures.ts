@@ -15,7 +15,7 @@ export interface DriftSeries {
 }
 
 const MS_PER_MINUTE = 60_000;
-const MS_PER_DAY = 86_400_000;
+export const MS_PER_DAY = 86_400_000;
 
 /** What the page draws and `report --json` prints (buildFigures' object, its members noted there). */
 export type ReportFigures = ReturnType<typeof buildFigures>;

@@ -6,7 +6,7 @@ import { reportFiguresReads } from '../store/readers/report-figures.ts';
 import { LAST_REPORT_KEY } from '../store/status.ts';
 import { withLiveBalance, type StatusOptions } from '../runner/status-report.ts';
 import { JOB_DEFAULTS } from '../jobs/defaults.ts';
-import { buildFigures, type ReportFigures } from './figures.ts';
+import { buildFigures, MS_PER_DAY, type ReportFigures } from './figures.ts';
 
 /** Every default of the report, in one place. */
 export const REPORT_DEFAULTS = {
@@ -28,8 +28,6 @@ export const REPORT_DEFAULTS = {
 type ReportOptions = Pick<StatusOptions, 'db' | 'apiUrl' | 'tokenFile'> & Partial<Record<'days' | 'forecastDays' | 'configuredPerMinute' | 'statusRuns', number>> & {
   now?: Date;
 };
-
-const MS_PER_DAY = 86_400_000;
 
 /** The figures of the dataset, and how the page names it (a URL's password hidden). */
 export async function gatherFigures(options: ReportOptions): Promise<{ figures: ReportFigures; shownDataset: string }> {
