@@ -92,16 +92,13 @@ function readTokenFile(path: string): string {
   return token;
 }
 
-/** Permission bits that let a user other than the owner read or change a token file. */
-const OPEN_TO_OTHERS = 0o077;
-
 /**
- * Refuses a token file others may read or write, as ssh refuses such a key: anyone who reads it spends the account's
- * credits, and anyone who writes it sends calls under a token they chose.
+ * Refuses a token file others (group or world: bits 0o077) may read or write, as ssh refuses such a key: anyone who
+ * reads it spends the account's credits, and anyone who writes it sends calls under a token they chose.
  */
 function refuseOpenToOthers(path: string, mode: number): void {
   // Windows has no such bits: Node reports 0o666 for every writable file there.
-  if (process.platform === 'win32' || (mode & OPEN_TO_OTHERS) === 0) return;
+  if (process.platform === 'win32' || (mode & 0o077) === 0) return;
   const octal = mode.toString(8).padStart(4, '0');
   const can = [mode & 0o044 ? 'read' : '', mode & 0o022 ? 'write' : ''].filter(Boolean).join(' and ') || 'open';
   throw new ConfigError(
