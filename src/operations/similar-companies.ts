@@ -13,7 +13,9 @@ import { common, JOB_RANGES, text, urlInput, wholeIn, type JobCommon, type JobIn
 import { JOB_DEFAULTS } from '../jobs/defaults.ts';
 import type { OperationSpec } from './operation-spec.ts';
 import type { RowOf, RowWrite } from './stored-rows.ts';
-import { arrayOf, countryName, givenValue, jsonText, objectOf, sqlValue, recordUrlKey, urlKey } from './stored-values.ts';
+import {
+  arrayOf, countryName, givenValue, jsonText, objectOf, sqlValue, recordUrlKey, urlKey,
+} from './stored-values.ts';
 import {
   answered, rawRows, timeInJsonArray, sql, named, codePointOrder, groupConcat, numberText,
 } from '../statement.ts';
