@@ -125,10 +125,10 @@ export function readBody({ body, headers }: Pick<Dispatcher.ResponseData, 'body'
       if (settled) return;
       if (decoders.length === 0) {
         // Made on the first byte, which tells zlib from raw deflate (and an empty body needs no decoding).
-        decoders = decodersFor(codings, chunk[0]!);
-        const text = chain(decoders, (err) =>
+        decoders = decodersFor(codings, chunk[0]!, (err) =>
           fail(Object.assign(new Error(`${codings.join(', ')}: ${err.message}`), { code: BODY_DECODE_CODE, cause: err })),
         );
+        const text = decoders[decoders.length - 1]!;
         text.on('data', onText);
         text.on('end', onEnd);
       }
@@ -143,24 +143,21 @@ export function readBody({ body, headers }: Pick<Dispatcher.ResponseData, 'body'
 }
 
 /**
- * One decompressor per coding, the last applied first. HTTP's `deflate` is a zlib stream, but some servers send raw
- * deflate: for the outermost coding the first byte tells which (a zlib header's low nibble is 8), as browsers do.
+ * One decompressor per coding, the last applied first, each piped into the next, every error to `onError` (the first
+ * settles the read). HTTP's `deflate` is a zlib stream, but some servers send raw deflate: for the outermost coding the
+ * first byte tells which (a zlib header's low nibble is 8), as browsers do.
  */
-function decodersFor(codings: readonly string[], firstByte: number): Transform[] {
-  return [...codings].reverse().map((coding, i): Transform => {
+function decodersFor(codings: readonly string[], firstByte: number, onError: (err: Error) => void): Transform[] {
+  const decoders = [...codings].reverse().map((coding, i): Transform => {
     if (coding === 'br') return createBrotliDecompress();
     if (coding === 'gzip' || coding === 'x-gzip') return createGunzip();
     return i > 0 || (firstByte & 0x0f) === 0x08 ? createInflate() : createInflateRaw();
   });
-}
-
-/** Pipes each decoder into the next and returns the last; every decoder's error goes to `onError` (the first settles the read). */
-function chain(decoders: readonly Transform[], onError: (err: Error) => void): Transform {
   for (const [i, decoder] of decoders.entries()) {
     decoder.on('error', onError);
     if (i > 0) decoders[i - 1]!.pipe(decoder);
   }
-  return decoders[decoders.length - 1]!;
+  return decoders;
 }
 
 function decode(chunks: Buffer[]): string {
