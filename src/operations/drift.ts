@@ -40,7 +40,9 @@ export class DriftTally {
   }
 
   /** One member at `path` (whose parent is at `parent`) drifted; the first detail given is kept. */
-  note(path: string, parent: string, kind: DriftKind, detail: string | null = null, times = 1): void {
+  note(fullPath: string, fullParent: string, kind: DriftKind, detail: string | null = null, times = 1): void {
+    const path = shortPath(fullPath);
+    const parent = shortPath(fullParent);
     const key = `${path}\u0000${kind}`;
     const n = this.notes.get(key);
     if (n) n.count += times;
@@ -63,6 +65,20 @@ export class DriftTally {
       .map((n) => ({ path: n.path, kind: n.kind, count: n.count, of: Math.max(n.count, this.seenCounts.get(n.parent) ?? 0), detail: n.detail }))
       .sort((a, b) => (a.path === b.path ? DRIFT_KINDS.indexOf(a.kind) - DRIFT_KINDS.indexOf(b.kind) : a.path < b.path ? -1 : 1));
   }
+}
+
+/**
+ * The longest path kept, in UTF-16 units. A text fix's path names the body's own members: a hostile answer's name of
+ * 1,500 CJK characters made a path PostgreSQL's index on answer_drift refused (the run failed at its end) and a
+ * summary line of 1,500 characters. Past it, the start and an ellipsis.
+ */
+export const MAX_DRIFT_PATH = 200;
+
+function shortPath(path: string): string {
+  if (path.length <= MAX_DRIFT_PATH) return path;
+  // Not half of a surrogate pair at the cut: neither engine stores a lone one alike.
+  const end = /[\ud800-\udbff]/.test(path[MAX_DRIFT_PATH - 1]!) ? MAX_DRIFT_PATH - 1 : MAX_DRIFT_PATH;
+  return `${path.slice(0, end)}…`;
 }
 
 /** A drift count's one line: `post-details author.network_url: missing in 40/40, read from author.acmenet_url`. */

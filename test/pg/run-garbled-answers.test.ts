@@ -3,6 +3,8 @@
  * - text past what PostgreSQL's btree holds (~2,700 bytes) in an indexed column. The 2,048-character rule counted
  *   characters: 700 CJK characters are 2,100 bytes as sent and 6,300 once percent-encoded in a canonical URL, and a
  *   name or an industry had no rule at all. PostgreSQL refused the whole group while SQLite stored them; now NULL on both;
+ * - a member named by 1,500 CJK characters holding a NUL: its text fix's path was refused by PostgreSQL's index on
+ *   answer_drift, so the run ended failed after storing its answers; now the path's start and an ellipsis;
  * - a body nested 20,000 levels deep. The text rule's walk overflowed the stack: the run ended `failed` (INTERNAL)
  *   after paying, with none of its calls recorded. Now such a body is unusable (SCHEMA), kept, and the run goes on.
  */
@@ -36,6 +38,17 @@ forEachEngine('an answer with text past what an index holds', (engine) => {
     const summary = await runJobs({ dbPath: db.locator, jobs: [await loadJob(ws.postsJob, { cwd: ws.dir })], api: { baseUrl, token: TOKEN } });
     expect(summary.status).toBe('completed');
     expect(await db.rows('SELECT author_url FROM posts')).toEqual([{ author_url: null }, { author_url: null }]);
+  }, 60_000);
+
+  it('says a text fix under a member named by 1,500 CJK characters by the start of its path, and completes', async () => {
+    const baseUrl = await startFake(postService((base) => ({ ...base, post: { ...base.post, [cjk(1_500)]: 'a\u0000b' } })));
+    const db = await engine.open(ws.dir);
+    const summary = await runJobs({ dbPath: db.locator, jobs: [await loadJob(ws.postsJob, { cwd: ws.dir })], api: { baseUrl, token: TOKEN } });
+    expect(summary.status).toBe('completed');
+    const paths = await db.rows<{ path: string }>("SELECT path FROM answer_drift WHERE kind = 'text'");
+    expect(paths).toHaveLength(2);
+    for (const { path } of paths) expect(path).toMatch(/^post\.[\u4e00-\u9fff]{195}…$/u);
+    for (const d of summary.drift) expect(d.message.length).toBeLessThan(300);
   }, 60_000);
 
   it('stores a company whose name, industry and country are 1,000 CJK characters, those NULL and the rest kept', async () => {
