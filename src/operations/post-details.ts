@@ -5,7 +5,7 @@
  */
 import { z } from 'zod';
 import { OPERATION_PATHS } from '../spec/types.ts';
-import { canonicalPostUrl, canonicalUrl, postIdOfAnswer, postIdOfUrl } from '../urls/canonical.ts';
+import { canonicalPostUrl, canonicalUrl, MAX_URL_LENGTH, postIdOfAnswer, postIdOfUrl } from '../urls/canonical.ts';
 import { given, int32, list, nullable, obj, orOtherName, str, bool, CREDIT_MEMBERS, type ReadObject } from './answer-contract.ts';
 import { urlColumnReader } from './input-cells.ts';
 import { common, urlInput, type JobCommon, type JobInputFile } from '../jobs/job-common.ts';
@@ -58,7 +58,8 @@ function postKeyOf(
     return { postId: askedId, anomaly: other ? anomaly(askedId, `the answer names post ${answeredId}, not ${askedId} asked for: stored under ${askedId}`) : null };
   }
   if (answeredId === null) {
-    return { postId: null, anomaly: { kind: 'no_identity', position: null, path: 'PostId', reason: 'no PostId, and the URL asked for names no activity', askedId: null, answeredId: null } };
+    const why = typeof answered === 'string' && answered.trim() !== '' ? `a PostId past ${MAX_URL_LENGTH} bytes` : 'no PostId';
+    return { postId: null, anomaly: { kind: 'no_identity', position: null, path: 'PostId', reason: `${why}, and the URL asked for names no activity`, askedId: null, answeredId: null } };
   }
   const storedUrl = storedUrlOf(answeredId);
   if (storedUrl !== undefined && storedUrl !== url) {

@@ -254,11 +254,14 @@ export function postIdOfUrl(url: string): string | null {
   return digits === undefined ? null : `activity-${digits}`;
 }
 
-/** An answer's `PostId` in postIdOfUrl's form, so the two compare; other non-empty text is kept trimmed. */
+/**
+ * An answer's `PostId` in postIdOfUrl's form, so the two compare; other non-empty text is kept trimmed, up to
+ * MAX_URL_LENGTH UTF-8 bytes (a longer one, garbled, could key no row on PostgreSQL: null).
+ */
 export function postIdOfAnswer(value: unknown): string | null {
   if (typeof value !== 'string') return null;
   const text = value.trim();
-  if (text === '') return null;
+  if (text === '' || Buffer.byteLength(text) > MAX_URL_LENGTH) return null;
   if (/^\d+$/.test(text)) return `activity-${text}`;
   return postIdOfUrl(text) ?? text;
 }

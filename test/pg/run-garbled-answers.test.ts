@@ -3,12 +3,16 @@
  * - text past what PostgreSQL's btree holds (~2,700 bytes) in an indexed column. The 2,048-character rule counted
  *   characters: 700 CJK characters are 2,100 bytes as sent and 6,300 once percent-encoded in a canonical URL, and a
  *   name or an industry had no rule at all. PostgreSQL refused the whole group while SQLite stored them; now NULL on both;
+ * - a PostId of 1,500 CJK characters for a URL naming no activity: it keyed the post, refused by PostgreSQL's primary key;
+ *   now no identity, set aside;
  * - a member named by 1,500 CJK characters holding a NUL: its text fix's path was refused by PostgreSQL's index on
  *   answer_drift, so the run ended failed after storing its answers; now the path's start and an ellipsis;
  * - a body nested 20,000 levels deep. The text rule's walk overflowed the stack: the run ended `failed` (INTERNAL)
  *   after paying, with none of its calls recorded. Now such a body is unusable (SCHEMA), kept, and the run goes on.
  */
 import { randomInt } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterEach, beforeEach, expect, it } from 'vitest';
 import { loadJob } from '../../src/jobs/load.ts';
 import { runJobs } from '../../src/runner/run-jobs.ts';
@@ -38,6 +42,17 @@ forEachEngine('an answer with text past what an index holds', (engine) => {
     const summary = await runJobs({ dbPath: db.locator, jobs: [await loadJob(ws.postsJob, { cwd: ws.dir })], api: { baseUrl, token: TOKEN } });
     expect(summary.status).toBe('completed');
     expect(await db.rows('SELECT author_url FROM posts')).toEqual([{ author_url: null }, { author_url: null }]);
+  }, 60_000);
+
+  it('sets aside a post asked by a URL naming no activity whose answer names it by 1,500 CJK characters', async () => {
+    writeFileSync(join(ws.dir, 'posts.csv'), 'post_url\nhttps://www.network.com/pulse/first-article\nhttps://www.network.com/pulse/second-article\n');
+    const baseUrl = await startFake(postService((base) => ({ ...base, PostId: cjk(1_500) })));
+    const db = await engine.open(ws.dir);
+    const summary = await runJobs({ dbPath: db.locator, jobs: [await loadJob(ws.postsJob, { cwd: ws.dir })], api: { baseUrl, token: TOKEN } });
+    expect(summary.status).toBe('completed');
+    expect(await db.rows('SELECT count(*) AS n FROM posts')).toEqual([{ n: 0 }]);
+    const anomalies = await db.rows('SELECT kind, reason FROM answer_anomalies');
+    expect(anomalies).toEqual(Array.from({ length: 2 }, () => ({ kind: 'no_identity', reason: 'a PostId past 2048 bytes, and the URL asked for names no activity' })));
   }, 60_000);
 
   it('says a text fix under a member named by 1,500 CJK characters by the start of its path, and completes', async () => {
