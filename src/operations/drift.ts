@@ -3,6 +3,7 @@
  * elements) and kind, each out of the times the member's parent was there, and said in one line per path.
  */
 import type { Operation } from '../spec/types.ts';
+import { shortened } from './storable-text.ts';
 
 /**
  * `missing`, `null` (where the spec forbids it), `renamed` (read from another member), `variant` (a lossless variant,
@@ -41,8 +42,8 @@ export class DriftTally {
 
   /** One member at `path` (whose parent is at `parent`) drifted; the first detail given is kept. */
   note(fullPath: string, fullParent: string, kind: DriftKind, detail: string | null = null, times = 1): void {
-    const path = shortPath(fullPath);
-    const parent = shortPath(fullParent);
+    const path = shortened(fullPath, MAX_DRIFT_PATH);
+    const parent = shortened(fullParent, MAX_DRIFT_PATH);
     const key = `${path}\u0000${kind}`;
     const n = this.notes.get(key);
     if (n) n.count += times;
@@ -73,13 +74,6 @@ export class DriftTally {
  * summary line of 1,500 characters. Past it, the start and an ellipsis.
  */
 export const MAX_DRIFT_PATH = 200;
-
-function shortPath(path: string): string {
-  if (path.length <= MAX_DRIFT_PATH) return path;
-  // Not half of a surrogate pair at the cut: neither engine stores a lone one alike.
-  const end = /[\ud800-\udbff]/.test(path[MAX_DRIFT_PATH - 1]!) ? MAX_DRIFT_PATH - 1 : MAX_DRIFT_PATH;
-  return `${path.slice(0, end)}…`;
-}
 
 /** A drift count's one line: `post-details author.network_url: missing in 40/40, read from author.acmenet_url`. */
 export function driftLine(operation: string, d: DriftCount): string {

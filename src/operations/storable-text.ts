@@ -38,8 +38,15 @@ export class TooDeepError extends Error {
   constructor(path: string) {
     super(`nested deeper than ${MAX_JSON_DEPTH} levels`);
     // The path down there is a hundred `[]` or more: its start says where.
-    this.path = path.length > 60 ? `${path.slice(0, 60)}...` : path;
+    this.path = shortened(path, 60);
   }
+}
+
+/** `text`'s first `max` UTF-16 units and an ellipsis when longer, never cut inside a surrogate pair (the rule above). */
+export function shortened(text: string, max: number): string {
+  if (text.length <= max) return text;
+  const end = /[\ud800-\udbff]/.test(text[max - 1]!) ? max - 1 : max;
+  return `${text.slice(0, end)}…`;
 }
 
 /** A parsed JSON value with every string and member name storable; the same value, not a copy, when nothing changed. */
