@@ -260,7 +260,8 @@ const EXACTLY: Record<ScalarType, (v: unknown) => boolean> = {
 };
 
 const INTEGER_TEXT = /^\s*-?\d+(\.0*)?\s*$/;
-const isInt32 = (n: number) => Number.isInteger(n) && n >= -(2 ** 31) && n < 2 ** 31;
+/** What a 32-bit column (PostgreSQL's `integer`) holds: `int32`'s rule, and copy's for older datasets. */
+export const isInt32 = (n: number) => Number.isInteger(n) && n >= -(2 ** 31) && n < 2 ** 31;
 const NUMBER_TEXT = /^\s*-?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?\s*$/;
 
 /** Reads text of `shape` as the number it spells, when `ok` takes that number; undefined otherwise. */

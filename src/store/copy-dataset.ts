@@ -14,6 +14,7 @@ import { acquireRunLock, LockedError, runLockReads, type RunLock } from './run-l
 import { readSync } from './read-steps.ts';
 import { decodeRawBody } from './raw-body.ts';
 import { storableJsonText, storableString } from '../operations/storable-text.ts';
+import { isInt32 } from '../operations/answer-contract.ts';
 import { connectionLostError, openPgStore, usingPgStore } from './pg/open.ts';
 import { inPgTransaction } from './pg/transaction.ts';
 import { holdExclusive } from './pg/dataset-lock.ts';
@@ -219,7 +220,7 @@ function planColumns({ name: tableName, columns }: TableDef): ColumnPlan[] {
     const written = Object.hasOwn(TABLE_WRITES, tableName) ? TABLE_WRITES[tableName as NormalizedTable] : null;
     // An answer's values written before the contract's rules (NULL past 32 bits, or past what an index holds): the
     // rule applies on the way, or PostgreSQL would refuse the copy at that row.
-    if (written && column.spec.kind === 'int') return { name, convert: (value) => (typeof value === 'number' && (value | 0) !== value ? null : value) };
+    if (written && column.spec.kind === 'int') return { name, convert: (value) => (typeof value === 'number' && !isInt32(value) ? null : value) };
     if (written?.indexed.includes(name)) return { name, convert: (value) => fitsIndex(convert(value)) };
     return { name, convert };
   });
