@@ -4,11 +4,11 @@
  * response, its raw body, task status and api_calls row commit together.
  */
 import type { Connection } from '../connection.ts';
-import { specOf, type AnySubject } from '../../operations/index.ts';
+import type { AnySubject } from '../../operations/index.ts';
 import { rowCount, type RowAnomaly, type RowContext } from '../../operations/stored-rows.ts';
 import { networkHost } from '../../urls/canonical.ts';
 import { NORMALIZED_TABLES } from '../tables.ts';
-import { indexable } from './tables.ts';
+import { answerRows } from './tables.ts';
 import { FORGET_PROOFS_SQL, preparePostDateOrder } from './post-date-order.ts';
 import { prepareRowWriter, prepareStoredLookup } from './row-writer.ts';
 import { storeChanges } from '../history/record-changes.ts';
@@ -52,7 +52,7 @@ export function createIngestor(database: Connection) {
       throw new TypeError(`seenAt must be an ISO-8601 UTC timestamp such as 2026-11-22T13:45:00.000Z, got ${String(seenAt)}`);
     }
     ctx.seenAt = seenAt;
-    const stored = indexable(specOf(subject.operation).rows(subject, answer, ctx));
+    const stored = answerRows(subject, answer, ctx);
     if (source) readSync(sqlite, storeChanges({ writes: stored.writes, runId: source.runId, taskId: source.taskId, at: seenAt }));
     for (const w of stored.writes) write(w);
     const result = { rows: rowCount(stored), skipped: stored.skipped };

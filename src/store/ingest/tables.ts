@@ -4,7 +4,8 @@
  * updated_at/last_seen_at, so replay order cannot move them back; a set's rows are inserted after the owner's old
  * set is deleted. SQLite's statements; pg/pg-table-statements.ts has PostgreSQL's.
  */
-import type { Row, StoredAnswer } from '../../operations/stored-rows.ts';
+import { specOf, type AnySubject } from '../../operations/index.ts';
+import type { Row, RowContext, StoredAnswer } from '../../operations/stored-rows.ts';
 import { primaryKeyOf, type TableDef } from '../table-kit.ts';
 import { DATASET_TABLES, type NormalizedTable } from '../tables.ts';
 
@@ -48,8 +49,13 @@ function indexedColumns(def: TableDef): string[] {
  */
 export const MAX_INDEXED_TEXT_BYTES = 2048;
 
+/** An answer's rows as both engines store them: its operation's, with indexable() applied. */
+export function answerRows(subject: AnySubject, answer: unknown, ctx: RowContext): StoredAnswer {
+  return indexable(specOf(subject.operation).rows(subject, answer, ctx));
+}
+
 /** An answer's rows with each indexed column's text past MAX_INDEXED_TEXT_BYTES as NULL; the same rows when none is. */
-export function indexable(stored: StoredAnswer): StoredAnswer {
+function indexable(stored: StoredAnswer): StoredAnswer {
   const fits = (table: NormalizedTable, row: Row) => TABLE_WRITES[table].indexed.every((c) => !overlong(row[c]));
   if (stored.writes.every((w) => ('row' in w ? fits(w.table, w.row) : w.rows.every((r) => fits(w.table, r))))) return stored;
   const fit = (table: NormalizedTable, row: Row): Row =>

@@ -3,14 +3,13 @@
  * answer reads back, and the posted_on fill, flush the group's PgRowBatch first: each answer sees the ones before it.
  */
 import type pg from 'pg';
-import { specOf } from '../../operations/index.ts';
 import { rowCount, type Row, type RowContext, type RowWrite, type StoredAnswer as StoredRows } from '../../operations/stored-rows.ts';
 import type { SqlValue } from '../../operations/stored-values.ts';
 import { networkHost } from '../../urls/canonical.ts';
 import { ANOMALY_HEAD, anomalyRow, setAsideAnomalies } from '../answer-anomalies.ts';
 import type { StoredAnswer } from '../outcome-ops.ts';
 import { readPostDate, type DayOrder } from '../ingest/post-date.ts';
-import { indexable } from '../ingest/tables.ts';
+import { answerRows } from '../ingest/tables.ts';
 import { learnInTurn, postedOnOf, provenOrders } from '../ingest/post-date-order.ts';
 import { PgRowBatch } from './pg-row-batch.ts';
 import { ChangeRecorder, writeChanges } from '../history/record-changes.ts';
@@ -52,11 +51,10 @@ export function createPgAnswerStore() {
    * which, they are read (flushing the batch if it may hold them), and it runs again (it is pure).
    */
   async function collect(client: pg.ClientBase, batch: PgRowBatch, input: StoredAnswer, history: ChangeRecorder | null, first?: FirstPass): Promise<PgStoredAnswer> {
-    const spec = specOf(input.request.operation);
     // The pass with no stored value known, unless the caller made it already (the group's plan, firstPass).
     const { asked, stored: guessed } = first ?? firstPass(input);
     const stored = asked.size === 0 ? guessed
-      : indexable(spec.rows(input.request, input.answer, askingContext(input, asked, await readBack(client, batch, asked))));
+      : answerRows(input.request, input.answer, askingContext(input, asked, await readBack(client, batch, asked)));
     // What it changes, read before its rows join the batch (history/record-changes.ts: keys first seen are read now);
     // with no recorder, the caller records it from reads it made before (pg-group-commit.ts's start).
     if (history) await readPg({ client }, history.record({ writes: stored.writes, runId: input.runId ?? null, taskId: input.taskId ?? null, at: input.at }));
@@ -92,7 +90,7 @@ interface AskedValue {
 /** Its writes' keys are what the history reads before a group writes; when nothing was asked, collect() reuses it. */
 export function firstPass(input: Pick<StoredAnswer, 'request' | 'answer' | 'at'>): FirstPass {
   const asked = new Map<string, AskedValue>();
-  const stored = indexable(specOf(input.request.operation).rows(input.request, input.answer, askingContext(input, asked, new Map())));
+  const stored = answerRows(input.request, input.answer, askingContext(input, asked, new Map()));
   return { stored, asked };
 }
 
