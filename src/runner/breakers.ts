@@ -4,7 +4,7 @@ import { roundCredits } from '../credits/credit-meter.ts';
 import { NetingestError } from '../errors.ts';
 import type { Operation } from '../spec/types.ts';
 import type { RunStop } from './run-stop.ts';
-import { errorCodeOf, policyOf } from './error-policy.ts';
+import { errorCodeOf, policyOf, type StoreRefusedError } from './error-policy.ts';
 import type { EndedTask } from './task-executor.ts';
 
 /** `inARow` paid answers of `operation` in a row its contract could not read; names the count, cost and first path. */
@@ -14,11 +14,13 @@ export class UnusableAnswersError extends NetingestError {
     readonly inARow: number,
     readonly credits: number,
     readonly firstIssue: string,
+    /** What went wrong with them: 'could not be read' (their contract), or 'were refused by the database'. */
+    how: string,
     options?: { cause?: unknown },
   ) {
     super(
       'UNUSABLE_ANSWERS',
-      `${operation}: ${inARow} paid answers in a row could not be read (first: ${firstIssue}), costing about ${roundCredits(credits)} credits: ` +
+      `${operation}: ${inARow} paid answers in a row ${how} (first: ${firstIssue}), costing about ${roundCredits(credits)} credits: ` +
         'stopped sending; the answers are kept for `netingest reprocess` (after an upgrade that reads them), the remaining tasks are deferred to the next run',
       options,
     );
@@ -42,7 +44,7 @@ class Breaker {
  * for a whole input that stores nothing. An answer stored resets the count; a failure with no answer (5xx) leaves it.
  */
 export class UnusableAnswerBreaker extends Breaker {
-  private readonly rows = new Map<Operation, { count: number; credits: number; first: ApiError }>();
+  private readonly rows = new Map<Operation, { count: number; credits: number; first: ApiError | StoreRefusedError }>();
 
   constructor(
     stop: RunStop,
@@ -58,15 +60,16 @@ export class UnusableAnswerBreaker extends Breaker {
       this.rows.delete(operation);
       return;
     }
-    if (!isApiError(task.error) || !policyOf(task.error).unusable) return;
-    const row = this.rows.get(operation) ?? { count: 0, credits: 0, first: task.error };
+    if (!policyOf(task.error).unusable) return;
+    const row = this.rows.get(operation) ?? { count: 0, credits: 0, first: task.error as ApiError | StoreRefusedError };
     row.count += 1;
     row.credits += this.costOf(operation);
     this.rows.set(operation, row);
     if (row.count < this.threshold || this.stop.reason) return;
     const issue = row.first instanceof ApiSchemaError ? row.first.issues[0] : undefined;
-    const first = issue ? `${issue.path}: ${issue.message}` : row.first.what;
-    this.stop.stop('unusable', new UnusableAnswersError(operation, row.count, row.credits, first, { cause: row.first }));
+    const first = issue ? `${issue.path}: ${issue.message}` : isApiError(row.first) ? row.first.what : row.first.message;
+    const how = isApiError(row.first) ? 'could not be read' : 'were refused by the database';
+    this.stop.stop('unusable', new UnusableAnswersError(operation, row.count, row.credits, first, how, { cause: row.first }));
   }
 }
 

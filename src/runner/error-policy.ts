@@ -4,8 +4,11 @@ import { NetingestError } from '../errors.ts';
 import type { StopReason } from './run-stop.ts';
 import type { RetrySettings } from './task-executor.ts';
 
-/** INTERNAL: anything thrown that is not an ApiError (a bug). CALL_BOUND: a task reached maxCallsPerTask in one run. */
-export type RunnerErrorCode = 'INTERNAL' | 'CALL_BOUND';
+/**
+ * INTERNAL: anything thrown that is not an ApiError (a bug). CALL_BOUND: a task reached maxCallsPerTask in one run.
+ * STORE_REFUSED: the database refused a paid answer's rows (GroupCommitWriter's refusedAlone).
+ */
+export type RunnerErrorCode = 'INTERNAL' | 'CALL_BOUND' | 'STORE_REFUSED';
 export type ErrorCode = ApiErrorKind | RunnerErrorCode;
 
 /**
@@ -65,6 +68,9 @@ export const ERROR_POLICY: Readonly<Record<ErrorCode, ErrorPolicy>> = {
   // A bug: stop rather than guess.
   INTERNAL: { ...NO_RETRY, ...NOT_COUNTED, ...stops('fatal') },
   CALL_BOUND: { ...NO_RETRY, ...NOT_COUNTED, ...fails('final') },
+  // A paid answer whose rows the database refused (a value past what it takes): a retry would pay for the same; the
+  // body is kept, and answer after answer refused stops the run as unreadable ones do.
+  STORE_REFUSED: { ...NO_RETRY, outage: false, unusable: true, ...fails('reprocess') },
 };
 
 /** Calls one task may send in a run, whatever the answers: first try, retries (paid ones share them), 429 attempts. */
@@ -79,9 +85,17 @@ export class CallBoundError extends NetingestError {
   }
 }
 
+/** A paid answer's rows the database refused: its task failed, its body kept apart (the writer's message). */
+export class StoreRefusedError extends NetingestError {
+  constructor(message: string) {
+    super('STORE_REFUSED', message);
+  }
+}
+
 /** The code a thrown value is recorded and decided under. */
 export function errorCodeOf(err: unknown): ErrorCode {
   if (isApiError(err)) return err.kind;
+  if (err instanceof StoreRefusedError) return 'STORE_REFUSED';
   return err instanceof CallBoundError ? 'CALL_BOUND' : 'INTERNAL';
 }
 

@@ -9,7 +9,7 @@ import type { Charge, CreditGuard } from '../credits/credit-guard.ts';
 import type { RunStop } from './run-stop.ts';
 import type { RunGate, WriterTask } from '../store/run-store.ts';
 import type { GroupCommitWriter } from '../store/group-commit-writer.ts';
-import { CallBoundError, ERROR_POLICY, errorCodeOf, maxCallsPerTask, type ErrorCode } from './error-policy.ts';
+import { CallBoundError, ERROR_POLICY, errorCodeOf, maxCallsPerTask, StoreRefusedError, type ErrorCode } from './error-policy.ts';
 import { retryHooks, type TaskTally } from './retry-hooks.ts';
 
 /** A job's retry settings (jobs/defaults.ts); `paidRetries` is for a 200 that was most likely charged. */
@@ -78,7 +78,8 @@ export async function executeTask(task: ExecutableTask, ctx: ExecutorContext): P
     return { kind: 'not_found', message: result.message };
   }
   // The task's slot stays taken until its answer is committed: see ResultWriter.
-  await ctx.writer.success(task, task.ingest, task.requestKey, result, tally.calls);
+  const refused = await ctx.writer.success(task, task.ingest, task.requestKey, result, tally.calls);
+  if (refused !== null) return { kind: 'failed', retryable: false, code: 'STORE_REFUSED', message: refused, error: new StoreRefusedError(refused) };
   // The answer's contract reading says whether its page ends the list (by the page size the service used).
   return { kind: 'done', lastPage: result.lastPage, drift: result.drift };
 }

@@ -159,6 +159,16 @@ export function toDatabaseUseError(err: unknown, path: string, busyTimeoutMs = C
   return new DatabaseError('DB_WRITE_FAILED', path, `database ${path}: ${message} [${code}]`, { cause: err });
 }
 
+/**
+ * What SQLite said in refusing a value of the rows written (a constraint or trigger, a value past its limits), or
+ * null for any other failure: the run writer then stores the refused answer apart (GroupCommitWriter.refusedAlone).
+ */
+export function sqliteRefusal(err: unknown): string | null {
+  const code = typeof (err as { code?: unknown })?.code === 'string' ? (err as { code: string }).code : '';
+  if (!code.startsWith('SQLITE_CONSTRAINT') && code !== 'SQLITE_TOOBIG' && code !== 'SQLITE_MISMATCH') return null;
+  return `${(err as Error).message} [${code}]`;
+}
+
 function writable(dir: string): boolean {
   try {
     accessSync(dir, constants.W_OK);

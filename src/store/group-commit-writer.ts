@@ -1,7 +1,7 @@
 /**
  * What both engines' writers share: every call's outcome as an OutcomeOp, gathered into group commits (one event-loop
  * turn's, or `maxBatch` at once), each promise resolved once its group is committed (or the writer failed). An
- * engine says only how one group is committed.
+ * engine says only how one group is committed, and which of its errors refuse a value (refusal).
  */
 import type { ApiCallRow } from './api-calls.ts';
 import type { AnySubject } from '../operations/index.ts';
@@ -15,6 +15,8 @@ export abstract class GroupCommitWriter {
   private batchCommitted: Promise<void> | null = null;
   private scheduled: NodeJS.Immediate | null = null;
   private failure: unknown = null;
+  /** The answers stored in their refused form (refusedAlone), with why: success() tells its caller. */
+  private readonly refused = new WeakMap<OutcomeOp, string>();
 
   constructor(
     protected readonly runId: number,
@@ -28,16 +30,26 @@ export abstract class GroupCommitWriter {
   /** Commits one group in one transaction, then `release`s it (failures go to fail()); groups commit in flush order. */
   protected abstract commitGroup(ops: readonly OutcomeOp[], release: () => void): void;
 
+  /**
+   * What the database said in refusing a value of the rows written (a constraint, a value past its limits), as the
+   * refused answer's message; null for any other failure (the connection, the disk, the lock), which stops the run.
+   */
+  protected abstract refusal(err: unknown): string | null;
+
   abstract drain(): Promise<void>;
   abstract close(): Promise<void>;
 
-  /** A 200: normalized rows (from the answer as the client read it), raw body, api_calls row, task done, atomically. */
-  success(task: WriterTask, request: AnySubject, requestKey: string, result: ReadAnswer, attempts: number): Promise<void> {
+  /**
+   * A 200: normalized rows (from the answer as the client read it), raw body, api_calls row, task done, atomically.
+   * Resolves with null once committed, or with why the database refused its rows (then stored as refusedAlone says).
+   */
+  success(task: WriterTask, request: AnySubject, requestKey: string, result: ReadAnswer, attempts: number): Promise<string | null> {
     const at = this.now();
     const call = callRow(this.runId, task.id, result.call, at, null, result.credits);
-    return this.enqueue({
+    const op: OutcomeOp = {
       kind: 'success', taskId: task.id, operation: task.operation, requestKey, request, body: result.raw, answer: result.data, setAside: result.setAside, call, attempts, at,
-    });
+    };
+    return this.enqueue(op).then(() => this.refused.get(op) ?? null);
   }
 
   /** A paid 200 of the wrong shape: its body (kept apart from answers), api_calls row, task failed, atomically. */
@@ -79,6 +91,23 @@ export abstract class GroupCommitWriter {
   protected fail(err: unknown): void {
     this.failure = err;
     this.onFatal(err);
+  }
+
+  /**
+   * What to write after `ops` failed together on `err`, in order: when the database refused a value, each outcome alone,
+   * so one answer's rows cost no other's; an answer refused alone as a paid answer it cannot store (its body kept apart
+   * for reprocess, its task failed: STORE_REFUSED, not paid for again). Null: nothing can be, the writer stops.
+   */
+  protected refusedAlone(ops: readonly OutcomeOp[], err: unknown): Array<readonly OutcomeOp[]> | null {
+    const why = this.refusal(err);
+    if (why === null) return null;
+    if (ops.length > 1) return ops.map((op) => [op]);
+    const op = ops[0];
+    if (op?.kind !== 'success') return null;
+    const message = `the database refused this answer's rows: ${why}`;
+    this.refused.set(op, message);
+    const { answer: _answer, setAside: _setAside, ...paid } = op;
+    return [[{ ...paid, kind: 'rejected', code: 'STORE_REFUSED', message, call: { ...op.call, errorCode: 'STORE_REFUSED' } }]];
   }
 
   private enqueue(op: OutcomeOp): Promise<void> {

@@ -3,6 +3,7 @@ import type { RunLock } from './run-lock.ts';
 import { startWorker } from '../threads/start.ts';
 import { GroupCommitWriter } from './group-commit-writer.ts';
 import { prepareOutcomeWrite, type OutcomeOp } from './outcome-ops.ts';
+import { sqliteRefusal } from './connection.ts';
 
 /** Settings of the writer; every default is here. */
 export const RESULT_WRITER_DEFAULTS = {
@@ -62,14 +63,26 @@ export class ResultWriter extends GroupCommitWriter {
     if (this.database.sqlite.open) this.database.sqlite.pragma(`wal_autocheckpoint = ${RESULT_WRITER_DEFAULTS.walAutocheckpointPagesAfter}`);
   }
 
-  /** One IMMEDIATE transaction, at once, on the run's own connection. */
+  /** One IMMEDIATE transaction, at once, on the run's own connection; a group refused on a value, in parts (refusedAlone). */
   protected commitGroup(ops: readonly OutcomeOp[], release: () => void): void {
-    try {
-      this.commit(ops);
-    } catch (err) {
-      this.fail(err);
+    const todo: Array<readonly OutcomeOp[]> = [ops];
+    for (let group = todo.shift(); group; group = todo.shift()) {
+      try {
+        this.commit(group);
+      } catch (err) {
+        const parts = this.refusedAlone(group, err);
+        if (!parts) {
+          this.fail(err);
+          break;
+        }
+        todo.unshift(...parts);
+      }
     }
     release();
+  }
+
+  protected refusal(err: unknown): string | null {
+    return sqliteRefusal(err);
   }
 }
 

@@ -24,7 +24,7 @@ describe.skipIf(!pgClusterUrl)(`the PostgreSQL writer's groups${pgClusterUrl ? '
   beforeAll(async () => {
     const url = await newMigratedPgDatabase('writer-groups');
     store = await openPgStore(url);
-    for (let id = 1; id <= 12; id++) {
+    for (let id = 1; id <= 16; id++) {
       await store.pool.query(`INSERT INTO tasks (id, job, operation, input_key, page, request_json, status, attempts, created_at, updated_at)
         VALUES ($1, 'j', 'post-details', $2, 1, '{}', 'pending', 0, $3, $3)`, [id, `k${id}`, AT]);
     }
@@ -122,6 +122,42 @@ describe.skipIf(!pgClusterUrl)(`the PostgreSQL writer's groups${pgClusterUrl ? '
     expect(rows.map((r) => [Number(r.id), r.status])).toEqual([[9, 'failed'], [10, 'pending'], [11, 'pending']]);
     const calls = await store.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM api_calls WHERE task_id IN (10, 11)`);
     expect(calls.rows[0]!.n).toBe(0);
+  });
+
+  it('a group refused on a value is written again an outcome at a time with the one behind it, the refused answer kept apart', async () => {
+    const fatal: unknown[] = [];
+    const writer = new PgOutcomeWriter(store.pool, 1, (err) => fatal.push(err));
+    const task = (id: number) => ({ id, operation: 'post-details' as const });
+    const post = (id: number) => {
+      const response = postResponse({ PostId: `activity-70000000000000001${id}` });
+      const { answer: data, setAside } = readOperationAnswer('post-details', response);
+      const request = { ...postRequest, postUrl: `https://network.com/posts/p_activity-70000000000000001${id}` };
+      const result = { raw: JSON.stringify(response), data, setAside, call: { operation: 'post-details', method: 'GET', path: `/p/${id}`, status: 200, latencyMs: 1 }, credits: null };
+      return writer.success(task(id), request, requestKeyOf(request), result as never, 1);
+    };
+    await store.pool.query(`ALTER TABLE posts ADD CONSTRAINT test_refused_post CHECK (post_id <> 'activity-7000000000000000113') NOT VALID`);
+    let said: Array<string | null>;
+    try {
+      // One turn's group, refused for its second answer; the next turn's group starts behind it before that is known.
+      const group = [post(12), post(13), post(14)];
+      await new Promise((resolve) => setImmediate(resolve));
+      said = await Promise.all([...group, post(15)]);
+      await writer.close();
+    } finally {
+      await store.pool.query('ALTER TABLE posts DROP CONSTRAINT test_refused_post');
+    }
+    expect(fatal).toEqual([]);
+    expect(said).toEqual([null, expect.stringMatching(/^the database refused this answer's rows: .*test_refused_post.* \[23514\]$/), null, null]);
+    const tasks = await store.pool.query<{ id: string; status: string; code: string | null; retryable: number | null }>(
+      'SELECT id, status, last_error_code AS code, retryable FROM tasks WHERE id BETWEEN 12 AND 15 ORDER BY id');
+    expect(tasks.rows.map((r) => [Number(r.id), r.status, r.code, r.retryable])).toEqual([
+      [12, 'done', null, null], [13, 'failed', 'STORE_REFUSED', 0], [14, 'done', null, null], [15, 'done', null, null],
+    ]);
+    const posts = await store.pool.query<{ id: string }>("SELECT post_id AS id FROM posts WHERE post_id LIKE 'activity-70000000000000001%' ORDER BY 1");
+    expect(posts.rows.map((r) => r.id)).toEqual(['activity-7000000000000000112', 'activity-7000000000000000114', 'activity-7000000000000000115']);
+    // Every body kept, in the order the outcomes came; the refused one for reprocess.
+    const raw = await store.pool.query<{ task: string; code: string | null }>('SELECT task_id AS task, error_code AS code FROM raw_responses WHERE task_id BETWEEN 12 AND 15 ORDER BY id');
+    expect(raw.rows.map((r) => [Number(r.task), r.code])).toEqual([[12, null], [13, 'STORE_REFUSED'], [14, null], [15, null]]);
   });
 });
 

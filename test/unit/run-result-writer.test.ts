@@ -99,7 +99,7 @@ describe('ResultWriter', () => {
     seed(N);
     // Batches of 7 at most: some commit as they fill, the rest at the end of their turn.
     const writer = new ResultWriter(open(), 1, () => undefined, null, 7);
-    const done: Promise<void>[] = [];
+    const done: Promise<unknown>[] = [];
     for (let i = 0; i < N; i++) {
       const task = { id: i + 1, operation: 'post-details' as const };
       if (i % 3 === 0) done.push(writer.success(task, request(i), `k${i}`, ok(i), 1));
@@ -135,6 +135,40 @@ describe('ResultWriter', () => {
     expect(read<number>(`SELECT count(*) FROM tasks WHERE status = 'done'`)).toBe(1);
     expect(read<number>(`SELECT count(*) FROM tasks WHERE status = 'pending'`)).toBe(2);
     expect(read<number>(`SELECT count(*) FROM api_calls`)).toBe(1);
+  });
+
+  it('a group refused on a value: written again an outcome at a time, the refused answer kept apart, its task failed', async () => {
+    seed(4);
+    const fatal: unknown[] = [];
+    const run = open();
+    run.sqlite.exec(`CREATE TRIGGER test_refused BEFORE INSERT ON posts WHEN NEW.post_id = '${activity(1)}' BEGIN SELECT RAISE(ABORT, 'test_refused'); END`);
+    const writer = new ResultWriter(run, 1, (err) => fatal.push(err));
+    const task = (id: number) => ({ id, operation: 'post-details' as const });
+    // One turn: one group, refused as a whole for its second answer.
+    const said = await Promise.all([0, 1, 2].map((i) => writer.success(task(i + 1), request(i), `k${i}`, ok(i), 1)));
+    await writer.failed(task(4), 'SERVER_ERROR', 'HTTP 500', true, 3);
+    await writer.close();
+    expect(fatal).toEqual([]);
+    expect(said).toEqual([null, expect.stringMatching(/^the database refused this answer's rows: test_refused \[SQLITE_CONSTRAINT_TRIGGER\]$/), null]);
+    const sqlite = new BetterSqlite3(file, { readonly: true });
+    try {
+      expect(sqlite.prepare('SELECT id, status, last_error_code AS code, retryable FROM tasks ORDER BY id').all()).toEqual([
+        { id: 1, status: 'done', code: null, retryable: null },
+        { id: 2, status: 'failed', code: 'STORE_REFUSED', retryable: 0 },
+        { id: 3, status: 'done', code: null, retryable: null },
+        { id: 4, status: 'failed', code: 'SERVER_ERROR', retryable: 1 },
+      ]);
+      expect(sqlite.prepare('SELECT post_id FROM posts ORDER BY post_id').pluck().all()).toEqual([activity(0), activity(2)]);
+      // Its body is kept for reprocess, its call recorded as paid: ids in the order the outcomes came.
+      expect(sqlite.prepare('SELECT task_id, error_code FROM raw_responses ORDER BY id').all()).toEqual([
+        { task_id: 1, error_code: null }, { task_id: 2, error_code: 'STORE_REFUSED' }, { task_id: 3, error_code: null },
+      ]);
+      expect(sqlite.prepare('SELECT task_id, status, error_code FROM api_calls ORDER BY id').all()).toEqual([
+        { task_id: 1, status: 200, error_code: null }, { task_id: 2, status: 200, error_code: 'STORE_REFUSED' }, { task_id: 3, status: 200, error_code: null },
+      ]);
+    } finally {
+      sqlite.close();
+    }
   });
 
   it('with the run\'s lock taken over: the commit stores nothing and reports LOCK_LOST once', async () => {

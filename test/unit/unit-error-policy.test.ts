@@ -7,7 +7,7 @@ const rows = Object.entries(ERROR_POLICY) as Array<[ErrorCode, (typeof ERROR_POL
 
 describe('ERROR_POLICY', () => {
   it('has a row for every API error kind and the runner codes, and no other', () => {
-    expect(Object.keys(ERROR_POLICY).sort()).toEqual([...API_ERROR_KINDS, 'INTERNAL', 'CALL_BOUND'].sort());
+    expect(Object.keys(ERROR_POLICY).sort()).toEqual([...API_ERROR_KINDS, 'INTERNAL', 'CALL_BOUND', 'STORE_REFUSED'].sort());
   });
 
   it.each(rows)('%s: its decisions do not contradict each other', (_code, p) => {

@@ -24,6 +24,7 @@ import { RateGate } from '../../src/rate/rate-gate.ts';
 import type { ResultWriter } from '../../src/store/result-writer.ts';
 import { RunStop } from '../../src/runner/run-stop.ts';
 import { executeTask, type ExecutableTask, type ExecutorContext, type RetrySettings } from '../../src/runner/task-executor.ts';
+import { policyOf } from '../../src/runner/error-policy.ts';
 import { OutageBreaker, UnusableAnswerBreaker } from '../../src/runner/breakers.ts';
 import type { CreditCounters } from '../../src/spec/types.ts';
 
@@ -75,11 +76,14 @@ class ScriptedClient {
 /** Records what the executor asks the writer to file, one line per outcome. */
 class RecordingWriter {
   readonly events: string[] = [];
+  /** What the database said refusing an answer's rows, for every answer; null: each is stored. */
+  refusal: string | null = null;
   attemptFailed(_task: unknown, err: ApiError) {
     return this.log(`attempt ${err.code}`);
   }
   success(_task: unknown, _request: unknown, _key: string, _result: unknown, attempts: number) {
-    return this.log(`success after ${attempts}`);
+    // Stored (null): the database refusing its rows is the writers' tests' (run-result-writer, pg-writer-groups).
+    return this.log(`success after ${attempts}`).then(() => this.refusal);
   }
   notFound(_task: unknown, _call: unknown, attempts: number) {
     return this.log(`not found after ${attempts}`);
@@ -285,6 +289,15 @@ describe('executeTask: paid answers that cannot be used', () => {
     expect(h.client.calls).toBe(1);
     // Its api_calls row goes with the kept body, in one write.
     expect(h.writer.events).toEqual(['rejected SCHEMA after 1']);
+  });
+
+  it('an answer whose rows the database refused fails its task for good, counted as an unusable answer', async () => {
+    const h = harness([ok], { then: ok });
+    h.writer.refusal = 'the database refused this answer\'s rows: no [23514]';
+    const { outcome } = await run(h.ctx);
+    expect(outcome).toMatchObject({ kind: 'failed', retryable: false, code: 'STORE_REFUSED', message: h.writer.refusal });
+    expect(h.client.calls).toBe(1);
+    expect(policyOf((outcome as { error: unknown }).error)).toMatchObject({ unusable: true, fails: 'reprocess' });
   });
 });
 

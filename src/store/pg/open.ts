@@ -308,6 +308,17 @@ export async function usingPgStore<T>(store: PgStore, fn: (store: PgStore) => Pr
   }
 }
 
+/**
+ * What the server said in refusing a value of the rows written, or null for any other failure: SQLSTATE classes 21
+ * (a row changed twice), 22 (a value out of range, a byte sequence), 23 (a constraint) and 54 (an index entry past
+ * its size). The run writer then stores the refused answer apart (GroupCommitWriter.refusedAlone).
+ */
+export function pgRefusal(err: unknown): string | null {
+  const server = err instanceof DatabaseError ? null : serverErrorOf(err);
+  if (!server || !/^(21|22|23|54)[0-9A-Z]{3}$/.test(server.code)) return null;
+  return `${server.message} [${server.code}]`;
+}
+
 /** The PostgreSQL error behind `err` (itself, or the cause a wrapper such as drizzle's keeps), or null. */
 export function serverErrorOf(err: unknown): { code: string; message: string } | null {
   for (let e: unknown = err, depth = 0; e instanceof Error && depth < 3; e = e.cause, depth++) {

@@ -7,6 +7,7 @@ import type pg from 'pg';
 import type { OutcomeOp } from '../outcome-ops.ts';
 import { GroupCommitWriter } from '../group-commit-writer.ts';
 import { releaseAfterFailure } from './transaction.ts';
+import { pgRefusal } from './open.ts';
 import { RESULT_WRITER_DEFAULTS } from '../result-writer.ts';
 import { createPgGroupCommit, type PlannedGroup } from './pg-group-commit.ts';
 
@@ -68,8 +69,8 @@ export class PgOutcomeWriter extends GroupCommitWriter {
    * history of the next; its waiters are let go once its COMMIT is answered.
    */
   private async commitWaiting(): Promise<void> {
-    /** The groups sent and not yet known committed (or failed): their waiters. */
-    const open = new Set<Array<() => void>>();
+    /** The groups sent and not yet known committed, in order: after a failure none of them is (see below). */
+    const open: Array<{ ops: readonly OutcomeOp[]; releases: Array<() => void> }> = [];
     let last: Promise<void> | null = null;
     try {
       const client = (this.connection ??= pipelined(await this.pool.connect(), true));
@@ -84,7 +85,8 @@ export class PgOutcomeWriter extends GroupCommitWriter {
           continue;
         }
         const { group, releases } = this.take();
-        open.add(releases);
+        const sent = { ops: group.ops, releases };
+        open.push(sent);
         const started = this.groups.start(client, group);
         // The group before is answered first (its COMMIT went before these reads): its failure stops this group before
         // its COMMIT is sent, and is the one said (this group's reads then fail only as that transaction is aborted).
@@ -92,21 +94,50 @@ export class PgOutcomeWriter extends GroupCommitWriter {
         const read = await started.reads;
         const { committed } = await started.commit(read);
         last = committed.then(() => {
-          open.delete(releases);
+          open.splice(open.indexOf(sent), 1);
           for (const release of releases) release();
         });
         // Awaited by the next group, or once none waits; a failure found first elsewhere must not go unhandled.
         last.catch(() => undefined);
       }
     } catch (err) {
-      // The writer's connection rolled back and let go (releaseAfterFailure).
-      const failed = this.connection;
-      this.connection = null;
-      if (failed) await releaseAfterFailure(pipelined(failed, false));
-      this.fail(err);
+      // The writer's connection rolled back and let go. A group's COMMIT goes only once the one before is committed, so
+      // the open groups are all uncommitted: written again in parts when the database refused a value (refusedAlone).
+      await this.letGoConnection();
+      const parts = this.refusedAlone(open.flatMap((g) => g.ops), err);
+      if (parts) await this.commitInParts(parts);
+      else this.fail(err);
     }
     // After a failure nothing more is written: the groups left are let go (GroupCommitWriter.error says why).
-    for (const release of [...[...open].flat(), ...this.waiting.splice(0).map((g) => g.release)]) release();
+    const waiting = this.error ? this.waiting.splice(0).map((g) => g.release) : [];
+    for (const release of [...open.flatMap((g) => g.releases), ...waiting]) release();
+  }
+
+  /** Commits `todo` a group at a time, each in parts again when refused on a value; stops the writer on anything else. */
+  private async commitInParts(todo: Array<readonly OutcomeOp[]>): Promise<void> {
+    for (let ops = todo.shift(); ops; ops = todo.shift()) {
+      try {
+        const client = (this.connection ??= pipelined(await this.pool.connect(), true));
+        const started = this.groups.start(client, this.groups.plan(ops));
+        await (await started.commit(await started.reads)).committed;
+      } catch (err) {
+        await this.letGoConnection();
+        const parts = this.refusedAlone(ops, err);
+        if (!parts) return this.fail(err);
+        todo.unshift(...parts);
+      }
+    }
+  }
+
+  /** The writer's connection after a failure: rolled back and back to the pool (releaseAfterFailure). */
+  private async letGoConnection(): Promise<void> {
+    const failed = this.connection;
+    this.connection = null;
+    if (failed) await releaseAfterFailure(pipelined(failed, false));
+  }
+
+  protected refusal(err: unknown): string | null {
+    return pgRefusal(err);
   }
 
   /** The waiting groups that go together next (up to maxBatch outcomes), their history's reads planned. */
