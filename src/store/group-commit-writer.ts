@@ -15,6 +15,8 @@ export abstract class GroupCommitWriter {
   private batchCommitted: Promise<void> | null = null;
   private scheduled: NodeJS.Immediate | null = null;
   private failure: unknown = null;
+  /** Calls handed over (each an api_calls row), committed or not: the summary's count when the database is gone. */
+  private callsHanded = 0;
   /** The answers stored in their refused form (refusedAlone), with why: success() tells its caller. */
   private readonly refused = new WeakMap<OutcomeOp, string>();
 
@@ -82,6 +84,11 @@ export abstract class GroupCommitWriter {
     return this.enqueue({ kind: 'failed', taskId: task.id, code, message, retryable, attempts, at: this.now() });
   }
 
+  /** The calls handed over so far, committed or not: what the run paid for, when its database can no longer say. */
+  get calls(): number {
+    return this.callsHanded;
+  }
+
   /** The error that stopped the writer, if any. */
   get error(): unknown {
     return this.failure;
@@ -111,6 +118,8 @@ export abstract class GroupCommitWriter {
   }
 
   private enqueue(op: OutcomeOp): Promise<void> {
+    // Counted before a failed writer drops it: the call was made (and may have been paid) all the same.
+    if ('call' in op) this.callsHanded += 1;
     if (this.failure) return Promise.resolve();
     this.batch.push(op);
     this.batchCommitted ??= new Promise((resolve) => (this.release = resolve));
