@@ -15,7 +15,7 @@ export type { PlanReport } from './runner/plan-report.ts';
 export type { ExportResult, ExportSqlOptions, ExportTableOptions } from './export/export-table.ts';
 export type { Dataset, DatasetAt, PgDataset, QueryParams, SqliteDataset } from './store/readers/dataset.ts';
 export type { Logger } from './runner/logger.ts';
-export { NetingestError, UsageError } from './errors.ts';
+export { NetingestError, RunNotRecordedError, UsageError } from './errors.ts';
 
 /** Types a job definition in a `.ts` job file (typos in field names are compile errors); returns it unchanged. */
 export function defineJob(def: JobDefinition): JobDefinition {

@@ -30,8 +30,12 @@ const EXIT_BY_ERROR_CODE: Readonly<Record<string, number>> = {
 /** Maps an error that escaped a command to its exit code; errors choose by their class and code. */
 export function exitCodeFor(err: unknown): number {
   if (err instanceof UsageError) return EXIT.usage;
-  if (err instanceof NetingestError && Object.hasOwn(EXIT_BY_ERROR_CODE, err.code)) return EXIT_BY_ERROR_CODE[err.code]!;
+  if (err instanceof NetingestError) return exitCodeOfErrorCode(err.code);
   return EXIT.fatal;
+}
+
+function exitCodeOfErrorCode(code: string): number {
+  return Object.hasOwn(EXIT_BY_ERROR_CODE, code) ? EXIT_BY_ERROR_CODE[code]! : EXIT.fatal;
 }
 
 /** The exit code of a run's final status (runStatus in run-summary.ts), before its skipped jobs are counted. */
@@ -48,10 +52,12 @@ const EXIT_BY_STATUS: Readonly<Record<RunStatus, number>> = {
 };
 
 /**
- * The exit code a finished run stands for (README, "Exit codes"): a run-level outcome first; then skipped jobs (2: they
- * never run until someone fixes them, while failed items are retried); then failed items (5).
+ * The exit code a finished run stands for (README, "Exit codes"): an end the database did not record exits as its
+ * error does (the command throws it: RunNotRecordedError); then a run-level outcome; then skipped jobs (2: they never
+ * run until someone fixes them, while failed items are retried); then failed items (5).
  */
-export function exitCodeForRun(summary: Pick<RunSummary, 'status' | 'jobs'>): number {
+export function exitCodeForRun(summary: Pick<RunSummary, 'status' | 'jobs'> & Partial<Pick<RunSummary, 'notRecorded'>>): number {
+  if (summary.notRecorded) return exitCodeOfErrorCode(summary.notRecorded.code);
   const skipped = summary.jobs.filter((j) => j.status === 'skipped').length;
   const code = EXIT_BY_STATUS[summary.status];
   if (code === EXIT.ok || code === EXIT.failedItems) return skipped > 0 ? EXIT.usage : code;

@@ -15,11 +15,26 @@ const STATUS_TEXT: Record<RunSummary['status'], string> = {
   abandoned: 'abandoned: its process ended without finishing; a later run closed its books',
 };
 
-/** The headline of a run: its status, or for a run stopped because the API looks down, that; and the jobs it skipped. */
+/**
+ * The headline of a run: its status, or for a run stopped because the API looks down, that; the jobs it skipped; and
+ * first of all, an end the database did not record.
+ */
 function headline(s: RunSummary): string {
   const status = s.stop?.reason === 'outage' ? 'stopped: the API looks down; the remaining tasks are deferred to the next run' : STATUS_TEXT[s.status];
   const skipped = s.jobs.filter((j) => j.status === 'skipped').length;
-  return skipped > 0 ? `${status}; ${plural(skipped, 'job')} skipped (bad job or input file: see below)` : status;
+  const told = skipped > 0 ? `${status}; ${plural(skipped, 'job')} skipped (bad job or input file: see below)` : status;
+  if (!s.notRecorded) return told;
+  const why = s.notRecorded.code === 'DB_CONNECTION_LOST' ? 'the connection to it was lost' : 'its end could not be written';
+  return `${told}; NOT RECORDED in the database: ${why} (see below)`;
+}
+
+/** Why the figures above are in no `runs` row, and what they are then. */
+function notRecordedLines({ notRecorded }: RunSummary): string[] {
+  if (!notRecorded) return [];
+  return [
+    `  not recorded: ${notRecorded.message} [${notRecorded.code}]`,
+    '  these figures are what this process counted; the runs table shows the run as running until the next run closes it as abandoned',
+  ];
 }
 
 /** The run's credits: spent (said to be an estimate where it is one) and left. */
@@ -46,6 +61,7 @@ export function formatRunSummary(s: RunSummary): string {
   if (s.error) lines.push(`  error: ${s.error.message} [${s.error.code}]`);
   else if (s.stop) lines.push(`  stopped: ${s.stop.message}`);
   lines.push(...driftLines(s));
+  lines.push(...notRecordedLines(s));
   return lines.join('\n') + '\n';
 }
 

@@ -1,5 +1,5 @@
 /** Closing a run: the summary and `runs` row from its job results, the last log lines, the command's errors thrown. */
-import { UsageError } from '../errors.ts';
+import { RunNotRecordedError, UsageError } from '../errors.ts';
 import { roundCredits } from '../credits/credit-meter.ts';
 import { combineErrors } from '../jobs/job-error.ts';
 import { driftPathLines } from '../operations/drift.ts';
@@ -11,7 +11,10 @@ import type { StopReason } from './run-stop.ts';
 import { describeStop } from './stop-summary.ts';
 import type { JobSummary, RunSummary } from './run-summary.ts';
 
-/** Records the summary, then throws a lost lock's error (exit 4), an unusable input's (2), or all-skipped jobs'. */
+/**
+ * Records the summary, then throws a lost lock's error (exit 4), the database's when the end could not be recorded
+ * (RunNotRecordedError, carrying the summary to print), an unusable input's (2), or all-skipped jobs'.
+ */
 export async function closeRun(run: OpenRun, results: readonly JobResult[]): Promise<RunSummary> {
   await run.closeCalls();
   // The run that took the lock over closed this one's books as abandoned, from what it had committed: they stay so.
@@ -21,9 +24,11 @@ export async function closeRun(run: OpenRun, results: readonly JobResult[]): Pro
     run.logger.error('run stopped: its lock was taken over while it was not running', { run: run.runId, calls: (await run.store.calls.ofRun(run.runId)).calls });
     throw run.lockLost!;
   }
-  const summary = summarize(run, results, (await run.store.calls.ofRun(run.runId)).calls);
-  await recordEnd(run, summary);
+  const summary = summarize(run, results, await callsOfRun(run));
+  summary.notRecorded = await recordEnd(run, summary);
   logEnd(run, summary);
+  // What the process counted is still printed: a cron log must say what was paid for even when no row does.
+  if (summary.notRecorded) throw new RunNotRecordedError(summary, summary.notRecorded);
   // A job whose input turned out unusable is the user's to fix (exit 2), after the run's books are closed.
   if (run.stop.error instanceof UsageError) throw run.stop.error;
   // Every job skipped (runStatus: failed): nothing ran, so the problems are the outcome, as for one bad job.
@@ -72,18 +77,40 @@ function summarize(run: OpenRun, results: readonly JobResult[], calls: number): 
     error,
     stop: stopped,
     drift: run.drift.lines(),
+    notRecorded: null,
   };
 }
 
-/** Writes the end of the `runs` row; a failure is logged, unless the lock was lost (then that is thrown). */
-async function recordEnd(run: OpenRun, summary: RunSummary): Promise<void> {
+/**
+ * The run's calls as its api_calls rows count them; when the database cannot be read (its server gone), the calls
+ * the writer was handed, so that the summary still says what was paid for.
+ */
+async function callsOfRun(run: OpenRun): Promise<number> {
+  try {
+    return (await run.store.calls.ofRun(run.runId)).calls;
+  } catch (err) {
+    run.logger.warn("could not count the run's calls in the database: the summary gives the process's own count", {
+      run: run.runId, calls: run.writer.calls, error: describeError(err, run.store).message,
+    });
+    return run.writer.calls;
+  }
+}
+
+/**
+ * Writes the end of the `runs` row; a failure is logged and returned (the summary's `notRecorded`), unless the lock was
+ * lost (then that is thrown).
+ */
+async function recordEnd(run: OpenRun, summary: RunSummary): Promise<RunSummary['notRecorded']> {
   try {
     // On SQLite the store writes it only while the run holds its lock.
     await run.store.runs.end(run.runId, runEnd(summary, run.tally, run.options.exitCodeOf?.(summary) ?? null));
+    return null;
   } catch (err) {
     if (run.lockLost && !run.store.hold.closesOwnRunWhenLost) throw run.lockLost;
+    const error = describeError(err, run.store);
     // Left `running`: the next run finds no live session for it and closes it as abandoned.
-    run.logger.error('could not record the end of the run; the next run closes it as abandoned', { run: run.runId, error: describeError(err, run.store).message });
+    run.logger.error('could not record the end of the run; the next run closes it as abandoned', { run: run.runId, code: error.code, error: error.message });
+    return error;
   }
 }
 
@@ -102,7 +129,8 @@ function logEnd(run: OpenRun, summary: RunSummary): void {
   logger.info('run finished', {
     run: runId, status: summary.status, calls: summary.calls, errors: run.tally.attemptErrors, skipped_jobs: summary.jobs.filter((j) => j.status === 'skipped').length || undefined,
     credits_spent: summary.creditsSpent, credits_left: run.guard.balance,
-    invalid_rows: summary.jobs.reduce((n, j) => n + j.invalidRows, 0) || undefined, exit_code: run.options.exitCodeOf?.(summary),
+    invalid_rows: summary.jobs.reduce((n, j) => n + j.invalidRows, 0) || undefined, not_recorded: summary.notRecorded?.code,
+    exit_code: run.options.exitCodeOf?.(summary),
   });
 }
 

@@ -1,3 +1,4 @@
+import { RunNotRecordedError } from '../errors.ts';
 import { closeRun } from './close-run.ts';
 import { openRun } from './open-run.ts';
 import { brokenJobFile, runOneJob, type JobResult } from './run-one-job.ts';
@@ -10,6 +11,7 @@ export { RUN_DEFAULTS, type RunOptions } from './run-options.ts';
 /**
  * Runs jobs one after another under the database's run lock; stops early, deferring the rest, on credits, a throttle
  * past its cap, a signal or a refused token. Unusable jobs are skipped; when none could run, their errors are thrown.
+ * A run whose end could not be written throws RunNotRecordedError, its summary with it.
  */
 export async function runJobs(options: RunOptions): Promise<RunSummary> {
   const run = await openRun(options);
@@ -23,6 +25,8 @@ export async function runJobs(options: RunOptions): Promise<RunSummary> {
     }
     return await closeRun(run, results);
   } catch (err) {
+    // Already the database's error, in the words describeError gave it, with the summary the command prints.
+    if (err instanceof RunNotRecordedError) throw err;
     throw run.store.describeError(err);
   } finally {
     await run.close();

@@ -78,4 +78,10 @@ export interface RunSummary {
   stop: RunStopSummary | null;
   /** How the run's answers differed from the spec: an entry per operation, member path and kind (docs/contracts.md). */
   drift: DriftLine[];
+  /**
+   * Why the run's end is not in the database (the connection lost, a write refused), or null when it is. Its `runs`
+   * row then stays `running` until the next run closes it as abandoned, and the figures are what this process counted:
+   * `calls` those it sent when the database could not be read.
+   */
+  notRecorded: { code: string; message: string } | null;
 }

@@ -12,6 +12,7 @@ import { formatRunSummary } from '../format-summary.ts';
 import { exitCodeForRun } from '../exit-codes.ts';
 import { runQuery } from '../../export/query.ts';
 import { locateDataset } from '../../store/locator.ts';
+import { RunNotRecordedError } from '../../errors.ts';
 
 const DEMO_TOKEN = 'demo-sandbox-token';
 const DEMO_DB_NAME = 'demo.db';
@@ -57,6 +58,10 @@ export const demoCommand = defineCommand({
         progressStream: io.stderr,
         // Recorded in its runs row, as `netingest run` records it: the report shows it.
         exitCodeOf: exitCodeForRun,
+      }).catch((err: unknown) => {
+        // An end the database did not record: what the run did is still told, then its error.
+        if (err instanceof RunNotRecordedError) io.stdout.write(formatRunSummary(err.summary));
+        throw err;
       });
       io.stdout.write(formatRunSummary(summary));
       io.stdout.write(`\nA sample query (netingest query --db ${shown} "..."):\n${DEMO_QUERY}\n\n`);

@@ -10,7 +10,7 @@ import { withStopSignals } from '../signals.ts';
 import { formatRunSummary } from '../format-summary.ts';
 import { exitCodeForRun } from '../exit-codes.ts';
 import { checkInvalidOut, INVALID_OUT_OPTION, loadJobs, writeInvalidOut } from '../job-args.ts';
-import { UsageError } from '../../errors.ts';
+import { RunNotRecordedError, UsageError } from '../../errors.ts';
 
 /** PostgreSQL: names the run whose `credits.maxPerRun` workers share, not the live run they join (docs/postgres.md). */
 const RUN_KEY_ENV = 'NETINGEST_RUN_KEY';
@@ -44,6 +44,7 @@ export const runCommand = defineCommand({
     const { jobs, broken } = await loadJobs(argv.jobs ?? [], argv.all, argv['jobs-dir']);
     await checkInvalidOut(jobs, argv['invalid-out'], dbPath);
     const api = resolveApiConfig({ apiUrl: argv['api-url'], tokenFile: argv['token-file'] });
+    const redact = createOutputRedactor([api.token]);
     const tty = Boolean(io.stderr.isTTY);
     const logOptions = {
       stream: io.stderr,
@@ -78,11 +79,14 @@ export const runCommand = defineCommand({
       }),
     ).catch((err: unknown) => {
       held?.settle(false);
+      // The run's end is in no row: its summary (the process's own count) is all a cron log will have of it. The error
+      // then ends the command as it would have without a summary (its line on stderr, its exit code).
+      if (err instanceof RunNotRecordedError) io.stdout.write(summaryOutput(err.summary, argv.json, redact));
       throw err;
     });
     const quiet = held !== null && hadNothingToDo(summary);
     held?.settle(quiet);
-    if (!(quiet && !io.stdout.isTTY && !argv.json)) io.stdout.write(summaryOutput(summary, argv.json, createOutputRedactor([api.token])));
+    if (!(quiet && !io.stdout.isTTY && !argv.json)) io.stdout.write(summaryOutput(summary, argv.json, redact));
     // The jobs whose input the run read whole; an interrupted run writes nothing more.
     if (argv['invalid-out'] !== undefined && summary.status !== 'interrupted') {
       const read = jobs.filter((j) => summary.jobs.some((s) => s.name === j.name && s.status === 'ran'));
