@@ -36,6 +36,17 @@ describe('exitCodeForRun', () => {
     expect(exit('failed', jobs('ran', 'skipped'))).toBe(EXIT.fatal);
     expect(exit('failed', jobs())).toBe(EXIT.fatal);
   });
+
+  it('an end the database did not record exits as its error does, whatever the run did (the code main gives that error)', () => {
+    const notRecorded = (code: string) => ({ code, message: 'lost' });
+    for (const status of ['completed', 'interrupted', 'stopped_credits'] as const) {
+      const lost = { status, jobs: jobs('ran', 'skipped'), notRecorded: notRecorded('DB_CONNECTION_LOST') };
+      expect(exitCodeForRun(lost), status).toBe(EXIT.fatal);
+      expect(exitCodeForRun(lost)).toBe(exitCodeFor(new NetingestError('DB_CONNECTION_LOST', 'lost')));
+    }
+    expect(exitCodeForRun({ status: 'completed', jobs: jobs('ran'), notRecorded: notRecorded('DB_LOCKED') })).toBe(EXIT.locked);
+    expect(exitCodeForRun({ status: 'completed', jobs: jobs('ran'), notRecorded: null })).toBe(EXIT.ok);
+  });
 });
 
 describe('exitCodeFor', () => {
