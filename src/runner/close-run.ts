@@ -25,7 +25,7 @@ export async function closeRun(run: OpenRun, results: readonly JobResult[]): Pro
     throw run.lockLost!;
   }
   const summary = summarize(run, results, await callsOfRun(run));
-  summary.notRecorded = await recordEnd(run, summary);
+  summary.notRecorded = await recordEnd(run, withoutCountedJobs(summary, results));
   logEnd(run, summary);
   // What the process counted is still printed: a cron log must say what was paid for even when no row does.
   if (summary.notRecorded) throw new RunNotRecordedError(summary, summary.notRecorded);
@@ -79,6 +79,15 @@ function summarize(run: OpenRun, results: readonly JobResult[], calls: number): 
     drift: run.drift.lines(),
     notRecorded: null,
   };
+}
+
+/**
+ * The summary as the `runs` row takes it: without the jobs the process counted itself (countedJob), which a run whose
+ * database was lost mid-job always left out there.
+ */
+function withoutCountedJobs(summary: RunSummary, results: readonly JobResult[]): RunSummary {
+  const counted = new Set(results.flatMap((r) => (r.counted && r.summary ? [r.summary] : [])));
+  return counted.size === 0 ? summary : { ...summary, jobs: summary.jobs.filter((j) => !counted.has(j)) };
 }
 
 /**

@@ -125,15 +125,16 @@ export function dueSince(refreshAfterDays: number, refresh: boolean, startedAt: 
 
 /**
  * Before the job's first call: a lookup another job answered (fresh, or in this run under --refresh) is taken, not paid
- * again; then the due tasks are reopened. Returns tasks settled from others' answers, tasks due, tasks failed for good.
+ * again; then the due tasks are reopened. Returns tasks settled from others' answers, tasks due, tasks failed for good,
+ * and the job's tasks by status as the calls find them (`before`).
  */
 export async function settleDue(operation: string, ledger: RunLedger, filter: RunnableFilter) {
   const shared = await ledger.adoptSharedAnswers(filter, await ledger.otherJobs(operation, filter.job), new Date().toISOString());
   await ledger.reopenDue(filter, new Date().toISOString());
   const runnable = await ledger.countRunnable(filter);
+  const before = await ledger.countsByStatus(filter.job, filter.runId);
   // Once the due ones are reopened, the tasks still failed are those an earlier run failed for good.
-  const failedBefore = (await ledger.countsByStatus(filter.job, filter.runId)).failed;
-  return { shared, runnable, failedBefore };
+  return { shared, runnable, failedBefore: before.failed, before };
 }
 
 /**

@@ -5,13 +5,15 @@ import type { UsageError } from '../errors.ts';
 import { isJobUnusable, type JobFileError } from '../jobs/job-error.ts';
 import type { Job } from '../jobs/schema.ts';
 import type { RunnableFilter } from '../store/ledger.ts';
+import type { SettledCounts } from '../store/group-commit-writer.ts';
+import type { TaskStatus } from '../store/tables.ts';
 import type { RunStore } from '../store/run-store.ts';
 import { recentLockCheck } from '../store/run-lock.ts';
 import { FailureLog, formatCodeCounts } from './failure-log.ts';
 import { applyOverrides } from './run-options.ts';
 import type { Logger } from './logger.ts';
 import { NotFoundOnlyWatch } from './not-found-only.ts';
-import type { OpenRun } from './open-run.ts';
+import { describeError, type OpenRun } from './open-run.ts';
 import { deferRefresh, dueSince, planIntoLedger, settleDue, type PlanCounts } from './plan-into-ledger.ts';
 import { ProgressReporter, type JobProgress } from './progress.ts';
 import { workJob } from './run-job.ts';
@@ -29,6 +31,11 @@ export interface JobResult {
   capped?: CreditStop & { job: string };
   /** Not reached, or stopped while its input was read: the user's signal kept its --refresh from being deferred. */
   interrupted?: boolean;
+  /**
+   * Its summary is the process's own count (countedJob): the database was lost before the job's books were read. Left
+   * out of the `runs` row, as a job whose error stopped the run always was.
+   */
+  counted?: boolean;
 }
 
 /** A job as its summary names it: a job file that could not be loaded has no operation. */
@@ -108,7 +115,7 @@ async function partlyPlanned(run: OpenRun, job: Job, plan: PlanCounts, interrupt
 async function workPlanned(run: OpenRun, job: Job, plan: PlanCounts): Promise<JobResult> {
   const { settings, runId } = run;
   const filter = { job: job.name, runId, freshSince: dueSince(job.refreshAfterDays, settings.refresh, run.startedAt, run.store.now?.()), refresh: settings.refresh };
-  const { shared, runnable, failedBefore } = await settleDue(job.operation, run.store.ledger, filter);
+  const { shared, runnable, failedBefore, before } = await settleDue(job.operation, run.store.ledger, filter);
   run.logger.info('job planned', {
     job: job.name, tasks: plan.tasks, invalid: plan.invalid, invalid_known: plan.invalidKnown || undefined, duplicates: plan.duplicates,
     due: runnable, failed_before: failedBefore, shared: shared || undefined,
@@ -122,14 +129,73 @@ async function workPlanned(run: OpenRun, job: Job, plan: PlanCounts): Promise<Jo
     });
   }
   await prepareCalls(run, job, runnable);
-  const { stop, warning } = await workDue(run, job, filter, runnable);
+  const books = await booksBefore(run, job.name, before);
+  try {
+    return await workAndBook(run, job, plan, filter, { worked: runnable, failedBefore });
+  } catch (err) {
+    // Its calls were paid for: a server gone before its books were read must not take the job out of the summary.
+    if (describeError(err, run.store).code !== 'DB_CONNECTION_LOST') throw err;
+    run.stop.stop('fatal', err);
+    return countedJob(run, job, plan, { worked: runnable, failedBefore }, books);
+  }
+}
+
+/** Works the due tasks, then closes the job's books from the ledger. */
+async function workAndBook(run: OpenRun, job: Job, plan: PlanCounts, filter: RunnableFilter, due: Pick<JobSummary, 'worked' | 'failedBefore'>): Promise<JobResult> {
+  const { stop, warning } = await workDue(run, job, filter, due.worked);
   const capped = settleJobStop(stop, run.stop, run.guard) ? { ...run.guard.stopDetail!, job: job.name } : null;
   // On a full disk this write fails too: the pending tasks wait all the same, and the summary still says what was done.
   if (stop.reason) await deferPending(run, job.name);
   else if (job.keepRawDays !== null) await pruneJobBodies(run.store, job.name, job.keepRawDays, run.logger);
-  const { summary, counts } = await bookWorked(run, job, plan, { worked: runnable, failedBefore, warnings: warning ? [warning] : [] });
+  const { summary, counts } = await bookWorked(run, job, plan, { ...due, warnings: warning ? [warning] : [] });
   logWorked(run.logger, summary, counts.deferred, stop);
   return capped ? { summary, capped } : { summary };
+}
+
+/** The ledger's counts of a job before its calls, and where the writer's count of committed outcomes stood then. */
+interface BooksBefore {
+  counts: Record<TaskStatus, number>;
+  failedByCode: Record<string, number>;
+  settled: SettledCounts;
+}
+
+async function booksBefore(run: OpenRun, job: string, counts: Record<TaskStatus, number>): Promise<BooksBefore> {
+  // Only tasks an earlier run failed for good are failed yet: read only when there are some.
+  const failedByCode = counts.failed > 0 ? await run.store.ledger.failedByCode(job, run.runId) : {};
+  return { counts, failedByCode, settled: run.writer.settled };
+}
+
+/**
+ * A job whose books the database could no longer give (its server gone): the ledger's counts before its calls, moved
+ * by the outcomes the writer committed since. An outcome not committed left its task due: the next run does it.
+ */
+function countedJob(run: OpenRun, job: Job, plan: PlanCounts, due: Pick<JobSummary, 'worked' | 'failedBefore'>, books: BooksBefore): JobResult {
+  const now = run.writer.settled;
+  const moved = { done: now.done - books.settled.done, notFound: now.notFound - books.settled.notFound, failed: now.failed - books.settled.failed };
+  const { counts } = books;
+  const summary: JobSummary = {
+    ...unplannedJobSummary(job, 'ran'),
+    ...plannedFields(plan),
+    ...workedFields(plan, due),
+    done: counts.done + moved.done,
+    notFound: counts.not_found + moved.notFound,
+    failed: counts.failed + moved.failed,
+    failedByCode: movedCodes(books.failedByCode, books.settled.failedByCode, now.failedByCode),
+    deferred: Math.max(0, counts.pending + counts.deferred - moved.done - moved.notFound - moved.failed),
+  };
+  run.logger.warn("the job's books could not be read from the database: its figures are the ledger's before its calls and the outcomes this process committed since", { job: job.name });
+  logWorked(run.logger, summary, summary.deferred, run.stop);
+  return { summary, counted: true };
+}
+
+/** Failures by code: those before the job's calls, plus the writer's count now less its count then. */
+function movedCodes(before: Record<string, number>, then: Record<string, number>, now: Record<string, number>): Record<string, number> {
+  const codes: Record<string, number> = { ...before };
+  for (const [code, n] of Object.entries(now)) {
+    const added = n - (then[code] ?? 0);
+    if (added > 0) codes[code] = (codes[code] ?? 0) + added;
+  }
+  return codes;
 }
 
 /** Sets the job's credit limits, rate and breaker thresholds; before the run's first call, reads the balance. */
@@ -219,9 +285,7 @@ async function bookWorked(run: OpenRun, job: Job, plan: PlanCounts, due: Pick<Jo
   const summary: JobSummary = {
     ...unplannedJobSummary(job, 'ran'),
     ...plannedFields(plan),
-    fresh: plan.tasks - due.worked - due.failedBefore,
-    failedBefore: due.failedBefore,
-    worked: due.worked,
+    ...workedFields(plan, due),
     done: counts.done,
     notFound: counts.not_found,
     failed: counts.failed,
@@ -289,6 +353,11 @@ async function pruneJobBodies(store: Pick<RunStore, 'pruneJobBodies'>, job: stri
 /** What the read of the job's input wrote, as the summary names it. */
 function plannedFields(plan: PlanCounts): Pick<JobSummary, 'planned' | 'invalidRows' | 'invalidKnown' | 'duplicates' | 'invalidSamples'> {
   return { planned: plan.tasks, invalidRows: plan.invalid, invalidKnown: plan.invalidKnown, duplicates: plan.duplicates, invalidSamples: plan.invalidSamples };
+}
+
+/** What the job found due: the tasks worked, those failed for good earlier, and the rest, fresh. */
+function workedFields(plan: PlanCounts, due: Pick<JobSummary, 'worked' | 'failedBefore'>): Pick<JobSummary, 'fresh' | 'failedBefore' | 'worked'> {
+  return { fresh: plan.tasks - due.worked - due.failedBefore, failedBefore: due.failedBefore, worked: due.worked };
 }
 
 /** The summary of a job that read and worked nothing: every count 0 (its keys in the order `--json` prints them). */

@@ -6,7 +6,11 @@ import type { Operation } from '../spec/types.ts';
 import type { RunStopSummary } from './stop-summary.ts';
 import type { DriftLine } from '../operations/drift.ts';
 
-/** What a job did, for the summary. `done`, `notFound`, `failed` and `deferred` are the ledger's count of its tasks. */
+/**
+ * What a job did, for the summary. `done`, `notFound`, `failed` and `deferred` are the ledger's count of its tasks; when
+ * the database was lost before they could be read, the ledger's count before its calls moved by the outcomes the run
+ * committed since (the summary's `error` then says the connection was lost).
+ */
 export interface JobSummary {
   /** The job's name; for a job file that could not be loaded, the file's base name (the name it defaults to). */
   name: string;
@@ -81,7 +85,7 @@ export interface RunSummary {
   /**
    * Why the run's end is not in the database (the connection lost, a write refused), or null when it is. Its `runs`
    * row then stays `running` until the next run closes it as abandoned, and the figures are what this process counted:
-   * `calls` those it sent when the database could not be read.
+   * `calls` those it sent when the database could not be read, a job's figures as JobSummary says.
    */
   notRecorded: { code: string; message: string } | null;
 }

@@ -6,7 +6,17 @@
 import type { ApiCallRow } from './api-calls.ts';
 import type { AnySubject } from '../operations/index.ts';
 import type { CallFacts, FailedAttempt, ReadAnswer, UnreadAnswer, WriterTask } from './run-store.ts';
-import type { OutcomeOp } from './outcome-ops.ts';
+import { settlementOf, type OutcomeOp } from './outcome-ops.ts';
+
+/** The tasks a writer's committed outcomes settled, by the status each took, and the failed ones by code. */
+export interface SettledCounts {
+  done: number;
+  notFound: number;
+  failed: number;
+  failedByCode: Record<string, number>;
+}
+
+const SETTLED_KEY = { done: 'done', not_found: 'notFound', failed: 'failed' } as const;
 
 export abstract class GroupCommitWriter {
   private batch: OutcomeOp[] = [];
@@ -17,6 +27,7 @@ export abstract class GroupCommitWriter {
   private failure: unknown = null;
   /** Calls handed over (each an api_calls row), committed or not: the summary's count when the database is gone. */
   private callsHanded = 0;
+  private readonly settledCounts: SettledCounts = { done: 0, notFound: 0, failed: 0, failedByCode: {} };
   /** The answers stored in their refused form (refusedAlone), with why: success() tells its caller. */
   private readonly refused = new WeakMap<OutcomeOp, string>();
 
@@ -89,6 +100,14 @@ export abstract class GroupCommitWriter {
     return this.callsHanded;
   }
 
+  /**
+   * What the outcomes committed so far made of their tasks, a copy: with the ledger's counts read before a job's calls,
+   * the job's books when the database can no longer be read.
+   */
+  get settled(): SettledCounts {
+    return { ...this.settledCounts, failedByCode: { ...this.settledCounts.failedByCode } };
+  }
+
   /** The error that stopped the writer, if any. */
   get error(): unknown {
     return this.failure;
@@ -139,7 +158,23 @@ export abstract class GroupCommitWriter {
     this.release = null;
     this.batchCommitted = null;
     if (ops.length === 0 || this.failure) return release();
-    this.commitGroup(ops, release);
+    this.commitGroup(ops, () => {
+      // A group let go once the writer failed was rolled back whole (or never sent): it settled nothing.
+      if (!this.failure) this.countSettled(ops);
+      release();
+    });
+  }
+
+  /** Counts the tasks `ops` settled, as the ledger's countsByStatus and failedByCode would (a refused answer failed). */
+  private countSettled(ops: readonly OutcomeOp[]): void {
+    const counts = this.settledCounts;
+    for (const op of ops) {
+      const settled = this.refused.has(op) ? { status: 'failed' as const, code: 'STORE_REFUSED' } : settlementOf(op);
+      if (!settled) continue;
+      counts[SETTLED_KEY[settled.status]] += 1;
+      // The ledger's name for a failure without a code (failedByCode).
+      if (settled.status === 'failed') counts.failedByCode[settled.code ?? 'UNKNOWN'] = (counts.failedByCode[settled.code ?? 'UNKNOWN'] ?? 0) + 1;
+    }
   }
 }
 

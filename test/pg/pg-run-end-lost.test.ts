@@ -8,9 +8,11 @@ import { afterEach, describe, expect, it } from 'vitest';
 import pg from 'pg';
 import { startSandbox, type Sandbox } from '../../src/sandbox/server.ts';
 import { END_RUN_SQL } from '../../src/store/runs.ts';
+import { BALANCE_PATH } from '../../src/spec/types.ts';
 import { FAST_RATE, FAST_RETRY, csv, inProcess, makeWorkspace, operationRequests, postUrls, type Workspace } from '../support/run-helpers.ts';
 import { newMigratedPgDatabase, pgClusterUrl, pgSkipReason } from './use-pg.ts';
 import { cuttableProxy } from './cuttable-proxy.ts';
+import { gatedApi } from './gated-api.ts';
 
 const TOKEN = 'end-lost-token-7c41';
 /** Trust authentication lets it through unasked: the test checks that no output names it. */
@@ -121,5 +123,35 @@ describe.skipIf(!pgClusterUrl)(`a run whose database server goes away at its end
     expect(logLines.at(-1)).toMatchObject({ level: 'error', code: 'DB_CONNECTION_LOST', exit_code: 1 });
     expect(cli.stdout + cli.stderr).not.toContain(PASSWORD);
     expect(await held(bed.pool)).toEqual({ done: TASKS, calls: paid, runs: ['running'] });
+  });
+
+  it('gone mid-job and not back: the job is still listed, from the ledger before its calls and the answers committed since', async () => {
+    const bed = await setUp('end_lost_mid');
+    const { proxy, db } = await proxied(bed);
+    // The first calls go through; the others wait at the API until the server is gone.
+    const api = await gatedApi(bed.sandbox.url, { free: (path) => path.startsWith(BALANCE_PATH) });
+    cleanups.push(() => api.stop());
+    api.allow(4);
+    // A worker gives its inputs back once their answers are committed: the server goes away as the first are.
+    const cut = proxy.cutOnSight('DELETE FROM worker_task_leases');
+    const running = netingest(bed, ['--db', db, '--json'], api.url);
+    await cut;
+    api.allow(Infinity);
+    const cli = await running;
+
+    expect(cli.code, cli.stderr).toBe(1);
+    const summary = JSON.parse(cli.stdout);
+    const stored = await held(bed.pool);
+    expect(stored.done).toBeGreaterThan(0);
+    expect(stored.runs).toEqual(['running']);
+    const paid = operationRequests(bed.sandbox).length;
+    // Every call the service answered is counted, stored or not; the answers stored are the dataset's.
+    expect(summary).toMatchObject({ status: 'failed', calls: paid, creditsSpent: charged(bed.sandbox) });
+    expect(paid).toBeGreaterThanOrEqual(stored.calls);
+    expect(summary.jobs).toMatchObject([{ name: 'posts', status: 'ran', planned: TASKS, worked: TASKS, done: stored.done, failed: 0, deferred: TASKS - stored.done }]);
+    expect(summary.notRecorded.code).toBe('DB_CONNECTION_LOST');
+    // The session holding the run's lock or the writer's connection: whichever failed first stopped the run.
+    expect(['LOCK_LOST', 'DB_CONNECTION_LOST']).toContain(summary.error.code);
+    expect(cli.stderr).toMatch(/\nnetingest: lost the connection to database postgres:\/\/\S+ .*\[DB_CONNECTION_LOST\]\n$/);
   });
 });
