@@ -4,7 +4,7 @@ import globals from 'globals';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules/**', 'dist/**', 'coverage/**', 'data/**', 'migrations/**'] },
+  { ignores: ['node_modules/**', 'dist/**', 'coverage/**', 'data/**', 'migrations/**', 'test/pg/workers/.built-*/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
