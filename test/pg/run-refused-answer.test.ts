@@ -4,12 +4,14 @@
  * held back). Before, the refusal failed the answer's whole group: the run ended `failed` with every answer of the
  * group paid and lost, and the next night paid for them again and failed again. Now the group is written again an
  * outcome at a time: the others are stored, and the refused answer is kept apart as one its task failed on
- * (STORE_REFUSED, its body in raw_responses for reprocess), so the next run does not pay for it again. How a group
+ * (STORE_REFUSED, its body in raw_responses), so the next run does not pay for it again, and reprocess stores it once
+ * the database takes it. How a group
  * is written again in parts is the writers' tests' (pg-writer-groups, run-result-writer): here the run's whole way.
  */
 import { afterEach, beforeEach, expect, it } from 'vitest';
 import { loadJob } from '../../src/jobs/load.ts';
 import { runJobs } from '../../src/runner/run-jobs.ts';
+import { reprocessDatabase } from '../../src/runner/reprocess.ts';
 import { postService } from '../support/db-fixtures.ts';
 import { useFakeServices } from '../support/sandbox-helpers.ts';
 import { opsWorkspace, type OpsWorkspace } from '../soak/ops-fixture.ts';
@@ -58,6 +60,13 @@ forEachEngine('an answer the database refuses', (engine) => {
     expect(await db.count('SELECT count(*) FROM api_calls WHERE status = 200')).toBe(POSTS);
     expect(calls).toBe(POSTS);
     await run();
+    expect(calls).toBe(POSTS);
+    // Once the database takes it, reprocess stores the kept answer and settles its task, without a call.
+    await db.run(engine.name === 'postgres' ? 'ALTER TABLE posts DROP CONSTRAINT test_refused_author' : 'DROP TRIGGER test_refused_author');
+    const report = await reprocessDatabase(db.locator);
+    expect(report).toMatchObject({ recovered: 1, tasksRecovered: 1, invalid: 0 });
+    expect(await db.taskStatuses('posts')).toEqual({ done: POSTS });
+    expect(await db.count("SELECT count(*) FROM posts WHERE author_name = 'Refused'")).toBe(1);
     expect(calls).toBe(POSTS);
   }, 60_000);
 
