@@ -91,7 +91,8 @@ function taskLines(r: FullStatusReport): string[] {
     lines.push(
       '',
       `Paid answers of the wrong shape kept, not used: ${r.wrongShapeBodiesKept} (their tasks failed; after an upgrade that ` +
-        'accepts them, `netingest reprocess` writes them without a call; those over the size limit it writes as they are)',
+        'accepts them, `netingest reprocess` writes them without a call; those over the size limit it writes as they are, ' +
+        'and those the database refused (STORE_REFUSED) once it takes them)',
     );
   }
   if (r.drift && r.drift.rows.length > 0) lines.push('', ...driftLines(r.drift));
