@@ -1,7 +1,4 @@
-/**
- * Reads a response body as text within a size limit and a deadline, decompressing it when the server compressed it
- * unasked: the limit counts decompressed bytes, so a zip bomb stops at it like any large body.
- */
+/** A response body as text within a size limit and deadline, decoding what a server compressed unasked: the limit counts decoded bytes (zip bomb). */
 import type { Readable, Transform } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import { createBrotliDecompress, createGunzip, createInflate, createInflateRaw } from 'node:zlib';
@@ -38,11 +35,8 @@ export interface BodyLimits {
 export function contentCodings(header: string | string[] | undefined): readonly string[] {
   // The common case, once per answer on the run's busiest thread: no header, no arrays built.
   if (header === undefined) return NO_CODINGS;
-  const text = Array.isArray(header) ? header.join(',') : (header ?? '');
-  return text
-    .split(',')
-    .map((c) => c.trim().toLowerCase())
-    .filter((c) => c !== '' && c !== 'identity');
+  const text = Array.isArray(header) ? header.join(',') : header;
+  return text.split(',').map((c) => c.trim().toLowerCase()).filter((c) => c !== '' && c !== 'identity');
 }
 
 /** Closes a body unread: closing the connection is cheaper than draining it. */
@@ -51,10 +45,7 @@ export function discard(body: Readable): void {
   body.destroy();
 }
 
-/**
- * Reads a body as UTF-8 text, destroying the stream (closing the connection) past `limitBytes`. undici's bodyTimeout
- * bounds each gap between chunks, the deadline the whole; a coding it cannot undo is not read (`unsupported`).
- */
+/** A body as UTF-8 text, the stream destroyed past `limitBytes`; bodyTimeout bounds each gap, the deadline the whole; an unknown coding: unread. */
 export function readBody({ body, headers }: Pick<Dispatcher.ResponseData, 'body' | 'headers'>, limits: BodyLimits): Promise<BodyText> {
   const codings = contentCodings(headers['content-encoding']);
   const unsupported = codings.find((c) => !DECODABLE.has(c));

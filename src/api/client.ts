@@ -96,10 +96,7 @@ export const BALANCE_DEFAULTS = {
   maxBodyBytes: 64 * 1024,
 } as const;
 
-/**
- * The balance from the service's free credit check, `GET /v1/api/auth`: a courtesy outside api.md, so anything but a
- * 200 with three finite counters means "not offered" (null; it never rejects). Only the counters are kept.
- */
+/** The balance by the free credit check `GET /v1/api/auth` (not in api.md): null, never a rejection, for all but a 200 with three finite counters. */
 async function readBalance(t: Transport, headers: Record<string, string>, signal?: AbortSignal): Promise<CreditCounters | null> {
   const timeoutMs = Math.min(t.timeoutMs, BALANCE_DEFAULTS.timeoutMs);
   const timeout = AbortSignal.timeout(timeoutMs);

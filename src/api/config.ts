@@ -92,10 +92,7 @@ function readTokenFile(path: string): string {
   return token;
 }
 
-/**
- * Refuses a token file others (group or world: bits 0o077) may read or write, as ssh refuses such a key: anyone who
- * reads it spends the account's credits, and anyone who writes it sends calls under a token they chose.
- */
+/** Refuses a token file group or world (0o077) may read or write, as ssh does a key: readers spend the credits, writers choose the token sent. */
 function refuseOpenToOthers(path: string, mode: number): void {
   // Windows has no such bits: Node reports 0o666 for every writable file there.
   if (process.platform === 'win32' || (mode & 0o077) === 0) return;

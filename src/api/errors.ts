@@ -123,10 +123,7 @@ export class InvalidJsonError extends ApiError {
   }
 }
 
-/**
- * A 200 body its operation's contract cannot read at all. Deterministic and paid for: the body is carried (`raw`) to be
- * kept for reprocess once the contract is fixed. Missing or mistyped members are drift, not this.
- */
+/** A 200 body its contract cannot read at all: paid and deterministic, so the body (`raw`) is kept for reprocess. Odd members are drift, not this. */
 export class ApiSchemaError extends ApiError {
   readonly issues: readonly UnusableIssue[];
   /** Credit counters of the body when it still carries them as numbers (the call was paid for). */
@@ -169,10 +166,7 @@ export function keptBodyOf(err: unknown): { raw: string; credits: CreditCounters
   return err instanceof ResponseTooLargeError && err.raw !== null ? { raw: err.raw, credits: null } : null;
 }
 
-/**
- * A status or body the spec does not describe, pointing at a misconfiguration (a redirect, a 2xx other than 200, a
- * gateway's 404): every item would meet it, so failing each would record them all as failed or not found.
- */
+/** A status or body the spec does not describe (a redirect, a 2xx not 200, a gateway's 404): a misconfiguration all items would meet, not theirs. */
 export class UnexpectedResponseError extends ApiError {
   constructor(ctx: ApiErrorContext, what: string) {
     super('UNEXPECTED_RESPONSE', `${what}: check the API URL (NETINGEST_API_URL or --api-url)`, ctx);
@@ -191,10 +185,7 @@ export class TlsError extends ApiError {
   }
 }
 
-/**
- * A 200 or 404 compressed with a coding the client cannot decode although it asks for none: a proxy compresses on its
- * own, so every answer would come so, already paid; retrying or failing each item would pay for every one.
- */
+/** A 200 or 404 in a coding the client cannot decode though it asks for none: a proxy's, on every (paid) answer: retrying each would pay for all. */
 export class UnsupportedEncodingError extends ApiError {
   readonly encoding: string;
   constructor(ctx: ApiErrorContext, encoding: string) {

@@ -1,4 +1,5 @@
 /** Keeps the API token out of everything netingest writes: error messages, body excerpts, stored bodies. */
+import { shortened } from '../operations/storable-text.ts';
 
 /** What a secret is replaced with. */
 export const REDACTED = '[REDACTED]';
@@ -44,10 +45,7 @@ function base64Forms(secret: string): string[] {
 /** Built once per character: a group does not depend on the secret it is part of. */
 const spellingGroups = new Map<string, string>();
 
-/**
- * One code point in every spelling it may be echoed in, as a regex group. Longer spellings first: a token ending in a
- * backslash or `%`, echoed as two backslashes or `%25`, must not leave a tail.
- */
+/** A code point in every spelling it may be echoed in, as a regex group, longest first: a token ending in `\` or `%` (`\\`, `%25`) leaves no tail. */
 function charSpellings(char: string): string {
   const built = spellingGroups.get(char);
   if (built !== undefined) return built;
@@ -91,16 +89,12 @@ export function createRedactor(secrets: readonly string[]): (text: string) => st
   return (text) => text.replace(pattern, REDACTED);
 }
 
-/**
- * Shortest token redacted from whole outputs (stored bodies, logs, the run summary): a real token is long and random,
- * while a short test token would match ordinary words ("status") and corrupt them. Errors redact whatever the length.
- */
+/** Shortest token redacted from whole outputs (bodies, logs, summary): a short test one would corrupt words ("status"). Errors redact any length. */
 export const MIN_TOKEN_CHARS_FOR_OUTPUT_REDACTION = 8;
 
 /** The one redactor of whole outputs (bodies, logs, summaries): only secrets long enough to be real tokens. */
 export function createOutputRedactor(secrets: readonly string[]): (text: string) => string {
-  const real = secrets.filter((s) => s.length >= MIN_TOKEN_CHARS_FOR_OUTPUT_REDACTION);
-  return real.length > 0 ? createRedactor(real) : (text) => text;
+  return createRedactor(secrets.filter((s) => s.length >= MIN_TOKEN_CHARS_FOR_OUTPUT_REDACTION));
 }
 
 /** A one-line excerpt of a body for errors, cut to `maxChars`; redacted before the cut, so no token half can leak. */
@@ -109,10 +103,6 @@ export function bodyExcerpt(text: string, secrets: readonly string[], maxChars =
   const head = redact(text, secrets).slice(0, maxChars * 8);
   // eslint-disable-next-line no-control-regex
   const line = head.replace(/[\s\u0000-\u001f\u007f]+/g, ' ').trim();
-  if (line.length <= maxChars) return line;
-  let cut = maxChars - 1;
-  // Do not split a surrogate pair.
-  const last = line.charCodeAt(cut - 1);
-  if (last >= 0xd800 && last <= 0xdbff) cut -= 1;
-  return `${line.slice(0, cut)}…`;
+  // The ellipsis counts toward maxChars; a surrogate pair is not split.
+  return line.length <= maxChars ? line : shortened(line, maxChars - 1);
 }

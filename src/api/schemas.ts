@@ -38,10 +38,7 @@ export interface ValidationContext {
   secrets?: readonly string[];
 }
 
-/**
- * Reads a parsed 200 body through its operation's contract; `asked` (the request sent) lets it tell the last page.
- * Throws ApiSchemaError when unreadable, e.g. `data.content: expected an array of records, received string`.
- */
+/** A parsed 200 body read through its contract (`asked`, the request sent, tells the last page); throws ApiSchemaError when it is unreadable. */
 export function readUsableAnswer<Q, A>(
   spec: OperationSpec<Q, A, Subject>,
   body: unknown,
@@ -65,10 +62,7 @@ export function readUsableAnswer<Q, A>(
   throw new ApiSchemaError({ call, bodyExcerpt: bodyExcerpt(raw, secrets) }, [reading.issue], raw, credits);
 }
 
-/**
- * Counts as `host` drift each listed record named by a page on another site than the network's: its rows leave it
- * out (stored-values.ts, recordUrlKey), so the run says it once per path instead of storing another brand's URL.
- */
+/** Counts as `host` drift each listed record named by another site's page: its rows leave it out (recordUrlKey), said once per path. */
 function noteOtherSiteRecords(contract: AnswerContract, answer: unknown, drift: DriftTally): void {
   const { recordsAt, identity } = contract;
   if (recordsAt === null || identity === null) return;
