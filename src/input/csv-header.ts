@@ -20,11 +20,8 @@ export interface CsvHeader {
   bom: boolean;
 }
 
-/** Limits of the header peek. */
-export const CSV_HEADER_LIMITS = {
-  /** A header row longer than this (in characters) is rejected: it is almost surely not a CSV file. */
-  maxHeaderBytes: 1024 * 1024,
-} as const;
+/** A header row longer than this (in characters) is rejected: it is almost surely not a CSV file. */
+const MAX_HEADER_BYTES = 1024 * 1024;
 
 /** Reads only the header row of `path`: skips a BOM and blank lines, detects the delimiter, trims the names. */
 export async function readCsvHeader(path: string, options: { displayName?: string } = {}): Promise<CsvHeader> {
@@ -102,10 +99,7 @@ async function peekHeaderLine(path: string, file: string): Promise<{ text: strin
   }
 }
 
-/**
- * The raw first record and its line. Every delimiter splits fields here, so a quoted field after any of them is read as
- * quoted before one is chosen.
- */
+/** The raw first record and its line; every delimiter splits fields here, so a quoted field after any is read as quoted. */
 async function firstRecord(source: Readable, file: string): Promise<{ raw: string; line: number }> {
   const parser = pipeline(source, parse({
     delimiter: [...CSV_DELIMITERS],
@@ -115,7 +109,7 @@ async function firstRecord(source: Readable, file: string): Promise<{ raw: strin
     relax_quotes: true,
     relax_column_count: true,
     skip_empty_lines: true,
-    max_record_size: CSV_HEADER_LIMITS.maxHeaderBytes,
+    max_record_size: MAX_HEADER_BYTES,
   }), () => {
     // Errors surface through the iterator below.
   });
@@ -136,7 +130,7 @@ function headerError(err: unknown, file: string): InputFileError {
   const { code, empty_lines: blank = 0 } = err as CsvError & Partial<Info>;
   if (code === 'CSV_QUOTE_NOT_CLOSED') return new InputFileError(file, `line ${blank + 1}: the header row has a quote that is never closed`);
   if (code === 'CSV_MAX_RECORD_SIZE') {
-    return new InputFileError(file, `line ${blank + 1}: no end of the header row within ${CSV_HEADER_LIMITS.maxHeaderBytes} bytes; is this a CSV file?`);
+    return new InputFileError(file, `line ${blank + 1}: no end of the header row within ${MAX_HEADER_BYTES} bytes; is this a CSV file?`);
   }
   return new InputFileError(file, `cannot read input file: ${describeFsError(err)}`, { cause: err });
 }

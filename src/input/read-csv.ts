@@ -34,10 +34,7 @@ export interface ReadCsvOptions {
   readChunkBytes?: number;
 }
 
-/**
- * The row's values under the header's named columns as written, a malformed row's own fields included (null where
- * none), so a file of invalid rows can be fixed from it.
- */
+/** The row's values under the header's named columns as written (a malformed row's own fields, null where none), to fix it from. */
 export function inputValues(item: CsvItem, columns: readonly string[]): (string | null)[] {
   return columns.flatMap((name, i) => {
     if (name === '') return [];
@@ -170,10 +167,7 @@ function toItem(line: number, lastLine: number, fields: string[], columns: strin
   return extraFields === 0 ? { line, record } : { line, record, extraFields };
 }
 
-/**
- * A malformed record. One spanning several lines is most likely a stray quote that swallowed the lines after it: the
- * message names them, or they would vanish without a trace.
- */
+/** A malformed record; one over several lines (likely a stray quote) names the lines it swallowed, or they would vanish unseen. */
 function malformed(line: number, lastLine: number, message: string): CsvErrorItem {
   if (lastLine <= line) return { line, error: message };
   const swallowed = lastLine === line + 1 ? `line ${lastLine} was` : `lines ${line + 1}-${lastLine} were`;
@@ -190,10 +184,7 @@ function afterFirstLine(raw: string): string {
   return match ? raw.slice(match[0].length) : '';
 }
 
-/**
- * Tracks physical line numbers across consecutive CSV records' raw text: csv-parse's `info.lines` miscounts CRLF in
- * quoted fields. A CRLF split across two records counts once.
- */
+/** Line numbers over records' raw text: csv-parse's `info.lines` miscounts quoted CRLFs; a CRLF split over two records counts once. */
 export class LineCursor {
   /** Line on which the next unconsumed character sits. */
   private next: number;
