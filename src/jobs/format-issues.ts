@@ -58,10 +58,7 @@ export function checkJobValue<T>(schema: z.ZodType<T>, value: unknown): JobValue
   return { success: false, issues: formatIssues(parsed.error.issues, objectAt) };
 }
 
-/**
- * One issue per bad field; each unknown field is named with the field it most likely misspells, or the group it belongs
- * in when written a level too high.
- */
+/** One issue per bad field; an unknown one named with the field it likely misspells, or its group when written a level too high. */
 function formatIssues(issues: readonly core.$ZodIssue[], objectAt: ReadonlyMap<string, SchemaDef>): JobIssue[] {
   return issues.flatMap((issue) => {
     if (issue.code !== 'unrecognized_keys') {
@@ -73,10 +70,7 @@ function formatIssues(issues: readonly core.$ZodIssue[], objectAt: ReadonlyMap<s
   });
 }
 
-/**
- * What an unknown key most likely means: a group's field spelt exactly (`retries`) wins over a loose match here, which
- * short names would get (`num` is two edits from `name`).
- */
+/** An unknown key's likely meaning: a group's field spelt exactly (`retries`) beats a loose match (`num` is two edits from `name`). */
 function suggestion(key: string, path: readonly PropertyKey[], object: SchemaDef): string | undefined {
   const groups = groupFields(object);
   const inGroup = (maxEdits?: number): string | undefined => {

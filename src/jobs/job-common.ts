@@ -6,10 +6,7 @@ export const NAME_RULE = 'must start with a letter or digit and hold only letter
 
 export const text = z.string().trim().min(1);
 
-/**
- * The range of every number a job holds (docs/jobs.md): narrow enough that a typo or exponent (`pages: 1e9`) is refused
- * by name instead of exhausting memory, overflowing a date or waiting for ever.
- */
+/** Each job number's range (docs/jobs.md): a typo or exponent (`pages: 1e9`) is refused by name, not left to exhaust memory or overflow a date. */
 export const JOB_RANGES = {
   /** Result pages per input: 100 pages of search-jobs are 1,000 results. */
   pages: { min: 1, max: 100 },
@@ -36,10 +33,7 @@ export function wholeIn(range: { min: number; max: number }) {
   return z.number().int().min(range.min).max(range.max);
 }
 
-/**
- * Rules of the run settings `netingest run` flags can override, defined once so a flag accepts exactly what a job file
- * does. `abort` tells a zero or negative limit apart from one out of range.
- */
+/** Run settings `netingest run` flags override, defined once: a flag takes what a job file does. `abort` tells <= 0 apart from out of range. */
 export const RUN_SETTING_RULES = {
   requestsPerMinute: z.number().positive({ abort: true }).min(R.requestsPerMinute.min).max(R.requestsPerMinute.max),
   concurrency: wholeIn(R.concurrency),

@@ -163,10 +163,7 @@ interface CompileError {
 const PREAMBLE = /^Transform failed with \d+ errors?:\n/;
 const LOCATED = /^(.+):(\d+):(\d+): ERROR: (.*)$/;
 
-/**
- * The errors of a module that did not compile, else undefined. tsx deletes esbuild's structured `errors`, so they are
- * read back from the message's `file:line:column: ERROR:` lines (byte columns).
- */
+/** A module's compile errors, else undefined: tsx drops esbuild's `errors`, so they are read from `file:line:column: ERROR:` lines (byte columns). */
 async function describeCompileError(err: unknown, moduleFile: string): Promise<CompileError[] | undefined> {
   if (!(err instanceof Error) || err.name !== 'TransformError' || !PREAMBLE.test(err.message)) return undefined;
   const out: CompileError[] = [];
@@ -197,10 +194,7 @@ async function charColumn(file: string, line: number, byteColumn: number): Promi
   return Buffer.from(lineText, 'utf8').subarray(0, byteColumn).toString('utf8').length + 1;
 }
 
-/**
- * Why JSON.parse refused `text` and, when found, where (1-based line and column): from the engine's message, else by
- * jsonErrorOffset, as Node 20 leaves it out of some messages.
- */
+/** Why JSON.parse refused `text` and where (1-based line, column): from its message, else by jsonErrorOffset (Node 20 omits it in some). */
 export function describeJsonSyntaxError(text: string, err: Error) {
   const raw = err.message.replace(/\s*\(line \d+ column \d+\)\s*$/, '');
   const message = raw
@@ -217,10 +211,7 @@ export function describeJsonSyntaxError(text: string, err: Error) {
   return { message, line: before.split('\n').length, column: offset - before.lastIndexOf('\n') };
 }
 
-/**
- * Offset where `text` stops being JSON (`text.length` if it ends too soon; undefined if valid), found by bisecting over
- * prefixes: one holding the bad character fails inside it.
- */
+/** Where `text` stops being JSON (`text.length` if cut short, undefined if valid), by bisection: a prefix holding the bad character fails inside. */
 export function jsonErrorOffset(text: string): number | undefined {
   const failsInside = (end: number): boolean => {
     try {

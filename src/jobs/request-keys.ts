@@ -5,10 +5,7 @@ import { SEARCH_QUERY_PARAMS } from './search-query.ts';
 /** Key of the empty similar-companies filter set (no `account` members, or only empty ones). */
 export const EMPTY_FILTER_KEY = 'f_none';
 
-/**
- * Stable key of a search-jobs query without its paging: `q_` + 16 hex of the sha256 of the sorted, trimmed, non-empty
- * parameters, so whitespace does not split one query in two.
- */
+/** A search-jobs query's key without paging: `q_` + 16 hex of sha256 of its sorted, trimmed, non-empty parameters (whitespace splits no query). */
 export function searchKey(query: SearchJobsQuery): string {
   const entries: Array<[string, string | string[]]> = [];
   for (const param of [...SEARCH_QUERY_PARAMS].sort()) {

@@ -11,10 +11,7 @@ export { KEEP_RAW_DAYS_RULE, RUN_SETTING_RULES } from './job-common.ts';
 /** The one schema of a job definition, JSON or `.ts`: one branch per operation (common settings, input, request). */
 export const jobDefinitionSchema = z.discriminatedUnion('operation', JOB_DEFINITIONS);
 
-/**
- * What every operation shares: the union checks nothing else when it cannot tell the operation, so a definition without
- * a known one is checked against this too, naming whatever else is wrong.
- */
+/** What every operation shares: checked too when the union cannot tell the operation (it then checks nothing else), to name all that is wrong. */
 const anyOperation = z.strictObject({
   ...common,
   operation: z.unknown().optional(),

@@ -33,11 +33,6 @@ export function isListParam(name: string): boolean {
   return LIST_PARAMS.has(name);
 }
 
-/** Splits a list cell on commas or semicolons, trimming items and dropping empty ones; order is kept. */
-export function splitList(cell: string): string[] {
-  return cell.split(/[,;]/).map((s) => s.trim()).filter((s) => s !== '');
-}
-
 /** Normalizes one parameter from a CSV cell or `request`: lists split, known values spelt the service's way. */
 export function normalizeParam(param: SearchQueryParam, raw: string | number | readonly (string | number)[]): ParamResult {
   if (!isListParam(param)) {
@@ -45,7 +40,8 @@ export function normalizeParam(param: SearchQueryParam, raw: string | number | r
     if (s === '') return { ok: true, value: undefined };
     return knownValue(param, s);
   }
-  const items = Array.isArray(raw) ? raw.map((v) => String(v).trim()).filter((v) => v !== '') : splitList(String(raw));
+  // A cell is split on commas or semicolons; items trimmed, empty ones dropped, order kept.
+  const items = (Array.isArray(raw) ? raw.map(String) : String(raw).split(/[,;]/)).map((s) => s.trim()).filter((s) => s !== '');
   if (items.length === 0) return { ok: true, value: undefined };
   const out: string[] = [];
   for (const item of items) {
@@ -70,10 +66,7 @@ function loose(value: string): string {
   return value.toLowerCase().replace(/[^a-z0-9]/g, '');
 }
 
-/**
- * Maps each search parameter to the column named like it (any case). A near miss of an unset parameter (`keyword`)
- * throws, as ignoring a typo would send paid searches without it; so do duplicates and no match.
- */
+/** Each search parameter's column (its name, any case); a duplicate, no match or a near miss (`keyword`: paid searches would lack it) throws. */
 export function searchColumns(file: string, header: CsvHeader): Array<[SearchQueryParam, string]> {
   const out: Array<[SearchQueryParam, string]> = [];
   for (const param of SEARCH_QUERY_PARAMS) {
