@@ -40,10 +40,7 @@ export interface Reservation {
   readonly sent: SentAt;
 }
 
-/**
- * What an attempt tells of its charge: the counters of a paid answer, `'unread'` for a paid answer whose
- * counters cannot be read (charged at an estimate), or null when nothing was billed.
- */
+/** An attempt's charge: a paid answer's counters, `'unread'` when they cannot be read (charged at an estimate), null when nothing was billed. */
 export type Charge = CreditCounters | 'unread' | null;
 
 /**

@@ -1,7 +1,4 @@
-/**
- * What a run's answers say about credits: the balance, each operation's cost, what the run spent. The guard feeds it
- * live; a dead run's books are closed by feeding it that run's stored counters, so both come from one arithmetic.
- */
+/** A run's credits by its answers (balance, costs, spend): fed live by the guard or a dead run's stored counters, so both share one arithmetic. */
 import { OPERATIONS, type CreditCounters, type Operation } from '../spec/types.ts';
 
 export const CREDIT_METER_DEFAULTS = {
@@ -299,22 +296,12 @@ function shortfallOf(c: CreditCounters): number {
   return c.total_credits - c.credits_used - reportedBalance(c);
 }
 
-/** What medianStep counts besides the counters. */
-export interface MedianStepOptions {
-  /** One more step (a cost earlier runs learned). */
-  extra?: number;
-  /**
-   * Fewer steps than this show no cost (null).
-   * @default 1
-   */
-  minSteps?: number;
-}
-
 /**
- * A call's cost by credits_used counters in any order: the median positive step once sorted (upper of an even count).
- * The one rule for a run's answers, the api_calls log and the account's samples on PostgreSQL.
+ * A call's cost by credits_used counters in any order: the median positive step once sorted (upper of an even count),
+ * `extra` one more step (a cost earlier runs learned); null under `minSteps` steps. The one rule for a run's answers,
+ * the api_calls log and the account's samples on PostgreSQL.
  */
-export function medianStep(values: readonly number[], options: MedianStepOptions = {}): number | null {
+export function medianStep(values: readonly number[], options: { extra?: number; minSteps?: number } = {}): number | null {
   const { extra, minSteps = 1 } = options;
   const sorted = [...values].sort((a, b) => a - b);
   const steps = sorted.slice(1).map((v, i) => v - sorted[i]!).filter((step) => step > 0);
