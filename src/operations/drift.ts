@@ -1,7 +1,4 @@
-/**
- * Drift: how a run's answers differ from the spec, counted per member path (`data.content[].phone`: `[]` for list
- * elements) and kind, each out of the times the member's parent was there, and said in one line per path.
- */
+/** Drift: how answers differ from the spec, per member path (`data.content[].phone`) and kind, out of the times its parent was there. */
 import type { Operation } from '../spec/types.ts';
 import { shortened } from './storable-text.ts';
 

@@ -5,10 +5,7 @@ import type { RowRead } from './operation-spec.ts';
 
 export const NOT_UTF8 = 'not valid UTF-8 text (a Latin-1 or Windows-1252 export?): save the file as UTF-8';
 
-/**
- * True when the cell held non-UTF-8 bytes (decoded to U+FFFD): sent on, it would pay for a lookup of something else.
- * Only a task's own cells are checked, so a mangled name in another column keeps its row.
- */
+/** True when the cell held non-UTF-8 bytes (read as U+FFFD): sent, it would pay for a lookup of something else. Only a task's own cells count. */
 export function isMangled(cell: string): boolean {
   return cell.includes('\uFFFD');
 }

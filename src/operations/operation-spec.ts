@@ -48,10 +48,7 @@ export interface HistoryKey {
   changedOnly?: boolean;
 }
 
-/**
- * The answer floors of one input (store/readers/latest-answers.ts): per page, the time before which no row is its
- * latest answer. Lookups read the dataset as Reads the store runs, so one lookup reads SQLite or PostgreSQL.
- */
+/** Per page of one input, the time before which no row is its latest answer (store/readers/latest-answers.ts); as Reads, for either engine. */
 export type AnswerFloorsOf = (inputKey: string) => Reads<Array<string | null>>;
 
 /**

@@ -43,10 +43,7 @@ const body = {
 export type SearchJobsAnswer = ReadObject<typeof body>;
 export type JobAnswer = ReadObject<(typeof job)['members']>;
 
-/**
- * `/v1/api/search-jobs?...`: parameters in the spec's order, percent-encoded (spaces as %20), list items encoded one by
- * one and joined with a literal comma; absent or empty parameters and list items are left out.
- */
+/** `/v1/api/search-jobs?...`: parameters in spec order, percent-encoded (space: %20), list items each, joined by a plain comma; empties left out. */
 export function searchJobsPath(query: SearchJobsQuery): string {
   let qs = '';
   for (const name of SEARCH_JOBS_PARAMS) {

@@ -26,10 +26,7 @@ export function storableString(text: string): { text: string; fix: TextFix | nul
 /** Told of each string or member name the rule changed: its path (`data.content[].name`), its parent's, and what. */
 export type OnTextFix = (path: string, parent: string, fix: TextFix) => void;
 
-/**
- * The deepest nesting a value may have: the spec's answers nest a few levels. A garbled or hostile body nested
- * thousands deep overflowed the stack here (and in JSON.stringify), ending the whole run; past this it is unusable.
- */
+/** Deepest nesting read, past it unusable: a hostile body nested thousands deep overflowed the stack (here, in JSON.stringify) and ended the run. */
 export const MAX_JSON_DEPTH = 100;
 
 /** Thrown for a value nested past MAX_JSON_DEPTH, at the path where it went past. */

@@ -1,7 +1,4 @@
-/**
- * What an answer stores, as plain rows keyed by the public table and column names: operations map (pure functions),
- * the store writes with its own statements per table, so another store can reuse the operations unchanged.
- */
+/** What an answer stores: plain rows by public table and column names, mapped by pure functions, so any store can write them its own way. */
 import type { AnswerAnomalyKind, DatasetTable, NormalizedTable, StoreFilled } from '../store/tables.ts';
 import type { SqlValue } from './stored-values.ts';
 
@@ -18,10 +15,7 @@ export type RowOf<T extends NormalizedTable> = { readonly [K in Exclude<ColumnsO
   readonly [K in Filled<T>]?: SqlValue;
 };
 
-/**
- * One write, in order: a row upserted (the store knows each table's key and how first/last-seen merge), or a set of
- * rows replacing what the table held for `owner` (a company's locations, as last seen).
- */
+/** One write, in order: a row upserted (the store knows each table's key and first/last-seen merge), or rows replacing all `owner` had there. */
 export type RowWrite = {
   [T in NormalizedTable]: { table: T; row: RowOf<T> } | { table: T; owner: Row; rows: readonly RowOf<T>[] };
 }[NormalizedTable];

@@ -1,7 +1,4 @@
-/**
- * Turning answer values into stored values. A stored value is a number, a string, a bigint or null (what
- * SQLite binds), and the spec leaves several types "not shown", so every value goes through one of these.
- */
+/** Answer values as stored values (a number, string, bigint or null, as SQLite binds): the spec leaves several types "not shown". */
 import { canonicalUrl, MAX_URL_LENGTH, otherSiteHost, type Canonicalize } from '../urls/canonical.ts';
 
 /** A value a column stores. */
@@ -23,10 +20,7 @@ export function sqlValue(value: unknown): SqlValue {
   }
 }
 
-/**
- * sqlValue for the BLOB ("not shown" type) columns, which have no type affinity: better-sqlite3 binds every JS
- * number as REAL, so whole numbers and booleans go as bigint to be stored as INTEGER (12 and 1, not 12.0 and 1.0).
- */
+/** sqlValue for the untyped BLOB ("not shown") columns: better-sqlite3 binds numbers as REAL, so integers and booleans go as bigint (12, not 12.0) */
 export function givenValue(value: unknown): SqlValue {
   if (typeof value === 'boolean') return value ? 1n : 0n;
   return typeof value === 'number' && Number.isSafeInteger(value) ? BigInt(value) : sqlValue(value);
@@ -86,10 +80,7 @@ export function urlKey(value: unknown, canonical: Canonicalize, networkHost: str
   return text !== '' && Buffer.byteLength(text) <= MAX_URL_LENGTH ? text : null;
 }
 
-/**
- * The key of a listed record's own page: urlKey(), but null for a page on another site than the network's,
- * so that its record is left out (counted as `host` drift where the answer is read: api/schemas.ts).
- */
+/** urlKey() of a listed record's own page, but null (record left out: `host` drift, api/schemas.ts) for a page on another site than the network's. */
 export function recordUrlKey(value: unknown, canonical: Canonicalize, networkHost: string): string | null {
   return otherSiteHost(value, networkHost) === null ? urlKey(value, canonical, networkHost) : null;
 }

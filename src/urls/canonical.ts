@@ -127,10 +127,7 @@ function networkPage(input: unknown, networkHost: string, example: string): { ok
   };
 }
 
-/**
- * Common plain-ASCII URL shapes, matched without the costly WHATWG parser only where it would return the same host and
- * segments (no IP, port, credentials, `%`, backslash, dot segment or `xn--`); all else takes the parser.
- */
+/** Plain-ASCII URLs read without the costly WHATWG parser, only where it gives the same (no IP, port, credentials, `%`, `\`, dot segment, `xn--`). */
 const FAST_SHAPE = /^(?:https?:\/\/)?((?:[a-z0-9-]+\.)+[a-z][a-z0-9-]*)((?:\/[\w~:.@!$&'()*+,;=-]*)*)(?:[?#]\S*)?$/i;
 const DOT_SEGMENT = /(?:^|\/)\.\.?(?:\/|$)/;
 const PLAIN_SLUG = /^[a-z0-9_.~-]+$/i;
@@ -254,10 +251,7 @@ export function postIdOfUrl(url: string): string | null {
   return digits === undefined ? null : `activity-${digits}`;
 }
 
-/**
- * An answer's `PostId` in postIdOfUrl's form, so the two compare; other non-empty text is kept trimmed, up to
- * MAX_URL_LENGTH UTF-8 bytes (a longer one, garbled, could key no row on PostgreSQL: null).
- */
+/** An answer's `PostId` in postIdOfUrl's form, so the two compare; other text kept trimmed, null past MAX_URL_LENGTH bytes (no PostgreSQL key). */
 export function postIdOfAnswer(value: unknown): string | null {
   if (typeof value !== 'string') return null;
   const text = value.trim();
