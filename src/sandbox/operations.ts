@@ -146,30 +146,23 @@ type SimilarRequest = { url: string; account: SimilarCompaniesAccount | undefine
 
 const isPositiveInt = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) >= 1;
 
+/** A similar-companies request from its JSON body, or the 400 refusing it (Content-Type, not a JSON object, a field). */
 function parseSimilar(bodyText: string, contentType: string | undefined): ErrorOutcome | SimilarRequest {
-  const read = jsonObjectBody(bodyText, contentType);
-  if ('refused' in read) return read.refused;
-  const { url, account, page = 1, num = 10 } = read.body;
+  if (!contentType || !/^application\/json\b/i.test(contentType.trim())) return badRequest('Content-Type must be application/json');
+  let body: unknown;
+  try {
+    body = JSON.parse(bodyText);
+  } catch {
+    return badRequest('Request body is not valid JSON');
+  }
+  if (!isObject(body)) return badRequest('Request body must be a JSON object');
+  const { url, account, page = 1, num = 10 } = body;
   if (typeof url !== 'string' || url.trim() === '') return badRequest('Body field `url` is required (a company page URL)');
   if (!isPositiveInt(page)) return badRequest('Body field `page` must be an integer >= 1');
   if (!isPositiveInt(num)) return badRequest('Body field `num` must be an integer >= 1');
   const refused = account === undefined || account === null ? null : accountProblem(account);
   if (refused) return badRequest(refused);
   return { url, account: (account ?? undefined) as SimilarCompaniesAccount | undefined, page, num };
-}
-
-/** The JSON object a POST carries, or the 400 that refuses it (wrong Content-Type, not JSON, not an object). */
-function jsonObjectBody(bodyText: string, contentType: string | undefined): { refused: ErrorOutcome } | { body: Record<string, unknown> } {
-  if (!contentType || !/^application\/json\b/i.test(contentType.trim())) {
-    return { refused: badRequest('Content-Type must be application/json') };
-  }
-  let body: unknown;
-  try {
-    body = JSON.parse(bodyText);
-  } catch {
-    return { refused: badRequest('Request body is not valid JSON') };
-  }
-  return isObject(body) ? { body } : { refused: badRequest('Request body must be a JSON object') };
 }
 
 /** Why `account` cannot be read, or null when it can. */
@@ -186,10 +179,6 @@ function accountProblem(account: unknown): string | null {
 }
 
 function isEmployeeSize(v: unknown): boolean {
-  return (
-    isObject(v) &&
-    typeof v.type === 'string' &&
-    Array.isArray(v.range) &&
-    v.range.every((r) => isObject(r) && Number.isSafeInteger(r.start) && Number.isSafeInteger(r.end))
-  );
+  if (!isObject(v) || typeof v.type !== 'string' || !Array.isArray(v.range)) return false;
+  return v.range.every((r) => isObject(r) && Number.isSafeInteger(r.start) && Number.isSafeInteger(r.end));
 }

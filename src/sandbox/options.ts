@@ -176,10 +176,7 @@ function checkLiveOptions(options: SandboxOptions): void {
       }
     }
   }
-  if (options.memberMissingRate + options.memberNullRate > 1) {
-    throw new RangeError('sandbox memberMissingRate and memberNullRate must add up to at most 1');
-  }
-  if (options.bareUrlRate + options.countryUrlRate > 1) {
-    throw new RangeError('sandbox bareUrlRate and countryUrlRate must add up to at most 1');
+  for (const [a, b] of [['memberMissingRate', 'memberNullRate'], ['bareUrlRate', 'countryUrlRate']] as const) {
+    if (options[a] + options[b] > 1) throw new RangeError(`sandbox ${a} and ${b} must add up to at most 1`);
   }
 }

@@ -1,7 +1,6 @@
 import type { Address, CompanyRecord, SimilarCompaniesAccount } from '../../spec/types.ts';
 import { Prng, hash32, hashFraction } from '../prng.ts';
-import { BoundedCache } from './bounded-cache.ts';
-import { canonicalUrlKey, saysNotFound, slugify } from './canonical.ts';
+import { BoundedCache, canonicalUrlKey, saysNotFound, slugify } from './canonical.ts';
 import { WorldAge } from './world-age.ts';
 import {
   COUNTRY_NAMES, HASHTAGS, INDUSTRIES, MEDIA_ORIGIN, NAME_CORES, NAME_PREFIXES, NAME_SUFFIXES, NETWORK_ORIGIN, PLACES,

@@ -1,7 +1,6 @@
 import { SEARCH_JOBS_LIST_PARAMS, SEARCH_JOBS_PARAMS, type JobRecord } from '../../spec/types.ts';
 import { Prng, hash32, hashFraction } from '../prng.ts';
-import { BoundedCache } from './bounded-cache.ts';
-import { saysNotFound, slugify } from './canonical.ts';
+import { BoundedCache, saysNotFound, slugify } from './canonical.ts';
 import { daysBefore, isoDate, WorldAge } from './world-age.ts';
 import {
   EMPLOYMENT_TYPES, INDUSTRIES, JOB_FUNCTIONS, JOB_PERKS, JOB_TITLES, MEDIA_ORIGIN, NAME_CORES, NAME_PREFIXES,

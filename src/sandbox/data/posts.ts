@@ -1,7 +1,6 @@
 import type { PostDetailsResponse } from '../../spec/types.ts';
 import { Prng, hashFraction } from '../prng.ts';
-import { BoundedCache } from './bounded-cache.ts';
-import { canonicalUrlKey, saysNotFound, slugify } from './canonical.ts';
+import { BoundedCache, canonicalUrlKey, saysNotFound, slugify } from './canonical.ts';
 import { dayMonthYear, daysBefore, WorldAge } from './world-age.ts';
 import {
   FIRST_NAMES, HASHTAGS, HEADLINES, LAST_NAMES, MEDIA_ORIGIN, NAME_CORES, NAME_PREFIXES, NETWORK_ORIGIN,
