@@ -110,18 +110,6 @@ async function copyTables(
   opts: typeof COPY_DEFAULTS & CopyDatasetOptions,
 ): Promise<CopyReport> {
   await client.query('SELECT pg_advisory_xact_lock($1)', [COPY_LOCK_KEY]);
-  await refuseNonEmpty(client, shownUrl);
-  const report: CopyReport = { tables: [], rows: 0 };
-  for (const table of COPY_ORDER) {
-    const rows = await copyTable(sqlite, client, shownUrl, table, opts);
-    report.tables.push({ table: table.name, rows });
-    report.rows += rows;
-  }
-  await setIdentitiesPastCopiedIds(client);
-  return report;
-}
-
-async function refuseNonEmpty(client: pg.PoolClient, shownUrl: string): Promise<void> {
   const holding: string[] = [];
   for (const { name } of COPY_ORDER) {
     // netingest_meta is filled by the migrations themselves.
@@ -137,6 +125,14 @@ async function refuseNonEmpty(client: pg.PoolClient, shownUrl: string): Promise<
       'COPY_TARGET_NOT_EMPTY',
     );
   }
+  const report: CopyReport = { tables: [], rows: 0 };
+  for (const table of COPY_ORDER) {
+    const rows = await copyTable(sqlite, client, shownUrl, table, opts);
+    report.tables.push({ table: table.name, rows });
+    report.rows += rows;
+  }
+  await setIdentitiesPastCopiedIds(client);
+  return report;
 }
 
 async function copyTable(
@@ -174,22 +170,20 @@ async function copyTable(
   };
   for (const row of select.iterate() as IterableIterator<Record<string, unknown>>) {
     if (isMeta && META_KEPT.has(String(row.key))) continue;
-    const values = columns.map((c) => convertOrSay(c, row, table.name, keyColumns));
+    const values = columns.map((c) => {
+      try {
+        return c.convert(row[c.name], row);
+      } catch (err) {
+        const key = keyColumns.map((k) => `${k}=${String(row[k.slice(1, -1)])}`).join(', ');
+        throw new Error(`copying ${table.name} (${key}): ${c.name}: ${(err as Error).message}`, { cause: err });
+      }
+    });
     batch.push(values);
     bytes += values.reduce<number>((sum, v) => sum + (typeof v === 'string' || Buffer.isBuffer(v) ? v.length : 8), 0);
     if (batch.length >= maxRows || bytes >= opts.batchBytes) await flush();
   }
   await flush();
   return copied;
-}
-
-function convertOrSay(column: ColumnPlan, row: Record<string, unknown>, table: string, keyColumns: string[]): unknown {
-  try {
-    return column.convert(row[column.name], row);
-  } catch (err) {
-    const key = keyColumns.map((k) => `${k}=${String(row[k.slice(1, -1)])}`).join(', ');
-    throw new Error(`copying ${table} (${key}): ${column.name}: ${(err as Error).message}`, { cause: err });
-  }
 }
 
 const textOf = (value: unknown) => (Buffer.isBuffer(value) ? value.toString('utf8') : value);

@@ -33,8 +33,6 @@ export interface PruneReport {
   cutoff: string;
 }
 
-const DAY_MS = 86_400_000;
-
 /** netingest_meta's key saying that bodies were dropped (WERE_PRUNED_SQL reads it), set in the prune's transaction. */
 export const RAW_PRUNED_KEY = 'raw_pruned_at';
 const COMPRESS_BATCH = 500;
@@ -76,7 +74,7 @@ export function supersededBodiesSql(params: { cutoff: string; jobNames?: string 
 
 /** The cutoff of a retention of `keepDays`: bodies received before it may go. */
 export function retentionCutoff(keepDays: number): string {
-  return new Date(Date.now() - keepDays * DAY_MS).toISOString();
+  return new Date(Date.now() - keepDays * 86_400_000).toISOString();
 }
 
 /** temp.prune_ids: the bodies the rule drops. */

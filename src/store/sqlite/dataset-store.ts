@@ -9,7 +9,7 @@ import { openDatabase, type Database } from '../open.ts';
 import { emptyPlanLedger, type PlanLedger, type PlannedTask, type PlanRule } from '../plan-ledger.ts';
 import { createLedger, type Ledger } from '../ledger.ts';
 import { apiCallReads } from '../api-calls.ts';
-import { pruneRawBodies, type PruneReport } from '../raw-prune.ts';
+import { pruneRawBodies } from '../raw-prune.ts';
 import { withReadSnapshot } from '../read-snapshot.ts';
 import { readSync, rows } from '../read-steps.ts';
 import { acquireRunLock } from '../run-lock.ts';
@@ -177,9 +177,6 @@ async function prune(file: string, { keepDays, dryRun, vacuum }: StorePruneOptio
   });
   // Measured once the connection is closed: closing checkpoints the WAL into the file.
   const bytesAfter = statSync(file).size;
-  const withFile: PruneReport & { fileBytesBefore: number; fileBytesAfter: number } = { ...report, fileBytesBefore: bytesBefore, fileBytesAfter: bytesAfter };
-  return {
-    report: withFile,
-    space: { what: 'Database file', bytesBefore, bytesAfter, note: '' },
-  };
+  const withFile = { ...report, fileBytesBefore: bytesBefore, fileBytesAfter: bytesAfter };
+  return { report: withFile, space: { what: 'Database file', bytesBefore, bytesAfter, note: '' } };
 }
