@@ -7,9 +7,7 @@
 import { sql } from 'drizzle-orm';
 import { bigint, flag, given, int, json, real, table, text, time, type Columns, type SelectOf, type TableDef } from './table-kit.ts';
 
-// ---------------------------------------------------------------------------------------------------------
-// Companies (similar-companies)
-// ---------------------------------------------------------------------------------------------------------
+// --- Companies (similar-companies) -----------------------------------------------------------------------
 
 const companies = table('companies', {
   url: text().primaryKey(),
@@ -83,9 +81,7 @@ const similarCompanies = table('similar_companies', {
   written: 'upsert',
 });
 
-// ---------------------------------------------------------------------------------------------------------
-// Posts (post-details)
-// ---------------------------------------------------------------------------------------------------------
+// --- Posts (post-details) --------------------------------------------------------------------------------
 
 const posts = table('posts', {
   post_id: text().primaryKey(),
@@ -115,9 +111,7 @@ const postMedia = table('post_media', {
   url: text(),
 }, { primaryKey: ['post_id', 'position'], written: 'set' });
 
-// ---------------------------------------------------------------------------------------------------------
-// Jobs (search-jobs)
-// ---------------------------------------------------------------------------------------------------------
+// --- Jobs (search-jobs) ----------------------------------------------------------------------------------
 
 const jobs = table('jobs', {
   url: text().primaryKey(),
@@ -163,10 +157,8 @@ const jobSearchResults = table('job_search_results', {
   last_seen_at: time().notNull(),
 }, { primaryKey: ['search_key', 'job_url'], indexes: { job_search_results_job_url_idx: ['job_url'] }, written: 'upsert' });
 
-// ---------------------------------------------------------------------------------------------------------
-// Bookkeeping (written by the runner). Run and task ids are plain references, not foreign keys: the ledger
-// must accept its rows in any order the runner writes them.
-// ---------------------------------------------------------------------------------------------------------
+// --- Bookkeeping (written by the runner) -----------------------------------------------------------------
+// Run and task ids are plain references, not foreign keys: the ledger must accept its rows in any order the runner writes them.
 
 export const RUN_STATUSES = [
   'running',
