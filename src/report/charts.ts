@@ -100,15 +100,10 @@ function creditsChart(f: ReportFigures): ChartSpec {
 function outcomesChart(f: ReportFigures): ChartSpec {
   const labels = runLabels(f);
   const x = f.nights.map((n) => labels.get(n.runId)!);
-  const series = (
-    [
-      ['done', 'done'],
-      ['notFound', 'not found'],
-      ['failed', 'failed'],
-      ['deferred', 'deferred'],
-      ['invalidRows', 'invalid rows'],
-    ] as const
-  ).map(([key, name]) => ({ type: 'bar', stack: 'outcome', name, data: f.nights.map((n) => n[key]), itemStyle: { color: OUTCOME_COLOURS[key] }, barMaxWidth: BAR_MAX_PX }));
+  const outcomes = [
+    ['done', 'done'], ['notFound', 'not found'], ['failed', 'failed'], ['deferred', 'deferred'], ['invalidRows', 'invalid rows'],
+  ] as const;
+  const series = outcomes.map(([key, name]) => ({ type: 'bar', stack: 'outcome', name, data: f.nights.map((n) => n[key]), itemStyle: { color: OUTCOME_COLOURS[key] }, barMaxWidth: BAR_MAX_PX }));
   const totals = Object.fromEntries(series.map((s) => [s.name, sum(s.data)]));
   return {
     id: 'outcomes',

@@ -175,10 +175,7 @@ function restOwner(steps: ReportData['creditSteps'], calls: ReportData['calls'])
 
 function byRun<T extends { runId: number }>(items: readonly T[]): Map<number, T[]> {
   const out = new Map<number, T[]>();
-  for (const item of items) {
-    if (!out.has(item.runId)) out.set(item.runId, []);
-    out.get(item.runId)!.push(item);
-  }
+  for (const item of items) (out.get(item.runId) ?? out.set(item.runId, []).get(item.runId)!).push(item);
   return out;
 }
 
