@@ -98,9 +98,7 @@ function rawStreamSink(stream: NodeJS.WritableStream): OutputSink {
       detach();
       if (failure) throw failure;
     },
-    async abort() {
-      detach();
-    },
+    abort: async () => void detach(),
   };
 }
 

@@ -19,11 +19,7 @@ export type TableLayoutOptions = { [K in keyof typeof TABLE_DEFAULTS]?: number }
 const SEPARATOR = ' | ';
 
 /** A table encoder whose column widths fit `sample` (the first rows). */
-export function tableEncoder(
-  columns: readonly string[],
-  sample: readonly (readonly unknown[])[],
-  options: TableLayoutOptions = {},
-): RowEncoder {
+export function tableEncoder(columns: readonly string[], sample: readonly (readonly unknown[])[], options: TableLayoutOptions = {}): RowEncoder {
   const maxColumnWidth = options.maxColumnWidth ?? TABLE_DEFAULTS.maxColumnWidth;
   const maxTableWidth = options.maxTableWidth ?? TABLE_DEFAULTS.maxTableWidth;
   const minColumnWidth = options.minColumnWidth ?? TABLE_DEFAULTS.minColumnWidth;
