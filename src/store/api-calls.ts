@@ -11,13 +11,6 @@ const LAST_COUNTERS = sql`SELECT total_credits AS "totalCredits", credits_used A
   credits_remaining AS "creditsRemaining", at FROM api_calls WHERE status = 200 AND credits_remaining IS NOT NULL
   AND id < ${param} ORDER BY id DESC LIMIT 1`;
 
-interface CountersRow {
-  totalCredits: number;
-  creditsUsed: number;
-  creditsRemaining: number;
-  at: string;
-}
-
 /** One HTTP call as logged in `api_calls`. */
 export interface ApiCallRow {
   runId: number | null;
@@ -66,7 +59,7 @@ export const apiCallReads = {
   },
   /** The last counters reported (before call `beforeCallId`), undefined before any; `balance` as the guard has it. */
   *lastCounters(beforeCallId = Number.MAX_SAFE_INTEGER) {
-    const row = (yield* rows<CountersRow>(LAST_COUNTERS, [beforeCallId]))[0];
+    const row = (yield* rows<{ totalCredits: number; creditsUsed: number; creditsRemaining: number; at: string }>(LAST_COUNTERS, [beforeCallId]))[0];
     if (row === undefined) return undefined;
     // The three counters are stored together, from the same answer.
     const balance = reportedBalance({ total_credits: row.totalCredits, credits_used: row.creditsUsed, credits_remaining: row.creditsRemaining });

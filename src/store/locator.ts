@@ -18,10 +18,7 @@ export type DatasetLocation =
 export interface LocateDatasetOptions {
   /** The `--db` value, when given. */
   db?: string;
-  /**
-   * The flag `db` came from, as messages name it (`copy --to`).
-   * @default '--db'
-   */
+  /** The flag `db` came from, as messages name it (`copy --to`). @default '--db' */
   flag?: string;
   /** Where NETINGEST_DATABASE_URL is read from. */
   env?: Readonly<Record<string, string | undefined>>;
@@ -78,10 +75,4 @@ function postgresLocation(url: string, source: string): DatasetLocation {
   return { engine: 'postgres', url, shownUrl };
 }
 
-function urlOrNull(text: string): URL | null {
-  try {
-    return new URL(text);
-  } catch {
-    return null;
-  }
-}
+const urlOrNull = (text: string): URL | null => (URL.canParse(text) ? new URL(text) : null);
