@@ -38,7 +38,10 @@ interface ParsedUrl {
 }
 
 const SCHEME = /^([a-z][a-z0-9+.-]*):\/\//i;
-/** The longest page address taken; PostgreSQL's index on a URL column could not hold one much longer (~2,700 bytes). */
+/**
+ * The longest page address taken, and the most UTF-8 bytes of any indexed column's text (store/ingest/tables.ts): one
+ * PostgreSQL btree entry holds ~2,700 bytes, and a longer value made it refuse the whole group of paid answers.
+ */
 export const MAX_URL_LENGTH = 2048;
 /** Subdomains that are the same site: the web, mobile and country editions. */
 const EDITION_LABEL = /^(?:www|m|mobile|[a-z]{2})$/;

@@ -5,6 +5,7 @@
  * set is deleted. SQLite's statements; pg/pg-table-statements.ts has PostgreSQL's.
  */
 import { specOf, type AnySubject } from '../../operations/index.ts';
+import { MAX_URL_LENGTH } from '../../urls/canonical.ts';
 import type { Row, RowContext, StoredAnswer } from '../../operations/stored-rows.ts';
 import { primaryKeyOf, type TableDef } from '../table-kit.ts';
 import { DATASET_TABLES, type NormalizedTable } from '../tables.ts';
@@ -43,11 +44,8 @@ function indexedColumns(def: TableDef): string[] {
   return [...new Set(on)].filter((c) => !key.includes(c));
 }
 
-/**
- * The most UTF-8 bytes an indexed column's text keeps. PostgreSQL's btree holds ~2,700 at most: a longer (garbled)
- * value made it refuse the whole group of paid answers, night after night, while SQLite stored it. Past it: NULL on both.
- */
-export const MAX_INDEXED_TEXT_BYTES = 2048;
+/** The most UTF-8 bytes an indexed column's text keeps: the URL's bound, for the same index (past it: NULL on both engines). */
+const MAX_INDEXED_TEXT_BYTES = MAX_URL_LENGTH;
 
 /** An answer's rows as both engines store them: its operation's, with indexable() applied. */
 export function answerRows(subject: AnySubject, answer: unknown, ctx: RowContext): StoredAnswer {
