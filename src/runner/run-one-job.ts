@@ -31,10 +31,7 @@ export interface JobResult {
   capped?: CreditStop & { job: string };
   /** Not reached, or stopped while its input was read: the user's signal kept its --refresh from being deferred. */
   interrupted?: boolean;
-  /**
-   * Its summary is the process's own count (countedJob): the database was lost before the job's books were read. Left
-   * out of the `runs` row, as a job whose error stopped the run always was.
-   */
+  /** The process's own count (countedJob), the database lost: left out of `runs`, as a job whose error stopped the run always was. */
   counted?: boolean;
 }
 
@@ -129,7 +126,9 @@ async function workPlanned(run: OpenRun, job: Job, plan: PlanCounts): Promise<Jo
     });
   }
   await prepareCalls(run, job, runnable);
-  const books = await booksBefore(run, job.name, before);
+  // Only tasks an earlier run failed for good are failed yet: read only when there are some.
+  const failedByCode = before.failed > 0 ? await run.store.ledger.failedByCode(job.name, runId) : {};
+  const books: BooksBefore = { counts: before, failedByCode, settled: run.writer.settled };
   try {
     return await workAndBook(run, job, plan, filter, { worked: runnable, failedBefore });
   } catch (err) {
@@ -144,26 +143,21 @@ async function workPlanned(run: OpenRun, job: Job, plan: PlanCounts): Promise<Jo
 async function workAndBook(run: OpenRun, job: Job, plan: PlanCounts, filter: RunnableFilter, due: Pick<JobSummary, 'worked' | 'failedBefore'>): Promise<JobResult> {
   const { stop, warning } = await workDue(run, job, filter, due.worked);
   const capped = settleJobStop(stop, run.stop, run.guard) ? { ...run.guard.stopDetail!, job: job.name } : null;
-  // On a full disk this write fails too: the pending tasks wait all the same, and the summary still says what was done.
-  if (stop.reason) await deferPending(run, job.name);
-  else if (job.keepRawDays !== null) await pruneJobBodies(run.store, job.name, job.keepRawDays, run.logger);
+  if (stop.reason) {
+    // Failing (a full disk) stops the run: the pending tasks wait all the same, and the summary still says what was done.
+    try {
+      await run.store.ledger.deferPending(job.name, run.runId, new Date().toISOString());
+    } catch (err) {
+      run.stop.stop('fatal', err);
+    }
+  } else if (job.keepRawDays !== null) await pruneJobBodies(run.store, job.name, job.keepRawDays, run.logger);
   const { summary, counts } = await bookWorked(run, job, plan, { ...due, warnings: warning ? [warning] : [] });
   logWorked(run.logger, summary, counts.deferred, stop);
   return capped ? { summary, capped } : { summary };
 }
 
 /** The ledger's counts of a job before its calls, and where the writer's count of committed outcomes stood then. */
-interface BooksBefore {
-  counts: Record<TaskStatus, number>;
-  failedByCode: Record<string, number>;
-  settled: SettledCounts;
-}
-
-async function booksBefore(run: OpenRun, job: string, counts: Record<TaskStatus, number>): Promise<BooksBefore> {
-  // Only tasks an earlier run failed for good are failed yet: read only when there are some.
-  const failedByCode = counts.failed > 0 ? await run.store.ledger.failedByCode(job, run.runId) : {};
-  return { counts, failedByCode, settled: run.writer.settled };
-}
+type BooksBefore = { counts: Record<TaskStatus, number>; failedByCode: Record<string, number>; settled: SettledCounts };
 
 /**
  * A job whose books the database could no longer give (its server gone): the ledger's counts before its calls, moved
@@ -174,12 +168,8 @@ function countedJob(run: OpenRun, job: Job, plan: PlanCounts, due: Pick<JobSumma
   const moved = { done: now.done - books.settled.done, notFound: now.notFound - books.settled.notFound, failed: now.failed - books.settled.failed };
   const { counts } = books;
   const summary: JobSummary = {
-    ...unplannedJobSummary(job, 'ran'),
-    ...plannedFields(plan),
-    ...workedFields(plan, due),
-    done: counts.done + moved.done,
-    notFound: counts.not_found + moved.notFound,
-    failed: counts.failed + moved.failed,
+    ...ranSummary(job, plan, due),
+    done: counts.done + moved.done, notFound: counts.not_found + moved.notFound, failed: counts.failed + moved.failed,
     failedByCode: movedCodes(books.failedByCode, books.settled.failedByCode, now.failedByCode),
     deferred: Math.max(0, counts.pending + counts.deferred - moved.done - moved.notFound - moved.failed),
   };
@@ -221,25 +211,17 @@ async function workDue(run: OpenRun, job: Job, filter: RunnableFilter, runnable:
   const { guard, tally } = run;
   const progress: JobProgress = { runnable, done: 0, notFound: 0, failed: 0, errors: 0 };
   const startedAtMs = performance.now();
-  const reporter = new ProgressReporter(
-    run.options.progressStream ?? process.stderr,
-    run.logger,
-    () => ({ ...progress, job: job.name, creditsLeft: guard.balance, startedAtMs }),
-  );
+  const snapshot = () => ({ ...progress, job: job.name, creditsLeft: guard.balance, startedAtMs });
+  const reporter = new ProgressReporter(run.options.progressStream ?? process.stderr, run.logger, snapshot);
   reporter.start();
   const failures = new FailureLog(reporter.above(), job.name, run.options.failureLog);
   const jobStop = jobStopOf(run.stop);
-  const notFoundOnly = new NotFoundOnlyWatch(job.operation, run.settings.notFoundOnlyMinAnswers, [run.options.api.token]);
+  const { notFoundOnlyMinAnswers, maxThrottleWaitMs, maxThrottledAttemptsPerTask } = run.settings;
+  const notFoundOnly = new NotFoundOnlyWatch(job.operation, notFoundOnlyMinAnswers, [run.options.api.token]);
   try {
     await workJob(job, run.store.dueTasks(filter, jobStop.stop.signal), {
-      client: run.client,
-      guard,
-      gate: run.gate,
-      stop: jobStop.stop,
-      writer: run.writer,
-      retry: job.retry,
-      maxThrottleWaitMs: run.settings.maxThrottleWaitMs,
-      maxThrottledAttemptsPerTask: run.settings.maxThrottledAttemptsPerTask,
+      client: run.client, guard, gate: run.gate, stop: jobStop.stop, writer: run.writer,
+      retry: job.retry, maxThrottleWaitMs, maxThrottledAttemptsPerTask,
       holdsLock: recentLockCheck(() => run.store.hold.held()),
       onAttemptError: () => {
         progress.errors += 1;
@@ -250,8 +232,7 @@ async function workDue(run: OpenRun, job: Job, filter: RunnableFilter, runnable:
         run.unusable.record(job.operation, outcome);
         if (outcome.kind === 'done') run.drift.add(job.operation, outcome.drift);
         notFoundOnly.record(outcome);
-        if (outcome.kind !== 'failed') return;
-        failures.record({ inputKey: task.inputKey, page: task.page, code: outcome.code, message: outcome.message, retryable: outcome.retryable });
+        if (outcome.kind === 'failed') failures.record({ ...outcome, inputKey: task.inputKey, page: task.page });
       },
     }, progress);
   } finally {
@@ -264,15 +245,6 @@ async function workDue(run: OpenRun, job: Job, filter: RunnableFilter, runnable:
   return { stop: jobStop.stop, warning: notFoundOnly.warning(job.name) };
 }
 
-/** Defers a stopped job's pending tasks; a failed write stops the run (pending tasks are picked up all the same). */
-async function deferPending(run: OpenRun, job: string): Promise<void> {
-  try {
-    await run.store.ledger.deferPending(job, run.runId, new Date().toISOString());
-  } catch (err) {
-    run.stop.stop('fatal', err);
-  }
-}
-
 /**
  * The job's books once worked: its summary from the ledger's counts (returned too: the log tells deferred tasks
  * without those still pending) and the answers set aside; its drift saved for `status`.
@@ -283,31 +255,17 @@ async function bookWorked(run: OpenRun, job: Job, plan: PlanCounts, due: Pick<Jo
   await run.drift.save(job.operation);
   const anomalies = await run.store.anomalyCounts(run.runId, job.name);
   const summary: JobSummary = {
-    ...unplannedJobSummary(job, 'ran'),
-    ...plannedFields(plan),
-    ...workedFields(plan, due),
-    done: counts.done,
-    notFound: counts.not_found,
-    failed: counts.failed,
-    failedByCode,
-    deferred: counts.deferred + counts.pending,
-    setAside: anomalies.no_identity,
-    otherPost: anomalies.other_post,
-    warnings: due.warnings,
+    ...ranSummary(job, plan, due),
+    done: counts.done, notFound: counts.not_found, failed: counts.failed, failedByCode, deferred: counts.deferred + counts.pending,
+    setAside: anomalies.no_identity, otherPost: anomalies.other_post, warnings: due.warnings,
   };
   return { summary, counts };
 }
 
 function logWorked(logger: Logger, w: JobSummary, deferred: number, stop: RunStop): void {
   const fields = {
-    job: w.name,
-    done: w.done,
-    not_found: w.notFound,
-    failed: w.failed,
-    failed_codes: w.failed > 0 ? formatCodeCounts(w.failedByCode) : undefined,
-    deferred,
-    set_aside: w.setAside || undefined,
-    other_post: w.otherPost || undefined,
+    job: w.name, done: w.done, not_found: w.notFound, failed: w.failed, failed_codes: w.failed > 0 ? formatCodeCounts(w.failedByCode) : undefined,
+    deferred, set_aside: w.setAside || undefined, other_post: w.otherPost || undefined,
   };
   // A job cut short is not "finished": its deferred tasks are the run's stop, told next.
   if (stop.reason) logger.warn('job stopped before its end', { ...fields, reason: stop.reason });
@@ -331,8 +289,7 @@ async function seedFromBalance(run: OpenRun): Promise<void> {
   }
   const since = lastCreditsUsed === null ? undefined : roundCredits(counters.credits_used - lastCreditsUsed);
   run.logger.info('balance read before the first call', {
-    balance: roundCredits(reportedBalance(counters)),
-    total: counters.total_credits,
+    balance: roundCredits(reportedBalance(counters)), total: counters.total_credits,
     used_since_last_answer: since !== undefined && since > 0 ? since : undefined,
   });
 }
@@ -355,9 +312,10 @@ function plannedFields(plan: PlanCounts): Pick<JobSummary, 'planned' | 'invalidR
   return { planned: plan.tasks, invalidRows: plan.invalid, invalidKnown: plan.invalidKnown, duplicates: plan.duplicates, invalidSamples: plan.invalidSamples };
 }
 
-/** What the job found due: the tasks worked, those failed for good earlier, and the rest, fresh. */
-function workedFields(plan: PlanCounts, due: Pick<JobSummary, 'worked' | 'failedBefore'>): Pick<JobSummary, 'fresh' | 'failedBefore' | 'worked'> {
-  return { fresh: plan.tasks - due.worked - due.failedBefore, failedBefore: due.failedBefore, worked: due.worked };
+/** A job that ran, before its outcomes: what its read wrote, the tasks worked, those failed for good earlier, the rest fresh. */
+function ranSummary(job: Job, plan: PlanCounts, due: Pick<JobSummary, 'worked' | 'failedBefore'>): JobSummary {
+  const fresh = plan.tasks - due.worked - due.failedBefore;
+  return { ...unplannedJobSummary(job, 'ran'), ...plannedFields(plan), fresh, failedBefore: due.failedBefore, worked: due.worked };
 }
 
 /** The summary of a job that read and worked nothing: every count 0 (its keys in the order `--json` prints them). */
