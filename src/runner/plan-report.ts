@@ -86,13 +86,16 @@ export async function planReport(job: Job, db: string, refresh = false, onNothin
     // The run's due rule, as a run starting now applies it to each task. The run takes another job's fresh answer
     // to the same lookup (adoptSharedAnswers); --refresh only answers from the run itself, which plan cannot know.
     const rule: PlanRule = {
-      job: job.name,
-      operation: job.operation,
+      job: job.name, operation: job.operation,
       freshSince: dueSince(job.refreshAfterDays, refresh, new Date().toISOString(), await ledger.now?.()),
-      refresh,
-      others: refresh ? [] : await ledger.otherJobs(job.operation, job.name),
+      refresh, others: refresh ? [] : await ledger.otherJobs(job.operation, job.name),
     };
-    const report = emptyReport(job, await ledger.lastKnownBalance());
+    // Every count 0 before the input is read, the cost the one assumed until a call shows it.
+    const report: PlanReport = {
+      job: job.name, operation: job.operation, tasks: 0, invalidRows: 0, duplicates: 0, fresh: 0, failedBefore: 0, calls: 0,
+      costPerCall: CREDIT_METER_DEFAULTS.defaultCostPerCall, costLearned: false, estimatedCredits: null, estimatedCreditsRange: null,
+      lastKnownBalance: await ledger.lastKnownBalance(), liveBalance: null, invalidSamples: [], extraFields: { rows: 0, firstLine: null },
+    };
     let batch: PlannedTask[] = [];
     const settle = async () => {
       for (const state of await ledger.taskStates(rule, batch)) report[state] += 1;
@@ -100,8 +103,11 @@ export async function planReport(job: Job, db: string, refresh = false, onNothin
     };
     for await (const item of planTasks(job)) {
       if (item.kind === 'duplicate') report.duplicates += 1;
-      else if (item.kind === 'invalid') countInvalid(report, job, item);
-      else {
+      else if (item.kind === 'invalid') {
+        report.invalidRows += 1;
+        const sample = { file: job.input.csv, line: item.line, field: item.field ?? null, reason: item.reason };
+        if (report.invalidSamples.length < PLAN_DEFAULTS.invalidSamples) report.invalidSamples.push(sample);
+      } else {
         if (item.extraFields !== undefined) countExtraFields(report.extraFields, item.line);
         report.tasks += 1;
         batch.push({ inputKey: item.inputKey, page: item.page, requestJson: JSON.stringify(item.request) });
@@ -111,20 +117,6 @@ export async function planReport(job: Job, db: string, refresh = false, onNothin
     await settle();
     return withCost(report, await ledger.learnedCost(job.operation));
   });
-}
-
-/** The report before the input is read: every count 0, the cost the one assumed until a call shows it. */
-function emptyReport(job: Job, lastKnownBalance: number | null): PlanReport {
-  return {
-    job: job.name, operation: job.operation, tasks: 0, invalidRows: 0, duplicates: 0, fresh: 0, failedBefore: 0, calls: 0,
-    costPerCall: CREDIT_METER_DEFAULTS.defaultCostPerCall, costLearned: false, estimatedCredits: null, estimatedCreditsRange: null,
-    lastKnownBalance, liveBalance: null, invalidSamples: [], extraFields: { rows: 0, firstLine: null },
-  };
-}
-
-function countInvalid(report: PlanReport, job: Job, item: { line: number; field?: string | null | undefined; reason: string }): void {
-  report.invalidRows += 1;
-  if (report.invalidSamples.length < PLAN_DEFAULTS.invalidSamples) report.invalidSamples.push({ file: job.input.csv, line: item.line, field: item.field ?? null, reason: item.reason });
 }
 
 /** The estimate: calls x the learned cost, or a range up to the assumed cost while none is learned. */
