@@ -75,23 +75,11 @@ export async function planIntoLedger(job: Job, ledger: RunLedger, runId: number,
     if (stop?.aborted) return counts;
     if (item.kind === 'task') {
       if (item.extraFields !== undefined) countExtraFields(counts.extraFields, item.line);
-      tasks.push({
-        job: job.name,
-        operation: job.operation,
-        inputKey: item.inputKey,
-        page: item.page,
-        requestJson: JSON.stringify(item.request),
-        inputLine: item.line,
-      });
+      const { inputKey, page, line: inputLine } = item;
+      tasks.push({ job: job.name, operation: job.operation, inputKey, page, requestJson: JSON.stringify(item.request), inputLine });
     } else if (item.kind === 'invalid') {
-      invalid.push({
-        job: job.name,
-        file: job.input.csv,
-        line: item.line,
-        field: item.field ?? null,
-        value: item.value === undefined || item.value === null ? null : String(item.value).slice(0, 200),
-        reason: item.reason,
-      });
+      const value = item.value === undefined || item.value === null ? null : String(item.value).slice(0, 200);
+      invalid.push({ job: job.name, file: job.input.csv, line: item.line, field: item.field ?? null, value, reason: item.reason });
     } else {
       duplicates += 1;
     }
