@@ -10,7 +10,9 @@ const pkg = readPackageJson();
 /** Runs the netingest command line and resolves to the process exit code; never calls process.exit. */
 export async function main(argv: string[], io: CommandIO = { stdout: process.stdout, stderr: process.stderr }): Promise<number> {
   let exitCode: number = EXIT.ok;
-  let parser = yargs(argv.map(keepSqlCommentAsValue))
+  // An argument starting with `-- ` (SQL opening with a line comment) names no option, yet yargs drops it as one: a
+  // leading space keeps it a value (`--` alone is left as it is).
+  let parser = yargs(argv.map((arg) => (/^--\s/.test(arg) ? ` ${arg}` : arg)))
     .scriptName('netingest')
     .usage('$0 <command> [options]')
     .version(pkg.version)
@@ -40,7 +42,8 @@ export async function main(argv: string[], io: CommandIO = { stdout: process.std
       return EXIT.usage;
     }
     const code = exitCodeFor(err);
-    if (wantsJsonLogs(argv)) {
+    // Asked for JSON log lines: even a command that fails at once writes one.
+    if (argv.some((a, i) => a === '--log-format=json' || (a === '--log-format' && argv[i + 1] === 'json'))) {
       const errCode = err instanceof NetingestError ? err.code : 'INTERNAL';
       io.stderr.write(JSON.stringify({ time: new Date().toISOString(), level: 'error', msg: describeError(err), code: errCode, exit_code: code }) + '\n');
     } else {
@@ -57,17 +60,4 @@ function skipHelpCache(parser: unknown): void {
   type Internals = { getInternalMethods?: () => { getUsageInstance(): { cacheHelpMessage?: () => void } } };
   const usage = (parser as Internals).getInternalMethods?.().getUsageInstance();
   if (usage?.cacheHelpMessage) usage.cacheHelpMessage = () => undefined;
-}
-
-/**
- * An argument starting with `-- ` (SQL opening with a line comment) names no option, yet yargs drops it as one. A
- * leading space keeps it a value; `--` alone is left as it is.
- */
-function keepSqlCommentAsValue(arg: string): string {
-  return /^--\s/.test(arg) ? ` ${arg}` : arg;
-}
-
-/** Whether the command line asked for JSON log lines, so that even a command that fails at once writes one. */
-function wantsJsonLogs(argv: string[]): boolean {
-  return argv.some((a, i) => a === '--log-format=json' || (a === '--log-format' && argv[i + 1] === 'json'));
 }
