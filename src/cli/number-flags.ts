@@ -19,15 +19,11 @@ export function numberFlag(flag: string, raw: unknown, rule: z.ZodType<number>, 
   const typed = String(raw).trim();
   if (typed === '') throw new UsageError(`${flag} needs a number`);
   const value = Number(typed);
-  const problem = Number.isNaN(value) ? 'must be a number' : ruleProblem(rule, value);
-  if (problem === null) return value;
+  // The rule's complaint in the words job file errors use.
+  const parsed = Number.isNaN(value) ? null : rule.safeParse(value, { error: jobErrorMap });
+  if (parsed?.success) return value;
+  const problem = parsed === null ? 'must be a number' : (parsed.error.issues[0]?.message ?? 'is not allowed');
   throw new UsageError(`${flag} ${typed}: ${field ? `${field} ` : ''}${problem}`);
-}
-
-/** The rule's complaint about a value, in the words job file errors use; null when the value passes. */
-function ruleProblem(rule: z.ZodType<number>, value: number): string | null {
-  const parsed = rule.safeParse(value, { error: jobErrorMap });
-  return parsed.success ? null : (parsed.error.issues[0]?.message ?? 'is not allowed');
 }
 
 /** `--timeout` of `query` and `export --sql`. */
