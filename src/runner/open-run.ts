@@ -102,10 +102,7 @@ async function openLocked(options: RunOptions, logger: Logger, store: RunStore, 
     outage: new OutageBreaker(stop, settings.outageMinTasks),
     unusable: new UnusableAnswerBreaker(stop, (op) => guard.costOf(op)),
     drift: new RunDrift(store, runId),
-    /**
-     * Ends the run's calls: closes the writer (every answer committed) and the client, waits for the credit
-     * guard's charges, and stops listening to the signal, so that what closeRun counts and records is final. close() does it too if it was not done.
-     */
+    /** Ends the calls (writer and client closed, the guard's charges awaited, the signal let go): what closeRun records is final. */
     closeCalls: () => releaseTo(releases, callsFrom),
     /** Releases everything, in reverse order: the calls (closeCalls), then the lock, then the database. */
     close: () => releaseTo(releases, 0),
