@@ -22,14 +22,8 @@ export class PgOutcomeWriter extends GroupCommitWriter {
   /** The writer's own connection from its first commit to close(), so its prepared statements stay prepared. */
   private connection: pg.PoolClient | null = null;
 
-  constructor(
-    private readonly pool: pg.Pool,
-    runId: number,
-    onFatal: (err: unknown) => void,
-    private readonly maxOps: number = RESULT_WRITER_DEFAULTS.maxBatch,
-    now?: () => string,
-  ) {
-    super(runId, onFatal, maxOps, now);
+  constructor(private readonly pool: pg.Pool, runId: number, onFatal: (err: unknown) => void, now?: () => string) {
+    super(runId, onFatal, RESULT_WRITER_DEFAULTS.maxBatch, now);
     this.groups = createPgGroupCommit(runId);
   }
 
@@ -144,7 +138,7 @@ export class PgOutcomeWriter extends GroupCommitWriter {
   private take(): { group: PlannedGroup; releases: Array<() => void> } {
     let count = this.waiting[0]!.ops.length;
     let n = 1;
-    while (n < this.waiting.length && count + this.waiting[n]!.ops.length <= this.maxOps) count += this.waiting[n++]!.ops.length;
+    while (n < this.waiting.length && count + this.waiting[n]!.ops.length <= RESULT_WRITER_DEFAULTS.maxBatch) count += this.waiting[n++]!.ops.length;
     const groups = this.waiting.splice(0, n);
     return { group: this.groups.plan(groups.flatMap((g) => g.ops)), releases: groups.map((g) => g.release) };
   }

@@ -88,7 +88,7 @@ export async function openPgRunStore(options: PgRunStoreOptions): Promise<RunSto
     hold,
     now,
     dueTasks: (filter, signal) => claimedDueTasks(pool, filter, { leaseMs: options.leaseMs ?? PG_RUN_STORE_DEFAULTS.leaseMs, startedAt }, hold, signal),
-    openWriter: (runId, onFatal) => new PgOutcomeWriter(pool, runId, onFatal, undefined, now),
+    openWriter: (runId, onFatal) => new PgOutcomeWriter(pool, runId, onFatal, now),
     openGate: (apiUrl) => new SharedRunGate(pool, apiUrl, options.rateWindowMs),
     openCreditGuard(limits, history, apiUrl, runKey) {
       const guard = new SharedCreditGuard(limits, history, new SharedCreditBudget(pool, { apiUrl, runKey, workerId }));
