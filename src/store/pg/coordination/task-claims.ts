@@ -264,8 +264,6 @@ export function createTaskClaims(pool: pg.Pool, options: TaskClaimOptions) {
   }
 
   return {
-    workerId,
-    leaseMs,
     /**
      * Claims the inputs of up to `maxTasks` due tasks of the job, in ledger order, and returns all their due
      * pages (so a little more than `maxTasks` when the last input has more pages); [] when none is free.
