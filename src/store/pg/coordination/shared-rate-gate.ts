@@ -7,7 +7,6 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type pg from 'pg';
 import { pipelineTransaction } from '../pg-pipeline.ts';
 import { withPgClient } from '../transaction.ts';
-import type { GroupStatement } from '../pg-statements.ts';
 
 export const SHARED_RATE_GATE_DEFAULTS = {
   /** The sliding window the limit is for: a minute in production; tests use a few seconds. */
@@ -33,11 +32,7 @@ export interface SharedRateGateOptions {
   /** @default SHARED_RATE_GATE_DEFAULTS.windowMs; need not be whole (fractional rates: shared-run-gate.ts). */
   windowMs?: number;
   startSlackMs?: number;
-  maxBatch?: number;
-  /**
-   * SQL for "now" in the schedule (the wait before a slot is always counted on the server's real clock).
-   * @default SHARED_RATE_GATE_DEFAULTS.clockSql
-   */
+  /** SQL for "now" in the schedule (the wait before a slot is always counted on the server's real clock). */
   clockSql?: string;
 }
 
@@ -87,7 +82,7 @@ export class SharedRateGate {
     const d = SHARED_RATE_GATE_DEFAULTS;
     this.slotWindowMs = (options.windowMs ?? d.windowMs) + (options.startSlackMs ?? d.startSlackMs);
     this.spacingMs = (options.windowMs ?? d.windowMs) / options.limit;
-    this.maxBatch = Math.min(options.maxBatch ?? d.maxBatch, options.limit);
+    this.maxBatch = Math.min(d.maxBatch, options.limit);
     const clock = options.clockSql ?? d.clockSql;
     this.sql = { grant: grantSql(clock), prune: pruneSql(clock), pause: pauseSql(clock) };
     this.useByMs = (options.startSlackMs ?? d.startSlackMs) * d.useByShareOfSlack;
@@ -168,10 +163,10 @@ export class SharedRateGate {
     // again once written, for a round trip sent meanwhile, whose slots may come before the pause's).
     this.dropSpares();
     try {
-      await this.inTransaction([
+      await withPgClient(this.pool, (client) => pipelineTransaction(client, [
         { text: LOCK, values: [this.options.gate] },
         { text: this.sql.pause, values: [this.options.gate, Math.max(0, ms) - this.spacingMs] },
-      ]);
+      ]));
     } finally {
       this.dropSpares();
     }
@@ -198,19 +193,15 @@ export class SharedRateGate {
   private async grant(count: number): Promise<Array<{ startUs: number; waitMs: number }>> {
     this.roundTrips += 1;
     const values = [this.options.gate, this.slotWindowMs, this.options.limit - count, count, this.spacingMs];
-    const results = await this.inTransaction([
+    const statements = [
       // One generic plan, not a fresh plan per grant.
       'SET LOCAL plan_cache_mode = force_generic_plan',
       { text: LOCK, values: [this.options.gate] },
       { text: this.sql.grant, values },
       this.pruneNow() ? { text: this.sql.prune, values: [this.options.gate, this.slotWindowMs] } : null,
-    ]);
+    ];
+    const results = await withPgClient(this.pool, (client) => pipelineTransaction(client, statements));
     return results[2]!.rows.map((r: { start_us: string; wait_ms: number }) => ({ startUs: Number(r.start_us), waitMs: r.wait_ms }));
-  }
-
-  /** `statements` in one round trip and one transaction, as the credit budget's turn (withPgClient after a failure). */
-  private inTransaction(statements: readonly GroupStatement[]): Promise<pg.QueryResult[]> {
-    return withPgClient(this.pool, (client) => pipelineTransaction(client, statements));
   }
 }
 
