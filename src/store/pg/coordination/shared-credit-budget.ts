@@ -54,9 +54,7 @@ export interface SharedCreditBudgetOptions {
   workerId: string;
   reservationMs?: number;
   pollMs?: number;
-  /** @default SHARED_CREDIT_BUDGET_DEFAULTS.blockCalls */
   blockCalls?: number;
-  /** @default SHARED_CREDIT_BUDGET_DEFAULTS.settleDelayMs */
   settleDelayMs?: number;
 }
 
