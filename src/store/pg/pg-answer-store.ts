@@ -11,13 +11,11 @@ import type { StoredAnswer } from '../outcome-ops.ts';
 import { readPostDate, type DayOrder } from '../ingest/post-date.ts';
 import { answerRows } from '../ingest/tables.ts';
 import { learnInTurn, postedOnOf, provenOrders } from '../ingest/post-date-order.ts';
-import { PgRowBatch } from './pg-row-batch.ts';
+import { IDENTIFIER, PgRowBatch } from './pg-row-batch.ts';
 import { ChangeRecorder, writeChanges } from '../history/record-changes.ts';
 import { readPg } from '../read-steps.ts';
 import { valuesStatements } from './pg-statements.ts';
 import { pipelineStatements } from './pg-pipeline.ts';
-
-const IDENTIFIER = /^[a-z_][a-z0-9_]*$/;
 
 /** What one answer stored: its rows (upserts and set rows), and its answer_anomalies rows' parameters. */
 export interface PgStoredAnswer {
@@ -113,9 +111,7 @@ async function readBack(client: pg.ClientBase, batch: PgRowBatch, asked: Readonl
   for (const [id, { table, key, column }] of asked) {
     if (batch.touches(table, key)) await batch.flush(client);
     const keys = Object.keys(key);
-    if (![table, column, ...keys].every((n) => IDENTIFIER.test(n))) {
-      throw new Error(`internal: cannot read ${table}.${column}`);
-    }
+    if (![table, column, ...keys].every((n) => IDENTIFIER.test(n))) throw new Error(`internal: cannot read ${table}.${column}`);
     const where = keys.map((k, i) => `${k} = $${i + 1}`).join(' AND ');
     const { rows } = await client.query(`SELECT ${column} AS v FROM ${table} WHERE ${where}`, Object.values(key));
     known.set(id, rows.length === 0 ? undefined : (rows[0].v as SqlValue));

@@ -10,7 +10,7 @@ import { paramsOf, tableStatementOf } from './pg-table-statements.ts';
 import { pipelineStatements } from './pg-pipeline.ts';
 import { valuesStatements, type BoundStatement } from './pg-statements.ts';
 
-const IDENTIFIER = /^[a-z_][a-z0-9_]*$/;
+export const IDENTIFIER = /^[a-z_][a-z0-9_]*$/;
 /** Parents before children (NORMALIZED_TABLES lists children first, the order to empty them in). */
 const WRITE_ORDER: readonly string[] = [...NORMALIZED_TABLES].reverse();
 
