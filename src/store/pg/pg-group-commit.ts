@@ -43,21 +43,7 @@ export interface StartedGroup {
 /** The writer of one run's groups: `plan` and `start` for pg-outcome-writer.ts. */
 export function createPgGroupCommit(runId: number) {
   const answers = createPgAnswerStore();
-
-  /** Each paid answer's rows added to `batch` (its history recorded first unless `history` is null); their anomalies. */
-  async function collectRows(client: pg.ClientBase, group: PlannedGroup, batch: PgRowBatch, history: ChangeRecorder | null): Promise<Anomaly[]> {
-    // Each answer's anomalies name its raw body by its place in the one INSERT (rawBodiesSql), so both go together.
-    const anomalies: Anomaly[] = [];
-    for (const [i, op] of group.paid.entries()) {
-      if (op.kind !== 'success') continue;
-      const found = (await answers.collect(client, batch, storedInput(runId, op), history, group.firsts[i] ?? undefined)).anomalies;
-      anomalies.push(...found.map(([, ...row]) => ({ n: i + 1, taskId: op.taskId, row })));
-    }
-    return anomalies;
-  }
-
-  const start = (client: pg.ClientBase, group: PlannedGroup) => startGroup(runId, collectRows, client, group);
-  return { plan: planGroup, start };
+  return { plan: planGroup, start: (client: pg.ClientBase, group: PlannedGroup) => startGroup(runId, answers, client, group) };
 }
 
 /**
@@ -65,11 +51,18 @@ export function createPgGroupCommit(runId: number) {
  * and the history's reads, then, when no answer reads a stored value back, its rows at once, written while this
  * process records the history from the reads. A group whose answer reads back sends its rows once the reads are answered.
  */
-function startGroup(runId: number, collectRows: CollectRows, client: pg.ClientBase, group: PlannedGroup): StartedGroup {
+function startGroup(runId: number, answers: ReturnType<typeof createPgAnswerStore>, client: pg.ClientBase, group: PlannedGroup): StartedGroup {
   /** Resolves once the rows are sent (a stored value read back first), with their answer. */
   const sendRows = async (history: ChangeRecorder | null) => {
     const batch = new PgRowBatch();
-    const anomalies = await collectRows(client, group, batch, history);
+    // Each paid answer's rows (its history recorded first unless `history` is null). Its anomalies name its raw body by
+    // its place in the one INSERT (rawBodiesSql), so both go together.
+    const anomalies: Anomaly[] = [];
+    for (const [i, op] of group.paid.entries()) {
+      if (op.kind !== 'success') continue;
+      const found = (await answers.collect(client, batch, storedInput(runId, op), history, group.firsts[i] ?? undefined)).anomalies;
+      anomalies.push(...found.map(([, ...row]) => ({ n: i + 1, taskId: op.taskId, row })));
+    }
     const written = pipelineStatements(client, rowStatements(runId, group, batch, anomalies), STORE_TYPES);
     written.catch(() => undefined); // the commit's to report
     return { written };
@@ -114,8 +107,6 @@ function startGroup(runId: number, collectRows: CollectRows, client: pg.ClientBa
  * whole table each group, 18-20 ms a statement at 22,000 media rows. Refusing sequential scans keeps them on the keys.
  */
 const BY_KEYS_ONLY = 'SET LOCAL enable_seqscan = off';
-
-type CollectRows = (client: pg.ClientBase, group: PlannedGroup, batch: PgRowBatch, history: ChangeRecorder | null) => Promise<Anomaly[]>;
 
 /** What the group's answers would write, and the history's statements that read what those keys hold now (sent before the group). */
 function planGroup(ops: readonly OutcomeOp[]): PlannedGroup {
