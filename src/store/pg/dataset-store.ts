@@ -64,8 +64,7 @@ async function withPgMaintenance<T>(url: string, command: 'reprocess' | 'prune',
     await (await openPgStore(url, { readOnly: true, maxConnections: 1 })).close();
   } catch (err) {
     if (err instanceof UsageError && err.code === 'DB_NOT_FOUND') {
-      const message = `no netingest dataset in ${redactDatabaseUrl(url)}: nothing to ${command} (see --db)`;
-      throw new UsageError(message, 'DB_NOT_FOUND');
+      throw new UsageError(`no netingest dataset in ${redactDatabaseUrl(url)}: nothing to ${command} (see --db)`, 'DB_NOT_FOUND');
     }
     if (!(err instanceof DatabaseError && err.code === 'DB_NEEDS_MIGRATION')) throw err;
   }
