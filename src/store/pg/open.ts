@@ -178,10 +178,9 @@ async function refuseNonUtf8(client: pg.PoolClient, shownUrl: string): Promise<v
 
 /** A reader's check: the schema is this build's, exactly (an older one is upgraded by a command that writes). */
 async function checkReadable(client: pg.PoolClient, shownUrl: string): Promise<void> {
-  const empty = await checkSchemaState(client, shownUrl);
-  if (empty) throw new UsageError(`no netingest dataset in ${shownUrl}: nothing has run yet (see --db)`, 'DB_NOT_FOUND');
-  const applied = await client.query(`SELECT count(*)::int AS n FROM "${PG_SCHEMA}"."${DRIZZLE_MIGRATIONS_TABLE}"`);
-  if (applied.rows[0].n < readMigrationFiles({ migrationsFolder: PG_MIGRATIONS_FOLDER }).length) {
+  const applied = await checkSchemaState(client, shownUrl);
+  if (applied === null) throw new UsageError(`no netingest dataset in ${shownUrl}: nothing has run yet (see --db)`, 'DB_NOT_FOUND');
+  if (applied < readMigrationFiles({ migrationsFolder: PG_MIGRATIONS_FOLDER }).length) {
     throw new DatabaseError(
       'DB_NEEDS_MIGRATION',
       shownUrl,
@@ -190,14 +189,14 @@ async function checkReadable(client: pg.PoolClient, shownUrl: string): Promise<v
   }
 }
 
-/** Refuses another program's tables and a database a newer netingest migrated, before changing anything. */
-async function checkSchemaState(client: pg.PoolClient, shownUrl: string): Promise<boolean> {
+/** Refuses another program's tables and a database a newer netingest migrated, before any change; migrations applied (null: empty schema). */
+async function checkSchemaState(client: pg.PoolClient, shownUrl: string): Promise<number | null> {
   const tables = await client.query<{ name: string }>(
     'SELECT table_name AS name FROM information_schema.tables WHERE table_schema = $1',
     [PG_SCHEMA],
   );
   const names = new Set(tables.rows.map((r) => r.name));
-  if (names.size === 0) return true;
+  if (names.size === 0) return null;
   if (!names.has(DRIZZLE_MIGRATIONS_TABLE)) {
     throw new DatabaseError(
       'DB_NOT_NETINGEST',
@@ -216,7 +215,7 @@ async function checkSchemaState(client: pg.PoolClient, shownUrl: string): Promis
       unknown.map((m) => `${new Date(Number(m.created_at)).toISOString()} (${m.hash.slice(0, 12)})`),
     );
   }
-  return false;
+  return applied.rows.length;
 }
 
 /**
