@@ -34,7 +34,7 @@ const doubtful = new WeakMap<WireConnection, Set<string>>();
 
 /**
  * A node-postgres submittable: handed the connection when free (at once in pipeline mode), then the server's messages
- * until ReadyForQuery. A Query subclass, as pipeline mode refuses other submittables.
+ * until ReadyForQuery. A Query subclass, as pipeline mode refuses other submittables (Query's handleCopyData: a no-op).
  */
 class SyncedBatch extends (pg.Query as unknown as new (config: { text: string }) => object) {
   private readonly results: Result[];
@@ -123,10 +123,6 @@ class SyncedBatch extends (pg.Query as unknown as new (config: { text: string })
 
   handleCopyInResponse(): void {
     this.handleError(new Error('internal: COPY in a synced batch'));
-  }
-
-  handleCopyData(): void {
-    // None: no COPY is sent this way.
   }
 }
 
