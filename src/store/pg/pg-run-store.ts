@@ -76,9 +76,7 @@ export async function openPgRunStore(options: PgRunStoreOptions): Promise<RunSto
         await recordAbandonedRunFigures(pool, started.abandoned);
         return { id: started.runId, runKey: started.runKey };
       },
-      async end(id, fields) {
-        await pool.query(END_RUN_SQL.postgres, pgValues(END_RUN_SQL, endRunParams(id, fields)));
-      },
+      end: async (id, fields) => void (await pool.query(END_RUN_SQL.postgres, pgValues(END_RUN_SQL, endRunParams(id, fields)))),
     },
     calls: {
       learnedCost: (operation) => readPg({ client: pool }, apiCallReads.learnedCost(operation)),
