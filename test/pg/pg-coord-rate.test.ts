@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import pg from 'pg';
-import { SharedRateGate } from '../../src/store/pg/coordination/shared-rate-gate.ts';
-import { SharedRunGate } from '../../src/store/pg/shared-run-gate.ts';
+import { SharedRateGate, SharedRunGate } from '../../src/store/pg/coordination/shared-rate-gate.ts';
 import { RateGate } from '../../src/rate/rate-gate.ts';
 import { coordinationTestBed, startWorker, waitFor } from './coordination-fixtures.ts';
 import { pgClusterUrl, pgSkipReason } from './use-pg.ts';

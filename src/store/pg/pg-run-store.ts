@@ -17,7 +17,7 @@ import { connectionLostError, openPgStore, serverErrorOf } from './open.ts';
 import { createPgLedger } from './pg-ledger.ts';
 import { pruneRawBodiesPg } from './raw-prune.ts';
 import { PgOutcomeWriter } from './pg-outcome-writer.ts';
-import { SharedRunGate } from './shared-run-gate.ts';
+import { SharedRunGate } from './coordination/shared-rate-gate.ts';
 import { END_RUN_SQL, endRunParams } from '../runs.ts';
 import { pgValues } from '../../statement.ts';
 import { SharedCreditGuard } from './shared-credit-guard.ts';

@@ -5,6 +5,8 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type pg from 'pg';
+import { RateGate } from '../../../rate/rate-gate.ts';
+import type { RunGate } from '../../run-store.ts';
 import { pipelineTransaction } from '../pg-pipeline.ts';
 import { withPgClient } from '../transaction.ts';
 
@@ -29,7 +31,7 @@ export interface SharedRateGateOptions {
   gate: string;
   /** Calls allowed in any sliding window of `windowMs`. */
   limit: number;
-  /** @default SHARED_RATE_GATE_DEFAULTS.windowMs; need not be whole (fractional rates: shared-run-gate.ts). */
+  /** @default SHARED_RATE_GATE_DEFAULTS.windowMs; need not be whole (fractional rates: sharedLimitOf). */
   windowMs?: number;
   startSlackMs?: number;
   /** SQL for "now" in the schedule (the wait before a slot is always counted on the server's real clock). */
@@ -256,4 +258,56 @@ function wake(w: Waiter, slot: { startUs: number; waitMs: number }): void {
   if (w.signal?.aborted) return w.reject(w.signal.reason);
   if (slot.waitMs <= 0) return w.resolve({ startUs: slot.startUs });
   sleep(Math.ceil(slot.waitMs), undefined, { signal: w.signal }).then(() => w.resolve({ startUs: slot.startUs }), () => w.reject(w.signal!.reason));
+}
+
+const MINUTE_MS = 60_000;
+
+/**
+ * The shared gate's whole calls per window for `requestsPerMinute` over `windowMs`, keeping the rate exact: 0.2 a
+ * minute is one call per five minutes, 1.5 a minute one per 40 seconds.
+ */
+export function sharedLimitOf(requestsPerMinute: number, windowMs: number): { limit: number; windowMs: number } {
+  const perWindow = (requestsPerMinute * windowMs) / MINUTE_MS;
+  const limit = Math.max(1, Math.floor(perWindow));
+  return { limit, windowMs: (windowMs * limit) / perWindow };
+}
+
+/**
+ * A worker's rate gate (RunGate): requestsPerMinute is one limit for all workers of the API URL together, in any
+ * sliding window. A 429's pause holds this worker (counted toward its cap on waiting) and, through the slots, the rest.
+ */
+export class SharedRunGate implements RunGate {
+  private readonly local = new RateGate({ requestsPerMinute: null });
+  private shared: SharedRateGate | null = null;
+
+  constructor(
+    private readonly pool: pg.Pool,
+    /** What the limit is for: the API URL. */
+    private readonly gate: string,
+    /** The window a minute's limit is counted over, scaled (tests); a minute by default. */
+    private readonly windowMs: number = SHARED_RATE_GATE_DEFAULTS.windowMs,
+    /** The shared gate's clock (tests). */
+    private readonly gateOptions: Pick<SharedRateGateOptions, 'clockSql'> = {},
+  ) {}
+
+  setRequestsPerMinute(requestsPerMinute: number | null): void {
+    this.shared = requestsPerMinute
+      ? new SharedRateGate(this.pool, { ...this.gateOptions, gate: this.gate, ...sharedLimitOf(requestsPerMinute, this.windowMs) })
+      : null;
+  }
+
+  async take(signal?: AbortSignal): Promise<void> {
+    await this.local.take(signal);
+    await this.shared?.take(signal);
+  }
+
+  pause(ms: number): void {
+    this.local.pause(ms);
+    // Best effort: a failed write leaves the other workers to meet the 429 themselves.
+    this.shared?.pause(ms).catch(() => undefined);
+  }
+
+  get totalPausedMs(): number {
+    return this.local.totalPausedMs;
+  }
 }
