@@ -86,8 +86,7 @@ async function insertPlanned(pool: pg.Pool, tasks: NewTask[], invalid: InvalidIn
     for (let i = 0; i < tasks.length; i += TASK_ROWS_PER_STATEMENT) {
       const chunk = tasks.slice(i, i + TASK_ROWS_PER_STATEMENT);
       // Duplicates within one statement would make ON CONFLICT touch a row twice: the input order's last wins.
-      const byKey = new Map(chunk.map((t) => [`${t.inputKey}\0${t.page}`, t]));
-      const rows = [...byKey.values()];
+      const rows = [...new Map(chunk.map((t) => [`${t.inputKey}\0${t.page}`, t])).values()];
       await client.query(`INSERT INTO tasks (job, operation, input_key, page, request_json, input_line, status, attempts, created_at, updated_at, run_id)
         SELECT u.job, u.operation, u.input_key, u.page, u.request_json::jsonb, u.input_line, 'pending', 0, $6, $6, $7
         FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::text[], $8::int[]) AS u(job, operation, input_key, page, request_json, input_line)
