@@ -272,10 +272,7 @@ export function sharedLimitOf(requestsPerMinute: number, windowMs: number): { li
   return { limit, windowMs: (windowMs * limit) / perWindow };
 }
 
-/**
- * A worker's rate gate (RunGate): requestsPerMinute is one limit for all workers of the API URL together, in any
- * sliding window. A 429's pause holds this worker (counted toward its cap on waiting) and, through the slots, the rest.
- */
+/** A worker's RunGate: one requestsPerMinute for all the API URL's workers; a 429 pauses it (counted toward its cap on waiting) and the rest. */
 export class SharedRunGate implements RunGate {
   private readonly local = new RateGate({ requestsPerMinute: null });
   private shared: SharedRateGate | null = null;
