@@ -107,10 +107,12 @@ describe.skipIf(!pgClusterUrl)(`openPgStore${pgClusterUrl ? '' : ` (skipped: ${p
     const store = await open(await newPgDatabase('open_keepalive'));
     const client = await store.pool.connect();
     try {
-      const { localPort } = (client as unknown as { connection: { stream: net.Socket } }).connection.stream;
+      const { localPort, remotePort } = (client as unknown as { connection: { stream: net.Socket } }).connection.stream;
       // /proc/net/tcp's "tr:tm->when" of this socket: timer 02 is keepalive's, its time left in clock ticks (1/100 s).
-      const port = `:${localPort!.toString(16).toUpperCase().padStart(4, '0')}`;
-      const line = readFileSync('/proc/net/tcp', 'utf8').split('\n').map((l) => l.trim().split(/\s+/)).find((f) => f[1]?.endsWith(port));
+      // Found by both ends and ESTABLISHED (01): an earlier socket on the same local port may linger in TIME_WAIT (03).
+      const hex = (n: number | undefined) => `:${n!.toString(16).toUpperCase().padStart(4, '0')}`;
+      const line = readFileSync('/proc/net/tcp', 'utf8').split('\n').map((l) => l.trim().split(/\s+/))
+        .find((f) => f[1]?.endsWith(hex(localPort)) && f[2]?.endsWith(hex(remotePort)) && f[3] === '01');
       const [timer, ticksLeft] = (line?.[5] ?? 'none:0').split(':');
       expect(timer).toBe('02');
       expect(parseInt(ticksLeft!, 16)).toBeLessThanOrEqual(PG_STORE_DEFAULTS.keepAliveIdleMs / 10);
