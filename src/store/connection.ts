@@ -113,10 +113,9 @@ function ensureFolder(path: string): void {
 }
 
 /** Maps a SQLite or file-system error met while opening to a DatabaseError; others pass through. */
-// eslint-disable-next-line complexity -- 17: a flat table of error codes to messages, one `if` each, read as a list.
 export function toDatabaseError(err: unknown, path: string, busyTimeoutMs: number): unknown {
   if (err instanceof DatabaseError) return err;
-  const code = typeof (err as { code?: unknown })?.code === 'string' ? (err as { code: string }).code : '';
+  const code = sqliteCodeOf(err);
   const message = err instanceof Error ? err.message : String(err);
   if (code.startsWith('SQLITE_NOTADB') || code.startsWith('SQLITE_CORRUPT')) {
     return new DatabaseError('DB_CORRUPT', path, `${path} is not a usable SQLite database (${message}); check the --db path`, { cause: err });
@@ -139,7 +138,7 @@ export function toDatabaseError(err: unknown, path: string, busyTimeoutMs: numbe
 
 /** An open database's SQLite error (full disk, bad pages, a lock) as a DatabaseError naming the file; others pass. */
 export function toDatabaseUseError(err: unknown, path: string, busyTimeoutMs = CONNECTION_DEFAULTS.busyTimeoutMs): unknown {
-  const code = typeof (err as { code?: unknown })?.code === 'string' ? (err as { code: string }).code : '';
+  const code = sqliteCodeOf(err);
   const message = err instanceof Error ? err.message : String(err);
   // The file is open: an I/O error now is a write that failed (a full disk, a file size limit), not "cannot open".
   if (code === 'SQLITE_FULL' || code.startsWith('SQLITE_IOERR')) {
@@ -164,9 +163,14 @@ export function toDatabaseUseError(err: unknown, path: string, busyTimeoutMs = C
  * null for any other failure: the run writer then stores the refused answer apart (GroupCommitWriter.refusedAlone).
  */
 export function sqliteRefusal(err: unknown): string | null {
-  const code = typeof (err as { code?: unknown })?.code === 'string' ? (err as { code: string }).code : '';
+  const code = sqliteCodeOf(err);
   if (!code.startsWith('SQLITE_CONSTRAINT') && code !== 'SQLITE_TOOBIG' && code !== 'SQLITE_MISMATCH') return null;
   return `${(err as Error).message} [${code}]`;
+}
+
+/** better-sqlite3's error code (`SQLITE_CONSTRAINT_CHECK`...), '' for an error without one. */
+function sqliteCodeOf(err: unknown): string {
+  return typeof (err as { code?: unknown })?.code === 'string' ? (err as { code: string }).code : '';
 }
 
 function writable(dir: string): boolean {
