@@ -172,8 +172,10 @@ export abstract class GroupCommitWriter {
       const settled = this.refused.has(op) ? { status: 'failed' as const, code: 'STORE_REFUSED' } : settlementOf(op);
       if (!settled) continue;
       counts[SETTLED_KEY[settled.status]] += 1;
+      if (settled.status !== 'failed') continue;
       // The ledger's name for a failure without a code (failedByCode).
-      if (settled.status === 'failed') counts.failedByCode[settled.code ?? 'UNKNOWN'] = (counts.failedByCode[settled.code ?? 'UNKNOWN'] ?? 0) + 1;
+      const code = settled.code ?? 'UNKNOWN';
+      counts.failedByCode[code] = (counts.failedByCode[code] ?? 0) + 1;
     }
   }
 }
