@@ -40,7 +40,10 @@ export abstract class GroupCommitWriter {
     private readonly now: () => string = () => new Date().toISOString(),
   ) {}
 
-  /** Commits one group in one transaction, then `release`s it (failures go to fail()); groups commit in flush order. */
+  /**
+   * Commits one group in one transaction (or its parts, refusedAlone), telling committed() of each that commits, then
+   * `release`s it (failures go to fail()); groups commit in flush order.
+   */
   protected abstract commitGroup(ops: readonly OutcomeOp[], release: () => void): void;
 
   /**
@@ -158,18 +161,17 @@ export abstract class GroupCommitWriter {
     this.release = null;
     this.batchCommitted = null;
     if (ops.length === 0 || this.failure) return release();
-    this.commitGroup(ops, () => {
-      // A group let go once the writer failed was rolled back whole (or never sent): it settled nothing.
-      if (!this.failure) this.countSettled(ops);
-      release();
-    });
+    this.commitGroup(ops, release);
   }
 
-  /** Counts the tasks `ops` settled, as the ledger's countsByStatus and failedByCode would (a refused answer failed). */
-  private countSettled(ops: readonly OutcomeOp[]): void {
+  /**
+   * Counts the tasks `ops` settled, as the ledger's countsByStatus and failedByCode would: each engine calls it as a
+   * transaction of them commits, so the parts of a group written again count though a later part stops the writer.
+   */
+  protected committed(ops: readonly OutcomeOp[]): void {
     const counts = this.settledCounts;
     for (const op of ops) {
-      const settled = this.refused.has(op) ? { status: 'failed' as const, code: 'STORE_REFUSED' } : settlementOf(op);
+      const settled = settlementOf(op);
       if (!settled) continue;
       counts[SETTLED_KEY[settled.status]] += 1;
       if (settled.status !== 'failed') continue;

@@ -69,6 +69,7 @@ export class ResultWriter extends GroupCommitWriter {
     for (let group = todo.shift(); group; group = todo.shift()) {
       try {
         this.commit(group);
+        this.committed(group);
       } catch (err) {
         const parts = this.refusedAlone(group, err);
         if (!parts) {

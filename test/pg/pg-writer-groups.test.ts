@@ -24,7 +24,7 @@ describe.skipIf(!pgClusterUrl)(`the PostgreSQL writer's groups${pgClusterUrl ? '
   beforeAll(async () => {
     const url = await newMigratedPgDatabase('writer-groups');
     store = await openPgStore(url);
-    for (let id = 1; id <= 16; id++) {
+    for (let id = 1; id <= 19; id++) {
       await store.pool.query(`INSERT INTO tasks (id, job, operation, input_key, page, request_json, status, attempts, created_at, updated_at)
         VALUES ($1, 'j', 'post-details', $2, 1, '{}', 'pending', 0, $3, $3)`, [id, `k${id}`, AT]);
     }
@@ -158,6 +158,35 @@ describe.skipIf(!pgClusterUrl)(`the PostgreSQL writer's groups${pgClusterUrl ? '
     // Every body kept, in the order the outcomes came; the refused one for reprocess.
     const raw = await store.pool.query<{ task: string; code: string | null }>('SELECT task_id AS task, error_code AS code FROM raw_responses WHERE task_id BETWEEN 12 AND 15 ORDER BY id');
     expect(raw.rows.map((r) => [Number(r.task), r.code])).toEqual([[12, null], [13, 'STORE_REFUSED'], [14, null], [15, null]]);
+  });
+
+  it('a group written again in parts counts the parts committed before a later part stops the writer', async () => {
+    const fatal: unknown[] = [];
+    const writer = new PgOutcomeWriter(store.pool, 1, (err) => fatal.push(err));
+    const task = (id: number) => ({ id, operation: 'post-details' as const });
+    const post = (id: number) => {
+      const response = postResponse({ PostId: `activity-70000000000000002${id}` });
+      const { answer: data, setAside } = readOperationAnswer('post-details', response);
+      const request = { ...postRequest, postUrl: `https://network.com/posts/p_activity-70000000000000002${id}` };
+      const result = { raw: JSON.stringify(response), data, setAside, call: { operation: 'post-details', method: 'GET', path: `/p/${id}`, status: 200, latencyMs: 1 }, credits: null };
+      return writer.success(task(id), request, requestKeyOf(request), result as never, 1);
+    };
+    // The group is refused on a value for its second answer; its third answer, alone, fails as no value does (P0001).
+    await store.pool.query(`ALTER TABLE posts ADD CONSTRAINT test_refused_post2 CHECK (post_id <> 'activity-7000000000000000218') NOT VALID`);
+    await store.pool.query(`CREATE FUNCTION test_stop_post() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN IF NEW.post_id = 'activity-7000000000000000219' THEN RAISE EXCEPTION 'test stop'; END IF; RETURN NEW; END $$`);
+    await store.pool.query('CREATE TRIGGER test_stop_post BEFORE INSERT ON posts FOR EACH ROW EXECUTE FUNCTION test_stop_post()');
+    try {
+      await Promise.all([post(17), post(18), post(19)]);
+      await writer.close();
+    } finally {
+      await store.pool.query('DROP TRIGGER test_stop_post ON posts; DROP FUNCTION test_stop_post(); ALTER TABLE posts DROP CONSTRAINT test_refused_post2');
+    }
+    expect(String((fatal[0] as Error).message)).toMatch(/test stop/);
+    const tasks = await store.pool.query<{ id: string; status: string }>('SELECT id, status FROM tasks WHERE id BETWEEN 17 AND 19 ORDER BY id');
+    expect(tasks.rows.map((r) => [Number(r.id), r.status])).toEqual([[17, 'done'], [18, 'failed'], [19, 'pending']]);
+    // What a run whose database is lost next says it settled: the two parts committed, as the ledger has them.
+    expect(writer.settled).toEqual({ done: 1, notFound: 0, failed: 1, failedByCode: { STORE_REFUSED: 1 } });
   });
 });
 

@@ -171,6 +171,23 @@ describe('ResultWriter', () => {
     }
   });
 
+  it('a group written again in parts counts the parts committed before a later part stops the writer', async () => {
+    seed(3);
+    const fatal: unknown[] = [];
+    const run = open();
+    run.sqlite.exec(`CREATE TRIGGER test_refused BEFORE INSERT ON posts WHEN NEW.post_id = '${activity(1)}' BEGIN SELECT RAISE(ABORT, 'test_refused'); END`);
+    const writer = new ResultWriter(run, 1, (err) => fatal.push(err));
+    const task = (id: number) => ({ id, operation: 'post-details' as const });
+    // Refused on a value for its second answer; its third, alone, cannot be mapped to rows (a bug upstream) and stops it.
+    await Promise.all([writer.success(task(1), request(0), 'k0', ok(0), 1), writer.success(task(2), request(1), 'k1', ok(1), 1),
+      writer.success(task(3), request(2), 'k2', { ...ok(2), data: null }, 1)]);
+    await writer.close();
+    expect(fatal[0]).toBeInstanceOf(TypeError);
+    expect(read<number>(`SELECT count(*) FROM tasks WHERE status = 'pending'`)).toBe(1);
+    // What a run whose database is lost next says it settled: the two parts committed, as the ledger has them.
+    expect(writer.settled).toEqual({ done: 1, notFound: 0, failed: 1, failedByCode: { STORE_REFUSED: 1 } });
+  });
+
   it('with the run\'s lock taken over: the commit stores nothing and reports LOCK_LOST once', async () => {
     seed(2);
     const fatal: unknown[] = [];

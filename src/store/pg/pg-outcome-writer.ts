@@ -89,6 +89,7 @@ export class PgOutcomeWriter extends GroupCommitWriter {
         const { committed } = await started.commit(read);
         last = committed.then(() => {
           open.splice(open.indexOf(sent), 1);
+          this.committed(sent.ops);
           for (const release of releases) release();
         });
         // Awaited by the next group, or once none waits; a failure found first elsewhere must not go unhandled.
@@ -114,6 +115,7 @@ export class PgOutcomeWriter extends GroupCommitWriter {
         const client = (this.connection ??= pipelined(await this.pool.connect(), true));
         const started = this.groups.start(client, this.groups.plan(ops));
         await (await started.commit(await started.reads)).committed;
+        this.committed(ops);
       } catch (err) {
         await this.letGoConnection();
         const parts = this.refusedAlone(ops, err);
