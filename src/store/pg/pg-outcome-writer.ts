@@ -6,10 +6,18 @@
 import type pg from 'pg';
 import type { OutcomeOp } from '../outcome-ops.ts';
 import { GroupCommitWriter } from '../group-commit-writer.ts';
-import { releaseAfterFailure } from './transaction.ts';
+import { isConflict, releaseAfterFailure } from './transaction.ts';
 import { pgRefusal } from './open.ts';
 import { RESULT_WRITER_DEFAULTS } from '../result-writer.ts';
 import { createPgGroupCommit, type PlannedGroup } from './pg-group-commit.ts';
+
+export const PG_WRITER_DEFAULTS = {
+  /**
+   * Times a group the server ended in a deadlock or serialization failure with another worker's is written again
+   * (rows go in key order, so this is the backstop): it holds paid answers, which a failed run would pay for again.
+   */
+  conflictRetries: 3,
+} as const;
 
 export class PgOutcomeWriter extends GroupCommitWriter {
   /** Groups handed over while a commit is under way, with their waiters: they go together in the next one. */
@@ -99,7 +107,7 @@ export class PgOutcomeWriter extends GroupCommitWriter {
       // The writer's connection rolled back and let go. A group's COMMIT goes only once the one before is committed, so
       // the open groups are all uncommitted: written again in parts when the database refused a value (refusedAlone).
       await this.letGoConnection();
-      const parts = this.refusedAlone(open.flatMap((g) => g.ops), err);
+      const parts = isConflict(err) ? open.map((g) => g.ops) : this.refusedAlone(open.flatMap((g) => g.ops), err);
       if (parts) await this.commitInParts(parts);
       else this.fail(err);
     }
@@ -108,8 +116,12 @@ export class PgOutcomeWriter extends GroupCommitWriter {
     for (const release of [...open.flatMap((g) => g.releases), ...waiting]) release();
   }
 
-  /** Commits `todo` a group at a time, each in parts again when refused on a value; stops the writer on anything else. */
+  /**
+   * Commits `todo` a group at a time: again whole when it met another worker's transaction (up to conflictRetries in
+   * all), in parts when refused on a value; stops the writer on anything else.
+   */
   private async commitInParts(todo: Array<readonly OutcomeOp[]>): Promise<void> {
+    let conflicts = 0;
     for (let ops = todo.shift(); ops; ops = todo.shift()) {
       try {
         const client = (this.connection ??= pipelined(await this.pool.connect(), true));
@@ -118,6 +130,10 @@ export class PgOutcomeWriter extends GroupCommitWriter {
         this.committed(ops);
       } catch (err) {
         await this.letGoConnection();
+        if (isConflict(err) && ++conflicts <= PG_WRITER_DEFAULTS.conflictRetries) {
+          todo.unshift(ops);
+          continue;
+        }
         const parts = this.refusedAlone(ops, err);
         if (!parts) return this.fail(err);
         todo.unshift(...parts);

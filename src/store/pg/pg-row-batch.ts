@@ -89,12 +89,21 @@ export function roundsByKey<T>(items: readonly T[], keyOf: (item: T) => string):
   return rounds;
 }
 
-/** The upserts of `rows`, one statement per round of distinct conflict keys. */
+/**
+ * The upserts of `rows`, one statement per round of distinct conflict keys, each in key order: workers upserting the
+ * same rows (a company two answers name) then take their locks in one order and wait for each other, never deadlock.
+ */
 function upsertStatements(table: string, rows: readonly Row[]): BoundStatement[] {
   const s = tableStatementOf(table);
   const key = s.conflictKey;
-  const rounds = key ? roundsByKey(rows, (row) => keyText(row, key)) : [rows];
-  return rounds.flatMap((round) => valuesStatements(s.head, round.map((row) => paramsOf(s, row)), s.tail));
+  if (!key) return valuesStatements(s.head, rows.map((row) => paramsOf(s, row)), s.tail);
+  const keyed = rows.map((row) => ({ row, id: keyText(row, key) }));
+  return roundsByKey(keyed, (k) => k.id).flatMap((round) => valuesStatements(s.head, round.sort(byId).map((k) => paramsOf(s, k.row)), s.tail));
+}
+
+/** A total order of keys, the same in every worker (code units, not the locale's). */
+function byId(a: { id: string }, b: { id: string }): number {
+  return a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
 }
 
 /** Each owner's stored set deleted (one statement), then the sets inserted. */
@@ -102,6 +111,8 @@ function replaceSetStatements(table: string, sets: readonly ReplacedSet[]): Boun
   const columns = Object.keys(sets[0]!.owner);
   const sameOwnerColumns = sets.every((s) => keyText(s.owner, Object.keys(s.owner)) === keyText(s.owner, columns));
   if (!sameOwnerColumns || !columns.every((c) => IDENTIFIER.test(c)) || !IDENTIFIER.test(table)) throw new Error(`internal: cannot delete from ${table}`);
+  // Owners in key order, as upserts go (above): their stored sets are deleted in one order by every worker.
+  sets = sets.map((set) => ({ set, id: keyText(set.owner, columns) })).sort(byId).map((k) => k.set);
   let n = 0;
   const owners = sets.map(() => `(${columns.map(() => `$${++n}`).join(', ')})`);
   const deleted = { text: `DELETE FROM ${table} WHERE (${columns.join(', ')}) IN (${owners.join(', ')})`, values: sets.flatMap((s) => columns.map((c) => s.owner[c])) };

@@ -37,8 +37,13 @@ export async function retryingConflicts<T>(retries: number, fn: () => Promise<T>
     try {
       return await fn();
     } catch (err) {
-      const code = (err as { code?: unknown }).code;
-      if ((code !== '40P01' && code !== '40001') || attempt >= retries) throw err;
+      if (!isConflict(err) || attempt >= retries) throw err;
     }
   }
+}
+
+/** Whether `err` is a transaction the server ended for meeting another (a deadlock, a serialization failure): try it again. */
+export function isConflict(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return code === '40P01' || code === '40001';
 }
