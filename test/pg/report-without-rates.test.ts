@@ -61,7 +61,7 @@ forEachEngine('report on a dataset whose runs have no job_rates', (engine) => {
     for (const { id } of lastTwo) await db.run('DELETE FROM __drizzle_migrations WHERE id = ?', id);
     const out = await inProcess(['report', '--db', db.locator, '--json']);
     expect(out.code).toBe(1);
-    expect(out.stderr).toContain('holds a dataset of an older netingest: a command that writes (run, copy) upgrades it first [DB_NEEDS_MIGRATION]');
+    expect(out.stderr).toContain("holds a dataset of an older netingest: the next 'netingest run' on it upgrades it in place [DB_NEEDS_MIGRATION]");
     expect(out.stderr).not.toMatch(/job_rates|unexpected error/);
   });
 });

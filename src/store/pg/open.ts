@@ -184,7 +184,7 @@ async function checkReadable(client: pg.PoolClient, shownUrl: string): Promise<v
     throw new DatabaseError(
       'DB_NEEDS_MIGRATION',
       shownUrl,
-      `${shownUrl} holds a dataset of an older netingest: a command that writes (run, copy) upgrades it first`,
+      `${shownUrl} holds a dataset of an older netingest: the next 'netingest run' on it upgrades it in place`,
     );
   }
 }
