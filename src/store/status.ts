@@ -73,30 +73,41 @@ const NOISE = 1e-6;
 
 /**
  * Credits the account's counters show used between runs that no run counted (paid answers lost in flight to a kill,
- * or the token used elsewhere). For each run after the first that stored paid answers: the step from the highest
- * credits_used stored before it to the lowest it stored, less that call's cost (learned before the run). A step
- * across a reset (credits_used went down: a plan renewal) or with an unknown cost counts 0.
+ * or the token used elsewhere). For each run that stored paid answers after every earlier one had stored its last: the
+ * step from the highest credits_used stored before it to the lowest it stored, less that call's cost (learned before
+ * the run). A step across a reset (credits_used went down: a plan renewal) or with an unknown cost counts 0. Runs that
+ * overlap (workers sharing a job: their calls' ids interleave) count no step between them: their counters interleave.
  */
 function* uncountedCreditsReads(): Reads<number> {
-  const runs = yield* rows<{ runId: number; firstId: number; minUsed: number; maxUsed: number }>(
-    `SELECT run_id AS "runId", min(id) AS "firstId", min(credits_used) AS "minUsed", max(credits_used) AS "maxUsed"
+  const runs = yield* rows<{ runId: number; firstId: number; lastId: number; minUsed: number; maxUsed: number }>(
+    `SELECT run_id AS "runId", min(id) AS "firstId", max(id) AS "lastId", min(credits_used) AS "minUsed", max(credits_used) AS "maxUsed"
       FROM api_calls WHERE status = 200 AND credits_used IS NOT NULL AND run_id IS NOT NULL GROUP BY run_id ORDER BY "firstId"`,
   );
   let total = 0;
   let before: number | null = null;
+  let lastId = 0;
   for (const run of runs) {
-    if (before !== null && run.minUsed >= before) {
-      const operation = (yield* value<string>(
-        sql`SELECT operation FROM api_calls WHERE run_id = ${param} AND status = 200 AND credits_used = ${param} ORDER BY id LIMIT 1`,
-        [run.runId, run.minUsed],
-      ))!;
-      const cost = (yield* apiCallReads.learnedCost(operation, run.firstId)) ?? (yield* apiCallReads.learnedCost(operation));
-      const gap = cost === null ? 0 : run.minUsed - before - cost;
-      if (gap > NOISE) total += gap;
-    }
-    before = before === null || run.minUsed >= before ? Math.max(before ?? run.maxUsed, run.maxUsed) : run.maxUsed;
+    if (before === null) before = run.maxUsed;
+    // Begun before an earlier run's last stored call: workers side by side, their counters interleaved.
+    else if (run.firstId < lastId) before = Math.max(before, run.maxUsed);
+    else if (run.minUsed >= before) {
+      total += yield* uncountedStep(run, before);
+      before = run.maxUsed;
+    } else before = run.maxUsed; // a reset
+    lastId = Math.max(lastId, run.lastId);
   }
   return roundCredits(total);
+}
+
+/** The credits between `before` and a run's lowest stored credits_used that its first call's cost does not explain. */
+function* uncountedStep(run: { runId: number; firstId: number; minUsed: number }, before: number): Reads<number> {
+  const operation = (yield* value<string>(
+    sql`SELECT operation FROM api_calls WHERE run_id = ${param} AND status = 200 AND credits_used = ${param} ORDER BY id LIMIT 1`,
+    [run.runId, run.minUsed],
+  ))!;
+  const cost = (yield* apiCallReads.learnedCost(operation, run.firstId)) ?? (yield* apiCallReads.learnedCost(operation));
+  const gap = cost === null ? 0 : run.minUsed - before - cost;
+  return gap > NOISE ? gap : 0;
 }
 
 /** netingest_meta key of the page `netingest report` last wrote (report/write-report.ts), as `{ path, writtenAt }`. */
