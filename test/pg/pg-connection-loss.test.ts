@@ -153,7 +153,7 @@ describe.skipIf(!pgClusterUrl)(`a worker whose connections the server drops${pgC
       api.allow(Infinity);
       expect(await worker.exited).not.toBe(0);
       // The run's end could not be written: the next run closes it as abandoned (the test above).
-      expect(worker.stderr()).toMatch(/lost the connection to database postgres:\/\/[^ ]+ \(.*\): the server restarted, stopped or cannot be reached/);
+      expect(worker.stderr()).toMatch(/lost the connection to database postgres:\/\/[^ ]+ \(.*\): the server ended the session \(a restart, a stop, pg_terminate_backend\) or cannot be reached/);
       expect(worker.stderr()).toContain("code: 'DB_CONNECTION_LOST'");
       expect((await s.pool.query('SELECT status FROM runs')).rows).toEqual([{ status: 'running' }]);
     } finally {

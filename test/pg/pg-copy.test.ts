@@ -152,7 +152,7 @@ describe.skipIf(!pgClusterUrl)(`netingest copy${pgClusterUrl ? '' : ` (skipped: 
     const cli = await inProcess(['copy', '--from', ws.db, '--to', proxy.url]);
     await cut;
     expect(cli.code).toBe(1);
-    expect(cli.stderr).toMatch(/lost the connection to database postgres:\/\/[^ ]+ \(.*\): the server restarted, stopped or cannot be reached.*\[DB_CONNECTION_LOST\]/);
+    expect(cli.stderr).toMatch(/lost the connection to database postgres:\/\/[^ ]+ \(.*\): the server ended the session \(a restart, a stop, pg_terminate_backend\) or cannot be reached.*\[DB_CONNECTION_LOST\]/);
     expect(cli.stderr).not.toMatch(/^\s+at /m);
   });
 

@@ -107,7 +107,7 @@ describe.skipIf(!pgClusterUrl)(`query on PostgreSQL${pgClusterUrl ? '' : ` (skip
     await ds.client.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND query LIKE '%pg_sleep(20)%' AND pid <> pg_backend_pid()`);
     const ended = await ran;
     expect(ended.code).toBe(1);
-    expect(ended.stderr).toMatch(/^netingest: lost the connection to database postgres:\/\/\S+ \(.+\): the server restarted, stopped or cannot be reached; run the command again once it is back .*\[DB_CONNECTION_LOST\]\n$/);
+    expect(ended.stderr).toMatch(/^netingest: lost the connection to database postgres:\/\/\S+ \(.+\): the server ended the session \(a restart, a stop, pg_terminate_backend\) or cannot be reached; run the command again once it is back .*\[DB_CONNECTION_LOST\]\n$/);
     expect(ended.stdout).toBe('');
   }, 30_000);
 

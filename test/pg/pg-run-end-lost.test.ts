@@ -90,7 +90,7 @@ describe.skipIf(!pgClusterUrl)(`a run whose database server goes away at its end
     expect(lines[0]).toMatch(/^Run \d+: completed; NOT RECORDED in the database: the connection to it was lost \(see below\)$/);
     expect(lines[1]).toBe(`  posts (post-details): ${TASKS} tasks, 0 still fresh, ${TASKS} done, 0 not found, 0 failed, 0 deferred; 0 invalid rows, 0 duplicates`);
     expect(lines[2]).toBe(`  ${paid} API calls; credits: ${charged(bed.sandbox)} spent, ${1_000 - charged(bed.sandbox)} left`);
-    expect(lines[3]).toMatch(/^  not recorded: lost the connection to database postgres:\/\/\S+ \(.+\): the server restarted, stopped or cannot be reached.* \[DB_CONNECTION_LOST\]$/);
+    expect(lines[3]).toMatch(/^  not recorded: lost the connection to database postgres:\/\/\S+ \(.+\): the server ended the session \(a restart, a stop, pg_terminate_backend\) or cannot be reached.* \[DB_CONNECTION_LOST\]$/);
     expect(lines[4]).toMatch(/the runs table shows the run as running until the next run closes it as abandoned/);
     // The error ends the command as before, after the run's last log line, which carries the exit code.
     expect(cli.stderr).toMatch(/run finished .*status=completed .*not_recorded=DB_CONNECTION_LOST exit_code=1\n/);

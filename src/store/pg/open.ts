@@ -288,10 +288,12 @@ export function connectionLostError(err: unknown, shownUrl: string): DatabaseErr
   const message = err instanceof Error ? err.message : String(err);
   const lost = code.startsWith('08') || /^57P0[123]$/.test(code) || UNREACHABLE.has(code) || (code === '' && ENDED.test(message));
   if (!lost) return null;
+  // node-postgres's own words ("Client has encountered a connection error and is not queryable") say nothing more.
+  const said = code ? `${message} [${code}]` : ENDED.test(message) ? 'the connection was closed' : message;
   return new DatabaseError(
     'DB_CONNECTION_LOST',
     shownUrl,
-    `lost the connection to database ${shownUrl} (${code ? `${message} [${code}]` : message}): the server restarted, stopped or cannot be reached; run the command again once it is back (what was committed before stays)`,
+    `lost the connection to database ${shownUrl} (${said}): the server ended the session (a restart, a stop, pg_terminate_backend) or cannot be reached; run the command again once it is back (what was committed before stays)`,
     { cause: err },
   );
 }
