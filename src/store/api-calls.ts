@@ -7,9 +7,14 @@ import { sql, param } from '../statement.ts';
 const RECENT_USED = sql`SELECT credits_used FROM api_calls
   WHERE operation = ${param} AND status = 200 AND credits_used IS NOT NULL AND id < ${param} ORDER BY id DESC LIMIT 200`;
 const OF_RUN = sql`SELECT count(*) AS calls, min(id) AS "firstId", max(at) AS "lastAt" FROM api_calls WHERE run_id = ${param}`;
+/**
+ * The latest counters before a call id: of the last run's answers, the one that had used the most (answers of one run
+ * commit out of their order at concurrency above 1, so its last row may hold older counters than the one before).
+ */
 const LAST_COUNTERS = sql`SELECT total_credits AS "totalCredits", credits_used AS "creditsUsed",
-  credits_remaining AS "creditsRemaining", at FROM api_calls WHERE status = 200 AND credits_remaining IS NOT NULL
-  AND id < ${param} ORDER BY id DESC LIMIT 1`;
+  credits_remaining AS "creditsRemaining", at FROM api_calls WHERE status = 200 AND credits_remaining IS NOT NULL AND id < ${param}
+  AND run_id IS NOT DISTINCT FROM (SELECT run_id FROM api_calls WHERE status = 200 AND credits_remaining IS NOT NULL AND id < ${param} ORDER BY id DESC LIMIT 1)
+  ORDER BY credits_used DESC, id DESC LIMIT 1`;
 
 /** One HTTP call as logged in `api_calls`. */
 export interface ApiCallRow {
@@ -59,7 +64,7 @@ export const apiCallReads = {
   },
   /** The last counters reported (before call `beforeCallId`), undefined before any; `balance` as the guard has it. */
   *lastCounters(beforeCallId = Number.MAX_SAFE_INTEGER) {
-    const row = (yield* rows<{ totalCredits: number; creditsUsed: number; creditsRemaining: number; at: string }>(LAST_COUNTERS, [beforeCallId]))[0];
+    const row = (yield* rows<{ totalCredits: number; creditsUsed: number; creditsRemaining: number; at: string }>(LAST_COUNTERS, [beforeCallId, beforeCallId]))[0];
     if (row === undefined) return undefined;
     // The three counters are stored together, from the same answer.
     const balance = reportedBalance({ total_credits: row.totalCredits, credits_used: row.creditsUsed, credits_remaining: row.creditsRemaining });

@@ -1,7 +1,8 @@
 /**
- * `status`'s credits used between runs and counted by none, from the api_calls rows alone: a step between runs one
- * after the other, none between workers whose runs overlap (a tester's three workers on PostgreSQL were told of 787
- * such credits where the sandbox billed every one to a run: a worker stopped early reset the count's starting point).
+ * `status`'s credit figures from the api_calls rows alone. The credits used between runs and counted by none: a step
+ * between runs one after the other, none between workers whose runs overlap (a tester's three workers on PostgreSQL
+ * were told of 787 such credits where the sandbox billed every one to a run: a worker stopped early reset the count's
+ * starting point). The last known counters: the highest of the last run, whatever order its answers committed in.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -47,5 +48,19 @@ describe('credits used between runs and counted by none', () => {
   it('a plan renewed between runs (the count went down): none', () => {
     calls([[1, 5], [1, 6], [2, 1], [2, 2]]);
     expect(uncounted()).toBe(0);
+  });
+});
+
+describe('the last known counters', () => {
+  it('are the last run\'s highest, not its last row: answers commit out of order at concurrency above 1', () => {
+    // A clean run at concurrency 8 committed the answer that made the 1,345th credit before the 1,343rd.
+    calls([[1, 1340], [1, 1341], [1, 1342], [1, 1345], [1, 1344], [1, 1343]]);
+    const status = readSync(db.sqlite, statusReads());
+    expect(status.lastCounters).toMatchObject({ creditsUsed: 1345, creditsRemaining: 1000 - 1345 });
+  });
+
+  it('after a plan renewed between runs: the last run\'s, though lower', () => {
+    calls([[1, 900], [1, 901], [2, 1], [2, 2]]);
+    expect(readSync(db.sqlite, statusReads()).lastCounters).toMatchObject({ creditsUsed: 2 });
   });
 });
