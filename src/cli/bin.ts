@@ -13,13 +13,20 @@ for (const stream of [process.stdout, process.stderr]) {
   });
 }
 
+/** How long a finished command waits for the event loop to empty before it exits all the same. */
+const EXIT_GRACE_MS = 1_000;
+
 let finished = false;
 process.on('exit', (code) => {
-  // Node exits 13 when the event loop empties while main() still waits: a bug, never a documented outcome.
-  if (!finished && code === 13) {
+  // Node exits 13 when the event loop empties while main() still waits (a bug, never a documented outcome); node 20
+  // passes 0 here and has set process.exitCode.
+  if (!finished && (code === 13 || process.exitCode === 13)) {
     process.stderr.write('netingest: internal error: the command stopped while still waiting; the next run resumes\n');
     process.exitCode = 1;
   }
 });
 process.exitCode = await main(process.argv.slice(2));
 finished = true;
+// What netingest opened is closed by now; a .ts job's own timer or socket must not keep the process (and a cron or
+// systemd oneshot unit) alive after the command is done.
+setTimeout(() => process.exit(), EXIT_GRACE_MS).unref();

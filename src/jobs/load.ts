@@ -8,7 +8,18 @@ import { resolveJob, type Job } from './schema.ts';
 export interface LoadJobOptions {
   /** Directory that relative paths (the job file, `input.csv`) resolve against; default process.cwd(). */
   cwd?: string;
+  /** JOB_LOAD_DEFAULTS.moduleTimeoutMs. */
+  moduleTimeoutMs?: number;
 }
+
+export const JOB_LOAD_DEFAULTS = {
+  /**
+   * How long a module job may take to load and to give its default export (a promise is awaited): past it the job is
+   * refused, naming its file, rather than the command waiting on it for ever (or ending in silence, exit 13).
+   * @default 30_000
+   */
+  moduleTimeoutMs: 30_000,
+} as const;
 
 /** Extensions loadJob accepts; loadAllJobs picks up `.ts` and `.json` only. */
 const MODULE_EXTENSIONS = new Set(['.ts', '.mts', '.js', '.mjs']);
@@ -22,7 +33,7 @@ export async function loadJob(path: string, options: LoadJobOptions = {}): Promi
   const ext = extname(file).toLowerCase();
   let value: unknown;
   if (ext === '.json') value = await readJson(file, displayName);
-  else if (MODULE_EXTENSIONS.has(ext)) value = await importDefault(file, displayName, cwd);
+  else if (MODULE_EXTENSIONS.has(ext)) value = await importDefault(file, displayName, cwd, options.moduleTimeoutMs ?? JOB_LOAD_DEFAULTS.moduleTimeoutMs);
   else throw fileError(displayName, `not a job file: expected .json or .ts (got "${ext || 'no extension'}")`);
   return resolveJob(value, { displayName, file, defaultName: basename(file, extname(file)), cwd });
 }
@@ -68,7 +79,7 @@ export async function loadJobFiles(paths: readonly string[], options: LoadJobOpt
   for (const path of paths) {
     let job: Job;
     try {
-      job = await loadJob(path, { cwd });
+      job = await loadJob(path, { ...options, cwd });
     } catch (err) {
       if (err instanceof JobFileError) out.broken.push(err);
       else throw err;
@@ -99,14 +110,15 @@ async function readJson(file: string, displayName: string): Promise<unknown> {
   }
 }
 
-async function importDefault(file: string, displayName: string, cwd: string): Promise<unknown> {
+async function importDefault(file: string, displayName: string, cwd: string, timeoutMs: number): Promise<unknown> {
   let mod: Record<string, unknown>;
   try {
     // tsImport, not import(): a .ts job outside an ESM package is compiled as CommonJS, and a plain import() of it
     // fails with a require() cycle. tsx is imported here, not at the top: only a module job needs its start-up cost.
     const { tsImport } = await import('tsx/esm/api');
-    mod = (await tsImport(pathToFileURL(file).href, import.meta.url)) as Record<string, unknown>;
+    mod = (await within(tsImport(pathToFileURL(file).href, import.meta.url), timeoutMs, displayName, 'to load')) as Record<string, unknown>;
   } catch (err) {
+    if (err instanceof JobFileError) throw err;
     const code = (err as NodeJS.ErrnoException).code;
     if (code === 'ERR_MODULE_NOT_FOUND' && String((err as Error).message).includes(file)) {
       throw fileError(displayName, 'cannot read job file: file not found', err);
@@ -123,7 +135,25 @@ async function importDefault(file: string, displayName: string, cwd: string): Pr
   if (value === undefined) {
     throw fileError(displayName, 'has no default export: write `export default defineJob({ ... })`');
   }
-  return value;
+  if (typeof (value as { then?: unknown } | null)?.then !== 'function') return value;
+  // A promise of the definition: awaited here, so its failure names the job (not "unexpected error").
+  return within(value as Promise<unknown>, timeoutMs, displayName, 'to give its default export').catch((err: unknown) => {
+    if (err instanceof JobFileError) throw err;
+    throw fileError(displayName, `its default export failed: ${err instanceof Error ? err.message : String(err)}`, err);
+  });
+}
+
+/** `promise`, or a JobFileError once `timeoutMs` pass (the timer keeps the process alive until one of them). */
+async function within<T>(promise: Promise<T>, timeoutMs: number, displayName: string, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(fileError(displayName, `took more than ${timeoutMs / 1000} s ${what}`)), timeoutMs);
+  });
+  try {
+    return await Promise.race([promise, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /** A compile error as an issue: at its line and column when it is in the job file, else naming the file it is in. */

@@ -99,6 +99,33 @@ describe('loadJob', () => {
     expect(err.message).toBe(`${dir}/boom.ts: failed to load: kaboom`);
   });
 
+  it('rejects a default export that is a promise failing or never settling, and a load that never ends, naming the file', async () => {
+    const dir = await jobDir({
+      'rejects.ts': `export default Promise.reject(new Error('async boom'));`,
+      'pending.ts': `export default new Promise(() => {});`,
+      'stuck.mts': `await new Promise(() => {});\nexport default {};`,
+    });
+    const failed = await loadJob(`${dir}/rejects.ts`, { cwd: root }).catch((e: unknown) => e);
+    expect((failed as Error).message).toBe(`${dir}/rejects.ts: its default export failed: async boom`);
+    // Before: the command waited on it until the event loop emptied, and node ended it with exit 13 and nothing said.
+    const pending = await loadJob(`${dir}/pending.ts`, { cwd: root, moduleTimeoutMs: 300 }).catch((e: unknown) => e);
+    expect(pending).toBeInstanceOf(JobFileError);
+    expect((pending as Error).message).toBe(`${dir}/pending.ts: took more than 0.3 s to give its default export`);
+    const stuck = await loadJob(`${dir}/stuck.mts`, { cwd: root, moduleTimeoutMs: 300 }).catch((e: unknown) => e);
+    expect((stuck as Error).message).toBe(`${dir}/stuck.mts: took more than 0.3 s to load`);
+  });
+
+  it('through the CLI, a .ts job that leaves a timer running does not keep the finished command alive', async () => {
+    const dir = await jobDir({
+      'keepsalive.ts': `setInterval(() => {}, 1000);\nexport default { operation: 'post-details', input: { csv: 'p.csv', column: 'u' } };`,
+      'p.csv': 'u\nhttps://network.com/posts/jane_a-activity-1\n',
+    });
+    // Before: `plan` printed its report and then never exited (a cron or systemd oneshot unit never ended).
+    const cli = await runCli(['plan', 'keepsalive.ts', '--db', 'none.db'], { cwd: join(root, dir) });
+    expect(cli.stdout).toMatch(/input: 1 task\b/);
+    expect(cli.code).toBe(0);
+  }, 90_000);
+
   it('rejects a module without a default export', async () => {
     const dir = await jobDir({ 'nodefault.ts': `export const job = { operation: 'post-details' };` });
     const err = await loadError(`${dir}/nodefault.ts`);
