@@ -35,7 +35,7 @@ export const initCommand = defineCommand({
       `Wrote ${jobFile} and ${starter.definition.input.csv}. Put your own rows in the CSV, then:\n` +
         `  netingest plan ${jobFile}   # what a run would do and cost; no API call\n` +
         `  netingest run ${jobFile}    # with NETINGEST_API_URL and NETINGEST_API_TOKEN set\n` +
-        (argv.ts ? `The job imports 'netingest': a project that runs it has the package installed (npm install netingest).\n` : ''),
+        (argv.ts ? `The job imports 'netingest': install the package in this folder from its checkout or tarball (npm install /path/to/netingest-0.1.0.tgz), not by bare name from the registry.\n` : ''),
     );
     return 0;
   },
