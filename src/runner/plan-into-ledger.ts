@@ -112,6 +112,17 @@ export function dueSince(refreshAfterDays: number, refresh: boolean, startedAt: 
 }
 
 /**
+ * dueSince, but under --refresh with tasks of the job deferred by an earlier run begun (`deferredSince`) within
+ * refreshAfterDays: that run's start. The refresh it began is resumed, and what it refreshed already is not paid for
+ * again (a user running the same --refresh after a stop or a Ctrl-C).
+ */
+export function refreshedSince(refreshAfterDays: number, refresh: boolean, startedAt: string, now: string | undefined, deferredSince: string | null): string {
+  const since = dueSince(refreshAfterDays, refresh, startedAt, now);
+  if (!refresh || deferredSince === null || deferredSince >= since) return since;
+  return deferredSince >= dueSince(refreshAfterDays, false, startedAt, now) ? deferredSince : since;
+}
+
+/**
  * Before the job's first call: a lookup another job answered (fresh, or in this run under --refresh) is taken, not paid
  * again; then the due tasks are reopened. Returns tasks settled from others' answers, tasks due, tasks failed for good,
  * and the job's tasks by status as the calls find them (`before`).

@@ -7,7 +7,7 @@ import { PLAN_LEDGER_DEFAULTS, type PlannedTask, type PlanRule } from '../store/
 import { openStore } from '../store/open-store.ts';
 import { CREDIT_METER_DEFAULTS, roundCredits } from '../credits/credit-meter.ts';
 import { plural } from '../plural.ts';
-import { countExtraFields, dueSince, PLAN_DEFAULTS } from './plan-into-ledger.ts';
+import { countExtraFields, PLAN_DEFAULTS, refreshedSince } from './plan-into-ledger.ts';
 
 /** What `netingest plan` reports for a job, without calling the API or writing anything. */
 export interface PlanReport {
@@ -87,7 +87,7 @@ export async function planReport(job: Job, db: string, refresh = false, onNothin
     // to the same lookup (adoptSharedAnswers); --refresh only answers from the run itself, which plan cannot know.
     const rule: PlanRule = {
       job: job.name, operation: job.operation,
-      freshSince: dueSince(job.refreshAfterDays, refresh, new Date().toISOString(), await ledger.now?.()),
+      freshSince: refreshedSince(job.refreshAfterDays, refresh, new Date().toISOString(), await ledger.now?.(), refresh ? await ledger.deferredSince(job.name) : null),
       refresh, others: refresh ? [] : await ledger.otherJobs(job.operation, job.name),
     };
     // Every count 0 before the input is read, the cost the one assumed until a call shows it.

@@ -14,7 +14,7 @@ import { applyOverrides } from './run-options.ts';
 import type { Logger } from './logger.ts';
 import { NotFoundOnlyWatch } from './not-found-only.ts';
 import { describeError, type OpenRun } from './open-run.ts';
-import { deferRefresh, dueSince, planIntoLedger, settleDue, type PlanCounts } from './plan-into-ledger.ts';
+import { deferRefresh, planIntoLedger, refreshedSince, settleDue, type PlanCounts } from './plan-into-ledger.ts';
 import { ProgressReporter, type JobProgress } from './progress.ts';
 import { workJob } from './run-job.ts';
 import { jobStopOf, settleJobStop, type RunStop } from './run-stop.ts';
@@ -44,6 +44,8 @@ export async function runOneJob(run: OpenRun, configured: Job): Promise<JobResul
   try {
     // Listed, so that a nightly log says which jobs waited; their tasks are planned and worked by the next run.
     if (run.stop.reason) return await notReached(run, job);
+    // Read before planning, which stamps the job's tasks with this run.
+    const resumed = run.settings.refresh ? await run.store.ledger.deferredSince(job.name) : null;
     let plan: PlanCounts;
     try {
       plan = await planIntoLedger(job, run.store.ledger, run.runId, run.stop.signal);
@@ -52,7 +54,7 @@ export async function runOneJob(run: OpenRun, configured: Job): Promise<JobResul
       return skipped(run.logger, job, err);
     }
     if (!plan.complete) return await partlyPlanned(run, job, plan, false);
-    return await workPlanned(run, job, plan);
+    return await workPlanned(run, job, plan, resumed);
   } catch (err) {
     run.stop.stop('fatal', err);
     return { summary: null };
@@ -109,9 +111,10 @@ async function partlyPlanned(run: OpenRun, job: Job, plan: PlanCounts, interrupt
 }
 
 /** Decides what is due, works it, and closes the job's books. */
-async function workPlanned(run: OpenRun, job: Job, plan: PlanCounts): Promise<JobResult> {
+async function workPlanned(run: OpenRun, job: Job, plan: PlanCounts, resumed: string | null): Promise<JobResult> {
   const { settings, runId } = run;
-  const filter = { job: job.name, runId, freshSince: dueSince(job.refreshAfterDays, settings.refresh, run.startedAt, run.store.now?.()), refresh: settings.refresh };
+  const freshSince = refreshedSince(job.refreshAfterDays, settings.refresh, run.startedAt, run.store.now?.(), resumed);
+  const filter = { job: job.name, runId, freshSince, refresh: settings.refresh };
   const { shared, runnable, failedBefore, before } = await settleDue(job.operation, run.store.ledger, filter);
   run.logger.info('job planned', {
     job: job.name, tasks: plan.tasks, invalid: plan.invalid, invalid_known: plan.invalidKnown || undefined, duplicates: plan.duplicates,

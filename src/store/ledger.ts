@@ -105,6 +105,8 @@ export const LEDGER_SQL = {
   dropStaleInvalid: sql`DELETE FROM invalid_inputs WHERE job = ${param} AND run_id <> ${param}`,
   recordedInvalid: sql`SELECT field, value, reason FROM invalid_inputs WHERE job = ${param} AND file = ${param}`,
   deferPending: sql`UPDATE tasks SET status = 'deferred', updated_at = ${param} WHERE job = ${param} AND run_id = ${param} AND status = 'pending'`,
+  // Read before the job is planned again (planning stamps its tasks with the new run).
+  deferredSince: sql`SELECT min(r.started_at) AS since FROM tasks t JOIN runs r ON r.id = t.run_id WHERE t.job = ${param} AND t.status = 'deferred'`,
   countsByStatus: sql`SELECT status, CAST(count(*) AS INTEGER) AS n FROM tasks WHERE job = ${param} AND run_id = ${param} GROUP BY status`,
   failedByCode: sql`SELECT coalesce(last_error_code, 'UNKNOWN') AS code, CAST(count(*) AS INTEGER) AS n FROM tasks
     WHERE job = ${param} AND run_id = ${param} AND status = 'failed' GROUP BY 1`,
@@ -116,6 +118,17 @@ export const LEDGER_SQL = {
 
 /** The values of an invalid row's upsert (LEDGER_SQL.upsertInvalid). */
 export const invalidParams = (r: InvalidInputRow, runId: number, at: string) => [r.job, r.file, r.line, r.field, r.value, r.reason, runId, at];
+
+/** A time as either engine reads it (SQLite's ISO text, a Date from PostgreSQL) as ISO text; null for none. */
+export function isoOrNull(value: unknown): string | null {
+  if (value === null || value === undefined) return null;
+  return new Date(value as string | Date).toISOString();
+}
+
+/** When the earliest run that left tasks of the job deferred began (ISO); null when none is deferred. */
+export function* deferredSinceReads(job: string): Reads<string | null> {
+  return isoOrNull(yield* value<unknown>(LEDGER_SQL.deferredSince, [job]));
+}
 
 /** countsByStatus's rows as counts of every status. */
 export function statusCounts(rows: ReadonlyArray<{ status: TaskStatus; n: number }>): Record<TaskStatus, number> {
@@ -264,6 +277,10 @@ export function createLedger(database: Connection) {
     /** Marks every task of the job still pending in this run as deferred to the next run. */
     deferPending(job: string, runId: number, at: string): number {
       return defer.run(at, job, runId).changes;
+    },
+    /** deferredSinceReads. */
+    deferredSince(job: string): string | null {
+      return readSync(sqlite, deferredSinceReads(job));
     },
     /** Status counts of the tasks this run planned for a job. */
     countsByStatus(job: string, runId: number): Record<TaskStatus, number> {

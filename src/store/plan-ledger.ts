@@ -29,6 +29,8 @@ export interface PlanLedger {
   learnedCost(operation: string): Promise<number | null>;
   /** The balance the service's last counters gave, or null before any call. */
   lastKnownBalance(): Promise<number | null>;
+  /** When the earliest run that left tasks of `job` deferred began (ledger.ts's deferredSinceReads). */
+  deferredSince(job: string): Promise<string | null>;
   /** ISO time freshness is judged by: the server's on PostgreSQL, as a run there judges it; absent, this host's. */
   now?(): Promise<string>;
 }
@@ -46,5 +48,6 @@ export function emptyPlanLedger(nothingRan: string | null): PlanLedger {
     taskStates: (_rule, tasks) => Promise.resolve(tasks.map(() => 'calls' as const)),
     learnedCost: () => Promise.resolve(null),
     lastKnownBalance: () => Promise.resolve(null),
+    deferredSince: () => Promise.resolve(null),
   };
 }

@@ -6,6 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { startSandbox, type Sandbox, type SandboxOptionsInput } from '../../src/sandbox/server.ts';
 import { FAST_RATE, FAST_RETRY, cliEnv, count, csv, inProcess, makeWorkspace, postUrls, query, run, runCli, taskStatuses, type Workspace, operationRequests } from '../support/run-helpers.ts';
 import { forEachEngine } from './engines.ts';
+import { planReport } from '../../src/runner/plan-report.ts';
 
 const TOKEN = 'credits-token-51be';
 const cleanups: Array<() => Promise<void>> = [];
@@ -138,6 +139,7 @@ describe('credits.maxPerRun', () => {
     expect([...charged.values()].every((n) => n === 2)).toBe(true);
   });
 
+
   it('spends up to the cap, not far below it', async () => {
     const CAP = 5;
     const { sandbox, ws } = await setUp(1_000);
@@ -147,6 +149,32 @@ describe('credits.maxPerRun', () => {
     expect(sandbox.credits(TOKEN).credits_used).toBeGreaterThanOrEqual(CAP - 1);
     expect(sandbox.credits(TOKEN).credits_used).toBeLessThanOrEqual(CAP);
     expect(summary.creditsSpent).toBe(sandbox.credits(TOKEN).credits_used);
+  });
+});
+
+forEachEngine('a --refresh run stopped by the cap, run again with --refresh', (engine) => {
+  it('resumes that refresh: what it refreshed is not paid for a third time, and plan says so', async () => {
+    const { sandbox, ws } = await setUp(1_000);
+    const db = await engine.open(ws.dir);
+    const file = await postsJob(ws, 12);
+    const [job] = await ws.load(file);
+    const json = async (...flags: string[]) => {
+      const cli = await netingest(ws, ['run', file, '--db', db.locator, '--json', ...flags], cliEnv(sandbox, TOKEN));
+      return JSON.parse(cli.stdout) as { status: string; calls: number; jobs: Array<{ done: number }> };
+    };
+    expect((await json()).status).toBe('completed');
+    const refreshing = await json('--refresh', '--max-credits', '5');
+    expect(refreshing.status).toBe('stopped_credits');
+    const refreshed = refreshing.jobs[0]!.done;
+    expect(refreshed).toBeGreaterThan(0);
+
+    // The user runs the same command again (the up arrow after a stop or a Ctrl-C). Before: all 12 were paid again.
+    expect((await planReport(job!, db.locator, true)).calls).toBe(12 - refreshed);
+    const again = await json('--refresh');
+    expect(again).toMatchObject({ status: 'completed', calls: 12 - refreshed });
+    expect([...chargedUrls(sandbox).values()].every((n) => n === 2)).toBe(true);
+    // Once that refresh is whole, a --refresh run refreshes everything again.
+    expect((await json('--refresh')).calls).toBe(12);
   });
 });
 

@@ -6,7 +6,7 @@ import type pg from 'pg';
 import { inPgTransaction, retryingConflicts, withPgClient } from './transaction.ts';
 import { pipelineTransaction } from './pg-pipeline.ts';
 import { readPg } from '../read-steps.ts';
-import { countByKey, dueRule, invalidParams, LEDGER_SQL, otherJobsWithOperationReads, statusCounts, type InvalidInputRow, type NewTask, type RunnableFilter, type TaskRow } from '../ledger.ts';
+import { countByKey, deferredSinceReads, dueRule, invalidParams, LEDGER_SQL, otherJobsWithOperationReads, statusCounts, type InvalidInputRow, type NewTask, type RunnableFilter, type TaskRow } from '../ledger.ts';
 import type { RunLedger } from '../run-store.ts';
 import type { TaskStatus } from '../tables.ts';
 
@@ -73,6 +73,7 @@ export function createPgLedger(pool: pg.Pool): RunLedger {
       return rows.map((r) => ({ ...r, id: Number(r.id) }));
     },
     deferPending: async (job, runId, at) => (await pool.query(LEDGER_SQL.deferPending.postgres, [at, job, runId])).rowCount ?? 0,
+    deferredSince: (job) => readPg({ client: pool }, deferredSinceReads(job)),
     countsByStatus: async (job, runId) => statusCounts((await pool.query<{ status: TaskStatus; n: number }>(LEDGER_SQL.countsByStatus.postgres, [job, runId])).rows),
     async failedByCode(job, runId) {
       const { rows } = await pool.query<{ code: string; n: number }>(LEDGER_SQL.failedByCode.postgres, [job, runId]);

@@ -4,7 +4,7 @@
  */
 import { UsageError } from '../../errors.ts';
 import { apiCallReads } from '../api-calls.ts';
-import { otherJobsWithOperationReads } from '../ledger.ts';
+import { deferredSinceReads, otherJobsWithOperationReads } from '../ledger.ts';
 import type { PlanLedger, PlannedTaskState } from '../plan-ledger.ts';
 import { emptyPlanLedger } from '../plan-ledger.ts';
 import { readPg } from '../read-steps.ts';
@@ -56,6 +56,7 @@ function pgPlanLedger(snapshot: PgSnapshot): PlanLedger {
     },
     learnedCost: (operation) => readPg(snapshot, apiCallReads.learnedCost(operation)),
     lastKnownBalance: async () => (await readPg(snapshot, apiCallReads.lastCounters()))?.balance ?? null,
+    deferredSince: (job) => readPg(snapshot, deferredSinceReads(job)),
     now: async () => new Date((await snapshot.client.query<{ now: Date }>('SELECT clock_timestamp() AS now')).rows[0]!.now).toISOString(),
   };
 }

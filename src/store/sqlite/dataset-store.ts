@@ -119,6 +119,7 @@ function sqlitePlanLedger(database: Database): PlanLedger {
     taskStates: (rule, tasks) => Promise.resolve(tasks.map((task) => plannedState(ledger, rule, task))),
     learnedCost: (operation) => Promise.resolve(readSync(database.sqlite, apiCallReads.learnedCost(operation))),
     lastKnownBalance: () => Promise.resolve(readSync(database.sqlite, apiCallReads.lastCounters())?.balance ?? null),
+    deferredSince: (job) => Promise.resolve(ledger.deferredSince(job)),
   };
 }
 
