@@ -10,7 +10,7 @@ import { stderrNotice, withStopSignals } from '../signals.ts';
 export const changesCommand = defineCommand({
   builder: (y) =>
     withDb(y)
-      .option('since', { type: 'string', default: 'last', describe: 'last (what the last run changed), a run id (that run and later ones), or an ISO date or time' })
+      .option('since', { type: 'string', default: 'last', describe: 'last (what the last run changed, with the runs overlapping it: one night\'s workers), a run id (that run and later ones), or an ISO date or time' })
       .option('job', { type: 'string', describe: "only the changes made by this job's answers" })
       .option('entity', { choices: HISTORY_ENTITIES, describe: 'only changes of one kind of thing' })
       .option('format', { choices: QUERY_FORMATS, describe: 'table, csv or jsonl (default: table on a terminal, else csv)' })

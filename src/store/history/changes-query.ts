@@ -58,11 +58,22 @@ function literal(text: string): string {
   return `'${text.replaceAll("'", "''")}'`;
 }
 
+/**
+ * The last run's id and those of the runs its time overlaps, one after another (workers sharing a job on PostgreSQL
+ * are one night's run; SQLite's runs never overlap): `--since last`. A run still going (no end) overlaps what follows.
+ */
+const LAST_RUN_IDS = `WITH RECURSIVE night(id, started_at, ended_at) AS (
+    SELECT id, started_at, ended_at FROM runs WHERE id = (SELECT max(id) FROM runs)
+    UNION
+    SELECT r.id, r.started_at, r.ended_at FROM runs r JOIN night n
+      ON (n.ended_at IS NULL OR r.started_at <= n.ended_at) AND (r.ended_at IS NULL OR n.started_at <= r.ended_at)
+  ) SELECT id FROM night`;
+
 /** The SELECT of the changes `filter` keeps, oldest first within each entity and key. */
 export function changesStatement(filter: ChangesFilter): string {
   const where: string[] = [];
   const since = filter.since;
-  if ('last' in since) where.push('c.run_id = (SELECT max(id) FROM runs)');
+  if ('last' in since) where.push(`c.run_id IN (${LAST_RUN_IDS})`);
   else if ('runId' in since) where.push(`c.run_id >= ${Math.trunc(since.runId)}`);
   else where.push(`c.at >= ${literal(since.at)}`);
   if (filter.job !== undefined) where.push(`t.job = ${literal(filter.job)}`);
