@@ -73,12 +73,17 @@ function storableObject(value: Record<string, unknown>, onFix: OnTextFix, path: 
   for (const [name, member] of Object.entries(value)) {
     const key = storableString(name);
     const at = path === '' ? key.text : `${path}.${key.text}`;
-    if (key.fix !== null) onFix(at, path, key.fix);
-    const v = storableValue(member, onFix, at, path, depth + 1);
-    if (v === member && key.fix === null) continue;
+    if (key.fix === null) {
+      const v = storableValue(member, onFix, at, path, depth + 1);
+      if (v !== member) (out ??= { ...value })[name] = v;
+      continue;
+    }
+    onFix(at, path, key.fix);
     out ??= { ...value };
-    if (key.fix !== null) delete out[name];
-    out[key.text] = v;
+    delete out[name];
+    // A fixed name that is another member's ('u\u0000rl' beside 'url'), or an earlier fixed one's, is dropped: it must
+    // not take that member's place.
+    if (!Object.hasOwn(out, key.text)) out[key.text] = storableValue(member, onFix, at, path, depth + 1);
   }
   return out ?? value;
 }

@@ -52,6 +52,16 @@ describe('the text rule', () => {
     expect(storableJsonText('["\\u0000a","\\ud83d\\ude00"]')).toBe('["a","\ud83d\ude00"]');
     expect(storableJsonText('["\\\\u0000"]')).toBe('["\\\\u0000"]');
   });
+
+  it('drops a member whose name, fixed, is another member\'s: it does not take that member\'s place', () => {
+    // A hostile answer named a member 'u\u0000rl' beside each record's url: fixed to 'url', it overwrote them all, and
+    // 60 lookalike companies were stored as one.
+    const fixes: string[] = [];
+    const record = { 'u\u0000rl': 'https://network.com/company/collide', url: 'https://network.com/company/real', 'na\u0000me': 'A', 'nam\u0000e': 'B' };
+    expect(storableValue(record, (path, _parent, fix) => fixes.push(`${path}: ${fix}`))).toEqual({ url: 'https://network.com/company/real', name: 'A' });
+    expect(storableValue({ url: 'https://network.com/company/real', 'u\u0000rl': 'x' })).toEqual({ url: 'https://network.com/company/real' });
+    expect(fixes).toEqual(['url: NUL removed', 'name: NUL removed', 'name: NUL removed']);
+  });
 });
 
 forEachEngine('answers holding text no engine stores as sent', (engine) => {
