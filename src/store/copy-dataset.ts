@@ -12,7 +12,7 @@ import { DatabaseError, DatabaseReadonlyError } from './errors.ts';
 import { openDatabase, type Database } from './open.ts';
 import { acquireRunLock, LockedError, runLockReads, type RunLock } from './run-lock.ts';
 import { readSync } from './read-steps.ts';
-import { decodeRawBody } from './raw-body.ts';
+import { decodeRawBody, pgBodyText } from './raw-body.ts';
 import { storableJsonText, storableString } from '../operations/storable-text.ts';
 import { isInt32 } from '../operations/answer-contract.ts';
 import { connectionLostError, openPgStore, usingPgStore } from './pg/open.ts';
@@ -207,7 +207,7 @@ function planColumns({ name: tableName, columns }: TableDef): ColumnPlan[] {
   return Object.entries(columns).map(([name, column]) => {
     if (tableName === 'raw_responses' && name === 'body') {
       // gzip bodies become their text: PostgreSQL compresses large values itself, and raw_body() stays SQL.
-      return { name, convert: (value, row) => decodeRawBody(value, row.body_encoding) };
+      return { name, convert: (value, row) => pgBodyText(decodeRawBody(value, row.body_encoding)) };
     }
     if (tableName === 'raw_responses' && name === 'body_encoding') return { name, convert: () => null };
     const convert = CONVERT[column.spec.kind] ?? ((value: unknown) => value);

@@ -26,6 +26,14 @@ export function encodeRawBody(text: string): StoredRawBody {
   return packed.length < bytes.length ? { body: packed, encoding: 'gzip' } : { body: text, encoding: null };
 }
 
+/**
+ * A body as PostgreSQL's text column takes it: a raw NUL (a JSON body cannot hold one, only a body kept unread for its
+ * size can) as U+FFFD. Refused, the paid answer could not be kept at all, and its run would fail every night.
+ */
+export function pgBodyText(text: string): string {
+  return text.includes('\u0000') ? text.replaceAll('\u0000', '\ufffd') : text;
+}
+
 /** The text of a stored body, whichever way it was kept. */
 export function decodeRawBody(body: unknown, encoding: unknown): string {
   if (encoding === 'gzip') return gunzipSync(asBuffer(body)).toString('utf8');

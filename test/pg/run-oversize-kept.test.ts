@@ -33,7 +33,7 @@ const sha = (text: string) => createHash('sha256').update(text).digest('hex');
  * Input `-co-0` gets a valid answer over the limit but within the kept bound (its three lookalikes padded by a
  * member the spec never names); input `-co-1` one over the kept bound. Each body is remembered by its hash.
  */
-async function startOversizeService(sent: Map<string, string>): Promise<string> {
+async function startOversizeService(sent: Map<string, string>, padding = 'x'): Promise<string> {
   let used = 0;
   return startFake((req, res) => {
     if (req.url === '/v1/api/auth') return void res.writeHead(404).end('{}');
@@ -45,7 +45,8 @@ async function startOversizeService(sent: Map<string, string>): Promise<string> 
       const kept = url.includes('-co-0');
       const bytes = kept ? KEPT_BYTES : LOST_BYTES;
       const content = [1, 2, 3].map((n) => company(n, { url: `https://www.network.com/company/big-${n}` }));
-      const body = JSON.stringify({ ...similarResponse(content, 1, 10), credits_used: used, padding: 'x'.repeat(bytes) });
+      // A raw NUL cannot be written by JSON.stringify: spliced into the padding's text (no JSON then, as a hostile body).
+      const body = JSON.stringify({ ...similarResponse(content, 1, 10), credits_used: used, padding: 'x'.repeat(bytes) }).replace('xxxx', padding);
       sent.set(kept ? 'kept' : 'lost', sha(body));
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end(body);
@@ -87,5 +88,18 @@ forEachEngine('an answer over the size limit', (engine) => {
     // The sizes sent are the cases they are meant to be.
     expect(KEPT_BYTES).toBeGreaterThan(CLIENT_DEFAULTS.maxBodyBytes);
     expect(LOST_BYTES).toBeGreaterThan(CLIENT_DEFAULTS.maxKeptBodyBytes);
+  }, 120_000);
+
+  it('with a raw NUL byte is kept all the same (as U+FFFD on PostgreSQL, whose text holds no NUL), and the run goes on', async () => {
+    const sent = new Map<string, string>();
+    const baseUrl = await startOversizeService(sent, 'xx\u0000x');
+    const db = await engine.open(ws.dir);
+    const job = { ...(await loadJob(ws.lookalikesJob, { cwd: ws.dir })), pages: 1 };
+    // Before, on PostgreSQL: the run failed (22021, invalid byte sequence) with nothing of it kept, every night.
+    const summary = await runJobs({ dbPath: db.locator, jobs: [job], api: { baseUrl, token: TOKEN } });
+    expect(summary.status).toBe('completed_with_failures');
+    expect(await db.count(`SELECT count(*) FROM tasks WHERE last_error_code = 'BODY_TOO_LARGE'`)).toBe(2);
+    const [kept] = await db.rows<{ body: string }>(`SELECT raw_body(body, body_encoding) AS body FROM raw_responses WHERE error_code = 'BODY_TOO_LARGE'`);
+    expect(kept!.body.includes(engine.name === 'sqlite' ? 'xx\u0000x' : 'xx\ufffdx')).toBe(true);
   }, 120_000);
 });

@@ -6,6 +6,7 @@
 import type pg from 'pg';
 import { CALL_HEAD, callValues } from '../api-calls.ts';
 import { RAW_HEAD, rawValues } from '../raw-archive.ts';
+import { pgBodyText } from '../raw-body.ts';
 import { rawInputOf, settlementOf, type OutcomeOp, type Settlement } from '../outcome-ops.ts';
 import type { RowWrite } from '../../operations/stored-rows.ts';
 import type { ReadStep, Reads } from '../read-steps.ts';
@@ -182,7 +183,7 @@ function historyStatements(history: ChangeRecorder): BoundStatement[] {
  * which raw_response_id refuses, so the group fails rather than file an anomaly under another body.
  */
 function rawBodiesSql(paid: readonly PaidOp[], runId: number, anomalies: readonly Anomaly[]): BoundStatement[] {
-  const rows = paid.map((op) => rawValues(rawInputOf(op, runId), { body: op.body, encoding: null }));
+  const rows = paid.map((op) => rawValues(rawInputOf(op, runId), { body: pgBodyText(op.body), encoding: null }));
   if (anomalies.length === 0) return valuesStatements(RAW_HEAD, rows);
   // One statement for the bodies (a group's, far under the limit), which the anomalies' CTE numbers.
   const [raw] = valuesStatements(RAW_HEAD, rows, ' RETURNING id, task_id') as [BoundStatement];
