@@ -199,24 +199,50 @@ function* listChange(t: ListTracking, page: readonly Row[], rowsOf: Map<string, 
   for (const [member, onPage] of members) {
     if (onPage === pageNo && !now.has(member)) out.changes.push(change(t.entity, list, 'removed', null, member, null));
   }
+  // A member missing from the page it was on may have moved to this one: its removal is withdrawn, whether recorded by
+  // this group or an earlier commit of the run. Each looked up once per page, not per member (a page of 20,000 new
+  // lookalikes made 20,000 reads of every change of the run: minutes of a blocked run).
+  const pending = removalsByMember(out.changes, t.entity, list);
+  let earlier: Map<string, number[]> | null = null;
+  const withdrawnHere = new Set<ChangeRow>();
   for (const member of now) {
     if (members.has(member)) continue;
-    // A member missing from the page it was on may have moved to this one: its removal is withdrawn.
-    const pending = out.changes.findIndex((c) => c.entity === t.entity && c.key === list && c.change === 'removed' && c.old === member);
-    if (pending !== -1) {
-      out.changes.splice(pending, 1);
+    const removal = pending.get(member)?.shift();
+    if (removal) {
+      withdrawnHere.add(removal);
       continue;
     }
-    const earlier = answer.runId === null ? [] : yield* rows<{ id: number }>(
-      sql`SELECT id FROM changes WHERE run_id = ${param} AND entity = ${param} AND key = ${param} AND change = 'removed' AND old = ${param}`,
-      [answer.runId, t.entity, list, member],
-    );
-    if (earlier.length > 0) out.withdrawn.push(...earlier.map((r) => Number(r.id)));
+    earlier ??= answer.runId === null ? new Map() : yield* removedInRun(answer.runId, t.entity, list);
+    const ids = earlier.get(member);
+    if (ids) out.withdrawn.push(...ids);
     else out.changes.push(change(t.entity, list, 'added', null, null, member));
   }
+  if (withdrawnHere.size > 0) out.changes = out.changes.filter((c) => !withdrawnHere.has(c));
   // The state as this page leaves it: its members seen now, on this page.
   const kept = (rowsOf.get(by) ?? []).filter((row) => !(t.listOf(row) === list && now.has(String(row[t.member]))));
   rowsOf.set(by, [...kept, ...page]);
+}
+
+/** The `removed` changes of a list among `changes`, by member, in order. */
+function removalsByMember(changes: readonly ChangeRow[], entity: string, list: string): Map<string, ChangeRow[]> {
+  const by = new Map<string, ChangeRow[]>();
+  for (const c of changes) {
+    if (c.entity !== entity || c.key !== list || c.change !== 'removed' || c.old === null) continue;
+    (by.get(c.old) ?? by.set(c.old, []).get(c.old)!).push(c);
+  }
+  return by;
+}
+
+/** Ids of the list's `removed` changes committed earlier in this run, by member. */
+function* removedInRun(runId: number, entity: string, list: string): Reads<Map<string, number[]>> {
+  // `run_id + 0`: read through the list's own rows (the entity and key index), not every change of the run.
+  const found = yield* rows<{ id: number; old: string }>(
+    sql`SELECT id, old FROM changes WHERE entity = ${param} AND key = ${param} AND change = 'removed' AND run_id + 0 = ${param}`,
+    [entity, list, runId],
+  );
+  const by = new Map<string, number[]>();
+  for (const r of found) (by.get(r.old) ?? by.set(r.old, []).get(r.old)!).push(Number(r.id));
+  return by;
 }
 
 /** A value as history text on both engines: numbers, booleans as SQLite has them; JSON keys sorted (jsonb reorders). */
