@@ -70,21 +70,25 @@ export interface Settlement {
 
 /** How an outcome settles its task; null for a failed attempt, which settles nothing. */
 export function settlementOf(op: OutcomeOp): Settlement | null {
-  const base = { id: 0, code: null, message: null, retryable: null };
   switch (op.kind) {
     case 'success':
-      return { ...base, id: op.taskId, status: 'done', attempts: op.attempts, at: op.at };
+      return settlement(op.taskId, 'done', op.attempts, null, null, null, op.at);
     case 'rejected':
-      return { id: op.taskId, status: 'failed', attempts: op.attempts, code: op.code, message: op.message.slice(0, 1000), retryable: 0, at: op.at };
+      return settlement(op.taskId, 'failed', op.attempts, op.code, op.message.slice(0, 1000), 0, op.at);
     case 'not_found':
-      return { ...base, id: op.taskId, status: 'not_found', attempts: op.attempts, message: op.note, at: op.at };
+      return settlement(op.taskId, 'not_found', op.attempts, null, op.note, null, op.at);
     case 'past_last_page':
-      return { ...base, id: op.taskId, status: 'not_found', attempts: 0, message: `past the last page (${op.lastPage})`, at: op.at };
+      return settlement(op.taskId, 'not_found', 0, null, `past the last page (${op.lastPage})`, null, op.at);
     case 'failed':
-      return { id: op.taskId, status: 'failed', attempts: op.attempts, code: op.code, message: op.message.slice(0, 1000), retryable: op.retryable ? 1 : 0, at: op.at };
+      return settlement(op.taskId, 'failed', op.attempts, op.code, op.message.slice(0, 1000), op.retryable ? 1 : 0, op.at);
     case 'attempt_failed':
       return null;
   }
+}
+
+/** One object shape for every kind: the statements reading settlements see one map, not five (spread objects differ). */
+function settlement(id: number, status: Settlement['status'], attempts: number, code: string | null, message: string | null, retryable: number | null, at: string): Settlement {
+  return { id, status, attempts, code, message, retryable, at };
 }
 
 /** Prepares the statements once; the returned function writes one outcome, in the caller's transaction. */
