@@ -8,8 +8,9 @@ export const REDACTED = '[REDACTED]';
 export const EXCERPT_MAX_CHARS = 300;
 
 /**
- * Every form a secret can come back in: each character as is, percent-encoded or JSON-escaped (`\uXXXX`, `\/`, `\"`),
- * in any mix, hex in either case; and base64 (standard or URL-safe) of any text holding it, such as `Bearer <token>`.
+ * Every form a secret can come back in: each character as is, percent-encoded, JSON-escaped (`\uXXXX`, `\/`, `\"`) or
+ * as an HTML character reference (`&#115;`, `&#x73;`, `&amp;`), in any mix, hex in either case; and base64 (standard
+ * or URL-safe) of any text holding it, such as `Bearer <token>`.
  * One regex per set of secrets, so a body is scanned once, not once per spelling.
  */
 export function secretPattern(secrets: readonly string[]): RegExp | null {
@@ -54,6 +55,11 @@ function charSpellings(char: string): string {
     units.map((u) => '\\\\u' + hexPattern(u, 4)).join(''),
     [...Buffer.from(char, 'utf8')].map((b) => '%' + hexPattern(b, 2)).join(''),
   ];
+  // An HTML page (a proxy's error page) writes a character as a reference: `&#115;`, `&#x73;`, `&amp;`.
+  const code = char.codePointAt(0)!;
+  spellings.push(`&#0*${code};`, `&#[xX]0*${hexPattern(code, 1)};`);
+  const named = HTML_NAMED[char];
+  if (named !== undefined) spellings.push(named);
   const short = JSON_SHORT_ESCAPES[char];
   if (short !== undefined) spellings.push(escapeRegExp(short));
   spellings.push(escapeRegExp(char));
@@ -66,6 +72,9 @@ function charSpellings(char: string): string {
 const JSON_SHORT_ESCAPES: Record<string, string> = {
   '/': '\\/', '"': '\\"', '\\': '\\\\', '\b': '\\b', '\f': '\\f', '\n': '\\n', '\r': '\\r', '\t': '\\t',
 };
+
+/** HTML's named references for the characters HTML escapes. */
+const HTML_NAMED: Record<string, string> = { '&': '&amp;', '"': '&quot;', '<': '&lt;', '>': '&gt;', "'": '&apos;' };
 
 /** A number as `digits` hex digits, each letter in either case: 0x2f is `2[fF]`. */
 function hexPattern(value: number, digits: number): string {

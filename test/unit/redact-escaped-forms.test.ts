@@ -1,6 +1,7 @@
 /**
- * Redaction of a token echoed in any spelling: each character as is, percent-encoded (hex in either case) or
- * JSON-escaped (`\uXXXX` in either case, `\/`, `\"`, `\\`), in any mix, and base64 of any text holding it.
+ * Redaction of a token echoed in any spelling: each character as is, percent-encoded (hex in either case),
+ * JSON-escaped (`\uXXXX` in either case, `\/`, `\"`, `\\`) or an HTML character reference, in any mix, and base64 of
+ * any text holding it.
  * The spellings are generated at random (seeded, so a failure repeats) rather than listed.
  */
 import { describe, expect, it } from 'vitest';
@@ -61,6 +62,19 @@ describe('redaction of generated spellings', () => {
       const token = randomToken(rand, i % 2 === 0);
       const spelled = randomSpelling(rand, token, ['raw', 'percent']);
       expect(redact(`GET /cb?t=${spelled}&x=1`, [token]), `case ${i}: ${spelled}`).toBe(`GET /cb?t=${REDACTED}&x=1`);
+    }
+  });
+
+  it('as HTML character references (a proxy\'s error page: decimal, hex in either case, named), mixed with raw: gone', () => {
+    const rand = rng(11);
+    const NAMED: Record<string, string> = { '&': '&amp;', '"': '&quot;', '<': '&lt;', '>': '&gt;', "'": '&apos;' };
+    for (let i = 0; i < 300; i++) {
+      const token = randomToken(rand, i % 2 === 0) + pick(rand, ['&', '"', "'", '<']);
+      const spelled = [...token].map((c) => {
+        const code = c.codePointAt(0)!;
+        return pick(rand, [c, `&#${code};`, `&#00${code};`, `&#x${randomCase(rand, code.toString(16))};`, `&#X${code.toString(16)};`, NAMED[c] ?? c]);
+      }).join('');
+      expect(redact(`<p>token ${spelled} refused</p>`, [token]), `case ${i}: ${spelled}`).toBe(`<p>token ${REDACTED} refused</p>`);
     }
   });
 
