@@ -11,6 +11,7 @@ import { ApiSchemaError } from './errors.ts';
 import { bodyExcerpt, createOutputRedactor } from './redact.ts';
 import type { ApiCallInfo } from './types.ts';
 import { OPERATION_METHODS, OPERATION_PATHS, type CreditCounters } from '../spec/types.ts';
+import { readableCounters } from '../credits/unread-charges.ts';
 
 /** A body that could be read. */
 export interface UsableAnswer<T> {
@@ -76,11 +77,10 @@ function noteOtherSiteRecords(contract: AnswerContract, answer: unknown, drift: 
   }
 }
 
-/** The credit counters of a body when all three are finite numbers (1e400 parses as Infinity, which no balance is). */
+/** The credit counters of a body when all three are numbers a balance can be (readableCounters). */
 export function creditsOf(body: unknown): CreditCounters | null {
   if (body === null || typeof body !== 'object') return null;
   const { total_credits, credits_used, credits_remaining } = body as Record<string, unknown>;
-  // Number.isFinite is false for anything but a number.
-  if (![total_credits, credits_used, credits_remaining].every(Number.isFinite)) return null;
-  return { total_credits, credits_used, credits_remaining } as CreditCounters;
+  const counters = { total_credits, credits_used, credits_remaining } as CreditCounters;
+  return readableCounters(counters) ? counters : null;
 }

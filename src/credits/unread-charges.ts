@@ -22,9 +22,16 @@ interface OpenCharge extends Omit<SentAt, 'tick'> {
   answeredAt: number;
 }
 
-/** Whether counters are all finite numbers: anything else (missing, a string, 1e400 read as Infinity) is unreadable. */
+/**
+ * Whether counters are all numbers a balance can be: anything else is unreadable (missing, a string, 1e400 read as
+ * Infinity, and past 2^53, where 1e308 counters summed to Infinity on SQLite and stayed in every status after).
+ */
 export function readableCounters(c: CreditCounters | null | undefined): c is CreditCounters {
-  return c != null && [c.total_credits, c.credits_used, c.credits_remaining].every((n) => Number.isFinite(n));
+  return c != null && [c.total_credits, c.credits_used, c.credits_remaining].every(isCounter);
+}
+
+function isCounter(n: unknown): boolean {
+  return typeof n === 'number' && Math.abs(n) <= Number.MAX_SAFE_INTEGER;
 }
 
 /** The estimates of unread paid answers of a run, and which of them the counters have not covered yet. */
