@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // Entry point of `netingest` (dist/bin.js): each command's code is imported when yargs picks it, tsx only for .ts jobs.
 import { main } from './main.ts';
+import { catchStopSignals } from './signals.ts';
 
 /**
  * A write's error when its reader is gone: EPIPE (a pipe closed) or EIO (a terminal hung up). Unhandled, it would kill
@@ -15,6 +16,8 @@ for (const stream of [process.stdout, process.stderr]) {
 
 /** How long a finished command waits for the event loop to empty before it exits all the same. */
 const EXIT_GRACE_MS = 1_000;
+
+catchStopSignals(process.stderr);
 
 let finished = false;
 process.on('exit', (code) => {

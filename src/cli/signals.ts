@@ -12,6 +12,24 @@ export const STOP_SIGNALS: readonly NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SI
 /** Tells the user of a stop signal: `again` false for the first (work winds down), true for a second (exit at once). */
 export type StopNotice = (signal: NodeJS.Signals, again: boolean) => void;
 
+/** The stop-signal handler of the command's work while it runs (withStopSignals): none as it starts and after. */
+let active: ((signal: NodeJS.Signals) => void) | null = null;
+let caught = false;
+
+/**
+ * Installed once as the process starts (bin.ts): a stop signal outside a command's work (while it starts, or writes its
+ * summary once its work is done) exits 130 as documented, saying so, rather than node's silent default (143 on SIGTERM).
+ */
+export function catchStopSignals(stderr: NodeJS.WritableStream): void {
+  caught = true;
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (active) return active(signal);
+    stderr.write(`netingest: ${signal} received: stopping at once\n`);
+    process.exit(130);
+  };
+  for (const name of STOP_SIGNALS) process.on(name, onSignal);
+}
+
 /**
  * Runs `work` with an AbortSignal aborted by the first stop signal (a run stops sending; calls in flight are written).
  * A second signal or the grace running out exits 130 at once: every write is a whole transaction or a temporary file,
@@ -35,11 +53,15 @@ export async function withStopSignals<T>(notify: StopNotice, work: (signal: Abor
       process.exit(130);
     }
   };
-  for (const name of STOP_SIGNALS) process.on(name, onSignal);
+  const outer = active;
+  active = onSignal;
+  // Without catchStopSignals (a library caller, a test in process), the handlers are this work's own.
+  if (!caught) for (const name of STOP_SIGNALS) process.on(name, onSignal);
   try {
     return await work(controller.signal);
   } finally {
-    for (const name of STOP_SIGNALS) process.off(name, onSignal);
+    active = outer;
+    if (!caught) for (const name of STOP_SIGNALS) process.off(name, onSignal);
   }
 }
 
