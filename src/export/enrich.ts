@@ -97,11 +97,17 @@ export async function enrichJob(options: EnrichOptions) {
     const noChanges = changes ? [null, null] : [];
     const statuses = Object.fromEntries(ENRICH_STATUSES.map((s) => [s, 0])) as Record<EnrichStatus, number>;
     let inputRows = 0;
+    /** Input rows holding U+FFFD, what bytes that are not UTF-8 are read as (a Latin-1 export's umlauts): said after. */
+    const notUtf8 = { rows: 0, firstLine: null as number | null };
 
     async function* rows(): AsyncGenerator<unknown[]> {
       for await (const { item, planned } of plannedRows(job, header)) {
         inputRows++;
         const input = inputValues(item, header.columns);
+        if (input.some((v) => typeof v === 'string' && v.includes('\ufffd'))) {
+          notUtf8.rows++;
+          notUtf8.firstLine ??= item.line;
+        }
         const first = planned[0];
         if (first === undefined || first.kind === 'invalid') {
           statuses.invalid_input++;
@@ -126,7 +132,7 @@ export async function enrichJob(options: EnrichOptions) {
     }
 
     const result = await writeRows(rows(), encoderFor(format, columns, encoderOptions), verifiedBy(snapshot, options));
-    return { ...result, columns, inputRows, statuses };
+    return { ...result, columns, inputRows, statuses, notUtf8 };
   }
 }
 

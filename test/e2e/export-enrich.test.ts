@@ -316,6 +316,20 @@ describe('enrich: one row per input row (the default)', () => {
   });
 });
 
+describe('enrich: an input that is not UTF-8', () => {
+  it('says which rows held bytes that are not UTF-8 (written as U+FFFD), rather than change them in silence', async () => {
+    // A Latin-1 export: "Jürgen" as 4a fc 72 67 65 6e.
+    const latin1 = Buffer.concat([Buffer.from(`owner,post_url\nJ`), Buffer.from([0xfc]), Buffer.from(`rgen,${post(1)}\nAnna,${post(2)}\n`)]);
+    const file = writeJob('latin1', { operation: 'post-details', input: { column: 'post_url' } }, '');
+    writeFileSync(join(dir, 'latin1.csv'), latin1);
+    const stderr = new PassThrough();
+    let said = '';
+    stderr.on('data', (d: Buffer) => (said += d.toString('utf8')));
+    expect(await main(['enrich', file, '--db', db, '--out', join(dir, 'latin1-out.csv')], { stdout: new PassThrough(), stderr })).toBe(0);
+    expect(said).toContain(`netingest: 1 input row (the first at line 2) held bytes that are not UTF-8, read and written as U+FFFD (\ufffd): save the job's input CSV as UTF-8`);
+  });
+});
+
 describe("enrich: the input's delimiter and BOM", () => {
   it('writes with the delimiter and BOM the input has, unless --delimiter / --bom / --no-bom say otherwise', async () => {
     const BOM = Buffer.from([0xef, 0xbb, 0xbf]);

@@ -64,6 +64,10 @@ export const enrichCommand = defineCommand({
     io.stderr.write(
       `netingest: wrote ${plural(result.rows, 'row')} for ${plural(result.inputRows, 'input row')} (${counts || 'no input rows'}) to ${argv.out}\n`,
     );
+    if (result.notUtf8.rows > 0) {
+      io.stderr.write(`netingest: ${plural(result.notUtf8.rows, 'input row')} (the first at line ${result.notUtf8.firstLine}) held bytes that are `
+        + `not UTF-8, read and written as U+FFFD (\ufffd): save the job's input CSV as UTF-8 (in Excel: "CSV UTF-8") to keep them\n`);
+    }
     return 0;
   },
 });
