@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Entry point of `netingest` (dist/bin.js): each command's code is imported when yargs picks it, tsx only for .ts jobs.
 import { main } from './main.ts';
-import { catchStopSignals } from './signals.ts';
+import { catchStopSignals } from './stop-signals.ts';
 
 /**
  * A write's error when its reader is gone: EPIPE (a pipe closed) or EIO (a terminal hung up). Unhandled, it would kill

@@ -1,34 +1,11 @@
 import { RUN_DEFAULTS } from '../runner/run-options.ts';
+import { setStopHandler, STOP_SIGNALS, stopSignalsCaught } from './stop-signals.ts';
 
 /** Wind-down time after the first stop signal: longer than a call, so a charged call is written, not paid twice. */
 export const SHUTDOWN_GRACE_MS = RUN_DEFAULTS.requestTimeoutMs + 10_000;
 
-/**
- * The signals that stop a command gracefully. SIGHUP too: a dropped terminal would otherwise kill the process at once,
- * losing answers in flight (paid for, not written) or leaving an export's temporary file.
- */
-export const STOP_SIGNALS: readonly NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
-
 /** Tells the user of a stop signal: `again` false for the first (work winds down), true for a second (exit at once). */
 export type StopNotice = (signal: NodeJS.Signals, again: boolean) => void;
-
-/** The stop-signal handler of the command's work while it runs (withStopSignals): none as it starts and after. */
-let active: ((signal: NodeJS.Signals) => void) | null = null;
-let caught = false;
-
-/**
- * Installed once as the process starts (bin.ts): a stop signal outside a command's work (while it starts, or writes its
- * summary once its work is done) exits 130 as documented, saying so, rather than node's silent default (143 on SIGTERM).
- */
-export function catchStopSignals(stderr: NodeJS.WritableStream): void {
-  caught = true;
-  const onSignal = (signal: NodeJS.Signals) => {
-    if (active) return active(signal);
-    stderr.write(`netingest: ${signal} received: stopping at once\n`);
-    process.exit(130);
-  };
-  for (const name of STOP_SIGNALS) process.on(name, onSignal);
-}
 
 /**
  * Runs `work` with an AbortSignal aborted by the first stop signal (a run stops sending; calls in flight are written).
@@ -53,15 +30,15 @@ export async function withStopSignals<T>(notify: StopNotice, work: (signal: Abor
       process.exit(130);
     }
   };
-  const outer = active;
-  active = onSignal;
+  const outer = setStopHandler(onSignal);
   // Without catchStopSignals (a library caller, a test in process), the handlers are this work's own.
-  if (!caught) for (const name of STOP_SIGNALS) process.on(name, onSignal);
+  const own = !stopSignalsCaught();
+  if (own) for (const name of STOP_SIGNALS) process.on(name, onSignal);
   try {
     return await work(controller.signal);
   } finally {
-    active = outer;
-    if (!caught) for (const name of STOP_SIGNALS) process.off(name, onSignal);
+    setStopHandler(outer);
+    if (own) for (const name of STOP_SIGNALS) process.off(name, onSignal);
   }
 }
 
