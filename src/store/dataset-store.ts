@@ -111,5 +111,18 @@ export interface DatasetStore {
   writeMeta(key: string, value: string): Promise<void>;
 }
 
+/** `use` of a statement started in `snapshot`, its reading stopped however `use` ends (both engines). */
+export async function usingStatement<R>(
+  statement: StartedStatement,
+  snapshot: ReadSnapshot,
+  use: (statement: StartedStatement, snapshot: ReadSnapshot) => Promise<R>,
+): Promise<R> {
+  try {
+    return await use(statement, snapshot);
+  } finally {
+    await statement.close();
+  }
+}
+
 /** netingest_meta's upsert, one text for both engines (run through read-steps: it returns its row). */
 export const WRITE_META_SQL = sql`INSERT INTO netingest_meta (key, value) VALUES (${param}, ${param}) ON CONFLICT (key) DO UPDATE SET value = excluded.value RETURNING key`;

@@ -5,8 +5,7 @@
 import type pg from 'pg';
 import { UsageError } from '../../errors.ts';
 import { DatabaseError } from '../errors.ts';
-import { WRITE_META_SQL, type DatasetStore, type StartedStatement, type StorePruneOptions, type StorePruneResult } from '../dataset-store.ts';
-import type { ReadSnapshot } from '../read-snapshot.ts';
+import { usingStatement, WRITE_META_SQL, type DatasetStore, type StorePruneOptions, type StorePruneResult } from '../dataset-store.ts';
 import { CLEAR_DERIVED_SQL, NORMALIZED_TABLES } from '../ingest/index.ts';
 import { ARCHIVE_PAGE_SQL, CLEAR_KEPT_ANOMALIES_SQL, WERE_PRUNED_SQL, type ArchivedBody, type ReprocessStore } from '../reprocess-store.ts';
 import { LEDGER_SQL } from '../ledger.ts';
@@ -38,13 +37,13 @@ export function pgDatasetStore(url: string, shownUrl: string): DatasetStore {
     read: (fn, options = {}) => inSnapshot(url, options.statementTimeoutMs, (snapshot) => fn({ ...snapshot, read: (reads) => readPg(snapshot, reads) })),
     userStatement: (options, use) => {
       checkPgReadQuery(options.sql);
-      return inSnapshot(url, options.timeoutMs ?? 0, async (snapshot) => started(await startPgStatement(snapshot, options.sql, [], options), snapshot, use));
+      return inSnapshot(url, options.timeoutMs ?? 0, async (snapshot) => usingStatement(await startPgStatement(snapshot, options.sql, [], options), snapshot, use));
     },
     // No time limit: a table export reads each row once and always ends (the pool's default would cut a large one).
     tableRows: (query, options, use) =>
       inSnapshot(url, 0, async (snapshot) => {
         const { sql, params } = await pgTableRowsSql(snapshot, query);
-        return started(await startPgStatement(snapshot, sql, params, options), snapshot, use);
+        return usingStatement(await startPgStatement(snapshot, sql, params, options), snapshot, use);
       }),
     // The dataset must hold one, its lock held exclusive (withPgMaintenance); one transaction: old or rebuilt.
     reprocess: (replay) => withPgMaintenance(url, 'reprocess', ({ pool }) => inPgTransaction(pool, (client) => replay(pgReprocessStore(client)))),
@@ -141,12 +140,4 @@ function inSnapshot<R>(url: string, statementTimeoutMs: number | undefined, fn: 
 /** `fn` on the pool of `url` opened for reading, closed after; a server gone meanwhile is DB_CONNECTION_LOST. */
 async function forReading<R>(url: string, fn: (pool: pg.Pool) => Promise<R>): Promise<R> {
   return usingPgStore(await openPgForReading(url), ({ pool }) => fn(pool));
-}
-
-async function started<R>(statement: StartedStatement, snapshot: ReadSnapshot, use: (statement: StartedStatement, snapshot: ReadSnapshot) => Promise<R>): Promise<R> {
-  try {
-    return await use(statement, snapshot);
-  } finally {
-    await statement.close();
-  }
 }

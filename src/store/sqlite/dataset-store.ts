@@ -4,7 +4,7 @@
  */
 import { existsSync, statSync } from 'node:fs';
 import { UsageError } from '../../errors.ts';
-import { WRITE_META_SQL, type DatasetStore, type StartedStatement, type StorePruneOptions, type StorePruneResult } from '../dataset-store.ts';
+import { usingStatement, WRITE_META_SQL, type DatasetStore, type StorePruneOptions, type StorePruneResult } from '../dataset-store.ts';
 import { openDatabase, type Database } from '../open.ts';
 import { emptyPlanLedger, type PlanLedger, type PlannedTask, type PlanRule } from '../plan-ledger.ts';
 import { createLedger, type Ledger } from '../ledger.ts';
@@ -40,12 +40,7 @@ export function sqliteDatasetStore(file: string): DatasetStore {
           // Checked and described here; its rows come from a child process that can be stopped (statement-rows.ts).
           const columns = prepareReadQuery(snapshot.sqlite, options.sql).columns().map((c) => c.name);
           const rows = statementRows({ db: snapshot.file, sql: options.sql, signal: options.signal, timeoutMs: options.timeoutMs });
-          const statement: StartedStatement = { columns, rows, close: async () => void (await rows.return(undefined)) };
-          try {
-            return await use(statement, snapshot);
-          } finally {
-            await statement.close();
-          }
+          return usingStatement({ columns, rows, close: async () => void (await rows.return(undefined)) }, snapshot, use);
         }).catch((err: unknown) => Promise.reject(asQueryError(err))),
       ),
     tableRows: (query, _options, use) =>
