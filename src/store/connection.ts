@@ -137,7 +137,7 @@ export function toDatabaseError(err: unknown, path: string, busyTimeoutMs: numbe
 }
 
 /** An open database's SQLite error (full disk, bad pages, a lock) as a DatabaseError naming the file; others pass. */
-export function toDatabaseUseError(err: unknown, path: string, busyTimeoutMs = CONNECTION_DEFAULTS.busyTimeoutMs): unknown {
+export function toDatabaseUseError(err: unknown, path: string): unknown {
   const code = sqliteCodeOf(err);
   const message = err instanceof Error ? err.message : String(err);
   // The file is open: an I/O error now is a write that failed (a full disk, a file size limit), not "cannot open".
@@ -152,7 +152,7 @@ export function toDatabaseUseError(err: unknown, path: string, busyTimeoutMs = C
   if (code === 'SQLITE_TOOBIG') {
     return new DatabaseError('DB_WRITE_FAILED', path, `database ${path}: a value is larger than SQLite can store in one field (${message}) [${code}]`, { cause: err });
   }
-  const mapped = toDatabaseError(err, path, busyTimeoutMs);
+  const mapped = toDatabaseError(err, path, CONNECTION_DEFAULTS.busyTimeoutMs);
   if (mapped !== err) return mapped;
   if (!code.startsWith('SQLITE_')) return err;
   return new DatabaseError('DB_WRITE_FAILED', path, `database ${path}: ${message} [${code}]`, { cause: err });
