@@ -1,7 +1,7 @@
 import type { Address, CompanyRecord, SimilarCompaniesAccount } from '../../spec/types.ts';
 import { Prng, hash32, hashFraction } from '../prng.ts';
 import { BoundedCache, canonicalUrlKey, saysNotFound, slugify } from './canonical.ts';
-import { WorldAge } from './world-age.ts';
+import { SeededData } from './world-age.ts';
 import {
   COUNTRY_NAMES, HASHTAGS, INDUSTRIES, MEDIA_ORIGIN, NAME_CORES, NAME_PREFIXES, NAME_SUFFIXES, NETWORK_ORIGIN, PLACES,
   SPECIALITIES, STAFF_RANGES, STREETS, TAGLINES,
@@ -24,16 +24,10 @@ const FUNDING_TYPES = ['SEED', 'SERIES_A', 'SERIES_B', 'SERIES_C', 'PRIVATE_EQUI
 const CANDIDATE_POOL = 200;
 
 /** Generates (and caches) similar-company lists and company records from a seed. */
-export class CompanyData {
+export class CompanyData extends SeededData {
   /** Company records by slug (relevancy is set per list): the same company looks the same in every list. */
   private readonly bases = new BoundedCache<string, CompanyRecord>(20_000);
   private readonly lists = new BoundedCache<string, ListEntry[] | null>(20_000);
-
-  constructor(
-    private readonly seed: number,
-    private readonly notFoundRate: number,
-    private readonly age: WorldAge = new WorldAge(seed, 0),
-  ) {}
 
   /** The whole list for a reference URL and filters; null (a 404) when the input has no data or filters leave none. */
   similarTo(url: string, account: SimilarCompaniesAccount | undefined): ListEntry[] | null {

@@ -1,7 +1,7 @@
 import { SEARCH_JOBS_LIST_PARAMS, SEARCH_JOBS_PARAMS, type JobRecord } from '../../spec/types.ts';
 import { Prng, hash32, hashFraction } from '../prng.ts';
 import { BoundedCache, saysNotFound, slugify } from './canonical.ts';
-import { daysBefore, isoDate, WorldAge } from './world-age.ts';
+import { daysBefore, isoDate, SeededData } from './world-age.ts';
 import {
   EMPLOYMENT_TYPES, INDUSTRIES, JOB_FUNCTIONS, JOB_PERKS, JOB_TITLES, MEDIA_ORIGIN, NAME_CORES, NAME_PREFIXES,
   NETWORK_ORIGIN, PLACES, POST_SENTENCES, SENIORITY_LEVELS, WORKPLACE_SUFFIXES,
@@ -28,14 +28,8 @@ export function searchKey(search: JobSearch): string {
 }
 
 /** Generates (and caches) job-search result lists from a seed. */
-export class JobData {
+export class JobData extends SeededData {
   private readonly results = new BoundedCache<string, JobRecord[] | null>(5_000);
-
-  constructor(
-    private readonly seed: number,
-    private readonly notFoundRate: number,
-    private readonly age: WorldAge = new WorldAge(seed, 0),
-  ) {}
 
   /** All results of a search (1..60), or null when it finds nothing. */
   search(search: JobSearch): JobRecord[] | null {

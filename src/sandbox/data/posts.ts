@@ -1,7 +1,7 @@
 import type { PostDetailsResponse } from '../../spec/types.ts';
 import { Prng, hashFraction } from '../prng.ts';
 import { BoundedCache, canonicalUrlKey, saysNotFound, slugify } from './canonical.ts';
-import { dayMonthYear, daysBefore, WorldAge } from './world-age.ts';
+import { dayMonthYear, daysBefore, SeededData } from './world-age.ts';
 import {
   FIRST_NAMES, HASHTAGS, HEADLINES, LAST_NAMES, MEDIA_ORIGIN, NAME_CORES, NAME_PREFIXES, NETWORK_ORIGIN,
   POST_OPENERS, POST_SENTENCES,
@@ -20,14 +20,8 @@ export function postIdOf(seed: number, url: string): string {
 }
 
 /** Generates (and caches) post details from a seed. */
-export class PostData {
+export class PostData extends SeededData {
   private readonly posts = new BoundedCache<string, PostBody | null>(20_000);
-
-  constructor(
-    private readonly seed: number,
-    private readonly notFoundRate: number,
-    private readonly age: WorldAge = new WorldAge(seed, 0),
-  ) {}
 
   /** The post behind a URL, or null when it has no data; keyed by activity id, so an activity's URL forms agree. */
   details(url: string): PostBody | null {

@@ -65,3 +65,12 @@ export class WorldAge {
     return Array.from({ length: this.days }, (_, i) => hashFraction(this.seed, `age:${what}:${i + 1}`));
   }
 }
+
+/** What each generator is made from: the seed, the share of inputs with no data, and the world's age. */
+export abstract class SeededData {
+  constructor(
+    protected readonly seed: number,
+    protected readonly notFoundRate: number,
+    protected readonly age: WorldAge,
+  ) {}
+}
