@@ -1,10 +1,9 @@
 import { DEFAULT_NETWORK_HOST, type Operation } from '../spec/types.ts';
 import { FAULTS, type FaultRates } from './faults.ts';
-import type { LoggedRequest } from './request-log.ts';
+import type { LoggedRequest } from './server.ts';
 
 /** How a page past the end of a list is answered: the spec's 404, or a 200 carrying an empty page. */
 export const PAST_LAST_PAGE_MODES = ['404', 'empty'] as const;
-export type PastLastPage = (typeof PAST_LAST_PAGE_MODES)[number];
 
 /**
  * How live answers differ from api.md, each on by `liveShapes`: 'absent-members' (optional members left out or `null`,
@@ -53,7 +52,7 @@ const DEFAULTS = {
    * A page past the end: '404' (as the spec shows) or 'empty', a 200 with an empty page, charged (the spec frees only a
    * lookup finding nothing; a client paying for pages it did not need should see it). An input with no data: 404s.
    */
-  pastLastPage: '404' as PastLastPage,
+  pastLastPage: '404' as (typeof PAST_LAST_PAGE_MODES)[number],
   /** 500 with a JSON error body. */
   serverErrorRate: 0,
   /** 503 with a JSON error body. */

@@ -2,16 +2,36 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { BALANCE_PATH, OPERATION_METHODS, OPERATION_PATHS, OPERATIONS, type CreditCounters, type Operation } from '../spec/types.ts';
-import { CreditLedger } from './credit-ledger.ts';
 import { FAULT_ANSWERS, faultDrawer, type FaultName } from './faults.ts';
 import { Operations, type Validated } from './operations.ts';
 import { resolveOptions, type SandboxOptions, type SandboxOptionsInput } from './options.ts';
 import { hash32, Prng } from './prng.ts';
 import { RateLimiter, type RateRefusal, type RateWindow } from './rate-limiter.ts';
-import { logEntry, type LoggedRequest } from './request-log.ts';
 
 export { SANDBOX_DEFAULTS, type SandboxOptions, type SandboxOptionsInput } from './options.ts';
-export type { LoggedRequest } from './request-log.ts';
+
+/** One request as the sandbox saw it. */
+export interface LoggedRequest {
+  /** 1, 2, 3… in arrival order. */
+  seq: number;
+  /** Arrival time, ms since the epoch (performance.timeOrigin + performance.now()). */
+  at: number;
+  method: string;
+  /** Path without the query. */
+  path: string;
+  /** Decoded query parameters (the first value of a repeated name). */
+  query: Record<string, string>;
+  rawQuery: string;
+  /** Header names in lower case; repeated headers joined with ', '. */
+  headers: Record<string, string>;
+  /** Parsed JSON body, the raw text when it is not JSON, or null when empty. */
+  body: unknown;
+  /** Status sent; 0 when the connection was dropped. */
+  status: number;
+  /** Credits charged for this request (0 unless a 200 or a slow 200). */
+  charged: number;
+  fault: FaultName | null;
+}
 
 /** Every operation's path and method, from the spec: an operation added there is routed with no line here. */
 const ROUTES = new Map<string, { op: Operation; method: string }>(OPERATIONS.map((op) => [OPERATION_PATHS[op], { op, method: OPERATION_METHODS[op] }]));
@@ -225,4 +245,80 @@ function latencyDrawer(options: SandboxOptions): () => number {
   const [min, max] = latencyMs;
   const rng = Prng.from(options.seed, 'latency');
   return () => min + rng.next() * (max - min);
+}
+
+/** Credits are kept in integer micro-credits so fractional costs (0.25) never drift. */
+const MICRO = 1_000_000;
+
+const toMicro = (credits: number): number => Math.round(credits * MICRO);
+const fromMicro = (micro: number): number => micro / MICRO;
+
+/** Per-token credit accounts: total, used, and whether a call can be paid. */
+class CreditLedger {
+  private readonly accounts = new Map<string, { totalMicro: number; usedMicro: number }>();
+
+  constructor(tokens: Record<string, number>) {
+    for (const [token, total] of Object.entries(tokens)) this.setTotal(token, total);
+  }
+
+  has(token: string): boolean {
+    return this.accounts.has(token);
+  }
+
+  /** Sets a token's total credits, creating the account if needed; credits already used are kept. */
+  setTotal(token: string, total: number): void {
+    if (!(total >= 0 && Number.isFinite(total))) throw new RangeError(`credits must be a number >= 0, got ${total}`);
+    const account = this.accounts.get(token);
+    if (account) account.totalMicro = toMicro(total);
+    else this.accounts.set(token, { totalMicro: toMicro(total), usedMicro: 0 });
+  }
+
+  canPay(token: string, cost: number): boolean {
+    const account = this.accounts.get(token);
+    return account !== undefined && account.totalMicro - account.usedMicro >= toMicro(cost);
+  }
+
+  /** Records a charge; the caller has checked canPay. */
+  charge(token: string, cost: number): void {
+    const account = this.accounts.get(token);
+    if (account) account.usedMicro += toMicro(cost);
+  }
+
+  /** The counters as the service reports them; throws for an unknown token. */
+  counters(token: string): CreditCounters {
+    const account = this.accounts.get(token);
+    if (!account) throw new Error('unknown sandbox token');
+    return {
+      total_credits: fromMicro(account.totalMicro),
+      credits_used: fromMicro(account.usedMicro),
+      credits_remaining: fromMicro(account.totalMicro - account.usedMicro),
+    };
+  }
+}
+
+/** Builds the log entry of a request whose answer is not decided yet (status 0, nothing charged). */
+function logEntry(
+  seq: number,
+  at: number,
+  req: IncomingMessage,
+  path: string,
+  rawQuery: string,
+  params: URLSearchParams,
+  bodyText: string,
+): LoggedRequest {
+  const query: Record<string, string> = {};
+  for (const [name, value] of params) if (!(name in query)) query[name] = value;
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(req.headers)) {
+    if (value !== undefined) headers[name] = Array.isArray(value) ? value.join(', ') : value;
+  }
+  let body: unknown = null;
+  if (bodyText !== '') {
+    try {
+      body = JSON.parse(bodyText);
+    } catch {
+      body = bodyText;
+    }
+  }
+  return { seq, at, method: req.method ?? '', path, query, rawQuery, headers, body, status: 0, charged: 0, fault: null };
 }
