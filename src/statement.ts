@@ -161,9 +161,7 @@ export function* rows<R>(sql: EngineSql, params: StepParams = []): Reads<R[]> {
 }
 
 /** The rows of `sql` as arrays in column order. */
-export function rawRows(sql: string): Reads<unknown[][]>;
-export function rawRows(sql: Statement, params: StepParams): Reads<unknown[][]>;
-export function* rawRows(sql: EngineSql, params: StepParams = []): Reads<unknown[][]> {
+export function* rawRows(sql: Statement, params: StepParams): Reads<unknown[][]> {
   return (yield { sql, params, raw: true }) as unknown[][];
 }
 
