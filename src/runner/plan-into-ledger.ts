@@ -104,22 +104,15 @@ export function freshSince(refreshAfterDays: number, nowMs: number = Date.now())
 }
 
 /**
- * The cut-off of a run's due rule: under --refresh the run's start, so what the run settled stays settled; else
- * freshSince() `now` (the store's clock; by default this host's).
- */
-export function dueSince(refreshAfterDays: number, refresh: boolean, startedAt: string, now?: string): string {
-  return refresh ? startedAt : freshSince(refreshAfterDays, now === undefined ? Date.now() : Date.parse(now));
-}
-
-/**
- * dueSince, but under --refresh with tasks of the job deferred by an earlier run begun (`deferredSince`) within
- * refreshAfterDays: that run's start. The refresh it began is resumed, and what it refreshed already is not paid for
- * again (a user running the same --refresh after a stop or a Ctrl-C).
+ * The cut-off of a run's due rule: freshSince() `now` (the store's clock; by default this host's); under --refresh the
+ * run's start, so what the run settled stays settled, or with tasks of the job deferred by an earlier run begun
+ * (`deferredSince`) within refreshAfterDays, that run's start: the refresh it began is resumed, and what it refreshed
+ * already is not paid for again (a user running the same --refresh after a stop or a Ctrl-C).
  */
 export function refreshedSince(refreshAfterDays: number, refresh: boolean, startedAt: string, now: string | undefined, deferredSince: string | null): string {
-  const since = dueSince(refreshAfterDays, refresh, startedAt, now);
-  if (!refresh || deferredSince === null || deferredSince >= since) return since;
-  return deferredSince >= dueSince(refreshAfterDays, false, startedAt, now) ? deferredSince : since;
+  const fresh = freshSince(refreshAfterDays, now === undefined ? Date.now() : Date.parse(now));
+  if (!refresh) return fresh;
+  return deferredSince !== null && deferredSince < startedAt && deferredSince >= fresh ? deferredSince : startedAt;
 }
 
 /**
