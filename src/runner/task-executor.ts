@@ -137,15 +137,12 @@ async function failure(task: ExecutableTask, ctx: ExecutorContext, err: unknown,
   const policy = ERROR_POLICY[code];
   if (policy.stopsRun) return { kind: 'stopped' };
   const message = err instanceof Error ? err.message : String(err);
-  const kept = policy.fails === 'reprocess' && isApiError(err) ? keptBodyOf(err) : null;
-  if (kept !== null) {
-    // Paid for: the body is kept so that reprocess can recover it (after a schema fix; one over the size limit
-    // as it is), without paying again.
-    await ctx.writer.rejected(task, task.ingest, task.requestKey, { call: (err as ApiError).call, code, message, ...kept }, calls);
-    return { kind: 'failed', retryable: false, code, message, error: err };
-  }
   const retryable = policy.fails === 'retryable';
-  await ctx.writer.failed(task, code, message, retryable, calls);
+  const kept = policy.fails === 'reprocess' && isApiError(err) ? keptBodyOf(err) : null;
+  // Paid for: the body is kept so that reprocess can recover it (after a schema fix; one over the size limit
+  // as it is), without paying again.
+  if (kept !== null) await ctx.writer.rejected(task, task.ingest, task.requestKey, { call: (err as ApiError).call, code, message, ...kept }, calls);
+  else await ctx.writer.failed(task, code, message, retryable, calls);
   return { kind: 'failed', retryable, code, message, error: err };
 }
 
