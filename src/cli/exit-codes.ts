@@ -17,25 +17,21 @@ export const EXIT = {
 } as const;
 
 /** The codes of errors that escape a command with an exit code of their own; every other error exits 1. */
-const EXIT_BY_ERROR_CODE: Readonly<Record<string, number>> = {
+const EXIT_BY_ERROR_CODE: ReadonlyMap<string, number> = new Map([
   // Another run holds our lock (or took it over), or another process held SQLite's lock past the busy timeout.
-  LOCKED: EXIT.locked,
-  LOCK_LOST: EXIT.locked,
-  DB_LOCKED: EXIT.locked,
-  OUT_OF_CREDITS: EXIT.credits,
-  INTERRUPTED: EXIT.interrupted,
-  QUERY_TIMEOUT: EXIT.timeout,
-};
+  ['LOCKED', EXIT.locked],
+  ['LOCK_LOST', EXIT.locked],
+  ['DB_LOCKED', EXIT.locked],
+  ['OUT_OF_CREDITS', EXIT.credits],
+  ['INTERRUPTED', EXIT.interrupted],
+  ['QUERY_TIMEOUT', EXIT.timeout],
+]);
 
 /** Maps an error that escaped a command to its exit code; errors choose by their class and code. */
 export function exitCodeFor(err: unknown): number {
   if (err instanceof UsageError) return EXIT.usage;
-  if (err instanceof NetingestError) return exitCodeOfErrorCode(err.code);
+  if (err instanceof NetingestError) return EXIT_BY_ERROR_CODE.get(err.code) ?? EXIT.fatal;
   return EXIT.fatal;
-}
-
-function exitCodeOfErrorCode(code: string): number {
-  return Object.hasOwn(EXIT_BY_ERROR_CODE, code) ? EXIT_BY_ERROR_CODE[code]! : EXIT.fatal;
 }
 
 /** The exit code of a run's final status (runStatus in run-summary.ts), before its skipped jobs are counted. */
@@ -57,7 +53,7 @@ const EXIT_BY_STATUS: Readonly<Record<RunStatus, number>> = {
  * run until someone fixes them, while failed items are retried); then failed items (5).
  */
 export function exitCodeForRun(summary: Pick<RunSummary, 'status' | 'jobs'> & Partial<Pick<RunSummary, 'notRecorded'>>): number {
-  if (summary.notRecorded) return exitCodeOfErrorCode(summary.notRecorded.code);
+  if (summary.notRecorded) return EXIT_BY_ERROR_CODE.get(summary.notRecorded.code) ?? EXIT.fatal;
   const skipped = summary.jobs.filter((j) => j.status === 'skipped').length;
   const code = EXIT_BY_STATUS[summary.status];
   if (code === EXIT.ok || code === EXIT.failedItems) return skipped > 0 ? EXIT.usage : code;
