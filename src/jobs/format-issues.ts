@@ -10,10 +10,8 @@ export function jobErrorMap(iss: RawIssue): string | undefined {
   return message?.(iss);
 }
 
-type IssueOf<C extends RawIssue['code']> = Extract<RawIssue, { code: C }>;
-
 /** jobErrorMap's message for each code of issue it words; zod's own for the others. */
-const ISSUE_MESSAGES: { [C in RawIssue['code']]?: (iss: IssueOf<C>) => string | undefined } = {
+const ISSUE_MESSAGES: { [C in RawIssue['code']]?: (iss: Extract<RawIssue, { code: C }>) => string | undefined } = {
   invalid_type: (iss) => {
     const input: unknown = iss.input;
     if (input === undefined) return 'is required';

@@ -8,8 +8,7 @@ import type { RetrySettings } from './task-executor.ts';
  * INTERNAL: anything thrown that is not an ApiError (a bug). CALL_BOUND: a task reached maxCallsPerTask in one run.
  * STORE_REFUSED: the database refused a paid answer's rows (GroupCommitWriter's refusedAlone).
  */
-export type RunnerErrorCode = 'INTERNAL' | 'CALL_BOUND' | 'STORE_REFUSED';
-export type ErrorCode = ApiErrorKind | RunnerErrorCode;
+export type ErrorCode = ApiErrorKind | 'INTERNAL' | 'CALL_BOUND' | 'STORE_REFUSED';
 
 /**
  * `stopsRun` stops the run with that reason, the task left pending; else `fails`: tried again next run ('retryable'),

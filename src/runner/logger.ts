@@ -1,7 +1,5 @@
 import { createOutputRedactor } from '../api/redact.ts';
 
-/** Log line formats: `text` is one human line per event, `json` one JSON object per line. */
-export type LogFormat = 'text' | 'json';
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 export type LogFields = Record<string, string | number | boolean | null | undefined>;
 
@@ -14,7 +12,8 @@ export interface Logger {
 
 export interface LoggerOptions {
   stream: NodeJS.WritableStream;
-  format?: LogFormat;
+  /** `text`: one human line per event; `json`: one JSON object per line. */
+  format?: 'text' | 'json';
   /** Lowest level written. */
   level?: LogLevel;
   /** Strings (the API token) replaced by `[REDACTED]` in every line; one too short to be a real token is left alone. */

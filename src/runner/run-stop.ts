@@ -10,6 +10,7 @@ export type StopReason = 'credits' | 'throttled' | 'interrupted' | 'auth' | 'out
  */
 export class RunStop {
   private readonly controller = new AbortController();
+  readonly signal: AbortSignal = this.controller.signal;
   private why: StopReason | null = null;
   private cause: unknown = null;
 
@@ -34,10 +35,6 @@ export class RunStop {
   /** The error behind an 'auth', 'outage' or 'fatal' stop (and a 402's behind a 'credits' one). */
   get error(): unknown {
     return this.cause;
-  }
-
-  get signal(): AbortSignal {
-    return this.controller.signal;
   }
 }
 
