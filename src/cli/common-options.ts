@@ -20,11 +20,9 @@ export function defineCommand<A>(spec: CommandSpec<A>): CommandSpec<A> {
   return spec;
 }
 
-/** What a command does when the `--db` file is missing; only `run` creates it. */
-export type DbWhenMissing = 'create' | 'refuse' | 'plan-empty';
-
-// The --help text must say what the command really does with a missing file: a read command refuses it (exit 2).
-const DB_DESCRIPTIONS: Record<DbWhenMissing, string> = {
+// What a command does when the `--db` file is missing (only `run` creates it): the --help text must say what the
+// command really does with a missing file: a read command refuses it (exit 2).
+const DB_DESCRIPTIONS = {
   create: 'SQLite database file (created, with its folder, when missing)',
   refuse: 'SQLite database file; it must exist (`netingest run` creates it)',
   'plan-empty': 'SQLite database file, read if it exists (none: planned as if nothing had run; never created)',
@@ -34,7 +32,7 @@ const DB_DESCRIPTIONS: Record<DbWhenMissing, string> = {
  * `--db`: a SQLite file or a postgres:// URL. No yargs default or normalizing (a URL's `//` must stay): datasetOption()
  * applies NETINGEST_DATABASE_URL, then DEFAULT_DB.
  */
-export function withDb<T>(y: Argv<T>, whenMissing: DbWhenMissing = 'refuse') {
+export function withDb<T>(y: Argv<T>, whenMissing: keyof typeof DB_DESCRIPTIONS = 'refuse') {
   return y.option('db', {
     type: 'string',
     describe: `${DB_DESCRIPTIONS[whenMissing]}, or postgres://user@host:5432/database (default: $${DATABASE_URL_ENV}, else ${DEFAULT_DB})`,

@@ -28,15 +28,6 @@ function headline(s: RunSummary): string {
   return `${told}; NOT RECORDED in the database: ${why} (see below)`;
 }
 
-/** Why the figures above are in no `runs` row, and what they are then. */
-function notRecordedLines({ notRecorded }: RunSummary): string[] {
-  if (!notRecorded) return [];
-  return [
-    `  not recorded: ${notRecorded.message} [${notRecorded.code}]`,
-    '  these figures are what this process counted; the runs table shows the run as running until the next run closes it as abandoned',
-  ];
-}
-
 /** The run's credits: spent (said to be an estimate where it is one) and left. */
 function creditsLine(s: RunSummary): string {
   const left = s.creditsRemaining === null ? 'balance unknown (no answer showed it)' : `${s.creditsRemaining} left`;
@@ -61,7 +52,13 @@ export function formatRunSummary(s: RunSummary): string {
   if (s.error) lines.push(`  error: ${s.error.message} [${s.error.code}]`);
   else if (s.stop) lines.push(`  stopped: ${s.stop.message}`);
   lines.push(...driftLines(s));
-  lines.push(...notRecordedLines(s));
+  // Why the figures above are in no `runs` row, and what they are then.
+  if (s.notRecorded) {
+    lines.push(
+      `  not recorded: ${s.notRecorded.message} [${s.notRecorded.code}]`,
+      '  these figures are what this process counted; the runs table shows the run as running until the next run closes it as abandoned',
+    );
+  }
   return lines.join('\n') + '\n';
 }
 

@@ -124,8 +124,6 @@ export function lockLeaseFromEnv(env: NodeJS.ProcessEnv = process.env): number |
   return seconds * 1000;
 }
 
-const LAST_LINE = 'run finished';
-
 /**
  * Quiet under cron: a logger holding a run's routine lines until it has something to say (a warning, error or progress
  * line), and how the run's end settles them: a night with nothing to do keeps only `run finished` (the exit code).
@@ -145,7 +143,7 @@ function holdRoutineLines(options: LoggerOptions) {
   };
   const logger = loggerOf((level, msg, fields) => {
     if (level === 'warn' || level === 'error' || msg === 'progress') release();
-    if (msg === LAST_LINE && held !== null) lastLine = held.length;
+    if (msg === 'run finished' && held !== null) lastLine = held.length;
     inner[level](msg, fields);
   });
   return {
