@@ -1,10 +1,5 @@
 import type { Logger } from './logger.ts';
-
-/** Options of a FailureLog; every default lives in FAILURE_LOG_DEFAULTS. */
-export interface FailureLogOptions {
-  /** Failed tasks of a job logged one WARN line each; later ones are counted into summary lines. */
-  detailedLines?: number;
-}
+import type { RunOptions } from './run-options.ts';
 
 /** `summaryIntervalMs`: the least time between two summary lines of a job (no caller sets another). */
 export const FAILURE_LOG_DEFAULTS = { detailedLines: 10, summaryIntervalMs: 60_000 } as const;
@@ -33,7 +28,7 @@ export class FailureLog {
   constructor(
     private readonly logger: Logger,
     private readonly job: string,
-    options: FailureLogOptions = {},
+    options: RunOptions['failureLog'] = {},
   ) {
     this.detailedLines = options.detailedLines ?? FAILURE_LOG_DEFAULTS.detailedLines;
   }

@@ -1,7 +1,6 @@
 /** The options of runJobs() (run-jobs.ts), with every default in RUN_DEFAULTS. */
 import type { Job } from '../jobs/schema.ts';
 import type { JobFileError } from '../jobs/job-error.ts';
-import type { FailureLogOptions } from './failure-log.ts';
 import type { Logger } from './logger.ts';
 import type { RunSummary } from './run-summary.ts';
 
@@ -23,8 +22,8 @@ export interface RunOptions extends RunDefaulted {
   logger?: Logger;
   /** Where the live progress line goes on a terminal (default stderr); else progress is logged every few seconds. */
   progressStream?: NodeJS.WritableStream & { isTTY?: boolean };
-  /** How the tasks that failed are logged (one line each for the first ones, then counted). */
-  failureLog?: FailureLogOptions;
+  /** How a job's failed tasks are logged: `detailedLines` a WARN line each (FAILURE_LOG_DEFAULTS), then counted. */
+  failureLog?: { detailedLines?: number };
   /** The run lock's lease (default RUN_LOCK_DEFAULTS.leaseMs): how long another host waits after its last heartbeat. */
   lockLeaseMs?: number;
   /** PostgreSQL: the window the shared requests-per-minute limit is counted over (a minute; tests scale it down). */
