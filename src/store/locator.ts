@@ -34,6 +34,8 @@ export function locateDataset(options: LocateDatasetOptions = {}): DatasetLocati
   const opts = { ...DEFAULTS, ...options };
   const db = opts.db?.trim();
   if (db) return fromDbOption(db, opts.flag);
+  // Given but empty (`--db "$UNSET_VAR"`): not the default dataset, which a cron line meant for another would write to.
+  if (db === '') throw new UsageError(`${opts.flag} is empty: give a SQLite file path or a postgres:// URL (or leave ${opts.flag} out for ${DEFAULT_DB})`);
   const envUrl = opts.env[DATABASE_URL_ENV]?.trim();
   if (envUrl) {
     if (!isPostgresUrl(envUrl)) {

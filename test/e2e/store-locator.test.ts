@@ -55,6 +55,8 @@ describe('locateDataset', () => {
     expect(refusal({ db: 'postgres://u:hunter2@h/db?sslmode=sometimes', env: noEnv }).message).toMatch(/sslmode=sometimes is not one of/);
     expect(refusal({ db: 'postgres://u:hunter2@h:99999/db', env: noEnv }).message).toMatch(/not a valid URL/);
     expect(refusal({ db: 'mysql://u:hunter2@h/db', env: noEnv }).message).toMatch(/mysql:\/\/ is not a database netingest can use/);
+    // `--db "$UNSET_VAR"` in a cron line: not the default dataset, which it would then write to.
+    expect(refusal({ db: '  ', env: noEnv }).message).toBe('--db is empty: give a SQLite file path or a postgres:// URL (or leave --db out for data/netingest.db)');
     expect(refusal({ env: { [DATABASE_URL_ENV]: 'data/x.db' } }).message).toMatch(new RegExp(`${DATABASE_URL_ENV} must be a postgres`));
     for (const db of ['postgres://u:hunter2@/netingest', 'postgres://u:hunter2@h:99999/db', 'mysql://u:hunter2@h/db', 'postgres://u:hunter2@h/db?sslmode=x']) {
       expect(refusal({ db, env: noEnv }).message).not.toContain('hunter2');
