@@ -119,15 +119,10 @@ export const LEDGER_SQL = {
 /** The values of an invalid row's upsert (LEDGER_SQL.upsertInvalid). */
 export const invalidParams = (r: InvalidInputRow, runId: number, at: string) => [r.job, r.file, r.line, r.field, r.value, r.reason, runId, at];
 
-/** A time as either engine reads it (SQLite's ISO text, a Date from PostgreSQL) as ISO text; null for none. */
-export function isoOrNull(value: unknown): string | null {
-  if (value === null || value === undefined) return null;
-  return new Date(value as string | Date).toISOString();
-}
-
 /** When the earliest run that left tasks of the job deferred began (ISO); null when none is deferred. */
 export function* deferredSinceReads(job: string): Reads<string | null> {
-  return isoOrNull(yield* value<unknown>(LEDGER_SQL.deferredSince, [job]));
+  // ISO text on both engines: the store's readers take PostgreSQL's timestamptz as SQLite holds times.
+  return (yield* value<string | null>(LEDGER_SQL.deferredSince, [job])) ?? null;
 }
 
 /** countsByStatus's rows as counts of every status. */
