@@ -30,8 +30,12 @@ const EXIT_BY_ERROR_CODE: ReadonlyMap<string, number> = new Map([
 /** Maps an error that escaped a command to its exit code; errors choose by their class and code. */
 export function exitCodeFor(err: unknown): number {
   if (err instanceof UsageError) return EXIT.usage;
-  if (err instanceof NetingestError) return EXIT_BY_ERROR_CODE.get(err.code) ?? EXIT.fatal;
+  if (err instanceof NetingestError) return exitCodeOfErrorCode(err.code);
   return EXIT.fatal;
+}
+
+function exitCodeOfErrorCode(code: string): number {
+  return EXIT_BY_ERROR_CODE.get(code) ?? EXIT.fatal;
 }
 
 /** The exit code of a run's final status (runStatus in run-summary.ts), before its skipped jobs are counted. */
@@ -53,7 +57,7 @@ const EXIT_BY_STATUS: Readonly<Record<RunStatus, number>> = {
  * run until someone fixes them, while failed items are retried); then failed items (5).
  */
 export function exitCodeForRun(summary: Pick<RunSummary, 'status' | 'jobs'> & Partial<Pick<RunSummary, 'notRecorded'>>): number {
-  if (summary.notRecorded) return EXIT_BY_ERROR_CODE.get(summary.notRecorded.code) ?? EXIT.fatal;
+  if (summary.notRecorded) return exitCodeOfErrorCode(summary.notRecorded.code);
   const skipped = summary.jobs.filter((j) => j.status === 'skipped').length;
   const code = EXIT_BY_STATUS[summary.status];
   if (code === EXIT.ok || code === EXIT.failedItems) return skipped > 0 ? EXIT.usage : code;
