@@ -202,11 +202,12 @@ function* listChange(t: ListTracking, page: readonly Row[], rowsOf: Map<string, 
   // A member missing from the page it was on may have moved to this one: its removal is withdrawn, whether recorded by
   // this group or an earlier commit of the run. Each looked up once per page, not per member (a page of 20,000 new
   // lookalikes made 20,000 reads of every change of the run: minutes of a blocked run).
-  const pending = removalsByMember(out.changes, t.entity, list);
+  let pending: Map<string, ChangeRow[]> | null = null;
   let earlier: Map<string, number[]> | null = null;
   const withdrawnHere = new Set<ChangeRow>();
   for (const member of now) {
     if (members.has(member)) continue;
+    pending ??= removalsByMember(out.changes, t.entity, list);
     const removal = pending.get(member)?.shift();
     if (removal) {
       withdrawnHere.add(removal);
