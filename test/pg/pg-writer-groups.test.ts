@@ -127,14 +127,7 @@ describe.skipIf(!pgClusterUrl)(`the PostgreSQL writer's groups${pgClusterUrl ? '
   it('a group refused on a value is written again an outcome at a time with the one behind it, the refused answer kept apart', async () => {
     const fatal: unknown[] = [];
     const writer = new PgOutcomeWriter(store.pool, 1, (err) => fatal.push(err));
-    const task = (id: number) => ({ id, operation: 'post-details' as const });
-    const post = (id: number) => {
-      const response = postResponse({ PostId: `activity-70000000000000001${id}` });
-      const { answer: data, setAside } = readOperationAnswer('post-details', response);
-      const request = { ...postRequest, postUrl: `https://network.com/posts/p_activity-70000000000000001${id}` };
-      const result = { raw: JSON.stringify(response), data, setAside, call: { operation: 'post-details', method: 'GET', path: `/p/${id}`, status: 200, latencyMs: 1 }, credits: null };
-      return writer.success(task(id), request, requestKeyOf(request), result as never, 1);
-    };
+    const post = (id: number) => storePost(writer, id, '1');
     await store.pool.query(`ALTER TABLE posts ADD CONSTRAINT test_refused_post CHECK (post_id <> 'activity-7000000000000000113') NOT VALID`);
     let said: Array<string | null>;
     try {
@@ -163,14 +156,7 @@ describe.skipIf(!pgClusterUrl)(`the PostgreSQL writer's groups${pgClusterUrl ? '
   it('a group written again in parts counts the parts committed before a later part stops the writer', async () => {
     const fatal: unknown[] = [];
     const writer = new PgOutcomeWriter(store.pool, 1, (err) => fatal.push(err));
-    const task = (id: number) => ({ id, operation: 'post-details' as const });
-    const post = (id: number) => {
-      const response = postResponse({ PostId: `activity-70000000000000002${id}` });
-      const { answer: data, setAside } = readOperationAnswer('post-details', response);
-      const request = { ...postRequest, postUrl: `https://network.com/posts/p_activity-70000000000000002${id}` };
-      const result = { raw: JSON.stringify(response), data, setAside, call: { operation: 'post-details', method: 'GET', path: `/p/${id}`, status: 200, latencyMs: 1 }, credits: null };
-      return writer.success(task(id), request, requestKeyOf(request), result as never, 1);
-    };
+    const post = (id: number) => storePost(writer, id, '2');
     // The group is refused on a value for its second answer; its third answer, alone, fails as no value does (P0001).
     await store.pool.query(`ALTER TABLE posts ADD CONSTRAINT test_refused_post2 CHECK (post_id <> 'activity-7000000000000000218') NOT VALID`);
     await store.pool.query(`CREATE FUNCTION test_stop_post() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -189,6 +175,15 @@ describe.skipIf(!pgClusterUrl)(`the PostgreSQL writer's groups${pgClusterUrl ? '
     expect(writer.settled).toEqual({ done: 1, notFound: 0, failed: 1, failedByCode: { STORE_REFUSED: 1 } });
   });
 });
+
+/** Task `id`'s paid post-details answer handed to `writer`, its PostId `activity-7000000000000000<series><id>`. */
+function storePost(writer: PgOutcomeWriter, id: number, series: string): Promise<string | null> {
+  const response = postResponse({ PostId: `activity-7000000000000000${series}${id}` });
+  const { answer: data, setAside } = readOperationAnswer('post-details', response);
+  const request = { ...postRequest, postUrl: `https://network.com/posts/p_activity-7000000000000000${series}${id}` };
+  const result = { raw: JSON.stringify(response), data, setAside, call: { operation: 'post-details', method: 'GET', path: `/p/${id}`, status: 200, latencyMs: 1 }, credits: null };
+  return writer.success({ id, operation: 'post-details' }, request, requestKeyOf(request), result as never, 1);
+}
 
 /** Until the writer's first transaction waits on the blocker's row lock. */
 async function waitForLockWait(store: PgStore): Promise<void> {
