@@ -58,7 +58,7 @@ function summarize(run: OpenRun, results: readonly JobResult[], calls: number): 
   const stopped = stopReason
     ? describeStop({
         reason: stopReason, errorMessage: error?.message ?? null, throttledMs: run.gate.totalPausedMs, maxThrottleWaitMs: run.settings.maxThrottleWaitMs,
-        maxThrottledAttemptsPerTask: run.settings.maxThrottledAttemptsPerTask,
+        maxThrottledAttemptsPerTask: run.settings.maxThrottledAttemptsPerTask, calls,
         credit: stop.reason ? guard.stopDetail : capStop, cappedJob: stop.reason ? null : capStop?.job,
       })
     : null;

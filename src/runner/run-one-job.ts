@@ -286,6 +286,8 @@ function logWorked(logger: Logger, w: JobSummary, deferred: number, stop: RunSto
 async function seedFromBalance(run: OpenRun): Promise<void> {
   const lastCreditsUsed = (await run.store.calls.lastCounters())?.creditsUsed ?? null;
   const counters = await run.client.balance(run.stop.signal);
+  // Cut short by the run's stop (a signal), the check says nothing of the API: the stop's own line tells it.
+  if (run.stop.signal.aborted) return;
   if (counters === null || !run.guard.seed(counters)) {
     run.logger.info('balance not offered by the API (GET /v1/api/auth): learned from the first answers instead');
     return;

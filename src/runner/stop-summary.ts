@@ -23,6 +23,8 @@ export interface StopFacts {
   maxThrottleWaitMs: number;
   /** The cap on 429s per task; a throttle stop under the wait cap was this one's. */
   maxThrottledAttemptsPerTask?: number;
+  /** Calls the run made: an interrupt before the first is told as such. */
+  calls?: number;
 }
 
 /** The stop's reason and one sentence that names its cause: the limit and its figures, or the error. */
@@ -43,7 +45,8 @@ export function describeStop(facts: StopFacts): RunStopSummary {
     return { reason, limit: null, message: `the API throttled (429) ${cap}; the remaining tasks are deferred to the next run` };
   }
   if (reason === 'interrupted') {
-    return { reason, limit: null, message: 'interrupted by a signal: any calls in flight were finished and written, the remaining tasks are deferred' };
+    const told = facts.calls === 0 ? " before the run's first call: no call was made" : ': any calls in flight were finished and written';
+    return { reason, limit: null, message: `interrupted by a signal${told}, the remaining tasks are deferred` };
   }
   return { reason, limit: null, message: facts.errorMessage ?? 'stopped by an error' };
 }

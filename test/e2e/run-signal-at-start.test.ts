@@ -2,11 +2,15 @@
  * A stop signal while a command starts, before its work installs its own handling (loading a .ts job, opening the
  * dataset): the process exits 130, as docs/exit-codes.md says of an interrupt, saying so. It used to die of node's
  * default, exit 143 on SIGTERM with nothing said.
+ * And one while the run reads the balance before its first call: it used to log "balance not offered by the API",
+ * blaming the service for the check the signal cut short.
  */
 import { existsSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { makeWorkspace, spawnCli, waitFor, type Workspace } from '../support/run-helpers.ts';
+import { csv, makeWorkspace, postUrls, spawnCli, taskStatuses, waitFor, type Workspace } from '../support/run-helpers.ts';
 
 const cleanups: Array<() => Promise<void>> = [];
 afterEach(async () => {
@@ -26,5 +30,38 @@ describe('a stop signal while run starts', () => {
     expect(result.signal).toBeNull();
     expect(result.code).toBe(130);
     expect(result.stderr).toBe('netingest: SIGTERM received: stopping at once\n');
+  });
+});
+
+describe('a stop signal while run reads the balance before its first call', () => {
+  it('says the signal stopped the run before it called, not that the API offers no balance', { timeout: 60_000 }, async () => {
+    const ws: Workspace = await makeWorkspace();
+    cleanups.push(() => ws.cleanup());
+    const asked: string[] = [];
+    let balanceAsked!: () => void;
+    const held = new Promise<void>((resolve) => (balanceAsked = resolve));
+    // The balance check is held unanswered until the signal; any other request would be a paid call.
+    const server = createServer((req, res) => {
+      asked.push(req.url ?? '');
+      if (req.url === '/v1/api/auth') return balanceAsked();
+      res.writeHead(500).end();
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    cleanups.push(() => {
+      server.closeAllConnections();
+      return new Promise<void>((resolve) => server.close(() => resolve()));
+    });
+    await ws.write('posts.csv', csv(['post_url'], postUrls(3).map((u) => [u])));
+    const job = await ws.job('posts', { operation: 'post-details', input: { csv: 'posts.csv', column: 'post_url' } });
+    const env = { NETINGEST_API_URL: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, NETINGEST_API_TOKEN: 'tok-signal-balance-01' };
+    const cli = spawnCli(['run', job, '--db', ws.db], { cwd: ws.dir, env });
+    await Promise.race([held, cli.done]);
+    cli.child.kill('SIGTERM');
+    const result = await cli.done;
+    expect(result.code, result.stderr).toBe(130);
+    expect(asked).toEqual(['/v1/api/auth']);
+    expect(result.stderr).not.toMatch(/not offered/);
+    expect(result.stderr).toMatch(/signal received.*signal=SIGTERM\n(?:.*\n)*.*run stopped early.*interrupted by a signal before the run's first call: no call was made/);
+    expect(taskStatuses(ws, 'posts')).toEqual({ deferred: 3 });
   });
 });
