@@ -83,7 +83,7 @@ export function canonicalCompanyUrl(input: unknown, networkHost: string): Canoni
     return { ok: false, reason: `not a company page (expected https://www.${networkHost}/company/<name>)` };
   }
   const slug = lowerSlug(segments[1]!);
-  if (slug === null) return { ok: false, reason: 'company name in the URL is not valid percent-encoding' };
+  if (typeof slug !== 'string') return slug;
   return built(`www.${networkHost}`, ['company', slug]);
 }
 
@@ -235,16 +235,17 @@ function built(host: string, segments: readonly string[]): CanonicalResult {
 }
 
 /** Lower-cases a percent-encoded slug by its decoded text, re-encoding it the one way. */
-function lowerSlug(segment: string): string | null {
+function lowerSlug(segment: string): string | Refusal {
   // Characters that neither decoding nor encodeURIComponent changes: lower-casing is all there is to do.
   if (fastPathEnabled && PLAIN_SLUG.test(segment)) return segment.toLowerCase();
   let decoded: string;
   try {
     decoded = decodeURIComponent(segment);
   } catch {
-    return null;
+    return { ok: false, reason: 'company name in the URL is not valid percent-encoding' };
   }
-  if (decoded === '' || decoded.includes('/')) return null;
+  // `acme%2F..` decodes fine, but to a path (here with a dot segment) that a server may resolve to another page.
+  if (decoded.includes('/')) return { ok: false, reason: `company name in the URL holds an encoded slash (%2F): it reads as the path "${decoded}", not one name` };
   return encodeURIComponent(decoded.toLowerCase());
 }
 

@@ -64,6 +64,9 @@ describe('canonicalCompanyUrl', () => {
     ['https://network.com/company/', /not a company page/],
     ['https://network.com', /not a company page/],
     ['https://network.com/company/%E0%A4%A', /percent-encoding/],
+    // An encoded slash is valid percent-encoding: the name decodes to a path (a dot segment after it), not one name.
+    ['https://www.network.com/company/acme%2F..', /^company name in the URL holds an encoded slash \(%2F\): it reads as the path "acme\/\.\.", not one name$/],
+    ['https://network.com/company/acme%2fother', /encoded slash \(%2F\): it reads as the path "acme\/other"/],
     // Other hosts: named, with the host expected.
     ['https://acme.com/company/about', /^not on network\.com \(host acme\.com; expected https:\/\/www\.network\.com\/company/],
     ['https://network.com.evil.com/company/x', /not on network\.com \(host network\.com\.evil\.com/],
