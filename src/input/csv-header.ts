@@ -38,13 +38,7 @@ export async function readCsvHeader(path: string, options: { displayName?: strin
   if (columns.every((name) => name === '')) {
     throw new InputFileError(file, `line ${line}: the header row has no column names`);
   }
-  const seen = new Set<string>();
-  for (const name of columns) {
-    if (name !== '' && seen.has(name)) {
-      throw new InputFileError(file, `line ${line}: column "${name}" appears twice in the header row`);
-    }
-    seen.add(name);
-  }
+  // A name given twice is refused only where a job reads it (assertColumns): the others are just carried along.
   return { columns, delimiter, line, bom };
 }
 
@@ -61,9 +55,12 @@ export function detectDelimiter(headerLine: string): CsvDelimiter {
   return best;
 }
 
-/** Throws a clear error when a required column is missing, listing the columns the file has. */
+/** Throws a clear error when a required column is missing or named twice (which one to read?), listing the columns the file has. */
 export function assertColumns(file: string, header: CsvHeader, required: readonly string[]): void {
   for (const name of required) {
+    if (header.columns.indexOf(name) !== header.columns.lastIndexOf(name)) {
+      throw new InputFileError(file, `line ${header.line}: column "${name}" appears twice in the header row`);
+    }
     if (header.columns.includes(name)) continue;
     const available = header.columns.filter((c) => c !== '');
     const near = available.find((c) => c.toLowerCase() === name.toLowerCase());

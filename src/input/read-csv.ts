@@ -11,6 +11,8 @@ export interface CsvRecordItem {
   record: Record<string, string>;
   /** Fields past the header's columns holding a value: the row is read without them and the caller warns. */
   extraFields?: number;
+  /** The row's fields, when the header names a column twice (`record` holds the last's value): enrich writes each. */
+  fields?: string[];
 }
 
 /** A malformed row (too few fields, an unclosed quote...): not fatal, the caller records it and goes on. */
@@ -38,7 +40,7 @@ export interface ReadCsvOptions {
 export function inputValues(item: CsvItem, columns: readonly string[]): (string | null)[] {
   return columns.flatMap((name, i) => {
     if (name === '') return [];
-    return ['error' in item ? (item.fields?.[i] ?? null) : (item.record[name] ?? '')];
+    return [item.fields?.[i] ?? ('error' in item ? null : (item.record[name] ?? ''))];
   });
 }
 
@@ -51,6 +53,8 @@ export function inputValues(item: CsvItem, columns: readonly string[]): (string 
 export async function* readCsv(path: string, options: ReadCsvOptions = {}): AsyncGenerator<CsvItem, void, undefined> {
   const file = options.displayName ?? path;
   const header = options.header ?? (await readCsvHeader(path, { displayName: file }));
+  const named = header.columns.filter((c) => c !== '');
+  const keepFields = new Set(named).size < named.length;
 
   let segment: Segment | undefined = {
     source: createReadStream(path, { highWaterMark: options.readChunkBytes ?? 64 * 1024 }),
@@ -79,7 +83,7 @@ export async function* readCsv(path: string, options: ReadCsvOptions = {}): Asyn
           skipHeader = false;
           continue;
         }
-        const item = toItem(line, cursor.lastLine, row.record, header.columns);
+        const item = toItem(line, cursor.lastLine, row.record, header.columns, keepFields);
         if (item) yield item;
       }
     } catch (err) {
@@ -150,7 +154,7 @@ function openSegment(segment: Segment, header: CsvHeader): { rows: Readable & As
 }
 
 /** Maps a parsed row onto the header; undefined for a blank row (only whitespace and delimiters). */
-function toItem(line: number, lastLine: number, fields: string[], columns: string[]): CsvItem | undefined {
+function toItem(line: number, lastLine: number, fields: string[], columns: string[], keepFields: boolean): CsvItem | undefined {
   if (fields.every((field) => field.trim() === '')) return undefined;
   let extraFields = 0;
   for (let i = columns.length; i < fields.length; i++) if (fields[i]!.trim() !== '') extraFields += 1;
@@ -164,7 +168,9 @@ function toItem(line: number, lastLine: number, fields: string[], columns: strin
     if (name !== '') record[name] = fields[i]!;
   }
   // Fields past the header's columns are left out; those holding a value are counted, for a warning.
-  return extraFields === 0 ? { line, record } : { line, record, extraFields };
+  const item: CsvRecordItem = extraFields === 0 ? { line, record } : { line, record, extraFields };
+  if (keepFields) item.fields = fields;
+  return item;
 }
 
 /** A malformed record; one over several lines (likely a stray quote) names the lines it swallowed, or they would vanish unseen. */

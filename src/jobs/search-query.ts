@@ -72,7 +72,7 @@ export function searchColumns(file: string, header: CsvHeader): Array<[SearchQue
   for (const param of SEARCH_QUERY_PARAMS) {
     const matches = header.columns.filter((c) => c.toLowerCase() === param.toLowerCase());
     if (matches.length > 1) {
-      throw new InputFileError(file, `columns ${matches.map((c) => `"${c}"`).join(' and ')} both name the search parameter ${param}`);
+      throw new InputFileError(file, `line ${header.line}: columns ${matches.map((c) => `"${c}"`).join(' and ')} both name the search parameter ${param}`);
     }
     if (matches[0] !== undefined) out.push([param, matches[0]]);
   }

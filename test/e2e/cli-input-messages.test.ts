@@ -4,8 +4,9 @@
  * process with `plan` (the whole of its stderr, a .ts job compiled as users run it), and with `run` through the
  * same command code in this process, as are the other messages, without a Node start per call.
  */
-import { writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { parse } from 'csv-parse/sync';
 import { describe, expect, it } from 'vitest';
 import type { Sandbox } from '../../src/sandbox/server.ts';
 import { useSandboxes } from '../support/sandbox-helpers.ts';
@@ -111,6 +112,45 @@ describe('a job file with a group\'s field at the top level', () => {
     const r = await inProcess(['plan', 'flat.json', '--db', ws.db], env, { cwd: ws.dir });
     expect(r.code, r.stderr).toBe(2);
     expect(r.stderr).toBe('netingest: flat.json: retries: unknown field (did you mean "retry.retries"? it goes inside "retry") [JOB_INVALID]\n');
+  }, CLI_TESTS_MS);
+});
+
+describe('a header naming a column twice', () => {
+  it('is read when the job does not read that column (enrich keeps both values); refused, naming file, line and column, when it does', async () => {
+    const { sandbox, ws } = await setUp();
+    const urls = postUrls(2);
+    await ws.write('posts.csv', `post_url,note,note\n${urls[0]},first a,first b\n${urls[1]},second a,second b\n`);
+    const job = await ws.job('posts', { operation: 'post-details', input: { csv: 'posts.csv', column: 'post_url' }, rate: FAST_RATE, retry: FAST_RETRY });
+    const env = cliEnv(sandbox, TOKEN);
+    const run = await inProcess(['run', job, '--db', ws.db], env, { cwd: ws.dir });
+    expect(run.code, run.stderr).toBe(0);
+    expect(operationRequests(sandbox)).toHaveLength(2);
+    const out = join(ws.dir, 'enriched.csv');
+    const enrich = await inProcess(['enrich', job, '--db', ws.db, '--out', out], {}, { cwd: ws.dir });
+    expect(enrich.code, enrich.stderr).toBe(0);
+    const rows = parse(await readFile(out, 'utf8')) as string[][];
+    expect(rows.map((r) => r.slice(0, 3))).toEqual([['post_url', 'note', 'note'], [urls[0], 'first a', 'first b'], [urls[1], 'second a', 'second b']]);
+
+    await ws.write('posts.csv', `note,post_url,post_url\nx,${urls[0]},${urls[1]}\n`);
+    for (const command of ['plan', 'run']) {
+      const r = await inProcess([command, job, '--db', ws.db], env, { cwd: ws.dir });
+      expect(r.code, `${command}: ${r.stderr}`).toBe(2);
+      expect(r.stderr).toMatch(/^netingest: posts\.csv: line 1: column "post_url" appears twice in the header row \[INPUT_INVALID\]$/m);
+    }
+    expect(operationRequests(sandbox)).toHaveLength(2);
+  }, CLI_TESTS_MS);
+
+  it('search-jobs: a parameter column named twice is refused with its line; another column named twice is read', async () => {
+    const { sandbox, ws } = await setUp();
+    const job = await ws.job('search', { operation: 'search-jobs', input: { csv: 'queries.csv' }, rate: FAST_RATE, retry: FAST_RETRY });
+    await ws.write('queries.csv', 'keywords,notes,notes\nnurse,a,b\n');
+    const ok = await inProcess(['plan', job, '--db', ws.db], {}, { cwd: ws.dir });
+    expect(ok.code, ok.stderr).toBe(0);
+    expect(ok.stdout).toContain('input: 1 task, 0 invalid rows, 0 duplicates');
+    await ws.write('queries.csv', 'keywords,location,keywords\nnurse,berlin,doctor\n');
+    const r = await inProcess(['plan', job, '--db', ws.db], cliEnv(sandbox, TOKEN), { cwd: ws.dir });
+    expect(r.code, r.stderr).toBe(2);
+    expect(r.stderr).toContain('queries.csv: line 1: columns "keywords" and "keywords" both name the search parameter keywords');
   }, CLI_TESTS_MS);
 });
 

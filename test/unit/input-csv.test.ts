@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mkdtemp, rm, writeFile, mkdir, chmod } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { readCsv, type CsvErrorItem, type CsvItem } from '../../src/input/read-csv.ts';
+import { inputValues, readCsv, type CsvErrorItem, type CsvItem } from '../../src/input/read-csv.ts';
 import { assertColumns, readCsvHeader, detectDelimiter } from '../../src/input/csv-header.ts';
 import { InputFileError } from '../../src/input/input-error.ts';
 import { UsageError } from '../../src/errors.ts';
@@ -205,8 +205,14 @@ describe('readCsv', () => {
     );
   });
 
-  it('rejects a header with a duplicate column name', async () => {
-    await expect(collect(await csvFile('url,url\n1,2\n'))).rejects.toThrow(/column "url" appears twice/);
+  it("reads a header naming a column twice, the row's own fields kept; assertColumns refuses it only as a required column", async () => {
+    const path = await csvFile('url,note,note\nu1,a,b\n');
+    const [item] = await collect(path);
+    expect(item).toEqual({ line: 2, record: { url: 'u1', note: 'b' }, fields: ['u1', 'a', 'b'] });
+    const header = await readCsvHeader(path);
+    expect(inputValues(item!, header.columns)).toEqual(['u1', 'a', 'b']);
+    expect(() => assertColumns('leads.csv', header, ['url'])).not.toThrow();
+    expect(() => assertColumns('leads.csv', header, ['note'])).toThrow(/^leads\.csv: line 1: column "note" appears twice in the header row$/);
   });
 
   it('stops reading when the consumer stops early', async () => {
