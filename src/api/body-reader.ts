@@ -1,4 +1,9 @@
-/** A response body as text within a size limit and deadline, decoding what a server compressed unasked: the limit counts decoded bytes (zip bomb). */
+/**
+ * A response body as text within a size limit and deadline, decoding what a server compressed unasked (the limit counts
+ * decoded bytes: zip bomb), in the charset its Content-Type declares.
+ */
+import { isUtf8 } from 'node:buffer';
+import { TextDecoder } from 'node:util';
 import type { Readable, Transform } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import { createBrotliDecompress, createGunzip, createInflate, createInflateRaw } from 'node:zlib';
@@ -31,6 +36,44 @@ export interface BodyLimits {
   deadline: number;
 }
 
+/** Decoders by Content-Type as sent, null for UTF-8: a server sends one or two, so an answer costs one lookup and no allocation. */
+const DECODERS = new Map<string, TextDecoder | null>();
+/** Types remembered, at most: a server varying its Content-Type must not grow the map without end. */
+const MAX_DECODERS = 32;
+/** Single-byte encodings, whose real text past ASCII is hardly ever valid UTF-8 (unlike UTF-16's or Shift_JIS's). */
+const SINGLE_BYTE = /^(?:ibm866|iso-8859-|koi8-|macintosh|windows-|x-mac-)/;
+/**
+ * windows-1252's 0x80-0x9F (WHATWG's index: `€` to `Ÿ`, five bytes as themselves), by hand: Node from 20.18.3 reads
+ * them as Latin-1's C1 controls (nodejs/node#60888), and every Latin-1 label is this encoding.
+ */
+const CP1252_C1 = '\u20ac\x81\u201a\u0192\u201e\u2026\u2020\u2021\u02c6\u2030\u0160\u2039\u0152\x8d\u017d\x8f\x90\u2018\u2019\u201c\u201d\u2022\u2013\u2014\u02dc\u2122\u0161\u203a\u0153\x9d\u017e\u0178';
+
+/**
+ * The decoder of a Content-Type's charset (any label of the WHATWG Encoding standard); null, read as UTF-8, for UTF-8,
+ * none, and a label it does not know: JSON is UTF-8 (RFC 8259), so that is the likeliest, and a paid answer is kept.
+ */
+function charsetDecoder(contentType: string | string[] | undefined): TextDecoder | null {
+  if (contentType === undefined) return null;
+  const header = typeof contentType === 'string' ? contentType : (contentType.at(-1) ?? '');
+  let decoder = DECODERS.get(header);
+  if (decoder === undefined) {
+    decoder = decoderOf(header);
+    if (DECODERS.size < MAX_DECODERS) DECODERS.set(header, decoder);
+  }
+  return decoder;
+}
+
+function decoderOf(contentType: string): TextDecoder | null {
+  const label = /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(contentType)?.[1];
+  if (label === undefined) return null;
+  try {
+    const decoder = new TextDecoder(label);
+    return decoder.encoding === 'utf-8' ? null : decoder;
+  } catch {
+    return null;
+  }
+}
+
 /** The codings of a Content-Encoding header in the order the server applied them, without `identity`. */
 export function contentCodings(header: string | string[] | undefined): readonly string[] {
   // The common case, once per answer on the run's busiest thread: no header, no arrays built.
@@ -45,7 +88,7 @@ export function discard(body: Readable): void {
   body.destroy();
 }
 
-/** A body as UTF-8 text, the stream destroyed past `limitBytes`; bodyTimeout bounds each gap, the deadline the whole; an unknown coding: unread. */
+/** A body as text (charsetDecoder), the stream destroyed past `limitBytes`; bodyTimeout bounds each gap, the deadline the whole; an unknown coding: unread. */
 export function readBody({ body, headers }: Pick<Dispatcher.ResponseData, 'body' | 'headers'>, limits: BodyLimits): Promise<BodyText> {
   const codings = contentCodings(headers['content-encoding']);
   const unsupported = codings.find((c) => !DECODABLE.has(c));
@@ -53,6 +96,7 @@ export function readBody({ body, headers }: Pick<Dispatcher.ResponseData, 'body'
     discard(body);
     return Promise.resolve({ text: `(a body compressed as '${unsupported}')`, truncated: false, unsupported });
   }
+  const charset = charsetDecoder(headers['content-type']);
   const { deadline } = limits;
   // Content-Length as sent (of the compressed bytes when compressed).
   const declaredBytes = Number(headers['content-length'] ?? -1);
@@ -83,7 +127,7 @@ export function readBody({ body, headers }: Pick<Dispatcher.ResponseData, 'body'
     const cut = (): void => {
       destroyAll();
       // Only an excerpt is ever made of a cut body: decode its start, not megabytes.
-      resolve({ text: decodeHead(chunks, TRUNCATED_TEXT_BYTES), truncated: true });
+      resolve({ text: decodeHead(chunks, TRUNCATED_TEXT_BYTES, charset), truncated: true });
     };
     const checkDeadline = (): void => {
       if (performance.now() > deadline) {
@@ -97,10 +141,10 @@ export function readBody({ body, headers }: Pick<Dispatcher.ResponseData, 'body'
       checkDeadline();
     };
     const onEnd = (): void => {
-      if (refused) return resolve({ text: decodeHead(chunks, TRUNCATED_TEXT_BYTES), truncated: true });
+      if (refused) return resolve({ text: decodeHead(chunks, TRUNCATED_TEXT_BYTES, charset), truncated: true });
       // Read to its end, but over the answer limit: whole, to be kept, and only an excerpt to be shown.
-      if (size > answerBytes) return resolve({ text: decodeHead(chunks, TRUNCATED_TEXT_BYTES), truncated: true, whole: decode(chunks) });
-      resolve({ text: decode(chunks), truncated: false });
+      if (size > answerBytes) return resolve({ text: decodeHead(chunks, TRUNCATED_TEXT_BYTES, charset), truncated: true, whole: decode(chunks, charset) });
+      resolve({ text: decode(chunks, charset), truncated: false });
     };
     body.on('error', fail);
     if (codings.length === 0) {
@@ -151,14 +195,23 @@ function decodersFor(codings: readonly string[], firstByte: number, onError: (er
   return decoders;
 }
 
-function decode(chunks: Buffer[]): string {
-  if (chunks.length === 1) return (chunks[0] as Buffer).toString('utf8');
-  return Buffer.concat(chunks).toString('utf8');
+function decode(chunks: Buffer[], charset: TextDecoder | null): string {
+  return text(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks), charset);
 }
 
 /** The first `bytes` bytes of the chunks as text (a character cut at the end decodes as U+FFFD). */
-function decodeHead(chunks: Buffer[], bytes: number): string {
+function decodeHead(chunks: Buffer[], bytes: number, charset: TextDecoder | null): string {
   const size = chunks.reduce((n, chunk) => n + chunk.length, 0);
   // Buffer.concat copies no more than the length it is given.
-  return Buffer.concat(chunks, Math.min(size, bytes)).toString('utf8');
+  return text(Buffer.concat(chunks, Math.min(size, bytes)), charset);
+}
+
+/**
+ * Bytes that are UTF-8 are read as UTF-8 under a single-byte label too: servers label UTF-8 text with their default
+ * (Tomcat's iso-8859-1), while Latin-1 text is valid UTF-8 only when each accent follows an `Ã`-like capital.
+ */
+function text(bytes: Buffer, charset: TextDecoder | null): string {
+  if (charset === null || (SINGLE_BYTE.test(charset.encoding) && isUtf8(bytes))) return bytes.toString('utf8');
+  if (charset.encoding !== 'windows-1252') return charset.decode(bytes);
+  return bytes.toString('latin1').replace(/[\x80-\x9f]/g, (c) => CP1252_C1[c.charCodeAt(0) - 0x80]!);
 }

@@ -83,6 +83,45 @@ describe('oversized response headers', () => {
   });
 });
 
+describe('the charset a Content-Type declares', () => {
+  /** A search-jobs page whose message is `message`, as `bytes` would write it: Latin-1 for one byte per character. */
+  const page = (message: string, bytes: (json: string) => Buffer = (json) => Buffer.from(json, 'latin1')) =>
+    bytes(JSON.stringify({ ...EMPTY_JOBS_PAGE, message }));
+  const typed =
+    (contentType: string, body: Buffer, status = 200): Handler =>
+    (_req, res) =>
+      res.writeHead(status, { 'content-type': contentType }).end(body);
+
+  it('reads a body in any charset the WHATWG Encoding standard names, compressed or not', async () => {
+    const cases: Array<[string, Buffer, string]> = [
+      ['application/json; charset=ISO-8859-1', page('Grüße'), 'Grüße'],
+      ['application/json; charset=windows-1251', page('\u00cc\u00ee\u00f1\u00ea\u00e2\u00e0'), 'Москва'],
+      ['application/json; charset=iso-8859-2', page('\u00a3\u00f3d\u00bc'), 'Łódź'],
+      // 0x80-0x9F: windows-1252's, for every Latin-1 label (Node's own decoder reads them as C1 controls).
+      ['application/json; charset=us-ascii', page(String.fromCharCode(...Array.from({ length: 32 }, (_, i) => 0x80 + i))), '€\x81‚ƒ„…†‡ˆ‰Š‹Œ\x8dŽ\x8f\x90‘’“”•–—˜™š›œ\x9džŸ'],
+    ];
+    for (const [contentType, body, message] of cases) {
+      handler = typed(contentType, body);
+      expect(await client.searchJobs({}), contentType).toMatchObject({ kind: 'ok', data: { message } });
+      handler = (_req, res) => res.writeHead(200, { 'content-type': contentType, 'content-encoding': 'gzip' }).end(gzipSync(body));
+      expect(await client.searchJobs({}), `${contentType}, gzip`).toMatchObject({ kind: 'ok', data: { message } });
+    }
+  });
+
+  it("reads a 404's message in its charset", async () => {
+    handler = typed('application/json; charset=latin1', Buffer.from(JSON.stringify({ error: true, message: 'Keine ähnlichen Firmen' }), 'latin1'), 404);
+    expect(await client.similarCompanies({ url: 'network.com/company/x' })).toMatchObject({ kind: 'not_found', message: 'Keine ähnlichen Firmen' });
+  });
+
+  it('reads UTF-8 as UTF-8 under an unknown label or a Latin-1 label its bytes do not fit', async () => {
+    const utf8 = (json: string) => Buffer.from(json, 'utf8');
+    for (const contentType of ['application/json; charset=x-unknown', 'application/json; charset=iso-8859-1', 'application/json; charset=utf-8', 'text/plain']) {
+      handler = typed(contentType, page('Grüße 🚀', utf8));
+      expect(await client.searchJobs({}), contentType).toMatchObject({ kind: 'ok', data: { message: 'Grüße 🚀' } });
+    }
+  });
+});
+
 describe('compressed bodies', () => {
   it('asks for none', async () => {
     handler = (_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end(JOBS_OK);
