@@ -1,7 +1,7 @@
 import type { Database } from './open.ts';
 import type { RunStatus } from './tables.ts';
 import { rows } from './read-steps.ts';
-import { sql, param, named, literal } from '../statement.ts';
+import { sql, param, named, literal, fragment, statementOf } from '../statement.ts';
 
 /** The figures written when a run ends. */
 export interface RunEnd {
@@ -40,6 +40,20 @@ export const RECENT_RUN_COLUMNS = `id, jobs, started_at AS "startedAt", ended_at
   tasks_failed AS "tasksFailed", tasks_deferred AS "tasksDeferred", invalid_rows AS "invalidRows", calls, exit_code AS "exitCode", error`;
 
 const RECENT_RUNS = sql`SELECT ${literal(RECENT_RUN_COLUMNS)} FROM runs ORDER BY id DESC LIMIT ${param}`;
+
+/**
+ * The ids of run `anchor`'s night: it and the runs whose time overlaps it, one after another (workers sharing a job on
+ * PostgreSQL are one night's run; SQLite's runs never overlap). A run still going (no end) overlaps what follows.
+ */
+export const nightRunIds = (anchor: string | typeof param) => fragment([`WITH RECURSIVE night(id, started_at, ended_at) AS (
+    SELECT id, started_at, ended_at FROM runs WHERE id = `, anchor, `
+    UNION
+    SELECT r.id, r.started_at, r.ended_at FROM runs r JOIN night n
+      ON (n.ended_at IS NULL OR r.started_at <= n.ended_at) AND (r.ended_at IS NULL OR n.started_at <= r.ended_at)
+  ) SELECT id FROM night`]);
+
+/** The last run's night (`changes --since last`, the report's headline): no parameter, the same text on both engines. */
+export const LAST_RUN_IDS = statementOf([nightRunIds('(SELECT max(id) FROM runs)')]).sqlite;
 
 /** A run's end, named parameters (endRunParams), for both engines. */
 export const END_RUN_SQL = sql`UPDATE runs SET status = ${named('status')}, ended_at = ${named('endedAt')},

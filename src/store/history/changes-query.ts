@@ -6,6 +6,7 @@ import { NetingestError, UsageError } from '../../errors.ts';
 import { openStore } from '../open-store.ts';
 import { rows } from '../read-steps.ts';
 import { JOB_NAMES_SQL } from '../ledger.ts';
+import { LAST_RUN_IDS } from '../runs.ts';
 import type { HistoryEntity } from './tracking.ts';
 
 /** Where the listing starts: the last run's changes, those of a run and every later one, or those since a time. */
@@ -57,17 +58,6 @@ function utcOffset(zone: string | undefined): string {
 function literal(text: string): string {
   return `'${text.replaceAll("'", "''")}'`;
 }
-
-/**
- * The last run's id and those of the runs its time overlaps, one after another (workers sharing a job on PostgreSQL
- * are one night's run; SQLite's runs never overlap): `--since last`. A run still going (no end) overlaps what follows.
- */
-const LAST_RUN_IDS = `WITH RECURSIVE night(id, started_at, ended_at) AS (
-    SELECT id, started_at, ended_at FROM runs WHERE id = (SELECT max(id) FROM runs)
-    UNION
-    SELECT r.id, r.started_at, r.ended_at FROM runs r JOIN night n
-      ON (n.ended_at IS NULL OR r.started_at <= n.ended_at) AND (r.ended_at IS NULL OR n.started_at <= r.ended_at)
-  ) SELECT id FROM night`;
 
 /** The SELECT of the changes `filter` keeps, oldest first within each entity and key. */
 export function changesStatement(filter: ChangesFilter): string {
