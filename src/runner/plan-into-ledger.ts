@@ -123,10 +123,10 @@ export function refreshedSince(refreshAfterDays: number, refresh: boolean, start
 export async function settleDue(operation: string, ledger: RunLedger, filter: RunnableFilter) {
   const shared = await ledger.adoptSharedAnswers(filter, await ledger.otherJobs(operation, filter.job), new Date().toISOString());
   await ledger.reopenDue(filter, new Date().toISOString());
-  const runnable = await ledger.countRunnable(filter);
+  // Counted over the night's tasks, not this run's stamp alone: a worker planning meanwhile re-stamps them all.
   const before = await ledger.countsByStatus(filter.job, filter.runId);
   // Once the due ones are reopened, the tasks still failed are those an earlier run failed for good.
-  return { shared, runnable, failedBefore: before.failed, before };
+  return { shared, runnable: before.pending + before.deferred, failedBefore: before.failed, before };
 }
 
 /**

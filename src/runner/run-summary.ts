@@ -7,7 +7,8 @@ import type { RunStopSummary } from './stop-summary.ts';
 import type { DriftLine } from '../operations/drift.ts';
 
 /**
- * What a job did, for the summary. `done`, `notFound`, `failed` and `deferred` are the ledger's count of its tasks; when
+ * What a job did, for the summary. `done`, `notFound`, `failed` and `deferred` are the ledger's count of its tasks (with
+ * workers sharing it, after this one: every worker's answers of the night); when
  * the database was lost before they could be read, the ledger's count before its calls moved by the outcomes the run
  * committed since (the summary's `error` then says the connection was lost).
  */
@@ -25,7 +26,7 @@ export interface JobSummary {
   /** Of `invalidRows`, those an earlier run recorded already: counted, not in `invalidSamples`. */
   invalidKnown: number;
   duplicates: number;
-  /** Planned tasks skipped because they were done or not found within refreshAfterDays. */
+  /** Planned tasks skipped because they were done or not found within refreshAfterDays (by any worker, as it planned). */
   fresh: number;
   /**
    * Planned tasks that failed for good earlier (not retried without --refresh); not fresh, and in `failed` too.

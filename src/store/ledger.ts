@@ -3,6 +3,7 @@ import { readSync, rows, value, type Reads } from './read-steps.ts';
 import type { InvalidInputRow, TaskStatus } from './tables.ts';
 import { sql, param, named } from '../statement.ts';
 import type { Settlement } from './outcome-ops.ts';
+import { nightRunIds } from './runs.ts';
 
 /** A task as the runner reads it from the ledger. */
 export interface TaskRow {
@@ -107,9 +108,10 @@ export const LEDGER_SQL = {
   deferPending: sql`UPDATE tasks SET status = 'deferred', updated_at = ${param} WHERE job = ${param} AND run_id = ${param} AND status = 'pending'`,
   // Read before the job is planned again (planning stamps its tasks with the new run).
   deferredSince: sql`SELECT min(r.started_at) AS since FROM tasks t JOIN runs r ON r.id = t.run_id WHERE t.job = ${param} AND t.status = 'deferred'`,
-  countsByStatus: sql`SELECT status, CAST(count(*) AS INTEGER) AS n FROM tasks WHERE job = ${param} AND run_id = ${param} GROUP BY status`,
+  // A run's tasks are those stamped by its night: workers sharing a job re-stamp each other's as they plan and settle.
+  countsByStatus: sql`SELECT status, CAST(count(*) AS INTEGER) AS n FROM tasks WHERE job = ${param} AND run_id IN (${nightRunIds(param)}) GROUP BY status`,
   failedByCode: sql`SELECT coalesce(last_error_code, 'UNKNOWN') AS code, CAST(count(*) AS INTEGER) AS n FROM tasks
-    WHERE job = ${param} AND run_id = ${param} AND status = 'failed' GROUP BY 1`,
+    WHERE job = ${param} AND run_id IN (${nightRunIds(param)}) AND status = 'failed' GROUP BY 1`,
   // Named (markRecovered's object): only a task whose latest outcome is this very body, failed with its code.
   markRecovered: sql`UPDATE tasks SET status = 'done', last_error_code = NULL, last_error = NULL, retryable = NULL,
     updated_at = ${named('at')}, completed_at = ${named('receivedAt')} WHERE id = ${named('id')} AND status = 'failed'
@@ -186,7 +188,6 @@ export function createLedger(database: Connection) {
   const selectRecordedInvalid = sqlite.prepare(LEDGER_SQL.recordedInvalid.sqlite);
   const selectRunnable = sqlite.prepare(`SELECT id, job, operation, input_key AS inputKey, page, request_json AS requestJson, status
     FROM tasks INDEXED BY tasks_job_id_idx WHERE ${RUNNABLE} AND id > @afterId ORDER BY id LIMIT @limit`);
-  const countRunnable = sqlite.prepare(`SELECT count(*) AS n FROM tasks WHERE ${RUNNABLE}`).pluck();
   // Not due and not pending: a settled answer still fresh, or a failure not retried.
   const selectDueState = sqlite.prepare(`SELECT CASE WHEN ${requestChanged('@requestJson')} OR ${DUE} THEN 'due'
       WHEN status = 'failed' THEN 'failed' ELSE 'fresh' END
@@ -223,10 +224,6 @@ export function createLedger(database: Connection) {
     /** The next runnable tasks after `afterId`, in ledger order (input order, pages together). */
     runnableAfter(filter: RunnableFilter, afterId: number, limit: number): TaskRow[] {
       return selectRunnable.all({ ...filterParams(filter), afterId, limit }) as TaskRow[];
-    },
-    /** How many tasks of the job this run will work on. */
-    countRunnable(filter: RunnableFilter): number {
-      return countRunnable.get(filterParams(filter)) as number;
     },
     /** What a run planning this task now would do with it, by runnableAfter's rule (for `plan`: it writes nothing). */
     dueState(rule: DueRule, task: Pick<TaskRow, 'inputKey' | 'page' | 'requestJson'>): DueState {
@@ -277,11 +274,11 @@ export function createLedger(database: Connection) {
     deferredSince(job: string): string | null {
       return readSync(sqlite, deferredSinceReads(job));
     },
-    /** Status counts of the tasks this run planned for a job. */
+    /** Status counts of the job's tasks this run (with the runs of its night) planned or settled. */
     countsByStatus(job: string, runId: number): Record<TaskStatus, number> {
       return statusCounts(countsByStatus.all(job, runId) as Array<{ status: TaskStatus; n: number }>);
     },
-    /** The failed tasks this run planned for a job, by the code of their last error. */
+    /** countsByStatus' failed tasks by the code of their last error. */
     failedByCode(job: string, runId: number): Record<string, number> {
       return Object.fromEntries((failedByCode.all(job, runId) as Array<{ code: string; n: number }>).map((r) => [r.code, r.n]));
     },

@@ -62,10 +62,6 @@ export function createPgLedger(pool: pg.Pool): RunLedger {
       await withPgClient(pool, (client) => pipelineTransaction(client, ANALYZE_CLAIMED_COLUMNS));
       return rowCount ?? 0;
     },
-    async countRunnable(filter) {
-      const { rows } = await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM tasks WHERE ${RUNNABLE}`, filterParams(filter));
-      return rows[0]!.n;
-    },
     async runnableAfter(filter, afterId, limit) {
       const { rows } = await pool.query<TaskRow & { id: string }>(`SELECT id, job, operation, input_key AS "inputKey", page,
         request_json::text AS "requestJson", status FROM tasks WHERE ${RUNNABLE} AND id > $5 ORDER BY id LIMIT $6`,
