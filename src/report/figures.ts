@@ -38,7 +38,7 @@ export function buildFigures(data: ReportData, status: FullStatusReport, options
   return {
     generatedAt: options.now.toISOString(),
     days: options.days,
-    headline: headlineOf(status, nights),
+    headline: headlineOf(status, data.lastNight),
     /** The same object `netingest status --json` prints. */
     status,
     nights,

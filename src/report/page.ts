@@ -52,15 +52,17 @@ ${anomaliesHtml(figures)}
 
 function headlineHtml(f: ReportFigures): string {
   const h = f.headline;
+  // A night of several workers is told by its worst run, and its credits by them all.
+  const night = h.nightRunIds.length > 1 ? `the last night's ${h.nightRunIds.length} runs` : null;
   const run = h.lastRun
-    ? `Run #${h.lastRun.id} ${h.lastRun.unfinished ? 'stopped without finishing' : e(h.lastRun.status.replaceAll('_', ' '))}, exit code <span data-figure="last-exit-code">${h.lastRun.exitCode === null ? 'not recorded' : e(h.lastRun.exitCode)}</span>, ended <span data-figure="last-ended-at">${when(h.lastRun.endedAt)}</span>`
+    ? `Run #${h.lastRun.id}${night ? ` (the worst of ${night})` : ''} ${h.lastRun.unfinished ? 'stopped without finishing' : e(h.lastRun.status.replaceAll('_', ' '))}, exit code <span data-figure="last-exit-code">${h.lastRun.exitCode === null ? 'not recorded' : e(h.lastRun.exitCode)}</span>, ended <span data-figure="last-ended-at">${when(h.lastRun.endedAt)}</span>`
     : 'No run yet';
   const left = h.creditsLeft
     ? `<span data-figure="credits-left">${e(h.creditsLeft.balance)}</span> of ${e(h.creditsLeft.totalCredits)} left (${h.creditsLeft.source === 'live' ? "the service's credit check, now" : `last counters, ${when(h.creditsLeft.at)}`})`
     : 'balance not known yet';
   const deferred = h.deferred.tasks > 0 ? `<span data-figure="deferred">${e(h.deferred.tasks)}</span> tasks deferred${h.deferred.why ? ` because ${e(h.deferred.why)}` : ''}` : 'Nothing deferred';
   const credits = h.lastRun
-    ? `Credits: <span data-figure="credits-last-run">${h.creditsSpentLastRun === null ? 'none' : e(h.creditsSpentLastRun)}</span> spent by the last run, <span data-figure="credits-all-runs">${e(h.creditsSpentAllRuns)}</span> by all runs; ${left}. ${deferred}.`
+    ? `Credits: <span data-figure="credits-last-run">${h.creditsSpentLastRun === null ? 'none' : e(h.creditsSpentLastRun)}</span> spent by ${night ?? 'the last run'}, <span data-figure="credits-all-runs">${e(h.creditsSpentAllRuns)}</span> by all runs; ${left}. ${deferred}.`
     : `Credits: ${left}.`;
   return `<section class="headline ${h.level}" aria-label="Summary">
 <p class="action" data-figure="action">${escapeHtml(h.action).replace(/`([^`]+)`/g, '<code>$1</code>')}</p>

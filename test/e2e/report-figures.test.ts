@@ -43,11 +43,17 @@ describe('headlineOf', () => {
   const status = (run: Partial<FullStatusReport['runs'][number]>): FullStatusReport =>
     ({
       runs: [{ id: 7, status: 'completed', exitCode: 0, endedAt: 'e', creditsSpent: 3, tasksDeferred: 0, invalidRows: 0, error: null, unfinished: false, ...run }],
-      creditsSpentAllRuns: 10, lastCounters: { balance: 5, totalCredits: 100, at: 't', creditsUsed: 95, creditsRemaining: 5 }, liveBalance: null,
+      unfinishedRuns: [], creditsSpentAllRuns: 10, lastCounters: { balance: 5, totalCredits: 100, at: 't', creditsUsed: 95, creditsRemaining: 5 }, liveBalance: null,
     }) as unknown as FullStatusReport;
 
+  // A night of that one run.
+  const headline = (run: Partial<FullStatusReport['runs'][number]>) => {
+    const s = status(run);
+    return headlineOf(s, s.runs);
+  };
+
   it('says to top up when the credits ran out, naming why tasks were deferred', () => {
-    const h = headlineOf(status({ status: 'stopped_credits', exitCode: 3, tasksDeferred: 40 }), []);
+    const h = headline({ status: 'stopped_credits', exitCode: 3, tasksDeferred: 40 });
     expect(h.level).toBe('stop');
     expect(h.action).toMatch(/Top up credits/);
     expect(h.deferred).toEqual({ tasks: 40, why: 'the credits ran out (reserve, maxPerRun or the balance)' });
@@ -55,7 +61,7 @@ describe('headlineOf', () => {
   });
 
   it('says to fix the token when the service refused it, and nothing to do after a clean run', () => {
-    expect(headlineOf(status({ status: 'failed', exitCode: 1, error: 'AUTH: HTTP 401 from the API' }), []).action).toMatch(/Fix the API token/);
-    expect(headlineOf(status({}), [])).toMatchObject({ level: 'ok', action: 'Nothing to do.' });
+    expect(headline({ status: 'failed', exitCode: 1, error: 'AUTH: HTTP 401 from the API' }).action).toMatch(/Fix the API token/);
+    expect(headline({})).toMatchObject({ level: 'ok', action: 'Nothing to do.' });
   });
 });

@@ -6,7 +6,7 @@
 import { apiCallReads } from '../api-calls.ts';
 import { rows, value, type Reads } from '../read-steps.ts';
 import { statusReads } from '../status.ts';
-import { RECENT_RUN_COLUMNS, type RecentRun } from '../runs.ts';
+import { LAST_RUN_IDS, RECENT_RUN_COLUMNS, type RecentRun } from '../runs.ts';
 import { sql, param, dialect, literal, perEngine } from '../../statement.ts';
 import { OPERATIONS } from '../../spec/types.ts';
 
@@ -46,6 +46,9 @@ const HAS_JOB_RATES = perEngine({
   sqlite: `SELECT count(*) FROM pragma_table_info('runs') WHERE name = 'job_rates'`,
   postgres: `SELECT count(*)::int FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = 'runs' AND column_name = 'job_rates'`,
 });
+
+/** The last night's runs, newest first: the headline judges the night, not whichever worker started last. */
+const LAST_NIGHT = `SELECT ${RECENT_RUN_COLUMNS} FROM runs WHERE id IN (${LAST_RUN_IDS}) ORDER BY id DESC`;
 
 const CALLS = sql`SELECT a.run_id AS "runId", t.job, count(*) AS calls, sum(CASE WHEN a.status = 200 THEN 1 ELSE 0 END) AS answered,
   sum(CASE WHEN a.status = 404 THEN 1 ELSE 0 END) AS "notFound",
@@ -87,6 +90,7 @@ export function* reportFiguresReads(window: ReportWindow, recentRuns = 10) {
   const status = yield* statusReads(recentRuns);
   const hasRates = ((yield* value<number>(HAS_JOB_RATES, [])) ?? 0) > 0;
   const runs = yield* rows<ReportRun>(hasRates ? RUNS.withRates : RUNS.withoutRates, [window.sinceIso]);
+  const lastNight = yield* rows<RecentRun>(LAST_NIGHT);
   const calls = yield* rows<RunJobCalls>(CALLS, [window.sinceIso]);
   const creditSteps = yield* rows<RunJobCreditSteps>(CREDIT_STEPS, [window.sinceIso]);
   const drift = yield* rows<{ runId: number; operation: string; path: string; kind: string; count: number; seen: number }>(DRIFT, [window.sinceIso]);
@@ -106,7 +110,7 @@ export function* reportFiguresReads(window: ReportWindow, recentRuns = 10) {
   const costPerCall: Record<string, number | null> = {};
   // Each operation's learned cost per call, for the forecast.
   for (const operation of OPERATIONS) costPerCall[operation] = yield* apiCallReads.learnedCost(operation);
-  return { status, runs, calls, creditSteps, drift, failures, invalidRows, invalidTotal, anomalyKinds, anomalies, taskAges, costPerCall };
+  return { status, runs, lastNight, calls, creditSteps, drift, failures, invalidRows, invalidTotal, anomalyKinds, anomalies, taskAges, costPerCall };
 }
 
 /** What reportFiguresReads() returns. */
