@@ -138,6 +138,7 @@ const NOISE = 1e-9;
  * Per run of `data.runs` with a spend, its credits per job (in name order). A paid call is its task's job's (a lookup
  * two jobs share is paid once, by one), costing its counter's step over the run's previous one; the run's lowest call,
  * whose cost no counter shows, takes the rest of `runs.credits_spent`, so a night's jobs add up to what the run spent.
+ * A share is in whole credits (or the run's finest decimal, where the service charges fractions): see apportion.
  */
 export function creditsByJob(data: Pick<ReportData, 'runs' | 'creditSteps' | 'calls'>): JobCredits[] {
   const stepsByRun = byRun(data.creditSteps);
@@ -159,7 +160,26 @@ function ofRun(runId: number, spent: number, steps: ReportData['creditSteps'], c
     row.credits += rest;
     byJob.set(owner, row);
   }
-  return [...byJob.values()].map((r) => ({ ...r, credits: roundCredits(r.credits) })).sort((a, b) => (a.job ?? '\uffff').localeCompare(b.job ?? '\uffff'));
+  const rows = [...byJob.values()].sort((a, b) => (a.job ?? '\uffff').localeCompare(b.job ?? '\uffff'));
+  return apportion(rows, spent, creditUnit([spent, ...steps.map((s) => s.steps ?? 0)]));
+}
+
+/** The finest decimal the figures are written in: 1 for whole credits, 0.01 where a call costs 0.25. */
+function creditUnit(figures: readonly number[]): number {
+  return 10 ** -Math.max(...figures.map((n) => (String(roundCredits(n)).split('.')[1] ?? '').length));
+}
+
+/**
+ * The jobs' shares as whole units that still add up to `spent` (largest remainder): scaled shares of a shared account
+ * are fractions no bill shows. Each is rounded down, and the units left go to the largest remainders, in name order.
+ */
+function apportion(rows: JobCredits[], spent: number, unit: number): JobCredits[] {
+  const exact = rows.map((r) => r.credits / unit);
+  const whole = exact.map((x) => Math.floor(x));
+  const left = Math.max(0, Math.round(spent / unit) - whole.reduce((n, x) => n + x, 0));
+  const byRemainder = exact.map((_, i) => i).sort((i, j) => exact[j]! - whole[j]! - (exact[i]! - whole[i]!));
+  for (const i of byRemainder.slice(0, left)) whole[i]! += 1;
+  return rows.map((r, i) => ({ ...r, credits: roundCredits(whole[i]! * unit) }));
 }
 
 /**

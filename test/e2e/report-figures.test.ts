@@ -1,6 +1,7 @@
 /** The report's pure parts: what a sample hides, the forecast's due rule day by day, the headline's advice. */
 import { describe, expect, it } from 'vitest';
-import { forecastDue, redactSample, SAMPLE_MAX_CHARS } from '../../src/report/figures.ts';
+import { creditsByJob, forecastDue, redactSample, SAMPLE_MAX_CHARS } from '../../src/report/figures.ts';
+import type { ReportData } from '../../src/store/readers/report-figures.ts';
 import { headlineOf } from '../../src/report/headline.ts';
 import { escapeHtml } from '../../src/report/page.ts';
 import type { FullStatusReport } from '../../src/runner/status-report.ts';
@@ -36,6 +37,25 @@ describe('forecastDue', () => {
       { day: '2026-06-30', job: 'p', tasks: 9, credits: 18 },
       { day: '2026-07-01', job: 'p', tasks: 2, credits: 4 },
     ]);
+  });
+});
+
+describe('creditsByJob', () => {
+  const of = (creditsSpent: number, steps: Array<[job: string, paid: number, steps: number]>) => creditsByJob({
+    runs: [{ id: 1, creditsSpent } as ReportData['runs'][number]],
+    creditSteps: steps.map(([job, paid, stepped], i) => ({ runId: 1, job, paid, steps: stepped, lowest: i === 0 ? 1 : 0 })),
+    calls: [],
+  }).map((c) => [c.job, c.credits]);
+
+  it("splits a run on a shared account in whole credits that add up to its spend", () => {
+    // Another worker's calls fell between this run's counters: its steps (7 + 5) hold more than the 10 it spent.
+    expect(of(10, [['a', 4, 7], ['b', 3, 5]])).toEqual([['a', 6], ['b', 4]]);
+    // Equal shares of 2 among three: the unit left over goes to the first names.
+    expect(of(2, [['a', 1, 1], ['b', 1, 1], ['c', 1, 1]])).toEqual([['a', 1], ['b', 1], ['c', 0]]);
+    // Where the service charges fractions, in the run's finest decimal.
+    expect(of(2.5, [['a', 8, 2], ['b', 4, 1]])).toEqual([['a', 1.7], ['b', 0.8]]);
+    // A run alone on its account keeps its jobs' own steps, the rest to its lowest call's job.
+    expect(of(12, [['a', 4, 7], ['b', 3, 4]])).toEqual([['a', 8], ['b', 4]]);
   });
 });
 

@@ -45,6 +45,8 @@ describe.skipIf(!pgClusterUrl)(`two jobs asking the same lookups on PostgreSQL${
       expect(ofJob(name).reduce((n, c) => n + c.paidAnswers, 0), name).toBe(paid);
       const spent = await one(s.pool, `SELECT coalesce(sum(credits_spent), 0) AS n FROM runs WHERE jobs::text LIKE '%"${name}"%'`);
       expect(ofJob(name).reduce((n, c) => n + c.credits, 0), name).toBeCloseTo(spent, 6);
+      // Shares of a shared account in whole credits, as the bill shows them: never a scaled fraction.
+      expect(ofJob(name).filter((c) => !Number.isInteger(c.credits)), name).toEqual([]);
     }
   }, 90_000);
 });
