@@ -1,7 +1,7 @@
 /**
  * An account's credit reserve and `maxPerRun` across workers: under one advisory lock per account a call fits only if
- * balance - all reserved - cost >= reserve (and run spend + reserved + cost <= maxPerRun). Reservations expire unless
- * renewed (a dead worker's stop counting); costs come from all workers' counters, as one's own step by all their calls.
+ * balance - all reserved - cost >= reserve. Reservations expire unless renewed (a dead worker's stop counting); costs
+ * come from all workers' counters, as each steps by all their calls.
  */
 import type pg from 'pg';
 import type { CreditCounters, Operation } from '../../../spec/types.ts';
@@ -24,19 +24,13 @@ export const SHARED_CREDIT_BUDGET_DEFAULTS = {
   costSamples: 32,
   /** Steps among them before their median is the call's cost (see SettledCharge.learnedCost). */
   minCostSteps: 3,
-  /**
-   * Calls' worth of credits one reservation takes (fewer when fewer fit): calls drawn from it need no round trip, and
-   * each block costs a turn (~10 statements under the account's lock).
-   */
+  /** Calls per reserved block (fewer if fewer fit): drawing from it needs no round trip; each block costs a turn (~10 statements). */
   blockCalls: 64,
-  /**
-   * How long settles wait to go together (a reservation sends them at once): a held reservation only errs on the
-   * safe side meanwhile, and each turn is a round trip and a taking of the account's lock.
-   */
+  /** How long settles wait to share a turn (each a round trip under the account's lock); a reservation held meanwhile only errs safe. */
   settleDelayMs: 100,
   /**
-   * The share of a block's room left in this process's blocks at which the next is asked for in the background (0:
-   * only when a call finds no room, so it waits a round trip). Half a block lasts several round trips.
+   * Share of a block's room left in this process's blocks when the next is asked in the background; half a block lasts
+   * several round trips. 0: only when a call finds no room, which then waits a round trip.
    */
   aheadAt: 0.5,
   /**
@@ -147,8 +141,7 @@ function num(value: number): number {
 }
 
 /*
- * The budget's statements, each one text bound to its values (never written into it): prepared once per
- * connection, planned once (see sendTurn), whatever the account, run, worker or number of rows.
+ * Values are bound, never written into the text: each statement is prepared once per connection and planned once.
  */
 const LOCK_SQL = `SELECT pg_advisory_xact_lock(hashtextextended('netingest.credits:' || $1::text, 0))`;
 const EXPIRED_SQL = 'DELETE FROM credit_reservations WHERE api_url = $1::text AND expires_at <= clock_timestamp()';
@@ -184,9 +177,8 @@ const REPORT_OUTSIDE_CALL_SQL = reportText(`CASE WHEN excluded.total_credits = b
     AND b.reported_at >= clock_timestamp() - $5::float8 * interval '1 millisecond'
     THEN coalesce(b.credits_uncharged, 0) + greatest(excluded.credits_used - b.credits_used, 0) ELSE 0 END`);
 /**
- * What each of a turn's charges costs the run (see settleSql), the run's spend grown by them: $1 the account, $2 the
- * run, $3 a reservation's life in ms, then a value of each charge per array: $4 its order, $5 its cost, $6 and $7
- * its counters (null: none read), $8 whether it only records a sample.
+ * What each of a turn's charges costs the run (see settleSql), added to its spend. $1 account, $2 run, $3 reservation
+ * life in ms; one array per charge field: $4 order, $5 cost, $6/$7 counters (null: none read), $8 sample only.
  */
 const SPEND_SQL = `WITH prior AS MATERIALIZED (
     SELECT credits_used AS used, total_credits AS total, coalesce(credits_uncharged, 0) AS owed FROM account_balance
@@ -250,18 +242,17 @@ export class SharedCreditBudget {
   }
 
   /**
-   * One attempt to reserve `cost` for one call. With the balance unknown, a call goes only when none is in flight on
-   * the account (its answer shows the balance), as CreditGuard does. A `probe` (cost only assumed) goes alone when it
-   * does not fit but the balance is above the reserve: else a small balance never learns the cost.
+   * With the balance unknown a call goes only when none is in flight (its answer shows the balance), as in CreditGuard;
+   * A `probe` (assumed cost) that does not fit goes alone while the balance is above the reserve, else a small balance
+   * never learns the cost.
    */
   tryReserve(cost: number, limits: CreditLimits, probe = false): Promise<ReserveAttempt> {
     return this.reserveBlock(cost, 1, limits, probe);
   }
 
   /**
-   * Reserves a call at `price` (its estimated cost; `probe`: only assumed, see tryReserve) from this process's blocks
-   * or a new one, waiting while calls in flight (any worker's) may leave room; the stop reason if none is in flight.
-   * `beforeWait` settles what the caller can, or learns the cost (true: the call is tried again at once).
+   * Reserves a call from this process's blocks or a new one, waiting while any worker's calls in flight may leave room;
+   * with none in flight, the stop reason. `beforeWait` lets the caller settle or learn the cost; true retries at once.
    */
   async acquire(
     price: () => { cost: number; probe: boolean },
@@ -298,10 +289,7 @@ export class SharedCreditBudget {
     return asked;
   }
 
-  /**
-   * Asks for the next block in the background when this process's blocks have `aheadAt` of one left, none is
-   * asked already, and the last block asked got all its calls (see SHARED_CREDIT_BUDGET_DEFAULTS.aheadRoomBlocks).
-   */
+  /** Asks the next block in the background once this process's blocks are down to `aheadAt`, unless near the limits. */
   private askAhead(cost: number, limits: CreditLimits): void {
     if (this.closed || this.blockAsked || !this.lastBlockFull) return;
     let room = 0;
@@ -337,10 +325,7 @@ export class SharedCreditBudget {
     return { reservation: null, reason, figures };
   }
 
-  /**
-   * The reservation statement's row; the block it reserved, if any, kept among this process's blocks with `drawn` of
-   * its calls of `cost` in flight.
-   */
+  /** Sends a reservation statement; the block it reserved, if any, joins this process's blocks with `drawn` calls in flight. */
   private async newBlock(statement: BoundStatement, cost: number, drawn: 0 | 1): Promise<ReserveRow> {
     const row = (await this.inTurn(statement)).rows[0] as ReserveRow;
     this.lastBlockFull = row.id !== null && row.calls === this.blockCalls;
@@ -349,12 +334,11 @@ export class SharedCreditBudget {
   }
 
   /**
-   * The reservation statement: the figures, how many calls of `cost` fit under the reserve and under the cap
-   * (at most `calls`; one alone while learning the balance or as a probe), and the row for them when at least
-   * `need` fit (more than `calls` for a block asked ahead: see SHARED_CREDIT_BUDGET_DEFAULTS.aheadRoomBlocks).
+   * The figures, how many calls of `cost` fit under reserve and cap (at most `calls`; one while learning the balance or
+   * probing), and their row if at least `need` fit (a block asked ahead needs more: see aheadRoomBlocks).
    */
   private reserveSql(cost: number, calls: number, limits: CreditLimits, probe: boolean, need = 1): BoundStatement {
-    // Bound, not written in: one text per shape (cost zero or not, a cap or not), prepared once and planned once.
+    // One text per shape (cost zero or not, a cap or not), so each is prepared once.
     const { a, r, w, c, reserve, cap, n, eps, ms, probing, atLeast } = {
       a: '$1::text', r: '$2::text', w: '$3::text', c: '$4::float8', reserve: '$5::float8', probing: '$6::boolean', n: '$7::int', eps: '$8::float8', ms: '$9::float8',
       atLeast: '$10::int', cap: '$11::float8',
@@ -453,19 +437,13 @@ SELECT balance, reserved, in_flight, spent, under_reserve_ok, cap_ok, calls, (SE
     return sampledCosts(rows as Array<{ op: string; used: number[] }>).get(operation) ?? null;
   }
 
-  /**
-   * Gives back the room of this process's blocks now (the run is over; calls still in flight settle later), a
-   * block asked ahead and still on its way included.
-   */
+  /** The run is over: giveBack(), a block still on its way included; calls in flight settle later. */
   async close(): Promise<void> {
     this.closed = true;
     await this.giveBack();
   }
 
-  /**
-   * Gives back the room of this process's blocks now, once the block asked (ahead or not) is back: the run
-   * stopped on credits, and other workers may use it. A call asked later reserves again.
-   */
+  /** Once the block asked is back, gives this process's room to other workers (the run stopped on credits); a later call reserves again. */
   async giveBack(): Promise<void> {
     await this.blockAsked;
     this.giveBackRoom();
@@ -522,7 +500,7 @@ SELECT balance, reserved, in_flight, spent, under_reserve_ok, cap_ok, calls, (SE
       const first = [this.lock, ...expired, ...rows];
       const statements = [...first, ...(settles?.statements ?? []), ...asked.map((a) => a.statement)];
       if (statements.length === 1) return;
-      // Bound statements, prepared once per connection, under one generic plan each rather than planned every turn.
+      // One generic plan per prepared statement rather than a new plan every turn.
       const results = (await withPgClient(this.pool, (c) => pipelineTransaction(c, ['SET LOCAL plan_cache_mode = force_generic_plan', ...statements]))).slice(1);
       if (settles) this.resolveSettles(settling, results.slice(first.length), settles);
       const base = statements.length - asked.length;
@@ -556,10 +534,9 @@ SELECT balance, reserved, in_flight, spent, under_reserve_ok, cap_ok, calls, (SE
   }
 
   /**
-   * A turn's settles: samples recorded, trimmed, read back (at `samplesAt`), each charge's cost (at `chargedAt`: `ord`,
-   * `cost`) added to the run's spend, then the balance. A charge with counters costs at most the growth no run was
-   * charged yet (`credits_uncharged`, in order), lest others' calls or a late answer inside a higher one's step be
-   * billed twice; with no counter reported within a reservation's life the growth is unknown: it costs the estimate.
+   * Samples recorded, trimmed, read back (`samplesAt`); charges (`chargedAt`) added to the run's spend; the balance. A
+   * charge with counters costs at most the growth not charged yet (`credits_uncharged`), lest others' calls or a late
+   * answer be billed twice; with no counter seen in a reservation's life the growth is unknown: it costs the estimate.
    */
   private settleSql(asks: readonly SettleAsk[]): { statements: BoundStatement[]; samplesAt: number | null; chargedAt: number } {
     const charges = asks.map((a) => a.charge);
@@ -572,7 +549,7 @@ SELECT balance, reserved, in_flight, spent, under_reserve_ok, cap_ok, calls, (SE
     ];
     // The samples as they stand once the turn's are in: medianStep (credit-meter.ts) reads their cost.
     const read = operations.length > 0 ? [{ text: SAMPLES_SQL, values: [this.options.apiUrl, operations] }] : [];
-    // One array a column: one text whatever the number of charges, prepared once and planned once (see sendTurn).
+    // One array a column: one text whatever the number of charges.
     const counted = (c: SharedCharge) => c.sample !== undefined && c.counters != null;
     const spend = {
       text: SPEND_SQL,
@@ -626,9 +603,8 @@ SELECT balance, reserved, in_flight, spent, under_reserve_ok, cap_ok, calls, (SE
   }
 
   /**
-   * An answer's counters become the balance unless a higher credits_used was reported: within a period it only grows,
-   * so a lower one is a late answer. It is a renewal instead when the total changed or the higher one is older than a
-   * reservation's life; until then the balance stays low, stopping early rather than spending credits not sure of.
+   * Counters become the balance unless a higher credits_used was reported (a late answer), save when the total changed
+   * or that report outlived a reservation (a renewal); till then the balance stays low: better stop early.
    */
   private reportSql(counters: CreditCounters, outsideCall = false): BoundStatement {
     const values = [this.options.apiUrl, num(reportedBalance(counters)), num(counters.credits_used), num(counters.total_credits), num(this.reservationMs)];
