@@ -1,7 +1,6 @@
 /**
- * Workers sharing one job's tasks: each leases due inputs (one operation's input, all its pages, so one worker calls
- * them in order and jobs asking the same lookup never pay twice: ADOPT), renews them, gives them back once settled. A
- * dead worker's are claimable at once (its session's dataset lock goes), a stalled one's when its lease runs out.
+ * Workers lease a job's inputs: one worker calls an input's pages in order; a lookup another job answered is not paid
+ * twice (ADOPT). A dead worker's leases free at once (its dataset lock goes), a stalled one's when they run out.
  */
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
@@ -41,15 +40,11 @@ export interface TaskClaimOptions {
 export interface ClaimFilter extends DueRule {
   /** Only tasks this run planned (the ledger's rule); null for tasks planned by any run. */
   runId: number | null;
-  /**
-   * When given, a failed task is due only if it failed before this instant (ISO): a run does not retry the tasks it
-   * failed itself (the next run does), as on SQLite.
-   */
+  /** A failed task is due only if it failed before this instant (ISO): a run leaves its own failures to the next, as on SQLite. */
   failedBefore?: string | null;
   /**
-   * When given (the claiming run's id), only tasks last planned or settled by it, a later run or a run still going:
-   * an input removed since an earlier run planned it is not called. A later run counts though ended: it re-stamped
-   * this run's tasks too, and its stopping (its credit cap, say) must not hide them from the workers still going.
+   * The claiming run's id: only tasks last stamped by it, a later run or one still going, so an input removed since is
+   * not called. A later run counts though ended: it re-stamped these tasks, and its stop must not hide them.
    */
   plannedSince?: number | null;
   /**
@@ -79,10 +74,7 @@ export interface Renewal {
 /** The placeholders a statement gives the due rule's values at (claimDue): one per ClaimFilter value but afterId. */
 type DuePlaceholders = Record<Exclude<keyof ClaimFilter, 'afterId'>, string>;
 
-/**
- * A job's due tasks on table alias `t` (the ledger's dueRule, a failed task only when last tried before
- * failedBefore), its values at the placeholders of the statement that uses it (each numbers its own parameters).
- */
+/** A job's due tasks on alias `t` (the ledger's dueRule plus failedBefore), at the placeholders the using statement numbers. */
 export function claimDue(p: DuePlaceholders): string {
   return `t.job = ${p.job} AND (${p.runId}::bigint IS NULL OR t.run_id = ${p.runId}::bigint)
   AND (${p.plannedSince}::bigint IS NULL OR t.run_id >= ${p.plannedSince}::bigint OR t.run_id IN (SELECT r.id FROM runs r WHERE r.status = 'running')) AND ${dueRule({
@@ -94,9 +86,9 @@ export function claimDue(p: DuePlaceholders): string {
 const CLAIM_DUE = claimDue({ job: '$1', runId: '$2', freshSince: '$3', refresh: '$4', failedBefore: '$8', plannedSince: '$9' });
 
 /**
- * The sessions holding the dataset lock, with their start (null for another role's, which the server hides: the pid
- * alone counts). Asked of pg_stat_get_activity(pid), not the view, which builds a row per session of the cluster.
- * As a CTE, computed only when first read: to judge a lease live by its time, so never for inputs given back.
+ * Sessions holding the dataset lock, with their start (null for another role's, hidden by the server: the pid alone
+ * counts). Read via pg_stat_get_activity(pid): the view builds a row per session of the cluster. As a CTE it runs only
+ * when a lease not run out needs judging.
  */
 const HOLDERS = `SELECT k.pid, a.backend_start FROM (${LOCK_HOLDERS_SQL}) k LEFT JOIN LATERAL pg_stat_get_activity(k.pid) a ON true`;
 
@@ -104,23 +96,18 @@ const HOLDERS = `SELECT k.pid, a.backend_start FROM (${LOCK_HOLDERS_SQL}) k LEFT
 const OWN_HOLDER = `SELECT h.backend_start::text AS start FROM (${HOLDERS}) h WHERE h.pid = $1::integer`;
 
 /**
- * Whether lease `l` is live: not run out, and its session (if named) among `holders`, the same one (backend_start), not
- * a later one given its pid. A lease claimed since this statement began (claimed_at >= now()) is live whatever
- * `holders` says: its worker may have taken the lock after pg_locks was read.
+ * A live lease's session matches by backend_start too, as a later session may reuse the pid. One claimed since this
+ * statement began is live whatever `holders` says: its worker may have locked after pg_locks was read.
  */
 const LEASE_LIVE = `(l.lease_until > clock_timestamp() AND (l.backend_pid IS NULL OR l.claimed_at >= now()
   OR EXISTS (SELECT 1 FROM holders h WHERE h.pid = l.backend_pid
     AND (h.backend_start IS NULL OR l.backend_start IS NULL OR h.backend_start = l.backend_start))))`;
 
-/**
- * A time as whole milliseconds since the epoch (float8: exact below 2^53), read by node-postgres with parseFloat
- * rather than its costly date parser.
- */
+/** Whole ms since the epoch as float8 (exact below 2^53): node-postgres reads it with parseFloat, not its costly date parser. */
 const MS_SINCE_EPOCH = (time: string) => `floor(extract(epoch FROM ${time}) * 1000)::float8`;
 
 /**
- * Locks up to $5 due tasks nobody is claiming (SKIP LOCKED) whose input has no live lease, leases their inputs (in key
- * order: two claims wait, never deadlock) and returns all their due pages; ON CONFLICT sees the latest row, so an older
+ * Leases inputs in key order so two claims wait rather than deadlock; ON CONFLICT sees the latest row, so an older
  * snapshot leaves a live lease alone. A worker whose own session ($10, started $12) is gone claims nothing (LOCK_LOST):
  * it held the lock at its first claim (OWN_HOLDER) and keeps it while it lives, so pg_locks is not read each claim.
  */
@@ -195,9 +182,8 @@ export function createTaskClaims(pool: pg.Pool, options: TaskClaimOptions) {
   const holderPid = options.holderPid ?? null;
   const leaseMs = options.leaseMs ?? TASK_CLAIM_DEFAULTS.leaseMs;
   /**
-   * The inputs this process holds, by `job \0 input_key`, each with the operation its lease is held under (the lease
-   * row's `job`: see the head of this file) and its end on the monotonic clock: lease_until less the server's now,
-   * counted from when the statement was sent (never later than the server's end, whatever the wall clocks say).
+   * Inputs this process holds, by `job \0 input_key`, with their lease row's operation and its end on the monotonic
+   * clock, counted from the send: never after the server's end, whatever the wall clocks say.
    */
   const held = new Map<string, { operation: string; inputKey: string; endsAtMono: number }>();
   const endOf = (sentAtMono: number, r: LeaseTimes) => sentAtMono + (r.leaseUntilMs - r.serverNowMs);
@@ -264,20 +250,13 @@ export function createTaskClaims(pool: pg.Pool, options: TaskClaimOptions) {
   }
 
   return {
-    /**
-     * Claims the inputs of up to `maxTasks` due tasks of the job, in ledger order, and returns all their due
-     * pages (so a little more than `maxTasks` when the last input has more pages); [] when none is free.
-     */
+    /** Leases the inputs of up to `maxTasks` due tasks, in ledger order, with all their due pages (so maybe a few more). */
     claim: (filter: ClaimFilter, maxTasks: number) => retryingConflicts(TASK_CLAIM_DEFAULTS.deadlockRetries, () => claimOnce(filter, maxTasks)),
-    /**
-     * Extends the live leases this process claimed; one that ran out is not taken back (another worker may hold
-     * it) and is reported no more.
-     */
+    /** Extends this process's live leases; one that ran out is dropped, not taken back (another worker may hold it). */
     renew,
     /**
-     * Whether this process still holds its lease on the input, asked before each call: a worker frozen (SIGSTOP) past
-     * its lease finds it ended on the monotonic clock; one that only looks ended (a late renewal, a busy event loop) is
-     * renewed first, so only a lease the server ended stops the run.
+     * Asked before each call: a worker frozen (SIGSTOP) past its lease sees it ended on the monotonic clock; one only
+     * looking ended (late renewal, busy event loop) is renewed first: only the server's end stops the run.
      */
     async holds(job: string, inputKey: string): Promise<boolean> {
       const live = () => {
@@ -288,15 +267,9 @@ export function createTaskClaims(pool: pg.Pool, options: TaskClaimOptions) {
       await renew();
       return live();
     },
-    /**
-     * Gives back the leases on these inputs once their pages are settled (or given up). A lease not given back
-     * only runs out: settled pages are not due, so nobody calls them again.
-     */
+    /** Gives back leases once their pages are settled; one not given back just runs out, as settled pages are not due. */
     release,
-    /**
-     * Renews this worker's leases every lease/3 until stopped. `onRenewal` sees each result; a failed renewal
-     * goes to `onError` and the next one tries again (two may fail before a lease runs out).
-     */
+    /** Renews every lease/3 until stopped; a failed renewal goes to `onError` and the next tries again. */
     keepRenewed(onRenewal?: (renewal: Renewal) => void, onError?: (err: unknown) => void): { stop(): void } {
       const timer = setInterval(() => {
         renew().then(onRenewal, onError ?? (() => undefined));
