@@ -1,7 +1,6 @@
 /**
- * One requests-per-minute limit shared by an account's workers: under an advisory lock the server grants call slots
- * (`rate_slots`) evenly spread (a per-second limit refuses bursts) and the wait, so no host's clock matters and a late
- * wake-up delays one call, not the schedule. A slot taken ahead, unused by its use-by, is dropped but still counted.
+ * One requests-per-minute limit for an account's workers: the server grants evenly spread slots (a per-second limit
+ * refuses bursts) and their wait, so no host's clock matters and a late wake-up delays one call only.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type pg from 'pg';
@@ -20,7 +19,7 @@ export const SHARED_RATE_GATE_DEFAULTS = {
   startSlackMs: 500,
   /** Most slots taken in one round trip (callers waiting at once in one process, and slots taken ahead). */
   maxBatch: 32,
-  /** A slot taken ahead may be used this share of the start slack after it begins, then it is dropped. */
+  /** A slot taken ahead may be used this share of the start slack after it begins, then it is dropped (still counted). */
   useByShareOfSlack: 0.2,
   /** The server's clock that slots are scheduled by and kept for; tests pass a fixed time to check the schedule. */
   clockSql: 'clock_timestamp()',
@@ -108,10 +107,7 @@ export class SharedRateGate {
     });
   }
 
-  /**
-   * The earliest slot taken ahead still usable, and the wait until it begins; those past their use-by are dropped
-   * (fewer taken ahead next time).
-   */
+  /** The earliest usable slot taken ahead and its wait; those past their use-by are dropped, and fewer taken ahead next. */
   private takeSpare(): { startUs: number; waitMs: number } | undefined {
     const now = performance.now();
     while (this.spare.length > 0 && this.spare[0]!.useByMono < now) {
@@ -156,9 +152,8 @@ export class SharedRateGate {
   }
 
   /**
-   * Holds every worker of the gate until `ms` from now (a 429's Retry-After) with one placeholder slot a spacing before
-   * then, so the next slot granted starts when the pause ends. Slots already granted still go; overlapping pauses do
-   * not add up (a placeholder older than the newest slot holds nothing back).
+   * Holds the gate's workers for `ms` (a 429's Retry-After) by a placeholder slot a spacing before its end, so the next
+   * slot starts as the pause ends. Slots granted already still go; overlapping pauses do not add up.
    */
   async pause(ms: number): Promise<void> {
     // The slots taken ahead fall within the pause: none of them goes, nor any a round trip under way brings (counted
@@ -188,9 +183,8 @@ export class SharedRateGate {
   }
 
   /**
-   * One round trip, one transaction (BEGIN and COMMIT pipelined): the advisory lock serialises the gate's workers, and
-   * each statement after it reads the slots committed before. Values are bound, not written in, so the statements are
-   * prepared once per connection (pg-pipeline.ts).
+   * One round trip, one transaction (BEGIN and COMMIT pipelined): the advisory lock serialises the gate's workers, so
+   * each statement after it reads the slots committed before.
    */
   private async grant(count: number): Promise<Array<{ startUs: number; waitMs: number }>> {
     this.roundTrips += 1;
@@ -211,11 +205,10 @@ export class SharedRateGate {
 const LOCK = `SELECT pg_advisory_xact_lock(hashtextextended('netingest.rate_slots:' || $1::text, 0))`;
 
 /**
- * `count` ($4) slots of gate $1 under `limit` per window of $2 ms ($3 = limit - count), each $5 ms or more after the
- * one before, `clock` being now. Slot i starts once the slot `limit - 1 - i` places back (the newest being 0) has left
- * the window: the i slots granted before it are in its window too. The window's slots are read only when there may be
- * more than $3, counted by ids in three index probes: a gate's slots are written under its lock in time order (pauses
- * too), so the window's ids run from its oldest slot's to the table's newest (other gates' only loosen the bound).
+ * $4 slots of gate $1, $5 ms or more apart, `limit` ($3 + $4) per window of $2 ms. Slot i starts once the slot
+ * `limit - 1 - i` back has left the window (the i granted before it share its window). The window is read only if it
+ * may hold over $3, counted by ids in three index probes: a gate's slots are written in time order under its lock
+ * (pauses too), so its ids run from its oldest slot's to the table's newest (other gates' only loosen the bound).
  */
 const grantSql = (clock: string) => `WITH clock AS MATERIALIZED (
   SELECT ${clock} AS t, (SELECT max(started_at) FROM rate_slots WHERE gate = $1::text) AS latest, (SELECT max(id) FROM rate_slots) AS newest
@@ -262,10 +255,7 @@ function wake(w: Waiter, slot: { startUs: number; waitMs: number }): void {
 
 const MINUTE_MS = 60_000;
 
-/**
- * The shared gate's whole calls per window for `requestsPerMinute` over `windowMs`, keeping the rate exact: 0.2 a
- * minute is one call per five minutes, 1.5 a minute one per 40 seconds.
- */
+/** Whole calls per window, the window stretched to keep the rate exact: 0.2 a minute is one call per 5 minutes, 1.5 one per 40 s. */
 export function sharedLimitOf(requestsPerMinute: number, windowMs: number): { limit: number; windowMs: number } {
   const perWindow = (requestsPerMinute * windowMs) / MINUTE_MS;
   const limit = Math.max(1, Math.floor(perWindow));
