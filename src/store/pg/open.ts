@@ -1,7 +1,4 @@
-/**
- * Opens the dataset on PostgreSQL: a pg.Pool (the driver's pooling, TLS from `sslmode`, statement timeout) and this
- * build's migrations applied under an advisory lock, so workers opening one new database at once do not race.
- */
+/** Opens the dataset on PostgreSQL; migrations run under an advisory lock, so workers opening one new database at once do not race. */
 import { join } from 'node:path';
 import pg from 'pg';
 import pgPass from 'pgpass';
@@ -71,23 +68,21 @@ const SESSION_SETTINGS: Readonly<Record<string, string>> = {
 };
 
 /**
- * A server's idle_session_timeout would end a session that waits between a slow run's statements (the writer's, the
- * dataset lock's: the run then stops, its calls in flight paid for nothing). Off for netingest's sessions; it is
- * PostgreSQL 14's, so not a startup option, which an older server would refuse.
+ * idle_session_timeout off: it would end a session idle between a slow run's statements (the dataset lock's too),
+ * stopping the run with its calls in flight paid for nothing. Not a startup option, which servers before 14 refuse.
  */
 const IDLE_SESSIONS_KEPT = `SELECT CASE WHEN current_setting('server_version_num')::int >= 140000
   THEN set_config('idle_session_timeout', '0', false) END`;
 
 /**
- * The pool's client: when neither the URL nor PGPASSWORD gives a password and the server asks for one, it is looked up
- * in ~/.pgpass (PGPASSFILE), as libpq does. node-postgres 8 still looks there itself, but then warns on stderr, in every
- * process (every nightly log), that pg 9 will stop; and without one it says only "client password must be a string".
+ * Looks a missing password up in ~/.pgpass (PGPASSFILE), as libpq does: node-postgres 8's own lookup warns in every
+ * nightly log that pg 9 will stop, and finding none says only "client password must be a string".
  */
 class PasswordFileClient extends pg.Client {
   constructor(config?: pg.ClientConfig) {
     super(config);
-    // Null or empty: none in the URL or PGPASSWORD. A function is asked only when the server asks for a password. The
-    // pool does not end a client that failed to connect: without this, the socket would wait for the server's timeout.
+    // A function is asked only when the server asks for a password. The pool does not end a client that failed to
+    // connect: destroyed here, its socket does not wait for the server's timeout.
     if (!this.password) {
       (this as { password?: unknown }).password = (params: unknown) =>
         fromPasswordFile(params).catch((err: unknown) => {
@@ -161,9 +156,8 @@ async function migrateLocked(client: pg.PoolClient, shownUrl: string): Promise<v
 }
 
 /**
- * Answers hold any language (names, posts, emoji): a database in another encoding (LATIN1, SQL_ASCII) refuses some of
- * their text, so a run would pay for answers it cannot store, again every night. Refused before anything is written;
- * readers may still read a dataset an earlier release filled there.
+ * Another encoding (LATIN1, SQL_ASCII) refuses some answers' text (names, posts, emoji): a run would pay for answers it
+ * cannot store, every night. Writers only: readers may read a dataset an earlier release filled there.
  */
 async function refuseNonUtf8(client: pg.PoolClient, shownUrl: string): Promise<void> {
   const encoding = (await client.query<{ e: string }>("SELECT current_setting('server_encoding') AS e")).rows[0]!.e;
@@ -219,9 +213,8 @@ async function checkSchemaState(client: pg.PoolClient, shownUrl: string): Promis
 }
 
 /**
- * node-postgres applies sslmode=require and prefer as verify-full (the certificate and the host name checked) and
- * says so in a nine-line warning on stderr, once per process: every night's log under cron. Named verify-full, the
- * same checks go without it; uselibpqcompat=true (libpq's meanings) is left as the user wrote it.
+ * node-postgres applies sslmode=require and prefer as verify-full anyway, with a nine-line warning in every nightly
+ * log: named verify-full, the same checks go silently. uselibpqcompat=true (libpq's meanings) is left as written.
  */
 function sslModeAsApplied(url: string): string {
   if (/[?&]uselibpqcompat=true(&|#|$)/.test(url)) return url;
@@ -229,9 +222,8 @@ function sslModeAsApplied(url: string): string {
 }
 
 /**
- * The pool's connection string and startup options. node-postgres lets the URL's parameters win over the pool's, so an
- * `options` in the URL (a hosted server's `endpoint=...`, the user's own -c settings) would drop SESSION_SETTINGS
- * whole: it is sent first instead, and each of ours after it wins its setting.
+ * node-postgres lets the URL's parameters win, so an `options` in the URL (a hosted server's `endpoint=...`, the user's
+ * -c settings) would drop SESSION_SETTINGS whole: it goes first instead, and each of ours after it wins.
  */
 function connectionOf(url: string): { connectionString: string; options: string } {
   const ours = Object.entries(SESSION_SETTINGS).map(([name, value]) => `-c ${name}=${value.replaceAll(' ', '\\ ')}`);
@@ -278,9 +270,8 @@ const UNREACHABLE = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT',
 const ENDED = /^Connection terminated|^Client has encountered a connection error|^Client was closed and is not queryable/;
 
 /**
- * A dataset in use whose server went away (a restart, a crash, a network cut) as a DB_CONNECTION_LOST naming it, or
- * null for any other error: SQLSTATE class 08 or 57P01-57P03 (the server ended the session or is starting up),
- * a socket error, or node-postgres's connection ended.
+ * A server gone away (restart, crash, network cut) as a DB_CONNECTION_LOST naming the dataset, else null: SQLSTATE
+ * class 08 or 57P01-57P03 (session ended, server starting up), a socket error, or the driver's connection ended.
  */
 export function connectionLostError(err: unknown, shownUrl: string): DatabaseError | null {
   if (err instanceof DatabaseError) return null;
@@ -310,9 +301,8 @@ export async function usingPgStore<T>(store: PgStore, fn: (store: PgStore) => Pr
 }
 
 /**
- * What the server said in refusing a value of the rows written, or null for any other failure: SQLSTATE classes 21
- * (a row changed twice), 22 (a value out of range, a byte sequence), 23 (a constraint) and 54 (an index entry past
- * its size). The run writer then stores the refused answer apart (GroupCommitWriter.refusedAlone).
+ * The server's refusal of a written value, else null: SQLSTATE 21 (a row changed twice), 22 (out of range, bad bytes),
+ * 23 (a constraint), 54 (an index entry too big). GroupCommitWriter.refusedAlone then stores the answer apart.
  */
 export function pgRefusal(err: unknown): string | null {
   const server = err instanceof DatabaseError ? null : serverErrorOf(err);
