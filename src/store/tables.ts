@@ -1,8 +1,7 @@
 /**
- * The dataset's tables, each defined once for both engines: schema.ts, pg/schema.ts, drizzle-kit's migrations and
- * ingest/tables.ts's statements derive from them. Names are a public contract (docs/schema.md). Timestamps are
- * ISO-8601 UTC, booleans 0/1, lists JSON, positions 1-based. Columns in physical order (later migrations' last) so
- * `SELECT *` reads the same on both engines; tables parents first, the order `copy` fills them in.
+ * The tables, defined once for both engines (schema.ts, pg/schema.ts, migrations, ingest/tables.ts derive from them);
+ * names are a public contract (docs/schema.md). Timestamps ISO-8601 UTC, booleans 0/1, lists JSON, positions 1-based.
+ * Columns in physical order (later migrations' last) so `SELECT *` reads alike on both engines.
  */
 import { sql } from 'drizzle-orm';
 import { bigint, flag, given, int, json, real, table, text, time, type Columns, type SelectOf, type TableDef } from './table-kit.ts';
@@ -285,9 +284,8 @@ const rawResponses = table('raw_responses', {
 });
 
 /**
- * What a stored answer held that was not stored as a record (written with the answer, rebuilt by reprocess):
- * `no_identity`, a listed record without `url`, set aside at its `position` while the rest of its page is stored;
- * `other_post`, a post-details answer naming another post (`asked_id`, `answered_id`), stored under the one asked for.
+ * What an answer held that was not stored as a record (rebuilt by reprocess): `no_identity`, a listed record without
+ * `url`, set aside while its page is stored; `other_post`, an answer naming another post, stored under the one asked for.
  */
 export const ANSWER_ANOMALY_KINDS = ['no_identity', 'other_post'] as const;
 export type AnswerAnomalyKind = (typeof ANSWER_ANOMALY_KINDS)[number];
@@ -325,9 +323,8 @@ const answerDrift = table('answer_drift', {
 }, { primaryKey: ['run_id', 'operation', 'path', 'kind'] });
 
 /**
- * The history (store/history/): one row per change an answer made to what was stored: an entity first seen (`added`,
- * no field), a value `changed` (field, old, new), a set item or list member (old or new: its URL) `added` or
- * `removed`. Values are text. Never pruned.
+ * The history (store/history/), a row per change an answer made: an entity first seen (`added`, no field), a value
+ * `changed` (field, old, new), a set item or list member (its URL) `added` or `removed`. Values are text; never pruned.
  */
 const changes = table('changes', {
   id: bigint().autoId(),
