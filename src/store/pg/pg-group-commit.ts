@@ -1,7 +1,6 @@
 /**
- * A group of outcomes written on PostgreSQL: bodies with their anomalies, rows, api_calls, task updates, history (its
- * reads come first). It stores what writing the outcomes one by one would: ids in order, the later answer's values, a
- * task settled twice as the second left it (attempts summed).
+ * A group of outcomes written on PostgreSQL in one transaction, storing what writing them one by one would: ids in
+ * order, the later answer's values, a task settled twice as the second left it (attempts summed).
  */
 import type pg from 'pg';
 import { CALL_HEAD, callValues } from '../api-calls.ts';
@@ -48,9 +47,8 @@ export function createPgGroupCommit(runId: number) {
 }
 
 /**
- * Starts `group` on the run writer's connection (in pipeline mode, the group before it sent up to its COMMIT): BEGIN
- * and the history's reads, then, when no answer reads a stored value back, its rows at once, written while this
- * process records the history from the reads. A group whose answer reads back sends its rows once the reads are answered.
+ * Sends BEGIN and the history's reads behind the previous group's COMMIT; the rows go at once, written while the
+ * history is recorded from the reads, unless an answer reads a stored value back: then once the reads are answered.
  */
 function startGroup(runId: number, answers: ReturnType<typeof createPgAnswerStore>, client: pg.ClientBase, group: PlannedGroup): StartedGroup {
   /** Resolves once the rows are sent (a stored value read back first), with their answer. */
@@ -103,9 +101,8 @@ function startGroup(runId: number, answers: ReturnType<typeof createPgAnswerStor
 }
 
 /**
- * Every row a group reads, deletes or checks (a foreign key) is found by its key. A prepared statement's plan is cached
- * after five runs: one cached while a table was small (a new dataset, before autovacuum's first ANALYZE) read the
- * whole table each group, 18-20 ms a statement at 22,000 media rows. Refusing sequential scans keeps them on the keys.
+ * A group finds every row it reads, deletes or checks by key, but a plan cached (after five runs) while a table was
+ * small, before its first ANALYZE, read the whole table each group: 18-20 ms a statement at 22,000 media rows.
  */
 const BY_KEYS_ONLY = 'SET LOCAL enable_seqscan = off';
 
@@ -178,9 +175,8 @@ function historyStatements(history: ChangeRecorder): BoundStatement[] {
 }
 
 /**
- * The bodies as received, as text, with their anomalies in the same statement: an INSERT's rows take ids in VALUES
- * order, so the n-th id is the n-th body's. An anomaly's body is checked by its task: one out of place gives NULL,
- * which raw_response_id refuses, so the group fails rather than file an anomaly under another body.
+ * Bodies and their anomalies in one statement: the n-th id is the n-th body's (VALUES order). A body is checked by its
+ * task: a mismatch gives NULL, which raw_response_id refuses, so the group fails rather than misfile an anomaly.
  */
 function rawBodiesSql(paid: readonly PaidOp[], runId: number, anomalies: readonly Anomaly[]): BoundStatement[] {
   const rows = paid.map((op) => rawValues(rawInputOf(op, runId), { body: pgBodyText(op.body), encoding: null }));
