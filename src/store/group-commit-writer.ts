@@ -1,7 +1,6 @@
 /**
- * What both engines' writers share: every call's outcome as an OutcomeOp, gathered into group commits (one event-loop
- * turn's, or `maxBatch` at once), each promise resolved once its group is committed (or the writer failed). An
- * engine says only how one group is committed, and which of its errors refuse a value (refusal).
+ * What both engines' writers share: outcomes gathered into group commits (an event-loop turn's, or `maxBatch`), each
+ * promise resolved once its group commits. An engine says only how a group commits and which errors refuse a value.
  */
 import type { ApiCallRow } from './api-calls.ts';
 import type { AnySubject } from '../operations/index.ts';
@@ -25,7 +24,6 @@ export abstract class GroupCommitWriter {
   private batchCommitted: Promise<void> | null = null;
   private scheduled: NodeJS.Immediate | null = null;
   private failure: unknown = null;
-  /** Calls handed over (each an api_calls row), committed or not: the summary's count when the database is gone. */
   private callsHanded = 0;
   private readonly settledCounts: SettledCounts = { done: 0, notFound: 0, failed: 0, failedByCode: {} };
   /** The answers stored in their refused form (refusedAlone), with why: success() tells its caller. */
@@ -103,10 +101,7 @@ export abstract class GroupCommitWriter {
     return this.callsHanded;
   }
 
-  /**
-   * What the outcomes committed so far made of their tasks, a copy: with the ledger's counts read before a job's calls,
-   * the job's books when the database can no longer be read.
-   */
+  /** What committed outcomes made of their tasks (a copy): with the ledger's counts read before, the books once the database is gone. */
   get settled(): SettledCounts {
     return { ...this.settledCounts, failedByCode: { ...this.settledCounts.failedByCode } };
   }
@@ -123,9 +118,8 @@ export abstract class GroupCommitWriter {
   }
 
   /**
-   * What to write after `ops` failed together on `err`, in order: when the database refused a value, each outcome alone,
-   * so one answer's rows cost no other's; an answer refused alone as a paid answer it cannot store (its body kept apart
-   * for reprocess, its task failed: STORE_REFUSED, not paid for again). Null: nothing can be, the writer stops.
+   * After a refused value: each outcome alone, so one answer's rows cost no other's; one refused alone as a paid answer
+   * it cannot store (body kept for reprocess, task failed STORE_REFUSED: not paid again). Null: the writer stops.
    */
   protected refusedAlone(ops: readonly OutcomeOp[], err: unknown): Array<readonly OutcomeOp[]> | null {
     const why = this.refusal(err);
