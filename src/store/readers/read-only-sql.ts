@@ -1,7 +1,6 @@
 /**
- * Prepares user SQL for `query` and `export --sql` so that it can only read. Three locks, each refusing a write: a
- * reading first keyword (also refusing ATTACH/DETACH and PRAGMA settings, which SQLite counts read-only),
- * better-sqlite3's `stmt.readonly`, and a read-only connection (`PRAGMA query_only`, connection.ts).
+ * User SQL for `query` and `export --sql`, locked to reading three times: a reading first keyword (which also refuses
+ * ATTACH/DETACH and PRAGMA settings, read-only to SQLite), `stmt.readonly`, and a query_only connection.
  */
 import type BetterSqlite3 from 'better-sqlite3';
 import { openConnection } from '../connection.ts';
@@ -36,10 +35,7 @@ const PRAGMAS_WITH_NAME_ARGUMENT = new Set([
 
 const ALLOWED = 'only SELECT, WITH ... SELECT, VALUES, EXPLAIN and reporting PRAGMAs run';
 
-/**
- * Prepares `sql` in raw mode (integers as bigints) after checking that it only reads and returns rows; throws a
- * UsageError otherwise. The statement comes back bound to no parameters: run it without any.
- */
+/** Prepares `sql` in raw mode once it is known to only read and return rows; it comes back bound: run it without parameters. */
 export function prepareReadQuery(sqlite: BetterSqlite3.Database, sql: string): BetterSqlite3.Statement<unknown[], unknown[]> {
   const { body, keyword } = firstKeyword(sql);
   if (WRITING_KEYWORDS.has(keyword)) {
@@ -65,10 +61,7 @@ export function prepareReadQuery(sqlite: BetterSqlite3.Database, sql: string): B
   return stmt.raw(true).safeIntegers(true);
 }
 
-/**
- * Opens `db` read-only on a connection of its own and starts `sql` (one statement: one snapshot), as the child
- * of sqlite/statement-rows.ts does: raw rows (bigints for integers, Buffers for blobs), and the connection's close.
- */
+/** Starts `sql` (one statement: one snapshot) on a read-only connection of its own, as sqlite/statement-rows.ts's child does. */
 export function openUserStatement(db: string, sql: string): { rows: Iterator<unknown[]>; close(): void } {
   // Not openForReading(): the parent has checked the file and its schema, and a child that loads no drizzle
   // starts faster. openConnection() all the same, for a folder this user cannot write (read-without-shm.ts).
@@ -82,10 +75,7 @@ export function openUserStatement(db: string, sql: string): { rows: Iterator<unk
   }
 }
 
-/**
- * A first word that starts no statement: SQLite's own syntax error from a prepare that runs nothing, or "unknown
- * statement" should SQLite accept it (it is never run either way).
- */
+/** A first word that starts no statement: SQLite's own syntax error (the prepare runs nothing), else "unknown statement". */
 function unknownStatement(sqlite: BetterSqlite3.Database, sql: string, keyword: string): BadQueryError {
   try {
     prepareUserSql(sqlite, sql);
