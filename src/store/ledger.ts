@@ -65,11 +65,7 @@ export interface DueValues {
   failedBefore?: string;
 }
 
-/**
- * Whether a task row is due: the one definition, applied by RUNNABLE, `plan` (dueState) and PostgreSQL's claims.
- * Pending and deferred are always due; failed when retryable (or --refresh); done or not found once older than
- * freshSince.
- */
+/** Whether a task row is due: the one definition, applied by RUNNABLE, `plan` (dueState) and PostgreSQL's claims. */
 export function dueRule(v: DueValues): string {
   const failedBefore = v.failedBefore ? ` AND (${v.failedBefore} IS NULL OR ${v.at}updated_at < ${v.failedBefore})` : '';
   return `(${v.at}status IN ('pending', 'deferred')
@@ -234,10 +230,7 @@ export function createLedger(database: Connection) {
     settle(s: Settlement, runId: number): void {
       settle.run(s.status, s.attempts, s.code, s.message, s.retryable, s.at, s.status, s.at, runId, s.id);
     },
-    /**
-     * Sets done a task that failed on a wrongly shaped body once reprocess wrote that body, if it is still the task's
-     * latest outcome; `completed_at` is the body's receipt. Returns whether the task changed.
-     */
+    /** Sets done a task that failed on a body reprocess has now written (LEDGER_SQL.markRecovered); completed_at: the receipt. */
     markRecovered(id: number, rawId: number, code: string, receivedAt: string, at: string): boolean {
       return recovered.run({ id, rawId, code, receivedAt, at }).changes > 0;
     },
@@ -245,10 +238,7 @@ export function createLedger(database: Connection) {
     otherJobs(operation: string, job: string): string[] {
       return readSync(sqlite, otherJobsWithOperationReads(operation, job));
     },
-    /**
-     * Settles every due task that a job of `others` answered (same lookup, since `freshSince`) with that answer's
-     * status and time instead of paying again. Call it before reopenDue. Returns how many tasks took an answer.
-     */
+    /** Settles due tasks a job of `others` answered (same lookup, since `freshSince`) with that answer, not paying again; before reopenDue. */
     adoptSharedAnswers(filter: RunnableFilter, others: readonly string[], at: string): number {
       if (others.length === 0) return 0;
       return adopt.run({ ...filterParams(filter), others: JSON.stringify(others), answeredSince: filter.freshSince, at }).changes;
@@ -259,9 +249,8 @@ export function createLedger(database: Connection) {
       return findShared.get({ ...task, others: JSON.stringify(others), answeredSince }) === 1;
     },
     /**
-     * Sets every due task an earlier run settled back to pending, so the decision to call again is in the ledger: a run
-     * stopping first defers it and the next resumes it, without paying again for what this run refreshed. Its stored
-     * results stay until the new answer replaces them.
+     * Sets due tasks an earlier run settled back to pending (their results stay till replaced), so the ledger holds the
+     * decision to call again: a run stopping first defers them, the next resumes, and nothing refreshed is paid twice.
      */
     reopenDue(filter: RunnableFilter, at: string): number {
       return reopen.run({ ...filterParams(filter), at }).changes;
