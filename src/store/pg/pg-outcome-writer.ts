@@ -1,7 +1,6 @@
 /**
- * The run's writer on PostgreSQL: store/result-writer.ts's group commit, a group at a time on the run's own connection,
- * in pipeline mode (pg-group-commit.ts's start). An outcome resolves once its group is committed: a killed worker loses
- * only its in-flight calls.
+ * The run's writer on PostgreSQL: group commits one after another, pipelined on the run's own connection. An outcome
+ * resolves once its group commits, so a killed worker loses only its calls in flight.
  */
 import type pg from 'pg';
 import type { OutcomeOp } from '../outcome-ops.ts';
@@ -66,9 +65,8 @@ export class PgOutcomeWriter extends GroupCommitWriter {
   }
 
   /**
-   * Commits the waiting groups one after the other on one connection in pipeline mode. A group's BEGIN, reads and rows
-   * go as soon as the one before has sent its COMMIT, so the server writes one group while this process records the
-   * history of the next; its waiters are let go once its COMMIT is answered.
+   * A group's BEGIN, reads and rows go once the one before has sent its COMMIT, so the server writes one group while
+   * this process records the next's history; its waiters go once its COMMIT is answered.
    */
   private async commitWaiting(): Promise<void> {
     /** The groups sent and not yet known committed, in order: after a failure none of them is (see below). */

@@ -1,7 +1,6 @@
 /**
- * A worker's credit guard on PostgreSQL: the run's CreditGuard, each reservation also fitting the account's shared
- * budget. A cost is what all workers' answers show (the budget's samples), never a step of this worker's counters
- * (others' calls step them too); until then an answer's charge waits, reservation held, lest it count another's call.
+ * The run's CreditGuard, each reservation also fitting the account's shared budget. A cost is what all workers' answers
+ * show, not a step of this worker's counters (others' calls step them too); till then a charge waits, reservation held.
  */
 import type { CreditCounters, Operation } from '../../spec/types.ts';
 import type { CreditHistory } from '../../credits/credit-meter.ts';

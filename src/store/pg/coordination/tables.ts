@@ -10,9 +10,8 @@ import { pg, type PgTablesOf } from '../schema.ts';
 const now = sql`now()`;
 
 /**
- * Which worker holds an input (all its due pages, called in order) until when; `job` is the operation's name: one lease
- * per lookup. It counts until it runs out, and while its session (`backend_pid`, `backend_start`), if any, holds the
- * dataset lock (a killed worker's goes at once). No index on worker_id: it made a release walk dead leases too.
+ * Which worker holds an input (all its due pages) until when; `job` is the operation's name: one lease per lookup.
+ * Live till it runs out and while its session holds the dataset lock. No index on worker_id: releases walked dead leases.
  */
 const workerTaskLeases = table('worker_task_leases', {
   job: text().notNull(),

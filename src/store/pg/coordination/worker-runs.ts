@@ -1,7 +1,6 @@
 /**
- * A worker's run on PostgreSQL: its `runs` row and the session holding the dataset lock for it (`worker_runs`), live
- * while that session holds the lock, on any host (the server drops a SIGKILLed worker's). A worker joins the key of a
- * live run working one of its jobs, so overlapping workers count one `credits.maxPerRun` together.
+ * A worker's run, on any host, is live while its session holds the dataset lock (the server drops a SIGKILLed worker's).
+ * A worker joins a live run working one of its jobs, so overlapping workers share one `credits.maxPerRun`.
  */
 import type pg from 'pg';
 import { inPgTransaction } from '../transaction.ts';
@@ -40,9 +39,8 @@ export interface WorkerRunStart {
 }
 
 /**
- * In one transaction under START_LOCK: closes abandoned runs (marked running, their session gone), picks the shared run,
- * writes `runs` and `worker_runs`; the run, its key and the runs closed. The caller already holds the dataset lock on
- * `backendPid`, so the next worker to start sees this run live.
+ * Closes abandoned runs, picks the shared run and writes this one, in one transaction under START_LOCK. The caller
+ * holds the dataset lock on `backendPid` already, so the next worker to start sees this run live.
  */
 export async function startWorkerRun(pool: pg.Pool, start: WorkerRunStart): Promise<{ runId: number; runKey: string; abandoned: number[] }> {
   return inPgTransaction(pool, async (client) => {
