@@ -1,7 +1,6 @@
 /**
- * The PostgreSQL dataset's lock: workers hold it shared; reprocess, prune and copy (its target) exclusive. A session
- * advisory lock, so the server lets go of a killed worker's, on any host, once its connection drops: no lease to wait
- * out, no pid to check.
+ * The PostgreSQL dataset's lock: shared by workers, exclusive for reprocess, prune and copy's target. A session
+ * advisory lock: the server frees a killed worker's, on any host, as its connection drops; no lease, no pid to check.
  */
 import type pg from 'pg';
 import { LockedError } from '../run-lock.ts';

@@ -1,7 +1,6 @@
 /**
- * The PostgreSQL store's one way to send statements together: on one connection in one round trip, each bound to its
- * values (never quoted into the text) and prepared once by name. One Sync ends them (pg-synced-batch.ts); the caller
- * sends or holds open BEGIN, and a failed batch ending in COMMIT is rolled back.
+ * The PostgreSQL store's one way to send statements together: one round trip, values bound (never quoted in), each
+ * prepared once by name. The caller sends or holds open BEGIN; a failed batch ending in COMMIT is rolled back.
  */
 import type pg from 'pg';
 import { prepareValue } from 'pg/lib/utils.js';

@@ -1,7 +1,6 @@
 /**
- * A group's normalized rows, gathered per table into a few multi-row statements with the effect of writing them one
- * by one: parents first; the n-th write of a key in the n-th statement (ON CONFLICT cannot touch a row twice), so
- * later values win as row by row; a set replaced twice ends as the last. Readers of a touched row flush first.
+ * A group's rows in a few multi-row statements, as if written one by one: parents first, a key's n-th write in the n-th
+ * statement (ON CONFLICT cannot touch a row twice), so later values win. Readers of a touched row flush first.
  */
 import type pg from 'pg';
 import type { Row, RowWrite } from '../../operations/stored-rows.ts';

@@ -1,7 +1,6 @@
 /**
- * Statements sent as one extended-protocol exchange ending in one Sync (node-postgres syncs each query), so the
- * server replies and flushes once for the batch. After a failure it skips the rest up to the Sync (inside BEGIN the
- * transaction is left aborted; outside one the batch is one implicit transaction, all or nothing).
+ * One extended-protocol exchange ending in one Sync (node-postgres syncs each query), so the server flushes once. After
+ * a failure it skips to the Sync: inside BEGIN the transaction is left aborted; outside, the batch is all or nothing.
  */
 import pg from 'pg';
 import Result from 'pg/lib/result.js';

@@ -1,7 +1,6 @@
 /**
- * Retention of raw_responses on PostgreSQL: store/raw-prune.ts's rule as one DELETE. Safe beside workers: a body goes
- * only once a newer accepted one is committed, and rows another prune holds are skipped (SKIP LOCKED), so workers
- * ending one job together never deadlock. Bodies are text (TOAST compresses them): `compressOld` finds nothing.
+ * store/raw-prune.ts's rule as one DELETE: a body goes only once a newer accepted one is committed; SKIP LOCKED keeps
+ * workers ending a job together from deadlocking. Bodies are text (TOAST compresses them): nothing for `compressOld`.
  */
 import type pg from 'pg';
 import { inPgTransaction } from './transaction.ts';
