@@ -78,10 +78,7 @@ async function withPgMaintenance<T>(url: string, command: 'reprocess' | 'prune',
   });
 }
 
-/**
- * reprocess's store: all on one client in one transaction, under the dataset lock held exclusive, so the dataset is
- * the old or the rebuilt one, never half, even after a kill (the server rolls back and unlocks).
- */
+/** reprocess's store: one client, one transaction, so the dataset is the old or the rebuilt one, never half, even after a kill. */
 function pgReprocessStore(client: pg.PoolClient): ReprocessStore {
   const answers = createPgAnswerStore();
   const run = async (text: string, values: unknown[] = []) => (await client.query(text, values)).rowCount ?? 0;

@@ -155,10 +155,7 @@ function workerHold(hold: DatasetHold, shownUrl: string): WorkerHold {
 /** The claims' due rule as dueLeft counts it: $1 job, $2 runId, $3 freshSince, $4 refresh, $5 failedBefore, $6 plannedSince. */
 const DUE_LEFT = claimDue({ job: '$1', runId: '$2', freshSince: '$3', refresh: '$4', failedBefore: '$5', plannedSince: '$6' });
 
-/**
- * A job's due tasks as this worker claims them, leases tied to its session. With nothing free while others hold due
- * inputs it polls: a dead worker's inputs return once its session drops, a stalled one's when its lease runs out.
- */
+/** A job's due tasks as this worker claims them; with nothing free while others hold due inputs, it polls till they return. */
 function claimedDueTasks(pool: pg.Pool, filter: RunnableFilter, opts: { leaseMs: number; startedAt: string }, hold: WorkerHold, signal?: AbortSignal): DueTasks {
   const claims = createTaskClaims(pool, { workerId: newWorkerId(), leaseMs: opts.leaseMs, holderPid: hold.backendPid });
   const renewal = claims.keepRenewed();
@@ -222,10 +219,7 @@ function claimedDueTasks(pool: pg.Pool, filter: RunnableFilter, opts: { leaseMs:
   };
 }
 
-/**
- * Inputs given back together, giveBackDelayMs after the first (at once when a claim's worth waits): their pages are
- * settled, so nobody needs them meanwhile. Not awaited: a failure stops the run at the next give-back or at close.
- */
+/** Inputs given back together (giveBackDelayMs, giveBackBatch); not awaited: a failure stops the run at the next give-back or at close. */
 function givenBackTogether(release: (inputKeys: string[]) => Promise<void>): { add(inputKeys: readonly string[]): void; flush(): Promise<void> } {
   let waiting: string[] = [];
   let timer: NodeJS.Timeout | null = null;

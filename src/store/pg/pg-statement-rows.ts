@@ -59,10 +59,7 @@ async function closeStream(stream: QueryStream): Promise<void> {
   });
 }
 
-/**
- * When `client`'s connection ends (its socket closed): `gone` resolves, `failure` rejects as node-postgres says it
- * ("Connection terminated unexpectedly"). `dispose` stops watching.
- */
+/** When `client`'s connection ends, `gone` resolves and `failure` rejects as node-postgres says ("Connection terminated unexpectedly"). */
 function connectionEnd(client: pg.PoolClient): { gone: Promise<void>; failure: Promise<never>; dispose(): void } {
   const connection = (client as unknown as { connection: EventEmitter & { stream: { destroyed: boolean } } }).connection;
   let onEnd = () => undefined as void;

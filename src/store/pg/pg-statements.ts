@@ -1,7 +1,4 @@
-/**
- * What the PostgreSQL store sends: statements with their values bound (never quoted into the SQL text), built
- * once per shape, each named by its text so that a connection prepares it once (pg-pipeline.ts sends them).
- */
+/** Statements with bound values, built once per shape and named by their text, so a connection prepares each once. */
 import type pg from 'pg';
 
 /** A statement and its values, for its placeholders $1, $2... in order. */
