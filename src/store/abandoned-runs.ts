@@ -1,7 +1,6 @@
 /**
- * Runs whose process died (SIGKILL, a crash, a second SIGINT) before writing the end of their `runs` row.
- * Their figures are not lost: every answer they paid for was committed with its `api_calls` row and its
- * task, so the figures are recomputed from those, the way a run that ends computes its own.
+ * Runs whose process died (SIGKILL, a crash, a second SIGINT) before writing their end. Every paid answer was committed
+ * with its `api_calls` row and task, so their figures are recomputed from those, as a run's end computes its own.
  */
 import { CreditMeter, roundCredits } from '../credits/credit-meter.ts';
 import type { Operation } from '../spec/types.ts';
@@ -37,9 +36,8 @@ export function* unfinishedRunsReads(): Reads<UnfinishedRun[]> {
 }
 
 /**
- * A run's figures from what it committed: its calls, tasks by status, invalid rows, and credits replayed through the
- * CreditMeter from its paid answers' counters in write order, from the costs and counters earlier runs had seen. It
- * ends at its last call, or its start if it made none. Only reads.
+ * A run's figures from what it committed: calls, tasks by status, invalid rows, and credits replayed from its paid
+ * answers' counters (seeded with what earlier runs had seen). It ends at its last call, or its start if it made none.
  */
 export function* measureUnfinishedRunReads(run: UnfinishedRun): Reads<UnfinishedRunFigures> {
   const { calls, firstId, lastAt } = yield* apiCallReads.ofRun(run.id);
@@ -68,9 +66,8 @@ export function* measureUnfinishedRunReads(run: UnfinishedRun): Reads<Unfinished
 }
 
 /**
- * The run's credits replayed from the paid answers' counters. The counters are the account's (on PostgreSQL other
- * runs' workers may be charged between two answers), so every paid answer from the run's first call to its last is
- * replayed, each step of the spend counted for its own run: the runs' credits add up to what was billed.
+ * The counters are the account's (on PostgreSQL other runs' workers may be charged between two answers), so every paid
+ * answer from the run's first call to its last is replayed, each step counted for its own run: runs add up to the bill.
  */
 function* replayRunCredits(runId: number, firstId: number | null): Reads<{ balance: number | null; spent: number }> {
   if (firstId === null) return { balance: null, spent: 0 };

@@ -1,7 +1,6 @@
 /**
- * A plain connection to the dataset: the file opened and set up (WAL, foreign keys, busy timeout), every way a file
- * can be unusable turned into a DatabaseError. No schema work and no drizzle, so a thread that only runs prepared
- * statements (the WAL checkpointer) starts in milliseconds.
+ * A plain connection to the dataset (WAL, foreign keys, busy timeout; an unusable file as a DatabaseError). No schema
+ * work or drizzle, so a thread running only prepared statements (the WAL checkpointer) starts in milliseconds.
  */
 import BetterSqlite3 from 'better-sqlite3';
 import { accessSync, constants, existsSync, mkdirSync, statSync } from 'node:fs';
@@ -26,9 +25,8 @@ export interface Connection {
   /** Closes the connection; safe to call twice. */
   close(): void;
   /**
-   * Throws DatabaseChangedError if the file changed since opened, on a read-only connection without -shm and locks
-   * (an unwritable folder, read-without-shm.ts), whose reads may then be inconsistent; `failure` becomes the cause.
-   * A no-op elsewhere. Call it after reading and before keeping anything.
+   * On a read-only connection without -shm and locks (read-without-shm.ts), throws DatabaseChangedError if the file
+   * changed since opened, `failure` as cause; a no-op elsewhere. Call it after reading, before keeping anything.
    */
   assertUnchanged(failure?: unknown): void;
 }

@@ -60,9 +60,8 @@ export function pruneRawBodies(database: Connection, options: PruneOptions): Pru
 }
 
 /**
- * The retention rule in SQL for both engines: ids of bodies received before `cutoff` with a newer accepted body for
- * the same request, optionally only of tasks of `jobNames` (a subquery). One grouping pass, not a look-up per body:
- * raw_responses has no (operation, request_key) index, and the runs' writes are better off without one.
+ * The retention rule's ids, optionally of `jobNames`' tasks only (a subquery). One grouping pass, not a look-up per
+ * body: raw_responses has no (operation, request_key) index, and the runs' writes are better off without one.
  */
 export function supersededBodiesSql(params: { cutoff: string; jobNames?: string | undefined }): string {
   const ofJobs = params.jobNames === undefined ? '' : `AND r.task_id IN (SELECT id FROM tasks WHERE job IN (${params.jobNames}))`;

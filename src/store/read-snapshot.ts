@@ -1,7 +1,6 @@
 /**
- * One consistent view of the dataset for a command that only reads: the read transaction opened, the work done in it,
- * closed however the work ends, then the change check (read-without-shm.ts) on success and failure alike: at once for
- * a synchronous `fn`, an async one's when it settles. PostgreSQL's is pg/read-snapshot.ts.
+ * One consistent view of the dataset for a command that only reads, change-checked (read-without-shm.ts) however the
+ * work ends. PostgreSQL's is pg/read-snapshot.ts.
  */
 import type BetterSqlite3 from 'better-sqlite3';
 import type { Connection } from './connection.ts';
@@ -9,9 +8,8 @@ import type { Connection } from './connection.ts';
 /** What every reader's snapshot offers, whatever database is behind it. */
 export interface ReadSnapshot {
   /**
-   * Throws DatabaseChangedError when what was read may be inconsistent (a lock-free SQLite read of a changed file).
-   * Call it before keeping anything (an output renamed into place); the wrapper calls it again at the end. No-op on
-   * an engine that keeps the snapshot itself.
+   * Throws DatabaseChangedError when a lock-free SQLite read may have seen a changed file; call it before keeping
+   * anything (an output renamed into place). A no-op where the engine keeps the snapshot.
    */
   assertUnchanged(): void;
 }
@@ -26,9 +24,8 @@ export interface HeldSnapshot extends SqliteSnapshot {
 }
 
 /**
- * Runs `fn` in one read transaction opened on `connection` now, ended when `fn` returns or its promise settles: rows
- * streamed in `fn` all come from that snapshot, and an error or early end closes it too. The change check follows,
- * with `fn`'s error as cause. A refused BEGIN (inside another transaction) throws at once, before any promise.
+ * Runs `fn` in one read transaction, ended when it returns or its promise settles (an error or early end too), then the
+ * change check, with `fn`'s error as cause. A refused BEGIN (inside another transaction) throws at once.
  */
 export function withReadSnapshot<T>(connection: Connection, fn: (snapshot: SqliteSnapshot) => T): T {
   const { sqlite } = connection;

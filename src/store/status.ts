@@ -16,8 +16,7 @@ const TASKS_BY_JOB = sql`SELECT job, status, count(*) AS n FROM tasks GROUP BY j
 
 /**
  * What `netingest status` shows: recent runs, tasks by status per job, credits. Only reads: a run still marked running
- * shows its figures so far, and `unfinished` once its process is gone (it no longer holds the run lock on SQLite, the
- * dataset lock's session on PostgreSQL); the next run closes it as abandoned.
+ * shows its figures so far, `unfinished` once its process lost its lock; the next run closes it as abandoned.
  */
 export function* statusReads(recentRuns = 10) {
   const lock = yield* runLockReads();
@@ -72,11 +71,9 @@ function isLockHolder(run: UnfinishedRun, lock: RunLockState | null): boolean {
 const NOISE = 1e-6;
 
 /**
- * Credits the account's counters show used between runs that no run counted (paid answers lost in flight to a kill,
- * or the token used elsewhere). For each run that stored paid answers after every earlier one had stored its last: the
- * step from the highest credits_used stored before it to the lowest it stored, less that call's cost (learned before
- * the run). A step across a reset (credits_used went down: a plan renewal) or with an unknown cost counts 0. Runs that
- * overlap (workers sharing a job: their calls' ids interleave) count no step between them: their counters interleave.
+ * For each run begun after every earlier one's last stored paid answer: the step from the highest credits_used stored
+ * before it to the lowest it stored, less that call's cost (learned before the run). A reset (credits_used went down: a
+ * plan renewal) or an unknown cost counts 0; overlapping runs count no step between them, as their counters interleave.
  */
 function* uncountedCreditsReads(): Reads<number> {
   const runs = yield* rows<{ runId: number; firstId: number; lastId: number; minUsed: number; maxUsed: number }>(
