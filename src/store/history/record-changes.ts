@@ -1,7 +1,6 @@
 /**
- * What a group of answers changes, read once for both engines (a read-steps generator). Before their rows are written
- * it reads what is stored under their keys, then walks the answers in order over that state, kept as each leaves it,
- * so two answers on one company compare in turn. Writes nothing: the caller inserts `changes`, deletes `withdrawn`.
+ * What a group of answers changes, for both engines: each answer compares with the state the one before left, so two on
+ * one company compare in turn. Writes nothing: the caller inserts `changes` and deletes `withdrawn`.
  */
 import type { Row, RowWrite } from '../../operations/stored-rows.ts';
 import { rows, type Reads } from '../read-steps.ts';
@@ -35,9 +34,8 @@ const IDENTIFIER = /^[a-z_][a-z0-9_]*$/;
 type State = Map<string, Map<string, Row[]>>;
 
 /**
- * Records the changes of answers in write order. Its state is read from the dataset the first time a key comes up
- * (before any answer of the group wrote it: a writer reads first), then kept in memory, so the group's rows may be
- * written in between, in batches. One recorder per transaction.
+ * State is read the first time a key comes up (before the group wrote it: a writer reads first), then kept in memory,
+ * so the group's rows may be written in between, in batches. One recorder per transaction.
  */
 export class ChangeRecorder {
   private readonly state: State = new Map();

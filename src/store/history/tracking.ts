@@ -1,7 +1,6 @@
 /**
- * How each normalized table shows in the history: which entity its rows are, what keys them, and which columns are
- * values whose change is recorded. Bookkeeping and derived columns are not values; a lookalike's rank and score and
- * a job's search position move nightly and are not recorded, only the list's members.
+ * How each normalized table shows in the history: its entity, its key, and which columns are values. Not values:
+ * bookkeeping, derived columns, and what moves nightly (a lookalike's rank and score, a job's search position).
  */
 import { EMPTY_FILTER_KEY } from '../../jobs/request-keys.ts';
 import { SEARCH_JOBS_PAGE_SIZE } from '../../spec/types.ts';
@@ -32,9 +31,8 @@ export interface SetTracking {
 }
 
 /**
- * A paged list (a company's lookalikes, a search's results): each answer is one page of it. A member is
- * `added` when it is in no page of the list as last seen, `removed` when the page it was last seen on no longer
- * holds it (and it does not turn up on another page in the same run).
+ * A paged list (a company's lookalikes, a search's results), an answer per page: a member is `added` when on no page as
+ * last seen, `removed` when its last page drops it and no other page of the run shows it.
  */
 export interface ListTracking {
   kind: 'list';

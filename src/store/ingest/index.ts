@@ -1,7 +1,6 @@
 /**
- * `createIngestor(database).ingestAnswer(subject, answer, seenAt)` writes a validated 200 body into the normalized
- * tables: its operation's spec maps it to rows, row-writer.ts writes them. The caller owns the transaction, so a
- * response, its raw body, task status and api_calls row commit together.
+ * Writes a validated 200 body into the normalized tables (its spec maps it to rows, row-writer.ts writes them). The
+ * caller owns the transaction, so an answer, its raw body, task status and api_calls row commit together.
  */
 import type { Connection } from '../connection.ts';
 import type { AnySubject } from '../../operations/index.ts';

@@ -1,7 +1,6 @@
 /**
- * The day/month order of a dataset's posts (post-date.ts), learned from each value written and kept in netingest_meta
- * (a dataset an earlier release made has its posts read once). Once known, the ambiguous days stored so far are filled
- * in; should posts prove both orders, they go back to NULL (once or twice in a dataset's life, in the caller's transaction).
+ * The day/month order of a dataset's posts (post-date.ts), learned as posts are written and kept in netingest_meta.
+ * Once known, the ambiguous days stored so far are filled in; should posts prove both orders, they go back to NULL.
  */
 import type BetterSqlite3 from 'better-sqlite3';
 import { isoPostDate, readPostDate, type DayOrder } from './post-date.ts';
@@ -38,9 +37,8 @@ export const FORGET_PROOFS_SQL = `DELETE FROM netingest_meta WHERE key LIKE 'pos
 const orderOf = (seen: Record<DayOrder, boolean>): DayOrder | null => (seen.dmy === seen.mdy ? null : seen.dmy ? 'dmy' : 'mdy');
 
 /**
- * Workers on one PostgreSQL dataset learn the order in turn, each from the first step that may write it (before its
- * group writes a post, so it waits holding nothing): two that learned it at once locked netingest_meta's row and the
- * ambiguous posts in opposite orders, and the server ended one group as a deadlock. Nothing to take on SQLite.
+ * PostgreSQL workers learn the order in turn, before their group writes a post, so waiting holds nothing: two learning
+ * at once locked netingest_meta's row and the ambiguous posts in opposite orders, and deadlocked.
  */
 const LEARN_IN_TURN = sql`SELECT ${dialect({ sqlite: '1', postgres: `pg_advisory_xact_lock(hashtextextended('netingest posts day order', 0))` })} AS locked`;
 export const learnInTurn = () => rows(LEARN_IN_TURN, []);

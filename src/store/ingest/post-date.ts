@@ -1,7 +1,6 @@
 /**
- * A post's `timestamp` as an ISO day. The API's `NN-NN-YYYY` does not say which NN is the day, so the data decides:
- * a part over 12 is the day; an ambiguous value takes the order the dataset's other posts show when they show only
- * one, else stays NULL (a wrong date is worse than none). ISO days and timestamps are taken as they are.
+ * A post's `timestamp` as an ISO day. `NN-NN-YYYY` does not say which part is the day: a part over 12 is; an ambiguous
+ * value takes the order the dataset's posts show, if only one, else stays NULL (a wrong date is worse than none).
  */
 // The migration that filled posted_on for existing rows applies the same patterns in SQL (GLOB).
 const NN_NN_YYYY = /^(\d{2})-(\d{2})-(\d{4})$/;

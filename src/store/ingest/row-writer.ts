@@ -1,7 +1,6 @@
 /**
- * Writes the rows an operation maps an answer to, one prepared statement per table, each row bound positionally in
- * the table's column order; a derived column (posts.posted_on, from the dataset's day order) is computed right
- * before its row. Runs inside the caller's transaction.
+ * Writes an answer's rows, one prepared statement per table, bound positionally; a derived column (posts.posted_on) is
+ * computed right before its row. Runs inside the caller's transaction.
  */
 import type BetterSqlite3 from 'better-sqlite3';
 import type { Row, RowWrite } from '../../operations/stored-rows.ts';

@@ -1,8 +1,6 @@
 /**
- * How each normalized table is written, from its definition (store/tables.ts): columns in bind order and, for an
- * upsert, its key and what a conflict sets. An upsert keeps the earliest first_seen_at and the latest
- * updated_at/last_seen_at, so replay order cannot move them back; a set's rows are inserted after the owner's old
- * set is deleted. SQLite's statements; pg/pg-table-statements.ts has PostgreSQL's.
+ * How each table is written: an upsert keeps the earliest first_seen_at and latest updated_at/last_seen_at, so replay
+ * order cannot move them back; a set replaces its owner's. PostgreSQL's: pg/pg-table-statements.ts.
  */
 import { specOf, type AnySubject } from '../../operations/index.ts';
 import { MAX_URL_LENGTH } from '../../urls/canonical.ts';

@@ -1,7 +1,6 @@
 /**
- * What `netingest report` draws, read once for both engines: the window's runs, their calls per job, nightly drift,
- * the ledger's failures, invalid rows, anomalies and tasks by when they come due. Its top figures are `status`'s
- * (store/status.ts), read in the same snapshot so the two never disagree.
+ * What `netingest report` draws, for both engines; its top figures are `status`'s (store/status.ts), read in the same
+ * snapshot so the two never disagree.
  */
 import { apiCallReads } from '../api-calls.ts';
 import { rows, value, type Reads } from '../read-steps.ts';
@@ -58,9 +57,8 @@ const CALLS = sql`SELECT a.run_id AS "runId", t.job, count(*) AS calls, sum(CASE
   WHERE a.run_id IN (SELECT id FROM runs WHERE started_at >= ${param}) GROUP BY a.run_id, t.job ORDER BY a.run_id, t.job`;
 
 /**
- * A run's paid answers per job (the job of the task that made the call). `steps`: what each was charged, the step
- * from the previous counter once sorted (concurrent answers are written out of charge order); `lowest`: 1 for the
- * job whose call holds the run's lowest counter, whose own cost the counters do not show.
+ * A run's paid answers per job. `steps`: their charges, steps between counters once sorted (concurrent answers are
+ * written out of charge order); `lowest`: 1 for the job with the run's lowest counter, whose cost no step shows.
  */
 const CREDIT_STEPS = sql`SELECT "runId", job, count(*) AS paid, sum(step) AS steps, sum(CASE WHEN step IS NULL THEN 1 ELSE 0 END) AS lowest
   FROM (SELECT a.run_id AS "runId", t.job,

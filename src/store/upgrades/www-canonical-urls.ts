@@ -1,8 +1,7 @@
 /**
  * The one-time rewrite of stored page URLs to `https://www.<host>/...` (migration 0008 marks it due). Not SQL alone:
- * telling the network's editions (`de.`, `m.`) from other hosts and folding rows that now share a key need the
- * canonicalizer's rule, registered as a SQL function, in one transaction that also records it done. Folded keys
- * keep the freshest row (tasks: a done one first), seen spans cover both, and dropped tasks' references move over.
+ * telling the network's editions (`de.`, `m.`) from other hosts needs the canonicalizer's rule, as a SQL function.
+ * Folded keys keep the freshest row (tasks: a done one first), seen spans cover both, dropped tasks' references move.
  */
 import type BetterSqlite3 from 'better-sqlite3';
 import { isNetworkHost } from '../../urls/canonical.ts';
@@ -16,9 +15,8 @@ const NETWORK_PATH = /^\/(?:company|posts|pulse|feed|embed|jobs|in)\//i;
 const DOMAIN = /^(?:[a-z0-9-]+\.)+[a-z][a-z0-9-]*$/;
 
 /**
- * The new form of a URL stored by an older build: on the network's host or an edition, `https://www.<host>/<path>`;
- * also on a bare two-label domain with a network path, so a database filled before its host was configured is keyed
- * as runs will key it. Anything else is returned as it was.
+ * `https://www.<host>/<path>` for a URL on the network's host or an edition, or on a bare two-label domain with a
+ * network path, so a database filled before its host was configured is keyed as runs key it. Else the URL as it was.
  */
 export function upgradedUrl(value: unknown, networkHost: string): unknown {
   if (typeof value !== 'string' || !value.startsWith('https://')) return value;
