@@ -50,9 +50,8 @@ export function saveApiCall(database: Connection): (r: ApiCallRow) => void {
 /** What the api_calls log tells, as Reads (read-steps.ts): the same statements on either engine. */
 export const apiCallReads = {
   /**
-   * One call's cost from the counters: the median positive step between its calls' sorted credits_used (calls in
-   * flight are written out of charge order; one charged but never written doubles a step, hence the median); with
-   * `beforeCallId`, as it was just before that call.
+   * A call's cost: the median positive step between sorted credits_used (calls in flight are written out of charge
+   * order; one charged but never written doubles a step). With `beforeCallId`, as it was before that call.
    */
   *learnedCost(operation: string, beforeCallId = Number.MAX_SAFE_INTEGER) {
     const used = yield* rows<{ credits_used: number }>(RECENT_USED, [operation, beforeCallId]);

@@ -1,7 +1,6 @@
 /**
- * The dataset as every command sees it, whichever engine holds it: openStore(db) (open-store.ts) gives one, and no
- * file outside src/store asks which. Every method is async (SQLite's runs synchronously inside it); nothing is opened
- * until a method is called, and each closes what it opened.
+ * The dataset as every command sees it (openStore, open-store.ts): no file outside src/store asks which engine. Methods
+ * are async (SQLite's run synchronously inside); nothing opens until one is called, and each closes what it opened.
  */
 import type { PruneOptions, PruneReport } from './raw-prune.ts';
 import type { ReadSnapshot } from './read-snapshot.ts';
@@ -92,10 +91,7 @@ export interface DatasetStore {
   openRun(options: OpenRunOptions): Promise<RunStore>;
   /** `plan`'s reads, in one snapshot; a missing dataset plans as if nothing had run. Nothing is written. */
   withPlanLedger<T>(fn: (ledger: PlanLedger) => Promise<T>): Promise<T>;
-  /**
-   * Runs `fn` in one read-only snapshot of the dataset, which must exist (`status`, `enrich`). `statementTimeoutMs`
-   * bounds each statement on a server (0: none; default the connection's).
-   */
+  /** `fn` in one read-only snapshot of an existing dataset (`status`, `enrich`); `statementTimeoutMs` bounds each statement (0: none). */
   read<T>(fn: (snapshot: StepSnapshot) => Promise<T>, options?: { statementTimeoutMs?: number }): Promise<T>;
   /** A user's read-only statement (`query`, `export --sql`), checked and started in a snapshot, handed to `use`. */
   userStatement<R>(options: StatementOptions & { sql: string }, use: (statement: StartedStatement, snapshot: ReadSnapshot) => Promise<R>): Promise<R>;

@@ -18,9 +18,8 @@ export interface OpenDatabaseOptions extends ConnectionOptions {
   /** Open read-only: no folder creation, no migration, refuses a file that needs migrating. Default false. */
   readonly?: boolean;
   /**
-   * With `readonly`: a file an older netingest wrote is first upgraded on a short read-write connection (migrations
-   * only add), so upgrading does not lock users out of reading until a run. A blank file is still refused.
-   * Default false.
+   * With `readonly`: an older netingest's file is first upgraded on a short read-write connection (migrations only
+   * add), so readers are not locked out till a run. A blank file is still refused. Default false.
    */
   upgradeOlderSchema?: boolean;
   /** Migrations to apply; tests only. Default: the repository's migrations/ folder. */

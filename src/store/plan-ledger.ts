@@ -1,7 +1,6 @@
 /**
- * What `netingest plan` asks the dataset on either engine, in one snapshot, writing nothing: where each planned task
- * would land in a run starting now (by its due rule), the jobs whose answers it would take, the learned cost and the
- * last known balance. sqlite/dataset-store.ts and pg/pg-plan-ledger.ts answer.
+ * What `netingest plan` asks the dataset, in one snapshot, writing nothing: how a run starting now would treat each
+ * task, and what it would know. sqlite/dataset-store.ts and pg/pg-plan-ledger.ts answer.
  */
 import type { DueRule, TaskRow } from './ledger.ts';
 

@@ -1,7 +1,6 @@
 /**
- * raw_responses: the exact 200 body of every call with the request it answered, so `reprocess` can rebuild the
- * tables after a normalizer change without paying again. A wrong-shape body was paid too: kept with `error_code`
- * set (its task failed), never read as an answer, until reprocess recovers it after a fix.
+ * raw_responses: every call's exact 200 body with its request, so `reprocess` can rebuild the tables without paying
+ * again. A paid wrong-shape body is kept with `error_code` set, never read as an answer till reprocess recovers it.
  */
 import type { Operation } from '../spec/types.ts';
 import type { Connection } from './connection.ts';

@@ -1,7 +1,6 @@
 /**
- * A reader written once for both engines: a generator yielding its statements and getting their rows back, run
- * synchronously on SQLite (readSync, inside the run's transactions) or awaited on PostgreSQL (readPg). A Statement
- * (statement.ts) carries each engine's text, placeholders included, so nothing is rewritten here.
+ * A reader written once for both engines: a generator yielding statements and given their rows, run synchronously on
+ * SQLite (readSync) or awaited on PostgreSQL (readPg). A Statement carries each engine's text: none is rewritten here.
  */
 import type BetterSqlite3 from 'better-sqlite3';
 import type pg from 'pg';

@@ -21,10 +21,9 @@ export const RESULT_WRITER_DEFAULTS = {
 } as const;
 
 /**
- * The SQLite writer: each group (group-commit-writer.ts) is one IMMEDIATE transaction holding rows, raw body, task
- * status and api_calls row. An outcome resolves once committed and the runner holds its slot until then, so a crash
- * loses at most `concurrency` answers, each repeated by the next run. Each commit first checks the run's lock
- * (RunLock.whileHeld), so a run suspended while another took it over stores nothing; checkpoints run off-thread.
+ * The SQLite writer, a group per IMMEDIATE transaction. The runner holds an outcome's slot till it commits, so a crash
+ * loses at most `concurrency` answers, each repeated by the next run. Each commit checks the run's lock first
+ * (RunLock.whileHeld), so a run suspended while another took it over stores nothing.
  */
 export class ResultWriter extends GroupCommitWriter {
   private readonly checkpointer: ReturnType<typeof startWalCheckpointer>;
@@ -33,7 +32,6 @@ export class ResultWriter extends GroupCommitWriter {
   constructor(
     private readonly database: Connection,
     runId: number,
-    /** Called once if a commit fails (disk full, read-only file, the run's lock lost): the run must stop. */
     onFatal: (err: unknown) => void,
     /** The run's lock, checked in every commit; null writes without the check. */
     lock: Pick<RunLock, 'whileHeld'> | null = null,
@@ -89,10 +87,7 @@ export class ResultWriter extends GroupCommitWriter {
 
 const CHECKPOINTER_THREAD = new URL('./wal-checkpointer-thread.ts', import.meta.url);
 
-/**
- * Starts checkpointing `dbFile` from a thread of its own (wal-checkpointer-thread.ts), a PASSIVE checkpoint every
- * `intervalMs`; close() stops the timer, closes the thread's connection and waits for the thread to end.
- */
+/** PASSIVE checkpoints of `dbFile` every `intervalMs` from a thread of its own; close() waits for the thread to end. */
 export function startWalCheckpointer(dbFile: string, intervalMs: number = RESULT_WRITER_DEFAULTS.checkpointIntervalMs) {
   const worker = startWorker(CHECKPOINTER_THREAD, { dbFile, intervalMs });
   // A checkpointer that cannot start or fails costs only speed: the writer checkpoints on its own.

@@ -79,10 +79,7 @@ export function* runLockReads(host = hostname()): Reads<RunLockState | null> {
   return { ...shown, alive: isAlive(held, host) };
 }
 
-/**
- * `check` answered from its last true answer while that is younger than `maxAgeMs` (monotonic clock), sparing a row
- * read before every call. A false answer is kept for good.
- */
+/** `check`'s last true answer reused while younger than `maxAgeMs` (monotonic), sparing a row read per call; a false one stays. */
 export function recentLockCheck(check: () => boolean, maxAgeMs: number = RUN_LOCK_DEFAULTS.callCheckMaxAgeMs): () => boolean {
   let trueAt = -Infinity;
   return () => {
@@ -111,10 +108,9 @@ export function lockLostError(sqlite: BetterSqlite3.Database, file: string, runI
 }
 
 /**
- * Takes the one-run-per-database lock, a row in `run_lock`. A live holder is refused, named: on this host a process
- * that exists and started when the holder did (stopped or suspended included); on another host one within its lease.
- * Others were left by dead processes and are taken over. Check and take share one IMMEDIATE transaction (two runs
- * cannot both win), which also closes the runs dead processes left marked running, so none is seen half-closed.
+ * Takes the one-run-per-database lock (a `run_lock` row). A live holder is refused, named: on this host, one whose
+ * process started when it did (stopped included); on another, one within its lease. Check and take share one IMMEDIATE
+ * transaction (two runs cannot both win) that also closes dead processes' runs, so none is seen half-closed.
  */
 export function acquireRunLock(database: Database, leaseMs: number = RUN_LOCK_DEFAULTS.leaseMs): RunLock {
   const { pid } = process;
