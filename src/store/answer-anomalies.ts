@@ -1,7 +1,6 @@
 /**
- * answer_anomalies: what a stored answer held that was not stored as a record (a listed record without its
- * identity, set aside; a post answer naming another post). Written in the transaction of the answer's raw body,
- * keyed by it, so that reprocess rebuilds them from the bodies like the normalized tables.
+ * answer_anomalies (ANSWER_ANOMALY_KINDS), written in the transaction of the answer's raw body and keyed by it, so that
+ * reprocess rebuilds them from the bodies like the normalized tables.
  */
 import type { Connection } from './connection.ts';
 import type { RowAnomaly } from '../operations/stored-rows.ts';

@@ -1,8 +1,7 @@
 /**
- * `netingest copy`: moves a SQLite dataset into an empty PostgreSQL one. Each table is streamed in primary-key order
- * (multi-row INSERTs in batches: no table held in memory), converted to PostgreSQL's types, in one transaction on the
- * target, identity sequences set past the copied ids at the end. It holds the source's run lock, as prune and
- * reprocess do: a run meanwhile would pay for answers the copy leaves behind, and a PostgreSQL run would pay again.
+ * `netingest copy`: a SQLite dataset into an empty PostgreSQL one, each table streamed in key order (none held in
+ * memory), in one transaction on the target. It holds the source's run lock, as prune and reprocess do: a run meanwhile
+ * would pay for answers the copy leaves behind.
  */
 import { existsSync } from 'node:fs';
 import type BetterSqlite3 from 'better-sqlite3';

@@ -19,9 +19,8 @@ export interface StoredAnswer extends AnomalySource {
 }
 
 /**
- * Prepares the statements once; the returned function stores one 200 answer as its contract read it (caller's
- * transaction): upserts what it holds and records what was not stored as a record (set aside, another post). The
- * run's writer and reprocess both store through here, so a body stored live and one recovered later are stored alike.
+ * Stores one 200 answer as its contract read it, anomalies included, in the caller's transaction. The run's writer and
+ * reprocess both store through here, so a body stored live and one recovered later are stored alike.
  */
 export function prepareAnswerStore(database: Connection): (input: StoredAnswer) => IngestResult {
   const ingestor = createIngestor(database);

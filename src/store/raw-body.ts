@@ -1,8 +1,7 @@
 /**
- * How raw_responses keeps a body: gzip (`body_encoding = 'gzip'`, bytes as a BLOB) from 2 KiB, else the text as
- * received (`body_encoding` NULL, as older builds stored every body). gzip, not brotli: at levels costing the writer
- * no more time both shrink the JSON alike, and every tool reads gzip. Level 1 keeps nearly level 6's ratio in about
- * half the time; a small post would barely shrink for a fixed cost per call, so small bodies stay text.
+ * A body is kept gzipped (`body_encoding = 'gzip'`, a BLOB) from 2 KiB, else as text (NULL, as older builds kept all).
+ * gzip, not brotli: at the same writer time both shrink JSON alike, and every tool reads gzip. Level 1 keeps nearly
+ * level 6's ratio in half the time; a small post would barely shrink, for a fixed cost per call.
  */
 import { gunzipSync, gzipSync } from 'node:zlib';
 import type BetterSqlite3 from 'better-sqlite3';

@@ -1,7 +1,6 @@
 /**
- * The dataset's tables on SQLite, built from tables.ts; drizzle-kit generates `migrations/` from these exports and
- * openDatabase() applies them. Kinds: `text`, `time`, `json` TEXT; `int`, `bigint`, `flag` INTEGER; `real` REAL;
- * `given` BLOB; an id is INTEGER PRIMARY KEY AUTOINCREMENT.
+ * The dataset's tables on SQLite, built from tables.ts (types by kind: table-kit.ts's ColumnKind); drizzle-kit
+ * generates `migrations/` from these exports and openDatabase() applies them.
  */
 import { check, customType, index, integer, primaryKey, real, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core';
 import type { AutoId, ColumnKind } from './table-kit.ts';

@@ -15,10 +15,9 @@ export interface SqlFragment {
 export type ColumnRef = object;
 
 /**
- * A column's kind, and so its type on each engine (docs/postgres.md): `text`; `time`, an ISO-8601 UTC timestamp
- * (text / timestamptz); `json`, JSON text (text / jsonb); `int`; `bigint`, an id or a reference to one, or a
- * number past 2^31 (integer / bigint); `flag`, 0/1 (integer / smallint); `real` (real / double precision);
- * `given`, a value of undocumented type kept as given (BLOB without affinity / jsonb).
+ * A column's kind, typed on SQLite / PostgreSQL (docs/postgres.md): `text`; `time`, ISO-8601 UTC (text / timestamptz);
+ * `json` (text / jsonb); `int`; `bigint`, an id, a reference to one, or past 2^31 (integer / bigint); `flag`, 0/1
+ * (integer / smallint); `real` (real / double precision); `given`, of undocumented type (BLOB without affinity / jsonb).
  */
 export type ColumnKind = 'text' | 'time' | 'json' | 'int' | 'bigint' | 'flag' | 'real' | 'given';
 

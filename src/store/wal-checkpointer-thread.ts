@@ -1,7 +1,6 @@
 /**
- * The WAL checkpointer thread: its own connection, PASSIVE checkpoints on a timer (any message stops it). Done by the
- * committing connection, a checkpoint's fsyncs would stall every commit queued behind; PASSIVE never blocks the writer,
- * whose rarer automatic checkpoint (the backstop: failures here are ignored) then finds the pages synced already.
+ * PASSIVE checkpoints on a connection of its own (any message stops them): on the committing connection a checkpoint's
+ * fsyncs would stall every commit behind it. Failures are ignored: the writer's automatic checkpoint is the backstop.
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { openConnection, type Connection } from './connection.ts';
