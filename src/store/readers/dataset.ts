@@ -1,7 +1,6 @@
 /**
  * The dataset opened read-only for a user's own script (the package's openDataset), as `netingest query` reads.
- * `query()` (async) reads on both engines; SQLite keeps its synchronous `all()` (published in 0.1), which PgDataset
- * types as `never`, while the union `Dataset` keeps `all()` callable for code written for 0.1.
+ * `query()` works on both engines; the synchronous `all()` is SQLite's, kept callable on `Dataset` for 0.1's code.
  */
 import { UsageError } from '../../errors.ts';
 import { locateDataset } from '../locator.ts';

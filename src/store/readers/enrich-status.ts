@@ -28,10 +28,9 @@ export const REQUEST_CHANGED = "the job's request changed since it ran (the stor
 type TaskState = Pick<TaskRow, 'page' | 'status' | 'requestJson'> & { lastErrorCode: string | null; lastError: string | null };
 
 /**
- * Reads the tasks of one input of `job`. With no results, only pages the job plans now count, and a task whose stored
- * request is not what the job would send now is pending (as the next run makes it). Then any failed page makes it
- * `failed`, else any deferred `deferred`, else any pending or unplanned `pending`, else `not_found` (404, past the last
- * page, or empty). Where an answer always carries a result (doneMeansResult), a done input without one is `failed`.
+ * With no results, only pages the job plans now count, and a stored request it would not send now is pending (as the
+ * next run makes it). Precedence: `failed`, `deferred`, `pending` (or unplanned), else `not_found` (404, past the last
+ * page, empty); where an answer always carries a result (doneMeansResult), a done input without one is `failed`.
  */
 export function taskStatusReader(job: string, operation: Operation) {
   const doneMeansResult = specOf(operation).enrich.doneMeansResult;

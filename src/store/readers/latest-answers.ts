@@ -1,8 +1,7 @@
 /**
- * When each page of an input was last answered, per the task ledger. The link tables are cumulative (an answer raises
- * `last_seen_at` on the rows it lists; one listing nothing writes no row), so only the ledger tells `enrich` which rows
- * belong to a page's latest answer. Rows carry their answer's receipt (`seenAt` = the task's `completed_at` =
- * `api_calls.at` = `raw_responses.received_at`), so times compare exactly. Results are read an input at a time.
+ * When each page was last answered, per the ledger: link tables are cumulative (an answer raises `last_seen_at` on
+ * the rows it lists; one listing nothing writes none), so only the ledger tells `enrich` which rows are a page's latest
+ * answer. Rows carry their answer's receipt (`completed_at` = `api_calls.at` = `received_at`), so times compare exactly.
  */
 import type { Job } from '../../jobs/schema.ts';
 import { specOf } from '../../operations/index.ts';

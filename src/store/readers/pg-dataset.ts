@@ -1,7 +1,6 @@
 /**
- * openDataset() on PostgreSQL: opened for reading only (no migration, so a read-only analyst role can open it), each
- * query() one READ ONLY transaction. Rows hold the values better-sqlite3 gives on SQLite (STORE_TYPES: counts as
- * numbers, timestamps ISO text, JSON its text). Loaded only for a postgres:// dataset: it imports pg.
+ * openDataset() on PostgreSQL: no migration (a read-only analyst role can open it), each query() one READ ONLY
+ * transaction, rows as better-sqlite3 gives them (STORE_TYPES). Loaded only for a postgres:// dataset: it imports pg.
  */
 import type pg from 'pg';
 import { UsageError } from '../../errors.ts';

@@ -1,7 +1,6 @@
 /**
- * The rows of one table or view as `netingest export <table>` reads them (rowid order, `--since` on its seen-at
- * column), also cut by rowid ranges for the parallel export's workers, each on a connection and snapshot of its own.
- * PostgreSQL's statement is pgTableRowsSql.
+ * The rows of a table or view as `netingest export <table>` reads them (rowid order, `--since` on its seen-at column),
+ * also by rowid range for the parallel export's workers. PostgreSQL's: pgTableRowsSql.
  */
 import type BetterSqlite3 from 'better-sqlite3';
 import { openConnection } from '../connection.ts';

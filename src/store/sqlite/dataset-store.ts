@@ -128,9 +128,8 @@ function plannedState(ledger: Ledger, rule: PlanRule, task: PlannedTask) {
 }
 
 /**
- * Runs `replay` in one transaction, statements prepared once (posts' day order read now), bodies stored as the run's
- * writer stores them: all kept or none (the caller holds the run lock). The store answers at once, so nothing else
- * runs between BEGIN and COMMIT.
+ * Runs `replay` in one transaction, bodies stored as the run's writer stores them: all kept or none (the caller holds
+ * the run lock). The store answers at once, so nothing else runs between BEGIN and COMMIT.
  */
 export async function inSqliteReprocessTransaction<T>(database: Database, replay: (store: ReprocessStore) => Promise<T>): Promise<T> {
   const { sqlite } = database;

@@ -1,7 +1,6 @@
 /**
- * The child process running the SQL of `query` and `export --sql` (statement-rows.ts): it opens the statement on its
- * own read-only connection and answers each `more` with the next batch of raw rows. Its only job is to be killable:
- * a runaway statement blocks this process, never the parent.
+ * The child process running `query`'s and `export --sql`'s statement (statement-rows.ts), a batch of raw rows per
+ * `more`. Its only job is to be killable: a runaway statement blocks this process, never the parent.
  */
 import { openUserStatement } from '../readers/read-only-sql.ts';
 // Types only: the parent's module is not loaded here.

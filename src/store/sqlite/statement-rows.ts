@@ -1,7 +1,6 @@
 /**
- * A user's statement's rows (`query`, `export --sql`), read in a child process (statement-child.ts): better-sqlite3
- * cannot interrupt a statement, so a runaway one would block signals here, and a busy worker thread keeps the process
- * from exiting. Killed at once: on the AbortSignal (ExportInterruptedError), past `timeoutMs` (QueryTimeoutError).
+ * A user's statement's rows, read in a child process: better-sqlite3 cannot interrupt a statement, so a runaway one
+ * would block signals here (a busy worker thread keeps the process alive too). Killed on the signal or the timeout.
  */
 import type { ChildProcess } from 'node:child_process';
 import { NetingestError } from '../../errors.ts';
