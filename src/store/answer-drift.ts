@@ -1,7 +1,4 @@
-/**
- * answer_drift: how a run's answers differed from the spec, per operation, member path and kind, so that
- * `status` can say it after the run (src/operations/drift.ts counts it; the run writes it after each job).
- */
+/** answer_drift, so that `status` can tell a run's drift after it (operations/drift.ts counts it; the run writes it after each job). */
 import type { Connection } from './connection.ts';
 import type { StoredRow } from './tables.ts';
 import { rows, value, type Reads } from './read-steps.ts';

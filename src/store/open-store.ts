@@ -7,10 +7,7 @@ import type { DatasetStore } from './dataset-store.ts';
 import { locateDataset, type DatasetLocation } from './locator.ts';
 import { sqliteDatasetStore } from './sqlite/dataset-store.ts';
 
-/**
- * The store of the dataset at `db`: a SQLite file (as given: the CLI has normalized it) or a postgres:// URL.
- * Nothing is opened until one of its methods is called. A UsageError (exit 2) for a value that names neither.
- */
+/** The store of `db`, a SQLite file (as the CLI normalized it) or a postgres:// URL; a UsageError (exit 2) for a value naming neither. */
 export async function openStore(db: string | DatasetLocation): Promise<DatasetStore> {
   const location = typeof db === 'string' ? locateDataset({ db, env: {} }) : db;
   if (location.engine === 'sqlite') return sqliteDatasetStore(location.file);

@@ -1,7 +1,4 @@
-/**
- * The run store on SQLite: synchronous better-sqlite3 code behind the run ports (run-store.ts). The run holds the
- * one-run lock; every ledger write and the run's end check it in their transaction.
- */
+/** The run store on SQLite (run-store.ts's ports): every ledger write and the run's end check the one-run lock in their transaction. */
 import { CreditGuard } from '../credits/credit-guard.ts';
 import { RateGate } from '../rate/rate-gate.ts';
 import { ResultWriter } from './result-writer.ts';

@@ -1,7 +1,4 @@
-/**
- * One dialect's drizzle tables from the definitions of table-kit.ts (tables.ts): schema.ts builds SQLite's,
- * pg/schema.ts PostgreSQL's. Apart from table-kit.ts so that the definitions' types need no drizzle.
- */
+/** One dialect's drizzle tables from tables.ts' definitions; apart from table-kit.ts so that the definitions' types need no drizzle. */
 import type { AnyColumn, SQL } from 'drizzle-orm';
 import type { AutoId, Column, ColumnKind, ColumnSpec, Columns, Engine, IndexSpec, Names, TableDef } from './table-kit.ts';
 

@@ -18,10 +18,7 @@ const VALUE_CHARS = 60;
 /** A change as the lookup reads it: the history's row without where it came from. */
 type Change = Pick<ChangeRow, 'entity' | 'key' | 'change' | 'field' | 'old' | 'new'>;
 
-/**
- * Prepares the lookup of a lead's changes since `sinceIso` (ISO-8601 UTC) for `job`'s inputs: the cells of
- * CHANGES_SINCE_COLUMNS, how many things changed and the changes in words (null when none).
- */
+/** A lead's CHANGES_SINCE_COLUMNS cells since `sinceIso` (ISO-8601 UTC): how many things changed, the changes in words (null: none). */
 export function changesLookup(job: Job, sinceIso: string): (inputKey: string) => Reads<[count: number, text: string | null]> {
   const keysOf = specOf(job.operation).enrich.changeKeys(job);
   return function* (inputKey) {

@@ -1,7 +1,4 @@
-/**
- * Why a user's statement (`query`, `export --sql`, openDataset's `all()`) was not run: errors of the store's
- * readers, beside the export commands' own (export/output-sink.ts).
- */
+/** Why a user's statement (`query`, `export --sql`, openDataset's `all()`) was not run; export's own errors: export/output-sink.ts. */
 import { NetingestError, UsageError } from '../../errors.ts';
 
 /** A statement given to `query` or `export --sql` that is not a plain read (exit 2). */
