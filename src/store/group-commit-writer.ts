@@ -101,7 +101,7 @@ export abstract class GroupCommitWriter {
     return this.callsHanded;
   }
 
-  /** What committed outcomes made of their tasks (a copy): with the ledger's counts read before, the books once the database is gone. */
+  /** A copy of what committed outcomes made of their tasks: added to counts read before the job, its books once the database is gone. */
   get settled(): SettledCounts {
     return { ...this.settledCounts, failedByCode: { ...this.settledCounts.failedByCode } };
   }
