@@ -6,10 +6,7 @@ export const CREDIT_METER_DEFAULTS = {
   defaultCostPerCall: 5,
   /** Recent credits_used values kept per operation to estimate its cost (median step between them, sorted). */
   costSamples: 16,
-  /**
-   * Replaying stored answers, when calls were sent is unknown: among this many answers after a reset of credits_used,
-   * one at or above the lowest counter before it was charged before it.
-   */
+  /** Replaying stored answers: within this many after a reset, one at or above the previous epoch's floor was charged before it. */
   lateAnswersAfterReset: 64,
 } as const;
 
@@ -71,10 +68,7 @@ export class CreditMeter {
   /** Whether firstCost is a step from zero with no earlier counters: exact only if the account was never used. */
   private firstCostFromZero = false;
 
-  /**
-   * Starts the books from the free balance check before the first call, so the spend is exact from the first call.
-   * Ignored (false) once an answer has been observed.
-   */
+  /** Starts the books from the free balance check, so spend is exact from the first call; ignored (false) once an answer was observed. */
   seed(counters: CreditCounters): boolean {
     if (this.current !== null) return false;
     // floorOperation is not read for a seeded floor (it is the counter before any call, not a call's).
@@ -132,9 +126,8 @@ export class CreditMeter {
   }
 
   /**
-   * Estimated cost of one call: the median step between its answers' counters sorted (calls in flight answer out of
-   * order, so arrival-order steps count some twice), an earlier run's cost as one more step. Before any step, the first
-   * call's step from the last known counter (or zero) bounds it; the default caps it.
+   * Estimated cost of one call: medianStep() of its answers' counters (calls in flight answer out of order: arrival-order
+   * steps count some twice). Before any step, the first call's step from the last counter bounds it; the default caps it.
    */
   costOf(operation: Operation): number {
     const median = this.medians.get(operation);
@@ -260,7 +253,6 @@ export class CreditMeter {
     return { index, floorUsed: used, floorOperation: operation, maxUsed: used, total: counters.total_credits, shortfall: shortfallOf(counters), answers: 1, seeded: false };
   }
 
-  /** Adds an answer's counter to its operation's samples and updates its median. */
   private sample(operation: Operation, used: number): void {
     if (!this.costFromOwnSteps) return;
     let values = this.usedByOp.get(operation);
@@ -298,8 +290,7 @@ function shortfallOf(c: CreditCounters): number {
 
 /**
  * A call's cost by credits_used counters in any order: the median positive step once sorted (upper of an even count),
- * `extra` one more step (a cost earlier runs learned); null under `minSteps` steps. The one rule for a run's answers,
- * the api_calls log and the account's samples on PostgreSQL.
+ * `extra` one more step (an earlier run's cost); null under `minSteps`. Shared by run, api_calls log and PostgreSQL samples.
  */
 export function medianStep(values: readonly number[], options: { extra?: number; minSteps?: number } = {}): number | null {
   const { extra, minSteps = 1 } = options;
