@@ -17,9 +17,8 @@ export type LiveShape = (typeof LIVE_SHAPES)[number];
 export type SandboxOptionsInput = Partial<Omit<SandboxOptions, 'costs'>> & { costs?: Partial<Record<Operation, number>> };
 
 /**
- * The defaults of every sandbox option. Only 200s are charged, at `costs[operation]`: never a 4xx or a faulted answer,
- * but a slow one (the real answer, sent late) is; 402 comes before the lookup when credits are below the cost. Faults:
- * one seeded draw per authenticated valid request, in FAULTS' order, so each keeps its rate while rates sum to <= 1.
+ * Only 200s are charged, at `costs[operation]` (no 4xx; no fault but slowRate's); 402 comes before the lookup when credits
+ * are below the cost. Faults: one seeded draw per authenticated valid request, so each keeps its rate while rates sum <= 1.
  */
 const DEFAULTS = {
   /** Interface to listen on; loopback only by default. */
@@ -75,10 +74,7 @@ const DEFAULTS = {
   hugeBytes: 20 * 1024 * 1024,
   /** Share of inputs with no data (404), by a hash of seed and input, so stable; an input with `notfound` never has. */
   notFoundRate: 0.05,
-  /**
-   * false: answers to the letter of api.md; true: as the live service may, every LIVE_SHAPES entry on; a list: only
-   * those. The options below tune each shape and matter only while it is on.
-   */
+  /** false: to the letter of api.md; true: every LIVE_SHAPES entry on; a list: only those. The options below tune each shape while on. */
   liveShapes: false as boolean | readonly LiveShape[],
   /** 'absent-members': chance that an optional member of a record is left out, per record and member. */
   memberMissingRate: 0.05,
