@@ -81,19 +81,13 @@ function summarize(run: OpenRun, results: readonly JobResult[], calls: number): 
   };
 }
 
-/**
- * The summary as the `runs` row takes it: without the jobs the process counted itself (countedJob), which a run whose
- * database was lost mid-job always left out there.
- */
+/** The summary as the `runs` row takes it: without the jobs the process counted itself (see JobResult.counted). */
 function withoutCountedJobs(summary: RunSummary, results: readonly JobResult[]): RunSummary {
   const counted = new Set(results.flatMap((r) => (r.counted && r.summary ? [r.summary] : [])));
   return counted.size === 0 ? summary : { ...summary, jobs: summary.jobs.filter((j) => !counted.has(j)) };
 }
 
-/**
- * The run's calls as its api_calls rows count them; when the database cannot be read (its server gone), the calls
- * the writer was handed, so that the summary still says what was paid for.
- */
+/** The run's calls by its api_calls rows, or the writer's count when the database cannot be read: the summary still says what was paid. */
 async function callsOfRun(run: OpenRun): Promise<number> {
   try {
     return (await run.store.calls.ofRun(run.runId)).calls;
@@ -105,10 +99,7 @@ async function callsOfRun(run: OpenRun): Promise<number> {
   }
 }
 
-/**
- * Writes the end of the `runs` row; a failure is logged and returned (the summary's `notRecorded`), unless the lock was
- * lost (then that is thrown).
- */
+/** Writes the end of the `runs` row; a failure is logged and returned (`notRecorded`), unless the lock was lost: that is thrown. */
 async function recordEnd(run: OpenRun, summary: RunSummary): Promise<RunSummary['notRecorded']> {
   try {
     // On SQLite the store writes it only while the run holds its lock.

@@ -73,9 +73,8 @@ function skipped(logger: Logger, job: JobName, err: UsageError): JobResult {
 }
 
 /**
- * A job the run stopped before reaching; its tasks wait for the next run. Under --refresh the refresh is deferred into
- * the ledger too, so the next run refreshes this job with or without --refresh. Not after an interrupt (the user waits
- * for the exit; reading a large input takes seconds) nor a fatal error (the dataset itself may be what failed).
+ * Not reached: its tasks wait for the next run, under --refresh its refresh too (deferRefresh), unless interrupted (the
+ * user waits for the exit; a large input takes seconds to read) or fatal (the dataset may have failed).
  */
 async function notReached(run: OpenRun, job: Job): Promise<JobResult> {
   const waits = unplannedJobSummary(job, 'not_reached');
@@ -106,7 +105,6 @@ async function partlyPlanned(run: OpenRun, job: Job, plan: PlanCounts, interrupt
   run.logger.warn('job stopped while reading its input: the next run reads it again', {
     job: job.name, tasks_read: plan.tasks, invalid: plan.invalid, deferred,
   });
-  // Not reached, with what the read had written so far.
   return { summary: { ...unplannedJobSummary(job, 'not_reached'), ...plannedFields(plan), deferred }, interrupted };
 }
 
@@ -162,10 +160,7 @@ async function workAndBook(run: OpenRun, job: Job, plan: PlanCounts, filter: Run
 /** The ledger's counts of a job before its calls, and where the writer's count of committed outcomes stood then. */
 type BooksBefore = { counts: Record<TaskStatus, number>; failedByCode: Record<string, number>; settled: SettledCounts };
 
-/**
- * A job whose books the database could no longer give (its server gone): the ledger's counts before its calls, moved
- * by the outcomes the writer committed since. An outcome not committed left its task due: the next run does it.
- */
+/** JobSummary's counts when the database is lost mid-job; an outcome not committed left its task due: the next run does it. */
 function countedJob(run: OpenRun, job: Job, plan: PlanCounts, due: Pick<JobSummary, 'worked' | 'failedBefore'>, books: BooksBefore): JobResult {
   const now = run.writer.settled;
   const moved = { done: now.done - books.settled.done, notFound: now.notFound - books.settled.notFound, failed: now.failed - books.settled.failed };
@@ -206,10 +201,7 @@ async function prepareCalls(run: OpenRun, job: Job, runnable: number): Promise<v
   run.unusable.setThreshold(job.retry.maxUnusableAnswers ?? Math.max(settings.unusableMinAnswers, job.rate.concurrency));
 }
 
-/**
- * Works the due tasks with progress line, failure log and 404 watch; returns the job's stop switch (set when cut
- * short) and the watch's warning. Once done, every answer is committed.
- */
+/** Works the due tasks (progress line, failure log, 404 watch); once it returns, every answer is committed. */
 async function workDue(run: OpenRun, job: Job, filter: RunnableFilter, runnable: number) {
   const { guard, tally } = run;
   const progress: JobProgress = { runnable, done: 0, notFound: 0, failed: 0, errors: 0 };
@@ -248,10 +240,7 @@ async function workDue(run: OpenRun, job: Job, filter: RunnableFilter, runnable:
   return { stop: jobStop.stop, warning: notFoundOnly.warning(job.name) };
 }
 
-/**
- * The job's books once worked: its summary from the ledger's counts (returned too: the log tells deferred tasks
- * without those still pending) and the answers set aside; its drift saved for `status`.
- */
+/** The job's summary from the ledger once worked (its drift saved for `status`); counts too, as the log tells deferred from pending. */
 async function bookWorked(run: OpenRun, job: Job, plan: PlanCounts, due: Pick<JobSummary, 'worked' | 'failedBefore' | 'warnings'>) {
   const counts = await run.store.ledger.countsByStatus(job.name, run.runId);
   const failedByCode = await run.store.ledger.failedByCode(job.name, run.runId);
@@ -279,9 +268,8 @@ function logWorked(logger: Logger, w: JobSummary, deferred: number, stop: RunSto
 }
 
 /**
- * Before the run's first paid call: the free credit check, when offered, seeds the credit guard so the first call does
- * not go alone, its cost is exact, and a balance that cannot pay makes no call. Logs the credits used since the last
- * stored answer: calls lost in flight (a kill), or use elsewhere.
+ * Seeds the guard from the free credit check before the first paid call: that call need not go alone, its cost is exact,
+ * and a balance that cannot pay makes none. Logs credits used since the last stored answer (a kill, or use elsewhere).
  */
 async function seedFromBalance(run: OpenRun): Promise<void> {
   const lastCreditsUsed = (await run.store.calls.lastCounters())?.creditsUsed ?? null;

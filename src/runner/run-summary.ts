@@ -7,10 +7,8 @@ import type { RunStopSummary } from './stop-summary.ts';
 import type { DriftLine } from '../operations/drift.ts';
 
 /**
- * What a job did, for the summary. `done`, `notFound`, `failed` and `deferred` are the ledger's count of its tasks (with
- * workers sharing it, after this one: every worker's answers of the night); when
- * the database was lost before they could be read, the ledger's count before its calls moved by the outcomes the run
- * committed since (the summary's `error` then says the connection was lost).
+ * What a job did. `done`, `notFound`, `failed`, `deferred`: the ledger's counts of its tasks (every sharing worker's, that
+ * night); with the database lost first, those before its calls plus the outcomes committed since (the run's `error` says so).
  */
 export interface JobSummary {
   /** The job's name; for a job file that could not be loaded, the file's base name (the name it defaults to). */
@@ -84,9 +82,8 @@ export interface RunSummary {
   /** How the run's answers differed from the spec: an entry per operation, member path and kind (docs/contracts.md). */
   drift: DriftLine[];
   /**
-   * Why the run's end is not in the database (the connection lost, a write refused), or null when it is. Its `runs`
-   * row then stays `running` until the next run closes it as abandoned, and the figures are what this process counted:
-   * `calls` those it sent when the database could not be read, a job's figures as JobSummary says.
+   * Why the run's end is not in the database (connection lost, write refused), or null. Its `runs` row stays `running` until
+   * the next run closes it as abandoned; figures the database could not give are this process's own counts (see JobSummary).
    */
   notRecorded: { code: string; message: string } | null;
 }
