@@ -10,10 +10,7 @@ export const PLAN_DEFAULTS = {
   invalidSamples: 20,
 } as const;
 
-/**
- * When a stored answer is due again: after refreshAfterDays less this tolerance, since a run's answers arrive after it
- * started; without it, a nightly schedule would fetch them a night late.
- */
+/** Due again a little before refreshAfterDays: a run's answers arrive after it starts; else a nightly run refreshes a night late. */
 export const FRESHNESS_DEFAULTS = {
   /** Share of refreshAfterDays by which an answer may be younger and still be due (covers a long run). */
   toleranceFraction: 0.1,
@@ -104,10 +101,9 @@ export function freshSince(refreshAfterDays: number, nowMs: number = Date.now())
 }
 
 /**
- * The cut-off of a run's due rule: freshSince() `now` (the store's clock; by default this host's); under --refresh the
- * run's start, so what the run settled stays settled, or with tasks of the job deferred by an earlier run begun
- * (`deferredSince`) within refreshAfterDays, that run's start: the refresh it began is resumed, and what it refreshed
- * already is not paid for again (a user running the same --refresh after a stop or a Ctrl-C).
+ * The cut-off of a run's due rule: freshSince() at the store's clock (by default this host's). Under --refresh, the
+ * run's start, so what it settled stays settled; or, if an earlier run within refreshAfterDays deferred this job's
+ * tasks (`deferredSince`), that run's start: a --refresh repeated after a stop or Ctrl-C resumes it without paying twice.
  */
 export function refreshedSince(refreshAfterDays: number, refresh: boolean, startedAt: string, now: string | undefined, deferredSince: string | null): string {
   const fresh = freshSince(refreshAfterDays, now === undefined ? Date.now() : Date.parse(now));
@@ -117,8 +113,7 @@ export function refreshedSince(refreshAfterDays: number, refresh: boolean, start
 
 /**
  * Before the job's first call: a lookup another job answered (fresh, or in this run under --refresh) is taken, not paid
- * again; then the due tasks are reopened. Returns tasks settled from others' answers, tasks due, tasks failed for good,
- * and the job's tasks by status as the calls find them (`before`).
+ * again; then the due tasks are reopened. `before`: the job's tasks by status as the calls find them.
  */
 export async function settleDue(operation: string, ledger: RunLedger, filter: RunnableFilter) {
   const shared = await ledger.adoptSharedAnswers(filter, await ledger.otherJobs(operation, filter.job), new Date().toISOString());

@@ -1,10 +1,9 @@
-/** The options of runJobs() (run-jobs.ts), with every default in RUN_DEFAULTS. */
 import type { Job } from '../jobs/schema.ts';
 import type { JobFileError } from '../jobs/job-error.ts';
 import type { Logger } from './logger.ts';
 import type { RunSummary } from './run-summary.ts';
 
-/** Options of a run; every default lives in RUN_DEFAULTS (whose settings are documented there). */
+/** Options of runJobs() (run-jobs.ts); every default lives in RUN_DEFAULTS, whose settings are documented there. */
 export interface RunOptions extends RunDefaulted {
   dbPath: string;
   jobs: Job[];
@@ -39,10 +38,7 @@ export interface RunOptions extends RunDefaulted {
 export const RUN_DEFAULTS = {
   /** Total time a run may be paused by 429s before it stops and defers the rest. */
   maxThrottleWaitMs: 15 * 60_000,
-  /**
-   * 429s one task may get in a run before the run stops and defers the rest, whatever their Retry-After: with
-   * the task's retries it bounds the calls of a task (see maxCallsPerTask in error-policy.ts).
-   */
+  /** 429s a task may get before the run stops and defers the rest, whatever Retry-After; with retries, bounds its calls (maxCallsPerTask). */
   maxThrottledAttemptsPerTask: 20,
   /** Per-request timeout of the API client. */
   requestTimeoutMs: 30_000,
@@ -58,9 +54,8 @@ export const RUN_DEFAULTS = {
    */
   unusableMinAnswers: 5,
   /**
-   * Answers a post-details or search-jobs job must get in a run, all of them 404 "not found" and none with
-   * data, before the run warns that a wrong API URL answers the same (see not-found-only.ts). Fewer prove
-   * nothing: a handful of deleted posts is ordinary.
+   * Answers a post-details or search-jobs job must get in a run, all 404 and none with data, before the run warns that a
+   * wrong API URL may be answering (not-found-only.ts). Fewer prove nothing: a handful of deleted posts is ordinary.
    */
   notFoundOnlyMinAnswers: 10,
 } as const;
