@@ -178,9 +178,8 @@ export function readBody({ body, headers }: Pick<Dispatcher.ResponseData, 'body'
 }
 
 /**
- * One decompressor per coding, the last applied first, each piped into the next, every error to `onError` (the first
- * settles the read). HTTP's `deflate` is a zlib stream, but some servers send raw deflate: for the outermost coding the
- * first byte tells which (a zlib header's low nibble is 8), as browsers do.
+ * One decompressor per coding, the last applied first. HTTP's `deflate` is a zlib stream, but some servers send raw
+ * deflate: the outermost coding's first byte tells which (a zlib header's low nibble is 8), as browsers do.
  */
 function decodersFor(codings: readonly string[], firstByte: number, onError: (err: Error) => void): Transform[] {
   const decoders = [...codings].reverse().map((coding, i): Transform => {

@@ -16,9 +16,8 @@ export const CLIENT_DEFAULTS = {
   /** Largest response body accepted (bytes); a larger 200/404 body fails the item with ResponseTooLargeError. */
   maxBodyBytes: 8 * 1024 * 1024,
   /**
-   * Largest 200 body over maxBodyBytes still read whole and kept (bytes), so `reprocess` can store it without paying
-   * again; a larger one is cut here and lost. Only twice the limit: a run holds up to `rate.concurrency` such bodies,
-   * each 3-4 times over while it is read, decoded, redacted and gzipped.
+   * Largest 200 body over maxBodyBytes still read whole and kept (bytes), for `reprocess` to store without paying again.
+   * Only twice the limit: a run holds `rate.concurrency` of them, each 3-4 times over (read, decoded, redacted, gzipped).
    */
   maxKeptBodyBytes: 16 * 1024 * 1024,
   /** Most keep-alive connections open to the API host at once; calls beyond it queue in the agent. */

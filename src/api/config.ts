@@ -25,9 +25,8 @@ export function resolveApiConfig({ apiUrl, tokenFile, env = process.env }: ApiCo
 }
 
 /**
- * Checks and normalizes a base URL: plain http only to a loopback host, so the token never crosses a network in clear
- * text; no credentials, query or fragment; a path prefix is kept without its trailing slash or the API's own `/v1/api`.
- * Split as undici takes it: `origin` (`https://host[:port]`) and `pathPrefix` ('' or `/prefix`).
+ * Checks and normalizes a base URL into undici's `origin` and `pathPrefix`: plain http only to a loopback host, so the
+ * token never crosses a network in clear text; no credentials, query or fragment.
  */
 export function parseBaseUrl(value: string, source = 'the API URL') {
   let url: URL;

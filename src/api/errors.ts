@@ -1,7 +1,6 @@
 /**
- * Every way an API call can fail: `kind` (a closed union, also `code`), the HTTP status, and whether a 200 came (the
- * call was then most likely paid). What the runner does about each is src/runner/error-policy.ts's table. Messages
- * and excerpts never hold the token: excerpts are redacted first, and headers and requests never enter an error.
+ * Every way an API call can fail; what the runner does about each is error-policy.ts's table. Messages and excerpts
+ * never hold the token: excerpts are redacted first, and headers and requests never enter an error.
  */
 import { NetingestError } from '../errors.ts';
 import type { CreditCounters } from '../spec/types.ts';

@@ -126,9 +126,8 @@ function ok<Q, A>(t: Transport, spec: OperationSpec<Q, A>, text: string, call: A
 }
 
 /**
- * A 404 is "nothing found" only with the API's body (spec.notFound.isAnswer): a gateway's 404 for a wrong URL, taken as
- * one, would settle every task as not found for days, where a too strict check costs one stopped run that names it.
- * Where the API's body looks like a gateway's (notFound.ambiguous), src/runner/not-found-only.ts warns of all-404 jobs.
+ * A 404 is "nothing found" only with the API's body (spec.notFound.isAnswer): a wrong URL's gateway 404, taken as one,
+ * settles every task as not found for days; too strict a check costs one stopped run naming it (see not-found-only.ts).
  */
 function notFound<Q, A>(t: Transport, spec: OperationSpec<Q, A>, text: string, call: ApiCallInfo): ApiResult<never> {
   const raw = t.redactBody(text);

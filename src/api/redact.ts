@@ -8,10 +8,9 @@ export const REDACTED = '[REDACTED]';
 export const EXCERPT_MAX_CHARS = 300;
 
 /**
- * Every form a secret can come back in: each character as is, percent-encoded, JSON-escaped (`\uXXXX`, `\/`, `\"`) or
- * as an HTML character reference (`&#115;`, `&#x73;`, `&amp;`), in any mix, hex in either case; and base64 (standard
- * or URL-safe) of any text holding it, such as `Bearer <token>`.
- * One regex per set of secrets, so a body is scanned once, not once per spelling.
+ * Every form a secret can come back in: each character as is, percent-encoded, JSON-escaped or as an HTML character
+ * reference, in any mix, hex in either case; and base64 (standard or URL-safe) of any text holding it, such as
+ * `Bearer <token>`. One regex per set of secrets, so a body is scanned once, not once per spelling.
  */
 export function secretPattern(secrets: readonly string[]): RegExp | null {
   const sorted = [...new Set(secrets.filter((s) => s !== ''))].sort((a, b) => b.length - a.length);

@@ -1,7 +1,6 @@
 /**
  * The one check every 200 body passes before it is trusted (the client on receipt, reprocess on stored bodies): read
  * through its operation's answer contract, refused (ApiSchemaError naming the path) only when unreadable at all.
- * Missing members or variant types are drift, counted and reported, not an error.
  */
 import { readThrough, valueAt, type AnswerContract, type SetAsideRecord } from '../operations/answer-contract.ts';
 import type { DriftTally } from '../operations/drift.ts';

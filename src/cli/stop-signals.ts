@@ -1,7 +1,4 @@
-/**
- * The stop signals' one handler for the process's life (bin.ts), apart from signals.ts so that a start loads nothing
- * else (`--help` reads no runner module). A command's work takes them while it runs (withStopSignals).
- */
+/** The stop signals' one handler for the process's life, apart from signals.ts so a start loads nothing else (`--help` reads no runner). */
 /**
  * The signals that stop a command gracefully. SIGHUP too: a dropped terminal would otherwise kill the process at once,
  * losing answers in flight (paid for, not written) or leaving an export's temporary file.

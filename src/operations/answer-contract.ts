@@ -7,9 +7,8 @@ import { DriftTally } from './drift.ts';
 import { storableValue, TooDeepError } from './storable-text.ts';
 
 /**
- * How a scalar member is read. `int32`: a count or a year, which a 32-bit column holds (PostgreSQL's `integer`); one past
- * it is a garbled value, read as NULL on both engines rather than refused by one. `given`: a member whose type the spec
- * does not show, kept as it came.
+ * How a scalar member is read (`given`: see given()). `int32`: a count or a year, which a 32-bit column holds (PostgreSQL's
+ * `integer`); one past it is a garbled value, read as NULL on both engines rather than refused by one.
  */
 export type ScalarType = 'string' | 'integer' | 'int32' | 'number' | 'boolean' | 'given';
 
