@@ -44,9 +44,8 @@ export interface Reservation {
 export type Charge = CreditCounters | 'unread' | null;
 
 /**
- * Keeps a run from spending past the reserve or its cap. Every call reserves its estimated cost before it is sent, so
- * calls in flight count before they are billed. Until the counters show the balance and the operation's cost, calls go
- * one at a time, unless seeded with a balance read first (then each is reserved at the default cost).
+ * Keeps a run within the reserve and its cap: each call reserves its estimated cost before it is sent, so calls in flight
+ * count before they are billed. Until counters show the balance and cost, calls go one at a time unless seeded.
  */
 export class CreditGuard {
   /** Protected: a guard sharing its account across workers reserves by them too. */

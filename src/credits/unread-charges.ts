@@ -1,7 +1,6 @@
 /**
- * Paid answers whose cost cannot be read (no usable counters, cut at the size limit, not JSON) are charged at an
- * estimate so the reserve and cap hold. It stands until readable answers charged before it was sent and after it was
- * answered put its real cost inside the meter's span.
+ * Paid answers whose cost cannot be read (no usable counters, cut at the size limit, not JSON) are charged at an estimate,
+ * so the reserve and cap hold, until readable answers charged before it was sent and after it was answered bracket it.
  */
 import type { CreditCounters } from '../spec/types.ts';
 

@@ -66,9 +66,8 @@ export class DriftTally {
 }
 
 /**
- * The longest path kept, in UTF-16 units. A text fix's path names the body's own members: a hostile answer's name of
- * 1,500 CJK characters made a path PostgreSQL's index on answer_drift refused (the run failed at its end) and a
- * summary line of 1,500 characters. Past it, the start and an ellipsis.
+ * The longest path kept, in UTF-16 units: a text fix's path names the body's own members, and one of 1,500 CJK characters
+ * is refused by PostgreSQL's index on answer_drift (the run failing at its end). Past it, the start and an ellipsis.
  */
 export const MAX_DRIFT_PATH = 200;
 

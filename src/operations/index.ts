@@ -55,9 +55,8 @@ export function requestKeyOf(subject: AnySubject): string {
 }
 
 /**
- * A value stored as JSON text (tasks.request_json, raw_responses.request_json), checked by `schema`; throws if not one.
- * Returned as parsed, not as zod's copy: zod reorders members, and they go on in stored order into the body sent and
- * into raw_responses.request_json, which must stay the same text.
+ * A value stored as JSON text (tasks.request_json, raw_responses.request_json), checked by `schema`; returned as parsed,
+ * not zod's reordered copy: the body sent and raw_responses.request_json keep the stored text.
  */
 export function readStored<T>(schema: z.ZodType<T>, json: string, what: string): T {
   const value: unknown = JSON.parse(json);

@@ -52,9 +52,8 @@ export interface HistoryKey {
 export type AnswerFloorsOf = (inputKey: string) => Reads<Array<string | null>>;
 
 /**
- * One operation. Q: the request sent (as tasks.request_json holds it), A: the 200 body as read through the contract,
- * S: what the answer is filed under (raw_responses.request_json), J: its job, D: its job definition (exported beside
- * the spec for JOB_DEFINITIONS: read from the specs, the registry's types would depend on themselves).
+ * One operation. Q: the request sent, A: the 200 body as its contract reads it, S: its Subject, J: its job, D: its job
+ * definition (exported beside the spec for JOB_DEFINITIONS: read from the specs, the registry's types would be circular).
  */
 export interface OperationSpec<Q = unknown, A = unknown, S extends Subject = Subject, J = unknown, D = unknown> {
   name: Operation;

@@ -1,7 +1,6 @@
 /**
- * post-details: one post URL per input row, one GET per post, its 200 body's contract (the body is the record) and
- * rows (posts, post_media). A post is stored under the post asked for (postKeyOf). The author's profile URL is read
- * from `network_url`, else from the one other `*_url` member of `author` (the live service's `<brand>_url`).
+ * post-details: one post URL per input row, one GET per post, the body being the record; rows: posts, post_media. The
+ * author's URL is `network_url`, else `author`'s one other `*_url` member (the live service's `<brand>_url`).
  */
 import { z } from 'zod';
 import { OPERATION_PATHS } from '../spec/types.ts';

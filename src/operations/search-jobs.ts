@@ -1,7 +1,6 @@
 /**
- * search-jobs: one search per input row (its parameter columns over the job's defaults), pages of 10 asked by GET with
- * `start`, its 200 body's contract and how its pages end, and its rows: the query's job_searches row, jobs, and their
- * positions in job_search_results. A job names itself by `url`.
+ * search-jobs: one search per input row (parameter columns over the job's defaults), pages of 10 asked by GET with
+ * `start`; rows: the query's job_searches row, jobs, their positions in job_search_results. Jobs are named by `url`.
  */
 import { z } from 'zod';
 import { searchKey } from '../jobs/request-keys.ts';

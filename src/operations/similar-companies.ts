@@ -1,7 +1,6 @@
 /**
- * similar-companies: one company URL per input row, pages 1..`pages` of its lookalikes asked by POST, its 200 body's
- * contract and how its pages end, and its rows: companies with their child sets, and the similar_companies links.
- * A company names itself by `url`.
+ * similar-companies: one company URL per input row, pages 1..`pages` of its lookalikes asked by POST; rows: companies
+ * with their child sets, and the similar_companies links. A company names itself by `url`.
  */
 import { z } from 'zod';
 import { EMPTY_FILTER_KEY, filterKey } from '../jobs/request-keys.ts';

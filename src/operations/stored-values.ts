@@ -30,9 +30,8 @@ export function givenValue(value: unknown): SqlValue {
 let regionNames: Intl.DisplayNames | undefined;
 
 /**
- * A country by name, lower-case as jobs write `account.location` filters (`germany`): the service sends codes (`de`)
- * in some answers, names in others. Codes are named by Node's ICU data (English), as the migration that filled
- * existing rows was (docs/schema.md); anything else is kept as sent, lower-cased.
+ * A country by name, lower-case as jobs write `account.location` (`germany`): the service sends codes (`de`) in some
+ * answers, names in others. Codes are named by Node's ICU (English), as the migration did (docs/schema.md).
  */
 export function countryName(country: unknown): string | null {
   if (typeof country !== 'string') return null;
