@@ -1,7 +1,4 @@
-/**
- * Where netingest's own files (package.json, migrations/, jobs/, data/) are, found by walking up from this module: it
- * is one folder deep in src/ and at the top of dist/.
- */
+/** Where netingest's own files (package.json, migrations/, jobs/, data/) are, walking up: this module is one down in src/, at dist/'s top. */
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';

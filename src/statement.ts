@@ -1,8 +1,7 @@
 /**
- * A statement written once for both engines: a tagged template whose slots are parameters (`param`, `named()`) or
- * per-engine fragments (`dialect()`). Both texts are built once from the pieces: no SQL text is searched or rewritten.
- * A reader is written once too: a generator yielding its statements and getting their rows back (store/read-steps.ts
- * runs it). No database here, so operations use both without importing the store.
+ * Statements for both engines: a tagged template whose slots are parameters (`param`, `named()`) or per-engine fragments
+ * (`dialect()`), both texts built once from the pieces, never by rewriting SQL. Readers: generators yielding statements
+ * and given their rows (store/read-steps.ts runs them); no database here, so operations need no store.
  */
 
 /** Both engines' texts of one statement, and PostgreSQL's order of its named parameters. */
@@ -59,18 +58,12 @@ export function groupConcat(expression: string, separator: string, orderBy: stri
   return dialect({ sqlite: `group_concat(${args})`, postgres: `string_agg(${args})` });
 }
 
-/**
- * An ORDER BY term in code-point order (SQLite's BINARY, its default for text): PostgreSQL's own text order is
- * the database's collation, so it is told `COLLATE "C"`.
- */
+/** ORDER BY in code-point order, SQLite's default (BINARY): PostgreSQL's text order is the database collation's, so it gets `COLLATE "C"`. */
 export function codePointOrder(expression: string): Dialect {
   return dialect({ sqlite: expression, postgres: `${expression} COLLATE "C"` });
 }
 
-/**
- * Element `index` of the JSON array parameter `array` (ISO-8601 text) as a time to compare stored times with, else the
- * earliest time: SQLite compares text, PostgreSQL timestamptz.
- */
+/** Element `index` of JSON array `array` (ISO-8601 text) as a time, else the earliest: SQLite compares text, PostgreSQL timestamptz. */
 export function timeInJsonArray(array: Named | Positional, index: string): Fragment {
   return fragment([
     dialect({ sqlite: 'coalesce(json_extract(', postgres: 'coalesce((' }),

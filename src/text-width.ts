@@ -37,10 +37,7 @@ export function fit(text: string, width: number): string {
 // eslint-disable-next-line no-control-regex
 const CONTROLS = /[\x00-\x08\x0b-\x1f\x7f-\x9f]/g;
 
-/**
- * `text` with each control character a terminal would act on replaced by a space (ESC and C1 controls start sequences
- * that move the cursor, hide text or write the clipboard); tab and line feed kept.
- */
+/** `text` with each CONTROLS character a space: ESC and C1 controls start sequences that move the cursor, hide text or write the clipboard. */
 export function terminalSafe(text: string): string {
   return text.replace(CONTROLS, ' ');
 }

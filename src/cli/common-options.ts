@@ -20,18 +20,14 @@ export function defineCommand<A>(spec: CommandSpec<A>): CommandSpec<A> {
   return spec;
 }
 
-// What a command does when the `--db` file is missing (only `run` creates it): the --help text must say what the
-// command really does with a missing file: a read command refuses it (exit 2).
+// The --help text says what a command really does with a missing `--db` file: only `run` creates it, a read command refuses it (exit 2).
 const DB_DESCRIPTIONS = {
   create: 'SQLite database file (created, with its folder, when missing)',
   refuse: 'SQLite database file; it must exist (`netingest run` creates it)',
   'plan-empty': 'SQLite database file, read if it exists (none: planned as if nothing had run; never created)',
 };
 
-/**
- * `--db`: a SQLite file or a postgres:// URL. No yargs default or normalizing (a URL's `//` must stay): datasetOption()
- * applies NETINGEST_DATABASE_URL, then DEFAULT_DB.
- */
+/** `--db`, a SQLite file or postgres:// URL: no yargs default or normalizing (a URL's `//` must stay); datasetOption() fills it in. */
 export function withDb<T>(y: Argv<T>, whenMissing: keyof typeof DB_DESCRIPTIONS = 'refuse') {
   return y.option('db', {
     type: 'string',

@@ -52,9 +52,8 @@ const EXIT_BY_STATUS: Readonly<Record<RunStatus, number>> = {
 };
 
 /**
- * The exit code a finished run stands for (README, "Exit codes"): an end the database did not record exits as its
- * error does (the command throws it: RunNotRecordedError); then a run-level outcome; then skipped jobs (2: they never
- * run until someone fixes them, while failed items are retried); then failed items (5).
+ * The exit code a finished run stands for, by precedence: an end not recorded exits as its error (RunNotRecordedError);
+ * a run-level outcome; skipped jobs (2: never run until fixed, while failed items retry); failed items (5).
  */
 export function exitCodeForRun(summary: Pick<RunSummary, 'status' | 'jobs'> & Partial<Pick<RunSummary, 'notRecorded'>>): number {
   if (summary.notRecorded) return exitCodeOfErrorCode(summary.notRecorded.code);

@@ -15,10 +15,7 @@ const STATUS_TEXT: Record<RunSummary['status'], string> = {
   abandoned: 'abandoned: its process ended without finishing; a later run closed its books',
 };
 
-/**
- * The headline of a run: its status, or for a run stopped because the API looks down, that; the jobs it skipped; and
- * first of all, an end the database did not record.
- */
+/** A run's headline: its status (or that the API looks down), the jobs it skipped, and above all an end the database did not record. */
 function headline(s: RunSummary): string {
   const status = s.stop?.reason === 'outage' ? 'stopped: the API looks down; the remaining tasks are deferred to the next run' : STATUS_TEXT[s.status];
   const skipped = s.jobs.filter((j) => j.status === 'skipped').length;

@@ -9,10 +9,7 @@ import { assertOutputIsNotInput, jobInputs } from '../export/output-is-not-input
 import { openStore } from '../store/open-store.ts';
 import { stderrNotice, withStopSignals } from './signals.ts';
 
-/**
- * The jobs named, or all with --all; a broken file is returned in `broken`, not fatal. Throws when none loads, or two
- * share a name (their ledger rows would mix).
- */
+/** The jobs named, or all with --all (broken files in `broken`); throws if none loads or two share a name (their ledger rows would mix). */
 export async function loadJobs(paths: string[], all: boolean, jobsDir: string) {
   if (all && paths.length > 0) throw new UsageError('name job files or use --all, not both');
   if (!all && paths.length === 0) throw new UsageError('name at least one job file, or use --all');

@@ -8,9 +8,8 @@ export const SHUTDOWN_GRACE_MS = RUN_DEFAULTS.requestTimeoutMs + 10_000;
 export type StopNotice = (signal: NodeJS.Signals, again: boolean) => void;
 
 /**
- * Runs `work` with an AbortSignal aborted by the first stop signal (a run stops sending; calls in flight are written).
- * A second signal or the grace running out exits 130 at once: every write is a whole transaction or a temporary file,
- * so nothing is left half-written.
+ * Runs `work` with an AbortSignal the first stop signal aborts (a run stops sending; calls in flight are written). A
+ * second signal or the grace running out exits 130 at once: every write is a whole transaction or a temporary file.
  */
 export async function withStopSignals<T>(notify: StopNotice, work: (signal: AbortSignal) => Promise<T>): Promise<T> {
   const controller = new AbortController();

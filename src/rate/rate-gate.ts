@@ -2,10 +2,7 @@
 export interface RateGateOptions {
   /** Calls allowed in any sliding 60-second window; null means no limit. */
   requestsPerMinute: number | null;
-  /**
-   * Extra spacing as a fraction of the interval: the server counts starts on arrival, where a call sent a few ms late
-   * lands closer to the next one.
-   */
+  /** Extra spacing as a fraction of the interval: the server counts starts on arrival, so a call sent a few ms late lands nearer the next. */
   safetyMargin?: number;
 }
 
@@ -17,8 +14,7 @@ export const RATE_GATE_DEFAULTS = {
 
 /**
  * Spaces call starts evenly so no sliding minute holds more than `requestsPerMinute` (a fixed window lets bursts meet
- * at its edge). Each waits a full interval after the previous actual start, so a late wake-up never releases a burst. A
- * 429 pauses every call until Retry-After.
+ * at its edge); each waits a full interval after the previous actual start, so a late wake-up never releases a burst.
  */
 export class RateGate {
   private interval = 0;
@@ -40,10 +36,7 @@ export class RateGate {
     return this.interval;
   }
 
-  /**
-   * Changes the limit for the run's next job: one gate serves the whole run, so a job's first call keeps its distance
-   * from the last job's and throttling waits add up.
-   */
+  /** The next job's limit: one gate serves the whole run, so its first call keeps its distance from the last job's and throttle waits add up. */
   setRequestsPerMinute(requestsPerMinute: number | null): void {
     this.interval = requestsPerMinute ? (60_000 / requestsPerMinute) * (1 + this.margin) : 0;
     this.gapMs = Math.max(this.gapMs, this.interval);
