@@ -1,7 +1,4 @@
-/**
- * An export's tuning options and parallel defaults, apart from the code: exportTable()'s options are public types,
- * which must not reach the database drivers' types.
- */
+/** Export tuning options and parallel defaults, apart from the code: exportTable()'s options are public types, which must not reach the drivers'. */
 import { availableParallelism } from 'node:os';
 
 /** Tuning of the writing loop (write-output.ts, which holds every default). */

@@ -1,7 +1,4 @@
-/**
- * Turns batches of rows into text. In CSV a NULL is an empty unquoted field and an empty string `""`, so a reader that
- * looks at quoting tells them apart. Blobs are written as base64.
- */
+/** Rows to text. In CSV a NULL is an empty unquoted field and '' is `""`, so a reader looking at quoting tells them apart; blobs as base64. */
 import { stringify, type Options as StringifyOptions } from 'csv-stringify/sync';
 import { UsageError } from '../errors.ts';
 

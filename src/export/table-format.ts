@@ -1,7 +1,4 @@
-/**
- * The aligned table `netingest query` prints on a terminal. Widths come from a sample of the first rows, so the table
- * streams: later rows are cut to them with `…` (a wider number overflows, never cut).
- */
+/** The aligned table `netingest query` prints on a terminal: widths come from a sample of the first rows, so the table streams. */
 import type { RowEncoder } from './row-encoders.ts';
 import { displayWidth, fit, terminalSafe } from '../text-width.ts';
 

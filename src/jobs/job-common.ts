@@ -93,10 +93,7 @@ export interface JobCommon {
   file: string | undefined;
   pages: number;
   rate: { requestsPerMinute: number; concurrency: number };
-  /**
-   * `maxUnusableAnswers`: unreadable paid answers in a row before the run stops sending (runner/breakers.ts);
-   * absent: max(RUN_DEFAULTS.unusableMinAnswers, rate.concurrency).
-   */
+  /** `maxUnusableAnswers`: this job's own RUN_DEFAULTS.unusableMinAnswers, whatever its concurrency (runner/breakers.ts). */
   retry: { retries: number; minTimeoutMs: number; maxTimeoutMs: number; paidRetries: number; maxUnusableAnswers?: number };
   credits: { reserve: number; maxPerRun: number | null };
   refreshAfterDays: number;

@@ -38,10 +38,7 @@ export interface PlannedDuplicate {
 
 export type PlannedItem = PlannedTask | PlannedInvalid | PlannedDuplicate;
 
-/**
- * Streams a job's input and yields in order one task per input and page, or why a row makes none; repeated inputs
- * collapse into the first's. A missing file or column throws InputFileError first.
- */
+/** A job's input as tasks, one per input and page in order, or why a row makes none; a missing file or column throws InputFileError first. */
 export async function* planTasks(job: Job): AsyncGenerator<PlannedItem, void, undefined> {
   const file = job.input.csv;
   const header = await readCsvHeader(job.input.csvPath, { displayName: file });

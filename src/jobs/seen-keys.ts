@@ -5,9 +5,8 @@ const WORDS = 3;
 const INITIAL_SLOTS = 1 << 16;
 
 /**
- * The input keys seen in one plan, compact for millions of rows: 96 bits of each key's SHA-1 in an open-addressing
- * table in one Uint32Array, outside the JS heap. SHA-1 is fine: the inputs are the user's own, so only an accidental
- * collision matters, out of reach at 95 bits.
+ * The input keys of one plan, compact for millions of rows: 96 bits of each key's SHA-1 in an open-addressing Uint32Array
+ * off the JS heap. SHA-1 suffices: inputs are the user's own, and chance collisions are out of reach at 95 bits.
  */
 export class SeenKeys {
   private table = new Uint32Array(INITIAL_SLOTS * WORDS);
