@@ -135,10 +135,9 @@ export interface JobCredits { runId: number; job: string | null; paidAnswers: nu
 const NOISE = 1e-9;
 
 /**
- * Per run of `data.runs` with a spend, its credits per job (in name order). A paid call is its task's job's (a lookup
- * two jobs share is paid once, by one), costing its counter's step over the run's previous one; the run's lowest call,
- * whose cost no counter shows, takes the rest of `runs.credits_spent`, so a night's jobs add up to what the run spent.
- * A share is in whole credits (or the run's finest decimal, where the service charges fractions): see apportion.
+ * Per run with a spend, its credits per job (name order). A paid call is its task's job's (a lookup two jobs share is
+ * paid once, by one), costing its counter's step over the run's previous one; the run's lowest call, which no counter
+ * shows, takes the rest of `runs.credits_spent`, so the jobs add up to the run's. Shares are whole units (apportion).
  */
 export function creditsByJob(data: Pick<ReportData, 'runs' | 'creditSteps' | 'calls'>): JobCredits[] {
   const stepsByRun = byRun(data.creditSteps);

@@ -56,9 +56,8 @@ export const ERROR_POLICY: Readonly<Record<ErrorCode, ErrorPolicy>> = {
   SCHEMA: { ...NO_RETRY, outage: false, unusable: true, ...fails('reprocess') },
   // The service refused this request: it would do so again.
   HTTP_4XX: { ...NO_RETRY, ...NOT_COUNTED, ...fails('final') },
-  // A paid 200 over the size limit: another try would pay for the same; like a body of the wrong shape, task
-  // after task it stops the run (unusable) rather than pay for a whole input that stores nothing. Its body is
-  // kept for reprocess when the client read it whole (within maxKeptBodyBytes).
+  // A paid 200 over the size limit: a retry pays for the same; task after task it stops the run (unusable), as a wrong
+  // shape does, rather than pay for an input storing nothing. Kept for reprocess when read whole (maxKeptBodyBytes).
   BODY_TOO_LARGE: { ...NO_RETRY, outage: false, unusable: true, ...fails('reprocess') },
   // A misconfiguration (wrong URL, TLS, a compressing proxy): every item would fail, or be paid for, the same way.
   UNEXPECTED_RESPONSE: { ...NO_RETRY, ...NOT_COUNTED, ...stops('fatal') },

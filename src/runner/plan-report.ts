@@ -50,10 +50,7 @@ export interface PlanJobsOptions {
   onNothingRan?: (why: string) => void;
 }
 
-/**
- * Plans every job of `jobs`: the reports, the jobs reported (in order) and why each of the others could not be planned;
- * an error other than an unusable job's stops it.
- */
+/** Plans every job: the reports, the jobs reported (in order) and why the others could not be planned; any other error stops it. */
 export async function planJobs(jobs: readonly Job[], options: PlanJobsOptions) {
   const found = { reports: [] as PlanReport[], planned: [] as Job[], unusable: [] as UsageError[] };
   let told = false;

@@ -51,10 +51,7 @@ export class ProgressReporter {
     this.drawn = false;
   }
 
-  /**
-   * The logger, for lines written while the live line may be on screen (warnings on a terminal): each clears the
-   * live line first, so the line is not written into it; the next redraw puts it back below.
-   */
+  /** A logger for lines written while the live line may be on screen: each clears it first; the next redraw puts it back below. */
   above(): Logger {
     return loggerOf((level, msg, fields) => {
       if (this.drawn) this.stream.write(CLEAR_LINE);

@@ -1,8 +1,7 @@
 /**
  * Rebuilds the normalized tables from raw_responses in one transaction (never half old, half new), no API call: bodies
- * replayed in id order, seenAt = received_at, through the run's contracts and store code, so an unchanged database
- * ends the same. A body archived with an error_code that now reads is stored, loses its code and settles its task done
- * if still its latest outcome; one that still cannot be read is reported, its task left failed.
+ * replayed in id order, seenAt = received_at, through the run's contracts and store code, so an unchanged database ends
+ * the same. A body archived with an error that now reads is stored and may settle its task (ReprocessReport.recovered).
  */
 import { ApiSchemaError } from '../api/errors.ts';
 import { parseJsonBody, readUsableAnswer } from '../api/schemas.ts';

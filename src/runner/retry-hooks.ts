@@ -44,9 +44,8 @@ function afterFailedAttempt(task: ExecutableTask, ctx: ExecutorContext, tally: T
 }
 
 /**
- * A 429: every call waits for its Retry-After, never less than the backoff base, so that a Retry-After of 0, a negative
- * one or a past date cannot make the run call again at once, in a loop. Past the run's wait cap or the task's cap of
- * 429s, the run stops.
+ * A 429: every call waits for its Retry-After, at least the backoff base, so a Retry-After of 0, negative or past
+ * cannot loop the run on instant calls. Past the run's wait cap or the task's 429 cap, the run stops.
  */
 function pauseAll(ctx: ExecutorContext, tally: TaskTally, err: Error): void {
   const askedMs = err instanceof ThrottledError ? err.retryAfterMs : DEFAULT_RETRY_AFTER_MS;
