@@ -1,7 +1,4 @@
-/**
- * A response body as text within a size limit and deadline, decoding what a server compressed unasked (the limit counts
- * decoded bytes: zip bomb), in the charset its Content-Type declares.
- */
+/** A body as text within a size limit (decoded bytes: zip bombs) and deadline, undoing compression sent unasked, in its declared charset. */
 import { isUtf8 } from 'node:buffer';
 import { TextDecoder } from 'node:util';
 import type { Readable, Transform } from 'node:stream';

@@ -8,10 +8,7 @@ export function numberOption(describe: string) {
   return { type: 'string' as const, describe };
 }
 
-/**
- * A numeric flag checked by `rule` (undefined when absent), else a UsageError quoting it as typed. `field` is the job
- * file field whose rule it shares, so the message reads like a job file's.
- */
+/** A numeric flag checked by `rule` (undefined if absent), else a UsageError quoting it, worded as for the job-file `field` of that rule. */
 export function numberFlag(flag: string, raw: unknown, rule: z.ZodType<number>, field?: string): number | undefined {
   if (raw === undefined) return undefined;
   // yargs makes an array of a flag given twice: neither value can be assumed to be the one meant.

@@ -3,10 +3,7 @@ import { CreditMeter, type CreditHistory, type CreditMeterOptions } from './cred
 import { readableCounters, UnreadCharges, type SentAt } from './unread-charges.ts';
 
 export const CREDIT_GUARD_DEFAULTS = {
-  /**
-   * Readable answers of an operation before its cost counts toward the highest learned (charged to unread answers): the
-   * first answers of calls sent together can show a median of twice the cost.
-   */
+  /** Readable answers of an operation before its cost counts toward the highest learned, charged to unread answers (see settle()). */
   answersBeforeHighestCost: 3,
 } as const;
 
@@ -177,10 +174,7 @@ export class CreditGuard {
     return Math.max(this.highestCost.get(operation) ?? 0, this.meter.costOf(operation));
   }
 
-  /**
-   * Resolves once the charges of calls settled so far are final; true when some were not (the spend may have changed).
-   * Final when settled here; not in SharedCreditGuard.
-   */
+  /** Resolves once settled calls' charges are final (at once here, not in SharedCreditGuard); true if some were not: the spend may differ. */
   protected chargesFinal(): Promise<boolean> {
     return Promise.resolve(false);
   }

@@ -19,10 +19,7 @@ export const JOB_DEFAULTS = {
     minTimeoutMs: 500,
     /** Longest back-off delay. */
     maxTimeoutMs: 30_000,
-    /**
-     * Retries within a run of a 200 that could not be used (cut off, not JSON): such a call was likely charged, and a
-     * repeating fault would be on every try; the next run picks it up.
-     */
+    /** Retries in a run of an unusable 200 (cut off, not JSON): each likely paid, a repeating fault hits every try; the next run picks it up. */
     paidRetries: 1,
   },
   credits: {

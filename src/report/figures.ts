@@ -181,10 +181,7 @@ function apportion(rows: JobCredits[], spent: number, unit: number): JobCredits[
   return rows.map((r, i) => ({ ...r, credits: roundCredits(whole[i]! * unit) }));
 }
 
-/**
- * Who takes the spend the steps do not show: the job of the run's lowest counter; with no counter read (every paid
- * answer unreadable, charged at an estimate), the job with the most answers.
- */
+/** Who takes the spend the steps do not show: the job of the run's lowest counter, else (no counter read) the job with the most answers. */
 function restOwner(steps: ReportData['creditSteps'], calls: ReportData['calls']): string | null {
   const lowest = steps.find((s) => s.lowest > 0);
   if (lowest) return lowest.job;
