@@ -1,7 +1,4 @@
-/**
- * A parallel export's worker threads, a promise per chunk: each read goes to the least busy worker. A worker that fails
- * (error message, exception, exit) rejects every chunk it owes and every later request.
- */
+/** A parallel export's workers, a promise per chunk, each read to the least busy; one that fails rejects all it owes and every later read. */
 import type { Worker } from 'node:worker_threads';
 import { NetingestError } from '../errors.ts';
 import { startWorker } from '../threads/start.ts';

@@ -66,9 +66,8 @@ export function arrayOf(value: unknown): readonly unknown[] {
 }
 
 /**
- * The key of a URL: its canonical form by `canonical` when it has one, else the general canonical URL, else
- * the text as given (trimmed); null only for a missing or empty URL, or one past 2,048 UTF-8 bytes (a garbled
- * answer's, which PostgreSQL's index would refuse with the whole group, paid). A row is never dropped for an odd URL.
+ * The key of a URL: its canonical form by `canonical`, else the general canonical URL, else the text as given
+ * (trimmed); null only when missing, empty or past MAX_URL_LENGTH bytes. A row is never dropped for an odd URL.
  */
 export function urlKey(value: unknown, canonical: Canonicalize, networkHost: string): string | null {
   const specific = canonical(value, networkHost);

@@ -9,9 +9,8 @@ export type { RunSummary } from './run-summary.ts';
 export { RUN_DEFAULTS, type RunOptions } from './run-options.ts';
 
 /**
- * Runs jobs one after another under the database's run lock; stops early, deferring the rest, on credits, a throttle
- * past its cap, a signal or a refused token. Unusable jobs are skipped; when none could run, their errors are thrown.
- * A run whose end could not be written throws RunNotRecordedError, its summary with it.
+ * Runs jobs one after another under the database's run lock, stopping early (the rest deferred) on credits, a throttle
+ * past its cap, a signal or a refused token. Unusable jobs are skipped; if none could run, their errors are thrown.
  */
 export async function runJobs(options: RunOptions): Promise<RunSummary> {
   const run = await openRun(options);

@@ -84,10 +84,7 @@ export async function executeTask(task: ExecutableTask, ctx: ExecutorContext): P
   return { kind: 'done', lastPage: result.lastPage, drift: result.drift };
 }
 
-/**
- * One call: reserve credits, wait for the gate, check the bound and the lock, send, settle the reservation with what
- * the call was charged. Throws LeftPending (through AbortError) when no call is sent.
- */
+/** One call: reserve credits, wait for the gate, check bound and lock, send, settle; throws LeftPending (in AbortError) if none is sent. */
 async function callOnce(task: ExecutableTask, ctx: ExecutorContext, tally: TaskTally): Promise<ApiResult<unknown>> {
   if (ctx.stop.reason) throw new AbortError(new LeftPending());
   const reservation = await ctx.guard.acquire(task.operation);
@@ -153,10 +150,7 @@ class LeftPending extends Error {
   }
 }
 
-/**
- * A failed attempt's charge: a wrong-shape body's counters; 'unread' for any other failure that came with a 200 (the
- * service answered, so the call was most likely billed); null when no 200 came.
- */
+/** A failed attempt's charge: a wrong-shape body's counters; 'unread' for other failures after a 200 (likely billed); null without a 200. */
 function chargeOfFailure(err: unknown): Charge {
   if (err instanceof ApiSchemaError && err.credits) return err.credits;
   return isApiError(err) && err.paid ? 'unread' : null;

@@ -1,7 +1,6 @@
 /**
- * The world `days` after the seed's: what a nightly client sees change. Each day, by a hash of seed, day and record,
- * some companies grow, posts gain reactions and comments, lookalikes and job results leave their lists and others
- * come in. Day 0 is the seed's world to the byte, so every other use of the sandbox is unchanged.
+ * The world `days` after the seed's, as the ageDays option describes it, each change drawn by a hash of seed, day and
+ * record. Day 0 is the seed's world to the byte, so every other use of the sandbox is unchanged.
  */
 import { hashFraction } from '../prng.ts';
 
