@@ -3,7 +3,6 @@
  * `npm run db:generate:pg` makes migrations/postgres/ from it (views and functions are hand-written there). Types: see
  * docs/postgres.md (`flag` smallint so `= 1` works, `given` jsonb so a number stays one, ids BY DEFAULT for copy).
  */
-import type { BuildColumns } from 'drizzle-orm';
 import {
   bigint,
   check,
@@ -17,9 +16,8 @@ import {
   text,
   timestamp,
   uniqueIndex,
-  type PgTableWithColumns,
 } from 'drizzle-orm/pg-core';
-import type { AutoId, Column, ColumnKind, TableDef } from '../table-kit.ts';
+import type { AutoId, ColumnKind } from '../table-kit.ts';
 import { buildTables, type Dialect } from '../table-build.ts';
 import { DATASET_TABLES, type DatasetTable } from '../tables.ts';
 
@@ -39,13 +37,6 @@ const identity = (mode: Exclude<AutoId, false>) => {
   return mode === 'always' ? id.generatedAlwaysAsIdentity() : id.generatedByDefaultAsIdentity();
 };
 
-type ColumnOf<C> = C extends Column<infer K, infer T, infer N, infer D> ? ReturnType<(typeof COLUMNS)[K]> & { _: { notNull: N; hasDefault: D; $type: T } } : never;
-type TableOf<Def> = Def extends TableDef<infer Name, infer C>
-  ? PgTableWithColumns<{ name: Name; schema: undefined; columns: BuildColumns<Name, { [K in keyof C]: ColumnOf<C[K]> }, 'pg'>; dialect: 'pg' }>
-  : never;
-/** Each table of `Defs`, by name, typed as drizzle infers it. */
-export type PgTablesOf<Defs extends TableDef> = { [Def in Defs as Def['name']]: TableOf<Def> };
-
 /** PostgreSQL's dialect for buildTables(); the PostgreSQL-only coordination tables use it too. */
 export const pg: Dialect = {
   engine: 'postgres',
@@ -57,7 +48,8 @@ export const pg: Dialect = {
   check,
 };
 
-export const TABLES = buildTables(DATASET_TABLES, pg) as PgTablesOf<DatasetTable>;
+// Untyped, as SQLite's (schema.ts): nothing reads rows through these tables; drizzle-kit reads them.
+export const TABLES = buildTables(DATASET_TABLES, pg) as Record<DatasetTable['name'], unknown>;
 
 // drizzle-kit finds the tables among this module's exports.
 export const {

@@ -5,7 +5,7 @@
 import { sql } from 'drizzle-orm';
 import { bigint, int, real, table, text, time } from '../../table-kit.ts';
 import { buildTables } from '../../table-build.ts';
-import { pg, type PgTablesOf } from '../schema.ts';
+import { pg } from '../schema.ts';
 
 const now = sql`now()`;
 
@@ -91,7 +91,7 @@ const creditCostSamples = table('credit_cost_samples', {
 }, { indexes: { credit_cost_samples_api_url_operation_idx: ['api_url', 'operation', 'id'] } });
 
 const COORDINATION_TABLES = [workerTaskLeases, rateSlots, accountBalance, creditReservations, creditRunSpend, workerRuns, creditCostSamples] as const;
-const TABLES = buildTables(COORDINATION_TABLES, pg) as PgTablesOf<(typeof COORDINATION_TABLES)[number]>;
+const TABLES = buildTables(COORDINATION_TABLES, pg) as Record<(typeof COORDINATION_TABLES)[number]['name'], unknown>;
 
 // drizzle-kit finds the tables among this module's exports (and only tables are exported here).
 export const { worker_task_leases, rate_slots, account_balance, credit_reservations, credit_run_spend, worker_runs, credit_cost_samples } = TABLES;
