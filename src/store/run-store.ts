@@ -17,9 +17,8 @@ import type { GroupCommitWriter } from './group-commit-writer.ts';
 export type Awaitable<T> = T | Promise<T>;
 
 /** The ledger's methods a run uses (store/ledger.ts says what each does), answered at once or with a promise. */
-export type RunLedger = {
-  [M in Exclude<keyof Ledger, 'dueState' | 'hasSharedAnswer' | 'settle' | 'markRecovered'>]: (...args: Parameters<Ledger[M]>) => Awaitable<ReturnType<Ledger[M]>>;
-};
+type RunLedgerMethod = Exclude<keyof Ledger, 'dueState' | 'hasSharedAnswer' | 'settle' | 'markRecovered' | 'runnableAfter'>;
+export type RunLedger = { [M in RunLedgerMethod]: (...args: Parameters<Ledger[M]>) => Awaitable<ReturnType<Ledger[M]>> };
 
 /**
  * Where a job's due tasks come from, a batch at a time: SQLite pages the ledger after the last id seen (the run

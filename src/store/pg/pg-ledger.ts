@@ -6,7 +6,7 @@ import type pg from 'pg';
 import { inPgTransaction, retryingConflicts, withPgClient } from './transaction.ts';
 import { pipelineTransaction } from './pg-pipeline.ts';
 import { readPg } from '../read-steps.ts';
-import { countByKey, deferredSinceReads, dueRule, invalidParams, LEDGER_SQL, otherJobsWithOperationReads, statusCounts, type InvalidInputRow, type NewTask, type RunnableFilter, type TaskRow } from '../ledger.ts';
+import { countByKey, deferredSinceReads, dueRule, invalidParams, LEDGER_SQL, otherJobsWithOperationReads, statusCounts, type InvalidInputRow, type NewTask, type RunnableFilter } from '../ledger.ts';
 import type { RunLedger } from '../run-store.ts';
 import type { TaskStatus } from '../tables.ts';
 
@@ -61,12 +61,6 @@ export function createPgLedger(pool: pg.Pool): RunLedger {
       // claim instead of using the id index. A role that does not own the table gets a warning and the old plan.
       await withPgClient(pool, (client) => pipelineTransaction(client, ANALYZE_CLAIMED_COLUMNS));
       return rowCount ?? 0;
-    },
-    async runnableAfter(filter, afterId, limit) {
-      const { rows } = await pool.query<TaskRow & { id: string }>(`SELECT id, job, operation, input_key AS "inputKey", page,
-        request_json::text AS "requestJson", status FROM tasks WHERE ${RUNNABLE} AND id > $5 ORDER BY id LIMIT $6`,
-      [...filterParams(filter), afterId, limit]);
-      return rows.map((r) => ({ ...r, id: Number(r.id) }));
     },
     deferPending: async (job, runId, at) => (await pool.query(LEDGER_SQL.deferPending.postgres, [at, job, runId])).rowCount ?? 0,
     deferredSince: (job) => readPg({ client: pool }, deferredSinceReads(job)),
