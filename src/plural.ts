@@ -1,4 +1,4 @@
 /** `1 row`, `2 rows`: a count with its noun, for messages people read. */
-export function plural(count: number, noun: string, pluralNoun = `${noun}s`): string {
-  return `${count} ${count === 1 ? noun : pluralNoun}`;
+export function plural(count: number, noun: string): string {
+  return `${count} ${count === 1 ? noun : `${noun}s`}`;
 }

@@ -72,11 +72,11 @@ const MINE = `id = 1 AND pid = ? AND host = ? AND acquired_at = ?`;
 const heldHere = new Set<RunLockHolding>();
 
 /** The lock row, if any, and whether its holder is alive by the same test a run applies before taking it over. */
-export function* runLockReads(host = hostname()): Reads<RunLockState | null> {
+export function* runLockReads(): Reads<RunLockState | null> {
   const held = (yield* rows<LockRow>(READ_LOCK))[0];
   if (!held) return null;
   const { processStart: _start, leaseMs: _lease, ...shown } = held;
-  return { ...shown, alive: isAlive(held, host) };
+  return { ...shown, alive: isAlive(held, hostname()) };
 }
 
 /** `check`'s last true answer reused while younger than `maxAgeMs` (monotonic), sparing a row read per call; a false one stays. */

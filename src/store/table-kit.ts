@@ -40,42 +40,42 @@ export interface ColumnSpec {
   readonly references?: Column;
 }
 
-/** A column definition; its type parameters are what drizzle infers rows from ($inferInsert). */
-export class Column<K extends ColumnKind = ColumnKind, T = DataOf<K>, N extends boolean = boolean, D extends boolean = boolean> {
-  declare readonly types: { kind: K; data: T; notNull: N; hasDefault: D };
+/** A column definition; its type parameters are what SelectOf reads a row's types from. */
+export class Column<K extends ColumnKind = ColumnKind, T = DataOf<K>, N extends boolean = boolean> {
+  declare readonly types: { kind: K; data: T; notNull: N };
   readonly spec: ColumnSpec;
 
   constructor(spec: ColumnSpec) {
     this.spec = spec;
   }
 
-  notNull(): Column<K, T, true, D> {
+  notNull(): Column<K, T, true> {
     return new Column({ ...this.spec, notNull: true });
   }
 
-  default(value: (T & (string | number)) | SqlFragment): Column<K, T, N, true> {
+  default(value: (T & (string | number)) | SqlFragment): Column<K, T, N> {
     return new Column({ ...this.spec, default: value });
   }
 
-  primaryKey(): Column<K, T, true, D> {
+  primaryKey(): Column<K, T, true> {
     return new Column({ ...this.spec, notNull: true, primaryKey: true });
   }
 
-  autoId(mode: Exclude<AutoId, false> = 'byDefault'): Column<K, T, true, true> {
+  autoId(mode: Exclude<AutoId, false> = 'byDefault'): Column<K, T, true> {
     return new Column({ ...this.spec, notNull: true, primaryKey: true, autoId: mode });
   }
 
-  references(parent: Column): Column<K, T, N, D> {
+  references(parent: Column): Column<K, T, N> {
     return new Column({ ...this.spec, references: parent });
   }
 
   /** Narrows the values (a status column's closed union). */
-  $type<U extends T>(): Column<K, U, N, D> {
+  $type<U extends T>(): Column<K, U, N> {
     return new Column(this.spec);
   }
 }
 
-const kind = <K extends ColumnKind>(k: K) => (): Column<K, DataOf<K>, false, false> => new Column({ kind: k, notNull: false, primaryKey: false, autoId: false });
+const kind = <K extends ColumnKind>(k: K) => (): Column<K, DataOf<K>, false> => new Column({ kind: k, notNull: false, primaryKey: false, autoId: false });
 
 export const text = kind('text');
 export const time = kind('time');

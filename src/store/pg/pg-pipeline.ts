@@ -51,6 +51,6 @@ function namingOn(client: pg.ClientBase): (s: Exclude<GroupStatement, null>) => 
 }
 
 /** `statements` as one transaction in one round trip (BEGIN and COMMIT sent with them); a failure leaves none open. */
-export async function pipelineTransaction(client: pg.ClientBase, statements: readonly GroupStatement[], types?: pg.CustomTypesConfig): Promise<pg.QueryResult[]> {
-  return (await pipelineStatements(client, ['BEGIN', ...statements, 'COMMIT'], types)).slice(1, -1);
+export async function pipelineTransaction(client: pg.ClientBase, statements: readonly GroupStatement[]): Promise<pg.QueryResult[]> {
+  return (await pipelineStatements(client, ['BEGIN', ...statements, 'COMMIT'])).slice(1, -1);
 }
