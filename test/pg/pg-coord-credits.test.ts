@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import pg from 'pg';
+import type { CreditLimits } from '../../src/credits/credit-guard.ts';
 import { SharedCreditBudget, type BudgetFigures } from '../../src/store/pg/coordination/shared-credit-budget.ts';
 import { coordinationTestBed, startWorker, waitFor } from './coordination-fixtures.ts';
 import { pgClusterUrl, pgSkipReason } from './use-pg.ts';
@@ -24,6 +25,9 @@ async function figuresOf(pool: pg.Pool, apiUrl: string, runKey = 'run'): Promise
   return rows[0] as BudgetFigures;
 }
 
+/** One attempt to reserve `cost` for one call (no probe), as acquire() makes each. */
+const tryReserve = (budget: SharedCreditBudget, cost: number, limits: CreditLimits) => budget.reserveBlock(cost, 1, limits, false);
+
 const counters = (used: number, total: number) => ({ credits_used: used, total_credits: total, credits_remaining: total - used });
 
 describe.skipIf(!pgClusterUrl)(`the shared credit budget on PostgreSQL${pgClusterUrl ? '' : ` (skipped: ${pgSkipReason})`}`, () => {
@@ -34,36 +38,36 @@ describe.skipIf(!pgClusterUrl)(`the shared credit budget on PostgreSQL${pgCluste
     const dead = new SharedCreditBudget(pool, { apiUrl, runKey: 'run', workerId: 'dead', reservationMs: 1_500 });
     const live = new SharedCreditBudget(pool, { apiUrl, runKey: 'run', workerId: 'live', reservationMs: 1_500 });
     // Balance unknown: one call at a time on the account, whoever makes it.
-    const first = await dead.tryReserve(5, limits);
+    const first = await tryReserve(dead, 5, limits);
     expect(first.reservation).not.toBeNull();
-    expect(await live.tryReserve(5, limits)).toMatchObject({ reservation: null, reason: 'learning' });
+    expect(await tryReserve(live, 5, limits)).toMatchObject({ reservation: null, reason: 'learning' });
     await dead.settle(first.reservation!, { cost: 2, counters: counters(792, 1_000) });
     expect(await figuresOf(pool, apiUrl)).toEqual({ balance: 208, reserved: 0, inFlight: 0, spent: 2 });
     // A late answer (a lower counter) does not give back credits a later answer showed spent.
-    const late = await live.tryReserve(1, { reserve: 0, maxPerRun: null });
+    const late = await tryReserve(live, 1, { reserve: 0, maxPerRun: null });
     await live.settle(late.reservation!, { cost: 1, counters: counters(791, 1_000) });
     expect(await figuresOf(pool, apiUrl)).toEqual({ balance: 208, reserved: 0, inFlight: 0, spent: 3 });
 
-    const held = await dead.tryReserve(5, limits);
+    const held = await tryReserve(dead, 5, limits);
     expect(held.reservation).not.toBeNull();
     // 208 - 5 held by `dead` - 5 < 200: refused while dead's reservation lives, renewed or not.
-    expect(await live.tryReserve(5, limits)).toMatchObject({ reservation: null, reason: 'reserve', figures: { reserved: 5, inFlight: 1 } });
+    expect(await tryReserve(live, 5, limits)).toMatchObject({ reservation: null, reason: 'reserve', figures: { reserved: 5, inFlight: 1 } });
     expect(await dead.renew()).toBe(1);
     // Restarted under the same id, the worker does not keep its dead self's reservation alive.
     expect(await new SharedCreditBudget(pool, { apiUrl, runKey: 'run', workerId: 'dead', reservationMs: 1_500 }).renew()).toBe(0);
     const expiry = async () => (await pool.query(`SELECT expires_at FROM credit_reservations WHERE worker_id = 'dead'`)).rows[0].expires_at as Date;
     const deadUntil = await expiry();
-    expect((await live.tryReserve(5, limits)).reservation).toBeNull();
+    expect((await tryReserve(live, 5, limits)).reservation).toBeNull();
     // `dead` stops renewing (killed): once its reservation expires, `live` may reserve, and not before.
     let grantedAt = 0;
     await waitFor(async () => {
-      const attempt = await live.tryReserve(5, limits);
+      const attempt = await tryReserve(live, 5, limits);
       if (attempt.reservation) grantedAt = (await pool.query(`SELECT created_at FROM credit_reservations WHERE worker_id = 'live'`)).rows[0].created_at.getTime();
       return attempt.reservation !== null;
     }, 30_000, 'the dead worker\'s reservation to expire');
     expect(grantedAt).toBeGreaterThanOrEqual(deadUntil.getTime());
     // An answer without counters is charged at its cost.
-    const unread = await live.tryReserve(5, { reserve: 0, maxPerRun: null });
+    const unread = await tryReserve(live, 5, { reserve: 0, maxPerRun: null });
     await live.settle(unread.reservation!, { cost: 3 });
     expect((await figuresOf(pool, apiUrl)).balance).toBe(205);
     // A renewal (another total) is taken even with a lower counter.

@@ -242,15 +242,6 @@ export class SharedCreditBudget {
   }
 
   /**
-   * With the balance unknown a call goes only when none is in flight (its answer shows the balance), as in CreditGuard;
-   * A `probe` (assumed cost) that does not fit goes alone while the balance is above the reserve, else a small balance
-   * never learns the cost.
-   */
-  tryReserve(cost: number, limits: CreditLimits, probe = false): Promise<ReserveAttempt> {
-    return this.reserveBlock(cost, 1, limits, probe);
-  }
-
-  /**
    * Reserves a call from this process's blocks or a new one, waiting while any worker's calls in flight may leave room;
    * with none in flight, the stop reason. `beforeWait` lets the caller settle or learn the cost; true retries at once.
    */
@@ -314,9 +305,11 @@ export class SharedCreditBudget {
 
   /**
    * Reserves room for up to `calls` calls of `cost` (as many as fit, or none), the caller's the first, after giving
-   * back the room left in this process's blocks (none of which covers the call).
+   * back the room left in this process's blocks (none of which covers the call). With the balance unknown a call goes
+   * only when none is in flight (its answer shows the balance), as in CreditGuard; a `probe` (assumed cost) that does
+   * not fit goes alone while the balance is above the reserve, else a small balance never learns the cost.
    */
-  private async reserveBlock(cost: number, calls: number, limits: CreditLimits, probe: boolean): Promise<ReserveAttempt> {
+  async reserveBlock(cost: number, calls: number, limits: CreditLimits, probe: boolean): Promise<ReserveAttempt> {
     this.giveBackRoom();
     const row = await this.newBlock(this.reserveSql(cost, calls, limits, probe), cost, 1);
     const figures: BudgetFigures = { balance: row.balance, reserved: row.reserved, inFlight: row.in_flight, spent: row.spent };
