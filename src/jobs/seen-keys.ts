@@ -37,10 +37,6 @@ export class SeenKeys {
     }
   }
 
-  get size(): number {
-    return this.count;
-  }
-
   /** Doubles the table (keeps the load under one half, so probes stay short). */
   private grow(): void {
     const old = this.table;
