@@ -4,6 +4,7 @@ import type { FullStatusReport } from '../runner/status-report.ts';
 import { headlineOf } from './headline.ts';
 import { CREDIT_METER_DEFAULTS, roundCredits } from '../credits/credit-meter.ts';
 import { OPERATION_SPECS } from '../operations/index.ts';
+import { REDACTED } from '../api/redact.ts';
 
 /** Options of buildFigures(): REPORT_DEFAULTS notes each figure; `now` is the clock. */
 export type FigureOptions = Readonly<Record<'days' | 'forecastDays' | 'configuredPerMinute', number>> & { now: Date };
@@ -198,13 +199,11 @@ function byRun<T extends { runId: number }>(items: readonly T[]): Map<number, T[
 /** Longest sample of a stored message, in characters. */
 export const SAMPLE_MAX_CHARS = 200;
 
-const MASK = '[REDACTED]';
-
 /** What could be a secret in a stored message: a URL's password, a bearer token, a key in a query string. */
 const SECRETS: ReadonlyArray<[RegExp, string]> = [
-  [/(\b[a-z][a-z0-9+.-]*:\/\/[^\s:/@]*:)[^\s@/]*@/gi, `$1${MASK}@`],
-  [/\b(Bearer|Basic|Token)\s+[A-Za-z0-9._~+/=-]+/gi, `$1 ${MASK}`],
-  [/([?&;\s](?:token|api[_-]?key|key|password|secret|access_token)=)[^&\s"']+/gi, `$1${MASK}`],
+  [/(\b[a-z][a-z0-9+.-]*:\/\/[^\s:/@]*:)[^\s@/]*@/gi, `$1${REDACTED}@`],
+  [/\b(Bearer|Basic|Token)\s+[A-Za-z0-9._~+/=-]+/gi, `$1 ${REDACTED}`],
+  [/([?&;\s](?:token|api[_-]?key|key|password|secret|access_token)=)[^&\s"']+/gi, `$1${REDACTED}`],
 ];
 
 /** A stored message with secrets masked first (so no half of one is left at the cut), then cut to SAMPLE_MAX_CHARS. */
