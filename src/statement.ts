@@ -19,7 +19,7 @@ type Positional = typeof param;
 interface Named { slot: 'named'; name: string }
 interface Dialect { slot: 'dialect'; sqlite: string; postgres: string }
 /** Pieces of a statement whose count is known only at run time (an IN list, OR-ed clauses). */
-interface Fragment { slot: 'fragment'; parts: ReadonlyArray<string | Slot> }
+export interface Fragment { slot: 'fragment'; parts: ReadonlyArray<string | Slot> }
 type Slot = Positional | Named | Dialect | Fragment;
 
 /** A named parameter (bound from an object): `@name` on SQLite, `$n` on PostgreSQL, the same n each time. */
