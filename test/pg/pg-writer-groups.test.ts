@@ -160,7 +160,7 @@ describe.skipIf(!pgClusterUrl)(`the PostgreSQL writer's groups${pgClusterUrl ? '
     // The group is refused on a value for its second answer; its third answer, alone, fails as no value does (P0001).
     await store.pool.query(`ALTER TABLE posts ADD CONSTRAINT test_refused_post2 CHECK (post_id <> 'activity-7000000000000000218') NOT VALID`);
     await store.pool.query(`CREATE FUNCTION test_stop_post() RETURNS trigger LANGUAGE plpgsql AS $$
-      BEGIN IF NEW.post_id = 'activity-7000000000000000219' THEN RAISE EXCEPTION 'test stop'; END IF; RETURN NEW; END $$`);
+      BEGIN IF NEW.post_id = 'activity-7000000000000000219' THEN RAISE EXCEPTION 'test stop in session %', pg_backend_pid(); END IF; RETURN NEW; END $$`);
     await store.pool.query('CREATE TRIGGER test_stop_post BEFORE INSERT ON posts FOR EACH ROW EXECUTE FUNCTION test_stop_post()');
     try {
       await Promise.all([post(17), post(18), post(19)]);
@@ -173,6 +173,11 @@ describe.skipIf(!pgClusterUrl)(`the PostgreSQL writer's groups${pgClusterUrl ? '
     expect(tasks.rows.map((r) => [Number(r.id), r.status])).toEqual([[17, 'done'], [18, 'failed'], [19, 'pending']]);
     // What a run whose database is lost next says it settled: the two parts committed, as the ledger has them.
     expect(writer.settled).toEqual({ done: 1, notFound: 0, failed: 1, failedByCode: { STORE_REFUSED: 1 } });
+    // The failed session is closed, not pooled: answers to batches sent behind the failure would reach the next query.
+    const failedPid = Number(/test stop in session (\d+)/.exec(String((fatal[0] as Error).message))?.[1]);
+    const idle = await Promise.all(Array.from({ length: store.pool.idleCount }, () => store.pool.connect()));
+    for (const client of idle) client.release();
+    expect(idle.map((c) => (c as unknown as { processID: number }).processID)).not.toContain(failedPid);
   });
 });
 

@@ -5,7 +5,7 @@
 import type pg from 'pg';
 import type { OutcomeOp } from '../outcome-ops.ts';
 import { GroupCommitWriter } from '../group-commit-writer.ts';
-import { isConflict, releaseAfterFailure } from './transaction.ts';
+import { isConflict } from './transaction.ts';
 import { pgRefusal } from './open.ts';
 import { RESULT_WRITER_DEFAULTS } from '../result-writer.ts';
 import { createPgGroupCommit, type PlannedGroup } from './pg-group-commit.ts';
@@ -104,7 +104,7 @@ export class PgOutcomeWriter extends GroupCommitWriter {
     } catch (err) {
       // The writer's connection rolled back and let go. A group's COMMIT goes only once the one before is committed, so
       // the open groups are all uncommitted: written again in parts when the database refused a value (refusedAlone).
-      await this.letGoConnection();
+      this.letGoConnection();
       const parts = isConflict(err) ? open.map((g) => g.ops) : this.refusedAlone(open.flatMap((g) => g.ops), err);
       if (parts) await this.commitInParts(parts);
       else this.fail(err);
@@ -127,7 +127,7 @@ export class PgOutcomeWriter extends GroupCommitWriter {
         await (await started.commit(await started.reads)).committed;
         this.committed(ops);
       } catch (err) {
-        await this.letGoConnection();
+        this.letGoConnection();
         if (isConflict(err) && ++conflicts <= PG_WRITER_DEFAULTS.conflictRetries) {
           todo.unshift(ops);
           continue;
@@ -139,11 +139,13 @@ export class PgOutcomeWriter extends GroupCommitWriter {
     }
   }
 
-  /** The writer's connection after a failure: rolled back and back to the pool (releaseAfterFailure). */
-  private async letGoConnection(): Promise<void> {
-    const failed = this.connection;
+  /**
+   * The writer's connection after a failure is closed, not pooled: batches sent behind the failed one may still be
+   * answered, and those answers would go to the pool's next query. Closing it rolls its transaction back.
+   */
+  private letGoConnection(): void {
+    this.connection?.release(new Error('the writer stopped on a failure: its connection is closed'));
     this.connection = null;
-    if (failed) await releaseAfterFailure(pipelined(failed, false));
   }
 
   protected refusal(err: unknown): string | null {
