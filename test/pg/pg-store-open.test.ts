@@ -3,7 +3,8 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type net from 'node:net';
 import pg from 'pg';
-import { openPgStore, PG_STORE_DEFAULTS, type PgStore } from '../../src/store/pg/open.ts';
+import { openPgStore, PG_STORE_DEFAULTS, usingPgStore, type PgStore } from '../../src/store/pg/open.ts';
+import { cuttableProxy } from './cuttable-proxy.ts';
 import { withPgReadSnapshot } from '../../src/store/pg/read-snapshot.ts';
 import { DatabaseError } from '../../src/store/errors.ts';
 import { newPgDatabase, pgClusterUrl, pgSkipReason } from './use-pg.ts';
@@ -119,6 +120,42 @@ describe.skipIf(!pgClusterUrl)(`openPgStore${pgClusterUrl ? '' : ` (skipped: ${p
     } finally {
       client.release();
     }
+  });
+
+  it('ends a writer\'s connection that owes an answer the server never sends (cut off silently): DB_CONNECTION_LOST, no hang', async () => {
+    const url = await newPgDatabase('open_silent');
+    await (await openPgStore(url)).close();
+    const proxy = await cuttableProxy(url);
+    const store = await openPgStore(proxy.url, { statementTimeoutMs: 200, answerGraceMs: 400 });
+    try {
+      // The statement reaches the proxy, which holds it: the socket lives, the server never answers.
+      const held = proxy.pauseOnSight('SELECT 4242');
+      const answer = usingPgStore(store, ({ pool }) => pool.query('SELECT 4242'));
+      await held;
+      await expect(answer).rejects.toMatchObject({
+        code: 'DB_CONNECTION_LOST',
+        message: expect.stringMatching(/^lost the connection to database postgres:\/\/.* \(no answer from the server for 1 s \[ETIMEDOUT\]\)/),
+      });
+    } finally {
+      await store.close();
+      await proxy.cut();
+    }
+  });
+
+  it('in pipeline mode (the writer\'s) too; a live server\'s own statement timeout comes first and is not a lost connection', async () => {
+    const url = await newPgDatabase('open_silent_pipeline');
+    await (await openPgStore(url)).close();
+    const proxy = await cuttableProxy(url);
+    const store = await open(proxy.url, { statementTimeoutMs: 200, answerGraceMs: 400 });
+    await expect(store.pool.query('SELECT pg_sleep(5)')).rejects.toMatchObject({ code: '57014' });
+    const client = await store.pool.connect();
+    (client as unknown as { pipeline: boolean }).pipeline = true;
+    const held = proxy.pauseOnSight('SELECT 4343');
+    const answers = [client.query('SELECT 4343'), client.query('SELECT 4344')].map((q) => q.then(() => 'answered', (err: { code?: string }) => err.code));
+    await held;
+    expect(await Promise.all(answers)).toEqual(['ETIMEDOUT', 'ETIMEDOUT']);
+    client.release(new Error('ended'));
+    await proxy.cut();
   });
 
   it('a read snapshot\'s statement timeout holds inside it alone: the pooled connection keeps the pool\'s after', async () => {

@@ -11,6 +11,7 @@ import { UsageError } from '../../errors.ts';
 import { DRIZZLE_MIGRATIONS_TABLE, RECORD_SCHEMA_VERSION_SQL, schemaVersionOf } from '../migration-state.ts';
 import { redactDatabaseUrl } from './database-url.ts';
 import { withPgClient } from './transaction.ts';
+import { watchAnswers } from './answer-watchdog.ts';
 
 /** The generated PostgreSQL migrations, in the package (checkout or installed). */
 export const PG_MIGRATIONS_FOLDER = join(PACKAGE_ROOT, 'migrations', 'postgres');
@@ -29,6 +30,8 @@ export interface PgStoreOptions {
   maxConnections?: number;
   /** For readers: nothing migrated or written (read-only roles may open it); a missing or mismatched schema refused. */
   readOnly?: boolean;
+  /** How long past statementTimeoutMs a statement may go unanswered before its connection counts as lost. */
+  answerGraceMs?: number;
 }
 
 export const PG_STORE_DEFAULTS = {
@@ -43,6 +46,11 @@ export const PG_STORE_DEFAULTS = {
   /** Shown in pg_stat_activity. */
   applicationName: 'netingest',
   readOnly: false,
+  /**
+   * A live server cancels a statement at statementTimeoutMs and says so: silence this much longer means it is cut off
+   * (answer-watchdog.ts). Writers only: a reader's snapshot may lift the timeout (an export's long sort).
+   */
+  answerGraceMs: 30_000,
 } as const;
 
 export interface PgStore {
@@ -75,12 +83,14 @@ const IDLE_SESSIONS_KEPT = `SELECT CASE WHEN current_setting('server_version_num
   THEN set_config('idle_session_timeout', '0', false) END`;
 
 /**
- * Looks a missing password up in ~/.pgpass (PGPASSFILE), as libpq does: node-postgres 8's own lookup warns in every
- * nightly log that pg 9 will stop, and finding none says only "client password must be a string".
+ * The pool's connections. A missing password is looked up in ~/.pgpass (PGPASSFILE), as libpq does: node-postgres 8's
+ * own lookup warns in every nightly log that pg 9 will stop, and finding none says only "client password must be a
+ * string". A writer's connection that owes an answer too long is ended (`answerBoundMs`).
  */
-class PasswordFileClient extends pg.Client {
-  constructor(config?: pg.ClientConfig) {
+class DatasetClient extends pg.Client {
+  constructor(config?: pg.ClientConfig & { answerBoundMs?: number | null }) {
     super(config);
+    if (config?.answerBoundMs) watchAnswers(this, config.answerBoundMs);
     // A function is asked only when the server asks for a password. The pool does not end a client that failed to
     // connect: destroyed here, its socket does not wait for the server's timeout.
     if (!this.password) {
@@ -105,16 +115,18 @@ const fromPasswordFile = (params: unknown) =>
 export async function openPgStore(url: string, options: PgStoreOptions = {}): Promise<PgStore> {
   const opts = { ...PG_STORE_DEFAULTS, ...options };
   const shownUrl = redactDatabaseUrl(url);
+  const answerBoundMs = opts.readOnly || opts.statementTimeoutMs <= 0 ? null : opts.statementTimeoutMs + opts.answerGraceMs;
   const pool = new pg.Pool({
-    Client: PasswordFileClient,
+    Client: DatasetClient,
     ...connectionOf(url),
+    ...{ answerBoundMs }, // the pool passes its options on to each new DatasetClient
     max: opts.maxConnections,
     connectionTimeoutMillis: opts.connectTimeoutMs,
     idleTimeoutMillis: opts.idleTimeoutMs,
     statement_timeout: opts.statementTimeoutMs,
     application_name: opts.applicationName,
-    // A server cut off without a FIN or RST (a network partition, a frozen host) would leave a statement waiting for
-    // its answer forever: unanswered probes end the connection (ETIMEDOUT, so DB_CONNECTION_LOST) instead.
+    // An idle connection (the dataset lock's) to a server cut off without a FIN or RST ends when the probes go
+    // unanswered (ETIMEDOUT, so DB_CONNECTION_LOST); one owing an answer ends sooner (answerBoundMs).
     keepAlive: true,
     keepAliveInitialDelayMillis: opts.keepAliveIdleMs,
     // Awaited before the pool hands the connection out.

@@ -1,0 +1,42 @@
+/**
+ * A server cut off without a FIN or RST (a network partition, a frozen host, a proxy that holds on) leaves a sent
+ * statement unanswered: TCP keepalive ends it only after ~11 minutes of the system's probes, and never while something
+ * between keeps the socket alive. A connection that owes an answer and has heard nothing for the bound is ended.
+ */
+import type pg from 'pg';
+
+/** node-postgres's Client fields this module reads (pg 8): the statement being answered, and those sent behind it. */
+interface ClientQueues {
+  _activeQuery: unknown;
+  _sentQueryQueue: readonly unknown[];
+  connection: { stream: NodeJS.ReadableStream & { destroy(err?: Error): void } };
+}
+
+/**
+ * Ends `client`'s connection (ETIMEDOUT, so DB_CONNECTION_LOST) once a statement has waited `boundMs` with no byte
+ * from the server. The bound is longer than the server's statement_timeout: a live server cancels first and says so.
+ */
+export function watchAnswers(client: pg.Client, boundMs: number): void {
+  // Silence counts from the last check that found nothing owed: at most this much before the statement went out.
+  const checkEveryMs = Math.min(1000, Math.max(20, Math.floor(boundMs / 4)));
+  const c = client as unknown as ClientQueues;
+  let heardAt = performance.now();
+  let checkedAt = heardAt;
+  const check = () => {
+    const now = performance.now();
+    // A check far behind its time means this process was stalled, the server's bytes perhaps read only now.
+    const stalled = now - checkedAt > 2 * checkEveryMs;
+    checkedAt = now;
+    const owed = c._activeQuery != null || c._sentQueryQueue.length > 0;
+    if (!owed || stalled) heardAt = now;
+    else if (now - heardAt >= boundMs) {
+      const seconds = Math.round(boundMs / 1000);
+      c.connection.stream.destroy(Object.assign(new Error(`no answer from the server for ${seconds} s`), { code: 'ETIMEDOUT' }));
+    }
+  };
+  client.once('connect', () => {
+    c.connection.stream.on('data', () => void (heardAt = performance.now()));
+    const timer = setInterval(check, checkEveryMs).unref();
+    client.once('end', () => clearInterval(timer));
+  });
+}
