@@ -123,6 +123,22 @@ export function* deferredSinceReads(job: string): Reads<string | null> {
   return (yield* value<string | null>(LEDGER_SQL.deferredSince, [job])) ?? null;
 }
 
+/** Of a job's done and not-found tasks, those whose answer the run's own calls gave (JobSummary's `thisWorker`). */
+export type OwnAnswers = { done: number; notFound: number };
+
+// By the call whose time the task's answer holds: tasks.run_id is re-stamped by every worker's planning, and a task
+// answered again (a frozen worker's call in flight) is the later answer's run's alone.
+const OWN_ANSWERS = sql`SELECT t.status, CAST(count(*) AS INTEGER) AS n FROM api_calls a JOIN tasks t ON t.id = a.task_id
+  WHERE a.run_id = ${param} AND t.job = ${param} AND t.status IN ('done', 'not_found') AND t.completed_at = a.at GROUP BY t.status`;
+
+/** What run `runId`'s calls answered of the job's tasks; null when its night is itself (every SQLite run): nothing to tell apart. */
+export function* ownAnswersReads(job: string, runId: number): Reads<OwnAnswers | null> {
+  const runs = yield* value<number>(sql`SELECT CAST(count(*) AS INTEGER) FROM runs WHERE id IN (${nightRunIds(param)})`, [runId]);
+  if ((runs ?? 0) < 2) return null;
+  const counts = statusCounts(yield* rows<{ status: TaskStatus; n: number }>(OWN_ANSWERS, [runId, job]));
+  return { done: counts.done, notFound: counts.not_found };
+}
+
 /** countsByStatus's rows as counts of every status. */
 export function statusCounts(rows: ReadonlyArray<{ status: TaskStatus; n: number }>): Record<TaskStatus, number> {
   const counts: Record<TaskStatus, number> = { pending: 0, done: 0, not_found: 0, failed: 0, deferred: 0 };
@@ -270,6 +286,10 @@ export function createLedger(database: Connection) {
     /** countsByStatus' failed tasks by the code of their last error. */
     failedByCode(job: string, runId: number): Record<string, number> {
       return Object.fromEntries((failedByCode.all(job, runId) as Array<{ code: string; n: number }>).map((r) => [r.code, r.n]));
+    },
+    /** ownAnswersReads. */
+    ownAnswers(job: string, runId: number): OwnAnswers | null {
+      return readSync(sqlite, ownAnswersReads(job, runId));
     },
   };
 }

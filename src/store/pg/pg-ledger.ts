@@ -6,7 +6,7 @@ import type pg from 'pg';
 import { inPgTransaction, retryingConflicts, withPgClient } from './transaction.ts';
 import { pipelineTransaction } from './pg-pipeline.ts';
 import { readPg } from '../read-steps.ts';
-import { countByKey, deferredSinceReads, dueRule, invalidParams, LEDGER_SQL, otherJobsWithOperationReads, statusCounts, type InvalidInputRow, type NewTask, type RunnableFilter } from '../ledger.ts';
+import { countByKey, deferredSinceReads, dueRule, invalidParams, LEDGER_SQL, otherJobsWithOperationReads, ownAnswersReads, statusCounts, type InvalidInputRow, type NewTask, type RunnableFilter } from '../ledger.ts';
 import type { RunLedger } from '../run-store.ts';
 import type { TaskStatus } from '../tables.ts';
 
@@ -69,6 +69,7 @@ export function createPgLedger(pool: pg.Pool): RunLedger {
       const { rows } = await pool.query<{ code: string; n: number }>(LEDGER_SQL.failedByCode.postgres, [job, runId]);
       return Object.fromEntries(rows.map((r) => [r.code, r.n]));
     },
+    ownAnswers: (job, runId) => readPg({ client: pool }, ownAnswersReads(job, runId)),
   };
 }
 
