@@ -81,6 +81,8 @@ function jobLines(j: JobSummary): string[] {
   return [
     `  ${j.name} (${j.operation}): ${plural(j.planned, 'task')}, ${j.fresh} still fresh, ${j.done} done, ${j.notFound} not found, ` +
       `${j.failed} failed${failedBefore}, ${j.deferred} deferred; ${plural(j.invalidRows, 'invalid row')}, ${plural(j.duplicates, 'duplicate')}`,
+    // Among several workers the counts above are the job's: what this one did is said apart.
+    ...(j.thisWorker ? [`    of these, this worker's calls answered ${j.thisWorker.done} done and ${j.thisWorker.notFound} not found`] : []),
     ...noticeLines(j),
     ...invalidLines(j),
   ];

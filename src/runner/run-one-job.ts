@@ -246,10 +246,11 @@ async function bookWorked(run: OpenRun, job: Job, plan: PlanCounts, due: Pick<Jo
   const failedByCode = await run.store.ledger.failedByCode(job.name, run.runId);
   await run.drift.save(job.operation);
   const anomalies = await run.store.anomalyCounts(run.runId, job.name);
+  const own = await run.store.ledger.ownAnswers(job.name, run.runId);
   const summary: JobSummary = {
     ...ranSummary(job, plan, due),
     done: counts.done, notFound: counts.not_found, failed: counts.failed, failedByCode, deferred: counts.deferred + counts.pending,
-    setAside: anomalies.no_identity, otherPost: anomalies.other_post, warnings: due.warnings,
+    setAside: anomalies.no_identity, otherPost: anomalies.other_post, warnings: due.warnings, ...(own && { thisWorker: own }),
   };
   return { summary, counts };
 }

@@ -11,6 +11,7 @@ import { openPgStore } from '../../src/store/pg/open.ts';
 import { openPgRunStore } from '../../src/store/pg/pg-run-store.ts';
 import { freshSince, planIntoLedger, settleDue } from '../../src/runner/plan-into-ledger.ts';
 import type { RunSummary } from '../../src/runner/run-summary.ts';
+import { formatRunSummary } from '../../src/cli/format-summary.ts';
 import { one, setUp, startWorker, useCleanups, type Worker } from './run-workers.ts';
 
 useCleanups();
@@ -18,7 +19,7 @@ useCleanups();
 const summaryOf = (w: Worker) => JSON.parse(w.stdout().split('\n').filter(Boolean).pop()!) as RunSummary;
 
 describe.skipIf(!pgClusterUrl)(`a worker's summary among several${pgClusterUrl ? '' : ` (skipped: ${pgSkipReason})`}`, () => {
-  it("counts its own calls and the job's tasks as a whole: the second worker finds the first one's answers fresh", async () => {
+  it("counts its own calls and answers and the job's tasks as a whole: the second worker finds the first one's answers fresh", async () => {
     const TASKS = 60;
     const FIRST = 10;
     const s = await setUp(TASKS, 'summary');
@@ -46,6 +47,15 @@ describe.skipIf(!pgClusterUrl)(`a worker's summary among several${pgClusterUrl ?
       // The second found the first one's answers fresh, and the rest due.
       expect(b.jobs[0]).toMatchObject({ ...whole, fresh: FIRST, worked: TASKS - FIRST, failedBefore: 0 });
       expect((await s.pool.query('SELECT tasks_done AS n FROM runs ORDER BY id')).rows.map((r: { n: number }) => r.n)).toEqual([TASKS, TASKS]);
+      // What each worker's own calls answered: its run's 200s in api_calls, at least the first one's FIRST, the two
+      // adding up to the job's done count; the text summary says it under the job's line.
+      for (const w of [a, b]) {
+        const answered = await one(s.pool, `SELECT count(*) AS n FROM api_calls WHERE run_id = ${w.runId} AND status = 200 AND error_code IS NULL`);
+        expect(w.jobs[0]!.thisWorker).toEqual({ done: answered, notFound: 0 });
+        expect(formatRunSummary(w)).toContain(`\n    of these, this worker's calls answered ${answered} done and 0 not found\n`);
+      }
+      expect(a.jobs[0]!.thisWorker!.done).toBeGreaterThanOrEqual(FIRST);
+      expect(a.jobs[0]!.thisWorker!.done + b.jobs[0]!.thisWorker!.done).toBe(a.jobs[0]!.done);
     } finally {
       await api.stop();
     }

@@ -159,6 +159,8 @@ forEachEngine('SIGINT', (engine) => {
     const next = await run(ws, sandbox, TOKEN, await ws.load(file), { dbPath: db.locator });
     expect(next.status).toBe('completed');
     expect(next.jobs[0]).toMatchObject({ fresh: done, worked: TASKS - done });
+    // Alone in its night (the interrupted run had ended): no share of its own to tell apart, its summary as before.
+    expect(next.jobs[0]).not.toHaveProperty('thisWorker');
     expect(await db.taskStatuses('posts')).toEqual({ done: TASKS });
     const all = chargedPerUrl(sandbox);
     expect(all.size).toBe(TASKS);
