@@ -158,6 +158,25 @@ describe.skipIf(!pgClusterUrl)(`openPgStore${pgClusterUrl ? '' : ` (skipped: ${p
     await proxy.cut();
   });
 
+  it('a reader\'s connection too, but not inside a snapshot that lifts the statement timeout (an export\'s long sort)', async () => {
+    const url = await newPgDatabase('open_silent_reader');
+    await (await openPgStore(url)).close();
+    const proxy = await cuttableProxy(url);
+    const store = await open(proxy.url, { readOnly: true, statementTimeoutMs: 200, answerGraceMs: 400 });
+    const lifted = proxy.pauseOnSight('SELECT 5151');
+    const sorted = withPgReadSnapshot(store.pool, ({ client }) => client.query('SELECT 5151 AS n'), { statementTimeoutMs: 0 });
+    const letThrough = await lifted;
+    // Sent after the lifted one and held as long: its end (the bound) comes while the lifted one still waits.
+    const bounded = proxy.pauseOnSight('SELECT 5252');
+    const status = store.pool.query('SELECT 5252');
+    await bounded;
+    await expect(status).rejects.toMatchObject({ code: 'ETIMEDOUT', message: 'no answer from the server for 1 s' });
+    expect(await Promise.race([sorted.then(() => 'answered', () => 'ended'), Promise.resolve('waiting')])).toBe('waiting');
+    letThrough();
+    expect((await sorted).rows).toEqual([{ n: 5151 }]);
+    await proxy.cut();
+  });
+
   it('a read snapshot\'s statement timeout holds inside it alone: the pooled connection keeps the pool\'s after', async () => {
     const url = await newPgDatabase('open_snapshot_timeout');
     const store = await open(url, { statementTimeoutMs: 1_234 });

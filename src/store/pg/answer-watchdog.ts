@@ -12,13 +12,24 @@ interface ClientQueues {
   connection: { stream: NodeJS.ReadableStream & { destroy(err?: Error): void } };
 }
 
+/** A watched connection's bound: its statement timeout plus the grace, or null while a snapshot lifts the timeout. */
+interface Watch {
+  graceMs: number;
+  sessionBoundMs: number;
+  boundMs: number | null;
+}
+
+const watches = new WeakMap<object, Watch>();
+
 /**
- * Ends `client`'s connection (ETIMEDOUT, so DB_CONNECTION_LOST) once a statement has waited `boundMs` with no byte
- * from the server. The bound is longer than the server's statement_timeout: a live server cancels first and says so.
+ * Ends `client`'s connection (ETIMEDOUT, so DB_CONNECTION_LOST) once a statement has waited its statement timeout plus
+ * `graceMs` with no byte from the server: a live server cancels at the timeout and says so.
  */
-export function watchAnswers(client: pg.Client, boundMs: number): void {
+export function watchAnswers(client: pg.Client, statementTimeoutMs: number, graceMs: number): void {
+  const watch: Watch = { graceMs, sessionBoundMs: statementTimeoutMs + graceMs, boundMs: statementTimeoutMs + graceMs };
+  watches.set(client, watch);
   // Silence counts from the last check that found nothing owed: at most this much before the statement went out.
-  const checkEveryMs = Math.min(1000, Math.max(20, Math.floor(boundMs / 4)));
+  const checkEveryMs = Math.min(1000, Math.max(20, Math.floor(watch.sessionBoundMs / 4)));
   const c = client as unknown as ClientQueues;
   let heardAt = performance.now();
   let checkedAt = heardAt;
@@ -28,9 +39,9 @@ export function watchAnswers(client: pg.Client, boundMs: number): void {
     const stalled = now - checkedAt > 2 * checkEveryMs;
     checkedAt = now;
     const owed = c._activeQuery != null || c._sentQueryQueue.length > 0;
-    if (!owed || stalled) heardAt = now;
-    else if (now - heardAt >= boundMs) {
-      const seconds = Math.round(boundMs / 1000);
+    if (!owed || stalled || watch.boundMs === null) heardAt = now;
+    else if (now - heardAt >= watch.boundMs) {
+      const seconds = Math.round(watch.boundMs / 1000);
       c.connection.stream.destroy(Object.assign(new Error(`no answer from the server for ${seconds} s`), { code: 'ETIMEDOUT' }));
     }
   };
@@ -39,4 +50,16 @@ export function watchAnswers(client: pg.Client, boundMs: number): void {
     const timer = setInterval(check, checkEveryMs).unref();
     client.once('end', () => clearInterval(timer));
   });
+}
+
+/** `fn` while `client`'s transaction runs under `statementTimeoutMs` (0: none, as an export's long sort needs). */
+export async function withAnswerBound<T>(client: pg.ClientBase, statementTimeoutMs: number, fn: () => Promise<T>): Promise<T> {
+  const watch = watches.get(client);
+  if (!watch) return fn();
+  watch.boundMs = statementTimeoutMs > 0 ? statementTimeoutMs + watch.graceMs : null;
+  try {
+    return await fn();
+  } finally {
+    watch.boundMs = watch.sessionBoundMs;
+  }
 }

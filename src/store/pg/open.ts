@@ -48,7 +48,7 @@ export const PG_STORE_DEFAULTS = {
   readOnly: false,
   /**
    * A live server cancels a statement at statementTimeoutMs and says so: silence this much longer means it is cut off
-   * (answer-watchdog.ts). Writers only: a reader's snapshot may lift the timeout (an export's long sort).
+   * (answer-watchdog.ts). None where the timeout is 0 (maintenance, a snapshot that lifts it for an export's sort).
    */
   answerGraceMs: 30_000,
 } as const;
@@ -85,12 +85,13 @@ const IDLE_SESSIONS_KEPT = `SELECT CASE WHEN current_setting('server_version_num
 /**
  * The pool's connections. A missing password is looked up in ~/.pgpass (PGPASSFILE), as libpq does: node-postgres 8's
  * own lookup warns in every nightly log that pg 9 will stop, and finding none says only "client password must be a
- * string". A writer's connection that owes an answer too long is ended (`answerBoundMs`).
+ * string". A connection that owes an answer too long is ended (answer-watchdog.ts).
  */
 class DatasetClient extends pg.Client {
-  constructor(config?: pg.ClientConfig & { answerBoundMs?: number | null }) {
+  constructor(config?: pg.ClientConfig & { answerGraceMs?: number }) {
     super(config);
-    if (config?.answerBoundMs) watchAnswers(this, config.answerBoundMs);
+    const timeoutMs = Number(config?.statement_timeout ?? 0);
+    if (timeoutMs > 0 && config?.answerGraceMs !== undefined) watchAnswers(this, timeoutMs, config.answerGraceMs);
     // A function is asked only when the server asks for a password. The pool does not end a client that failed to
     // connect: destroyed here, its socket does not wait for the server's timeout.
     if (!this.password) {
@@ -115,18 +116,17 @@ const fromPasswordFile = (params: unknown) =>
 export async function openPgStore(url: string, options: PgStoreOptions = {}): Promise<PgStore> {
   const opts = { ...PG_STORE_DEFAULTS, ...options };
   const shownUrl = redactDatabaseUrl(url);
-  const answerBoundMs = opts.readOnly || opts.statementTimeoutMs <= 0 ? null : opts.statementTimeoutMs + opts.answerGraceMs;
   const pool = new pg.Pool({
     Client: DatasetClient,
     ...connectionOf(url),
-    ...{ answerBoundMs }, // the pool passes its options on to each new DatasetClient
+    ...{ answerGraceMs: opts.answerGraceMs }, // the pool passes its options on to each new DatasetClient
     max: opts.maxConnections,
     connectionTimeoutMillis: opts.connectTimeoutMs,
     idleTimeoutMillis: opts.idleTimeoutMs,
     statement_timeout: opts.statementTimeoutMs,
     application_name: opts.applicationName,
     // An idle connection (the dataset lock's) to a server cut off without a FIN or RST ends when the probes go
-    // unanswered (ETIMEDOUT, so DB_CONNECTION_LOST); one owing an answer ends sooner (answerBoundMs).
+    // unanswered (ETIMEDOUT, so DB_CONNECTION_LOST); one owing an answer ends sooner (answer-watchdog.ts).
     keepAlive: true,
     keepAliveInitialDelayMillis: opts.keepAliveIdleMs,
     // Awaited before the pool hands the connection out.

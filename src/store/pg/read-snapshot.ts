@@ -5,6 +5,7 @@
 import type pg from 'pg';
 import type { ReadSnapshot } from '../read-snapshot.ts';
 import { inPgTransaction } from './transaction.ts';
+import { withAnswerBound } from './answer-watchdog.ts';
 
 /** A snapshot of a PostgreSQL dataset: its client, inside the read-only transaction. */
 export interface PgSnapshot extends ReadSnapshot {
@@ -23,12 +24,15 @@ export async function withPgReadSnapshot<T>(
   options: { statementTimeoutMs?: number | undefined } = {},
 ): Promise<T> {
   return inPgTransaction(pool, async (client) => {
-    if (options.statementTimeoutMs !== undefined) {
-      // set_config(..., true) is SET LOCAL (this transaction only), and unlike SET it takes a bound value.
-      await client.query("SELECT set_config('statement_timeout', $1, true)", [String(Math.max(0, Math.trunc(options.statementTimeoutMs)))]);
-    }
-    const pid = await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
-    return fn({ engine: 'postgres', client, pool, backendPid: pid.rows[0]!.pid, assertUnchanged: () => undefined });
+    const snapshot = async () => {
+      const pid = await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
+      return fn({ engine: 'postgres', client, pool, backendPid: pid.rows[0]!.pid, assertUnchanged: () => undefined });
+    };
+    if (options.statementTimeoutMs === undefined) return snapshot();
+    const timeoutMs = Math.max(0, Math.trunc(options.statementTimeoutMs));
+    // set_config(..., true) is SET LOCAL (this transaction only), and unlike SET it takes a bound value.
+    await client.query("SELECT set_config('statement_timeout', $1, true)", [String(timeoutMs)]);
+    return withAnswerBound(client, timeoutMs, snapshot);
   }, 'BEGIN TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY');
 }
 
