@@ -177,6 +177,25 @@ describe.skipIf(!pgClusterUrl)(`openPgStore${pgClusterUrl ? '' : ` (skipped: ${p
     await proxy.cut();
   });
 
+  it('no bound where the URL sets statement_timeout=0, which node-postgres lets win over the pool\'s', async () => {
+    const url = await newPgDatabase('open_silent_url');
+    await (await openPgStore(url)).close();
+    const proxy = await cuttableProxy(url);
+    const unbounded = await open(`${proxy.url}?statement_timeout=0`, { statementTimeoutMs: 200, answerGraceMs: 400 });
+    const bounded = await open(proxy.url, { statementTimeoutMs: 200, answerGraceMs: 400 });
+    const first = proxy.pauseOnSight('SELECT 6161');
+    const long = unbounded.pool.query('SELECT 6161 AS n');
+    const letThrough = await first;
+    const second = proxy.pauseOnSight('SELECT 6262');
+    const short = bounded.pool.query('SELECT 6262');
+    await second;
+    await expect(short).rejects.toMatchObject({ code: 'ETIMEDOUT' });
+    expect(await Promise.race([long.then(() => 'answered', () => 'ended'), Promise.resolve('waiting')])).toBe('waiting');
+    letThrough();
+    expect((await long).rows).toEqual([{ n: 6161 }]);
+    await proxy.cut();
+  });
+
   it('a read snapshot\'s statement timeout holds inside it alone: the pooled connection keeps the pool\'s after', async () => {
     const url = await newPgDatabase('open_snapshot_timeout');
     const store = await open(url, { statementTimeoutMs: 1_234 });

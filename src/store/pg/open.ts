@@ -90,7 +90,8 @@ const IDLE_SESSIONS_KEPT = `SELECT CASE WHEN current_setting('server_version_num
 class DatasetClient extends pg.Client {
   constructor(config?: pg.ClientConfig & { answerGraceMs?: number }) {
     super(config);
-    const timeoutMs = Number(config?.statement_timeout ?? 0);
+    // As node-postgres resolved it: a statement_timeout in the URL wins over the pool's.
+    const timeoutMs = Number((this as unknown as { connectionParameters: { statement_timeout?: unknown } }).connectionParameters.statement_timeout) || 0;
     if (timeoutMs > 0 && config?.answerGraceMs !== undefined) watchAnswers(this, timeoutMs, config.answerGraceMs);
     // A function is asked only when the server asks for a password. The pool does not end a client that failed to
     // connect: destroyed here, its socket does not wait for the server's timeout.
