@@ -46,10 +46,7 @@ export interface JobSummary {
   otherPost: number;
   /** What the run noticed that changes neither outcome nor exit code (NOT_FOUND_ONLY); empty for most. */
   warnings: NotFoundOnlyWarning[];
-  /**
-   * Of `done` and `notFound`, the tasks this worker's own calls answered; only when its night holds other runs (workers
-   * sharing the job on PostgreSQL), so a lone run's summary is as it always was.
-   */
+  /** Of `done` and `notFound`, what this worker's own calls answered; only when other workers share its night. */
   thisWorker?: { done: number; notFound: number };
 }
 

@@ -126,8 +126,7 @@ export function* deferredSinceReads(job: string): Reads<string | null> {
 /** Of a job's done and not-found tasks, those whose answer the run's own calls gave (JobSummary's `thisWorker`). */
 export type OwnAnswers = { done: number; notFound: number };
 
-// By the call whose time the task's answer holds: tasks.run_id is re-stamped by every worker's planning, and a task
-// answered again (a frozen worker's call in flight) is the later answer's run's alone.
+// By the call whose time the answer holds: every worker's planning re-stamps tasks.run_id; a task answered twice is the later's.
 const OWN_ANSWERS = sql`SELECT t.status, CAST(count(*) AS INTEGER) AS n FROM api_calls a JOIN tasks t ON t.id = a.task_id
   WHERE a.run_id = ${param} AND t.job = ${param} AND t.status IN ('done', 'not_found') AND t.completed_at = a.at GROUP BY t.status`;
 
@@ -287,10 +286,7 @@ export function createLedger(database: Connection) {
     failedByCode(job: string, runId: number): Record<string, number> {
       return Object.fromEntries((failedByCode.all(job, runId) as Array<{ code: string; n: number }>).map((r) => [r.code, r.n]));
     },
-    /** ownAnswersReads. */
-    ownAnswers(job: string, runId: number): OwnAnswers | null {
-      return readSync(sqlite, ownAnswersReads(job, runId));
-    },
+    ownAnswers: (job: string, runId: number): OwnAnswers | null => readSync(sqlite, ownAnswersReads(job, runId)),
   };
 }
 

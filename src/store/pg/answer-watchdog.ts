@@ -1,32 +1,25 @@
 /**
- * A server cut off without a FIN or RST (a network partition, a frozen host, a proxy that holds on) leaves a sent
- * statement unanswered: TCP keepalive ends it only after ~11 minutes of the system's probes, and never while something
- * between keeps the socket alive. A connection that owes an answer and has heard nothing for the bound is ended.
+ * A server cut off silently (a partition, a frozen host, a proxy that holds on) never answers a sent statement, and
+ * keepalive ends it only after ~11 minutes, or never while something between keeps the socket alive.
  */
 import type pg from 'pg';
 
-/** node-postgres's Client fields this module reads (pg 8): the statement being answered, and those sent behind it. */
+/** node-postgres's Client fields read here (pg 8): the statement being answered, and those sent behind it. */
 interface ClientQueues {
   _activeQuery: unknown;
   _sentQueryQueue: readonly unknown[];
   connection: { stream: NodeJS.ReadableStream & { destroy(err?: Error): void } };
 }
 
-/** A watched connection's bound: its statement timeout plus the grace, or null while a snapshot lifts the timeout. */
-interface Watch {
-  graceMs: number;
-  sessionBoundMs: number;
-  boundMs: number | null;
-}
-
-const watches = new WeakMap<object, Watch>();
+/** Each watched connection's grace, and its bound: null while a snapshot lifts the statement timeout. */
+const watches = new WeakMap<object, { graceMs: number; sessionBoundMs: number; boundMs: number | null }>();
 
 /**
  * Ends `client`'s connection (ETIMEDOUT, so DB_CONNECTION_LOST) once a statement has waited its statement timeout plus
  * `graceMs` with no byte from the server: a live server cancels at the timeout and says so.
  */
 export function watchAnswers(client: pg.Client, statementTimeoutMs: number, graceMs: number): void {
-  const watch: Watch = { graceMs, sessionBoundMs: statementTimeoutMs + graceMs, boundMs: statementTimeoutMs + graceMs };
+  const watch = { graceMs, sessionBoundMs: statementTimeoutMs + graceMs, boundMs: (statementTimeoutMs + graceMs) as number | null };
   watches.set(client, watch);
   // Silence counts from the last check that found nothing owed: at most this much before the statement went out.
   const checkEveryMs = Math.min(1000, Math.max(20, Math.floor(watch.sessionBoundMs / 4)));

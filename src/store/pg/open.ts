@@ -46,10 +46,7 @@ export const PG_STORE_DEFAULTS = {
   /** Shown in pg_stat_activity. */
   applicationName: 'netingest',
   readOnly: false,
-  /**
-   * A live server cancels a statement at statementTimeoutMs and says so: silence this much longer means it is cut off
-   * (answer-watchdog.ts). None where the timeout is 0 (maintenance, a snapshot that lifts it for an export's sort).
-   */
+  /** Silence past statementTimeoutMs (when a live server cancels and says so) that ends a connection (answer-watchdog.ts). */
   answerGraceMs: 30_000,
 } as const;
 
@@ -83,9 +80,9 @@ const IDLE_SESSIONS_KEPT = `SELECT CASE WHEN current_setting('server_version_num
   THEN set_config('idle_session_timeout', '0', false) END`;
 
 /**
- * The pool's connections. A missing password is looked up in ~/.pgpass (PGPASSFILE), as libpq does: node-postgres 8's
- * own lookup warns in every nightly log that pg 9 will stop, and finding none says only "client password must be a
- * string". A connection that owes an answer too long is ended (answer-watchdog.ts).
+ * The pool's connections, watched (answer-watchdog.ts). A missing password is looked up in ~/.pgpass (PGPASSFILE), as
+ * libpq does: node-postgres 8's lookup warns in every nightly log that pg 9 will stop, and finding none says only
+ * "client password must be a string".
  */
 class DatasetClient extends pg.Client {
   constructor(config?: pg.ClientConfig & { answerGraceMs?: number }) {
