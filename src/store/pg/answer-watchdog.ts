@@ -7,7 +7,7 @@ import type pg from 'pg';
 /** node-postgres's Client fields read here (pg 8): the statement being answered, and those sent behind it. */
 interface ClientQueues {
   _activeQuery: unknown;
-  _sentQueryQueue: readonly unknown[];
+  _sentQueryQueue?: readonly unknown[];
   connection: { stream: NodeJS.ReadableStream & { destroy(err?: Error): void } };
 }
 
@@ -31,7 +31,7 @@ export function watchAnswers(client: pg.Client, statementTimeoutMs: number, grac
     // A check far behind its time means this process was stalled, the server's bytes perhaps read only now.
     const stalled = now - checkedAt > 2 * checkEveryMs;
     checkedAt = now;
-    const owed = c._activeQuery != null || c._sentQueryQueue.length > 0;
+    const owed = c._activeQuery != null || (c._sentQueryQueue?.length ?? 0) > 0;
     if (!owed || stalled || watch.boundMs === null) heardAt = now;
     else if (now - heardAt >= watch.boundMs) {
       const seconds = Math.round(watch.boundMs / 1000);
