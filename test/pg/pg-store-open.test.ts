@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import type net from 'node:net';
 import pg from 'pg';
 import { openPgStore, PG_STORE_DEFAULTS, usingPgStore, type PgStore } from '../../src/store/pg/open.ts';
-import { cuttableProxy } from './cuttable-proxy.ts';
+import { cuttableProxy, type CuttableProxy } from './cuttable-proxy.ts';
 import { withPgReadSnapshot } from '../../src/store/pg/read-snapshot.ts';
 import { DatabaseError } from '../../src/store/errors.ts';
 import { newPgDatabase, pgClusterUrl, pgSkipReason } from './use-pg.ts';
@@ -29,6 +29,31 @@ async function scalar<T>(url: string, sql: string): Promise<T> {
   } finally {
     await client.end();
   }
+}
+
+/** A new migrated database behind a proxy that can hold statements (a server that has gone silent). */
+async function migratedBehindProxy(prefix: string): Promise<CuttableProxy> {
+  const url = await newPgDatabase(prefix);
+  await (await openPgStore(url)).close();
+  return cuttableProxy(url);
+}
+
+/**
+ * Holds `waiting`'s statement, then `bounded`'s, sent after it and so silent for less: once `bounded` has ended (its
+ * error is returned), `waiting` must still wait; let through, its answer is returned.
+ */
+async function heldPastAnotherBound<T>(proxy: CuttableProxy, waiting: () => Promise<T>, waitingText: string, bounded: () => Promise<unknown>, boundedText: string) {
+  const first = proxy.pauseOnSight(waitingText);
+  const long = waiting();
+  const letThrough = await first;
+  const second = proxy.pauseOnSight(boundedText);
+  const short = bounded().then(() => null, (err: unknown) => err);
+  await second;
+  const ended = await short;
+  expect(ended).not.toBeNull();
+  expect(await Promise.race([long.then(() => 'answered', () => 'ended'), Promise.resolve('waiting')])).toBe('waiting');
+  letThrough();
+  return { waited: await long, bounded: ended };
 }
 
 describe.skipIf(!pgClusterUrl)(`openPgStore${pgClusterUrl ? '' : ` (skipped: ${pgSkipReason})`}`, () => {
@@ -123,9 +148,7 @@ describe.skipIf(!pgClusterUrl)(`openPgStore${pgClusterUrl ? '' : ` (skipped: ${p
   });
 
   it('ends a writer\'s connection that owes an answer the server never sends (cut off silently): DB_CONNECTION_LOST, no hang', async () => {
-    const url = await newPgDatabase('open_silent');
-    await (await openPgStore(url)).close();
-    const proxy = await cuttableProxy(url);
+    const proxy = await migratedBehindProxy('open_silent');
     const store = await openPgStore(proxy.url, { statementTimeoutMs: 200, answerGraceMs: 400 });
     try {
       // The statement reaches the proxy, which holds it: the socket lives, the server never answers.
@@ -143,9 +166,7 @@ describe.skipIf(!pgClusterUrl)(`openPgStore${pgClusterUrl ? '' : ` (skipped: ${p
   });
 
   it('in pipeline mode (the writer\'s) too; a live server\'s own statement timeout comes first and is not a lost connection', async () => {
-    const url = await newPgDatabase('open_silent_pipeline');
-    await (await openPgStore(url)).close();
-    const proxy = await cuttableProxy(url);
+    const proxy = await migratedBehindProxy('open_silent_pipeline');
     const store = await open(proxy.url, { statementTimeoutMs: 200, answerGraceMs: 400 });
     await expect(store.pool.query('SELECT pg_sleep(5)')).rejects.toMatchObject({ code: '57014' });
     const client = await store.pool.connect();
@@ -159,40 +180,23 @@ describe.skipIf(!pgClusterUrl)(`openPgStore${pgClusterUrl ? '' : ` (skipped: ${p
   });
 
   it('a reader\'s connection too, but not inside a snapshot that lifts the statement timeout (an export\'s long sort)', async () => {
-    const url = await newPgDatabase('open_silent_reader');
-    await (await openPgStore(url)).close();
-    const proxy = await cuttableProxy(url);
+    const proxy = await migratedBehindProxy('open_silent_reader');
     const store = await open(proxy.url, { readOnly: true, statementTimeoutMs: 200, answerGraceMs: 400 });
-    const lifted = proxy.pauseOnSight('SELECT 5151');
-    const sorted = withPgReadSnapshot(store.pool, ({ client }) => client.query('SELECT 5151 AS n'), { statementTimeoutMs: 0 });
-    const letThrough = await lifted;
-    // Sent after the lifted one and held as long: its end (the bound) comes while the lifted one still waits.
-    const bounded = proxy.pauseOnSight('SELECT 5252');
-    const status = store.pool.query('SELECT 5252');
-    await bounded;
-    await expect(status).rejects.toMatchObject({ code: 'ETIMEDOUT', message: 'no answer from the server for 1 s' });
-    expect(await Promise.race([sorted.then(() => 'answered', () => 'ended'), Promise.resolve('waiting')])).toBe('waiting');
-    letThrough();
-    expect((await sorted).rows).toEqual([{ n: 5151 }]);
+    const { waited, bounded } = await heldPastAnotherBound(proxy,
+      () => withPgReadSnapshot(store.pool, ({ client }) => client.query('SELECT 5151 AS n'), { statementTimeoutMs: 0 }), 'SELECT 5151',
+      () => store.pool.query('SELECT 5252'), 'SELECT 5252');
+    expect(bounded).toMatchObject({ code: 'ETIMEDOUT', message: 'no answer from the server for 1 s' });
+    expect(waited.rows).toEqual([{ n: 5151 }]);
     await proxy.cut();
   });
 
   it('no bound where the URL sets statement_timeout=0, which node-postgres lets win over the pool\'s', async () => {
-    const url = await newPgDatabase('open_silent_url');
-    await (await openPgStore(url)).close();
-    const proxy = await cuttableProxy(url);
+    const proxy = await migratedBehindProxy('open_silent_url');
     const unbounded = await open(`${proxy.url}?statement_timeout=0`, { statementTimeoutMs: 200, answerGraceMs: 400 });
     const bounded = await open(proxy.url, { statementTimeoutMs: 200, answerGraceMs: 400 });
-    const first = proxy.pauseOnSight('SELECT 6161');
-    const long = unbounded.pool.query('SELECT 6161 AS n');
-    const letThrough = await first;
-    const second = proxy.pauseOnSight('SELECT 6262');
-    const short = bounded.pool.query('SELECT 6262');
-    await second;
-    await expect(short).rejects.toMatchObject({ code: 'ETIMEDOUT' });
-    expect(await Promise.race([long.then(() => 'answered', () => 'ended'), Promise.resolve('waiting')])).toBe('waiting');
-    letThrough();
-    expect((await long).rows).toEqual([{ n: 6161 }]);
+    const held = await heldPastAnotherBound(proxy, () => unbounded.pool.query('SELECT 6161 AS n'), 'SELECT 6161', () => bounded.pool.query('SELECT 6262'), 'SELECT 6262');
+    expect(held.bounded).toMatchObject({ code: 'ETIMEDOUT' });
+    expect(held.waited.rows).toEqual([{ n: 6161 }]);
     await proxy.cut();
   });
 
