@@ -1,10 +1,11 @@
 import { defineConfig } from 'vitest/config';
 
 /**
- * The global setups, by what a kind of test needs: the built CLI (dist/, for spawned CLIs), and a PostgreSQL
- * cluster with the bundled test workers. test/unit/ needs neither.
+ * The global setups, by what a kind of test needs: a temporary folder on tmpfs (every kind), the built CLI (dist/,
+ * for spawned CLIs), and a PostgreSQL cluster with the bundled test workers. test/unit/ needs only the first.
  */
-const BUILD = ['test/global-setup.ts'];
+const TMP = ['test/global-tmpdir.ts'];
+const BUILD = [...TMP, 'test/global-setup.ts'];
 const PG = ['test/pg/global-pg.ts', 'test/pg/global-workers.ts'];
 
 /** The suite's settings, for the test files `include` names, with the global setups they need. */
@@ -41,7 +42,7 @@ export function testConfig(include: string[], globalSetup: string[]) {
 export default testConfig(['test/{unit,e2e,pg}/**/*.test.ts'], [...BUILD, ...PG]);
 
 /** `npm run test:unit`: in-process tests, no server and no build. */
-export const unitConfig = testConfig(['test/unit/**/*.test.ts'], []);
+export const unitConfig = testConfig(['test/unit/**/*.test.ts'], TMP);
 /** `npm run test:e2e`: tests that start the CLI or other processes, from dist/. */
 export const e2eConfig = testConfig(['test/e2e/**/*.test.ts'], BUILD);
 /** `npm run test:package`: the package as users get it (npm pack, install, a rebuild under running CLIs). */
