@@ -83,7 +83,6 @@ async function openLocked(options: RunOptions, logger: Logger, store: RunStore, 
     connections: Math.max(...options.jobs.map((j) => options.overrides?.concurrency ?? j.rate.concurrency), 1),
   });
   releases.push(() => client.close().catch(() => undefined));
-  // Started now so that its WAL checkpointer thread (SQLite) starts while the first job's input is planned.
   const writer = store.openWriter(runId, (err) => stop.stop('fatal', err));
   // A writer that failed has reported why through stop(); closing it can add nothing.
   releases.push(() => writer.close().catch(() => undefined));

@@ -18,6 +18,11 @@ export const RESULT_WRITER_DEFAULTS = {
   walAutocheckpointPagesAfter: 1000,
   /** Time between two PASSIVE checkpoints of the checkpointer thread (startWalCheckpointer). */
   checkpointIntervalMs: 200,
+  /**
+   * Outcomes committed before the checkpointer thread starts (about SQLite's own 1,000-page checkpoint of answers): the
+   * thread costs ~100 ms of CPU to start, which a run storing a few answers never wins back.
+   */
+  checkpointerAfterOutcomes: 256,
 } as const;
 
 /**
@@ -26,7 +31,8 @@ export const RESULT_WRITER_DEFAULTS = {
  * (RunLock.whileHeld), so a run suspended while another took it over stores nothing.
  */
 export class ResultWriter extends GroupCommitWriter {
-  private readonly checkpointer: ReturnType<typeof startWalCheckpointer>;
+  private checkpointer: ReturnType<typeof startWalCheckpointer> | null = null;
+  private outcomesCommitted = 0;
   private readonly commit: (ops: readonly OutcomeOp[]) => void;
 
   constructor(
@@ -44,8 +50,11 @@ export class ResultWriter extends GroupCommitWriter {
     };
     const transaction = database.sqlite.transaction(writeAll);
     this.commit = lock ? (ops) => lock.whileHeld(() => writeAll(ops)) : (ops) => transaction.immediate(ops);
-    database.sqlite.pragma(`wal_autocheckpoint = ${RESULT_WRITER_DEFAULTS.walAutocheckpointPages}`);
-    this.checkpointer = startWalCheckpointer(database.file);
+  }
+
+  /** Whether the checkpointer thread was started (checkpointerAfterOutcomes). */
+  get checkpointing(): boolean {
+    return this.checkpointer !== null;
   }
 
   /** Commits what is gathered now; resolves once everything enqueued so far is committed (or the writer failed). */
@@ -57,6 +66,7 @@ export class ResultWriter extends GroupCommitWriter {
   /** Commits what is left and stops the checkpointer thread. */
   async close(): Promise<void> {
     this.flush();
+    if (!this.checkpointer) return;
     await this.checkpointer.close();
     if (this.database.sqlite.open) this.database.sqlite.pragma(`wal_autocheckpoint = ${RESULT_WRITER_DEFAULTS.walAutocheckpointPagesAfter}`);
   }
@@ -68,6 +78,7 @@ export class ResultWriter extends GroupCommitWriter {
       try {
         this.commit(group);
         this.committed(group);
+        this.checkpointOnceWorthIt(group.length);
       } catch (err) {
         const parts = this.refusedAlone(group, err);
         if (!parts) {
@@ -82,6 +93,14 @@ export class ResultWriter extends GroupCommitWriter {
 
   protected refusal(err: unknown): string | null {
     return sqliteRefusal(err);
+  }
+
+  /** Hands the checkpoints to their thread once the run has committed enough for them to stall its commits. */
+  private checkpointOnceWorthIt(outcomes: number): void {
+    this.outcomesCommitted += outcomes;
+    if (this.checkpointer || this.outcomesCommitted < RESULT_WRITER_DEFAULTS.checkpointerAfterOutcomes) return;
+    this.database.sqlite.pragma(`wal_autocheckpoint = ${RESULT_WRITER_DEFAULTS.walAutocheckpointPages}`);
+    this.checkpointer = startWalCheckpointer(this.database.file);
   }
 }
 

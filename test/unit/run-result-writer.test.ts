@@ -12,7 +12,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openDatabase, type Database } from '../../src/store/open.ts';
 import { createLedger } from '../../src/store/ledger.ts';
 import { acquireRunLock, LockLostError } from '../../src/store/run-lock.ts';
-import { ResultWriter } from '../../src/store/result-writer.ts';
+import { RESULT_WRITER_DEFAULTS, ResultWriter } from '../../src/store/result-writer.ts';
 import { DriftTally } from '../../src/operations/drift.ts';
 import type { ApiCallInfo } from '../../src/api/types.ts';
 import { credits, postRequest, postResponse } from '../support/db-fixtures.ts';
@@ -115,6 +115,26 @@ describe('ResultWriter', () => {
     expect(read<number>(`SELECT count(*) FROM tasks WHERE status = 'failed' AND retryable = 1`)).toBe(N / 3);
     expect(read<number>(`SELECT count(*) FROM api_calls`)).toBe((2 * N) / 3);
     await writer.close();
+  });
+
+  it('starts the checkpointer thread only once the run has committed checkpointerAfterOutcomes outcomes', async () => {
+    const N = RESULT_WRITER_DEFAULTS.checkpointerAfterOutcomes;
+    seed(N + 1);
+    const connection = open();
+    const writer = new ResultWriter(connection, 1, () => undefined);
+    const autocheckpoint = () => connection.sqlite.pragma('wal_autocheckpoint', { simple: true });
+    const fail = (i: number) => writer.failed({ id: i + 1, operation: 'post-details' }, 'SERVER_ERROR', 'HTTP 500', true, 1);
+    await Promise.all(Array.from({ length: N - 1 }, (_, i) => fail(i)));
+    // A short run: SQLite checkpoints on its own, and no thread was started for it.
+    expect(writer.checkpointing).toBe(false);
+    expect(autocheckpoint()).toBe(RESULT_WRITER_DEFAULTS.walAutocheckpointPagesAfter);
+    await fail(N - 1);
+    expect(writer.checkpointing).toBe(true);
+    expect(autocheckpoint()).toBe(RESULT_WRITER_DEFAULTS.walAutocheckpointPages);
+    await fail(N);
+    await writer.close();
+    expect(autocheckpoint()).toBe(RESULT_WRITER_DEFAULTS.walAutocheckpointPagesAfter);
+    expect(read<number>(`SELECT count(*) FROM tasks WHERE status = 'failed'`)).toBe(N + 1);
   });
 
   it('a commit that fails: the batch is rolled back whole, waiters are let go, nothing is written after', async () => {
