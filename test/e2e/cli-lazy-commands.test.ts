@@ -5,9 +5,13 @@
  * the files every start loads, and show here.
  */
 import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import { builtCliLoads, DIST } from '../support/bundle-loads.ts';
+import { openDatabase } from '../../src/store/open.ts';
+import { builtCliLoads, DIST, type BundleLoads } from '../support/bundle-loads.ts';
 
 const commandModules = (loaded: string[]) => loaded.filter((m) => m.startsWith('cli/commands/') && m !== 'cli/commands/index.ts');
 
@@ -28,6 +32,24 @@ describe('lazy commands', () => {
     const { stdout, sources } = await builtCliLoads(['status', '--help']);
     expect(stdout).toContain('--runs');
     expect(commandModules(sources)).toEqual(['cli/commands/status.ts']);
+  }, 60_000);
+
+  it('status loads the HTTP client only when an API URL and token are set, to ask the live balance', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'netingest-lazy-'));
+    try {
+      const db = join(dir, 'data.db');
+      openDatabase(db).close();
+      const httpClient = (loaded: BundleLoads) => [...loaded.sources.filter((m) => m.startsWith('api/client')), ...loaded.packages.filter((p) => p.startsWith('undici/'))];
+      const without = await builtCliLoads(['status', '--db', db], { NETINGEST_API_URL: '', NETINGEST_API_TOKEN: '' });
+      expect(without.stdout).toContain('Recent runs:');
+      expect(httpClient(without)).toEqual([]);
+      // A port nothing listens on: the balance cannot be had, and status still prints.
+      const asked = await builtCliLoads(['status', '--db', db], { NETINGEST_API_URL: 'http://127.0.0.1:1', NETINGEST_API_TOKEN: 'lazy-client-token-0001' });
+      expect(asked.stdout).toContain('Recent runs:');
+      expect(httpClient(asked)).toContain('api/client.ts');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   }, 60_000);
 });
 
