@@ -4,10 +4,30 @@
  * wall here, ~3% of its CPU). The files are as real; tmpfs only never reaches a disk. Forks and the processes they
  * start inherit TMPDIR; the folder is removed when the run ends.
  */
-import { accessSync, chmodSync, constants, mkdtempSync, rmSync } from 'node:fs';
+import { accessSync, chmodSync, constants, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 
 const TMPFS = '/dev/shm';
+const PREFIX = 'netingest-test-';
+
+/** Whether process `pid` lives (signal 0 asks without sending anything). */
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** Folders of runs killed before their teardown: tmpfs is memory, and a test cluster's data is ~1.5 GB by the end. */
+function removeAbandoned(): void {
+  for (const name of readdirSync(TMPFS)) {
+    if (!name.startsWith(PREFIX)) continue;
+    const pid = Number.parseInt(name.slice(PREFIX.length), 10);
+    if (Number.isInteger(pid) && pid !== process.pid && !alive(pid)) rmSync(join(TMPFS, name), { recursive: true, force: true });
+  }
+}
 
 export default function setup(): () => void {
   try {
@@ -15,7 +35,8 @@ export default function setup(): () => void {
   } catch {
     return () => undefined;
   }
-  const dir = mkdtempSync(join(TMPFS, 'netingest-test-'));
+  removeAbandoned();
+  const dir = mkdtempSync(join(TMPFS, `${PREFIX}${process.pid}-`));
   // As /tmp: tests that run a command as another user (uid 65534) make their folders in it.
   chmodSync(dir, 0o1777);
   const before = process.env['TMPDIR'];
