@@ -20,7 +20,7 @@ function alive(pid: number): boolean {
   }
 }
 
-/** Folders of runs killed before their teardown: tmpfs is memory, and a test cluster's data is ~1.5 GB by the end. */
+/** Folders of runs killed before their teardown: tmpfs is memory, and the test cluster's data reaches ~2.5 GB. */
 function removeAbandoned(): void {
   for (const name of readdirSync(TMPFS)) {
     if (!name.startsWith(PREFIX)) continue;
