@@ -18,11 +18,8 @@ export const RESULT_WRITER_DEFAULTS = {
   walAutocheckpointPagesAfter: 1000,
   /** Time between two PASSIVE checkpoints of the checkpointer thread (startWalCheckpointer). */
   checkpointIntervalMs: 200,
-  /**
-   * Outcomes committed before the checkpointer thread starts (about SQLite's own 1,000-page checkpoint of answers): the
-   * thread costs ~100 ms of CPU to start, which a run storing a few answers never wins back.
-   */
-  checkpointerAfterOutcomes: 256,
+  /** Calls handed over before the checkpointer thread starts: its ~100 ms of CPU a run of a few answers never wins back. */
+  checkpointerAfterCalls: 256,
 } as const;
 
 /**
@@ -32,7 +29,6 @@ export const RESULT_WRITER_DEFAULTS = {
  */
 export class ResultWriter extends GroupCommitWriter {
   private checkpointer: ReturnType<typeof startWalCheckpointer> | null = null;
-  private outcomesCommitted = 0;
   private readonly commit: (ops: readonly OutcomeOp[]) => void;
 
   constructor(
@@ -50,11 +46,6 @@ export class ResultWriter extends GroupCommitWriter {
     };
     const transaction = database.sqlite.transaction(writeAll);
     this.commit = lock ? (ops) => lock.whileHeld(() => writeAll(ops)) : (ops) => transaction.immediate(ops);
-  }
-
-  /** Whether the checkpointer thread was started (checkpointerAfterOutcomes). */
-  get checkpointing(): boolean {
-    return this.checkpointer !== null;
   }
 
   /** Commits what is gathered now; resolves once everything enqueued so far is committed (or the writer failed). */
@@ -78,7 +69,7 @@ export class ResultWriter extends GroupCommitWriter {
       try {
         this.commit(group);
         this.committed(group);
-        this.checkpointOnceWorthIt(group.length);
+        this.checkpointOnceWorthIt();
       } catch (err) {
         const parts = this.refusedAlone(group, err);
         if (!parts) {
@@ -95,10 +86,9 @@ export class ResultWriter extends GroupCommitWriter {
     return sqliteRefusal(err);
   }
 
-  /** Hands the checkpoints to their thread once the run has committed enough for them to stall its commits. */
-  private checkpointOnceWorthIt(outcomes: number): void {
-    this.outcomesCommitted += outcomes;
-    if (this.checkpointer || this.outcomesCommitted < RESULT_WRITER_DEFAULTS.checkpointerAfterOutcomes) return;
+  /** Hands the checkpoints to their thread once the run has written enough for them to stall its commits. */
+  private checkpointOnceWorthIt(): void {
+    if (this.checkpointer || this.calls < RESULT_WRITER_DEFAULTS.checkpointerAfterCalls) return;
     this.database.sqlite.pragma(`wal_autocheckpoint = ${RESULT_WRITER_DEFAULTS.walAutocheckpointPages}`);
     this.checkpointer = startWalCheckpointer(this.database.file);
   }

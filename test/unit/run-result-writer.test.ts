@@ -117,24 +117,22 @@ describe('ResultWriter', () => {
     await writer.close();
   });
 
-  it('starts the checkpointer thread only once the run has committed checkpointerAfterOutcomes outcomes', async () => {
-    const N = RESULT_WRITER_DEFAULTS.checkpointerAfterOutcomes;
+  it('hands the checkpoints to their thread only once checkpointerAfterCalls calls were handed over', async () => {
+    const N = RESULT_WRITER_DEFAULTS.checkpointerAfterCalls;
     seed(N + 1);
     const connection = open();
     const writer = new ResultWriter(connection, 1, () => undefined);
+    // The writer's setting while its thread checkpoints; SQLite's own (1,000 pages, on the committing connection) else.
     const autocheckpoint = () => connection.sqlite.pragma('wal_autocheckpoint', { simple: true });
-    const fail = (i: number) => writer.failed({ id: i + 1, operation: 'post-details' }, 'SERVER_ERROR', 'HTTP 500', true, 1);
-    await Promise.all(Array.from({ length: N - 1 }, (_, i) => fail(i)));
-    // A short run: SQLite checkpoints on its own, and no thread was started for it.
-    expect(writer.checkpointing).toBe(false);
+    const answer = (i: number) => writer.notFound({ id: i + 1, operation: 'post-details' }, { ...call(`/p/${i}`), status: 404 }, 1, null);
+    await Promise.all(Array.from({ length: N - 1 }, (_, i) => answer(i)));
     expect(autocheckpoint()).toBe(RESULT_WRITER_DEFAULTS.walAutocheckpointPagesAfter);
-    await fail(N - 1);
-    expect(writer.checkpointing).toBe(true);
+    await answer(N - 1);
     expect(autocheckpoint()).toBe(RESULT_WRITER_DEFAULTS.walAutocheckpointPages);
-    await fail(N);
+    await answer(N);
     await writer.close();
     expect(autocheckpoint()).toBe(RESULT_WRITER_DEFAULTS.walAutocheckpointPagesAfter);
-    expect(read<number>(`SELECT count(*) FROM tasks WHERE status = 'failed'`)).toBe(N + 1);
+    expect(read<number>(`SELECT count(*) FROM tasks WHERE status = 'not_found'`)).toBe(N + 1);
   });
 
   it('a commit that fails: the batch is rolled back whole, waiters are let go, nothing is written after', async () => {
