@@ -10,15 +10,14 @@ import { join } from 'node:path';
 const TMPFS = '/dev/shm';
 const PREFIX = 'netingest-test-';
 
-/** Whether process `pid` lives (signal 0 asks without sending anything). */
-function alive(pid: number): boolean {
+/** Whether process `pid` lives (signal 0 asks without sending anything; EPERM: another user's). */
+const alive = (pid: number): boolean => {
   try {
-    process.kill(pid, 0);
-    return true;
+    return process.kill(pid, 0);
   } catch (err) {
     return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
-}
+};
 
 /** Folders of runs killed before their teardown: tmpfs is memory, and the test cluster's data reaches ~2.5 GB. */
 function removeAbandoned(): void {
