@@ -137,12 +137,6 @@ export async function startPgCluster(options: { startTimeoutMs?: number; setting
 }
 
 /**
- * The cluster's connection that creates the test databases, one a process and URL: a connection costs the server a
- * backend's start (~30 ms of CPU on a slow machine), and the suite creates ~190 databases. Idle, it lets the process end.
- */
-const creators = new Map<string, pg.Pool>();
-
-/**
  * How a test database is copied: FILE_COPY (PostgreSQL 15+) copies the template's files, where the default (WAL_LOG)
  * writes each of its blocks to the WAL: 57 against 140-215 ms of server CPU a database, ~9% of `npm test`'s CPU.
  */
@@ -150,7 +144,26 @@ async function copyStrategy(pool: pg.Pool): Promise<string> {
   const { rows } = await pool.query<{ v: string }>('SHOW server_version_num');
   return Number(rows[0]?.v) >= 150000 ? ' STRATEGY FILE_COPY' : '';
 }
-const strategies = new Map<pg.Pool, Promise<string>>();
+
+/**
+ * The connection that creates the test databases, one a process and cluster: a connection costs the server a
+ * backend's start (~30 ms of CPU on a slow machine), and the suite creates ~190 databases. Idle, it lets the process end.
+ */
+const creators = new Map<string, { pool: pg.Pool; strategy: Promise<string> }>();
+
+function creatorOf(clusterUrl: string): { pool: pg.Pool; strategy: Promise<string> } {
+  let creator = creators.get(clusterUrl);
+  if (!creator) {
+    const pool = new pg.Pool({ connectionString: clusterUrl, max: 1, idleTimeoutMillis: 10_000, allowExitOnIdle: true });
+    // An idle connection whose cluster stopped (the suite's at its end, a bench's): ended without a word.
+    pool.on('error', () => undefined);
+    creator = { pool, strategy: copyStrategy(pool) };
+    // A cluster that could not be asked is asked again by the next call.
+    creator.strategy.catch(() => creators.delete(clusterUrl));
+    creators.set(clusterUrl, creator);
+  }
+  return creator;
+}
 
 /**
  * A new database on the cluster for one test file; its URL. Empty, or a copy of `template` (a database of the
@@ -158,18 +171,8 @@ const strategies = new Map<pg.Pool, Promise<string>>();
  */
 export async function createTestDatabase(clusterUrl: string, prefix = 'test', template?: string): Promise<string> {
   const name = `${prefix}_${process.pid}_${Math.random().toString(36).slice(2, 10)}`.toLowerCase().replace(/[^a-z0-9_]/g, '_');
-  let pool = creators.get(clusterUrl);
-  if (!pool) {
-    pool = new pg.Pool({ connectionString: clusterUrl, max: 1, idleTimeoutMillis: 10_000, allowExitOnIdle: true });
-    // An idle connection whose cluster was stopped (pg-cluster.test.ts stops its own): the next query connects anew.
-    pool.on('error', () => undefined);
-    creators.set(clusterUrl, pool);
-  }
-  const strategy = await (strategies.get(pool) ?? strategies.set(pool, copyStrategy(pool)).get(pool)!).catch((err: unknown) => {
-    strategies.delete(pool);
-    throw err;
-  });
-  await pool.query(`CREATE DATABASE "${name}"${template ? ` TEMPLATE "${template}"` : ''}${strategy}`);
+  const { pool, strategy } = creatorOf(clusterUrl);
+  await pool.query(`CREATE DATABASE "${name}"${template ? ` TEMPLATE "${template}"` : ''}${await strategy}`);
   const url = new URL(clusterUrl);
   url.pathname = `/${name}`;
   return url.toString();
