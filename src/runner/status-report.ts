@@ -28,7 +28,7 @@ export async function askLiveBalance(flags: Pick<StatusOptions, 'apiUrl' | 'toke
     if (err instanceof ConfigError) return null;
     throw err;
   }
-  // Imported only when asked: the HTTP client (undici) is a third of what `status` and `plan` load, ~50 ms of a start.
+  // Imported only when asked: the HTTP client (undici) is a third of what `status` and `plan` load, ~35 ms of a start.
   const { createApiClient } = await import('../api/client.ts');
   const client = createApiClient({ baseUrl: api.baseUrl, token: api.token });
   try {

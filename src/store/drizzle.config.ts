@@ -1,7 +1,6 @@
 /**
- * drizzle-kit configuration: `npm run db:generate` turns the schema into SQL migrations, once per engine: migrations/
- * for SQLite, and with NETINGEST_DIALECT=postgresql migrations/postgres/, each applied on opening a dataset of its
- * engine (each journal lists only its own folder's files). Paths are relative to the repository root.
+ * drizzle-kit configuration: `npm run db:generate` turns the schema into the SQL migrations applied on opening a dataset,
+ * once per engine: migrations/ for SQLite, migrations/postgres/ with NETINGEST_DIALECT=postgresql (paths from the root).
  */
 import { defineConfig } from 'drizzle-kit';
 

@@ -57,8 +57,7 @@ export class ResultWriter extends GroupCommitWriter {
   /** Commits what is left and stops the checkpointer thread. */
   async close(): Promise<void> {
     this.flush();
-    if (!this.checkpointer) return;
-    await this.checkpointer.close();
+    await this.checkpointer?.close();
     if (this.database.sqlite.open) this.database.sqlite.pragma(`wal_autocheckpoint = ${RESULT_WRITER_DEFAULTS.walAutocheckpointPagesAfter}`);
   }
 
@@ -69,7 +68,6 @@ export class ResultWriter extends GroupCommitWriter {
       try {
         this.commit(group);
         this.committed(group);
-        this.checkpointOnceWorthIt();
       } catch (err) {
         const parts = this.refusedAlone(group, err);
         if (!parts) {
@@ -80,6 +78,7 @@ export class ResultWriter extends GroupCommitWriter {
       }
     }
     release();
+    this.checkpointOnceWorthIt();
   }
 
   protected refusal(err: unknown): string | null {
@@ -88,9 +87,13 @@ export class ResultWriter extends GroupCommitWriter {
 
   /** Hands the checkpoints to their thread once the run has written enough for them to stall its commits. */
   private checkpointOnceWorthIt(): void {
-    if (this.checkpointer || this.calls < RESULT_WRITER_DEFAULTS.checkpointerAfterCalls) return;
-    this.database.sqlite.pragma(`wal_autocheckpoint = ${RESULT_WRITER_DEFAULTS.walAutocheckpointPages}`);
-    this.checkpointer = startWalCheckpointer(this.database.file);
+    if (this.checkpointer || this.error || this.calls < RESULT_WRITER_DEFAULTS.checkpointerAfterCalls) return;
+    try {
+      this.checkpointer = startWalCheckpointer(this.database.file);
+      this.database.sqlite.pragma(`wal_autocheckpoint = ${RESULT_WRITER_DEFAULTS.walAutocheckpointPages}`);
+    } catch {
+      // Only speed is lost, never a commit (this runs after them): SQLite goes on checkpointing on its own.
+    }
   }
 }
 
