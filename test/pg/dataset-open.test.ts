@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { afterAll, expect, it } from 'vitest';
 import { openStore } from '../../src/store/open-store.ts';
 import { knownMigrations } from '../../src/store/migration-state.ts';
+import { PG_MIGRATIONS_FOLDER } from '../../src/store/pg/open.ts';
 import { forEachEngine, type TestDb, type TestEngine } from './engines.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'netingest-dataset-open-'));
@@ -52,5 +53,24 @@ forEachEngine('opening a dataset', (engine) => {
     const future = knownMigrations().at(-1)!.folderMillis + 86_400_000;
     await db.run('INSERT INTO __drizzle_migrations (hash, created_at) VALUES (?, ?)', 'f'.repeat(64), future);
     expect(await refusals(db)).toEqual({ run: 'DB_TOO_NEW', read: 'DB_TOO_NEW' });
+  });
+
+  it.concurrent('upgrades in place a dataset its last migration is missing from: a reader is refused until a run opens it', async () => {
+    const db = await engine.open(dir, `older-${++datasets}.db`);
+    await db.create();
+    // What the last migration did, undone, and its record gone: the dataset of the release before it.
+    await db.run(engine.name === 'sqlite' ? 'ALTER TABLE runs DROP COLUMN job_rates'
+      : 'CREATE INDEX worker_task_leases_worker_idx ON worker_task_leases USING btree (worker_id)');
+    await db.run('DELETE FROM __drizzle_migrations WHERE created_at = (SELECT max(created_at) FROM __drizzle_migrations)');
+    const store = await openStore(db.locator);
+    // SQLite upgrades a file as it reads it (a reader of a PostgreSQL dataset may be a read-only role).
+    if (engine.name === 'postgres') expect(await store.read(async () => 'read').catch((err: { code?: unknown }) => err.code)).toBe('DB_NEEDS_MIGRATION');
+    const opened = await store.openRun({});
+    await opened.hold.release();
+    await opened.close();
+    expect(await db.count('SELECT count(*) FROM __drizzle_migrations')).toBe(knownMigrations(engine.name === 'sqlite' ? undefined : PG_MIGRATIONS_FOLDER).length);
+    expect(await store.read(async () => 'read')).toBe('read');
+    expect(await db.count(engine.name === 'sqlite' ? `SELECT count(*) FROM pragma_table_info('runs') WHERE name = 'job_rates'`
+      : `SELECT count(*) FROM pg_indexes WHERE indexname = 'worker_task_leases_worker_idx'`)).toBe(engine.name === 'sqlite' ? 1 : 0);
   });
 });
