@@ -6,25 +6,17 @@
  */
 import { accessSync, chmodSync, constants, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
+import { processExists } from '../src/store/run-lock.ts';
 
 const TMPFS = '/dev/shm';
 const PREFIX = 'netingest-test-';
-
-/** Whether process `pid` lives (signal 0 asks without sending anything; EPERM: another user's). */
-const alive = (pid: number): boolean => {
-  try {
-    return process.kill(pid, 0);
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-};
 
 /** Folders of runs killed before their teardown: tmpfs is memory, and the test cluster's data reaches ~2.5 GB. */
 function removeAbandoned(): void {
   for (const name of readdirSync(TMPFS)) {
     if (!name.startsWith(PREFIX)) continue;
     const pid = Number.parseInt(name.slice(PREFIX.length), 10);
-    if (Number.isInteger(pid) && pid !== process.pid && !alive(pid)) rmSync(join(TMPFS, name), { recursive: true, force: true });
+    if (Number.isInteger(pid) && pid !== process.pid && !processExists(pid)) rmSync(join(TMPFS, name), { recursive: true, force: true });
   }
 }
 

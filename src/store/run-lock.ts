@@ -234,7 +234,8 @@ function lockedMessage(file: string, held: LockRow, host: string): string {
   return `${holder}; wait for it to finish`;
 }
 
-function processExists(pid: number): boolean {
+/** Whether process `pid` lives (signal 0 asks without sending anything; EPERM: another user's, alive). */
+export function processExists(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;

@@ -276,15 +276,8 @@ async function runMain(args: string[]): Promise<{ code: number; stdout: string; 
   return { code, stdout, stderr };
 }
 
-/** Whether a process of this host is still there (signal 0 checks without sending). */
-export function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
+/** Whether a process of this host is still there: the store's own check. */
+export { processExists as processAlive } from '../../src/store/run-lock.ts';
 
 /** The pid of a process that has exited: a lock holder that is certainly dead (its pid not reused this soon). */
 export async function exitedPid(): Promise<number> {
