@@ -154,16 +154,15 @@ export async function openPgStore(url: string, options: PgStoreOptions = {}): Pr
 
 async function migrateLocked(client: pg.PoolClient, shownUrl: string): Promise<void> {
   await refuseNonUtf8(client, shownUrl);
-  const known = readMigrationFiles({ migrationsFolder: PG_MIGRATIONS_FOLDER });
-  // Up to date, as nearly every open finds it: no lock, no migrator (9 round trips). A migrator applies all it
-  // applies in one transaction, which this read sees whole or not at all; a newer build's is refused here.
-  if ((await checkSchemaState(client, shownUrl, known)) === known.length) return;
+  // Up to date, as nearly every open finds it: no lock, no migrator (9 round trips). A migrator applies all it applies
+  // in one transaction, which this read sees whole or not at all; a newer build's is refused here.
+  if ((await checkSchemaState(client, shownUrl)) === readMigrationFiles({ migrationsFolder: PG_MIGRATIONS_FOLDER }).length) return;
   // Session-level lock: held across the migrator's own transaction, released below or when the session ends.
   await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY.toString()]);
   try {
-    await checkSchemaState(client, shownUrl, known);
+    await checkSchemaState(client, shownUrl);
     await migrate(drizzle(client), { migrationsFolder: PG_MIGRATIONS_FOLDER, migrationsSchema: PG_SCHEMA, migrationsTable: DRIZZLE_MIGRATIONS_TABLE });
-    await client.query(RECORD_SCHEMA_VERSION_SQL.postgres, [schemaVersionOf(known)]);
+    await client.query(RECORD_SCHEMA_VERSION_SQL.postgres, [schemaVersionOf(readMigrationFiles({ migrationsFolder: PG_MIGRATIONS_FOLDER }))]);
   } finally {
     await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY.toString()]).catch(() => undefined);
   }
@@ -186,42 +185,28 @@ async function refuseNonUtf8(client: pg.PoolClient, shownUrl: string): Promise<v
 
 /** A reader's check: the schema is this build's, exactly (an older one is upgraded by a command that writes). */
 async function checkReadable(client: pg.PoolClient, shownUrl: string): Promise<void> {
-  const known = readMigrationFiles({ migrationsFolder: PG_MIGRATIONS_FOLDER });
-  const applied = await checkSchemaState(client, shownUrl, known);
+  const applied = await checkSchemaState(client, shownUrl);
   if (applied === null) throw new UsageError(`no netingest dataset in ${shownUrl}: nothing has run yet (see --db)`, 'DB_NOT_FOUND');
-  if (applied < known.length) {
-    throw new DatabaseError(
-      'DB_NEEDS_MIGRATION',
-      shownUrl,
-      `${shownUrl} holds a dataset of an older netingest: the next 'netingest run' on it upgrades it in place`,
-    );
+  if (applied < readMigrationFiles({ migrationsFolder: PG_MIGRATIONS_FOLDER }).length) {
+    throw new DatabaseError('DB_NEEDS_MIGRATION', shownUrl, `${shownUrl} holds a dataset of an older netingest: the next 'netingest run' on it upgrades it in place`);
   }
 }
 
-/**
- * The schema's tables and views, as information_schema.tables lists them (relkinds r, p, v, f) but read from pg_class:
- * that view's plan reads a dozen catalogs, 7 ms of a fresh session's start here against under 1.
- */
-const SCHEMA_TABLES = `SELECT c.relname AS name FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
-  WHERE n.nspname = $1 AND c.relkind IN ('r', 'p', 'v', 'f')`;
-
 /** Refuses another program's tables and a database a newer netingest migrated, before any change; migrations applied (null: empty schema). */
-async function checkSchemaState(client: pg.PoolClient, shownUrl: string, known: ReadonlyArray<{ hash: string }>): Promise<number | null> {
-  const tables = await client.query<{ name: string }>(SCHEMA_TABLES, [PG_SCHEMA]);
+async function checkSchemaState(client: pg.PoolClient, shownUrl: string): Promise<number | null> {
+  // information_schema.tables's kinds, read from pg_class: that view's plan reads a dozen catalogs (7 ms of a new session).
+  const tables = await client.query<{ name: string }>(`SELECT c.relname AS name FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+    WHERE n.nspname = $1 AND c.relkind IN ('r', 'p', 'v', 'f')`, [PG_SCHEMA]);
   const names = new Set(tables.rows.map((r) => r.name));
   if (names.size === 0) return null;
   if (!names.has(DRIZZLE_MIGRATIONS_TABLE)) {
-    throw new DatabaseError(
-      'DB_NOT_NETINGEST',
-      shownUrl,
-      `${shownUrl} holds tables of another program in schema ${PG_SCHEMA} but no netingest schema; choose another database`,
-    );
+    throw new DatabaseError('DB_NOT_NETINGEST', shownUrl, `${shownUrl} holds tables of another program in schema ${PG_SCHEMA} but no netingest schema; choose another database`);
   }
-  const hashes = new Set(known.map((m) => m.hash));
+  const known = new Set(readMigrationFiles({ migrationsFolder: PG_MIGRATIONS_FOLDER }).map((m) => m.hash));
   const applied = await client.query<{ hash: string; created_at: string }>(
     `SELECT hash, created_at FROM "${PG_SCHEMA}"."${DRIZZLE_MIGRATIONS_TABLE}" ORDER BY created_at`,
   );
-  const unknown = applied.rows.filter((r) => !hashes.has(r.hash));
+  const unknown = applied.rows.filter((r) => !known.has(r.hash));
   if (unknown.length > 0) {
     throw new DatabaseTooNewError(
       shownUrl,
