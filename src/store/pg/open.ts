@@ -213,7 +213,7 @@ async function checkSchemaState(client: pg.PoolClient, shownUrl: string): Promis
       unknown.map((m) => `${new Date(Number(m.created_at)).toISOString()} (${m.hash.slice(0, 12)})`),
     );
   }
-  return applied.rows.length;
+  return new Set(applied.rows.map((r) => r.hash)).size; // each known one applied, counted once
 }
 
 /**
