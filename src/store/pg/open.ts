@@ -156,7 +156,7 @@ async function migrateLocked(client: pg.PoolClient, shownUrl: string): Promise<v
   await refuseNonUtf8(client, shownUrl);
   // Up to date, as nearly every open finds it: no lock, no migrator (9 round trips). A migrator applies all it applies
   // in one transaction, which this read sees whole or not at all; a newer build's is refused here.
-  if ((await checkSchemaState(client, shownUrl)) === readMigrationFiles({ migrationsFolder: PG_MIGRATIONS_FOLDER }).length) return;
+  if ((await checkSchemaState(client, shownUrl)) === 0) return;
   // Session-level lock: held across the migrator's own transaction, released below or when the session ends.
   await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY.toString()]);
   try {
@@ -185,14 +185,14 @@ async function refuseNonUtf8(client: pg.PoolClient, shownUrl: string): Promise<v
 
 /** A reader's check: the schema is this build's, exactly (an older one is upgraded by a command that writes). */
 async function checkReadable(client: pg.PoolClient, shownUrl: string): Promise<void> {
-  const applied = await checkSchemaState(client, shownUrl);
-  if (applied === null) throw new UsageError(`no netingest dataset in ${shownUrl}: nothing has run yet (see --db)`, 'DB_NOT_FOUND');
-  if (applied < readMigrationFiles({ migrationsFolder: PG_MIGRATIONS_FOLDER }).length) {
+  const pending = await checkSchemaState(client, shownUrl);
+  if (pending === null) throw new UsageError(`no netingest dataset in ${shownUrl}: nothing has run yet (see --db)`, 'DB_NOT_FOUND');
+  if (pending > 0) {
     throw new DatabaseError('DB_NEEDS_MIGRATION', shownUrl, `${shownUrl} holds a dataset of an older netingest: the next 'netingest run' on it upgrades it in place`);
   }
 }
 
-/** Refuses another program's tables and a database a newer netingest migrated, before any change; migrations applied (null: empty schema). */
+/** Refuses another program's tables and a database a newer netingest migrated, before any change; migrations pending (null: empty schema). */
 async function checkSchemaState(client: pg.PoolClient, shownUrl: string): Promise<number | null> {
   // information_schema.tables's kinds, read from pg_class: that view's plan reads a dozen catalogs (7 ms of a new session).
   const tables = await client.query<{ name: string }>(`SELECT c.relname AS name FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
@@ -213,7 +213,7 @@ async function checkSchemaState(client: pg.PoolClient, shownUrl: string): Promis
       unknown.map((m) => `${new Date(Number(m.created_at)).toISOString()} (${m.hash.slice(0, 12)})`),
     );
   }
-  return new Set(applied.rows.map((r) => r.hash)).size; // each known one applied, counted once
+  return known.size - new Set(applied.rows.map((r) => r.hash)).size; // each applied one counted once: all are known
 }
 
 /**
