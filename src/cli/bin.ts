@@ -4,9 +4,8 @@ import { setFlagsFromString } from 'node:v8';
 import { main } from './main.ts';
 import { catchStopSignals } from './stop-signals.ts';
 
-// undici reads HTTP with llhttp compiled to WebAssembly, and V8 recompiles its parser with TurboFan once it has run a
-// little: ~0.3 s of CPU here, which a command's exit then waits for. Liftoff's code reads a few hundred answers a
-// second with no visible cost. Set before the first connection compiles the module.
+// undici's HTTP parser is WebAssembly, which V8 recompiles with TurboFan once warm: ~0.3 s of CPU that a command's
+// exit waits for. Liftoff's code reads answers at any API rate alike. Set before the first connection compiles it.
 setFlagsFromString('--liftoff-only');
 
 /**
