@@ -16,6 +16,7 @@ import { describe, expect, it } from 'vitest';
 import { mkdirSync, readFileSync, readdirSync, readlinkSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ROOT, canRunAsOtherUser, useUnwritableFolder, writeAsARunWould } from './read-unwritable-helpers.ts';
+import { waitFor } from '../support/run-helpers.ts';
 
 /** Rows of the job's input: over a megabyte, which plan reads in many 64 KiB chunks, for a second or so. */
 const INPUT_ROWS = 30_000;
@@ -32,15 +33,12 @@ async function stopWhileReading(pid: number, file: string, ended: () => boolean)
   // Within the test's time: a poll left running after a failure would go on in this fork (isolate: false), where a
   // later file's fake timers take it up as an endless timer loop.
   const deadline = Date.now() + 20_000;
-  const pastDeadline = () => {
+  while (!ended()) {
     if (Date.now() > deadline) throw new Error(`process ${pid} was neither stopped mid-read nor ended within 20 s`);
-    return false;
-  };
-  while (!ended() && !pastDeadline()) {
     if (fdsOn(pid, file).length > 0) {
       process.kill(pid, 'SIGSTOP');
       // T: stopped by the signal; t: the same under a tracer (strace, a debugger).
-      while (!ended() && !pastDeadline() && !/^\d+ \(.*\) [Tt] /.test(readProc(`/proc/${pid}/stat`))) await sleep(1);
+      await waitFor(() => ended() || /^\d+ \(.*\) [Tt] /.test(readProc(`/proc/${pid}/stat`)), deadline - Date.now(), `process ${pid} to stop`);
       // Stopped, its file offsets hold still. The input stream reads with read(2), which moves the offset: one
       // short of the end means rows are left. The header peek reads with pread(2): offset 0, before the end too.
       const offsets = fdsOn(pid, file).map((fd) => Number(/^pos:\s+(\d+)/m.exec(readProc(`/proc/${pid}/fdinfo/${fd}`))?.[1] ?? size));
