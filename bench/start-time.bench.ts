@@ -1,7 +1,7 @@
 /**
- * Start-up time of the installed executable (dist/bin.js, built first): `netingest --help`, `--version`,
- * and a run's fixed cost from spawn to its first API call (on an existing database, as nightly; a new one too) and to its exit,
- * each the median of fresh processes, against `node -e 0` measured in the same rounds. The sources through
+ * Start-up time of the installed executable (dist/bin.js, built first): `netingest --help`, `--version`, and a
+ * run's fixed cost from spawn to its first API call (on an existing database, as nightly; a new one too) and to its
+ * exit, each the median of fresh processes, against `node -e 0` measured in the same rounds. The sources through
  * tsx (`node src/cli/bin.mjs --help`) are shown beside them for context.
  */
 import { execFileSync, spawn } from 'node:child_process';
