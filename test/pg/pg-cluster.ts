@@ -84,6 +84,28 @@ function signalPostmaster(data: string, signal: NodeJS.Signals): boolean {
   }
 }
 
+/**
+ * Stops a cluster once this process is gone, however it ended (SIGKILL, a crash, a bench whose output went to `head`):
+ * a shell waits on a pipe only this process holds, whose end comes with its exit, then shuts the server down fast
+ * (SIGINT; SIGKILL after 10 s) and deletes `dir`. Before, each such end left a server running and its folder behind.
+ * Detached, so that a terminal's ^C does not end it first. `stop()` kills it before stopping the server itself.
+ */
+export function startReaper(pidFile: string, dir: string): ChildProcess {
+  const script = `read -r _
+pid=$(head -n 1 "$1" 2>/dev/null)
+if [ -n "$pid" ] && kill -INT "$pid" 2>/dev/null; then
+  i=0
+  while kill -0 "$pid" 2>/dev/null && [ "$i" -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+  kill -KILL "$pid" 2>/dev/null
+fi
+rm -rf "$2"`;
+  const reaper = spawn('sh', ['-c', script, 'netingest-pg-reaper', pidFile, dir], { stdio: ['pipe', 'ignore', 'ignore'], detached: true });
+  // Neither the shell nor its pipe keeps this process alive: the pipe's end at exit is the signal.
+  reaper.unref();
+  (reaper.stdin as unknown as { unref(): void }).unref();
+  return reaper;
+}
+
 /** The cluster's one role that must give a password (none exists until a test creates it). */
 export const PASSWORD_ROLE = 'netingest_pw';
 
@@ -109,12 +131,14 @@ export async function startPgCluster(options: { startTimeoutMs?: number; setting
     '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off', '-c', 'max_connections=200', ...(options.settings ?? []).flatMap((s) => ['-c', s])];
   const [cmd, args] = asServerUser(join(bin, 'postgres'), ['-D', data, '-p', String(port), ...settings]);
   const child = spawn(cmd, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+  const reaper = startReaper(join(data, 'postmaster.pid'), dir);
   let output = '';
   child.stderr?.on('data', (chunk: Buffer) => {
     output = (output + chunk.toString()).slice(-4_000);
   });
   const url = `postgres://${SUPERUSER}@127.0.0.1:${port}/postgres`;
   const stop = async () => {
+    reaper.kill('SIGKILL');
     if (child.exitCode === null) {
       const exited = new Promise((r) => child.once('exit', r));
       // runuser does not pass SIGINT on, so the postmaster itself is told: SIGINT is its "fast shutdown".
