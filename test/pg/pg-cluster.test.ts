@@ -37,12 +37,18 @@ describe('a cluster whose process is killed', () => {
     const owner = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e',
       `const { startReaper } = await import(${JSON.stringify(module)}); startReaper(${JSON.stringify(join(dir, 'postmaster.pid'))}, ${JSON.stringify(dir)}); console.log('ready'); setInterval(() => {}, 1e6);`,
     ], { stdio: ['ignore', 'pipe', 'inherit'] });
-    await new Promise<void>((resolve, reject) => {
-      owner.stdout.on('data', (chunk: Buffer) => chunk.toString().includes('ready') && resolve());
-      owner.once('exit', (code) => reject(new Error(`the owner exited with ${code} before its reaper was up`)));
-    });
-    owner.kill('SIGKILL');
-    expect(await ended).toBe('SIGINT');
-    await waitFor(() => !existsSync(dir), 10_000, 'the cluster\'s folder deleted');
+    try {
+      await new Promise<void>((resolve, reject) => {
+        owner.stdout.on('data', (chunk: Buffer) => chunk.toString().includes('ready') && resolve());
+        owner.once('exit', (code) => reject(new Error(`the owner exited with ${code} before its reaper was up`)));
+      });
+      owner.kill('SIGKILL');
+      expect(await ended).toBe('SIGINT');
+      await waitFor(() => !existsSync(dir), 10_000, 'the cluster\'s folder deleted');
+    } finally {
+      // A failure leaves neither process behind (no-ops once they ended).
+      owner.kill('SIGKILL');
+      server.kill('SIGKILL');
+    }
   });
 });
