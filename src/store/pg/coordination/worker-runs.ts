@@ -23,6 +23,8 @@ export function liveRunSql(r: string): string {
 /** Every run still marked running, and whether it is live: for `status`, which only reads. */
 export const RUNNING_RUNS_LIVENESS_SQL = `SELECT r.id, ${liveRunSql('r')} AS live FROM runs r WHERE r.status = 'running'`;
 
+const ANY_RUNNING_SQL = `SELECT 1 FROM runs WHERE status = 'running' LIMIT 1`;
+
 // Taken for the start of a run: two workers starting at once see each other (one joins the other's run).
 const START_LOCK = `SELECT pg_advisory_xact_lock(hashtextextended('netingest.worker_runs', 0))`;
 
@@ -45,8 +47,11 @@ export interface WorkerRunStart {
 export async function startWorkerRun(pool: pg.Pool, start: WorkerRunStart): Promise<{ runId: number; runKey: string; abandoned: number[] }> {
   return inPgTransaction(pool, async (client) => {
     await client.query(START_LOCK);
-    const abandoned = await closeAbandoned(client);
-    const joined = start.runKey ?? (await liveRunKey(client, start.jobs));
+    // Nearly every start finds no run marked running (the last one ended): then there is nothing to close or join, and
+    // the new session skips the two statements over pg_locks and pg_stat_activity (12-18 ms of its catalog reads here).
+    const anyRunning = (await client.query(ANY_RUNNING_SQL)).rows.length > 0;
+    const abandoned = anyRunning ? await closeAbandoned(client) : [];
+    const joined = start.runKey ?? (anyRunning ? await liveRunKey(client, start.jobs) : null);
     const { rows } = await client.query<{ id: string }>(`INSERT INTO runs (jobs, started_at, status, pid, host)
       VALUES ($1::jsonb, $2, 'running', $3, $4) RETURNING id`, [JSON.stringify(start.jobs), start.at, start.pid, start.host]);
     const runId = Number(rows[0]!.id);
