@@ -22,8 +22,9 @@ export function* statusReads(recentRuns = 10) {
   const lock = yield* runLockReads();
   const open = new Map<number, { run: UnfinishedRun; figures: UnfinishedRunFigures }>();
   for (const run of yield* unfinishedRunsReads()) open.set(run.id, { run, figures: yield* measureUnfinishedRunReads(run) });
-  // PostgreSQL: a run is live while its worker's session holds the dataset lock, on any host (read after the runs).
-  const live = new Map((yield* rows<{ id: number | string; live: boolean }>(RUNNING_RUNS_LIVENESS, []))
+  // PostgreSQL: a run is live while its worker's session holds the dataset lock, on any host (read after the runs;
+  // not at all when none is unfinished, as nearly always: the read joins catalogs a new session reads cold).
+  const live = new Map(open.size === 0 ? [] : (yield* rows<{ id: number | string; live: boolean }>(RUNNING_RUNS_LIVENESS, []))
     .map((r) => [Number(r.id), r.live]));
   const running = (run: UnfinishedRun) => live.get(run.id) ?? isLockHolder(run, lock);
 
