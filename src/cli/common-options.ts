@@ -1,6 +1,7 @@
 import { normalize } from 'node:path';
 import type { Argv } from 'yargs';
 import { DATABASE_URL_ENV, DEFAULT_DB, locateDataset } from '../store/locator.ts';
+import { UsageError } from '../errors.ts';
 
 /** Where a command writes: injectable so tests can capture output without spawning a process. */
 export interface CommandIO {
@@ -39,6 +40,22 @@ export function withDb<T>(y: Argv<T>, whenMissing: keyof typeof DB_DESCRIPTIONS 
 export function datasetOption(db: string | undefined): string {
   const location = locateDataset({ db });
   return location.engine === 'postgres' ? location.url : normalize(location.file);
+}
+
+/**
+ * A file to write (`--out`, `--invalid-out`), normalized. Empty (`--out` given no value, `--out "$UNSET_VAR"`) is
+ * refused: normalized it names the current folder, and a default in its place writes where nobody asked.
+ */
+export function outputFileOption(flag: string, describe: string) {
+  return {
+    type: 'string',
+    describe,
+    coerce: (value: string | undefined) => {
+      if (value === undefined) return value;
+      if (value.trim() === '') throw new UsageError(`${flag} is empty: name the file to write`);
+      return normalize(value);
+    },
+  } as const;
 }
 
 /** `--api-url` and `--token-file`, for commands that call the API. */

@@ -8,6 +8,7 @@ import { invalidOutPath, writeInvalidRows } from '../export/invalid-rows-out.ts'
 import { assertOutputIsNotInput, jobInputs } from '../export/output-is-not-input.ts';
 import { openStore } from '../store/open-store.ts';
 import { stderrNotice, withStopSignals } from './signals.ts';
+import { outputFileOption } from './common-options.ts';
 
 /** The jobs named, or all with --all (broken files in `broken`); throws if none loads or two share a name (their ledger rows would mix). */
 export async function loadJobs(paths: string[], all: boolean, jobsDir: string) {
@@ -22,11 +23,10 @@ export async function loadJobs(paths: string[], all: boolean, jobsDir: string) {
 }
 
 /** `--invalid-out <file>` of `plan` and `run`. */
-export const INVALID_OUT_OPTION = {
-  type: 'string',
-  normalize: true,
-  describe: "write every invalid input row (the input's columns, netingest_line, netingest_reason) to this CSV; with several jobs, <name>.<job>.csv each",
-} as const;
+export const INVALID_OUT_OPTION = outputFileOption(
+  '--invalid-out',
+  "write every invalid input row (the input's columns, netingest_line, netingest_reason) to this CSV; with several jobs, <name>.<job>.csv each",
+);
 
 /** Refuses up front an `--invalid-out` the jobs read: `run` writes it only after its last call, too late to refuse. */
 export async function checkInvalidOut(jobs: readonly Job[], out: string | undefined, db: string): Promise<void> {

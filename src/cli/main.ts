@@ -37,7 +37,8 @@ export async function main(argv: string[], io: CommandIO = { stdout: process.std
     await parser.parseAsync();
     return exitCode;
   } catch (err) {
-    if (err instanceof UsageFailure) {
+    // yargs' own errors (YError) are usage errors: a flag's coerce refusing its value reaches here as one.
+    if (err instanceof UsageFailure || (err instanceof Error && err.name === 'YError')) {
       io.stderr.write(`netingest: ${err.message}\nRun 'netingest --help' for usage.\n`);
       return EXIT.usage;
     }

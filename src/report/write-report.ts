@@ -1,6 +1,8 @@
 /** `netingest report`: one snapshot's figures and the live balance, written atomically, its path kept for `status`. */
 import { resolve } from 'node:path';
 import { writeOutput } from '../export/write-output.ts';
+import { assertOutputIsAFile } from '../export/output-sink.ts';
+import { assertOutputIsNotInput } from '../export/output-is-not-input.ts';
 import { openStore } from '../store/open-store.ts';
 import { reportFiguresReads } from '../store/readers/report-figures.ts';
 import { LAST_REPORT_KEY } from '../store/status.ts';
@@ -45,6 +47,9 @@ export type WrittenReport = Awaited<ReturnType<typeof writeReport>>;
 
 /** Writes the page to `outFile` (a temporary file beside it, renamed, as an export's) and remembers its path. */
 export async function writeReport(options: ReportOptions & { outFile: string }) {
+  // Refused before anything is read: the page renamed onto the database (or its -wal) would destroy the dataset.
+  assertOutputIsAFile(options.outFile);
+  assertOutputIsNotInput(options.outFile, (await openStore(options.db)).files.map((path) => ({ path, what: 'database' })));
   const { figures, shownDataset } = await gatherFigures(options);
   // Loaded here: `--json` draws nothing and need not load the charting library.
   const { renderPage } = await import('./page.ts');

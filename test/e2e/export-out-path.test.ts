@@ -65,6 +65,15 @@ describe('an --out that is an input, reached another way, is refused (exit 2, OU
     expect(readFileSync(csv, 'utf8')).toMatch(/^post_url\n/);
   });
 
+  it("report: the database and its -wal, the page's default name aside", async () => {
+    for (const out of [join(linked, 'data.db'), `${db}-wal`]) {
+      const streams = io();
+      expect(await main(['report', '--db', db, '--out', out], streams)).toBe(2);
+      expect(streams.text()).toMatch(/is the database: writing there would destroy it.*\[OUT_IS_INPUT\]/);
+    }
+    expect(isDatabase(db)).toBe(true);
+  });
+
   it('another file in the linked folder is written as usual', async () => {
     const out = join(linked, 'posts-export.csv');
     expect(await main(['export', 'posts', '--db', db, '--out', out], io())).toBe(0);
@@ -113,6 +122,23 @@ describe('an --out that names a folder is refused before anything is read (exit 
     const streams = io();
     expect(await main(['enrich', job, '--db', db, '--out', out], streams)).toBe(2);
     expect(streams.text()).toMatch(/\[OUTPUT_UNWRITABLE\]/);
+  });
+});
+
+describe('an empty output flag (given no value, or an unset variable) is refused, naming the flag (exit 2)', () => {
+  it.each([
+    ['report', ['report', '--out']],
+    ['export', ['export', 'posts', '--out', '']],
+    ['changes', ['changes', '--out']],
+    ['enrich', ['enrich', 'some-job', '--out', ' ']],
+    ['plan', ['plan', 'some-job.json', '--invalid-out', '']],
+  ])('%s', async (_command, args) => {
+    const streams = io();
+    const before = readdirSync(process.cwd());
+    expect(await main([...args, '--db', db], streams)).toBe(2);
+    expect(streams.text()).toMatch(/--(invalid-)?out is empty: name the file to write/);
+    // Not the default page nor a file in the current folder.
+    expect(readdirSync(process.cwd())).toEqual(before);
   });
 });
 

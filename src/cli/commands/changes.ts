@@ -1,4 +1,4 @@
-import { BOM_OPTION, datasetOption, defineCommand, ESCAPE_FORMULAS_OPTION, withDb } from '../common-options.ts';
+import { BOM_OPTION, datasetOption, defineCommand, ESCAPE_FORMULAS_OPTION, outputFileOption, withDb } from '../common-options.ts';
 import { QUERY_FORMATS, runQuery } from '../../export/query.ts';
 import { UsageError } from '../../errors.ts';
 import { plural } from '../../plural.ts';
@@ -14,7 +14,7 @@ export const changesCommand = defineCommand({
       .option('job', { type: 'string', describe: "only the changes made by this job's answers" })
       .option('entity', { choices: HISTORY_ENTITIES, describe: 'only changes of one kind of thing' })
       .option('format', { choices: QUERY_FORMATS, describe: 'table, csv or jsonl (default: table on a terminal, else csv)' })
-      .option('out', { type: 'string', describe: 'write to this file (csv or jsonl), atomically, instead of stdout' })
+      .option('out', outputFileOption('--out', 'write to this file (csv or jsonl), atomically, instead of stdout'))
       .option('bom', BOM_OPTION)
       .option('escape-formulas', ESCAPE_FORMULAS_OPTION)
       .example('$0 changes', 'what last night changed')

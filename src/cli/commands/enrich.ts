@@ -1,4 +1,4 @@
-import { datasetOption, defineCommand, ESCAPE_FORMULAS_OPTION, withDb } from '../common-options.ts';
+import { datasetOption, defineCommand, ESCAPE_FORMULAS_OPTION, outputFileOption, withDb } from '../common-options.ts';
 import { ENRICH_DEFAULTS, enrichJob } from '../../export/enrich.ts';
 import { ENRICH_ROW_MODES } from '../../export/enrich-layout.ts';
 import { EXPORT_FORMATS } from '../../export/row-encoders.ts';
@@ -10,7 +10,7 @@ export const enrichCommand = defineCommand({
   builder: (y) =>
     withDb(y)
       .positional('job', { type: 'string', demandOption: true, normalize: true, describe: 'job file (.json or .ts)' })
-      .option('out', { type: 'string', normalize: true, demandOption: true, describe: 'file to write (replaced whole at the end)' })
+      .option('out', { ...outputFileOption('--out', 'file to write (replaced whole at the end)'), demandOption: true })
       .option('format', { choices: EXPORT_FORMATS, default: 'csv' as const, describe: 'csv (header row, RFC 4180) or jsonl' })
       .option('rows', {
         choices: ENRICH_ROW_MODES,

@@ -1,4 +1,4 @@
-import { BOM_OPTION, datasetOption, defineCommand, ESCAPE_FORMULAS_OPTION, withDb } from '../common-options.ts';
+import { BOM_OPTION, datasetOption, defineCommand, ESCAPE_FORMULAS_OPTION, outputFileOption, withDb } from '../common-options.ts';
 import { UsageError } from '../../errors.ts';
 import { exportSql, exportTable, type ExportResult } from '../../export/export-table.ts';
 import { EXPORT_FORMATS } from '../../export/row-encoders.ts';
@@ -14,7 +14,7 @@ export const exportCommand = defineCommand({
       .positional('table', { type: 'string', describe: 'table or view to export (see --list)' })
       .option('sql', { type: 'string', describe: 'export the rows of this read-only SELECT instead of a table' })
       .option('format', { choices: EXPORT_FORMATS, default: 'csv' as const, describe: 'csv (header row, RFC 4180) or jsonl' })
-      .option('out', { type: 'string', normalize: true, describe: 'file to write (replaced whole at the end); default stdout' })
+      .option('out', outputFileOption('--out', 'file to write (replaced whole at the end); default stdout'))
       .option('since', {
         type: 'string',
         describe:

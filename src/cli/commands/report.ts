@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { datasetOption, defineCommand, withApi, withDb } from '../common-options.ts';
+import { datasetOption, defineCommand, outputFileOption, withApi, withDb } from '../common-options.ts';
 import { numberFlag, numberOption } from '../number-flags.ts';
 import { gatherFigures, REPORT_DEFAULTS, writeReport } from '../../report/write-report.ts';
 
@@ -11,7 +11,7 @@ const RATE_RULE = z.number().positive();
 export const reportCommand = defineCommand({
   builder: (y) =>
     withApi(withDb(y))
-      .option('out', { type: 'string', default: REPORT_DEFAULTS.outFile, describe: 'the HTML file to write (replaced atomically)' })
+      .option('out', { ...outputFileOption('--out', 'the HTML file to write (replaced atomically)'), defaultDescription: REPORT_DEFAULTS.outFile })
       .option('days', { ...numberOption('draw the runs of the last this many days'), default: String(REPORT_DEFAULTS.days) })
       .option('forecast-days', { ...numberOption('days of tasks coming due to show'), default: String(REPORT_DEFAULTS.forecastDays) })
       .option('rate', { ...numberOption('the calls per minute assumed for a run that did not record its jobs\' rates (made by an earlier release)'), default: String(REPORT_DEFAULTS.configuredPerMinute) })
@@ -32,7 +32,7 @@ export const reportCommand = defineCommand({
       io.stdout.write(JSON.stringify(figures, null, 2) + '\n');
       return 0;
     }
-    const written = await writeReport({ ...options, outFile: argv.out });
+    const written = await writeReport({ ...options, outFile: argv.out ?? REPORT_DEFAULTS.outFile });
     io.stdout.write(`Report written: ${written.path} (${Math.ceil(written.bytes / 1024)} KB)\n${written.figures.headline.action}\n`);
     if (written.notRecorded) io.stderr.write(`warning: the report's path is not remembered for \`netingest status\`: ${written.notRecorded}\n`);
     return 0;
