@@ -3,7 +3,7 @@
  * PostgreSQL; a file path or nothing keeps SQLite. Parses and validates only.
  */
 import { UsageError } from '../errors.ts';
-import { hasAtAfterAuthority, isPostgresUrl, redactDatabaseUrl } from './pg/database-url.ts';
+import { hasAtAfterAuthority, isPostgresUrl, looksLikeMistypedUrl, redactDatabaseUrl } from './pg/database-url.ts';
 
 export const DATABASE_URL_ENV = 'NETINGEST_DATABASE_URL';
 
@@ -53,6 +53,9 @@ function fromDbOption(db: string, flag: string): DatasetLocation {
   if (scheme) {
     throw new UsageError(`${flag} ${redactDatabaseUrl(db)}: ${scheme[1]}:// is not a database netingest can use; give a SQLite file path or a postgres:// URL`);
   }
+  if (looksLikeMistypedUrl(db)) {
+    throw new UsageError(`${flag} ${redactDatabaseUrl(db)}: not a postgres:// URL (postgres://user:password@host:5432/database), and not taken for a SQLite file's path`);
+  }
   return { engine: 'sqlite', file: db };
 }
 
@@ -69,6 +72,10 @@ function postgresLocation(url: string, source: string): DatasetLocation {
   const parsed = noHost ? urlOrNull(`${noHost[1]!}host-parameter${url.slice(noHost[1]!.length)}`) : urlOrNull(url);
   if (!parsed) throw notValid;
   if ((noHost || !parsed.hostname) && !parsed.searchParams.get('host')) throw invalid('names no host');
+  // node-postgres decodes them as it connects: a stray `%` would stop it there with "URI malformed".
+  if (![parsed.username, parsed.password, parsed.pathname].every(decodes)) {
+    throw invalid('holds a % not followed by two hex digits (write a % in the user, password or database name as %25)');
+  }
   const database = decodeURIComponent(parsed.pathname.replace(/^\//, ''));
   if (!database) throw invalid('names no database (postgres://host:5432/<database>)');
   if (database.includes('/')) throw invalid(`"${database}" is not a database name`);
@@ -76,5 +83,14 @@ function postgresLocation(url: string, source: string): DatasetLocation {
   if (sslmode !== null && !SSL_MODES.has(sslmode)) throw invalid(`sslmode=${sslmode} is not one of ${[...SSL_MODES].join(', ')}`);
   return { engine: 'postgres', url, shownUrl };
 }
+
+const decodes = (part: string): boolean => {
+  try {
+    decodeURIComponent(part);
+    return true;
+  } catch {
+    return false;
+  }
+};
 
 const urlOrNull = (text: string): URL | null => (URL.canParse(text) ? new URL(text) : null);

@@ -63,6 +63,26 @@ describe('locateDataset', () => {
     }
   });
 
+  it('refuses a PostgreSQL URL mistyped or without its scheme, which a SQLite path would make a new, empty dataset of', () => {
+    for (const db of ['postgres:/u:hunter2@h:5432/db', 'postgresql:u:hunter2@h/db', 'postgres//u:hunter2@h/db', 'postgres/u:hunter2@h/db', 'u:hunter2@h/db']) {
+      const message = refusal({ db, env: noEnv }).message;
+      expect(message).toMatch(/not a postgres:\/\/ URL .*not taken for a SQLite file's path/);
+      expect(message).not.toContain('hunter2');
+    }
+    // The same with no `//`, from the environment: refused, its password hidden.
+    const fromEnv = refusal({ env: { [DATABASE_URL_ENV]: 'postgres:/u:hunter2@h/db' } }).message;
+    expect(fromEnv).toContain('got postgres:***@h/db');
+    expect(refusal({ env: { [DATABASE_URL_ENV]: 'u:hunter2@h/db' } }).message).not.toContain('hunter2');
+  });
+
+  it('refuses a stray % in the user, password or database name, which the driver would stop on as "URI malformed"', () => {
+    for (const db of ['postgres://u:hunter2@h/pw%zzdb', 'postgres://u:hun%zzter2@h/db', 'postgres://u%z:hunter2@h/db']) {
+      const message = refusal({ db, env: noEnv }).message;
+      expect(message).toMatch(/holds a % not followed by two hex digits/);
+      expect(message).not.toContain('hunter2');
+    }
+  });
+
   // RFC 3986's reserved characters, and the two a password generator likes besides; written unencoded, as a
   // user pastes a generated password.
   const RESERVED = [...":/?#[]@!$&'()*+,;=", '%', ' '];

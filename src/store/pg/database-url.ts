@@ -10,7 +10,7 @@ const PASSWORD_PARAMETER = new RegExp(`([?&]password=)${PARAMETER_VALUE.source}`
 
 export function redactDatabaseUrl(url: string): string {
   const slashes = url.indexOf('//');
-  if (slashes < 0) return hidePasswordParameter(url);
+  if (slashes < 0) return hideUserPart(url);
   const head = url.slice(0, slashes + 2);
   const rest = url.slice(slashes + 2);
   const end = authorityEnd(rest);
@@ -29,6 +29,17 @@ export function redactDatabaseUrl(url: string): string {
   return `${head}${shownUser}@${hidePasswordParameter(rest.slice(at + 1))}`;
 }
 
+/**
+ * A value with no `//` (`postgres:/user:pw@host/db`, `user:pw@host/db`): which part is the password cannot be told, so
+ * everything up to the last `@` is hidden but a leading scheme.
+ */
+function hideUserPart(text: string): string {
+  const at = text.lastIndexOf('@');
+  if (at < 0) return hidePasswordParameter(text);
+  const scheme = /^[a-z][a-z0-9+.-]*:/i.exec(text.slice(0, at))?.[0] ?? '';
+  return `${scheme}${HIDDEN}@${hidePasswordParameter(text.slice(at + 1))}`;
+}
+
 /** Whether an `@` follows the host part: a password with an unencoded `/`, `?` or `#`, which a URL parser misreads. */
 export function hasAtAfterAuthority(url: string): boolean {
   const slashes = url.indexOf('//');
@@ -45,6 +56,14 @@ function authorityEnd(rest: string): number {
 
 function hidePasswordParameter(text: string): string {
   return text.replace(PASSWORD_PARAMETER, `$1${HIDDEN}`);
+}
+
+/**
+ * Whether `value` is a PostgreSQL URL mistyped (`postgres:/`, `postgresql//`) or without its scheme (a `user:pw@host`
+ * part): taken for a SQLite file's path, it would make a new, empty dataset and pay again for every task.
+ */
+export function looksLikeMistypedUrl(value: string): boolean {
+  return /^postgres(ql)?(:|\/\/)/i.test(value.trim()) || /(^|\/)[^/]*:[^/]*@/.test(value);
 }
 
 /** Whether `value` names a PostgreSQL database (the schemes libpq and node-postgres take). */
