@@ -42,7 +42,7 @@ export type Charge = CreditCounters | 'unread' | null;
 
 /**
  * Keeps a run within the reserve and its cap: each call reserves its estimated cost before it is sent, so calls in flight
- * count before they are billed. Until counters show the balance and cost, calls go one at a time unless seeded.
+ * count before they are billed. Until counters show the balance and the operation's cost, calls go one at a time.
  */
 export class CreditGuard {
   /** Protected: a guard sharing its account across workers reserves by them too. */
@@ -56,6 +56,12 @@ export class CreditGuard {
   /** The highest cost learned for each operation (costs of earlier runs included): what an unread answer is charged. */
   private readonly highestCost = new Map<Operation, number>();
   private readonly readableAnswers = new Map<Operation, number>();
+  /**
+   * Whether an unknown cost goes one call at a time even with the balance read before the run: the service publishes
+   * no prices, and 16 calls sent together at the assumed 5 that cost 50 each would take a cap of 100 to 800. One
+   * answer after that read shows the cost to this guard.
+   */
+  protected readonly learnsCostAlone: boolean = true;
 
   constructor(limits: CreditLimits, history: CreditHistory = {}, options: CreditMeterOptions = {}) {
     this.limits = limits;
@@ -117,7 +123,7 @@ export class CreditGuard {
   async acquire(operation: Operation): Promise<Reservation | null> {
     for (;;) {
       if (this.stopFigures) return null;
-      const learning = this.balance === null || (!this.knowsCost(operation) && !this.meter.seeded);
+      const learning = this.balance === null || (!this.knowsCost(operation) && (this.learnsCostAlone || !this.meter.seeded));
       const cost = this.costOf(operation);
       const overLimit = this.overLimit(operation, cost);
       if ((learning || overLimit) && this.inFlight > 0) {

@@ -1,6 +1,6 @@
 /**
  * The service's free credit check, GET /v1/api/auth: when it answers with readable counters the run starts from
- * them (exact spend from the first call, calls go together from the start, no paid call when the balance cannot
+ * them (exact spend from the first call, calls go together once a call showed the cost, no paid call when the balance cannot
  * pay), and `plan` and `status` show the balance; any other answer means "not offered" and changes nothing.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -43,11 +43,11 @@ function postBody(url: string, a: Account): string {
 }
 
 /**
- * A service whose account holds `total` credits with `used` spent before; post-details costs 1 credit (402 when
+ * A service whose account holds `total` credits with `used` spent before; post-details costs `cost` credits (402 when
  * the balance cannot pay). Its first post-details answer waits (up to `holdFirstMs`; none by default) for a
  * second call to arrive: what shows whether calls go together.
  */
-async function service(auth: AuthMode, total: number, used: number, holdFirstMs = 0): Promise<Account> {
+async function service(auth: AuthMode, total: number, used: number, holdFirstMs = 0, cost = 1): Promise<Account> {
   const a: Account = { url: '', total, used, hits: new Map(), firstInFlight: 0 };
   let inFlight = 0;
   let firstHeld: (() => void) | null = null;
@@ -78,8 +78,8 @@ async function service(auth: AuthMode, total: number, used: number, holdFirstMs 
       }
     }
     if (url.pathname !== '/v1/api/post-details') return void res.writeHead(404).end('{"message":"no"}');
-    if (a.total - a.used < 1) return void res.writeHead(402, { 'content-type': 'application/json' }).end('{"message":"no credits"}');
-    a.used += 1;
+    if (a.total - a.used < cost) return void res.writeHead(402, { 'content-type': 'application/json' }).end('{"message":"no credits"}');
+    a.used += cost;
     const body = postBody(url.searchParams.get('url') ?? '', a);
     inFlight += 1;
     const answer = () => {
@@ -151,13 +151,33 @@ describe('the balance check before the first paid call', () => {
     expect(taskStatuses(ws, 'posts')).toEqual({ done: 5, deferred: 15 });
   });
 
-  it('the first call no longer goes alone', async () => {
-    const a = await service('offered', 1_000, 0, 2000);
+  it('the first call of an operation whose cost no run learned goes alone; once learned, calls go together from the first', async () => {
     const ws = await newWorkspace();
+    const first = await service('offered', 1_000, 0);
+    expect((await runOn(ws, first, await postsJob(ws, 3))).creditsSpent).toBe(3);
+    // Its answer is alone in flight (counted as 1 as it is answered).
+    expect(first.firstInFlight).toBe(1);
+    // The cost is in the dataset now: the next run's first answer waits (up to 2 s) for a second call to arrive.
+    const a = await service('offered', 1_000, 3, 2000);
     const summary = await runOn(ws, a, await postsJob(ws, 8));
     expect(summary.status).toBe('completed');
     expect(a.firstInFlight).toBeGreaterThan(1);
-    expect(summary.creditsSpent).toBe(8);
+    expect(summary.creditsSpent).toBe(5);
+  });
+
+  it.each([
+    ['credits.maxPerRun', { maxPerRun: 20 }, 2_000],
+    ['credits.reserve', { reserve: 10 }, 40],
+  ])('calls costing more than the assumed 5 keep %s: the first goes alone and shows the cost', async (_limit, credits, total) => {
+    // A hostile tester's finding: 16 calls sent together at the assumed 5 that cost 8 each spent 32 of a cap of 20.
+    const a = await service('offered', total, 0, 0, 8);
+    const ws = await newWorkspace();
+    const summary = await runOn(ws, a, await postsJob(ws, 20, credits));
+    expect(summary.status).toBe('stopped_credits');
+    expect(a.firstInFlight).toBe(1);
+    if ('maxPerRun' in credits) expect(a.used).toBeLessThanOrEqual(credits.maxPerRun);
+    else expect(a.total - a.used).toBeGreaterThanOrEqual(credits.reserve);
+    expect(summary.creditsSpent).toBe(a.used);
   });
 
   it('a run started after a credit stop with no top-up makes no paid call', async () => {

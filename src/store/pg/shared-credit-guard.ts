@@ -32,6 +32,11 @@ export class SharedCreditGuard extends CreditGuard {
   private readonly unpriced = new Map<Operation, Unpriced[]>();
   /** Whether the balance was read before the first call (seed): the budget knows it, so answers may wait for a cost. */
   private balanceRead = false;
+  /**
+   * Calls go together from the first once the balance was read, at the assumed cost: a worker's own answers cannot show
+   * the cost (other workers' calls step the same counters), so going alone until they did could last the whole run.
+   */
+  protected override readonly learnsCostAlone = false;
 
   constructor(limits: CreditLimits, history: CreditHistory, private readonly budget: SharedCreditBudget) {
     super(limits, history, { costFromOwnSteps: false });
