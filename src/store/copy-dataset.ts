@@ -14,7 +14,7 @@ import { readSync } from './read-steps.ts';
 import { decodeRawBody, pgBodyText } from './raw-body.ts';
 import { storableJsonText, storableString } from '../operations/storable-text.ts';
 import { isInt32 } from '../operations/answer-contract.ts';
-import { connectionLostError, openPgStore, usingPgStore } from './pg/open.ts';
+import { connectionLostError, openPgStore, pgReadOnlyError, usingPgStore } from './pg/open.ts';
 import { inPgTransaction } from './pg/transaction.ts';
 import { holdExclusive } from './pg/dataset-lock.ts';
 import { MAX_PARAMS } from './pg/pg-statements.ts';
@@ -161,7 +161,7 @@ async function copyTable(
     } catch (err) {
       // A server gone is no row's fault; rows the server refused are named by table and place.
       const rows = `copying ${table.name} (rows ${copied + 1}-${copied + batch.length} in key order)`;
-      throw connectionLostError(err, shownUrl) ?? new DatabaseError('DB_WRITE_FAILED', shownUrl, `${rows}: ${(err as Error).message}`, { cause: err });
+      throw connectionLostError(err, shownUrl) ?? pgReadOnlyError(err, shownUrl) ?? new DatabaseError('DB_WRITE_FAILED', shownUrl, `${rows}: ${(err as Error).message}`, { cause: err });
     }
     copied += batch.length;
     batch = [];

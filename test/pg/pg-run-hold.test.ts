@@ -1,15 +1,17 @@
 /**
  * A PostgreSQL run's hold on the dataset: it holds the dataset lock shared for its whole life, so it is refused
- * (exit 4) while reprocess or prune holds it exclusive; a run whose session is gone is abandoned whichever host it
- * ran on (closed by the next worker, shown unfinished by status: a live run and one whose session ended, on both
- * engines, are test/pg/abandoned-runs.test.ts's); and workers that overlap are one run, counting
- * one `credits.maxPerRun` together without NETINGEST_RUN_KEY.
+ * (exit 4) while reprocess or prune holds it exclusive (and with DB_READONLY, exit 1, where the server runs the
+ * database read-only); a run whose session is gone is abandoned whichever host it ran on (closed by the next
+ * worker, shown unfinished by status: a live run and one whose session ended, on both engines, are
+ * test/pg/abandoned-runs.test.ts's); and workers that overlap are one run, counting one `credits.maxPerRun`
+ * together without NETINGEST_RUN_KEY.
  */
 import { describe, expect, it } from 'vitest';
 import { ABANDONED_RUN_ERROR } from '../../src/store/abandoned-runs.ts';
 import { holdExclusive } from '../../src/store/pg/dataset-lock.ts';
 import { openPgRunStore } from '../../src/store/pg/pg-run-store.ts';
 import { LockLostError } from '../../src/store/run-lock.ts';
+import { EXIT } from '../../src/cli/exit-codes.ts';
 import { cliEnv, inProcess, operationRequests, runCli } from '../support/run-helpers.ts';
 import { pgClusterUrl, lockHolders, pgSkipReason } from './use-pg.ts';
 import { waitFor as waitUntil } from './coordination-fixtures.ts';
@@ -47,6 +49,21 @@ describe.skipIf(!pgClusterUrl)(`a run's hold on a PostgreSQL dataset${pgClusterU
     // spawned CLI's exit 4).
     const after = await inProcess(['run', s.file, '--db', withPassword.href], cliEnv(s.sandbox, TOKEN), { cwd: s.ws.dir });
     expect(after.code, after.stderr).toBe(0);
+  }, 30_000);
+
+  it('is refused with DB_READONLY (exit 1) on a dataset the server runs read-only, before any call, writing nothing', async () => {
+    const s = await setUp(3, 'read_only');
+    const first = await inProcess(['run', s.file, '--db', s.url], cliEnv(s.sandbox, TOKEN), { cwd: s.ws.dir });
+    expect(first.code, first.stderr).toBe(0);
+    const calls = operationRequests(s.sandbox).length;
+    const before = await s.pool.query('SELECT id, status, ended_at FROM runs ORDER BY id');
+    await s.pool.query(`ALTER DATABASE "${new URL(s.url).pathname.slice(1)}" SET default_transaction_read_only = on`);
+    const refused = await inProcess(['run', s.file, '--db', s.url, '--refresh'], cliEnv(s.sandbox, TOKEN), { cwd: s.ws.dir });
+    expect(refused.code, refused.stderr).toBe(EXIT.fatal);
+    expect(refused.stderr).toMatch(/netingest: database postgres:\/\/\S+ cannot be written \(cannot execute INSERT in a read-only transaction \[25006\]\): the server runs it read-only .*give --db the primary.* \[DB_READONLY\]\n$/);
+    expect(operationRequests(s.sandbox)).toHaveLength(calls);
+    expect((await s.pool.query('SELECT id, status, ended_at FROM runs ORDER BY id')).rows).toEqual(before.rows);
+    expect(await lockHolders(s.pool)).toEqual(new Set());
   }, 30_000);
 
   it('stops, instead of crashing, when the server ends the session holding its lock', async () => {

@@ -129,6 +129,34 @@ describe.skipIf(!pgClusterUrl)(`openPgStore${pgClusterUrl ? '' : ` (skipped: ${p
     expect(error).toMatchObject({ code: 'DB_READONLY', message: expect.stringMatching(/in a read-only transaction \[25006\]\): the server runs it read-only \(a standby, or default_transaction_read_only.*give --db the primary/) });
   });
 
+  it("counts an extension's objects as no program's: only pg_stat_statements' views, migrated; another program's tables besides, refused naming them", async () => {
+    const withExtension = async (prefix: string, sql: string) => {
+      const url = await newPgDatabase(prefix);
+      const admin = new pg.Client({ connectionString: url });
+      await admin.connect();
+      // CREATE EXTENSION needs no shared_preload_libraries (only collecting does): two views in public.
+      await admin.query(`CREATE EXTENSION pg_stat_statements; ${sql}`).finally(() => admin.end());
+      return url;
+    };
+    const views = "SELECT count(*)::int FROM pg_views WHERE schemaname = 'public' AND viewname LIKE 'pg_stat_statements%'";
+    const url = await withExtension('open_extension', '');
+    expect(await scalar<number>(url, views)).toBe(2);
+    await open(url);
+    expect(await scalar<number>(url, "SELECT count(*)::int FROM information_schema.tables WHERE table_schema = 'public' AND table_name = 'tasks'")).toBe(1);
+    expect(await scalar<number>(url, views)).toBe(2);
+
+    const tables = ['customers', 'invoices', 'items', 'orders', 'payments', 'refunds'].map((t) => `CREATE TABLE ${t} (id int);`).join(' ');
+    const foreign = await withExtension('open_foreign', `${tables} CREATE VIEW customer_names AS SELECT id FROM customers`);
+    for (const readOnly of [false, true]) {
+      const error = await openPgStore(foreign, { readOnly }).then(() => null, (err: unknown) => err);
+      expect(error).toMatchObject({
+        code: 'DB_NOT_NETINGEST',
+        message: expect.stringMatching(/ holds tables of another program in schema public \(customer_names, customers, invoices, items, orders and 2 more\) but no netingest schema; choose another database$/),
+      });
+    }
+    expect(await scalar<number>(foreign, "SELECT count(*)::int FROM information_schema.tables WHERE table_schema = 'public' AND table_name = 'tasks'")).toBe(0);
+  });
+
   it('has the kernel probe a silent connection (keepalive), so a server cut off without a FIN or RST is found', async () => {
     const store = await open(await newPgDatabase('open_keepalive'));
     const client = await store.pool.connect();

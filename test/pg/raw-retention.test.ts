@@ -4,8 +4,9 @@
  * the text and --json say so), refuses a dataset that is not there, and a job's keepRawDays prunes its own bodies
  * at the end of a run. Engine-specific, and marked so: what the space figures measure (SQLite's file after VACUUM,
  * PostgreSQL's table on the server and its VACUUM), SQLite's gzip of text bodies and its loading no PostgreSQL
- * code, PostgreSQL's two prunes at once beside a body being written. A run holding the dataset refuses prune on
- * both engines: test/pg/dataset-lock.test.ts. Reprocess after a prune: test/pg/reprocess.test.ts.
+ * code, PostgreSQL's two prunes at once beside a body being written, and its read-only role refused. A run holding
+ * the dataset refuses prune on both engines: test/pg/dataset-lock.test.ts. Reprocess after a prune:
+ * test/pg/reprocess.test.ts.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
@@ -23,6 +24,8 @@ import { useSandboxes } from '../support/sandbox-helpers.ts';
 import { job, jobsResponse } from '../support/db-fixtures.ts';
 import { newMigratedPgDatabase, pgClusterUrl, pgSkipReason } from './use-pg.ts';
 import { forEachEngine, type TestDb, type TestEngine } from './engines.ts';
+import { docsAnalystUrl } from './analyst-role.ts';
+import { EXIT } from '../../src/cli/exit-codes.ts';
 
 const TOKEN = 'pg-retention-3e9a';
 const DAY = 86_400_000;
@@ -132,6 +135,20 @@ forEachEngine('netingest prune', (engine) => {
         expect(await db.count(`SELECT count(*) FROM pg_stat_user_tables WHERE relname = 'raw_responses' AND last_vacuum IS NOT NULL`)).toBe(1);
         expect(text.stdout).toMatch(/raw_responses on the server \(table, TOAST and indexes\): \d+\.\d MB before, \d+\.\d MB after VACUUM/);
       }
+    });
+
+    it.runIf(engine.name === 'postgres')("(PostgreSQL) as docs/postgres.md's read-only analyst role: DB_READONLY (exit 1), with --vacuum too, dropping nothing", async () => {
+      const db = await archived(engine, dir);
+      const owner = new pg.Client({ connectionString: db.locator });
+      await owner.connect();
+      const asAnalyst = await docsAnalystUrl(owner, db.locator).finally(() => owner.end());
+      for (const flags of [[], ['--vacuum']]) {
+        const out = await inProcess(['prune', '--db', asAnalyst, '--keep-days', '30', ...flags]);
+        expect(out.code, flags.join(' ')).toBe(EXIT.fatal);
+        expect(out.stderr).toMatch(/^netingest: database postgres:\/\/\S+ cannot be written \(cannot execute \w+ in a read-only transaction \[25006\]\): the server runs it read-only .*give --db the primary.* \[DB_READONLY\]\n$/);
+      }
+      expect(await bodiesOf(db)).toEqual(ARCHIVE.map(bodyOf));
+      expect(await db.count("SELECT count(*) FROM netingest_meta WHERE key = 'raw_pruned_at'")).toBe(0);
     });
 
     it('refuses a dataset that is not there, and creates nothing', async () => {

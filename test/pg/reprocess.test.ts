@@ -5,7 +5,8 @@
  * refuses skipped alone, the kept bodies replayed over the tables after a prune, the rebuild refused while a run
  * holds the dataset and undone whole when it fails mid-way. Fixtures are built once on SQLite the way the runner
  * stores answers and loaded on each engine (`netingest copy` for PostgreSQL), so both rebuild the same bodies.
- * PostgreSQL-specific cases (a SIGKILL mid-way, the password and NETINGEST_DATABASE_URL) are marked as such.
+ * PostgreSQL-specific cases (a SIGKILL mid-way, the password and NETINGEST_DATABASE_URL, a server that runs the
+ * database read-only) are marked as such.
  */
 import { mkdtempSync, rmSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -224,6 +225,21 @@ forEachEngine('reprocess', (engine) => {
       expect(json.code, json.stderr).toBe(0);
       expect(JSON.parse(json.stdout)).toMatchObject({ responses: 2, replayed: 2, invalid: 0, rowsWritten: 6 });
       expect(await tables(db, NORMALIZED)).toEqual(before);
+      expect(await locksLeft(engine, db)).toBe(0);
+    });
+
+    it.runIf(engine.name === 'postgres')('(PostgreSQL) refuses a dataset the server runs read-only (DB_READONLY, exit 1), changing nothing', async () => {
+      const fx = fixture();
+      fx.answer(postRequest, JSON.stringify(postResponse()), '2026-11-20T10:00:00.000Z');
+      const db = await fx.on(engine);
+      // Rows the rebuild would change, were it let.
+      await db.run('UPDATE posts SET text_content = ?', 'tampered');
+      const before = await tables(db);
+      await db.run(`ALTER DATABASE "${new URL(db.locator).pathname.slice(1)}" SET default_transaction_read_only = on`);
+      const cli = await inProcess(['reprocess', '--db', db.locator]);
+      expect(cli.code).toBe(EXIT.fatal);
+      expect(cli.stderr).toMatch(/^netingest: database postgres:\/\/\S+ cannot be written \(cannot execute DELETE in a read-only transaction \[25006\]\): the server runs it read-only .*give --db the primary.* \[DB_READONLY\]\n$/);
+      expect(await tables(db)).toEqual(before);
       expect(await locksLeft(engine, db)).toBe(0);
     });
 

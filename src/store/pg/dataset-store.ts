@@ -25,7 +25,7 @@ import { STORE_TYPES } from './reader-values.ts';
 import { inPgTransaction } from './transaction.ts';
 import { holdExclusive } from './dataset-lock.ts';
 import { redactDatabaseUrl } from './database-url.ts';
-import { openPgStore, usingPgStore, type PgStore } from './open.ts';
+import { openPgStore, pgReadOnlyError, usingPgStore, type PgStore } from './open.ts';
 
 /** The store of the database at `url`; `shownUrl` is the URL as it may be printed (password hidden). */
 export function pgDatasetStore(url: string, shownUrl: string): DatasetStore {
@@ -72,6 +72,9 @@ async function withPgMaintenance<T>(url: string, command: 'reprocess' | 'prune',
     const hold = await holdExclusive(store.pool, store.shownUrl, `netingest ${command}`);
     try {
       return await fn(store);
+    } catch (err) {
+      // Opening writes nothing to a dataset already up to date: a read-only server is found at the first write.
+      throw pgReadOnlyError(err, store.shownUrl) ?? err;
     } finally {
       await hold.release();
     }

@@ -192,16 +192,31 @@ async function checkReadable(client: pg.PoolClient, shownUrl: string): Promise<v
   }
 }
 
+/**
+ * The schema's tables and views, as information_schema.tables lists them but read from pg_class: that view's plan
+ * reads a dozen catalogs (7 ms of a new session). An extension's own (pg_stat_statements' views) are not another
+ * program's: pg_depend's 'e' row, found by its index on (classid, objid), marks them.
+ */
+const SCHEMA_RELATIONS_SQL = `SELECT c.relname AS name FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+  WHERE n.nspname = $1 AND c.relkind IN ('r', 'p', 'v', 'f')
+    AND NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.classid = 'pg_class'::regclass AND d.objid = c.oid AND d.deptype = 'e')`;
+
+/** Objects a refusal names: enough for the user to recognise the program, a line however many there are. */
+const NAMED_OBJECTS = 5;
+
+function notNetingestError(shownUrl: string, names: string[]): DatabaseError {
+  const sorted = names.sort();
+  const more = sorted.length > NAMED_OBJECTS ? ` and ${sorted.length - NAMED_OBJECTS} more` : '';
+  const found = `${sorted.slice(0, NAMED_OBJECTS).join(', ')}${more}`;
+  return new DatabaseError('DB_NOT_NETINGEST', shownUrl,
+    `${shownUrl} holds tables of another program in schema ${PG_SCHEMA} (${found}) but no netingest schema; choose another database`);
+}
+
 /** Refuses another program's tables and a database a newer netingest migrated, before any change; migrations pending (null: empty schema). */
 async function checkSchemaState(client: pg.PoolClient, shownUrl: string): Promise<number | null> {
-  // information_schema.tables's kinds, read from pg_class: that view's plan reads a dozen catalogs (7 ms of a new session).
-  const tables = await client.query<{ name: string }>(`SELECT c.relname AS name FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-    WHERE n.nspname = $1 AND c.relkind IN ('r', 'p', 'v', 'f')`, [PG_SCHEMA]);
-  const names = new Set(tables.rows.map((r) => r.name));
+  const names = new Set((await client.query<{ name: string }>(SCHEMA_RELATIONS_SQL, [PG_SCHEMA])).rows.map((r) => r.name));
   if (names.size === 0) return null;
-  if (!names.has(DRIZZLE_MIGRATIONS_TABLE)) {
-    throw new DatabaseError('DB_NOT_NETINGEST', shownUrl, `${shownUrl} holds tables of another program in schema ${PG_SCHEMA} but no netingest schema; choose another database`);
-  }
+  if (!names.has(DRIZZLE_MIGRATIONS_TABLE)) throw notNetingestError(shownUrl, [...names]);
   const known = new Set(readMigrationFiles({ migrationsFolder: PG_MIGRATIONS_FOLDER }).map((m) => m.hash));
   const applied = await client.query<{ hash: string; created_at: string }>(
     `SELECT hash, created_at FROM "${PG_SCHEMA}"."${DRIZZLE_MIGRATIONS_TABLE}" ORDER BY created_at`,
@@ -257,15 +272,23 @@ export function toPgOpenError(err: unknown, shownUrl: string, password: string |
         `USAGE and CREATE on schema public, or to own the database; see docs/postgres.md, "The role that writes"`,
     );
   }
-  if (code === '25006') {
-    return new DatabaseError(
-      'DB_READONLY',
-      shownUrl,
-      `database ${shownUrl} cannot be written (${detail}): the server runs it read-only (a standby, or ` +
-        'default_transaction_read_only set for the role or database); give --db the primary, or turn the setting off',
-    );
-  }
-  return new DatabaseError('DB_OPEN_FAILED', shownUrl, `cannot open database ${shownUrl}: ${detail}`);
+  return pgReadOnlyError(err, shownUrl) ?? new DatabaseError('DB_OPEN_FAILED', shownUrl, `cannot open database ${shownUrl}: ${detail}`);
+}
+
+/**
+ * A write the server refused as read-only (SQLSTATE 25006) as DB_READONLY naming the dataset, else null: every
+ * command that writes (opening, run, reprocess, prune) says it in these words, whether it failed migrating or later.
+ */
+export function pgReadOnlyError(err: unknown, shownUrl: string): DatabaseError | null {
+  const server = err instanceof DatabaseError ? null : serverErrorOf(err);
+  if (server?.code !== '25006') return null;
+  return new DatabaseError(
+    'DB_READONLY',
+    shownUrl,
+    `database ${shownUrl} cannot be written (${server.message} [${server.code}]): the server runs it read-only (a standby, or ` +
+      'default_transaction_read_only set for the role or database); give --db the primary, or turn the setting off',
+    { cause: err },
+  );
 }
 
 /** Socket errors of a server that went away or cannot be reached (node's codes). */

@@ -13,7 +13,7 @@ import type { DueTasks, RunHold, RunStore } from '../run-store.ts';
 import { claimDue, createTaskClaims, newWorkerId, TASK_CLAIM_DEFAULTS, type ClaimFilter } from './coordination/task-claims.ts';
 import { LockLostError } from '../run-lock.ts';
 import { DatabaseError } from '../errors.ts';
-import { connectionLostError, openPgStore, serverErrorOf } from './open.ts';
+import { connectionLostError, openPgStore, pgReadOnlyError, serverErrorOf } from './open.ts';
 import { createPgLedger } from './pg-ledger.ts';
 import { pruneRawBodiesPg } from './raw-prune.ts';
 import { PgOutcomeWriter } from './pg-outcome-writer.ts';
@@ -249,8 +249,8 @@ function givenBackTogether(release: (inputKeys: string[]) => Promise<void>): { a
 
 /** A failure of the open dataset, naming it by its shown URL (SQLite's toDatabaseUseError). */
 function toPgUseError(err: unknown, shownUrl: string): unknown {
-  const lost = connectionLostError(err, shownUrl);
-  if (lost) return lost;
+  const known = connectionLostError(err, shownUrl) ?? pgReadOnlyError(err, shownUrl);
+  if (known) return known;
   const server = err instanceof DatabaseError ? null : serverErrorOf(err);
   // Only the server's errors (SQLSTATE: five characters) are the dataset's; the others keep their own kind.
   if (!server || !/^[0-9A-Z]{5}$/.test(server.code)) return err;
