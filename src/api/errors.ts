@@ -133,7 +133,7 @@ export class ApiSchemaError extends ApiError {
   constructor(ctx: ApiErrorContext, issues: readonly UnusableIssue[], raw: string, credits: CreditCounters | null) {
     const first = issues[0];
     const more = issues.length > 1 ? ` (and ${issues.length - 1} more)` : '';
-    const what = first ? `response does not match the spec: ${first.path}: ${first.message}${more}` : 'response does not match the spec';
+    const what = first ? `response does not match the API's documented interface: ${first.path}: ${first.message}${more}` : "response does not match the API's documented interface";
     super('SCHEMA', what, ctx);
     this.issues = issues;
     this.credits = credits;

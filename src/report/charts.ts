@@ -187,7 +187,7 @@ function driftChart(f: ReportFigures): ChartSpec {
     title: 'Answer drift: share of answers where a member was missing, null or of another type',
     alt:
       f.drift.length === 0
-        ? 'No answer differed from the spec in these runs.'
+        ? "No answer differed from the API's documented interface in these runs."
         : `${f.drift.length} member${f.drift.length === 1 ? '' : 's'} drifted; the most: ` +
           drawn.slice(0, 3).map((s) => `${s.operation} ${s.path} ${s.kind} (up to ${Math.max(...s.byRun.map((r) => r.percent))}%)`).join(', ') + '. A step in a line is a change in the service.',
     option: {

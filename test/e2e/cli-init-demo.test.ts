@@ -90,7 +90,7 @@ describe('netingest demo', () => {
     expect(demo.code, demo.stderr).toBe(0);
     const db = join(cwd, 'out/demo.db');
     expect(demo.stdout).toContain(`The demo's database is ${db}.`);
-    expect(demo.stdout).toContain("Run 'netingest demo --dir out' again");
+    expect(demo.stdout).toContain("Run 'npx --no-install netingest demo --dir out' again");
     const sqlite = new BetterSqlite3(db, { readonly: true });
     try {
       const jobs = sqlite.prepare('SELECT DISTINCT job FROM tasks ORDER BY job').pluck().all();

@@ -177,7 +177,7 @@ describe('every record that names itself is stored', () => {
     expect(printed.findIndex((l) => l.startsWith('  drift: '))).toBeGreaterThan(printed.findIndex((l) => /API calls?; credits/.test(l)));
     const all = await inProcess(['status', '--db', ws.db, '--drift']);
     expect(all.code).toBe(EXIT.ok);
-    expect(all.stdout).toBe([`Answer drift in run ${summary.runId + 1} (answers that differ from the spec, stored as far as they can be read):`, ...pathLines.map((l) => `  ${l}`), ''].join('\n'));
+    expect(all.stdout).toBe([`Answer drift in run ${summary.runId + 1} (answers that differ from the API's documented interface, stored as far as they can be read):`, ...pathLines.map((l) => `  ${l}`), ''].join('\n'));
   });
 
   it('post-details with the author URL under the brand name and members left out: stored, the rename said once per path', async () => {

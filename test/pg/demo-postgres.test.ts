@@ -28,7 +28,7 @@ describe.skipIf(!pgClusterUrl)(`demo on PostgreSQL${pgClusterUrl ? '' : ` (skipp
     expect(demo.code, demo.stderr).toBe(0);
     const shown = url.toString().replace(':demo-secret-pw@', ':***@');
     expect(demo.stdout).toContain(`The demo's database is ${shown}.`);
-    expect(demo.stdout).toContain(`Run 'netingest demo --db ${shown}' again`);
+    expect(demo.stdout).toContain(`Run 'npx --no-install netingest demo --db ${shown}' again`);
     expect(demo.stdout).toContain('(8 rows)');
     expect(demo.stdout + demo.stderr).not.toContain('demo-secret-pw');
     expect(await readdir(cwd)).toEqual([]);

@@ -173,7 +173,7 @@ describe('a paid 200 of the wrong shape', () => {
       for (const r of report.rejected) {
         const raw = stored.find((s) => s.id === r.id)!;
         expect(r).toMatchObject({ operation: 'post-details', requestKey: raw.request_key, taskId: raw.task_id, errorCode: 'SCHEMA' });
-        expect(r.reason).toMatch(/^still does not match the spec \(its task stays failed\): .*\(root\): none of PostId, author, post, engagement is there/);
+        expect(r.reason).toMatch(/^still does not match the API's documented interface \(its task stays failed\): .*\(root\): none of PostId, author, post, engagement is there/);
       }
     } finally {
       database.close();
@@ -188,7 +188,7 @@ describe('a paid 200 of the wrong shape', () => {
     expect(cli.code).toBe(EXIT.failedItems);
     expect(cli.stdout).toMatch(new RegExp(`${POSTS} bodies kept from wrong-shape answers still do not validate: their tasks stay failed`));
     const first = raws('still.db')[0]!;
-    expect(cli.stderr).toContain(`raw response ${first.id} (post-details ${first.request_key}, task ${first.task_id}) skipped: still does not match the spec`);
+    expect(cli.stderr).toContain(`raw response ${first.id} (post-details ${first.request_key}, task ${first.task_id}) skipped: still does not match the API's documented interface`);
     expect(cli.stdout + cli.stderr).not.toMatch(STACK_LINE);
     expect(tasks('still.db')).toEqual(before);
   }, 60_000);

@@ -282,7 +282,7 @@ forEachEngine('reprocess', (engine) => {
       expect(first).toMatchObject({ responses, replayed: responses - 2, invalid: 2, stillRejected: 1, recovered: 0, tasksRecovered: 0, rebuiltFromScratch: true, rowsDeleted: normalizedBefore });
       const unknownId = await db.count(`SELECT id FROM raw_responses WHERE operation = 'no-such-operation'`);
       expect(first.rejected.map((r) => r.id)).toEqual([post!.id, unknownId]);
-      expect(first.rejected[0]!.reason).toMatch(/^still does not match the spec \(its task stays failed\)/);
+      expect(first.rejected[0]!.reason).toMatch(/^still does not match the API's documented interface \(its task stays failed\)/);
       expect(first.rejected[1]!.reason).toBe('unknown operation no-such-operation');
       // Cross-engine: the same bodies give PostgreSQL the very report SQLite gave (its block runs first).
       firstReports[engine.name] = first;

@@ -18,8 +18,8 @@ export const changesCommand = defineCommand({
       .option('bom', BOM_OPTION)
       .option('escape-formulas', ESCAPE_FORMULAS_OPTION)
       .example('$0 changes', 'what last night changed')
-      .example('$0 changes --since 2026-11-01 --entity lookalike --out lookalikes.csv', 'lookalikes gained and lost since November 1st')
-      .example('$0 changes --since 12 --job targets --format jsonl', 'what run 12 and later changed for one job'),
+      .example('$0 changes --since 2026-11-01 --entity lookalike', 'lookalikes gained and lost since November 1st')
+      .example('$0 changes --since 12 --job leads --format jsonl', 'changes of run 12 and later, one job, as JSON Lines'),
   run: async (argv, io) => {
     const filter = changesFilter(argv);
     const sql = changesStatement(filter);

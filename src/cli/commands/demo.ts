@@ -16,6 +16,8 @@ import { RunNotRecordedError } from '../../errors.ts';
 
 const DEMO_TOKEN = 'demo-sandbox-token';
 const DEMO_DB_NAME = 'demo.db';
+/** How the demo's closing lines name the CLI: works from a checkout (`npm run demo`, no `netingest` on PATH) and from an install alike. */
+const CLI = 'npx --no-install netingest';
 
 /** The query the demo prints to show the dataset is there to be used with SQL. */
 export const DEMO_QUERY = `SELECT reference_url, company_name, best_grade, round(best_score, 3) AS best_score, company_hq_country
@@ -31,7 +33,7 @@ export const demoCommand = defineCommand({
       .option('live', {
         type: 'boolean',
         default: true,
-        describe: "the sandbox answers as the live service may (members missing or null, the author's URL under a brand name, a capped page size, mixed www./bare URLs); --no-live answers to the letter of api.md",
+        describe: "the sandbox answers as the live service may (members missing or null, the author's URL under a brand name, a capped page size, mixed www./bare URLs); --no-live answers exactly as the API's documented interface describes, without the live service's quirks",
       })
       .option('jobs-dir', { type: 'string', normalize: true, describe: "folder of the jobs to run (default: the package's example jobs)" })
       .example('$0 demo', 'run the examples into a new temporary folder, and say which')
@@ -64,11 +66,11 @@ export const demoCommand = defineCommand({
         throw err;
       });
       io.stdout.write(formatRunSummary(summary));
-      io.stdout.write(`\nA sample query (netingest query --db ${shown} "..."):\n${DEMO_QUERY}\n\n`);
+      io.stdout.write(`\nA sample query (${CLI} query --db ${shown} "..."):\n${DEMO_QUERY}\n\n`);
       await runQuery({ db, sql: DEMO_QUERY, format: 'table', stream: io.stdout });
       const again = argv.db !== undefined ? `--db ${shown}` : `--dir ${argv.dir ?? resolve(db, '..')}`;
       io.stdout.write(`\nThe demo's database is ${shown}.\n`);
-      io.stdout.write(`Run 'netingest demo ${again}' again: every task is still fresh, so nothing is paid twice. Try 'netingest status --db ${shown}'.\n`);
+      io.stdout.write(`Run '${CLI} demo ${again}' again: every task is still fresh, so nothing is paid twice. Try '${CLI} status --db ${shown}'.\n`);
       return exitCodeForRun(summary);
     } finally {
       await sandbox.stop();

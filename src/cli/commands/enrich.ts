@@ -30,10 +30,9 @@ export const enrichCommand = defineCommand({
         default: false,
         describe: "CSV for Excel and LibreOffice: a BOM, formulas escaped, and a ' before text they would turn into a number (+49…, 0123)",
       })
-      .example('$0 enrich jobs/lookalikes.json --out leads.csv --excel', 'one row per lead, its 5 first lookalikes beside it, for a spreadsheet')
-      .example('$0 enrich jobs/lookalikes.json --out lookalikes.csv --rows per-result', 'one row per lookalike, every column')
-      .example('$0 enrich jobs/post-engagement.ts --out posts-enriched.csv', 'each post URL with author, text and engagement')
-      .example('$0 enrich jobs/lookalikes.json --out leads.csv --changes-since 2026-11-01', 'each lead with what changed since November 1st')
+      .example('$0 enrich jobs/lookalikes.json --out leads.csv', 'one row per lead, its 5 first lookalikes beside it; for a spreadsheet, add --excel')
+      .example('$0 enrich jobs/job-search.json --out jobs.csv', 'each search with its 5 first jobs; for one row per job, every column, add --rows per-result')
+      .example('$0 enrich jobs/post-engagement.ts --out post.csv', 'each post URL with author, text and engagement')
       .epilogue(
         'Columns: the input columns, then netingest_line, netingest_status (ok, not_found, failed, invalid_input, ' +
           'deferred, pending), netingest_error, netingest_input_key, then similar_count and similar_1_name… ' +

@@ -25,9 +25,9 @@ export const exportCommand = defineCommand({
       .option('escape-formulas', ESCAPE_FORMULAS_OPTION)
       .option('list', { type: 'boolean', default: false, describe: 'list the tables and views that can be exported' })
       .example('$0 export companies --out companies.csv', 'every company, as CSV')
-      .example('$0 export jobs --since 2026-11-01 --format jsonl > jobs.jsonl', 'jobs seen since November 1st')
+      .example('$0 export jobs --since 2026-11-01 --format jsonl', 'jobs seen since November 1st, as JSON Lines')
       .example('$0 export v_lookalikes --out lookalikes.csv', 'a view: lookalikes with their best grade')
-      .example(`$0 export --sql "SELECT name, website FROM companies WHERE staff_total > 100" --out big.csv`, 'a query'),
+      .example('$0 export --sql "$(cat big.sql)" --out big.csv', 'the rows of a query kept in a file'),
   run: async (argv, io) => {
     if (argv.list) {
       for (const s of exportSources()) io.stdout.write(`${s.name}\t${s.kind}${s.seenAtColumn ? `\t--since on ${s.seenAtColumn}` : ''}\n`);

@@ -16,7 +16,7 @@ export const planCommand = defineCommand({
       .option('json', { type: 'boolean', default: false, describe: 'print the reports as JSON' })
       .option('invalid-out', INVALID_OUT_OPTION)
       .example('$0 plan jobs/lookalikes.json', 'how many calls and credits the next run needs')
-      .example('$0 plan jobs/lookalikes.json --invalid-out bad-rows.csv', 'every row the run cannot use, with its columns and why'),
+      .example('$0 plan --all --invalid-out bad-rows.csv', 'every row a run cannot use, with its columns and why: bad-rows.<job>.csv per job'),
   run: async (argv, io) => {
     const db = datasetOption(argv.db);
     const { jobs, broken } = await loadJobs(argv.jobs ?? [], argv.all, argv['jobs-dir']);

@@ -75,7 +75,7 @@ function ownFlags(y: Argv) {
     .option('live', {
       type: 'boolean',
       default: false,
-      describe: 'answer as the live service may, not to the letter of the spec: members missing or null, '
+      describe: "answer as the live service may, beyond the API's documented interface: members missing or null, "
         + "author.<brand>_url, similar-companies' num capped at --max-num, www./bare/country URLs",
     })
     .option('live-shape', {
@@ -95,11 +95,13 @@ function builder(y: Argv) {
   }
   return flags
     .option('quiet', { type: 'boolean', default: false, describe: 'do not print a line per request' })
-    .example('$0 sandbox --port 8787 --rate-limit 5 --fail-503 0.05', 'a flaky, rate-limited local API')
-    .example('$0 sandbox --rate-limit-per-minute 60 --past-last-page empty', 'a free plan that bills empty pages')
+    .example('$0 sandbox --rate-limit 5 --fail-503 0.05', 'a flaky, rate-limited local API on port 8787')
+    .example('$0 sandbox --rate-limit-per-minute 60', '60 calls a sliding minute, as the plans are priced')
+    .example('$0 sandbox --past-last-page empty', 'a page past the end as an empty page, and billed')
     .example('$0 sandbox --live', 'answers shaped as the live service may send them')
     .example('$0 sandbox --live-shape page-cap --max-num 25', 'only the page-size cap of the live service')
-    .example('NETINGEST_API_URL=http://127.0.0.1:8787 NETINGEST_API_TOKEN=sandbox-token netingest run ...', 'point a run at it') as unknown as Argv<SandboxArgs>;
+    .example('export NETINGEST_API_URL=http://127.0.0.1:8787', 'in another shell: point netingest at it...')
+    .example('export NETINGEST_API_TOKEN=sandbox-token', '...with its default token, then netingest run ...') as unknown as Argv<SandboxArgs>;
 }
 
 /** Turns the flags into sandbox options; bad values become a UsageError naming the flag. */
