@@ -41,3 +41,14 @@ const CONTROLS = /[\x00-\x08\x0b-\x1f\x7f-\x9f]/g;
 export function terminalSafe(text: string): string {
   return text.replace(CONTROLS, ' ');
 }
+
+/** One value on one terminal or log line (query's table cells): line breaks `↵`, tabs a space, other controls as terminalSafe. */
+export function terminalValue(text: string): string {
+  return terminalSafe(text.replace(/\r\n|\r|\n/g, '↵').replace(/\t/g, ' '));
+}
+
+/** JSON text with DEL and C1 controls as `\u` escapes: JSON.stringify leaves them raw, and a terminal may run a C1 CSI. */
+export function terminalSafeJson(json: string): string {
+  // They can only be inside JSON strings, where the escape reads back as the same character.
+  return json.replace(/[\x7f-\x9f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}

@@ -2,6 +2,7 @@ import { driftPathLines } from '../operations/drift.ts';
 import type { JobSummary, RunSummary } from '../runner/run-summary.ts';
 import { plural } from '../plural.ts';
 import { formatCodeCounts } from '../runner/failure-log.ts';
+import { terminalSafe, terminalValue } from '../text-width.ts';
 
 const STATUS_TEXT: Record<RunSummary['status'], string> = {
   running: 'still running',
@@ -45,14 +46,14 @@ export function formatRunSummary(s: RunSummary): string {
   const lines = [`Run ${s.runId}: ${headline(s)}`];
   for (const j of s.jobs) lines.push(...jobLines(j));
   lines.push(`  ${plural(s.calls, 'API call')}; ${creditsLine(s)}`);
-  // An AUTH error's message already says to check the token: no hint added.
-  if (s.error) lines.push(`  error: ${s.error.message} [${s.error.code}]`);
-  else if (s.stop) lines.push(`  stopped: ${s.stop.message}`);
+  // An AUTH error's message already says to check the token: no hint added. Messages may quote the API: controls blanked.
+  if (s.error) lines.push(`  error: ${terminalSafe(s.error.message)} [${s.error.code}]`);
+  else if (s.stop) lines.push(`  stopped: ${terminalSafe(s.stop.message)}`);
   lines.push(...driftLines(s));
   // Why the figures above are in no `runs` row, and what they are then.
   if (s.notRecorded) {
     lines.push(
-      `  not recorded: ${s.notRecorded.message} [${s.notRecorded.code}]`,
+      `  not recorded: ${terminalSafe(s.notRecorded.message)} [${s.notRecorded.code}]`,
       '  these figures are what this process counted; the runs table shows the run as running until the next run closes it as abandoned',
     );
   }
@@ -74,7 +75,7 @@ function jobLines(j: JobSummary): string[] {
   if (j.error) {
     const what = j.operation ? `${j.name} (${j.operation})` : j.name;
     // A message of several lines (one per bad field) stays under its job.
-    return [`  ${what}: skipped: ${j.error.message.replaceAll('\n', '\n    ')} [${j.error.code}]`];
+    return [`  ${what}: skipped: ${terminalSafe(j.error.message).replaceAll('\n', '\n    ')} [${j.error.code}]`];
   }
   // Old failures are named apart: counted as fresh, they read as data that is there when it is not.
   const failedBefore = j.failedBefore > 0 ? ` (${j.failedBefore} failed earlier, not retried: use --refresh)` : '';
@@ -96,12 +97,13 @@ function noticeLines(j: JobSummary): string[] {
   if (j.otherPost > 0) {
     lines.push(`    other post: ${plural(j.otherPost, 'answer')} named another post than the one asked for: stored under the post asked for, not merged (table answer_anomalies)`);
   }
-  for (const w of j.warnings) lines.push(`    warning: ${w.message} [${w.code}]`);
+  for (const w of j.warnings) lines.push(`    warning: ${terminalValue(w.message)} [${w.code}]`);
   return lines;
 }
 
 function invalidLines(j: JobSummary): string[] {
-  const lines = j.invalidSamples.map((bad) => `    invalid: ${bad.file}:${bad.line}${bad.field ? ` (${bad.field})` : ''}: ${bad.reason}`);
+  // The reason may quote the row's cells: their controls are blanked.
+  const lines = j.invalidSamples.map((bad) => `    invalid: ${terminalValue(`${bad.file}:${bad.line}${bad.field ? ` (${bad.field})` : ''}: ${bad.reason}`)}`);
   const unlisted = j.invalidRows - j.invalidKnown - j.invalidSamples.length;
   if (unlisted > 0) lines.push(`    ... ${unlisted} more in the invalid_inputs table`);
   if (j.invalidKnown > 0) {

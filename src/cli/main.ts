@@ -4,6 +4,7 @@ import { describeError, EXIT, exitCodeFor } from './exit-codes.ts';
 import { NetingestError } from '../errors.ts';
 import { commands } from './commands/index.ts';
 import { readPackageJson } from '../package-root.ts';
+import { terminalSafe, terminalSafeJson } from '../text-width.ts';
 
 const pkg = readPackageJson();
 
@@ -46,9 +47,10 @@ export async function main(argv: string[], io: CommandIO = { stdout: process.std
     // Asked for JSON log lines: even a command that fails at once writes one.
     if (argv.some((a, i) => a === '--log-format=json' || (a === '--log-format' && argv[i + 1] === 'json'))) {
       const errCode = err instanceof NetingestError ? err.code : 'INTERNAL';
-      io.stderr.write(JSON.stringify({ time: new Date().toISOString(), level: 'error', msg: describeError(err), code: errCode, exit_code: code }) + '\n');
+      io.stderr.write(terminalSafeJson(JSON.stringify({ time: new Date().toISOString(), level: 'error', msg: describeError(err), code: errCode, exit_code: code })) + '\n');
     } else {
-      io.stderr.write(`netingest: ${describeError(err)}\n`);
+      // The message may quote the API or the database: its controls are blanked.
+      io.stderr.write(`netingest: ${terminalSafe(describeError(err))}\n`);
     }
     return code;
   }

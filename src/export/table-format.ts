@@ -1,6 +1,6 @@
 /** The aligned table `netingest query` prints on a terminal: widths come from a sample of the first rows, so the table streams. */
 import type { RowEncoder } from './row-encoders.ts';
-import { displayWidth, fit, terminalSafe } from '../text-width.ts';
+import { displayWidth, fit, terminalValue } from '../text-width.ts';
 
 /** Width limits of the table, in terminal cells, and their defaults. */
 export const TABLE_DEFAULTS = {
@@ -51,7 +51,7 @@ export function tableEncoder(columns: readonly string[], sample: readonly (reado
 function cellText(value: unknown): string {
   if (value === null || value === undefined) return 'NULL';
   if (Buffer.isBuffer(value)) return `<blob ${value.length} bytes>`;
-  return terminalSafe(String(value).replace(/\r\n|\r|\n/g, '↵').replace(/\t/g, ' '));
+  return terminalValue(String(value));
 }
 
 /** Shrinks the widest columns, one cell at a time, until the sum fits `budget` or none can shrink. */

@@ -1,6 +1,7 @@
 /** Drift: how answers differ from the spec, per member path (`data.content[].phone`) and kind, out of the times its parent was there. */
 import type { Operation } from '../spec/types.ts';
 import { shortened } from './storable-text.ts';
+import { terminalValue } from '../text-width.ts';
 
 /**
  * `missing`, `null` (where the spec forbids it), `renamed` (read from another member), `variant` (a lossless variant,
@@ -79,6 +80,7 @@ export function driftLine(operation: string, d: DriftCount): string {
 /**
  * One line per operation and path, its kinds together: `similar-companies data.content[].phone: missing in
  * 7/145, null in 5/145, stored as NULL`. Counts come sorted by operation, path and kind (DriftTally.counts()).
+ * For a terminal or log: paths and details name the answer's members, whose controls are blanked (terminalValue).
  */
 export function driftPathLines(counts: ReadonlyArray<DriftCount & { operation: string }>): string[] {
   const lines: string[] = [];
@@ -92,7 +94,7 @@ export function driftPathLines(counts: ReadonlyArray<DriftCount & { operation: s
       else other.push(driftPhrase(c));
     }
     const parts = nullish.length > 0 ? [`${nullish.join(', ')}, stored as NULL`, ...other] : other;
-    lines.push(`${operation} ${path}: ${parts.join('; ')}`);
+    lines.push(terminalValue(`${operation} ${path}: ${parts.join('; ')}`));
   }
   return lines;
 }

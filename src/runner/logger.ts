@@ -1,4 +1,5 @@
 import { createOutputRedactor } from '../api/redact.ts';
+import { terminalSafe, terminalSafeJson, terminalValue } from '../text-width.ts';
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 export type LogFields = Record<string, string | number | boolean | null | undefined>;
@@ -32,12 +33,13 @@ export function createLogger(options: LoggerOptions): Logger {
     const time = new Date().toISOString();
     let line: string;
     if (format === 'json') {
-      line = JSON.stringify({ time, level, msg, ...fields });
+      line = terminalSafeJson(JSON.stringify({ time, level, msg, ...fields }));
     } else {
       const parts = Object.entries(fields)
         .filter(([, v]) => v !== undefined)
         .map(([k, v]) => `${k}=${formatValue(v)}`);
-      line = [time, level.toUpperCase().padEnd(5), msg, ...parts].join(' ');
+      // Messages and values carry the API's text (drift member names, error excerpts): a terminal or log must not run it.
+      line = [time, level.toUpperCase().padEnd(5), terminalValue(msg), ...parts].join(' ');
     }
     options.stream.write(redact(line) + '\n');
   };
@@ -54,10 +56,10 @@ export function loggerOf(write: (level: LogLevel, msg: string, fields?: LogField
   };
 }
 
-/** Quotes values that hold spaces or quotes so a text line stays machine-splittable. */
+/** Quotes values that hold spaces or quotes so a text line stays machine-splittable; a control becomes a space, so quoted. */
 function formatValue(v: string | number | boolean | null | undefined): string {
   if (v === null || v === undefined) return '-';
-  const s = String(v);
+  const s = terminalSafe(String(v));
   return /[\s"=]/.test(s) || s === '' ? JSON.stringify(s) : s;
 }
 

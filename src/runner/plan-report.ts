@@ -7,6 +7,7 @@ import { PLAN_LEDGER_DEFAULTS, type PlannedTask, type PlanRule } from '../store/
 import { openStore } from '../store/open-store.ts';
 import { CREDIT_METER_DEFAULTS, roundCredits } from '../credits/credit-meter.ts';
 import { plural } from '../plural.ts';
+import { terminalValue } from '../text-width.ts';
 import { countExtraFields, PLAN_DEFAULTS, refreshedSince } from './plan-into-ledger.ts';
 
 /** What `netingest plan` reports for a job, without calling the API or writing anything. */
@@ -138,7 +139,8 @@ export function formatPlanReport(r: PlanReport, reserve: number): string {
   if (r.extraFields.rows > 0) {
     lines.push(`  warning: ${plural(r.extraFields.rows, 'row')} with values past the header's columns (first on line ${r.extraFields.firstLine}): read, those values left out`);
   }
-  for (const bad of r.invalidSamples) lines.push(`  invalid: ${bad.file}:${bad.line}${bad.field ? ` (${bad.field})` : ''}: ${bad.reason}`);
+  // The reason may quote the row's cells: their controls are blanked.
+  for (const bad of r.invalidSamples) lines.push(`  invalid: ${terminalValue(`${bad.file}:${bad.line}${bad.field ? ` (${bad.field})` : ''}: ${bad.reason}`)}`);
   const unshown = r.invalidRows - r.invalidSamples.length;
   if (unshown > 0) lines.push(`  ... ${plural(unshown, 'more invalid row')} not shown: \`--invalid-out FILE\` writes them all, with their columns and why`);
   return lines.join('\n') + '\n';

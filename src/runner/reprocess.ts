@@ -9,6 +9,7 @@ import { openStore } from '../store/open-store.ts';
 import { findSpec, readStored } from '../operations/index.ts';
 import { decodeRawBody } from '../store/raw-body.ts';
 import type { ArchivedBody, ReprocessStore } from '../store/reprocess-store.ts';
+import { terminalValue } from '../text-width.ts';
 
 /** Options of the replay (replay, reprocessDatabase); every default here. */
 export interface ReprocessOptions {
@@ -117,7 +118,7 @@ function reject(report: ReprocessReport, row: ArchivedBody, reason: string): voi
 function describe(err: unknown, rejectedWhenReceived: boolean): string {
   if (err instanceof SyntaxError) return `not JSON: ${err.message}`;
   if (err instanceof ApiSchemaError) {
-    return rejectedWhenReceived ? `still does not match the spec (its task stays failed): ${err.message}` : `no longer valid: ${err.message}`;
+    return rejectedWhenReceived ? `still does not match the API's documented interface (its task stays failed): ${err.message}` : `no longer valid: ${err.message}`;
   }
   return err instanceof Error ? err.message : String(err);
 }
@@ -149,10 +150,10 @@ export function formatReprocessReport(r: ReprocessReport): string {
   return lines.join('\n') + '\n';
 }
 
-/** One line per body left out, for stderr. */
+/** One line per body left out, for stderr; V8's reason quotes the body, so its controls are blanked. */
 export function rejectedLines(r: ReprocessReport): string[] {
   return r.rejected.map((rejected) => {
     const task = rejected.taskId === null ? '' : `, task ${rejected.taskId}`;
-    return `raw response ${rejected.id} (${rejected.operation} ${rejected.requestKey}${task}) skipped: ${rejected.reason}`;
+    return terminalValue(`raw response ${rejected.id} (${rejected.operation} ${rejected.requestKey}${task}) skipped: ${rejected.reason}`);
   });
 }

@@ -5,6 +5,7 @@ import { driftPathLines, type DriftKind } from '../operations/drift.ts';
 import { reportedBalance, roundCredits } from '../credits/credit-meter.ts';
 import { resolveApiConfig } from '../api/config.ts';
 import { ConfigError } from '../errors.ts';
+import { terminalSafe, terminalValue } from '../text-width.ts';
 
 export interface StatusOptions {
   /** The dataset, a SQLite file or a postgres:// URL; it must exist. */
@@ -60,10 +61,11 @@ export function formatStatus(r: FullStatusReport): string {
 
 function runLines(r: FullStatusReport): string[] {
   const lines: string[] = [];
-  if (r.lock?.alive) lines.push(`A run is in progress: run ${r.lock.runId ?? '?'} (pid ${r.lock.pid} on ${r.lock.host}, since ${r.lock.acquiredAt})`, '');
+  // Hosts, job names and errors are the database's text (errors may quote the API): their controls are blanked.
+  if (r.lock?.alive) lines.push(`A run is in progress: run ${r.lock.runId ?? '?'} (pid ${r.lock.pid} on ${terminalValue(r.lock.host)}, since ${r.lock.acquiredAt})`, '');
   for (const run of r.unfinishedRuns) {
     lines.push(
-      `Run ${run.id} stopped without finishing (pid ${run.pid ?? '?'} on ${run.host ?? '?'} is gone, started ${run.startedAt}): ` +
+      `Run ${run.id} stopped without finishing (pid ${run.pid ?? '?'} on ${terminalValue(run.host ?? '?')} is gone, started ${run.startedAt}): ` +
         'the next run closes it as abandoned; its figures below are what the database holds for it',
     );
   }
@@ -72,10 +74,10 @@ function runLines(r: FullStatusReport): string[] {
   if (r.runs.length === 0) lines.push('  none');
   for (const run of r.runs) {
     lines.push(
-      `  #${run.id} ${run.startedAt} ${(run.unfinished ? 'unfinished' : run.status).padEnd(23)} jobs ${JSON.parse(run.jobs).join(',')}: ${run.tasksDone} done, ` +
+      `  #${run.id} ${run.startedAt} ${(run.unfinished ? 'unfinished' : run.status).padEnd(23)} jobs ${terminalValue(JSON.parse(run.jobs).join(','))}: ${run.tasksDone} done, ` +
         `${run.tasksNotFound} not found, ${run.tasksFailed} failed, ${run.tasksDeferred} deferred, ${run.calls} calls, ` +
         // A run that skipped jobs has one line per job in its error: each goes under the run.
-        `${run.creditsSpent ?? 0} credits${run.error ? `; ${run.error.replaceAll('\n', '\n      ')}` : ''}`,
+        `${run.creditsSpent ?? 0} credits${run.error ? `; ${terminalSafe(run.error).replaceAll('\n', '\n      ')}` : ''}`,
     );
   }
   return lines;
@@ -86,7 +88,7 @@ function taskLines(r: FullStatusReport): string[] {
   const jobs = Object.entries(r.tasksByJob);
   if (jobs.length === 0) lines.push('  none');
   for (const [job, counts] of jobs) {
-    lines.push(`  ${job}: ${Object.entries(counts).map(([s, n]) => `${s} ${n}`).join(', ')}`);
+    lines.push(`  ${terminalValue(job)}: ${Object.entries(counts).map(([s, n]) => `${s} ${n}`).join(', ')}`);
   }
   if (r.wrongShapeBodiesKept > 0) {
     lines.push(
@@ -107,7 +109,7 @@ export function formatStatusDrift(r: FullStatusReport): string {
 
 function driftLines(drift: NonNullable<FullStatusReport['drift']>): string[] {
   const paths = driftPathLines(drift.rows.map((d) => ({ ...d, kind: d.kind as DriftKind, of: d.seen })));
-  return [`Answer drift in run ${drift.runId} (answers that differ from the spec, stored as far as they can be read):`, ...paths.map((line) => `  ${line}`)];
+  return [`Answer drift in run ${drift.runId} (answers that differ from the API's documented interface, stored as far as they can be read):`, ...paths.map((line) => `  ${line}`)];
 }
 
 function creditLines(r: FullStatusReport): string[] {
@@ -128,6 +130,6 @@ function creditLines(r: FullStatusReport): string[] {
     const gap = since !== null && since > 0 ? `; ${since} used since the last answer stored, by calls lost in flight or elsewhere` : '';
     lines.push(`Balance now: ${r.liveBalance.balance} of ${r.liveBalance.totalCredits} (asked the service's free credit check${gap})`);
   }
-  if (r.lastReport) lines.push(`Last report: ${r.lastReport.path} (written ${r.lastReport.writtenAt})`);
+  if (r.lastReport) lines.push(`Last report: ${terminalValue(r.lastReport.path)} (written ${r.lastReport.writtenAt})`);
   return lines;
 }

@@ -11,6 +11,7 @@ import { formatRunSummary } from '../format-summary.ts';
 import { exitCodeForRun } from '../exit-codes.ts';
 import { checkInvalidOut, INVALID_OUT_OPTION, loadJobs, writeInvalidOut } from '../job-args.ts';
 import { RunNotRecordedError, UsageError } from '../../errors.ts';
+import { terminalSafeJson } from '../../text-width.ts';
 
 /** PostgreSQL: names the run whose `credits.maxPerRun` workers share, not the live run they join (docs/postgres.md). */
 const RUN_KEY_ENV = 'NETINGEST_RUN_KEY';
@@ -110,7 +111,7 @@ function overridesFromFlags(argv: Record<string, unknown>): NonNullable<RunOptio
 function summaryOutput(summary: RunSummary, json: boolean, redact: (text: string) => string): string {
   if (!json) return redact(formatRunSummary(summary));
   // Redacting each string before it is escaped keeps the JSON valid whatever the token holds, and keys intact.
-  return JSON.stringify(summary, (_key, value: unknown) => (typeof value === 'string' ? redact(value) : value), 2) + '\n';
+  return terminalSafeJson(JSON.stringify(summary, (_key, value: unknown) => (typeof value === 'string' ? redact(value) : value), 2)) + '\n';
 }
 
 /** The lease set in the environment, in ms, or undefined for the default; a bad value is a usage error. */

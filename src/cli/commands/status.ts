@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { datasetOption, defineCommand, withApi, withDb } from '../common-options.ts';
 import { formatStatus, formatStatusDrift, statusReport } from '../../runner/status-report.ts';
 import { numberFlag, numberOption } from '../number-flags.ts';
+import { terminalSafeJson } from '../../text-width.ts';
 
 // A negative LIMIT means "no limit" to SQLite, and a fraction or NaN fails the query as an internal error.
 const RUNS_RULE = z.number().int().min(0).max(1_000_000);
@@ -17,7 +18,7 @@ export const statusCommand = defineCommand({
   run: async (argv, io) => {
     const runs = numberFlag('--runs', argv.runs, RUNS_RULE) ?? DEFAULT_RUNS;
     const full = await statusReport({ db: datasetOption(argv.db), runs, apiUrl: argv['api-url'], tokenFile: argv['token-file'] });
-    if (argv.json) io.stdout.write(JSON.stringify(argv.drift ? { drift: full.drift } : full, null, 2) + '\n');
+    if (argv.json) io.stdout.write(terminalSafeJson(JSON.stringify(argv.drift ? { drift: full.drift } : full, null, 2)) + '\n');
     else io.stdout.write(argv.drift ? formatStatusDrift(full) : formatStatus(full));
     return 0;
   },
