@@ -18,8 +18,9 @@ const HEADER = 'run_id,at,job,entity,key,change,field,old,new';
 it('an earlier release\'s dataset is upgraded as it is read, its history empty', async () => {
   const file = join(dir, 'old.db');
   buildPreviousReleaseDb(file, dir, T2);
-  // The CLI's code in this process; the refusal below is a real process's exit and stderr.
-  const listed = await inProcess(['changes', '--db', file, '--since', '1'], {}, { cwd: dir });
+  // The CLI's code in this process; the refusal below is a real process's exit and stderr. A date, not a run id: the
+  // earlier release recorded no run, and a run id that names none is refused.
+  const listed = await inProcess(['changes', '--db', file, '--since', '2020-01-01'], {}, { cwd: dir });
   expect(listed.code, listed.stderr).toBe(0);
   expect(listed.stdout.trim()).toBe(HEADER);
 });

@@ -41,5 +41,9 @@ forEachEngine('changes --since last', (engine) => {
     await db.run(`INSERT INTO runs (id, jobs, started_at, ended_at, status) VALUES (5, '["posts"]', '2026-11-03T01:00:00.000Z', NULL, 'running')`);
     await db.run(`INSERT INTO changes (run_id, at, entity, key, change) VALUES (5, '2026-11-03T01:00:00.000Z', 'post', 'post-of-run-5', 'added')`);
     expect(await keys()).toEqual(['post-of-run-5']);
+    // A run id that names no run lists nothing, as a night without changes would: it is refused, on both engines.
+    const missing = await inProcess(['changes', '--db', db.locator, '--since', '20261129'], {}, { cwd: ws.dir });
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toMatch(/--since 20261129: no run 20261129 in .* \(its run ids: 1 to 5\); .*--since 2026-11-29/);
   });
 });

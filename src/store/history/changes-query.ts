@@ -5,6 +5,7 @@
 import { NetingestError, UsageError } from '../../errors.ts';
 import { openStore } from '../open-store.ts';
 import { rows } from '../read-steps.ts';
+import { param, sql } from '../../statement.ts';
 import { JOB_NAMES_SQL } from '../ledger.ts';
 import { LAST_RUN_IDS } from '../runs.ts';
 import type { HistoryEntity } from './tracking.ts';
@@ -22,7 +23,9 @@ export interface ChangesFilter {
 /** `--since`'s value: `last`, a run id or an ISO date or date-time; null when none (the caller names the flag). */
 export function parseChangesSince(text: string): ChangesSince | null {
   const value = text.trim();
-  if (value === '' || value === 'last') return { last: true };
+  // An empty value (an unset variable in a script) is no choice of the user's: not read as `last`.
+  if (value === '') return null;
+  if (value === 'last') return { last: true };
   if (/^\d{1,15}$/.test(value)) return { runId: Number(value) };
   const at = parseInstant(value);
   return at === null ? null : { at };
@@ -75,10 +78,11 @@ export function changesStatement(filter: ChangesFilter): string {
 }
 
 /**
- * Refuses, saying what to do, a dataset older than the history (read-only, not upgraded: its next run upgrades it), and
- * a `job` the dataset has never planned (a misspelt name would list nothing, as a night without changes does).
+ * Refuses, saying what to do, a dataset older than the history (read-only, not upgraded: its next run upgrades it), a
+ * `job` the dataset has never planned and a run id that names no run (either would list nothing, as a night without
+ * changes does).
  */
-export async function assertHistoryKept(db: string, job?: string): Promise<void> {
+export async function assertHistoryKept(db: string, filter: Pick<ChangesFilter, 'since' | 'job'>): Promise<void> {
   const store = await openStore(db);
   // A dataset that is not there, or cannot be opened, says so itself; only the statement's own failure is mapped.
   const kept = await store.read((snapshot) => snapshot.read(rows('SELECT 1 FROM changes WHERE 1 = 0'))).then(
@@ -91,7 +95,29 @@ export async function assertHistoryKept(db: string, job?: string): Promise<void>
   if (!kept) {
     throw new UsageError(`${store.shown} has no history yet: it was made by an earlier release; the next \`netingest run\` upgrades it and starts recording changes`);
   }
+  if ('runId' in filter.since) await assertRunNamed(store, filter.since.runId);
+  const job = filter.job;
   if (job === undefined) return;
   const jobs = (await store.read((snapshot) => snapshot.read(rows<{ job: string }>(JOB_NAMES_SQL)))).map((r) => r.job);
   if (!jobs.includes(job)) throw new UsageError(`--job ${job}: no job of that name in ${store.shown} (its jobs: ${jobs.join(', ') || 'none yet'})`);
+}
+
+type OpenedStore = Awaited<ReturnType<typeof openStore>>;
+
+const RUN_IDS_SQL = sql`SELECT min(id) AS first, max(id) AS last, count(CASE WHEN id = ${param} THEN 1 END) AS named FROM runs`;
+
+/** Refuses `--since <id>` when no run has that id, giving the ids there are (and the date form an 8-digit date meant). */
+async function assertRunNamed(store: OpenedStore, runId: number): Promise<void> {
+  const id = Math.trunc(runId);
+  const [found] = await store.read((snapshot) => snapshot.read(rows<{ first: unknown; last: unknown; named: unknown }>(RUN_IDS_SQL, [id])));
+  if (Number(found?.named ?? 0) > 0) return;
+  const [first, last] = [found?.first ?? null, found?.last ?? null].map((v) => (v === null ? null : String(v)));
+  const ids = first === null ? 'none yet' : first === last ? first : `${first} to ${last}`;
+  throw new UsageError(`--since ${id}: no run ${id} in ${store.shown} (its run ids: ${ids})${dateHint(String(id))}`);
+}
+
+/** `20261129` typed for a date: the form --since reads dates in, when the digits make a calendar day. */
+function dateHint(digits: string): string {
+  const date = digits.length === 8 ? `${digits.slice(0, 4)}-${digits.slice(4, 6)}-${digits.slice(6)}` : null;
+  return date !== null && parseInstant(date) !== null ? `; for the date, write it as YYYY-MM-DD: --since ${date}` : '';
 }
