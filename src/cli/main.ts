@@ -5,6 +5,7 @@ import { NetingestError } from '../errors.ts';
 import { commands } from './commands/index.ts';
 import { readPackageJson } from '../package-root.ts';
 import { terminalSafe, terminalSafeJson } from '../text-width.ts';
+import { schemaUpgradeLine, withSchemaUpgradeNotice } from '../store/schema-upgrade-notice.ts';
 
 const pkg = readPackageJson();
 
@@ -34,8 +35,9 @@ export async function main(argv: string[], io: CommandIO = { stdout: process.std
     });
   }
   skipHelpCache(parser);
+  const jsonLog = argv.some((a, i) => a === '--log-format=json' || (a === '--log-format' && argv[i + 1] === 'json'));
   try {
-    await parser.parseAsync();
+    await withSchemaUpgradeNotice(upgradeNotice(io, jsonLog), () => parser.parseAsync());
     return exitCode;
   } catch (err) {
     // yargs' own errors (YError) are usage errors: a flag's coerce refusing its value reaches here as one.
@@ -45,7 +47,7 @@ export async function main(argv: string[], io: CommandIO = { stdout: process.std
     }
     const code = exitCodeFor(err);
     // Asked for JSON log lines: even a command that fails at once writes one.
-    if (argv.some((a, i) => a === '--log-format=json' || (a === '--log-format' && argv[i + 1] === 'json'))) {
+    if (jsonLog) {
       const errCode = err instanceof NetingestError ? err.code : 'INTERNAL';
       io.stderr.write(terminalSafeJson(JSON.stringify({ time: new Date().toISOString(), level: 'error', msg: describeError(err), code: errCode, exit_code: code })) + '\n');
     } else {
@@ -57,6 +59,19 @@ export async function main(argv: string[], io: CommandIO = { stdout: process.std
 }
 
 class UsageFailure extends Error {}
+
+/** One stderr line per dataset a command's opening upgraded (a JSON log line under --log-format json). */
+function upgradeNotice(io: CommandIO, jsonLog: boolean): (dataset: string) => void {
+  const told = new Set<string>();
+  return (dataset) => {
+    if (told.has(dataset)) return;
+    told.add(dataset);
+    const msg = schemaUpgradeLine(dataset);
+    io.stderr.write(jsonLog
+      ? terminalSafeJson(JSON.stringify({ time: new Date().toISOString(), level: 'warn', msg, db: dataset })) + '\n'
+      : `netingest: ${terminalSafe(msg)}\n`);
+  };
+}
 
 /** yargs renders the picked command's help up front, for a showHelp() that never comes (.fail throws). */
 function skipHelpCache(parser: unknown): void {

@@ -27,6 +27,8 @@ export interface CreditStop extends CreditLimits {
   /** Whether that cost is the assumed default, no answer having shown the operation's cost yet. */
   costAssumed: boolean;
   spent: number;
+  /** Set when `balance` is the last one stored, not read in this run (the service offers no free check): when it was read. */
+  lastKnownAt?: string;
 }
 
 /** A call's claim on the balance; hand it back with settle() once the call is over. */
@@ -72,6 +74,23 @@ export class CreditGuard {
   /** Starts from the balance read before any call (GET /v1/api/auth); ignored if unreadable or after an answer. */
   seed(counters: CreditCounters): boolean {
     return readableCounters(counters) && this.meter.seed(counters);
+  }
+
+  /**
+   * Before the run's first call, with no free balance check: stops (true) when the last balance stored, read at `last.at`,
+   * cannot pay the next call above the reserve, as a checked balance would. At a reserve of 0 the service's 402 is the floor.
+   */
+  stopOnLastKnown(operation: Operation, last: { balance: number; at: string }): boolean {
+    const { reserve } = this.limits;
+    if (this.balance !== null || this.stopFigures || reserve <= 0) return false;
+    const known = this.knowsCost(operation);
+    const cost = this.costOf(operation);
+    // An unknown cost may be below the assumed one: as in overLimit, one call may go alone while some room is left.
+    const room = last.balance - reserve;
+    if (known ? room - cost >= -1e-9 : room > 1e-9) return false;
+    this.stop('reserve', cost, !known);
+    this.stopFigures = { ...this.stopDetail!, balance: last.balance, lastKnownAt: last.at };
+    return true;
   }
 
   /** Sets the limits of the job about to run; spending is counted for the whole run. */

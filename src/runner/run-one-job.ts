@@ -190,10 +190,7 @@ function movedCodes(before: Record<string, number>, then: Record<string, number>
 async function prepareCalls(run: OpenRun, job: Job, runnable: number): Promise<void> {
   const { guard, settings, tally } = run;
   guard.setLimits({ reserve: job.credits.reserve, maxPerRun: job.credits.maxPerRun ?? null });
-  if (!tally.balanceAsked && runnable > 0) {
-    tally.balanceAsked = true;
-    await seedFromBalance(run);
-  }
+  if (runnable > 0) await checkBalance(run, job);
   run.gate.setRequestsPerMinute(job.rate.requestsPerMinute);
   // Recorded with the run's end: the report draws each job's pace against the rate it really had.
   tally.jobRates[job.name] = job.rate.requestsPerMinute;
@@ -269,11 +266,25 @@ function logWorked(logger: Logger, w: JobSummary, deferred: number, stop: RunSto
 }
 
 /**
+ * Before a job's calls while no balance is known: the free credit check, once before the run's first call; where the
+ * service offers none, the last balance stored (what `plan` shows) against the reserve, or each run would pay one call below it.
+ */
+async function checkBalance(run: OpenRun, job: Job): Promise<void> {
+  if (run.guard.balance !== null) return;
+  const last = await run.store.calls.lastCounters();
+  if (!run.tally.balanceAsked) {
+    run.tally.balanceAsked = true;
+    await seedFromBalance(run, last?.creditsUsed ?? null);
+  }
+  if (last === undefined || run.stop.signal.aborted) return;
+  run.guard.stopOnLastKnown(job.operation, last);
+}
+
+/**
  * Seeds the guard from the free credit check before the first paid call: that call need not go alone, its cost is exact,
  * and a balance that cannot pay makes none. Logs credits used since the last stored answer (a kill, or use elsewhere).
  */
-async function seedFromBalance(run: OpenRun): Promise<void> {
-  const lastCreditsUsed = (await run.store.calls.lastCounters())?.creditsUsed ?? null;
+async function seedFromBalance(run: OpenRun, lastCreditsUsed: number | null): Promise<void> {
   const counters = await run.client.balance(run.stop.signal);
   // Cut short by the run's stop (a signal), the check says nothing of the API: the stop's own line tells it.
   if (run.stop.signal.aborted) return;

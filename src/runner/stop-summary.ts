@@ -54,11 +54,22 @@ export function describeStop(facts: StopFacts): RunStopSummary {
 function reserveMessage(c: CreditStop | null): string {
   const fix = 'top up the account or lower credits.reserve (--reserve)';
   if (c?.balance == null) return `credits.reserve: the next call could take the balance below the reserve; ${fix}`;
+  if (c.lastKnownAt !== undefined) return lastKnownMessage(c, c.balance, c.lastKnownAt);
   const balance = roundCredits(c.balance);
   // With no reserve, "below the reserve of 0" only meant that the balance cannot pay.
   if (c.reserve === 0) return `credits: the balance (${balance}) cannot pay for ${nextCall(c)}; top up the account`;
   if (c.balance < c.reserve) return `credits.reserve: the balance (${balance}) is below the reserve of ${c.reserve}; ${fix}`;
   return `credits.reserve: the balance (${balance}) minus ${nextCall(c)} would fall below the reserve of ${c.reserve}; ${fix}`;
+}
+
+/** A stop on the last balance stored: no free check shows a top-up, so the way past it is one run allowed to call. */
+function lastKnownMessage(c: CreditStop, balance: number, at: string): string {
+  const last = `the last known balance (${roundCredits(balance)}, read at ${at})`;
+  const why = balance < c.reserve ? `is below the reserve of ${c.reserve}` : `minus ${nextCall(c)} would fall below the reserve of ${c.reserve}`;
+  return (
+    `credits.reserve: ${last} ${why}; the service offers no free balance check, so a top-up cannot be seen before a paid call: ` +
+    'after topping up, one run with --reserve 0 shows the new balance'
+  );
 }
 
 function capMessage(c: CreditStop | null, cappedJob: string | null): string {

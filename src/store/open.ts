@@ -6,6 +6,7 @@ import { DatabaseError, DatabaseNeedsMigrationError, DatabaseTooNewError } from 
 import { MIGRATIONS_FOLDER, RECORD_SCHEMA_VERSION_SQL, knownMigrations, readMigrationState, schemaVersionOf, type KnownMigration } from './migration-state.ts';
 import { CONNECTION_DEFAULTS, openConnection, toDatabaseError, type Connection, type ConnectionOptions } from './connection.ts';
 import { runWwwUpgrade, wwwUpgradeDue } from './upgrades/www-canonical-urls.ts';
+import { schemaUpgraded } from './schema-upgrade-notice.ts';
 import { networkHost } from '../urls/canonical.ts';
 
 export { toDatabaseError, toDatabaseUseError, type Connection } from './connection.ts';
@@ -76,7 +77,8 @@ function prepareSchema(sqlite: BetterSqlite3.Database, path: string, opts: Requi
   }
   if (state.pending.length > 0) {
     if (opts.readonly) throw new DatabaseNeedsMigrationError(path, state.tracked);
-    applyMigrations(sqlite, known, opts.migrationsFolder);
+    // A dataset an older release made (not a new file): that release refuses it from now on, which the command says.
+    if (applyMigrations(sqlite, known, opts.migrationsFolder) && state.tracked) schemaUpgraded(path);
   }
   // The rewrite 0008 asks for (URL parsing SQL cannot do) runs after the SQL migrations, once.
   if (wwwUpgradeDue(sqlite)) {
@@ -85,10 +87,13 @@ function prepareSchema(sqlite: BetterSqlite3.Database, path: string, opts: Requi
   }
 }
 
-function applyMigrations(sqlite: BetterSqlite3.Database, known: readonly KnownMigration[], migrationsFolder: string): void {
+/** Applies the pending migrations; false when another process applied them first. */
+function applyMigrations(sqlite: BetterSqlite3.Database, known: readonly KnownMigration[], migrationsFolder: string): boolean {
+  let applied = true;
   try {
     migrate(drizzle(sqlite), { migrationsFolder });
   } catch (err) {
+    applied = false;
     // Two processes may migrate the same new file at once: the loser fails, and all is well if the winner
     // applied everything.
     const state = readMigrationState(sqlite, known);
@@ -97,6 +102,7 @@ function applyMigrations(sqlite: BetterSqlite3.Database, known: readonly KnownMi
     if (state.pending.length > 0 || state.unknown.length > 0) throw sqliteCause(err);
   }
   sqlite.prepare(RECORD_SCHEMA_VERSION_SQL.sqlite).run(schemaVersionOf(known));
+  return applied;
 }
 
 /** The SQLite error behind a wrapper, or the error itself. */

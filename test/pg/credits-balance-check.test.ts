@@ -279,6 +279,34 @@ forEachEngine('a run with a small balance read before its first call', (engine) 
   });
 });
 
+// Without the check, the last balance stored stands in for it: each nightly run paid one call below the reserve.
+forEachEngine('runs on an account whose balance check is not offered', (engine) => {
+  it('a last known balance that cannot pay the next call above the reserve makes no call; --reserve 0 shows a top-up', async () => {
+    // A tester's repro: 30 credits, 3 a call, reserve 10; the first run stops with 12 left, each later one paid a call anyway.
+    const a = await service('404', 30, 0, 0, 3);
+    const ws = await newWorkspace();
+    const db = await engine.open(ws.dir);
+    const jobs = await ws.load(await postsJob(ws, 20, { reserve: 10 }));
+    const run = (reserve?: number) =>
+      runJobs({ dbPath: db.locator, jobs, api: { baseUrl: a.url, token: TOKEN }, requestTimeoutMs: 5000, overrides: reserve === undefined ? undefined : { reserve } });
+    expect((await run()).stop?.limit).toBe('reserve');
+    expect(a.total - a.used).toBe(12);
+    const called = posts(a);
+    for (const _ of [1, 2]) {
+      const next = await run();
+      expect(posts(a)).toBe(called);
+      expect(next).toMatchObject({ status: 'stopped_credits', calls: 0, stop: { reason: 'credits', limit: 'reserve' } });
+      expect(next.stop?.message).toMatch(
+        /^credits\.reserve: the last known balance \(12, read at [^)]+\) minus the next call \(about 3 credits\) would fall below the reserve of 10; the service offers no free balance check, so a top-up cannot be seen before a paid call: after topping up, one run with --reserve 0 shows the new balance$/,
+      );
+    }
+    expect(await db.taskStatuses('posts')).toEqual({ done: 6, deferred: 14 });
+    // Topped up: one run with --reserve 0 calls, and its answers show the new balance to the runs after it.
+    a.total += 100;
+    expect(await run(0)).toMatchObject({ status: 'completed', creditsRemaining: 70 });
+  });
+});
+
 describe('a run that started from the balance check', () => {
   const at = (used: number, total = 1000) => ({ total_credits: total, credits_used: used, credits_remaining: total - used });
 

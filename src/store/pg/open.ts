@@ -12,6 +12,7 @@ import { DRIZZLE_MIGRATIONS_TABLE, RECORD_SCHEMA_VERSION_SQL, schemaVersionOf } 
 import { redactDatabaseUrl } from './database-url.ts';
 import { withPgClient } from './transaction.ts';
 import { watchAnswers } from './answer-watchdog.ts';
+import { schemaUpgraded } from '../schema-upgrade-notice.ts';
 
 /** The generated PostgreSQL migrations, in the package (checkout or installed). */
 export const PG_MIGRATIONS_FOLDER = join(PACKAGE_ROOT, 'migrations', 'postgres');
@@ -160,9 +161,11 @@ async function migrateLocked(client: pg.PoolClient, shownUrl: string): Promise<v
   // Session-level lock: held across the migrator's own transaction, released below or when the session ends.
   await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY.toString()]);
   try {
-    await checkSchemaState(client, shownUrl);
+    // Read again under the lock: another process may have migrated meanwhile (null: an empty schema, a new dataset).
+    const pending = await checkSchemaState(client, shownUrl);
     await migrate(drizzle(client), { migrationsFolder: PG_MIGRATIONS_FOLDER, migrationsSchema: PG_SCHEMA, migrationsTable: DRIZZLE_MIGRATIONS_TABLE });
     await client.query(RECORD_SCHEMA_VERSION_SQL.postgres, [schemaVersionOf(readMigrationFiles({ migrationsFolder: PG_MIGRATIONS_FOLDER }))]);
+    if (pending !== null && pending > 0) schemaUpgraded(shownUrl);
   } finally {
     await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY.toString()]).catch(() => undefined);
   }
