@@ -4,6 +4,7 @@ import { pathToFileURL } from 'node:url';
 import { JobFileError, formatJobIssue, type JobIssue } from './job-error.ts';
 import { describeFsError } from '../input/input-error.ts';
 import { resolveJob, type Job } from './schema.ts';
+import { watchModuleLoad } from './load-watchdog.ts';
 
 export interface LoadJobOptions {
   /** Directory that relative paths (the job file, `input.csv`) resolve against; default process.cwd(). */
@@ -111,6 +112,15 @@ async function readJson(file: string, displayName: string): Promise<unknown> {
 }
 
 async function importDefault(file: string, displayName: string, cwd: string, timeoutMs: number): Promise<unknown> {
+  const loaded = watchModuleLoad(displayName, timeoutMs);
+  try {
+    return await importDefaultOf(file, displayName, cwd, timeoutMs);
+  } finally {
+    loaded();
+  }
+}
+
+async function importDefaultOf(file: string, displayName: string, cwd: string, timeoutMs: number): Promise<unknown> {
   let mod: Record<string, unknown>;
   try {
     // tsImport, not import(): a .ts job outside an ESM package is compiled as CommonJS, and a plain import() of it

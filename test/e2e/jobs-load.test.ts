@@ -1,8 +1,10 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { jsonErrorOffset, loadAllJobs, loadJob, loadJobFiles } from '../../src/jobs/load.ts';
 import { JobFileError } from '../../src/jobs/job-error.ts';
 import { runCli } from '../soak/cli-process.ts';
@@ -113,6 +115,21 @@ describe('loadJob', () => {
     expect((pending as Error).message).toBe(`${dir}/pending.ts: took more than 0.3 s to give its default export`);
     const stuck = await loadJob(`${dir}/stuck.mts`, { cwd: root, moduleTimeoutMs: 300 }).catch((e: unknown) => e);
     expect((stuck as Error).message).toBe(`${dir}/stuck.mts: took more than 0.3 s to load`);
+  });
+
+  it('a module whose code never returns (an endless loop) ends the process past the limit and a grace, naming the file', async () => {
+    const dir = await jobDir({ 'spins.ts': 'while (true) {}\nexport default {};' });
+    // Before: no timer fired and no signal was handled, the process spun for ever (SIGKILL alone ended it).
+    const code = `import { loadJob } from ${JSON.stringify(join(repoRoot, 'src/jobs/load.ts'))};
+      await loadJob(${JSON.stringify(`${dir}/spins.ts`)}, { cwd: ${JSON.stringify(root)}, moduleTimeoutMs: 300 });`;
+    const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], { cwd: repoRoot, stdio: ['ignore', 'ignore', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+    // Without the watch the child spins until the test times out: it must not outlive it.
+    onTestFinished(() => void child.kill('SIGKILL'));
+    const [exitCode, signal] = (await once(child, 'exit')) as [number | null, NodeJS.Signals | null];
+    expect({ exitCode, signal }).toEqual({ exitCode: null, signal: 'SIGKILL' });
+    expect(stderr).toBe(`netingest: ${dir}/spins.ts: its code kept the process busy for 0.6 s while loading (code that never returns, such as an endless loop): stopped\n`);
   });
 
   it('through the CLI, a .ts job that leaves a timer running does not keep the finished command alive', async () => {
