@@ -1,5 +1,6 @@
 /** The report's charts as ECharts options, each with its title, axes, units and a text alternative to the picture. */
 import type { ReportFigures } from './figures.ts';
+import { plural } from '../plural.ts';
 import { roundCredits } from '../credits/credit-meter.ts';
 
 /** One chart: its id (the page's anchor), title, the text alternative, and the ECharts option. */
@@ -34,12 +35,21 @@ export function chartSpecs(f: ReportFigures): ChartSpec[] {
   return [creditsChart(f), outcomesChart(f), jobsChart(f), paceChart(f), driftChart(f), forecastChart(f)];
 }
 
-/** Category labels for runs: the night each started, with its id where two share a night. */
+/**
+ * Category labels for runs: the night each started, with its id where two share a night, and a run with no end written
+ * marked (its figures are what its stored calls show so far).
+ */
 export function runLabels(f: ReportFigures): Map<number, string> {
   const perDay = new Map<string, number>();
   for (const n of f.nights) perDay.set(n.startedAt.slice(0, 10), (perDay.get(n.startedAt.slice(0, 10)) ?? 0) + 1);
-  return new Map(f.nights.map((n) => [n.runId, perDay.get(n.startedAt.slice(0, 10))! > 1 ? `${n.startedAt.slice(0, 10)} #${n.runId}` : n.startedAt.slice(0, 10)]));
+  return new Map(f.nights.map((n) => {
+    const day = n.startedAt.slice(0, 10);
+    return [n.runId, `${perDay.get(day)! > 1 ? `${day} #${n.runId}` : day}${openMark(n)}`];
+  }));
 }
+
+/** How a run with no end written is marked: gone without finishing, or still going. */
+const openMark = (n: ReportFigures['nights'][number]) => (n.unfinished ? ' (unfinished)' : n.status === 'running' ? ' (running)' : '');
 
 const base = (yName: string, categories: string[], extra: Record<string, unknown> = {}) => ({
   animation: false,
@@ -75,9 +85,10 @@ function creditsChart(f: ReportFigures): ChartSpec {
     id: 'credits',
     title: 'Credits spent per night by each job, and the balance left after each run',
     alt:
-      `${f.nights.length} runs in the last ${f.days} days spent ${fmt(sum(spent))} credits` +
+      `${plural(f.nights.length, 'run')} in the last ${f.days} days spent ${fmt(sum(spent))} credits` +
       (jobTotals.length > 0 ? ` (${jobTotals.map(([job, n]) => `${job} ${fmt(n)}`).join(', ')})` : '') +
       (most ? `; the most, ${fmt(most.creditsSpent ?? 0)}, on ${labels.get(most.runId)}` : '') +
+      openRunsNote(f) +
       (left ? `; ${fmt(left.balance)} of ${fmt(left.totalCredits)} credits are left.` : '; the balance is not known yet.'),
     option: {
       ...base('credits spent', x),
@@ -97,6 +108,14 @@ function creditsChart(f: ReportFigures): ChartSpec {
   };
 }
 
+/** The runs whose end is not written, said in the credits sentence: their bars are what their stored answers show. */
+function openRunsNote(f: ReportFigures): string {
+  return f.nights
+    .filter((n) => n.status === 'running')
+    .map((n) => (n.unfinished ? `; run #${n.runId} stopped without finishing: its bar is what its stored answers spent` : `; run #${n.runId} is still running: its bar is its spend so far`))
+    .join('');
+}
+
 function outcomesChart(f: ReportFigures): ChartSpec {
   const labels = runLabels(f);
   const x = f.nights.map((n) => labels.get(n.runId)!);
@@ -108,7 +127,7 @@ function outcomesChart(f: ReportFigures): ChartSpec {
   return {
     id: 'outcomes',
     title: 'Task outcomes per run (all jobs of the run)',
-    alt: `Over ${f.nights.length} runs: ${Object.entries(totals).map(([k, v]) => `${fmt(v)} ${k}`).join(', ')}.`,
+    alt: `Over ${plural(f.nights.length, 'run')}: ${Object.entries(totals).map(([k, v]) => `${fmt(v)} ${k}`).join(', ')}.`,
     option: { ...base('tasks', x), series },
   };
 }
@@ -180,8 +199,6 @@ function driftChart(f: ReportFigures): ChartSpec {
   const labels = runLabels(f);
   const runIds = f.nights.map((n) => n.runId);
   const drawn = f.drift.slice(0, DRIFT_LINES);
-  // A run that received no answer says nothing about drift: a gap, not 0%.
-  const answered = new Set(f.callsByJob.filter((c) => c.answered > 0).map((c) => c.runId));
   return {
     id: 'drift',
     title: 'Answer drift: share of answers where a member was missing, null or of another type',
@@ -198,7 +215,9 @@ function driftChart(f: ReportFigures): ChartSpec {
         return {
           type: 'line',
           name: `${s.operation} ${s.path} (${s.kind})`,
-          data: runIds.map((id) => byRun.get(id) ?? (answered.has(id) ? 0 : null)),
+          // A run without an answer of the operation says nothing about its drift: a gap (figures' driftSeries).
+          data: runIds.map((id) => byRun.get(id) ?? null),
+          connectNulls: false,
           showSymbol: runIds.length <= SYMBOLS_UP_TO,
         };
       }),

@@ -12,7 +12,7 @@ export type FigureOptions = Readonly<Record<'days' | 'forecastDays' | 'configure
 /** How often one member of one operation's answers drifted, run by run (share: count / seen). */
 export interface DriftSeries {
   operation: string; path: string; kind: string;
-  byRun: Array<{ runId: number; count: number; seen: number; percent: number }>;
+  byRun: Array<{ runId: number; count: number; seen: number | null; percent: number }>;
 }
 
 const MS_PER_MINUTE = 60_000;
@@ -25,8 +25,12 @@ export type ReportFigures = ReturnType<typeof buildFigures>;
 export function buildFigures(data: ReportData, status: FullStatusReport, options: FigureOptions) {
   // A run with no paid answer stores no balance: it left the one before it as it was.
   let balance: number | null = null;
+  // A run still marked running is measured (report-figures' measuredRuns); `unfinished` once its process is gone.
+  const gone = new Set(status.unfinishedRuns.map((r) => r.id));
+  // A run writes its drift as each job ends: one with no end written says nothing yet of drift it did not store.
+  const openRuns = new Set(data.runs.filter((r) => r.status === 'running').map((r) => r.id));
   const nights = data.runs.map((r) => ({
-    runId: r.id, startedAt: r.startedAt, endedAt: r.endedAt, status: r.status, exitCode: r.exitCode,
+    runId: r.id, startedAt: r.startedAt, endedAt: r.endedAt, status: r.status, unfinished: gone.has(r.id), exitCode: r.exitCode,
     creditsSpent: r.creditsSpent, balanceAfter: (balance = r.creditsAtEnd ?? balance),
     done: r.tasksDone, notFound: r.tasksNotFound, failed: r.tasksFailed, deferred: r.tasksDeferred, invalidRows: r.invalidRows, calls: r.calls,
   }));
@@ -48,7 +52,7 @@ export function buildFigures(data: ReportData, status: FullStatusReport, options
     /** Calls per run and job by how they were answered (`job` null: calls no task owns). */
     callsByJob: data.calls.map((c) => ({ runId: c.runId, job: c.job, calls: c.calls, answered: c.answered, notFound: c.notFound, failedCalls: c.failedCalls })),
     pace: paceOf(data, options.configuredPerMinute),
-    drift: driftSeries(data.drift),
+    drift: driftSeries(data.drift, data.answers.filter((a) => !openRuns.has(a.runId))),
     forecast: {
       days: forecastDue(data.taskAges, { ...options, refreshAfterDays, costPerCall: (op) => costPerCall[op]?.credits ?? defaultCostPerCall }),
       costPerCall,
@@ -59,18 +63,21 @@ export function buildFigures(data: ReportData, status: FullStatusReport, options
   };
 }
 
-/** Each job's pace per run: calls a minute from its first to last call, the rate recorded (else `--rate`), latency. */
+/**
+ * Each job's pace per run: calls a minute from its first call sent to its last (send times: answers arrive bunched
+ * by latency, sends are what the rate gate spaced), the rate recorded (else `--rate`), latency.
+ */
 function paceOf(data: ReportData, assumedPerMinute: number) {
   const rates = new Map(data.runs.map((r) => [r.id, r.jobRates === null ? {} : (JSON.parse(r.jobRates) as Record<string, number>)]));
   // Calls no task owns (the free balance check) have no job and no pace of their own.
   return data.calls.flatMap((c) => {
     if (c.job === null) return [];
     const recorded = rates.get(c.runId)?.[c.job];
-    const minutes = (Date.parse(c.lastAt) - Date.parse(c.firstAt)) / MS_PER_MINUTE;
+    const minutes = (c.sentSpanMs ?? 0) / MS_PER_MINUTE;
     return [{
       runId: c.runId, job: c.job, calls: c.calls, minutes: round2(minutes),
-      // One call, or all in the same instant: no pace to speak of.
-      callsPerMinute: minutes > 0 && c.calls > 1 ? round2((c.calls - 1) / minutes) : null,
+      // One call, or all sent in the same instant: no pace to speak of.
+      callsPerMinute: minutes > 0 && c.timedCalls > 1 ? round2((c.timedCalls - 1) / minutes) : null,
       configuredPerMinute: recorded ?? assumedPerMinute, configuredFrom: recorded === undefined ? ('assumed' as const) : ('recorded' as const),
       latencyAvgMs: c.latencyAvgMs === null ? null : Math.round(c.latencyAvgMs),
       latencyMaxMs: c.latencyMaxMs === null ? null : Math.round(c.latencyMaxMs),
@@ -78,13 +85,23 @@ function paceOf(data: ReportData, assumedPerMinute: number) {
   });
 }
 
-function driftSeries(rows: ReportData['drift']): DriftSeries[] {
+/**
+ * Each drifted member's share per run in which its operation was answered (`answers`): 0% (`seen` null: not counted)
+ * where it did not drift, so every point the chart draws is in the table; a run without an answer is left out (a gap).
+ */
+function driftSeries(rows: ReportData['drift'], answers: ReportData['answers']): DriftSeries[] {
   const series = new Map<string, DriftSeries>();
   for (const r of rows) {
     const key = JSON.stringify([r.operation, r.path, r.kind]);
     let s = series.get(key);
     if (!s) series.set(key, (s = { operation: r.operation, path: r.path, kind: r.kind, byRun: [] }));
     s.byRun.push({ runId: r.runId, count: r.count, seen: r.seen, percent: r.seen > 0 ? round2((100 * r.count) / r.seen) : 0 });
+  }
+  for (const s of series.values()) {
+    const drifted = new Set(s.byRun.map((r) => r.runId));
+    const quiet = answers.filter((a) => a.operation === s.operation && a.answers > 0 && !drifted.has(a.runId));
+    s.byRun.push(...quiet.map((a) => ({ runId: a.runId, count: 0, seen: null, percent: 0 })));
+    s.byRun.sort((a, b) => a.runId - b.runId);
   }
   // The members that drifted most first: the chart draws the first few, the table all.
   return [...series.values()].sort((a, b) => total(b) - total(a) || (a.operation + a.path + a.kind < b.operation + b.path + b.kind ? -1 : 1));
@@ -100,26 +117,49 @@ type ForecastOptions = Pick<FigureOptions, 'forecastDays' | 'now'> & {
   costPerCall: (operation: string) => number;
 };
 
-/** Tasks of each job coming due each day (UTC), by day then job, days with none left out; day 0 holds those due already. */
+/**
+ * Tasks of each job coming due each day (UTC), by day then job, days with none left out; day 0 holds those due already.
+ * A task comes due again each refresh age after it is taken, at most once a day (a nightly run takes it once); a
+ * not-found one is called again but costs nothing (404s are free).
+ */
 export function forecastDue(ages: readonly TaskAge[], options: ForecastOptions) {
   const today = Date.UTC(options.now.getUTCFullYear(), options.now.getUTCMonth(), options.now.getUTCDate());
   const byKey = new Map<string, { day: string; job: string; tasks: number; credits: number }>();
   for (const age of ages) {
     const due = dueAt(age, options);
     if (due === null) continue;
-    const index = Math.max(0, Math.floor((due - today) / MS_PER_DAY));
-    if (index >= options.forecastDays) continue;
-    const day = new Date(today + index * MS_PER_DAY).toISOString().slice(0, 10);
-    const key = `${day}\u0000${age.job}`;
-    const entry = byKey.get(key) ?? { day, job: age.job, tasks: 0, credits: 0 };
-    entry.tasks += age.n;
-    entry.credits = roundCredits(entry.credits + age.n * options.costPerCall(age.operation));
-    byKey.set(key, entry);
+    const cost = age.status === 'not_found' ? 0 : options.costPerCall(age.operation);
+    for (const index of dueDays(due, (options.refreshAfterDays[age.operation] ?? 0) * MS_PER_DAY, today, options)) {
+      const day = new Date(today + index * MS_PER_DAY).toISOString().slice(0, 10);
+      const key = `${day}\u0000${age.job}`;
+      const entry = byKey.get(key) ?? { day, job: age.job, tasks: 0, credits: 0 };
+      entry.tasks += age.n;
+      entry.credits = roundCredits(entry.credits + age.n * cost);
+      byKey.set(key, entry);
+    }
   }
   return [...byKey.values()].sort((a, b) => (a.day < b.day ? -1 : a.day > b.day ? 1 : a.job < b.job ? -1 : a.job > b.job ? 1 : 0));
 }
 
-/** When a task is due (ms), or null when no run takes it again without --refresh. */
+/**
+ * The window's days (0: today) on which a task first due at `due` comes due: then every `refreshMs` after it is taken
+ * (one due already is taken now), each day once. Jumps straight to the next day's first due time, so a refresh age of
+ * minutes costs no more than one of days.
+ */
+function dueDays(due: number, refreshMs: number, today: number, options: ForecastOptions): number[] {
+  const end = today + options.forecastDays * MS_PER_DAY;
+  const days: number[] = [];
+  for (let at = Math.max(due, options.now.getTime()); at < end; ) {
+    const index = Math.floor((at - today) / MS_PER_DAY);
+    days.push(index);
+    if (!(refreshMs > 0)) break;
+    const nextDay = today + (index + 1) * MS_PER_DAY;
+    at += Math.max(1, Math.ceil((nextDay - at) / refreshMs)) * refreshMs;
+  }
+  return days;
+}
+
+/** When a task is first due (ms), or null when no run takes it again without --refresh. */
 function dueAt(age: TaskAge, options: ForecastOptions): number | null {
   const now = options.now.getTime();
   if (age.status === 'pending' || age.status === 'deferred') return now;

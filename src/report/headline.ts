@@ -1,6 +1,7 @@
 /** The report's top line and advice, read from `status`'s own figures so the page and `status --json` agree. */
 import type { FullStatusReport } from '../runner/status-report.ts';
 import type { RecentRun } from '../store/runs.ts';
+import type { RunStatus } from '../store/tables.ts';
 import { roundCredits } from '../credits/credit-meter.ts';
 
 /** What to do next, and how urgent it is. */
@@ -20,6 +21,22 @@ const DEFERRED_BECAUSE: Readonly<Record<string, string>> = {
   failed: 'the run stopped on an error',
   abandoned: 'the run died without finishing',
 };
+
+/** Each run status as the headline says it after "Run #61": a stored status with its underscores is no English. */
+const STATUS_WORDS: Readonly<Record<RunStatus, string>> = {
+  running: 'is still running',
+  completed: 'completed',
+  completed_with_failures: 'completed with failures',
+  stopped_credits: 'stopped on credits',
+  stopped_throttled: 'stopped on throttling (429)',
+  stopped_unusable: 'stopped on unreadable answers',
+  interrupted: 'was interrupted',
+  failed: 'failed',
+  abandoned: 'died without finishing',
+};
+
+/** A run's status as a verb for the headline; one this release does not know, as stored but readable. */
+export const statusInWords = (status: string): string => STATUS_WORDS[status as RunStatus] ?? status.replaceAll('_', ' ');
 
 /** A run as `status` lists it. */
 type StatusRun = FullStatusReport['runs'][number];

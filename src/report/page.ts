@@ -8,6 +8,7 @@ import { GridComponent, LegendComponent } from 'echarts/components';
 import { SVGRenderer } from 'echarts/renderers';
 import type { ReportFigures } from './figures.ts';
 import { chartSpecs, formatNumber, NO_JOB, runLabels, type ChartSpec } from './charts.ts';
+import { statusInWords } from './headline.ts';
 
 // Only the parts the report uses; the text alternative is the page's own (ECharts' aria needs a DOM).
 echarts.use([BarChart, LineChart, GridComponent, LegendComponent, SVGRenderer]);
@@ -55,7 +56,7 @@ function headlineHtml(f: ReportFigures): string {
   // A night of several workers is told by its worst run, and its credits by them all.
   const night = h.nightRunIds.length > 1 ? `the last night's ${h.nightRunIds.length} runs` : null;
   const run = h.lastRun
-    ? `Run #${h.lastRun.id}${night ? ` (the worst of ${night})` : ''} ${h.lastRun.unfinished ? 'stopped without finishing' : e(h.lastRun.status.replaceAll('_', ' '))}, exit code <span data-figure="last-exit-code">${h.lastRun.exitCode === null ? 'not recorded' : e(h.lastRun.exitCode)}</span>, ended <span data-figure="last-ended-at">${when(h.lastRun.endedAt)}</span>`
+    ? `Run #${h.lastRun.id}${night ? ` (the worst of ${night})` : ''} ${h.lastRun.unfinished ? 'stopped without finishing' : e(statusInWords(h.lastRun.status))}, exit code <span data-figure="last-exit-code">${h.lastRun.exitCode === null ? 'not recorded' : e(h.lastRun.exitCode)}</span>, ${h.lastRun.endedAt === null ? 'no end recorded' : `ended <span data-figure="last-ended-at">${when(h.lastRun.endedAt)}</span>`}`
     : 'No run yet';
   const left = h.creditsLeft
     ? `<span data-figure="credits-left">${e(h.creditsLeft.balance)}</span> of ${e(h.creditsLeft.totalCredits)} left (${h.creditsLeft.source === 'live' ? "the service's credit check, now" : `last counters, ${when(h.creditsLeft.at)}`})`
@@ -138,7 +139,7 @@ function chartTables(f: ReportFigures): Record<string, string> {
     drift: table('Numbers: drift per member and run', ['operation', 'member path', 'kind', 'night', 'run', 'answers drifted', 'answers seen', '%'],
       f.drift.flatMap((s) => s.byRun.map((r) => [s.operation, s.path, s.kind, labels.get(r.runId), r.runId, r.count, r.seen, r.percent]))),
     forecast: table('Numbers: tasks and credits coming due', ['day', 'job', 'tasks', 'credits'], f.forecast.days.map((d) => [d.day, d.job, d.tasks, d.credits])) +
-      `<p class="note">Costs per call: ${Object.entries(f.forecast.costPerCall).map(([op, c]) => `${e(op)} ${e(c.credits)}${c.learned ? '' : ' (not learned yet: the default)'}`).join(', ')}. Refresh ages are each operation's default; a job file that sets <code>refreshAfterDays</code> moves its tasks.</p>`,
+      `<p class="note">Costs per call: ${Object.entries(f.forecast.costPerCall).map(([op, c]) => `${e(op)} ${e(c.credits)}${c.learned ? '' : ' (not learned yet: the default)'}`).join(', ')}. A task comes due again every refresh age (at most once a day), and a not-found one costs nothing (404s are free). Refresh ages are each operation's default; a job file that sets <code>refreshAfterDays</code> moves its tasks.</p>`,
   };
 }
 

@@ -2,7 +2,8 @@
 import { describe, expect, it } from 'vitest';
 import { creditsByJob, forecastDue, redactSample, SAMPLE_MAX_CHARS } from '../../src/report/figures.ts';
 import type { ReportData } from '../../src/store/readers/report-figures.ts';
-import { headlineOf } from '../../src/report/headline.ts';
+import { headlineOf, statusInWords } from '../../src/report/headline.ts';
+import { RUN_STATUSES } from '../../src/store/tables.ts';
 import { escapeHtml } from '../../src/report/page.ts';
 import type { FullStatusReport } from '../../src/runner/status-report.ts';
 
@@ -33,10 +34,32 @@ describe('forecastDue', () => {
       options,
     );
     expect(days).toEqual([
-      // 3 pending + 1 deferred + 4 retryable + 1 not found long ago
-      { day: '2026-06-30', job: 'p', tasks: 9, credits: 18 },
+      // 3 pending + 1 deferred + 4 retryable at 2 each, + 1 not found long ago, called again for free (404s are free)
+      { day: '2026-06-30', job: 'p', tasks: 9, credits: 16 },
       { day: '2026-07-01', job: 'p', tasks: 2, credits: 4 },
     ]);
+  });
+
+  it('counts a task again each time its refresh age passes in the window, once a day', () => {
+    const week = { ...options, forecastDays: 7, refreshAfterDays: { 'search-jobs': 0.5, 'post-details': 2 } };
+    const of = (operation: string, status: string, completedHour: string | null) => ({ job: operation, operation, status, retryable: null, completedHour, n: 3 });
+    const days = forecastDue([of('search-jobs', 'done', '2026-06-30T02'), of('post-details', 'pending', null), of('post-details', 'not_found', '2026-06-29T10')], week);
+    // Every 12 hours: due at 14:00 today, then each day (a nightly run takes it once a day), 3 tasks at 2.
+    expect(days.filter((d) => d.job === 'search-jobs').map((d) => [d.day.slice(5), d.credits])).toEqual(
+      ['06-30', '07-01', '07-02', '07-03', '07-04', '07-05', '07-06'].map((day) => [day, 6]),
+    );
+    // Every 2 days: the pending ones now and each second day after; the not-found ones (due 07-01) at no cost.
+    expect(days.filter((d) => d.job === 'post-details').map((d) => [d.day.slice(5), d.tasks, d.credits])).toEqual([
+      ['06-30', 3, 6], ['07-01', 3, 0], ['07-02', 3, 6], ['07-03', 3, 0], ['07-04', 3, 6], ['07-05', 3, 0], ['07-06', 3, 6],
+    ]);
+  });
+});
+
+describe('statusInWords', () => {
+  it('says every stored run status as English', () => {
+    expect(statusInWords('stopped_credits')).toBe('stopped on credits');
+    for (const status of RUN_STATUSES) expect(statusInWords(status), status).toMatch(/^[a-z]+( [a-z0-9()]+)*$/);
+    expect(new Set(RUN_STATUSES.map(statusInWords)).size).toBe(RUN_STATUSES.length);
   });
 });
 

@@ -5,6 +5,7 @@
 import { apiCallReads } from '../api-calls.ts';
 import { rows, value, type Reads } from '../read-steps.ts';
 import { statusReads } from '../status.ts';
+import { measureUnfinishedRunReads } from '../abandoned-runs.ts';
 import { LAST_RUN_IDS, RECENT_RUN_COLUMNS, type RecentRun } from '../runs.ts';
 import { sql, param, dialect, literal, perEngine } from '../../statement.ts';
 import { OPERATIONS } from '../../spec/types.ts';
@@ -20,11 +21,17 @@ export interface ReportWindow {
 /** One run of the window, as `status` lists it, with `runs.job_rates` (JSON text; null before the run recorded it). */
 export type ReportRun = RecentRun & { jobRates: string | null };
 
-/** A run's calls for one job (null: calls no task owns, such as the free balance check). */
+/**
+ * A run's calls for one job (null: calls no task owns, such as the free balance check). `timedCalls`: those with a
+ * latency, whose send time is known; `sentSpanMs`: from the first of them sent to the last (null: none).
+ */
 export interface RunJobCalls {
-  runId: number; job: string | null; calls: number; answered: number; notFound: number; failedCalls: number; firstAt: string; lastAt: string;
-  latencyAvgMs: number | null; latencyMaxMs: number | null;
+  runId: number; job: string | null; calls: number; answered: number; notFound: number; failedCalls: number; timedCalls: number;
+  sentSpanMs: number | null; latencyAvgMs: number | null; latencyMaxMs: number | null;
 }
+
+/** How many answers (200) one operation received in one run: drift is counted over them. */
+export interface RunOperationAnswers { runId: number; operation: string; answers: number }
 
 /** One run's counted answers of one job (see CREDIT_STEPS). */
 export interface RunJobCreditSteps { runId: number; job: string | null; paid: number; steps: number | null; lowest: number }
@@ -49,10 +56,19 @@ const HAS_JOB_RATES = perEngine({
 /** The last night's runs, newest first: the headline judges the night, not whichever worker started last. */
 const LAST_NIGHT = `SELECT ${RECENT_RUN_COLUMNS} FROM runs WHERE id IN (${LAST_RUN_IDS}) ORDER BY id DESC`;
 
+/**
+ * When a call was sent, in ms since 1970: `at` is written once its answer arrived, `latency_ms` after the send (the
+ * rate gate spaces sends, not arrivals). Null without a latency: an arrival is never taken for a send.
+ */
+const SENT_MS = dialect({
+  sqlite: '((julianday(a.at) - 2440587.5) * 86400000.0 - a.latency_ms)',
+  postgres: '(extract(epoch FROM a.at) * 1000 - a.latency_ms)',
+});
+
 const CALLS = sql`SELECT a.run_id AS "runId", t.job, count(*) AS calls, sum(CASE WHEN a.status = 200 THEN 1 ELSE 0 END) AS answered,
   sum(CASE WHEN a.status = 404 THEN 1 ELSE 0 END) AS "notFound",
   sum(CASE WHEN a.status IS NULL OR (a.status <> 200 AND a.status <> 404) THEN 1 ELSE 0 END) AS "failedCalls",
-  min(a.at) AS "firstAt", max(a.at) AS "lastAt", avg(a.latency_ms) AS "latencyAvgMs", max(a.latency_ms) AS "latencyMaxMs"
+  count(a.latency_ms) AS "timedCalls", max(${SENT_MS}) - min(${SENT_MS}) AS "sentSpanMs", avg(a.latency_ms) AS "latencyAvgMs", max(a.latency_ms) AS "latencyMaxMs"
   FROM api_calls a LEFT JOIN tasks t ON t.id = a.task_id
   WHERE a.run_id IN (SELECT id FROM runs WHERE started_at >= ${param}) GROUP BY a.run_id, t.job ORDER BY a.run_id, t.job`;
 
@@ -69,6 +85,9 @@ const CREDIT_STEPS = sql`SELECT "runId", job, count(*) AS paid, sum(step) AS ste
 
 const DRIFT = sql`SELECT run_id AS "runId", operation, path, kind, count, seen FROM answer_drift
   WHERE run_id IN (SELECT id FROM runs WHERE started_at >= ${param}) ORDER BY run_id, operation, path, kind`;
+
+const ANSWERS = sql`SELECT run_id AS "runId", operation, count(*) AS answers FROM api_calls
+  WHERE status = 200 AND run_id IN (SELECT id FROM runs WHERE started_at >= ${param}) GROUP BY run_id, operation ORDER BY run_id, operation`;
 
 const FAILURES = `SELECT job, last_error_code AS code, count(*) AS n, min(id) AS "firstId" FROM tasks
   WHERE status = 'failed' GROUP BY job, last_error_code ORDER BY count(*) DESC, job, last_error_code`;
@@ -87,10 +106,11 @@ const TASK_AGES = sql`SELECT job, operation, status, ${dialect({ sqlite: 'retrya
 export function* reportFiguresReads(window: ReportWindow, recentRuns = 10) {
   const status = yield* statusReads(recentRuns);
   const hasRates = ((yield* value<number>(HAS_JOB_RATES, [])) ?? 0) > 0;
-  const runs = yield* rows<ReportRun>(hasRates ? RUNS.withRates : RUNS.withoutRates, [window.sinceIso]);
+  const runs = yield* measuredRuns(yield* rows<ReportRun>(hasRates ? RUNS.withRates : RUNS.withoutRates, [window.sinceIso]));
   const lastNight = yield* rows<RecentRun>(LAST_NIGHT);
   const calls = yield* rows<RunJobCalls>(CALLS, [window.sinceIso]);
   const creditSteps = yield* rows<RunJobCreditSteps>(CREDIT_STEPS, [window.sinceIso]);
+  const answers = yield* rows<RunOperationAnswers>(ANSWERS, [window.sinceIso]);
   const drift = yield* rows<{ runId: number; operation: string; path: string; kind: string; count: number; seen: number }>(DRIFT, [window.sinceIso]);
   const failures = [];
   for (const f of yield* rows<{ job: string; code: string | null; n: number; firstId: number }>(FAILURES)) {
@@ -108,7 +128,23 @@ export function* reportFiguresReads(window: ReportWindow, recentRuns = 10) {
   const costPerCall: Record<string, number | null> = {};
   // Each operation's learned cost per call, for the forecast.
   for (const operation of OPERATIONS) costPerCall[operation] = yield* apiCallReads.learnedCost(operation);
-  return { status, runs, lastNight, calls, creditSteps, drift, failures, invalidRows, invalidTotal, anomalyKinds, anomalies, taskAges, costPerCall };
+  return { status, runs, lastNight, calls, creditSteps, answers, drift, failures, invalidRows, invalidTotal, anomalyKinds, anomalies, taskAges, costPerCall };
+}
+
+/**
+ * The runs with those still marked running measured as `status` measures them (its end not written: what its stored
+ * calls and tasks show), so the credits chart holds the spend the headline counts for a run killed mid-run.
+ */
+function* measuredRuns(runs: ReportRun[]): Reads<ReportRun[]> {
+  const out: ReportRun[] = [];
+  for (const run of runs) {
+    if (run.status !== 'running') out.push(run);
+    else {
+      const { endedAt: _lastCall, creditsAtStart: _notListed, ...figures } = yield* measureUnfinishedRunReads({ ...run, pid: null, host: null });
+      out.push({ ...run, ...figures });
+    }
+  }
+  return out;
 }
 
 /** What reportFiguresReads() returns. */
