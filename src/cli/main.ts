@@ -4,6 +4,7 @@ import { describeError, EXIT, exitCodeFor } from './exit-codes.ts';
 import { NetingestError } from '../errors.ts';
 import { commands } from './commands/index.ts';
 import { readPackageJson } from '../package-root.ts';
+import { nearestName } from '../near-name.ts';
 import { terminalSafe, terminalSafeJson } from '../text-width.ts';
 import { schemaUpgradeLine, withSchemaUpgradeNotice } from '../store/schema-upgrade-notice.ts';
 
@@ -24,7 +25,7 @@ export async function main(argv: string[], io: CommandIO = { stdout: process.std
     .wrap(Math.min(110, process.stdout.columns ?? 110))
     .fail((msg, err) => {
       if (err) throw err;
-      throw new UsageFailure(msg);
+      throw new UsageFailure(unknownArgumentsMessage(msg, optionNames(parser)) ?? msg);
     });
   for (const entry of commands) {
     // yargs calls only the picked command's builder: the command's module is imported on first use.
@@ -59,6 +60,29 @@ export async function main(argv: string[], io: CommandIO = { stdout: process.std
 }
 
 class UsageFailure extends Error {}
+
+/** The flags the command being parsed declares (yargs keeps them on its instance while it parses that command). */
+function optionNames(parser: unknown): string[] {
+  const options = (parser as { getOptions?: () => { key?: object } }).getOptions?.().key;
+  return options ? Object.keys(options) : [];
+}
+
+/**
+ * yargs' "Unknown arguments: dry-run, dryRun" names each flag twice (its camelCase expansion too): once here, with the
+ * flag most likely meant (`--concurency`: did you mean --concurrency?). Null for any other message.
+ */
+function unknownArgumentsMessage(msg: string, known: readonly string[]): string | null {
+  const listed = /^Unknown arguments?: (.*)$/.exec(msg)?.[1]?.split(', ');
+  if (!listed) return null;
+  const camel = (name: string) => name.replace(/-([a-z])/g, (_, c: string) => c.toUpperCase());
+  const names = listed.filter((name) => !listed.some((other) => other !== name && other.includes('-') && camel(other) === name));
+  const flags = known.filter((k) => k.length > 1 && !/[A-Z]/.test(k));
+  const shown = names.map((name) => {
+    const near = name.length > 1 ? nearestName(name, flags) : undefined;
+    return near ? `${name} (did you mean --${near}?)` : name;
+  });
+  return `Unknown argument${shown.length > 1 ? 's' : ''}: ${shown.join(', ')}`;
+}
 
 /** One stderr line per dataset a command's opening upgraded (a JSON log line under --log-format json). */
 function upgradeNotice(io: CommandIO, jsonLog: boolean): (dataset: string) => void {

@@ -90,3 +90,19 @@ describe('--help', () => {
     expect(dbHelp(texts[read.length + 1]!)).toMatch(/read if it exists .*never created/);
   });
 });
+
+describe('an unknown flag', () => {
+  /** `netingest <args>` in this process: its exit code and stderr. */
+  async function refused(args: string[]): Promise<{ code: number; stderr: string }> {
+    let stderr = '';
+    const sink = (write: (s: string) => void) => ({ write: (chunk: string) => (write(String(chunk)), true) }) as unknown as NodeJS.WritableStream;
+    const code = await main(args, { stdout: sink(() => undefined), stderr: sink((s) => (stderr += s)) });
+    return { code, stderr };
+  }
+
+  it('is named once (not also as its camelCase form), with the flag most likely meant', async () => {
+    expect(await refused(['run', '--dry-run'])).toEqual({ code: 2, stderr: "netingest: Unknown argument: dry-run\nRun 'netingest --help' for usage.\n" });
+    expect((await refused(['run', '--concurency', '3'])).stderr).toMatch(/^netingest: Unknown argument: concurency \(did you mean --concurrency\?\)\n/);
+    expect((await refused(['export', 'posts', '--outt', 'x.csv', '--dry-run'])).stderr).toMatch(/^netingest: Unknown arguments: outt \(did you mean --out\?\), dry-run\n/);
+  });
+});
