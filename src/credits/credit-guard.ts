@@ -58,12 +58,6 @@ export class CreditGuard {
   /** The highest cost learned for each operation (costs of earlier runs included): what an unread answer is charged. */
   private readonly highestCost = new Map<Operation, number>();
   private readonly readableAnswers = new Map<Operation, number>();
-  /**
-   * Whether an unknown cost goes one call at a time even with the balance read before the run: the service publishes
-   * no prices, and 16 calls sent together at the assumed 5 that cost 50 each would take a cap of 100 to 800. One
-   * answer after that read shows the cost to this guard.
-   */
-  protected readonly learnsCostAlone: boolean = true;
 
   constructor(limits: CreditLimits, history: CreditHistory = {}, options: CreditMeterOptions = {}) {
     this.limits = limits;
@@ -83,12 +77,12 @@ export class CreditGuard {
   stopOnLastKnown(operation: Operation, last: { balance: number; at: string }): boolean {
     const { reserve } = this.limits;
     if (this.balance !== null || this.stopFigures || reserve <= 0) return false;
-    const known = this.knowsCost(operation);
+    const assumed = this.costAssumed(operation);
     const cost = this.costOf(operation);
     // An unknown cost may be below the assumed one: as in overLimit, one call may go alone while some room is left.
     const room = last.balance - reserve;
-    if (known ? room - cost >= -1e-9 : room > 1e-9) return false;
-    this.stop('reserve', cost, !known);
+    if (!assumed ? room - cost >= -1e-9 : room > 1e-9) return false;
+    this.stop('reserve', cost, assumed);
     this.stopFigures = { ...this.stopDetail!, balance: last.balance, lastKnownAt: last.at };
     return true;
   }
@@ -130,6 +124,14 @@ export class CreditGuard {
     return this.meter.knowsCost(operation);
   }
 
+  /**
+   * Whether costOf is the assumed default, no answer having shown or bounded the cost: the service publishes no prices,
+   * so such a call goes alone (16 sent together at the assumed 5 that cost 50 each took a cap of 100 to 800).
+   */
+  protected costAssumed(operation: Operation): boolean {
+    return !this.knowsCost(operation);
+  }
+
   /** Estimated cost of one call of an operation (see CreditMeter.costOf). */
   costOf(operation: Operation): number {
     return this.meter.costOf(operation);
@@ -142,7 +144,8 @@ export class CreditGuard {
   async acquire(operation: Operation): Promise<Reservation | null> {
     for (;;) {
       if (this.stopFigures) return null;
-      const learning = this.balance === null || (!this.knowsCost(operation) && (this.learnsCostAlone || !this.meter.seeded));
+      // One answer after the balance read shows the cost (or, in SharedCreditGuard, bounds it).
+      const learning = this.balance === null || this.costAssumed(operation);
       const cost = this.costOf(operation);
       const overLimit = this.overLimit(operation, cost);
       if ((learning || overLimit) && this.inFlight > 0) {
@@ -152,7 +155,7 @@ export class CreditGuard {
       if (overLimit) {
         // What the spend holds at an estimate may come out lower once charged: the limits are checked again then.
         if (await this.chargesFinal()) continue;
-        return this.stop(overLimit, cost, !this.knowsCost(operation));
+        return this.stop(overLimit, cost, this.costAssumed(operation));
       }
       this.reserved += cost;
       this.inFlight += 1;
@@ -167,7 +170,7 @@ export class CreditGuard {
     const balance = this.balance;
     // An unknown cost is reserved at the default; when that does not fit but some room is left, one call goes alone to
     // show the cost (else a small balance could never learn it).
-    const probe = !this.knowsCost(operation) && this.inFlight === 0 && balance !== null && balance - reserve > 1e-9;
+    const probe = this.costAssumed(operation) && this.inFlight === 0 && balance !== null && balance - reserve > 1e-9;
     const underReserve = balance !== null && balance - this.reserved - cost < reserve - 1e-9 && !probe;
     return underReserve ? 'reserve' : null;
   }

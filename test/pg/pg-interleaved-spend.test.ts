@@ -10,7 +10,6 @@ import type { Operation } from '../../src/spec/types.ts';
 import { SharedCreditBudget } from '../../src/store/pg/coordination/shared-credit-budget.ts';
 import { openPgStore } from '../../src/store/pg/open.ts';
 import { SharedCreditGuard } from '../../src/store/pg/shared-credit-guard.ts';
-import { CREDIT_METER_DEFAULTS } from '../../src/credits/credit-meter.ts';
 import { one, setUp, useCleanups, type Setup } from './run-workers.ts';
 import { pgClusterUrl, pgSkipReason } from './use-pg.ts';
 
@@ -22,13 +21,17 @@ const START = 100;
 const counters = (used: number) => ({ credits_used: used, total_credits: TOTAL, credits_remaining: TOTAL - used });
 const spent = async (s: Setup, runKey: string) => one(s.pool, `SELECT coalesce((SELECT spent FROM credit_run_spend WHERE run_key = '${runKey}'), 0) AS n`);
 
-/** Runs x and y, each a worker's guard over the one account's shared budget (x's spend capped at `xMaxPerRun`). */
-async function twoRuns(prefix: string, xMaxPerRun: number | null = null) {
+/**
+ * Runs x and y, each a worker's guard over the one account's shared budget (x's spend capped at `xMaxPerRun`);
+ * `yWorkers` more workers of y (a worker's calls of a cost not bounded yet go one at a time: several at once are several workers').
+ */
+async function twoRuns(prefix: string, xMaxPerRun: number | null = null, yWorkers = 0) {
   const s = await setUp(1, prefix);
   await (await openPgStore(s.url)).close();
-  const guard = (runKey: string, maxPerRun: number | null) =>
-    new SharedCreditGuard({ reserve: 0, maxPerRun }, {}, new SharedCreditBudget(s.pool, { apiUrl: 'https://api.example', runKey, workerId: runKey }));
-  return { s, x: guard('x', xMaxPerRun), y: guard('y', null) };
+  const guard = (runKey: string, maxPerRun: number | null, workerId = runKey) =>
+    new SharedCreditGuard({ reserve: 0, maxPerRun }, {}, new SharedCreditBudget(s.pool, { apiUrl: 'https://api.example', runKey, workerId }));
+  const ys = Array.from({ length: yWorkers }, (_, i) => guard('y', null, `y${i + 2}`));
+  return { s, x: guard('x', xMaxPerRun), y: guard('y', null), ys };
 }
 
 /**
@@ -98,12 +101,12 @@ describe.skipIf(!pgClusterUrl)(`two runs' spend on one account on PostgreSQL${pg
   }, 30_000);
 
   it("a run's first answer comes after another run's calls were charged: it learns no cost from that step, and each run is charged its own calls", async () => {
-    const { s, x, y } = await twoRuns('spend_first_answers');
+    const { s, x, y, ys } = await twoRuns('spend_first_answers', null, 2);
+    const yAll = [y, ...ys];
     try {
-      x.seed(counters(START));
-      y.seed(counters(START));
-      // y's three calls are charged (START + 1 to + 3) and still on their way when x's first answer comes.
-      const ry = [await y.acquire(OP), await y.acquire(OP), await y.acquire(OP)];
+      for (const g of [x, ...yAll]) g.seed(counters(START));
+      // y's three calls (a worker's each) are charged (START + 1 to + 3) and still on their way when x's first answer comes.
+      const ry = await Promise.all(yAll.map((g) => g.acquire(OP)));
       const rx = await x.acquire(OP);
       x.settle(rx!, counters(START + 4));
       await x.drained();
@@ -111,39 +114,43 @@ describe.skipIf(!pgClusterUrl)(`two runs' spend on one account on PostgreSQL${pg
       expect(x.knowsCost(OP)).toBe(false);
       expect(x.spent).toBe(x.costOf(OP));
       expect(await spent(s, 'x')).toBe(0);
-      ry.forEach((r, i) => y.settle(r!, counters(START + 1 + i)));
-      await y.drained();
-      // The account's samples (x's answer among them) show the cost: y learns it and is charged 1 a call.
-      expect(y.costOf(OP)).toBe(1);
-      await Promise.all([x.finish(), y.finish()]);
+      for (const [i, g] of yAll.entries()) {
+        g.settle(ry[i]!, counters(START + 1 + i));
+        await g.drained();
+      }
+      // The account's samples (x's answer among them) show the cost: y's workers learn it and are charged 1 a call.
+      for (const g of yAll) await g.finish();
+      expect(yAll.map((g) => g.costOf(OP))).toEqual([1, 1, 1]);
+      await x.finish();
       expect([await spent(s, 'x'), await spent(s, 'y')]).toEqual([1, 3]);
-      expect([x.spent, y.spent]).toEqual([1, 3]);
+      expect([x.spent, yAll.reduce((sum, g) => sum + g.spent, 0)]).toEqual([1, 3]);
     } finally {
-      await Promise.all([x.close(), y.close()]);
+      await Promise.all([x, ...yAll].map((g) => g.close()));
     }
   }, 30_000);
 
-  it('a run whose spend reaches its cap only by answers counted at the assumed cost goes on once they are charged', async () => {
-    const { s, x, y } = await twoRuns('spend_cap_estimates', 12);
+  it('a run whose spend reaches its cap only by answers counted at an estimate goes on once they are charged', async () => {
+    const { s, x, y, ys } = await twoRuns('spend_cap_estimates', 9, 3);
+    const yAll = [y, ...ys];
     try {
-      x.seed(counters(START));
-      y.seed(counters(START));
-      // y's four calls are charged first; x's two answers step by 5 and 6 from the balance x read.
-      const ry = [await y.acquire(OP), await y.acquire(OP), await y.acquire(OP), await y.acquire(OP)];
-      const rx = [await x.acquire(OP), await x.acquire(OP)];
-      rx.forEach((r, i) => x.settle(r!, counters(START + 5 + i)));
-      expect(x.spent).toBe(2 * CREDIT_METER_DEFAULTS.defaultCostPerCall);
-      ry.forEach((r, i) => y.settle(r!, counters(START + 1 + i)));
-      await y.finish();
-      // 10 counted and one more call at 5 would pass 12; charged, x's two answers cost 1 each.
-      const third = await x.acquire(OP);
-      expect(third, JSON.stringify(x.stopDetail)).not.toBeNull();
-      expect(x.spent).toBe(2);
-      x.settle(third!, counters(START + 7));
+      for (const g of [x, ...yAll]) g.seed(counters(START));
+      // y's four calls (a worker's each) are charged first; x's first answer steps by 5 from the balance x read.
+      const ry = await Promise.all(yAll.map((g) => g.acquire(OP)));
+      const rx = await x.acquire(OP);
+      x.settle(rx!, counters(START + 5));
+      // Counted at the bound its step gives: that call cost 5 at most.
+      expect(x.spent).toBe(5);
+      ry.forEach((r, i) => yAll[i]!.settle(r!, counters(START + 1 + i)));
+      await Promise.all(yAll.map((g) => g.finish()));
+      // 5 counted and one more call at 5 would pass 9; charged, x's answer costs 1.
+      const second = await x.acquire(OP);
+      expect(second, JSON.stringify(x.stopDetail)).not.toBeNull();
+      expect(x.spent).toBe(1);
+      x.settle(second!, counters(START + 6));
       await x.finish();
-      expect([x.spent, await spent(s, 'x'), await spent(s, 'y')]).toEqual([3, 3, 4]);
+      expect([x.spent, await spent(s, 'x'), await spent(s, 'y')]).toEqual([2, 2, 4]);
     } finally {
-      await Promise.all([x.close(), y.close()]);
+      await Promise.all([x, ...yAll].map((g) => g.close()));
     }
   }, 30_000);
 

@@ -1,6 +1,7 @@
 /**
  * The run's CreditGuard, each reservation also fitting the account's shared budget. A cost is what all workers' answers
- * show, not a step of this worker's counters (others' calls step them too); till then a charge waits, reservation held.
+ * show, not a step of this worker's counters (others' calls step them too); till then a charge waits, reservation held,
+ * and a step bounds the cost from above: calls go together at that bound once this worker's first answer gave one.
  */
 import type { CreditCounters, Operation } from '../../spec/types.ts';
 import type { CreditHistory } from '../../credits/credit-meter.ts';
@@ -17,7 +18,7 @@ interface Unpriced {
 }
 
 export class SharedCreditGuard extends CreditGuard {
-  private readonly shared = new Map<Reservation, SharedReservation>();
+  private readonly shared = new Map<Reservation, { shared: SharedReservation; after: CreditCounters | null }>();
   private readonly renewal: { stop(): void };
   /** The report of the seeded balance, awaited before the first reservation. */
   private seeded: Promise<void> = Promise.resolve();
@@ -32,11 +33,14 @@ export class SharedCreditGuard extends CreditGuard {
   private readonly unpriced = new Map<Operation, Unpriced[]>();
   /** Whether the balance was read before the first call (seed): the budget knows it, so answers may wait for a cost. */
   private balanceRead = false;
+  /** This worker's newest counters (the balance read, or an answer): a call sent after them was charged above them. */
+  private lastSeen: CreditCounters | null = null;
   /**
-   * Calls go together from the first once the balance was read, at the assumed cost: a worker's own answers cannot show
-   * the cost (other workers' calls step the same counters), so going alone until they did could last the whole run.
+   * The most a call of each operation can cost: the least step of an answer's counter over the counters this worker
+   * had read when sending it (others' calls only add to a step). A worker's answers cannot show the cost, but they
+   * bound it at once: the assumed 5 could be dearer, and going alone till the cost shows could last the whole run.
    */
-  protected override readonly learnsCostAlone = false;
+  private readonly bounds = new Map<Operation, number>();
 
   constructor(limits: CreditLimits, history: CreditHistory, private readonly budget: SharedCreditBudget) {
     super(limits, history, { costFromOwnSteps: false });
@@ -50,6 +54,7 @@ export class SharedCreditGuard extends CreditGuard {
   override seed(counters: CreditCounters): boolean {
     if (!super.seed(counters)) return false;
     this.balanceRead = true;
+    this.lastSeen = counters;
     this.seeded = this.budget.report(counters);
     // A failure surfaces at the next acquire; until then it must not end the process as unhandled.
     this.seeded.catch(() => undefined);
@@ -61,16 +66,17 @@ export class SharedCreditGuard extends CreditGuard {
     await this.priceFirst(operation);
     const local = await super.acquire(operation);
     if (!local) return null;
-    // An unknown cost goes alone as a probe. Before this call waits, answers waiting for a cost are charged at their
+    // An assumed cost goes alone as a probe. Before this call waits, answers waiting for a cost are charged at their
     // estimate, or else the account's samples are read again (other workers' answers may show the cost by now).
-    const price = () => ({ cost: this.costOf(operation), probe: !this.knowsCost(operation) });
+    const price = () => ({ cost: this.costOf(operation), probe: this.costAssumed(operation) });
     const beforeWait = async () => this.chargeUnpriced() || (await this.priceFromAccount(operation));
     const shared = await this.budget.acquire(price, this.limits, beforeWait);
     if ('stop' in shared) {
       super.settle(local, null);
       return this.stop(shared.stop, local.cost, false, shared.figures.spent);
     }
-    this.shared.set(local, shared);
+    // Read now, as the call goes: an answer settled meanwhile was charged before it.
+    this.shared.set(local, { shared, after: this.lastSeen });
     return local;
   }
 
@@ -107,29 +113,45 @@ export class SharedCreditGuard extends CreditGuard {
     return this.charged;
   }
 
-  /** The cost the answers of every worker of the account show, else one earlier runs learned, else the assumed default. */
+  /**
+   * The cost the answers of every worker of the account show, else one earlier runs learned, else the bound of this
+   * worker's answers (see bounds), else the assumed default.
+   */
   override costOf(operation: Operation): number {
-    return this.learned.get(operation) ?? super.costOf(operation);
+    return this.learned.get(operation) ?? this.boundOf(operation) ?? super.costOf(operation);
   }
 
   override knowsCost(operation: Operation): boolean {
     return this.learned.has(operation) || super.knowsCost(operation);
   }
 
-  /** A paid answer whose counters cannot be read: the cost the account's samples show, else the local guard's rule. */
+  /** Assumed only until this worker's first answer bounds the cost: then its calls go together, reserved at the bound. */
+  protected override costAssumed(operation: Operation): boolean {
+    return !this.knowsCost(operation) && !this.bounds.has(operation);
+  }
+
+  /** The bound of `operation`'s cost (see bounds) while no cost is known. */
+  private boundOf(operation: Operation): number | undefined {
+    return this.knowsCost(operation) ? undefined : this.bounds.get(operation);
+  }
+
+  /** A paid answer whose counters cannot be read: the cost the account's samples show, else the bound, else the local guard's rule. */
   override unreadCost(operation: Operation): number {
-    return this.learned.get(operation) ?? super.unreadCost(operation);
+    return this.learned.get(operation) ?? this.boundOf(operation) ?? super.unreadCost(operation);
   }
 
   override settle(reservation: Reservation, charge: Charge): void {
-    super.settle(reservation, charge);
-    const shared = this.shared.get(reservation);
-    if (!shared) return;
+    const sent = this.shared.get(reservation);
     this.shared.delete(reservation);
     const op = reservation.operation;
     // The answer's counters as it gave them; sampled (and its charge held) only when they can be read.
     const given = charge !== null && charge !== 'unread' ? charge : null;
     const counters = given && readableCounters(given) ? given : null;
+    // Bounded before the local guard wakes the calls waiting for it: they go at the bound.
+    if (counters) this.bound(op, sent?.after ?? null, counters);
+    super.settle(reservation, charge);
+    if (!sent) return;
+    const { shared } = sent;
     // Without a balance read first, the budget learns the balance from the charges: those cannot wait.
     if (counters && !this.knowsCost(op) && this.balanceRead) {
       this.defer(op, { shared, counters, estimate: this.costOf(op) });
@@ -137,6 +159,14 @@ export class SharedCreditGuard extends CreditGuard {
     }
     const cost = charge === null ? 0 : charge === 'unread' ? this.unreadCost(op) : this.costOf(op);
     this.charge(shared, { cost, counters: given, sample: counters ? { operation: op, creditsUsed: counters.credits_used } : undefined }, 0);
+  }
+
+  /** Takes in an answer's counters: its step over those read before its call was sent bounds its operation's cost. */
+  private bound(op: Operation, after: CreditCounters | null, counters: CreditCounters): void {
+    const step = after && after.total_credits === counters.total_credits ? counters.credits_used - after.credits_used : 0;
+    if (step > 0) this.bounds.set(op, Math.min(this.bounds.get(op) ?? Infinity, step));
+    const last = this.lastSeen;
+    if (!last || last.total_credits !== counters.total_credits || counters.credits_used > last.credits_used) this.lastSeen = counters;
   }
 
   /** Holds an answer's charge until the account's samples, its counter among them, show what its operation costs. */
