@@ -9,6 +9,10 @@ export interface ChartSpec {
   title: string;
   alt: string;
   option: Record<string, unknown>;
+  /** The chart's height, wide and narrow, when it depends on the data (a bar per job); else the page's default. */
+  heightPx?: { wide: number; narrow: number };
+  /** Merged over `option` (ECharts' setOption merge) for the narrow drawing a phone shows. */
+  narrow?: Record<string, unknown>;
 }
 
 /** One formatter for the whole page: toLocaleString() with options builds a new one per call. */
@@ -132,18 +136,49 @@ function outcomesChart(f: ReportFigures): ChartSpec {
   };
 }
 
+/** Room per job in the tasks-per-job chart: one bar and the air around it (on a phone, its name above it too). */
+const JOB_ROW_PX = { wide: 30, narrow: 44 } as const;
+
+/** Widest job name in the tasks-per-job chart before it is cut with an ellipsis (the table and text name it whole). */
+const JOB_LABEL_PX = { wide: 320, narrow: 340 } as const;
+
+/** A phone's bar in the tasks-per-job chart: thin enough for the job's name to sit above it within its row. */
+const NARROW_JOB_BAR_PX = 16;
+
 function jobsChart(f: ReportFigures): ChartSpec {
   const jobs = Object.keys(f.status.tasksByJob);
   const statuses = ['done', 'not_found', 'failed', 'deferred', 'pending'] as const;
   const colour = { done: OUTCOME_COLOURS.done, not_found: OUTCOME_COLOURS.notFound, failed: OUTCOME_COLOURS.failed, deferred: OUTCOME_COLOURS.deferred, pending: '#90caf9' };
+  const rows = Math.max(jobs.length, 2);
   return {
     id: 'jobs',
     title: 'Tasks per job, by their state now',
     alt: jobs.length === 0 ? 'No job has tasks yet.' : jobs.map((j) => `${j}: ${Object.entries(f.status.tasksByJob[j]!).map(([s, count]) => `${fmt(count)} ${s.replace('_', ' ')}`).join(', ')}`).join('; ') + '.',
+    // Bars lie down, a job's name before each: names as long as users give them, each labelled (interval 0),
+    // and the chart grows a row per job instead of squeezing them.
+    heightPx: { wide: 110 + JOB_ROW_PX.wide * rows, narrow: 110 + JOB_ROW_PX.narrow * rows },
     option: {
-      ...base('tasks', jobs, { xName: 'job' }),
+      animation: false,
+      grid: { left: 10, right: 30, top: 40, bottom: 45, outerBoundsMode: 'same', outerBoundsContain: 'axisLabel' },
+      legend: { top: 4, type: 'plain' },
+      yAxis: { type: 'category', data: jobs, inverse: true, axisLabel: { interval: 0, width: JOB_LABEL_PX.wide, overflow: 'truncate', ellipsis: '…' } },
+      xAxis: { type: 'value', name: 'tasks', nameLocation: 'middle', nameGap: 28 },
       series: statuses.map((s) => ({ type: 'bar', stack: 'state', name: s.replace('_', ' '), data: jobs.map((j) => f.status.tasksByJob[j]![s] ?? 0), itemStyle: { color: colour[s] }, barMaxWidth: BAR_MAX_PX })),
     },
+    narrow: narrowJobs(statuses.length),
+  };
+}
+
+/** On a phone a name beside its bar leaves the bar no room: each job's name sits above its bar, across the plot. */
+function narrowJobs(seriesCount: number): Record<string, unknown> {
+  return {
+    grid: { left: 12, outerBoundsMode: 'none' },
+    yAxis: {
+      axisTick: { show: false },
+      axisLine: { show: false },
+      axisLabel: { inside: true, align: 'left', verticalAlign: 'bottom', margin: 0, padding: [0, 0, NARROW_JOB_BAR_PX / 2 + 3, 1], width: JOB_LABEL_PX.narrow },
+    },
+    series: Array.from({ length: seriesCount }, () => ({ barWidth: NARROW_JOB_BAR_PX })),
   };
 }
 

@@ -13,8 +13,15 @@ import { statusInWords } from './headline.ts';
 // Only the parts the report uses; the text alternative is the page's own (ECharts' aria needs a DOM).
 echarts.use([BarChart, LineChart, GridComponent, LegendComponent, SVGRenderer]);
 
-/** The size every chart is drawn at, in CSS pixels (the SVG scales down with the page). */
-const CHART_SIZE = { widthPx: 960, heightPx: 320 } as const;
+/**
+ * The widths every chart is drawn at, in CSS pixels: the page shows the wide drawing on a screen it fits and the
+ * narrow one on a phone (STYLE's media query), so its 12 px text is never scaled below 10 px. No script picks it.
+ */
+const CHART_WIDTH_PX = { wide: 960, narrow: 380 } as const;
+type ChartLayout = keyof typeof CHART_WIDTH_PX;
+
+/** A chart's height unless its spec sets one, before its legend's extra rows. */
+const CHART_HEIGHT_PX = 320;
 
 /** Nothing may be fetched: styles are inline, images none, no script at all. */
 export const CONTENT_SECURITY_POLICY = "default-src 'none'; style-src 'unsafe-inline'; img-src 'none'; base-uri 'none'; form-action 'none'";
@@ -42,7 +49,7 @@ export function renderPage(figures: ReportFigures, shownDataset: string): string
 <header><h1>netingest report</h1><p class="meta">Dataset <code>${e(shownDataset)}</code> · written ${when(figures.generatedAt)} · runs of the last ${figures.days} days</p></header>
 ${headlineHtml(figures)}
 <nav>${specs.map((s) => `<a href="#${s.id}">${e(s.title.split(':')[0])}</a>`).join(' · ')} · <a href="#failures">Failures</a> · <a href="#invalid">Invalid rows</a> · <a href="#anomalies">Anomalies</a></nav>
-${specs.map((s) => chartSection(s, renderChartSvg(s), tables[s.id] ?? '')).join('\n')}
+${specs.map((s) => chartSection(s, tables[s.id] ?? '')).join('\n')}
 ${failuresHtml(figures)}
 ${invalidHtml(figures)}
 ${anomaliesHtml(figures)}
@@ -86,25 +93,41 @@ function legendBottomPx(chart: echarts.ECharts): number {
 }
 
 /** `spec` drawn as SVG markup by ECharts' SSR renderer (no DOM, no browser): the page needs no script to show it. */
-function renderChartSvg(spec: ChartSpec): string {
-  const chart = echarts.init(null, null, { renderer: 'svg', ssr: true, width: CHART_SIZE.widthPx, height: CHART_SIZE.heightPx });
+function renderChartSvg(spec: ChartSpec, layout: ChartLayout): string {
+  const heightPx = spec.heightPx?.[layout] ?? CHART_HEIGHT_PX;
+  const chart = echarts.init(null, null, { renderer: 'svg', ssr: true, width: CHART_WIDTH_PX[layout], height: heightPx });
   try {
     chart.setOption(spec.option);
-    // ECharts wraps a long legend onto more rows but never moves the plot down for them: the grid starts under the
-    // legend as laid out.
-    const legendBottom = legendBottomPx(chart);
-    const gridTop = (spec.option.grid as { top?: number } | undefined)?.top ?? 0;
-    if (legendBottom + LEGEND_GAP_PX > gridTop) chart.setOption({ grid: { top: Math.ceil(legendBottom + LEGEND_GAP_PX) } });
+    if (layout === 'narrow' && spec.narrow) chart.setOption(spec.narrow);
+    makeRoomForLegend(chart, spec, { width: CHART_WIDTH_PX[layout], height: heightPx });
     return chart.renderToSVGString();
   } finally {
     chart.dispose();
   }
 }
 
-function chartSection(spec: ChartSpec, svg: string, table: string): string {
+/**
+ * ECharts wraps a long legend onto more rows but never moves the plot down for them: the grid starts under the
+ * legend as laid out, and the chart grows by as much, so the plot keeps its height (a narrow drawing's legend of
+ * many jobs takes several rows).
+ */
+function makeRoomForLegend(chart: echarts.ECharts, spec: ChartSpec, size: { width: number; height: number }): void {
+  const gridTop = (spec.option.grid as { top?: number } | undefined)?.top ?? 0;
+  const top = Math.ceil(legendBottomPx(chart) + LEGEND_GAP_PX);
+  if (top <= gridTop) return;
+  chart.resize({ width: size.width, height: size.height + top - gridTop });
+  chart.setOption({ grid: { top } });
+}
+
+/** Both drawings of a chart; CSS shows one. */
+function chartDrawings(spec: ChartSpec): string {
+  return (Object.keys(CHART_WIDTH_PX) as ChartLayout[]).map((layout) => `<div class="${layout}">${renderChartSvg(spec, layout)}</div>`).join('');
+}
+
+function chartSection(spec: ChartSpec, table: string): string {
   return `<section class="chart" id="${spec.id}">
 <h2>${e(spec.title)}</h2>
-<figure><div class="svg" role="img" aria-label="${e(spec.alt)}" data-chart="${spec.id}">${svg}</div>
+<figure><div class="svg" role="img" aria-label="${e(spec.alt)}" data-chart="${spec.id}">${chartDrawings(spec)}</div>
 <figcaption>${e(spec.alt)}</figcaption></figure>
 ${table}
 </section>`;
@@ -113,9 +136,10 @@ ${table}
 /** A table: headers, rows of cells (numbers right-aligned), and a caption saying what it lists. */
 function table(caption: string, head: string[], rows: unknown[][], attrs = ''): string {
   const cell = (v: unknown) => (typeof v === 'number' ? `<td class="n">${e(v)}</td>` : `<td>${e(v)}</td>`);
-  return `<details${attrs}><summary>${e(caption)} (${rows.length} row${rows.length === 1 ? '' : 's'})</summary><table>
+  // In a box of its own: a table wider than a phone scrolls there, not the page.
+  return `<details${attrs}><summary>${e(caption)} (${rows.length} row${rows.length === 1 ? '' : 's'})</summary><div class="scroll"><table>
 <thead><tr>${head.map((h) => `<th>${e(h)}</th>`).join('')}</tr></thead>
-<tbody>${rows.map((r) => `<tr>${r.map(cell).join('')}</tr>`).join('\n')}</tbody></table></details>`;
+<tbody>${rows.map((r) => `<tr>${r.map(cell).join('')}</tr>`).join('\n')}</tbody></table></div></details>`;
 }
 
 function chartTables(f: ReportFigures): Record<string, string> {
@@ -166,14 +190,23 @@ ${byKind.length === 0 ? '<p>No anomaly.</p>' : table('Anomalies by operation and
 </section>`;
 }
 
+/**
+ * Charts' text is drawn at 12 px, so a drawing is never shown narrower than 10/12 of its width: 800 px wide, 317
+ * narrow (a box narrower scrolls sideways on its own). The wide one shows from 860 px up (800, the body's padding
+ * and a scrollbar), the narrow below; print takes the wide one.
+ */
 const STYLE = `
-body{font:15px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#1d1d1f;max-width:1000px;margin:0 auto;padding:16px 20px 40px}
+body{font:15px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#1d1d1f;max-width:1000px;margin:0 auto;padding:16px 20px 40px;overflow-wrap:break-word}
 h1{font-size:22px;margin:0}h2{font-size:17px;margin:28px 0 6px}.meta{color:#555;margin:2px 0 14px}
 .headline{border-left:6px solid #2e7d32;background:#f1f8f1;padding:10px 16px;border-radius:4px}
 .headline.warn{border-color:#ef8f00;background:#fff6e5}.headline.stop{border-color:#c62828;background:#fdecea}
 .headline .action{font-size:18px;font-weight:600;margin:4px 0 6px}.headline p{margin:4px 0}
 nav{margin:14px 0;font-size:14px}a{color:#0d47a1}
-figure{margin:0}.svg svg{width:100%;height:auto;display:block}figcaption{color:#444;font-size:14px;margin:4px 0 6px}
+figure{margin:0}figcaption{color:#444;font-size:14px;margin:4px 0 6px}
+.svg,.scroll{overflow-x:auto}.svg svg{width:100%;height:auto;display:block}
+.svg .wide svg{min-width:800px}.svg .narrow{display:none}.svg .narrow svg{min-width:317px;max-width:600px}
+@media (max-width:859.98px){.svg .wide{display:none}.svg .narrow{display:block}body{padding:12px 12px 32px}}
+@media print{.svg .wide{display:block}.svg .narrow{display:none}.svg .wide svg{min-width:0}}
 details{margin:6px 0}summary{cursor:pointer;color:#0d47a1;font-size:14px}
 table{border-collapse:collapse;font-size:13px;margin:6px 0;width:100%}th,td{border-bottom:1px solid #e0e0e0;padding:3px 8px;text-align:left;vertical-align:top}
 td.n{text-align:right;font-variant-numeric:tabular-nums}th{background:#f5f5f5}code{font-size:13px}.note{font-size:13px;color:#555}
