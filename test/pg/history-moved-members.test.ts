@@ -2,6 +2,11 @@
  * A lookalike that moves to another page of its list between two nights is neither removed nor added: the removal its
  * old page records is withdrawn when a later page of the same run finds it. Looked up once per page since a page of
  * 20,000 new lookalikes took minutes (a read of every change of the run per member). On both engines.
+ *
+ * KNOWN LIMITATION, not fixed (hence `it.fails` below): a run that stops between two pages (credits out after page 1)
+ * while a member moved from page 1 to page 2 records it `removed`, and the next run, finding it on page 2, `added`,
+ * though it never left the list: only a later page of the same run withdraws a removal (record-changes.ts,
+ * listChange). When that is fixed the test fails: make it an `it`.
  */
 import { afterEach, beforeEach, expect, it } from 'vitest';
 import { loadJob } from '../../src/jobs/load.ts';
@@ -9,7 +14,7 @@ import { runJobs } from '../../src/runner/run-jobs.ts';
 import { company, similarResponse } from '../support/db-fixtures.ts';
 import { useFakeServices } from '../support/sandbox-helpers.ts';
 import { opsWorkspace, type OpsWorkspace } from '../soak/ops-fixture.ts';
-import { forEachEngine } from './engines.ts';
+import { forEachEngine, type TestDb } from './engines.ts';
 
 const TOKEN = 'history-moved-token-0001';
 let ws: OpsWorkspace;
@@ -19,33 +24,61 @@ beforeEach(async () => {
 });
 afterEach(() => ws.cleanup());
 
-/** Night 1: page 1 A B, page 2 C D. Night 2: B and C trade pages. */
+/** Night 1: page 1 A B, page 2 C D. Night 2 on: B and C trade pages. */
 const PAGES: Record<number, Record<number, string[]>> = { 1: { 1: ['a', 'b'], 2: ['c', 'd'] }, 2: { 1: ['a', 'c'], 2: ['b', 'd'] } };
+/** Each member found on night 1, and no change after. */
+const ADDED_ONCE = ['1 added a', '1 added b', '1 added c', '1 added d'];
+
+/** The service's pages as of `state.night`; page 2 refused for want of credits (402) while `state.noCredits`. */
+function pagedService(state: { night: number; noCredits: boolean }): Promise<string> {
+  let used = 0;
+  return startFake((req, res) => {
+    if (req.url === '/v1/api/auth') return void res.writeHead(404).end('{}');
+    let asked = '';
+    req.on('data', (chunk: Buffer) => (asked += chunk.toString('utf8')));
+    req.on('end', () => {
+      const page = Number((JSON.parse(asked) as { page?: number }).page ?? 1);
+      if (page === 2 && state.noCredits) return void res.writeHead(402, { 'content-type': 'application/json' }).end('{"message":"no credits"}');
+      const content = PAGES[Math.min(state.night, 2)]![page]!.map((m, i) => company(i + 1, { url: `https://www.network.com/company/moved-${m}` }));
+      used += 1;
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ ...similarResponse(content, page, 2), credits_used: used }));
+    });
+  });
+}
+
+/** The lookalike changes as `<run> <change> <member>`. */
+async function lookalikeChanges(db: TestDb): Promise<string[]> {
+  const rows = await db.rows<{ run: number; change: string; member: string }>(
+    `SELECT run_id AS run, change, coalesce(new, old) AS member FROM changes WHERE entity = 'lookalike' ORDER BY run_id, member`);
+  return rows.map((c) => `${c.run} ${c.change} ${c.member.replace(/.*moved-/, '')}`);
+}
 
 forEachEngine('a lookalike moved to another page of its list', (engine) => {
-  it('is neither removed nor added', async () => {
-    let night = 1;
-    let used = 0;
-    const baseUrl = await startFake((req, res) => {
-      if (req.url === '/v1/api/auth') return void res.writeHead(404).end('{}');
-      let asked = '';
-      req.on('data', (chunk: Buffer) => (asked += chunk.toString('utf8')));
-      req.on('end', () => {
-        const page = Number((JSON.parse(asked) as { page?: number }).page ?? 1);
-        const content = PAGES[night]![page]!.map((m, i) => company(i + 1, { url: `https://www.network.com/company/moved-${m}` }));
-        used += 1;
-        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ ...similarResponse(content, page, 2), credits_used: used }));
-      });
-    });
+  async function nights() {
+    const state = { night: 1, noCredits: false };
+    const api = { baseUrl: await pagedService(state), token: TOKEN };
     const db = await engine.open(ws.dir);
     const job = await loadJob(ws.lookalikesJob, { cwd: ws.dir });
-    const api = { baseUrl, token: TOKEN };
-    expect((await runJobs({ dbPath: db.locator, jobs: [job], api })).status).toBe('completed');
-    night = 2;
-    const second = await runJobs({ dbPath: db.locator, jobs: [job], api, refresh: true });
-    expect(second.status).toBe('completed');
-    const lookalikes = await db.rows<{ run: number; change: string; member: string }>(
-      `SELECT run_id AS run, change, coalesce(new, old) AS member FROM changes WHERE entity = 'lookalike' ORDER BY run_id, member`);
-    expect(lookalikes.map((c) => `${c.run} ${c.change} ${c.member.replace(/.*moved-/, '')}`)).toEqual(['1 added a', '1 added b', '1 added c', '1 added d']);
+    const run = (refresh: boolean) => runJobs({ dbPath: db.locator, jobs: [job], api, refresh }).then((s) => s.status);
+    return { state, db, run };
+  }
+
+  it('is neither removed nor added', async () => {
+    const { state, db, run } = await nights();
+    expect(await run(false)).toBe('completed');
+    state.night = 2;
+    expect(await run(true)).toBe('completed');
+    expect(await lookalikeChanges(db)).toEqual(ADDED_ONCE);
+  }, 60_000);
+
+  it.fails('is not removed by a run that stopped before the page it moved to (known limitation, above)', async () => {
+    const { state, db, run } = await nights();
+    expect(await run(false)).toBe('completed');
+    Object.assign(state, { night: 2, noCredits: true });
+    expect(await run(true)).toBe('stopped_credits');
+    Object.assign(state, { night: 3, noCredits: false });
+    expect(await run(false)).toBe('completed');
+    // Today: ['1 added a', '1 added b', '1 added c', '1 added d', '2 removed b', '3 added b'].
+    expect(await lookalikeChanges(db)).toEqual(ADDED_ONCE);
   }, 60_000);
 });
