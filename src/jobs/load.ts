@@ -11,6 +11,8 @@ export interface LoadJobOptions {
   cwd?: string;
   /** JOB_LOAD_DEFAULTS.moduleTimeoutMs. */
   moduleTimeoutMs?: number;
+  /** JOB_LOAD_DEFAULTS.blockedLimitMs. */
+  blockedLimitMs?: number;
 }
 
 export const JOB_LOAD_DEFAULTS = {
@@ -20,6 +22,12 @@ export const JOB_LOAD_DEFAULTS = {
    * @default 30_000
    */
   moduleTimeoutMs: 30_000,
+  /**
+   * How long a module job's own code may block the process while it loads (an endless loop, which no timer or signal
+   * can stop) before the file is named on stderr and the process killed (load-watchdog.ts).
+   * @default 35_000
+   */
+  blockedLimitMs: 35_000,
 } as const;
 
 /** Extensions loadJob accepts; loadAllJobs picks up `.ts` and `.json` only. */
@@ -34,7 +42,7 @@ export async function loadJob(path: string, options: LoadJobOptions = {}): Promi
   const ext = extname(file).toLowerCase();
   let value: unknown;
   if (ext === '.json') value = await readJson(file, displayName);
-  else if (MODULE_EXTENSIONS.has(ext)) value = await importDefault(file, displayName, cwd, options.moduleTimeoutMs ?? JOB_LOAD_DEFAULTS.moduleTimeoutMs);
+  else if (MODULE_EXTENSIONS.has(ext)) value = await importDefault(file, displayName, cwd, { ...JOB_LOAD_DEFAULTS, ...definedOf(options) });
   else throw fileError(displayName, `not a job file: expected .json or .ts (got "${ext || 'no extension'}")`);
   return resolveJob(value, { displayName, file, defaultName: basename(file, extname(file)), cwd });
 }
@@ -111,10 +119,13 @@ async function readJson(file: string, displayName: string): Promise<unknown> {
   }
 }
 
-async function importDefault(file: string, displayName: string, cwd: string, timeoutMs: number): Promise<unknown> {
-  const loaded = watchModuleLoad(displayName, timeoutMs);
+/** The options given a value: an explicit undefined keeps the default. */
+const definedOf = (options: LoadJobOptions) => Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)) as LoadJobOptions;
+
+async function importDefault(file: string, displayName: string, cwd: string, limits: { moduleTimeoutMs: number; blockedLimitMs: number }): Promise<unknown> {
+  const loaded = watchModuleLoad(displayName, limits.blockedLimitMs);
   try {
-    return await importDefaultOf(file, displayName, cwd, timeoutMs);
+    return await importDefaultOf(file, displayName, cwd, limits.moduleTimeoutMs);
   } finally {
     loaded();
   }

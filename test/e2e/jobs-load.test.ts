@@ -117,11 +117,11 @@ describe('loadJob', () => {
     expect((stuck as Error).message).toBe(`${dir}/stuck.mts: took more than 0.3 s to load`);
   });
 
-  it('a module whose code never returns (an endless loop) ends the process past the limit and a grace, naming the file', async () => {
+  it('a module whose code never returns (an endless loop) ends the process once it blocked it for the limit, naming the file', async () => {
     const dir = await jobDir({ 'spins.ts': 'while (true) {}\nexport default {};' });
     // Before: no timer fired and no signal was handled, the process spun for ever (SIGKILL alone ended it).
     const code = `import { loadJob } from ${JSON.stringify(join(repoRoot, 'src/jobs/load.ts'))};
-      await loadJob(${JSON.stringify(`${dir}/spins.ts`)}, { cwd: ${JSON.stringify(root)}, moduleTimeoutMs: 300 });`;
+      await loadJob(${JSON.stringify(`${dir}/spins.ts`)}, { cwd: ${JSON.stringify(root)}, blockedLimitMs: 500 });`;
     const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], { cwd: repoRoot, stdio: ['ignore', 'ignore', 'pipe'] });
     let stderr = '';
     child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
@@ -129,7 +129,7 @@ describe('loadJob', () => {
     onTestFinished(() => void child.kill('SIGKILL'));
     const [exitCode, signal] = (await once(child, 'exit')) as [number | null, NodeJS.Signals | null];
     expect({ exitCode, signal }).toEqual({ exitCode: null, signal: 'SIGKILL' });
-    expect(stderr).toBe(`netingest: ${dir}/spins.ts: its code kept the process busy for 0.6 s while loading (code that never returns, such as an endless loop): stopped\n`);
+    expect(stderr).toBe(`netingest: ${dir}/spins.ts: its code kept the process busy for 0.5 s while loading (code that never returns, such as an endless loop): stopped\n`);
   });
 
   it('through the CLI, a .ts job that leaves a timer running does not keep the finished command alive', async () => {
