@@ -6,7 +6,7 @@ import { commands } from './commands/index.ts';
 import { readPackageJson } from '../package-root.ts';
 import { nearestName } from '../near-name.ts';
 import { terminalSafe, terminalSafeJson } from '../text-width.ts';
-import { schemaUpgradeLine, withSchemaUpgradeNotice } from '../store/schema-upgrade-notice.ts';
+import { schemaUpgradeLine, withSchemaUpgradeNotice } from '../schema-upgrade-notice.ts';
 
 const pkg = readPackageJson();
 

@@ -6,7 +6,7 @@ import { DatabaseError, DatabaseNeedsMigrationError, DatabaseTooNewError } from 
 import { MIGRATIONS_FOLDER, RECORD_SCHEMA_VERSION_SQL, knownMigrations, readMigrationState, schemaVersionOf, type KnownMigration } from './migration-state.ts';
 import { CONNECTION_DEFAULTS, openConnection, toDatabaseError, type Connection, type ConnectionOptions } from './connection.ts';
 import { runWwwUpgrade, wwwUpgradeDue } from './upgrades/www-canonical-urls.ts';
-import { schemaUpgraded } from './schema-upgrade-notice.ts';
+import { schemaUpgraded } from '../schema-upgrade-notice.ts';
 import { networkHost } from '../urls/canonical.ts';
 
 export { toDatabaseError, toDatabaseUseError, type Connection } from './connection.ts';

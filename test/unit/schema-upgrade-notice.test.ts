@@ -9,7 +9,7 @@ import { afterAll, expect, it } from 'vitest';
 import { buildPreviousReleaseDb, T2 } from './db-previous-release.ts';
 import { inProcess } from '../support/run-helpers.ts';
 import { openDatabase } from '../../src/store/open.ts';
-import { withSchemaUpgradeNotice } from '../../src/store/schema-upgrade-notice.ts';
+import { withSchemaUpgradeNotice } from '../../src/schema-upgrade-notice.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'netingest-upgrade-notice-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

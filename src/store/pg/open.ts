@@ -12,7 +12,7 @@ import { DRIZZLE_MIGRATIONS_TABLE, RECORD_SCHEMA_VERSION_SQL, schemaVersionOf } 
 import { redactDatabaseUrl } from './database-url.ts';
 import { withPgClient } from './transaction.ts';
 import { watchAnswers } from './answer-watchdog.ts';
-import { schemaUpgraded } from '../schema-upgrade-notice.ts';
+import { schemaUpgraded } from '../../schema-upgrade-notice.ts';
 
 /** The generated PostgreSQL migrations, in the package (checkout or installed). */
 export const PG_MIGRATIONS_FOLDER = join(PACKAGE_ROOT, 'migrations', 'postgres');
