@@ -50,7 +50,7 @@ export async function main(argv: string[], io: CommandIO = { stdout: process.std
     // Asked for JSON log lines: even a command that fails at once writes one.
     if (jsonLog) {
       const errCode = err instanceof NetingestError ? err.code : 'INTERNAL';
-      io.stderr.write(terminalSafeJson(JSON.stringify({ time: new Date().toISOString(), level: 'error', msg: describeError(err), code: errCode, exit_code: code })) + '\n');
+      io.stderr.write(jsonLogLine('error', describeError(err), { code: errCode, exit_code: code }));
     } else {
       // The message may quote the API or the database: its controls are blanked.
       io.stderr.write(`netingest: ${terminalSafe(describeError(err))}\n`);
@@ -91,10 +91,13 @@ function upgradeNotice(io: CommandIO, jsonLog: boolean): (dataset: string) => vo
     if (told.has(dataset)) return;
     told.add(dataset);
     const msg = schemaUpgradeLine(dataset);
-    io.stderr.write(jsonLog
-      ? terminalSafeJson(JSON.stringify({ time: new Date().toISOString(), level: 'warn', msg, db: dataset })) + '\n'
-      : `netingest: ${terminalSafe(msg)}\n`);
+    io.stderr.write(jsonLog ? jsonLogLine('warn', msg, { db: dataset }) : `netingest: ${terminalSafe(msg)}\n`);
   };
+}
+
+/** A line as `--log-format json` writes them, for what the CLI entry says itself. */
+function jsonLogLine(level: 'warn' | 'error', msg: string, fields: Record<string, string | number>): string {
+  return terminalSafeJson(JSON.stringify({ time: new Date().toISOString(), level, msg, ...fields })) + '\n';
 }
 
 /** yargs renders the picked command's help up front, for a showHelp() that never comes (.fail throws). */

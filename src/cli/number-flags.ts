@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { UsageError } from '../errors.ts';
 import { jobErrorMap } from '../jobs/format-issues.ts';
 import { STATEMENT_DEFAULTS } from '../store/dataset-store.ts';
+import { TABLE_DEFAULTS } from '../export/table-format.ts';
 
 /** A numeric flag declared as a string: yargs makes `abc` NaN, which passes every limit check, disabling it. */
 export function numberOption(describe: string) {
@@ -37,4 +38,13 @@ export function sqlTimeoutMs(raw: unknown, stderr: NodeJS.WritableStream & { isT
   const atTerminal = Boolean(process.stdin.isTTY || stderr.isTTY);
   const byDefault = atTerminal ? STATEMENT_DEFAULTS.terminalTimeoutSeconds : STATEMENT_DEFAULTS.unattendedTimeoutSeconds;
   return Math.round((numberFlag('--timeout', raw, TIMEOUT_SECONDS_RULE) ?? byDefault) * 1000);
+}
+
+/** `--max-width` of the commands that print query's table (query, changes). */
+export const MAX_WIDTH_OPTION = { ...numberOption('widest column of the table format, in characters'), default: TABLE_DEFAULTS.maxColumnWidth };
+
+/** `--max-width` as the table takes it: NaN would size every column NaN; any real number is clamped to a usable width. */
+export function maxColumnWidthOf(raw: unknown): number {
+  const width = numberFlag('--max-width', raw, z.number().min(1).max(10_000)) ?? TABLE_DEFAULTS.maxColumnWidth;
+  return Math.max(TABLE_DEFAULTS.minColumnWidth, Math.trunc(width));
 }

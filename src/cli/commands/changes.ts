@@ -1,13 +1,11 @@
-import { z } from 'zod';
 import { BOM_OPTION, datasetOption, defineCommand, ESCAPE_FORMULAS_OPTION, outputFileOption, withDb } from '../common-options.ts';
 import { QUERY_FORMATS, runQuery } from '../../export/query.ts';
-import { TABLE_DEFAULTS } from '../../export/table-format.ts';
 import { UsageError } from '../../errors.ts';
 import { plural } from '../../plural.ts';
 import { assertHistoryKept, changesStatement, parseChangesSince, type ChangesFilter } from '../../store/history/changes-query.ts';
 import { HISTORY_ENTITIES } from '../../store/history/tracking.ts';
 import { stderrNotice, withStopSignals } from '../signals.ts';
-import { numberFlag, numberOption } from '../number-flags.ts';
+import { MAX_WIDTH_OPTION, maxColumnWidthOf } from '../number-flags.ts';
 
 /** `netingest changes`: what the history recorded, by default what the last run changed. */
 export const changesCommand = defineCommand({
@@ -21,14 +19,14 @@ export const changesCommand = defineCommand({
       .option('bom', BOM_OPTION)
       .option('escape-formulas', ESCAPE_FORMULAS_OPTION)
       // query's option: the same table encoder, so the same default and meaning.
-      .option('max-width', { ...numberOption('widest column of the table format, in characters'), default: TABLE_DEFAULTS.maxColumnWidth })
+      .option('max-width', MAX_WIDTH_OPTION)
       .example('$0 changes', 'what last night changed')
       .example('$0 changes --since 2026-11-01 --entity lookalike', 'lookalikes gained and lost since November 1st')
       .example('$0 changes --since 12 --job leads --format jsonl', 'changes of run 12 and later, one job, as JSON Lines'),
   run: async (argv, io) => {
     const filter = changesFilter(argv);
     const sql = changesStatement(filter);
-    const maxColumnWidth = maxWidthOf(argv['max-width']);
+    const maxColumnWidth = maxColumnWidthOf(argv['max-width']);
     const db = datasetOption(argv.db);
     await assertHistoryKept(db, filter);
     const result = await withStopSignals(stderrNotice(io.stderr), (signal) =>
@@ -38,12 +36,6 @@ export const changesCommand = defineCommand({
     return 0;
   },
 });
-
-/** `--max-width` as query reads it: NaN would size every column NaN; any real number is clamped to a usable width. */
-function maxWidthOf(raw: unknown): number {
-  const width = numberFlag('--max-width', raw, z.number().min(1).max(10_000)) ?? TABLE_DEFAULTS.maxColumnWidth;
-  return Math.max(TABLE_DEFAULTS.minColumnWidth, Math.trunc(width));
-}
 
 function changesFilter(argv: { since: string; job?: string | undefined; entity?: ChangesFilter['entity'] }): ChangesFilter {
   // yargs makes an array of a flag given twice: neither value can be assumed to be the one meant.

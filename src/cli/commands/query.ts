@@ -1,9 +1,7 @@
-import { z } from 'zod';
 import { BOM_OPTION, datasetOption, defineCommand, ESCAPE_FORMULAS_OPTION, withDb } from '../common-options.ts';
 import { QUERY_FORMATS, runQuery } from '../../export/query.ts';
-import { TABLE_DEFAULTS } from '../../export/table-format.ts';
 import { stderrNotice, withStopSignals } from '../signals.ts';
-import { numberFlag, numberOption, sqlTimeoutMs, TIMEOUT_OPTION } from '../number-flags.ts';
+import { MAX_WIDTH_OPTION, maxColumnWidthOf, sqlTimeoutMs, TIMEOUT_OPTION } from '../number-flags.ts';
 
 /** `netingest query`: one read-only SQL statement, as a table on a terminal and CSV otherwise. */
 export const queryCommand = defineCommand({
@@ -14,12 +12,10 @@ export const queryCommand = defineCommand({
       .option('bom', BOM_OPTION)
       .option('escape-formulas', ESCAPE_FORMULAS_OPTION)
       .option('timeout', TIMEOUT_OPTION)
-      .option('max-width', { ...numberOption('widest column of the table format, in characters'), default: TABLE_DEFAULTS.maxColumnWidth })
+      .option('max-width', MAX_WIDTH_OPTION)
       .example(`$0 query "SELECT reference_url, company_name, best_grade FROM v_lookalikes LIMIT 20"`, 'look around')
       .example(`$0 query "SELECT job, status, count(*) FROM tasks GROUP BY 1, 2" --format csv > status.csv`, 'as CSV'),
   run: async (argv, io) => {
-    // NaN would pass Math.max below and size every column NaN; any real number is clamped to a usable width.
-    const maxWidth = numberFlag('--max-width', argv['max-width'], z.number().min(1).max(10_000)) ?? TABLE_DEFAULTS.maxColumnWidth;
     const timeoutMs = sqlTimeoutMs(argv.timeout, io.stderr);
     await withStopSignals(stderrNotice(io.stderr), (signal) =>
       runQuery({
@@ -29,7 +25,7 @@ export const queryCommand = defineCommand({
         escapeFormulas: argv['escape-formulas'],
         bom: argv.bom,
         stream: io.stdout,
-        maxColumnWidth: Math.max(4, Math.trunc(maxWidth)),
+        maxColumnWidth: maxColumnWidthOf(argv['max-width']),
         timeoutMs,
         signal,
       }),
