@@ -77,12 +77,9 @@ export class CreditGuard {
   stopOnLastKnown(operation: Operation, last: { balance: number; at: string }): boolean {
     const { reserve } = this.limits;
     if (this.balance !== null || this.stopFigures || reserve <= 0) return false;
-    const assumed = this.costAssumed(operation);
     const cost = this.costOf(operation);
-    // An unknown cost may be below the assumed one: as in overLimit, one call may go alone while some room is left.
-    const room = last.balance - reserve;
-    if (!assumed ? room - cost >= -1e-9 : room > 1e-9) return false;
-    this.stop('reserve', cost, assumed);
+    if (!this.breaksReserve(operation, cost, last.balance)) return false;
+    this.stop('reserve', cost, this.costAssumed(operation));
     this.stopFigures = { ...this.stopDetail!, balance: last.balance, lastKnownAt: last.at };
     return true;
   }
@@ -165,14 +162,18 @@ export class CreditGuard {
 
   /** The limit one more call of `operation` at `cost` would break, or null when it fits. */
   private overLimit(operation: Operation, cost: number): 'max-per-run' | 'reserve' | null {
-    const { reserve, maxPerRun } = this.limits;
+    const { maxPerRun } = this.limits;
     if (maxPerRun !== null && this.spent + this.reserved + cost > maxPerRun + 1e-9) return 'max-per-run';
-    const balance = this.balance;
+    return this.breaksReserve(operation, cost, this.balance) ? 'reserve' : null;
+  }
+
+  /** Whether one more call of `operation` at `cost` could take `balance` (null: unknown) below the reserve. */
+  private breaksReserve(operation: Operation, cost: number, balance: number | null): boolean {
+    const { reserve } = this.limits;
     // An unknown cost is reserved at the default; when that does not fit but some room is left, one call goes alone to
     // show the cost (else a small balance could never learn it).
     const probe = this.costAssumed(operation) && this.inFlight === 0 && balance !== null && balance - reserve > 1e-9;
-    const underReserve = balance !== null && balance - this.reserved - cost < reserve - 1e-9 && !probe;
-    return underReserve ? 'reserve' : null;
+    return balance !== null && balance - this.reserved - cost < reserve - 1e-9 && !probe;
   }
 
   /** Returns a reservation with its charge (see Charge); counters with a non-finite number count as `'unread'`. */
