@@ -42,7 +42,10 @@ export async function loadJob(path: string, options: LoadJobOptions = {}): Promi
   const ext = extname(file).toLowerCase();
   let value: unknown;
   if (ext === '.json') value = await readJson(file, displayName);
-  else if (MODULE_EXTENSIONS.has(ext)) value = await importDefault(file, displayName, cwd, { ...JOB_LOAD_DEFAULTS, ...definedOf(options) });
+  else if (MODULE_EXTENSIONS.has(ext)) {
+    const { moduleTimeoutMs, blockedLimitMs } = JOB_LOAD_DEFAULTS;
+    value = await importDefault(file, displayName, cwd, { moduleTimeoutMs: options.moduleTimeoutMs ?? moduleTimeoutMs, blockedLimitMs: options.blockedLimitMs ?? blockedLimitMs });
+  }
   else throw fileError(displayName, `not a job file: expected .json or .ts (got "${ext || 'no extension'}")`);
   return resolveJob(value, { displayName, file, defaultName: basename(file, extname(file)), cwd });
 }
@@ -118,9 +121,6 @@ async function readJson(file: string, displayName: string): Promise<unknown> {
     throw new JobFileError(displayName, [{ field: '', message: `invalid JSON: ${message}`, line, column }], { cause: err });
   }
 }
-
-/** The options given a value: an explicit undefined keeps the default. */
-const definedOf = (options: LoadJobOptions) => Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)) as LoadJobOptions;
 
 async function importDefault(file: string, displayName: string, cwd: string, limits: { moduleTimeoutMs: number; blockedLimitMs: number }): Promise<unknown> {
   const loaded = watchModuleLoad(displayName, limits.blockedLimitMs);
