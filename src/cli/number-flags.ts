@@ -4,9 +4,12 @@ import { jobErrorMap } from '../jobs/format-issues.ts';
 import { STATEMENT_DEFAULTS } from '../store/dataset-store.ts';
 import { TABLE_DEFAULTS } from '../export/table-format.ts';
 
-/** A numeric flag declared as a string: yargs makes `abc` NaN, which passes every limit check, disabling it. */
+/**
+ * A numeric flag read as typed (yargs would make `abc` NaN, which passes every limit check), shown as [number]
+ * in --help: yargs' parser keeps a flag that is both a string and a number as a string, its help names the last.
+ */
 export function numberOption(describe: string) {
-  return { type: 'string' as const, describe };
+  return { string: true, number: true, describe } as const;
 }
 
 /** A numeric flag checked by `rule` (undefined if absent), else a UsageError quoting it, worded as for the job-file `field` of that rule. */

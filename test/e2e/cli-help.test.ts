@@ -89,6 +89,14 @@ describe('--help', () => {
     );
     expect(dbHelp(texts[read.length + 1]!)).toMatch(/read if it exists .*never created/);
   });
+
+  it('a numeric flag is shown as [number], though it is read as typed to quote it in its error', () => {
+    const flags = ['run --concurrency', 'run --rate', 'run --max-credits', 'run --reserve', 'prune --keep-days', 'query --timeout', 'query --max-width'];
+    for (const entry of flags) {
+      const [command, flag] = entry.split(' ') as [string, string];
+      expect(new RegExp(`^ {2}${flag}\\s[^\\[]*\\[number\\]`, 'm').test(helpOf.get(command) ?? ''), entry).toBe(true);
+    }
+  });
 });
 
 describe('an unknown flag', () => {

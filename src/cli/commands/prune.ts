@@ -1,5 +1,5 @@
 import { datasetOption, defineCommand, withDb } from '../common-options.ts';
-import { numberFlag } from '../number-flags.ts';
+import { numberFlag, numberOption } from '../number-flags.ts';
 import { KEEP_RAW_DAYS_RULE } from '../../jobs/schema.ts';
 import type { StorePruneResult } from '../../store/dataset-store.ts';
 import { openStore } from '../../store/open-store.ts';
@@ -17,7 +17,7 @@ export const PRUNE_DEFAULTS = { keepDays: 90 } as const;
 export const pruneCommand = defineCommand({
   builder: (y) =>
     withDb(y)
-      .option('keep-days', { type: 'string', default: String(PRUNE_DEFAULTS.keepDays), describe: 'keep every body received within this many days' })
+      .option('keep-days', { ...numberOption('keep every body received within this many days'), default: String(PRUNE_DEFAULTS.keepDays) })
       .option('dry-run', { type: 'boolean', default: false, describe: 'say what would go and change nothing' })
       .option('vacuum', { type: 'boolean', default: true, describe: VACUUM_HELP })
       .option('json', { type: 'boolean', default: false, describe: 'print the report as JSON' })
