@@ -22,7 +22,7 @@ export type ChangeRow = Omit<StoredRow<'changes'>, 'id' | 'entity' | 'change'> &
 
 export interface RecordedChanges {
   changes: ChangeRow[];
-  /** Ids of `removed` rows an earlier commit of this run recorded for a member this group found on another page. */
+  /** Ids of `removed` rows an earlier commit of this pass over a list recorded for a member found on another page. */
   withdrawn: number[];
 }
 
@@ -198,8 +198,8 @@ function* listChange(t: ListTracking, page: readonly Row[], rowsOf: Map<string, 
     if (onPage === pageNo && !now.has(member)) out.changes.push(change(t.entity, list, 'removed', null, member, null));
   }
   // A member missing from the page it was on may have moved to this one: its removal is withdrawn, whether recorded by
-  // this group or an earlier commit of the run. Each looked up once per page, not per member (a page of 20,000 new
-  // lookalikes made 20,000 reads of every change of the run: minutes of a blocked run).
+  // this group or an earlier commit of this pass over the list (this run's, or a run's that stopped before this page).
+  // Each looked up once per page, not per member (a page of 20,000 new lookalikes: minutes of a blocked run).
   let pending: Map<string, ChangeRow[]> | null = null;
   let earlier: Map<string, number[]> | null = null;
   const withdrawnHere = new Set<ChangeRow>();
@@ -211,7 +211,7 @@ function* listChange(t: ListTracking, page: readonly Row[], rowsOf: Map<string, 
       withdrawnHere.add(removal);
       continue;
     }
-    earlier ??= answer.runId === null ? new Map() : yield* removedInRun(answer.runId, t.entity, list);
+    earlier ??= yield* removedInPass(answer.runId, passStart(t, stored, pageNo, answer.at), t.entity, list);
     const ids = earlier.get(member);
     if (ids) out.withdrawn.push(...ids);
     else out.changes.push(change(t.entity, list, 'added', null, null, member));
@@ -232,12 +232,23 @@ function removalsByMember(changes: readonly ChangeRow[], entity: string, list: s
   return by;
 }
 
-/** Ids of the list's `removed` changes committed earlier in this run, by member. */
-function* removedInRun(runId: number, entity: string, list: string): Reads<Map<string, number[]>> {
+/**
+ * When the list's current pass began: its latest page 1 (this one, if this is page 1); null when no page 1 is stored.
+ * A pass read over several runs (credits out after page 1) is one read of the list.
+ */
+function passStart(t: ListTracking, stored: readonly Row[], pageNo: number, at: string): string | null {
+  if (pageNo === 1) return at;
+  let start: string | null = null;
+  for (const row of stored) if (t.pageOf(row) === 1 && (start === null || String(row['last_seen_at']) > start)) start = String(row['last_seen_at']);
+  return start;
+}
+
+/** Ids of the list's `removed` changes committed earlier in this run or since `since` (the pass's start), by member. */
+function* removedInPass(runId: number | null, since: string | null, entity: string, list: string): Reads<Map<string, number[]>> {
   // `run_id + 0`: read through the list's own rows (the entity and key index), not every change of the run.
   const found = yield* rows<{ id: number; old: string }>(
-    sql`SELECT id, old FROM changes WHERE entity = ${param} AND key = ${param} AND change = 'removed' AND run_id + 0 = ${param}`,
-    [entity, list, runId],
+    sql`SELECT id, old FROM changes WHERE entity = ${param} AND key = ${param} AND change = 'removed' AND (run_id + 0 = ${param} OR at >= ${param})`,
+    [entity, list, runId, since],
   );
   const by = new Map<string, number[]>();
   for (const r of found) (by.get(r.old) ?? by.set(r.old, []).get(r.old)!).push(Number(r.id));
