@@ -124,11 +124,32 @@ async function readJson(file: string, displayName: string): Promise<unknown> {
 
 async function importDefault(file: string, displayName: string, cwd: string, limits: { moduleTimeoutMs: number; blockedLimitMs: number }): Promise<unknown> {
   const loaded = watchModuleLoad(displayName, limits.blockedLimitMs);
+  const exitGuarded = guardExit();
   try {
     return await importDefaultOf(file, displayName, cwd, limits.moduleTimeoutMs);
   } finally {
+    exitGuarded();
     loaded();
   }
+}
+
+/** Loads under way, and process.exit as it was before the first of them. */
+const exitGuard = { loads: 0, exit: process.exit };
+
+/**
+ * A job's process.exit() while it loads would end the command with the job's code (0 under cron: a night that did
+ * nothing, logged as fine): it throws instead, so the job is refused as broken. Put back when the last load ends.
+ */
+function guardExit(): () => void {
+  if (exitGuard.loads++ === 0) {
+    exitGuard.exit = process.exit;
+    process.exit = ((code?: number | string | null) => {
+      throw new Error(`called process.exit(${code ?? ''}): a job file defines a job, it does not end the process`);
+    }) as typeof process.exit;
+  }
+  return () => {
+    if (--exitGuard.loads === 0) process.exit = exitGuard.exit;
+  };
 }
 
 async function importDefaultOf(file: string, displayName: string, cwd: string, timeoutMs: number): Promise<unknown> {

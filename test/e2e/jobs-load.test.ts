@@ -143,6 +143,28 @@ describe('loadJob', () => {
     expect(cli.code).toBe(0);
   }, 90_000);
 
+  it('through the CLI, a .ts job that calls process.exit while it loads is refused as broken; the other job is planned', async () => {
+    const job = `{ operation: 'post-details', input: { csv: 'p.csv', column: 'u' } }`;
+    const dir = await jobDir({
+      'a-exits.ts': `process.exit(0);\nexport default ${job};`,
+      'b-fine.ts': `export default ${job};`,
+      'p.csv': 'u\nhttps://network.com/posts/jane_a-activity-1\n',
+    });
+    // Before: the command ended at once with exit 0 and printed nothing (cron: a night that did nothing, logged as fine).
+    const cli = await runCli(['plan', 'a-exits.ts', 'b-fine.ts', '--db', 'none.db'], { cwd: join(root, dir) });
+    expect(cli.stderr).toContain('a-exits.ts: failed to load: called process.exit(0): a job file defines a job, it does not end the process');
+    expect(cli.stdout).toMatch(/b-fine[\s\S]*input: 1 task\b/);
+    expect(cli.code).toBe(2);
+  }, 90_000);
+
+  it('rejects a module that calls process.exit, naming the file, and puts process.exit back', async () => {
+    const exit = process.exit;
+    const dir = await jobDir({ 'exits.ts': `process.exit(3);\nexport default {};` });
+    const err = await loadError(`${dir}/exits.ts`);
+    expect(err.message).toBe(`${dir}/exits.ts: failed to load: called process.exit(3): a job file defines a job, it does not end the process`);
+    expect(process.exit).toBe(exit);
+  });
+
   it('rejects a module without a default export', async () => {
     const dir = await jobDir({ 'nodefault.ts': `export const job = { operation: 'post-details' };` });
     const err = await loadError(`${dir}/nodefault.ts`);
