@@ -314,6 +314,20 @@ forEachEngine('runs on an account whose balance check is not offered', (engine) 
     a.total += 100;
     expect(await run(0)).toMatchObject({ status: 'completed', creditsRemaining: 70 });
   });
+
+  it('at a reserve of 0, a last known balance below one call does not stop the run after a top-up', async () => {
+    // 30 credits, 4 a call: the first run spends 28 and its next call is refused (402) with 2 left.
+    const a = await service('404', 30, 0, 0, 4);
+    const ws = await newWorkspace();
+    const db = await engine.open(ws.dir);
+    const jobs = await ws.load(await postsJob(ws, 20));
+    const run = () => runJobs({ dbPath: db.locator, jobs, api: { baseUrl: a.url, token: TOKEN }, requestTimeoutMs: 5000 });
+    expect((await run()).status).toBe('stopped_credits');
+    expect(a.total - a.used).toBe(2);
+    // Topped up: the next nightly run calls (the service's 402 is the floor at a reserve of 0) and finishes.
+    a.total += 100;
+    expect(await run()).toMatchObject({ status: 'completed', creditsRemaining: 50 });
+  });
 });
 
 describe('a run that started from the balance check', () => {

@@ -41,6 +41,9 @@ export class SharedCreditGuard extends CreditGuard {
    * bound it at once: the assumed 5 could be dearer, and going alone till the cost shows could last the whole run.
    */
   private readonly bounds = new Map<Operation, number>();
+  private readonly startedAt = new Date().toISOString();
+  /** Whether the last known balance was forgotten (see forgetLastKnown). */
+  private forgot = false;
 
   constructor(limits: CreditLimits, history: CreditHistory, private readonly budget: SharedCreditBudget) {
     super(limits, history, { costFromOwnSteps: false });
@@ -70,7 +73,8 @@ export class SharedCreditGuard extends CreditGuard {
     // estimate, or else the account's samples are read again (other workers' answers may show the cost by now).
     const price = () => ({ cost: this.costOf(operation), probe: this.costAssumed(operation) });
     const beforeWait = async () => this.chargeUnpriced() || (await this.priceFromAccount(operation));
-    const shared = await this.budget.acquire(price, this.limits, beforeWait);
+    let shared = await this.budget.acquire(price, this.limits, beforeWait);
+    if ('stop' in shared && (await this.forgetLastKnown(shared.stop))) shared = await this.budget.acquire(price, this.limits, beforeWait);
     if ('stop' in shared) {
       super.settle(local, null);
       return this.stop(shared.stop, local.cost, false, shared.figures.spent);
@@ -78,6 +82,17 @@ export class SharedCreditGuard extends CreditGuard {
     // Read now, as the call goes: an answer settled meanwhile was charged before it.
     this.shared.set(local, { shared, after: this.lastSeen });
     return local;
+  }
+
+  /**
+   * At a reserve of 0 the service's 402 is the floor, as in CreditGuard.stopOnLastKnown: a balance no answer reported
+   * since this worker started is the last known one, which a top-up may have raised. Forgotten once, a call goes
+   * alone and its answer shows the balance; kept, a balance below one call stopped every later run.
+   */
+  private async forgetLastKnown(stop: CreditStopReason): Promise<boolean> {
+    if (stop !== 'reserve' || this.limits.reserve > 0 || this.balanceRead || this.lastSeen !== null || this.forgot) return false;
+    this.forgot = true;
+    return this.budget.forgetBalance(this.startedAt);
   }
 
   /**

@@ -155,6 +155,8 @@ const RECORD_SAMPLES_SQL = `INSERT INTO credit_cost_samples (api_url, operation,
 /** Drops an operation's samples past the newest $3. */
 const TRIM_SAMPLES_SQL = `DELETE FROM credit_cost_samples WHERE api_url = $1::text AND operation = $2::text AND id <= (
   SELECT id FROM credit_cost_samples WHERE api_url = $1::text AND operation = $2::text ORDER BY id DESC OFFSET $3::int LIMIT 1)`;
+/** The balance unknown again (the next call goes alone and shows it) unless reported since $2. */
+const FORGET_BALANCE_SQL = 'UPDATE account_balance SET balance = NULL WHERE api_url = $1::text AND reported_at < $2::timestamptz';
 /** A charge without counters: the balance falls by it. */
 const DECREMENT_SQL = 'UPDATE account_balance SET balance = balance - $2::float8 WHERE api_url = $1::text';
 /**
@@ -572,6 +574,13 @@ SELECT balance, reserved, in_flight, spent, under_reserve_ok, cap_ok, calls, (SE
       }
     }
     return runs.map((r) => ('counters' in r ? this.reportSql(r.counters) : { text: DECREMENT_SQL, values: [this.options.apiUrl, num(r.cost)] }));
+  }
+
+  /** Forgets the account's balance unless an answer reported it since `since` (ISO time): true when it did. */
+  async forgetBalance(since: string): Promise<boolean> {
+    const forget = { text: FORGET_BALANCE_SQL, values: [this.options.apiUrl, since] };
+    const [, forgotten] = await withPgClient(this.pool, (c) => pipelineTransaction(c, [this.lock, forget]));
+    return (forgotten?.rowCount ?? 0) > 0;
   }
 
   /** Records a balance read outside a call (GET /v1/api/auth before the first call), as settle does counters. */
