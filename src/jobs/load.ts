@@ -1,6 +1,7 @@
 import { readFile, readdir, realpath } from 'node:fs/promises';
 import { basename, extname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { JobFileError, formatJobIssue, type JobIssue } from './job-error.ts';
 import { describeFsError } from '../input/input-error.ts';
 import { resolveJob, type Job } from './schema.ts';
@@ -126,24 +127,28 @@ async function importDefault(file: string, displayName: string, cwd: string, lim
   const loaded = watchModuleLoad(displayName, limits.blockedLimitMs);
   const exitGuarded = guardExit();
   try {
-    return await importDefaultOf(file, displayName, cwd, limits.moduleTimeoutMs);
+    return await jobCode.run(displayName, () => importDefaultOf(file, displayName, cwd, limits.moduleTimeoutMs));
   } finally {
     exitGuarded();
     loaded();
   }
 }
 
+/** Set while a job's code runs as it loads (its module, its default export's promise); netingest's own code runs outside. */
+const jobCode = new AsyncLocalStorage<string>();
 /** Loads under way, and process.exit as it was before the first of them. */
 const exitGuard = { loads: 0, exit: process.exit };
 
 /**
  * A job's process.exit() while it loads would end the command with the job's code (0 under cron: a night that did
- * nothing, logged as fine): it throws instead, so the job is refused as broken. Put back when the last load ends.
+ * nothing, logged as fine): from the job's code it throws instead, so the job is refused as broken. netingest's own
+ * exits (a stop signal) go through. Put back when the last load ends.
  */
 function guardExit(): () => void {
   if (exitGuard.loads++ === 0) {
-    exitGuard.exit = process.exit;
+    const exit = (exitGuard.exit = process.exit);
     process.exit = ((code?: number | string | null) => {
+      if (jobCode.getStore() === undefined) return exit.call(process, code);
       throw new Error(`called process.exit(${code ?? ''}): a job file defines a job, it does not end the process`);
     }) as typeof process.exit;
   }
