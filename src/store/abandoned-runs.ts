@@ -9,20 +9,14 @@ import { LEDGER_SQL, statusCounts } from './ledger.ts';
 import type { Database } from './open.ts';
 import { readSync, rows, value, type Reads } from './read-steps.ts';
 import type { TaskStatus } from './tables.ts';
-import { createRunLog, type RunEnd } from './runs.ts';
+import { createRunLog, type RecentRun, type RunEnd } from './runs.ts';
 import { sql, param } from '../statement.ts';
 
 /** The `error` of a run closed as abandoned. */
 export const ABANDONED_RUN_ERROR = 'the process ended without finishing the run';
 
 /** A `runs` row still marked running. */
-export interface UnfinishedRun {
-  id: number;
-  jobs: string;
-  startedAt: string;
-  pid: number | null;
-  host: string | null;
-}
+export type UnfinishedRun = Pick<RecentRun, 'id' | 'jobs' | 'startedAt'> & { pid: number | null; host: string | null };
 
 /** What the database holds for a run that did not write its end. */
 export type UnfinishedRunFigures = Omit<RunEnd, 'status' | 'exitCode' | 'error' | 'jobRates'>;

@@ -28,15 +28,14 @@ export const NOT_COPIED: ReadonlySet<string> = new Set(['run_lock']);
 /** The order tables are copied in: every table but NOT_COPIED, parents first (the definition's order). */
 export const COPY_ORDER: readonly TableDef[] = DATASET_TABLES.filter((t) => !NOT_COPIED.has(t.name));
 
-/** Options of copyDataset(); defaults in COPY_DEFAULTS. */
-export interface CopyDatasetOptions {
+/** Options of copyDataset(). */
+export const COPY_DEFAULTS = {
   /** Rows per INSERT at most (fewer for wide tables: PostgreSQL takes 65,535 parameters a statement). */
-  batchRows?: number;
+  batchRows: 500,
   /** An INSERT is sent once its values reach this many bytes, whatever its row count (raw bodies are large). */
-  batchBytes?: number;
-}
-
-export const COPY_DEFAULTS: Required<Pick<CopyDatasetOptions, 'batchRows' | 'batchBytes'>> = { batchRows: 500, batchBytes: 4 * 1024 * 1024 };
+  batchBytes: 4 * 1024 * 1024,
+};
+type CopyOptions = typeof COPY_DEFAULTS;
 
 export interface CopyReport {
   /** Rows copied per table, in copy order. */
@@ -55,7 +54,7 @@ interface ColumnPlan {
 }
 
 /** Copies the SQLite dataset at `fromFile` into the empty PostgreSQL database at `toUrl`. */
-export async function copyDataset(fromFile: string, toUrl: string, options: CopyDatasetOptions = {}): Promise<CopyReport> {
+export async function copyDataset(fromFile: string, toUrl: string, options: Partial<CopyOptions> = {}): Promise<CopyReport> {
   const opts = { ...COPY_DEFAULTS, ...options };
   if (!existsSync(fromFile)) throw new UsageError(`no database at ${fromFile}: nothing to copy (see --from)`);
   const { source, lock } = openSource(fromFile);
@@ -102,12 +101,7 @@ function openSource(file: string): { source: Database; lock: RunLock | null } {
   }
 }
 
-async function copyTables(
-  sqlite: BetterSqlite3.Database,
-  client: pg.PoolClient,
-  shownUrl: string,
-  opts: typeof COPY_DEFAULTS & CopyDatasetOptions,
-): Promise<CopyReport> {
+async function copyTables(sqlite: BetterSqlite3.Database, client: pg.PoolClient, shownUrl: string, opts: CopyOptions): Promise<CopyReport> {
   await client.query('SELECT pg_advisory_xact_lock($1)', [COPY_LOCK_KEY]);
   const holding: string[] = [];
   for (const { name } of COPY_ORDER) {
@@ -134,13 +128,7 @@ async function copyTables(
   return report;
 }
 
-async function copyTable(
-  sqlite: BetterSqlite3.Database,
-  client: pg.PoolClient,
-  shownUrl: string,
-  table: TableDef,
-  opts: typeof COPY_DEFAULTS & CopyDatasetOptions,
-): Promise<number> {
+async function copyTable(sqlite: BetterSqlite3.Database, client: pg.PoolClient, shownUrl: string, table: TableDef, opts: CopyOptions): Promise<number> {
   const columns = planColumns(table);
   const names = columns.map((c) => `"${c.name}"`).join(', ');
   const keyColumns = primaryKeyOf(table).map((c) => `"${c}"`);
@@ -191,14 +179,13 @@ const textOf = (value: unknown) => (Buffer.isBuffer(value) ? value.toString('utf
 // A dataset written before the text rule (operations/storable-text.ts) may hold text PostgreSQL refuses: the
 // rule applies to it on the way, as it would have to the answer.
 const storableText = (value: unknown) => (typeof value === 'string' ? storableString(value).text : value);
-const storableJson = (value: unknown) => (typeof value === 'string' ? storableJsonText(value) : value);
 
 const CONVERT: Partial<Record<ColumnKind, (value: unknown) => unknown>> = {
   text: (value) => storableText(textOf(value)),
   // JSON text: the text is the JSON value.
-  json: (value) => (value === null || value === undefined ? null : storableJson(String(textOf(value)))),
+  json: (value) => (value === null || value === undefined ? null : storableJsonText(String(textOf(value)))),
   // As given: a number stays a number, a string a string (JSON-encoded so the server reads it as a JSON string).
-  given: (value) => (value === null || value === undefined ? null : storableJson(JSON.stringify(textOf(value)))),
+  given: (value) => (value === null || value === undefined ? null : storableJsonText(JSON.stringify(textOf(value)))),
 };
 
 /** How each column's SQLite value becomes its PostgreSQL one. */

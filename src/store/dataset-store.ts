@@ -37,6 +37,9 @@ export interface StartedStatement {
   close(): Promise<void>;
 }
 
+/** What a caller does with a statement started in `snapshot`; its reading stops however this ends. */
+type UseStatement<S, R> = (statement: S, snapshot: ReadSnapshot) => Promise<R>;
+
 /** The rows of a table or view, started in a snapshot. */
 export interface TableStatement {
   columns: string[];
@@ -94,9 +97,9 @@ export interface DatasetStore {
   /** `fn` in one read-only snapshot of an existing dataset (`status`, `enrich`); `statementTimeoutMs` bounds each statement (0: none). */
   read<T>(fn: (snapshot: StepSnapshot) => Promise<T>, options?: { statementTimeoutMs?: number }): Promise<T>;
   /** A user's read-only statement (`query`, `export --sql`), checked and started in a snapshot, handed to `use`. */
-  userStatement<R>(options: StatementOptions & { sql: string }, use: (statement: StartedStatement, snapshot: ReadSnapshot) => Promise<R>): Promise<R>;
+  userStatement<R>(options: StatementOptions & { sql: string }, use: UseStatement<StartedStatement, R>): Promise<R>;
   /** The rows of a table or view (`export <table>`), started in a snapshot and handed to `use`. */
-  tableRows<R>(query: TableQuery, options: Pick<StatementOptions, 'signal'>, use: (statement: TableStatement, snapshot: ReadSnapshot) => Promise<R>): Promise<R>;
+  tableRows<R>(query: TableQuery, options: Pick<StatementOptions, 'signal'>, use: UseStatement<TableStatement, R>): Promise<R>;
   /** `reprocess`: the replay on the engine's store in one transaction, under the dataset's lock as a run takes it. */
   reprocess<T>(replay: (store: ReprocessStore) => Promise<T>): Promise<T>;
   /** Drops superseded raw bodies past the retention period under the dataset's lock, then reclaims the space. */
@@ -108,11 +111,7 @@ export interface DatasetStore {
 }
 
 /** `use` of a statement started in `snapshot`, its reading stopped however `use` ends (both engines). */
-export async function usingStatement<R>(
-  statement: StartedStatement,
-  snapshot: ReadSnapshot,
-  use: (statement: StartedStatement, snapshot: ReadSnapshot) => Promise<R>,
-): Promise<R> {
+export async function usingStatement<R>(statement: StartedStatement, snapshot: ReadSnapshot, use: UseStatement<StartedStatement, R>): Promise<R> {
   try {
     return await use(statement, snapshot);
   } finally {

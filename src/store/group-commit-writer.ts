@@ -4,6 +4,7 @@
  */
 import type { ApiCallRow } from './api-calls.ts';
 import type { AnySubject } from '../operations/index.ts';
+import type { CreditCounters } from '../spec/types.ts';
 import type { CallFacts, FailedAttempt, ReadAnswer, UnreadAnswer, WriterTask } from './run-store.ts';
 import { settlementOf, type OutcomeOp } from './outcome-ops.ts';
 
@@ -176,14 +177,7 @@ export abstract class GroupCommitWriter {
   }
 }
 
-export function callRow(
-  runId: number,
-  taskId: number,
-  call: Partial<CallFacts>,
-  at: string,
-  errorCode: string | null,
-  credits: { total_credits: number; credits_used: number; credits_remaining: number } | null,
-): ApiCallRow {
+function callRow(runId: number, taskId: number, call: Partial<CallFacts>, at: string, errorCode: string | null, credits: CreditCounters | null): ApiCallRow {
   return {
     runId,
     taskId,

@@ -4,6 +4,7 @@
  */
 import { NetingestError, UsageError } from '../../errors.ts';
 import { openStore } from '../open-store.ts';
+import type { DatasetStore } from '../dataset-store.ts';
 import { rows } from '../read-steps.ts';
 import { param, sql } from '../../statement.ts';
 import { JOB_NAMES_SQL } from '../ledger.ts';
@@ -102,12 +103,10 @@ export async function assertHistoryKept(db: string, filter: Pick<ChangesFilter, 
   if (!jobs.includes(job)) throw new UsageError(`--job ${job}: no job of that name in ${store.shown} (its jobs: ${jobs.join(', ') || 'none yet'})`);
 }
 
-type OpenedStore = Awaited<ReturnType<typeof openStore>>;
-
 const RUN_IDS_SQL = sql`SELECT min(id) AS first, max(id) AS last, count(CASE WHEN id = ${param} THEN 1 END) AS named FROM runs`;
 
 /** Refuses `--since <id>` when no run has that id, giving the ids there are (and the date form an 8-digit date meant). */
-async function assertRunNamed(store: OpenedStore, runId: number): Promise<void> {
+async function assertRunNamed(store: DatasetStore, runId: number): Promise<void> {
   const id = Math.trunc(runId);
   const [found] = await store.read((snapshot) => snapshot.read(rows<{ first: unknown; last: unknown; named: unknown }>(RUN_IDS_SQL, [id])));
   if (Number(found?.named ?? 0) > 0) return;

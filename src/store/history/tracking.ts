@@ -49,23 +49,17 @@ export type Tracking = EntityTracking | SetTracking | ListTracking;
 
 const SEEN = ['first_seen_at', 'updated_at', 'last_seen_at'];
 
-const valueSet = (field: string): SetTracking => ({ kind: 'set', entity: 'company', owner: 'company_url', field, item: ['value'] });
+const companySet = (field: string, item: readonly string[] = ['value']): SetTracking => ({ kind: 'set', entity: 'company', owner: 'company_url', field, item });
 
 /** Every table the history follows; a table not listed (job_searches: a query's own terms) records nothing. */
 export const TRACKING: Readonly<Record<string, Tracking>> = {
   companies: { kind: 'entity', entity: 'company', key: 'url', ignored: new Set(SEEN) },
   posts: { kind: 'entity', entity: 'post', key: 'post_id', ignored: new Set([...SEEN, 'posted_raw', 'posted_on']) },
   jobs: { kind: 'entity', entity: 'job', key: 'url', ignored: new Set(SEEN) },
-  company_locations: {
-    kind: 'set',
-    entity: 'company',
-    owner: 'company_url',
-    field: 'locations',
-    item: ['is_headquarter', 'city', 'country', 'geographic_area', 'line1', 'line2', 'postal_code'],
-  },
-  company_industries: valueSet('industries'),
-  company_specialities: valueSet('specialities'),
-  company_hashtags: valueSet('hashtags'),
+  company_locations: companySet('locations', ['is_headquarter', 'city', 'country', 'geographic_area', 'line1', 'line2', 'postal_code']),
+  company_industries: companySet('industries'),
+  company_specialities: companySet('specialities'),
+  company_hashtags: companySet('hashtags'),
   post_media: { kind: 'set', entity: 'post', owner: 'post_id', field: 'media', item: ['url'] },
   similar_companies: {
     kind: 'list',

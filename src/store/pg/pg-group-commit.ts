@@ -8,15 +8,14 @@ import { RAW_HEAD, rawValues } from '../raw-archive.ts';
 import { pgBodyText } from '../raw-body.ts';
 import { rawInputOf, settlementOf, type OutcomeOp, type Settlement } from '../outcome-ops.ts';
 import type { RowWrite } from '../../operations/stored-rows.ts';
-import type { ReadStep, Reads } from '../read-steps.ts';
 import { createPgAnswerStore, firstPass, type FirstPass } from './pg-answer-store.ts';
 import { ANOMALY_HEAD } from '../answer-anomalies.ts';
 import { PgRowBatch, roundsByKey } from './pg-row-batch.ts';
 import { valuesStatements, type BoundStatement } from './pg-statements.ts';
 import { pipelineStatements } from './pg-pipeline.ts';
 import { CHANGES_HEAD, ChangeRecorder, changeValues } from '../history/record-changes.ts';
-import { readPg } from '../read-steps.ts';
-import { pgValues } from '../../statement.ts';
+import { readPg, type ReadStep, type Reads } from '../read-steps.ts';
+import { pgValues, type Statement } from '../../statement.ts';
 import { STORE_TYPES } from './reader-values.ts';
 
 type PaidOp = Extract<OutcomeOp, { kind: 'success' | 'rejected' }>;
@@ -29,8 +28,11 @@ export interface PlannedGroup {
   /** Each paid outcome's first pass of its rows (null for a rejected one), made once for the reads and the write. */
   firsts: ReadonlyArray<FirstPass | null>;
   /** The history reader's statements for these keys (plannedReads): they do not depend on what they read. */
-  planned: readonly ReadStep[];
+  planned: readonly FoldedStep[];
 }
+
+/** A read whose statement is SQL read by column (not raw, not plain text): it folds into the group's round trip. */
+type FoldedStep = ReadStep & { sql: Statement };
 
 /** A group under way in the run writer's pipeline (start): its history's reads, and what sends the rest. */
 export interface StartedGroup {
@@ -66,7 +68,8 @@ function startGroup(runId: number, answers: ReturnType<typeof createPgAnswerStor
     written.catch(() => undefined); // the commit's to report
     return { written };
   };
-  const reads = pipelineStatements(client, ['BEGIN', BY_KEYS_ONLY, ...foldedReadSql(group.planned)], STORE_TYPES).then((r) => r.slice(2).map((x) => x.rows));
+  const readSql = group.planned.map((step) => ({ text: step.sql.postgres, values: pgValues(step.sql, step.params) }));
+  const reads = pipelineStatements(client, ['BEGIN', BY_KEYS_ONLY, ...readSql], STORE_TYPES).then((r) => r.slice(2).map((x) => x.rows));
   reads.catch(() => undefined); // the writer's to report, awaiting it
   const early = group.firsts.every((first) => first === null || first.asked.size === 0);
   const rowsSent = early ? sendRows(null) : null;
@@ -118,21 +121,13 @@ function planGroup(ops: readonly OutcomeOp[]): PlannedGroup {
  * The statements `reads` sends, learned by running it with no rows: a reader whose statements do not depend on the
  * rows read (the history's read of a group's keys) rides in the group's round trip, then is replayed on its rows.
  */
-function plannedReads(reads: Reads<unknown>): ReadStep[] {
-  const steps: ReadStep[] = [];
+function plannedReads(reads: Reads<unknown>): FoldedStep[] {
+  const steps: FoldedStep[] = [];
   for (let step = reads.next(); !step.done; step = reads.next([])) {
     if (step.value.raw || typeof step.value.sql === 'string') throw new Error('internal: only statements read by column fold into a query');
-    steps.push(step.value);
+    steps.push(step.value as FoldedStep);
   }
   return steps;
-}
-
-/** Each read as its statement's own PostgreSQL text, bound to its values. */
-function foldedReadSql(steps: readonly ReadStep[]): BoundStatement[] {
-  return steps.map((step) => {
-    if (typeof step.sql === 'string') throw new Error('internal: a plain read does not fold');
-    return { text: step.sql.postgres, values: pgValues(step.sql, step.params) };
-  });
 }
 
 /** Runs `reads` again on the rows its planned statements returned, checking it asks the same statements in order. */

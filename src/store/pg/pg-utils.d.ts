@@ -8,9 +8,6 @@ declare module 'pg/lib/utils.js' {
 declare module 'pg/lib/result.js' {
   export default class Result {
     constructor(rowMode: 'array' | undefined, types: unknown);
-    command: string | null;
-    rowCount: number | null;
-    rows: unknown[];
     addFields(fields: unknown[]): void;
     parseRow(fields: unknown[]): unknown;
     addRow(row: unknown): void;

@@ -17,18 +17,14 @@ export async function withPgClient<T>(pool: pg.Pool, fn: (client: pg.PoolClient)
   try {
     result = await fn(client);
   } catch (err) {
-    await releaseAfterFailure(client);
+    // Rolled back and pooled, or dropped when ROLLBACK fails (lost, or left mid-read).
+    let broken: Error | undefined;
+    await client.query('ROLLBACK').catch((rollbackErr: Error) => (broken = rollbackErr));
+    client.release(broken);
     throw err;
   }
   client.release();
   return result;
-}
-
-/** A connection after a failure: rolled back and pooled, or dropped when ROLLBACK fails (lost, or left mid-read). */
-export async function releaseAfterFailure(client: pg.PoolClient): Promise<void> {
-  let broken: Error | undefined;
-  await client.query('ROLLBACK').catch((err: Error) => (broken = err));
-  client.release(broken);
 }
 
 /** `fn` tried again, at most `retries` more times, while it meets another transaction in a deadlock (or a serialization failure). */
