@@ -1,8 +1,5 @@
-/** How far a name may be from a known one and still count as a misspelling of it. */
-export const NEAR_NAME_MAX_EDITS = 2;
-
 /** The name in `known` that `name` most likely misspells (case, `_`, `-`, spaces ignored; up to `maxEdits` edits). */
-export function nearestName<T extends string>(name: string, known: readonly T[], maxEdits = NEAR_NAME_MAX_EDITS): T | undefined {
+export function nearestName<T extends string>(name: string, known: readonly T[], maxEdits = 2): T | undefined {
   const squashed = squash(name);
   let best: T | undefined;
   let bestEdits = maxEdits + 1;

@@ -76,11 +76,6 @@ export class CreditMeter {
     return true;
   }
 
-  /** Whether the books started from counters read before any call (see seed). */
-  get seeded(): boolean {
-    return this.current?.seeded === true;
-  }
-
   /**
    * Whether what the run's first paid call cost is known rather than assumed: from the counters before it (a seed,
    * or a small step from an earlier run's), a cost earlier runs learned, or the steps of its operation since.

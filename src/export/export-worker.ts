@@ -28,12 +28,8 @@ const MAX_BYTES_PER_UNIT = 3;
 class Utf8Accumulator {
   private readonly encoder = new TextEncoder();
   private readonly free: ArrayBuffer[] = [];
-  private scratch: Uint8Array;
+  private scratch = new Uint8Array(1 << 20);
   private used = 0;
-
-  constructor(initialBytes = 1 << 20) {
-    this.scratch = new Uint8Array(initialBytes);
-  }
 
   append(text: string): void {
     const needed = this.used + text.length * MAX_BYTES_PER_UNIT;

@@ -50,12 +50,11 @@ export function verifiedBy<T extends PumpOptions>(snapshot: { assertUnchanged():
   };
 }
 
+/** Rows as a driver gives them: a synchronous iterator (better-sqlite3) or an asynchronous one. */
+type Rows = Iterable<readonly unknown[]> | AsyncIterable<readonly unknown[]>;
+
 /** Writes `rows` through `encoder` to `output`; on any error nothing is left at `output.out`. */
-export async function writeRows(
-  rows: Iterable<readonly unknown[]> | AsyncIterable<readonly unknown[]>,
-  encoder: RowEncoder,
-  output: OutputTarget & PumpOptions,
-): Promise<WriteResult> {
+export async function writeRows(rows: Rows, encoder: RowEncoder, output: OutputTarget & PumpOptions): Promise<WriteResult> {
   return writeOutput(output, encodedBatches(rows, encoder, output.batchRows ?? PUMP_DEFAULTS.batchRows), encoder);
 }
 
@@ -124,11 +123,7 @@ async function writePieces(
  * `rows` encoded `batchRows` at a time. A sync source keeps its own loop: `for await` costs a microtask per row.
  * Stopping early returns the iterator, which resets a better-sqlite3 statement.
  */
-async function* encodedBatches(
-  rows: Iterable<readonly unknown[]> | AsyncIterable<readonly unknown[]>,
-  encoder: RowEncoder,
-  batchRows: number,
-): AsyncGenerator<OutputPiece> {
+async function* encodedBatches(rows: Rows, encoder: RowEncoder, batchRows: number): AsyncGenerator<OutputPiece> {
   let batch: (readonly unknown[])[] = [];
   const full = (row: readonly unknown[]) => batch.push(row) >= batchRows;
   const take = (): OutputPiece => {

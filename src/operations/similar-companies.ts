@@ -199,20 +199,12 @@ export const SIMILAR_SQL = sql`
   WHERE l.at >= ${timeInJsonArray(named('floors'), '(l.page - 1)')}
   ORDER BY s.page, s.rank, ${codePointOrder('s.company_url')}`;
 
+const employeeRange = z
+  .strictObject({ start: wholeIn(JOB_RANGES.employees), end: wholeIn(JOB_RANGES.employees) })
+  .refine((r) => r.end >= r.start, { error: 'must not be below start', path: ['end'] });
 const account = z.strictObject({
   location: z.array(text).optional(),
-  employeeSize: z
-    .strictObject({
-      type: text.optional(),
-      range: z
-        .array(
-          z
-            .strictObject({ start: wholeIn(JOB_RANGES.employees), end: wholeIn(JOB_RANGES.employees) })
-            .refine((r) => r.end >= r.start, { error: 'must not be below start', path: ['end'] }),
-        )
-        .min(1),
-    })
-    .optional(),
+  employeeSize: z.strictObject({ type: text.optional(), range: z.array(employeeRange).min(1) }).optional(),
 });
 
 /** Its job definition: the common settings, one URL column, filters and page size (job files; docs/jobs.md). */

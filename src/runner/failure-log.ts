@@ -1,18 +1,12 @@
 import type { Logger } from './logger.ts';
 import type { RunOptions } from './run-options.ts';
+import type { TaskOutcome } from './task-executor.ts';
 
 /** `summaryIntervalMs`: the least time between two summary lines of a job (no caller sets another). */
 export const FAILURE_LOG_DEFAULTS = { detailedLines: 10, summaryIntervalMs: 60_000 } as const;
 
-/** A task that failed, as the log names it. */
-export interface FailedTask {
-  inputKey: string;
-  page: number;
-  code: string;
-  message: string;
-  /** Whether the next run tries it again (failed after every retry) or not (a 4xx, a body of the wrong shape). */
-  retryable: boolean;
-}
+/** A task that failed, as the log names it: `retryable`, whether the next run tries it again. */
+export type FailedTask = Pick<Extract<TaskOutcome, { kind: 'failed' }>, 'code' | 'message' | 'retryable'> & { inputKey: string; page: number };
 
 /**
  * Logs a job's failed tasks so a nightly log says which input failed and why: the first few a WARN line each, then a

@@ -25,7 +25,8 @@ export class RunStop {
     if (this.why) return;
     this.why = reason;
     this.cause = cause ?? null;
-    this.controller.abort(new StopRequested(reason));
+    // What a wait the signal cuts short rejects with: not a failure of the item that was waiting.
+    this.controller.abort(new Error(`run stopping: ${reason}`));
   }
 
   get reason(): StopReason | null {
@@ -35,14 +36,6 @@ export class RunStop {
   /** The error behind an 'auth', 'outage' or 'fatal' stop (and a 402's behind a 'credits' one). */
   get error(): unknown {
     return this.cause;
-  }
-}
-
-/** The abort reason of a RunStop's signal: not a failure of the item that was waiting. */
-export class StopRequested extends Error {
-  constructor(readonly reason: StopReason) {
-    super(`run stopping: ${reason}`);
-    this.name = 'StopRequested';
   }
 }
 

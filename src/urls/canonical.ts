@@ -80,7 +80,7 @@ export function canonicalCompanyUrl(input: unknown, networkHost: string): Canoni
   if (!page.ok) return page;
   const { segments } = page;
   if (segments[0]?.toLowerCase() !== 'company' || segments.length < 2) {
-    return { ok: false, reason: `not a company page (expected https://www.${networkHost}/company/<name>)` };
+    return refused(`not a company page (expected https://www.${networkHost}/company/<name>)`);
   }
   const slug = lowerSlug(segments[1]!);
   if (typeof slug !== 'string') return slug;
@@ -95,12 +95,8 @@ export function canonicalPostUrl(input: unknown, networkHost: string): Canonical
   const first = segments[0]?.toLowerCase();
   const isPost = ((first === 'posts' || first === 'pulse') && segments.length >= 2) || segments.some((s) => POST_ID.test(s));
   if (!isPost) {
-    return {
-      ok: false,
-      reason:
-        `not a post (expected https://www.${networkHost}/posts/... or a URL naming an activity, share or ugcPost id; ` +
-        "a profile's activity feed is not a post)",
-    };
+    const expected = `https://www.${networkHost}/posts/... or a URL naming an activity, share or ugcPost id`;
+    return refused(`not a post (expected ${expected}; a profile's activity feed is not a post)`);
   }
   return built(`www.${networkHost}`, segments);
 }
@@ -111,7 +107,7 @@ export function canonicalJobUrl(input: unknown, networkHost: string): CanonicalR
   if (!page.ok) return page;
   const { segments } = page;
   if (segments[0]?.toLowerCase() !== 'jobs' || segments[1]?.toLowerCase() !== 'view' || segments.length < 3) {
-    return { ok: false, reason: `not a job listing (expected https://www.${networkHost}/jobs/view/<id>)` };
+    return refused(`not a job listing (expected https://www.${networkHost}/jobs/view/<id>)`);
   }
   return built(`www.${networkHost}`, ['jobs', 'view', segments[2]!]);
 }
@@ -124,10 +120,7 @@ function networkPage(input: unknown, networkHost: string, example: string): { ok
   if (isNetworkHost(host, networkHost)) return { ok: true, segments };
   // An internationalized host that merely looks like the network's is named as such.
   const lookAlike = host.split('.').some((label) => label.startsWith('xn--')) ? ', an internationalized look-alike' : '';
-  return {
-    ok: false,
-    reason: `not on ${networkHost} (host ${host}${lookAlike}; expected https://www.${networkHost}/${example})`,
-  };
+  return refused(`not on ${networkHost} (host ${host}${lookAlike}; expected https://www.${networkHost}/${example})`);
 }
 
 /** Plain-ASCII URLs read without the costly WHATWG parser, only where it gives the same (no IP, port, credentials, `%`, `\`, dot segment, `xn--`). */
@@ -169,6 +162,7 @@ export function parseFast(input: string): ParsedUrl | undefined {
 
 type Parsed = { ok: true; value: ParsedUrl } | Refusal;
 type Refusal = { ok: false; reason: string };
+const refused = (reason: string): Refusal => ({ ok: false, reason });
 
 function parse(input: unknown): Parsed {
   if (fastPathEnabled && typeof input === 'string') {
@@ -181,9 +175,7 @@ function parse(input: unknown): Parsed {
   if (!(url instanceof URL)) return url;
   const host = checkHost(url);
   if (typeof host !== 'string') return host;
-  if (ENCODED_CONTROL.test(url.pathname)) {
-    return { ok: false, reason: 'not a URL (holds a control character such as %00)' };
-  }
+  if (ENCODED_CONTROL.test(url.pathname)) return refused('not a URL (holds a control character such as %00)');
   // One spelling of percent-escapes (the parser keeps `%c3` and `%C3` apart).
   const segments = url.pathname
     .split('/')
@@ -194,11 +186,11 @@ function parse(input: unknown): Parsed {
 
 /** The input trimmed, when it is text that may be a URL. */
 function checkText(input: unknown): string | Refusal {
-  if (typeof input !== 'string') return { ok: false, reason: 'not a URL (not text)' };
+  if (typeof input !== 'string') return refused('not a URL (not text)');
   const trimmed = input.trim();
-  if (trimmed === '') return { ok: false, reason: 'empty' };
-  if (trimmed.length > MAX_URL_LENGTH) return { ok: false, reason: `longer than ${MAX_URL_LENGTH} characters` };
-  if (/\s/.test(trimmed)) return { ok: false, reason: 'not a URL (contains spaces)' };
+  if (trimmed === '') return refused('empty');
+  if (trimmed.length > MAX_URL_LENGTH) return refused(`longer than ${MAX_URL_LENGTH} characters`);
+  if (/\s/.test(trimmed)) return refused('not a URL (contains spaces)');
   return trimmed;
 }
 
@@ -206,24 +198,24 @@ function checkText(input: unknown): string | Refusal {
 function parseWebUrl(trimmed: string): URL | Refusal {
   const scheme = SCHEME.exec(trimmed)?.[1]?.toLowerCase();
   if (scheme !== undefined && scheme !== 'http' && scheme !== 'https') {
-    return { ok: false, reason: `not a web address (scheme ${scheme}:)` };
+    return refused(`not a web address (scheme ${scheme}:)`);
   }
   try {
     return new URL(scheme === undefined ? `https://${trimmed.replace(/^\/\//, '')}` : trimmed);
   } catch {
-    return { ok: false, reason: 'not a URL' };
+    return refused('not a URL');
   }
 }
 
 /** The URL's host, lower-case, without a trailing dot, when it is a domain name with no credentials. */
 function checkHost(url: URL): string | Refusal {
-  if (url.username !== '' || url.password !== '') return { ok: false, reason: 'wrong host shape (has credentials)' };
+  if (url.username !== '' || url.password !== '') return refused('wrong host shape (has credentials)');
   const host = url.hostname.toLowerCase().replace(/\.$/, '');
   if (host.startsWith('[') || /^[\d.]+$/.test(host)) {
-    return { ok: false, reason: `wrong host shape (${host} is an IP address, expected a domain)` };
+    return refused(`wrong host shape (${host} is an IP address, expected a domain)`);
   }
   if (!host.includes('.') || host.startsWith('.') || host.includes('..')) {
-    return { ok: false, reason: `wrong host shape (${host || 'no host'}; expected a domain such as network.com)` };
+    return refused(`wrong host shape (${host || 'no host'}; expected a domain such as network.com)`);
   }
   return host;
 }
@@ -231,7 +223,7 @@ function checkHost(url: URL): string | Refusal {
 /** The canonical URL, refused past MAX_URL_LENGTH once percent-encoded (700 CJK characters are 6,300). */
 function built(host: string, segments: readonly string[]): CanonicalResult {
   const url = segments.length === 0 ? `https://${host}` : `https://${host}/${segments.join('/')}`;
-  return url.length <= MAX_URL_LENGTH ? { ok: true, url } : { ok: false, reason: `longer than ${MAX_URL_LENGTH} characters once percent-encoded` };
+  return url.length <= MAX_URL_LENGTH ? { ok: true, url } : refused(`longer than ${MAX_URL_LENGTH} characters once percent-encoded`);
 }
 
 /** Lower-cases a percent-encoded slug by its decoded text, re-encoding it the one way. */
@@ -242,10 +234,10 @@ function lowerSlug(segment: string): string | Refusal {
   try {
     decoded = decodeURIComponent(segment);
   } catch {
-    return { ok: false, reason: 'company name in the URL is not valid percent-encoding' };
+    return refused('company name in the URL is not valid percent-encoding');
   }
   // `acme%2F..` decodes fine, but to a path (here with a dot segment) that a server may resolve to another page.
-  if (decoded.includes('/')) return { ok: false, reason: `company name in the URL holds an encoded slash (%2F): it reads as the path "${decoded}", not one name` };
+  if (decoded.includes('/')) return refused(`company name in the URL holds an encoded slash (%2F): it reads as the path "${decoded}", not one name`);
   return encodeURIComponent(decoded.toLowerCase());
 }
 
