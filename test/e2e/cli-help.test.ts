@@ -96,6 +96,8 @@ describe('--help', () => {
       const [command, flag] = entry.split(' ') as [string, string];
       expect(new RegExp(`^ {2}${flag}\\s[^\\[]*\\[number\\]`, 'm').test(helpOf.get(command) ?? ''), entry).toBe(true);
     }
+    // A default shown as a number too, not as the quoted string `"90"`.
+    expect(helpOf.get('prune')).toMatch(/--keep-days .*\[number\] \[default: 90\]/);
   });
 });
 
