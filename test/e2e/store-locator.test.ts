@@ -96,6 +96,8 @@ describe('locateDataset', () => {
         `postgres://analyst:${secretWith(c)}@db.example/leads?sslmode=require`,
         `postgresql://analyst:${secretWith(c)}@/leads?host=/var/run/postgresql`,
         `postgres://db.example/leads?password=${secretWith(c)}`,
+        // libpq's passphrase of the client key, in a URL written for psql.
+        `postgres://analyst@db.example/leads?sslmode=require&sslpassword=${secretWith(c)}`,
       ]) {
         shown(redactDatabaseUrl(url));
         let text: string;

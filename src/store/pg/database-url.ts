@@ -6,7 +6,8 @@ const HIDDEN = '***';
 
 /** Up to the next `&name=` parameter, or the end: a `password=` value with `&` or `#` in it is hidden whole. */
 const PARAMETER_VALUE = /(?:(?!&[A-Za-z_][\w.-]*=)[\s\S])*/;
-const PASSWORD_PARAMETER = new RegExp(`([?&]password=)${PARAMETER_VALUE.source}`, 'gi');
+/** `password=`, and libpq's `sslpassword=` (the client key's passphrase) a URL written for psql may carry. */
+const PASSWORD_PARAMETER = new RegExp(`([?&](?:ssl)?password=)${PARAMETER_VALUE.source}`, 'gi');
 
 export function redactDatabaseUrl(url: string): string {
   const slashes = url.indexOf('//');
