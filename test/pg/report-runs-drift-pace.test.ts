@@ -108,6 +108,22 @@ forEachEngine('report of runs that skipped, bunched and died', (engine) => {
     expect(specs.credits!.alt).toContain('run #4 stopped without finishing');
   });
 
+  it('measures the pace from the send times exactly, to the millisecond `at` holds (the same figure on both engines)', async () => {
+    const ws = await makeWorkspace();
+    cleanups.push(() => ws.cleanup());
+    const db = await engine.open(ws.dir);
+    await db.create();
+    await db.run(`INSERT INTO tasks (id, job, operation, input_key, page, request_json, input_line, status, attempts, created_at, updated_at, run_id)
+      VALUES (1, 'leads', 'similar-companies', 'k', 1, '{}', 2, 'done', 1, '2026-11-01T00:00:00.000Z', '2026-11-01T00:00:00.000Z', 1)`);
+    await db.run(`INSERT INTO runs (id, jobs, started_at, status, tasks_total, calls) VALUES (1, '["leads"]', '2026-11-01T01:00:00.000Z', 'completed', 1, 2)`);
+    // Sent 1 ms apart: SQLite's julianday() is a day count in a double, off by up to 0.05 ms at such dates.
+    for (const [id, at] of [[1, '2026-11-01T01:00:01.000Z'], [2, '2026-11-01T01:00:01.001Z']] as const) {
+      await db.run(`INSERT INTO api_calls (id, run_id, task_id, operation, method, path, status, latency_ms, at) VALUES (?, 1, 1, 'similar-companies', 'POST', '/v1/x', 200, 0, ?)`, id, at);
+    }
+    const { figures } = await gatherFigures({ db: db.locator, now: NOW });
+    expect(figures.pace.map((p) => p.callsPerMinute)).toEqual([60_000]);
+  });
+
   it('says each stored status as English in the headline', async () => {
     const ws = await makeWorkspace();
     cleanups.push(() => ws.cleanup());

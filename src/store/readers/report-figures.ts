@@ -61,7 +61,8 @@ const LAST_NIGHT = `SELECT ${RECENT_RUN_COLUMNS} FROM runs WHERE id IN (${LAST_R
  * rate gate spaces sends, not arrivals). Null without a latency: an arrival is never taken for a send.
  */
 const SENT_MS = dialect({
-  sqlite: '((julianday(a.at) - 2440587.5) * 86400000.0 - a.latency_ms)',
+  // Rounded: julianday() is a day count in a double, off by up to 0.05 ms, where `at` holds whole milliseconds.
+  sqlite: '(round((julianday(a.at) - 2440587.5) * 86400000.0) - a.latency_ms)',
   postgres: '(extract(epoch FROM a.at) * 1000 - a.latency_ms)',
 });
 
