@@ -87,10 +87,13 @@ function withoutCountedJobs(summary: RunSummary, results: readonly JobResult[]):
   return counted.size === 0 ? summary : { ...summary, jobs: summary.jobs.filter((j) => !counted.has(j)) };
 }
 
-/** The run's calls by its api_calls rows, or the writer's count when the database cannot be read: the summary still says what was paid. */
+/**
+ * The run's calls by its api_calls rows and those its writer could not write (it failed first), or the writer's count
+ * when the database cannot be read: the summary still says what was paid.
+ */
 async function callsOfRun(run: OpenRun): Promise<number> {
   try {
-    return (await run.store.calls.ofRun(run.runId)).calls;
+    return (await run.store.calls.ofRun(run.runId)).calls + run.writer.callsNotWritten;
   } catch (err) {
     run.logger.warn("could not count the run's calls in the database: the summary gives the process's own count", {
       run: run.runId, calls: run.writer.calls, error: describeError(err, run.store).message,

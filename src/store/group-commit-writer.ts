@@ -26,6 +26,7 @@ export abstract class GroupCommitWriter {
   private scheduled: NodeJS.Immediate | null = null;
   private failure: unknown = null;
   private callsHanded = 0;
+  private callsCommitted = 0;
   private readonly settledCounts: SettledCounts = { done: 0, notFound: 0, failed: 0, failedByCode: {} };
   /** The answers stored in their refused form (refusedAlone), with why: success() tells its caller. */
   private readonly refused = new WeakMap<OutcomeOp, string>();
@@ -102,6 +103,11 @@ export abstract class GroupCommitWriter {
     return this.callsHanded;
   }
 
+  /** The calls handed over that no commit wrote (the writer failed first): made, and maybe paid, all the same. */
+  get callsNotWritten(): number {
+    return this.callsHanded - this.callsCommitted;
+  }
+
   /** A copy of what committed outcomes made of their tasks: added to counts read before the job, its books once the database is gone. */
   get settled(): SettledCounts {
     return { ...this.settledCounts, failedByCode: { ...this.settledCounts.failedByCode } };
@@ -166,6 +172,7 @@ export abstract class GroupCommitWriter {
   protected committed(ops: readonly OutcomeOp[]): void {
     const counts = this.settledCounts;
     for (const op of ops) {
+      if ('call' in op) this.callsCommitted += 1;
       const settled = settlementOf(op);
       if (!settled) continue;
       counts[SETTLED_KEY[settled.status]] += 1;

@@ -128,6 +128,40 @@ describe.skipIf(!pgClusterUrl)(`a worker whose connections the server drops${pgC
     });
   }, 90_000);
 
+  it('writes the answers it had in flight when the server ended its sessions, and counts each paid call once', async () => {
+    await withWorkerMidRun('conn_in_flight', async (run) => {
+      const { s } = run;
+      const sessions = (await s.pool.query<{ pid: number }>(`SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'netingest'`)).rows.map((r) => r.pid);
+      await terminateAll(s.url);
+      // Its sessions gone (the writer's among them, idle between groups), then its held calls are answered.
+      const left = async () => Number((await s.pool.query('SELECT count(*) AS n FROM pg_stat_activity WHERE pid = ANY($1::int[])', [sessions])).rows[0].n);
+      // Gone at the server, so the worker has their ends queued before any held answer comes (api.allow, next).
+      await waitUntil(async () => (await left()) === 0, 10_000, 'its sessions to end');
+      expect(await exitOf(run), run.worker.stderr()).toBe(0);
+      const summary = await summaryInRuns<{ status: string; runId: number; calls: number }>(run);
+      const paid = operationRequests(s.sandbox).length;
+      expect(paid).toBeGreaterThan(6);
+      expect(await one(s.pool, 'SELECT count(*) AS n FROM api_calls WHERE status IS NOT NULL')).toBe(paid);
+      expect(summary.calls).toBe(paid);
+    });
+  }, 90_000);
+
+  it('counts the calls its writer could not write once the database failed a write (a full disk), in its summary and its runs row', async () => {
+    await withWorkerMidRun('writer_failed', async (run) => {
+      const { s } = run;
+      await s.pool.query(`CREATE FUNCTION disk_full() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN RAISE EXCEPTION 'could not extend file: No space left on device' USING ERRCODE = '53100'; END $$`);
+      await s.pool.query('CREATE TRIGGER disk_full BEFORE INSERT ON api_calls FOR EACH ROW EXECUTE FUNCTION disk_full()');
+      expect(await exitOf(run), run.worker.stderr()).toBe(0);
+      const summary = await summaryInRuns<{ status: string; runId: number; calls: number; error: { code: string } }>(run);
+      expect(summary.error.code, run.worker.stdout()).not.toBe('LOCK_LOST');
+      const paid = operationRequests(s.sandbox).length;
+      expect(await one(s.pool, 'SELECT count(*) AS n FROM api_calls')).toBeLessThan(paid);
+      expect(summary.calls).toBe(paid);
+      expect(await one(s.pool, `SELECT calls AS n FROM runs WHERE id = ${summary.runId}`)).toBe(paid);
+    });
+  }, 90_000);
+
   it('a worker whose pooled connections (not its lock session) are ended goes on or stops with its summary, never crashes', async () => {
     await withWorkerMidRun('conn_pool_loss', async (run) => {
       await terminateAll(run.s.url, [...(await lockHolders(run.s.pool))]);

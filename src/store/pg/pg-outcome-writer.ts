@@ -28,6 +28,10 @@ export class PgOutcomeWriter extends GroupCommitWriter {
   private readonly groups: ReturnType<typeof createPgGroupCommit>;
   /** The writer's own connection from its first commit to close(), so its prepared statements stay prepared. */
   private connection: pg.PoolClient | null = null;
+  /** The connection the server ended while the writer waited for answers (a restart, pg_terminate_backend). */
+  private ended: pg.PoolClient | null = null;
+  /** Stops watching the connection's end: a pooled connection outlives its writer. */
+  private unwatch: () => void = () => undefined;
 
   constructor(private readonly pool: pg.Pool, runId: number, onFatal: (err: unknown) => void, now?: () => string) {
     super(runId, onFatal, RESULT_WRITER_DEFAULTS.maxBatch, now);
@@ -44,6 +48,7 @@ export class PgOutcomeWriter extends GroupCommitWriter {
     // Back to the pool as the others are: one query at a time.
     if (this.connection) pipelined(this.connection, false).release();
     this.connection = null;
+    this.unwatch();
   }
 
   /**
@@ -73,7 +78,7 @@ export class PgOutcomeWriter extends GroupCommitWriter {
     const open: Array<{ ops: readonly OutcomeOp[]; releases: Array<() => void> }> = [];
     let last: Promise<void> | null = null;
     try {
-      const client = (this.connection ??= pipelined(await this.pool.connect(), true));
+      let client = await this.connect();
       while (!this.error && (this.waiting.length > 0 || last)) {
         if (this.waiting.length === 0) {
           // Until a group is handed over or `last` is answered, whichever is first (a failure is seen below).
@@ -84,6 +89,8 @@ export class PgOutcomeWriter extends GroupCommitWriter {
           last = null;
           continue;
         }
+        // Ended with nothing of it unanswered: the next group goes on a new one, not lost with it (paid answers in flight).
+        if (!last && this.ended === client) client = await this.connect();
         const { group, releases } = this.take();
         const sent = { ops: group.ops, releases };
         open.push(sent);
@@ -122,7 +129,7 @@ export class PgOutcomeWriter extends GroupCommitWriter {
     let conflicts = 0;
     for (let ops = todo.shift(); ops; ops = todo.shift()) {
       try {
-        const client = (this.connection ??= pipelined(await this.pool.connect(), true));
+        const client = await this.connect();
         const started = this.groups.start(client, this.groups.plan(ops));
         await (await started.commit(await started.reads)).committed;
         this.committed(ops);
@@ -137,6 +144,18 @@ export class PgOutcomeWriter extends GroupCommitWriter {
         todo.unshift(...parts);
       }
     }
+  }
+
+  /** The writer's connection: a new one when the server ended the one it held (`ended`). */
+  private async connect(): Promise<pg.PoolClient> {
+    if (this.connection && this.ended === this.connection) this.letGoConnection();
+    if (this.connection) return this.connection;
+    const client = pipelined(await this.pool.connect(), true);
+    const onEnd = () => (this.ended = client);
+    this.unwatch();
+    client.once('end', onEnd);
+    this.unwatch = () => void client.off('end', onEnd);
+    return (this.connection = client);
   }
 
   /**
