@@ -23,10 +23,11 @@ interface OpenCharge extends Omit<SentAt, 'tick'> {
 
 /**
  * Whether counters are all numbers a balance can be: anything else is unreadable (missing, a string, 1e400 read as
- * Infinity, and past 2^53, where 1e308 counters summed to Infinity on SQLite and stayed in every status after).
+ * Infinity, and past 2^53, where 1e308 counters summed to Infinity on SQLite and stayed in every status after). Only
+ * the balance may be below zero: a negative credits_used read as a renewal made the run's spend negative, past its cap.
  */
 export function readableCounters(c: CreditCounters | null | undefined): c is CreditCounters {
-  return c != null && [c.total_credits, c.credits_used, c.credits_remaining].every(isCounter);
+  return c != null && [c.total_credits, c.credits_used, c.credits_remaining].every(isCounter) && c.total_credits >= 0 && c.credits_used >= 0;
 }
 
 function isCounter(n: unknown): boolean {

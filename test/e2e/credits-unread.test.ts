@@ -1,6 +1,6 @@
 /**
  * The credit caps with paid answers whose cost cannot be read: a 200 without usable counters (missing, strings,
- * "NaN", 1e400, 1e308), over the size limit, or HTML is billed by the service all the same. Each is charged at the
+ * "NaN", 1e400, 1e308, credits used below zero), over the size limit, or HTML is billed by the service all the same. Each is charged at the
  * highest cost learned for its operation (or the default before any), so credits.maxPerRun and credits.reserve
  * stop the run where readable counters would have, and the summary says how many were estimated.
  */
@@ -17,7 +17,7 @@ const TOTAL = 100_000;
 const newWorkspace = useWorkspaces();
 const startFake = useFakeServices();
 
-type Mode = 'missing' | 'strings' | 'nan' | 'infinite' | 'huge' | 'html' | 'too-large';
+type Mode = 'missing' | 'strings' | 'nan' | 'infinite' | 'huge' | 'negative' | 'html' | 'too-large';
 
 /** A post-details answer for `url` with the account's counters written as `counters` (JSON text of its members). */
 function postBody(url: string, counters: string): string {
@@ -56,6 +56,9 @@ async function billingService(mode: Mode, readable: number, offersBalance = fals
       case 'huge':
         // Finite, but no balance: summed, they made Infinity, stored for good in runs.credits_spent.
         return void res.writeHead(200, { 'content-type': 'application/json' }).end(postBody(asked, counters('1e308', '1e308', '1e308')));
+      case 'negative':
+        // A counter of credits used below zero: read as a renewal, it made the run's spend negative, past its cap.
+        return void res.writeHead(200, { 'content-type': 'application/json' }).end(postBody(asked, counters(`${used - TOTAL}`, `${TOTAL}`, `${TOTAL - used}`)));
       case 'html':
         return void res.writeHead(200, { 'content-type': 'text/html' }).end('<html><body>Service busy</body></html>');
       case 'too-large':
@@ -85,7 +88,7 @@ async function runAgainst(mode: Mode, readable: number, credits: Record<string, 
   return { summary, billed: service.billed(), ws };
 }
 
-const MODES: Mode[] = ['missing', 'strings', 'nan', 'infinite', 'huge', 'html', 'too-large'];
+const MODES: Mode[] = ['missing', 'strings', 'nan', 'infinite', 'huge', 'negative', 'html', 'too-large'];
 
 describe('paid answers whose cost cannot be read', () => {
   it.each(MODES)('%s: credits.maxPerRun 10 stops at exactly 10 billed, as readable counters would', async (mode) => {
