@@ -112,7 +112,8 @@ function actionOf(last: StatusRun | null, night: readonly StatusRun[]): Advice {
 
 /** What to do after a run that failed or was cut short; null for one that finished. */
 function failedAdvice(last: StatusRun): Advice | null {
-  if (last.status === 'failed' && /\b(401|403|AUTH|token)\b/i.test(last.error ?? '')) {
+  // By the code runs.error starts with: its text may say "token" of anything (JSON.parse's "Unexpected token '<'").
+  if (last.status === 'failed' && /^AUTH\b/.test(last.error ?? '')) {
     return { level: 'stop', action: 'Fix the API token (the service refused it), then run again.' };
   }
   if (last.status === 'failed' || last.status === 'interrupted' || last.status === 'abandoned') {

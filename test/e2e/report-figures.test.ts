@@ -107,4 +107,9 @@ describe('headlineOf', () => {
     expect(headline({ status: 'failed', exitCode: 1, error: 'AUTH: HTTP 401 from the API' }).action).toMatch(/Fix the API token/);
     expect(headline({})).toMatchObject({ level: 'ok', action: 'Nothing to do.' });
   });
+
+  it('does not blame the token for an HTML page in place of JSON, whose parse error says "token"', () => {
+    const error = `API_UNAVAILABLE: the API answers with something that is not JSON: the 200 response body is not valid JSON (Unexpected token '<', "<html><bod"... is not valid JSON) [INVALID_JSON]; 3 tasks in a row failed`;
+    expect(headline({ status: 'failed', exitCode: 1, error }).action).toBe("Read run 7's error below (and the log); the next run resumes where it stopped.");
+  });
 });
