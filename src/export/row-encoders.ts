@@ -41,9 +41,12 @@ export interface EncoderOptions {
   keepText?: boolean;
 }
 
-/** Text a spreadsheet reads as a number, quoted or not, losing part: a leading `+` or zero, more than 15 digits. */
+/**
+ * Text a spreadsheet reads as a number, quoted or not, losing part: a leading `+` or zero, more than 15 digits, or
+ * a day or month then a number (a staff range `1-10`, `11-50`), which Excel makes a date (10 Jan, Nov 1950).
+ */
 export function looksLikeLossyNumber(value: string): boolean {
-  return /^(\+\d+|0\d+|\d{16,})$/.test(value);
+  return /^(\+\d+|0\d+|\d{16,}|(?:[1-9]|[12]\d|3[01])[-/]\d{1,4})$/.test(value);
 }
 
 /**
