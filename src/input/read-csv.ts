@@ -13,6 +13,8 @@ export interface CsvRecordItem {
   extraFields?: number;
   /** The row's fields, when the header names a column twice (`record` holds the last's value): enrich writes each. */
   fields?: string[];
+  /** Last line of the record, when a quoted field spans several lines (a stray quote, when a URL cell holds them). */
+  lastLine?: number;
 }
 
 /** A malformed row (too few fields, an unclosed quote...): not fatal, the caller records it and goes on. */
@@ -170,18 +172,20 @@ function toItem(line: number, lastLine: number, fields: string[], columns: strin
   // Fields past the header's columns are left out; those holding a value are counted, for a warning.
   const item: CsvRecordItem = extraFields === 0 ? { line, record } : { line, record, extraFields };
   if (keepFields) item.fields = fields;
+  if (lastLine > line) item.lastLine = lastLine;
   return item;
 }
 
 /** A malformed record; one over several lines (likely a stray quote) names the lines it swallowed, or they would vanish unseen. */
 function malformed(line: number, lastLine: number, message: string): CsvErrorItem {
   if (lastLine <= line) return { line, error: message };
+  return { line, lastLine, error: overSeveralLines(line, lastLine, message) };
+}
+
+/** What is wrong with a record read over lines `line`-`lastLine`, saying which lines it swallowed. */
+export function overSeveralLines(line: number, lastLine: number, message: string): string {
   const swallowed = lastLine === line + 1 ? `line ${lastLine} was` : `lines ${line + 1}-${lastLine} were`;
-  return {
-    line,
-    lastLine,
-    error: `lines ${line}-${lastLine} were read as one record (a quoted field seems unclosed there): ${message}; ${swallowed} not read as rows of their own`,
-  };
+  return `lines ${line}-${lastLine} were read as one record (a quoted field seems unclosed there): ${message}; ${swallowed} not read as rows of their own`;
 }
 
 /** The text after the first line of `raw` (leading blank lines skipped). */

@@ -1,4 +1,4 @@
-import { readCsv } from '../input/read-csv.ts';
+import { overSeveralLines, readCsv, type CsvRecordItem } from '../input/read-csv.ts';
 import { readCsvHeader } from '../input/csv-header.ts';
 import { specOf } from '../operations/index.ts';
 import type { Job } from './schema.ts';
@@ -51,7 +51,7 @@ export async function* planTasks(job: Job): AsyncGenerator<PlannedItem, void, un
     }
     const read = readRow(item.record);
     if (!read.ok) {
-      yield { kind: 'invalid', line: item.line, field: read.field, value: read.value, reason: read.reason };
+      yield { kind: 'invalid', line: item.line, field: read.field, value: read.value, reason: invalidReason(item, read) };
       continue;
     }
     if (!seen.add(read.inputKey)) {
@@ -64,4 +64,13 @@ export async function* planTasks(job: Job): AsyncGenerator<PlannedItem, void, un
       yield task;
     }
   }
+}
+
+/**
+ * Why a row is invalid. A cell the job reads that holds a line break (a stray quote ran on): which lines it swallowed,
+ * or they would vanish unseen behind "not a URL".
+ */
+function invalidReason(item: CsvRecordItem, read: { value: string | null; reason: string }): string {
+  if (item.lastLine === undefined || !/[\r\n]/.test(read.value ?? '')) return read.reason;
+  return overSeveralLines(item.line, item.lastLine, read.reason);
 }

@@ -184,6 +184,8 @@ export const searchJobs = {
       for (const [param, column] of columns) {
         const cell = record[column] ?? '';
         if (isMangled(cell)) return { ok: false, field: column, value: cell.trim(), reason: NOT_UTF8 };
+        // A parameter is one line: a cell over several is a stray quote's, holding the searches of the rows after it.
+        if (/[\r\n]/.test(cell.trim())) return { ok: false, field: column, value: cell.trim(), reason: 'holds a line break' };
         const r = normalizeParam(param, cell);
         if (!r.ok) return { ok: false, field: column, value: cell.trim(), reason: r.reason };
         if (r.value !== undefined) (query as Record<string, string | string[]>)[param] = r.value;

@@ -47,6 +47,27 @@ describe('a stray quote that swallows the lines after it', () => {
     const invalid = query<{ line: number; field: string | null; reason: string }>(ws, 'SELECT line, field, reason FROM invalid_inputs');
     expect(invalid).toEqual([{ line: 3, field: null, reason: expect.stringMatching(/^malformed CSV row: lines 3-5 .*lines 4-5 were not read as rows/) }]);
   }, CLI_TESTS_MS);
+
+  it('in a list of URLs alone, where the record keeps its one field, plan names the span too, not just "not a URL"', async () => {
+    const ws = await workspaces();
+    const urls = postUrls(4);
+    await ws.write('posts.csv', ['post_url', urls[0], `"${urls[1]}`, urls[2], `${urls[3]}"`].join('\n') + '\n');
+    const job = await ws.job('posts', { operation: 'post-details', input: { csv: 'posts.csv', column: 'post_url' } });
+    const plan = await inProcess(['plan', job, '--db', ws.db], { NETINGEST_API_URL: '' }, { cwd: ws.dir });
+    expect(plan.code, plan.stderr).toBe(0);
+    expect(plan.stdout).toContain('input: 1 task, 1 invalid row, 0 duplicates');
+    expect(plan.stdout).toMatch(/posts\.csv:3 \(post_url\): lines 3-5 were read as one record \(a quoted field seems unclosed there\): not a URL .*; lines 4-5 were not read as rows of their own/);
+  }, CLI_TESTS_MS);
+
+  it('in a list of searches, the cell that holds the lines is refused: not one paid search for the rows it swallowed', async () => {
+    const ws = await workspaces();
+    await ws.write('q.csv', ['keywords,location', 'nurse,germany', '"robotics,france', 'driver,spain', 'welder",italy', 'baker,austria'].join('\n') + '\n');
+    const job = await ws.job('q', { operation: 'search-jobs', input: { csv: 'q.csv' } });
+    const plan = await inProcess(['plan', job, '--db', ws.db], { NETINGEST_API_URL: '' }, { cwd: ws.dir });
+    expect(plan.code, plan.stderr).toBe(0);
+    expect(plan.stdout).toContain('input: 2 tasks, 1 invalid row, 0 duplicates');
+    expect(plan.stdout).toMatch(/q\.csv:3 \(keywords\): lines 3-5 were read as one record .*: holds a line break; lines 4-5 were not read as rows of their own/);
+  }, CLI_TESTS_MS);
 });
 
 describe('a job file that is not valid JSON', () => {

@@ -63,13 +63,13 @@ describe('readCsv', () => {
     expect(items).toEqual([{ line: 2, record: { url: 'x', n: '1' } }]);
   });
 
-  it('keeps quoted newlines in a field and numbers lines where records start', async () => {
+  it('keeps quoted newlines in a field and numbers lines where records start and end', async () => {
     const text = 'url,comment\r\nu1,"two\r\nlines"\r\n\r\nu2,plain\r\nu3,"three\nmixed\r\nlines"\r\nu4,end';
     const items = await collect(await csvFile(text));
     expect(items).toEqual([
-      { line: 2, record: { url: 'u1', comment: 'two\r\nlines' } },
+      { line: 2, record: { url: 'u1', comment: 'two\r\nlines' }, lastLine: 3 },
       { line: 5, record: { url: 'u2', comment: 'plain' } },
-      { line: 6, record: { url: 'u3', comment: 'three\nmixed\r\nlines' } },
+      { line: 6, record: { url: 'u3', comment: 'three\nmixed\r\nlines' }, lastLine: 8 },
       { line: 9, record: { url: 'u4', comment: 'end' } },
     ]);
   });
@@ -78,7 +78,7 @@ describe('readCsv', () => {
     const text = '\n\nurl,c\r\n"a\r\nb",1\r\n\r\nx,2,3\r\ny,3\r\n';
     const path = await csvFile(text);
     const expected = [
-      { line: 4, record: { url: 'a\r\nb', c: '1' } },
+      { line: 4, record: { url: 'a\r\nb', c: '1' }, lastLine: 5 },
       { line: 7, record: { url: 'x', c: '2' }, extraFields: 1 },
       { line: 8, record: { url: 'y', c: '3' } },
     ];
