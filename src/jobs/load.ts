@@ -6,6 +6,8 @@ import { JobFileError, formatJobIssue, type JobIssue } from './job-error.ts';
 import { describeFsError } from '../input/input-error.ts';
 import { resolveJob, type Job } from './schema.ts';
 import { watchModuleLoad } from './load-watchdog.ts';
+import { redact } from '../api/redact.ts';
+import { API_TOKEN_ENV } from '../api/config.ts';
 
 export interface LoadJobOptions {
   /** Directory that relative paths (the job file, `input.csv`) resolve against; default process.cwd(). */
@@ -115,12 +117,56 @@ async function readJson(file: string, displayName: string): Promise<unknown> {
     throw fileError(displayName, `cannot read job file: ${describeFsError(err)}`, err);
   });
   const text = read.charCodeAt(0) === 0xfeff ? read.slice(1) : read;
+  let parsed: unknown;
   try {
-    return JSON.parse(text) as unknown;
+    parsed = JSON.parse(text) as unknown;
   } catch (err) {
     const { message, line, column } = describeJsonSyntaxError(text, err as Error);
     throw new JobFileError(displayName, [{ field: '', message: `invalid JSON: ${message}`, line, column }], { cause: err });
   }
+  // JSON.parse keeps the last of a key written twice: a second "credits" block would drop the first's maxPerRun unsaid.
+  const twice = firstDuplicateKey(text);
+  if (twice !== null) {
+    const before = text.slice(0, twice.offset);
+    const at = { line: before.split('\n').length, column: twice.offset - before.lastIndexOf('\n') };
+    throw new JobFileError(displayName, [{ field: '', message: `${JSON.stringify(twice.key)} is written twice in one object (JSON would keep only the last): merge them`, ...at }]);
+  }
+  return parsed;
+}
+
+/** The first key written twice in one object of valid JSON `text`, and where the second one starts. */
+export function firstDuplicateKey(text: string): { key: string; offset: number } | null {
+  // One entry per open object (its keys so far) or array (null).
+  const open: (Set<string> | null)[] = [];
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i];
+    if (c === '{' || c === '[') open.push(c === '{' ? new Set() : null);
+    else if (c === '}' || c === ']') open.pop();
+    else if (c === '"') {
+      const start = i;
+      i = stringEnd(text, i);
+      const keys = open.at(-1);
+      if (!keys || !followedByColon(text, i + 1)) continue;
+      const key = JSON.parse(text.slice(start, i + 1)) as string;
+      if (keys.has(key)) return { key, offset: start };
+      keys.add(key);
+    }
+  }
+  return null;
+}
+
+/** Whether the next character from `from` that is not a blank is a colon: the string before it is a key. */
+function followedByColon(text: string, from: number): boolean {
+  let i = from;
+  while (i < text.length && /\s/.test(text[i]!)) i++;
+  return text[i] === ':';
+}
+
+/** Index of the quote closing the JSON string that opens at `start`. */
+function stringEnd(text: string, start: number): number {
+  let i = start + 1;
+  while (text[i] !== '"') i += text[i] === '\\' ? 2 : 1;
+  return i;
 }
 
 async function importDefault(file: string, displayName: string, cwd: string, limits: { moduleTimeoutMs: number; blockedLimitMs: number }): Promise<unknown> {
@@ -173,7 +219,7 @@ async function importDefaultOf(file: string, displayName: string, cwd: string, t
     const compile = await describeCompileError(err, file);
     if (compile) throw new JobFileError(displayName, await Promise.all(compile.map((e) => compileIssue(e, file, cwd))), { cause: err });
     // CommonJS errors append a "Require stack" naming the loader's internal namespace: noise to a user.
-    const reason = (err instanceof Error ? err.message : String(err)).replace(/\nRequire stack:[\s\S]*$/, '');
+    const reason = jobCodeMessage(err).replace(/\nRequire stack:[\s\S]*$/, '');
     throw fileError(displayName, `failed to load: ${reason}`, err);
   }
   // Compiled as CommonJS (see above), the module's `export default` is module.exports.default.
@@ -186,8 +232,13 @@ async function importDefaultOf(file: string, displayName: string, cwd: string, t
   // A promise of the definition: awaited here, so its failure names the job (not "unexpected error").
   return within(value as Promise<unknown>, timeoutMs, displayName, 'to give its default export').catch((err: unknown) => {
     if (err instanceof JobFileError) throw err;
-    throw fileError(displayName, `its default export failed: ${err instanceof Error ? err.message : String(err)}`, err);
+    throw fileError(displayName, `its default export failed: ${jobCodeMessage(err)}`, err);
   });
+}
+
+/** What the job's code threw, the API token hidden: the code sees it in its environment, and a skipped job's message is stored (runs.error). */
+function jobCodeMessage(err: unknown): string {
+  return redact(err instanceof Error ? err.message : String(err), [process.env[API_TOKEN_ENV]?.trim() ?? '']);
 }
 
 /** `promise`, or a JobFileError once `timeoutMs` pass (the timer keeps the process alive until one of them). */

@@ -101,6 +101,19 @@ describe('loadJob', () => {
     expect(err.message).toBe(`${dir}/boom.ts: failed to load: kaboom`);
   });
 
+  it('hides the API token of its environment in what the job code threw: the message is printed and stored (runs.error)', async () => {
+    const token = 'env-token-for-a-job-6f2a';
+    const saved = process.env.NETINGEST_API_TOKEN;
+    process.env.NETINGEST_API_TOKEN = token;
+    onTestFinished(() => void (saved === undefined ? delete process.env.NETINGEST_API_TOKEN : (process.env.NETINGEST_API_TOKEN = saved)));
+    const dir = await jobDir({
+      'leaks.ts': `throw new Error('cannot fetch https://x/?t=' + process.env.NETINGEST_API_TOKEN);\nexport default {};`,
+      'leaks-later.ts': `export default Promise.reject(new Error('bad token ' + process.env.NETINGEST_API_TOKEN));`,
+    });
+    expect((await loadError(`${dir}/leaks.ts`)).message).toBe(`${dir}/leaks.ts: failed to load: cannot fetch https://x/?t=[REDACTED]`);
+    expect((await loadError(`${dir}/leaks-later.ts`)).message).toBe(`${dir}/leaks-later.ts: its default export failed: bad token [REDACTED]`);
+  });
+
   it('rejects a default export that is a promise failing or never settling, and a load that never ends, naming the file', async () => {
     const dir = await jobDir({
       'rejects.ts': `export default Promise.reject(new Error('async boom'));`,
@@ -176,6 +189,18 @@ describe('loadJob', () => {
     const err = await loadError(`${dir}/syntax.json`);
     expect(err.message).toBe(`${dir}/syntax.json:4:1: invalid JSON: Expected double-quoted property name`);
     expect(err.issues).toEqual([{ field: '', message: 'invalid JSON: Expected double-quoted property name', line: 4, column: 1 }]);
+  });
+
+  it('refuses a key written twice in one object, as file:line:column: JSON.parse would drop the first (a credits cap) unsaid', async () => {
+    const job = [
+      '{ "operation": "post-details", "input": { "csv": "p.csv", "column": "u" },',
+      '  "credits": { "maxPerRun": 10 }, "description": "{\\"credits\\": 1}",',
+      '  "retry": { "retries": 1 }, "rate": { "retries": 2 },',
+      '  "credits": { "reserve": 5 } }',
+    ].join('\n');
+    const dir = await jobDir({ 'twice.json': job, 'escaped.json': '{ "pages": 1, "pa\\u0067es": 2 }' });
+    expect((await loadError(`${dir}/twice.json`)).message).toBe(`${dir}/twice.json:4:3: "credits" is written twice in one object (JSON would keep only the last): merge them`);
+    expect((await loadError(`${dir}/escaped.json`)).message).toBe(`${dir}/escaped.json:1:15: "pages" is written twice in one object (JSON would keep only the last): merge them`);
   });
 
   it('points at a .ts syntax error as file:line:column in one line, counting characters as the editor does', async () => {
