@@ -6,6 +6,7 @@ import { combineErrors } from '../jobs/job-error.ts';
 import type { Job } from '../jobs/schema.ts';
 import { invalidOutPath, writeInvalidRows } from '../export/invalid-rows-out.ts';
 import { assertOutputIsNotInput, jobInputs } from '../export/output-is-not-input.ts';
+import { assertOutputFolderWritable } from '../export/output-sink.ts';
 import { openStore } from '../store/open-store.ts';
 import { stderrNotice, withStopSignals } from './signals.ts';
 import { outputFileOption } from './common-options.ts';
@@ -28,11 +29,15 @@ export const INVALID_OUT_OPTION = outputFileOption(
   "write every invalid input row (the input's columns, netingest_line, netingest_reason) to this CSV; with several jobs, <name>.<job>.csv each",
 );
 
-/** Refuses up front an `--invalid-out` the jobs read: `run` writes it only after its last call, too late to refuse. */
+/** Refuses up front an `--invalid-out` the jobs read or that cannot be written: `run` writes it only after its last call, too late to refuse. */
 export async function checkInvalidOut(jobs: readonly Job[], out: string | undefined, db: string): Promise<void> {
   if (out === undefined) return;
   const { files } = await openStore(db);
-  for (const job of jobs) assertOutputIsNotInput(invalidOutPath(out, job.name, jobs.length), jobInputs(job, files), '--invalid-out');
+  for (const job of jobs) {
+    const path = invalidOutPath(out, job.name, jobs.length);
+    assertOutputIsNotInput(path, jobInputs(job, files), '--invalid-out');
+    assertOutputFolderWritable(path);
+  }
 }
 
 /** Writes each job's invalid rows and says where on `stderr`; `db` only so a dataset file is never the output. */

@@ -3,7 +3,7 @@
  * sees the old file or the whole new one; failure removes the temporary. A stream is written as it goes.
  */
 import { open as openFile, rename, unlink, type FileHandle } from 'node:fs/promises';
-import { realpathSync, statSync, unlinkSync, createWriteStream, WriteStream, type Stats } from 'node:fs';
+import { accessSync, constants as fsConstants, realpathSync, statSync, unlinkSync, createWriteStream, WriteStream, type Stats } from 'node:fs';
 import { once } from 'node:events';
 import { Socket } from 'node:net';
 import { StringDecoder } from 'node:string_decoder';
@@ -117,6 +117,21 @@ export function assertOutputIsAFile(outPath: string): void {
       outPath,
       'cannot write the output file: it is a device, pipe or socket, not a file, and the finished file is renamed onto it; leave out --out to write to stdout',
     );
+  }
+}
+
+/**
+ * Refuses up front an output whose folder is missing or not writable, as the open would: a `run` writes its
+ * `--invalid-out` only after its paid calls, and would otherwise end exit 2 with the credits spent.
+ */
+export function assertOutputFolderWritable(outPath: string): void {
+  assertOutputIsAFile(outPath);
+  const folder = dirname(outPath);
+  try {
+    accessSync(folder, fsConstants.W_OK);
+  } catch (err) {
+    const why = (err as NodeJS.ErrnoException).code === 'ENOENT' ? `folder ${folder} does not exist` : describeFsError(err);
+    throw new OutputError(outPath, `cannot write the output file: ${why}`, { cause: err });
   }
 }
 

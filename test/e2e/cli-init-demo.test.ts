@@ -74,6 +74,15 @@ describe('netingest init', () => {
     expect(existsSync(join(dir, 'jobs/lookalikes.json'))).toBe(false);
   }, 30_000);
 
+  it('refuses a jobs/ or data/ that is a file before writing anything, with no unexpected error', async () => {
+    const dir = await tempDir();
+    await writeFile(join(dir, 'data'), 'a file\n');
+    const init = await here(dir, ['init']);
+    expect(init.code, init.stderr).toBe(2);
+    expect(init.stderr).toContain('data is a file, not a folder: init writes jobs/lookalikes.json and data/leads.csv; nothing written');
+    expect(existsSync(join(dir, 'jobs/lookalikes.json'))).toBe(false);
+  }, 30_000);
+
   it('--ts writes a module typed by defineJob from the package', async () => {
     const dir = await tempDir();
     const init = await here(dir, ['init', 'post-details', '--ts']);
@@ -84,6 +93,14 @@ describe('netingest init', () => {
 });
 
 describe('netingest demo', () => {
+  it('refuses a --dir that is a file (the database given for its folder) with a message, not an unexpected error', async () => {
+    const cwd = await tempDir();
+    await writeFile(join(cwd, 'demo.db'), '');
+    const demo = await here(cwd, ['demo', '--dir', 'demo.db']);
+    expect(demo.code, demo.stderr).toBe(2);
+    expect(demo.stderr).toContain("--dir demo.db: cannot make the demo's folder: it (or a folder on its path) is a file; --dir names a folder, --db a database file");
+  }, 30_000);
+
   it("runs the package's jobs from any folder into --dir, and says where", async () => {
     const cwd = await tempDir();
     const demo = await cli(cwd, ['demo', '--dir', 'out']);

@@ -109,6 +109,23 @@ describe('run --invalid-out', () => {
     expect(readFileSync(join(ws.dir, 'leads.csv'), 'utf8')).toBe(input);
   });
 
+  it('refuses a folder that does not exist, or a folder as the file, before the first call', async () => {
+    const sandbox = await newSandbox({ tokens: { [TOKEN]: 1000 } });
+    const ws = await newWorkspace();
+    await ws.write('leads.csv', leads(2, 3));
+    const file = await ws.job('leads', {
+      operation: 'similar-companies', input: { csv: join(ws.dir, 'leads.csv'), column: 'company_url' }, rate: FAST_RATE, retry: FAST_RETRY,
+    });
+    const missing = join(ws.dir, 'no-such-folder', 'bad.csv');
+    const result = await inProcess(['run', file, '--db', ws.db, '--invalid-out', missing], cliEnv(sandbox, TOKEN));
+    expect(result.code, result.stderr).toBe(2);
+    expect(result.stderr).toContain(`${missing}: cannot write the output file: folder ${join(ws.dir, 'no-such-folder')} does not exist`);
+    const folder = await inProcess(['run', file, '--db', ws.db, '--invalid-out', ws.dir], cliEnv(sandbox, TOKEN));
+    expect(folder.code, folder.stderr).toBe(2);
+    expect(folder.stderr).toContain('it is a folder');
+    expect(operationRequests(sandbox)).toHaveLength(0);
+  });
+
   it('reads a row with one field too many, and says so in its log', async () => {
     const sandbox = await newSandbox({ tokens: { [TOKEN]: 1000 } });
     const ws = await newWorkspace();

@@ -12,7 +12,8 @@ import { formatRunSummary } from '../format-summary.ts';
 import { exitCodeForRun } from '../exit-codes.ts';
 import { runQuery } from '../../export/query.ts';
 import { locateDataset } from '../../store/locator.ts';
-import { RunNotRecordedError } from '../../errors.ts';
+import { RunNotRecordedError, UsageError } from '../../errors.ts';
+import { describeFsError } from '../../input/input-error.ts';
 
 const DEMO_TOKEN = 'demo-sandbox-token';
 const DEMO_DB_NAME = 'demo.db';
@@ -81,6 +82,13 @@ export const demoCommand = defineCommand({
 /** The folder the demo writes into: `dir` (created when missing), or a new temporary one. */
 function demoDir(dir: string | undefined): string {
   if (dir === undefined) return mkdtempSync(join(tmpdir(), 'netingest-demo-'));
-  mkdirSync(dir, { recursive: true });
+  try {
+    mkdirSync(dir, { recursive: true });
+  } catch (err) {
+    // `--dir data/demo.db` after a first demo: the database's own path given for its folder.
+    const code = (err as NodeJS.ErrnoException).code;
+    const why = code === 'EEXIST' || code === 'ENOTDIR' ? 'it (or a folder on its path) is a file' : describeFsError(err);
+    throw new UsageError(`--dir ${dir}: cannot make the demo's folder: ${why}; --dir names a folder, --db a database file`, 'USAGE', { cause: err });
+  }
   return dir;
 }

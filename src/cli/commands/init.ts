@@ -1,8 +1,9 @@
 import { mkdir, writeFile } from 'node:fs/promises';
-import { existsSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { defineCommand } from '../common-options.ts';
 import { UsageError } from '../../errors.ts';
+import { describeFsError } from '../../input/input-error.ts';
 import { OPERATIONS, type Operation } from '../../spec/types.ts';
 import { specOf } from '../../operations/index.ts';
 import type { Starter } from '../../operations/operation-spec.ts';
@@ -26,10 +27,15 @@ export const initCommand = defineCommand({
     if (existing.length > 0) {
       throw new UsageError(`${existing.join(' and ')} already exist${existing.length === 1 ? 's' : ''}: nothing written (init never overwrites a file)`);
     }
+    assertFoldersUsable(files.map(([path]) => path));
     for (const [path, text] of files) {
-      await mkdir(dirname(path), { recursive: true });
-      // 'wx': should a file appear since the check above, it is still not replaced.
-      await writeFile(path, text, { flag: 'wx' });
+      try {
+        await mkdir(dirname(path), { recursive: true });
+        // 'wx': should a file appear since the check above, it is still not replaced.
+        await writeFile(path, text, { flag: 'wx' });
+      } catch (err) {
+        throw new UsageError(`cannot write ${path}: ${describeFsError(err)}`, 'OUTPUT_UNWRITABLE', { cause: err });
+      }
     }
     io.stdout.write(
       `Wrote ${jobFile} and ${starter.definition.input.csv}. Put your own rows in the CSV, then:\n` +
@@ -40,6 +46,15 @@ export const initCommand = defineCommand({
     return 0;
   },
 });
+
+/** Refuses before writing anything a folder (jobs/, data/) that is a file: the job would be written without its CSV. */
+function assertFoldersUsable(paths: readonly string[]): void {
+  for (const folder of new Set(paths.map((path) => dirname(path)))) {
+    if (existsSync(folder) && !statSync(folder).isDirectory()) {
+      throw new UsageError(`${folder} is a file, not a folder: init writes ${paths.join(' and ')}; nothing written`, 'OUTPUT_UNWRITABLE');
+    }
+  }
+}
 
 /** The job file's text: JSON, or a TypeScript module typed by defineJob (the package must be installed). */
 function starterJobText(starter: Starter, format: 'json' | 'ts'): string {
