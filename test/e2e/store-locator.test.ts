@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { inProcess } from '../support/run-helpers.ts';
 import { describe, expect, it } from 'vitest';
 import { DATABASE_URL_ENV, locateDataset } from '../../src/store/locator.ts';
@@ -136,5 +139,36 @@ describe('copy --to', () => {
     expect(cli.code, cli.stderr).toBe(2);
     expect(cli.stderr).toContain(`--to ${to}`);
     expect(cli.stderr).not.toContain('--db');
+  });
+});
+
+describe('copy --from', () => {
+  it('refuses a postgres:// URL (the direction mistaken) without printing its password', async () => {
+    const cli = await inProcess(['copy', '--from', 'postgres://u:k3yR-SECRET@db.example:5432/leads', '--to', 'postgres://u@db.example/other']);
+    expect(cli.code, cli.stderr).toBe(2);
+    expect(cli.stderr).toContain('--from postgres://u:***@db.example:5432/leads: copy reads a SQLite file');
+    expect(cli.stderr + cli.stdout).not.toContain('k3yR-SECRET');
+  });
+});
+
+describe('--db naming a side file of a SQLite database', () => {
+  it('refuses the -wal, -shm or -journal of an existing database, where a run would store what the database then deletes', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'netingest-side-file-'));
+    try {
+      const db = join(dir, 'netingest.db');
+      writeFileSync(db, '');
+      writeFileSync(join(dir, 'job.json'), JSON.stringify({ operation: 'similar-companies', input: { csv: join(dir, 'in.csv'), column: 'u' } }));
+      writeFileSync(join(dir, 'in.csv'), 'u\nnetwork.com/company/acme\n');
+      const env = { NETINGEST_API_URL: 'http://127.0.0.1:9', NETINGEST_API_TOKEN: 'side-file-token' };
+      for (const side of ['-wal', '-shm', '-journal']) {
+        writeFileSync(`${db}${side}`, '');
+        const run = await inProcess(['run', join(dir, 'job.json'), '--db', `${db}${side}`], env);
+        expect(run.code, run.stderr).toBe(2);
+        expect(run.stderr).toContain(`--db ${db}${side} is the ${side.slice(1)} file SQLite keeps beside the database ${db}, not a database: give --db ${db}`);
+        expect((await inProcess(['status', '--db', `${db}${side}`])).code).toBe(2);
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

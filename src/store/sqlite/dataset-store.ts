@@ -24,8 +24,24 @@ import { asQueryError, prepareReadQuery } from '../readers/read-only-sql.ts';
 import { rowCount, rowidBounds, tableRows } from '../readers/table-rows.ts';
 import { statementRows } from './statement-rows.ts';
 
+/** SQLite's own files beside a database file: a `--db` naming one (a tab completion too far) is a mistake. */
+const SIDE_FILE = /-(wal|shm|journal)$/;
+
+/**
+ * Refuses the -wal, -shm or -journal file of an existing database: a run would write a dataset into it, paid for,
+ * that the database's next writer deletes with its own side file.
+ */
+function assertNotSideFile(file: string): void {
+  const side = SIDE_FILE.exec(file);
+  const database = side ? file.slice(0, side.index) : '';
+  if (side && existsSync(database)) {
+    throw new UsageError(`--db ${file} is the ${side[1]} file SQLite keeps beside the database ${database}, not a database: give --db ${database}`, 'DB_SIDE_FILE');
+  }
+}
+
 /** The store of the SQLite dataset in `file` (a normalized path; nothing is opened yet). */
 export function sqliteDatasetStore(file: string): DatasetStore {
+  assertNotSideFile(file);
   return {
     shown: file,
     files: [file],
