@@ -20,13 +20,15 @@ export interface StatusOptions {
 /** What `netingest status --json` prints: the dataset's status, and the live balance when it could be asked. */
 export type FullStatusReport = Awaited<ReturnType<typeof withLiveBalance>>;
 
-/** The free credit check for `plan` and `status` when an API URL and token are set; else null, never a failure. */
+/** The free credit check for `plan`, `status` and `report` when an API URL and token are set; else null (a ConfigError for a flag given that cannot be used). */
 export async function askLiveBalance(flags: Pick<StatusOptions, 'apiUrl' | 'tokenFile'>) {
   let api;
   try {
     api = resolveApiConfig(flags);
   } catch (err) {
-    if (err instanceof ConfigError) return null;
+    // No usable API in the environment: the balance is not asked. A flag given that cannot be used (a token file
+    // others can read, a missing one) is refused as `run` refuses it, not skipped without a word.
+    if (err instanceof ConfigError && flags.apiUrl === undefined && flags.tokenFile === undefined) return null;
     throw err;
   }
   // Imported only when asked: the HTTP client (undici) is a third of what `status` and `plan` load, ~35 ms of a start.

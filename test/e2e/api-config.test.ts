@@ -228,3 +228,34 @@ describe('netingest run --token-file', () => {
     }
   });
 });
+
+describe('plan, status and report --token-file', () => {
+  it('exit 2 on a token file given that cannot be used, as run does, rather than leave the balance out without a word', async () => {
+    const TOKEN = 'cli-balance-token-7d2';
+    const sandbox = await startSandbox({ port: 0, tokens: { [TOKEN]: 1000 }, notFoundRate: 0 });
+    const ws = await makeWorkspace();
+    try {
+      await ws.write('posts.csv', csv(['post_url'], postUrls(1).map((u) => [u])));
+      const job = await ws.job('posts', { operation: 'post-details', input: { csv: 'posts.csv', column: 'post_url' }, rate: FAST_RATE });
+      const ran = await inProcess(['run', job, '--db', ws.db], cliEnv(sandbox, TOKEN), { cwd: ws.dir });
+      expect(ran.code, ran.stderr).toBe(0);
+      const open = await ws.write('token', `${TOKEN}\n`, 0o644);
+      const api = ['--api-url', sandbox.url, '--token-file', open];
+      for (const args of [['plan', job, '--db', ws.db], ['status', '--db', ws.db], ['report', '--db', ws.db, '--out', 'r.html']]) {
+        const refused = await inProcess([...args, ...api], {}, { cwd: ws.dir });
+        expect(refused.code, `${args[0]}: ${refused.stderr}`).toBe(2);
+        expect(refused.stderr).toContain('has mode 0644: other users can read it');
+        expect(refused.stderr + refused.stdout).not.toContain(TOKEN);
+      }
+      const missing = await inProcess(['status', '--db', ws.db, '--api-url', sandbox.url, '--token-file', join(ws.dir, 'nowhere')], {}, { cwd: ws.dir });
+      expect(missing.code, missing.stderr).toBe(2);
+      expect(missing.stderr).toContain('Cannot read the token file');
+      // Nothing set at all: the balance is simply not asked.
+      const unset = await inProcess(['status', '--db', ws.db], {}, { cwd: ws.dir });
+      expect(unset.code, unset.stderr).toBe(0);
+    } finally {
+      await sandbox.stop();
+      await ws.cleanup();
+    }
+  });
+});
