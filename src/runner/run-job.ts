@@ -43,6 +43,21 @@ export async function workJob(
     });
   };
 
+  try {
+    await enqueueDue(due, ctx, enqueue, maxQueued);
+  } catch (err) {
+    // Reading or claiming what is due failed (the database gone): the calls in flight are paid, so their answers go
+    // to the writer before the job ends and drains it; no unit queued behind them starts. This error is the job's.
+    ctx.stop.stop('fatal', err);
+    failure = err;
+  }
+  await queue.onIdle();
+  await due.close();
+  if (failure) throw failure;
+}
+
+/** Reads (or claims) the due tasks and enqueues them by input, until none is left or the run stops. */
+async function enqueueDue(due: DueTasks, ctx: ExecutorContext, enqueue: (unit: TaskRow[]) => Promise<void>, maxQueued: number): Promise<void> {
   let unit: TaskRow[] = [];
   while (!ctx.stop.reason) {
     // A claim takes no more than the queue holds: what a worker claims, the others cannot work.
@@ -63,9 +78,6 @@ export async function workJob(
     }
   }
   if (unit.length > 0 && !ctx.stop.reason) await enqueue(unit);
-  await queue.onIdle();
-  await due.close();
-  if (failure) throw failure;
 }
 
 /** One input's pages in order; a short page settles the later ones without a call. Resolves once all are committed. */

@@ -14,10 +14,18 @@ export interface CuttableProxy {
   cutOnSight(text: string): Promise<void>;
   /** Holds back what its connection sends from `text` on; resolves once seen, with what lets it through. */
   pauseOnSight(text: string): Promise<() => void>;
+  /**
+   * Ends the one connection that next sends `text`, the proxy still listening: with `answered`, once the server has
+   * answered it (that answer not passed on), else before the server sees it. Resolves once ended.
+   */
+  endOnSight(text: string, answered: boolean): Promise<void>;
 }
 
-/** What the proxy does on seeing a watched text in a connection's data, held from there on until `release`. */
-type Watch = { text: Buffer; onSight: (release: () => void) => void };
+/**
+ * What the proxy does on seeing a watched text in a connection's data, held from there on until `release`; `end` ends
+ * that connection, at once or (`answered`) as the server's next bytes come, which are not passed on.
+ */
+type Watch = { text: Buffer; onSight: (release: () => void, end: (answered: boolean) => Promise<void>) => void };
 
 /** A proxy to the server `url` names, listening on a free port of 127.0.0.1. */
 export async function cuttableProxy(url: string): Promise<CuttableProxy> {
@@ -38,6 +46,12 @@ export async function cuttableProxy(url: string): Promise<CuttableProxy> {
     // The tail of the last chunk is kept, so a statement split across two chunks is still seen.
     let tail = Buffer.alloc(0);
     let held: Buffer[] | null = null;
+    let endOnAnswer: (() => void) | null = null;
+    const end = (answered: boolean) => new Promise<void>((resolve) => {
+      upstream.once('close', () => resolve());
+      if (answered) endOnAnswer = () => upstream.destroy();
+      else upstream.destroy();
+    });
     client.on('data', (chunk: Buffer) => {
       if (held) return void held.push(chunk);
       const seen = Buffer.concat([tail, chunk]);
@@ -45,15 +59,16 @@ export async function cuttableProxy(url: string): Promise<CuttableProxy> {
       if (sighted) {
         watch = null;
         held = [chunk];
-        return sighted.onSight(() => {
+        const release = () => {
           for (const c of held ?? []) upstream.write(c);
           held = null;
-        });
+        };
+        return sighted.onSight(release, end);
       }
       tail = seen.subarray(Math.max(0, seen.length - (watch?.text.length ?? 0)));
       upstream.write(chunk);
     });
-    upstream.pipe(client);
+    upstream.on('data', (chunk: Buffer) => (endOnAnswer ? endOnAnswer() : client.write(chunk)));
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const proxied = new URL(url);
@@ -71,6 +86,15 @@ export async function cuttableProxy(url: string): Promise<CuttableProxy> {
     }),
     pauseOnSight: (text) => new Promise<() => void>((resolve) => {
       watch = { text: Buffer.from(text), onSight: resolve };
+    }),
+    endOnSight: (text, answered) => new Promise<void>((resolve) => {
+      watch = {
+        text: Buffer.from(text),
+        onSight: (release, end) => {
+          void end(answered).then(resolve);
+          if (answered) release();
+        },
+      };
     }),
   };
 }

@@ -15,6 +15,8 @@ export interface PgCluster {
   url: string;
   port: number;
   stop(): Promise<void>;
+  /** Stops the server as `pg_ctl restart -m fast` does (SIGINT), waits `downMs`, and starts it again on its data. */
+  restart(downMs?: number): Promise<void>;
 }
 
 const SUPERUSER = 'netingest';
@@ -130,13 +132,25 @@ export async function startPgCluster(options: { startTimeoutMs?: number; setting
   const settings = ['-c', 'listen_addresses=127.0.0.1', '-c', `unix_socket_directories=${dir}`, '-c', 'fsync=off',
     '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off', '-c', 'max_connections=200', ...(options.settings ?? []).flatMap((s) => ['-c', s])];
   const [cmd, args] = asServerUser(join(bin, 'postgres'), ['-D', data, '-p', String(port), ...settings]);
-  const child = spawn(cmd, args, { stdio: ['ignore', 'ignore', 'pipe'] });
-  const reaper = startReaper(join(data, 'postmaster.pid'), dir);
   let output = '';
-  child.stderr?.on('data', (chunk: Buffer) => {
-    output = (output + chunk.toString()).slice(-4_000);
-  });
+  const serve = () => {
+    const started = spawn(cmd, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+    started.stderr?.on('data', (chunk: Buffer) => {
+      output = (output + chunk.toString()).slice(-4_000);
+    });
+    return started;
+  };
+  let child = serve();
+  const reaper = startReaper(join(data, 'postmaster.pid'), dir);
   const url = `postgres://${SUPERUSER}@127.0.0.1:${port}/postgres`;
+  const restart = async (downMs = 0) => {
+    const exited = new Promise((r) => child.once('exit', r));
+    if (!signalPostmaster(data, 'SIGINT')) child.kill('SIGINT');
+    await exited;
+    await new Promise((r) => setTimeout(r, downMs));
+    child = serve();
+    await waitUntilAccepting(url, child, () => output, options.startTimeoutMs ?? 30_000);
+  };
   const stop = async () => {
     reaper.kill('SIGKILL');
     if (child.exitCode === null) {
@@ -157,7 +171,7 @@ export async function startPgCluster(options: { startTimeoutMs?: number; setting
     await stop();
     throw err;
   }
-  return { url, port, stop };
+  return { url, port, stop, restart };
 }
 
 /**

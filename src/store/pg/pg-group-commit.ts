@@ -38,6 +38,8 @@ type FoldedStep = ReadStep & { sql: Statement };
 export interface StartedGroup {
   /** The rows of the history's reads, sent behind BEGIN. */
   reads: Promise<unknown[][]>;
+  /** The transaction's id, answered with the reads: asked after a COMMIT left unanswered by a lost connection (txid_status). */
+  xid: Promise<string>;
   /** Sends the history's rows and COMMIT once `read` (the reads' rows) came; resolves once sent, with its COMMIT's answer. */
   commit(read: readonly unknown[][]): Promise<{ committed: Promise<void> }>;
 }
@@ -69,8 +71,11 @@ function startGroup(runId: number, answers: ReturnType<typeof createPgAnswerStor
     return { written };
   };
   const readSql = group.planned.map((step) => ({ text: step.sql.postgres, values: pgValues(step.sql, step.params) }));
-  const reads = pipelineStatements(client, ['BEGIN', BY_KEYS_ONLY, ...readSql], STORE_TYPES).then((r) => r.slice(2).map((x) => x.rows));
+  const begun = pipelineStatements(client, ['BEGIN', BY_KEYS_ONLY, 'SELECT txid_current()::text AS xid', ...readSql], STORE_TYPES);
+  const reads = begun.then((r) => r.slice(3).map((x) => x.rows));
   reads.catch(() => undefined); // the writer's to report, awaiting it
+  const xid = begun.then((r) => String(r[2]!.rows[0].xid));
+  xid.catch(() => undefined); // as `reads`
   const early = group.firsts.every((first) => first === null || first.asked.size === 0);
   const rowsSent = early ? sendRows(null) : null;
   rowsSent?.catch(() => undefined); // the commit's to report
@@ -100,7 +105,7 @@ function startGroup(runId: number, answers: ReturnType<typeof createPgAnswerStor
     committed.catch(() => undefined); // the writer's to report, awaiting it
     return { committed };
   }
-  return { reads, commit };
+  return { reads, xid, commit };
 }
 
 /**

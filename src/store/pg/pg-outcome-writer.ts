@@ -6,7 +6,7 @@ import type pg from 'pg';
 import type { OutcomeOp } from '../outcome-ops.ts';
 import { GroupCommitWriter } from '../group-commit-writer.ts';
 import { isConflict } from './transaction.ts';
-import { pgRefusal } from './open.ts';
+import { connectionLostError, pgRefusal } from './open.ts';
 import { RESULT_WRITER_DEFAULTS } from '../result-writer.ts';
 import { createPgGroupCommit, type PlannedGroup } from './pg-group-commit.ts';
 
@@ -16,7 +16,22 @@ export const PG_WRITER_DEFAULTS = {
    * (rows go in key order, so this is the backstop): it holds paid answers, which a failed run would pay for again.
    */
   conflictRetries: 3,
+  /**
+   * How long a server gone away (a restart: sessions ended, connections refused, then "starting up") has to take a
+   * connection again before the writer stops: it holds paid answers, which a failed run would pay for again.
+   */
+  serverBackWithinMs: 15_000,
+  /** Pause between connection attempts while the server is away. */
+  reconnectPauseMs: 200,
+  /** Times in a row, no group committed between, the writer waits for the server: one that keeps dropping it stops the run. */
+  lostRetries: 3,
 } as const;
+
+/** Each transaction's fate by its id, in order (a null id: null). */
+const XACT_STATUS_SQL = 'SELECT txid_status(x) AS status FROM unnest($1::bigint[]) WITH ORDINALITY AS u(x, n) ORDER BY n';
+
+/** A group sent in the writer's transaction; `xid` its transaction's id once known (its COMMIT may go from then on). */
+type OpenGroup = { ops: readonly OutcomeOp[]; releases: Array<() => void>; xid?: string };
 
 export class PgOutcomeWriter extends GroupCommitWriter {
   /** Groups handed over while a commit is under way, with their waiters: they go together in the next one. */
@@ -32,6 +47,8 @@ export class PgOutcomeWriter extends GroupCommitWriter {
   private ended: pg.PoolClient | null = null;
   /** Stops watching the connection's end: a pooled connection outlives its writer. */
   private unwatch: () => void = () => undefined;
+  /** Connections lost in a row with no group committed since (lostRetries bounds it). */
+  private losses = 0;
 
   constructor(private readonly pool: pg.Pool, runId: number, onFatal: (err: unknown) => void, now?: () => string) {
     super(runId, onFatal, RESULT_WRITER_DEFAULTS.maxBatch, now);
@@ -74,8 +91,8 @@ export class PgOutcomeWriter extends GroupCommitWriter {
    * this process records the next's history; its waiters go once its COMMIT is answered.
    */
   private async commitWaiting(): Promise<void> {
-    /** The groups sent and not yet known committed, in order: after a failure none of them is (see below). */
-    const open: Array<{ ops: readonly OutcomeOp[]; releases: Array<() => void> }> = [];
+    /** The groups sent and not yet known committed, in order: after a failure, only one whose COMMIT went may be. */
+    const open: OpenGroup[] = [];
     let last: Promise<void> | null = null;
     try {
       let client = await this.connect();
@@ -92,13 +109,14 @@ export class PgOutcomeWriter extends GroupCommitWriter {
         // Ended with nothing of it unanswered: the next group goes on a new one, not lost with it (paid answers in flight).
         if (!last && this.ended === client) client = await this.connect();
         const { group, releases } = this.take();
-        const sent = { ops: group.ops, releases };
+        const sent: OpenGroup = { ops: group.ops, releases };
         open.push(sent);
         const started = this.groups.start(client, group);
         // The group before is answered first (its COMMIT went before these reads): its failure stops this group before
         // its COMMIT is sent, and is the one said (this group's reads then fail only as that transaction is aborted).
         await last;
         const read = await started.reads;
+        sent.xid = await started.xid;
         const { committed } = await started.commit(read);
         last = committed.then(() => {
           open.splice(open.indexOf(sent), 1);
@@ -110,9 +128,9 @@ export class PgOutcomeWriter extends GroupCommitWriter {
       }
     } catch (err) {
       // The writer's connection rolled back and let go. A group's COMMIT goes only once the one before is committed, so
-      // the open groups are all uncommitted: written again in parts when the database refused a value (refusedAlone).
+      // the open groups are uncommitted but one whose COMMIT a lost connection left unanswered (partsAfter asks).
       this.letGoConnection();
-      const parts = isConflict(err) ? open.map((g) => g.ops) : this.refusedAlone(open.flatMap((g) => g.ops), err);
+      const parts = await this.partsAfter(err, open, { conflicts: 0 });
       if (parts) await this.commitInParts(parts);
       else this.fail(err);
     }
@@ -126,23 +144,62 @@ export class PgOutcomeWriter extends GroupCommitWriter {
    * all), in parts when refused on a value; stops the writer on anything else.
    */
   private async commitInParts(todo: Array<readonly OutcomeOp[]>): Promise<void> {
-    let conflicts = 0;
+    const tries = { conflicts: 0 };
     for (let ops = todo.shift(); ops; ops = todo.shift()) {
+      const sent: OpenGroup = { ops, releases: [] };
       try {
         const client = await this.connect();
         const started = this.groups.start(client, this.groups.plan(ops));
-        await (await started.commit(await started.reads)).committed;
+        const read = await started.reads;
+        sent.xid = await started.xid;
+        await (await started.commit(read)).committed;
         this.committed(ops);
       } catch (err) {
         this.letGoConnection();
-        if (isConflict(err) && ++conflicts <= PG_WRITER_DEFAULTS.conflictRetries) {
-          todo.unshift(ops);
-          continue;
-        }
-        const parts = this.refusedAlone(ops, err);
+        const parts = await this.partsAfter(err, [sent], tries);
         if (!parts) return this.fail(err);
         todo.unshift(...parts);
       }
+    }
+  }
+
+  /**
+   * What of `open` is written again after `err`: whole after a conflict, in parts after a refused value; after a lost
+   * connection, once the server is back, all but a group it says committed. Null: the writer stops.
+   */
+  private async partsAfter(err: unknown, open: readonly OpenGroup[], tries: { conflicts: number }): Promise<Array<readonly OutcomeOp[]> | null> {
+    if (isConflict(err)) return ++tries.conflicts <= PG_WRITER_DEFAULTS.conflictRetries ? open.map((g) => g.ops) : null;
+    if (!connectionLostError(err, '')) return this.refusedAlone(open.flatMap((g) => g.ops), err);
+    if (++this.losses > PG_WRITER_DEFAULTS.lostRetries) return null;
+    const statuses = await this.statusesOf(open, performance.now() + PG_WRITER_DEFAULTS.serverBackWithinMs);
+    if (!statuses) return null;
+    const parts: Array<readonly OutcomeOp[]> = [];
+    for (const [i, g] of open.entries()) {
+      if (statuses[i] === 'committed') this.committed(g.ops);
+      else parts.push(g.ops);
+    }
+    return parts;
+  }
+
+  /**
+   * What became of each group's transaction, once the server answers on a new connection (a restart refuses, then
+   * is "starting up"): 'committed' or 'aborted' (txid_status; aborted for a group whose COMMIT never went), asked
+   * again while one is still ending. Null when not known by `deadline`: the writer stops.
+   */
+  private async statusesOf(open: readonly OpenGroup[], deadline: number): Promise<Array<string | null> | null> {
+    const xids = open.map((g) => g.xid ?? null);
+    for (;;) {
+      try {
+        const client = await this.connect();
+        const { rows } = await client.query<{ status: string | null }>(XACT_STATUS_SQL, [xids]);
+        const statuses = rows.map((r, i) => (xids[i] === null ? 'aborted' : r.status));
+        if (!statuses.includes('in progress')) return statuses.includes(null) ? null : statuses;
+      } catch (err) {
+        this.letGoConnection();
+        if (!connectionLostError(err, '')) return null;
+      }
+      if (performance.now() >= deadline) return null;
+      await new Promise((resolve) => setTimeout(resolve, PG_WRITER_DEFAULTS.reconnectPauseMs));
     }
   }
 
@@ -165,6 +222,11 @@ export class PgOutcomeWriter extends GroupCommitWriter {
   private letGoConnection(): void {
     this.connection?.release(new Error('the writer stopped on a failure: its connection is closed'));
     this.connection = null;
+  }
+
+  protected override committed(ops: readonly OutcomeOp[]): void {
+    this.losses = 0;
+    super.committed(ops);
   }
 
   protected refusal(err: unknown): string | null {

@@ -1,0 +1,115 @@
+/**
+ * A real PostgreSQL server restarted under a run (`pg_ctl restart -m fast`: sessions ended, connections refused, then
+ * "starting up"): the answers the run paid for and still holds are written once the server is back, and the next run
+ * pays for none of them again. A group whose COMMIT the lost connection left unanswered is found committed (txid_status)
+ * or written again, never twice: a proxy ends the writer's connection as its COMMIT goes, after or before the server
+ * has it.
+ */
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import pg from 'pg';
+import { startSandbox } from '../../src/sandbox/server.ts';
+import { openPgStore } from '../../src/store/pg/open.ts';
+import { csv, inProcess, makeWorkspace, operationRequests, postUrls } from '../support/run-helpers.ts';
+import { createTestDatabase, pgUnavailableReason, startPgCluster, type PgCluster } from './pg-cluster.ts';
+import { newMigratedPgDatabase, pgClusterUrl } from './use-pg.ts';
+import { chargedPerUrl, expectWholeAndUnique, one } from './run-workers.ts';
+import { PgOutcomeWriter } from '../../src/store/pg/pg-outcome-writer.ts';
+import type { ApiError } from '../../src/api/errors.ts';
+import { cuttableProxy } from './cuttable-proxy.ts';
+
+const TOKEN = 'restart-token-51e0';
+const TASKS = 300;
+
+const cleanups: Array<() => Promise<unknown>> = [];
+afterEach(async () => {
+  while (cleanups.length > 0) await cleanups.pop()!();
+});
+
+describe.skipIf(!pgClusterUrl)('a run whose PostgreSQL server restarts', () => {
+  // A cluster of its own: the suite's is shared by the other test files.
+  let cluster: PgCluster;
+  beforeAll(async () => {
+    if (pgUnavailableReason()) return;
+    cluster = await startPgCluster();
+  });
+  afterAll(async () => cluster?.stop());
+
+  it('stores every answer it paid for once the server is back, none twice; the next run pays for none of them again', async () => {
+    const sandbox = await startSandbox({ port: 0, tokens: { [TOKEN]: 1_000_000 }, notFoundRate: 0, latencyMs: [5, 15] });
+    const ws = await makeWorkspace();
+    const url = await createTestDatabase(cluster.url, 'restart');
+    await (await openPgStore(url)).close();
+    const pool = new pg.Pool({ connectionString: url, max: 2 });
+    pool.on('error', () => undefined);
+    cleanups.push(() => sandbox.stop(), () => ws.cleanup(), () => pool.end());
+    await ws.write('posts.csv', csv(['post_url'], postUrls(TASKS).map((u) => [u])));
+    const file = await ws.job('posts', {
+      operation: 'post-details', input: { csv: 'posts.csv', column: 'post_url' },
+      rate: { requestsPerMinute: 600_000, concurrency: 4 }, retry: { retries: 3, minTimeoutMs: 10, maxTimeoutMs: 50 },
+    });
+    const env = { NETINGEST_API_URL: sandbox.url, NETINGEST_API_TOKEN: TOKEN };
+
+    const running = inProcess(['run', file, '--db', url, '--json'], env, { cwd: ws.dir });
+    while ((await one(pool, 'SELECT count(*) AS n FROM api_calls').catch(() => 0)) < 30) await new Promise((r) => setTimeout(r, 20));
+    // Down for a while: the calls in flight are answered while no connection is taken.
+    await cluster.restart(1_500);
+    const cli = await running;
+
+    const paid = operationRequests(sandbox).length;
+    expect(paid).toBeLessThan(TASKS);
+    // Every answer paid for is stored, once: its call, its body and its task.
+    expect(await one(pool, 'SELECT count(*) AS n FROM api_calls WHERE status = 200'), cli.stderr).toBe(paid);
+    expect(await one(pool, 'SELECT count(*) AS n FROM raw_responses')).toBe(paid);
+    expect(await one(pool, 'SELECT count(DISTINCT task_id) AS n FROM raw_responses')).toBe(paid);
+    expect(await one(pool, `SELECT count(*) AS n FROM tasks WHERE status = 'done'`)).toBe(paid);
+    // The server back, the run's end is recorded, with every call counted once.
+    const summary = JSON.parse(cli.stdout);
+    expect(summary.notRecorded ?? null, cli.stderr).toBeNull();
+    expect(summary.calls).toBe(paid);
+    expect((await pool.query('SELECT status, calls FROM runs')).rows).toEqual([{ status: summary.status, calls: paid }]);
+
+    const next = await inProcess(['run', file, '--db', url], env, { cwd: ws.dir });
+    expect(next.code, next.stderr).toBe(0);
+    expect([...chargedPerUrl(sandbox).values()].filter((n) => n > 1)).toEqual([]);
+    await expectWholeAndUnique(pool, TASKS);
+  }, 90_000);
+});
+
+describe.skipIf(!pgClusterUrl)('the run writer whose connection ends as its COMMIT goes', () => {
+  const AT = '2026-11-02T08:00:00.000Z';
+
+  /** The writer's one group (an attempt's call and its task failed) on a connection `ended` cuts; what is stored after. */
+  async function writeCut(prefix: string, answered: boolean) {
+    const url = await newMigratedPgDatabase(prefix);
+    const direct = new pg.Pool({ connectionString: url, max: 1 });
+    cleanups.push(() => direct.end());
+    await direct.query(`INSERT INTO tasks (id, job, operation, input_key, page, request_json, status, attempts, created_at, updated_at)
+      VALUES (1, 'j', 'post-details', 'k1', 1, '{}', 'pending', 0, $1, $1)`, [AT]);
+    const proxy = await cuttableProxy(url);
+    const store = await openPgStore(proxy.url);
+    cleanups.push(() => store.close(), () => proxy.cut());
+    const fatal: unknown[] = [];
+    const writer = new PgOutcomeWriter(store.pool, 1, (err) => fatal.push(err));
+    const ended = proxy.endOnSight('COMMIT', answered);
+    const task = { id: 1, operation: 'post-details' as const };
+    const attempt = { call: { operation: 'post-details', method: 'GET', path: '/p/1', status: 500, latencyMs: 1 }, code: 'HTTP_500' } as unknown as ApiError;
+    await Promise.all([writer.attemptFailed(task, attempt), writer.failed(task, 'HTTP_500', 'server error', true, 1)]);
+    await ended;
+    await writer.close();
+    return {
+      fatal,
+      notWritten: writer.callsNotWritten,
+      failed: writer.settled.failed,
+      calls: await one(direct, 'SELECT count(*) AS n FROM api_calls'),
+      task: (await direct.query('SELECT status, attempts FROM tasks')).rows,
+    };
+  }
+
+  it('committed before the connection ended: found committed, not written again', async () => {
+    expect(await writeCut('commit_answer_lost', true)).toEqual({ fatal: [], notWritten: 0, failed: 1, calls: 1, task: [{ status: 'failed', attempts: 1 }] });
+  });
+
+  it('ended before the server had its COMMIT: written again, once', async () => {
+    expect(await writeCut('commit_never_sent', false)).toEqual({ fatal: [], notWritten: 0, failed: 1, calls: 1, task: [{ status: 'failed', attempts: 1 }] });
+  });
+});
