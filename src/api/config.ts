@@ -80,6 +80,12 @@ function readTokenFile(path: string): string {
     }
   } catch (err) {
     const code = (err as { code?: unknown }).code;
+    if (code === 'ENOENT' && looksLikeToken(path)) {
+      throw new ConfigError(
+        `No file named as the value given to --token-file: it looks like the token itself (${path.length} characters, no folder ` +
+          `or extension), so it is not printed. --token-file takes a file holding the token; or set ${API_TOKEN_ENV}.`,
+      );
+    }
     throw new ConfigError(`Cannot read the token file ${path} given to --token-file (${typeof code === 'string' ? code : String(err)}).`, {
       cause: err,
     });
@@ -89,6 +95,11 @@ function readTokenFile(path: string): string {
   if (token === '') throw new ConfigError(`The token file ${path} given to --token-file is empty; put the API token in it.`);
   checkToken(token, `The token file ${path}`);
   return token;
+}
+
+/** A "path" pasted in place of the token file: no folder, long, no extension (`api.token` is a file name, `ntk.Q7vR2x9LmP4sT8w` a token). */
+function looksLikeToken(path: string): boolean {
+  return path.length >= 16 && !/[/\\\s]/.test(path) && !/\.[A-Za-z][A-Za-z0-9]{0,4}$/.test(path);
 }
 
 /** Refuses a token file group or world (0o077) may read or write, as ssh does a key: readers spend the credits, writers choose the token sent. */

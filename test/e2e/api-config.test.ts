@@ -250,6 +250,15 @@ describe('plan, status and report --token-file', () => {
       const missing = await inProcess(['status', '--db', ws.db, '--api-url', sandbox.url, '--token-file', join(ws.dir, 'nowhere')], {}, { cwd: ws.dir });
       expect(missing.code, missing.stderr).toBe(2);
       expect(missing.stderr).toContain('Cannot read the token file');
+      // The token pasted where its file's path goes: named as the mistake, never printed.
+      for (const command of [['status', '--db', ws.db], ['run', job, '--db', ws.db]]) {
+        const pasted = await inProcess([...command, '--api-url', sandbox.url, '--token-file', TOKEN], {}, { cwd: ws.dir });
+        expect(pasted.code, pasted.stderr).toBe(2);
+        expect(pasted.stderr).toContain(`looks like the token itself (${TOKEN.length} characters, no folder or extension), so it is not printed`);
+        expect(pasted.stderr + pasted.stdout).not.toContain(TOKEN);
+      }
+      const named = await inProcess(['status', '--db', ws.db, '--api-url', sandbox.url, '--token-file', 'api-token.txt'], {}, { cwd: ws.dir });
+      expect(named.stderr).toContain('Cannot read the token file api-token.txt given to --token-file (ENOENT)');
       // Nothing set at all: the balance is simply not asked.
       const unset = await inProcess(['status', '--db', ws.db], {}, { cwd: ws.dir });
       expect(unset.code, unset.stderr).toBe(0);
