@@ -102,6 +102,25 @@ describe('netingest sandbox flags', () => {
       }
       expect(error, words.join(' ')).toBeInstanceOf(UsageError);
     }
+    // The message names the flag typed, never the library's option behind it (serverErrorRate), nor NaN.
+    for (const [words, flags] of [
+      [['--fail-500', '2'], ['--fail-500']],
+      [['--fail-503', 'abc'], ['--fail-503']],
+      [['--credits', 'lots'], ['--credits']],
+      [['--rate-limit', '0'], ['--rate-limit']],
+      [['--port', 'abc'], ['--port is not a number: expected a whole number from 0 to 65535']],
+      [['--port', '1.5'], ['--port 1.5: expected a whole number from 0 to 65535']],
+      [['--missing-rate', '0.6', '--null-rate', '0.6'], ['--missing-rate', '--null-rate']],
+    ] as const) {
+      let message = '';
+      try {
+        sandboxOptionsFromArgs(await parse([...words]));
+      } catch (err) {
+        message = (err as Error).message;
+      }
+      for (const flag of flags) expect(message, words.join(' ')).toContain(flag);
+      expect(message, words.join(' ')).not.toMatch(/[a-z][A-Z]|NaN|or null/);
+    }
     const choice = sandboxCommand.builder(yargs(['--past-last-page', 'maybe']).strict().fail(false).exitProcess(false));
     expect(() => choice.parse()).toThrow(/past-last-page/);
   });

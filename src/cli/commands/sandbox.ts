@@ -130,13 +130,42 @@ export function sandboxOptionsFromArgs(argv: SandboxArgs): SandboxOptionsInput {
     liveShapes: argv['live-shape'].length > 0 ? argv['live-shape'] : argv.live,
     logRequests: false,
   };
-  if (!Number.isInteger(argv.port) || argv.port < 0 || argv.port > 65535) throw new UsageError(`--port ${argv.port}: expected 0..65535`);
+  checkPort(argv.port);
   try {
     resolveOptions(input);
   } catch (err) {
-    throw new UsageError(err instanceof Error ? err.message : String(err));
+    throw new UsageError(inFlagWords(err instanceof Error ? err.message : String(err)));
   }
   return input;
+}
+
+function checkPort(port: number): void {
+  if (Number.isInteger(port) && port >= 0 && port <= 65535) return;
+  // yargs made a word NaN: not quoted as such.
+  throw new UsageError(`--port ${Number.isNaN(port) ? 'is not a number' : port}: expected a whole number from 0 to 65535`);
+}
+
+/** The flag that sets each option resolveOptions() may complain of. */
+const FLAG_OF_OPTION: Readonly<Record<string, string>> = {
+  ...Object.fromEntries(PLAIN_FLAGS.map(([flag, option]) => [option, flag])),
+  rateLimitPerSecond: 'rate-limit',
+  rateLimitPerMinute: 'rate-limit-per-minute',
+  latencyMs: 'latency-ms',
+  pastLastPage: 'past-last-page',
+  'credits of token': 'credits',
+  token: 'token',
+};
+
+/**
+ * resolveOptions() names the library's options (`sandbox option serverErrorRate`): the user typed flags (`--fail-500`).
+ * yargs made a word given to a number flag NaN: say so rather than quote NaN.
+ */
+function inFlagWords(message: string): string {
+  return message
+    .replace(/^sandbox (?:option )?/, '')
+    .replace(/credits of token|\b[a-z]+[A-Z][a-zA-Z]*\b|^[a-z]+\b/g, (word) => (FLAG_OF_OPTION[word] ? `--${FLAG_OF_OPTION[word]}` : word))
+    .replace(/ must be > 0 or null,/, ' must be > 0,')
+    .replace(/, got NaN$/, ', got a value that is not a number');
 }
 
 /** One line per request; the token is never printed (only the log of the start names it). */
