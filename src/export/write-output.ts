@@ -4,7 +4,7 @@
  */
 import { openFileSink, streamSink, throwIfAborted, OutputClosedError, type OutputSink } from './output-sink.ts';
 import type { PumpOptions } from './export-options.ts';
-import { ExportInterruptedError } from '../store/readers/query-errors.ts';
+import { ExportInterruptedError, QueryTimeoutError } from '../store/readers/query-errors.ts';
 import type { RowEncoder } from './row-encoders.ts';
 import { plural } from '../plural.ts';
 
@@ -82,6 +82,7 @@ export async function writeOutput(
     }
     // Rows sent to a stream cannot be taken back: "no output file was written" would let a `> out.csv` pass as whole.
     if (err instanceof ExportInterruptedError && output.out === undefined) throw streamInterrupted(written.rows);
+    if (err instanceof QueryTimeoutError) throw timedOut(err, output.out === undefined ? written.rows : null);
     throw err;
   }
 }
@@ -153,6 +154,13 @@ export async function untilAborted<T>(wait: Promise<T> | T, signal: AbortSignal 
   } finally {
     signal.removeEventListener('abort', onAbort);
   }
+}
+
+/** The timeout's message as --out's file or stdout was left: no file, or the rows sent (`written`) that cannot be taken back. */
+function timedOut(err: QueryTimeoutError, written: number | null): QueryTimeoutError {
+  if (written === null) return new QueryTimeoutError(err.seconds, 'no output file was written');
+  if (written === 0) return err;
+  return new QueryTimeoutError(err.seconds, `${plural(written, 'row')} had been written to the output: what it holds is incomplete`);
 }
 
 function streamInterrupted(written: number): ExportInterruptedError {

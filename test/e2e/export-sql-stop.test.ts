@@ -132,9 +132,27 @@ describe('a statement without end', () => {
       expect(ended, `${args[0]}: still running 20 s after a --timeout of 0.3 s`).not.toBeNull();
       expect(ended!.code).toBe(124);
       expect(ended!.stderr).toMatch(/ran for more than 0\.3 s \(--timeout\) and was stopped/);
+      // Without --out there was no file to leave out: it says what stdout got.
+      expect(ended!.stderr).toContain(args[0] === 'query' ? 'stopped; nothing was written.' : 'stopped; no output file was written.');
       expect(ended!.stdout).toBe('');
     }
     expect(readdirSync(folder)).toEqual([]);
+  }, 60_000);
+
+  it('--timeout after rows went to stdout says they did and that the output is incomplete, not that no file was written', async () => {
+    const rowsWithoutEnd = 'WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n+1 FROM r) SELECT n FROM r';
+    for (const args of [['query', rowsWithoutEnd], ['export', '--sql', rowsWithoutEnd]]) {
+      // Long enough for the first rows to come out on a busy machine.
+      const cli = spawnCli([...args, '--db', db, '--timeout', '3'], { cwd: dir });
+      const ended = await Promise.race([cli.done, new Promise<null>((resolve) => setTimeout(() => resolve(null), 20_000).unref())]);
+      if (ended === null) cli.child.kill('SIGKILL');
+      expect(ended?.code, args[0]).toBe(124);
+      const sent = Number(/stopped; (\d+) rows had been written to the output: what it holds is incomplete\./.exec(ended!.stderr)?.[1]);
+      expect(sent, ended!.stderr).toBeGreaterThan(0);
+      // The header, then the rows it counted.
+      expect(ended!.stdout.trimEnd().split('\n')).toHaveLength(sent + 1);
+      expect(ended!.stderr).not.toMatch(/no output file/);
+    }
   }, 60_000);
 
   it('a value too big for SQLite: a plain message and exit 2, not an unexpected error', async () => {

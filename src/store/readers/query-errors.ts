@@ -22,12 +22,18 @@ export class ExportInterruptedError extends NetingestError {
   }
 }
 
-/** `query` or `export --sql` ran past its --timeout and was stopped; nothing was left at the output path (exit 124). */
+/**
+ * `query` or `export --sql` ran past its --timeout and was stopped (exit 124); `outcome`: what the output got (writeOutput
+ * says how many rows stdout had been sent).
+ */
 export class QueryTimeoutError extends NetingestError {
-  constructor(seconds: number) {
+  constructor(
+    readonly seconds: number,
+    outcome = 'nothing was written',
+  ) {
     super(
       'QUERY_TIMEOUT',
-      `the statement ran for more than ${seconds} s (--timeout) and was stopped; no output file was written. ` +
+      `the statement ran for more than ${seconds} s (--timeout) and was stopped; ${outcome}. ` +
         'Narrow it (WHERE, LIMIT) or give a longer --timeout (0: none)',
     );
   }
