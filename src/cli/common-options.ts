@@ -2,6 +2,7 @@ import { normalize } from 'node:path';
 import type { Argv } from 'yargs';
 import { DATABASE_URL_ENV, DEFAULT_DB, locateDataset } from '../store/locator.ts';
 import { UsageError } from '../errors.ts';
+import { givenTwice } from './given-twice.ts';
 
 /** Where a command writes: injectable so tests can capture output without spawning a process. */
 export interface CommandIO {
@@ -50,7 +51,8 @@ export function outputFileOption(flag: string, describe: string) {
   return {
     type: 'string',
     describe,
-    coerce: (value: string | undefined) => {
+    coerce: (value: string | string[] | undefined) => {
+      if (Array.isArray(value)) throw givenTwice(flag, value);
       if (value === undefined) return value;
       if (value.trim() === '') throw new UsageError(`${flag} is empty: name the file to write`);
       return normalize(value);
@@ -58,11 +60,20 @@ export function outputFileOption(flag: string, describe: string) {
   } as const;
 }
 
+/** A path flag normalized as yargs' `normalize: true` would, which throws a TypeError on a flag given twice. */
+export function pathCoerce(flag: string) {
+  // yargs coerces only a flag present (given, or its default).
+  return (value: string | string[]): string => {
+    if (Array.isArray(value)) throw givenTwice(flag, value);
+    return normalize(value);
+  };
+}
+
 /** `--api-url` and `--token-file`, for commands that call the API. */
 export function withApi<T>(y: Argv<T>) {
   return y
     .option('api-url', { type: 'string', describe: 'API base URL (default: $NETINGEST_API_URL)' })
-    .option('token-file', { type: 'string', describe: 'file holding the API token (default: $NETINGEST_API_TOKEN)', normalize: true });
+    .option('token-file', { type: 'string', describe: 'file holding the API token (default: $NETINGEST_API_TOKEN)', coerce: pathCoerce('--token-file') });
 }
 
 /** `--log-format`, for commands that log while they work. */

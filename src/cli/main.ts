@@ -1,5 +1,6 @@
 import yargs from 'yargs';
 import type { CommandIO, CommandSpec } from './common-options.ts';
+import { givenTwice } from './given-twice.ts';
 import { describeError, EXIT, exitCodeFor } from './exit-codes.ts';
 import { NetingestError } from '../errors.ts';
 import { commands } from './commands/index.ts';
@@ -19,6 +20,9 @@ export async function main(argv: string[], io: CommandIO = { stdout: process.std
     .scriptName('netingest')
     .usage('$0 <command> [options]')
     .version(pkg.version)
+    // `-h` is what most tools take for help; no command uses it for anything else.
+    .help()
+    .alias('help', 'h')
     .strict()
     .demandCommand(1, 'Name a command; see --help.')
     .recommendCommands()
@@ -35,6 +39,7 @@ export async function main(argv: string[], io: CommandIO = { stdout: process.std
       exitCode = await (await spec()).run(args, io);
     });
   }
+  parser = parser.middleware((args) => refuseRepeated(args, optionsOf(parser)), true);
   skipHelpCache(parser);
   const jsonLog = argv.some((a, i) => a === '--log-format=json' || (a === '--log-format' && argv[i + 1] === 'json'));
   try {
@@ -61,10 +66,22 @@ export async function main(argv: string[], io: CommandIO = { stdout: process.std
 
 class UsageFailure extends Error {}
 
+/** A one-value flag given twice reaches a command as an array, which it would misread (`--db a --db b`: a TypeError). */
+function refuseRepeated(args: Record<string, unknown>, options: { key?: object; array?: string[] }): void {
+  const arrays = new Set(options.array ?? []);
+  for (const name of Object.keys(options.key ?? {})) {
+    const value = args[name];
+    if (!arrays.has(name) && Array.isArray(value)) throw givenTwice(`--${name}`, value);
+  }
+}
+
 /** The flags the command being parsed declares (yargs keeps them on its instance while it parses that command). */
 function optionNames(parser: unknown): string[] {
-  const options = (parser as { getOptions?: () => { key?: object } }).getOptions?.().key;
-  return options ? Object.keys(options) : [];
+  return Object.keys(optionsOf(parser).key ?? {});
+}
+
+function optionsOf(parser: unknown): { key?: object; array?: string[] } {
+  return (parser as { getOptions?: () => { key?: object; array?: string[] } }).getOptions?.() ?? {};
 }
 
 /**

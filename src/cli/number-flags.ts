@@ -7,9 +7,11 @@ import { TABLE_DEFAULTS } from '../export/table-format.ts';
 /**
  * A numeric flag read as typed (yargs would make `abc` NaN, which passes every limit check), shown as [number]
  * in --help: yargs' parser keeps a flag that is both a string and a number as a string, its help names the last.
+ * Its default is only shown: the command applies it, for yargs would give a yargs default to the flag typed without
+ * a value (`--keep-days --dry-run`), which numberFlag refuses.
  */
-export function numberOption(describe: string) {
-  return { string: true, number: true, describe } as const;
+export function numberOption(describe: string, shownDefault?: number) {
+  return { string: true, number: true, describe, ...(shownDefault === undefined ? {} : { defaultDescription: String(shownDefault) }) } as const;
 }
 
 /** A numeric flag checked by `rule` (undefined if absent), else a UsageError quoting it, worded as for the job-file `field` of that rule. */
@@ -44,7 +46,7 @@ export function sqlTimeoutMs(raw: unknown, stderr: NodeJS.WritableStream & { isT
 }
 
 /** `--max-width` of the commands that print query's table (query, changes). */
-export const MAX_WIDTH_OPTION = { ...numberOption('widest column of the table format, in characters'), default: TABLE_DEFAULTS.maxColumnWidth };
+export const MAX_WIDTH_OPTION = numberOption('widest column of the table format, in characters', TABLE_DEFAULTS.maxColumnWidth);
 
 /** `--max-width` as the table takes it: NaN would size every column NaN; any real number is clamped to a usable width. */
 export function maxColumnWidthOf(raw: unknown): number {

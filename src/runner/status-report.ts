@@ -56,12 +56,12 @@ export async function withLiveBalance(report: StatusReport, options: Pick<Status
   return { ...report, liveBalance: liveBalance && { ...liveBalance, usedSinceLastStoredAnswer: since } };
 }
 
-/** The report as the command prints it without --json. */
-export function formatStatus(r: FullStatusReport): string {
-  return [...runLines(r), '', ...taskLines(r), '', ...creditLines(r)].join('\n') + '\n';
+/** The report as the command prints it without --json; `runsAsked`: the --runs it read (0 lists none of the runs there are). */
+export function formatStatus(r: FullStatusReport, runsAsked?: number): string {
+  return [...runLines(r, runsAsked), '', ...taskLines(r), '', ...creditLines(r)].join('\n') + '\n';
 }
 
-function runLines(r: FullStatusReport): string[] {
+function runLines(r: FullStatusReport, runsAsked?: number): string[] {
   const lines: string[] = [];
   // Hosts, job names and errors are the database's text (errors may quote the API): their controls are blanked.
   if (r.lock?.alive) lines.push(`A run is in progress: run ${r.lock.runId ?? '?'} (pid ${r.lock.pid} on ${terminalValue(r.lock.host)}, since ${r.lock.acquiredAt})`, '');
@@ -73,7 +73,8 @@ function runLines(r: FullStatusReport): string[] {
   }
   if (r.unfinishedRuns.length > 0) lines.push('');
   lines.push('Recent runs:');
-  if (r.runs.length === 0) lines.push('  none');
+  // `none` after --runs 0 would say the dataset has no run.
+  if (r.runs.length === 0) lines.push(runsAsked === 0 ? '  not listed (--runs 0)' : '  none');
   for (const run of r.runs) {
     lines.push(
       `  #${run.id} ${run.startedAt} ${(run.unfinished ? 'unfinished' : run.status).padEnd(23)} jobs ${terminalValue(JSON.parse(run.jobs).join(','))}: ${run.tasksDone} done, ` +

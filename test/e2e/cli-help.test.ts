@@ -24,13 +24,13 @@ async function spawnedHelp(command: string): Promise<string> {
  * `netingest <command> --help` through the CLI's code in this process: yargs prints the help with console.log
  * and then calls process.exit(0), which is caught here (its code checked) instead of ending the test's process.
  */
-async function inProcessHelp(command: string): Promise<string> {
+async function inProcessHelp(command: string | undefined, flag = '--help'): Promise<string> {
   let printed = '';
   const exits: unknown[] = [];
   const log = vi.spyOn(console, 'log').mockImplementation((...args: unknown[]) => void (printed += `${args.join(' ')}\n`));
   const exit = vi.spyOn(process, 'exit').mockImplementation(((code?: number) => void exits.push(code)) as typeof process.exit);
   try {
-    const code = await main([command, '--help']);
+    const code = await main(command === undefined ? [flag] : [command, flag]);
     expect([code, exits], command).toEqual([0, [0]]);
     return printed;
   } finally {
@@ -41,7 +41,7 @@ async function inProcessHelp(command: string): Promise<string> {
 
 /** The description of --db in a help text, its wrapped lines joined. */
 function dbHelp(text: string): string {
-  const match = /^ {2}--db\s+(.*?)\s+\[string\]/ms.exec(text);
+  const match = /^ +--db\s+(.*?)\s+\[string\]/ms.exec(text);
   return (match?.[1] ?? '').replace(/\s+/g, ' ');
 }
 
@@ -94,10 +94,17 @@ describe('--help', () => {
     const flags = ['run --concurrency', 'run --rate', 'run --max-credits', 'run --reserve', 'prune --keep-days', 'query --timeout', 'query --max-width'];
     for (const entry of flags) {
       const [command, flag] = entry.split(' ') as [string, string];
-      expect(new RegExp(`^ {2}${flag}\\s[^\\[]*\\[number\\]`, 'm').test(helpOf.get(command) ?? ''), entry).toBe(true);
+      expect(new RegExp(`^ +${flag}\\s[^\\[]*\\[number\\]`, 'm').test(helpOf.get(command) ?? ''), entry).toBe(true);
     }
     // A default shown as a number too, not as the quoted string `"90"`.
     expect(helpOf.get('prune')).toMatch(/--keep-days .*\[number\] \[default: 90\]/);
+    expect(helpOf.get('report')).toMatch(/--days .*\[number\] \[default: 30\]/);
+    for (const [command, text] of helpOf) expect(text, command).not.toMatch(/\[number\][^\n]*\[default: "/);
+  });
+
+  it('-h shows the help as --help does, on every command and on none', async () => {
+    for (const name of names) expect(await inProcessHelp(name, '-h'), name).toBe(helpOf.get(name));
+    expect(await inProcessHelp(undefined, '-h')).toMatch(/^netingest <command> \[options\]/);
   });
 });
 
@@ -114,5 +121,21 @@ describe('an unknown flag', () => {
     expect(await refused(['run', '--dry-run'])).toEqual({ code: 2, stderr: "netingest: Unknown argument: dry-run\nRun 'netingest --help' for usage.\n" });
     expect((await refused(['run', '--concurency', '3'])).stderr).toMatch(/^netingest: Unknown argument: concurency \(did you mean --concurrency\?\)\n/);
     expect((await refused(['export', 'posts', '--outt', 'x.csv', '--dry-run'])).stderr).toMatch(/^netingest: Unknown arguments: outt \(did you mean --out\?\), dry-run\n/);
+  });
+
+  it('a one-value flag given twice is refused by name (exit 2), never an unexpected error, a URL or path not quoted', async () => {
+    const url = 'postgres://u:s3cret-pw@127.0.0.1:9/db';
+    for (const [args, message] of [
+      [['status', '--db', 'a.db', '--db', url], '--db is given more than once: give it once'],
+      [['status', '--token-file', 'a', '--token-file', 'b'], '--token-file is given more than once: give it once'],
+      [['run', '--all', '--jobs-dir', 'a', '--jobs-dir', 'b'], '--jobs-dir is given more than once (a, b): give it once'],
+      [['export', 'posts', '--out', 'a.csv', '--out', 'b.csv'], '--out is given more than once (a.csv, b.csv): give it once'],
+      [['export', 'posts', '--format', 'csv', '--format', 'jsonl'], '--format is given more than once (csv, jsonl): give it once'],
+    ] as const) {
+      const { code, stderr } = await refused([...args]);
+      expect(code, args.join(' ')).toBe(2);
+      expect(stderr, args.join(' ')).toContain(message);
+      expect(stderr).not.toMatch(/unexpected|s3cret/);
+    }
   });
 });

@@ -312,6 +312,12 @@ describe('enrich: one row per input row (the default)', () => {
     const out = join(dir, 'never-top.csv');
     await expect(enrichJob({ db, job: similarJob, out, rows: 'per-result', top: 3 })).rejects.toMatchObject({ code: 'USAGE' });
     await expect(enrichJob({ db, job: similarJob, out, top: 0 })).rejects.toThrow(/--top must be a whole number from 1 to 100/);
+    // On the command line, --top is quoted as typed, never as NaN.
+    for (const [top, why] of [['abc', 'must be a number'], ['1.5', 'must be a whole number'], ['101', 'must be at most 100']]) {
+      const stderr = new PassThrough();
+      expect(await main(['enrich', similarJob, '--db', db, '--out', out, '--top', top!], { stdout: new PassThrough(), stderr })).toBe(2);
+      expect(String(stderr.read()), top).toContain(`--top ${top}: ${why}`);
+    }
     expect(existsSync(out)).toBe(false);
   });
 });

@@ -74,6 +74,14 @@ describe('an --out that is an input, reached another way, is refused (exit 2, OU
     expect(isDatabase(db)).toBe(true);
   });
 
+  it('report --json with --out: refused (exit 2) rather than print to stdout and leave --out unwritten', async () => {
+    const out = join(real, 'figures.json');
+    const streams = io();
+    expect(await main(['report', '--db', db, '--json', '--out', out], streams)).toBe(2);
+    expect(streams.text()).toContain(`--json prints the figures on stdout: leave out --out (or redirect: > ${out})`);
+    expect(readdirSync(real).filter((f) => f.startsWith('figures'))).toEqual([]);
+  });
+
   it('another file in the linked folder is written as usual', async () => {
     const out = join(linked, 'posts-export.csv');
     expect(await main(['export', 'posts', '--db', db, '--out', out], io())).toBe(0);

@@ -368,6 +368,19 @@ describe('netingest export (CLI)', () => {
     expect(streams.stdout.text().split('\n').filter(Boolean).map((l) => l.split('\t')[0])).toEqual(exportSources().map((s) => s.name));
   });
 
+  it('--list refuses what it would ignore (--out, a table, --sql), exit 2 and no file written', async () => {
+    const folder = freshFolder(dir, 'list-out');
+    const out = join(folder, 'tables.txt');
+    const withOut = io();
+    expect(await main(['export', '--list', '--db', db, '--out', out], withOut)).toBe(2);
+    expect(withOut.stderr.text()).toContain(`--list only prints the names that can be exported, on stdout: leave out --out (to keep the list in a file: netingest export --list > ${out})`);
+    expect(withOut.stdout.text()).toBe('');
+    expect(readdirSync(folder)).toEqual([]);
+    const withTable = io();
+    expect(await main(['export', 'companies', '--list', '--sql', 'SELECT 1', '--db', db], withTable)).toBe(2);
+    expect(withTable.stderr.text()).toMatch(/leave out the table \(companies\), --sql \[USAGE\]/);
+  });
+
   it('has --help with examples', async () => {
     // yargs prints help and exits on its own: run the real executable.
     const help = execFileSync(process.execPath, [BIN, 'export', '--help'], { encoding: 'utf8' });

@@ -120,6 +120,29 @@ describe('other commands refuse numbers they would misuse', () => {
       expect(cli.code, `${args.join(' ')}: ${cli.stderr}`).toBe(2);
       expect(cli.stderr).toContain(`${args.at(-2)} ${args.at(-1)}`);
     }
+    // A flag with a default typed without its value (an unset variable, unquoted) is refused, not taken as the default.
+    for (const [args, flag] of [
+      [['status', '--runs', '--json'], '--runs'],
+      [['prune', '--keep-days', '--dry-run'], '--keep-days'],
+      [['report', '--json', '--days'], '--days'],
+      [['changes', '--max-width'], '--max-width'],
+    ] as const) {
+      const cli = await inProcess([...args, '--db', ws.db], {});
+      expect(cli.code, `${args.join(' ')}: ${cli.stderr}`).toBe(2);
+      expect(cli.stderr).toContain(`${flag} needs a number`);
+    }
+  });
+});
+
+describe('status --runs 0', () => {
+  it('says the runs are not listed, not that there are none', async () => {
+    const { sandbox, ws } = await setUp();
+    const file = await postsJob(ws, 2);
+    expect((await inProcess(['run', file, '--db', ws.db], cliEnv(sandbox, TOKEN), { cwd: ws.dir })).code).toBe(0);
+    const none = await inProcess(['status', '--db', ws.db, '--runs', '0']);
+    expect(none.code, none.stderr).toBe(0);
+    expect(none.stdout).toMatch(/^Recent runs:\n {2}not listed \(--runs 0\)\n/);
+    expect((await inProcess(['status', '--db', ws.db])).stdout).toMatch(/^Recent runs:\n {2}#1 /);
   });
 });
 

@@ -1,7 +1,7 @@
 import { mkdirSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { defineCommand } from '../common-options.ts';
+import { defineCommand, pathCoerce } from '../common-options.ts';
 import { PACKAGE_ROOT } from '../../package-root.ts';
 import { startSandbox } from '../../sandbox/server.ts';
 import { networkHost } from '../../urls/canonical.ts';
@@ -28,7 +28,7 @@ FROM v_lookalikes ORDER BY best_score DESC LIMIT 8`;
 export const demoCommand = defineCommand({
   builder: (y) =>
     y
-      .option('dir', { type: 'string', normalize: true, describe: `folder the demo writes ${DEMO_DB_NAME} into (default: a new temporary folder)` })
+      .option('dir', { type: 'string', coerce: pathCoerce('--dir'), describe: `folder the demo writes ${DEMO_DB_NAME} into (default: a new temporary folder)` })
       // Not normalized: a postgres:// URL's `//` must stay.
       .option('db', { type: 'string', describe: `database to fill: a SQLite file or postgres://user@host:5432/database (default: ${DEMO_DB_NAME} in --dir)` })
       .option('live', {
@@ -36,7 +36,7 @@ export const demoCommand = defineCommand({
         default: true,
         describe: "the sandbox answers as the live service may (members missing or null, the author's URL under a brand name, a capped page size, mixed www./bare URLs); --no-live answers exactly as the API's documented interface describes, without the live service's quirks",
       })
-      .option('jobs-dir', { type: 'string', normalize: true, describe: "folder of the jobs to run (default: the package's example jobs)" })
+      .option('jobs-dir', { type: 'string', coerce: pathCoerce('--jobs-dir'), describe: "folder of the jobs to run (default: the package's example jobs)" })
       .example('$0 demo', 'run the examples into a new temporary folder, and say which')
       .example('$0 demo --dir demo', 'into ./demo/demo.db; run it again to see nothing paid twice'),
   run: async (argv, io) => {

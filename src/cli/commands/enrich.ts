@@ -1,9 +1,14 @@
+import { z } from 'zod';
 import { datasetOption, defineCommand, ESCAPE_FORMULAS_OPTION, outputFileOption, withDb } from '../common-options.ts';
 import { ENRICH_DEFAULTS, enrichJob } from '../../export/enrich.ts';
-import { ENRICH_ROW_MODES } from '../../export/enrich-layout.ts';
+import { ENRICH_ROW_MODES, TOP_LIMITS } from '../../export/enrich-layout.ts';
 import { EXPORT_FORMATS } from '../../export/row-encoders.ts';
 import { stderrNotice, withStopSignals } from '../signals.ts';
 import { plural } from '../../plural.ts';
+import { numberFlag, numberOption } from '../number-flags.ts';
+
+// Read as typed: yargs' number type would make `--top abc` NaN, quoted as such.
+const TOP_RULE = z.number().int().min(TOP_LIMITS.min).max(TOP_LIMITS.max);
 
 /** `netingest enrich <job> --out <file>`: the job's input rows followed by their results (docs/export.md). */
 export const enrichCommand = defineCommand({
@@ -17,7 +22,7 @@ export const enrichCommand = defineCommand({
         default: ENRICH_DEFAULTS.rows,
         describe: 'per-input: one row per input row, the first --top results in numbered columns; per-result: one row per result, every column',
       })
-      .option('top', { type: 'number', describe: `per-input: results given numbered columns (default ${ENRICH_DEFAULTS.top})` })
+      .option('top', numberOption(`per-input: results given numbered columns (default ${ENRICH_DEFAULTS.top})`))
       .option('delimiter', { choices: [',', ';', 'tab'] as const, describe: "CSV only: field delimiter (default: the input's)" })
       .option('bom', { type: 'boolean', describe: "CSV only: start with a UTF-8 byte-order mark, or not with --no-bom (default: as the input)" })
       .option('escape-formulas', ESCAPE_FORMULAS_OPTION)
@@ -47,7 +52,7 @@ export const enrichCommand = defineCommand({
         out: argv.out,
         format: argv.format,
         rows: argv.rows,
-        top: argv.top,
+        top: numberFlag('--top', argv.top, TOP_RULE),
         delimiter: argv.delimiter === 'tab' ? '\t' : argv.delimiter,
         bom: argv.bom,
         escapeFormulas: argv['escape-formulas'],

@@ -30,6 +30,7 @@ export const exportCommand = defineCommand({
       .example('$0 export --sql "$(cat big.sql)" --out big.csv', 'the rows of a query kept in a file'),
   run: async (argv, io) => {
     if (argv.list) {
+      refuseWithList(argv);
       for (const s of exportSources()) io.stdout.write(`${s.name}\t${s.kind}${s.seenAtColumn ? `\t--since on ${s.seenAtColumn}` : ''}\n`);
       return 0;
     }
@@ -60,3 +61,14 @@ export const exportCommand = defineCommand({
     return 0;
   },
 });
+
+/** `--list` prints the exportable names and nothing else: a flag of an export given with it would be ignored without a word. */
+function refuseWithList(argv: { table?: string; sql?: string; out?: string; since?: string; timeout?: unknown }): void {
+  const given = [
+    argv.table !== undefined && `the table (${argv.table})`,
+    ...(['sql', 'out', 'since', 'timeout'] as const).filter((flag) => argv[flag] !== undefined).map((flag) => `--${flag}`),
+  ].filter(Boolean);
+  if (given.length === 0) return;
+  const redirect = argv.out !== undefined ? ` (to keep the list in a file: netingest export --list > ${argv.out})` : '';
+  throw new UsageError(`--list only prints the names that can be exported, on stdout: leave out ${given.join(', ')}${redirect}`);
+}

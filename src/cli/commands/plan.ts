@@ -1,4 +1,4 @@
-import { datasetOption, defineCommand, withApi, withDb } from '../common-options.ts';
+import { datasetOption, defineCommand, pathCoerce, withApi, withDb } from '../common-options.ts';
 import { askLiveBalance } from '../../runner/status-report.ts';
 import { describeError, EXIT } from '../exit-codes.ts';
 import { combineErrors } from '../../jobs/job-error.ts';
@@ -11,7 +11,7 @@ export const planCommand = defineCommand({
     withApi(withDb(y, 'plan-empty'))
       .positional('jobs', { type: 'string', array: true, describe: 'job files (.json or .ts)' })
       .option('all', { type: 'boolean', default: false, describe: 'plan every job in jobs/' })
-      .option('jobs-dir', { type: 'string', default: 'jobs', normalize: true, describe: 'folder searched by --all' })
+      .option('jobs-dir', { type: 'string', default: 'jobs', coerce: pathCoerce('--jobs-dir'), describe: 'folder searched by --all' })
       .option('refresh', { type: 'boolean', default: false, describe: 'as if the run had --refresh' })
       .option('json', { type: 'boolean', default: false, describe: 'print the reports as JSON' })
       .option('invalid-out', INVALID_OUT_OPTION)

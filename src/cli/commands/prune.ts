@@ -17,7 +17,7 @@ export const PRUNE_DEFAULTS = { keepDays: 90 } as const;
 export const pruneCommand = defineCommand({
   builder: (y) =>
     withDb(y)
-      .option('keep-days', { ...numberOption('keep every body received within this many days'), default: PRUNE_DEFAULTS.keepDays })
+      .option('keep-days', numberOption('keep every body received within this many days', PRUNE_DEFAULTS.keepDays))
       .option('dry-run', { type: 'boolean', default: false, describe: 'say what would go and change nothing' })
       .option('vacuum', { type: 'boolean', default: true, describe: VACUUM_HELP })
       .option('json', { type: 'boolean', default: false, describe: 'print the report as JSON' })

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { datasetOption, defineCommand, outputFileOption, withApi, withDb } from '../common-options.ts';
 import { numberFlag, numberOption } from '../number-flags.ts';
+import { UsageError } from '../../errors.ts';
 import { gatherFigures, REPORT_DEFAULTS, writeReport } from '../../report/write-report.ts';
 
 const DAYS_RULE = z.number().int().min(1).max(3660);
@@ -12,9 +13,9 @@ export const reportCommand = defineCommand({
   builder: (y) =>
     withApi(withDb(y))
       .option('out', { ...outputFileOption('--out', 'the HTML file to write (replaced atomically)'), defaultDescription: REPORT_DEFAULTS.outFile })
-      .option('days', { ...numberOption('draw the runs of the last this many days'), default: String(REPORT_DEFAULTS.days) })
-      .option('forecast-days', { ...numberOption('days of tasks coming due to show'), default: String(REPORT_DEFAULTS.forecastDays) })
-      .option('rate', { ...numberOption('the calls per minute assumed for a run that did not record its jobs\' rates (made by an earlier release)'), default: String(REPORT_DEFAULTS.configuredPerMinute) })
+      .option('days', numberOption('draw the runs of the last this many days', REPORT_DEFAULTS.days))
+      .option('forecast-days', numberOption('days of tasks coming due to show', REPORT_DEFAULTS.forecastDays))
+      .option('rate', numberOption('the calls per minute assumed for a run that did not record its jobs\' rates (made by an earlier release)', REPORT_DEFAULTS.configuredPerMinute))
       .option('json', { type: 'boolean', default: false, describe: 'print the figures as JSON instead of writing the page' })
       .example('netingest report --out /var/www/netingest/report.html', 'the page after a nightly run')
       .example('netingest report --days 365 --json', "a year's figures as JSON"),
@@ -28,6 +29,8 @@ export const reportCommand = defineCommand({
       tokenFile: argv['token-file'],
     };
     if (argv.json) {
+      // The figures go to stdout: an --out would be left unwritten without a word.
+      if (argv.out !== undefined) throw new UsageError(`--json prints the figures on stdout: leave out --out (or redirect: > ${argv.out})`);
       const { figures } = await gatherFigures(options);
       io.stdout.write(JSON.stringify(figures, null, 2) + '\n');
       return 0;

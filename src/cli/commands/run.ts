@@ -1,4 +1,4 @@
-import { datasetOption, defineCommand, withApi, withDb, withLogFormat } from '../common-options.ts';
+import { datasetOption, defineCommand, pathCoerce, withApi, withDb, withLogFormat } from '../common-options.ts';
 import { resolveApiConfig } from '../../api/config.ts';
 import { runJobs, type RunOptions, type RunSummary } from '../../runner/run-jobs.ts';
 import { createOutputRedactor } from '../../api/redact.ts';
@@ -28,7 +28,7 @@ export const runCommand = defineCommand({
     withDb(withLogFormat(withApi(y)), 'create')
       .positional('jobs', { type: 'string', array: true, describe: 'job files (.json or .ts)' })
       .option('all', { type: 'boolean', default: false, describe: 'run every job in jobs/' })
-      .option('jobs-dir', { type: 'string', default: 'jobs', describe: 'folder searched by --all', normalize: true })
+      .option('jobs-dir', { type: 'string', default: 'jobs', describe: 'folder searched by --all', coerce: pathCoerce('--jobs-dir') })
       .option('concurrency', numberOption("override every job's rate.concurrency (a whole number >= 1)"))
       .option('rate', numberOption("override every job's rate.requestsPerMinute (> 0)"))
       .option('max-credits', numberOption("override every job's credits.maxPerRun (> 0)"))
