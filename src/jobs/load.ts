@@ -43,14 +43,25 @@ export async function loadJob(path: string, options: LoadJobOptions = {}): Promi
   const file = isAbsolute(path) ? path : resolve(cwd, path);
   const displayName = displayPath(file, cwd);
   const ext = extname(file).toLowerCase();
-  let value: unknown;
-  if (ext === '.json') value = await readJson(file, displayName);
-  else if (MODULE_EXTENSIONS.has(ext)) {
-    const { moduleTimeoutMs, blockedLimitMs } = JOB_LOAD_DEFAULTS;
-    value = await importDefault(file, displayName, cwd, { moduleTimeoutMs: options.moduleTimeoutMs ?? moduleTimeoutMs, blockedLimitMs: options.blockedLimitMs ?? blockedLimitMs });
+  const resolveIt = (value: unknown) => resolveJob(value, { displayName, file, defaultName: basename(file, extname(file)), cwd });
+  if (ext === '.json') return resolveIt(await readJson(file, displayName));
+  if (!MODULE_EXTENSIONS.has(ext)) throw fileError(displayName, `not a job file: expected .json or .ts (got "${ext || 'no extension'}")`);
+  const { moduleTimeoutMs, blockedLimitMs } = JOB_LOAD_DEFAULTS;
+  const limits = { moduleTimeoutMs: options.moduleTimeoutMs ?? moduleTimeoutMs, blockedLimitMs: options.blockedLimitMs ?? blockedLimitMs };
+  return importDefault(file, displayName, cwd, limits, resolveIt);
+}
+
+/**
+ * A module's export read and validated as job code: a getter or Proxy of it runs as it is read, so what it throws (or a
+ * process.exit) refuses the job, naming its file, with the token hidden, like a throw while loading.
+ */
+async function readExport(read: () => Promise<Job>, displayName: string): Promise<Job> {
+  try {
+    return await read();
+  } catch (err) {
+    if (err instanceof JobFileError) throw err;
+    throw fileError(displayName, `its default export could not be read: ${jobCodeMessage(err)}`, err);
   }
-  else throw fileError(displayName, `not a job file: expected .json or .ts (got "${ext || 'no extension'}")`);
-  return resolveJob(value, { displayName, file, defaultName: basename(file, extname(file)), cwd });
 }
 
 /** Loads every `.ts` and `.json` job in `dir` by name (`.d.ts`, `_*`, `.*` skipped), reporting all problems at once. */
@@ -169,11 +180,13 @@ function stringEnd(text: string, start: number): number {
   return i;
 }
 
-async function importDefault(file: string, displayName: string, cwd: string, limits: { moduleTimeoutMs: number; blockedLimitMs: number }): Promise<unknown> {
+async function importDefault(
+  file: string, displayName: string, cwd: string, limits: { moduleTimeoutMs: number; blockedLimitMs: number }, resolveIt: (value: unknown) => Job,
+): Promise<Job> {
   const loaded = watchModuleLoad(displayName, limits.blockedLimitMs);
   const exitGuarded = guardExit();
   try {
-    return await jobCode.run(displayName, () => importDefaultOf(file, displayName, cwd, limits.moduleTimeoutMs));
+    return await jobCode.run(displayName, () => readExport(async () => resolveIt(await importDefaultOf(file, displayName, cwd, limits.moduleTimeoutMs)), displayName));
   } finally {
     exitGuarded();
     loaded();
@@ -212,7 +225,7 @@ async function importDefaultOf(file: string, displayName: string, cwd: string, t
     mod = (await within(tsImport(pathToFileURL(file).href, import.meta.url), timeoutMs, displayName, 'to load')) as Record<string, unknown>;
   } catch (err) {
     if (err instanceof JobFileError) throw err;
-    const code = (err as NodeJS.ErrnoException).code;
+    const code = (err as NodeJS.ErrnoException | null | undefined)?.code;
     if (code === 'ERR_MODULE_NOT_FOUND' && String((err as Error).message).includes(file)) {
       throw fileError(displayName, 'cannot read job file: file not found', err);
     }
@@ -238,7 +251,14 @@ async function importDefaultOf(file: string, displayName: string, cwd: string, t
 
 /** What the job's code threw, the API token hidden: the code sees it in its environment, and a skipped job's message is stored (runs.error). */
 function jobCodeMessage(err: unknown): string {
-  return redact(err instanceof Error ? err.message : String(err), [process.env[API_TOKEN_ENV]?.trim() ?? '']);
+  let text: string;
+  try {
+    text = err instanceof Error ? String(err.message) : String(err);
+  } catch {
+    // Object.create(null), or a message getter that throws: nothing to show but what it is.
+    text = `a thrown ${typeof err} that cannot be shown as text`;
+  }
+  return redact(text, [process.env[API_TOKEN_ENV]?.trim() ?? '']);
 }
 
 /** `promise`, or a JobFileError once `timeoutMs` pass (the timer keeps the process alive until one of them). */

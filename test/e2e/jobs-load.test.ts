@@ -114,6 +114,35 @@ describe('loadJob', () => {
     expect((await loadError(`${dir}/leaks-later.ts`)).message).toBe(`${dir}/leaks-later.ts: its default export failed: bad token [REDACTED]`);
   });
 
+  it('refuses a job whose export throws while it is read or validated (a getter, a Proxy, a then), naming the file, the token hidden; the other files still load', async () => {
+    const token = 'env-token-for-a-getter-9c1d';
+    const saved = process.env.NETINGEST_API_TOKEN;
+    process.env.NETINGEST_API_TOKEN = token;
+    onTestFinished(() => void (saved === undefined ? delete process.env.NETINGEST_API_TOKEN : (process.env.NETINGEST_API_TOKEN = saved)));
+    const input = `{ csv: 'p.csv', column: 'u' }`;
+    const dir = await jobDir({
+      'a-name.ts': `export default { get name() { throw new Error('x ' + process.env.NETINGEST_API_TOKEN); }, operation: 'post-details', input: ${input} };`,
+      'b-input.ts': `export default { operation: 'post-details', input: { get csv() { throw new Error('y ' + process.env.NETINGEST_API_TOKEN); }, column: 'u' } };`,
+      'c-fine.ts': `export default { operation: 'post-details', input: ${input} };`,
+      'd-then.ts': `export default { get then() { throw new Error('t ' + process.env.NETINGEST_API_TOKEN); } };`,
+      'e-proxy.ts': `export default new Proxy({}, { get() { throw new Error('p ' + process.env.NETINGEST_API_TOKEN); } });`,
+      'f-odd.ts': `export default { get operation() { throw Object.create(null); } };`,
+      'g-null.ts': `throw null;\nexport default {};`,
+    });
+    // Before: "unexpected error: x env-token-…" (exit 1), no file named, and no other job ran.
+    const files = ['a-name.ts', 'b-input.ts', 'c-fine.ts', 'd-then.ts', 'e-proxy.ts', 'f-odd.ts', 'g-null.ts'];
+    const { jobs, broken } = await loadJobFiles(files.map((f) => `${dir}/${f}`), { cwd: root });
+    expect(broken.map((e) => e.message)).toEqual([
+      `${dir}/a-name.ts: its default export could not be read: x [REDACTED]`,
+      `${dir}/b-input.ts: its default export could not be read: y [REDACTED]`,
+      `${dir}/d-then.ts: its default export could not be read: t [REDACTED]`,
+      `${dir}/e-proxy.ts: its default export could not be read: p [REDACTED]`,
+      `${dir}/f-odd.ts: its default export could not be read: a thrown object that cannot be shown as text`,
+      `${dir}/g-null.ts: failed to load: null`,
+    ]);
+    expect(jobs.map((j) => j.name)).toEqual(['c-fine']);
+  });
+
   it('rejects a default export that is a promise failing or never settling, and a load that never ends, naming the file', async () => {
     const dir = await jobDir({
       'rejects.ts': `export default Promise.reject(new Error('async boom'));`,
