@@ -49,7 +49,10 @@ function afterFailedAttempt(task: ExecutableTask, ctx: ExecutorContext, tally: T
  */
 function pauseAll(ctx: ExecutorContext, tally: TaskTally, err: Error): void {
   const askedMs = err instanceof ThrottledError ? err.retryAfterMs : DEFAULT_RETRY_AFTER_MS;
-  ctx.gate.pause(Math.max(Number.isFinite(askedMs) ? askedMs : 0, ctx.retry.minTimeoutMs, 1));
+  // A wait past the cap stops the run all the same, so it is cut there: an absurd one (Infinity, a year-9999 date)
+  // then stops it at once rather than read as no wait, and leaves no shared gate closed for years.
+  const cutMs = Math.min(Number.isNaN(askedMs) ? 0 : askedMs, ctx.maxThrottleWaitMs + 1);
+  ctx.gate.pause(Math.max(cutMs, ctx.retry.minTimeoutMs, 1));
   tally.throttled += 1;
   if (ctx.gate.totalPausedMs > ctx.maxThrottleWaitMs || tally.throttled >= ctx.maxThrottledAttemptsPerTask) {
     ctx.stop.stop('throttled', err);

@@ -203,6 +203,18 @@ describe('executeTask: 429s', () => {
     expect(h.writer.events).toEqual(['attempt THROTTLED', 'attempt THROTTLED', 'attempt THROTTLED']);
   });
 
+  it('stop the run at the first 429 whose Retry-After is past the cap, even one too big to count (Infinity), pausing no longer than the cap', async () => {
+    // Before: Infinity was read as no wait, and the run sent the task's 20 throttled calls 500 ms apart.
+    for (const asked of [Infinity, 8e15]) {
+      const h = harness([], { then: s429(asked), ctx: { maxThrottleWaitMs: 10_000 } });
+      const { outcome } = await run(h.ctx);
+      expect(outcome).toEqual({ kind: 'stopped' });
+      expect(h.stop.reason).toBe('throttled');
+      expect(h.client.calls).toBe(1);
+      expect(h.gate.totalPausedMs).toBe(10_001);
+    }
+  });
+
   it("stop the run as throttled once the run's total wait passes its cap", async () => {
     const h = harness([], { then: s429(6000), ctx: { maxThrottleWaitMs: 10_000 } });
     const { outcome } = await run(h.ctx);
