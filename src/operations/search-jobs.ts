@@ -249,6 +249,7 @@ export const searchJobs = {
       },
     ];
     let skipped = 0;
+    const listed = new Set<string>();
     for (const [index, record] of arrayOf(res.results).entries()) {
       const position = s.start + index;
       const job = objectOf(record) as JobAnswer;
@@ -257,6 +258,9 @@ export const searchJobs = {
         skipped++;
         continue;
       }
+      // Listed twice on one page: the service ranks it where it first lists it; a later copy would move it down.
+      if (listed.has(url)) continue;
+      listed.add(url);
       const criteria = objectOf(job.criteria);
       writes.push({
         table: 'jobs',

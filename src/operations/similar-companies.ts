@@ -303,6 +303,7 @@ export const similarCompanies = {
     const filters = JSON.stringify(s.filters ?? {});
     const writes: RowWrite[] = [];
     let skipped = 0;
+    const listed = new Set<string>();
     for (const [i, record] of arrayOf(objectOf(res.data)['content']).entries()) {
       const company = objectOf(record) as CompanyAnswer;
       const url = recordUrlKey(company.url, canonicalCompanyUrl, ctx.networkHost);
@@ -310,6 +311,9 @@ export const similarCompanies = {
         skipped++;
         continue;
       }
+      // Listed twice on one page: the service ranks it where it first lists it; a later copy would move it down.
+      if (listed.has(url)) continue;
+      listed.add(url);
       companyWrites(company, url, ctx.seenAt, writes);
       const relevancy = objectOf(company.relevancy);
       writes.push({

@@ -269,6 +269,13 @@ describe('search-jobs', () => {
     ]);
   });
 
+  it('a job listed twice on one page keeps the position and values of its first listing (the service\'s rank)', () => {
+    // Before: position 12 and the second copy's title (the later upsert won); test/pg/run-listed-twice has similar-companies.
+    ingestInTransaction(database, jobsRequest(10), jobsResponse([job(1), job(2), job(1, { title: 'again' })]), T1);
+    expect(rows('job_search_results', 'position').map((r) => [String(r['job_url']).slice(-2), r['position']])).toEqual([['01', 10], ['02', 11]]);
+    expect(rows('jobs', 'url')[0]!['title']).toBe('Développeur·se 1 🛠');
+  });
+
   it('re-ingesting changes only updated_at / last_seen_at; an empty page still records the search', () => {
     ingestInTransaction(database, jobsRequest(0), jobsResponse([job(1), job(2)]), T1);
     const before = snapshot(['updated_at', 'last_seen_at']);
