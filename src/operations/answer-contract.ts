@@ -5,6 +5,7 @@
  */
 import { DriftTally } from './drift.ts';
 import { storableValue, TooDeepError } from './storable-text.ts';
+import { canonicalUrl, networkHost } from '../urls/canonical.ts';
 
 /**
  * How a scalar member is read (`given`: see given()). `int32`: a count or a year, which a 32-bit column holds (PostgreSQL's
@@ -161,9 +162,10 @@ function setAsideNamelessRecords(contract: AnswerContract, answer: Record<string
   const list = valueAt(answer, names) as unknown[];
   const rawList = valueAt(body, names) as unknown[];
   const id = contract.identity!;
+  const host = networkHost();
   for (let i = 0; i < list.length; i++) {
     const record = list[i];
-    const reason = !isObject(record) ? `not an object (${kindOf(rawList[i])})` : identityProblem(id, (rawList[i] as Record<string, unknown>)[id]);
+    const reason = !isObject(record) ? `not an object (${kindOf(rawList[i])})` : identityProblem(id, (rawList[i] as Record<string, unknown>)[id], host);
     if (reason === null) continue;
     list[i] = null;
     out.push({ position: i + 1, path: `${names.join('.')}[${i}]`, reason });
@@ -171,8 +173,13 @@ function setAsideNamelessRecords(contract: AnswerContract, answer: Record<string
   return out;
 }
 
-function identityProblem(name: string, value: unknown): string | null {
-  if (typeof value === 'string' && value.trim() !== '') return null;
+/** Why a listed record's identity (its page's URL) cannot key it; null when it can. */
+function identityProblem(name: string, value: unknown, host: string): string | null {
+  if (typeof value === 'string' && value.trim() !== '') {
+    // Text that is no page address (`javascript:alert(1)`, `acme`) would key a company or job row of its own.
+    const url = canonicalUrl(value, host);
+    return url.ok ? null : `${name}: ${url.reason}`;
+  }
   if (value === undefined) return `${name} is missing`;
   if (typeof value === 'string') return `${name} is empty`;
   return `${name}: expected string, received ${kindOf(value)}`;

@@ -78,14 +78,28 @@ function storableObject(value: Record<string, unknown>, onFix: OnTextFix, path: 
       if (v !== member) (out ??= { ...value })[name] = v;
       continue;
     }
-    onFix(at, path, key.fix);
     out ??= { ...value };
     delete out[name];
     // A fixed name that is another member's ('u\u0000rl' beside 'url'), or an earlier fixed one's, is dropped: it must
-    // not take that member's place.
-    if (!Object.hasOwn(out, key.text)) out[key.text] = storableValue(member, onFix, at, path, depth + 1);
+    // not take that member's place. Its path is counted once a record, so only if the member kept there is not.
+    if (Object.hasOwn(out, key.text)) {
+      const kept = value[key.text];
+      if (Object.hasOwn(value, key.text) && !(typeof kept === 'string' && storableString(kept).fix !== null)) onFix(at, path, key.fix);
+      continue;
+    }
+    // Its name and its string value fixed alike count once, as one member (not 60 of 30 records).
+    let fix: TextFix = key.fix;
+    out[key.text] = storableValue(member, (p, parent, f) => (p === at ? (fix = bothFixes(fix, f)) : onFix(p, parent, f)), at, path, depth + 1);
+    onFix(at, path, fix);
   }
   return out ?? value;
+}
+
+/** The fix of a name and of its value said as one. */
+function bothFixes(a: TextFix, b: TextFix): TextFix {
+  const nul = a.startsWith('NUL') || b.startsWith('NUL');
+  const lone = a.includes('surrogate') || b.includes('surrogate');
+  return nul && lone ? 'NUL removed, lone surrogate replaced by U+FFFD' : nul ? 'NUL removed' : 'lone surrogate replaced by U+FFFD';
 }
 
 /** JSON text (a jsonb column's) with the rule applied to what it holds; the same text when nothing needed changing. */

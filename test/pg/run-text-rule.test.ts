@@ -48,7 +48,7 @@ describe('the text rule', () => {
     expect(storableValue(clean)).toBe(clean);
     const fixes: string[] = [];
     expect(storableValue({ a: [{ 'k\u0000': '\udc00' }] }, (path, _parent, fix) => fixes.push(`${path}: ${fix}`))).toEqual({ a: [{ k: '\ufffd' }] });
-    expect(fixes).toEqual(['a[].k: NUL removed', 'a[].k: lone surrogate replaced by U+FFFD']);
+    expect(fixes).toEqual(['a[].k: NUL removed, lone surrogate replaced by U+FFFD']);
     expect(storableJsonText('["\\u0000a","\\ud83d\\ude00"]')).toBe('["a","\ud83d\ude00"]');
     expect(storableJsonText('["\\\\u0000"]')).toBe('["\\\\u0000"]');
   });
@@ -60,7 +60,8 @@ describe('the text rule', () => {
     const record = { 'u\u0000rl': 'https://network.com/company/collide', url: 'https://network.com/company/real', 'na\u0000me': 'A', 'nam\u0000e': 'B' };
     expect(storableValue(record, (path, _parent, fix) => fixes.push(`${path}: ${fix}`))).toEqual({ url: 'https://network.com/company/real', name: 'A' });
     expect(storableValue({ url: 'https://network.com/company/real', 'u\u0000rl': 'x' })).toEqual({ url: 'https://network.com/company/real' });
-    expect(fixes).toEqual(['url: NUL removed', 'name: NUL removed', 'name: NUL removed']);
+    // Each path once a record: a member counted twice read as 60 of 30 records.
+    expect(fixes).toEqual(['url: NUL removed', 'name: NUL removed']);
   });
 });
 

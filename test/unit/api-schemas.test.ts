@@ -219,6 +219,22 @@ describe('answers as the live service sends them: every record that names itself
     expect(readOperationAnswer('search-jobs', jobBody).setAside).toEqual([{ position: 1, path: 'results[0]', reason: 'url is empty' }]);
   });
 
+  it('a record whose identity is no page address is set aside, not stored as a row keyed by that text', () => {
+    // Before: a company row keyed `javascript:alert(1)` (and one by `…/company/a b`), joined and exported as any other.
+    const body = similar() as Record<string, any>;
+    body.data.content[0].url = 'javascript:alert(1)';
+    body.data.content[2].url = 'https://www.network.com/company/a b';
+    expect(readOperationAnswer('similar-companies', body).setAside).toEqual([
+      { position: 1, path: 'data.content[0]', reason: 'url: not a URL' },
+      { position: 3, path: 'data.content[2]', reason: 'url: not a URL (contains spaces)' },
+    ]);
+    const jobBody = jobs() as Record<string, any>;
+    jobBody.results[1].url = 'acme';
+    expect(readOperationAnswer('search-jobs', jobBody).setAside).toEqual([
+      { position: 2, path: 'results[1]', reason: 'url: wrong host shape (acme; expected a domain such as network.com)' },
+    ]);
+  });
+
   it('reads the author URL from network_url, else from the one other *_url member, and says so', () => {
     const { network_url, ...author } = post().author;
     const body = { ...post(), author: { ...author, acmenet_url: network_url } };
@@ -242,6 +258,18 @@ describe('answers as the live service sends them: every record that names itself
     const pageOfJobs = { ...jobs(), numResults: 10 };
     const jobsReading = readAnswer('search-jobs', pageOfJobs);
     expect(jobsReading.lastPage).toBe(false);
+  });
+});
+
+describe('text no database stores as sent (storable-text.ts)', () => {
+  it('counts a member once a record, though its name and its value were both fixed, or its fixed name is another\'s', () => {
+    const body = similar() as Record<string, any>;
+    // Before: 8/8 over 4 records (the name and the value each counted), and 8/8 for the dropped duplicate's.
+    body.data.content = body.data.content.map((c: object) => ({ ...c, tagline: undefined, phone: undefined, 'tag\u0000line': 'a\u0000b', 'tagl\u0000ine': 'c', 'ph\u0000one': '\udc00' }));
+    expect(driftOf('similar-companies', JSON.parse(JSON.stringify(body)))).toEqual([
+      'similar-companies data.content[].phone: text no database stores as sent in 4/4 (NUL removed, lone surrogate replaced by U+FFFD), stored so',
+      'similar-companies data.content[].tagline: text no database stores as sent in 4/4 (NUL removed), stored so',
+    ]);
   });
 });
 
