@@ -66,6 +66,22 @@ describe('changes --since', () => {
     expect(twice.err).toContain('--since is given more than once (1, 2)');
   });
 
+  it('refuses any flag of one value given twice (exit 2), as --since: --job, --entity, --format, --db', async () => {
+    // Before: `--job a --job b` and `--entity x --entity y` ended in "unexpected error: argv.job.trim is not a function"
+    // (exit 1), `--db` twice in one about `opts.db?.trim`, and `--format csv --format jsonl` wrote CSV unsaid.
+    for (const [flag, a, b] of [['--job', 'a', 'b'], ['--entity', 'job', 'post'], ['--format', 'csv', 'jsonl']] as const) {
+      const refused = await changes([flag, a, flag, b]);
+      expect(refused.code, flag).toBe(2);
+      expect(refused.err, flag).toContain(`${flag} is given more than once (${a}, ${b}): give it once`);
+      expect(refused.out, flag).toBe('');
+    }
+    // A database URL may hold a password: its values are not quoted (`--db` comes once more from changes() itself).
+    const twice = await changes(['--db', db]);
+    expect(twice.code).toBe(2);
+    expect(twice.err).toContain('--db is given more than once: give it once');
+    expect(twice.err).not.toContain(db);
+  });
+
   it('still lists from a run that is there, and accepts a future date (a filter that keeps nothing)', async () => {
     const from3 = await changes(['--since', '3', '--format', 'csv']);
     expect(from3.code, from3.err).toBe(0);
