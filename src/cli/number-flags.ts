@@ -17,8 +17,6 @@ export function numberOption(describe: string, shownDefault?: number) {
 /** A numeric flag checked by `rule` (undefined if absent), else a UsageError quoting it, worded as for the job-file `field` of that rule. */
 export function numberFlag(flag: string, raw: unknown, rule: z.ZodType<number>, field?: string): number | undefined {
   if (raw === undefined) return undefined;
-  // yargs makes an array of a flag given twice: neither value can be assumed to be the one meant.
-  if (Array.isArray(raw)) throw new UsageError(`${flag} is given more than once (${raw.join(', ')}): give it once`);
   const typed = String(raw).trim();
   if (typed === '') throw new UsageError(`${flag} needs a number`);
   const value = Number(typed);

@@ -38,8 +38,6 @@ export const changesCommand = defineCommand({
 });
 
 function changesFilter(argv: { since: string; job?: string | undefined; entity?: ChangesFilter['entity'] }): ChangesFilter {
-  // yargs makes an array of a flag given twice: neither value can be assumed to be the one meant.
-  if (Array.isArray(argv.since as unknown)) throw new UsageError(`--since is given more than once (${(argv.since as unknown as string[]).join(', ')}): give it once`);
   // An unset variable in a script (`--since "$FROM"`) must not quietly mean the last run.
   if (argv.since.trim() === '') throw new UsageError('--since is empty: give last, a run id or an ISO date or time such as 2026-11-27');
   const since = parseChangesSince(argv.since);

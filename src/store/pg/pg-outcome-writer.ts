@@ -2,6 +2,7 @@
  * The run's writer on PostgreSQL: group commits one after another, pipelined on the run's own connection. An outcome
  * resolves once its group commits, so a killed worker loses only its calls in flight.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import type pg from 'pg';
 import type { OutcomeOp } from '../outcome-ops.ts';
 import { GroupCommitWriter } from '../group-commit-writer.ts';
@@ -199,7 +200,7 @@ export class PgOutcomeWriter extends GroupCommitWriter {
         if (!connectionLostError(err, '')) return null;
       }
       if (performance.now() >= deadline) return null;
-      await new Promise((resolve) => setTimeout(resolve, PG_WRITER_DEFAULTS.reconnectPauseMs));
+      await sleep(PG_WRITER_DEFAULTS.reconnectPauseMs);
     }
   }
 
