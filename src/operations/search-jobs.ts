@@ -13,7 +13,7 @@ import { common, text, type JobCommon, type JobInputFile } from '../jobs/job-com
 import type { OperationSpec } from './operation-spec.ts';
 import type { RowWrite } from './stored-rows.ts';
 import { arrayOf, joinedList, objectOf, sqlValue, recordUrlKey, urlKey } from './stored-values.ts';
-import { rawRows, timeInJsonArray, sql, param, named, literal, codePointOrder } from '../statement.ts';
+import { rawRows, timeInJsonArray, sql, param, named, codePointOrder } from '../statement.ts';
 
 const job = obj({
   title: str(),
@@ -67,6 +67,9 @@ export function searchJobsPath(query: SearchJobsQuery): string {
   return OPERATION_PATHS['search-jobs'] + qs;
 }
 
+/** The page a request's `start` asks for, 1 for start 0: what a result is stored under, whatever the page's length. */
+export const pageOfStart = (start: number): number => Math.floor(start / SEARCH_JOBS_PAGE_SIZE) + 1;
+
 /** What an answer is filed under: the query by its stable key (one job_searches row each) and the `start` sent. */
 const subjectSchema = z.looseObject({
   operation: z.literal('search-jobs'),
@@ -94,24 +97,23 @@ export const JOB_COLUMNS = [
   'job_last_seen_at',
 ] as const;
 
-// As for similar companies, only the rows of each page's latest answer. Page p asks with start = (p - 1) * size and
-// stores start + index, so a row's page is its position / size (the size is written into the text: a bound JS number
-// is a REAL, and the division must be an integer one). The output ranks positions 1, 2, 3...
-const PAGE_SIZE = literal(SEARCH_JOBS_PAGE_SIZE);
+// As for similar companies, only the rows of each page's latest answer, by the page stored with each row: a page may
+// hold more or fewer than 10 results, so a position (start + index) does not tell its page. Ranked 1, 2, 3... in
+// page order, then position.
 export const JOB_SQL = sql`
-  WITH latest(slot, at) AS (
-    SELECT position / ${PAGE_SIZE}, max(last_seen_at) FROM job_search_results
-    WHERE search_key = ${named('input')} AND position < ${named('pages')} * ${PAGE_SIZE}
-    GROUP BY position / ${PAGE_SIZE}
+  WITH latest(page, at) AS (
+    SELECT page, max(last_seen_at) FROM job_search_results
+    WHERE search_key = ${named('input')} AND page <= ${named('pages')}
+    GROUP BY page
   )
   SELECT
     j.url, j.title, j.company_name, j.company_link, j.location, j.posted_date, j.is_actively_hiring,
     j.employment_type, j.seniority_level, j.job_function, j.industries, j.description, r.last_seen_at
   FROM latest l
-  JOIN job_search_results r ON r.search_key = ${named('input')} AND r.position / ${PAGE_SIZE} = l.slot AND r.last_seen_at = l.at
+  JOIN job_search_results r ON r.search_key = ${named('input')} AND r.page = l.page AND r.last_seen_at = l.at
   JOIN jobs j ON j.url = r.job_url
-  WHERE l.at >= ${timeInJsonArray(named('floors'), 'l.slot')}
-  ORDER BY r.position, ${codePointOrder('r.job_url')}`;
+  WHERE l.at >= ${timeInJsonArray(named('floors'), '(l.page - 1)')}
+  ORDER BY r.page, r.position, ${codePointOrder('r.job_url')}`;
 const RESULT_URLS_SQL = sql`SELECT job_url FROM job_search_results WHERE search_key = ${param} ORDER BY job_url`;
 
 /** A list parameter: an array, or one string with items separated by commas or semicolons. */
@@ -285,7 +287,8 @@ export const searchJobs = {
           updated_at: ctx.seenAt,
         },
       });
-      writes.push({ table: 'job_search_results', row: { search_key: s.searchKey, job_url: url, position, first_seen_at: ctx.seenAt, last_seen_at: ctx.seenAt } });
+      const row = { search_key: s.searchKey, job_url: url, position, first_seen_at: ctx.seenAt, last_seen_at: ctx.seenAt, page: pageOfStart(s.start) };
+      writes.push({ table: 'job_search_results', row });
     }
     return { writes, skipped, anomalies: [] };
   },

@@ -154,6 +154,9 @@ const jobSearchResults = table('job_search_results', {
   position: int().notNull(),
   first_seen_at: time().notNull(),
   last_seen_at: time().notNull(),
+  // The page of the answer that listed it (1 for start 0): a page may hold more or fewer than 10, so position / 10
+  // does not tell. Null only before its migration filled it in (from position, the page size an earlier release assumed).
+  page: int(),
 }, { primaryKey: ['search_key', 'job_url'], indexes: { job_search_results_job_url_idx: ['job_url'] }, written: 'upsert' });
 
 // --- Bookkeeping (written by the runner) -----------------------------------------------------------------

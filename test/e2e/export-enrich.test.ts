@@ -183,7 +183,7 @@ beforeAll(async () => {
       sqlite.prepare(`INSERT INTO jobs (url, title, company_name, company_link, location, posted_date, is_actively_hiring,
         employment_type, description, first_seen_at, updated_at) VALUES (?, ?, 'Acme', ?, 'Berlin, DE', '2026-11-1${i}', 1, 'Full-time', ?, ?, ?)`)
         .run(`https://network.com/jobs/view/${i}`, `Rust dev ${i}`, co('acme'), `Desc ${i}\n• bullet`, AT, AT);
-      sqlite.prepare(`INSERT INTO job_search_results (search_key, job_url, position, first_seen_at, last_seen_at) VALUES (?, ?, ?, ?, ?)`)
+      sqlite.prepare(`INSERT INTO job_search_results (search_key, job_url, position, first_seen_at, last_seen_at, page) VALUES (?, ?, ?, ?, ?, 1)`)
         .run(q('rust developer', 'berlin'), `https://network.com/jobs/view/${i}`, position, AT, AT);
     }
     task(sqlite, 'searches', 'search-jobs', q('rust developer', 'berlin'), 1, 'done');

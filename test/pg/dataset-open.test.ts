@@ -59,9 +59,15 @@ forEachEngine('opening a dataset', (engine) => {
     const db = await engine.open(dir, `older-${++datasets}.db`);
     await db.create();
     // What the last migration did, undone, and its record gone: the dataset of the release before it.
-    await db.run(engine.name === 'sqlite' ? 'ALTER TABLE runs DROP COLUMN job_rates'
-      : 'CREATE INDEX worker_task_leases_worker_idx ON worker_task_leases USING btree (worker_id)');
+    await db.run('ALTER TABLE job_search_results DROP COLUMN page');
     await db.run('DELETE FROM __drizzle_migrations WHERE created_at = (SELECT max(created_at) FROM __drizzle_migrations)');
+    // Results it stored: the upgrade gives each the page an earlier release took it for (position / 10, from 1).
+    const at = '2026-11-01T00:00:00.000Z';
+    await db.run('INSERT INTO job_searches (search_key, first_seen_at, last_seen_at) VALUES (?, ?, ?)', 'q', at, at);
+    for (const [n, position] of [[1, 0], [2, 9], [3, 10]] as const) {
+      await db.run('INSERT INTO jobs (url, first_seen_at, updated_at) VALUES (?, ?, ?)', `job-${n}`, at, at);
+      await db.run('INSERT INTO job_search_results (search_key, job_url, position, first_seen_at, last_seen_at) VALUES (?, ?, ?, ?, ?)', 'q', `job-${n}`, position, at, at);
+    }
     // A record twice (by hand, or a crash of an old release): as many rows as this build knows, yet one missing.
     await db.run('INSERT INTO __drizzle_migrations (hash, created_at) SELECT hash, created_at FROM __drizzle_migrations WHERE created_at = (SELECT min(created_at) FROM __drizzle_migrations)');
     const store = await openStore(db.locator);
@@ -72,7 +78,8 @@ forEachEngine('opening a dataset', (engine) => {
     await opened.close();
     expect(await db.count('SELECT count(DISTINCT hash) FROM __drizzle_migrations')).toBe(knownMigrations(engine.name === 'sqlite' ? undefined : PG_MIGRATIONS_FOLDER).length);
     expect(await store.read(async () => 'read')).toBe('read');
-    expect(await db.count(engine.name === 'sqlite' ? `SELECT count(*) FROM pragma_table_info('runs') WHERE name = 'job_rates'`
-      : `SELECT count(*) FROM pg_indexes WHERE indexname = 'worker_task_leases_worker_idx'`)).toBe(engine.name === 'sqlite' ? 1 : 0);
+    expect(await db.count(engine.name === 'sqlite' ? `SELECT count(*) FROM pragma_table_info('job_search_results') WHERE name = 'page'`
+      : `SELECT count(*) FROM information_schema.columns WHERE table_name = 'job_search_results' AND column_name = 'page'`)).toBe(1);
+    expect(await db.rows('SELECT job_url, page FROM job_search_results ORDER BY job_url')).toEqual([1, 1, 2].map((page, i) => ({ job_url: `job-${i + 1}`, page })));
   });
 });

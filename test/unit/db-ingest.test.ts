@@ -264,8 +264,8 @@ describe('search-jobs', () => {
     });
     expect(rows('jobs', 'url')[1]!['is_actively_hiring']).toBe(1);
     expect(rows('job_search_results', 'position')).toEqual([
-      { search_key: 'berlin-ts', job_url: 'https://www.network.com/jobs/view/developer-at-acme-3800000001', position: 10, first_seen_at: T1, last_seen_at: T1 },
-      { search_key: 'berlin-ts', job_url: 'https://www.network.com/jobs/view/developer-at-acme-3800000002', position: 11, first_seen_at: T1, last_seen_at: T1 },
+      { search_key: 'berlin-ts', job_url: 'https://www.network.com/jobs/view/developer-at-acme-3800000001', position: 10, first_seen_at: T1, last_seen_at: T1, page: 2 },
+      { search_key: 'berlin-ts', job_url: 'https://www.network.com/jobs/view/developer-at-acme-3800000002', position: 11, first_seen_at: T1, last_seen_at: T1, page: 2 },
     ]);
   });
 

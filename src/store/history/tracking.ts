@@ -3,7 +3,6 @@
  * bookkeeping, derived columns, and what moves nightly (a lookalike's rank and score, a job's search position).
  */
 import { EMPTY_FILTER_KEY } from '../../jobs/request-keys.ts';
-import { SEARCH_JOBS_PAGE_SIZE } from '../../spec/types.ts';
 
 export const HISTORY_ENTITIES = ['company', 'post', 'job', 'lookalike', 'search'] as const;
 export type HistoryEntity = (typeof HISTORY_ENTITIES)[number];
@@ -76,6 +75,7 @@ export const TRACKING: Readonly<Record<string, Tracking>> = {
     by: 'search_key',
     listOf: (row) => String(row['search_key']),
     member: 'job_url',
-    pageOf: (row) => Math.floor(Number(row['position']) / SEARCH_JOBS_PAGE_SIZE),
+    // The page the answer was asked for, not position / 10: a page of 12 would overlap the next.
+    pageOf: (row) => Number(row['page']),
   },
 };
