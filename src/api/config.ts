@@ -1,5 +1,5 @@
 /** The API's URL and token, from flags or the environment; refuses any that would send the token in clear text. */
-import { closeSync, fstatSync, openSync, readFileSync } from 'node:fs';
+import { closeSync, existsSync, fstatSync, openSync, readFileSync } from 'node:fs';
 import { ConfigError } from '../errors.ts';
 import { API_PREFIX } from '../spec/types.ts';
 
@@ -81,9 +81,10 @@ function readTokenFile(path: string): string {
   } catch (err) {
     const code = (err as { code?: unknown }).code;
     if (code === 'ENOENT' && looksLikeToken(path)) {
+      const shape = /[/\\]/.test(path) ? 'no folder of it exists' : 'no folder or extension';
       throw new ConfigError(
-        `No file named as the value given to --token-file: it looks like the token itself (${path.length} characters, no folder ` +
-          `or extension), so it is not printed. --token-file takes a file holding the token; or set ${API_TOKEN_ENV}.`,
+        `No file named as the value given to --token-file: it looks like the token itself (${path.length} characters, ${shape}), ` +
+          `so it is not printed. --token-file takes a file holding the token; or set ${API_TOKEN_ENV}.`,
       );
     }
     throw new ConfigError(`Cannot read the token file ${path} given to --token-file (${typeof code === 'string' ? code : String(err)}).`, {
@@ -97,9 +98,16 @@ function readTokenFile(path: string): string {
   return token;
 }
 
-/** A "path" pasted in place of the token file: no folder, long, no extension (`api.token` is a file name, `ntk.Q7vR2x9LmP4sT8w` a token). */
+/**
+ * A "path" pasted in place of the token file: long, no blank, and no extension (`api.token` is a file name, `ntk.Q7vR2x9LmP4sT8w`
+ * a token) or, with a `/` in it (`sk_live/Q7vR...`), a first folder that does not exist: a mistyped path (`/etc/netingst/token`,
+ * `secrets/tokn`) starts in a real folder, or with `~` or `.`, and is named so it can be fixed.
+ */
 function looksLikeToken(path: string): boolean {
-  return path.length >= 16 && !/[/\\\s]/.test(path) && !/\.[A-Za-z][A-Za-z0-9]{0,4}$/.test(path);
+  if (path.length < 16 || /\s/.test(path)) return false;
+  const first = /^[/\\]?[^/\\]*(?=[/\\])/.exec(path)?.[0];
+  if (first === undefined) return !/\.[A-Za-z][A-Za-z0-9]{0,4}$/.test(path);
+  return !/^[~.]/.test(path) && !existsSync(first);
 }
 
 /** Refuses a token file group or world (0o077) may read or write, as ssh does a key: readers spend the credits, writers choose the token sent. */

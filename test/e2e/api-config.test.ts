@@ -69,6 +69,19 @@ describe('resolveApiConfig', () => {
     }
   });
 
+  it('does not print a token with a "/" pasted as --token-file, and still names a mistyped path', () => {
+    const message = (tokenFile: string) => configError(() => resolveApiConfig({ apiUrl: 'https://a.example', tokenFile, env: {} })).message;
+    // Its first folder does not exist: the token itself (sk_live/..., or a base64 one with / in it).
+    for (const token of ['sk_live/Q7vR2x9LmP4sT8wAbCdEf', 'Zm9v/YmFy+YmF6cXV4/cXV1eA==']) {
+      expect(message(token)).toContain(`looks like the token itself (${token.length} characters, no folder of it exists), so it is not printed`);
+      expect(message(token)).not.toContain(token.slice(0, 4));
+    }
+    // A mistyped path begins in a real folder (relative ones in the current one), or with ~ or .: named so it can be fixed.
+    for (const path of [join(dir, 'no-such-folder', 'token'), '/etc/netingst/api-token', 'src/no-such-token-file', '~/.config/netingest/token']) {
+      expect(message(path)).toContain(`Cannot read the token file ${path} given to --token-file (ENOENT)`);
+    }
+  });
+
   it('refuses a token file other users can read or write, as ssh refuses a private key, with the chmod that fixes it', () => {
     const file = join(dir, 'token mode');
     writeFileSync(file, 'mode-token-9f2\n', { mode: 0o600 });
@@ -257,6 +270,9 @@ describe('plan, status and report --token-file', () => {
         expect(pasted.stderr).toContain(`looks like the token itself (${TOKEN.length} characters, no folder or extension), so it is not printed`);
         expect(pasted.stderr + pasted.stdout).not.toContain(TOKEN);
       }
+      const slashed = await inProcess(['status', '--db', ws.db, '--api-url', sandbox.url, '--token-file', `sk_live/${TOKEN}`], {}, { cwd: ws.dir });
+      expect(slashed.code, slashed.stderr).toBe(2);
+      expect(slashed.stderr + slashed.stdout).not.toContain(TOKEN);
       const named = await inProcess(['status', '--db', ws.db, '--api-url', sandbox.url, '--token-file', 'api-token.txt'], {}, { cwd: ws.dir });
       expect(named.stderr).toContain('Cannot read the token file api-token.txt given to --token-file (ENOENT)');
       // Nothing set at all: the balance is simply not asked.
