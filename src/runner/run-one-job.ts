@@ -7,7 +7,7 @@ import type { Job } from '../jobs/schema.ts';
 import type { RunnableFilter } from '../store/ledger.ts';
 import type { SettledCounts } from '../store/group-commit-writer.ts';
 import type { TaskStatus } from '../store/tables.ts';
-import type { RunStore } from '../store/run-store.ts';
+import type { RunGate, RunStore } from '../store/run-store.ts';
 import { recentLockCheck } from '../store/run-lock.ts';
 import { FailureLog, formatCodeCounts } from './failure-log.ts';
 import { applyOverrides } from './run-options.ts';
@@ -207,6 +207,7 @@ async function workDue(run: OpenRun, job: Job, filter: RunnableFilter, runnable:
   const reporter = new ProgressReporter(run.options.progressStream ?? process.stderr, run.logger, snapshot);
   reporter.start();
   const failures = new FailureLog(reporter.above(), job.name, run.options.failureLog);
+  sayPauseWaits(run.gate, reporter.above(), job.name);
   const jobStop = jobStopOf(run.stop);
   const { notFoundOnlyMinAnswers, maxThrottleWaitMs, maxThrottledAttemptsPerTask } = run.settings;
   const notFoundOnly = new NotFoundOnlyWatch(job.operation, notFoundOnlyMinAnswers, [run.options.api.token]);
@@ -228,6 +229,7 @@ async function workDue(run: OpenRun, job: Job, filter: RunnableFilter, runnable:
       },
     }, progress);
   } finally {
+    if (run.gate.onWait) run.gate.onWait = null;
     reporter.stop();
     jobStop.release();
     failures.flush();
@@ -235,6 +237,19 @@ async function workDue(run: OpenRun, job: Job, filter: RunnableFilter, runnable:
     await run.writer.drain();
   }
   return { stop: jobStop.stop, warning: notFoundOnly.warning(job.name) };
+}
+
+/**
+ * A wait the shared gate (PostgreSQL) holds for a 429 that another worker or an earlier run met, up to the throttle cap:
+ * said, or the run would sit silent for minutes. Not on SQLite, whose gate holds only this run's own 429s.
+ */
+function sayPauseWaits(gate: RunGate, logger: Logger, job: string): void {
+  if (gate.onWait === undefined) return;
+  gate.onWait = (w) => {
+    logger.warn('waiting: the API asked to slow down (429), and every worker holds back', {
+      job, wait_s: Math.round(w.waitMs / 1000), until: w.until, asked_at: w.askedAt,
+    });
+  };
 }
 
 /** The job's summary from the ledger once worked (its drift saved for `status`); counts too, as the log tells deferred from pending. */

@@ -130,6 +130,15 @@ export interface RunGate {
   take(signal?: AbortSignal): Promise<void>;
   pause(ms: number): void;
   readonly totalPausedMs: number;
+  /** Told of a long wait that a 429 met by another worker or an earlier run explains (PostgreSQL), so the run says why it waits. */
+  onWait?: ((wait: GateWait) => void) | null;
+}
+
+/** A wait for the shared gate held by a 429's pause: how long, until when, and when the service asked (ISO times). */
+export interface GateWait {
+  waitMs: number;
+  until: string;
+  askedAt: string;
 }
 
 /** A dataset opened for a run, on either engine. */

@@ -108,6 +108,32 @@ describe.skipIf(!pgClusterUrl)(`the shared rate limit on PostgreSQL${pgClusterUr
     expect(Math.max(a.startUs, b.startUs)).toBeLessThan(pausedAt + 1_500_000 + 1_000_000);
   });
 
+  it('a worker held by another\'s 429 is told once how long and since when; a short hold is not told', async () => {
+    const { pool } = await rateDatabase();
+    const options = { gate: 'https://api.example/told', limit: 600_000, windowMs: 60_000 };
+    const told: Array<{ waitMs: number; startUs: number; askedUs: number }> = [];
+    const one = new SharedRateGate(pool, options);
+    const worker = () => new SharedRateGate(pool, { ...options, onPauseWait: (w) => told.push(w) });
+    await one.pause(2_000);
+    // Under the 5 s a wait must last to be said (a progress line's interval).
+    await worker().take();
+    expect(told).toEqual([]);
+    const askedAt = Date.now();
+    await one.pause(60_000);
+    // A worker (or run) starting now, two calls waiting.
+    const later = worker();
+    const stop = new AbortController();
+    const held = [later.take(stop.signal), later.take(stop.signal)].map((t) => t.catch(() => 'aborted'));
+    await waitFor(async () => told.length > 0, 5_000, 'the wait told');
+    stop.abort();
+    expect(await Promise.all(held)).toEqual(['aborted', 'aborted']);
+    // Once for the 429, not per caller; asked then, and the slot a minute on.
+    expect(told).toHaveLength(1);
+    expect(Math.abs(told[0]!.askedUs / 1000 - askedAt)).toBeLessThan(1_000);
+    expect(Math.abs(told[0]!.startUs / 1000 - (askedAt + 60_000))).toBeLessThan(1_000);
+    expect(told[0]!.waitMs).toBeGreaterThan(55_000);
+  });
+
   it('a pause shorter than the window holds only until it ends, with one row however high the limit', async () => {
     const { pool } = await rateDatabase();
     // 600,000 a minute (the tests' fast rate): a pause must not write a row per call the limit allows.
@@ -117,10 +143,13 @@ describe.skipIf(!pgClusterUrl)(`the shared rate limit on PostgreSQL${pgClusterUr
     await one.take();
     const nowUs = async () => Number((await pool.query(`SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint::text AS t`)).rows[0].t);
     const pausedAt = await nowUs();
-    const rowsBefore = Number((await pool.query('SELECT count(*) AS n FROM rate_slots')).rows[0].n);
+    const rows = async () => Number((await pool.query('SELECT count(*) AS n FROM rate_slots WHERE gate = $1', [options.gate])).rows[0].n);
+    const marks = async () => Number((await pool.query(`SELECT count(*) AS n FROM rate_slots WHERE gate LIKE $1 || ' 429 %'`, [options.gate])).rows[0].n);
+    const rowsBefore = await rows();
     await one.pause(300);
-    // One row (the slots before it: the call's, and any taken ahead with it).
-    expect(Number((await pool.query('SELECT count(*) AS n FROM rate_slots')).rows[0].n)).toBe(rowsBefore + 1);
+    // One row (the slots before it: the call's, and any taken ahead with it), and the 429's two marks (asked, until).
+    expect(await rows()).toBe(rowsBefore + 1);
+    expect(await marks()).toBe(2);
     const [a, b] = await Promise.all([other.take(), one.take()]);
     expect(Math.min(a.startUs, b.startUs)).toBeGreaterThanOrEqual(pausedAt + 300_000);
     // Not a window (a minute) after the last call: the 429 asked for 300 ms.

@@ -5,7 +5,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type pg from 'pg';
 import { RateGate } from '../../../rate/rate-gate.ts';
-import type { RunGate } from '../../run-store.ts';
+import type { GateWait, RunGate } from '../../run-store.ts';
 import { pipelineTransaction } from '../pg-pipeline.ts';
 import { withPgClient } from '../transaction.ts';
 
@@ -35,7 +35,19 @@ export interface SharedRateGateOptions {
   startSlackMs?: number;
   /** SQL for "now" in the schedule (the wait before a slot is always counted on the server's real clock). */
   clockSql?: string;
+  /** Told once per 429 of a slot that waits over LONG_WAIT_MS within that 429's pause (which worker or run met it). */
+  onPauseWait?: (wait: PauseWait) => void;
 }
+
+/** A slot's wait that a pause explains: the wait, the slot's start and when the service asked (µs since the epoch). */
+export interface PauseWait {
+  waitMs: number;
+  startUs: number;
+  askedUs: number;
+}
+
+/** A wait shorter than the progress log's interval needs no line of its own. */
+const LONG_WAIT_MS = 5_000;
 
 /** A slot granted: when the call may start, in microseconds since the epoch (the server's clock). */
 export interface RateSlot {
@@ -62,7 +74,9 @@ export class SharedRateGate {
   private readonly spacingMs: number;
   private readonly maxBatch: number;
   /** The gate's statements, built once for its clock: the same text each round trip, named once by it. */
-  private readonly sql: { grant: string; prune: string; pause: string };
+  private readonly sql: { grant: string; prune: string; pause: string; pauseMarks: string };
+  /** The 429 (asked, µs) last told to onPauseWait: one line per 429, not per slot held by it. */
+  private toldAskedUs = 0;
   private readonly waiters: Waiter[] = [];
   private fetching = false;
   private roundTrips = 0;
@@ -85,7 +99,7 @@ export class SharedRateGate {
     this.spacingMs = (options.windowMs ?? d.windowMs) / options.limit;
     this.maxBatch = Math.min(d.maxBatch, options.limit);
     const clock = options.clockSql ?? d.clockSql;
-    this.sql = { grant: grantSql(clock), prune: pruneSql(clock), pause: pauseSql(clock) };
+    this.sql = { grant: grantSql(clock), prune: pruneSql(clock), pause: pauseSql(clock), pauseMarks: pauseMarksSql(clock) };
     this.useByMs = (options.startSlackMs ?? d.startSlackMs) * d.useByShareOfSlack;
     this.maxAhead = Math.min(this.maxBatch - 1, Math.floor(this.useByMs / this.spacingMs));
   }
@@ -131,6 +145,7 @@ export class SharedRateGate {
       (slots) => {
         const receivedMono = performance.now();
         batch.forEach((w, i) => wake(w, slots[i]!));
+        if (slots[0] && slots[0].waitMs > LONG_WAIT_MS) this.tellPauseWait(slots[0]);
         // Granted before a pause that came meanwhile was written, they may fall within it.
         if (this.pauses !== pauses) return;
         for (const s of slots.slice(batch.length)) {
@@ -163,10 +178,28 @@ export class SharedRateGate {
       await withPgClient(this.pool, (client) => pipelineTransaction(client, [
         { text: LOCK, values: [this.options.gate] },
         { text: this.sql.pause, values: [this.options.gate, Math.max(0, ms) - this.spacingMs] },
+        { text: DROP_PAUSE_MARKS, values: [this.options.gate] },
+        { text: this.sql.pauseMarks, values: [this.options.gate, Math.max(0, ms)] },
       ]));
     } finally {
       this.dropSpares();
     }
+  }
+
+  /**
+   * Tells onPauseWait of a slot's long wait when the gate's last 429 holds it: the pause ends less than a window before
+   * the slot (callers queued behind the pause wait past its end). Best effort: a failed read only leaves the wait unsaid.
+   */
+  private tellPauseWait(slot: { startUs: number; waitMs: number }): void {
+    const tell = this.options.onPauseWait;
+    if (!tell) return;
+    this.pool.query<{ gate: string; us: string }>(PAUSE_MARKS, [this.options.gate]).then(({ rows }) => {
+      const us = (suffix: string) => Number(rows.find((r) => r.gate === this.options.gate + suffix)?.us ?? NaN);
+      const [askedUs, untilUs] = [us(ASKED), us(UNTIL)];
+      if (!(askedUs > this.toldAskedUs) || !(untilUs >= slot.startUs - this.slotWindowMs * 1000)) return;
+      this.toldAskedUs = askedUs;
+      tell({ waitMs: slot.waitMs, startUs: slot.startUs, askedUs });
+    }, () => undefined);
   }
 
   private dropSpares(): void {
@@ -240,6 +273,20 @@ FROM granted ORDER BY started_at`;
 const pauseSql = (clock: string) => `INSERT INTO rate_slots (gate, started_at)
   SELECT $1::text, greatest(${clock} + $2::float8 * interval '1 millisecond', (SELECT max(started_at) FROM rate_slots WHERE gate = $1::text))`;
 
+/**
+ * A pause's 429 is also kept as two marks of the gate's own (under other gate names, so no grant counts them): when the
+ * service asked ($1 || ASKED) and when the hold ends ($1 || UNTIL: $2 ms on, or a pause before it ending later), one pair per
+ * gate, for the waits it explains.
+ */
+const ASKED = ' 429 asked';
+const UNTIL = ' 429 until';
+const DROP_PAUSE_MARKS = `DELETE FROM rate_slots WHERE gate IN ($1::text || '${ASKED}', $1::text || '${UNTIL}')`;
+const pauseMarksSql = (clock: string) => `INSERT INTO rate_slots (gate, started_at)
+  VALUES ($1::text || '${ASKED}', ${clock}), ($1::text || '${UNTIL}', greatest(${clock} + $2::float8 * interval '1 millisecond',
+    (SELECT max(started_at) FROM rate_slots WHERE gate = $1::text)))`;
+const PAUSE_MARKS = `SELECT gate, (extract(epoch FROM started_at) * 1000000)::bigint::text AS us FROM rate_slots
+  WHERE gate IN ($1::text || '${ASKED}', $1::text || '${UNTIL}')`;
+
 /** Old slots go, two windows of $2 ms kept; once per window per process, as a DELETE costs as much as a grant. */
 const pruneSql = (clock: string) => `DELETE FROM rate_slots WHERE gate = $1::text AND started_at < ${clock} - 2 * ($2::float8 * interval '1 millisecond')`;
 
@@ -266,6 +313,7 @@ export function sharedLimitOf(requestsPerMinute: number, windowMs: number): { li
 export class SharedRunGate implements RunGate {
   private readonly local = new RateGate({ requestsPerMinute: null });
   private shared: SharedRateGate | null = null;
+  onWait: ((wait: GateWait) => void) | null = null;
 
   constructor(
     private readonly pool: pg.Pool,
@@ -278,8 +326,9 @@ export class SharedRunGate implements RunGate {
   ) {}
 
   setRequestsPerMinute(requestsPerMinute: number | null): void {
+    const onPauseWait = (w: PauseWait) => this.onWait?.({ waitMs: w.waitMs, until: isoOf(w.startUs), askedAt: isoOf(w.askedUs) });
     this.shared = requestsPerMinute
-      ? new SharedRateGate(this.pool, { ...this.gateOptions, gate: this.gate, ...sharedLimitOf(requestsPerMinute, this.windowMs) })
+      ? new SharedRateGate(this.pool, { ...this.gateOptions, gate: this.gate, ...sharedLimitOf(requestsPerMinute, this.windowMs), onPauseWait })
       : null;
   }
 
@@ -298,3 +347,5 @@ export class SharedRunGate implements RunGate {
     return this.local.totalPausedMs;
   }
 }
+
+const isoOf = (us: number) => new Date(Math.floor(us / 1000)).toISOString();
