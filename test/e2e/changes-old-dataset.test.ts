@@ -34,7 +34,8 @@ it('a dataset without the history that was not upgraded says what to do, not an 
   const db = new BetterSqlite3(file);
   db.exec('DROP TABLE changes');
   db.exec('ALTER TABLE runs DROP COLUMN job_rates');
-  db.exec('DELETE FROM __drizzle_migrations WHERE id > (SELECT max(id) - 2 FROM __drizzle_migrations)');
+  db.exec('ALTER TABLE job_search_results DROP COLUMN page');
+  db.exec('DELETE FROM __drizzle_migrations WHERE id > (SELECT max(id) - 3 FROM __drizzle_migrations)');
   db.close();
   const refused = await runCli(['changes', '--db', file], { cwd: dir });
   expect(refused.code).toBe(2);
