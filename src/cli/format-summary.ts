@@ -46,6 +46,8 @@ export function formatRunSummary(s: RunSummary): string {
   const lines = [`Run ${s.runId}: ${headline(s)}`];
   for (const j of s.jobs) lines.push(...jobLines(j));
   lines.push(`  ${plural(s.calls, 'API call')}; ${creditsLine(s)}`);
+  // Paid for and lost: the user must know the next run pays for them again.
+  if (s.callsNotStored) lines.push(`  not stored: ${s.callsNotStored} of these calls (the database could not be written): their answers are lost, the next run calls their tasks again`);
   // An AUTH error's message already says to check the token: no hint added. Messages may quote the API: controls blanked.
   if (s.error) lines.push(`  error: ${terminalSafe(s.error.message)} [${s.error.code}]`);
   else if (s.stop) lines.push(`  stopped: ${terminalSafe(s.stop.message)}`);

@@ -78,6 +78,7 @@ function summarize(run: OpenRun, results: readonly JobResult[], calls: number): 
     stop: stopped,
     drift: run.drift.lines(),
     notRecorded: null,
+    ...(run.writer.callsNotWritten > 0 ? { callsNotStored: run.writer.callsNotWritten } : {}),
   };
 }
 
@@ -102,11 +103,24 @@ async function callsOfRun(run: OpenRun): Promise<number> {
   }
 }
 
+/**
+ * `step` again once a PostgreSQL server gone away is back (a restart at the run's end, when the writer held nothing to
+ * wait for it with), within the writer's bound; else its first error.
+ */
+async function whenServerBack<T>(run: OpenRun, step: () => T | Promise<T>): Promise<T> {
+  try {
+    return await step();
+  } catch (err) {
+    if (describeError(err, run.store).code !== 'DB_CONNECTION_LOST' || !(await run.store.serverBack?.(run.options.signal))) throw err;
+    return step();
+  }
+}
+
 /** Writes the end of the `runs` row; a failure is logged and returned (`notRecorded`), unless the lock was lost: that is thrown. */
 async function recordEnd(run: OpenRun, summary: RunSummary): Promise<RunSummary['notRecorded']> {
   try {
     // On SQLite the store writes it only while the run holds its lock.
-    await run.store.runs.end(run.runId, runEnd(summary, run.tally, run.options.exitCodeOf?.(summary) ?? null));
+    await whenServerBack(run, () => run.store.runs.end(run.runId, runEnd(summary, run.tally, run.options.exitCodeOf?.(summary) ?? null)));
     return null;
   } catch (err) {
     if (run.lockLost && !run.store.hold.closesOwnRunWhenLost) throw run.lockLost;
@@ -132,7 +146,7 @@ function logEnd(run: OpenRun, summary: RunSummary): void {
   logger.info('run finished', {
     run: runId, status: summary.status, calls: summary.calls, errors: run.tally.attemptErrors, skipped_jobs: summary.jobs.filter((j) => j.status === 'skipped').length || undefined,
     credits_spent: summary.creditsSpent, credits_left: run.guard.balance,
-    invalid_rows: summary.jobs.reduce((n, j) => n + j.invalidRows, 0) || undefined, not_recorded: summary.notRecorded?.code,
+    invalid_rows: summary.jobs.reduce((n, j) => n + j.invalidRows, 0) || undefined, not_stored: summary.callsNotStored, not_recorded: summary.notRecorded?.code,
     exit_code: run.options.exitCodeOf?.(summary),
   });
 }

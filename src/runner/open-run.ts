@@ -32,7 +32,7 @@ export async function openRun(options: RunOptions): Promise<OpenRun> {
   const logger = options.logger ?? silentLogger;
   const dataset = await openStore(options.dbPath);
   // On PostgreSQL the lock's lease is the lease of a worker's claims (how long a dead worker's inputs wait).
-  const store = await dataset.openRun({ leaseMs: options.lockLeaseMs, rateWindowMs: options.sharedRateWindowMs });
+  const store = await dataset.openRun({ leaseMs: options.lockLeaseMs, rateWindowMs: options.sharedRateWindowMs, serverBackWithinMs: options.dbServerBackWithinMs });
   const releases: Releases = [() => store.close()];
   try {
     releases.push(() => releaseLock(store, logger));
@@ -83,7 +83,7 @@ async function openLocked(options: RunOptions, logger: Logger, store: RunStore, 
     connections: Math.max(...options.jobs.map((j) => options.overrides?.concurrency ?? j.rate.concurrency), 1),
   });
   releases.push(() => client.close().catch(() => undefined));
-  const writer = store.openWriter(runId, (err) => stop.stop('fatal', err));
+  const writer = store.openWriter(runId, (err) => stop.stop('fatal', err), options.signal);
   // A writer that failed has reported why through stop(); closing it can add nothing.
   releases.push(() => writer.close().catch(() => undefined));
   const tally: RunTally = { attemptErrors: 0, creditsAtStart: null, balanceAsked: false, jobRates: {} };

@@ -28,6 +28,12 @@ export interface RunOptions extends RunDefaulted {
   /** PostgreSQL: the window the shared requests-per-minute limit is counted over (a minute; tests scale it down). */
   sharedRateWindowMs?: number;
   /**
+   * PostgreSQL: how long a server gone away (a restart) has to take a connection again before the run's writer stops and
+   * the answers it holds are lost (PG_WRITER_DEFAULTS.serverBackWithinMs).
+   * @default 120_000
+   */
+  dbServerBackWithinMs?: number;
+  /**
    * PostgreSQL: the run workers share for `credits.maxPerRun` (NETINGEST_RUN_KEY); by default a worker joins a live run
    * working one of its jobs, or starts its own. The reserve is the account's.
    */

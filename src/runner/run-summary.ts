@@ -88,4 +88,9 @@ export interface RunSummary {
    * the next run closes it as abandoned; figures the database could not give are this process's own counts (see JobSummary).
    */
   notRecorded: { code: string; message: string } | null;
+  /**
+   * Of `calls`, those whose outcome no commit wrote (the writer stopped first: a PostgreSQL server not back within its
+   * bound, a full disk): paid answers among them are lost, and the next run calls their tasks again. Only when some.
+   */
+  callsNotStored?: number;
 }

@@ -68,6 +68,8 @@ export interface OpenRunOptions {
   leaseMs?: number | undefined;
   /** PostgreSQL: the window the workers' shared rate is counted over, in ms; default a minute. */
   rateWindowMs?: number | undefined;
+  /** PostgreSQL: how long a server gone away has to come back before the run's writer stops, in ms; default 2 minutes. */
+  serverBackWithinMs?: number | undefined;
 }
 
 /** Options of DatasetStore.prune(): the rule's (raw-prune.ts), and the engine's reclaiming. */

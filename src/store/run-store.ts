@@ -154,8 +154,16 @@ export interface RunStore {
   now?(): string;
   /** The due tasks of a job for this run; `signal` ends a wait for work other workers hold. */
   dueTasks(filter: RunnableFilter, signal?: AbortSignal): DueTasks;
-  /** The run's writer of call outcomes, started once the run has its id; `onFatal` is told once if a commit fails. */
-  openWriter(runId: number, onFatal: (err: unknown) => void): GroupCommitWriter;
+  /**
+   * The run's writer of call outcomes, started once the run has its id; `onFatal` is told once if a commit fails;
+   * `interrupted` (SIGINT, SIGTERM) shortens its wait for a PostgreSQL server gone away.
+   */
+  openWriter(runId: number, onFatal: (err: unknown) => void, interrupted?: AbortSignal): GroupCommitWriter;
+  /**
+   * PostgreSQL: waits, within the writer's bound, for a server gone away (a restart) to answer again; false when it did
+   * not. The run's end is written after it, as the answers it held are.
+   */
+  serverBack?(interrupted?: AbortSignal): Promise<boolean>;
   /** The credit guard (on PostgreSQL also within the budget every worker shares); `runKey` is what maxPerRun counts. */
   openCreditGuard(limits: CreditLimits, history: CreditHistory, apiUrl: string, runKey: string): CreditGuard;
   /** The run's rate gate for calls to `apiUrl`. */

@@ -57,7 +57,9 @@ async function proxied(bed: Bed) {
 }
 
 function netingest(bed: Bed, args: string[], apiUrl = bed.sandbox.url) {
-  return inProcess(['run', bed.file, ...args], { NETINGEST_API_URL: apiUrl, NETINGEST_API_TOKEN: TOKEN }, { cwd: bed.ws.dir });
+  // The server cut for good: the run's writer waits 2 s for it to come back, not its 2 minutes.
+  const env = { NETINGEST_API_URL: apiUrl, NETINGEST_API_TOKEN: TOKEN, NETINGEST_PG_RECONNECT_SECONDS: '2' };
+  return inProcess(['run', bed.file, ...args], env, { cwd: bed.ws.dir });
 }
 
 const count = async (pool: pg.Pool, sql: string) => Number((await pool.query(sql)).rows[0].n);

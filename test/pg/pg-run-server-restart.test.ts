@@ -12,10 +12,16 @@ import { openPgStore } from '../../src/store/pg/open.ts';
 import { csv, inProcess, makeWorkspace, operationRequests, postUrls } from '../support/run-helpers.ts';
 import { createTestDatabase, pgUnavailableReason, startPgCluster, type PgCluster } from './pg-cluster.ts';
 import { newMigratedPgDatabase, pgClusterUrl } from './use-pg.ts';
-import { chargedPerUrl, expectWholeAndUnique, one } from './run-workers.ts';
-import { PgOutcomeWriter } from '../../src/store/pg/pg-outcome-writer.ts';
+import { chargedPerUrl, expectWholeAndUnique, one, startWorker, TOKEN as WORKER_TOKEN, useCleanups, type Setup } from './run-workers.ts';
+import { RunNotRecordedError } from '../../src/errors.ts';
+import { loadJob } from '../../src/jobs/load.ts';
+import { run } from '../../src/index.ts';
+import { formatRunSummary } from '../../src/cli/format-summary.ts';
+import { PG_WRITER_DEFAULTS, PgOutcomeWriter } from '../../src/store/pg/pg-outcome-writer.ts';
 import type { ApiError } from '../../src/api/errors.ts';
 import { cuttableProxy } from './cuttable-proxy.ts';
+import { gatedApi } from './gated-api.ts';
+import { BALANCE_PATH } from '../../src/spec/types.ts';
 
 const TOKEN = 'restart-token-51e0';
 const TASKS = 300;
@@ -24,6 +30,30 @@ const cleanups: Array<() => Promise<unknown>> = [];
 afterEach(async () => {
   while (cleanups.length > 0) await cleanups.pop()!();
 });
+// The worker processes' (startWorker).
+useCleanups();
+
+/** A sandbox, a migrated dataset of the cluster at `clusterUrl`, and a job of `tasks` posts at concurrency 4. */
+async function setUpOn(clusterUrl: string, prefix: string, tasks: number): Promise<Setup> {
+  const sandbox = await startSandbox({ port: 0, tokens: { [WORKER_TOKEN]: 1_000_000 }, notFoundRate: 0, latencyMs: [5, 15] });
+  const ws = await makeWorkspace();
+  const url = await createTestDatabase(clusterUrl, prefix);
+  await (await openPgStore(url)).close();
+  const pool = new pg.Pool({ connectionString: url, max: 2 });
+  pool.on('error', () => undefined);
+  cleanups.push(() => sandbox.stop(), () => ws.cleanup(), () => pool.end());
+  await ws.write('posts.csv', csv(['post_url'], postUrls(tasks).map((u) => [u])));
+  const file = await ws.job('posts', {
+    operation: 'post-details', input: { csv: 'posts.csv', column: 'post_url' },
+    rate: { requestsPerMinute: 600_000, concurrency: 4 }, retry: { retries: 3, minTimeoutMs: 10, maxTimeoutMs: 50 },
+  });
+  return { sandbox, ws, file, url, pool };
+}
+
+/** Resolves once the dataset holds `n` api_calls rows (the run is under way). */
+async function callsStored(pool: pg.Pool, n: number): Promise<void> {
+  while ((await one(pool, 'SELECT count(*) AS n FROM api_calls').catch(() => 0)) < n) await new Promise((r) => setTimeout(r, 20));
+}
 
 describe.skipIf(!pgClusterUrl)('a run whose PostgreSQL server restarts', () => {
   // A cluster of its own: the suite's is shared by the other test files.
@@ -73,6 +103,83 @@ describe.skipIf(!pgClusterUrl)('a run whose PostgreSQL server restarts', () => {
     expect([...chargedPerUrl(sandbox).values()].filter((n) => n > 1)).toEqual([]);
     await expectWholeAndUnique(pool, TASKS);
   }, 90_000);
+
+  it('a restart between calls, the writer holding nothing: the run waits for the server to record its end', async () => {
+    const sandbox = await startSandbox({ port: 0, tokens: { [TOKEN]: 1_000_000 }, notFoundRate: 0, latencyMs: [1, 2] });
+    const ws = await makeWorkspace();
+    const url = await createTestDatabase(cluster.url, 'restart_idle');
+    await (await openPgStore(url)).close();
+    const pool = new pg.Pool({ connectionString: url, max: 2 });
+    pool.on('error', () => undefined);
+    cleanups.push(() => sandbox.stop(), () => ws.cleanup(), () => pool.end());
+    await ws.write('posts.csv', csv(['post_url'], postUrls(20).map((u) => [u])));
+    // A call every 2 s: the restart comes while the run waits for its next one, nothing in flight.
+    const file = await ws.job('posts', { operation: 'post-details', input: { csv: 'posts.csv', column: 'post_url' }, rate: { requestsPerMinute: 30, concurrency: 1 } });
+    const env = { NETINGEST_API_URL: sandbox.url, NETINGEST_API_TOKEN: TOKEN };
+    const running = inProcess(['run', file, '--db', url, '--json'], env, { cwd: ws.dir });
+    while ((await one(pool, 'SELECT count(*) AS n FROM api_calls').catch(() => 0)) < 2) await new Promise((r) => setTimeout(r, 20));
+    await cluster.restart(2_500);
+    const cli = await running;
+
+    const paid = operationRequests(sandbox).length;
+    const summary = JSON.parse(cli.stdout);
+    expect(summary.notRecorded ?? null, cli.stderr).toBeNull();
+    expect(summary.calls).toBe(paid);
+    expect((await pool.query('SELECT status, calls FROM runs')).rows).toEqual([{ status: summary.status, calls: paid }]);
+    expect(await one(pool, 'SELECT count(*) AS n FROM api_calls WHERE status = 200')).toBe(paid);
+  }, 60_000);
+
+  it('two workers through a restart longer than 15 s: every answer paid for stored once, none paid twice, both runs recorded', async () => {
+    const s = await setUpOn(cluster.url, 'restart_long', 400);
+    // The workers' first 40 calls go through; the next ones wait at the API, to be answered while the server is down.
+    const api = await gatedApi(s.sandbox.url, { free: (path) => path.startsWith(BALANCE_PATH) });
+    cleanups.push(() => api.stop());
+    api.allow(40);
+    // The CLI's lease and wait for the server.
+    const as = { apiUrl: api.url, leaseMs: 60_000, serverBackWithinMs: PG_WRITER_DEFAULTS.serverBackWithinMs };
+    const workers = [startWorker(s, as), startWorker(s, as)];
+    await callsStored(s.pool, 40);
+    // Past the 15 s the writer waited before (a package upgrade, a slow checkpoint): within its 2 minutes now.
+    const restarted = cluster.restart(17_000);
+    while (await s.pool.query('SELECT 1').then(() => true, () => false)) await new Promise((r) => setTimeout(r, 20));
+    api.allow(Infinity);
+    await restarted;
+    expect(await Promise.all(workers.map((w) => w.exited)), workers.map((w) => w.stderr()).join('\n')).toEqual([0, 0]);
+
+    const paid = operationRequests(s.sandbox).length;
+    expect(paid).toBeGreaterThan(40);
+    expect(await one(s.pool, 'SELECT count(*) AS n FROM api_calls WHERE status = 200')).toBe(paid);
+    expect(await one(s.pool, 'SELECT count(DISTINCT task_id) AS n FROM raw_responses')).toBe(paid);
+    expect(await one(s.pool, `SELECT count(*) AS n FROM tasks WHERE status = 'done'`)).toBe(paid);
+    expect([...chargedPerUrl(s.sandbox).values()].filter((n) => n > 1)).toEqual([]);
+    // Each worker's end recorded (the server back in time), its calls counted once, none said lost.
+    const summaries = workers.map((w) => JSON.parse(w.stdout().split('\n')[1]!));
+    expect(summaries.map((x) => [x.notRecorded, x.callsNotStored])).toEqual([[null, undefined], [null, undefined]]);
+    expect(summaries[0].calls + summaries[1].calls).toBe(paid);
+    expect(await one(s.pool, `SELECT sum(calls) AS n FROM runs WHERE status = 'failed'`)).toBe(paid);
+  }, 90_000);
+
+  it('a server not back within the bound: the run ends without waiting for it, its summary counting the answers not stored', async () => {
+    const s = await setUpOn(cluster.url, 'restart_bound', 300);
+    const job = await loadJob(s.file, { cwd: s.ws.dir });
+    const running = run({ db: s.url, jobs: [job], api: { baseUrl: s.sandbox.url, token: WORKER_TOKEN }, dbServerBackWithinMs: 500 });
+    running.catch(() => undefined);
+    await callsStored(s.pool, 30);
+    const restarted = cluster.restart(3_000);
+    // Ended while the server is still down: no wait past the bound.
+    expect(await Promise.race([running.then(() => 'ended', () => 'ended'), restarted.then(() => 'server back')])).toBe('ended');
+    const err = await running.then(() => null, (e: unknown) => e);
+    expect(err).toBeInstanceOf(RunNotRecordedError);
+    const summary = (err as RunNotRecordedError).summary;
+    await restarted;
+
+    const paid = operationRequests(s.sandbox).length;
+    const stored = await one(s.pool, 'SELECT count(*) AS n FROM api_calls');
+    expect(summary.calls).toBe(paid);
+    expect(summary.callsNotStored).toBeGreaterThan(0);
+    expect(summary.callsNotStored).toBe(paid - stored);
+    expect(formatRunSummary(summary)).toContain(`\n  not stored: ${paid - stored} of these calls (the database could not be written): their answers are lost`);
+  }, 60_000);
 });
 
 describe.skipIf(!pgClusterUrl)('the run writer whose connection ends as its COMMIT goes', () => {
@@ -108,6 +215,30 @@ describe.skipIf(!pgClusterUrl)('the run writer whose connection ends as its COMM
   it('committed before the connection ended: found committed, not written again', async () => {
     expect(await writeCut('commit_answer_lost', true)).toEqual({ fatal: [], notWritten: 0, failed: 1, calls: 1, task: [{ status: 'failed', attempts: 1 }] });
   });
+
+  it('told to stop (SIGTERM) while the server is away: waits afterSignalMs for it, not its minutes, and counts what it could not write', async () => {
+    const url = await newMigratedPgDatabase('writer_signal');
+    const direct = new pg.Pool({ connectionString: url, max: 1 });
+    cleanups.push(() => direct.end());
+    await direct.query(`INSERT INTO tasks (id, job, operation, input_key, page, request_json, status, attempts, created_at, updated_at)
+      VALUES (1, 'j', 'post-details', 'k1', 1, '{}', 'pending', 0, $1, $1)`, [AT]);
+    const proxy = await cuttableProxy(url);
+    const store = await openPgStore(proxy.url);
+    store.pool.on('error', () => undefined);
+    cleanups.push(() => store.close(), () => proxy.cut());
+    const fatal: unknown[] = [];
+    const interrupted = new AbortController();
+    const writer = new PgOutcomeWriter(store.pool, 1, (err) => fatal.push(err), undefined, { serverBackWithinMs: 60_000, afterSignalMs: 300, interrupted: interrupted.signal });
+    const task = { id: 1, operation: 'post-details' as const };
+    const attempt = { call: { operation: 'post-details', method: 'GET', path: '/p/1', status: 500, latencyMs: 1 }, code: 'HTTP_500' } as unknown as ApiError;
+    await proxy.cut();
+    interrupted.abort();
+    const started = performance.now();
+    await writer.attemptFailed(task, attempt);
+    await writer.close();
+    expect(performance.now() - started).toBeLessThan(10_000);
+    expect({ fatal: fatal.length, notWritten: writer.callsNotWritten }).toEqual({ fatal: 1, notWritten: 1 });
+  }, 20_000);
 
   it('ended before the server had its COMMIT: written again, once', async () => {
     expect(await writeCut('commit_never_sent', false)).toEqual({ fatal: [], notWritten: 0, failed: 1, calls: 1, task: [{ status: 'failed', attempts: 1 }] });

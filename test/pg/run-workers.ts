@@ -21,6 +21,8 @@ export const limitOf = (requestsPerMinute: number): number => (requestsPerMinute
  */
 export const BINDING_REQUESTS_PER_MINUTE = 3_000;
 export const LEASE_MS = 2_000;
+/** How long a worker's writer waits for a server gone away (2 minutes in a run): a test's server cut for good. */
+export const SERVER_BACK_WITHIN_MS = 5_000;
 
 const cleanups: Array<() => Promise<unknown>> = [];
 /** Call at the top level of a test file: ends the workers and sandboxes of each test. */
@@ -74,12 +76,15 @@ export interface Worker { child: ChildProcess; exited: Promise<number | string>;
 
 /**
  * A worker process on the setup's job; `as` changes its job file, its API URL, the host name it reads, its claims'
- * lease (LEASE_MS by default), or names its run.
+ * lease (LEASE_MS by default), its writer's wait for the server (SERVER_BACK_WITHIN_MS), or names its run.
  */
-export function startWorker(s: Setup, as: { file?: string; apiUrl?: string; hostname?: string; runKey?: string; leaseMs?: number } = {}): Worker {
+export function startWorker(
+  s: Setup,
+  as: { file?: string; apiUrl?: string; hostname?: string; runKey?: string; leaseMs?: number; serverBackWithinMs?: number } = {},
+): Worker {
   const settings = {
     url: s.url, jobFiles: [as.file ?? s.file], cwd: s.ws.dir, apiUrl: as.apiUrl ?? s.sandbox.url, token: TOKEN, leaseMs: as.leaseMs ?? LEASE_MS, rateWindowMs: RATE_WINDOW_MS,
-    hostname: as.hostname, runKey: as.runKey,
+    hostname: as.hostname, runKey: as.runKey, serverBackWithinMs: as.serverBackWithinMs ?? SERVER_BACK_WITHIN_MS,
   };
   const child = spawn(process.execPath, [...workerArgs('run-worker.ts'), JSON.stringify(settings)], { stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';

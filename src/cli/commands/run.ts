@@ -22,6 +22,9 @@ const LOCK_LEASE_ENV = 'NETINGEST_LOCK_LEASE_SECONDS';
 /** The lease shortest allowed: below it, a pause of the event loop or the disk would cost a run its lock. */
 const MIN_LEASE_SECONDS = 1;
 
+/** PostgreSQL: how long the run waits for a server gone away (a restart, a failover) to write the answers it holds. */
+const DB_BACK_ENV = 'NETINGEST_PG_RECONNECT_SECONDS';
+
 /** `netingest run`: the run engine from the command line. */
 export const runCommand = defineCommand({
   builder: (y) =>
@@ -42,6 +45,7 @@ export const runCommand = defineCommand({
     const overrides = overridesFromFlags(argv);
     const dbPath = datasetOption(argv.db);
     const lockLeaseMs = lockLeaseFromEnv();
+    const dbServerBackWithinMs = secondsFromEnv(DB_BACK_ENV, 1, process.env);
     const { jobs, broken } = await loadJobs(argv.jobs ?? [], argv.all, argv['jobs-dir']);
     await checkInvalidOut(jobs, argv['invalid-out'], dbPath);
     const api = resolveApiConfig({ apiUrl: argv['api-url'], tokenFile: argv['token-file'] });
@@ -76,6 +80,7 @@ export const runCommand = defineCommand({
         progressStream: io.stderr,
         exitCodeOf: exitCodeForRun,
         lockLeaseMs,
+        dbServerBackWithinMs,
         sharedRunKey: process.env[RUN_KEY_ENV]?.trim() || undefined,
       }),
     ).catch((err: unknown) => {
@@ -116,11 +121,16 @@ function summaryOutput(summary: RunSummary, json: boolean, redact: (text: string
 
 /** The lease set in the environment, in ms, or undefined for the default; a bad value is a usage error. */
 export function lockLeaseFromEnv(env: NodeJS.ProcessEnv = process.env): number | undefined {
-  const raw = env[LOCK_LEASE_ENV]?.trim();
+  return secondsFromEnv(LOCK_LEASE_ENV, MIN_LEASE_SECONDS, env);
+}
+
+/** The seconds the environment variable `name` sets, in ms, or undefined for the default; a bad value is a usage error. */
+function secondsFromEnv(name: string, min: number, env: NodeJS.ProcessEnv): number | undefined {
+  const raw = env[name]?.trim();
   if (!raw) return undefined;
   const seconds = Number(raw);
-  if (!Number.isFinite(seconds) || seconds < MIN_LEASE_SECONDS) {
-    throw new UsageError(`${LOCK_LEASE_ENV} must be a number of seconds, at least ${MIN_LEASE_SECONDS} (got ${JSON.stringify(raw)}).`);
+  if (!Number.isFinite(seconds) || seconds < min) {
+    throw new UsageError(`${name} must be a number of seconds, at least ${min} (got ${JSON.stringify(raw)}).`);
   }
   return seconds * 1000;
 }

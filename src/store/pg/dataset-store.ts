@@ -32,7 +32,7 @@ export function pgDatasetStore(url: string, shownUrl: string): DatasetStore {
   return {
     shown: shownUrl,
     files: [],
-    openRun: ({ leaseMs, rateWindowMs }) => openPgRunStore({ url, leaseMs, rateWindowMs }),
+    openRun: ({ leaseMs, rateWindowMs, serverBackWithinMs }) => openPgRunStore({ url, leaseMs, rateWindowMs, serverBackWithinMs }),
     withPlanLedger: (fn) => withPgPlanLedger(url, fn),
     read: (fn, options = {}) => inSnapshot(url, options.statementTimeoutMs, (snapshot) => fn({ ...snapshot, read: (reads) => readPg(snapshot, reads) })),
     userStatement: (options, use) => {

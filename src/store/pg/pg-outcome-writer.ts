@@ -19,14 +19,41 @@ export const PG_WRITER_DEFAULTS = {
   conflictRetries: 3,
   /**
    * How long a server gone away (a restart: sessions ended, connections refused, then "starting up") has to take a
-   * connection again before the writer stops: it holds paid answers, which a failed run would pay for again.
+   * connection again before the writer stops: it holds paid answers, which a failed run would pay for again. Two
+   * minutes: a package upgrade, a slow shutdown checkpoint or a failover takes longer than 15 s.
    */
-  serverBackWithinMs: 15_000,
+  serverBackWithinMs: 120_000,
+  /**
+   * After a stop signal (SIGTERM), the most the writer still waits for the server: it ends its wait, and the run prints
+   * its summary, well within the CLI's grace (SHUTDOWN_GRACE_MS, 40 s), which exits without one.
+   */
+  afterSignalMs: 15_000,
   /** Pause between connection attempts while the server is away. */
   reconnectPauseMs: 200,
   /** Times in a row, no group committed between, the writer waits for the server: one that keeps dropping it stops the run. */
   lostRetries: 3,
 } as const;
+
+/** The writer's waits for a server gone away, each PG_WRITER_DEFAULTS' by default; `interrupted`: the run's stop signal. */
+export type PgWriterWaits = { serverBackWithinMs?: number | undefined; afterSignalMs?: number; interrupted?: AbortSignal | undefined };
+
+/**
+ * Waits for a server gone away (a restart) to answer again, as the writer does: true once it does, false past
+ * `withinMs` (after the run's stop signal, afterSignalMs at most) or on another error.
+ */
+export async function serverBack(pool: pg.Pool, withinMs: number, interrupted?: AbortSignal): Promise<boolean> {
+  const deadline = performance.now() + (interrupted?.aborted ? Math.min(withinMs, PG_WRITER_DEFAULTS.afterSignalMs) : withinMs);
+  for (;;) {
+    try {
+      await pool.query('SELECT 1');
+      return true;
+    } catch (err) {
+      if (!connectionLostError(err, '')) return false;
+    }
+    if (performance.now() >= deadline) return false;
+    await sleep(PG_WRITER_DEFAULTS.reconnectPauseMs);
+  }
+}
 
 /** Each transaction's fate by its id, in order (a null id: null). */
 const XACT_STATUS_SQL = 'SELECT txid_status(x) AS status FROM unnest($1::bigint[]) WITH ORDINALITY AS u(x, n) ORDER BY n';
@@ -50,10 +77,21 @@ export class PgOutcomeWriter extends GroupCommitWriter {
   private unwatch: () => void = () => undefined;
   /** Connections lost in a row with no group committed since (lostRetries bounds it). */
   private losses = 0;
+  /** When the run's stop signal came (performance.now()), or null. */
+  private signalledAt: number | null = null;
 
-  constructor(private readonly pool: pg.Pool, runId: number, onFatal: (err: unknown) => void, now?: () => string) {
+  constructor(
+    private readonly pool: pg.Pool,
+    runId: number,
+    onFatal: (err: unknown) => void,
+    now?: () => string,
+    private readonly waits: PgWriterWaits = {},
+  ) {
     super(runId, onFatal, RESULT_WRITER_DEFAULTS.maxBatch, now);
     this.groups = createPgGroupCommit(runId);
+    const signalled = () => (this.signalledAt ??= performance.now());
+    if (waits.interrupted?.aborted) signalled();
+    else waits.interrupted?.addEventListener('abort', signalled, { once: true });
   }
 
   async drain(): Promise<void> {
@@ -172,7 +210,7 @@ export class PgOutcomeWriter extends GroupCommitWriter {
     if (isConflict(err)) return ++tries.conflicts <= PG_WRITER_DEFAULTS.conflictRetries ? open.map((g) => g.ops) : null;
     if (!connectionLostError(err, '')) return this.refusedAlone(open.flatMap((g) => g.ops), err);
     if (++this.losses > PG_WRITER_DEFAULTS.lostRetries) return null;
-    const statuses = await this.statusesOf(open, performance.now() + PG_WRITER_DEFAULTS.serverBackWithinMs);
+    const statuses = await this.statusesOf(open, performance.now() + (this.waits.serverBackWithinMs ?? PG_WRITER_DEFAULTS.serverBackWithinMs));
     if (!statuses) return null;
     const parts: Array<readonly OutcomeOp[]> = [];
     for (const [i, g] of open.entries()) {
@@ -199,9 +237,14 @@ export class PgOutcomeWriter extends GroupCommitWriter {
         this.letGoConnection();
         if (!connectionLostError(err, '')) return null;
       }
-      if (performance.now() >= deadline) return null;
+      if (performance.now() >= Math.min(deadline, this.afterSignal())) return null;
       await sleep(PG_WRITER_DEFAULTS.reconnectPauseMs);
     }
+  }
+
+  /** When a wait for the server ends once the run was told to stop (Infinity until it is). */
+  private afterSignal(): number {
+    return this.signalledAt === null ? Infinity : this.signalledAt + (this.waits.afterSignalMs ?? PG_WRITER_DEFAULTS.afterSignalMs);
   }
 
   /** The writer's connection: a new one when the server ended the one it held (`ended`). */

@@ -16,7 +16,7 @@ import { DatabaseError } from '../errors.ts';
 import { connectionLostError, openPgStore, pgReadOnlyError, serverErrorOf } from './open.ts';
 import { createPgLedger } from './pg-ledger.ts';
 import { pruneRawBodiesPg } from './raw-prune.ts';
-import { PgOutcomeWriter } from './pg-outcome-writer.ts';
+import { PG_WRITER_DEFAULTS, PgOutcomeWriter, serverBack } from './pg-outcome-writer.ts';
 import { SharedRunGate } from './coordination/shared-rate-gate.ts';
 import { END_RUN_SQL, endRunParams } from '../runs.ts';
 import { pgValues } from '../../statement.ts';
@@ -32,6 +32,8 @@ export interface PgRunStoreOptions {
   leaseMs?: number;
   /** The window of the shared rate limit (a minute; tests scale it down with the limit). */
   rateWindowMs?: number;
+  /** How long a server gone away has to come back before the run's writer stops (PG_WRITER_DEFAULTS.serverBackWithinMs). */
+  serverBackWithinMs?: number;
 }
 
 export const PG_RUN_STORE_DEFAULTS = {
@@ -86,7 +88,8 @@ export async function openPgRunStore(options: PgRunStoreOptions): Promise<RunSto
     hold,
     now,
     dueTasks: (filter, signal) => claimedDueTasks(pool, filter, { leaseMs: options.leaseMs ?? PG_RUN_STORE_DEFAULTS.leaseMs, startedAt }, hold, signal),
-    openWriter: (runId, onFatal) => new PgOutcomeWriter(pool, runId, onFatal, now),
+    openWriter: (runId, onFatal, interrupted) => new PgOutcomeWriter(pool, runId, onFatal, now, { serverBackWithinMs: options.serverBackWithinMs, interrupted }),
+    serverBack: (interrupted) => serverBack(pool, options.serverBackWithinMs ?? PG_WRITER_DEFAULTS.serverBackWithinMs, interrupted),
     openGate: (apiUrl) => new SharedRunGate(pool, apiUrl, options.rateWindowMs),
     openCreditGuard(limits, history, apiUrl, runKey) {
       const guard = new SharedCreditGuard(limits, history, new SharedCreditBudget(pool, { apiUrl, runKey, workerId }));

@@ -1,8 +1,8 @@
 /**
  * A `netingest run` worker on PostgreSQL for the tests: runJobs on the given jobs, with the test's scaled-down
- * shared rate window and claim lease (the CLI's run is the same call with a minute and 60 s), its summary as
- * JSON on stdout. Prints `started` once its run is open, so the test can kill it mid-way. `hostname` stands for
- * another host.
+ * shared rate window, claim lease and wait for a server gone away (the CLI's run is the same call with a minute, 60 s
+ * and 2 minutes), its summary as JSON on stdout. Prints `started` once its run is open, so the test can kill it
+ * mid-way. `hostname` stands for another host.
  */
 import os from 'node:os';
 import { syncBuiltinESMExports } from 'node:module';
@@ -11,7 +11,7 @@ import { runJobs } from '../../../src/runner/run-jobs.ts';
 
 const settings = JSON.parse(process.argv[2]!) as {
   url: string; jobFiles: string[]; cwd: string; apiUrl: string; token: string; leaseMs: number; rateWindowMs: number; runKey?: string;
-  hostname?: string;
+  hostname?: string; serverBackWithinMs?: number;
 };
 // A worker "on another host": the run reads os.hostname() as on any host, and gets this name.
 if (settings.hostname) {
@@ -28,6 +28,7 @@ const summary = await runJobs({
   requestTimeoutMs: 10_000,
   lockLeaseMs: settings.leaseMs,
   sharedRateWindowMs: settings.rateWindowMs,
+  dbServerBackWithinMs: settings.serverBackWithinMs,
   sharedRunKey: settings.runKey,
 });
 process.stdout.write(`${JSON.stringify(summary)}\n`);
