@@ -90,8 +90,9 @@ async function replayOne(store: ReprocessStore, row: ArchivedBody, now: string):
   await store.savepoint();
   try {
     // The body read through its operation's contract as the client reads a live one (SyntaxError: not JSON).
-    const { answer, setAside } = readUsableAnswer(spec, parseJsonBody(body), { raw: body });
-    const rows = await store.storeAnswer({ rawResponseId, runId, taskId, operation: spec.name, requestKey, request, answer, setAside, at });
+    const { answer, setAside, lastPage } = readUsableAnswer(spec, parseJsonBody(body), { raw: body });
+    // Whether the page ended the list, from the body alone: the history removes the later pages' members as live.
+    const rows = await store.storeAnswer({ rawResponseId, runId, taskId, operation: spec.name, requestKey, request, answer, setAside, endsList: lastPage, at });
     // Only now, inside the same savepoint: a body that fails to validate or to normalize changes no task.
     let taskRecovered = false;
     if (row.errorCode !== null) {

@@ -63,7 +63,7 @@ export abstract class GroupCommitWriter {
     const at = this.now();
     const call = callRow(this.runId, task.id, result.call, at, null, result.credits);
     const op: OutcomeOp = {
-      kind: 'success', taskId: task.id, operation: task.operation, requestKey, request, body: result.raw, answer: result.data, setAside: result.setAside, call, attempts, at,
+      kind: 'success', taskId: task.id, operation: task.operation, requestKey, request, body: result.raw, answer: result.data, setAside: result.setAside, endsList: result.lastPage === true, call, attempts, at,
     };
     return this.enqueue(op).then(() => this.refused.get(op) ?? null);
   }

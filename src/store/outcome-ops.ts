@@ -16,6 +16,8 @@ export interface StoredAnswer extends AnomalySource {
   answer: unknown;
   /** The listed records the contract set aside. */
   setAside: readonly SetAsideRecord[];
+  /** Its page ends the input's list (the contract's lastPage): the history removes the members of later pages. */
+  endsList?: boolean | undefined;
 }
 
 /**
@@ -26,7 +28,7 @@ export function prepareAnswerStore(database: Connection): (input: StoredAnswer) 
   const ingestor = createIngestor(database);
   const record = recordAnswerAnomalies(database);
   return (input) => {
-    const result = ingestor.ingestAnswer(input.request, input.answer, input.at, { runId: input.runId ?? null, taskId: input.taskId ?? null });
+    const result = ingestor.ingestAnswer(input.request, input.answer, input.at, { runId: input.runId ?? null, taskId: input.taskId ?? null, endsList: input.endsList });
     record(input, [...setAsideAnomalies(input.setAside), ...(result.anomalies ?? [])]);
     return result;
   };
@@ -48,7 +50,7 @@ interface PaidBody {
 /** One thing to write; `at` is the ISO time the outcome was known. */
 export type OutcomeOp =
   /** A 200 its contract read: rows (from `answer`), raw body, anomalies, api_calls row, task done: all or nothing. */
-  | ({ kind: 'success'; answer: unknown; setAside: readonly SetAsideRecord[] } & PaidBody)
+  | ({ kind: 'success'; answer: unknown; setAside: readonly SetAsideRecord[]; endsList?: boolean } & PaidBody)
   /** A paid wrong-shape 200: body archived with error_code, api_calls row, task failed: all or nothing (reprocess). */
   | ({ kind: 'rejected'; code: string; message: string } & PaidBody)
   | { kind: 'not_found'; taskId: number; call: ApiCallRow; attempts: number; note: string | null; at: string }
@@ -99,7 +101,7 @@ export function prepareOutcomeWrite(database: Connection, runId: number): (op: O
   return (op: OutcomeOp): void => {
     // A paid body is archived first: the answer's anomalies name its row.
     const rawResponseId = op.kind === 'success' || op.kind === 'rejected' ? saveRaw(rawInputOf(op, runId)) : 0;
-    if (op.kind === 'success') store({ rawResponseId, runId, taskId: op.taskId, operation: op.operation, requestKey: op.requestKey, request: op.request, answer: op.answer, setAside: op.setAside, at: op.at });
+    if (op.kind === 'success') store({ rawResponseId, runId, taskId: op.taskId, operation: op.operation, requestKey: op.requestKey, request: op.request, answer: op.answer, setAside: op.setAside, endsList: op.endsList, at: op.at });
     if ('call' in op) saveCall(op.call);
     const settled = settlementOf(op);
     if (settled) ledger.settle(settled, runId);

@@ -106,6 +106,8 @@ export interface ReadAnswer {
   call: CallFacts;
   /** Listed records its contract set aside (no identity): stored as answer_anomalies rows. */
   setAside: readonly SetAsideRecord[];
+  /** Its page ends the input's list (the contract's lastPage); absent where no list is read (tests' answers). */
+  lastPage?: boolean;
 }
 
 /** A paid 200 its contract could not read (the client's ApiSchemaError): archived apart, for reprocess. */

@@ -15,6 +15,8 @@ export interface AnswerWrites {
   taskId: number | null;
   /** When the answer was received (ISO-8601 UTC): the change's `at`. */
   at: string;
+  /** Its page ends the list (its contract's lastPage): the members last seen on later pages are no longer in it. */
+  endsList?: boolean | undefined;
 }
 
 /** One row of the `changes` table as recorded (its id comes with the insert), its entity and change typed. */
@@ -30,8 +32,13 @@ export interface RecordedChanges {
 const KEYS_PER_READ = 500;
 const IDENTIFIER = /^[a-z_][a-z0-9_]*$/;
 
-/** The stored rows under the keys read so far, by table and key value, kept as the answers recorded leave them. */
+/**
+ * The stored rows under the keys read so far, by table and key value, kept as the answers recorded leave them; under
+ * removalsOf(entity), by list, each member's latest `removed` (rows of `old` and `at`).
+ */
 type State = Map<string, Map<string, Row[]>>;
+
+const removalsOf = (entity: string) => `changes\u0000${entity}`;
 
 /**
  * State is read the first time a key comes up (before the group wrote it: a writer reads first), then kept in memory,
@@ -78,8 +85,35 @@ const readByKeys = byShape((key: string) => {
   return sql`SELECT * FROM ${literal(table)} WHERE ${literal(column)} IN (${paramList(Number(count))})`;
 });
 
+/** Each member's latest `removed` change of an entity's lists (a count of list keys). */
+const readRemovals = byShape((count: number) =>
+  sql`SELECT key, old, max(at) AS at FROM changes WHERE entity = ${param} AND change = 'removed' AND key IN (${paramList(count)}) GROUP BY key, old`);
+
+/**
+ * Adds to `state` the latest removals of the lists `writes` names that it lacks: a member a page ending the list
+ * removed keeps its row (on its last page), so only the removal tells it is gone. Read by keys alone, as the rows.
+ */
+function* readListRemovals(writes: readonly RowWrite[], state: State): Reads<void> {
+  const wanted = new Map<HistoryEntity, Set<string>>();
+  for (const w of writes) {
+    const t = TRACKING[w.table];
+    if (t?.kind !== 'list' || !('row' in w) || state.get(removalsOf(t.entity))?.has(t.listOf(w.row))) continue;
+    (wanted.get(t.entity) ?? wanted.set(t.entity, new Set()).get(t.entity)!).add(t.listOf(w.row));
+  }
+  for (const [entity, lists] of wanted) {
+    const byList = state.get(removalsOf(entity)) ?? state.set(removalsOf(entity), new Map()).get(removalsOf(entity))!;
+    const all = [...lists];
+    for (const list of all) byList.set(list, []);
+    for (let i = 0; i < all.length; i += KEYS_PER_READ) {
+      const keys = all.slice(i, i + KEYS_PER_READ);
+      for (const row of yield* rows<Row>(readRemovals(keys.length), [entity, ...keys])) byList.get(String(row['key']))?.push(row);
+    }
+  }
+}
+
 /** Adds to `state` the stored rows under keys of `writes` it lacks (one statement per table and 500 keys). */
 function* readState(writes: readonly RowWrite[], state: State): Reads<void> {
+  yield* readListRemovals(writes, state);
   for (const [table, values] of unreadKeys(writes, state)) {
     const column = readColumn(TRACKING[table]!);
     if (!IDENTIFIER.test(table) || !IDENTIFIER.test(column)) throw new Error(`internal: cannot read ${table}.${column}`);
@@ -126,7 +160,7 @@ function* recordAnswer(answer: AnswerWrites, state: State, out: RecordedChanges)
       (lists.get(id) ?? lists.set(id, { t, table: w.table, rows: [] }).get(id)!).rows.push(w.row);
     }
   }
-  for (const { t, table, rows: page } of lists.values()) yield* listChange(t, page, state.get(table)!, answer, change, out);
+  for (const { t, table, rows: page } of lists.values()) yield* listChange(t, page, state, table, answer, change, out);
 }
 
 type MakeChange = (entity: HistoryEntity, key: string, kind: ChangeKind, field: string | null, old: string | null, now: string | null) => ChangeRow;
@@ -174,8 +208,9 @@ function multisetMinus(a: readonly string[], b: readonly string[]): string[] {
   return out;
 }
 
-/** The members of a list as last seen: per page, the rows of that page's latest answer. */
-function currentMembers(t: ListTracking, stored: readonly Row[]): Map<string, number> {
+/** The members of a list as last seen: per page, the rows of that page's latest answer, but those removed since. */
+function currentMembers(t: ListTracking, stored: readonly Row[], removals: readonly Row[]): Map<string, number> {
+  const removedAt = new Map(removals.map((r) => [String(r['old']), String(r['at'])]));
   const latest = new Map<number, string>();
   for (const row of stored) {
     const page = t.pageOf(row);
@@ -183,20 +218,24 @@ function currentMembers(t: ListTracking, stored: readonly Row[]): Map<string, nu
     if (at > (latest.get(page) ?? '')) latest.set(page, at);
   }
   const members = new Map<string, number>();
-  for (const row of stored) if (String(row['last_seen_at']) === latest.get(t.pageOf(row))) members.set(String(row[t.member]), t.pageOf(row));
+  for (const row of stored) {
+    const [member, at] = [String(row[t.member]), String(row['last_seen_at'])];
+    const removed = removedAt.get(member);
+    if (at === latest.get(t.pageOf(row)) && (removed === undefined || removed < at)) members.set(member, t.pageOf(row));
+  }
   return members;
 }
 
-function* listChange(t: ListTracking, page: readonly Row[], rowsOf: Map<string, Row[]>, answer: AnswerWrites, change: MakeChange, out: RecordedChanges): Reads<void> {
+function* listChange(t: ListTracking, page: readonly Row[], state: State, table: string, answer: AnswerWrites, change: MakeChange, out: RecordedChanges): Reads<void> {
+  const rowsOf = state.get(table)!;
   const list = t.listOf(page[0]!);
   const by = String(page[0]![t.by]);
   const stored = (rowsOf.get(by) ?? []).filter((row) => t.listOf(row) === list);
-  const members = currentMembers(t, stored);
+  const removals = state.get(removalsOf(t.entity))!.get(list)!;
+  const members = currentMembers(t, stored, removals);
   const pageNo = t.pageOf(page[0]!);
   const now = new Set(page.map((row) => String(row[t.member])));
-  for (const [member, onPage] of members) {
-    if (onPage === pageNo && !now.has(member)) out.changes.push(change(t.entity, list, 'removed', null, member, null));
-  }
+  out.changes.push(...pageRemovals(members, pageNo, now, answer, removals).map((member) => change(t.entity, list, 'removed', null, member, null)));
   // A member missing from the page it was on may have moved to this one: its removal is withdrawn, whether recorded by
   // this group or an earlier commit of this pass over the list (this run's, or a run's that stopped before this page).
   // Each looked up once per page, not per member (a page of 20,000 new lookalikes: minutes of a blocked run).
@@ -220,6 +259,20 @@ function* listChange(t: ListTracking, page: readonly Row[], rowsOf: Map<string, 
   // The state as this page leaves it: its members seen now, on this page.
   const kept = (rowsOf.get(by) ?? []).filter((row) => !(t.listOf(row) === list && now.has(String(row[t.member]))));
   rowsOf.set(by, [...kept, ...page]);
+}
+
+/**
+ * The members the page drops: those last seen on it, and on the pages after it when it ends the list (the runner
+ * settles those without a call). Their rows stay as last seen: `removals` keeps them out for the group's later answers.
+ */
+function pageRemovals(members: Map<string, number>, pageNo: number, now: Set<string>, answer: AnswerWrites, removals: Row[]): string[] {
+  const gone: string[] = [];
+  for (const [member, onPage] of members) {
+    if (now.has(member) || !(onPage === pageNo || (answer.endsList === true && onPage > pageNo))) continue;
+    gone.push(member);
+    if (onPage !== pageNo) removals.push({ old: member, at: answer.at });
+  }
+  return gone;
 }
 
 /** The `removed` changes of a list among `changes`, by member, in order. */

@@ -31,7 +31,7 @@ export interface SetTracking {
 
 /**
  * A paged list (a company's lookalikes, a search's results), an answer per page: a member is `added` when on no page as
- * last seen, `removed` when its last page drops it and no other page of the run shows it.
+ * last seen, `removed` when its last page drops it, or an earlier page ends the list, and no other page of the run shows it.
  */
 export interface ListTracking {
   kind: 'list';

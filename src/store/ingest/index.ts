@@ -24,8 +24,8 @@ export interface IngestResult {
   anomalies?: RowAnomaly[];
 }
 
-/** The run and task an answer came from: its changes are filed under them. */
-type ChangeSource = Pick<AnomalySource, 'runId' | 'taskId'>;
+/** The run and task an answer came from (its changes are filed under them), and whether its page ends the list. */
+type ChangeSource = Pick<AnomalySource, 'runId' | 'taskId'> & { endsList?: boolean | undefined };
 
 export { NORMALIZED_TABLES };
 
@@ -52,7 +52,7 @@ export function createIngestor(database: Connection) {
     }
     ctx.seenAt = seenAt;
     const stored = answerRows(subject, answer, ctx);
-    if (source) readSync(sqlite, storeChanges({ writes: stored.writes, runId: source.runId, taskId: source.taskId, at: seenAt }));
+    if (source) readSync(sqlite, storeChanges({ writes: stored.writes, runId: source.runId, taskId: source.taskId, at: seenAt, endsList: source.endsList }));
     for (const w of stored.writes) write(w);
     const result = { rows: rowCount(stored), skipped: stored.skipped };
     return stored.anomalies.length > 0 ? { ...result, anomalies: stored.anomalies } : result;

@@ -55,7 +55,7 @@ export function createPgAnswerStore() {
       : answerRows(input.request, input.answer, askingContext(input, asked, await readBack(client, batch, asked)));
     // What it changes, read before its rows join the batch (history/record-changes.ts: keys first seen are read now);
     // with no recorder, the caller records it from reads it made before (pg-group-commit.ts's start).
-    if (history) await readPg({ client }, history.record({ writes: stored.writes, runId: input.runId ?? null, taskId: input.taskId ?? null, at: input.at }));
+    if (history) await readPg({ client }, history.record({ writes: stored.writes, runId: input.runId ?? null, taskId: input.taskId ?? null, at: input.at, endsList: input.endsList }));
     for (const w of stored.writes) await batch.add(client, await completed(client, batch, w));
     return { rows: rowCount(stored), anomalies: [...setAsideAnomalies(input.setAside), ...stored.anomalies].map((a) => anomalyRow(input, a)) };
   }

@@ -89,7 +89,7 @@ function startGroup(runId: number, answers: ReturnType<typeof createPgAnswerStor
       const { written } = await rowsSent;
       try {
         for (const [i, op] of group.paid.entries()) {
-          if (op.kind === 'success') await readPg({ client }, history.record({ writes: group.firsts[i]!.stored.writes, runId, taskId: op.taskId, at: op.at }));
+          if (op.kind === 'success') await readPg({ client }, history.record({ writes: group.firsts[i]!.stored.writes, runId, taskId: op.taskId, at: op.at, endsList: op.endsList }));
         }
       } catch (err) {
         // After rows the server refused, a read fails only as the transaction is aborted (25P02): the refusal says why.
@@ -162,7 +162,7 @@ function rowStatements(runId: number, group: PlannedGroup, batch: PgRowBatch, an
 type Anomaly = { n: number; taskId: number; row: unknown[] };
 
 const storedInput = (runId: number, op: Extract<PaidOp, { kind: 'success' }>) => ({
-  rawResponseId: 0, runId, taskId: op.taskId, operation: op.operation, requestKey: op.requestKey, request: op.request, answer: op.answer, setAside: op.setAside, at: op.at,
+  rawResponseId: 0, runId, taskId: op.taskId, operation: op.operation, requestKey: op.requestKey, request: op.request, answer: op.answer, setAside: op.setAside, endsList: op.endsList, at: op.at,
 });
 
 /** The history's statements for what `history` recorded: changes withdrawn, then those added. */
