@@ -86,7 +86,9 @@ async function runPages(unit: TaskRow[], ctx: ExecutorContext, progress: JobProg
   // Settled once committed: an input given back (DueTasks.settled) must not show its later pages as due.
   const pastLast: Array<Promise<void>> = [];
   for (const row of unit) {
-    if (ctx.stop.reason) break;
+    // Pages past a short one are settled even once the run is stopping (credits, a signal): left due, the next run would
+    // pay for them. Not after a fatal stop (a lost lock, a failed writer): nothing more may be written.
+    if (ctx.stop.reason && (lastPage === null || ctx.stop.reason === 'fatal')) break;
     const task = toExecutable(row);
     if (lastPage !== null) {
       pastLast.push(ctx.writer.pastLastPage(task, lastPage));

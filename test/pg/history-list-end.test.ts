@@ -43,11 +43,14 @@ function pageOf(state: { night: number; nights: Nights }, page: number): number[
 }
 
 /** search-jobs: pages of 10 by `start`, a 404 past the end (as the service answers). */
-function searchService(state: { night: number; nights: Nights }): Promise<string> {
+function searchService(state: { night: number; nights: Nights; calls?: number; answered?: (page: number) => void }): Promise<string> {
   return startFake((req, res) => {
     const url = new URL(req.url ?? '/', 'http://x');
     if (url.pathname !== '/v1/api/search-jobs') return void res.writeHead(404).end('{}');
-    const found = pageOf(state, Number(url.searchParams.get('start') ?? 0) / 10 + 1);
+    const page = Number(url.searchParams.get('start') ?? 0) / 10 + 1;
+    state.calls = (state.calls ?? 0) + 1;
+    res.on('finish', () => state.answered?.(page));
+    const found = pageOf(state, page);
     if (found === 'fail') return void res.writeHead(500, { 'content-type': 'application/json' }).end('{"message":"boom"}');
     if (found === null) return void res.writeHead(404, { 'content-type': 'application/json' }).end('{"message":"Not Found"}');
     res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(jobsResponse(found.map((n) => job(n)))));
@@ -130,5 +133,25 @@ forEachEngine('a paged list that got shorter', (engine) => {
     await run(2);
     expect(await db.taskStatuses('lists')).toMatchObject({ failed: 1 });
     expect(await listChanges(db, entity)).toEqual([...listed(1, 'added', range(1, 22)), '2 removed 22']);
+  }, 60_000);
+
+  it('a run stopped right after a short page settles the pages after it: the next run pays for none of them', async () => {
+    const state: Parameters<typeof searchService>[0] = { night: 1, nights: SHRUNK };
+    const api = { baseUrl: await searchService(state), token: TOKEN };
+    const db = await engine.open(ws.dir);
+    await writeFile(join(ws.dir, 'queries.csv'), 'keywords,location\nrobotics engineer,germany\n');
+    writeJobFile(ws.dir, { name: 'lists', operation: 'search-jobs', pages: 3, input: { csv: 'queries.csv' }, rate: { requestsPerMinute: 60_000, concurrency: 1 } });
+    const lists = await loadJob('lists.json', { cwd: ws.dir });
+    expect((await runJobs({ dbPath: db.locator, jobs: [lists], api })).status).toBe('completed');
+    // Night 2: page 1 lists 7 and ends the list; Ctrl-C comes as its answer does, before page 2 would be asked.
+    state.night = 2;
+    const stop = new AbortController();
+    state.answered = () => stop.abort();
+    expect((await runJobs({ dbPath: db.locator, jobs: [lists], api, refresh: true, signal: stop.signal })).status).toBe('interrupted');
+    state.answered = undefined;
+    expect(await db.taskStatuses('lists')).toEqual({ done: 1, not_found: 2 });
+    const before = state.calls;
+    expect((await runJobs({ dbPath: db.locator, jobs: [lists], api })).status).toBe('completed');
+    expect(state.calls).toBe(before);
   }, 60_000);
 });
