@@ -82,29 +82,24 @@ async function enqueueDue(due: DueTasks, ctx: ExecutorContext, enqueue: (unit: T
 
 /** One input's pages in order; a short page settles the later ones without a call. Resolves once all are committed. */
 async function runPages(unit: TaskRow[], ctx: ExecutorContext, progress: JobProgress): Promise<void> {
-  let lastPage: number | null = null;
-  // Settled once committed: an input given back (DueTasks.settled) must not show its later pages as due.
-  const pastLast: Array<Promise<void>> = [];
-  for (const row of unit) {
-    // Pages past a short one are settled even once the run is stopping (credits, a signal): left due, the next run would
-    // pay for them. Not after a fatal stop (a lost lock, a failed writer): nothing more may be written.
-    if (ctx.stop.reason && (lastPage === null || ctx.stop.reason === 'fatal')) break;
-    const task = toExecutable(row);
-    if (lastPage !== null) {
-      pastLast.push(ctx.writer.pastLastPage(task, lastPage));
-      progress.notFound += 1;
-      continue;
-    }
+  for (const [i, row] of unit.entries()) {
+    if (ctx.stop.reason) break;
+    // The later pages go with this page's answer: one ending the list settles them in its own transaction, so neither a
+    // stop nor a crash right after it leaves them due for the next run to pay for.
+    const laterPages = unit.slice(i + 1).map((later) => later.id);
+    const task: ExecutableTask = { ...toExecutable(row), laterPages };
     const outcome = await executeTask(task, ctx);
     if (outcome.kind === 'stopped') break;
     ctx.onTaskEnded?.(task, outcome);
     if (outcome.kind === 'done') progress.done += 1;
     else if (outcome.kind === 'not_found') progress.notFound += 1;
     else progress.failed += 1;
-    if (outcome.kind === 'not_found' || (outcome.kind === 'done' && outcome.lastPage)) lastPage = row.page;
     // A page that failed leaves the later ones due: they may still hold results.
+    if (outcome.kind !== 'not_found' && (outcome.kind !== 'done' || !outcome.lastPage)) continue;
+    // Settled with it, unless the writer failed (a fatal stop): then nothing was written.
+    if (ctx.stop.reason !== 'fatal') progress.notFound += laterPages.length;
+    break;
   }
-  await Promise.all(pastLast);
 }
 
 /** The call a ledger row stands for: its request read once through its operation's schema, and its answer's key. */

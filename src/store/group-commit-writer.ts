@@ -6,7 +6,7 @@ import type { ApiCallRow } from './api-calls.ts';
 import type { AnySubject } from '../operations/index.ts';
 import type { CreditCounters } from '../spec/types.ts';
 import type { CallFacts, FailedAttempt, ReadAnswer, UnreadAnswer, WriterTask } from './run-store.ts';
-import { settlementOf, type OutcomeOp } from './outcome-ops.ts';
+import { settlementsOf, type OutcomeOp, type PastLast } from './outcome-ops.ts';
 
 /** The tasks a writer's committed outcomes settled, by the status each took, and the failed ones by code. */
 export interface SettledCounts {
@@ -56,14 +56,15 @@ export abstract class GroupCommitWriter {
   abstract close(): Promise<void>;
 
   /**
-   * A 200: normalized rows (from the answer as the client read it), raw body, api_calls row, task done, atomically.
-   * Resolves with null once committed, or with why the database refused its rows (then stored as refusedAlone says).
+   * A 200: normalized rows (from the answer as the client read it), raw body, api_calls row, task done, atomically,
+   * with the input's later pages if its page ends the list. Resolves with null once committed, or with why the database
+   * refused its rows (then stored as refusedAlone says, the later pages left due).
    */
   success(task: WriterTask, request: AnySubject, requestKey: string, result: ReadAnswer, attempts: number): Promise<string | null> {
     const at = this.now();
     const call = callRow(this.runId, task.id, result.call, at, null, result.credits);
     const op: OutcomeOp = {
-      kind: 'success', taskId: task.id, operation: task.operation, requestKey, request, body: result.raw, answer: result.data, setAside: result.setAside, endsList: result.lastPage === true, call, attempts, at,
+      kind: 'success', taskId: task.id, operation: task.operation, requestKey, request, body: result.raw, answer: result.data, setAside: result.setAside, endsList: result.lastPage === true, pastLast: result.lastPage === true ? pastLastOf(task) : undefined, call, attempts, at,
     };
     return this.enqueue(op).then(() => this.refused.get(op) ?? null);
   }
@@ -77,15 +78,10 @@ export abstract class GroupCommitWriter {
     });
   }
 
-  /** A 404: the lookup found nothing, which is an answer, not a failure. */
+  /** A 404: the lookup found nothing, which is an answer, not a failure; a page's ends its list (with its later pages). */
   notFound(task: WriterTask, call: CallFacts, attempts: number, note: string | null): Promise<void> {
     const at = this.now();
-    return this.enqueue({ kind: 'not_found', taskId: task.id, call: callRow(this.runId, task.id, call, at, null, null), attempts, note, at });
-  }
-
-  /** Later pages of an input whose list ended earlier: settled without a call. */
-  pastLastPage(task: WriterTask, lastPage: number): Promise<void> {
-    return this.enqueue({ kind: 'past_last_page', taskId: task.id, lastPage, at: this.now() });
+    return this.enqueue({ kind: 'not_found', taskId: task.id, call: callRow(this.runId, task.id, call, at, null, null), attempts, note, at, pastLast: pastLastOf(task) });
   }
 
   /** One failed HTTP attempt, for the api_calls log. */
@@ -136,7 +132,8 @@ export abstract class GroupCommitWriter {
     if (op?.kind !== 'success') return null;
     const message = `the database refused this answer's rows: ${why}`;
     this.refused.set(op, message);
-    const { answer: _answer, setAside: _setAside, ...paid } = op;
+    // Its page failed: the later pages stay due (they may still hold results).
+    const { answer: _answer, setAside: _setAside, pastLast: _pastLast, ...paid } = op;
     return [[{ ...paid, kind: 'rejected', code: 'STORE_REFUSED', message, call: { ...op.call, errorCode: 'STORE_REFUSED' } }]];
   }
 
@@ -173,15 +170,21 @@ export abstract class GroupCommitWriter {
     const counts = this.settledCounts;
     for (const op of ops) {
       if ('call' in op) this.callsCommitted += 1;
-      const settled = settlementOf(op);
-      if (!settled) continue;
-      counts[SETTLED_KEY[settled.status]] += 1;
-      if (settled.status !== 'failed') continue;
-      // The ledger's name for a failure without a code (failedByCode).
-      const code = settled.code ?? 'UNKNOWN';
-      counts.failedByCode[code] = (counts.failedByCode[code] ?? 0) + 1;
+      for (const settled of settlementsOf(op)) {
+        counts[SETTLED_KEY[settled.status]] += 1;
+        if (settled.status !== 'failed') continue;
+        // The ledger's name for a failure without a code (failedByCode).
+        const code = settled.code ?? 'UNKNOWN';
+        counts.failedByCode[code] = (counts.failedByCode[code] ?? 0) + 1;
+      }
     }
   }
+}
+
+/** The later due pages a paged task's answer settles if it ends the list; undefined without any. */
+function pastLastOf(task: WriterTask): PastLast | undefined {
+  if (task.page === undefined || !task.laterPages?.length) return undefined;
+  return { taskIds: task.laterPages, lastPage: task.page };
 }
 
 function callRow(runId: number, taskId: number, call: Partial<CallFacts>, at: string, errorCode: string | null, credits: CreditCounters | null): ApiCallRow {

@@ -47,13 +47,22 @@ interface PaidBody {
   at: string;
 }
 
+/**
+ * The input's later due pages, settled past the last page (`lastPage`, this answer's) in the same transaction as the
+ * answer that ends the list: a crash between the two would leave them due, and the next run would pay for them.
+ */
+export interface PastLast {
+  taskIds: readonly number[];
+  lastPage: number;
+}
+
 /** One thing to write; `at` is the ISO time the outcome was known. */
 export type OutcomeOp =
   /** A 200 its contract read: rows (from `answer`), raw body, anomalies, api_calls row, task done: all or nothing. */
-  | ({ kind: 'success'; answer: unknown; setAside: readonly SetAsideRecord[]; endsList?: boolean } & PaidBody)
+  | ({ kind: 'success'; answer: unknown; setAside: readonly SetAsideRecord[]; endsList?: boolean; pastLast?: PastLast | undefined } & PaidBody)
   /** A paid wrong-shape 200: body archived with error_code, api_calls row, task failed: all or nothing (reprocess). */
   | ({ kind: 'rejected'; code: string; message: string } & PaidBody)
-  | { kind: 'not_found'; taskId: number; call: ApiCallRow; attempts: number; note: string | null; at: string }
+  | { kind: 'not_found'; taskId: number; call: ApiCallRow; attempts: number; note: string | null; at: string; pastLast?: PastLast | undefined }
   | { kind: 'past_last_page'; taskId: number; lastPage: number; at: string }
   | { kind: 'attempt_failed'; call: ApiCallRow }
   | { kind: 'failed'; taskId: number; code: string; message: string; retryable: boolean; attempts: number; at: string };
@@ -79,12 +88,26 @@ export function settlementOf(op: OutcomeOp): Settlement | null {
     case 'not_found':
       return settlement(op.taskId, 'not_found', op.attempts, null, op.note, null, op.at);
     case 'past_last_page':
-      return settlement(op.taskId, 'not_found', 0, null, `past the last page (${op.lastPage})`, null, op.at);
+      return pastLastSettlement(op.taskId, op.lastPage, op.at);
     case 'failed':
       return settlement(op.taskId, 'failed', op.attempts, op.code, op.message.slice(0, 1000), op.retryable ? 1 : 0, op.at);
     case 'attempt_failed':
       return null;
   }
+}
+
+/** How an outcome settles its task and, for an answer ending a list, the input's later pages (PastLast). */
+export function settlementsOf(op: OutcomeOp): Settlement[] {
+  const own = settlementOf(op);
+  if (own === null) return [];
+  const past = 'pastLast' in op ? op.pastLast : undefined;
+  if (past === undefined) return [own];
+  return [own, ...past.taskIds.map((id) => pastLastSettlement(id, past.lastPage, own.at))];
+}
+
+/** A page after the one ending its input's list: not found, without a call. */
+function pastLastSettlement(id: number, lastPage: number, at: string): Settlement {
+  return settlement(id, 'not_found', 0, null, `past the last page (${lastPage})`, null, at);
 }
 
 /** One object shape for every kind: the statements reading settlements see one map, not five (spread objects differ). */
@@ -103,8 +126,7 @@ export function prepareOutcomeWrite(database: Connection, runId: number): (op: O
     const rawResponseId = op.kind === 'success' || op.kind === 'rejected' ? saveRaw(rawInputOf(op, runId)) : 0;
     if (op.kind === 'success') store({ rawResponseId, runId, taskId: op.taskId, operation: op.operation, requestKey: op.requestKey, request: op.request, answer: op.answer, setAside: op.setAside, endsList: op.endsList, at: op.at });
     if ('call' in op) saveCall(op.call);
-    const settled = settlementOf(op);
-    if (settled) ledger.settle(settled, runId);
+    for (const settled of settlementsOf(op)) ledger.settle(settled, runId);
   };
 }
 

@@ -87,6 +87,10 @@ export interface RunHold {
 export interface WriterTask {
   id: number;
   operation: Operation;
+  /** A paged task's page. */
+  page?: number;
+  /** The ids of its input's due pages after it: an answer ending the list settles them with it (outcome-ops PastLast). */
+  laterPages?: readonly number[];
 }
 
 /** One API call as the client tells it (its ApiCallInfo), as the store logs it in `api_calls`. */

@@ -6,7 +6,7 @@ import type pg from 'pg';
 import { CALL_HEAD, callValues } from '../api-calls.ts';
 import { RAW_HEAD, rawValues } from '../raw-archive.ts';
 import { pgBodyText } from '../raw-body.ts';
-import { rawInputOf, settlementOf, type OutcomeOp, type Settlement } from '../outcome-ops.ts';
+import { rawInputOf, settlementsOf, type OutcomeOp, type Settlement } from '../outcome-ops.ts';
 import type { RowWrite } from '../../operations/stored-rows.ts';
 import { createPgAnswerStore, firstPass, type FirstPass } from './pg-answer-store.ts';
 import { ANOMALY_HEAD } from '../answer-anomalies.ts';
@@ -154,7 +154,7 @@ function rowStatements(runId: number, group: PlannedGroup, batch: PgRowBatch, an
     ...rawBodiesSql(group.paid, runId, anomalies),
     ...batch.take(),
     ...valuesStatements(CALL_HEAD, group.ops.flatMap((op) => ('call' in op ? [callValues(op.call)] : []))),
-    ...settleSql(runId, group.ops.flatMap((op) => settlementOf(op) ?? [])),
+    ...settleSql(runId, group.ops.flatMap(settlementsOf)),
   ];
 }
 
