@@ -13,7 +13,7 @@ import { common, text, type JobCommon, type JobInputFile } from '../jobs/job-com
 import type { OperationSpec } from './operation-spec.ts';
 import type { RowWrite } from './stored-rows.ts';
 import { arrayOf, joinedList, objectOf, sqlValue, recordUrlKey, urlKey } from './stored-values.ts';
-import { rawRows, timeInJsonArray, sql, param, named, codePointOrder } from '../statement.ts';
+import { rawRows, timeInJsonArray, sql, param, named, literal, codePointOrder } from '../statement.ts';
 
 const job = obj({
   title: str(),
@@ -99,18 +99,20 @@ export const JOB_COLUMNS = [
 
 // As for similar companies, only the rows of each page's latest answer, by the page stored with each row: a page may
 // hold more or fewer than 10 results, so a position (start + index) does not tell its page. Ranked 1, 2, 3... in
-// page order, then position.
+// page order, then position. A row without a page (an older release's run, open across the upgrade, wrote it) is
+// read as the migration filled the rows before it: position / 10 + 1.
 export const JOB_SQL = sql`
-  WITH latest(page, at) AS (
-    SELECT page, max(last_seen_at) FROM job_search_results
-    WHERE search_key = ${named('input')} AND page <= ${named('pages')}
-    GROUP BY page
+  WITH results(job_url, position, last_seen_at, page) AS (
+    SELECT job_url, position, last_seen_at, coalesce(page, position / ${literal(SEARCH_JOBS_PAGE_SIZE)} + 1)
+    FROM job_search_results WHERE search_key = ${named('input')}
+  ), latest(page, at) AS (
+    SELECT page, max(last_seen_at) FROM results WHERE page <= ${named('pages')} GROUP BY page
   )
   SELECT
     j.url, j.title, j.company_name, j.company_link, j.location, j.posted_date, j.is_actively_hiring,
     j.employment_type, j.seniority_level, j.job_function, j.industries, j.description, r.last_seen_at
   FROM latest l
-  JOIN job_search_results r ON r.search_key = ${named('input')} AND r.page = l.page AND r.last_seen_at = l.at
+  JOIN results r ON r.page = l.page AND r.last_seen_at = l.at
   JOIN jobs j ON j.url = r.job_url
   WHERE l.at >= ${timeInJsonArray(named('floors'), '(l.page - 1)')}
   ORDER BY r.page, r.position, ${codePointOrder('r.job_url')}`;

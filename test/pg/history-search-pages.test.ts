@@ -114,3 +114,35 @@ forEachEngine('a search whose page 1 holds 12 results', (engine) => {
     expect(results.map((r) => `${r.job_rank} ${jobNo(r.job_url)}`)).toEqual(range(1, 22).map((n) => `${n} ${n}`));
   }, 60_000);
 });
+
+/**
+ * An older release's run, open on the dataset when a newer command upgraded it, goes on writing results without a page
+ * (page 2's here, as its last answers). They are read as the migration read the rows before them: position / 10 + 1.
+ */
+forEachEngine('results an older release wrote after the upgrade, without a page', (engine) => {
+  it('enrich lists them and the history still removes the job that leaves their page', async () => {
+    const state = { night: 1, nights: ONE_REPLACED };
+    const api = { baseUrl: await searchService(state), token: TOKEN };
+    const db = await engine.open(ws.dir);
+    await writeFile(join(ws.dir, 'queries.csv'), 'keywords,location\nrobotics engineer,germany\n');
+    writeJobFile(ws.dir, {
+      name: 'searches', operation: 'search-jobs', input: { csv: 'queries.csv' }, pages: 2,
+      rate: { requestsPerMinute: 60_000, concurrency: 1 }, retry: { retries: 0, minTimeoutMs: 10, maxTimeoutMs: 50 },
+    });
+    const searches = await loadJob('searches.json', { cwd: ws.dir });
+    expect((await runJobs({ dbPath: db.locator, jobs: [searches], api })).status).toBe('completed');
+    await db.run('UPDATE job_search_results SET page = NULL WHERE page = 2');
+
+    const out = join(ws.dir, 'enriched.jsonl');
+    const cli = await inProcess(['enrich', 'searches.json', '--db', db.locator, '--out', out, '--rows', 'per-result', '--format', 'jsonl'], {}, { cwd: ws.dir });
+    expect(cli.code, cli.stderr).toBe(0);
+    const results = (await readFile(out, 'utf8')).trim().split('\n').map((line) => JSON.parse(line) as { job_rank: number; job_url: string });
+    // Before: 12 rows, page 2's ten left out.
+    expect(results.map((r) => `${r.job_rank} ${jobNo(r.job_url)}`)).toEqual(range(1, 22).map((n) => `${n} ${n}`));
+
+    state.night = 2;
+    expect((await runJobs({ dbPath: db.locator, jobs: [searches], api, refresh: true })).status).toBe('completed');
+    // Before: no '2 removed 20' (a row without a page was on no page the answers named).
+    expect(await searchChanges(db)).toEqual([...added(1, range(1, 22)), '2 added 30', '2 removed 20']);
+  }, 60_000);
+});

@@ -3,6 +3,7 @@
  * bookkeeping, derived columns, and what moves nightly (a lookalike's rank and score, a job's search position).
  */
 import { EMPTY_FILTER_KEY } from '../../jobs/request-keys.ts';
+import { SEARCH_JOBS_PAGE_SIZE } from '../../spec/types.ts';
 
 export const HISTORY_ENTITIES = ['company', 'post', 'job', 'lookalike', 'search'] as const;
 export type HistoryEntity = (typeof HISTORY_ENTITIES)[number];
@@ -75,7 +76,8 @@ export const TRACKING: Readonly<Record<string, Tracking>> = {
     by: 'search_key',
     listOf: (row) => String(row['search_key']),
     member: 'job_url',
-    // The page the answer was asked for, not position / 10: a page of 12 would overlap the next.
-    pageOf: (row) => Number(row['page']),
+    // The page the answer was asked for, not position / 10: a page of 12 would overlap the next. Without one (an older
+    // release's run, open across the upgrade, wrote the row), the page the migration gave the rows before it.
+    pageOf: (row) => (row['page'] == null ? Math.floor(Number(row['position']) / SEARCH_JOBS_PAGE_SIZE) + 1 : Number(row['page'])),
   },
 };
