@@ -11,7 +11,7 @@ import type { JobDefinition } from '../jobs/schema.ts';
 import type { Operation } from '../spec/types.ts';
 import type { AnswerContract } from './answer-contract.ts';
 import type { DriftTally } from './drift.ts';
-import type { StoredAnswer, RowContext } from './stored-rows.ts';
+import type { ListPage, StoredAnswer, RowContext } from './stored-rows.ts';
 import type { Reads } from '../statement.ts';
 
 /** What a stored answer is filed under: the request it answers, as raw_responses.request_json holds it. */
@@ -102,6 +102,8 @@ export interface OperationSpec<Q = unknown, A = unknown, S extends Subject = Sub
   requestKey(subject: S): string;
   /** The rows an answer stores, by public table and column names (docs/schema.md); a pure function. */
   rows(subject: S, answer: A, ctx: RowContext): StoredAnswer;
+  /** A paged list's page the subject asks for, as its rows name it: a page with no row (empty, a 404) still ends the list. */
+  listPage?(subject: S, networkHost: string): ListPage;
 
   // ---- enrich ----
   /** The result columns `enrich` appends, and how one input's results are read (docs/export.md: public names). */

@@ -294,6 +294,7 @@ export const searchJobs = {
     }
     return { writes, skipped, anomalies: [] };
   },
+  listPage: (s) => ({ table: 'job_search_results', row: { search_key: s.searchKey, page: pageOfStart(s.start) } }),
 
   enrich: {
     columns: JOB_COLUMNS,

@@ -334,6 +334,10 @@ export const similarCompanies = {
     }
     return { writes, skipped, anomalies: [] };
   },
+  listPage: (s, host) => ({
+    table: 'similar_companies',
+    row: { reference_url: urlKey(s.referenceUrl, canonicalCompanyUrl, host) ?? s.referenceUrl, filter_key: s.filterKey, page: s.page },
+  }),
 
   enrich: {
     columns: SIMILAR_COLUMNS,

@@ -20,6 +20,12 @@ export type RowWrite = {
   [T in NormalizedTable]: { table: T; row: RowOf<T> } | { table: T; owner: Row; rows: readonly RowOf<T>[] };
 }[NormalizedTable];
 
+/** A page of a paged list as its rows name it (the list's key columns and the page), whether or not it lists anyone. */
+export interface ListPage {
+  table: NormalizedTable;
+  row: Row;
+}
+
 /** Something an answer held that was not stored as asked (answer_anomalies). */
 export interface RowAnomaly {
   kind: AnswerAnomalyKind;

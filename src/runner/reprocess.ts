@@ -6,9 +6,9 @@
 import { ApiSchemaError } from '../api/errors.ts';
 import { parseJsonBody, readUsableAnswer } from '../api/schemas.ts';
 import { openStore } from '../store/open-store.ts';
-import { findSpec, readStored } from '../operations/index.ts';
+import { findSpec, readStored, type AnySubject } from '../operations/index.ts';
 import { decodeRawBody } from '../store/raw-body.ts';
-import type { ArchivedBody, ReprocessStore } from '../store/reprocess-store.ts';
+import type { ArchivedBody, ArchivedListEnd, ReprocessStore } from '../store/reprocess-store.ts';
 import { terminalValue } from '../text-width.ts';
 
 /** Options of the replay (replay, reprocessDatabase); every default here. */
@@ -59,11 +59,14 @@ export async function replay(store: ReprocessStore, options: ReprocessOptions): 
   if (report.rebuiltFromScratch) report.rowsDeleted = await store.clearNormalizedTables();
   // Rebuilt from the bodies with the rows (not counted among them: they are notes, not data).
   await store.clearKeptBodiesAnomalies();
+  // Over tables kept (pruned bodies), the history is kept too: a 404 wrote no row, so it has nothing to rebuild.
+  const listEndsBefore = report.rebuiltFromScratch ? listEndReplay(store, opts.batchSize) : async () => undefined;
   for (let lastId = 0; ; ) {
     const rows = await store.archivePage(lastId, opts.batchSize);
     if (rows.length === 0) break;
     for (const row of rows) {
       lastId = row.id;
+      await listEndsBefore(row.receivedAt);
       report.responses++;
       try {
         const { rows: written, taskRecovered } = await replayOne(store, row, now);
@@ -77,7 +80,44 @@ export async function replay(store: ReprocessStore, options: ReprocessOptions): 
     }
     opts.onProgress?.(report.responses);
   }
+  await listEndsBefore(null);
   return report;
+}
+
+/**
+ * Replays the 404s that ended a paged list among the bodies, by time (a body first at the same time): a 404 keeps no
+ * body, so its api_calls row and its task's request stand for it. The returned function replays those before `at`
+ * (all that are left, for null).
+ */
+function listEndReplay(store: ReprocessStore, batchSize: number): (at: string | null) => Promise<void> {
+  let page: ArchivedListEnd[] = [];
+  let lastId = 0;
+  let more = true;
+  return async (at) => {
+    for (;;) {
+      if (page.length === 0 && more) {
+        page = await store.listEndsPage(lastId, batchSize);
+        more = page.length === batchSize;
+        lastId = page.at(-1)?.id ?? lastId;
+      }
+      const next = page[0];
+      if (next === undefined || (at !== null && next.at >= at)) return;
+      page.shift();
+      await replayListEnd(store, next);
+    }
+  };
+}
+
+/** One 404 that ended a list: what it removes, as the run recorded it; a task whose request no longer reads is left out. */
+async function replayListEnd(store: ReprocessStore, end: ArchivedListEnd): Promise<void> {
+  const spec = findSpec(end.operation);
+  let request: AnySubject | undefined;
+  try {
+    request = spec?.subjectOf(end.inputKey, readStored(spec.request, end.requestJson, 'request_json'));
+  } catch {
+    return;
+  }
+  if (request) await store.storeListEnd({ request, runId: end.runId, taskId: end.taskId, at: end.at });
 }
 
 /** One body through its contract and the store, in a savepoint: a body that fails half-way leaves none of its rows. */

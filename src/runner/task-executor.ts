@@ -74,7 +74,7 @@ export async function executeTask(task: ExecutableTask, ctx: ExecutorContext): P
   const result = received as ApiResult<unknown> | null;
   if (result === null) return { kind: 'stopped' };
   if (result.kind === 'not_found') {
-    await ctx.writer.notFound(task, result.call, tally.calls, result.message);
+    await ctx.writer.notFound(task, result.call, tally.calls, result.message, task.ingest);
     return { kind: 'not_found', message: result.message };
   }
   // The task's slot stays taken until its answer is committed: see ResultWriter.

@@ -78,10 +78,13 @@ export abstract class GroupCommitWriter {
     });
   }
 
-  /** A 404: the lookup found nothing, which is an answer, not a failure; a page's ends its list (with its later pages). */
-  notFound(task: WriterTask, call: CallFacts, attempts: number, note: string | null): Promise<void> {
+  /**
+   * A 404: the lookup found nothing, which is an answer, not a failure; a page's ends its list, with its later pages
+   * (and `request`'s list, if a paged one, ends there for the history).
+   */
+  notFound(task: WriterTask, call: CallFacts, attempts: number, note: string | null, request?: AnySubject): Promise<void> {
     const at = this.now();
-    return this.enqueue({ kind: 'not_found', taskId: task.id, call: callRow(this.runId, task.id, call, at, null, null), attempts, note, at, pastLast: pastLastOf(task) });
+    return this.enqueue({ kind: 'not_found', taskId: task.id, call: callRow(this.runId, task.id, call, at, null, null), attempts, note, at, request, pastLast: pastLastOf(task) });
   }
 
   /** One failed HTTP attempt, for the api_calls log. */

@@ -3,6 +3,9 @@ import type { Connection } from './connection.ts';
 import type { AnySubject } from '../operations/index.ts';
 import { recordAnswerAnomalies, setAsideAnomalies, type AnomalySource } from './answer-anomalies.ts';
 import { createIngestor, type IngestResult } from './ingest/index.ts';
+import { listPageOf } from './ingest/tables.ts';
+import { storeChanges, type AnswerWrites } from './history/record-changes.ts';
+import { readSync } from './read-steps.ts';
 import { saveRawResponse, type RawResponseInput } from './raw-archive.ts';
 import { saveApiCall, type ApiCallRow } from './api-calls.ts';
 import { createLedger } from './ledger.ts';
@@ -34,6 +37,26 @@ export function prepareAnswerStore(database: Connection): (input: StoredAnswer) 
   };
 }
 
+/** A 404 that ended a paged list: it writes no row, but the history removes what the list lost (reprocess replays it). */
+export interface ListEnd {
+  request: AnySubject;
+  runId: number | null;
+  taskId: number | null;
+  at: string;
+}
+
+/** The history's input for a 404 ending a list; null when its operation has no list. */
+export function listEndWrites({ request, runId, taskId, at }: ListEnd): AnswerWrites | null {
+  const list = listPageOf(request);
+  return list ? { writes: [], runId, taskId, at, endsList: true, list } : null;
+}
+
+/** Records what a 404 ending a paged list removes, in the caller's transaction (SQLite). */
+export function storeListEnd(database: Connection, end: ListEnd): void {
+  const answer = listEndWrites(end);
+  if (answer) readSync(database.sqlite, storeChanges(answer));
+}
+
 /** A paid 200 as it travels to the writer: the task, the request it answered and the body as received. */
 interface PaidBody {
   taskId: number;
@@ -62,7 +85,8 @@ export type OutcomeOp =
   | ({ kind: 'success'; answer: unknown; setAside: readonly SetAsideRecord[]; endsList?: boolean; pastLast?: PastLast | undefined } & PaidBody)
   /** A paid wrong-shape 200: body archived with error_code, api_calls row, task failed: all or nothing (reprocess). */
   | ({ kind: 'rejected'; code: string; message: string } & PaidBody)
-  | { kind: 'not_found'; taskId: number; call: ApiCallRow; attempts: number; note: string | null; at: string; pastLast?: PastLast | undefined }
+  /** A 404: no row, but a paged list's (`request` given) ends there, for the history; with its later pages (PastLast). */
+  | { kind: 'not_found'; taskId: number; call: ApiCallRow; attempts: number; note: string | null; at: string; request?: AnySubject; pastLast?: PastLast | undefined }
   | { kind: 'past_last_page'; taskId: number; lastPage: number; at: string }
   | { kind: 'attempt_failed'; call: ApiCallRow }
   | { kind: 'failed'; taskId: number; code: string; message: string; retryable: boolean; attempts: number; at: string };
@@ -125,6 +149,7 @@ export function prepareOutcomeWrite(database: Connection, runId: number): (op: O
     // A paid body is archived first: the answer's anomalies name its row.
     const rawResponseId = op.kind === 'success' || op.kind === 'rejected' ? saveRaw(rawInputOf(op, runId)) : 0;
     if (op.kind === 'success') store({ rawResponseId, runId, taskId: op.taskId, operation: op.operation, requestKey: op.requestKey, request: op.request, answer: op.answer, setAside: op.setAside, endsList: op.endsList, at: op.at });
+    if (op.kind === 'not_found' && op.request) storeListEnd(database, { request: op.request, runId, taskId: op.taskId, at: op.at });
     if ('call' in op) saveCall(op.call);
     for (const settled of settlementsOf(op)) ledger.settle(settled, runId);
   };

@@ -2,7 +2,8 @@
  * A paged list that got shorter: the page that ends it (fewer results than a page holds) says the pages after it hold
  * nothing, so the members last seen there are `removed`, once, and `added` again when they come back. The runner
  * settles those pages without a call, so no answer of theirs ever told the history: jobs 11 to 22 stayed members for
- * good. A page that fails (a 500) removes nothing; reprocess rebuilds the same history. On both engines.
+ * good. A page that ends it with no result at all (an empty page, a 404) does the same, though it writes no row. A page
+ * that fails (a 500) removes nothing; reprocess rebuilds the same history. On both engines.
  */
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -34,6 +35,14 @@ const SHRUNK: Nights = { 1: FULL, 2: [range(1, 7)], 3: [range(1, 7)], 4: FULL };
 const PAGE_2_SHORT: Nights = { 1: FULL, 2: [range(1, 10), range(11, 15)] };
 /** Night 2: page 2 fails; page 3, asked all the same, ends the list without job 22. */
 const PAGE_2_FAILS: Nights = { 1: FULL, 2: [range(1, 10), 'fail', [21]] };
+/** Night 2: exactly 10 results, so page 2 ends the list with none (an empty page or a 404); night 4 all 22 again. */
+const EXACTLY_10: Nights = { 1: FULL, 2: [range(1, 10)], 3: [range(1, 10)], 4: FULL };
+/** Night 2: no result at all, page 1 ends the list empty; night 3 all 22 again. */
+const NONE_LEFT: Nights = { 1: FULL, 2: [], 3: FULL };
+/** Night 2: exactly 10 results, but page 2 fails: page 3, asked all the same, ends the list with none. */
+const EMPTY_AFTER_FAIL: Nights = { 1: FULL, 2: [range(1, 10), 'fail'] };
+/** How a page past the list's end answers: a 404 (the live search service) or a 200 with no result. */
+type PastEnd = '404' | 'empty';
 
 /** The members of `page` (1-based) as of `state.night`; null past the list's end. */
 function pageOf(state: { night: number; nights: Nights }, page: number): number[] | 'fail' | null {
@@ -42,8 +51,8 @@ function pageOf(state: { night: number; nights: Nights }, page: number): number[
   return found.length === 0 ? null : found;
 }
 
-/** search-jobs: pages of 10 by `start`, a 404 past the end (as the service answers). */
-function searchService(state: { night: number; nights: Nights; calls?: number; answered?: (page: number) => void }): Promise<string> {
+/** search-jobs: pages of 10 by `start`, a 404 past the end (as the service answers), or an empty page. */
+function searchService(state: { night: number; nights: Nights; calls?: number; answered?: (page: number) => void; pastEnd?: PastEnd }): Promise<string> {
   return startFake((req, res) => {
     const url = new URL(req.url ?? '/', 'http://x');
     if (url.pathname !== '/v1/api/search-jobs') return void res.writeHead(404).end('{}');
@@ -52,13 +61,13 @@ function searchService(state: { night: number; nights: Nights; calls?: number; a
     res.on('finish', () => state.answered?.(page));
     const found = pageOf(state, page);
     if (found === 'fail') return void res.writeHead(500, { 'content-type': 'application/json' }).end('{"message":"boom"}');
-    if (found === null) return void res.writeHead(404, { 'content-type': 'application/json' }).end('{"message":"Not Found"}');
-    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(jobsResponse(found.map((n) => job(n)))));
+    if (found === null && state.pastEnd !== 'empty') return void res.writeHead(404, { 'content-type': 'application/json' }).end('{"message":"Not Found"}');
+    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(jobsResponse((found ?? []).map((n) => job(n)))));
   });
 }
 
-/** similar-companies: pages of `num` 10 by `page`, the size echoed; an empty page past the end. */
-function lookalikeService(state: { night: number; nights: Nights }): Promise<string> {
+/** similar-companies: pages of `num` 10 by `page`, the size echoed; an empty page past the end, or its 404. */
+function lookalikeService(state: { night: number; nights: Nights; pastEnd?: PastEnd }): Promise<string> {
   return startFake((req, res) => {
     let text = '';
     req.on('data', (chunk: Buffer) => (text += chunk.toString()));
@@ -66,6 +75,7 @@ function lookalikeService(state: { night: number; nights: Nights }): Promise<str
       const page = Number((JSON.parse(text || '{}') as { page?: number }).page ?? 1);
       const found = pageOf(state, page);
       if (found === 'fail') return void res.writeHead(500, { 'content-type': 'application/json' }).end('{"message":"boom"}');
+      if (found === null && state.pastEnd === '404') return void res.writeHead(404, { 'content-type': 'application/json' }).end('{"error":true,"message":"Not Found"}');
       res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(similarResponse((found ?? []).map((n) => company(n)), page, 10)));
     });
   });
@@ -89,8 +99,8 @@ const listed = (run: number, change: string, members: number[]) => members.map((
 const HISTORY = 'SELECT run_id, task_id, at, entity, key, change, field, old, new FROM changes ORDER BY run_id, entity, key, change, field, old, new';
 
 forEachEngine('a paged list that got shorter', (engine) => {
-  async function nights(operation: 'search-jobs' | 'similar-companies', pages: Nights) {
-    const state = { night: 1, nights: pages };
+  async function nights(operation: 'search-jobs' | 'similar-companies', pages: Nights, pastEnd?: PastEnd) {
+    const state = { night: 1, nights: pages, pastEnd };
     const search = operation === 'search-jobs';
     const api = { baseUrl: await (search ? searchService(state) : lookalikeService(state)), token: TOKEN };
     const db = await engine.open(ws.dir);
@@ -120,6 +130,42 @@ forEachEngine('a paged list that got shorter', (engine) => {
       expect(await db.rows(HISTORY)).toEqual(before);
     }, 90_000);
   }
+
+  for (const operation of ['search-jobs', 'similar-companies'] as const) {
+    for (const pastEnd of ['404', 'empty'] as const) {
+      it(`${operation}: a page 2 that ends the list with no result (${pastEnd}) removes the members of pages 2 and 3`, async () => {
+        const { db, run, entity } = await nights(operation, EXACTLY_10, pastEnd);
+        for (const night of [1, 2, 3, 4]) expect(await run(night)).toBe('completed');
+        // Before: nothing was removed (no row names the list), and night 4 added none back.
+        expect(await listChanges(db, entity)).toEqual([
+          ...listed(1, 'added', range(1, 22)), ...listed(2, 'removed', range(11, 22)), ...listed(4, 'added', range(11, 22)),
+        ]);
+        // Reprocess rebuilds the same history: a 404 has no body, its call (api_calls) is replayed in its place.
+        const before = await db.rows(HISTORY);
+        await reprocessDatabase(db.locator);
+        expect(await db.rows(HISTORY)).toEqual(before);
+      }, 90_000);
+    }
+
+    it(`${operation}: a page 1 with no result removes every member`, async () => {
+      const { db, run, entity } = await nights(operation, NONE_LEFT, operation === 'search-jobs' ? '404' : 'empty');
+      for (const night of [1, 2, 3]) expect(await run(night)).toBe('completed');
+      expect(await listChanges(db, entity)).toEqual([
+        ...listed(1, 'added', range(1, 22)), ...listed(2, 'removed', range(1, 22)), ...listed(3, 'added', range(1, 22)),
+      ]);
+      const before = await db.rows(HISTORY);
+      await reprocessDatabase(db.locator);
+      expect(await db.rows(HISTORY)).toEqual(before);
+    }, 90_000);
+  }
+
+  it('a page that fails removes nothing; a page with no result after it removes only its own', async () => {
+    const { db, run, entity } = await nights('search-jobs', EMPTY_AFTER_FAIL);
+    expect(await run(1)).toBe('completed');
+    await run(2);
+    expect(await db.taskStatuses('lists')).toMatchObject({ failed: 1, not_found: 1 });
+    expect(await listChanges(db, entity)).toEqual([...listed(1, 'added', range(1, 22)), '2 removed 21', '2 removed 22']);
+  }, 60_000);
 
   it('a short page 2 removes what left it and the page after it', async () => {
     const { db, run, entity } = await nights('search-jobs', PAGE_2_SHORT);

@@ -2,7 +2,7 @@
  * What a group of answers changes, for both engines: each answer compares with the state the one before left, so two on
  * one company compare in turn. Writes nothing: the caller inserts `changes` and deletes `withdrawn`.
  */
-import type { Row, RowWrite } from '../../operations/stored-rows.ts';
+import type { ListPage, Row, RowWrite } from '../../operations/stored-rows.ts';
 import { rows, type Reads } from '../read-steps.ts';
 import type { StoredRow } from '../tables.ts';
 import { TRACKING, type ChangeKind, type EntityTracking, type HistoryEntity, type ListTracking, type SetTracking } from './tracking.ts';
@@ -15,9 +15,14 @@ export interface AnswerWrites {
   taskId: number | null;
   /** When the answer was received (ISO-8601 UTC): the change's `at`. */
   at: string;
-  /** Its page ends the list (its contract's lastPage): the members last seen on later pages are no longer in it. */
+  /** Its page ends the list (its contract's lastPage, or a 404): the members last seen on later pages are no longer in it. */
   endsList?: boolean | undefined;
+  /** The list's page it answers (listPageOf): a page ending the list with no row is known by it alone. */
+  list?: ListPage | undefined;
 }
+
+/** What the history reads the stored state of: an answer's writes, and the list's page it answers. */
+type Keyed = RowWrite | ListPage;
 
 /** One row of the `changes` table as recorded (its id comes with the insert), its entity and change typed. */
 export type ChangeRow = Omit<StoredRow<'changes'>, 'id' | 'entity' | 'change'> & { entity: HistoryEntity; change: ChangeKind };
@@ -49,13 +54,13 @@ export class ChangeRecorder {
   private out: RecordedChanges = { changes: [], withdrawn: [] };
 
   /** Reads what is stored under the keys of `writes` that no earlier read or answer brought in. */
-  *prefetch(writes: readonly RowWrite[]): Reads<void> {
+  *prefetch(writes: readonly Keyed[]): Reads<void> {
     yield* readState(writes, this.state);
   }
 
   /** Records what `answer` changes; call it before its rows are written. */
   *record(answer: AnswerWrites): Reads<void> {
-    yield* readState(answer.writes, this.state);
+    yield* readState(answer.list ? [...answer.writes, answer.list] : answer.writes, this.state);
     yield* recordAnswer(answer, this.state, this.out);
   }
 
@@ -93,7 +98,7 @@ const readRemovals = byShape((count: number) =>
  * Adds to `state` the latest removals of the lists `writes` names that it lacks: a member a page ending the list
  * removed keeps its row (on its last page), so only the removal tells it is gone. Read by keys alone, as the rows.
  */
-function* readListRemovals(writes: readonly RowWrite[], state: State): Reads<void> {
+function* readListRemovals(writes: readonly Keyed[], state: State): Reads<void> {
   const wanted = new Map<HistoryEntity, Set<string>>();
   for (const w of writes) {
     const t = TRACKING[w.table];
@@ -112,7 +117,7 @@ function* readListRemovals(writes: readonly RowWrite[], state: State): Reads<voi
 }
 
 /** Adds to `state` the stored rows under keys of `writes` it lacks (one statement per table and 500 keys). */
-function* readState(writes: readonly RowWrite[], state: State): Reads<void> {
+function* readState(writes: readonly Keyed[], state: State): Reads<void> {
   yield* readListRemovals(writes, state);
   for (const [table, values] of unreadKeys(writes, state)) {
     const column = readColumn(TRACKING[table]!);
@@ -129,7 +134,7 @@ function* readState(writes: readonly RowWrite[], state: State): Reads<void> {
 }
 
 /** Per followed table, the keys of `writes` that `state` holds nothing for yet. */
-function unreadKeys(writes: readonly RowWrite[], state: State): Map<string, Set<string>> {
+function unreadKeys(writes: readonly Keyed[], state: State): Map<string, Set<string>> {
   const wanted = new Map<string, Set<string>>();
   for (const w of writes) {
     const t = TRACKING[w.table];
@@ -148,7 +153,7 @@ function* recordAnswer(answer: AnswerWrites, state: State, out: RecordedChanges)
   });
   // Entities this answer names for the first time: their sets are part of "added", not items of their own.
   const firstSeen = new Set<string>();
-  const lists = new Map<string, { t: ListTracking; table: string; rows: Row[] }>();
+  const lists = new Map<string, ListPageRows>();
   for (const w of answer.writes) {
     const t = TRACKING[w.table];
     if (!t) continue;
@@ -157,10 +162,23 @@ function* recordAnswer(answer: AnswerWrites, state: State, out: RecordedChanges)
     else if (!('row' in w) && t.kind === 'set') setChange(t, w.owner, w.rows, rowsOf, firstSeen, change, out.changes);
     else if ('row' in w && t.kind === 'list') {
       const id = `${w.table}\u0000${t.listOf(w.row)}`;
-      (lists.get(id) ?? lists.set(id, { t, table: w.table, rows: [] }).get(id)!).rows.push(w.row);
+      (lists.get(id) ?? lists.set(id, { t, table: w.table, head: w.row, rows: [] }).get(id)!).rows.push(w.row);
     }
   }
-  for (const { t, table, rows: page } of lists.values()) yield* listChange(t, page, state, table, answer, change, out);
+  addEmptyEnd(answer, lists);
+  for (const { t, table, head, rows: page } of lists.values()) yield* listChange(t, head, page, state, table, answer, change, out);
+}
+
+/** A page of a list an answer holds: the list's tracking, its table, the row naming it and page, the page's rows. */
+type ListPageRows = { t: ListTracking; table: string; head: Row; rows: Row[] };
+
+/** A page that ends the list listing no one (an empty page, a 404) is recorded all the same: the page asked names it. */
+function addEmptyEnd(answer: AnswerWrites, lists: Map<string, ListPageRows>): void {
+  const page = answer.list;
+  const t = page && answer.endsList === true ? TRACKING[page.table] : undefined;
+  if (page === undefined || t?.kind !== 'list') return;
+  const id = `${page.table}\u0000${t.listOf(page.row)}`;
+  if (!lists.has(id)) lists.set(id, { t, table: page.table, head: page.row, rows: [] });
 }
 
 type MakeChange = (entity: HistoryEntity, key: string, kind: ChangeKind, field: string | null, old: string | null, now: string | null) => ChangeRow;
@@ -226,14 +244,17 @@ function currentMembers(t: ListTracking, stored: readonly Row[], removals: reado
   return members;
 }
 
-function* listChange(t: ListTracking, page: readonly Row[], state: State, table: string, answer: AnswerWrites, change: MakeChange, out: RecordedChanges): Reads<void> {
+/** What one page of a list changes; `head` names the list and page (its first row, or the page asked for when it has none). */
+function* listChange(
+  t: ListTracking, head: Row, page: readonly Row[], state: State, table: string, answer: AnswerWrites, change: MakeChange, out: RecordedChanges,
+): Reads<void> {
   const rowsOf = state.get(table)!;
-  const list = t.listOf(page[0]!);
-  const by = String(page[0]![t.by]);
+  const list = t.listOf(head);
+  const by = String(head[t.by]);
   const stored = (rowsOf.get(by) ?? []).filter((row) => t.listOf(row) === list);
   const removals = state.get(removalsOf(t.entity))!.get(list)!;
   const members = currentMembers(t, stored, removals);
-  const pageNo = t.pageOf(page[0]!);
+  const pageNo = t.pageOf(head);
   const now = new Set(page.map((row) => String(row[t.member])));
   out.changes.push(...pageRemovals(members, pageNo, now, answer, removals).map((member) => change(t.entity, list, 'removed', null, member, null)));
   // A member missing from the page it was on may have moved to this one: its removal is withdrawn, whether recorded by
@@ -263,14 +284,15 @@ function* listChange(t: ListTracking, page: readonly Row[], state: State, table:
 
 /**
  * The members the page drops: those last seen on it, and on the pages after it when it ends the list (the runner
- * settles those without a call). Their rows stay as last seen: `removals` keeps them out for the group's later answers.
+ * settles those without a call). Their rows stay as last seen (an empty page writes none to outdate its own):
+ * `removals` keeps them out for the group's later answers.
  */
 function pageRemovals(members: Map<string, number>, pageNo: number, now: Set<string>, answer: AnswerWrites, removals: Row[]): string[] {
   const gone: string[] = [];
   for (const [member, onPage] of members) {
     if (now.has(member) || !(onPage === pageNo || (answer.endsList === true && onPage > pageNo))) continue;
     gone.push(member);
-    if (onPage !== pageNo) removals.push({ old: member, at: answer.at });
+    if (onPage !== pageNo || now.size === 0) removals.push({ old: member, at: answer.at });
   }
   return gone;
 }

@@ -7,7 +7,7 @@ import type { AnySubject } from '../../operations/index.ts';
 import { rowCount, type RowAnomaly, type RowContext } from '../../operations/stored-rows.ts';
 import { networkHost } from '../../urls/canonical.ts';
 import { NORMALIZED_TABLES } from '../tables.ts';
-import { answerRows } from './tables.ts';
+import { answerRows, listPageOf } from './tables.ts';
 import { FORGET_PROOFS_SQL, preparePostDateOrder } from './post-date-order.ts';
 import { prepareRowWriter, prepareStoredLookup } from './row-writer.ts';
 import { storeChanges } from '../history/record-changes.ts';
@@ -52,7 +52,10 @@ export function createIngestor(database: Connection) {
     }
     ctx.seenAt = seenAt;
     const stored = answerRows(subject, answer, ctx);
-    if (source) readSync(sqlite, storeChanges({ writes: stored.writes, runId: source.runId, taskId: source.taskId, at: seenAt, endsList: source.endsList }));
+    if (source) {
+      const list = listPageOf(subject, ctx.networkHost);
+      readSync(sqlite, storeChanges({ writes: stored.writes, runId: source.runId, taskId: source.taskId, at: seenAt, endsList: source.endsList, list }));
+    }
     for (const w of stored.writes) write(w);
     const result = { rows: rowCount(stored), skipped: stored.skipped };
     return stored.anomalies.length > 0 ? { ...result, anomalies: stored.anomalies } : result;

@@ -3,8 +3,8 @@
  * order cannot move them back; a set replaces its owner's. PostgreSQL's: pg/pg-table-statements.ts.
  */
 import { specOf, type AnySubject } from '../../operations/index.ts';
-import { MAX_URL_LENGTH } from '../../urls/canonical.ts';
-import type { Row, RowContext, StoredAnswer } from '../../operations/stored-rows.ts';
+import { MAX_URL_LENGTH, networkHost } from '../../urls/canonical.ts';
+import type { ListPage, Row, RowContext, StoredAnswer } from '../../operations/stored-rows.ts';
 import { primaryKeyOf, type TableDef } from '../table-kit.ts';
 import { DATASET_TABLES, type NormalizedTable } from '../tables.ts';
 
@@ -58,6 +58,11 @@ function indexable(stored: StoredAnswer): StoredAnswer {
     Object.fromEntries(Object.entries(row).map(([c, v]) => [c, TABLE_WRITES[table].indexed.includes(c) && overlong(v) ? null : v]));
   const writes = stored.writes.map((w) => ('row' in w ? { ...w, row: fit(w.table, w.row) } : { ...w, rows: w.rows.map((r) => fit(w.table, r)) }));
   return { ...stored, writes: writes as StoredAnswer['writes'] };
+}
+
+/** The page of a paged list `subject` asks for (undefined for an operation of no list): the history's, for a page with no row. */
+export function listPageOf(subject: AnySubject, host: string = networkHost()): ListPage | undefined {
+  return specOf(subject.operation).listPage?.(subject, host);
 }
 
 /** The value, or NULL for text past MAX_INDEXED_TEXT_BYTES (copy's rule for a dataset written before it). */

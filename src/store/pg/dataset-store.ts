@@ -7,7 +7,9 @@ import { UsageError } from '../../errors.ts';
 import { DatabaseError } from '../errors.ts';
 import { usingStatement, WRITE_META_SQL, type DatasetStore, type StorePruneOptions, type StorePruneResult } from '../dataset-store.ts';
 import { CLEAR_DERIVED_SQL, NORMALIZED_TABLES } from '../ingest/index.ts';
-import { ARCHIVE_PAGE_SQL, CLEAR_KEPT_ANOMALIES_SQL, WERE_PRUNED_SQL, type ArchivedBody, type ReprocessStore } from '../reprocess-store.ts';
+import {
+  ARCHIVE_PAGE_SQL, CLEAR_KEPT_ANOMALIES_SQL, LIST_ENDS_PAGE_SQL, WERE_PRUNED_SQL, type ArchivedBody, type ArchivedListEnd, type ReprocessStore,
+} from '../reprocess-store.ts';
 import { LEDGER_SQL } from '../ledger.ts';
 import { pgValues } from '../../statement.ts';
 import { readPg, rows } from '../read-steps.ts';
@@ -96,6 +98,8 @@ function pgReprocessStore(client: pg.PoolClient): ReprocessStore {
     clearKeptBodiesAnomalies: async () => void (await run(CLEAR_KEPT_ANOMALIES_SQL)),
     // Times as ISO text with milliseconds and ids as numbers (STORE_TYPES), as the replay reads them on SQLite.
     archivePage: async (afterId, limit) => (await client.query<ArchivedBody>({ text: ARCHIVE_PAGE_SQL.postgres, values: [afterId, limit], types: STORE_TYPES })).rows,
+    listEndsPage: async (afterId, limit) => (await client.query<ArchivedListEnd>({ text: LIST_ENDS_PAGE_SQL.postgres, values: [afterId, limit], types: STORE_TYPES })).rows,
+    storeListEnd: (end) => answers.storeListEnd(client, end),
     savepoint: async () => void (await run('SAVEPOINT reprocess_body')),
     releaseSavepoint: async () => void (await run('RELEASE SAVEPOINT reprocess_body')),
     async rollbackToSavepoint() {

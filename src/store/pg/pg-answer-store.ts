@@ -7,9 +7,9 @@ import { rowCount, type Row, type RowContext, type RowWrite, type StoredAnswer a
 import type { SqlValue } from '../../operations/stored-values.ts';
 import { networkHost } from '../../urls/canonical.ts';
 import { ANOMALY_HEAD, anomalyRow, setAsideAnomalies } from '../answer-anomalies.ts';
-import type { StoredAnswer } from '../outcome-ops.ts';
+import { listEndWrites, type ListEnd, type StoredAnswer } from '../outcome-ops.ts';
 import { readPostDate, type DayOrder } from '../ingest/post-date.ts';
-import { answerRows } from '../ingest/tables.ts';
+import { answerRows, listPageOf } from '../ingest/tables.ts';
 import { learnInTurn, postedOnOf, provenOrders } from '../ingest/post-date-order.ts';
 import { IDENTIFIER, PgRowBatch } from './pg-row-batch.ts';
 import { ChangeRecorder, writeChanges } from '../history/record-changes.ts';
@@ -55,7 +55,10 @@ export function createPgAnswerStore() {
       : answerRows(input.request, input.answer, askingContext(input, asked, await readBack(client, batch, asked)));
     // What it changes, read before its rows join the batch (history/record-changes.ts: keys first seen are read now);
     // with no recorder, the caller records it from reads it made before (pg-group-commit.ts's start).
-    if (history) await readPg({ client }, history.record({ writes: stored.writes, runId: input.runId ?? null, taskId: input.taskId ?? null, at: input.at, endsList: input.endsList }));
+    if (history) {
+      const list = listPageOf(input.request);
+      await readPg({ client }, history.record({ writes: stored.writes, runId: input.runId ?? null, taskId: input.taskId ?? null, at: input.at, endsList: input.endsList, list }));
+    }
     for (const w of stored.writes) await batch.add(client, await completed(client, batch, w));
     return { rows: rowCount(stored), anomalies: [...setAsideAnomalies(input.setAside), ...stored.anomalies].map((a) => anomalyRow(input, a)) };
   }
@@ -70,7 +73,16 @@ export function createPgAnswerStore() {
     return stored;
   }
 
-  return { collect, store };
+  /** Records what a 404 ending a paged list removes (it writes no row): reprocess's replay of it. */
+  async function storeListEnd(client: pg.ClientBase, end: ListEnd): Promise<void> {
+    const answer = listEndWrites(end);
+    if (answer === null) return;
+    const history = new ChangeRecorder();
+    await readPg({ client }, history.record(answer));
+    await readPg({ client }, writeChanges(history.take()));
+  }
+
+  return { collect, store, storeListEnd };
 }
 
 /** spec.rows() run with no stored value known: its rows, and the stored values it asked for (none: they are final). */

@@ -6,14 +6,15 @@ import type pg from 'pg';
 import { CALL_HEAD, callValues } from '../api-calls.ts';
 import { RAW_HEAD, rawValues } from '../raw-archive.ts';
 import { pgBodyText } from '../raw-body.ts';
-import { rawInputOf, settlementsOf, type OutcomeOp, type Settlement } from '../outcome-ops.ts';
-import type { RowWrite } from '../../operations/stored-rows.ts';
+import { listEndWrites, rawInputOf, settlementsOf, type OutcomeOp, type Settlement } from '../outcome-ops.ts';
+import type { ListPage, RowWrite } from '../../operations/stored-rows.ts';
+import { listPageOf } from '../ingest/tables.ts';
 import { createPgAnswerStore, firstPass, type FirstPass } from './pg-answer-store.ts';
 import { ANOMALY_HEAD } from '../answer-anomalies.ts';
 import { PgRowBatch, roundsByKey } from './pg-row-batch.ts';
 import { valuesStatements, type BoundStatement } from './pg-statements.ts';
 import { pipelineStatements } from './pg-pipeline.ts';
-import { CHANGES_HEAD, ChangeRecorder, changeValues } from '../history/record-changes.ts';
+import { CHANGES_HEAD, ChangeRecorder, changeValues, type AnswerWrites } from '../history/record-changes.ts';
 import { readPg, type ReadStep, type Reads } from '../read-steps.ts';
 import { pgValues, type Statement } from '../../statement.ts';
 import { STORE_TYPES } from './reader-values.ts';
@@ -24,7 +25,8 @@ type PaidOp = Extract<OutcomeOp, { kind: 'success' | 'rejected' }>;
 export interface PlannedGroup {
   ops: readonly OutcomeOp[];
   paid: readonly PaidOp[];
-  candidates: readonly RowWrite[];
+  /** The keys the history reads: the answers' rows, and the pages of lists they (or 404s) answer. */
+  candidates: ReadonlyArray<RowWrite | ListPage>;
   /** Each paid outcome's first pass of its rows (null for a rejected one), made once for the reads and the write. */
   firsts: ReadonlyArray<FirstPass | null>;
   /** The history reader's statements for these keys (plannedReads): they do not depend on what they read. */
@@ -89,7 +91,9 @@ function startGroup(runId: number, answers: ReturnType<typeof createPgAnswerStor
       const { written } = await rowsSent;
       try {
         for (const [i, op] of group.paid.entries()) {
-          if (op.kind === 'success') await readPg({ client }, history.record({ writes: group.firsts[i]!.stored.writes, runId, taskId: op.taskId, at: op.at, endsList: op.endsList }));
+          if (op.kind !== 'success') continue;
+          const list = listPageOf(op.request);
+          await readPg({ client }, history.record({ writes: group.firsts[i]!.stored.writes, runId, taskId: op.taskId, at: op.at, endsList: op.endsList, list }));
         }
       } catch (err) {
         // After rows the server refused, a read fails only as the transaction is aborted (25P02): the refusal says why.
@@ -97,6 +101,8 @@ function startGroup(runId: number, answers: ReturnType<typeof createPgAnswerStor
       }
     }
     const { written } = await (rowsSent ?? sendRows(history));
+    // A 404 ending a paged list writes no row: its list's keys were read with the group's (candidates).
+    for (const end of listEnds(runId, group.ops)) await readPg({ client }, history.record(end));
     const ending = pipelineStatements(client, [...historyStatements(history), 'COMMIT'], STORE_TYPES);
     // In a transaction a refused statement aborted, COMMIT answers ROLLBACK: the refusal (answered first) is the failure.
     const committed = Promise.all([written, ending]).then(([, results]) => {
@@ -118,8 +124,14 @@ const BY_KEYS_ONLY = 'SET LOCAL enable_seqscan = off';
 function planGroup(ops: readonly OutcomeOp[]): PlannedGroup {
   const paid = ops.filter((op): op is PaidOp => op.kind === 'success' || op.kind === 'rejected');
   const firsts = paid.map((op) => (op.kind === 'success' ? firstPass(op) : null));
-  const candidates = firsts.flatMap((first) => first?.stored.writes ?? []);
+  const lists = ops.flatMap((op) => (op.kind === 'success' || op.kind === 'not_found') && op.request ? (listPageOf(op.request) ?? []) : []);
+  const candidates = [...firsts.flatMap((first) => first?.stored.writes ?? []), ...lists];
   return { ops, paid, candidates, firsts, planned: plannedReads(new ChangeRecorder().prefetch(candidates)) };
+}
+
+/** The history's inputs for the group's 404s that end a paged list. */
+function listEnds(runId: number, ops: readonly OutcomeOp[]): AnswerWrites[] {
+  return ops.flatMap((op) => (op.kind === 'not_found' && op.request ? (listEndWrites({ request: op.request, runId, taskId: op.taskId, at: op.at }) ?? []) : []));
 }
 
 /**

@@ -13,10 +13,12 @@ import { pruneRawBodies } from '../raw-prune.ts';
 import { withReadSnapshot } from '../read-snapshot.ts';
 import { readSync, rows } from '../read-steps.ts';
 import { acquireRunLock } from '../run-lock.ts';
-import { prepareAnswerStore } from '../outcome-ops.ts';
+import { prepareAnswerStore, storeListEnd } from '../outcome-ops.ts';
 import { clearNormalizedTables } from '../ingest/index.ts';
 import { acceptRawResponse } from '../raw-archive.ts';
-import { ARCHIVE_PAGE_SQL, CLEAR_KEPT_ANOMALIES_SQL, WERE_PRUNED_SQL, type ArchivedBody, type ReprocessStore } from '../reprocess-store.ts';
+import {
+  ARCHIVE_PAGE_SQL, CLEAR_KEPT_ANOMALIES_SQL, LIST_ENDS_PAGE_SQL, WERE_PRUNED_SQL, type ArchivedBody, type ArchivedListEnd, type ReprocessStore,
+} from '../reprocess-store.ts';
 import { openSqliteRunStore } from '../sqlite-run-store.ts';
 import { openSqliteDataset } from '../readers/dataset.ts';
 import { openForReading } from '../readers/open-for-reading.ts';
@@ -155,11 +157,14 @@ export async function inSqliteReprocessTransaction<T>(database: Database, replay
   // iterator is open, and the replay writes on this connection.
   const page = sqlite.prepare(ARCHIVE_PAGE_SQL.sqlite);
   const clearAnomalies = sqlite.prepare(CLEAR_KEPT_ANOMALIES_SQL);
+  const listEnds = sqlite.prepare(LIST_ENDS_PAGE_SQL.sqlite);
   const store: ReprocessStore = {
     bodiesWerePruned: () => sqlite.prepare(WERE_PRUNED_SQL).get() !== undefined,
     clearNormalizedTables: () => clearNormalizedTables(database),
     clearKeptBodiesAnomalies: () => void clearAnomalies.run(),
     archivePage: (afterId, limit) => page.all(afterId, limit) as ArchivedBody[],
+    listEndsPage: (afterId, limit) => listEnds.all(afterId, limit) as ArchivedListEnd[],
+    storeListEnd: (end) => storeListEnd(database, end),
     savepoint: () => void sqlite.exec('SAVEPOINT reprocess_body'),
     releaseSavepoint: () => void sqlite.exec('RELEASE reprocess_body'),
     rollbackToSavepoint: () => void sqlite.exec('ROLLBACK TO reprocess_body; RELEASE reprocess_body'),
