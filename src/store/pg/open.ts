@@ -13,15 +13,14 @@ import { redactDatabaseUrl } from './database-url.ts';
 import { withPgClient } from './transaction.ts';
 import { watchAnswers } from './answer-watchdog.ts';
 import { schemaUpgraded } from '../../schema-upgrade-notice.ts';
+import { LockedError } from '../run-lock.ts';
+import { MIGRATION_LOCK_KEY, withDatasetUpgrade } from './dataset-lock.ts';
 
 /** The generated PostgreSQL migrations, in the package (checkout or installed). */
 export const PG_MIGRATIONS_FOLDER = join(PACKAGE_ROOT, 'migrations', 'postgres');
 
 /** Everything netingest keeps (tables, views, functions, the migrations record) is in this one schema. */
 export const PG_SCHEMA = 'public';
-
-/** Any fixed 64-bit key, the same in every netingest build: "netingest migrations". */
-const MIGRATION_LOCK_KEY = 0x6e6574696e6765n; // 'netinge'
 
 /** Options of openPgStore(); every default is in PG_STORE_DEFAULTS. */
 export interface PgStoreOptions {
@@ -163,9 +162,13 @@ async function migrateLocked(client: pg.PoolClient, shownUrl: string): Promise<v
   try {
     // Read again under the lock: another process may have migrated meanwhile (null: an empty schema, a new dataset).
     const pending = await checkSchemaState(client, shownUrl);
-    await migrate(drizzle(client), { migrationsFolder: PG_MIGRATIONS_FOLDER, migrationsSchema: PG_SCHEMA, migrationsTable: DRIZZLE_MIGRATIONS_TABLE });
-    await client.query(RECORD_SCHEMA_VERSION_SQL.postgres, [schemaVersionOf(readMigrationFiles({ migrationsFolder: PG_MIGRATIONS_FOLDER }))]);
-    if (pending !== null && pending > 0) schemaUpgraded(shownUrl);
+    if (pending === 0) return;
+    // Never under a running worker (an earlier release's would lose its next write): refused while one holds the dataset.
+    await withDatasetUpgrade(client, `database ${shownUrl}`, async () => {
+      await migrate(drizzle(client), { migrationsFolder: PG_MIGRATIONS_FOLDER, migrationsSchema: PG_SCHEMA, migrationsTable: DRIZZLE_MIGRATIONS_TABLE });
+      await client.query(RECORD_SCHEMA_VERSION_SQL.postgres, [schemaVersionOf(readMigrationFiles({ migrationsFolder: PG_MIGRATIONS_FOLDER }))]);
+    });
+    if (pending !== null) schemaUpgraded(shownUrl);
   } finally {
     await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY.toString()]).catch(() => undefined);
   }
@@ -259,7 +262,7 @@ function connectionOf(url: string): { connectionString: string; options: string 
 
 /** A failure to reach or prepare the database, naming it by its shown URL; the password never appears. */
 export function toPgOpenError(err: unknown, shownUrl: string, password: string | null = null): unknown {
-  if (err instanceof DatabaseError || err instanceof UsageError) return err;
+  if (err instanceof DatabaseError || err instanceof UsageError || err instanceof LockedError) return err;
   // drizzle's migrator wraps the server's error in its own ("Failed query: CREATE SCHEMA ..."): the cause says why.
   const server = serverErrorOf(err);
   const code = server?.code ?? '';
