@@ -21,6 +21,8 @@ export async function gatedApi(target: string, options: { free?: (path: string) 
     };
     if (options.free?.(req.url!)) return forward();
     held.push(forward);
+    // A request whose client went away (killed) while held is never forwarded: it never reached the API.
+    res.on('close', () => held.includes(forward) && held.splice(held.indexOf(forward), 1));
     pass();
   });
   const pass = () => {

@@ -2,7 +2,7 @@
  * Workers on PostgreSQL with the CLI's 60 s claim lease: a worker killed with SIGKILL and restarted at once does
  * not wait for its dead self's leases (the server dropped its session, and with it its hold on the dataset lock);
  * a worker alive but idle (its calls held at the API) keeps its inputs: another worker does not call them; a worker
- * whose session the server ends stops before any further call.
+ * whose session the server ends stops before any further call. Nor does it wait for the dead worker's credit reservations.
  */
 import { describe, expect, it } from 'vitest';
 import { openPgStore } from '../../src/store/pg/open.ts';
@@ -74,6 +74,36 @@ describe.skipIf(!pgClusterUrl)(`workers with a 60 s lease on PostgreSQL${pgClust
       expect(rows.map((r) => r.input_key).sort()).toEqual([...orphaned.keys()].sort());
       for (const r of rows) expect(new Date(r.at).getTime(), r.input_key).toBeLessThan(orphaned.get(r.input_key)!.getTime());
       // The calls held at the gate never reached the API: each post was paid once.
+      expect([...chargedPerUrl(s.sandbox).values()].every((n) => n === 1)).toBe(true);
+      expect(chargedPerUrl(s.sandbox).size).toBe(TASKS);
+    } finally {
+      await api.stop();
+    }
+  }, 60_000);
+
+  it('a worker killed near the reserve: the next run does not wait for its credit reservations to expire', async () => {
+    const TASKS = 40;
+    const ALLOWED = 8;
+    // 50 credits above the reserve: the victim reserves them all (cost 1) once its first call shows the cost.
+    const s = await setUp(TASKS, 'kill_reserved', { balance: 1_000, reserve: 950 });
+    await (await openPgStore(s.url)).close();
+    const api = await gatedApi(s.sandbox.url);
+    try {
+      api.allow(ALLOWED);
+      const victim = startWorker(s, { apiUrl: api.url, leaseMs: CLI_LEASE_MS });
+      await waitUntil(() => allowedCallsSettled(s, ALLOWED), 30_000, 'the victim\'s calls and leases');
+      // Its reservation holds what is left above the reserve (its calls held at the API among them), for 5 minutes.
+      expect(await one(s.pool, 'SELECT coalesce(sum(cost), 0) AS n FROM credit_reservations')).toBeGreaterThan(TASKS - ALLOWED);
+      victim.child.kill('SIGKILL');
+      expect(await victim.exited).toBe('SIGKILL');
+
+      // Through the same API URL (the budget's account): the victim's requests held there are dropped, not sent.
+      api.allow(Infinity);
+      const restarted = startWorker(s, { apiUrl: api.url, leaseMs: CLI_LEASE_MS });
+      const waiting = new Promise<string>((r) => setTimeout(() => r('still running after 20 s'), 20_000).unref());
+      expect(await Promise.race([restarted.exited, waiting]), restarted.stderr()).toBe(0);
+      expect(JSON.parse(restarted.stdout().trim().split('\n').at(-1)!)).toMatchObject({ status: 'completed' });
+      await expectWholeAndUnique(s.pool, TASKS);
       expect([...chargedPerUrl(s.sandbox).values()].every((n) => n === 1)).toBe(true);
       expect(chargedPerUrl(s.sandbox).size).toBe(TASKS);
     } finally {

@@ -51,6 +51,7 @@ export async function startWorkerRun(pool: pg.Pool, start: WorkerRunStart): Prom
     // the new session skips the two statements over pg_locks and pg_stat_activity (12-18 ms of its catalog reads here).
     const anyRunning = (await client.query(ANY_RUNNING_SQL)).rows.length > 0;
     const abandoned = anyRunning ? await closeAbandoned(client) : [];
+    if (abandoned.length > 0) await client.query(DEAD_RESERVATIONS_SQL);
     const joined = start.runKey ?? (anyRunning ? await liveRunKey(client, start.jobs) : null);
     const { rows } = await client.query<{ id: string }>(`INSERT INTO runs (jobs, started_at, status, pid, host)
       VALUES ($1::jsonb, $2, 'running', $3, $4) RETURNING id`, [JSON.stringify(start.jobs), start.at, start.pid, start.host]);
@@ -70,6 +71,15 @@ async function closeAbandoned(client: pg.PoolClient): Promise<number[]> {
     WHERE r.status = 'running' AND NOT ${liveRunSql('r')} RETURNING r.id`, [ABANDONED_RUN_ERROR]);
   return rows.map((r) => Number(r.id)).sort((a, b) => a - b);
 }
+
+/**
+ * Drops the credit reservations of run keys that no run still going holds (closeAbandoned has just closed those whose
+ * session is gone): counted till they expired (5 min), a killed worker's held the next run's calls back near the
+ * reserve, or with the balance unknown. Rows a credit turn is deleting are left to it: a start never waits on one.
+ */
+const DEAD_RESERVATIONS_SQL = `DELETE FROM credit_reservations WHERE id IN (SELECT c.id FROM credit_reservations c
+  WHERE NOT EXISTS (SELECT 1 FROM runs r JOIN worker_runs w ON w.run_id = r.id WHERE w.run_key = c.run_key AND r.status = 'running')
+  FOR UPDATE SKIP LOCKED)`;
 
 /** The key of the oldest live run working one of `jobs`, if any. */
 async function liveRunKey(client: pg.PoolClient, jobs: string[]): Promise<string | null> {
