@@ -23,7 +23,6 @@ import { cuttableProxy } from './cuttable-proxy.ts';
 import { gatedApi } from './gated-api.ts';
 import { BALANCE_PATH } from '../../src/spec/types.ts';
 
-const TOKEN = 'restart-token-51e0';
 const TASKS = 300;
 
 const cleanups: Array<() => Promise<unknown>> = [];
@@ -33,8 +32,8 @@ afterEach(async () => {
 // The worker processes' (startWorker).
 useCleanups();
 
-/** A sandbox, a migrated dataset of the cluster at `clusterUrl`, and a job of `tasks` posts at concurrency 4. */
-async function setUpOn(clusterUrl: string, prefix: string, tasks: number): Promise<Setup> {
+/** A sandbox, a migrated dataset of the cluster at `clusterUrl`, and a job of `tasks` posts (at concurrency 4, fast). */
+async function setUpOn(clusterUrl: string, prefix: string, tasks: number, rate = { requestsPerMinute: 600_000, concurrency: 4 }): Promise<Setup> {
   const sandbox = await startSandbox({ port: 0, tokens: { [WORKER_TOKEN]: 1_000_000 }, notFoundRate: 0, latencyMs: [5, 15] });
   const ws = await makeWorkspace();
   const url = await createTestDatabase(clusterUrl, prefix);
@@ -45,7 +44,7 @@ async function setUpOn(clusterUrl: string, prefix: string, tasks: number): Promi
   await ws.write('posts.csv', csv(['post_url'], postUrls(tasks).map((u) => [u])));
   const file = await ws.job('posts', {
     operation: 'post-details', input: { csv: 'posts.csv', column: 'post_url' },
-    rate: { requestsPerMinute: 600_000, concurrency: 4 }, retry: { retries: 3, minTimeoutMs: 10, maxTimeoutMs: 50 },
+    rate, retry: { retries: 3, minTimeoutMs: 10, maxTimeoutMs: 50 },
   });
   return { sandbox, ws, file, url, pool };
 }
@@ -65,19 +64,8 @@ describe.skipIf(!pgClusterUrl)('a run whose PostgreSQL server restarts', () => {
   afterAll(async () => cluster?.stop());
 
   it('stores every answer it paid for once the server is back, none twice; the next run pays for none of them again', async () => {
-    const sandbox = await startSandbox({ port: 0, tokens: { [TOKEN]: 1_000_000 }, notFoundRate: 0, latencyMs: [5, 15] });
-    const ws = await makeWorkspace();
-    const url = await createTestDatabase(cluster.url, 'restart');
-    await (await openPgStore(url)).close();
-    const pool = new pg.Pool({ connectionString: url, max: 2 });
-    pool.on('error', () => undefined);
-    cleanups.push(() => sandbox.stop(), () => ws.cleanup(), () => pool.end());
-    await ws.write('posts.csv', csv(['post_url'], postUrls(TASKS).map((u) => [u])));
-    const file = await ws.job('posts', {
-      operation: 'post-details', input: { csv: 'posts.csv', column: 'post_url' },
-      rate: { requestsPerMinute: 600_000, concurrency: 4 }, retry: { retries: 3, minTimeoutMs: 10, maxTimeoutMs: 50 },
-    });
-    const env = { NETINGEST_API_URL: sandbox.url, NETINGEST_API_TOKEN: TOKEN };
+    const { sandbox, ws, file, url, pool } = await setUpOn(cluster.url, 'restart', TASKS);
+    const env = { NETINGEST_API_URL: sandbox.url, NETINGEST_API_TOKEN: WORKER_TOKEN };
 
     const running = inProcess(['run', file, '--db', url, '--json'], env, { cwd: ws.dir });
     while ((await one(pool, 'SELECT count(*) AS n FROM api_calls').catch(() => 0)) < 30) await new Promise((r) => setTimeout(r, 20));
@@ -105,17 +93,9 @@ describe.skipIf(!pgClusterUrl)('a run whose PostgreSQL server restarts', () => {
   }, 90_000);
 
   it('a restart between calls, the writer holding nothing: the run waits for the server to record its end', async () => {
-    const sandbox = await startSandbox({ port: 0, tokens: { [TOKEN]: 1_000_000 }, notFoundRate: 0, latencyMs: [1, 2] });
-    const ws = await makeWorkspace();
-    const url = await createTestDatabase(cluster.url, 'restart_idle');
-    await (await openPgStore(url)).close();
-    const pool = new pg.Pool({ connectionString: url, max: 2 });
-    pool.on('error', () => undefined);
-    cleanups.push(() => sandbox.stop(), () => ws.cleanup(), () => pool.end());
-    await ws.write('posts.csv', csv(['post_url'], postUrls(20).map((u) => [u])));
     // A call every 2 s: the restart comes while the run waits for its next one, nothing in flight.
-    const file = await ws.job('posts', { operation: 'post-details', input: { csv: 'posts.csv', column: 'post_url' }, rate: { requestsPerMinute: 30, concurrency: 1 } });
-    const env = { NETINGEST_API_URL: sandbox.url, NETINGEST_API_TOKEN: TOKEN };
+    const { sandbox, ws, file, url, pool } = await setUpOn(cluster.url, 'restart_idle', 20, { requestsPerMinute: 30, concurrency: 1 });
+    const env = { NETINGEST_API_URL: sandbox.url, NETINGEST_API_TOKEN: WORKER_TOKEN };
     const running = inProcess(['run', file, '--db', url, '--json'], env, { cwd: ws.dir });
     while ((await one(pool, 'SELECT count(*) AS n FROM api_calls').catch(() => 0)) < 2) await new Promise((r) => setTimeout(r, 20));
     await cluster.restart(2_500);
