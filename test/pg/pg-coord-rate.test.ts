@@ -281,6 +281,10 @@ describe.skipIf(!pgClusterUrl)(`the shared rate limit on PostgreSQL${pgClusterUr
     // counted (0.954 in one such CI run). What it guards: slots dropped unused stay few; the bench measures 0.99.
     const reached = (windowMs * 1_000) / meanSpan(slots, limit);
     expect(reached).toBeGreaterThanOrEqual(0.93);
-    expect(slots.length).toBeGreaterThan(limit * (runMs / windowMs) * 0.9);
+    // And over the run: 90% of the slots the limit allows from the first slot to the end. From the first, not from the
+    // go: at the suite's load the four processes may wake to it late (428 of 500 once, 0.7 s lost before any take).
+    const ranMs = (slots.at(-1)! - slots[0]!) / 1_000;
+    expect(ranMs).toBeGreaterThan(runMs / 2);
+    expect(slots.length).toBeGreaterThan(limit * (ranMs / windowMs) * 0.9);
   }, 90_000);
 });
