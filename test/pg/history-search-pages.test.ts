@@ -14,7 +14,7 @@ import { inProcess } from '../support/run-helpers.ts';
 import { useFakeServices } from '../support/sandbox-helpers.ts';
 import { writeJobFile } from '../soak/inputs.ts';
 import { opsWorkspace, type OpsWorkspace } from '../soak/ops-fixture.ts';
-import { forEachEngine, type TestDb } from './engines.ts';
+import { forEachEngine, type TestDb, type TestEngine } from './engines.ts';
 
 const TOKEN = 'history-search-pages-token-01';
 let ws: OpsWorkspace;
@@ -63,26 +63,28 @@ async function searchChanges(db: TestDb): Promise<string[]> {
 const jobNo = (url: string) => Number(/acme-(\d+)/.exec(url)![1]) - 3800000000;
 const added = (run: number, jobs: number[]) => jobs.map((n) => `${run} added ${n}`);
 
+/** A dataset on `engine`, a fake service answering `pages` by night, and the run of one night (a refresh after the first). */
+async function nights(engine: TestEngine, pages: Nights) {
+  const state = { night: 1, nights: pages };
+  const api = { baseUrl: await searchService(state), token: TOKEN };
+  const db = await engine.open(ws.dir);
+  await writeFile(join(ws.dir, 'queries.csv'), 'keywords,location\nrobotics engineer,germany\n');
+  writeJobFile(ws.dir, {
+    name: 'searches', operation: 'search-jobs', input: { csv: 'queries.csv' }, pages: 2,
+    rate: { requestsPerMinute: 60_000, concurrency: 1 }, retry: { retries: 0, minTimeoutMs: 10, maxTimeoutMs: 50 },
+  });
+  const searches = await loadJob('searches.json', { cwd: ws.dir });
+  const run = async (night: number) => {
+    state.night = night;
+    return (await runJobs({ dbPath: db.locator, jobs: [searches], api, refresh: night > 1 })).status;
+  };
+  return { db, run };
+}
+
 forEachEngine('a search whose page 1 holds 12 results', (engine) => {
-  async function nights(pages: Nights) {
-    const state = { night: 1, nights: pages };
-    const api = { baseUrl: await searchService(state), token: TOKEN };
-    const db = await engine.open(ws.dir);
-    await writeFile(join(ws.dir, 'queries.csv'), 'keywords,location\nrobotics engineer,germany\n');
-    writeJobFile(ws.dir, {
-      name: 'searches', operation: 'search-jobs', input: { csv: 'queries.csv' }, pages: 2,
-      rate: { requestsPerMinute: 60_000, concurrency: 1 }, retry: { retries: 0, minTimeoutMs: 10, maxTimeoutMs: 50 },
-    });
-    const searches = await loadJob('searches.json', { cwd: ws.dir });
-    const run = async (night: number) => {
-      state.night = night;
-      return (await runJobs({ dbPath: db.locator, jobs: [searches], api, refresh: night > 1 })).status;
-    };
-    return { db, run };
-  }
 
   it('records nothing on a night whose answers are the same', async () => {
-    const { db, run } = await nights(SAME);
+    const { db, run } = await nights(engine, SAME);
     expect(await run(1)).toBe('completed');
     expect(await run(2)).toBe('completed');
     // Before: night 2 also recorded '2 added 13' to '2 added 22', '2 removed 11' and '2 removed 12'.
@@ -90,21 +92,21 @@ forEachEngine('a search whose page 1 holds 12 results', (engine) => {
   }, 60_000);
 
   it('records only the job that left and the one that came', async () => {
-    const { db, run } = await nights(ONE_REPLACED);
+    const { db, run } = await nights(engine, ONE_REPLACED);
     expect(await run(1)).toBe('completed');
     expect(await run(2)).toBe('completed');
     expect(await searchChanges(db)).toEqual([...added(1, range(1, 22)), '2 added 30', '2 removed 20']);
   }, 60_000);
 
   it('records the results a shorter page 1 no longer holds', async () => {
-    const { db, run } = await nights(SHORTER);
+    const { db, run } = await nights(engine, SHORTER);
     expect(await run(1)).toBe('completed');
     expect(await run(2)).toBe('completed');
     expect(await searchChanges(db)).toEqual([...added(1, range(1, 22)), ...range(9, 22).map((n) => `2 removed ${n}`)]);
   }, 60_000);
 
   it('enrich lists page 1\'s 12 results, then page 2\'s, ranked 1 to 22', async () => {
-    const { db, run } = await nights(SAME);
+    const { db, run } = await nights(engine, SAME);
     expect(await run(1)).toBe('completed');
     const out = join(ws.dir, 'enriched.jsonl');
     const cli = await inProcess(['enrich', 'searches.json', '--db', db.locator, '--out', out, '--rows', 'per-result', '--format', 'jsonl'], {}, { cwd: ws.dir });
@@ -121,16 +123,8 @@ forEachEngine('a search whose page 1 holds 12 results', (engine) => {
  */
 forEachEngine('results an older release wrote after the upgrade, without a page', (engine) => {
   it('enrich lists them and the history still removes the job that leaves their page', async () => {
-    const state = { night: 1, nights: ONE_REPLACED };
-    const api = { baseUrl: await searchService(state), token: TOKEN };
-    const db = await engine.open(ws.dir);
-    await writeFile(join(ws.dir, 'queries.csv'), 'keywords,location\nrobotics engineer,germany\n');
-    writeJobFile(ws.dir, {
-      name: 'searches', operation: 'search-jobs', input: { csv: 'queries.csv' }, pages: 2,
-      rate: { requestsPerMinute: 60_000, concurrency: 1 }, retry: { retries: 0, minTimeoutMs: 10, maxTimeoutMs: 50 },
-    });
-    const searches = await loadJob('searches.json', { cwd: ws.dir });
-    expect((await runJobs({ dbPath: db.locator, jobs: [searches], api })).status).toBe('completed');
+    const { db, run } = await nights(engine, ONE_REPLACED);
+    expect(await run(1)).toBe('completed');
     await db.run('UPDATE job_search_results SET page = NULL WHERE page = 2');
 
     const out = join(ws.dir, 'enriched.jsonl');
@@ -140,8 +134,7 @@ forEachEngine('results an older release wrote after the upgrade, without a page'
     // Before: 12 rows, page 2's ten left out.
     expect(results.map((r) => `${r.job_rank} ${jobNo(r.job_url)}`)).toEqual(range(1, 22).map((n) => `${n} ${n}`));
 
-    state.night = 2;
-    expect((await runJobs({ dbPath: db.locator, jobs: [searches], api, refresh: true })).status).toBe('completed');
+    expect(await run(2)).toBe('completed');
     // Before: no '2 removed 20' (a row without a page was on no page the answers named).
     expect(await searchChanges(db)).toEqual([...added(1, range(1, 22)), '2 added 30', '2 removed 20']);
   }, 60_000);

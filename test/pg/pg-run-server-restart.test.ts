@@ -63,17 +63,21 @@ describe.skipIf(!pgClusterUrl)('a run whose PostgreSQL server restarts', () => {
   });
   afterAll(async () => cluster?.stop());
 
-  it('stores every answer it paid for once the server is back, none twice; the next run pays for none of them again', async () => {
-    const { sandbox, ws, file, url, pool } = await setUpOn(cluster.url, 'restart', TASKS);
-    const env = { NETINGEST_API_URL: sandbox.url, NETINGEST_API_TOKEN: WORKER_TOKEN };
-
-    const running = inProcess(['run', file, '--db', url, '--json'], env, { cwd: ws.dir });
-    while ((await one(pool, 'SELECT count(*) AS n FROM api_calls').catch(() => 0)) < 30) await new Promise((r) => setTimeout(r, 20));
-    // Down for a while: the calls in flight are answered while no connection is taken.
-    await cluster.restart(1_500);
+  /** `netingest run --json` on the setup, the cluster restarted (down `downMs`) once `callsBefore` calls are stored. */
+  async function runThroughRestart(s: Setup, callsBefore: number, downMs: number) {
+    const env = { NETINGEST_API_URL: s.sandbox.url, NETINGEST_API_TOKEN: WORKER_TOKEN };
+    const running = inProcess(['run', s.file, '--db', s.url, '--json'], env, { cwd: s.ws.dir });
+    while ((await one(s.pool, 'SELECT count(*) AS n FROM api_calls').catch(() => 0)) < callsBefore) await new Promise((r) => setTimeout(r, 20));
+    await cluster.restart(downMs);
     const cli = await running;
+    return { cli, env, paid: operationRequests(s.sandbox).length };
+  }
 
-    const paid = operationRequests(sandbox).length;
+  it('stores every answer it paid for once the server is back, none twice; the next run pays for none of them again', async () => {
+    const s = await setUpOn(cluster.url, 'restart', TASKS);
+    const { sandbox, ws, file, url, pool } = s;
+    // Down for a while: the calls in flight are answered while no connection is taken.
+    const { cli, env, paid } = await runThroughRestart(s, 30, 1_500);
     expect(paid).toBeLessThan(TASKS);
     // Every answer paid for is stored, once: its call, its body and its task.
     expect(await one(pool, 'SELECT count(*) AS n FROM api_calls WHERE status = 200'), cli.stderr).toBe(paid);
@@ -94,14 +98,9 @@ describe.skipIf(!pgClusterUrl)('a run whose PostgreSQL server restarts', () => {
 
   it('a restart between calls, the writer holding nothing: the run waits for the server to record its end', async () => {
     // A call every 2 s: the restart comes while the run waits for its next one, nothing in flight.
-    const { sandbox, ws, file, url, pool } = await setUpOn(cluster.url, 'restart_idle', 20, { requestsPerMinute: 30, concurrency: 1 });
-    const env = { NETINGEST_API_URL: sandbox.url, NETINGEST_API_TOKEN: WORKER_TOKEN };
-    const running = inProcess(['run', file, '--db', url, '--json'], env, { cwd: ws.dir });
-    while ((await one(pool, 'SELECT count(*) AS n FROM api_calls').catch(() => 0)) < 2) await new Promise((r) => setTimeout(r, 20));
-    await cluster.restart(2_500);
-    const cli = await running;
-
-    const paid = operationRequests(sandbox).length;
+    const s = await setUpOn(cluster.url, 'restart_idle', 20, { requestsPerMinute: 30, concurrency: 1 });
+    const { pool } = s;
+    const { cli, paid } = await runThroughRestart(s, 2, 2_500);
     const summary = JSON.parse(cli.stdout);
     expect(summary.notRecorded ?? null, cli.stderr).toBeNull();
     expect(summary.calls).toBe(paid);
