@@ -164,8 +164,11 @@ describe.skipIf(!pgClusterUrl)('a run whose PostgreSQL server restarts', () => {
 describe.skipIf(!pgClusterUrl)('the run writer whose connection ends as its COMMIT goes', () => {
   const AT = '2026-11-02T08:00:00.000Z';
 
-  /** The writer's one group (an attempt's call and its task failed) on a connection `ended` cuts; what is stored after. */
-  async function writeCut(prefix: string, answered: boolean) {
+  const TASK = { id: 1, operation: 'post-details' as const };
+  const ATTEMPT = { call: { operation: 'post-details', method: 'GET', path: '/p/1', status: 500, latencyMs: 1 }, code: 'HTTP_500' } as unknown as ApiError;
+
+  /** A new dataset holding one pending task (TASK), a direct pool on it, and a store reaching it through a cuttable proxy. */
+  async function pendingTaskBehindProxy(prefix: string) {
     const url = await newMigratedPgDatabase(prefix);
     const direct = new pg.Pool({ connectionString: url, max: 1 });
     cleanups.push(() => direct.end());
@@ -174,12 +177,16 @@ describe.skipIf(!pgClusterUrl)('the run writer whose connection ends as its COMM
     const proxy = await cuttableProxy(url);
     const store = await openPgStore(proxy.url);
     cleanups.push(() => store.close(), () => proxy.cut());
+    return { direct, proxy, store };
+  }
+
+  /** The writer's one group (an attempt's call and its task failed) on a connection `ended` cuts; what is stored after. */
+  async function writeCut(prefix: string, answered: boolean) {
+    const { direct, proxy, store } = await pendingTaskBehindProxy(prefix);
     const fatal: unknown[] = [];
     const writer = new PgOutcomeWriter(store.pool, 1, (err) => fatal.push(err));
     const ended = proxy.endOnSight('COMMIT', answered);
-    const task = { id: 1, operation: 'post-details' as const };
-    const attempt = { call: { operation: 'post-details', method: 'GET', path: '/p/1', status: 500, latencyMs: 1 }, code: 'HTTP_500' } as unknown as ApiError;
-    await Promise.all([writer.attemptFailed(task, attempt), writer.failed(task, 'HTTP_500', 'server error', true, 1)]);
+    await Promise.all([writer.attemptFailed(TASK, ATTEMPT), writer.failed(TASK, 'HTTP_500', 'server error', true, 1)]);
     await ended;
     await writer.close();
     return {
@@ -196,24 +203,15 @@ describe.skipIf(!pgClusterUrl)('the run writer whose connection ends as its COMM
   });
 
   it('told to stop (SIGTERM) while the server is away: waits afterSignalMs for it, not its minutes, and counts what it could not write', async () => {
-    const url = await newMigratedPgDatabase('writer_signal');
-    const direct = new pg.Pool({ connectionString: url, max: 1 });
-    cleanups.push(() => direct.end());
-    await direct.query(`INSERT INTO tasks (id, job, operation, input_key, page, request_json, status, attempts, created_at, updated_at)
-      VALUES (1, 'j', 'post-details', 'k1', 1, '{}', 'pending', 0, $1, $1)`, [AT]);
-    const proxy = await cuttableProxy(url);
-    const store = await openPgStore(proxy.url);
+    const { proxy, store } = await pendingTaskBehindProxy('writer_signal');
     store.pool.on('error', () => undefined);
-    cleanups.push(() => store.close(), () => proxy.cut());
     const fatal: unknown[] = [];
     const interrupted = new AbortController();
     const writer = new PgOutcomeWriter(store.pool, 1, (err) => fatal.push(err), undefined, { serverBackWithinMs: 60_000, afterSignalMs: 300, interrupted: interrupted.signal });
-    const task = { id: 1, operation: 'post-details' as const };
-    const attempt = { call: { operation: 'post-details', method: 'GET', path: '/p/1', status: 500, latencyMs: 1 }, code: 'HTTP_500' } as unknown as ApiError;
     await proxy.cut();
     interrupted.abort();
     const started = performance.now();
-    await writer.attemptFailed(task, attempt);
+    await writer.attemptFailed(TASK, ATTEMPT);
     await writer.close();
     expect(performance.now() - started).toBeLessThan(10_000);
     expect({ fatal: fatal.length, notWritten: writer.callsNotWritten }).toEqual({ fatal: 1, notWritten: 1 });
