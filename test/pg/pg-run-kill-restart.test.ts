@@ -45,6 +45,27 @@ async function leasedInputs(pool: import('pg').Pool): Promise<Map<string, Date>>
   return new Map(rows.map((r) => [r.input_key, r.lease_until]));
 }
 
+/**
+ * A worker whose first `allowed` calls go through and are committed, the next ones held at `api` with their inputs
+ * leased, killed with SIGKILL: what `observe` read just before the kill.
+ */
+async function killedMidRun<T>(s: Setup, api: Awaited<ReturnType<typeof gatedApi>>, allowed: number, observe: () => Promise<T>): Promise<T> {
+  api.allow(allowed);
+  const victim = startWorker(s, { apiUrl: api.url, leaseMs: CLI_LEASE_MS });
+  await waitUntil(() => allowedCallsSettled(s, allowed), 30_000, 'the victim\'s calls and leases');
+  const seen = await observe();
+  victim.child.kill('SIGKILL');
+  expect(await victim.exited).toBe('SIGKILL');
+  return seen;
+}
+
+/** Every task settled once (expectWholeAndUnique, unless `whole` is false), and each post paid once. */
+async function expectEachPaidOnce(s: Setup, tasks: number, whole = true): Promise<void> {
+  if (whole) await expectWholeAndUnique(s.pool, tasks);
+  expect([...chargedPerUrl(s.sandbox).values()].every((n) => n === 1)).toBe(true);
+  expect(chargedPerUrl(s.sandbox).size).toBe(tasks);
+}
+
 describe.skipIf(!pgClusterUrl)(`workers with a 60 s lease on PostgreSQL${pgClusterUrl ? '' : ` (skipped: ${pgSkipReason})`}`, () => {
   it('a worker killed with SIGKILL and restarted at once takes its inputs back before their lease ends, paying nothing twice', async () => {
     const TASKS = 40;
@@ -53,13 +74,7 @@ describe.skipIf(!pgClusterUrl)(`workers with a 60 s lease on PostgreSQL${pgClust
     await (await openPgStore(s.url)).close();
     const api = await gatedApi(s.sandbox.url);
     try {
-      // Its first calls go through and are committed; the next ones wait at the API, their inputs leased, when it is killed.
-      api.allow(ALLOWED);
-      const victim = startWorker(s, { apiUrl: api.url, leaseMs: CLI_LEASE_MS });
-      await waitUntil(() => allowedCallsSettled(s, ALLOWED), 30_000, 'the victim\'s calls and leases');
-      const orphaned = await leasedInputs(s.pool);
-      victim.child.kill('SIGKILL');
-      expect(await victim.exited).toBe('SIGKILL');
+      const orphaned = await killedMidRun(s, api, ALLOWED, () => leasedInputs(s.pool));
 
       // Restarted in this process (as the CLI would be, by cron): stopped if it is still going at half the lease.
       const stop = new AbortController();
@@ -74,8 +89,7 @@ describe.skipIf(!pgClusterUrl)(`workers with a 60 s lease on PostgreSQL${pgClust
       expect(rows.map((r) => r.input_key).sort()).toEqual([...orphaned.keys()].sort());
       for (const r of rows) expect(new Date(r.at).getTime(), r.input_key).toBeLessThan(orphaned.get(r.input_key)!.getTime());
       // The calls held at the gate never reached the API: each post was paid once.
-      expect([...chargedPerUrl(s.sandbox).values()].every((n) => n === 1)).toBe(true);
-      expect(chargedPerUrl(s.sandbox).size).toBe(TASKS);
+      await expectEachPaidOnce(s, TASKS, false);
     } finally {
       await api.stop();
     }
@@ -89,13 +103,9 @@ describe.skipIf(!pgClusterUrl)(`workers with a 60 s lease on PostgreSQL${pgClust
     await (await openPgStore(s.url)).close();
     const api = await gatedApi(s.sandbox.url);
     try {
-      api.allow(ALLOWED);
-      const victim = startWorker(s, { apiUrl: api.url, leaseMs: CLI_LEASE_MS });
-      await waitUntil(() => allowedCallsSettled(s, ALLOWED), 30_000, 'the victim\'s calls and leases');
       // Its reservation holds what is left above the reserve (its calls held at the API among them), for 5 minutes.
-      expect(await one(s.pool, 'SELECT coalesce(sum(cost), 0) AS n FROM credit_reservations')).toBeGreaterThan(TASKS - ALLOWED);
-      victim.child.kill('SIGKILL');
-      expect(await victim.exited).toBe('SIGKILL');
+      const reserved = await killedMidRun(s, api, ALLOWED, () => one(s.pool, 'SELECT coalesce(sum(cost), 0) AS n FROM credit_reservations'));
+      expect(reserved).toBeGreaterThan(TASKS - ALLOWED);
 
       // Through the same API URL (the budget's account): the victim's requests held there are dropped, not sent.
       api.allow(Infinity);
@@ -103,9 +113,7 @@ describe.skipIf(!pgClusterUrl)(`workers with a 60 s lease on PostgreSQL${pgClust
       const waiting = new Promise<string>((r) => setTimeout(() => r('still running after 20 s'), 20_000).unref());
       expect(await Promise.race([restarted.exited, waiting]), restarted.stderr()).toBe(0);
       expect(JSON.parse(restarted.stdout().trim().split('\n').at(-1)!)).toMatchObject({ status: 'completed' });
-      await expectWholeAndUnique(s.pool, TASKS);
-      expect([...chargedPerUrl(s.sandbox).values()].every((n) => n === 1)).toBe(true);
-      expect(chargedPerUrl(s.sandbox).size).toBe(TASKS);
+      await expectEachPaidOnce(s, TASKS);
     } finally {
       await api.stop();
     }
