@@ -140,11 +140,18 @@ describe.skipIf(!pgClusterUrl)('a run whose PostgreSQL server restarts', () => {
 
   it('a server not back within the bound: the run ends without waiting for it, its summary counting the answers not stored', async () => {
     const s = await setUpOn(cluster.url, 'restart_bound', 300);
+    // The first 30 calls go through; the next ones wait at the API, to be answered once the server is down (on a
+    // busy machine the run could otherwise hold nothing at the restart, waiting on its claims).
+    const api = await gatedApi(s.sandbox.url, { free: (path) => path.startsWith(BALANCE_PATH) });
+    cleanups.push(() => api.stop());
+    api.allow(30);
     const job = await loadJob(s.file, { cwd: s.ws.dir });
-    const running = run({ db: s.url, jobs: [job], api: { baseUrl: s.sandbox.url, token: WORKER_TOKEN }, dbServerBackWithinMs: 500 });
+    const running = run({ db: s.url, jobs: [job], api: { baseUrl: api.url, token: WORKER_TOKEN }, dbServerBackWithinMs: 500 });
     running.catch(() => undefined);
     await callsStored(s.pool, 30);
     const restarted = cluster.restart(3_000);
+    while (await s.pool.query('SELECT 1').then(() => true, () => false)) await new Promise((r) => setTimeout(r, 20));
+    api.allow(Infinity);
     // Ended while the server is still down: no wait past the bound.
     expect(await Promise.race([running.then(() => 'ended', () => 'ended'), restarted.then(() => 'server back')])).toBe('ended');
     const err = await running.then(() => null, (e: unknown) => e);
