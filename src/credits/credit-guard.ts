@@ -18,6 +18,14 @@ export interface CreditLimits {
 /** Why the guard refused a call. */
 export type CreditStopReason = 'reserve' | 'max-per-run' | 'out-of-credits';
 
+/** A call waiting for room that calls in flight hold, other workers' among them (PostgreSQL): the limit, and the account's figures. */
+export interface CreditWait {
+  reason: 'reserve' | 'max-per-run';
+  /** The credits every worker's reservations on the account hold (their calls in flight and blocks' room). */
+  reserved: number;
+  balance: number | null;
+}
+
 /** Why the guard refused a call, with the figures it decided on (null where the guard did not know them). */
 export interface CreditStop extends CreditLimits {
   reason: CreditStopReason;
@@ -58,6 +66,8 @@ export class CreditGuard {
   /** The highest cost learned for each operation (costs of earlier runs included): what an unread answer is charged. */
   private readonly highestCost = new Map<Operation, number>();
   private readonly readableAnswers = new Map<Operation, number>();
+  /** Told of a wait on other workers' calls (SharedCreditGuard), so the run says why it waits; this run's own calls never make one. */
+  onWait: ((wait: CreditWait) => void) | null = null;
 
   constructor(limits: CreditLimits, history: CreditHistory = {}, options: CreditMeterOptions = {}) {
     this.limits = limits;
@@ -136,9 +146,10 @@ export class CreditGuard {
 
   /**
    * Reserves one call's estimated cost. A call that does not fit waits for those in flight to settle (their real cost
-   * may leave room); null when it does not fit even with nothing in flight: the run stops on credits.
+   * may leave room); null when it does not fit even with nothing in flight: the run stops on credits. `signal` ends a
+   * wait on other workers' calls (SharedCreditGuard), which can last minutes; this run's own always settle.
    */
-  async acquire(operation: Operation): Promise<Reservation | null> {
+  async acquire(operation: Operation, _signal?: AbortSignal): Promise<Reservation | null> {
     for (;;) {
       if (this.stopFigures) return null;
       // One answer after the balance read shows the cost (or, in SharedCreditGuard, bounds it).

@@ -7,7 +7,7 @@ import type { Job } from '../jobs/schema.ts';
 import type { RunnableFilter } from '../store/ledger.ts';
 import type { SettledCounts } from '../store/group-commit-writer.ts';
 import type { TaskStatus } from '../store/tables.ts';
-import type { RunGate, RunStore } from '../store/run-store.ts';
+import type { RunStore } from '../store/run-store.ts';
 import { recentLockCheck } from '../store/run-lock.ts';
 import { FailureLog, formatCodeCounts } from './failure-log.ts';
 import { applyOverrides } from './run-options.ts';
@@ -207,7 +207,7 @@ async function workDue(run: OpenRun, job: Job, filter: RunnableFilter, runnable:
   const reporter = new ProgressReporter(run.options.progressStream ?? process.stderr, run.logger, snapshot);
   reporter.start();
   const failures = new FailureLog(reporter.above(), job.name, run.options.failureLog);
-  sayPauseWaits(run.gate, reporter.above(), job.name);
+  sayWaits(run, reporter.above(), job.name);
   const jobStop = jobStopOf(run.stop);
   const { notFoundOnlyMinAnswers, maxThrottleWaitMs, maxThrottledAttemptsPerTask } = run.settings;
   const notFoundOnly = new NotFoundOnlyWatch(job.operation, notFoundOnlyMinAnswers, [run.options.api.token]);
@@ -230,6 +230,7 @@ async function workDue(run: OpenRun, job: Job, filter: RunnableFilter, runnable:
     }, progress);
   } finally {
     if (run.gate.onWait) run.gate.onWait = null;
+    guard.onWait = null;
     reporter.stop();
     jobStop.release();
     failures.flush();
@@ -240,10 +241,14 @@ async function workDue(run: OpenRun, job: Job, filter: RunnableFilter, runnable:
 }
 
 /**
- * A wait the shared gate (PostgreSQL) holds for a 429 that another worker or an earlier run met, up to the throttle cap:
- * said, or the run would sit silent for minutes. Not on SQLite, whose gate holds only this run's own 429s.
+ * Waits that other workers (PostgreSQL) or an earlier run make, said or the run would sit silent for minutes: the shared
+ * gate held for a 429, up to the throttle cap, and credits their calls in flight hold. SQLite's waits are this run's own.
  */
-function sayPauseWaits(gate: RunGate, logger: Logger, job: string): void {
+function sayWaits({ gate, guard }: OpenRun, logger: Logger, job: string): void {
+  guard.onWait = (w) => {
+    const held = w.reason === 'reserve' ? 'the credits left above the reserve' : "what is left of the run's credits.maxPerRun";
+    logger.warn(`waiting: calls in flight (every worker's) hold ${held}`, { job, reserved: w.reserved, balance: w.balance });
+  };
   if (gate.onWait === undefined) return;
   gate.onWait = (w) => {
     logger.warn('waiting: the API asked to slow down (429), and every worker holds back', {

@@ -87,7 +87,11 @@ export async function executeTask(task: ExecutableTask, ctx: ExecutorContext): P
 /** One call: reserve credits, wait for the gate, check bound and lock, send, settle; throws LeftPending (in AbortError) if none is sent. */
 async function callOnce(task: ExecutableTask, ctx: ExecutorContext, tally: TaskTally): Promise<ApiResult<unknown>> {
   if (ctx.stop.reason) throw new AbortError(new LeftPending());
-  const reservation = await ctx.guard.acquire(task.operation);
+  const reservation = await ctx.guard.acquire(task.operation, ctx.stop.signal).catch((err: unknown) => {
+    // A stop (the user's signal) ends a wait for credits other workers hold: nothing was sent.
+    if (ctx.stop.signal.aborted) throw new AbortError(new LeftPending());
+    throw err;
+  });
   if (!reservation) {
     ctx.stop.stop('credits');
     throw new AbortError(new LeftPending());

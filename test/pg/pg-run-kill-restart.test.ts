@@ -4,12 +4,13 @@
  * a worker alive but idle (its calls held at the API) keeps its inputs: another worker does not call them; a worker
  * whose session the server ends stops before any further call. Nor does it wait for the dead worker's credit reservations.
  */
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import { openPgStore } from '../../src/store/pg/open.ts';
 import { pgClusterUrl, lockHolders, pgSkipReason } from './use-pg.ts';
 import { waitFor as waitUntil } from './coordination-fixtures.ts';
 import { gatedApi } from './gated-api.ts';
-import { operationRequests } from '../support/run-helpers.ts';
+import { operationRequests, spawnCli, waitWhileRunning } from '../support/run-helpers.ts';
+import { BALANCE_PATH } from '../../src/spec/types.ts';
 import { chargedPerUrl, CONCURRENCY, expectWholeAndUnique, one, setUp, startWorker, TOKEN, useCleanups, type Setup } from './run-workers.ts';
 import { runJobs } from '../../src/runner/run-jobs.ts';
 import type { RunOptions } from '../../src/runner/run-options.ts';
@@ -186,6 +187,40 @@ describe.skipIf(!pgClusterUrl)(`workers with a 60 s lease on PostgreSQL${pgClust
       const charged = chargedPerUrl(s.sandbox);
       expect(charged.size).toBe(TASKS);
       expect(s.sandbox.requests.filter((r) => r.charged > 0).length).toBeLessThanOrEqual(TASKS + CONCURRENCY);
+    } finally {
+      await api.stop();
+    }
+  }, 60_000);
+
+  it('a run waiting for credits another worker\'s calls in flight hold says so, and SIGTERM ends the wait at once', async () => {
+    // More inputs than the holder claims (two claims of 16): the waiter has its own to call.
+    const TASKS = 80;
+    const ALLOWED = 8;
+    const s = await setUp(TASKS, 'credit_wait_term', { balance: 1_000, reserve: 970 });
+    await (await openPgStore(s.url)).close();
+    // The holder's calls past its first 8 wait at the API (for its 30 s request deadline); later requests (the waiter's) go through.
+    let holding = true;
+    const api = await gatedApi(s.sandbox.url, { free: (path) => path.startsWith(BALANCE_PATH) || !holding });
+    try {
+      // The holder's block holds most of what is left above the reserve (cost 1) once its 8 calls are paid.
+      api.allow(ALLOWED);
+      const env = { NETINGEST_API_URL: api.url, NETINGEST_API_TOKEN: TOKEN };
+      const holder = spawnCli(['run', s.file, '--db', s.url], { cwd: s.ws.dir, env });
+      onTestFinished(() => void holder.child.kill('SIGKILL'));
+      await waitUntil(async () => operationRequests(s.sandbox).length === ALLOWED
+        && (await one(s.pool, 'SELECT coalesce(sum(cost), 0) AS n FROM credit_reservations')) >= 10, 30_000, 'the holder\'s reservation');
+      holding = false;
+
+      // Before: it waited silently, and a SIGTERM (cron's timeout, systemd's stop) waited with it till the holder's calls came back.
+      const waiter = spawnCli(['run', s.file, '--db', s.url], { cwd: s.ws.dir, env });
+      await waitWhileRunning(waiter, () => waiter.stderr().includes('waiting: '), 'it said it waits');
+      expect(waiter.stderr(), waiter.stderr()).toMatch(/WARN +waiting: calls in flight \(every worker's\) hold the credits left above the reserve job=posts reserved=\d+ balance=\d+/);
+      waiter.child.kill('SIGTERM');
+      const stillRunning = new Promise<{ code: string }>((r) => setTimeout(() => r({ code: 'still running 12 s after SIGTERM' }), 12_000).unref());
+      expect((await Promise.race([waiter.done, stillRunning])).code, waiter.stderr()).toBe(130);
+      // It paid for what room was left and no more; nothing twice.
+      expect(operationRequests(s.sandbox).length).toBeLessThanOrEqual(ALLOWED + 22);
+      expect([...chargedPerUrl(s.sandbox).values()].every((n) => n === 1)).toBe(true);
     } finally {
       await api.stop();
     }

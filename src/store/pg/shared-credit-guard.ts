@@ -7,7 +7,7 @@ import type { CreditCounters, Operation } from '../../spec/types.ts';
 import type { CreditHistory } from '../../credits/credit-meter.ts';
 import { CreditGuard, type Charge, type CreditLimits, type CreditStopReason, type Reservation } from '../../credits/credit-guard.ts';
 import { readableCounters } from '../../credits/unread-charges.ts';
-import type { SharedCharge, SharedCreditBudget, SharedReservation } from './coordination/shared-credit-budget.ts';
+import type { RefusedAttempt, SharedCharge, SharedCreditBudget, SharedReservation } from './coordination/shared-credit-budget.ts';
 
 /** An answer whose charge waits for the account's samples to show its operation's cost. */
 interface Unpriced {
@@ -44,6 +44,8 @@ export class SharedCreditGuard extends CreditGuard {
   private readonly startedAt = new Date().toISOString();
   /** Whether the last known balance was forgotten (see forgetLastKnown). */
   private forgot = false;
+  /** When a wait for others' calls in flight was last told (onWait), on this process's monotonic clock. */
+  private waitToldAt = -Infinity;
 
   constructor(limits: CreditLimits, history: CreditHistory, private readonly budget: SharedCreditBudget) {
     super(limits, history, { costFromOwnSteps: false });
@@ -64,7 +66,7 @@ export class SharedCreditGuard extends CreditGuard {
     return true;
   }
 
-  override async acquire(operation: Operation): Promise<Reservation | null> {
+  override async acquire(operation: Operation, signal?: AbortSignal): Promise<Reservation | null> {
     await this.seeded;
     await this.priceFirst(operation);
     const local = await super.acquire(operation);
@@ -72,9 +74,21 @@ export class SharedCreditGuard extends CreditGuard {
     // An assumed cost goes alone as a probe. Before this call waits, answers waiting for a cost are charged at their
     // estimate, or else the account's samples are read again (other workers' answers may show the cost by now).
     const price = () => ({ cost: this.costOf(operation), probe: this.costAssumed(operation) });
-    const beforeWait = async () => this.chargeUnpriced() || (await this.priceFromAccount(operation));
-    let shared = await this.budget.acquire(price, this.limits, beforeWait);
-    if ('stop' in shared && (await this.forgetLastKnown(shared.stop))) shared = await this.budget.acquire(price, this.limits, beforeWait);
+    const since = performance.now();
+    const beforeWait = async (refused: RefusedAttempt) => {
+      this.tellWait(refused, since);
+      return this.chargeUnpriced() || (await this.priceFromAccount(operation));
+    };
+    const reserve = () => this.budget.acquire(price, this.limits, beforeWait, signal);
+    let shared;
+    try {
+      shared = await reserve();
+      if ('stop' in shared && (await this.forgetLastKnown(shared.stop))) shared = await reserve();
+    } catch (err) {
+      // Stopped waiting (a signal) or the database failed: nothing is sent, the local reservation goes back.
+      super.settle(local, null);
+      throw err;
+    }
     if ('stop' in shared) {
       super.settle(local, null);
       return this.stop(shared.stop, local.cost, false, shared.figures.spent);
@@ -82,6 +96,14 @@ export class SharedCreditGuard extends CreditGuard {
     // Read now, as the call goes: an answer settled meanwhile was charged before it.
     this.shared.set(local, { shared, after: this.lastSeen });
     return local;
+  }
+
+  /** A wait for room calls in flight hold, told past 5 s and once a minute at most (a balance not known yet is not). */
+  private tellWait({ reason, figures }: RefusedAttempt, since: number): void {
+    const now = performance.now();
+    if (reason === 'learning' || !this.onWait || now - since < 5_000 || now - this.waitToldAt < 60_000) return;
+    this.waitToldAt = now;
+    this.onWait({ reason, reserved: figures.reserved, balance: figures.balance });
   }
 
   /**

@@ -3,6 +3,7 @@
  * balance - all reserved - cost >= reserve. Reservations expire unless renewed (a dead worker's stop counting); costs
  * come from all workers' counters, as each steps by all their calls.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import type pg from 'pg';
 import type { CreditCounters, Operation } from '../../../spec/types.ts';
 import { medianStep, reportedBalance } from '../../../credits/credit-meter.ts';
@@ -91,7 +92,10 @@ export type SharedCreditStopReason = 'reserve' | 'max-per-run';
 /** What a reservation attempt gave: the reservation, or why not (`learning`: balance unknown, a call is in flight). */
 export type ReserveAttempt =
   | { reservation: SharedReservation; figures: BudgetFigures }
-  | { reservation: null; reason: SharedCreditStopReason | 'learning'; figures: BudgetFigures };
+  | RefusedAttempt;
+
+/** A reservation refused: why, and the account's figures it was decided on. */
+export type RefusedAttempt = { reservation: null; reason: SharedCreditStopReason | 'learning'; figures: BudgetFigures };
 
 /**
  * What a call was charged: `cost` (0 when nothing was billed) and the answer's counters. `sample` makes a readable
@@ -245,12 +249,14 @@ export class SharedCreditBudget {
 
   /**
    * Reserves a call from this process's blocks or a new one, waiting while any worker's calls in flight may leave room;
-   * with none in flight, the stop reason. `beforeWait` lets the caller settle or learn the cost; true retries at once.
+   * with none in flight, the stop reason. `beforeWait` (told why) lets the caller settle or learn the cost; true retries
+   * at once. `signal` ends the wait (rejects): others' calls may hold the room for minutes, a user's SIGTERM may not wait.
    */
   async acquire(
     price: () => { cost: number; probe: boolean },
     limits: CreditLimits,
-    beforeWait?: () => Promise<boolean>,
+    beforeWait?: (refused: RefusedAttempt) => Promise<boolean>,
+    signal?: AbortSignal,
   ): Promise<SharedReservation | { stop: SharedCreditStopReason; figures: BudgetFigures }> {
     for (;;) {
       // Priced again each time round: what the caller learned while waiting (beforeWait) counts at once.
@@ -268,8 +274,8 @@ export class SharedCreditBudget {
       const attempt = await this.oneAsk(this.reserveBlock(cost, probe ? 1 : this.blockCalls, limits, probe));
       if (attempt.reservation) return attempt.reservation;
       if (attempt.reason !== 'learning' && attempt.figures.inFlight === 0) return { stop: attempt.reason, figures: attempt.figures };
-      if (await beforeWait?.()) continue;
-      await new Promise((r) => setTimeout(r, this.pollMs));
+      if (await beforeWait?.(attempt)) continue;
+      await sleep(this.pollMs, undefined, { signal });
     }
   }
 
