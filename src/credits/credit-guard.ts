@@ -7,7 +7,6 @@ export const CREDIT_GUARD_DEFAULTS = {
   answersBeforeHighestCost: 3,
 } as const;
 
-/** Limits of a CreditGuard. */
 export interface CreditLimits {
   /** Credits that must stay on the account: no call is sent that could take the balance below this. */
   reserve: number;
@@ -15,7 +14,6 @@ export interface CreditLimits {
   maxPerRun: number | null;
 }
 
-/** Why the guard refused a call. */
 export type CreditStopReason = 'reserve' | 'max-per-run' | 'out-of-credits';
 
 /** A call waiting for room that calls in flight hold, other workers' among them (PostgreSQL): the limit, and the account's figures. */

@@ -18,7 +18,6 @@ export interface CreditHistory {
   lastCreditsUsed?: number | null;
 }
 
-/** How a CreditMeter learns costs. */
 export interface CreditMeterOptions {
   /**
    * Whether the steps between this run's own counters show a cost: not when other runs share the account (their calls
@@ -205,7 +204,6 @@ export class CreditMeter {
     return false;
   }
 
-  /** The epoch's highest counter and the totals that came with it. */
   private takeTotals(e: Epoch, counters: CreditCounters): void {
     const used = counters.credits_used;
     if (used >= e.maxUsed) {

@@ -4,7 +4,6 @@
  */
 import type { CreditCounters } from '../spec/types.ts';
 
-/** When a call was sent, as UnreadCharges needs to know it. */
 export interface SentAt {
   /** The meter's epoch when the call was sent. */
   epoch: number;

@@ -8,7 +8,6 @@ import type { AnswerAnomalyKind } from './tables.ts';
 import { rows, type Reads } from './read-steps.ts';
 import { sql, param } from '../statement.ts';
 
-/** Where the answer came from. */
 export interface AnomalySource {
   rawResponseId: number;
   runId: number | null;
@@ -21,7 +20,6 @@ export interface AnomalySource {
 /** The insert's head on both engines; its rows are anomalyRow()'s. */
 export const ANOMALY_HEAD = 'INSERT INTO answer_anomalies (raw_response_id, run_id, task_id, operation, request_key, kind, position, path, reason, asked_id, answered_id, at)';
 
-/** One anomaly's values, in ANOMALY_HEAD's order. */
 export function anomalyRow(s: AnomalySource, a: RowAnomaly): unknown[] {
   return [s.rawResponseId, s.runId, s.taskId, s.operation, s.requestKey, a.kind, a.position, a.path, a.reason, a.askedId, a.answeredId, s.at];
 }

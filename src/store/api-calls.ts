@@ -16,7 +16,6 @@ const LAST_COUNTERS = sql`SELECT total_credits AS "totalCredits", credits_used A
   AND run_id IS NOT DISTINCT FROM (SELECT run_id FROM api_calls WHERE status = 200 AND credits_remaining IS NOT NULL AND id < ${param} ORDER BY id DESC LIMIT 1)
   ORDER BY credits_used DESC, id DESC LIMIT 1`;
 
-/** One HTTP call as logged in `api_calls`. */
 export interface ApiCallRow {
   runId: number | null;
   taskId: number | null;
@@ -35,7 +34,6 @@ export interface ApiCallRow {
 /** The insert's head on both engines; its rows are callValues()'s. */
 export const CALL_HEAD = 'INSERT INTO api_calls (run_id, task_id, operation, method, path, status, error_code, latency_ms, total_credits, credits_used, credits_remaining, at)';
 
-/** One call's values, in CALL_HEAD's order. */
 export function callValues(r: ApiCallRow): unknown[] {
   return [r.runId, r.taskId, r.operation, r.method, r.path, r.status, r.errorCode, r.latencyMs, r.totalCredits, r.creditsUsed, r.creditsRemaining, r.at];
 }

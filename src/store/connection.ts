@@ -16,7 +16,6 @@ import { registerRawBodyFunction } from './raw-body.ts';
  */
 process.env.SQLITE_USE_URI ??= '1';
 
-/** An open connection. */
 export interface Connection {
   /** The raw connection, for prepared statements on hot paths. */
   sqlite: BetterSqlite3.Database;
@@ -31,7 +30,6 @@ export interface Connection {
   assertUnchanged(failure?: unknown): void;
 }
 
-/** Options of openConnection(). */
 export interface ConnectionOptions {
   /** Read-only: no folder made, the file must exist, and `query_only` is on so nothing can write. Default false. */
   readonly?: boolean;
@@ -104,9 +102,7 @@ function ensureFolder(path: string): void {
     if (code === 'EACCES' || code === 'EPERM' || code === 'EROFS') {
       throw new DatabaseReadonlyError(path, `cannot create folder ${dir}`, { cause: err });
     }
-    throw new DatabaseError('DB_OPEN_FAILED', path, `cannot create folder ${dir}: ${(err as Error).message}`, {
-      cause: err,
-    });
+    throw new DatabaseError('DB_OPEN_FAILED', path, `cannot create folder ${dir}: ${(err as Error).message}`, { cause: err });
   }
 }
 

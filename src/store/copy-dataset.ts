@@ -28,7 +28,6 @@ export const NOT_COPIED: ReadonlySet<string> = new Set(['run_lock']);
 /** The order tables are copied in: every table but NOT_COPIED, parents first (the definition's order). */
 export const COPY_ORDER: readonly TableDef[] = DATASET_TABLES.filter((t) => !NOT_COPIED.has(t.name));
 
-/** Options of copyDataset(). */
 export const COPY_DEFAULTS = {
   /** Rows per INSERT at most (fewer for wide tables: PostgreSQL takes 65,535 parameters a statement). */
   batchRows: 500,
@@ -43,8 +42,6 @@ export interface CopyReport {
   rows: number;
 }
 
-/** Kept in the target as its own migrations set it, not copied. */
-const META_KEPT = new Set(['schema_version']);
 /** Serializes copies into one target: the second finds the first's rows and is refused. */
 const COPY_LOCK_KEY = '7236281237890561';
 
@@ -156,7 +153,8 @@ async function copyTable(sqlite: BetterSqlite3.Database, client: pg.PoolClient, 
     bytes = 0;
   };
   for (const row of select.iterate() as IterableIterator<Record<string, unknown>>) {
-    if (isMeta && META_KEPT.has(String(row.key))) continue;
+    // Kept in the target as its own migrations set it.
+    if (isMeta && row.key === 'schema_version') continue;
     const values = columns.map((c) => {
       try {
         return c.convert(row[c.name], row);
@@ -188,7 +186,6 @@ const CONVERT: Partial<Record<ColumnKind, (value: unknown) => unknown>> = {
   given: (value) => (value === null || value === undefined ? null : storableJsonText(JSON.stringify(textOf(value)))),
 };
 
-/** How each column's SQLite value becomes its PostgreSQL one. */
 function planColumns({ name: tableName, columns }: TableDef): ColumnPlan[] {
   return Object.entries(columns).map(([name, column]) => {
     if (tableName === 'raw_responses' && name === 'body') {

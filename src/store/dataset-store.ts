@@ -62,7 +62,6 @@ export interface StepSnapshot extends ReadSnapshot {
   read<T>(reads: Reads<T>): Promise<T>;
 }
 
-/** Options of DatasetStore.openRun(). */
 export interface OpenRunOptions {
   /** How long the run's lock lasts without renewal (on PostgreSQL, a worker's claims), in ms; default the store's. */
   leaseMs?: number | undefined;
@@ -86,7 +85,6 @@ export interface StorePruneResult {
   space: { what: string; bytesBefore: number; bytesAfter: number; note: string };
 }
 
-/** The dataset named by `--db`; see the file's comment. */
 export interface DatasetStore {
   /** The dataset as it may be printed: the file, or the URL with its password hidden. */
   readonly shown: string;

@@ -19,7 +19,6 @@ export type DatabaseErrorCode =
 export class DatabaseError extends NetingestError {
   declare readonly code: DatabaseErrorCode;
 
-  /** `file`: the database file concerned. */
   constructor(code: DatabaseErrorCode, readonly file: string, message: string, options?: { cause?: unknown }) {
     super(code, message, options);
   }

@@ -112,7 +112,6 @@ export abstract class GroupCommitWriter {
     return { ...this.settledCounts, failedByCode: { ...this.settledCounts.failedByCode } };
   }
 
-  /** The error that stopped the writer, if any. */
   get error(): unknown {
     return this.failure;
   }

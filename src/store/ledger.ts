@@ -5,7 +5,6 @@ import { sql, param, named } from '../statement.ts';
 import type { Settlement } from './outcome-ops.ts';
 import { nightRunIds } from './runs.ts';
 
-/** A task as the runner reads it from the ledger. */
 export interface TaskRow {
   id: number;
   job: string;
@@ -28,7 +27,6 @@ export function invalidRowKey(row: Pick<InvalidInputRow, 'field' | 'value' | 're
   return JSON.stringify([row.field, row.value, row.reason]);
 }
 
-/** The recorded invalid rows counted by invalidRowKey(). */
 export function countByKey(rows: ReadonlyArray<Pick<InvalidInputRow, 'field' | 'value' | 'reason'>>): Map<string, number> {
   const counts = new Map<string, number>();
   for (const r of rows) {
@@ -274,7 +272,6 @@ export function createLedger(database: Connection) {
     deferPending(job: string, runId: number, at: string): number {
       return defer.run(at, job, runId).changes;
     },
-    /** deferredSinceReads. */
     deferredSince(job: string): string | null {
       return readSync(sqlite, deferredSinceReads(job));
     },

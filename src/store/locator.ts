@@ -16,7 +16,6 @@ export type DatasetLocation =
   | { engine: 'postgres'; url: string; shownUrl: string };
 
 export interface LocateDatasetOptions {
-  /** The `--db` value, when given. */
   db?: string;
   /** The flag `db` came from, as messages name it (`copy --to`). @default '--db' */
   flag?: string;

@@ -21,13 +21,11 @@ export const RECORD_SCHEMA_VERSION_SQL = sql`INSERT INTO netingest_meta (key, va
 /** The schema version of a build shipping `migrations`: its newest migration's folderMillis, or '0'. */
 export const schemaVersionOf = (migrations: ReadonlyArray<{ folderMillis: number }>) => String(migrations.at(-1)?.folderMillis ?? 0);
 
-/** One migration shipped with this build. */
 export interface KnownMigration {
   folderMillis: number;
   hash: string;
 }
 
-/** How a database compares with this build's migrations. */
 export interface MigrationState {
   /** Whether the database holds no tables at all (a new or empty file). */
   empty: boolean;
@@ -39,7 +37,6 @@ export interface MigrationState {
   pending: KnownMigration[];
 }
 
-/** Reads this build's migrations from `folder`. */
 export function knownMigrations(folder: string = MIGRATIONS_FOLDER): KnownMigration[] {
   return readMigrationFiles({ migrationsFolder: folder }).map((m) => ({ folderMillis: m.folderMillis, hash: m.hash }));
 }

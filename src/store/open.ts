@@ -14,13 +14,10 @@ export { toDatabaseError, toDatabaseUseError, type Connection } from './connecti
 /** An open dataset: a connection whose schema is this build's. */
 export type Database = Connection;
 
-/** Options of openDatabase(). */
 export interface OpenDatabaseOptions extends ConnectionOptions {
-  /** Open read-only: no folder creation, no migration, refuses a file that needs migrating. Default false. */
-  readonly?: boolean;
   /**
-   * With `readonly`: an older netingest's file is first upgraded on a short read-write connection (migrations only
-   * add), so readers are not locked out till a run. A blank file is still refused. Default false.
+   * With `readonly`: an older netingest's file is first upgraded on a short read-write connection, so readers are not
+   * locked out till a run (a blank file is refused).
    */
   upgradeOlderSchema?: boolean;
   /** Migrations to apply; tests only. Default: the repository's migrations/ folder. */

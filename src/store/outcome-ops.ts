@@ -17,7 +17,6 @@ export interface StoredAnswer extends AnomalySource {
   request: AnySubject;
   /** The body as read through its operation's answer contract. */
   answer: unknown;
-  /** The listed records the contract set aside. */
   setAside: readonly SetAsideRecord[];
   /** Its page ends the input's list (the contract's lastPage): the history removes the members of later pages. */
   endsList?: boolean | undefined;

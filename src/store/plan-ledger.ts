@@ -4,7 +4,6 @@
  */
 import type { DueRule, TaskRow } from './ledger.ts';
 
-/** A task of the input as a run would plan it. */
 export type PlannedTask = Pick<TaskRow, 'inputKey' | 'page' | 'requestJson'>;
 
 /** Where a planned task lands in the report: still fresh, failed earlier and not retried, or a call to make. */

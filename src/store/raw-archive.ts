@@ -7,7 +7,6 @@ import type { Connection } from './connection.ts';
 import { requestKeyOf, type AnySubject } from '../operations/index.ts';
 import { encodeRawBody } from './raw-body.ts';
 
-/** One body to archive. */
 export interface RawResponseInput {
   operation: Operation;
   /** Lookup key of the request; default requestKeyOf(request). */

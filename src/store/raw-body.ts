@@ -8,7 +8,6 @@ import type BetterSqlite3 from 'better-sqlite3';
 
 export type RawBodyEncoding = 'gzip';
 
-/** A body as stored: the column value and its encoding. */
 export interface StoredRawBody {
   body: string | Buffer;
   encoding: RawBodyEncoding | null;

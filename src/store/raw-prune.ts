@@ -8,7 +8,6 @@ import type { Connection } from './connection.ts';
 import { encodeRawBody } from './raw-body.ts';
 import { WRITE_META_SQL } from './dataset-store.ts';
 
-/** Options of pruneRawBodies(); every default here. */
 export interface PruneOptions {
   /** Bodies received less than this many days ago are kept, superseded or not. */
   keepDays: number;
@@ -23,12 +22,10 @@ export interface PruneOptions {
 export interface PruneReport {
   /** Bodies dropped (or that would be, on a dry run). */
   dropped: number;
-  /** Their stored size in bytes. */
   droppedBytes: number;
   /** Bodies gzipped in place, and the bytes that saved. */
   compressed: number;
   compressedSavedBytes: number;
-  /** Bodies kept. */
   kept: number;
   cutoff: string;
 }

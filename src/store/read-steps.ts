@@ -12,7 +12,6 @@ import { pgValues, type Reads } from '../statement.ts';
 /** Statements prepared once per connection: a reader may run one per input row (enrich). */
 const prepared = new WeakMap<BetterSqlite3.Database, Map<string, BetterSqlite3.Statement>>();
 
-/** Runs `reads` on a SQLite connection, synchronously. */
 export function readSync<T>(sqlite: BetterSqlite3.Database, reads: Reads<T>): T {
   let cache = prepared.get(sqlite);
   if (!cache) prepared.set(sqlite, (cache = new Map()));

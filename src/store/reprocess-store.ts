@@ -39,7 +39,6 @@ export interface ArchivedListEnd {
 /** bodiesWerePruned's statement: a row when prune ever dropped bodies. */
 export const WERE_PRUNED_SQL = `SELECT 1 FROM netingest_meta WHERE key = 'raw_pruned_at'`;
 
-/** clearKeptBodiesAnomalies' statement. */
 export const CLEAR_KEPT_ANOMALIES_SQL = 'DELETE FROM answer_anomalies WHERE raw_response_id IN (SELECT id FROM raw_responses)';
 
 /** One raw_responses row as the replay reads it (times as ISO text, ids as numbers). */
@@ -47,7 +46,6 @@ export interface ArchivedBody {
   id: number;
   operation: string;
   requestKey: string;
-  /** request_json as JSON text. */
   requestJson: string;
   body: string | Buffer;
   bodyEncoding: string | null;

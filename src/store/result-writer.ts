@@ -5,7 +5,6 @@ import { GroupCommitWriter } from './group-commit-writer.ts';
 import { prepareOutcomeWrite, type OutcomeOp } from './outcome-ops.ts';
 import { sqliteRefusal } from './connection.ts';
 
-/** Settings of the writer; every default is here. */
 export const RESULT_WRITER_DEFAULTS = {
   /** Outcomes gathered at most before they are committed at once, without waiting for the loop's next turn. */
   maxBatch: 256,
@@ -49,9 +48,8 @@ export class ResultWriter extends GroupCommitWriter {
   }
 
   /** Commits what is gathered now; resolves once everything enqueued so far is committed (or the writer failed). */
-  drain(): Promise<void> {
+  async drain(): Promise<void> {
     this.flush();
-    return Promise.resolve();
   }
 
   /** Commits what is left and stops the checkpointer thread. */

@@ -13,7 +13,6 @@ import type { LockLostError } from './run-lock.ts';
 import type { RunEnd } from './runs.ts';
 import type { GroupCommitWriter } from './group-commit-writer.ts';
 
-/** A value now, or later. */
 export type Awaitable<T> = T | Promise<T>;
 
 /** The ledger's methods a run uses (store/ledger.ts says what each does), answered at once or with a promise. */
@@ -83,11 +82,9 @@ export interface RunHold {
   release(): Awaitable<void>;
 }
 
-/** What a task is to the writer. */
 export interface WriterTask {
   id: number;
   operation: Operation;
-  /** A paged task's page. */
   page?: number;
   /** The ids of its input's due pages after it: an answer ending the list settles them with it (outcome-ops PastLast). */
   laterPages?: readonly number[];
@@ -147,7 +144,6 @@ export interface GateWait {
   askedAt: string;
 }
 
-/** A dataset opened for a run, on either engine. */
 export interface RunStore {
   /** The file, or the URL with its password hidden: what messages name. */
   readonly name: string;
@@ -172,7 +168,6 @@ export interface RunStore {
   serverBack?(interrupted?: AbortSignal): Promise<boolean>;
   /** The credit guard (on PostgreSQL also within the budget every worker shares); `runKey` is what maxPerRun counts. */
   openCreditGuard(limits: CreditLimits, history: CreditHistory, apiUrl: string, runKey: string): CreditGuard;
-  /** The run's rate gate for calls to `apiUrl`. */
   openGate(apiUrl: string): RunGate;
   /** Writes a run's drift counts so far for one operation (they replace earlier ones). */
   saveDrift(runId: number, rows: readonly AnswerDriftRow[]): Awaitable<void>;

@@ -3,7 +3,6 @@ import type { RunStatus } from './tables.ts';
 import { rows } from './read-steps.ts';
 import { sql, param, named, literal, fragment, statementOf } from '../statement.ts';
 
-/** The figures written when a run ends. */
 export interface RunEnd {
   status: RunStatus;
   endedAt: string;
@@ -70,11 +69,9 @@ export function createRunLog(database: Database) {
   const start = sqlite.prepare(`INSERT INTO runs (jobs, started_at, status, pid, host) VALUES (?, ?, 'running', ?, ?)`);
   const end = sqlite.prepare(END_RUN_SQL.sqlite);
   return {
-    /** Records a new run and returns its id. */
     start(jobs: string[], at: string, pid: number, host: string): number {
       return Number(start.run(JSON.stringify(jobs), at, pid, host).lastInsertRowid);
     },
-    /** Writes the end of a run: its final status and figures. */
     end(id: number, fields: RunEnd): void {
       end.run(endRunParams(id, fields));
     },

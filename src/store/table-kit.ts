@@ -100,7 +100,6 @@ export type Names<C extends Columns> = readonly (keyof C & string)[];
  */
 export type IndexSpec<C extends Columns> = Names<C> | { on: Names<C>; unique?: boolean; where?(t: Record<keyof C & string, ColumnRef>): SqlFragment; only?: Engine };
 
-/** The two engines a definition is built for. */
 export type Engine = 'sqlite' | 'postgres';
 
 /** How the operations' rows are written: upserted on the primary key, or as sets that replace an owner's rows. */

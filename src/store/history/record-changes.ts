@@ -8,7 +8,6 @@ import type { StoredRow } from '../tables.ts';
 import { TRACKING, type ChangeKind, type EntityTracking, type HistoryEntity, type ListTracking, type SetTracking } from './tracking.ts';
 import { byShape, sql, param, literal, fragment, paramList } from '../../statement.ts';
 
-/** One answer's rows, in write order, and where it came from. */
 export interface AnswerWrites {
   writes: readonly RowWrite[];
   runId: number | null;
@@ -21,7 +20,6 @@ export interface AnswerWrites {
   list?: ListPage | undefined;
 }
 
-/** What the history reads the stored state of: an answer's writes, and the list's page it answers. */
 type Keyed = RowWrite | ListPage;
 
 /** One row of the `changes` table as recorded (its id comes with the insert), its entity and change typed. */
@@ -53,7 +51,6 @@ export class ChangeRecorder {
   private readonly state: State = new Map();
   private out: RecordedChanges = { changes: [], withdrawn: [] };
 
-  /** Reads what is stored under the keys of `writes` that no earlier read or answer brought in. */
   *prefetch(writes: readonly Keyed[]): Reads<void> {
     yield* readState(writes, this.state);
   }
@@ -79,7 +76,6 @@ export function* storeChanges(answer: AnswerWrites): Reads<void> {
   yield* writeChanges(recorder.take());
 }
 
-/** The column a table's rows are read by: an entity's key, a set's owner, a list's column. */
 function readColumn(t: EntityTracking | SetTracking | ListTracking): string {
   return t.kind === 'entity' ? t.key : t.kind === 'set' ? t.owner : t.by;
 }
@@ -103,16 +99,11 @@ function* readListRemovals(writes: readonly Keyed[], state: State): Reads<void> 
   for (const w of writes) {
     const t = TRACKING[w.table];
     if (t?.kind !== 'list' || !('row' in w) || state.get(removalsOf(t.entity))?.has(t.listOf(w.row))) continue;
-    (wanted.get(t.entity) ?? wanted.set(t.entity, new Set()).get(t.entity)!).add(t.listOf(w.row));
+    entry(wanted, t.entity, () => new Set<string>()).add(t.listOf(w.row));
   }
   for (const [entity, lists] of wanted) {
-    const byList = state.get(removalsOf(entity)) ?? state.set(removalsOf(entity), new Map()).get(removalsOf(entity))!;
-    const all = [...lists];
-    for (const list of all) byList.set(list, []);
-    for (let i = 0; i < all.length; i += KEYS_PER_READ) {
-      const keys = all.slice(i, i + KEYS_PER_READ);
-      for (const row of yield* rows<Row>(readRemovals(keys.length), [entity, ...keys])) byList.get(String(row['key']))?.push(row);
-    }
+    const read = (keys: string[]) => rows<Row>(readRemovals(keys.length), [entity, ...keys]);
+    yield* readByKey(entry(state, removalsOf(entity), () => new Map()), lists, 'key', read);
   }
 }
 
@@ -122,15 +113,26 @@ function* readState(writes: readonly Keyed[], state: State): Reads<void> {
   for (const [table, values] of unreadKeys(writes, state)) {
     const column = readColumn(TRACKING[table]!);
     if (!IDENTIFIER.test(table) || !IDENTIFIER.test(column)) throw new Error(`internal: cannot read ${table}.${column}`);
-    const byKey = state.get(table) ?? state.set(table, new Map()).get(table)!;
-    const all = [...values];
-    for (const v of all) byKey.set(v, []);
-    for (let i = 0; i < all.length; i += KEYS_PER_READ) {
-      const keys = all.slice(i, i + KEYS_PER_READ);
-      const found = yield* rows<Row>(readByKeys(`${table}\u0000${column}\u0000${keys.length}`), keys);
-      for (const row of found) byKey.get(String(row[column]))?.push(row);
-    }
+    const read = (keys: string[]) => rows<Row>(readByKeys(`${table}\u0000${column}\u0000${keys.length}`), keys);
+    yield* readByKey(entry(state, table, () => new Map()), values, column, read);
   }
+}
+
+/** Reads the rows of `keys` (KEYS_PER_READ a statement) into `byKey` by their `column`, each key first set to none. */
+function* readByKey(byKey: Map<string, Row[]>, keys: Set<string>, column: string, read: (keys: string[]) => Reads<Row[]>): Reads<void> {
+  for (const key of keys) byKey.set(key, []);
+  for (const slice of slices([...keys], KEYS_PER_READ)) {
+    for (const row of yield* read(slice)) byKey.get(String(row[column]))?.push(row);
+  }
+}
+
+function* slices<T>(items: readonly T[], size: number): Generator<T[]> {
+  for (let i = 0; i < items.length; i += size) yield items.slice(i, i + size);
+}
+
+/** The value of `key` in `map`, made and set first when it has none. */
+function entry<K, V>(map: Map<K, V>, key: K, make: () => V): V {
+  return map.get(key) ?? map.set(key, make()).get(key)!;
 }
 
 /** Per followed table, the keys of `writes` that `state` holds nothing for yet. */
@@ -142,13 +144,13 @@ function unreadKeys(writes: readonly Keyed[], state: State): Map<string, Set<str
     const column = readColumn(t);
     const value = 'row' in w ? (w.row as Row)[column] : w.owner[column];
     if (value === null || value === undefined || state.get(w.table)?.has(String(value))) continue;
-    (wanted.get(w.table) ?? wanted.set(w.table, new Set()).get(w.table)!).add(String(value));
+    entry(wanted, w.table, () => new Set<string>()).add(String(value));
   }
   return wanted;
 }
 
 function* recordAnswer(answer: AnswerWrites, state: State, out: RecordedChanges): Reads<void> {
-  const change = (entity: HistoryEntity, key: string, kind: ChangeKind, field: string | null, old: string | null, now: string | null): ChangeRow => ({
+  const change: MakeChange = (entity, key, kind, field, old, now) => ({
     run_id: answer.runId, task_id: answer.taskId, at: answer.at, entity, key, change: kind, field, old, new: now,
   });
   // Entities this answer names for the first time: their sets are part of "added", not items of their own.
@@ -162,7 +164,7 @@ function* recordAnswer(answer: AnswerWrites, state: State, out: RecordedChanges)
     else if (!('row' in w) && t.kind === 'set') setChange(t, w.owner, w.rows, rowsOf, firstSeen, change, out.changes);
     else if ('row' in w && t.kind === 'list') {
       const id = `${w.table}\u0000${t.listOf(w.row)}`;
-      (lists.get(id) ?? lists.set(id, { t, table: w.table, head: w.row, rows: [] }).get(id)!).rows.push(w.row);
+      entry(lists, id, () => ({ t, table: w.table, head: w.row, rows: [] })).rows.push(w.row);
     }
   }
   addEmptyEnd(answer, lists);
@@ -297,12 +299,11 @@ function pageRemovals(members: Map<string, number>, pageNo: number, now: Set<str
   return gone;
 }
 
-/** The `removed` changes of a list among `changes`, by member, in order. */
 function removalsByMember(changes: readonly ChangeRow[], entity: string, list: string): Map<string, ChangeRow[]> {
   const by = new Map<string, ChangeRow[]>();
   for (const c of changes) {
     if (c.entity !== entity || c.key !== list || c.change !== 'removed' || c.old === null) continue;
-    (by.get(c.old) ?? by.set(c.old, []).get(c.old)!).push(c);
+    entry(by, c.old, () => []).push(c);
   }
   return by;
 }
@@ -326,7 +327,7 @@ function* removedInPass(runId: number | null, since: string | null, entity: stri
     [entity, list, runId, since],
   );
   const by = new Map<string, number[]>();
-  for (const r of found) (by.get(r.old) ?? by.set(r.old, []).get(r.old)!).push(Number(r.id));
+  for (const r of found) entry(by, r.old, () => []).push(Number(r.id));
   return by;
 }
 
@@ -353,7 +354,6 @@ function sortedKeys(v: unknown): unknown {
 const CHANGE_COLUMNS = ['run_id', 'task_id', 'at', 'entity', 'key', 'change', 'field', 'old', 'new'] as const;
 /** The head of the `changes` INSERT, for a writer that puts its values in itself (PostgreSQL's literal statements). */
 export const CHANGES_HEAD = `INSERT INTO changes (${CHANGE_COLUMNS.join(', ')})`;
-/** A change's values in CHANGES_HEAD's order. */
 export const changeValues = (c: ChangeRow): unknown[] => CHANGE_COLUMNS.map((col) => c[col]);
 /** Rows per INSERT: 9 parameters each, well under either engine's limit. */
 const CHANGES_PER_INSERT = 500;
@@ -365,12 +365,6 @@ const insertChanges = byShape((count: number) =>
 
 /** Deletes the withdrawn removals and inserts the changes; statements that return rows, for either runner. */
 export function* writeChanges({ changes, withdrawn }: RecordedChanges): Reads<void> {
-  for (let i = 0; i < withdrawn.length; i += KEYS_PER_READ) {
-    const ids = withdrawn.slice(i, i + KEYS_PER_READ);
-    yield* rows(deleteByIds(ids.length), ids);
-  }
-  for (let i = 0; i < changes.length; i += CHANGES_PER_INSERT) {
-    const chunk = changes.slice(i, i + CHANGES_PER_INSERT);
-    yield* rows(insertChanges(chunk.length), chunk.flatMap(changeValues));
-  }
+  for (const ids of slices(withdrawn, KEYS_PER_READ)) yield* rows(deleteByIds(ids.length), ids);
+  for (const chunk of slices(changes, CHANGES_PER_INSERT)) yield* rows(insertChanges(chunk.length), chunk.flatMap(changeValues));
 }

@@ -14,7 +14,6 @@ import { storeChanges } from '../history/record-changes.ts';
 import { readSync } from '../read-steps.ts';
 import type { AnomalySource } from '../answer-anomalies.ts';
 
-/** What one ingest wrote. */
 export interface IngestResult {
   /** Rows inserted or updated, over every normalized table. */
   rows: number;

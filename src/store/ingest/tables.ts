@@ -25,7 +25,6 @@ export interface TableWrite {
 
 const MERGES: Readonly<Record<string, Merge>> = { first_seen_at: 'earliest', updated_at: 'latest', last_seen_at: 'latest' };
 
-/** Every normalized table's write, by name. */
 export const TABLE_WRITES = Object.fromEntries(
   DATASET_TABLES.flatMap((def): Array<[string, TableWrite]> => {
     if (def.written === undefined) return [];

@@ -41,7 +41,6 @@ export function taskStatusReader(job: string, operation: Operation) {
       [job, inputKey],
     );
   return {
-    /** Why the input has no result. */
     *missing(inputKey: string, current: CurrentRequests): Reads<MissingResult> {
       const stored = yield* read(inputKey);
       if (stored.length === 0) return { status: 'pending', error: 'not run yet (no task for this input)' };

@@ -10,7 +10,6 @@ import { LAST_RUN_IDS, RECENT_RUN_COLUMNS, type RecentRun } from '../runs.ts';
 import { sql, param, dialect, literal, perEngine } from '../../statement.ts';
 import { OPERATIONS } from '../../spec/types.ts';
 
-/** What the figures cover. */
 export interface ReportWindow {
   /** Runs started at or after this ISO time are drawn. */
   sinceIso: string;
@@ -148,5 +147,4 @@ function* measuredRuns(runs: ReportRun[]): Reads<ReportRun[]> {
   return out;
 }
 
-/** What reportFiguresReads() returns. */
 export type ReportData = ReturnType<typeof reportFiguresReads> extends Reads<infer T> ? T : never;

@@ -49,7 +49,6 @@ export function rowCount(snapshot: SqliteSnapshot, table: string): bigint {
 
 /** What a worker opens its chunk reader on: plain data, handed to the thread. */
 export interface ChunkSource {
-  /** The dataset's path. */
   db: string;
   table: string;
   since: { column: string; value: string } | undefined;
@@ -94,7 +93,6 @@ export async function pgTableRowsSql(snapshot: PgSnapshot, query: TableQuery): P
   return { sql: `SELECT * FROM "${query.table}"${where}${order}`, params: query.since !== undefined ? [query.since.value] : [] };
 }
 
-/** The table's primary-key columns, in key order. */
 async function pgPrimaryKey(snapshot: PgSnapshot, table: string): Promise<string[]> {
   const found = await snapshot.client.query<{ name: string }>(
     `SELECT a.attname AS name FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY (i.indkey)

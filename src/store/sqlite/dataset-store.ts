@@ -87,19 +87,13 @@ export function sqliteDatasetStore(file: string): DatasetStore {
     openDataset: async () => openSqliteDataset(file),
     writeMeta: async (key, value) => {
       if (!existsSync(file)) throw new UsageError(`no database at ${file}: nothing has run yet (see --db)`, 'DB_NOT_FOUND');
-      const database = openDatabase(file);
-      try {
-        readSync(database.sqlite, rows(WRITE_META_SQL, [key, value]));
-      } finally {
-        database.close();
-      }
+      await closing(openDatabase(file), (database) => readSync(database.sqlite, rows(WRITE_META_SQL, [key, value])));
     },
   };
 }
 
-/** Opens `file` for reading only (it must exist), runs `fn`, closes it. */
-async function reading<T>(file: string, fn: (database: Database) => Promise<T>): Promise<T> {
-  const database = openForReading(file);
+/** Runs `fn` on `database`, then closes it. */
+async function closing<T>(database: Database, fn: (database: Database) => T | Promise<T>): Promise<T> {
   try {
     return await fn(database);
   } finally {
@@ -107,10 +101,12 @@ async function reading<T>(file: string, fn: (database: Database) => Promise<T>):
   }
 }
 
+/** Opens `file` for reading only (it must exist), runs `fn`, closes it. */
+const reading = async <T>(file: string, fn: (database: Database) => Promise<T>): Promise<T> => closing(openForReading(file), fn);
+
 /** Opens `file` for writing under its run lock (LockedError while a run holds it), runs `fn`, closes it. */
 async function locked<T>(file: string, fn: (database: Database) => T | Promise<T>): Promise<T> {
-  const database = openDatabase(file);
-  try {
+  return closing(openDatabase(file), async (database) => {
     // A run writing at the same time would interleave with the work: take the run lock as a run does.
     const lock = acquireRunLock(database);
     try {
@@ -118,9 +114,7 @@ async function locked<T>(file: string, fn: (database: Database) => T | Promise<T
     } finally {
       lock.release();
     }
-  } finally {
-    database.close();
-  }
+  });
 }
 
 /** `plan`'s ledger: the ledger's own dueState and hasSharedAnswer, task by task (in process: no round trip to save). */

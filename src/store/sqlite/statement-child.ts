@@ -6,9 +6,7 @@ import { openUserStatement } from '../readers/read-only-sql.ts';
 // Types only: the parent's module is not loaded here.
 import type { FromStatementChild, ToStatementChild } from './statement-rows.ts';
 
-function send(message: FromStatementChild): void {
-  process.send!(message);
-}
+const send = (message: FromStatementChild) => process.send!(message);
 
 let rows: Iterator<unknown[]> | null = null;
 let batchRows = 1000;
