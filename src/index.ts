@@ -63,7 +63,6 @@ export async function run(options: RunJobsOptions): Promise<RunResult> {
   return { summary, exitCode: exitCodeForRun(summary) };
 }
 
-/** Options of plan(). */
 export interface PlanOptions {
   /** The database a run would use, a SQLite file or a postgres:// URL; read if it exists, never created. */
   db: string;

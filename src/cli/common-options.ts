@@ -52,10 +52,8 @@ export function outputFileOption(flag: string, describe: string) {
     type: 'string',
     describe,
     coerce: (value: string | string[] | undefined) => {
-      if (Array.isArray(value)) throw givenTwice(flag, value);
-      if (value === undefined) return value;
-      if (value.trim() === '') throw new UsageError(`${flag} is empty: name the file to write`);
-      return normalize(value);
+      if (typeof value === 'string' && value.trim() === '') throw new UsageError(`${flag} is empty: name the file to write`);
+      return value === undefined ? value : pathCoerce(flag)(value);
     },
   } as const;
 }

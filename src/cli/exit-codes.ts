@@ -30,12 +30,8 @@ const EXIT_BY_ERROR_CODE: ReadonlyMap<string, number> = new Map([
 /** Maps an error that escaped a command to its exit code; errors choose by their class and code. */
 export function exitCodeFor(err: unknown): number {
   if (err instanceof UsageError) return EXIT.usage;
-  if (err instanceof NetingestError) return exitCodeOfErrorCode(err.code);
+  if (err instanceof NetingestError) return EXIT_BY_ERROR_CODE.get(err.code) ?? EXIT.fatal;
   return EXIT.fatal;
-}
-
-function exitCodeOfErrorCode(code: string): number {
-  return EXIT_BY_ERROR_CODE.get(code) ?? EXIT.fatal;
 }
 
 /** The exit code of a run's final status (runStatus in run-summary.ts), before its skipped jobs are counted. */
@@ -56,7 +52,7 @@ const EXIT_BY_STATUS: Readonly<Record<RunStatus, number>> = {
  * a run-level outcome; skipped jobs (2: never run until fixed, while failed items retry); failed items (5).
  */
 export function exitCodeForRun(summary: Pick<RunSummary, 'status' | 'jobs'> & Partial<Pick<RunSummary, 'notRecorded'>>): number {
-  if (summary.notRecorded) return exitCodeOfErrorCode(summary.notRecorded.code);
+  if (summary.notRecorded) return EXIT_BY_ERROR_CODE.get(summary.notRecorded.code) ?? EXIT.fatal;
   const skipped = summary.jobs.filter((j) => j.status === 'skipped').length;
   const code = EXIT_BY_STATUS[summary.status];
   if (code === EXIT.ok || code === EXIT.failedItems) return skipped > 0 ? EXIT.usage : code;

@@ -29,7 +29,7 @@ export async function main(argv: string[], io: CommandIO = { stdout: process.std
     .wrap(Math.min(110, process.stdout.columns ?? 110))
     .fail((msg, err) => {
       if (err) throw err;
-      throw new UsageFailure(unknownArgumentsMessage(msg, optionNames(parser)) ?? msg);
+      throw new UsageFailure(unknownArgumentsMessage(msg, Object.keys(optionsOf(parser).key ?? {})) ?? msg);
     });
   for (const entry of commands) {
     // yargs calls only the picked command's builder: the command's module is imported on first use.
@@ -76,10 +76,6 @@ function refuseRepeated(args: Record<string, unknown>, options: { key?: object; 
 }
 
 /** The flags the command being parsed declares (yargs keeps them on its instance while it parses that command). */
-function optionNames(parser: unknown): string[] {
-  return Object.keys(optionsOf(parser).key ?? {});
-}
-
 function optionsOf(parser: unknown): { key?: object; array?: string[] } {
   return (parser as { getOptions?: () => { key?: object; array?: string[] } }).getOptions?.() ?? {};
 }

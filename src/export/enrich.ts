@@ -46,13 +46,7 @@ export interface EnrichOptions extends Omit<ExportCommonOptions, 'bom'> {
   changesSince?: string;
 }
 
-export const ENRICH_DEFAULTS = {
-  format: 'csv',
-  rows: 'per-input',
-  top: 5,
-  escapeFormulas: false,
-  excel: false,
-} as const satisfies Partial<EnrichOptions>;
+export const ENRICH_DEFAULTS = { format: 'csv', rows: 'per-input', top: 5, escapeFormulas: false, excel: false } as const satisfies Partial<EnrichOptions>;
 
 /**
  * Writes a job's enriched lead list; nothing is left at `out` on failure. Reports the input rows read (blank lines

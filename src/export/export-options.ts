@@ -40,5 +40,4 @@ export const PARALLEL_EXPORT_DEFAULTS = {
   workerOldGenerationMb: 512,
 } as const;
 
-/** Any of PARALLEL_EXPORT_DEFAULTS. */
 export type ParallelExportOptions = { [K in keyof typeof PARALLEL_EXPORT_DEFAULTS]?: number };

@@ -7,7 +7,7 @@ import { assertOutputIsNotInput } from './output-is-not-input.ts';
 import type { TableQuery } from '../store/readers/table-rows.ts';
 import { assertEncoderOptions, encoderFor, type ExportFormat } from './row-encoders.ts';
 import { exportSources, findSource, parseSince } from './sources.ts';
-import { verifiedBy, writeOutput, writeRows, type OutputTarget, type WriteResult } from './write-output.ts';
+import { verifiedBy, writeOutput, writeRows, type OutputTarget, type Rows, type WriteResult } from './write-output.ts';
 import { assertOutputIsAFile } from './output-sink.ts';
 import { encodedChunks, parallelRowidRange } from './parallel-table-export.ts';
 // The options' types from their own module: the package's public types must not reach the drivers' (src/index.ts).
@@ -16,7 +16,6 @@ import type { ReadSnapshot } from '../store/read-snapshot.ts';
 import type { DatasetStore, TableStatement } from '../store/dataset-store.ts';
 import { openStore } from '../store/open-store.ts';
 
-/** Options shared by exportTable() and exportSql(). */
 export interface ExportCommonOptions extends OutputTarget, PumpOptions {
   /** The dataset, opened read-only: a SQLite file, or a postgres:// URL (streamed, never in parallel). */
   db: string;
@@ -28,7 +27,6 @@ export interface ExportCommonOptions extends OutputTarget, PumpOptions {
   escapeFormulas?: boolean;
 }
 
-/** Options of exportTable(). */
 export interface ExportTableOptions extends ExportCommonOptions {
   /** A public table or view (see exportSources()). */
   table: string;
@@ -38,7 +36,6 @@ export interface ExportTableOptions extends ExportCommonOptions {
   parallel?: ParallelExportOptions;
 }
 
-/** Options of exportSql(). */
 export interface ExportSqlOptions extends ExportCommonOptions {
   /** One read-only statement returning rows. */
   sql: string;
@@ -46,7 +43,6 @@ export interface ExportSqlOptions extends ExportCommonOptions {
   timeoutMs?: number | undefined;
 }
 
-/** What an export reports. */
 export interface ExportResult extends WriteResult {
   columns: string[];
   /** Worker threads that read and encoded the rows; 0 when the main thread did. */
@@ -105,11 +101,7 @@ async function checkOutputPath(options: ExportCommonOptions): Promise<DatasetSto
 }
 
 /** A statement's rows encoded to the output, checked against the snapshot as they go. */
-async function writeStatement(
-  { columns, rows }: { columns: string[]; rows: Iterable<unknown[]> | AsyncIterable<unknown[]> },
-  snapshot: ReadSnapshot,
-  options: ExportCommonOptions,
-): Promise<ExportResult> {
+async function writeStatement({ columns, rows }: { columns: string[]; rows: Rows }, snapshot: ReadSnapshot, options: ExportCommonOptions): Promise<ExportResult> {
   const encoder = encoderFor(options.format ?? EXPORT_DEFAULTS.format, columns, options);
   const result = await writeRows(rows, encoder, verifiedBy(snapshot, options));
   return { ...result, columns, workers: 0 };

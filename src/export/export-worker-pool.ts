@@ -56,8 +56,7 @@ class PoolMember {
 
   private recycle(buffer: ArrayBuffer): void {
     if (this.failure) return;
-    const message: ToExportWorkerMessage = { type: 'recycle', buffer };
-    this.worker.postMessage(message, [buffer]);
+    this.worker.postMessage({ type: 'recycle', buffer } satisfies ToExportWorkerMessage, [buffer]);
   }
 
   /** Keeps the first failure; rejects everything owed. */
@@ -93,8 +92,7 @@ export class ExportWorkerPool {
     if (member.failure) return Promise.reject(member.failure);
     return new Promise<OutputPiece>((resolve, reject) => {
       member.pending.set(seq, { resolve, reject });
-      const message: ToExportWorkerMessage = { type: 'read', seq, fromRowid, toRowid };
-      member.worker.postMessage(message);
+      member.worker.postMessage({ type: 'read', seq, fromRowid, toRowid } satisfies ToExportWorkerMessage);
     });
   }
 

@@ -39,7 +39,6 @@ export class OutputWriteError extends NetingestError {
   }
 }
 
-/** A destination for encoded rows. */
 export interface OutputSink {
   /**
    * Writes text or UTF-8 bytes; a promise only when the destination asks to wait. `onWritten` runs once the bytes may
@@ -126,13 +125,17 @@ export function assertOutputIsAFile(outPath: string): void {
  */
 export function assertOutputFolderWritable(outPath: string): void {
   assertOutputIsAFile(outPath);
-  const folder = dirname(outPath);
   try {
-    accessSync(folder, fsConstants.W_OK);
+    accessSync(dirname(outPath), fsConstants.W_OK);
   } catch (err) {
-    const why = (err as NodeJS.ErrnoException).code === 'ENOENT' ? `folder ${folder} does not exist` : describeFsError(err);
-    throw new OutputError(outPath, `cannot write the output file: ${why}`, { cause: err });
+    throw cannotWrite(outPath, err);
   }
+}
+
+/** The open's or the folder check's error in the user's words: a missing folder is named. */
+function cannotWrite(outPath: string, err: unknown): OutputError {
+  const why = (err as NodeJS.ErrnoException).code === 'ENOENT' ? `folder ${dirname(outPath)} does not exist` : describeFsError(err);
+  return new OutputError(outPath, `cannot write the output file: ${why}`, { cause: err });
 }
 
 /** What `path` is (through symbolic links); undefined when missing or unreadable, which is left to the open. */
@@ -164,19 +167,7 @@ export async function openFileSink(outPath: string): Promise<OutputSink> {
   try {
     file = await openFile(tempPath, 'wx');
   } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    const why = code === 'ENOENT' ? `folder ${dirname(outPath)} does not exist` : describeFsError(err);
-    throw new OutputError(outPath, `cannot write the output file: ${why}`, { cause: err });
-  }
-  if (mode !== undefined) {
-    try {
-      // Unlike open(), fchmod() is not masked by the umask: the replaced file's mode is kept exactly.
-      await file.chmod(mode & 0o7777);
-    } catch (err) {
-      await file.close().catch(() => undefined);
-      await unlink(tempPath).catch(() => undefined);
-      throw new OutputError(outPath, `cannot keep the permissions of the file it replaces: ${describeFsError(err)}`, { cause: err });
-    }
+    throw cannotWrite(outPath, err);
   }
   // Last resort if something calls process.exit() mid-export: no temporary file is left behind.
   const removeOnExit = () => {
@@ -207,12 +198,8 @@ export async function openFileSink(outPath: string): Promise<OutputSink> {
     unsyncedBytes = 0;
     syncing = file
       .datasync()
-      .catch((err: unknown) => {
-        failure ??= writeFailed(err);
-      })
-      .finally(() => {
-        syncing = null;
-      });
+      .catch((err: unknown) => void (failure ??= writeFailed(err)))
+      .finally(() => (syncing = null));
   };
   let settled = false;
   const abort = async () => {
@@ -226,6 +213,15 @@ export async function openFileSink(outPath: string): Promise<OutputSink> {
     await unlink(tempPath).catch(() => undefined);
     process.off('exit', removeOnExit);
   };
+  if (mode !== undefined) {
+    try {
+      // Unlike open(), fchmod() is not masked by the umask: the replaced file's mode is kept exactly.
+      await file.chmod(mode & 0o7777);
+    } catch (err) {
+      await abort();
+      throw new OutputError(outPath, `cannot keep the permissions of the file it replaces: ${describeFsError(err)}`, { cause: err });
+    }
+  }
 
   return {
     // The file stream's callback runs once fs.write() has returned: the bytes are in the file.

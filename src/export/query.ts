@@ -56,7 +56,6 @@ async function takeSample(source: AsyncIterator<unknown[]>, size: number): Promi
   return sample;
 }
 
-/** The sampled rows, then the rest. */
 async function* chain(sample: readonly unknown[][], source: AsyncIterator<unknown[]>): AsyncGenerator<unknown[]> {
   yield* sample;
   for (let next = await source.next(); !next.done; next = await source.next()) yield next.value;

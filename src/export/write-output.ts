@@ -16,7 +16,6 @@ export interface OutputTarget {
   stream?: NodeJS.WritableStream | undefined;
 }
 
-/** What a finished write reports. */
 export interface WriteResult {
   rows: number;
   /** Absolute or given path of the file written, or null for a stream. */
@@ -51,7 +50,7 @@ export function verifiedBy<T extends PumpOptions>(snapshot: { assertUnchanged():
 }
 
 /** Rows as a driver gives them: a synchronous iterator (better-sqlite3) or an asynchronous one. */
-type Rows = Iterable<readonly unknown[]> | AsyncIterable<readonly unknown[]>;
+export type Rows = Iterable<readonly unknown[]> | AsyncIterable<readonly unknown[]>;
 
 /** Writes `rows` through `encoder` to `output`; on any error nothing is left at `output.out`. */
 export async function writeRows(rows: Rows, encoder: RowEncoder, output: OutputTarget & PumpOptions): Promise<WriteResult> {

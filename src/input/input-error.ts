@@ -2,12 +2,9 @@ import { UsageError } from '../errors.ts';
 
 /** An input file that cannot be used at all (missing, unreadable, empty, unknown column): the user must fix it. */
 export class InputFileError extends UsageError {
-  /** The file as the user named it. */
-  readonly file: string;
-
-  constructor(file: string, message: string, options?: { cause?: unknown }) {
+  /** `file`: the file as the user named it. */
+  constructor(readonly file: string, message: string, options?: { cause?: unknown }) {
     super(`${file}: ${message}`, 'INPUT_INVALID', options);
-    this.file = file;
   }
 }
 

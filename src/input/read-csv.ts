@@ -50,8 +50,6 @@ export function inputValues(item: CsvItem, columns: readonly string[]): (string 
  * Streams the data rows of a UTF-8 CSV file with a header row, in flat memory. Malformed rows are yielded as error
  * items in file order; blank rows are skipped. An unusable file throws InputFileError first.
  */
-// Complexity 18, one loop on purpose: the hot path of every plan, where a per-row helper generator would cost about as much as the parsing.
-// eslint-disable-next-line complexity -- see above
 export async function* readCsv(path: string, options: ReadCsvOptions = {}): AsyncGenerator<CsvItem, void, undefined> {
   const file = options.displayName ?? path;
   const header = options.header ?? (await readCsvHeader(path, { displayName: file }));
@@ -70,15 +68,19 @@ export async function* readCsv(path: string, options: ReadCsvOptions = {}): Asyn
     let nextSkip = 0;
     let skipHeader = segment.hasHeader;
     let unclosed: { line: number; raw: string } | undefined;
+    // A skipped (malformed) record is reported where csv-parse met it, between the records around it. The hot path of
+    // every plan pays one comparison a row: this generator is only made while csv-parse has dropped records.
+    const skipped = function* (recordsBefore: number): Generator<CsvErrorItem> {
+      while (nextSkip < skips.length && skips[nextSkip]!.recordsBefore <= recordsBefore) {
+        const skip = skips[nextSkip++]!;
+        const line = cursor.advance(skip.raw);
+        if (skip.unclosedQuote) unclosed = { line, raw: skip.raw };
+        else yield malformed(line, cursor.lastLine, skip.message);
+      }
+    };
     try {
       for await (const row of rows) {
-        // A skipped (malformed) record is reported where csv-parse met it, between the records around it.
-        while (nextSkip < skips.length && skips[nextSkip]!.recordsBefore <= records) {
-          const skip = skips[nextSkip++]!;
-          const line = cursor.advance(skip.raw);
-          if (skip.unclosedQuote) unclosed = { line, raw: skip.raw };
-          else yield malformed(line, cursor.lastLine, skip.message);
-        }
+        if (nextSkip < skips.length) yield* skipped(records);
         records += 1;
         const line = cursor.advance(row.raw);
         if (skipHeader) {
@@ -94,12 +96,7 @@ export async function* readCsv(path: string, options: ReadCsvOptions = {}): Asyn
       rows.destroy();
       segment.source.destroy();
     }
-    while (nextSkip < skips.length) {
-      const skip = skips[nextSkip++]!;
-      const line = cursor.advance(skip.raw);
-      if (skip.unclosedQuote) unclosed = { line, raw: skip.raw };
-      else yield malformed(line, cursor.lastLine, skip.message);
-    }
+    yield* skipped(Infinity);
     segment = undefined;
     if (unclosed) {
       // csv-parse swallowed the rest of the file into the open field: resume on the next line.

@@ -15,9 +15,7 @@ export const JOB_DEFAULTS = {
   retry: {
     /** Retries of a retryable failure (timeouts, 5xx, 429) after the first attempt. */
     retries: 5,
-    /** First back-off delay. */
     minTimeoutMs: 500,
-    /** Longest back-off delay. */
     maxTimeoutMs: 30_000,
     /** Retries in a run of an unusable 200 (cut off, not JSON): each likely paid, a repeating fault hits every try; the next run picks it up. */
     paidRetries: 1,

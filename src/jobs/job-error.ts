@@ -12,14 +12,9 @@ export interface JobIssue {
 
 /** A job file that cannot be used (syntax, schema, load failure, duplicate name): the user must fix it. */
 export class JobFileError extends UsageError {
-  /** The job file as shown to the user. */
-  readonly file: string;
-  readonly issues: readonly JobIssue[];
-
-  constructor(file: string, issues: readonly JobIssue[], options?: { cause?: unknown }) {
+  /** `file`: the job file as shown to the user. */
+  constructor(readonly file: string, readonly issues: readonly JobIssue[], options?: { cause?: unknown }) {
     super(issues.map((i) => formatJobIssue(file, i)).join('\n'), 'JOB_INVALID', options);
-    this.file = file;
-    this.issues = issues;
   }
 }
 

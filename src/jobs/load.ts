@@ -9,13 +9,12 @@ import { watchModuleLoad } from './load-watchdog.ts';
 import { redact } from '../api/redact.ts';
 import { API_TOKEN_ENV } from '../api/config.ts';
 
-export interface LoadJobOptions {
-  /** Directory that relative paths (the job file, `input.csv`) resolve against; default process.cwd(). */
+/**
+ * `cwd`: what relative paths (the job file, `input.csv`) resolve against (default process.cwd()); the limits:
+ * JOB_LOAD_DEFAULTS'.
+ */
+export interface LoadJobOptions extends Partial<Record<keyof typeof JOB_LOAD_DEFAULTS, number>> {
   cwd?: string;
-  /** JOB_LOAD_DEFAULTS.moduleTimeoutMs. */
-  moduleTimeoutMs?: number;
-  /** JOB_LOAD_DEFAULTS.blockedLimitMs. */
-  blockedLimitMs?: number;
 }
 
 export const JOB_LOAD_DEFAULTS = {
@@ -49,19 +48,6 @@ export async function loadJob(path: string, options: LoadJobOptions = {}): Promi
   const { moduleTimeoutMs, blockedLimitMs } = JOB_LOAD_DEFAULTS;
   const limits = { moduleTimeoutMs: options.moduleTimeoutMs ?? moduleTimeoutMs, blockedLimitMs: options.blockedLimitMs ?? blockedLimitMs };
   return importDefault(file, displayName, cwd, limits, resolveIt);
-}
-
-/**
- * A module's export read and validated as job code: a getter or Proxy of it runs as it is read, so what it throws (or a
- * process.exit) refuses the job, naming its file, with the token hidden, like a throw while loading.
- */
-async function readExport(read: () => Promise<Job>, displayName: string): Promise<Job> {
-  try {
-    return await read();
-  } catch (err) {
-    if (err instanceof JobFileError) throw err;
-    throw fileError(displayName, `its default export could not be read: ${jobCodeMessage(err)}`, err);
-  }
 }
 
 /** Loads every `.ts` and `.json` job in `dir` by name (`.d.ts`, `_*`, `.*` skipped), reporting all problems at once. */
@@ -186,7 +172,16 @@ async function importDefault(
   const loaded = watchModuleLoad(displayName, limits.blockedLimitMs);
   const exitGuarded = guardExit();
   try {
-    return await jobCode.run(displayName, () => readExport(async () => resolveIt(await importDefaultOf(file, displayName, cwd, limits.moduleTimeoutMs)), displayName));
+    // The export is read and validated as job code: a getter or Proxy of it runs as it is read, so what it throws (or a
+    // process.exit) refuses the job, naming its file, with the token hidden, like a throw while loading.
+    return await jobCode.run(displayName, async () => {
+      try {
+        return resolveIt(await importDefaultOf(file, displayName, cwd, limits.moduleTimeoutMs));
+      } catch (err) {
+        if (err instanceof JobFileError) throw err;
+        throw fileError(displayName, `its default export could not be read: ${jobCodeMessage(err)}`, err);
+      }
+    });
   } finally {
     exitGuarded();
     loaded();

@@ -1,5 +1,4 @@
 import type { Logger } from './logger.ts';
-import type { RunOptions } from './run-options.ts';
 import type { TaskOutcome } from './task-executor.ts';
 
 /** `summaryIntervalMs`: the least time between two summary lines of a job (no caller sets another). */
@@ -17,28 +16,19 @@ export class FailureLog {
   private pending = new Map<string, number>();
   private last: FailedTask | null = null;
   private timer: NodeJS.Timeout | null = null;
-  private readonly detailedLines: number;
 
   constructor(
     private readonly logger: Logger,
     private readonly job: string,
-    options: RunOptions['failureLog'] = {},
-  ) {
-    this.detailedLines = options.detailedLines ?? FAILURE_LOG_DEFAULTS.detailedLines;
-  }
+    private readonly detailedLines: number = FAILURE_LOG_DEFAULTS.detailedLines,
+  ) {}
 
   /** Logs one failed task, or counts it into the next summary line. */
   record(task: FailedTask): void {
     this.failures += 1;
     if (this.failures <= this.detailedLines) {
-      this.logger.warn('task failed', {
-        job: this.job,
-        input: task.inputKey,
-        page: task.page,
-        code: task.code,
-        retryable: task.retryable,
-        error: task.message,
-      });
+      const { inputKey: input, page, code, retryable, message: error } = task;
+      this.logger.warn('task failed', { job: this.job, input, page, code, retryable, error });
       return;
     }
     // Said when there is a failure to count, not after the last detailed one: a job with exactly that many

@@ -15,7 +15,6 @@ export interface LoggerOptions {
   stream: NodeJS.WritableStream;
   /** `text`: one human line per event; `json`: one JSON object per line. */
   format?: 'text' | 'json';
-  /** Lowest level written. */
   level?: LogLevel;
   /** Strings (the API token) replaced by `[REDACTED]` in every line; one too short to be a real token is left alone. */
   secrets?: string[];
@@ -48,12 +47,8 @@ export function createLogger(options: LoggerOptions): Logger {
 
 /** A Logger whose every level goes to `write`. */
 export function loggerOf(write: (level: LogLevel, msg: string, fields?: LogFields) => void): Logger {
-  return {
-    debug: (m, f) => write('debug', m, f),
-    info: (m, f) => write('info', m, f),
-    warn: (m, f) => write('warn', m, f),
-    error: (m, f) => write('error', m, f),
-  };
+  const at = (level: LogLevel) => (msg: string, fields?: LogFields) => write(level, msg, fields);
+  return { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') };
 }
 
 /** Quotes values that hold spaces or quotes so a text line stays machine-splittable; a control becomes a space, so quoted. */

@@ -76,12 +76,8 @@ async function openLocked(options: RunOptions, logger: Logger, store: RunStore, 
   const guard = await creditGuardOf(options, store, runKey);
   // After the calls end (released in reverse): the summary counts each call as charged, not at an estimate.
   releases.push(() => guard.finish());
-  const client = createApiClient({
-    baseUrl: options.api.baseUrl,
-    token: options.api.token,
-    timeoutMs: settings.requestTimeoutMs,
-    connections: Math.max(...options.jobs.map((j) => options.overrides?.concurrency ?? j.rate.concurrency), 1),
-  });
+  const connections = Math.max(...options.jobs.map((j) => options.overrides?.concurrency ?? j.rate.concurrency), 1);
+  const client = createApiClient({ baseUrl: options.api.baseUrl, token: options.api.token, timeoutMs: settings.requestTimeoutMs, connections });
   releases.push(() => client.close().catch(() => undefined));
   const writer = store.openWriter(runId, (err) => stop.stop('fatal', err), options.signal);
   // A writer that failed has reported why through stop(); closing it can add nothing.
@@ -145,7 +141,6 @@ export class RunDrift {
     private readonly runId: number,
   ) {}
 
-  /** Adds one stored answer's drift. */
   add(operation: Operation, drift: DriftTally): void {
     if (drift.empty) return;
     let tally = this.tallies.get(operation);
@@ -160,7 +155,6 @@ export class RunDrift {
     await this.store.saveDrift(this.runId, tally.counts().map((c) => ({ operation, path: c.path, kind: c.kind, count: c.count, seen: c.of, detail: c.detail })));
   }
 
-  /** Every line, by operation, path and kind. */
   lines(): DriftLine[] {
     const byOperation = [...this.tallies].sort(([a], [b]) => (a < b ? -1 : 1));
     return byOperation.flatMap(([operation, tally]) => tally.counts().map((c) => ({ operation, ...c, message: driftLine(operation, c) })));

@@ -35,7 +35,6 @@ export class ProgressReporter {
     private readonly read: () => ProgressSnapshot,
   ) {}
 
-  /** Starts redrawing (terminal) or periodic logging (no terminal). */
   start(): void {
     const tty = Boolean(this.stream.isTTY);
     const every = tty ? PROGRESS_DEFAULTS.redrawMs : PROGRESS_DEFAULTS.logIntervalMs;
@@ -70,14 +69,8 @@ export class ProgressReporter {
     const s = this.read();
     const { finished, rate, etaS } = rates(s);
     this.logger.info('progress', {
-      job: s.job,
-      done: finished,
-      total: s.runnable,
-      failed: s.failed,
-      errors: s.errors,
-      rate_per_s: Number(rate.toFixed(1)),
-      credits_left: s.creditsLeft,
-      eta_s: etaS,
+      job: s.job, done: finished, total: s.runnable, failed: s.failed, errors: s.errors,
+      rate_per_s: Number(rate.toFixed(1)), credits_left: s.creditsLeft, eta_s: etaS,
     });
   }
 }

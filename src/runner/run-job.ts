@@ -17,12 +17,7 @@ export const RUN_JOB_DEFAULTS = {
  * Works a job's due tasks: one input's pages in order, so a short page ends the list before later pages are paid for;
  * inputs side by side up to the concurrency, read (or claimed) in batches with backpressure so memory stays flat.
  */
-export async function workJob(
-  job: Job,
-  due: DueTasks,
-  jobCtx: ExecutorContext,
-  progress: JobProgress,
-): Promise<void> {
+export async function workJob(job: Job, due: DueTasks, jobCtx: ExecutorContext, progress: JobProgress): Promise<void> {
   // Each call asks first whether this worker still holds the task's input (claims on PostgreSQL).
   const ctx: ExecutorContext = due.holds ? { ...jobCtx, holdsInput: (inputKey) => due.holds!(inputKey) } : jobCtx;
   const concurrency = job.rate.concurrency;

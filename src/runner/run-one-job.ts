@@ -206,7 +206,7 @@ async function workDue(run: OpenRun, job: Job, filter: RunnableFilter, runnable:
   const snapshot = () => ({ ...progress, job: job.name, creditsLeft: guard.balance, startedAtMs });
   const reporter = new ProgressReporter(run.options.progressStream ?? process.stderr, run.logger, snapshot);
   reporter.start();
-  const failures = new FailureLog(reporter.above(), job.name, run.options.failureLog);
+  const failures = new FailureLog(reporter.above(), job.name, run.options.failureLog?.detailedLines);
   sayWaits(run, reporter.above(), job.name);
   const jobStop = jobStopOf(run.stop);
   const { notFoundOnlyMinAnswers, maxThrottleWaitMs, maxThrottledAttemptsPerTask } = run.settings;

@@ -12,7 +12,6 @@ export interface RunOptions extends RunDefaulted {
   /** The exit code the caller gives this outcome, kept in `runs.exit_code` (the CLI passes exitCodeForRun). */
   exitCodeOf?: (summary: RunSummary) => number;
   api: { baseUrl: string; token: string };
-  /** Command-line overrides of every job's settings. */
   overrides?: JobOverrides;
   /** Call again tasks that are still fresh. */
   refresh?: boolean;
@@ -46,7 +45,6 @@ export const RUN_DEFAULTS = {
   maxThrottleWaitMs: 15 * 60_000,
   /** 429s a task may get before the run stops and defers the rest, whatever Retry-After; with retries, bounds its calls (maxCallsPerTask). */
   maxThrottledAttemptsPerTask: 20,
-  /** Per-request timeout of the API client. */
   requestTimeoutMs: 30_000,
   /**
    * Tasks in a row failing after every retry, no answer between, on errors saying the API is down (`outage` in
@@ -92,13 +90,7 @@ export function applyOverrides(job: Job, o: JobOverrides | undefined): Job {
   if (!o) return job;
   return {
     ...job,
-    rate: {
-      requestsPerMinute: o.requestsPerMinute ?? job.rate.requestsPerMinute,
-      concurrency: o.concurrency ?? job.rate.concurrency,
-    },
-    credits: {
-      reserve: o.reserve ?? job.credits.reserve,
-      maxPerRun: o.maxCredits ?? job.credits.maxPerRun,
-    },
+    rate: { requestsPerMinute: o.requestsPerMinute ?? job.rate.requestsPerMinute, concurrency: o.concurrency ?? job.rate.concurrency },
+    credits: { reserve: o.reserve ?? job.credits.reserve, maxPerRun: o.maxCredits ?? job.credits.maxPerRun },
   };
 }

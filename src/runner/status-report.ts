@@ -10,7 +10,6 @@ import { terminalSafe, terminalValue } from '../text-width.ts';
 export interface StatusOptions {
   /** The dataset, a SQLite file or a postgres:// URL; it must exist. */
   db: string;
-  /** How many recent runs to list. */
   runs: number;
   /** Where to ask the free credit check (else the environment's); not asked when no API URL and token are set. */
   apiUrl?: string | undefined;

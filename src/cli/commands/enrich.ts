@@ -47,18 +47,9 @@ export const enrichCommand = defineCommand({
   run: async (argv, io) => {
     const result = await withStopSignals(stderrNotice(io.stderr), (signal) =>
       enrichJob({
-        db: datasetOption(argv.db),
-        job: argv.job,
-        out: argv.out,
-        format: argv.format,
-        rows: argv.rows,
-        top: numberFlag('--top', argv.top, TOP_RULE),
-        delimiter: argv.delimiter === 'tab' ? '\t' : argv.delimiter,
-        bom: argv.bom,
-        escapeFormulas: argv['escape-formulas'],
-        excel: argv.excel,
-        changesSince: argv['changes-since'],
-        signal,
+        db: datasetOption(argv.db), job: argv.job, out: argv.out, format: argv.format, rows: argv.rows,
+        top: numberFlag('--top', argv.top, TOP_RULE), delimiter: argv.delimiter === 'tab' ? '\t' : argv.delimiter,
+        bom: argv.bom, escapeFormulas: argv['escape-formulas'], excel: argv.excel, changesSince: argv['changes-since'], signal,
       }),
     );
     const counts = Object.entries(result.statuses)

@@ -44,14 +44,7 @@ export const exportCommand = defineCommand({
     if (argv.sql === undefined && argv.timeout !== undefined) {
       throw new UsageError('--timeout applies to --sql; a table export reads each row once and always ends');
     }
-    const common = {
-      db: datasetOption(argv.db),
-      format: argv.format,
-      bom: argv.bom,
-      escapeFormulas: argv['escape-formulas'],
-      out: argv.out,
-      stream: io.stdout,
-    };
+    const common = { db: datasetOption(argv.db), format: argv.format, bom: argv.bom, escapeFormulas: argv['escape-formulas'], out: argv.out, stream: io.stdout };
     const result: ExportResult = await withStopSignals(stderrNotice(io.stderr), (signal) =>
       argv.sql !== undefined
         ? exportSql({ ...common, sql: argv.sql, timeoutMs: sqlTimeoutMs(argv.timeout, io.stderr), signal })

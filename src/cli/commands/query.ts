@@ -19,15 +19,8 @@ export const queryCommand = defineCommand({
     const timeoutMs = sqlTimeoutMs(argv.timeout, io.stderr);
     await withStopSignals(stderrNotice(io.stderr), (signal) =>
       runQuery({
-        db: datasetOption(argv.db),
-        sql: argv.sql,
-        format: argv.format,
-        escapeFormulas: argv['escape-formulas'],
-        bom: argv.bom,
-        stream: io.stdout,
-        maxColumnWidth: maxColumnWidthOf(argv['max-width']),
-        timeoutMs,
-        signal,
+        db: datasetOption(argv.db), sql: argv.sql, format: argv.format, escapeFormulas: argv['escape-formulas'], bom: argv.bom,
+        stream: io.stdout, maxColumnWidth: maxColumnWidthOf(argv['max-width']), timeoutMs, signal,
       }),
     );
     return 0;

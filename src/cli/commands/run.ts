@@ -69,19 +69,8 @@ export const runCommand = defineCommand({
       },
       (signal) =>
       runJobs({
-        dbPath,
-        jobs,
-        brokenJobFiles: broken,
-        api,
-        overrides,
-        refresh: argv.refresh,
-        signal,
-        logger,
-        progressStream: io.stderr,
-        exitCodeOf: exitCodeForRun,
-        lockLeaseMs,
-        dbServerBackWithinMs,
-        sharedRunKey: process.env[RUN_KEY_ENV]?.trim() || undefined,
+        dbPath, jobs, brokenJobFiles: broken, api, overrides, refresh: argv.refresh, signal, logger, progressStream: io.stderr,
+        exitCodeOf: exitCodeForRun, lockLeaseMs, dbServerBackWithinMs, sharedRunKey: process.env[RUN_KEY_ENV]?.trim() || undefined,
       }),
     ).catch((err: unknown) => {
       held?.settle(false);
