@@ -124,7 +124,7 @@ export function readBody({ body, headers }: Pick<Dispatcher.ResponseData, 'body'
     const cut = (): void => {
       destroyAll();
       // Only an excerpt is ever made of a cut body: decode its start, not megabytes.
-      resolve({ text: decodeHead(chunks, TRUNCATED_TEXT_BYTES, charset), truncated: true });
+      resolve({ text: decodeHead(chunks, charset), truncated: true });
     };
     const checkDeadline = (): void => {
       if (performance.now() > deadline) {
@@ -138,9 +138,9 @@ export function readBody({ body, headers }: Pick<Dispatcher.ResponseData, 'body'
       checkDeadline();
     };
     const onEnd = (): void => {
-      if (refused) return resolve({ text: decodeHead(chunks, TRUNCATED_TEXT_BYTES, charset), truncated: true });
+      if (refused) return resolve({ text: decodeHead(chunks, charset), truncated: true });
       // Read to its end, but over the answer limit: whole, to be kept, and only an excerpt to be shown.
-      if (size > answerBytes) return resolve({ text: decodeHead(chunks, TRUNCATED_TEXT_BYTES, charset), truncated: true, whole: decode(chunks, charset) });
+      if (size > answerBytes) return resolve({ text: decodeHead(chunks, charset), truncated: true, whole: decode(chunks, charset) });
       resolve({ text: decode(chunks, charset), truncated: false });
     };
     body.on('error', fail);
@@ -195,11 +195,11 @@ function decode(chunks: Buffer[], charset: TextDecoder | null): string {
   return text(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks), charset);
 }
 
-/** The first `bytes` bytes of the chunks as text (a character cut at the end decodes as U+FFFD). */
-function decodeHead(chunks: Buffer[], bytes: number, charset: TextDecoder | null): string {
+/** The first TRUNCATED_TEXT_BYTES of the chunks as text (a character cut at the end decodes as U+FFFD). */
+function decodeHead(chunks: Buffer[], charset: TextDecoder | null): string {
   const size = chunks.reduce((n, chunk) => n + chunk.length, 0);
   // Buffer.concat copies no more than the length it is given.
-  return text(Buffer.concat(chunks, Math.min(size, bytes)), charset);
+  return text(Buffer.concat(chunks, Math.min(size, TRUNCATED_TEXT_BYTES)), charset);
 }
 
 /**

@@ -9,7 +9,6 @@ import { createOutputRedactor } from './redact.ts';
 import { creditsOf, parseJsonBody } from './schemas.ts';
 import type { OperationSpec } from '../operations/operation-spec.ts';
 
-/** Every default of ClientOptions, in one place. */
 export const CLIENT_DEFAULTS = {
   /** Longest a call may take: connecting, waiting for headers, and reading the whole body (milliseconds). */
   timeoutMs: 30_000,
@@ -42,40 +41,27 @@ export function createApiClient(options: ClientOptions) {
   const token = options.token;
   checkToken(token, 'The API token');
 
-  const dispatcher = new Agent({
-    connections,
-    connectTimeout: timeoutMs,
-    headersTimeout: timeoutMs,
-    bodyTimeout: timeoutMs,
-  });
-  const secrets = [token];
-  const transport: Transport = {
-    dispatcher,
-    origin,
-    pathPrefix,
-    timeoutMs,
-    maxBodyBytes,
-    maxKeptBodyBytes,
-    secrets,
-    redactBody: createOutputRedactor(secrets),
-  };
+  const dispatcher = new Agent({ connections, connectTimeout: timeoutMs, headersTimeout: timeoutMs, bodyTimeout: timeoutMs });
   // Shared by every call: undici only reads them. identity: bodies are read within a byte limit, and a
   // compressed one costs CPU to expand; http.ts still decodes gzip, deflate and br from a server that ignores it.
-  const getHeaders = {
+  const plain = {
     Authorization: `Bearer ${token}`,
     Accept: 'application/json',
     'Accept-Encoding': 'identity',
     'User-Agent': 'netingest/0.1.0',
   };
-  const headers = { plain: getHeaders, json: { ...getHeaders, 'Content-Type': 'application/json' } };
+  const secrets = [token];
+  const transport: Transport = {
+    dispatcher, origin, pathPrefix, timeoutMs, maxBodyBytes, maxKeptBodyBytes, secrets,
+    redactBody: createOutputRedactor(secrets),
+    headers: { plain, json: { ...plain, 'Content-Type': 'application/json' } },
+  };
 
-  // async, so that a request that cannot even be built (a caller bug) rejects like every other failure.
-  const call = async <Q, A>(spec: OperationSpec<Q, A>, request: Q) => attempt(transport, spec, request, headers);
   return {
     /** Sends `request` as `spec` says (method, path, body) and reads the answer through its contract. */
-    call,
+    call: async <Q, A>(spec: OperationSpec<Q, A>, request: Q) => attempt(transport, spec, request),
     /** The free credit check (readBalance): the account's counters, or null. Never rejects. */
-    balance: (signal?: AbortSignal) => readBalance(transport, getHeaders, signal),
+    balance: (signal?: AbortSignal) => readBalance(transport, signal),
     /** Waits for calls in flight, then closes the keep-alive connections. */
     close: () => dispatcher.close(),
   };
@@ -96,7 +82,7 @@ export const BALANCE_DEFAULTS = {
 } as const;
 
 /** The balance by the free credit check `GET /v1/api/auth` (not in api.md): null, never a rejection, for all but a 200 with three finite counters. */
-async function readBalance(t: Transport, headers: Record<string, string>, signal?: AbortSignal): Promise<CreditCounters | null> {
+async function readBalance(t: Transport, signal?: AbortSignal): Promise<CreditCounters | null> {
   const timeoutMs = Math.min(t.timeoutMs, BALANCE_DEFAULTS.timeoutMs);
   const timeout = AbortSignal.timeout(timeoutMs);
   try {
@@ -104,7 +90,7 @@ async function readBalance(t: Transport, headers: Record<string, string>, signal
       origin: t.origin,
       path: t.pathPrefix + BALANCE_PATH,
       method: 'GET',
-      headers,
+      headers: t.headers.plain,
       headersTimeout: timeoutMs,
       bodyTimeout: timeoutMs,
       signal: signal ? AbortSignal.any([signal, timeout]) : timeout,

@@ -33,15 +33,14 @@ export interface Transport {
   secrets: readonly string[];
   /** Applied to 200/404 bodies before they are parsed and returned (identity when the token is too short). */
   redactBody: (text: string) => string;
+  /** Headers of a call, by whether it carries `Content-Type: application/json`. */
+  headers: Record<'plain' | 'json', Record<string, string>>;
 }
 
-/** Headers of a call, by whether it carries `Content-Type: application/json`. */
-export type CallHeaders = Record<'plain' | 'json', Record<string, string>>;
-
 /** Sends one request and resolves to its result; throws an ApiError (or, for a bug, the original error). */
-export async function attempt<Q, A>(t: Transport, spec: OperationSpec<Q, A>, request: Q, headerSets: CallHeaders): Promise<ApiResult<A>> {
+export async function attempt<Q, A>(t: Transport, spec: OperationSpec<Q, A>, request: Q): Promise<ApiResult<A>> {
   const { json, body, path } = spec.send(request);
-  const headers = json ? headerSets.json : headerSets.plain;
+  const headers = json ? t.headers.json : t.headers.plain;
   const sent: Sent = { operation: spec.name, method: OPERATION_METHODS[spec.name], headers, body, path: t.pathPrefix + path, started: performance.now() };
   // undici's headersTimeout restarts on every informational (1xx) response, so a server sending `102
   // Processing` forever would hold the call for ever: this deadline covers the whole exchange.

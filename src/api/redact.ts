@@ -1,7 +1,6 @@
 /** Keeps the API token out of everything netingest writes: error messages, body excerpts, stored bodies. */
 import { shortened } from '../operations/storable-text.ts';
 
-/** What a secret is replaced with. */
 export const REDACTED = '[REDACTED]';
 
 /** Longest body excerpt carried by an error, in characters. */

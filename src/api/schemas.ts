@@ -2,17 +2,15 @@
  * The one check every 200 body passes before it is trusted (the client on receipt, reprocess on stored bodies): read
  * through its operation's answer contract, refused (ApiSchemaError naming the path) only when unreadable at all.
  */
-import { readThrough, valueAt, type AnswerContract, type SetAsideRecord } from '../operations/answer-contract.ts';
+import { readThrough, type SetAsideRecord } from '../operations/answer-contract.ts';
 import type { DriftTally } from '../operations/drift.ts';
 import type { OperationSpec, Subject } from '../operations/operation-spec.ts';
-import { networkHost, otherSiteHost } from '../urls/canonical.ts';
 import { ApiSchemaError } from './errors.ts';
 import { bodyExcerpt, createOutputRedactor } from './redact.ts';
 import type { ApiCallInfo } from './types.ts';
 import { OPERATION_METHODS, OPERATION_PATHS, type CreditCounters } from '../spec/types.ts';
 import { readableCounters } from '../credits/unread-charges.ts';
 
-/** A body that could be read. */
 export interface UsableAnswer<T> {
   answer: T;
   /** Listed records that do not name themselves, left out (their positions and reasons). */
@@ -51,7 +49,6 @@ export function readUsableAnswer<Q, A>(
     // The contract's reading is the answer type of its operation (answer-contract.ts's ReadObject).
     const answer = reading.answer as A;
     const lastPage = spec.lastPage(asked, answer, reading.drift);
-    noteOtherSiteRecords(spec.answer, answer, reading.drift);
     return { answer, setAside: reading.setAside, drift: reading.drift, credits, lastPage };
   }
   const secrets = context.secrets ?? [];
@@ -60,20 +57,6 @@ export function readUsableAnswer<Q, A>(
   const raw = createOutputRedactor(secrets)(context.raw ?? JSON.stringify(body) ?? String(body));
   const call = context.call ?? { operation: spec.name, method: OPERATION_METHODS[spec.name], path: OPERATION_PATHS[spec.name], status: 200, latencyMs: 0 };
   throw new ApiSchemaError({ call, bodyExcerpt: bodyExcerpt(raw, secrets) }, [reading.issue], raw, credits);
-}
-
-/** Counts as `host` drift each listed record named by another site's page: its rows leave it out (recordUrlKey), said once per path. */
-function noteOtherSiteRecords(contract: AnswerContract, answer: unknown, drift: DriftTally): void {
-  const { recordsAt, identity } = contract;
-  if (recordsAt === null || identity === null) return;
-  const records = valueAt(answer, recordsAt);
-  if (!Array.isArray(records)) return;
-  const host = networkHost();
-  const list = `${recordsAt.join('.')}[]`;
-  for (const record of records) {
-    const other = otherSiteHost((record as Record<string, unknown> | null)?.[identity], host);
-    if (other !== null) drift.note(`${list}.${identity}`, list, 'host', `${other}, not ${host}`);
-  }
 }
 
 /** The credit counters of a body when all three are numbers a balance can be (readableCounters). */

@@ -5,7 +5,7 @@
  */
 import { DriftTally } from './drift.ts';
 import { storableValue, TooDeepError } from './storable-text.ts';
-import { canonicalUrl, networkHost } from '../urls/canonical.ts';
+import { canonicalUrl, networkHost, otherSiteHost } from '../urls/canonical.ts';
 
 /**
  * How a scalar member is read (`given`: see given()). `int32`: a count or a year, which a 32-bit column holds (PostgreSQL's
@@ -30,15 +30,9 @@ export interface ScalarMember<T extends ScalarType = ScalarType> extends MemberB
   otherName: RegExp | null;
 }
 
-export interface ObjectMember<M extends Members = Members> extends MemberBase {
-  kind: 'object';
-  members: M;
-}
+export interface ObjectMember<M extends Members = Members> extends MemberBase { kind: 'object'; members: M }
 
-export interface ArrayMember<E extends Member = Member> extends MemberBase {
-  kind: 'array';
-  of: E;
-}
+export interface ArrayMember<E extends Member = Member> extends MemberBase { kind: 'array'; of: E }
 
 export type Member = ScalarMember | ObjectMember | ArrayMember;
 export type Members = { readonly [name: string]: Member };
@@ -107,10 +101,7 @@ export interface SetAsideRecord {
 }
 
 /** Why a body cannot be read at all: where, and how. */
-export interface UnusableIssue {
-  path: string;
-  message: string;
-}
+export interface UnusableIssue { path: string; message: string }
 
 /** What reading one body through its contract gives. */
 export type Reading<R extends Members> =
@@ -133,7 +124,7 @@ export function readThrough<R extends Members>(contract: AnswerContract<R>, pars
   if (issue) return { usable: false, issue };
   drift.seen('');
   const answer = readMembers(contract.body, body, '', drift) as ReadObject<R>;
-  const setAside = contract.recordsAt ? setAsideNamelessRecords(contract, answer, body) : [];
+  const setAside = contract.recordsAt ? setAsideNamelessRecords(contract, answer, body, drift) : [];
   return { usable: true, answer, setAside, drift };
 }
 
@@ -155,18 +146,26 @@ function unusableShape(contract: AnswerContract, body: Record<string, unknown>):
   return { path: '(root)', message: `none of ${contract.recordMembers.join(', ')} is there` };
 }
 
-/** Replaces each listed record that does not name itself by null, in place, so the others keep their positions. */
-function setAsideNamelessRecords(contract: AnswerContract, answer: Record<string, unknown>, body: Record<string, unknown>): SetAsideRecord[] {
+/**
+ * Replaces each listed record that does not name itself by null, in place, so the others keep their positions; counts
+ * as `host` drift each one named by another site's page (its rows leave it out: recordsByUrl), said once per path.
+ */
+function setAsideNamelessRecords(contract: AnswerContract, answer: Record<string, unknown>, body: Record<string, unknown>, drift: DriftTally): SetAsideRecord[] {
   const names = contract.recordsAt!;
   const out: SetAsideRecord[] = [];
   const list = valueAt(answer, names) as unknown[];
   const rawList = valueAt(body, names) as unknown[];
   const id = contract.identity!;
   const host = networkHost();
+  const path = `${names.join('.')}[]`;
   for (let i = 0; i < list.length; i++) {
-    const record = list[i];
-    const reason = !isObject(record) ? `not an object (${kindOf(rawList[i])})` : identityProblem(id, (rawList[i] as Record<string, unknown>)[id], host);
-    if (reason === null) continue;
+    const value = isObject(list[i]) ? (rawList[i] as Record<string, unknown>)[id] : undefined;
+    const reason = isObject(list[i]) ? identityProblem(id, value, host) : `not an object (${kindOf(rawList[i])})`;
+    if (reason === null) {
+      const other = otherSiteHost(value, host);
+      if (other !== null) drift.note(`${path}.${id}`, path, 'host', `${other}, not ${host}`);
+      continue;
+    }
     list[i] = null;
     out.push({ position: i + 1, path: `${names.join('.')}[${i}]`, reason });
   }
@@ -287,7 +286,7 @@ const LOSSLESS: Record<ScalarType, (v: unknown) => unknown> = {
 };
 
 /** The value at `path` under `value` (a contract's `recordsAt`), or undefined where a step is not an object. */
-export function valueAt(value: unknown, path: readonly string[]): unknown {
+function valueAt(value: unknown, path: readonly string[]): unknown {
   return path.reduce<unknown>((v, name) => (isObject(v) ? v[name] : undefined), value);
 }
 

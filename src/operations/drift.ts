@@ -48,7 +48,6 @@ export class DriftTally {
     else this.notes.set(key, { path, parent, kind, count: times, detail });
   }
 
-  /** Adds another tally's counts into this one. */
   merge(other: DriftTally): void {
     for (const [path, n] of other.seenCounts) this.seen(path, n);
     for (const n of other.notes.values()) this.note(n.path, n.parent, n.kind, n.detail, n.count);

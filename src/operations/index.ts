@@ -20,7 +20,6 @@ export const JOB_DEFINITIONS = [similarCompaniesJobDefinition, postDetailsJobDef
 /** A job definition as the job schema reads it. */
 export type AnyJobDefinition = z.output<(typeof JOB_DEFINITIONS)[number]>;
 
-/** A loaded job of any operation. */
 export type AnyJob = SimilarCompaniesJob | PostDetailsJob | SearchJobsJob;
 
 /** A checked definition as a job of its operation (its spec's resolveJob). */

@@ -15,9 +15,7 @@ import type { ListPage, StoredAnswer, RowContext } from './stored-rows.ts';
 import type { Reads } from '../statement.ts';
 
 /** What a stored answer is filed under: the request it answers, as raw_responses.request_json holds it. */
-export interface Subject {
-  operation: Operation;
-}
+export interface Subject { operation: Operation }
 
 /** A starter: a job file and the CSV it reads (its `input.csv`), as paths relative to the folder `init` runs in. */
 export interface Starter {
@@ -35,7 +33,6 @@ export type RowRead<Q> =
 /** How a request goes on the wire: the path under the base URL (query included) and the body. */
 export interface Sent {
   path: string;
-  /** JSON text of a POST body, null for none. */
   body: string | null;
   /** Whether the call carries `Content-Type: application/json` (api.md's examples send it on one GET too). */
   json: boolean;
@@ -47,9 +44,6 @@ export interface HistoryKey {
   key: string;
   changedOnly?: boolean;
 }
-
-/** Per page of one input, the time before which no row is its latest answer (store/readers/latest-answers.ts); as Reads, for either engine. */
-export type AnswerFloorsOf = (inputKey: string) => Reads<Array<string | null>>;
 
 /**
  * One operation. Q: the request sent, A: the 200 body as its contract reads it, S: its Subject, J: its job, D: its job
@@ -112,11 +106,14 @@ export interface OperationSpec<Q = unknown, A = unknown, S extends Subject = Sub
     columns: readonly string[];
     /** One-row-per-input mode: the column counting results and the fields numbered per result; null: one at most. */
     numbered: { count: string; fields: readonly string[] } | null;
-    /** Prepares the lookup of `job`'s results (read-only SQL over public tables, pages read by `floors`), per input. */
-    lookup(floors: AnswerFloorsOf, job: J): (inputKey: string) => Reads<unknown[][]>;
     /**
      * Whether a stored task request (tasks.request_json) asks what `job` asks of this input and page: the tasks
      * of every job asking the same question count for the latest answer (store/readers/latest-answers.ts).
+     */
+    lookup(floors: (inputKey: string) => Reads<Array<string | null>>, job: J): (inputKey: string) => Reads<unknown[][]>;
+    /**
+     * Whether a stored task request asks what `job` asks of this input and page: every such job's tasks count for the
+     * latest answer.
      */
     sameQuestion(job: J): (requestJson: string, inputKey: string, page: number) => boolean;
     /** Whether a done task whose input has no results means the dataset lost them (a post answer always holds one). */

@@ -114,7 +114,6 @@ export const postDetailsJobDefinition = z.strictObject({
     .optional(),
 });
 
-/** A loaded post-details job. */
 export interface PostDetailsJob extends JobCommon {
   operation: 'post-details';
   input: JobInputFile & { column: string };

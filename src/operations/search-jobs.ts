@@ -12,7 +12,7 @@ import { isMangled, NOT_UTF8 } from './input-cells.ts';
 import { common, text, type JobCommon, type JobInputFile } from '../jobs/job-common.ts';
 import type { OperationSpec } from './operation-spec.ts';
 import type { RowWrite } from './stored-rows.ts';
-import { arrayOf, joinedList, objectOf, sqlValue, recordUrlKey, urlKey } from './stored-values.ts';
+import { joinedList, objectOf, sqlValue, recordsByUrl, urlKey } from './stored-values.ts';
 import { rawRows, timeInJsonArray, sql, param, named, literal, codePointOrder } from '../statement.ts';
 
 const job = obj({
@@ -147,7 +147,6 @@ export const searchJobsJobDefinition = z.strictObject({
     .optional(),
 });
 
-/** A loaded search-jobs job. */
 export interface SearchJobsJob extends JobCommon {
   operation: 'search-jobs';
   input: JobInputFile;
@@ -252,19 +251,9 @@ export const searchJobs = {
         },
       },
     ];
-    let skipped = 0;
-    const listed = new Set<string>();
-    for (const [index, record] of arrayOf(res.results).entries()) {
-      const position = s.start + index;
-      const job = objectOf(record) as JobAnswer;
-      const url = recordUrlKey(job.url, canonicalJobUrl, ctx.networkHost);
-      if (url === null) {
-        skipped++;
-        continue;
-      }
-      // Listed twice on one page: the service ranks it where it first lists it; a later copy would move it down.
-      if (listed.has(url)) continue;
-      listed.add(url);
+    const { records, skipped } = recordsByUrl(res.results, canonicalJobUrl, ctx.networkHost);
+    for (const [url, [index, record]] of records) {
+      const job = record as JobAnswer;
       const criteria = objectOf(job.criteria);
       writes.push({
         table: 'jobs',
@@ -289,7 +278,7 @@ export const searchJobs = {
           updated_at: ctx.seenAt,
         },
       });
-      const row = { search_key: s.searchKey, job_url: url, position, first_seen_at: ctx.seenAt, last_seen_at: ctx.seenAt, page: pageOfStart(s.start) };
+      const row = { search_key: s.searchKey, job_url: url, position: s.start + index, first_seen_at: ctx.seenAt, last_seen_at: ctx.seenAt, page: pageOfStart(s.start) };
       writes.push({ table: 'job_search_results', row });
     }
     return { writes, skipped, anomalies: [] };

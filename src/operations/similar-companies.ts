@@ -13,7 +13,7 @@ import { JOB_DEFAULTS } from '../jobs/defaults.ts';
 import type { OperationSpec } from './operation-spec.ts';
 import type { RowOf, RowWrite } from './stored-rows.ts';
 import {
-  arrayOf, countryName, givenValue, jsonText, objectOf, sqlValue, recordUrlKey, urlKey,
+  arrayOf, countryName, givenValue, jsonText, objectOf, sqlValue, recordsByUrl, urlKey,
 } from './stored-values.ts';
 import {
   answered, rawRows, timeInJsonArray, sql, named, codePointOrder, groupConcat, numberText,
@@ -222,7 +222,6 @@ export const similarCompaniesJobDefinition = z.strictObject({
     .optional(),
 });
 
-/** A loaded similar-companies job. */
 export interface SimilarCompaniesJob extends JobCommon {
   operation: 'similar-companies';
   input: JobInputFile & { column: string };
@@ -302,18 +301,9 @@ export const similarCompanies = {
     const referenceUrl = urlKey(s.referenceUrl, canonicalCompanyUrl, ctx.networkHost) ?? s.referenceUrl;
     const filters = JSON.stringify(s.filters ?? {});
     const writes: RowWrite[] = [];
-    let skipped = 0;
-    const listed = new Set<string>();
-    for (const [i, record] of arrayOf(objectOf(res.data)['content']).entries()) {
-      const company = objectOf(record) as CompanyAnswer;
-      const url = recordUrlKey(company.url, canonicalCompanyUrl, ctx.networkHost);
-      if (url === null) {
-        skipped++;
-        continue;
-      }
-      // Listed twice on one page: the service ranks it where it first lists it; a later copy would move it down.
-      if (listed.has(url)) continue;
-      listed.add(url);
+    const { records, skipped } = recordsByUrl(objectOf(res.data)['content'], canonicalCompanyUrl, ctx.networkHost);
+    for (const [url, [i, record]] of records) {
+      const company = record as CompanyAnswer;
       companyWrites(company, url, ctx.seenAt, writes);
       const relevancy = objectOf(company.relevancy);
       writes.push({

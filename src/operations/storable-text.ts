@@ -17,10 +17,11 @@ export function storableString(text: string): { text: string; fix: TextFix | nul
   if (!SUSPECT.test(text)) return { text, fix: null };
   const withoutNul = text.replaceAll('\u0000', '');
   const wellFormed = withoutNul.replace(LONE_SURROGATE, '\ufffd');
-  const nul = withoutNul.length !== text.length;
-  const lone = wellFormed !== withoutNul;
-  const fix = nul && lone ? 'NUL removed, lone surrogate replaced by U+FFFD' : nul ? 'NUL removed' : lone ? 'lone surrogate replaced by U+FFFD' : null;
-  return { text: wellFormed, fix };
+  return { text: wellFormed, fix: fixOf(withoutNul.length !== text.length, wellFormed !== withoutNul) };
+}
+
+function fixOf(nul: boolean, lone: boolean): TextFix | null {
+  return nul && lone ? 'NUL removed, lone surrogate replaced by U+FFFD' : nul ? 'NUL removed' : lone ? 'lone surrogate replaced by U+FFFD' : null;
 }
 
 /** Told of each string or member name the rule changed: its path (`data.content[].name`), its parent's, and what. */
@@ -97,9 +98,7 @@ function storableObject(value: Record<string, unknown>, onFix: OnTextFix, path: 
 
 /** The fix of a name and of its value said as one. */
 function bothFixes(a: TextFix, b: TextFix): TextFix {
-  const nul = a.startsWith('NUL') || b.startsWith('NUL');
-  const lone = a.includes('surrogate') || b.includes('surrogate');
-  return nul && lone ? 'NUL removed, lone surrogate replaced by U+FFFD' : nul ? 'NUL removed' : 'lone surrogate replaced by U+FFFD';
+  return fixOf(a.startsWith('NUL') || b.startsWith('NUL'), a.includes('surrogate') || b.includes('surrogate'))!;
 }
 
 /** JSON text (a jsonb column's) with the rule applied to what it holds; the same text when nothing needed changing. */

@@ -2,7 +2,6 @@
 import type { AnswerAnomalyKind, DatasetTable, NormalizedTable, StoreFilled } from '../store/tables.ts';
 import type { SqlValue } from './stored-values.ts';
 
-/** One row: column name -> value. */
 export type Row = Readonly<Record<string, SqlValue>>;
 
 type Filled<T> = T extends keyof StoreFilled ? StoreFilled[T] : never;
@@ -21,10 +20,7 @@ export type RowWrite = {
 }[NormalizedTable];
 
 /** A page of a paged list as its rows name it (the list's key columns and the page), whether or not it lists anyone. */
-export interface ListPage {
-  table: NormalizedTable;
-  row: Row;
-}
+export interface ListPage { table: NormalizedTable; row: Row }
 
 /** Something an answer held that was not stored as asked (answer_anomalies). */
 export interface RowAnomaly {

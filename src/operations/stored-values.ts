@@ -1,7 +1,6 @@
 /** Answer values as stored values (a number, string, bigint or null, as SQLite binds): the spec leaves several types "not shown". */
 import { canonicalUrl, MAX_URL_LENGTH, otherSiteHost, type Canonicalize } from '../urls/canonical.ts';
 
-/** A value a column stores. */
 export type SqlValue = string | number | bigint | null;
 
 /** Stores a value as given: numbers as numbers, strings as strings, booleans as 0/1, objects as JSON text. */
@@ -78,7 +77,19 @@ export function urlKey(value: unknown, canonical: Canonicalize, networkHost: str
   return text !== '' && Buffer.byteLength(text) <= MAX_URL_LENGTH ? text : null;
 }
 
-/** urlKey() of a listed record's own page, but null (record left out: `host` drift, api/schemas.ts) for a page on another site than the network's. */
-export function recordUrlKey(value: unknown, canonical: Canonicalize, networkHost: string): string | null {
-  return otherSiteHost(value, networkHost) === null ? urlKey(value, canonical, networkHost) : null;
+/**
+ * A list's records by the urlKey() of their own page (`url`), each with its index; `skipped` counts those without one
+ * or on another site than the network's (`host` drift, answer-contract.ts). A record listed twice on one page keeps the
+ * place the service first lists it at: a later copy would move it down.
+ */
+export function recordsByUrl(list: unknown, canonical: Canonicalize, networkHost: string) {
+  const records = new Map<string, [index: number, record: Record<string, unknown>]>();
+  let skipped = 0;
+  for (const [index, item] of arrayOf(list).entries()) {
+    const record = objectOf(item);
+    const url = otherSiteHost(record['url'], networkHost) === null ? urlKey(record['url'], canonical, networkHost) : null;
+    if (url === null) skipped++;
+    else if (!records.has(url)) records.set(url, [index, record]);
+  }
+  return { records, skipped };
 }

@@ -55,11 +55,11 @@ export function runLabels(f: ReportFigures): Map<number, string> {
 /** How a run with no end written is marked: gone without finishing, or still going. */
 const openMark = (n: ReportFigures['nights'][number]) => (n.unfinished ? ' (unfinished)' : n.status === 'running' ? ' (running)' : '');
 
-const base = (yName: string, categories: string[], extra: Record<string, unknown> = {}) => ({
+const base = (yName: string, categories: string[], xName = 'night (UTC)') => ({
   animation: false,
   grid: { left: 70, right: 70, top: 40, bottom: 60 },
   legend: { top: 4, type: 'plain' },
-  xAxis: { type: 'category', data: categories, name: extra.xName ?? 'night (UTC)', nameLocation: 'middle', nameGap: 35, axisLabel: { hideOverlap: true } },
+  xAxis: { type: 'category', data: categories, name: xName, nameLocation: 'middle', nameGap: 35, axisLabel: { hideOverlap: true } },
   yAxis: { type: 'value', name: yName, nameLocation: 'middle', nameGap: 50 },
 });
 
@@ -240,7 +240,7 @@ function driftChart(f: ReportFigures): ChartSpec {
     alt:
       f.drift.length === 0
         ? "No answer differed from the API's documented interface in these runs."
-        : `${f.drift.length} member${f.drift.length === 1 ? '' : 's'} drifted; the most: ` +
+        : `${plural(f.drift.length, 'member')} drifted; the most: ` +
           drawn.slice(0, 3).map((s) => `${s.operation} ${s.path} ${s.kind} (up to ${Math.max(...s.byRun.map((r) => r.percent))}%)`).join(', ') + '. A step in a line is a change in the service.',
     option: {
       ...base('% of answers', runIds.map((id) => labels.get(id)!)),
@@ -271,9 +271,9 @@ function forecastChart(f: ReportFigures): ChartSpec {
   return {
     id: 'forecast',
     title: 'What the next runs will cost: credits of the tasks coming due, by day',
-    alt: days.length === 0 ? 'No task comes due in the forecast window.' : `${fmt(credits)} credits come due over ${days.length} day${days.length === 1 ? '' : 's'}; ${fmt(dueFirst)} of them on ${first}.`,
+    alt: days.length === 0 ? 'No task comes due in the forecast window.' : `${fmt(credits)} credits come due over ${plural(days.length, 'day')}; ${fmt(dueFirst)} of them on ${first}.`,
     option: {
-      ...base('credits', days, { xName: 'day (UTC) the tasks come due' }),
+      ...base('credits', days, 'day (UTC) the tasks come due'),
       series: jobs.map((job) => {
         const byDay = new Map(f.forecast.days.filter((d) => d.job === job).map((d) => [d.day, d.credits]));
         return { type: 'bar', stack: 'due', name: job, data: days.map((d) => byDay.get(d) ?? 0), barMaxWidth: BAR_MAX_PX, itemStyle: { color: colourOfJob(coloured, job) } };

@@ -4,13 +4,11 @@ import type { RecentRun } from '../store/runs.ts';
 import type { RunStatus } from '../store/tables.ts';
 import { roundCredits } from '../credits/credit-meter.ts';
 
-/** What to do next, and how urgent it is. */
-interface Advice {
-  /** What a person should do next, in one sentence. */
-  action: string;
-  /** How urgent: ok (nothing to do), warn (look at something), stop (the next run will not do its work). */
-  level: 'ok' | 'warn' | 'stop';
-}
+/**
+ * What a person should do next, in one sentence, and how urgent: ok (nothing to do), warn (look at something), stop
+ * (the next run will not do its work).
+ */
+interface Advice { action: string; level: 'ok' | 'warn' | 'stop' }
 
 /** Why a run's remaining tasks were deferred, by its status. */
 const DEFERRED_BECAUSE: Readonly<Record<string, string>> = {

@@ -10,9 +10,7 @@ import { withLiveBalance, type StatusOptions } from '../runner/status-report.ts'
 import { JOB_DEFAULTS } from '../jobs/defaults.ts';
 import { buildFigures, MS_PER_DAY, type ReportFigures } from './figures.ts';
 
-/** Every default of the report, in one place. */
 export const REPORT_DEFAULTS = {
-  /** @default 'report.html' */
   outFile: 'report.html',
   /** Runs of the last this many days are drawn. @default 30 */
   days: 30,

@@ -14,17 +14,12 @@ export type Outcome =
   | ErrorOutcome;
 
 /** A finished non-200 answer. */
-export interface ErrorOutcome {
-  kind: 'error';
-  status: number;
-  body: string;
-}
+export interface ErrorOutcome { kind: 'error'; status: number; body: string }
 
-const json = (value: unknown): string => JSON.stringify(value);
-const badRequest = (message: string): ErrorOutcome => ({ kind: 'error', status: 400, body: json({ error: true, message }) });
-const NO_SIMILAR: Outcome = { kind: 'error', status: 404, body: json({ error: true, message: 'No similar companies found' }) };
-const NO_JOBS: Outcome = { kind: 'error', status: 404, body: json({ message: 'No results found for the query' }) };
-const NO_POST: Outcome = { kind: 'error', status: 404, body: json({ success: false, message: 'Post not found' }) };
+const badRequest = (message: string): ErrorOutcome => ({ kind: 'error', status: 400, body: JSON.stringify({ error: true, message }) });
+const NO_SIMILAR: Outcome = { kind: 'error', status: 404, body: JSON.stringify({ error: true, message: 'No similar companies found' }) };
+const NO_JOBS: Outcome = { kind: 'error', status: 404, body: JSON.stringify({ message: 'No results found for the query' }) };
+const NO_POST: Outcome = { kind: 'error', status: 404, body: JSON.stringify({ success: false, message: 'Post not found' }) };
 
 /** A request's parameters checked: the 400 refusing them, or the answer they get (made only when called). */
 export type Validated = ErrorOutcome | (() => Outcome);
@@ -133,7 +128,7 @@ export class Operations {
     let open = pages.get(key);
     if (open === undefined) {
       // Without its closing brace, so the counters are appended without re-encoding the cached part.
-      open = Buffer.from(json(make()).slice(0, -1), 'utf8');
+      open = Buffer.from(JSON.stringify(make()).slice(0, -1), 'utf8');
       // Empty pages are not kept: any page number past the end has one, and they cost nothing to build.
       if (!pastEnd) pages.set(key, open);
     }

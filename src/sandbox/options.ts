@@ -97,7 +97,6 @@ const DEFAULTS = {
   /** Called once per request once its answer is decided, logged or not; the command line prints its lines from here. */
   onRequest: null as ((entry: LoggedRequest) => void) | null,
 } satisfies FaultRates & Record<string, unknown>;
-/** The defaults above, frozen. */
 export const SANDBOX_DEFAULTS: Readonly<SandboxOptions> = Object.freeze(DEFAULTS);
 
 /** Every option of the sandbox: SANDBOX_DEFAULTS says what each means. */

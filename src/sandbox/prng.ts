@@ -47,7 +47,6 @@ export class Prng {
     return min + Math.floor(this.next() * (max - min + 1));
   }
 
-  /** True with the given probability. */
   chance(probability: number): boolean {
     return this.next() < probability;
   }

@@ -1,14 +1,8 @@
 /** One sliding window: at most `limit` accepted requests per token in any `windowMs`. */
-export interface RateWindow {
-  limit: number;
-  windowMs: number;
-}
+export interface RateWindow { limit: number; windowMs: number }
 
 /** Why a request was refused: the window it did not fit and how long until that window admits one. */
-export interface RateRefusal {
-  window: RateWindow;
-  waitMs: number;
-}
+export interface RateRefusal { window: RateWindow; waitMs: number }
 
 /** Sliding windows per token; a request is recorded in every window only if it fits all, so a refusal uses up none. */
 export class RateLimiter {

@@ -41,7 +41,6 @@ const BEARER = /^\s*bearer\s+(\S+)\s*$/i;
 const JSON_TYPE = 'application/json; charset=utf-8';
 const UNAUTHORIZED_HEADERS = { 'www-authenticate': 'Bearer' };
 const msg = (message: string): string => JSON.stringify({ message });
-const METHOD_NOT_ALLOWED = msg('Method Not Allowed');
 
 /** How one request is answered: status 0 drops the connection; delayMs comes on top of the configured latency. */
 function answer(status: number, body: string | Buffer, headers?: Record<string, string>, fault: FaultName | null = null, charged = 0, delayMs = 0) {
@@ -81,8 +80,9 @@ export async function startSandbox(input: SandboxOptionsInput = {}) {
     timers.add(timer);
   };
 
-  /** The request's token once auth and the rate limit let it through, or the answer refusing it. */
-  const admit = (req: IncomingMessage): string | Decision => {
+  /** The request's token once its method, auth and the rate limit let it through, or the answer refusing it. */
+  const admit = (req: IncomingMessage, method: string): string | Decision => {
+    if (req.method !== method) return answer(405, msg('Method Not Allowed'), { allow: method });
     const auth = req.headers.authorization;
     const token = auth === undefined ? undefined : BEARER.exec(auth)?.[1];
     if (token === undefined) return answer(401, msg('Missing or malformed bearer token'), UNAUTHORIZED_HEADERS);
@@ -95,8 +95,7 @@ export async function startSandbox(input: SandboxOptionsInput = {}) {
 
   /** The balance route: never charged, never faulted (so asking does not shift a seeded fault sequence). */
   const balance = (req: IncomingMessage): Decision => {
-    if (req.method !== 'GET') return answer(405, METHOD_NOT_ALLOWED, { allow: 'GET' });
-    const token = admit(req);
+    const token = admit(req, 'GET');
     if (typeof token !== 'string') return token;
     // `uid` is a hash of seed and token, never the token itself.
     const uid = `u-${hash32(options.seed, `uid:${token}`).toString(16).padStart(8, '0')}`;
@@ -108,9 +107,7 @@ export async function startSandbox(input: SandboxOptionsInput = {}) {
     if (path === BALANCE_PATH && options.balanceRoute) return balance(req);
     const route = ROUTES.get(path);
     if (!route) return answer(404, msg('Not Found'));
-    if (req.method !== route.method) return answer(405, METHOD_NOT_ALLOWED, { allow: route.method });
-
-    const token = admit(req);
+    const token = admit(req, route.method);
     if (typeof token !== 'string') return token;
 
     const answerOf = operations.validate[route.op](query, bodyText, req.headers['content-type']);
@@ -188,7 +185,6 @@ export async function startSandbox(input: SandboxOptionsInput = {}) {
     setCredits: (token: string, total: number): void => ledger.setTotal(token, total),
     /** A token's counters as a 200 body would report them now; throws for an unknown token. */
     credits: (token: string): CreditCounters => ledger.counters(token),
-    /** Empties `requests`. */
     clearLog: () => {
       requests.length = 0;
     },
@@ -203,7 +199,6 @@ export async function startSandbox(input: SandboxOptionsInput = {}) {
   };
 }
 
-/** A running sandbox. */
 export type Sandbox = Awaited<ReturnType<typeof startSandbox>>;
 
 const SECOND_MS = 1000;

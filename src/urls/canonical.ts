@@ -76,9 +76,8 @@ export function canonicalUrl(input: unknown, networkHost: string): CanonicalResu
 
 /** Canonical company page `https://www.<host>/company/<slug>`, slug lower-cased, sub-pages (`/about`) dropped. */
 export function canonicalCompanyUrl(input: unknown, networkHost: string): CanonicalResult {
-  const page = networkPage(input, networkHost, 'company/<name>');
-  if (!page.ok) return page;
-  const { segments } = page;
+  const segments = networkPage(input, networkHost, 'company/<name>');
+  if (!Array.isArray(segments)) return segments;
   if (segments[0]?.toLowerCase() !== 'company' || segments.length < 2) {
     return refused(`not a company page (expected https://www.${networkHost}/company/<name>)`);
   }
@@ -89,9 +88,8 @@ export function canonicalCompanyUrl(input: unknown, networkHost: string): Canoni
 
 /** Canonical post URL, path as written (ids are case-sensitive): under `/posts/`, `/pulse/`, or naming a post id. */
 export function canonicalPostUrl(input: unknown, networkHost: string): CanonicalResult {
-  const page = networkPage(input, networkHost, 'posts/...');
-  if (!page.ok) return page;
-  const { segments } = page;
+  const segments = networkPage(input, networkHost, 'posts/...');
+  if (!Array.isArray(segments)) return segments;
   const first = segments[0]?.toLowerCase();
   const isPost = ((first === 'posts' || first === 'pulse') && segments.length >= 2) || segments.some((s) => POST_ID.test(s));
   if (!isPost) {
@@ -103,9 +101,8 @@ export function canonicalPostUrl(input: unknown, networkHost: string): Canonical
 
 /** Canonical job listing URL: `https://www.<host>/jobs/view/<id-or-slug>`, anything after the listing dropped. */
 export function canonicalJobUrl(input: unknown, networkHost: string): CanonicalResult {
-  const page = networkPage(input, networkHost, 'jobs/view/<id>');
-  if (!page.ok) return page;
-  const { segments } = page;
+  const segments = networkPage(input, networkHost, 'jobs/view/<id>');
+  if (!Array.isArray(segments)) return segments;
   if (segments[0]?.toLowerCase() !== 'jobs' || segments[1]?.toLowerCase() !== 'view' || segments.length < 3) {
     return refused(`not a job listing (expected https://www.${networkHost}/jobs/view/<id>)`);
   }
@@ -113,11 +110,11 @@ export function canonicalJobUrl(input: unknown, networkHost: string): CanonicalR
 }
 
 /** The path segments of a page on the network's site, or why the input is not one. */
-function networkPage(input: unknown, networkHost: string, example: string): { ok: true; segments: string[] } | Refusal {
+function networkPage(input: unknown, networkHost: string, example: string): string[] | Refusal {
   const parsed = parse(input);
   if (!parsed.ok) return parsed;
   const { host, segments } = parsed.value;
-  if (isNetworkHost(host, networkHost)) return { ok: true, segments };
+  if (isNetworkHost(host, networkHost)) return segments;
   // An internationalized host that merely looks like the network's is named as such.
   const lookAlike = host.split('.').some((label) => label.startsWith('xn--')) ? ', an internationalized look-alike' : '';
   return refused(`not on ${networkHost} (host ${host}${lookAlike}; expected https://www.${networkHost}/${example})`);

@@ -8,12 +8,7 @@ import {
 } from './words.ts';
 
 /** A company's place in one similar-companies list: who it is and how relevant. */
-interface ListEntry {
-  name: string;
-  slug: string;
-  score: number;
-  value: string;
-}
+interface ListEntry { name: string; slug: string; score: number; value: string }
 
 const FUNDING_TYPES = ['SEED', 'SERIES_A', 'SERIES_B', 'SERIES_C', 'PRIVATE_EQUITY'] as const;
 
