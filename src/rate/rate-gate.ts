@@ -6,10 +6,20 @@ export interface RateGateOptions {
   safetyMargin?: number;
 }
 
+/** A wait a 429's pause holds: how long, until when, when the service asked (ISO times), and whether every worker holds back. */
+export interface GateWait {
+  waitMs: number;
+  until: string;
+  askedAt: string;
+  shared: boolean;
+}
+
 export const RATE_GATE_DEFAULTS = {
   safetyMargin: 0.02,
   /** A timer's lateness counted as on time, so it does not push the schedule back; no start comes before its turn. */
   lateCreditMs: 2,
+  /** A pause that holds a call longer than this is told (onWait): shorter ones pass unnoticed on the progress line. */
+  toldPauseMs: 5_000,
 } as const;
 
 /**
@@ -25,6 +35,11 @@ export class RateGate {
   private pausedUntil = 0;
   private pausedTotalMs = 0;
   private tail: Promise<void> = Promise.resolve();
+  /** When the service asked for the pause under way (wall clock), and whether a wait within it was told. */
+  private pauseAskedAt = 0;
+  private pauseTold = true;
+  /** Told once a pause holds a call over toldPauseMs, so the run says why it waits rather than sit silent. */
+  onWait: ((wait: GateWait) => void) | null = null;
 
   constructor(options: RateGateOptions) {
     this.margin = options.safetyMargin ?? RATE_GATE_DEFAULTS.safetyMargin;
@@ -59,6 +74,8 @@ export class RateGate {
     if (until <= this.pausedUntil) return;
     this.pausedTotalMs += until - Math.max(now, this.pausedUntil);
     this.pausedUntil = until;
+    this.pauseAskedAt = Date.now();
+    this.pauseTold = false;
   }
 
   /** Total time the gate has been paused by throttling, for the cap on waiting. */
@@ -72,11 +89,19 @@ export class RateGate {
       signal?.throwIfAborted();
       at = Math.max(this.lastStartAt + this.gapMs, this.pausedUntil);
       if (performance.now() >= at) break;
+      if (at === this.pausedUntil) this.tellPause(at - performance.now());
       // Re-checked after the sleep: a 429 may have moved the pause while we waited.
       await sleepUntil(at, signal);
     }
     this.lastStartAt = Math.max(at, performance.now() - RATE_GATE_DEFAULTS.lateCreditMs);
     this.gapMs = this.interval;
+  }
+
+  private tellPause(waitMs: number): void {
+    if (this.pauseTold || waitMs < RATE_GATE_DEFAULTS.toldPauseMs || !this.onWait) return;
+    this.pauseTold = true;
+    const until = new Date(Date.now() + waitMs).toISOString();
+    this.onWait({ waitMs, until, askedAt: new Date(this.pauseAskedAt).toISOString(), shared: false });
   }
 }
 

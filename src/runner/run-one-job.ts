@@ -229,7 +229,7 @@ async function workDue(run: OpenRun, job: Job, filter: RunnableFilter, runnable:
       },
     }, progress);
   } finally {
-    if (run.gate.onWait) run.gate.onWait = null;
+    run.gate.onWait = null;
     guard.onWait = null;
     reporter.stop();
     jobStop.release();
@@ -241,17 +241,16 @@ async function workDue(run: OpenRun, job: Job, filter: RunnableFilter, runnable:
 }
 
 /**
- * Waits that other workers (PostgreSQL) or an earlier run make, said or the run would sit silent for minutes: the shared
- * gate held for a 429, up to the throttle cap, and credits their calls in flight hold. SQLite's waits are this run's own.
+ * Long waits said, or the run would sit silent for minutes: a 429's pause, up to the throttle cap (on PostgreSQL also
+ * one another worker or an earlier run met), and credits that calls in flight hold (PostgreSQL's shared budget).
  */
 function sayWaits({ gate, guard }: OpenRun, logger: Logger, job: string): void {
   guard.onWait = (w) => {
     const held = w.reason === 'reserve' ? 'the credits left above the reserve' : "what is left of the run's credits.maxPerRun";
     logger.warn(`waiting: calls in flight (every worker's) hold ${held}`, { job, reserved: w.reserved, balance: w.balance });
   };
-  if (gate.onWait === undefined) return;
   gate.onWait = (w) => {
-    logger.warn('waiting: the API asked to slow down (429), and every worker holds back', {
+    logger.warn(`waiting: the API asked to slow down (429)${w.shared ? ', and every worker holds back' : ''}`, {
       job, wait_s: Math.round(w.waitMs / 1000), until: w.until, asked_at: w.askedAt,
     });
   };

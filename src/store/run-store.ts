@@ -11,6 +11,7 @@ import type { AnswerDriftRow } from './answer-drift.ts';
 import type { Ledger, RunnableFilter, TaskRow } from './ledger.ts';
 import type { LockLostError } from './run-lock.ts';
 import type { RunEnd } from './runs.ts';
+import type { GateWait } from '../rate/rate-gate.ts';
 import type { GroupCommitWriter } from './group-commit-writer.ts';
 
 export type Awaitable<T> = T | Promise<T>;
@@ -133,16 +134,10 @@ export interface RunGate {
   take(signal?: AbortSignal): Promise<void>;
   pause(ms: number): void;
   readonly totalPausedMs: number;
-  /** Told of a long wait that a 429 met by another worker or an earlier run explains (PostgreSQL), so the run says why it waits. */
-  onWait?: ((wait: GateWait) => void) | null;
+  /** Told of a long wait a 429's pause explains (on PostgreSQL also one another worker or an earlier run met), so the run says why it waits. */
+  onWait: ((wait: GateWait) => void) | null;
 }
 
-/** A wait for the shared gate held by a 429's pause: how long, until when, and when the service asked (ISO times). */
-export interface GateWait {
-  waitMs: number;
-  until: string;
-  askedAt: string;
-}
 
 export interface RunStore {
   /** The file, or the URL with its password hidden: what messages name. */

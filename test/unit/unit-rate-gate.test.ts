@@ -57,6 +57,27 @@ describe('RateGate', () => {
     expect(gate.totalPausedMs).toBe(5_000);
   });
 
+  it('tells a pause that holds a call over 5 s once, with how long, until when and when it was asked; shorter ones not', async () => {
+    const gate = new RateGate({ requestsPerMinute: null });
+    const told: Array<{ waitMs: number; until: string; askedAt: string; shared: boolean }> = [];
+    gate.onWait = (w) => told.push(w);
+    gate.pause(4_000);
+    await starts(gate, 2);
+    expect(told).toEqual([]);
+    const askedAt = Date.now();
+    gate.pause(30_000);
+    await starts(gate, 3);
+    expect(told).toHaveLength(1);
+    expect(told[0]!.waitMs).toBe(30_000);
+    expect(told[0]!.shared).toBe(false);
+    expect(Date.parse(told[0]!.askedAt)).toBeGreaterThanOrEqual(askedAt);
+    expect(Date.parse(told[0]!.until) - Date.parse(told[0]!.askedAt)).toBeGreaterThanOrEqual(29_000);
+    // The next 429's pause is told again.
+    gate.pause(10_000);
+    await starts(gate, 1);
+    expect(told).toHaveLength(2);
+  });
+
   it('a change of rate keeps the larger spacing across the change, then the new one', async () => {
     const gate = new RateGate({ requestsPerMinute: 60, safetyMargin: 0 });
     await starts(gate, 1);

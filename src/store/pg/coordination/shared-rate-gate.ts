@@ -4,8 +4,8 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type pg from 'pg';
-import { RateGate } from '../../../rate/rate-gate.ts';
-import type { GateWait, RunGate } from '../../run-store.ts';
+import { RateGate, type GateWait } from '../../../rate/rate-gate.ts';
+import type { RunGate } from '../../run-store.ts';
 import { pipelineTransaction } from '../pg-pipeline.ts';
 import { withPgClient } from '../transaction.ts';
 
@@ -323,10 +323,13 @@ export class SharedRunGate implements RunGate {
     private readonly windowMs: number = SHARED_RATE_GATE_DEFAULTS.windowMs,
     /** The shared gate's clock (tests). */
     private readonly gateOptions: Pick<SharedRateGateOptions, 'clockSql'> = {},
-  ) {}
+  ) {
+    // This worker's own 429 holds it here first (every worker holds back too, by the shared pause).
+    this.local.onWait = (w) => this.onWait?.({ ...w, shared: true });
+  }
 
   setRequestsPerMinute(requestsPerMinute: number | null): void {
-    const onPauseWait = (w: PauseWait) => this.onWait?.({ waitMs: w.waitMs, until: isoOf(w.startUs), askedAt: isoOf(w.askedUs) });
+    const onPauseWait = (w: PauseWait) => this.onWait?.({ waitMs: w.waitMs, until: isoOf(w.startUs), askedAt: isoOf(w.askedUs), shared: true });
     this.shared = requestsPerMinute
       ? new SharedRateGate(this.pool, { ...this.gateOptions, gate: this.gate, ...sharedLimitOf(requestsPerMinute, this.windowMs), onPauseWait })
       : null;
