@@ -17,7 +17,7 @@ import { isInt32 } from '../operations/answer-contract.ts';
 import { connectionLostError, openPgStore, pgReadOnlyError, usingPgStore } from './pg/open.ts';
 import { inPgTransaction } from './pg/transaction.ts';
 import { holdExclusive } from './pg/dataset-lock.ts';
-import { MAX_PARAMS } from './pg/pg-statements.ts';
+import { MAX_PARAMS } from './pg/pg-pipeline.ts';
 import { primaryKeyOf, type ColumnKind, type TableDef } from './table-kit.ts';
 import { DATASET_TABLES, type NormalizedTable } from './tables.ts';
 import { fitsIndex, TABLE_WRITES } from './ingest/tables.ts';

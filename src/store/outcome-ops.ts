@@ -86,7 +86,6 @@ export type OutcomeOp =
   | ({ kind: 'rejected'; code: string; message: string } & PaidBody)
   /** A 404: no row, but a paged list's (`request` given) ends there, for the history; with its later pages (PastLast). */
   | { kind: 'not_found'; taskId: number; call: ApiCallRow; attempts: number; note: string | null; at: string; request?: AnySubject; pastLast?: PastLast | undefined }
-  | { kind: 'past_last_page'; taskId: number; lastPage: number; at: string }
   | { kind: 'attempt_failed'; call: ApiCallRow }
   | { kind: 'failed'; taskId: number; code: string; message: string; retryable: boolean; attempts: number; at: string };
 
@@ -110,8 +109,6 @@ export function settlementOf(op: OutcomeOp): Settlement | null {
       return settlement(op.taskId, 'failed', op.attempts, op.code, op.message.slice(0, 1000), 0, op.at);
     case 'not_found':
       return settlement(op.taskId, 'not_found', op.attempts, null, op.note, null, op.at);
-    case 'past_last_page':
-      return pastLastSettlement(op.taskId, op.lastPage, op.at);
     case 'failed':
       return settlement(op.taskId, 'failed', op.attempts, op.code, op.message.slice(0, 1000), op.retryable ? 1 : 0, op.at);
     case 'attempt_failed':

@@ -1,6 +1,6 @@
 /**
  * What `netingest plan` asks the dataset, in one snapshot, writing nothing: how a run starting now would treat each
- * task, and what it would know. sqlite/dataset-store.ts and pg/pg-plan-ledger.ts answer.
+ * task, and what it would know. sqlite/dataset-store.ts and pg/dataset-store.ts answer.
  */
 import type { DueRule, TaskRow } from './ledger.ts';
 

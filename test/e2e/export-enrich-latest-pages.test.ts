@@ -40,11 +40,17 @@ const at = (run: number, page: number) => `2026-11-0${run}T08:00:0${page}.000Z`;
 /** An answer as the writer files it: result numbers (db-fixtures records), a 404, past the last page, or a failure. */
 type Outcome = number[] | 404 | 'past' | 'failed';
 
-/** Files one task's outcome through the runner's writer path. */
-function answer(job: Job, inputKey: string, page: number, run: number, outcome: Outcome): void {
-  const task = database.sqlite
-    .prepare('SELECT id, request_json AS requestJson FROM tasks WHERE job = ? AND input_key = ? AND page = ?')
-    .get(job.name, inputKey, page) as { id: number; requestJson: string };
+const taskOf = (job: Job, inputKey: string, page: number) => database.sqlite
+  .prepare('SELECT id, request_json AS requestJson FROM tasks WHERE job = ? AND input_key = ? AND page = ?')
+  .get(job.name, inputKey, page) as { id: number; requestJson: string };
+
+/**
+ * Files one task's outcome through the runner's writer path; `nextPast`: the next page is past the last, settled with
+ * this answer, as the writer settles it with the answer that ends the list.
+ */
+function answer(job: Job, inputKey: string, page: number, run: number, outcome: Exclude<Outcome, 'past'>, nextPast = false): void {
+  const task = taskOf(job, inputKey, page);
+  const pastLast = nextPast ? { taskIds: [taskOf(job, inputKey, page + 1).id], lastPage: page } : undefined;
   const operation: Operation = job.operation;
   const time = at(run, page);
   const call = (status: number, errorCode: string | null) => ({
@@ -52,8 +58,7 @@ function answer(job: Job, inputKey: string, page: number, run: number, outcome: 
     latencyMs: 1, totalCredits: null, creditsUsed: null, creditsRemaining: null, at: time,
   });
   let ops: OutcomeOp[];
-  if (outcome === 404) ops = [{ kind: 'not_found', taskId: task.id, call: call(404, null), attempts: 1, note: 'nothing found', at: time }];
-  else if (outcome === 'past') ops = [{ kind: 'past_last_page', taskId: task.id, lastPage: page - 1, at: time }];
+  if (outcome === 404) ops = [{ kind: 'not_found', taskId: task.id, call: call(404, null), attempts: 1, note: 'nothing found', at: time, pastLast }];
   else if (outcome === 'failed') {
     ops = [
       { kind: 'attempt_failed', call: call(500, 'HTTP_500') },
@@ -64,7 +69,7 @@ function answer(job: Job, inputKey: string, page: number, run: number, outcome: 
     const response = operation === 'search-jobs' ? jobsResponse(outcome.map((n) => jobRecord(n))) : similarResponse(outcome.map((n) => company(n)), page, 3);
     const body = JSON.stringify(response);
     const { answer, setAside } = readOperationAnswer(operation, response);
-    ops = [{ kind: 'success', taskId: task.id, operation, requestKey: requestKeyOf(request), request, body, answer, setAside, call: call(200, null), attempts: 1, at: time }];
+    ops = [{ kind: 'success', taskId: task.id, operation, requestKey: requestKeyOf(request), request, body, answer, setAside, call: call(200, null), attempts: 1, at: time, pastLast }];
   }
   createOutcomeApplier(database, run)(ops);
 }
@@ -111,9 +116,9 @@ async function similarCases(): Promise<{ file: string; job: Job }> {
   };
   for (const [slug, answers] of Object.entries(runs)) {
     answers.forEach(([page1, page2], i) => {
-      answer(job, co(slug), 1, i + 1, page1);
+      answer(job, co(slug), 1, i + 1, page1 as Exclude<Outcome, 'past'>, page2 === 'past');
       // Page 2 of 'not-reasked' is left alone in run 2, as when the run stops before it.
-      if (!(slug === 'not-reasked' && i === 1)) answer(job, co(slug), 2, i + 1, page2);
+      if (page2 !== 'past' && !(slug === 'not-reasked' && i === 1)) answer(job, co(slug), 2, i + 1, page2);
     });
   }
   return { file, job };
@@ -150,8 +155,7 @@ describe('enrich shows the latest answer of each page', () => {
     await ws.write('one.csv', csv(['company_url'], [[co('moved')], [co('not-reasked')]]));
     const same = await planned('same-question', { ...SIMILAR, input: { csv: 'one.csv', column: 'company_url' } });
     const other = await planned('other-filters', { ...SIMILAR, input: { csv: 'one.csv', column: 'company_url' }, request: { num: 3 } });
-    answer(same.job, co('moved'), 1, 4, 404);
-    answer(same.job, co('moved'), 2, 4, 'past');
+    answer(same.job, co('moved'), 1, 4, 404, true);
     answer(other.job, co('not-reasked'), 1, 4, 404);
     const rows = await enriched(file);
     expect(rows[co('moved')]).toEqual(['not_found', [], null]);

@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openPgStore, type PgStore } from '../../src/store/pg/open.ts';
 import { createPgGroupCommit } from '../../src/store/pg/pg-group-commit.ts';
-import { MAX_PARAMS, valuesStatements } from '../../src/store/pg/pg-statements.ts';
+import { MAX_PARAMS, valuesStatements } from '../../src/store/pg/pg-pipeline.ts';
 import { withPgClient } from '../../src/store/pg/transaction.ts';
 import { writeAsRunWriter } from './run-writer-group.ts';
 import type { OutcomeOp } from '../../src/store/outcome-ops.ts';

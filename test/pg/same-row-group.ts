@@ -62,13 +62,13 @@ export function oneGroupTouchingSameRows(): OutcomeOp[] {
     success(7, dayPost('activity-7000000000000000002', '2026-10-02', []), late),
     success(8, jobsResponse([job(1), job(2)]), early),
     { kind: 'failed', taskId: 9, code: 'HTTP_500', message: 'server error (500)', retryable: true, attempts: 1, at: early },
-    success(9, jobsResponse([job(1, { title: 'Refreshed title' })]), late, 2),
+    // Settles task 8 again, past the last page, as an answer ending a list settles its later pages (PastLast).
+    { ...success(9, jobsResponse([job(1, { title: 'Refreshed title' })]), late, 2), pastLast: { taskIds: [8], lastPage: 1 } } as OutcomeOp,
     { kind: 'attempt_failed', call: call(10, 502, 'HTTP_502', early) },
     { kind: 'not_found', taskId: 10, call: call(10, 404, null, late), attempts: 2, note: 'nothing found', at: late },
     {
       kind: 'rejected', taskId: 11, operation: 'post-details', requestKey: requestKeyOf(rejectedRequest), request: rejectedRequest,
       body: '{"success":true,"unexpected":1}', call: call(11, 200, 'SCHEMA_MISMATCH', late), code: 'SCHEMA_MISMATCH', message: 'not a post', attempts: 1, at: late,
     },
-    { kind: 'past_last_page', taskId: 8, lastPage: 1, at: late },
   ];
 }

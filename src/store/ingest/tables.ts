@@ -1,6 +1,6 @@
 /**
  * How each table is written: an upsert keeps the earliest first_seen_at and latest updated_at/last_seen_at, so replay
- * order cannot move them back; a set replaces its owner's. PostgreSQL's: pg/pg-table-statements.ts.
+ * order cannot move them back; a set replaces its owner's. PostgreSQL's: pg/pg-row-batch.ts.
  */
 import { specOf, type AnySubject } from '../../operations/index.ts';
 import { MAX_URL_LENGTH, networkHost } from '../../urls/canonical.ts';

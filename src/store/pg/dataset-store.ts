@@ -10,7 +10,10 @@ import { CLEAR_DERIVED_SQL, NORMALIZED_TABLES } from '../ingest/index.ts';
 import {
   ARCHIVE_PAGE_SQL, CLEAR_KEPT_ANOMALIES_SQL, LIST_ENDS_PAGE_SQL, WERE_PRUNED_SQL, type ArchivedBody, type ArchivedListEnd, type ReprocessStore,
 } from '../reprocess-store.ts';
-import { LEDGER_SQL } from '../ledger.ts';
+import { deferredSinceReads, LEDGER_SQL, otherJobsWithOperationReads } from '../ledger.ts';
+import { apiCallReads } from '../api-calls.ts';
+import { emptyPlanLedger, type PlanLedger, type PlannedTaskState } from '../plan-ledger.ts';
+import { PG_DUE, pgRequestChanged, pgSharedAnswer } from './pg-ledger.ts';
 import { pgValues } from '../../statement.ts';
 import { readPg, rows } from '../read-steps.ts';
 import { openPgForReading } from '../readers/open-for-reading.ts';
@@ -18,7 +21,6 @@ import { openPgDataset } from '../readers/pg-dataset.ts';
 import { checkPgReadQuery } from '../readers/read-only-sql.ts';
 import { pgTableRowsSql } from '../readers/table-rows.ts';
 import { createPgAnswerStore } from './pg-answer-store.ts';
-import { withPgPlanLedger } from './pg-plan-ledger.ts';
 import { openPgRunStore } from './pg-run-store.ts';
 import { startPgStatement } from './pg-statement-rows.ts';
 import { pruneRawBodiesPg } from './raw-prune.ts';
@@ -34,7 +36,7 @@ export function pgDatasetStore(url: string, shownUrl: string): DatasetStore {
   return {
     shown: shownUrl,
     files: [],
-    openRun: ({ leaseMs, rateWindowMs, serverBackWithinMs }) => openPgRunStore({ url, leaseMs, rateWindowMs, serverBackWithinMs }),
+    openRun: (options) => openPgRunStore({ ...options, url }),
     withPlanLedger: (fn) => withPgPlanLedger(url, fn),
     read: (fn, options = {}) => inSnapshot(url, options.statementTimeoutMs, (snapshot) => fn({ ...snapshot, read: (reads) => readPg(snapshot, reads) })),
     userStatement: (options, use) => {
@@ -144,4 +146,55 @@ function inSnapshot<R>(url: string, statementTimeoutMs: number | undefined, fn: 
 /** `fn` on the pool of `url` opened for reading, closed after; a server gone meanwhile is DB_CONNECTION_LOST. */
 async function forReading<R>(url: string, fn: (pool: pg.Pool) => Promise<R>): Promise<R> {
   return usingPgStore(await openPgForReading(url), ({ pool }) => fn(pool));
+}
+
+/**
+ * $1 job, $2 operation, $3 freshSince, $4 refresh, $5 other jobs (PG_DUE's and pgSharedAnswer's numbering);
+ * $6, $7, $8 the planned tasks' input keys, pages and request texts. One row per planned task, in their order.
+ */
+const TASK_STATES = `SELECT CASE
+    WHEN t.id IS NULL OR ${pgRequestChanged('t', 'p.request_json')} OR ${PG_DUE}
+      THEN CASE WHEN EXISTS (SELECT 1 FROM tasks u WHERE ${pgSharedAnswer({ inputKey: 'p.input_key', page: 'p.page', operation: '$2', requestJson: 'p.request_json' })})
+        THEN 'fresh' ELSE 'calls' END
+    WHEN t.status = 'failed' THEN 'failedBefore'
+    ELSE 'fresh' END AS state
+  FROM (SELECT a.input_key, a.page, a.request_json::jsonb AS request_json, a.n
+    FROM unnest($6::text[], $7::int[], $8::text[]) WITH ORDINALITY AS a(input_key, page, request_json, n)) p
+  LEFT JOIN tasks t ON t.job = $1 AND t.input_key = p.input_key AND t.page = p.page
+  ORDER BY p.n`;
+
+/**
+ * Runs `fn` with the plan ledger of the database at `url`, read-only (the analyst role can plan) in one snapshot; one
+ * with no netingest schema plans as if nothing had run. Tasks are judged by the run's own rules (PG_DUE,
+ * pgRequestChanged, pgSharedAnswer) in one statement, so plan and run cannot drift apart.
+ */
+async function withPgPlanLedger<T>(url: string, fn: (ledger: PlanLedger) => Promise<T>): Promise<T> {
+  let store: PgStore;
+  try {
+    store = await openPgForReading(url);
+  } catch (err) {
+    // openPgStore's read-only refusal of an empty database: nothing to read, and plan creates nothing.
+    if (!(err instanceof UsageError && err.code === 'DB_NOT_FOUND')) throw err;
+    return fn(emptyPlanLedger(`no netingest dataset in ${redactDatabaseUrl(url)} yet: planned as if nothing had run (a run creates it)`));
+  }
+  return usingPgStore(store, ({ pool }) => withPgReadSnapshot(pool, (snapshot) => fn(pgPlanLedger(snapshot))));
+}
+
+function pgPlanLedger(snapshot: PgSnapshot): PlanLedger {
+  return {
+    nothingRan: null,
+    otherJobs: (operation, job) => readPg(snapshot, otherJobsWithOperationReads(operation, job)),
+    async taskStates(rule, tasks) {
+      if (tasks.length === 0) return [];
+      const { rows } = await snapshot.client.query<{ state: PlannedTaskState }>(TASK_STATES, [
+        rule.job, rule.operation, rule.freshSince, rule.refresh, rule.others,
+        tasks.map((t) => t.inputKey), tasks.map((t) => t.page), tasks.map((t) => t.requestJson),
+      ]);
+      return rows.map((r) => r.state);
+    },
+    learnedCost: (operation) => readPg(snapshot, apiCallReads.learnedCost(operation)),
+    lastKnownBalance: async () => (await readPg(snapshot, apiCallReads.lastCounters()))?.balance ?? null,
+    deferredSince: (job) => readPg(snapshot, deferredSinceReads(job)),
+    now: async () => new Date((await snapshot.client.query<{ now: Date }>('SELECT clock_timestamp() AS now')).rows[0]!.now).toISOString(),
+  };
 }

@@ -22,17 +22,8 @@ export const PG_MIGRATIONS_FOLDER = join(PACKAGE_ROOT, 'migrations', 'postgres')
 /** Everything netingest keeps (tables, views, functions, the migrations record) is in this one schema. */
 export const PG_SCHEMA = 'public';
 
-/** Options of openPgStore(); every default is in PG_STORE_DEFAULTS. */
-export interface PgStoreOptions {
-  /** A statement running longer is cancelled by the server. */
-  statementTimeoutMs?: number;
-  /** Connections the pool opens at most. */
-  maxConnections?: number;
-  /** For readers: nothing migrated or written (read-only roles may open it); a missing or mismatched schema refused. */
-  readOnly?: boolean;
-  /** How long past statementTimeoutMs a statement may go unanswered before its connection counts as lost. */
-  answerGraceMs?: number;
-}
+/** Options of openPgStore(), each PG_STORE_DEFAULTS' when not given. */
+type PgStoreOptions = { statementTimeoutMs?: number; maxConnections?: number; readOnly?: boolean; answerGraceMs?: number };
 
 export const PG_STORE_DEFAULTS = {
   statementTimeoutMs: 60_000,
@@ -140,14 +131,11 @@ export async function openPgStore(url: string, options: PgStoreOptions = {}): Pr
     await pool.end().catch(() => undefined);
     throw toPgOpenError(err, shownUrl, passwordOf(url));
   }
-  let closed = false;
   return {
     pool,
     shownUrl,
     async close() {
-      if (closed) return;
-      closed = true;
-      await pool.end();
+      if (!pool.ending) await pool.end();
     },
   };
 }

@@ -3,7 +3,7 @@
  * answer reads back, and the posted_on fill, flush the group's PgRowBatch first: each answer sees the ones before it.
  */
 import type pg from 'pg';
-import { rowCount, type Row, type RowContext, type RowWrite, type StoredAnswer as StoredRows } from '../../operations/stored-rows.ts';
+import { rowCount, type ListPage, type Row, type RowContext, type RowWrite, type StoredAnswer as StoredRows } from '../../operations/stored-rows.ts';
 import type { SqlValue } from '../../operations/stored-values.ts';
 import { networkHost } from '../../urls/canonical.ts';
 import { ANOMALY_HEAD, anomalyRow, setAsideAnomalies } from '../answer-anomalies.ts';
@@ -12,17 +12,15 @@ import { readPostDate, type DayOrder } from '../ingest/post-date.ts';
 import { answerRows, listPageOf } from '../ingest/tables.ts';
 import { learnInTurn, postedOnOf, provenOrders } from '../ingest/post-date-order.ts';
 import { IDENTIFIER, PgRowBatch } from './pg-row-batch.ts';
-import { ChangeRecorder, writeChanges } from '../history/record-changes.ts';
+import { ChangeRecorder, storeChanges, writeChanges } from '../history/record-changes.ts';
 import { readPg } from '../read-steps.ts';
-import { valuesStatements } from './pg-statements.ts';
-import { pipelineStatements } from './pg-pipeline.ts';
+import { pipelineStatements, valuesStatements } from './pg-pipeline.ts';
 
-/** What one answer stored: its rows (upserts and set rows), and its answer_anomalies rows' parameters. */
-export interface PgStoredAnswer {
-  /** Rows inserted or updated, a set's rows each (as SQLite's ingest counts them: reprocess reports it). */
-  rows: number;
-  anomalies: unknown[][];
-}
+/**
+ * What an answer stored: rows upserted, a set's each (counted as SQLite's ingest does, for reprocess), and its
+ * answer_anomalies rows' parameters.
+ */
+type PgStoredAnswer = { rows: number; anomalies: unknown[][] };
 
 /** One writer of answers per run: it keeps the dataset's day order once read. */
 export function createPgAnswerStore() {
@@ -50,13 +48,12 @@ export function createPgAnswerStore() {
    */
   async function collect(client: pg.ClientBase, batch: PgRowBatch, input: StoredAnswer, history: ChangeRecorder | null, first?: FirstPass): Promise<PgStoredAnswer> {
     // The pass with no stored value known, unless the caller made it already (the group's plan, firstPass).
-    const { asked, stored: guessed } = first ?? firstPass(input);
+    const { asked, stored: guessed, list } = first ?? firstPass(input);
     const stored = asked.size === 0 ? guessed
       : answerRows(input.request, input.answer, askingContext(input, asked, await readBack(client, batch, asked)));
     // What it changes, read before its rows join the batch (history/record-changes.ts: keys first seen are read now);
     // with no recorder, the caller records it from reads it made before (pg-group-commit.ts's start).
     if (history) {
-      const list = listPageOf(input.request);
       await readPg({ client }, history.record({ writes: stored.writes, runId: input.runId ?? null, taskId: input.taskId ?? null, at: input.at, endsList: input.endsList, list }));
     }
     for (const w of stored.writes) await batch.add(client, await completed(client, batch, w));
@@ -76,10 +73,7 @@ export function createPgAnswerStore() {
   /** Records what a 404 ending a paged list removes (it writes no row): reprocess's replay of it. */
   async function storeListEnd(client: pg.ClientBase, end: ListEnd): Promise<void> {
     const answer = listEndWrites(end);
-    if (answer === null) return;
-    const history = new ChangeRecorder();
-    await readPg({ client }, history.record(answer));
-    await readPg({ client }, writeChanges(history.take()));
+    if (answer !== null) await readPg({ client }, storeChanges(answer));
   }
 
   return { collect, store, storeListEnd };
@@ -89,19 +83,16 @@ export function createPgAnswerStore() {
 export interface FirstPass {
   stored: StoredRows;
   asked: Map<string, AskedValue>;
+  list: ListPage | undefined;
 }
 
-interface AskedValue {
-  table: string;
-  key: Row;
-  column: string;
-}
+type AskedValue = { table: string; key: Row; column: string };
 
 /** Its writes' keys are what the history reads before a group writes; when nothing was asked, collect() reuses it. */
 export function firstPass(input: Pick<StoredAnswer, 'request' | 'answer' | 'at'>): FirstPass {
   const asked = new Map<string, AskedValue>();
   const stored = answerRows(input.request, input.answer, askingContext(input, asked, new Map()));
-  return { stored, asked };
+  return { stored, asked, list: listPageOf(input.request) };
 }
 
 /** spec.rows()'s context: a stored value from `known`, one not known yet noted in `asked`. */

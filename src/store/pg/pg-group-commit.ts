@@ -12,8 +12,7 @@ import { listPageOf } from '../ingest/tables.ts';
 import { createPgAnswerStore, firstPass, type FirstPass } from './pg-answer-store.ts';
 import { ANOMALY_HEAD } from '../answer-anomalies.ts';
 import { PgRowBatch, roundsByKey } from './pg-row-batch.ts';
-import { valuesStatements, type BoundStatement } from './pg-statements.ts';
-import { pipelineStatements } from './pg-pipeline.ts';
+import { pipelineStatements, valuesStatements, type BoundStatement } from './pg-pipeline.ts';
 import { CHANGES_HEAD, ChangeRecorder, changeValues, type AnswerWrites } from '../history/record-changes.ts';
 import { readPg, type ReadStep, type Reads } from '../read-steps.ts';
 import { pgValues, type Statement } from '../../statement.ts';
@@ -68,19 +67,14 @@ function startGroup(runId: number, answers: ReturnType<typeof createPgAnswerStor
       const found = (await answers.collect(client, batch, storedInput(runId, op), history, group.firsts[i] ?? undefined)).anomalies;
       anomalies.push(...found.map(([, ...row]) => ({ n: i + 1, taskId: op.taskId, row })));
     }
-    const written = pipelineStatements(client, rowStatements(runId, group, batch, anomalies), STORE_TYPES);
-    written.catch(() => undefined); // the commit's to report
-    return { written };
+    return { written: reportedLater(pipelineStatements(client, rowStatements(runId, group, batch, anomalies), STORE_TYPES)) };
   };
   const readSql = group.planned.map((step) => ({ text: step.sql.postgres, values: pgValues(step.sql, step.params) }));
   const begun = pipelineStatements(client, ['BEGIN', BY_KEYS_ONLY, 'SELECT txid_current()::text AS xid', ...readSql], STORE_TYPES);
-  const reads = begun.then((r) => r.slice(3).map((x) => x.rows));
-  reads.catch(() => undefined); // the writer's to report, awaiting it
-  const xid = begun.then((r) => String(r[2]!.rows[0].xid));
-  xid.catch(() => undefined); // as `reads`
+  const reads = reportedLater(begun.then((r) => r.slice(3).map((x) => x.rows)));
+  const xid = reportedLater(begun.then((r) => String(r[2]!.rows[0].xid)));
   const early = group.firsts.every((first) => first === null || first.asked.size === 0);
-  const rowsSent = early ? sendRows(null) : null;
-  rowsSent?.catch(() => undefined); // the commit's to report
+  const rowsSent = early ? reportedLater(sendRows(null)) : null;
   async function commit(read: readonly unknown[][]): Promise<{ committed: Promise<void> }> {
     // The group's history, having read what its keys hold (`read`: the rows of the group's reads).
     const history = new ChangeRecorder();
@@ -92,8 +86,8 @@ function startGroup(runId: number, answers: ReturnType<typeof createPgAnswerStor
       try {
         for (const [i, op] of group.paid.entries()) {
           if (op.kind !== 'success') continue;
-          const list = listPageOf(op.request);
-          await readPg({ client }, history.record({ writes: group.firsts[i]!.stored.writes, runId, taskId: op.taskId, at: op.at, endsList: op.endsList, list }));
+          const { stored, list } = group.firsts[i]!;
+          await readPg({ client }, history.record({ writes: stored.writes, runId, taskId: op.taskId, at: op.at, endsList: op.endsList, list }));
         }
       } catch (err) {
         // After rows the server refused, a read fails only as the transaction is aborted (25P02): the refusal says why.
@@ -108,10 +102,15 @@ function startGroup(runId: number, answers: ReturnType<typeof createPgAnswerStor
     const committed = Promise.all([written, ending]).then(([, results]) => {
       if (results.at(-1)!.command !== 'COMMIT') throw new Error('internal: the group\'s transaction was rolled back');
     });
-    committed.catch(() => undefined); // the writer's to report, awaiting it
-    return { committed };
+    return { committed: reportedLater(committed) };
   }
   return { reads, xid, commit };
+}
+
+/** `promise`, whose failure the writer or the commit awaits and reports later: till then it must not go unhandled. */
+function reportedLater<T>(promise: Promise<T>): Promise<T> {
+  promise.catch(() => undefined);
+  return promise;
 }
 
 /**
@@ -124,8 +123,8 @@ const BY_KEYS_ONLY = 'SET LOCAL enable_seqscan = off';
 function planGroup(ops: readonly OutcomeOp[]): PlannedGroup {
   const paid = ops.filter((op): op is PaidOp => op.kind === 'success' || op.kind === 'rejected');
   const firsts = paid.map((op) => (op.kind === 'success' ? firstPass(op) : null));
-  const lists = ops.flatMap((op) => (op.kind === 'success' || op.kind === 'not_found') && op.request ? (listPageOf(op.request) ?? []) : []);
-  const candidates = [...firsts.flatMap((first) => first?.stored.writes ?? []), ...lists];
+  const ends = ops.flatMap((op) => (op.kind === 'not_found' && op.request ? (listPageOf(op.request) ?? []) : []));
+  const candidates = [...firsts.flatMap((first) => first?.stored.writes ?? []), ...firsts.flatMap((first) => first?.list ?? []), ...ends];
   return { ops, paid, candidates, firsts, planned: plannedReads(new ChangeRecorder().prefetch(candidates)) };
 }
 

@@ -43,14 +43,20 @@ export type PgWriterWaits = { serverBackWithinMs?: number | undefined; afterSign
  */
 export async function serverBack(pool: pg.Pool, withinMs: number, interrupted?: AbortSignal): Promise<boolean> {
   const deadline = performance.now() + (interrupted?.aborted ? Math.min(withinMs, PG_WRITER_DEFAULTS.afterSignalMs) : withinMs);
+  return (await whileServerAway(async () => Boolean(await pool.query('SELECT 1')), () => deadline)) ?? false;
+}
+
+/** `attempt` until it answers (undefined: ask again) while the server is away: null past `deadline()` or on another error. */
+async function whileServerAway<T>(attempt: () => Promise<T | undefined>, deadline: () => number, onError = () => undefined as void): Promise<T | null> {
   for (;;) {
     try {
-      await pool.query('SELECT 1');
-      return true;
+      const answer = await attempt();
+      if (answer !== undefined) return answer;
     } catch (err) {
-      if (!connectionLostError(err, '')) return false;
+      onError();
+      if (!connectionLostError(err, '')) return null;
     }
-    if (performance.now() >= deadline) return false;
+    if (performance.now() >= deadline()) return null;
     await sleep(PG_WRITER_DEFAULTS.reconnectPauseMs);
   }
 }
@@ -225,21 +231,13 @@ export class PgOutcomeWriter extends GroupCommitWriter {
    * is "starting up"): 'committed' or 'aborted' (txid_status; aborted for a group whose COMMIT never went), asked
    * again while one is still ending. Null when not known by `deadline`: the writer stops.
    */
-  private async statusesOf(open: readonly OpenGroup[], deadline: number): Promise<Array<string | null> | null> {
+  private statusesOf(open: readonly OpenGroup[], deadline: number): Promise<Array<string | null> | null> {
     const xids = open.map((g) => g.xid ?? null);
-    for (;;) {
-      try {
-        const client = await this.connect();
-        const { rows } = await client.query<{ status: string | null }>(XACT_STATUS_SQL, [xids]);
-        const statuses = rows.map((r, i) => (xids[i] === null ? 'aborted' : r.status));
-        if (!statuses.includes('in progress')) return statuses.includes(null) ? null : statuses;
-      } catch (err) {
-        this.letGoConnection();
-        if (!connectionLostError(err, '')) return null;
-      }
-      if (performance.now() >= Math.min(deadline, this.afterSignal())) return null;
-      await sleep(PG_WRITER_DEFAULTS.reconnectPauseMs);
-    }
+    return whileServerAway(async () => {
+      const { rows } = await (await this.connect()).query<{ status: string | null }>(XACT_STATUS_SQL, [xids]);
+      const statuses = rows.map((r, i) => (xids[i] === null ? 'aborted' : r.status));
+      if (!statuses.includes('in progress')) return statuses.includes(null) ? null : statuses;
+    }, () => Math.min(deadline, this.afterSignal()), () => this.letGoConnection());
   }
 
   /** When a wait for the server ends once the run was told to stop (Infinity until it is). */

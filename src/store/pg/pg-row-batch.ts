@@ -5,18 +5,15 @@
 import type pg from 'pg';
 import type { Row, RowWrite } from '../../operations/stored-rows.ts';
 import { NORMALIZED_TABLES } from '../ingest/index.ts';
-import { paramsOf, tableStatementOf } from './pg-table-statements.ts';
-import { pipelineStatements } from './pg-pipeline.ts';
-import { valuesStatements, type BoundStatement } from './pg-statements.ts';
+import { pgValueConverters } from '../copy-dataset.ts';
+import { onConflict, TABLE_WRITES } from '../ingest/tables.ts';
+import { pipelineStatements, valuesStatements, type BoundStatement } from './pg-pipeline.ts';
 
 export const IDENTIFIER = /^[a-z_][a-z0-9_]*$/;
 /** Parents before children (NORMALIZED_TABLES lists children first, the order to empty them in). */
 const WRITE_ORDER: readonly string[] = [...NORMALIZED_TABLES].reverse();
 
-interface ReplacedSet {
-  owner: Row;
-  rows: readonly Row[];
-}
+type ReplacedSet = { owner: Row; rows: readonly Row[] };
 
 /** One table's writes waiting: upserted rows in order, or sets by owner (the last replacement of each). */
 type Pending = { kind: 'rows'; rows: Row[] } | { kind: 'sets'; sets: Map<string, ReplacedSet> };
@@ -116,4 +113,57 @@ function replaceSetStatements(table: string, sets: readonly ReplacedSet[]): Boun
   const owners = sets.map(() => `(${columns.map(() => `$${++n}`).join(', ')})`);
   const deleted = { text: `DELETE FROM ${table} WHERE (${columns.join(', ')}) IN (${owners.join(', ')})`, values: sets.flatMap((s) => columns.map((c) => s.owner[c])) };
   return [deleted, ...upsertStatements(table, sets.flatMap((s) => s.rows))];
+}
+
+interface PgTableStatement {
+  table: string;
+  columns: readonly string[];
+  convert: Array<(value: unknown) => unknown>;
+  /** `INSERT INTO table (columns)`, before the VALUES. */
+  head: string;
+  /** What follows the VALUES: the ON CONFLICT clause, or nothing (a set's plain insert). */
+  tail: string;
+  /** The ON CONFLICT columns: rows with the same values here are the same stored row. null: a plain insert. */
+  conflictKey: readonly string[] | null;
+}
+
+const statements = new Map<string, PgTableStatement>();
+
+/**
+ * store/ingest/tables.ts's writes for PostgreSQL: `head VALUES (...), (...) tail`, LEAST/GREATEST for min/max, values
+ * as `copy` converts them.
+ */
+function tableStatementOf(table: string): PgTableStatement {
+  const known = statements.get(table);
+  if (known) return known;
+  const w = Object.hasOwn(TABLE_WRITES, table) ? TABLE_WRITES[table as keyof typeof TABLE_WRITES] : undefined;
+  if (!w) throw new Error(`internal: no statement for table ${table}`);
+  const converters = pgValueConverters(table);
+  // The stored column named by its table: bare, it is ambiguous beside `excluded`.
+  const merge = {
+    new: (c: string) => `excluded.${c}`,
+    earliest: (c: string) => `LEAST(${table}.${c}, excluded.${c})`,
+    latest: (c: string) => `GREATEST(${table}.${c}, excluded.${c})`,
+  };
+  const s: PgTableStatement = {
+    table,
+    columns: w.columns,
+    convert: w.columns.map((c) => converters.get(c) ?? ((v) => v)),
+    head: `INSERT INTO ${table} (${w.columns.join(', ')})`,
+    tail: onConflict(w, merge),
+    conflictKey: w.conflictKey,
+  };
+  statements.set(table, s);
+  return s;
+}
+
+/** A row's parameters in the statement's column order. */
+function paramsOf(s: PgTableStatement, row: Row): unknown[] {
+  return s.columns.map((column, i) => {
+    const value = row[column];
+    if (value === undefined) throw new Error(`internal: row of ${s.table} without ${column}`);
+    if (typeof value !== 'bigint') return s.convert[i]!(value);
+    // A bigint (object_urn, ids past 2^53) goes as its digits, which every numeric column and jsonb read as that number.
+    return Number.isSafeInteger(Number(value)) ? s.convert[i]!(Number(value)) : value.toString();
+  });
 }

@@ -10,6 +10,7 @@ import { driftParams, SAVE_DRIFT_SQL } from '../answer-drift.ts';
 import { readPg } from '../read-steps.ts';
 import type { RunnableFilter, TaskRow } from '../ledger.ts';
 import type { DueTasks, RunHold, RunStore } from '../run-store.ts';
+import type { OpenRunOptions } from '../dataset-store.ts';
 import { claimDue, createTaskClaims, newWorkerId, TASK_CLAIM_DEFAULTS, type ClaimFilter } from './coordination/task-claims.ts';
 import { LockLostError } from '../run-lock.ts';
 import { DatabaseError } from '../errors.ts';
@@ -25,19 +26,7 @@ import { SharedCreditBudget } from './coordination/shared-credit-budget.ts';
 import { recordAbandonedRunFigures, startWorkerRun } from './coordination/worker-runs.ts';
 import { holdShared, type DatasetHold } from './dataset-lock.ts';
 
-/** Options of a PostgreSQL run store; every default is in PG_RUN_STORE_DEFAULTS. */
-export interface PgRunStoreOptions {
-  url: string;
-  /** How long a worker's claim on an input lives unless renewed: a stalled worker's inputs wait this long (a dead one's do not). */
-  leaseMs?: number;
-  /** The window of the shared rate limit (a minute; tests scale it down with the limit). */
-  rateWindowMs?: number;
-  /** How long a server gone away has to come back before the run's writer stops (PG_WRITER_DEFAULTS.serverBackWithinMs). */
-  serverBackWithinMs?: number;
-}
-
 export const PG_RUN_STORE_DEFAULTS = {
-  leaseMs: TASK_CLAIM_DEFAULTS.leaseMs,
   /** How often a worker with nothing to claim looks again while other workers still hold due inputs. */
   idlePollMs: 500,
   /** How long settled inputs wait to be given back together (their leases stay meanwhile; nobody needs them). */
@@ -47,10 +36,10 @@ export const PG_RUN_STORE_DEFAULTS = {
 } as const;
 
 /**
- * Opens the dataset for a run, its lock held shared (LockedError while reprocess or prune holds it). The hold and the
- * writer keep a connection each; the rest serve one statement at a time, none held while waiting for another.
+ * Opens the dataset for a run, its lock held shared (LockedError under reprocess or prune); only the hold and the
+ * writer keep a connection.
  */
-export async function openPgRunStore(options: PgRunStoreOptions): Promise<RunStore> {
+export async function openPgRunStore(options: OpenRunOptions & { url: string }): Promise<RunStore> {
   const store = await openPgStore(options.url);
   const { pool } = store;
   let datasetHold: DatasetHold | null = null;
@@ -87,7 +76,7 @@ export async function openPgRunStore(options: PgRunStoreOptions): Promise<RunSto
     },
     hold,
     now,
-    dueTasks: (filter, signal) => claimedDueTasks(pool, filter, { leaseMs: options.leaseMs ?? PG_RUN_STORE_DEFAULTS.leaseMs, startedAt }, hold, signal),
+    dueTasks: (filter, signal) => claimedDueTasks(pool, filter, { leaseMs: options.leaseMs ?? TASK_CLAIM_DEFAULTS.leaseMs, startedAt }, hold, signal),
     openWriter: (runId, onFatal, interrupted) => new PgOutcomeWriter(pool, runId, onFatal, now, { serverBackWithinMs: options.serverBackWithinMs, interrupted }),
     serverBack: (interrupted) => serverBack(pool, options.serverBackWithinMs ?? PG_WRITER_DEFAULTS.serverBackWithinMs, interrupted),
     openGate: (apiUrl) => new SharedRunGate(pool, apiUrl, options.rateWindowMs),

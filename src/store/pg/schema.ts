@@ -3,20 +3,7 @@
  * `npm run db:generate:pg` makes migrations/postgres/ from it (views and functions are hand-written there). Types: see
  * docs/postgres.md (`flag` smallint so `= 1` works, `given` jsonb so a number stays one, ids BY DEFAULT for copy).
  */
-import {
-  bigint,
-  check,
-  doublePrecision,
-  index,
-  integer,
-  jsonb,
-  pgTable,
-  primaryKey,
-  smallint,
-  text,
-  timestamp,
-  uniqueIndex,
-} from 'drizzle-orm/pg-core';
+import { bigint, check, doublePrecision, index, integer, jsonb, pgTable, primaryKey, smallint, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
 import type { AutoId, ColumnKind } from '../table-kit.ts';
 import { buildTables, type Dialect } from '../table-build.ts';
 import { DATASET_TABLES, type DatasetTable } from '../tables.ts';

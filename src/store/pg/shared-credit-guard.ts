@@ -9,13 +9,11 @@ import { CreditGuard, type Charge, type CreditLimits, type CreditStopReason, typ
 import { readableCounters } from '../../credits/unread-charges.ts';
 import type { RefusedAttempt, SharedCharge, SharedCreditBudget, SharedReservation } from './coordination/shared-credit-budget.ts';
 
-/** An answer whose charge waits for the account's samples to show its operation's cost. */
-interface Unpriced {
-  shared: SharedReservation;
-  counters: CreditCounters;
-  /** What this worker's spend counts for it meanwhile. */
-  estimate: number;
-}
+/**
+ * An answer whose charge waits for the account's samples to show its cost; `estimate`: what this worker's spend counts
+ * meanwhile.
+ */
+type Unpriced = { shared: SharedReservation; counters: CreditCounters; estimate: number };
 
 export class SharedCreditGuard extends CreditGuard {
   private readonly shared = new Map<Reservation, { shared: SharedReservation; after: CreditCounters | null }>();
@@ -42,7 +40,6 @@ export class SharedCreditGuard extends CreditGuard {
    */
   private readonly bounds = new Map<Operation, number>();
   private readonly startedAt = new Date().toISOString();
-  /** Whether the last known balance was forgotten (see forgetLastKnown). */
   private forgot = false;
   /** When a wait for others' calls in flight was last told (onWait), on this process's monotonic clock. */
   private waitToldAt = -Infinity;

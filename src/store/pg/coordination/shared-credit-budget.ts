@@ -8,8 +8,7 @@ import type pg from 'pg';
 import type { CreditCounters, Operation } from '../../../spec/types.ts';
 import { medianStep, reportedBalance } from '../../../credits/credit-meter.ts';
 import type { CreditLimits } from '../../../credits/credit-guard.ts';
-import { pipelineTransaction } from '../pg-pipeline.ts';
-import { namedQuery, type BoundStatement } from '../pg-statements.ts';
+import { namedQuery, pipelineTransaction, type BoundStatement } from '../pg-pipeline.ts';
 import { withPgClient } from '../transaction.ts';
 
 export const SHARED_CREDIT_BUDGET_DEFAULTS = {
@@ -42,9 +41,7 @@ export const SHARED_CREDIT_BUDGET_DEFAULTS = {
 } as const;
 
 export interface SharedCreditBudgetOptions {
-  /** The account's API URL: the budget is per account, shared by every job and worker using it. */
   apiUrl: string;
-  /** The shared run the worker belongs to (the same for all its workers): what `maxPerRun` counts. */
   runKey: string;
   workerId: string;
   reservationMs?: number;
@@ -54,38 +51,24 @@ export interface SharedCreditBudgetOptions {
 }
 
 /** A call's claim on the shared balance (drawn from the reservation `id`); hand it back with settle(). */
-export interface SharedReservation {
-  readonly id: number;
-  readonly cost: number;
-}
+export type SharedReservation = { readonly id: number; readonly cost: number };
 
 /** A reservation row of this process: its calls in flight and the room not drawn yet (its row's cost is both). */
-interface Block {
-  readonly id: number;
-  remaining: number;
-  inFlight: number;
-}
+type Block = { readonly id: number; remaining: number; inFlight: number };
 
 /** A settle waiting for the end of the turn. */
 interface SettleAsk {
   charge: SharedCharge;
-  /** Only the charge's sample is recorded: nothing is charged, no reservation given back, no balance reported. */
   sampleOnly?: boolean;
   resolve: (settled: SettledCharge) => void;
   reject: (err: unknown) => void;
 }
 
-/** The figures a reservation was decided on. */
-export interface BudgetFigures {
-  /** The account's balance as last reported, or null before any report. */
-  balance: number | null;
-  /** Credits held by the live reservations of every worker of the account. */
-  reserved: number;
-  /** Live reservations of the account. */
-  inFlight: number;
-  /** What the run's settled calls cost, all workers together. */
-  spent: number;
-}
+/**
+ * The figures a reservation was decided on: the last balance reported (null: none), every worker's live reservations
+ * (credits, count), the run's spend.
+ */
+export type BudgetFigures = { balance: number | null; reserved: number; inFlight: number; spent: number };
 
 export type SharedCreditStopReason = 'reserve' | 'max-per-run';
 
@@ -109,10 +92,7 @@ export interface SharedCharge {
 }
 
 /** What settle() charged the run, and the operation's cost as the account's samples show it (null: too few yet). */
-export interface SettledCharge {
-  cost: number;
-  learnedCost: number | null;
-}
+export type SettledCharge = { cost: number; learnedCost: number | null };
 
 /** The account's cost samples of some operations, a row each (`op`, `used`): sampledCosts reads their costs. */
 const SAMPLES_SQL = `SELECT operation AS op, array_agg(credits_used) AS used FROM credit_cost_samples
@@ -134,9 +114,10 @@ function newestSamples<T extends { operation: string }>(samples: readonly T[]): 
 }
 
 /** The reservation statement's row (see reserveSql). */
-interface ReserveRow {
-  balance: number | null; reserved: number; in_flight: number; spent: number; under_reserve_ok: boolean; cap_ok: boolean; id: string | null; calls: number;
-}
+type ReserveRow = {
+  balance: number | null; reserved: number; in_flight: number; spent: number;
+  under_reserve_ok: boolean; cap_ok: boolean; id: string | null; calls: number;
+};
 
 /** `value`, checked: only finite numbers reach the database (a float8 takes Infinity and NaN). */
 function num(value: number): number {
@@ -144,9 +125,7 @@ function num(value: number): number {
   return value;
 }
 
-/*
- * Values are bound, never written into the text: each statement is prepared once per connection and planned once.
- */
+// Values are bound, never written into the text: each statement is prepared once per connection and planned once.
 const LOCK_SQL = `SELECT pg_advisory_xact_lock(hashtextextended('netingest.credits:' || $1::text, 0))`;
 const EXPIRED_SQL = 'DELETE FROM credit_reservations WHERE api_url = $1::text AND expires_at <= clock_timestamp()';
 /** Takes `d` off each reservation `id` (never below zero). */
@@ -222,7 +201,6 @@ const RENEW_SQL = `UPDATE credit_reservations SET expires_at = clock_timestamp()
 export class SharedCreditBudget {
   private readonly lock: BoundStatement;
   private readonly reservationMs: number;
-  private readonly pollMs: number;
   private readonly blockCalls: number;
   /** This process's live reservations: only these are renewed (a restart under the same id is another process). */
   private readonly blocks = new Map<number, Block>();
@@ -243,7 +221,6 @@ export class SharedCreditBudget {
   constructor(private readonly pool: pg.Pool, private readonly options: SharedCreditBudgetOptions) {
     this.lock = { text: LOCK_SQL, values: [options.apiUrl] };
     this.reservationMs = options.reservationMs ?? SHARED_CREDIT_BUDGET_DEFAULTS.reservationMs;
-    this.pollMs = options.pollMs ?? SHARED_CREDIT_BUDGET_DEFAULTS.pollMs;
     this.blockCalls = options.blockCalls ?? SHARED_CREDIT_BUDGET_DEFAULTS.blockCalls;
   }
 
@@ -275,7 +252,7 @@ export class SharedCreditBudget {
       if (attempt.reservation) return attempt.reservation;
       if (attempt.reason !== 'learning' && attempt.figures.inFlight === 0) return { stop: attempt.reason, figures: attempt.figures };
       if (await beforeWait?.(attempt)) continue;
-      await sleep(this.pollMs, undefined, { signal });
+      await sleep(this.options.pollMs ?? SHARED_CREDIT_BUDGET_DEFAULTS.pollMs, undefined, { signal });
     }
   }
 
@@ -605,8 +582,7 @@ SELECT balance, reserved, in_flight, spent, under_reserve_ok, cap_ok, calls, (SE
   keepRenewed(): { stop(): void } {
     const timer = setInterval(() => {
       this.renew().catch(() => undefined);
-    }, this.reservationMs / SHARED_CREDIT_BUDGET_DEFAULTS.renewalsPerReservation);
-    timer.unref();
+    }, this.reservationMs / SHARED_CREDIT_BUDGET_DEFAULTS.renewalsPerReservation).unref();
     return { stop: () => clearInterval(timer) };
   }
 

@@ -40,32 +40,18 @@ export interface SharedRateGateOptions {
 }
 
 /** A slot's wait that a pause explains: the wait, the slot's start and when the service asked (µs since the epoch). */
-export interface PauseWait {
-  waitMs: number;
-  startUs: number;
-  askedUs: number;
-}
+export type PauseWait = { waitMs: number; startUs: number; askedUs: number };
 
 /** A wait shorter than the progress log's interval needs no line of its own. */
 const LONG_WAIT_MS = 5_000;
 
 /** A slot granted: when the call may start, in microseconds since the epoch (the server's clock). */
-export interface RateSlot {
-  startUs: number;
-}
+export type RateSlot = { startUs: number };
 
 /** A slot taken ahead: usable from `atMono` until `useByMono` (this process's monotonic clock). */
-interface Ahead {
-  slot: RateSlot;
-  atMono: number;
-  useByMono: number;
-}
+type Ahead = { slot: RateSlot; atMono: number; useByMono: number };
 
-interface Waiter {
-  resolve(slot: RateSlot): void;
-  reject(err: unknown): void;
-  signal?: AbortSignal;
-}
+type Waiter = { resolve(slot: RateSlot): void; reject(err: unknown): void; signal?: AbortSignal };
 
 /** One process's access to a shared rate limit; take() as RateGate's, across every worker of the gate. */
 export class SharedRateGate {
@@ -79,7 +65,8 @@ export class SharedRateGate {
   private toldAskedUs = 0;
   private readonly waiters: Waiter[] = [];
   private fetching = false;
-  private roundTrips = 0;
+  /** Round trips to the database so far (for the bench and the tests: slots per round trip). */
+  roundTripCount = 0;
   /** How long a slot taken ahead stays usable after it begins. */
   private readonly useByMs: number;
   /** Most slots a round trip takes ahead: as many as begin within useByMs, so none waits long to be used. */
@@ -102,11 +89,6 @@ export class SharedRateGate {
     this.sql = { grant: grantSql(clock), prune: pruneSql(clock), pause: pauseSql(clock), pauseMarks: pauseMarksSql(clock) };
     this.useByMs = (options.startSlackMs ?? d.startSlackMs) * d.useByShareOfSlack;
     this.maxAhead = Math.min(this.maxBatch - 1, Math.floor(this.useByMs / this.spacingMs));
-  }
-
-  /** Round trips to the database so far (for the bench and the tests: slots per round trip). */
-  get roundTripCount(): number {
-    return this.roundTrips;
   }
 
   /** Resolves when the caller may start one call, with its slot; rejects with the signal's reason when aborted. */
@@ -207,27 +189,22 @@ export class SharedRateGate {
     this.pauses += 1;
   }
 
-  /** Whether this round trip deletes the old slots: once per window, by the process's own clock. */
-  private pruneNow(): boolean {
-    const now = performance.now();
-    if (now - this.prunedAt < this.slotWindowMs) return false;
-    this.prunedAt = now;
-    return true;
-  }
-
   /**
-   * One round trip, one transaction (BEGIN and COMMIT pipelined): the advisory lock serialises the gate's workers, so
-   * each statement after it reads the slots committed before.
+   * One round trip and one transaction: the advisory lock serialises the gate's workers, so each statement after it
+   * reads the slots committed before.
    */
   private async grant(count: number): Promise<Array<{ startUs: number; waitMs: number }>> {
-    this.roundTrips += 1;
+    this.roundTripCount += 1;
+    const now = performance.now();
+    const prune = now - this.prunedAt >= this.slotWindowMs;
+    if (prune) this.prunedAt = now;
     const values = [this.options.gate, this.slotWindowMs, this.options.limit - count, count, this.spacingMs];
     const statements = [
       // One generic plan, not a fresh plan per grant.
       'SET LOCAL plan_cache_mode = force_generic_plan',
       { text: LOCK, values: [this.options.gate] },
       { text: this.sql.grant, values },
-      this.pruneNow() ? { text: this.sql.prune, values: [this.options.gate, this.slotWindowMs] } : null,
+      prune ? { text: this.sql.prune, values: [this.options.gate, this.slotWindowMs] } : null,
     ];
     const results = await withPgClient(this.pool, (client) => pipelineTransaction(client, statements));
     return results[2]!.rows.map((r: { start_us: string; wait_ms: number }) => ({ startUs: Number(r.start_us), waitMs: r.wait_ms }));
@@ -317,11 +294,8 @@ export class SharedRunGate implements RunGate {
 
   constructor(
     private readonly pool: pg.Pool,
-    /** What the limit is for: the API URL. */
     private readonly gate: string,
-    /** The window a minute's limit is counted over, scaled (tests); a minute by default. */
     private readonly windowMs: number = SHARED_RATE_GATE_DEFAULTS.windowMs,
-    /** The shared gate's clock (tests). */
     private readonly gateOptions: Pick<SharedRateGateOptions, 'clockSql'> = {},
   ) {
     // This worker's own 429 holds it here first (every worker holds back too, by the shared pause).

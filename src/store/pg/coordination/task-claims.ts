@@ -6,9 +6,8 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type pg from 'pg';
 import { LOCK_HOLDERS_SQL } from '../dataset-lock.ts';
-import { namedQuery } from '../pg-statements.ts';
 import { retryingConflicts, withPgClient } from '../transaction.ts';
-import { pipelineTransaction } from '../pg-pipeline.ts';
+import { namedQuery, pipelineTransaction } from '../pg-pipeline.ts';
 import { dueRule, JOB_NAMES_SQL, type DueRule, type TaskRow } from '../../ledger.ts';
 
 export const TASK_CLAIM_DEFAULTS = {
@@ -61,15 +60,10 @@ export interface ClaimedTask extends TaskRow {
 }
 
 /** A lease's end and the server's time as it answered, in milliseconds since the epoch (MS_SINCE_EPOCH). */
-interface LeaseTimes {
-  leaseUntilMs: number;
-  serverNowMs: number;
-}
+type LeaseTimes = { leaseUntilMs: number; serverNowMs: number };
 
 /** What a renewal found: the inputs still held, each with the new end of its lease. */
-export interface Renewal {
-  held: Array<{ job: string; inputKey: string; leaseUntil: string }>;
-}
+export type Renewal = { held: Array<{ job: string; inputKey: string; leaseUntil: string }> };
 
 /** The placeholders a statement gives the due rule's values at (claimDue): one per ClaimFilter value but afterId. */
 type DuePlaceholders = Record<Exclude<keyof ClaimFilter, 'afterId'>, string>;
@@ -273,8 +267,7 @@ export function createTaskClaims(pool: pg.Pool, options: TaskClaimOptions) {
     keepRenewed(onRenewal?: (renewal: Renewal) => void, onError?: (err: unknown) => void): { stop(): void } {
       const timer = setInterval(() => {
         renew().then(onRenewal, onError ?? (() => undefined));
-      }, leaseMs / TASK_CLAIM_DEFAULTS.renewalsPerLease);
-      timer.unref();
+      }, leaseMs / TASK_CLAIM_DEFAULTS.renewalsPerLease).unref();
       return { stop: () => clearInterval(timer) };
     },
   };
