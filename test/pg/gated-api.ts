@@ -7,7 +7,7 @@ import type { AddressInfo } from 'node:net';
  * decides how many calls go through before it does the next thing. Requests whose path `free` accepts (the free
  * balance check, say) go through at once and count for nothing.
  */
-export async function gatedApi(target: string, options: { free?: (path: string) => boolean } = {}): Promise<{ url: string; allow(requests: number): void; stop(): Promise<void> }> {
+export async function gatedApi(target: string, options: { free?: (path: string) => boolean } = {}): Promise<{ url: string; allow(requests: number): void; held(): number; stop(): Promise<void> }> {
   let allowance = 0;
   const held: Array<() => void> = [];
   const server = http.createServer((req, res) => {
@@ -34,6 +34,7 @@ export async function gatedApi(target: string, options: { free?: (path: string) 
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    held: () => held.length,
     allow(requests) {
       allowance = requests;
       pass();

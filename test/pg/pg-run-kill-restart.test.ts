@@ -207,7 +207,8 @@ describe.skipIf(!pgClusterUrl)(`workers with a 60 s lease on PostgreSQL${pgClust
       const env = { NETINGEST_API_URL: api.url, NETINGEST_API_TOKEN: TOKEN };
       const holder = spawnCli(['run', s.file, '--db', s.url], { cwd: s.ws.dir, env });
       onTestFinished(() => void holder.child.kill('SIGKILL'));
-      await waitUntil(async () => operationRequests(s.sandbox).length === ALLOWED
+      // Every slot of the holder waits at the API: it can send nothing more, and its block holds the room.
+      await waitUntil(async () => operationRequests(s.sandbox).length === ALLOWED && api.held() === CONCURRENCY
         && (await one(s.pool, 'SELECT coalesce(sum(cost), 0) AS n FROM credit_reservations')) >= 10, 30_000, 'the holder\'s reservation');
       holding = false;
 
