@@ -59,6 +59,7 @@ export function createApiClient(options: ClientOptions) {
 
   return {
     /** Sends `request` as `spec` says (method, path, body) and reads the answer through its contract. */
+    // async, so that a request that cannot even be built (a caller bug) rejects like every other failure.
     call: async <Q, A>(spec: OperationSpec<Q, A>, request: Q) => attempt(transport, spec, request),
     /** The free credit check (readBalance): the account's counters, or null. Never rejects. */
     balance: (signal?: AbortSignal) => readBalance(transport, signal),

@@ -12,8 +12,11 @@ export function liveShapesOf(options: SandboxOptions) {
   if (on.length === 0) return null;
   return {
     absences: on.includes('absent-members') ? { missingRate: options.memberMissingRate, nullRate: options.memberNullRate } : null,
+    // The member the author's profile URL is sent under (`acmenet_url`), or null for `network_url`.
     authorUrlMember: on.includes('brand-url') ? `${options.brand}_url` : null,
+    // The largest similar-companies page, or null for no cap.
     maxNum: on.includes('page-cap') ? options.maxNum : null,
+    // How the records' network URLs are written: on which host, how often bare or on a country subdomain.
     urlForms: on.includes('url-forms')
       ? { host: options.networkHost, bareRate: options.bareUrlRate, countryRate: options.countryUrlRate }
       : null,
