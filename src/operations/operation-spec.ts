@@ -42,6 +42,7 @@ export interface Sent {
 export interface HistoryKey {
   entity: 'company' | 'post' | 'job' | 'lookalike' | 'search';
   key: string;
+  /** Only that entity's `changed` rows count (a search's jobs: their coming and going is the search's own). */
   changedOnly?: boolean;
 }
 

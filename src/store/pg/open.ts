@@ -26,6 +26,7 @@ export const PG_SCHEMA = 'public';
 type PgStoreOptions = { statementTimeoutMs?: number; maxConnections?: number; readOnly?: boolean; answerGraceMs?: number };
 
 export const PG_STORE_DEFAULTS = {
+  /** A statement running longer is cancelled by the server. */
   statementTimeoutMs: 60_000,
   maxConnections: 10,
   /** How long connecting may take before it fails. */
@@ -36,6 +37,7 @@ export const PG_STORE_DEFAULTS = {
   keepAliveIdleMs: 10_000,
   /** Shown in pg_stat_activity. */
   applicationName: 'netingest',
+  /** For readers: nothing migrated or written (read-only roles may open it); a missing or mismatched schema refused. */
   readOnly: false,
   /** Silence past statementTimeoutMs (when a live server cancels and says so) that ends a connection (answer-watchdog.ts). */
   answerGraceMs: 30_000,

@@ -41,7 +41,9 @@ export const SHARED_CREDIT_BUDGET_DEFAULTS = {
 } as const;
 
 export interface SharedCreditBudgetOptions {
+  /** The account's API URL: the budget is per account, shared by every job and worker using it. */
   apiUrl: string;
+  /** The shared run the worker belongs to (the same for all its workers): what `maxPerRun` counts. */
   runKey: string;
   workerId: string;
   reservationMs?: number;
@@ -59,6 +61,7 @@ type Block = { readonly id: number; remaining: number; inFlight: number };
 /** A settle waiting for the end of the turn. */
 interface SettleAsk {
   charge: SharedCharge;
+  /** Only the charge's sample is recorded: nothing is charged, no reservation given back, no balance reported. */
   sampleOnly?: boolean;
   resolve: (settled: SettledCharge) => void;
   reject: (err: unknown) => void;

@@ -292,6 +292,7 @@ export class SharedRunGate implements RunGate {
   private shared: SharedRateGate | null = null;
   onWait: ((wait: GateWait) => void) | null = null;
 
+  /** `gate`: the API URL; `windowMs` and the clock in `gateOptions` are scaled or fixed by tests. */
   constructor(
     private readonly pool: pg.Pool,
     private readonly gate: string,
