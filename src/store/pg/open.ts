@@ -28,6 +28,7 @@ type PgStoreOptions = { statementTimeoutMs?: number; maxConnections?: number; re
 export const PG_STORE_DEFAULTS = {
   /** A statement running longer is cancelled by the server. */
   statementTimeoutMs: 60_000,
+  /** Connections the pool opens at most. */
   maxConnections: 10,
   /** How long connecting may take before it fails. */
   connectTimeoutMs: 10_000,
