@@ -170,7 +170,8 @@ async function importDefault(
   file: string, displayName: string, cwd: string, limits: { moduleTimeoutMs: number; blockedLimitMs: number }, resolveIt: (value: unknown) => Job,
 ): Promise<Job> {
   const loaded = watchModuleLoad(displayName, limits.blockedLimitMs);
-  const exitGuarded = guardExit();
+  guardExit();
+  loading.add(displayName);
   try {
     // The export is read and validated as job code: a getter or Proxy of it runs as it is read, so what it throws (or a
     // process.exit) refuses the job, naming its file, with the token hidden, like a throw while loading.
@@ -183,32 +184,34 @@ async function importDefault(
       }
     });
   } finally {
-    exitGuarded();
+    loading.delete(displayName);
     loaded();
   }
 }
 
 /** Set while a job's code runs as it loads (its module, its default export's promise); netingest's own code runs outside. */
 const jobCode = new AsyncLocalStorage<string>();
-/** Loads under way, and process.exit as it was before the first of them. */
-const exitGuard = { loads: 0, exit: process.exit };
+/** The job files whose load is under way (by displayName, jobCode's store). */
+const loading = new Set<string>();
+let exitGuarded = false;
 
 /**
- * A job's process.exit() while it loads would end the command with the job's code (0 under cron: a night that did
- * nothing, logged as fine): from the job's code it throws instead, so the job is refused as broken. netingest's own
- * exits (a stop signal) go through. Put back when the last load ends.
+ * A job's process.exit() would end the command with the job's code (0 under cron: a night that did nothing, or a run
+ * cut off with paid answers unwritten, logged as fine). While its file loads it throws instead, so the job is refused
+ * as broken; later (a timer it set) it is ignored and said. netingest's own exits (a stop signal) go through. Kept for
+ * the process's life: a job's timers carry its context (jobCode) as long as they live.
  */
-function guardExit(): () => void {
-  if (exitGuard.loads++ === 0) {
-    const exit = (exitGuard.exit = process.exit);
-    process.exit = ((code?: number | string | null) => {
-      if (jobCode.getStore() === undefined) return exit.call(process, code);
-      throw new Error(`called process.exit(${code ?? ''}): a job file defines a job, it does not end the process`);
-    }) as typeof process.exit;
-  }
-  return () => {
-    if (--exitGuard.loads === 0) process.exit = exitGuard.exit;
-  };
+function guardExit(): void {
+  if (exitGuarded) return;
+  exitGuarded = true;
+  const exit = process.exit;
+  process.exit = ((code?: number | string | null) => {
+    const job = jobCode.getStore();
+    if (job === undefined) return exit.call(process, code);
+    const why = `called process.exit(${code ?? ''}): a job file defines a job, it does not end the process`;
+    if (loading.has(job)) throw new Error(why);
+    process.stderr.write(`netingest: warning: ${job}: its code ${why}: ignored, the command goes on\n`);
+  }) as typeof process.exit;
 }
 
 async function importDefaultOf(file: string, displayName: string, cwd: string, timeoutMs: number): Promise<unknown> {

@@ -8,6 +8,9 @@ import { once } from 'node:events';
 import { jsonErrorOffset, loadAllJobs, loadJob, loadJobFiles } from '../../src/jobs/load.ts';
 import { JobFileError } from '../../src/jobs/job-error.ts';
 import { runCli } from '../soak/cli-process.ts';
+import { startSandbox } from '../../src/sandbox/server.ts';
+
+const TOKEN = 'jobs-load-token';
 
 const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
 const definePath = fileURLToPath(new URL('../../src/index.ts', import.meta.url));
@@ -199,13 +202,32 @@ describe('loadJob', () => {
     expect(cli.code).toBe(2);
   }, 90_000);
 
-  it('rejects a module that calls process.exit, naming the file, and puts process.exit back', async () => {
-    const exit = process.exit;
+  it('rejects a module that calls process.exit, naming the file', async () => {
     const dir = await jobDir({ 'exits.ts': `process.exit(3);\nexport default {};` });
     const err = await loadError(`${dir}/exits.ts`);
     expect(err.message).toBe(`${dir}/exits.ts: failed to load: called process.exit(3): a job file defines a job, it does not end the process`);
-    expect(process.exit).toBe(exit);
   });
+
+  it('through the CLI, a .ts job whose timer calls process.exit mid-run: ignored and said, the run goes to its end', async () => {
+    const sandbox = await startSandbox({ port: 0, tokens: { [TOKEN]: 1_000 }, notFoundRate: 0, latencyMs: 200 });
+    onTestFinished(() => sandbox.stop());
+    const posts = Array.from({ length: 10 }, (_, i) => `https://www.network.com/posts/a-${i}_t-activity-${7100000000000000000n + BigInt(i)}-x`);
+    const dir = await jobDir({
+      // 300 ms after it loads, ten calls of 200 ms one at a time are under way.
+      'exits-later.ts': `setTimeout(() => process.exit(0), 300);
+export default { operation: 'post-details', input: { csv: 'p.csv', column: 'u' }, rate: { requestsPerMinute: 6000, concurrency: 1 } };`,
+      'p.csv': `u\n${posts.join('\n')}\n`,
+    });
+    // Before: the process ended at once with exit 0 and no summary, its run left running and its call in flight unwritten.
+    const cli = await runCli(['run', 'exits-later.ts', '--db', 'x.db', '--json'], {
+      cwd: join(root, dir), env: { NETINGEST_API_URL: sandbox.url, NETINGEST_API_TOKEN: TOKEN },
+    });
+    expect(cli.stderr).toContain(`netingest: warning: exits-later.ts: its code called process.exit(0): a job file defines a job, it does not end the process: ignored, the command goes on\n`);
+    expect(cli.code, cli.stderr).toBe(0);
+    const summary = JSON.parse(cli.stdout);
+    expect(summary.status).toBe('completed');
+    expect(summary.jobs[0].done).toBe(10);
+  }, 90_000);
 
   it('rejects a module without a default export', async () => {
     const dir = await jobDir({ 'nodefault.ts': `export const job = { operation: 'post-details' };` });
