@@ -185,6 +185,28 @@ describe.skipIf(!pgClusterUrl)(`task claims on PostgreSQL${pgClusterUrl ? '' : `
     }
   });
 
+  it('a release waiting on a renewal of the same lease still deletes it', async () => {
+    // Seen once in the four-worker case below: a lease left behind after every worker had ended.
+    const { url, pool } = await jobDatabase();
+    await planTasks(pool, JOB, 2);
+    const a = createTaskClaims(pool, { workerId: 'a', leaseMs: 60_000 });
+    expect((await a.claim({ job: JOB, runId: null, freshSince: FRESH_SINCE, refresh: false }, 1)).map((t) => t.inputKey)).toEqual(['in-00000']);
+    const renewal = new pg.Client({ connectionString: url });
+    await renewal.connect();
+    try {
+      // The worker's own renewal, its UPDATE not yet committed when the release starts: the release waits for it.
+      await renewal.query('BEGIN');
+      await renewal.query(`UPDATE worker_task_leases SET lease_until = lease_until + interval '1 second' WHERE input_key = 'in-00000'`);
+      const releasing = a.release(JOB, ['in-00000']);
+      await waitFor(async () => (await pool.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'DELETE FROM worker_task_leases%'`)).rows[0].n > 0, 30_000, 'the release to wait for the renewal');
+      await renewal.query('COMMIT');
+      await releasing;
+    } finally {
+      await renewal.end();
+    }
+    expect((await pool.query(`SELECT count(*)::int AS n FROM worker_task_leases`)).rows[0].n).toBe(0);
+  });
+
   it('a renewed lease keeps the input; one left to run out lets another worker take it', async () => {
     const { pool } = await jobDatabase();
     await planTasks(pool, JOB, 3);

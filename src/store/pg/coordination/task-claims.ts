@@ -141,13 +141,14 @@ const RENEW = `UPDATE worker_task_leases l SET lease_until = clock_timestamp() +
   RETURNING l.job, l.input_key AS "inputKey", ${MS_SINCE_EPOCH('l.lease_until')} AS "leaseUntilMs", ${MS_SINCE_EPOCH('clock_timestamp()')} AS "serverNowMs"`;
 
 /**
- * One key probe per input (LATERAL, fenced by OFFSET 0): with `input_key = ANY($3)` or a join, the plan read every
- * lease of the operation, dead ones too, as the table churns faster than its statistics. Rows are locked as found, in
- * key order as claims take them, and deleted by that version's ctid: a renewal committed between cannot hide the row.
+ * One key probe per input (LATERAL, fenced by OFFSET 0): with `input_key = ANY($3)` alone, the plan read every lease
+ * of the operation, dead ones too, as the table churns faster than its statistics. Rows are locked as found, in key
+ * order as claims take them, then deleted by key, not ctid: a renewal committed while the release waited made a
+ * version the statement's snapshot cannot see, so a delete by its ctid found nothing and left the lease behind.
  */
-const RELEASE = `DELETE FROM worker_task_leases l USING (SELECT x.ctid FROM (SELECT input_key FROM unnest($3::text[]) AS u(input_key) ORDER BY 1) k
-    CROSS JOIN LATERAL (SELECT w.ctid FROM worker_task_leases w WHERE w.job = $2 AND w.input_key = k.input_key AND w.worker_id = $1 OFFSET 0 FOR UPDATE) x) found
-  WHERE l.ctid = found.ctid`;
+const RELEASE = `DELETE FROM worker_task_leases l USING (SELECT x.input_key FROM (SELECT input_key FROM unnest($3::text[]) AS u(input_key) ORDER BY 1) k
+    CROSS JOIN LATERAL (SELECT w.input_key FROM worker_task_leases w WHERE w.job = $2 AND w.input_key = k.input_key AND w.worker_id = $1 OFFSET 0 FOR UPDATE) x) found
+  WHERE l.job = $2 AND l.input_key = found.input_key AND l.worker_id = $1`;
 
 /**
  * Settles the claimed tasks ($1, of job $3) that another job asking the same lookup (operation, input, page, request)
