@@ -6,6 +6,7 @@ import { reportedBalance, roundCredits } from '../credits/credit-meter.ts';
 import { resolveApiConfig } from '../api/config.ts';
 import { ConfigError } from '../errors.ts';
 import { terminalSafe, terminalValue } from '../text-width.ts';
+import { lockHolder } from '../store/run-lock.ts';
 
 export interface StatusOptions {
   /** The dataset, a SQLite file or a postgres:// URL; it must exist. */
@@ -63,7 +64,8 @@ export function formatStatus(r: FullStatusReport, runsAsked?: number): string {
 function runLines(r: FullStatusReport, runsAsked?: number): string[] {
   const lines: string[] = [];
   // Hosts, job names and errors are the database's text (errors may quote the API): their controls are blanked.
-  if (r.lock?.alive) lines.push(`A run is in progress: run ${r.lock.runId ?? '?'} (pid ${r.lock.pid} on ${terminalValue(r.lock.host)}, since ${r.lock.acquiredAt})`, '');
+  const inUse = r.lock?.runId === null ? 'The dataset is in use' : 'A run is in progress';
+  if (r.lock?.alive) lines.push(`${inUse}: ${lockHolder(r.lock.runId)} (pid ${r.lock.pid} on ${terminalValue(r.lock.host)}, since ${r.lock.acquiredAt})`, '');
   for (const run of r.unfinishedRuns) {
     lines.push(
       `Run ${run.id} stopped without finishing (pid ${run.pid ?? '?'} on ${terminalValue(run.host ?? '?')} is gone, started ${run.startedAt}): ` +

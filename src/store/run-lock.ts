@@ -119,16 +119,21 @@ export function acquireRunLock(database: Database, leaseMs: number = RUN_LOCK_DE
   const read = sqlite.prepare(READ_LOCK);
   const write = sqlite.prepare(`INSERT OR REPLACE INTO run_lock (id, pid, host, run_id, acquired_at, heartbeat_at, process_start, lease_ms)
     VALUES (1, ?, ?, NULL, ?, ?, ?, ?)`);
-  const { holding, abandonedRuns } = sqlite
-    .transaction(() => {
-      const held = read.get() as LockRow | undefined;
-      if (held && isAlive(held, host)) throw new LockedError(lockedMessage(database.file, held, host));
-      const now = new Date().toISOString();
-      write.run(pid, host, now, now, processFacts(pid)?.start ?? null, leaseMs);
-      const holding: RunLockHolding = { pid, host, acquiredAt: now };
-      return { holding, abandonedRuns: closeAbandonedRuns(database) };
-    })
-    .immediate();
+  const take = sqlite.transaction(() => {
+    const held = read.get() as LockRow | undefined;
+    if (held && isAlive(held, host)) throw new LockedError(lockedMessage(database.file, held, host));
+    const now = new Date().toISOString();
+    write.run(pid, host, now, now, processFacts(pid)?.start ?? null, leaseMs);
+    const holding: RunLockHolding = { pid, host, acquiredAt: now };
+    return { holding, abandonedRuns: closeAbandonedRuns(database) };
+  });
+  let taken: ReturnType<typeof take>;
+  try {
+    taken = take.immediate();
+  } catch (err) {
+    throw busyAsLocked(err, () => read.get() as LockRow | undefined, database.file, host);
+  }
+  const { holding, abandonedRuns } = taken;
   heldHere.add(holding);
   return holdLock(database, holding, abandonedRuns, leaseMs);
 }
@@ -224,8 +229,29 @@ function leaseRunning(lock: LockRow): boolean {
   return Date.now() - Date.parse(lock.heartbeatAt) < leaseMs;
 }
 
+/**
+ * The lock's transaction timed out behind a holder's long write (`reprocess`'s one transaction, `prune`'s VACUUM): the
+ * lock row, readable meanwhile, names that holder as any other refusal does. Any other error passes.
+ */
+function busyAsLocked(err: unknown, readHeld: () => LockRow | undefined, file: string, host: string): unknown {
+  const code = (err as { code?: unknown } | null)?.code;
+  if (typeof code !== 'string' || !code.startsWith('SQLITE_BUSY')) return err;
+  try {
+    const held = readHeld();
+    if (held && isAlive(held, host)) return new LockedError(lockedMessage(file, held, host));
+  } catch {
+    // Unreadable too: the busy error says what it can.
+  }
+  return err;
+}
+
+/** Who holds the lock: a run by its id; without one, `reprocess`, `prune`, `copy`, or a run before its `runs` row. */
+export function lockHolder(runId: number | null): string {
+  return runId === null ? 'netingest with no run id (`reprocess`, `prune`, `copy`, or a run starting)' : `run ${runId}`;
+}
+
 function lockedMessage(file: string, held: LockRow, host: string): string {
-  const holder = `the database ${file} is in use by run ${held.runId ?? '?'} (pid ${held.pid} on ${held.host}, since ${held.acquiredAt})`;
+  const holder = `the database ${file} is in use by ${lockHolder(held.runId)} (pid ${held.pid} on ${held.host}, since ${held.acquiredAt})`;
   const state = held.host === host ? processFacts(held.pid)?.state : undefined;
   // A stopped run holds its lock for as long as it is stopped: waiting would not help.
   if (state === 'T' || state === 't') {

@@ -311,7 +311,7 @@ forEachEngine('reprocess', (engine) => {
         await expect(reprocessDatabase(db.locator)).rejects.toBeInstanceOf(LockedError);
         const cli = await inProcess(['reprocess', '--db', db.locator]);
         expect(cli.code).toBe(EXIT.locked);
-        expect(cli.stderr).toMatch(/is in use by (a running `netingest run`|run )/);
+        expect(cli.stderr).toMatch(/is in use by (a running `netingest run`|run |netingest with no run id)/);
         expect(cli.stderr).toContain(engine.name === 'sqlite' ? db.locator : new URL(db.locator).pathname);
         expect(await db.count(`SELECT count(*) FROM companies WHERE name = 'tampered'`)).toBe(1);
       } finally {

@@ -5,7 +5,7 @@
 import { existsSync, statSync } from 'node:fs';
 import { UsageError } from '../../errors.ts';
 import { usingStatement, WRITE_META_SQL, type DatasetStore, type StorePruneOptions, type StorePruneResult } from '../dataset-store.ts';
-import { openDatabase, type Database } from '../open.ts';
+import { openDatabase, toDatabaseUseError, type Database } from '../open.ts';
 import { emptyPlanLedger, type PlanLedger, type PlannedTask, type PlanRule } from '../plan-ledger.ts';
 import { createLedger, type Ledger } from '../ledger.ts';
 import { apiCallReads } from '../api-calls.ts';
@@ -108,7 +108,13 @@ const reading = async <T>(file: string, fn: (database: Database) => Promise<T>):
 async function locked<T>(file: string, fn: (database: Database) => T | Promise<T>): Promise<T> {
   return closing(openDatabase(file), async (database) => {
     // A run writing at the same time would interleave with the work: take the run lock as a run does.
-    const lock = acquireRunLock(database);
+    let lock: ReturnType<typeof acquireRunLock>;
+    try {
+      lock = acquireRunLock(database);
+    } catch (err) {
+      // A lock still busy (not named) is DB_LOCKED, exit 4, as for a run, not an unexpected error.
+      throw toDatabaseUseError(err, database.file);
+    }
     try {
       return await fn(database);
     } finally {

@@ -1,0 +1,49 @@
+/**
+ * A command that rewrites a SQLite dataset holds the run lock and one long write transaction (`reprocess` replays every
+ * stored answer in one, `prune` ends with a VACUUM). Another `run`, `prune`, `reprocess` or `copy` started meanwhile
+ * waits out the busy timeout on the lock's own transaction, then must refuse as LOCKED (exit 4), naming the holder, as
+ * it does when the lock row alone is held; not exit 1 with "unexpected error: database is locked".
+ */
+import { describe, expect, it } from 'vitest';
+import { openDatabase } from '../../src/store/open.ts';
+import { acquireRunLock } from '../../src/store/run-lock.ts';
+import { csv, runCli, useWorkspaces } from '../support/run-helpers.ts';
+
+const workspace = useWorkspaces();
+
+describe('a dataset whose run lock is held inside a long write transaction', () => {
+  it('refuses run, prune, reprocess and copy with LOCKED (exit 4), naming the holder, and changes nothing', { timeout: 90_000 }, async () => {
+    const ws = await workspace();
+    const input = await ws.write('leads.csv', csv(['company_url'], [['https://www.network.com/company/acme']]));
+    const job = await ws.job('leads', { operation: 'similar-companies', input: { csv: input, column: 'company_url' } });
+    // The holder is this process, as `reprocess` holds it: the run lock taken, then one write transaction kept open.
+    const holder = openDatabase(ws.db);
+    const lock = acquireRunLock(holder);
+    holder.sqlite.exec('BEGIN IMMEDIATE');
+    holder.sqlite.prepare(`INSERT INTO netingest_meta (key, value) VALUES ('busy_test', 'x')`).run();
+    try {
+      // Nothing answers at this URL: a run that got past the lock would fail on its first call instead.
+      const env = { NETINGEST_API_URL: 'http://127.0.0.1:9', NETINGEST_API_TOKEN: 'busy-lock-token' };
+      const [run, prune, reprocess, copy] = await Promise.all([
+        runCli(['run', job, '--db', ws.db], { cwd: ws.dir, env }),
+        runCli(['prune', '--db', ws.db], { cwd: ws.dir }),
+        runCli(['reprocess', '--db', ws.db], { cwd: ws.dir }),
+        runCli(['copy', '--from', ws.db, '--to', 'postgres://nobody@127.0.0.1:9/none'], { cwd: ws.dir }),
+      ]);
+      for (const refused of [run, prune, reprocess, copy]) {
+        expect(refused.code, refused.stderr).toBe(4);
+        expect(refused.stderr).toContain(`is in use by netingest with no run id (\`reprocess\`, \`prune\`, \`copy\`, or a run starting) (pid ${process.pid} on `);
+        expect(refused.stderr).toContain('[LOCKED]');
+        expect(refused.stderr).not.toMatch(/unexpected error/);
+      }
+      // `status` says the dataset is in use, not that a run "?" is in progress.
+      const status = await runCli(['status', '--db', ws.db], { cwd: ws.dir });
+      expect(status.code, status.stderr).toBe(0);
+      expect(status.stdout).toContain(`The dataset is in use: netingest with no run id (\`reprocess\`, \`prune\`, \`copy\`, or a run starting) (pid ${process.pid} on `);
+    } finally {
+      holder.sqlite.exec('ROLLBACK');
+      lock.release();
+      holder.close();
+    }
+  });
+});
