@@ -100,8 +100,10 @@ export const LEDGER_SQL = {
   dropStaleInvalid: sql`DELETE FROM invalid_inputs WHERE job = ${param} AND run_id <> ${param}`,
   recordedInvalid: sql`SELECT field, value, reason FROM invalid_inputs WHERE job = ${param} AND file = ${param}`,
   deferPending: sql`UPDATE tasks SET status = 'deferred', updated_at = ${param} WHERE job = ${param} AND run_id = ${param} AND status = 'pending'`,
-  // Read before the job is planned again (planning stamps its tasks with the new run).
-  deferredSince: sql`SELECT min(r.started_at) AS since FROM tasks t JOIN runs r ON r.id = t.run_id WHERE t.job = ${param} AND t.status = 'deferred'`,
+  // Read before the job is planned again (planning stamps its tasks with the new run). A killed run defers nothing: its
+  // tasks stay pending, and once it is closed as abandoned they are resumed as a stopped run's deferred ones are.
+  deferredSince: sql`SELECT min(r.started_at) AS since FROM tasks t JOIN runs r ON r.id = t.run_id WHERE t.job = ${param}
+    AND (t.status = 'deferred' OR (t.status = 'pending' AND r.status = 'abandoned'))`,
   // A run's tasks are those stamped by its night: workers sharing a job re-stamp each other's as they plan and settle.
   countsByStatus: sql`SELECT status, CAST(count(*) AS INTEGER) AS n FROM tasks WHERE job = ${param} AND run_id IN (${nightRunIds(param)}) GROUP BY status`,
   failedByCode: sql`SELECT coalesce(last_error_code, 'UNKNOWN') AS code, CAST(count(*) AS INTEGER) AS n FROM tasks
@@ -115,7 +117,7 @@ export const LEDGER_SQL = {
 /** The values of an invalid row's upsert (LEDGER_SQL.upsertInvalid). */
 export const invalidParams = (r: InvalidInputRow, runId: number, at: string) => [r.job, r.file, r.line, r.field, r.value, r.reason, runId, at];
 
-/** When the earliest run that left tasks of the job deferred began (ISO); null when none is deferred. */
+/** When the earliest run that left tasks of the job deferred (or, killed, pending) began (ISO); null when none is. */
 export function* deferredSinceReads(job: string): Reads<string | null> {
   // ISO text on both engines: the store's readers take PostgreSQL's timestamptz as SQLite holds times.
   return (yield* value<string | null>(LEDGER_SQL.deferredSince, [job])) ?? null;

@@ -4,7 +4,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { startSandbox, type Sandbox, type SandboxOptionsInput } from '../../src/sandbox/server.ts';
-import { FAST_RATE, FAST_RETRY, cliEnv, count, csv, inProcess, makeWorkspace, postUrls, query, run, runCli, taskStatuses, type Workspace, operationRequests } from '../support/run-helpers.ts';
+import { FAST_RATE, FAST_RETRY, cliEnv, count, csv, inProcess, makeWorkspace, postUrls, query, run, runCli, spawnCli, taskStatuses, waitFor, type Workspace, operationRequests } from '../support/run-helpers.ts';
 import { forEachEngine } from './engines.ts';
 import { planReport } from '../../src/runner/plan-report.ts';
 
@@ -175,6 +175,30 @@ forEachEngine('a --refresh run stopped by the cap, run again with --refresh', (e
     expect([...chargedUrls(sandbox).values()].every((n) => n === 2)).toBe(true);
     // Once that refresh is whole, a --refresh run refreshes everything again.
     expect((await json('--refresh')).calls).toBe(12);
+  });
+});
+
+forEachEngine('a --refresh run killed with SIGKILL, run again with --refresh', (engine) => {
+  it('resumes that refresh: what the killed run stored is not paid for again, only the calls in flight', async () => {
+    const TASKS = 60;
+    const { sandbox, ws } = await setUp(1_000, { latencyMs: [20, 60] });
+    const db = await engine.open(ws.dir);
+    const file = await postsJob(ws, TASKS);
+    const args = ['run', file, '--db', db.locator];
+    expect((await netingest(ws, args, cliEnv(sandbox, TOKEN))).code).toBe(0);
+    const night = operationRequests(sandbox).length;
+    const victim = spawnCli([...args, '--refresh'], { cwd: ws.dir, env: cliEnv(sandbox, TOKEN) });
+    await waitFor(() => operationRequests(sandbox).length >= night + 20 || victim.child.exitCode !== null, 20_000, 'calls of the refresh');
+    victim.child.kill('SIGKILL');
+    expect((await victim.done).signal).toBe('SIGKILL');
+
+    // The user runs the same command again. Before: the killed run's tasks were pending, not deferred, and all 60 were paid again.
+    const again = await netingest(ws, [...args, '--refresh'], cliEnv(sandbox, TOKEN));
+    expect(again.code, again.stderr).toBe(0);
+    expect(await db.taskStatuses('posts')).toEqual({ done: TASKS });
+    const refreshCharges = operationRequests(sandbox).slice(night).filter((r) => r.charged > 0).length;
+    expect(refreshCharges).toBeGreaterThanOrEqual(TASKS);
+    expect(refreshCharges - TASKS).toBeLessThanOrEqual(FAST_RATE.concurrency);
   });
 });
 
