@@ -10,10 +10,15 @@ import type { Database } from './open.ts';
 import { readSync, rows, value, type Reads } from './read-steps.ts';
 import type { TaskStatus } from './tables.ts';
 import { createRunLog, type RecentRun, type RunEnd } from './runs.ts';
-import { sql, param } from '../statement.ts';
+import { fragment, sql, param } from '../statement.ts';
 
 /** The `error` of a run closed as abandoned. */
 export const ABANDONED_RUN_ERROR = 'the process ended without finishing the run';
+
+/** Paid answers replayed per statement. */
+const REPLAY_PAGE = 10_000;
+/** The paid answers with counters among the calls whose ids are between two parameters. */
+const PAID_BETWEEN = fragment(['id >= ', param, ' AND id <= ', param, ' AND credits_used IS NOT NULL AND total_credits IS NOT NULL']);
 
 /** A `runs` row still marked running. */
 export type UnfinishedRun = Pick<RecentRun, 'id' | 'jobs' | 'startedAt'> & { pid: number | null; host: string | null };
@@ -66,23 +71,29 @@ export function* measureUnfinishedRunReads(run: UnfinishedRun): Reads<Unfinished
 function* replayRunCredits(runId: number, firstId: number | null): Reads<{ balance: number | null; spent: number }> {
   if (firstId === null) return { balance: null, spent: 0 };
   const lastId = (yield* value<number>(sql`SELECT max(id) FROM api_calls WHERE run_id = ${param}`, [runId])) ?? firstId;
-  const paid = yield* rows<{ runId: number | string; operation: Operation; total_credits: number; credits_used: number; credits_remaining: number }>(
-    sql`SELECT run_id AS "runId", operation, total_credits, credits_used, credits_remaining FROM api_calls
-      WHERE id >= ${param} AND id <= ${param} AND credits_used IS NOT NULL AND total_credits IS NOT NULL ORDER BY id`,
-    [firstId, lastId],
-  );
+  const operations = yield* rows<{ operation: Operation }>(sql`SELECT DISTINCT operation FROM api_calls WHERE ${PAID_BETWEEN}`, [firstId, lastId]);
   const knownCosts: Partial<Record<Operation, number>> = {};
-  for (const operation of new Set(paid.map((r) => r.operation))) knownCosts[operation] = (yield* apiCallReads.learnedCost(operation, firstId)) ?? undefined;
+  for (const { operation } of operations) knownCosts[operation] = (yield* apiCallReads.learnedCost(operation, firstId)) ?? undefined;
   const lastCreditsUsed = (yield* apiCallReads.lastCounters(firstId))?.creditsUsed ?? null;
   const meter = new CreditMeter({ costs: knownCosts, lastCreditsUsed });
   let own = 0;
   let ownBalance: number | null = null;
-  for (const row of paid) {
-    const before = meter.spent;
-    meter.observe(row.operation, row);
-    if (Number(row.runId) !== runId) continue;
-    own += meter.spent - before;
-    ownBalance = meter.balance;
+  // In pages: a crashed run of millions of calls is replayed (by status, by the next run's start) in flat memory.
+  for (let after = firstId - 1, page = REPLAY_PAGE; page === REPLAY_PAGE; ) {
+    const paid = yield* rows<{ id: number | string; runId: number | string; operation: Operation; total_credits: number; credits_used: number; credits_remaining: number }>(
+      sql`SELECT id, run_id AS "runId", operation, total_credits, credits_used, credits_remaining FROM api_calls
+        WHERE ${PAID_BETWEEN} AND id > ${param} ORDER BY id LIMIT ${param}`,
+      [firstId, lastId, after, REPLAY_PAGE],
+    );
+    for (const row of paid) {
+      const before = meter.spent;
+      meter.observe(row.operation, row);
+      if (Number(row.runId) !== runId) continue;
+      own += meter.spent - before;
+      ownBalance = meter.balance;
+    }
+    page = paid.length;
+    after = Number(paid.at(-1)?.id ?? lastId);
   }
   return { balance: ownBalance, spent: own };
 }

@@ -4,7 +4,7 @@
  * WITH), `--timeout` ending a long statement with exit 124 and SIGINT with 130, the statement cancelled on the
  * server in both cases.
  */
-import { existsSync } from 'node:fs';
+import { existsSync, rmSync, statSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { inProcess, spawnCli } from '../support/run-helpers.ts';
 import { waitFor as waitForPg } from './coordination-fixtures.ts';
@@ -67,6 +67,21 @@ describe.skipIf(!pgClusterUrl)(`query on PostgreSQL${pgClusterUrl ? '' : ` (skip
       expect(read.code, command[0]).toBe(0);
     }
   });
+
+  it('streams a result larger than its heap: 120 MB of rows through a CLI limited to 64 MB', async () => {
+    // Each row once raced against a promise pending for the whole statement, which kept every row reachable: a
+    // million-row export or `changes` took over 1 GB. Rows held here would exhaust the heap (exit 134).
+    const out = `${ds.data.ws.dir}/large.csv`;
+    const sql = "SELECT i, repeat('x', 1200) AS pad FROM generate_series(1, 100000) AS i";
+    const ended = await spawnCli(['export', '--sql', sql, '--db', ds.data.url, '--out', out], {
+      cwd: ds.data.ws.dir,
+      env: { NODE_OPTIONS: '--max-old-space-size=64' },
+    }).done;
+    expect(ended.stderr).toBe(`netingest: exported 100000 rows to ${out}\n`);
+    expect(ended.code).toBe(0);
+    expect(statSync(out).size).toBeGreaterThan(120_000_000);
+    rmSync(out);
+  }, 60_000);
 
   it('--timeout 1 stops SELECT pg_sleep(60) with exit 124, and the server stops it too', async () => {
     const cli = spawnCli(['query', 'SELECT pg_sleep(60) AS slept', '--db', ds.data.url, '--timeout', '1'], { cwd: ds.data.ws.dir });

@@ -29,7 +29,7 @@ export async function startPgStatement(
   const iterator: AsyncIterator<unknown[]> = stream[Symbol.asyncIterator]();
   // A connection the server ends mid-statement (a restart) never answers pg-cursor's Close, and the stream waits
   // for that answer for ever: its rows end with the connection's end instead.
-  const next = () => Promise.race([iterator.next(), ended.failure]);
+  const next = () => ended.race(iterator.next());
   let first: IteratorResult<unknown[]>;
   try {
     first = await next();
@@ -59,18 +59,27 @@ async function closeStream(stream: QueryStream): Promise<void> {
   });
 }
 
-/** When `client`'s connection ends, `gone` resolves and `failure` rejects as node-postgres says ("Connection terminated unexpectedly"). */
-function connectionEnd(client: pg.PoolClient): { gone: Promise<void>; failure: Promise<never>; dispose(): void } {
+/**
+ * When `client`'s connection ends, `gone` resolves, and a promise given to `race` rejects as node-postgres says
+ * ("Connection terminated unexpectedly") unless it settled first.
+ */
+function connectionEnd(client: pg.PoolClient): { gone: Promise<void>; race<T>(promise: Promise<T>): Promise<T>; dispose(): void } {
   const connection = (client as unknown as { connection: EventEmitter & { stream: { destroyed: boolean } } }).connection;
+  let ended = connection.stream.destroyed;
   let onEnd = () => undefined as void;
-  const gone = new Promise<void>((resolve) => (onEnd = resolve));
-  const failure = gone.then((): never => {
-    throw new Error('Connection terminated unexpectedly');
-  });
-  failure.catch(() => undefined); // raced only while rows are read
+  const gone = new Promise<void>((resolve) => (onEnd = () => ((ended = true), resolve())));
   connection.once('end', onEnd);
-  if (connection.stream.destroyed) onEnd();
-  return { gone, failure, dispose: () => connection.off('end', onEnd) };
+  if (ended) onEnd();
+  // A listener per row, removed once the row is in: Promise.race against one pending promise would leave it a
+  // reaction per row, each holding its row, so a million-row export would keep every row in memory.
+  const race = <T>(promise: Promise<T>) =>
+    new Promise<T>((resolve, reject) => {
+      const fail = () => reject(new Error('Connection terminated unexpectedly'));
+      connection.once('end', fail);
+      if (ended) fail();
+      promise.then(resolve, reject).finally(() => connection.off('end', fail));
+    });
+  return { gone, race, dispose: () => connection.off('end', onEnd) };
 }
 
 /** Why the statement stops early: the signal or the time limit, each cancelling it on the server. */
