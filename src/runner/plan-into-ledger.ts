@@ -103,7 +103,8 @@ export function freshSince(refreshAfterDays: number, nowMs: number = Date.now())
 /**
  * The cut-off of a run's due rule: freshSince() at the store's clock (by default this host's). Under --refresh, the
  * run's start, so what it settled stays settled; or, if an earlier run within refreshAfterDays deferred this job's
- * tasks (`deferredSince`), that run's start: a --refresh repeated after a stop or Ctrl-C resumes it without paying twice.
+ * tasks or was a killed --refresh (`deferredSince`), that run's start: a --refresh repeated after a stop, Ctrl-C or
+ * kill resumes it without paying twice.
  */
 export function refreshedSince(refreshAfterDays: number, refresh: boolean, startedAt: string, now: string | undefined, deferredSince: string | null): string {
   const fresh = freshSince(refreshAfterDays, now === undefined ? Date.now() : Date.parse(now));

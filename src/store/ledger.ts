@@ -1,7 +1,7 @@
 import type { Connection } from './connection.ts';
 import { readSync, rows, value, type Reads } from './read-steps.ts';
 import type { InvalidInputRow, TaskStatus } from './tables.ts';
-import { sql, param, named } from '../statement.ts';
+import { sql, param, named, dialect } from '../statement.ts';
 import type { Settlement } from './outcome-ops.ts';
 import { nightRunIds } from './runs.ts';
 
@@ -100,10 +100,14 @@ export const LEDGER_SQL = {
   dropStaleInvalid: sql`DELETE FROM invalid_inputs WHERE job = ${param} AND run_id <> ${param}`,
   recordedInvalid: sql`SELECT field, value, reason FROM invalid_inputs WHERE job = ${param} AND file = ${param}`,
   deferPending: sql`UPDATE tasks SET status = 'deferred', updated_at = ${param} WHERE job = ${param} AND run_id = ${param} AND status = 'pending'`,
-  // Read before the job is planned again (planning stamps its tasks with the new run). A killed run defers nothing: its
-  // tasks stay pending, and once it is closed as abandoned they are resumed as a stopped run's deferred ones are.
+  // Read before the job is planned again (planning stamps its tasks with the new run). A killed --refresh run defers
+  // nothing: its tasks stay pending, and once it is closed as abandoned they are resumed as a stopped run's deferred ones are.
   deferredSince: sql`SELECT min(r.started_at) AS since FROM tasks t JOIN runs r ON r.id = t.run_id WHERE t.job = ${param}
-    AND (t.status = 'deferred' OR (t.status = 'pending' AND r.status = 'abandoned'))`,
+    AND (t.status = 'deferred' OR (t.status = 'pending' AND r.status = 'abandoned' AND r.refresh = 1))`,
+  // The latest ended runs that listed the job, newest first (a run still going, the one planning among them, is not one).
+  latestRunsOfJob: sql`SELECT r.started_at AS "startedAt", r.status, r.refresh FROM runs r WHERE r.status <> 'running'
+    AND EXISTS (SELECT 1 FROM ${dialect({ sqlite: 'json_each(r.jobs) AS j', postgres: 'jsonb_array_elements_text(r.jobs) AS j(value)' })}
+      WHERE j.value = ${param}) ORDER BY r.id DESC LIMIT ${param}`,
   // A run's tasks are those stamped by its night: workers sharing a job re-stamp each other's as they plan and settle.
   countsByStatus: sql`SELECT status, CAST(count(*) AS INTEGER) AS n FROM tasks WHERE job = ${param} AND run_id IN (${nightRunIds(param)}) GROUP BY status`,
   failedByCode: sql`SELECT coalesce(last_error_code, 'UNKNOWN') AS code, CAST(count(*) AS INTEGER) AS n FROM tasks
@@ -117,10 +121,32 @@ export const LEDGER_SQL = {
 /** The values of an invalid row's upsert (LEDGER_SQL.upsertInvalid). */
 export const invalidParams = (r: InvalidInputRow, runId: number, at: string) => [r.job, r.file, r.line, r.field, r.value, r.reason, runId, at];
 
-/** When the earliest run that left tasks of the job deferred (or, killed, pending) began (ISO); null when none is. */
+/**
+ * When the refresh of the job that a --refresh run resumes began (ISO): the earliest run that left its tasks deferred
+ * (or, a killed --refresh, pending), or the killed --refresh runs that last listed it (killedRefreshSinceReads); null if none.
+ */
 export function* deferredSinceReads(job: string): Reads<string | null> {
   // ISO text on both engines: the store's readers take PostgreSQL's timestamptz as SQLite holds times.
-  return (yield* value<string | null>(LEDGER_SQL.deferredSince, [job])) ?? null;
+  const deferred = (yield* value<string | null>(LEDGER_SQL.deferredSince, [job])) ?? null;
+  const killed = yield* killedRefreshSinceReads(job);
+  return deferred === null || (killed !== null && killed < deferred) ? killed : deferred;
+}
+
+/** Killed --refresh runs in a row looked back over: a longer chain of kills is refreshed again (paid, nothing skipped). */
+const KILLED_REFRESH_CHAIN = 20;
+
+/**
+ * When the latest runs that listed the job began, while each was a --refresh run killed (abandoned): a job such a run
+ * finished has no task left pending, and each run again resumed the one before. Null when the latest was another run.
+ */
+function* killedRefreshSinceReads(job: string): Reads<string | null> {
+  const runs = yield* rows<{ startedAt: string; status: string; refresh: number | null }>(LEDGER_SQL.latestRunsOfJob, [job, KILLED_REFRESH_CHAIN]);
+  let since: string | null = null;
+  for (const run of runs) {
+    if (run.status !== 'abandoned' || run.refresh !== 1) break;
+    since = run.startedAt;
+  }
+  return since;
 }
 
 /** Of a job's done and not-found tasks, those whose answer the run's own calls gave (JobSummary's `thisWorker`). */

@@ -49,9 +49,9 @@ export interface StartedRun {
 export interface RunRecords {
   /**
    * `sharedRunKey` names the run to belong to (NETINGEST_RUN_KEY); without it a PostgreSQL worker joins a live
-   * run working one of `jobs`, or starts its own (`run-<id>`, as every SQLite run is).
+   * run working one of `jobs`, or starts its own (`run-<id>`, as every SQLite run is). `refresh`: a `--refresh` run.
    */
-  start(jobs: string[], at: string, pid: number, host: string, sharedRunKey?: string): Awaitable<StartedRun>;
+  start(jobs: string[], at: string, pid: number, host: string, sharedRunKey?: string, refresh?: boolean): Awaitable<StartedRun>;
   /** Writes the run's end; on SQLite only while the run holds its lock (LockLostError otherwise). */
   end(runId: number, fields: RunEnd): Awaitable<void>;
 }

@@ -66,11 +66,11 @@ export const endRunParams = (id: number, fields: RunEnd) => ({ id, ...fields, jo
 /** The `runs` table: one row per run, written when it starts and when it ends. */
 export function createRunLog(database: Database) {
   const { sqlite } = database;
-  const start = sqlite.prepare(`INSERT INTO runs (jobs, started_at, status, pid, host) VALUES (?, ?, 'running', ?, ?)`);
+  const start = sqlite.prepare(`INSERT INTO runs (jobs, started_at, status, pid, host, refresh) VALUES (?, ?, 'running', ?, ?, ?)`);
   const end = sqlite.prepare(END_RUN_SQL.sqlite);
   return {
-    start(jobs: string[], at: string, pid: number, host: string): number {
-      return Number(start.run(JSON.stringify(jobs), at, pid, host).lastInsertRowid);
+    start(jobs: string[], at: string, pid: number, host: string, refresh = false): number {
+      return Number(start.run(JSON.stringify(jobs), at, pid, host, refresh ? 1 : 0).lastInsertRowid);
     },
     end(id: number, fields: RunEnd): void {
       end.run(endRunParams(id, fields));

@@ -202,6 +202,11 @@ const runs = table('runs', {
    * `{"lookalikes": 120}`. Null for a run that worked no job, wrote no end, or predates the column.
    */
   job_rates: json(),
+  /**
+   * 1 for a `--refresh` run, 0 for another: a refresh killed part way is resumed by the next (ledger.ts's
+   * deferredSinceReads). Null for a run an earlier release made.
+   */
+  refresh: flag(),
 }, { indexes: { runs_started_at_idx: ['started_at'] } });
 
 export const TASK_STATUSES = ['pending', 'done', 'not_found', 'failed', 'deferred'] as const;

@@ -35,7 +35,8 @@ it('a dataset without the history that was not upgraded says what to do, not an 
   db.exec('DROP TABLE changes');
   db.exec('ALTER TABLE runs DROP COLUMN job_rates');
   db.exec('ALTER TABLE job_search_results DROP COLUMN page');
-  db.exec('DELETE FROM __drizzle_migrations WHERE id > (SELECT max(id) - 3 FROM __drizzle_migrations)');
+  db.exec('ALTER TABLE runs DROP COLUMN refresh');
+  db.exec('DELETE FROM __drizzle_migrations WHERE id > (SELECT max(id) - 4 FROM __drizzle_migrations)');
   db.close();
   const refused = await runCli(['changes', '--db', file], { cwd: dir });
   expect(refused.code).toBe(2);

@@ -55,21 +55,24 @@ forEachEngine('opening a dataset', (engine) => {
     expect(await refusals(db)).toEqual({ run: 'DB_TOO_NEW', read: 'DB_TOO_NEW' });
   });
 
-  it.concurrent('upgrades in place a dataset its last migration is missing from (another recorded twice): a reader is refused until a run opens it', async () => {
+  it.concurrent('upgrades in place a dataset its last migrations are missing from (others recorded twice): a reader is refused until a run opens it', async () => {
     const db = await engine.open(dir, `older-${++datasets}.db`);
     await db.create();
-    // What the last migration did, undone, and its record gone: the dataset of the release before it.
+    // What the last two migrations did, undone, and their records gone: the dataset of the release before them.
+    await db.run('ALTER TABLE runs DROP COLUMN refresh');
     await db.run('ALTER TABLE job_search_results DROP COLUMN page');
-    await db.run('DELETE FROM __drizzle_migrations WHERE created_at = (SELECT max(created_at) FROM __drizzle_migrations)');
-    // Results it stored: the upgrade gives each the page an earlier release took it for (position / 10, from 1).
+    for (let i = 0; i < 2; i++) await db.run('DELETE FROM __drizzle_migrations WHERE created_at = (SELECT max(created_at) FROM __drizzle_migrations)');
+    // A run it recorded: whether it was a --refresh is unknown (null), so no later --refresh resumes it.
     const at = '2026-11-01T00:00:00.000Z';
+    await db.run(`INSERT INTO runs (jobs, started_at, ended_at, status) VALUES ('["q"]', ?, ?, 'abandoned')`, at, at);
+    // Results it stored: the upgrade gives each the page an earlier release took it for (position / 10, from 1).
     await db.run('INSERT INTO job_searches (search_key, first_seen_at, last_seen_at) VALUES (?, ?, ?)', 'q', at, at);
     for (const [n, position] of [[1, 0], [2, 9], [3, 10]] as const) {
       await db.run('INSERT INTO jobs (url, first_seen_at, updated_at) VALUES (?, ?, ?)', `job-${n}`, at, at);
       await db.run('INSERT INTO job_search_results (search_key, job_url, position, first_seen_at, last_seen_at) VALUES (?, ?, ?, ?, ?)', 'q', `job-${n}`, position, at, at);
     }
-    // A record twice (by hand, or a crash of an old release): as many rows as this build knows, yet one missing.
-    await db.run('INSERT INTO __drizzle_migrations (hash, created_at) SELECT hash, created_at FROM __drizzle_migrations WHERE created_at = (SELECT min(created_at) FROM __drizzle_migrations)');
+    // Records twice (by hand, or a crash of an old release): as many rows as this build knows, yet two missing.
+    for (let i = 0; i < 2; i++) await db.run('INSERT INTO __drizzle_migrations (hash, created_at) SELECT hash, created_at FROM __drizzle_migrations WHERE created_at = (SELECT min(created_at) FROM __drizzle_migrations) LIMIT 1');
     const store = await openStore(db.locator);
     // SQLite upgrades a file as it reads it (a reader of a PostgreSQL dataset may be a read-only role).
     if (engine.name === 'postgres') expect(await store.read(async () => 'read').catch((err: { code?: unknown }) => err.code)).toBe('DB_NEEDS_MIGRATION');
@@ -81,5 +84,6 @@ forEachEngine('opening a dataset', (engine) => {
     expect(await db.count(engine.name === 'sqlite' ? `SELECT count(*) FROM pragma_table_info('job_search_results') WHERE name = 'page'`
       : `SELECT count(*) FROM information_schema.columns WHERE table_name = 'job_search_results' AND column_name = 'page'`)).toBe(1);
     expect(await db.rows('SELECT job_url, page FROM job_search_results ORDER BY job_url')).toEqual([1, 1, 2].map((page, i) => ({ job_url: `job-${i + 1}`, page })));
+    expect(await db.rows('SELECT status, refresh FROM runs')).toEqual([{ status: 'abandoned', refresh: null }]);
   });
 });

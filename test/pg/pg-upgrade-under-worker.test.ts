@@ -25,7 +25,7 @@ function poolOf(url: string): pg.Pool {
   return pool;
 }
 
-const PAGE_COLUMNS = `SELECT count(*)::int AS n FROM information_schema.columns WHERE table_name = 'job_search_results' AND column_name = 'page'`;
+const LAST_COLUMNS = `SELECT count(*)::int AS n FROM information_schema.columns WHERE table_name = 'runs' AND column_name = 'refresh'`;
 const RECORDS = 'SELECT count(DISTINCT hash)::int AS n FROM __drizzle_migrations';
 const count = async (pool: pg.Pool, sql: string) => (await pool.query<{ n: number }>(sql)).rows[0]!.n;
 
@@ -33,7 +33,7 @@ const count = async (pool: pg.Pool, sql: string) => (await pool.query<{ n: numbe
 async function olderDataset(): Promise<{ url: string; pool: pg.Pool }> {
   const url = await newMigratedPgDatabase('upgrade_worker');
   const pool = poolOf(url);
-  await pool.query('ALTER TABLE job_search_results DROP COLUMN page');
+  await pool.query('ALTER TABLE runs DROP COLUMN refresh');
   await pool.query('DELETE FROM __drizzle_migrations WHERE created_at = (SELECT max(created_at) FROM __drizzle_migrations)');
   return { url, pool };
 }
@@ -62,18 +62,18 @@ describe.skipIf(!pgClusterUrl)(`upgrading a dataset a worker holds${pgClusterUrl
     expect(pruned.stderr).toContain('stop the running netingest workers, or wait for them to finish, then run again: the next run upgrades it in place');
     expect(pruned.stderr).toContain(`${olderRun.backendPid}`);
     expect(pruned.stderr).not.toMatch(/\n\s+at /); // no stack trace
-    expect(await count(pool, PAGE_COLUMNS)).toBe(0);
+    expect(await count(pool, LAST_COLUMNS)).toBe(0);
     expect(await count(pool, RECORDS)).toBe(latest - 1);
     await olderRun.release();
     expect(await openAsWorker(url)).toBe('opened');
-    expect(await count(pool, PAGE_COLUMNS)).toBe(1);
+    expect(await count(pool, LAST_COLUMNS)).toBe(1);
     expect(await count(pool, RECORDS)).toBe(latest);
   });
 
   it.concurrent('lets several workers of this release open an older dataset at once: one upgrades it, none is refused', async () => {
     const { url, pool } = await olderDataset();
     expect(await Promise.all(Array.from({ length: 4 }, () => openAsWorker(url)))).toEqual(Array(4).fill('opened'));
-    expect(await count(pool, PAGE_COLUMNS)).toBe(1);
+    expect(await count(pool, LAST_COLUMNS)).toBe(1);
     expect(await count(pool, RECORDS)).toBe(knownMigrations(PG_MIGRATIONS_FOLDER).length);
   });
 

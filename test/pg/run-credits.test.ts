@@ -202,6 +202,61 @@ forEachEngine('a --refresh run killed with SIGKILL, run again with --refresh', (
   });
 });
 
+forEachEngine('a --refresh run of two jobs killed in the second, run again with --refresh', (engine) => {
+  it('resumes the refresh of both: the first job, which the killed run finished, is not paid for again', async () => {
+    const FIRST = 40;
+    const SECOND = 40;
+    const { sandbox, ws } = await setUp(1_000, { latencyMs: [20, 60] });
+    const db = await engine.open(ws.dir);
+    const first = await postsJob(ws, FIRST, {}, 'first');
+    // Other lookups than the first's: the second job takes none of its answers.
+    await ws.write('second.csv', csv(['post_url'], postUrls(SECOND, 1_000).map((u) => [u])));
+    const second = await ws.job('second', { operation: 'post-details', input: { csv: 'second.csv', column: 'post_url' }, rate: FAST_RATE, retry: FAST_RETRY });
+    const args = ['run', first, second, '--db', db.locator];
+    expect((await netingest(ws, args, cliEnv(sandbox, TOKEN))).code).toBe(0);
+    const night = operationRequests(sandbox).length;
+    const victim = spawnCli([...args, '--refresh'], { cwd: ws.dir, env: cliEnv(sandbox, TOKEN) });
+    // The jobs run one after the other: calls of the second mean the first is refreshed and its books closed.
+    await waitFor(() => operationRequests(sandbox).length >= night + FIRST + 10 || victim.child.exitCode !== null, 20_000, 'calls of the second job');
+    victim.child.kill('SIGKILL');
+    expect((await victim.done).signal).toBe('SIGKILL');
+
+    // The same command again. Before: the first job had nothing pending or deferred, and all 40 were paid again.
+    const again = await netingest(ws, [...args, '--refresh'], cliEnv(sandbox, TOKEN));
+    expect(again.code, again.stderr).toBe(0);
+    expect(await db.taskStatuses('first')).toEqual({ done: FIRST });
+    expect(await db.taskStatuses('second')).toEqual({ done: SECOND });
+    const refreshCharges = operationRequests(sandbox).slice(night).filter((r) => r.charged > 0).length;
+    expect(refreshCharges).toBeGreaterThanOrEqual(FIRST + SECOND);
+    expect(refreshCharges - FIRST - SECOND).toBeLessThanOrEqual(FAST_RATE.concurrency);
+    // That refresh is whole: the next --refresh (a week later, as soon) refreshes everything again, and plan says so.
+    const [firstJob] = await ws.load(first);
+    expect((await planReport(firstJob!, db.locator, true)).calls).toBe(FIRST);
+    const later = operationRequests(sandbox).length;
+    expect((await netingest(ws, [...args, '--refresh'], cliEnv(sandbox, TOKEN))).code).toBe(0);
+    expect(operationRequests(sandbox).length - later).toBe(FIRST + SECOND);
+  });
+});
+
+forEachEngine('a run killed without --refresh, then a --refresh run', (engine) => {
+  it('refreshes everything, what the killed run stored too', async () => {
+    const TASKS = 60;
+    const { sandbox, ws } = await setUp(1_000, { latencyMs: [20, 60] });
+    const db = await engine.open(ws.dir);
+    const args = ['run', await postsJob(ws, TASKS), '--db', db.locator];
+    const victim = spawnCli(args, { cwd: ws.dir, env: cliEnv(sandbox, TOKEN) });
+    await waitFor(() => operationRequests(sandbox).length >= 20 || victim.child.exitCode !== null, 20_000, 'calls of the run');
+    victim.child.kill('SIGKILL');
+    expect((await victim.done).signal).toBe('SIGKILL');
+    const killed = operationRequests(sandbox).length;
+
+    // Its tasks left pending are not a refresh to resume. Before: the answers it stored counted as refreshed.
+    const refresh = await netingest(ws, [...args, '--refresh'], cliEnv(sandbox, TOKEN));
+    expect(refresh.code, refresh.stderr).toBe(0);
+    expect(operationRequests(sandbox).length - killed).toBe(TASKS);
+  });
+});
+
 describe('credits spent', () => {
   /** Credits the sandbox charged from request `from` on. */
   const chargedSince = (sandbox: Sandbox, from: number) => operationRequests(sandbox).slice(from).reduce((n, r) => n + r.charged, 0);

@@ -61,8 +61,8 @@ export async function openPgRunStore(options: OpenRunOptions & { url: string }):
     name: store.shownUrl,
     ledger: createPgLedger(pool),
     runs: {
-      async start(jobs, at, pid, host, runKey) {
-        const started = await startWorkerRun(pool, { jobs, at, pid, host, backendPid: hold.backendPid, runKey });
+      async start(jobs, at, pid, host, runKey, refresh = false) {
+        const started = await startWorkerRun(pool, { jobs, at, pid, host, backendPid: hold.backendPid, runKey, refresh });
         hold.abandonedRuns.push(...started.abandoned);
         await recordAbandonedRunFigures(pool, started.abandoned);
         return { id: started.runId, runKey: started.runKey };

@@ -38,6 +38,8 @@ export interface WorkerRunStart {
   backendPid: number;
   /** The shared run to belong to, given (NETINGEST_RUN_KEY); else a live run's with a job in common, or its own. */
   runKey?: string | undefined;
+  /** A `--refresh` run (`runs.refresh`); not one when not given. */
+  refresh?: boolean;
 }
 
 /**
@@ -53,8 +55,8 @@ export async function startWorkerRun(pool: pg.Pool, start: WorkerRunStart): Prom
     const abandoned = anyRunning ? await closeAbandoned(client) : [];
     if (abandoned.length > 0) await client.query(DEAD_RESERVATIONS_SQL);
     const joined = start.runKey ?? (anyRunning ? await liveRunKey(client, start.jobs) : null);
-    const { rows } = await client.query<{ id: string }>(`INSERT INTO runs (jobs, started_at, status, pid, host)
-      VALUES ($1::jsonb, $2, 'running', $3, $4) RETURNING id`, [JSON.stringify(start.jobs), start.at, start.pid, start.host]);
+    const { rows } = await client.query<{ id: string }>(`INSERT INTO runs (jobs, started_at, status, pid, host, refresh)
+      VALUES ($1::jsonb, $2, 'running', $3, $4, $5) RETURNING id`, [JSON.stringify(start.jobs), start.at, start.pid, start.host, start.refresh ? 1 : 0]);
     const runId = Number(rows[0]!.id);
     const runKey = joined ?? `run-${runId}`;
     await client.query(`INSERT INTO worker_runs (run_id, run_key, backend_pid, backend_start)
