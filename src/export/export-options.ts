@@ -3,7 +3,7 @@ import { availableParallelism } from 'node:os';
 
 /** Tuning of the writing loop (write-output.ts, which holds every default). */
 export interface PumpOptions {
-  /** Rows encoded and written together (csv-stringify is called once per batch). */
+  /** Rows encoded and written together. */
   batchRows?: number;
   /** Longest stretch of synchronous work before the loop lets timers and signals run. */
   yieldEveryMs?: number;
@@ -34,8 +34,8 @@ export const PARALLEL_EXPORT_DEFAULTS = {
   /** Each worker's V8 young generation: larger scavenges less often but adds to peak RSS (16 rounds up to 8 MB). */
   workerYoungGenerationMb: 12,
   /**
-   * Each worker's V8 old generation cap: a bound makes V8 collect sooner. csv-stringify needs ~20 times a quoted
-   * value's size; past that, EXPORT_WORKER_OUT_OF_MEMORY, and `export --sql` (main thread) is the way out.
+   * Each worker's V8 old generation cap: a bound makes V8 collect sooner. A value takes a few times its size while
+   * it is encoded; past that, EXPORT_WORKER_OUT_OF_MEMORY, and `export --sql` (main thread) is the way out.
    */
   workerOldGenerationMb: 512,
 } as const;

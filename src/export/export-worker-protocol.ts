@@ -10,7 +10,7 @@ export interface ExportWorkerData {
   /** CSV only: escape text a spreadsheet would run as a formula (the header is encoded by the main thread). */
   escapeFormulas: boolean;
   columns: string[];
-  /** Rows handed to the encoder at once (csv-stringify is called once per batch)... */
+  /** Rows handed to the encoder at once... */
   batchRows: number;
   /** ...or fewer, once their text values add up to this many characters. */
   batchChars: number;

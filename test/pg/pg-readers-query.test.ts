@@ -4,7 +4,7 @@
  * WITH), `--timeout` ending a long statement with exit 124 and SIGINT with 130, the statement cancelled on the
  * server in both cases.
  */
-import { existsSync, rmSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { inProcess, spawnCli } from '../support/run-helpers.ts';
 import { waitFor as waitForPg } from './coordination-fixtures.ts';
@@ -80,6 +80,26 @@ describe.skipIf(!pgClusterUrl)(`query on PostgreSQL${pgClusterUrl ? '' : ` (skip
     expect(ended.stderr).toBe(`netingest: exported 100000 rows to ${out}\n`);
     expect(ended.code).toBe(0);
     expect(statSync(out).size).toBeGreaterThan(120_000_000);
+    rmSync(out);
+  }, 60_000);
+
+  it('streams wide rows full of quotes (raw bodies) through a CLI limited to 48 MB, every row once', async () => {
+    // 17 KB of JSON with ~2,700 quotes a row, as a raw body on PostgreSQL is. The CSV quoting once built each field of
+    // two string pieces per quote and the cursor fetched 1000 such rows at once: past 64 MB (exit 134), and 10x slower.
+    // 2,011 rows: the first fetch, then the narrower ones by width, the last partly filled.
+    const out = `${ds.data.ws.dir}/bodies.csv`;
+    const body = `{"content":[${Array.from({ length: 340 }, (_, i) => `{"url":"https://example.com/c/${i}","name":"C ${i}"}`).join(',')}]}`;
+    const sql = `SELECT i, $q$${body}$q$ || i AS body FROM generate_series(1, 2011) AS i`;
+    const ended = await spawnCli(['export', '--sql', sql, '--db', ds.data.url, '--out', out], {
+      cwd: ds.data.ws.dir,
+      env: { NODE_OPTIONS: '--max-old-space-size=48' },
+    }).done;
+    expect(ended.stderr).toBe(`netingest: exported 2011 rows to ${out}\n`);
+    expect(ended.code).toBe(0);
+    const lines = readFileSync(out, 'utf8').split('\n');
+    expect(lines.length).toBe(2013);
+    expect(lines[2011]).toBe(`2011,"${body.replaceAll('"', '""')}2011"`);
+    expect(lines.slice(1, -1).map((line) => Number(line.slice(0, line.indexOf(','))))).toEqual(Array.from({ length: 2011 }, (_, i) => i + 1));
     rmSync(out);
   }, 60_000);
 
