@@ -60,6 +60,8 @@ export interface ChunkedTable {
 /** A read snapshot that runs the readers written once for both engines (read-steps.ts). */
 export interface StepSnapshot extends ReadSnapshot {
   read<T>(reads: Reads<T>): Promise<T>;
+  /** Each reader's answer in order; on PostgreSQL their statements go together, a round trip per round, not per statement. */
+  readEach<T>(readers: readonly Reads<T>[]): Promise<T[]>;
 }
 
 export interface OpenRunOptions {

@@ -25,6 +25,7 @@ import { openPgRunStore } from './pg-run-store.ts';
 import { startPgStatement } from './pg-statement-rows.ts';
 import { pruneRawBodiesPg } from './raw-prune.ts';
 import { withPgReadSnapshot, type PgSnapshot } from './read-snapshot.ts';
+import { readEachPg } from './read-each.ts';
 import { STORE_TYPES } from './reader-values.ts';
 import { inPgTransaction } from './transaction.ts';
 import { holdExclusive } from './dataset-lock.ts';
@@ -38,7 +39,8 @@ export function pgDatasetStore(url: string, shownUrl: string): DatasetStore {
     files: [],
     openRun: (options) => openPgRunStore({ ...options, url }),
     withPlanLedger: (fn) => withPgPlanLedger(url, fn),
-    read: (fn, options = {}) => inSnapshot(url, options.statementTimeoutMs, (snapshot) => fn({ ...snapshot, read: (reads) => readPg(snapshot, reads) })),
+    read: (fn, options = {}) =>
+      inSnapshot(url, options.statementTimeoutMs, (snapshot) => fn({ ...snapshot, read: (reads) => readPg(snapshot, reads), readEach: (readers) => readEachPg(snapshot, readers) })),
     userStatement: (options, use) => {
       checkPgReadQuery(options.sql);
       return inSnapshot(url, options.timeoutMs ?? 0, async (snapshot) => usingStatement(await startPgStatement(snapshot, options.sql, [], options), snapshot, use));

@@ -6,8 +6,8 @@ import type pg from 'pg';
 import { prepareValue } from 'pg/lib/utils.js';
 import { sendSynced, type WireStatement } from './pg-synced-batch.ts';
 
-/** A statement and its values, for its placeholders $1, $2... in order. */
-export type BoundStatement = { text: string; values: readonly unknown[] };
+/** A statement and its values, for its placeholders $1, $2... in order; its rows' form and types as WireStatement's. */
+export type BoundStatement = { text: string; values: readonly unknown[] } & Pick<WireStatement, 'rowMode' | 'types'>;
 
 /** What pipelineStatements sends: plain SQL (no values), a statement with its values, or nothing (left out). */
 export type GroupStatement = string | BoundStatement | null;
@@ -100,10 +100,10 @@ function namingOn(client: pg.ClientBase): (s: Exclude<GroupStatement, null>) => 
     const name = statementName(s.text);
     if (prepared[name] === undefined && !fresh.has(name)) {
       count ??= Object.keys(prepared).length;
-      if (count + fresh.size >= PREPARED_DEFAULTS.maxPerConnection) return { text: s.text, values };
+      if (count + fresh.size >= PREPARED_DEFAULTS.maxPerConnection) return { text: s.text, values, rowMode: s.rowMode, types: s.types };
       fresh.add(name);
     }
-    return { name, text: s.text, values };
+    return { name, text: s.text, values, rowMode: s.rowMode, types: s.types };
   };
 }
 

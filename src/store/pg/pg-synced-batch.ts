@@ -11,6 +11,9 @@ export interface WireStatement {
   /** Prepared under this name on the connection (Parse sent once), or unnamed (parsed every time). */
   name?: string;
   values?: ReadonlyArray<string | Buffer | null>;
+  /** Rows as arrays, and this statement's own type parsers (else the batch's): a reader's, as readPg asks for them. */
+  rowMode?: 'array';
+  types?: pg.CustomTypesConfig;
 }
 
 /** The protocol messages node-postgres's Connection sends, as this module uses them. */
@@ -49,7 +52,7 @@ class SyncedBatch extends (pg.Query as unknown as new (config: { text: string })
     private readonly done: (err: Error | null, results: pg.QueryResult[]) => void,
   ) {
     super({ text: 'netingest synced batch' });
-    this.results = statements.map(() => new Result(undefined, types));
+    this.results = statements.map((s) => new Result(s.rowMode, s.types ?? types));
   }
 
   submit(connection: WireConnection): null {

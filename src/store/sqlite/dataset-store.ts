@@ -51,7 +51,11 @@ export function sqliteDatasetStore(file: string): DatasetStore {
     withPlanLedger: async (fn) =>
       existsSync(file) ? reading(file, (database) => withReadSnapshot(database, () => fn(sqlitePlanLedger(database)))) : fn(emptyPlanLedger(null)),
     read: (fn) =>
-      reading(file, (database) => withReadSnapshot(database, (snapshot) => fn({ ...snapshot, read: async (reads) => readSync(snapshot.sqlite, reads) }))),
+      reading(file, (database) =>
+        withReadSnapshot(database, (snapshot) =>
+          fn({ ...snapshot, read: async (reads) => readSync(snapshot.sqlite, reads), readEach: async (readers) => readers.map((reads) => readSync(snapshot.sqlite, reads)) }),
+        ),
+      ),
     userStatement: (options, use) =>
       reading(file, (database) =>
         withReadSnapshot(database, async (snapshot) => {
