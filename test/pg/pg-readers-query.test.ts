@@ -68,17 +68,22 @@ describe.skipIf(!pgClusterUrl)(`query on PostgreSQL${pgClusterUrl ? '' : ` (skip
     }
   });
 
+  /** `export --sql` of `sql` to `file` by a CLI whose heap is `heapMb`: it exports `rows` rows and exits 0; its path. */
+  async function exportWithHeap(sql: string, file: string, heapMb: number, rows: number): Promise<string> {
+    const out = `${ds.data.ws.dir}/${file}`;
+    const ended = await spawnCli(['export', '--sql', sql, '--db', ds.data.url, '--out', out], {
+      cwd: ds.data.ws.dir,
+      env: { NODE_OPTIONS: `--max-old-space-size=${heapMb}` },
+    }).done;
+    expect(ended.stderr).toBe(`netingest: exported ${rows} rows to ${out}\n`);
+    expect(ended.code).toBe(0);
+    return out;
+  }
+
   it('streams a result larger than its heap: 120 MB of rows through a CLI limited to 64 MB', async () => {
     // Each row once raced against a promise pending for the whole statement, which kept every row reachable: a
     // million-row export or `changes` took over 1 GB. Rows held here would exhaust the heap (exit 134).
-    const out = `${ds.data.ws.dir}/large.csv`;
-    const sql = "SELECT i, repeat('x', 1200) AS pad FROM generate_series(1, 100000) AS i";
-    const ended = await spawnCli(['export', '--sql', sql, '--db', ds.data.url, '--out', out], {
-      cwd: ds.data.ws.dir,
-      env: { NODE_OPTIONS: '--max-old-space-size=64' },
-    }).done;
-    expect(ended.stderr).toBe(`netingest: exported 100000 rows to ${out}\n`);
-    expect(ended.code).toBe(0);
+    const out = await exportWithHeap("SELECT i, repeat('x', 1200) AS pad FROM generate_series(1, 100000) AS i", 'large.csv', 64, 100000);
     expect(statSync(out).size).toBeGreaterThan(120_000_000);
     rmSync(out);
   }, 60_000);
@@ -87,15 +92,8 @@ describe.skipIf(!pgClusterUrl)(`query on PostgreSQL${pgClusterUrl ? '' : ` (skip
     // 17 KB of JSON with ~2,700 quotes a row, as a raw body on PostgreSQL is. The CSV quoting once built each field of
     // two string pieces per quote and the cursor fetched 1000 such rows at once: past 64 MB (exit 134), and 10x slower.
     // 2,011 rows: the first fetch, then the narrower ones by width, the last partly filled.
-    const out = `${ds.data.ws.dir}/bodies.csv`;
     const body = `{"content":[${Array.from({ length: 340 }, (_, i) => `{"url":"https://example.com/c/${i}","name":"C ${i}"}`).join(',')}]}`;
-    const sql = `SELECT i, $q$${body}$q$ || i AS body FROM generate_series(1, 2011) AS i`;
-    const ended = await spawnCli(['export', '--sql', sql, '--db', ds.data.url, '--out', out], {
-      cwd: ds.data.ws.dir,
-      env: { NODE_OPTIONS: '--max-old-space-size=48' },
-    }).done;
-    expect(ended.stderr).toBe(`netingest: exported 2011 rows to ${out}\n`);
-    expect(ended.code).toBe(0);
+    const out = await exportWithHeap(`SELECT i, $q$${body}$q$ || i AS body FROM generate_series(1, 2011) AS i`, 'bodies.csv', 48, 2011);
     const lines = readFileSync(out, 'utf8').split('\n');
     expect(lines.length).toBe(2013);
     expect(lines[2011]).toBe(`2011,"${body.replaceAll('"', '""')}2011"`);
