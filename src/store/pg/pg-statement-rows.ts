@@ -92,8 +92,8 @@ function connectionEnd(client: pg.PoolClient): { gone: Promise<void>; race<T>(pr
   const gone = new Promise<void>((resolve) => (onEnd = () => ((ended = true), resolve())));
   connection.once('end', onEnd);
   if (ended) onEnd();
-  // A listener per row, removed once the row is in: Promise.race against one pending promise would leave it a
-  // reaction per row, each holding its row, so a million-row export would keep every row in memory.
+  // A listener per fetch, removed once its rows are in: Promise.race against one pending promise would leave it a
+  // reaction per fetch, each holding its rows, so a million-row export would keep every row in memory.
   const race = <T>(promise: Promise<T>) =>
     new Promise<T>((resolve, reject) => {
       const fail = () => reject(new Error('Connection terminated unexpectedly'));
