@@ -47,9 +47,7 @@ export async function readPg<T>(snapshot: Pick<PgSnapshot, 'client'> | { client:
   const types = await pgValueTypes();
   for (let step = reads.next(); ; ) {
     if (step.done) return step.value;
-    const { text, values, rowMode, types: parsers } = pgStatement(step.value, types);
-    const result = rowMode ? await snapshot.client.query({ text, values, rowMode, types: parsers }) : await snapshot.client.query({ text, values, types: parsers });
-    step = reads.next(result.rows);
+    step = reads.next((await snapshot.client.query(pgStatement(step.value, types))).rows);
   }
 }
 

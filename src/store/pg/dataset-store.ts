@@ -15,7 +15,7 @@ import { apiCallReads } from '../api-calls.ts';
 import { emptyPlanLedger, type PlanLedger, type PlannedTaskState } from '../plan-ledger.ts';
 import { PG_DUE, pgRequestChanged, pgSharedAnswer } from './pg-ledger.ts';
 import { pgValues } from '../../statement.ts';
-import { readPg, rows } from '../read-steps.ts';
+import { pgStatement, readPg, rows, type Reads, type ReadStep } from '../read-steps.ts';
 import { openPgForReading } from '../readers/open-for-reading.ts';
 import { openPgDataset } from '../readers/pg-dataset.ts';
 import { checkPgReadQuery } from '../readers/read-only-sql.ts';
@@ -25,8 +25,8 @@ import { openPgRunStore } from './pg-run-store.ts';
 import { startPgStatement } from './pg-statement-rows.ts';
 import { pruneRawBodiesPg } from './raw-prune.ts';
 import { withPgReadSnapshot, type PgSnapshot } from './read-snapshot.ts';
-import { readEachPg } from './read-each.ts';
-import { STORE_TYPES } from './reader-values.ts';
+import { READER_TYPES, STORE_TYPES } from './reader-values.ts';
+import { pipelineStatements } from './pg-pipeline.ts';
 import { inPgTransaction } from './transaction.ts';
 import { holdExclusive } from './dataset-lock.ts';
 import { redactDatabaseUrl } from './database-url.ts';
@@ -133,6 +133,23 @@ function prune(url: string, options: StorePruneOptions): Promise<StorePruneResul
     const note = `${vacuumed ? ' VACUUM' : ''}; PostgreSQL reuses the freed space for new bodies rather than shrinking its files`;
     return { report, space: { what: 'raw_responses on the server (table, TOAST and indexes)', bytesBefore, bytesAfter, note } };
   });
+}
+
+/**
+ * Each reader's answer in order, the readers run in lockstep in the snapshot: a round sends the next statement of each
+ * not yet done in one round trip, so enrich's chunk of input rows costs its deepest reader's rounds, not a trip a statement.
+ */
+async function readEachPg<T>(snapshot: PgSnapshot, readers: readonly Reads<T>[]): Promise<T[]> {
+  const answers = new Array<T>(readers.length);
+  let going = readers.map((reads, index) => ({ reads, index, step: reads.next() }));
+  for (;;) {
+    for (const r of going) if (r.step.done) answers[r.index] = r.step.value;
+    going = going.filter((r) => !r.step.done);
+    if (going.length === 0) return answers;
+    const statements = going.map((r) => pgStatement(r.step.value as ReadStep, { READER_TYPES, STORE_TYPES }));
+    const results = await pipelineStatements(snapshot.client, statements);
+    going.forEach((r, i) => (r.step = r.reads.next(results[i]!.rows)));
+  }
 }
 
 async function rawResponsesBytes(pool: pg.Pool): Promise<number> {
