@@ -122,12 +122,8 @@ export function settlementsOf(op: OutcomeOp): Settlement[] {
   if (own === null) return [];
   const past = 'pastLast' in op ? op.pastLast : undefined;
   if (past === undefined) return [own];
-  return [own, ...past.taskIds.map((id) => pastLastSettlement(id, past.lastPage, own.at))];
-}
-
-/** A page after the one ending its input's list: not found, without a call. */
-function pastLastSettlement(id: number, lastPage: number, at: string): Settlement {
-  return settlement(id, 'not_found', 0, null, `past the last page (${lastPage})`, null, at);
+  // A page after the one ending its input's list: not found, without a call.
+  return [own, ...past.taskIds.map((id) => settlement(id, 'not_found', 0, null, `past the last page (${past.lastPage})`, null, own.at))];
 }
 
 /** One object shape for every kind: the statements reading settlements see one map, not five (spread objects differ). */
