@@ -1,4 +1,5 @@
 /** Opens the dataset: a connection (connection.ts) with this build's migrations applied (drizzle's migrator). */
+import { existsSync } from 'node:fs';
 import type BetterSqlite3 from 'better-sqlite3';
 import { drizzle } from 'drizzle-orm/better-sqlite3';
 import { migrate } from 'drizzle-orm/better-sqlite3/migrator';
@@ -8,6 +9,7 @@ import { CONNECTION_DEFAULTS, openConnection, toDatabaseError, type Connection, 
 import { runWwwUpgrade, wwwUpgradeDue } from './upgrades/www-canonical-urls.ts';
 import { schemaUpgraded } from '../schema-upgrade-notice.ts';
 import { networkHost } from '../urls/canonical.ts';
+import { UsageError } from '../errors.ts';
 
 export { toDatabaseError, toDatabaseUseError, type Connection } from './connection.ts';
 
@@ -41,6 +43,12 @@ export function openDatabase(file: string, options: OpenDatabaseOptions = {}): D
     throw new DatabaseNeedsMigrationError(file, true, err instanceof Error ? err.message : String(err));
   }
   return openOnce(file, opts);
+}
+
+/** A read-only connection (`query_only` on); a file of an older netingest is upgraded first, nothing else written. */
+export function openForReading(file: string): Database {
+  if (!existsSync(file)) throw new UsageError(`no database at ${file}: nothing has run yet (see --db)`, 'DB_NOT_FOUND');
+  return openDatabase(file, { readonly: true, upgradeOlderSchema: true });
 }
 
 function openOnce(file: string, opts: Required<OpenDatabaseOptions>): Database {

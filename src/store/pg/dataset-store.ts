@@ -16,7 +16,6 @@ import { emptyPlanLedger, type PlanLedger, type PlannedTaskState } from '../plan
 import { PG_DUE, pgRequestChanged, pgSharedAnswer } from './pg-ledger.ts';
 import { pgValues } from '../../statement.ts';
 import { pgStatement, readPg, rows, type Reads, type ReadStep } from '../read-steps.ts';
-import { openPgForReading } from '../readers/open-for-reading.ts';
 import { openPgDataset } from '../readers/pg-dataset.ts';
 import { checkPgReadQuery } from '../readers/read-only-sql.ts';
 import { pgTableRowsSql } from '../readers/table-rows.ts';
@@ -30,7 +29,7 @@ import { pipelineStatements } from './pg-pipeline.ts';
 import { inPgTransaction } from './transaction.ts';
 import { holdExclusive } from './dataset-lock.ts';
 import { redactDatabaseUrl } from './database-url.ts';
-import { openPgStore, pgReadOnlyError, usingPgStore, type PgStore } from './open.ts';
+import { openPgForReading, openPgStore, pgReadOnlyError, usingPgStore, type PgStore } from './open.ts';
 
 /** The store of the database at `url`; `shownUrl` is the URL as it may be printed (password hidden). */
 export function pgDatasetStore(url: string, shownUrl: string): DatasetStore {

@@ -143,6 +143,11 @@ export async function openPgStore(url: string, options: PgStoreOptions = {}): Pr
   };
 }
 
+/** The dataset for reading: no migration (a read-only role may open it); two connections, the snapshot's and one to cancel its statement. */
+export function openPgForReading(url: string): Promise<PgStore> {
+  return openPgStore(url, { readOnly: true, maxConnections: 2 });
+}
+
 async function migrateLocked(client: pg.PoolClient, shownUrl: string): Promise<void> {
   await refuseNonUtf8(client, shownUrl);
   // Up to date, as nearly every open finds it: no lock, no migrator (9 round trips). A migrator applies all it applies

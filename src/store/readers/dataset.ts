@@ -6,7 +6,7 @@ import { UsageError } from '../../errors.ts';
 import { locateDataset } from '../locator.ts';
 import { openStore } from '../open-store.ts';
 import { BadQueryError } from './query-errors.ts';
-import { openForReading } from './open-for-reading.ts';
+import { openForReading } from '../open.ts';
 import { asQueryError, prepareUserSql } from './read-only-sql.ts';
 import { withReadSnapshot } from '../read-snapshot.ts';
 

@@ -7,7 +7,7 @@ import { UsageError } from '../../errors.ts';
 import { withPgReadSnapshot } from '../pg/read-snapshot.ts';
 import { STORE_TYPES } from '../pg/reader-values.ts';
 import type { PgDataset } from './dataset.ts';
-import { openPgForReading } from './open-for-reading.ts';
+import { openPgForReading } from '../pg/open.ts';
 import { BadQueryError, WriteRefusedError } from './query-errors.ts';
 import { asPgQueryError, checkPgReadQuery } from './read-only-sql.ts';
 

@@ -5,7 +5,7 @@
 import { existsSync, statSync } from 'node:fs';
 import { UsageError } from '../../errors.ts';
 import { usingStatement, WRITE_META_SQL, type DatasetStore, type StorePruneOptions, type StorePruneResult } from '../dataset-store.ts';
-import { openDatabase, toDatabaseUseError, type Database } from '../open.ts';
+import { openDatabase, openForReading, toDatabaseUseError, type Database } from '../open.ts';
 import { emptyPlanLedger, type PlanLedger, type PlannedTask, type PlanRule } from '../plan-ledger.ts';
 import { createLedger, type Ledger } from '../ledger.ts';
 import { apiCallReads } from '../api-calls.ts';
@@ -21,7 +21,6 @@ import {
 } from '../reprocess-store.ts';
 import { openSqliteRunStore } from '../sqlite-run-store.ts';
 import { openSqliteDataset } from '../readers/dataset.ts';
-import { openForReading } from '../readers/open-for-reading.ts';
 import { asQueryError, prepareReadQuery } from '../readers/read-only-sql.ts';
 import { rowCount, rowidBounds, tableRows } from '../readers/table-rows.ts';
 import { statementRows } from './statement-rows.ts';
