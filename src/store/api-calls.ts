@@ -1,6 +1,7 @@
 import { medianStep, reportedBalance, roundCredits } from '../credits/credit-meter.ts';
 import type { Connection } from './connection.ts';
-import { rows } from './read-steps.ts';
+import { rows, type Reads } from './read-steps.ts';
+import type { Awaitable } from './run-store.ts';
 import { sql, param } from '../statement.ts';
 
 // apiCallReads' statements, the same SQL on both engines.
@@ -68,3 +69,12 @@ export const apiCallReads = {
     return { ...row, balance: roundCredits(balance) };
   },
 };
+
+/** What the api_calls log tells a run (RunStore.calls), each read answered by `read`: at once on SQLite, awaited on PostgreSQL. */
+export const callHistory = (read: <T>(reads: Reads<T>) => Awaitable<T>) => ({
+  learnedCost: (operation: string) => read(apiCallReads.learnedCost(operation)),
+  lastCounters: () => read(apiCallReads.lastCounters()),
+  ofRun: (runId: number) => read(apiCallReads.ofRun(runId)),
+});
+
+export type CallHistory = ReturnType<typeof callHistory>;

@@ -8,6 +8,7 @@ import type { CreditHistory } from '../credits/credit-meter.ts';
 import type { CreditGuard, CreditLimits } from '../credits/credit-guard.ts';
 import type { AnswerAnomalyKind } from './tables.ts';
 import type { AnswerDriftRow } from './answer-drift.ts';
+import type { CallHistory } from './api-calls.ts';
 import type { Ledger, RunnableFilter, TaskRow } from './ledger.ts';
 import type { LockLostError } from './run-lock.ts';
 import type { RunEnd } from './runs.ts';
@@ -54,13 +55,6 @@ export interface RunRecords {
   start(jobs: string[], at: string, pid: number, host: string, sharedRunKey?: string, refresh?: boolean): Awaitable<StartedRun>;
   /** Writes the run's end; on SQLite only while the run holds its lock (LockLostError otherwise). */
   end(runId: number, fields: RunEnd): Awaitable<void>;
-}
-
-/** What the api_calls log tells a run (store/api-calls.ts). */
-export interface CallHistory {
-  learnedCost(operation: string): Awaitable<number | null>;
-  lastCounters(): Awaitable<{ totalCredits: number; creditsUsed: number; creditsRemaining: number; at: string; balance: number } | undefined>;
-  ofRun(runId: number): Awaitable<{ calls: number; firstId: number | null; lastAt: string | null }>;
 }
 
 /**

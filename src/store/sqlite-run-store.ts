@@ -4,7 +4,7 @@ import { RateGate } from '../rate/rate-gate.ts';
 import { ResultWriter } from './result-writer.ts';
 import { anomalyCountsReads } from './answer-anomalies.ts';
 import { saveAnswerDrift } from './answer-drift.ts';
-import { apiCallReads } from './api-calls.ts';
+import { callHistory } from './api-calls.ts';
 import { createLedger, type Ledger, type RunnableFilter, type TaskRow } from './ledger.ts';
 import { openDatabase, toDatabaseUseError } from './open.ts';
 import { pruneRawBodies } from './raw-prune.ts';
@@ -30,11 +30,7 @@ export function openSqliteRunStore(file: string, leaseMs: number | undefined): R
         },
         end: (runId, fields) => lock.whileHeld(() => runs.end(runId, fields)),
       },
-      calls: {
-        learnedCost: (op) => readSync(database.sqlite, apiCallReads.learnedCost(op)),
-        lastCounters: () => readSync(database.sqlite, apiCallReads.lastCounters()),
-        ofRun: (runId) => readSync(database.sqlite, apiCallReads.ofRun(runId)),
-      },
+      calls: callHistory((reads) => readSync(database.sqlite, reads)),
       hold: lock,
       dueTasks: (filter) => pagedDueTasks(ledger, filter),
       // Its lock is checked in every commit: a run whose lock was taken over stores nothing.

@@ -4,7 +4,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type pg from 'pg';
-import { apiCallReads } from '../api-calls.ts';
+import { callHistory } from '../api-calls.ts';
 import { anomalyCountsReads } from '../answer-anomalies.ts';
 import { driftParams, SAVE_DRIFT_SQL } from '../answer-drift.ts';
 import { readPg } from '../read-steps.ts';
@@ -69,11 +69,7 @@ export async function openPgRunStore(options: OpenRunOptions & { url: string }):
       },
       end: async (id, fields) => void (await pool.query(END_RUN_SQL.postgres, pgValues(END_RUN_SQL, endRunParams(id, fields)))),
     },
-    calls: {
-      learnedCost: (operation) => readPg({ client: pool }, apiCallReads.learnedCost(operation)),
-      lastCounters: () => readPg({ client: pool }, apiCallReads.lastCounters()),
-      ofRun: (runId) => readPg({ client: pool }, apiCallReads.ofRun(runId)),
-    },
+    calls: callHistory((reads) => readPg({ client: pool }, reads)),
     hold,
     now,
     dueTasks: (filter, signal) => claimedDueTasks(pool, filter, { leaseMs: options.leaseMs ?? TASK_CLAIM_DEFAULTS.leaseMs, startedAt }, hold, signal),
