@@ -24,14 +24,15 @@ export class DatabaseError extends NetingestError {
   }
 }
 
-/** The file was written by a newer netingest: it has migrations this build does not know. */
+/** The file was written by a newer netingest: it has migrations this build does not know (`createdAt`: ms since the epoch). */
 export class DatabaseTooNewError extends DatabaseError {
-  constructor(file: string, unknownMigrations: readonly string[]) {
+  constructor(file: string, unknownMigrations: ReadonlyArray<{ hash: string; createdAt: number }>) {
+    const named = unknownMigrations.map((m) => `${new Date(m.createdAt).toISOString()} (${m.hash.slice(0, 12)})`);
     super(
       'DB_TOO_NEW',
       file,
       `database ${file} was created or upgraded by a newer version of netingest ` +
-        `(unknown migrations: ${unknownMigrations.join(', ')}); upgrade netingest to use it`,
+        `(unknown migrations: ${named.join(', ')}); upgrade netingest to use it`,
     );
   }
 }

@@ -74,12 +74,7 @@ function prepareSchema(sqlite: BetterSqlite3.Database, path: string, opts: Requi
         'choose another --db file',
     );
   }
-  if (state.unknown.length > 0) {
-    throw new DatabaseTooNewError(
-      path,
-      state.unknown.map((m) => `${new Date(m.createdAt).toISOString()} (${m.hash.slice(0, 12)})`),
-    );
-  }
+  if (state.unknown.length > 0) throw new DatabaseTooNewError(path, state.unknown);
   if (state.pending.length > 0) {
     if (opts.readonly) throw new DatabaseNeedsMigrationError(path, state.tracked);
     // A dataset an older release made (not a new file): that release refuses it from now on, which the command says.

@@ -69,6 +69,18 @@ describe('openDatabase', () => {
     }
   });
 
+  it('refuses a file a newer netingest migrated with DB_TOO_NEW, naming the migrations it does not know', () => {
+    const file = join(dir, 'newer.db');
+    open(file).close();
+    const raw = new BetterSqlite3(file);
+    raw.prepare(`INSERT INTO __drizzle_migrations (hash, created_at) VALUES ('abcdef0123456789abcdef', 4102444800000)`).run();
+    raw.close();
+    const err = openError(file);
+    expect(err.code).toBe('DB_TOO_NEW');
+    expect(err.message).toBe(`database ${file} was created or upgraded by a newer version of netingest (unknown migrations: ` +
+      '2100-01-01T00:00:00.000Z (abcdef012345)); upgrade netingest to use it');
+  });
+
   it('refuses a file that is not a SQLite database with DB_CORRUPT', () => {
     const file = join(dir, 'notes.db');
     writeFileSync(file, 'company_url\nhttps://network.com/company/acme\n'.repeat(200));

@@ -223,13 +223,8 @@ async function checkSchemaState(client: pg.PoolClient, shownUrl: string): Promis
   const applied = await client.query<{ hash: string; created_at: string }>(
     `SELECT hash, created_at FROM "${PG_SCHEMA}"."${DRIZZLE_MIGRATIONS_TABLE}" ORDER BY created_at`,
   );
-  const unknown = applied.rows.filter((r) => !known.has(r.hash));
-  if (unknown.length > 0) {
-    throw new DatabaseTooNewError(
-      shownUrl,
-      unknown.map((m) => `${new Date(Number(m.created_at)).toISOString()} (${m.hash.slice(0, 12)})`),
-    );
-  }
+  const unknown = applied.rows.filter((r) => !known.has(r.hash)).map((r) => ({ hash: r.hash, createdAt: Number(r.created_at) }));
+  if (unknown.length > 0) throw new DatabaseTooNewError(shownUrl, unknown);
   return known.size - new Set(applied.rows.map((r) => r.hash)).size; // each applied one counted once: all are known
 }
 
