@@ -140,7 +140,7 @@ export function prepareOutcomeWrite(database: Connection, runId: number): (op: O
   return (op: OutcomeOp): void => {
     // A paid body is archived first: the answer's anomalies name its row.
     const rawResponseId = op.kind === 'success' || op.kind === 'rejected' ? saveRaw(rawInputOf(op, runId)) : 0;
-    if (op.kind === 'success') store({ rawResponseId, runId, taskId: op.taskId, operation: op.operation, requestKey: op.requestKey, request: op.request, answer: op.answer, setAside: op.setAside, endsList: op.endsList, at: op.at });
+    if (op.kind === 'success') store(storedAnswerOf(op, runId, rawResponseId));
     if (op.kind === 'not_found' && op.request) storeListEnd(database, { request: op.request, runId, taskId: op.taskId, at: op.at });
     if ('call' in op) saveCall(op.call);
     for (const settled of settlementsOf(op)) ledger.settle(settled, runId);
@@ -150,4 +150,9 @@ export function prepareOutcomeWrite(database: Connection, runId: number): (op: O
 /** A paid outcome's body as raw_responses archives it (a rejected one with its error code), on either engine. */
 export function rawInputOf(op: Extract<OutcomeOp, { kind: 'success' | 'rejected' }>, runId: number): RawResponseInput {
   return { operation: op.operation, requestKey: op.requestKey, request: op.request, body: op.body, receivedAt: op.at, runId, taskId: op.taskId, errorCode: op.kind === 'rejected' ? op.code : null };
+}
+
+/** A 200's answer as the store takes it, filed under its raw_responses row, on either engine. */
+export function storedAnswerOf(op: Extract<OutcomeOp, { kind: 'success' }>, runId: number, rawResponseId: number): StoredAnswer {
+  return { rawResponseId, runId, taskId: op.taskId, operation: op.operation, requestKey: op.requestKey, request: op.request, answer: op.answer, setAside: op.setAside, endsList: op.endsList, at: op.at };
 }

@@ -6,7 +6,7 @@ import type pg from 'pg';
 import { CALL_HEAD, callValues } from '../api-calls.ts';
 import { RAW_HEAD, rawValues } from '../raw-archive.ts';
 import { pgBodyText } from '../raw-body.ts';
-import { listEndWrites, rawInputOf, settlementsOf, type OutcomeOp, type Settlement } from '../outcome-ops.ts';
+import { listEndWrites, rawInputOf, settlementsOf, storedAnswerOf, type OutcomeOp, type Settlement } from '../outcome-ops.ts';
 import type { ListPage, RowWrite } from '../../operations/stored-rows.ts';
 import { listPageOf } from '../ingest/tables.ts';
 import { createPgAnswerStore, firstPass, type FirstPass } from './pg-answer-store.ts';
@@ -64,7 +64,7 @@ function startGroup(runId: number, answers: ReturnType<typeof createPgAnswerStor
     const anomalies: Anomaly[] = [];
     for (const [i, op] of group.paid.entries()) {
       if (op.kind !== 'success') continue;
-      const found = (await answers.collect(client, batch, storedInput(runId, op), history, group.firsts[i] ?? undefined)).anomalies;
+      const found = (await answers.collect(client, batch, storedAnswerOf(op, runId, 0), history, group.firsts[i] ?? undefined)).anomalies;
       anomalies.push(...found.map(([, ...row]) => ({ n: i + 1, taskId: op.taskId, row })));
     }
     return { written: reportedLater(pipelineStatements(client, rowStatements(runId, group, batch, anomalies), STORE_TYPES)) };
@@ -171,10 +171,6 @@ function rowStatements(runId: number, group: PlannedGroup, batch: PgRowBatch, an
 
 /** An answer's anomaly row, by its body's place in the group's INSERT. */
 type Anomaly = { n: number; taskId: number; row: unknown[] };
-
-const storedInput = (runId: number, op: Extract<PaidOp, { kind: 'success' }>) => ({
-  rawResponseId: 0, runId, taskId: op.taskId, operation: op.operation, requestKey: op.requestKey, request: op.request, answer: op.answer, setAside: op.setAside, endsList: op.endsList, at: op.at,
-});
 
 /** The history's statements for what `history` recorded: changes withdrawn, then those added. */
 function historyStatements(history: ChangeRecorder): BoundStatement[] {
