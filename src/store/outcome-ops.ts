@@ -5,7 +5,7 @@ import { recordAnswerAnomalies, setAsideAnomalies, type AnomalySource } from './
 import { createIngestor, type IngestResult } from './ingest/index.ts';
 import { listPageOf } from './ingest/tables.ts';
 import { storeChanges, type AnswerWrites } from './history/record-changes.ts';
-import { readSync } from './read-steps.ts';
+import { readSync, type Reads } from './read-steps.ts';
 import { saveRawResponse, type RawResponseInput } from './raw-archive.ts';
 import { saveApiCall, type ApiCallRow } from './api-calls.ts';
 import { createLedger } from './ledger.ts';
@@ -50,10 +50,10 @@ export function listEndWrites({ request, runId, taskId, at }: ListEnd): AnswerWr
   return list ? { writes: [], runId, taskId, at, endsList: true, list } : null;
 }
 
-/** Records what a 404 ending a paged list removes, in the caller's transaction (SQLite). */
-export function storeListEnd(database: Connection, end: ListEnd): void {
+/** Records what a 404 ending a paged list removes (it writes no row), in the caller's transaction; reprocess replays it. */
+export function* storeListEnd(end: ListEnd): Reads<void> {
   const answer = listEndWrites(end);
-  if (answer) readSync(database.sqlite, storeChanges(answer));
+  if (answer) yield* storeChanges(answer);
 }
 
 /** A paid 200 as it travels to the writer: the task, the request it answered and the body as received. */
@@ -141,7 +141,7 @@ export function prepareOutcomeWrite(database: Connection, runId: number): (op: O
     // A paid body is archived first: the answer's anomalies name its row.
     const rawResponseId = op.kind === 'success' || op.kind === 'rejected' ? saveRaw(rawInputOf(op, runId)) : 0;
     if (op.kind === 'success') store(storedAnswerOf(op, runId, rawResponseId));
-    if (op.kind === 'not_found' && op.request) storeListEnd(database, { request: op.request, runId, taskId: op.taskId, at: op.at });
+    if (op.kind === 'not_found' && op.request) readSync(database.sqlite, storeListEnd({ request: op.request, runId, taskId: op.taskId, at: op.at }));
     if ('call' in op) saveCall(op.call);
     for (const settled of settlementsOf(op)) ledger.settle(settled, runId);
   };

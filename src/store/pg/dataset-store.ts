@@ -16,6 +16,7 @@ import { emptyPlanLedger, type PlanLedger, type PlannedTaskState } from '../plan
 import { PG_DUE, pgRequestChanged, pgSharedAnswer } from './pg-ledger.ts';
 import { pgValues } from '../../statement.ts';
 import { pgStatement, readPg, rows, type Reads, type ReadStep } from '../read-steps.ts';
+import { storeListEnd } from '../outcome-ops.ts';
 import { openPgDataset } from '../readers/pg-dataset.ts';
 import { checkPgReadQuery } from '../readers/read-only-sql.ts';
 import { pgTableRowsSql } from '../readers/table-rows.ts';
@@ -102,7 +103,7 @@ function pgReprocessStore(client: pg.PoolClient): ReprocessStore {
     // Times as ISO text with milliseconds and ids as numbers (STORE_TYPES), as the replay reads them on SQLite.
     archivePage: async (afterId, limit) => (await client.query<ArchivedBody>({ text: ARCHIVE_PAGE_SQL.postgres, values: [afterId, limit], types: STORE_TYPES })).rows,
     listEndsPage: async (afterId, limit) => (await client.query<ArchivedListEnd>({ text: LIST_ENDS_PAGE_SQL.postgres, values: [afterId, limit], types: STORE_TYPES })).rows,
-    storeListEnd: (end) => answers.storeListEnd(client, end),
+    storeListEnd: (end) => readPg({ client }, storeListEnd(end)),
     savepoint: async () => void (await run('SAVEPOINT reprocess_body')),
     releaseSavepoint: async () => void (await run('RELEASE SAVEPOINT reprocess_body')),
     async rollbackToSavepoint() {

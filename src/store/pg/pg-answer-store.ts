@@ -7,12 +7,12 @@ import { rowCount, type ListPage, type Row, type RowContext, type RowWrite, type
 import type { SqlValue } from '../../operations/stored-values.ts';
 import { networkHost } from '../../urls/canonical.ts';
 import { ANOMALY_HEAD, anomalyRow, setAsideAnomalies } from '../answer-anomalies.ts';
-import { listEndWrites, type ListEnd, type StoredAnswer } from '../outcome-ops.ts';
+import type { StoredAnswer } from '../outcome-ops.ts';
 import { readPostDate, type DayOrder } from '../ingest/post-date.ts';
 import { answerRows, listPageOf } from '../ingest/tables.ts';
 import { learnInTurn, postedOnOf, provenOrders } from '../ingest/post-date-order.ts';
 import { IDENTIFIER, PgRowBatch } from './pg-row-batch.ts';
-import { ChangeRecorder, storeChanges, writeChanges } from '../history/record-changes.ts';
+import { ChangeRecorder, writeChanges } from '../history/record-changes.ts';
 import { readPg } from '../read-steps.ts';
 import { pipelineStatements, valuesStatements } from './pg-pipeline.ts';
 
@@ -70,13 +70,7 @@ export function createPgAnswerStore() {
     return stored;
   }
 
-  /** Records what a 404 ending a paged list removes (it writes no row): reprocess's replay of it. */
-  async function storeListEnd(client: pg.ClientBase, end: ListEnd): Promise<void> {
-    const answer = listEndWrites(end);
-    if (answer !== null) await readPg({ client }, storeChanges(answer));
-  }
-
-  return { collect, store, storeListEnd };
+  return { collect, store };
 }
 
 /** spec.rows() run with no stored value known: its rows, and the stored values it asked for (none: they are final). */

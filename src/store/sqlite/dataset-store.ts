@@ -167,7 +167,7 @@ export async function inSqliteReprocessTransaction<T>(database: Database, replay
     clearKeptBodiesAnomalies: () => void clearAnomalies.run(),
     archivePage: (afterId, limit) => page.all(afterId, limit) as ArchivedBody[],
     listEndsPage: (afterId, limit) => listEnds.all(afterId, limit) as ArchivedListEnd[],
-    storeListEnd: (end) => storeListEnd(database, end),
+    storeListEnd: (end) => readSync(sqlite, storeListEnd(end)),
     savepoint: () => void sqlite.exec('SAVEPOINT reprocess_body'),
     releaseSavepoint: () => void sqlite.exec('RELEASE reprocess_body'),
     rollbackToSavepoint: () => void sqlite.exec('ROLLBACK TO reprocess_body; RELEASE reprocess_body'),
