@@ -6,6 +6,7 @@ import type { Operation } from '../spec/types.ts';
 import type { Connection } from './connection.ts';
 import { requestKeyOf, type AnySubject } from '../operations/index.ts';
 import { encodeRawBody } from './raw-body.ts';
+import { param, sql } from '../statement.ts';
 
 export interface RawResponseInput {
   operation: Operation;
@@ -37,8 +38,5 @@ export function saveRawResponse(database: Connection): (input: RawResponseInput)
   return (input) => Number(insert.run(...rawValues(input, encodeRawBody(input.body))).lastInsertRowid);
 }
 
-/** Prepares the update once; the returned function marks an archived body as an answer (it validated on replay). */
-export function acceptRawResponse(database: Connection): (id: number) => void {
-  const update = database.sqlite.prepare(`UPDATE raw_responses SET error_code = NULL WHERE id = ?`);
-  return (id) => void update.run(id);
-}
+/** Marks an archived body as an answer (it validated on replay), on both engines. */
+export const ACCEPT_RAW_SQL = sql`UPDATE raw_responses SET error_code = NULL WHERE id = ${param}`;

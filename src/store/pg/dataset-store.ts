@@ -17,6 +17,7 @@ import { PG_DUE, pgRequestChanged, pgSharedAnswer } from './pg-ledger.ts';
 import { pgValues } from '../../statement.ts';
 import { pgStatement, readPg, rows, type Reads, type ReadStep } from '../read-steps.ts';
 import { storeListEnd } from '../outcome-ops.ts';
+import { ACCEPT_RAW_SQL } from '../raw-archive.ts';
 import { openPgDataset } from '../readers/pg-dataset.ts';
 import { checkPgReadQuery } from '../readers/read-only-sql.ts';
 import { pgTableRowsSql } from '../readers/table-rows.ts';
@@ -111,7 +112,7 @@ function pgReprocessStore(client: pg.PoolClient): ReprocessStore {
       await run('RELEASE SAVEPOINT reprocess_body');
     },
     storeAnswer: async (input) => (await answers.store(client, input)).rows,
-    acceptBody: async (rawId) => void (await run('UPDATE raw_responses SET error_code = NULL WHERE id = $1', [rawId])),
+    acceptBody: async (rawId) => void (await run(ACCEPT_RAW_SQL.postgres, [rawId])),
     markRecovered: async (id, rawId, code, receivedAt, at) =>
       (await run(LEDGER_SQL.markRecovered.postgres, pgValues(LEDGER_SQL.markRecovered, { id, rawId, code, receivedAt, at }))) > 0,
   };

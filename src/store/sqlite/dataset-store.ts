@@ -15,7 +15,7 @@ import { readSync, rows } from '../read-steps.ts';
 import { acquireRunLock } from '../run-lock.ts';
 import { prepareAnswerStore, storeListEnd } from '../outcome-ops.ts';
 import { clearNormalizedTables } from '../ingest/index.ts';
-import { acceptRawResponse } from '../raw-archive.ts';
+import { ACCEPT_RAW_SQL } from '../raw-archive.ts';
 import {
   ARCHIVE_PAGE_SQL, CLEAR_KEPT_ANOMALIES_SQL, LIST_ENDS_PAGE_SQL, WERE_PRUNED_SQL, type ArchivedBody, type ArchivedListEnd, type ReprocessStore,
 } from '../reprocess-store.ts';
@@ -161,6 +161,7 @@ export async function inSqliteReprocessTransaction<T>(database: Database, replay
   const page = sqlite.prepare(ARCHIVE_PAGE_SQL.sqlite);
   const clearAnomalies = sqlite.prepare(CLEAR_KEPT_ANOMALIES_SQL);
   const listEnds = sqlite.prepare(LIST_ENDS_PAGE_SQL.sqlite);
+  const accept = sqlite.prepare(ACCEPT_RAW_SQL.sqlite);
   const store: ReprocessStore = {
     bodiesWerePruned: () => sqlite.prepare(WERE_PRUNED_SQL).get() !== undefined,
     clearNormalizedTables: () => clearNormalizedTables(database),
@@ -172,7 +173,7 @@ export async function inSqliteReprocessTransaction<T>(database: Database, replay
     releaseSavepoint: () => void sqlite.exec('RELEASE reprocess_body'),
     rollbackToSavepoint: () => void sqlite.exec('ROLLBACK TO reprocess_body; RELEASE reprocess_body'),
     storeAnswer: (input) => storeAnswer(input).rows,
-    acceptBody: acceptRawResponse(database),
+    acceptBody: (rawId) => void accept.run(rawId),
     markRecovered: (taskId, rawId, code, receivedAt, at) => ledger.markRecovered(taskId, rawId, code, receivedAt, at),
   };
   sqlite.exec('BEGIN');
