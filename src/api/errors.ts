@@ -198,14 +198,9 @@ export class UnsupportedEncodingError extends ApiError {
   }
 }
 
-/** True for every error raised by the API client on purpose. */
-export function isApiError(err: unknown): err is ApiError {
-  return err instanceof ApiError;
-}
-
 /** How an outage's failure reads in the run's stop message; which kinds count is error-policy.ts's table. */
 export function outageSymptom(err: unknown): string {
-  if (!isApiError(err)) return err instanceof Error ? err.message : String(err);
+  if (!(err instanceof ApiError)) return err instanceof Error ? err.message : String(err);
   switch (err.kind) {
     case 'NETWORK':
       return `the API is unreachable: ${err.what}`;

@@ -1,5 +1,5 @@
 /** The run's breakers: each stops the run after too many tasks in a row end the same bad way, the rest deferred. */
-import { ApiSchemaError, isApiError, outageSymptom, type ApiError } from '../api/errors.ts';
+import { ApiError, ApiSchemaError, outageSymptom } from '../api/errors.ts';
 import { roundCredits } from '../credits/credit-meter.ts';
 import { NetingestError } from '../errors.ts';
 import type { Operation } from '../spec/types.ts';
@@ -67,8 +67,8 @@ export class UnusableAnswerBreaker extends Breaker {
     this.rows.set(operation, row);
     if (row.count < this.threshold || this.stop.reason) return;
     const issue = row.first instanceof ApiSchemaError ? row.first.issues[0] : undefined;
-    const first = issue ? `${issue.path}: ${issue.message}` : isApiError(row.first) ? row.first.what : row.first.message;
-    const how = isApiError(row.first) ? 'could not be read' : 'were refused by the database';
+    const first = issue ? `${issue.path}: ${issue.message}` : row.first instanceof ApiError ? row.first.what : row.first.message;
+    const how = row.first instanceof ApiError ? 'could not be read' : 'were refused by the database';
     this.stop.stop('unusable', new UnusableAnswersError(operation, row.count, row.credits, first, how, { cause: row.first }));
   }
 }

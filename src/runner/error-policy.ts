@@ -1,5 +1,5 @@
 /** The one table of what the runner does about a failed call, by error kind; the error classes only carry facts. */
-import { isApiError, type ApiErrorKind } from '../api/errors.ts';
+import { ApiError, type ApiErrorKind } from '../api/errors.ts';
 import { NetingestError } from '../errors.ts';
 import type { StopReason } from './run-stop.ts';
 import type { RetrySettings } from './task-executor.ts';
@@ -92,7 +92,7 @@ export class StoreRefusedError extends NetingestError {
 
 /** The code a thrown value is recorded and decided under. */
 export function errorCodeOf(err: unknown): ErrorCode {
-  if (isApiError(err)) return err.kind;
+  if (err instanceof ApiError) return err.kind;
   if (err instanceof StoreRefusedError) return 'STORE_REFUSED';
   return err instanceof CallBoundError ? 'CALL_BOUND' : 'INTERNAL';
 }

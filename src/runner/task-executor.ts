@@ -1,6 +1,6 @@
 import pRetry, { AbortError, type Options } from 'p-retry';
 import type { ApiClient, ApiResult } from '../api/types.ts';
-import { ApiSchemaError, DEFAULT_RETRY_AFTER_MS, isApiError, keptBodyOf, ThrottledError, type ApiError } from '../api/errors.ts';
+import { ApiError, ApiSchemaError, DEFAULT_RETRY_AFTER_MS, keptBodyOf, ThrottledError } from '../api/errors.ts';
 import type { JobCommon } from '../jobs/job-common.ts';
 import type { AnySubject } from '../operations/index.ts';
 import type { OperationSpec } from '../operations/operation-spec.ts';
@@ -132,13 +132,13 @@ async function beforeSending(ctx: ExecutorContext, tally: TaskTally, inputKey: s
 
 /** Records why a task got no answer; a stop (credits, signal, auth...) leaves it pending for the next run. */
 async function failure(task: ExecutableTask, ctx: ExecutorContext, err: unknown, calls: number): Promise<TaskOutcome> {
-  if (err instanceof LeftPending || (ctx.stop.signal.aborted && !isApiError(err))) return { kind: 'stopped' };
+  if (err instanceof LeftPending || (ctx.stop.signal.aborted && !(err instanceof ApiError))) return { kind: 'stopped' };
   const code = errorCodeOf(err);
   const policy = ERROR_POLICY[code];
   if (policy.stopsRun) return { kind: 'stopped' };
   const message = err instanceof Error ? err.message : String(err);
   const retryable = policy.fails === 'retryable';
-  const kept = policy.fails === 'reprocess' && isApiError(err) ? keptBodyOf(err) : null;
+  const kept = policy.fails === 'reprocess' && err instanceof ApiError ? keptBodyOf(err) : null;
   // Paid for: the body is kept so that reprocess can recover it (after a schema fix; one over the size limit
   // as it is), without paying again.
   if (kept !== null) await ctx.writer.rejected(task, task.ingest, task.requestKey, { call: (err as ApiError).call, code, message, ...kept }, calls);
@@ -156,7 +156,7 @@ class LeftPending extends Error {
 /** A failed attempt's charge: a wrong-shape body's counters; 'unread' for other failures after a 200 (likely billed); null without a 200. */
 function chargeOfFailure(err: unknown): Charge {
   if (err instanceof ApiSchemaError && err.credits) return err.credits;
-  return isApiError(err) && err.paid ? 'unread' : null;
+  return err instanceof ApiError && err.paid ? 'unread' : null;
 }
 
 /** What one task has used of its budgets in this run (p-retry counts the retries it consumes). */
@@ -190,7 +190,7 @@ export function retryHooks(task: ExecutableTask, ctx: ExecutorContext, tally: Ta
 /** onFailedAttempt: records the attempt, then pauses everything or stops the run as the policy says. */
 function afterFailedAttempt(task: ExecutableTask, ctx: ExecutorContext, tally: TaskTally, err: Error): void {
   const policy = policyOf(err);
-  if (isApiError(err)) {
+  if (err instanceof ApiError) {
     // A body kept for reprocess has its api_calls row written with it and the task's failure, in one transaction (failure()).
     if (policy.fails !== 'reprocess' || keptBodyOf(err) === null) void ctx.writer.attemptFailed(task, err);
     ctx.onAttemptError?.(err);
@@ -224,6 +224,6 @@ function withinBudget(retry: RetrySettings, tally: TaskTally, err: Error, retrie
   const policy = policyOf(err);
   if (!policy.retry) return false;
   if (policy.consumesRetry && retriesConsumed >= retry.retries) return false;
-  if (policy.paidRetries && isApiError(err) && err.paid && ++tally.paidRetries > retry.paidRetries) return false;
+  if (policy.paidRetries && err instanceof ApiError && err.paid && ++tally.paidRetries > retry.paidRetries) return false;
   return true;
 }

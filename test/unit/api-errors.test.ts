@@ -6,11 +6,11 @@ import { inspect } from 'node:util';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createTypedClient, type TypedClient } from '../support/typed-client.ts';
 import {
+  ApiError,
   ApiSchemaError,
   AuthError,
   CreditsExhaustedError,
   InvalidJsonError,
-  isApiError,
   NetworkError,
   RequestRejectedError,
   ResponseTooLargeError,
@@ -19,7 +19,6 @@ import {
   TimeoutError,
   TlsError,
   UnexpectedResponseError,
-  type ApiError,
 } from '../../src/api/errors.ts';
 import { errorAction } from './error-verb.ts';
 import { EMPTY_JOBS_PAGE } from './api-fixtures.ts';
@@ -88,7 +87,7 @@ async function failure(promise: Promise<unknown>): Promise<ApiError> {
   } catch (err) {
     caught = err;
   }
-  if (!isApiError(caught)) throw new Error(`expected an ApiError, got ${inspect(caught)}`);
+  if (!(caught instanceof ApiError)) throw new Error(`expected an ApiError, got ${inspect(caught)}`);
   for (const text of [caught.message, caught.bodyExcerpt, JSON.stringify(caught), inspect(caught, { depth: 6 }), String(caught.stack)]) {
     expect(text).not.toContain(TOKEN);
   }

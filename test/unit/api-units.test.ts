@@ -7,7 +7,6 @@ import {
   CreditsExhaustedError,
   errorForStatus,
   InvalidJsonError,
-  isApiError,
   NetworkError,
   parseRetryAfterMs,
   RequestRejectedError,
@@ -166,9 +165,6 @@ describe('error classes and errorAction', () => {
     expect(errorAction(new TypeError('x is undefined'))).toBe('stop-run');
     expect(errorAction('string thrown')).toBe('stop-run');
     expect(errorAction(undefined)).toBe('stop-run');
-    expect(isApiError(new Error('x'))).toBe(false);
-    expect(isApiError(new NetingestError('X', 'x'))).toBe(false);
-    expect(isApiError(new ServerError(ctx(500)))).toBe(true);
   });
 
   it('puts the excerpt and call into the message and the serialization', () => {
