@@ -107,22 +107,16 @@ export interface OperationSpec<Q = unknown, A = unknown, S extends Subject = Sub
     columns: readonly string[];
     /** One-row-per-input mode: the column counting results and the fields numbered per result; null: one at most. */
     numbered: { count: string; fields: readonly string[] } | null;
+    /** One input's result rows in `columns` order; `floors`: per page, rows last seen before it are not its latest answer's. */
+    lookup(floors: (inputKey: string) => Reads<Array<string | null>>, job: J): (inputKey: string) => Reads<unknown[][]>;
     /**
      * Whether a stored task request (tasks.request_json) asks what `job` asks of this input and page: the tasks
      * of every job asking the same question count for the latest answer (store/readers/latest-answers.ts).
      */
-    lookup(floors: (inputKey: string) => Reads<Array<string | null>>, job: J): (inputKey: string) => Reads<unknown[][]>;
-    /**
-     * Whether a stored task request asks what `job` asks of this input and page: every such job's tasks count for the
-     * latest answer.
-     */
     sameQuestion(job: J): (requestJson: string, inputKey: string, page: number) => boolean;
     /** Whether a done task whose input has no results means the dataset lost them (a post answer always holds one). */
     doneMeansResult: boolean;
-    /**
-     * Where the history (`changes`) files what changed about one input, for `enrich --changes-since`. `changedOnly`:
-     * only that entity's `changed` rows count (a search's jobs: their coming and going is the search's own).
-     */
+    /** Where the history (`changes`) files what changed about one input, for `enrich --changes-since`. */
     changeKeys(job: J): (inputKey: string) => Reads<HistoryKey[]>;
   };
 }
