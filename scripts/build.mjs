@@ -88,23 +88,24 @@ const zodEnglishOnly = {
   },
 };
 
+/**
+ * dist/bin.js, the executable, built on its own (no chunks): it catches the stop signals before node reads any other
+ * file of the CLI (src/cli/bin.ts), and a bundle split in chunks would have it import the shared one of esbuild's
+ * helpers first. Its one import, start.ts, is left as `./start.js`, the split build's entry.
+ */
+const binApart = {
+  name: 'bin-apart',
+  setup(b) {
+    b.onResolve({ filter: /^\.\/start\.ts$/ }, (args) => (args.importer.endsWith(join('src', 'cli', 'bin.ts')) ? { path: './start.js', external: true } : undefined));
+  },
+};
+
 /** The whole package build (bundles, the child bootstrap, type declarations) into the folder `out`. */
 async function buildInto(out) {
-  await build({
+  const common = {
     absWorkingDir: root,
-    // Every file at the top of dist/: a worker is started as `./<name>.js` beside the code that starts it
-    // (threads/start.ts), and a chunk is at the same place whichever entry imports it.
-    entryPoints: {
-      bin: 'src/cli/bin.ts',
-      index: 'src/index.ts',
-      'wal-checkpointer-thread': 'src/store/wal-checkpointer-thread.ts',
-      'export-worker': 'src/export/export-worker.ts',
-      'statement-child': 'src/store/sqlite/statement-child.ts',
-    },
     outdir: out,
     bundle: true,
-    // Each command module and tsx stay out of the start path: dynamic imports become chunks loaded on use.
-    splitting: true,
     format: 'esm',
     platform: 'node',
     target: 'node20',
@@ -112,11 +113,26 @@ async function buildInto(out) {
     external: ['better-sqlite3', 'tsx', 'tsx/*', 'esbuild'],
     // Dependencies written as CommonJS call require(): give the ES modules one.
     banner: { js: "import { createRequire as __netingestRequire } from 'node:module'; const require = __netingestRequire(import.meta.url);" },
-    plugins: [undiciAgentOnly, asciiStringWidth, zodEnglishOnly],
     minifySyntax: true,
     legalComments: 'eof',
     logLevel: 'warning',
+  };
+  await build({
+    ...common,
+    // Every file at the top of dist/: a worker is started as `./<name>.js` beside the code that starts it
+    // (threads/start.ts), and a chunk is at the same place whichever entry imports it.
+    entryPoints: {
+      start: 'src/cli/start.ts',
+      index: 'src/index.ts',
+      'wal-checkpointer-thread': 'src/store/wal-checkpointer-thread.ts',
+      'export-worker': 'src/export/export-worker.ts',
+      'statement-child': 'src/store/sqlite/statement-child.ts',
+    },
+    // Each command module and tsx stay out of the start path: dynamic imports become chunks loaded on use.
+    splitting: true,
+    plugins: [undiciAgentOnly, asciiStringWidth, zodEnglishOnly],
   });
+  await build({ ...common, entryPoints: { bin: 'src/cli/bin.ts' }, plugins: [binApart] });
   // The child process's entry: it watches for its parent's death before loading the module (threads/start.ts).
   copyFileSync(join(root, 'src/threads/child-bootstrap.cjs'), join(out, 'child-bootstrap.cjs'));
   if (BUNDLES_ONLY) return;
@@ -124,8 +140,8 @@ async function buildInto(out) {
   execFileSync(process.execPath, [tsc, '-p', join(root, 'tsconfig.build.json'), '--outDir', join(out, 'types')], { stdio: 'inherit' });
 }
 
-/** The files a start or a worker is loaded by, by these fixed names: each points at chunks named by their content. */
-const ENTRIES = new Set(['bin.js', 'index.js', 'wal-checkpointer-thread.js', 'export-worker.js', 'statement-child.js', 'child-bootstrap.cjs']);
+/** The files a start or a worker is loaded by, by these fixed names: each points at chunks named by their content (bin.js at start.js). */
+const ENTRIES = new Set(['bin.js', 'start.js', 'index.js', 'wal-checkpointer-thread.js', 'export-worker.js', 'statement-child.js', 'child-bootstrap.cjs']);
 /** dist/'s list of the files of its last build (see `swapIn`). */
 const BUILDS_FILE = '.builds.json';
 /**
@@ -159,7 +175,9 @@ function lastBuild() {
 function swapIn() {
   mkdirSync(dist, { recursive: true });
   const built = filesUnder(next);
-  const order = [...built.filter((f) => !ENTRIES.has(f)), ...built.filter((f) => ENTRIES.has(f))];
+  // bin.js last of all: the start.js it imports is in place by then.
+  const rank = (f) => (f === 'bin.js' ? 2 : ENTRIES.has(f) ? 1 : 0);
+  const order = [...built].sort((a, b) => rank(a) - rank(b));
   for (const file of order) {
     mkdirSync(dirname(join(dist, file)), { recursive: true });
     renameSync(join(next, file), join(dist, file));

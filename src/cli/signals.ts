@@ -1,5 +1,7 @@
 import { RUN_DEFAULTS } from '../runner/run-options.ts';
-import { setStopHandler, STOP_SIGNALS, stopSignalsCaught } from './stop-signals.ts';
+
+/** The signals that stop a command: stop-signals.ts's list, which the entry holds (test/unit/stop-signals.test.ts). */
+export const STOP_SIGNALS: readonly NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
 
 /** Wind-down time after the first stop signal: longer than a call, so a charged call is written, not paid twice. */
 export const SHUTDOWN_GRACE_MS = RUN_DEFAULTS.requestTimeoutMs + 10_000;
@@ -29,15 +31,16 @@ export async function withStopSignals<T>(notify: StopNotice, work: (signal: Abor
       process.exit(130);
     }
   };
-  const outer = setStopHandler(onSignal);
   // Without catchStopSignals (a library caller, a test in process), the handlers are this work's own.
-  const own = !stopSignalsCaught();
-  if (own) for (const name of STOP_SIGNALS) process.on(name, onSignal);
+  const slot = globalThis.netingestStopSignals;
+  const outer = slot?.active ?? null;
+  if (slot) slot.active = onSignal;
+  else for (const name of STOP_SIGNALS) process.on(name, onSignal);
   try {
     return await work(controller.signal);
   } finally {
-    setStopHandler(outer);
-    if (own) for (const name of STOP_SIGNALS) process.off(name, onSignal);
+    if (slot) slot.active = outer;
+    else for (const name of STOP_SIGNALS) process.off(name, onSignal);
   }
 }
 

@@ -1,36 +1,37 @@
-/** The stop signals' one handler for the process's life, apart from signals.ts so a start loads nothing else (`--help` reads no runner). */
+/**
+ * The stop signals' one handler for the process's life. Imported by the entry (bin.ts) alone, so that esbuild bundles it
+ * into dist/bin.js and the handlers are in place before node reads any other file of the CLI; the command's work reaches
+ * it through `globalThis.netingestStopSignals` (signals.ts): an import would make it a chunk of its own, loaded first.
+ */
 /**
  * The signals that stop a command gracefully. SIGHUP too: a dropped terminal would otherwise kill the process at once,
- * losing answers in flight (paid for, not written) or leaving an export's temporary file.
+ * losing answers in flight (paid for, not written) or leaving an export's temporary file. signals.ts has the same list
+ * (test/unit/stop-signals.test.ts checks it).
  */
 export const STOP_SIGNALS: readonly NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
 
-/** The stop-signal handler of the command's work while it runs (withStopSignals): none as it starts and after. */
-let active: ((signal: NodeJS.Signals) => void) | null = null;
-let caught = false;
+/** Where a command's work sets its stop-signal handler while it runs (withStopSignals): none as it starts and after. */
+export interface StopSignalSlot {
+  active: ((signal: NodeJS.Signals) => void) | null;
+}
+
+declare global {
+  // Set by catchStopSignals in the CLI's process only; a library caller's process has none.
+  var netingestStopSignals: StopSignalSlot | undefined;
+}
 
 /**
- * Installed once as the process starts (bin.ts): a stop signal outside a command's work (while it starts, or writes its
- * summary once its work is done) exits 130 as documented, saying so, rather than node's silent default (143 on SIGTERM).
+ * Installed once as the process starts (bin.ts, its first statement): a stop signal outside a command's work (while it
+ * starts, or writes its summary once its work is done) exits 130 as documented, saying so, rather than node's silent
+ * default (143 on SIGTERM).
  */
 export function catchStopSignals(stderr: NodeJS.WritableStream): void {
-  caught = true;
+  const slot: StopSignalSlot = { active: null };
+  globalThis.netingestStopSignals = slot;
   const onSignal = (signal: NodeJS.Signals) => {
-    if (active) return active(signal);
+    if (slot.active) return slot.active(signal);
     stderr.write(`netingest: ${signal} received: stopping at once\n`);
     process.exit(130);
   };
   for (const name of STOP_SIGNALS) process.on(name, onSignal);
-}
-
-/** Sets the handler of the work now running (null: none); returns the one before it. */
-export function setStopHandler(handler: ((signal: NodeJS.Signals) => void) | null): ((signal: NodeJS.Signals) => void) | null {
-  const before = active;
-  active = handler;
-  return before;
-}
-
-/** Whether catchStopSignals holds the process's stop signals. */
-export function stopSignalsCaught(): boolean {
-  return caught;
 }

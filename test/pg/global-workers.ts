@@ -38,7 +38,7 @@ export default async function setup(project: TestProject): Promise<() => void> {
     target: 'node20',
     external: ['better-sqlite3', 'pg-native', 'tsx', 'tsx/*'],
     // Bundled CommonJS dependencies call require() for Node's modules, which an ES module has not by itself. And
-    // undici's WebAssembly parser left to Liftoff, as the CLI does (src/cli/bin.ts): no TurboFan recompile per worker.
+    // undici's WebAssembly parser left to Liftoff, as the CLI does (src/cli/start.ts): no TurboFan recompile per worker.
     banner: {
       js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);" +
         " import { setFlagsFromString as __setV8Flags } from 'node:v8'; __setV8Flags('--liftoff-only');",
