@@ -99,15 +99,15 @@ function readTokenFile(path: string): string {
 }
 
 /**
- * A "path" pasted in place of the token file: long, no blank, and no extension (`api.token` is a file name, `ntk.Q7vR2x9LmP4sT8w`
- * a token) or, with a `/` in it (`sk_live/Q7vR...`), a first folder that does not exist: a mistyped path (`/etc/netingst/token`,
- * `secrets/tokn`) starts in a real folder, or with `~` or `.`, and is named so it can be fixed.
+ * A "path" pasted in place of the token file: long, no blank, no extension (`api.token` is a file name, `ntk.Q7vR2x9LmP4sT8w`
+ * a token; a path in a mistyped folder too: `secrets/api-tokn.txt`), and, with a `/` in it (`sk_live/Q7vR...`), a first
+ * folder that does not exist: a mistyped path (`/etc/netingst/token`, `secrets/tokn`) starts in a real folder, or with `~`
+ * or `.`, and is named so it can be fixed.
  */
 function looksLikeToken(path: string): boolean {
-  if (path.length < 16 || /\s/.test(path)) return false;
+  if (path.length < 16 || /\s/.test(path) || /\.[A-Za-z][A-Za-z0-9]{0,4}$/.test(path)) return false;
   const first = /^[/\\]?[^/\\]*(?=[/\\])/.exec(path)?.[0];
-  if (first === undefined) return !/\.[A-Za-z][A-Za-z0-9]{0,4}$/.test(path);
-  return !/^[~.]/.test(path) && !existsSync(first);
+  return first === undefined || (!/^[~.]/.test(path) && !existsSync(first));
 }
 
 /** Refuses a token file group or world (0o077) may read or write, as ssh does a key: readers spend the credits, writers choose the token sent. */

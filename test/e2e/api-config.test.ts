@@ -284,3 +284,26 @@ describe('plan, status and report --token-file', () => {
     }
   });
 });
+
+describe('a mistyped --token-file path, from the built CLI', () => {
+  it('is named as given, while a pasted token with a "/" still is not printed', async () => {
+    const TOKEN = 'sk_live/Q7vR2x9LmP4sT8wAbCdEf';
+    const ws = await makeWorkspace();
+    try {
+      await ws.write('posts.csv', csv(['post_url'], postUrls(1).map((u) => [u])));
+      const job = await ws.job('posts', { operation: 'post-details', input: { csv: 'posts.csv', column: 'post_url' } });
+      // Relative, 16 characters or more, in a folder that does not exist here: the file name's extension makes it a path.
+      for (const path of ['secrets/api-tokn.txt', 'secret/netingest.token']) {
+        const cli = await runCli(['run', job, '--db', ws.db, '--api-url', 'http://127.0.0.1:9', '--token-file', path], { cwd: ws.dir });
+        expect(cli.code, cli.stderr).toBe(2);
+        expect(cli.stderr).toContain(`Cannot read the token file ${path} given to --token-file (ENOENT)`);
+      }
+      const pasted = await runCli(['run', job, '--db', ws.db, '--api-url', 'http://127.0.0.1:9', '--token-file', TOKEN], { cwd: ws.dir });
+      expect(pasted.code, pasted.stderr).toBe(2);
+      expect(pasted.stderr).toContain('looks like the token itself');
+      expect(pasted.stderr + pasted.stdout).not.toContain(TOKEN.slice('sk_live/'.length, 12));
+    } finally {
+      await ws.cleanup();
+    }
+  }, 60_000);
+});
