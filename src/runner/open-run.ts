@@ -32,7 +32,9 @@ export async function openRun(options: RunOptions): Promise<OpenRun> {
   const logger = options.logger ?? silentLogger;
   const dataset = await openStore(options.dbPath);
   // On PostgreSQL the lock's lease is the lease of a worker's claims (how long a dead worker's inputs wait).
-  const store = await dataset.openRun({ leaseMs: options.lockLeaseMs, rateWindowMs: options.sharedRateWindowMs, serverBackWithinMs: options.dbServerBackWithinMs });
+  const store = await dataset.openRun({
+    leaseMs: options.lockLeaseMs, rateWindowMs: options.sharedRateWindowMs, rateLongWaitMs: options.sharedRateLongWaitMs, serverBackWithinMs: options.dbServerBackWithinMs,
+  });
   const releases: Releases = [() => store.close()];
   try {
     releases.push(() => releaseLock(store, logger));

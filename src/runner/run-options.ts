@@ -27,6 +27,12 @@ export interface RunOptions extends RunDefaulted {
   /** PostgreSQL: the window the shared requests-per-minute limit is counted over (a minute; tests scale it down). */
   sharedRateWindowMs?: number;
   /**
+   * PostgreSQL: how long a wait on a 429's shared pause (another worker's or an earlier run's) must be to get its own
+   * WARN line (SHARED_RATE_GATE_DEFAULTS.longWaitMs, the progress log's interval); tests shorten it.
+   * @default 5_000
+   */
+  sharedRateLongWaitMs?: number;
+  /**
    * PostgreSQL: how long a server gone away (a restart) has to take a connection again before the run's writer stops and
    * the answers it holds are lost (PG_WRITER_DEFAULTS.serverBackWithinMs).
    * @default 120_000

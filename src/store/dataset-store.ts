@@ -69,6 +69,8 @@ export interface OpenRunOptions {
   leaseMs?: number | undefined;
   /** PostgreSQL: the window the workers' shared rate is counted over, in ms; default a minute. */
   rateWindowMs?: number | undefined;
+  /** PostgreSQL: a wait on the shared rate's 429 pause longer than this is logged, in ms; default 5 s. */
+  rateLongWaitMs?: number | undefined;
   /** PostgreSQL: how long a server gone away has to come back before the run's writer stops, in ms; default 2 minutes. */
   serverBackWithinMs?: number | undefined;
 }

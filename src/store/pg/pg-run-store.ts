@@ -75,7 +75,7 @@ export async function openPgRunStore(options: OpenRunOptions & { url: string }):
     dueTasks: (filter, signal) => claimedDueTasks(pool, filter, { leaseMs: options.leaseMs ?? TASK_CLAIM_DEFAULTS.leaseMs, startedAt }, hold, signal),
     openWriter: (runId, onFatal, interrupted) => new PgOutcomeWriter(pool, runId, onFatal, now, { serverBackWithinMs: options.serverBackWithinMs, interrupted }),
     serverBack: (interrupted) => serverBack(pool, options.serverBackWithinMs ?? PG_WRITER_DEFAULTS.serverBackWithinMs, interrupted),
-    openGate: (apiUrl) => new SharedRunGate(pool, apiUrl, options.rateWindowMs),
+    openGate: (apiUrl) => new SharedRunGate(pool, apiUrl, options.rateWindowMs, { longWaitMs: options.rateLongWaitMs }),
     openCreditGuard(limits, history, apiUrl, runKey) {
       const guard = new SharedCreditGuard(limits, history, new SharedCreditBudget(pool, { apiUrl, runKey, workerId }));
       guards.push(guard);

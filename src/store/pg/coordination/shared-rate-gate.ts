@@ -23,6 +23,8 @@ export const SHARED_RATE_GATE_DEFAULTS = {
   useByShareOfSlack: 0.2,
   /** The server's clock that slots are scheduled by and kept for; tests pass a fixed time to check the schedule. */
   clockSql: 'clock_timestamp()',
+  /** A wait shorter than the progress log's interval needs no line of its own; tests shorten it, not their 429s' pauses. */
+  longWaitMs: 5_000,
 } as const;
 
 export interface SharedRateGateOptions {
@@ -35,15 +37,14 @@ export interface SharedRateGateOptions {
   startSlackMs?: number;
   /** SQL for "now" in the schedule (the wait before a slot is always counted on the server's real clock). */
   clockSql?: string;
-  /** Told once per 429 of a slot that waits over LONG_WAIT_MS within that 429's pause (which worker or run met it). */
+  /** Told once per 429 of a slot that waits over `longWaitMs` within that 429's pause (which worker or run met it). */
   onPauseWait?: (wait: PauseWait) => void;
+  /** @default SHARED_RATE_GATE_DEFAULTS.longWaitMs */
+  longWaitMs?: number;
 }
 
 /** A slot's wait that a pause explains: the wait, the slot's start and when the service asked (µs since the epoch). */
 export type PauseWait = { waitMs: number; startUs: number; askedUs: number };
-
-/** A wait shorter than the progress log's interval needs no line of its own. */
-const LONG_WAIT_MS = 5_000;
 
 /** A slot granted: when the call may start, in microseconds since the epoch (the server's clock). */
 export type RateSlot = { startUs: number };
@@ -127,7 +128,7 @@ export class SharedRateGate {
       (slots) => {
         const receivedMono = performance.now();
         batch.forEach((w, i) => wake(w, slots[i]!));
-        if (slots[0] && slots[0].waitMs > LONG_WAIT_MS) this.tellPauseWait(slots[0]);
+        if (slots[0] && slots[0].waitMs > (this.options.longWaitMs ?? SHARED_RATE_GATE_DEFAULTS.longWaitMs)) this.tellPauseWait(slots[0]);
         // Granted before a pause that came meanwhile was written, they may fall within it.
         if (this.pauses !== pauses) return;
         for (const s of slots.slice(batch.length)) {
@@ -292,12 +293,12 @@ export class SharedRunGate implements RunGate {
   private shared: SharedRateGate | null = null;
   onWait: ((wait: GateWait) => void) | null = null;
 
-  /** `gate`: the API URL; `windowMs` and the clock in `gateOptions` are scaled or fixed by tests. */
+  /** `gate`: the API URL; `windowMs`, the clock and the long wait in `gateOptions` are scaled or fixed by tests. */
   constructor(
     private readonly pool: pg.Pool,
     private readonly gate: string,
     private readonly windowMs: number = SHARED_RATE_GATE_DEFAULTS.windowMs,
-    private readonly gateOptions: Pick<SharedRateGateOptions, 'clockSql'> = {},
+    private readonly gateOptions: Pick<SharedRateGateOptions, 'clockSql' | 'longWaitMs'> = {},
   ) {
     // This worker's own 429 holds it here first (every worker holds back too, by the shared pause).
     this.local.onWait = (w) => this.onWait?.({ ...w, shared: true });
