@@ -5,14 +5,15 @@
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
-import type { Sandbox } from '../../src/sandbox/server.ts';
-import { useSandboxes } from '../support/sandbox-helpers.ts';
+import { BALANCE_PATH } from '../../src/spec/types.ts';
+import { useFakeServices, useSandboxes } from '../support/sandbox-helpers.ts';
 import { BIN, FAST_RETRY, companyUrls, count, csv, taskStatuses, useWorkspaces, waitFor, type Workspace, operationRequests } from '../support/run-helpers.ts';
 
 const TOKEN = 'terminal-token-5d1e77';
 const hasScript = spawnSync('script', ['--version'], { encoding: 'utf8' }).stdout?.includes('util-linux') ?? false;
 
 const sandboxes = useSandboxes();
+const startFake = useFakeServices();
 const workspaces = useWorkspaces();
 
 /** The rows a terminal `columns` wide shows after `output`: wraps long lines, honours \r, \n and ESC[K. */
@@ -43,17 +44,17 @@ function screen(output: string, columns: number): string[] {
   return rows.map((r) => Array.from(r, (c) => c ?? ' ').join('').trimEnd());
 }
 
-/** `netingest <args>` in a terminal `columns` wide; `keys` are typed after `keysWhen` holds. */
+/** `netingest <args>` against the API at `apiUrl`, in a terminal `columns` wide; `keys` are typed after `keysWhen` holds. */
 async function inTerminal(
   ws: Workspace,
-  sandbox: Sandbox,
+  apiUrl: string,
   args: string[],
   options: { columns: number; keys?: string[]; keysWhen?: () => boolean },
 ): Promise<{ code: number | null; output: string }> {
   const command = `stty cols ${options.columns} rows 40; exec '${process.execPath}' '${BIN}' ${args.map((a) => `'${a}'`).join(' ')}`;
   const child = spawn('script', ['-q', '-f', '-e', '-c', command, '/dev/null'], {
     cwd: ws.dir,
-    env: { ...process.env, NETINGEST_API_URL: sandbox.url, NETINGEST_API_TOKEN: TOKEN },
+    env: { ...process.env, NETINGEST_API_URL: apiUrl, NETINGEST_API_TOKEN: TOKEN },
     stdio: ['pipe', 'pipe', 'pipe'],
   });
   let output = '';
@@ -84,7 +85,7 @@ describe.skipIf(!hasScript)('the live progress line on a terminal', () => {
     const sandbox = await sandboxes({ tokens: { [TOKEN]: 10_000 }, latencyMs: [40, 60] });
     const ws = await workspaces();
     const file = await companiesJob(ws, 60);
-    const { code, output } = await inTerminal(ws, sandbox, ['run', file, '--db', ws.db], { columns: 60 });
+    const { code, output } = await inTerminal(ws, sandbox.url, ['run', file, '--db', ws.db], { columns: 60 });
     expect(code, output).toBe(0);
     // The line was drawn several times, each narrower than the terminal, with the figures an operator needs
     // (the last clear is the one before the summary).
@@ -103,7 +104,7 @@ describe.skipIf(!hasScript)('the live progress line on a terminal', () => {
     const sandbox = await sandboxes({ tokens: { [TOKEN]: 10_000 }, latencyMs: [40, 60] });
     const ws = await workspaces();
     const file = await companiesJob(ws, 200);
-    const once = await inTerminal(ws, sandbox, ['run', file, '--db', ws.db], {
+    const once = await inTerminal(ws, sandbox.url, ['run', file, '--db', ws.db], {
       columns: 120, keys: ['\x03'], keysWhen: () => operationRequests(sandbox).length >= 10,
     });
     expect(once.code, once.output).toBe(130);
@@ -116,15 +117,20 @@ describe.skipIf(!hasScript)('the live progress line on a terminal', () => {
     expect(taskStatuses(ws, 'lookalikes-of-the-leads')).toEqual({ done, deferred: 200 - done });
     expect(count(ws, 'SELECT count(*) FROM raw_responses')).toBe(done);
 
-    // Calls that take 20 s: the first Ctrl-C waits for them, the second one does not. (The free balance check
-    // before them gives up after 5 s.)
-    const slow = await sandboxes({ tokens: { [TOKEN]: 10_000 }, latencyMs: 20_000 });
+    // Calls never answered: the first Ctrl-C waits for them (their 30 s request timeout), the second one does not.
+    // The service offers no free balance check (404 at once), so the calls go out without waiting 5 s for it.
+    let slowCalls = 0;
+    const slow = await startFake((req, res) => {
+      req.resume();
+      if (req.url?.startsWith(BALANCE_PATH)) return void res.writeHead(404).end('{}');
+      slowCalls += 1;
+    });
     const started = Date.now();
     const twice = await inTerminal(ws, slow, ['run', file, '--db', ws.db], {
-      columns: 120, keys: ['\x03', '\x03'], keysWhen: () => operationRequests(slow).length >= 1,
+      columns: 120, keys: ['\x03', '\x03'], keysWhen: () => slowCalls >= 1,
     });
     expect(twice.code, twice.output).toBe(130);
-    // Waiting for the calls in flight would take 5 s (the balance check) + 20 s at least.
+    // Waiting for the calls in flight would take their 30 s timeout.
     expect(Date.now() - started).toBeLessThan(18_000);
     // Said on a line of its own, so that the exit is not taken for a crash.
     const again = screen(twice.output, 120).find((r) => r.includes('signal received again'));
