@@ -1,6 +1,7 @@
 /** The API client: one generic call per spec, on a keep-alive undici Agent (several times faster than global fetch). */
 import { Agent } from 'undici';
 import { ConfigError } from '../errors.ts';
+import { DEFAULT_RETRY_AFTER_MS } from './errors.ts';
 import { BALANCE_PATH, type CreditCounters } from '../spec/types.ts';
 import { discard, readBody } from './body-reader.ts';
 import { checkToken, parseBaseUrl } from './config.ts';
@@ -21,6 +22,8 @@ export const CLIENT_DEFAULTS = {
   maxKeptBodyBytes: 16 * 1024 * 1024,
   /** Most keep-alive connections open to the API host at once; calls beyond it queue in the agent. */
   connections: 16,
+  /** The wait after a 429 whose Retry-After is missing or garbage (milliseconds); tests shorten it. */
+  retryAfterFallbackMs: DEFAULT_RETRY_AFTER_MS,
 } as const;
 
 /** The API's base URL and token, and any of CLIENT_DEFAULTS (maxKeptBodyBytes: at least maxBodyBytes). */
@@ -37,6 +40,7 @@ export function createApiClient(options: ClientOptions) {
   const maxBodyBytes = positive('maxBodyBytes', options.maxBodyBytes ?? CLIENT_DEFAULTS.maxBodyBytes, true);
   const maxKeptBodyBytes = Math.max(maxBodyBytes, positive('maxKeptBodyBytes', options.maxKeptBodyBytes ?? CLIENT_DEFAULTS.maxKeptBodyBytes, true));
   const connections = positive('connections', options.connections ?? CLIENT_DEFAULTS.connections, true);
+  const retryAfterFallbackMs = positive('retryAfterFallbackMs', options.retryAfterFallbackMs ?? CLIENT_DEFAULTS.retryAfterFallbackMs, false);
   const { origin, pathPrefix } = parseBaseUrl(options.baseUrl, 'The API base URL');
   const token = options.token;
   checkToken(token, 'The API token');
@@ -52,7 +56,7 @@ export function createApiClient(options: ClientOptions) {
   };
   const secrets = [token];
   const transport: Transport = {
-    dispatcher, origin, pathPrefix, timeoutMs, maxBodyBytes, maxKeptBodyBytes, secrets,
+    dispatcher, origin, pathPrefix, timeoutMs, maxBodyBytes, maxKeptBodyBytes, retryAfterFallbackMs, secrets,
     redactBody: createOutputRedactor(secrets),
     headers: { plain, json: { ...plain, 'Content-Type': 'application/json' } },
   };

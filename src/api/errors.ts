@@ -218,20 +218,26 @@ export function outageSymptom(err: unknown): string {
 /** Wait used when a 429 carries no usable Retry-After. */
 export const DEFAULT_RETRY_AFTER_MS = 5000;
 
-/** Milliseconds to wait from a Retry-After value: delta seconds or an HTTP-date; negative waits become 0. */
-export function parseRetryAfterMs(value: string | string[] | undefined, nowMs = Date.now()): number {
+/**
+ * Milliseconds to wait from a Retry-After value: delta seconds or an HTTP-date; negative waits become 0; none or
+ * garbage, `fallbackMs`.
+ */
+export function parseRetryAfterMs(value: string | string[] | undefined, nowMs = Date.now(), fallbackMs = DEFAULT_RETRY_AFTER_MS): number {
   const text = (Array.isArray(value) ? value[0] : value)?.trim();
-  if (!text) return DEFAULT_RETRY_AFTER_MS;
+  if (!text) return fallbackMs;
   if (/^-?\d+(\.\d+)?$/.test(text)) return Math.max(0, Math.round(Number(text) * 1000));
   const at = Date.parse(text);
-  return Number.isNaN(at) ? DEFAULT_RETRY_AFTER_MS : Math.max(0, at - nowMs);
+  return Number.isNaN(at) ? fallbackMs : Math.max(0, at - nowMs);
 }
 
-/** The error for a status other than 200 and 404 (results, unless their body is wrong, which http.ts decides). */
-export function errorForStatus(status: number, ctx: ApiErrorContext, retryAfter?: string | string[]): ApiError {
+/**
+ * The error for a status other than 200 and 404 (results, unless their body is wrong, which http.ts decides); a 429
+ * without a usable Retry-After waits `retryAfterFallbackMs`.
+ */
+export function errorForStatus(status: number, ctx: ApiErrorContext, retryAfter?: string | string[], retryAfterFallbackMs = DEFAULT_RETRY_AFTER_MS): ApiError {
   if (status === 401 || status === 403) return new AuthError(ctx);
   if (status === 402) return new CreditsExhaustedError(ctx);
-  if (status === 429) return new ThrottledError(ctx, parseRetryAfterMs(retryAfter));
+  if (status === 429) return new ThrottledError(ctx, parseRetryAfterMs(retryAfter, Date.now(), retryAfterFallbackMs));
   if (status === 408) return new TimeoutError(ctx, 'the server timed out waiting for the request');
   if (status >= 500 && status <= 599) return new ServerError(ctx);
   if (status >= 400 && status <= 499) return new RequestRejectedError(ctx);

@@ -29,6 +29,8 @@ export interface Transport {
   maxBodyBytes: number;
   /** A 200 body over maxBodyBytes but within this is read whole, carried by its ResponseTooLargeError to be kept. */
   maxKeptBodyBytes: number;
+  /** A 429's wait when its Retry-After is missing or garbage. */
+  retryAfterFallbackMs: number;
   /** Kept out of error messages and excerpts. */
   secrets: readonly string[];
   /** Applied to 200/404 bodies before they are parsed and returned (identity when the token is too short). */
@@ -96,7 +98,7 @@ async function exchange<Q, A>(t: Transport, spec: OperationSpec<Q, A>, request: 
   if (received.truncated && isResult) throw tooLarge(t, received, call);
   if (status === 200) return ok(t, spec, received.text, call, request);
   if (status === 404) return notFound(t, spec, received.text, call);
-  throw errorForStatus(status, { call, bodyExcerpt: bodyExcerpt(received.text, t.secrets) }, res.headers['retry-after']);
+  throw errorForStatus(status, { call, bodyExcerpt: bodyExcerpt(received.text, t.secrets) }, res.headers['retry-after'], t.retryAfterFallbackMs);
 }
 
 /** A body over the limit; a paid 200's whole text, when read, is carried redacted as stored, for reprocess to keep. */

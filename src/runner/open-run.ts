@@ -79,7 +79,9 @@ async function openLocked(options: RunOptions, logger: Logger, store: RunStore, 
   // After the calls end (released in reverse): the summary counts each call as charged, not at an estimate.
   releases.push(() => guard.finish());
   const connections = Math.max(...options.jobs.map((j) => options.overrides?.concurrency ?? j.rate.concurrency), 1);
-  const client = createApiClient({ baseUrl: options.api.baseUrl, token: options.api.token, timeoutMs: settings.requestTimeoutMs, connections });
+  const client = createApiClient({
+    baseUrl: options.api.baseUrl, token: options.api.token, timeoutMs: settings.requestTimeoutMs, connections, retryAfterFallbackMs: options.retryAfterFallbackMs,
+  });
   releases.push(() => client.close().catch(() => undefined));
   const writer = store.openWriter(runId, (err) => stop.stop('fatal', err), options.signal);
   // A writer that failed has reported why through stop(); closing it can add nothing.

@@ -33,6 +33,11 @@ export interface RunOptions extends RunDefaulted {
    */
   sharedRateLongWaitMs?: number;
   /**
+   * The wait after a 429 whose Retry-After is missing or garbage (CLIENT_DEFAULTS.retryAfterFallbackMs); tests shorten it.
+   * @default 5_000
+   */
+  retryAfterFallbackMs?: number;
+  /**
    * PostgreSQL: how long a server gone away (a restart) has to take a connection again before the run's writer stops and
    * the answers it holds are lost (PG_WRITER_DEFAULTS.serverBackWithinMs).
    * @default 120_000

@@ -121,8 +121,10 @@ describe('a 429 that asks for no wait, or garbage', () => {
     const ws = await workspace();
     const jobs = await ws.load(await postsJob(ws));
     const cap = 3;
+    // "soon" waits the fallback for a Retry-After that does not parse: 5 s in a run, 0.2 s here (the bound on calls is
+    // what is checked, not that wait).
     const summary = await runJobs({
-      dbPath: ws.db, jobs, api: { baseUrl: api.url, token: TOKEN }, requestTimeoutMs: 5000, maxThrottledAttemptsPerTask: cap,
+      dbPath: ws.db, jobs, api: { baseUrl: api.url, token: TOKEN }, requestTimeoutMs: 5000, maxThrottledAttemptsPerTask: cap, retryAfterFallbackMs: 200,
     });
     expect(summary.status).toBe('stopped_throttled');
     expect(exitCodeForRun(summary)).toBe(3);

@@ -103,6 +103,11 @@ describe('parseRetryAfterMs', () => {
     expect(parseRetryAfterMs('', now)).toBe(5000);
     expect(parseRetryAfterMs('soon', now)).toBe(5000);
   });
+  it('takes another fallback for a missing or unparseable value only (a client\'s retryAfterFallbackMs)', () => {
+    expect(parseRetryAfterMs('soon', now, 200)).toBe(200);
+    expect(parseRetryAfterMs(undefined, now, 200)).toBe(200);
+    expect(parseRetryAfterMs('7', now, 200)).toBe(7000);
+  });
 });
 
 describe('error classes and errorAction', () => {
