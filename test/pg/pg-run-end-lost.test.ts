@@ -57,8 +57,8 @@ async function proxied(bed: Bed) {
 }
 
 function netingest(bed: Bed, args: string[], apiUrl = bed.sandbox.url) {
-  // The server cut for good: the run's writer waits 2 s for it to come back, not its 2 minutes.
-  const env = { NETINGEST_API_URL: apiUrl, NETINGEST_API_TOKEN: TOKEN, NETINGEST_PG_RECONNECT_SECONDS: '2' };
+  // The server cut for good: the run's writer waits 1 s (the least the variable takes) for it to come back, not its 2 minutes.
+  const env = { NETINGEST_API_URL: apiUrl, NETINGEST_API_TOKEN: TOKEN, NETINGEST_PG_RECONNECT_SECONDS: '1' };
   return inProcess(['run', bed.file, ...args], env, { cwd: bed.ws.dir });
 }
 
