@@ -6,7 +6,7 @@
 import { afterEach, expect, it } from 'vitest';
 import { job, jobsResponse } from '../support/db-fixtures.ts';
 import { useFakeServices } from '../support/sandbox-helpers.ts';
-import { makeWorkspace, spawnCli, type Workspace } from '../support/run-helpers.ts';
+import { inProcess, makeWorkspace, spawnCli, type Workspace } from '../support/run-helpers.ts';
 import { forEachEngine, type TestDb, type TestEngine } from './engines.ts';
 
 const TOKEN = 'crash-list-end-token-5c1e';
@@ -71,7 +71,8 @@ forEachEngine('a run killed right after a page that ends the list', (engine) => 
     expect(await db.taskStatuses('lists')).toEqual({ done: 1, not_found: 2 });
 
     await db.run('DROP TRIGGER slow_settle' + (engine.name === 'postgres' ? ' ON tasks' : ''));
-    const next = await spawnCli(['run', file, '--db', db.locator], { cwd: ws.dir, env }).done;
+    // The next run is the CLI's code in this process: the killed run is the process under test.
+    const next = await inProcess(['run', file, '--db', db.locator], env, { cwd: ws.dir });
     expect(next.code, next.stderr).toBe(0);
     // Before: page 1 done, pages 2 and 3 due: the next run asked page 2 (a 404), a page past the end, paid.
     expect(asked).toEqual([1]);
