@@ -209,11 +209,11 @@ describe('loadJob', () => {
   });
 
   it('through the CLI, a .ts job whose timer calls process.exit mid-run: ignored and said, the run goes to its end', async () => {
-    const sandbox = await startSandbox({ port: 0, tokens: { [TOKEN]: 1_000 }, notFoundRate: 0, latencyMs: 200 });
+    const sandbox = await startSandbox({ port: 0, tokens: { [TOKEN]: 1_000 }, notFoundRate: 0, latencyMs: 100 });
     onTestFinished(() => sandbox.stop());
     const posts = Array.from({ length: 10 }, (_, i) => `https://www.network.com/posts/a-${i}_t-activity-${7100000000000000000n + BigInt(i)}-x`);
     const dir = await jobDir({
-      // 300 ms after it loads, ten calls of 200 ms one at a time are under way.
+      // 300 ms after it loads, ten calls of 100 ms one at a time (and the balance check before them) are under way.
       'exits-later.ts': `setTimeout(() => process.exit(0), 300);
 export default { operation: 'post-details', input: { csv: 'p.csv', column: 'u' }, rate: { requestsPerMinute: 6000, concurrency: 1 } };`,
       'p.csv': `u\n${posts.join('\n')}\n`,
