@@ -89,6 +89,60 @@ describe.skipIf(!pgClusterUrl)(`costs learned from every worker's answers on Pos
     }
   }, 30_000);
 
+  it('a turn asked while the one before it waits for a connection is written after it: a block\'s row goes only once its calls\' charges are in the spend', async () => {
+    const s = await setUp(1, 'shared_cost_turn_order');
+    await (await openPgStore(s.url)).close();
+    // The pool's next connection waits for `open`, as a new one opening while an idle one goes to a later turn (CI:
+    // 41 and 44 billed and spent at a cap of 40); the connection after it tells when its turn is written.
+    let held: { asked: () => void; open: Promise<void> } | null = null;
+    let next: { asked: boolean; written: () => void } | null = null;
+    const pool = {
+      query: s.pool.query.bind(s.pool),
+      connect: async () => {
+        const h = held;
+        const n = h ? null : next;
+        held = null;
+        if (h) {
+          h.asked();
+          await h.open;
+        }
+        const client = await s.pool.connect();
+        if (!n) return client;
+        n.asked = true;
+        const release = client.release.bind(client);
+        return Object.assign(client, { release: (err?: Error | boolean) => (release(err), n.written()) });
+      },
+    } as unknown as Setup['pool'];
+    const budget = new SharedCreditBudget(pool, { apiUrl: 'https://api.example', runKey: 'run-1', workerId: 'a', blockCalls: 2, settleDelayMs: 0 });
+    const limits = { reserve: 0, maxPerRun: 2 };
+    const price = () => ({ cost: 1, probe: false });
+    try {
+      await budget.report(counters(0));
+      // One block of both calls the cap allows.
+      const [r1, r2] = [await budget.acquire(price, limits), await budget.acquire(price, limits)];
+      expect([r1, r2]).toMatchObject([{ cost: 1 }, { cost: 1 }]);
+      await budget.hurry();
+      let open = () => undefined as void;
+      const asked = new Promise<void>((asked) => (held = { asked, open: new Promise<void>((resolve) => (open = resolve)) }));
+      const written = new Promise<void>((resolve) => (next = { asked: false, written: resolve }));
+      // The first call's charge waits for its connection; the second's empties the block, and a third call asks.
+      const charged = [budget.settle(r1 as { id: number; cost: number }, { cost: 1 })];
+      await asked;
+      charged.push(budget.settle(r2 as { id: number; cost: number }, { cost: 1 }));
+      const third = budget.acquire(price, limits);
+      // A later turn asks for its connection within these turns of the event loop (no I/O between): let it be written first.
+      for (let i = 0; i < 20; i++) await new Promise((resolve) => setImmediate(resolve));
+      if (next!.asked) await written;
+      open();
+      await Promise.all(charged);
+      // Both calls are in the spend before any block is reserved against it: the third call does not fit.
+      expect(await third).toMatchObject({ stop: 'max-per-run', figures: { spent: 2 } });
+      expect(await one(s.pool, `SELECT spent AS n FROM credit_run_spend WHERE run_key = 'run-1'`)).toBe(2);
+    } finally {
+      await budget.close();
+    }
+  }, 10_000);
+
   it('a run\'s end sends the settles it waits for at once, not after the settle delay', async () => {
     const s = await setUp(1, 'shared_cost_flush');
     await (await openPgStore(s.url)).close();

@@ -220,6 +220,11 @@ export class SharedCreditBudget {
   private readonly emptied = new Set<number>();
   /** The next turn, and what sends it at the end of this turn of the event loop instead of after settleDelayMs. */
   private turn: { sent: Promise<void>; hurry: () => void } | null = null;
+  /**
+   * The last turn sent: the next is sent once it is written. Else a later turn (given an idle connection while the
+   * earlier one opened a new one) could delete a block's row before the charges of its calls were added to the spend.
+   */
+  private lastSent: Promise<void> = Promise.resolve();
 
   constructor(private readonly pool: pg.Pool, private readonly options: SharedCreditBudgetOptions) {
     this.lock = { text: LOCK_SQL, values: [options.apiUrl] };
@@ -461,7 +466,9 @@ SELECT balance, reserved, in_flight, spent, under_reserve_ok, cap_ok, calls, (SE
     });
     const sent = due.then(() => {
       this.turn = null;
-      return this.sendTurn();
+      // sendTurn never rejects. What is asked meanwhile joins this turn: it takes all there is once the last is written.
+      this.lastSent = this.lastSent.then(() => this.sendTurn());
+      return this.lastSent;
     });
     this.turn = { sent, hurry };
     return sent;
