@@ -143,6 +143,35 @@ describe.skipIf(!pgClusterUrl)(`costs learned from every worker's answers on Pos
     }
   }, 10_000);
 
+  it.each([['no balance reported yet', false], ['the last report older than a reservation\'s life', true]])('a worker\'s balance read while another\'s first call is in flight (%s) is not recorded: that call is charged, not lost below the read', async (_, stale) => {
+    const s = await setUp(1, 'shared_cost_seed_race');
+    await (await openPgStore(s.url)).close();
+    const limits = { reserve: 0, maxPerRun: 40 };
+    const start = 500;
+    // A report from an hour ago: the growth since it is not known to be ours, as with none.
+    if (stale) await s.pool.query(`INSERT INTO account_balance (api_url, balance, credits_used, total_credits, reported_at)
+      VALUES ('https://api.example', ${TOTAL - start + 10}, ${start - 10}, ${TOTAL}, clock_timestamp() - interval '1 hour')`);
+    const guard = (workerId: string) => new SharedCreditGuard(limits, { lastCreditsUsed: start }, new SharedCreditBudget(s.pool, { apiUrl: 'https://api.example', runKey: 'run-1', workerId }));
+    const [a, b] = [guard('a'), guard('b')];
+    try {
+      // a could not read the balance (its check timed out): its first call goes alone, and is charged first.
+      const first = await a.acquire(OP);
+      let used = start + 1;
+      // b reads the balance after that charge, then asks for room while a's call is still out.
+      expect(b.seed(counters(used))).toBe(true);
+      const second = b.acquire(OP);
+      a.settle(first!, counters(start + 1));
+      await a.drained();
+      b.settle((await second)!, counters(++used));
+      await Promise.all([a.finish(), b.finish()]);
+      // Two calls billed, 1 each: charged 1 and 1 (a's was charged 0 once b's read became the first counter, so the run could pass its cap by a call).
+      expect([a.spent, b.spent]).toEqual([1, 1]);
+      expect(await one(s.pool, `SELECT spent AS n FROM credit_run_spend WHERE run_key = 'run-1'`)).toBe(used - start);
+    } finally {
+      await Promise.all([a.close(), b.close()]);
+    }
+  }, 30_000);
+
   it('a run\'s end sends the settles it waits for at once, not after the settle delay', async () => {
     const s = await setUp(1, 'shared_cost_flush');
     await (await openPgStore(s.url)).close();

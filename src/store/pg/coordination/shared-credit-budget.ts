@@ -149,8 +149,8 @@ const DECREMENT_SQL = 'UPDATE account_balance SET balance = balance - $2::float8
  * The counters of an answer as the balance (see reportSql); `uncharged` is what becomes of the growth no run was
  * charged yet. $1 the account, $2 the balance, $3 credits_used, $4 total_credits, $5 a reservation's life in ms.
  */
-const reportText = (uncharged: string) => `INSERT INTO account_balance AS b (api_url, balance, credits_used, total_credits, reported_at)
-  VALUES ($1::text, $2::float8, $3::float8, $4::float8, clock_timestamp())
+const reportText = (uncharged: string, recordIf = 'true') => `INSERT INTO account_balance AS b (api_url, balance, credits_used, total_credits, reported_at)
+  SELECT $1::text, $2::float8, $3::float8, $4::float8, clock_timestamp() WHERE ${recordIf}
   ON CONFLICT (api_url) DO UPDATE SET balance = excluded.balance, credits_used = excluded.credits_used,
     total_credits = excluded.total_credits, reported_at = excluded.reported_at,
     credits_uncharged = ${uncharged}
@@ -163,7 +163,12 @@ const REPORT_SQL = reportText('CASE WHEN excluded.total_credits = b.total_credit
  */
 const REPORT_OUTSIDE_CALL_SQL = reportText(`CASE WHEN excluded.total_credits = b.total_credits
     AND b.reported_at >= clock_timestamp() - $5::float8 * interval '1 millisecond'
-    THEN coalesce(b.credits_uncharged, 0) + greatest(excluded.credits_used - b.credits_used, 0) ELSE 0 END`);
+    THEN coalesce(b.credits_uncharged, 0) + greatest(excluded.credits_used - b.credits_used, 0) ELSE 0 END`,
+  // Only over a live report of the same plan is the growth known: else a call in flight may be charged within this
+  // read, and its answer, under the read's counter, would be charged nothing (41 billed at a cap of 40). Its answer reports.
+  `NOT EXISTS (SELECT 1 FROM credit_reservations WHERE api_url = $1::text AND expires_at > clock_timestamp())
+    OR EXISTS (SELECT 1 FROM account_balance WHERE api_url = $1::text AND total_credits = $4::float8
+      AND reported_at >= clock_timestamp() - $5::float8 * interval '1 millisecond')`);
 /**
  * What each of a turn's charges costs the run (see settleSql), added to its spend. $1 account, $2 run, $3 reservation
  * life in ms; one array per charge field: $4 order, $5 cost, $6/$7 counters (null: none read), $8 sample only.
