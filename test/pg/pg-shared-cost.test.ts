@@ -172,6 +172,35 @@ describe.skipIf(!pgClusterUrl)(`costs learned from every worker's answers on Pos
     }
   }, 30_000);
 
+  it.each([['no report within a reservation\'s life', false], ['the last report of another total', true]])('two calls in flight with %s: the one billed first but answered last is charged, not lost below the other\'s counter', async (_, otherTotal) => {
+    const s = await setUp(1, 'shared_cost_first_report');
+    await (await openPgStore(s.url)).close();
+    const apiUrl = 'https://api.example';
+    const start = 500;
+    // The balance is known (an hour-old report, or a fresh one of the plan before), so blocks go out together,
+    // but no counter of this plan within a reservation's life says where the account's growth starts.
+    await s.pool.query(`INSERT INTO account_balance (api_url, balance, credits_used, total_credits, reported_at)
+      VALUES ($1, 5000, ${start - 10}, ${otherTotal ? TOTAL - 1 : TOTAL}, clock_timestamp() - interval '${otherTotal ? 0 : 1} hour')`, [apiUrl]);
+    const limits = { reserve: 0, maxPerRun: 2 };
+    const price = () => ({ cost: 1, probe: false });
+    const budget = (workerId: string) => new SharedCreditBudget(s.pool, { apiUrl, runKey: 'run-1', workerId, blockCalls: 1, settleDelayMs: 0 });
+    const [a, b] = [budget('a'), budget('b')];
+    const answer = (used: number) => ({ cost: 1, counters: counters(used), sample: { operation: OP, creditsUsed: used } });
+    try {
+      const [r1, r2] = [await a.acquire(price, limits), await b.acquire(price, limits)] as Array<{ id: number; cost: number }>;
+      expect([r1, r2]).toMatchObject([{ cost: 1 }, { cost: 1 }]);
+      // The service bills a's call first (start + 1), then b's (start + 2); b's answer comes first.
+      const second = await b.settle(r2!, answer(start + 2));
+      const first = await a.settle(r1!, answer(start + 1));
+      // Both billed 1: a's was charged 0 (its counter under b's, the growth "already reported"), and the cap of 2 let a third call go.
+      expect([first.cost, second.cost]).toEqual([1, 1]);
+      expect(await one(s.pool, `SELECT spent AS n FROM credit_run_spend WHERE run_key = 'run-1'`)).toBe(2);
+      expect(await a.acquire(price, limits)).toMatchObject({ stop: 'max-per-run' });
+    } finally {
+      await Promise.all([a.close(), b.close()]);
+    }
+  }, 30_000);
+
   it('a run\'s end sends the settles it waits for at once, not after the settle delay', async () => {
     const s = await setUp(1, 'shared_cost_flush');
     await (await openPgStore(s.url)).close();

@@ -149,11 +149,14 @@ const DECREMENT_SQL = 'UPDATE account_balance SET balance = balance - $2::float8
  * The counters of an answer as the balance (see reportSql); `uncharged` is what becomes of the growth no run was
  * charged yet. $1 the account, $2 the balance, $3 credits_used, $4 total_credits, $5 a reservation's life in ms.
  */
-const reportText = (uncharged: string, recordIf = 'true') => `INSERT INTO account_balance AS b (api_url, balance, credits_used, total_credits, reported_at)
-  SELECT $1::text, $2::float8, $3::float8, $4::float8, clock_timestamp() WHERE ${recordIf}
+const reportText = (uncharged: string, recordIf = 'true') => `INSERT INTO account_balance AS b (api_url, balance, credits_used, total_credits, reported_at, credits_counted_from)
+  SELECT $1::text, $2::float8, $3::float8, $4::float8, clock_timestamp(), $3::float8 WHERE ${recordIf}
   ON CONFLICT (api_url) DO UPDATE SET balance = excluded.balance, credits_used = excluded.credits_used,
     total_credits = excluded.total_credits, reported_at = excluded.reported_at,
-    credits_uncharged = ${uncharged}
+    credits_uncharged = ${uncharged},
+    credits_counted_from = CASE WHEN excluded.total_credits = b.total_credits
+      AND b.reported_at >= clock_timestamp() - $5::float8 * interval '1 millisecond'
+      THEN coalesce(b.credits_counted_from, b.credits_used) ELSE excluded.credits_used END
   WHERE b.credits_used IS NULL OR excluded.credits_used > b.credits_used OR excluded.total_credits <> b.total_credits
     OR b.reported_at < clock_timestamp() - $5::float8 * interval '1 millisecond'`;
 const REPORT_SQL = reportText('CASE WHEN excluded.total_credits = b.total_credits THEN b.credits_uncharged END');
@@ -174,11 +177,15 @@ const REPORT_OUTSIDE_CALL_SQL = reportText(`CASE WHEN excluded.total_credits = b
  * life in ms; one array per charge field: $4 order, $5 cost, $6/$7 counters (null: none read), $8 sample only.
  */
 const SPEND_SQL = `WITH prior AS MATERIALIZED (
-    SELECT credits_used AS used, total_credits AS total, coalesce(credits_uncharged, 0) AS owed FROM account_balance
+    SELECT credits_used AS used, total_credits AS total, coalesce(credits_uncharged, 0) AS owed,
+      coalesce(credits_counted_from, credits_used) AS known_from FROM account_balance
     WHERE api_url = $1::text AND reported_at >= clock_timestamp() - $3::float8 * interval '1 millisecond'
   ),
+  -- A counter at or under known_from may be a call billed before the growth was known (its first report): no growth
+  -- shows its cost, so it costs the estimate, else it went free and the cap let one more call through.
   est AS MATERIALIZED (
-    SELECT v.ord, CASE WHEN v.sample_only THEN 0 ELSE v.cost END AS e, coalesce(v.used IS NOT NULL AND v.total = p.total, false) AS counted, v.used
+    SELECT v.ord, CASE WHEN v.sample_only THEN 0 ELSE v.cost END AS e,
+      coalesce(v.used IS NOT NULL AND v.total = p.total AND v.used > p.known_from, false) AS counted, v.used
     FROM unnest($4::int[], $5::float8[], $6::float8[], $7::float8[], $8::boolean[]) AS v(ord, cost, used, total, sample_only) LEFT JOIN prior p ON true
   ),
   room AS MATERIALIZED (
@@ -529,7 +536,8 @@ SELECT balance, reserved, in_flight, spent, under_reserve_ok, cap_ok, calls, (SE
   /**
    * Samples recorded, trimmed, read back (`samplesAt`); charges (`chargedAt`) added to the run's spend; the balance. A
    * charge with counters costs at most the growth not charged yet (`credits_uncharged`), lest others' calls or a late
-   * answer be billed twice; with no counter seen in a reservation's life the growth is unknown: it costs the estimate.
+   * answer be billed twice; with no counter seen in a reservation's life the growth is unknown: it costs the estimate,
+   * as does a counter at or under the one the growth is known from (`credits_counted_from`: see SPEND_SQL).
    */
   private settleSql(asks: readonly SettleAsk[]): { statements: BoundStatement[]; samplesAt: number | null; chargedAt: number } {
     const charges = asks.map((a) => a.charge);

@@ -45,6 +45,11 @@ const accountBalance = table('account_balance', {
    * a charge takes at most this, so the runs sharing the account add up to no more than was billed.
    */
   credits_uncharged: real(),
+  /**
+   * The counter the account's growth is known from: the first reported with no live report of its plan before it.
+   * An answer under it may have been billed before it, a growth no run was charged for (null: credits_used's).
+   */
+  credits_counted_from: real(),
 });
 
 /** A call's claim on the balance while it is in flight; it stops counting once settled or expired. */

@@ -1,0 +1,1 @@
+ALTER TABLE "account_balance" ADD COLUMN "credits_counted_from" double precision;
