@@ -4,7 +4,8 @@
  * whose credits_used grows by 1 a call billed, in billing order; each worker's balance read is made at a random time
  * or not at all (timed out), and connections are sometimes slow to come. Each iteration checks that no more than
  * credits.maxPerRun was billed and that the run's spend is what was billed. It found a balance read erasing a call's
- * cost (billed 41, spent 40) and a later turn deleting a block before its calls' charges (spent = billed = 41, 42).
+ * cost (billed 41, spent 40), a later turn deleting a block before its calls' charges (spent = billed = 41, 42), and,
+ * on an account used before (half the iterations), a call billed before the first answer's counter charged 0.
  */
 import { expect, it } from 'vitest';
 import type { Operation } from '../../src/spec/types.ts';
@@ -44,6 +45,16 @@ it.skipIf(!pgClusterUrl || !(ITER > 0))('two workers of one run never bill past 
     await s.pool.query('TRUNCATE credit_reservations, credit_run_spend, account_balance, credit_cost_samples');
     const apiUrl = `https://api.example/${seed}`;
     let used = 0;
+    // Half the iterations start from an account other runs used: the cost known from its samples (blocks go out at
+    // once, no call alone first) and its last report older than a reservation's life, so no counter says where the
+    // growth starts, and calls are in flight before the first answer reports.
+    const usedBefore = rand() < 0.5;
+    if (usedBefore) {
+      await s.pool.query(`INSERT INTO account_balance (api_url, balance, credits_used, total_credits, reported_at)
+        VALUES ($1, ${TOTAL - 5}, -5, ${TOTAL}, clock_timestamp() - interval '1 hour')`, [apiUrl]);
+      await s.pool.query(`INSERT INTO credit_cost_samples (api_url, operation, credits_used, recorded_at)
+        SELECT $1, $2, u, clock_timestamp() FROM generate_series(-9, -5) AS u`, [apiUrl, OP]);
+    }
     const billedLog: string[] = [];
     type Call = { w: number; res: unknown; billedAt: number | null };
     const sent: Call[] = [];
@@ -100,7 +111,7 @@ it.skipIf(!pgClusterUrl || !(ITER > 0))('two workers of one run never bill past 
     }
     await Promise.all(workers.map((wk) => wk.guard.close()));
     const spent = await one(s.pool, `SELECT coalesce((SELECT spent FROM credit_run_spend WHERE run_key = 'run-1'), 0) AS n`);
-    const line = `seed ${seed}: billed ${used} spent ${spent} modes ${workers.map((w) => (w.seedMode < 0.35 ? 'unseeded' : 'seeded')).join(',')} summaries ${workers.map((w) => w.guard.spent).join(',')}`;
+    const line = `seed ${seed}: billed ${used} spent ${spent} modes ${workers.map((w) => (w.seedMode < 0.35 ? 'unseeded' : 'seeded')).join(',')}${usedBefore ? ' used-before' : ''} summaries ${workers.map((w) => w.guard.spent).join(',')}`;
     if (used > CAP || Math.abs(spent - used) > 1e-6) failures.push(`${line} ${billedLog.join(' ')}`);
   }
   expect(failures).toEqual([]);
