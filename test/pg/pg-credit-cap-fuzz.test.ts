@@ -14,23 +14,13 @@ import { openPgStore } from '../../src/store/pg/open.ts';
 import { SharedCreditGuard } from '../../src/store/pg/shared-credit-guard.ts';
 import { one, setUp, useCleanups } from './run-workers.ts';
 import { pgClusterUrl } from './use-pg.ts';
+import { seededRandom } from '../support/seeded-random.ts';
 
 useCleanups();
 const OP: Operation = 'post-details';
 const TOTAL = 10_000;
 const counters = (used: number) => ({ credits_used: used, total_credits: TOTAL, credits_remaining: TOTAL - used });
 const CAP = 40;
-
-function rng(seed: number) {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const ITER = Number(process.env.NETINGEST_CREDIT_FUZZ ?? 0);
 const SEED0 = Number(process.env.FUZZ_SEED ?? 1);
@@ -41,7 +31,7 @@ it.skipIf(!pgClusterUrl || !(ITER > 0))('two workers of one run never bill past 
   const failures: string[] = [];
   for (let iter = 0; iter < ITER; iter++) {
     const seed = SEED0 + iter;
-    const rand = rng(seed);
+    const rand = seededRandom(seed);
     await s.pool.query('TRUNCATE credit_reservations, credit_run_spend, account_balance, credit_cost_samples');
     const apiUrl = `https://api.example/${seed}`;
     let used = 0;
