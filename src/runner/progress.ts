@@ -33,11 +33,13 @@ export class ProgressReporter {
     private readonly stream: NodeJS.WritableStream & { isTTY?: boolean; columns?: number },
     private readonly logger: Logger,
     private readonly read: () => ProgressSnapshot,
+    /** @default PROGRESS_DEFAULTS.logIntervalMs */
+    private readonly logIntervalMs: number = PROGRESS_DEFAULTS.logIntervalMs,
   ) {}
 
   start(): void {
     const tty = Boolean(this.stream.isTTY);
-    const every = tty ? PROGRESS_DEFAULTS.redrawMs : PROGRESS_DEFAULTS.logIntervalMs;
+    const every = tty ? PROGRESS_DEFAULTS.redrawMs : this.logIntervalMs;
     this.timer = setInterval(() => (tty ? this.draw() : this.log()), every);
     this.timer.unref();
   }

@@ -204,7 +204,7 @@ async function workDue(run: OpenRun, job: Job, filter: RunnableFilter, runnable:
   const progress: JobProgress = { runnable, done: 0, notFound: 0, failed: 0, errors: 0 };
   const startedAtMs = performance.now();
   const snapshot = () => ({ ...progress, job: job.name, creditsLeft: guard.balance, startedAtMs });
-  const reporter = new ProgressReporter(run.options.progressStream ?? process.stderr, run.logger, snapshot);
+  const reporter = new ProgressReporter(run.options.progressStream ?? process.stderr, run.logger, snapshot, run.options.progressLogMs);
   reporter.start();
   const failures = new FailureLog(reporter.above(), job.name, run.options.failureLog?.detailedLines);
   sayWaits(run, reporter.above(), job.name);

@@ -20,6 +20,12 @@ export interface RunOptions extends RunDefaulted {
   logger?: Logger;
   /** Where the live progress line goes on a terminal (default stderr); else progress is logged every few seconds. */
   progressStream?: NodeJS.WritableStream & { isTTY?: boolean };
+  /**
+   * The interval of the progress log line without a terminal (PROGRESS_DEFAULTS.logIntervalMs; the CLI's
+   * NETINGEST_PROGRESS_SECONDS).
+   * @default 5_000
+   */
+  progressLogMs?: number;
   /** How a job's failed tasks are logged: `detailedLines` a WARN line each (FAILURE_LOG_DEFAULTS), then counted. */
   failureLog?: { detailedLines?: number };
   /** The run lock's lease (default RUN_LOCK_DEFAULTS.leaseMs): how long another host waits after its last heartbeat. */

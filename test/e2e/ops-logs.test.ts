@@ -13,7 +13,7 @@ let ws: OpsWorkspace;
 
 beforeAll(async () => {
   sandbox = await startSandbox({ tokens: { [TOKEN]: 1_000_000 }, logRequests: false });
-  // 30 calls at 150/minute take 12 s: long enough for a progress line (every 5 s without a terminal).
+  // 30 calls at 150/minute take 12 s: long enough for a progress line (every second here, 5 s by default).
   ws = await opsWorkspace({ posts: 30, requestsPerMinute: 150, concurrency: 2 });
 });
 
@@ -33,7 +33,7 @@ function lines(stderr: string): string[] {
 async function runUntilProgressThenTerm(db: string, extra: string[]): Promise<CliResult> {
   const run: CliProcess = startCli(['run', ws.postsJob, '--db', db, ...extra], {
     cwd: ws.dir,
-    env: apiEnv(sandbox.url, TOKEN),
+    env: { ...apiEnv(sandbox.url, TOKEN), NETINGEST_PROGRESS_SECONDS: '1' },
     timeoutMs: 60_000,
   });
   const until = Date.now() + 30_000;
@@ -63,7 +63,7 @@ function parseJsonLines(stderr: string): { parsed: Array<Record<string, unknown>
   return { parsed, bad };
 }
 
-// Concurrent: each test waits for a progress line (every 5 s without a terminal) on its own database.
+// Concurrent: each test waits for a progress line (every second here, without a terminal) on its own database.
 describe.concurrent('logs without a terminal (cron)', () => {
   it('text: one line per event with a timestamp and level, a progress line every few seconds, the summary on stdout', async () => {
     const result = await runUntilProgressThenTerm('text.db', []);

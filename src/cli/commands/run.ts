@@ -25,6 +25,9 @@ const MIN_LEASE_SECONDS = 1;
 /** PostgreSQL: how long the run waits for a server gone away (a restart, a failover) to write the answers it holds. */
 const DB_BACK_ENV = 'NETINGEST_PG_RECONNECT_SECONDS';
 
+/** Without a terminal (cron), the seconds between two progress lines. */
+const PROGRESS_ENV = 'NETINGEST_PROGRESS_SECONDS';
+
 /** `netingest run`: the run engine from the command line. */
 export const runCommand = defineCommand({
   builder: (y) =>
@@ -46,6 +49,7 @@ export const runCommand = defineCommand({
     const dbPath = datasetOption(argv.db);
     const lockLeaseMs = lockLeaseFromEnv();
     const dbServerBackWithinMs = secondsFromEnv(DB_BACK_ENV, 1, process.env);
+    const progressLogMs = secondsFromEnv(PROGRESS_ENV, 1, process.env);
     const { jobs, broken } = await loadJobs(argv.jobs ?? [], argv.all, argv['jobs-dir']);
     await checkInvalidOut(jobs, argv['invalid-out'], dbPath);
     const api = resolveApiConfig({ apiUrl: argv['api-url'], tokenFile: argv['token-file'] });
@@ -69,7 +73,7 @@ export const runCommand = defineCommand({
       },
       (signal) =>
       runJobs({
-        dbPath, jobs, brokenJobFiles: broken, api, overrides, refresh: argv.refresh, signal, logger, progressStream: io.stderr,
+        dbPath, jobs, brokenJobFiles: broken, api, overrides, refresh: argv.refresh, signal, logger, progressStream: io.stderr, progressLogMs,
         exitCodeOf: exitCodeForRun, lockLeaseMs, dbServerBackWithinMs, sharedRunKey: process.env[RUN_KEY_ENV]?.trim() || undefined,
       }),
     ).catch((err: unknown) => {
