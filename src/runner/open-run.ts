@@ -33,7 +33,8 @@ export async function openRun(options: RunOptions): Promise<OpenRun> {
   const dataset = await openStore(options.dbPath);
   // On PostgreSQL the lock's lease is the lease of a worker's claims (how long a dead worker's inputs wait).
   const store = await dataset.openRun({
-    leaseMs: options.lockLeaseMs, rateWindowMs: options.sharedRateWindowMs, rateLongWaitMs: options.sharedRateLongWaitMs, serverBackWithinMs: options.dbServerBackWithinMs,
+    leaseMs: options.lockLeaseMs, rateWindowMs: options.sharedRateWindowMs, rateLongWaitMs: options.sharedRateLongWaitMs,
+    creditLongWaitMs: options.sharedCreditLongWaitMs, serverBackWithinMs: options.dbServerBackWithinMs,
   });
   const releases: Releases = [() => store.close()];
   try {

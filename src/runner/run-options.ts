@@ -39,6 +39,12 @@ export interface RunOptions extends RunDefaulted {
    */
   sharedRateLongWaitMs?: number;
   /**
+   * PostgreSQL: how long a wait for credits that calls in flight (every worker's) hold must be to get its WARN line
+   * (SHARED_CREDIT_GUARD_DEFAULTS.longWaitMs, the progress log's interval); tests shorten it.
+   * @default 5_000
+   */
+  sharedCreditLongWaitMs?: number;
+  /**
    * The wait after a 429 whose Retry-After is missing or garbage (CLIENT_DEFAULTS.retryAfterFallbackMs); tests shorten it.
    * @default 5_000
    */

@@ -71,6 +71,8 @@ export interface OpenRunOptions {
   rateWindowMs?: number | undefined;
   /** PostgreSQL: a wait on the shared rate's 429 pause longer than this is logged, in ms; default 5 s. */
   rateLongWaitMs?: number | undefined;
+  /** PostgreSQL: a wait for credits other workers' calls in flight hold longer than this is logged, in ms; default 5 s. */
+  creditLongWaitMs?: number | undefined;
   /** PostgreSQL: how long a server gone away has to come back before the run's writer stops, in ms; default 2 minutes. */
   serverBackWithinMs?: number | undefined;
 }

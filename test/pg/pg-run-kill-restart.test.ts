@@ -189,7 +189,8 @@ describe.skipIf(!pgClusterUrl)(`workers with a 60 s lease on PostgreSQL${pgClust
     const { s, api } = await gatedSetUp(TASKS, 'credit_wait_term', { balance: 1_000, reserve: 970 }, { free });
     // The holder's block holds most of what is left above the reserve (cost 1) once its 8 calls are paid.
     api.allow(ALLOWED);
-    const env = { NETINGEST_API_URL: api.url, NETINGEST_API_TOKEN: TOKEN };
+    // The waiter says its wait past 1 s (the progress line's interval), not 5.
+    const env = { NETINGEST_API_URL: api.url, NETINGEST_API_TOKEN: TOKEN, NETINGEST_PROGRESS_SECONDS: '1' };
     const holder = spawnCli(['run', s.file, '--db', s.url], { cwd: s.ws.dir, env });
     onTestFinished(() => void holder.child.kill('SIGKILL'));
     // Every slot of the holder waits at the API: it can send nothing more, and its block holds the room.

@@ -74,6 +74,8 @@ export const runCommand = defineCommand({
       (signal) =>
       runJobs({
         dbPath, jobs, brokenJobFiles: broken, api, overrides, refresh: argv.refresh, signal, logger, progressStream: io.stderr, progressLogMs,
+        // A wait shorter than the progress log's interval needs no line of its own.
+        sharedRateLongWaitMs: progressLogMs, sharedCreditLongWaitMs: progressLogMs,
         exitCodeOf: exitCodeForRun, lockLeaseMs, dbServerBackWithinMs, sharedRunKey: process.env[RUN_KEY_ENV]?.trim() || undefined,
       }),
     ).catch((err: unknown) => {

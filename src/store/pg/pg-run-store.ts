@@ -77,7 +77,7 @@ export async function openPgRunStore(options: OpenRunOptions & { url: string }):
     serverBack: (interrupted) => serverBack(pool, options.serverBackWithinMs ?? PG_WRITER_DEFAULTS.serverBackWithinMs, interrupted),
     openGate: (apiUrl) => new SharedRunGate(pool, apiUrl, options.rateWindowMs, { longWaitMs: options.rateLongWaitMs }),
     openCreditGuard(limits, history, apiUrl, runKey) {
-      const guard = new SharedCreditGuard(limits, history, new SharedCreditBudget(pool, { apiUrl, runKey, workerId }));
+      const guard = new SharedCreditGuard(limits, history, new SharedCreditBudget(pool, { apiUrl, runKey, workerId }), { longWaitMs: options.creditLongWaitMs });
       guards.push(guard);
       return guard;
     },

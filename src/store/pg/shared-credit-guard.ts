@@ -15,6 +15,18 @@ import type { RefusedAttempt, SharedCharge, SharedCreditBudget, SharedReservatio
  */
 type Unpriced = { shared: SharedReservation; counters: CreditCounters; estimate: number };
 
+export const SHARED_CREDIT_GUARD_DEFAULTS = {
+  /** A wait shorter than the progress log's interval needs no line of its own; tests shorten it, not their calls' holds. */
+  longWaitMs: 5_000,
+  /** A wait that goes on is told again no sooner than this. */
+  toldEveryMs: 60_000,
+} as const;
+
+export interface SharedCreditGuardOptions {
+  /** @default SHARED_CREDIT_GUARD_DEFAULTS.longWaitMs */
+  longWaitMs?: number | undefined;
+}
+
 export class SharedCreditGuard extends CreditGuard {
   private readonly shared = new Map<Reservation, { shared: SharedReservation; after: CreditCounters | null }>();
   private readonly renewal: { stop(): void };
@@ -44,7 +56,12 @@ export class SharedCreditGuard extends CreditGuard {
   /** When a wait for others' calls in flight was last told (onWait), on this process's monotonic clock. */
   private waitToldAt = -Infinity;
 
-  constructor(limits: CreditLimits, history: CreditHistory, private readonly budget: SharedCreditBudget) {
+  constructor(
+    limits: CreditLimits,
+    history: CreditHistory,
+    private readonly budget: SharedCreditBudget,
+    private readonly options: SharedCreditGuardOptions = {},
+  ) {
     super(limits, history, { costFromOwnSteps: false });
     this.renewal = budget.keepRenewed();
   }
@@ -95,10 +112,11 @@ export class SharedCreditGuard extends CreditGuard {
     return local;
   }
 
-  /** A wait for room calls in flight hold, told past 5 s and once a minute at most (a balance not known yet is not). */
+  /** A wait for room calls in flight hold, told past `longWaitMs` and once a minute at most (a balance not known yet is not). */
   private tellWait({ reason, figures }: RefusedAttempt, since: number): void {
     const now = performance.now();
-    if (reason === 'learning' || !this.onWait || now - since < 5_000 || now - this.waitToldAt < 60_000) return;
+    const longWaitMs = this.options.longWaitMs ?? SHARED_CREDIT_GUARD_DEFAULTS.longWaitMs;
+    if (reason === 'learning' || !this.onWait || now - since < longWaitMs || now - this.waitToldAt < SHARED_CREDIT_GUARD_DEFAULTS.toldEveryMs) return;
     this.waitToldAt = now;
     this.onWait({ reason, reserved: figures.reserved, balance: figures.balance });
   }
