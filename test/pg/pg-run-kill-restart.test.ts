@@ -76,6 +76,27 @@ async function expectEachPaidOnce(s: Setup, tasks: number, whole = true): Promis
   expect(chargedPerUrl(s.sandbox).size).toBe(tasks);
 }
 
+/** The server's clock now, as text: a Date would drop its microseconds. */
+async function serverNow(pool: import('pg').Pool): Promise<string> {
+  return (await pool.query<{ now: string }>('SELECT clock_timestamp()::text AS now')).rows[0]!.now;
+}
+
+/**
+ * When a worker's idle claim round (its sessions opened since `since`) ended after `after`: a round that claims nothing
+ * counts what is left due (pg-run-store's DUE_LEFT) before it sleeps; the session shows it as its last statement.
+ */
+async function claimRoundAfter(pool: import('pg').Pool, since: string, after: string): Promise<string> {
+  let ended: string | null = null;
+  await waitUntil(async () => {
+    const { rows } = await pool.query<{ at: string | null }>(`SELECT max(state_change)::text AS at FROM pg_stat_activity
+      WHERE datname = current_database() AND backend_start >= $1::timestamptz AND state = 'idle' AND state_change > $2::timestamptz
+        AND query LIKE 'SELECT count(*)::int AS n FROM tasks t WHERE %'`, [since, after]);
+    ended = rows[0]!.at;
+    return ended !== null;
+  }, 10_000, 'the other worker\'s next idle claim round', 20);
+  return ended!;
+}
+
 describe.skipIf(!pgClusterUrl)(`workers with a 60 s lease on PostgreSQL${pgClusterUrl ? '' : ` (skipped: ${pgSkipReason})`}`, () => {
   it('a worker killed with SIGKILL and restarted at once takes its inputs back before their lease ends, paying nothing twice', async () => {
     const TASKS = 40;
@@ -133,13 +154,16 @@ describe.skipIf(!pgClusterUrl)(`workers with a 60 s lease on PostgreSQL${pgClust
     const idleId = (await s.pool.query<{ w: string }>('SELECT DISTINCT worker_id AS w FROM worker_task_leases')).rows.map((r) => r.w);
     expect(idleId).toHaveLength(1);
     let otherEnded = false;
+    const otherStart = await serverNow(s.pool);
     const other = runJobs(runOptions(s, jobs, s.sandbox.url)).finally(() => (otherEnded = true));
     // The other worker does everything outside the idle worker's leases, then waits for them.
     await waitUntil(async () => (await one(s.pool, 'SELECT count(*) AS n FROM runs')) === 2 && (await one(s.pool, `SELECT count(*) AS n
       FROM tasks t WHERE t.status <> 'done' AND NOT EXISTS (
         SELECT 1 FROM worker_task_leases l WHERE l.input_key = t.input_key AND l.worker_id = '${idleId[0]}')`)) === 0, 30_000, 'the other worker to do the rest');
-    // A few of its idle polls (every 500 ms) later, it has still called none of them, and waits.
-    await new Promise((r) => setTimeout(r, 2_000));
+    // Two of its idle claim rounds later (each ends with its count of what is left due, every 500 ms), it has still
+    // called none of them, and waits.
+    const firstRound = await claimRoundAfter(s.pool, otherStart, await serverNow(s.pool));
+    await claimRoundAfter(s.pool, otherStart, firstRound);
     const otherCalls = `SELECT count(*) AS n FROM api_calls c JOIN tasks t ON t.id = c.task_id
       WHERE c.run_id = (SELECT max(id) FROM runs) AND t.input_key = ANY('{${its.map((k) => `"${k}"`).join(',')}}'::text[])`;
     expect(await one(s.pool, otherCalls)).toBe(0);
