@@ -6,6 +6,7 @@ import BetterSqlite3 from 'better-sqlite3';
 import { accessSync, constants, existsSync, mkdirSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { DatabaseError, DatabaseReadonlyError } from './errors.ts';
+import { UsageError } from '../errors.ts';
 import { failedForWantOfShm, openWithoutShm, type ChangeWatch } from './read-without-shm.ts';
 import { registerRawBodyFunction } from './raw-body.ts';
 
@@ -33,15 +34,29 @@ export interface Connection {
 export interface ConnectionOptions {
   /** Read-only: no folder made, the file must exist, and `query_only` is on so nothing can write. Default false. */
   readonly?: boolean;
-  /** How long a statement waits for another process's lock before failing. Default 5000. */
+  /** How long a statement waits for another process's lock before failing. Default: busyTimeoutMs(). */
   busyTimeoutMs?: number;
 }
 
 export const CONNECTION_DEFAULTS = { readonly: false, busyTimeoutMs: 5000 } as const;
 
+/** Seconds a connection waits for another process's lock (default CONNECTION_DEFAULTS.busyTimeoutMs). */
+export const BUSY_TIMEOUT_ENV = 'NETINGEST_SQLITE_BUSY_SECONDS';
+
+/** The busy timeout of connections opened without one, in ms: BUSY_TIMEOUT_ENV's, at least 1 s; a bad value is a usage error. */
+export function busyTimeoutMs(env: NodeJS.ProcessEnv = process.env): number {
+  const raw = env[BUSY_TIMEOUT_ENV]?.trim();
+  if (!raw) return CONNECTION_DEFAULTS.busyTimeoutMs;
+  const seconds = Number(raw);
+  if (!Number.isFinite(seconds) || seconds < 1) {
+    throw new UsageError(`${BUSY_TIMEOUT_ENV} must be a number of seconds, at least 1 (got ${JSON.stringify(raw)}).`);
+  }
+  return seconds * 1000;
+}
+
 /** Opens the SQLite file at `file` and sets the connection up; the schema is the caller's business. */
 export function openConnection(file: string, options: ConnectionOptions = {}): Connection {
-  const opts = { ...CONNECTION_DEFAULTS, ...options };
+  const opts = { ...CONNECTION_DEFAULTS, ...options, busyTimeoutMs: options.busyTimeoutMs ?? busyTimeoutMs() };
   const path = resolve(file);
   if (!opts.readonly) ensureFolder(path);
   else if (!existsSync(path)) throw new DatabaseError('DB_NOT_FOUND', path, `database ${path} does not exist`);
@@ -146,7 +161,7 @@ export function toDatabaseUseError(err: unknown, path: string): unknown {
   if (code === 'SQLITE_TOOBIG') {
     return new DatabaseError('DB_WRITE_FAILED', path, `database ${path}: a value is larger than SQLite can store in one field (${message}) [${code}]`, { cause: err });
   }
-  const mapped = toDatabaseError(err, path, CONNECTION_DEFAULTS.busyTimeoutMs);
+  const mapped = toDatabaseError(err, path, busyTimeoutMs());
   if (mapped !== err) return mapped;
   if (!code.startsWith('SQLITE_')) return err;
   return new DatabaseError('DB_WRITE_FAILED', path, `database ${path}: ${message} [${code}]`, { cause: err });

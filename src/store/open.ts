@@ -5,7 +5,7 @@ import { drizzle } from 'drizzle-orm/better-sqlite3';
 import { migrate } from 'drizzle-orm/better-sqlite3/migrator';
 import { DatabaseError, DatabaseNeedsMigrationError, DatabaseTooNewError } from './errors.ts';
 import { MIGRATIONS_FOLDER, RECORD_SCHEMA_VERSION_SQL, knownMigrations, readMigrationState, schemaVersionOf, type KnownMigration } from './migration-state.ts';
-import { CONNECTION_DEFAULTS, openConnection, toDatabaseError, type Connection, type ConnectionOptions } from './connection.ts';
+import { busyTimeoutMs, CONNECTION_DEFAULTS, openConnection, toDatabaseError, type Connection, type ConnectionOptions } from './connection.ts';
 import { runWwwUpgrade, wwwUpgradeDue } from './upgrades/www-canonical-urls.ts';
 import { schemaUpgraded } from '../schema-upgrade-notice.ts';
 import { networkHost } from '../urls/canonical.ts';
@@ -30,7 +30,7 @@ const DEFAULTS = { ...CONNECTION_DEFAULTS, upgradeOlderSchema: false, migrations
 
 /** Opens (creating and migrating when needed) the SQLite dataset at `file`. */
 export function openDatabase(file: string, options: OpenDatabaseOptions = {}): Database {
-  const opts = { ...DEFAULTS, ...options };
+  const opts = { ...DEFAULTS, ...options, busyTimeoutMs: options.busyTimeoutMs ?? busyTimeoutMs() };
   try {
     return openOnce(file, opts);
   } catch (err) {

@@ -97,7 +97,9 @@ describe('a database that cannot be used gives a clear error and a documented ex
     try {
       await new Promise<void>((resolve) => holder.stdout!.once('data', () => resolve()));
       // status beside it is the CLI's code in this process: the spawned run is the process under test.
-      const [result, status] = await Promise.all([run(db), inProcess(['status', '--db', db], {}, { cwd: ws.dir })]);
+      // The run waits 1 s for the lock, not 5 (NETINGEST_SQLITE_BUSY_SECONDS).
+      const busy = { env: { ...apiEnv(sandbox.url, TOKEN), NETINGEST_SQLITE_BUSY_SECONDS: '1' } };
+      const [result, status] = await Promise.all([run(db, [], busy), inProcess(['status', '--db', db], {}, { cwd: ws.dir })]);
       expect(result.code, result.stderr).toBe(EXIT.locked);
       expectClearError(result, db, /locked/i);
       expect(status.code, status.stderr).toBe(0);

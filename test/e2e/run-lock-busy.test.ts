@@ -22,13 +22,15 @@ describe('a dataset whose run lock is held inside a long write transaction', () 
     holder.sqlite.exec('BEGIN IMMEDIATE');
     holder.sqlite.prepare(`INSERT INTO netingest_meta (key, value) VALUES ('busy_test', 'x')`).run();
     try {
+      // Each waits 1 s for the transaction, not 5 (NETINGEST_SQLITE_BUSY_SECONDS).
+      const busy = { NETINGEST_SQLITE_BUSY_SECONDS: '1' };
       // Nothing answers at this URL: a run that got past the lock would fail on its first call instead.
-      const env = { NETINGEST_API_URL: 'http://127.0.0.1:9', NETINGEST_API_TOKEN: 'busy-lock-token' };
+      const env = { ...busy, NETINGEST_API_URL: 'http://127.0.0.1:9', NETINGEST_API_TOKEN: 'busy-lock-token' };
       const [run, prune, reprocess, copy] = await Promise.all([
         runCli(['run', job, '--db', ws.db], { cwd: ws.dir, env }),
-        runCli(['prune', '--db', ws.db], { cwd: ws.dir }),
-        runCli(['reprocess', '--db', ws.db], { cwd: ws.dir }),
-        runCli(['copy', '--from', ws.db, '--to', 'postgres://nobody@127.0.0.1:9/none'], { cwd: ws.dir }),
+        runCli(['prune', '--db', ws.db], { cwd: ws.dir, env: busy }),
+        runCli(['reprocess', '--db', ws.db], { cwd: ws.dir, env: busy }),
+        runCli(['copy', '--from', ws.db, '--to', 'postgres://nobody@127.0.0.1:9/none'], { cwd: ws.dir, env: busy }),
       ]);
       for (const refused of [run, prune, reprocess, copy]) {
         expect(refused.code, refused.stderr).toBe(4);
@@ -37,7 +39,7 @@ describe('a dataset whose run lock is held inside a long write transaction', () 
         expect(refused.stderr).not.toMatch(/unexpected error/);
       }
       // `status` says the dataset is in use, not that a run "?" is in progress.
-      const status = await runCli(['status', '--db', ws.db], { cwd: ws.dir });
+      const status = await runCli(['status', '--db', ws.db], { cwd: ws.dir, env: busy });
       expect(status.code, status.stderr).toBe(0);
       expect(status.stdout).toContain(`The dataset is in use: netingest with no run id (\`reprocess\`, \`prune\`, \`copy\`, or a run starting) (pid ${process.pid} on `);
     } finally {

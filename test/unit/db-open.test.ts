@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openDatabase, toDatabaseError, type Database } from '../../src/store/open.ts';
 import { DatabaseError } from '../../src/store/errors.ts';
+import { BUSY_TIMEOUT_ENV, busyTimeoutMs } from '../../src/store/connection.ts';
 import { NetingestError } from '../../src/errors.ts';
 import { MIGRATIONS_FOLDER, knownMigrations } from '../../src/store/migration-state.ts';
 
@@ -66,6 +67,19 @@ describe('openDatabase', () => {
       expect(d.sqlite.pragma('busy_timeout', { simple: true })).toBe(250);
     } finally {
       process.chdir(cwd);
+    }
+  });
+
+  it('waits NETINGEST_SQLITE_BUSY_SECONDS for a lock when the caller sets no busy timeout; a bad value is a usage error', () => {
+    expect(busyTimeoutMs({})).toBe(5000);
+    expect(busyTimeoutMs({ [BUSY_TIMEOUT_ENV]: ' 2 ' })).toBe(2000);
+    for (const bad of ['0.5', 'soon']) expect(() => busyTimeoutMs({ [BUSY_TIMEOUT_ENV]: bad })).toThrow(/NETINGEST_SQLITE_BUSY_SECONDS must be a number of seconds/);
+    process.env[BUSY_TIMEOUT_ENV] = '2';
+    try {
+      expect(open(join(dir, 'env.db')).sqlite.pragma('busy_timeout', { simple: true })).toBe(2000);
+      expect(open(join(dir, 'env.db'), { busyTimeoutMs: 250 }).sqlite.pragma('busy_timeout', { simple: true })).toBe(250);
+    } finally {
+      delete process.env[BUSY_TIMEOUT_ENV];
     }
   });
 
