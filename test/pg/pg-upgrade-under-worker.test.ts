@@ -25,7 +25,7 @@ function poolOf(url: string): pg.Pool {
   return pool;
 }
 
-const LAST_COLUMNS = `SELECT count(*)::int AS n FROM information_schema.columns WHERE table_name = 'runs' AND column_name = 'refresh'`;
+const LAST_COLUMNS = `SELECT count(*)::int AS n FROM information_schema.columns WHERE table_name = 'account_balance' AND column_name = 'credits_counted_from'`;
 const RECORDS = 'SELECT count(DISTINCT hash)::int AS n FROM __drizzle_migrations';
 const count = async (pool: pg.Pool, sql: string) => (await pool.query<{ n: number }>(sql)).rows[0]!.n;
 
@@ -33,7 +33,7 @@ const count = async (pool: pg.Pool, sql: string) => (await pool.query<{ n: numbe
 async function olderDataset(): Promise<{ url: string; pool: pg.Pool }> {
   const url = await newMigratedPgDatabase('upgrade_worker');
   const pool = poolOf(url);
-  await pool.query('ALTER TABLE runs DROP COLUMN refresh');
+  await pool.query('ALTER TABLE account_balance DROP COLUMN credits_counted_from');
   await pool.query('DELETE FROM __drizzle_migrations WHERE created_at = (SELECT max(created_at) FROM __drizzle_migrations)');
   return { url, pool };
 }
