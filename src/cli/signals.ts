@@ -1,7 +1,6 @@
 import { RUN_DEFAULTS } from '../runner/run-options.ts';
-
-/** The signals that stop a command: stop-signals.ts's list, which the entry holds (test/unit/stop-signals.test.ts). */
-export const STOP_SIGNALS: readonly NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
+// A constant only: dist/bin.js is built apart with its own copy, and the handler slot is on globalThis, not module state.
+import { STOP_SIGNALS } from './stop-signals.ts';
 
 /** Wind-down time after the first stop signal: longer than a call, so a charged call is written, not paid twice. */
 export const SHUTDOWN_GRACE_MS = RUN_DEFAULTS.requestTimeoutMs + 10_000;

@@ -1,12 +1,11 @@
 /**
- * The stop signals' one handler for the process's life. Imported by the entry (bin.ts) alone, so that esbuild bundles it
- * into dist/bin.js and the handlers are in place before node reads any other file of the CLI; the command's work reaches
- * it through `globalThis.netingestStopSignals` (signals.ts): an import would make it a chunk of its own, loaded first.
+ * The stop signals' one handler for the process's life. dist/bin.js is built from bin.ts apart, with this file bundled
+ * in, so the handlers are in place before node reads any other file of the CLI. The split build holds a second copy of
+ * this module: a command's work reaches the handler slot through `globalThis.netingestStopSignals` (signals.ts).
  */
 /**
  * The signals that stop a command gracefully. SIGHUP too: a dropped terminal would otherwise kill the process at once,
- * losing answers in flight (paid for, not written) or leaving an export's temporary file. signals.ts has the same list
- * (test/unit/stop-signals.test.ts checks it).
+ * losing answers in flight (paid for, not written) or leaving an export's temporary file.
  */
 export const STOP_SIGNALS: readonly NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
 
