@@ -34,17 +34,20 @@ describe.skipIf(!pgClusterUrl)(`the shared rate limit on PostgreSQL${pgClusterUr
     const windowMs = 1_000;
     const limit = 5;
     const startSlackMs = 50;
-    const gate = new SharedRateGate(pool, { gate: 'https://api.example/a', limit, windowMs, startSlackMs });
-    const other = new SharedRateGate(pool, { gate: 'https://api.example/b', limit, windowMs, startSlackMs });
+    // Scheduled by a clock stopped in 2000: no take() waits, so the slots' times are the admission arithmetic alone.
+    const clockSql = `'2000-01-01 00:00:00+00'::timestamptz`;
+    const gate = new SharedRateGate(pool, { gate: 'https://api.example/a', limit, windowMs, startSlackMs, clockSql });
+    const other = new SharedRateGate(pool, { gate: 'https://api.example/b', limit, windowMs, startSlackMs, clockSql });
     const slots = (await Promise.all(Array.from({ length: 12 }, () => gate.take()))).map((s) => s.startUs).sort((a, b) => a - b);
     // At most `limit` slots per round trip: 12 callers at once take three.
     expect(gate.roundTripCount).toBe(3);
     const windowUs = (windowMs + startSlackMs) * 1_000;
     for (let i = limit; i < slots.length; i++) expect(slots[i]! - slots[i - limit]!).toBeGreaterThanOrEqual(windowUs);
-    // Another gate (another account) is not held back by this one's slots.
-    const before = Date.now();
-    await Promise.all(Array.from({ length: limit }, () => other.take()));
-    expect(Date.now() - before).toBeLessThan(windowMs * 3);
+    // Another gate (another account) is not held back by this one's 12 slots: its `limit` slots all go in the first
+    // window, before this gate's slot `limit`. Held back, they would come after this gate's last slot.
+    const others = (await Promise.all(Array.from({ length: limit }, () => other.take()))).map((s) => s.startUs);
+    expect(Math.max(...others)).toBeLessThan(slots[limit]!);
+    expect(Math.min(...others)).toBe(slots[0]);
   });
 
   it('holds a rate under one a minute, or not whole, exactly: 0.2 a minute is a call per five minutes, as on SQLite', { timeout: 30_000 }, async () => {
