@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import type BetterSqlite3 from 'better-sqlite3';
 import { NetingestError } from '../errors.ts';
+import { toDatabaseUseError } from './connection.ts';
 import type { Database } from './open.ts';
 import { closeAbandonedRuns } from './abandoned-runs.ts';
 import { rows, type Reads } from './read-steps.ts';
@@ -131,7 +132,7 @@ export function acquireRunLock(database: Database, leaseMs: number = RUN_LOCK_DE
   try {
     taken = take.immediate();
   } catch (err) {
-    throw busyAsLocked(err, () => read.get() as LockRow | undefined, database.file, host);
+    throw refusalOf(err, () => read.get() as LockRow | undefined, database.file, host);
   }
   const { holding, abandonedRuns } = taken;
   heldHere.add(holding);
@@ -230,19 +231,21 @@ function leaseRunning(lock: LockRow): boolean {
 }
 
 /**
- * The lock's transaction timed out behind a holder's long write (`reprocess`'s one transaction, `prune`'s VACUUM): the
- * lock row, readable meanwhile, names that holder as any other refusal does. Any other error passes.
+ * acquireRunLock's one conversion of its errors, so no caller repeats it. The lock's transaction timed out behind a
+ * holder's long write (`reprocess`'s one transaction, `prune`'s VACUUM): the lock row, readable meanwhile, names that
+ * holder as any other refusal does. Otherwise a SQLite error is a DatabaseError naming the file (busy: DB_LOCKED).
  */
-function busyAsLocked(err: unknown, readHeld: () => LockRow | undefined, file: string, host: string): unknown {
+function refusalOf(err: unknown, readHeld: () => LockRow | undefined, file: string, host: string): unknown {
   const code = (err as { code?: unknown } | null)?.code;
-  if (typeof code !== 'string' || !code.startsWith('SQLITE_BUSY')) return err;
-  try {
-    const held = readHeld();
-    if (held && isAlive(held, host)) return new LockedError(lockedMessage(file, held, host));
-  } catch {
-    // Unreadable too: the busy error says what it can.
+  if (typeof code === 'string' && code.startsWith('SQLITE_BUSY')) {
+    try {
+      const held = readHeld();
+      if (held && isAlive(held, host)) return new LockedError(lockedMessage(file, held, host));
+    } catch {
+      // Unreadable too: the busy error says what it can.
+    }
   }
-  return err;
+  return toDatabaseUseError(err, file);
 }
 
 /** Who holds the lock: a run by its id; without one, `reprocess`, `prune`, `copy`, or a run before its `runs` row. */

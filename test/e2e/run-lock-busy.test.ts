@@ -48,4 +48,32 @@ describe('a dataset whose run lock is held inside a long write transaction', () 
       holder.close();
     }
   });
+
+  it('refuses them with DB_LOCKED (exit 4) when the writer holds no run lock row to name', { timeout: 90_000 }, async () => {
+    const ws = await workspace();
+    const input = await ws.write('leads.csv', csv(['company_url'], [['https://www.network.com/company/acme']]));
+    const job = await ws.job('leads', { operation: 'similar-companies', input: { csv: input, column: 'company_url' } });
+    // Another program's write transaction (sqlite3, a script): the run lock's own transaction times out behind it.
+    const holder = openDatabase(ws.db);
+    holder.sqlite.exec('BEGIN IMMEDIATE');
+    holder.sqlite.prepare(`INSERT INTO netingest_meta (key, value) VALUES ('busy_test', 'x')`).run();
+    try {
+      const busy = { NETINGEST_SQLITE_BUSY_SECONDS: '1' };
+      const env = { ...busy, NETINGEST_API_URL: 'http://127.0.0.1:9', NETINGEST_API_TOKEN: 'busy-lock-token' };
+      const [run, prune, reprocess, copy] = await Promise.all([
+        runCli(['run', job, '--db', ws.db], { cwd: ws.dir, env }),
+        runCli(['prune', '--db', ws.db], { cwd: ws.dir, env: busy }),
+        runCli(['reprocess', '--db', ws.db], { cwd: ws.dir, env: busy }),
+        runCli(['copy', '--from', ws.db, '--to', 'postgres://nobody@127.0.0.1:9/none'], { cwd: ws.dir, env: busy }),
+      ]);
+      for (const refused of [run, prune, reprocess, copy]) {
+        expect(refused.code, refused.stderr).toBe(4);
+        expect(refused.stderr).toContain(`database ${ws.db} is locked by another process`);
+        expect(refused.stderr).not.toMatch(/unexpected error/);
+      }
+    } finally {
+      holder.sqlite.exec('ROLLBACK');
+      holder.close();
+    }
+  });
 });

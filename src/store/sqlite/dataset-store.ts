@@ -5,7 +5,7 @@
 import { existsSync, statSync } from 'node:fs';
 import { UsageError } from '../../errors.ts';
 import { usingStatement, WRITE_META_SQL, type DatasetStore, type StorePruneOptions, type StorePruneResult } from '../dataset-store.ts';
-import { openDatabase, openForReading, toDatabaseUseError, type Database } from '../open.ts';
+import { openDatabase, openForReading, type Database } from '../open.ts';
 import { emptyPlanLedger, type PlanLedger, type PlannedTask, type PlanRule } from '../plan-ledger.ts';
 import { createLedger, type Ledger } from '../ledger.ts';
 import { apiCallReads } from '../api-calls.ts';
@@ -111,13 +111,7 @@ const reading = async <T>(file: string, fn: (database: Database) => Promise<T>):
 async function locked<T>(file: string, fn: (database: Database) => T | Promise<T>): Promise<T> {
   return closing(openDatabase(file), async (database) => {
     // A run writing at the same time would interleave with the work: take the run lock as a run does.
-    let lock: ReturnType<typeof acquireRunLock>;
-    try {
-      lock = acquireRunLock(database);
-    } catch (err) {
-      // A lock still busy (not named) is DB_LOCKED, exit 4, as for a run, not an unexpected error.
-      throw toDatabaseUseError(err, database.file);
-    }
+    const lock = acquireRunLock(database);
     try {
       return await fn(database);
     } finally {
