@@ -62,7 +62,7 @@ async function childMain(mode: ChildMode, csv: string, rows: number, dbPath: str
   let seconds: number;
   let written: number;
   if (mode === 'fill') {
-    const runId = createRunLog(database).start([TAG], new Date().toISOString(), process.pid, 'bench');
+    const runId = createRunLog(database).start({ jobs: [TAG], startedAt: new Date().toISOString(), pid: process.pid, host: 'bench' });
     const job = makeJob({ name: TAG, operation: 'similar-companies', input: { csv, column: 'company_url' } }, ROOT);
     const start = performance.now();
     const counts = await planIntoLedger(job, createLedger(database), runId);

@@ -57,7 +57,9 @@ async function openLocked(options: RunOptions, logger: Logger, store: RunStore, 
   // The server's clock on PostgreSQL: under --refresh what any worker settled since the start is fresh.
   const startedAt = store.now?.() ?? new Date().toISOString();
   const { runs, hold: lock } = store;
-  const { id: runId, runKey } = await runs.start(options.jobs.map((j) => j.name), startedAt, process.pid, hostname(), options.sharedRunKey, options.refresh === true);
+  const { id: runId, runKey } = await runs.start({
+    jobs: options.jobs.map((j) => j.name), startedAt, pid: process.pid, host: hostname(), sharedRunKey: options.sharedRunKey, refresh: options.refresh === true,
+  });
   lock.setRunId(runId);
   logger.info('run started', { run: runId, jobs: options.jobs.map((j) => j.name).join(','), db: store.name });
   if (lock.abandonedRuns.length > 0) {

@@ -46,13 +46,27 @@ export interface StartedRun {
   runKey: string;
 }
 
+/** What a run's `runs` row starts with. */
+export interface RunStart {
+  /** The names of the jobs it runs. */
+  jobs: string[];
+  /** ISO time of its start (the server's clock on PostgreSQL). */
+  startedAt: string;
+  /** The process and host running it. */
+  pid: number;
+  host: string;
+  /**
+   * The run to belong to (NETINGEST_RUN_KEY); without it a PostgreSQL worker joins a live run working one of `jobs`,
+   * or starts its own (`run-<id>`, as every SQLite run is).
+   */
+  sharedRunKey?: string | undefined;
+  /** A `--refresh` run; not one when not given. */
+  refresh?: boolean;
+}
+
 /** The `runs` rows (store/runs.ts). */
 export interface RunRecords {
-  /**
-   * `sharedRunKey` names the run to belong to (NETINGEST_RUN_KEY); without it a PostgreSQL worker joins a live
-   * run working one of `jobs`, or starts its own (`run-<id>`, as every SQLite run is). `refresh`: a `--refresh` run.
-   */
-  start(jobs: string[], at: string, pid: number, host: string, sharedRunKey?: string, refresh?: boolean): Awaitable<StartedRun>;
+  start(run: RunStart): Awaitable<StartedRun>;
   /** Writes the run's end; on SQLite only while the run holds its lock (LockLostError otherwise). */
   end(runId: number, fields: RunEnd): Awaitable<void>;
 }

@@ -1,5 +1,6 @@
 import type { Database } from './open.ts';
 import type { RunStatus } from './tables.ts';
+import type { RunStart } from './run-store.ts';
 import { rows } from './read-steps.ts';
 import { sql, param, named, literal, fragment, statementOf } from '../statement.ts';
 
@@ -69,8 +70,8 @@ export function createRunLog(database: Database) {
   const start = sqlite.prepare(`INSERT INTO runs (jobs, started_at, status, pid, host, refresh) VALUES (?, ?, 'running', ?, ?, ?)`);
   const end = sqlite.prepare(END_RUN_SQL.sqlite);
   return {
-    start(jobs: string[], at: string, pid: number, host: string, refresh = false): number {
-      return Number(start.run(JSON.stringify(jobs), at, pid, host, refresh ? 1 : 0).lastInsertRowid);
+    start(run: Omit<RunStart, 'sharedRunKey'>): number {
+      return Number(start.run(JSON.stringify(run.jobs), run.startedAt, run.pid, run.host, run.refresh ? 1 : 0).lastInsertRowid);
     },
     end(id: number, fields: RunEnd): void {
       end.run(endRunParams(id, fields));

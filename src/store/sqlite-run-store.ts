@@ -24,9 +24,9 @@ export function openSqliteRunStore(file: string, leaseMs: number | undefined): R
       name: database.file,
       ledger,
       runs: {
-        start(jobs, at, pid, host, sharedRunKey, refresh = false) {
-          const id = runs.start(jobs, at, pid, host, refresh);
-          return { id, runKey: sharedRunKey ?? `run-${id}` };
+        start(run) {
+          const id = runs.start(run);
+          return { id, runKey: run.sharedRunKey ?? `run-${id}` };
         },
         end: (runId, fields) => lock.whileHeld(() => runs.end(runId, fields)),
       },

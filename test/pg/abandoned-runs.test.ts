@@ -87,7 +87,7 @@ async function status(db: TestDb) {
 /** A run of this process holding the dataset, started as the runner starts one. */
 async function startRun(db: TestDb): Promise<{ store: RunStore; id: number }> {
   const store = await (await openStore(db.locator)).openRun({});
-  const { id } = await store.runs.start(['posts'], new Date().toISOString(), process.pid, HOST);
+  const { id } = await store.runs.start({ jobs: ['posts'], startedAt: new Date().toISOString(), pid: process.pid, host: HOST });
   store.hold.setRunId(id);
   return { store, id };
 }

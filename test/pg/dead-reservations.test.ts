@@ -21,7 +21,7 @@ async function worker(url: string, jobs: string[]): Promise<{ hold: DatasetHold;
   pool.on('error', () => undefined);
   const hold = await holdShared(pool, 'the test dataset');
   cleanups.push(() => pool.end(), () => hold.release());
-  const { runKey } = await startWorkerRun(pool, { jobs, at: new Date().toISOString(), pid: process.pid, host: 'test', backendPid: hold.backendPid });
+  const { runKey } = await startWorkerRun(pool, { jobs, startedAt: new Date().toISOString(), pid: process.pid, host: 'test', backendPid: hold.backendPid });
   return { hold, runKey };
 }
 

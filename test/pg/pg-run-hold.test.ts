@@ -118,7 +118,7 @@ describe.skipIf(!pgClusterUrl)(`a run's hold on a PostgreSQL dataset${pgClusterU
       const stores = await Promise.all([openPgRunStore({ url: s.url }), openPgRunStore({ url: s.url })]);
       try {
         const at = new Date().toISOString();
-        const started = await Promise.all(stores.map((store) => store.runs.start(['posts'], at, process.pid, 'a-host')));
+        const started = await Promise.all(stores.map((store) => store.runs.start({ jobs: ['posts'], startedAt: at, pid: process.pid, host: 'a-host' })));
         const first = Math.min(...started.map((r) => r.id));
         // The earlier round's runs are dead (their sessions closed): a new run, the first to start names it.
         expect(started.map((r) => r.runKey), `round ${round}`).toEqual([`run-${first}`, `run-${first}`]);

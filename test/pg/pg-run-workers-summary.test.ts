@@ -68,10 +68,10 @@ describe.skipIf(!pgClusterUrl)(`a worker's summary among several${pgClusterUrl ?
     const [a, b] = [await openPgRunStore({ url: s.url }), await openPgRunStore({ url: s.url })];
     try {
       const at = new Date().toISOString();
-      const runA = await a.runs.start([job!.name], at, process.pid, 'host-a');
+      const runA = await a.runs.start({ jobs: [job!.name], startedAt: at, pid: process.pid, host: 'host-a' });
       await planIntoLedger(job!, a.ledger, runA.id);
       // The second worker plans between the first one's planning and its count of what is due.
-      const runB = await b.runs.start([job!.name], at, process.pid, 'host-b');
+      const runB = await b.runs.start({ jobs: [job!.name], startedAt: at, pid: process.pid, host: 'host-b' });
       await planIntoLedger(job!, b.ledger, runB.id);
       const due = await settleDue(job!.operation, a.ledger, { job: job!.name, runId: runA.id, freshSince: freshSince(job!.refreshAfterDays), refresh: false });
       expect(due).toMatchObject({ runnable: TASKS, failedBefore: 0 });

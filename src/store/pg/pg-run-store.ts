@@ -61,8 +61,8 @@ export async function openPgRunStore(options: OpenRunOptions & { url: string }):
     name: store.shownUrl,
     ledger: createPgLedger(pool),
     runs: {
-      async start(jobs, at, pid, host, runKey, refresh = false) {
-        const started = await startWorkerRun(pool, { jobs, at, pid, host, backendPid: hold.backendPid, runKey, refresh });
+      async start(run) {
+        const started = await startWorkerRun(pool, { ...run, backendPid: hold.backendPid });
         hold.abandonedRuns.push(...started.abandoned);
         await recordAbandonedRunFigures(pool, started.abandoned);
         return { id: started.runId, runKey: started.runKey };

@@ -6,6 +6,7 @@ import type pg from 'pg';
 import { inPgTransaction } from '../transaction.ts';
 import { ABANDONED_RUN_ERROR, abandonedRunEnd, measureUnfinishedRunReads, type UnfinishedRun, type UnfinishedRunFigures } from '../../abandoned-runs.ts';
 import { END_RUN_SQL, endRunParams } from '../../runs.ts';
+import type { RunStart } from '../../run-store.ts';
 import { readPg, rows } from '../../read-steps.ts';
 import { param, pgValues, sql } from '../../../statement.ts';
 import { LOCK_HOLDERS_SQL } from '../dataset-lock.ts';
@@ -28,18 +29,9 @@ const ANY_RUNNING_SQL = `SELECT 1 FROM runs WHERE status = 'running' LIMIT 1`;
 // Taken for the start of a run: two workers starting at once see each other (one joins the other's run).
 const START_LOCK = `SELECT pg_advisory_xact_lock(hashtextextended('netingest.worker_runs', 0))`;
 
-export interface WorkerRunStart {
-  jobs: string[];
-  /** ISO time of the run's start. */
-  at: string;
-  pid: number;
-  host: string;
+export interface WorkerRunStart extends RunStart {
   /** The backend pid of the session holding the dataset lock for this run (dataset-lock.ts). */
   backendPid: number;
-  /** The shared run to belong to, given (NETINGEST_RUN_KEY); else a live run's with a job in common, or its own. */
-  runKey?: string | undefined;
-  /** A `--refresh` run (`runs.refresh`); not one when not given. */
-  refresh?: boolean;
 }
 
 /**
@@ -54,9 +46,9 @@ export async function startWorkerRun(pool: pg.Pool, start: WorkerRunStart): Prom
     const anyRunning = (await client.query(ANY_RUNNING_SQL)).rows.length > 0;
     const abandoned = anyRunning ? await closeAbandoned(client) : [];
     if (abandoned.length > 0) await client.query(DEAD_RESERVATIONS_SQL);
-    const joined = start.runKey ?? (anyRunning ? await liveRunKey(client, start.jobs) : null);
+    const joined = start.sharedRunKey ?? (anyRunning ? await liveRunKey(client, start.jobs) : null);
     const { rows } = await client.query<{ id: string }>(`INSERT INTO runs (jobs, started_at, status, pid, host, refresh)
-      VALUES ($1::jsonb, $2, 'running', $3, $4, $5) RETURNING id`, [JSON.stringify(start.jobs), start.at, start.pid, start.host, start.refresh ? 1 : 0]);
+      VALUES ($1::jsonb, $2, 'running', $3, $4, $5) RETURNING id`, [JSON.stringify(start.jobs), start.startedAt, start.pid, start.host, start.refresh ? 1 : 0]);
     const runId = Number(rows[0]!.id);
     const runKey = joined ?? `run-${runId}`;
     await client.query(`INSERT INTO worker_runs (run_id, run_key, backend_pid, backend_start)
