@@ -145,7 +145,7 @@ forEachEngine('netingest prune', (engine) => {
       for (const flags of [[], ['--vacuum']]) {
         const out = await inProcess(['prune', '--db', asAnalyst, '--keep-days', '30', ...flags]);
         expect(out.code, flags.join(' ')).toBe(EXIT.fatal);
-        expect(out.stderr).toMatch(/^netingest: database postgres:\/\/\S+ cannot be written \(cannot execute \w+ in a read-only transaction \[25006\]\): the server runs it read-only .*give --db the primary.* \[DB_READONLY\]\n$/);
+        expect(out.stderr).toMatch(/^netingest: `netingest prune` was refused: database postgres:\/\/\S+ cannot be written \(cannot execute \w+ in a read-only transaction \[25006\]\): the server runs it read-only .*give --db the primary.* \[DB_READONLY\]\n$/);
       }
       expect(await bodiesOf(db)).toEqual(ARCHIVE.map(bodyOf));
       expect(await db.count("SELECT count(*) FROM netingest_meta WHERE key = 'raw_pruned_at'")).toBe(0);

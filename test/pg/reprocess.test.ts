@@ -17,6 +17,8 @@ import { parseJsonBody } from '../../src/api/schemas.ts';
 import { reprocessDatabase, type ReprocessReport } from '../../src/runner/reprocess.ts';
 import { openDatabase } from '../../src/store/open.ts';
 import { openStore } from '../../src/store/open-store.ts';
+import { knownMigrations } from '../../src/store/migration-state.ts';
+import { PG_MIGRATIONS_FOLDER } from '../../src/store/pg/open.ts';
 import { createIngestor, NORMALIZED_TABLES } from '../../src/store/ingest/index.ts';
 import type { AnySubject } from '../../src/operations/index.ts';
 import { saveRawResponse } from '../../src/store/raw-archive.ts';
@@ -238,8 +240,43 @@ forEachEngine('reprocess', (engine) => {
       await db.run(`ALTER DATABASE "${new URL(db.locator).pathname.slice(1)}" SET default_transaction_read_only = on`);
       const cli = await inProcess(['reprocess', '--db', db.locator]);
       expect(cli.code).toBe(EXIT.fatal);
-      expect(cli.stderr).toMatch(/^netingest: database postgres:\/\/\S+ cannot be written \(cannot execute DELETE in a read-only transaction \[25006\]\): the server runs it read-only .*give --db the primary.* \[DB_READONLY\]\n$/);
+      expect(cli.stderr).toMatch(/^netingest: `netingest reprocess` was refused: database postgres:\/\/\S+ cannot be written \(cannot execute DELETE in a read-only transaction \[25006\]\): the server runs it read-only .*give --db the primary.* \[DB_READONLY\]\n$/);
       expect(await tables(db)).toEqual(before);
+      expect(await locksLeft(engine, db)).toBe(0);
+    });
+
+    it.runIf(engine.name === 'postgres')('(PostgreSQL) says it was reprocess that was refused: a dataset too new, one to upgrade under a run', async () => {
+      const fx = fixture();
+      fx.answer(postRequest, JSON.stringify(postResponse()), '2026-11-20T10:00:00.000Z');
+      const db = await fx.on(engine);
+      // A migration this build does not know: a newer netingest's dataset.
+      const future = knownMigrations(PG_MIGRATIONS_FOLDER).at(-1)!.folderMillis + 86_400_000;
+      await db.run('INSERT INTO __drizzle_migrations (hash, created_at) VALUES (?, ?)', 'f'.repeat(64), future);
+      const tooNew = await inProcess(['reprocess', '--db', db.locator]);
+      expect(tooNew.code).toBe(EXIT.fatal);
+      expect(tooNew.stderr).toMatch(/^netingest: `netingest reprocess` was refused: database postgres:\/\/\S+ was created or upgraded by a newer version of netingest .*\[DB_TOO_NEW\]\n$/);
+      await db.run('DELETE FROM __drizzle_migrations WHERE created_at = ?', future);
+      // An older release's dataset (its last migration undone) while a run holds it: the upgrade would go under the run.
+      const release = await holdAsRun(db);
+      try {
+        await db.run('ALTER TABLE account_balance DROP COLUMN credits_counted_from');
+        await db.run('DELETE FROM __drizzle_migrations WHERE created_at = (SELECT max(created_at) FROM __drizzle_migrations)');
+        const underRun = await inProcess(['reprocess', '--db', db.locator]);
+        expect(underRun.code).toBe(EXIT.locked);
+        expect(underRun.stderr).toMatch(/^netingest: `netingest reprocess` was refused: database postgres:\/\/\S+ holds a dataset of an earlier netingest, to be upgraded, but netingest workers are using it .*\[LOCKED\]\n$/);
+      } finally {
+        await release();
+      }
+      // The lock's own refusal names reprocess already, once.
+      const held = await holdAsRun(db);
+      try {
+        const whileRun = await inProcess(['reprocess', '--db', db.locator]);
+        expect(whileRun.code).toBe(EXIT.locked);
+        expect(whileRun.stderr.match(/netingest reprocess/g)).toHaveLength(2);
+        expect(whileRun.stderr).not.toContain('was refused');
+      } finally {
+        await held();
+      }
       expect(await locksLeft(engine, db)).toBe(0);
     });
 

@@ -30,6 +30,7 @@ import { READER_TYPES, STORE_TYPES } from './reader-values.ts';
 import { pipelineStatements } from './pg-pipeline.ts';
 import { inPgTransaction } from './transaction.ts';
 import { holdExclusive } from './dataset-lock.ts';
+import { LockedError } from '../run-lock.ts';
 import { redactDatabaseUrl } from './database-url.ts';
 import { openPgForReading, openPgStore, pgReadOnlyError, usingPgStore, type PgStore } from './open.ts';
 
@@ -63,29 +64,45 @@ export function pgDatasetStore(url: string, shownUrl: string): DatasetStore {
 
 /**
  * reprocess and prune: refused where no netingest dataset is (writing would create one by mistake), with no statement
- * timeout (it would only roll them back), under the dataset lock held exclusive (LockedError).
+ * timeout (it would only roll them back), under the dataset lock held exclusive (LockedError). A refusal says it was
+ * `command` that was refused (the lock's own names it already).
  */
 async function withPgMaintenance<T>(url: string, command: 'reprocess' | 'prune', fn: (store: PgStore) => Promise<T>) {
+  const refused = (err: unknown) => commandRefusal(err, command);
   try {
     await (await openPgStore(url, { readOnly: true, maxConnections: 1 })).close();
   } catch (err) {
     if (err instanceof UsageError && err.code === 'DB_NOT_FOUND') {
       throw new UsageError(`no netingest dataset in ${redactDatabaseUrl(url)}: nothing to ${command} (see --db)`, 'DB_NOT_FOUND');
     }
-    if (!(err instanceof DatabaseError && err.code === 'DB_NEEDS_MIGRATION')) throw err;
+    if (!(err instanceof DatabaseError && err.code === 'DB_NEEDS_MIGRATION')) throw refused(err);
   }
-  // Two connections at most at once: the lock's, and the work's.
-  return usingPgStore(await openPgStore(url, { statementTimeoutMs: 0, maxConnections: 3 }), async (store) => {
+  // Two connections at most at once: the lock's, and the work's. Opening upgrades an older dataset, refused under workers.
+  const opened = await openPgStore(url, { statementTimeoutMs: 0, maxConnections: 3 }).catch((err: unknown) => {
+    throw refused(err);
+  });
+  return usingPgStore(opened, async (store) => {
     const hold = await holdExclusive(store.pool, store.shownUrl, `netingest ${command}`);
     try {
       return await fn(store);
     } catch (err) {
       // Opening writes nothing to a dataset already up to date: a read-only server is found at the first write.
-      throw pgReadOnlyError(err, store.shownUrl) ?? err;
+      throw refused(pgReadOnlyError(err, store.shownUrl) ?? err);
     } finally {
       await hold.release();
     }
   });
+}
+
+/** The dataset's refusals whose message names no command: a newer build's, another program's, a read-only one. */
+const REFUSALS: ReadonlySet<string> = new Set(['DB_TOO_NEW', 'DB_NOT_NETINGEST', 'DB_READONLY']);
+
+/** `err`, if the dataset refused `command`, as the same kind of error saying so; any other error as it is. */
+function commandRefusal(err: unknown, command: string): unknown {
+  const said = `\`netingest ${command}\` was refused: `;
+  if (err instanceof LockedError) return new LockedError(said + err.message);
+  if (err instanceof DatabaseError && REFUSALS.has(err.code)) return new DatabaseError(err.code, err.file, said + err.message, { cause: err });
+  return err;
 }
 
 /** reprocess's store: one client, one transaction, so the dataset is the old or the rebuilt one, never half, even after a kill. */
