@@ -98,17 +98,16 @@ describe.skipIf(!pgClusterUrl)(`the shared rate limit on PostgreSQL${pgClusterUr
 
   it('a pause (429) holds every worker of the gate until it ends', async () => {
     const { pool } = await rateDatabase();
-    const options = { gate: 'https://api.example', limit: 50, windowMs: 1_000, startSlackMs: 10 };
+    // Scheduled by a clock stopped in 2000: no take() waits, so the slots' times are the pause's arithmetic alone.
+    const frozenUs = Date.UTC(2000, 0, 1) * 1_000;
+    const options = { gate: 'https://api.example', limit: 50, windowMs: 1_000, startSlackMs: 10, clockSql: `'2000-01-01 00:00:00+00'::timestamptz` };
     const one = new SharedRateGate(pool, options);
     const other = new SharedRateGate(pool, options);
-    await one.take();
-    const nowUs = async () => Number((await pool.query(`SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint::text AS t`)).rows[0].t);
-    const pausedAt = await nowUs();
+    expect((await one.take()).startUs).toBe(frozenUs);
     await one.pause(1_500);
     const [a, b] = await Promise.all([other.take(), one.take()]);
-    expect(Math.min(a.startUs, b.startUs)).toBeGreaterThanOrEqual(pausedAt + 1_500_000);
-    // And only until then: the slots after it come at the usual pace, not a window later.
-    expect(Math.max(a.startUs, b.startUs)).toBeLessThan(pausedAt + 1_500_000 + 1_000_000);
+    // The first as the pause ends, and only until then: the next a spacing (window / limit) on, not a window later.
+    expect([a.startUs, b.startUs].sort((x, y) => x - y)).toEqual([frozenUs + 1_500_000, frozenUs + 1_520_000]);
   });
 
   it('a worker held by another\'s 429 is told once how long and since when; a short hold is not told', async () => {
@@ -139,13 +138,13 @@ describe.skipIf(!pgClusterUrl)(`the shared rate limit on PostgreSQL${pgClusterUr
 
   it('a pause shorter than the window holds only until it ends, with one row however high the limit', async () => {
     const { pool } = await rateDatabase();
-    // 600,000 a minute (the tests' fast rate): a pause must not write a row per call the limit allows.
-    const options = { gate: 'https://api.example/short', limit: 600_000, windowMs: 60_000 };
+    // 600,000 a minute (the tests' fast rate): a pause must not write a row per call the limit allows. Scheduled by a
+    // clock stopped in 2000: no take() waits, so the slots' times are the pause's arithmetic alone.
+    const frozenUs = Date.UTC(2000, 0, 1) * 1_000;
+    const options = { gate: 'https://api.example/short', limit: 600_000, windowMs: 60_000, clockSql: `'2000-01-01 00:00:00+00'::timestamptz` };
     const one = new SharedRateGate(pool, options);
     const other = new SharedRateGate(pool, options);
-    await one.take();
-    const nowUs = async () => Number((await pool.query(`SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint::text AS t`)).rows[0].t);
-    const pausedAt = await nowUs();
+    expect((await one.take()).startUs).toBe(frozenUs);
     const rows = async () => Number((await pool.query('SELECT count(*) AS n FROM rate_slots WHERE gate = $1', [options.gate])).rows[0].n);
     const marks = async () => Number((await pool.query(`SELECT count(*) AS n FROM rate_slots WHERE gate LIKE $1 || ' 429 %'`, [options.gate])).rows[0].n);
     const rowsBefore = await rows();
@@ -154,9 +153,10 @@ describe.skipIf(!pgClusterUrl)(`the shared rate limit on PostgreSQL${pgClusterUr
     expect(await rows()).toBe(rowsBefore + 1);
     expect(await marks()).toBe(2);
     const [a, b] = await Promise.all([other.take(), one.take()]);
-    expect(Math.min(a.startUs, b.startUs)).toBeGreaterThanOrEqual(pausedAt + 300_000);
-    // Not a window (a minute) after the last call: the 429 asked for 300 ms.
-    expect(Math.max(a.startUs, b.startUs)).toBeLessThan(pausedAt + 300_000 + 10_000_000);
+    // The first as the pause ends, not a window (a minute) after the last call: the 429 asked for 300 ms. The other
+    // comes after the slots the first round trip took (4 at most, ahead), each a spacing (0.1 ms) on.
+    expect(Math.min(a.startUs, b.startUs)).toBe(frozenUs + 300_000);
+    expect(Math.max(a.startUs, b.startUs)).toBeLessThanOrEqual(frozenUs + 300_000 + 4 * 100);
   });
 
   it('a grant far under the limit reads a few of the gate\'s slots, not every one it holds', async () => {
