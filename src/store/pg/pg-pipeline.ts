@@ -94,8 +94,9 @@ function namingOn(client: pg.ClientBase): (s: Exclude<GroupStatement, null>) => 
   /** Names this batch prepares first; the connection's count read only when one is new (rare once warm). */
   const fresh = new Set<string>();
   let count: number | null = null;
-  return (s) => {
-    if (typeof s === 'string') return { text: s };
+  return (given) => {
+    // Plain SQL is named too (BEGIN, COMMIT, SET LOCAL): the server then parses each text once a connection, not every time.
+    const s = typeof given === 'string' ? { text: given, values: [] } : given;
     const values = s.values.map(prepareValue);
     const name = statementName(s.text);
     if (prepared[name] === undefined && !fresh.has(name)) {
