@@ -210,36 +210,46 @@ describe.skipIf(!pgClusterUrl)(`task claims on PostgreSQL${pgClusterUrl ? '' : `
   it('a renewed lease keeps the input; one left to run out lets another worker take it', async () => {
     const { pool } = await jobDatabase();
     await planTasks(pool, JOB, 3);
-    const leaseMs = 1_000;
+    // A lease no busy CPU outlives: time passes by the test bringing the lease's end nearer (elapse), so what b may
+    // take is decided by the order of claims, renewals and elapses, not by how soon a renewal comes.
+    const leaseMs = 600_000;
     const a = createTaskClaims(pool, { workerId: 'a', leaseMs });
     const b = createTaskClaims(pool, { workerId: 'b', leaseMs });
     const filter = { job: JOB, runId: null, freshSince: FRESH_SINCE, refresh: false };
     const claimed = await a.claim(filter, 1);
     expect(claimed.map((t) => t.inputKey)).toEqual(['in-00000']);
     const leaseEnd = async () => (await pool.query(`SELECT lease_until FROM worker_task_leases WHERE input_key = 'in-00000'`)).rows[0].lease_until as Date;
+    /** As if `ms` passed on the server's clock for in-00000's lease: its end, and its claim, come that much nearer. */
+    const elapse = (ms: number) => pool.query(`UPDATE worker_task_leases SET lease_until = lease_until - $1::double precision * interval '1 millisecond',
+      claimed_at = claimed_at - $1::double precision * interval '1 millisecond' WHERE input_key = 'in-00000'`, [ms]);
+    const bTakes = async () => {
+      const got = (await b.claim(filter, 100)).map((t) => t.inputKey);
+      await b.release(JOB, ['in-00001']);
+      return got;
+    };
     let heldUntil = await leaseEnd();
-    // Renewed past its first end: b's claims (taking only the other inputs) never get in-00000 while it lives.
-    const b1 = await b.claim(filter, 100);
-    expect(b1.map((t) => t.inputKey)).toEqual(['in-00001', 'in-00001']);
-    await b.release(JOB, ['in-00001']);
+    expect(await bTakes()).toEqual(['in-00001', 'in-00001']);
+    // Renewed each time three quarters of the lease have gone: by the second, unrenewed, it would have ended.
     for (let i = 0; i < 3; i++) {
-      await new Promise((r) => setTimeout(r, leaseMs / 2));
+      await elapse((leaseMs * 3) / 4);
       const renewal = await a.renew();
       expect(renewal.held.map((h) => h.inputKey)).toEqual(['in-00000']);
       const renewedUntil = await leaseEnd();
+      // A whole lease from the renewal: past the end it had before the elapse, not only the quarter left.
       expect(renewedUntil.getTime()).toBeGreaterThan(heldUntil.getTime());
       heldUntil = renewedUntil;
-      const got = await b.claim(filter, 100);
-      // Only once the lease has run out may b hold it (a CPU too busy to claim within the lease).
-      if (got.some((t) => t.inputKey === 'in-00000')) expect(Date.parse(got[0]!.leaseUntil) - leaseMs).toBeGreaterThanOrEqual(heldUntil.getTime());
-      await b.release(JOB, ['in-00001']);
+      expect(await bTakes()).toEqual(['in-00001', 'in-00001']);
     }
     // a restarted under the same id does not renew what its dead self held: the lease still runs out.
     const restarted = createTaskClaims(pool, { workerId: 'a', leaseMs });
     expect((await restarted.renew()).held).toEqual([]);
     expect((await leaseEnd()).getTime()).toBe(heldUntil.getTime());
     // a stops renewing (as a killed worker does): b gets the input once the lease is over, not before.
-    await waitFor(async () => (await b.claim(filter, 100)).some((t) => t.inputKey === 'in-00000'), 30_000, 'the lease to run out');
+    await elapse((leaseMs * 3) / 4);
+    expect(await bTakes()).toEqual(['in-00001', 'in-00001']);
+    await elapse(leaseMs / 4);
+    heldUntil = await leaseEnd();
+    expect((await b.claim(filter, 100)).map((t) => t.inputKey)).toEqual(['in-00000', 'in-00001', 'in-00001']);
     const bClaimedAt = (await pool.query(`SELECT claimed_at FROM worker_task_leases WHERE input_key = 'in-00000' AND worker_id = 'b'`)).rows[0].claimed_at as Date;
     expect(bClaimedAt.getTime()).toBeGreaterThanOrEqual(heldUntil.getTime());
     // a's renewal now finds the lease gone: it is told, and does not take it back.
