@@ -9,7 +9,7 @@ import type pg from 'pg';
 import { UsageError } from '../errors.ts';
 import { DatabaseError, DatabaseReadonlyError } from './errors.ts';
 import { openDatabase, type Database } from './open.ts';
-import { acquireRunLock, LockedError, runLockReads, type RunLock } from './run-lock.ts';
+import { acquireRunLock, lockedError, runLockReads, type RunLock } from './run-lock.ts';
 import { readSync } from './read-steps.ts';
 import { decodeRawBody, pgBodyText } from './raw-body.ts';
 import { storableJsonText, storableString } from '../operations/storable-text.ts';
@@ -86,7 +86,7 @@ function openSource(file: string): { source: Database; lock: RunLock | null } {
     const held = readSync(source.sqlite, runLockReads());
     if (held?.alive) {
       source.close();
-      throw new LockedError(`the database ${source.file} is in use by a run (pid ${held.pid} on ${held.host}, since ${held.acquiredAt}); copy it once the run has ended`);
+      throw lockedError(source.file, held);
     }
     return { source, lock: null };
   }

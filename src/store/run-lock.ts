@@ -122,7 +122,7 @@ export function acquireRunLock(database: Database, leaseMs: number = RUN_LOCK_DE
     VALUES (1, ?, ?, NULL, ?, ?, ?, ?)`);
   const take = sqlite.transaction(() => {
     const held = read.get() as LockRow | undefined;
-    if (held && isAlive(held, host)) throw new LockedError(lockedMessage(database.file, held, host));
+    if (held && isAlive(held, host)) throw lockedError(database.file, held, host);
     const now = new Date().toISOString();
     write.run(pid, host, now, now, processFacts(pid)?.start ?? null, leaseMs);
     const holding: RunLockHolding = { pid, host, acquiredAt: now };
@@ -240,7 +240,7 @@ function refusalOf(err: unknown, readHeld: () => LockRow | undefined, file: stri
   if (typeof code === 'string' && code.startsWith('SQLITE_BUSY')) {
     try {
       const held = readHeld();
-      if (held && isAlive(held, host)) return new LockedError(lockedMessage(file, held, host));
+      if (held && isAlive(held, host)) return lockedError(file, held, host);
     } catch {
       // Unreadable too: the busy error says what it can.
     }
@@ -253,14 +253,18 @@ export function lockHolder(runId: number | null): string {
   return runId === null ? 'netingest with no run id (`reprocess`, `prune`, `copy`, or a run starting)' : `run ${runId}`;
 }
 
-function lockedMessage(file: string, held: LockRow, host: string): string {
+/**
+ * The refusal of a live holder's lock, one sentence whichever command met it (a run, reprocess, prune, copy, its
+ * read-only path included): who holds it, and what to do.
+ */
+export function lockedError(file: string, held: Pick<LockRow, 'runId' | 'pid' | 'host' | 'acquiredAt'>, host: string = hostname()): LockedError {
   const holder = `the database ${file} is in use by ${lockHolder(held.runId)} (pid ${held.pid} on ${held.host}, since ${held.acquiredAt})`;
   const state = held.host === host ? processFacts(held.pid)?.state : undefined;
   // A stopped run holds its lock for as long as it is stopped: waiting would not help.
   if (state === 'T' || state === 't') {
-    return `${holder}, which is stopped (Ctrl-Z or SIGSTOP): resume it (fg, or kill -CONT ${held.pid}) or end it (kill ${held.pid})`;
+    return new LockedError(`${holder}, which is stopped (Ctrl-Z or SIGSTOP): resume it (fg, or kill -CONT ${held.pid}) or end it (kill ${held.pid})`);
   }
-  return `${holder}; wait for it to finish`;
+  return new LockedError(`${holder}; wait for it to finish`);
 }
 
 /** Whether process `pid` lives (signal 0 asks without sending anything; EPERM: another user's, alive). */

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { openDatabase } from '../../src/store/open.ts';
 import { exportTable } from '../../src/export/export-table.ts';
 import { capture } from './export-helpers.ts';
-import { OTHER_USER, ROOT, canRunAsOtherUser, useUnwritableFolder, writeAsARunWould } from './read-unwritable-helpers.ts';
+import { OTHER_USER, ROOT, canRunAsOtherUser, childEnv, useUnwritableFolder, writeAsARunWould } from './read-unwritable-helpers.ts';
 
 // Far more than a pipe and the command's buffers hold (over a megabyte of CSV), and a few dozen chunks of the
 // helper's parallel export; 20,000 rows cost the other user's exports four times the CPU and proved no more.
@@ -136,6 +136,23 @@ describe.skipIf(!canRunAsOtherUser)(
       expect(result.status).toBe(1);
       expect(result.stdout).toBe('');
       expect(result.stderr).toMatch(/latest writes are still in .*data\.db-wal.* \[DB_READONLY\]\n$/);
+    });
+
+    it('copy refuses a source a live run holds (exit 4) with the sentence a writer is refused with, naming the run', async () => {
+      const db = unwritableCopy();
+      const since = new Date().toISOString();
+      const writer = openDatabase(db);
+      writer.sqlite.prepare(`INSERT INTO run_lock (id, pid, host, run_id, acquired_at, heartbeat_at, lease_ms) VALUES (1, 4242, 'other-host', 7, ?, ?, 300000)`).run(since, since);
+      writer.close();
+      // Refused before the target is opened: no server is asked.
+      const args = ['copy', '--from', db, '--to', 'postgres://netingest@127.0.0.1:1/never'];
+      const readOnly = await otherUserRun(args);
+      expect(readOnly.status).toBe(4);
+      expect(readOnly.stderr).toContain(`the database ${db} is in use by run 7 (pid 4242 on other-host, since ${since}); wait for it to finish`);
+      // Root can write the folder: its copy meets the lock by taking it, as a run or reprocess does.
+      const writable = spawnSync(process.execPath, [ro.cli.bin, ...args], { cwd: ro.cli.root, env: childEnv(), encoding: 'utf8' });
+      expect(writable.status).toBe(4);
+      expect(readOnly.stderr).toBe(writable.stderr);
     });
 
     it('a database that changes while query prints it fails with DB_CHANGED', async () => {
