@@ -11,6 +11,8 @@ import type { PlanLedger } from './plan-ledger.ts';
 import type { ChunkSource, TableQuery } from './readers/table-rows.ts';
 import type { Dataset } from './readers/dataset.ts';
 import { sql, param } from '../statement.ts';
+import { DatabaseError } from './errors.ts';
+import { LockedError } from './run-lock.ts';
 
 /** Every default of a statement's reading (query, export), on either engine, in one place. */
 export const STATEMENT_DEFAULTS = {
@@ -127,3 +129,17 @@ export async function usingStatement<R>(statement: StartedStatement, snapshot: R
 
 /** netingest_meta's upsert, one text for both engines (run through read-steps: it returns its row). */
 export const WRITE_META_SQL = sql`INSERT INTO netingest_meta (key, value) VALUES (${param}, ${param}) ON CONFLICT (key) DO UPDATE SET value = excluded.value RETURNING key`;
+
+/** The dataset's refusals whose message names no command: a newer build's, another program's, a read-only or busy one. */
+const REFUSALS: ReadonlySet<string> = new Set(['DB_TOO_NEW', 'DB_NOT_NETINGEST', 'DB_READONLY', 'DB_LOCKED']);
+
+/**
+ * `err`, if the dataset refused `command` (reprocess, prune), as the same kind of error saying so, on either engine: a
+ * cron log shows which command stopped. Any other error as it is.
+ */
+export function commandRefusal(err: unknown, command: string): unknown {
+  const said = `\`netingest ${command}\` was refused: `;
+  if (err instanceof LockedError) return new LockedError(said + err.message);
+  if (err instanceof DatabaseError && REFUSALS.has(err.code)) return new DatabaseError(err.code, err.file, said + err.message, { cause: err });
+  return err;
+}

@@ -138,6 +138,18 @@ describe.skipIf(!canRunAsOtherUser)(
       expect(result.stderr).toMatch(/latest writes are still in .*data\.db-wal.* \[DB_READONLY\]\n$/);
     });
 
+    it('reprocess and prune, which write it, are refused with DB_READONLY saying which command, changing nothing', async () => {
+      const db = unwritableCopy();
+      const before = readFileSync(db);
+      for (const command of [['reprocess'], ['prune', '--keep-days', '0']]) {
+        const refused = await otherUserRun([...command, '--db', db]);
+        expect(refused.status, command[0]).toBe(1);
+        expect(refused.stderr).toMatch(new RegExp(`^netingest: \`netingest ${command[0]}\` was refused: database \\S+ cannot be written .*\\[DB_READONLY\\]\n$`));
+      }
+      expect(readFileSync(db).equals(before)).toBe(true);
+      expect(readdirSync(join(db, '..'))).toEqual(['data.db']);
+    });
+
     it('copy refuses a source a live run holds (exit 4) with the sentence a writer is refused with, naming the run', async () => {
       const db = unwritableCopy();
       const since = new Date().toISOString();

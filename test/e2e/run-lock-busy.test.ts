@@ -38,6 +38,9 @@ describe('a dataset whose run lock is held inside a long write transaction', () 
         expect(refused.stderr).toContain('[LOCKED]');
         expect(refused.stderr).not.toMatch(/unexpected error/);
       }
+      // prune and reprocess say it was they that were refused, as on PostgreSQL.
+      expect(prune.stderr).toMatch(/^netingest: `netingest prune` was refused: the database \S+ is in use by /);
+      expect(reprocess.stderr).toMatch(/^netingest: `netingest reprocess` was refused: the database \S+ is in use by /);
       // `status` says the dataset is in use, not that a run "?" is in progress.
       const status = await runCli(['status', '--db', ws.db], { cwd: ws.dir, env: busy });
       expect(status.code, status.stderr).toBe(0);
@@ -71,6 +74,8 @@ describe('a dataset whose run lock is held inside a long write transaction', () 
         expect(refused.stderr).toContain(`database ${ws.db} is locked by another process`);
         expect(refused.stderr).not.toMatch(/unexpected error/);
       }
+      expect(prune.stderr).toMatch(/^netingest: `netingest prune` was refused: database \S+ is locked by another process .*\[DB_LOCKED\]\n$/);
+      expect(reprocess.stderr).toMatch(/^netingest: `netingest reprocess` was refused: database \S+ is locked by another process .*\[DB_LOCKED\]\n$/);
     } finally {
       holder.sqlite.exec('ROLLBACK');
       holder.close();

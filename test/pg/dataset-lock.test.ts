@@ -93,6 +93,9 @@ forEachEngine('the dataset lock', (engine) => {
         const refused = await inProcess([...command, '--db', db.locator]);
         expect(refused.code, command[0]).toBe(EXIT.locked);
         expect(refused.stderr).toMatch(/is in use by (a running `netingest run`|run |netingest with no run id)/);
+        // Which command was refused, said once: SQLite's refusal says so before the lock's sentence, PostgreSQL's lock names it.
+        if (engine.name === 'sqlite') expect(refused.stderr).toMatch(new RegExp(`^netingest: \`netingest ${command[0]}\` was refused: the database \\S+ is in use by `));
+        else expect(refused.stderr).toContain(`\`netingest ${command[0]}\`; netingest ${command[0]} waits for no one`);
       }
       await untouched(db);
     } finally {

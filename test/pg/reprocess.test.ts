@@ -11,6 +11,7 @@
 import { mkdtempSync, rmSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import BetterSqlite3 from 'better-sqlite3';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseJsonBody } from '../../src/api/schemas.ts';
@@ -276,6 +277,27 @@ forEachEngine('reprocess', (engine) => {
         expect(whileRun.stderr).not.toContain('was refused');
       } finally {
         await held();
+      }
+      expect(await locksLeft(engine, db)).toBe(0);
+    });
+
+    it.runIf(engine.name === 'sqlite')('(SQLite) reprocess and prune say it was they that were refused: a dataset too new, another program\'s file', async () => {
+      const fx = fixture();
+      fx.answer(postRequest, JSON.stringify(postResponse()), '2026-11-20T10:00:00.000Z');
+      const db = await fx.on(engine);
+      // A migration this build does not know: a newer netingest's dataset.
+      await db.run('INSERT INTO __drizzle_migrations (hash, created_at) VALUES (?, ?)', 'f'.repeat(64), knownMigrations().at(-1)!.folderMillis + 86_400_000);
+      const other = join(dir, `another-program-${++fixtures}.db`);
+      const notOurs = new BetterSqlite3(other);
+      notOurs.exec('CREATE TABLE notes (body TEXT)');
+      notOurs.close();
+      for (const command of ['reprocess', 'prune']) {
+        const tooNew = await inProcess([command, '--db', db.locator]);
+        expect(tooNew.code, command).toBe(EXIT.fatal);
+        expect(tooNew.stderr).toMatch(new RegExp(`^netingest: \`netingest ${command}\` was refused: database \\S+ was created or upgraded by a newer version of netingest .*\\[DB_TOO_NEW\\]\n$`));
+        const another = await inProcess([command, '--db', other]);
+        expect(another.code, command).toBe(EXIT.fatal);
+        expect(another.stderr).toMatch(new RegExp(`^netingest: \`netingest ${command}\` was refused: \\S+ is a SQLite database of another program .*\\[DB_NOT_NETINGEST\\]\n$`));
       }
       expect(await locksLeft(engine, db)).toBe(0);
     });

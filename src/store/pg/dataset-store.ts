@@ -5,7 +5,7 @@
 import type pg from 'pg';
 import { UsageError } from '../../errors.ts';
 import { DatabaseError } from '../errors.ts';
-import { usingStatement, WRITE_META_SQL, type DatasetStore, type StorePruneOptions, type StorePruneResult } from '../dataset-store.ts';
+import { commandRefusal, usingStatement, WRITE_META_SQL, type DatasetStore, type StorePruneOptions, type StorePruneResult } from '../dataset-store.ts';
 import { CLEAR_DERIVED_SQL, NORMALIZED_TABLES } from '../ingest/index.ts';
 import {
   ARCHIVE_PAGE_SQL, CLEAR_KEPT_ANOMALIES_SQL, LIST_ENDS_PAGE_SQL, WERE_PRUNED_SQL, type ArchivedBody, type ArchivedListEnd, type ReprocessStore,
@@ -30,7 +30,6 @@ import { READER_TYPES, STORE_TYPES } from './reader-values.ts';
 import { pipelineStatements } from './pg-pipeline.ts';
 import { inPgTransaction } from './transaction.ts';
 import { holdExclusive } from './dataset-lock.ts';
-import { LockedError } from '../run-lock.ts';
 import { redactDatabaseUrl } from './database-url.ts';
 import { openPgForReading, openPgStore, pgReadOnlyError, usingPgStore, type PgStore } from './open.ts';
 
@@ -92,17 +91,6 @@ async function withPgMaintenance<T>(url: string, command: 'reprocess' | 'prune',
       await hold.release();
     }
   });
-}
-
-/** The dataset's refusals whose message names no command: a newer build's, another program's, a read-only one. */
-const REFUSALS: ReadonlySet<string> = new Set(['DB_TOO_NEW', 'DB_NOT_NETINGEST', 'DB_READONLY']);
-
-/** `err`, if the dataset refused `command`, as the same kind of error saying so; any other error as it is. */
-function commandRefusal(err: unknown, command: string): unknown {
-  const said = `\`netingest ${command}\` was refused: `;
-  if (err instanceof LockedError) return new LockedError(said + err.message);
-  if (err instanceof DatabaseError && REFUSALS.has(err.code)) return new DatabaseError(err.code, err.file, said + err.message, { cause: err });
-  return err;
 }
 
 /** reprocess's store: one client, one transaction, so the dataset is the old or the rebuilt one, never half, even after a kill. */

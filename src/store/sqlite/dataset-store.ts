@@ -4,7 +4,7 @@
  */
 import { existsSync, statSync } from 'node:fs';
 import { UsageError } from '../../errors.ts';
-import { usingStatement, WRITE_META_SQL, type DatasetStore, type StorePruneOptions, type StorePruneResult } from '../dataset-store.ts';
+import { commandRefusal, usingStatement, WRITE_META_SQL, type DatasetStore, type StorePruneOptions, type StorePruneResult } from '../dataset-store.ts';
 import { openDatabase, openForReading, type Database } from '../open.ts';
 import { emptyPlanLedger, type PlanLedger, type PlannedTask, type PlanRule } from '../plan-ledger.ts';
 import { createLedger, type Ledger } from '../ledger.ts';
@@ -84,7 +84,7 @@ export function sqliteDatasetStore(file: string): DatasetStore {
       ),
     reprocess: async (replay) => {
       if (!existsSync(file)) throw new UsageError(`no database at ${file}: nothing to reprocess (see --db)`);
-      return locked(file, (database) => inSqliteReprocessTransaction(database, replay));
+      return locked(file, 'reprocess', (database) => inSqliteReprocessTransaction(database, replay));
     },
     prune: async (options) => prune(file, options),
     openDataset: async () => openSqliteDataset(file),
@@ -107,17 +107,24 @@ async function closing<T>(database: Database, fn: (database: Database) => T | Pr
 /** Opens `file` for reading only (it must exist), runs `fn`, closes it. */
 const reading = async <T>(file: string, fn: (database: Database) => Promise<T>): Promise<T> => closing(openForReading(file), fn);
 
-/** Opens `file` for writing under its run lock (LockedError while a run holds it), runs `fn`, closes it. */
-async function locked<T>(file: string, fn: (database: Database) => T | Promise<T>): Promise<T> {
-  return closing(openDatabase(file), async (database) => {
-    // A run writing at the same time would interleave with the work: take the run lock as a run does.
-    const lock = acquireRunLock(database);
-    try {
-      return await fn(database);
-    } finally {
-      lock.release();
-    }
-  });
+/**
+ * Opens `file` for writing under its run lock (LockedError while a run holds it), runs `fn`, closes it. A refusal says
+ * it was `command` that was refused, as on PostgreSQL.
+ */
+async function locked<T>(file: string, command: 'reprocess' | 'prune', fn: (database: Database) => T | Promise<T>): Promise<T> {
+  try {
+    return await closing(openDatabase(file), async (database) => {
+      // A run writing at the same time would interleave with the work: take the run lock as a run does.
+      const lock = acquireRunLock(database);
+      try {
+        return await fn(database);
+      } finally {
+        lock.release();
+      }
+    });
+  } catch (err) {
+    throw commandRefusal(err, command);
+  }
 }
 
 /** `plan`'s ledger: the ledger's own dueState and hasSharedAnswer, task by task (in process: no round trip to save). */
@@ -184,7 +191,7 @@ export async function inSqliteReprocessTransaction<T>(database: Database, replay
 async function prune(file: string, { keepDays, dryRun, vacuum }: StorePruneOptions): Promise<StorePruneResult> {
   if (!existsSync(file)) throw new UsageError(`no database at ${file}: nothing to prune (see --db)`);
   const bytesBefore = statSync(file).size;
-  const report = await locked(file, (database) => {
+  const report = await locked(file, 'prune', (database) => {
     const found = pruneRawBodies(database, { keepDays, dryRun, compressOld: true });
     if (vacuum && !dryRun && (found.dropped > 0 || found.compressed > 0)) database.sqlite.exec('VACUUM');
     return found;
