@@ -1,7 +1,8 @@
 /**
  * The read commands on a database whose folder this user cannot write (an analyst reading the cron user's file):
  * each command runs as uid 65534 through setpriv, on a WAL-mode file in a folder owned by root. See
- * src/store/read-without-shm.ts.
+ * src/store/read-without-shm.ts. The commands that write it (reprocess, prune) are refused there, naming themselves,
+ * and copy, which only reads its source, is refused by a live run's lock as a writer is.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
 import { spawnSync } from 'node:child_process';
