@@ -134,10 +134,19 @@ const CLAIM = `WITH holders AS MATERIALIZED (${HOLDERS}),
  */
 const ONE_PLAN = 'SET LOCAL plan_cache_mode = force_generic_plan';
 
-/** Only the inputs this process claimed: a worker restarted under the same id must not keep its dead self's leases. */
-const RENEW = `UPDATE worker_task_leases l SET lease_until = clock_timestamp() + $2::double precision * interval '1 millisecond'
-  FROM unnest($3::text[], $4::text[]) AS h(job, input_key)
-  WHERE l.job = h.job AND l.input_key = h.input_key AND l.worker_id = $1 AND l.lease_until > clock_timestamp()
+/**
+ * Only the inputs this process claimed: a worker restarted under the same id must not keep its dead self's leases.
+ * Rows are locked in key order first, as claims and give-backs (RELEASE) lock them: in claim order, a renewal and a
+ * give-back running side by side deadlocked, and the one the server cancelled failed the job or stopped the run.
+ */
+const RENEW = `WITH mine AS MATERIALIZED (
+    SELECT w.job, w.input_key FROM worker_task_leases w JOIN unnest($3::text[], $4::text[]) AS h(job, input_key)
+      ON w.job = h.job AND w.input_key = h.input_key
+    WHERE w.worker_id = $1 AND w.lease_until > clock_timestamp()
+    ORDER BY w.job, w.input_key FOR UPDATE OF w
+  )
+  UPDATE worker_task_leases l SET lease_until = clock_timestamp() + $2::double precision * interval '1 millisecond'
+  FROM mine WHERE l.job = mine.job AND l.input_key = mine.input_key AND l.worker_id = $1 AND l.lease_until > clock_timestamp()
   RETURNING l.job, l.input_key AS "inputKey", ${MS_SINCE_EPOCH('l.lease_until')} AS "leaseUntilMs", ${MS_SINCE_EPOCH('clock_timestamp()')} AS "serverNowMs"`;
 
 /**
