@@ -26,12 +26,14 @@ describe.skipIf(!pgClusterUrl)(`a worker's summary among several${pgClusterUrl ?
     await (await openPgStore(s.url)).close();
     const api = await gatedApi(s.sandbox.url, { free: (path) => path.startsWith('/v1/api/auth') });
     try {
-      // The first worker answers FIRST tasks alone; its next calls wait at the gate.
-      const first = startWorker(s, { apiUrl: api.url });
+      // The first worker answers FIRST tasks alone; its next calls wait at the gate till the second is up. Under load
+      // that outlasted the workers' 10 s call timeout: the 4 calls were sent again, 64 calls for 60 tasks.
+      const held = { apiUrl: api.url, requestTimeoutMs: 60_000 };
+      const first = startWorker(s, held);
       api.allow(FIRST);
       await waitFor(async () => (await one(s.pool, `SELECT count(*) AS n FROM tasks WHERE status = 'done'`)) === FIRST, 30_000, 'the first answers');
       // The second plans (re-stamping every task) and claims inputs of its own before any other answer comes.
-      const second = startWorker(s, { apiUrl: api.url });
+      const second = startWorker(s, held);
       await waitFor(async () => (await one(s.pool, 'SELECT count(DISTINCT worker_id) AS n FROM worker_task_leases')) === 2, 30_000, 'both workers holding inputs');
       api.allow(Infinity);
       for (const w of [first, second]) expect(await w.exited, w.stderr()).toBe(0);

@@ -76,15 +76,16 @@ export interface Worker { child: ChildProcess; exited: Promise<number | string>;
 
 /**
  * A worker process on the setup's job; `as` changes its job file, its API URL, the host name it reads, its claims'
- * lease (LEASE_MS by default), its writer's wait for the server (SERVER_BACK_WITHIN_MS), or names its run.
+ * lease (LEASE_MS by default), its writer's wait for the server (SERVER_BACK_WITHIN_MS), its calls' timeout (10 s), or
+ * names its run.
  */
 export function startWorker(
   s: Setup,
-  as: { file?: string; apiUrl?: string; hostname?: string; runKey?: string; leaseMs?: number; serverBackWithinMs?: number } = {},
+  as: { file?: string; apiUrl?: string; hostname?: string; runKey?: string; leaseMs?: number; serverBackWithinMs?: number; requestTimeoutMs?: number } = {},
 ): Worker {
   const settings = {
     url: s.url, jobFiles: [as.file ?? s.file], cwd: s.ws.dir, apiUrl: as.apiUrl ?? s.sandbox.url, token: TOKEN, leaseMs: as.leaseMs ?? LEASE_MS, rateWindowMs: RATE_WINDOW_MS,
-    hostname: as.hostname, runKey: as.runKey, serverBackWithinMs: as.serverBackWithinMs ?? SERVER_BACK_WITHIN_MS,
+    hostname: as.hostname, runKey: as.runKey, serverBackWithinMs: as.serverBackWithinMs ?? SERVER_BACK_WITHIN_MS, requestTimeoutMs: as.requestTimeoutMs,
   };
   const child = spawn(process.execPath, [...workerArgs('run-worker.ts'), JSON.stringify(settings)], { stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';

@@ -11,7 +11,7 @@ import { runJobs } from '../../../src/runner/run-jobs.ts';
 
 const settings = JSON.parse(process.argv[2]!) as {
   url: string; jobFiles: string[]; cwd: string; apiUrl: string; token: string; leaseMs: number; rateWindowMs: number; runKey?: string;
-  hostname?: string; serverBackWithinMs?: number;
+  hostname?: string; serverBackWithinMs?: number; requestTimeoutMs?: number;
 };
 // A worker "on another host": the run reads os.hostname() as on any host, and gets this name.
 if (settings.hostname) {
@@ -25,7 +25,7 @@ const summary = await runJobs({
   dbPath: settings.url,
   jobs,
   api: { baseUrl: settings.apiUrl, token: settings.token },
-  requestTimeoutMs: 10_000,
+  requestTimeoutMs: settings.requestTimeoutMs ?? 10_000,
   lockLeaseMs: settings.leaseMs,
   sharedRateWindowMs: settings.rateWindowMs,
   dbServerBackWithinMs: settings.serverBackWithinMs,
