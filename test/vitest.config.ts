@@ -18,12 +18,10 @@ export function testConfig(include: string[], globalSetup: string[]) {
       setupFiles: ['test/support/pin-esbuild-cwd.ts'],
       testTimeout: 30_000,
       hookTimeout: 30_000,
-      // Tests start real sandboxes, child processes and a PostgreSQL server, and wait on them: the longest files are
-      // mostly waiting (a server restart, a Retry-After, a lease), so a fourth fork works while they wait (two forks
-      // took a fifth longer than three; four, 3-4% less than three on the 30 longest files, 6-10% less in a model of
-      // whole runs on each file's measured CPU).
+      // Tests start real sandboxes, child processes and a PostgreSQL server, and wait on them: three forks keep two
+      // cores busy (with two, the suite took a fifth longer) and stay green with both cores held by other work.
       pool: 'forks',
-      maxWorkers: 4,
+      maxWorkers: 3,
       // The suite is CPU-bound on two cores, and each test file importing the sources afresh was a fifth of it:
       // a fork keeps its module cache from one file to the next (2m28 quiet against 2m50). No test mocks a
       // module, and the few that change process.env or fake timers put them back.
