@@ -246,9 +246,10 @@ export function createTaskClaims(pool: pg.Pool, options: TaskClaimOptions) {
     const renewed = new Map(rows.map((r) => [`${r.job}\0${r.inputKey}`, r]));
     for (const [key, h] of mine) {
       const r = renewed.get(`${h.operation}\0${h.inputKey}`);
-      // A lease that ran out is lost (another worker may hold it now): forget it.
+      // A lease that ran out is lost (another worker may hold it now): forget it, unless given back and claimed
+      // again while the renewal ran: that newer lease is a row the renewal's snapshot could not see.
       if (r) h.endsAtMono = endOf(sentAtMono, r);
-      else held.delete(key);
+      else if (held.get(key) === h) held.delete(key);
     }
     return { held: rows.map((r) => ({ job: r.job, inputKey: r.inputKey, leaseUntil: new Date(r.leaseUntilMs).toISOString() })) };
   }
