@@ -144,15 +144,17 @@ async function workPlanned(run: OpenRun, job: Job, plan: PlanCounts, resumed: st
 async function workAndBook(run: OpenRun, job: Job, plan: PlanCounts, filter: RunnableFilter, due: Pick<JobSummary, 'worked' | 'failedBefore'>): Promise<JobResult> {
   const { stop, warning } = await workDue(run, job, filter, due.worked);
   const capped = settleJobStop(stop, run.stop, run.guard) ? { ...run.guard.stopDetail!, job: job.name } : null;
+  let deferredAll = false;
   if (stop.reason) {
     // Failing (a full disk) stops the run: the pending tasks wait all the same, and the summary still says what was done.
     try {
       await run.store.ledger.deferPending(job.name, run.runId, new Date().toISOString());
+      deferredAll = true;
     } catch (err) {
       run.stop.stop('fatal', err);
     }
   } else if (job.keepRawDays !== null) await pruneJobBodies(run.store, job.name, job.keepRawDays, run.logger);
-  const { summary, counts } = await bookWorked(run, job, plan, { ...due, warnings: warning ? [warning] : [] });
+  const { summary, counts } = await bookWorked(run, job, plan, { ...due, warnings: warning ? [warning] : [] }, deferredAll);
   logWorked(run.logger, summary, counts.deferred, stop);
   return capped ? { summary, capped } : { summary };
 }
@@ -257,15 +259,17 @@ function sayWaits({ gate, guard }: OpenRun, logger: Logger, job: string): void {
 }
 
 /** The job's summary from the ledger once worked (its drift saved for `status`); counts too, as the log tells deferred from pending. */
-async function bookWorked(run: OpenRun, job: Job, plan: PlanCounts, due: Pick<JobSummary, 'worked' | 'failedBefore' | 'warnings'>) {
+async function bookWorked(run: OpenRun, job: Job, plan: PlanCounts, due: Pick<JobSummary, 'worked' | 'failedBefore' | 'warnings'>, deferredAll = false) {
   const counts = await run.store.ledger.countsByStatus(job.name, run.runId);
   const failedByCode = await run.store.ledger.failedByCode(job.name, run.runId);
   await run.drift.save(job.operation);
   const anomalies = await run.store.anomalyCounts(run.runId, job.name);
   const own = await run.store.ledger.ownAnswers(job.name, run.runId);
+  // Once this run deferred what it left, a task still pending is another live worker's (PostgreSQL): not deferred.
+  const deferred = counts.deferred + (deferredAll ? 0 : counts.pending);
   const summary: JobSummary = {
     ...ranSummary(job, plan, due),
-    done: counts.done, notFound: counts.not_found, failed: counts.failed, failedByCode, deferred: counts.deferred + counts.pending,
+    done: counts.done, notFound: counts.not_found, failed: counts.failed, failedByCode, deferred,
     setAside: anomalies.no_identity, otherPost: anomalies.other_post, warnings: due.warnings, ...(own && { thisWorker: own }),
   };
   return { summary, counts };

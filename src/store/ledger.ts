@@ -99,6 +99,7 @@ export const LEDGER_SQL = {
   // Rows the job's latest complete read of its input did not find again (fixed, removed, or moved to another line).
   dropStaleInvalid: sql`DELETE FROM invalid_inputs WHERE job = ${param} AND run_id <> ${param}`,
   recordedInvalid: sql`SELECT field, value, reason FROM invalid_inputs WHERE job = ${param} AND file = ${param}`,
+  // SQLite's; PostgreSQL's (pg-ledger.ts) also leaves the inputs another live worker holds.
   deferPending: sql`UPDATE tasks SET status = 'deferred', updated_at = ${param} WHERE job = ${param} AND run_id = ${param} AND status = 'pending'`,
   // Read before the job is planned again (planning stamps its tasks with the new run). A killed --refresh run defers
   // nothing: its tasks stay pending, and once it is closed as abandoned they are resumed as a stopped run's deferred ones are.

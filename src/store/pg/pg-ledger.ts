@@ -9,6 +9,7 @@ import { readPg } from '../read-steps.ts';
 import { countByKey, deferredSinceReads, dueRule, invalidParams, LEDGER_SQL, otherJobsWithOperationReads, ownAnswersReads, statusCounts, type InvalidInputRow, type NewTask, type RunnableFilter } from '../ledger.ts';
 import type { RunLedger } from '../run-store.ts';
 import type { TaskStatus } from '../tables.ts';
+import { heldByOtherWorker, LEASE_HOLDERS } from './coordination/task-claims.ts';
 
 /** The due rule (ledger.ts, dueRule) at $3 freshSince, $4 refresh; RUNNABLE's $1 job, $2 runId before them. */
 export const PG_DUE = dueRule({ at: '', refresh: '$4::boolean', freshSince: '$3::timestamptz' });
@@ -39,7 +40,15 @@ const ANALYZE_CLAIMED_COLUMNS = ['SET LOCAL default_statistics_target = 10',
 
 const filterParams = (f: RunnableFilter) => [f.job, f.runId, f.freshSince, f.refresh];
 
-export function createPgLedger(pool: pg.Pool): RunLedger {
+/**
+ * A stopping run defers its pending tasks but those whose input another live worker holds: the last worker to plan
+ * stamped them with its run, yet they are that worker's to call, and its "nothing left" must not count them deferred.
+ */
+const DEFER_PENDING = `WITH ${LEASE_HOLDERS} UPDATE tasks t SET status = 'deferred', updated_at = $1
+  WHERE t.job = $2 AND t.run_id = $3 AND t.status = 'pending' AND NOT ${heldByOtherWorker('$4')}`;
+
+/** `holderPid`: the session holding this worker's dataset lock, which its own leases name (none: every lease is another's). */
+export function createPgLedger(pool: pg.Pool, holderPid: number | null = null): RunLedger {
   return {
     recordedInvalid: async (job, file) => countByKey((await pool.query<InvalidInputRow>(LEDGER_SQL.recordedInvalid.postgres, [job, file])).rows),
     // Workers planning one job at once upsert the same rows: a deadlock between them is tried again (the batch is idempotent).
@@ -62,7 +71,7 @@ export function createPgLedger(pool: pg.Pool): RunLedger {
       await withPgClient(pool, (client) => pipelineTransaction(client, ANALYZE_CLAIMED_COLUMNS));
       return rowCount ?? 0;
     },
-    deferPending: async (job, runId, at) => (await pool.query(LEDGER_SQL.deferPending.postgres, [at, job, runId])).rowCount ?? 0,
+    deferPending: async (job, runId, at) => (await pool.query(DEFER_PENDING, [at, job, runId, holderPid])).rowCount ?? 0,
     deferredSince: (job) => readPg({ client: pool }, deferredSinceReads(job)),
     countsByStatus: async (job, runId) => statusCounts((await pool.query<{ status: TaskStatus; n: number }>(LEDGER_SQL.countsByStatus.postgres, [job, runId])).rows),
     async failedByCode(job, runId) {

@@ -59,7 +59,7 @@ export async function openPgRunStore(options: OpenRunOptions & { url: string }):
   const hold = workerHold(datasetHold, store.shownUrl);
   return {
     name: store.shownUrl,
-    ledger: createPgLedger(pool),
+    ledger: createPgLedger(pool, hold.backendPid),
     runs: {
       async start(run) {
         const started = await startWorkerRun(pool, { ...run, backendPid: hold.backendPid });

@@ -97,6 +97,16 @@ const LEASE_LIVE = `(l.lease_until > clock_timestamp() AND (l.backend_pid IS NUL
   OR EXISTS (SELECT 1 FROM holders h WHERE h.pid = l.backend_pid
     AND (h.backend_start IS NULL OR l.backend_start IS NULL OR h.backend_start = l.backend_start))))`;
 
+/**
+ * Whether another worker than the one whose lock session is `ownPid` holds a live lease on task `t`'s input (a
+ * statement's `holders` CTE: LEASE_HOLDERS): that worker is calling it, so a stopping worker leaves it to it.
+ */
+export const heldByOtherWorker = (ownPid: string) => `EXISTS (SELECT 1 FROM worker_task_leases l WHERE l.job = t.operation
+  AND l.input_key = t.input_key AND l.backend_pid IS DISTINCT FROM ${ownPid}::integer AND ${LEASE_LIVE})`;
+
+/** The `holders` CTE heldByOtherWorker reads. */
+export const LEASE_HOLDERS = `holders AS MATERIALIZED (${HOLDERS})`;
+
 /** Whole ms since the epoch as float8 (exact below 2^53): node-postgres reads it with parseFloat, not its costly date parser. */
 const MS_SINCE_EPOCH = (time: string) => `floor(extract(epoch FROM ${time}) * 1000)::float8`;
 
