@@ -81,6 +81,30 @@ describe.skipIf(!pgClusterUrl)(`the shared credit budget on PostgreSQL${pgCluste
     expect((await figuresOf(pool, apiUrl)).balance).toBe(1_996);
   });
 
+  it('a late answer of the previous plan does not flip the balance back: a lowered plan still stops at the reserve', async () => {
+    const { pool } = await budgetDatabase();
+    const apiUrl = 'https://api.example';
+    const free = { reserve: 0, maxPerRun: null };
+    const old = new SharedCreditBudget(pool, { apiUrl, runKey: 'run', workerId: 'old' });
+    const next = new SharedCreditBudget(pool, { apiUrl, runKey: 'run', workerId: 'next' });
+    const first = await tryReserve(old, 5, free);
+    await old.settle(first.reservation!, { cost: 5, counters: counters(900, 1_000) });
+    // A call sent under the plan of 1,000, answered late; then the plan is lowered to 950 and a later call shows it.
+    const late = await tryReserve(old, 5, free);
+    const after = await tryReserve(next, 5, free);
+    await next.settle(after.reservation!, { cost: 5, counters: counters(900, 950) });
+    expect((await figuresOf(pool, apiUrl)).balance).toBe(50);
+    await old.settle(late.reservation!, { cost: 5, counters: counters(895, 1_000) });
+    // 50 left under a reserve of 60: no call may go (the old plan's 105 would let one through).
+    expect(await tryReserve(next, 5, { reserve: 60, maxPerRun: null })).toMatchObject({ reservation: null, reason: 'reserve' });
+    const stored = (await pool.query('SELECT balance, credits_used, total_credits FROM account_balance')).rows[0];
+    expect(stored).toEqual({ balance: 50, credits_used: 900, total_credits: 950 });
+    // A call sent after the lowered plan's report may still change the plan (a top-up).
+    const topUp = await tryReserve(next, 1, free);
+    await next.settle(topUp.reservation!, { cost: 1, counters: counters(901, 2_000) });
+    expect((await figuresOf(pool, apiUrl)).balance).toBe(1_099);
+  });
+
   it('a turn of more answers than the samples kept writes only the newest: the account\'s last 32, and its cost', async () => {
     const { url } = await budgetDatabase();
     // The budget on one connection, whose table statistics are sent on demand (PostgreSQL 15+).

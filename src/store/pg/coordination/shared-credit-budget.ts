@@ -56,13 +56,15 @@ export interface SharedCreditBudgetOptions {
 export type SharedReservation = { readonly id: number; readonly cost: number };
 
 /** A reservation row of this process: its calls in flight and the room not drawn yet (its row's cost is both). */
-type Block = { readonly id: number; remaining: number; inFlight: number };
+type Block = { readonly id: number; remaining: number; inFlight: number; readonly since: string | null };
 
 /** A settle waiting for the end of the turn. */
 interface SettleAsk {
   charge: SharedCharge;
   /** Only the charge's sample is recorded: nothing is charged, no reservation given back, no balance reported. */
   sampleOnly?: boolean;
+  /** When its block was reserved (the server's clock): its call was sent after (see REPORT_SQL); null: unknown. */
+  since?: string | null;
   resolve: (settled: SettledCharge) => void;
   reject: (err: unknown) => void;
 }
@@ -119,7 +121,7 @@ function newestSamples<T extends { operation: string }>(samples: readonly T[]): 
 /** The reservation statement's row (see reserveSql). */
 type ReserveRow = {
   balance: number | null; reserved: number; in_flight: number; spent: number;
-  under_reserve_ok: boolean; cap_ok: boolean; id: string | null; calls: number;
+  under_reserve_ok: boolean; cap_ok: boolean; id: string | null; calls: number; since: string | null;
 };
 
 /** `value`, checked: only finite numbers reach the database (a float8 takes Infinity and NaN). */
@@ -149,7 +151,7 @@ const DECREMENT_SQL = 'UPDATE account_balance SET balance = balance - $2::float8
  * The counters of an answer as the balance (see reportSql); `uncharged` is what becomes of the growth no run was
  * charged yet. $1 the account, $2 the balance, $3 credits_used, $4 total_credits, $5 a reservation's life in ms.
  */
-const reportText = (uncharged: string, recordIf = 'true') => `INSERT INTO account_balance AS b (api_url, balance, credits_used, total_credits, reported_at, credits_counted_from)
+const reportText = (uncharged: string, recordIf: string, newerPlan: string) => `INSERT INTO account_balance AS b (api_url, balance, credits_used, total_credits, reported_at, credits_counted_from)
   SELECT $1::text, $2::float8, $3::float8, $4::float8, clock_timestamp(), $3::float8 WHERE ${recordIf}
   ON CONFLICT (api_url) DO UPDATE SET balance = excluded.balance, credits_used = excluded.credits_used,
     total_credits = excluded.total_credits, reported_at = excluded.reported_at,
@@ -157,9 +159,16 @@ const reportText = (uncharged: string, recordIf = 'true') => `INSERT INTO accoun
     credits_counted_from = CASE WHEN excluded.total_credits = b.total_credits
       AND b.reported_at >= clock_timestamp() - $5::float8 * interval '1 millisecond'
       THEN coalesce(b.credits_counted_from, b.credits_used) ELSE excluded.credits_used END
-  WHERE b.credits_used IS NULL OR excluded.credits_used > b.credits_used OR excluded.total_credits <> b.total_credits
+  WHERE b.credits_used IS NULL OR excluded.credits_used > b.credits_used
+    OR (excluded.total_credits <> b.total_credits AND ${newerPlan})
     OR b.reported_at < clock_timestamp() - $5::float8 * interval '1 millisecond'`;
-const REPORT_SQL = reportText('CASE WHEN excluded.total_credits = b.total_credits THEN b.credits_uncharged END');
+/**
+ * Another plan (total) is taken only from a call sent after the stored report was written ($6: when its block was
+ * reserved): a late answer of the old plan would flip the balance and counters back (a downgrade's balance back up
+ * past the reserve; the new plan's growth lost, its answers charged the estimate). Till then its answers cost the estimate.
+ */
+const REPORT_SQL = reportText('CASE WHEN excluded.total_credits = b.total_credits THEN b.credits_uncharged END', 'true',
+  '$6::timestamptz > b.reported_at');
 /**
  * A balance read outside a call shows the growth of answers not settled yet: it stays to be charged to them (a
  * settle adds its own growth in settleSql). After a while without reports, the growth is no call of ours.
@@ -171,7 +180,7 @@ const REPORT_OUTSIDE_CALL_SQL = reportText(`CASE WHEN excluded.total_credits = b
   // read, and its answer, under the read's counter, would be charged nothing (41 billed at a cap of 40). Its answer reports.
   `NOT EXISTS (SELECT 1 FROM credit_reservations WHERE api_url = $1::text AND expires_at > clock_timestamp())
     OR EXISTS (SELECT 1 FROM account_balance WHERE api_url = $1::text AND total_credits = $4::float8
-      AND reported_at >= clock_timestamp() - $5::float8 * interval '1 millisecond')`);
+      AND reported_at >= clock_timestamp() - $5::float8 * interval '1 millisecond')`, 'true');
 /**
  * What each of a turn's charges costs the run (see settleSql), added to its spend. $1 account, $2 run, $3 reservation
  * life in ms; one array per charge field: $4 order, $5 cost, $6/$7 counters (null: none read), $8 sample only.
@@ -327,7 +336,7 @@ export class SharedCreditBudget {
   private async newBlock(statement: BoundStatement, cost: number, drawn: 0 | 1): Promise<ReserveRow> {
     const row = (await this.inTurn(statement)).rows[0] as ReserveRow;
     this.lastBlockFull = row.id !== null && row.calls === this.blockCalls;
-    if (row.id !== null) this.blocks.set(Number(row.id), { id: Number(row.id), remaining: cost * (row.calls - drawn), inFlight: drawn });
+    if (row.id !== null) this.blocks.set(Number(row.id), { id: Number(row.id), remaining: cost * (row.calls - drawn), inFlight: drawn, since: row.since });
     return row;
   }
 
@@ -365,9 +374,10 @@ export class SharedCreditBudget {
   INSERT INTO credit_reservations (api_url, run_key, worker_id, cost, expires_at)
   SELECT ${a}, ${r}, ${w}, ${c} * fits.calls, clock_timestamp() + ${ms} * interval '1 millisecond'
   FROM fits WHERE under_reserve_ok AND cap_ok
-  RETURNING id
+  RETURNING id, clock_timestamp() AS since
 )
-SELECT balance, reserved, in_flight, spent, under_reserve_ok, cap_ok, calls, (SELECT id FROM ins)::text AS id FROM fits`;
+SELECT balance, reserved, in_flight, spent, under_reserve_ok, cap_ok, calls, (SELECT id FROM ins)::text AS id,
+  (SELECT since FROM ins)::text AS since FROM fits`;
     // The cap last: without one its placeholder is not in the text, and a prepared statement's numbers have no gap.
     const values = [this.options.apiUrl, this.options.runKey, this.options.workerId, num(cost), num(limits.reserve), probe, num(calls),
       num(SHARED_CREDIT_BUDGET_DEFAULTS.epsilon), num(this.reservationMs), need, ...(limits.maxPerRun === null ? [] : [num(limits.maxPerRun)])];
@@ -402,6 +412,7 @@ SELECT balance, reserved, in_flight, spent, under_reserve_ok, cap_ok, calls, (SE
    */
   settle(reservation: SharedReservation, charge: SharedCharge): Promise<SettledCharge> {
     const b = this.blocks.get(reservation.id);
+    const since = b?.since ?? null;
     if (b) {
       b.inFlight -= 1;
       if (b.inFlight === 0 && b.remaining === 0) this.forget(b.id);
@@ -410,7 +421,7 @@ SELECT balance, reserved, in_flight, spent, under_reserve_ok, cap_ok, calls, (SE
       this.emptied.add(reservation.id);
     }
     return new Promise<SettledCharge>((resolve, reject) => {
-      this.settling.push({ charge, resolve, reject });
+      this.settling.push({ charge, since, resolve, reject });
       void this.schedule(false);
     });
   }
@@ -558,7 +569,7 @@ SELECT balance, reserved, in_flight, spent, under_reserve_ok, cap_ok, calls, (SE
         asks.map((x) => (counted(x.charge) ? num(x.charge.counters!.credits_used) : null)),
         asks.map((x) => (counted(x.charge) ? num(x.charge.counters!.total_credits) : null)), asks.map((x) => x.sampleOnly === true)],
     };
-    const balance = this.balanceSql(asks.flatMap((a) => (a.sampleOnly ? [] : [a.charge])));
+    const balance = this.balanceSql(asks.filter((a) => !a.sampleOnly));
     return { statements: [...sampled, ...read, spend, ...balance], samplesAt: read.length > 0 ? sampled.length : null, chargedAt: sampled.length + read.length };
   }
 
@@ -566,20 +577,20 @@ SELECT balance, reserved, in_flight, spent, under_reserve_ok, cap_ok, calls, (SE
    * The balance after the charges, folded: consecutive charges without counters are one decrement, consecutive
    * counters of one plan (total) their highest, as reporting them one by one leaves it (see reportSql).
    */
-  private balanceSql(charges: readonly SharedCharge[]): BoundStatement[] {
-    const runs: Array<{ counters: CreditCounters } | { cost: number }> = [];
-    for (const c of charges) {
+  private balanceSql(asks: readonly SettleAsk[]): BoundStatement[] {
+    const runs: Array<{ counters: CreditCounters; since: string | null } | { cost: number }> = [];
+    for (const { charge: c, since = null } of asks) {
       const last = runs.at(-1);
       if (!c.counters) {
         if (last && 'cost' in last) last.cost += c.cost;
         else runs.push({ cost: c.cost });
       } else if (last && 'counters' in last && last.counters.total_credits === c.counters.total_credits) {
-        if (c.counters.credits_used > last.counters.credits_used) last.counters = c.counters;
+        if (c.counters.credits_used > last.counters.credits_used) Object.assign(last, { counters: c.counters, since });
       } else {
-        runs.push({ counters: c.counters });
+        runs.push({ counters: c.counters, since });
       }
     }
-    return runs.map((r) => ('counters' in r ? this.reportSql(r.counters) : { text: DECREMENT_SQL, values: [this.options.apiUrl, num(r.cost)] }));
+    return runs.map((r) => ('counters' in r ? this.reportSql(r.counters, r.since) : { text: DECREMENT_SQL, values: [this.options.apiUrl, num(r.cost)] }));
   }
 
   /** Forgets the account's balance unless an answer reported it since `since` (ISO time): true when it did. */
@@ -591,7 +602,7 @@ SELECT balance, reserved, in_flight, spent, under_reserve_ok, cap_ok, calls, (SE
 
   /** Records a balance read outside a call (GET /v1/api/auth before the first call), as settle does counters. */
   async report(counters: CreditCounters): Promise<void> {
-    await withPgClient(this.pool, (c) => pipelineTransaction(c, [this.lock, this.reportSql(counters, true)]));
+    await withPgClient(this.pool, (c) => pipelineTransaction(c, [this.lock, this.reportSql(counters, 'outside')]));
   }
 
   /** Extends this process's live reservations (its calls are still going); returns how many. */
@@ -611,10 +622,11 @@ SELECT balance, reserved, in_flight, spent, under_reserve_ok, cap_ok, calls, (SE
 
   /**
    * Counters become the balance unless a higher credits_used was reported (a late answer), save when the total changed
-   * or that report outlived a reservation (a renewal); till then the balance stays low: better stop early.
+   * (by a call sent after that report) or that report outlived a reservation (a renewal); till then the balance stays low.
    */
-  private reportSql(counters: CreditCounters, outsideCall = false): BoundStatement {
+  private reportSql(counters: CreditCounters, since: string | null | 'outside'): BoundStatement {
     const values = [this.options.apiUrl, num(reportedBalance(counters)), num(counters.credits_used), num(counters.total_credits), num(this.reservationMs)];
-    return { text: outsideCall ? REPORT_OUTSIDE_CALL_SQL : REPORT_SQL, values };
+    // A read outside a call has its own rule for another plan (REPORT_OUTSIDE_CALL_SQL); a call's answer, when it was sent.
+    return since === 'outside' ? { text: REPORT_OUTSIDE_CALL_SQL, values } : { text: REPORT_SQL, values: [...values, since] };
   }
 }
