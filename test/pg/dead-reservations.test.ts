@@ -6,6 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import pg from 'pg';
 import { holdShared, type DatasetHold } from '../../src/store/pg/dataset-lock.ts';
 import { startWorkerRun } from '../../src/store/pg/coordination/worker-runs.ts';
+import { SharedCreditBudget } from '../../src/store/pg/coordination/shared-credit-budget.ts';
 import { waitFor } from './coordination-fixtures.ts';
 import { newMigratedPgDatabase, pgClusterUrl, pgSkipReason } from './use-pg.ts';
 
@@ -45,5 +46,27 @@ describe.skipIf(!pgClusterUrl)(`a worker's start and the credit reservations${pg
     await worker(url, ['b']);
     const { rows } = await pool.query<{ worker_id: string }>('SELECT worker_id FROM credit_reservations ORDER BY id');
     expect(rows.map((r) => r.worker_id)).toEqual(['live']);
+  });
+
+  it('a run started after a worker killed with its block reserved records its balance read: the start drops the block first', async () => {
+    const url = await newMigratedPgDatabase('dead_reservations_read');
+    const pool = new pg.Pool({ connectionString: url, max: 2 });
+    cleanups.push(() => pool.end());
+    const apiUrl = 'http://api';
+    const balance = async () => (await pool.query('SELECT balance FROM account_balance WHERE api_url = $1', [apiUrl])).rows[0]?.balance ?? null;
+    const dead = await worker(url, ['b']);
+    const killed = new SharedCreditBudget(pool, { apiUrl, runKey: dead.runKey, workerId: 'dead' });
+    expect((await killed.reserveBlock(2, 64, { reserve: 0, maxPerRun: null }, false)).reservation).not.toBeNull();
+    await pool.query('SELECT pg_terminate_backend($1)', [dead.hold.backendPid]);
+    await waitFor(async () => (await pool.query('SELECT 1 FROM pg_stat_activity WHERE pid = $1', [dead.hold.backendPid])).rowCount === 0, 10_000, 'its session to end');
+    const read = { credits_used: 100, total_credits: 1_000, credits_remaining: 900 };
+    // Before a start closes the dead run, its live block keeps a balance read outside a call from being recorded.
+    const next = new SharedCreditBudget(pool, { apiUrl, runKey: 'next', workerId: 'next' });
+    await next.report(read);
+    expect(await balance()).toBeNull();
+    // The new run's start (which comes before its balance read) closes the dead run and drops its block.
+    await worker(url, ['b']);
+    await next.report(read);
+    expect(await balance()).toBe(900);
   });
 });
