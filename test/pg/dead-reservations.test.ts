@@ -1,13 +1,14 @@
 /**
  * A worker's start drops the credit reservations of a dead worker's run (its session gone): counted till they
- * expired (5 min), they held the next run's calls back. A live worker's, slow or not, are kept.
+ * expired (5 min), they held the next run's calls back, and kept its balance read from being recorded. A live
+ * worker's, slow or not, are kept.
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import pg from 'pg';
 import { holdShared, type DatasetHold } from '../../src/store/pg/dataset-lock.ts';
 import { startWorkerRun } from '../../src/store/pg/coordination/worker-runs.ts';
 import { SharedCreditBudget } from '../../src/store/pg/coordination/shared-credit-budget.ts';
-import { waitFor } from './coordination-fixtures.ts';
+import { startWorker, waitFor } from './coordination-fixtures.ts';
 import { newMigratedPgDatabase, pgClusterUrl, pgSkipReason } from './use-pg.ts';
 
 const cleanups: Array<() => Promise<unknown>> = [];
@@ -48,25 +49,26 @@ describe.skipIf(!pgClusterUrl)(`a worker's start and the credit reservations${pg
     expect(rows.map((r) => r.worker_id)).toEqual(['live']);
   });
 
-  it('a run started after a worker killed with its block reserved records its balance read: the start drops the block first', async () => {
-    const url = await newMigratedPgDatabase('dead_reservations_read');
+  it('a worker process SIGKILLed with its block reserved: a run started right after records its balance read', async () => {
+    const url = await newMigratedPgDatabase('dead_reservations_kill');
     const pool = new pg.Pool({ connectionString: url, max: 2 });
     cleanups.push(() => pool.end());
     const apiUrl = 'http://api';
-    const balance = async () => (await pool.query('SELECT balance FROM account_balance WHERE api_url = $1', [apiUrl])).rows[0]?.balance ?? null;
-    const dead = await worker(url, ['b']);
-    const killed = new SharedCreditBudget(pool, { apiUrl, runKey: dead.runKey, workerId: 'dead' });
-    expect((await killed.reserveBlock(2, 64, { reserve: 0, maxPerRun: null }, false)).reservation).not.toBeNull();
-    await pool.query('SELECT pg_terminate_backend($1)', [dead.hold.backendPid]);
-    await waitFor(async () => (await pool.query('SELECT 1 FROM pg_stat_activity WHERE pid = $1', [dead.hold.backendPid])).rowCount === 0, 10_000, 'its session to end');
-    const read = { credits_used: 100, total_credits: 1_000, credits_remaining: 900 };
-    // Before a start closes the dead run, its live block keeps a balance read outside a call from being recorded.
+    const killed = startWorker('reserve-worker.ts', { url, jobs: ['b'], apiUrl });
+    cleanups.push(async () => killed.child.kill('SIGKILL'));
+    await waitFor(async () => killed.stdout().includes('reserved'), 30_000, `the worker's block (stderr: ${killed.stderr()})`);
     const next = new SharedCreditBudget(pool, { apiUrl, runKey: 'next', workerId: 'next' });
+    const read = { credits_used: 100, total_credits: 1_000, credits_remaining: 900 };
     await next.report(read);
-    expect(await balance()).toBeNull();
-    // The new run's start (which comes before its balance read) closes the dead run and drops its block.
+    expect((await pool.query('SELECT 1 FROM account_balance')).rowCount).toBe(0);
+    killed.child.kill('SIGKILL');
+    await killed.exited;
+    // The server ends the session once it reads the closed socket: a start before then finds the run live (its
+    // block then counts till it expires). Under load that can take a moment; the run's start comes right after.
+    const pid = Number(/reserved (\d+)/.exec(killed.stdout())![1]);
+    await waitFor(async () => (await pool.query('SELECT 1 FROM pg_stat_activity WHERE pid = $1', [pid])).rowCount === 0, 10_000, 'its session to end');
     await worker(url, ['b']);
     await next.report(read);
-    expect(await balance()).toBe(900);
+    expect((await pool.query('SELECT balance FROM account_balance')).rows).toEqual([{ balance: 900 }]);
   });
 });
