@@ -100,9 +100,14 @@ describe.skipIf(!pgClusterUrl)(`the shared credit budget on PostgreSQL${pgCluste
     const stored = (await pool.query('SELECT balance, credits_used, total_credits FROM account_balance')).rows[0];
     expect(stored).toEqual({ balance: 50, credits_used: 900, total_credits: 950 });
     // A call sent after the lowered plan's report may still change the plan (a top-up).
+    const early = await tryReserve(old, 1, free);
     const topUp = await tryReserve(next, 1, free);
     await next.settle(topUp.reservation!, { cost: 1, counters: counters(901, 2_000) });
     expect((await figuresOf(pool, apiUrl)).balance).toBe(1_099);
+    // Another plan from a call sent before that report, whether late or new, gives only a lower balance (errs safe).
+    await old.settle(early.reservation!, { cost: 1, counters: counters(900, 1_500) });
+    expect((await pool.query('SELECT balance, credits_used, total_credits FROM account_balance')).rows[0])
+      .toEqual({ balance: 600, credits_used: 901, total_credits: 2_000 });
   });
 
   it('a turn of more answers than the samples kept writes only the newest: the account\'s last 32, and its cost', async () => {

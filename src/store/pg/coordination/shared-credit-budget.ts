@@ -151,21 +151,29 @@ const DECREMENT_SQL = 'UPDATE account_balance SET balance = balance - $2::float8
  * The counters of an answer as the balance (see reportSql); `uncharged` is what becomes of the growth no run was
  * charged yet. $1 the account, $2 the balance, $3 credits_used, $4 total_credits, $5 a reservation's life in ms.
  */
-const reportText = (uncharged: string, recordIf: string, newerPlan: string) => `INSERT INTO account_balance AS b (api_url, balance, credits_used, total_credits, reported_at, credits_counted_from)
+const STALE_REPORT = `b.reported_at < clock_timestamp() - $5::float8 * interval '1 millisecond'`;
+const reportText = (uncharged: string, recordIf: string, newerPlan: string) => {
+  // Another plan not known newer (`newerPlan`) may be a late answer of the old one: only a lower balance is taken.
+  const adopt = `(b.credits_used IS NULL OR excluded.total_credits = b.total_credits OR ${newerPlan} OR ${STALE_REPORT})`;
+  const taken = (column: string, value: string) => `CASE WHEN ${adopt} THEN ${value} ELSE b.${column} END`;
+  return `INSERT INTO account_balance AS b (api_url, balance, credits_used, total_credits, reported_at, credits_counted_from)
   SELECT $1::text, $2::float8, $3::float8, $4::float8, clock_timestamp(), $3::float8 WHERE ${recordIf}
-  ON CONFLICT (api_url) DO UPDATE SET balance = excluded.balance, credits_used = excluded.credits_used,
-    total_credits = excluded.total_credits, reported_at = excluded.reported_at,
-    credits_uncharged = ${uncharged},
-    credits_counted_from = CASE WHEN excluded.total_credits = b.total_credits
+  ON CONFLICT (api_url) DO UPDATE SET balance = CASE WHEN ${adopt} THEN excluded.balance ELSE least(b.balance, excluded.balance) END,
+    credits_used = ${taken('credits_used', 'excluded.credits_used')}, total_credits = ${taken('total_credits', 'excluded.total_credits')},
+    reported_at = ${taken('reported_at', 'excluded.reported_at')},
+    credits_uncharged = ${taken('credits_uncharged', uncharged)},
+    credits_counted_from = ${taken('credits_counted_from', `CASE WHEN excluded.total_credits = b.total_credits
       AND b.reported_at >= clock_timestamp() - $5::float8 * interval '1 millisecond'
-      THEN coalesce(b.credits_counted_from, b.credits_used) ELSE excluded.credits_used END
-  WHERE b.credits_used IS NULL OR excluded.credits_used > b.credits_used
-    OR (excluded.total_credits <> b.total_credits AND ${newerPlan})
-    OR b.reported_at < clock_timestamp() - $5::float8 * interval '1 millisecond'`;
+      THEN coalesce(b.credits_counted_from, b.credits_used) ELSE excluded.credits_used END`)}
+  WHERE b.credits_used IS NULL OR ${STALE_REPORT}
+    OR (excluded.total_credits = b.total_credits AND excluded.credits_used > b.credits_used)
+    OR (excluded.total_credits <> b.total_credits AND (${newerPlan} OR excluded.balance < b.balance))`;
+};
 /**
  * Another plan (total) is taken only from a call sent after the stored report was written ($6: when its block was
  * reserved): a late answer of the old plan would flip the balance and counters back (a downgrade's balance back up
- * past the reserve; the new plan's growth lost, its answers charged the estimate). Till then its answers cost the estimate.
+ * past the reserve; the new plan's growth lost, its answers charged the estimate). Till then its answers cost the
+ * estimate, and lower the balance when theirs is lower (a downgrade seen by a call sent earlier): that errs safe.
  */
 const REPORT_SQL = reportText('CASE WHEN excluded.total_credits = b.total_credits THEN b.credits_uncharged END', 'true',
   '$6::timestamptz > b.reported_at');
