@@ -6,7 +6,7 @@ import BetterSqlite3 from 'better-sqlite3';
 import { accessSync, constants, existsSync, mkdirSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { DatabaseError, DatabaseReadonlyError } from './errors.ts';
-import { UsageError } from '../errors.ts';
+import { secondsFromEnv } from '../seconds-from-env.ts';
 import { failedForWantOfShm, openWithoutShm, type ChangeWatch } from './read-without-shm.ts';
 import { registerRawBodyFunction } from './raw-body.ts';
 
@@ -45,13 +45,7 @@ export const BUSY_TIMEOUT_ENV = 'NETINGEST_SQLITE_BUSY_SECONDS';
 
 /** The busy timeout of connections opened without one, in ms: BUSY_TIMEOUT_ENV's, at least 1 s; a bad value is a usage error. */
 export function busyTimeoutMs(env: NodeJS.ProcessEnv = process.env): number {
-  const raw = env[BUSY_TIMEOUT_ENV]?.trim();
-  if (!raw) return CONNECTION_DEFAULTS.busyTimeoutMs;
-  const seconds = Number(raw);
-  if (!Number.isFinite(seconds) || seconds < 1) {
-    throw new UsageError(`${BUSY_TIMEOUT_ENV} must be a number of seconds, at least 1 (got ${JSON.stringify(raw)}).`);
-  }
-  return seconds * 1000;
+  return secondsFromEnv(BUSY_TIMEOUT_ENV, 1, env) ?? CONNECTION_DEFAULTS.busyTimeoutMs;
 }
 
 /** Opens the SQLite file at `file` and sets the connection up; the schema is the caller's business. */

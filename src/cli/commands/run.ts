@@ -10,8 +10,9 @@ import { withStopSignals } from '../signals.ts';
 import { formatRunSummary } from '../format-summary.ts';
 import { exitCodeForRun } from '../exit-codes.ts';
 import { checkInvalidOut, INVALID_OUT_OPTION, loadJobs, writeInvalidOut } from '../job-args.ts';
-import { RunNotRecordedError, UsageError } from '../../errors.ts';
+import { RunNotRecordedError } from '../../errors.ts';
 import { terminalSafeJson } from '../../text-width.ts';
+import { secondsFromEnv } from '../../seconds-from-env.ts';
 
 /** PostgreSQL: names the run whose `credits.maxPerRun` workers share, not the live run they join (docs/postgres.md). */
 const RUN_KEY_ENV = 'NETINGEST_RUN_KEY';
@@ -117,17 +118,6 @@ function summaryOutput(summary: RunSummary, json: boolean, redact: (text: string
 /** The lease set in the environment, in ms, or undefined for the default; a bad value is a usage error. */
 export function lockLeaseFromEnv(env: NodeJS.ProcessEnv = process.env): number | undefined {
   return secondsFromEnv(LOCK_LEASE_ENV, MIN_LEASE_SECONDS, env);
-}
-
-/** The seconds the environment variable `name` sets, in ms, or undefined for the default; a bad value is a usage error. */
-function secondsFromEnv(name: string, min: number, env: NodeJS.ProcessEnv): number | undefined {
-  const raw = env[name]?.trim();
-  if (!raw) return undefined;
-  const seconds = Number(raw);
-  if (!Number.isFinite(seconds) || seconds < min) {
-    throw new UsageError(`${name} must be a number of seconds, at least ${min} (got ${JSON.stringify(raw)}).`);
-  }
-  return seconds * 1000;
 }
 
 /**
