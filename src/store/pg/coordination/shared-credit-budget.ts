@@ -151,6 +151,8 @@ const DECREMENT_SQL = 'UPDATE account_balance SET balance = balance - $2::float8
  * The counters of an answer as the balance (see reportSql); `uncharged` is what becomes of the growth no run was
  * charged yet. $1 the account, $2 the balance, $3 credits_used, $4 total_credits, $5 a reservation's life in ms.
  */
+/** A report written within a reservation's life (`ms`: its placeholder), so its counters still tell the growth. */
+const liveReport = (reportedAt: string, ms = '$5') => `${reportedAt} >= clock_timestamp() - ${ms}::float8 * interval '1 millisecond'`;
 const STALE_REPORT = `b.reported_at < clock_timestamp() - $5::float8 * interval '1 millisecond'`;
 const reportText = (uncharged: string, recordIf: string, newerPlan: string) => {
   // Another plan not known newer (`newerPlan`) may be a late answer of the old one: only a lower balance is taken.
@@ -163,7 +165,7 @@ const reportText = (uncharged: string, recordIf: string, newerPlan: string) => {
     reported_at = ${taken('reported_at', 'excluded.reported_at')},
     credits_uncharged = ${taken('credits_uncharged', uncharged)},
     credits_counted_from = ${taken('credits_counted_from', `CASE WHEN excluded.total_credits = b.total_credits
-      AND b.reported_at >= clock_timestamp() - $5::float8 * interval '1 millisecond'
+      AND ${liveReport('b.reported_at')}
       THEN coalesce(b.credits_counted_from, b.credits_used) ELSE excluded.credits_used END`)}
   WHERE b.credits_used IS NULL OR ${STALE_REPORT}
     OR (excluded.total_credits = b.total_credits AND excluded.credits_used > b.credits_used)
@@ -182,13 +184,13 @@ const REPORT_SQL = reportText('CASE WHEN excluded.total_credits = b.total_credit
  * settle adds its own growth in settleSql). After a while without reports, the growth is no call of ours.
  */
 const REPORT_OUTSIDE_CALL_SQL = reportText(`CASE WHEN excluded.total_credits = b.total_credits
-    AND b.reported_at >= clock_timestamp() - $5::float8 * interval '1 millisecond'
+    AND ${liveReport('b.reported_at')}
     THEN coalesce(b.credits_uncharged, 0) + greatest(excluded.credits_used - b.credits_used, 0) ELSE 0 END`,
   // Only over a live report of the same plan is the growth known: else a call in flight may be charged within this
   // read, and its answer, under the read's counter, would be charged nothing (41 billed at a cap of 40). Its answer reports.
   `NOT EXISTS (SELECT 1 FROM credit_reservations WHERE api_url = $1::text AND expires_at > clock_timestamp())
     OR EXISTS (SELECT 1 FROM account_balance WHERE api_url = $1::text AND total_credits = $4::float8
-      AND reported_at >= clock_timestamp() - $5::float8 * interval '1 millisecond')`, 'true');
+      AND ${liveReport('reported_at')})`, 'true');
 /**
  * What each of a turn's charges costs the run (see settleSql), added to its spend. $1 account, $2 run, $3 reservation
  * life in ms; one array per charge field: $4 order, $5 cost, $6/$7 counters (null: none read), $8 sample only.
@@ -196,7 +198,7 @@ const REPORT_OUTSIDE_CALL_SQL = reportText(`CASE WHEN excluded.total_credits = b
 const SPEND_SQL = `WITH prior AS MATERIALIZED (
     SELECT credits_used AS used, total_credits AS total, coalesce(credits_uncharged, 0) AS owed,
       coalesce(credits_counted_from, credits_used) AS known_from FROM account_balance
-    WHERE api_url = $1::text AND reported_at >= clock_timestamp() - $3::float8 * interval '1 millisecond'
+    WHERE api_url = $1::text AND ${liveReport('reported_at', '$3')}
   ),
   -- A counter at or under known_from may be a call billed before the growth was known (its first report): no growth
   -- shows its cost, so it costs the estimate, else it went free and the cap let one more call through.
